@@ -1,0 +1,119 @@
+// Backend: the op interface every model is written against (DESIGN.md §4).
+//
+// A model calls these ops and never contains device code; cpu/ and gpu/ implement them. All
+// tensors passed to an op live on this backend's device (for the CPU backend, host memory).
+// Ops may run asynchronously with respect to the host; synchronize() waits for all of them.
+// Ops do not validate shapes against user input: the model checks its own shapes at load time,
+// and a mismatch here is a bug (BRIGADE_CHECK).
+//
+// Fused QKV: attention inputs are one tensor qkv [n_tokens, (n_heads + 2 * n_kv_heads) * head_dim]
+// with the query heads first, then key heads, then value heads, as one fused projection writes it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace brigade {
+
+struct QkvLayout {
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  int q_width() const { return n_heads * head_dim; }
+  int kv_width() const { return n_kv_heads * head_dim; }
+  int row_width() const { return (n_heads + 2 * n_kv_heads) * head_dim; }
+};
+
+enum class RopeStyle : uint8_t {
+  neox,         // rotate halves: (x[i], x[i + rotary_dim/2]); Hugging Face layout
+  interleaved,  // rotate adjacent pairs: (x[2i], x[2i+1]); llama2.c and GGUF layout
+};
+
+// Rotary embedding of the first rotary_dim dims of each q and k head. inv_freq [rotary_dim/2]
+// already includes any rope_scaling (llama3, linear, dynamic), computed by the model;
+// angle(pos, i) = pos * inv_freq[i].
+struct RopeConfig {
+  RopeStyle style = RopeStyle::neox;
+  int rotary_dim = 0;
+  std::vector<float> inv_freq;
+  float attention_factor = 1.0f;  // multiplies cos/sin (YaRN); 1 otherwise
+};
+
+// One layer's paged KV memory: k and v [n_pages, page_size, n_kv_heads, head_dim] (DESIGN.md §5).
+struct KvLayer {
+  Tensor k;
+  Tensor v;
+};
+
+// Per-step attention metadata; i32 tensors on the device plus host-side bounds for launches.
+// Sequence s owns flattened token rows [q_start[s], q_start[s+1]); those rows are the last
+// n_q = q_start[s+1] - q_start[s] positions of its context, so row j (0-based within s) has
+// position ctx_len[s] - n_q + j and attends causally to KV positions [0, that position].
+// KV position p lives in page block_table[s][p / page_size], offset p % page_size.
+struct AttentionMeta {
+  Tensor q_start;      // [n_seqs + 1] i32
+  Tensor ctx_len;      // [n_seqs] i32
+  Tensor block_table;  // [n_seqs, max_blocks] i32
+  int n_seqs = 0;
+  int max_q_len = 0;
+  int max_ctx_len = 0;
+  int sliding_window = 0;  // attend to the last `sliding_window` positions only; 0 = unlimited
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;
+  // Element type of activations between ops (CPU: f32; GPU: bf16). Logits are always f32.
+  virtual DType activation_dtype() const = 0;
+
+  // ---- memory ----
+  // Device memory of at least `bytes`, aligned to 64 bytes; out_of_resources when it cannot.
+  virtual Expected<Buffer> allocate(size_t bytes) = 0;
+  virtual void upload(const Tensor& dst, const void* host_src) = 0;     // dst.nbytes() bytes
+  virtual void download(void* host_dst, const Tensor& src) = 0;         // src.nbytes() bytes
+  // Converts a host weight (f32/f16/bf16, row-major) into the backend's layout for matmul or
+  // lookup. `want` overrides the stored element type (e.g. bf16 -> f32); nullopt keeps it.
+  virtual Expected<OwnedTensor> prepare_weight(const Tensor& host, std::optional<DType> want) = 0;
+  virtual void synchronize() = 0;
+
+  // ---- ops ----
+  // out [n, d] = table[ids[i]]; table [vocab, d] (a prepared weight), ids [n] i32.
+  virtual void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) = 0;
+  // out [n, m] = x [n, k] · w[m, k]ᵀ (+ bias [m] when bias is not empty).
+  virtual void matmul(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) = 0;
+  // out [n, d] = x / rms(x) * weight, rms over d with eps.
+  virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) = 0;
+  // residual [n, d] += x; out = rms_norm(residual). Fusing saves one pass over the activations.
+  virtual void add_rms_norm(const Tensor& residual, const Tensor& x, const Tensor& weight,
+                            float eps, const Tensor& out) = 0;
+  // a [n, d] += b [n, d].
+  virtual void add(const Tensor& a, const Tensor& b) = 0;
+  // out [n, I] = silu(gate_up[:, :I]) * gate_up[:, I:]; gate_up [n, 2I].
+  virtual void silu_mul(const Tensor& gate_up, const Tensor& out) = 0;
+  // Per-head RMSNorm of the q and k heads of qkv, in place (Qwen3); weights [head_dim].
+  virtual void qk_head_norm(const Tensor& qkv, const QkvLayout& l, const Tensor& q_weight,
+                            const Tensor& k_weight, float eps) = 0;
+  // Rotates the q and k heads of qkv in place; positions [n] i32.
+  virtual void rope(const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
+                    const RopeConfig& rope) = 0;
+  // Copies the k and v heads of qkv [n, ...] into the pages: row i goes to slot slots[i]
+  // (page = slot / page_size, offset = slot % page_size); slots [n] i32, negative = skip.
+  virtual void write_kv(const KvLayer& cache, const Tensor& qkv, const QkvLayout& l,
+                        const Tensor& slots) = 0;
+  // out [n, n_heads * head_dim] = softmax(q·Kᵀ · scale) · V over each row's causal context
+  // (AttentionMeta). GQA: query head h reads kv head h / (n_heads / n_kv_heads).
+  virtual void attention(const Tensor& qkv, const QkvLayout& l, const KvLayer& cache,
+                         const AttentionMeta& meta, float scale, const Tensor& out) = 0;
+  // out [r, d] = x [n, d] rows listed in rows [r] i32.
+  virtual void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& out) = 0;
+};
+
+}  // namespace brigade

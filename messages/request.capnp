@@ -1,0 +1,71 @@
+# Client-facing messages: what a frontend submits and what streams back (DESIGN.md §3).
+@0x85ded85c59cda5d9;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("brigade::schema");
+
+struct SamplingParams {
+  temperature @0 :Float32 = 1.0;   # 0 = greedy
+  topP @1 :Float32 = 1.0;          # nucleus mass in (0, 1]
+  topK @2 :Int32 = 0;              # 0 = off
+  minP @3 :Float32 = 0.0;
+  repetitionPenalty @4 :Float32 = 1.0;
+  presencePenalty @5 :Float32 = 0.0;
+  frequencyPenalty @6 :Float32 = 0.0;
+  seed @7 :UInt64;
+  hasSeed @8 :Bool;                # false: the engine picks a seed
+  logprobs @9 :Int32 = -1;         # -1: none; k >= 0: the sampled token's logprob and the top k
+}
+
+struct StopConditions {
+  tokenIds @0 :List(Int32);        # extra stop ids, besides the model's EOS
+  strings @1 :List(Text);
+  ignoreEos @2 :Bool;
+}
+
+struct GenerateRequest {
+  requestId @0 :UInt64;
+  prompt :union {
+    text @1 :Text;
+    tokenIds @2 :List(Int32);
+  }
+  addBos @3 :Bool = true;          # prepend the model's BOS to a text prompt
+  sampling @4 :SamplingParams;
+  maxTokens @5 :Int32 = 16;
+  stop @6 :StopConditions;
+  priority @7 :Int32;              # higher runs first
+}
+
+enum FinishReason {
+  none @0;       # more events follow
+  stop @1;       # EOS, a stop id or a stop string
+  length @2;     # max tokens or the context limit
+  abort @3;      # cancelled by the client
+  error @4;      # see TokenEvent.error
+}
+
+struct TokenLogprob {
+  tokenId @0 :Int32;
+  logprob @1 :Float32;
+  top @2 :List(TopLogprob);
+}
+
+struct TopLogprob {
+  tokenId @0 :Int32;
+  logprob @1 :Float32;
+}
+
+struct TokenEvent {
+  requestId @0 :UInt64;
+  tokenIds @1 :List(Int32);        # new ids since the previous event
+  text @2 :Text;                   # new complete UTF-8 text since the previous event
+  finishReason @3 :FinishReason;
+  logprobs @4 :List(TokenLogprob); # one per new id when asked
+  error @5 :Text;                  # set when finishReason is error: what was wrong
+  promptTokens @6 :Int32;
+  completionTokens @7 :Int32;      # total generated so far
+}
+
+struct Abort {
+  requestId @0 :UInt64;
+}

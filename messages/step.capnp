@@ -1,0 +1,41 @@
+# Scheduler <-> executor: one forward step of a batch (DESIGN.md §3).
+@0xa0c5ef13bb9e5f21;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("brigade::schema");
+
+using Req = import "request.capnp";
+
+# The work of one sequence in a step: a prompt chunk or one decode token.
+struct SeqWork {
+  seqId @0 :UInt64;
+  tokens @1 :List(Int32);          # input ids at positions [startPos, startPos + len)
+  useLastSampled @2 :Bool;         # tokens[0] is replaced by the token this executor sampled
+                                   # for seqId in an earlier step (in-flight overlap)
+  startPos @3 :Int32;              # tokens already in the KV cache (cached prefix)
+  blockTable @4 :List(Int32);      # page ids covering [0, startPos + len)
+  sample @5 :Bool;                 # sample a token after the last position
+  sampling @6 :Req.SamplingParams;
+  nGenerated @7 :UInt32;           # tokens generated so far: keys the seeded random stream
+  history @8 :List(Int32);         # ids seen so far, for penalties (sent when penalties are on)
+}
+
+struct StepPlan {
+  stepId @0 :UInt64;
+  seqs @1 :List(SeqWork);
+  released @2 :List(UInt64);       # sequences that ended: drop their per-sequence state
+}
+
+struct SampledToken {
+  seqId @0 :UInt64;
+  tokenId @1 :Int32;
+  logprob @2 :Req.TokenLogprob;    # set when the sequence asked for logprobs
+}
+
+struct StepResult {
+  stepId @0 :UInt64;
+  sampled @1 :List(SampledToken);
+  error @2 :Text;                  # non-empty: the step failed and changed nothing
+  nTokens @3 :Int32;               # tokens computed
+  forwardMicros @4 :UInt64;        # executor time for the step
+}

@@ -1,0 +1,64 @@
+// Model: an architecture written once over the Backend ops, with weights loaded from a
+// checkpoint (DESIGN.md §4).
+//
+// A Model is immutable after load and used by one executor thread. forward() runs one step of a
+// flattened batch (prefill chunks and decode tokens together) against a paged KV cache.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/status.h"
+#include "kvstore/kv_layout.h"
+#include "models/model_config.h"
+
+namespace brigade {
+
+// One step, host-side. n_tokens rows, grouped by sequence (see AttentionMeta for the rules).
+struct StepBatch {
+  std::vector<int32_t> tokens;       // [n_tokens] token ids
+  std::vector<int32_t> positions;    // [n_tokens] position of each token in its sequence
+  std::vector<int32_t> slots;        // [n_tokens] KV slot: page * page_size + offset
+  std::vector<int32_t> q_start;      // [n_seqs + 1]
+  std::vector<int32_t> ctx_len;      // [n_seqs]
+  std::vector<int32_t> block_table;  // [n_seqs * max_blocks] page ids, row-major
+  int max_blocks = 0;
+  std::vector<int32_t> logit_rows;   // token rows whose logits are wanted, in output order
+
+  int n_tokens() const { return static_cast<int>(tokens.size()); }
+  int n_seqs() const { return static_cast<int>(ctx_len.size()); }
+  void clear();
+};
+
+struct LoadOptions {
+  // Weight element type after load; nullopt keeps the checkpoint's (f16 is kept as f16).
+  std::optional<DType> weight_dtype;
+  int max_batch_tokens = 2048;  // largest n_tokens a step may have (sizes the scratch buffers)
+  bool progress = true;         // show a progress bar when stderr is a terminal
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  // Loads a checkpoint: a directory with config.json + model.safetensors (or a sharded index),
+  // or a llama2.c .bin file. Errors name the file and what was wrong with it.
+  static Expected<std::unique_ptr<Model>> load(const std::string& path, Backend& backend,
+                                               const LoadOptions& options);
+
+  virtual const ModelConfig& config() const = 0;
+  // KV layout for n_pages pages of page_size tokens in dtype.
+  virtual KvLayout kv_layout(int n_pages, int page_size, DType dtype) const = 0;
+  // Runs one step: writes the step's K/V into `kv` and fills logits [logit_rows.size(), vocab]
+  // (f32, device memory of this backend). Fails (invalid_argument) on ids outside the vocabulary
+  // or a step larger than max_batch_tokens; the KV cache is then unchanged.
+  virtual Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) = 0;
+  // Total parameter count and weight bytes as loaded.
+  virtual int64_t n_params() const = 0;
+  virtual int64_t weight_bytes() const = 0;
+};
+
+}  // namespace brigade

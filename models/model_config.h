@@ -1,0 +1,43 @@
+// ModelConfig: the architecture facts of a checkpoint, parsed from Hugging Face config.json
+// (or a llama2.c header). Fields follow config.json's names where one exists.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace brigade {
+
+struct ModelConfig {
+  std::string arch;             // "llama" (more in later issues: qwen2, qwen3, ...)
+  int hidden_size = 0;
+  int n_layers = 0;
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;             // hidden_size / n_heads unless config.json says otherwise
+  int intermediate_size = 0;
+  int vocab_size = 0;
+  int max_position = 0;         // max_position_embeddings: the longest context
+  float rms_eps = 1e-5f;
+  float rope_theta = 10000.0f;
+  RopeStyle rope_style = RopeStyle::neox;
+  bool tie_embeddings = false;
+  bool attention_bias = false;
+  int sliding_window = 0;       // 0 = none
+  int bos_id = -1;              // -1 = none
+  std::vector<int> eos_ids;
+  DType dtype = DType::f32;     // element type of the weights as stored
+
+  QkvLayout qkv_layout() const { return {n_heads, n_kv_heads, head_dim}; }
+  // Checks the numbers fit together (heads divide, sizes positive); says which one does not.
+  Status validate() const;
+};
+
+// Parses config.json text. Unknown architectures are rejected with the list of supported ones.
+Expected<ModelConfig> parse_hf_config(const std::string& json_text);
+
+}  // namespace brigade
