@@ -5,6 +5,7 @@
 // must not call parallel_for on the same pool. One caller at a time (the executor thread).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -28,21 +29,30 @@ class ThreadPool {
                     const std::function<void(int64_t, int64_t, int)>& fn);
 
  private:
+  // Workers wait for `generation_` to change: they spin (about kSpinMicros) before sleeping on
+  // start_cv_, because an op is a parallel_for and ~100 of them run per decoded token. The caller
+  // waits for `pending_` to reach 0 the same way (spin, then done_cv_).
   void worker_loop(int index);
+  void run_chunks(int worker_index);
+  void wait_for_workers();
 
   int n_threads_;
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable start_cv_;
   std::condition_variable done_cv_;
+  // Task fields: written by the caller before it bumps generation_ (release), read by workers
+  // after they observe the new generation (acquire).
   const std::function<void(int64_t, int64_t, int)>* task_ = nullptr;
   int64_t task_n_ = 0;
   int64_t chunk_ = 0;
   int64_t n_chunks_ = 0;
-  int64_t next_chunk_ = 0;
-  int pending_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::atomic<int64_t> next_chunk_{0};
+  std::atomic<int> pending_{0};        // workers not yet done with the current generation
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> n_sleeping_{0};     // workers blocked on start_cv_
+  std::atomic<bool> caller_sleeping_{false};
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace brigade

@@ -1,0 +1,182 @@
+// Paged attention for a batch of sequences, each a prefill chunk over a cached prefix or a
+// single decode token (AttentionMeta in core/backend.h).
+//
+// Work item = (sequence, kv head, block of up to kQBlock query rows). An item walks the KV pages
+// its rows can see once, page by page (a page is the tile): K and V of the page are widened to f32
+// once and used by all rows x the query heads sharing that kv head (GQA). Each query keeps an
+// online softmax (running max m, sum l, unnormalised output acc), so no [n_q, ctx] matrix exists.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "cpu/ops.h"
+
+namespace brigade::cpu {
+namespace {
+
+constexpr int kQBlock = 16;
+
+struct Item {
+  int seq;
+  int kv_head;
+  int row_begin;  // query rows [row_begin, row_end) within the sequence
+  int row_end;
+};
+
+struct Shape {
+  int64_t page_size, n_kv, head_dim, group, row_width, max_blocks;
+  int sliding_window;
+  float scale;
+};
+
+// KV positions a query row at some position may attend to (causal, sliding window).
+struct QueryRange {
+  int64_t lo, hi;  // visible KV positions [lo, hi], inclusive
+};
+
+QueryRange visible(int64_t pos, int window) {
+  return {window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0, pos};
+}
+
+// Address of the K or V vector [head_dim] of (page, slot, kv head), any cache dtype.
+const void* kv_row(const Tensor& t, const Shape& s, int64_t page, int64_t slot, int64_t head) {
+  const int64_t idx = ((page * s.page_size + slot) * s.n_kv + head) * s.head_dim;
+  return static_cast<const char*>(t.data) + static_cast<size_t>(idx) * dtype_size(t.dtype);
+}
+
+struct Scratch {
+  std::vector<float> q, acc, m, l, k_tile, v_tile, scores;
+};
+
+void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* qkv,
+              const KvLayer& cache, const int32_t* q_start, const int32_t* ctx_len,
+              const int32_t* block_table, float* out, int64_t out_width) {
+  thread_local Scratch sc;
+  const Kernels& kn = *c.kernels;
+  const int64_t d = s.head_dim;
+  const int64_t n_q = q_start[it.seq + 1] - q_start[it.seq];
+  const int64_t first_pos = ctx_len[it.seq] - n_q;
+  const int64_t n_rows = it.row_end - it.row_begin;
+  const int64_t nq = n_rows * s.group;  // queries in this item: row-major over (row, head)
+  sc.q.resize(static_cast<size_t>(nq * d));
+  sc.acc.assign(static_cast<size_t>(nq * d), 0.0f);
+  sc.m.assign(static_cast<size_t>(nq), -std::numeric_limits<float>::infinity());
+  sc.l.assign(static_cast<size_t>(nq), 0.0f);
+  sc.scores.resize(static_cast<size_t>(s.page_size));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* row = qkv + (q_start[it.seq] + it.row_begin + r) * s.row_width;
+    for (int64_t h = 0; h < s.group; ++h) {
+      const float* src = row + (it.kv_head * s.group + h) * d;
+      float* dst = sc.q.data() + (r * s.group + h) * d;
+      for (int64_t j = 0; j < d; ++j) dst[j] = src[j] * s.scale;
+    }
+  }
+  const QueryRange first = visible(first_pos + it.row_begin, s.sliding_window);
+  const QueryRange last = visible(first_pos + it.row_end - 1, s.sliding_window);
+  const bool f32_cache = cache.k.dtype == DType::f32;
+  if (!f32_cache) {
+    sc.k_tile.resize(static_cast<size_t>(s.page_size * d));
+    sc.v_tile.resize(static_cast<size_t>(s.page_size * d));
+  }
+  const int32_t* table = block_table + it.seq * s.max_blocks;
+  for (int64_t b = first.lo / s.page_size; b <= last.hi / s.page_size; ++b) {
+    const int64_t page = table[b];
+    const int64_t p0 = std::max(first.lo, b * s.page_size);
+    const int64_t p1 = std::min(last.hi + 1, (b + 1) * s.page_size);  // tile positions [p0, p1)
+    const int64_t o0 = p0 - b * s.page_size;
+    // Rows of this tile's K and V for our kv head, as f32, stride `kv_stride`.
+    const float* k_base;
+    const float* v_base;
+    int64_t kv_stride;
+    if (f32_cache) {
+      k_base = static_cast<const float*>(kv_row(cache.k, s, page, o0, it.kv_head));
+      v_base = static_cast<const float*>(kv_row(cache.v, s, page, o0, it.kv_head));
+      kv_stride = s.n_kv * d;
+    } else {
+      for (int64_t t = 0; t < p1 - p0; ++t) {
+        kn.to_f32(kv_row(cache.k, s, page, o0 + t, it.kv_head), cache.k.dtype, sc.k_tile.data() + t * d, d);
+        kn.to_f32(kv_row(cache.v, s, page, o0 + t, it.kv_head), cache.v.dtype, sc.v_tile.data() + t * d, d);
+      }
+      k_base = sc.k_tile.data();
+      v_base = sc.v_tile.data();
+      kv_stride = d;
+    }
+    for (int64_t r = 0; r < n_rows; ++r) {
+      const QueryRange qr = visible(first_pos + it.row_begin + r, s.sliding_window);
+      const int64_t a = std::max(p0, qr.lo), e = std::min(p1, qr.hi + 1);
+      if (a >= e) continue;
+      for (int64_t h = 0; h < s.group; ++h) {
+        const int64_t qi = r * s.group + h;
+        const float* q = sc.q.data() + qi * d;
+        float tile_max = -std::numeric_limits<float>::infinity();
+        for (int64_t p = a; p < e; ++p) {
+          const float v = kn.dot(q, k_base + (p - p0) * kv_stride, d);
+          sc.scores[static_cast<size_t>(p - a)] = v;
+          tile_max = std::max(tile_max, v);
+        }
+        float& m = sc.m[static_cast<size_t>(qi)];
+        float& l = sc.l[static_cast<size_t>(qi)];
+        const float new_m = std::max(m, tile_max);
+        float alpha = std::exp(m - new_m);  // 0 on the first tile (m = -inf)
+        l *= alpha;
+        float* acc = sc.acc.data() + qi * d;
+        for (int64_t p = a; p < e; ++p) {
+          const float w = std::exp(sc.scores[static_cast<size_t>(p - a)] - new_m);
+          l += w;
+          kn.scale_axpy(acc, alpha, w, v_base + (p - p0) * kv_stride, d);
+          alpha = 1.0f;
+        }
+        m = new_m;
+      }
+    }
+  }
+  for (int64_t r = 0; r < n_rows; ++r) {
+    float* dst_row = out + (q_start[it.seq] + it.row_begin + r) * out_width;
+    for (int64_t h = 0; h < s.group; ++h) {
+      const int64_t qi = r * s.group + h;
+      const float inv = 1.0f / sc.l[static_cast<size_t>(qi)];
+      const float* acc = sc.acc.data() + qi * d;
+      float* dst = dst_row + (it.kv_head * s.group + h) * d;
+      for (int64_t j = 0; j < d; ++j) dst[j] = acc[j] * inv;
+    }
+  }
+}
+
+}  // namespace
+
+void attention(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const KvLayer& cache,
+               const AttentionMeta& meta, float scale, const Tensor& out) {
+  BRIGADE_CHECK(qkv.dtype == DType::f32 && out.dtype == DType::f32, "attention activations are f32");
+  BRIGADE_CHECK(l.n_kv_heads > 0 && l.n_heads % l.n_kv_heads == 0, "n_heads is a multiple of n_kv_heads");
+  BRIGADE_CHECK(cache.k.ndim == 4 && cache.k.dim(2) == l.n_kv_heads && cache.k.dim(3) == l.head_dim,
+                "KV layer is [n_pages, page_size, n_kv_heads, head_dim]");
+  BRIGADE_CHECK(cache.k.dtype == cache.v.dtype, "K and V share a dtype");
+  BRIGADE_CHECK(qkv.row_numel() == l.row_width() && out.row_numel() == l.q_width(),
+                "qkv is [n, row_width] and out is [n, n_heads * head_dim]");
+  const auto* q_start = meta.q_start.as<const int32_t>();
+  const auto* ctx_len = meta.ctx_len.as<const int32_t>();
+  Shape s;
+  s.page_size = cache.k.dim(1);
+  s.n_kv = l.n_kv_heads;
+  s.head_dim = l.head_dim;
+  s.group = l.n_heads / l.n_kv_heads;
+  s.row_width = l.row_width();
+  s.max_blocks = meta.block_table.ndim >= 2 ? meta.block_table.dim(1) : meta.block_table.numel();
+  s.sliding_window = meta.sliding_window;
+  s.scale = scale;
+  std::vector<Item> items;
+  for (int seq = 0; seq < meta.n_seqs; ++seq) {
+    const int n_q = q_start[seq + 1] - q_start[seq];
+    BRIGADE_CHECK(n_q <= ctx_len[seq], "a sequence's query rows are the tail of its context");
+    for (int g = 0; g < l.n_kv_heads; ++g)
+      for (int r = 0; r < n_q; r += kQBlock) items.push_back({seq, g, r, std::min(n_q, r + kQBlock)});
+  }
+  c.pool->parallel_for(static_cast<int64_t>(items.size()), 1, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i)
+      run_item(c, items[static_cast<size_t>(i)], s, qkv.as<const float>(), cache, q_start, ctx_len,
+               meta.block_table.as<const int32_t>(), out.as<float>(), l.q_width());
+  });
+}
+
+}  // namespace brigade::cpu

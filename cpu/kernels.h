@@ -1,0 +1,57 @@
+// Internal to cpu/: the SIMD kernel table and the level it was chosen for.
+//
+// Every level (scalar, AVX2, AVX-512, AVX-512 BF16) fills one Kernels table; the backend picks a
+// table once at construction (simd_level_from_env) and calls through it, so no kernel checks the
+// CPU itself. Kernels are single-threaded: the backend splits the work across its ThreadPool.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace brigade::cpu {
+
+enum class SimdLevel : int { scalar = 0, avx2 = 1, avx512 = 2, avx512bf16 = 3 };
+
+const char* simd_level_name(SimdLevel level);
+// The best level this CPU supports.
+SimdLevel detect_simd_level();
+// detect_simd_level(), lowered to BRIGADE_SIMD (scalar|avx2|avx512|avx512bf16) when that is set.
+// A request above what the CPU supports is clamped (with a warning): it can only lower the level.
+SimdLevel simd_level_from_env();
+
+// out[i, r] = sum_j x[i, j] * w[r, j] for i in [0, n), r in [m_begin, m_end); no bias.
+// x [n, k] f32 row-major, w [m, k] of w_dtype (f32, bf16 or f16), out [n, m] f32 (row stride m).
+struct MatmulArgs {
+  const float* x = nullptr;
+  int64_t n = 0;
+  int64_t k = 0;
+  const void* w = nullptr;
+  DType w_dtype = DType::f32;
+  int64_t m = 0;
+  float* out = nullptr;
+};
+
+struct Kernels {
+  SimdLevel level = SimdLevel::scalar;
+  void (*matmul_rows)(const MatmulArgs& a, int64_t m_begin, int64_t m_end) = nullptr;
+  // dst[i] = float(src[i]) for src of type t (f32, bf16, f16); n elements.
+  void (*to_f32)(const void* src, DType t, float* dst, int64_t n) = nullptr;
+  // dst[i] = t(src[i]), rounding to nearest even; n elements.
+  void (*from_f32)(const float* src, DType t, void* dst, int64_t n) = nullptr;
+  float (*dot)(const float* a, const float* b, int64_t n) = nullptr;
+  // y[i] = y[i] * scale + a * x[i].
+  void (*scale_axpy)(float* y, float scale, float a, const float* x, int64_t n) = nullptr;
+};
+
+// The table for `level`; levels this build or CPU cannot run fall back to the next lower one.
+const Kernels& kernels_for(SimdLevel level);
+
+// Per-level tables, defined in kernels_<level>.cpp. The AVX ones are only valid to call on CPUs
+// that support them.
+const Kernels& scalar_kernels();
+const Kernels& avx2_kernels();
+const Kernels& avx512_kernels();
+const Kernels& avx512bf16_kernels();
+
+}  // namespace brigade::cpu

@@ -1,0 +1,60 @@
+// AVX2 + FMA + F16C kernels (8 f32 lanes); the bodies are in kernels_simd.inc.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/status.h"
+#include "cpu/kernels.h"
+
+namespace brigade::cpu {
+namespace avx2 {
+
+#define BRIGADE_TARGET __attribute__((target("avx2,fma,f16c")))
+
+using vf = __m256;
+constexpr int64_t kLanes = 8;
+
+BRIGADE_TARGET inline vf vzero() { return _mm256_setzero_ps(); }
+BRIGADE_TARGET inline vf vload(const float* p) { return _mm256_loadu_ps(p); }
+BRIGADE_TARGET inline void vstore(float* p, vf v) { _mm256_storeu_ps(p, v); }
+BRIGADE_TARGET inline vf vset1(float a) { return _mm256_set1_ps(a); }
+BRIGADE_TARGET inline vf vfmadd(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+BRIGADE_TARGET inline vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+BRIGADE_TARGET inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
+BRIGADE_TARGET inline float vhsum(vf v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+// bf16 is the top half of an f32: widen to 32 bits and shift into place.
+BRIGADE_TARGET inline vf vload_bf16(const uint16_t* p) {
+  const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+}
+BRIGADE_TARGET inline vf vload_f16(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+#include "cpu/kernels_simd.inc"
+
+#undef BRIGADE_TARGET
+
+}  // namespace avx2
+
+const Kernels& avx2_kernels() {
+  static const Kernels table = [] {
+    Kernels t;
+    t.level = SimdLevel::avx2;
+    t.matmul_rows = avx2::matmul_rows;
+    t.to_f32 = avx2::to_f32;
+    t.from_f32 = scalar_kernels().from_f32;
+    t.dot = avx2::dot;
+    t.scale_axpy = avx2::scale_axpy;
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace brigade::cpu

@@ -1,0 +1,70 @@
+// AVX-512 kernels (16 f32 lanes; F + BW + VL); the bodies are in kernels_simd.inc. The
+// avx512bf16 level uses the same table: for bf16 weights the shift-widening load already keeps
+// GEMV at memory speed, and x stays f32 (no rounding of activations to bf16).
+// GCC 12 reports its own AVX-512 intrinsics (_mm512_undefined_ps inside the reductions) as
+// uninitialised use; the warning is a known false positive (GCC PR105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/status.h"
+#include "cpu/kernels.h"
+
+namespace brigade::cpu {
+namespace avx512 {
+
+#define BRIGADE_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+
+using vf = __m512;
+constexpr int64_t kLanes = 16;
+
+BRIGADE_TARGET inline vf vzero() { return _mm512_setzero_ps(); }
+BRIGADE_TARGET inline vf vload(const float* p) { return _mm512_loadu_ps(p); }
+BRIGADE_TARGET inline void vstore(float* p, vf v) { _mm512_storeu_ps(p, v); }
+BRIGADE_TARGET inline vf vset1(float a) { return _mm512_set1_ps(a); }
+BRIGADE_TARGET inline vf vfmadd(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+BRIGADE_TARGET inline vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+BRIGADE_TARGET inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
+BRIGADE_TARGET inline float vhsum(vf v) { return _mm512_reduce_add_ps(v); }
+BRIGADE_TARGET inline vf vload_bf16(const uint16_t* p) {
+  const __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+}
+BRIGADE_TARGET inline vf vload_f16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+#include "cpu/kernels_simd.inc"
+
+#undef BRIGADE_TARGET
+
+}  // namespace avx512
+
+const Kernels& avx512_kernels() {
+  static const Kernels table = [] {
+    Kernels t;
+    t.level = SimdLevel::avx512;
+    t.matmul_rows = avx512::matmul_rows;
+    t.to_f32 = avx512::to_f32;
+    t.from_f32 = scalar_kernels().from_f32;
+    t.dot = avx512::dot;
+    t.scale_axpy = avx512::scale_axpy;
+    return t;
+  }();
+  return table;
+}
+
+const Kernels& avx512bf16_kernels() {
+  static const Kernels table = [] {
+    Kernels t = avx512_kernels();
+    t.level = SimdLevel::avx512bf16;
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace brigade::cpu

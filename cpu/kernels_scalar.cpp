@@ -1,0 +1,128 @@
+// Portable kernels (the reference every SIMD level is tested against) and the level selection.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include <spdlog/spdlog.h>
+
+#include "core/status.h"
+#include "cpu/kernels.h"
+
+namespace brigade::cpu {
+namespace {
+
+float load_as_f32(const void* p, DType t, int64_t i) {
+  switch (t) {
+    case DType::f32: return static_cast<const float*>(p)[i];
+    case DType::bf16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case DType::f16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    default: BRIGADE_CHECK(false, "element type is f32, bf16 or f16");
+  }
+  return 0.0f;
+}
+
+void matmul_rows(const MatmulArgs& a, int64_t m_begin, int64_t m_end) {
+  const size_t esize = dtype_size(a.w_dtype);
+  for (int64_t r = m_begin; r < m_end; ++r) {
+    const void* w = static_cast<const char*>(a.w) + static_cast<size_t>(r * a.k) * esize;
+    for (int64_t i = 0; i < a.n; ++i) {
+      const float* x = a.x + i * a.k;
+      float s = 0.0f;
+      for (int64_t j = 0; j < a.k; ++j) s += x[j] * load_as_f32(w, a.w_dtype, j);
+      a.out[i * a.m + r] = s;
+    }
+  }
+}
+
+void to_f32(const void* src, DType t, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = load_as_f32(src, t, i);
+}
+
+void from_f32(const float* src, DType t, void* dst, int64_t n) {
+  switch (t) {
+    case DType::f32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
+    case DType::bf16:
+      for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = f32_to_bf16(src[i]);
+      return;
+    case DType::f16:
+      for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = f32_to_f16(src[i]);
+      return;
+    default: BRIGADE_CHECK(false, "from_f32 writes f32, bf16 or f16");
+  }
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+void scale_axpy(float* y, float scale, float a, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = y[i] * scale + a * x[i];
+}
+
+}  // namespace
+
+const Kernels& scalar_kernels() {
+  static const Kernels table{SimdLevel::scalar, matmul_rows, to_f32, from_f32, dot, scale_axpy};
+  return table;
+}
+
+const char* simd_level_name(SimdLevel level) {
+  switch (level) {
+    case SimdLevel::scalar: return "scalar";
+    case SimdLevel::avx2: return "avx2";
+    case SimdLevel::avx512: return "avx512";
+    case SimdLevel::avx512bf16: return "avx512bf16";
+  }
+  return "?";
+}
+
+SimdLevel detect_simd_level() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c") &&
+                      __builtin_cpu_supports("fma");
+  if (avx512 && __builtin_cpu_supports("avx512bf16")) return SimdLevel::avx512bf16;
+  if (avx512) return SimdLevel::avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c"))
+    return SimdLevel::avx2;
+#endif
+  return SimdLevel::scalar;
+}
+
+SimdLevel simd_level_from_env() {
+  const SimdLevel best = detect_simd_level();
+  const char* env = std::getenv("BRIGADE_SIMD");
+  if (env == nullptr || *env == '\0') return best;
+  const std::string_view want(env);
+  SimdLevel asked = best;
+  if (want == "scalar") asked = SimdLevel::scalar;
+  else if (want == "avx2") asked = SimdLevel::avx2;
+  else if (want == "avx512") asked = SimdLevel::avx512;
+  else if (want == "avx512bf16") asked = SimdLevel::avx512bf16;
+  else
+    spdlog::warn("BRIGADE_SIMD={} is not one of scalar, avx2, avx512, avx512bf16; using {}", want,
+                 simd_level_name(best));
+  if (asked > best) {
+    spdlog::warn("BRIGADE_SIMD={}: this CPU supports up to {}; using that", want,
+                 simd_level_name(best));
+    return best;
+  }
+  return asked;
+}
+
+const Kernels& kernels_for(SimdLevel level) {
+  switch (std::min(level, detect_simd_level())) {
+    case SimdLevel::avx512bf16: return avx512bf16_kernels();
+    case SimdLevel::avx512: return avx512_kernels();
+    case SimdLevel::avx2: return avx2_kernels();
+    case SimdLevel::scalar: break;
+  }
+  return scalar_kernels();
+}
+
+}  // namespace brigade::cpu

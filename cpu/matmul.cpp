@@ -1,0 +1,91 @@
+// matmul: out [n, m] = x [n, k] · w [m, k]ᵀ (+ bias [m]).
+//
+// Decode (n < kBlasMinRows) is bound by reading the weights: threads split the output columns
+// (weight rows) and the register-blocked kernel streams each weight row once per 4 activation rows.
+// Prefill (n >= kBlasMinRows) is bound by FLOPs: threads split the weight rows into panels, widen
+// each panel to f32 in a thread-local buffer and run single-threaded OpenBLAS sgemm on it.
+#include <cblas.h>
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+#include "cpu/ops.h"
+
+namespace brigade::cpu {
+namespace {
+
+// Weight rows per BLAS panel: 64 rows x k f32 fits L2 for k up to ~2K and keeps sgemm's packing
+// cost small against the n x 64 x k multiply.
+constexpr int64_t kPanelRows = 64;
+
+void add_bias(const CpuContext& c, const Tensor& bias, float* out, int64_t n, int64_t m,
+              int64_t r0, int64_t r1) {
+  thread_local std::vector<float> buf;
+  const float* b = nullptr;
+  if (bias.dtype == DType::f32) {
+    b = bias.as<float>();
+  } else {
+    buf.resize(static_cast<size_t>(r1 - r0));
+    c.kernels->to_f32(static_cast<const char*>(bias.data) + r0 * 2, bias.dtype, buf.data(), r1 - r0);
+    b = buf.data() - r0;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t r = r0; r < r1; ++r) out[i * m + r] += b[r];
+}
+
+void blas_rows(const CpuContext& c, const MatmulArgs& a, int64_t r0, int64_t r1) {
+  thread_local std::vector<float> panel;
+  for (int64_t p = r0; p < r1; p += kPanelRows) {
+    const int64_t rows = std::min(kPanelRows, r1 - p);
+    const float* w = nullptr;
+    if (a.w_dtype == DType::f32) {
+      w = static_cast<const float*>(a.w) + p * a.k;
+    } else {
+      panel.resize(static_cast<size_t>(rows * a.k));
+      c.kernels->to_f32(static_cast<const uint16_t*>(a.w) + p * a.k, a.w_dtype, panel.data(),
+                        rows * a.k);
+      w = panel.data();
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(a.n),
+                static_cast<int>(rows), static_cast<int>(a.k), 1.0f, a.x, static_cast<int>(a.k), w,
+                static_cast<int>(a.k), 0.0f, a.out + p, static_cast<int>(a.m));
+  }
+}
+
+}  // namespace
+
+void matmul(const CpuContext& c, const Tensor& x, const Tensor& w, const Tensor& bias,
+            const Tensor& out) {
+  BRIGADE_CHECK(x.dtype == DType::f32 && out.dtype == DType::f32, "matmul activations are f32");
+  BRIGADE_CHECK(w.ndim == 2 && x.row_numel() == w.dim(1), "x [n, k] and w [m, k] agree on k");
+  BRIGADE_CHECK(out.numel() == x.dim(0) * w.dim(0), "out is [n, m]");
+  BRIGADE_CHECK(bias.empty() || bias.numel() == w.dim(0), "bias is [m]");
+  MatmulArgs a;
+  a.x = x.as<float>();
+  a.n = x.dim(0);
+  a.k = w.dim(1);
+  a.w = w.data;
+  a.w_dtype = w.dtype;
+  a.m = w.dim(0);
+  a.out = out.as<float>();
+  if (a.n == 0 || a.m == 0) return;
+  const bool use_blas = a.n >= kBlasMinRows;
+  if (use_blas) {
+    // Each worker calls sgemm itself; OpenBLAS must not start its own threads inside ours.
+    static std::once_flag once;
+    std::call_once(once, [] { openblas_set_num_threads(1); });
+  }
+  // Chunks of at least ~64 KiB of weights (decode) or one panel (prefill), in multiples of 4 rows
+  // so the kernels' 2- and 4-row tiles are rarely split.
+  const int64_t row_bytes = a.k * static_cast<int64_t>(dtype_size(a.w_dtype));
+  const int64_t grain = use_blas ? kPanelRows
+                                 : std::max<int64_t>(4, (65536 / std::max<int64_t>(1, row_bytes)) & ~int64_t{3});
+  c.pool->parallel_for(a.m, grain, [&](int64_t r0, int64_t r1, int) {
+    if (use_blas) blas_rows(c, a, r0, r1);
+    else c.kernels->matmul_rows(a, r0, r1);
+    if (!bias.empty()) add_bias(c, bias, a.out, a.n, a.m, r0, r1);
+  });
+}
+
+}  // namespace brigade::cpu

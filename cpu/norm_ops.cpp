@@ -1,0 +1,126 @@
+// Normalisation and rotary ops: rms_norm, add_rms_norm, qk_head_norm, rope.
+//
+// Arithmetic follows llama2.c's run.c in f32 (ss = sum(x*x) / d + eps; x * (1 / sqrtf(ss)) * w;
+// rope angle = pos * inv_freq in f32 through cosf/sinf) so that greedy decoding reproduces it.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "cpu/ops.h"
+
+namespace brigade::cpu {
+namespace {
+
+// Rows per parallel chunk: enough elements that a chunk outweighs the hand-off.
+int64_t row_grain(int64_t row_elems) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_elems)); }
+
+void rms_row(const float* x, const float* w, float eps, float* out, int64_t d) {
+  float ss = 0.0f;
+  for (int64_t j = 0; j < d; ++j) ss += x[j] * x[j];
+  ss /= static_cast<float>(d);
+  ss += eps;
+  ss = 1.0f / sqrtf(ss);
+  for (int64_t j = 0; j < d; ++j) out[j] = w[j] * (ss * x[j]);
+}
+
+}  // namespace
+
+const float* as_f32(const CpuContext& c, const Tensor& t, float* dst) {
+  if (t.dtype == DType::f32) return t.as<const float>();
+  c.kernels->to_f32(t.data, t.dtype, dst, t.numel());
+  return dst;
+}
+
+void rms_norm(const CpuContext& c, const Tensor& x, const Tensor& weight, float eps,
+              const Tensor& out) {
+  const int64_t n = x.dim(0), d = x.row_numel();
+  BRIGADE_CHECK(weight.numel() == d && out.numel() == x.numel(), "rms_norm: weight [d], out [n, d]");
+  std::vector<float> wbuf(static_cast<size_t>(d));
+  const float* w = as_f32(c, weight, wbuf.data());
+  const float* xp = x.as<const float>();
+  float* op = out.as<float>();
+  c.pool->parallel_for(n, row_grain(d), [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) rms_row(xp + i * d, w, eps, op + i * d, d);
+  });
+}
+
+void add_rms_norm(const CpuContext& c, const Tensor& residual, const Tensor& x,
+                  const Tensor& weight, float eps, const Tensor& out) {
+  const int64_t n = residual.dim(0), d = residual.row_numel();
+  BRIGADE_CHECK(x.numel() == residual.numel() && out.numel() == residual.numel() &&
+                    weight.numel() == d, "add_rms_norm: residual, x, out [n, d]; weight [d]");
+  std::vector<float> wbuf(static_cast<size_t>(d));
+  const float* w = as_f32(c, weight, wbuf.data());
+  float* rp = residual.as<float>();
+  const float* xp = x.as<const float>();
+  float* op = out.as<float>();
+  c.pool->parallel_for(n, row_grain(d), [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      float* r = rp + i * d;
+      for (int64_t j = 0; j < d; ++j) r[j] += xp[i * d + j];
+      rms_row(r, w, eps, op + i * d, d);
+    }
+  });
+}
+
+void qk_head_norm(const CpuContext& c, const Tensor& qkv, const QkvLayout& l,
+                  const Tensor& q_weight, const Tensor& k_weight, float eps) {
+  const int64_t n = qkv.dim(0), d = l.head_dim;
+  BRIGADE_CHECK(qkv.row_numel() == l.row_width() && q_weight.numel() == d && k_weight.numel() == d,
+                "qk_head_norm: qkv [n, row_width], weights [head_dim]");
+  std::vector<float> qbuf(static_cast<size_t>(d)), kbuf(static_cast<size_t>(d));
+  const float* qw = as_f32(c, q_weight, qbuf.data());
+  const float* kw = as_f32(c, k_weight, kbuf.data());
+  float* base = qkv.as<float>();
+  c.pool->parallel_for(n, row_grain(l.row_width()), [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      float* row = base + i * l.row_width();
+      for (int h = 0; h < l.n_heads; ++h) rms_row(row + h * d, qw, eps, row + h * d, d);
+      for (int h = 0; h < l.n_kv_heads; ++h) {
+        float* kh = row + l.q_width() + h * d;
+        rms_row(kh, kw, eps, kh, d);
+      }
+    }
+  });
+}
+
+void rope(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
+          const RopeConfig& cfg) {
+  const int64_t n = qkv.dim(0);
+  const int half = cfg.rotary_dim / 2;
+  BRIGADE_CHECK(cfg.rotary_dim % 2 == 0 && cfg.rotary_dim <= l.head_dim &&
+                    static_cast<int>(cfg.inv_freq.size()) == half,
+                "rope: even rotary_dim <= head_dim and inv_freq [rotary_dim / 2]");
+  BRIGADE_CHECK(qkv.row_numel() == l.row_width() && positions.numel() == n,
+                "rope: qkv [n, row_width], positions [n]");
+  const auto* pos = positions.as<const int32_t>();
+  float* base = qkv.as<float>();
+  const bool neox = cfg.style == RopeStyle::neox;
+  // Query heads then key heads are contiguous at the start of each row.
+  const int n_rot_heads = l.n_heads + l.n_kv_heads;
+  c.pool->parallel_for(n, row_grain(l.row_width()), [&](int64_t b, int64_t e, int) {
+    thread_local std::vector<float> cs;
+    cs.resize(static_cast<size_t>(2 * half));
+    for (int64_t i = b; i < e; ++i) {
+      for (int f = 0; f < half; ++f) {
+        const float val = static_cast<float>(pos[i]) * cfg.inv_freq[static_cast<size_t>(f)];
+        cs[static_cast<size_t>(2 * f)] = cosf(val) * cfg.attention_factor;
+        cs[static_cast<size_t>(2 * f + 1)] = sinf(val) * cfg.attention_factor;
+      }
+      float* row = base + i * l.row_width();
+      for (int h = 0; h < n_rot_heads; ++h) {
+        float* v = row + static_cast<int64_t>(h) * l.head_dim;
+        for (int f = 0; f < half; ++f) {
+          const int a = neox ? f : 2 * f;
+          const int bb = neox ? f + half : 2 * f + 1;
+          const float fc = cs[static_cast<size_t>(2 * f)], fs = cs[static_cast<size_t>(2 * f + 1)];
+          const float v0 = v[a], v1 = v[bb];
+          v[a] = v0 * fc - v1 * fs;
+          v[bb] = v0 * fs + v1 * fc;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace brigade::cpu

@@ -1,0 +1,51 @@
+// Internal to cpu/: the Backend ops as free functions over host tensors. CpuBackend
+// (cpu_backend.cpp) forwards to these; the contracts and shapes are those of core/backend.h.
+// Each op splits its work over ctx.pool and calls the SIMD kernels of ctx.kernels.
+#pragma once
+
+#include "core/backend.h"
+#include "core/thread_pool.h"
+#include "cpu/kernels.h"
+
+namespace brigade::cpu {
+
+struct CpuContext {
+  ThreadPool* pool = nullptr;
+  const Kernels* kernels = nullptr;
+};
+
+// Activation rows at or above this count take the packed-panel BLAS path (compute bound);
+// fewer rows stream the weights once through the register-blocked kernels (memory bound).
+constexpr int64_t kBlasMinRows = 48;
+
+// matmul_*.cpp
+void matmul(const CpuContext& c, const Tensor& x, const Tensor& w, const Tensor& bias,
+            const Tensor& out);
+
+// attention.cpp
+void attention(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const KvLayer& cache,
+               const AttentionMeta& meta, float scale, const Tensor& out);
+
+// norm_ops.cpp
+void rms_norm(const CpuContext& c, const Tensor& x, const Tensor& weight, float eps,
+              const Tensor& out);
+void add_rms_norm(const CpuContext& c, const Tensor& residual, const Tensor& x,
+                  const Tensor& weight, float eps, const Tensor& out);
+void qk_head_norm(const CpuContext& c, const Tensor& qkv, const QkvLayout& l,
+                  const Tensor& q_weight, const Tensor& k_weight, float eps);
+void rope(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
+          const RopeConfig& rope);
+
+// row_ops.cpp
+void embedding(const CpuContext& c, const Tensor& table, const Tensor& ids, const Tensor& out);
+void add(const CpuContext& c, const Tensor& a, const Tensor& b);
+void silu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out);
+void write_kv(const CpuContext& c, const KvLayer& cache, const Tensor& qkv, const QkvLayout& l,
+              const Tensor& slots);
+void gather_rows(const CpuContext& c, const Tensor& x, const Tensor& rows, const Tensor& out);
+
+// A [n] f32 copy of a small vector parameter (norm weight, bias) of dtype f32, bf16 or f16,
+// into `dst`; returns a pointer to it (or to the tensor itself when it is already f32).
+const float* as_f32(const CpuContext& c, const Tensor& t, float* dst);
+
+}  // namespace brigade::cpu

@@ -1,0 +1,91 @@
+// Row-wise ops: embedding, add, silu_mul, write_kv, gather_rows.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "cpu/ops.h"
+
+namespace brigade::cpu {
+namespace {
+
+int64_t row_grain(int64_t row_elems) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_elems)); }
+
+}  // namespace
+
+void embedding(const CpuContext& c, const Tensor& table, const Tensor& ids, const Tensor& out) {
+  const int64_t n = ids.numel(), d = table.row_numel(), vocab = table.dim(0);
+  BRIGADE_CHECK(out.dtype == DType::f32 && out.numel() == n * d, "embedding: out [n, d] f32");
+  const auto* id = ids.as<const int32_t>();
+  const size_t row_bytes = static_cast<size_t>(d) * dtype_size(table.dtype);
+  c.pool->parallel_for(n, row_grain(d), [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      BRIGADE_CHECK(id[i] >= 0 && id[i] < vocab, "embedding: token id inside the vocabulary");
+      const char* src = static_cast<const char*>(table.data) + static_cast<size_t>(id[i]) * row_bytes;
+      c.kernels->to_f32(src, table.dtype, out.as<float>() + i * d, d);
+    }
+  });
+}
+
+void add(const CpuContext& c, const Tensor& a, const Tensor& b) {
+  BRIGADE_CHECK(a.numel() == b.numel() && a.dtype == DType::f32 && b.dtype == DType::f32,
+                "add: a and b [n, d] f32");
+  float* ap = a.as<float>();
+  const float* bp = b.as<const float>();
+  c.pool->parallel_for(a.numel(), 16384, [&](int64_t s, int64_t e, int) {
+    for (int64_t i = s; i < e; ++i) ap[i] += bp[i];
+  });
+}
+
+void silu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out) {
+  const int64_t n = gate_up.dim(0), inter = gate_up.row_numel() / 2;
+  BRIGADE_CHECK(gate_up.row_numel() == 2 * inter && out.numel() == n * inter,
+                "silu_mul: gate_up [n, 2I], out [n, I]");
+  const float* g = gate_up.as<const float>();
+  float* o = out.as<float>();
+  c.pool->parallel_for(n, row_grain(inter), [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      const float* gr = g + i * 2 * inter;
+      const float* ur = gr + inter;
+      float* orow = o + i * inter;
+      for (int64_t j = 0; j < inter; ++j) orow[j] = gr[j] / (1.0f + expf(-gr[j])) * ur[j];
+    }
+  });
+}
+
+void write_kv(const CpuContext& c, const KvLayer& cache, const Tensor& qkv, const QkvLayout& l,
+              const Tensor& slots) {
+  const int64_t n = qkv.dim(0), page_size = cache.k.dim(1), n_pages = cache.k.dim(0);
+  BRIGADE_CHECK(qkv.row_numel() == l.row_width() && slots.numel() == n,
+                "write_kv: qkv [n, row_width], slots [n]");
+  BRIGADE_CHECK(cache.k.row_numel() == page_size * l.kv_width(), "KV page holds page_size x kv_width");
+  const auto* slot = slots.as<const int32_t>();
+  const float* base = qkv.as<const float>();
+  const int64_t w = l.kv_width();
+  const size_t esize = dtype_size(cache.k.dtype);
+  c.pool->parallel_for(n, row_grain(2 * w), [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      if (slot[i] < 0) continue;
+      BRIGADE_CHECK(slot[i] < n_pages * page_size, "write_kv: slot inside the KV pool");
+      const float* k = base + i * l.row_width() + l.q_width();
+      const size_t off = static_cast<size_t>(slot[i]) * static_cast<size_t>(w) * esize;
+      c.kernels->from_f32(k, cache.k.dtype, static_cast<char*>(cache.k.data) + off, w);
+      c.kernels->from_f32(k + w, cache.v.dtype, static_cast<char*>(cache.v.data) + off, w);
+    }
+  });
+}
+
+void gather_rows(const CpuContext& c, const Tensor& x, const Tensor& rows, const Tensor& out) {
+  const int64_t r = rows.numel(), n = x.dim(0);
+  BRIGADE_CHECK(out.dtype == x.dtype && out.numel() == r * x.row_numel(), "gather_rows: out [r, d]");
+  const size_t row_bytes = static_cast<size_t>(x.row_numel()) * dtype_size(x.dtype);
+  const auto* idx = rows.as<const int32_t>();
+  c.pool->parallel_for(r, row_grain(x.row_numel()), [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      BRIGADE_CHECK(idx[i] >= 0 && idx[i] < n, "gather_rows: row index inside x");
+      std::memcpy(static_cast<char*>(out.data) + static_cast<size_t>(i) * row_bytes,
+                  static_cast<const char*>(x.data) + static_cast<size_t>(idx[i]) * row_bytes, row_bytes);
+    }
+  });
+}
+
+}  // namespace brigade::cpu
