@@ -1,0 +1,76 @@
+// Shared helpers for the CPU backend tests: one backend per SIMD level runnable here, tensors
+// in backend memory, random fills and element access in double for the references.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/kernels.h"
+
+namespace brigade::test {
+
+// The BRIGADE_SIMD values this CPU can run, lowest first ("scalar" always).
+inline std::vector<std::string> simd_levels() {
+  std::vector<std::string> out;
+  for (int l = 0; l <= static_cast<int>(cpu::detect_simd_level()); ++l)
+    out.emplace_back(cpu::simd_level_name(static_cast<cpu::SimdLevel>(l)));
+  return out;
+}
+
+// A backend forced to `level` (through BRIGADE_SIMD, as users do).
+inline std::unique_ptr<Backend> backend_at(const std::string& level, int n_threads = 2) {
+  setenv("BRIGADE_SIMD", level.c_str(), 1);
+  auto b = make_cpu_backend({n_threads});
+  unsetenv("BRIGADE_SIMD");
+  EXPECT_NE(b->name().find(level), std::string::npos) << b->name();
+  return b;
+}
+
+inline OwnedTensor make(Backend& b, DType t, std::initializer_list<int64_t> dims) {
+  Tensor shape(nullptr, t, dims);
+  auto buf = b.allocate(shape.nbytes());
+  EXPECT_TRUE(buf.has_value());
+  OwnedTensor o{std::move(*buf), shape};
+  o.tensor.data = o.buffer.data();
+  return o;
+}
+
+inline double get(const Tensor& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::f32: return t.as<float>()[i];
+    case DType::bf16: return bf16_to_f32(t.as<uint16_t>()[i]);
+    case DType::f16: return f16_to_f32(t.as<uint16_t>()[i]);
+    case DType::i32: return t.as<int32_t>()[i];
+    default: ADD_FAILURE() << "unexpected dtype"; return 0;
+  }
+}
+
+inline void set(const Tensor& t, int64_t i, float v) {
+  switch (t.dtype) {
+    case DType::f32: t.as<float>()[i] = v; return;
+    case DType::bf16: t.as<uint16_t>()[i] = f32_to_bf16(v); return;
+    case DType::f16: t.as<uint16_t>()[i] = f32_to_f16(v); return;
+    case DType::i32: t.as<int32_t>()[i] = static_cast<int32_t>(v); return;
+    default: ADD_FAILURE() << "unexpected dtype";
+  }
+}
+
+inline void fill_uniform(const Tensor& t, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) set(t, i, d(rng));
+}
+
+inline std::vector<float> to_vector(const Tensor& t) {
+  std::vector<float> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = static_cast<float>(get(t, i));
+  return v;
+}
+
+}  // namespace brigade::test
