@@ -1,0 +1,273 @@
+// The element-wise and row ops, memory and weight preparation, against direct references.
+// rms_norm and interleaved rope must equal llama2.c's run.c bit for bit (the stories260K greedy
+// output depends on it), so their references are run.c's f32 code; the others use double with
+// a 1e-5 relative tolerance.
+#include <cmath>
+#include <cstdint>
+
+#include "tests/cpu/cpu_test_util.h"
+
+namespace brigade {
+namespace {
+
+using test::backend_at;
+using test::get;
+using test::make;
+
+// llama2.c run.c rmsnorm, verbatim apart from names.
+void llama2c_rmsnorm(float* o, const float* x, const float* weight, int size) {
+  float ss = 0.0f;
+  for (int j = 0; j < size; j++) ss += x[j] * x[j];
+  ss /= static_cast<float>(size);
+  ss += 1e-5f;
+  ss = 1.0f / sqrtf(ss);
+  for (int j = 0; j < size; j++) o[j] = weight[j] * (ss * x[j]);
+}
+
+TEST(CpuOps, RmsNormMatchesLlama2c) {
+  for (const std::string& level : test::simd_levels()) {
+    std::mt19937 rng(1);
+    auto b = backend_at(level);
+    for (int64_t d : {1, 7, 64, 288}) {
+      auto x = make(*b, DType::f32, {5, d});
+      auto w = make(*b, DType::f32, {d});
+      auto out = make(*b, DType::f32, {5, d});
+      test::fill_uniform(x.tensor, rng, -3, 3);
+      test::fill_uniform(w.tensor, rng);
+      b->rms_norm(x.tensor, w.tensor, 1e-5f, out.tensor);
+      std::vector<float> ref(static_cast<size_t>(d));
+      for (int64_t i = 0; i < 5; ++i) {
+        llama2c_rmsnorm(ref.data(), x.tensor.as<float>() + i * d, w.tensor.as<float>(), static_cast<int>(d));
+        for (int64_t j = 0; j < d; ++j) ASSERT_EQ(out.tensor.as<float>()[i * d + j], ref[static_cast<size_t>(j)]);
+      }
+    }
+  }
+}
+
+TEST(CpuOps, AddRmsNormUpdatesResidual) {
+  std::mt19937 rng(2);
+  auto b = backend_at(test::simd_levels().back());
+  const int64_t n = 3, d = 50;
+  auto res = make(*b, DType::f32, {n, d});
+  auto x = make(*b, DType::f32, {n, d});
+  auto w = make(*b, DType::bf16, {d});
+  auto out = make(*b, DType::f32, {n, d});
+  test::fill_uniform(res.tensor, rng);
+  test::fill_uniform(x.tensor, rng);
+  test::fill_uniform(w.tensor, rng);
+  const std::vector<float> r0 = test::to_vector(res.tensor);
+  b->add_rms_norm(res.tensor, x.tensor, w.tensor, 1e-6f, out.tensor);
+  for (int64_t i = 0; i < n; ++i) {
+    double ss = 0;
+    for (int64_t j = 0; j < d; ++j) {
+      const double r = r0[static_cast<size_t>(i * d + j)] + get(x.tensor, i * d + j);
+      EXPECT_NEAR(get(res.tensor, i * d + j), r, 1e-6);
+      ss += r * r;
+    }
+    const double inv = 1.0 / std::sqrt(ss / d + 1e-6);
+    for (int64_t j = 0; j < d; ++j)
+      EXPECT_NEAR(get(out.tensor, i * d + j), get(res.tensor, i * d + j) * inv * get(w.tensor, j), 1e-5);
+  }
+}
+
+TEST(CpuOps, AddAndSiluMul) {
+  std::mt19937 rng(3);
+  auto b = backend_at(test::simd_levels().back());
+  const int64_t n = 4, inter = 37;
+  auto a = make(*b, DType::f32, {n, inter});
+  auto c = make(*b, DType::f32, {n, inter});
+  test::fill_uniform(a.tensor, rng);
+  test::fill_uniform(c.tensor, rng);
+  const std::vector<float> a0 = test::to_vector(a.tensor);
+  b->add(a.tensor, c.tensor);
+  for (int64_t i = 0; i < n * inter; ++i)
+    EXPECT_FLOAT_EQ(a.tensor.as<float>()[i], a0[static_cast<size_t>(i)] + c.tensor.as<float>()[i]);
+  auto gu = make(*b, DType::f32, {n, 2 * inter});
+  auto out = make(*b, DType::f32, {n, inter});
+  test::fill_uniform(gu.tensor, rng, -6, 6);
+  b->silu_mul(gu.tensor, out.tensor);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < inter; ++j) {
+      const double g = get(gu.tensor, i * 2 * inter + j), u = get(gu.tensor, i * 2 * inter + inter + j);
+      EXPECT_NEAR(get(out.tensor, i * inter + j), g / (1 + std::exp(-g)) * u, 1e-5);
+    }
+}
+
+TEST(CpuOps, EmbeddingAllDtypes) {
+  std::mt19937 rng(4);
+  auto b = backend_at(test::simd_levels().back());
+  auto host = make(*b, DType::f32, {11, 19});
+  test::fill_uniform(host.tensor, rng);
+  auto ids = make(*b, DType::i32, {4});
+  const int32_t id_values[4] = {10, 0, 3, 10};
+  std::copy_n(id_values, 4, ids.tensor.as<int32_t>());
+  for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+    auto table = b->prepare_weight(host.tensor, t);
+    ASSERT_TRUE(table.has_value());
+    auto out = make(*b, DType::f32, {4, 19});
+    b->embedding(table->tensor, ids.tensor, out.tensor);
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < 19; ++j)
+        EXPECT_EQ(get(out.tensor, i * 19 + j), get(table->tensor, id_values[i] * 19 + j));
+  }
+}
+
+TEST(CpuOps, QkHeadNormTouchesOnlyQAndK) {
+  std::mt19937 rng(5);
+  auto b = backend_at(test::simd_levels().back());
+  const QkvLayout l{4, 2, 12};
+  auto qkv = make(*b, DType::f32, {3, l.row_width()});
+  auto qw = make(*b, DType::f32, {12});
+  auto kw = make(*b, DType::f16, {12});
+  test::fill_uniform(qkv.tensor, rng);
+  test::fill_uniform(qw.tensor, rng);
+  test::fill_uniform(kw.tensor, rng);
+  const std::vector<float> before = test::to_vector(qkv.tensor);
+  b->qk_head_norm(qkv.tensor, l, qw.tensor, kw.tensor, 1e-6f);
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int h = 0; h < l.n_heads + 2 * l.n_kv_heads; ++h) {
+      const int64_t off = i * l.row_width() + h * 12;
+      const bool is_v = h >= l.n_heads + l.n_kv_heads;
+      const Tensor& w = h < l.n_heads ? qw.tensor : kw.tensor;
+      double ss = 0;
+      for (int e = 0; e < 12; ++e) ss += double(before[static_cast<size_t>(off + e)]) * before[static_cast<size_t>(off + e)];
+      const double inv = 1.0 / std::sqrt(ss / 12 + 1e-6);
+      for (int e = 0; e < 12; ++e) {
+        const double x = before[static_cast<size_t>(off + e)];
+        EXPECT_NEAR(get(qkv.tensor, off + e), is_v ? x : x * inv * get(w, e), 1e-5) << h;
+      }
+    }
+  }
+}
+
+// llama2.c run.c RoPE for one head: interleaved pairs, f32 angles.
+void llama2c_rope(float* v, int head_size, int pos) {
+  for (int i = 0; i < head_size; i += 2) {
+    const float freq = 1.0f / powf(10000.0f, static_cast<float>(i) / static_cast<float>(head_size));
+    const float val = static_cast<float>(pos) * freq;
+    const float fcr = cosf(val), fci = sinf(val);
+    const float v0 = v[i], v1 = v[i + 1];
+    v[i] = v0 * fcr - v1 * fci;
+    v[i + 1] = v0 * fci + v1 * fcr;
+  }
+}
+
+RopeConfig llama_rope(int rotary_dim, int head_dim, RopeStyle style) {
+  RopeConfig c;
+  c.style = style;
+  c.rotary_dim = rotary_dim;
+  for (int i = 0; i < rotary_dim; i += 2)
+    c.inv_freq.push_back(1.0f / powf(10000.0f, static_cast<float>(i) / static_cast<float>(head_dim)));
+  return c;
+}
+
+TEST(CpuOps, InterleavedRopeMatchesLlama2c) {
+  std::mt19937 rng(6);
+  auto b = backend_at(test::simd_levels().back());
+  const QkvLayout l{8, 4, 6};  // stories260K: dim 64, 8 heads, 4 kv heads
+  auto qkv = make(*b, DType::f32, {4, l.row_width()});
+  auto pos = make(*b, DType::i32, {4});
+  const int32_t pos_values[4] = {0, 1, 17, 511};
+  std::copy_n(pos_values, 4, pos.tensor.as<int32_t>());
+  test::fill_uniform(qkv.tensor, rng);
+  std::vector<float> ref = test::to_vector(qkv.tensor);
+  b->rope(qkv.tensor, l, pos.tensor, llama_rope(6, 6, RopeStyle::interleaved));
+  for (int64_t i = 0; i < 4; ++i) {
+    for (int h = 0; h < l.n_heads + 2 * l.n_kv_heads; ++h) {
+      float* v = ref.data() + i * l.row_width() + h * 6;
+      if (h < l.n_heads + l.n_kv_heads) llama2c_rope(v, 6, pos_values[i]);  // V untouched
+      for (int e = 0; e < 6; ++e) ASSERT_EQ(qkv.tensor.as<float>()[i * l.row_width() + h * 6 + e], v[e]);
+    }
+  }
+}
+
+TEST(CpuOps, NeoxRopePartialWithAttentionFactor) {
+  std::mt19937 rng(7);
+  auto b = backend_at(test::simd_levels().back());
+  const QkvLayout l{2, 1, 16};
+  const int rot = 10;
+  auto qkv = make(*b, DType::f32, {3, l.row_width()});
+  auto pos = make(*b, DType::i32, {3});
+  const int32_t pos_values[3] = {5, 0, 1000};
+  std::copy_n(pos_values, 3, pos.tensor.as<int32_t>());
+  test::fill_uniform(qkv.tensor, rng);
+  const std::vector<float> before = test::to_vector(qkv.tensor);
+  RopeConfig cfg = llama_rope(rot, 16, RopeStyle::neox);
+  cfg.attention_factor = 1.25f;
+  b->rope(qkv.tensor, l, pos.tensor, cfg);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int h = 0; h < 4; ++h) {
+      const int64_t off = i * l.row_width() + h * 16;
+      for (int e = 0; e < 16; ++e) {
+        double want = before[static_cast<size_t>(off + e)];
+        if (h < 3 && e < rot) {
+          const int f = e % (rot / 2);
+          const double ang = static_cast<double>(pos_values[i]) * cfg.inv_freq[static_cast<size_t>(f)];
+          const double c = std::cos(ang) * 1.25, s = std::sin(ang) * 1.25;
+          const double x0 = before[static_cast<size_t>(off + f)], x1 = before[static_cast<size_t>(off + f + rot / 2)];
+          want = e < rot / 2 ? x0 * c - x1 * s : x0 * s + x1 * c;
+        }
+        // f32 angles at pos 1000 carry ~1e-4 rad of rounding, as in HF's f32 computation.
+        EXPECT_NEAR(get(qkv.tensor, off + e), want, pos_values[i] >= 1000 ? 5e-4 : 1e-5) << i << " " << h << " " << e;
+      }
+    }
+}
+
+TEST(CpuOps, GatherRows) {
+  auto b = backend_at(test::simd_levels().back());
+  auto x = make(*b, DType::f32, {5, 3});
+  for (int i = 0; i < 15; ++i) x.tensor.as<float>()[i] = static_cast<float>(i);
+  auto rows = make(*b, DType::i32, {3});
+  const int32_t r[3] = {4, 0, 4};
+  std::copy_n(r, 3, rows.tensor.as<int32_t>());
+  auto out = make(*b, DType::f32, {3, 3});
+  b->gather_rows(x.tensor, rows.tensor, out.tensor);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) EXPECT_EQ(out.tensor.as<float>()[i * 3 + j], static_cast<float>(r[i] * 3 + j));
+}
+
+TEST(CpuOps, AllocateAlignsAndCopies) {
+  auto b = backend_at(test::simd_levels().back());
+  for (size_t bytes : {size_t{0}, size_t{1}, size_t{100}, size_t{1} << 20}) {
+    auto buf = b->allocate(bytes);
+    ASSERT_TRUE(buf.has_value());
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(buf->data()) % 64, 0u);
+  }
+  auto huge = b->allocate(size_t{1} << 62);
+  ASSERT_FALSE(huge.has_value());
+  EXPECT_EQ(huge.status().code(), StatusCode::out_of_resources);
+  auto t = make(*b, DType::f32, {4});
+  const float src[4] = {1, 2, 3, 4};
+  float dst[4] = {};
+  b->upload(t.tensor, src);
+  b->download(dst, t.tensor);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(dst[i], src[i]);
+}
+
+TEST(CpuOps, PrepareWeightConvertsAndKeeps) {
+  std::mt19937 rng(8);
+  auto b = backend_at(test::simd_levels().back());
+  auto host = make(*b, DType::f32, {3, 4097});
+  test::fill_uniform(host.tensor, rng, -100, 100);
+  auto kept = b->prepare_weight(host.tensor, std::nullopt);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->tensor.dtype, DType::f32);
+  EXPECT_NE(kept->tensor.data, host.tensor.data);
+  for (DType t : {DType::bf16, DType::f16}) {
+    auto conv = b->prepare_weight(host.tensor, t);
+    ASSERT_TRUE(conv.has_value());
+    for (int64_t i = 0; i < host.tensor.numel(); ++i) {
+      const float v = host.tensor.as<float>()[i];
+      const uint16_t want = t == DType::bf16 ? f32_to_bf16(v) : f32_to_f16(v);
+      ASSERT_EQ(conv->tensor.as<uint16_t>()[i], want) << i;
+    }
+    auto back = b->prepare_weight(conv->tensor, DType::f32);  // widening is exact
+    ASSERT_TRUE(back.has_value());
+    for (int64_t i = 0; i < host.tensor.numel(); ++i) ASSERT_EQ(get(back->tensor, i), get(conv->tensor, i));
+  }
+  auto ints = make(*b, DType::i32, {4});
+  EXPECT_EQ(b->prepare_weight(ints.tensor, DType::f32).status().code(), StatusCode::unsupported);
+}
+
+}  // namespace
+}  // namespace brigade
