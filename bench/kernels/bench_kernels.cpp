@@ -1,0 +1,131 @@
+// CPU kernel benchmarks: matmul (GEMV/GEMM, f32 and bf16 weights) and decode attention.
+//
+// Counters: bytes_per_second = weight (or KV) bytes read per second; `roofline` = that rate over
+// the machine's measured read bandwidth (cpu/membw.h), so 1.0 means the kernel reads memory as
+// fast as a pure sum reduction does (values above 1 mean the data sat in cache); GFLOPS for GEMM.
+// Threads: BRIGADE_BENCH_THREADS (default all hardware threads), also used for the bandwidth.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/membw.h"
+
+namespace brigade {
+namespace {
+
+int bench_threads() {
+  const char* env = std::getenv("BRIGADE_BENCH_THREADS");
+  return env ? std::atoi(env) : 0;
+}
+
+// Measured once per process: the denominator of every `roofline` counter.
+double read_bandwidth_gbps() {
+  static const double bw = [] {
+    ThreadPool pool(bench_threads());
+    return measure_read_bandwidth_gbps(pool);
+  }();
+  return bw;
+}
+
+Backend& backend() {
+  static auto b = make_cpu_backend({bench_threads()});
+  return *b;
+}
+
+OwnedTensor random_tensor(DType t, std::initializer_list<int64_t> dims, uint32_t seed) {
+  Tensor shape(nullptr, t, dims);
+  auto buf = backend().allocate(shape.nbytes());
+  OwnedTensor o{std::move(*buf), shape};
+  o.tensor.data = o.buffer.data();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (int64_t i = 0; i < o.tensor.numel(); ++i) {
+    const float v = d(rng);
+    if (t == DType::f32) o.tensor.as<float>()[i] = v;
+    else if (t == DType::bf16) o.tensor.as<uint16_t>()[i] = f32_to_bf16(v);
+    else o.tensor.as<uint16_t>()[i] = f32_to_f16(v);
+  }
+  return o;
+}
+
+// Args: n, m, k. Weights w [m, k] of dtype T.
+template <DType T>
+void BM_Matmul(benchmark::State& state) {
+  const int64_t n = state.range(0), m = state.range(1), k = state.range(2);
+  const double bw = read_bandwidth_gbps();
+  auto x = random_tensor(DType::f32, {n, k}, 1);
+  auto w = random_tensor(T, {m, k}, 2);
+  auto out = random_tensor(DType::f32, {n, m}, 3);
+  for (auto _ : state) {
+    backend().matmul(x.tensor, w.tensor, Tensor(), out.tensor);
+    benchmark::DoNotOptimize(out.tensor.data);
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.SetBytesProcessed(static_cast<int64_t>(iters * static_cast<double>(w.tensor.nbytes())));
+  state.counters["roofline"] = benchmark::Counter(
+      iters * static_cast<double>(w.tensor.nbytes()) / (bw * 1e9), benchmark::Counter::kIsRate);
+  state.counters["GFLOPS"] = benchmark::Counter(iters * 2.0 * n * m * k / 1e9, benchmark::Counter::kIsRate);
+}
+
+void matmul_args(benchmark::internal::Benchmark* b) {
+  for (int64_t n : {1, 8, 32, 512})
+    for (auto [m, k] : {std::pair<int64_t, int64_t>{768, 768}, {2048, 768}, {768, 2048}, {32000, 768}})
+      b->Args({n, m, k});
+  b->ArgNames({"n", "m", "k"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+BENCHMARK(BM_Matmul<DType::bf16>)->Apply(matmul_args);
+BENCHMARK(BM_Matmul<DType::f32>)->Apply(matmul_args);
+
+// Decode attention: n_seqs sequences of one query each over ctx cached tokens; 12 query heads,
+// 4 kv heads, head_dim 64, bf16 KV in 16-token pages laid out in order.
+void BM_AttentionDecode(benchmark::State& state) {
+  const int n_seqs = static_cast<int>(state.range(0)), ctx = static_cast<int>(state.range(1));
+  const QkvLayout l{12, 4, 64};
+  const int page = 16, blocks = (ctx + page - 1) / page;
+  const double bw = read_bandwidth_gbps();
+  auto qkv = random_tensor(DType::f32, {n_seqs, l.row_width()}, 1);
+  auto k = random_tensor(DType::bf16, {n_seqs * blocks, page, l.n_kv_heads, l.head_dim}, 2);
+  auto v = random_tensor(DType::bf16, {n_seqs * blocks, page, l.n_kv_heads, l.head_dim}, 3);
+  auto out = random_tensor(DType::f32, {n_seqs, l.q_width()}, 4);
+  std::vector<int32_t> q_start(static_cast<size_t>(n_seqs + 1)), ctx_len(static_cast<size_t>(n_seqs), ctx),
+      table(static_cast<size_t>(n_seqs * blocks));
+  for (int s = 0; s <= n_seqs; ++s) q_start[static_cast<size_t>(s)] = s;
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
+  AttentionMeta meta;
+  meta.q_start = Tensor(q_start.data(), DType::i32, {n_seqs + 1});
+  meta.ctx_len = Tensor(ctx_len.data(), DType::i32, {n_seqs});
+  meta.block_table = Tensor(table.data(), DType::i32, {n_seqs, blocks});
+  meta.n_seqs = n_seqs;
+  meta.max_q_len = 1;
+  meta.max_ctx_len = ctx;
+  for (auto _ : state) {
+    backend().attention(qkv.tensor, l, KvLayer{k.tensor, v.tensor}, meta, 0.125f, out.tensor);
+    benchmark::DoNotOptimize(out.tensor.data);
+  }
+  const double kv_bytes = 2.0 * n_seqs * ctx * l.kv_width() * 2.0;
+  const double iters = static_cast<double>(state.iterations());
+  state.SetBytesProcessed(static_cast<int64_t>(iters * kv_bytes));
+  state.counters["roofline"] = benchmark::Counter(iters * kv_bytes / (bw * 1e9), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AttentionDecode)->Args({1, 1024})->Args({8, 1024})->Args({8, 4096})->Args({32, 512})
+    ->ArgNames({"seqs", "ctx"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_ReadBandwidth(benchmark::State& state) {
+  double gbps = 0;
+  for (auto _ : state) gbps = read_bandwidth_gbps();
+  state.counters["GBps"] = gbps;
+  ThreadPool pool(bench_threads());
+  state.counters["sgemm_GFLOPS"] = measure_f32_gemm_gflops(pool);
+}
+BENCHMARK(BM_ReadBandwidth)->Iterations(1);
+
+}  // namespace
+}  // namespace brigade
+
+BENCHMARK_MAIN();
