@@ -1,0 +1,88 @@
+#include "models/checkpoint.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "models/llama2c.h"
+#include "models/safetensors.h"
+
+namespace brigade {
+
+namespace fs = std::filesystem;
+
+Expected<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& path) {
+  std::unique_ptr<Checkpoint> ck(new Checkpoint());
+  ck->path_ = path;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    BRIGADE_RETURN_IF_ERROR(ck->open_directory());
+    return ck;
+  }
+  if (!fs::exists(path, ec)) return not_found("model path not found: " + path);
+  if (path.ends_with(".safetensors"))
+    return invalid_argument(path + ": pass the model directory (with config.json), not the .safetensors file");
+  BRIGADE_ASSIGN_OR_RETURN(auto file, MappedFile::open(path));
+  ck->format_ = "llama2.c";
+  BRIGADE_RETURN_IF_ERROR(read_llama2c(file, ck->config_, ck->tensors_));
+  ck->files_.push_back(std::move(file));
+  return ck;
+}
+
+Status Checkpoint::open_directory() {
+  const fs::path dir(path_);
+  format_ = "safetensors";
+  const fs::path config_path = dir / "config.json";
+  BRIGADE_ASSIGN_OR_RETURN(std::string config_text, read_text_file(config_path.string()));
+  auto cfg = parse_hf_config(config_text);
+  if (!cfg) return Status(cfg.status().code(), config_path.string() + ": " + cfg.status().message());
+  config_ = std::move(*cfg);
+
+  std::vector<std::string> shard_names;
+  const fs::path index_path = dir / "model.safetensors.index.json";
+  std::error_code ec;
+  if (fs::exists(index_path, ec)) {
+    BRIGADE_ASSIGN_OR_RETURN(std::string text, read_text_file(index_path.string()));
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+      return corrupt(index_path.string() + ": not a JSON object with a \"weight_map\" object");
+    std::set<std::string> seen;
+    for (const auto& [name, shard] : j["weight_map"].items()) {
+      if (!shard.is_string()) return corrupt(index_path.string() + ": weight_map['" + name + "'] is not a file name");
+      const std::string s = shard.get<std::string>();
+      if (s.find('/') != std::string::npos || s == "..")
+        return corrupt(index_path.string() + ": shard name '" + s + "' must be a plain file name");
+      if (seen.insert(s).second) shard_names.push_back(s);
+    }
+    if (shard_names.empty()) return corrupt(index_path.string() + ": weight_map is empty");
+  } else if (fs::exists(dir / "model.safetensors", ec)) {
+    shard_names.push_back("model.safetensors");
+  } else {
+    return not_found(path_ + ": no model.safetensors or model.safetensors.index.json in the directory");
+  }
+  for (const auto& s : shard_names) {
+    BRIGADE_ASSIGN_OR_RETURN(auto file, MappedFile::open((dir / s).string()));
+    BRIGADE_RETURN_IF_ERROR(read_safetensors(file, tensors_));
+    files_.push_back(std::move(file));
+  }
+  return Status::ok();
+}
+
+Expected<RawTensor> Checkpoint::tensor(const std::string& name) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) return not_found(path_ + ": tensor '" + name + "' is missing from the checkpoint");
+  return it->second;
+}
+
+Expected<RawTensor> Checkpoint::tensor(const std::string& name, const std::vector<int64_t>& shape) const {
+  BRIGADE_ASSIGN_OR_RETURN(RawTensor t, tensor(name));
+  if (t.shape != shape) {
+    RawTensor want;
+    want.shape = shape;
+    return corrupt(t.file + ": tensor '" + name + "' has shape " + t.shape_string() + " but the config needs " +
+                   want.shape_string());
+  }
+  return t;
+}
+
+}  // namespace brigade

@@ -1,0 +1,46 @@
+// Checkpoint: a model's config plus its stored tensors, memory-mapped, before any backend sees
+// them. One entry point for Model::load, inspect_model and tests that read raw weights.
+//
+// Accepted paths:
+//   - a directory with config.json and model.safetensors, or model.safetensors.index.json
+//     ({"weight_map": {tensor name: shard file}}) naming several shard files beside it;
+//   - a llama2.c .bin file (tensors exposed under Hugging Face names, see llama2c.h).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "models/mapped_file.h"
+#include "models/model_config.h"
+#include "models/raw_tensor.h"
+
+namespace brigade {
+
+class Checkpoint {
+ public:
+  // Opens and validates the files (headers, offsets, sizes); reads no tensor data.
+  static Expected<std::unique_ptr<Checkpoint>> open(const std::string& path);
+
+  const ModelConfig& config() const { return config_; }
+  const std::string& path() const { return path_; }
+  const std::string& format() const { return format_; }  // "safetensors" or "llama2.c"
+  const std::map<std::string, RawTensor>& tensors() const { return tensors_; }
+
+  // The tensor called `name`; not_found naming the tensor and the checkpoint when absent.
+  Expected<RawTensor> tensor(const std::string& name) const;
+  // As above, and corrupt unless its shape is exactly `shape` (the message gives both).
+  Expected<RawTensor> tensor(const std::string& name, const std::vector<int64_t>& shape) const;
+
+ private:
+  Status open_directory();
+  std::string path_;
+  std::string format_;
+  ModelConfig config_;
+  std::vector<std::shared_ptr<MappedFile>> files_;  // keep the mappings alive
+  std::map<std::string, RawTensor> tensors_;
+};
+
+}  // namespace brigade

@@ -1,0 +1,54 @@
+#include "models/inspect.h"
+
+#include <cstdio>
+
+#include "models/checkpoint.h"
+
+namespace brigade {
+
+Expected<ModelInfo> inspect_model(const std::string& path) {
+  BRIGADE_ASSIGN_OR_RETURN(auto ck, Checkpoint::open(path));
+  ModelInfo info;
+  info.path = path;
+  info.format = ck->format();
+  info.config = ck->config();
+  for (const auto& [name, t] : ck->tensors()) {
+    ++info.n_tensors;
+    info.n_params += t.numel();
+    info.n_bytes += static_cast<int64_t>(t.bytes.size());
+    ++info.n_tensors_by_dtype[dtype_name(t.dtype)];
+  }
+  return info;
+}
+
+std::string format_model_info(const ModelInfo& m) {
+  auto human = [](double v, const char* unit) {
+    const char* prefixes[] = {"", "K", "M", "G", "T"};
+    int i = 0;
+    while (v >= 1000.0 && i < 4) { v /= 1000.0; ++i; }
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.2f %s%s", v, prefixes[i], unit);
+    return std::string(buf);
+  };
+  const ModelConfig& c = m.config;
+  std::string s;
+  s += "path:          " + m.path + "\n";
+  s += "format:        " + m.format + "\n";
+  s += "architecture:  " + c.arch + "\n";
+  s += "layers:        " + std::to_string(c.n_layers) + "\n";
+  s += "hidden:        " + std::to_string(c.hidden_size) + " (intermediate " + std::to_string(c.intermediate_size) + ")\n";
+  s += "heads:         " + std::to_string(c.n_heads) + " q, " + std::to_string(c.n_kv_heads) + " kv, head_dim " +
+       std::to_string(c.head_dim) + "\n";
+  s += "vocab:         " + std::to_string(c.vocab_size) + "\n";
+  s += "max position:  " + std::to_string(c.max_position) + "\n";
+  s += std::string("rope:          theta ") + std::to_string(c.rope_theta) +
+       (c.rope_style == RopeStyle::neox ? ", neox" : ", interleaved") + "\n";
+  s += std::string("tied embed:    ") + (c.tie_embeddings ? "yes" : "no") + "\n";
+  s += "parameters:    " + human(static_cast<double>(m.n_params), "") + " (" + std::to_string(m.n_params) + ")\n";
+  s += "weight bytes:  " + human(static_cast<double>(m.n_bytes), "B") + "\n";
+  s += "tensors:       " + std::to_string(m.n_tensors);
+  for (const auto& [dt, n] : m.n_tensors_by_dtype) s += ", " + std::to_string(n) + " " + dt;
+  return s + "\n";
+}
+
+}  // namespace brigade

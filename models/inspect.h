@@ -1,0 +1,29 @@
+// Facts about a checkpoint for `brigade inspect`, read from its headers without loading weights
+// onto any backend.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "core/status.h"
+#include "models/model_config.h"
+
+namespace brigade {
+
+struct ModelInfo {
+  std::string path;
+  std::string format;  // "safetensors" or "llama2.c"
+  ModelConfig config;
+  int n_tensors = 0;
+  int64_t n_params = 0;  // elements over all stored tensors
+  int64_t n_bytes = 0;   // bytes of all stored tensors
+  std::map<std::string, int> n_tensors_by_dtype;  // dtype name ("bf16") -> count
+};
+
+// Opens the checkpoint (same path rules and errors as Model::load) and summarises it.
+Expected<ModelInfo> inspect_model(const std::string& path);
+// A few human-readable lines ("architecture: llama", "parameters: 1.2M", ...).
+std::string format_model_info(const ModelInfo& info);
+
+}  // namespace brigade

@@ -1,0 +1,278 @@
+#include "models/llama.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "models/step_check.h"
+#include "models/weight_loader.h"
+
+namespace brigade {
+namespace {
+
+// Attention block weights. Optional pieces are empty tensors when the architecture lacks them.
+struct AttentionBlock {
+  OwnedTensor qkv;       // [(H + 2 KV) * hd, hidden]: q rows, then k, then v
+  OwnedTensor qkv_bias;  // [(H + 2 KV) * hd] f32, or empty
+  OwnedTensor q_norm;    // [hd] f32 per-head norm (Qwen3), or empty
+  OwnedTensor k_norm;    // [hd] f32, or empty
+  OwnedTensor o;         // [hidden, H * hd]
+  OwnedTensor o_bias;    // [hidden] f32, or empty
+};
+
+struct MlpBlock {
+  OwnedTensor gate_up;  // [2 I, hidden]: gate rows, then up rows
+  OwnedTensor down;     // [hidden, I]
+};
+
+struct DecoderLayer {
+  OwnedTensor attn_norm;  // [hidden] f32
+  AttentionBlock attn;
+  OwnedTensor mlp_norm;   // [hidden] f32
+  MlpBlock mlp;
+};
+
+// Activations for up to max_batch_tokens rows, in the backend's activation dtype.
+struct Scratch {
+  OwnedTensor residual;  // [T, hidden] the residual stream
+  OwnedTensor normed;    // [T, hidden] input of the next projection
+  OwnedTensor delta;     // [T, hidden] block output to add to the residual
+  OwnedTensor qkv;       // [T, (H + 2 KV) * hd]
+  OwnedTensor attn;      // [T, H * hd]
+  OwnedTensor gate_up;   // [T, 2 I]
+  OwnedTensor act;       // [T, I]
+  OwnedTensor selected;  // [T, hidden] rows whose logits are wanted
+};
+
+// Device copies of the step's int arrays; block_table grows when a step needs more.
+struct StepInts {
+  OwnedTensor tokens, positions, slots, q_start, ctx_len, logit_rows, block_table;
+};
+
+Expected<OwnedTensor> alloc(Backend& backend, DType dtype, int64_t rows, int64_t cols) {
+  BRIGADE_ASSIGN_OR_RETURN(Buffer buf, backend.allocate(static_cast<size_t>(rows * cols) * dtype_size(dtype)));
+  OwnedTensor t;
+  t.tensor = buf.view(dtype, {rows, cols});
+  t.buffer = std::move(buf);
+  return t;
+}
+
+std::string layer_name(int l, const char* suffix) { return "model.layers." + std::to_string(l) + "." + suffix; }
+
+class LlamaModel final : public Model {
+ public:
+  LlamaModel(const ModelConfig& config, Backend& backend, const LoadOptions& options)
+      : config_(config), backend_(backend), options_(options) {
+    rope_.style = config.rope_style;
+    rope_.rotary_dim = config.head_dim;
+    rope_.inv_freq = rope_inv_freq(config.rope_theta, config.head_dim);
+  }
+
+  Status load(const Checkpoint& ck);
+
+  const ModelConfig& config() const override { return config_; }
+  KvLayout kv_layout(int n_pages, int page_size, DType dtype) const override {
+    return KvLayout{config_.n_layers, n_pages, page_size, config_.n_kv_heads, config_.head_dim, dtype};
+  }
+  Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
+  int64_t n_params() const override { return n_params_; }
+  int64_t weight_bytes() const override { return weight_bytes_; }
+
+ private:
+  Status load_layer(WeightLoader& w, int l, DecoderLayer& layer);
+  Status allocate_scratch();
+  Status upload_step(const StepBatch& batch);
+  void run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta, int n);
+  void run_mlp(const DecoderLayer& layer, int n);
+
+  ModelConfig config_;
+  Backend& backend_;
+  LoadOptions options_;
+  RopeConfig rope_;
+  OwnedTensor embed_;     // [vocab, hidden]
+  OwnedTensor lm_head_;   // [vocab, hidden], empty when tied to embed_
+  OwnedTensor final_norm_;
+  std::vector<DecoderLayer> layers_;
+  Scratch scratch_;
+  StepInts ints_;
+  int64_t n_params_ = 0;
+  int64_t weight_bytes_ = 0;
+};
+
+Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
+  const auto& c = config_;
+  const int64_t hidden = c.hidden_size, q = int64_t{c.n_heads} * c.head_dim, kv = int64_t{c.n_kv_heads} * c.head_dim;
+  const int64_t inter = c.intermediate_size;
+  BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, w.vector_f32({layer_name(l, "input_layernorm.weight")}, {hidden}));
+  BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, w.vector_f32({layer_name(l, "post_attention_layernorm.weight")}, {hidden}));
+  BRIGADE_ASSIGN_OR_RETURN(
+      layer.attn.qkv,
+      w.fused({layer_name(l, "self_attn.q_proj.weight"), layer_name(l, "self_attn.k_proj.weight"),
+               layer_name(l, "self_attn.v_proj.weight")},
+              {q, kv, kv}, hidden));
+  BRIGADE_ASSIGN_OR_RETURN(layer.attn.o, w.matrix(layer_name(l, "self_attn.o_proj.weight"), hidden, q));
+  if (c.attention_bias) {
+    BRIGADE_ASSIGN_OR_RETURN(
+        layer.attn.qkv_bias,
+        w.vector_f32({layer_name(l, "self_attn.q_proj.bias"), layer_name(l, "self_attn.k_proj.bias"),
+                      layer_name(l, "self_attn.v_proj.bias")},
+                     {q, kv, kv}));
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.o_bias, w.vector_f32({layer_name(l, "self_attn.o_proj.bias")}, {hidden}));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(layer.mlp.gate_up,
+                           w.fused({layer_name(l, "mlp.gate_proj.weight"), layer_name(l, "mlp.up_proj.weight")},
+                                   {inter, inter}, hidden));
+  BRIGADE_ASSIGN_OR_RETURN(layer.mlp.down, w.matrix(layer_name(l, "mlp.down_proj.weight"), hidden, inter));
+  return Status::ok();
+}
+
+Status LlamaModel::load(const Checkpoint& ck) {
+  const auto& c = config_;
+  WeightLoader w(ck, backend_, options_.weight_dtype);
+  const bool show = options_.progress && ::isatty(STDERR_FILENO);
+  BRIGADE_ASSIGN_OR_RETURN(embed_, w.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size));
+  layers_.resize(static_cast<size_t>(c.n_layers));
+  for (int l = 0; l < c.n_layers; ++l) {
+    BRIGADE_RETURN_IF_ERROR(load_layer(w, l, layers_[static_cast<size_t>(l)]));
+    if (show) std::fprintf(stderr, "\rloading %s: layer %d/%d", ck.path().c_str(), l + 1, c.n_layers);
+  }
+  if (show) std::fprintf(stderr, "\n");
+  BRIGADE_ASSIGN_OR_RETURN(final_norm_, w.vector_f32({"model.norm.weight"}, {c.hidden_size}));
+  if (!c.tie_embeddings) {
+    BRIGADE_ASSIGN_OR_RETURN(lm_head_, w.matrix("lm_head.weight", c.vocab_size, c.hidden_size));
+  }
+  n_params_ = w.n_params();
+  weight_bytes_ = w.n_bytes();
+  BRIGADE_RETURN_IF_ERROR(allocate_scratch());
+  backend_.synchronize();  // uploads from staging memory have finished before it is freed
+  return Status::ok();
+}
+
+Status LlamaModel::allocate_scratch() {
+  const auto& c = config_;
+  const DType a = backend_.activation_dtype();
+  const int64_t t = options_.max_batch_tokens, hidden = c.hidden_size;
+  Scratch& s = scratch_;
+  BRIGADE_ASSIGN_OR_RETURN(s.residual, alloc(backend_, a, t, hidden));
+  BRIGADE_ASSIGN_OR_RETURN(s.normed, alloc(backend_, a, t, hidden));
+  BRIGADE_ASSIGN_OR_RETURN(s.delta, alloc(backend_, a, t, hidden));
+  BRIGADE_ASSIGN_OR_RETURN(s.qkv, alloc(backend_, a, t, c.qkv_layout().row_width()));
+  BRIGADE_ASSIGN_OR_RETURN(s.attn, alloc(backend_, a, t, c.qkv_layout().q_width()));
+  BRIGADE_ASSIGN_OR_RETURN(s.gate_up, alloc(backend_, a, t, 2 * int64_t{c.intermediate_size}));
+  BRIGADE_ASSIGN_OR_RETURN(s.act, alloc(backend_, a, t, c.intermediate_size));
+  BRIGADE_ASSIGN_OR_RETURN(s.selected, alloc(backend_, a, t, hidden));
+  for (OwnedTensor* p : {&ints_.tokens, &ints_.positions, &ints_.slots, &ints_.ctx_len, &ints_.logit_rows}) {
+    BRIGADE_ASSIGN_OR_RETURN(*p, alloc(backend_, DType::i32, 1, t));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(ints_.q_start, alloc(backend_, DType::i32, 1, t + 1));
+  return Status::ok();
+}
+
+Status LlamaModel::upload_step(const StepBatch& b) {
+  const int64_t n_table = static_cast<int64_t>(b.block_table.size());
+  if (ints_.block_table.tensor.empty() || ints_.block_table.tensor.numel() < n_table) {
+    BRIGADE_ASSIGN_OR_RETURN(ints_.block_table, alloc(backend_, DType::i32, 1, std::max<int64_t>(n_table, 1024)));
+  }
+  auto put = [&](const OwnedTensor& dst, const std::vector<int32_t>& src) {
+    if (src.empty()) return;
+    backend_.upload(Tensor(dst.tensor.data, DType::i32, {static_cast<int64_t>(src.size())}), src.data());
+  };
+  put(ints_.tokens, b.tokens);
+  put(ints_.positions, b.positions);
+  put(ints_.slots, b.slots);
+  put(ints_.q_start, b.q_start);
+  put(ints_.ctx_len, b.ctx_len);
+  put(ints_.logit_rows, b.logit_rows);
+  put(ints_.block_table, b.block_table);
+  return Status::ok();
+}
+
+void LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta, int n) {
+  const QkvLayout l = config_.qkv_layout();
+  const Tensor normed = scratch_.normed.tensor.rows(0, n);
+  const Tensor qkv = scratch_.qkv.tensor.rows(0, n);
+  const Tensor attn = scratch_.attn.tensor.rows(0, n);
+  const Tensor positions(ints_.positions.tensor.data, DType::i32, {n});
+  const Tensor slots(ints_.slots.tensor.data, DType::i32, {n});
+  backend_.matmul(normed, layer.attn.qkv.tensor, layer.attn.qkv_bias.tensor, qkv);
+  if (!layer.attn.q_norm.tensor.empty())
+    backend_.qk_head_norm(qkv, l, layer.attn.q_norm.tensor, layer.attn.k_norm.tensor, config_.rms_eps);
+  backend_.rope(qkv, l, positions, rope_);
+  backend_.write_kv(cache, qkv, l, slots);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
+  backend_.attention(qkv, l, cache, meta, scale, attn);
+  backend_.matmul(attn, layer.attn.o.tensor, layer.attn.o_bias.tensor, scratch_.delta.tensor.rows(0, n));
+}
+
+void LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
+  const Tensor gate_up = scratch_.gate_up.tensor.rows(0, n);
+  const Tensor act = scratch_.act.tensor.rows(0, n);
+  backend_.matmul(scratch_.normed.tensor.rows(0, n), layer.mlp.gate_up.tensor, Tensor(), gate_up);
+  backend_.silu_mul(gate_up, act);
+  backend_.matmul(act, layer.mlp.down.tensor, Tensor(), scratch_.delta.tensor.rows(0, n));
+}
+
+Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
+  const StepLimits limits{config_.vocab_size, config_.max_position, options_.max_batch_tokens,
+                          config_.n_layers, config_.n_kv_heads, config_.head_dim};
+  BRIGADE_ASSIGN_OR_RETURN(StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
+  BRIGADE_RETURN_IF_ERROR(upload_step(batch));
+  const int n = batch.n_tokens();
+  const int64_t n_seqs = batch.n_seqs();
+  AttentionMeta meta;
+  meta.q_start = Tensor(ints_.q_start.tensor.data, DType::i32, {n_seqs + 1});
+  meta.ctx_len = Tensor(ints_.ctx_len.tensor.data, DType::i32, {n_seqs});
+  meta.block_table = Tensor(ints_.block_table.tensor.data, DType::i32, {n_seqs, batch.max_blocks});
+  meta.n_seqs = static_cast<int>(n_seqs);
+  meta.max_q_len = bounds.max_q_len;
+  meta.max_ctx_len = bounds.max_ctx_len;
+  meta.sliding_window = config_.sliding_window;
+
+  const Tensor residual = scratch_.residual.tensor.rows(0, n);
+  const Tensor normed = scratch_.normed.tensor.rows(0, n);
+  const Tensor delta = scratch_.delta.tensor.rows(0, n);
+  backend_.embedding(embed_.tensor, Tensor(ints_.tokens.tensor.data, DType::i32, {n}), residual);
+  for (int l = 0; l < config_.n_layers; ++l) {
+    const DecoderLayer& layer = layers_[static_cast<size_t>(l)];
+    // The previous block's output joins the residual in the same pass as the next norm.
+    if (l == 0) backend_.rms_norm(residual, layer.attn_norm.tensor, config_.rms_eps, normed);
+    else backend_.add_rms_norm(residual, delta, layer.attn_norm.tensor, config_.rms_eps, normed);
+    run_attention(layer, kv.layer(l), meta, n);
+    backend_.add_rms_norm(residual, delta, layer.mlp_norm.tensor, config_.rms_eps, normed);
+    run_mlp(layer, n);
+  }
+  backend_.add_rms_norm(residual, delta, final_norm_.tensor, config_.rms_eps, normed);
+  const int64_t r = static_cast<int64_t>(batch.logit_rows.size());
+  if (r == 0) return Status::ok();
+  const Tensor selected = scratch_.selected.tensor.rows(0, r);
+  backend_.gather_rows(normed, Tensor(ints_.logit_rows.tensor.data, DType::i32, {r}), selected);
+  const Tensor& head = config_.tie_embeddings ? embed_.tensor : lm_head_.tensor;
+  backend_.matmul(selected, head, Tensor(), logits);
+  return Status::ok();
+}
+
+}  // namespace
+
+std::vector<float> rope_inv_freq(float theta, int rotary_dim) {
+  std::vector<float> inv(static_cast<size_t>(rotary_dim / 2));
+  for (int i = 0; i < rotary_dim / 2; ++i)
+    inv[static_cast<size_t>(i)] = 1.0f / powf(theta, static_cast<float>(2 * i) / static_cast<float>(rotary_dim));
+  return inv;
+}
+
+Expected<std::unique_ptr<Model>> load_llama(const Checkpoint& checkpoint, Backend& backend,
+                                            const LoadOptions& options) {
+  if (options.max_batch_tokens < 1)
+    return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
+  if (options.weight_dtype && *options.weight_dtype != DType::f32 && *options.weight_dtype != DType::f16 &&
+      *options.weight_dtype != DType::bf16)
+    return unsupported(std::string("weight dtype ") + dtype_name(*options.weight_dtype) +
+                       " is not supported; supported: f32, f16, bf16");
+  auto model = std::make_unique<LlamaModel>(checkpoint.config(), backend, options);
+  BRIGADE_RETURN_IF_ERROR(model->load(checkpoint));
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+}  // namespace brigade

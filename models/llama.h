@@ -1,0 +1,25 @@
+// The Llama-family decoder (Llama 2/3, TinyLlama, SmolLM2, Mistral, llama2.c checkpoints).
+//
+// A decoder layer is an attention block and an MLP block, each behind an RMSNorm, with optional
+// pieces (qkv/o bias; per-head q/k norm) so qwen2/qwen3 can reuse it by loading those pieces.
+#pragma once
+
+#include <memory>
+
+#include "core/backend.h"
+#include "models/checkpoint.h"
+#include "models/model.h"
+
+namespace brigade {
+
+// Builds a Llama model from an opened checkpoint: every weight is shape-checked against the
+// config, q|k|v and gate|up are fused, matrices are converted as options.weight_dtype says, and
+// the scratch buffers for options.max_batch_tokens are allocated once.
+Expected<std::unique_ptr<Model>> load_llama(const Checkpoint& checkpoint, Backend& backend,
+                                            const LoadOptions& options);
+
+// RoPE inverse frequencies [rotary_dim / 2]: 1 / theta^(2i / rotary_dim), computed in float
+// exactly as llama2.c does so real checkpoints match the reference bit-closely.
+std::vector<float> rope_inv_freq(float theta, int rotary_dim);
+
+}  // namespace brigade

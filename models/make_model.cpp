@@ -1,0 +1,191 @@
+#include "models/make_model.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "models/model_config.h"
+#include "models/synthetic_tokenizer.h"
+
+namespace brigade {
+namespace {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+struct TensorPlan {
+  std::string name;
+  std::vector<int64_t> shape;
+  enum Kind { matrix, embedding, norm } kind = matrix;
+  double std = 0.0;  // matrices and embeddings: standard deviation
+  int64_t numel() const { int64_t n = 1; for (auto d : shape) n *= d; return n; }
+};
+
+// splitmix64 stream seeded per tensor, so a tensor's values do not depend on write order.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return (static_cast<double>(next() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }  // (0, 1)
+  double normal() {  // Box–Muller; the second value is kept for the next call
+    if (has_spare_) { has_spare_ = false; return spare_; }
+    const double r = std::sqrt(-2.0 * std::log(uniform())), a = 2.0 * M_PI * uniform();
+    spare_ = r * std::sin(a);
+    has_spare_ = true;
+    return r * std::cos(a);
+  }
+ private:
+  uint64_t state_;
+  double spare_ = 0.0;
+  bool has_spare_ = false;
+};
+
+uint64_t name_seed(uint64_t seed, const std::string& name) {
+  uint64_t h = 1469598103934665603ull ^ seed;  // FNV-1a over the name, mixed with the seed
+  for (char c : name) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return h;
+}
+
+std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, int head_dim) {
+  const int64_t h = s.hidden_size, q = int64_t{s.n_heads} * head_dim, kv = int64_t{s.n_kv_heads} * head_dim;
+  const int64_t inter = s.intermediate_size, v = s.vocab_size;
+  const double out_scale = 1.0 / std::sqrt(2.0 * s.n_layers);
+  auto mat = [](std::string n, int64_t rows, int64_t cols, double scale) {
+    return TensorPlan{std::move(n), {rows, cols}, TensorPlan::matrix, scale / std::sqrt(static_cast<double>(cols))};
+  };
+  std::vector<TensorPlan> p;
+  p.push_back({"model.embed_tokens.weight", {v, h}, TensorPlan::embedding, 0.02});
+  for (int l = 0; l < s.n_layers; ++l) {
+    const std::string pre = "model.layers." + std::to_string(l) + ".";
+    p.push_back({pre + "input_layernorm.weight", {h}, TensorPlan::norm, 0.0});
+    p.push_back(mat(pre + "self_attn.q_proj.weight", q, h, 1.0));
+    p.push_back(mat(pre + "self_attn.k_proj.weight", kv, h, 1.0));
+    p.push_back(mat(pre + "self_attn.v_proj.weight", kv, h, 1.0));
+    p.push_back(mat(pre + "self_attn.o_proj.weight", h, q, out_scale));
+    p.push_back({pre + "post_attention_layernorm.weight", {h}, TensorPlan::norm, 0.0});
+    p.push_back(mat(pre + "mlp.gate_proj.weight", inter, h, 1.0));
+    p.push_back(mat(pre + "mlp.up_proj.weight", inter, h, 1.0));
+    p.push_back(mat(pre + "mlp.down_proj.weight", h, inter, out_scale));
+  }
+  p.push_back({"model.norm.weight", {h}, TensorPlan::norm, 0.0});
+  if (!s.tie_embeddings) p.push_back({"lm_head.weight", {v, h}, TensorPlan::embedding, 0.02});
+  return p;
+}
+
+const char* st_dtype(DType d) { return d == DType::f32 ? "F32" : d == DType::f16 ? "F16" : "BF16"; }
+const char* torch_dtype(DType d) { return d == DType::f32 ? "float32" : d == DType::f16 ? "float16" : "bfloat16"; }
+
+// Generates one tensor's values and writes them in the spec's dtype, 64K elements at a time.
+void write_values(std::ofstream& out, const TensorPlan& t, const SyntheticModelSpec& s) {
+  Rng rng(name_seed(s.seed, t.name));
+  constexpr int64_t kChunk = 1 << 16;
+  std::vector<uint8_t> buf(static_cast<size_t>(kChunk) * 4);
+  const size_t elem = dtype_size(s.dtype);
+  for (int64_t done = 0; done < t.numel(); done += kChunk) {
+    const int64_t n = std::min(kChunk, t.numel() - done);
+    for (int64_t i = 0; i < n; ++i) {
+      const double z = rng.normal();
+      const float f = static_cast<float>(t.kind == TensorPlan::norm ? 1.0 + 0.02 * z : t.std * z);
+      uint8_t* dst = buf.data() + static_cast<size_t>(i) * elem;
+      if (s.dtype == DType::f32) { std::memcpy(dst, &f, 4); continue; }
+      const uint16_t h = s.dtype == DType::f16 ? f32_to_f16(f) : f32_to_bf16(f);
+      std::memcpy(dst, &h, 2);
+    }
+    out.write(reinterpret_cast<const char*>(buf.data()), static_cast<std::streamsize>(static_cast<size_t>(n) * elem));
+  }
+}
+
+Status write_safetensors(const SyntheticModelSpec& s, const std::vector<TensorPlan>& plan, const fs::path& path) {
+  ojson header = ojson::object();
+  header["__metadata__"] = {{"format", "pt"}};
+  uint64_t offset = 0;
+  const size_t elem = dtype_size(s.dtype);
+  for (const auto& t : plan) {
+    const uint64_t bytes = static_cast<uint64_t>(t.numel()) * elem;
+    header[t.name] = {{"dtype", st_dtype(s.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned, as the reference writer pads
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return io_error("cannot create " + path.string());
+  const uint64_t n = text.size();
+  out.write(reinterpret_cast<const char*>(&n), 8);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  for (const auto& t : plan) write_values(out, t, s);
+  out.close();
+  if (!out) return io_error("error while writing " + path.string() + " (disk full?)");
+  return Status::ok();
+}
+
+// The shortest decimal that reads back as the same float (1e-05, not 9.99999974738e-06).
+double clean(float f) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(f));
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::snprintf(buf, sizeof(buf), "%.*g", digits, static_cast<double>(f));
+    if (std::strtof(buf, nullptr) == f) break;
+  }
+  return std::strtod(buf, nullptr);
+}
+
+ojson config_json(const SyntheticModelSpec& s, int head_dim) {
+  return ojson{{"architectures", {"LlamaForCausalLM"}}, {"attention_bias", false}, {"attention_dropout", 0.0},
+               {"bos_token_id", kSyntheticBosId}, {"eos_token_id", kSyntheticEosId}, {"head_dim", head_dim},
+               {"hidden_act", "silu"}, {"hidden_size", s.hidden_size}, {"initializer_range", 0.02},
+               {"intermediate_size", s.intermediate_size}, {"max_position_embeddings", s.max_position},
+               {"mlp_bias", false}, {"model_type", "llama"}, {"num_attention_heads", s.n_heads},
+               {"num_hidden_layers", s.n_layers}, {"num_key_value_heads", s.n_kv_heads}, {"pretraining_tp", 1},
+               {"rms_norm_eps", clean(s.rms_eps)}, {"rope_scaling", nullptr}, {"rope_theta", clean(s.rope_theta)},
+               {"tie_word_embeddings", s.tie_embeddings}, {"torch_dtype", torch_dtype(s.dtype)},
+               {"transformers_version", "4.44.0"}, {"use_cache", true}, {"vocab_size", s.vocab_size}};
+}
+
+Status write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return io_error("cannot create " + path.string());
+  out << text << '\n';
+  out.close();
+  if (!out) return io_error("error while writing " + path.string());
+  return Status::ok();
+}
+
+}  // namespace
+
+Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& out_dir) {
+  if (s.arch != "llama") return invalid_argument("make-model: arch '" + s.arch + "' is not supported; supported: llama");
+  if (s.dtype != DType::f32 && s.dtype != DType::f16 && s.dtype != DType::bf16)
+    return invalid_argument(std::string("make-model: dtype ") + dtype_name(s.dtype) + " is not supported; use f32, f16 or bf16");
+  if (s.vocab_size < kSyntheticMinVocab)
+    return invalid_argument("make-model: vocab_size must be >= 259 (3 special tokens + 256 bytes), got " +
+                            std::to_string(s.vocab_size));
+  const int head_dim = s.head_dim > 0 ? s.head_dim : (s.n_heads > 0 ? s.hidden_size / s.n_heads : 0);
+  const ojson config = config_json(s, head_dim);
+  auto parsed = parse_hf_config(config.dump());  // the same checks a loader applies
+  if (!parsed) return invalid_argument("make-model: " + parsed.status().message());
+
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) return io_error("cannot create directory " + out_dir + ": " + ec.message());
+  const fs::path dir(out_dir);
+  BRIGADE_RETURN_IF_ERROR(write_text(dir / "config.json", config.dump(2)));
+  const ojson gen{{"_from_model_config", true}, {"bos_token_id", kSyntheticBosId},
+                  {"eos_token_id", kSyntheticEosId}, {"transformers_version", "4.44.0"}};
+  BRIGADE_RETURN_IF_ERROR(write_text(dir / "generation_config.json", gen.dump(2)));
+  BRIGADE_ASSIGN_OR_RETURN(std::string tok, synthetic_tokenizer_json(s.vocab_size));
+  BRIGADE_RETURN_IF_ERROR(write_text(dir / "tokenizer.json", tok));
+  BRIGADE_RETURN_IF_ERROR(write_text(dir / "tokenizer_config.json", synthetic_tokenizer_config_json(s.max_position)));
+  return write_safetensors(s, plan_tensors(s, head_dim), dir / "model.safetensors");
+}
+
+}  // namespace brigade

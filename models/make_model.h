@@ -1,0 +1,38 @@
+// Synthetic checkpoints (`brigade make-model`, DESIGN.md §4): deterministic random weights in
+// the exact Hugging Face layout, so the real loading code is what runs in tests and benchmarks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace brigade {
+
+struct SyntheticModelSpec {
+  std::string arch = "llama";  // supported: llama
+  // Defaults give a ~100M-parameter Llama (tied embeddings).
+  int hidden_size = 768;
+  int n_layers = 12;
+  int n_heads = 12;
+  int n_kv_heads = 4;
+  int head_dim = 0;  // 0 = hidden_size / n_heads
+  int intermediate_size = 2048;
+  int vocab_size = 32000;  // >= 259 (the tokenizer's specials and bytes)
+  int max_position = 2048;
+  float rms_eps = 1e-5f;
+  float rope_theta = 10000.0f;
+  bool tie_embeddings = true;
+  DType dtype = DType::bf16;  // f32, f16 or bf16
+  uint64_t seed = 0;          // same spec and seed => byte-identical files
+};
+
+// Writes config.json, generation_config.json, model.safetensors, tokenizer.json and
+// tokenizer_config.json into out_dir (created when missing; existing files are replaced).
+// Weights stream to disk one chunk at a time; memory use does not grow with the model.
+// Matrices ~ N(0, 1/fan_in) (o_proj and down_proj further scaled by 1/sqrt(2 n_layers)), the
+// embedding ~ N(0, 0.02^2), norm weights 1 + N(0, 0.02^2). invalid_argument for a bad spec.
+Status write_synthetic_model(const SyntheticModelSpec& spec, const std::string& out_dir);
+
+}  // namespace brigade

@@ -1,0 +1,162 @@
+#include "models/model_config.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace brigade {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kSupported = "LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral)";
+
+// Reads an optional integer field; a present field of the wrong type is an error.
+Status read_int(const json& j, const char* key, int& out, bool required) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    return required ? corrupt(std::string("config.json: missing required field '") + key + "'")
+                    : Status::ok();
+  }
+  if (!it->is_number_integer())
+    return corrupt(std::string("config.json: field '") + key + "' must be an integer");
+  const int64_t v = it->get<int64_t>();
+  if (v < INT32_MIN || v > INT32_MAX)
+    return corrupt(std::string("config.json: field '") + key + "' is out of range");
+  out = static_cast<int>(v);
+  return Status::ok();
+}
+
+Status read_float(const json& j, const char* key, float& out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_number()) return corrupt(std::string("config.json: field '") + key + "' must be a number");
+  out = it->get<float>();
+  return Status::ok();
+}
+
+Status read_bool(const json& j, const char* key, bool& out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_boolean()) return corrupt(std::string("config.json: field '") + key + "' must be true or false");
+  out = it->get<bool>();
+  return Status::ok();
+}
+
+// Which family a config describes: architectures[0] wins, model_type otherwise.
+Expected<std::string> detect_arch(const json& j) {
+  std::string arch_name;
+  if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() &&
+                                         (*it)[0].is_string())
+    arch_name = (*it)[0].get<std::string>();
+  std::string model_type;
+  if (auto it = j.find("model_type"); it != j.end() && it->is_string()) model_type = it->get<std::string>();
+  if (arch_name == "LlamaForCausalLM" || arch_name == "MistralForCausalLM") return std::string("llama");
+  if (arch_name.empty() && (model_type == "llama" || model_type == "mistral")) return std::string("llama");
+  const std::string what = !arch_name.empty() ? "architecture '" + arch_name + "'"
+                         : !model_type.empty() ? "model_type '" + model_type + "'"
+                                               : std::string("no architectures/model_type");
+  return unsupported("config.json: " + what + " is not supported; supported: " + kSupported);
+}
+
+Status read_eos(const json& j, std::vector<int>& eos) {
+  auto it = j.find("eos_token_id");
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (it->is_number_integer()) {
+    eos = {it->get<int>()};
+  } else if (it->is_array()) {
+    for (const auto& e : *it) {
+      if (!e.is_number_integer()) return corrupt("config.json: eos_token_id list must hold integers");
+      eos.push_back(e.get<int>());
+    }
+  } else {
+    return corrupt("config.json: eos_token_id must be an integer or a list of integers");
+  }
+  return Status::ok();
+}
+
+Status read_dtype(const json& j, DType& out) {
+  auto it = j.find("torch_dtype");
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_string()) return corrupt("config.json: torch_dtype must be a string");
+  auto d = parse_dtype(it->get<std::string>());
+  if (!d || (*d != DType::f32 && *d != DType::f16 && *d != DType::bf16))
+    return unsupported("config.json: torch_dtype '" + it->get<std::string>() +
+                       "' is not supported; supported: float32, float16, bfloat16");
+  out = *d;
+  return Status::ok();
+}
+
+}  // namespace
+
+Status ModelConfig::validate() const {
+  auto positive = [](const char* name, int v) -> Status {
+    if (v <= 0) return invalid_argument(std::string("model config: ") + name + " must be > 0 (got " + std::to_string(v) + ")");
+    return Status::ok();
+  };
+  BRIGADE_RETURN_IF_ERROR(positive("hidden_size", hidden_size));
+  BRIGADE_RETURN_IF_ERROR(positive("num_hidden_layers", n_layers));
+  BRIGADE_RETURN_IF_ERROR(positive("num_attention_heads", n_heads));
+  BRIGADE_RETURN_IF_ERROR(positive("num_key_value_heads", n_kv_heads));
+  BRIGADE_RETURN_IF_ERROR(positive("head_dim", head_dim));
+  BRIGADE_RETURN_IF_ERROR(positive("intermediate_size", intermediate_size));
+  BRIGADE_RETURN_IF_ERROR(positive("vocab_size", vocab_size));
+  BRIGADE_RETURN_IF_ERROR(positive("max_position_embeddings", max_position));
+  if (n_heads % n_kv_heads != 0)
+    return invalid_argument("model config: num_attention_heads (" + std::to_string(n_heads) +
+                            ") must be a multiple of num_key_value_heads (" + std::to_string(n_kv_heads) + ")");
+  if (head_dim % 2 != 0)
+    return invalid_argument("model config: head_dim must be even for RoPE (got " + std::to_string(head_dim) + ")");
+  if (!(rms_eps > 0.0f) || !std::isfinite(rms_eps))
+    return invalid_argument("model config: rms_norm_eps must be a positive number");
+  if (!(rope_theta > 0.0f) || !std::isfinite(rope_theta))
+    return invalid_argument("model config: rope_theta must be a positive number");
+  if (sliding_window < 0) return invalid_argument("model config: sliding_window must be >= 0");
+  if (bos_id >= vocab_size) return invalid_argument("model config: bos_token_id is outside the vocabulary");
+  for (int e : eos_ids)
+    if (e < 0 || e >= vocab_size)
+      return invalid_argument("model config: eos_token_id " + std::to_string(e) + " is outside the vocabulary");
+  return Status::ok();
+}
+
+Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
+  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return corrupt("config.json is not a valid JSON object");
+  BRIGADE_ASSIGN_OR_RETURN(std::string arch, detect_arch(j));
+  if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null())
+    return unsupported("config.json: rope_scaling is not supported yet (got " + it->dump() +
+                       "); remove it or use a model without RoPE scaling");
+
+  ModelConfig c;
+  c.arch = arch;
+  c.rope_style = RopeStyle::neox;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "hidden_size", c.hidden_size, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_hidden_layers", c.n_layers, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_attention_heads", c.n_heads, true));
+  c.n_kv_heads = c.n_heads;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_key_value_heads", c.n_kv_heads, false));
+  if (c.n_heads > 0) c.head_dim = c.hidden_size / c.n_heads;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "head_dim", c.head_dim, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "intermediate_size", c.intermediate_size, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, true));
+  c.max_position = 2048;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
+  c.rms_eps = 1e-6f;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", c.rms_eps));
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "rope_theta", c.rope_theta));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", c.attention_bias));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
+  // Absent ids take transformers' LlamaConfig defaults (bos 1, eos 2); null means none.
+  c.bos_id = j.contains("bos_token_id") ? -1 : 1;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "bos_token_id", c.bos_id, false));
+  if (!j.contains("eos_token_id")) c.eos_ids = {2};
+  BRIGADE_RETURN_IF_ERROR(read_eos(j, c.eos_ids));
+  bool mlp_bias = false;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mlp_bias", mlp_bias));
+  if (mlp_bias) return unsupported("config.json: mlp_bias = true is not supported for llama");
+  BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));
+  BRIGADE_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
+}  // namespace brigade

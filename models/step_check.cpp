@@ -1,0 +1,97 @@
+#include "models/step_check.h"
+
+#include <algorithm>
+#include <string>
+
+namespace brigade {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+Status check_sizes(const StepBatch& b, const StepLimits& lim) {
+  const int n = b.n_tokens();
+  if (n < 1) return invalid_argument("step has no tokens");
+  if (n > lim.max_batch_tokens)
+    return invalid_argument("step has " + str(n) + " tokens, more than max_batch_tokens " +
+                            str(lim.max_batch_tokens) + " given at load");
+  if (b.positions.size() != b.tokens.size() || b.slots.size() != b.tokens.size())
+    return invalid_argument("step: tokens, positions and slots must have the same length");
+  if (b.n_seqs() < 1 || b.q_start.size() != b.ctx_len.size() + 1)
+    return invalid_argument("step: q_start must have n_seqs + 1 entries and n_seqs >= 1");
+  if (b.max_blocks < 1 || b.block_table.size() != static_cast<size_t>(b.n_seqs()) * static_cast<size_t>(b.max_blocks))
+    return invalid_argument("step: block_table must hold n_seqs * max_blocks page ids (max_blocks >= 1)");
+  if (b.logit_rows.size() > static_cast<size_t>(lim.max_batch_tokens))
+    return invalid_argument("step asks for more logit rows than max_batch_tokens");
+  return Status::ok();
+}
+
+Status check_tokens(const StepBatch& b, const StepLimits& lim) {
+  for (int i = 0; i < b.n_tokens(); ++i) {
+    const int32_t t = b.tokens[static_cast<size_t>(i)];
+    if (t < 0 || t >= lim.vocab_size)
+      return invalid_argument("token id " + str(t) + " (row " + str(i) + ") is outside the vocabulary [0, " +
+                              str(lim.vocab_size) + ")");
+    const int32_t p = b.positions[static_cast<size_t>(i)];
+    if (p < 0 || p >= lim.max_position)
+      return invalid_argument("position " + str(p) + " (row " + str(i) + ") is outside [0, max_position " +
+                              str(lim.max_position) + ")");
+  }
+  return Status::ok();
+}
+
+Expected<StepBounds> check_sequences(const StepBatch& b, const KvLayout& kv) {
+  StepBounds bounds;
+  if (b.q_start[0] != 0) return invalid_argument("step: q_start[0] must be 0");
+  const int64_t pool_slots = int64_t{kv.n_pages} * kv.page_size;
+  for (int s = 0; s < b.n_seqs(); ++s) {
+    const int32_t begin = b.q_start[static_cast<size_t>(s)], end = b.q_start[static_cast<size_t>(s) + 1];
+    const int32_t ctx = b.ctx_len[static_cast<size_t>(s)];
+    if (end < begin || end > b.n_tokens())
+      return invalid_argument("step: q_start must not decrease and must stay within n_tokens (sequence " + str(s) + ")");
+    const int32_t n_q = end - begin;
+    if (ctx < n_q) return invalid_argument("step: ctx_len " + str(ctx) + " of sequence " + str(s) +
+                                           " is shorter than its " + str(n_q) + " query tokens");
+    for (int32_t j = 0; j < n_q; ++j)
+      if (b.positions[static_cast<size_t>(begin + j)] != ctx - n_q + j)
+        return invalid_argument("step: row " + str(begin + j) + " has position " +
+                                str(b.positions[static_cast<size_t>(begin + j)]) + " but its sequence's ctx_len says " +
+                                str(ctx - n_q + j));
+    const int64_t n_blocks = (int64_t{ctx} + kv.page_size - 1) / kv.page_size;
+    if (n_blocks > b.max_blocks)
+      return invalid_argument("step: sequence " + str(s) + " needs " + str(n_blocks) + " pages but max_blocks is " +
+                              str(b.max_blocks));
+    for (int64_t k = 0; k < n_blocks; ++k) {
+      const int32_t page = b.block_table[static_cast<size_t>(s * int64_t{b.max_blocks} + k)];
+      if (page < 0 || page >= kv.n_pages)
+        return invalid_argument("step: page id " + str(page) + " of sequence " + str(s) + " is outside the pool of " +
+                                str(kv.n_pages) + " pages");
+    }
+    bounds.max_q_len = std::max(bounds.max_q_len, n_q);
+    bounds.max_ctx_len = std::max(bounds.max_ctx_len, ctx);
+  }
+  if (b.q_start.back() != b.n_tokens()) return invalid_argument("step: q_start[n_seqs] must equal n_tokens");
+  for (int32_t slot : b.slots)
+    if (slot >= pool_slots) return invalid_argument("step: KV slot " + str(slot) + " is outside the pool");
+  return bounds;
+}
+
+}  // namespace
+
+Expected<StepBounds> check_step(const StepBatch& b, const StepLimits& lim, const KvLayout& kv, const Tensor& logits) {
+  if (kv.n_layers != lim.n_layers || kv.n_kv_heads != lim.n_kv_heads || kv.head_dim != lim.head_dim)
+    return invalid_argument("KV cache layout does not match the model (use Model::kv_layout)");
+  BRIGADE_RETURN_IF_ERROR(check_sizes(b, lim));
+  BRIGADE_RETURN_IF_ERROR(check_tokens(b, lim));
+  BRIGADE_ASSIGN_OR_RETURN(StepBounds bounds, check_sequences(b, kv));
+  for (int32_t r : b.logit_rows)
+    if (r < 0 || r >= b.n_tokens())
+      return invalid_argument("logit row " + str(r) + " is outside the step's " + str(b.n_tokens()) + " rows");
+  if (!b.logit_rows.empty() &&
+      (logits.dtype != DType::f32 || logits.ndim != 2 || logits.dim(0) != static_cast<int64_t>(b.logit_rows.size()) ||
+       logits.dim(1) != lim.vocab_size))
+    return invalid_argument("logits must be f32 [" + str(static_cast<int64_t>(b.logit_rows.size())) + ", " +
+                            str(lim.vocab_size) + "] (got " + logits.shape_string() + ")");
+  return bounds;
+}
+
+}  // namespace brigade

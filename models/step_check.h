@@ -1,0 +1,35 @@
+// Host-side validation of a StepBatch before any op runs, so that a bad step from the scheduler
+// (or a user's out-of-vocabulary id) fails cleanly and never writes outside the KV pool.
+#pragma once
+
+#include "core/status.h"
+#include "kvstore/kv_layout.h"
+#include "models/model.h"
+
+namespace brigade {
+
+struct StepLimits {
+  int vocab_size = 0;
+  int max_position = 0;
+  int max_batch_tokens = 0;
+  int n_layers = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+};
+
+// Bounds a forward pass needs for its launches (AttentionMeta's host fields).
+struct StepBounds {
+  int max_q_len = 0;
+  int max_ctx_len = 0;
+};
+
+// Checks, in this order: sizes of the arrays agree; n_tokens in [1, max_batch_tokens]; token ids
+// in [0, vocab); positions in [0, max_position) and equal to ctx_len - n_q + j (AttentionMeta);
+// q_start starts at 0, never decreases, ends at n_tokens; block tables cover each context with
+// page ids inside the pool; slots inside the pool or negative; logit_rows inside the step and the
+// logits tensor f32 [logit_rows.size(), vocab]; the KV layout matches the model.
+// Returns invalid_argument naming the first offending value.
+Expected<StepBounds> check_step(const StepBatch& batch, const StepLimits& limits, const KvLayout& kv,
+                                const Tensor& logits);
+
+}  // namespace brigade

@@ -1,0 +1,43 @@
+#include "models/tokenizer.h"
+
+#include <filesystem>
+
+#include "models/mapped_file.h"
+#include "models/tokenizer_bpe.h"
+
+namespace brigade {
+
+namespace fs = std::filesystem;
+
+Expected<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& path) {
+  std::error_code ec;
+  fs::path json_path = path;
+  std::string config_text;
+  if (fs::is_directory(path, ec)) {
+    json_path = fs::path(path) / "tokenizer.json";
+    if (!fs::exists(json_path, ec))
+      return not_found(path + ": no tokenizer.json in the model directory (other tokenizer formats are not supported yet)");
+    const fs::path config_path = fs::path(path) / "tokenizer_config.json";
+    if (fs::exists(config_path, ec)) {
+      BRIGADE_ASSIGN_OR_RETURN(config_text, read_text_file(config_path.string()));
+    }
+  } else if (json_path.filename() != "tokenizer.json" && json_path.extension() != ".json") {
+    return unsupported(path + ": only Hugging Face tokenizer.json files are supported yet");
+  }
+  BRIGADE_ASSIGN_OR_RETURN(std::string text, read_text_file(json_path.string()));
+  return load_bpe_tokenizer(text, config_text, json_path.string());
+}
+
+Expected<std::string> Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
+  std::string out;
+  for (int32_t id : ids) {
+    if (id < 0 || id >= vocab_size())
+      return invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                              std::to_string(vocab_size()) + ")");
+    if (skip_special && is_special(id)) continue;
+    out += token_to_piece(id);
+  }
+  return out;
+}
+
+}  // namespace brigade

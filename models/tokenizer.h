@@ -1,0 +1,42 @@
+// Tokenizer: text <-> token ids (DESIGN.md §4). Implementations: byte-level BPE from Hugging Face
+// tokenizer.json (tokenizer_bpe.h); SentencePiece and GGUF vocabularies slot in behind the same
+// interface. IncrementalDetokenizer (detokenizer.h) turns a stream of ids into complete UTF-8.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace brigade {
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+
+  // Loads a tokenizer from a model directory (tokenizer.json, with bos/eos names from
+  // tokenizer_config.json when present) or from a tokenizer.json file. not_found when the
+  // directory has no tokenizer; unsupported for tokenizer types not implemented.
+  static Expected<std::unique_ptr<Tokenizer>> load(const std::string& path);
+
+  // Encodes UTF-8 text; special/added tokens in the text become their ids. add_bos prepends
+  // bos_id() (when there is one). invalid_argument when text is not valid UTF-8.
+  // Thread-safe: may be called concurrently.
+  virtual Expected<std::vector<int32_t>> encode(std::string_view text, bool add_bos) const = 0;
+  // The bytes of one token (special tokens give their text; may be a partial UTF-8 sequence).
+  // Empty for an id outside [0, vocab_size()).
+  virtual std::string token_to_piece(int32_t id) const = 0;
+  // Concatenated bytes of ids (not necessarily valid UTF-8; use IncrementalDetokenizer for text
+  // to show). invalid_argument naming the first id outside the vocabulary.
+  virtual Expected<std::string> decode(std::span<const int32_t> ids, bool skip_special = false) const;
+  virtual bool is_special(int32_t id) const = 0;
+  virtual int vocab_size() const = 0;
+  virtual int32_t bos_id() const = 0;                   // -1 when none
+  virtual const std::vector<int32_t>& eos_ids() const = 0;
+};
+
+}  // namespace brigade

@@ -1,0 +1,291 @@
+#include "models/tokenizer_bpe.h"
+
+#include <algorithm>
+#include <array>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <queue>
+#include <unordered_map>
+
+#include "models/byte_unicode.h"
+#include "models/pretokenizer.h"
+#include "models/utf8.h"
+
+namespace brigade {
+namespace {
+
+using json = nlohmann::json;
+
+struct AddedToken {
+  std::string content;
+  int32_t id = 0;
+  bool special = false;
+};
+
+struct MergeResult {
+  int32_t rank = 0;
+  int32_t id = 0;  // the merged token
+};
+
+uint64_t pair_key(int32_t a, int32_t b) { return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b); }
+
+class BpeTokenizer final : public Tokenizer {
+ public:
+  Status parse(const json& j, const json& config, const std::string& origin);
+
+  Expected<std::vector<int32_t>> encode(std::string_view text, bool add_bos) const override;
+  std::string token_to_piece(int32_t id) const override {
+    return id >= 0 && id < vocab_size() ? pieces_[static_cast<size_t>(id)] : std::string();
+  }
+  bool is_special(int32_t id) const override { return id >= 0 && id < vocab_size() && special_[static_cast<size_t>(id)]; }
+  int vocab_size() const override { return static_cast<int>(pieces_.size()); }
+  int32_t bos_id() const override { return bos_; }
+  const std::vector<int32_t>& eos_ids() const override { return eos_; }
+
+ private:
+  Status parse_model(const json& model, const std::string& origin);
+  Status parse_added(const json& j, const std::string& origin);
+  void resolve_bos_eos(const json& config);
+  void encode_segment(std::string_view text, std::vector<int32_t>& out) const;
+  void encode_word(std::string_view word, std::vector<int32_t>& out) const;
+  std::vector<int32_t> bpe(std::string_view word) const;
+
+  std::unordered_map<std::string, int32_t> vocab_;  // byte-mapped token string -> id
+  std::vector<std::string> pieces_;                 // id -> bytes
+  std::vector<uint8_t> special_;                    // id -> is a special added token
+  std::array<int32_t, 256> byte_ids_{};             // byte -> id of its single-byte token
+  std::unordered_map<uint64_t, MergeResult> merges_;
+  std::vector<AddedToken> added_;                   // longest content first
+  std::unique_ptr<PreTokenizer> pre_;               // null: the whole segment is one word
+  bool add_prefix_space_ = false;
+  bool ignore_merges_ = false;
+  int32_t bos_ = -1;
+  std::vector<int32_t> eos_;
+  mutable std::mutex cache_mu_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;  // word bytes -> ids
+};
+
+Status BpeTokenizer::parse_model(const json& m, const std::string& origin) {
+  if (!m.is_object() || m.value("type", "") != "BPE")
+    return unsupported(origin + ": model.type must be \"BPE\" (other tokenizer models are not supported yet)");
+  if (!m.contains("vocab") || !m["vocab"].is_object() || !m.contains("merges") || !m["merges"].is_array())
+    return corrupt(origin + ": model needs a \"vocab\" object and a \"merges\" array");
+  ignore_merges_ = m.value("ignore_merges", false);
+  int32_t max_id = -1;
+  for (const auto& [tok, id] : m["vocab"].items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > (1 << 24))
+      return corrupt(origin + ": vocab entry '" + tok + "' has an invalid id");
+    vocab_[tok] = id.get<int32_t>();
+    max_id = std::max(max_id, id.get<int32_t>());
+  }
+  pieces_.assign(static_cast<size_t>(max_id + 1), std::string());
+  for (const auto& [tok, id] : vocab_) {
+    auto bytes = unicode_string_to_bytes(tok);
+    pieces_[static_cast<size_t>(id)] = bytes ? *bytes : tok;  // as HF's ByteLevel decoder does
+  }
+  for (int b = 0; b < 256; ++b) {
+    auto it = vocab_.find(byte_to_unicode(static_cast<uint8_t>(b)));
+    if (it == vocab_.end())
+      return unsupported(origin + ": the vocabulary lacks byte " + std::to_string(b) + " (byte-level BPE needs all 256)");
+    byte_ids_[static_cast<size_t>(b)] = it->second;
+  }
+  int32_t rank = 0;
+  for (const auto& e : m["merges"]) {
+    std::string a, b;
+    if (e.is_string()) {
+      const std::string s = e.get<std::string>();
+      const size_t sp = s.find(' ');
+      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
+        return corrupt(origin + ": merge '" + s + "' must be two tokens separated by one space");
+      a = s.substr(0, sp);
+      b = s.substr(sp + 1);
+    } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
+      a = e[0].get<std::string>();
+      b = e[1].get<std::string>();
+    } else {
+      return corrupt(origin + ": merge #" + std::to_string(rank) + " is neither \"a b\" nor [a, b]");
+    }
+    auto ia = vocab_.find(a), ib = vocab_.find(b), ir = vocab_.find(a + b);
+    if (ia == vocab_.end() || ib == vocab_.end() || ir == vocab_.end())
+      return corrupt(origin + ": merge '" + a + " " + b + "' refers to a token missing from the vocab");
+    merges_.emplace(pair_key(ia->second, ib->second), MergeResult{rank, ir->second});
+    ++rank;
+  }
+  return Status::ok();
+}
+
+Status BpeTokenizer::parse_added(const json& j, const std::string& origin) {
+  if (!j.contains("added_tokens") || j["added_tokens"].is_null()) return Status::ok();
+  if (!j["added_tokens"].is_array()) return corrupt(origin + ": added_tokens must be an array");
+  for (const auto& t : j["added_tokens"]) {
+    if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() || !t.contains("content") ||
+        !t["content"].is_string() || t["content"].get<std::string>().empty() || t["id"].get<int64_t>() < 0 ||
+        t["id"].get<int64_t>() > (1 << 24))
+      return corrupt(origin + ": each added token needs an id and a non-empty content");
+    AddedToken a{t["content"].get<std::string>(), t["id"].get<int32_t>(), t.value("special", false)};
+    if (a.id >= static_cast<int32_t>(pieces_.size())) pieces_.resize(static_cast<size_t>(a.id) + 1);
+    pieces_[static_cast<size_t>(a.id)] = a.content;
+    added_.push_back(std::move(a));
+  }
+  special_.assign(pieces_.size(), 0);
+  for (const auto& a : added_) special_[static_cast<size_t>(a.id)] = a.special ? 1 : 0;
+  std::stable_sort(added_.begin(), added_.end(),
+                   [](const AddedToken& x, const AddedToken& y) { return x.content.size() > y.content.size(); });
+  return Status::ok();
+}
+
+// bos/eos from tokenizer_config.json ("bos_token": "<s>" or {"content": "<s>"}); without it,
+// the usual names.
+void BpeTokenizer::resolve_bos_eos(const json& config) {
+  auto id_of = [&](const std::string& s) -> int32_t {
+    for (const auto& a : added_)
+      if (a.content == s) return a.id;
+    auto it = vocab_.find(s);
+    return it == vocab_.end() ? -1 : it->second;
+  };
+  auto name = [&](const char* key) -> std::string {
+    if (!config.is_object() || !config.contains(key)) return {};
+    const json& v = config[key];
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+    return {};
+  };
+  std::string bos = name("bos_token"), eos = name("eos_token");
+  if (config.is_null()) {
+    for (const char* n : {"<s>", "<|begin_of_text|>"}) if (bos.empty() && id_of(n) >= 0) bos = n;
+    for (const char* n : {"</s>", "<|end_of_text|>", "<|endoftext|>"}) if (eos.empty() && id_of(n) >= 0) eos = n;
+  }
+  bos_ = bos.empty() ? -1 : id_of(bos);
+  if (!eos.empty() && id_of(eos) >= 0) eos_ = {id_of(eos)};
+}
+
+Status BpeTokenizer::parse(const json& j, const json& config, const std::string& origin) {
+  if (!j.is_object() || !j.contains("model")) return corrupt(origin + ": not a tokenizer.json (no \"model\")");
+  if (j.contains("normalizer") && !j["normalizer"].is_null())
+    return unsupported(origin + ": normalizers are not supported yet (normalizer must be null)");
+  const json pre = j.value("pre_tokenizer", json());
+  if (!pre.is_object() || pre.value("type", "") != "ByteLevel")
+    return unsupported(origin + ": pre_tokenizer must be ByteLevel (got " + pre.dump() + ")");
+  const json dec = j.value("decoder", json());
+  if (!dec.is_null() && (!dec.is_object() || dec.value("type", "") != "ByteLevel"))
+    return unsupported(origin + ": decoder must be ByteLevel (got " + dec.dump() + ")");
+  add_prefix_space_ = pre.value("add_prefix_space", false);
+  if (pre.value("use_regex", true)) {
+    BRIGADE_ASSIGN_OR_RETURN(pre_, make_regex_pretokenizer(kGpt2Pattern));
+  }
+  BRIGADE_RETURN_IF_ERROR(parse_model(j["model"], origin));
+  special_.assign(pieces_.size(), 0);
+  BRIGADE_RETURN_IF_ERROR(parse_added(j, origin));
+  resolve_bos_eos(config);
+  return Status::ok();
+}
+
+std::vector<int32_t> BpeTokenizer::bpe(std::string_view word) const {
+  struct Sym { int32_t id; int prev, next; };
+  struct Cand {
+    int32_t rank; int pos; int32_t left, right;
+    bool operator>(const Cand& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+  };
+  const int n = static_cast<int>(word.size());
+  std::vector<Sym> syms(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    syms[static_cast<size_t>(i)] = {byte_ids_[static_cast<uint8_t>(word[static_cast<size_t>(i)])], i - 1, i + 1 < n ? i + 1 : -1};
+  std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> queue;
+  auto offer = [&](int pos) {
+    if (pos < 0) return;
+    const int next = syms[static_cast<size_t>(pos)].next;
+    if (next < 0) return;
+    auto it = merges_.find(pair_key(syms[static_cast<size_t>(pos)].id, syms[static_cast<size_t>(next)].id));
+    if (it != merges_.end())
+      queue.push({it->second.rank, pos, syms[static_cast<size_t>(pos)].id, syms[static_cast<size_t>(next)].id});
+  };
+  for (int i = 0; i < n; ++i) offer(i);
+  while (!queue.empty()) {
+    const Cand c = queue.top();
+    queue.pop();
+    Sym& s = syms[static_cast<size_t>(c.pos)];
+    // Stale when either side was merged away since the candidate was queued.
+    if (s.id != c.left || s.next < 0 || syms[static_cast<size_t>(s.next)].id != c.right) continue;
+    Sym& right = syms[static_cast<size_t>(s.next)];
+    s.id = merges_.at(pair_key(c.left, c.right)).id;
+    s.next = right.next;
+    if (right.next >= 0) syms[static_cast<size_t>(right.next)].prev = c.pos;
+    right.id = -1;  // dead: no candidate matches it again
+    offer(s.prev);
+    offer(c.pos);
+  }
+  std::vector<int32_t> out;
+  for (int i = 0; i >= 0 && n > 0; i = syms[static_cast<size_t>(i)].next) out.push_back(syms[static_cast<size_t>(i)].id);
+  return out;
+}
+
+void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) const {
+  const std::string key(word);
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    if (auto it = cache_.find(key); it != cache_.end()) {
+      out.insert(out.end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  std::vector<int32_t> ids;
+  if (ignore_merges_) {
+    if (auto it = vocab_.find(bytes_to_unicode_string(word)); it != vocab_.end()) ids = {it->second};
+  }
+  if (ids.empty()) ids = bpe(word);
+  out.insert(out.end(), ids.begin(), ids.end());
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  if (cache_.size() >= 100000) cache_.clear();  // bounded: a long-running server sees unbounded text
+  cache_.emplace(key, std::move(ids));
+}
+
+void BpeTokenizer::encode_segment(std::string_view text, std::vector<int32_t>& out) const {
+  if (text.empty()) return;
+  std::string prefixed;
+  if (add_prefix_space_ && text.front() != ' ') {
+    prefixed = " " + std::string(text);
+    text = prefixed;
+  }
+  if (!pre_) return encode_word(text, out);
+  for (std::string_view piece : pre_->split(text)) encode_word(piece, out);
+}
+
+Expected<std::vector<int32_t>> BpeTokenizer::encode(std::string_view text, bool add_bos) const {
+  const size_t bad = utf8_first_invalid(text);
+  if (bad != text.size())
+    return invalid_argument("text is not valid UTF-8 (first bad byte at offset " + std::to_string(bad) + ")");
+  std::vector<int32_t> out;
+  if (add_bos && bos_ >= 0) out.push_back(bos_);
+  size_t segment = 0, i = 0;
+  while (i < text.size()) {
+    const AddedToken* hit = nullptr;
+    for (const auto& a : added_)
+      if (text.compare(i, a.content.size(), a.content) == 0) { hit = &a; break; }
+    if (!hit) { ++i; continue; }
+    encode_segment(text.substr(segment, i - segment), out);
+    out.push_back(hit->id);
+    i += hit->content.size();
+    segment = i;
+  }
+  encode_segment(text.substr(segment), out);
+  return out;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Tokenizer>> load_bpe_tokenizer(const std::string& tokenizer_json,
+                                                        const std::string& config_json,
+                                                        const std::string& origin) {
+  json j = json::parse(tokenizer_json, nullptr, false);
+  if (j.is_discarded()) return corrupt(origin + ": not valid JSON");
+  json config;
+  if (!config_json.empty()) {
+    config = json::parse(config_json, nullptr, false);
+    if (config.is_discarded() || !config.is_object()) return corrupt(origin + ": tokenizer_config.json is not a JSON object");
+  }
+  auto tok = std::make_unique<BpeTokenizer>();
+  BRIGADE_RETURN_IF_ERROR(tok->parse(j, config, origin));
+  return std::unique_ptr<Tokenizer>(std::move(tok));
+}
+
+}  // namespace brigade

@@ -1,0 +1,87 @@
+// Helpers for the model tests: temporary directories, building StepBatches over a paged KV
+// cache, and running a forward pass to host logits.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "models/model.h"
+
+namespace brigade::testing {
+
+// A fresh directory under the system temp dir, removed when the object dies.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag) {
+    path_ = std::filesystem::temp_directory_path() /
+            ("brigade_models_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::error_code ec; std::filesystem::remove_all(path_, ec); }
+  std::string str() const { return path_.string(); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  static int& counter() { static int c = 0; return c; }
+  std::filesystem::path path_;
+};
+
+// One sequence's part of a step: `tokens` continue a context that already holds n_past tokens.
+struct SeqChunk {
+  int seq = 0;  // sequence s owns pages [s * pages_per_seq, (s + 1) * pages_per_seq)
+  std::vector<int32_t> tokens;
+  int n_past = 0;
+  bool all_logits = false;  // logits for every row, else only for the last
+};
+
+inline StepBatch make_step(const std::vector<SeqChunk>& chunks, int page_size, int pages_per_seq) {
+  StepBatch b;
+  b.max_blocks = pages_per_seq;
+  b.q_start.push_back(0);
+  for (const auto& c : chunks) {
+    const int first_row = b.n_tokens();
+    for (size_t j = 0; j < c.tokens.size(); ++j) {
+      const int pos = c.n_past + static_cast<int>(j);
+      b.tokens.push_back(c.tokens[j]);
+      b.positions.push_back(pos);
+      b.slots.push_back((c.seq * pages_per_seq + pos / page_size) * page_size + pos % page_size);
+    }
+    b.q_start.push_back(b.n_tokens());
+    b.ctx_len.push_back(c.n_past + static_cast<int>(c.tokens.size()));
+    for (int k = 0; k < pages_per_seq; ++k) b.block_table.push_back(c.seq * pages_per_seq + k);
+    if (c.all_logits) {
+      for (int r = first_row; r < b.n_tokens(); ++r) b.logit_rows.push_back(r);
+    } else {
+      b.logit_rows.push_back(b.n_tokens() - 1);
+    }
+  }
+  return b;
+}
+
+// Runs one step and returns logits [logit_rows.size() * vocab] on the host.
+inline std::vector<float> run_step(Model& model, Backend& backend, const KvCache& kv, const StepBatch& b) {
+  const int64_t vocab = model.config().vocab_size, r = static_cast<int64_t>(b.logit_rows.size());
+  auto buf = backend.allocate(static_cast<size_t>(r * vocab) * sizeof(float));
+  EXPECT_TRUE(buf.has_value());
+  const Tensor logits = buf->view(DType::f32, {r, vocab});
+  const Status st = model.forward(b, kv, logits);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  std::vector<float> host(static_cast<size_t>(r * vocab));
+  backend.synchronize();
+  backend.download(host.data(), logits);
+  return host;
+}
+
+inline int argmax(const float* v, int n) {
+  int best = 0;
+  for (int i = 1; i < n; ++i) if (v[i] > v[best]) best = i;
+  return best;
+}
+
+}  // namespace brigade::testing
