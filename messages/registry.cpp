@@ -1,0 +1,20 @@
+#include "messages/registry.h"
+
+#include "messages/error.h"
+#include "messages/types.h"
+
+namespace brigade {
+
+void register_message_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<generate_request_msg>("brigade.GenerateRequest");
+  cfg.add_message_type<token_event_msg>("brigade.TokenEvent");
+  cfg.add_message_type<abort_msg>("brigade.Abort");
+  cfg.add_message_type<step_plan_msg>("brigade.StepPlan");
+  cfg.add_message_type<step_result_msg>("brigade.StepResult");
+  cfg.add_message_type<page_lease_request_msg>("brigade.PageLeaseRequest");
+  cfg.add_message_type<page_lease_grant_msg>("brigade.PageLeaseGrant");
+  cfg.add_message_type<page_free_msg>("brigade.PageFree");
+  cfg.add_error_category(error_category, render_error);
+}
+
+}  // namespace brigade

@@ -1,0 +1,25 @@
+// The envelopes exchanged between actors: one alias per root message struct (DESIGN.md §3).
+// Every alias here is registered with CAF by register_message_types (messages/registry.h); a new
+// message type needs both an alias here and a line there.
+#pragma once
+
+#include "messages/envelope.h"
+#include "messages/kv.capnp.h"
+#include "messages/request.capnp.h"
+#include "messages/step.capnp.h"
+
+namespace brigade {
+
+// Client-facing (request.capnp).
+using generate_request_msg = msg<schema::GenerateRequest>;
+using token_event_msg = msg<schema::TokenEvent>;
+using abort_msg = msg<schema::Abort>;
+// Scheduler <-> executor (step.capnp).
+using step_plan_msg = msg<schema::StepPlan>;
+using step_result_msg = msg<schema::StepResult>;
+// Scheduler <-> KV page manager (kv.capnp).
+using page_lease_request_msg = msg<schema::PageLeaseRequest>;
+using page_lease_grant_msg = msg<schema::PageLeaseGrant>;
+using page_free_msg = msg<schema::PageFree>;
+
+}  // namespace brigade
