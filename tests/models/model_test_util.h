@@ -6,7 +6,10 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -82,6 +85,45 @@ inline int argmax(const float* v, int n) {
   int best = 0;
   for (int i = 1; i < n; ++i) if (v[i] > v[best]) best = i;
   return best;
+}
+
+// One tensor for write_safetensors_file: dtype is the file's string ("F32", "I64", ...).
+struct StEntry {
+  std::string name;
+  std::string dtype = "F32";
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+};
+
+// Writes a .safetensors file independently of the library's writer (to craft bad files too).
+inline void write_safetensors_file(const std::string& path, const std::vector<StEntry>& entries) {
+  nlohmann::json header = nlohmann::json::object();
+  uint64_t off = 0;
+  for (const auto& e : entries) {
+    header[e.name] = {{"dtype", e.dtype}, {"shape", e.shape}, {"data_offsets", {off, off + e.bytes.size()}}};
+    off += e.bytes.size();
+  }
+  const std::string text = header.dump();
+  const uint64_t n = text.size();
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(&n), 8);
+  out.write(text.data(), static_cast<std::streamsize>(n));
+  for (const auto& e : entries) out.write(reinterpret_cast<const char*>(e.bytes.data()), static_cast<std::streamsize>(e.bytes.size()));
+}
+
+inline std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+inline void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
 }
 
 }  // namespace brigade::testing
