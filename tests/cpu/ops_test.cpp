@@ -7,6 +7,15 @@
 
 #include "tests/cpu/cpu_test_util.h"
 
+// AllocateAlignsAndCopies asks for an impossible size and expects out_of_resources: sanitizer
+// allocators must return null for it instead of aborting the process.
+#if defined(__SANITIZE_ADDRESS__)
+extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
+#endif
+#if defined(__SANITIZE_THREAD__)
+extern "C" const char* __tsan_default_options() { return "allocator_may_return_null=1"; }
+#endif
+
 namespace brigade {
 namespace {
 
