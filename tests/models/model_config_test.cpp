@@ -1,0 +1,86 @@
+#include <gtest/gtest.h>
+
+#include "models/model_config.h"
+
+namespace brigade {
+namespace {
+
+const char* kLlama = R"({
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
+  "num_hidden_layers": 22, "num_attention_heads": 32, "num_key_value_heads": 4,
+  "intermediate_size": 5632, "vocab_size": 32000, "max_position_embeddings": 2048,
+  "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "tie_word_embeddings": false,
+  "attention_bias": false, "bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "bfloat16"})";
+
+TEST(ModelConfig, ParsesLlama) {
+  auto c = parse_hf_config(kLlama);
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "llama");
+  EXPECT_EQ(c->hidden_size, 2048);
+  EXPECT_EQ(c->n_layers, 22);
+  EXPECT_EQ(c->n_heads, 32);
+  EXPECT_EQ(c->n_kv_heads, 4);
+  EXPECT_EQ(c->head_dim, 64);
+  EXPECT_EQ(c->intermediate_size, 5632);
+  EXPECT_EQ(c->vocab_size, 32000);
+  EXPECT_EQ(c->max_position, 2048);
+  EXPECT_FLOAT_EQ(c->rms_eps, 1e-5f);
+  EXPECT_EQ(c->rope_style, RopeStyle::neox);
+  EXPECT_FALSE(c->tie_embeddings);
+  EXPECT_EQ(c->bos_id, 1);
+  EXPECT_EQ(c->eos_ids, std::vector<int>{2});
+  EXPECT_EQ(c->dtype, DType::bf16);
+}
+
+TEST(ModelConfig, DefaultsAndVariants) {
+  auto c = parse_hf_config(R"({"model_type": "llama", "hidden_size": 96, "num_hidden_layers": 1,
+    "num_attention_heads": 4, "head_dim": 32, "intermediate_size": 10, "vocab_size": 300,
+    "eos_token_id": [2, 7], "tie_word_embeddings": true})");
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->n_kv_heads, 4);   // defaults to the head count
+  EXPECT_EQ(c->head_dim, 32);    // explicit head_dim wins over hidden / heads
+  EXPECT_EQ(c->eos_ids, (std::vector<int>{2, 7}));
+  EXPECT_TRUE(c->tie_embeddings);
+  EXPECT_EQ(c->dtype, DType::f32);
+
+  auto m = parse_hf_config(R"({"architectures": ["MistralForCausalLM"], "model_type": "mistral",
+    "hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "intermediate_size": 10, "vocab_size": 300, "sliding_window": 4096})");
+  ASSERT_TRUE(m.has_value()) << m.status().to_string();
+  EXPECT_EQ(m->arch, "llama");
+  EXPECT_EQ(m->sliding_window, 4096);
+}
+
+TEST(ModelConfig, UnknownArchitectureListsSupported) {
+  auto c = parse_hf_config(R"({"architectures": ["GPTNeoXForCausalLM"], "hidden_size": 64})");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.status().code(), StatusCode::unsupported);
+  EXPECT_NE(c.status().message().find("GPTNeoXForCausalLM"), std::string::npos);
+  EXPECT_NE(c.status().message().find("LlamaForCausalLM"), std::string::npos);
+}
+
+TEST(ModelConfig, RejectsRopeScalingMissingFieldsAndBadNumbers) {
+  std::string scaled = kLlama;
+  scaled.insert(1, R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0},)");
+  auto c = parse_hf_config(scaled);
+  EXPECT_EQ(c.status().code(), StatusCode::unsupported);
+  EXPECT_NE(c.status().message().find("rope_scaling"), std::string::npos);
+
+  auto missing = parse_hf_config(R"({"model_type": "llama", "hidden_size": 64})");
+  EXPECT_EQ(missing.status().code(), StatusCode::corrupt);
+  EXPECT_NE(missing.status().message().find("num_hidden_layers"), std::string::npos);
+
+  auto bad_heads = parse_hf_config(R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 1,
+    "num_attention_heads": 4, "num_key_value_heads": 3, "intermediate_size": 10, "vocab_size": 300})");
+  EXPECT_EQ(bad_heads.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(bad_heads.status().message().find("num_key_value_heads"), std::string::npos);
+
+  EXPECT_EQ(parse_hf_config("{not json").status().code(), StatusCode::corrupt);
+  EXPECT_EQ(parse_hf_config(R"({"model_type": "llama", "hidden_size": "64"})").status().code(), StatusCode::corrupt);
+  std::string dtype = kLlama;
+  dtype.replace(dtype.find("bfloat16"), 8, "float8");
+  EXPECT_EQ(parse_hf_config(dtype).status().code(), StatusCode::unsupported);
+}
+
+}  // namespace
+}  // namespace brigade
