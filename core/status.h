@@ -101,8 +101,11 @@ class [[nodiscard]] Expected {
 #define BRIGADE_CONCAT_INNER(a, b) a##b
 #define BRIGADE_CONCAT(a, b) BRIGADE_CONCAT_INNER(a, b)
 // `BRIGADE_ASSIGN_OR_RETURN(auto x, f());` binds the value or returns the error.
-#define BRIGADE_ASSIGN_OR_RETURN(lhs, expr) \
-  BRIGADE_ASSIGN_OR_RETURN_IMPL(BRIGADE_CONCAT(_exp_, __LINE__), lhs, expr)
+// (__LINE__ is expanded once, at the outer level: a multi-line invocation would otherwise give
+// different numbers to the three uses of the temporary.)
+#define BRIGADE_ASSIGN_OR_RETURN(lhs, expr) BRIGADE_ASSIGN_OR_RETURN_LINE(__LINE__, lhs, expr)
+#define BRIGADE_ASSIGN_OR_RETURN_LINE(line, lhs, expr) \
+  BRIGADE_ASSIGN_OR_RETURN_IMPL(BRIGADE_CONCAT(_exp_, line), lhs, expr)
 #define BRIGADE_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                                  \
   if (!tmp.has_value()) return tmp.status();          \

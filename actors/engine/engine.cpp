@@ -1,0 +1,240 @@
+// Engine: builds the actor topology of one instance (frontend → tokenizer → scheduler →
+// executor, plus the KV page manager) from a TopologyConfig and serves the embedding API.
+#include "brigade/engine.h"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <random>
+
+#include "actors/executor/executor_actor.h"
+#include "actors/frontend/frontend_actor.h"
+#include "actors/kv_manager/kv_manager_actor.h"
+#include "actors/scheduler/scheduler_actor.h"
+#include "actors/tokenizer/tokenizer_actor.h"
+#include "core/logging.h"
+#include "cpu/cpu_backend.h"
+#include "messages/convert.h"
+#include "messages/registry.h"
+
+namespace brigade {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::none: return "none";
+    case FinishReason::stop: return "stop";
+    case FinishReason::length: return "length";
+    case FinishReason::abort: return "abort";
+    case FinishReason::error: return "error";
+  }
+  return "?";
+}
+
+namespace {
+
+caf::actor_system_config& prepared_config(caf::actor_system_config& cfg) {
+  register_message_types(cfg);
+  return cfg;
+}
+
+Expected<DType> kv_dtype_for(const std::string& name, DType weights) {
+  if (name == "auto") return weights;
+  auto t = parse_dtype(name);
+  if (!t || (*t != DType::f32 && *t != DType::bf16 && *t != DType::f16))
+    return invalid_argument("kv.dtype '" + name + "' is not one of: auto, f32, bf16, f16");
+  return *t;
+}
+
+Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
+  if (r.max_tokens < 1) return invalid_argument("max_tokens must be >= 1 (got " + std::to_string(r.max_tokens) + ")");
+  const auto& s = r.sampling;
+  if (!(s.temperature >= 0.0f)) return invalid_argument("temperature must be >= 0 (got " + std::to_string(s.temperature) + ")");
+  if (!(s.top_p > 0.0f && s.top_p <= 1.0f)) return invalid_argument("top_p must be in (0, 1] (got " + std::to_string(s.top_p) + ")");
+  if (s.top_k < 0) return invalid_argument("top_k must be >= 0 (got " + std::to_string(s.top_k) + ")");
+  if (!(s.min_p >= 0.0f && s.min_p < 1.0f)) return invalid_argument("min_p must be in [0, 1) (got " + std::to_string(s.min_p) + ")");
+  if (r.prompt_ids.empty() && r.prompt.empty()) return invalid_argument("the prompt is empty: give text or token ids");
+  if (r.prompt_ids.empty() && !m.has_tokenizer)
+    return invalid_argument("this model has no tokenizer: send the prompt as token ids");
+  for (int32_t t : r.prompt_ids) {
+    if (t < 0 || t >= m.vocab_size)
+      return invalid_argument("prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                              std::to_string(m.vocab_size) + ")");
+  }
+  for (int32_t t : r.stop_ids) {
+    if (t < 0 || t >= m.vocab_size) return invalid_argument("stop token id " + std::to_string(t) + " is outside the vocabulary");
+  }
+  return Status::ok();
+}
+
+class EngineImpl final : public Engine {
+ public:
+  EngineImpl() : system_(prepared_config(cfg_)) {}
+
+  ~EngineImpl() override {
+    for (const auto& a : actors_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    actors_.clear();
+    // system_ waits for every actor, the detached executor included, in its destructor.
+  }
+
+  Status start(const EngineOptions& options);
+
+  Expected<uint64_t> submit(const GenerateOptions& request, EventCallback on_event) override;
+  void cancel(uint64_t request_id) override {
+    caf::anon_send(tokenizer_, abort_msg::build([&](schema::Abort::Builder b) { b.setRequestId(request_id); }));
+  }
+  const ModelSummary& model() const override { return summary_; }
+
+ private:
+  caf::actor_system_config cfg_;
+  caf::actor_system system_;
+  std::vector<caf::actor> actors_;
+  std::shared_ptr<CallbackRegistry> registry_ = std::make_shared<CallbackRegistry>();
+  tokenizer_actor tokenizer_;
+  ModelSummary summary_;
+  std::atomic<uint64_t> next_id_{1};
+  std::mt19937_64 seed_rng_{std::random_device{}()};
+  std::mutex seed_mu_;
+};
+
+Status EngineImpl::start(const EngineOptions& options) {
+  BRIGADE_RETURN_IF_ERROR(options.topology.validate());
+  const InstanceConfig& inst = options.topology.instances.front();
+  const ExecutorConfig& exe = inst.executors.front();
+  const std::string path = options.model_path.empty() ? options.topology.model : options.model_path;
+  if (path.empty()) return invalid_argument("no model given: pass a model path or set `model:` in the topology");
+
+  auto res = std::make_shared<ExecutorResources>();
+  res->backend = options.backend_factory ? options.backend_factory()
+                                         : make_cpu_backend(CpuBackendOptions{exe.threads});
+  LoadOptions lo;
+  lo.max_batch_tokens = inst.scheduler.max_step_tokens;
+  lo.progress = options.progress;
+  BRIGADE_ASSIGN_OR_RETURN(res->model, Model::load(path, *res->backend, lo));
+  const ModelConfig& mc = res->model->config();
+
+  std::shared_ptr<const Tokenizer> tokenizer;
+  if (std::filesystem::is_directory(path)) {
+    auto tok = Tokenizer::load(path);
+    if (tok) {
+      tokenizer = std::move(*tok);
+    } else if (tok.status().code() != StatusCode::not_found) {
+      return tok.status();
+    }
+  }
+
+  BRIGADE_ASSIGN_OR_RETURN(DType kv_dtype, kv_dtype_for(inst.kv.dtype, mc.dtype));
+  KvLayout layout = res->model->kv_layout(1, inst.kv.page_size, kv_dtype);
+  int n_pages = inst.kv.pages;
+  if (n_pages == 0) n_pages = static_cast<int>(inst.kv.memory_mb * 1024 * 1024 / static_cast<int64_t>(layout.page_bytes()));
+  if (n_pages < 1) return invalid_argument("kv.memory_mb is too small for one page of this model");
+  layout.n_pages = n_pages;
+  BRIGADE_ASSIGN_OR_RETURN(res->kv, KvCache::allocate(*res->backend, layout));
+
+  summary_ = {mc.arch, mc.vocab_size, mc.max_position, res->model->n_params(), res->model->weight_bytes(),
+              tokenizer != nullptr};
+  spdlog::info("engine: {} ({} params), KV {} pages x {} tokens ({} MiB, {})", mc.arch, summary_.n_params, n_pages,
+               layout.page_size, layout.total_bytes() >> 20, dtype_name(kv_dtype));
+
+  SchedulerSetup setup;
+  setup.limits = {inst.scheduler.max_running, inst.scheduler.max_waiting, inst.scheduler.max_step_tokens,
+                  mc.max_position,            inst.kv.page_size,          mc.vocab_size};
+  BRIGADE_RETURN_IF_ERROR(setup.limits.validate());
+  setup.max_inflight_steps = inst.scheduler.max_inflight_steps;
+  setup.pool_pages = n_pages;
+  setup.eos_ids = mc.eos_ids;
+
+  auto kv_manager = spawn_kv_manager(system_, n_pages);
+  auto executor = spawn_executor(system_, std::move(res));
+  auto frontend = spawn_frontend(system_, registry_);
+  tokenizer_ = spawn_tokenizer(system_, tokenizer, frontend);
+  auto scheduler = spawn_scheduler(system_, setup, executor, kv_manager, caf::actor_cast<token_sink_actor>(tokenizer_));
+  caf::anon_send(tokenizer_, wire_atom::value, scheduler);
+  for (caf::actor a : {caf::actor_cast<caf::actor>(kv_manager), caf::actor_cast<caf::actor>(executor),
+                       caf::actor_cast<caf::actor>(frontend), caf::actor_cast<caf::actor>(tokenizer_),
+                       caf::actor_cast<caf::actor>(scheduler)})
+    actors_.push_back(a);
+  return Status::ok();
+}
+
+Expected<uint64_t> EngineImpl::submit(const GenerateOptions& request, EventCallback on_event) {
+  BRIGADE_RETURN_IF_ERROR(validate_request(request, summary_));
+  const uint64_t id = next_id_.fetch_add(1);
+  uint64_t seed = 0;
+  if (request.sampling.seed) {
+    seed = *request.sampling.seed;
+  } else {
+    std::lock_guard<std::mutex> lock(seed_mu_);
+    seed = seed_rng_();
+  }
+  auto msg = generate_request_msg::build([&](schema::GenerateRequest::Builder b) {
+    b.setRequestId(id);
+    if (!request.prompt_ids.empty()) {
+      fill_list(b.getPrompt().initTokenIds(static_cast<unsigned>(request.prompt_ids.size())), request.prompt_ids);
+    } else {
+      b.getPrompt().setText(request.prompt);
+    }
+    b.setAddBos(request.add_bos);
+    auto s = b.initSampling();
+    s.setTemperature(request.sampling.temperature);
+    s.setTopP(request.sampling.top_p);
+    s.setTopK(request.sampling.top_k);
+    s.setMinP(request.sampling.min_p);
+    s.setSeed(seed);
+    s.setHasSeed(true);
+    s.setLogprobs(request.logprobs);
+    b.setMaxTokens(request.max_tokens);
+    auto stop = b.initStop();
+    fill_list(stop.initTokenIds(static_cast<unsigned>(request.stop_ids.size())), request.stop_ids);
+    auto strs = stop.initStrings(static_cast<unsigned>(request.stop.size()));
+    for (unsigned i = 0; i < request.stop.size(); ++i) strs.set(i, request.stop[i]);
+    stop.setIgnoreEos(request.ignore_eos);
+    b.setPriority(request.priority);
+  });
+  registry_->add(id, std::move(on_event));
+  caf::anon_send(tokenizer_, msg);
+  return id;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
+  init_logging();
+  auto engine = std::make_unique<EngineImpl>();
+  BRIGADE_RETURN_IF_ERROR(engine->start(options));
+  return std::unique_ptr<Engine>(std::move(engine));
+}
+
+Expected<Completion> Engine::generate(const GenerateOptions& request) {
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    Completion c;
+    bool done = false;
+    std::string error;
+  };
+  auto sh = std::make_shared<Shared>();
+  auto id = submit(request, [sh](const Event& ev) {
+    std::lock_guard<std::mutex> lock(sh->mu);
+    sh->c.token_ids.insert(sh->c.token_ids.end(), ev.token_ids.begin(), ev.token_ids.end());
+    sh->c.text += ev.text;
+    sh->c.logprobs.insert(sh->c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
+    sh->c.prompt_tokens = ev.prompt_tokens;
+    if (ev.finish != FinishReason::none) {
+      sh->c.finish = ev.finish;
+      sh->error = ev.error;
+      sh->done = true;
+      sh->cv.notify_all();
+    }
+  });
+  if (!id) return id.status();
+  std::unique_lock<std::mutex> lock(sh->mu);
+  sh->cv.wait(lock, [&] { return sh->done; });
+  if (sh->c.finish == FinishReason::error) return invalid_argument(sh->error);
+  return std::move(sh->c);
+}
+
+}  // namespace brigade

@@ -1,0 +1,98 @@
+#include "actors/executor/step_runner.h"
+
+#include <algorithm>
+#include <string>
+
+namespace brigade {
+
+StepRunner::StepRunner(Backend& backend, Model& model, KvCache kv)
+    : backend_(backend), model_(model), kv_(std::move(kv)) {}
+
+Status StepRunner::build_batch(const PlannedStep& step) {
+  batch_.clear();
+  sample_items_.clear();
+  const int page_size = kv_.layout().page_size;
+  const int n_pages = kv_.layout().n_pages;
+  int max_blocks = 0;
+  for (const auto& w : step.seqs) max_blocks = std::max(max_blocks, static_cast<int>(w.block_table.size()));
+  batch_.max_blocks = max_blocks;
+  batch_.q_start.push_back(0);
+  for (size_t i = 0; i < step.seqs.size(); ++i) {
+    const SeqWorkItem& w = step.seqs[i];
+    const int n = static_cast<int>(w.tokens.size());
+    const int ctx = w.start_pos + n;
+    if (n == 0) return invalid_argument("sequence " + std::to_string(w.seq_id) + " has no tokens in the step");
+    if (static_cast<int64_t>(w.block_table.size()) * page_size < ctx) {
+      return invalid_argument("sequence " + std::to_string(w.seq_id) + " has pages for " +
+                              std::to_string(w.block_table.size() * static_cast<size_t>(page_size)) +
+                              " positions but needs " + std::to_string(ctx));
+    }
+    for (int32_t p : w.block_table) {
+      if (p < 0 || p >= n_pages)
+        return invalid_argument("page id " + std::to_string(p) + " is outside the KV pool");
+    }
+    for (int j = 0; j < n; ++j) {
+      int32_t tok = w.tokens[static_cast<size_t>(j)];
+      if (j == 0 && w.use_last_sampled) {
+        auto it = last_sampled_.find(w.seq_id);
+        if (it == last_sampled_.end())
+          return invalid_argument("sequence " + std::to_string(w.seq_id) + " has no sampled token to reuse");
+        tok = it->second;
+      }
+      const int pos = w.start_pos + j;
+      batch_.tokens.push_back(tok);
+      batch_.positions.push_back(pos);
+      batch_.slots.push_back(w.block_table[static_cast<size_t>(pos / page_size)] * page_size + pos % page_size);
+    }
+    batch_.q_start.push_back(batch_.n_tokens());
+    batch_.ctx_len.push_back(ctx);
+    batch_.block_table.insert(batch_.block_table.end(), w.block_table.begin(), w.block_table.end());
+    batch_.block_table.resize(static_cast<size_t>(batch_.n_seqs()) * static_cast<size_t>(max_blocks), 0);
+    if (w.sample) {
+      batch_.logit_rows.push_back(batch_.n_tokens() - 1);
+      sample_items_.push_back(i);
+    }
+  }
+  return Status::ok();
+}
+
+Status StepRunner::ensure_logits(int n_rows) {
+  if (static_cast<size_t>(n_rows) <= logits_rows_cap_) return Status::ok();
+  const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+  size_t cap = std::max<size_t>(static_cast<size_t>(n_rows), logits_rows_cap_ * 2);
+  auto buf = backend_.allocate(cap * vocab * sizeof(float));
+  if (!buf) return buf.status();
+  logits_buf_ = std::move(*buf);
+  logits_rows_cap_ = cap;
+  return Status::ok();
+}
+
+Expected<std::vector<SampledResult>> StepRunner::run(const PlannedStep& step) {
+  release(step.released);
+  std::vector<SampledResult> out;
+  if (step.seqs.empty()) return out;
+  BRIGADE_RETURN_IF_ERROR(build_batch(step));
+  const int n_rows = static_cast<int>(batch_.logit_rows.size());
+  const int64_t vocab = model_.config().vocab_size;
+  BRIGADE_RETURN_IF_ERROR(ensure_logits(std::max(n_rows, 1)));
+  Tensor logits = logits_buf_.view(DType::f32, {n_rows, vocab});
+  BRIGADE_RETURN_IF_ERROR(model_.forward(batch_, kv_, logits));
+  if (n_rows == 0) return out;
+  host_logits_.resize(static_cast<size_t>(n_rows * vocab));
+  backend_.download(host_logits_.data(), logits);
+  out.reserve(static_cast<size_t>(n_rows));
+  for (int r = 0; r < n_rows; ++r) {
+    const SeqWorkItem& w = step.seqs[sample_items_[static_cast<size_t>(r)]];
+    std::span<const float> row(host_logits_.data() + static_cast<size_t>(r * vocab), static_cast<size_t>(vocab));
+    SampleOutput s = sample_token(row, w.sampling, w.n_generated, w.logprobs >= 0);
+    out.push_back({w.seq_id, s.token, s.logprob});
+    last_sampled_[w.seq_id] = s.token;
+  }
+  return out;
+}
+
+void StepRunner::release(std::span<const uint64_t> seq_ids) {
+  for (uint64_t id : seq_ids) last_sampled_.erase(id);
+}
+
+}  // namespace brigade

@@ -1,0 +1,167 @@
+#include "actors/scheduler/scheduler_actor.h"
+
+#include <spdlog/spdlog.h>
+
+#include "actors/step_codec.h"
+#include "messages/convert.h"
+
+namespace brigade {
+
+namespace {
+
+// The scheduler's lease on the KV pool: pages granted by the KV page manager and not yet used.
+class LeasedPages final : public PageSource {
+ public:
+  int n_available() const override { return static_cast<int>(pages_.size()); }
+  std::optional<std::vector<int32_t>> take(int n) override {
+    if (n > n_available()) return std::nullopt;
+    std::vector<int32_t> out(pages_.end() - n, pages_.end());
+    pages_.resize(pages_.size() - static_cast<size_t>(n));
+    return out;
+  }
+  void give_back(std::span<const int32_t> pages) override { pages_.insert(pages_.end(), pages.begin(), pages.end()); }
+  std::vector<int32_t> take_surplus(int keep) {
+    if (n_available() <= keep) return {};
+    auto out = take(n_available() - keep);
+    return out ? std::move(*out) : std::vector<int32_t>{};
+  }
+
+ private:
+  std::vector<int32_t> pages_;
+};
+
+struct SchedulerState {
+  SchedulerSetup setup;
+  std::unique_ptr<SchedulerPolicy> policy;
+  LeasedPages lease;
+  bool lease_pending = false;
+  uint64_t next_lease_id = 1;
+  executor_actor executor;
+  kv_manager_actor kv_manager;
+  token_sink_actor sink;
+  static inline const char* name = "brigade.scheduler";
+};
+
+using scheduler_ptr = scheduler_actor::stateful_pointer<SchedulerState>;
+
+void emit(scheduler_ptr self, const std::vector<SeqEvent>& events) {
+  for (const auto& ev : events) self->send(self->state.sink, encode_event(ev));
+}
+
+void return_surplus(scheduler_ptr self) {
+  auto surplus = self->state.lease.take_surplus(4 * self->state.setup.lease_chunk);
+  if (surplus.empty()) return;
+  self->send(self->state.kv_manager, page_free_msg::build([&](schema::PageFree::Builder b) {
+    fill_list(b.initPages(static_cast<unsigned>(surplus.size())), surplus);
+  }));
+}
+
+void pump(scheduler_ptr self);
+
+void on_step_done(scheduler_ptr self, const DecodedStepResult& r) {
+  auto& st = self->state;
+  std::vector<SeqEvent> events = r.error.empty() ? st.policy->complete(r.step_id, r.sampled, st.lease)
+                                                 : st.policy->fail(r.step_id, r.error, st.lease);
+  if (!r.error.empty()) spdlog::error("scheduler: step {} failed: {}", r.step_id, r.error);
+  emit(self, events);
+  return_surplus(self);
+  pump(self);
+}
+
+void request_pages(scheduler_ptr self, int short_by) {
+  auto& st = self->state;
+  if (st.lease_pending || short_by <= 0) return;
+  st.lease_pending = true;
+  auto req = page_lease_request_msg::build([&](schema::PageLeaseRequest::Builder b) {
+    b.setRequestId(st.next_lease_id++);
+    b.setNPages(short_by + st.setup.lease_chunk);
+    b.setMinPages(short_by);
+  });
+  self->request(st.kv_manager, caf::infinite, req)
+      .then(
+          [self](const page_lease_grant_msg& grant) {
+            auto& s = self->state;
+            s.lease_pending = false;
+            auto pages = to_vector(grant.reader().getPages());
+            s.lease.give_back(pages);
+            // An empty grant means the pool is exhausted; running sequences will free pages,
+            // and the next pump asks again then.
+            if (!pages.empty()) pump(self);
+          },
+          [self](const caf::error& err) {
+            self->state.lease_pending = false;
+            spdlog::error("scheduler: KV page manager failed: {}", caf::to_string(err));
+          });
+}
+
+void pump(scheduler_ptr self) {
+  auto& st = self->state;
+  while (st.policy->n_inflight() < st.setup.max_inflight_steps) {
+    auto step = st.policy->plan(st.lease);
+    if (!step) break;
+    const uint64_t step_id = step->step_id;
+    self->request(st.executor, caf::infinite, encode_step_plan(*step))
+        .then([self](const step_result_msg& res) { on_step_done(self, decode_step_result(res.reader())); },
+              [self, step_id](const caf::error& err) {
+                on_step_done(self, {step_id, {}, "executor failed: " + caf::to_string(err), 0});
+              });
+  }
+  // Ask for pages only when nothing is running that will free some: with a lease of the whole
+  // need outstanding, admission waits without a round trip per step.
+  request_pages(self, st.policy->pages_short(st.lease));
+}
+
+SeqEvent refusal(uint64_t id, const Status& status, int n_prompt) {
+  return {id, {}, {}, Finish::error, status.message(), n_prompt, 0};
+}
+
+scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup setup, executor_actor executor,
+                                             kv_manager_actor kv_manager, token_sink_actor sink) {
+  auto& st = self->state;
+  st.setup = std::move(setup);
+  st.policy = std::make_unique<SchedulerPolicy>(st.setup.limits);
+  st.executor = std::move(executor);
+  st.kv_manager = std::move(kv_manager);
+  st.sink = std::move(sink);
+  return {
+      [self](const generate_request_msg& msg) {
+        auto r = msg.reader();
+        SeqRequest req;
+        req.id = r.getRequestId();
+        if (!r.getPrompt().isTokenIds()) {
+          emit(self, {refusal(req.id, invalid_argument("the scheduler takes token ids; send text prompts through "
+                                                       "the tokenizer"), 0)});
+          return;
+        }
+        req.prompt = to_vector(r.getPrompt().getTokenIds());
+        req.max_tokens = r.getMaxTokens();
+        req.sampling = decode_sampling(r.getSampling());
+        req.logprobs = r.getSampling().getLogprobs();
+        req.stop_ids = to_vector(r.getStop().getTokenIds());
+        req.ignore_eos = r.getStop().getIgnoreEos();
+        req.eos_ids = self->state.setup.eos_ids;
+        req.priority = r.getPriority();
+        const int n_prompt = static_cast<int>(req.prompt.size());
+        Status st = self->state.policy->add(std::move(req), self->state.setup.pool_pages);
+        if (!st.is_ok()) {
+          emit(self, {refusal(r.getRequestId(), st, n_prompt)});
+          return;
+        }
+        pump(self);
+      },
+      [self](const abort_msg& msg) {
+        emit(self, self->state.policy->abort(msg.reader().getRequestId(), self->state.lease));
+        return_surplus(self);
+        pump(self);
+      },
+  };
+}
+
+}  // namespace
+
+scheduler_actor spawn_scheduler(caf::actor_system& system, const SchedulerSetup& setup, executor_actor executor,
+                                kv_manager_actor kv_manager, token_sink_actor sink) {
+  return system.spawn(scheduler_fun, setup, std::move(executor), std::move(kv_manager), std::move(sink));
+}
+
+}  // namespace brigade

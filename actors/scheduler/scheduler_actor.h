@@ -1,0 +1,37 @@
+// The scheduler station (DESIGN.md §3, §6): one per instance. Owns a SchedulerPolicy (waiting
+// queue, running set) and a lease of KV pages; turns tokenized GenerateRequests into StepPlans
+// for its executor and StepResults into TokenEvents (ids only; text is the tokenizer's job).
+//
+// Contract: every accepted GenerateRequest yields TokenEvents to the sink ending in exactly one
+// with finishReason != none; a request the policy refuses gets one event with finishReason error
+// and the reason. Abort of an unknown or finished id is ignored.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include "actors/executor/executor_actor.h"
+#include "actors/kv_manager/kv_manager_actor.h"
+#include "actors/scheduler/policy.h"
+#include "messages/types.h"
+
+namespace brigade {
+
+// Anything that takes a stream of TokenEvents (tokenizer, frontend, a test probe).
+using token_sink_actor = caf::typed_actor<caf::reacts_to<token_event_msg>>;
+
+using scheduler_actor = caf::typed_actor<caf::reacts_to<generate_request_msg>, caf::reacts_to<abort_msg>>;
+
+struct SchedulerSetup {
+  SchedulerLimits limits;
+  int max_inflight_steps = 1;
+  int pool_pages = 0;                // pages in the whole KV pool (admission limit)
+  int lease_chunk = 64;              // pages asked for beyond the immediate need; the lease
+                                     // keeps at most 4 chunks idle and returns the rest
+  std::vector<int32_t> eos_ids;      // the model's end-of-sequence ids
+};
+
+scheduler_actor spawn_scheduler(caf::actor_system& system, const SchedulerSetup& setup,
+                                executor_actor executor, kv_manager_actor kv_manager,
+                                token_sink_actor sink);
+
+}  // namespace brigade

@@ -1,0 +1,133 @@
+#include "actors/step_codec.h"
+
+#include "messages/convert.h"
+
+namespace brigade {
+
+SamplingConfig decode_sampling(schema::SamplingParams::Reader p) {
+  SamplingConfig c;
+  c.temperature = p.getTemperature();
+  c.top_p = p.getTopP();
+  c.top_k = p.getTopK();
+  c.min_p = p.getMinP();
+  c.seed = p.getSeed();
+  return c;
+}
+
+void encode_sampling(const SamplingConfig& c, schema::SamplingParams::Builder b) {
+  b.setTemperature(c.temperature);
+  b.setTopP(c.top_p);
+  b.setTopK(c.top_k);
+  b.setMinP(c.min_p);
+  b.setSeed(c.seed);
+  b.setHasSeed(true);
+}
+
+step_plan_msg encode_step_plan(const PlannedStep& step) {
+  return step_plan_msg::build([&](schema::StepPlan::Builder b) {
+    b.setStepId(step.step_id);
+    auto seqs = b.initSeqs(static_cast<unsigned>(step.seqs.size()));
+    for (unsigned i = 0; i < step.seqs.size(); ++i) {
+      const SeqWorkItem& w = step.seqs[i];
+      auto s = seqs[i];
+      s.setSeqId(w.seq_id);
+      fill_list(s.initTokens(static_cast<unsigned>(w.tokens.size())), w.tokens);
+      s.setUseLastSampled(w.use_last_sampled);
+      s.setStartPos(w.start_pos);
+      fill_list(s.initBlockTable(static_cast<unsigned>(w.block_table.size())), w.block_table);
+      s.setSample(w.sample);
+      encode_sampling(w.sampling, s.initSampling());
+      s.getSampling().setLogprobs(w.logprobs);
+      s.setNGenerated(w.n_generated);
+    }
+    auto rel = b.initReleased(static_cast<unsigned>(step.released.size()));
+    for (unsigned i = 0; i < step.released.size(); ++i) rel.set(i, step.released[i]);
+  });
+}
+
+PlannedStep decode_step_plan(schema::StepPlan::Reader plan) {
+  PlannedStep step;
+  step.step_id = plan.getStepId();
+  for (auto s : plan.getSeqs()) {
+    SeqWorkItem w;
+    w.seq_id = s.getSeqId();
+    w.tokens = to_vector(s.getTokens());
+    w.use_last_sampled = s.getUseLastSampled();
+    w.start_pos = s.getStartPos();
+    w.block_table = to_vector(s.getBlockTable());
+    w.sample = s.getSample();
+    w.sampling = decode_sampling(s.getSampling());
+    w.logprobs = s.getSampling().getLogprobs();
+    w.n_generated = s.getNGenerated();
+    step.n_tokens += static_cast<int>(w.tokens.size());
+    step.seqs.push_back(std::move(w));
+  }
+  for (uint64_t id : plan.getReleased()) step.released.push_back(id);
+  return step;
+}
+
+step_result_msg encode_step_result(uint64_t step_id, const std::vector<SampledResult>& sampled,
+                                   int n_tokens, uint64_t forward_us) {
+  return step_result_msg::build([&](schema::StepResult::Builder b) {
+    b.setStepId(step_id);
+    auto list = b.initSampled(static_cast<unsigned>(sampled.size()));
+    for (unsigned i = 0; i < sampled.size(); ++i) {
+      list[i].setSeqId(sampled[i].seq_id);
+      list[i].setTokenId(sampled[i].token);
+      auto lp = list[i].initLogprob();
+      lp.setTokenId(sampled[i].token);
+      lp.setLogprob(sampled[i].logprob);
+    }
+    b.setNTokens(n_tokens);
+    b.setForwardMicros(forward_us);
+  });
+}
+
+step_result_msg encode_step_error(uint64_t step_id, const std::string& error) {
+  return step_result_msg::build([&](schema::StepResult::Builder b) {
+    b.setStepId(step_id);
+    b.setError(error);
+  });
+}
+
+DecodedStepResult decode_step_result(schema::StepResult::Reader result) {
+  DecodedStepResult out;
+  out.step_id = result.getStepId();
+  out.error = result.getError();
+  out.forward_us = result.getForwardMicros();
+  for (auto s : result.getSampled()) {
+    out.sampled.push_back({s.getSeqId(), s.getTokenId(), s.getLogprob().getLogprob()});
+  }
+  return out;
+}
+
+schema::FinishReason to_schema(Finish f) {
+  switch (f) {
+    case Finish::none: return schema::FinishReason::NONE;
+    case Finish::stop: return schema::FinishReason::STOP;
+    case Finish::length: return schema::FinishReason::LENGTH;
+    case Finish::abort: return schema::FinishReason::ABORT;
+    case Finish::error: return schema::FinishReason::ERROR;
+  }
+  return schema::FinishReason::ERROR;
+}
+
+token_event_msg encode_event(const SeqEvent& ev) {
+  return token_event_msg::build([&](schema::TokenEvent::Builder b) {
+    b.setRequestId(ev.seq_id);
+    fill_list(b.initTokenIds(static_cast<unsigned>(ev.new_tokens.size())), ev.new_tokens);
+    b.setFinishReason(to_schema(ev.finish));
+    if (!ev.logprobs.empty()) {
+      auto lps = b.initLogprobs(static_cast<unsigned>(ev.logprobs.size()));
+      for (unsigned i = 0; i < ev.logprobs.size(); ++i) {
+        lps[i].setTokenId(ev.new_tokens[i]);
+        lps[i].setLogprob(ev.logprobs[i]);
+      }
+    }
+    if (!ev.error.empty()) b.setError(ev.error);
+    b.setPromptTokens(ev.prompt_tokens);
+    b.setCompletionTokens(ev.completion_tokens);
+  });
+}
+
+}  // namespace brigade

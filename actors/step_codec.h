@@ -1,0 +1,35 @@
+// Conversions between the plain step/event structs (step_types.h, scheduler/policy.h) and their
+// Cap'n Proto envelopes (messages/step.capnp, request.capnp). Actors call these at their edges;
+// the plain classes never see Cap'n Proto.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "actors/scheduler/policy.h"
+#include "actors/step_types.h"
+#include "messages/types.h"
+
+namespace brigade {
+
+step_plan_msg encode_step_plan(const PlannedStep& step);
+PlannedStep decode_step_plan(schema::StepPlan::Reader plan);
+
+step_result_msg encode_step_result(uint64_t step_id, const std::vector<SampledResult>& sampled,
+                                   int n_tokens, uint64_t forward_us);
+step_result_msg encode_step_error(uint64_t step_id, const std::string& error);
+struct DecodedStepResult {
+  uint64_t step_id = 0;
+  std::vector<SampledResult> sampled;
+  std::string error;
+  uint64_t forward_us = 0;
+};
+DecodedStepResult decode_step_result(schema::StepResult::Reader result);
+
+SamplingConfig decode_sampling(schema::SamplingParams::Reader p);
+void encode_sampling(const SamplingConfig& c, schema::SamplingParams::Builder b);
+
+token_event_msg encode_event(const SeqEvent& ev);
+schema::FinishReason to_schema(Finish f);
+
+}  // namespace brigade

@@ -1,0 +1,38 @@
+// Plain step types shared by the scheduler policy and the executor's step runner; they mirror
+// schema::SeqWork / StepPlan / SampledToken (messages/step.capnp) one to one.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/sampling.h"
+
+namespace brigade {
+
+// One sequence's part of a step (mirrors schema::SeqWork).
+struct SeqWorkItem {
+  uint64_t seq_id = 0;
+  std::vector<int32_t> tokens;
+  int start_pos = 0;
+  std::vector<int32_t> block_table;  // pages covering [0, start_pos + tokens.size())
+  bool sample = false;
+  SamplingConfig sampling;
+  uint32_t n_generated = 0;
+  int logprobs = -1;
+  bool use_last_sampled = false;  // tokens[0] is the token the executor sampled last
+};
+
+struct PlannedStep {
+  uint64_t step_id = 0;
+  std::vector<SeqWorkItem> seqs;
+  std::vector<uint64_t> released;  // sequences that ended since the last plan
+  int n_tokens = 0;
+};
+
+struct SampledResult {
+  uint64_t seq_id = 0;
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+}  // namespace brigade

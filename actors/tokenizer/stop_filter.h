@@ -1,0 +1,32 @@
+// StopFilter: cuts a streamed text at the first stop string, never streaming any part of one.
+//
+// Text arrives in pieces; push() returns what is safe to show now. A tail that could still
+// grow into a stop string is held back until it either completes one (stopped() becomes true
+// and the text before it is returned) or cannot (it is released).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace brigade {
+
+class StopFilter {
+ public:
+  explicit StopFilter(std::vector<std::string> stops);
+
+  std::string push(std::string_view text);
+  // End of stream without a stop: releases the held-back tail.
+  std::string flush();
+  bool stopped() const { return stopped_; }
+
+ private:
+  // Length of the longest suffix of pending_ that is a proper prefix of some stop string.
+  size_t held_back() const;
+
+  std::vector<std::string> stops_;
+  std::string pending_;
+  bool stopped_ = false;
+};
+
+}  // namespace brigade

@@ -1,0 +1,135 @@
+#include "actors/tokenizer/tokenizer_actor.h"
+
+#include <unordered_map>
+
+#include "actors/tokenizer/stop_filter.h"
+#include "models/detokenizer.h"
+#include "messages/convert.h"
+
+namespace brigade {
+
+namespace {
+
+// Per-request output state.
+struct TextState {
+  std::unique_ptr<IncrementalDetokenizer> detok;  // null without a tokenizer
+  StopFilter stops;
+  bool stopped = false;  // a stop string ended it; swallow events until the scheduler's final one
+};
+
+struct TokenizerState {
+  std::shared_ptr<const Tokenizer> tokenizer;
+  token_sink_actor frontend;
+  scheduler_actor scheduler;
+  std::unordered_map<uint64_t, TextState> streams;
+  static inline const char* name = "brigade.tokenizer";
+};
+
+using tokenizer_ptr = tokenizer_actor::stateful_pointer<TokenizerState>;
+
+token_event_msg error_event(uint64_t id, const std::string& error) {
+  return token_event_msg::build([&](schema::TokenEvent::Builder b) {
+    b.setRequestId(id);
+    b.setFinishReason(schema::FinishReason::ERROR);
+    b.setError(error);
+  });
+}
+
+// The request with its prompt as token ids (copying every other field).
+generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vector<int32_t>& ids) {
+  return generate_request_msg::build([&](schema::GenerateRequest::Builder b) {
+    b.setRequestId(r.getRequestId());
+    fill_list(b.getPrompt().initTokenIds(static_cast<unsigned>(ids.size())), ids);
+    b.setAddBos(r.getAddBos());
+    b.setSampling(r.getSampling());
+    b.setMaxTokens(r.getMaxTokens());
+    b.setStop(r.getStop());
+    b.setPriority(r.getPriority());
+  });
+}
+
+void on_request(tokenizer_ptr self, const generate_request_msg& msg) {
+  auto& st = self->state;
+  auto r = msg.reader();
+  const uint64_t id = r.getRequestId();
+  generate_request_msg forward = msg;
+  if (r.getPrompt().isText()) {
+    if (!st.tokenizer) {
+      self->send(st.frontend, error_event(id, "this model has no tokenizer: send the prompt as token ids"));
+      return;
+    }
+    auto ids = st.tokenizer->encode(to_string_view(r.getPrompt().getText()), r.getAddBos());
+    if (!ids) {
+      self->send(st.frontend, error_event(id, ids.status().message()));
+      return;
+    }
+    forward = with_ids(r, *ids);
+  }
+  TextState ts{st.tokenizer ? std::make_unique<IncrementalDetokenizer>(*st.tokenizer) : nullptr,
+               StopFilter(to_vector(r.getStop().getStrings())), false};
+  st.streams.insert_or_assign(id, std::move(ts));
+  self->send(st.scheduler, forward);
+}
+
+void on_event(tokenizer_ptr self, const token_event_msg& msg) {
+  auto& st = self->state;
+  auto r = msg.reader();
+  const uint64_t id = r.getRequestId();
+  const bool final_event = r.getFinishReason() != schema::FinishReason::NONE;
+  auto it = st.streams.find(id);
+  if (it == st.streams.end()) {  // refused before a stream existed
+    self->send(st.frontend, msg);
+    return;
+  }
+  TextState& ts = it->second;
+  if (ts.stopped) {  // the stop event went out already; this is the scheduler's abort echo
+    if (final_event) st.streams.erase(it);
+    return;
+  }
+  std::string text;
+  if (ts.detok) {
+    for (int32_t t : r.getTokenIds()) text += ts.detok->push(t);
+    if (final_event) text += ts.detok->flush();
+  }
+  text = ts.stops.push(text);
+  const bool hit_stop = ts.stops.stopped();
+  if (final_event && !hit_stop) text += ts.stops.flush();
+  auto out = token_event_msg::build([&](schema::TokenEvent::Builder b) {
+    b.setRequestId(id);
+    b.setTokenIds(r.getTokenIds());
+    b.setText(text);
+    b.setLogprobs(r.getLogprobs());
+    b.setFinishReason(hit_stop ? schema::FinishReason::STOP : r.getFinishReason());
+    b.setError(r.getError());
+    b.setPromptTokens(r.getPromptTokens());
+    b.setCompletionTokens(r.getCompletionTokens());
+  });
+  self->send(st.frontend, out);
+  if (hit_stop && !final_event) {
+    ts.stopped = true;
+    self->send(st.scheduler, abort_msg::build([&](schema::Abort::Builder b) { b.setRequestId(id); }));
+  } else if (final_event) {
+    st.streams.erase(it);
+  }
+}
+
+tokenizer_actor::behavior_type tokenizer_fun(tokenizer_ptr self, std::shared_ptr<const Tokenizer> tokenizer,
+                                             token_sink_actor frontend) {
+  self->state.tokenizer = std::move(tokenizer);
+  self->state.frontend = std::move(frontend);
+  return {
+      [self](const generate_request_msg& msg) { on_request(self, msg); },
+      [self](const token_event_msg& msg) { on_event(self, msg); },
+      [self](const abort_msg& msg) { self->send(self->state.scheduler, msg); },
+      [self](wire_atom, scheduler_actor scheduler) { self->state.scheduler = std::move(scheduler); },
+  };
+}
+
+}  // namespace
+
+tokenizer_actor spawn_tokenizer(caf::actor_system& system, std::shared_ptr<const Tokenizer> tokenizer,
+                                token_sink_actor frontend) {
+  return system.spawn(tokenizer_fun, std::move(tokenizer), std::move(frontend));
+}
+
+}  // namespace brigade

@@ -1,0 +1,29 @@
+// The tokenizer station (DESIGN.md §3). Requests pass through it on the way in (text prompts
+// become token ids) and TokenEvents on the way out (ids gain their text, incrementally, never a
+// broken UTF-8 sequence; stop strings end a request and are never streamed, even in part).
+//
+// Contract: forwards every request to the scheduler as token ids, or answers it with one error
+// event; forwards every event to the frontend sink, the last one of each request with
+// finishReason != none. Aborts pass through in order with the requests they follow.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <memory>
+
+#include "actors/atoms.h"
+#include "actors/scheduler/scheduler_actor.h"
+#include "messages/types.h"
+#include "models/tokenizer.h"
+
+namespace brigade {
+
+using tokenizer_actor = caf::typed_actor<caf::reacts_to<generate_request_msg>, caf::reacts_to<token_event_msg>,
+                                         caf::reacts_to<abort_msg>, caf::reacts_to<wire_atom, scheduler_actor>>;
+
+// tokenizer may be null (a checkpoint without one): then only token-id prompts are accepted and
+// events carry no text.
+tokenizer_actor spawn_tokenizer(caf::actor_system& system, std::shared_ptr<const Tokenizer> tokenizer,
+                                token_sink_actor frontend);
+
+}  // namespace brigade

@@ -1,0 +1,111 @@
+// brigade's embedding API: create an engine from a topology, submit requests, receive streamed
+// token events, cancel.
+//
+//   auto engine = brigade::Engine::create({.model_path = "models/stories260K.bin"});
+//   if (!engine) { fprintf(stderr, "%s\n", engine.status().to_string().c_str()); return 1; }
+//   brigade::GenerateOptions req;
+//   req.prompt = "Once upon a time";
+//   auto id = (*engine)->submit(req, [](const brigade::Event& ev) { fputs(ev.text.c_str(), stdout); });
+//
+// Behind the Engine runs an actor topology (DESIGN.md §3): frontend → tokenizer → scheduler →
+// executor, with a KV page manager. Engine methods are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "brigade/topology.h"
+#include "core/backend.h"
+#include "core/status.h"
+
+namespace brigade {
+
+struct SamplingOptions {
+  float temperature = 1.0f;  // 0 = greedy; must be >= 0
+  float top_p = 1.0f;        // (0, 1]
+  int top_k = 0;             // 0 = off; must be >= 0
+  float min_p = 0.0f;        // [0, 1)
+  std::optional<uint64_t> seed;  // unset: the engine draws one
+};
+
+struct GenerateOptions {
+  std::string prompt;                // text, tokenized by the model's tokenizer...
+  std::vector<int32_t> prompt_ids;   // ...or token ids (when non-empty, `prompt` is ignored)
+  bool add_bos = true;               // prepend BOS to a text prompt
+  SamplingOptions sampling;
+  int max_tokens = 16;               // >= 1; generation also stops at the context length
+  std::vector<int32_t> stop_ids;     // extra stop tokens besides the model's EOS
+  std::vector<std::string> stop;     // stop strings (never streamed, even in part)
+  bool ignore_eos = false;
+  int priority = 0;                  // higher is scheduled first
+  int logprobs = -1;                 // >= 0: report each sampled token's logprob
+};
+
+enum class FinishReason { none, stop, length, abort, error };
+const char* finish_reason_name(FinishReason r);
+
+// One streamed update of a request. The last event of a request has finish != none.
+struct Event {
+  uint64_t request_id = 0;
+  std::vector<int32_t> token_ids;  // new ids since the previous event
+  std::string text;                // new text since the previous event (complete UTF-8 only)
+  std::vector<float> logprobs;     // one per new id when asked
+  FinishReason finish = FinishReason::none;
+  std::string error;               // what was wrong, when finish == error
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+};
+
+// A whole finished request, from Engine::generate.
+struct Completion {
+  std::vector<int32_t> token_ids;
+  std::string text;
+  std::vector<float> logprobs;
+  FinishReason finish = FinishReason::none;
+  int prompt_tokens = 0;
+};
+
+using EventCallback = std::function<void(const Event&)>;
+
+struct ModelSummary {
+  std::string arch;
+  int vocab_size = 0;
+  int max_context = 0;
+  int64_t n_params = 0;
+  int64_t weight_bytes = 0;
+  bool has_tokenizer = false;
+};
+
+struct EngineOptions {
+  std::string model_path;  // overrides topology.model when non-empty
+  TopologyConfig topology = default_topology();
+  // Makes the executor's backend; unset: from the topology's device (cpu). Lets an embedding
+  // application bring its own Backend (tests and benchmarks use a no-op backend this way).
+  std::function<std::unique_ptr<Backend>()> backend_factory;
+  bool progress = true;  // model loading progress on a terminal
+};
+
+class Engine {
+ public:
+  // Loads the model and starts the topology. Errors: a bad topology, a missing or corrupt model.
+  static Expected<std::unique_ptr<Engine>> create(const EngineOptions& options);
+  virtual ~Engine() = default;
+
+  // Validates and queues a request; returns its id. on_event runs on an engine thread, once per
+  // update, the last time with finish != none; it must not block for long. Parameter errors are
+  // returned here; errors found later (a prompt too long once tokenized) arrive as an event with
+  // finish == error.
+  virtual Expected<uint64_t> submit(const GenerateOptions& request, EventCallback on_event) = 0;
+  // Ends a request early (its last event has finish == abort). Unknown ids are ignored.
+  virtual void cancel(uint64_t request_id) = 0;
+  // Submits and waits for the whole completion.
+  Expected<Completion> generate(const GenerateOptions& request);
+
+  virtual const ModelSummary& model() const = 0;
+};
+
+}  // namespace brigade

@@ -1,0 +1,240 @@
+// The whole actor path: Engine → frontend → tokenizer → scheduler → executor (+ KV manager).
+#include "brigade/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "models/make_model.h"
+
+namespace brigade {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<int32_t> kStoriesReference = {
+    461, 461, 401, 401, 401, 461, 378, 455, 473, 456, 435, 299, 362, 409, 283, 264, 283, 452, 288, 13, 431, 431,
+    431, 431, 431, 431, 431, 431, 431, 431, 431, 431, 431, 293, 430, 417, 363, 416, 315, 342, 418, 424, 400, 442,
+    402, 303, 266, 299, 374, 466, 396, 303, 271, 362, 390, 469, 306, 469, 423, 314, 347, 305, 356, 333};
+
+std::string stories_path() { return std::string(BRIGADE_TESTDATA) + "/models/stories260K.bin"; }
+
+EngineOptions small_options(const std::string& model) {
+  EngineOptions o;
+  o.model_path = model;
+  o.progress = false;
+  auto& inst = o.topology.instances.front();
+  inst.kv.memory_mb = 64;
+  inst.executors.front().threads = 2;
+  return o;
+}
+
+GenerateOptions greedy_ids(std::vector<int32_t> ids, int max_tokens) {
+  GenerateOptions r;
+  r.prompt_ids = std::move(ids);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 0.0f;
+  r.ignore_eos = true;
+  return r;
+}
+
+// Submits every request at once and waits for all of them.
+std::vector<Completion> run_concurrently(Engine& engine, const std::vector<GenerateOptions>& reqs) {
+  std::vector<std::future<Expected<Completion>>> futures;
+  for (const auto& r : reqs) futures.push_back(std::async(std::launch::async, [&engine, r] { return engine.generate(r); }));
+  std::vector<Completion> out;
+  for (auto& f : futures) {
+    auto c = f.get();
+    EXPECT_TRUE(c.has_value()) << c.status().to_string();
+    out.push_back(c ? *c : Completion{});
+  }
+  return out;
+}
+
+class Stories260K : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(stories_path())) GTEST_SKIP() << "shared testdata not found at " << stories_path();
+  }
+};
+
+TEST_F(Stories260K, GreedyMatchesLlama2cThroughActors) {
+  auto engine = Engine::create(small_options(stories_path()));
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  auto c = (*engine)->generate(greedy_ids({1}, 64));
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->token_ids, kStoriesReference);
+  EXPECT_EQ(c->finish, FinishReason::length);
+}
+
+TEST_F(Stories260K, EightConcurrentEqualTheSingleRequest) {
+  auto engine = Engine::create(small_options(stories_path()));
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  std::vector<GenerateOptions> reqs(8, greedy_ids({1}, 64));
+  for (const auto& c : run_concurrently(**engine, reqs)) EXPECT_EQ(c.token_ids, kStoriesReference);
+}
+
+class SyntheticEngine : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("brigade_engine_test_" + std::to_string(::getpid()));
+    SyntheticModelSpec spec;
+    spec.hidden_size = 64;
+    spec.n_layers = 2;
+    spec.n_heads = 4;
+    spec.n_kv_heads = 2;
+    spec.intermediate_size = 128;
+    spec.vocab_size = 512;
+    spec.max_position = 256;
+    spec.dtype = DType::f32;
+    spec.seed = 7;
+    Status st = write_synthetic_model(spec, dir_.string());
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static fs::path dir_;
+};
+fs::path SyntheticEngine::dir_;
+
+TEST_F(SyntheticEngine, BatchedEqualsAlone) {
+  EngineOptions o = small_options(dir_.string());
+  o.topology.instances.front().scheduler.max_step_tokens = 48;  // forces chunked prefill beside decodes
+  auto engine = Engine::create(o);
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  std::vector<GenerateOptions> reqs;
+  for (int n : {1, 5, 17, 40, 90, 3}) {
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < n; ++i) prompt.push_back((i * 37 + n) % 500 + 3);
+    reqs.push_back(greedy_ids(prompt, 12 + n % 7));
+  }
+  std::vector<Completion> alone;
+  for (const auto& r : reqs) {
+    auto c = (*engine)->generate(r);
+    ASSERT_TRUE(c.has_value()) << c.status().to_string();
+    alone.push_back(*c);
+  }
+  auto together = run_concurrently(**engine, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(together[i].token_ids, alone[i].token_ids) << "request " << i;
+    EXPECT_EQ(static_cast<int>(alone[i].token_ids.size()), reqs[i].max_tokens);
+  }
+}
+
+TEST_F(SyntheticEngine, SeededSamplingRepeatsBatchedOrAlone) {
+  auto engine = Engine::create(small_options(dir_.string()));
+  ASSERT_TRUE(engine.has_value());
+  GenerateOptions r = greedy_ids({5, 6, 7}, 20);
+  r.sampling.temperature = 0.9f;
+  r.sampling.top_p = 0.95f;
+  r.sampling.seed = 1234;
+  auto a = (*engine)->generate(r);
+  ASSERT_TRUE(a.has_value());
+  std::vector<GenerateOptions> reqs(4, r);
+  reqs[1].sampling.seed = 99;
+  auto batch = run_concurrently(**engine, reqs);
+  EXPECT_EQ(batch[0].token_ids, a->token_ids);
+  EXPECT_EQ(batch[2].token_ids, a->token_ids);
+  EXPECT_NE(batch[1].token_ids, a->token_ids) << "another seed gives another stream";
+}
+
+TEST_F(SyntheticEngine, TextPromptStreamsCompleteText) {
+  auto engine = Engine::create(small_options(dir_.string()));
+  ASSERT_TRUE(engine.has_value());
+  ASSERT_TRUE((*engine)->model().has_tokenizer);
+  GenerateOptions r;
+  r.prompt = "Hello, wörld! 12345";
+  r.max_tokens = 24;
+  r.sampling.temperature = 0.0f;
+  r.ignore_eos = true;
+  auto c = (*engine)->generate(r);
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->token_ids.size(), 24u);
+  EXPECT_GT(c->prompt_tokens, 1);
+}
+
+TEST_F(SyntheticEngine, StopStringEndsTheRequestWithoutStreamingIt) {
+  auto engine = Engine::create(small_options(dir_.string()));
+  ASSERT_TRUE(engine.has_value());
+  GenerateOptions r;
+  r.prompt = "abc";
+  r.max_tokens = 40;
+  r.sampling.temperature = 0.0f;
+  r.ignore_eos = true;
+  auto full = (*engine)->generate(r);
+  ASSERT_TRUE(full.has_value());
+  ASSERT_GE(full->text.size(), 6u);
+  // Stop on a piece of the text the model is known to produce.
+  const std::string stop = full->text.substr(3, 2);
+  r.stop = {stop};
+  auto cut = (*engine)->generate(r);
+  ASSERT_TRUE(cut.has_value());
+  EXPECT_EQ(cut->finish, FinishReason::stop);
+  EXPECT_EQ(cut->text, full->text.substr(0, full->text.find(stop)));
+}
+
+TEST_F(SyntheticEngine, BadRequestsAreRefusedAndServingGoesOn) {
+  auto engine = Engine::create(small_options(dir_.string()));
+  ASSERT_TRUE(engine.has_value());
+  Engine& e = **engine;
+  auto nop = [](const Event&) {};
+  GenerateOptions r = greedy_ids({5, 6}, 4);
+  r.max_tokens = 0;
+  EXPECT_EQ(e.submit(r, nop).status().code(), StatusCode::invalid_argument);
+  r = greedy_ids({5, 6}, 4);
+  r.sampling.temperature = -1.0f;
+  EXPECT_EQ(e.submit(r, nop).status().code(), StatusCode::invalid_argument);
+  r = greedy_ids({5, 512}, 4);
+  auto bad_id = e.submit(r, nop);
+  ASSERT_FALSE(bad_id.has_value());
+  EXPECT_NE(bad_id.status().message().find("512"), std::string::npos);
+  r = greedy_ids({}, 4);
+  EXPECT_FALSE(e.submit(r, nop).has_value());
+  // Too long for the context (256): refused with an error event.
+  auto too_long = e.generate(greedy_ids(std::vector<int32_t>(300, 7), 4));
+  ASSERT_FALSE(too_long.has_value());
+  EXPECT_NE(too_long.status().message().find("context"), std::string::npos) << too_long.status().message();
+  // Still serving.
+  auto ok = e.generate(greedy_ids({5, 6, 7}, 5));
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_EQ(ok->token_ids.size(), 5u);
+}
+
+TEST_F(SyntheticEngine, CancelEndsWithAbort) {
+  auto engine = Engine::create(small_options(dir_.string()));
+  ASSERT_TRUE(engine.has_value());
+  std::promise<Event> last;
+  auto id = (*engine)->submit(greedy_ids({5, 6, 7}, 200), [&](const Event& ev) {
+    if (ev.finish != FinishReason::none) last.set_value(ev);
+  });
+  ASSERT_TRUE(id.has_value());
+  (*engine)->cancel(*id);
+  auto ev = last.get_future().get();
+  EXPECT_EQ(ev.finish, FinishReason::abort);
+  EXPECT_LT(ev.completion_tokens, 200);
+  auto ok = (*engine)->generate(greedy_ids({5}, 3));
+  ASSERT_TRUE(ok.has_value()) << "the pages of the aborted request came back";
+}
+
+TEST(EngineCreate, BadModelsAreClearErrors) {
+  auto missing = Engine::create(small_options("/nonexistent/model"));
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_NE(missing.status().message().find("/nonexistent/model"), std::string::npos) << missing.status().message();
+
+  const fs::path bad = fs::temp_directory_path() / ("brigade_bad_" + std::to_string(::getpid()) + ".bin");
+  { std::ofstream(bad) << "not a model"; }
+  auto corrupt = Engine::create(small_options(bad.string()));
+  EXPECT_FALSE(corrupt.has_value());
+  fs::remove(bad);
+
+  EngineOptions o = small_options(stories_path());
+  o.topology.instances.front().kv.dtype = "f8";
+  auto bad_kv = Engine::create(o);
+  EXPECT_FALSE(bad_kv.has_value());
+}
+
+}  // namespace
+}  // namespace brigade

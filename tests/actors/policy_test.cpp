@@ -1,0 +1,194 @@
+#include "actors/scheduler/policy.h"
+
+#include <gtest/gtest.h>
+
+namespace brigade {
+namespace {
+
+// A PageSource over a PagePool, as the scheduler's lease would be.
+class PoolSource final : public PageSource {
+ public:
+  explicit PoolSource(int n) : pool(n) {}
+  int n_available() const override { return pool.n_free(); }
+  std::optional<std::vector<int32_t>> take(int n) override {
+    auto r = pool.allocate(n);
+    if (!r) return std::nullopt;
+    return *r;
+  }
+  void give_back(std::span<const int32_t> pages) override { pool.unref(pages); }
+  PagePool pool;
+};
+
+SchedulerLimits limits() {
+  SchedulerLimits l;
+  l.max_running = 4;
+  l.max_waiting = 3;
+  l.max_step_tokens = 8;
+  l.max_context = 64;
+  l.page_size = 4;
+  l.vocab_size = 100;
+  return l;
+}
+
+SeqRequest req(uint64_t id, int n_prompt, int max_tokens, int priority = 0) {
+  SeqRequest r;
+  r.id = id;
+  for (int i = 0; i < n_prompt; ++i) r.prompt.push_back(10 + i);
+  r.max_tokens = max_tokens;
+  r.eos_ids = {2};
+  r.priority = priority;
+  return r;
+}
+
+std::vector<SampledResult> sample_all(const PlannedStep& s, int32_t token) {
+  std::vector<SampledResult> out;
+  for (const auto& w : s.seqs)
+    if (w.sample) out.push_back({w.seq_id, token, 0.0f});
+  return out;
+}
+
+TEST(SchedulerPolicy, RejectsBadRequests) {
+  SchedulerPolicy p(limits());
+  EXPECT_EQ(p.add(req(1, 0, 4), 100).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(p.add(req(1, 4, 0), 100).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(p.add(req(1, 64, 4), 100).code(), StatusCode::invalid_argument) << "prompt fills the context";
+  SeqRequest bad = req(1, 3, 4);
+  bad.prompt[1] = 100;
+  Status st = p.add(bad, 100);
+  EXPECT_EQ(st.code(), StatusCode::invalid_argument);
+  EXPECT_NE(st.message().find("100"), std::string::npos);
+  EXPECT_EQ(p.add(req(1, 4, 60), 2).code(), StatusCode::out_of_resources) << "needs more pages than the pool";
+  EXPECT_FALSE(p.has_work());
+}
+
+TEST(SchedulerPolicy, BoundedQueue) {
+  SchedulerPolicy p(limits());
+  for (uint64_t i = 1; i <= 3; ++i) ASSERT_TRUE(p.add(req(i, 2, 2), 100).is_ok());
+  EXPECT_EQ(p.add(req(4, 2, 2), 100).code(), StatusCode::out_of_resources);
+  EXPECT_EQ(p.add(req(3, 2, 2), 100).code(), StatusCode::invalid_argument) << "id 3 is in use";
+}
+
+TEST(SchedulerPolicy, ChunkedPrefillBesideDecode) {
+  SchedulerPolicy p(limits());
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(req(1, 3, 5), 100).is_ok());
+  auto s1 = p.plan(pages);
+  ASSERT_TRUE(s1);
+  ASSERT_EQ(s1->seqs.size(), 1u);
+  EXPECT_EQ(s1->seqs[0].tokens.size(), 3u);
+  EXPECT_TRUE(s1->seqs[0].sample);
+  EXPECT_FALSE(p.plan(pages)) << "a sequence with a step in flight is not planned again";
+  auto ev = p.complete(s1->step_id, sample_all(*s1, 50), pages);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].new_tokens, std::vector<int32_t>{50});
+
+  // A long prompt arrives: the next step decodes seq 1 and prefills a chunk of seq 2.
+  ASSERT_TRUE(p.add(req(2, 20, 3), 100).is_ok());
+  auto s2 = p.plan(pages);
+  ASSERT_TRUE(s2);
+  ASSERT_EQ(s2->seqs.size(), 2u);
+  EXPECT_EQ(s2->seqs[0].seq_id, 1u);
+  EXPECT_EQ(s2->seqs[0].tokens, std::vector<int32_t>{50});
+  EXPECT_EQ(s2->seqs[0].start_pos, 3);
+  EXPECT_EQ(s2->seqs[1].seq_id, 2u);
+  EXPECT_EQ(s2->seqs[1].tokens.size(), 7u) << "budget 8 minus one decode token";
+  EXPECT_FALSE(s2->seqs[1].sample) << "a partial prompt chunk does not sample";
+  EXPECT_EQ(s2->n_tokens, 8);
+  // Block tables cover exactly the positions the step touches.
+  EXPECT_EQ(s2->seqs[1].block_table.size(), 2u);
+}
+
+TEST(SchedulerPolicy, FinishesOnEosLengthAndReleasesPages) {
+  SchedulerPolicy p(limits());
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(req(1, 2, 3), 100).is_ok());
+  ASSERT_TRUE(p.add(req(2, 2, 3), 100).is_ok());
+  auto s = p.plan(pages);
+  ASSERT_TRUE(s);
+  EXPECT_LT(pages.n_available(), 100);
+  std::vector<SampledResult> r = {{1, 2, 0.0f}, {2, 7, 0.0f}};  // seq 1 samples EOS
+  auto ev = p.complete(s->step_id, r, pages);
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].finish, Finish::stop);
+  EXPECT_EQ(ev[1].finish, Finish::none);
+  for (int i = 0; i < 2; ++i) {
+    auto st = p.plan(pages);
+    ASSERT_TRUE(st);
+    ev = p.complete(st->step_id, sample_all(*st, 7), pages);
+  }
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].finish, Finish::length);
+  EXPECT_EQ(ev[0].completion_tokens, 3);
+  EXPECT_EQ(pages.n_available(), 100) << "every page is back";
+  EXPECT_FALSE(p.has_work());
+}
+
+TEST(SchedulerPolicy, AdmissionWaitsForPagesInPriorityOrder) {
+  SchedulerPolicy p(limits());
+  PoolSource pages(4);  // 16 tokens
+  ASSERT_TRUE(p.add(req(1, 4, 8), 4).is_ok());   // needs 3 pages
+  ASSERT_TRUE(p.add(req(2, 4, 4), 4).is_ok());   // needs 2 pages: must wait
+  ASSERT_TRUE(p.add(req(3, 4, 4, 5), 4).is_ok());  // higher priority: goes before 2
+  auto s = p.plan(pages);
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->seqs.size(), 1u);
+  EXPECT_EQ(s->seqs[0].seq_id, 3u) << "priority 5 first";
+  EXPECT_EQ(p.n_waiting(), 2);
+  EXPECT_EQ(p.pages_short(pages), 1) << "seq 1 needs 3 pages, 2 are free";
+}
+
+TEST(SchedulerPolicy, AbortWaitingAndInFlight) {
+  SchedulerPolicy p(limits());
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(req(1, 2, 5), 100).is_ok());
+  ASSERT_TRUE(p.add(req(2, 2, 5), 100).is_ok());
+  auto s = p.plan(pages);
+  ASSERT_TRUE(s);
+  auto ev = p.abort(1, pages);
+  EXPECT_TRUE(ev.empty()) << "in flight: ends when its step completes";
+  ev = p.complete(s->step_id, sample_all(*s, 9), pages);
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].finish, Finish::abort);
+  EXPECT_EQ(ev[1].finish, Finish::none);
+  ev = p.abort(2, pages);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].finish, Finish::abort);
+  EXPECT_EQ(pages.n_available(), 100);
+  EXPECT_TRUE(p.abort(99, pages).empty());
+  auto next = p.plan(pages);
+  EXPECT_FALSE(next) << "nothing left to run";
+}
+
+TEST(SchedulerPolicy, StepFailureEndsItsSequences) {
+  SchedulerPolicy p(limits());
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(req(1, 2, 5), 100).is_ok());
+  auto s = p.plan(pages);
+  ASSERT_TRUE(s);
+  auto ev = p.fail(s->step_id, "boom", pages);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].finish, Finish::error);
+  EXPECT_EQ(ev[0].error, "boom");
+  EXPECT_EQ(pages.n_available(), 100);
+}
+
+TEST(SchedulerPolicy, ContextLimitEndsWithLength) {
+  SchedulerLimits l = limits();
+  l.max_context = 6;
+  SchedulerPolicy p(l);
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(req(1, 4, 100), 100).is_ok());
+  std::vector<SeqEvent> ev;
+  int steps = 0;
+  while (auto s = p.plan(pages)) {
+    ev = p.complete(s->step_id, sample_all(*s, 9), pages);
+    ++steps;
+  }
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].finish, Finish::length);
+  EXPECT_EQ(ev[0].completion_tokens, 2);
+  EXPECT_EQ(steps, 2);
+}
+
+}  // namespace
+}  // namespace brigade

@@ -1,0 +1,41 @@
+#include "actors/tokenizer/stop_filter.h"
+
+#include <gtest/gtest.h>
+
+namespace brigade {
+namespace {
+
+TEST(StopFilter, PassesTextWithoutStops) {
+  StopFilter f({});
+  EXPECT_EQ(f.push("hello "), "hello ");
+  EXPECT_EQ(f.push("world"), "world");
+  EXPECT_EQ(f.flush(), "");
+  EXPECT_FALSE(f.stopped());
+}
+
+TEST(StopFilter, NeverStreamsAPartialStop) {
+  StopFilter f({"END"});
+  EXPECT_EQ(f.push("abc E"), "abc ");
+  EXPECT_EQ(f.push("N"), "");
+  EXPECT_EQ(f.push("D tail"), "");
+  EXPECT_TRUE(f.stopped());
+  EXPECT_EQ(f.push("more"), "");
+}
+
+TEST(StopFilter, ReleasesAFalseStart) {
+  StopFilter f({"END"});
+  EXPECT_EQ(f.push("xE"), "x");
+  EXPECT_EQ(f.push("NX"), "ENX");
+  EXPECT_EQ(f.push("EN"), "");
+  EXPECT_EQ(f.flush(), "EN");
+  EXPECT_FALSE(f.stopped());
+}
+
+TEST(StopFilter, EarliestOfSeveralStops) {
+  StopFilter f({"world", "lo w"});
+  EXPECT_EQ(f.push("hello world"), "hel");
+  EXPECT_TRUE(f.stopped());
+}
+
+}  // namespace
+}  // namespace brigade

@@ -1,0 +1,72 @@
+#include "brigade/topology.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace brigade {
+namespace {
+
+TEST(Topology, DefaultIsOneCpuExecutor) {
+  TopologyConfig t = default_topology();
+  ASSERT_TRUE(t.validate().is_ok());
+  ASSERT_EQ(t.instances.size(), 1u);
+  ASSERT_EQ(t.instances[0].executors.size(), 1u);
+  EXPECT_EQ(t.instances[0].executors[0].device, "cpu");
+}
+
+TEST(Topology, ShippedDefaultFileParsesToTheDefault) {
+  std::ifstream in(std::string(BRIGADE_SOURCE_DIR) + "/config/default.yaml");
+  ASSERT_TRUE(in) << "config/default.yaml";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto t = parse_topology(ss.str());
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  const auto& d = default_topology().instances[0];
+  const auto& p = t->instances[0];
+  EXPECT_EQ(p.scheduler.max_running, d.scheduler.max_running);
+  EXPECT_EQ(p.scheduler.max_step_tokens, d.scheduler.max_step_tokens);
+  EXPECT_EQ(p.kv.page_size, d.kv.page_size);
+  EXPECT_EQ(p.kv.memory_mb, d.kv.memory_mb);
+}
+
+TEST(Topology, ParsesValues) {
+  auto t = parse_topology(R"(
+model: /models/x
+instances:
+  - name: a
+    scheduler: {max_running: 8, max_step_tokens: 256}
+    kv: {page_size: 32, pages: 100, dtype: bf16}
+    executors: [{device: cpu, threads: 2}]
+)");
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  EXPECT_EQ(t->model, "/models/x");
+  EXPECT_EQ(t->instances[0].scheduler.max_running, 8);
+  EXPECT_EQ(t->instances[0].kv.page_size, 32);
+  EXPECT_EQ(t->instances[0].kv.pages, 100);
+  EXPECT_EQ(t->instances[0].executors[0].threads, 2);
+}
+
+TEST(Topology, ErrorsListValidChoices) {
+  auto unknown = parse_topology("instances: [{schedular: {}}]");
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_NE(unknown.status().message().find("schedular"), std::string::npos);
+  EXPECT_NE(unknown.status().message().find("scheduler"), std::string::npos) << "lists the valid keys";
+
+  auto dtype = parse_topology("instances: [{kv: {dtype: f8}}]");
+  ASSERT_FALSE(dtype.has_value());
+  EXPECT_NE(dtype.status().message().find("bf16"), std::string::npos);
+
+  auto device = parse_topology("instances: [{executors: [{device: tpu}]}]");
+  ASSERT_FALSE(device.has_value());
+  EXPECT_NE(device.status().message().find("cpu"), std::string::npos);
+
+  EXPECT_FALSE(parse_topology("instances: [{scheduler: {max_running: many}}]").has_value());
+  EXPECT_FALSE(parse_topology("instances: [{scheduler: {max_running: 0}}]").has_value());
+  EXPECT_FALSE(parse_topology("{ unbalanced").has_value());
+  EXPECT_FALSE(load_topology_file("/nonexistent.yaml").has_value());
+}
+
+}  // namespace
+}  // namespace brigade

@@ -1,0 +1,44 @@
+// The `brigade` command line: one function pair per subcommand (registration, run).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "brigade/engine.h"
+#include "core/status.h"
+
+namespace brigade::tools {
+
+struct GenerateArgs {
+  std::string model;
+  std::string prompt;
+  std::string prompt_ids;
+  int max_tokens = 64;
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  int top_k = 0;
+  std::optional<uint64_t> seed;
+  std::string topology;
+  int threads = 0;
+  bool ignore_eos = false;
+};
+
+// Each registers its subcommand; when chosen, `run` is set to the function that runs it.
+void add_generate_command(CLI::App& app, std::function<int()>& run);
+void add_make_model_command(CLI::App& app, std::function<int()>& run);
+void add_inspect_command(CLI::App& app, std::function<int()>& run);
+void add_demo_command(CLI::App& app, std::function<int()>& run);
+
+int run_generate(const GenerateArgs& args);
+
+// Prints "error: <status>" to stderr and returns the exit code 1.
+int fail(const Status& status);
+// Engine options from an optional topology file, a model path and a thread count (0 = keep).
+Expected<EngineOptions> engine_options(const std::string& topology_file, const std::string& model, int threads);
+// Submits and blocks until the final event; on_event sees every event (on an engine thread).
+Status run_to_end(Engine& engine, const GenerateOptions& req, const std::function<void(const Event&)>& on_event);
+
+}  // namespace brigade::tools

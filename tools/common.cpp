@@ -1,0 +1,44 @@
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+
+#include "tools/commands.h"
+
+namespace brigade::tools {
+
+int fail(const Status& status) {
+  std::fprintf(stderr, "error: %s\n", status.to_string().c_str());
+  return 1;
+}
+
+Expected<EngineOptions> engine_options(const std::string& topology_file, const std::string& model, int threads) {
+  EngineOptions o;
+  if (!topology_file.empty()) {
+    auto t = load_topology_file(topology_file);
+    if (!t) return t.status();
+    o.topology = *t;
+  }
+  o.model_path = model;
+  if (threads > 0) o.topology.instances.front().executors.front().threads = threads;
+  return o;
+}
+
+Status run_to_end(Engine& engine, const GenerateOptions& req, const std::function<void(const Event&)>& on_event) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  auto id = engine.submit(req, [&](const Event& ev) {
+    on_event(ev);
+    if (ev.finish != FinishReason::none) {
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+      cv.notify_all();
+    }
+  });
+  if (!id) return id.status();
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return done; });
+  return Status::ok();
+}
+
+}  // namespace brigade::tools

@@ -1,0 +1,100 @@
+// `brigade generate`: one request through the embedded engine, streamed to stdout.
+#include "tools/commands.h"
+
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#include "brigade/engine.h"
+
+namespace brigade::tools {
+
+namespace {
+
+Expected<std::vector<int32_t>> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      long v = std::stol(item, &used);
+      if (used != item.size() || v < INT32_MIN || v > INT32_MAX) throw std::invalid_argument(item);
+      ids.push_back(static_cast<int32_t>(v));
+    } catch (const std::exception&) {
+      return invalid_argument("--prompt-ids: '" + item + "' is not an integer token id (expected e.g. 1,2,3)");
+    }
+  }
+  if (ids.empty()) return invalid_argument("--prompt-ids is empty (expected e.g. 1,2,3)");
+  return ids;
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app, std::function<int()>& run) {
+  auto* cmd = app.add_subcommand("generate", "Generate text (or token ids) from a prompt");
+  auto opts = std::make_shared<GenerateArgs>();
+  cmd->add_option("--model", opts->model, "Checkpoint: a directory (config.json + safetensors) or a llama2.c .bin")->required();
+  cmd->add_option("--prompt", opts->prompt, "Prompt text");
+  cmd->add_option("--prompt-ids", opts->prompt_ids, "Prompt token ids, comma-separated; prints generated ids");
+  cmd->add_option("--max-tokens", opts->max_tokens, "Tokens to generate")->capture_default_str();
+  cmd->add_option("--temperature", opts->temperature, "0 = greedy")->capture_default_str();
+  cmd->add_option("--top-p", opts->top_p, "Nucleus sampling mass in (0, 1]")->capture_default_str();
+  cmd->add_option("--top-k", opts->top_k, "0 = off")->capture_default_str();
+  cmd->add_option("--seed", opts->seed, "Random seed (same seed, same tokens)");
+  cmd->add_option("--topology", opts->topology, "Topology YAML (default: one CPU executor)");
+  cmd->add_option("--threads", opts->threads, "CPU threads (0 = all cores)")->capture_default_str();
+  cmd->add_flag("--ignore-eos", opts->ignore_eos, "Keep generating past end-of-sequence");
+  cmd->callback([opts, &run] { run = [opts] { return run_generate(*opts); }; });
+}
+
+int run_generate(const GenerateArgs& a) {
+  if (a.prompt.empty() == a.prompt_ids.empty()) return fail(invalid_argument("give exactly one of --prompt or --prompt-ids"));
+  auto options = engine_options(a.topology, a.model, a.threads);
+  if (!options) return fail(options.status());
+  auto engine = Engine::create(*options);
+  if (!engine) return fail(engine.status());
+
+  GenerateOptions req;
+  req.prompt = a.prompt;
+  if (!a.prompt_ids.empty()) {
+    auto ids = parse_ids(a.prompt_ids);
+    if (!ids) return fail(ids.status());
+    req.prompt_ids = *ids;
+  }
+  req.max_tokens = a.max_tokens;
+  req.sampling.temperature = a.temperature;
+  req.sampling.top_p = a.top_p;
+  req.sampling.top_k = a.top_k;
+  if (a.seed) req.sampling.seed = *a.seed;
+  req.ignore_eos = a.ignore_eos;
+
+  const bool ids_mode = !req.prompt_ids.empty();
+  if (!ids_mode) {
+    std::fputs(a.prompt.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<int32_t> ids;
+  Event last;
+  Status st = run_to_end(**engine, req, [&](const Event& ev) {
+    ids.insert(ids.end(), ev.token_ids.begin(), ev.token_ids.end());
+    if (!ids_mode && !ev.text.empty()) {
+      std::fputs(ev.text.c_str(), stdout);
+      std::fflush(stdout);
+    }
+    last = ev;
+  });
+  if (!st.is_ok()) return fail(st);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (ids_mode) {
+    for (size_t i = 0; i < ids.size(); ++i) std::printf(i ? " %d" : "%d", ids[i]);
+  }
+  std::printf("\n");
+  if (last.finish == FinishReason::error) return fail(invalid_argument(last.error));
+  std::fprintf(stderr, "[%zu tokens in %.2f s, %.1f tokens/s, finish: %s]\n", ids.size(), secs,
+               static_cast<double>(ids.size()) / secs, finish_reason_name(last.finish));
+  return 0;
+}
+
+}  // namespace brigade::tools

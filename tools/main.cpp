@@ -1,0 +1,24 @@
+// brigade: the command line (DESIGN.md §10).
+#include <CLI/CLI.hpp>
+
+#include "core/logging.h"
+#include "tools/commands.h"
+
+int main(int argc, char** argv) {
+  brigade::init_logging();
+  CLI::App app{"brigade: an LLM inference runtime built on actors"};
+  app.require_subcommand(1);
+  std::string log_level;
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off (default warn)");
+  std::function<int()> run;
+  brigade::tools::add_generate_command(app, run);
+  brigade::tools::add_make_model_command(app, run);
+  brigade::tools::add_inspect_command(app, run);
+  brigade::tools::add_demo_command(app, run);
+  CLI11_PARSE(app, argc, argv);
+  if (!log_level.empty() && !brigade::set_log_level(log_level)) {
+    std::fprintf(stderr, "error: unknown --log-level '%s' (valid: trace, debug, info, warn, error, off)\n", log_level.c_str());
+    return 2;
+  }
+  return run ? run() : 0;
+}

@@ -1,0 +1,41 @@
+// `brigade make-model`: writes a synthetic checkpoint in the exact Hugging Face layout.
+#include <cstdio>
+
+#include "models/make_model.h"
+#include "tools/commands.h"
+
+namespace brigade::tools {
+
+void add_make_model_command(CLI::App& app, std::function<int()>& run) {
+  auto* cmd = app.add_subcommand("make-model", "Write a synthetic checkpoint (deterministic random weights)");
+  auto spec = std::make_shared<SyntheticModelSpec>();
+  auto out = std::make_shared<std::string>();
+  auto dtype = std::make_shared<std::string>("bf16");
+  cmd->add_option("--arch", spec->arch, "Architecture (llama)")->capture_default_str();
+  cmd->add_option("--hidden", spec->hidden_size, "Hidden size")->capture_default_str();
+  cmd->add_option("--layers", spec->n_layers, "Layers")->capture_default_str();
+  cmd->add_option("--heads", spec->n_heads, "Attention heads")->capture_default_str();
+  cmd->add_option("--kv-heads", spec->n_kv_heads, "KV heads (GQA)")->capture_default_str();
+  cmd->add_option("--head-dim", spec->head_dim, "Head dim (0 = hidden / heads)")->capture_default_str();
+  cmd->add_option("--intermediate", spec->intermediate_size, "MLP intermediate size")->capture_default_str();
+  cmd->add_option("--vocab", spec->vocab_size, "Vocabulary size")->capture_default_str();
+  cmd->add_option("--max-position", spec->max_position, "Context length")->capture_default_str();
+  cmd->add_option("--dtype", *dtype, "f32, bf16 or f16")->capture_default_str();
+  cmd->add_option("--seed", spec->seed, "Weight seed")->capture_default_str();
+  cmd->add_flag("--untied{false},--tied", spec->tie_embeddings, "Separate lm_head (default: tied to the embedding)");
+  cmd->add_option("--out", *out, "Output directory")->required();
+  cmd->callback([=, &run] {
+    run = [=] {
+      auto t = parse_dtype(*dtype);
+      if (!t) return fail(invalid_argument("--dtype '" + *dtype + "' is not one of: f32, bf16, f16"));
+      SyntheticModelSpec s = *spec;
+      s.dtype = *t;
+      Status st = write_synthetic_model(s, *out);
+      if (!st.is_ok()) return fail(st);
+      std::printf("wrote %s\n", out->c_str());
+      return 0;
+    };
+  });
+}
+
+}  // namespace brigade::tools
