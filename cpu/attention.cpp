@@ -108,26 +108,9 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
       if (a >= e) continue;
       for (int64_t h = 0; h < s.group; ++h) {
         const int64_t qi = r * s.group + h;
-        const float* q = sc.q.data() + qi * d;
-        float tile_max = -std::numeric_limits<float>::infinity();
-        for (int64_t p = a; p < e; ++p) {
-          const float v = kn.dot(q, k_base + (p - p0) * kv_stride, d);
-          sc.scores[static_cast<size_t>(p - a)] = v;
-          tile_max = std::max(tile_max, v);
-        }
-        float& m = sc.m[static_cast<size_t>(qi)];
-        float& l = sc.l[static_cast<size_t>(qi)];
-        const float new_m = std::max(m, tile_max);
-        float alpha = std::exp(m - new_m);  // 0 on the first tile (m = -inf)
-        l *= alpha;
-        float* acc = sc.acc.data() + qi * d;
-        for (int64_t p = a; p < e; ++p) {
-          const float w = std::exp(sc.scores[static_cast<size_t>(p - a)] - new_m);
-          l += w;
-          kn.scale_axpy(acc, alpha, w, v_base + (p - p0) * kv_stride, d);
-          alpha = 1.0f;
-        }
-        m = new_m;
+        kn.attend_tile(sc.q.data() + qi * d, k_base + (a - p0) * kv_stride,
+                       v_base + (a - p0) * kv_stride, kv_stride, e - a, d, &sc.m[static_cast<size_t>(qi)],
+                       &sc.l[static_cast<size_t>(qi)], sc.acc.data() + qi * d, sc.scores.data());
       }
     }
   }

@@ -42,6 +42,12 @@ struct Kernels {
   float (*dot)(const float* a, const float* b, int64_t n) = nullptr;
   // y[i] = y[i] * scale + a * x[i].
   void (*scale_axpy)(float* y, float scale, float a, const float* x, int64_t n) = nullptr;
+  // One online-softmax step of attention for one query over n_pos keys/values (a KV tile):
+  // q [d] (already scaled), key t at k + t * stride, value t at v + t * stride (t < n_pos >= 1);
+  // updates the running max *m, sum *l and unnormalised output acc [d]. `scores` has n_pos floats.
+  void (*attend_tile)(const float* q, const float* k, const float* v, int64_t stride,
+                      int64_t n_pos, int64_t d, float* m, float* l, float* acc,
+                      float* scores) = nullptr;
 };
 
 // The table for `level`; levels this build or CPU cannot run fall back to the next lower one.

@@ -2,7 +2,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/status.h"
 #include "cpu/kernels.h"
@@ -52,6 +54,7 @@ const Kernels& avx2_kernels() {
     t.from_f32 = scalar_kernels().from_f32;
     t.dot = avx2::dot;
     t.scale_axpy = avx2::scale_axpy;
+    t.attend_tile = avx2::attend_tile;
     return t;
   }();
   return table;

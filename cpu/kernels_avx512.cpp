@@ -9,7 +9,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/status.h"
 #include "cpu/kernels.h"
@@ -53,6 +55,7 @@ const Kernels& avx512_kernels() {
     t.from_f32 = scalar_kernels().from_f32;
     t.dot = avx512::dot;
     t.scale_axpy = avx512::scale_axpy;
+    t.attend_tile = avx512::attend_tile;
     return t;
   }();
   return table;

@@ -1,7 +1,9 @@
 // Portable kernels (the reference every SIMD level is tested against) and the level selection.
 #include <algorithm>
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string_view>
 
 #include <spdlog/spdlog.h>
@@ -62,10 +64,31 @@ void scale_axpy(float* y, float scale, float a, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = y[i] * scale + a * x[i];
 }
 
+void attend_tile(const float* q, const float* k, const float* v, int64_t stride, int64_t n_pos,
+                 int64_t d, float* m, float* l, float* acc, float* scores) {
+  float tile_max = -std::numeric_limits<float>::infinity();
+  for (int64_t t = 0; t < n_pos; ++t) {
+    scores[t] = dot(q, k + t * stride, d);
+    tile_max = std::max(tile_max, scores[t]);
+  }
+  const float new_m = std::max(*m, tile_max);
+  const float alpha = std::exp(*m - new_m);  // 0 on the first tile (m = -inf)
+  float sum = 0.0f;
+  for (int64_t t = 0; t < n_pos; ++t) sum += (scores[t] = std::exp(scores[t] - new_m));
+  *l = *l * alpha + sum;
+  *m = new_m;
+  for (int64_t j = 0; j < d; ++j) {
+    float a = acc[j] * alpha;
+    for (int64_t t = 0; t < n_pos; ++t) a += scores[t] * v[t * stride + j];
+    acc[j] = a;
+  }
+}
+
 }  // namespace
 
 const Kernels& scalar_kernels() {
-  static const Kernels table{SimdLevel::scalar, matmul_rows, to_f32, from_f32, dot, scale_axpy};
+  static const Kernels table{SimdLevel::scalar, matmul_rows, to_f32, from_f32, dot, scale_axpy,
+                             attend_tile};
   return table;
 }
 
