@@ -1,5 +1,6 @@
 #include "models/synthetic_tokenizer.h"
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <unordered_set>
 #include <vector>
@@ -48,25 +49,49 @@ struct VocabBuilder {
   std::vector<std::string> tokens;
   std::unordered_set<std::string> seen;
   std::vector<std::pair<std::string, std::string>> merges;
+  std::map<std::pair<std::string, std::string>, int> ranks;
 
   bool full() const { return static_cast<int>(tokens.size()) >= target; }
   void add_token(const std::string& t) {
     tokens.push_back(t);
     seen.insert(t);
   }
-  // Adds merge (a, b) when a+b is new; both parts must already be tokens.
-  void merge(const std::string& a, const std::string& b) {
-    if (full() || seen.count(a + b) || !seen.count(a) || !seen.count(b)) return;
+  // Adds merge (a, b) when a+b is new and both parts are tokens; returns whether it did.
+  bool merge(const std::string& a, const std::string& b) {
+    if (full() || seen.count(a + b) || !seen.count(a) || !seen.count(b)) return false;
+    ranks[{a, b}] = static_cast<int>(merges.size());
     merges.emplace_back(a, b);
     add_token(a + b);
+    return true;
   }
-  // Merges that build `text` (raw bytes) left to right, one byte at a time.
-  void chain(const std::string& text) {
-    std::string cur = byte_to_unicode(static_cast<uint8_t>(text[0]));
-    for (size_t i = 1; i < text.size(); ++i) {
-      const std::string next = byte_to_unicode(static_cast<uint8_t>(text[i]));
-      merge(cur, next);
-      cur += next;
+  // What BPE makes of `text` (raw bytes) with the merges so far: lowest rank first, leftmost.
+  std::vector<std::string> encode(const std::string& text) const {
+    std::vector<std::string> parts;
+    for (char c : text) parts.push_back(byte_to_unicode(static_cast<uint8_t>(c)));
+    while (parts.size() > 1) {
+      size_t best = parts.size();
+      int best_rank = 0;
+      for (size_t i = 0; i + 1 < parts.size(); ++i) {
+        auto it = ranks.find({parts[i], parts[i + 1]});
+        if (it != ranks.end() && (best == parts.size() || it->second < best_rank)) {
+          best = i;
+          best_rank = it->second;
+        }
+      }
+      if (best == parts.size()) break;
+      parts[best] += parts[best + 1];
+      parts.erase(parts.begin() + static_cast<long>(best) + 1);
+    }
+    return parts;
+  }
+  // Adds merges until `text` encodes to one token. Each new merge ranks last, so it applies
+  // after all earlier ones: joining two adjacent parts of the current encoding always shrinks it.
+  // Gives up when every adjacent join already exists as a token (made by another path).
+  void word(const std::string& text) {
+    for (auto parts = encode(text); parts.size() > 1 && !full(); parts = encode(text)) {
+      bool added = false;
+      for (size_t i = 0; i + 1 < parts.size() && !added; ++i) added = merge(parts[i], parts[i + 1]);
+      if (!added) return;
     }
   }
 };
@@ -77,12 +102,12 @@ std::vector<std::pair<std::string, std::string>> build_vocab(int vocab_size, std
   for (const char* s : {"<unk>", "<s>", "</s>"}) v.add_token(s);
   for (int b = 0; b < 256; ++b) v.add_token(byte_to_unicode(static_cast<uint8_t>(b)));
   for (const auto& w : common_words()) {
-    v.chain(" " + w);
-    v.chain(w);
+    v.word(" " + w);
+    v.word(w);
   }
   for (char a = '0'; a <= '9'; ++a)
-    for (char b = '0'; b <= '9'; ++b) v.chain(std::string{a, b});
-  for (const char* ws : {"  ", "   ", "    ", "\n\n", "        "}) v.chain(ws);
+    for (char b = '0'; b <= '9'; ++b) v.word(std::string{a, b});
+  for (const char* ws : {"  ", "   ", "    ", "\n\n", "        "}) v.word(ws);
   // Extension: every merged token (in creation order), then each letter, grows by one letter.
   const std::string space = byte_to_unicode(' ');
   std::vector<std::string> bases;

@@ -1,0 +1,117 @@
+// make-model writes Hugging Face-layout files deterministically from a seed.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "model_test_util.h"
+#include "models/checkpoint.h"
+#include "models/make_model.h"
+#include "models/model_config.h"
+
+namespace brigade {
+namespace {
+
+SyntheticModelSpec spec(uint64_t seed) {
+  SyntheticModelSpec s;
+  s.hidden_size = 32;
+  s.n_layers = 1;
+  s.n_heads = 4;
+  s.n_kv_heads = 2;
+  s.intermediate_size = 40;
+  s.vocab_size = 400;
+  s.max_position = 128;
+  s.dtype = DType::f16;
+  s.seed = seed;
+  return s;
+}
+
+TEST(MakeModel, DeterministicFromSeed) {
+  testing::TempDir a("mm_a"), b("mm_b"), c("mm_c");
+  ASSERT_TRUE(write_synthetic_model(spec(1), a.str()).is_ok());
+  ASSERT_TRUE(write_synthetic_model(spec(1), b.str()).is_ok());
+  ASSERT_TRUE(write_synthetic_model(spec(2), c.str()).is_ok());
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"})
+    EXPECT_EQ(testing::read_bytes(a.file(f)), testing::read_bytes(b.file(f))) << f;
+  EXPECT_NE(testing::read_bytes(a.file("model.safetensors")), testing::read_bytes(c.file("model.safetensors")));
+}
+
+TEST(MakeModel, HuggingFaceLayout) {
+  testing::TempDir dir("mm_layout");
+  ASSERT_TRUE(write_synthetic_model(spec(1), dir.str()).is_ok());
+  const auto config = nlohmann::json::parse(testing::read_bytes(dir.file("config.json")));
+  EXPECT_EQ(config["architectures"], nlohmann::json::array({"LlamaForCausalLM"}));
+  EXPECT_EQ(config["model_type"], "llama");
+  EXPECT_EQ(config["torch_dtype"], "float16");
+  EXPECT_EQ(config["num_key_value_heads"], 2);
+  EXPECT_EQ(config["tie_word_embeddings"], true);
+  EXPECT_EQ(config["rms_norm_eps"].dump(), "1e-05");
+  auto parsed = parse_hf_config(config.dump());
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(parsed->head_dim, 8);
+
+  // Safetensors: metadata format "pt" (transformers requires it), 8-byte aligned data, tensors
+  // contiguous and covering the data area exactly.
+  const auto bytes = testing::read_bytes(dir.file("model.safetensors"));
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  EXPECT_EQ(n % 8, 0u);
+  const auto header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<long>(n));
+  EXPECT_EQ(header["__metadata__"]["format"], "pt");
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const auto& [name, e] : header.items())
+    if (name != "__metadata__") ranges.emplace_back(e["data_offsets"][0], e["data_offsets"][1]);
+  std::sort(ranges.begin(), ranges.end());
+  uint64_t at = 0;
+  for (auto [begin, end] : ranges) { EXPECT_EQ(begin, at); at = end; }
+  EXPECT_EQ(8 + n + at, bytes.size());
+  EXPECT_FALSE(header.contains("lm_head.weight"));  // tied
+  EXPECT_TRUE(header.contains("model.layers.0.mlp.gate_proj.weight"));
+  EXPECT_EQ(header["model.layers.0.self_attn.k_proj.weight"]["shape"], nlohmann::json::array({16, 32}));
+  EXPECT_EQ(header["model.layers.0.self_attn.k_proj.weight"]["dtype"], "F16");
+}
+
+TEST(MakeModel, TokenizerJsonIsWellFormedBpe) {
+  testing::TempDir dir("mm_tok");
+  ASSERT_TRUE(write_synthetic_model(spec(1), dir.str()).is_ok());
+  const auto j = nlohmann::json::parse(testing::read_bytes(dir.file("tokenizer.json")));
+  for (const char* key : {"version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer",
+                          "post_processor", "decoder", "model"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["pre_tokenizer"]["type"], "ByteLevel");
+  EXPECT_EQ(j["pre_tokenizer"]["add_prefix_space"], false);
+  EXPECT_EQ(j["pre_tokenizer"]["use_regex"], true);
+  const auto& vocab = j["model"]["vocab"];
+  ASSERT_EQ(vocab.size(), 400u);
+  std::set<int> ids;
+  for (const auto& [tok, id] : vocab.items()) ids.insert(id.get<int>());
+  EXPECT_EQ(ids.size(), 400u);
+  EXPECT_EQ(*ids.begin(), 0);
+  EXPECT_EQ(*ids.rbegin(), 399);
+  std::set<std::string> made;
+  for (const auto& m : j["model"]["merges"]) {
+    const std::string s = m.get<std::string>();
+    const std::string a = s.substr(0, s.find(' ')), b = s.substr(s.find(' ') + 1);
+    EXPECT_TRUE(vocab.contains(a) && vocab.contains(b)) << s;
+    EXPECT_TRUE(made.insert(a + b).second) << "merge result repeated: " << s;
+  }
+  EXPECT_EQ(made.size(), 400u - 259u);
+  EXPECT_EQ(j["added_tokens"][1]["content"], "<s>");
+  EXPECT_EQ(j["added_tokens"][1]["id"], 1);
+}
+
+TEST(MakeModel, RejectsBadSpecs) {
+  testing::TempDir dir("mm_bad");
+  SyntheticModelSpec s = spec(1);
+  s.vocab_size = 100;
+  EXPECT_EQ(write_synthetic_model(s, dir.str()).code(), StatusCode::invalid_argument);
+  s = spec(1);
+  s.n_kv_heads = 3;
+  EXPECT_EQ(write_synthetic_model(s, dir.str()).code(), StatusCode::invalid_argument);
+  s = spec(1);
+  s.arch = "gpt2";
+  EXPECT_EQ(write_synthetic_model(s, dir.str()).code(), StatusCode::invalid_argument);
+}
+
+}  // namespace
+}  // namespace brigade
