@@ -2,7 +2,8 @@
 //
 // Counters: bytes_per_second = weight (or KV) bytes read per second; `roofline` = that rate over
 // the machine's measured read bandwidth (cpu/membw.h), so 1.0 means the kernel reads memory as
-// fast as a pure sum reduction does (values above 1 mean the data sat in cache); GFLOPS for GEMM.
+// fast as a pure sum reduction does (values above 1 mean the data sat in cache); GFLOPS and
+// `of_sgemm` = GFLOPS over the measured f32 sgemm ceiling, for the compute-bound (large n) cases.
 // Threads: BRIGADE_BENCH_THREADS (default all hardware threads), also used for the bandwidth.
 #include <benchmark/benchmark.h>
 
@@ -32,6 +33,15 @@ double read_bandwidth_gbps() {
   return bw;
 }
 
+// The f32 GEMM ceiling (single-threaded OpenBLAS sgemm on every thread), for `of_sgemm`.
+double sgemm_gflops() {
+  static const double g = [] {
+    ThreadPool pool(bench_threads());
+    return measure_f32_gemm_gflops(pool, 512, 10);
+  }();
+  return g;
+}
+
 Backend& backend() {
   static auto b = make_cpu_backend({bench_threads()});
   return *b;
@@ -58,6 +68,7 @@ template <DType T>
 void BM_Matmul(benchmark::State& state) {
   const int64_t n = state.range(0), m = state.range(1), k = state.range(2);
   const double bw = read_bandwidth_gbps();
+  sgemm_gflops();
   auto x = random_tensor(DType::f32, {n, k}, 1);
   auto w = random_tensor(T, {m, k}, 2);
   auto out = random_tensor(DType::f32, {n, m}, 3);
@@ -70,6 +81,9 @@ void BM_Matmul(benchmark::State& state) {
   state.counters["roofline"] = benchmark::Counter(
       iters * static_cast<double>(w.tensor.nbytes()) / (bw * 1e9), benchmark::Counter::kIsRate);
   state.counters["GFLOPS"] = benchmark::Counter(iters * 2.0 * n * m * k / 1e9, benchmark::Counter::kIsRate);
+  // Fraction of the compute ceiling: what matters once n is large enough to be compute bound.
+  state.counters["of_sgemm"] = benchmark::Counter(iters * 2.0 * n * m * k / 1e9 / sgemm_gflops(),
+                                                  benchmark::Counter::kIsRate);
 }
 
 void matmul_args(benchmark::internal::Benchmark* b) {
@@ -120,8 +134,7 @@ void BM_ReadBandwidth(benchmark::State& state) {
   double gbps = 0;
   for (auto _ : state) gbps = read_bandwidth_gbps();
   state.counters["GBps"] = gbps;
-  ThreadPool pool(bench_threads());
-  state.counters["sgemm_GFLOPS"] = measure_f32_gemm_gflops(pool);
+  state.counters["sgemm_GFLOPS"] = sgemm_gflops();
 }
 BENCHMARK(BM_ReadBandwidth)->Iterations(1);
 
