@@ -7,6 +7,8 @@
 // Threads: BRIGADE_BENCH_THREADS (default all hardware threads), also used for the bandwidth.
 #include <benchmark/benchmark.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -129,6 +131,24 @@ void BM_AttentionDecode(benchmark::State& state) {
 }
 BENCHMARK(BM_AttentionDecode)->Args({1, 1024})->Args({8, 1024})->Args({8, 4096})->Args({32, 512})
     ->ArgNames({"seqs", "ctx"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// Cost of one parallel_for whose chunks do nothing: the per-op hand-off paid ~100 times per
+// decoded token. Arg: pause between calls in microseconds (0 = back to back, workers spinning;
+// 200 = past the spin window, workers asleep on the condition variable).
+void BM_ParallelForOverhead(benchmark::State& state) {
+  ThreadPool pool(bench_threads());
+  const auto pause = std::chrono::microseconds(state.range(0));
+  std::atomic<int64_t> sink{0};
+  for (auto _ : state) {
+    const auto until = std::chrono::steady_clock::now() + pause;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.parallel_for(pool.size(), 1, [&](int64_t b, int64_t, int) { sink.fetch_add(b, std::memory_order_relaxed); });
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+}
+BENCHMARK(BM_ParallelForOverhead)->Arg(0)->Arg(200)->ArgName("pause_us")->UseManualTime();
 
 void BM_ReadBandwidth(benchmark::State& state) {
   double gbps = 0;
