@@ -41,7 +41,9 @@ std::string format_model_info(const ModelInfo& m) {
        std::to_string(c.head_dim) + "\n";
   s += "vocab:         " + std::to_string(c.vocab_size) + "\n";
   s += "max position:  " + std::to_string(c.max_position) + "\n";
-  s += std::string("rope:          theta ") + std::to_string(c.rope_theta) +
+  char theta[32];
+  std::snprintf(theta, sizeof(theta), "%g", static_cast<double>(c.rope_theta));
+  s += std::string("rope:          theta ") + theta +
        (c.rope_style == RopeStyle::neox ? ", neox" : ", interleaved") + "\n";
   s += std::string("tied embed:    ") + (c.tie_embeddings ? "yes" : "no") + "\n";
   s += "parameters:    " + human(static_cast<double>(m.n_params), "") + " (" + std::to_string(m.n_params) + ")\n";

@@ -10,7 +10,9 @@ struct Header {
 };
 
 Status check_header(const Header& h, const std::string& path) {
-  const int32_t v[] = {h.dim, h.hidden, h.n_layers, h.n_heads, h.n_kv_heads, h.vocab == INT32_MIN ? 0 : h.vocab < 0 ? -h.vocab : h.vocab, h.seq_len};
+  // vocab_size may be negative (unshared classifier); its magnitude is checked.
+  const int64_t v[] = {h.dim, h.hidden, h.n_layers, h.n_heads, h.n_kv_heads,
+                       h.vocab < 0 ? -int64_t{h.vocab} : int64_t{h.vocab}, h.seq_len};
   const char* names[] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
   for (int i = 0; i < 7; ++i)
     if (v[i] <= 0 || v[i] > (1 << 24))
