@@ -95,6 +95,7 @@ DecodedStepResult decode_step_result(schema::StepResult::Reader result) {
   out.step_id = result.getStepId();
   out.error = result.getError();
   out.forward_us = result.getForwardMicros();
+  out.n_tokens = result.getNTokens();
   for (auto s : result.getSampled()) {
     out.sampled.push_back({s.getSeqId(), s.getTokenId(), s.getLogprob().getLogprob()});
   }

@@ -23,6 +23,7 @@ struct DecodedStepResult {
   std::vector<SampledResult> sampled;
   std::string error;
   uint64_t forward_us = 0;
+  int n_tokens = 0;
 };
 DecodedStepResult decode_step_result(schema::StepResult::Reader result);
 

@@ -91,6 +91,7 @@ int run_generate(const GenerateArgs& a) {
     for (size_t i = 0; i < ids.size(); ++i) std::printf(i ? " %d" : "%d", ids[i]);
   }
   std::printf("\n");
+  std::fflush(stdout);
   if (last.finish == FinishReason::error) return fail(invalid_argument(last.error));
   std::fprintf(stderr, "[%zu tokens in %.2f s, %.1f tokens/s, finish: %s]\n", ids.size(), secs,
                static_cast<double>(ids.size()) / secs, finish_reason_name(last.finish));

@@ -1,0 +1,49 @@
+// `brigade inspect PATH`: architecture, parameter count, bytes and dtypes of a checkpoint,
+// read from its headers (no weights are loaded); or the parsed form of a topology file.
+#include <cstdio>
+
+#include "brigade/topology.h"
+#include "models/inspect.h"
+#include "tools/commands.h"
+
+namespace brigade::tools {
+
+namespace {
+
+bool is_yaml(const std::string& path) {
+  return path.size() > 5 && (path.ends_with(".yaml") || path.ends_with(".yml"));
+}
+
+int inspect_topology(const std::string& path) {
+  auto t = load_topology_file(path);
+  if (!t) return fail(t.status());
+  std::printf("topology: %s\nmodel: %s\n", path.c_str(), t->model.empty() ? "(given on the command line)" : t->model.c_str());
+  for (const auto& inst : t->instances) {
+    std::printf("instance %s: scheduler max_running=%d max_waiting=%d max_step_tokens=%d max_inflight_steps=%d\n",
+                inst.name.c_str(), inst.scheduler.max_running, inst.scheduler.max_waiting,
+                inst.scheduler.max_step_tokens, inst.scheduler.max_inflight_steps);
+    std::printf("  kv: page_size=%d pages=%d memory_mb=%lld dtype=%s\n", inst.kv.page_size, inst.kv.pages,
+                static_cast<long long>(inst.kv.memory_mb), inst.kv.dtype.c_str());
+    for (const auto& e : inst.executors) std::printf("  executor: device=%s threads=%d\n", e.device.c_str(), e.threads);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app, std::function<int()>& run) {
+  auto* cmd = app.add_subcommand("inspect", "Show a checkpoint's (or topology file's) facts");
+  auto path = std::make_shared<std::string>();
+  cmd->add_option("path", *path, "Checkpoint directory, llama2.c .bin, or topology .yaml")->required();
+  cmd->callback([path, &run] {
+    run = [path] {
+      if (is_yaml(*path)) return inspect_topology(*path);
+      auto info = inspect_model(*path);
+      if (!info) return fail(info.status());
+      std::fputs(format_model_info(*info).c_str(), stdout);
+      return 0;
+    };
+  });
+}
+
+}  // namespace brigade::tools

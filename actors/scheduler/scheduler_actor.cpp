@@ -45,7 +45,10 @@ struct SchedulerState {
 using scheduler_ptr = scheduler_actor::stateful_pointer<SchedulerState>;
 
 void emit(scheduler_ptr self, const std::vector<SeqEvent>& events) {
-  for (const auto& ev : events) self->send(self->state.sink, encode_event(ev));
+  for (const auto& ev : events) {
+    if (ev.finish != Finish::none && self->state.setup.counters) self->state.setup.counters->requests_done++;
+    self->send(self->state.sink, encode_event(ev));
+  }
 }
 
 void return_surplus(scheduler_ptr self) {
@@ -60,12 +63,19 @@ void pump(scheduler_ptr self);
 
 void on_step_done(scheduler_ptr self, const DecodedStepResult& r) {
   auto& st = self->state;
+  if (auto& c = st.setup.counters) {
+    c->steps++;
+    c->step_tokens += static_cast<uint64_t>(r.n_tokens);
+    c->executor_us += r.forward_us;
+  }
   std::vector<SeqEvent> events = r.error.empty() ? st.policy->complete(r.step_id, r.sampled, st.lease)
                                                  : st.policy->fail(r.step_id, r.error, st.lease);
   if (!r.error.empty()) spdlog::error("scheduler: step {} failed: {}", r.step_id, r.error);
-  emit(self, events);
+  // The next plan goes out before the events: the executor starts the next step while the
+  // tokenizer and frontend stream this one's tokens.
   return_surplus(self);
   pump(self);
+  emit(self, events);
 }
 
 void request_pages(scheduler_ptr self, int short_by) {
@@ -103,7 +113,7 @@ void pump(scheduler_ptr self) {
     self->request(st.executor, caf::infinite, encode_step_plan(*step))
         .then([self](const step_result_msg& res) { on_step_done(self, decode_step_result(res.reader())); },
               [self, step_id](const caf::error& err) {
-                on_step_done(self, {step_id, {}, "executor failed: " + caf::to_string(err), 0});
+                on_step_done(self, {step_id, {}, "executor failed: " + caf::to_string(err), 0, 0});
               });
   }
   // Ask for pages only when nothing is running that will free some: with a lease of the whole
@@ -142,9 +152,9 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
         req.eos_ids = self->state.setup.eos_ids;
         req.priority = r.getPriority();
         const int n_prompt = static_cast<int>(req.prompt.size());
-        Status st = self->state.policy->add(std::move(req), self->state.setup.pool_pages);
-        if (!st.is_ok()) {
-          emit(self, {refusal(r.getRequestId(), st, n_prompt)});
+        Status added = self->state.policy->add(std::move(req), self->state.setup.pool_pages);
+        if (!added.is_ok()) {
+          emit(self, {refusal(r.getRequestId(), added, n_prompt)});
           return;
         }
         pump(self);

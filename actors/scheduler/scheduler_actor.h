@@ -9,6 +9,9 @@
 
 #include <caf/all.hpp>
 
+#include <atomic>
+#include <memory>
+
 #include "actors/executor/executor_actor.h"
 #include "actors/kv_manager/kv_manager_actor.h"
 #include "actors/scheduler/policy.h"
@@ -21,6 +24,14 @@ using token_sink_actor = caf::typed_actor<caf::reacts_to<token_event_msg>>;
 
 using scheduler_actor = caf::typed_actor<caf::reacts_to<generate_request_msg>, caf::reacts_to<abort_msg>>;
 
+// Step counters the scheduler keeps for its owner (the Engine reads them from another thread).
+struct SchedulerCounters {
+  std::atomic<uint64_t> steps{0};
+  std::atomic<uint64_t> step_tokens{0};
+  std::atomic<uint64_t> executor_us{0};
+  std::atomic<uint64_t> requests_done{0};
+};
+
 struct SchedulerSetup {
   SchedulerLimits limits;
   int max_inflight_steps = 1;
@@ -28,6 +39,7 @@ struct SchedulerSetup {
   int lease_chunk = 64;              // pages asked for beyond the immediate need; the lease
                                      // keeps at most 4 chunks idle and returns the rest
   std::vector<int32_t> eos_ids;      // the model's end-of-sequence ids
+  std::shared_ptr<SchedulerCounters> counters;  // may be null
 };
 
 scheduler_actor spawn_scheduler(caf::actor_system& system, const SchedulerSetup& setup,

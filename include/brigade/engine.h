@@ -89,6 +89,14 @@ struct EngineOptions {
   bool progress = true;  // model loading progress on a terminal
 };
 
+// Counters since the engine started (monotonic; read them twice and subtract for a window).
+struct EngineStats {
+  uint64_t steps = 0;            // steps the executor ran
+  uint64_t step_tokens = 0;      // tokens computed in those steps (prompt chunks + decodes)
+  uint64_t executor_us = 0;      // executor time inside steps: forward, logits read-back, sampling
+  uint64_t requests_done = 0;    // requests that ended (any finish reason)
+};
+
 class Engine {
  public:
   // Loads the model and starts the topology. Errors: a bad topology, a missing or corrupt model.
@@ -106,6 +114,7 @@ class Engine {
   Expected<Completion> generate(const GenerateOptions& request);
 
   virtual const ModelSummary& model() const = 0;
+  virtual EngineStats stats() const = 0;
 };
 
 }  // namespace brigade

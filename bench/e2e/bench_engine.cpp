@@ -1,0 +1,188 @@
+// End-to-end engine benchmark (issue: foundation): decode tokens/s at 1, 8 and 32 concurrent
+// sequences and prefill tokens/s for a 512-token prompt on the default model, each against the
+// machine's ceilings measured in the same run (read bandwidth, f32 GEMM rate); and the time the
+// actors add per step, with the model on a no-op backend.
+//
+//   build/bench/e2e/bench_engine [--model DIR] [--threads N] [--json FILE]
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "bench/e2e/null_backend.h"
+#include "brigade/engine.h"
+#include "core/thread_pool.h"
+#include "cpu/membw.h"
+#include "models/make_model.h"
+
+namespace brigade {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct RunStats {
+  double wall_s = 0;
+  double decode_tok_s = 0;   // tokens/s while every sequence was decoding
+  double ttft_s = 0;         // mean time to first token
+  int n_tokens = 0;
+};
+
+// B concurrent requests of prompt_len tokens each, generating max_tokens greedily.
+RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int n_done = 0;
+  std::vector<double> first(static_cast<size_t>(batch), -1), finish(static_cast<size_t>(batch), 0);
+  std::vector<double> token_times;
+  const auto t0 = Clock::now();
+  auto since = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  for (int b = 0; b < batch; ++b) {
+    GenerateOptions r;
+    for (int i = 0; i < prompt_len; ++i) r.prompt_ids.push_back(3 + (b * 131 + i * 17) % 20000);
+    r.max_tokens = max_tokens;
+    r.sampling.temperature = 0.0f;
+    r.ignore_eos = true;
+    auto id = engine.submit(r, [&, b](const Event& ev) {
+      std::lock_guard<std::mutex> lock(mu);
+      const double now = since();
+      for (size_t k = 0; k < ev.token_ids.size(); ++k) token_times.push_back(now);
+      if (first[static_cast<size_t>(b)] < 0 && !ev.token_ids.empty()) first[static_cast<size_t>(b)] = now;
+      if (ev.finish != FinishReason::none) {
+        finish[static_cast<size_t>(b)] = now;
+        ++n_done;
+        cv.notify_all();
+      }
+    });
+    if (!id) {
+      std::fprintf(stderr, "submit failed: %s\n", id.status().to_string().c_str());
+      std::exit(1);
+    }
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return n_done == batch; });
+  RunStats s;
+  s.wall_s = since();
+  s.n_tokens = static_cast<int>(token_times.size());
+  const double start = *std::max_element(first.begin(), first.end());
+  const double end = *std::min_element(finish.begin(), finish.end());
+  const auto in_window = std::count_if(token_times.begin(), token_times.end(),
+                                       [&](double t) { return t > start && t <= end; });
+  s.decode_tok_s = end > start ? static_cast<double>(in_window) / (end - start) : 0.0;
+  double sum = 0;
+  for (double f : first) sum += f;
+  s.ttft_s = sum / batch;
+  return s;
+}
+
+std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool null_backend, int max_running) {
+  EngineOptions o;
+  o.model_path = model;
+  o.progress = false;
+  auto& inst = o.topology.instances.front();
+  inst.executors.front().threads = threads;
+  inst.scheduler.max_running = max_running;
+  inst.scheduler.max_step_tokens = 512;
+  inst.kv.memory_mb = 512;
+  if (null_backend) o.backend_factory = [] { return make_null_backend(); };
+  auto e = Engine::create(o);
+  if (!e) {
+    std::fprintf(stderr, "engine: %s\n", e.status().to_string().c_str());
+    std::exit(1);
+  }
+  return std::move(*e);
+}
+
+}  // namespace
+}  // namespace brigade
+
+int main(int argc, char** argv) {
+  using namespace brigade;
+  CLI::App app{"brigade end-to-end engine benchmark"};
+  std::string model, json_path;
+  int threads = 0;
+  int decode_tokens = 64;
+  bool orchestration_only = false;
+  app.add_option("--model", model, "Checkpoint (default: the synthetic 100M model, made when absent)");
+  app.add_option("--threads", threads, "CPU threads (0 = all cores)");
+  app.add_option("--decode-tokens", decode_tokens, "Tokens generated per sequence")->capture_default_str();
+  app.add_option("--json", json_path, "Write the numbers as JSON");
+  app.add_flag("--orchestration-only", orchestration_only, "Run only the no-op backend section");
+  CLI11_PARSE(app, argc, argv);
+
+  if (model.empty()) {
+    model = ".brigade/models/default-llama-100m";
+    if (!std::filesystem::exists(model + "/model.safetensors")) {
+      std::fprintf(stderr, "writing the default synthetic model to %s\n", model.c_str());
+      Status st = write_synthetic_model(SyntheticModelSpec{}, model);
+      if (!st.is_ok()) {
+        std::fprintf(stderr, "%s\n", st.to_string().c_str());
+        return 1;
+      }
+    }
+  }
+
+  nlohmann::json out;
+  if (!orchestration_only) {
+  ThreadPool pool(threads);
+  const double bw_gbps = measure_read_bandwidth_gbps(pool);
+  const double gemm_gflops = measure_f32_gemm_gflops(pool);
+  out["machine"] = {{"threads", pool.size()}, {"read_bandwidth_gbps", bw_gbps}, {"f32_gemm_gflops", gemm_gflops}};
+  std::printf("machine: %d threads, read bandwidth %.2f GB/s, f32 GEMM %.1f GFLOP/s\n", pool.size(), bw_gbps, gemm_gflops);
+
+  auto engine = make_engine(model, threads, false, 64);
+  const ModelSummary& m = engine->model();
+  const double weight_gb = static_cast<double>(m.weight_bytes) / 1e9;
+  const double flops_per_token = 2.0 * static_cast<double>(m.n_params);
+  std::printf("model: %s, %.1fM parameters, %.1f MB of weights\n\n", model.c_str(), m.n_params / 1e6, weight_gb * 1e3);
+  out["model"] = {{"path", model}, {"n_params", m.n_params}, {"weight_bytes", m.weight_bytes}};
+
+  std::printf("%-22s %12s %14s %12s\n", "decode", "tokens/s", "roofline tok/s", "fraction");
+  for (int batch : {1, 8, 32}) {
+    run_batch(*engine, batch, 16, 4);  // warm-up: page faults, thread start
+    RunStats s = run_batch(*engine, batch, 16, decode_tokens);
+    // One step reads every weight once and computes batch tokens: the bound is the larger of
+    // the read time and the compute time.
+    const double step_bound_s = std::max(weight_gb / bw_gbps, batch * flops_per_token / (gemm_gflops * 1e9));
+    const double roofline = batch / step_bound_s;
+    std::printf("batch %-16d %12.1f %14.1f %11.1f%%\n", batch, s.decode_tok_s, roofline, 100 * s.decode_tok_s / roofline);
+    out["decode"].push_back({{"batch", batch}, {"tokens_per_s", s.decode_tok_s}, {"roofline_tokens_per_s", roofline},
+                             {"fraction", s.decode_tok_s / roofline}});
+  }
+
+  {
+    RunStats s = run_batch(*engine, 1, 512, 1);
+    const double tok_s = 512 / s.ttft_s;
+    const double roofline = gemm_gflops * 1e9 / flops_per_token;
+    std::printf("\n%-22s %12s %14s %12s\n", "prefill", "tokens/s", "roofline tok/s", "fraction");
+    std::printf("%-22s %12.1f %14.1f %11.1f%%\n", "512-token prompt", tok_s, roofline, 100 * tok_s / roofline);
+    out["prefill"] = {{"prompt_tokens", 512}, {"ttft_s", s.ttft_s}, {"tokens_per_s", tok_s},
+                      {"roofline_tokens_per_s", roofline}, {"fraction", tok_s / roofline}};
+  }
+  }
+
+  std::printf("\n%-22s %12s %14s %14s\n", "orchestration", "us/step", "executor us", "actors us");
+  auto null_engine = make_engine(model, threads, true, 64);
+  for (int batch : {1, 32}) {
+    run_batch(*null_engine, batch, 4, 8);
+    const int tokens = 512;
+    const EngineStats before = null_engine->stats();
+    RunStats s = run_batch(*null_engine, batch, 4, tokens);
+    const EngineStats after = null_engine->stats();
+    // The step period minus the executor's own time (no-op forward, host sampling) is what the
+    // actors add: planning, messages, scheduling wake-ups, events to the frontend.
+    const double steps = static_cast<double>(after.steps - before.steps);
+    const double us = s.wall_s * 1e6 / steps;
+    const double exec_us = static_cast<double>(after.executor_us - before.executor_us) / steps;
+    std::printf("batch %-16d %12.1f %14.1f %14.1f\n", batch, us, exec_us, us - exec_us);
+    out["orchestration"].push_back({{"batch", batch}, {"us_per_step", us}, {"executor_us_per_step", exec_us},
+                                    {"actor_us_per_step", us - exec_us}, {"steps", steps}});
+  }
+  if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+  return 0;
+}
