@@ -137,6 +137,10 @@ BENCHMARK(BM_AttentionDecode)->Args({1, 1024})->Args({8, 1024})->Args({8, 4096})
 // 200 = past the spin window, workers asleep on the condition variable).
 void BM_ParallelForOverhead(benchmark::State& state) {
   ThreadPool pool(bench_threads());
+  if (pool.size() < 2) {
+    state.SkipWithError("needs at least 2 threads (BRIGADE_BENCH_THREADS)");
+    return;
+  }
   const auto pause = std::chrono::microseconds(state.range(0));
   std::atomic<int64_t> sink{0};
   for (auto _ : state) {
@@ -148,7 +152,9 @@ void BM_ParallelForOverhead(benchmark::State& state) {
     state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
 }
-BENCHMARK(BM_ParallelForOverhead)->Arg(0)->Arg(200)->ArgName("pause_us")->UseManualTime();
+// Fixed iteration counts: the timed part is microseconds, so the pauses would otherwise run for
+// minutes before manual time reaches the minimum.
+BENCHMARK(BM_ParallelForOverhead)->Arg(0)->Arg(200)->ArgName("pause_us")->UseManualTime()->Iterations(5000);
 
 void BM_ReadBandwidth(benchmark::State& state) {
   double gbps = 0;
