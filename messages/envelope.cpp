@@ -58,7 +58,9 @@ Status validate_value(capnp::DynamicValue::Reader value, capnp::Type type, std::
     }
     const std::size_t path_len = path.size();
     for (unsigned i = 0; i < list.size(); ++i) {
-      path += "[" + std::to_string(i) + "]";
+      path += '[';  // (three appends: GCC 12 warns falsely on "[" + std::string)
+      path += std::to_string(i);
+      path += ']';
       BRIGADE_RETURN_IF_ERROR(validate_value(list[i], element, path));
       path.resize(path_len);
     }

@@ -33,12 +33,12 @@ struct InstanceConfig {
   std::string name = "main";
   SchedulerConfig scheduler;
   KvConfig kv;
-  std::vector<ExecutorConfig> executors{ExecutorConfig{}};
+  std::vector<ExecutorConfig> executors = std::vector<ExecutorConfig>(1);
 };
 
 struct TopologyConfig {
   std::string model;  // checkpoint path; empty: given by the caller
-  std::vector<InstanceConfig> instances{InstanceConfig{}};
+  std::vector<InstanceConfig> instances = std::vector<InstanceConfig>(1);
   Status validate() const;
 };
 
