@@ -68,7 +68,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   }
   task_ = &fn;
   task_n_ = n;
-  chunk_ = (n + n_chunks - 1) / n_chunks;
+  chunk_ = std::max(grain, (n + n_chunks - 1) / n_chunks);
   n_chunks_ = (n + chunk_ - 1) / chunk_;
   next_chunk_.store(0, std::memory_order_relaxed);
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
