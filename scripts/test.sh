@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/build.sh "$@"
+bash scripts/build.sh -DBRIGADE_WERROR=ON "$@"
 build_dir=${BUILD_DIR:-build}
 ctest --test-dir "$build_dir" --output-on-failure -j "${JOBS:-$(nproc)}"
