@@ -1,0 +1,229 @@
+// Paged attention for decode and prefill (kernels.h, AttentionArgs).
+//
+// Block = (KV split, kv head x block of query rows, sequence), 4 warps. The block's queries are
+// its rows x the `group` query heads of its kv head (GQA: K/V tiles are loaded once for all of
+// them). Per tile of kTile KV positions, K and V are widened to f32 in shared memory; each warp
+// takes one query at a time: lane p scores position p, the warp reduces the tile max and sum
+// (online softmax: running max m, sum l, unnormalised acc), then lanes own output dims for the
+// P·V product. Scores, m, l and acc stay f32. Rows are causal with an optional sliding window.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+
+#include "gpu/cuda_check.h"
+#include "gpu/device_util.cuh"
+#include "gpu/kernels.h"
+
+namespace brigade::gpu {
+namespace {
+
+using bf16 = __nv_bfloat16;
+constexpr int kTile = 32;       // KV positions per tile: one per lane when scoring
+constexpr int kWarps = 4;
+constexpr int kMaxQueries = 32;  // queries (rows x group heads) per block
+
+struct Smem {
+  float* q;    // [kMaxQueries, d] scaled queries
+  float* acc;  // [kMaxQueries, d]
+  float* k;    // [kTile, d + 1] (padded: lane p reads row p, conflict-free)
+  float* v;    // [kTile, d]
+  float* p;    // [kMaxQueries, kTile] probabilities of the current tile
+  float* m;    // [kMaxQueries]
+  float* l;    // [kMaxQueries]
+};
+
+__device__ Smem carve(float* base, int d) {
+  Smem s;
+  s.q = base;
+  s.acc = s.q + kMaxQueries * d;
+  s.k = s.acc + kMaxQueries * d;
+  s.v = s.k + kTile * (d + 1);
+  s.p = s.v + kTile * d;
+  s.m = s.p + kMaxQueries * kTile;
+  s.l = s.m + kMaxQueries;
+  return s;
+}
+
+// First visible KV position of a query at `pos` (causal, sliding window).
+__device__ __forceinline__ int visible_lo(int pos, int window) { return window > 0 ? max(0, pos - window + 1) : 0; }
+
+template <class KvT>
+__device__ __forceinline__ void load_tile(const AttentionArgs& a, const Smem& s, const int32_t* table, int kv_head,
+                                          int t0, int t1) {
+  const int d = a.h.head_dim;
+  const auto* kp = static_cast<const KvT*>(a.k);
+  const auto* vp = static_cast<const KvT*>(a.v);
+  for (int i = threadIdx.x; i < kTile * d; i += blockDim.x) {
+    const int t = i / d, j = i - t * d, pos = t0 + t;
+    float kx = 0.0f, vx = 0.0f;
+    if (pos < t1) {
+      const int64_t page = table[pos / a.page_size];
+      const int64_t idx = ((page * a.page_size + pos % a.page_size) * a.h.n_kv_heads + kv_head) * d + j;
+      kx = to_float(kp[idx]);
+      vx = to_float(vp[idx]);
+    }
+    s.k[t * (d + 1) + j] = kx;
+    s.v[t * d + j] = vx;
+  }
+}
+
+template <class KvT>
+__global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionArgs a, int rows_per_block, int n_row_blocks) {
+  extern __shared__ float smem[];
+  const int d = a.h.head_dim;
+  const Smem s = carve(smem, d);
+  const int seq = blockIdx.z, split = blockIdx.x;
+  const int kv_head = blockIdx.y / n_row_blocks, row_block = blockIdx.y % n_row_blocks;
+  const int group = a.h.n_heads / a.h.n_kv_heads;
+  const int q0 = a.q_start[seq], n_q = a.q_start[seq + 1] - q0;
+  const int r0 = row_block * rows_per_block;
+  if (r0 >= n_q) return;  // uniform over the block
+  const int r1 = min(n_q, r0 + rows_per_block);
+  const int first_pos = a.ctx_len[seq] - n_q;
+  const int nq = (r1 - r0) * group;
+  // KV range seen by any row of the block, then this split's share (whole tiles).
+  const int lo = visible_lo(first_pos + r0, a.sliding_window), hi = first_pos + r1 - 1;
+  const int span = hi + 1 - lo;
+  const int chunk = ((span + a.n_splits - 1) / a.n_splits + kTile - 1) / kTile * kTile;
+  const int c0 = lo + split * chunk, c1 = min(hi + 1, c0 + chunk);
+  const int32_t* table = a.block_table + int64_t{seq} * a.max_blocks;
+  const auto* qkv = static_cast<const bf16*>(a.qkv);
+  const int row_width = a.h.row_width();
+
+  for (int i = threadIdx.x; i < nq * d; i += blockDim.x) {
+    const int qi = i / d, j = i - qi * d;
+    const int row = q0 + r0 + qi / group, head = kv_head * group + qi % group;
+    s.q[i] = __bfloat162float(qkv[int64_t{row} * row_width + head * d + j]) * a.scale;
+    s.acc[i] = 0.0f;
+  }
+  for (int i = threadIdx.x; i < nq; i += blockDim.x) {
+    s.m[i] = -INFINITY;
+    s.l[i] = 0.0f;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int t0 = c0; t0 < c1; t0 += kTile) {
+    __syncthreads();  // the previous tile is no longer read; q/acc/m/l are initialised
+    load_tile<KvT>(a, s, table, kv_head, t0, c1);
+    __syncthreads();
+    const int cnt = min(kTile, c1 - t0);
+    for (int qi = warp; qi < nq; qi += kWarps) {
+      const int pos_q = first_pos + r0 + qi / group;
+      const int p = t0 + lane;
+      const bool valid = lane < cnt && p >= visible_lo(pos_q, a.sliding_window) && p <= pos_q;
+      float score = -INFINITY;
+      if (valid) {
+        const float* qr = s.q + qi * d;
+        const float* kr = s.k + lane * (d + 1);
+        float acc = 0.0f;
+        for (int j = 0; j < d; ++j) acc = fmaf(qr[j], kr[j], acc);
+        score = acc;
+      }
+      const float m_old = s.m[qi];
+      const float m_new = fmaxf(m_old, warp_max(score));
+      if (m_new == -INFINITY) continue;  // nothing visible yet for this query (warp-uniform)
+      const float e = valid ? __expf(score - m_new) : 0.0f;
+      const float alpha = __expf(m_old - m_new);  // 0 when m_old is -inf
+      const float sum = warp_sum(e);
+      s.p[qi * kTile + lane] = e;
+      __syncwarp();
+      float* acc = s.acc + qi * d;
+      const float* pr = s.p + qi * kTile;
+      for (int j = lane; j < d; j += 32) {
+        float x = acc[j] * alpha;
+        for (int t = 0; t < cnt; ++t) x = fmaf(pr[t], s.v[t * d + j], x);
+        acc[j] = x;
+      }
+      __syncwarp();  // every lane has read m_old before lane 0 replaces it
+      if (lane == 0) {
+        s.m[qi] = m_new;
+        s.l[qi] = s.l[qi] * alpha + sum;
+      }
+      __syncwarp();
+    }
+  }
+  __syncthreads();
+  auto* out = static_cast<bf16*>(a.out);
+  const int out_width = a.h.n_heads * d;
+  for (int i = threadIdx.x; i < nq * d; i += blockDim.x) {
+    const int qi = i / d, j = i - qi * d;
+    const int row = q0 + r0 + qi / group, head = kv_head * group + qi % group;
+    if (a.n_splits == 1) {
+      const float l = s.l[qi];
+      out[int64_t{row} * out_width + head * d + j] = __float2bfloat16_rn(l > 0.0f ? s.acc[i] / l : 0.0f);
+    } else {
+      float* part = a.partial + ((int64_t{split} * a.n_rows + row) * a.h.n_heads + head) * (d + 2);
+      part[j] = s.acc[i];
+      if (j == 0) {
+        part[d] = s.m[qi];
+        part[d + 1] = s.l[qi];
+      }
+    }
+  }
+}
+
+// One warp per (row, head): merges the splits' (acc, m, l) into the normalised output.
+__global__ void combine_kernel(AttentionArgs a) {
+  const int64_t item = blockIdx.x * int64_t{blockDim.x / 32} + threadIdx.x / 32;
+  if (item >= int64_t{a.n_rows} * a.h.n_heads) return;
+  const int lane = threadIdx.x & 31, d = a.h.head_dim;
+  const int64_t split_stride = int64_t{a.n_rows} * a.h.n_heads * (d + 2);
+  const float* base = a.partial + item * (d + 2);
+  float m = -INFINITY;
+  for (int s = 0; s < a.n_splits; ++s) m = fmaxf(m, base[s * split_stride + d]);
+  float l = 0.0f;
+  for (int s = 0; s < a.n_splits; ++s) {
+    const float ms = base[s * split_stride + d];
+    if (ms != -INFINITY) l += base[s * split_stride + d + 1] * __expf(ms - m);
+  }
+  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+  auto* out = static_cast<bf16*>(a.out) + item * d;  // [row, head] is item in [n_rows, n_heads]
+  for (int j = lane; j < d; j += 32) {
+    float x = 0.0f;
+    for (int s = 0; s < a.n_splits; ++s) {
+      const float ms = base[s * split_stride + d];
+      if (ms != -INFINITY) x += base[s * split_stride + j] * __expf(ms - m);
+    }
+    out[j] = __float2bfloat16_rn(x * inv);
+  }
+}
+
+}  // namespace
+
+int attention_rows_per_block(int group) { return std::max(1, kMaxQueries / group); }
+
+int64_t attention_partial_floats(const AttentionArgs& a) {
+  return int64_t{a.n_splits} * a.n_rows * a.h.n_heads * (a.h.head_dim + 2);
+}
+
+size_t attention_smem_bytes(int head_dim) {
+  const size_t d = static_cast<size_t>(head_dim);
+  return sizeof(float) * (2 * kMaxQueries * d + kTile * (d + 1) + kTile * d + kMaxQueries * kTile + 2 * kMaxQueries);
+}
+
+void attention_init(size_t max_smem_bytes) {
+  const int bytes = static_cast<int>(max_smem_bytes);
+  BRIGADE_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<bf16>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  BRIGADE_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<float>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
+void launch_attention(const AttentionArgs& a, cudaStream_t stream) {
+  if (a.n_seqs == 0 || a.max_q_len == 0) return;
+  const int group = a.h.n_heads / a.h.n_kv_heads;
+  const int rows = attention_rows_per_block(group);
+  const int n_row_blocks = (a.max_q_len + rows - 1) / rows;
+  const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.h.n_kv_heads * n_row_blocks),
+                  static_cast<unsigned>(a.n_seqs));
+  const size_t smem = attention_smem_bytes(a.h.head_dim);
+  if (a.kv_t == DType::f32)
+    attention_kernel<float><<<grid, kWarps * 32, smem, stream>>>(a, rows, n_row_blocks);
+  else
+    attention_kernel<bf16><<<grid, kWarps * 32, smem, stream>>>(a, rows, n_row_blocks);
+  BRIGADE_CUDA_CHECK_LAUNCH();
+  if (a.n_splits > 1) {
+    const int64_t items = int64_t{a.n_rows} * a.h.n_heads;
+    combine_kernel<<<ceil_div(items, 8), 256, 0, stream>>>(a);
+    BRIGADE_CUDA_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace brigade::gpu

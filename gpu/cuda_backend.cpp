@@ -1,0 +1,349 @@
+// CudaBackendImpl: the Backend ops on one GPU (cuda_backend.h). The class owns the stream, the
+// cuBLASLt workspace and plans (gemm.h), device copies of RoPE frequency tables and the attention
+// split workspace; the kernels live in *.cu behind kernels.h.
+#include "gpu/cuda_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "gpu/cuda_check.h"
+#include "gpu/gemm.h"
+#include "gpu/kernels.h"
+
+namespace brigade {
+namespace gpu {
+
+void cuda_failed(const char* expr, cudaError_t err, const char* file, int line) {
+  const std::string why = "CUDA call failed: " + cuda_error_string(err);
+  check_failed(expr, why.c_str(), file, line);
+}
+
+void cublas_failed(const char* expr, cublasStatus_t st, const char* file, int line) {
+  const std::string why = "cuBLAS call failed: status " + std::to_string(static_cast<int>(st));
+  check_failed(expr, why.c_str(), file, line);
+}
+
+std::string cuda_error_string(cudaError_t err) {
+  return std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err);
+}
+
+}  // namespace gpu
+
+namespace {
+
+using gpu::HeadShape;
+
+bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
+
+HeadShape head_shape(const QkvLayout& l) { return {l.n_heads, l.n_kv_heads, l.head_dim}; }
+
+cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+
+class CudaBackendImpl final : public CudaBackend {
+ public:
+  CudaBackendImpl(const CudaBackendOptions& o, const cudaDeviceProp& prop)
+      : options_(o), sm_count_(prop.multiProcessorCount), device_name_(prop.name) {}
+
+  ~CudaBackendImpl() override {
+    cudaSetDevice(options_.device);
+    if (stream_) cudaStreamSynchronize(stream_);
+    gemm_.reset();
+    rope_tables_.clear();
+    partial_ = Buffer();
+    workspace_ = Buffer();
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  Status init(size_t max_smem) {
+    BRIGADE_CUDA_CHECK(cudaSetDevice(options_.device));
+    BRIGADE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    auto ws = allocate(options_.gemm_workspace_bytes);
+    if (!ws) return ws.status();
+    workspace_ = std::move(*ws);
+    gemm_ = std::make_unique<gpu::Gemm>(workspace_.data(), workspace_.bytes());
+    gpu::attention_init(max_smem);
+    return Status::ok();
+  }
+
+  std::string name() const override { return "cuda (" + device_name_ + ", " + std::to_string(sm_count_) + " SMs)"; }
+  DType activation_dtype() const override { return DType::bf16; }
+  int sm_count() const override { return sm_count_; }
+  void* stream() const override { return stream_; }
+
+  Expected<Buffer> allocate(size_t bytes) override {
+    bind();
+    void* p = nullptr;
+    const cudaError_t err = cudaMalloc(&p, std::max<size_t>(bytes, 1));
+    if (err != cudaSuccess) {
+      cudaGetLastError();  // clear the sticky-free allocation error
+      return out_of_resources("cannot allocate " + std::to_string(bytes) + " bytes of GPU memory: " +
+                              gpu::cuda_error_string(err));
+    }
+    const int device = options_.device;
+    return Buffer(p, bytes, [device](void* q) {
+      cudaSetDevice(device);
+      cudaFree(q);  // synchronises with the device: no kernel still reads it
+    });
+  }
+  // The host memory may be reused once upload returns (pageable copies are staged before return).
+  void upload(const Tensor& dst, const void* host_src) override {
+    bind();
+    BRIGADE_CUDA_CHECK(cudaMemcpyAsync(dst.data, host_src, dst.nbytes(), cudaMemcpyHostToDevice, stream_));
+  }
+  void download(void* host_dst, const Tensor& src) override {
+    bind();
+    BRIGADE_CUDA_CHECK(cudaMemcpyAsync(host_dst, src.data, src.nbytes(), cudaMemcpyDeviceToHost, stream_));
+    BRIGADE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  // Float weights become bf16 (the tensor-core GEMMs and the embedding read bf16); other types
+  // are copied as they are. `want` other than bf16 for a float weight is unsupported.
+  Expected<OwnedTensor> prepare_weight(const Tensor& host, std::optional<DType> want) override {
+    bind();
+    if (!is_float(host.dtype)) {
+      if (want && *want != host.dtype)
+        return unsupported(std::string("cannot convert a ") + dtype_name(host.dtype) + " weight to " + dtype_name(*want));
+      auto buf = allocate(host.nbytes());
+      if (!buf) return buf.status();
+      Tensor dst = host;
+      dst.data = buf->data();
+      upload(dst, host.data);
+      synchronize();
+      return OwnedTensor{std::move(*buf), dst};
+    }
+    if (want && *want != DType::bf16)
+      return unsupported(std::string("the CUDA backend keeps float weights in bf16; ") + dtype_name(*want) +
+                         " weights are not supported (load with weight dtype bf16 or the stored type)");
+    Tensor dst = host;
+    dst.dtype = DType::bf16;
+    auto buf = allocate(dst.nbytes());
+    if (!buf) return buf.status();
+    dst.data = buf->data();
+    if (host.dtype == DType::bf16) {
+      upload(dst, host.data);
+    } else {
+      auto staged = allocate(host.nbytes());
+      if (!staged) return staged.status();
+      Tensor src = host;
+      src.data = staged->data();
+      upload(src, host.data);
+      gpu::launch_to_bf16(src.data, src.dtype, dst.data, dst.numel(), stream_);
+    }
+    synchronize();  // the staging buffer and the host memory are free to go
+    return OwnedTensor{std::move(*buf), dst};
+  }
+  void synchronize() override {
+    bind();
+    BRIGADE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) override {
+    const int64_t n = ids.numel(), d = table.row_numel();
+    BRIGADE_CHECK(out.dtype == DType::bf16 && out.numel() == n * d, "embedding: out [n, d] bf16");
+    BRIGADE_CHECK(table.dtype == DType::bf16 || table.dtype == DType::f32, "embedding: table bf16 or f32");
+    bind();
+    gpu::launch_embedding(table.data, table.dtype, ids.as<const int32_t>(), n, d, table.dim(0), out.data, stream_);
+  }
+  void matmul(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) override {
+    bind();
+    gemm_->run(x, w, bias, out, stream_);
+  }
+  void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override {
+    check_norm(x, weight, out);
+    bind();
+    gpu::launch_rms_norm(nullptr, x.data, weight.data, weight.dtype, eps, out.data, x.dim(0), x.row_numel(), stream_);
+  }
+  void add_rms_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
+                    const Tensor& out) override {
+    check_norm(residual, weight, out);
+    BRIGADE_CHECK(x.dtype == DType::bf16 && x.numel() == residual.numel(), "add_rms_norm: x [n, d] bf16");
+    bind();
+    gpu::launch_rms_norm(residual.data, x.data, weight.data, weight.dtype, eps, out.data, residual.dim(0),
+                         residual.row_numel(), stream_);
+  }
+  void add(const Tensor& a, const Tensor& b) override {
+    BRIGADE_CHECK(a.numel() == b.numel() && a.dtype == DType::bf16 && b.dtype == DType::bf16, "add: a, b [n, d] bf16");
+    bind();
+    gpu::launch_add(a.data, b.data, a.numel(), stream_);
+  }
+  void silu_mul(const Tensor& gate_up, const Tensor& out) override {
+    const int64_t n = gate_up.dim(0), inter = gate_up.row_numel() / 2;
+    BRIGADE_CHECK(gate_up.row_numel() == 2 * inter && out.numel() == n * inter && out.dtype == DType::bf16 &&
+                      gate_up.dtype == DType::bf16, "silu_mul: gate_up [n, 2I], out [n, I] bf16");
+    bind();
+    gpu::launch_silu_mul(gate_up.data, out.data, n, inter, stream_);
+  }
+  void qk_head_norm(const Tensor& qkv, const QkvLayout& l, const Tensor& q_weight, const Tensor& k_weight,
+                    float eps) override {
+    BRIGADE_CHECK(qkv.row_numel() == l.row_width() && q_weight.numel() == l.head_dim &&
+                      k_weight.numel() == l.head_dim && q_weight.dtype == k_weight.dtype &&
+                      (q_weight.dtype == DType::f32 || q_weight.dtype == DType::bf16),
+                  "qk_head_norm: qkv [n, row_width], weights [head_dim] f32 or bf16");
+    bind();
+    gpu::launch_qk_head_norm(qkv.data, qkv.dim(0), head_shape(l), q_weight.data, k_weight.data, q_weight.dtype,
+                             eps, stream_);
+  }
+  void rope(const Tensor& qkv, const QkvLayout& l, const Tensor& positions, const RopeConfig& cfg) override {
+    BRIGADE_CHECK(cfg.rotary_dim % 2 == 0 && cfg.rotary_dim <= l.head_dim &&
+                      static_cast<int>(cfg.inv_freq.size()) == cfg.rotary_dim / 2,
+                  "rope: even rotary_dim <= head_dim and inv_freq [rotary_dim / 2]");
+    BRIGADE_CHECK(qkv.row_numel() == l.row_width() && positions.numel() == qkv.dim(0),
+                  "rope: qkv [n, row_width], positions [n]");
+    bind();
+    gpu::launch_rope(qkv.data, qkv.dim(0), head_shape(l), positions.as<const int32_t>(), rope_table(cfg.inv_freq),
+                     cfg.rotary_dim, cfg.style == RopeStyle::neox, cfg.attention_factor, stream_);
+  }
+  void write_kv(const KvLayer& cache, const Tensor& qkv, const QkvLayout& l, const Tensor& slots) override {
+    const int64_t page_size = cache.k.dim(1), n_pages = cache.k.dim(0);
+    BRIGADE_CHECK(qkv.row_numel() == l.row_width() && slots.numel() == qkv.dim(0),
+                  "write_kv: qkv [n, row_width], slots [n]");
+    BRIGADE_CHECK(cache.k.row_numel() == page_size * l.kv_width(), "KV page holds page_size x kv_width");
+    BRIGADE_CHECK(cache.k.dtype == cache.v.dtype && (cache.k.dtype == DType::bf16 || cache.k.dtype == DType::f32),
+                  "the GPU KV cache is bf16 or f32");
+    bind();
+    gpu::launch_write_kv(cache.k.data, cache.v.data, cache.k.dtype, qkv.data, qkv.dim(0), head_shape(l),
+                         slots.as<const int32_t>(), n_pages * page_size, stream_);
+  }
+  void attention(const Tensor& qkv, const QkvLayout& l, const KvLayer& cache, const AttentionMeta& meta,
+                 float scale, const Tensor& out) override;
+  void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& out) override {
+    const int64_t r = rows.numel();
+    BRIGADE_CHECK(out.dtype == x.dtype && out.numel() == r * x.row_numel() && dtype_size(x.dtype) == 2,
+                  "gather_rows: out [r, d], 2-byte elements");
+    bind();
+    gpu::launch_gather_rows(x.data, x.row_numel() * 2, rows.as<const int32_t>(), r, x.dim(0), out.data, stream_);
+  }
+
+  void argmax(const Tensor& logits, const Tensor& tokens) override {
+    BRIGADE_CHECK(logits.dtype == DType::f32 && logits.ndim == 2 && tokens.numel() == logits.dim(0),
+                  "argmax: logits [n, vocab] f32, tokens [n]");
+    bind();
+    gpu::launch_argmax(logits.as<const float>(), logits.dim(0), logits.dim(1), tokens.as<int32_t>(), stream_);
+  }
+  void sample(const Tensor& logits, const Tensor& params, const Tensor& tokens) override {
+    BRIGADE_CHECK(logits.dtype == DType::f32 && logits.ndim == 2 && tokens.numel() == logits.dim(0) &&
+                      params.nbytes() >= static_cast<size_t>(logits.dim(0)) * sizeof(SampleParams),
+                  "sample: logits [n, vocab] f32, params [n] SampleParams, tokens [n]");
+    bind();
+    gpu::launch_sample(logits.as<const float>(), params.data, logits.dim(0), logits.dim(1), tokens.as<int32_t>(),
+                       stream_);
+  }
+
+ private:
+  void bind() const { BRIGADE_CUDA_CHECK(cudaSetDevice(options_.device)); }
+  static void check_norm(const Tensor& x, const Tensor& weight, const Tensor& out) {
+    BRIGADE_CHECK(x.dtype == DType::bf16 && out.dtype == DType::bf16 && out.numel() == x.numel() &&
+                      weight.numel() == x.row_numel() && (weight.dtype == DType::f32 || weight.dtype == DType::bf16),
+                  "rms_norm: x, out [n, d] bf16; weight [d] f32 or bf16");
+  }
+  // A device copy of a RoPE frequency table, uploaded the first time it is seen (a model has one
+  // or two), so rope() queues no host copy per step.
+  const float* rope_table(const std::vector<float>& inv_freq);
+  void ensure_partial(int64_t floats);
+
+  CudaBackendOptions options_;
+  int sm_count_;
+  std::string device_name_;
+  cudaStream_t stream_ = nullptr;
+  Buffer workspace_;
+  std::unique_ptr<gpu::Gemm> gemm_;
+  std::vector<std::pair<std::vector<float>, Buffer>> rope_tables_;
+  Buffer partial_;
+};
+
+const float* CudaBackendImpl::rope_table(const std::vector<float>& inv_freq) {
+  for (const auto& [freq, buf] : rope_tables_)
+    if (freq == inv_freq) return static_cast<const float*>(buf.data());
+  auto buf = allocate(inv_freq.size() * sizeof(float));
+  BRIGADE_CHECK(buf.has_value(), "GPU memory for a RoPE table (a few hundred bytes)");
+  BRIGADE_CUDA_CHECK(cudaMemcpy(buf->data(), inv_freq.data(), inv_freq.size() * sizeof(float), cudaMemcpyHostToDevice));
+  rope_tables_.emplace_back(inv_freq, std::move(*buf));
+  return static_cast<const float*>(rope_tables_.back().second.data());
+}
+
+void CudaBackendImpl::ensure_partial(int64_t floats) {
+  const size_t bytes = static_cast<size_t>(floats) * sizeof(float);
+  if (partial_.bytes() >= bytes) return;
+  partial_ = Buffer();  // cudaFree waits for kernels still reading the old one
+  auto buf = allocate(std::max<size_t>(bytes, size_t{4} << 20));
+  BRIGADE_CHECK(buf.has_value(), "GPU memory for the attention split workspace");
+  partial_ = std::move(*buf);
+}
+
+void CudaBackendImpl::attention(const Tensor& qkv, const QkvLayout& l, const KvLayer& cache,
+                                const AttentionMeta& meta, float scale, const Tensor& out) {
+  BRIGADE_CHECK(qkv.dtype == DType::bf16 && out.dtype == DType::bf16, "attention activations are bf16");
+  BRIGADE_CHECK(l.n_kv_heads > 0 && l.n_heads % l.n_kv_heads == 0 && l.n_heads / l.n_kv_heads <= 32,
+                "n_heads is a multiple of n_kv_heads, at most 32 query heads per kv head");
+  BRIGADE_CHECK(l.head_dim <= 256, "head_dim <= 256");
+  BRIGADE_CHECK(cache.k.ndim == 4 && cache.k.dim(2) == l.n_kv_heads && cache.k.dim(3) == l.head_dim,
+                "KV layer is [n_pages, page_size, n_kv_heads, head_dim]");
+  BRIGADE_CHECK(cache.k.dtype == cache.v.dtype && (cache.k.dtype == DType::bf16 || cache.k.dtype == DType::f32),
+                "the GPU KV cache is bf16 or f32");
+  BRIGADE_CHECK(qkv.row_numel() == l.row_width() && out.row_numel() == l.q_width(),
+                "qkv is [n, row_width] and out is [n, n_heads * head_dim]");
+  gpu::AttentionArgs a;
+  a.qkv = qkv.data;
+  a.h = head_shape(l);
+  a.k = cache.k.data;
+  a.v = cache.v.data;
+  a.kv_t = cache.k.dtype;
+  a.page_size = static_cast<int>(cache.k.dim(1));
+  a.q_start = meta.q_start.as<const int32_t>();
+  a.ctx_len = meta.ctx_len.as<const int32_t>();
+  a.block_table = meta.block_table.as<const int32_t>();
+  a.max_blocks = static_cast<int>(meta.block_table.ndim >= 2 ? meta.block_table.dim(1) : meta.block_table.numel());
+  a.n_seqs = meta.n_seqs;
+  a.max_q_len = meta.max_q_len;
+  a.n_rows = static_cast<int>(qkv.dim(0));
+  a.sliding_window = meta.sliding_window;
+  a.scale = scale;
+  a.out = out.data;
+  // Flash decoding: split the KV range when the (sequence, kv head, row block) blocks alone
+  // would leave SMs idle, keeping at least 4 tiles (128 positions) per split.
+  const int group = l.n_heads / l.n_kv_heads;
+  const int rows = gpu::attention_rows_per_block(group);
+  const int64_t base = int64_t{meta.n_seqs} * l.n_kv_heads * ((meta.max_q_len + rows - 1) / rows);
+  const int64_t want = (2 * int64_t{sm_count_} + base - 1) / std::max<int64_t>(base, 1);
+  const int64_t by_len = std::max(1, meta.max_ctx_len / 128);
+  a.n_splits = static_cast<int>(std::clamp<int64_t>(std::min(want, by_len), 1, options_.max_attention_splits));
+  bind();
+  if (a.n_splits > 1) {
+    ensure_partial(gpu::attention_partial_floats(a));
+    a.partial = static_cast<float*>(partial_.data());
+  }
+  gpu::launch_attention(a, stream_);
+}
+
+}  // namespace
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // no driver or no device: clear the error, report none
+    return 0;
+  }
+  return n;
+}
+
+Expected<std::unique_ptr<CudaBackend>> make_cuda_backend(const CudaBackendOptions& options) {
+  const int n = cuda_device_count();
+  if (options.device < 0 || options.device >= n)
+    return unsupported("CUDA device " + std::to_string(options.device) + " does not exist (" + std::to_string(n) +
+                       " usable devices)");
+  cudaDeviceProp prop{};
+  const cudaError_t err = cudaGetDeviceProperties(&prop, options.device);
+  if (err != cudaSuccess) return unsupported("cannot query CUDA device: " + gpu::cuda_error_string(err));
+  if (prop.major < 9)
+    return unsupported(std::string("the CUDA backend is built for sm_90 (Hopper) and newer; ") + prop.name +
+                       " is sm_" + std::to_string(prop.major) + std::to_string(prop.minor));
+  const size_t max_smem = gpu::attention_smem_bytes(256);
+  if (static_cast<size_t>(prop.sharedMemPerBlockOptin) < max_smem)
+    return unsupported("the attention kernel needs " + std::to_string(max_smem) + " bytes of shared memory per block");
+  auto backend = std::make_unique<CudaBackendImpl>(options, prop);
+  BRIGADE_RETURN_IF_ERROR(backend->init(max_smem));
+  return std::unique_ptr<CudaBackend>(std::move(backend));
+}
+
+}  // namespace brigade

@@ -1,0 +1,63 @@
+// The CUDA backend (DESIGN.md §4): the Backend ops on one NVIDIA GPU, built for sm_90 (H100/H200).
+//
+// Activations are bf16, logits f32, matrices bf16 (tensor-core GEMMs through cuBLASLt), norm
+// weights and biases f32 or bf16. Every op is queued on the backend's one stream and returns at
+// once; download() and synchronize() wait. CUDA and cuBLAS failures inside ops are bugs or a lost
+// device and stop the process with the CUDA error string (BRIGADE_CHECK); allocation failures
+// are out_of_resources.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/backend.h"
+#include "core/status.h"
+
+namespace brigade {
+
+struct CudaBackendOptions {
+  int device = 0;                             // CUDA device ordinal
+  size_t gemm_workspace_bytes = 32u << 20;    // cuBLASLt workspace
+  // Upper bound on KV splits of one attention launch (flash decoding); the attention workspace
+  // holds this many partial results per query row and head.
+  int max_attention_splits = 32;
+};
+
+// Per-row sampling parameters, an array of them in device memory ([n] of this struct).
+// temperature <= 0 means greedy (argmax). top_k <= 0 means no top-k cut; top_p >= 1 none.
+// The random draw of row i is a pure function of (seed, step): the same request replays the same
+// tokens whatever its batch neighbours are.
+struct SampleParams {
+  float temperature = 0.0f;
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  uint32_t reserved = 0;
+  uint64_t seed = 0;
+  uint64_t step = 0;
+};
+static_assert(sizeof(SampleParams) == 32, "SampleParams is uploaded as raw bytes");
+
+// The CUDA backend's interface: Backend plus device sampling for the executor.
+class CudaBackend : public Backend {
+ public:
+  // tokens [n] i32 = argmax over each row of logits [n, vocab] f32 (lowest index on ties).
+  virtual void argmax(const Tensor& logits, const Tensor& tokens) = 0;
+  // tokens [n] i32 sampled from softmax(logits[i] / temperature) restricted to the top_k largest
+  // logits and then to the smallest prefix (by probability) whose mass reaches top_p.
+  // params [n] SampleParams in device memory (see above), logits [n, vocab] f32.
+  virtual void sample(const Tensor& logits, const Tensor& params, const Tensor& tokens) = 0;
+  // Properties of the device, for benchmarks and logs.
+  virtual int sm_count() const = 0;
+  virtual void* stream() const = 0;  // the cudaStream_t every op is queued on
+};
+
+// Number of usable CUDA devices; 0 when there is no GPU or no driver (never fails).
+int cuda_device_count();
+
+// A backend on options.device; unsupported when there is no such device, not an sm_90+ GPU, or
+// CUDA cannot start.
+Expected<std::unique_ptr<CudaBackend>> make_cuda_backend(const CudaBackendOptions& options = {});
+
+}  // namespace brigade

@@ -1,0 +1,99 @@
+// Internal to gpu/: launchers for the CUDA kernels (*.cu). Plain C++ so cuda_backend.cpp stays a
+// host file. Every launcher queues work on `stream`, checks the launch, and returns at once.
+// Activations are bf16 (passed as void*); shapes and contracts are those of core/backend.h.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+// Members the kernels call too.
+#ifdef __CUDACC__
+#define BRIGADE_HOST_DEVICE __host__ __device__
+#else
+#define BRIGADE_HOST_DEVICE
+#endif
+
+namespace brigade::gpu {
+
+// out [n, d] bf16 = table[ids[i]]; table [vocab, d] f32 or bf16. Ids outside [0, vocab) give a
+// zero row (the model rejects them before the step; a device cannot stop the process cheaply).
+void launch_embedding(const void* table, DType table_t, const int32_t* ids, int64_t n, int64_t d,
+                      int64_t vocab, void* out, cudaStream_t stream);
+// out [n, d] = x / rms(x) * w; when residual is not null, residual += x first and the sum is
+// normalised (add_rms_norm). w [d] f32 or bf16. f32 arithmetic.
+void launch_rms_norm(void* residual, const void* x, const void* w, DType w_t, float eps, void* out,
+                     int64_t n, int64_t d, cudaStream_t stream);
+// a [count] += b [count], bf16.
+void launch_add(void* a, const void* b, int64_t count, cudaStream_t stream);
+// out [n, inter] = silu(gate_up[:, :inter]) * gate_up[:, inter:].
+void launch_silu_mul(const void* gate_up, void* out, int64_t n, int64_t inter, cudaStream_t stream);
+// out [n, m] (+)= bias [m]; out bf16 or f32, bias f32 or bf16.
+void launch_add_bias(void* out, DType out_t, const void* bias, DType bias_t, int64_t n, int64_t m,
+                     cudaStream_t stream);
+
+struct HeadShape {
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  BRIGADE_HOST_DEVICE int row_width() const { return (n_heads + 2 * n_kv_heads) * head_dim; }
+};
+
+// Per-head RMSNorm of the q and k heads of qkv [n, row_width] in place; weights [head_dim].
+void launch_qk_head_norm(void* qkv, int64_t n, HeadShape h, const void* q_w, const void* k_w,
+                         DType w_t, float eps, cudaStream_t stream);
+// RoPE of the q and k heads in place. inv_freq [rotary_dim / 2] f32 in device memory.
+void launch_rope(void* qkv, int64_t n, HeadShape h, const int32_t* positions, const float* inv_freq,
+                 int rotary_dim, bool neox, float attention_factor, cudaStream_t stream);
+// K and V heads of qkv row i -> pages at slots[i] (negative: skipped; >= n_slots: skipped).
+void launch_write_kv(void* k, void* v, DType kv_t, const void* qkv, int64_t n, HeadShape h,
+                     const int32_t* slots, int64_t n_slots, cudaStream_t stream);
+// out [r] rows = x rows[i] (row_bytes each, a multiple of 2); indices outside [0, n) give zeros.
+void launch_gather_rows(const void* x, int64_t row_bytes, const int32_t* rows, int64_t r, int64_t n,
+                        void* out, cudaStream_t stream);
+
+// Paged attention (AttentionMeta in core/backend.h), decode and prefill in one kernel: a block
+// owns (sequence, kv head, block of query rows, KV split) and walks its KV range tile by tile
+// with an online softmax. With n_splits > 1 the splits write partials and a second kernel merges
+// them (flash decoding). Launch geometry depends only on n_seqs, max_q_len and n_splits, never on
+// the values of q_start / ctx_len, which are read on the device.
+struct AttentionArgs {
+  const void* qkv = nullptr;  // [n_rows, row_width] bf16
+  HeadShape h;
+  const void* k = nullptr;    // [n_pages, page_size, n_kv_heads, head_dim]
+  const void* v = nullptr;
+  DType kv_t = DType::bf16;   // bf16 or f32
+  int page_size = 0;
+  const int32_t* q_start = nullptr;
+  const int32_t* ctx_len = nullptr;
+  const int32_t* block_table = nullptr;  // [n_seqs, max_blocks]
+  int max_blocks = 0;
+  int n_seqs = 0;
+  int max_q_len = 0;
+  int n_rows = 0;             // rows of qkv (= q_start[n_seqs])
+  int sliding_window = 0;
+  float scale = 1.0f;
+  void* out = nullptr;        // [n_rows, n_heads * head_dim] bf16
+  int n_splits = 1;
+  float* partial = nullptr;   // [n_splits, n_rows, n_heads, head_dim + 2] f32 when n_splits > 1
+};
+// Floats of the partial workspace for these args.
+int64_t attention_partial_floats(const AttentionArgs& a);
+// Query rows per block for a GQA group size (queries per block <= 32).
+int attention_rows_per_block(int group);
+// Dynamic shared memory one block needs, and the largest this kernel may be given (set once).
+size_t attention_smem_bytes(int head_dim);
+void attention_init(size_t max_smem_bytes);
+void launch_attention(const AttentionArgs& a, cudaStream_t stream);
+
+// Sampling (SampleParams in cuda_backend.h): logits [n, vocab] f32 -> tokens [n] i32.
+void launch_argmax(const float* logits, int64_t n, int64_t vocab, int32_t* tokens, cudaStream_t stream);
+void launch_sample(const float* logits, const void* params, int64_t n, int64_t vocab, int32_t* tokens,
+                   cudaStream_t stream);
+
+// dst [count] bf16 = src [count] f32/f16/bf16 on the device.
+void launch_to_bf16(const void* src, DType src_t, void* dst, int64_t count, cudaStream_t stream);
+
+}  // namespace brigade::gpu

@@ -1,0 +1,123 @@
+// Helpers for the GPU tests: the shared CUDA backend (or a skip), tensors filled from host values
+// on either backend, and the error measure the tolerances are stated in.
+//
+// Inputs are made once on the host as f32 values already rounded to bf16, so the CPU backend (f32
+// activations) and the GPU backend (bf16 activations) start from identical numbers; the
+// difference left is the GPU's bf16 storage of intermediates and outputs.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "core/backend.h"
+#include "cpu/cpu_backend.h"
+#include "gpu/cuda_backend.h"
+
+namespace brigade::gpu_test {
+
+// The process-wide CUDA backend, or null when this machine has no usable GPU.
+inline CudaBackend* gpu() {
+  static std::unique_ptr<CudaBackend> backend = [] {
+    std::unique_ptr<CudaBackend> b;
+    if (cuda_device_count() == 0) return b;
+    auto made = make_cuda_backend();
+    if (made) b = std::move(*made);
+    else ADD_FAILURE() << "a CUDA device exists but the backend did not start: " << made.status().to_string();
+    return b;
+  }();
+  return backend.get();
+}
+
+inline Backend& cpu() {
+  static std::unique_ptr<Backend> backend = make_cpu_backend({2});
+  return *backend;
+}
+
+#define BRIGADE_REQUIRE_GPU()                                                        \
+  do {                                                                               \
+    if (::brigade::gpu_test::gpu() == nullptr)                                       \
+      GTEST_SKIP() << "no CUDA device (cuda_device_count() == 0): GPU test skipped"; \
+  } while (0)
+
+// n values uniform in [lo, hi), rounded to bf16.
+inline std::vector<float> random_values(std::mt19937& rng, int64_t n, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = bf16_to_f32(f32_to_bf16(u(rng)));
+  return v;
+}
+
+// A tensor of `dtype` on `b` holding `values` (converted from f32; i32 values are truncated).
+inline OwnedTensor put(Backend& b, DType dtype, std::initializer_list<int64_t> dims, const std::vector<float>& values) {
+  Tensor shape(nullptr, dtype, dims);
+  auto buf = b.allocate(shape.nbytes());
+  EXPECT_TRUE(buf.has_value());
+  OwnedTensor o{std::move(*buf), shape};
+  o.tensor.data = o.buffer.data();
+  EXPECT_EQ(static_cast<int64_t>(values.size()), shape.numel());
+  std::vector<uint8_t> host(shape.nbytes());
+  for (size_t i = 0; i < values.size(); ++i) {
+    switch (dtype) {
+      case DType::f32: std::memcpy(host.data() + 4 * i, &values[i], 4); break;
+      case DType::bf16: { const uint16_t h = f32_to_bf16(values[i]); std::memcpy(host.data() + 2 * i, &h, 2); break; }
+      case DType::i32: { const int32_t x = static_cast<int32_t>(values[i]); std::memcpy(host.data() + 4 * i, &x, 4); break; }
+      default: ADD_FAILURE() << "unsupported dtype in put()";
+    }
+  }
+  b.upload(o.tensor, host.data());
+  return o;
+}
+
+inline OwnedTensor put_i32(Backend& b, std::initializer_list<int64_t> dims, const std::vector<int32_t>& values) {
+  std::vector<float> f(values.begin(), values.end());
+  return put(b, DType::i32, dims, f);
+}
+
+// An uninitialised tensor on `b`.
+inline OwnedTensor empty(Backend& b, DType dtype, std::initializer_list<int64_t> dims) {
+  Tensor shape(nullptr, dtype, dims);
+  auto buf = b.allocate(shape.nbytes());
+  EXPECT_TRUE(buf.has_value());
+  OwnedTensor o{std::move(*buf), shape};
+  o.tensor.data = o.buffer.data();
+  return o;
+}
+
+// The tensor's values as f32 on the host (waits for the backend).
+inline std::vector<float> get(Backend& b, const Tensor& t) {
+  b.synchronize();
+  std::vector<uint8_t> host(t.nbytes());
+  b.download(host.data(), t);
+  std::vector<float> v(static_cast<size_t>(t.numel()));
+  for (size_t i = 0; i < v.size(); ++i) {
+    switch (t.dtype) {
+      case DType::f32: std::memcpy(&v[i], host.data() + 4 * i, 4); break;
+      case DType::bf16: { uint16_t h; std::memcpy(&h, host.data() + 2 * i, 2); v[i] = bf16_to_f32(h); break; }
+      case DType::i32: { int32_t x; std::memcpy(&x, host.data() + 4 * i, 4); v[i] = static_cast<float>(x); break; }
+      default: ADD_FAILURE() << "unsupported dtype in get()";
+    }
+  }
+  return v;
+}
+
+// ||got - want||_2 / ||want||_2 (relative error of the whole output).
+inline double rel_error(const std::vector<float>& got, const std::vector<float>& want) {
+  EXPECT_EQ(got.size(), want.size());
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    const double d = static_cast<double>(got[i]) - want[i];
+    num += d * d;
+    den += static_cast<double>(want[i]) * want[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+// bf16 keeps 8 significant bits (relative rounding <= 2^-9 = 0.2%); an op that rounds its output
+// once stays near that, a few roundings of intermediates within 1%.
+constexpr double kBf16Tol = 1e-2;
+
+}  // namespace brigade::gpu_test

@@ -1,0 +1,170 @@
+// Each GPU op against the CPU backend on fresh random inputs (gpu_test_util.h for the method).
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "tests/gpu/gpu_test_util.h"
+
+namespace brigade {
+namespace {
+
+using namespace gpu_test;
+
+// A weight [rows, cols] prepared by `b` from host f32 values (the GPU converts to bf16 itself).
+OwnedTensor weight(Backend& b, int64_t rows, int64_t cols, const std::vector<float>& values) {
+  Tensor host(const_cast<float*>(values.data()), DType::f32, {rows, cols});
+  auto w = b.prepare_weight(host, b.activation_dtype() == DType::f32 ? std::optional<DType>(DType::bf16) : std::nullopt);
+  EXPECT_TRUE(w.has_value()) << w.status().to_string();
+  return std::move(*w);
+}
+
+struct MatmulCase {
+  int64_t n, k, m;
+  bool bias;
+  DType out;
+};
+
+TEST(GpuOps, MatmulMatchesCpu) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(1);
+  for (const MatmulCase c : {MatmulCase{1, 256, 384, false, DType::bf16}, MatmulCase{7, 512, 200, true, DType::bf16},
+                             MatmulCase{64, 256, 1000, false, DType::f32}, MatmulCase{300, 128, 256, true, DType::f32}}) {
+    SCOPED_TRACE(testing::Message() << "n=" << c.n << " k=" << c.k << " m=" << c.m << " bias=" << c.bias);
+    const auto x = random_values(rng, c.n * c.k), w = random_values(rng, c.m * c.k), bias = random_values(rng, c.m);
+    const auto wc = weight(cpu(), c.m, c.k, w), wg = weight(*gpu(), c.m, c.k, w);
+    const auto xc = put(cpu(), DType::f32, {c.n, c.k}, x), xg = put(*gpu(), DType::bf16, {c.n, c.k}, x);
+    const auto bc = put(cpu(), DType::f32, {c.m}, bias), bg = put(*gpu(), DType::f32, {c.m}, bias);
+    const auto oc = empty(cpu(), DType::f32, {c.n, c.m}), og = empty(*gpu(), c.out, {c.n, c.m});
+    cpu().matmul(xc.tensor, wc.tensor, c.bias ? bc.tensor : Tensor(), oc.tensor);
+    gpu()->matmul(xg.tensor, wg.tensor, c.bias ? bg.tensor : Tensor(), og.tensor);
+    EXPECT_LT(rel_error(get(*gpu(), og.tensor), get(cpu(), oc.tensor)), c.out == DType::f32 ? 2e-3 : kBf16Tol);
+  }
+}
+
+TEST(GpuOps, EmbeddingAndGatherRows) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(2);
+  const int64_t vocab = 300, d = 96, n = 17;
+  const auto table = random_values(rng, vocab * d);
+  std::vector<int32_t> ids(n);
+  for (auto& i : ids) i = static_cast<int32_t>(rng() % vocab);
+  const auto tc = weight(cpu(), vocab, d, table), tg = weight(*gpu(), vocab, d, table);
+  const auto ic = put_i32(cpu(), {n}, ids), ig = put_i32(*gpu(), {n}, ids);
+  const auto oc = empty(cpu(), DType::f32, {n, d}), og = empty(*gpu(), DType::bf16, {n, d});
+  cpu().embedding(tc.tensor, ic.tensor, oc.tensor);
+  gpu()->embedding(tg.tensor, ig.tensor, og.tensor);
+  EXPECT_EQ(get(*gpu(), og.tensor), get(cpu(), oc.tensor));  // a copy of bf16 values: exact
+
+  const std::vector<int32_t> rows = {16, 0, 3, 3, 9};
+  const auto rc = put_i32(cpu(), {5}, rows), rg = put_i32(*gpu(), {5}, rows);
+  const auto gc = empty(cpu(), DType::f32, {5, d}), gg = empty(*gpu(), DType::bf16, {5, d});
+  cpu().gather_rows(oc.tensor, rc.tensor, gc.tensor);
+  gpu()->gather_rows(og.tensor, rg.tensor, gg.tensor);
+  EXPECT_EQ(get(*gpu(), gg.tensor), get(cpu(), gc.tensor));
+}
+
+TEST(GpuOps, RmsNormAndAddRmsNorm) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(3);
+  for (const int64_t d : {64, 4096, 5000}) {
+    SCOPED_TRACE(d);
+    const int64_t n = 9;
+    const auto x = random_values(rng, n * d, -3, 3), r = random_values(rng, n * d, -3, 3), w = random_values(rng, d, 0.5f, 1.5f);
+    const auto xc = put(cpu(), DType::f32, {n, d}, x), xg = put(*gpu(), DType::bf16, {n, d}, x);
+    const auto wc = put(cpu(), DType::f32, {d}, w), wg = put(*gpu(), DType::f32, {d}, w);
+    const auto oc = empty(cpu(), DType::f32, {n, d}), og = empty(*gpu(), DType::bf16, {n, d});
+    cpu().rms_norm(xc.tensor, wc.tensor, 1e-5f, oc.tensor);
+    gpu()->rms_norm(xg.tensor, wg.tensor, 1e-5f, og.tensor);
+    EXPECT_LT(rel_error(get(*gpu(), og.tensor), get(cpu(), oc.tensor)), kBf16Tol);
+
+    const auto rc = put(cpu(), DType::f32, {n, d}, r), rg = put(*gpu(), DType::bf16, {n, d}, r);
+    cpu().add_rms_norm(rc.tensor, xc.tensor, wc.tensor, 1e-5f, oc.tensor);
+    gpu()->add_rms_norm(rg.tensor, xg.tensor, wg.tensor, 1e-5f, og.tensor);
+    EXPECT_LT(rel_error(get(*gpu(), rg.tensor), get(cpu(), rc.tensor)), kBf16Tol);
+    EXPECT_LT(rel_error(get(*gpu(), og.tensor), get(cpu(), oc.tensor)), kBf16Tol);
+  }
+}
+
+TEST(GpuOps, AddAndSiluMul) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(4);
+  const int64_t n = 13, inter = 700;
+  const auto a = random_values(rng, n * inter, -4, 4), b = random_values(rng, n * inter, -4, 4);
+  const auto ac = put(cpu(), DType::f32, {n, inter}, a), ag = put(*gpu(), DType::bf16, {n, inter}, a);
+  const auto bc = put(cpu(), DType::f32, {n, inter}, b), bg = put(*gpu(), DType::bf16, {n, inter}, b);
+  cpu().add(ac.tensor, bc.tensor);
+  gpu()->add(ag.tensor, bg.tensor);
+  EXPECT_LT(rel_error(get(*gpu(), ag.tensor), get(cpu(), ac.tensor)), kBf16Tol);
+
+  const auto gu = random_values(rng, n * 2 * inter, -6, 6);
+  const auto gc = put(cpu(), DType::f32, {n, 2 * inter}, gu), gg = put(*gpu(), DType::bf16, {n, 2 * inter}, gu);
+  const auto oc = empty(cpu(), DType::f32, {n, inter}), og = empty(*gpu(), DType::bf16, {n, inter});
+  cpu().silu_mul(gc.tensor, oc.tensor);
+  gpu()->silu_mul(gg.tensor, og.tensor);
+  EXPECT_LT(rel_error(get(*gpu(), og.tensor), get(cpu(), oc.tensor)), kBf16Tol);
+}
+
+TEST(GpuOps, QkHeadNormAndRope) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(5);
+  const QkvLayout l{8, 2, 64};
+  const int64_t n = 11;
+  for (const RopeStyle style : {RopeStyle::neox, RopeStyle::interleaved}) {
+    const auto qkv = random_values(rng, n * l.row_width(), -2, 2), qw = random_values(rng, l.head_dim, 0.5f, 1.5f),
+               kw = random_values(rng, l.head_dim, 0.5f, 1.5f);
+    const auto qc = put(cpu(), DType::f32, {n, l.row_width()}, qkv), qg = put(*gpu(), DType::bf16, {n, l.row_width()}, qkv);
+    const auto qwc = put(cpu(), DType::f32, {l.head_dim}, qw), qwg = put(*gpu(), DType::f32, {l.head_dim}, qw);
+    const auto kwc = put(cpu(), DType::f32, {l.head_dim}, kw), kwg = put(*gpu(), DType::f32, {l.head_dim}, kw);
+    cpu().qk_head_norm(qc.tensor, l, qwc.tensor, kwc.tensor, 1e-6f);
+    gpu()->qk_head_norm(qg.tensor, l, qwg.tensor, kwg.tensor, 1e-6f);
+    EXPECT_LT(rel_error(get(*gpu(), qg.tensor), get(cpu(), qc.tensor)), kBf16Tol);
+
+    std::vector<int32_t> pos(n);
+    for (auto& p : pos) p = static_cast<int32_t>(rng() % 6000);
+    RopeConfig rope;
+    rope.style = style;
+    rope.rotary_dim = 48;  // partial rotary: the last 16 dims of each head pass through
+    for (int i = 0; i < rope.rotary_dim / 2; ++i) rope.inv_freq.push_back(std::pow(10000.0f, -2.0f * i / rope.rotary_dim));
+    rope.attention_factor = 1.1f;
+    const auto pc = put_i32(cpu(), {n}, pos), pg = put_i32(*gpu(), {n}, pos);
+    cpu().rope(qc.tensor, l, pc.tensor, rope);
+    gpu()->rope(qg.tensor, l, pg.tensor, rope);
+    EXPECT_LT(rel_error(get(*gpu(), qg.tensor), get(cpu(), qc.tensor)), kBf16Tol);
+  }
+}
+
+TEST(GpuOps, WriteKvIntoPages) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(6);
+  const QkvLayout l{4, 2, 32};
+  const int64_t n = 10, n_pages = 5, page_size = 4;
+  const auto qkv = random_values(rng, n * l.row_width());
+  std::vector<int32_t> slots = {0, 5, 19, -1, 7, 12, 13, 1, -1, 18};
+  for (const DType kv : {DType::bf16, DType::f32}) {
+    const std::vector<float> zeros(static_cast<size_t>(n_pages * page_size * l.kv_width()), 0.0f);
+    const auto kc = put(cpu(), kv, {n_pages, page_size, l.n_kv_heads, l.head_dim}, zeros),
+               vc = put(cpu(), kv, {n_pages, page_size, l.n_kv_heads, l.head_dim}, zeros);
+    const auto kg = put(*gpu(), kv, {n_pages, page_size, l.n_kv_heads, l.head_dim}, zeros),
+               vg = put(*gpu(), kv, {n_pages, page_size, l.n_kv_heads, l.head_dim}, zeros);
+    const auto qc = put(cpu(), DType::f32, {n, l.row_width()}, qkv), qg = put(*gpu(), DType::bf16, {n, l.row_width()}, qkv);
+    const auto sc = put_i32(cpu(), {n}, slots), sg = put_i32(*gpu(), {n}, slots);
+    cpu().write_kv({kc.tensor, vc.tensor}, qc.tensor, l, sc.tensor);
+    gpu()->write_kv({kg.tensor, vg.tensor}, qg.tensor, l, sg.tensor);
+    EXPECT_EQ(get(*gpu(), kg.tensor), get(cpu(), kc.tensor));  // bf16 inputs copy exactly
+    EXPECT_EQ(get(*gpu(), vg.tensor), get(cpu(), vc.tensor));
+  }
+}
+
+TEST(GpuOps, DeviceCountWithoutGpuIsZeroNotAnError) {
+  // Runs everywhere: without a device this must return 0 and make_cuda_backend must fail cleanly.
+  const int n = cuda_device_count();
+  EXPECT_GE(n, 0);
+  if (n == 0) {
+    auto b = make_cuda_backend();
+    ASSERT_FALSE(b.has_value());
+    EXPECT_EQ(b.status().code(), StatusCode::unsupported);
+  }
+}
+
+}  // namespace
+}  // namespace brigade
