@@ -126,6 +126,7 @@ token_event_msg encode_event(const SeqEvent& ev) {
       }
     }
     if (!ev.error.empty()) b.setError(ev.error);
+    b.setErrorCode(static_cast<uint16_t>(ev.error_code));
     b.setPromptTokens(ev.prompt_tokens);
     b.setCompletionTokens(ev.completion_tokens);
   });

@@ -64,6 +64,7 @@ struct TokenEvent {
   error @5 :Text;                  # set when finishReason is error: what was wrong
   promptTokens @6 :Int32;
   completionTokens @7 :Int32;      # total generated so far
+  errorCode @8 :UInt16;            # brigade::StatusCode when finishReason is error
 }
 
 struct Abort {

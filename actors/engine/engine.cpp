@@ -92,8 +92,20 @@ class EngineImpl final : public Engine {
   }
   const ModelSummary& model() const override { return summary_; }
   EngineStats stats() const override {
-    return {counters_->steps.load(), counters_->step_tokens.load(), counters_->executor_us.load(),
-            counters_->requests_done.load()};
+    const SchedulerCounters& c = *counters_;
+    EngineStats s;
+    s.steps = c.steps.load();
+    s.step_tokens = c.step_tokens.load();
+    s.executor_us = c.executor_us.load();
+    s.requests_done = c.requests_done.load();
+    s.prompt_tokens = c.prompt_tokens.load();
+    s.generated_tokens = c.generated_tokens.load();
+    s.preemptions = c.preemptions.load();
+    s.n_running = c.n_running.load();
+    s.n_waiting = c.n_waiting.load();
+    s.kv_pages_used = c.kv_pages_used.load();
+    s.kv_pages_total = kv_pages_total_;
+    return s;
   }
 
  private:
@@ -103,6 +115,7 @@ class EngineImpl final : public Engine {
   std::shared_ptr<CallbackRegistry> registry_ = std::make_shared<CallbackRegistry>();
   tokenizer_actor tokenizer_;
   ModelSummary summary_;
+  int kv_pages_total_ = 0;
   std::shared_ptr<SchedulerCounters> counters_ = std::make_shared<SchedulerCounters>();
   std::atomic<uint64_t> next_id_{1};
   std::mt19937_64 seed_rng_{std::random_device{}()};
@@ -154,6 +167,7 @@ Status EngineImpl::start(const EngineOptions& options) {
   BRIGADE_RETURN_IF_ERROR(setup.limits.validate());
   setup.max_inflight_steps = inst.scheduler.max_inflight_steps;
   setup.pool_pages = n_pages;
+  kv_pages_total_ = n_pages;
   setup.eos_ids = mc.eos_ids;
   setup.counters = counters_;
 
@@ -225,6 +239,7 @@ Expected<Completion> Engine::generate(const GenerateOptions& request) {
     Completion c;
     bool done = false;
     std::string error;
+    StatusCode code = StatusCode::ok;
   };
   auto sh = std::make_shared<Shared>();
   auto id = submit(request, [sh](const Event& ev) {
@@ -236,6 +251,7 @@ Expected<Completion> Engine::generate(const GenerateOptions& request) {
     if (ev.finish != FinishReason::none) {
       sh->c.finish = ev.finish;
       sh->error = ev.error;
+      sh->code = ev.error_code == StatusCode::ok ? StatusCode::internal : ev.error_code;
       sh->done = true;
       sh->cv.notify_all();
     }
@@ -243,7 +259,7 @@ Expected<Completion> Engine::generate(const GenerateOptions& request) {
   if (!id) return id.status();
   std::unique_lock<std::mutex> lock(sh->mu);
   sh->cv.wait(lock, [&] { return sh->done; });
-  if (sh->c.finish == FinishReason::error) return invalid_argument(sh->error);
+  if (sh->c.finish == FinishReason::error) return Status(sh->code, sh->error);
   return std::move(sh->c);
 }
 

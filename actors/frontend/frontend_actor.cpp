@@ -40,6 +40,7 @@ Event to_event(schema::TokenEvent::Reader r) {
     case schema::FinishReason::ERROR: ev.finish = FinishReason::error; break;
   }
   ev.error = r.getError();
+  ev.error_code = static_cast<StatusCode>(r.getErrorCode());
   ev.prompt_tokens = r.getPromptTokens();
   ev.completion_tokens = r.getCompletionTokens();
   return ev;

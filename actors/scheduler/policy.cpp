@@ -93,6 +93,12 @@ std::vector<SeqEvent> SchedulerPolicy::abort(uint64_t id, PageSource& pages) {
   return events;
 }
 
+int SchedulerPolicy::n_pages_held() const {
+  int n = 0;
+  for (const auto& [id, s] : running_) n += s.blocks.n_pages();
+  return n;
+}
+
 int SchedulerPolicy::pages_short(const PageSource& pages) const {
   if (waiting_.empty() || static_cast<int>(running_.size()) >= limits_.max_running) return 0;
   const Seq& s = waiting_.front();
@@ -186,7 +192,8 @@ SeqEvent SchedulerPolicy::end(uint64_t id, Finish f, std::string error, PageSour
   auto it = running_.find(id);
   BRIGADE_CHECK(it != running_.end(), "only running sequences end here");
   Seq& s = it->second;
-  SeqEvent ev{id, {}, {}, f, std::move(error), static_cast<int>(s.req.prompt.size()), s.n_generated};
+  SeqEvent ev{id, {}, {}, f, std::move(error), static_cast<int>(s.req.prompt.size()), s.n_generated,
+              f == Finish::error ? StatusCode::internal : StatusCode::ok};
   release(s, pages);
   running_.erase(it);
   return ev;

@@ -70,6 +70,7 @@ struct SeqEvent {
   std::string error;
   int prompt_tokens = 0;
   int completion_tokens = 0;
+  StatusCode error_code = StatusCode::ok;
 };
 
 class SchedulerPolicy {
@@ -91,6 +92,8 @@ class SchedulerPolicy {
   int n_waiting() const { return static_cast<int>(waiting_.size()); }
   int n_running() const { return static_cast<int>(running_.size()); }
   int n_inflight() const { return n_inflight_; }
+  // Pages held by running sequences.
+  int n_pages_held() const;
 
   // Plans the next step from sequences that have no step in flight, admitting waiting requests
   // when `pages` can hold them. nullopt when there is nothing to run now.

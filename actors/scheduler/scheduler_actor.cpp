@@ -44,11 +44,25 @@ struct SchedulerState {
 
 using scheduler_ptr = scheduler_actor::stateful_pointer<SchedulerState>;
 
+// Publishes the gauges the Engine reports (running, waiting, pages held).
+void update_gauges(scheduler_ptr self) {
+  auto& st = self->state;
+  if (!st.setup.counters) return;
+  st.setup.counters->n_running = st.policy->n_running();
+  st.setup.counters->n_waiting = st.policy->n_waiting();
+  st.setup.counters->kv_pages_used = st.policy->n_pages_held();
+}
+
 void emit(scheduler_ptr self, const std::vector<SeqEvent>& events) {
+  auto& c = self->state.setup.counters;
   for (const auto& ev : events) {
-    if (ev.finish != Finish::none && self->state.setup.counters) self->state.setup.counters->requests_done++;
+    if (c) {
+      c->generated_tokens += ev.new_tokens.size();
+      if (ev.finish != Finish::none) c->requests_done++;
+    }
     self->send(self->state.sink, encode_event(ev));
   }
+  update_gauges(self);
 }
 
 void return_surplus(scheduler_ptr self) {
@@ -122,7 +136,7 @@ void pump(scheduler_ptr self) {
 }
 
 SeqEvent refusal(uint64_t id, const Status& status, int n_prompt) {
-  return {id, {}, {}, Finish::error, status.message(), n_prompt, 0};
+  return {id, {}, {}, Finish::error, status.message(), n_prompt, 0, status.code()};
 }
 
 scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup setup, executor_actor executor,
@@ -157,7 +171,9 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
           emit(self, {refusal(r.getRequestId(), added, n_prompt)});
           return;
         }
+        if (self->state.setup.counters) self->state.setup.counters->prompt_tokens += static_cast<uint64_t>(n_prompt);
         pump(self);
+        update_gauges(self);
       },
       [self](const abort_msg& msg) {
         emit(self, self->state.policy->abort(msg.reader().getRequestId(), self->state.lease));

@@ -30,6 +30,12 @@ struct SchedulerCounters {
   std::atomic<uint64_t> step_tokens{0};
   std::atomic<uint64_t> executor_us{0};
   std::atomic<uint64_t> requests_done{0};
+  std::atomic<uint64_t> prompt_tokens{0};
+  std::atomic<uint64_t> generated_tokens{0};
+  std::atomic<uint64_t> preemptions{0};
+  std::atomic<int> n_running{0};
+  std::atomic<int> n_waiting{0};
+  std::atomic<int> kv_pages_used{0};
 };
 
 struct SchedulerSetup {

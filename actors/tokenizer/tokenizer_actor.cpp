@@ -27,11 +27,12 @@ struct TokenizerState {
 
 using tokenizer_ptr = tokenizer_actor::stateful_pointer<TokenizerState>;
 
-token_event_msg error_event(uint64_t id, const std::string& error) {
+token_event_msg error_event(uint64_t id, const Status& error) {
   return token_event_msg::build([&](schema::TokenEvent::Builder b) {
     b.setRequestId(id);
     b.setFinishReason(schema::FinishReason::ERROR);
-    b.setError(error);
+    b.setError(error.message());
+    b.setErrorCode(static_cast<uint16_t>(error.code()));
   });
 }
 
@@ -55,12 +56,13 @@ void on_request(tokenizer_ptr self, const generate_request_msg& msg) {
   generate_request_msg forward = msg;
   if (r.getPrompt().isText()) {
     if (!st.tokenizer) {
-      self->send(st.frontend, error_event(id, "this model has no tokenizer: send the prompt as token ids"));
+      self->send(st.frontend,
+                 error_event(id, invalid_argument("this model has no tokenizer: send the prompt as token ids")));
       return;
     }
     auto ids = st.tokenizer->encode(to_string_view(r.getPrompt().getText()), r.getAddBos());
     if (!ids) {
-      self->send(st.frontend, error_event(id, ids.status().message()));
+      self->send(st.frontend, error_event(id, ids.status()));
       return;
     }
     forward = with_ids(r, *ids);
@@ -101,6 +103,7 @@ void on_event(tokenizer_ptr self, const token_event_msg& msg) {
     b.setLogprobs(r.getLogprobs());
     b.setFinishReason(hit_stop ? schema::FinishReason::STOP : r.getFinishReason());
     b.setError(r.getError());
+    b.setErrorCode(r.getErrorCode());
     b.setPromptTokens(r.getPromptTokens());
     b.setCompletionTokens(r.getCompletionTokens());
   });

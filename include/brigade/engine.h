@@ -29,6 +29,9 @@ struct SamplingOptions {
   float top_p = 1.0f;        // (0, 1]
   int top_k = 0;             // 0 = off; must be >= 0
   float min_p = 0.0f;        // [0, 1)
+  float repetition_penalty = 1.0f;  // > 0; 1 = off (divides positive logits of seen tokens)
+  float presence_penalty = 0.0f;    // [-2, 2]; subtracted once from every generated token's logit
+  float frequency_penalty = 0.0f;   // [-2, 2]; subtracted per occurrence in the generated tokens
   std::optional<uint64_t> seed;  // unset: the engine draws one
 };
 
@@ -42,7 +45,8 @@ struct GenerateOptions {
   std::vector<std::string> stop;     // stop strings (never streamed, even in part)
   bool ignore_eos = false;
   int priority = 0;                  // higher is scheduled first
-  int logprobs = -1;                 // >= 0: report each sampled token's logprob
+  int logprobs = -1;                 // >= 0: report each sampled token's logprob and the
+                                     // `logprobs` most likely alternatives (at most 20)
 };
 
 enum class FinishReason { none, stop, length, abort, error };
@@ -54,8 +58,12 @@ struct Event {
   std::vector<int32_t> token_ids;  // new ids since the previous event
   std::string text;                // new text since the previous event (complete UTF-8 only)
   std::vector<float> logprobs;     // one per new id when asked
+  // When asked: per new id, the most likely tokens and their logprobs, best first.
+  std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs;
   FinishReason finish = FinishReason::none;
   std::string error;               // what was wrong, when finish == error
+  StatusCode error_code = StatusCode::ok;  // invalid_argument: the request was bad;
+                                           // out_of_resources: the engine is full, retry later
   int prompt_tokens = 0;
   int completion_tokens = 0;
 };
@@ -95,6 +103,14 @@ struct EngineStats {
   uint64_t step_tokens = 0;      // tokens computed in those steps (prompt chunks + decodes)
   uint64_t executor_us = 0;      // executor time inside steps: forward, logits read-back, sampling
   uint64_t requests_done = 0;    // requests that ended (any finish reason)
+  uint64_t prompt_tokens = 0;    // prompt tokens of admitted requests
+  uint64_t generated_tokens = 0; // tokens sampled
+  uint64_t preemptions = 0;      // sequences preempted to free KV pages
+  // Gauges (the value now):
+  int n_running = 0;             // sequences in the running set
+  int n_waiting = 0;             // requests queued
+  int kv_pages_used = 0;         // pages held by sequences
+  int kv_pages_total = 0;
 };
 
 class Engine {
