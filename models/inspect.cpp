@@ -44,7 +44,19 @@ std::string format_model_info(const ModelInfo& m) {
   char theta[32];
   std::snprintf(theta, sizeof(theta), "%g", static_cast<double>(c.rope_theta));
   s += std::string("rope:          theta ") + theta +
-       (c.rope_style == RopeStyle::neox ? ", neox" : ", interleaved") + "\n";
+       (c.rope_style == RopeStyle::neox ? ", neox" : ", interleaved");
+  if (c.rope_scaling.type != RopeScalingType::none) {
+    char factor[32];
+    std::snprintf(factor, sizeof(factor), "%g", static_cast<double>(c.rope_scaling.factor));
+    s += std::string(", scaling ") + rope_scaling_name(c.rope_scaling.type) + " x" + factor;
+  }
+  s += "\n";
+  std::string attn;
+  if (c.qkv_bias) attn += ", qkv bias";
+  if (c.o_bias) attn += ", o bias";
+  if (c.qk_norm) attn += ", q/k norm";
+  if (c.sliding_window > 0) attn += ", sliding window " + std::to_string(c.sliding_window);
+  if (!attn.empty()) s += "attention:     " + attn.substr(2) + "\n";
   s += std::string("tied embed:    ") + (c.tie_embeddings ? "yes" : "no") + "\n";
   s += "parameters:    " + human(static_cast<double>(m.n_params), "") + " (" + std::to_string(m.n_params) + ")\n";
   s += "weight bytes:  " + human(static_cast<double>(m.n_bytes), "B") + "\n";

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "models/rope_scaling.h"
 #include "models/step_check.h"
 #include "models/weight_loader.h"
 
@@ -67,7 +68,7 @@ class LlamaModel final : public Model {
       : config_(config), backend_(backend), options_(options) {
     rope_.style = config.rope_style;
     rope_.rotary_dim = config.head_dim;
-    rope_.inv_freq = rope_inv_freq(config.rope_theta, config.head_dim);
+    rope_.inv_freq = rope_inv_freq_scaled(config.rope_theta, config.head_dim, config.rope_scaling);
   }
 
   Status load(const Checkpoint& ck);
@@ -113,13 +114,19 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
                layer_name(l, "self_attn.v_proj.weight")},
               {q, kv, kv}, hidden));
   BRIGADE_ASSIGN_OR_RETURN(layer.attn.o, w.matrix(layer_name(l, "self_attn.o_proj.weight"), hidden, q));
-  if (c.attention_bias) {
+  if (c.qkv_bias) {
     BRIGADE_ASSIGN_OR_RETURN(
         layer.attn.qkv_bias,
         w.vector_f32({layer_name(l, "self_attn.q_proj.bias"), layer_name(l, "self_attn.k_proj.bias"),
                       layer_name(l, "self_attn.v_proj.bias")},
                      {q, kv, kv}));
+  }
+  if (c.o_bias) {
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.o_bias, w.vector_f32({layer_name(l, "self_attn.o_proj.bias")}, {hidden}));
+  }
+  if (c.qk_norm) {
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.q_norm, w.vector_f32({layer_name(l, "self_attn.q_norm.weight")}, {c.head_dim}));
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.k_norm, w.vector_f32({layer_name(l, "self_attn.k_norm.weight")}, {c.head_dim}));
   }
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp.gate_up,
                            w.fused({layer_name(l, "mlp.gate_proj.weight"), layer_name(l, "mlp.up_proj.weight")},

@@ -2,6 +2,7 @@
 
 #include "models/checkpoint.h"
 #include "models/llama.h"
+#include "models/synthetic_source.h"
 
 namespace brigade {
 
@@ -17,10 +18,13 @@ void StepBatch::clear() {
 }
 
 Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& backend, const LoadOptions& options) {
+  // "synthetic:<shape>" (models/synthetic_source.h): random weights made in memory, no file.
+  if (is_synthetic_spec(path)) return load_synthetic(path, backend, options);
   BRIGADE_ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::open(path));
   const std::string& arch = checkpoint->config().arch;
-  if (arch == "llama") return load_llama(*checkpoint, backend, options);
-  return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama");
+  // qwen2 (q/k/v biases) and qwen3 (q/k head norms) are the Llama decoder with optional pieces.
+  if (arch == "llama" || arch == "qwen2" || arch == "qwen3") return load_llama(*checkpoint, backend, options);
+  return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3");
 }
 
 }  // namespace brigade

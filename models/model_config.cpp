@@ -8,7 +8,9 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* kSupported = "LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral)";
+constexpr const char* kSupported =
+    "LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral), Qwen2ForCausalLM (qwen2), "
+    "Qwen3ForCausalLM (qwen3)";
 
 // Reads an optional integer field; a present field of the wrong type is an error.
 Status read_int(const json& j, const char* key, int& out, bool required) {
@@ -51,7 +53,12 @@ Expected<std::string> detect_arch(const json& j) {
   std::string model_type;
   if (auto it = j.find("model_type"); it != j.end() && it->is_string()) model_type = it->get<std::string>();
   if (arch_name == "LlamaForCausalLM" || arch_name == "MistralForCausalLM") return std::string("llama");
-  if (arch_name.empty() && (model_type == "llama" || model_type == "mistral")) return std::string("llama");
+  if (arch_name == "Qwen2ForCausalLM") return std::string("qwen2");
+  if (arch_name == "Qwen3ForCausalLM") return std::string("qwen3");
+  if (arch_name.empty()) {
+    if (model_type == "llama" || model_type == "mistral") return std::string("llama");
+    if (model_type == "qwen2" || model_type == "qwen3") return model_type;
+  }
   const std::string what = !arch_name.empty() ? "architecture '" + arch_name + "'"
                          : !model_type.empty() ? "model_type '" + model_type + "'"
                                                : std::string("no architectures/model_type");
@@ -76,6 +83,7 @@ Status read_eos(const json& j, std::vector<int>& eos) {
 
 Status read_dtype(const json& j, DType& out) {
   auto it = j.find("torch_dtype");
+  if (it == j.end() || it->is_null()) it = j.find("dtype");  // the name in transformers >= 4.56
   if (it == j.end() || it->is_null()) return Status::ok();
   if (!it->is_string()) return corrupt("config.json: torch_dtype must be a string");
   auto d = parse_dtype(it->get<std::string>());
@@ -83,6 +91,47 @@ Status read_dtype(const json& j, DType& out) {
     return unsupported("config.json: torch_dtype '" + it->get<std::string>() +
                        "' is not supported; supported: float32, float16, bfloat16");
   out = *d;
+  return Status::ok();
+}
+
+// RoPE theta and scaling: "rope_theta" + "rope_scaling" (transformers < 5), or one
+// "rope_parameters" object holding rope_theta and rope_type (transformers >= 5).
+Status read_rope(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "rope_theta", c.rope_theta));
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) continue;
+    const std::string where = std::string("config.json: ") + key;
+    if (!it->is_object()) return corrupt(where + " must be an object");
+    BRIGADE_RETURN_IF_ERROR(read_float(*it, "rope_theta", c.rope_theta));
+    if (!it->contains("rope_type") && !it->contains("type")) continue;
+    BRIGADE_ASSIGN_OR_RETURN(c.rope_scaling, parse_rope_scaling(it->dump(), where));
+  }
+  return Status::ok();
+}
+
+// The per-architecture pieces of attention: biases, q/k norms and the sliding window.
+Status read_attention_shape(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", c.attention_bias));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
+  if (c.arch == "llama") {
+    c.qkv_bias = c.o_bias = c.attention_bias;
+    return Status::ok();
+  }
+  // Qwen2/3 store a sliding_window size but use it only when use_sliding_window is true, and then
+  // only from layer max_window_layers on, which the shared decoder does not model.
+  bool use_sliding = false;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_sliding_window", use_sliding));
+  if (use_sliding)
+    return unsupported("config.json: use_sliding_window = true is not supported for " + c.arch +
+                       "; set it to false (full attention)");
+  c.sliding_window = 0;
+  if (c.arch == "qwen2") {
+    c.qkv_bias = true;  // Qwen2Attention: q/k/v with bias, o without
+  } else {              // qwen3
+    c.qk_norm = true;
+    c.qkv_bias = c.o_bias = c.attention_bias;
+  }
   return Status::ok();
 }
 
@@ -122,10 +171,6 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return corrupt("config.json is not a valid JSON object");
   BRIGADE_ASSIGN_OR_RETURN(std::string arch, detect_arch(j));
-  if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null())
-    return unsupported("config.json: rope_scaling is not supported yet (got " + it->dump() +
-                       "); remove it or use a model without RoPE scaling");
-
   ModelConfig c;
   c.arch = arch;
   c.rope_style = RopeStyle::neox;
@@ -142,18 +187,19 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
   c.rms_eps = 1e-6f;
   BRIGADE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", c.rms_eps));
-  BRIGADE_RETURN_IF_ERROR(read_float(j, "rope_theta", c.rope_theta));
+  BRIGADE_RETURN_IF_ERROR(read_rope(j, c));
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", c.attention_bias));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
-  // Absent ids take transformers' LlamaConfig defaults (bos 1, eos 2); null means none.
-  c.bos_id = j.contains("bos_token_id") ? -1 : 1;
+  BRIGADE_RETURN_IF_ERROR(read_attention_shape(j, c));
+  // Absent ids take transformers' LlamaConfig defaults (bos 1, eos 2; Qwen configs have none);
+  // null means none.
+  const bool llama_defaults = c.arch == "llama";
+  c.bos_id = !j.contains("bos_token_id") && llama_defaults ? 1 : -1;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "bos_token_id", c.bos_id, false));
-  if (!j.contains("eos_token_id")) c.eos_ids = {2};
+  if (!j.contains("eos_token_id") && llama_defaults) c.eos_ids = {2};
   BRIGADE_RETURN_IF_ERROR(read_eos(j, c.eos_ids));
   bool mlp_bias = false;
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "mlp_bias", mlp_bias));
-  if (mlp_bias) return unsupported("config.json: mlp_bias = true is not supported for llama");
+  if (mlp_bias) return unsupported("config.json: mlp_bias = true is not supported; set it to false");
   BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));
   BRIGADE_RETURN_IF_ERROR(c.validate());
   return c;

@@ -9,11 +9,12 @@
 #include "core/backend.h"
 #include "core/dtype.h"
 #include "core/status.h"
+#include "models/rope_scaling.h"
 
 namespace brigade {
 
 struct ModelConfig {
-  std::string arch;             // "llama" (more in later issues: qwen2, qwen3, ...)
+  std::string arch;             // "llama", "qwen2" or "qwen3" (the decoder they share: llama.h)
   int hidden_size = 0;
   int n_layers = 0;
   int n_heads = 0;
@@ -25,8 +26,12 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   float rope_theta = 10000.0f;
   RopeStyle rope_style = RopeStyle::neox;
-  bool tie_embeddings = false;
-  bool attention_bias = false;
+  RopeScaling rope_scaling;     // folded into the RoPE frequencies at load (rope_scaling.h)
+  bool tie_embeddings = false;  // lm_head is the token embedding (no lm_head.weight stored)
+  bool attention_bias = false;  // config.json's attention_bias (llama: q/k/v and o biases)
+  bool qkv_bias = false;        // q/k/v projections carry biases (qwen2; llama attention_bias)
+  bool o_bias = false;          // o projection carries a bias (llama attention_bias)
+  bool qk_norm = false;         // per-head RMSNorm of q and k before RoPE (qwen3)
   int sliding_window = 0;       // 0 = none
   int bos_id = -1;              // -1 = none
   std::vector<int> eos_ids;

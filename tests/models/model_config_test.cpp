@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "models/llama.h"
 #include "models/model_config.h"
 
 namespace brigade {
@@ -59,12 +60,46 @@ TEST(ModelConfig, UnknownArchitectureListsSupported) {
   EXPECT_NE(c.status().message().find("LlamaForCausalLM"), std::string::npos);
 }
 
+TEST(ModelConfig, RopeScalingVariants) {
+  auto with = [](const std::string& key, const std::string& obj) {
+    std::string text = kLlama;
+    text.insert(1, "\"" + key + "\": " + obj + ",");
+    return parse_hf_config(text);
+  };
+  // transformers < 5 writes rope_scaling (with "type" in older files); >= 5 rope_parameters.
+  auto linear = with("rope_scaling", R"({"type": "linear", "factor": 2.0})");
+  ASSERT_TRUE(linear.has_value()) << linear.status().to_string();
+  EXPECT_EQ(linear->rope_scaling.type, RopeScalingType::linear);
+  EXPECT_FLOAT_EQ(linear->rope_scaling.factor, 2.0f);
+  auto dynamic = with("rope_parameters", R"({"rope_type": "dynamic", "factor": 2.0, "rope_theta": 5e5})");
+  ASSERT_TRUE(dynamic.has_value()) << dynamic.status().to_string();
+  EXPECT_EQ(dynamic->rope_scaling.type, RopeScalingType::dynamic);
+  EXPECT_FLOAT_EQ(dynamic->rope_theta, 5e5f);
+  auto plain = with("rope_parameters", R"({"rope_type": "default", "rope_theta": 1e6})");
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->rope_scaling.type, RopeScalingType::none);
+  EXPECT_FLOAT_EQ(plain->rope_theta, 1e6f);
+
+  // Dynamic NTK only differs past max_position, which brigade refuses: frequencies unchanged.
+  EXPECT_EQ(rope_inv_freq_scaled(1e4f, 16, dynamic->rope_scaling), rope_inv_freq(1e4f, 16));
+  const auto lin = rope_inv_freq_scaled(1e4f, 16, linear->rope_scaling);
+  EXPECT_FLOAT_EQ(lin[3], rope_inv_freq(1e4f, 16)[3] / 2.0f);
+}
+
 TEST(ModelConfig, RejectsRopeScalingMissingFieldsAndBadNumbers) {
   std::string scaled = kLlama;
   scaled.insert(1, R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0},)");
   auto c = parse_hf_config(scaled);
-  EXPECT_EQ(c.status().code(), StatusCode::unsupported);
-  EXPECT_NE(c.status().message().find("rope_scaling"), std::string::npos);
+  EXPECT_EQ(c.status().code(), StatusCode::corrupt);
+  EXPECT_NE(c.status().message().find("low_freq_factor"), std::string::npos);
+  std::string yarn = kLlama;
+  yarn.insert(1, R"("rope_scaling": {"rope_type": "yarn", "factor": 8.0},)");
+  auto y = parse_hf_config(yarn);
+  EXPECT_EQ(y.status().code(), StatusCode::unsupported);
+  EXPECT_NE(y.status().message().find("llama3"), std::string::npos) << "lists the supported types";
+  std::string sliding = R"({"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64, "num_hidden_layers": 1,
+    "num_attention_heads": 4, "intermediate_size": 10, "vocab_size": 300, "use_sliding_window": true})";
+  EXPECT_EQ(parse_hf_config(sliding).status().code(), StatusCode::unsupported);
 
   auto missing = parse_hf_config(R"({"model_type": "llama", "hidden_size": 64})");
   EXPECT_EQ(missing.status().code(), StatusCode::corrupt);

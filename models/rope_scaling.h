@@ -1,0 +1,41 @@
+// RoPE frequencies with Hugging Face's rope_scaling variants (config.json "rope_scaling", or
+// "rope_parameters" in newer transformers). The Backend's rope op takes inv_freq as given, so
+// every variant is folded into inv_freq [rotary_dim / 2] here, once at load.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace brigade {
+
+enum class RopeScalingType { none, linear, dynamic, llama3 };
+
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::none;
+  float factor = 1.0f;
+  float low_freq_factor = 1.0f;       // llama3
+  float high_freq_factor = 4.0f;      // llama3
+  int original_max_position = 0;      // llama3 (required); dynamic (0 = max_position_embeddings)
+};
+
+// Parses a rope_scaling JSON object's text ({"rope_type" or "type": ..., "factor": ...}).
+// "default" gives none. unsupported for other types, listing the supported ones; corrupt for
+// missing or non-numeric fields. Errors start with `where` (e.g. "config.json: rope_scaling").
+Expected<RopeScaling> parse_rope_scaling(const std::string& json_text, const std::string& where);
+
+const char* rope_scaling_name(RopeScalingType type);
+
+// inv_freq[i] = 1 / theta^(2i / rotary_dim) in f32 (as llama2.c and transformers compute it),
+// then scaled:
+//   linear:  inv_freq / factor (positions interpolated);
+//   llama3:  transformers' _compute_llama3_parameters: wavelengths above
+//            original_max / low_freq_factor divided by factor, below original_max /
+//            high_freq_factor kept, smoothly blended between;
+//   dynamic: unchanged. transformers rescales theta only once a sequence is longer than
+//            max_position_embeddings, and brigade refuses positions past max_position, so the
+//            default frequencies are exact for every position it accepts.
+std::vector<float> rope_inv_freq_scaled(float theta, int rotary_dim, const RopeScaling& scaling);
+
+}  // namespace brigade

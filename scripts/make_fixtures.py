@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Writes the transformers reference fixtures that tests/models/hf_fixture_test.cpp reads.
+
+For each architecture it builds a tiny random checkpoint with transformers (fp32), saves it with
+save_pretrained (config.json + model.safetensors) into tests/fixtures/<name>/, and writes
+expected.json: for a few prompts of token ids, transformers' fp32 logits at every position and the
+greedy continuation (model.generate, do_sample=False).
+
+Run from anywhere: python3 scripts/make_fixtures.py. It creates its own virtual environment in
+.brigade/fixtures-venv (git-ignored) and installs torch, transformers, safetensors and numpy from
+PyPI there on first use; then it re-runs itself inside that environment. CI never runs it: the
+fixtures it writes are committed (a few hundred KB each).
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".brigade" / "fixtures-venv"
+OUT = ROOT / "tests" / "fixtures"
+PACKAGES = ["torch", "transformers", "safetensors", "numpy"]
+
+
+def ensure_venv():
+    """Re-executes this script inside VENV, creating it and installing PACKAGES when needed."""
+    python = VENV / "bin" / "python"
+    if Path(sys.prefix).resolve() == VENV.resolve():
+        return
+    if not python.exists():
+        subprocess.check_call([sys.executable, "-m", "venv", str(VENV)])
+    probe = subprocess.run([str(python), "-c", "import torch, transformers, safetensors, numpy"],
+                           capture_output=True)
+    if probe.returncode != 0:
+        subprocess.check_call([str(python), "-m", "pip", "install", *PACKAGES])
+    os.execv(str(python), [str(python), __file__, *sys.argv[1:]])
+
+
+# Prompts of token ids (all < 256). The long one reaches positions where RoPE scaling and a
+# sliding window change the result.
+PROMPTS = [
+    [1, 17, 42, 99, 200, 3, 77],
+    [1],
+    [1] + [(i * 37 + 11) % 250 + 3 for i in range(39)],
+]
+N_GREEDY = 8
+
+
+def base_config(**kw):
+    c = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+             rms_norm_eps=1e-5, rope_theta=10000.0, bos_token_id=1, eos_token_id=2,
+             tie_word_embeddings=False)
+    c.update(kw)
+    return c
+
+
+def fixtures():
+    """name -> (config class name, model class name, config kwargs)."""
+    return {
+        "llama": ("LlamaConfig", "LlamaForCausalLM", base_config()),
+        # Llama 3.1 style scaling: with head_dim 16 the 8 frequencies fall in all three bands
+        # (wavelength < 64 kept, 64..256 smoothed, > 256 divided by factor).
+        "llama_rope_llama3": ("LlamaConfig", "LlamaForCausalLM", base_config(
+            tie_word_embeddings=True,
+            rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                          "high_freq_factor": 4.0, "original_max_position_embeddings": 256},
+            max_position_embeddings=2048)),
+        "llama_rope_linear": ("LlamaConfig", "LlamaForCausalLM", base_config(
+            rope_scaling={"rope_type": "linear", "factor": 4.0})),
+        "mistral_sliding": ("MistralConfig", "MistralForCausalLM", base_config(sliding_window=8)),
+        "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", base_config(tie_word_embeddings=True)),
+        "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", base_config(head_dim=32, rms_norm_eps=1e-6)),
+    }
+
+
+def randomize(model, seed):
+    """Replaces every parameter with values large enough that logits differ clearly per token:
+    matrices ~ N(0, 1/fan_in), biases ~ N(0, 0.1), norm weights 1 + N(0, 0.1), embeddings N(0, 1)."""
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 2:
+                std = 1.0 if "embed" in name else p.shape[1] ** -0.5
+                p.copy_(torch.randn(p.shape, generator=g) * std)
+            elif "norm" in name:
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(0.1 * torch.randn(p.shape, generator=g))
+
+
+def make(name, config_cls, model_cls, kw, seed):
+    import torch
+    import transformers
+    config = getattr(transformers, config_cls)(**kw)
+    config._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = getattr(transformers, model_cls)(config).to(torch.float32).eval()
+    randomize(model, seed)
+    out_dir = OUT / name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir, safe_serialization=True)
+    for extra in ("generation_config.json",):
+        (out_dir / extra).unlink(missing_ok=True)
+    cases = []
+    with torch.no_grad():
+        for prompt in PROMPTS:
+            ids = torch.tensor([prompt])
+            logits = model(ids).logits[0].to(torch.float32)
+            gen = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                 max_new_tokens=N_GREEDY, min_new_tokens=N_GREEDY,
+                                 pad_token_id=0, eos_token_id=None)
+            cases.append({
+                "prompt": prompt,
+                "logits": [[float(f"{v:.7g}") for v in row.tolist()] for row in logits],
+                "greedy": gen[0, len(prompt):].tolist(),
+            })
+    expected = {
+        "generator": f"transformers {transformers.__version__}, torch {torch.__version__}, "
+                     f"{model_cls}, fp32, eager attention, seed {seed}",
+        "vocab_size": kw["vocab_size"],
+        "cases": cases,
+    }
+    (out_dir / "expected.json").write_text(json.dumps(expected, separators=(",", ":")) + "\n")
+    size = sum(f.stat().st_size for f in out_dir.iterdir())
+    print(f"{name}: {size / 1024:.0f} KiB")
+
+
+def main():
+    ensure_venv()
+    for seed, (name, (config_cls, model_cls, kw)) in enumerate(fixtures().items()):
+        make(name, config_cls, model_cls, kw, 1000 + seed)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+// Reads the transformers reference fixtures (tests/fixtures/<name>/, written by
+// scripts/make_fixtures.py) and runs a brigade model against them: logits of every prompt
+// position in one prefill, then the greedy continuation one decode step at a time.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model_test_util.h"
+#include "models/mapped_file.h"
+
+namespace brigade::testing {
+
+inline std::string fixture_dir(const std::string& name) { return std::string(BRIGADE_FIXTURES) + "/" + name; }
+
+struct FixtureCase {
+  std::vector<int32_t> prompt;
+  std::vector<std::vector<float>> logits;  // [prompt.size()][vocab]
+  std::vector<int32_t> greedy;             // transformers' greedy continuation
+};
+
+inline std::vector<FixtureCase> read_fixture_cases(const std::string& name) {
+  auto text = read_text_file(fixture_dir(name) + "/expected.json");
+  EXPECT_TRUE(text.has_value()) << text.status().to_string();
+  if (!text) return {};
+  const auto j = nlohmann::json::parse(*text);
+  std::vector<FixtureCase> out;
+  for (const auto& c : j.at("cases")) {
+    FixtureCase fc;
+    fc.prompt = c.at("prompt").get<std::vector<int32_t>>();
+    fc.logits = c.at("logits").get<std::vector<std::vector<float>>>();
+    fc.greedy = c.at("greedy").get<std::vector<int32_t>>();
+    out.push_back(std::move(fc));
+  }
+  return out;
+}
+
+// What one model produced on one case.
+struct FixtureRun {
+  float max_abs_diff = 0.0f;  // over every prompt position's logits
+  std::vector<int32_t> greedy;
+};
+
+// Prefill of the whole prompt (logits of every row), then greedy decode steps; the model must
+// fit prompt + greedy in kPages * kPageSize positions.
+inline FixtureRun run_fixture_case(Model& model, Backend& backend, const FixtureCase& fc) {
+  constexpr int kPageSize = 16, kPages = 4;
+  FixtureRun run;
+  auto kv = KvCache::allocate(backend, model.kv_layout(kPages, kPageSize, DType::f32));
+  EXPECT_TRUE(kv.has_value()) << kv.status().to_string();
+  if (!kv) return run;
+  const int vocab = model.config().vocab_size;
+  SeqChunk prefill{0, fc.prompt, 0, /*all_logits=*/true};
+  const std::vector<float> logits = run_step(model, backend, *kv, make_step({prefill}, kPageSize, kPages));
+  for (size_t r = 0; r < fc.logits.size(); ++r) {
+    for (int v = 0; v < vocab; ++v) {
+      const float d = std::fabs(logits[r * static_cast<size_t>(vocab) + static_cast<size_t>(v)] - fc.logits[r][static_cast<size_t>(v)]);
+      run.max_abs_diff = std::max(run.max_abs_diff, std::isnan(d) ? INFINITY : d);
+    }
+  }
+  int32_t next = argmax(logits.data() + (fc.prompt.size() - 1) * static_cast<size_t>(vocab), vocab);
+  int n_past = static_cast<int>(fc.prompt.size());
+  while (run.greedy.size() < fc.greedy.size()) {
+    run.greedy.push_back(next);
+    const std::vector<float> step = run_step(model, backend, *kv, make_step({{0, {next}, n_past, false}}, kPageSize, kPages));
+    next = argmax(step.data(), vocab);
+    ++n_past;
+  }
+  return run;
+}
+
+}  // namespace brigade::testing

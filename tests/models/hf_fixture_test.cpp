@@ -1,0 +1,94 @@
+// brigade against transformers: tiny random checkpoints of each architecture, saved by
+// transformers' save_pretrained, with its fp32 logits and greedy continuations
+// (scripts/make_fixtures.py). The fixtures are committed, so this needs no network or Python.
+//
+// Tolerance: fp32 on both sides, but a different summation order (blocked SIMD GEMM, fused
+// norms, online-softmax attention) than PyTorch's, and expected.json keeps 7 significant digits.
+// Logits here reach |45|; the measured worst difference over all fixtures is 1.9e-5 (qwen2), so
+// kLogitTol = 2e-4 absolute leaves 10x headroom, while a wrong RoPE band, bias or norm moves
+// logits by whole units (RopeScalingChangesTheResult).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "cpu/cpu_backend.h"
+#include "hf_fixture.h"
+
+namespace brigade {
+namespace {
+
+using testing::fixture_dir;
+using testing::FixtureRun;
+using testing::read_fixture_cases;
+using testing::run_fixture_case;
+
+constexpr float kLogitTol = 2e-4f;
+
+std::unique_ptr<Model> load_or_fail(const std::string& path, Backend& backend) {
+  LoadOptions opts;
+  opts.max_batch_tokens = 64;
+  opts.progress = false;
+  auto m = Model::load(path, backend, opts);
+  EXPECT_TRUE(m.has_value()) << m.status().to_string();
+  return m ? std::move(*m) : nullptr;
+}
+
+class HfFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HfFixture, LogitsAndGreedyMatchTransformers) {
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load_or_fail(fixture_dir(GetParam()), *backend);
+  ASSERT_NE(model, nullptr);
+  const auto cases = read_fixture_cases(GetParam());
+  ASSERT_FALSE(cases.empty());
+  for (const auto& fc : cases) {
+    const FixtureRun run = run_fixture_case(*model, *backend, fc);
+    EXPECT_LE(run.max_abs_diff, kLogitTol) << "prompt of " << fc.prompt.size() << " tokens";
+    EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size() << " tokens";
+    RecordProperty("max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(run.max_abs_diff));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
+                         ::testing::Values("llama", "llama_rope_llama3", "llama_rope_linear", "mistral_sliding",
+                                           "qwen2", "qwen3"));
+
+TEST(HfFixtureConfig, ArchitectureFlags) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto qwen2 = load_or_fail(fixture_dir("qwen2"), *backend);
+  auto qwen3 = load_or_fail(fixture_dir("qwen3"), *backend);
+  auto l3 = load_or_fail(fixture_dir("llama_rope_llama3"), *backend);
+  auto mistral = load_or_fail(fixture_dir("mistral_sliding"), *backend);
+  ASSERT_TRUE(qwen2 && qwen3 && l3 && mistral);
+  EXPECT_EQ(qwen2->config().arch, "qwen2");
+  EXPECT_TRUE(qwen2->config().qkv_bias);
+  EXPECT_FALSE(qwen2->config().o_bias);
+  EXPECT_TRUE(qwen2->config().tie_embeddings);
+  EXPECT_EQ(qwen3->config().arch, "qwen3");
+  EXPECT_TRUE(qwen3->config().qk_norm);
+  EXPECT_EQ(qwen3->config().head_dim, 32);  // explicit, not hidden / heads = 16
+  EXPECT_EQ(l3->config().rope_scaling.type, RopeScalingType::llama3);
+  EXPECT_EQ(mistral->config().sliding_window, 8);
+}
+
+// The fixtures are sensitive to what they test: dropping the llama3 scaling from the config (the
+// weights unchanged) moves the long prompt's logits far outside the tolerance.
+TEST(HfFixtureConfig, RopeScalingChangesTheResult) {
+  const testing::TempDir dir("rope_off");
+  const std::string src = fixture_dir("llama_rope_llama3");
+  std::filesystem::copy_file(src + "/model.safetensors", dir.file("model.safetensors"));
+  auto text = read_text_file(src + "/config.json");
+  ASSERT_TRUE(text.has_value());
+  auto j = nlohmann::json::parse(*text);
+  j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
+  testing::write_text(dir.file("config.json"), j.dump());
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = load_or_fail(dir.str(), *backend);
+  ASSERT_NE(model, nullptr);
+  const auto cases = read_fixture_cases("llama_rope_llama3");
+  ASSERT_FALSE(cases.empty());
+  EXPECT_GT(run_fixture_case(*model, *backend, cases.back()).max_abs_diff, 100 * kLogitTol);
+}
+
+}  // namespace
+}  // namespace brigade
