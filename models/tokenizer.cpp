@@ -2,8 +2,12 @@
 
 #include <filesystem>
 
+#include "models/gguf.h"
 #include "models/mapped_file.h"
 #include "models/tokenizer_bpe.h"
+#include "models/tokenizer_gguf.h"
+#include "models/tokenizer_sentencepiece.h"
+#include "models/tokenizer_spm.h"
 
 namespace brigade {
 
@@ -15,14 +19,25 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& path) {
   std::string config_text;
   if (fs::is_directory(path, ec)) {
     json_path = fs::path(path) / "tokenizer.json";
+    const fs::path sp_path = fs::path(path) / "tokenizer.model";
+    if (!fs::exists(json_path, ec) && fs::exists(sp_path, ec)) return load_sentencepiece_tokenizer(sp_path.string());
     if (!fs::exists(json_path, ec))
-      return not_found(path + ": no tokenizer.json in the model directory (other tokenizer formats are not supported yet)");
+      return not_found(path + ": no tokenizer.json or tokenizer.model in the model directory");
     const fs::path config_path = fs::path(path) / "tokenizer_config.json";
     if (fs::exists(config_path, ec)) {
       BRIGADE_ASSIGN_OR_RETURN(config_text, read_text_file(config_path.string()));
     }
-  } else if (json_path.filename() != "tokenizer.json" && json_path.extension() != ".json") {
-    return unsupported(path + ": only Hugging Face tokenizer.json files are supported yet");
+  } else if (json_path.extension() == ".gguf") {
+    BRIGADE_ASSIGN_OR_RETURN(auto gguf, GgufFile::open(path));
+    return load_gguf_tokenizer(*gguf);
+  } else if (json_path.extension() == ".model") {
+    if (!fs::exists(path, ec)) return not_found("tokenizer not found: " + path);
+    return load_sentencepiece_tokenizer(path);
+  } else if (json_path.extension() == ".bin") {
+    return load_llama2c_tokenizer(path);
+  } else if (json_path.extension() != ".json") {
+    return unsupported(path + ": unknown tokenizer file; supported: a model directory, tokenizer.json, "
+                       "tokenizer.model (SentencePiece), *.gguf, llama2.c tokenizer.bin");
   }
   BRIGADE_ASSIGN_OR_RETURN(std::string text, read_text_file(json_path.string()));
   return load_bpe_tokenizer(text, config_text, json_path.string());

@@ -19,8 +19,9 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
 
   // Loads a tokenizer from a model directory (tokenizer.json, with bos/eos names from
-  // tokenizer_config.json when present) or from a tokenizer.json file. not_found when the
-  // directory has no tokenizer; unsupported for tokenizer types not implemented.
+  // tokenizer_config.json when present, else tokenizer.model), or from a file: tokenizer.json,
+  // a SentencePiece *.model, a GGUF file's vocabulary (*.gguf) or a llama2.c tokenizer *.bin.
+  // not_found when there is no tokenizer; unsupported for tokenizer types not implemented.
   static Expected<std::unique_ptr<Tokenizer>> load(const std::string& path);
 
   // Encodes UTF-8 text; special/added tokens in the text become their ids. add_bos prepends

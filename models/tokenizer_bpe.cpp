@@ -46,6 +46,7 @@ class BpeTokenizer final : public Tokenizer {
   Status parse_model(const json& model, const std::string& origin);
   Status parse_added(const json& j, const std::string& origin);
   void resolve_bos_eos(const json& config);
+  Status parse_pre_tokenizer(const json& pre, const std::string& origin);
   void encode_segment(std::string_view text, std::vector<int32_t>& out) const;
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
   std::vector<int32_t> bpe(std::string_view word) const;
@@ -56,7 +57,7 @@ class BpeTokenizer final : public Tokenizer {
   std::array<int32_t, 256> byte_ids_{};             // byte -> id of its single-byte token
   std::unordered_map<uint64_t, MergeResult> merges_;
   std::vector<AddedToken> added_;                   // longest content first
-  std::unique_ptr<PreTokenizer> pre_;               // null: the whole segment is one word
+  std::vector<std::unique_ptr<PreTokenizer>> pre_;  // applied in order; empty: one word
   bool add_prefix_space_ = false;
   bool ignore_merges_ = false;
   int32_t bos_ = -1;
@@ -159,20 +160,49 @@ void BpeTokenizer::resolve_bos_eos(const json& config) {
   if (!eos.empty() && id_of(eos) >= 0) eos_ = {id_of(eos)};
 }
 
+// ByteLevel alone (GPT-2), or a Sequence of Split{Regex, Isolated} steps ending in ByteLevel
+// with use_regex false (Llama 3, Qwen2/3, DeepSeek). Each step splits every piece further.
+Status BpeTokenizer::parse_pre_tokenizer(const json& pre, const std::string& origin) {
+  const std::string kSupported = "; supported: ByteLevel, or Sequence of Split (Regex, Isolated) and ByteLevel";
+  std::vector<json> steps;
+  if (pre.is_object() && pre.value("type", "") == "Sequence" && pre.contains("pretokenizers") &&
+      pre["pretokenizers"].is_array()) {
+    for (const auto& s : pre["pretokenizers"]) steps.push_back(s);
+  } else {
+    steps.push_back(pre);
+  }
+  bool byte_level = false;
+  for (const auto& s : steps) {
+    const std::string type = s.is_object() ? s.value("type", "") : "";
+    if (type == "ByteLevel") {
+      byte_level = true;
+      add_prefix_space_ = s.value("add_prefix_space", false);
+      if (s.value("use_regex", true)) {
+        BRIGADE_ASSIGN_OR_RETURN(auto r, make_regex_pretokenizer(kGpt2Pattern));
+        pre_.push_back(std::move(r));
+      }
+    } else if (type == "Split" && s.contains("pattern") && s["pattern"].is_object() &&
+               s["pattern"].contains("Regex") && s["pattern"]["Regex"].is_string() &&
+               s.value("behavior", "") == "Isolated" && !s.value("invert", false)) {
+      auto r = make_regex_pretokenizer(s["pattern"]["Regex"].get<std::string>());
+      if (!r) return Status(r.status().code(), origin + ": " + r.status().message());
+      pre_.push_back(std::move(*r));
+    } else {
+      return unsupported(origin + ": pre-tokenizer step " + s.dump().substr(0, 200) + " is not supported" + kSupported);
+    }
+  }
+  if (!byte_level) return unsupported(origin + ": pre_tokenizer has no ByteLevel step" + kSupported);
+  return Status::ok();
+}
+
 Status BpeTokenizer::parse(const json& j, const json& config, const std::string& origin) {
   if (!j.is_object() || !j.contains("model")) return corrupt(origin + ": not a tokenizer.json (no \"model\")");
   if (j.contains("normalizer") && !j["normalizer"].is_null())
     return unsupported(origin + ": normalizers are not supported yet (normalizer must be null)");
-  const json pre = j.value("pre_tokenizer", json());
-  if (!pre.is_object() || pre.value("type", "") != "ByteLevel")
-    return unsupported(origin + ": pre_tokenizer must be ByteLevel (got " + pre.dump() + ")");
+  BRIGADE_RETURN_IF_ERROR(parse_pre_tokenizer(j.value("pre_tokenizer", json()), origin));
   const json dec = j.value("decoder", json());
   if (!dec.is_null() && (!dec.is_object() || dec.value("type", "") != "ByteLevel"))
     return unsupported(origin + ": decoder must be ByteLevel (got " + dec.dump() + ")");
-  add_prefix_space_ = pre.value("add_prefix_space", false);
-  if (pre.value("use_regex", true)) {
-    BRIGADE_ASSIGN_OR_RETURN(pre_, make_regex_pretokenizer(kGpt2Pattern));
-  }
   BRIGADE_RETURN_IF_ERROR(parse_model(j["model"], origin));
   special_.assign(pieces_.size(), 0);
   BRIGADE_RETURN_IF_ERROR(parse_added(j, origin));
@@ -246,8 +276,14 @@ void BpeTokenizer::encode_segment(std::string_view text, std::vector<int32_t>& o
     prefixed = " " + std::string(text);
     text = prefixed;
   }
-  if (!pre_) return encode_word(text, out);
-  for (std::string_view piece : pre_->split(text)) encode_word(piece, out);
+  std::vector<std::string_view> pieces{text};
+  for (const auto& step : pre_) {
+    std::vector<std::string_view> next;
+    for (std::string_view p : pieces)
+      for (std::string_view q : step->split(p)) next.push_back(q);
+    pieces = std::move(next);
+  }
+  for (std::string_view piece : pieces) encode_word(piece, out);
 }
 
 Expected<std::vector<int32_t>> BpeTokenizer::encode(std::string_view text, bool add_bos) const {

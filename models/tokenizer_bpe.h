@@ -1,7 +1,8 @@
 // Byte-level BPE (GPT-2 style) from a Hugging Face tokenizer.json: model.type "BPE" with a
-// ByteLevel pre-tokenizer and decoder, no normalizer. Added tokens are split out of the text first
-// (exact match, leftmost then longest; lstrip/rstrip flags are not applied), the rest is split by
-// the GPT-2 regex, each piece is mapped byte -> unicode and merged by rank.
+// ByteLevel decoder, no normalizer, and a ByteLevel pre-tokenizer (GPT-2 regex) or a Sequence
+// of regex Splits then ByteLevel (Llama 3, Qwen2/3, DeepSeek). Added tokens are split out of the
+// text first (exact match, leftmost then longest; lstrip/rstrip flags are not applied), the rest
+// is split by the pre-tokenizer, each piece is mapped byte -> unicode and merged by rank.
 #pragma once
 
 #include <memory>

@@ -1,0 +1,132 @@
+#include "models/tokenizer_gguf.h"
+
+#include <nlohmann/json.hpp>
+
+#include "models/pretokenizer.h"
+#include "models/tokenizer_bpe.h"
+#include "models/tokenizer_spm.h"
+
+namespace brigade {
+namespace {
+
+using json = nlohmann::json;
+
+// Llama 3's pattern as its tokenizer.json writes it; Qwen2/3 differ only in single digits.
+constexpr const char* kLlama3Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr const char* kQwen2Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// DeepSeek LLM's tokenizer.json: newlines, then letters of the Latin/Greek/Cyrillic/... blocks,
+// ASCII and full-width punctuation, trailing whitespace, CJK runs, digit runs. Code points are
+// escaped: several of them (U+1FBE, U+2126, U+212A...) have canonical equivalents that an
+// editor's Unicode normalization would silently substitute.
+const std::vector<std::string> kDeepseekLlmPatterns = {
+    "[\r\n]",
+    "\\s?["
+    "A-Za-z\\x{b5}\\x{c0}-\\x{d6}\\x{d8}-\\x{f6}\\x{f8}-\\x{1ba}\\x{1bc}-\\x{1bf}"
+    "\\x{1c4}-\\x{293}\\x{295}-\\x{2af}\\x{370}-\\x{373}\\x{376}\\x{377}"
+    "\\x{37b}-\\x{37d}\\x{37f}\\x{386}\\x{388}-\\x{38a}\\x{38c}\\x{38e}-\\x{3a1}"
+    "\\x{3a3}-\\x{3f5}\\x{3f7}-\\x{481}\\x{48a}-\\x{52f}\\x{531}-\\x{556}"
+    "\\x{10a0}-\\x{10c5}\\x{13a0}-\\x{13f5}\\x{13f8}-\\x{13fd}\\x{1c90}-\\x{1cba}"
+    "\\x{1cbd}-\\x{1cbf}\\x{1d00}-\\x{1d2b}\\x{1d6b}-\\x{1d77}\\x{1d79}-\\x{1d9a}"
+    "\\x{1e00}-\\x{1f15}\\x{1f18}-\\x{1f1d}\\x{1f20}-\\x{1f45}\\x{1f48}-\\x{1f4d}"
+    "\\x{1f50}-\\x{1f57}\\x{1f59}\\x{1f5b}\\x{1f5d}\\x{1f5f}-\\x{1f7d}"
+    "\\x{1f80}-\\x{1fb4}\\x{1fb6}-\\x{1fbc}\\x{1fbe}\\x{1fc2}-\\x{1fc4}"
+    "\\x{1fc6}-\\x{1fcc}\\x{1fd0}-\\x{1fd3}\\x{1fd6}-\\x{1fdb}\\x{1fe0}-\\x{1fec}"
+    "\\x{1ff2}-\\x{1ff4}\\x{1ff6}-\\x{1ffc}\\x{2102}\\x{2107}\\x{210a}-\\x{2113}"
+    "\\x{2115}\\x{2119}-\\x{211d}\\x{2124}\\x{2126}\\x{2128}\\x{212a}-\\x{212d}"
+    "\\x{212f}-\\x{2134}\\x{2139}\\x{213c}-\\x{213f}\\x{2145}-\\x{2149}\\x{214e}"
+    "\\x{2183}\\x{2184}\\x{2c00}-\\x{2c7b}\\x{2c7e}-\\x{2ce4}\\x{2ceb}-\\x{2cee}"
+    "\\x{2cf2}\\x{2cf3}\\x{a640}-\\x{a66d}\\x{a680}-\\x{a69b}\\x{a722}-\\x{a76f}"
+    "\\x{a771}-\\x{a787}\\x{a78b}-\\x{a78e}\\x{ab70}-\\x{abbf}\\x{fb00}-\\x{fb06}"
+    "\\x{fb13}-\\x{fb17}\\x{ff21}-\\x{ff3a}\\x{ff41}-\\x{ff5a}\\x{10400}-\\x{1044f}"
+    "\\x{104b0}-\\x{104d3}\\x{104d8}-\\x{104fb}\\x{10c80}-\\x{10cb2}"
+    "\\x{10cc0}-\\x{10cf2}\\x{118a0}-\\x{118df}\\x{1e900}-\\x{1e943}"
+    "]+",
+    "\\s?[!-/:-~！-／：-～‘-‟　-。]+",
+    "\\s+$",
+    "[一-龥ࠀ-一가-퟿]+",
+    "\\p{N}+",
+};
+
+Expected<std::unique_ptr<Tokenizer>> load_bpe(const GgufFile& g, const std::vector<std::string>& tokens,
+                                              const std::vector<double>& types) {
+  const GgufValue* merges = g.find("tokenizer.ggml.merges");
+  if (!merges || merges->type != GgufType::array || merges->elem_type != GgufType::string)
+    return corrupt(g.path() + ": tokenizer.ggml.merges (array of strings) is missing for a gpt2 vocabulary");
+  BRIGADE_ASSIGN_OR_RETURN(std::string pre_name, g.get_string("tokenizer.ggml.pre"));
+  BRIGADE_ASSIGN_OR_RETURN(auto patterns, gguf_pretokenizer_patterns(pre_name));
+  // Re-expressed as a tokenizer.json so one BPE implementation serves both sources.
+  json vocab = json::object(), added = json::array(), steps = json::array();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    vocab[tokens[i]] = i;
+    const int type = i < types.size() ? static_cast<int>(types[i]) : 1;
+    if (type == 3 || type == 4) added.push_back({{"id", i}, {"content", tokens[i]}, {"special", type == 3}});
+  }
+  for (const auto& p : patterns)
+    steps.push_back({{"type", "Split"}, {"pattern", {{"Regex", p}}}, {"behavior", "Isolated"}, {"invert", false}});
+  steps.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}});
+  json j = {{"model", {{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", merges->strs}}},
+            {"added_tokens", std::move(added)},
+            {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", std::move(steps)}}},
+            {"decoder", {{"type", "ByteLevel"}}}};
+  json config = json::object();
+  for (const auto& [key, name] : {std::pair{"tokenizer.ggml.bos_token_id", "bos_token"}, {"tokenizer.ggml.eos_token_id", "eos_token"}}) {
+    BRIGADE_ASSIGN_OR_RETURN(int64_t id, g.get_int_or(key, -1));
+    if (id >= static_cast<int64_t>(tokens.size())) return corrupt(g.path() + ": " + key + " is outside the vocabulary");
+    if (id >= 0) config[name] = tokens[static_cast<size_t>(id)];
+  }
+  return load_bpe_tokenizer(j.dump(), config.dump(), g.path());
+}
+
+Expected<std::unique_ptr<Tokenizer>> load_spm(const GgufFile& g, const std::vector<std::string>& tokens,
+                                              const std::vector<double>& types) {
+  const GgufValue* scores = g.find("tokenizer.ggml.scores");
+  if (!scores || scores->type != GgufType::array || scores->numbers.size() != tokens.size())
+    return corrupt(g.path() + ": tokenizer.ggml.scores must hold one number per token for a llama vocabulary");
+  if (types.size() != tokens.size())
+    return corrupt(g.path() + ": tokenizer.ggml.token_type must hold one type per token");
+  SpmVocab v;
+  v.pieces = tokens;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    v.scores.push_back(static_cast<float>(scores->numbers[i]));
+    const int t = static_cast<int>(types[i]);
+    if (t < 1 || t > 6) return corrupt(g.path() + ": token_type " + std::to_string(t) + " of token " + std::to_string(i) + " is not 1..6");
+    v.types.push_back(static_cast<SpmTokenType>(t));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(int64_t bos, g.get_int_or("tokenizer.ggml.bos_token_id", -1));
+  BRIGADE_ASSIGN_OR_RETURN(int64_t eos, g.get_int_or("tokenizer.ggml.eos_token_id", -1));
+  BRIGADE_ASSIGN_OR_RETURN(int64_t unk, g.get_int_or("tokenizer.ggml.unknown_token_id", -1));
+  BRIGADE_ASSIGN_OR_RETURN(int64_t prefix, g.get_int_or("tokenizer.ggml.add_space_prefix", 1));
+  v.bos_id = static_cast<int32_t>(bos);
+  v.eos_id = static_cast<int32_t>(eos);
+  v.unk_id = static_cast<int32_t>(unk);
+  v.add_space_prefix = prefix != 0;
+  return make_spm_tokenizer(std::move(v), g.path());
+}
+
+}  // namespace
+
+Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string& name) {
+  if (name == "gpt-2") return std::vector<std::string>{kGpt2Pattern};
+  if (name == "llama-bpe" || name == "llama3") return std::vector<std::string>{kLlama3Pattern};
+  if (name == "qwen2") return std::vector<std::string>{kQwen2Pattern};
+  if (name == "deepseek-llm") return kDeepseekLlmPatterns;
+  return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, llama-bpe, qwen2, deepseek-llm");
+}
+
+Expected<std::unique_ptr<Tokenizer>> load_gguf_tokenizer(const GgufFile& g) {
+  auto model = g.get_string("tokenizer.ggml.model");
+  if (!model) return not_found(g.path() + ": no tokenizer in this GGUF file (tokenizer.ggml.model is missing)");
+  const GgufValue* tokens = g.find("tokenizer.ggml.tokens");
+  if (!tokens || tokens->type != GgufType::array || tokens->elem_type != GgufType::string || tokens->strs.empty())
+    return corrupt(g.path() + ": tokenizer.ggml.tokens (array of strings) is missing or empty");
+  const GgufValue* types = g.find("tokenizer.ggml.token_type");
+  const std::vector<double> no_types;
+  const std::vector<double>& t = types && types->type == GgufType::array ? types->numbers : no_types;
+  if (*model == "gpt2") return load_bpe(g, tokens->strs, t);
+  if (*model == "llama") return load_spm(g, tokens->strs, t);
+  return unsupported(g.path() + ": tokenizer.ggml.model '" + *model + "' is not supported; supported: gpt2, llama");
+}
+
+}  // namespace brigade

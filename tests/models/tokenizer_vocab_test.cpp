@@ -1,0 +1,118 @@
+// Tokenizers against their references: llama.cpp's vocabulary test vectors (GGUF vocabularies
+// with inputs and expected ids, shared/testdata/tokenizers) and the Llama 2 SentencePiece model
+// (libsentencepiece) against the same vocabulary in llama2.c's tokenizer.bin.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "models/gguf.h"
+#include "models/tokenizer_gguf.h"
+#include "models/mapped_file.h"
+#include "models/tokenizer.h"
+
+namespace brigade {
+namespace {
+
+const std::string kDir = std::string(BRIGADE_TESTDATA) + "/tokenizers/";
+
+struct VocabCase {
+  std::string text;
+  std::vector<int32_t> ids;
+};
+
+// .inp: inputs separated by "\n__ggml_vocab_test__\n" (the file ends with one); .out: one line
+// of space-separated ids per input.
+std::vector<VocabCase> read_vectors(const std::string& vocab) {
+  auto inp = read_text_file(kDir + vocab + ".inp");
+  auto out = read_text_file(kDir + vocab + ".out");
+  EXPECT_TRUE(inp.has_value() && out.has_value());
+  if (!inp || !out) return {};
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<VocabCase> cases;
+  for (size_t pos = 0; pos < inp->size();) {
+    const size_t end = inp->find(sep, pos);
+    if (end == std::string::npos) break;
+    cases.push_back({inp->substr(pos, end - pos), {}});
+    pos = end + sep.size();
+  }
+  std::istringstream lines(*out);
+  std::string line;
+  for (auto& c : cases) {
+    if (!std::getline(lines, line)) break;
+    std::istringstream ids(line);
+    for (int32_t id; ids >> id;) c.ids.push_back(id);
+  }
+  return cases;
+}
+
+class LlamaCppVocab : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LlamaCppVocab, EncodesEveryInputExactlyAndDecodesBack) {
+  const std::string file = "ggml-vocab-" + GetParam() + ".gguf";
+  if (!std::filesystem::exists(kDir + file)) GTEST_SKIP() << "test data absent: " << kDir + file;
+  auto tok = Tokenizer::load(kDir + file);
+  ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+  const auto cases = read_vectors(file);
+  ASSERT_GT(cases.size(), 30u);
+  for (const auto& c : cases) {
+    auto ids = (*tok)->encode(c.text, /*add_bos=*/false);
+    ASSERT_TRUE(ids.has_value()) << ids.status().to_string();
+    EXPECT_EQ(*ids, c.ids) << "input: '" << c.text << "'";
+    auto text = (*tok)->decode(*ids);
+    ASSERT_TRUE(text.has_value());
+    EXPECT_EQ(*text, c.text) << "decode of input '" << c.text << "'";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Vectors, LlamaCppVocab, ::testing::Values("gpt-2", "llama-spm", "deepseek-llm"),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           std::string n = p.param;
+                           for (char& ch : n) if (ch == '-') ch = '_';
+                           return n;
+                         });
+
+TEST(SentencePieceVsLlama2c, AgreeOnAVariedCorpus) {
+  const std::string model = kDir + "llama2-tokenizer.model", bin = kDir + "llama2c-tokenizer.bin";
+  if (!std::filesystem::exists(model) || !std::filesystem::exists(bin)) GTEST_SKIP() << "test data absent: " << kDir;
+  auto sp = Tokenizer::load(model);
+  auto l2c = Tokenizer::load(bin);
+  ASSERT_TRUE(sp.has_value()) << sp.status().to_string();
+  ASSERT_TRUE(l2c.has_value()) << l2c.status().to_string();
+  EXPECT_EQ((*sp)->vocab_size(), 32000);
+  EXPECT_EQ((*l2c)->vocab_size(), 32000);
+  const std::vector<std::string> corpus = {
+      "", " ", "  ", "   leading", "trailing   ", "Hello world", "Hello, World! How are you?",
+      "tabs\tand\nnewlines\n\n", "digits 0 12 345 6789 3.14159 1,000,000", "Führer café naïve résumé",
+      "Привет, мир", "日本語のテキスト", "中文 测试", "한국어", "emoji 🦙🚀 ✅ 😶‍🌫️", "mixed ünï©ødé ☃ ∑ ∞",
+      "a  b   c    d", "don't won't I'll we've", "<html><body>x</body></html>", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 and ꙮ",
+      "Once upon a time, there was a little girl named Lily."};
+  for (const auto& text : corpus) {
+    auto a = (*sp)->encode(text, false);
+    auto b = (*l2c)->encode(text, false);
+    ASSERT_TRUE(a.has_value() && b.has_value());
+    EXPECT_EQ(*a, *b) << "text: '" << text << "'";
+    auto back = (*l2c)->decode(*b);
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(*back, text);
+  }
+  auto with_bos = (*sp)->encode("Hi", true);
+  ASSERT_TRUE(with_bos.has_value());
+  EXPECT_EQ(with_bos->front(), 1);
+}
+
+TEST(TokenizerFiles, BadInputsAreClearErrors) {
+  const std::string gpt2 = kDir + "ggml-vocab-gpt-2.gguf";
+  if (!std::filesystem::exists(gpt2)) GTEST_SKIP() << "test data absent: " << gpt2;
+  auto tok = Tokenizer::load(gpt2);
+  ASSERT_TRUE(tok.has_value());
+  auto bad = (*tok)->encode("ok \xff\xfe", false);
+  EXPECT_EQ(bad.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(bad.status().message().find("UTF-8"), std::string::npos);
+  EXPECT_EQ(Tokenizer::load(kDir + "nope.gguf").status().code(), StatusCode::not_found);
+  EXPECT_EQ(gguf_pretokenizer_patterns("mystery").status().code(), StatusCode::unsupported);
+  EXPECT_NE(gguf_pretokenizer_patterns("mystery").status().message().find("deepseek-llm"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace brigade
