@@ -33,6 +33,10 @@ class Checkpoint {
   Expected<RawTensor> tensor(const std::string& name) const;
   // As above, and corrupt unless its shape is exactly `shape` (the message gives both).
   Expected<RawTensor> tensor(const std::string& name, const std::vector<int64_t>& shape) const;
+  // A checkpoint over tensors in memory the caller keeps alive while it is used (synthetic:
+  // specs, defined in models/synthetic_source.cpp).
+  static std::unique_ptr<Checkpoint> from_memory(std::string path, ModelConfig config,
+                                                 std::map<std::string, RawTensor> tensors);
 
  private:
   Status open_directory();
