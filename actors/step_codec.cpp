@@ -10,6 +10,9 @@ SamplingConfig decode_sampling(schema::SamplingParams::Reader p) {
   c.top_p = p.getTopP();
   c.top_k = p.getTopK();
   c.min_p = p.getMinP();
+  c.repetition_penalty = p.getRepetitionPenalty();
+  c.presence_penalty = p.getPresencePenalty();
+  c.frequency_penalty = p.getFrequencyPenalty();
   c.seed = p.getSeed();
   return c;
 }
@@ -19,6 +22,9 @@ void encode_sampling(const SamplingConfig& c, schema::SamplingParams::Builder b)
   b.setTopP(c.top_p);
   b.setTopK(c.top_k);
   b.setMinP(c.min_p);
+  b.setRepetitionPenalty(c.repetition_penalty);
+  b.setPresencePenalty(c.presence_penalty);
+  b.setFrequencyPenalty(c.frequency_penalty);
   b.setSeed(c.seed);
   b.setHasSeed(true);
 }
@@ -39,6 +45,7 @@ step_plan_msg encode_step_plan(const PlannedStep& step) {
       encode_sampling(w.sampling, s.initSampling());
       s.getSampling().setLogprobs(w.logprobs);
       s.setNGenerated(w.n_generated);
+      s.setPromptLen(w.prompt_len);
     }
     auto rel = b.initReleased(static_cast<unsigned>(step.released.size()));
     for (unsigned i = 0; i < step.released.size(); ++i) rel.set(i, step.released[i]);
@@ -59,6 +66,7 @@ PlannedStep decode_step_plan(schema::StepPlan::Reader plan) {
     w.sampling = decode_sampling(s.getSampling());
     w.logprobs = s.getSampling().getLogprobs();
     w.n_generated = s.getNGenerated();
+    w.prompt_len = s.getPromptLen();
     step.n_tokens += static_cast<int>(w.tokens.size());
     step.seqs.push_back(std::move(w));
   }
@@ -77,6 +85,12 @@ step_result_msg encode_step_result(uint64_t step_id, const std::vector<SampledRe
       auto lp = list[i].initLogprob();
       lp.setTokenId(sampled[i].token);
       lp.setLogprob(sampled[i].logprob);
+      const auto& top = sampled[i].top;
+      auto tl = lp.initTop(static_cast<unsigned>(top.size()));
+      for (unsigned j = 0; j < top.size(); ++j) {
+        tl[j].setTokenId(top[j].first);
+        tl[j].setLogprob(top[j].second);
+      }
     }
     b.setNTokens(n_tokens);
     b.setForwardMicros(forward_us);
@@ -97,7 +111,9 @@ DecodedStepResult decode_step_result(schema::StepResult::Reader result) {
   out.forward_us = result.getForwardMicros();
   out.n_tokens = result.getNTokens();
   for (auto s : result.getSampled()) {
-    out.sampled.push_back({s.getSeqId(), s.getTokenId(), s.getLogprob().getLogprob()});
+    SampledResult r{s.getSeqId(), s.getTokenId(), s.getLogprob().getLogprob(), {}};
+    for (auto t : s.getLogprob().getTop()) r.top.emplace_back(t.getTokenId(), t.getLogprob());
+    out.sampled.push_back(std::move(r));
   }
   return out;
 }
@@ -123,6 +139,14 @@ token_event_msg encode_event(const SeqEvent& ev) {
       for (unsigned i = 0; i < ev.logprobs.size(); ++i) {
         lps[i].setTokenId(ev.new_tokens[i]);
         lps[i].setLogprob(ev.logprobs[i]);
+        if (i < ev.top_logprobs.size()) {
+          const auto& top = ev.top_logprobs[i];
+          auto tl = lps[i].initTop(static_cast<unsigned>(top.size()));
+          for (unsigned j = 0; j < top.size(); ++j) {
+            tl[j].setTokenId(top[j].first);
+            tl[j].setLogprob(top[j].second);
+          }
+        }
       }
     }
     if (!ev.error.empty()) b.setError(ev.error);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/sampling.h"
@@ -20,6 +21,7 @@ struct SeqWorkItem {
   uint32_t n_generated = 0;
   int logprobs = -1;
   bool use_last_sampled = false;  // tokens[0] is the token the executor sampled last
+  int prompt_len = 0;             // positions [0, prompt_len) are prompt, later ones output
 };
 
 struct PlannedStep {
@@ -33,6 +35,7 @@ struct SampledResult {
   uint64_t seq_id = 0;
   int32_t token = 0;
   float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;  // most likely alternatives, when asked
 };
 
 }  // namespace brigade

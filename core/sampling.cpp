@@ -46,6 +46,42 @@ float log_softmax_at(std::span<const float> logits, int32_t index) {
   return static_cast<float>(static_cast<double>(logits[static_cast<size_t>(index)] - mx) - std::log(sum));
 }
 
+void apply_penalties(std::span<float> logits, const SamplingConfig& cfg, const PenaltyHistory& history) {
+  const auto in_vocab = [&](int32_t t) { return t >= 0 && static_cast<size_t>(t) < logits.size(); };
+  if (cfg.repetition_penalty != 1.0f) {
+    for (int32_t t : history.seen) {
+      if (!in_vocab(t)) continue;
+      float& v = logits[static_cast<size_t>(t)];
+      v = v > 0.0f ? v / cfg.repetition_penalty : v * cfg.repetition_penalty;
+    }
+  }
+  if (cfg.presence_penalty != 0.0f || cfg.frequency_penalty != 0.0f) {
+    for (const auto& [t, n] : history.output_counts) {
+      if (!in_vocab(t) || n <= 0) continue;
+      logits[static_cast<size_t>(t)] -= cfg.presence_penalty + cfg.frequency_penalty * static_cast<float>(n);
+    }
+  }
+}
+
+std::vector<std::pair<int32_t, float>> top_logprobs(std::span<const float> logits, int k) {
+  std::vector<std::pair<int32_t, float>> out;
+  if (k <= 0 || logits.empty()) return out;
+  const size_t n = std::min(static_cast<size_t>(k), logits.size());
+  std::vector<int32_t> ids(logits.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(), [&](int32_t a, int32_t b) {
+    const float la = logits[static_cast<size_t>(a)], lb = logits[static_cast<size_t>(b)];
+    return la > lb || (la == lb && a < b);
+  });
+  float mx = logits[static_cast<size_t>(ids[0])];
+  double sum = 0.0;
+  for (float v : logits) sum += std::exp(static_cast<double>(v - mx));
+  const double log_z = static_cast<double>(mx) + std::log(sum);
+  for (size_t i = 0; i < n; ++i)
+    out.emplace_back(ids[i], static_cast<float>(static_cast<double>(logits[static_cast<size_t>(ids[i])]) - log_z));
+  return out;
+}
+
 SampleOutput sample_token(std::span<const float> logits, const SamplingConfig& cfg,
                           uint64_t n_generated, bool with_logprob) {
   SampleOutput out;

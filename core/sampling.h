@@ -5,6 +5,9 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace brigade {
@@ -14,8 +17,31 @@ struct SamplingConfig {
   float top_p = 1.0f;        // (0, 1]
   int top_k = 0;             // 0 = off
   float min_p = 0.0f;        // [0, 1): drop tokens below min_p * p(max)
+  float repetition_penalty = 1.0f;  // > 0; 1 = off
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
   uint64_t seed = 0;
+
+  bool has_penalties() const {
+    return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
+  }
 };
+
+// What penalties need to know of one sequence: every token seen (prompt and output) and how
+// often each token occurs in the output.
+struct PenaltyHistory {
+  std::unordered_set<int32_t> seen;
+  std::unordered_map<int32_t, int> output_counts;
+};
+
+// Applies the penalties of cfg to logits in place (vLLM/Hugging Face semantics):
+// repetition: a seen token's logit is divided by the penalty when positive, multiplied when not;
+// presence: subtracted once from each token that occurs in the output;
+// frequency: subtracted once per occurrence in the output.
+void apply_penalties(std::span<float> logits, const SamplingConfig& cfg, const PenaltyHistory& history);
+
+// The k most likely tokens with their log-softmax values, best first (ties: lower id first).
+std::vector<std::pair<int32_t, float>> top_logprobs(std::span<const float> logits, int k);
 
 struct SampleOutput {
   int32_t token = 0;

@@ -17,7 +17,8 @@ struct SeqWork {
   sample @5 :Bool;                 # sample a token after the last position
   sampling @6 :Req.SamplingParams;
   nGenerated @7 :UInt32;           # tokens generated so far: keys the seeded random stream
-  history @8 :List(Int32);         # ids seen so far, for penalties (sent when penalties are on)
+  promptLen @8 :Int32;             # positions [0, promptLen) are prompt, the rest output: the
+                                   # executor rebuilds penalty history from the tokens it sees
 }
 
 struct StepPlan {

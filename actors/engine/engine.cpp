@@ -60,6 +60,13 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
   if (!(s.top_p > 0.0f && s.top_p <= 1.0f)) return invalid_argument("top_p must be in (0, 1] (got " + std::to_string(s.top_p) + ")");
   if (s.top_k < 0) return invalid_argument("top_k must be >= 0 (got " + std::to_string(s.top_k) + ")");
   if (!(s.min_p >= 0.0f && s.min_p < 1.0f)) return invalid_argument("min_p must be in [0, 1) (got " + std::to_string(s.min_p) + ")");
+  if (!(s.repetition_penalty > 0.0f))
+    return invalid_argument("repetition_penalty must be > 0 (got " + std::to_string(s.repetition_penalty) + ")");
+  if (!(s.presence_penalty >= -2.0f && s.presence_penalty <= 2.0f))
+    return invalid_argument("presence_penalty must be in [-2, 2] (got " + std::to_string(s.presence_penalty) + ")");
+  if (!(s.frequency_penalty >= -2.0f && s.frequency_penalty <= 2.0f))
+    return invalid_argument("frequency_penalty must be in [-2, 2] (got " + std::to_string(s.frequency_penalty) + ")");
+  if (r.logprobs > 20) return invalid_argument("logprobs must be at most 20 (got " + std::to_string(r.logprobs) + ")");
   if (r.prompt_ids.empty() && r.prompt.empty()) return invalid_argument("the prompt is empty: give text or token ids");
   if (r.prompt_ids.empty() && !m.has_tokenizer)
     return invalid_argument("this model has no tokenizer: send the prompt as token ids");
@@ -207,6 +214,9 @@ Expected<uint64_t> EngineImpl::submit(const GenerateOptions& request, EventCallb
     s.setTopP(request.sampling.top_p);
     s.setTopK(request.sampling.top_k);
     s.setMinP(request.sampling.min_p);
+    s.setRepetitionPenalty(request.sampling.repetition_penalty);
+    s.setPresencePenalty(request.sampling.presence_penalty);
+    s.setFrequencyPenalty(request.sampling.frequency_penalty);
     s.setSeed(seed);
     s.setHasSeed(true);
     s.setLogprobs(request.logprobs);

@@ -77,22 +77,60 @@ Expected<std::vector<SampledResult>> StepRunner::run(const PlannedStep& step) {
   BRIGADE_RETURN_IF_ERROR(ensure_logits(std::max(n_rows, 1)));
   Tensor logits = logits_buf_.view(DType::f32, {n_rows, vocab});
   BRIGADE_RETURN_IF_ERROR(model_.forward(batch_, kv_, logits));
+  record_history(step);
   if (n_rows == 0) return out;
   host_logits_.resize(static_cast<size_t>(n_rows * vocab));
   backend_.download(host_logits_.data(), logits);
   out.reserve(static_cast<size_t>(n_rows));
   for (int r = 0; r < n_rows; ++r) {
     const SeqWorkItem& w = step.seqs[sample_items_[static_cast<size_t>(r)]];
-    std::span<const float> row(host_logits_.data() + static_cast<size_t>(r * vocab), static_cast<size_t>(vocab));
-    SampleOutput s = sample_token(row, w.sampling, w.n_generated, w.logprobs >= 0);
-    out.push_back({w.seq_id, s.token, s.logprob});
-    last_sampled_[w.seq_id] = s.token;
+    std::span<float> row(host_logits_.data() + static_cast<size_t>(r * vocab), static_cast<size_t>(vocab));
+    out.push_back(sample_row(w, row));
+    last_sampled_[w.seq_id] = out.back().token;
   }
   return out;
 }
 
+void StepRunner::record_history(const PlannedStep& step) {
+  for (size_t i = 0; i < step.seqs.size(); ++i) {
+    const SeqWorkItem& w = step.seqs[i];
+    if (!w.sampling.has_penalties()) continue;
+    PenaltyHistory& h = history_[w.seq_id];
+    // The tokens as the model saw them (use_last_sampled already resolved in the batch).
+    const int first_row = batch_.q_start[i];
+    for (size_t j = 0; j < w.tokens.size(); ++j) {
+      const int32_t t = batch_.tokens[static_cast<size_t>(first_row) + j];
+      h.seen.insert(t);
+      if (w.start_pos + static_cast<int>(j) >= w.prompt_len) ++h.output_counts[t];
+    }
+  }
+}
+
+// Log-probabilities come from the raw logits (as vLLM's default); penalties then shape the
+// distribution the token is drawn from.
+SampledResult StepRunner::sample_row(const SeqWorkItem& w, std::span<float> row) {
+  SampledResult r{w.seq_id, 0, 0.0f, {}};
+  const bool want_logprob = w.logprobs >= 0;
+  if (want_logprob && w.logprobs > 0) r.top = top_logprobs(row, w.logprobs);
+  if (w.sampling.has_penalties()) {
+    if (want_logprob) raw_row_.assign(row.begin(), row.end());
+    auto h = history_.find(w.seq_id);
+    if (h != history_.end()) apply_penalties(row, w.sampling, h->second);
+    r.token = sample_token(row, w.sampling, w.n_generated, false).token;
+    if (want_logprob) r.logprob = log_softmax_at(raw_row_, r.token);
+  } else {
+    SampleOutput s = sample_token(row, w.sampling, w.n_generated, want_logprob);
+    r.token = s.token;
+    r.logprob = s.logprob;
+  }
+  return r;
+}
+
 void StepRunner::release(std::span<const uint64_t> seq_ids) {
-  for (uint64_t id : seq_ids) last_sampled_.erase(id);
+  for (uint64_t id : seq_ids) {
+    last_sampled_.erase(id);
+    history_.erase(id);
+  }
 }
 
 }  // namespace brigade

@@ -34,6 +34,9 @@ class StepRunner {
  private:
   Status build_batch(const PlannedStep& step);
   Status ensure_logits(int n_rows);
+  // Adds the step's input tokens to the penalty history of sequences that use penalties.
+  void record_history(const PlannedStep& step);
+  SampledResult sample_row(const SeqWorkItem& w, std::span<float> row);
 
   Backend& backend_;
   Model& model_;
@@ -44,6 +47,8 @@ class StepRunner {
   size_t logits_rows_cap_ = 0;
   std::vector<float> host_logits_;
   std::unordered_map<uint64_t, int32_t> last_sampled_;
+  std::unordered_map<uint64_t, PenaltyHistory> history_;  // sequences with penalties only
+  std::vector<float> raw_row_;
 };
 
 }  // namespace brigade

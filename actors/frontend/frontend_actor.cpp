@@ -31,7 +31,12 @@ Event to_event(schema::TokenEvent::Reader r) {
   ev.request_id = r.getRequestId();
   ev.token_ids = to_vector(r.getTokenIds());
   ev.text = r.getText();
-  for (auto lp : r.getLogprobs()) ev.logprobs.push_back(lp.getLogprob());
+  for (auto lp : r.getLogprobs()) {
+    ev.logprobs.push_back(lp.getLogprob());
+    std::vector<std::pair<int32_t, float>> top;
+    for (auto t : lp.getTop()) top.emplace_back(t.getTokenId(), t.getLogprob());
+    if (!top.empty()) ev.top_logprobs.push_back(std::move(top));
+  }
   switch (r.getFinishReason()) {
     case schema::FinishReason::NONE: ev.finish = FinishReason::none; break;
     case schema::FinishReason::STOP: ev.finish = FinishReason::stop; break;

@@ -132,6 +132,7 @@ void SchedulerPolicy::add_work(Seq& s, int budget, PlannedStep& step) {
   w.sampling = s.req.sampling;
   w.n_generated = static_cast<uint32_t>(s.n_generated);
   w.logprobs = s.req.logprobs;
+  w.prompt_len = static_cast<int>(s.req.prompt.size());
   s.inflight_step = step.step_id;
   s.inflight_tokens = chunk;
   step.n_tokens += chunk;
@@ -217,7 +218,10 @@ std::vector<SeqEvent> SchedulerPolicy::complete(uint64_t step_id, std::span<cons
       s.tokens.push_back(hit->second->token);
       ++s.n_generated;
       ev.new_tokens.push_back(hit->second->token);
-      if (s.req.logprobs >= 0) ev.logprobs.push_back(hit->second->logprob);
+      if (s.req.logprobs >= 0) {
+        ev.logprobs.push_back(hit->second->logprob);
+        if (s.req.logprobs > 0) ev.top_logprobs.push_back(hit->second->top);
+      }
     }
     ev.completion_tokens = s.n_generated;
     Finish f = s.aborted ? Finish::abort : finish_of(s);

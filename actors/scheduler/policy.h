@@ -71,6 +71,7 @@ struct SeqEvent {
   int prompt_tokens = 0;
   int completion_tokens = 0;
   StatusCode error_code = StatusCode::ok;
+  std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs;  // per new token, when asked
 };
 
 class SchedulerPolicy {

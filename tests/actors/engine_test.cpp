@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -76,6 +77,57 @@ TEST_F(Stories260K, EightConcurrentEqualTheSingleRequest) {
   ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
   std::vector<GenerateOptions> reqs(8, greedy_ids({1}, 64));
   for (const auto& c : run_concurrently(**engine, reqs)) EXPECT_EQ(c.token_ids, kStoriesReference);
+}
+
+TEST_F(Stories260K, LogprobsAndPenaltiesReachTheSampler) {
+  auto engine = Engine::create(small_options(stories_path()));
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  GenerateOptions r = greedy_ids({1}, 64);
+  r.logprobs = 3;
+  auto c = (*engine)->generate(r);
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->token_ids, kStoriesReference) << "asking for logprobs changes nothing";
+  ASSERT_EQ(c->logprobs.size(), 64u);
+
+  // The greedy reference repeats token 431 thirteen times in a row; a frequency penalty breaks
+  // the run (the penalty grows with every repeat in the output).
+  auto count = [](const std::vector<int32_t>& ids, int32_t t) { return std::count(ids.begin(), ids.end(), t); };
+  r.logprobs = -1;
+  r.sampling.frequency_penalty = 2.0f;
+  auto p = (*engine)->generate(r);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_LT(count(p->token_ids, 431), count(kStoriesReference, 431));
+  r.sampling.frequency_penalty = 0.0f;
+  r.sampling.repetition_penalty = 0.5f;  // < 1 rewards repeats
+  EXPECT_FALSE((*engine)->generate(r)->token_ids == p->token_ids);
+}
+
+TEST_F(Stories260K, TopLogprobsRankTheSampledTokenFirstUnderGreedy) {
+  auto engine = Engine::create(small_options(stories_path()));
+  ASSERT_TRUE(engine.has_value());
+  std::vector<Event> events;
+  std::promise<void> done;
+  GenerateOptions r = greedy_ids({1}, 8);
+  r.logprobs = 4;
+  auto id = (*engine)->submit(r, [&](const Event& ev) {
+    events.push_back(ev);
+    if (ev.finish != FinishReason::none) done.set_value();
+  });
+  ASSERT_TRUE(id.has_value());
+  done.get_future().wait();
+  int n = 0;
+  for (const auto& ev : events) {
+    ASSERT_EQ(ev.top_logprobs.size(), ev.token_ids.size());
+    for (size_t i = 0; i < ev.token_ids.size(); ++i, ++n) {
+      const auto& top = ev.top_logprobs[i];
+      ASSERT_EQ(top.size(), 4u);
+      EXPECT_EQ(top[0].first, ev.token_ids[i]);
+      EXPECT_FLOAT_EQ(top[0].second, ev.logprobs[i]);
+      EXPECT_LT(ev.logprobs[i], 0.0f);
+      for (size_t k = 1; k < top.size(); ++k) EXPECT_LE(top[k].second, top[k - 1].second);
+    }
+  }
+  EXPECT_EQ(n, 8);
 }
 
 class SyntheticEngine : public ::testing::Test {
