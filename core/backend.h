@@ -114,6 +114,17 @@ class Backend {
                          const AttentionMeta& meta, float scale, const Tensor& out) = 0;
   // out [r, d] = x [n, d] rows listed in rows [r] i32.
   virtual void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& out) = 0;
+
+  // ---- step graphs (optional; default: ops run eagerly) ----
+  // The ops and uploads between begin_step(key) and end_step() form one step that a backend may
+  // record and replay as one device graph (CUDA Graphs on the GPU) when the same key comes back.
+  // Replaying is only valid when the step issues the same ops on the same tensors (pointers and
+  // shapes) with the same scalars, only the uploaded bytes differing; a backend that replays
+  // checks this and runs the ops eagerly whenever anything differs, so a bad key costs speed,
+  // never correctness. Inside a step: no download(), synchronize() or prepare_weight(). The
+  // step's results are there once end_step() has returned and the backend is synchronised.
+  virtual void begin_step(uint64_t key) { (void)key; }
+  virtual void end_step() {}
 };
 
 }  // namespace brigade

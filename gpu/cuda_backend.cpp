@@ -10,6 +10,7 @@
 #include "gpu/cuda_check.h"
 #include "gpu/gemm.h"
 #include "gpu/kernels.h"
+#include "gpu/step_graph.h"
 
 namespace brigade {
 namespace gpu {
@@ -33,6 +34,11 @@ std::string cuda_error_string(cudaError_t err) {
 namespace {
 
 using gpu::HeadShape;
+using gpu::Sig;
+
+// Op ids in step signatures.
+enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, kSiluMul, kQkNorm, kRope, kWriteKv,
+                kAttention, kGather, kArgmax, kSample };
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
@@ -48,6 +54,7 @@ class CudaBackendImpl final : public CudaBackend {
   ~CudaBackendImpl() override {
     cudaSetDevice(options_.device);
     if (stream_) cudaStreamSynchronize(stream_);
+    graphs_.reset();
     gemm_.reset();
     rope_tables_.clear();
     partial_ = Buffer();
@@ -63,6 +70,7 @@ class CudaBackendImpl final : public CudaBackend {
     workspace_ = std::move(*ws);
     gemm_ = std::make_unique<gpu::Gemm>(workspace_.data(), workspace_.bytes());
     gpu::attention_init(max_smem);
+    graphs_ = std::make_unique<gpu::StepGraphs>(stream_, options_.use_graphs, options_.step_arena_bytes);
     return Status::ok();
   }
 
@@ -87,11 +95,25 @@ class CudaBackendImpl final : public CudaBackend {
     });
   }
   // The host memory may be reused once upload returns (pageable copies are staged before return).
+  // Inside a step the bytes are staged in the pinned arena (step_graph.h) and copied from there.
   void upload(const Tensor& dst, const void* host_src) override {
     bind();
-    BRIGADE_CUDA_CHECK(cudaMemcpyAsync(dst.data, host_src, dst.nbytes(), cudaMemcpyHostToDevice, stream_));
+    const size_t n = dst.nbytes();
+    const void* src = graphs_->active() ? graphs_->stage(host_src, n) : host_src;
+    if (src == nullptr) {  // arena full: this step runs eagerly, the closure owns a copy
+      auto copy = std::make_shared<std::vector<uint8_t>>(static_cast<const uint8_t*>(host_src),
+                                                         static_cast<const uint8_t*>(host_src) + n);
+      graphs_->record(Sig() << kUpload << dst.data << int64_t(n) << copy->data(), [this, dst, n, copy] {
+        BRIGADE_CUDA_CHECK(cudaMemcpyAsync(dst.data, copy->data(), n, cudaMemcpyHostToDevice, stream_));
+      });
+      return;
+    }
+    graphs_->record(Sig() << kUpload << dst.data << int64_t(n) << src, [this, dst, n, src] {
+      BRIGADE_CUDA_CHECK(cudaMemcpyAsync(dst.data, src, n, cudaMemcpyHostToDevice, stream_));
+    });
   }
   void download(void* host_dst, const Tensor& src) override {
+    BRIGADE_CHECK(!graphs_->active(), "download() inside a step");
     bind();
     BRIGADE_CUDA_CHECK(cudaMemcpyAsync(host_dst, src.data, src.nbytes(), cudaMemcpyDeviceToHost, stream_));
     BRIGADE_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -100,6 +122,7 @@ class CudaBackendImpl final : public CudaBackend {
   // Float weights become bf16 (the tensor-core GEMMs and the embedding read bf16); other types
   // are copied as they are. `want` other than bf16 for a float weight is unsupported.
   Expected<OwnedTensor> prepare_weight(const Tensor& host, std::optional<DType> want) override {
+    BRIGADE_CHECK(!graphs_->active(), "prepare_weight() inside a step");
     bind();
     if (!is_float(host.dtype)) {
       if (want && *want != host.dtype)
@@ -134,6 +157,7 @@ class CudaBackendImpl final : public CudaBackend {
     return OwnedTensor{std::move(*buf), dst};
   }
   void synchronize() override {
+    BRIGADE_CHECK(!graphs_->active(), "synchronize() inside a step");
     bind();
     BRIGADE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
@@ -143,36 +167,43 @@ class CudaBackendImpl final : public CudaBackend {
     BRIGADE_CHECK(out.dtype == DType::bf16 && out.numel() == n * d, "embedding: out [n, d] bf16");
     BRIGADE_CHECK(table.dtype == DType::bf16 || table.dtype == DType::f32, "embedding: table bf16 or f32");
     bind();
-    gpu::launch_embedding(table.data, table.dtype, ids.as<const int32_t>(), n, d, table.dim(0), out.data, stream_);
+    graphs_->record(Sig() << kEmbedding << table << ids << out, [=, this] {
+      gpu::launch_embedding(table.data, table.dtype, ids.as<const int32_t>(), n, d, table.dim(0), out.data, stream_);
+    });
   }
   void matmul(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) override {
     bind();
-    gemm_->run(x, w, bias, out, stream_);
+    graphs_->record(Sig() << kMatmul << x << w << bias << out, [=, this] { gemm_->run(x, w, bias, out, stream_); });
   }
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override {
     check_norm(x, weight, out);
     bind();
-    gpu::launch_rms_norm(nullptr, x.data, weight.data, weight.dtype, eps, out.data, x.dim(0), x.row_numel(), stream_);
+    graphs_->record(Sig() << kRmsNorm << x << weight << eps << out, [=, this] {
+      gpu::launch_rms_norm(nullptr, x.data, weight.data, weight.dtype, eps, out.data, x.dim(0), x.row_numel(), stream_);
+    });
   }
   void add_rms_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
                     const Tensor& out) override {
     check_norm(residual, weight, out);
     BRIGADE_CHECK(x.dtype == DType::bf16 && x.numel() == residual.numel(), "add_rms_norm: x [n, d] bf16");
     bind();
-    gpu::launch_rms_norm(residual.data, x.data, weight.data, weight.dtype, eps, out.data, residual.dim(0),
-                         residual.row_numel(), stream_);
+    graphs_->record(Sig() << kAddRmsNorm << residual << x << weight << eps << out, [=, this] {
+      gpu::launch_rms_norm(residual.data, x.data, weight.data, weight.dtype, eps, out.data, residual.dim(0),
+                           residual.row_numel(), stream_);
+    });
   }
   void add(const Tensor& a, const Tensor& b) override {
     BRIGADE_CHECK(a.numel() == b.numel() && a.dtype == DType::bf16 && b.dtype == DType::bf16, "add: a, b [n, d] bf16");
     bind();
-    gpu::launch_add(a.data, b.data, a.numel(), stream_);
+    graphs_->record(Sig() << kAdd << a << b, [=, this] { gpu::launch_add(a.data, b.data, a.numel(), stream_); });
   }
   void silu_mul(const Tensor& gate_up, const Tensor& out) override {
     const int64_t n = gate_up.dim(0), inter = gate_up.row_numel() / 2;
     BRIGADE_CHECK(gate_up.row_numel() == 2 * inter && out.numel() == n * inter && out.dtype == DType::bf16 &&
                       gate_up.dtype == DType::bf16, "silu_mul: gate_up [n, 2I], out [n, I] bf16");
     bind();
-    gpu::launch_silu_mul(gate_up.data, out.data, n, inter, stream_);
+    graphs_->record(Sig() << kSiluMul << gate_up << out,
+                    [=, this] { gpu::launch_silu_mul(gate_up.data, out.data, n, inter, stream_); });
   }
   void qk_head_norm(const Tensor& qkv, const QkvLayout& l, const Tensor& q_weight, const Tensor& k_weight,
                     float eps) override {
@@ -181,8 +212,11 @@ class CudaBackendImpl final : public CudaBackend {
                       (q_weight.dtype == DType::f32 || q_weight.dtype == DType::bf16),
                   "qk_head_norm: qkv [n, row_width], weights [head_dim] f32 or bf16");
     bind();
-    gpu::launch_qk_head_norm(qkv.data, qkv.dim(0), head_shape(l), q_weight.data, k_weight.data, q_weight.dtype,
-                             eps, stream_);
+    graphs_->record(Sig() << kQkNorm << qkv << l.n_heads << l.n_kv_heads << l.head_dim << q_weight << k_weight << eps,
+                    [=, this] {
+                      gpu::launch_qk_head_norm(qkv.data, qkv.dim(0), head_shape(l), q_weight.data, k_weight.data,
+                                               q_weight.dtype, eps, stream_);
+                    });
   }
   void rope(const Tensor& qkv, const QkvLayout& l, const Tensor& positions, const RopeConfig& cfg) override {
     BRIGADE_CHECK(cfg.rotary_dim % 2 == 0 && cfg.rotary_dim <= l.head_dim &&
@@ -191,8 +225,16 @@ class CudaBackendImpl final : public CudaBackend {
     BRIGADE_CHECK(qkv.row_numel() == l.row_width() && positions.numel() == qkv.dim(0),
                   "rope: qkv [n, row_width], positions [n]");
     bind();
-    gpu::launch_rope(qkv.data, qkv.dim(0), head_shape(l), positions.as<const int32_t>(), rope_table(cfg.inv_freq),
-                     cfg.rotary_dim, cfg.style == RopeStyle::neox, cfg.attention_factor, stream_);
+    const float* table = rope_table(cfg.inv_freq);
+    const int rotary_dim = cfg.rotary_dim;
+    const bool neox = cfg.style == RopeStyle::neox;
+    const float factor = cfg.attention_factor;
+    graphs_->record(Sig() << kRope << qkv << l.n_heads << l.n_kv_heads << l.head_dim << positions << table << rotary_dim
+                          << neox << factor,
+                    [=, this] {
+                      gpu::launch_rope(qkv.data, qkv.dim(0), head_shape(l), positions.as<const int32_t>(), table,
+                                       rotary_dim, neox, factor, stream_);
+                    });
   }
   void write_kv(const KvLayer& cache, const Tensor& qkv, const QkvLayout& l, const Tensor& slots) override {
     const int64_t page_size = cache.k.dim(1), n_pages = cache.k.dim(0);
@@ -202,8 +244,11 @@ class CudaBackendImpl final : public CudaBackend {
     BRIGADE_CHECK(cache.k.dtype == cache.v.dtype && (cache.k.dtype == DType::bf16 || cache.k.dtype == DType::f32),
                   "the GPU KV cache is bf16 or f32");
     bind();
-    gpu::launch_write_kv(cache.k.data, cache.v.data, cache.k.dtype, qkv.data, qkv.dim(0), head_shape(l),
-                         slots.as<const int32_t>(), n_pages * page_size, stream_);
+    graphs_->record(Sig() << kWriteKv << cache.k << cache.v << qkv << l.n_heads << l.n_kv_heads << l.head_dim << slots,
+                    [=, this] {
+                      gpu::launch_write_kv(cache.k.data, cache.v.data, cache.k.dtype, qkv.data, qkv.dim(0),
+                                           head_shape(l), slots.as<const int32_t>(), n_pages * page_size, stream_);
+                    });
   }
   void attention(const Tensor& qkv, const QkvLayout& l, const KvLayer& cache, const AttentionMeta& meta,
                  float scale, const Tensor& out) override;
@@ -212,22 +257,41 @@ class CudaBackendImpl final : public CudaBackend {
     BRIGADE_CHECK(out.dtype == x.dtype && out.numel() == r * x.row_numel() && dtype_size(x.dtype) == 2,
                   "gather_rows: out [r, d], 2-byte elements");
     bind();
-    gpu::launch_gather_rows(x.data, x.row_numel() * 2, rows.as<const int32_t>(), r, x.dim(0), out.data, stream_);
+    graphs_->record(Sig() << kGather << x << rows << out, [=, this] {
+      gpu::launch_gather_rows(x.data, x.row_numel() * 2, rows.as<const int32_t>(), r, x.dim(0), out.data, stream_);
+    });
+  }
+
+  void begin_step(uint64_t key) override {
+    bind();
+    graphs_->begin(key);
+  }
+  void end_step() override {
+    bind();
+    graphs_->end();
+  }
+  CudaGraphStats graph_stats() const override {
+    const gpu::GraphStats s = graphs_->stats();
+    return {s.replays, s.captures, s.eager_steps};
   }
 
   void argmax(const Tensor& logits, const Tensor& tokens) override {
     BRIGADE_CHECK(logits.dtype == DType::f32 && logits.ndim == 2 && tokens.numel() == logits.dim(0),
                   "argmax: logits [n, vocab] f32, tokens [n]");
     bind();
-    gpu::launch_argmax(logits.as<const float>(), logits.dim(0), logits.dim(1), tokens.as<int32_t>(), stream_);
+    graphs_->record(Sig() << kArgmax << logits << tokens, [=, this] {
+      gpu::launch_argmax(logits.as<const float>(), logits.dim(0), logits.dim(1), tokens.as<int32_t>(), stream_);
+    });
   }
   void sample(const Tensor& logits, const Tensor& params, const Tensor& tokens) override {
     BRIGADE_CHECK(logits.dtype == DType::f32 && logits.ndim == 2 && tokens.numel() == logits.dim(0) &&
                       params.nbytes() >= static_cast<size_t>(logits.dim(0)) * sizeof(SampleParams),
                   "sample: logits [n, vocab] f32, params [n] SampleParams, tokens [n]");
     bind();
-    gpu::launch_sample(logits.as<const float>(), params.data, logits.dim(0), logits.dim(1), tokens.as<int32_t>(),
-                       stream_);
+    graphs_->record(Sig() << kSample << logits << params << tokens, [=, this] {
+      gpu::launch_sample(logits.as<const float>(), params.data, logits.dim(0), logits.dim(1), tokens.as<int32_t>(),
+                         stream_);
+    });
   }
 
  private:
@@ -248,6 +312,7 @@ class CudaBackendImpl final : public CudaBackend {
   cudaStream_t stream_ = nullptr;
   Buffer workspace_;
   std::unique_ptr<gpu::Gemm> gemm_;
+  std::unique_ptr<gpu::StepGraphs> graphs_;
   std::vector<std::pair<std::vector<float>, Buffer>> rope_tables_;
   Buffer partial_;
 };
@@ -257,7 +322,9 @@ const float* CudaBackendImpl::rope_table(const std::vector<float>& inv_freq) {
     if (freq == inv_freq) return static_cast<const float*>(buf.data());
   auto buf = allocate(inv_freq.size() * sizeof(float));
   BRIGADE_CHECK(buf.has_value(), "GPU memory for a RoPE table (a few hundred bytes)");
-  BRIGADE_CUDA_CHECK(cudaMemcpy(buf->data(), inv_freq.data(), inv_freq.size() * sizeof(float), cudaMemcpyHostToDevice));
+  // On the stream, so the kernels queued after it see the table (pageable: staged before return).
+  BRIGADE_CUDA_CHECK(cudaMemcpyAsync(buf->data(), inv_freq.data(), inv_freq.size() * sizeof(float),
+                                     cudaMemcpyHostToDevice, stream_));
   rope_tables_.emplace_back(inv_freq, std::move(*buf));
   return static_cast<const float*>(rope_tables_.back().second.data());
 }
@@ -265,7 +332,8 @@ const float* CudaBackendImpl::rope_table(const std::vector<float>& inv_freq) {
 void CudaBackendImpl::ensure_partial(int64_t floats) {
   const size_t bytes = static_cast<size_t>(floats) * sizeof(float);
   if (partial_.bytes() >= bytes) return;
-  partial_ = Buffer();  // cudaFree waits for kernels still reading the old one
+  graphs_->drop_all(std::move(partial_));  // graphs use the old one; ops of this step may too
+  partial_ = Buffer();
   auto buf = allocate(std::max<size_t>(bytes, size_t{4} << 20));
   BRIGADE_CHECK(buf.has_value(), "GPU memory for the attention split workspace");
   partial_ = std::move(*buf);
@@ -307,13 +375,19 @@ void CudaBackendImpl::attention(const Tensor& qkv, const QkvLayout& l, const KvL
   const int64_t base = int64_t{meta.n_seqs} * l.n_kv_heads * ((meta.max_q_len + rows - 1) / rows);
   const int64_t want = (2 * int64_t{sm_count_} + base - 1) / std::max<int64_t>(base, 1);
   const int64_t by_len = std::max(1, meta.max_ctx_len / 128);
-  a.n_splits = static_cast<int>(std::clamp<int64_t>(std::min(want, by_len), 1, options_.max_attention_splits));
+  // Inside a step the length cap is skipped so the split count (launch geometry) stays the same
+  // from step to step and one graph serves them all; splits past the context do no work.
+  const int64_t splits = graphs_->active() ? want : std::min(want, by_len);
+  a.n_splits = static_cast<int>(std::clamp<int64_t>(splits, 1, options_.max_attention_splits));
   bind();
   if (a.n_splits > 1) {
     ensure_partial(gpu::attention_partial_floats(a));
     a.partial = static_cast<float*>(partial_.data());
   }
-  gpu::launch_attention(a, stream_);
+  graphs_->record(Sig() << kAttention << qkv << cache.k << cache.v << meta.q_start << meta.ctx_len << meta.block_table
+                        << a.n_seqs << a.max_q_len << a.sliding_window << scale << out << a.n_splits << a.partial
+                        << l.n_heads << l.n_kv_heads << l.head_dim,
+                  [a, this] { gpu::launch_attention(a, stream_); });
 }
 
 }  // namespace

@@ -23,6 +23,16 @@ struct CudaBackendOptions {
   // Upper bound on KV splits of one attention launch (flash decoding); the attention workspace
   // holds this many partial results per query row and head.
   int max_attention_splits = 32;
+  // Replay steps (Backend::begin_step / end_step) as CUDA Graphs; false runs them eagerly.
+  bool use_graphs = true;
+  // Pinned host memory for the uploads of one step (tokens, positions, slots, block table...).
+  size_t step_arena_bytes = 16u << 20;
+};
+
+struct CudaGraphStats {
+  int64_t replays = 0;      // steps run as one graph launch (including the capturing step)
+  int64_t captures = 0;     // graphs captured
+  int64_t eager_steps = 0;  // steps run op by op (a signature's first sight, or a mismatch)
 };
 
 // Per-row sampling parameters, an array of them in device memory ([n] of this struct).
@@ -39,7 +49,10 @@ struct SampleParams {
 };
 static_assert(sizeof(SampleParams) == 32, "SampleParams is uploaded as raw bytes");
 
-// The CUDA backend's interface: Backend plus device sampling for the executor.
+// The CUDA backend's interface: Backend plus device sampling for the executor. Steps between
+// begin_step(key) and end_step() are replayed as CUDA Graphs (gpu/step_graph.h): use one key per
+// batch-size bucket and keep the step's tensors (scratch, int arrays, block table width) fixed
+// within a bucket; anything else runs eagerly, correctly.
 class CudaBackend : public Backend {
  public:
   // tokens [n] i32 = argmax over each row of logits [n, vocab] f32 (lowest index on ties).
@@ -48,6 +61,8 @@ class CudaBackend : public Backend {
   // logits and then to the smallest prefix (by probability) whose mass reaches top_p.
   // params [n] SampleParams in device memory (see above), logits [n, vocab] f32.
   virtual void sample(const Tensor& logits, const Tensor& params, const Tensor& tokens) = 0;
+  // How steps ran so far (begin_step / end_step).
+  virtual CudaGraphStats graph_stats() const = 0;
   // Properties of the device, for benchmarks and logs.
   virtual int sm_count() const = 0;
   virtual void* stream() const = 0;  // the cudaStream_t every op is queued on

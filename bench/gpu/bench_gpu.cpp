@@ -1,0 +1,223 @@
+// GPU end-to-end benchmark: decode tokens/s at several batch sizes (CUDA Graphs off and on) and
+// prefill tokens/s, for a model with random weights made in memory (default synthetic:llama3-8b).
+//
+// Ceilings measured in the same run (gpu/roofline.h): HBM copy bandwidth (read + write bytes/s)
+// and the bf16 GEMM rate. For each case:
+//   hbm  = achieved bytes/s over the copy bandwidth, bytes per decode step = weights + the KV
+//          rows read by attention (the HBM roofline of a memory-bound step; 1.0 = at the roof);
+//   gemm = achieved FLOP/s (2 x matmul params x tokens + attention) over the GEMM rate.
+// Decode sequences start at --ctx tokens of (zeroed) KV and grow by one per step; one step =
+// forward + device argmax. Each result is also printed as one "RESULT key=value ..." line.
+//
+// Usage: bench_gpu [--model SPEC] [--batches 1,8,64,256] [--ctx 512] [--steps 32] [--prefill 2048]
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gpu/cuda_backend.h"
+#include "gpu/roofline.h"
+#include "models/model.h"
+
+namespace brigade {
+namespace {
+
+struct Options {
+  std::string model = "synthetic:llama3-8b";
+  std::vector<int> batches = {1, 8, 64, 256};
+  int ctx = 512;
+  int steps = 32;
+  int prefill = 2048;
+};
+
+constexpr int kPageSize = 16;
+constexpr int kWarmup = 3;  // eager, capture, one replay
+
+bool parse(int argc, char** argv, Options& o) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--model") o.model = v;
+    else if (k == "--ctx") o.ctx = std::atoi(v.c_str());
+    else if (k == "--steps") o.steps = std::atoi(v.c_str());
+    else if (k == "--prefill") o.prefill = std::atoi(v.c_str());
+    else if (k == "--batches") {
+      o.batches.clear();
+      std::stringstream ss(v);
+      std::string b;
+      while (std::getline(ss, b, ',')) o.batches.push_back(std::atoi(b.c_str()));
+    } else {
+      return false;
+    }
+  }
+  return argc % 2 == 1 && o.ctx > 0 && o.steps > 0 && o.prefill >= 0 && !o.batches.empty();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct Bench {
+  CudaBackend& gpu;
+  Model& model;
+  KvCache& kv;
+  double copy_gbps, gemm_tflops;
+  int pages_per_seq;
+
+  const ModelConfig& cfg() const { return model.config(); }
+  // Parameters that take part in matmuls (all but the embedding table; lm_head counts once).
+  double matmul_params() const {
+    return static_cast<double>(model.n_params()) - static_cast<double>(cfg().vocab_size) * cfg().hidden_size * (cfg().tie_embeddings ? 0 : 1);
+  }
+  double kv_bytes_per_token() const {
+    return 2.0 * cfg().n_layers * cfg().n_kv_heads * cfg().head_dim * 2.0;  // K and V, bf16
+  }
+
+  // One decode step of `batch` sequences whose contexts hold ctx tokens before it.
+  StepBatch decode_batch(int batch, int ctx, std::mt19937& rng) const {
+    StepBatch b;
+    b.max_blocks = pages_per_seq;
+    b.q_start.push_back(0);
+    for (int s = 0; s < batch; ++s) {
+      b.tokens.push_back(static_cast<int32_t>(rng() % static_cast<unsigned>(cfg().vocab_size)));
+      b.positions.push_back(ctx);
+      b.slots.push_back((s * pages_per_seq + ctx / kPageSize) * kPageSize + ctx % kPageSize);
+      b.q_start.push_back(s + 1);
+      b.ctx_len.push_back(ctx + 1);
+      for (int p = 0; p < pages_per_seq; ++p) b.block_table.push_back(s * pages_per_seq + p);
+      b.logit_rows.push_back(s);
+    }
+    return b;
+  }
+
+  void step(const StepBatch& b, const Tensor& logits, const Tensor& tokens, bool graphs) {
+    if (graphs) gpu.begin_step(static_cast<uint64_t>(b.n_seqs()));
+    const Status st = model.forward(b, kv, logits);
+    BRIGADE_CHECK(st.is_ok(), "benchmark step runs");
+    gpu.argmax(logits, tokens);
+    if (graphs) gpu.end_step();
+  }
+
+  void decode(int batch, int ctx, int steps, bool graphs) {
+    std::mt19937 rng(static_cast<unsigned>(batch));
+    auto lbuf = gpu.allocate(static_cast<size_t>(batch) * cfg().vocab_size * 4);
+    auto tbuf = gpu.allocate(static_cast<size_t>(batch) * 4);
+    BRIGADE_CHECK(lbuf.has_value() && tbuf.has_value(), "GPU memory for logits");
+    const Tensor logits = lbuf->view(DType::f32, {batch, cfg().vocab_size});
+    const Tensor tokens = tbuf->view(DType::i32, {batch});
+    for (int s = 0; s < kWarmup; ++s) step(decode_batch(batch, ctx + s, rng), logits, tokens, graphs);
+    gpu.synchronize();
+    const CudaGraphStats g0 = gpu.graph_stats();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int s = 0; s < steps; ++s) step(decode_batch(batch, ctx + kWarmup + s, rng), logits, tokens, graphs);
+    gpu.synchronize();
+    const double secs = seconds_since(t0);
+    const CudaGraphStats g1 = gpu.graph_stats();
+    const double avg_ctx = ctx + kWarmup + steps / 2.0;
+    const double bytes = static_cast<double>(model.weight_bytes()) + batch * avg_ctx * kv_bytes_per_token();
+    const double flops = batch * (2.0 * matmul_params() +
+                                  4.0 * avg_ctx * cfg().n_heads * cfg().head_dim * cfg().n_layers);
+    const double step_s = secs / steps;
+    std::printf("RESULT name=decode batch=%d graphs=%s ctx=%d tok_s=%.1f ms_step=%.3f hbm=%.3f gemm=%.4f replays=%lld\n",
+                batch, graphs ? "on" : "off", ctx, batch / step_s, step_s * 1e3, bytes / step_s / (copy_gbps * 1e9),
+                flops / step_s / (gemm_tflops * 1e12), static_cast<long long>(g1.replays - g0.replays));
+    std::fflush(stdout);
+  }
+
+  void prefill(int n) {
+    std::vector<int32_t> toks(static_cast<size_t>(n));
+    std::mt19937 rng(7);
+    for (auto& t : toks) t = static_cast<int32_t>(rng() % static_cast<unsigned>(cfg().vocab_size));
+    StepBatch b;
+    b.max_blocks = pages_per_seq;
+    b.q_start = {0, n};
+    b.ctx_len = {n};
+    for (int i = 0; i < n; ++i) {
+      b.tokens.push_back(toks[static_cast<size_t>(i)]);
+      b.positions.push_back(i);
+      b.slots.push_back(i);  // sequence 0's pages are 0, 1, ...
+    }
+    for (int p = 0; p < pages_per_seq; ++p) b.block_table.push_back(p);
+    b.logit_rows = {n - 1};
+    auto lbuf = gpu.allocate(static_cast<size_t>(cfg().vocab_size) * 4);
+    BRIGADE_CHECK(lbuf.has_value(), "GPU memory for logits");
+    const Tensor logits = lbuf->view(DType::f32, {1, cfg().vocab_size});
+    double best = 1e30;
+    for (int r = 0; r < 4; ++r) {  // the first run warms up (cuBLASLt plans)
+      gpu.synchronize();
+      const auto t0 = std::chrono::steady_clock::now();
+      BRIGADE_CHECK(model.forward(b, kv, logits).is_ok(), "prefill step runs");
+      gpu.synchronize();
+      if (r > 0) best = std::min(best, seconds_since(t0));
+    }
+    const double flops = n * 2.0 * matmul_params() + 2.0 * n * n * cfg().n_heads * cfg().head_dim * cfg().n_layers;
+    std::printf("RESULT name=prefill tokens=%d tok_s=%.1f ms=%.2f gemm=%.3f\n", n, n / best, best * 1e3,
+                flops / best / (gemm_tflops * 1e12));
+    std::fflush(stdout);
+  }
+};
+
+int run(const Options& o) {
+  if (cuda_device_count() == 0) {
+    std::printf("bench_gpu: no CUDA device; nothing measured\n");
+    return 0;
+  }
+  auto made = make_cuda_backend();
+  if (!made) {
+    std::fprintf(stderr, "bench_gpu: %s\n", made.status().to_string().c_str());
+    return 1;
+  }
+  CudaBackend& gpu = **made;
+  std::printf("device: %s\n", gpu.name().c_str());
+  const double copy = measure_copy_bandwidth_gbps(gpu), gemm = measure_bf16_gemm_tflops(gpu);
+  std::printf("RESULT name=ceilings copy_gbps=%.1f gemm_tflops=%.1f\n", copy, gemm);
+  std::fflush(stdout);
+
+  const int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
+  LoadOptions lo;
+  lo.max_batch_tokens = std::max(o.prefill, max_batch);
+  lo.progress = false;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto model = Model::load(o.model, gpu, lo);
+  if (!model) {
+    std::fprintf(stderr, "bench_gpu: %s\n", model.status().to_string().c_str());
+    return 1;
+  }
+  std::printf("model: %s, %.2fB params, %.2f GB of weights, loaded in %.1f s\n", o.model.c_str(),
+              (*model)->n_params() * 1e-9, (*model)->weight_bytes() * 1e-9, seconds_since(t0));
+  const int longest = std::max(o.ctx + kWarmup + o.steps + 1, o.prefill);
+  const int pages_per_seq = (longest + kPageSize - 1) / kPageSize;
+  auto kv = KvCache::allocate(gpu, (*model)->kv_layout(max_batch * pages_per_seq, kPageSize, DType::bf16));
+  if (!kv) {
+    std::fprintf(stderr, "bench_gpu: %s\n", kv.status().to_string().c_str());
+    return 1;
+  }
+  // Zeroed KV: attention over it costs what it costs over real keys and values.
+  for (int l = 0; l < (*model)->config().n_layers; ++l)
+    for (const Tensor* t : {&kv->layer(l).k, &kv->layer(l).v})
+      if (cudaMemsetAsync(t->data, 0, t->nbytes(), static_cast<cudaStream_t>(gpu.stream())) != cudaSuccess) return 1;
+  Bench bench{gpu, **model, *kv, copy, gemm, pages_per_seq};
+  for (int b : o.batches) {
+    bench.decode(b, o.ctx, o.steps, false);
+    bench.decode(b, o.ctx, o.steps, true);
+  }
+  if (o.prefill > 0) bench.prefill(o.prefill);
+  return 0;
+}
+
+}  // namespace
+}  // namespace brigade
+
+int main(int argc, char** argv) {
+  brigade::Options o;
+  if (!brigade::parse(argc, argv, o)) {
+    std::fprintf(stderr, "usage: bench_gpu [--model SPEC] [--batches 1,8,64,256] [--ctx 512] [--steps 32] [--prefill 2048]\n");
+    return 2;
+  }
+  return brigade::run(o);
+}

@@ -1,0 +1,62 @@
+#include "gpu/roofline.h"
+
+#include <algorithm>
+
+#include "gpu/cuda_check.h"
+
+namespace brigade {
+namespace {
+
+// Seconds `fn` takes on the backend's stream, measured with CUDA events, best of reps (after one
+// warm-up run).
+template <class Fn>
+double best_seconds(CudaBackend& b, int reps, Fn fn) {
+  const auto stream = static_cast<cudaStream_t>(b.stream());
+  cudaEvent_t start, stop;
+  BRIGADE_CUDA_CHECK(cudaEventCreate(&start));
+  BRIGADE_CUDA_CHECK(cudaEventCreate(&stop));
+  fn();
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    BRIGADE_CUDA_CHECK(cudaEventRecord(start, stream));
+    fn();
+    BRIGADE_CUDA_CHECK(cudaEventRecord(stop, stream));
+    BRIGADE_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    BRIGADE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    best = std::min(best, static_cast<double>(ms) * 1e-3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return best;
+}
+
+}  // namespace
+
+double measure_copy_bandwidth_gbps(CudaBackend& backend, size_t bytes, int reps) {
+  auto src = backend.allocate(bytes);
+  auto dst = backend.allocate(bytes);
+  BRIGADE_CHECK(src.has_value() && dst.has_value(), "GPU memory for the bandwidth measurement");
+  const auto stream = static_cast<cudaStream_t>(backend.stream());
+  BRIGADE_CUDA_CHECK(cudaMemsetAsync(src->data(), 1, bytes, stream));
+  const double s = best_seconds(backend, reps, [&] {
+    BRIGADE_CUDA_CHECK(cudaMemcpyAsync(dst->data(), src->data(), bytes, cudaMemcpyDeviceToDevice, stream));
+  });
+  return 2.0 * static_cast<double>(bytes) / s * 1e-9;
+}
+
+double measure_bf16_gemm_tflops(CudaBackend& backend, int size, int reps) {
+  const int64_t n = size;
+  const size_t bytes = static_cast<size_t>(n * n) * 2;
+  auto x = backend.allocate(bytes), w = backend.allocate(bytes), out = backend.allocate(bytes);
+  BRIGADE_CHECK(x.has_value() && w.has_value() && out.has_value(), "GPU memory for the GEMM measurement");
+  const auto stream = static_cast<cudaStream_t>(backend.stream());
+  // Small values (bf16 0x3c00 = 2^-7) keep the products finite; the rate does not depend on them.
+  BRIGADE_CUDA_CHECK(cudaMemsetAsync(x->data(), 0x3c, bytes, stream));
+  BRIGADE_CUDA_CHECK(cudaMemsetAsync(w->data(), 0x3c, bytes, stream));
+  const Tensor xt = x->view(DType::bf16, {n, n}), wt = w->view(DType::bf16, {n, n}), ot = out->view(DType::bf16, {n, n});
+  const double s = best_seconds(backend, reps, [&] { backend.matmul(xt, wt, Tensor(), ot); });
+  return 2.0 * static_cast<double>(n) * n * n / s * 1e-12;
+}
+
+}  // namespace brigade
