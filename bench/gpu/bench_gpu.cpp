@@ -67,7 +67,8 @@ struct Bench {
   Model& model;
   KvCache& kv;
   double copy_gbps, gemm_tflops;
-  int pages_per_seq;
+  int pages_per_seq;  // per decode sequence
+  int prefill_pages;  // of the prefill sequence
 
   const ModelConfig& cfg() const { return model.config(); }
   // Parameters that take part in matmuls (all but the embedding table; lm_head counts once).
@@ -134,7 +135,7 @@ struct Bench {
     std::mt19937 rng(7);
     for (auto& t : toks) t = static_cast<int32_t>(rng() % static_cast<unsigned>(cfg().vocab_size));
     StepBatch b;
-    b.max_blocks = pages_per_seq;
+    b.max_blocks = prefill_pages;
     b.q_start = {0, n};
     b.ctx_len = {n};
     for (int i = 0; i < n; ++i) {
@@ -142,7 +143,7 @@ struct Bench {
       b.positions.push_back(i);
       b.slots.push_back(i);  // sequence 0's pages are 0, 1, ...
     }
-    for (int p = 0; p < pages_per_seq; ++p) b.block_table.push_back(p);
+    for (int p = 0; p < prefill_pages; ++p) b.block_table.push_back(p);
     b.logit_rows = {n - 1};
     auto lbuf = gpu.allocate(static_cast<size_t>(cfg().vocab_size) * 4);
     BRIGADE_CHECK(lbuf.has_value(), "GPU memory for logits");
@@ -190,9 +191,11 @@ int run(const Options& o) {
   }
   std::printf("model: %s, %.2fB params, %.2f GB of weights, loaded in %.1f s\n", o.model.c_str(),
               (*model)->n_params() * 1e-9, (*model)->weight_bytes() * 1e-9, seconds_since(t0));
-  const int longest = std::max(o.ctx + kWarmup + o.steps + 1, o.prefill);
-  const int pages_per_seq = (longest + kPageSize - 1) / kPageSize;
-  auto kv = KvCache::allocate(gpu, (*model)->kv_layout(max_batch * pages_per_seq, kPageSize, DType::bf16));
+  // Decode sequence s owns pages [s * pages_per_seq, ...); the prefill sequence pages [0, ...).
+  const int pages_per_seq = (o.ctx + kWarmup + o.steps + 1 + kPageSize - 1) / kPageSize;
+  const int prefill_pages = (o.prefill + kPageSize - 1) / kPageSize;
+  auto kv = KvCache::allocate(gpu, (*model)->kv_layout(std::max(max_batch * pages_per_seq, prefill_pages), kPageSize,
+                                                       DType::bf16));
   if (!kv) {
     std::fprintf(stderr, "bench_gpu: %s\n", kv.status().to_string().c_str());
     return 1;
@@ -201,7 +204,7 @@ int run(const Options& o) {
   for (int l = 0; l < (*model)->config().n_layers; ++l)
     for (const Tensor* t : {&kv->layer(l).k, &kv->layer(l).v})
       if (cudaMemsetAsync(t->data, 0, t->nbytes(), static_cast<cudaStream_t>(gpu.stream())) != cudaSuccess) return 1;
-  Bench bench{gpu, **model, *kv, copy, gemm, pages_per_seq};
+  Bench bench{gpu, **model, *kv, copy, gemm, pages_per_seq, prefill_pages};
   for (int b : o.batches) {
     bench.decode(b, o.ctx, o.steps, false);
     bench.decode(b, o.ctx, o.steps, true);

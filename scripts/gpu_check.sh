@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The GPU check (issue 6): every GPU test, then the GPU benchmark, then a short table.
+#
+#   here (no GPU needed):  bash scripts/gpu_check.sh --pack     (BUILD_DIR=... to reuse a build)
+#       builds Release (BRIGADE_CUDA=ON) and packs the GPU test and benchmark binaries with the
+#       shared libraries the device image may lack (spdlog, fmt, OpenBLAS, ...) into .gpu-dist/
+#       (ignored by git through .git/info/exclude; about 15 MB compressed).
+#   on the device:         bash scripts/gpu_check.sh        (device `run` with carry [".gpu-dist"])
+#       runs the packed binaries when .gpu-dist/ is there, else tries to build in build-gpu-check
+#       (needs the project's C++ dependencies on that machine). Logs go to $OUT (or
+#       build-gpu-check/logs); the table is printed last. About 2 minutes on an H200.
+# Exit status: 0 when every test passed (skips count as failures on a machine with a GPU).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+dist=$root/.gpu-dist
+bdir=${BUILD_DIR:-$root/build-gpu-check}  # where --pack (or the fallback) builds
+targets="gpu_ops_test gpu_model_test bench_gpu"
+
+build() {  # build DIR: Release build of the GPU targets
+  cmake -S "$root" -B "$1" -DCMAKE_BUILD_TYPE=Release -DBRIGADE_CUDA=ON -DBRIGADE_WERROR=ON >"$1.configure.log" 2>&1 ||
+    { tail -20 "$1.configure.log"; return 1; }
+  cmake --build "$1" --target $targets -j "$(nproc)"
+}
+
+if [ "${1:-}" = "--pack" ]; then
+  set -e
+  build "$bdir"
+  rm -rf "$dist" && mkdir -p "$dist/bin" "$dist/lib"
+  cp "$bdir"/tests/gpu/gpu_ops_test "$bdir"/tests/gpu/gpu_model_test "$bdir"/bench/gpu/bench_gpu "$dist/bin/"
+  strip "$dist"/bin/*
+  # Shared libraries outside glibc and CUDA (the device image has its own CUDA 13 and libc).
+  ldd "$dist"/bin/* | awk '/=> \//{print $3}' | sort -u |
+    grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux[^/]*|libcublas[^/]*|libcudart[^/]*)\.so' |
+    xargs -r -I{} cp -L {} "$dist/lib/"
+  tar -C "$dist" -cJf "$dist/lib.tar.xz" lib && rm -rf "$dist/lib"
+  exclude=$(git rev-parse --git-path info/exclude)
+  grep -qx '/.gpu-dist/' "$exclude" 2>/dev/null || echo '/.gpu-dist/' >>"$exclude"
+  du -sh "$dist"
+  echo "packed: run on the device with carry [\".gpu-dist\"]: bash scripts/gpu_check.sh"
+  exit 0
+fi
+
+logs=${OUT:-$bdir/logs}
+mkdir -p "$logs"
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv >"$logs/nvidia-smi.txt" 2>&1 || true
+if [ -d "$dist/bin" ]; then
+  bin=$dist/bin
+  mkdir -p /tmp/brigade-gpu-lib && tar -C /tmp/brigade-gpu-lib -xJf "$dist/lib.tar.xz"
+  # cuBLASLt from the device's CUDA (toolkit or the pip wheel PyTorch brings).
+  cublas_dirs=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib \
+    /opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib \
+    /opt/torch/.venv/lib/python3*/site-packages/nvidia/cublas/lib 2>/dev/null | tr '\n' ':')
+  export LD_LIBRARY_PATH="/tmp/brigade-gpu-lib/lib:${cublas_dirs}${LD_LIBRARY_PATH:-}"
+  echo "using packed binaries (.gpu-dist)"
+else
+  echo "no .gpu-dist: building here (needs spdlog, GTest, OpenBLAS, ... on this machine)"
+  build "$bdir" 2>&1 | tee "$logs/build.log" | tail -5 || exit 1
+  bin=$bdir/bin-links
+  mkdir -p "$bin"
+  ln -sf "$bdir"/tests/gpu/gpu_ops_test "$bdir"/tests/gpu/gpu_model_test "$bdir"/bench/gpu/bench_gpu "$bin/"
+fi
+
+status=0
+for t in gpu_ops_test gpu_model_test; do
+  echo "== $t"
+  timeout 300 "$bin/$t" --gtest_brief=0 >"$logs/$t.log" 2>&1
+  rc=$?
+  grep -E '^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]' "$logs/$t.log" | tail -30
+  [ $rc -eq 0 ] || status=1
+  if grep -q '^\[  SKIPPED \] [0-9]* test' "$logs/$t.log" && nvidia-smi -L >/dev/null 2>&1; then
+    echo "$t: tests skipped on a machine with a GPU"; status=1
+  fi
+done
+
+echo "== bench_gpu"
+timeout 300 "$bin/bench_gpu" ${BENCH_ARGS:-} 2>&1 | tee "$logs/bench_gpu.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+python3 - "$logs" <<'PY' | tee "$logs/table.txt"
+import re, sys, os
+logs = sys.argv[1]
+def fields(line):
+    return dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+rows = [fields(l) for l in open(os.path.join(logs, "bench_gpu.log")) if l.startswith("RESULT ")]
+print("\n=== brigade GPU check ===")
+for t in ("gpu_ops_test", "gpu_model_test"):
+    text = open(os.path.join(logs, t + ".log")).read()
+    p = re.search(r"\[  PASSED  \] (\d+) test", text); f = re.search(r"\[  FAILED  \] (\d+) test", text)
+    s = re.search(r"\[  SKIPPED \] (\d+) test", text)
+    n = lambda m: m.group(1) if m else "0"
+    print(f"{t:16s} passed {n(p):>3s}  failed {n(f):>3s}  skipped {n(s):>3s}")
+ceil = next((r for r in rows if r.get("name") == "ceilings"), {})
+print(f"ceilings: HBM copy {ceil.get('copy_gbps','?')} GB/s, bf16 GEMM {ceil.get('gemm_tflops','?')} TFLOP/s")
+print(f"{'case':24s} {'tok/s':>10s} {'ms':>9s} {'of HBM':>7s} {'of GEMM':>8s}")
+dec = {}
+for r in rows:
+    if r.get("name") == "decode":
+        dec[(int(r["batch"]), r["graphs"])] = float(r["tok_s"])
+        print(f"{'decode b=' + r['batch'] + ' graphs ' + r['graphs']:24s} {float(r['tok_s']):10.1f} {float(r['ms_step']):9.3f} {float(r['hbm']):7.3f} {float(r['gemm']):8.4f}")
+    elif r.get("name") == "prefill":
+        print(f"{'prefill ' + r['tokens']:24s} {float(r['tok_s']):10.1f} {float(r['ms']):9.2f} {'':>7s} {float(r['gemm']):8.3f}")
+hbm1 = next((float(r["hbm"]) for r in rows if r.get("name") == "decode" and r["batch"] == "1" and r["graphs"] == "on"), None)
+def show(name, value, target):
+    if value is None: print(f"target {name}: not measured"); return
+    print(f"target {name}: {value:.2f} (>= {target}) {'MET' if value >= target else 'MISSED'}")
+show("batch-1 decode with graphs, fraction of HBM roofline", hbm1, 0.8)
+g = dec.get((1, "on")); e = dec.get((1, "off"))
+show("graphs / eager at batch 1", g / e if g and e else None, 1.3)
+b64 = dec.get((64, "on")) or dec.get((64, "off")); b1 = g or e
+show("batch-64 / batch-1 decode tokens/s", b64 / b1 if b64 and b1 else None, 20)
+PY
+exit $status
