@@ -22,48 +22,74 @@ constexpr int kTile = 32;       // KV positions per tile: one per lane when scor
 constexpr int kWarps = 4;
 constexpr int kMaxQueries = 32;  // queries (rows x group heads) per block
 
+// Shared memory of one block for at most q_max queries (rows per block x group).
 struct Smem {
-  float* q;    // [kMaxQueries, d] scaled queries
-  float* acc;  // [kMaxQueries, d]
+  float* q;    // [q_max, d] scaled queries
+  float* acc;  // [q_max, d]
   float* k;    // [kTile, d + 1] (padded: lane p reads row p, conflict-free)
   float* v;    // [kTile, d]
-  float* p;    // [kMaxQueries, kTile] probabilities of the current tile
-  float* m;    // [kMaxQueries]
-  float* l;    // [kMaxQueries]
+  float* p;    // [q_max, kTile] probabilities of the current tile
+  float* m;    // [q_max]
+  float* l;    // [q_max]
 };
 
-__device__ Smem carve(float* base, int d) {
+__host__ __device__ inline size_t smem_floats(int d, int q_max) {
+  return 2 * size_t(q_max) * d + size_t(kTile) * (d + 1) + size_t(kTile) * d + size_t(q_max) * kTile + 2 * size_t(q_max);
+}
+
+__device__ Smem carve(float* base, int d, int q_max) {
   Smem s;
   s.q = base;
-  s.acc = s.q + kMaxQueries * d;
-  s.k = s.acc + kMaxQueries * d;
+  s.acc = s.q + q_max * d;
+  s.k = s.acc + q_max * d;
   s.v = s.k + kTile * (d + 1);
   s.p = s.v + kTile * d;
-  s.m = s.p + kMaxQueries * kTile;
-  s.l = s.m + kMaxQueries;
+  s.m = s.p + q_max * kTile;
+  s.l = s.m + q_max;
   return s;
 }
 
 // First visible KV position of a query at `pos` (causal, sliding window).
 __device__ __forceinline__ int visible_lo(int pos, int window) { return window > 0 ? max(0, pos - window + 1) : 0; }
 
+// K and V rows of positions [t0, t0 + kTile) (zeros at and past t1) into shared memory as f32.
+// Each thread moves 16-byte vectors (8 bf16 or 4 f32; head_dim is a multiple of 8), all its
+// loads issued before the first store, so a tile's HBM reads are in flight together.
 template <class KvT>
 __device__ __forceinline__ void load_tile(const AttentionArgs& a, const Smem& s, const int32_t* table, int kv_head,
                                           int t0, int t1) {
-  const int d = a.h.head_dim;
-  const auto* kp = static_cast<const KvT*>(a.k);
-  const auto* vp = static_cast<const KvT*>(a.v);
-  for (int i = threadIdx.x; i < kTile * d; i += blockDim.x) {
-    const int t = i / d, j = i - t * d, pos = t0 + t;
-    float kx = 0.0f, vx = 0.0f;
-    if (pos < t1) {
-      const int64_t page = table[pos / a.page_size];
-      const int64_t idx = ((page * a.page_size + pos % a.page_size) * a.h.n_kv_heads + kv_head) * d + j;
-      kx = to_float(kp[idx]);
-      vx = to_float(vp[idx]);
+  constexpr int kVec = 16 / sizeof(KvT);
+  constexpr int kMaxIter = kTile * 256 / kVec / (kWarps * 32);  // head_dim <= 256
+  const int d = a.h.head_dim, vecs_per_row = d / kVec, n_vecs = kTile * vecs_per_row;
+  uint4 kbuf[kMaxIter], vbuf[kMaxIter];
+#pragma unroll
+  for (int it = 0; it < kMaxIter; ++it) {
+    const int i = threadIdx.x + it * kWarps * 32;
+    kbuf[it] = vbuf[it] = make_uint4(0, 0, 0, 0);
+    if (i < n_vecs) {
+      const int t = i / vecs_per_row, pos = t0 + t;
+      if (pos < t1) {
+        const int64_t page = table[pos / a.page_size];
+        const int64_t row = (page * a.page_size + pos % a.page_size) * a.h.n_kv_heads + kv_head;
+        const int64_t off = row * d + int64_t{i - t * vecs_per_row} * kVec;  // elements
+        kbuf[it] = __ldg(reinterpret_cast<const uint4*>(static_cast<const KvT*>(a.k) + off));
+        vbuf[it] = __ldg(reinterpret_cast<const uint4*>(static_cast<const KvT*>(a.v) + off));
+      }
     }
-    s.k[t * (d + 1) + j] = kx;
-    s.v[t * d + j] = vx;
+  }
+#pragma unroll
+  for (int it = 0; it < kMaxIter; ++it) {
+    const int i = threadIdx.x + it * kWarps * 32;
+    if (i < n_vecs) {
+      const int t = i / vecs_per_row, j0 = (i - t * vecs_per_row) * kVec;
+      const KvT* kx = reinterpret_cast<const KvT*>(&kbuf[it]);
+      const KvT* vx = reinterpret_cast<const KvT*>(&vbuf[it]);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        s.k[t * (d + 1) + j0 + e] = to_float(kx[e]);
+        s.v[t * d + j0 + e] = to_float(vx[e]);
+      }
+    }
   }
 }
 
@@ -71,10 +97,10 @@ template <class KvT>
 __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionArgs a, int rows_per_block, int n_row_blocks) {
   extern __shared__ float smem[];
   const int d = a.h.head_dim;
-  const Smem s = carve(smem, d);
+  const int group = a.h.n_heads / a.h.n_kv_heads;
+  const Smem s = carve(smem, d, rows_per_block * group);
   const int seq = blockIdx.z, split = blockIdx.x;
   const int kv_head = blockIdx.y / n_row_blocks, row_block = blockIdx.y % n_row_blocks;
-  const int group = a.h.n_heads / a.h.n_kv_heads;
   const int q0 = a.q_start[seq], n_q = a.q_start[seq + 1] - q0;
   const int r0 = row_block * rows_per_block;
   if (r0 >= n_q) return;  // uniform over the block
@@ -189,16 +215,19 @@ __global__ void combine_kernel(AttentionArgs a) {
 
 }  // namespace
 
-int attention_rows_per_block(int group) { return std::max(1, kMaxQueries / group); }
+int attention_rows_per_block(int group, int max_q_len) {
+  return std::max(1, std::min(kMaxQueries / group, max_q_len));
+}
 
 int64_t attention_partial_floats(const AttentionArgs& a) {
   return int64_t{a.n_splits} * a.n_rows * a.h.n_heads * (a.h.head_dim + 2);
 }
 
-size_t attention_smem_bytes(int head_dim) {
-  const size_t d = static_cast<size_t>(head_dim);
-  return sizeof(float) * (2 * kMaxQueries * d + kTile * (d + 1) + kTile * d + kMaxQueries * kTile + 2 * kMaxQueries);
+size_t attention_smem_bytes(int head_dim, int queries_per_block) {
+  return sizeof(float) * smem_floats(head_dim, queries_per_block);
 }
+
+size_t attention_max_smem_bytes() { return attention_smem_bytes(256, kMaxQueries); }
 
 void attention_init(size_t max_smem_bytes) {
   const int bytes = static_cast<int>(max_smem_bytes);
@@ -209,11 +238,11 @@ void attention_init(size_t max_smem_bytes) {
 void launch_attention(const AttentionArgs& a, cudaStream_t stream) {
   if (a.n_seqs == 0 || a.max_q_len == 0) return;
   const int group = a.h.n_heads / a.h.n_kv_heads;
-  const int rows = attention_rows_per_block(group);
+  const int rows = attention_rows_per_block(group, a.max_q_len);
   const int n_row_blocks = (a.max_q_len + rows - 1) / rows;
   const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.h.n_kv_heads * n_row_blocks),
                   static_cast<unsigned>(a.n_seqs));
-  const size_t smem = attention_smem_bytes(a.h.head_dim);
+  const size_t smem = attention_smem_bytes(a.h.head_dim, rows * group);
   if (a.kv_t == DType::f32)
     attention_kernel<float><<<grid, kWarps * 32, smem, stream>>>(a, rows, n_row_blocks);
   else

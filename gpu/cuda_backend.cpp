@@ -344,7 +344,7 @@ void CudaBackendImpl::attention(const Tensor& qkv, const QkvLayout& l, const KvL
   BRIGADE_CHECK(qkv.dtype == DType::bf16 && out.dtype == DType::bf16, "attention activations are bf16");
   BRIGADE_CHECK(l.n_kv_heads > 0 && l.n_heads % l.n_kv_heads == 0 && l.n_heads / l.n_kv_heads <= 32,
                 "n_heads is a multiple of n_kv_heads, at most 32 query heads per kv head");
-  BRIGADE_CHECK(l.head_dim <= 256, "head_dim <= 256");
+  BRIGADE_CHECK(l.head_dim <= 256 && l.head_dim % 8 == 0, "head_dim <= 256, a multiple of 8");
   BRIGADE_CHECK(cache.k.ndim == 4 && cache.k.dim(2) == l.n_kv_heads && cache.k.dim(3) == l.head_dim,
                 "KV layer is [n_pages, page_size, n_kv_heads, head_dim]");
   BRIGADE_CHECK(cache.k.dtype == cache.v.dtype && (cache.k.dtype == DType::bf16 || cache.k.dtype == DType::f32),
@@ -371,7 +371,7 @@ void CudaBackendImpl::attention(const Tensor& qkv, const QkvLayout& l, const KvL
   // Flash decoding: split the KV range when the (sequence, kv head, row block) blocks alone
   // would leave SMs idle, keeping at least 4 tiles (128 positions) per split.
   const int group = l.n_heads / l.n_kv_heads;
-  const int rows = gpu::attention_rows_per_block(group);
+  const int rows = gpu::attention_rows_per_block(group, meta.max_q_len);
   const int64_t base = int64_t{meta.n_seqs} * l.n_kv_heads * ((meta.max_q_len + rows - 1) / rows);
   const int64_t want = (2 * int64_t{sm_count_} + base - 1) / std::max<int64_t>(base, 1);
   const int64_t by_len = std::max(1, meta.max_ctx_len / 128);
@@ -412,7 +412,7 @@ Expected<std::unique_ptr<CudaBackend>> make_cuda_backend(const CudaBackendOption
   if (prop.major < 9)
     return unsupported(std::string("the CUDA backend is built for sm_90 (Hopper) and newer; ") + prop.name +
                        " is sm_" + std::to_string(prop.major) + std::to_string(prop.minor));
-  const size_t max_smem = gpu::attention_smem_bytes(256);
+  const size_t max_smem = gpu::attention_max_smem_bytes();
   if (static_cast<size_t>(prop.sharedMemPerBlockOptin) < max_smem)
     return unsupported("the attention kernel needs " + std::to_string(max_smem) + " bytes of shared memory per block");
   auto backend = std::make_unique<CudaBackendImpl>(options, prop);

@@ -81,10 +81,12 @@ struct AttentionArgs {
 };
 // Floats of the partial workspace for these args.
 int64_t attention_partial_floats(const AttentionArgs& a);
-// Query rows per block for a GQA group size (queries per block <= 32).
-int attention_rows_per_block(int group);
-// Dynamic shared memory one block needs, and the largest this kernel may be given (set once).
-size_t attention_smem_bytes(int head_dim);
+// Query rows per block for a GQA group size and the step's longest query run (rows x group <= 32).
+int attention_rows_per_block(int group, int max_q_len);
+// Dynamic shared memory of one block; the most any launch needs (head_dim 256, 32 queries),
+// which attention_init allows once per process. head_dim must be a multiple of 8.
+size_t attention_smem_bytes(int head_dim, int queries_per_block);
+size_t attention_max_smem_bytes();
 void attention_init(size_t max_smem_bytes);
 void launch_attention(const AttentionArgs& a, cudaStream_t stream);
 

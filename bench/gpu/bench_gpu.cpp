@@ -75,6 +75,12 @@ struct Bench {
   double matmul_params() const {
     return static_cast<double>(model.n_params()) - static_cast<double>(cfg().vocab_size) * cfg().hidden_size * (cfg().tie_embeddings ? 0 : 1);
   }
+  // Weight bytes a decode step reads: all but the embedding table (one row of it is read), which
+  // an untied model stores besides lm_head.
+  double weight_bytes_read() const {
+    const double embed = cfg().tie_embeddings ? 0.0 : 2.0 * cfg().vocab_size * cfg().hidden_size;
+    return static_cast<double>(model.weight_bytes()) - embed;
+  }
   double kv_bytes_per_token() const {
     return 2.0 * cfg().n_layers * cfg().n_kv_heads * cfg().head_dim * 2.0;  // K and V, bf16
   }
@@ -120,7 +126,7 @@ struct Bench {
     const double secs = seconds_since(t0);
     const CudaGraphStats g1 = gpu.graph_stats();
     const double avg_ctx = ctx + kWarmup + steps / 2.0;
-    const double bytes = static_cast<double>(model.weight_bytes()) + batch * avg_ctx * kv_bytes_per_token();
+    const double bytes = weight_bytes_read() + batch * avg_ctx * kv_bytes_per_token();
     const double flops = batch * (2.0 * matmul_params() +
                                   4.0 * avg_ctx * cfg().n_heads * cfg().head_dim * cfg().n_layers);
     const double step_s = secs / steps;
