@@ -34,6 +34,7 @@ if [ "${1:-}" = "--pack" ]; then
     grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux[^/]*|libcublas[^/]*|libcudart[^/]*)\.so' |
     xargs -r -I{} cp -L {} "$dist/lib/"
   tar -C "$dist" -cJf "$dist/lib.tar.xz" lib && rm -rf "$dist/lib"
+  { echo "commit $(git rev-parse HEAD)"; echo "uncommitted files $(git status --short | wc -l)"; date -u; } >"$dist/BUILD_INFO"
   exclude=$(git rev-parse --git-path info/exclude)
   grep -qx '/.gpu-dist/' "$exclude" 2>/dev/null || echo '/.gpu-dist/' >>"$exclude"
   du -sh "$dist"
@@ -52,7 +53,7 @@ if [ -d "$dist/bin" ]; then
     /opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib \
     /opt/torch/.venv/lib/python3*/site-packages/nvidia/cublas/lib 2>/dev/null | tr '\n' ':')
   export LD_LIBRARY_PATH="/tmp/brigade-gpu-lib/lib:${cublas_dirs}${LD_LIBRARY_PATH:-}"
-  echo "using packed binaries (.gpu-dist)"
+  echo "using packed binaries (.gpu-dist): $(head -1 "$dist/BUILD_INFO" 2>/dev/null)"
 else
   echo "no .gpu-dist: building here (needs spdlog, GTest, OpenBLAS, ... on this machine)"
   build "$bdir" 2>&1 | tee "$logs/build.log" | tail -5 || exit 1
