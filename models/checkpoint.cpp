@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "models/gguf_checkpoint.h"
 #include "models/llama2c.h"
 #include "models/safetensors.h"
 
@@ -22,6 +23,13 @@ Expected<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& path) 
   if (!fs::exists(path, ec)) return not_found("model path not found: " + path);
   if (path.ends_with(".safetensors"))
     return invalid_argument(path + ": pass the model directory (with config.json), not the .safetensors file");
+  if (path.ends_with(".gguf")) {
+    BRIGADE_ASSIGN_OR_RETURN(auto gguf, GgufFile::open(path));
+    ck->format_ = "gguf";
+    BRIGADE_RETURN_IF_ERROR(read_gguf_checkpoint(*gguf, ck->config_, ck->tensors_, ck->owned_));
+    ck->files_.push_back(gguf->file());
+    return ck;
+  }
   BRIGADE_ASSIGN_OR_RETURN(auto file, MappedFile::open(path));
   ck->format_ = "llama2.c";
   BRIGADE_RETURN_IF_ERROR(read_llama2c(file, ck->config_, ck->tensors_));

@@ -4,7 +4,8 @@
 // Accepted paths:
 //   - a directory with config.json and model.safetensors, or model.safetensors.index.json
 //     ({"weight_map": {tensor name: shard file}}) naming several shard files beside it;
-//   - a llama2.c .bin file (tensors exposed under Hugging Face names, see llama2c.h).
+//   - a llama2.c .bin file (tensors exposed under Hugging Face names, see llama2c.h);
+//   - a GGUF file (*.gguf; llama, qwen2, qwen3; F32/F16/BF16/Q8_0, see gguf_checkpoint.h).
 #pragma once
 
 #include <map>
@@ -26,7 +27,7 @@ class Checkpoint {
 
   const ModelConfig& config() const { return config_; }
   const std::string& path() const { return path_; }
-  const std::string& format() const { return format_; }  // "safetensors" or "llama2.c"
+  const std::string& format() const { return format_; }  // "safetensors", "llama2.c" or "gguf"
   const std::map<std::string, RawTensor>& tensors() const { return tensors_; }
 
   // The tensor called `name`; not_found naming the tensor and the checkpoint when absent.
@@ -44,6 +45,7 @@ class Checkpoint {
   std::string format_;
   ModelConfig config_;
   std::vector<std::shared_ptr<MappedFile>> files_;  // keep the mappings alive
+  std::vector<std::vector<uint8_t>> owned_;         // tensors converted at open (GGUF Q8_0)
   std::map<std::string, RawTensor> tensors_;
 };
 

@@ -43,6 +43,7 @@ inline std::vector<FixtureCase> read_fixture_cases(const std::string& name) {
 // What one model produced on one case.
 struct FixtureRun {
   float max_abs_diff = 0.0f;  // over every prompt position's logits
+  std::vector<float> logits;  // [prompt.size() * vocab] of the prefill
   std::vector<int32_t> greedy;
 };
 
@@ -56,7 +57,8 @@ inline FixtureRun run_fixture_case(Model& model, Backend& backend, const Fixture
   if (!kv) return run;
   const int vocab = model.config().vocab_size;
   SeqChunk prefill{0, fc.prompt, 0, /*all_logits=*/true};
-  const std::vector<float> logits = run_step(model, backend, *kv, make_step({prefill}, kPageSize, kPages));
+  run.logits = run_step(model, backend, *kv, make_step({prefill}, kPageSize, kPages));
+  const std::vector<float>& logits = run.logits;
   for (size_t r = 0; r < fc.logits.size(); ++r) {
     for (int v = 0; v < vocab; ++v) {
       const float d = std::fabs(logits[r * static_cast<size_t>(vocab) + static_cast<size_t>(v)] - fc.logits[r][static_cast<size_t>(v)]);

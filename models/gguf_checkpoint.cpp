@@ -1,0 +1,123 @@
+#include "models/gguf_checkpoint.h"
+
+#include <cstring>
+
+namespace brigade {
+namespace {
+
+constexpr const char* kSupportedArchs = "llama, qwen2, qwen3";
+
+Status read_config(const GgufFile& g, ModelConfig& c) {
+  BRIGADE_ASSIGN_OR_RETURN(std::string arch, g.get_string("general.architecture"));
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
+    return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " + kSupportedArchs);
+  c.arch = arch;
+  const std::string a = arch + ".";
+  auto get = [&](const std::string& key, int& out) -> Status {
+    BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int(a + key));
+    if (v <= 0 || v > INT32_MAX) return corrupt(g.path() + ": metadata '" + a + key + "' is out of range");
+    out = static_cast<int>(v);
+    return Status::ok();
+  };
+  BRIGADE_RETURN_IF_ERROR(get("embedding_length", c.hidden_size));
+  BRIGADE_RETURN_IF_ERROR(get("block_count", c.n_layers));
+  BRIGADE_RETURN_IF_ERROR(get("attention.head_count", c.n_heads));
+  BRIGADE_RETURN_IF_ERROR(get("feed_forward_length", c.intermediate_size));
+  BRIGADE_RETURN_IF_ERROR(get("context_length", c.max_position));
+  c.n_kv_heads = c.n_heads;
+  if (g.find(a + "attention.head_count_kv")) BRIGADE_RETURN_IF_ERROR(get("attention.head_count_kv", c.n_kv_heads));
+  c.head_dim = c.hidden_size / c.n_heads;
+  if (g.find(a + "attention.key_length")) BRIGADE_RETURN_IF_ERROR(get("attention.key_length", c.head_dim));
+  BRIGADE_ASSIGN_OR_RETURN(double eps, g.get_number_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
+  BRIGADE_ASSIGN_OR_RETURN(double theta, g.get_number_or(a + "rope.freq_base", 10000.0));
+  c.rms_eps = static_cast<float>(eps);
+  c.rope_theta = static_cast<float>(theta);
+  c.rope_style = arch == "llama" ? RopeStyle::interleaved : RopeStyle::neox;
+  if (const GgufValue* s = g.find(a + "rope.scaling.type"); s && s->str != "none") {
+    if (s->str != "linear")
+      return unsupported(g.path() + ": rope.scaling.type '" + s->str + "' is not supported in GGUF; supported: none, linear");
+    BRIGADE_ASSIGN_OR_RETURN(double f, g.get_number(a + "rope.scaling.factor"));
+    c.rope_scaling.type = RopeScalingType::linear;
+    c.rope_scaling.factor = static_cast<float>(f);
+  }
+  if (g.find(a + "attention.sliding_window")) BRIGADE_RETURN_IF_ERROR(get("attention.sliding_window", c.sliding_window));
+  c.qkv_bias = arch == "qwen2";
+  c.qk_norm = arch == "qwen3";
+  BRIGADE_ASSIGN_OR_RETURN(int64_t bos, g.get_int_or("tokenizer.ggml.bos_token_id", -1));
+  BRIGADE_ASSIGN_OR_RETURN(int64_t eos, g.get_int_or("tokenizer.ggml.eos_token_id", -1));
+  c.bos_id = static_cast<int>(bos);
+  if (eos >= 0) c.eos_ids = {static_cast<int>(eos)};
+  return Status::ok();
+}
+
+// Q8_0 block: f16 scale d, then 32 int8 q; value = d * q.
+std::vector<uint8_t> dequantize_q8_0(std::span<const uint8_t> src, int64_t numel) {
+  std::vector<uint8_t> out(static_cast<size_t>(numel) * 4);
+  float* dst = reinterpret_cast<float*>(out.data());
+  for (int64_t b = 0; b < numel / 32; ++b) {
+    const uint8_t* block = src.data() + b * 34;
+    uint16_t h = 0;
+    std::memcpy(&h, block, 2);
+    const float d = f16_to_f32(h);
+    for (int i = 0; i < 32; ++i) dst[b * 32 + i] = d * static_cast<float>(static_cast<int8_t>(block[2 + i]));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string gguf_to_hf_name(const std::string& n) {
+  static const std::map<std::string, std::string> kTop = {{"token_embd.weight", "model.embed_tokens.weight"},
+                                                          {"output_norm.weight", "model.norm.weight"},
+                                                          {"output.weight", "lm_head.weight"}};
+  if (auto it = kTop.find(n); it != kTop.end()) return it->second;
+  static const std::map<std::string, std::string> kLayer = {
+      {"attn_norm.weight", "input_layernorm.weight"},   {"ffn_norm.weight", "post_attention_layernorm.weight"},
+      {"attn_q.weight", "self_attn.q_proj.weight"},     {"attn_k.weight", "self_attn.k_proj.weight"},
+      {"attn_v.weight", "self_attn.v_proj.weight"},     {"attn_output.weight", "self_attn.o_proj.weight"},
+      {"attn_q.bias", "self_attn.q_proj.bias"},         {"attn_k.bias", "self_attn.k_proj.bias"},
+      {"attn_v.bias", "self_attn.v_proj.bias"},         {"attn_output.bias", "self_attn.o_proj.bias"},
+      {"attn_q_norm.weight", "self_attn.q_norm.weight"}, {"attn_k_norm.weight", "self_attn.k_norm.weight"},
+      {"ffn_gate.weight", "mlp.gate_proj.weight"},      {"ffn_up.weight", "mlp.up_proj.weight"},
+      {"ffn_down.weight", "mlp.down_proj.weight"}};
+  if (!n.starts_with("blk.")) return "";
+  const size_t dot = n.find('.', 4);
+  if (dot == std::string::npos || dot == 4 || n.find_first_not_of("0123456789", 4) != dot) return "";
+  auto it = kLayer.find(n.substr(dot + 1));
+  return it == kLayer.end() ? "" : "model.layers." + n.substr(4, dot - 4) + "." + it->second;
+}
+
+Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::string, RawTensor>& tensors,
+                            std::vector<std::vector<uint8_t>>& owned) {
+  BRIGADE_RETURN_IF_ERROR(read_config(g, c));
+  for (const auto& t : g.tensors()) {
+    const std::string name = gguf_to_hf_name(t.name);
+    if (name.empty()) continue;  // e.g. rope_freqs: not used by the supported layouts
+    RawTensor r;
+    r.name = name;
+    r.file = g.path();
+    r.shape.assign(t.dims.rbegin(), t.dims.rend());
+    switch (static_cast<GgmlType>(t.type)) {
+      case GgmlType::f32: r.dtype = DType::f32; r.bytes = t.bytes; break;
+      case GgmlType::f16: r.dtype = DType::f16; r.bytes = t.bytes; break;
+      case GgmlType::bf16: r.dtype = DType::bf16; r.bytes = t.bytes; break;
+      case GgmlType::q8_0:
+        owned.push_back(dequantize_q8_0(t.bytes, r.numel()));
+        r.dtype = DType::f32;
+        r.bytes = std::span<const uint8_t>(owned.back());
+        break;
+    }
+    if (!tensors.emplace(name, std::move(r)).second) return corrupt(g.path() + ": tensor '" + t.name + "' appears twice");
+  }
+  auto embed = tensors.find("model.embed_tokens.weight");
+  if (embed == tensors.end() || embed->second.shape.size() != 2)
+    return corrupt(g.path() + ": tensor 'token_embd.weight' (2-D) is missing");
+  c.vocab_size = static_cast<int>(embed->second.shape[0]);
+  c.tie_embeddings = tensors.find("lm_head.weight") == tensors.end();
+  c.dtype = embed->second.dtype;
+  const Status v = c.validate();
+  if (!v.is_ok()) return Status(v.code(), g.path() + ": " + v.message());
+  return Status::ok();
+}
+
+}  // namespace brigade

@@ -1,0 +1,35 @@
+// GGUF weights as a Checkpoint: llama.cpp's metadata keys ({arch}.embedding_length, ...) become a
+// ModelConfig and its tensor names (blk.N.attn_q.weight, ...) Hugging Face names, so one loader
+// serves every format. Architectures: llama, qwen2, qwen3.
+//
+// Layout notes:
+//   - GGUF dims are innermost first; RawTensor shapes are outermost first (HF order).
+//   - llama.cpp's converter permutes the q/k rows of llama models so that RoPE rotates adjacent
+//     pairs; brigade runs those with RopeStyle::interleaved instead of undoing the permutation.
+//     qwen2/qwen3 are stored unpermuted and run with neox RoPE, as in llama.cpp.
+//   - F32, F16 and BF16 tensors are views of the mapping. Q8_0 (blocks of 32: f16 scale + 32
+//     int8) is dequantized to f32 at open into memory the checkpoint owns: exact (a f16 scale
+//     times an int8 fits f32's mantissa), at 4 bytes per weight until a backend has Q8_0 kernels.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "models/gguf.h"
+#include "models/model_config.h"
+#include "models/raw_tensor.h"
+
+namespace brigade {
+
+// Fills config and tensors from `gguf`; dequantized data goes to `owned` (which must outlive the
+// tensors). unsupported for other architectures (listed) or rope scaling types; corrupt for
+// missing keys or tensors of the wrong size, naming them.
+Status read_gguf_checkpoint(const GgufFile& gguf, ModelConfig& config, std::map<std::string, RawTensor>& tensors,
+                            std::vector<std::vector<uint8_t>>& owned);
+
+// Hugging Face name of a llama.cpp tensor name, or "" when it has none.
+std::string gguf_to_hf_name(const std::string& gguf_name);
+
+}  // namespace brigade

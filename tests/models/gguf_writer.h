@@ -1,0 +1,161 @@
+// A GGUF v3 writer for tests, independent of the reader: converts a Hugging Face checkpoint into
+// the file llama.cpp's converter would write (tensor names, metadata keys, the q/k row
+// permutation of llama models, 1-D tensors kept F32), in F32, BF16 or Q8_0; and writes raw
+// GGUF bytes so tests can corrupt them.
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "models/checkpoint.h"
+
+namespace brigade::testing {
+
+class GgufBytes {
+ public:
+  template <typename T>
+  void put(T v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+  }
+  void put_string(const std::string& s) {
+    put<uint64_t>(s.size());
+    bytes_.insert(bytes_.end(), s.begin(), s.end());
+  }
+  void pad(size_t align) {
+    while (bytes_.size() % align) bytes_.push_back(0);
+  }
+  std::vector<uint8_t>& bytes() { return bytes_; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+enum class GgufOut { f32, bf16, q8_0 };
+
+struct GgufKv {
+  std::string key;
+  uint32_t type;  // 4 u32, 6 f32, 8 string
+  uint32_t u = 0;
+  float f = 0;
+  std::string s;
+};
+
+// llama.cpp's tensor name for a Hugging Face one.
+inline std::string hf_to_gguf_name(const std::string& hf) {
+  static const std::vector<std::pair<std::string, std::string>> kLayer = {
+      {"input_layernorm.weight", "attn_norm.weight"}, {"post_attention_layernorm.weight", "ffn_norm.weight"},
+      {"self_attn.q_proj.weight", "attn_q.weight"},   {"self_attn.k_proj.weight", "attn_k.weight"},
+      {"self_attn.v_proj.weight", "attn_v.weight"},   {"self_attn.o_proj.weight", "attn_output.weight"},
+      {"self_attn.q_proj.bias", "attn_q.bias"},       {"self_attn.k_proj.bias", "attn_k.bias"},
+      {"self_attn.v_proj.bias", "attn_v.bias"},       {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+      {"self_attn.k_norm.weight", "attn_k_norm.weight"}, {"mlp.gate_proj.weight", "ffn_gate.weight"},
+      {"mlp.up_proj.weight", "ffn_up.weight"},        {"mlp.down_proj.weight", "ffn_down.weight"}};
+  if (hf == "model.embed_tokens.weight") return "token_embd.weight";
+  if (hf == "model.norm.weight") return "output_norm.weight";
+  if (hf == "lm_head.weight") return "output.weight";
+  const std::string prefix = "model.layers.";
+  const size_t dot = hf.find('.', prefix.size());
+  for (const auto& [from, to] : kLayer)
+    if (hf.substr(dot + 1) == from) return "blk." + hf.substr(prefix.size(), dot - prefix.size()) + "." + to;
+  return "";
+}
+
+// convert_hf_to_gguf.py's permute(): rows of each head reordered from halves to adjacent pairs.
+inline std::vector<float> permute_rows(const std::vector<float>& w, int n_heads, int64_t cols) {
+  const int64_t rows = static_cast<int64_t>(w.size()) / cols, hd = rows / n_heads;
+  std::vector<float> out(w.size());
+  for (int64_t h = 0; h < n_heads; ++h)
+    for (int64_t j = 0; j < hd / 2; ++j)
+      for (int64_t t = 0; t < 2; ++t)
+        std::memcpy(&out[static_cast<size_t>((h * hd + 2 * j + t) * cols)], &w[static_cast<size_t>((h * hd + t * hd / 2 + j) * cols)],
+                    static_cast<size_t>(cols) * 4);
+  return out;
+}
+
+inline void append_q8_0(std::vector<uint8_t>& out, const std::vector<float>& x) {
+  for (size_t b = 0; b < x.size() / 32; ++b) {
+    float amax = 0;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b * 32 + static_cast<size_t>(i)]));
+    const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    const uint16_t h = f32_to_f16(d);
+    out.push_back(static_cast<uint8_t>(h & 0xff));
+    out.push_back(static_cast<uint8_t>(h >> 8));
+    for (int i = 0; i < 32; ++i) out.push_back(static_cast<uint8_t>(static_cast<int8_t>(std::lround(x[b * 32 + static_cast<size_t>(i)] * id))));
+  }
+}
+
+// Writes `ck` (an f32 checkpoint) as GGUF at `path`.
+inline void write_gguf_from_checkpoint(const Checkpoint& ck, const std::string& path, GgufOut out_type) {
+  const ModelConfig& c = ck.config();
+  const std::string a = c.arch + ".";
+  std::vector<GgufKv> kv = {{"general.architecture", 8, 0, 0, c.arch},
+                            {a + "context_length", 4, static_cast<uint32_t>(c.max_position)},
+                            {a + "embedding_length", 4, static_cast<uint32_t>(c.hidden_size)},
+                            {a + "block_count", 4, static_cast<uint32_t>(c.n_layers)},
+                            {a + "feed_forward_length", 4, static_cast<uint32_t>(c.intermediate_size)},
+                            {a + "attention.head_count", 4, static_cast<uint32_t>(c.n_heads)},
+                            {a + "attention.head_count_kv", 4, static_cast<uint32_t>(c.n_kv_heads)},
+                            {a + "attention.key_length", 4, static_cast<uint32_t>(c.head_dim)},
+                            {a + "attention.layer_norm_rms_epsilon", 6, 0, c.rms_eps},
+                            {a + "rope.freq_base", 6, 0, c.rope_theta}};
+  if (c.rope_scaling.type == RopeScalingType::linear) {
+    kv.push_back({a + "rope.scaling.type", 8, 0, 0, "linear"});
+    kv.push_back({a + "rope.scaling.factor", 6, 0, c.rope_scaling.factor});
+  }
+  struct Out { std::string name; std::vector<int64_t> shape; uint32_t type; std::vector<uint8_t> data; };
+  std::vector<Out> outs;
+  for (const auto& [name, t] : ck.tensors()) {
+    std::vector<float> x(static_cast<size_t>(t.numel()));
+    for (int64_t i = 0; i < t.numel(); ++i) x[static_cast<size_t>(i)] = static_cast<float>(t.at(i));
+    const int64_t cols = t.shape.back();
+    if (c.arch == "llama" && name.ends_with("q_proj.weight")) x = permute_rows(x, c.n_heads, cols);
+    if (c.arch == "llama" && name.ends_with("k_proj.weight")) x = permute_rows(x, c.n_kv_heads, cols);
+    Out o{hf_to_gguf_name(name), t.shape, 0, {}};
+    if (t.shape.size() == 1 || out_type == GgufOut::f32) {
+      o.data.resize(x.size() * 4);
+      std::memcpy(o.data.data(), x.data(), o.data.size());
+    } else if (out_type == GgufOut::bf16) {
+      o.type = 30;
+      for (float f : x) { const uint16_t h = f32_to_bf16(f); o.data.push_back(static_cast<uint8_t>(h & 0xff)); o.data.push_back(static_cast<uint8_t>(h >> 8)); }
+    } else {
+      o.type = 8;
+      append_q8_0(o.data, x);
+    }
+    outs.push_back(std::move(o));
+  }
+  GgufBytes b;
+  b.put<uint32_t>(0x46554747);
+  b.put<uint32_t>(3);
+  b.put<uint64_t>(outs.size());
+  b.put<uint64_t>(kv.size());
+  for (const auto& e : kv) {
+    b.put_string(e.key);
+    b.put<uint32_t>(e.type);
+    if (e.type == 4) b.put<uint32_t>(e.u);
+    else if (e.type == 6) b.put<float>(e.f);
+    else b.put_string(e.s);
+  }
+  uint64_t offset = 0;
+  for (const auto& o : outs) {
+    b.put_string(o.name);
+    b.put<uint32_t>(static_cast<uint32_t>(o.shape.size()));
+    for (auto it = o.shape.rbegin(); it != o.shape.rend(); ++it) b.put<uint64_t>(static_cast<uint64_t>(*it));
+    b.put<uint32_t>(o.type);
+    b.put<uint64_t>(offset);
+    offset += (o.data.size() + 31) / 32 * 32;
+  }
+  b.pad(32);
+  for (const auto& o : outs) {
+    b.bytes().insert(b.bytes().end(), o.data.begin(), o.data.end());
+    b.pad(32);
+  }
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(b.bytes().data()), static_cast<std::streamsize>(b.bytes().size()));
+}
+
+}  // namespace brigade::testing
