@@ -91,8 +91,8 @@ Status TopologyConfig::validate() const {
   if (s.max_running < 1) return invalid_argument(w + ": scheduler.max_running must be >= 1");
   if (s.max_waiting < 0) return invalid_argument(w + ": scheduler.max_waiting must be >= 0");
   if (s.max_step_tokens < 1) return invalid_argument(w + ": scheduler.max_step_tokens must be >= 1");
-  if (s.max_inflight_steps != 1)
-    return unsupported(w + ": scheduler.max_inflight_steps must be 1 in this build (overlap arrives with the serving work)");
+  if (s.max_inflight_steps < 1 || s.max_inflight_steps > 8)
+    return invalid_argument(w + ": scheduler.max_inflight_steps must be in [1, 8]");
   const auto& k = inst.kv;
   if (k.page_size < 1 || k.page_size > 1024) return invalid_argument(w + ": kv.page_size must be in [1, 1024]");
   if (k.pages < 0) return invalid_argument(w + ": kv.pages must be >= 0 (0 = from kv.memory_mb)");

@@ -1,14 +1,20 @@
 // SchedulerPolicy: the plain scheduling logic of one instance (DESIGN.md §6), tested without
 // actors. The scheduler actor owns one and translates messages into calls.
 //
-// Each running sequence has tokens [0, n_tokens) of which [0, n_computed) have KV in the cache.
-// A step gives each chosen sequence the tokens [n_computed, n_computed + chunk): a prompt chunk,
-// or the one token sampled last (decode). Decodes go first, then prompt chunks fill the step's
-// token budget (chunked prefill), then waiting requests are admitted in priority order.
+// A running sequence has `tokens` (prompt + generated tokens the scheduler has seen); positions
+// [0, n_scheduled) are covered by steps sent to the executor, [0, n_computed) by steps that came
+// back. Each step gives a sequence either a chunk of known tokens (a prompt chunk, or the
+// recompute of a preempted sequence) or one decode token. With several steps in flight, a decode
+// may refer to a token the executor sampled in an earlier step that has not come back yet
+// (`use_last_sampled`); the executor resolves it, so outputs are the same for any depth.
 //
-// Pages: admission reserves pages for the whole sequence (prompt + max_tokens, capped at the
-// context), taken from a PageSource, so a running sequence never runs out mid-generation. Pages
-// go back to the PageSource when a sequence ends and no step that uses them is in flight.
+// Order within a step: decodes first (one token each), then prompt chunks fill the step's token
+// budget (chunked prefill), then waiting requests are admitted in (priority, arrival) order.
+//
+// Pages: admission needs pages for the known tokens plus one; running sequences take a page when
+// they cross a page boundary. When none is free, the lowest-priority, latest-arriving sequence
+// with no step in flight is preempted: its pages go back, and it returns to the head of its
+// priority in the waiting queue, to be recomputed from its tokens (its place is kept).
 #pragma once
 
 #include <cstdint>
@@ -19,9 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "actors/step_types.h"
 #include "core/sampling.h"
 #include "core/status.h"
-#include "actors/step_types.h"
 #include "kvstore/page_pool.h"
 
 namespace brigade {
@@ -44,7 +50,7 @@ struct SeqRequest {
   std::vector<int32_t> prompt;
   int max_tokens = 16;
   SamplingConfig sampling;
-  int logprobs = -1;                 // -1 none; else the sampled token's logprob
+  int logprobs = -1;                 // -1 none; else the sampled token's logprob (+ top k)
   std::vector<int32_t> stop_ids;     // stops besides eos (unless ignore_eos)
   std::vector<int32_t> eos_ids;
   bool ignore_eos = false;
@@ -76,63 +82,79 @@ struct SeqEvent {
 
 class SchedulerPolicy {
  public:
-  explicit SchedulerPolicy(const SchedulerLimits& limits);
+  // pool_pages: pages in the whole KV pool (what one sequence could ever hold).
+  SchedulerPolicy(const SchedulerLimits& limits, int pool_pages);
 
-  // Queues a request. Errors (nothing queued): invalid prompt or parameters, queue full
-  // (out_of_resources), a prompt that does not fit the context or the whole KV pool.
-  Status add(SeqRequest request, int pool_pages);
+  // Queues a request. Errors (nothing queued): invalid prompt or parameters, a duplicate id,
+  // queue full (out_of_resources), a prompt that does not fit the context or the KV pool.
+  Status add(SeqRequest request);
   // Ends a request: a waiting one at once; a running one when no step using it is in flight.
   // Returns the events to send now (possibly none). Unknown ids are ignored.
   std::vector<SeqEvent> abort(uint64_t id, PageSource& pages);
 
+  bool has_work() const { return !waiting_.empty() || !running_.empty(); }
+  int n_waiting() const { return static_cast<int>(waiting_.size()); }
+  int n_running() const { return static_cast<int>(running_.size()); }
+  int n_inflight() const { return static_cast<int>(inflight_.size()); }
+  uint64_t n_preemptions() const { return n_preemptions_; }
+  int n_pages_held() const;
   // Pages the head of the waiting queue needs beyond what `pages` has now (0 when it fits or
   // nothing can be admitted): what the scheduler asks its KV page manager for.
   int pages_short(const PageSource& pages) const;
 
-  bool has_work() const { return !waiting_.empty() || !running_.empty(); }
-  int n_waiting() const { return static_cast<int>(waiting_.size()); }
-  int n_running() const { return static_cast<int>(running_.size()); }
-  int n_inflight() const { return n_inflight_; }
-  // Pages held by running sequences.
-  int n_pages_held() const;
-
-  // Plans the next step from sequences that have no step in flight, admitting waiting requests
-  // when `pages` can hold them. nullopt when there is nothing to run now.
+  // Plans the next step; nullopt when nothing can run now. The step is in flight until
+  // complete() or fail() is called with its id; steps complete in the order they were planned.
   std::optional<PlannedStep> plan(PageSource& pages);
   // Applies a finished step: appends sampled tokens, ends sequences that are done (their
-  // pages go back to `pages`). Returns one event per sequence that sampled or ended.
-  std::vector<SeqEvent> complete(uint64_t step_id, std::span<const SampledResult> sampled,
-                                 PageSource& pages);
+  // pages go back to `pages` once no step in flight uses them). One event per sequence that
+  // sampled or ended.
+  std::vector<SeqEvent> complete(uint64_t step_id, std::span<const SampledResult> sampled, PageSource& pages);
   // A step failed as a whole: every sequence in it ends with `error`.
   std::vector<SeqEvent> fail(uint64_t step_id, const std::string& error, PageSource& pages);
 
  private:
   struct Seq {
     SeqRequest req;
-    std::vector<int32_t> tokens;  // prompt + generated
-    int n_computed = 0;           // tokens whose KV is in the cache
-    int n_generated = 0;
+    std::vector<int32_t> tokens;  // prompt + generated, as far as seen
+    int n_computed = 0;           // positions whose KV came back
+    int n_scheduled = 0;          // positions sent to the executor (>= n_computed)
+    int n_generated = 0;          // generated tokens seen
+    int n_pending = 0;            // samples expected from steps in flight
+    int n_inflight = 0;           // steps in flight that include this sequence
+    int max_context = 0;          // the model's context, or the pool's capacity if smaller
     BlockTable blocks;
-    uint64_t inflight_step = 0;   // 0 = none
-    int inflight_tokens = 0;
-    bool aborted = false;
+    Finish ended = Finish::none;  // why it ends; it stays until no step in flight uses it
+    bool final_sent = false;      // its last event went out
+    std::string error;
     uint64_t arrival = 0;
   };
+  struct StepEntry {
+    uint64_t seq_id;
+    int n_tokens;
+    bool sample;
+  };
 
-  int reserve_tokens(const Seq& s) const;
+  void enqueue(Seq s);
   bool admit_next(PageSource& pages);
-  void add_work(Seq& s, int budget, PlannedStep& step);
+  bool ensure_pages(Seq& s, int n_positions, PageSource& pages);
+  bool preempt_one(uint64_t except, PageSource& pages);
+  void add_work(Seq& s, int n_tokens, PlannedStep& step, std::vector<StepEntry>& entries);
+  bool wants_decode(const Seq& s) const;
+  bool wants_chunk(const Seq& s) const;
   Finish finish_of(const Seq& s) const;
-  SeqEvent end(uint64_t id, Finish f, std::string error, PageSource& pages);
+  SeqEvent final_event(Seq& s);
   void release(Seq& s, PageSource& pages);
+  void drop_if_drained(uint64_t id, PageSource& pages, std::vector<SeqEvent>& events);
 
   SchedulerLimits limits_;
-  std::deque<Seq> waiting_;               // sorted by (priority desc, arrival)
-  std::map<uint64_t, Seq> running_;       // ordered by id: stable plan order
+  int pool_pages_;
+  std::deque<Seq> waiting_;               // sorted by (priority desc, arrival asc)
+  std::map<uint64_t, Seq> running_;       // ordered by id: a stable plan order
+  std::map<uint64_t, std::vector<StepEntry>> inflight_;
   std::vector<uint64_t> released_;
   uint64_t next_step_ = 1;
   uint64_t next_arrival_ = 0;
-  int n_inflight_ = 0;
+  uint64_t n_preemptions_ = 0;
 };
 
 }  // namespace brigade

@@ -51,6 +51,7 @@ void update_gauges(scheduler_ptr self) {
   st.setup.counters->n_running = st.policy->n_running();
   st.setup.counters->n_waiting = st.policy->n_waiting();
   st.setup.counters->kv_pages_used = st.policy->n_pages_held();
+  st.setup.counters->preemptions = st.policy->n_preemptions();
 }
 
 void emit(scheduler_ptr self, const std::vector<SeqEvent>& events) {
@@ -143,7 +144,7 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
                                              kv_manager_actor kv_manager, token_sink_actor sink) {
   auto& st = self->state;
   st.setup = std::move(setup);
-  st.policy = std::make_unique<SchedulerPolicy>(st.setup.limits);
+  st.policy = std::make_unique<SchedulerPolicy>(st.setup.limits, st.setup.pool_pages);
   st.executor = std::move(executor);
   st.kv_manager = std::move(kv_manager);
   st.sink = std::move(sink);
@@ -166,7 +167,7 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
         req.eos_ids = self->state.setup.eos_ids;
         req.priority = r.getPriority();
         const int n_prompt = static_cast<int>(req.prompt.size());
-        Status added = self->state.policy->add(std::move(req), self->state.setup.pool_pages);
+        Status added = self->state.policy->add(std::move(req));
         if (!added.is_ok()) {
           emit(self, {refusal(r.getRequestId(), added, n_prompt)});
           return;

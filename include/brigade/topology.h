@@ -26,7 +26,8 @@ struct SchedulerConfig {
   int max_running = 64;        // sequences decoded together
   int max_waiting = 1024;      // queued requests beyond this are refused
   int max_step_tokens = 512;   // token budget of one step (chunked prefill)
-  int max_inflight_steps = 1;  // steps sent to the executor before the first comes back
+  int max_inflight_steps = 2;  // steps sent to the executor before the first comes back:
+                               // 2 overlaps scheduling and streaming with the forward pass
 };
 
 struct InstanceConfig {

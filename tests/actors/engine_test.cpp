@@ -176,6 +176,56 @@ TEST_F(SyntheticEngine, BatchedEqualsAlone) {
   }
 }
 
+std::vector<GenerateOptions> mixed_requests() {
+  std::vector<GenerateOptions> reqs;
+  for (int n : {1, 5, 17, 40, 90, 3, 60, 8}) {
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < n; ++i) prompt.push_back((i * 37 + n) % 500 + 3);
+    GenerateOptions r = greedy_ids(prompt, 10 + n % 9);
+    if (n % 2) {  // half of them sample with a seed and penalties
+      r.sampling.temperature = 0.8f;
+      r.sampling.seed = static_cast<uint64_t>(n);
+      r.sampling.frequency_penalty = 0.5f;
+    }
+    reqs.push_back(r);
+  }
+  return reqs;
+}
+
+TEST_F(SyntheticEngine, InflightDepthDoesNotChangeOutputs) {
+  std::vector<std::vector<Completion>> by_depth;
+  for (int depth : {1, 2, 3}) {
+    EngineOptions o = small_options(dir_.string());
+    o.topology.instances.front().scheduler.max_inflight_steps = depth;
+    o.topology.instances.front().scheduler.max_step_tokens = 32;
+    auto engine = Engine::create(o);
+    ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+    by_depth.push_back(run_concurrently(**engine, mixed_requests()));
+  }
+  for (size_t i = 0; i < by_depth[0].size(); ++i) {
+    EXPECT_FALSE(by_depth[0][i].token_ids.empty());
+    EXPECT_EQ(by_depth[1][i].token_ids, by_depth[0][i].token_ids) << "depth 2, request " << i;
+    EXPECT_EQ(by_depth[2][i].token_ids, by_depth[0][i].token_ids) << "depth 3, request " << i;
+  }
+}
+
+TEST_F(SyntheticEngine, PreemptionUnderASmallKvPoolKeepsOutputs) {
+  auto reqs = mixed_requests();
+  auto roomy = Engine::create(small_options(dir_.string()));
+  ASSERT_TRUE(roomy.has_value());
+  std::vector<Completion> alone;
+  for (const auto& r : reqs) alone.push_back(*(*roomy)->generate(r));
+
+  EngineOptions o = small_options(dir_.string());
+  o.topology.instances.front().kv.pages = 12;  // 192 token slots for 8 requests of up to 108
+  auto tight = Engine::create(o);
+  ASSERT_TRUE(tight.has_value()) << tight.status().to_string();
+  auto together = run_concurrently(**tight, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(together[i].token_ids, alone[i].token_ids) << "request " << i;
+  EXPECT_GT((*tight)->stats().preemptions, 0u) << "the pool was too small to hold every sequence at once";
+  EXPECT_EQ((*tight)->stats().kv_pages_used, 0);
+}
+
 TEST_F(SyntheticEngine, SeededSamplingRepeatsBatchedOrAlone) {
   auto engine = Engine::create(small_options(dir_.string()));
   ASSERT_TRUE(engine.has_value());

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace brigade {
 namespace {
 
@@ -48,42 +50,43 @@ std::vector<SampledResult> sample_all(const PlannedStep& s, int32_t token) {
 }
 
 TEST(SchedulerPolicy, RejectsBadRequests) {
-  SchedulerPolicy p(limits());
-  EXPECT_EQ(p.add(req(1, 0, 4), 100).code(), StatusCode::invalid_argument);
-  EXPECT_EQ(p.add(req(1, 4, 0), 100).code(), StatusCode::invalid_argument);
-  EXPECT_EQ(p.add(req(1, 64, 4), 100).code(), StatusCode::invalid_argument) << "prompt fills the context";
+  SchedulerPolicy p(limits(), 100);
+  EXPECT_EQ(p.add(req(1, 0, 4)).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(p.add(req(1, 4, 0)).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(p.add(req(1, 64, 4)).code(), StatusCode::invalid_argument) << "prompt fills the context";
   SeqRequest bad = req(1, 3, 4);
   bad.prompt[1] = 100;
-  Status st = p.add(bad, 100);
+  Status st = p.add(bad);
   EXPECT_EQ(st.code(), StatusCode::invalid_argument);
   EXPECT_NE(st.message().find("100"), std::string::npos);
-  EXPECT_EQ(p.add(req(1, 4, 60), 2).code(), StatusCode::out_of_resources) << "needs more pages than the pool";
+  SchedulerPolicy tiny(limits(), 1);  // 4 token slots
+  EXPECT_EQ(tiny.add(req(1, 4, 60)).code(), StatusCode::out_of_resources) << "prompt + 1 exceeds the pool";
+  EXPECT_TRUE(tiny.add(req(1, 3, 60)).is_ok()) << "generation is bounded by the pool, not refused";
   EXPECT_FALSE(p.has_work());
 }
 
 TEST(SchedulerPolicy, BoundedQueue) {
-  SchedulerPolicy p(limits());
-  for (uint64_t i = 1; i <= 3; ++i) ASSERT_TRUE(p.add(req(i, 2, 2), 100).is_ok());
-  EXPECT_EQ(p.add(req(4, 2, 2), 100).code(), StatusCode::out_of_resources);
-  EXPECT_EQ(p.add(req(3, 2, 2), 100).code(), StatusCode::invalid_argument) << "id 3 is in use";
+  SchedulerPolicy p(limits(), 100);
+  for (uint64_t i = 1; i <= 3; ++i) ASSERT_TRUE(p.add(req(i, 2, 2)).is_ok());
+  EXPECT_EQ(p.add(req(4, 2, 2)).code(), StatusCode::out_of_resources);
+  EXPECT_EQ(p.add(req(3, 2, 2)).code(), StatusCode::invalid_argument) << "id 3 is in use";
 }
 
 TEST(SchedulerPolicy, ChunkedPrefillBesideDecode) {
-  SchedulerPolicy p(limits());
+  SchedulerPolicy p(limits(), 100);
   PoolSource pages(100);
-  ASSERT_TRUE(p.add(req(1, 3, 5), 100).is_ok());
+  ASSERT_TRUE(p.add(req(1, 3, 5)).is_ok());
   auto s1 = p.plan(pages);
   ASSERT_TRUE(s1);
   ASSERT_EQ(s1->seqs.size(), 1u);
   EXPECT_EQ(s1->seqs[0].tokens.size(), 3u);
   EXPECT_TRUE(s1->seqs[0].sample);
-  EXPECT_FALSE(p.plan(pages)) << "a sequence with a step in flight is not planned again";
   auto ev = p.complete(s1->step_id, sample_all(*s1, 50), pages);
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0].new_tokens, std::vector<int32_t>{50});
 
   // A long prompt arrives: the next step decodes seq 1 and prefills a chunk of seq 2.
-  ASSERT_TRUE(p.add(req(2, 20, 3), 100).is_ok());
+  ASSERT_TRUE(p.add(req(2, 20, 3)).is_ok());
   auto s2 = p.plan(pages);
   ASSERT_TRUE(s2);
   ASSERT_EQ(s2->seqs.size(), 2u);
@@ -99,10 +102,10 @@ TEST(SchedulerPolicy, ChunkedPrefillBesideDecode) {
 }
 
 TEST(SchedulerPolicy, FinishesOnEosLengthAndReleasesPages) {
-  SchedulerPolicy p(limits());
+  SchedulerPolicy p(limits(), 100);
   PoolSource pages(100);
-  ASSERT_TRUE(p.add(req(1, 2, 3), 100).is_ok());
-  ASSERT_TRUE(p.add(req(2, 2, 3), 100).is_ok());
+  ASSERT_TRUE(p.add(req(1, 2, 3)).is_ok());
+  ASSERT_TRUE(p.add(req(2, 2, 3)).is_ok());
   auto s = p.plan(pages);
   ASSERT_TRUE(s);
   EXPECT_LT(pages.n_available(), 100);
@@ -124,11 +127,11 @@ TEST(SchedulerPolicy, FinishesOnEosLengthAndReleasesPages) {
 }
 
 TEST(SchedulerPolicy, AdmissionWaitsForPagesInPriorityOrder) {
-  SchedulerPolicy p(limits());
+  SchedulerPolicy p(limits(), 4);
   PoolSource pages(4);  // 16 tokens
-  ASSERT_TRUE(p.add(req(1, 4, 8), 4).is_ok());   // needs 3 pages
-  ASSERT_TRUE(p.add(req(2, 4, 4), 4).is_ok());   // needs 2 pages: must wait
-  ASSERT_TRUE(p.add(req(3, 4, 4, 5), 4).is_ok());  // higher priority: goes before 2
+  ASSERT_TRUE(p.add(req(1, 8, 8)).is_ok());     // needs 3 pages (8 + 1 tokens)
+  ASSERT_TRUE(p.add(req(2, 8, 4)).is_ok());     // needs 3 pages: must wait
+  ASSERT_TRUE(p.add(req(3, 4, 4, 5)).is_ok());  // higher priority: goes first (2 pages)
   auto s = p.plan(pages);
   ASSERT_TRUE(s);
   ASSERT_EQ(s->seqs.size(), 1u);
@@ -137,11 +140,81 @@ TEST(SchedulerPolicy, AdmissionWaitsForPagesInPriorityOrder) {
   EXPECT_EQ(p.pages_short(pages), 1) << "seq 1 needs 3 pages, 2 are free";
 }
 
-TEST(SchedulerPolicy, AbortWaitingAndInFlight) {
-  SchedulerPolicy p(limits());
+TEST(SchedulerPolicy, PreemptsTheLatestArrivalAndRecomputesIt) {
+  SchedulerLimits l = limits();
+  l.max_step_tokens = 64;
+  SchedulerPolicy p(l, 4);
+  PoolSource pages(4);  // 16 token slots, page size 4
+  ASSERT_TRUE(p.add(req(1, 6, 20)).is_ok());
+  ASSERT_TRUE(p.add(req(2, 6, 20)).is_ok());
+  std::vector<int32_t> out1, out2;
+  int steps = 0;
+  bool preempted_seen = false;
+  while (p.has_work() && steps < 200) {
+    auto s = p.plan(pages);
+    ASSERT_TRUE(s) << "some sequence can always run";
+    ++steps;
+    for (const auto& w : s->seqs) {
+      // A recompute chunk of seq 2 replays its prompt and everything it generated so far.
+      if (w.seq_id == 2 && w.start_pos == 0 && !out2.empty()) {
+        preempted_seen = true;
+        ASSERT_EQ(w.tokens.size(), 6 + out2.size());
+        EXPECT_TRUE(std::equal(out2.begin(), out2.end(), w.tokens.begin() + 6));
+      }
+    }
+    std::vector<SampledResult> r;
+    for (const auto& w : s->seqs)
+      if (w.sample) r.push_back({w.seq_id, static_cast<int32_t>(40 + w.start_pos), 0.0f, {}});
+    for (const auto& ev : p.complete(s->step_id, r, pages)) {
+      auto& out = ev.seq_id == 1 ? out1 : out2;
+      out.insert(out.end(), ev.new_tokens.begin(), ev.new_tokens.end());
+    }
+  }
+  EXPECT_TRUE(preempted_seen);
+  EXPECT_GE(p.n_preemptions(), 1u);
+  EXPECT_EQ(out1.size(), 10u) << "16 slots: prompt 6 + 10 generated ends at the pool's capacity";
+  EXPECT_EQ(out2.size(), 10u);
+  EXPECT_EQ(pages.n_available(), 4);
+}
+
+TEST(SchedulerPolicy, InFlightStepsReferToTheLastSampledToken) {
+  SchedulerPolicy p(limits(), 100);
   PoolSource pages(100);
-  ASSERT_TRUE(p.add(req(1, 2, 5), 100).is_ok());
-  ASSERT_TRUE(p.add(req(2, 2, 5), 100).is_ok());
+  ASSERT_TRUE(p.add(req(1, 3, 4)).is_ok());
+  auto a = p.plan(pages);  // prefill, samples token 1
+  ASSERT_TRUE(a);
+  auto b = p.plan(pages);  // decode of the token step a is sampling
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->seqs.size(), 1u);
+  EXPECT_TRUE(b->seqs[0].use_last_sampled);
+  EXPECT_EQ(b->seqs[0].start_pos, 3);
+  EXPECT_EQ(b->seqs[0].n_generated, 1u) << "draws the second token's random number";
+  auto c = p.plan(pages);
+  ASSERT_TRUE(c);
+  auto d = p.plan(pages);  // tokens 1..4 are all in flight: max_tokens reached
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(p.plan(pages)) << "no fifth token is scheduled for max_tokens 4";
+  EXPECT_EQ(p.n_inflight(), 4);
+  // EOS on the second token: the third and fourth come back and are dropped.
+  std::vector<SeqEvent> all;
+  for (auto [step, tok] : std::vector<std::pair<uint64_t, int32_t>>{{a->step_id, 9}, {b->step_id, 2},
+                                                                     {c->step_id, 7}, {d->step_id, 8}}) {
+    std::vector<SampledResult> r = {{1, tok, 0.0f, {}}};
+    auto ev = p.complete(step, r, pages);
+    all.insert(all.end(), ev.begin(), ev.end());
+  }
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[1].new_tokens, std::vector<int32_t>{2});
+  EXPECT_EQ(all[1].finish, Finish::stop);
+  EXPECT_EQ(pages.n_available(), 100) << "pages return once the last step in flight is back";
+  EXPECT_FALSE(p.has_work());
+}
+
+TEST(SchedulerPolicy, AbortWaitingAndInFlight) {
+  SchedulerPolicy p(limits(), 100);
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(req(1, 2, 5)).is_ok());
+  ASSERT_TRUE(p.add(req(2, 2, 5)).is_ok());
   auto s = p.plan(pages);
   ASSERT_TRUE(s);
   auto ev = p.abort(1, pages);
@@ -160,9 +233,9 @@ TEST(SchedulerPolicy, AbortWaitingAndInFlight) {
 }
 
 TEST(SchedulerPolicy, StepFailureEndsItsSequences) {
-  SchedulerPolicy p(limits());
+  SchedulerPolicy p(limits(), 100);
   PoolSource pages(100);
-  ASSERT_TRUE(p.add(req(1, 2, 5), 100).is_ok());
+  ASSERT_TRUE(p.add(req(1, 2, 5)).is_ok());
   auto s = p.plan(pages);
   ASSERT_TRUE(s);
   auto ev = p.fail(s->step_id, "boom", pages);
@@ -175,9 +248,9 @@ TEST(SchedulerPolicy, StepFailureEndsItsSequences) {
 TEST(SchedulerPolicy, ContextLimitEndsWithLength) {
   SchedulerLimits l = limits();
   l.max_context = 6;
-  SchedulerPolicy p(l);
+  SchedulerPolicy p(l, 100);
   PoolSource pages(100);
-  ASSERT_TRUE(p.add(req(1, 4, 100), 100).is_ok());
+  ASSERT_TRUE(p.add(req(1, 4, 100)).is_ok());
   std::vector<SeqEvent> ev;
   int steps = 0;
   while (auto s = p.plan(pages)) {
