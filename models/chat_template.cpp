@@ -1,0 +1,131 @@
+#include "models/chat_template.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "models/mapped_file.h"
+#include "models/utf8.h"
+
+namespace brigade {
+namespace {
+
+constexpr const char* kFamilies = "llama-2, llama-3, chatml (qwen), deepseek";
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+std::string render_llama2(std::span<const ChatMessage> m, bool gen) {
+  std::string out, system;
+  size_t i = 0;
+  if (!m.empty() && m[0].role == "system") system = m[i++].content;
+  for (bool first = true; i < m.size(); ++i) {
+    if (m[i].role == "user") {
+      // As the Jinja template: the system block joins the first user turn, then the whole trims.
+      std::string user;
+      if (first && !system.empty()) user.append("<<SYS>>\n").append(system).append("\n<</SYS>>\n\n");
+      user.append(m[i].content);
+      out.append("<s>[INST] ").append(trim(user)).append(" [/INST]");
+      first = false;
+    } else {
+      out.append(" ").append(trim(m[i].content)).append(" </s>");
+    }
+  }
+  (void)gen;  // the assistant's turn opens right after [/INST]
+  return out;
+}
+
+std::string render_llama3(std::span<const ChatMessage> m, bool gen) {
+  std::string out = "<|begin_of_text|>";
+  for (const auto& msg : m)
+    out.append("<|start_header_id|>").append(msg.role).append("<|end_header_id|>\n\n").append(trim(msg.content)).append("<|eot_id|>");
+  if (gen) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  return out;
+}
+
+std::string render_chatml(std::span<const ChatMessage> m, bool gen) {
+  std::string out;
+  for (const auto& msg : m) out.append("<|im_start|>").append(msg.role).append("\n").append(msg.content).append("<|im_end|>\n");
+  if (gen) out += "<|im_start|>assistant\n";
+  return out;
+}
+
+std::string render_deepseek(std::span<const ChatMessage> m, bool gen) {
+  std::string out = "<｜begin▁of▁sentence｜>";
+  for (const auto& msg : m) {
+    if (msg.role == "system") out.append(msg.content).append("\n\n");
+    else if (msg.role == "user") out.append("User: ").append(msg.content).append("\n\n");
+    else out.append("Assistant: ").append(msg.content).append("<｜end▁of▁sentence｜>");
+  }
+  if (gen) out += "Assistant:";
+  return out;
+}
+
+}  // namespace
+
+Expected<ChatFamily> parse_chat_family(const std::string& name) {
+  if (name == "llama-2" || name == "llama2") return ChatFamily::llama2;
+  if (name == "llama-3" || name == "llama3") return ChatFamily::llama3;
+  if (name == "chatml" || name == "qwen") return ChatFamily::chatml;
+  if (name == "deepseek") return ChatFamily::deepseek;
+  return unsupported("chat template '" + name + "' is not supported; supported: " + kFamilies);
+}
+
+const char* chat_family_name(ChatFamily family) {
+  switch (family) {
+    case ChatFamily::llama2: return "llama-2";
+    case ChatFamily::llama3: return "llama-3";
+    case ChatFamily::chatml: return "chatml";
+    case ChatFamily::deepseek: return "deepseek";
+  }
+  return "?";
+}
+
+Expected<ChatFamily> detect_chat_family(const std::string& t) {
+  if (t.find("<|im_start|>") != std::string::npos) return ChatFamily::chatml;
+  if (t.find("<|start_header_id|>") != std::string::npos) return ChatFamily::llama3;
+  if (t.find("[INST]") != std::string::npos) return ChatFamily::llama2;
+  if (t.find("User: ") != std::string::npos && t.find("Assistant:") != std::string::npos) return ChatFamily::deepseek;
+  return unsupported(std::string("chat_template matches no known family (") + kFamilies +
+                     "); set the family in the configuration");
+}
+
+Expected<ChatFamily> chat_family_for_model(const std::string& model_dir, const std::string& configured) {
+  if (!configured.empty()) return parse_chat_family(configured);
+  const std::string path = (std::filesystem::path(model_dir) / "tokenizer_config.json").string();
+  auto text = read_text_file(path);
+  if (!text) return not_found(path + ": no chat template (no tokenizer_config.json); set the family in the configuration");
+  const auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return corrupt(path + ": not a JSON object");
+  auto it = j.find("chat_template");
+  if (it == j.end() || !it->is_string())
+    return not_found(path + ": has no chat_template string; set the family in the configuration");
+  auto family = detect_chat_family(it->get<std::string>());
+  if (!family) return Status(family.status().code(), path + ": " + family.status().message());
+  return family;
+}
+
+Expected<std::string> apply_chat_template(ChatFamily family, std::span<const ChatMessage> messages,
+                                          bool add_generation_prompt) {
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const auto& m = messages[i];
+    if (m.role != "system" && m.role != "user" && m.role != "assistant")
+      return invalid_argument("chat message " + std::to_string(i) + ": role '" + m.role +
+                              "' is not one of system, user, assistant");
+    if (m.role == "system" && i != 0)
+      return invalid_argument("chat message " + std::to_string(i) + ": a system message must come first");
+    if (!is_valid_utf8(m.content))
+      return invalid_argument("chat message " + std::to_string(i) + ": content is not valid UTF-8");
+  }
+  switch (family) {
+    case ChatFamily::llama2: return render_llama2(messages, add_generation_prompt);
+    case ChatFamily::llama3: return render_llama3(messages, add_generation_prompt);
+    case ChatFamily::chatml: return render_chatml(messages, add_generation_prompt);
+    case ChatFamily::deepseek: return render_deepseek(messages, add_generation_prompt);
+  }
+  return invalid_argument("unknown chat family");
+}
+
+}  // namespace brigade
