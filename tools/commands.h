@@ -30,6 +30,7 @@ struct GenerateArgs {
 void add_generate_command(CLI::App& app, std::function<int()>& run);
 void add_make_model_command(CLI::App& app, std::function<int()>& run);
 void add_inspect_command(CLI::App& app, std::function<int()>& run);
+void add_tokenize_command(CLI::App& app, std::function<int()>& run);
 void add_demo_command(CLI::App& app, std::function<int()>& run);
 
 int run_generate(const GenerateArgs& args);

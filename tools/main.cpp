@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   brigade::tools::add_generate_command(app, run);
   brigade::tools::add_make_model_command(app, run);
   brigade::tools::add_inspect_command(app, run);
+  brigade::tools::add_tokenize_command(app, run);
   brigade::tools::add_demo_command(app, run);
   CLI11_PARSE(app, argc, argv);
   if (!log_level.empty() && !brigade::set_log_level(log_level)) {
