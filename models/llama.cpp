@@ -1,11 +1,9 @@
 #include "models/llama.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
+#include "models/load_progress.h"
 #include "models/rope_scaling.h"
 #include "models/step_check.h"
 #include "models/weight_loader.h"
@@ -138,14 +136,14 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
 Status LlamaModel::load(const Checkpoint& ck) {
   const auto& c = config_;
   WeightLoader w(ck, backend_, options_.weight_dtype);
-  const bool show = options_.progress && ::isatty(STDERR_FILENO);
+  LoadProgress progress(ck.path(), c.n_layers, options_.progress);
   BRIGADE_ASSIGN_OR_RETURN(embed_, w.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size));
   layers_.resize(static_cast<size_t>(c.n_layers));
   for (int l = 0; l < c.n_layers; ++l) {
     BRIGADE_RETURN_IF_ERROR(load_layer(w, l, layers_[static_cast<size_t>(l)]));
-    if (show) std::fprintf(stderr, "\rloading %s: layer %d/%d", ck.path().c_str(), l + 1, c.n_layers);
+    progress.update(l + 1, w.n_bytes());
   }
-  if (show) std::fprintf(stderr, "\n");
+  progress.finish();
   BRIGADE_ASSIGN_OR_RETURN(final_norm_, w.vector_f32({"model.norm.weight"}, {c.hidden_size}));
   if (!c.tie_embeddings) {
     BRIGADE_ASSIGN_OR_RETURN(lm_head_, w.matrix("lm_head.weight", c.vocab_size, c.hidden_size));

@@ -22,7 +22,7 @@ struct TensorPlan {
   std::string name;
   std::vector<int64_t> shape;
   enum Kind { matrix, embedding, norm } kind = matrix;
-  double std = 0.0;  // matrices and embeddings: standard deviation
+  double std = 0.0;  // matrices, embeddings and biases (stored as kind embedding): standard deviation
   int64_t numel() const { int64_t n = 1; for (auto d : shape) n *= d; return n; }
 };
 
@@ -72,6 +72,15 @@ std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, int head_dim) 
     p.push_back(mat(pre + "self_attn.k_proj.weight", kv, h, 1.0));
     p.push_back(mat(pre + "self_attn.v_proj.weight", kv, h, 1.0));
     p.push_back(mat(pre + "self_attn.o_proj.weight", h, q, out_scale));
+    if (s.arch == "qwen2") {  // Qwen2Attention: q/k/v carry biases
+      p.push_back({pre + "self_attn.q_proj.bias", {q}, TensorPlan::embedding, 0.02});
+      p.push_back({pre + "self_attn.k_proj.bias", {kv}, TensorPlan::embedding, 0.02});
+      p.push_back({pre + "self_attn.v_proj.bias", {kv}, TensorPlan::embedding, 0.02});
+    }
+    if (s.arch == "qwen3") {  // per-head RMSNorm of q and k
+      p.push_back({pre + "self_attn.q_norm.weight", {head_dim}, TensorPlan::norm, 0.0});
+      p.push_back({pre + "self_attn.k_norm.weight", {head_dim}, TensorPlan::norm, 0.0});
+    }
     p.push_back({pre + "post_attention_layernorm.weight", {h}, TensorPlan::norm, 0.0});
     p.push_back(mat(pre + "mlp.gate_proj.weight", inter, h, 1.0));
     p.push_back(mat(pre + "mlp.up_proj.weight", inter, h, 1.0));
@@ -140,15 +149,18 @@ double clean(float f) {
 }
 
 ojson config_json(const SyntheticModelSpec& s, int head_dim) {
-  return ojson{{"architectures", {"LlamaForCausalLM"}}, {"attention_bias", false}, {"attention_dropout", 0.0},
+  const std::string architecture = s.arch == "qwen2" ? "Qwen2ForCausalLM" : s.arch == "qwen3" ? "Qwen3ForCausalLM" : "LlamaForCausalLM";
+  ojson c{{"architectures", {architecture}}, {"attention_bias", false}, {"attention_dropout", 0.0},
                {"bos_token_id", kSyntheticBosId}, {"eos_token_id", kSyntheticEosId}, {"head_dim", head_dim},
                {"hidden_act", "silu"}, {"hidden_size", s.hidden_size}, {"initializer_range", 0.02},
                {"intermediate_size", s.intermediate_size}, {"max_position_embeddings", s.max_position},
-               {"mlp_bias", false}, {"model_type", "llama"}, {"num_attention_heads", s.n_heads},
+               {"mlp_bias", false}, {"model_type", s.arch}, {"num_attention_heads", s.n_heads},
                {"num_hidden_layers", s.n_layers}, {"num_key_value_heads", s.n_kv_heads}, {"pretraining_tp", 1},
                {"rms_norm_eps", clean(s.rms_eps)}, {"rope_scaling", nullptr}, {"rope_theta", clean(s.rope_theta)},
                {"tie_word_embeddings", s.tie_embeddings}, {"torch_dtype", torch_dtype(s.dtype)},
                {"transformers_version", "4.44.0"}, {"use_cache", true}, {"vocab_size", s.vocab_size}};
+  if (s.arch != "llama") c["use_sliding_window"] = false;
+  return c;
 }
 
 Status write_text(const fs::path& path, const std::string& text) {
@@ -163,7 +175,8 @@ Status write_text(const fs::path& path, const std::string& text) {
 }  // namespace
 
 Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& out_dir) {
-  if (s.arch != "llama") return invalid_argument("make-model: arch '" + s.arch + "' is not supported; supported: llama");
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3")
+    return invalid_argument("make-model: arch '" + s.arch + "' is not supported; supported: llama, qwen2, qwen3");
   if (s.dtype != DType::f32 && s.dtype != DType::f16 && s.dtype != DType::bf16)
     return invalid_argument(std::string("make-model: dtype ") + dtype_name(s.dtype) + " is not supported; use f32, f16 or bf16");
   if (s.vocab_size < kSyntheticMinVocab)

@@ -11,7 +11,7 @@
 namespace brigade {
 
 struct SyntheticModelSpec {
-  std::string arch = "llama";  // supported: llama
+  std::string arch = "llama";  // supported: llama, qwen2 (q/k/v biases), qwen3 (q/k norms)
   // Defaults give a ~100M-parameter Llama (tied embeddings).
   int hidden_size = 768;
   int n_layers = 12;

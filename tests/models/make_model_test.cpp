@@ -4,6 +4,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include <cmath>
+
+#include "cpu/cpu_backend.h"
 #include "model_test_util.h"
 #include "models/checkpoint.h"
 #include "models/make_model.h"
@@ -98,6 +101,36 @@ TEST(MakeModel, TokenizerJsonIsWellFormedBpe) {
   EXPECT_EQ(made.size(), 400u - 259u);
   EXPECT_EQ(j["added_tokens"][1]["content"], "<s>");
   EXPECT_EQ(j["added_tokens"][1]["id"], 1);
+}
+
+// Every supported architecture: its own config.json and tensors, loaded and run by Model::load.
+TEST(MakeModel, EveryArchitectureLoadsAndRuns) {
+  for (const char* arch : {"llama", "qwen2", "qwen3"}) {
+    testing::TempDir dir(std::string("mm_") + arch);
+    SyntheticModelSpec s = spec(3);
+    s.arch = arch;
+    s.head_dim = std::string(arch) == "qwen3" ? 16 : 0;  // qwen3: head_dim independent of hidden/heads
+    ASSERT_TRUE(write_synthetic_model(s, dir.str()).is_ok()) << arch;
+    auto ck = Checkpoint::open(dir.str());
+    ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+    EXPECT_EQ((*ck)->config().arch, arch);
+    EXPECT_EQ((*ck)->config().qkv_bias, std::string(arch) == "qwen2");
+    EXPECT_EQ((*ck)->config().qk_norm, std::string(arch) == "qwen3");
+    EXPECT_EQ((*ck)->tensors().count("model.layers.0.self_attn.q_proj.bias"), std::string(arch) == "qwen2" ? 1u : 0u);
+    EXPECT_EQ((*ck)->tensors().count("model.layers.0.self_attn.k_norm.weight"), std::string(arch) == "qwen3" ? 1u : 0u);
+
+    auto backend = make_cpu_backend({.n_threads = 1});
+    LoadOptions opts;
+    opts.max_batch_tokens = 16;
+    opts.progress = false;
+    auto model = Model::load(dir.str(), *backend, opts);
+    ASSERT_TRUE(model.has_value()) << model.status().to_string();
+    auto kv = KvCache::allocate(*backend, (*model)->kv_layout(2, 16, DType::f32));
+    ASSERT_TRUE(kv.has_value());
+    const auto logits = testing::run_step(**model, *backend, *kv, testing::make_step({{0, {1, 5, 9}, 0, false}}, 16, 2));
+    ASSERT_EQ(logits.size(), 400u);
+    for (float v : logits) ASSERT_TRUE(std::isfinite(v)) << arch;
+  }
 }
 
 TEST(MakeModel, RejectsBadSpecs) {
