@@ -32,6 +32,8 @@ void add_make_model_command(CLI::App& app, std::function<int()>& run);
 void add_inspect_command(CLI::App& app, std::function<int()>& run);
 void add_tokenize_command(CLI::App& app, std::function<int()>& run);
 void add_demo_command(CLI::App& app, std::function<int()>& run);
+void add_serve_command(CLI::App& app, std::function<int()>& run);
+void add_bench_command(CLI::App& app, std::function<int()>& run);
 
 int run_generate(const GenerateArgs& args);
 
@@ -39,6 +41,12 @@ int run_generate(const GenerateArgs& args);
 int fail(const Status& status);
 // Engine options from an optional topology file, a model path and a thread count (0 = keep).
 Expected<EngineOptions> engine_options(const std::string& topology_file, const std::string& model, int threads);
+// The default synthetic model's directory ($BRIGADE_HOME or .brigade, then models/default-llama-100m).
+std::string default_model_dir();
+// Writes the default synthetic model into dir unless it is there already.
+Status ensure_default_model(const std::string& dir);
+// `model` when given; else the default model's directory, made when absent.
+Expected<std::string> model_or_default(const std::string& model);
 // Submits and blocks until the final event; on_event sees every event (on an engine thread).
 Status run_to_end(Engine& engine, const GenerateOptions& req, const std::function<void(const Event&)>& on_event);
 

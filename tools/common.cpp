@@ -1,7 +1,10 @@
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <mutex>
 
+#include "models/make_model.h"
 #include "tools/commands.h"
 
 namespace brigade::tools {
@@ -21,6 +24,25 @@ Expected<EngineOptions> engine_options(const std::string& topology_file, const s
   o.model_path = model;
   if (threads > 0) o.topology.instances.front().executors.front().threads = threads;
   return o;
+}
+
+std::string default_model_dir() {
+  const char* home = std::getenv("BRIGADE_HOME");
+  return std::string(home && *home ? home : ".brigade") + "/models/default-llama-100m";
+}
+
+Status ensure_default_model(const std::string& dir) {
+  if (std::filesystem::exists(dir + "/model.safetensors")) return Status::ok();
+  std::fprintf(stderr, "writing the default synthetic model (Llama, ~100M parameters, bf16) to %s ...\n", dir.c_str());
+  SyntheticModelSpec spec;  // the defaults are the ~100M model
+  return write_synthetic_model(spec, dir);
+}
+
+Expected<std::string> model_or_default(const std::string& model) {
+  if (!model.empty()) return model;
+  std::string dir = default_model_dir();
+  BRIGADE_RETURN_IF_ERROR(ensure_default_model(dir));
+  return dir;
 }
 
 Status run_to_end(Engine& engine, const GenerateOptions& req, const std::function<void(const Event&)>& on_event) {

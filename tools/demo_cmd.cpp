@@ -3,11 +3,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <mutex>
 
-#include "models/make_model.h"
 #include "tools/commands.h"
 
 namespace brigade::tools {
@@ -21,18 +18,6 @@ struct DemoArgs {
   std::string topology;
   int threads = 0;
 };
-
-std::string default_model_dir() {
-  const char* home = std::getenv("BRIGADE_HOME");
-  return std::string(home && *home ? home : ".brigade") + "/models/default-llama-100m";
-}
-
-Status ensure_default_model(const std::string& dir) {
-  if (std::filesystem::exists(dir + "/model.safetensors")) return Status::ok();
-  std::fprintf(stderr, "writing the default synthetic model (Llama, ~100M parameters, bf16) to %s ...\n", dir.c_str());
-  SyntheticModelSpec spec;  // the defaults are the ~100M model
-  return write_synthetic_model(spec, dir);
-}
 
 const char* kPrompts[] = {
     "The kitchen brigade",   "Once upon a time",        "In a distant galaxy", "The actor model",

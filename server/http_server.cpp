@@ -1,0 +1,360 @@
+#include "server/http_server.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <array>
+#include <chrono>
+#include <ctime>
+#include <future>
+#include <deque>
+#include <thread>
+
+#include "server/openai_format.h"
+#include "server/routes.h"
+
+namespace brigade::server {
+
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kIdleTimeout = std::chrono::seconds(120);
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// One connection. HTTP/1.1 keep-alive for plain responses; a stream (SSE) ends the connection,
+// its body delimited by the close. All members are touched only on the connection's strand.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, std::shared_ptr<ServerContext> ctx) : stream_(std::move(socket)), ctx_(std::move(ctx)) {}
+  void run() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_request(); });
+  }
+
+ private:
+  struct ChoiceTiming {
+    Clock::time_point first, last;
+    int n_tokens = 0;
+  };
+
+  void read_request() {
+    parser_.emplace();
+    parser_->body_limit(ctx_->options.max_body_bytes);
+    stream_.expires_after(kIdleTimeout);
+    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->on_read(ec);
+    });
+  }
+
+  void on_read(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
+        ec == net::error::operation_aborted || ec == net::error::connection_reset) {
+      return close();
+    }
+    keep_alive_ = false;
+    if (ec == http::error::body_limit) {
+      return send(error_response(413, "the request body is larger than " + std::to_string(ctx_->options.max_body_bytes) +
+                                          " bytes: send a shorter prompt", StatusCode::invalid_argument));
+    }
+    if (ec) return send(error_response(400, "malformed HTTP request: " + ec.message(), StatusCode::invalid_argument));
+    const auto& req = parser_->get();
+    keep_alive_ = req.keep_alive();
+    arrival_ = Clock::now();
+    auto sv = [](beast::string_view v) { return std::string_view(v.data(), v.size()); };
+    HttpRequestView view{sv(req.method_string()), sv(req.target()), sv(req[http::field::authorization]), req.body()};
+    auto routed = route(*ctx_, view);
+    if (auto* simple = std::get_if<SimpleResponse>(&routed)) return send(*simple);
+    start_generation(std::get<CompletionRequest>(std::move(routed)));
+  }
+
+  // Plain (non-stream) response; keeps the connection when the client asked to.
+  void send(const SimpleResponse& r) {
+    ctx_->metrics.count_response(r.status);
+    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), 11);
+    res->set(http::field::server, "brigade");
+    res->set(http::field::content_type, r.content_type);
+    res->keep_alive(keep_alive_);
+    res->body() = r.body;
+    res->prepare_payload();
+    stream_.expires_after(kIdleTimeout);
+    http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
+      if (ec) return self->close();
+      if (!self->keep_alive_) return self->linger_close();
+      self->read_request();
+    });
+  }
+
+  void start_generation(CompletionRequest request) {
+    ++generation_;
+    stream_mode_ = request.stream;
+    headers_sent_ = false;
+    ended_ = false;
+    const uint64_t n = ctx_->next_id.fetch_add(1);
+    const std::string id = (request.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-") + std::to_string(n);
+    state_.emplace(request, id, ctx_->options.model_name, static_cast<int64_t>(std::time(nullptr)));
+    timing_.assign(static_cast<size_t>(request.n), {});
+    engine_ids_.assign(static_cast<size_t>(request.n), 0);
+    stream_.expires_never();  // generation may take long; a dead client shows up as a failed write
+    for (int i = 0; i < request.n; ++i) {
+      GenerateOptions gen = request.gen;
+      if (gen.sampling.seed) gen.sampling.seed = *gen.sampling.seed + static_cast<uint64_t>(i);
+      uint64_t key = 0;
+      if (!ctx_->inflight.begin(key)) {
+        finish_choice_locally(i, Status(StatusCode::cancelled, "the server is shutting down"));
+        continue;
+      }
+      auto self = shared_from_this();
+      auto ctx = ctx_;
+      const uint64_t gen_no = generation_;
+      auto submitted = ctx_->engine.submit(gen, [self, ctx, gen_no, i, key](const Event& ev) {
+        const auto at = Clock::now();
+        net::post(self->stream_.get_executor(), [self, gen_no, i, ev, at] { self->on_event(gen_no, i, ev, at); });
+        if (ev.finish != FinishReason::none) ctx->inflight.end(key);  // after the post: see Inflight
+      });
+      if (!submitted) {
+        ctx_->inflight.end(key);
+        finish_choice_locally(i, submitted.status());
+        continue;
+      }
+      ctx_->inflight.set_id(key, *submitted);
+      engine_ids_[static_cast<size_t>(i)] = *submitted;
+    }
+  }
+
+  // A choice that never reached the engine ends as an error event of its own.
+  void finish_choice_locally(int i, const Status& st) {
+    Event ev;
+    ev.finish = FinishReason::error;
+    ev.error = st.message();
+    ev.error_code = st.code();
+    on_event(generation_, i, ev, Clock::now());
+  }
+
+  void on_event(uint64_t gen_no, int i, const Event& ev, Clock::time_point at) {
+    if (gen_no != generation_ || !state_ || ended_) return;
+    ChoiceTiming& t = timing_[static_cast<size_t>(i)];
+    if (!ev.token_ids.empty()) {
+      if (t.n_tokens == 0) t.first = at;
+      t.last = at;
+      t.n_tokens += static_cast<int>(ev.token_ids.size());
+    }
+    std::string out = state_->on_event(i, ev);
+    if (ev.finish != FinishReason::none) {
+      engine_ids_[static_cast<size_t>(i)] = 0;
+      if (ev.finish != FinishReason::error && t.n_tokens > 0) {
+        const bool has_tpot = t.n_tokens > 1;
+        ctx_->metrics.observe_request(seconds(t.first - arrival_),
+                                      has_tpot ? seconds(t.last - t.first) / (t.n_tokens - 1) : 0.0, has_tpot,
+                                      seconds(t.last - arrival_));
+      }
+    }
+    const Status& err = state_->error();
+    if (!err.is_ok() && !headers_sent_) {
+      // Nothing sent yet: the whole request fails with the error's status (400 for a prompt too
+      // long, 429 for a full queue); the other choices are cancelled.
+      cancel_all();
+      if (!state_->done()) return;
+      ended_ = true;
+      return send(error_response(http_status_for(err.code()), err.message(), err.code()));
+    }
+    if (!stream_mode_) {
+      if (state_->done()) {
+        ended_ = true;
+        send(SimpleResponse{200, "application/json", state_->final_body()});
+      }
+      return;
+    }
+    if (!headers_sent_) start_stream();
+    if (ev.finish == FinishReason::error) {
+      out = sse_data(error_body(http_status_for(ev.error_code), ev.error, ev.error_code));
+    }
+    if (!out.empty()) queue_write(std::move(out));
+    if (state_->done()) {
+      ended_ = true;
+      close_after_writes_ = true;
+      queue_write(state_->stream_tail());
+    }
+  }
+
+  void start_stream() {
+    headers_sent_ = true;
+    ctx_->metrics.count_response(200);
+    queue_write(
+        "HTTP/1.1 200 OK\r\nServer: brigade\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+        "Connection: close\r\n\r\n");
+    watch_for_disconnect();
+  }
+
+  // A streaming client sends nothing more; a completed read means it closed (or reset) the
+  // connection, so its requests are cancelled at once instead of at the next failed write.
+  void watch_for_disconnect() {
+    stream_.socket().async_read_some(net::buffer(watch_buf_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (self->socket_closed_) return;
+      if (ec) return self->on_disconnect();
+      self->watch_for_disconnect();
+    });
+  }
+
+  void queue_write(std::string data) {
+    writes_.push_back(std::move(data));
+    if (!writing_) write_next();
+  }
+
+  void write_next() {
+    if (writes_.empty()) {
+      writing_ = false;
+      if (close_after_writes_) close();
+      return;
+    }
+    writing_ = true;
+    net::async_write(stream_.socket(), net::buffer(writes_.front()),
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       if (ec) return self->on_disconnect();
+                       self->writes_.pop_front();
+                       self->write_next();
+                     });
+  }
+
+  void on_disconnect() {
+    if (socket_closed_) return;
+    if (!ended_) {
+      ctx_->metrics.count_disconnect();
+      ended_ = true;
+      cancel_all();
+    }
+    close();
+  }
+
+  void cancel_all() {
+    for (auto& id : engine_ids_) {
+      if (id != 0) ctx_->engine.cancel(id);
+    }
+  }
+
+  // Closes after a response the client may still be sending a body for (413): half-close, then
+  // discard what arrives until the client closes (bounded), so the close does not reset the
+  // connection before the client has read the answer.
+  void linger_close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(std::chrono::seconds(5));
+    drain();
+  }
+
+  void drain() {
+    stream_.async_read_some(net::buffer(watch_buf_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->close();
+      self->drain();
+    });
+  }
+
+  void close() {
+    if (socket_closed_) return;
+    socket_closed_ = true;
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().close(ignored);
+  }
+
+  beast::tcp_stream stream_;
+  std::shared_ptr<ServerContext> ctx_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  bool keep_alive_ = false;
+  Clock::time_point arrival_;
+  // The completion in progress (one at a time per connection).
+  uint64_t generation_ = 0;  // events of an earlier generation are dropped
+  std::optional<CompletionState> state_;
+  std::vector<ChoiceTiming> timing_;
+  std::vector<uint64_t> engine_ids_;  // per choice; 0 once finished
+  bool stream_mode_ = false, headers_sent_ = false, ended_ = false;
+  std::deque<std::string> writes_;
+  bool writing_ = false, close_after_writes_ = false, socket_closed_ = false;
+  std::array<char, 256> watch_buf_{};
+};
+
+class HttpServerImpl final : public HttpServer {
+ public:
+  HttpServerImpl(Engine& engine, const ServerOptions& options)
+      : engine_(engine), ctx_(std::make_shared<ServerContext>(engine, options)), acceptor_(net::make_strand(ioc_)) {
+    ctx_->created = static_cast<int64_t>(std::time(nullptr));
+  }
+  ~HttpServerImpl() override { stop(); }
+
+  Status listen() {
+    beast::error_code ec;
+    auto address = net::ip::make_address(ctx_->options.host, ec);
+    if (ec) return invalid_argument("--host '" + ctx_->options.host + "' is not an IP address (e.g. 127.0.0.1 or 0.0.0.0)");
+    if (ctx_->options.port < 0 || ctx_->options.port > 65535) {
+      return invalid_argument("--port " + std::to_string(ctx_->options.port) + " is outside [0, 65535]");
+    }
+    tcp::endpoint ep(address, static_cast<unsigned short>(ctx_->options.port));
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return io_error("cannot listen on " + ctx_->options.host + ":" + std::to_string(ctx_->options.port) + ": " +
+                      ec.message() + " (is another server running? pick another --port)");
+    }
+    port_ = acceptor_.local_endpoint().port();
+    accept();
+    const int n = std::max(1, ctx_->options.n_threads);
+    for (int i = 0; i < n; ++i) threads_.emplace_back([this] { ioc_.run(); });
+    return Status::ok();
+  }
+
+  int port() const override { return port_; }
+
+  void stop() override {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    // The acceptor lives on its strand: close it there, and wait, so no connection is accepted
+    // after stop() returns.
+    std::promise<void> closed;
+    net::post(acceptor_.get_executor(), [this, &closed] {
+      beast::error_code ignored;
+      acceptor_.close(ignored);
+      closed.set_value();
+    });
+    if (!threads_.empty()) closed.get_future().wait();
+    ctx_->inflight.stop_and_drain(engine_, std::chrono::seconds(30));
+    ioc_.stop();
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  void accept() {
+    acceptor_.async_accept(net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
+      if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+      if (!ec) std::make_shared<Session>(std::move(socket), ctx_)->run();
+      accept();
+    });
+  }
+
+  Engine& engine_;
+  net::io_context ioc_;
+  std::shared_ptr<ServerContext> ctx_;
+  tcp::acceptor acceptor_;
+  int port_ = 0;
+  std::vector<std::thread> threads_;
+  std::mutex stop_mu_;
+  bool stopped_ = false;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<HttpServer>> HttpServer::start(Engine& engine, const ServerOptions& options) {
+  auto server = std::make_unique<HttpServerImpl>(engine, options);
+  BRIGADE_RETURN_IF_ERROR(server->listen());
+  return std::unique_ptr<HttpServer>(std::move(server));
+}
+
+}  // namespace brigade::server

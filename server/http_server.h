@@ -1,0 +1,45 @@
+// The OpenAI-compatible HTTP frontend (DESIGN.md §10) over an Engine.
+//
+//   auto server = brigade::server::HttpServer::start(*engine, {.port = 8000});
+//   ...  // serves until stop() or destruction
+//
+// Asynchronous (Boost.Beast/Asio): a small pool of I/O threads runs every connection; engine
+// events are posted to the connection's strand, never handled on the engine's threads. Endpoints:
+// POST /v1/completions, POST /v1/chat/completions (SSE with "stream": true), GET /v1/models,
+// GET /health, GET /metrics (Prometheus text). With an API key, /v1/* needs
+// "Authorization: Bearer <key>" (401 otherwise); /health and /metrics stay open for probes.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "brigade/engine.h"
+#include "core/status.h"
+
+namespace brigade::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";  // loopback unless told otherwise
+  int port = 8000;                 // 0 = an ephemeral port (see HttpServer::port())
+  std::string api_key;             // empty = no authentication
+  std::string model_name = "brigade";  // the id in /v1/models and in responses
+  int n_threads = 2;                   // I/O threads (connections are multiplexed on them)
+  size_t max_body_bytes = 4u << 20;    // larger bodies are answered 413
+};
+
+class HttpServer {
+ public:
+  // Binds and starts serving. The engine must outlive the server. Errors: a bad host, a port in
+  // use (io_error).
+  static Expected<std::unique_ptr<HttpServer>> start(Engine& engine, const ServerOptions& options);
+  virtual ~HttpServer() = default;  // stops
+
+  // The bound port (the chosen one when options.port was 0).
+  virtual int port() const = 0;
+  // Stops accepting, cancels the engine requests in flight and waits (bounded) for their last
+  // events, then stops the I/O threads. Idempotent; thread-safe.
+  virtual void stop() = 0;
+};
+
+}  // namespace brigade::server

@@ -1,0 +1,99 @@
+#include "server/metrics.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace brigade::server {
+
+namespace {
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+void metric(std::string& out, const char* name, const char* type, const char* help, double value) {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " +
+         number(value) + "\n";
+}
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double seconds) {
+  const size_t i = static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), seconds) - bounds_.begin());
+  ++counts_[i];
+  sum_ += seconds;
+  ++n_;
+}
+
+void Histogram::render(const std::string& name, const std::string& help, std::string& out) const {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n";
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    out += name + "_bucket{le=\"" + number(bounds_[i]) + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  cumulative += counts_.back();
+  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(cumulative) + "\n";
+  out += name + "_sum " + number(sum_) + "\n" + name + "_count " + std::to_string(n_) + "\n";
+}
+
+ServerMetrics::ServerMetrics()
+    : ttft_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}),
+      tpot_({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5}),
+      e2e_({0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}) {}
+
+void ServerMetrics::observe_request(double ttft_s, double tpot_s, bool has_tpot, double e2e_s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ttft_.observe(ttft_s);
+  if (has_tpot) tpot_.observe(tpot_s);
+  e2e_.observe(e2e_s);
+}
+
+void ServerMetrics::count_response(int http_status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++responses_[http_status];
+}
+
+void ServerMetrics::count_disconnect() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++disconnects_;
+}
+
+std::string ServerMetrics::render(const EngineStats& s) const {
+  std::string out;
+  metric(out, "brigade_requests_running", "gauge", "Sequences in the scheduler's running set.", s.n_running);
+  metric(out, "brigade_requests_waiting", "gauge", "Requests in the scheduler's waiting queue.", s.n_waiting);
+  metric(out, "brigade_kv_pages_used", "gauge", "KV cache pages held by sequences.", s.kv_pages_used);
+  metric(out, "brigade_kv_pages_total", "gauge", "KV cache pages in the pool.", s.kv_pages_total);
+  metric(out, "brigade_kv_usage_ratio", "gauge", "Fraction of KV cache pages in use.",
+         s.kv_pages_total > 0 ? static_cast<double>(s.kv_pages_used) / s.kv_pages_total : 0.0);
+  metric(out, "brigade_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.",
+         static_cast<double>(s.prompt_tokens));
+  metric(out, "brigade_generation_tokens_total", "counter", "Tokens sampled.", static_cast<double>(s.generated_tokens));
+  metric(out, "brigade_requests_finished_total", "counter", "Engine requests that ended (any reason).",
+         static_cast<double>(s.requests_done));
+  metric(out, "brigade_preemptions_total", "counter", "Sequences preempted to free KV pages.",
+         static_cast<double>(s.preemptions));
+  metric(out, "brigade_steps_total", "counter", "Executor steps.", static_cast<double>(s.steps));
+  metric(out, "brigade_step_tokens_total", "counter", "Tokens computed in executor steps.",
+         static_cast<double>(s.step_tokens));
+  metric(out, "brigade_executor_seconds_total", "counter", "Executor time inside steps.",
+         static_cast<double>(s.executor_us) / 1e6);
+  std::lock_guard<std::mutex> lock(mu_);
+  ttft_.render("brigade_time_to_first_token_seconds", "Seconds from HTTP request arrival to the first token.", out);
+  tpot_.render("brigade_time_per_output_token_seconds", "Mean seconds between output tokens after the first.", out);
+  e2e_.render("brigade_request_latency_seconds", "Seconds from HTTP request arrival to the last token.", out);
+  out += "# HELP brigade_http_responses_total HTTP responses by status.\n# TYPE brigade_http_responses_total counter\n";
+  for (const auto& [code, n] : responses_) {
+    out += "brigade_http_responses_total{code=\"" + std::to_string(code) + "\"} " + std::to_string(n) + "\n";
+  }
+  metric(out, "brigade_client_disconnects_total", "counter", "Streams whose client went away; their requests were cancelled.",
+         static_cast<double>(disconnects_));
+  return out;
+}
+
+}  // namespace brigade::server

@@ -1,0 +1,206 @@
+#include "server/openai_format.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace brigade::server {
+
+namespace {
+
+using nlohmann::json;
+
+// Engine text is complete UTF-8, but a prompt or stop string echoed back might not be: replace
+// rather than throw.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// -inf (a token the sampler could never pick) is not valid JSON; OpenAI-compatible servers send a
+// large negative number instead.
+double finite_logprob(float lp) { return std::isfinite(lp) ? static_cast<double>(lp) : -9999.0; }
+
+json bytes_of(const std::string& s) {
+  json b = json::array();
+  for (unsigned char ch : s) b.push_back(static_cast<int>(ch));
+  return b;
+}
+
+const char* finish_name(FinishReason f) {
+  switch (f) {
+    case FinishReason::stop: return "stop";
+    case FinishReason::length: return "length";
+    case FinishReason::abort: return "abort";
+    case FinishReason::error: return "error";
+    case FinishReason::none: break;
+  }
+  return nullptr;
+}
+
+json finish_json(FinishReason f) {
+  const char* n = finish_name(f);
+  return n ? json(n) : json(nullptr);
+}
+
+}  // namespace
+
+int http_status_for(StatusCode code) {
+  switch (code) {
+    case StatusCode::invalid_argument:
+    case StatusCode::unsupported: return 400;
+    case StatusCode::not_found: return 404;
+    case StatusCode::out_of_resources: return 429;
+    case StatusCode::cancelled: return 503;  // the server is shutting down
+    default: return 500;
+  }
+}
+
+std::string error_body(int http_status, const std::string& message, StatusCode code) {
+  json e = {{"message", message},
+            {"type", http_status >= 500 ? "server_error" : "invalid_request_error"},
+            {"param", nullptr},
+            {"code", status_code_name(code)}};
+  return dump(json{{"error", e}});
+}
+
+std::string sse_data(const std::string& json_text) { return "data: " + json_text + "\n\n"; }
+std::string sse_done() { return "data: [DONE]\n\n"; }
+
+CompletionState::CompletionState(const CompletionRequest& request, std::string id, std::string model, int64_t created)
+    : request_(request), id_(std::move(id)), model_(std::move(model)), created_(created),
+      choices_(static_cast<size_t>(request.n)) {}
+
+std::string CompletionState::on_event(int choice, const Event& ev) {
+  Choice& c = choices_[static_cast<size_t>(choice)];
+  if (c.finish != FinishReason::none) return "";  // a late duplicate; the choice is closed
+  const size_t from = c.token_ids.size();
+  c.text += ev.text;
+  c.token_ids.insert(c.token_ids.end(), ev.token_ids.begin(), ev.token_ids.end());
+  c.logprobs.insert(c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
+  c.top_logprobs.insert(c.top_logprobs.end(), ev.top_logprobs.begin(), ev.top_logprobs.end());
+  // Per-token text: the event's text belongs to its first token (exact when an event carries one
+  // token, the usual case; the detokenizer holds back partial UTF-8 and partial stop strings).
+  for (size_t i = 0; i < ev.token_ids.size(); ++i) c.token_texts.push_back(i == 0 ? ev.text : std::string());
+  c.completion_tokens = std::max(c.completion_tokens, ev.completion_tokens);
+  if (ev.completion_tokens == 0) c.completion_tokens = static_cast<int>(c.token_ids.size());
+  if (ev.prompt_tokens > 0) prompt_tokens_ = ev.prompt_tokens;
+  if (ev.finish == FinishReason::error && error_.is_ok()) {
+    error_ = Status(ev.error_code == StatusCode::ok ? StatusCode::internal : ev.error_code, ev.error);
+  }
+  if (ev.finish != FinishReason::none) {
+    c.finish = ev.finish;
+    ++n_done_;
+  }
+  if (!request_.stream || ev.finish == FinishReason::error) return "";
+  if (ev.text.empty() && ev.finish == FinishReason::none && from == c.token_ids.size()) return "";
+  return chunk(choice, ev, c);
+}
+
+std::string CompletionState::logprobs_json(const Choice& c, size_t from, size_t to, size_t text_offset) const {
+  if (request_.gen.logprobs < 0 || c.logprobs.size() < to) return "null";
+  auto token_text = [&](size_t i, int32_t id) {
+    return id == c.token_ids[i] ? c.token_texts[i] : "token_id:" + std::to_string(id);
+  };
+  if (request_.endpoint == Endpoint::chat) {
+    json content = json::array();
+    for (size_t i = from; i < to; ++i) {
+      json top = json::array();
+      if (i < c.top_logprobs.size()) {
+        for (const auto& [id, lp] : c.top_logprobs[i]) {
+          const std::string t = token_text(i, id);
+          top.push_back({{"token", t}, {"logprob", finite_logprob(lp)}, {"bytes", bytes_of(t)}});
+        }
+      }
+      content.push_back({{"token", c.token_texts[i]},
+                         {"logprob", finite_logprob(c.logprobs[i])},
+                         {"bytes", bytes_of(c.token_texts[i])},
+                         {"top_logprobs", top}});
+    }
+    return dump(json{{"content", content}});
+  }
+  json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+  size_t offset = text_offset;
+  for (size_t i = from; i < to; ++i) {
+    tokens.push_back(c.token_texts[i]);
+    lps.push_back(finite_logprob(c.logprobs[i]));
+    json top = json::object();
+    if (i < c.top_logprobs.size()) {
+      for (const auto& [id, lp] : c.top_logprobs[i]) top[token_text(i, id)] = finite_logprob(lp);
+    }
+    tops.push_back(top);
+    offsets.push_back(offset);
+    offset += c.token_texts[i].size();
+  }
+  return dump(json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}});
+}
+
+std::string CompletionState::chunk(int choice, const Event& ev, Choice& c) const {
+  const size_t to = c.token_ids.size(), from = to - ev.token_ids.size();
+  json ch = {{"index", choice}, {"finish_reason", finish_json(ev.finish)}};
+  ch["logprobs"] = json::parse(logprobs_json(c, from, to, c.text.size() - ev.text.size()));
+  json body = {{"id", id_}, {"created", created_}, {"model", model_}};
+  if (request_.endpoint == Endpoint::chat) {
+    json delta = json::object();
+    if (!c.sent_role) delta["role"] = "assistant";
+    c.sent_role = true;
+    if (!ev.text.empty() || ev.finish == FinishReason::none) delta["content"] = ev.text;
+    ch["delta"] = delta;
+    body["object"] = "chat.completion.chunk";
+  } else {
+    ch["text"] = ev.text;
+    body["object"] = "text_completion";
+  }
+  body["choices"] = json::array({ch});
+  return sse_data(dump(body));
+}
+
+std::string CompletionState::usage_json() const {
+  int completion = 0;
+  for (const auto& c : choices_) completion += c.completion_tokens;
+  return dump(json{{"prompt_tokens", prompt_tokens_},
+                   {"completion_tokens", completion},
+                   {"total_tokens", prompt_tokens_ + completion}});
+}
+
+std::string CompletionState::final_body() const {
+  json choices = json::array();
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    const Choice& c = choices_[i];
+    json ch = {{"index", i}, {"finish_reason", finish_json(c.finish)}};
+    ch["logprobs"] = json::parse(logprobs_json(c, 0, c.token_ids.size(), 0));
+    if (request_.endpoint == Endpoint::chat) {
+      ch["message"] = {{"role", "assistant"}, {"content", c.text}};
+    } else {
+      ch["text"] = c.text;
+    }
+    choices.push_back(ch);
+  }
+  json body = {{"id", id_},
+               {"object", request_.endpoint == Endpoint::chat ? "chat.completion" : "text_completion"},
+               {"created", created_},
+               {"model", model_},
+               {"choices", choices},
+               {"usage", json::parse(usage_json())}};
+  return dump(body);
+}
+
+std::string CompletionState::stream_tail() const {
+  std::string out;
+  if (request_.include_usage) {
+    json body = {{"id", id_},
+                 {"object", request_.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
+                 {"created", created_},
+                 {"model", model_},
+                 {"choices", json::array()},
+                 {"usage", json::parse(usage_json())}};
+    out += sse_data(dump(body));
+  }
+  return out + sse_done();
+}
+
+std::string models_body(const std::string& model, int64_t created, int max_context) {
+  json m = {{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "brigade"},
+            {"max_model_len", max_context}};
+  return dump(json{{"object", "list"}, {"data", json::array({m})}});
+}
+
+}  // namespace brigade::server

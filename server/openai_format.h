@@ -1,0 +1,69 @@
+// OpenAI response bodies: errors, completion/chat JSON, SSE framing, and the accumulation of one
+// HTTP request's engine events (its n choices) into them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "brigade/engine.h"
+#include "core/status.h"
+#include "server/openai_parse.h"
+
+namespace brigade::server {
+
+// HTTP status for an engine or parse error: invalid_argument 400, unsupported 400, not_found 404,
+// out_of_resources 429 (the queue is full; retry later), cancelled 503 (shutting down),
+// everything else 500.
+int http_status_for(StatusCode code);
+// {"error": {"message", "type", "param", "code"}}; type is invalid_request_error (4xx) or
+// server_error (5xx); code is the brigade status code name.
+std::string error_body(int http_status, const std::string& message, StatusCode code);
+// One server-sent event: "data: <json>\n\n"; and the terminating "data: [DONE]\n\n".
+std::string sse_data(const std::string& json_text);
+std::string sse_done();
+
+// Collects the events of one HTTP completion request and renders OpenAI JSON. Not thread-safe:
+// the server feeds it from the connection's strand.
+class CompletionState {
+ public:
+  CompletionState(const CompletionRequest& request, std::string id, std::string model, int64_t created);
+
+  // Applies one event of choice `choice`. In stream mode returns the SSE text to send now (may be
+  // empty); in non-stream mode returns "".
+  std::string on_event(int choice, const Event& ev);
+  bool done() const { return n_done_ == static_cast<int>(choices_.size()); }
+  // The first error event seen (ok when none).
+  const Status& error() const { return error_; }
+  // Non-stream: the whole response body. Stream: the usage chunk (when asked) and [DONE].
+  std::string final_body() const;
+  std::string stream_tail() const;
+
+ private:
+  struct Choice {
+    std::string text;
+    std::vector<int32_t> token_ids;
+    std::vector<float> logprobs;
+    std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs;
+    std::vector<std::string> token_texts;
+    FinishReason finish = FinishReason::none;
+    bool sent_role = false;
+    int completion_tokens = 0;
+  };
+  std::string chunk(int choice, const Event& ev, Choice& c) const;
+  std::string logprobs_json(const Choice& c, size_t from, size_t to, size_t text_offset) const;
+  std::string usage_json() const;
+
+  CompletionRequest request_;
+  std::string id_, model_;
+  int64_t created_;
+  std::vector<Choice> choices_;
+  int n_done_ = 0;
+  int prompt_tokens_ = 0;
+  Status error_;
+};
+
+// GET /v1/models.
+std::string models_body(const std::string& model, int64_t created, int max_context);
+
+}  // namespace brigade::server

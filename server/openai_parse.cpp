@@ -1,0 +1,283 @@
+#include "server/openai_parse.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+
+namespace brigade::server {
+
+namespace {
+
+using nlohmann::json;
+
+// Joins message pieces by appending (GCC 12 warns falsely, -Wrestrict, on "'" + std::string chains).
+std::string cat(std::initializer_list<std::string_view> parts) {
+  std::string s;
+  for (auto p : parts) s.append(p);
+  return s;
+}
+
+std::string type_name(const json& v) { return v.type_name(); }
+
+Status wrong_type(const std::string& field, const char* want, const json& v) {
+  return invalid_argument(cat({"'", field, "' must be ", want, " (got ", type_name(v), ")"}));
+}
+
+// Reads an optional integer field into out; null or absent keeps out. Floats are refused (OpenAI
+// rejects `max_tokens: 1.5` too), and values are range-checked before narrowing.
+Status read_int(const json& body, const char* field, int64_t lo, int64_t hi, int64_t& out) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return Status::ok();
+  int64_t v = 0;
+  if (it->is_number_unsigned()) {
+    const uint64_t u = it->get<uint64_t>();
+    if (u > static_cast<uint64_t>(hi)) {
+      return invalid_argument(cat({"'", field, "' must be in [", std::to_string(lo), ", ", std::to_string(hi),
+                                   "] (got ", std::to_string(u), ")"}));
+    }
+    v = static_cast<int64_t>(u);
+  } else if (it->is_number_integer()) {
+    v = it->get<int64_t>();
+  } else {
+    return wrong_type(field, "an integer", *it);
+  }
+  if (v < lo || v > hi) {
+    return invalid_argument(cat({"'", field, "' must be in [", std::to_string(lo), ", ", std::to_string(hi),
+                                 "] (got ", std::to_string(v), ")"}));
+  }
+  out = v;
+  return Status::ok();
+}
+
+Status read_int(const json& body, const char* field, int64_t lo, int64_t hi, int& out) {
+  int64_t v = out;
+  BRIGADE_RETURN_IF_ERROR(read_int(body, field, lo, hi, v));
+  out = static_cast<int>(v);
+  return Status::ok();
+}
+
+// Optional number in [lo, hi] (NaN never passes); `lo_open` makes the lower bound exclusive.
+Status read_float(const json& body, const char* field, double lo, double hi, bool lo_open, float& out) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return Status::ok();
+  if (!it->is_number()) return wrong_type(field, "a number", *it);
+  const double v = it->get<double>();
+  const bool lo_ok = lo_open ? v > lo : v >= lo;
+  if (!(lo_ok && v <= hi)) {
+    // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "(" + std::string chains.
+    std::string msg = "'";
+    msg += field;
+    msg += "' must be in ";
+    msg += lo_open ? '(' : '[';
+    msg += std::to_string(lo);
+    msg += ", ";
+    msg += std::isinf(hi) ? std::string("inf)") : std::to_string(hi) + "]";
+    msg += " (got ";
+    msg += std::to_string(v);
+    msg += ')';
+    return invalid_argument(msg);
+  }
+  out = static_cast<float>(v);
+  return Status::ok();
+}
+
+Status read_bool(const json& body, const char* field, bool& out) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return Status::ok();
+  if (!it->is_boolean()) return wrong_type(field, "a boolean", *it);
+  out = it->get<bool>();
+  return Status::ok();
+}
+
+Status read_token_ids(const json& arr, const std::string& field, std::vector<int32_t>& out) {
+  out.clear();
+  for (const auto& t : arr) {
+    if (!t.is_number_integer()) return wrong_type(cat({field, "[]"}), "an integer token id", t);
+    if (t.is_number_unsigned() ? t.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())
+                               : (t.get<int64_t>() < 0 || t.get<int64_t>() > std::numeric_limits<int32_t>::max())) {
+      return invalid_argument(cat({"'", field, "' holds a token id outside [0, 2^31)"}));
+    }
+    out.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  return Status::ok();
+}
+
+// prompt: a string, an array of token ids, or a batch of exactly one of those.
+Status read_prompt(const json& body, GenerateOptions& gen) {
+  auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) return invalid_argument("'prompt' is required: a string or an array of token ids");
+  const json* p = &*it;
+  if (p->is_array() && !p->empty() && ((*p)[0].is_string() || (*p)[0].is_array())) {
+    if (p->size() != 1) {
+      return unsupported(cat({"'prompt' holds ", std::to_string(p->size()),
+                              " prompts; brigade takes one prompt per request (use `n` for several choices)"}));
+    }
+    p = &(*p)[0];
+  }
+  if (p->is_string()) {
+    gen.prompt = p->get<std::string>();
+    if (gen.prompt.empty()) return invalid_argument("'prompt' is empty: give some text or token ids");
+    return Status::ok();
+  }
+  if (p->is_array()) {
+    if (p->empty()) return invalid_argument("'prompt' is an empty array: give some text or token ids");
+    return read_token_ids(*p, "prompt", gen.prompt_ids);
+  }
+  return wrong_type("prompt", "a string or an array of token ids", *p);
+}
+
+Status read_messages(const json& body, std::vector<ChatMessage>& out) {
+  auto it = body.find("messages");
+  if (it == body.end() || it->is_null()) return invalid_argument("'messages' is required: an array of {role, content}");
+  if (!it->is_array()) return wrong_type("messages", "an array of {role, content}", *it);
+  if (it->empty()) return invalid_argument("'messages' is empty: give at least one message");
+  for (const auto& m : *it) {
+    if (!m.is_object()) return wrong_type("messages[]", "an object {role, content}", m);
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) return invalid_argument("'messages[].role' must be a string");
+    ChatMessage msg;
+    msg.role = role->get<std::string>();
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool" &&
+        msg.role != "developer") {
+      return invalid_argument(cat({"'messages[].role' '", msg.role, "' is not one of: system, user, assistant, tool, developer"}));
+    }
+    auto content = m.find("content");
+    if (content == m.end() || content->is_null()) {
+      // An assistant turn with tool calls may have no content; it contributes no text.
+    } else if (content->is_string()) {
+      msg.content = content->get<std::string>();
+    } else if (content->is_array()) {
+      for (const auto& part : *content) {
+        auto type = part.is_object() ? part.find("type") : part.end();
+        auto text = part.is_object() ? part.find("text") : part.end();
+        if (!part.is_object() || type == part.end() || *type != "text" || text == part.end() || !text->is_string()) {
+          return invalid_argument("'messages[].content' parts must be {\"type\": \"text\", \"text\": string}");
+        }
+        msg.content += text->get<std::string>();
+      }
+    } else {
+      return wrong_type("messages[].content", "a string or an array of text parts", *content);
+    }
+    out.push_back(std::move(msg));
+  }
+  return Status::ok();
+}
+
+Status read_stop(const json& body, const ParseLimits& limits, std::vector<std::string>& out) {
+  auto it = body.find("stop");
+  if (it == body.end() || it->is_null()) return Status::ok();
+  auto add = [&](const json& s) {
+    if (!s.is_string()) return wrong_type("stop", "a string or an array of strings", s);
+    if (s.get_ref<const std::string&>().empty()) return invalid_argument("'stop' strings must not be empty");
+    out.push_back(s.get<std::string>());
+    return Status::ok();
+  };
+  if (it->is_string()) return add(*it);
+  if (!it->is_array()) return wrong_type("stop", "a string or an array of strings", *it);
+  if (static_cast<int>(it->size()) > limits.max_stop) {
+    return invalid_argument(cat({"'stop' holds ", std::to_string(it->size()), " strings; at most ",
+                                 std::to_string(limits.max_stop), " are allowed"}));
+  }
+  for (const auto& s : *it) BRIGADE_RETURN_IF_ERROR(add(s));
+  return Status::ok();
+}
+
+Status read_sampling(const json& body, SamplingOptions& s) {
+  const double inf = std::numeric_limits<double>::infinity();
+  BRIGADE_RETURN_IF_ERROR(read_float(body, "temperature", 0.0, inf, false, s.temperature));
+  BRIGADE_RETURN_IF_ERROR(read_float(body, "top_p", 0.0, 1.0, true, s.top_p));
+  int top_k = s.top_k;
+  BRIGADE_RETURN_IF_ERROR(read_int(body, "top_k", -1, std::numeric_limits<int32_t>::max(), top_k));
+  s.top_k = top_k < 0 ? 0 : top_k;  // vLLM spells "off" as -1
+  BRIGADE_RETURN_IF_ERROR(read_float(body, "min_p", 0.0, 1.0, false, s.min_p));
+  if (s.min_p >= 1.0f) return invalid_argument("'min_p' must be in [0, 1) (got 1)");
+  BRIGADE_RETURN_IF_ERROR(read_float(body, "presence_penalty", -2.0, 2.0, false, s.presence_penalty));
+  BRIGADE_RETURN_IF_ERROR(read_float(body, "frequency_penalty", -2.0, 2.0, false, s.frequency_penalty));
+  BRIGADE_RETURN_IF_ERROR(read_float(body, "repetition_penalty", 0.0, inf, true, s.repetition_penalty));
+  auto seed = body.find("seed");
+  if (seed != body.end() && !seed->is_null()) {
+    if (!seed->is_number_integer()) return wrong_type("seed", "an integer", *seed);
+    // Negative seeds (allowed by OpenAI) wrap to the same 64 bits every time.
+    s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
+  }
+  return Status::ok();
+}
+
+Status read_logprobs(const json& body, Endpoint endpoint, const ParseLimits& limits, CompletionRequest& r) {
+  if (endpoint == Endpoint::completions) {
+    auto it = body.find("logprobs");
+    if (it != body.end() && it->is_boolean()) return wrong_type("logprobs", "an integer (completions)", *it);
+    int lp = -1;
+    BRIGADE_RETURN_IF_ERROR(read_int(body, "logprobs", 0, limits.max_logprobs, lp));
+    r.gen.logprobs = lp;
+    return Status::ok();
+  }
+  BRIGADE_RETURN_IF_ERROR(read_bool(body, "logprobs", r.chat_logprobs));
+  int top = 0;
+  BRIGADE_RETURN_IF_ERROR(read_int(body, "top_logprobs", 0, limits.max_logprobs, top));
+  auto it = body.find("top_logprobs");
+  if (it != body.end() && !it->is_null() && !r.chat_logprobs) {
+    return invalid_argument("'top_logprobs' needs 'logprobs': true");
+  }
+  r.gen.logprobs = r.chat_logprobs ? top : -1;
+  return Status::ok();
+}
+
+Status refuse_unsupported(const json& body) {
+  auto echo = body.find("echo");
+  if (echo != body.end() && !echo->is_null() && *echo != false) return unsupported("'echo' is not supported");
+  auto best_of = body.find("best_of");
+  if (best_of != body.end() && !best_of->is_null() && *best_of != 1) return unsupported("'best_of' other than 1 is not supported");
+  auto bias = body.find("logit_bias");
+  if (bias != body.end() && !bias->is_null() && !(bias->is_object() && bias->empty())) {
+    return unsupported("'logit_bias' is not supported");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint endpoint, const ParseLimits& limits) {
+  if (!body.is_object()) return wrong_type("the request body", "a JSON object", body);
+  CompletionRequest r;
+  r.endpoint = endpoint;
+  auto model = body.find("model");
+  if (model != body.end() && !model->is_null()) {
+    if (!model->is_string()) return wrong_type("model", "a string", *model);
+    r.model = model->get<std::string>();
+  }
+  if (endpoint == Endpoint::completions) {
+    BRIGADE_RETURN_IF_ERROR(read_prompt(body, r.gen));
+  } else {
+    BRIGADE_RETURN_IF_ERROR(read_messages(body, r.messages));
+  }
+  r.gen.max_tokens = endpoint == Endpoint::chat ? limits.default_max_tokens_chat : limits.default_max_tokens_completions;
+  const int64_t max_int = std::numeric_limits<int32_t>::max();
+  BRIGADE_RETURN_IF_ERROR(read_int(body, "max_tokens", 1, max_int, r.gen.max_tokens));
+  BRIGADE_RETURN_IF_ERROR(read_int(body, "max_completion_tokens", 1, max_int, r.gen.max_tokens));
+  BRIGADE_RETURN_IF_ERROR(read_sampling(body, r.gen.sampling));
+  BRIGADE_RETURN_IF_ERROR(read_int(body, "n", 1, limits.max_n, r.n));
+  BRIGADE_RETURN_IF_ERROR(read_bool(body, "stream", r.stream));
+  auto opts = body.find("stream_options");
+  if (opts != body.end() && !opts->is_null()) {
+    if (!opts->is_object()) return wrong_type("stream_options", "an object", *opts);
+    BRIGADE_RETURN_IF_ERROR(read_bool(*opts, "include_usage", r.include_usage));
+  }
+  BRIGADE_RETURN_IF_ERROR(read_stop(body, limits, r.gen.stop));
+  BRIGADE_RETURN_IF_ERROR(read_logprobs(body, endpoint, limits, r));
+  BRIGADE_RETURN_IF_ERROR(read_bool(body, "ignore_eos", r.gen.ignore_eos));
+  auto user = body.find("user");
+  if (user != body.end() && !user->is_null() && !user->is_string()) return wrong_type("user", "a string", *user);
+  BRIGADE_RETURN_IF_ERROR(refuse_unsupported(body));
+  return r;
+}
+
+Expected<CompletionRequest> parse_completion_body(std::string_view body, Endpoint endpoint, const ParseLimits& limits) {
+  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return invalid_argument("the request body is not valid JSON");
+  return parse_completion_request(j, endpoint, limits);
+}
+
+}  // namespace brigade::server

@@ -1,0 +1,55 @@
+// OpenAI request bodies (/v1/completions, /v1/chat/completions) → engine requests.
+//
+// A plain function over parsed JSON so that it is unit- and fuzz-testable without sockets. It
+// never throws: every malformed or out-of-range field is an invalid_argument Status whose message
+// names the field, says what was wrong and what is valid.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "brigade/engine.h"
+#include "core/status.h"
+
+namespace brigade::server {
+
+enum class Endpoint { completions, chat };
+
+struct ChatMessage {
+  std::string role;     // system, user, assistant, tool or developer
+  std::string content;  // text parts joined
+};
+
+struct CompletionRequest {
+  Endpoint endpoint = Endpoint::completions;
+  std::string model;                  // as sent; not checked against the served name
+  GenerateOptions gen;                // prompt (completions), sampling, max_tokens, stop, logprobs
+  std::vector<ChatMessage> messages;  // chat only
+  int n = 1;                          // choices; choice i runs with seed + i when a seed is given
+  bool stream = false;
+  bool include_usage = false;         // stream_options.include_usage: a last chunk with usage
+  bool chat_logprobs = false;         // chat: `logprobs: true` (gen.logprobs = top_logprobs)
+};
+
+// Limits a request is checked against.
+struct ParseLimits {
+  int max_n = 16;
+  int max_stop = 16;  // stop strings
+  int max_logprobs = 20;
+  int default_max_tokens_completions = 16;  // OpenAI's default
+  int default_max_tokens_chat = 256;
+};
+
+// Validates one request body. invalid_argument for wrong types, missing prompt/messages and
+// out-of-range values; unsupported for fields brigade does not implement (echo, best_of > 1,
+// logit_bias, several prompts in one request).
+Expected<CompletionRequest> parse_completion_request(const nlohmann::json& body, Endpoint endpoint,
+                                                     const ParseLimits& limits = {});
+// The same from raw bytes: malformed JSON is invalid_argument too.
+Expected<CompletionRequest> parse_completion_body(std::string_view body, Endpoint endpoint,
+                                                  const ParseLimits& limits = {});
+
+}  // namespace brigade::server

@@ -1,0 +1,63 @@
+#include "server/routes.h"
+
+#include "server/openai_format.h"
+
+namespace brigade::server {
+
+namespace {
+
+bool authorized(const ServerContext& ctx, std::string_view authorization) {
+  if (ctx.options.api_key.empty()) return true;
+  const std::string want = "Bearer " + ctx.options.api_key;
+  return authorization == want;
+}
+
+}  // namespace
+
+SimpleResponse error_response(int status, const std::string& message, StatusCode code) {
+  return {status, "application/json", error_body(status, message, code)};
+}
+
+std::variant<SimpleResponse, CompletionRequest> route(ServerContext& ctx, const HttpRequestView& req) {
+  std::string_view path = req.target.substr(0, req.target.find('?'));
+  const bool get = req.method == "GET", post = req.method == "POST";
+  if (path == "/health") {
+    if (!get) return error_response(405, "/health takes GET", StatusCode::invalid_argument);
+    return SimpleResponse{200, "application/json", "{\"status\":\"ok\"}"};
+  }
+  if (path == "/metrics") {
+    if (!get) return error_response(405, "/metrics takes GET", StatusCode::invalid_argument);
+    return SimpleResponse{200, "text/plain; version=0.0.4", ctx.metrics.render(ctx.engine.stats())};
+  }
+  const bool v1 = path.starts_with("/v1/");
+  if (v1 && !authorized(ctx, req.authorization)) {
+    return error_response(401, "missing or wrong API key: send the header 'Authorization: Bearer <key>'",
+                          StatusCode::invalid_argument);
+  }
+  if (path == "/v1/models") {
+    if (!get) return error_response(405, "/v1/models takes GET", StatusCode::invalid_argument);
+    return SimpleResponse{200, "application/json",
+                          models_body(ctx.options.model_name, ctx.created, ctx.engine.model().max_context)};
+  }
+  const bool completions = path == "/v1/completions", chat = path == "/v1/chat/completions";
+  if (!completions && !chat) {
+    return error_response(404, "no route " + std::string(path) +
+                                   " (valid: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, "
+                                   "GET /health, GET /metrics)",
+                          StatusCode::not_found);
+  }
+  if (!post) return error_response(405, std::string(path) + " takes POST", StatusCode::invalid_argument);
+  auto parsed = parse_completion_body(req.body, chat ? Endpoint::chat : Endpoint::completions);
+  if (!parsed) {
+    return error_response(http_status_for(parsed.status().code()), parsed.status().message(), parsed.status().code());
+  }
+  if (chat) {
+    // Chat templates come with the model; until the model layer exposes one, brigade does not
+    // guess a prompt format.
+    return error_response(400, "this model has no chat template: use /v1/completions with a prompt",
+                          StatusCode::unsupported);
+  }
+  return std::move(*parsed);
+}
+
+}  // namespace brigade::server

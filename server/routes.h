@@ -1,0 +1,48 @@
+// Request routing, apart from sockets: decides each HTTP request's answer, or hands back a parsed
+// completion request for the session to run on the engine.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "brigade/engine.h"
+#include "server/http_server.h"
+#include "server/inflight.h"
+#include "server/metrics.h"
+#include "server/openai_parse.h"
+
+namespace brigade::server {
+
+// What every connection shares; lives as long as the last connection.
+struct ServerContext {
+  ServerContext(Engine& e, ServerOptions o) : engine(e), options(std::move(o)) {}
+  Engine& engine;
+  const ServerOptions options;
+  ServerMetrics metrics;
+  Inflight inflight;
+  int64_t created = 0;  // unix seconds at start
+  std::atomic<uint64_t> next_id{1};
+};
+
+struct SimpleResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+struct HttpRequestView {
+  std::string_view method;  // "GET", "POST", ...
+  std::string_view target;  // path and query
+  std::string_view authorization;
+  std::string_view body;
+};
+
+// A JSON error response with the OpenAI body.
+SimpleResponse error_response(int status, const std::string& message, StatusCode code);
+// The answer to one request, or the completion request to run.
+std::variant<SimpleResponse, CompletionRequest> route(ServerContext& ctx, const HttpRequestView& req);
+
+}  // namespace brigade::server

@@ -1,0 +1,212 @@
+// parse_completion_request: each field's types and ranges, and a fuzz run over random and
+// mutated bodies (it must never throw or crash, and what it accepts must be in range).
+#include "server/openai_parse.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <random>
+
+namespace brigade::server {
+namespace {
+
+using nlohmann::json;
+
+Expected<CompletionRequest> parse(const std::string& text, Endpoint ep = Endpoint::completions) {
+  return parse_completion_body(text, ep);
+}
+
+TEST(OpenaiParse, FullCompletionRequest) {
+  auto r = parse(R"({"model":"m","prompt":"hi","max_tokens":7,"temperature":0.5,"top_p":0.9,"top_k":5,
+    "min_p":0.1,"n":3,"stream":true,"stop":["a","b"],"seed":42,"logprobs":2,"presence_penalty":0.5,
+    "frequency_penalty":-0.5,"repetition_penalty":1.1,"ignore_eos":true,"user":"u",
+    "stream_options":{"include_usage":true}})");
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->gen.prompt, "hi");
+  EXPECT_EQ(r->gen.max_tokens, 7);
+  EXPECT_FLOAT_EQ(r->gen.sampling.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r->gen.sampling.top_p, 0.9f);
+  EXPECT_EQ(r->gen.sampling.top_k, 5);
+  EXPECT_FLOAT_EQ(r->gen.sampling.min_p, 0.1f);
+  EXPECT_EQ(r->n, 3);
+  EXPECT_TRUE(r->stream);
+  EXPECT_TRUE(r->include_usage);
+  EXPECT_EQ(r->gen.stop, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r->gen.sampling.seed, 42u);
+  EXPECT_EQ(r->gen.logprobs, 2);
+  EXPECT_FLOAT_EQ(r->gen.sampling.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(r->gen.sampling.frequency_penalty, -0.5f);
+  EXPECT_FLOAT_EQ(r->gen.sampling.repetition_penalty, 1.1f);
+  EXPECT_TRUE(r->gen.ignore_eos);
+}
+
+TEST(OpenaiParse, PromptForms) {
+  EXPECT_EQ(parse(R"({"prompt":[1,2,3]})")->gen.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(parse(R"({"prompt":["one"]})")->gen.prompt, "one");
+  EXPECT_EQ(parse(R"({"prompt":[[4,5]]})")->gen.prompt_ids, (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(parse(R"({"prompt":"x","stop":"s"})")->gen.stop, (std::vector<std::string>{"s"}));
+  EXPECT_EQ(parse(R"({"prompt":"x","max_completion_tokens":9})")->gen.max_tokens, 9);
+  EXPECT_EQ(parse(R"({"prompt":"x"})")->gen.max_tokens, 16);
+  EXPECT_EQ(parse(R"({"prompt":"x","top_k":-1})")->gen.sampling.top_k, 0);
+}
+
+TEST(OpenaiParse, ChatMessagesAndLogprobs) {
+  auto r = parse(R"({"messages":[{"role":"system","content":"be brief"},
+    {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],
+    "logprobs":true,"top_logprobs":3})", Endpoint::chat);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  ASSERT_EQ(r->messages.size(), 2u);
+  EXPECT_EQ(r->messages[1].content, "ab");
+  EXPECT_TRUE(r->chat_logprobs);
+  EXPECT_EQ(r->gen.logprobs, 3);
+  EXPECT_EQ(r->gen.max_tokens, 256);
+}
+
+TEST(OpenaiParse, BadInputsAreInvalidArgument) {
+  const char* bad[] = {
+      "{not json",
+      "[1,2]",
+      R"({})",
+      R"({"prompt":5})",
+      R"({"prompt":""})",
+      R"({"prompt":[]})",
+      R"({"prompt":[1,-2]})",
+      R"({"prompt":[1,"a"]})",
+      R"({"prompt":"x","max_tokens":0})",
+      R"({"prompt":"x","max_tokens":-3})",
+      R"({"prompt":"x","max_tokens":"10"})",
+      R"({"prompt":"x","max_tokens":1.5})",
+      R"({"prompt":"x","max_tokens":99999999999999})",
+      R"({"prompt":"x","temperature":-0.1})",
+      R"({"prompt":"x","temperature":"hot"})",
+      R"({"prompt":"x","top_p":0})",
+      R"({"prompt":"x","top_p":1.01})",
+      R"({"prompt":"x","n":0})",
+      R"({"prompt":"x","n":17})",
+      R"({"prompt":"x","n":100000})",
+      R"({"prompt":"x","stream":"yes"})",
+      R"({"prompt":"x","stop":7})",
+      R"({"prompt":"x","stop":[""]})",
+      R"({"prompt":"x","seed":1.5})",
+      R"({"prompt":"x","logprobs":21})",
+      R"({"prompt":"x","logprobs":true})",
+      R"({"prompt":"x","presence_penalty":3})",
+      R"({"prompt":"x","repetition_penalty":0})",
+      R"({"prompt":"x","min_p":1})",
+      R"({"prompt":"x","model":3})",
+      R"({"prompt":"x","stream_options":[]})",
+  };
+  for (const char* b : bad) {
+    auto r = parse(b);
+    ASSERT_FALSE(r.has_value()) << b;
+    EXPECT_EQ(r.status().code(), StatusCode::invalid_argument) << b << " -> " << r.status().to_string();
+    EXPECT_FALSE(r.status().message().empty());
+  }
+  const char* bad_chat[] = {R"({"messages":"hi"})", R"({"messages":[]})", R"({"messages":[{"role":"robot","content":"x"}]})",
+                            R"({"messages":[{"role":"user","content":5}]})",
+                            R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})",
+                            R"({"messages":[{"role":"user","content":"x"}],"logprobs":3})"};
+  for (const char* b : bad_chat) {
+    auto r = parse(b, Endpoint::chat);
+    ASSERT_FALSE(r.has_value()) << b;
+    EXPECT_EQ(r.status().code(), StatusCode::invalid_argument) << b;
+  }
+}
+
+TEST(OpenaiParse, UnsupportedFieldsAreRefused) {
+  for (const char* b : {R"({"prompt":"x","echo":true})", R"({"prompt":"x","best_of":2})",
+                        R"({"prompt":"x","logit_bias":{"5":1}})", R"({"prompt":["a","b"]})"}) {
+    auto r = parse(b);
+    ASSERT_FALSE(r.has_value()) << b;
+    EXPECT_EQ(r.status().code(), StatusCode::unsupported) << b;
+  }
+}
+
+// Random JSON values of bounded depth, biased towards the fields and boundary values the parser
+// looks at.
+json random_value(std::mt19937_64& rng, int depth) {
+  std::uniform_int_distribution<int> kind(0, depth > 0 ? 9 : 6);
+  static const std::vector<json> specials = {0, -1, 1, 16, 17, 2147483648LL, -9223372036854775807LL,
+                                             18446744073709551615ULL, 0.0, 1.0, -0.0, 1e308, -1e308, 0.5,
+                                             "", "x", "\xff\xfe", true, false, nullptr};
+  switch (kind(rng)) {
+    case 0: return nullptr;
+    case 1: return static_cast<bool>(rng() & 1);
+    case 2: return static_cast<int64_t>(rng());
+    case 3: return std::uniform_real_distribution<double>(-3, 3)(rng);
+    case 4: return std::string(rng() % 5, static_cast<char>('a' + rng() % 26));
+    case 5:
+    case 6: return specials[rng() % specials.size()];
+    case 7:
+    case 8: {
+      json a = json::array();
+      for (int i = 0, n = static_cast<int>(rng() % 5); i < n; ++i) a.push_back(random_value(rng, depth - 1));
+      return a;
+    }
+    default: {
+      static const char* keys[] = {"role", "content", "type", "text", "include_usage", "x"};
+      json o = json::object();
+      for (int i = 0, n = static_cast<int>(rng() % 4); i < n; ++i) o[keys[rng() % 6]] = random_value(rng, depth - 1);
+      return o;
+    }
+  }
+}
+
+json random_body(std::mt19937_64& rng) {
+  static const char* fields[] = {"model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature",
+                                 "top_p", "top_k", "min_p", "n", "stream", "stream_options", "stop", "seed",
+                                 "logprobs", "top_logprobs", "presence_penalty", "frequency_penalty",
+                                 "repetition_penalty", "ignore_eos", "user", "echo", "best_of", "logit_bias"};
+  json body = json::object();
+  if (rng() % 4 != 0) body["prompt"] = "hello";
+  if (rng() % 4 != 0) body["messages"] = json::array({{{"role", "user"}, {"content", "hi"}}});
+  for (int i = 0, n = static_cast<int>(rng() % 6); i < n; ++i) body[fields[rng() % std::size(fields)]] = random_value(rng, 3);
+  return body;
+}
+
+void check_accepted(const CompletionRequest& r) {
+  EXPECT_GE(r.n, 1);
+  EXPECT_LE(r.n, 16);
+  EXPECT_GE(r.gen.max_tokens, 1);
+  EXPECT_GE(r.gen.sampling.temperature, 0.0f);
+  EXPECT_GT(r.gen.sampling.top_p, 0.0f);
+  EXPECT_LE(r.gen.sampling.top_p, 1.0f);
+  EXPECT_LE(r.gen.logprobs, 20);
+  EXPECT_TRUE(!r.gen.prompt.empty() || !r.gen.prompt_ids.empty() || !r.messages.empty());
+}
+
+TEST(OpenaiParse, FuzzRandomAndMutatedBodies) {
+  std::mt19937_64 rng(12345);
+  int n_ok = 0, n_err = 0;
+  for (int i = 0; i < 4000; ++i) {
+    const json body = random_body(rng);
+    for (Endpoint ep : {Endpoint::completions, Endpoint::chat}) {
+      auto r = parse_completion_request(body, ep);
+      if (r) {
+        ++n_ok;
+        check_accepted(*r);
+      } else {
+        ++n_err;
+        EXPECT_NE(r.status().code(), StatusCode::ok);
+      }
+    }
+    // Byte-level mutations of the serialized body: flips, truncations, insertions.
+    std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
+    for (int m = 0; m < 3 && !text.empty(); ++m) {
+      const size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0: text[at] = static_cast<char>(rng() % 256); break;
+        case 1: text.resize(at); break;
+        default: text.insert(at, 1, "{}[]\",:0-e\\"[rng() % 11]); break;
+      }
+      auto r = parse_completion_body(text, Endpoint::completions);
+      if (r) check_accepted(*r);
+    }
+  }
+  // Both outcomes must occur, or the generator is not exercising the parser.
+  EXPECT_GT(n_ok, 100);
+  EXPECT_GT(n_err, 100);
+}
+
+}  // namespace
+}  // namespace brigade::server

@@ -1,0 +1,84 @@
+// `brigade serve`: the OpenAI-compatible HTTP server (server/http_server.h) over one engine.
+// SIGINT/SIGTERM stop it gracefully: no new connections, requests in flight cancelled and their
+// pages freed, then the engine shuts down.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+
+#include <pthread.h>
+
+#include "server/http_server.h"
+#include "tools/commands.h"
+
+namespace brigade::tools {
+
+namespace {
+
+struct ServeArgs {
+  std::string model;
+  std::string topology;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string api_key;
+  std::string served_model_name;
+  int threads = 0;
+  int io_threads = 2;
+};
+
+int run_serve(const ServeArgs& a) {
+  // Block the stop signals in every thread (the engine's and the server's inherit this mask) so
+  // that only the sigwait below receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto model = model_or_default(a.model);
+  if (!model) return fail(model.status());
+  auto options = engine_options(a.topology, *model, a.threads);
+  if (!options) return fail(options.status());
+  auto engine = Engine::create(*options);
+  if (!engine) return fail(engine.status());
+
+  server::ServerOptions so;
+  so.host = a.host;
+  so.port = a.port;
+  so.api_key = a.api_key;
+  so.n_threads = a.io_threads;
+  so.model_name = a.served_model_name.empty() ? std::filesystem::path(*model).filename().string() : a.served_model_name;
+  if (so.model_name.empty()) so.model_name = "brigade";
+  auto server = server::HttpServer::start(**engine, so);
+  if (!server) return fail(server.status());
+  std::printf("serving %s as '%s' on http://%s:%d (POST /v1/completions, /v1/chat/completions; GET /v1/models, "
+              "/health, /metrics)%s\n",
+              model->c_str(), so.model_name.c_str(), a.host.c_str(), (*server)->port(),
+              a.api_key.empty() ? "" : "; /v1 needs the API key");
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::fprintf(stderr, "%s: stopping (cancelling requests in flight)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  (*server)->stop();
+  server->reset();   // before the engine it serves
+  engine->reset();
+  return 0;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, std::function<int()>& run) {
+  auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, models, metrics)");
+  auto a = std::make_shared<ServeArgs>();
+  cmd->add_option("--model", a->model, "Checkpoint (default: the synthetic 100M model, made when absent)");
+  cmd->add_option("--topology", a->topology, "Topology YAML");
+  cmd->add_option("--host", a->host, "Address to bind (0.0.0.0 for every interface)")->capture_default_str();
+  cmd->add_option("--port", a->port, "Port (0 = any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--api-key", a->api_key, "Require 'Authorization: Bearer KEY' on /v1/*");
+  cmd->add_option("--served-model-name", a->served_model_name, "Model id in responses (default: the model folder name)");
+  cmd->add_option("--threads", a->threads, "CPU threads for the executor (0 = all cores)");
+  cmd->add_option("--io-threads", a->io_threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->callback([a, &run] { run = [a] { return run_serve(*a); }; });
+}
+
+}  // namespace brigade::tools
