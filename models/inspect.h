@@ -13,7 +13,7 @@ namespace brigade {
 
 struct ModelInfo {
   std::string path;
-  std::string format;  // "safetensors" or "llama2.c"
+  std::string format;  // "safetensors", "llama2.c" or "gguf"
   ModelConfig config;
   int n_tensors = 0;
   int64_t n_params = 0;  // elements over all stored tensors

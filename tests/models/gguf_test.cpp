@@ -11,6 +11,7 @@
 #include "gguf_writer.h"
 #include "hf_fixture.h"
 #include "models/gguf.h"
+#include "models/inspect.h"
 
 namespace brigade {
 namespace {
@@ -95,6 +96,17 @@ TEST_P(GgufWeights, Q8_0WithinTolerance) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GgufWeights, ::testing::Values("llama", "llama_rope_linear", "qwen2", "qwen3"));
+
+TEST(GgufFile, InspectShowsTheFormatAndArchitecture) {
+  const testing::TempDir dir("gguf_inspect");
+  auto info = inspect_model(write_gguf("qwen3", dir, GgufOut::q8_0));
+  ASSERT_TRUE(info.has_value()) << info.status().to_string();
+  EXPECT_EQ(info->format, "gguf");
+  EXPECT_EQ(info->config.arch, "qwen3");
+  EXPECT_EQ(info->config.head_dim, 32);
+  const std::string text = format_model_info(*info);
+  EXPECT_NE(text.find("q/k norm"), std::string::npos) << text;
+}
 
 TEST(GgufFile, TruncatedOrCorruptFilesAreClearErrors) {
   const testing::TempDir dir("gguf_bad");
