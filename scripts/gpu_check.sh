@@ -18,8 +18,9 @@ bdir=${BUILD_DIR:-$root/build-gpu-check}  # where --pack (or the fallback) build
 targets="gpu_ops_test gpu_model_test bench_gpu"
 
 build() {  # build DIR: Release build of the GPU targets
-  cmake -S "$root" -B "$1" -DCMAKE_BUILD_TYPE=Release -DBRIGADE_CUDA=ON -DBRIGADE_WERROR=ON >"$1.configure.log" 2>&1 ||
-    { tail -20 "$1.configure.log"; return 1; }
+  mkdir -p "$1"
+  cmake -S "$root" -B "$1" -DCMAKE_BUILD_TYPE=Release -DBRIGADE_CUDA=ON -DBRIGADE_WERROR=ON >"$1/configure.log" 2>&1 ||
+    { tail -20 "$1/configure.log"; return 1; }
   cmake --build "$1" --target $targets -j "$(nproc)"
 }
 
