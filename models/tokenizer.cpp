@@ -55,4 +55,18 @@ Expected<std::string> Tokenizer::decode(std::span<const int32_t> ids, bool skip_
   return out;
 }
 
+Status check_tokenizer_fits(const Tokenizer& tokenizer, int model_vocab) {
+  if (tokenizer.vocab_size() > model_vocab)
+    return invalid_argument("the tokenizer has " + std::to_string(tokenizer.vocab_size()) +
+                            " tokens but the model's vocabulary has " + std::to_string(model_vocab) +
+                            "; use the tokenizer that belongs to this model");
+  std::vector<int32_t> ids = tokenizer.eos_ids();
+  ids.push_back(tokenizer.bos_id());
+  for (int32_t id : ids)
+    if (id >= model_vocab)
+      return invalid_argument("the tokenizer's BOS/EOS id " + std::to_string(id) + " is outside the model's vocabulary of " +
+                              std::to_string(model_vocab));
+  return Status::ok();
+}
+
 }  // namespace brigade

@@ -40,4 +40,10 @@ class Tokenizer {
   virtual const std::vector<int32_t>& eos_ids() const = 0;
 };
 
+// invalid_argument when the tokenizer can produce ids the model has no embedding for (its
+// vocabulary is larger than the model's vocab_size), or its BOS/EOS ids are outside the model's;
+// the message gives both sizes. A model vocabulary larger than the tokenizer's (padding rows) is
+// fine. `model_vocab` is ModelConfig::vocab_size.
+Status check_tokenizer_fits(const Tokenizer& tokenizer, int model_vocab);
+
 }  // namespace brigade

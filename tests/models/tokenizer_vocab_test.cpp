@@ -114,5 +114,17 @@ TEST(TokenizerFiles, BadInputsAreClearErrors) {
   EXPECT_NE(gguf_pretokenizer_patterns("mystery").status().message().find("deepseek-llm"), std::string::npos);
 }
 
+TEST(TokenizerFiles, VocabularyMustFitTheModel) {
+  const std::string bin = kDir + "llama2c-tokenizer.bin";
+  if (!std::filesystem::exists(bin)) GTEST_SKIP() << "test data absent: " << bin;
+  auto tok = Tokenizer::load(bin);
+  ASSERT_TRUE(tok.has_value());
+  EXPECT_TRUE(check_tokenizer_fits(**tok, 32000).is_ok());
+  EXPECT_TRUE(check_tokenizer_fits(**tok, 32064).is_ok()) << "padded embedding rows are fine";
+  const Status small = check_tokenizer_fits(**tok, 512);  // stories260K's vocabulary
+  EXPECT_EQ(small.code(), StatusCode::invalid_argument);
+  EXPECT_NE(small.message().find("32000"), std::string::npos) << small.to_string();
+}
+
 }  // namespace
 }  // namespace brigade
