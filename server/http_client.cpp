@@ -80,7 +80,7 @@ Expected<ClientResponse> http_stream(const std::string& host, int port, const Cl
     parser.get().body().data = chunk;
     parser.get().body().size = sizeof chunk;
     stream.expires_after(timeout);
-    http::read(stream, buffer, parser, ec);
+    http::read_some(stream, buffer, parser, ec);  // returns with what has arrived (SSE pieces)
     if (ec == http::error::need_buffer) ec = {};
     const size_t n = sizeof chunk - parser.get().body().size;
     if (n > 0 && !on_data(std::string_view(chunk, n))) {
