@@ -149,6 +149,7 @@ Status EngineImpl::start(const EngineOptions& options) {
   if (std::filesystem::is_directory(path)) {
     auto tok = Tokenizer::load(path);
     if (tok) {
+      BRIGADE_RETURN_IF_ERROR(check_tokenizer_fits(**tok, mc.vocab_size));
       tokenizer = std::move(*tok);
     } else if (tok.status().code() != StatusCode::not_found) {
       return tok.status();
