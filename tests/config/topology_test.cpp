@@ -23,7 +23,8 @@ TEST(Topology, ShippedDefaultFileParsesToTheDefault) {
   ss << in.rdbuf();
   auto t = parse_topology(ss.str());
   ASSERT_TRUE(t.has_value()) << t.status().to_string();
-  const auto& d = default_topology().instances[0];
+  const TopologyConfig def = default_topology();  // not a reference into a temporary
+  const auto& d = def.instances[0];
   const auto& p = t->instances[0];
   EXPECT_EQ(p.scheduler.max_running, d.scheduler.max_running);
   EXPECT_EQ(p.scheduler.max_step_tokens, d.scheduler.max_step_tokens);
