@@ -186,6 +186,9 @@ std::string synthetic_tokenizer_config_json(int max_position) {
           {"bos_token", "<s>"}, {"clean_up_tokenization_spaces", false}, {"eos_token", "</s>"},
           {"model_max_length", max_position}, {"tokenizer_class", "PreTrainedTokenizerFast"},
           {"unk_token", "<unk>"}};
+  // Llama 2's chat template (the synthetic vocabulary has its <s> and </s>), so chat serving
+  // runs end to end on synthetic models.
+  j["chat_template"] = "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' ' + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}";
   return j.dump(2);
 }
 

@@ -52,10 +52,19 @@ std::variant<SimpleResponse, CompletionRequest> route(ServerContext& ctx, const 
     return error_response(http_status_for(parsed.status().code()), parsed.status().message(), parsed.status().code());
   }
   if (chat) {
-    // Chat templates come with the model; until the model layer exposes one, brigade does not
-    // guess a prompt format.
-    return error_response(400, "this model has no chat template: use /v1/completions with a prompt",
-                          StatusCode::unsupported);
+    // The model's own chat template renders the conversation; brigade never guesses a format.
+    std::vector<ChatTurn> turns;
+    for (const auto& m : parsed->messages) turns.push_back({m.role, m.content});
+    auto prompt = ctx.engine.format_chat(turns, /*add_generation_prompt=*/true);
+    if (!prompt) {
+      const std::string why = prompt.status().code() == StatusCode::not_found
+                                  ? "this model has no chat template: use /v1/completions with a prompt"
+                                  : prompt.status().message();
+      return error_response(400, why, prompt.status().code());
+    }
+    parsed->gen.prompt = std::move(*prompt);
+    parsed->gen.prompt_ids.clear();
+    parsed->gen.add_bos = false;  // the template carries the BOS marker
   }
   return std::move(*parsed);
 }

@@ -20,6 +20,7 @@
 #include "cpu/cpu_backend.h"
 #include "messages/convert.h"
 #include "messages/registry.h"
+#include "models/chat_template.h"
 
 namespace brigade {
 
@@ -98,6 +99,13 @@ class EngineImpl final : public Engine {
     caf::anon_send(tokenizer_, abort_msg::build([&](schema::Abort::Builder b) { b.setRequestId(request_id); }));
   }
   const ModelSummary& model() const override { return summary_; }
+  Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, bool add_generation_prompt) const override {
+    if (!chat_family_) return chat_family_.status();
+    std::vector<ChatMessage> turns;
+    turns.reserve(messages.size());
+    for (const auto& m : messages) turns.push_back({m.role, m.content});
+    return apply_chat_template(*chat_family_, turns, add_generation_prompt);
+  }
   EngineStats stats() const override {
     const SchedulerCounters& c = *counters_;
     EngineStats s;
@@ -123,6 +131,7 @@ class EngineImpl final : public Engine {
   tokenizer_actor tokenizer_;
   ModelSummary summary_;
   int kv_pages_total_ = 0;
+  Expected<ChatFamily> chat_family_ = not_found("this model has no chat template");
   std::shared_ptr<SchedulerCounters> counters_ = std::make_shared<SchedulerCounters>();
   std::atomic<uint64_t> next_id_{1};
   std::mt19937_64 seed_rng_{std::random_device{}()};
@@ -154,6 +163,11 @@ Status EngineImpl::start(const EngineOptions& options) {
     } else if (tok.status().code() != StatusCode::not_found) {
       return tok.status();
     }
+  }
+
+  if (tokenizer && std::filesystem::is_directory(path)) {
+    // A model with a template of no known family still serves completions; chat says why not.
+    chat_family_ = chat_family_for_model(path, "");
   }
 
   BRIGADE_ASSIGN_OR_RETURN(DType kv_dtype, kv_dtype_for(inst.kv.dtype, mc.dtype));

@@ -79,6 +79,12 @@ struct Completion {
 
 using EventCallback = std::function<void(const Event&)>;
 
+// One turn of a conversation for Engine::format_chat.
+struct ChatTurn {
+  std::string role;  // "system", "user" or "assistant"
+  std::string content;
+};
+
 struct ModelSummary {
   std::string arch;
   int vocab_size = 0;
@@ -131,6 +137,12 @@ class Engine {
 
   virtual const ModelSummary& model() const = 0;
   virtual EngineStats stats() const = 0;
+  // Renders a conversation into prompt text with the model's chat template (its family taken
+  // from tokenizer_config.json's chat_template). The text carries the family's BOS marker, so
+  // submit it with add_bos = false. not_found when the model has no chat template; unsupported
+  // when its template is of no known family; invalid_argument for a bad role or order.
+  virtual Expected<std::string> format_chat(const std::vector<ChatTurn>& messages,
+                                            bool add_generation_prompt) const = 0;
 };
 
 }  // namespace brigade

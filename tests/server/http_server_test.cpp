@@ -227,9 +227,17 @@ TEST_F(ServerTest, BadInputIs400AndServerKeepsServing) {
   auto big = post("/v1/completions", R"({"prompt": ")" + std::string(5u << 20, 'a') + "\"}");
   EXPECT_EQ(big.status, 413);
   EXPECT_TRUE(json::parse(big.body)["error"]["message"].is_string());
-  // Chat without a chat template in the model.
-  auto chat = post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}]})");
-  EXPECT_EQ(chat.status, 400);
+  // Chat through the model's template (the synthetic model carries Llama 2's).
+  auto ok_chat = post("/v1/chat/completions",
+                      R"({"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}],
+                          "max_tokens": 4, "temperature": 0})");
+  ASSERT_EQ(ok_chat.status, 200) << ok_chat.body;
+  auto cj = json::parse(ok_chat.body);
+  EXPECT_TRUE(cj["choices"][0]["message"]["content"].is_string()) << ok_chat.body;
+  EXPECT_GT(cj["usage"]["prompt_tokens"].get<int>(), 10) << "the template's markers are part of the prompt";
+  // A role the chat template does not know.
+  auto chat = post("/v1/chat/completions", R"({"messages": [{"role": "wizard", "content": "hi"}]})");
+  EXPECT_EQ(chat.status, 400) << chat.body;
   // Still serving.
   EXPECT_EQ(post("/v1/completions", greedy("still here", 2).dump()).status, 200);
 }
