@@ -55,15 +55,16 @@ void update_gauges(scheduler_ptr self) {
 }
 
 void emit(scheduler_ptr self, const std::vector<SeqEvent>& events) {
-  auto& c = self->state.setup.counters;
-  for (const auto& ev : events) {
-    if (c) {
+  // Counters and gauges are published before the events go out: a caller woken by a final event
+  // (Engine::generate returning) must see stats that include it (pages freed, request done).
+  if (auto& c = self->state.setup.counters) {
+    for (const auto& ev : events) {
       c->generated_tokens += ev.new_tokens.size();
       if (ev.finish != Finish::none) c->requests_done++;
     }
-    self->send(self->state.sink, encode_event(ev));
   }
   update_gauges(self);
+  for (const auto& ev : events) self->send(self->state.sink, encode_event(ev));
 }
 
 void return_surplus(scheduler_ptr self) {
@@ -180,6 +181,7 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
         emit(self, self->state.policy->abort(msg.reader().getRequestId(), self->state.lease));
         return_surplus(self);
         pump(self);
+        update_gauges(self);
       },
   };
 }
