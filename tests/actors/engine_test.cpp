@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "models/make_model.h"
@@ -54,6 +56,39 @@ std::vector<Completion> run_concurrently(Engine& engine, const std::vector<Gener
     out.push_back(c ? *c : Completion{});
   }
   return out;
+}
+
+// Submits every request from this thread before waiting for any, so all of them reach the
+// scheduler within a step or two. run_concurrently's threads may start late on a loaded machine
+// or under a sanitizer, and then the requests barely overlap.
+std::vector<Completion> submit_together(Engine& engine, const std::vector<GenerateOptions>& reqs) {
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<Completion> out;
+    size_t n_done = 0;
+  } sh;
+  sh.out.resize(reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto id = engine.submit(reqs[i], [&sh, i](const Event& ev) {
+      std::lock_guard<std::mutex> lock(sh.mu);
+      Completion& c = sh.out[i];
+      c.token_ids.insert(c.token_ids.end(), ev.token_ids.begin(), ev.token_ids.end());
+      if (ev.finish != FinishReason::none) {
+        c.finish = ev.finish;
+        ++sh.n_done;
+        sh.cv.notify_all();
+      }
+    });
+    EXPECT_TRUE(id.has_value()) << id.status().to_string();
+    if (!id) {
+      std::lock_guard<std::mutex> lock(sh.mu);
+      ++sh.n_done;
+    }
+  }
+  std::unique_lock<std::mutex> lock(sh.mu);
+  sh.cv.wait(lock, [&] { return sh.n_done == reqs.size(); });
+  return std::move(sh.out);
 }
 
 class Stories260K : public ::testing::Test {
@@ -220,7 +255,7 @@ TEST_F(SyntheticEngine, PreemptionUnderASmallKvPoolKeepsOutputs) {
   o.topology.instances.front().kv.pages = 12;  // 192 token slots for 8 requests of up to 108
   auto tight = Engine::create(o);
   ASSERT_TRUE(tight.has_value()) << tight.status().to_string();
-  auto together = run_concurrently(**tight, reqs);
+  auto together = submit_together(**tight, reqs);
   for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(together[i].token_ids, alone[i].token_ids) << "request " << i;
   EXPECT_GT((*tight)->stats().preemptions, 0u) << "the pool was too small to hold every sequence at once";
   EXPECT_EQ((*tight)->stats().kv_pages_used, 0);
