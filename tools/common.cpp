@@ -31,11 +31,20 @@ std::string default_model_dir() {
   return std::string(home && *home ? home : ".brigade") + "/models/default-llama-100m";
 }
 
+// Bumped whenever make-model's output changes (v2: tokenizer_config.json has a chat template), so
+// a default model written by an older brigade is written again rather than used half-current.
+constexpr const char* kDefaultModelStamp = "/.brigade-default-model-v2";
+
 Status ensure_default_model(const std::string& dir) {
-  if (std::filesystem::exists(dir + "/model.safetensors")) return Status::ok();
+  if (std::filesystem::exists(dir + "/model.safetensors") && std::filesystem::exists(dir + kDefaultModelStamp))
+    return Status::ok();
   std::fprintf(stderr, "writing the default synthetic model (Llama, ~100M parameters, bf16) to %s ...\n", dir.c_str());
   SyntheticModelSpec spec;  // the defaults are the ~100M model
-  return write_synthetic_model(spec, dir);
+  BRIGADE_RETURN_IF_ERROR(write_synthetic_model(spec, dir));
+  std::FILE* f = std::fopen((dir + kDefaultModelStamp).c_str(), "w");
+  if (!f) return io_error("cannot write " + dir + kDefaultModelStamp);
+  std::fclose(f);
+  return Status::ok();
 }
 
 Expected<std::string> model_or_default(const std::string& model) {

@@ -1,10 +1,16 @@
-// `brigade demo`: the main job. Makes the default synthetic model when absent, then runs several
-// concurrent prompts through the actor topology and prints their text and the throughput.
-#include <chrono>
-#include <condition_variable>
-#include <cstdio>
-#include <mutex>
+// `brigade demo`: the main job (README command one). Makes the default synthetic model when
+// absent, starts the OpenAI-compatible server on it (127.0.0.1, a free port), shows one chat
+// completion, drives the server with a short load of concurrent streaming clients, and prints the
+// load generator's summary table with the server's own counters from /metrics.
+#include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#include "server/http_client.h"
+#include "server/http_server.h"
+#include "tools/bench_online.h"
 #include "tools/commands.h"
 
 namespace brigade::tools {
@@ -13,106 +19,106 @@ namespace {
 
 struct DemoArgs {
   std::string model;
-  int requests = 8;
-  int max_tokens = 48;
   std::string topology;
   int threads = 0;
+  OnlineLoad load;
 };
 
-const char* kPrompts[] = {
-    "The kitchen brigade",   "Once upon a time",        "In a distant galaxy", "The actor model",
-    "Paged attention means", "A radix tree stores",     "def fibonacci(n):",   "Bonjour, je m'appelle",
-    "1, 2, 3, 4,",           "The quick brown fox",     "Dear diary,",         "Breaking news:",
-};
-
-int run_demo(const DemoArgs& a) {
-  std::string model = a.model;
-  if (model.empty()) {
-    model = default_model_dir();
-    Status st = ensure_default_model(model);
-    if (!st.is_ok()) return fail(st);
+// The sample lines of /metrics whose names start with one of `names` (no labels, no histograms).
+std::string metric_lines(const std::string& metrics, std::initializer_list<const char*> names) {
+  std::istringstream in(metrics);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    for (const char* n : names) {
+      const std::string name(n);
+      if (line.compare(0, name.size(), name) == 0 && line.size() > name.size() && line[name.size()] == ' ') {
+        out += "  " + line + "\n";
+      }
+    }
   }
-  auto options = engine_options(a.topology, model, a.threads);
+  return out;
+}
+
+int run_demo(DemoArgs a) {
+  auto model = model_or_default(a.model);
+  if (!model) return fail(model.status());
+  auto options = engine_options(a.topology, *model, a.threads);
   if (!options) return fail(options.status());
   const auto t_load = std::chrono::steady_clock::now();
   auto engine = Engine::create(*options);
   if (!engine) return fail(engine.status());
   const auto& m = (*engine)->model();
-  std::printf("model %s: %s, %.1fM parameters, %.0f MiB of weights, context %d\n", model.c_str(), m.arch.c_str(),
-              static_cast<double>(m.n_params) / 1e6, static_cast<double>(m.weight_bytes) / (1 << 20), m.max_context);
-  std::printf("loaded in %.2f s; running %d concurrent requests of %d tokens\n\n",
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count(), a.requests,
-              a.max_tokens);
+  std::printf("model %s: %s, %.1fM parameters, %.0f MiB of weights, context %d; loaded in %.2f s\n", model->c_str(),
+              m.arch.c_str(), static_cast<double>(m.n_params) / 1e6, static_cast<double>(m.weight_bytes) / (1 << 20),
+              m.max_context, std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count());
 
-  struct Result {
-    std::string prompt, text;
-    int n_tokens = 0;
-    double ttft = 0, total = 0;
-    FinishReason finish = FinishReason::none;
-    std::string error;
-  };
-  std::vector<Result> results(static_cast<size_t>(a.requests));
-  std::mutex mu;
-  std::condition_variable cv;
-  int n_done = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < a.requests; ++i) {
-    GenerateOptions r;
-    r.prompt = kPrompts[static_cast<size_t>(i) % std::size(kPrompts)];
-    r.max_tokens = a.max_tokens;
-    r.sampling.temperature = 0.8f;
-    r.sampling.top_p = 0.95f;
-    r.sampling.seed = static_cast<uint64_t>(i);
-    r.ignore_eos = true;
-    results[static_cast<size_t>(i)].prompt = r.prompt;
-    auto id = (*engine)->submit(r, [&, i](const Event& ev) {
-      std::lock_guard<std::mutex> lock(mu);
-      Result& res = results[static_cast<size_t>(i)];
-      const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (res.n_tokens == 0 && !ev.token_ids.empty()) res.ttft = now;
-      res.n_tokens += static_cast<int>(ev.token_ids.size());
-      res.text += ev.text;
-      if (ev.finish != FinishReason::none) {
-        res.finish = ev.finish;
-        res.error = ev.error;
-        res.total = now;
-        ++n_done;
-        cv.notify_all();
-      }
-    });
-    if (!id) return fail(id.status());
-  }
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return n_done == a.requests; });
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  server::ServerOptions so;
+  so.host = "127.0.0.1";
+  so.port = 0;
+  so.model_name = "brigade-demo";
+  auto server = server::HttpServer::start(**engine, so);
+  if (!server) return fail(server.status());
+  a.load.host = so.host;
+  a.load.port = (*server)->port();
+  std::printf("server on http://%s:%d\n\n", so.host.c_str(), a.load.port);
 
-  int total_tokens = 0;
-  for (const auto& r : results) {
-    total_tokens += r.n_tokens;
-    std::printf("--- %s\n%s%s\n", r.prompt.c_str(), r.prompt.c_str(), r.text.c_str());
-    if (r.finish == FinishReason::error) std::printf("[error: %s]\n", r.error.c_str());
+  // One chat completion, as a client would send it (the synthetic model's weights are random, so
+  // its text is too; the point is the path: template, tokenizer, scheduler, executor, detokenizer).
+  const nlohmann::json chat = {
+      {"model", so.model_name},
+      {"messages", {{{"role", "user"}, {"content", "Say something about kitchens."}}}},
+      {"max_tokens", 24},
+      {"temperature", 0.8},
+      {"seed", 1}};
+  auto reply = server::http_request(a.load.host, a.load.port, {"POST", "/v1/chat/completions", chat.dump(), ""});
+  if (!reply) return fail(reply.status());
+  if (reply->status != 200) return fail(internal_error("chat completion failed: HTTP " + std::to_string(reply->status) + ": " + reply->body));
+  auto j = nlohmann::json::parse(reply->body, nullptr, false);
+  if (j.is_discarded() || !j.contains("choices")) return fail(internal_error("chat completion: unexpected body " + reply->body));
+  std::printf("POST /v1/chat/completions -> %s\n\n",
+              j["choices"][0]["message"]["content"].get<std::string>().c_str());
+
+  const Workload& w = a.load.workload;
+  std::printf("load: %d streaming requests from %d concurrent clients, prompts of %d-%d tokens, %d-%d output tokens\n",
+              w.n_requests, a.load.concurrency, w.input_len, std::max(w.input_len, w.input_len_max), w.output_len,
+              std::max(w.output_len, w.output_len_max));
+  auto summary = run_online_load(a.load);
+  if (!summary) return fail(summary.status());
+  print_summary(*summary);
+
+  auto metrics = server::http_request(a.load.host, a.load.port, {"GET", "/metrics", "", ""});
+  if (metrics && metrics->status == 200) {
+    std::printf("\nserver counters (/metrics):\n%s",
+                metric_lines(metrics->body, {"brigade_requests_finished_total", "brigade_prompt_tokens_total",
+                                             "brigade_generation_tokens_total", "brigade_steps_total",
+                                             "brigade_preemptions_total", "brigade_kv_pages_total",
+                                             "brigade_kv_pages_used"})
+                    .c_str());
   }
-  std::printf("\n%-4s %8s %10s %10s %12s\n", "req", "tokens", "ttft_s", "total_s", "tokens/s");
-  for (size_t i = 0; i < results.size(); ++i) {
-    const auto& r = results[i];
-    std::printf("%-4zu %8d %10.3f %10.3f %12.1f\n", i, r.n_tokens, r.ttft, r.total,
-                r.total > 0 ? r.n_tokens / r.total : 0.0);
-  }
-  std::printf("\n%d requests, %d tokens in %.2f s: %.1f tokens/s aggregate\n", a.requests, total_tokens, wall,
-              total_tokens / wall);
-  return 0;
+  (*server)->stop();
+  server->reset();  // before the engine it serves
+  return summary->n_errors == 0 ? 0 : 1;
 }
 
 }  // namespace
 
 void add_demo_command(CLI::App& app, std::function<int()>& run) {
-  auto* cmd = app.add_subcommand("demo", "The main job: concurrent prompts through the default model");
+  auto* cmd = app.add_subcommand("demo", "The main job: serve the default model and drive it with a short load");
   auto a = std::make_shared<DemoArgs>();
+  Workload& w = a->load.workload;
+  w.n_requests = 32;
+  w.input_len = 32;
+  w.input_len_max = 192;
+  w.output_len = 32;
+  w.output_len_max = 96;
+  a->load.temperature = 0.8f;
   cmd->add_option("--model", a->model, "Checkpoint (default: the synthetic 100M model, made when absent)");
-  cmd->add_option("--requests", a->requests, "Concurrent requests")->capture_default_str()->check(CLI::Range(1, 4096));
-  cmd->add_option("--max-tokens", a->max_tokens, "Tokens per request")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--topology", a->topology, "Topology YAML");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all cores)");
+  cmd->add_option("--requests", w.n_requests, "Requests in all")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--concurrency", a->load.concurrency, "Concurrent streaming clients")
+      ->capture_default_str()->check(CLI::Range(1, 1024));
   cmd->callback([a, &run] { run = [a] { return run_demo(*a); }; });
 }
 

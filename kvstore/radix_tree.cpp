@@ -1,0 +1,241 @@
+#include "kvstore/radix_tree.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <queue>
+#include <tuple>
+
+namespace brigade {
+
+Expected<EvictionPolicy> parse_eviction_policy(const std::string& name) {
+  if (name == "lru") return EvictionPolicy::lru;
+  if (name == "lfu") return EvictionPolicy::lfu;
+  if (name == "priority") return EvictionPolicy::priority;
+  return invalid_argument("unknown eviction policy '" + name + "' (expected lru, lfu or priority)");
+}
+
+const char* eviction_policy_name(EvictionPolicy p) {
+  switch (p) {
+    case EvictionPolicy::lru: return "lru";
+    case EvictionPolicy::lfu: return "lfu";
+    case EvictionPolicy::priority: return "priority";
+  }
+  return "?";
+}
+
+struct RadixTree::Node {
+  Node* parent = nullptr;
+  std::vector<int32_t> tokens;  // pages.size() * page_size ids
+  std::vector<int32_t> pages;
+  std::vector<PageKey> keys;
+  std::vector<std::unique_ptr<Node>> children;
+  int lock_ref = 0;
+  uint64_t last_access = 0;
+  uint64_t hits = 0;
+  int priority = INT_MIN;
+
+  int n_pages() const { return static_cast<int>(pages.size()); }
+};
+
+RadixTree::RadixTree(int page_size, EvictionPolicy policy, PageKey root)
+    : page_size_(page_size), policy_(policy), root_key_(root), root_(std::make_unique<Node>()) {
+  BRIGADE_CHECK(page_size_ >= 1, "a page holds at least one token");
+}
+
+RadixTree::~RadixTree() = default;
+
+bool RadixTree::page_equal(const int32_t* a, const int32_t* b) const {
+  return std::memcmp(a, b, static_cast<size_t>(page_size_) * sizeof(int32_t)) == 0;
+}
+
+// Puts a new node holding node's first n pages between node and its parent; node keeps the rest.
+// Locks and statistics are copied, so a lock taken on node (or below) still unlocks every node on
+// its path, the new one included.
+RadixTree::Node* RadixTree::split(Node* node, int n) {
+  BRIGADE_CHECK(n > 0 && n < node->n_pages(), "a split leaves pages on both sides");
+  Node* parent = node->parent;
+  auto upper = std::make_unique<Node>();
+  const size_t nt = static_cast<size_t>(n) * static_cast<size_t>(page_size_);
+  upper->parent = parent;
+  upper->tokens.assign(node->tokens.begin(), node->tokens.begin() + static_cast<std::ptrdiff_t>(nt));
+  upper->pages.assign(node->pages.begin(), node->pages.begin() + n);
+  upper->keys.assign(node->keys.begin(), node->keys.begin() + n);
+  upper->lock_ref = node->lock_ref;
+  upper->last_access = node->last_access;
+  upper->hits = node->hits;
+  upper->priority = node->priority;
+  node->tokens.erase(node->tokens.begin(), node->tokens.begin() + static_cast<std::ptrdiff_t>(nt));
+  node->pages.erase(node->pages.begin(), node->pages.begin() + n);
+  node->keys.erase(node->keys.begin(), node->keys.begin() + n);
+  auto it = std::find_if(parent->children.begin(), parent->children.end(),
+                         [&](const std::unique_ptr<Node>& c) { return c.get() == node; });
+  BRIGADE_CHECK(it != parent->children.end(), "a node is its parent's child");
+  Node* raw = upper.get();
+  node->parent = raw;
+  raw->children.push_back(std::move(*it));
+  *it = std::move(upper);
+  return raw;
+}
+
+void RadixTree::touch_path(Node* node, int priority) {
+  const uint64_t now = ++clock_;
+  for (Node* n = node; n != nullptr && n != root_.get(); n = n->parent) {
+    n->last_access = now;
+    ++n->hits;
+    n->priority = std::max(n->priority, priority);
+  }
+}
+
+RadixTree::Match RadixTree::match(std::span<const int32_t> tokens, int max_tokens, bool touch) {
+  Match m;
+  m.last_key = root_key_;
+  const int n_full = std::min(static_cast<int>(tokens.size()), max_tokens) / page_size_;
+  Node* node = root_.get();
+  int i = 0;  // pages matched
+  while (i < n_full) {
+    const int32_t* want = tokens.data() + static_cast<size_t>(i) * static_cast<size_t>(page_size_);
+    Node* child = nullptr;
+    for (auto& c : node->children) {
+      if (page_equal(c->tokens.data(), want)) {
+        child = c.get();
+        break;
+      }
+    }
+    if (!child) break;
+    int j = 1;
+    while (j < child->n_pages() && i + j < n_full &&
+           page_equal(child->tokens.data() + static_cast<size_t>(j) * static_cast<size_t>(page_size_),
+                      want + static_cast<size_t>(j) * static_cast<size_t>(page_size_)))
+      ++j;
+    const bool partial = j < child->n_pages();
+    if (partial) child = split(child, j);  // the match ends inside the edge
+    m.pages.insert(m.pages.end(), child->pages.begin(), child->pages.end());
+    m.keys.insert(m.keys.end(), child->keys.begin(), child->keys.end());
+    i += j;
+    node = child;
+    if (partial) break;
+  }
+  m.n_tokens = i * page_size_;
+  m.node = node == root_.get() ? nullptr : node;
+  if (!m.keys.empty()) m.last_key = m.keys.back();
+  if (touch && m.node) touch_path(m.node, INT_MIN);
+  return m;
+}
+
+std::vector<RadixTree::PageFate> RadixTree::insert(std::span<const int32_t> tokens, std::span<const int32_t> pages,
+                                                   int priority, NodeRef* end) {
+  const int n = static_cast<int>(pages.size());
+  BRIGADE_CHECK(static_cast<int64_t>(tokens.size()) >= static_cast<int64_t>(n) * page_size_,
+                "every inserted page has its tokens");
+  std::vector<PageFate> fates;
+  fates.reserve(pages.size());
+  Node* node = root_.get();
+  int i = 0;
+  while (i < n) {
+    const int32_t* want = tokens.data() + static_cast<size_t>(i) * static_cast<size_t>(page_size_);
+    Node* child = nullptr;
+    for (auto& c : node->children) {
+      if (page_equal(c->tokens.data(), want)) {
+        child = c.get();
+        break;
+      }
+    }
+    if (!child) {  // the rest is new: one node takes all of it
+      auto fresh = std::make_unique<Node>();
+      fresh->parent = node;
+      PageKey k = node == root_.get() ? root_key_ : node->keys.back();
+      for (int p = i; p < n; ++p) {
+        std::span<const int32_t> page_tokens(tokens.data() + static_cast<size_t>(p) * static_cast<size_t>(page_size_),
+                                             static_cast<size_t>(page_size_));
+        k = chain_key(k, page_tokens);
+        fresh->keys.push_back(k);
+        fresh->pages.push_back(pages[static_cast<size_t>(p)]);
+        fresh->tokens.insert(fresh->tokens.end(), page_tokens.begin(), page_tokens.end());
+        fates.push_back(PageFate::taken);
+      }
+      n_pages_ += n - i;
+      Node* raw = fresh.get();
+      node->children.push_back(std::move(fresh));
+      node = raw;
+      break;
+    }
+    int j = 0;
+    while (j < child->n_pages() && i + j < n &&
+           page_equal(child->tokens.data() + static_cast<size_t>(j) * static_cast<size_t>(page_size_),
+                      want + static_cast<size_t>(j) * static_cast<size_t>(page_size_))) {
+      fates.push_back(child->pages[static_cast<size_t>(j)] == pages[static_cast<size_t>(i + j)] ? PageFate::same
+                                                                                                : PageFate::duplicate);
+      ++j;
+    }
+    if (j < child->n_pages()) child = split(child, j);
+    i += j;
+    node = child;
+  }
+  if (node != root_.get()) touch_path(node, priority);
+  if (end) *end = node == root_.get() ? nullptr : node;
+  return fates;
+}
+
+std::vector<PageKey> RadixTree::continue_keys(const Match& m, std::span<const int32_t> tokens, int n_pages) const {
+  std::vector<PageKey> keys;
+  PageKey k = m.last_key;
+  for (int p = m.n_tokens / page_size_; p < n_pages; ++p) {
+    if (static_cast<int64_t>(p + 1) * page_size_ > static_cast<int64_t>(tokens.size())) break;
+    k = chain_key(k, tokens.subspan(static_cast<size_t>(p) * static_cast<size_t>(page_size_),
+                                    static_cast<size_t>(page_size_)));
+    keys.push_back(k);
+  }
+  return keys;
+}
+
+void RadixTree::lock(NodeRef node) {
+  for (Node* n = node; n != nullptr && n != root_.get(); n = n->parent) {
+    if (n->lock_ref++ == 0) n_locked_pages_ += n->n_pages();
+  }
+}
+
+void RadixTree::unlock(NodeRef node) {
+  for (Node* n = node; n != nullptr && n != root_.get(); n = n->parent) {
+    BRIGADE_CHECK(n->lock_ref > 0, "unlock matches a lock");
+    if (--n->lock_ref == 0) n_locked_pages_ -= n->n_pages();
+  }
+}
+
+std::vector<RadixTree::Evicted> RadixTree::evict(int n) {
+  std::vector<Evicted> out;
+  if (n <= 0) return out;
+  using Rank = std::tuple<int64_t, uint64_t, Node*>;  // (policy key, last access, node): smallest first
+  auto rank = [&](Node* node) -> Rank {
+    switch (policy_) {
+      case EvictionPolicy::lru: return {0, node->last_access, node};
+      case EvictionPolicy::lfu: return {static_cast<int64_t>(node->hits), node->last_access, node};
+      case EvictionPolicy::priority: return {node->priority, node->last_access, node};
+    }
+    return {0, node->last_access, node};
+  };
+  std::priority_queue<Rank, std::vector<Rank>, std::greater<>> heap;
+  std::vector<Node*> stack{root_.get()};
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    for (auto& c : node->children) stack.push_back(c.get());
+    if (node != root_.get() && node->children.empty() && node->lock_ref == 0) heap.push(rank(node));
+  }
+  while (static_cast<int>(out.size()) < n && !heap.empty()) {
+    Node* leaf = std::get<2>(heap.top());
+    heap.pop();
+    for (int p = 0; p < leaf->n_pages(); ++p)
+      out.push_back({leaf->pages[static_cast<size_t>(p)], leaf->keys[static_cast<size_t>(p)]});
+    n_pages_ -= leaf->n_pages();
+    Node* parent = leaf->parent;
+    auto it = std::find_if(parent->children.begin(), parent->children.end(),
+                           [&](const std::unique_ptr<Node>& c) { return c.get() == leaf; });
+    parent->children.erase(it);  // frees leaf
+    if (parent != root_.get() && parent->children.empty() && parent->lock_ref == 0) heap.push(rank(parent));
+  }
+  n_evicted_ += out.size();
+  return out;
+}
+
+}  // namespace brigade

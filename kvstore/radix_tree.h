@@ -1,0 +1,102 @@
+// RadixTree: the prefix cache of one KV pool (DESIGN.md §5), a radix tree over token ids at page
+// granularity. Each edge holds whole pages: a run of tokens (a multiple of page_size) and the ids
+// of the pages holding their KV, plus each page's PageKey (the hash chain that names its content
+// in the lower tiers). A page in the tree is owned by the tree: no sequence writes into it, and it
+// returns to the pool only when evicted.
+//
+// Sequences that use cached pages lock the node where their cached prefix ends; a lock holds every
+// node on the path to the root. Unlocked leaves are evicted by the configured policy: LRU (least
+// recently matched or inserted first, the default), LFU (fewest hits first, then LRU), or
+// priority-aware (lowest request priority first, then LRU).
+//
+// Plain class, no threads: one owner (the scheduler).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "kvstore/page_key.h"
+
+namespace brigade {
+
+enum class EvictionPolicy : uint8_t { lru, lfu, priority };
+Expected<EvictionPolicy> parse_eviction_policy(const std::string& name);
+const char* eviction_policy_name(EvictionPolicy p);
+
+class RadixTree {
+ public:
+  struct Node;
+  // Where a matched or inserted prefix ends; nullptr is the root (the empty prefix).
+  using NodeRef = Node*;
+
+  struct Match {
+    int n_tokens = 0;              // cached tokens (a multiple of page_size)
+    std::vector<int32_t> pages;    // their pages, in order
+    std::vector<PageKey> keys;     // their keys, in order
+    NodeRef node = nullptr;        // lock this while the pages are in use
+    PageKey last_key;              // key of the last matched page (the root key when none)
+  };
+  struct Evicted {
+    int32_t page = 0;
+    PageKey key;
+  };
+  enum class PageFate : uint8_t {
+    taken,      // the tree took the caller's page: it is the tree's now
+    same,       // the tree already held this very page (the caller had it from a match)
+    duplicate,  // the tree holds the same tokens in another page: the caller keeps (and frees) its own
+  };
+
+  RadixTree(int page_size, EvictionPolicy policy, PageKey root);
+  ~RadixTree();
+  RadixTree(const RadixTree&) = delete;
+  RadixTree& operator=(const RadixTree&) = delete;
+
+  int page_size() const { return page_size_; }
+  EvictionPolicy policy() const { return policy_; }
+  const PageKey& root_key() const { return root_key_; }
+
+  // The longest cached prefix of tokens[0, max_tokens), in whole pages. Counts as a use of the
+  // matched nodes (recency, hits) when `touch`.
+  Match match(std::span<const int32_t> tokens, int max_tokens, bool touch = true);
+  // Inserts the whole pages of tokens[0, pages.size() * page_size) held in `pages`. The result
+  // says, for each page, whether the tree took it, already had it, or holds a duplicate; `end`
+  // is set to the node where the inserted prefix ends (lock it to keep the pages). `priority`
+  // raises the nodes' priority for the priority-aware policy.
+  std::vector<PageFate> insert(std::span<const int32_t> tokens, std::span<const int32_t> pages, int priority,
+                               NodeRef* end);
+  // Keys of the pages that would follow `m` for tokens (continuing its hash chain), for pages
+  // [m.n_tokens / page_size, n_pages): what a lower tier is asked for.
+  std::vector<PageKey> continue_keys(const Match& m, std::span<const int32_t> tokens, int n_pages) const;
+
+  void lock(NodeRef node);
+  void unlock(NodeRef node);
+
+  // Evicts at least n pages if that many are evictable (whole unlocked leaves, by policy, a
+  // parent becoming a leaf in turn); returns them with their keys, to free (or demote).
+  std::vector<Evicted> evict(int n);
+
+  int n_pages() const { return n_pages_; }
+  // Pages in unlocked nodes (what evict could free).
+  int n_evictable() const { return n_pages_ - n_locked_pages_; }
+  uint64_t n_evicted() const { return n_evicted_; }
+
+ private:
+  Node* split(Node* node, int n_pages);  // node keeps its first n_pages; the rest moves to a child
+  void touch_path(Node* node, int priority);
+  bool page_equal(const int32_t* a, const int32_t* b) const;
+
+  int page_size_;
+  EvictionPolicy policy_;
+  PageKey root_key_;
+  std::unique_ptr<Node> root_;
+  uint64_t clock_ = 0;
+  int n_pages_ = 0;
+  int n_locked_pages_ = 0;
+  uint64_t n_evicted_ = 0;
+};
+
+}  // namespace brigade
