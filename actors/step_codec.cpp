@@ -46,6 +46,7 @@ step_plan_msg encode_step_plan(const PlannedStep& step) {
       s.getSampling().setLogprobs(w.logprobs);
       s.setNGenerated(w.n_generated);
       s.setPromptLen(w.prompt_len);
+      if (!w.history.empty()) fill_list(s.initHistory(static_cast<unsigned>(w.history.size())), w.history);
     }
     auto rel = b.initReleased(static_cast<unsigned>(step.released.size()));
     for (unsigned i = 0; i < step.released.size(); ++i) rel.set(i, step.released[i]);
@@ -67,6 +68,7 @@ PlannedStep decode_step_plan(schema::StepPlan::Reader plan) {
     w.logprobs = s.getSampling().getLogprobs();
     w.n_generated = s.getNGenerated();
     w.prompt_len = s.getPromptLen();
+    w.history = to_vector(s.getHistory());
     step.n_tokens += static_cast<int>(w.tokens.size());
     step.seqs.push_back(std::move(w));
   }

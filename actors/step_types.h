@@ -22,6 +22,8 @@ struct SeqWorkItem {
   int logprobs = -1;
   bool use_last_sampled = false;  // tokens[0] is the token the executor sampled last
   int prompt_len = 0;             // positions [0, prompt_len) are prompt, later ones output
+  std::vector<int32_t> history;   // tokens at positions [0, len) not computed here (cached
+                                  // prefix): only for penalty history
 };
 
 struct PlannedStep {

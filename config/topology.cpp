@@ -38,15 +38,23 @@ Status read(const YAML::Node& node, const char* key, const std::string& where, T
 }
 
 Status parse_instance(const YAML::Node& n, const std::string& where, InstanceConfig& inst) {
-  BRIGADE_RETURN_IF_ERROR(check_keys(n, where, {"name", "scheduler", "kv", "executors"}));
+  BRIGADE_RETURN_IF_ERROR(check_keys(n, where, {"name", "scheduler", "kv", "cache", "executors"}));
   BRIGADE_RETURN_IF_ERROR(read(n, "name", where, inst.name));
   if (auto s = n["scheduler"]) {
     const std::string w = where + ".scheduler";
-    BRIGADE_RETURN_IF_ERROR(check_keys(s, w, {"max_running", "max_waiting", "max_step_tokens", "max_inflight_steps"}));
+    BRIGADE_RETURN_IF_ERROR(check_keys(s, w, {"max_running", "max_waiting", "max_step_tokens", "max_inflight_steps",
+                                              "chunked_prefill"}));
     BRIGADE_RETURN_IF_ERROR(read(s, "max_running", w, inst.scheduler.max_running));
     BRIGADE_RETURN_IF_ERROR(read(s, "max_waiting", w, inst.scheduler.max_waiting));
     BRIGADE_RETURN_IF_ERROR(read(s, "max_step_tokens", w, inst.scheduler.max_step_tokens));
     BRIGADE_RETURN_IF_ERROR(read(s, "max_inflight_steps", w, inst.scheduler.max_inflight_steps));
+    BRIGADE_RETURN_IF_ERROR(read(s, "chunked_prefill", w, inst.scheduler.chunked_prefill));
+  }
+  if (auto c = n["cache"]) {
+    const std::string w = where + ".cache";
+    BRIGADE_RETURN_IF_ERROR(check_keys(c, w, {"radix", "eviction"}));
+    BRIGADE_RETURN_IF_ERROR(read(c, "radix", w, inst.cache.radix));
+    BRIGADE_RETURN_IF_ERROR(read(c, "eviction", w, inst.cache.eviction));
   }
   if (auto k = n["kv"]) {
     const std::string w = where + ".kv";
@@ -99,6 +107,9 @@ Status TopologyConfig::validate() const {
   if (k.pages == 0 && k.memory_mb < 1) return invalid_argument(w + ": kv.memory_mb must be >= 1");
   const std::set<std::string> dtypes = {"auto", "f32", "bf16", "f16"};
   if (!dtypes.count(k.dtype)) return invalid_argument(w + ": kv.dtype '" + k.dtype + "' is not one of: " + join(dtypes));
+  const std::set<std::string> evictions = {"lru", "lfu", "priority"};
+  if (!evictions.count(inst.cache.eviction))
+    return invalid_argument(w + ": cache.eviction '" + inst.cache.eviction + "' is not one of: " + join(evictions));
   return Status::ok();
 }
 

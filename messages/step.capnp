@@ -19,6 +19,8 @@ struct SeqWork {
   nGenerated @7 :UInt32;           # tokens generated so far: keys the seeded random stream
   promptLen @8 :Int32;             # positions [0, promptLen) are prompt, the rest output: the
                                    # executor rebuilds penalty history from the tokens it sees
+  history @9 :List(Int32);         # tokens at [0, len) the executor has not seen (a cached prefix
+                                   # the sequence starts after): penalty history only, no compute
 }
 
 struct StepPlan {

@@ -78,6 +78,16 @@ std::string ServerMetrics::render(const EngineStats& s) const {
          static_cast<double>(s.requests_done));
   metric(out, "brigade_preemptions_total", "counter", "Sequences preempted to free KV pages.",
          static_cast<double>(s.preemptions));
+  metric(out, "brigade_prefix_cache_lookups_total", "counter", "Admissions that consulted the prefix cache.",
+         static_cast<double>(s.cache_lookups));
+  metric(out, "brigade_prefix_cache_hit_tokens_total", "counter",
+         "Prompt tokens served from cached KV pages (prefill tokens saved).", static_cast<double>(s.cache_hit_tokens));
+  metric(out, "brigade_prefix_cache_loaded_tokens_total", "counter",
+         "Prompt tokens whose KV pages were loaded from a lower cache tier.", static_cast<double>(s.cache_loaded_tokens));
+  metric(out, "brigade_prefix_cache_evicted_pages_total", "counter", "Pages evicted from the prefix cache.",
+         static_cast<double>(s.cache_evicted_pages));
+  metric(out, "brigade_prefix_cache_pages", "gauge", "KV pages the prefix cache holds (part of kv_pages_used).",
+         s.cache_pages);
   metric(out, "brigade_steps_total", "counter", "Executor steps.", static_cast<double>(s.steps));
   metric(out, "brigade_step_tokens_total", "counter", "Tokens computed in executor steps.",
          static_cast<double>(s.step_tokens));

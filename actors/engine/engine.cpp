@@ -7,7 +7,10 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <mutex>
 #include <random>
 
@@ -36,6 +39,41 @@ const char* finish_reason_name(FinishReason r) {
 }
 
 namespace {
+
+// Names the KV a model computes: the checkpoint's files (sizes, and their first and last MiB) and
+// the KV layout (layers, heads, page size, dtype). Cached pages carry it at the root of their hash
+// chain, so a tier that outlives a restart never serves pages of other weights or another layout.
+// A synthetic spec (`synthetic:...`) has deterministic weights: its name is its identity.
+std::string model_fingerprint(const std::string& path, const KvLayout& kv) {
+  std::ostringstream out;
+  out << "brigade-kv-v1|" << kv.n_layers << '|' << kv.n_kv_heads << '|' << kv.head_dim << '|' << kv.page_size << '|'
+      << dtype_name(kv.dtype);
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
+      const auto ext = e.path().extension().string();
+      if (e.is_regular_file() && (ext == ".safetensors" || ext == ".gguf" || ext == ".bin" || ext == ".json"))
+        files.push_back(e.path());
+    }
+  } else if (std::filesystem::is_regular_file(path, ec)) {
+    files.push_back(path);
+  } else {
+    out << '|' << path;
+    return out.str();
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    const auto size = std::filesystem::file_size(f, ec);
+    std::string head(std::min<uintmax_t>(size, 1 << 20), '\0'), tail(head.size(), '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    in.seekg(static_cast<std::streamoff>(size - tail.size()));
+    in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+    out << '|' << f.filename().string() << ':' << size << ':' << root_key(head + tail).hex();
+  }
+  return out.str();
+}
 
 caf::actor_system_config& prepared_config(caf::actor_system_config& cfg) {
   register_message_types(cfg);
@@ -120,6 +158,11 @@ class EngineImpl final : public Engine {
     s.n_waiting = c.n_waiting.load();
     s.kv_pages_used = c.kv_pages_used.load();
     s.kv_pages_total = kv_pages_total_;
+    s.cache_lookups = c.cache_lookups.load();
+    s.cache_hit_tokens = c.cache_hit_tokens.load();
+    s.cache_loaded_tokens = c.cache_loaded_tokens.load();
+    s.cache_evicted_pages = c.cache_evicted_pages.load();
+    s.cache_pages = c.cache_pages.load();
     return s;
   }
 
@@ -192,6 +235,10 @@ Status EngineImpl::start(const EngineOptions& options) {
   kv_pages_total_ = n_pages;
   setup.eos_ids = mc.eos_ids;
   setup.counters = counters_;
+  setup.limits.chunked_prefill = inst.scheduler.chunked_prefill;
+  setup.limits.prefix_cache = inst.cache.radix;
+  BRIGADE_ASSIGN_OR_RETURN(setup.limits.eviction, parse_eviction_policy(inst.cache.eviction));
+  setup.cache_root = root_key(model_fingerprint(path, layout));
 
   auto kv_manager = spawn_kv_manager(system_, n_pages);
   auto executor = spawn_executor(system_, std::move(res));

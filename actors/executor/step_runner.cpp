@@ -96,6 +96,11 @@ void StepRunner::record_history(const PlannedStep& step) {
     const SeqWorkItem& w = step.seqs[i];
     if (!w.sampling.has_penalties()) continue;
     PenaltyHistory& h = history_[w.seq_id];
+    for (size_t j = 0; j < w.history.size(); ++j) {  // a cached prefix the executor did not compute
+      const int32_t t = w.history[j];
+      h.seen.insert(t);
+      if (static_cast<int>(j) >= w.prompt_len) ++h.output_counts[t];
+    }
     // The tokens as the model saw them (use_last_sampled already resolved in the batch).
     const int first_row = batch_.q_start[i];
     for (size_t j = 0; j < w.tokens.size(); ++j) {

@@ -1,6 +1,7 @@
 #include "actors/scheduler/policy.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace brigade {
 
@@ -25,10 +26,11 @@ const char* finish_name(Finish f) {
   return "?";
 }
 
-SchedulerPolicy::SchedulerPolicy(const SchedulerLimits& limits, int pool_pages)
+SchedulerPolicy::SchedulerPolicy(const SchedulerLimits& limits, int pool_pages, PageKey cache_root)
     : limits_(limits), pool_pages_(pool_pages) {
   BRIGADE_CHECK(limits_.validate().is_ok(), "limits are validated by the caller");
   BRIGADE_CHECK(pool_pages_ >= 1, "a KV pool has at least one page");
+  if (limits_.prefix_cache) cache_ = std::make_unique<RadixTree>(limits_.page_size, limits_.eviction, cache_root);
 }
 
 Status SchedulerPolicy::add(SeqRequest request) {
@@ -91,28 +93,144 @@ std::vector<SeqEvent> SchedulerPolicy::abort(uint64_t id, PageSource& pages) {
 }
 
 int SchedulerPolicy::n_pages_held() const {
-  int n = 0;
-  for (const auto& [id, s] : running_) n += s.blocks.n_pages();
+  int n = cache_ ? cache_->n_pages() : 0;
+  for (const auto& [id, s] : running_) {
+    for (int i = 0; i < s.blocks.n_pages(); ++i) n += s.tree_owned[static_cast<size_t>(i)] ? 0 : 1;
+  }
   return n;
 }
 
+PrefixCacheStats SchedulerPolicy::cache_stats() const {
+  PrefixCacheStats st = cache_stats_;
+  st.cached_pages = cache_ ? cache_->n_pages() : 0;
+  return st;
+}
+
 int SchedulerPolicy::pages_short(const PageSource& pages) const {
-  if (waiting_.empty() || static_cast<int>(running_.size()) >= limits_.max_running) return 0;
-  const Seq& s = waiting_.front();
-  const int need = s.blocks.pages_needed(static_cast<int>(s.tokens.size()) + 1);
-  return std::max(0, need - pages.n_available());
+  int short_by = pages_wanted_;
+  if (!waiting_.empty() && static_cast<int>(running_.size()) < limits_.max_running) {
+    const Seq& s = waiting_.front();
+    const int need = s.blocks.pages_needed(static_cast<int>(s.tokens.size()) + 1);
+    short_by += std::max(0, need - pages.n_available() - (cache_ ? cache_->n_evictable() : 0));
+  }
+  return short_by;
+}
+
+// n pages from the lease, evicting cached prefixes (by policy) when the lease is short.
+std::optional<std::vector<int32_t>> SchedulerPolicy::take_pages(int n, PageSource& pages) {
+  if (n <= 0) return std::vector<int32_t>{};
+  if (pages.n_available() < n && cache_) {
+    auto gone = cache_->evict(n - pages.n_available());
+    std::vector<int32_t> freed;
+    freed.reserve(gone.size());
+    for (const auto& e : gone) freed.push_back(e.page);
+    pages.give_back(freed);
+    cache_stats_.evicted_pages += gone.size();
+    if (limits_.lower_tiers) evicted_.insert(evicted_.end(), gone.begin(), gone.end());
+  }
+  return pages.take(n);
 }
 
 bool SchedulerPolicy::admit_next(PageSource& pages) {
   if (waiting_.empty() || static_cast<int>(running_.size()) >= limits_.max_running) return false;
   Seq& s = waiting_.front();
-  auto got = pages.take(s.blocks.pages_needed(static_cast<int>(s.tokens.size()) + 1));
-  if (!got) return false;  // the head waits for pages: no overtaking keeps priorities fair
+  const int known = static_cast<int>(s.tokens.size());
+  RadixTree::Match m;
+  if (cache_) {
+    m = cache_->match(s.tokens, known - 1);  // one token at least is computed: its logits are sampled
+    cache_->lock(m.node);                    // so that making room below cannot evict it
+  }
+  auto got = take_pages(s.blocks.pages_needed(known + 1) - static_cast<int>(m.pages.size()), pages);
+  if (!got) {
+    if (cache_) cache_->unlock(m.node);
+    return false;  // the head waits for pages: no overtaking keeps priorities fair
+  }
+  s.blocks.append(m.pages);
   s.blocks.append(*got);
+  s.tree_owned.assign(static_cast<size_t>(s.blocks.n_pages()), false);
+  std::fill(s.tree_owned.begin(), s.tree_owned.begin() + static_cast<std::ptrdiff_t>(m.pages.size()), true);
+  s.cache_node = m.node;
+  s.n_cache_checked = static_cast<int>(m.pages.size());
+  s.n_computed = s.n_scheduled = m.n_tokens;
+  s.send_history = m.n_tokens > 0;
+  if (cache_) {
+    ++cache_stats_.lookups;
+    cache_stats_.hit_tokens += static_cast<uint64_t>(m.n_tokens);
+  }
+  if (cache_ && limits_.lower_tiers) {
+    auto keys = cache_->continue_keys(m, s.tokens, (known - 1) / limits_.page_size);
+    const bool worth = limits_.tier_load_us_per_page <= 0 || limits_.prefill_us_per_token <= 0 ||
+                       limits_.tier_load_us_per_page < limits_.prefill_us_per_token * limits_.page_size;
+    if (!keys.empty() && worth) {
+      KvLoadRequest load{s.req.id, std::move(keys), {}};
+      const auto first = s.blocks.pages().begin() + static_cast<std::ptrdiff_t>(m.pages.size());
+      load.pages.assign(first, first + static_cast<std::ptrdiff_t>(load.keys.size()));
+      s.loading = true;
+      s.n_load_pages = static_cast<int>(load.keys.size());
+      ++s.n_inflight;  // like a step in flight: the executor writes into its pages
+      loads_.push_back(std::move(load));
+    }
+  }
   const uint64_t id = s.req.id;
   running_.emplace(id, std::move(s));
   waiting_.pop_front();
   return true;
+}
+
+// Offers the sequence's computed whole pages to the prefix cache and moves its lock to the end of
+// what is cached now. Pages the tree takes stay in the sequence's block table (read-only: they
+// are full) and are the tree's to free.
+void SchedulerPolicy::cache_computed(Seq& s) {
+  if (!cache_) return;
+  const int n_full = std::min(s.n_computed / limits_.page_size, s.blocks.n_pages());
+  if (n_full <= s.n_cache_checked) return;
+  RadixTree::NodeRef end = nullptr;
+  const auto fates = cache_->insert(std::span<const int32_t>(s.tokens).first(static_cast<size_t>(n_full) * static_cast<size_t>(limits_.page_size)),
+                                    std::span<const int32_t>(s.blocks.pages()).first(static_cast<size_t>(n_full)),
+                                    s.req.priority, &end);
+  for (int i = 0; i < n_full; ++i) {
+    if (fates[static_cast<size_t>(i)] != RadixTree::PageFate::duplicate) s.tree_owned[static_cast<size_t>(i)] = true;
+  }
+  cache_->lock(end);
+  cache_->unlock(s.cache_node);
+  s.cache_node = end;
+  s.n_cache_checked = n_full;
+}
+
+// Gives a sequence's pages up: its computed whole pages go to the prefix cache when asked (and
+// it is on), the rest back to the lease; its cache lock is released.
+void SchedulerPolicy::retire_pages(Seq& s, PageSource& pages, bool cache_them) {
+  if (cache_ && cache_them) cache_computed(s);
+  if (cache_) cache_->unlock(s.cache_node);
+  s.cache_node = nullptr;
+  s.n_cache_checked = 0;
+  const std::vector<int32_t> blocks = s.blocks.take_all();
+  std::vector<int32_t> freed;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (!s.tree_owned[i]) freed.push_back(blocks[i]);
+  }
+  s.tree_owned.clear();
+  pages.give_back(freed);
+}
+
+std::vector<KvLoadRequest> SchedulerPolicy::take_loads() { return std::exchange(loads_, {}); }
+std::vector<RadixTree::Evicted> SchedulerPolicy::take_evicted() { return std::exchange(evicted_, {}); }
+
+std::vector<SeqEvent> SchedulerPolicy::loaded(uint64_t seq_id, int n_loaded, PageSource& pages) {
+  std::vector<SeqEvent> events;
+  auto it = running_.find(seq_id);
+  if (it == running_.end() || !it->second.loading) return events;
+  Seq& s = it->second;
+  s.loading = false;
+  --s.n_inflight;
+  if (s.ended == Finish::none) {
+    const int n = std::clamp(n_loaded, 0, s.n_load_pages);
+    s.n_computed = s.n_scheduled = s.n_computed + n * limits_.page_size;
+    cache_stats_.loaded_tokens += static_cast<uint64_t>(n) * static_cast<uint64_t>(limits_.page_size);
+    cache_computed(s);
+  }
+  drop_if_drained(seq_id, pages, events);
+  return events;
 }
 
 bool SchedulerPolicy::preempt_one(uint64_t except, PageSource& pages) {
@@ -125,7 +243,7 @@ bool SchedulerPolicy::preempt_one(uint64_t except, PageSource& pages) {
   }
   if (!victim) return false;
   const uint64_t id = victim->req.id;
-  pages.give_back(victim->blocks.take_all());
+  retire_pages(*victim, pages, true);  // its computed pages stay cached: re-admission may match them
   released_.push_back(id);  // the executor forgets its sampled token and penalty history
   victim->n_computed = victim->n_scheduled = 0;
   Seq s = std::move(*victim);
@@ -139,16 +257,23 @@ bool SchedulerPolicy::preempt_one(uint64_t except, PageSource& pages) {
 bool SchedulerPolicy::ensure_pages(Seq& s, int n_positions, PageSource& pages) {
   const int need = s.blocks.pages_needed(n_positions);
   if (need == 0) return true;
-  while (pages.n_available() < need) {
+  for (;;) {
+    if (auto got = take_pages(need, pages)) {
+      s.blocks.append(*got);
+      s.tree_owned.resize(static_cast<size_t>(s.blocks.n_pages()), false);
+      return true;
+    }
+    if (pages.n_available() + pages.n_obtainable() >= need) {  // the page manager has them: wait
+      pages_wanted_ += need - pages.n_available();
+      return false;
+    }
     if (!preempt_one(s.req.id, pages)) return false;
   }
-  s.blocks.append(*pages.take(need));
-  return true;
 }
 
 // A decode: one token, either the last one seen or the one an in-flight step is sampling.
 bool SchedulerPolicy::wants_decode(const Seq& s) const {
-  if (s.ended != Finish::none) return false;
+  if (s.ended != Finish::none || s.loading) return false;
   const int known = static_cast<int>(s.tokens.size());
   if (s.n_pending > 0) {
     BRIGADE_CHECK(s.n_scheduled == known + s.n_pending - 1, "pending samples follow the scheduled positions");
@@ -159,8 +284,8 @@ bool SchedulerPolicy::wants_decode(const Seq& s) const {
 
 // A chunk of known tokens not yet scheduled: a prompt, or the recompute of a preempted sequence.
 bool SchedulerPolicy::wants_chunk(const Seq& s) const {
-  return s.ended == Finish::none && s.n_pending == 0 && static_cast<int>(s.tokens.size()) > s.n_scheduled &&
-         !wants_decode(s);
+  return s.ended == Finish::none && !s.loading && s.n_pending == 0 &&
+         static_cast<int>(s.tokens.size()) > s.n_scheduled && !wants_decode(s);
 }
 
 void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vector<StepEntry>& entries) {
@@ -182,6 +307,10 @@ void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vec
   w.n_generated = static_cast<uint32_t>(s.n_generated + s.n_pending);  // index of the token sampled
   w.logprobs = s.req.logprobs;
   w.prompt_len = static_cast<int>(s.req.prompt.size());
+  // Starting after a cached prefix: penalties need the tokens the executor did not see.
+  if (s.send_history && w.sampling.has_penalties())
+    w.history.assign(s.tokens.begin(), s.tokens.begin() + s.n_scheduled);
+  s.send_history = false;
   s.n_scheduled += n_tokens;
   if (w.sample) ++s.n_pending;
   ++s.n_inflight;
@@ -195,13 +324,33 @@ std::optional<PlannedStep> SchedulerPolicy::plan(PageSource& pages) {
   step.step_id = next_step_;
   std::vector<StepEntry> entries;
   int budget = limits_.max_step_tokens;
+  pages_wanted_ = 0;
   auto ids = [&] {
     std::vector<uint64_t> out;
     for (const auto& [id, s] : running_) out.push_back(id);
     return out;
   };
+  if (!limits_.chunked_prefill) {
+    // Without chunked prefill a prompt runs whole, and a step with prompts runs nothing else
+    // (decodes pause for it); a prompt longer than the budget runs alone.
+    while (admit_next(pages)) {
+    }
+    for (uint64_t id : ids()) {
+      auto it = running_.find(id);
+      if (budget <= 0) break;
+      if (it == running_.end() || !wants_chunk(it->second)) continue;
+      Seq& s = it->second;
+      const int n = static_cast<int>(s.tokens.size()) - s.n_scheduled;
+      if (!step.seqs.empty() && n > budget) continue;
+      if (!ensure_pages(s, s.n_scheduled + n, pages)) continue;
+      add_work(s, n, step, entries);
+      budget -= n;
+    }
+  }
   // 1. Decodes of running sequences: one token each, so they never starve behind long prompts.
+  const bool prefill_only = !step.seqs.empty();
   for (uint64_t id : ids()) {
+    if (prefill_only) break;
     auto it = running_.find(id);  // an earlier decode may have preempted it
     if (budget <= 0 || it == running_.end() || !wants_decode(it->second)) continue;
     if (!ensure_pages(it->second, it->second.n_scheduled + 1, pages)) continue;
@@ -209,11 +358,11 @@ std::optional<PlannedStep> SchedulerPolicy::plan(PageSource& pages) {
     --budget;
   }
   // 2. Admission with the pages left, 3. prompt (and recompute) chunks fill the budget.
-  while (admit_next(pages)) {
+  while (limits_.chunked_prefill && admit_next(pages)) {
   }
   for (uint64_t id : ids()) {
     auto it = running_.find(id);
-    if (budget <= 0) break;
+    if (budget <= 0 || !limits_.chunked_prefill) break;
     if (it == running_.end() || !wants_chunk(it->second)) continue;
     Seq& s = it->second;
     const int n = std::min(static_cast<int>(s.tokens.size()) - s.n_scheduled, budget);
@@ -252,7 +401,7 @@ SeqEvent SchedulerPolicy::final_event(Seq& s) {
 }
 
 void SchedulerPolicy::release(Seq& s, PageSource& pages) {
-  pages.give_back(s.blocks.take_all());
+  retire_pages(s, pages, s.ended != Finish::error);
   released_.push_back(s.req.id);
 }
 
@@ -280,6 +429,7 @@ std::vector<SeqEvent> SchedulerPolicy::complete(uint64_t step_id, std::span<cons
     Seq& s = running_.at(e.seq_id);  // a sequence with a step in flight is never dropped
     --s.n_inflight;
     s.n_computed += e.n_tokens;
+    if (s.ended == Finish::none) cache_computed(s);  // shares its prompt with later requests
     if (e.sample) {
       --s.n_pending;
       auto hit = by_seq.find(e.seq_id);

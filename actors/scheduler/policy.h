@@ -14,7 +14,18 @@
 // Pages: admission needs pages for the known tokens plus one; running sequences take a page when
 // they cross a page boundary. When none is free, the lowest-priority, latest-arriving sequence
 // with no step in flight is preempted: its pages go back, and it returns to the head of its
-// priority in the waiting queue, to be recomputed from its tokens (its place is kept).
+// priority in the waiting queue, to be recomputed from its tokens (its place is kept). A sequence
+// waits instead (no preemption) while the KV page manager still has free pages to lease.
+//
+// Prefix cache (DESIGN.md §5, `prefix_cache`): admission matches the prompt against a RadixTree
+// and starts the sequence after its cached pages (at least one token is always computed, for the
+// logits). Prompt pages enter the tree as their chunks complete, so a request arriving while
+// another is still generating already shares its prompt; every computed page enters it when a
+// sequence ends or is preempted. Pages the tree owns return to the lease only when evicted, which
+// happens when the lease runs short, before any preemption. With lower tiers (`lower_tiers`), an
+// admitted sequence whose prompt continues past the device match first asks the tiers for the
+// following pages (a KvLoadRequest the scheduler sends to the executor); it waits, holding its
+// pages but not the batch, until loaded() says how many arrived, and computes the rest.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +40,7 @@
 #include "core/sampling.h"
 #include "core/status.h"
 #include "kvstore/page_pool.h"
+#include "kvstore/radix_tree.h"
 
 namespace brigade {
 
@@ -39,6 +51,14 @@ struct SchedulerLimits {
   int max_context = 0;          // the model's context length (prompt + generated)
   int page_size = 16;
   int vocab_size = 0;
+  bool chunked_prefill = true;  // false: prompts run whole, in prefill-only steps (vLLM v0 style)
+  bool prefix_cache = false;    // the radix prefix cache (on by default in the topology config)
+  EvictionPolicy eviction = EvictionPolicy::lru;
+  bool lower_tiers = false;     // HiCache tiers below the device: ask them for uncached prefixes
+  // Load or recompute (DESIGN.md §5): a prefix is loaded from the lower tiers when loading its
+  // pages is estimated cheaper than recomputing their tokens. 0 = unknown, and then it loads.
+  double tier_load_us_per_page = 0;
+  double prefill_us_per_token = 0;
   Status validate() const;
 };
 
@@ -65,6 +85,24 @@ class PageSource {
   // Exactly n pages, or nullopt (nothing taken).
   virtual std::optional<std::vector<int32_t>> take(int n) = 0;
   virtual void give_back(std::span<const int32_t> pages) = 0;
+  // Pages not in hand that asking would get (the KV page manager's free pages): while there are
+  // enough, a sequence short of pages waits for them instead of preempting another.
+  virtual int n_obtainable() const { return 0; }
+};
+
+// Pages to fill from a lower cache tier before a sequence can run (sent as kv_load).
+struct KvLoadRequest {
+  uint64_t seq_id = 0;
+  std::vector<PageKey> keys;    // the hash chain of the pages wanted, in order
+  std::vector<int32_t> pages;   // device pages to write them into, one per key
+};
+
+struct PrefixCacheStats {
+  uint64_t lookups = 0;         // admissions that consulted the cache
+  uint64_t hit_tokens = 0;      // prompt tokens served from the device tier (prefill saved)
+  uint64_t loaded_tokens = 0;   // prompt tokens loaded from the lower tiers
+  uint64_t evicted_pages = 0;
+  int cached_pages = 0;         // pages the tree holds now
 };
 
 // What the scheduler tells a client after a step (mirrors schema::TokenEvent).
@@ -82,8 +120,9 @@ struct SeqEvent {
 
 class SchedulerPolicy {
  public:
-  // pool_pages: pages in the whole KV pool (what one sequence could ever hold).
-  SchedulerPolicy(const SchedulerLimits& limits, int pool_pages);
+  // pool_pages: pages in the whole KV pool (what one sequence could ever hold). cache_root: the
+  // hash-chain root naming this model's pages (see kvstore/page_key.h), used by the prefix cache.
+  SchedulerPolicy(const SchedulerLimits& limits, int pool_pages, PageKey cache_root = {});
 
   // Queues a request. Errors (nothing queued): invalid prompt or parameters, a duplicate id,
   // queue full (out_of_resources), a prompt that does not fit the context or the KV pool.
@@ -97,7 +136,9 @@ class SchedulerPolicy {
   int n_running() const { return static_cast<int>(running_.size()); }
   int n_inflight() const { return static_cast<int>(inflight_.size()); }
   uint64_t n_preemptions() const { return n_preemptions_; }
+  // Pages held by running sequences and not by the prefix cache, plus the cache's pages.
   int n_pages_held() const;
+  PrefixCacheStats cache_stats() const;
   // Pages the head of the waiting queue needs beyond what `pages` has now (0 when it fits or
   // nothing can be admitted): what the scheduler asks its KV page manager for.
   int pages_short(const PageSource& pages) const;
@@ -111,6 +152,15 @@ class SchedulerPolicy {
   std::vector<SeqEvent> complete(uint64_t step_id, std::span<const SampledResult> sampled, PageSource& pages);
   // A step failed as a whole: every sequence in it ends with `error`.
   std::vector<SeqEvent> fail(uint64_t step_id, const std::string& error, PageSource& pages);
+
+  // Lower-tier loads to send (each sequence at most once per admission), and pages evicted from
+  // the prefix cache since the last call, with their keys (to demote before they are reused: the
+  // caller sends them before the plan that was planned with them).
+  std::vector<KvLoadRequest> take_loads();
+  std::vector<RadixTree::Evicted> take_evicted();
+  // A load finished: the first n_loaded pages arrived; the sequence computes the rest. Events
+  // when the sequence ended meanwhile (abort).
+  std::vector<SeqEvent> loaded(uint64_t seq_id, int n_loaded, PageSource& pages);
 
  private:
   struct Seq {
@@ -127,6 +177,12 @@ class SchedulerPolicy {
     bool final_sent = false;      // its last event went out
     std::string error;
     uint64_t arrival = 0;
+    RadixTree::NodeRef cache_node = nullptr;  // locked while the sequence uses cached pages
+    std::vector<bool> tree_owned;             // per block page: the prefix cache owns it
+    int n_cache_checked = 0;                  // leading pages already offered to the cache
+    bool send_history = false;                // next work item carries tokens [0, start) for penalties
+    bool loading = false;                     // waiting for a lower-tier load
+    int n_load_pages = 0;
   };
   struct StepEntry {
     uint64_t seq_id;
@@ -138,6 +194,9 @@ class SchedulerPolicy {
   bool admit_next(PageSource& pages);
   bool ensure_pages(Seq& s, int n_positions, PageSource& pages);
   bool preempt_one(uint64_t except, PageSource& pages);
+  std::optional<std::vector<int32_t>> take_pages(int n, PageSource& pages);
+  void cache_computed(Seq& s);
+  void retire_pages(Seq& s, PageSource& pages, bool cache_them);
   void add_work(Seq& s, int n_tokens, PlannedStep& step, std::vector<StepEntry>& entries);
   bool wants_decode(const Seq& s) const;
   bool wants_chunk(const Seq& s) const;
@@ -155,6 +214,11 @@ class SchedulerPolicy {
   uint64_t next_step_ = 1;
   uint64_t next_arrival_ = 0;
   uint64_t n_preemptions_ = 0;
+  int pages_wanted_ = 0;  // pages a sequence of the last plan waited for (to lease)
+  std::unique_ptr<RadixTree> cache_;
+  PrefixCacheStats cache_stats_;
+  std::vector<KvLoadRequest> loads_;
+  std::vector<RadixTree::Evicted> evicted_;
 };
 
 }  // namespace brigade

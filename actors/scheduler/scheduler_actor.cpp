@@ -20,14 +20,25 @@ class LeasedPages final : public PageSource {
     return out;
   }
   void give_back(std::span<const int32_t> pages) override { pages_.insert(pages_.end(), pages.begin(), pages.end()); }
+  // The page manager's free pages as of its last grant, plus what was returned since: the one
+  // scheduler per pool is its only lessee, so this is what a lease request would get.
+  int n_obtainable() const override { return pool_free_; }
+  void granted(std::span<const int32_t> pages, int n_free) {
+    give_back(pages);
+    pool_free_ = n_free;
+  }
   std::vector<int32_t> take_surplus(int keep) {
     if (n_available() <= keep) return {};
     auto out = take(n_available() - keep);
-    return out ? std::move(*out) : std::vector<int32_t>{};
+    if (!out) return {};
+    pool_free_ += static_cast<int>(out->size());
+    return std::move(*out);
   }
+  void set_pool_free(int n) { pool_free_ = n; }
 
  private:
   std::vector<int32_t> pages_;
+  int pool_free_ = 0;
 };
 
 struct SchedulerState {
@@ -52,6 +63,12 @@ void update_gauges(scheduler_ptr self) {
   st.setup.counters->n_waiting = st.policy->n_waiting();
   st.setup.counters->kv_pages_used = st.policy->n_pages_held();
   st.setup.counters->preemptions = st.policy->n_preemptions();
+  const PrefixCacheStats cs = st.policy->cache_stats();
+  st.setup.counters->cache_lookups = cs.lookups;
+  st.setup.counters->cache_hit_tokens = cs.hit_tokens;
+  st.setup.counters->cache_loaded_tokens = cs.loaded_tokens;
+  st.setup.counters->cache_evicted_pages = cs.evicted_pages;
+  st.setup.counters->cache_pages = cs.cached_pages;
 }
 
 void emit(scheduler_ptr self, const std::vector<SeqEvent>& events) {
@@ -109,7 +126,7 @@ void request_pages(scheduler_ptr self, int short_by) {
             auto& s = self->state;
             s.lease_pending = false;
             auto pages = to_vector(grant.reader().getPages());
-            s.lease.give_back(pages);
+            s.lease.granted(pages, grant.reader().getNFree());
             // An empty grant means the pool is exhausted; running sequences will free pages,
             // and the next pump asks again then.
             if (!pages.empty()) pump(self);
@@ -145,7 +162,8 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
                                              kv_manager_actor kv_manager, token_sink_actor sink) {
   auto& st = self->state;
   st.setup = std::move(setup);
-  st.policy = std::make_unique<SchedulerPolicy>(st.setup.limits, st.setup.pool_pages);
+  st.policy = std::make_unique<SchedulerPolicy>(st.setup.limits, st.setup.pool_pages, st.setup.cache_root);
+  st.lease.set_pool_free(st.setup.pool_pages);  // the pool starts empty of leases
   st.executor = std::move(executor);
   st.kv_manager = std::move(kv_manager);
   st.sink = std::move(sink);

@@ -36,6 +36,11 @@ struct SchedulerCounters {
   std::atomic<int> n_running{0};
   std::atomic<int> n_waiting{0};
   std::atomic<int> kv_pages_used{0};
+  std::atomic<uint64_t> cache_lookups{0};
+  std::atomic<uint64_t> cache_hit_tokens{0};
+  std::atomic<uint64_t> cache_loaded_tokens{0};
+  std::atomic<uint64_t> cache_evicted_pages{0};
+  std::atomic<int> cache_pages{0};
 };
 
 struct SchedulerSetup {
@@ -45,6 +50,7 @@ struct SchedulerSetup {
   int lease_chunk = 64;              // pages asked for beyond the immediate need; the lease
                                      // keeps at most 4 chunks idle and returns the rest
   std::vector<int32_t> eos_ids;      // the model's end-of-sequence ids
+  PageKey cache_root;                // names this model's KV pages (prefix cache, lower tiers)
   std::shared_ptr<SchedulerCounters> counters;  // may be null
 };
 

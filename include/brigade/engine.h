@@ -115,8 +115,14 @@ struct EngineStats {
   // Gauges (the value now):
   int n_running = 0;             // sequences in the running set
   int n_waiting = 0;             // requests queued
-  int kv_pages_used = 0;         // pages held by sequences
+  int kv_pages_used = 0;         // pages held by sequences and by the prefix cache
   int kv_pages_total = 0;
+  // Prefix cache (radix tree over the KV pool):
+  uint64_t cache_lookups = 0;        // admissions that consulted it
+  uint64_t cache_hit_tokens = 0;     // prompt tokens served from cached pages (prefill saved)
+  uint64_t cache_loaded_tokens = 0;  // prompt tokens loaded from lower tiers
+  uint64_t cache_evicted_pages = 0;
+  int cache_pages = 0;               // pages the cache holds now (part of kv_pages_used)
 };
 
 class Engine {

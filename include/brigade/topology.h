@@ -28,12 +28,20 @@ struct SchedulerConfig {
   int max_step_tokens = 512;   // token budget of one step (chunked prefill)
   int max_inflight_steps = 2;  // steps sent to the executor before the first comes back:
                                // 2 overlaps scheduling and streaming with the forward pass
+  bool chunked_prefill = true; // false: prompts run whole in prefill-only steps (decodes pause)
+};
+
+// The prefix cache (DESIGN.md §5): the radix tree over the device KV pool.
+struct CacheConfig {
+  bool radix = true;               // on by default, as in SGLang
+  std::string eviction = "lru";    // lru, lfu or priority
 };
 
 struct InstanceConfig {
   std::string name = "main";
   SchedulerConfig scheduler;
   KvConfig kv;
+  CacheConfig cache;
   std::vector<ExecutorConfig> executors = std::vector<ExecutorConfig>(1);
 };
 

@@ -258,7 +258,7 @@ TEST_F(SyntheticEngine, PreemptionUnderASmallKvPoolKeepsOutputs) {
   auto together = submit_together(**tight, reqs);
   for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(together[i].token_ids, alone[i].token_ids) << "request " << i;
   EXPECT_GT((*tight)->stats().preemptions, 0u) << "the pool was too small to hold every sequence at once";
-  EXPECT_EQ((*tight)->stats().kv_pages_used, 0);
+  EXPECT_EQ((*tight)->stats().kv_pages_used, (*tight)->stats().cache_pages) << "only cached prefixes hold pages";
 }
 
 TEST_F(SyntheticEngine, SeededSamplingRepeatsBatchedOrAlone) {
@@ -371,6 +371,87 @@ TEST(EngineCreate, BadModelsAreClearErrors) {
   o.topology.instances.front().kv.dtype = "f8";
   auto bad_kv = Engine::create(o);
   EXPECT_FALSE(bad_kv.has_value());
+}
+
+// Requests sharing prefixes (a 40-token "system prompt", a few tails, one repeated prompt), half
+// sampled with a seed and penalties.
+std::vector<GenerateOptions> shared_prefix_requests() {
+  std::vector<int32_t> system;
+  for (int i = 0; i < 40; ++i) system.push_back((i * 53 + 11) % 500 + 3);
+  std::vector<GenerateOptions> reqs;
+  for (int n : {7, 25, 3, 25, 60, 1}) {
+    std::vector<int32_t> prompt = system;
+    for (int i = 0; i < n; ++i) prompt.push_back((i * 29 + n) % 500 + 3);
+    GenerateOptions r = greedy_ids(prompt, 12);
+    if (n % 2) {
+      r.sampling.temperature = 0.8f;
+      r.sampling.seed = static_cast<uint64_t>(n);
+      r.sampling.repetition_penalty = 1.2f;
+      r.sampling.presence_penalty = 0.4f;
+    }
+    reqs.push_back(r);
+  }
+  return reqs;
+}
+
+EngineOptions cache_options(const std::string& model, bool radix, int pages = 0) {
+  EngineOptions o = small_options(model);
+  o.topology.instances.front().cache.radix = radix;
+  o.topology.instances.front().scheduler.max_step_tokens = 32;  // prompts run in chunks
+  if (pages > 0) o.topology.instances.front().kv.pages = pages;
+  return o;
+}
+
+TEST_F(SyntheticEngine, PrefixCacheGivesTheOutputsOfNoCache) {
+  auto off = Engine::create(cache_options(dir_.string(), false));
+  auto on = Engine::create(cache_options(dir_.string(), true));
+  ASSERT_TRUE(off.has_value() && on.has_value());
+  const auto reqs = shared_prefix_requests();
+  for (size_t i = 0; i < reqs.size(); ++i) {  // one at a time: each later one finds the prefix cached
+    auto want = (*off)->generate(reqs[i]);
+    auto got = (*on)->generate(reqs[i]);
+    ASSERT_TRUE(want.has_value() && got.has_value());
+    EXPECT_EQ(got->token_ids, want->token_ids) << "request " << i;
+  }
+  const EngineStats st = (*on)->stats();
+  // Every request after the first reuses the two whole pages of the system prompt at least; the
+  // repeated prompt reuses all its whole pages but the one holding its last token.
+  EXPECT_GE(st.cache_hit_tokens, 5u * 32u);
+  EXPECT_EQ((*off)->stats().cache_hit_tokens, 0u);
+  EXPECT_EQ(st.kv_pages_used, st.cache_pages);
+  // Together (prompts complete while others share them) and under a pool too small for all: the
+  // cache evicts, sequences get preempted, outputs stay the same.
+  auto tight = Engine::create(cache_options(dir_.string(), true, 14));
+  ASSERT_TRUE(tight.has_value());
+  auto together = submit_together(**tight, reqs);
+  auto again = submit_together(**on, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto want = (*off)->generate(reqs[i]);
+    ASSERT_TRUE(want.has_value());
+    EXPECT_EQ(together[i].token_ids, want->token_ids) << "tight pool, request " << i;
+    EXPECT_EQ(again[i].token_ids, want->token_ids) << "warm cache, request " << i;
+  }
+  EXPECT_GT((*tight)->stats().cache_evicted_pages, 0u);
+}
+
+TEST_F(SyntheticEngine, AMultiTurnChatReusesTheGeneratedTokensOfEarlierTurns) {
+  auto engine = Engine::create(cache_options(dir_.string(), true));
+  ASSERT_TRUE(engine.has_value());
+  std::vector<int32_t> history;
+  for (int i = 0; i < 21; ++i) history.push_back((i * 17 + 5) % 500 + 3);
+  for (int turn = 0; turn < 3; ++turn) {
+    const uint64_t hits_before = (*engine)->stats().cache_hit_tokens;
+    auto reply = (*engine)->generate(greedy_ids(history, 20));
+    ASSERT_TRUE(reply.has_value());
+    if (turn > 0) {
+      // The previous turn's prompt and answer (all but the last answer token, whose KV was never
+      // computed) are cached, in whole pages of 16.
+      const uint64_t reused = (*engine)->stats().cache_hit_tokens - hits_before;
+      EXPECT_GE(reused, static_cast<uint64_t>((history.size() - 1 - 9) / 16 * 16)) << "turn " << turn;
+    }
+    history.insert(history.end(), reply->token_ids.begin(), reply->token_ids.end());
+    for (int i = 0; i < 9; ++i) history.push_back((turn * 31 + i * 7) % 500 + 3);  // the next user message
+  }
 }
 
 }  // namespace

@@ -1,0 +1,226 @@
+// SchedulerPolicy with the prefix cache, the lease, prefill without chunking and lower-tier loads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "actors/scheduler/policy.h"
+
+namespace brigade {
+namespace {
+
+class PoolSource final : public PageSource {
+ public:
+  explicit PoolSource(int n, int obtainable = 0) : pool(n), obtainable_(obtainable) {}
+  int n_available() const override { return pool.n_free(); }
+  std::optional<std::vector<int32_t>> take(int n) override {
+    auto r = pool.allocate(n);
+    if (!r) return std::nullopt;
+    return *r;
+  }
+  void give_back(std::span<const int32_t> pages) override { pool.unref(pages); }
+  int n_obtainable() const override { return obtainable_; }
+  PagePool pool;
+  int obtainable_;
+};
+
+SchedulerLimits cache_limits() {
+  SchedulerLimits l;
+  l.max_running = 8;
+  l.max_waiting = 16;
+  l.max_step_tokens = 64;
+  l.max_context = 128;
+  l.page_size = 4;
+  l.vocab_size = 1000;
+  l.prefix_cache = true;
+  return l;
+}
+
+SeqRequest prompt_req(uint64_t id, std::vector<int32_t> prompt, int max_tokens) {
+  SeqRequest r;
+  r.id = id;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.eos_ids = {2};
+  return r;
+}
+
+std::vector<SampledResult> one(uint64_t seq) { return {SampledResult{seq, 7, 0.0f, {}}}; }
+
+std::vector<int32_t> range(int from, int n) {
+  std::vector<int32_t> v;
+  for (int i = 0; i < n; ++i) v.push_back(from + i);
+  return v;
+}
+
+// Runs every planned step to completion, sampling 500 + position; records the first work item of
+// each sequence.
+std::map<uint64_t, SeqWorkItem> drain(SchedulerPolicy& p, PageSource& pages) {
+  std::map<uint64_t, SeqWorkItem> first;
+  for (int steps = 0; p.has_work() && steps < 500; ++steps) {
+    auto s = p.plan(pages);
+    if (!s) break;
+    std::vector<SampledResult> r;
+    for (const auto& w : s->seqs) {
+      first.emplace(w.seq_id, w);
+      if (w.sample) r.push_back({w.seq_id, static_cast<int32_t>(500 + w.start_pos), 0.0f, {}});
+    }
+    p.complete(s->step_id, r, pages);
+  }
+  return first;
+}
+
+TEST(SchedulerPolicyCache, ASharedPrefixIsComputedOnce) {
+  SchedulerPolicy p(cache_limits(), 64, root_key("m"));
+  PoolSource pages(64);
+  auto prefix = range(10, 9);  // two whole pages and one token
+  auto a = prefix, b = prefix;
+  a.insert(a.end(), {100, 101, 102});
+  b.insert(b.end(), {200, 201});
+  ASSERT_TRUE(p.add(prompt_req(1, a, 3)).is_ok());
+  auto first_a = drain(p, pages);
+  EXPECT_EQ(first_a.at(1).start_pos, 0);
+  ASSERT_TRUE(p.add(prompt_req(2, b, 3)).is_ok());
+  auto first_b = drain(p, pages);
+  // b starts after the two cached pages, reading a's pages for them.
+  const SeqWorkItem& w = first_b.at(2);
+  EXPECT_EQ(w.start_pos, 8);
+  EXPECT_EQ(w.tokens, (std::vector<int32_t>{18, 200, 201}));
+  EXPECT_EQ(std::vector<int32_t>(w.block_table.begin(), w.block_table.begin() + 2),
+            std::vector<int32_t>(first_a.at(1).block_table.begin(), first_a.at(1).block_table.begin() + 2));
+  EXPECT_TRUE(w.history.empty()) << "no penalties, no history";
+  const PrefixCacheStats st = p.cache_stats();
+  EXPECT_EQ(st.lookups, 2u);
+  EXPECT_EQ(st.hit_tokens, 8u);
+  // Everything ended: the pool's used pages are exactly the cache's.
+  EXPECT_EQ(pages.pool.n_used(), st.cached_pages);
+  EXPECT_EQ(p.n_pages_held(), st.cached_pages);
+  EXPECT_GT(st.cached_pages, 0);
+}
+
+TEST(SchedulerPolicyCache, AWholeCachedPromptStillComputesItsLastToken) {
+  SchedulerPolicy p(cache_limits(), 64, root_key("m"));
+  PoolSource pages(64);
+  ASSERT_TRUE(p.add(prompt_req(1, range(10, 8), 2)).is_ok());
+  drain(p, pages);
+  ASSERT_TRUE(p.add(prompt_req(2, range(10, 8), 2)).is_ok());
+  auto first = drain(p, pages);
+  EXPECT_EQ(first.at(2).start_pos, 4) << "8 tokens cached, but the last page is recomputed for the logits";
+  EXPECT_EQ(first.at(2).tokens.size(), 4u);
+}
+
+TEST(SchedulerPolicyCache, PenaltiesGetTheCachedPrefixAsHistory) {
+  SchedulerPolicy p(cache_limits(), 64, root_key("m"));
+  PoolSource pages(64);
+  ASSERT_TRUE(p.add(prompt_req(1, range(10, 12), 2)).is_ok());
+  drain(p, pages);
+  SeqRequest r = prompt_req(2, range(10, 14), 2);
+  r.sampling.repetition_penalty = 1.3f;
+  ASSERT_TRUE(p.add(std::move(r)).is_ok());
+  auto first = drain(p, pages);
+  EXPECT_EQ(first.at(2).start_pos, 12);
+  EXPECT_EQ(first.at(2).history, range(10, 12));
+}
+
+TEST(SchedulerPolicyCache, CachedPagesAreEvictedBeforeAnyPreemption) {
+  SchedulerPolicy p(cache_limits(), 8, root_key("m"));
+  PoolSource pages(8);  // 32 token slots
+  for (uint64_t id = 1; id <= 6; ++id) {
+    ASSERT_TRUE(p.add(prompt_req(id, range(static_cast<int>(id) * 100, 13), 3)).is_ok());
+    drain(p, pages);  // each leaves 3 or 4 pages cached, evicting older ones to fit
+  }
+  EXPECT_EQ(p.n_preemptions(), 0u);
+  EXPECT_GT(p.cache_stats().evicted_pages, 0u);
+  EXPECT_EQ(pages.pool.n_used(), p.cache_stats().cached_pages);
+  // The most recent prompt is still cached.
+  ASSERT_TRUE(p.add(prompt_req(7, range(600, 13), 1)).is_ok());
+  EXPECT_EQ(drain(p, pages).at(7).start_pos, 12);
+}
+
+TEST(SchedulerPolicyCache, WaitsForTheLeaseInsteadOfPreempting) {
+  SchedulerLimits l = cache_limits();
+  l.prefix_cache = false;
+  SchedulerPolicy p(l, 100);
+  PoolSource pages(2, /*obtainable=*/50);  // the lease holds 2 pages; the manager has 50 more
+  ASSERT_TRUE(p.add(prompt_req(1, range(10, 6), 20)).is_ok());
+  auto s = p.plan(pages);
+  ASSERT_TRUE(s);
+  p.complete(s->step_id, one(1), pages);
+  ASSERT_TRUE(p.add(prompt_req(2, range(30, 3), 20)).is_ok());
+  // Seq 1 needs a third page at position 8; seq 2 waits for pages too: nobody is preempted.
+  for (int i = 0; i < 3; ++i) {
+    auto t = p.plan(pages);
+    if (t) p.complete(t->step_id, one(1), pages);
+  }
+  EXPECT_EQ(p.n_preemptions(), 0u);
+  EXPECT_GT(p.pages_short(pages), 0) << "what to lease from the page manager";
+}
+
+TEST(SchedulerPolicyCache, WithoutChunkedPrefillPromptsRunWholeAndAlone) {
+  SchedulerLimits l = cache_limits();
+  l.prefix_cache = false;
+  l.chunked_prefill = false;
+  l.max_step_tokens = 16;
+  SchedulerPolicy p(l, 100);
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(prompt_req(1, range(10, 5), 4)).is_ok());
+  auto s1 = p.plan(pages);
+  ASSERT_TRUE(s1);
+  p.complete(s1->step_id, one(1), pages);
+  ASSERT_TRUE(p.add(prompt_req(2, range(30, 40), 4)).is_ok());  // longer than the step budget
+  auto s2 = p.plan(pages);
+  ASSERT_TRUE(s2);
+  ASSERT_EQ(s2->seqs.size(), 1u) << "a prefill step carries no decodes";
+  EXPECT_EQ(s2->seqs[0].seq_id, 2u);
+  EXPECT_EQ(s2->seqs[0].tokens.size(), 40u) << "whole, beyond the budget, when alone";
+  p.complete(s2->step_id, one(2), pages);
+  auto s3 = p.plan(pages);
+  ASSERT_TRUE(s3);
+  ASSERT_EQ(s3->seqs.size(), 2u) << "then both decode; first: seq " << s3->seqs[0].seq_id << " at "
+                                  << s3->seqs[0].start_pos << " with " << s3->seqs[0].tokens.size() << " tokens";
+}
+
+TEST(SchedulerPolicyCache, LowerTierLoadsGateTheSequenceAndSkipWhatArrived) {
+  SchedulerLimits l = cache_limits();
+  l.lower_tiers = true;
+  SchedulerPolicy p(l, 64, root_key("m"));
+  PoolSource pages(64);
+  auto prompt = range(10, 14);
+  ASSERT_TRUE(p.add(prompt_req(1, prompt, 2)).is_ok());
+  EXPECT_FALSE(p.plan(pages)) << "waiting for the load, nothing else to run";
+  auto loads = p.take_loads();
+  ASSERT_EQ(loads.size(), 1u);
+  RadixTree probe(4, EvictionPolicy::lru, root_key("m"));
+  EXPECT_EQ(loads[0].keys, probe.continue_keys(probe.match(prompt, 0), prompt, 3));
+  EXPECT_EQ(loads[0].pages.size(), 3u);
+  EXPECT_TRUE(p.loaded(1, 2, pages).empty());  // two of three pages arrived
+  auto s = p.plan(pages);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->seqs[0].start_pos, 8);
+  EXPECT_EQ(s->seqs[0].tokens, range(18, 6));
+  EXPECT_EQ(p.cache_stats().loaded_tokens, 8u);
+  EXPECT_TRUE(p.take_loads().empty());
+  // Eviction hands over keys to demote.
+  p.complete(s->step_id, one(1), pages);
+  drain(p, pages);
+  EXPECT_TRUE(p.take_evicted().empty());
+}
+
+TEST(SchedulerPolicyCache, AbortWhileLoadingEndsWhenTheLoadReturns) {
+  SchedulerLimits l = cache_limits();
+  l.lower_tiers = true;
+  SchedulerPolicy p(l, 64, root_key("m"));
+  PoolSource pages(64);
+  ASSERT_TRUE(p.add(prompt_req(1, range(10, 14), 2)).is_ok());
+  EXPECT_FALSE(p.plan(pages));
+  ASSERT_EQ(p.take_loads().size(), 1u);
+  EXPECT_TRUE(p.abort(1, pages).empty()) << "the executor is writing its pages";
+  auto ev = p.loaded(1, 3, pages);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].finish, Finish::abort);
+  EXPECT_FALSE(p.has_work());
+  EXPECT_EQ(pages.pool.n_used(), p.cache_stats().cached_pages);
+}
+
+}  // namespace
+}  // namespace brigade
