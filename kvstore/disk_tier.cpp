@@ -144,6 +144,8 @@ Status DiskTier::Impl::load_index() {
     const std::string_view v(it->value().data(), it->value().size());
     if (k.size() != kIndexPrefix.size() + 16 || v.size() != kIndexRecordBytes) {
       bad.Delete(it->key());
+      // Its value, if any, would sit outside the capacity accounting forever.
+      if (k.size() == kIndexPrefix.size() + 16) bad.Delete(key_bytes(kValuePrefix, parse_key(k)));
       continue;
     }
     records.push_back({parse_key(k), get_le(v, 0, 8), get_le(v, 8, 8)});

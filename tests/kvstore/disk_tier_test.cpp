@@ -184,6 +184,28 @@ TEST(DiskTier, TruncatedOrGarbageValueIsDropped) {
   EXPECT_EQ(*t->get(key(1)), payload(1, 256));
 }
 
+TEST(DiskTier, MalformedIndexRecordIsDroppedWithItsValue) {
+  TempDir dir;
+  {
+    auto t = open_ok(dir.str(), 1 << 20);
+    ASSERT_TRUE(t->put(key(1), payload(1, 64)).is_ok());
+    ASSERT_TRUE(t->put(key(2), payload(2, 64)).is_ok());
+  }
+  raw_put(dir.str(), DiskTier::index_key(key(1)), "bad");
+  {
+    auto t = open_ok(dir.str(), 1 << 20);
+    EXPECT_EQ(t->stats().n_entries, 1u);
+    EXPECT_EQ(t->stats().bytes_used, 64 + kHeader);
+    EXPECT_FALSE(t->get(key(1)).has_value());
+    EXPECT_EQ(*t->get(key(2)), payload(2, 64));
+  }
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir.str(), &db).ok());
+  std::string v;
+  EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), DiskTier::value_key(key(1)), &v).IsNotFound());
+  delete db;
+}
+
 TEST(DiskTier, OtherModelFingerprintIsRefused) {
   TempDir dir;
   { ASSERT_TRUE(open_ok(dir.str(), 1 << 20)); }
@@ -245,8 +267,9 @@ TEST(DiskTier, WriteErrorDegradesOnceToATierThatMisses) {
 }
 
 // The fault test: a writer killed with SIGKILL mid-way leaves a tier that opens and serves
-// only pages equal to what was written under their key.
-TEST(DiskTier, SurvivesSigkillDuringWrites) {
+// only pages equal to what was written under their key. With `evicting`, the capacity holds
+// about 100 pages, so the writer is also deleting pages when it dies.
+void kill_writer_and_reopen(size_t capacity, bool evicting) {
   TempDir dir;
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
@@ -254,7 +277,7 @@ TEST(DiskTier, SurvivesSigkillDuringWrites) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     ::close(fds[0]);
-    auto t = DiskTier::open(dir.str(), size_t{1} << 30, kFingerprint);
+    auto t = DiskTier::open(dir.str(), capacity, kFingerprint);
     if (!t) ::_exit(1);
     for (uint64_t i = 0;; ++i) {
       if (!(*t)->put(key(i), payload(i, 4096 + (i % 7) * 512)).is_ok()) ::_exit(2);
@@ -274,21 +297,35 @@ TEST(DiskTier, SurvivesSigkillDuringWrites) {
   ASSERT_TRUE(WIFSIGNALED(status)) << "the writer stopped before the kill (exit " << WEXITSTATUS(status) << ")";
   ASSERT_GE(acked, 300u);
 
-  auto t = open_ok(dir.str(), size_t{1} << 30);
+  auto t = open_ok(dir.str(), capacity);
   ASSERT_TRUE(t);
   uint64_t n_served = 0;
   for (uint64_t i = 0; i < acked + 1000; ++i) {
     auto got = t->get(key(i));
     if (!got) {
-      EXPECT_GT(i, acked) << "an acknowledged page was lost";
+      if (!evicting) {
+        EXPECT_GT(i, acked) << "an acknowledged page was lost";
+      }
       continue;
     }
     ++n_served;
     EXPECT_EQ(*got, payload(i, 4096 + (i % 7) * 512)) << "page " << i;
   }
-  EXPECT_GE(n_served, acked + 1);
   EXPECT_EQ(t->stats().n_corrupt, 0u);
+  if (evicting) {
+    EXPECT_GE(n_served, 50u);
+    EXPECT_LE(t->stats().bytes_used, capacity);
+  } else {
+    EXPECT_GE(n_served, acked + 1);
+  }
+  // The reopened tier takes writes again.
+  ASSERT_TRUE(t->put(key(1u << 20), payload(7, 100)).is_ok());
+  EXPECT_EQ(*t->get(key(1u << 20)), payload(7, 100));
 }
+
+TEST(DiskTier, SurvivesSigkillDuringWrites) { kill_writer_and_reopen(size_t{1} << 30, false); }
+
+TEST(DiskTier, SurvivesSigkillDuringWritesAndEvictions) { kill_writer_and_reopen(100 * (7000 + kHeader), true); }
 
 }  // namespace
 }  // namespace brigade
