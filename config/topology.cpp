@@ -37,6 +37,45 @@ Status read(const YAML::Node& node, const char* key, const std::string& where, T
   return Status::ok();
 }
 
+// A byte count, or `auto` (CacheConfig::auto_bytes).
+Status read_bytes_or_auto(const YAML::Node& node, const char* key, const std::string& where, int64_t& out) {
+  if (node[key] && node[key].IsScalar() && node[key].Scalar() == "auto") {
+    out = CacheConfig::auto_bytes;
+    return Status::ok();
+  }
+  return read(node, key, where, out);
+}
+
+// The `cache:` block. Each key is read by one line below; a new key needs its name in the set
+// and its line (and a check in validate_cache).
+Status parse_cache(const YAML::Node& c, const std::string& where, CacheConfig& cache) {
+  BRIGADE_RETURN_IF_ERROR(check_keys(c, where, {"radix", "eviction", "host_bytes", "disk_path", "disk_bytes",
+                                             "write_policy"}));
+  BRIGADE_RETURN_IF_ERROR(read(c, "radix", where, cache.radix));
+  BRIGADE_RETURN_IF_ERROR(read(c, "eviction", where, cache.eviction));
+  BRIGADE_RETURN_IF_ERROR(read_bytes_or_auto(c, "host_bytes", where, cache.host_bytes));
+  BRIGADE_RETURN_IF_ERROR(read(c, "disk_path", where, cache.disk_path));
+  BRIGADE_RETURN_IF_ERROR(read(c, "disk_bytes", where, cache.disk_bytes));
+  BRIGADE_RETURN_IF_ERROR(read(c, "write_policy", where, cache.write_policy));
+  return Status::ok();
+}
+
+Status validate_cache(const CacheConfig& c, const std::string& w) {
+  if (c.host_bytes < 0 && c.host_bytes != CacheConfig::auto_bytes)
+    return invalid_argument(w + ": cache.host_bytes must be >= 0 or auto (0 = no host tier)");
+  if (!c.disk_path.empty() && c.disk_bytes < 1)
+    return invalid_argument(w + ": cache.disk_bytes must be >= 1 when cache.disk_path is set");
+  const std::set<std::string> evictions = {"lru", "lfu", "priority"};
+  if (!evictions.count(c.eviction))
+    return invalid_argument(w + ": cache.eviction '" + c.eviction + "' is not one of: " + join(evictions));
+  if (c.tiers_enabled() && !c.radix)
+    return invalid_argument(w + ": the cache tiers (host_bytes, disk_path) need cache.radix: true");
+  const std::set<std::string> policies = {"write_through", "write_back"};
+  if (!policies.count(c.write_policy))
+    return invalid_argument(w + ": cache.write_policy '" + c.write_policy + "' is not one of: " + join(policies));
+  return Status::ok();
+}
+
 Status parse_instance(const YAML::Node& n, const std::string& where, InstanceConfig& inst) {
   BRIGADE_RETURN_IF_ERROR(check_keys(n, where, {"name", "scheduler", "kv", "cache", "executors"}));
   BRIGADE_RETURN_IF_ERROR(read(n, "name", where, inst.name));
@@ -50,12 +89,6 @@ Status parse_instance(const YAML::Node& n, const std::string& where, InstanceCon
     BRIGADE_RETURN_IF_ERROR(read(s, "max_inflight_steps", w, inst.scheduler.max_inflight_steps));
     BRIGADE_RETURN_IF_ERROR(read(s, "chunked_prefill", w, inst.scheduler.chunked_prefill));
   }
-  if (auto c = n["cache"]) {
-    const std::string w = where + ".cache";
-    BRIGADE_RETURN_IF_ERROR(check_keys(c, w, {"radix", "eviction"}));
-    BRIGADE_RETURN_IF_ERROR(read(c, "radix", w, inst.cache.radix));
-    BRIGADE_RETURN_IF_ERROR(read(c, "eviction", w, inst.cache.eviction));
-  }
   if (auto k = n["kv"]) {
     const std::string w = where + ".kv";
     BRIGADE_RETURN_IF_ERROR(check_keys(k, w, {"page_size", "pages", "memory_mb", "dtype"}));
@@ -64,6 +97,7 @@ Status parse_instance(const YAML::Node& n, const std::string& where, InstanceCon
     BRIGADE_RETURN_IF_ERROR(read(k, "memory_mb", w, inst.kv.memory_mb));
     BRIGADE_RETURN_IF_ERROR(read(k, "dtype", w, inst.kv.dtype));
   }
+  if (auto c = n["cache"]) BRIGADE_RETURN_IF_ERROR(parse_cache(c, where + ".cache", inst.cache));
   if (auto e = n["executors"]) {
     if (!e.IsSequence()) return invalid_argument(where + ".executors must be a list");
     inst.executors.clear();
@@ -107,10 +141,7 @@ Status TopologyConfig::validate() const {
   if (k.pages == 0 && k.memory_mb < 1) return invalid_argument(w + ": kv.memory_mb must be >= 1");
   const std::set<std::string> dtypes = {"auto", "f32", "bf16", "f16"};
   if (!dtypes.count(k.dtype)) return invalid_argument(w + ": kv.dtype '" + k.dtype + "' is not one of: " + join(dtypes));
-  const std::set<std::string> evictions = {"lru", "lfu", "priority"};
-  if (!evictions.count(inst.cache.eviction))
-    return invalid_argument(w + ": cache.eviction '" + inst.cache.eviction + "' is not one of: " + join(evictions));
-  return Status::ok();
+  return validate_cache(inst.cache, w);
 }
 
 Expected<TopologyConfig> parse_topology(const std::string& yaml_text) {

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "core/dtype.h"
+
 namespace brigade {
 
 Status KvLayout::validate() const {
@@ -35,6 +37,57 @@ Expected<KvCache> KvCache::allocate(Backend& backend, const KvLayout& layout) {
     cache.layers_.push_back(kv);
   }
   return cache;
+}
+
+namespace {
+
+// The checks read_page and write_page share; `what` names the call for the message.
+Status check_page_io(const KvLayout& layout, int32_t page, size_t n_bytes, const char* what) {
+  if (page < 0 || page >= layout.n_pages)
+    return invalid_argument(std::string(what) + ": page " + std::to_string(page) + " is outside the pool [0, " +
+                            std::to_string(layout.n_pages) + ")");
+  if (n_bytes != layout.page_bytes())
+    return invalid_argument(std::string(what) + ": the buffer holds " + std::to_string(n_bytes) +
+                            " bytes, a page is " + std::to_string(layout.page_bytes()));
+  return Status::ok();
+}
+
+// Calls fn(slice, offset) for each page tensor's slice [1, ...] of `page`, in page-bytes order
+// (offset = where the slice's bytes start); they must cover exactly n_bytes.
+template <class Fn>
+void for_each_page_slice(const std::vector<KvLayer>& layers, int32_t page, size_t n_bytes, Fn&& fn) {
+  size_t offset = 0;
+  for (const KvLayer& layer : layers) {
+    for (const Tensor* t : page_tensors(layer)) {
+      const Tensor slice = t->rows(page, 1);
+      BRIGADE_CHECK(offset + slice.nbytes() <= n_bytes, "page_tensors() and page_bytes() disagree");
+      fn(slice, offset);
+      offset += slice.nbytes();
+    }
+  }
+  BRIGADE_CHECK(offset == n_bytes, "page_tensors() and page_bytes() disagree");
+}
+
+}  // namespace
+
+Status KvCache::read_page(Backend& backend, int32_t page, std::span<std::byte> out) const {
+  BRIGADE_RETURN_IF_ERROR(check_page_io(layout_, page, out.size(), "read_page"));
+  for_each_page_slice(layers_, page, out.size(),
+                      [&](const Tensor& slice, size_t offset) { backend.download(out.data() + offset, slice); });
+  return Status::ok();
+}
+
+Status KvCache::write_page(Backend& backend, int32_t page, std::span<const std::byte> in) {
+  BRIGADE_RETURN_IF_ERROR(check_page_io(layout_, page, in.size(), "write_page"));
+  for_each_page_slice(layers_, page, in.size(),
+                      [&](const Tensor& slice, size_t offset) { backend.upload(slice, in.data() + offset); });
+  return Status::ok();
+}
+
+std::string kv_fingerprint(std::string_view model_identity, const KvLayout& layout) {
+  return std::string(model_identity) + "|kv:layers=" + std::to_string(layout.n_layers) +
+         ",page=" + std::to_string(layout.page_size) + ",heads=" + std::to_string(layout.n_kv_heads) +
+         ",dim=" + std::to_string(layout.head_dim) + ",dtype=" + dtype_name(layout.dtype);
 }
 
 }  // namespace brigade

@@ -3,6 +3,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/backend.h"
@@ -31,6 +34,18 @@ struct KvLayout {
   Status validate() const;
 };
 
+// The tensors of one layer that page bytes hold, in their order within a page (see
+// KvCache::read_page). A tensor added to KvLayer that is indexed by page (e.g. per-page
+// scales) goes in this list, and its page slice into KvLayout::page_bytes().
+inline std::vector<const Tensor*> page_tensors(const KvLayer& layer) { return {&layer.k, &layer.v}; }
+
+// The fingerprint that roots the page-key chain (kvstore/page_key.h) and guards the disk tier:
+// it names the model (`model_identity`: whatever identifies the weights, e.g. architecture,
+// parameter count and checkpoint path) and the KV layout (layers, heads, head size, page size,
+// dtype), since page bytes are only interchangeable when both agree. n_pages is left out: the
+// same pages fit pools of any size.
+std::string kv_fingerprint(std::string_view model_identity, const KvLayout& layout);
+
 // The device memory of a KV pool: per layer, k and v [n_pages, page_size, n_kv_heads, head_dim].
 class KvCache {
  public:
@@ -38,6 +53,17 @@ class KvCache {
 
   const KvLayout& layout() const { return layout_; }
   const KvLayer& layer(int i) const { return layers_[static_cast<size_t>(i)]; }
+
+  // Page bytes: the contents of one page across all layers, as the host and disk tiers store
+  // them. Layout: for each layer in order, each of its page tensors in order (page_tensors():
+  // K, then V), the page's slice [page_size, n_kv_heads, head_dim] as it lies in device memory.
+  // `out` / `in` must hold exactly layout().page_bytes() bytes. Both go through Backend
+  // download/upload, so they work on any backend; read_page returns once the bytes are on the
+  // host, write_page once `in` may be reused. Errors: a page outside [0, n_pages) or a buffer
+  // of the wrong size (invalid_argument); nothing is read or written then. Must not be called
+  // inside a step (between Backend::begin_step and end_step).
+  Status read_page(Backend& backend, int32_t page, std::span<std::byte> out) const;
+  Status write_page(Backend& backend, int32_t page, std::span<const std::byte> in);
 
  private:
   KvLayout layout_;

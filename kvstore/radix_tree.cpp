@@ -189,6 +189,14 @@ std::vector<PageKey> RadixTree::continue_keys(const Match& m, std::span<const in
   return keys;
 }
 
+std::vector<PageKey> RadixTree::path_keys(NodeRef node) const {
+  std::vector<const Node*> path;
+  for (const Node* n = node; n != nullptr && n != root_.get(); n = n->parent) path.push_back(n);
+  std::vector<PageKey> keys;
+  for (auto it = path.rbegin(); it != path.rend(); ++it) keys.insert(keys.end(), (*it)->keys.begin(), (*it)->keys.end());
+  return keys;
+}
+
 void RadixTree::lock(NodeRef node) {
   for (Node* n = node; n != nullptr && n != root_.get(); n = n->parent) {
     if (n->lock_ref++ == 0) n_locked_pages_ += n->n_pages();

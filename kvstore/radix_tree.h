@@ -72,6 +72,9 @@ class RadixTree {
   // [m.n_tokens / page_size, n_pages): what a lower tier is asked for.
   std::vector<PageKey> continue_keys(const Match& m, std::span<const int32_t> tokens, int n_pages) const;
 
+  // Keys of the pages on the path from the root to node, in order.
+  std::vector<PageKey> path_keys(NodeRef node) const;
+
   void lock(NodeRef node);
   void unlock(NodeRef node);
 

@@ -14,6 +14,14 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<page_lease_request_msg>("brigade.PageLeaseRequest");
   cfg.add_message_type<page_lease_grant_msg>("brigade.PageLeaseGrant");
   cfg.add_message_type<page_free_msg>("brigade.PageFree");
+  cfg.add_message_type<kv_save_msg>("brigade.KvSave");
+  cfg.add_message_type<kv_load_msg>("brigade.KvLoad");
+  cfg.add_message_type<kv_loaded_msg>("brigade.KvLoaded");
+  cfg.add_message_type<tier_put_msg>("brigade.TierPut");
+  cfg.add_message_type<tier_get_msg>("brigade.TierGet");
+  cfg.add_message_type<tier_pages_msg>("brigade.TierPages");
+  cfg.add_message_type<tier_stats_request_msg>("brigade.TierStatsRequest");
+  cfg.add_message_type<tier_stats_msg>("brigade.TierStats");
   cfg.add_error_category(error_category, render_error);
 }
 

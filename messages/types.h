@@ -4,6 +4,7 @@
 #pragma once
 
 #include "messages/envelope.h"
+#include "messages/hicache.capnp.h"
 #include "messages/kv.capnp.h"
 #include "messages/request.capnp.h"
 #include "messages/step.capnp.h"
@@ -21,5 +22,14 @@ using step_result_msg = msg<schema::StepResult>;
 using page_lease_request_msg = msg<schema::PageLeaseRequest>;
 using page_lease_grant_msg = msg<schema::PageLeaseGrant>;
 using page_free_msg = msg<schema::PageFree>;
+// HiCache (hicache.capnp): scheduler -> executor, executor -> tier actor.
+using kv_save_msg = msg<schema::KvSave>;
+using kv_load_msg = msg<schema::KvLoad>;
+using kv_loaded_msg = msg<schema::KvLoaded>;
+using tier_put_msg = msg<schema::TierPut>;
+using tier_get_msg = msg<schema::TierGet>;
+using tier_pages_msg = msg<schema::TierPages>;
+using tier_stats_request_msg = msg<schema::TierStatsRequest>;
+using tier_stats_msg = msg<schema::TierStats>;
 
 }  // namespace brigade

@@ -18,6 +18,12 @@ void metric(std::string& out, const char* name, const char* type, const char* he
          number(value) + "\n";
 }
 
+void labelled(std::string& out, const char* name, const char* type, const char* help, const char* label,
+              std::initializer_list<std::pair<const char*, double>> values) {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  for (const auto& [v, x] : values) out += std::string(name) + "{" + label + "=\"" + v + "\"} " + number(x) + "\n";
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
@@ -88,6 +94,22 @@ std::string ServerMetrics::render(const EngineStats& s) const {
          static_cast<double>(s.cache_evicted_pages));
   metric(out, "brigade_prefix_cache_pages", "gauge", "KV pages the prefix cache holds (part of kv_pages_used).",
          s.cache_pages);
+  if (s.tiers) {
+    metric(out, "brigade_tier_saved_pages_total", "counter", "KV pages saved from the device to the HiCache tiers.",
+           static_cast<double>(s.tier_saved_pages));
+    labelled(out, "brigade_tier_hit_pages_total", "counter", "KV pages loaded back to the device, by tier.", "tier",
+             {{"host", static_cast<double>(s.tier_host_hit_pages)}, {"disk", static_cast<double>(s.tier_disk_hit_pages)}});
+    labelled(out, "brigade_tier_bytes_in_total", "counter", "Bytes stored into each tier.", "tier",
+             {{"host", static_cast<double>(s.tier_host_bytes_in)}, {"disk", static_cast<double>(s.tier_disk_bytes_in)}});
+    labelled(out, "brigade_tier_bytes_out_total", "counter", "Bytes served from each tier.", "tier",
+             {{"host", static_cast<double>(s.tier_host_bytes_out)}, {"disk", static_cast<double>(s.tier_disk_bytes_out)}});
+    labelled(out, "brigade_tier_bytes_used", "gauge", "Bytes each tier holds.", "tier",
+             {{"host", static_cast<double>(s.tier_host_bytes_used)}, {"disk", static_cast<double>(s.tier_disk_bytes_used)}});
+    metric(out, "brigade_tier_disk_corrupt_total", "counter",
+           "Disk-tier entries that failed their checksum (dropped and recomputed).", static_cast<double>(s.tier_disk_corrupt));
+    metric(out, "brigade_tier_disk_degraded", "gauge", "1 when an I/O error turned the disk tier off.",
+           s.tier_disk_degraded ? 1.0 : 0.0);
+  }
   metric(out, "brigade_steps_total", "counter", "Executor steps.", static_cast<double>(s.steps));
   metric(out, "brigade_step_tokens_total", "counter", "Tokens computed in executor steps.",
          static_cast<double>(s.step_tokens));

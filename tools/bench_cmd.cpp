@@ -118,6 +118,8 @@ void add_bench_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--output-len", w.output_len, "Output tokens")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--output-len-max", w.output_len_max, "Uniform output length in [output-len, this] (0 = fixed)");
   cmd->add_option("--shared-prefix", w.shared_prefix, "Tokens every prompt starts with")->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--prefix-groups", w.prefix_groups, "Distinct shared prefixes; conversations take turns using them")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--turns", w.turns, "Requests per conversation (multi-turn; each extends the last)")
       ->capture_default_str()->check(CLI::Range(1, 1024));
   cmd->add_option("--temperature", a->load.temperature, "Sampling temperature (0 = greedy)")->capture_default_str();

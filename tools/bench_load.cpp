@@ -30,15 +30,15 @@ nlohmann::json percentiles_json(const Percentiles& p) {
 
 std::vector<std::vector<RequestSpec>> make_conversations(const Workload& w) {
   std::mt19937_64 rng(w.seed);
-  std::vector<int32_t> prefix;
-  append_random(rng, w.shared_prefix, prefix);
+  std::vector<std::vector<int32_t>> prefixes(static_cast<size_t>(std::max(1, w.prefix_groups)));
+  for (auto& prefix : prefixes) append_random(rng, w.shared_prefix, prefix);
   const int turns = std::max(1, w.turns);
   const int n_conv = (w.n_requests + turns - 1) / turns;
   std::vector<std::vector<RequestSpec>> out;
   int made = 0;
   for (int c = 0; c < n_conv; ++c) {
     std::vector<RequestSpec> conv;
-    std::vector<int32_t> history = prefix;
+    std::vector<int32_t> history = prefixes[static_cast<size_t>(c) % prefixes.size()];
     for (int t = 0; t < turns && made < w.n_requests; ++t, ++made) {
       if (t > 0) history.insert(history.end(), static_cast<size_t>(conv.back().max_tokens), 13);  // the answer
       append_random(rng, draw(rng, w.input_len, w.input_len_max), history);

@@ -14,7 +14,8 @@ struct Workload {
   int input_len_max = 0;     // ...uniform in [input_len, input_len_max] when larger
   int output_len = 64;
   int output_len_max = 0;
-  int shared_prefix = 0;     // tokens every prompt starts with
+  int shared_prefix = 0;     // tokens every prompt starts with...
+  int prefix_groups = 1;     // ...one of this many distinct prefixes (conversation c uses c % groups)
   int turns = 1;             // requests per conversation; turn k's prompt extends turn k-1's
   uint64_t seed = 0;
 };

@@ -5,9 +5,9 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -16,6 +16,7 @@
 
 #include "actors/executor/executor_actor.h"
 #include "actors/frontend/frontend_actor.h"
+#include "actors/hicache/hicache_actor.h"
 #include "actors/kv_manager/kv_manager_actor.h"
 #include "actors/scheduler/scheduler_actor.h"
 #include "actors/tokenizer/tokenizer_actor.h"
@@ -40,41 +41,6 @@ const char* finish_reason_name(FinishReason r) {
 
 namespace {
 
-// Names the KV a model computes: the checkpoint's files (sizes, and their first and last MiB) and
-// the KV layout (layers, heads, page size, dtype). Cached pages carry it at the root of their hash
-// chain, so a tier that outlives a restart never serves pages of other weights or another layout.
-// A synthetic spec (`synthetic:...`) has deterministic weights: its name is its identity.
-std::string model_fingerprint(const std::string& path, const KvLayout& kv) {
-  std::ostringstream out;
-  out << "brigade-kv-v1|" << kv.n_layers << '|' << kv.n_kv_heads << '|' << kv.head_dim << '|' << kv.page_size << '|'
-      << dtype_name(kv.dtype);
-  std::vector<std::filesystem::path> files;
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
-      const auto ext = e.path().extension().string();
-      if (e.is_regular_file() && (ext == ".safetensors" || ext == ".gguf" || ext == ".bin" || ext == ".json"))
-        files.push_back(e.path());
-    }
-  } else if (std::filesystem::is_regular_file(path, ec)) {
-    files.push_back(path);
-  } else {
-    out << '|' << path;
-    return out.str();
-  }
-  std::sort(files.begin(), files.end());
-  for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    const auto size = std::filesystem::file_size(f, ec);
-    std::string head(std::min<uintmax_t>(size, 1 << 20), '\0'), tail(head.size(), '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    in.seekg(static_cast<std::streamoff>(size - tail.size()));
-    in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
-    out << '|' << f.filename().string() << ':' << size << ':' << root_key(head + tail).hex();
-  }
-  return out.str();
-}
-
 caf::actor_system_config& prepared_config(caf::actor_system_config& cfg) {
   register_message_types(cfg);
   // Work sharing wakes an idle worker through a condition variable as soon as a message
@@ -90,6 +56,42 @@ Expected<DType> kv_dtype_for(const std::string& name, DType weights) {
   if (!t || (*t != DType::f32 && *t != DType::bf16 && *t != DType::f16))
     return invalid_argument("kv.dtype '" + name + "' is not one of: auto, f32, bf16, f16");
   return *t;
+}
+
+// What names the model's weights for the KV fingerprint: architecture, size, and each checkpoint
+// file's path, size and modification time, so a checkpoint rewritten in place (a new
+// make-model seed, a fine-tune saved over it) never meets the KV pages of the old one.
+std::string model_identity(const std::string& path, const ModelConfig& mc, int64_t n_params) {
+  // The checkpoint's files by content (size, first and last MiB): the same weights copied
+  // elsewhere keep their cached pages; rewritten weights lose them. A synthetic spec
+  // (`synthetic:...`) has deterministic weights: its name is its identity.
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::ostringstream id;
+  id << mc.arch << "|params=" << n_params;
+  std::vector<fs::path> files;
+  if (fs::is_directory(path, ec)) {
+    for (const auto& e : fs::directory_iterator(path, ec)) {
+      const auto ext = e.path().extension().string();
+      if (e.is_regular_file(ec) && (ext == ".safetensors" || ext == ".gguf" || ext == ".bin" || ext == ".json"))
+        files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+  } else if (fs::is_regular_file(path, ec)) {
+    files.push_back(path);
+  } else {
+    id << '|' << path;
+  }
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    const auto size = fs::file_size(f, ec);
+    std::string head(std::min<uintmax_t>(size, 1 << 20), '\0'), tail(head.size(), '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    in.seekg(static_cast<std::streamoff>(size - tail.size()));
+    in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+    id << '|' << f.filename().string() << ':' << size << ':' << root_key(head + tail).hex();
+  }
+  return id.str();
 }
 
 Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
@@ -132,6 +134,26 @@ class EngineImpl final : public Engine {
 
   Status start(const EngineOptions& options);
 
+  // Asks the tier actor for its counters (a short wait; the numbers are skipped if it is busy).
+  void add_tier_stats(EngineStats& s) const {
+    s.tiers = true;
+    caf::scoped_actor self{*sys_};
+    self->request(tiers_, std::chrono::milliseconds(500), tier_stats_request_msg::build([](auto) {}))
+        .receive(
+            [&](const tier_stats_msg& m) {
+              auto r = m.reader();
+              s.tier_host_bytes_in = r.getHostBytesIn();
+              s.tier_host_bytes_out = r.getHostBytesOut();
+              s.tier_host_bytes_used = r.getHostBytesUsed();
+              s.tier_disk_bytes_in = r.getDiskBytesIn();
+              s.tier_disk_bytes_out = r.getDiskBytesOut();
+              s.tier_disk_bytes_used = r.getDiskBytesUsed();
+              s.tier_disk_corrupt = r.getDiskCorrupt();
+              s.tier_disk_degraded = r.getDiskDegraded();
+            },
+            [&](const caf::error&) {});
+  }
+
   Expected<uint64_t> submit(const GenerateOptions& request, EventCallback on_event) override;
   void cancel(uint64_t request_id) override {
     caf::anon_send(tokenizer_, abort_msg::build([&](schema::Abort::Builder b) { b.setRequestId(request_id); }));
@@ -163,12 +185,18 @@ class EngineImpl final : public Engine {
     s.cache_loaded_tokens = c.cache_loaded_tokens.load();
     s.cache_evicted_pages = c.cache_evicted_pages.load();
     s.cache_pages = c.cache_pages.load();
+    s.tier_saved_pages = c.tier_saved_pages.load();
+    s.tier_host_hit_pages = c.tier_host_hit_pages.load();
+    s.tier_disk_hit_pages = c.tier_disk_hit_pages.load();
+    if (tiers_) add_tier_stats(s);
     return s;
   }
 
  private:
   caf::actor_system_config cfg_;
   caf::actor_system system_;
+  caf::actor_system* sys_ = &system_;  // for const methods that talk to actors
+  hicache_actor tiers_;
   std::vector<caf::actor> actors_;
   std::shared_ptr<CallbackRegistry> registry_ = std::make_shared<CallbackRegistry>();
   tokenizer_actor tokenizer_;
@@ -238,10 +266,31 @@ Status EngineImpl::start(const EngineOptions& options) {
   setup.limits.chunked_prefill = inst.scheduler.chunked_prefill;
   setup.limits.prefix_cache = inst.cache.radix;
   BRIGADE_ASSIGN_OR_RETURN(setup.limits.eviction, parse_eviction_policy(inst.cache.eviction));
-  setup.cache_root = root_key(model_fingerprint(path, layout));
+  // The root of the page-key chain and the disk tier's guard (kvstore/page_key.h).
+  const std::string kv_fp = kv_fingerprint(model_identity(path, mc, summary_.n_params), layout);
+  setup.cache_root = root_key(kv_fp);
+  setup.limits.lower_tiers = inst.cache.radix && inst.cache.tiers_enabled();
+  // write_through: a page is saved down when it enters the device cache (and reaches disk at
+  // once); write_back: when the device evicts it (and disk when host evicts it).
+  setup.limits.save_on_insert = inst.cache.write_policy == "write_through";
+  hicache_actor tiers;
+  if (inst.cache.tiers_enabled()) {
+    HiCacheSetup hc;
+    hc.host_bytes = static_cast<size_t>(inst.cache.effective_host_bytes());
+    hc.disk_path = inst.cache.disk_path;
+    hc.disk_bytes = static_cast<size_t>(inst.cache.disk_bytes);
+    BRIGADE_ASSIGN_OR_RETURN(hc.policy, parse_write_policy(inst.cache.write_policy));
+    hc.model_fingerprint = kv_fp;
+    spdlog::info("engine: HiCache tiers: host {} MiB, disk {} ({} MiB), {}", hc.host_bytes >> 20,
+                 hc.disk_path.empty() ? "off" : hc.disk_path, hc.disk_path.empty() ? 0 : hc.disk_bytes >> 20,
+                 write_policy_name(hc.policy));
+    tiers = spawn_hicache(system_, std::move(hc));
+    tiers_ = tiers;
+    actors_.push_back(caf::actor_cast<caf::actor>(tiers));
+  }
 
   auto kv_manager = spawn_kv_manager(system_, n_pages);
-  auto executor = spawn_executor(system_, std::move(res));
+  auto executor = spawn_executor(system_, std::move(res), tiers);
   auto frontend = spawn_frontend(system_, registry_);
   tokenizer_ = spawn_tokenizer(system_, tokenizer, frontend);
   auto scheduler = spawn_scheduler(system_, setup, executor, kv_manager, caf::actor_cast<token_sink_actor>(tokenizer_));

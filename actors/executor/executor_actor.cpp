@@ -1,6 +1,11 @@
 #include "actors/executor/executor_actor.h"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <chrono>
+#include <string>
+#include <vector>
 
 #include "actors/executor/step_runner.h"
 #include "actors/step_codec.h"
@@ -12,12 +17,95 @@ namespace {
 struct ExecutorState {
   std::shared_ptr<ExecutorResources> resources;
   std::unique_ptr<StepRunner> runner;
+  hicache_actor tiers;
   static inline const char* name = "brigade.executor";
 };
 
-executor_actor::behavior_type executor_fun(executor_actor::stateful_pointer<ExecutorState> self,
-                                           std::shared_ptr<ExecutorResources> resources) {
+using executor_ptr = executor_actor::stateful_pointer<ExecutorState>;
+
+// Empty when every page id lies in the pool and there is one page per key; else why not.
+std::string check_pages(const KvLayout& layout, capnp::List<int32_t>::Reader pages, size_t n_keys) {
+  if (pages.size() != n_keys)
+    return std::to_string(n_keys) + " keys but " + std::to_string(pages.size()) + " pages";
+  for (int32_t p : pages) {
+    if (p < 0 || p >= layout.n_pages)
+      return "page " + std::to_string(p) + " is outside the pool [0, " + std::to_string(layout.n_pages) + ")";
+  }
+  return {};
+}
+
+void save_pages(executor_ptr self, const kv_save_msg& m) {
+  auto& st = self->state;
+  const KvCache& kv = st.runner->kv();
+  const std::string bad = check_pages(kv.layout(), m->getPages(), m->getKeys().size());
+  if (!bad.empty()) {
+    spdlog::error("executor: dropping a KvSave: {}", bad);
+    return;
+  }
+  if (!st.tiers) return;  // no tiers below this pool: nothing keeps the pages
+  auto pages = m->getPages();
+  // The bytes go straight from the device into the message.
+  auto put = tier_put_msg::build([&](schema::TierPut::Builder b) {
+    b.setKeys(m->getKeys());
+    auto data = b.initData(pages.size());
+    for (unsigned i = 0; i < pages.size(); ++i) {
+      auto out = data.init(i, static_cast<unsigned>(kv.layout().page_bytes()));
+      const Status s = kv.read_page(st.runner->backend(), pages[i],
+                                    std::span<std::byte>(reinterpret_cast<std::byte*>(out.begin()), out.size()));
+      BRIGADE_CHECK(s.is_ok(), "read_page failed on a page check_pages accepted");
+    }
+  });
+  self->send(st.tiers, std::move(put));
+}
+
+kv_loaded_msg loaded(uint64_t request_id, int n_loaded, int n_host, int n_disk, const std::string& error) {
+  return kv_loaded_msg::build([&](schema::KvLoaded::Builder b) {
+    b.setRequestId(request_id);
+    b.setNLoaded(n_loaded);
+    b.setNFromHost(n_host);
+    b.setNFromDisk(n_disk);
+    b.setError(error);
+  });
+}
+
+// Writes the run the tiers returned into the requested pages.
+kv_loaded_msg fill_pages(executor_ptr self, const kv_load_msg& req, const tier_pages_msg& got) {
+  auto& runner = *self->state.runner;
+  auto pages = req->getPages();
+  auto data = got->getData();
+  auto from = got->getFrom();
+  const unsigned n = std::min({data.size(), from.size(), pages.size()});
+  int n_host = 0, n_disk = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    const auto bytes = data[i];
+    const Status s = runner.kv().write_page(runner.backend(), pages[i],
+                                            std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.begin()), bytes.size()));
+    if (!s.is_ok()) return loaded(req->getRequestId(), static_cast<int>(i), n_host, n_disk, "tier page unusable: " + s.message());
+    (from[i] == schema::Tier::HOST ? n_host : n_disk)++;
+  }
+  return loaded(req->getRequestId(), static_cast<int>(n), n_host, n_disk, "");
+}
+
+caf::result<kv_loaded_msg> load_pages(executor_ptr self, const kv_load_msg& m) {
+  auto& st = self->state;
+  const uint64_t id = m->getRequestId();
+  const std::string bad = check_pages(st.runner->kv().layout(), m->getPages(), m->getKeys().size());
+  if (!bad.empty()) return loaded(id, 0, 0, 0, "bad KvLoad: " + bad);
+  if (!st.tiers) return loaded(id, 0, 0, 0, "no HiCache tiers are configured");
+  auto get = tier_get_msg::build([&](schema::TierGet::Builder b) { b.setKeys(m->getKeys()); });
+  auto rp = self->make_response_promise<kv_loaded_msg>();
+  self->request(st.tiers, caf::infinite, std::move(get))
+      .then([self, rp, m](const tier_pages_msg& got) mutable { rp.deliver(fill_pages(self, m, got)); },
+            [rp, id](const caf::error& err) mutable {
+              rp.deliver(loaded(id, 0, 0, 0, "HiCache tier failed: " + caf::to_string(err)));
+            });
+  return rp;
+}
+
+executor_actor::behavior_type executor_fun(executor_ptr self, std::shared_ptr<ExecutorResources> resources,
+                                           hicache_actor tiers) {
   self->state.resources = resources;
+  self->state.tiers = std::move(tiers);
   self->state.runner = std::make_unique<StepRunner>(*resources->backend, *resources->model,
                                                     std::move(resources->kv));
   return {
@@ -30,13 +118,16 @@ executor_actor::behavior_type executor_fun(executor_actor::stateful_pointer<Exec
         if (!sampled) return encode_step_error(step.step_id, sampled.status().to_string());
         return encode_step_result(step.step_id, *sampled, step.n_tokens, static_cast<uint64_t>(us));
       },
+      [self](const kv_save_msg& m) { save_pages(self, m); },
+      [self](const kv_load_msg& m) -> caf::result<kv_loaded_msg> { return load_pages(self, m); },
   };
 }
 
 }  // namespace
 
-executor_actor spawn_executor(caf::actor_system& system, std::shared_ptr<ExecutorResources> resources) {
-  return system.spawn<caf::detached>(executor_fun, std::move(resources));
+executor_actor spawn_executor(caf::actor_system& system, std::shared_ptr<ExecutorResources> resources,
+                              hicache_actor tiers) {
+  return system.spawn<caf::detached>(executor_fun, std::move(resources), std::move(tiers));
 }
 
 }  // namespace brigade

@@ -29,6 +29,9 @@ class StepRunner {
   void release(std::span<const uint64_t> seq_ids);
 
   const KvCache& kv() const { return kv_; }
+  // For filling pages from the HiCache tiers (KvLoad), between steps.
+  KvCache& kv() { return kv_; }
+  Backend& backend() { return backend_; }
   size_t n_tracked() const { return last_sampled_.size(); }
 
  private:

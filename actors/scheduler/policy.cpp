@@ -126,7 +126,7 @@ std::optional<std::vector<int32_t>> SchedulerPolicy::take_pages(int n, PageSourc
     for (const auto& e : gone) freed.push_back(e.page);
     pages.give_back(freed);
     cache_stats_.evicted_pages += gone.size();
-    if (limits_.lower_tiers) evicted_.insert(evicted_.end(), gone.begin(), gone.end());
+    if (limits_.lower_tiers && !limits_.save_on_insert) saves_.insert(saves_.end(), gone.begin(), gone.end());
   }
   return pages.take(n);
 }
@@ -180,7 +180,7 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
 // Offers the sequence's computed whole pages to the prefix cache and moves its lock to the end of
 // what is cached now. Pages the tree takes stay in the sequence's block table (read-only: they
 // are full) and are the tree's to free.
-void SchedulerPolicy::cache_computed(Seq& s) {
+void SchedulerPolicy::cache_computed(Seq& s, bool save) {
   if (!cache_) return;
   const int n_full = std::min(s.n_computed / limits_.page_size, s.blocks.n_pages());
   if (n_full <= s.n_cache_checked) return;
@@ -190,6 +190,13 @@ void SchedulerPolicy::cache_computed(Seq& s) {
                                     s.req.priority, &end);
   for (int i = 0; i < n_full; ++i) {
     if (fates[static_cast<size_t>(i)] != RadixTree::PageFate::duplicate) s.tree_owned[static_cast<size_t>(i)] = true;
+  }
+  if (save && limits_.lower_tiers && limits_.save_on_insert) {  // write-through: new pages go down at once
+    const std::vector<PageKey> keys = cache_->path_keys(end);
+    for (int i = s.n_cache_checked; i < n_full; ++i) {
+      if (fates[static_cast<size_t>(i)] == RadixTree::PageFate::taken)
+        saves_.push_back({s.blocks.pages()[static_cast<size_t>(i)], keys[static_cast<size_t>(i)]});
+    }
   }
   cache_->lock(end);
   cache_->unlock(s.cache_node);
@@ -214,7 +221,7 @@ void SchedulerPolicy::retire_pages(Seq& s, PageSource& pages, bool cache_them) {
 }
 
 std::vector<KvLoadRequest> SchedulerPolicy::take_loads() { return std::exchange(loads_, {}); }
-std::vector<RadixTree::Evicted> SchedulerPolicy::take_evicted() { return std::exchange(evicted_, {}); }
+std::vector<RadixTree::Evicted> SchedulerPolicy::take_saves() { return std::exchange(saves_, {}); }
 
 std::vector<SeqEvent> SchedulerPolicy::loaded(uint64_t seq_id, int n_loaded, PageSource& pages) {
   std::vector<SeqEvent> events;
@@ -227,7 +234,7 @@ std::vector<SeqEvent> SchedulerPolicy::loaded(uint64_t seq_id, int n_loaded, Pag
     const int n = std::clamp(n_loaded, 0, s.n_load_pages);
     s.n_computed = s.n_scheduled = s.n_computed + n * limits_.page_size;
     cache_stats_.loaded_tokens += static_cast<uint64_t>(n) * static_cast<uint64_t>(limits_.page_size);
-    cache_computed(s);
+    cache_computed(s, /*save=*/false);  // they came from the tiers
   }
   drop_if_drained(seq_id, pages, events);
   return events;

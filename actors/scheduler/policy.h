@@ -55,6 +55,8 @@ struct SchedulerLimits {
   bool prefix_cache = false;    // the radix prefix cache (on by default in the topology config)
   EvictionPolicy eviction = EvictionPolicy::lru;
   bool lower_tiers = false;     // HiCache tiers below the device: ask them for uncached prefixes
+  bool save_on_insert = true;   // with lower tiers: write-through (a page is saved when it enters
+                                // the device cache) or write-back (saved when evicted from it)
   // Load or recompute (DESIGN.md §5): a prefix is loaded from the lower tiers when loading its
   // pages is estimated cheaper than recomputing their tokens. 0 = unknown, and then it loads.
   double tier_load_us_per_page = 0;
@@ -153,11 +155,11 @@ class SchedulerPolicy {
   // A step failed as a whole: every sequence in it ends with `error`.
   std::vector<SeqEvent> fail(uint64_t step_id, const std::string& error, PageSource& pages);
 
-  // Lower-tier loads to send (each sequence at most once per admission), and pages evicted from
-  // the prefix cache since the last call, with their keys (to demote before they are reused: the
-  // caller sends them before the plan that was planned with them).
+  // Lower-tier loads to send (each sequence at most once per admission), and pages to save to the
+  // lower tiers with their keys: pages entering the device cache (write-through) or evicted from
+  // it (write-back). The caller sends the saves before the next plan, which may reuse the pages.
   std::vector<KvLoadRequest> take_loads();
-  std::vector<RadixTree::Evicted> take_evicted();
+  std::vector<RadixTree::Evicted> take_saves();
   // A load finished: the first n_loaded pages arrived; the sequence computes the rest. Events
   // when the sequence ended meanwhile (abort).
   std::vector<SeqEvent> loaded(uint64_t seq_id, int n_loaded, PageSource& pages);
@@ -195,7 +197,7 @@ class SchedulerPolicy {
   bool ensure_pages(Seq& s, int n_positions, PageSource& pages);
   bool preempt_one(uint64_t except, PageSource& pages);
   std::optional<std::vector<int32_t>> take_pages(int n, PageSource& pages);
-  void cache_computed(Seq& s);
+  void cache_computed(Seq& s, bool save = true);
   void retire_pages(Seq& s, PageSource& pages, bool cache_them);
   void add_work(Seq& s, int n_tokens, PlannedStep& step, std::vector<StepEntry>& entries);
   bool wants_decode(const Seq& s) const;
@@ -218,7 +220,7 @@ class SchedulerPolicy {
   std::unique_ptr<RadixTree> cache_;
   PrefixCacheStats cache_stats_;
   std::vector<KvLoadRequest> loads_;
-  std::vector<RadixTree::Evicted> evicted_;
+  std::vector<RadixTree::Evicted> saves_;
 };
 
 }  // namespace brigade

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/hicache/hicache_actor.h"
 #include "actors/step_codec.h"
 #include "messages/convert.h"
 
@@ -93,6 +94,58 @@ void return_surplus(scheduler_ptr self) {
 }
 
 void pump(scheduler_ptr self);
+void on_loaded(scheduler_ptr self, uint64_t seq_id, int n_loaded);
+
+// HiCache traffic the policy asked for (DESIGN.md §5): saves go to the executor before the next
+// plan (which may reuse the pages; CAF keeps the order), loads are requests whose answers let the
+// waiting sequences run.
+void send_tier_traffic(scheduler_ptr self) {
+  auto& st = self->state;
+  auto saves = st.policy->take_saves();
+  if (!saves.empty()) {
+    std::vector<int32_t> pages;
+    std::vector<PageKey> keys;
+    for (const auto& s : saves) {
+      pages.push_back(s.page);
+      keys.push_back(s.key);
+    }
+    if (auto& c = st.setup.counters) c->tier_saved_pages += saves.size();
+    self->send(st.executor, kv_save_msg::build([&](schema::KvSave::Builder b) {
+      fill_list(b.initPages(static_cast<unsigned>(pages.size())), pages);
+      fill_page_keys(b.initKeys(static_cast<unsigned>(keys.size())), keys);
+    }));
+  }
+  for (auto& load : st.policy->take_loads()) {
+    const uint64_t seq_id = load.seq_id;
+    auto msg = kv_load_msg::build([&](schema::KvLoad::Builder b) {
+      b.setRequestId(seq_id);
+      fill_page_keys(b.initKeys(static_cast<unsigned>(load.keys.size())), load.keys);
+      fill_list(b.initPages(static_cast<unsigned>(load.pages.size())), load.pages);
+    });
+    self->request(st.executor, caf::infinite, std::move(msg))
+        .then(
+            [self](const kv_loaded_msg& res) {
+              auto r = res.reader();
+              if (r.getError().size() > 0) spdlog::warn("scheduler: tier load: {}", r.getError().cStr());
+              if (auto& c = self->state.setup.counters) {
+                c->tier_host_hit_pages += static_cast<uint64_t>(std::max(0, r.getNFromHost()));
+                c->tier_disk_hit_pages += static_cast<uint64_t>(std::max(0, r.getNFromDisk()));
+              }
+              on_loaded(self, r.getRequestId(), r.getNLoaded());
+            },
+            [self, seq_id](const caf::error& err) {
+              spdlog::warn("scheduler: tier load failed ({}); recomputing", caf::to_string(err));
+              on_loaded(self, seq_id, 0);
+            });
+  }
+}
+
+void on_loaded(scheduler_ptr self, uint64_t seq_id, int n_loaded) {
+  auto events = self->state.policy->loaded(seq_id, n_loaded, self->state.lease);
+  return_surplus(self);
+  pump(self);
+  emit(self, events);
+}
 
 void on_step_done(scheduler_ptr self, const DecodedStepResult& r) {
   auto& st = self->state;
@@ -141,6 +194,7 @@ void pump(scheduler_ptr self) {
   auto& st = self->state;
   while (st.policy->n_inflight() < st.setup.max_inflight_steps) {
     auto step = st.policy->plan(st.lease);
+    send_tier_traffic(self);  // saves before the plan that may reuse their pages
     if (!step) break;
     const uint64_t step_id = step->step_id;
     self->request(st.executor, caf::infinite, encode_step_plan(*step))

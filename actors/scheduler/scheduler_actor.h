@@ -41,6 +41,9 @@ struct SchedulerCounters {
   std::atomic<uint64_t> cache_loaded_tokens{0};
   std::atomic<uint64_t> cache_evicted_pages{0};
   std::atomic<int> cache_pages{0};
+  std::atomic<uint64_t> tier_saved_pages{0};     // pages sent down to the HiCache tiers
+  std::atomic<uint64_t> tier_host_hit_pages{0};  // pages loaded back from the host tier
+  std::atomic<uint64_t> tier_disk_hit_pages{0};  // pages loaded back from the disk tier
 };
 
 struct SchedulerSetup {

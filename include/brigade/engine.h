@@ -123,6 +123,15 @@ struct EngineStats {
   uint64_t cache_loaded_tokens = 0;  // prompt tokens loaded from lower tiers
   uint64_t cache_evicted_pages = 0;
   int cache_pages = 0;               // pages the cache holds now (part of kv_pages_used)
+  // HiCache tiers below the device (all 0 when none is configured):
+  bool tiers = false;
+  uint64_t tier_saved_pages = 0;     // pages sent down from the device
+  uint64_t tier_host_hit_pages = 0;  // pages loaded back from host memory
+  uint64_t tier_disk_hit_pages = 0;  // pages loaded back from disk
+  uint64_t tier_host_bytes_in = 0, tier_host_bytes_out = 0, tier_host_bytes_used = 0;
+  uint64_t tier_disk_bytes_in = 0, tier_disk_bytes_out = 0, tier_disk_bytes_used = 0;
+  uint64_t tier_disk_corrupt = 0;    // disk entries that failed their checksum (dropped, recomputed)
+  bool tier_disk_degraded = false;   // an I/O error turned the disk tier off (serving goes on)
 };
 
 class Engine {

@@ -22,6 +22,27 @@ struct KvConfig {
   std::string dtype = "auto";  // auto (the weights' type), f32, bf16, f16
 };
 
+// The prefix cache and its HiCache tiers below the device KV pool (DESIGN.md §5). The tiers are
+// off unless `disk_path` names a directory or `host_bytes` is set to a size.
+struct CacheConfig {
+  bool radix = true;                // the radix prefix cache over the device pool; on by default
+  std::string eviction = "lru";     // lru, lfu or priority
+  static constexpr int64_t auto_bytes = -1;
+  static constexpr int64_t default_host_bytes_with_disk = int64_t{1} << 30;  // 1 GiB
+  int64_t host_bytes = auto_bytes;  // host memory tier; auto = 1 GiB when disk_path is set, else off;
+                                    // 0 = off
+  std::string disk_path;            // RocksDB directory of the disk tier; empty = no disk tier
+  int64_t disk_bytes = int64_t{16} << 30;      // disk tier capacity (16 GiB)
+  std::string write_policy = "write_through";  // write_through | write_back (kvstore/tier_stack.h)
+
+  // host_bytes with `auto` resolved.
+  int64_t effective_host_bytes() const {
+    if (host_bytes != auto_bytes) return host_bytes;
+    return disk_path.empty() ? 0 : default_host_bytes_with_disk;
+  }
+  bool tiers_enabled() const { return effective_host_bytes() > 0 || !disk_path.empty(); }
+};
+
 struct SchedulerConfig {
   int max_running = 64;        // sequences decoded together
   int max_waiting = 1024;      // queued requests beyond this are refused
@@ -29,12 +50,6 @@ struct SchedulerConfig {
   int max_inflight_steps = 2;  // steps sent to the executor before the first comes back:
                                // 2 overlaps scheduling and streaming with the forward pass
   bool chunked_prefill = true; // false: prompts run whole in prefill-only steps (decodes pause)
-};
-
-// The prefix cache (DESIGN.md §5): the radix tree over the device KV pool.
-struct CacheConfig {
-  bool radix = true;               // on by default, as in SGLang
-  std::string eviction = "lru";    // lru, lfu or priority
 };
 
 struct InstanceConfig {

@@ -200,10 +200,14 @@ TEST(SchedulerPolicyCache, LowerTierLoadsGateTheSequenceAndSkipWhatArrived) {
   EXPECT_EQ(s->seqs[0].tokens, range(18, 6));
   EXPECT_EQ(p.cache_stats().loaded_tokens, 8u);
   EXPECT_TRUE(p.take_loads().empty());
-  // Eviction hands over keys to demote.
+  // Write-through: the page that entered the cache by computation is saved with its key; the two
+  // loaded ones are in the tiers already.
   p.complete(s->step_id, one(1), pages);
   drain(p, pages);
-  EXPECT_TRUE(p.take_evicted().empty());
+  auto saves = p.take_saves();
+  ASSERT_EQ(saves.size(), 1u);
+  EXPECT_EQ(saves[0].key, loads[0].keys[2]);
+  EXPECT_EQ(saves[0].page, loads[0].pages[2]);
 }
 
 TEST(SchedulerPolicyCache, AbortWhileLoadingEndsWhenTheLoadReturns) {

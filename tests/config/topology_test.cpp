@@ -30,6 +30,50 @@ TEST(Topology, ShippedDefaultFileParsesToTheDefault) {
   EXPECT_EQ(p.scheduler.max_step_tokens, d.scheduler.max_step_tokens);
   EXPECT_EQ(p.kv.page_size, d.kv.page_size);
   EXPECT_EQ(p.kv.memory_mb, d.kv.memory_mb);
+  EXPECT_EQ(p.cache.host_bytes, d.cache.host_bytes);
+  EXPECT_EQ(p.cache.disk_path, d.cache.disk_path);
+  EXPECT_EQ(p.cache.disk_bytes, d.cache.disk_bytes);
+  EXPECT_EQ(p.cache.write_policy, d.cache.write_policy);
+}
+
+TEST(Topology, CacheTiersAreOffUntilADiskPathIsNamed) {
+  const CacheConfig off = default_topology().instances[0].cache;
+  EXPECT_FALSE(off.tiers_enabled());
+  EXPECT_EQ(off.effective_host_bytes(), 0);
+
+  auto t = parse_topology("instances: [{cache: {disk_path: /var/cache/brigade, write_policy: write_back}}]");
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  const CacheConfig& c = t->instances[0].cache;
+  EXPECT_TRUE(c.tiers_enabled());
+  EXPECT_EQ(c.effective_host_bytes(), CacheConfig::default_host_bytes_with_disk) << "auto host tier with a disk";
+  EXPECT_EQ(c.write_policy, "write_back");
+
+  auto host_only = parse_topology("instances: [{cache: {host_bytes: 1048576}}]");
+  ASSERT_TRUE(host_only.has_value());
+  EXPECT_TRUE(host_only->instances[0].cache.tiers_enabled());
+  EXPECT_EQ(host_only->instances[0].cache.effective_host_bytes(), 1048576);
+
+  auto disk_only = parse_topology("instances: [{cache: {host_bytes: 0, disk_path: /d, disk_bytes: 4096}}]");
+  ASSERT_TRUE(disk_only.has_value());
+  EXPECT_TRUE(disk_only->instances[0].cache.tiers_enabled());
+  EXPECT_EQ(disk_only->instances[0].cache.effective_host_bytes(), 0);
+  EXPECT_EQ(disk_only->instances[0].cache.disk_bytes, 4096);
+
+  auto explicit_auto = parse_topology("instances: [{cache: {host_bytes: auto}}]");
+  ASSERT_TRUE(explicit_auto.has_value());
+  EXPECT_FALSE(explicit_auto->instances[0].cache.tiers_enabled());
+}
+
+TEST(Topology, CacheErrorsSayWhatIsValid) {
+  auto policy = parse_topology("instances: [{cache: {write_policy: lazy}}]");
+  ASSERT_FALSE(policy.has_value());
+  EXPECT_NE(policy.status().message().find("write_back, write_through"), std::string::npos) << policy.status().message();
+  auto key = parse_topology("instances: [{cache: {disk_size: 5}}]");
+  ASSERT_FALSE(key.has_value());
+  EXPECT_NE(key.status().message().find("disk_bytes"), std::string::npos) << key.status().message();
+  EXPECT_FALSE(parse_topology("instances: [{cache: {host_bytes: -5}}]").has_value());
+  EXPECT_FALSE(parse_topology("instances: [{cache: {host_bytes: lots}}]").has_value());
+  EXPECT_FALSE(parse_topology("instances: [{cache: {disk_path: /d, disk_bytes: 0}}]").has_value());
 }
 
 TEST(Topology, ParsesValues) {

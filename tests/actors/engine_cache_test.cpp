@@ -1,0 +1,171 @@
+// The engine with HiCache tiers configured: it spawns the tier actor, and a disk tier that cannot
+// be opened degrades to a warning, never to an error for the engine or its clients.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "brigade/engine.h"
+#include "models/make_model.h"
+
+namespace brigade {
+namespace {
+
+namespace fs = std::filesystem;
+
+class EngineCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("brigade_engine_cache_test_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    const SyntheticModelSpec spec{.hidden_size = 64, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
+                                  .intermediate_size = 128, .vocab_size = 300, .max_position = 128,
+                                  .dtype = DType::f32, .seed = 3};
+    ASSERT_TRUE(write_synthetic_model(spec, (dir_ / "model").string()).is_ok());
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // Starts an engine with the given cache block and runs one greedy request.
+  std::vector<int32_t> generate_with(const CacheConfig& cache) {
+    EngineOptions o;
+    o.model_path = (dir_ / "model").string();
+    o.progress = false;
+    o.topology.instances.front().kv.memory_mb = 8;
+    o.topology.instances.front().executors.front().threads = 1;
+    o.topology.instances.front().cache = cache;
+    auto engine = Engine::create(o);
+    EXPECT_TRUE(engine.has_value()) << engine.status().to_string();
+    if (!engine) return {};
+    GenerateOptions r;
+    r.prompt_ids = {5, 6, 7, 8, 9};
+    r.max_tokens = 6;
+    r.sampling.temperature = 0.0f;
+    r.ignore_eos = true;
+    auto c = (*engine)->generate(r);
+    EXPECT_TRUE(c.has_value()) << c.status().to_string();
+    return c ? c->token_ids : std::vector<int32_t>{};
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(EngineCache, TiersOnOrBrokenGiveTheSameOutputs) {
+  const std::vector<int32_t> plain = generate_with(CacheConfig{});
+  ASSERT_EQ(plain.size(), 6u);
+
+  CacheConfig disk;
+  disk.disk_path = (dir_ / "tier").string();
+  disk.write_policy = "write_back";
+  EXPECT_EQ(generate_with(disk), plain);
+  EXPECT_TRUE(fs::exists(dir_ / "tier" / "CURRENT")) << "the engine opened the RocksDB disk tier";
+
+  std::ofstream(dir_ / "a_file") << "not a directory";
+  CacheConfig broken;
+  broken.disk_path = (dir_ / "a_file" / "tier").string();  // cannot be created: degrades
+  EXPECT_EQ(generate_with(broken), plain);
+}
+
+// Prompts sharing a 48-token prefix (three pages), each with its own tail.
+std::vector<GenerateOptions> prefix_family() {
+  std::vector<GenerateOptions> reqs;
+  for (int tail : {9, 20, 3, 30, 9}) {
+    GenerateOptions r;
+    for (int i = 0; i < 48; ++i) r.prompt_ids.push_back((i * 41 + 7) % 290 + 3);
+    for (int i = 0; i < tail; ++i) r.prompt_ids.push_back((i * 13 + tail) % 290 + 3);
+    r.max_tokens = 8;
+    r.sampling.temperature = 0.0f;
+    r.ignore_eos = true;
+    reqs.push_back(r);
+  }
+  return reqs;
+}
+
+EngineOptions options_for(const fs::path& model, const CacheConfig& cache, int pages) {
+  EngineOptions o;
+  o.model_path = model.string();
+  o.progress = false;
+  o.topology.instances.front().kv.pages = pages;
+  o.topology.instances.front().executors.front().threads = 1;
+  o.topology.instances.front().cache = cache;
+  return o;
+}
+
+std::vector<std::vector<int32_t>> run_in_order(Engine& engine, const std::vector<GenerateOptions>& reqs) {
+  std::vector<std::vector<int32_t>> out;
+  for (const auto& r : reqs) {
+    auto c = engine.generate(r);
+    EXPECT_TRUE(c.has_value()) << c.status().to_string();
+    out.push_back(c ? c->token_ids : std::vector<int32_t>{});
+  }
+  return out;
+}
+
+// Between requests, a filler request with an unrelated prompt takes the whole device pool, so
+// the family's cached pages are evicted to host (and, past host's tiny capacity, to disk) and
+// must come back from there.
+std::vector<GenerateOptions> with_fillers(const std::vector<GenerateOptions>& reqs) {
+  std::vector<GenerateOptions> out;
+  for (size_t k = 0; k < reqs.size(); ++k) {
+    out.push_back(reqs[k]);
+    GenerateOptions filler;
+    for (int i = 0; i < 100; ++i) filler.prompt_ids.push_back((i * 7 + static_cast<int>(k) * 31) % 290 + 3);
+    filler.max_tokens = 4;
+    filler.sampling.temperature = 0.0f;
+    filler.ignore_eos = true;
+    out.push_back(filler);
+  }
+  return out;
+}
+
+TEST_F(EngineCache, PagesEvictedToHostAndDiskComeBackExact) {
+  const auto reqs = with_fillers(prefix_family());
+  CacheConfig off;
+  off.radix = false;
+  auto plain = Engine::create(options_for(dir_ / "model", off, 64));
+  ASSERT_TRUE(plain.has_value());
+  const auto want = run_in_order(**plain, reqs);
+  for (const char* policy : {"write_through", "write_back"}) {
+    CacheConfig tiers;
+    tiers.disk_path = (dir_ / (std::string("tier_") + policy)).string();
+    tiers.host_bytes = 2 * 2 * 2 * 16 * 2 * 16 * 4;  // two pages (2 layers, K+V, 16 x 2 heads x 16 dims, f32)
+    tiers.write_policy = policy;
+    auto engine = Engine::create(options_for(dir_ / "model", tiers, 8));  // 128 token slots
+    ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+    EXPECT_EQ(run_in_order(**engine, reqs), want) << policy;
+    const EngineStats st = (*engine)->stats();
+    EXPECT_TRUE(st.tiers);
+    EXPECT_GT(st.cache_evicted_pages, 0u) << policy;
+    EXPECT_GT(st.tier_saved_pages, 0u) << policy;
+    EXPECT_GT(st.cache_loaded_tokens, 0u) << policy << ": later requests load the shared prefix";
+    EXPECT_GT(st.tier_disk_hit_pages, 0u) << policy << ": host holds two pages, so some came from disk";
+    EXPECT_EQ(st.tier_disk_corrupt, 0u);
+  }
+}
+
+TEST_F(EngineCache, ARestartedEngineServesEarlierPrefixesFromDisk) {
+  const auto reqs = prefix_family();
+  CacheConfig tiers;
+  tiers.disk_path = (dir_ / "tier").string();
+  tiers.host_bytes = 0;  // disk only: nothing survives but what RocksDB holds
+  std::vector<std::vector<int32_t>> first;
+  {
+    auto engine = Engine::create(options_for(dir_ / "model", tiers, 64));
+    ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+    first = run_in_order(**engine, reqs);
+    EXPECT_EQ((*engine)->stats().cache_loaded_tokens, 0u) << "a cold disk tier has nothing";
+  }
+  auto engine = Engine::create(options_for(dir_ / "model", tiers, 64));
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  EXPECT_EQ(run_in_order(**engine, reqs), first);
+  const EngineStats st = (*engine)->stats();
+  EXPECT_GE(st.cache_loaded_tokens, 48u) << "the first request after the restart loads the prefix from disk";
+  EXPECT_GT(st.tier_disk_hit_pages, 0u);
+  EXPECT_EQ(st.tier_host_hit_pages, 0u);
+}
+
+}  // namespace
+}  // namespace brigade
