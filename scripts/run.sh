@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# README command one: installs what is missing, builds, then runs the main job: the default
-# synthetic Llama (~100M parameters, bf16; written to .brigade/ on first run) serving several
-# concurrent prompts through the actor topology, printing their text and tokens/s.
+# README command one: installs what is missing, builds, then runs the main job (`brigade demo`):
+# the OpenAI-compatible server on the default synthetic Llama (~100M parameters, bf16; written to
+# .brigade/ on first run), one chat completion, a short load of concurrent streaming clients, and
+# the summary table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
