@@ -159,8 +159,11 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
   }
   if (cache_ && limits_.lower_tiers) {
     auto keys = cache_->continue_keys(m, s.tokens, (known - 1) / limits_.page_size);
-    const bool worth = limits_.tier_load_us_per_page <= 0 || limits_.prefill_us_per_token <= 0 ||
-                       limits_.tier_load_us_per_page < limits_.prefill_us_per_token * limits_.page_size;
+    // Load when cheaper than recomputing by the measured estimates (unknown: load); every 8th
+    // candidate loads anyway, so an estimate inflated by a busy moment can come back down.
+    const bool cheaper = limits_.tier_load_us_per_page <= 0 || limits_.prefill_us_per_token <= 0 ||
+                         limits_.tier_load_us_per_page < limits_.prefill_us_per_token * limits_.page_size;
+    const bool worth = cheaper || (keys.empty() ? false : ++n_load_skips_ % 8 == 0);
     if (!keys.empty() && worth) {
       KvLoadRequest load{s.req.id, std::move(keys), {}};
       const auto first = s.blocks.pages().begin() + static_cast<std::ptrdiff_t>(m.pages.size());

@@ -163,6 +163,11 @@ class SchedulerPolicy {
   // A load finished: the first n_loaded pages arrived; the sequence computes the rest. Events
   // when the sequence ended meanwhile (abort).
   std::vector<SeqEvent> loaded(uint64_t seq_id, int n_loaded, PageSource& pages);
+  // Measured costs for the load-or-recompute choice (0 = unknown, which loads).
+  void set_costs(double tier_load_us_per_page, double prefill_us_per_token) {
+    limits_.tier_load_us_per_page = tier_load_us_per_page;
+    limits_.prefill_us_per_token = prefill_us_per_token;
+  }
 
  private:
   struct Seq {
@@ -216,7 +221,8 @@ class SchedulerPolicy {
   uint64_t next_step_ = 1;
   uint64_t next_arrival_ = 0;
   uint64_t n_preemptions_ = 0;
-  int pages_wanted_ = 0;  // pages a sequence of the last plan waited for (to lease)
+  int pages_wanted_ = 0;
+  uint64_t n_load_skips_ = 0;  // pages a sequence of the last plan waited for (to lease)
   std::unique_ptr<RadixTree> cache_;
   PrefixCacheStats cache_stats_;
   std::vector<KvLoadRequest> loads_;

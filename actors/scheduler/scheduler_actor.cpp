@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 #include "actors/hicache/hicache_actor.h"
 #include "actors/step_codec.h"
 #include "messages/convert.h"
@@ -48,6 +50,9 @@ struct SchedulerState {
   LeasedPages lease;
   bool lease_pending = false;
   uint64_t next_lease_id = 1;
+  // Running estimates (EWMA) for the load-or-recompute choice: microseconds to load one page from
+  // the tiers, and to prefill one token (from steps that were mostly prompt chunks).
+  double load_us_per_page = 0, prefill_us_per_token = 0;
   executor_actor executor;
   kv_manager_actor kv_manager;
   token_sink_actor sink;
@@ -93,6 +98,8 @@ void return_surplus(scheduler_ptr self) {
   }));
 }
 
+double ewma(double old, double sample) { return old <= 0 ? sample : 0.8 * old + 0.2 * sample; }
+
 void pump(scheduler_ptr self);
 void on_loaded(scheduler_ptr self, uint64_t seq_id, int n_loaded);
 
@@ -117,6 +124,7 @@ void send_tier_traffic(scheduler_ptr self) {
   }
   for (auto& load : st.policy->take_loads()) {
     const uint64_t seq_id = load.seq_id;
+    const auto sent = std::chrono::steady_clock::now();
     auto msg = kv_load_msg::build([&](schema::KvLoad::Builder b) {
       b.setRequestId(seq_id);
       fill_page_keys(b.initKeys(static_cast<unsigned>(load.keys.size())), load.keys);
@@ -124,8 +132,14 @@ void send_tier_traffic(scheduler_ptr self) {
     });
     self->request(st.executor, caf::infinite, std::move(msg))
         .then(
-            [self](const kv_loaded_msg& res) {
+            [self, sent](const kv_loaded_msg& res) {
               auto r = res.reader();
+              if (r.getNLoaded() > 0) {  // the whole round trip, per page: what a load costs a request
+                auto& s = self->state;
+                const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - sent).count();
+                s.load_us_per_page = ewma(s.load_us_per_page, us / r.getNLoaded());
+                s.policy->set_costs(s.load_us_per_page, s.prefill_us_per_token);
+              }
               if (r.getError().size() > 0) spdlog::warn("scheduler: tier load: {}", r.getError().cStr());
               if (auto& c = self->state.setup.counters) {
                 c->tier_host_hit_pages += static_cast<uint64_t>(std::max(0, r.getNFromHost()));
@@ -149,6 +163,10 @@ void on_loaded(scheduler_ptr self, uint64_t seq_id, int n_loaded) {
 
 void on_step_done(scheduler_ptr self, const DecodedStepResult& r) {
   auto& st = self->state;
+  if (r.error.empty() && r.n_tokens >= 64 && r.forward_us > 0) {  // a prefill-heavy step
+    st.prefill_us_per_token = ewma(st.prefill_us_per_token, static_cast<double>(r.forward_us) / r.n_tokens);
+    st.policy->set_costs(st.load_us_per_page, st.prefill_us_per_token);
+  }
   if (auto& c = st.setup.counters) {
     c->steps++;
     c->step_tokens += static_cast<uint64_t>(r.n_tokens);

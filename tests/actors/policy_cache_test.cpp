@@ -210,6 +210,25 @@ TEST(SchedulerPolicyCache, LowerTierLoadsGateTheSequenceAndSkipWhatArrived) {
   EXPECT_EQ(saves[0].page, loads[0].pages[2]);
 }
 
+TEST(SchedulerPolicyCache, RecomputesWhenLoadingCostsMore) {
+  SchedulerLimits l = cache_limits();
+  l.lower_tiers = true;
+  SchedulerPolicy p(l, 64, root_key("m"));
+  PoolSource pages(64);
+  p.set_costs(/*load us per page=*/1000.0, /*prefill us per token=*/10.0);  // 1000 > 4 x 10
+  int loads = 0;
+  for (uint64_t id = 1; id <= 16; ++id) {
+    ASSERT_TRUE(p.add(prompt_req(id, range(static_cast<int>(id) * 50, 14), 1)).is_ok());
+    drain(p, pages);
+    loads += static_cast<int>(p.take_loads().size());
+  }
+  EXPECT_EQ(loads, 2) << "only the every-8th probe loads";
+  p.set_costs(10.0, 10.0);  // 10 < 4 x 10
+  ASSERT_TRUE(p.add(prompt_req(99, range(900, 14), 1)).is_ok());
+  p.plan(pages);
+  EXPECT_EQ(p.take_loads().size(), 1u);
+}
+
 TEST(SchedulerPolicyCache, AbortWhileLoadingEndsWhenTheLoadReturns) {
   SchedulerLimits l = cache_limits();
   l.lower_tiers = true;
