@@ -20,3 +20,14 @@ struct PageLeaseGrant {
 struct PageFree {
   pages @0 :List(Int32);
 }
+
+# Anyone -> scheduler: how much of a prompt its prefix cache holds (a router's cache-aware
+# choice, an embedding application's introspection). Read-only: recency is not touched.
+struct PrefixQuery {
+  tokens @0 :List(Int32);
+}
+
+struct PrefixQueryResult {
+  cachedTokens @0 :Int32;          # leading tokens whose KV pages the device cache holds
+  cachedPages @1 :Int32;           # pages the whole device cache holds
+}

@@ -14,6 +14,8 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<page_lease_request_msg>("brigade.PageLeaseRequest");
   cfg.add_message_type<page_lease_grant_msg>("brigade.PageLeaseGrant");
   cfg.add_message_type<page_free_msg>("brigade.PageFree");
+  cfg.add_message_type<prefix_query_msg>("brigade.PrefixQuery");
+  cfg.add_message_type<prefix_query_result_msg>("brigade.PrefixQueryResult");
   cfg.add_message_type<kv_save_msg>("brigade.KvSave");
   cfg.add_message_type<kv_load_msg>("brigade.KvLoad");
   cfg.add_message_type<kv_loaded_msg>("brigade.KvLoaded");

@@ -22,6 +22,8 @@ using step_result_msg = msg<schema::StepResult>;
 using page_lease_request_msg = msg<schema::PageLeaseRequest>;
 using page_lease_grant_msg = msg<schema::PageLeaseGrant>;
 using page_free_msg = msg<schema::PageFree>;
+using prefix_query_msg = msg<schema::PrefixQuery>;
+using prefix_query_result_msg = msg<schema::PrefixQueryResult>;
 // HiCache (hicache.capnp): scheduler -> executor, executor -> tier actor.
 using kv_save_msg = msg<schema::KvSave>;
 using kv_load_msg = msg<schema::KvLoad>;

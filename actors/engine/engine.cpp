@@ -134,6 +134,18 @@ class EngineImpl final : public Engine {
 
   Status start(const EngineOptions& options);
 
+  Expected<int> cached_prefix_tokens(const std::vector<int32_t>& prompt_ids) const override {
+    caf::scoped_actor self{*sys_};
+    Expected<int> out = internal_error("the scheduler did not answer");
+    auto q = prefix_query_msg::build([&](schema::PrefixQuery::Builder b) {
+      fill_list(b.initTokens(static_cast<unsigned>(prompt_ids.size())), prompt_ids);
+    });
+    self->request(scheduler_, std::chrono::seconds(10), std::move(q))
+        .receive([&](const prefix_query_result_msg& r) { out = r.reader().getCachedTokens(); },
+                 [&](const caf::error& err) { out = internal_error("prefix query failed: " + caf::to_string(err)); });
+    return out;
+  }
+
   // Asks the tier actor for its counters (a short wait; the numbers are skipped if it is busy).
   void add_tier_stats(EngineStats& s) const {
     s.tiers = true;
@@ -197,6 +209,7 @@ class EngineImpl final : public Engine {
   caf::actor_system system_;
   caf::actor_system* sys_ = &system_;  // for const methods that talk to actors
   hicache_actor tiers_;
+  scheduler_actor scheduler_;
   std::vector<caf::actor> actors_;
   std::shared_ptr<CallbackRegistry> registry_ = std::make_shared<CallbackRegistry>();
   tokenizer_actor tokenizer_;
@@ -294,6 +307,7 @@ Status EngineImpl::start(const EngineOptions& options) {
   auto frontend = spawn_frontend(system_, registry_);
   tokenizer_ = spawn_tokenizer(system_, tokenizer, frontend);
   auto scheduler = spawn_scheduler(system_, setup, executor, kv_manager, caf::actor_cast<token_sink_actor>(tokenizer_));
+  scheduler_ = scheduler;
   caf::anon_send(tokenizer_, wire_atom::value, scheduler);
   for (caf::actor a : {caf::actor_cast<caf::actor>(kv_manager), caf::actor_cast<caf::actor>(executor),
                        caf::actor_cast<caf::actor>(frontend), caf::actor_cast<caf::actor>(tokenizer_),

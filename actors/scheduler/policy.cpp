@@ -106,6 +106,10 @@ PrefixCacheStats SchedulerPolicy::cache_stats() const {
   return st;
 }
 
+int SchedulerPolicy::cached_prefix(std::span<const int32_t> tokens) {
+  return cache_ ? cache_->match(tokens, static_cast<int>(tokens.size()), /*touch=*/false).n_tokens : 0;
+}
+
 int SchedulerPolicy::pages_short(const PageSource& pages) const {
   int short_by = pages_wanted_;
   if (!waiting_.empty() && static_cast<int>(running_.size()) < limits_.max_running) {

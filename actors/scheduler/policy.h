@@ -141,6 +141,9 @@ class SchedulerPolicy {
   // Pages held by running sequences and not by the prefix cache, plus the cache's pages.
   int n_pages_held() const;
   PrefixCacheStats cache_stats() const;
+  // Leading tokens of `tokens` whose pages the device cache holds (0 without a cache); does not
+  // count as a use for eviction.
+  int cached_prefix(std::span<const int32_t> tokens);
   // Pages the head of the waiting queue needs beyond what `pages` has now (0 when it fits or
   // nothing can be admitted): what the scheduler asks its KV page manager for.
   int pages_short(const PageSource& pages) const;

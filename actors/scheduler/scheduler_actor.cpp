@@ -267,6 +267,15 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
         pump(self);
         update_gauges(self);
       },
+      [self](const prefix_query_msg& msg) {
+        const auto tokens = to_vector(msg.reader().getTokens());
+        const int cached = self->state.policy->cached_prefix(tokens);
+        const int pages = self->state.policy->cache_stats().cached_pages;
+        return prefix_query_result_msg::build([&](schema::PrefixQueryResult::Builder b) {
+          b.setCachedTokens(cached);
+          b.setCachedPages(pages);
+        });
+      },
       [self](const abort_msg& msg) {
         emit(self, self->state.policy->abort(msg.reader().getRequestId(), self->state.lease));
         return_surplus(self);

@@ -22,7 +22,8 @@ namespace brigade {
 // Anything that takes a stream of TokenEvents (tokenizer, frontend, a test probe).
 using token_sink_actor = caf::typed_actor<caf::reacts_to<token_event_msg>>;
 
-using scheduler_actor = caf::typed_actor<caf::reacts_to<generate_request_msg>, caf::reacts_to<abort_msg>>;
+using scheduler_actor = caf::typed_actor<caf::reacts_to<generate_request_msg>, caf::reacts_to<abort_msg>,
+                                         caf::replies_to<prefix_query_msg>::with<prefix_query_result_msg>>;
 
 // Step counters the scheduler keeps for its owner (the Engine reads them from another thread).
 struct SchedulerCounters {

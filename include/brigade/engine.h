@@ -152,6 +152,9 @@ class Engine {
 
   virtual const ModelSummary& model() const = 0;
   virtual EngineStats stats() const = 0;
+  // Leading tokens of prompt_ids whose KV the prefix cache holds now (asks the scheduler; 0 when
+  // the cache is off). What a request with this prompt would not have to prefill.
+  virtual Expected<int> cached_prefix_tokens(const std::vector<int32_t>& prompt_ids) const = 0;
   // Renders a conversation into prompt text with the model's chat template (its family taken
   // from tokenizer_config.json's chat_template). The text carries the family's BOS marker, so
   // submit it with add_bos = false. not_found when the model has no chat template; unsupported

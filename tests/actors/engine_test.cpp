@@ -413,6 +413,11 @@ TEST_F(SyntheticEngine, PrefixCacheGivesTheOutputsOfNoCache) {
     ASSERT_TRUE(want.has_value() && got.has_value());
     EXPECT_EQ(got->token_ids, want->token_ids) << "request " << i;
   }
+  // The scheduler answers prefix queries from its cache (the repeated prompt: all its whole pages).
+  auto cached = (*on)->cached_prefix_tokens(reqs[1].prompt_ids);
+  ASSERT_TRUE(cached.has_value()) << cached.status().to_string();
+  EXPECT_EQ(*cached, static_cast<int>(reqs[1].prompt_ids.size()) / 16 * 16);
+  EXPECT_EQ(*(*off)->cached_prefix_tokens(reqs[1].prompt_ids), 0);
   const EngineStats st = (*on)->stats();
   // Every request after the first reuses the two whole pages of the system prompt at least; the
   // repeated prompt reuses all its whole pages but the one holding its last token.
