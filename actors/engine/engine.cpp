@@ -58,13 +58,12 @@ Expected<DType> kv_dtype_for(const std::string& name, DType weights) {
   return *t;
 }
 
-// What names the model's weights for the KV fingerprint: architecture, size, and each checkpoint
-// file's path, size and modification time, so a checkpoint rewritten in place (a new
-// make-model seed, a fine-tune saved over it) never meets the KV pages of the old one.
+// What names the model's weights for the KV fingerprint: architecture, parameter count, and each
+// checkpoint file by content (name, size, hash of its first and last MiB), so the same weights
+// copied elsewhere keep their cached pages and weights rewritten in place (a new make-model
+// seed, a fine-tune saved over them) never meet the KV pages of the old ones. A synthetic spec
+// (`synthetic:...`) has deterministic weights: its name is its identity.
 std::string model_identity(const std::string& path, const ModelConfig& mc, int64_t n_params) {
-  // The checkpoint's files by content (size, first and last MiB): the same weights copied
-  // elsewhere keep their cached pages; rewritten weights lose them. A synthetic spec
-  // (`synthetic:...`) has deterministic weights: its name is its identity.
   namespace fs = std::filesystem;
   std::error_code ec;
   std::ostringstream id;
