@@ -1,6 +1,7 @@
 // GGUF weights: a GGUF written from a transformers fixture's weights (as llama.cpp's converter
 // lays them out, q/k permutation included) must give the fixture's logits in F32, the same
-// logits as the safetensors loaded as bf16 when stored BF16, and stay within kQ8Tol in Q8_0.
+// logits as the safetensors loaded as bf16 (f16) when stored BF16 (F16), and stay within kQ8Tol
+// in Q8_0.
 // Truncated or corrupt files are clear errors.
 #include <gtest/gtest.h>
 
@@ -25,9 +26,9 @@ using testing::run_fixture_case;
 
 // Same as hf_fixture_test.cpp: fp32 summation order plus 7 printed digits (measured 1.9e-5).
 constexpr float kLogitTol = 2e-4f;
-// BF16 GGUF vs the safetensors converted to bf16 at load: the same rounded weights; only the
-// summation order differs (llama's permuted q/k rows reorder the q·k dot products).
-constexpr float kBf16SameTol = 1e-4f;
+// BF16 (F16) GGUF vs the safetensors converted to bf16 (f16) at load: the same rounded weights;
+// only the summation order differs (llama's permuted q/k rows reorder the q·k dot products).
+constexpr float kHalfSameTol = 1e-4f;
 // Q8_0 keeps ~8 bits per weight. These fixtures' logits reach |45| (N(0, 1) embeddings); the
 // measured worst differences from the f32 reference are 0.055 (llama), 0.067 (llama linear),
 // 0.49 (llama3, tied), 0.083 (mistral), 0.067 (qwen3) and 0.59 (qwen2: tied N(0, 1) embedding
@@ -73,23 +74,28 @@ TEST_P(GgufWeights, F32MatchesTransformers) {
   }
 }
 
-TEST_P(GgufWeights, Bf16MatchesSafetensorsAsBf16) {
-  const testing::TempDir dir("gguf_bf16");
+// The GGUF stored as `out` against the safetensors converted to `dtype` at load.
+void expect_same_as_safetensors(const std::string& fixture, GgufOut out, DType dtype) {
+  const testing::TempDir dir("gguf_half");
   auto backend = make_cpu_backend({.n_threads = 2});
-  auto gguf = load(write_gguf(GetParam(), dir, GgufOut::bf16), *backend);
-  auto st = load(fixture_dir(GetParam()), *backend, DType::bf16);
+  auto gguf = load(write_gguf(fixture, dir, out), *backend);
+  auto st = load(fixture_dir(fixture), *backend, dtype);
   ASSERT_TRUE(gguf && st);
-  for (const auto& fc : read_fixture_cases(GetParam())) {
+  EXPECT_EQ(gguf->config().dtype, dtype) << "stored as " << dtype_name(dtype) << " in the GGUF";
+  for (const auto& fc : read_fixture_cases(fixture)) {
     const auto a = run_fixture_case(*gguf, *backend, fc);
     const auto b = run_fixture_case(*st, *backend, fc);
     ASSERT_EQ(a.logits.size(), b.logits.size());
     float diff = 0;
     for (size_t i = 0; i < a.logits.size(); ++i) diff = std::max(diff, std::fabs(a.logits[i] - b.logits[i]));
-    EXPECT_LE(diff, kBf16SameTol) << "the same bf16 weights through GGUF and safetensors";
+    EXPECT_LE(diff, kHalfSameTol) << "the same " << dtype_name(dtype) << " weights through GGUF and safetensors";
     EXPECT_EQ(a.greedy, b.greedy);
-    RecordProperty("bf16_vs_safetensors_" + std::to_string(fc.prompt.size()), std::to_string(diff));
+    ::testing::Test::RecordProperty(std::string(dtype_name(dtype)) + "_vs_safetensors_" + std::to_string(fc.prompt.size()), std::to_string(diff));
   }
 }
+
+TEST_P(GgufWeights, Bf16MatchesSafetensorsAsBf16) { expect_same_as_safetensors(GetParam(), GgufOut::bf16, DType::bf16); }
+TEST_P(GgufWeights, F16MatchesSafetensorsAsF16) { expect_same_as_safetensors(GetParam(), GgufOut::f16, DType::f16); }
 
 TEST_P(GgufWeights, Q8_0WithinTolerance) {
   const testing::TempDir dir("gguf_q8");

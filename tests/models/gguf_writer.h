@@ -1,6 +1,6 @@
 // A GGUF v3 writer for tests, independent of the reader: converts a Hugging Face checkpoint into
 // the file llama.cpp's converter would write (tensor names, metadata keys, the q/k row
-// permutation of llama models, 1-D tensors kept F32), in F32, BF16 or Q8_0; and writes raw
+// permutation of llama models, 1-D tensors kept F32), in F32, F16, BF16 or Q8_0; and writes raw
 // GGUF bytes so tests can corrupt them.
 #pragma once
 
@@ -35,7 +35,7 @@ class GgufBytes {
   std::vector<uint8_t> bytes_;
 };
 
-enum class GgufOut { f32, bf16, q8_0 };
+enum class GgufOut { f32, f16, bf16, q8_0 };
 
 struct GgufKv {
   std::string key;
@@ -156,9 +156,14 @@ inline void write_gguf_from_checkpoint(const Checkpoint& ck, const std::string& 
     if (t.shape.size() == 1 || out_type == GgufOut::f32) {
       o.data.resize(x.size() * 4);
       std::memcpy(o.data.data(), x.data(), o.data.size());
-    } else if (out_type == GgufOut::bf16) {
-      o.type = 30;
-      for (float f : x) { const uint16_t h = f32_to_bf16(f); o.data.push_back(static_cast<uint8_t>(h & 0xff)); o.data.push_back(static_cast<uint8_t>(h >> 8)); }
+    } else if (out_type == GgufOut::bf16 || out_type == GgufOut::f16) {
+      const bool bf = out_type == GgufOut::bf16;
+      o.type = bf ? 30 : 1;
+      for (float f : x) {
+        const uint16_t h = bf ? f32_to_bf16(f) : f32_to_f16(f);
+        o.data.push_back(static_cast<uint8_t>(h & 0xff));
+        o.data.push_back(static_cast<uint8_t>(h >> 8));
+      }
     } else {
       o.type = 8;
       append_q8_0(o.data, x);
