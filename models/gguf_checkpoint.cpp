@@ -60,6 +60,11 @@ Status read_config(const GgufFile& g, ModelConfig& c) {
   if (g.find(a + "attention.head_count_kv")) BRIGADE_RETURN_IF_ERROR(get("attention.head_count_kv", c.n_kv_heads));
   c.head_dim = c.hidden_size / c.n_heads;
   if (g.find(a + "attention.key_length")) BRIGADE_RETURN_IF_ERROR(get("attention.key_length", c.head_dim));
+  // llama.cpp's converter records the rotary width; these architectures rotate whole heads.
+  BRIGADE_ASSIGN_OR_RETURN(int64_t n_rot, g.get_int_or(a + "rope.dimension_count", c.head_dim));
+  if (n_rot != c.head_dim)
+    return unsupported(g.path() + ": " + a + "rope.dimension_count " + std::to_string(n_rot) + " differs from head_dim " +
+                       std::to_string(c.head_dim) + "; partial rotary embeddings are not supported");
   BRIGADE_ASSIGN_OR_RETURN(double eps, g.get_number_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
   BRIGADE_ASSIGN_OR_RETURN(double theta, g.get_number_or(a + "rope.freq_base", 10000.0));
   c.rms_eps = static_cast<float>(eps);

@@ -44,8 +44,9 @@ std::vector<uint8_t> tiny_gguf(const TempDir& dir) {
   return testing::read_bytes(dir.file("tiny.gguf"));
 }
 
-// Byte offset just past the name of tensor `name` in the tensor table (where its u32 n_dims is).
-size_t tensor_info(const std::vector<uint8_t>& bytes, const std::string& name) {
+// Byte offset just past the first occurrence of `name`: for a tensor, where its u32 n_dims is;
+// for a metadata key, where its u32 value type is.
+size_t after_name(const std::vector<uint8_t>& bytes, const std::string& name) {
   auto it = std::search(bytes.begin(), bytes.end(), name.begin(), name.end());
   EXPECT_NE(it, bytes.end()) << name;
   return static_cast<size_t>(it - bytes.begin()) + name.size();
@@ -90,7 +91,7 @@ TEST_F(GgufCorrupt, HugeCountsAndLengths) {
 }
 
 TEST_F(GgufCorrupt, DimsThatOverflow) {
-  const size_t at = tensor_info(good_, "token_embd.weight");
+  const size_t at = after_name(good_, "token_embd.weight");
   ASSERT_EQ(good_[at], 2) << "n_dims of the embedding";
   // Each dim alone, and a product past 2^63 from two that are each plausible.
   expect_refused(with<uint64_t>(good_, at + 4, ~uint64_t{0}), StatusCode::corrupt, "implausible shape");
@@ -103,7 +104,7 @@ TEST_F(GgufCorrupt, DimsThatOverflow) {
 }
 
 TEST_F(GgufCorrupt, TensorDataPastTheEnd) {
-  const size_t at = tensor_info(good_, "output_norm.weight");
+  const size_t at = after_name(good_, "output_norm.weight");
   ASSERT_EQ(good_[at], 1);
   const size_t offset_at = at + 4 + 8 + 4;  // n_dims, dims[0], type, then the u64 offset
   expect_refused(with<uint64_t>(good_, offset_at, good_.size()), StatusCode::corrupt, "output_norm.weight");
@@ -113,12 +114,19 @@ TEST_F(GgufCorrupt, TensorDataPastTheEnd) {
 }
 
 TEST_F(GgufCorrupt, UnknownGgmlTypeAndValueType) {
-  const size_t at = tensor_info(good_, "output_norm.weight");
+  const size_t at = after_name(good_, "output_norm.weight");
   const size_t type_at = at + 4 + 8;
   expect_refused(with<uint32_t>(good_, type_at, 99), StatusCode::unsupported, "ggml type 99");
   expect_refused(with<uint32_t>(good_, type_at, 2), StatusCode::unsupported, "supported: F32, F16, BF16, Q8_0");
   // The first key's value type follows "general.architecture" (u64 length, 20 bytes).
   expect_refused(with<uint32_t>(good_, 24 + 8 + 20, 77), StatusCode::corrupt, "unknown value type 77");
+}
+
+TEST_F(GgufCorrupt, PartialRotaryIsRefused) {
+  const std::string key = "llama.rope.dimension_count";
+  const size_t at = after_name(good_, key);  // a key is written like a tensor name: u64 length, bytes
+  ASSERT_EQ(good_[at], 4) << "u32 value";
+  expect_refused(with<uint32_t>(good_, at + 4, 4), StatusCode::unsupported, "rope.dimension_count 4");
 }
 
 // Mutations of a valid file. Most land in [0, header_end) (the metadata and tensor table), where

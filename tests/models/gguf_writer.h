@@ -130,6 +130,7 @@ inline void write_gguf_from_checkpoint(const Checkpoint& ck, const std::string& 
                             {a + "attention.head_count", 4, static_cast<uint32_t>(c.n_heads)},
                             {a + "attention.head_count_kv", 4, static_cast<uint32_t>(c.n_kv_heads)},
                             {a + "attention.key_length", 4, static_cast<uint32_t>(c.head_dim)},
+                            {a + "rope.dimension_count", 4, static_cast<uint32_t>(c.head_dim)},
                             {a + "attention.layer_norm_rms_epsilon", 6, 0, c.rms_eps},
                             {a + "rope.freq_base", 6, 0, c.rope_theta}};
   if (c.rope_scaling.type == RopeScalingType::linear) {
