@@ -1,6 +1,7 @@
 #include "models/gguf.h"
 
 #include <cstring>
+#include <limits>
 
 namespace brigade {
 namespace {
@@ -14,6 +15,7 @@ class Cursor {
   Cursor(const MappedFile& f) : f_(f) {}
   uint64_t pos() const { return pos_; }
   void seek(uint64_t p) { pos_ = p; }
+  const std::string& path() const { return f_.path(); }
 
   template <typename T>
   Status read(T& out, const std::string& what) {
@@ -61,7 +63,7 @@ Status read_scalar(Cursor& c, GgufType type, GgufValue& v, const std::string& wh
     case GgufType::boolean: {
       uint8_t b = 0;
       BRIGADE_RETURN_IF_ERROR(c.read(b, what));
-      if (b > 1) return corrupt(what + ": bool value " + std::to_string(b) + " is not 0 or 1");
+      if (b > 1) return corrupt(c.path() + ": " + what + ": bool value " + std::to_string(b) + " is not 0 or 1");
       v.integer = b;
       v.number = b;
       return Status::ok();
@@ -69,7 +71,7 @@ Status read_scalar(Cursor& c, GgufType type, GgufValue& v, const std::string& wh
     case GgufType::string: return c.read_string(v.str, what);
     case GgufType::array: break;
   }
-  return corrupt(what + ": unknown value type " + std::to_string(static_cast<uint32_t>(type)));
+  return corrupt(c.path() + ": " + what + ": unknown value type " + std::to_string(static_cast<uint32_t>(type)));
 }
 
 Status read_value(Cursor& c, GgufValue& v, const std::string& what) {
@@ -81,9 +83,9 @@ Status read_value(Cursor& c, GgufValue& v, const std::string& what) {
   uint64_t n = 0;
   BRIGADE_RETURN_IF_ERROR(c.read(et, what));
   BRIGADE_RETURN_IF_ERROR(c.read(n, what));
-  if (n > kMaxCount) return corrupt(what + ": array of " + std::to_string(n) + " elements is implausible");
+  if (n > kMaxCount) return corrupt(c.path() + ": " + what + ": array of " + std::to_string(n) + " elements is implausible");
   v.elem_type = static_cast<GgufType>(et);
-  if (v.elem_type == GgufType::array) return unsupported(what + ": nested arrays are not supported");
+  if (v.elem_type == GgufType::array) return unsupported(c.path() + ": " + what + ": nested arrays are not supported");
   GgufValue e;
   for (uint64_t i = 0; i < n; ++i) {
     BRIGADE_RETURN_IF_ERROR(read_scalar(c, v.elem_type, e, what));
@@ -136,6 +138,11 @@ Status GgufFile::parse() {
   BRIGADE_RETURN_IF_ERROR(c.read(n_tensors, "GGUF header"));
   BRIGADE_RETURN_IF_ERROR(c.read(n_kv, "GGUF header"));
   if (n_tensors > kMaxCount || n_kv > kMaxCount) return corrupt(p + ": implausible tensor or key count");
+  // A key/value takes at least 13 bytes (u64 length, u32 type, one value byte) and a tensor
+  // descriptor at least 32 (u64 length, u32 n_dims, one u64 dim, u32 type, u64 offset).
+  if (n_kv * 13 + n_tensors * 32 > file_->size() - c.pos())
+    return corrupt(p + ": the header claims " + std::to_string(n_tensors) + " tensors and " + std::to_string(n_kv) +
+                   " keys, more than the file's " + std::to_string(file_->size()) + " bytes can hold (truncated or corrupt file)");
   for (uint64_t i = 0; i < n_kv; ++i) {
     std::string key;
     BRIGADE_RETURN_IF_ERROR(c.read_string(key, "metadata key #" + std::to_string(i)));
@@ -178,6 +185,8 @@ Status GgufFile::parse() {
     for (int64_t d : t.info.dims) numel *= d;
     const uint64_t n = *ggml_type_bytes(t.info.type, numel);
     if (t.offset % a != 0) return corrupt(p + ": tensor '" + t.info.name + "' offset is not aligned");
+    if (t.offset > std::numeric_limits<uint64_t>::max() - data_start)  // the sum below would wrap
+      return corrupt(p + ": tensor '" + t.info.name + "' offset " + std::to_string(t.offset) + " is past the end of the file");
     auto b = file_->bytes(data_start + t.offset, n, "tensor '" + t.info.name + "' data");
     if (!b) return b.status();
     t.info.bytes = *b;

@@ -1,11 +1,43 @@
 #include "models/gguf_checkpoint.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace brigade {
 namespace {
 
 constexpr const char* kSupportedArchs = "llama, qwen2, qwen3";
+
+// {arch}.attention.sliding_window: honoured for llama (Mistral), as transformers does; 0 means
+// none. llama.cpp's llama architecture never reads the key (full causal attention), so a
+// Mistral GGUF without it runs unwindowed there and here alike. qwen2/qwen3 ignore it as both
+// llama.cpp and transformers do (transformers applies Qwen's window only with
+// use_sliding_window, which GGUF has no key for).
+Status read_sliding_window(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  const std::string key = a + "attention.sliding_window";
+  if (c.arch != "llama" || !g.find(key)) return Status::ok();
+  BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int(key));
+  if (v < 0 || v > INT32_MAX) return corrupt(g.path() + ": metadata '" + key + "' is out of range");
+  c.sliding_window = static_cast<int>(v);
+  return Status::ok();
+}
+
+// rope_freqs.weight: llama.cpp's per-frequency divisors (how its converter stores llama3 RoPE
+// scaling), [head_dim / 2] finite positive values.
+Status read_rope_freqs(const GgufFile& g, const RawTensor& t, ModelConfig& c) {
+  const int64_t want = c.head_dim / 2;
+  if (t.shape.size() != 1 || t.shape[0] != want)
+    return corrupt(g.path() + ": tensor 'rope_freqs.weight' has shape " + t.shape_string() + "; expected [" +
+                   std::to_string(want) + "] (head_dim / 2)");
+  std::vector<float> f(static_cast<size_t>(want));
+  for (int64_t i = 0; i < want; ++i) {
+    f[static_cast<size_t>(i)] = static_cast<float>(t.at(i));
+    if (!std::isfinite(f[static_cast<size_t>(i)]) || f[static_cast<size_t>(i)] <= 0.0f)
+      return corrupt(g.path() + ": tensor 'rope_freqs.weight' holds a factor that is not a positive number");
+  }
+  c.rope_scaling.freq_factors = std::move(f);
+  return Status::ok();
+}
 
 Status read_config(const GgufFile& g, ModelConfig& c) {
   BRIGADE_ASSIGN_OR_RETURN(std::string arch, g.get_string("general.architecture"));
@@ -28,6 +60,11 @@ Status read_config(const GgufFile& g, ModelConfig& c) {
   if (g.find(a + "attention.head_count_kv")) BRIGADE_RETURN_IF_ERROR(get("attention.head_count_kv", c.n_kv_heads));
   c.head_dim = c.hidden_size / c.n_heads;
   if (g.find(a + "attention.key_length")) BRIGADE_RETURN_IF_ERROR(get("attention.key_length", c.head_dim));
+  // llama.cpp's converter records the rotary width; these architectures rotate whole heads.
+  BRIGADE_ASSIGN_OR_RETURN(int64_t n_rot, g.get_int_or(a + "rope.dimension_count", c.head_dim));
+  if (n_rot != c.head_dim)
+    return unsupported(g.path() + ": " + a + "rope.dimension_count " + std::to_string(n_rot) + " differs from head_dim " +
+                       std::to_string(c.head_dim) + "; partial rotary embeddings are not supported");
   BRIGADE_ASSIGN_OR_RETURN(double eps, g.get_number_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
   BRIGADE_ASSIGN_OR_RETURN(double theta, g.get_number_or(a + "rope.freq_base", 10000.0));
   c.rms_eps = static_cast<float>(eps);
@@ -40,7 +77,7 @@ Status read_config(const GgufFile& g, ModelConfig& c) {
     c.rope_scaling.type = RopeScalingType::linear;
     c.rope_scaling.factor = static_cast<float>(f);
   }
-  if (g.find(a + "attention.sliding_window")) BRIGADE_RETURN_IF_ERROR(get("attention.sliding_window", c.sliding_window));
+  BRIGADE_RETURN_IF_ERROR(read_sliding_window(g, a, c));
   c.qkv_bias = arch == "qwen2";
   c.qk_norm = arch == "qwen3";
   BRIGADE_ASSIGN_OR_RETURN(int64_t bos, g.get_int_or("tokenizer.ggml.bos_token_id", -1));
@@ -91,8 +128,9 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
                             std::vector<std::vector<uint8_t>>& owned) {
   BRIGADE_RETURN_IF_ERROR(read_config(g, c));
   for (const auto& t : g.tensors()) {
-    const std::string name = gguf_to_hf_name(t.name);
-    if (name.empty()) continue;  // e.g. rope_freqs: not used by the supported layouts
+    const bool rope_freqs = t.name == "rope_freqs.weight";
+    const std::string name = rope_freqs ? t.name : gguf_to_hf_name(t.name);
+    if (name.empty()) continue;  // a tensor no supported layout uses
     RawTensor r;
     r.name = name;
     r.file = g.path();
@@ -106,6 +144,10 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
         r.dtype = DType::f32;
         r.bytes = std::span<const uint8_t>(owned.back());
         break;
+    }
+    if (rope_freqs) {
+      BRIGADE_RETURN_IF_ERROR(read_rope_freqs(g, r, c));
+      continue;
     }
     if (!tensors.emplace(name, std::move(r)).second) return corrupt(g.path() + ": tensor '" + t.name + "' appears twice");
   }

@@ -10,6 +10,11 @@
 //   - F32, F16 and BF16 tensors are views of the mapping. Q8_0 (blocks of 32: f16 scale + 32
 //     int8) is dequantized to f32 at open into memory the checkpoint owns: exact (a f16 scale
 //     times an int8 fits f32's mantissa), at 4 bytes per weight until a backend has Q8_0 kernels.
+//   - RoPE: {arch}.rope.freq_base, rope.scaling.type none or linear (+ rope.scaling.factor), and
+//     rope_freqs.weight [head_dim / 2], the per-frequency divisors in which llama.cpp's converter
+//     stores llama3 scaling (RopeScaling::freq_factors).
+//   - llama.attention.sliding_window (Mistral) is honoured, 0 meaning none; without it attention
+//     is full causal, as in llama.cpp. qwen2/qwen3 ignore the key, as llama.cpp does.
 #pragma once
 
 #include <map>
@@ -25,7 +30,7 @@ namespace brigade {
 
 // Fills config and tensors from `gguf`; dequantized data goes to `owned` (which must outlive the
 // tensors). unsupported for other architectures (listed) or rope scaling types; corrupt for
-// missing keys or tensors of the wrong size, naming them.
+// missing keys or tensors of the wrong size (rope_freqs.weight included), naming them.
 Status read_gguf_checkpoint(const GgufFile& gguf, ModelConfig& config, std::map<std::string, RawTensor>& tensors,
                             std::vector<std::vector<uint8_t>>& owned);
 

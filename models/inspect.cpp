@@ -50,6 +50,7 @@ std::string format_model_info(const ModelInfo& m) {
     std::snprintf(factor, sizeof(factor), "%g", static_cast<double>(c.rope_scaling.factor));
     s += std::string(", scaling ") + rope_scaling_name(c.rope_scaling.type) + " x" + factor;
   }
+  if (!c.rope_scaling.freq_factors.empty()) s += ", per-frequency factors (rope_freqs)";
   s += "\n";
   std::string attn;
   if (c.qkv_bias) attn += ", qkv bias";

@@ -63,11 +63,7 @@ std::string layer_name(int l, const char* suffix) { return "model.layers." + std
 class LlamaModel final : public Model {
  public:
   LlamaModel(const ModelConfig& config, Backend& backend, const LoadOptions& options)
-      : config_(config), backend_(backend), options_(options) {
-    rope_.style = config.rope_style;
-    rope_.rotary_dim = config.head_dim;
-    rope_.inv_freq = rope_inv_freq_scaled(config.rope_theta, config.head_dim, config.rope_scaling);
-  }
+      : config_(config), backend_(backend), options_(options) {}
 
   Status load(const Checkpoint& ck);
 
@@ -138,9 +134,12 @@ Status LlamaModel::load(const Checkpoint& ck) {
   WeightLoader w(ck, backend_, options_.weight_dtype);
   LoadProgress progress(ck.path(), c.n_layers, options_.progress);
   BRIGADE_ASSIGN_OR_RETURN(embed_, w.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size));
-  layers_.resize(static_cast<size_t>(c.n_layers));
+  // Sizes from the config (layer count, head_dim) are trusted for allocation only once the
+  // tensors have confirmed them: a corrupt header cannot ask for memory the weights do not back.
   for (int l = 0; l < c.n_layers; ++l) {
-    BRIGADE_RETURN_IF_ERROR(load_layer(w, l, layers_[static_cast<size_t>(l)]));
+    DecoderLayer layer;
+    BRIGADE_RETURN_IF_ERROR(load_layer(w, l, layer));
+    layers_.push_back(std::move(layer));
     progress.update(l + 1, w.n_bytes());
   }
   progress.finish();
@@ -150,6 +149,9 @@ Status LlamaModel::load(const Checkpoint& ck) {
   }
   n_params_ = w.n_params();
   weight_bytes_ = w.n_bytes();
+  rope_.style = c.rope_style;
+  rope_.rotary_dim = c.head_dim;
+  rope_.inv_freq = rope_inv_freq_scaled(c.rope_theta, c.head_dim, c.rope_scaling);
   BRIGADE_RETURN_IF_ERROR(allocate_scratch());
   backend_.synchronize();  // uploads from staging memory have finished before it is freed
   return Status::ok();

@@ -160,6 +160,8 @@ Status ModelConfig::validate() const {
   if (!(rope_theta > 0.0f) || !std::isfinite(rope_theta))
     return invalid_argument("model config: rope_theta must be a positive number");
   if (sliding_window < 0) return invalid_argument("model config: sliding_window must be >= 0");
+  if (!rope_scaling.freq_factors.empty() && rope_scaling.freq_factors.size() != static_cast<size_t>(head_dim / 2))
+    return invalid_argument("model config: rope frequency factors must number head_dim / 2 = " + std::to_string(head_dim / 2));
   if (bos_id >= vocab_size) return invalid_argument("model config: bos_token_id is outside the vocabulary");
   for (int e : eos_ids)
     if (e < 0 || e >= vocab_size)

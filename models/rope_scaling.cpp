@@ -93,6 +93,10 @@ std::vector<float> rope_inv_freq_scaled(float theta, int rotary_dim, const RopeS
       break;
     }
   }
+  if (!scaling.freq_factors.empty()) {
+    BRIGADE_CHECK(scaling.freq_factors.size() == inv.size(), "rope freq_factors must be [rotary_dim / 2]");
+    for (size_t i = 0; i < inv.size(); ++i) inv[i] /= scaling.freq_factors[i];
+  }
   return inv;
 }
 

@@ -18,6 +18,10 @@ struct RopeScaling {
   float low_freq_factor = 1.0f;       // llama3
   float high_freq_factor = 4.0f;      // llama3
   int original_max_position = 0;      // llama3 (required); dynamic (0 = max_position_embeddings)
+  // Per-frequency divisors [rotary_dim / 2] from a GGUF's rope_freqs.weight, the form in which
+  // llama.cpp's converter stores llama3 scaling (type stays none); empty = none. Each is finite
+  // and positive (checked at load).
+  std::vector<float> freq_factors;
 };
 
 // Parses a rope_scaling JSON object's text ({"rope_type" or "type": ..., "factor": ...}).
@@ -36,6 +40,8 @@ const char* rope_scaling_name(RopeScalingType type);
 //   dynamic: unchanged. transformers rescales theta only once a sequence is longer than
 //            max_position_embeddings, and brigade refuses positions past max_position, so the
 //            default frequencies are exact for every position it accepts.
+// then, when freq_factors is set, inv_freq[i] / freq_factors[i] (llama.cpp's ggml_rope_ext with
+// freq_factors). Needs freq_factors empty or of size rotary_dim / 2.
 std::vector<float> rope_inv_freq_scaled(float theta, int rotary_dim, const RopeScaling& scaling);
 
 }  // namespace brigade

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "models/make_model.h"
+#include "models/synthetic_tokenizer.h"
 
 namespace brigade {
 namespace {
@@ -293,6 +294,22 @@ TEST_F(SyntheticEngine, TextPromptStreamsCompleteText) {
   EXPECT_GT(c->prompt_tokens, 1);
 }
 
+// A text prompt that is not UTF-8 is refused saying so (by the tokenizer actor), and serving goes on.
+TEST_F(SyntheticEngine, InvalidUtf8PromptIsRefused) {
+  auto engine = Engine::create(small_options(dir_.string()));
+  ASSERT_TRUE(engine.has_value());
+  GenerateOptions r;
+  r.prompt = "ok \xff\xfe \xc3";
+  r.max_tokens = 4;
+  r.sampling.temperature = 0.0f;
+  auto bad = (*engine)->generate(r);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.status().message().find("UTF-8"), std::string::npos) << bad.status().to_string();
+  r.prompt = "ok";
+  auto ok = (*engine)->generate(r);
+  EXPECT_TRUE(ok.has_value()) << ok.status().to_string();
+}
+
 TEST_F(SyntheticEngine, StopStringEndsTheRequestWithoutStreamingIt) {
   auto engine = Engine::create(small_options(dir_.string()));
   ASSERT_TRUE(engine.has_value());
@@ -366,6 +383,26 @@ TEST(EngineCreate, BadModelsAreClearErrors) {
   auto corrupt = Engine::create(small_options(bad.string()));
   EXPECT_FALSE(corrupt.has_value());
   fs::remove(bad);
+
+  // A tokenizer with more tokens than the model's embedding has rows belongs to another model.
+  const fs::path mismatched = fs::temp_directory_path() / ("brigade_vocab_" + std::to_string(::getpid()));
+  SyntheticModelSpec spec;
+  spec.hidden_size = 16;
+  spec.n_layers = 1;
+  spec.n_heads = 2;
+  spec.n_kv_heads = 1;
+  spec.intermediate_size = 32;
+  spec.vocab_size = 300;
+  spec.max_position = 32;
+  spec.dtype = DType::f32;
+  ASSERT_TRUE(write_synthetic_model(spec, mismatched.string()).is_ok());
+  auto bigger = synthetic_tokenizer_json(400);
+  ASSERT_TRUE(bigger.has_value());
+  { std::ofstream(mismatched / "tokenizer.json") << *bigger; }
+  auto wrong_vocab = Engine::create(small_options(mismatched.string()));
+  fs::remove_all(mismatched);
+  ASSERT_FALSE(wrong_vocab.has_value());
+  EXPECT_NE(wrong_vocab.status().message().find("400 tokens"), std::string::npos) << wrong_vocab.status().to_string();
 
   EngineOptions o = small_options(stories_path());
   o.topology.instances.front().kv.dtype = "f8";

@@ -4,6 +4,7 @@
 #include "cpu/cpu_backend.h"
 #include "model_test_util.h"
 #include "models/checkpoint.h"
+#include "models/inspect.h"
 #include "models/make_model.h"
 
 namespace brigade {
@@ -161,6 +162,10 @@ TEST(BadInput, Llama2cHeaderCheckedAgainstFileSize) {
     EXPECT_EQ((*ck)->config().tie_embeddings, shared);
     EXPECT_EQ((*ck)->tensor("lm_head.weight").has_value(), !shared);
     EXPECT_TRUE(load_status(path).is_ok()) << load_status(path).to_string();
+    auto info = inspect_model(path);
+    ASSERT_TRUE(info.has_value()) << info.status().to_string();
+    EXPECT_EQ(info->format, "llama2.c");
+    EXPECT_EQ(info->config.n_kv_heads, 1);
     for (size_t cut : {size_t{10}, good.size() / 2, good.size() - 4}) {
       testing::write_bytes(path, std::vector<uint8_t>(good.begin(), good.begin() + static_cast<long>(cut)));
       const Status st = load_status(path);

@@ -1,6 +1,6 @@
 // A GGUF v3 writer for tests, independent of the reader: converts a Hugging Face checkpoint into
 // the file llama.cpp's converter would write (tensor names, metadata keys, the q/k row
-// permutation of llama models, 1-D tensors kept F32), in F32, BF16 or Q8_0; and writes raw
+// permutation of llama models, 1-D tensors kept F32), in F32, F16, BF16 or Q8_0; and writes raw
 // GGUF bytes so tests can corrupt them.
 #pragma once
 
@@ -35,7 +35,7 @@ class GgufBytes {
   std::vector<uint8_t> bytes_;
 };
 
-enum class GgufOut { f32, bf16, q8_0 };
+enum class GgufOut { f32, f16, bf16, q8_0 };
 
 struct GgufKv {
   std::string key;
@@ -89,8 +89,37 @@ inline void append_q8_0(std::vector<uint8_t>& out, const std::vector<float>& x) 
   }
 }
 
-// Writes `ck` (an f32 checkpoint) as GGUF at `path`.
-inline void write_gguf_from_checkpoint(const Checkpoint& ck, const std::string& path, GgufOut out_type) {
+// convert_hf_to_gguf.py's LlamaModel.generate_extra_tensors for rope_type llama3: per frequency,
+// 1 (wavelength below original_max / high_freq_factor), factor (above original_max /
+// low_freq_factor), else 1 / ((1 - smooth) / factor + smooth); f32 arithmetic as in torch. The
+// converter takes original_max from the config's top level with a fallback of 8192 (Llama 3.x's
+// value); transformers >= 5 keeps it in rope_parameters, so it is taken from there.
+inline std::vector<float> llama3_rope_freq_factors(const ModelConfig& c) {
+  const RopeScaling& s = c.rope_scaling;
+  const float old_len = static_cast<float>(s.original_max_position);
+  const float low_wavelen = old_len / s.low_freq_factor, high_wavelen = old_len / s.high_freq_factor;
+  std::vector<float> out;
+  for (int i = 0; i < c.head_dim; i += 2) {
+    const float freq = 1.0f / std::pow(c.rope_theta, static_cast<float>(i) / static_cast<float>(c.head_dim));
+    const float wavelen = 2.0f * static_cast<float>(M_PI) / freq;
+    if (wavelen < high_wavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      out.push_back(s.factor);
+    } else {
+      const float smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+      out.push_back(1.0f / ((1.0f - smooth) / s.factor + smooth));
+    }
+  }
+  return out;
+}
+
+// Writes `ck` (an f32 checkpoint) as GGUF at `path`. llama3 RoPE scaling becomes a
+// rope_freqs.weight tensor, as llama.cpp's converter writes it. A sliding window becomes
+// {arch}.attention.sliding_window when `sliding_window_key` (llama.cpp's converter does not
+// write it for llama; tests turn it off to see that case).
+inline void write_gguf_from_checkpoint(const Checkpoint& ck, const std::string& path, GgufOut out_type,
+                                       bool sliding_window_key = true) {
   const ModelConfig& c = ck.config();
   const std::string a = c.arch + ".";
   std::vector<GgufKv> kv = {{"general.architecture", 8, 0, 0, c.arch},
@@ -101,14 +130,23 @@ inline void write_gguf_from_checkpoint(const Checkpoint& ck, const std::string& 
                             {a + "attention.head_count", 4, static_cast<uint32_t>(c.n_heads)},
                             {a + "attention.head_count_kv", 4, static_cast<uint32_t>(c.n_kv_heads)},
                             {a + "attention.key_length", 4, static_cast<uint32_t>(c.head_dim)},
+                            {a + "rope.dimension_count", 4, static_cast<uint32_t>(c.head_dim)},
                             {a + "attention.layer_norm_rms_epsilon", 6, 0, c.rms_eps},
                             {a + "rope.freq_base", 6, 0, c.rope_theta}};
   if (c.rope_scaling.type == RopeScalingType::linear) {
     kv.push_back({a + "rope.scaling.type", 8, 0, 0, "linear"});
     kv.push_back({a + "rope.scaling.factor", 6, 0, c.rope_scaling.factor});
   }
+  if (c.sliding_window > 0 && sliding_window_key)
+    kv.push_back({a + "attention.sliding_window", 4, static_cast<uint32_t>(c.sliding_window)});
   struct Out { std::string name; std::vector<int64_t> shape; uint32_t type; std::vector<uint8_t> data; };
   std::vector<Out> outs;
+  if (c.rope_scaling.type == RopeScalingType::llama3) {
+    const std::vector<float> f = llama3_rope_freq_factors(c);
+    Out o{"rope_freqs.weight", {static_cast<int64_t>(f.size())}, 0, std::vector<uint8_t>(f.size() * 4)};
+    std::memcpy(o.data.data(), f.data(), o.data.size());
+    outs.push_back(std::move(o));
+  }
   for (const auto& [name, t] : ck.tensors()) {
     std::vector<float> x(static_cast<size_t>(t.numel()));
     for (int64_t i = 0; i < t.numel(); ++i) x[static_cast<size_t>(i)] = static_cast<float>(t.at(i));
@@ -119,9 +157,14 @@ inline void write_gguf_from_checkpoint(const Checkpoint& ck, const std::string& 
     if (t.shape.size() == 1 || out_type == GgufOut::f32) {
       o.data.resize(x.size() * 4);
       std::memcpy(o.data.data(), x.data(), o.data.size());
-    } else if (out_type == GgufOut::bf16) {
-      o.type = 30;
-      for (float f : x) { const uint16_t h = f32_to_bf16(f); o.data.push_back(static_cast<uint8_t>(h & 0xff)); o.data.push_back(static_cast<uint8_t>(h >> 8)); }
+    } else if (out_type == GgufOut::bf16 || out_type == GgufOut::f16) {
+      const bool bf = out_type == GgufOut::bf16;
+      o.type = bf ? 30 : 1;
+      for (float f : x) {
+        const uint16_t h = bf ? f32_to_bf16(f) : f32_to_f16(f);
+        o.data.push_back(static_cast<uint8_t>(h & 0xff));
+        o.data.push_back(static_cast<uint8_t>(h >> 8));
+      }
     } else {
       o.type = 8;
       append_q8_0(o.data, x);
