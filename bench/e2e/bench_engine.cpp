@@ -45,7 +45,8 @@ RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens) {
   auto since = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   for (int b = 0; b < batch; ++b) {
     GenerateOptions r;
-    for (int i = 0; i < prompt_len; ++i) r.prompt_ids.push_back(3 + (b * 131 + i * 17) % 20000);
+    const int n_ids = std::min(20000, static_cast<int>(engine.model().vocab_size) - 3);  // small models too
+    for (int i = 0; i < prompt_len; ++i) r.prompt_ids.push_back(3 + (b * 131 + i * 17) % n_ids);
     r.max_tokens = max_tokens;
     r.sampling.temperature = 0.0f;
     r.ignore_eos = true;
