@@ -13,6 +13,14 @@
 // same page, and a prefix cache can hand out a page that decode wrote in place of one a prefill
 // would have written. The price is a scale up to 2x the ideal absmax / 127 (half a bit on
 // average); docs/perf.md ("KV int8") measures what that costs in logits.
+//
+// Limit: that is exact for the same K/V values. In a model, layers after the first compute K/V
+// from attention outputs, and attention reads a page's earlier tokens at the page's scale at
+// read time: within one prefill chunk that scale already covers the chunk's later tokens, while
+// a decode step sees only the tokens so far. So a sequence prefilled at once and the same
+// sequence decoded token by token (e.g. recomputed after a preemption) can differ slightly from
+// layer 1 on. Making that exact would need prefill attention to read each row's page-mates at
+// the page's running scale as of that row.
 #pragma once
 
 #include <cstdint>
