@@ -59,8 +59,7 @@ std::string kv_fingerprint(std::string_view model_identity, const KvLayout& layo
 
 // The device memory of a KV pool: per layer, k and v [n_pages, page_size, n_kv_heads, head_dim]
 // and, for int8, k_scale and v_scale [n_pages, n_kv_heads] f32 (zero: every page empty).
-// A page's content, e.g. to move it between cache tiers, is its row of every one of these tensors
-// in every layer (page_bytes() in all): int8 pages mean nothing without their scale rows.
+// A page's bytes (read_page/write_page) are its rows of page_tensors() in every layer.
 class KvCache {
  public:
   // unsupported when the backend cannot run attention over `layout.dtype` (e.g. int8 on the GPU).
