@@ -139,7 +139,7 @@ Status TopologyConfig::validate() const {
   if (k.page_size < 1 || k.page_size > 1024) return invalid_argument(w + ": kv.page_size must be in [1, 1024]");
   if (k.pages < 0) return invalid_argument(w + ": kv.pages must be >= 0 (0 = from kv.memory_mb)");
   if (k.pages == 0 && k.memory_mb < 1) return invalid_argument(w + ": kv.memory_mb must be >= 1");
-  const std::set<std::string> dtypes = {"auto", "f32", "bf16", "f16"};
+  const std::set<std::string> dtypes = {"auto", "f32", "bf16", "f16", "int8"};
   if (!dtypes.count(k.dtype)) return invalid_argument(w + ": kv.dtype '" + k.dtype + "' is not one of: " + join(dtypes));
   return validate_cache(inst.cache, w);
 }

@@ -46,9 +46,16 @@ struct RopeConfig {
 };
 
 // One layer's paged KV memory: k and v [n_pages, page_size, n_kv_heads, head_dim] (DESIGN.md §5).
+// int8 KV (dtype i8) adds one scale per (page, kv head) for K and for V, k_scale and v_scale
+// [n_pages, n_kv_heads] f32, and stores x as q = floor(x / scale) in [-128, 127], read back as
+// (q + 0.5) * scale. A scale is a power of two (0 = the page holds no token yet) covering the
+// absmax of every token written to that page and head: see cpu/kv_int8.h for why and how.
+// Other dtypes leave the scale tensors empty.
 struct KvLayer {
   Tensor k;
   Tensor v;
+  Tensor k_scale;
+  Tensor v_scale;
 };
 
 // Per-step attention metadata; i32 tensors on the device plus host-side bounds for launches.
@@ -73,6 +80,12 @@ class Backend {
   virtual std::string name() const = 0;
   // Element type of activations between ops (CPU: f32; GPU: bf16). Logits are always f32.
   virtual DType activation_dtype() const = 0;
+
+  // Whether write_kv and attention accept a KV cache of element type `t`. KvCache::allocate
+  // asks, so an unsupported kv dtype is refused when the engine starts, not at the first step.
+  virtual bool supports_kv_dtype(DType t) const {
+    return t == DType::f32 || t == DType::bf16 || t == DType::f16;
+  }
 
   // ---- memory ----
   // Device memory of at least `bytes`, aligned to 64 bytes; out_of_resources when it cannot.
@@ -106,6 +119,9 @@ class Backend {
                     const RopeConfig& rope) = 0;
   // Copies the k and v heads of qkv [n, ...] into the pages: row i goes to slot slots[i]
   // (page = slot / page_size, offset = slot % page_size); slots [n] i32, negative = skip.
+  // int8 KV: a page's tokens are written in position order, so a write to offset 0 starts the
+  // page afresh (its scales forget the page's previous owner); a write elsewhere keeps the
+  // tokens already there, requantized when the page's scale grows.
   virtual void write_kv(const KvLayer& cache, const Tensor& qkv, const QkvLayout& l,
                         const Tensor& slots) = 0;
   // out [n, n_heads * head_dim] = softmax(q·Kᵀ · scale) · V over each row's causal context

@@ -5,9 +5,14 @@
 // its rows can see once, page by page (a page is the tile): K and V of the page are widened to f32
 // once and used by all rows x the query heads sharing that kv head (GQA). Each query keeps an
 // online softmax (running max m, sum l, unnormalised output acc), so no [n_q, ctx] matrix exists.
+//
+// The cache dtype is resolved once per call into a run_item instantiation (KvRead): f32 pages are
+// read in place, bf16/f16 pages are widened per tile, int8 pages are dequantized per tile with
+// their (page, kv head) scale (cpu/kv_int8.h). No per-element dtype branch runs in the loops.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "cpu/ops.h"
@@ -60,10 +65,14 @@ void prefetch_page(const KvLayer& cache, const Shape& s, int64_t page, int64_t h
   }
 }
 
+// How run_item reads a tile of K/V rows, chosen once per call from the cache dtype.
+enum class KvRead { f32_in_place, widen, dequantize_i8 };
+
 struct Scratch {
   std::vector<float> q, acc, m, l, k_tile, v_tile, scores;
 };
 
+template <KvRead kRead>
 void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* qkv,
               const KvLayer& cache, const int32_t* q_start, const int32_t* ctx_len,
               const int32_t* block_table, float* out, int64_t out_width) {
@@ -89,8 +98,7 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
   }
   const QueryRange first = visible(first_pos + it.row_begin, s.sliding_window);
   const QueryRange last = visible(first_pos + it.row_end - 1, s.sliding_window);
-  const bool f32_cache = cache.k.dtype == DType::f32;
-  if (!f32_cache) {
+  if constexpr (kRead != KvRead::f32_in_place) {
     sc.k_tile.resize(static_cast<size_t>(s.page_size * d));
     sc.v_tile.resize(static_cast<size_t>(s.page_size * d));
   }
@@ -105,14 +113,26 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
     const float* k_base;
     const float* v_base;
     int64_t kv_stride;
-    if (f32_cache) {
+    if constexpr (kRead == KvRead::f32_in_place) {
       k_base = static_cast<const float*>(kv_row(cache.k, s, page, o0, it.kv_head));
       v_base = static_cast<const float*>(kv_row(cache.v, s, page, o0, it.kv_head));
       kv_stride = s.n_kv * d;
-    } else {
+    } else if constexpr (kRead == KvRead::widen) {
       for (int64_t t = 0; t < p1 - p0; ++t) {
         kn.to_f32(kv_row(cache.k, s, page, o0 + t, it.kv_head), cache.k.dtype, sc.k_tile.data() + t * d, d);
         kn.to_f32(kv_row(cache.v, s, page, o0 + t, it.kv_head), cache.v.dtype, sc.v_tile.data() + t * d, d);
+      }
+      k_base = sc.k_tile.data();
+      v_base = sc.v_tile.data();
+      kv_stride = d;
+    } else {
+      const float ks = cache.k_scale.as<const float>()[page * s.n_kv + it.kv_head];
+      const float vs = cache.v_scale.as<const float>()[page * s.n_kv + it.kv_head];
+      for (int64_t t = 0; t < p1 - p0; ++t) {
+        kn.dequantize_i8(static_cast<const int8_t*>(kv_row(cache.k, s, page, o0 + t, it.kv_head)), ks,
+                         sc.k_tile.data() + t * d, d);
+        kn.dequantize_i8(static_cast<const int8_t*>(kv_row(cache.v, s, page, o0 + t, it.kv_head)), vs,
+                         sc.v_tile.data() + t * d, d);
       }
       k_base = sc.k_tile.data();
       v_base = sc.v_tile.data();
@@ -151,6 +171,11 @@ void attention(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const
   BRIGADE_CHECK(cache.k.ndim == 4 && cache.k.dim(2) == l.n_kv_heads && cache.k.dim(3) == l.head_dim,
                 "KV layer is [n_pages, page_size, n_kv_heads, head_dim]");
   BRIGADE_CHECK(cache.k.dtype == cache.v.dtype, "K and V share a dtype");
+  BRIGADE_CHECK(cache.k.dtype != DType::i8 ||
+                    (cache.k_scale.numel() == cache.k.dim(0) * l.n_kv_heads &&
+                     cache.v_scale.numel() == cache.k.dim(0) * l.n_kv_heads && cache.k_scale.dtype == DType::f32 &&
+                     cache.v_scale.dtype == DType::f32),
+                "int8 KV has k_scale and v_scale [n_pages, n_kv_heads] f32");
   BRIGADE_CHECK(qkv.row_numel() == l.row_width() && out.row_numel() == l.q_width(),
                 "qkv is [n, row_width] and out is [n, n_heads * head_dim]");
   const auto* q_start = meta.q_start.as<const int32_t>();
@@ -171,11 +196,19 @@ void attention(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const
     for (int g = 0; g < l.n_kv_heads; ++g)
       for (int r = 0; r < n_q; r += kQBlock) items.push_back({seq, g, r, std::min(n_q, r + kQBlock)});
   }
-  c.pool->parallel_for(static_cast<int64_t>(items.size()), 1, [&](int64_t b, int64_t e, int) {
-    for (int64_t i = b; i < e; ++i)
-      run_item(c, items[static_cast<size_t>(i)], s, qkv.as<const float>(), cache, q_start, ctx_len,
-               meta.block_table.as<const int32_t>(), out.as<float>(), l.q_width());
-  });
+  auto run_all = [&](auto read) {
+    c.pool->parallel_for(static_cast<int64_t>(items.size()), 1, [&](int64_t b, int64_t e, int) {
+      for (int64_t i = b; i < e; ++i)
+        run_item<decltype(read)::value>(c, items[static_cast<size_t>(i)], s, qkv.as<const float>(), cache, q_start,
+                                        ctx_len, meta.block_table.as<const int32_t>(), out.as<float>(), l.q_width());
+    });
+  };
+  switch (cache.k.dtype) {
+    case DType::f32: run_all(std::integral_constant<KvRead, KvRead::f32_in_place>{}); break;
+    case DType::bf16: case DType::f16: run_all(std::integral_constant<KvRead, KvRead::widen>{}); break;
+    case DType::i8: run_all(std::integral_constant<KvRead, KvRead::dequantize_i8>{}); break;
+    default: BRIGADE_CHECK(false, "KV cache dtype is f32, bf16, f16 or i8");
+  }
 }
 
 }  // namespace brigade::cpu

@@ -28,6 +28,7 @@ class CpuBackend final : public Backend {
            std::to_string(pool_.size()) + " threads)";
   }
   DType activation_dtype() const override { return DType::f32; }
+  bool supports_kv_dtype(DType t) const override { return is_float(t) || t == DType::i8; }
 
   Expected<Buffer> allocate(size_t bytes) override {
     const size_t rounded = (std::max<size_t>(bytes, 1) + 63) & ~size_t{63};

@@ -39,6 +39,11 @@ BRIGADE_TARGET inline vf vload_f16(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+// int8 -> f32, kLanes values (8 bytes).
+BRIGADE_TARGET inline vf vload_i8(const int8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+
 #include "cpu/kernels_simd.inc"
 
 #undef BRIGADE_TARGET
@@ -55,6 +60,7 @@ const Kernels& avx2_kernels() {
     t.dot = avx2::dot;
     t.scale_axpy = avx2::scale_axpy;
     t.attend_tile = avx2::attend_tile;
+    t.dequantize_i8 = avx2::dequantize_i8;
     return t;
   }();
   return table;

@@ -40,6 +40,11 @@ BRIGADE_TARGET inline vf vload_f16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
+// int8 -> f32, kLanes values (16 bytes).
+BRIGADE_TARGET inline vf vload_i8(const int8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+
 #include "cpu/kernels_simd.inc"
 
 #undef BRIGADE_TARGET
@@ -56,6 +61,7 @@ const Kernels& avx512_kernels() {
     t.dot = avx512::dot;
     t.scale_axpy = avx512::scale_axpy;
     t.attend_tile = avx512::attend_tile;
+    t.dequantize_i8 = avx512::dequantize_i8;
     return t;
   }();
   return table;

@@ -84,11 +84,15 @@ void attend_tile(const float* q, const float* k, const float* v, int64_t stride,
   }
 }
 
+void dequantize_i8(const int8_t* src, float scale, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = (static_cast<float>(src[i]) + 0.5f) * scale;
+}
+
 }  // namespace
 
 const Kernels& scalar_kernels() {
   static const Kernels table{SimdLevel::scalar, matmul_rows, to_f32, from_f32, dot, scale_axpy,
-                             attend_tile};
+                             attend_tile, dequantize_i8};
   return table;
 }
 

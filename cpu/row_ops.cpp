@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "cpu/kv_int8.h"
 #include "cpu/ops.h"
 
 namespace brigade::cpu {
@@ -58,6 +59,10 @@ void write_kv(const CpuContext& c, const KvLayer& cache, const Tensor& qkv, cons
   BRIGADE_CHECK(qkv.row_numel() == l.row_width() && slots.numel() == n,
                 "write_kv: qkv [n, row_width], slots [n]");
   BRIGADE_CHECK(cache.k.row_numel() == page_size * l.kv_width(), "KV page holds page_size x kv_width");
+  if (cache.k.dtype == DType::i8) {
+    write_kv_int8(c, cache, qkv, l, slots);
+    return;
+  }
   const auto* slot = slots.as<const int32_t>();
   const float* base = qkv.as<const float>();
   const int64_t w = l.kv_width();

@@ -76,6 +76,8 @@ class CudaBackendImpl final : public CudaBackend {
 
   std::string name() const override { return "cuda (" + device_name_ + ", " + std::to_string(sm_count_) + " SMs)"; }
   DType activation_dtype() const override { return DType::bf16; }
+  // The CUDA write_kv and attention kernels read bf16 or f32 pages only (no f16, no int8 scales).
+  bool supports_kv_dtype(DType t) const override { return t == DType::bf16 || t == DType::f32; }
   int sm_count() const override { return sm_count_; }
   void* stream() const override { return stream_; }
 

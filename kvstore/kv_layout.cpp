@@ -1,6 +1,7 @@
 #include "kvstore/kv_layout.h"
 
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 
@@ -12,27 +13,45 @@ Status KvLayout::validate() const {
   if (n_pages <= 0) return invalid_argument("KV pool needs at least one page (n_pages > 0)");
   if (page_size <= 0 || page_size > 1024)
     return invalid_argument("page_size must be in [1, 1024] (got " + std::to_string(page_size) + ")");
-  if (dtype != DType::f32 && dtype != DType::bf16 && dtype != DType::f16)
-    return invalid_argument(std::string("KV dtype must be f32, bf16 or f16 (got ") + dtype_name(dtype) + ")");
+  if (dtype != DType::f32 && dtype != DType::bf16 && dtype != DType::f16 && dtype != DType::i8)
+    return invalid_argument(std::string("KV dtype must be f32, bf16, f16 or i8 (got ") + dtype_name(dtype) + ")");
   return Status::ok();
 }
 
 Expected<KvCache> KvCache::allocate(Backend& backend, const KvLayout& layout) {
   BRIGADE_RETURN_IF_ERROR(layout.validate());
+  if (!backend.supports_kv_dtype(layout.dtype))
+    return unsupported(std::string("the ") + backend.name() + " backend has no " + dtype_name(layout.dtype) +
+                       " KV cache; choose another kv.dtype (f32 or bf16 work on every backend)");
   KvCache cache;
   cache.layout_ = layout;
-  const size_t bytes = layout.page_bytes_per_layer() * static_cast<size_t>(layout.n_pages);
+  // One buffer per tensor; `zero` for the scales, whose 0 marks a page that holds no token yet.
+  auto make = [&](DType t, std::initializer_list<int64_t> dims, bool zero) -> Expected<Tensor> {
+    const Tensor shape(nullptr, t, dims);
+    auto buf = backend.allocate(shape.nbytes());
+    if (!buf) {
+      return out_of_resources("cannot allocate the KV pool (" + std::to_string(layout.total_bytes()) +
+                              " bytes for " + std::to_string(layout.n_pages) +
+                              " pages): " + buf.status().message() + "; lower kv pages or page size");
+    }
+    Tensor view = buf->view(t, dims);
+    if (zero) {
+      const std::vector<char> zeros(view.nbytes(), 0);
+      backend.upload(view, zeros.data());
+    }
+    cache.buffers_.push_back(std::move(*buf));
+    return view;
+  };
   for (int l = 0; l < layout.n_layers; ++l) {
     KvLayer kv;
     for (Tensor* t : {&kv.k, &kv.v}) {
-      auto buf = backend.allocate(bytes);
-      if (!buf) {
-        return out_of_resources("cannot allocate the KV pool (" + std::to_string(layout.total_bytes()) +
-                                " bytes for " + std::to_string(layout.n_pages) +
-                                " pages): " + buf.status().message() + "; lower kv pages or page size");
+      BRIGADE_ASSIGN_OR_RETURN(*t, make(layout.dtype, {layout.n_pages, layout.page_size, layout.n_kv_heads,
+                                                      layout.head_dim}, false));
+    }
+    if (layout.has_scales()) {
+      for (Tensor* t : {&kv.k_scale, &kv.v_scale}) {
+        BRIGADE_ASSIGN_OR_RETURN(*t, make(DType::f32, {layout.n_pages, layout.n_kv_heads}, true));
       }
-      *t = buf->view(layout.dtype, {layout.n_pages, layout.page_size, layout.n_kv_heads, layout.head_dim});
-      cache.buffers_.push_back(std::move(*buf));
     }
     cache.layers_.push_back(kv);
   }

@@ -21,15 +21,22 @@ struct KvLayout {
   int page_size = 16;  // tokens per page
   int n_kv_heads = 0;
   int head_dim = 0;
-  DType dtype = DType::f32;
+  DType dtype = DType::f32;  // f32, bf16, f16, or i8 (int8 with per-page, per-head scales)
 
+  bool has_scales() const { return dtype == DType::i8; }
   // Bytes of K (or V) for one page of one layer: page_size * n_kv_heads * head_dim * elem.
   size_t page_bytes_per_layer() const {
     return static_cast<size_t>(page_size) * static_cast<size_t>(n_kv_heads) *
            static_cast<size_t>(head_dim) * dtype_size(dtype);
   }
-  // Bytes one page costs across all layers, K and V.
-  size_t page_bytes() const { return 2 * static_cast<size_t>(n_layers) * page_bytes_per_layer(); }
+  // Bytes of the K (or V) scales of one page of one layer: n_kv_heads f32 for int8, else 0.
+  size_t scale_bytes_per_layer() const {
+    return has_scales() ? static_cast<size_t>(n_kv_heads) * sizeof(float) : 0;
+  }
+  // Bytes one page costs across all layers, K and V, scales included.
+  size_t page_bytes() const {
+    return 2 * static_cast<size_t>(n_layers) * (page_bytes_per_layer() + scale_bytes_per_layer());
+  }
   size_t total_bytes() const { return page_bytes() * static_cast<size_t>(n_pages); }
   Status validate() const;
 };
@@ -37,7 +44,11 @@ struct KvLayout {
 // The tensors of one layer that page bytes hold, in their order within a page (see
 // KvCache::read_page). A tensor added to KvLayer that is indexed by page (e.g. per-page
 // scales) goes in this list, and its page slice into KvLayout::page_bytes().
-inline std::vector<const Tensor*> page_tensors(const KvLayer& layer) { return {&layer.k, &layer.v}; }
+// int8 KV: k, v, k_scale, v_scale (a page's int8 bytes mean nothing without its scale rows).
+inline std::vector<const Tensor*> page_tensors(const KvLayer& layer) {
+  if (layer.k_scale.empty()) return {&layer.k, &layer.v};
+  return {&layer.k, &layer.v, &layer.k_scale, &layer.v_scale};
+}
 
 // The fingerprint that roots the page-key chain (kvstore/page_key.h) and guards the disk tier:
 // it names the model (`model_identity`: whatever identifies the weights, e.g. architecture,
@@ -46,9 +57,12 @@ inline std::vector<const Tensor*> page_tensors(const KvLayer& layer) { return {&
 // same pages fit pools of any size.
 std::string kv_fingerprint(std::string_view model_identity, const KvLayout& layout);
 
-// The device memory of a KV pool: per layer, k and v [n_pages, page_size, n_kv_heads, head_dim].
+// The device memory of a KV pool: per layer, k and v [n_pages, page_size, n_kv_heads, head_dim]
+// and, for int8, k_scale and v_scale [n_pages, n_kv_heads] f32 (zero: every page empty).
+// A page's bytes (read_page/write_page) are its rows of page_tensors() in every layer.
 class KvCache {
  public:
+  // unsupported when the backend cannot run attention over `layout.dtype` (e.g. int8 on the GPU).
   static Expected<KvCache> allocate(Backend& backend, const KvLayout& layout);
 
   const KvLayout& layout() const { return layout_; }

@@ -53,8 +53,8 @@ caf::actor_system_config& prepared_config(caf::actor_system_config& cfg) {
 Expected<DType> kv_dtype_for(const std::string& name, DType weights) {
   if (name == "auto") return weights;
   auto t = parse_dtype(name);
-  if (!t || (*t != DType::f32 && *t != DType::bf16 && *t != DType::f16))
-    return invalid_argument("kv.dtype '" + name + "' is not one of: auto, f32, bf16, f16");
+  if (!t || (*t != DType::f32 && *t != DType::bf16 && *t != DType::f16 && *t != DType::i8))
+    return invalid_argument("kv.dtype '" + name + "' is not one of: auto, f32, bf16, f16, int8");
   return *t;
 }
 

@@ -4,6 +4,7 @@
 // actors add per step, with the model on a no-op backend.
 //
 //   build/bench/e2e/bench_engine [--model DIR] [--threads N] [--json FILE]
+//   build/bench/e2e/bench_engine --kv-context 1984   (bf16 vs int8 KV at a long context only)
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -44,7 +45,8 @@ RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens) {
   auto since = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   for (int b = 0; b < batch; ++b) {
     GenerateOptions r;
-    for (int i = 0; i < prompt_len; ++i) r.prompt_ids.push_back(3 + (b * 131 + i * 17) % 20000);
+    const int n_ids = std::min(20000, static_cast<int>(engine.model().vocab_size) - 3);  // small models too
+    for (int i = 0; i < prompt_len; ++i) r.prompt_ids.push_back(3 + (b * 131 + i * 17) % n_ids);
     r.max_tokens = max_tokens;
     r.sampling.temperature = 0.0f;
     r.ignore_eos = true;
@@ -80,7 +82,8 @@ RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens) {
   return s;
 }
 
-std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool null_backend, int max_running) {
+std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool null_backend, int max_running,
+                                    const std::string& kv_dtype = "auto") {
   EngineOptions o;
   o.model_path = model;
   o.progress = false;
@@ -89,6 +92,7 @@ std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool 
   inst.scheduler.max_running = max_running;
   inst.scheduler.max_step_tokens = 512;
   inst.kv.memory_mb = 512;
+  inst.kv.dtype = kv_dtype;
   if (null_backend) o.backend_factory = [] { return make_null_backend(); };
   auto e = Engine::create(o);
   if (!e) {
@@ -96,6 +100,31 @@ std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool 
     std::exit(1);
   }
   return std::move(*e);
+}
+
+// Decode at batch 8 after a `context`-token prompt, with bf16 and with int8 KV (alternating runs,
+// best of `repeats` each, so load on a shared machine hits both alike). KV bytes per token come
+// from the pages that kv.memory_mb holds. Returns the JSON of the section.
+nlohmann::json compare_kv_dtypes(const std::string& model, int threads, int context, int decode_tokens, int repeats) {
+  constexpr int kBatch = 8;
+  const std::vector<std::string> dtypes = {"bf16", "int8"};
+  std::vector<std::unique_ptr<Engine>> engines;
+  for (const std::string& t : dtypes) engines.push_back(make_engine(model, threads, false, kBatch, t));
+  std::vector<double> best(dtypes.size(), 0.0);
+  for (int r = 0; r < repeats; ++r)
+    for (size_t i = 0; i < dtypes.size(); ++i)
+      best[i] = std::max(best[i], run_batch(*engines[i], kBatch, context, decode_tokens).decode_tok_s);
+  nlohmann::json out;
+  std::printf("\n%-22s %12s %14s %12s\n", "decode, KV dtype", "tokens/s", "KV bytes/tok", "vs bf16");
+  for (size_t i = 0; i < dtypes.size(); ++i) {
+    const EngineStats st = engines[i]->stats();
+    const double bytes_per_token = 512.0 * 1024 * 1024 / st.kv_pages_total / 16;
+    std::printf("%-4s batch %d ctx %-7d %12.1f %14.0f %11.2fx\n", dtypes[i].c_str(), kBatch, context, best[i],
+                bytes_per_token, best[i] / best[0]);
+    out.push_back({{"kv_dtype", dtypes[i]}, {"batch", kBatch}, {"context", context}, {"tokens_per_s", best[i]},
+                   {"kv_bytes_per_token", bytes_per_token}});
+  }
+  return out;
 }
 
 }  // namespace
@@ -108,11 +137,16 @@ int main(int argc, char** argv) {
   int threads = 0;
   int decode_tokens = 64;
   bool orchestration_only = false;
+  int kv_context = 0;
+  int kv_repeats = 2;
   app.add_option("--model", model, "Checkpoint (default: the synthetic 100M model, made when absent)");
   app.add_option("--threads", threads, "CPU threads (0 = all cores)");
   app.add_option("--decode-tokens", decode_tokens, "Tokens generated per sequence")->capture_default_str();
   app.add_option("--json", json_path, "Write the numbers as JSON");
   app.add_flag("--orchestration-only", orchestration_only, "Run only the no-op backend section");
+  app.add_option("--kv-context", kv_context,
+                 "Only compare bf16 and int8 KV: decode at batch 8 after prompts of this many tokens");
+  app.add_option("--kv-repeats", kv_repeats, "Runs per KV dtype in --kv-context (best counts)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   if (model.empty()) {
@@ -128,6 +162,11 @@ int main(int argc, char** argv) {
   }
 
   nlohmann::json out;
+  if (kv_context > 0) {
+    out["kv_dtypes"] = compare_kv_dtypes(model, threads, kv_context, decode_tokens, kv_repeats);
+    if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+    return 0;
+  }
   if (!orchestration_only) {
   ThreadPool pool(threads);
   const double bw_gbps = measure_read_bandwidth_gbps(pool);

@@ -1,4 +1,5 @@
-// CPU kernel benchmarks: matmul (GEMV/GEMM, f32 and bf16 weights) and decode attention.
+// CPU kernel benchmarks: matmul (GEMV/GEMM, f32 and bf16 weights) and decode attention (bf16
+// and int8 KV).
 //
 // Counters: bytes_per_second = weight (or KV) bytes read per second; `roofline` = that rate over
 // the machine's measured read bandwidth (cpu/membw.h), so 1.0 means the kernel reads memory as
@@ -49,11 +50,17 @@ Backend& backend() {
   return *b;
 }
 
-OwnedTensor random_tensor(DType t, std::initializer_list<int64_t> dims, uint32_t seed) {
+OwnedTensor zeroed_tensor(DType t, std::initializer_list<int64_t> dims) {
   Tensor shape(nullptr, t, dims);
   auto buf = backend().allocate(shape.nbytes());
   OwnedTensor o{std::move(*buf), shape};
   o.tensor.data = o.buffer.data();
+  std::memset(o.tensor.data, 0, o.tensor.nbytes());
+  return o;
+}
+
+OwnedTensor random_tensor(DType t, std::initializer_list<int64_t> dims, uint32_t seed) {
+  OwnedTensor o = zeroed_tensor(t, dims);
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
   for (int64_t i = 0; i < o.tensor.numel(); ++i) {
@@ -99,18 +106,35 @@ BENCHMARK(BM_Matmul<DType::bf16>)->Apply(matmul_args);
 BENCHMARK(BM_Matmul<DType::f32>)->Apply(matmul_args);
 
 // Decode attention: n_seqs sequences of one query each over ctx cached tokens; 12 query heads,
-// 4 kv heads, head_dim 64, bf16 KV in 16-token pages laid out in order.
+// 4 kv heads, head_dim 64, KV of dtype T (bf16, or int8 with per-page, per-head scales) in
+// 16-token pages laid out in order. Bytes counted are the KV bytes read, scales included.
+template <DType T>
 void BM_AttentionDecode(benchmark::State& state) {
   const int n_seqs = static_cast<int>(state.range(0)), ctx = static_cast<int>(state.range(1));
   const QkvLayout l{12, 4, 64};
-  const int page = 16, blocks = (ctx + page - 1) / page;
+  const int page = 16, blocks = (ctx + page - 1) / page, n_pages = n_seqs * blocks;
   const double bw = read_bandwidth_gbps();
   auto qkv = random_tensor(DType::f32, {n_seqs, l.row_width()}, 1);
-  auto k = random_tensor(DType::bf16, {n_seqs * blocks, page, l.n_kv_heads, l.head_dim}, 2);
-  auto v = random_tensor(DType::bf16, {n_seqs * blocks, page, l.n_kv_heads, l.head_dim}, 3);
   auto out = random_tensor(DType::f32, {n_seqs, l.q_width()}, 4);
+  OwnedTensor k, v, k_scale, v_scale;
+  if constexpr (T == DType::i8) {
+    // Random K/V rows quantized by write_kv itself, so the scales are what a model would store.
+    auto rows = random_tensor(DType::f32, {n_pages * page, l.row_width()}, 2);
+    k = zeroed_tensor(DType::i8, {n_pages, page, l.n_kv_heads, l.head_dim});
+    v = zeroed_tensor(DType::i8, {n_pages, page, l.n_kv_heads, l.head_dim});
+    k_scale = zeroed_tensor(DType::f32, {n_pages, l.n_kv_heads});
+    v_scale = zeroed_tensor(DType::f32, {n_pages, l.n_kv_heads});
+    std::vector<int32_t> slots(static_cast<size_t>(n_pages * page));
+    for (size_t i = 0; i < slots.size(); ++i) slots[i] = static_cast<int32_t>(i);
+    backend().write_kv(KvLayer{k.tensor, v.tensor, k_scale.tensor, v_scale.tensor}, rows.tensor, l,
+                       Tensor(slots.data(), DType::i32, {n_pages * page}));
+  } else {
+    k = random_tensor(T, {n_pages, page, l.n_kv_heads, l.head_dim}, 2);
+    v = random_tensor(T, {n_pages, page, l.n_kv_heads, l.head_dim}, 3);
+  }
+  const KvLayer cache{k.tensor, v.tensor, k_scale.tensor, v_scale.tensor};
   std::vector<int32_t> q_start(static_cast<size_t>(n_seqs + 1)), ctx_len(static_cast<size_t>(n_seqs), ctx),
-      table(static_cast<size_t>(n_seqs * blocks));
+      table(static_cast<size_t>(n_pages));
   for (int s = 0; s <= n_seqs; ++s) q_start[static_cast<size_t>(s)] = s;
   for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
   AttentionMeta meta;
@@ -121,16 +145,19 @@ void BM_AttentionDecode(benchmark::State& state) {
   meta.max_q_len = 1;
   meta.max_ctx_len = ctx;
   for (auto _ : state) {
-    backend().attention(qkv.tensor, l, KvLayer{k.tensor, v.tensor}, meta, 0.125f, out.tensor);
+    backend().attention(qkv.tensor, l, cache, meta, 0.125f, out.tensor);
     benchmark::DoNotOptimize(out.tensor.data);
   }
-  const double kv_bytes = 2.0 * n_seqs * ctx * l.kv_width() * 2.0;
+  const double scale_bytes = T == DType::i8 ? 2.0 * n_seqs * ctx / page * l.n_kv_heads * 4.0 : 0.0;
+  const double kv_bytes = 2.0 * n_seqs * ctx * l.kv_width() * static_cast<double>(dtype_size(T)) + scale_bytes;
   const double iters = static_cast<double>(state.iterations());
   state.SetBytesProcessed(static_cast<int64_t>(iters * kv_bytes));
   state.counters["roofline"] = benchmark::Counter(iters * kv_bytes / (bw * 1e9), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_AttentionDecode)->Args({1, 1024})->Args({8, 1024})->Args({8, 4096})->Args({32, 512})
-    ->ArgNames({"seqs", "ctx"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionDecode<DType::bf16>)->Args({1, 1024})->Args({8, 1024})->Args({8, 2048})->Args({8, 4096})
+    ->Args({32, 512})->ArgNames({"seqs", "ctx"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionDecode<DType::i8>)->Args({1, 1024})->Args({8, 1024})->Args({8, 2048})->Args({8, 4096})
+    ->Args({32, 512})->ArgNames({"seqs", "ctx"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // Cost of one parallel_for whose chunks do nothing: the per-op hand-off paid ~100 times per
 // decoded token. Arg: pause between calls in microseconds (0 = back to back, workers spinning;

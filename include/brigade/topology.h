@@ -19,7 +19,7 @@ struct KvConfig {
   int page_size = 16;      // tokens per page
   int pages = 0;           // pages in the pool; 0 = as many as memory_mb holds
   int64_t memory_mb = 1024;
-  std::string dtype = "auto";  // auto (the weights' type), f32, bf16, f16
+  std::string dtype = "auto";  // auto (the weights' type), f32, bf16, f16, int8 (CPU backend only)
 };
 
 // The prefix cache and its HiCache tiers below the device KV pool (DESIGN.md §5). The tiers are

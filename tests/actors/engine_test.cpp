@@ -115,6 +115,26 @@ TEST_F(Stories260K, EightConcurrentEqualTheSingleRequest) {
   for (const auto& c : run_concurrently(**engine, reqs)) EXPECT_EQ(c.token_ids, kStoriesReference);
 }
 
+// int8 KV through the whole engine: batching and prefix-cache hits on a request's own prompt
+// pages give the same greedy tokens as the request alone. (Recompute after a preemption does
+// not: see "KV int8" in docs/perf.md for why a sequence's int8 pages depend on how it was split.)
+TEST_F(Stories260K, Int8KvIsExactUnderBatchingAndTheCache) {
+  EngineOptions o = small_options(stories_path());
+  o.topology.instances.front().kv.dtype = "int8";
+  auto engine = Engine::create(o);
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  std::vector<int32_t> prompt = {1};
+  prompt.insert(prompt.end(), kStoriesReference.begin(), kStoriesReference.begin() + 20);
+  const GenerateOptions req = greedy_ids(prompt, 48);
+  auto alone = (*engine)->generate(req);
+  ASSERT_TRUE(alone.has_value()) << alone.status().to_string();
+  ASSERT_EQ(alone->token_ids.size(), 48u);
+  const uint64_t hits_before = (*engine)->stats().cache_hit_tokens;
+  for (const auto& c : submit_together(**engine, std::vector<GenerateOptions>(8, req)))
+    EXPECT_EQ(c.token_ids, alone->token_ids);
+  EXPECT_GE((*engine)->stats().cache_hit_tokens - hits_before, 8u * 16) << "the copies reused the prompt's page";
+}
+
 TEST_F(Stories260K, LogprobsAndPenaltiesReachTheSampler) {
   auto engine = Engine::create(small_options(stories_path()));
   ASSERT_TRUE(engine.has_value()) << engine.status().to_string();

@@ -102,6 +102,10 @@ TEST(Topology, ErrorsListValidChoices) {
   auto dtype = parse_topology("instances: [{kv: {dtype: f8}}]");
   ASSERT_FALSE(dtype.has_value());
   EXPECT_NE(dtype.status().message().find("bf16"), std::string::npos);
+  EXPECT_NE(dtype.status().message().find("int8"), std::string::npos);
+  auto int8 = parse_topology("instances: [{kv: {dtype: int8}}]");
+  ASSERT_TRUE(int8.has_value()) << int8.status().to_string();
+  EXPECT_EQ(int8->instances[0].kv.dtype, "int8");
 
   auto device = parse_topology("instances: [{executors: [{device: tpu}]}]");
   ASSERT_FALSE(device.has_value());

@@ -1,7 +1,10 @@
+// KvCache page I/O (read_page/write_page, int8 scales included), KvLayout sizes (int8 pages with
+// their scales cost about half of bf16), zeroed int8 scales, and refusal by a backend without int8 KV.
 #include "kvstore/kv_layout.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -99,6 +102,107 @@ TEST(KvFingerprint, NamesModelAndLayoutButNotPoolSize) {
   b.dtype = DType::bf16;
   EXPECT_NE(kv_fingerprint("m", a), kv_fingerprint("m", b));
   EXPECT_NE(kv_fingerprint("m", a), kv_fingerprint("n", a));
+}
+
+
+TEST(KvCachePages, Int8PagesCarryTheirScales) {
+  auto backend = make_cpu_backend({1});
+  KvLayout layout = small_layout();
+  layout.dtype = DType::i8;
+  auto kv = KvCache::allocate(*backend, layout);
+  ASSERT_TRUE(kv.has_value()) << kv.status().to_string();
+  for (int l = 0; l < layout.n_layers; ++l) {
+    const KvLayer& layer = kv->layer(l);
+    ASSERT_EQ(page_tensors(layer).size(), 4u);
+    for (int64_t i = 0; i < layer.k.numel(); ++i) layer.k.as<int8_t>()[i] = static_cast<int8_t>(i % 251 - 125);
+    for (int64_t i = 0; i < layer.k_scale.numel(); ++i) layer.k_scale.as<float>()[i] = static_cast<float>(l * 100 + i);
+  }
+  std::vector<std::byte> page(layout.page_bytes());
+  ASSERT_TRUE(kv->read_page(*backend, 1, page).is_ok());
+  ASSERT_TRUE(kv->write_page(*backend, 3, page).is_ok());
+  for (int l = 0; l < layout.n_layers; ++l) {
+    const KvLayer& layer = kv->layer(l);
+    for (int h = 0; h < layout.n_kv_heads; ++h)
+      EXPECT_EQ(layer.k_scale.as<float>()[3 * layout.n_kv_heads + h], layer.k_scale.as<float>()[1 * layout.n_kv_heads + h]);
+    const int64_t per_page = layer.k.numel() / layout.n_pages;
+    EXPECT_EQ(std::memcmp(layer.k.as<int8_t>() + 3 * per_page, layer.k.as<int8_t>() + per_page, static_cast<size_t>(per_page)), 0);
+  }
+}
+
+KvLayout shape_8b(DType t) { return KvLayout{32, 4, 16, 8, 128, t}; }  // Llama-3-8B's KV shape
+
+TEST(KvLayout, Int8PagesWithScalesCostAboutHalfOfBf16) {
+  const KvLayout bf16 = shape_8b(DType::bf16), i8 = shape_8b(DType::i8);
+  EXPECT_EQ(bf16.page_bytes(), 2u * 32 * 16 * 8 * 128 * 2);
+  EXPECT_EQ(bf16.scale_bytes_per_layer(), 0u);
+  // Per page and layer, K and V: 16 x 8 x 128 bytes plus 8 f32 scales.
+  EXPECT_EQ(i8.page_bytes(), 2u * 32 * (16 * 8 * 128 + 8 * 4));
+  const double ratio = static_cast<double>(i8.page_bytes()) / static_cast<double>(bf16.page_bytes());
+  EXPECT_GT(ratio, 0.5);
+  EXPECT_LT(ratio, 0.51);
+  EXPECT_EQ(i8.total_bytes(), 4 * i8.page_bytes());
+}
+
+TEST(KvCache, Int8AllocatesZeroScales) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  ASSERT_TRUE(backend->supports_kv_dtype(DType::i8));
+  auto kv = KvCache::allocate(*backend, shape_8b(DType::i8));
+  ASSERT_TRUE(kv.has_value()) << kv.status().to_string();
+  for (int l = 0; l < 32; ++l) {
+    const KvLayer& layer = kv->layer(l);
+    EXPECT_EQ(layer.k.dtype, DType::i8);
+    EXPECT_EQ(layer.k.shape_string(), "[4, 16, 8, 128]");
+    for (const Tensor* s : {&layer.k_scale, &layer.v_scale}) {
+      ASSERT_EQ(s->shape_string(), "[4, 8]");
+      ASSERT_EQ(s->dtype, DType::f32);
+      for (int64_t i = 0; i < s->numel(); ++i) ASSERT_EQ(s->as<const float>()[i], 0.0f);
+    }
+  }
+  auto f32 = KvCache::allocate(*backend, shape_8b(DType::f32));
+  ASSERT_TRUE(f32.has_value());
+  EXPECT_TRUE(f32->layer(0).k_scale.empty());
+}
+
+// A backend with the default KV dtypes (no int8, as the CUDA backend): memory only, no ops.
+class NoInt8Backend final : public Backend {
+ public:
+  std::string name() const override { return "no-int8"; }
+  DType activation_dtype() const override { return DType::f32; }
+  Expected<Buffer> allocate(size_t bytes) override {
+    return Buffer(std::malloc(bytes), bytes, [](void* p) { std::free(p); });
+  }
+  void upload(const Tensor& dst, const void* src) override { std::memcpy(dst.data, src, dst.nbytes()); }
+  void download(void* dst, const Tensor& src) override { std::memcpy(dst, src.data, src.nbytes()); }
+  Expected<OwnedTensor> prepare_weight(const Tensor&, std::optional<DType>) override { return unsupported("no ops"); }
+  void synchronize() override {}
+  void embedding(const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
+  void matmul(const Tensor&, const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
+  void rms_norm(const Tensor&, const Tensor&, float, const Tensor&) override { FAIL(); }
+  void add_rms_norm(const Tensor&, const Tensor&, const Tensor&, float, const Tensor&) override { FAIL(); }
+  void add(const Tensor&, const Tensor&) override { FAIL(); }
+  void silu_mul(const Tensor&, const Tensor&) override { FAIL(); }
+  void qk_head_norm(const Tensor&, const QkvLayout&, const Tensor&, const Tensor&, float) override { FAIL(); }
+  void rope(const Tensor&, const QkvLayout&, const Tensor&, const RopeConfig&) override { FAIL(); }
+  void write_kv(const KvLayer&, const Tensor&, const QkvLayout&, const Tensor&) override { FAIL(); }
+  void attention(const Tensor&, const QkvLayout&, const KvLayer&, const AttentionMeta&, float, const Tensor&) override {
+    FAIL();
+  }
+  void gather_rows(const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
+};
+
+TEST(KvCache, BackendWithoutInt8KvRefusesItWithAClearError) {
+  NoInt8Backend backend;
+  auto kv = KvCache::allocate(backend, shape_8b(DType::i8));
+  ASSERT_FALSE(kv.has_value());
+  EXPECT_EQ(kv.status().code(), StatusCode::unsupported);
+  EXPECT_NE(kv.status().message().find("no-int8"), std::string::npos) << kv.status().message();
+  EXPECT_NE(kv.status().message().find("kv.dtype"), std::string::npos) << kv.status().message();
+  EXPECT_TRUE(KvCache::allocate(backend, shape_8b(DType::bf16)).has_value());
+}
+
+TEST(KvLayout, RejectsOtherDtypes) {
+  EXPECT_FALSE(shape_8b(DType::i32).validate().is_ok());
+  EXPECT_TRUE(shape_8b(DType::i8).validate().is_ok());
 }
 
 }  // namespace
