@@ -12,7 +12,11 @@ namespace brigade {
 
 struct ExecutorConfig {
   std::string device = "cpu";  // "cpu" (the CUDA backend arrives with the GPU issue)
-  int threads = 0;             // CPU threads; 0 = all hardware threads
+  int threads = 0;             // CPU threads per rank; 0 = all hardware threads (shared out by tp)
+  // Tensor parallelism: ranks that each hold 1/tp of every layer's attention heads and MLP and
+  // all-reduce inside the forward pass (one executor actor per rank, rank 0 samples). tp must
+  // divide the model's n_heads, n_kv_heads and intermediate_size (checked at load).
+  int tp = 1;
 };
 
 struct KvConfig {
