@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <thread>
 
 #include "core/in_process_communicator.h"
 #include "cpu/cpu_backend.h"
 #include "hf_fixture.h"
 #include "model_test_util.h"
+#include "models/checkpoint.h"
 #include "models/make_model.h"
 
 namespace brigade {
@@ -122,9 +125,54 @@ std::string synthetic_llama(const TempDir& dir) {
   return dir.str();
 }
 
+// The synthetic llama plus `attention_bias: true` (q/k/v and o_proj biases), rewritten with
+// random biases large enough that adding o_proj's bias on every rank would show.
+std::string llama_with_biases(const TempDir& dir) {
+  const std::string src = synthetic_llama(dir);
+  auto ck = Checkpoint::open(src);
+  EXPECT_TRUE(ck.has_value()) << ck.status().to_string();
+  if (!ck) return src;
+  std::vector<testing::StEntry> entries;
+  for (const auto& [name, t] : (*ck)->tensors())
+    entries.push_back({name, "F32", t.shape, std::vector<uint8_t>(t.bytes.begin(), t.bytes.end())});
+  std::mt19937 rng(9);
+  std::normal_distribution<float> n(0.0f, 0.5f);
+  auto bias = [&](const std::string& name, int64_t size) {
+    std::vector<float> v(static_cast<size_t>(size));
+    for (auto& x : v) x = n(rng);
+    std::vector<uint8_t> bytes(v.size() * sizeof(float));
+    std::memcpy(bytes.data(), v.data(), bytes.size());
+    entries.push_back({name, "F32", {size}, std::move(bytes)});
+  };
+  const ModelConfig& c = (*ck)->config();
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".self_attn.";
+    bias(p + "q_proj.bias", int64_t{c.n_heads} * c.head_dim);
+    bias(p + "k_proj.bias", int64_t{c.n_kv_heads} * c.head_dim);
+    bias(p + "v_proj.bias", int64_t{c.n_kv_heads} * c.head_dim);
+    bias(p + "o_proj.bias", c.hidden_size);
+  }
+  ck->reset();  // unmap before rewriting the file
+  testing::write_safetensors_file(dir.file("model.safetensors"), entries);
+  auto config = nlohmann::json::parse(testing::read_bytes(dir.file("config.json")));
+  config["attention_bias"] = true;
+  testing::write_text(dir.file("config.json"), config.dump(2));
+  return src;
+}
+
 TEST(TensorParallel, SyntheticLlamaMatchesUnshardedForTp2AndTp4) {
   TempDir dir("tp_llama");
   const std::string path = synthetic_llama(dir);
+  expect_same_as_unsharded(path, 2);
+  expect_same_as_unsharded(path, 4);
+}
+
+TEST(TensorParallel, AttentionBiasesAreShardedAndOProjBiasAddedOnce) {
+  TempDir dir("tp_bias");
+  const std::string path = llama_with_biases(dir);
+  auto whole = load_ranks(path, 0);
+  ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
+  ASSERT_TRUE((*whole)[0].model->config().o_bias);
   expect_same_as_unsharded(path, 2);
   expect_same_as_unsharded(path, 4);
 }
