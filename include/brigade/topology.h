@@ -22,7 +22,7 @@ struct ExecutorConfig {
 struct KvConfig {
   int page_size = 16;      // tokens per page
   int pages = 0;           // pages in the pool; 0 = as many as memory_mb holds
-  int64_t memory_mb = 1024;
+  int64_t memory_mb = 1024;  // per tensor-parallel rank (a rank caches only its kv heads)
   std::string dtype = "auto";  // auto (the weights' type), f32, bf16, f16
 };
 
