@@ -10,6 +10,8 @@ namespace brigade {
 
 namespace {
 
+constexpr int kMaxTp = 64;  // ranks of one tensor-parallel group
+
 std::string join(const std::set<std::string>& keys) {
   std::string s;
   for (const auto& k : keys) s += (s.empty() ? "" : ", ") + k;
@@ -104,9 +106,10 @@ Status parse_instance(const YAML::Node& n, const std::string& where, InstanceCon
     for (size_t i = 0; i < e.size(); ++i) {
       const std::string w = where + ".executors[" + std::to_string(i) + "]";
       ExecutorConfig ex;
-      BRIGADE_RETURN_IF_ERROR(check_keys(e[i], w, {"device", "threads"}));
+      BRIGADE_RETURN_IF_ERROR(check_keys(e[i], w, {"device", "threads", "tp"}));
       BRIGADE_RETURN_IF_ERROR(read(e[i], "device", w, ex.device));
       BRIGADE_RETURN_IF_ERROR(read(e[i], "threads", w, ex.threads));
+      BRIGADE_RETURN_IF_ERROR(read(e[i], "tp", w, ex.tp));
       inst.executors.push_back(ex);
     }
   }
@@ -129,6 +132,12 @@ Status TopologyConfig::validate() const {
   const ExecutorConfig& ex = inst.executors.front();
   if (ex.device != "cpu") return unsupported(w + ": device '" + ex.device + "' is not available (valid: cpu)");
   if (ex.threads < 0) return invalid_argument(w + ": threads must be >= 0 (0 = all cores)");
+  if (ex.tp < 1 || ex.tp > kMaxTp)
+    return invalid_argument(w + ": tp must be in [1, " + std::to_string(kMaxTp) + "] (got " + std::to_string(ex.tp) + ")");
+  // KvSave/KvLoad move one executor's pages; under tp each rank holds a part of every page.
+  if (ex.tp > 1 && inst.cache.tiers_enabled())
+    return unsupported(w + ": the cache tiers (host_bytes, disk_path) do not work with tp > 1 yet; "
+                       "set tp: 1 or turn the tiers off (host_bytes: 0, no disk_path)");
   const auto& s = inst.scheduler;
   if (s.max_running < 1) return invalid_argument(w + ": scheduler.max_running must be >= 1");
   if (s.max_waiting < 0) return invalid_argument(w + ": scheduler.max_waiting must be >= 0");

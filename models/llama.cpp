@@ -11,6 +11,9 @@
 namespace brigade {
 namespace {
 
+// Shapes below are one tensor-parallel rank's: H, KV and I are the rank's query heads, kv heads
+// and intermediate columns (the model's divided by the group size; all of them without TP).
+
 // Attention block weights. Optional pieces are empty tensors when the architecture lacks them.
 struct AttentionBlock {
   OwnedTensor qkv;       // [(H + 2 KV) * hd, hidden]: q rows, then k, then v
@@ -18,12 +21,24 @@ struct AttentionBlock {
   OwnedTensor q_norm;    // [hd] f32 per-head norm (Qwen3), or empty
   OwnedTensor k_norm;    // [hd] f32, or empty
   OwnedTensor o;         // [hidden, H * hd]
-  OwnedTensor o_bias;    // [hidden] f32, or empty
+  OwnedTensor o_bias;    // [hidden] f32, or empty (and empty on ranks other than 0: added once)
 };
 
 struct MlpBlock {
   OwnedTensor gate_up;  // [2 I, hidden]: gate rows, then up rows
   OwnedTensor down;     // [hidden, I]
+};
+
+// Which part of the model a rank holds: heads [rank * H, (rank + 1) * H) of the q heads, the same
+// for kv heads, intermediate columns [rank * I, (rank + 1) * I).
+struct Shard {
+  int rank = 0;
+  int size = 1;
+  QkvLayout qkv;     // this rank's heads
+  int64_t inter = 0; // this rank's intermediate columns
+  Slice q_rows() const { return {int64_t{rank} * qkv.q_width(), qkv.q_width()}; }
+  Slice kv_rows() const { return {int64_t{rank} * qkv.kv_width(), qkv.kv_width()}; }
+  Slice inter_rows() const { return {rank * inter, inter}; }
 };
 
 struct DecoderLayer {
@@ -63,13 +78,20 @@ std::string layer_name(int l, const char* suffix) { return "model.layers." + std
 class LlamaModel final : public Model {
  public:
   LlamaModel(const ModelConfig& config, Backend& backend, const LoadOptions& options)
-      : config_(config), backend_(backend), options_(options) {}
+      : config_(config), backend_(backend), options_(options), comm_(options.communicator) {
+    if (comm_ != nullptr) {
+      shard_.rank = comm_->rank();
+      shard_.size = comm_->size();
+    }
+    shard_.qkv = {config.n_heads / shard_.size, config.n_kv_heads / shard_.size, config.head_dim};
+    shard_.inter = config.intermediate_size / shard_.size;
+  }
 
   Status load(const Checkpoint& ck);
 
   const ModelConfig& config() const override { return config_; }
   KvLayout kv_layout(int n_pages, int page_size, DType dtype) const override {
-    return KvLayout{config_.n_layers, n_pages, page_size, config_.n_kv_heads, config_.head_dim, dtype};
+    return KvLayout{config_.n_layers, n_pages, page_size, shard_.qkv.n_kv_heads, config_.head_dim, dtype};
   }
   Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
   int64_t n_params() const override { return n_params_; }
@@ -79,15 +101,19 @@ class LlamaModel final : public Model {
   Status load_layer(WeightLoader& w, int l, DecoderLayer& layer);
   Status allocate_scratch();
   Status upload_step(const StepBatch& batch);
-  void run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta, int n);
-  void run_mlp(const DecoderLayer& layer, int n);
+  Status run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta, int n);
+  Status run_mlp(const DecoderLayer& layer, int n);
+  // Sums a block's partial output over the tensor-parallel ranks (nothing to do without TP).
+  Status reduce(const Tensor& delta) { return comm_ != nullptr ? comm_->all_reduce_sum(delta) : Status::ok(); }
 
   ModelConfig config_;
   Backend& backend_;
   LoadOptions options_;
+  Communicator* comm_;  // nullptr without tensor parallelism
+  Shard shard_;
   RopeConfig rope_;
   OwnedTensor embed_;     // [vocab, hidden]
-  OwnedTensor lm_head_;   // [vocab, hidden], empty when tied to embed_
+  OwnedTensor lm_head_;   // [vocab, hidden], empty when tied to embed_ and on ranks other than 0
   OwnedTensor final_norm_;
   std::vector<DecoderLayer> layers_;
   Scratch scratch_;
@@ -100,22 +126,24 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   const auto& c = config_;
   const int64_t hidden = c.hidden_size, q = int64_t{c.n_heads} * c.head_dim, kv = int64_t{c.n_kv_heads} * c.head_dim;
   const int64_t inter = c.intermediate_size;
+  const Shard& s = shard_;
+  const std::vector<Slice> qkv_rows = {s.q_rows(), s.kv_rows(), s.kv_rows()};
   BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, w.vector_f32({layer_name(l, "input_layernorm.weight")}, {hidden}));
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, w.vector_f32({layer_name(l, "post_attention_layernorm.weight")}, {hidden}));
   BRIGADE_ASSIGN_OR_RETURN(
       layer.attn.qkv,
       w.fused({layer_name(l, "self_attn.q_proj.weight"), layer_name(l, "self_attn.k_proj.weight"),
                layer_name(l, "self_attn.v_proj.weight")},
-              {q, kv, kv}, hidden));
-  BRIGADE_ASSIGN_OR_RETURN(layer.attn.o, w.matrix(layer_name(l, "self_attn.o_proj.weight"), hidden, q));
+              {q, kv, kv}, hidden, qkv_rows));
+  BRIGADE_ASSIGN_OR_RETURN(layer.attn.o, w.matrix(layer_name(l, "self_attn.o_proj.weight"), hidden, q, {}, s.q_rows()));
   if (c.qkv_bias) {
     BRIGADE_ASSIGN_OR_RETURN(
         layer.attn.qkv_bias,
         w.vector_f32({layer_name(l, "self_attn.q_proj.bias"), layer_name(l, "self_attn.k_proj.bias"),
                       layer_name(l, "self_attn.v_proj.bias")},
-                     {q, kv, kv}));
+                     {q, kv, kv}, qkv_rows));
   }
-  if (c.o_bias) {
+  if (c.o_bias && s.rank == 0) {
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.o_bias, w.vector_f32({layer_name(l, "self_attn.o_proj.bias")}, {hidden}));
   }
   if (c.qk_norm) {
@@ -124,8 +152,9 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   }
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp.gate_up,
                            w.fused({layer_name(l, "mlp.gate_proj.weight"), layer_name(l, "mlp.up_proj.weight")},
-                                   {inter, inter}, hidden));
-  BRIGADE_ASSIGN_OR_RETURN(layer.mlp.down, w.matrix(layer_name(l, "mlp.down_proj.weight"), hidden, inter));
+                                   {inter, inter}, hidden, {s.inter_rows(), s.inter_rows()}));
+  BRIGADE_ASSIGN_OR_RETURN(layer.mlp.down,
+                           w.matrix(layer_name(l, "mlp.down_proj.weight"), hidden, inter, {}, s.inter_rows()));
   return Status::ok();
 }
 
@@ -144,7 +173,7 @@ Status LlamaModel::load(const Checkpoint& ck) {
   }
   progress.finish();
   BRIGADE_ASSIGN_OR_RETURN(final_norm_, w.vector_f32({"model.norm.weight"}, {c.hidden_size}));
-  if (!c.tie_embeddings) {
+  if (!c.tie_embeddings && shard_.rank == 0) {  // only rank 0 computes logits
     BRIGADE_ASSIGN_OR_RETURN(lm_head_, w.matrix("lm_head.weight", c.vocab_size, c.hidden_size));
   }
   n_params_ = w.n_params();
@@ -165,10 +194,10 @@ Status LlamaModel::allocate_scratch() {
   BRIGADE_ASSIGN_OR_RETURN(s.residual, alloc(backend_, a, t, hidden));
   BRIGADE_ASSIGN_OR_RETURN(s.normed, alloc(backend_, a, t, hidden));
   BRIGADE_ASSIGN_OR_RETURN(s.delta, alloc(backend_, a, t, hidden));
-  BRIGADE_ASSIGN_OR_RETURN(s.qkv, alloc(backend_, a, t, c.qkv_layout().row_width()));
-  BRIGADE_ASSIGN_OR_RETURN(s.attn, alloc(backend_, a, t, c.qkv_layout().q_width()));
-  BRIGADE_ASSIGN_OR_RETURN(s.gate_up, alloc(backend_, a, t, 2 * int64_t{c.intermediate_size}));
-  BRIGADE_ASSIGN_OR_RETURN(s.act, alloc(backend_, a, t, c.intermediate_size));
+  BRIGADE_ASSIGN_OR_RETURN(s.qkv, alloc(backend_, a, t, shard_.qkv.row_width()));
+  BRIGADE_ASSIGN_OR_RETURN(s.attn, alloc(backend_, a, t, shard_.qkv.q_width()));
+  BRIGADE_ASSIGN_OR_RETURN(s.gate_up, alloc(backend_, a, t, 2 * shard_.inter));
+  BRIGADE_ASSIGN_OR_RETURN(s.act, alloc(backend_, a, t, shard_.inter));
   BRIGADE_ASSIGN_OR_RETURN(s.selected, alloc(backend_, a, t, hidden));
   for (OwnedTensor* p : {&ints_.tokens, &ints_.positions, &ints_.slots, &ints_.ctx_len, &ints_.logit_rows}) {
     BRIGADE_ASSIGN_OR_RETURN(*p, alloc(backend_, DType::i32, 1, t));
@@ -196,8 +225,8 @@ Status LlamaModel::upload_step(const StepBatch& b) {
   return Status::ok();
 }
 
-void LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta, int n) {
-  const QkvLayout l = config_.qkv_layout();
+Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta, int n) {
+  const QkvLayout l = shard_.qkv;
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor qkv = scratch_.qkv.tensor.rows(0, n);
   const Tensor attn = scratch_.attn.tensor.rows(0, n);
@@ -211,19 +240,26 @@ void LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache, 
   const float scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
   backend_.attention(qkv, l, cache, meta, scale, attn);
   backend_.matmul(attn, layer.attn.o.tensor, layer.attn.o_bias.tensor, scratch_.delta.tensor.rows(0, n));
+  return reduce(scratch_.delta.tensor.rows(0, n));
 }
 
-void LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
+Status LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
   const Tensor gate_up = scratch_.gate_up.tensor.rows(0, n);
   const Tensor act = scratch_.act.tensor.rows(0, n);
   backend_.matmul(scratch_.normed.tensor.rows(0, n), layer.mlp.gate_up.tensor, Tensor(), gate_up);
   backend_.silu_mul(gate_up, act);
   backend_.matmul(act, layer.mlp.down.tensor, Tensor(), scratch_.delta.tensor.rows(0, n));
+  return reduce(scratch_.delta.tensor.rows(0, n));
 }
 
 Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
   const StepLimits limits{config_.vocab_size, config_.max_position, options_.max_batch_tokens,
-                          config_.n_layers, config_.n_kv_heads, config_.head_dim};
+                          config_.n_layers, shard_.qkv.n_kv_heads, config_.head_dim};
+  // Checked before the first collective, as check_step is, so a refused step never leaves a peer
+  // waiting.
+  if (shard_.rank != 0 && !batch.logit_rows.empty())
+    return invalid_argument("tensor-parallel rank " + std::to_string(shard_.rank) +
+                            " computes no logits (rank 0 does): pass a step without logit rows");
   BRIGADE_ASSIGN_OR_RETURN(StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
   BRIGADE_RETURN_IF_ERROR(upload_step(batch));
   const int n = batch.n_tokens();
@@ -246,18 +282,33 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
     // The previous block's output joins the residual in the same pass as the next norm.
     if (l == 0) backend_.rms_norm(residual, layer.attn_norm.tensor, config_.rms_eps, normed);
     else backend_.add_rms_norm(residual, delta, layer.attn_norm.tensor, config_.rms_eps, normed);
-    run_attention(layer, kv.layer(l), meta, n);
+    BRIGADE_RETURN_IF_ERROR(run_attention(layer, kv.layer(l), meta, n));
     backend_.add_rms_norm(residual, delta, layer.mlp_norm.tensor, config_.rms_eps, normed);
-    run_mlp(layer, n);
+    BRIGADE_RETURN_IF_ERROR(run_mlp(layer, n));
   }
-  backend_.add_rms_norm(residual, delta, final_norm_.tensor, config_.rms_eps, normed);
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size());
   if (r == 0) return Status::ok();
+  backend_.add_rms_norm(residual, delta, final_norm_.tensor, config_.rms_eps, normed);
   const Tensor selected = scratch_.selected.tensor.rows(0, r);
   backend_.gather_rows(normed, Tensor(ints_.logit_rows.tensor.data, DType::i32, {r}), selected);
   const Tensor& head = config_.tie_embeddings ? embed_.tensor : lm_head_.tensor;
   backend_.matmul(selected, head, Tensor(), logits);
   return Status::ok();
+}
+
+// Every rank must hold whole heads and an equal share of the MLP.
+Status check_tensor_parallel(const ModelConfig& c, const Communicator* comm) {
+  if (comm == nullptr) return Status::ok();
+  const int tp = comm->size();
+  auto divides = [&](int n) { return c.n_heads % n == 0 && c.n_kv_heads % n == 0 && c.intermediate_size % n == 0; };
+  if (divides(tp)) return Status::ok();
+  std::string valid;
+  for (int n = 1; n <= c.n_kv_heads; ++n)
+    if (divides(n)) valid += (valid.empty() ? "" : ", ") + std::to_string(n);
+  return invalid_argument("tensor parallelism tp=" + std::to_string(tp) + " must divide n_heads (" +
+                          std::to_string(c.n_heads) + "), n_kv_heads (" + std::to_string(c.n_kv_heads) +
+                          ") and intermediate_size (" + std::to_string(c.intermediate_size) +
+                          "); valid tp for this model: " + valid);
 }
 
 }  // namespace
@@ -277,6 +328,7 @@ Expected<std::unique_ptr<Model>> load_llama(const Checkpoint& checkpoint, Backen
       *options.weight_dtype != DType::bf16)
     return unsupported(std::string("weight dtype ") + dtype_name(*options.weight_dtype) +
                        " is not supported; supported: f32, f16, bf16");
+  BRIGADE_RETURN_IF_ERROR(check_tensor_parallel(checkpoint.config(), options.communicator));
   auto model = std::make_unique<LlamaModel>(checkpoint.config(), backend, options);
   BRIGADE_RETURN_IF_ERROR(model->load(checkpoint));
   return std::unique_ptr<Model>(std::move(model));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/communicator.h"
 #include "core/status.h"
 #include "kvstore/kv_layout.h"
 #include "models/model_config.h"
@@ -38,6 +39,10 @@ struct LoadOptions {
   std::optional<DType> weight_dtype;
   int max_batch_tokens = 2048;  // largest n_tokens a step may have (sizes the scratch buffers)
   bool progress = true;         // show a progress bar when stderr is a terminal
+  // Tensor parallelism: this model is rank communicator->rank() of communicator->size() and
+  // loads only its shard (attention heads, MLP columns; see docs/architecture.md). Not owned; it
+  // must outlive the model. nullptr: the whole model, no collectives.
+  Communicator* communicator = nullptr;
 };
 
 class Model {
@@ -50,11 +55,14 @@ class Model {
                                                const LoadOptions& options);
 
   virtual const ModelConfig& config() const = 0;
-  // KV layout for n_pages pages of page_size tokens in dtype.
+  // KV layout for n_pages pages of page_size tokens in dtype (this rank's kv heads only).
   virtual KvLayout kv_layout(int n_pages, int page_size, DType dtype) const = 0;
   // Runs one step: writes the step's K/V into `kv` and fills logits [logit_rows.size(), vocab]
   // (f32, device memory of this backend). Fails (invalid_argument) on ids outside the vocabulary
-  // or a step larger than max_batch_tokens; the KV cache is then unchanged.
+  // or a step larger than max_batch_tokens; the KV cache is then unchanged. Under tensor
+  // parallelism every rank runs the same step at the same time (the collectives pair them up);
+  // only rank 0 computes logits, so other ranks must pass a batch without logit_rows. A failed
+  // collective (a peer stopped) returns its error and leaves this rank's KV cache undefined.
   virtual Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) = 0;
   // Total parameter count and weight bytes as loaded.
   virtual int64_t n_params() const = 0;

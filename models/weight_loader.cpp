@@ -3,6 +3,19 @@
 #include <cstring>
 
 namespace brigade {
+namespace {
+
+void check_slice(const Slice& s, int64_t full) {
+  BRIGADE_CHECK(s.begin >= 0 && s.length(full) >= 0 && s.begin + s.length(full) <= full,
+                "a weight slice lies inside its tensor (the model computes it from the config)");
+}
+
+Slice part_slice(const std::vector<Slice>& slices, size_t i) {
+  BRIGADE_CHECK(slices.empty() || i < slices.size(), "one slice per part, or none");
+  return slices.empty() ? Slice{} : slices[i];
+}
+
+}  // namespace
 
 Expected<OwnedTensor> WeightLoader::prepare(const Tensor& host, std::optional<DType> want) {
   auto w = backend_.prepare_weight(host, want);
@@ -11,20 +24,35 @@ Expected<OwnedTensor> WeightLoader::prepare(const Tensor& host, std::optional<DT
   return w;
 }
 
-Expected<OwnedTensor> WeightLoader::matrix(const std::string& name, int64_t rows, int64_t cols) {
+Expected<OwnedTensor> WeightLoader::matrix(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
+                                           Slice col_slice) {
   BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, {rows, cols}));
   n_params_ += t.numel();
-  return prepare(t.host_view(), want_);
+  check_slice(row_slice, rows);
+  check_slice(col_slice, cols);
+  const int64_t n_rows = row_slice.length(rows), n_cols = col_slice.length(cols);
+  const size_t es = dtype_size(t.dtype);
+  const uint8_t* first = t.bytes.data() + static_cast<size_t>(row_slice.begin * cols) * es;
+  if (n_cols == cols) {  // whole rows are contiguous: a view of the mapping, no copy
+    return prepare(Tensor(const_cast<uint8_t*>(first), t.dtype, {n_rows, n_cols}), want_);
+  }
+  std::vector<uint8_t> host(static_cast<size_t>(n_rows * n_cols) * es);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    std::memcpy(host.data() + static_cast<size_t>(r * n_cols) * es,
+                first + static_cast<size_t>(r * cols + col_slice.begin) * es, static_cast<size_t>(n_cols) * es);
+  }
+  return prepare(Tensor(host.data(), t.dtype, {n_rows, n_cols}), want_);
 }
 
-Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names,
-                                          const std::vector<int64_t>& rows, int64_t cols) {
+Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
+                                          int64_t cols, const std::vector<Slice>& row_slices) {
   BRIGADE_CHECK(names.size() == rows.size() && !names.empty(), "one row count per part");
   std::vector<RawTensor> parts;
   int64_t total_rows = 0;
   for (size_t i = 0; i < names.size(); ++i) {
     BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(names[i], {rows[i], cols}));
-    total_rows += rows[i];
+    check_slice(part_slice(row_slices, i), rows[i]);
+    total_rows += part_slice(row_slices, i).length(rows[i]);
     parts.push_back(std::move(t));
   }
   bool same = true;
@@ -32,14 +60,18 @@ Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names,
   const DType staged = same ? parts[0].dtype : DType::f32;
   std::vector<uint8_t> host(static_cast<size_t>(total_rows * cols) * dtype_size(staged));
   uint8_t* dst = host.data();
-  for (const auto& p : parts) {
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const RawTensor& p = parts[i];
     n_params_ += p.numel();
+    const Slice s = part_slice(row_slices, i);
+    const int64_t begin = s.begin * cols, count = s.length(rows[i]) * cols;  // elements
     if (same) {
-      std::memcpy(dst, p.bytes.data(), p.bytes.size());
-      dst += p.bytes.size();
+      const size_t es = dtype_size(p.dtype);
+      std::memcpy(dst, p.bytes.data() + static_cast<size_t>(begin) * es, static_cast<size_t>(count) * es);
+      dst += static_cast<size_t>(count) * es;
     } else {
-      for (int64_t i = 0; i < p.numel(); ++i, dst += 4) {
-        const float f = static_cast<float>(p.at(i));
+      for (int64_t k = begin; k < begin + count; ++k, dst += 4) {
+        const float f = static_cast<float>(p.at(k));
         std::memcpy(dst, &f, 4);
       }
     }
@@ -50,13 +82,15 @@ Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names,
 }
 
 Expected<OwnedTensor> WeightLoader::vector_f32(const std::vector<std::string>& names,
-                                               const std::vector<int64_t>& sizes) {
+                                               const std::vector<int64_t>& sizes, const std::vector<Slice>& slices) {
   BRIGADE_CHECK(names.size() == sizes.size() && !names.empty(), "one size per part");
   std::vector<float> host;
   for (size_t i = 0; i < names.size(); ++i) {
     BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(names[i], {sizes[i]}));
     n_params_ += t.numel();
-    for (int64_t k = 0; k < t.numel(); ++k) host.push_back(static_cast<float>(t.at(k)));
+    const Slice s = part_slice(slices, i);
+    check_slice(s, sizes[i]);
+    for (int64_t k = s.begin; k < s.begin + s.length(sizes[i]); ++k) host.push_back(static_cast<float>(t.at(k)));
   }
   const size_t bytes = host.size() * sizeof(float);
   BRIGADE_ASSIGN_OR_RETURN(Buffer buf, backend_.allocate(bytes));

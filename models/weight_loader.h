@@ -12,23 +12,38 @@
 
 namespace brigade {
 
+// A range [begin, begin + size) of one dimension; the default (size < 0) is the whole dimension.
+// Tensor-parallel ranks load their shard this way (models/llama.cpp).
+struct Slice {
+  int64_t begin = 0;
+  int64_t size = -1;
+  int64_t length(int64_t full) const { return size < 0 ? full : size; }
+};
+
 class WeightLoader {
  public:
   // `want` is LoadOptions::weight_dtype for matrices (nullopt keeps the stored type).
   WeightLoader(const Checkpoint& checkpoint, Backend& backend, std::optional<DType> want)
       : ck_(checkpoint), backend_(backend), want_(want) {}
 
-  // Matrix `name` [rows, cols], prepared for matmul or embedding lookup.
-  Expected<OwnedTensor> matrix(const std::string& name, int64_t rows, int64_t cols);
-  // Matrices names[i] [rows[i], cols] stacked along rows into one [sum(rows), cols] weight, so a
-  // fused projection (q|k|v, gate|up) is one matmul. Parts of different dtypes are staged as f32.
+  // Matrix `name` [rows, cols] (checked), of which rows `row_slice` and columns `col_slice` are
+  // prepared for matmul or embedding lookup. The slices must lie inside the matrix.
+  Expected<OwnedTensor> matrix(const std::string& name, int64_t rows, int64_t cols, Slice row_slice = {},
+                               Slice col_slice = {});
+  // Matrices names[i] [rows[i], cols] (checked), of each the rows row_slices[i] (all rows when
+  // row_slices is empty), stacked along rows into one weight, so a fused projection (q|k|v,
+  // gate|up) is one matmul. Parts of different dtypes are staged as f32.
   Expected<OwnedTensor> fused(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
-                              int64_t cols);
-  // Vectors names[i] [sizes[i]] concatenated and uploaded as f32 (norm weights, biases).
-  Expected<OwnedTensor> vector_f32(const std::vector<std::string>& names, const std::vector<int64_t>& sizes);
+                              int64_t cols, const std::vector<Slice>& row_slices = {});
+  // Vectors names[i] [sizes[i]] (checked), of each the elements slices[i] (all when slices is
+  // empty), concatenated and uploaded as f32 (norm weights, biases).
+  Expected<OwnedTensor> vector_f32(const std::vector<std::string>& names, const std::vector<int64_t>& sizes,
+                                   const std::vector<Slice>& slices = {});
 
-  int64_t n_params() const { return n_params_; }  // elements read from the checkpoint
-  int64_t n_bytes() const { return n_bytes_; }    // bytes of the prepared weights
+  // Elements of the checkpoint tensors loaded, counted whole even when only a slice is kept, so
+  // every tensor-parallel rank reports the model's size.
+  int64_t n_params() const { return n_params_; }
+  int64_t n_bytes() const { return n_bytes_; }  // bytes of the prepared weights (this rank's shard)
 
  private:
   Expected<OwnedTensor> prepare(const Tensor& host, std::optional<DType> want);

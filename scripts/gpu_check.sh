@@ -9,6 +9,8 @@
 #       runs the packed binaries when .gpu-dist/ is there, else tries to build in build-gpu-check
 #       (needs the project's C++ dependencies on that machine). Logs go to $OUT (or
 #       build-gpu-check/logs); the table is printed last. About 2 minutes on an H200.
+# gpu_model_test includes the NCCL communicator tests (tp = 1); they open libnccl.so.2 at run time
+# (it is not packed: 218 MB) and skip without it, which counts as a failure below.
 # Exit status: 0 when every test passed (skips count as failures on a machine with a GPU).
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include "actors/executor/executor_actor.h"
 #include "actors/frontend/frontend_actor.h"
@@ -20,6 +21,7 @@
 #include "actors/kv_manager/kv_manager_actor.h"
 #include "actors/scheduler/scheduler_actor.h"
 #include "actors/tokenizer/tokenizer_actor.h"
+#include "core/in_process_communicator.h"
 #include "core/logging.h"
 #include "cpu/cpu_backend.h"
 #include "messages/convert.h"
@@ -119,6 +121,27 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
     if (t < 0 || t >= m.vocab_size) return invalid_argument("stop token id " + std::to_string(t) + " is outside the vocabulary");
   }
   return Status::ok();
+}
+
+// One executor rank's backend and model (its shard when comm is set); the KV cache comes later,
+// once rank 0's layout has decided the page count.
+Expected<std::shared_ptr<ExecutorResources>> load_rank(const EngineOptions& options, const std::string& path,
+                                                       LoadOptions lo, std::unique_ptr<Communicator> comm) {
+  const InstanceConfig& inst = options.topology.instances.front();
+  const ExecutorConfig& exe = inst.executors.front();
+  auto res = std::make_shared<ExecutorResources>();
+  res->communicator = std::move(comm);
+  // Ranks share the machine's cores: "all cores" means an equal share for each.
+  const int threads = exe.threads > 0 || exe.tp == 1
+                          ? exe.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / exe.tp);
+  res->backend = options.backend_factory ? options.backend_factory() : make_cpu_backend(CpuBackendOptions{threads});
+  if (res->communicator && res->backend->name().rfind("cpu", 0) != 0)
+    return unsupported("tp " + std::to_string(exe.tp) + " runs its ranks on CPU backends joined in process; backend '" +
+                       res->backend->name() + "' cannot use that communicator");
+  lo.communicator = res->communicator.get();
+  BRIGADE_ASSIGN_OR_RETURN(res->model, Model::load(path, *res->backend, lo));
+  return res;
 }
 
 class EngineImpl final : public Engine {
@@ -228,13 +251,20 @@ Status EngineImpl::start(const EngineOptions& options) {
   const std::string path = options.model_path.empty() ? options.topology.model : options.model_path;
   if (path.empty()) return invalid_argument("no model given: pass a model path or set `model:` in the topology");
 
-  auto res = std::make_shared<ExecutorResources>();
-  res->backend = options.backend_factory ? options.backend_factory()
-                                         : make_cpu_backend(CpuBackendOptions{exe.threads});
   LoadOptions lo;
   lo.max_batch_tokens = inst.scheduler.max_step_tokens;
   lo.progress = options.progress;
-  BRIGADE_ASSIGN_OR_RETURN(res->model, Model::load(path, *res->backend, lo));
+  std::vector<std::unique_ptr<Communicator>> comms(1);
+  if (exe.tp > 1) {
+    BRIGADE_ASSIGN_OR_RETURN(comms, make_in_process_group({.size = exe.tp}));
+  }
+  std::vector<std::shared_ptr<ExecutorResources>> ranks;
+  for (auto& comm : comms) {
+    BRIGADE_ASSIGN_OR_RETURN(auto rank, load_rank(options, path, lo, std::move(comm)));
+    ranks.push_back(std::move(rank));
+    lo.progress = false;  // one bar is enough
+  }
+  const std::shared_ptr<ExecutorResources>& res = ranks.front();
   const ModelConfig& mc = res->model->config();
 
   std::shared_ptr<const Tokenizer> tokenizer;
@@ -259,12 +289,14 @@ Status EngineImpl::start(const EngineOptions& options) {
   if (n_pages == 0) n_pages = static_cast<int>(inst.kv.memory_mb * 1024 * 1024 / static_cast<int64_t>(layout.page_bytes()));
   if (n_pages < 1) return invalid_argument("kv.memory_mb is too small for one page of this model");
   layout.n_pages = n_pages;
-  BRIGADE_ASSIGN_OR_RETURN(res->kv, KvCache::allocate(*res->backend, layout));
+  for (auto& rank : ranks) {
+    BRIGADE_ASSIGN_OR_RETURN(rank->kv, KvCache::allocate(*rank->backend, layout));
+  }
 
   summary_ = {mc.arch, mc.vocab_size, mc.max_position, res->model->n_params(), res->model->weight_bytes(),
               tokenizer != nullptr};
-  spdlog::info("engine: {} ({} params), KV {} pages x {} tokens ({} MiB, {})", mc.arch, summary_.n_params, n_pages,
-               layout.page_size, layout.total_bytes() >> 20, dtype_name(kv_dtype));
+  spdlog::info("engine: {} ({} params), tp {}, KV {} pages x {} tokens ({} MiB per rank, {})", mc.arch,
+               summary_.n_params, exe.tp, n_pages, layout.page_size, layout.total_bytes() >> 20, dtype_name(kv_dtype));
 
   SchedulerSetup setup;
   setup.limits = {inst.scheduler.max_running, inst.scheduler.max_waiting, inst.scheduler.max_step_tokens,
@@ -302,7 +334,12 @@ Status EngineImpl::start(const EngineOptions& options) {
   }
 
   auto kv_manager = spawn_kv_manager(system_, n_pages);
-  auto executor = spawn_executor(system_, std::move(res), tiers);
+  std::vector<tp_follower_actor> followers;
+  for (size_t r = 1; r < ranks.size(); ++r) {
+    followers.push_back(spawn_tp_follower(system_, ranks[r]));
+    actors_.push_back(caf::actor_cast<caf::actor>(followers.back()));
+  }
+  auto executor = spawn_executor(system_, ranks.front(), tiers, std::move(followers));
   auto frontend = spawn_frontend(system_, registry_);
   tokenizer_ = spawn_tokenizer(system_, tokenizer, frontend);
   auto scheduler = spawn_scheduler(system_, setup, executor, kv_manager, caf::actor_cast<token_sink_actor>(tokenizer_));

@@ -18,6 +18,7 @@ struct ExecutorState {
   std::shared_ptr<ExecutorResources> resources;
   std::unique_ptr<StepRunner> runner;
   hicache_actor tiers;
+  std::vector<tp_follower_actor> followers;
   static inline const char* name = "brigade.executor";
 };
 
@@ -102,32 +103,83 @@ caf::result<kv_loaded_msg> load_pages(executor_ptr self, const kv_load_msg& m) {
   return rp;
 }
 
+void init_state(ExecutorState& state, caf::local_actor* self, std::shared_ptr<ExecutorResources> resources) {
+  state.resources = resources;
+  state.runner = std::make_unique<StepRunner>(*resources->backend, *resources->model, std::move(resources->kv));
+  if (Communicator* comm = resources->communicator.get()) {
+    // Whatever ends this rank (shutdown, a crash of its behaviour), its peers must not wait on it.
+    self->attach_functor([resources, rank = comm->rank()] {
+      resources->communicator->abort("executor rank " + std::to_string(rank) + " stopped");
+    });
+  }
+}
+
+// A bad plan is refused by every rank alike before any collective; any other failure may leave
+// peers inside a collective, so the group is failed for all of them.
+void abort_group_on_failure(const ExecutorResources& res, const Status& st) {
+  if (st.is_ok() || st.code() == StatusCode::invalid_argument || res.communicator == nullptr) return;
+  res.communicator->abort("rank " + std::to_string(res.communicator->rank()) + " failed a step: " + st.to_string());
+}
+
+step_result_msg run_step(executor_ptr self, const step_plan_msg& plan) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ExecutorState& st = self->state;
+  PlannedStep step = decode_step_plan(plan.reader());
+  if (!st.followers.empty()) {
+    // Followers never sample: they get the plan with the tokens this rank sampled filled in.
+    if (Status s = st.runner->resolve_last_sampled(step); !s.is_ok()) return encode_step_error(step.step_id, s.to_string());
+    const step_plan_msg resolved = encode_step_plan(step);
+    for (const auto& f : st.followers) self->send(f, resolved);
+  }
+  auto sampled = st.runner->run(step);
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+  if (!sampled) {
+    abort_group_on_failure(*st.resources, sampled.status());
+    return encode_step_error(step.step_id, sampled.status().to_string());
+  }
+  return encode_step_result(step.step_id, *sampled, step.n_tokens, static_cast<uint64_t>(us));
+}
+
 executor_actor::behavior_type executor_fun(executor_ptr self, std::shared_ptr<ExecutorResources> resources,
-                                           hicache_actor tiers) {
-  self->state.resources = resources;
+                                           hicache_actor tiers, std::vector<tp_follower_actor> followers) {
+  init_state(self->state, self, std::move(resources));
   self->state.tiers = std::move(tiers);
-  self->state.runner = std::make_unique<StepRunner>(*resources->backend, *resources->model,
-                                                    std::move(resources->kv));
+  self->state.followers = std::move(followers);
   return {
-      [self](const step_plan_msg& plan) -> step_result_msg {
-        const auto t0 = std::chrono::steady_clock::now();
-        PlannedStep step = decode_step_plan(plan.reader());
-        auto sampled = self->state.runner->run(step);
-        const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-                            std::chrono::steady_clock::now() - t0).count();
-        if (!sampled) return encode_step_error(step.step_id, sampled.status().to_string());
-        return encode_step_result(step.step_id, *sampled, step.n_tokens, static_cast<uint64_t>(us));
-      },
+      [self](const step_plan_msg& plan) -> step_result_msg { return run_step(self, plan); },
       [self](const kv_save_msg& m) { save_pages(self, m); },
       [self](const kv_load_msg& m) -> caf::result<kv_loaded_msg> { return load_pages(self, m); },
+  };
+}
+
+tp_follower_actor::behavior_type follower_fun(tp_follower_actor::stateful_pointer<ExecutorState> self,
+                                              std::shared_ptr<ExecutorResources> resources) {
+  init_state(self->state, self, std::move(resources));
+  return {
+      [self](const step_plan_msg& plan) {
+        const PlannedStep step = decode_step_plan(plan.reader());
+        const Status st = self->state.runner->run_forward_only(step);
+        // Rank 0 reports the step's outcome; a bad plan fails there the same way, and a group
+        // that another rank aborted (at shutdown, say) has been reported by that rank.
+        if (!st.is_ok() && st.code() != StatusCode::invalid_argument && st.code() != StatusCode::cancelled)
+          spdlog::error("executor rank {}: step {} failed: {}", self->state.resources->communicator->rank(),
+                        step.step_id, st.to_string());
+        abort_group_on_failure(*self->state.resources, st);
+      },
   };
 }
 
 }  // namespace
 
 executor_actor spawn_executor(caf::actor_system& system, std::shared_ptr<ExecutorResources> resources,
-                              hicache_actor tiers) {
-  return system.spawn<caf::detached>(executor_fun, std::move(resources), std::move(tiers));
+                              hicache_actor tiers, std::vector<tp_follower_actor> followers) {
+  BRIGADE_CHECK(followers.empty() || !tiers, "HiCache tiers are not combined with tensor parallelism");
+  return system.spawn<caf::detached>(executor_fun, std::move(resources), std::move(tiers), std::move(followers));
+}
+
+tp_follower_actor spawn_tp_follower(caf::actor_system& system, std::shared_ptr<ExecutorResources> resources) {
+  BRIGADE_CHECK(resources->communicator != nullptr, "a follower rank has a communicator");
+  return system.spawn<caf::detached>(follower_fun, std::move(resources));
 }
 
 }  // namespace brigade

@@ -14,14 +14,25 @@
 //           how many leading keys were loaded (the rest the scheduler recomputes). The pages
 //           must not be used by a step before the KvLoaded. A malformed request, no tier actor
 //           or a failed tier answers nLoaded = 0 with the reason in `error`.
+//
+// Tensor parallelism (docs/architecture.md): the scheduler talks to rank 0 only, an ordinary
+// executor_actor. Rank 0 resolves each plan's use_last_sampled tokens (it is the only rank that
+// samples), forwards the resolved plan to the follower ranks, runs its own shard and replies.
+// Every rank processes plans in arrival order, so in-flight steps keep their order on all ranks
+// and the collectives of one step pair up. A rank whose step fails for any reason other than a
+// bad plan (which every rank refuses alike, before any collective), or that stops, aborts the
+// communicator group so no rank waits for it; the engine must then be rebuilt. HiCache tiers
+// (KvSave/KvLoad) see rank 0's pages only, so the engine does not combine them with tp > 1.
 #pragma once
 
 #include <caf/all.hpp>
 
 #include <memory>
+#include <vector>
 
 #include "actors/hicache/hicache_actor.h"
 #include "core/backend.h"
+#include "core/communicator.h"
 #include "messages/types.h"
 #include "models/model.h"
 #include "kvstore/kv_layout.h"
@@ -31,16 +42,23 @@ namespace brigade {
 using executor_actor = caf::typed_actor<caf::replies_to<step_plan_msg>::with<step_result_msg>,
                                         caf::reacts_to<kv_save_msg>,
                                         caf::replies_to<kv_load_msg>::with<kv_loaded_msg>>;
+// A tensor-parallel rank other than 0: runs the (resolved) plans rank 0 forwards; no replies.
+using tp_follower_actor = caf::typed_actor<caf::reacts_to<step_plan_msg>>;
 
-// What an executor owns; moved into the actor at spawn.
+// What an executor owns; moved into the actor at spawn. Members are destroyed bottom-up: the
+// model (which points at the communicator) goes before the communicator.
 struct ExecutorResources {
+  std::unique_ptr<Communicator> communicator;  // this rank's; nullptr without tensor parallelism
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Model> model;
   KvCache kv;
 };
 
-// `tiers` may be null: no HiCache tiers below this executor's KV pool.
+// `tiers` may be null: no HiCache tiers below this executor's KV pool. Under tensor parallelism
+// this is rank 0, with the other ranks as `followers` (and no tiers).
 executor_actor spawn_executor(caf::actor_system& system, std::shared_ptr<ExecutorResources> resources,
-                              hicache_actor tiers = {});
+                              hicache_actor tiers = {}, std::vector<tp_follower_actor> followers = {});
+// A follower rank; resources->communicator must be set.
+tp_follower_actor spawn_tp_follower(caf::actor_system& system, std::shared_ptr<ExecutorResources> resources);
 
 }  // namespace brigade

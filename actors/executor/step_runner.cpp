@@ -91,6 +91,28 @@ Expected<std::vector<SampledResult>> StepRunner::run(const PlannedStep& step) {
   return out;
 }
 
+Status StepRunner::resolve_last_sampled(PlannedStep& step) {
+  release(step.released);
+  for (const SeqWorkItem& w : step.seqs) {
+    if (w.use_last_sampled && (w.tokens.empty() || !last_sampled_.count(w.seq_id)))
+      return invalid_argument("sequence " + std::to_string(w.seq_id) + " has no sampled token to reuse");
+  }
+  for (SeqWorkItem& w : step.seqs) {
+    if (!w.use_last_sampled) continue;
+    w.tokens[0] = last_sampled_.at(w.seq_id);
+    w.use_last_sampled = false;
+  }
+  return Status::ok();
+}
+
+Status StepRunner::run_forward_only(const PlannedStep& step) {
+  release(step.released);
+  if (step.seqs.empty()) return Status::ok();
+  BRIGADE_RETURN_IF_ERROR(build_batch(step));
+  batch_.logit_rows.clear();
+  return model_.forward(batch_, kv_, Tensor());
+}
+
 void StepRunner::record_history(const PlannedStep& step) {
   for (size_t i = 0; i < step.seqs.size(); ++i) {
     const SeqWorkItem& w = step.seqs[i];

@@ -23,8 +23,17 @@ class StepRunner {
   // backend and model must outlive the runner; the runner owns the KV cache.
   StepRunner(Backend& backend, Model& model, KvCache kv);
 
-  // Runs the step. On error nothing was written to the KV cache and no state changed.
+  // Runs the step. On error nothing was written to the KV cache and no state changed (except
+  // after a failed collective under tensor parallelism: the KV cache is then undefined).
   Expected<std::vector<SampledResult>> run(const PlannedStep& step);
+
+  // Tensor parallelism (rank 0): forgets step.released and replaces each use_last_sampled token
+  // by the token this runner sampled, so the plan can go to ranks that do not sample.
+  // invalid_argument when a sequence has no sampled token; step is then unchanged.
+  Status resolve_last_sampled(PlannedStep& step);
+  // Tensor parallelism (ranks other than 0): the step's forward only, no logits, no sampling.
+  // The plan must be resolved (no use_last_sampled). Errors as run().
+  Status run_forward_only(const PlannedStep& step);
   // Forgets the per-sequence state of sequences that ended.
   void release(std::span<const uint64_t> seq_ids);
 

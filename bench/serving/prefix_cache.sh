@@ -18,6 +18,8 @@ source bench/serving/common.sh
 OUT_DIR=${OUT_DIR:-.brigade/bench-prefix}
 PORT=${PORT:-8312}
 MODEL=${MODEL:-.brigade/models/bench-llama-4k}
+REQUESTS=${REQUESTS:-64}   # smaller values only to try the script out
+PREFIX=${PREFIX:-2048}
 mkdir -p "$OUT_DIR"
 if [ ! -f "$MODEL/model.safetensors" ]; then
   "$BRIGADE" make-model --out "$MODEL" --hidden 256 --layers 4 --heads 4 --kv-heads 2 --intermediate 768 \
@@ -29,7 +31,7 @@ run() {  # name cache-yaml kv-yaml prefix-groups
   local name=$1 cache=$2 kv=$3 groups=$4
   topology "$OUT_DIR/$name.yaml" "max_running: 64" "$cache" "$kv"
   start_server "$MODEL" "$OUT_DIR/$name.yaml" "$PORT" "$OUT_DIR/$name.log"
-  "$BRIGADE" bench --port "$PORT" --requests 64 --concurrency 4 --shared-prefix 2048 --prefix-groups "$groups" \
+  "$BRIGADE" bench --port "$PORT" --requests "$REQUESTS" --concurrency 4 --shared-prefix "$PREFIX" --prefix-groups "$groups" \
     --input-len 64 --output-len 16 --seed 5 --json "$OUT_DIR/$name.json" >"$OUT_DIR/$name.txt"
   curl_metrics "$OUT_DIR/$name.metrics"
   stop_server

@@ -10,17 +10,19 @@ cd "$(dirname "$0")/../.."
 source bench/serving/common.sh
 OUT_DIR=${OUT_DIR:-.brigade/bench-serving}
 PORT=${PORT:-8311}
+OUTPUT_LEN=${OUTPUT_LEN:-64}   # smaller values and MIN_REQUESTS only to try the script out
+MIN_REQUESTS=${MIN_REQUESTS:-16}
 mkdir -p "$OUT_DIR"
 MODEL=${MODEL:-.brigade/models/default-llama-100m}  # the default model; `brigade demo` writes it
 if [ ! -f "$MODEL/model.safetensors" ]; then "$BRIGADE" demo --requests 1 --concurrency 1 >/dev/null; fi
 
 run() {  # name clients scheduler-yaml
   local name=$1 clients=$2 sched=$3
-  local requests=$((clients * 2)); [ "$requests" -lt 16 ] && requests=16
+  local requests=$((clients * 2)); [ "$requests" -lt "$MIN_REQUESTS" ] && requests=$MIN_REQUESTS
   topology "$OUT_DIR/$name.yaml" "$sched" "radix: false"
   start_server "$MODEL" "$OUT_DIR/$name.yaml" "$PORT" "$OUT_DIR/$name.log"
   "$BRIGADE" bench --port "$PORT" --requests "$requests" --concurrency "$clients" --input-len 64 --input-len-max 192 \
-    --output-len 64 --seed 1 --json "$OUT_DIR/$name.json" >"$OUT_DIR/$name.txt"
+    --output-len "$OUTPUT_LEN" --seed 1 --json "$OUT_DIR/$name.json" >"$OUT_DIR/$name.txt"
   stop_server
 }
 

@@ -12,13 +12,17 @@ namespace brigade {
 
 struct ExecutorConfig {
   std::string device = "cpu";  // "cpu" (the CUDA backend arrives with the GPU issue)
-  int threads = 0;             // CPU threads; 0 = all hardware threads
+  int threads = 0;             // CPU threads per rank; 0 = all hardware threads (shared out by tp)
+  // Tensor parallelism: ranks that each hold 1/tp of every layer's attention heads and MLP and
+  // all-reduce inside the forward pass (one executor actor per rank, rank 0 samples). tp must
+  // divide the model's n_heads, n_kv_heads and intermediate_size (checked at load).
+  int tp = 1;
 };
 
 struct KvConfig {
   int page_size = 16;      // tokens per page
   int pages = 0;           // pages in the pool; 0 = as many as memory_mb holds
-  int64_t memory_mb = 1024;
+  int64_t memory_mb = 1024;  // per tensor-parallel rank (a rank caches only its kv heads)
   std::string dtype = "auto";  // auto (the weights' type), f32, bf16, f16, int8 (CPU backend only)
 };
 

@@ -93,6 +93,22 @@ instances:
   EXPECT_EQ(t->instances[0].executors[0].threads, 2);
 }
 
+TEST(Topology, TensorParallelKey) {
+  EXPECT_EQ(default_topology().instances[0].executors[0].tp, 1);
+  auto t = parse_topology("instances: [{executors: [{device: cpu, threads: 1, tp: 4}]}]");
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  EXPECT_EQ(t->instances[0].executors[0].tp, 4);
+  for (const char* bad : {"0", "-2", "65"}) {
+    auto r = parse_topology(std::string("instances: [{executors: [{tp: ") + bad + "}]}]");
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_NE(r.status().message().find("tp must be in [1, 64]"), std::string::npos) << r.status().message();
+  }
+  EXPECT_FALSE(parse_topology("instances: [{executors: [{tp: two}]}]").has_value());
+  auto tiers = parse_topology("instances: [{cache: {radix: true, host_bytes: 1000000}, executors: [{tp: 2}]}]");
+  ASSERT_FALSE(tiers.has_value());
+  EXPECT_NE(tiers.status().message().find("do not work with tp > 1"), std::string::npos) << tiers.status().message();
+}
+
 TEST(Topology, ErrorsListValidChoices) {
   auto unknown = parse_topology("instances: [{schedular: {}}]");
   ASSERT_FALSE(unknown.has_value());

@@ -1,0 +1,152 @@
+// The Engine with `tp: 2` on CPU (two executor ranks joined by the in-process communicator, rank 0
+// sampling) gives the tokens of `tp: 1`: greedy for several prompts batched together, with steps
+// in flight, and seeded sampling with penalties (whose state lives on rank 0 only).
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+
+#include <unistd.h>
+
+#include "brigade/engine.h"
+#include "models/make_model.h"
+
+namespace brigade {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A synthetic llama (8 heads, 4 kv heads: tp 1, 2 and 4 divide it), written once per process.
+std::string synthetic_llama() {
+  static const std::string dir = [] {
+    const fs::path p = fs::temp_directory_path() / ("brigade_tp_engine_" + std::to_string(::getpid()));
+    SyntheticModelSpec s;
+    s.hidden_size = 64;
+    s.n_layers = 2;
+    s.n_heads = 8;
+    s.n_kv_heads = 4;
+    s.intermediate_size = 128;
+    s.vocab_size = 320;
+    s.max_position = 256;
+    s.dtype = DType::f32;
+    s.seed = 5;
+    const Status st = write_synthetic_model(s, p.string());
+    EXPECT_TRUE(st.is_ok()) << st.to_string();
+    return p.string();
+  }();
+  return dir;
+}
+
+std::string fixture(const std::string& name) { return std::string(BRIGADE_FIXTURES) + "/" + name; }
+
+EngineOptions options(const std::string& model, int tp, int inflight = 2) {
+  EngineOptions o;
+  o.model_path = model;
+  o.progress = false;
+  auto& inst = o.topology.instances.front();
+  inst.kv.memory_mb = 16;
+  inst.kv.page_size = 8;
+  inst.scheduler.max_step_tokens = 32;  // long prompts take several chunked-prefill steps
+  inst.scheduler.max_inflight_steps = inflight;
+  inst.executors.front().threads = 1;
+  inst.executors.front().tp = tp;
+  return o;
+}
+
+std::vector<GenerateOptions> requests(bool sampled) {
+  const std::vector<std::vector<int32_t>> prompts = {
+      {1, 17, 200, 3, 99}, {5}, {7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
+                                 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48},
+      {250, 251, 4, 4, 4, 4}};
+  std::vector<GenerateOptions> out;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    GenerateOptions r;
+    r.prompt_ids = prompts[i];
+    r.max_tokens = 12;
+    r.ignore_eos = true;
+    if (sampled) {
+      r.sampling.temperature = 0.8f;
+      r.sampling.top_p = 0.9f;
+      r.sampling.repetition_penalty = 1.3f;
+      r.sampling.frequency_penalty = 0.5f;
+      r.sampling.seed = 1000 + i;
+    } else {
+      r.sampling.temperature = 0.0f;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+// Submits every request before waiting for any, so they share steps.
+std::vector<std::vector<int32_t>> generate_all(Engine& engine, const std::vector<GenerateOptions>& reqs) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::vector<int32_t>> tokens(reqs.size());
+  size_t n_done = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto id = engine.submit(reqs[i], [&, i](const Event& ev) {
+      std::lock_guard<std::mutex> lock(mu);
+      tokens[i].insert(tokens[i].end(), ev.token_ids.begin(), ev.token_ids.end());
+      EXPECT_NE(ev.finish, FinishReason::error) << ev.error;
+      if (ev.finish != FinishReason::none) {
+        ++n_done;
+        cv.notify_all();
+      }
+    });
+    EXPECT_TRUE(id.has_value()) << id.status().to_string();
+    if (!id) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++n_done;
+    }
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return n_done == reqs.size(); });
+  return tokens;
+}
+
+std::vector<std::vector<int32_t>> run(const EngineOptions& o, bool sampled) {
+  auto engine = Engine::create(o);
+  EXPECT_TRUE(engine.has_value()) << engine.status().to_string();
+  if (!engine) return {};
+  return generate_all(**engine, requests(sampled));
+}
+
+class TpEngine : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::string model() const { return GetParam() == "synthetic" ? synthetic_llama() : fixture(GetParam()); }
+};
+
+TEST_P(TpEngine, Tp2GivesTheGreedyTokensOfTp1) {
+  const auto want = run(options(model(), 1), false);
+  ASSERT_EQ(want.size(), 4u);
+  for (const auto& t : want) ASSERT_EQ(t.size(), 12u);
+  EXPECT_EQ(run(options(model(), 2), false), want);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, TpEngine, ::testing::Values("synthetic", "qwen2", "qwen3"));
+
+TEST(TpEngine, InFlightDepthAndRankCountDoNotChangeTokens) {
+  const auto want = run(options(synthetic_llama(), 1, 1), false);
+  EXPECT_EQ(run(options(synthetic_llama(), 2, 1), false), want);
+  EXPECT_EQ(run(options(synthetic_llama(), 2, 3), false), want);
+  EXPECT_EQ(run(options(synthetic_llama(), 4, 2), false), want);
+}
+
+TEST(TpEngine, SeededSamplingWithPenaltiesMatchesTp1) {
+  const auto want = run(options(synthetic_llama(), 1), true);
+  ASSERT_EQ(want.size(), 4u);
+  EXPECT_EQ(run(options(synthetic_llama(), 2), true), want);
+}
+
+TEST(TpEngine, ATpThatSplitsAHeadIsRefusedAtCreate) {
+  auto engine = Engine::create(options(synthetic_llama(), 3));
+  ASSERT_FALSE(engine.has_value());
+  EXPECT_EQ(engine.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(engine.status().message().find("valid tp for this model: 1, 2, 4"), std::string::npos)
+      << engine.status().message();
+}
+
+}  // namespace
+}  // namespace brigade

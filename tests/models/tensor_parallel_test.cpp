@@ -1,0 +1,223 @@
+// Tensor-parallel Llama/Qwen forward on CPU: ranks on threads joined by the in-process
+// communicator give the logits of the unsharded model (within fp32 summation-order noise), over a
+// prefill and a decode step that reads the sharded KV cache; bad group sizes are refused.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "core/in_process_communicator.h"
+#include "cpu/cpu_backend.h"
+#include "hf_fixture.h"
+#include "model_test_util.h"
+#include "models/checkpoint.h"
+#include "models/make_model.h"
+
+namespace brigade {
+namespace {
+
+using testing::make_step;
+using testing::run_step;
+using testing::SeqChunk;
+using testing::TempDir;
+
+constexpr int kPageSize = 8;
+constexpr int kPagesPerSeq = 4;
+// Sharding changes only how partial sums are grouped (per-rank matmul over a slice of the
+// reduction, then the all-reduce); measured differences are ~1e-6 on logits of magnitude ~1-10.
+constexpr float kLogitTol = 1e-4f;
+
+struct Rank {
+  std::unique_ptr<Communicator> comm;  // declared first: the model holds a pointer to it
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<KvCache> kv;
+};
+
+// tp = 0: one unsharded model without a communicator.
+Expected<std::vector<Rank>> load_ranks(const std::string& dir, int tp) {
+  std::vector<std::unique_ptr<Communicator>> comms;
+  if (tp > 0) {
+    BRIGADE_ASSIGN_OR_RETURN(comms, make_in_process_group({tp, std::chrono::seconds(60)}));
+  }
+  std::vector<Rank> ranks(static_cast<size_t>(std::max(tp, 1)));
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    Rank& k = ranks[r];
+    if (tp > 0) k.comm = std::move(comms[r]);
+    k.backend = make_cpu_backend({.n_threads = 1});
+    LoadOptions opts;
+    opts.max_batch_tokens = 64;
+    opts.progress = false;
+    opts.communicator = k.comm.get();
+    BRIGADE_ASSIGN_OR_RETURN(k.model, Model::load(dir, *k.backend, opts));
+    BRIGADE_ASSIGN_OR_RETURN(KvCache kv, KvCache::allocate(*k.backend, k.model->kv_layout(4 * kPagesPerSeq, kPageSize, DType::f32)));
+    k.kv = std::make_unique<KvCache>(std::move(kv));
+  }
+  return ranks;
+}
+
+// Runs `b` on every rank at once, as the executors do (only rank 0 asks for logits), and returns
+// rank 0's logits.
+std::vector<float> run_ranks(std::vector<Rank>& ranks, const StepBatch& b) {
+  if (ranks.size() == 1) return run_step(*ranks[0].model, *ranks[0].backend, *ranks[0].kv, b);
+  StepBatch follower = b;
+  follower.logit_rows.clear();
+  std::vector<Status> st(ranks.size());
+  std::vector<std::thread> threads;
+  for (size_t r = 1; r < ranks.size(); ++r)
+    threads.emplace_back([&, r] { st[r] = ranks[r].model->forward(follower, *ranks[r].kv, Tensor()); });
+  std::vector<float> logits = run_step(*ranks[0].model, *ranks[0].backend, *ranks[0].kv, b);
+  for (auto& t : threads) t.join();
+  for (size_t r = 1; r < ranks.size(); ++r) EXPECT_TRUE(st[r].is_ok()) << "rank " << r << ": " << st[r].to_string();
+  return logits;
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float m = 0.0f;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+// A prefill of two sequences (one wanting every row's logits), then a decode step of both.
+std::vector<StepBatch> steps() {
+  const std::vector<int32_t> p0 = {1, 17, 200, 3, 99, 42, 42}, p1 = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  return {make_step({{0, p0, 0, true}, {1, p1, 0, false}}, kPageSize, kPagesPerSeq),
+          make_step({{0, {77}, 7, false}, {1, {3}, 12, false}}, kPageSize, kPagesPerSeq)};
+}
+
+void expect_same_as_unsharded(const std::string& dir, int tp) {
+  auto whole = load_ranks(dir, 0);
+  ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
+  auto sharded = load_ranks(dir, tp);
+  ASSERT_TRUE(sharded.has_value()) << sharded.status().to_string();
+  const ModelConfig& c = (*whole)[0].model->config();
+  EXPECT_EQ((*sharded)[1].kv->layout().n_kv_heads, c.n_kv_heads / tp);  // each rank caches its heads only
+  EXPECT_LT((*sharded)[1].model->weight_bytes(), (*whole)[0].model->weight_bytes());
+  for (const StepBatch& b : steps()) {
+    const std::vector<float> want = run_ranks(*whole, b), got = run_ranks(*sharded, b);
+    const float d = max_abs_diff(want, got);
+    EXPECT_LE(d, kLogitTol) << dir << " tp=" << tp << " step of " << b.n_tokens() << " tokens";
+    ::testing::Test::RecordProperty("max_abs_diff_tp" + std::to_string(tp) + "_" + std::to_string(b.n_tokens()), std::to_string(d));
+    const int vocab = c.vocab_size;
+    for (size_t r = 0; r < b.logit_rows.size(); ++r)
+      EXPECT_EQ(testing::argmax(want.data() + r * static_cast<size_t>(vocab), vocab),
+                testing::argmax(got.data() + r * static_cast<size_t>(vocab), vocab));
+  }
+}
+
+std::string synthetic_llama(const TempDir& dir) {
+  SyntheticModelSpec s;
+  s.hidden_size = 64;
+  s.n_layers = 2;
+  s.n_heads = 8;
+  s.n_kv_heads = 4;
+  s.intermediate_size = 128;
+  s.vocab_size = 300;
+  s.max_position = 64;
+  s.tie_embeddings = false;
+  s.dtype = DType::f32;
+  s.seed = 11;
+  const Status st = write_synthetic_model(s, dir.str());
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  return dir.str();
+}
+
+// The synthetic llama plus `attention_bias: true` (q/k/v and o_proj biases), rewritten with
+// random biases large enough that adding o_proj's bias on every rank would show.
+std::string llama_with_biases(const TempDir& dir) {
+  const std::string src = synthetic_llama(dir);
+  auto ck = Checkpoint::open(src);
+  EXPECT_TRUE(ck.has_value()) << ck.status().to_string();
+  if (!ck) return src;
+  std::vector<testing::StEntry> entries;
+  for (const auto& [name, t] : (*ck)->tensors())
+    entries.push_back({name, "F32", t.shape, std::vector<uint8_t>(t.bytes.begin(), t.bytes.end())});
+  std::mt19937 rng(9);
+  std::normal_distribution<float> n(0.0f, 0.5f);
+  auto bias = [&](const std::string& name, int64_t size) {
+    std::vector<float> v(static_cast<size_t>(size));
+    for (auto& x : v) x = n(rng);
+    std::vector<uint8_t> bytes(v.size() * sizeof(float));
+    std::memcpy(bytes.data(), v.data(), bytes.size());
+    entries.push_back({name, "F32", {size}, std::move(bytes)});
+  };
+  const ModelConfig& c = (*ck)->config();
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".self_attn.";
+    bias(p + "q_proj.bias", int64_t{c.n_heads} * c.head_dim);
+    bias(p + "k_proj.bias", int64_t{c.n_kv_heads} * c.head_dim);
+    bias(p + "v_proj.bias", int64_t{c.n_kv_heads} * c.head_dim);
+    bias(p + "o_proj.bias", c.hidden_size);
+  }
+  ck->reset();  // unmap before rewriting the file
+  testing::write_safetensors_file(dir.file("model.safetensors"), entries);
+  auto config = nlohmann::json::parse(testing::read_bytes(dir.file("config.json")));
+  config["attention_bias"] = true;
+  testing::write_text(dir.file("config.json"), config.dump(2));
+  return src;
+}
+
+TEST(TensorParallel, SyntheticLlamaMatchesUnshardedForTp2AndTp4) {
+  TempDir dir("tp_llama");
+  const std::string path = synthetic_llama(dir);
+  expect_same_as_unsharded(path, 2);
+  expect_same_as_unsharded(path, 4);
+}
+
+TEST(TensorParallel, AttentionBiasesAreShardedAndOProjBiasAddedOnce) {
+  TempDir dir("tp_bias");
+  const std::string path = llama_with_biases(dir);
+  auto whole = load_ranks(path, 0);
+  ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
+  ASSERT_TRUE((*whole)[0].model->config().o_bias);
+  expect_same_as_unsharded(path, 2);
+  expect_same_as_unsharded(path, 4);
+}
+
+TEST(TensorParallel, Qwen2BiasesAndTiedEmbeddingsMatchUnsharded) {
+  expect_same_as_unsharded(testing::fixture_dir("qwen2"), 2);
+}
+
+TEST(TensorParallel, Qwen3HeadNormsMatchUnsharded) {
+  expect_same_as_unsharded(testing::fixture_dir("qwen3"), 2);
+}
+
+TEST(TensorParallel, ASizeThatSplitsAHeadIsRefusedWithTheValidSizes) {
+  TempDir dir("tp_bad");
+  const std::string path = synthetic_llama(dir);
+  auto ranks = load_ranks(path, 3);
+  ASSERT_FALSE(ranks.has_value());
+  EXPECT_EQ(ranks.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(ranks.status().message().find("valid tp for this model: 1, 2, 4"), std::string::npos)
+      << ranks.status().message();
+}
+
+TEST(TensorParallel, ARankOtherThanZeroRefusesLogitsBeforeAnyCollective) {
+  TempDir dir("tp_logits");
+  auto ranks = load_ranks(synthetic_llama(dir), 2);
+  ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
+  Rank& r1 = (*ranks)[1];
+  // Alone (rank 0 never joins): had it reached a collective, this would wait for the timeout.
+  const Status st = r1.model->forward(steps()[0], *r1.kv, Tensor());
+  EXPECT_EQ(st.code(), StatusCode::invalid_argument);
+  EXPECT_NE(st.message().find("rank 1 computes no logits"), std::string::npos) << st.message();
+}
+
+TEST(TensorParallel, APeerThatAbortsFailsTheStepInsteadOfHanging) {
+  TempDir dir("tp_abort");
+  auto ranks = load_ranks(synthetic_llama(dir), 2);
+  ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
+  Rank& r0 = (*ranks)[0];
+  (*ranks)[1].comm->abort("test stopped rank 1");
+  auto buf = r0.backend->allocate(300 * 2 * sizeof(float));
+  ASSERT_TRUE(buf.has_value());
+  const Status st = r0.model->forward(steps()[1], *r0.kv, buf->view(DType::f32, {2, 300}));
+  EXPECT_EQ(st.code(), StatusCode::cancelled);
+  EXPECT_NE(st.message().find("test stopped rank 1"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace brigade
