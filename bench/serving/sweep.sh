@@ -2,7 +2,7 @@
 # Serving benchmark (issue #4): the default model behind `brigade serve`, driven by
 # `brigade bench` with 1, 8, 32 and 64 concurrent streaming clients; then, at 32 clients, without
 # chunked prefill and with one step in flight instead of two. Prompts of 64-192 tokens, 64 output
-# tokens, greedy, prefix cache off (distinct random prompts would not hit it anyway; off keeps the
+# tokens (INPUT_LEN, INPUT_LEN_MAX, OUTPUT_LEN override), greedy, prefix cache off (distinct random prompts would not hit it anyway; off keeps the
 # comparison about scheduling). Writes JSON per run under $OUT_DIR and prints one table.
 #   bash bench/serving/sweep.sh            (needs a built build/tools/brigade)
 set -euo pipefail
@@ -10,7 +10,8 @@ cd "$(dirname "$0")/../.."
 source bench/serving/common.sh
 OUT_DIR=${OUT_DIR:-.brigade/bench-serving}
 PORT=${PORT:-8311}
-OUTPUT_LEN=${OUTPUT_LEN:-64}   # smaller values and MIN_REQUESTS only to try the script out
+INPUT_LEN=${INPUT_LEN:-64} INPUT_LEN_MAX=${INPUT_LEN_MAX:-192}
+OUTPUT_LEN=${OUTPUT_LEN:-64}
 MIN_REQUESTS=${MIN_REQUESTS:-16}
 mkdir -p "$OUT_DIR"
 MODEL=${MODEL:-.brigade/models/default-llama-100m}  # the default model; `brigade demo` writes it
@@ -21,7 +22,7 @@ run() {  # name clients scheduler-yaml
   local requests=$((clients * 2)); [ "$requests" -lt "$MIN_REQUESTS" ] && requests=$MIN_REQUESTS
   topology "$OUT_DIR/$name.yaml" "$sched" "radix: false"
   start_server "$MODEL" "$OUT_DIR/$name.yaml" "$PORT" "$OUT_DIR/$name.log"
-  "$BRIGADE" bench --port "$PORT" --requests "$requests" --concurrency "$clients" --input-len 64 --input-len-max 192 \
+  "$BRIGADE" bench --port "$PORT" --requests "$requests" --concurrency "$clients" --input-len "$INPUT_LEN" --input-len-max "$INPUT_LEN_MAX" \
     --output-len "$OUTPUT_LEN" --seed 1 --json "$OUT_DIR/$name.json" >"$OUT_DIR/$name.txt"
   stop_server
 }
