@@ -27,6 +27,7 @@
 #include "messages/convert.h"
 #include "messages/registry.h"
 #include "models/chat_template.h"
+#include "models/gguf.h"
 
 namespace brigade {
 
@@ -268,7 +269,8 @@ Status EngineImpl::start(const EngineOptions& options) {
   const ModelConfig& mc = res->model->config();
 
   std::shared_ptr<const Tokenizer> tokenizer;
-  if (std::filesystem::is_directory(path)) {
+  const bool gguf = std::filesystem::path(path).extension() == ".gguf";
+  if (std::filesystem::is_directory(path) || gguf) {  // a GGUF may carry its vocabulary (tokenizer.ggml.*)
     auto tok = Tokenizer::load(path);
     if (tok) {
       BRIGADE_RETURN_IF_ERROR(check_tokenizer_fits(**tok, mc.vocab_size));
@@ -281,6 +283,10 @@ Status EngineImpl::start(const EngineOptions& options) {
   if (tokenizer && std::filesystem::is_directory(path)) {
     // A model with a template of no known family still serves completions; chat says why not.
     chat_family_ = chat_family_for_model(path, "");
+  } else if (tokenizer && gguf) {
+    if (auto file = GgufFile::open(path)) {
+      if (auto jinja = (*file)->get_string("tokenizer.chat_template")) chat_family_ = detect_chat_family(*jinja);
+    }
   }
 
   BRIGADE_ASSIGN_OR_RETURN(DType kv_dtype, kv_dtype_for(inst.kv.dtype, mc.dtype));
