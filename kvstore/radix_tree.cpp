@@ -49,6 +49,12 @@ bool RadixTree::page_equal(const int32_t* a, const int32_t* b) const {
   return std::memcmp(a, b, static_cast<size_t>(page_size_) * sizeof(int32_t)) == 0;
 }
 
+RadixTree::Node* RadixTree::find_child(Node* node, const int32_t* first_page) const {
+  for (auto& c : node->children)
+    if (page_equal(c->tokens.data(), first_page)) return c.get();
+  return nullptr;
+}
+
 // Puts a new node holding node's first n pages between node and its parent; node keeps the rest.
 // Locks and statistics are copied, so a lock taken on node (or below) still unlocks every node on
 // its path, the new one included.
@@ -95,13 +101,7 @@ RadixTree::Match RadixTree::match(std::span<const int32_t> tokens, int max_token
   int i = 0;  // pages matched
   while (i < n_full) {
     const int32_t* want = tokens.data() + static_cast<size_t>(i) * static_cast<size_t>(page_size_);
-    Node* child = nullptr;
-    for (auto& c : node->children) {
-      if (page_equal(c->tokens.data(), want)) {
-        child = c.get();
-        break;
-      }
-    }
+    Node* child = find_child(node, want);
     if (!child) break;
     int j = 1;
     while (j < child->n_pages() && i + j < n_full &&
@@ -134,13 +134,7 @@ std::vector<RadixTree::PageFate> RadixTree::insert(std::span<const int32_t> toke
   int i = 0;
   while (i < n) {
     const int32_t* want = tokens.data() + static_cast<size_t>(i) * static_cast<size_t>(page_size_);
-    Node* child = nullptr;
-    for (auto& c : node->children) {
-      if (page_equal(c->tokens.data(), want)) {
-        child = c.get();
-        break;
-      }
-    }
+    Node* child = find_child(node, want);
     if (!child) {  // the rest is new: one node takes all of it
       auto fresh = std::make_unique<Node>();
       fresh->parent = node;

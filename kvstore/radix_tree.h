@@ -91,6 +91,7 @@ class RadixTree {
   Node* split(Node* node, int n_pages);  // node keeps its first n_pages; the rest moves to a child
   void touch_path(Node* node, int priority);
   bool page_equal(const int32_t* a, const int32_t* b) const;
+  Node* find_child(Node* node, const int32_t* first_page) const;  // the child starting with that page
 
   int page_size_;
   EvictionPolicy policy_;
