@@ -39,6 +39,8 @@ struct Kernels {
   void (*to_f32)(const void* src, DType t, float* dst, int64_t n) = nullptr;
   // dst[i] = t(src[i]), rounding to nearest even; n elements.
   void (*from_f32)(const float* src, DType t, void* dst, int64_t n) = nullptr;
+  // out[i] = silu(gate[i]) * up[i] = gate[i] / (1 + exp(-gate[i])) * up[i]; n elements.
+  void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n) = nullptr;
   float (*dot)(const float* a, const float* b, int64_t n) = nullptr;
   // y[i] = y[i] * scale + a * x[i].
   void (*scale_axpy)(float* y, float scale, float a, const float* x, int64_t n) = nullptr;

@@ -84,6 +84,10 @@ void attend_tile(const float* q, const float* k, const float* v, int64_t stride,
   }
 }
 
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
 void dequantize_i8(const int8_t* src, float scale, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = (static_cast<float>(src[i]) + 0.5f) * scale;
 }
@@ -91,8 +95,8 @@ void dequantize_i8(const int8_t* src, float scale, float* dst, int64_t n) {
 }  // namespace
 
 const Kernels& scalar_kernels() {
-  static const Kernels table{SimdLevel::scalar, matmul_rows, to_f32, from_f32, dot, scale_axpy,
-                             attend_tile, dequantize_i8};
+  static const Kernels table{SimdLevel::scalar, matmul_rows, to_f32, from_f32, silu_mul, dot,
+                             scale_axpy, attend_tile, dequantize_i8};
   return table;
 }
 

@@ -47,8 +47,7 @@ void silu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out) {
     for (int64_t i = b; i < e; ++i) {
       const float* gr = g + i * 2 * inter;
       const float* ur = gr + inter;
-      float* orow = o + i * inter;
-      for (int64_t j = 0; j < inter; ++j) orow[j] = gr[j] / (1.0f + expf(-gr[j])) * ur[j];
+      c.kernels->silu_mul(gr, ur, o + i * inter, inter);
     }
   });
 }

@@ -96,7 +96,7 @@ void BM_Matmul(benchmark::State& state) {
 }
 
 void matmul_args(benchmark::internal::Benchmark* b) {
-  for (int64_t n : {1, 8, 32, 512})
+  for (int64_t n : {1, 8, 32, 48, 64, 96, 128, 512})
     for (auto [m, k] : {std::pair<int64_t, int64_t>{768, 768}, {2048, 768}, {768, 2048}, {32000, 768}})
       b->Args({n, m, k});
   b->ArgNames({"n", "m", "k"})->UseRealTime()->Unit(benchmark::kMicrosecond);

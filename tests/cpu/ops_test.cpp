@@ -79,6 +79,33 @@ TEST(CpuOps, AddRmsNormUpdatesResidual) {
   }
 }
 
+TEST(CpuOps, SiluMulIsWithinAFewUlpAtEveryLevel) {
+  // The SIMD levels compute exp with a polynomial (cpu/kernels_avx2.cpp vexp); against a double
+  // reference over gates from -100 to 100 (both clamps of that exp included) the result must stay
+  // within 4 ulp-sized relative steps (2^-23) of silu(g) * u, as expf-based code does (plus 1e-30
+  // absolute: far below zero silu underflows to -0 in float, expf included).
+  std::vector<float> gates;
+  for (float g = -100.0f; g <= 100.0f; g += 0.0137f) gates.push_back(g);
+  for (float g : {0.0f, -0.0f, 1e-30f, -1e-30f, 87.3f, -87.3f, 88.0f, -88.0f, 88.5f, -88.5f}) gates.push_back(g);
+  const int64_t inter = static_cast<int64_t>(gates.size());
+  for (const std::string& level : test::simd_levels()) {
+    auto b = backend_at(level);
+    auto gu = make(*b, DType::f32, {1, 2 * inter});
+    auto out = make(*b, DType::f32, {1, inter});
+    for (int64_t j = 0; j < inter; ++j) {
+      gu.tensor.as<float>()[j] = gates[static_cast<size_t>(j)];
+      gu.tensor.as<float>()[inter + j] = 1.0f + 0.001f * static_cast<float>(j % 7);
+    }
+    b->silu_mul(gu.tensor, out.tensor);
+    for (int64_t j = 0; j < inter; ++j) {
+      const double g = gates[static_cast<size_t>(j)], u = gu.tensor.as<float>()[inter + j];
+      const double want = g / (1.0 + std::exp(-g)) * u;
+      const double got = out.tensor.as<float>()[j];
+      ASSERT_NEAR(got, want, 4.0 * std::ldexp(std::fabs(want), -23) + 1e-30) << level << " g " << g;
+    }
+  }
+}
+
 TEST(CpuOps, AddAndSiluMul) {
   std::mt19937 rng(3);
   auto b = backend_at(test::simd_levels().back());
