@@ -44,25 +44,14 @@ BRIGADE_TARGET inline vf vload_i8(const int8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
 
-// exp(x) for x in [-87.3, 88] (clamped outside: ~1.2e-38 below, ~1.65e38 above); within 2 ulp
-// of expf. exp(x) = 2^n * e^r with n = round(x * log2 e) and |r| <= ln2 / 2 (ln2 split in two
-// for an exact reduction); e^r = 1 + r + r^2 * P(r), Cephes' degree-5 minimax P.
-BRIGADE_TARGET inline vf vexp(vf x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, vset1(-87.33654f)), vset1(88.0f));
-  const vf n = _mm256_round_ps(vmul(x, vset1(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  vf r = _mm256_fnmadd_ps(n, vset1(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, vset1(-2.12194440e-4f), r);
-  vf p = vset1(1.9875691500e-4f);
-  p = vfmadd(p, r, vset1(1.3981999507e-3f));
-  p = vfmadd(p, r, vset1(8.3334519073e-3f));
-  p = vfmadd(p, r, vset1(4.1665795894e-2f));
-  p = vfmadd(p, r, vset1(1.6666665459e-1f));
-  p = vfmadd(p, r, vset1(5.0000001201e-1f));
-  p = vfmadd(p, vmul(r, r), vadd(r, vset1(1.0f)));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return vmul(p, _mm256_castsi256_ps(e));
-}
+BRIGADE_TARGET inline vf vmin(vf a, vf b) { return _mm256_min_ps(a, b); }
+BRIGADE_TARGET inline vf vmax(vf a, vf b) { return _mm256_max_ps(a, b); }
 BRIGADE_TARGET inline vf vdiv(vf a, vf b) { return _mm256_div_ps(a, b); }
+BRIGADE_TARGET inline vf vround(vf a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+// 2^n for integral n in [-126, 127], built in the exponent field.
+BRIGADE_TARGET inline vf vpow2(vf n) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+}
 
 #include "cpu/kernels_simd.inc"
 

@@ -45,23 +45,14 @@ BRIGADE_TARGET inline vf vload_i8(const int8_t* p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
 
-// exp(x) as avx2's vexp (kernels_avx2.cpp), 16 lanes.
-BRIGADE_TARGET inline vf vexp(vf x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, vset1(-87.33654f)), vset1(88.0f));
-  const vf n = _mm512_roundscale_ps(vmul(x, vset1(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  vf r = _mm512_fnmadd_ps(n, vset1(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, vset1(-2.12194440e-4f), r);
-  vf p = vset1(1.9875691500e-4f);
-  p = vfmadd(p, r, vset1(1.3981999507e-3f));
-  p = vfmadd(p, r, vset1(8.3334519073e-3f));
-  p = vfmadd(p, r, vset1(4.1665795894e-2f));
-  p = vfmadd(p, r, vset1(1.6666665459e-1f));
-  p = vfmadd(p, r, vset1(5.0000001201e-1f));
-  p = vfmadd(p, vmul(r, r), vadd(r, vset1(1.0f)));
-  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-  return vmul(p, _mm512_castsi512_ps(e));
-}
+BRIGADE_TARGET inline vf vmin(vf a, vf b) { return _mm512_min_ps(a, b); }
+BRIGADE_TARGET inline vf vmax(vf a, vf b) { return _mm512_max_ps(a, b); }
 BRIGADE_TARGET inline vf vdiv(vf a, vf b) { return _mm512_div_ps(a, b); }
+BRIGADE_TARGET inline vf vround(vf a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+// 2^n for integral n in [-126, 127], built in the exponent field.
+BRIGADE_TARGET inline vf vpow2(vf n) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
+}
 
 #include "cpu/kernels_simd.inc"
 
