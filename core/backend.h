@@ -46,10 +46,10 @@ struct RopeConfig {
 };
 
 // One layer's paged KV memory: k and v [n_pages, page_size, n_kv_heads, head_dim] (DESIGN.md §5).
-// int8 KV (dtype i8) adds one scale per (page, kv head) for K and for V, k_scale and v_scale
-// [n_pages, n_kv_heads] f32, and stores x as q = floor(x / scale) in [-128, 127], read back as
-// (q + 0.5) * scale. A scale is a power of two (0 = the page holds no token yet) covering the
-// absmax of every token written to that page and head: see cpu/kv_int8.h for why and how.
+// int8 KV (dtype i8) adds one scale per (token, kv head) for K and for V, k_scale and v_scale
+// [n_pages, page_size, n_kv_heads] f32 = the row's absmax / 127, and stores x as
+// q = round(x / scale) in [-127, 127], read back as q * scale: each row is quantized alone when
+// written, so nothing depends on how tokens were split into writes (cpu/kv_int8.h).
 // Other dtypes leave the scale tensors empty.
 struct KvLayer {
   Tensor k;

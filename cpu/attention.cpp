@@ -8,7 +8,7 @@
 //
 // The cache dtype is resolved once per call into a run_item instantiation (KvRead): f32 pages are
 // read in place, bf16/f16 pages are widened per tile, int8 pages are dequantized per tile with
-// their (page, kv head) scale (cpu/kv_int8.h). No per-element dtype branch runs in the loops.
+// each row's own scale (cpu/kv_int8.h). No per-element dtype branch runs in the loops.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -126,12 +126,13 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
       v_base = sc.v_tile.data();
       kv_stride = d;
     } else {
-      const float ks = cache.k_scale.as<const float>()[page * s.n_kv + it.kv_head];
-      const float vs = cache.v_scale.as<const float>()[page * s.n_kv + it.kv_head];
+      // Row scales of (page, offset, kv head) at [(page * page_size + offset) * n_kv + kv head].
+      const float* ks = cache.k_scale.as<const float>() + (page * s.page_size + o0) * s.n_kv + it.kv_head;
+      const float* vs = cache.v_scale.as<const float>() + (page * s.page_size + o0) * s.n_kv + it.kv_head;
       for (int64_t t = 0; t < p1 - p0; ++t) {
-        kn.dequantize_i8(static_cast<const int8_t*>(kv_row(cache.k, s, page, o0 + t, it.kv_head)), ks,
+        kn.dequantize_i8(static_cast<const int8_t*>(kv_row(cache.k, s, page, o0 + t, it.kv_head)), ks[t * s.n_kv],
                          sc.k_tile.data() + t * d, d);
-        kn.dequantize_i8(static_cast<const int8_t*>(kv_row(cache.v, s, page, o0 + t, it.kv_head)), vs,
+        kn.dequantize_i8(static_cast<const int8_t*>(kv_row(cache.v, s, page, o0 + t, it.kv_head)), vs[t * s.n_kv],
                          sc.v_tile.data() + t * d, d);
       }
       k_base = sc.k_tile.data();
@@ -172,10 +173,10 @@ void attention(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const
                 "KV layer is [n_pages, page_size, n_kv_heads, head_dim]");
   BRIGADE_CHECK(cache.k.dtype == cache.v.dtype, "K and V share a dtype");
   BRIGADE_CHECK(cache.k.dtype != DType::i8 ||
-                    (cache.k_scale.numel() == cache.k.dim(0) * l.n_kv_heads &&
-                     cache.v_scale.numel() == cache.k.dim(0) * l.n_kv_heads && cache.k_scale.dtype == DType::f32 &&
-                     cache.v_scale.dtype == DType::f32),
-                "int8 KV has k_scale and v_scale [n_pages, n_kv_heads] f32");
+                    (cache.k_scale.numel() == cache.k.dim(0) * cache.k.dim(1) * l.n_kv_heads &&
+                     cache.v_scale.numel() == cache.k.dim(0) * cache.k.dim(1) * l.n_kv_heads &&
+                     cache.k_scale.dtype == DType::f32 && cache.v_scale.dtype == DType::f32),
+                "int8 KV has k_scale and v_scale [n_pages, page_size, n_kv_heads] f32");
   BRIGADE_CHECK(qkv.row_numel() == l.row_width() && out.row_numel() == l.q_width(),
                 "qkv is [n, row_width] and out is [n, n_heads * head_dim]");
   const auto* q_start = meta.q_start.as<const int32_t>();

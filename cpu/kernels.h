@@ -50,7 +50,7 @@ struct Kernels {
   void (*attend_tile)(const float* q, const float* k, const float* v, int64_t stride,
                       int64_t n_pos, int64_t d, float* m, float* l, float* acc,
                       float* scores) = nullptr;
-  // dst[i] = (src[i] + 0.5) * scale: an int8 KV row read back (cpu/kv_int8.h); n elements.
+  // dst[i] = src[i] * scale: an int8 KV row read back (cpu/kv_int8.h); n elements.
   void (*dequantize_i8)(const int8_t* src, float scale, float* dst, int64_t n) = nullptr;
 };
 

@@ -89,7 +89,7 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
 }
 
 void dequantize_i8(const int8_t* src, float scale, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = (static_cast<float>(src[i]) + 0.5f) * scale;
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) * scale;
 }
 
 }  // namespace

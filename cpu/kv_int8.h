@@ -1,26 +1,18 @@
 // int8 KV pages (KvLayout dtype i8): the quantization scheme, and write_kv for such caches.
 //
-// Scheme. Each (page, kv head) of K and of V has one scale s [k_scale/v_scale, f32], a power of
-// two: the smallest with absmax < 128 * s over every token written to that page and head. A value
-// x is stored as q = floor(x / s), in [-128, 127], and read back as (q + 0.5) * s, so the error is
-// at most s / 2 <= absmax / 128 (the symmetric levels +-0.5 s .. +-127.5 s).
+// Scheme. Every row of K and of V (one token, one kv head: head_dim values) has its own f32 scale
+// s = absmax / 127 (k_scale/v_scale [n_pages, page_size, n_kv_heads]); a value x is stored as
+// q = round(x / s) in [-127, 127] and read back as q * s, so the error is at most s / 2 =
+// absmax / 254 of that row.
 //
-// Why floor and powers of two: tokens reach a page a few at a time (a prefill chunk, then one
-// per decode step) and the page's scale must grow when a later token is larger. Growing s to
-// s * 2^k requantizes the stored tokens as q >> k (an arithmetic shift, i.e. floor), and
-// floor(floor(x / s) / 2^k) = floor(x / (s * 2^k)) exactly. So a page's bytes do not depend on
-// how its tokens were split into writes: chunked prefill, decode and one big prefill store the
-// same page, and a prefix cache can hand out a page that decode wrote in place of one a prefill
-// would have written. The price is a scale up to 2x the ideal absmax / 127 (half a bit on
-// average); docs/perf.md ("KV int8") measures what that costs in logits.
-//
-// Limit: that is exact for the same K/V values. In a model, layers after the first compute K/V
-// from attention outputs, and attention reads a page's earlier tokens at the page's scale at
-// read time: within one prefill chunk that scale already covers the chunk's later tokens, while
-// a decode step sees only the tokens so far. So a sequence prefilled at once and the same
-// sequence decoded token by token (e.g. recomputed after a preemption) can differ slightly from
-// layer 1 on. Making that exact would need prefill attention to read each row's page-mates at
-// the page's running scale as of that row.
+// Why per row: a row is quantized once, when its token is written, from its own values only.
+// So a page's bytes and every value attention reads do not depend on how a sequence was split
+// into writes (chunked prefill, one big prefill, decode one token at a time, a recompute after a
+// preemption) nor on which tokens share the page: int8 outputs are identical with the prefix
+// cache on or off, exactly as for f32 and bf16 KV. (The earlier scheme, one power-of-two scale
+// per page, stored split-independent bytes but let a prefill chunk read a page-mate at a scale
+// that already covered the chunk's later tokens, so outputs depended on the split.) The price
+// is 4 bytes of scale per head_dim bytes of values: 0.53x of bf16 at head_dim 64, 0.52x at 128.
 #pragma once
 
 #include <cstdint>
@@ -29,26 +21,18 @@
 
 namespace brigade::cpu {
 
-// Scale exponents are clamped to [kKvInt8MinExp, kKvInt8MaxExp]: 2^-126 is the smallest normal
-// f32 (an all-zero head gets it), and 128 * 2^120 is still finite.
-constexpr int kKvInt8MinExp = -126;
-constexpr int kKvInt8MaxExp = 120;
-
-// The smallest power of two s with absmax < 128 * s (clamped as above; NaN counts as 0).
+// absmax / 127: 0 when absmax is 0 or NaN (the row stores zeros), FLT_MAX / 127 when it is
+// infinite (finite values keep a usable step; infinities saturate).
 float kv_int8_scale(float absmax);
 // max |x[i]| over n values, ignoring NaN.
 float kv_int8_absmax(const float* x, int64_t n);
-// q[i] = floor(x[i] / scale), saturated to [-128, 127] (only non-finite x or a scale below
-// kv_int8_scale(|x|) saturate); scale is a power of two, so x / scale is exact.
+// q[i] = round-to-nearest-even(x[i] / scale), saturated to [-127, 127]; NaN (and a zero scale)
+// store 0.
 void kv_int8_quantize(const float* x, float scale, int8_t* q, int64_t n);
-// Re-expresses q [n] stored at power-of-two `from` in the larger power of two `to`.
-void kv_int8_requantize(int8_t* q, float from, float to, int64_t n);
-inline float kv_int8_dequantize(int8_t q, float scale) { return (static_cast<float>(q) + 0.5f) * scale; }
+inline float kv_int8_dequantize(int8_t q, float scale) { return static_cast<float>(q) * scale; }
 
-// Backend::write_kv for an i8 cache (contract in core/backend.h): tokens are grouped by page, and
-// each (page, kv head) of K and V is one work item that grows the page's scale to cover the new
-// tokens (requantizing the tokens already there: at most page_size x head_dim bytes), then
-// quantizes the new tokens. A group that writes offset 0 starts its page afresh.
+// Backend::write_kv for an i8 cache (contract in core/backend.h): each (token, kv head) of K and
+// V is quantized alone into its slot with its own scale.
 void write_kv_int8(const CpuContext& c, const KvLayer& cache, const Tensor& qkv, const QkvLayout& l,
                    const Tensor& slots);
 

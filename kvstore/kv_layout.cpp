@@ -50,7 +50,7 @@ Expected<KvCache> KvCache::allocate(Backend& backend, const KvLayout& layout) {
     }
     if (layout.has_scales()) {
       for (Tensor* t : {&kv.k_scale, &kv.v_scale}) {
-        BRIGADE_ASSIGN_OR_RETURN(*t, make(DType::f32, {layout.n_pages, layout.n_kv_heads}, true));
+        BRIGADE_ASSIGN_OR_RETURN(*t, make(DType::f32, {layout.n_pages, layout.page_size, layout.n_kv_heads}, true));
       }
     }
     cache.layers_.push_back(kv);
@@ -106,7 +106,8 @@ Status KvCache::write_page(Backend& backend, int32_t page, std::span<const std::
 std::string kv_fingerprint(std::string_view model_identity, const KvLayout& layout) {
   return std::string(model_identity) + "|kv:layers=" + std::to_string(layout.n_layers) +
          ",page=" + std::to_string(layout.page_size) + ",heads=" + std::to_string(layout.n_kv_heads) +
-         ",dim=" + std::to_string(layout.head_dim) + ",dtype=" + dtype_name(layout.dtype);
+         ",dim=" + std::to_string(layout.head_dim) + ",dtype=" + dtype_name(layout.dtype) +
+         (layout.has_scales() ? "/row-scales" : "");  // int8 pages from the per-page-scale scheme differ
 }
 
 }  // namespace brigade

@@ -21,7 +21,7 @@ struct KvLayout {
   int page_size = 16;  // tokens per page
   int n_kv_heads = 0;
   int head_dim = 0;
-  DType dtype = DType::f32;  // f32, bf16, f16, or i8 (int8 with per-page, per-head scales)
+  DType dtype = DType::f32;  // f32, bf16, f16, or i8 (int8 with one scale per token and head)
 
   bool has_scales() const { return dtype == DType::i8; }
   // Bytes of K (or V) for one page of one layer: page_size * n_kv_heads * head_dim * elem.
@@ -29,9 +29,10 @@ struct KvLayout {
     return static_cast<size_t>(page_size) * static_cast<size_t>(n_kv_heads) *
            static_cast<size_t>(head_dim) * dtype_size(dtype);
   }
-  // Bytes of the K (or V) scales of one page of one layer: n_kv_heads f32 for int8, else 0.
+  // Bytes of the K (or V) scales of one page of one layer: page_size * n_kv_heads f32 for int8
+  // (one per token and kv head, cpu/kv_int8.h), else 0.
   size_t scale_bytes_per_layer() const {
-    return has_scales() ? static_cast<size_t>(n_kv_heads) * sizeof(float) : 0;
+    return has_scales() ? static_cast<size_t>(page_size) * static_cast<size_t>(n_kv_heads) * sizeof(float) : 0;
   }
   // Bytes one page costs across all layers, K and V, scales included.
   size_t page_bytes() const {
@@ -58,7 +59,7 @@ inline std::vector<const Tensor*> page_tensors(const KvLayer& layer) {
 std::string kv_fingerprint(std::string_view model_identity, const KvLayout& layout);
 
 // The device memory of a KV pool: per layer, k and v [n_pages, page_size, n_kv_heads, head_dim]
-// and, for int8, k_scale and v_scale [n_pages, n_kv_heads] f32 (zero: every page empty).
+// and, for int8, k_scale and v_scale [n_pages, page_size, n_kv_heads] f32 (zero: every row empty).
 // A page's bytes (read_page/write_page) are its rows of page_tensors() in every layer.
 class KvCache {
  public:

@@ -106,7 +106,7 @@ BENCHMARK(BM_Matmul<DType::bf16>)->Apply(matmul_args);
 BENCHMARK(BM_Matmul<DType::f32>)->Apply(matmul_args);
 
 // Decode attention: n_seqs sequences of one query each over ctx cached tokens; 12 query heads,
-// 4 kv heads, head_dim 64, KV of dtype T (bf16, or int8 with per-page, per-head scales) in
+// 4 kv heads, head_dim 64, KV of dtype T (bf16, or int8 with one scale per token and kv head) in
 // 16-token pages laid out in order. Bytes counted are the KV bytes read, scales included.
 template <DType T>
 void BM_AttentionDecode(benchmark::State& state) {
@@ -122,8 +122,8 @@ void BM_AttentionDecode(benchmark::State& state) {
     auto rows = random_tensor(DType::f32, {n_pages * page, l.row_width()}, 2);
     k = zeroed_tensor(DType::i8, {n_pages, page, l.n_kv_heads, l.head_dim});
     v = zeroed_tensor(DType::i8, {n_pages, page, l.n_kv_heads, l.head_dim});
-    k_scale = zeroed_tensor(DType::f32, {n_pages, l.n_kv_heads});
-    v_scale = zeroed_tensor(DType::f32, {n_pages, l.n_kv_heads});
+    k_scale = zeroed_tensor(DType::f32, {n_pages, page, l.n_kv_heads});
+    v_scale = zeroed_tensor(DType::f32, {n_pages, page, l.n_kv_heads});
     std::vector<int32_t> slots(static_cast<size_t>(n_pages * page));
     for (size_t i = 0; i < slots.size(); ++i) slots[i] = static_cast<int32_t>(i);
     backend().write_kv(KvLayer{k.tensor, v.tensor, k_scale.tensor, v_scale.tensor}, rows.tensor, l,

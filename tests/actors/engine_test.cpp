@@ -116,8 +116,8 @@ TEST_F(Stories260K, EightConcurrentEqualTheSingleRequest) {
 }
 
 // int8 KV through the whole engine: batching and prefix-cache hits on a request's own prompt
-// pages give the same greedy tokens as the request alone. (Recompute after a preemption does
-// not: see "KV int8" in docs/perf.md for why a sequence's int8 pages depend on how it was split.)
+// pages give the same greedy tokens as the request alone (the synthetic model's
+// Int8KvPrefixCacheGivesTheOutputsOfNoCache adds eviction and preemption).
 TEST_F(Stories260K, Int8KvIsExactUnderBatchingAndTheCache) {
   EngineOptions o = small_options(stories_path());
   o.topology.instances.front().kv.dtype = "int8";
@@ -265,14 +265,18 @@ TEST_F(SyntheticEngine, InflightDepthDoesNotChangeOutputs) {
   }
 }
 
-TEST_F(SyntheticEngine, PreemptionUnderASmallKvPoolKeepsOutputs) {
+// Requests together under a pool too small for all of them (preempted ones are recomputed)
+// give the outputs each gets alone in a roomy pool, for the KV dtype `kv_dtype` ("" = default).
+void expect_preemption_keeps_outputs(const std::string& dir, const std::string& kv_dtype) {
   auto reqs = mixed_requests();
-  auto roomy = Engine::create(small_options(dir_.string()));
+  EngineOptions roomy_options = small_options(dir);
+  if (!kv_dtype.empty()) roomy_options.topology.instances.front().kv.dtype = kv_dtype;
+  auto roomy = Engine::create(roomy_options);
   ASSERT_TRUE(roomy.has_value());
   std::vector<Completion> alone;
   for (const auto& r : reqs) alone.push_back(*(*roomy)->generate(r));
 
-  EngineOptions o = small_options(dir_.string());
+  EngineOptions o = roomy_options;
   o.topology.instances.front().kv.pages = 12;  // 192 token slots for 8 requests of up to 108
   auto tight = Engine::create(o);
   ASSERT_TRUE(tight.has_value()) << tight.status().to_string();
@@ -280,6 +284,14 @@ TEST_F(SyntheticEngine, PreemptionUnderASmallKvPoolKeepsOutputs) {
   for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(together[i].token_ids, alone[i].token_ids) << "request " << i;
   EXPECT_GT((*tight)->stats().preemptions, 0u) << "the pool was too small to hold every sequence at once";
   EXPECT_EQ((*tight)->stats().kv_pages_used, (*tight)->stats().cache_pages) << "only cached prefixes hold pages";
+}
+
+TEST_F(SyntheticEngine, PreemptionUnderASmallKvPoolKeepsOutputs) { expect_preemption_keeps_outputs(dir_.string(), ""); }
+
+// int8 rows are quantized alone, so a recompute after a preemption (other chunks, other
+// page-mates) writes and reads the same values.
+TEST_F(SyntheticEngine, Int8KvPreemptionUnderASmallKvPoolKeepsOutputs) {
+  expect_preemption_keeps_outputs(dir_.string(), "int8");
 }
 
 TEST_F(SyntheticEngine, SeededSamplingRepeatsBatchedOrAlone) {
@@ -451,17 +463,19 @@ std::vector<GenerateOptions> shared_prefix_requests() {
   return reqs;
 }
 
-EngineOptions cache_options(const std::string& model, bool radix, int pages = 0) {
+EngineOptions cache_options(const std::string& model, bool radix, int pages = 0, const std::string& kv_dtype = "") {
   EngineOptions o = small_options(model);
+  if (!kv_dtype.empty()) o.topology.instances.front().kv.dtype = kv_dtype;
   o.topology.instances.front().cache.radix = radix;
   o.topology.instances.front().scheduler.max_step_tokens = 32;  // prompts run in chunks
   if (pages > 0) o.topology.instances.front().kv.pages = pages;
   return o;
 }
 
-TEST_F(SyntheticEngine, PrefixCacheGivesTheOutputsOfNoCache) {
-  auto off = Engine::create(cache_options(dir_.string(), false));
-  auto on = Engine::create(cache_options(dir_.string(), true));
+// The cache-on outputs equal the cache-off ones for the KV dtype `kv_dtype` ("" = the default).
+void expect_cache_gives_outputs_of_no_cache(const std::string& dir, const std::string& kv_dtype) {
+  auto off = Engine::create(cache_options(dir, false, 0, kv_dtype));
+  auto on = Engine::create(cache_options(dir, true, 0, kv_dtype));
   ASSERT_TRUE(off.has_value() && on.has_value());
   const auto reqs = shared_prefix_requests();
   for (size_t i = 0; i < reqs.size(); ++i) {  // one at a time: each later one finds the prefix cached
@@ -483,7 +497,7 @@ TEST_F(SyntheticEngine, PrefixCacheGivesTheOutputsOfNoCache) {
   EXPECT_EQ(st.kv_pages_used, st.cache_pages);
   // Together (prompts complete while others share them) and under a pool too small for all: the
   // cache evicts, sequences get preempted, outputs stay the same.
-  auto tight = Engine::create(cache_options(dir_.string(), true, 14));
+  auto tight = Engine::create(cache_options(dir, true, 14, kv_dtype));
   ASSERT_TRUE(tight.has_value());
   auto together = submit_together(**tight, reqs);
   auto again = submit_together(**on, reqs);
@@ -494,6 +508,14 @@ TEST_F(SyntheticEngine, PrefixCacheGivesTheOutputsOfNoCache) {
     EXPECT_EQ(again[i].token_ids, want->token_ids) << "warm cache, request " << i;
   }
   EXPECT_GT((*tight)->stats().cache_evicted_pages, 0u);
+}
+
+TEST_F(SyntheticEngine, PrefixCacheGivesTheOutputsOfNoCache) { expect_cache_gives_outputs_of_no_cache(dir_.string(), ""); }
+
+// int8 KV quantizes each token's rows alone (cpu/kv_int8.h), so a page written by a chunk, by
+// decode steps, by another request or by a recompute after a preemption reads back the same.
+TEST_F(SyntheticEngine, Int8KvPrefixCacheGivesTheOutputsOfNoCache) {
+  expect_cache_gives_outputs_of_no_cache(dir_.string(), "int8");
 }
 
 TEST_F(SyntheticEngine, AMultiTurnChatReusesTheGeneratedTokensOfEarlierTurns) {
