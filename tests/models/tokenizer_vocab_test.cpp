@@ -4,47 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <sstream>
 
 #include "models/gguf.h"
 #include "models/tokenizer_gguf.h"
 #include "models/mapped_file.h"
 #include "models/tokenizer.h"
+#include "vocab_vectors.h"
 
 namespace brigade {
 namespace {
 
 const std::string kDir = std::string(BRIGADE_TESTDATA) + "/tokenizers/";
-
-struct VocabCase {
-  std::string text;
-  std::vector<int32_t> ids;
-};
-
-// .inp: inputs separated by "\n__ggml_vocab_test__\n" (the file ends with one); .out: one line
-// of space-separated ids per input.
-std::vector<VocabCase> read_vectors(const std::string& vocab) {
-  auto inp = read_text_file(kDir + vocab + ".inp");
-  auto out = read_text_file(kDir + vocab + ".out");
-  EXPECT_TRUE(inp.has_value() && out.has_value());
-  if (!inp || !out) return {};
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<VocabCase> cases;
-  for (size_t pos = 0; pos < inp->size();) {
-    const size_t end = inp->find(sep, pos);
-    if (end == std::string::npos) break;
-    cases.push_back({inp->substr(pos, end - pos), {}});
-    pos = end + sep.size();
-  }
-  std::istringstream lines(*out);
-  std::string line;
-  for (auto& c : cases) {
-    if (!std::getline(lines, line)) break;
-    std::istringstream ids(line);
-    for (int32_t id; ids >> id;) c.ids.push_back(id);
-  }
-  return cases;
-}
 
 class LlamaCppVocab : public ::testing::TestWithParam<std::string> {};
 
@@ -53,7 +23,7 @@ TEST_P(LlamaCppVocab, EncodesEveryInputExactlyAndDecodesBack) {
   if (!std::filesystem::exists(kDir + file)) GTEST_SKIP() << "test data absent: " << kDir + file;
   auto tok = Tokenizer::load(kDir + file);
   ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
-  const auto cases = read_vectors(file);
+  const auto cases = testing::read_llama_cpp_vectors(kDir, file);
   ASSERT_GT(cases.size(), 30u);
   for (const auto& c : cases) {
     auto ids = (*tok)->encode(c.text, /*add_bos=*/false);
@@ -99,6 +69,24 @@ TEST(SentencePieceVsLlama2c, AgreeOnAVariedCorpus) {
   auto with_bos = (*sp)->encode("Hi", true);
   ASSERT_TRUE(with_bos.has_value());
   EXPECT_EQ(with_bos->front(), 1);
+}
+
+// BOS is added where the file's tokenizer.ggml.add_bos_token says so (llama-spm, deepseek-llm)
+// and not where the key is absent from a gpt2 vocabulary (GPT-2 never starts with BOS), as
+// llama.cpp does.
+TEST(TokenizerFiles, GgufAddBosTokenIsHonoured) {
+  for (const auto& [vocab, adds] : {std::pair{"gpt-2", false}, {"deepseek-llm", true}, {"llama-spm", true}}) {
+    const std::string file = kDir + "ggml-vocab-" + vocab + ".gguf";
+    if (!std::filesystem::exists(file)) GTEST_SKIP() << "test data absent: " << file;
+    auto tok = Tokenizer::load(file);
+    ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+    auto plain = (*tok)->encode("Hi", false), with_bos = (*tok)->encode("Hi", true);
+    ASSERT_TRUE(plain.has_value() && with_bos.has_value());
+    EXPECT_EQ(with_bos->size(), plain->size() + (adds ? 1 : 0)) << vocab;
+    if (adds) {
+      EXPECT_EQ(with_bos->front(), (*tok)->bos_id()) << vocab;
+    }
+  }
 }
 
 TEST(TokenizerFiles, BadInputsAreClearErrors) {
