@@ -45,8 +45,8 @@ inline std::vector<GgufKv> gguf_vocab_from_sentencepiece(const std::string& mode
 // convert_hf_to_gguf.py's get_vocab_base for a BPE tokenizer.json: tokens in id order (model
 // vocab, then added tokens), type control for special added tokens and user-defined for the
 // others, merges as "a b" strings; `pre` names the pre-tokenizer (tokenizer.ggml.pre), `bos` and
-// `eos` the special tokens by text, add_bos whether prompts start with BOS. Empty when the JSON
-// is not a BPE tokenizer.json.
+// `eos` the special tokens by text (empty: no key), add_bos whether prompts start with BOS. Empty
+// when the JSON is not a BPE tokenizer.json.
 inline std::vector<GgufKv> gguf_vocab_from_tokenizer_json(const std::string& json_text, const std::string& pre,
                                                           const std::string& bos, const std::string& eos, bool add_bos) {
   const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, false);
@@ -72,15 +72,16 @@ inline std::vector<GgufKv> gguf_vocab_from_tokenizer_json(const std::string& jso
       if (tokens[i] == text) return static_cast<uint32_t>(i);
     return static_cast<uint32_t>(-1);
   };
-  const uint32_t bos_id = id_of(bos), eos_id = id_of(eos);
-  return {gguf_str("tokenizer.ggml.model", "gpt2"),
-          gguf_str("tokenizer.ggml.pre", pre),
-          gguf_strs("tokenizer.ggml.tokens", std::move(tokens)),
-          gguf_i32s("tokenizer.ggml.token_type", std::move(types)),
-          gguf_strs("tokenizer.ggml.merges", std::move(merges)),
-          gguf_u32("tokenizer.ggml.bos_token_id", bos_id),
-          gguf_u32("tokenizer.ggml.eos_token_id", eos_id),
-          gguf_bool("tokenizer.ggml.add_bos_token", add_bos)};
+  std::vector<GgufKv> out;
+  if (!bos.empty()) out.push_back(gguf_u32("tokenizer.ggml.bos_token_id", id_of(bos)));
+  if (!eos.empty()) out.push_back(gguf_u32("tokenizer.ggml.eos_token_id", id_of(eos)));
+  out.push_back(gguf_str("tokenizer.ggml.model", "gpt2"));
+  out.push_back(gguf_str("tokenizer.ggml.pre", pre));
+  out.push_back(gguf_strs("tokenizer.ggml.tokens", std::move(tokens)));
+  out.push_back(gguf_i32s("tokenizer.ggml.token_type", std::move(types)));
+  out.push_back(gguf_strs("tokenizer.ggml.merges", std::move(merges)));
+  out.push_back(gguf_bool("tokenizer.ggml.add_bos_token", add_bos));
+  return out;
 }
 
 }  // namespace brigade::testing

@@ -9,6 +9,9 @@
 #include "models/tokenizer_gguf.h"
 #include "models/mapped_file.h"
 #include "models/tokenizer.h"
+#include "gguf_vocab.h"
+#include "model_test_util.h"
+#include "models/byte_unicode.h"
 #include "vocab_vectors.h"
 
 namespace brigade {
@@ -87,6 +90,35 @@ TEST(TokenizerFiles, GgufAddBosTokenIsHonoured) {
       EXPECT_EQ(with_bos->front(), (*tok)->bos_id()) << vocab;
     }
   }
+}
+
+// A gpt2 GGUF vocabulary with `pre` whose tokens are the 256 bytes, "ab" and "abc", and whose
+// only merge is "a b": no merge sequence builds "abc".
+std::unique_ptr<Tokenizer> abc_vocabulary(const testing::TempDir& dir, const std::string& pre) {
+  nlohmann::json vocab = nlohmann::json::object();
+  for (int b = 0; b < 256; ++b) vocab[byte_to_unicode(static_cast<uint8_t>(b))] = b;
+  vocab["ab"] = 256;
+  vocab["abc"] = 257;
+  const nlohmann::json j = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"a b"}}}}};
+  const std::string path = dir.file(pre + ".gguf");
+  const Status st = testing::write_tiny_llama_gguf(
+      dir.file("hf"), path, 260, testing::gguf_vocab_from_tokenizer_json(j.dump(), pre, "", "", false));
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  auto tok = Tokenizer::load(path);
+  EXPECT_TRUE(tok.has_value()) << tok.status().to_string();
+  return tok ? std::move(*tok) : nullptr;
+}
+
+// llama.cpp's llama-bpe pre-tokenizer sets ignore_merges (llm_tokenizer_bpe_session), as Llama
+// 3's tokenizer.json does: a word that is a whole vocabulary entry is that token, whatever the
+// merges make of it. Other pre-tokenizers merge.
+TEST(TokenizerFiles, GgufLlamaBpeIgnoresMergesForWholeWords) {
+  const testing::TempDir dir("ignore_merges");
+  auto llama3 = abc_vocabulary(dir, "llama-bpe");
+  auto gpt2 = abc_vocabulary(dir, "gpt-2");
+  ASSERT_TRUE(llama3 && gpt2);
+  EXPECT_EQ(*llama3->encode("abc", false), std::vector<int32_t>({257}));
+  EXPECT_EQ(*gpt2->encode("abc", false), std::vector<int32_t>({256, 'c'}));
 }
 
 TEST(TokenizerFiles, BadInputsAreClearErrors) {
