@@ -6,8 +6,9 @@ save_pretrained (config.json + model.safetensors) into tests/fixtures/<name>/, a
 expected.json: for a few prompts of token ids, transformers' fp32 logits at every position and the
 greedy continuation (model.generate, do_sample=False).
 
-Run from anywhere: python3 scripts/make_fixtures.py. It creates its own virtual environment in
-.brigade/fixtures-venv (git-ignored) and installs torch, transformers, safetensors and numpy from
+Run from anywhere: python3 scripts/make_fixtures.py [NAME...] (the named fixtures, default all;
+regenerating one leaves the others' bytes alone). It creates its own virtual environment in
+.brigade/fixtures-venv (git-ignored) and installs torch, transformers, tokenizers, safetensors and numpy from
 PyPI there on first use; then it re-runs itself inside that environment. CI never runs it: the
 fixtures it writes are committed (a few hundred KB each).
 """
