@@ -3,8 +3,51 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <string>
+#include <string_view>
+
 namespace brigade {
 namespace {
+
+// Unicode White_Space: what \s matches in Oniguruma, the regex engine of Hugging Face tokenizers
+// (the reference for every tokenizer.json pattern), and in llama.cpp's pre-tokenizers. PCRE2's
+// \s under UCP also matches U+180E MONGOLIAN VOWEL SEPARATOR (White_Space before Unicode 6.3; a
+// format character since), so "a\u180e\u180eb" would split differently. Only that code point
+// differs (every code point checked against both engines).
+constexpr std::string_view kWhiteSpace =
+    "\\t\\n\\x{0B}\\f\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+
+// `pattern` with \s spelled out as kWhiteSpace, inside character classes and out, and \S outside
+// them as its complement. (\S inside a class keeps PCRE2's meaning; no known pattern has one.)
+std::string with_unicode_white_space(const std::string& pattern) {
+  std::string out;
+  bool in_class = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      const char next = pattern[++i];
+      if (next == 's') {
+        out += in_class ? std::string(kWhiteSpace) : "[" + std::string(kWhiteSpace) + "]";
+      } else if (next == 'S' && !in_class) {
+        out += "[^" + std::string(kWhiteSpace) + "]";
+      } else {
+        out += c;
+        out += next;
+      }
+      continue;
+    }
+    out += c;
+    if (c == '[' && !in_class) {
+      in_class = true;
+      // A ']' right after '[' or '[^' is a literal member, not the end of the class.
+      if (i + 1 < pattern.size() && pattern[i + 1] == '^') out += pattern[++i];
+      if (i + 1 < pattern.size() && pattern[i + 1] == ']') out += pattern[++i];
+    } else if (c == ']' && in_class) {
+      in_class = false;
+    }
+  }
+  return out;
+}
 
 class RegexPreTokenizer final : public PreTokenizer {
  public:
@@ -43,9 +86,8 @@ class RegexPreTokenizer final : public PreTokenizer {
   pcre2_code* code_;
 };
 
-}  // namespace
-
-Expected<std::unique_ptr<PreTokenizer>> make_regex_pretokenizer(const std::string& pattern) {
+// Compiles `pattern` (UTF + Unicode properties); invalid_argument with PCRE2's message otherwise.
+Expected<pcre2_code*> compile(const std::string& pattern) {
   int err = 0;
   PCRE2_SIZE err_offset = 0;
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
@@ -56,6 +98,16 @@ Expected<std::unique_ptr<PreTokenizer>> make_regex_pretokenizer(const std::strin
     return invalid_argument("pre-tokenizer pattern does not compile at offset " + std::to_string(err_offset) +
                             ": " + reinterpret_cast<const char*>(msg));
   }
+  return code;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<PreTokenizer>> make_regex_pretokenizer(const std::string& pattern) {
+  // The pattern as written first, so that an error's offset points into it.
+  BRIGADE_ASSIGN_OR_RETURN(pcre2_code* as_written, compile(pattern));
+  pcre2_code_free(as_written);
+  BRIGADE_ASSIGN_OR_RETURN(pcre2_code* code, compile(with_unicode_white_space(pattern)));
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // best effort: falls back to the interpreter
   return std::unique_ptr<PreTokenizer>(new RegexPreTokenizer(code));
 }

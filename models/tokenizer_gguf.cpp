@@ -49,11 +49,17 @@ const std::vector<std::string> kDeepseekLlmPatterns = {
     "\\p{N}+",
 };
 
+// tokenizer.ggml.add_bos_token when present; llama.cpp's default for the vocabulary otherwise.
+Expected<bool> add_bos_token(const GgufFile& g, bool fallback) {
+  BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int_or("tokenizer.ggml.add_bos_token", fallback ? 1 : 0));
+  return v != 0;
+}
+
 Expected<std::unique_ptr<Tokenizer>> load_bpe(const GgufFile& g, const std::vector<std::string>& tokens,
                                               const std::vector<double>& types) {
   const GgufValue* merges = g.find("tokenizer.ggml.merges");
   if (!merges || merges->type != GgufType::array || merges->elem_type != GgufType::string)
-    return corrupt(g.path() + ": tokenizer.ggml.merges (array of strings) is missing for a gpt2 vocabulary");
+    return corrupt(g.path() + ": tokenizer.ggml.merges is missing or not an array of strings (a gpt2 vocabulary needs it)");
   BRIGADE_ASSIGN_OR_RETURN(std::string pre_name, g.get_string("tokenizer.ggml.pre"));
   BRIGADE_ASSIGN_OR_RETURN(auto patterns, gguf_pretokenizer_patterns(pre_name));
   // Re-expressed as a tokenizer.json so one BPE implementation serves both sources.
@@ -66,15 +72,21 @@ Expected<std::unique_ptr<Tokenizer>> load_bpe(const GgufFile& g, const std::vect
   for (const auto& p : patterns)
     steps.push_back({{"type", "Split"}, {"pattern", {{"Regex", p}}}, {"behavior", "Isolated"}, {"invert", false}});
   steps.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}});
-  json j = {{"model", {{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", merges->strs}}},
+  // llama.cpp treats a word that is a whole token as that token for Llama 3 (its tokenizer.json
+  // sets model.ignore_merges), whatever the merges would make of it.
+  const bool ignore_merges = pre_name == "llama-bpe" || pre_name == "llama3";
+  json j = {{"model", {{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", merges->strs}, {"ignore_merges", ignore_merges}}},
             {"added_tokens", std::move(added)},
             {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", std::move(steps)}}},
             {"decoder", {{"type", "ByteLevel"}}}};
+  // Prompts start with BOS only where llama.cpp would add it (Qwen2 files name <|endoftext|> as
+  // BOS but say add_bos_token false).
+  BRIGADE_ASSIGN_OR_RETURN(bool add_bos, add_bos_token(g, /*fallback=*/ignore_merges));
   json config = json::object();
   for (const auto& [key, name] : {std::pair{"tokenizer.ggml.bos_token_id", "bos_token"}, {"tokenizer.ggml.eos_token_id", "eos_token"}}) {
     BRIGADE_ASSIGN_OR_RETURN(int64_t id, g.get_int_or(key, -1));
     if (id >= static_cast<int64_t>(tokens.size())) return corrupt(g.path() + ": " + key + " is outside the vocabulary");
-    if (id >= 0) config[name] = tokens[static_cast<size_t>(id)];
+    if (id >= 0 && (add_bos || std::string(name) != "bos_token")) config[name] = tokens[static_cast<size_t>(id)];
   }
   return load_bpe_tokenizer(j.dump(), config.dump(), g.path());
 }
@@ -98,7 +110,8 @@ Expected<std::unique_ptr<Tokenizer>> load_spm(const GgufFile& g, const std::vect
   BRIGADE_ASSIGN_OR_RETURN(int64_t eos, g.get_int_or("tokenizer.ggml.eos_token_id", -1));
   BRIGADE_ASSIGN_OR_RETURN(int64_t unk, g.get_int_or("tokenizer.ggml.unknown_token_id", -1));
   BRIGADE_ASSIGN_OR_RETURN(int64_t prefix, g.get_int_or("tokenizer.ggml.add_space_prefix", 1));
-  v.bos_id = static_cast<int32_t>(bos);
+  BRIGADE_ASSIGN_OR_RETURN(bool add_bos, add_bos_token(g, /*fallback=*/true));
+  v.bos_id = add_bos ? static_cast<int32_t>(bos) : -1;
   v.eos_id = static_cast<int32_t>(eos);
   v.unk_id = static_cast<int32_t>(unk);
   v.add_space_prefix = prefix != 0;
@@ -120,10 +133,13 @@ Expected<std::unique_ptr<Tokenizer>> load_gguf_tokenizer(const GgufFile& g) {
   if (!model) return not_found(g.path() + ": no tokenizer in this GGUF file (tokenizer.ggml.model is missing)");
   const GgufValue* tokens = g.find("tokenizer.ggml.tokens");
   if (!tokens || tokens->type != GgufType::array || tokens->elem_type != GgufType::string || tokens->strs.empty())
-    return corrupt(g.path() + ": tokenizer.ggml.tokens (array of strings) is missing or empty");
+    return corrupt(g.path() + ": tokenizer.ggml.tokens is missing, empty or not an array of strings");
   const GgufValue* types = g.find("tokenizer.ggml.token_type");
+  if (types && (types->type != GgufType::array || !types->strs.empty() || types->numbers.size() != tokens->strs.size()))
+    return corrupt(g.path() + ": tokenizer.ggml.token_type must be an array of one integer per token (" +
+                   std::to_string(tokens->strs.size()) + " tokens)");
   const std::vector<double> no_types;
-  const std::vector<double>& t = types && types->type == GgufType::array ? types->numbers : no_types;
+  const std::vector<double>& t = types ? types->numbers : no_types;
   if (*model == "gpt2") return load_bpe(g, tokens->strs, t);
   if (*model == "llama") return load_spm(g, tokens->strs, t);
   return unsupported(g.path() + ": tokenizer.ggml.model '" + *model + "' is not supported; supported: gpt2, llama");

@@ -6,8 +6,9 @@ save_pretrained (config.json + model.safetensors) into tests/fixtures/<name>/, a
 expected.json: for a few prompts of token ids, transformers' fp32 logits at every position and the
 greedy continuation (model.generate, do_sample=False).
 
-Run from anywhere: python3 scripts/make_fixtures.py. It creates its own virtual environment in
-.brigade/fixtures-venv (git-ignored) and installs torch, transformers, safetensors and numpy from
+Run from anywhere: python3 scripts/make_fixtures.py [NAME...] (the named fixtures, default all;
+regenerating one leaves the others' bytes alone). It creates its own virtual environment in
+.brigade/fixtures-venv (git-ignored) and installs torch, transformers, tokenizers, safetensors and numpy from
 PyPI there on first use; then it re-runs itself inside that environment. CI never runs it: the
 fixtures it writes are committed (a few hundred KB each).
 """
@@ -20,21 +21,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".brigade" / "fixtures-venv"
 OUT = ROOT / "tests" / "fixtures"
-PACKAGES = ["torch", "transformers", "safetensors", "numpy"]
+PACKAGES = ["torch", "transformers", "tokenizers", "safetensors", "numpy"]
 
 
-def ensure_venv():
-    """Re-executes this script inside VENV, creating it and installing PACKAGES when needed."""
+def ensure_venv(script=__file__):
+    """Re-executes `script` inside VENV, creating it and installing PACKAGES when needed."""
     python = VENV / "bin" / "python"
     if Path(sys.prefix).resolve() == VENV.resolve():
         return
     if not python.exists():
         subprocess.check_call([sys.executable, "-m", "venv", str(VENV)])
-    probe = subprocess.run([str(python), "-c", "import torch, transformers, safetensors, numpy"],
+    probe = subprocess.run([str(python), "-c", "import torch, transformers, tokenizers, safetensors, numpy"],
                            capture_output=True)
     if probe.returncode != 0:
         subprocess.check_call([str(python), "-m", "pip", "install", *PACKAGES])
-    os.execv(str(python), [str(python), __file__, *sys.argv[1:]])
+    os.execv(str(python), [str(python), script, *sys.argv[1:]])
 
 
 # Prompts of token ids (all < 256). The long one reaches positions where RoPE scaling and a
@@ -45,6 +46,13 @@ PROMPTS = [
     [1] + [(i * 37 + 11) % 250 + 3 for i in range(39)],
 ]
 N_GREEDY = 8
+
+
+def prompts_for(vocab_size):
+    """PROMPTS, with ids folded into [3, vocab_size) for vocabularies smaller than 256."""
+    if vocab_size >= 256:
+        return PROMPTS
+    return [[t if t < 3 else 3 + t % (vocab_size - 3) for t in p] for p in PROMPTS]
 
 
 def base_config(**kw):
@@ -72,6 +80,16 @@ def fixtures():
         "mistral_sliding": ("MistralConfig", "MistralForCausalLM", base_config(sliding_window=8)),
         "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", base_config(tie_word_embeddings=True)),
         "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", base_config(head_dim=32, rms_norm_eps=1e-6)),
+        # The real models' shape quirks at tiny size (one layer, vocab 64: ~120 KB each).
+        # TinyLlama-1.1B: 32 query heads over 4 KV heads (groups of 8), untied, theta 10000.
+        "tinyllama": ("LlamaConfig", "LlamaForCausalLM", base_config(
+            vocab_size=64, hidden_size=64, intermediate_size=32, num_hidden_layers=1,
+            num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048)),
+        # SmolLM2-135M: 9 query heads over 3 KV heads, tied embeddings, rope_theta 100000.
+        "smollm2": ("LlamaConfig", "LlamaForCausalLM", base_config(
+            vocab_size=64, hidden_size=72, intermediate_size=32, num_hidden_layers=1,
+            num_attention_heads=9, num_key_value_heads=3, tie_word_embeddings=True,
+            rope_theta=100000.0, max_position_embeddings=8192)),
     }
 
 
@@ -106,7 +124,7 @@ def make(name, config_cls, model_cls, kw, seed):
         (out_dir / extra).unlink(missing_ok=True)
     cases = []
     with torch.no_grad():
-        for prompt in PROMPTS:
+        for prompt in prompts_for(kw["vocab_size"]):
             ids = torch.tensor([prompt])
             logits = model(ids).logits[0].to(torch.float32)
             gen = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
@@ -129,9 +147,15 @@ def make(name, config_cls, model_cls, kw, seed):
 
 
 def main():
+    """python3 scripts/make_fixtures.py [NAME...]: the named fixtures, or all of them."""
     ensure_venv()
+    names = sys.argv[1:]
+    unknown = set(names) - set(fixtures())
+    if unknown:
+        sys.exit(f"unknown fixtures {sorted(unknown)}; known: {', '.join(fixtures())}")
     for seed, (name, (config_cls, model_cls, kw)) in enumerate(fixtures().items()):
-        make(name, config_cls, model_cls, kw, 1000 + seed)
+        if not names or name in names:
+            make(name, config_cls, model_cls, kw, 1000 + seed)
 
 
 if __name__ == "__main__":

@@ -201,6 +201,14 @@ class EngineImpl final : public Engine {
     for (const auto& m : messages) turns.push_back({m.role, m.content});
     return apply_chat_template(*chat_family_, turns, add_generation_prompt);
   }
+  Expected<std::vector<int32_t>> tokenize(const std::string& text, bool add_bos) const override {
+    if (!tokenizer_model_) return not_found("this model has no tokenizer");
+    return tokenizer_model_->encode(text, add_bos);
+  }
+  Expected<std::string> detokenize(const std::vector<int32_t>& ids) const override {
+    if (!tokenizer_model_) return not_found("this model has no tokenizer");
+    return tokenizer_model_->decode(ids);
+  }
   EngineStats stats() const override {
     const SchedulerCounters& c = *counters_;
     EngineStats s;
@@ -236,6 +244,9 @@ class EngineImpl final : public Engine {
   std::vector<caf::actor> actors_;
   std::shared_ptr<CallbackRegistry> registry_ = std::make_shared<CallbackRegistry>();
   tokenizer_actor tokenizer_;
+  // The tokenizer actor's tokenizer too (immutable and thread-safe, so sharing it is safe):
+  // tokenize/detokenize calls need no round trip through the actor's queue.
+  std::shared_ptr<const Tokenizer> tokenizer_model_;
   ModelSummary summary_;
   int kv_pages_total_ = 0;
   Expected<ChatFamily> chat_family_ = not_found("this model has no chat template");
@@ -347,6 +358,7 @@ Status EngineImpl::start(const EngineOptions& options) {
   }
   auto executor = spawn_executor(system_, ranks.front(), tiers, std::move(followers));
   auto frontend = spawn_frontend(system_, registry_);
+  tokenizer_model_ = tokenizer;
   tokenizer_ = spawn_tokenizer(system_, tokenizer, frontend);
   auto scheduler = spawn_scheduler(system_, setup, executor, kv_manager, caf::actor_cast<token_sink_actor>(tokenizer_));
   scheduler_ = scheduler;

@@ -161,6 +161,13 @@ class Engine {
   // when its template is of no known family; invalid_argument for a bad role or order.
   virtual Expected<std::string> format_chat(const std::vector<ChatTurn>& messages,
                                             bool add_generation_prompt) const = 0;
+  // The model's tokenizer, outside any request: the ids a text prompt is encoded to (add_bos as
+  // in GenerateOptions; special-token text becomes its id), and the text of ids (special tokens
+  // as their text). What vLLM's /tokenize and /detokenize answer. not_found when the model has no
+  // tokenizer; invalid_argument for text that is not UTF-8 or an id outside the vocabulary.
+  // Thread-safe; it does not wait for running requests.
+  virtual Expected<std::vector<int32_t>> tokenize(const std::string& text, bool add_bos) const = 0;
+  virtual Expected<std::string> detokenize(const std::vector<int32_t>& ids) const = 0;
 };
 
 }  // namespace brigade

@@ -26,22 +26,10 @@ using testing::TempDir;
 
 // A tiny llama GGUF (F32, ~50 KB) written from make-model's checkpoint.
 std::vector<uint8_t> tiny_gguf(const TempDir& dir) {
-  SyntheticModelSpec s;
-  s.hidden_size = 16;
-  s.n_layers = 1;
-  s.n_heads = 2;
-  s.n_kv_heads = 1;
-  s.intermediate_size = 32;
-  s.vocab_size = 260;  // the synthetic byte-level tokenizer needs 256 bytes + specials
-  s.max_position = 16;
-  s.dtype = DType::f32;
-  const Status st = write_synthetic_model(s, dir.str());
+  // 260: the synthetic byte-level tokenizer needs 256 bytes + specials.
+  const Status st = testing::write_tiny_llama_gguf(dir.str(), dir.file("tiny.gguf"), 260);
   EXPECT_TRUE(st.is_ok()) << st.to_string();
-  auto ck = Checkpoint::open(dir.str());
-  EXPECT_TRUE(ck.has_value()) << ck.status().to_string();
-  if (!ck) return {};
-  testing::write_gguf_from_checkpoint(**ck, dir.file("tiny.gguf"), testing::GgufOut::f32);
-  return testing::read_bytes(dir.file("tiny.gguf"));
+  return st.is_ok() ? testing::read_bytes(dir.file("tiny.gguf")) : std::vector<uint8_t>{};
 }
 
 // Byte offset just past the first occurrence of `name`: for a tensor, where its u32 n_dims is;

@@ -1,7 +1,8 @@
 // A GGUF v3 writer for tests, independent of the reader: converts a Hugging Face checkpoint into
 // the file llama.cpp's converter would write (tensor names, metadata keys, the q/k row
-// permutation of llama models, 1-D tensors kept F32), in F32, F16, BF16 or Q8_0; and writes raw
-// GGUF bytes so tests can corrupt them.
+// permutation of llama models, 1-D tensors kept F32), in F32, F16, BF16 or Q8_0, with any extra
+// metadata (scalars, arrays of strings, f32 and i32: a vocabulary, see gguf_vocab.h); and writes
+// raw GGUF bytes so tests can corrupt them.
 #pragma once
 
 #include <cmath>
@@ -12,6 +13,7 @@
 
 #include "core/dtype.h"
 #include "models/checkpoint.h"
+#include "models/make_model.h"
 
 namespace brigade::testing {
 
@@ -37,13 +39,67 @@ class GgufBytes {
 
 enum class GgufOut { f32, f16, bf16, q8_0 };
 
+// One metadata entry. Scalars: type 4 u32, 6 f32, 7 bool (u), 8 string. Arrays (type 9) hold elements of
+// elem_type 8 (strs), 6 (f32s) or 5 (i32s); the count written is that vector's size.
 struct GgufKv {
   std::string key;
-  uint32_t type;  // 4 u32, 6 f32, 8 string
+  uint32_t type;
   uint32_t u = 0;
   float f = 0;
   std::string s;
+  uint32_t elem_type = 0;
+  std::vector<std::string> strs;
+  std::vector<float> f32s;
+  std::vector<int32_t> i32s;
 };
+
+inline GgufKv gguf_u32(const std::string& key, uint32_t v) { return {key, 4, v}; }
+inline GgufKv gguf_bool(const std::string& key, bool v) { return {key, 7, v ? 1u : 0u}; }
+inline GgufKv gguf_str(const std::string& key, const std::string& v) { return {key, 8, 0, 0, v}; }
+inline GgufKv gguf_strs(const std::string& key, std::vector<std::string> v) {
+  GgufKv kv{key, 9};
+  kv.elem_type = 8;
+  kv.strs = std::move(v);
+  return kv;
+}
+inline GgufKv gguf_f32s(const std::string& key, std::vector<float> v) {
+  GgufKv kv{key, 9};
+  kv.elem_type = 6;
+  kv.f32s = std::move(v);
+  return kv;
+}
+inline GgufKv gguf_i32s(const std::string& key, std::vector<int32_t> v) {
+  GgufKv kv{key, 9};
+  kv.elem_type = 5;
+  kv.i32s = std::move(v);
+  return kv;
+}
+
+inline void put_kv(GgufBytes& b, const GgufKv& e) {
+  b.put_string(e.key);
+  b.put<uint32_t>(e.type);
+  if (e.type == 4) {
+    b.put<uint32_t>(e.u);
+  } else if (e.type == 6) {
+    b.put<float>(e.f);
+  } else if (e.type == 7) {
+    b.put<uint8_t>(e.u != 0 ? 1 : 0);
+  } else if (e.type == 8) {
+    b.put_string(e.s);
+  } else {
+    b.put<uint32_t>(e.elem_type);
+    if (e.elem_type == 8) {
+      b.put<uint64_t>(e.strs.size());
+      for (const auto& x : e.strs) b.put_string(x);
+    } else if (e.elem_type == 6) {
+      b.put<uint64_t>(e.f32s.size());
+      for (float x : e.f32s) b.put<float>(x);
+    } else {
+      b.put<uint64_t>(e.i32s.size());
+      for (int32_t x : e.i32s) b.put<int32_t>(x);
+    }
+  }
+}
 
 // llama.cpp's tensor name for a Hugging Face one.
 inline std::string hf_to_gguf_name(const std::string& hf) {
@@ -117,9 +173,10 @@ inline std::vector<float> llama3_rope_freq_factors(const ModelConfig& c) {
 // Writes `ck` (an f32 checkpoint) as GGUF at `path`. llama3 RoPE scaling becomes a
 // rope_freqs.weight tensor, as llama.cpp's converter writes it. A sliding window becomes
 // {arch}.attention.sliding_window when `sliding_window_key` (llama.cpp's converter does not
-// write it for llama; tests turn it off to see that case).
+// write it for llama; tests turn it off to see that case). `extra` entries (a vocabulary) follow
+// the model's.
 inline void write_gguf_from_checkpoint(const Checkpoint& ck, const std::string& path, GgufOut out_type,
-                                       bool sliding_window_key = true) {
+                                       bool sliding_window_key = true, const std::vector<GgufKv>& extra = {}) {
   const ModelConfig& c = ck.config();
   const std::string a = c.arch + ".";
   std::vector<GgufKv> kv = {{"general.architecture", 8, 0, 0, c.arch},
@@ -139,6 +196,7 @@ inline void write_gguf_from_checkpoint(const Checkpoint& ck, const std::string& 
   }
   if (c.sliding_window > 0 && sliding_window_key)
     kv.push_back({a + "attention.sliding_window", 4, static_cast<uint32_t>(c.sliding_window)});
+  kv.insert(kv.end(), extra.begin(), extra.end());
   struct Out { std::string name; std::vector<int64_t> shape; uint32_t type; std::vector<uint8_t> data; };
   std::vector<Out> outs;
   if (c.rope_scaling.type == RopeScalingType::llama3) {
@@ -176,13 +234,7 @@ inline void write_gguf_from_checkpoint(const Checkpoint& ck, const std::string& 
   b.put<uint32_t>(3);
   b.put<uint64_t>(outs.size());
   b.put<uint64_t>(kv.size());
-  for (const auto& e : kv) {
-    b.put_string(e.key);
-    b.put<uint32_t>(e.type);
-    if (e.type == 4) b.put<uint32_t>(e.u);
-    else if (e.type == 6) b.put<float>(e.f);
-    else b.put_string(e.s);
-  }
+  for (const auto& e : kv) put_kv(b, e);
   uint64_t offset = 0;
   for (const auto& o : outs) {
     b.put_string(o.name);
@@ -199,6 +251,26 @@ inline void write_gguf_from_checkpoint(const Checkpoint& ck, const std::string& 
   }
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f.write(reinterpret_cast<const char*>(b.bytes().data()), static_cast<std::streamsize>(b.bytes().size()));
+}
+
+// A tiny llama (make-model's weights: hidden 16, 1 layer, 2 heads, 1 KV head, F32; ~50 KB plus
+// 64 bytes per vocabulary row) written as a Hugging Face directory `hf_dir` and as GGUF at
+// `path` with `extra` metadata.
+inline Status write_tiny_llama_gguf(const std::string& hf_dir, const std::string& path, int vocab_size,
+                                    const std::vector<GgufKv>& extra = {}) {
+  SyntheticModelSpec s;
+  s.hidden_size = 16;
+  s.n_layers = 1;
+  s.n_heads = 2;
+  s.n_kv_heads = 1;
+  s.intermediate_size = 32;
+  s.vocab_size = vocab_size;
+  s.max_position = 256;
+  s.dtype = DType::f32;
+  BRIGADE_RETURN_IF_ERROR(write_synthetic_model(s, hf_dir));
+  BRIGADE_ASSIGN_OR_RETURN(auto ck, Checkpoint::open(hf_dir));
+  write_gguf_from_checkpoint(*ck, path, GgufOut::f32, true, extra);
+  return Status::ok();
 }
 
 }  // namespace brigade::testing

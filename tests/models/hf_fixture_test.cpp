@@ -51,7 +51,7 @@ TEST_P(HfFixture, LogitsAndGreedyMatchTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                          ::testing::Values("llama", "llama_rope_llama3", "llama_rope_linear", "mistral_sliding",
-                                           "qwen2", "qwen3"));
+                                           "qwen2", "qwen3", "tinyllama", "smollm2"));
 
 TEST(HfFixtureConfig, ArchitectureFlags) {
   auto backend = make_cpu_backend({.n_threads = 1});
@@ -71,23 +71,53 @@ TEST(HfFixtureConfig, ArchitectureFlags) {
   EXPECT_EQ(mistral->config().sliding_window, 8);
 }
 
-// The fixtures are sensitive to what they test: dropping the llama3 scaling from the config (the
-// weights unchanged) moves the long prompt's logits far outside the tolerance.
-TEST(HfFixtureConfig, RopeScalingChangesTheResult) {
-  const testing::TempDir dir("rope_off");
-  const std::string src = fixture_dir("llama_rope_llama3");
+// TinyLlama's and SmolLM2's shapes as loaded: GQA groups of 8 and of 3, SmolLM2's tied
+// embeddings and rope_theta 100000 (transformers 5 writes it in rope_parameters).
+TEST(HfFixtureConfig, TinyLlamaAndSmolLm2Shapes) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto tiny = load_or_fail(fixture_dir("tinyllama"), *backend);
+  auto smol = load_or_fail(fixture_dir("smollm2"), *backend);
+  ASSERT_TRUE(tiny && smol);
+  EXPECT_EQ(tiny->config().n_heads, 32);
+  EXPECT_EQ(tiny->config().n_kv_heads, 4);
+  EXPECT_FALSE(tiny->config().tie_embeddings);
+  EXPECT_EQ(smol->config().n_heads, 9);
+  EXPECT_EQ(smol->config().n_kv_heads, 3);
+  EXPECT_TRUE(smol->config().tie_embeddings);
+  EXPECT_EQ(smol->config().rope_theta, 100000.0f);
+}
+
+// Max |Δlogit| on `fixture`'s longest prompt with its weights but config.json changed by `edit`.
+template <typename Edit>
+float max_diff_with_config(const std::string& fixture, Edit edit) {
+  const testing::TempDir dir("config_edit");
+  const std::string src = fixture_dir(fixture);
   std::filesystem::copy_file(src + "/model.safetensors", dir.file("model.safetensors"));
   auto text = read_text_file(src + "/config.json");
-  ASSERT_TRUE(text.has_value());
+  EXPECT_TRUE(text.has_value());
+  if (!text) return 0;
   auto j = nlohmann::json::parse(*text);
-  j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
+  edit(j);
   testing::write_text(dir.file("config.json"), j.dump());
   auto backend = make_cpu_backend({.n_threads = 1});
   auto model = load_or_fail(dir.str(), *backend);
-  ASSERT_NE(model, nullptr);
-  const auto cases = read_fixture_cases("llama_rope_llama3");
-  ASSERT_FALSE(cases.empty());
-  EXPECT_GT(run_fixture_case(*model, *backend, cases.back()).max_abs_diff, 100 * kLogitTol);
+  const auto cases = read_fixture_cases(fixture);
+  EXPECT_FALSE(cases.empty());
+  if (!model || cases.empty()) return 0;
+  return run_fixture_case(*model, *backend, cases.back()).max_abs_diff;
+}
+
+// The fixtures are sensitive to what they test: dropping the llama3 scaling from the config (the
+// weights unchanged), or SmolLM2's rope_theta, moves the long prompt's logits far outside the
+// tolerance.
+TEST(HfFixtureConfig, RopeScalingChangesTheResult) {
+  EXPECT_GT(max_diff_with_config("llama_rope_llama3",
+                                 [](nlohmann::json& j) {
+                                   j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
+                                 }),
+            100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("smollm2", [](nlohmann::json& j) { j["rope_parameters"]["rope_theta"] = 10000.0; }),
+            100 * kLogitTol);
 }
 
 }  // namespace

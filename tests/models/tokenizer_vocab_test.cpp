@@ -4,47 +4,20 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <sstream>
 
 #include "models/gguf.h"
 #include "models/tokenizer_gguf.h"
 #include "models/mapped_file.h"
 #include "models/tokenizer.h"
+#include "gguf_vocab.h"
+#include "model_test_util.h"
+#include "models/byte_unicode.h"
+#include "vocab_vectors.h"
 
 namespace brigade {
 namespace {
 
 const std::string kDir = std::string(BRIGADE_TESTDATA) + "/tokenizers/";
-
-struct VocabCase {
-  std::string text;
-  std::vector<int32_t> ids;
-};
-
-// .inp: inputs separated by "\n__ggml_vocab_test__\n" (the file ends with one); .out: one line
-// of space-separated ids per input.
-std::vector<VocabCase> read_vectors(const std::string& vocab) {
-  auto inp = read_text_file(kDir + vocab + ".inp");
-  auto out = read_text_file(kDir + vocab + ".out");
-  EXPECT_TRUE(inp.has_value() && out.has_value());
-  if (!inp || !out) return {};
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<VocabCase> cases;
-  for (size_t pos = 0; pos < inp->size();) {
-    const size_t end = inp->find(sep, pos);
-    if (end == std::string::npos) break;
-    cases.push_back({inp->substr(pos, end - pos), {}});
-    pos = end + sep.size();
-  }
-  std::istringstream lines(*out);
-  std::string line;
-  for (auto& c : cases) {
-    if (!std::getline(lines, line)) break;
-    std::istringstream ids(line);
-    for (int32_t id; ids >> id;) c.ids.push_back(id);
-  }
-  return cases;
-}
 
 class LlamaCppVocab : public ::testing::TestWithParam<std::string> {};
 
@@ -53,7 +26,7 @@ TEST_P(LlamaCppVocab, EncodesEveryInputExactlyAndDecodesBack) {
   if (!std::filesystem::exists(kDir + file)) GTEST_SKIP() << "test data absent: " << kDir + file;
   auto tok = Tokenizer::load(kDir + file);
   ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
-  const auto cases = read_vectors(file);
+  const auto cases = testing::read_llama_cpp_vectors(kDir, file);
   ASSERT_GT(cases.size(), 30u);
   for (const auto& c : cases) {
     auto ids = (*tok)->encode(c.text, /*add_bos=*/false);
@@ -99,6 +72,53 @@ TEST(SentencePieceVsLlama2c, AgreeOnAVariedCorpus) {
   auto with_bos = (*sp)->encode("Hi", true);
   ASSERT_TRUE(with_bos.has_value());
   EXPECT_EQ(with_bos->front(), 1);
+}
+
+// BOS is added where the file's tokenizer.ggml.add_bos_token says so (llama-spm, deepseek-llm)
+// and not where the key is absent from a gpt2 vocabulary (GPT-2 never starts with BOS), as
+// llama.cpp does.
+TEST(TokenizerFiles, GgufAddBosTokenIsHonoured) {
+  for (const auto& [vocab, adds] : {std::pair{"gpt-2", false}, {"deepseek-llm", true}, {"llama-spm", true}}) {
+    const std::string file = kDir + "ggml-vocab-" + vocab + ".gguf";
+    if (!std::filesystem::exists(file)) GTEST_SKIP() << "test data absent: " << file;
+    auto tok = Tokenizer::load(file);
+    ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+    auto plain = (*tok)->encode("Hi", false), with_bos = (*tok)->encode("Hi", true);
+    ASSERT_TRUE(plain.has_value() && with_bos.has_value());
+    EXPECT_EQ(with_bos->size(), plain->size() + (adds ? 1 : 0)) << vocab;
+    if (adds) {
+      EXPECT_EQ(with_bos->front(), (*tok)->bos_id()) << vocab;
+    }
+  }
+}
+
+// A gpt2 GGUF vocabulary with `pre` whose tokens are the 256 bytes, "ab" and "abc", and whose
+// only merge is "a b": no merge sequence builds "abc".
+std::unique_ptr<Tokenizer> abc_vocabulary(const testing::TempDir& dir, const std::string& pre) {
+  nlohmann::json vocab = nlohmann::json::object();
+  for (int b = 0; b < 256; ++b) vocab[byte_to_unicode(static_cast<uint8_t>(b))] = b;
+  vocab["ab"] = 256;
+  vocab["abc"] = 257;
+  const nlohmann::json j = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"a b"}}}}};
+  const std::string path = dir.file(pre + ".gguf");
+  const Status st = testing::write_tiny_llama_gguf(
+      dir.file("hf"), path, 260, testing::gguf_vocab_from_tokenizer_json(j.dump(), pre, "", "", false));
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  auto tok = Tokenizer::load(path);
+  EXPECT_TRUE(tok.has_value()) << tok.status().to_string();
+  return tok ? std::move(*tok) : nullptr;
+}
+
+// llama.cpp's llama-bpe pre-tokenizer sets ignore_merges (llm_tokenizer_bpe_session), as Llama
+// 3's tokenizer.json does: a word that is a whole vocabulary entry is that token, whatever the
+// merges make of it. Other pre-tokenizers merge.
+TEST(TokenizerFiles, GgufLlamaBpeIgnoresMergesForWholeWords) {
+  const testing::TempDir dir("ignore_merges");
+  auto llama3 = abc_vocabulary(dir, "llama-bpe");
+  auto gpt2 = abc_vocabulary(dir, "gpt-2");
+  ASSERT_TRUE(llama3 && gpt2);
+  EXPECT_EQ(*llama3->encode("abc", false), std::vector<int32_t>({257}));
+  EXPECT_EQ(*gpt2->encode("abc", false), std::vector<int32_t>({256, 'c'}));
 }
 
 TEST(TokenizerFiles, BadInputsAreClearErrors) {

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Writes byte-level BPE tokenizers with Llama 3's and Qwen2's exact pre-tokenizers, and their
+reference encodings, for tests/models/pretokenizer_reference_test.cpp.
+
+The reference is Hugging Face's `tokenizers` library (Rust, Oniguruma regexes), an implementation
+independent of brigade's (PCRE2). For each family the script builds a tokenizer whose
+pre_tokenizer is what the real tokenizer.json files hold:
+
+  Sequence[Split(Regex(P), behavior "isolated", invert false),
+           ByteLevel(add_prefix_space false, trim_offsets true, use_regex false)]
+
+with P taken from llama.cpp's src/llama-vocab.cpp, where each is kept verbatim as the comment
+"original regex from tokenizer.json" above llama.cpp's hand-adapted version
+(LLAMA_VOCAB_PRE_TYPE_LLAMA3 for Meta-Llama-3-8B, LLAMA_VOCAB_PRE_TYPE_QWEN2 for Qwen2/Qwen2.5).
+They differ in one place: Llama 3 groups digits by up to three (\\p{N}{1,3}), Qwen2 splits every
+digit (\\p{N}).
+
+It trains a small BPE (a few hundred merges) on a corpus this script makes, saves tokenizer.json to
+tests/fixtures/tokenizers/<family>/, and writes vectors.json there: for each tricky text (digit
+runs, contractions in any case, CJK, emoji and ZWJ sequences, whitespace runs and Unicode spaces,
+newlines, mixed scripts, code, and llama.cpp's own tokenizer test inputs when ../shared/testdata is
+present) the pre-tokenizer's pieces, the ids (no special tokens added) and the decoded text.
+
+Run from anywhere: python3 scripts/make_tokenizer_fixtures.py. It uses make_fixtures.py's virtual
+environment (.brigade/fixtures-venv; `tokenizers` comes with transformers). The output is
+committed (about 30 KB per family); CI never runs this.
+"""
+import json
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_fixtures import ROOT, ensure_venv  # noqa: E402
+
+OUT = ROOT / "tests" / "fixtures" / "tokenizers"
+TESTDATA = ROOT.parent / "shared" / "testdata" / "tokenizers"
+
+PATTERNS = {
+    "llama3": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    "qwen2": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+}
+# Special tokens as the real vocabularies name them (added after training, like the originals).
+SPECIALS = {
+    "llama3": ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"],
+    "qwen2": ["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+}
+# Llama 3's tokenizer.json sets model.ignore_merges (a word that is a whole vocabulary entry is
+# that token, whatever the merges would make of it); Qwen2's does not. llama.cpp does the same
+# for the llama-bpe pre-tokenizer.
+IGNORE_MERGES = {"llama3": True, "qwen2": False}
+VOCAB_SIZE = 700
+
+# The training corpus: sentences in several scripts with numbers, contractions, code and emoji,
+# recombined by a seeded generator so merges form across all of them.
+CORPUS_SEEDS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "It's a truth universally acknowledged that we'll need more tokens; they've said so, I'd guess.",
+    "She said: \"Don't do that!\" and he replied 'I'm not.'",
+    "In 2024 the model had 8,192 context tokens and 3.14159 was still pi; 1234567890 is a long number.",
+    "def forward(self, x):\n    return self.proj(x) ** 2  # square it\n",
+    "for (int i = 0; i < n; ++i) { sum += a[i] * b[i]; }",
+    "Привет, мир! Как дела? Всё хорошо.",
+    "Ελληνικά γράμματα και αριθμοί 42.",
+    "你好，世界。我们今天去公园散步，天气很好。",
+    "日本語のテキストとカタカナ、ひらがな。",
+    "한국어 텍스트도 조금 있습니다.",
+    "Emoji: 🦙 llamas 🐪 camels 👍🏽 and ❤️ hearts 👨‍👩‍👧 families 🇫🇷 flags.",
+    "Café, naïve, façade, straße, Übermäßig, niño, coöperate.",
+    "Tabs\tand\tspaces   and\n\nnewlines\r\nmixed   \n  together.",
+    "<html><body><p>Hello &amp; welcome</p></body></html>",
+    "العربية نص قصير. हिन्दी पाठ भी।",
+]
+
+
+def corpus():
+    rng = random.Random(7)
+    lines = list(CORPUS_SEEDS)
+    for _ in range(400):
+        a, b = rng.sample(CORPUS_SEEDS, 2)
+        cut_a, cut_b = rng.randrange(len(a)), rng.randrange(len(b))
+        lines.append(a[:cut_a] + " " + b[cut_b:] + " " + str(rng.randrange(10 ** rng.randrange(1, 8))))
+    return lines
+
+
+# Texts whose splits differ between pre-tokenizers or between regex engines.
+TRICKY = [
+    "", " ", "  ", "\t", "\n", "\n\n\n", " \n", "\r\n", "a\r\nb", "a\rb", "a\n\n\nb", "  \n  \n",
+    "Hello world", " Hello world", "Hello World", "HELLO WORLD", "hello  world", "hello   world",
+    "1", "12", "123", "1234", "12345", "123456", "1234567", "1234567890", " 1234", "3.14159",
+    "1,000,000", "x=42;y=7", "2024-11-30", " 123 456 7890", "v1.2.3-rc4", "0x1F", "٣٤٥ and ½ and ²",
+    "I'm", "you're", "It's", "IT'S", "we'LL", "They'VE", "don't", "DON'T", "I'd", "'s", "'S", "'ll",
+    "o'clock", "rock 'n' roll", "it''s", "x's's", "’s curly", "'ſ long s",
+    "你好世界", "我们今天去公园。", "日本語のテキスト", "한국어 텍스트", "中文English混合123",
+    "🦙", "🦙🦙", "Hello 🦙 world", "👨‍👩‍👧‍👦", "🇫🇷🇩🇪", "❤️", "👍🏽", " 🦙", "a🦙b",
+    "a b", "a  b", "a   b", "a    \n   b", "   leading", "trailing   ", "\t\tindent", "line1\n\nline2",
+    "a\u00a0b", "a\u3000b", "a\u2028b", "a\u0085b", "a\u200bb", "a\u000bb\u000cc", " \u00a0 x",
+    "a\u00a0\u00a0b", "a\u0085\u0085b", "a\u2028\u2028b", "a\u2029\u2029b", "a\u3000\u3000b",
+    "a\u1680\u1680b", "a\u180e\u180eb", "a\u200b\u200bb", "a\u000b\u000bb", "a\u001c\u001cb",
+    "a \u0085\n b", "x\u00a0\n", "\u00a0\u00a0", "1\ufe0f\u20e3 2\ufe0f\u20e3",
+    "Привет мир", "Ελληνικά", "العربية", "हिन्दी", "café naïve", "straße", "Ünïcödé",
+    "def f(x):\n    return x**2\n", "if (a && b) { return; }", "<html><body>", "$$$", "...", "!!!???",
+    "-->", "a.b.c", "    def", "\n\n    return", "foo.bar()", "#include <stdio.h>",
+    "<|begin_of_text|>Hi<|end_of_text|>", "<|im_start|>user\nHi<|im_end|>", "<|endoftext|> x",
+]
+
+
+def llama_cpp_inputs():
+    """The inputs of llama.cpp's tokenizer tests (ggml-vocab-*.gguf.inp), when testdata is here."""
+    texts = []
+    for name in ("gpt-2", "deepseek-llm"):
+        path = TESTDATA / f"ggml-vocab-{name}.gguf.inp"
+        if path.exists():
+            for t in path.read_text(encoding="utf-8").split("\n__ggml_vocab_test__\n"):
+                if t and t not in texts:
+                    texts.append(t)
+    return texts
+
+
+def build(family):
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(PATTERNS[family]), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
+    ])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, min_frequency=2, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(corpus(), trainer=trainer)
+    tok.model.ignore_merges = IGNORE_MERGES[family]
+    tok.add_special_tokens(SPECIALS[family])
+    return tok
+
+
+def write(family):
+    import tokenizers
+    tok = build(family)
+    out_dir = OUT / family
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tok.save(str(out_dir / "tokenizer.json"))
+    byte_decoder = {c: b for b, c in enumerate(bytes_to_unicode())}
+    cases = []
+    for text in TRICKY + [t for t in llama_cpp_inputs() if t not in TRICKY]:
+        ids = tok.encode(text, add_special_tokens=False).ids
+        # The pieces as UTF-8 text: ByteLevel maps each byte to a printable character; map back.
+        pieces = [bytes(byte_decoder[c] for c in p).decode("utf-8")
+                  for p, _ in tok.pre_tokenizer.pre_tokenize_str(text)]
+        cases.append({"text": text, "pieces": pieces, "ids": ids,
+                      "decoded": tok.decode(ids, skip_special_tokens=False)})
+    vectors = {
+        "generator": f"tokenizers {tokenizers.__version__} (HF), scripts/make_tokenizer_fixtures.py",
+        "pattern": PATTERNS[family],
+        "cases": cases,
+    }
+    (out_dir / "vectors.json").write_text(json.dumps(vectors, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
+    size = sum(f.stat().st_size for f in out_dir.iterdir())
+    print(f"{family}: {len(cases)} cases, vocab {tok.get_vocab_size()}, {size / 1024:.0f} KiB")
+
+
+def bytes_to_unicode():
+    """GPT-2's byte -> printable character table (the ByteLevel alphabet), in byte order."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    table = dict(zip(bs, cs))
+    return [chr(table[b]) for b in range(256)]
+
+
+def main():
+    ensure_venv(__file__)
+    for family in PATTERNS:
+        write(family)
+
+
+if __name__ == "__main__":
+    main()

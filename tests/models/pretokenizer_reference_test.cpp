@@ -1,0 +1,76 @@
+// Llama 3 and Qwen2 pre-tokenizers against Hugging Face `tokenizers` (Rust, Oniguruma regexes):
+// tests/fixtures/tokenizers/<family>/ holds a small byte-level BPE whose pre_tokenizer is the
+// family's real one (Split regex + ByteLevel), and vectors.json the reference library's pieces,
+// ids and decoded text for tricky inputs (scripts/make_tokenizer_fixtures.py wrote both).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "models/mapped_file.h"
+#include "models/pretokenizer.h"
+#include "models/tokenizer.h"
+
+namespace brigade {
+namespace {
+
+using json = nlohmann::json;
+
+const std::string kDir = std::string(BRIGADE_FIXTURES) + "/tokenizers/";
+
+json read_json(const std::string& path) {
+  auto text = read_text_file(path);
+  EXPECT_TRUE(text.has_value()) << path << ": " << text.status().to_string();
+  return text ? json::parse(*text, nullptr, false) : json();
+}
+
+// Shows control and non-ASCII bytes, so a failing case names its input legibly.
+std::string escaped(const std::string& s) { return json(s).dump(); }
+
+class HfPreTokenizer : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    vectors_ = read_json(kDir + GetParam() + "/vectors.json");
+    ASSERT_TRUE(vectors_.is_object() && vectors_["cases"].is_array());
+    ASSERT_GT(vectors_["cases"].size(), 100u);
+  }
+  json vectors_;
+};
+
+TEST_P(HfPreTokenizer, FixtureUsesTheFamilysPattern) {
+  const json tok = read_json(kDir + GetParam() + "/tokenizer.json");
+  const json& steps = tok["pre_tokenizer"]["pretokenizers"];
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0]["pattern"]["Regex"], vectors_["pattern"]);
+  EXPECT_EQ(steps[1]["type"], "ByteLevel");
+  EXPECT_FALSE(steps[1]["use_regex"].get<bool>());
+}
+
+TEST_P(HfPreTokenizer, SplitsEveryTextIntoTheReferencePieces) {
+  auto pre = make_regex_pretokenizer(vectors_["pattern"].get<std::string>());
+  ASSERT_TRUE(pre.has_value()) << pre.status().to_string();
+  for (const json& c : vectors_["cases"]) {
+    const std::string text = c["text"];
+    std::vector<std::string> pieces;
+    for (std::string_view p : (*pre)->split(text)) pieces.emplace_back(p);
+    EXPECT_EQ(pieces, c["pieces"].get<std::vector<std::string>>()) << "input " << escaped(text);
+  }
+}
+
+TEST_P(HfPreTokenizer, EncodesAndDecodesEveryTextExactly) {
+  auto tok = Tokenizer::load(kDir + GetParam());
+  ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+  for (const json& c : vectors_["cases"]) {
+    const std::string text = c["text"];
+    auto ids = (*tok)->encode(text, /*add_bos=*/false);
+    ASSERT_TRUE(ids.has_value()) << ids.status().to_string();
+    EXPECT_EQ(*ids, c["ids"].get<std::vector<int32_t>>()) << "input " << escaped(text);
+    auto decoded = (*tok)->decode(*ids);
+    ASSERT_TRUE(decoded.has_value()) << decoded.status().to_string();
+    EXPECT_EQ(*decoded, c["decoded"].get<std::string>()) << "input " << escaped(text);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, HfPreTokenizer, ::testing::Values("llama3", "qwen2"));
+
+}  // namespace
+}  // namespace brigade
