@@ -336,15 +336,18 @@ Status EngineImpl::start(const EngineOptions& options) {
   setup.limits.chunked_prefill = inst.scheduler.chunked_prefill;
   setup.limits.prefix_cache = inst.cache.radix;
   BRIGADE_ASSIGN_OR_RETURN(setup.limits.eviction, parse_eviction_policy(inst.cache.eviction));
-  // The root of the page-key chain and the disk tier's guard (kvstore/page_key.h).
-  const std::string kv_fp = kv_fingerprint(model_identity(path, mc, summary_.n_params), layout);
-  setup.cache_root = root_key(kv_fp);
-  setup.limits.lower_tiers = inst.cache.radix && inst.cache.tiers_enabled();
+  // The root of the page-key chain and the disk tier's guard (kvstore/page_key.h). Keys name pages
+  // beyond this process only through the tiers; without them the device cache is born and dies
+  // with the engine, so a constant root serves, and the checkpoint is not read again to hash it.
+  const bool tiers_on = inst.cache.tiers_enabled();
+  const std::string kv_fp = tiers_on ? kv_fingerprint(model_identity(path, mc, summary_.n_params), layout) : "";
+  setup.cache_root = root_key(tiers_on ? kv_fp : "device-only");
+  setup.limits.lower_tiers = inst.cache.radix && tiers_on;
   // write_through: a page is saved down when it enters the device cache (and reaches disk at
   // once); write_back: when the device evicts it (and disk when host evicts it).
   setup.limits.save_on_insert = inst.cache.write_policy == "write_through";
   hicache_actor tiers;
-  if (inst.cache.tiers_enabled()) {
+  if (tiers_on) {
     HiCacheSetup hc;
     hc.host_bytes = static_cast<size_t>(inst.cache.effective_host_bytes());
     hc.disk_path = inst.cache.disk_path;
