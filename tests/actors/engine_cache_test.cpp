@@ -135,6 +135,13 @@ TEST_F(EngineCache, PagesEvictedToHostAndDiskComeBackExact) {
     EXPECT_GT(st.cache_loaded_tokens, 0u) << policy << ": later requests load the shared prefix";
     EXPECT_GT(st.tier_disk_hit_pages, 0u) << policy << ": host holds two pages, so some came from disk";
     EXPECT_EQ(st.tier_disk_corrupt, 0u);
+    // The tier actor's byte counters reach EngineStats.
+    EXPECT_GT(st.tier_host_bytes_in, 0u) << policy;
+    EXPECT_LE(st.tier_host_bytes_used, static_cast<uint64_t>(tiers.host_bytes)) << policy;
+    EXPECT_GT(st.tier_disk_bytes_in, 0u) << policy;
+    EXPECT_GT(st.tier_disk_bytes_out, 0u) << policy << ": the disk hits were read";
+    EXPECT_GT(st.tier_disk_bytes_used, 0u) << policy;
+    EXPECT_FALSE(st.tier_disk_degraded);
   }
 }
 
