@@ -28,38 +28,78 @@ Status check_keys(const YAML::Node& node, const std::string& where, const std::s
   return Status::ok();
 }
 
-template <class T>
-Status read(const YAML::Node& node, const char* key, const std::string& where, T& out) {
-  if (!node[key]) return Status::ok();
-  try {
-    out = node[key].as<T>();
-  } catch (const YAML::Exception&) {
-    return invalid_argument(where + "." + key + " has the wrong type (line " + std::to_string(node[key].Mark().line + 1) + ")");
+// Reads one YAML mapping: each call names a key and where its value goes, so a key is one line
+// and the valid keys are exactly the ones named. status() reports, in this order: not a mapping
+// or a key no call named (check_keys), then the first read or nested error; reads after an error
+// are skipped. `where` prefixes the keys in messages; `name` (default: where) names the mapping.
+class MapReader {
+ public:
+  MapReader(YAML::Node node, std::string where, std::string name = "")
+      : node_(std::move(node)), where_(std::move(where)), name_(name.empty() ? where_ : std::move(name)) {
+    if (!node_.IsMap()) failed_ = true;
   }
-  return Status::ok();
-}
 
-// A byte count, or `auto` (CacheConfig::auto_bytes).
-Status read_bytes_or_auto(const YAML::Node& node, const char* key, const std::string& where, int64_t& out) {
-  if (node[key] && node[key].IsScalar() && node[key].Scalar() == "auto") {
-    out = CacheConfig::auto_bytes;
-    return Status::ok();
+  // node[key] into out, when present.
+  template <class T>
+  MapReader& read(const char* key, T& out) {
+    if (!want(key)) return *this;
+    try {
+      out = node_[key].as<T>();
+    } catch (const YAML::Exception&) {
+      fail(invalid_argument(where_ + "." + key + " has the wrong type (line " +
+                            std::to_string(node_[key].Mark().line + 1) + ")"));
+    }
+    return *this;
   }
-  return read(node, key, where, out);
-}
+  // A byte count, or `auto` (CacheConfig::auto_bytes).
+  MapReader& read_bytes_or_auto(const char* key, int64_t& out) {
+    if (want(key) && node_[key].IsScalar() && node_[key].Scalar() == "auto") {
+      out = CacheConfig::auto_bytes;
+      return *this;
+    }
+    return read(key, out);
+  }
+  // parse(node[key], where.key), when present: a nested block or a list.
+  template <class Parse>
+  MapReader& nested(const char* key, Parse parse) {
+    if (want(key)) fail(parse(node_[key], where_ + "." + key));
+    return *this;
+  }
 
-// The `cache:` block. Each key is read by one line below; a new key needs its name in the set
-// and its line (and a check in validate_cache).
+  Status status() const {
+    BRIGADE_RETURN_IF_ERROR(check_keys(node_, name_, keys_));
+    return first_error_;
+  }
+
+ private:
+  // Names key as valid; true when it is present and nothing failed yet.
+  bool want(const char* key) {
+    keys_.insert(key);
+    return !failed_ && node_[key];
+  }
+  void fail(Status st) {
+    if (failed_ || st.is_ok()) return;
+    failed_ = true;
+    first_error_ = std::move(st);
+  }
+
+  const YAML::Node node_;  // a handle; const, so a lookup never adds a key
+  std::string where_, name_;
+  std::set<std::string> keys_;
+  bool failed_ = false;
+  Status first_error_ = Status::ok();
+};
+
+// The `cache:` block (a new key: its line here and a check in validate_cache).
 Status parse_cache(const YAML::Node& c, const std::string& where, CacheConfig& cache) {
-  BRIGADE_RETURN_IF_ERROR(check_keys(c, where, {"radix", "eviction", "host_bytes", "disk_path", "disk_bytes",
-                                             "write_policy"}));
-  BRIGADE_RETURN_IF_ERROR(read(c, "radix", where, cache.radix));
-  BRIGADE_RETURN_IF_ERROR(read(c, "eviction", where, cache.eviction));
-  BRIGADE_RETURN_IF_ERROR(read_bytes_or_auto(c, "host_bytes", where, cache.host_bytes));
-  BRIGADE_RETURN_IF_ERROR(read(c, "disk_path", where, cache.disk_path));
-  BRIGADE_RETURN_IF_ERROR(read(c, "disk_bytes", where, cache.disk_bytes));
-  BRIGADE_RETURN_IF_ERROR(read(c, "write_policy", where, cache.write_policy));
-  return Status::ok();
+  return MapReader(c, where)
+      .read("radix", cache.radix)
+      .read("eviction", cache.eviction)
+      .read_bytes_or_auto("host_bytes", cache.host_bytes)
+      .read("disk_path", cache.disk_path)
+      .read("disk_bytes", cache.disk_bytes)
+      .read("write_policy", cache.write_policy)
+      .status();
 }
 
 Status validate_cache(const CacheConfig& c, const std::string& w) {
@@ -78,42 +118,48 @@ Status validate_cache(const CacheConfig& c, const std::string& w) {
   return Status::ok();
 }
 
-Status parse_instance(const YAML::Node& n, const std::string& where, InstanceConfig& inst) {
-  BRIGADE_RETURN_IF_ERROR(check_keys(n, where, {"name", "scheduler", "kv", "cache", "executors"}));
-  BRIGADE_RETURN_IF_ERROR(read(n, "name", where, inst.name));
-  if (auto s = n["scheduler"]) {
-    const std::string w = where + ".scheduler";
-    BRIGADE_RETURN_IF_ERROR(check_keys(s, w, {"max_running", "max_waiting", "max_step_tokens", "max_inflight_steps",
-                                              "chunked_prefill"}));
-    BRIGADE_RETURN_IF_ERROR(read(s, "max_running", w, inst.scheduler.max_running));
-    BRIGADE_RETURN_IF_ERROR(read(s, "max_waiting", w, inst.scheduler.max_waiting));
-    BRIGADE_RETURN_IF_ERROR(read(s, "max_step_tokens", w, inst.scheduler.max_step_tokens));
-    BRIGADE_RETURN_IF_ERROR(read(s, "max_inflight_steps", w, inst.scheduler.max_inflight_steps));
-    BRIGADE_RETURN_IF_ERROR(read(s, "chunked_prefill", w, inst.scheduler.chunked_prefill));
-  }
-  if (auto k = n["kv"]) {
-    const std::string w = where + ".kv";
-    BRIGADE_RETURN_IF_ERROR(check_keys(k, w, {"page_size", "pages", "memory_mb", "dtype"}));
-    BRIGADE_RETURN_IF_ERROR(read(k, "page_size", w, inst.kv.page_size));
-    BRIGADE_RETURN_IF_ERROR(read(k, "pages", w, inst.kv.pages));
-    BRIGADE_RETURN_IF_ERROR(read(k, "memory_mb", w, inst.kv.memory_mb));
-    BRIGADE_RETURN_IF_ERROR(read(k, "dtype", w, inst.kv.dtype));
-  }
-  if (auto c = n["cache"]) BRIGADE_RETURN_IF_ERROR(parse_cache(c, where + ".cache", inst.cache));
-  if (auto e = n["executors"]) {
-    if (!e.IsSequence()) return invalid_argument(where + ".executors must be a list");
-    inst.executors.clear();
-    for (size_t i = 0; i < e.size(); ++i) {
-      const std::string w = where + ".executors[" + std::to_string(i) + "]";
-      ExecutorConfig ex;
-      BRIGADE_RETURN_IF_ERROR(check_keys(e[i], w, {"device", "threads", "tp"}));
-      BRIGADE_RETURN_IF_ERROR(read(e[i], "device", w, ex.device));
-      BRIGADE_RETURN_IF_ERROR(read(e[i], "threads", w, ex.threads));
-      BRIGADE_RETURN_IF_ERROR(read(e[i], "tp", w, ex.tp));
-      inst.executors.push_back(ex);
-    }
+Status parse_scheduler(const YAML::Node& s, const std::string& where, SchedulerConfig& sched) {
+  return MapReader(s, where)
+      .read("max_running", sched.max_running)
+      .read("max_waiting", sched.max_waiting)
+      .read("max_step_tokens", sched.max_step_tokens)
+      .read("max_inflight_steps", sched.max_inflight_steps)
+      .read("chunked_prefill", sched.chunked_prefill)
+      .status();
+}
+
+Status parse_kv(const YAML::Node& k, const std::string& where, KvConfig& kv) {
+  return MapReader(k, where)
+      .read("page_size", kv.page_size)
+      .read("pages", kv.pages)
+      .read("memory_mb", kv.memory_mb)
+      .read("dtype", kv.dtype)
+      .status();
+}
+
+Status parse_executors(const YAML::Node& e, const std::string& where, std::vector<ExecutorConfig>& executors) {
+  if (!e.IsSequence()) return invalid_argument(where + " must be a list");
+  executors.clear();
+  for (size_t i = 0; i < e.size(); ++i) {
+    ExecutorConfig ex;
+    BRIGADE_RETURN_IF_ERROR(MapReader(e[i], where + "[" + std::to_string(i) + "]")
+                                .read("device", ex.device)
+                                .read("threads", ex.threads)
+                                .read("tp", ex.tp)
+                                .status());
+    executors.push_back(ex);
   }
   return Status::ok();
+}
+
+Status parse_instance(const YAML::Node& n, const std::string& where, InstanceConfig& inst) {
+  return MapReader(n, where)
+      .read("name", inst.name)
+      .nested("scheduler", [&](const YAML::Node& s, const std::string& w) { return parse_scheduler(s, w, inst.scheduler); })
+      .nested("kv", [&](const YAML::Node& k, const std::string& w) { return parse_kv(k, w, inst.kv); })
+      .nested("cache", [&](const YAML::Node& c, const std::string& w) { return parse_cache(c, w, inst.cache); })
+      .nested("executors", [&](const YAML::Node& e, const std::string& w) { return parse_executors(e, w, inst.executors); })
+      .status();
 }
 
 }  // namespace
@@ -162,17 +208,18 @@ Expected<TopologyConfig> parse_topology(const std::string& yaml_text) {
   }
   TopologyConfig cfg;
   if (root.IsNull()) return cfg;
-  BRIGADE_RETURN_IF_ERROR(check_keys(root, "the topology", {"model", "instances"}));
-  BRIGADE_RETURN_IF_ERROR(read(root, "model", "topology", cfg.model));
-  if (auto insts = root["instances"]) {
-    if (!insts.IsSequence() || insts.size() == 0) return invalid_argument("topology.instances must be a non-empty list");
+  const auto parse_instances = [&](const YAML::Node& insts, const std::string& where) {
+    if (!insts.IsSequence() || insts.size() == 0) return invalid_argument(where + " must be a non-empty list");
     cfg.instances.clear();
     for (size_t i = 0; i < insts.size(); ++i) {
       InstanceConfig inst;
       BRIGADE_RETURN_IF_ERROR(parse_instance(insts[i], "instances[" + std::to_string(i) + "]", inst));
       cfg.instances.push_back(inst);
     }
-  }
+    return Status::ok();
+  };
+  BRIGADE_RETURN_IF_ERROR(
+      MapReader(root, "topology", "the topology").read("model", cfg.model).nested("instances", parse_instances).status());
   BRIGADE_RETURN_IF_ERROR(cfg.validate());
   return cfg;
 }

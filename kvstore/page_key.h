@@ -2,7 +2,8 @@
 // a hash chain: it hashes the key of the page before it and the page's own token ids, and the
 // chain starts from the model's fingerprint. Two pages have equal keys only when the same model
 // computed them over the same tokens from position 0, so a key can name a page in any tier
-// (host memory, RocksDB) and across restarts.
+// (host memory, RocksDB) and across restarts. (An engine without tiers roots the chain in a
+// constant: its keys never leave the process, whose one radix tree serves one model.)
 #pragma once
 
 #include <compare>

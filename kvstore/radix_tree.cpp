@@ -34,6 +34,7 @@ struct RadixTree::Node {
   uint64_t last_access = 0;
   uint64_t hits = 0;
   int priority = INT_MIN;
+  int n_path_pages = 0;  // pages from the root to this node's end (splits keep it)
 
   int n_pages() const { return static_cast<int>(pages.size()); }
 };
@@ -71,6 +72,7 @@ RadixTree::Node* RadixTree::split(Node* node, int n) {
   upper->last_access = node->last_access;
   upper->hits = node->hits;
   upper->priority = node->priority;
+  upper->n_path_pages = node->n_path_pages - (node->n_pages() - n);
   node->tokens.erase(node->tokens.begin(), node->tokens.begin() + static_cast<std::ptrdiff_t>(nt));
   node->pages.erase(node->pages.begin(), node->pages.begin() + n);
   node->keys.erase(node->keys.begin(), node->keys.begin() + n);
@@ -125,13 +127,24 @@ RadixTree::Match RadixTree::match(std::span<const int32_t> tokens, int max_token
 
 std::vector<RadixTree::PageFate> RadixTree::insert(std::span<const int32_t> tokens, std::span<const int32_t> pages,
                                                    int priority, NodeRef* end) {
+  return insert_from(nullptr, tokens, pages, priority, end);
+}
+
+int RadixTree::depth(NodeRef node) const { return node ? node->n_path_pages : 0; }
+
+std::vector<RadixTree::PageFate> RadixTree::insert_from(NodeRef from, std::span<const int32_t> tokens,
+                                                        std::span<const int32_t> pages, int priority, NodeRef* end) {
   const int n = static_cast<int>(pages.size());
   BRIGADE_CHECK(static_cast<int64_t>(tokens.size()) >= static_cast<int64_t>(n) * page_size_,
                 "every inserted page has its tokens");
+  int i = depth(from);  // pages in the tree already
+  BRIGADE_CHECK(i <= n, "insert_from starts within the inserted pages");
+  BRIGADE_CHECK(from == nullptr || page_equal(from->tokens.data() + from->tokens.size() - static_cast<size_t>(page_size_),
+                                              tokens.data() + static_cast<size_t>(i - 1) * static_cast<size_t>(page_size_)),
+                "insert_from starts where an insert or match of the same tokens ended");
   std::vector<PageFate> fates;
-  fates.reserve(pages.size());
-  Node* node = root_.get();
-  int i = 0;
+  fates.reserve(static_cast<size_t>(n - i));
+  Node* node = from ? from : root_.get();
   while (i < n) {
     const int32_t* want = tokens.data() + static_cast<size_t>(i) * static_cast<size_t>(page_size_);
     Node* child = find_child(node, want);
@@ -149,6 +162,7 @@ std::vector<RadixTree::PageFate> RadixTree::insert(std::span<const int32_t> toke
         fates.push_back(PageFate::taken);
       }
       n_pages_ += n - i;
+      fresh->n_path_pages = n;
       Node* raw = fresh.get();
       node->children.push_back(std::move(fresh));
       node = raw;
@@ -183,9 +197,13 @@ std::vector<PageKey> RadixTree::continue_keys(const Match& m, std::span<const in
   return keys;
 }
 
-std::vector<PageKey> RadixTree::path_keys(NodeRef node) const {
+std::vector<PageKey> RadixTree::path_keys(NodeRef node, NodeRef from) const {
+  const Node* stop = from ? from : root_.get();
   std::vector<const Node*> path;
-  for (const Node* n = node; n != nullptr && n != root_.get(); n = n->parent) path.push_back(n);
+  for (const Node* n = node ? node : root_.get(); n != stop; n = n->parent) {
+    BRIGADE_CHECK(n != root_.get(), "path_keys starts from a node on the path");
+    path.push_back(n);
+  }
   std::vector<PageKey> keys;
   for (auto it = path.rbegin(); it != path.rend(); ++it) keys.insert(keys.end(), (*it)->keys.begin(), (*it)->keys.end());
   return keys;
@@ -201,6 +219,14 @@ void RadixTree::unlock(NodeRef node) {
   for (Node* n = node; n != nullptr && n != root_.get(); n = n->parent) {
     BRIGADE_CHECK(n->lock_ref > 0, "unlock matches a lock");
     if (--n->lock_ref == 0) n_locked_pages_ -= n->n_pages();
+  }
+}
+
+void RadixTree::move_lock(NodeRef from, NodeRef to) {
+  const Node* stop = from ? from : root_.get();
+  for (Node* n = to ? to : root_.get(); n != stop; n = n->parent) {
+    BRIGADE_CHECK(n != root_.get(), "move_lock moves a lock down its path");
+    if (n->lock_ref++ == 0) n_locked_pages_ += n->n_pages();
   }
 }
 

@@ -68,15 +68,27 @@ class RadixTree {
   // raises the nodes' priority for the priority-aware policy.
   std::vector<PageFate> insert(std::span<const int32_t> tokens, std::span<const int32_t> pages, int priority,
                                NodeRef* end);
+  // insert() for tokens whose leading pages the tree already holds up to `from`: a node where an
+  // earlier match or insert of the same tokens ended (nullptr: the root), which the caller has kept
+  // locked since. Only pages [depth(from), pages.size()) are walked and the fates are theirs; the
+  // tree ends exactly as insert() from the root leaves it (a growing sequence inserts each new page
+  // without re-walking its whole path).
+  std::vector<PageFate> insert_from(NodeRef from, std::span<const int32_t> tokens, std::span<const int32_t> pages,
+                                    int priority, NodeRef* end);
+  // Pages on the path from the root to the end of node (0 for the root).
+  int depth(NodeRef node) const;
   // Keys of the pages that would follow `m` for tokens (continuing its hash chain), for pages
   // [m.n_tokens / page_size, n_pages): what a lower tier is asked for.
   std::vector<PageKey> continue_keys(const Match& m, std::span<const int32_t> tokens, int n_pages) const;
 
-  // Keys of the pages on the path from the root to node, in order.
-  std::vector<PageKey> path_keys(NodeRef node) const;
+  // Keys of the pages on the path from `from` (a node on it, exclusive; nullptr: the root) down to
+  // node, in order: pages [depth(from), depth(node)).
+  std::vector<PageKey> path_keys(NodeRef node, NodeRef from = nullptr) const;
 
   void lock(NodeRef node);
   void unlock(NodeRef node);
+  // lock(to) then unlock(from), for `to` at or below `from`: walks only the nodes between them.
+  void move_lock(NodeRef from, NodeRef to);
 
   // Evicts at least n pages if that many are evictable (whole unlocked leaves, by policy, a
   // parent becoming a leaf in turn); returns them with their keys, to free (or demote).

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "actors/executor/executor_actor.h"
 #include "actors/frontend/frontend_actor.h"
@@ -145,6 +146,43 @@ Expected<std::shared_ptr<ExecutorResources>> load_rank(const EngineOptions& opti
   return res;
 }
 
+// Where stats() finds each EngineStats field: the scheduler's counters (totals and gauges) and
+// the tier actor's TierStats answer.
+template <class T>
+using CounterField = std::pair<T EngineStats::*, std::atomic<T> SchedulerCounters::*>;
+constexpr CounterField<uint64_t> kCounterTotals[] = {
+    {&EngineStats::steps, &SchedulerCounters::steps},
+    {&EngineStats::step_tokens, &SchedulerCounters::step_tokens},
+    {&EngineStats::executor_us, &SchedulerCounters::executor_us},
+    {&EngineStats::requests_done, &SchedulerCounters::requests_done},
+    {&EngineStats::prompt_tokens, &SchedulerCounters::prompt_tokens},
+    {&EngineStats::generated_tokens, &SchedulerCounters::generated_tokens},
+    {&EngineStats::preemptions, &SchedulerCounters::preemptions},
+    {&EngineStats::cache_lookups, &SchedulerCounters::cache_lookups},
+    {&EngineStats::cache_hit_tokens, &SchedulerCounters::cache_hit_tokens},
+    {&EngineStats::cache_loaded_tokens, &SchedulerCounters::cache_loaded_tokens},
+    {&EngineStats::cache_evicted_pages, &SchedulerCounters::cache_evicted_pages},
+    {&EngineStats::tier_saved_pages, &SchedulerCounters::tier_saved_pages},
+    {&EngineStats::tier_host_hit_pages, &SchedulerCounters::tier_host_hit_pages},
+    {&EngineStats::tier_disk_hit_pages, &SchedulerCounters::tier_disk_hit_pages},
+};
+constexpr CounterField<int> kCounterGauges[] = {
+    {&EngineStats::n_running, &SchedulerCounters::n_running},
+    {&EngineStats::n_waiting, &SchedulerCounters::n_waiting},
+    {&EngineStats::kv_pages_used, &SchedulerCounters::kv_pages_used},
+    {&EngineStats::cache_pages, &SchedulerCounters::cache_pages},
+};
+using TierReader = schema::TierStats::Reader;
+constexpr std::pair<uint64_t EngineStats::*, uint64_t (TierReader::*)() const> kTierFields[] = {
+    {&EngineStats::tier_host_bytes_in, &TierReader::getHostBytesIn},
+    {&EngineStats::tier_host_bytes_out, &TierReader::getHostBytesOut},
+    {&EngineStats::tier_host_bytes_used, &TierReader::getHostBytesUsed},
+    {&EngineStats::tier_disk_bytes_in, &TierReader::getDiskBytesIn},
+    {&EngineStats::tier_disk_bytes_out, &TierReader::getDiskBytesOut},
+    {&EngineStats::tier_disk_bytes_used, &TierReader::getDiskBytesUsed},
+    {&EngineStats::tier_disk_corrupt, &TierReader::getDiskCorrupt},
+};
+
 class EngineImpl final : public Engine {
  public:
   EngineImpl() : system_(prepared_config(cfg_)) {}
@@ -157,36 +195,34 @@ class EngineImpl final : public Engine {
 
   Status start(const EngineOptions& options);
 
-  Expected<int> cached_prefix_tokens(const std::vector<int32_t>& prompt_ids) const override {
+  // Sends `request` to `dest` and waits up to `timeout` for its Reply; a CAF error (the timeout, a
+  // dead actor) comes back as internal. Blocks the calling thread (a client's, never an actor's).
+  template <class Reply, class Handle, class Request>
+  Expected<Reply> ask(const Handle& dest, caf::timespan timeout, Request request) const {
     caf::scoped_actor self{*sys_};
-    Expected<int> out = internal_error("the scheduler did not answer");
+    Expected<Reply> out = internal_error("no answer");
+    self->request(dest, timeout, std::move(request))
+        .receive([&](const Reply& r) { out = r; }, [&](const caf::error& err) { out = internal_error(caf::to_string(err)); });
+    return out;
+  }
+
+  Expected<int> cached_prefix_tokens(const std::vector<int32_t>& prompt_ids) const override {
     auto q = prefix_query_msg::build([&](schema::PrefixQuery::Builder b) {
       fill_list(b.initTokens(static_cast<unsigned>(prompt_ids.size())), prompt_ids);
     });
-    self->request(scheduler_, std::chrono::seconds(10), std::move(q))
-        .receive([&](const prefix_query_result_msg& r) { out = r.reader().getCachedTokens(); },
-                 [&](const caf::error& err) { out = internal_error("prefix query failed: " + caf::to_string(err)); });
-    return out;
+    auto r = ask<prefix_query_result_msg>(scheduler_, std::chrono::seconds(10), std::move(q));
+    if (!r) return internal_error("prefix query failed: " + r.status().message());
+    return r->reader().getCachedTokens();
   }
 
   // Asks the tier actor for its counters (a short wait; the numbers are skipped if it is busy).
   void add_tier_stats(EngineStats& s) const {
     s.tiers = true;
-    caf::scoped_actor self{*sys_};
-    self->request(tiers_, std::chrono::milliseconds(500), tier_stats_request_msg::build([](auto) {}))
-        .receive(
-            [&](const tier_stats_msg& m) {
-              auto r = m.reader();
-              s.tier_host_bytes_in = r.getHostBytesIn();
-              s.tier_host_bytes_out = r.getHostBytesOut();
-              s.tier_host_bytes_used = r.getHostBytesUsed();
-              s.tier_disk_bytes_in = r.getDiskBytesIn();
-              s.tier_disk_bytes_out = r.getDiskBytesOut();
-              s.tier_disk_bytes_used = r.getDiskBytesUsed();
-              s.tier_disk_corrupt = r.getDiskCorrupt();
-              s.tier_disk_degraded = r.getDiskDegraded();
-            },
-            [&](const caf::error&) {});
+    auto m = ask<tier_stats_msg>(tiers_, std::chrono::milliseconds(500), tier_stats_request_msg::build([](auto) {}));
+    if (!m) return;
+    const auto r = m->reader();
+    for (const auto& [to, from] : kTierFields) s.*to = (r.*from)();
+    s.tier_disk_degraded = r.getDiskDegraded();
   }
 
   Expected<uint64_t> submit(const GenerateOptions& request, EventCallback on_event) override;
@@ -212,25 +248,9 @@ class EngineImpl final : public Engine {
   EngineStats stats() const override {
     const SchedulerCounters& c = *counters_;
     EngineStats s;
-    s.steps = c.steps.load();
-    s.step_tokens = c.step_tokens.load();
-    s.executor_us = c.executor_us.load();
-    s.requests_done = c.requests_done.load();
-    s.prompt_tokens = c.prompt_tokens.load();
-    s.generated_tokens = c.generated_tokens.load();
-    s.preemptions = c.preemptions.load();
-    s.n_running = c.n_running.load();
-    s.n_waiting = c.n_waiting.load();
-    s.kv_pages_used = c.kv_pages_used.load();
+    for (const auto& [to, from] : kCounterTotals) s.*to = (c.*from).load();
+    for (const auto& [to, from] : kCounterGauges) s.*to = (c.*from).load();
     s.kv_pages_total = kv_pages_total_;
-    s.cache_lookups = c.cache_lookups.load();
-    s.cache_hit_tokens = c.cache_hit_tokens.load();
-    s.cache_loaded_tokens = c.cache_loaded_tokens.load();
-    s.cache_evicted_pages = c.cache_evicted_pages.load();
-    s.cache_pages = c.cache_pages.load();
-    s.tier_saved_pages = c.tier_saved_pages.load();
-    s.tier_host_hit_pages = c.tier_host_hit_pages.load();
-    s.tier_disk_hit_pages = c.tier_disk_hit_pages.load();
     if (tiers_) add_tier_stats(s);
     return s;
   }
@@ -327,15 +347,18 @@ Status EngineImpl::start(const EngineOptions& options) {
   setup.limits.chunked_prefill = inst.scheduler.chunked_prefill;
   setup.limits.prefix_cache = inst.cache.radix;
   BRIGADE_ASSIGN_OR_RETURN(setup.limits.eviction, parse_eviction_policy(inst.cache.eviction));
-  // The root of the page-key chain and the disk tier's guard (kvstore/page_key.h).
-  const std::string kv_fp = kv_fingerprint(model_identity(path, mc, summary_.n_params), layout);
-  setup.cache_root = root_key(kv_fp);
-  setup.limits.lower_tiers = inst.cache.radix && inst.cache.tiers_enabled();
+  // The root of the page-key chain and the disk tier's guard (kvstore/page_key.h). Keys name pages
+  // beyond this process only through the tiers; without them the device cache is born and dies
+  // with the engine, so a constant root serves, and the checkpoint is not read again to hash it.
+  const bool tiers_on = inst.cache.tiers_enabled();
+  const std::string kv_fp = tiers_on ? kv_fingerprint(model_identity(path, mc, summary_.n_params), layout) : "";
+  setup.cache_root = root_key(tiers_on ? kv_fp : "device-only");
+  setup.limits.lower_tiers = inst.cache.radix && tiers_on;
   // write_through: a page is saved down when it enters the device cache (and reaches disk at
   // once); write_back: when the device evicts it (and disk when host evicts it).
   setup.limits.save_on_insert = inst.cache.write_policy == "write_through";
   hicache_actor tiers;
-  if (inst.cache.tiers_enabled()) {
+  if (tiers_on) {
     HiCacheSetup hc;
     hc.host_bytes = static_cast<size_t>(inst.cache.effective_host_bytes());
     hc.disk_path = inst.cache.disk_path;

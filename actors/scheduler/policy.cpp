@@ -186,27 +186,30 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
 
 // Offers the sequence's computed whole pages to the prefix cache and moves its lock to the end of
 // what is cached now. Pages the tree takes stay in the sequence's block table (read-only: they
-// are full) and are the tree's to free.
+// are full) and are the tree's to free. Pages [0, n_cache_checked) are in the tree up to the
+// locked cache_node, so the insert walks only the new ones (a sequence crosses a page boundary
+// every page_size tokens; from the root, each crossing would re-walk its whole path).
 void SchedulerPolicy::cache_computed(Seq& s, bool save) {
   if (!cache_) return;
   const int n_full = std::min(s.n_computed / limits_.page_size, s.blocks.n_pages());
   if (n_full <= s.n_cache_checked) return;
+  BRIGADE_CHECK(cache_->depth(s.cache_node) == s.n_cache_checked, "the locked node ends where the checked pages do");
   RadixTree::NodeRef end = nullptr;
-  const auto fates = cache_->insert(std::span<const int32_t>(s.tokens).first(static_cast<size_t>(n_full) * static_cast<size_t>(limits_.page_size)),
-                                    std::span<const int32_t>(s.blocks.pages()).first(static_cast<size_t>(n_full)),
-                                    s.req.priority, &end);
-  for (int i = 0; i < n_full; ++i) {
-    if (fates[static_cast<size_t>(i)] != RadixTree::PageFate::duplicate) s.tree_owned[static_cast<size_t>(i)] = true;
+  const auto fates = cache_->insert_from(
+      s.cache_node, std::span<const int32_t>(s.tokens).first(static_cast<size_t>(n_full) * static_cast<size_t>(limits_.page_size)),
+      std::span<const int32_t>(s.blocks.pages()).first(static_cast<size_t>(n_full)), s.req.priority, &end);
+  const auto fate = [&](int page) { return fates[static_cast<size_t>(page - s.n_cache_checked)]; };
+  for (int i = s.n_cache_checked; i < n_full; ++i) {
+    if (fate(i) != RadixTree::PageFate::duplicate) s.tree_owned[static_cast<size_t>(i)] = true;
   }
   if (save && limits_.lower_tiers && limits_.save_on_insert) {  // write-through: new pages go down at once
-    const std::vector<PageKey> keys = cache_->path_keys(end);
+    const std::vector<PageKey> keys = cache_->path_keys(end, s.cache_node);
     for (int i = s.n_cache_checked; i < n_full; ++i) {
-      if (fates[static_cast<size_t>(i)] == RadixTree::PageFate::taken)
-        saves_.push_back({s.blocks.pages()[static_cast<size_t>(i)], keys[static_cast<size_t>(i)]});
+      if (fate(i) == RadixTree::PageFate::taken)
+        saves_.push_back({s.blocks.pages()[static_cast<size_t>(i)], keys[static_cast<size_t>(i - s.n_cache_checked)]});
     }
   }
-  cache_->lock(end);
-  cache_->unlock(s.cache_node);
+  cache_->move_lock(s.cache_node, end);
   s.cache_node = end;
   s.n_cache_checked = n_full;
 }

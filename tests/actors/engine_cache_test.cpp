@@ -8,6 +8,7 @@
 
 #include "brigade/engine.h"
 #include "models/make_model.h"
+#include "tests/engine_test_util.h"
 
 namespace brigade {
 namespace {
@@ -19,10 +20,7 @@ class EngineCache : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("brigade_engine_cache_test_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
-    const SyntheticModelSpec spec{.hidden_size = 64, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
-                                  .intermediate_size = 128, .vocab_size = 300, .max_position = 128,
-                                  .dtype = DType::f32, .seed = 3};
-    ASSERT_TRUE(write_synthetic_model(spec, (dir_ / "model").string()).is_ok());
+    ASSERT_TRUE(write_synthetic_model(testing::tiny_llama(300, 128, 3), (dir_ / "model").string()).is_ok());
   }
   void TearDown() override {
     std::error_code ec;
@@ -31,11 +29,8 @@ class EngineCache : public ::testing::Test {
 
   // Starts an engine with the given cache block and runs one greedy request.
   std::vector<int32_t> generate_with(const CacheConfig& cache) {
-    EngineOptions o;
-    o.model_path = (dir_ / "model").string();
-    o.progress = false;
+    EngineOptions o = testing::test_engine_options((dir_ / "model").string(), 1);
     o.topology.instances.front().kv.memory_mb = 8;
-    o.topology.instances.front().executors.front().threads = 1;
     o.topology.instances.front().cache = cache;
     auto engine = Engine::create(o);
     EXPECT_TRUE(engine.has_value()) << engine.status().to_string();
@@ -85,11 +80,8 @@ std::vector<GenerateOptions> prefix_family() {
 }
 
 EngineOptions options_for(const fs::path& model, const CacheConfig& cache, int pages) {
-  EngineOptions o;
-  o.model_path = model.string();
-  o.progress = false;
+  EngineOptions o = testing::test_engine_options(model.string(), 1);
   o.topology.instances.front().kv.pages = pages;
-  o.topology.instances.front().executors.front().threads = 1;
   o.topology.instances.front().cache = cache;
   return o;
 }
@@ -143,6 +135,13 @@ TEST_F(EngineCache, PagesEvictedToHostAndDiskComeBackExact) {
     EXPECT_GT(st.cache_loaded_tokens, 0u) << policy << ": later requests load the shared prefix";
     EXPECT_GT(st.tier_disk_hit_pages, 0u) << policy << ": host holds two pages, so some came from disk";
     EXPECT_EQ(st.tier_disk_corrupt, 0u);
+    // The tier actor's byte counters reach EngineStats.
+    EXPECT_GT(st.tier_host_bytes_in, 0u) << policy;
+    EXPECT_LE(st.tier_host_bytes_used, static_cast<uint64_t>(tiers.host_bytes)) << policy;
+    EXPECT_GT(st.tier_disk_bytes_in, 0u) << policy;
+    EXPECT_GT(st.tier_disk_bytes_out, 0u) << policy << ": the disk hits were read";
+    EXPECT_GT(st.tier_disk_bytes_used, 0u) << policy;
+    EXPECT_FALSE(st.tier_disk_degraded);
   }
 }
 

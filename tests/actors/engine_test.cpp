@@ -14,6 +14,7 @@
 
 #include "models/make_model.h"
 #include "models/synthetic_tokenizer.h"
+#include "tests/engine_test_util.h"
 
 namespace brigade {
 namespace {
@@ -28,12 +29,8 @@ const std::vector<int32_t> kStoriesReference = {
 std::string stories_path() { return std::string(BRIGADE_TESTDATA) + "/models/stories260K.bin"; }
 
 EngineOptions small_options(const std::string& model) {
-  EngineOptions o;
-  o.model_path = model;
-  o.progress = false;
-  auto& inst = o.topology.instances.front();
-  inst.kv.memory_mb = 64;
-  inst.executors.front().threads = 2;
+  EngineOptions o = testing::test_engine_options(model, 2);
+  o.topology.instances.front().kv.memory_mb = 64;
   return o;
 }
 
@@ -190,17 +187,7 @@ class SyntheticEngine : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = fs::temp_directory_path() / ("brigade_engine_test_" + std::to_string(::getpid()));
-    SyntheticModelSpec spec;
-    spec.hidden_size = 64;
-    spec.n_layers = 2;
-    spec.n_heads = 4;
-    spec.n_kv_heads = 2;
-    spec.intermediate_size = 128;
-    spec.vocab_size = 512;
-    spec.max_position = 256;
-    spec.dtype = DType::f32;
-    spec.seed = 7;
-    Status st = write_synthetic_model(spec, dir_.string());
+    Status st = write_synthetic_model(testing::tiny_llama(512, 256, 7), dir_.string());
     ASSERT_TRUE(st.is_ok()) << st.to_string();
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }

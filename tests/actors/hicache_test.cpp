@@ -12,6 +12,7 @@
 #include "cpu/cpu_backend.h"
 #include "messages/registry.h"
 #include "models/make_model.h"
+#include "tests/engine_test_util.h"
 
 namespace brigade {
 namespace {
@@ -70,9 +71,7 @@ class HiCacheActors : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("brigade_hicache_actor_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
     fs::remove_all(dir_);
     // A tiny model: the test moves KV bytes and never runs a forward pass.
-    const SyntheticModelSpec spec{.hidden_size = 64, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
-                                  .intermediate_size = 128, .vocab_size = 300, .max_position = 128};
-    ASSERT_TRUE(write_synthetic_model(spec, (dir_ / "model").string()).is_ok());
+    ASSERT_TRUE(write_synthetic_model(testing::tiny_llama(300, 128, 0), (dir_ / "model").string()).is_ok());
   }
   void TearDown() override {
     std::error_code ec;

@@ -5,24 +5,12 @@
 #include <map>
 
 #include "actors/scheduler/policy.h"
+#include "policy_test_util.h"
 
 namespace brigade {
 namespace {
 
-class PoolSource final : public PageSource {
- public:
-  explicit PoolSource(int n, int obtainable = 0) : pool(n), obtainable_(obtainable) {}
-  int n_available() const override { return pool.n_free(); }
-  std::optional<std::vector<int32_t>> take(int n) override {
-    auto r = pool.allocate(n);
-    if (!r) return std::nullopt;
-    return *r;
-  }
-  void give_back(std::span<const int32_t> pages) override { pool.unref(pages); }
-  int n_obtainable() const override { return obtainable_; }
-  PagePool pool;
-  int obtainable_;
-};
+using testing::PoolSource;
 
 SchedulerLimits cache_limits() {
   SchedulerLimits l;

@@ -4,22 +4,12 @@
 
 #include <algorithm>
 
+#include "policy_test_util.h"
+
 namespace brigade {
 namespace {
 
-// A PageSource over a PagePool, as the scheduler's lease would be.
-class PoolSource final : public PageSource {
- public:
-  explicit PoolSource(int n) : pool(n) {}
-  int n_available() const override { return pool.n_free(); }
-  std::optional<std::vector<int32_t>> take(int n) override {
-    auto r = pool.allocate(n);
-    if (!r) return std::nullopt;
-    return *r;
-  }
-  void give_back(std::span<const int32_t> pages) override { pool.unref(pages); }
-  PagePool pool;
-};
+using testing::PoolSource;
 
 SchedulerLimits limits() {
   SchedulerLimits l;

@@ -11,6 +11,7 @@
 
 #include "brigade/engine.h"
 #include "models/make_model.h"
+#include "tests/engine_test_util.h"
 
 namespace brigade {
 namespace {
@@ -21,16 +22,9 @@ namespace fs = std::filesystem;
 std::string synthetic_llama() {
   static const std::string dir = [] {
     const fs::path p = fs::temp_directory_path() / ("brigade_tp_engine_" + std::to_string(::getpid()));
-    SyntheticModelSpec s;
-    s.hidden_size = 64;
-    s.n_layers = 2;
+    SyntheticModelSpec s = testing::tiny_llama(320, 256, 5);
     s.n_heads = 8;
     s.n_kv_heads = 4;
-    s.intermediate_size = 128;
-    s.vocab_size = 320;
-    s.max_position = 256;
-    s.dtype = DType::f32;
-    s.seed = 5;
     const Status st = write_synthetic_model(s, p.string());
     EXPECT_TRUE(st.is_ok()) << st.to_string();
     return p.string();
@@ -41,15 +35,12 @@ std::string synthetic_llama() {
 std::string fixture(const std::string& name) { return std::string(BRIGADE_FIXTURES) + "/" + name; }
 
 EngineOptions options(const std::string& model, int tp, int inflight = 2) {
-  EngineOptions o;
-  o.model_path = model;
-  o.progress = false;
+  EngineOptions o = testing::test_engine_options(model, 1);
   auto& inst = o.topology.instances.front();
   inst.kv.memory_mb = 16;
   inst.kv.page_size = 8;
   inst.scheduler.max_step_tokens = 32;  // long prompts take several chunked-prefill steps
   inst.scheduler.max_inflight_steps = inflight;
-  inst.executors.front().threads = 1;
   inst.executors.front().tp = tp;
   return o;
 }

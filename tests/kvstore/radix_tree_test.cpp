@@ -151,5 +151,107 @@ TEST(RadixTree, RandomInsertsMatchABruteForceModel) {
   EXPECT_EQ(t.n_pages(), 0);
 }
 
+// A growing sequence inserts from the node it holds locked (insert_from + move_lock) instead of
+// from the root (insert + lock + unlock): over a random workload of sequences that share
+// prefixes, grow page by page, end, and meet evictions, both trees reach the same nodes, give the
+// same fates and keys, and evict the same pages in the same order (same recency, hits, priority).
+TEST(RadixTree, InsertFromTheLockedNodeIsAnInsertFromTheRoot) {
+  struct Live {
+    std::vector<int32_t> tokens, pages;
+    RadixTree::NodeRef in_root = nullptr, in_from = nullptr;  // locked node in each tree
+    int family = 0, diverge = 0, priority = 0;
+  };
+  for (EvictionPolicy policy : {EvictionPolicy::lru, EvictionPolicy::lfu, EvictionPolicy::priority}) {
+    SCOPED_TRACE(eviction_policy_name(policy));
+    std::mt19937 rng(11);
+    RadixTree by_root(kPage, policy, root_key("m")), by_from(kPage, policy, root_key("m"));
+    std::vector<Live> live;
+    int32_t next_page = 0;
+    int next_unique = 0;
+    std::map<Fate, int> n_fates;  // the workload must meet every fate, splits and evictions
+    size_t n_evicted = 0;
+    // Appends a page's tokens: the family's before the sequence's divergence page, unique after.
+    auto add_tokens = [&](Live& q) {
+      const int p = static_cast<int>(q.tokens.size()) / kPage;
+      const int base = p < q.diverge ? q.family * 1000 + p * 10 : 100000 + next_unique++ * 1000 + p * 10;
+      for (int k = 0; k < kPage; ++k) q.tokens.push_back(base + k);
+    };
+    for (int round = 0; round < 3000; ++round) {
+      const unsigned op = rng() % 10;
+      if (op < 2 && live.size() < 6) {  // admit: match, lock, and take own pages past the match
+        Live q;
+        q.family = static_cast<int>(rng() % 3);
+        q.diverge = static_cast<int>(rng() % 10);
+        q.priority = static_cast<int>(rng() % 4);
+        const int n_prompt = 1 + static_cast<int>(rng() % 8);
+        for (int p = 0; p < n_prompt; ++p) add_tokens(q);
+        const auto a = by_root.match(q.tokens, static_cast<int>(q.tokens.size()));
+        const auto b = by_from.match(q.tokens, static_cast<int>(q.tokens.size()));
+        ASSERT_EQ(a.n_tokens, b.n_tokens);
+        ASSERT_EQ(a.pages, b.pages);
+        ASSERT_EQ(a.keys, b.keys);
+        by_root.lock(a.node);
+        by_from.lock(b.node);
+        q.in_root = a.node;
+        q.in_from = b.node;
+        q.pages = a.pages;
+        while (static_cast<int>(q.pages.size()) < n_prompt) q.pages.push_back(next_page++);
+        live.push_back(std::move(q));
+      } else if (op < 8 && !live.empty()) {  // grow by 0-3 pages and insert what is computed
+        Live& q = live[rng() % live.size()];
+        for (int g = static_cast<int>(rng() % 4); g > 0; --g) {
+          add_tokens(q);
+          q.pages.push_back(next_page++);
+        }
+        const int n = 1 + static_cast<int>(rng() % q.pages.size());  // computed pages
+        if (n < by_from.depth(q.in_from)) continue;
+        std::span<const int32_t> tokens(q.tokens.data(), static_cast<size_t>(n * kPage));
+        std::span<const int32_t> pages(q.pages.data(), static_cast<size_t>(n));
+        RadixTree::NodeRef end_root = nullptr, end_from = nullptr;
+        const auto all = by_root.insert(tokens, pages, q.priority, &end_root);
+        const auto tail = by_from.insert_from(q.in_from, tokens, pages, q.priority, &end_from);
+        const int from_depth = by_from.depth(q.in_from);
+        ASSERT_EQ(std::vector<Fate>(all.begin() + from_depth, all.end()), tail) << "round " << round;
+        for (Fate f : all) ++n_fates[f];  // `same`: the matched pages insert_from skips
+        ASSERT_EQ(by_from.depth(end_from), n);
+        const auto keys = by_root.path_keys(end_root);
+        ASSERT_EQ(by_from.path_keys(end_from), keys);
+        ASSERT_EQ(by_from.path_keys(end_from, q.in_from), std::vector<PageKey>(keys.begin() + from_depth, keys.end()));
+        by_root.lock(end_root);
+        by_root.unlock(q.in_root);
+        by_from.move_lock(q.in_from, end_from);
+        q.in_root = end_root;
+        q.in_from = end_from;
+      } else if (op == 8 && !live.empty()) {  // end
+        const size_t i = rng() % live.size();
+        by_root.unlock(live[i].in_root);
+        by_from.unlock(live[i].in_from);
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+      } else if (op == 9) {  // make room
+        const int n = 1 + static_cast<int>(rng() % 6);
+        const auto a = by_root.evict(n), b = by_from.evict(n);
+        ASSERT_EQ(a.size(), b.size());
+        n_evicted += a.size();
+        for (size_t i = 0; i < a.size(); ++i) {
+          ASSERT_EQ(a[i].page, b[i].page) << "round " << round;
+          ASSERT_EQ(a[i].key, b[i].key);
+        }
+      }
+      ASSERT_EQ(by_root.n_pages(), by_from.n_pages());
+      ASSERT_EQ(by_root.n_evictable(), by_from.n_evictable()) << "round " << round;
+    }
+    for (const Live& q : live) {
+      by_root.unlock(q.in_root);
+      by_from.unlock(q.in_from);
+    }
+    const auto a = by_root.evict(1 << 20), b = by_from.evict(1 << 20);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].page, b[i].page);
+    EXPECT_GT(a.size(), 20u) << "the workload left a tree worth comparing";
+    EXPECT_GT(n_evicted, 100u);
+    for (Fate f : {Fate::taken, Fate::same, Fate::duplicate}) EXPECT_GT(n_fates[f], 50) << static_cast<int>(f);
+  }
+}
+
 }  // namespace
 }  // namespace brigade

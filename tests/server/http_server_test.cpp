@@ -13,6 +13,7 @@
 
 #include "models/make_model.h"
 #include "server/http_client.h"
+#include "tests/engine_test_util.h"
 
 namespace brigade::server {
 namespace {
@@ -26,17 +27,7 @@ const std::string kHost = "127.0.0.1";
 std::string tiny_model_dir() {
   static const std::string dir = [] {
     fs::path d = fs::temp_directory_path() / ("brigade_server_test_" + std::to_string(::getpid()));
-    SyntheticModelSpec spec;
-    spec.hidden_size = 64;
-    spec.n_layers = 2;
-    spec.n_heads = 4;
-    spec.n_kv_heads = 2;
-    spec.intermediate_size = 128;
-    spec.vocab_size = 512;
-    spec.max_position = 2048;
-    spec.dtype = DType::f32;
-    spec.seed = 11;
-    Status st = write_synthetic_model(spec, d.string());
+    Status st = write_synthetic_model(testing::tiny_llama(512, 2048, 11), d.string());
     EXPECT_TRUE(st.is_ok()) << st.to_string();
     return d.string();
   }();
@@ -44,14 +35,11 @@ std::string tiny_model_dir() {
 }
 
 std::unique_ptr<Engine> make_engine(int max_running = 64, int max_waiting = 1024) {
-  EngineOptions o;
-  o.model_path = tiny_model_dir();
-  o.progress = false;
+  EngineOptions o = testing::test_engine_options(tiny_model_dir(), 1);
   auto& inst = o.topology.instances.front();
   inst.kv.memory_mb = 64;
   inst.scheduler.max_running = max_running;
   inst.scheduler.max_waiting = max_waiting;
-  inst.executors.front().threads = 1;
   auto e = Engine::create(o);
   EXPECT_TRUE(e.has_value()) << e.status().to_string();
   return e ? std::move(*e) : nullptr;

@@ -21,6 +21,7 @@
 #include "brigade/engine.h"
 #include "models/make_model.h"
 #include "server/http_client.h"
+#include "tests/engine_test_util.h"
 
 extern char** environ;
 
@@ -100,20 +101,14 @@ std::string complete(int port, const std::vector<int32_t>& prompt) {
 TEST(ServerRestart, KilledDuringDiskWritesComesBackWithoutServingDamage) {
   const fs::path dir = fs::temp_directory_path() / ("brigade_restart_fault_" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  const SyntheticModelSpec spec{.hidden_size = 64, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
-                                .intermediate_size = 128, .vocab_size = 300, .max_position = 256,
-                                .dtype = DType::f32, .seed = 11};
-  ASSERT_TRUE(write_synthetic_model(spec, (dir / "model").string()).is_ok());
+  ASSERT_TRUE(write_synthetic_model(testing::tiny_llama(300, 256, 11), (dir / "model").string()).is_ok());
   std::ofstream(dir / "topology.yaml") << "instances:\n  - name: main\n    cache: {radix: true, host_bytes: 0, disk_path: "
                                        << (dir / "tier").string() << ", write_policy: write_through}\n";
   constexpr int kPrompts = 40;
 
   // Reference: no cache at all.
-  EngineOptions o;
-  o.model_path = (dir / "model").string();
-  o.progress = false;
+  EngineOptions o = testing::test_engine_options((dir / "model").string(), 1);
   o.topology.instances.front().cache.radix = false;
-  o.topology.instances.front().executors.front().threads = 1;
   {
     // The first server: clients keep it writing pages to disk until it is killed.
     ServerProcess first(dir / "model", dir / "topology.yaml", dir / "first.log");

@@ -1,0 +1,32 @@
+// Shared by the tests that run a whole Engine (tests/actors, tests/server) over a tiny synthetic
+// checkpoint: the checkpoint's shape, and engine options that keep such a test small.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "brigade/engine.h"
+#include "models/make_model.h"
+
+namespace brigade::testing {
+
+// A tiny f32 Llama (hidden 64, 2 layers, 4 query heads over 2 KV heads, MLP 128): a step takes
+// microseconds, yet GQA, paging and every engine path run. Suites differ in the vocabulary and
+// context they need; the seed names the weights.
+inline SyntheticModelSpec tiny_llama(int vocab_size, int max_position, uint64_t seed) {
+  return SyntheticModelSpec{.hidden_size = 64, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
+                            .intermediate_size = 128, .vocab_size = vocab_size, .max_position = max_position,
+                            .dtype = DType::f32, .seed = seed};
+}
+
+// An engine over `model` with no progress bar and its executor on `threads` threads (tests run in
+// parallel on shared cores); everything else is the default topology's.
+inline EngineOptions test_engine_options(const std::string& model, int threads) {
+  EngineOptions o;
+  o.model_path = model;
+  o.progress = false;
+  o.topology.instances.front().executors.front().threads = threads;
+  return o;
+}
+
+}  // namespace brigade::testing
