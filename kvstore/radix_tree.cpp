@@ -86,11 +86,11 @@ RadixTree::Node* RadixTree::split(Node* node, int n) {
   return raw;
 }
 
-void RadixTree::touch_path(Node* node, int priority) {
+void RadixTree::touch_path(Node* node, int priority, bool count_use) {
   const uint64_t now = ++clock_;
   for (Node* n = node; n != nullptr && n != root_.get(); n = n->parent) {
     n->last_access = now;
-    ++n->hits;
+    if (count_use) ++n->hits;
     n->priority = std::max(n->priority, priority);
   }
 }
@@ -121,7 +121,7 @@ RadixTree::Match RadixTree::match(std::span<const int32_t> tokens, int max_token
   m.n_tokens = i * page_size_;
   m.node = node == root_.get() ? nullptr : node;
   if (!m.keys.empty()) m.last_key = m.keys.back();
-  if (touch && m.node) touch_path(m.node, INT_MIN);
+  if (touch && m.node) touch_path(m.node, INT_MIN, /*count_use=*/true);
   return m;
 }
 
@@ -151,6 +151,7 @@ std::vector<RadixTree::PageFate> RadixTree::insert_from(NodeRef from, std::span<
     if (!child) {  // the rest is new: one node takes all of it
       auto fresh = std::make_unique<Node>();
       fresh->parent = node;
+      fresh->hits = 1;
       PageKey k = node == root_.get() ? root_key_ : node->keys.back();
       for (int p = i; p < n; ++p) {
         std::span<const int32_t> page_tokens(tokens.data() + static_cast<size_t>(p) * static_cast<size_t>(page_size_),
@@ -180,7 +181,10 @@ std::vector<RadixTree::PageFate> RadixTree::insert_from(NodeRef from, std::span<
     i += j;
     node = child;
   }
-  if (node != root_.get()) touch_path(node, priority);
+  // Recency and priority, but not a use: a sequence inserts again at every page boundary it
+  // crosses, which would make one long sequence's path look frequently used to LFU. A node's uses
+  // are the sequence that computed it (hits = 1 at creation) and each match.
+  if (node != root_.get()) touch_path(node, priority, /*count_use=*/false);
   if (end) *end = node == root_.get() ? nullptr : node;
   return fates;
 }

@@ -6,8 +6,9 @@
 //
 // Sequences that use cached pages lock the node where their cached prefix ends; a lock holds every
 // node on the path to the root. Unlocked leaves are evicted by the configured policy: LRU (least
-// recently matched or inserted first, the default), LFU (fewest hits first, then LRU), or
-// priority-aware (lowest request priority first, then LRU).
+// recently matched or inserted first, the default), LFU (fewest uses first, then LRU; a node's
+// uses are the sequence that computed it and every match, not the re-inserts of a growing
+// sequence), or priority-aware (lowest request priority first, then LRU).
 //
 // Plain class, no threads: one owner (the scheduler).
 #pragma once
@@ -101,7 +102,7 @@ class RadixTree {
 
  private:
   Node* split(Node* node, int n_pages);  // node keeps its first n_pages; the rest moves to a child
-  void touch_path(Node* node, int priority);
+  void touch_path(Node* node, int priority, bool count_use);
   bool page_equal(const int32_t* a, const int32_t* b) const;
   Node* find_child(Node* node, const int32_t* first_page) const;  // the child starting with that page
 

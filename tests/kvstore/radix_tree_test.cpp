@@ -107,6 +107,29 @@ std::vector<int32_t> evict_order(EvictionPolicy policy) {
   return order;
 }
 
+TEST(RadixTree, LfuCountsUsesNotTheReinsertsOfAGrowingSequence) {
+  // One sequence grows page by page (an insert at each page boundary, as the scheduler does) to
+  // 8 pages; another's single page is inserted once and matched twice. LFU must evict the long
+  // sequence's pages (one use each) before the twice-matched page (three uses).
+  RadixTree t(kPage, EvictionPolicy::lfu, root_key("m"));
+  std::vector<int32_t> long_tokens, long_pages;
+  RadixTree::NodeRef at = nullptr;
+  for (int p = 0; p < 8; ++p) {
+    const auto page = seq({100 + p});
+    long_tokens.insert(long_tokens.end(), page.begin(), page.end());
+    long_pages.push_back(100 + p);
+    t.insert_from(at, long_tokens, long_pages, 0, &at);
+  }
+  t.insert(seq({7}), std::vector<int32_t>{7}, 0, nullptr);
+  t.match(seq({7}), 100);
+  t.match(seq({7}), 100);
+  std::vector<int32_t> order;
+  for (int i = 0; i < 9; ++i)
+    for (const auto& e : t.evict(1)) order.push_back(e.page);
+  ASSERT_EQ(order.size(), 9u);
+  EXPECT_EQ(order.back(), 7) << "the twice-matched page outlives 8 pages used once";
+}
+
 TEST(RadixTree, EvictionFollowsThePolicyAndParentsGoLast) {
   EXPECT_EQ(evict_order(EvictionPolicy::lru), (std::vector<int32_t>{30, 20, 40, 10}));
   EXPECT_EQ(evict_order(EvictionPolicy::lfu), (std::vector<int32_t>{30, 40, 20, 10}));
