@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -146,6 +147,7 @@ Status parse_executors(const YAML::Node& e, const std::string& where, std::vecto
                                 .read("device", ex.device)
                                 .read("threads", ex.threads)
                                 .read("tp", ex.tp)
+                                .read("step_path", ex.step_path)
                                 .status());
     executors.push_back(ex);
   }
@@ -166,6 +168,17 @@ Status parse_instance(const YAML::Node& n, const std::string& where, InstanceCon
 
 TopologyConfig default_topology() { return TopologyConfig{}; }
 
+Expected<DeviceSpec> parse_device(const std::string& device) {
+  if (device == "cpu") return DeviceSpec{};
+  if (device == "cuda") return DeviceSpec{true, 0};
+  const std::string prefix = "cuda:";
+  if (device.rfind(prefix, 0) == 0 && device.size() > prefix.size() && device.size() <= prefix.size() + 4 &&
+      std::all_of(device.begin() + static_cast<std::ptrdiff_t>(prefix.size()), device.end(),
+                  [](char c) { return c >= '0' && c <= '9'; }))
+    return DeviceSpec{true, std::stoi(device.substr(prefix.size()))};
+  return invalid_argument("device '" + device + "' is not one of: cpu, cuda, cuda:N (N = GPU ordinal)");
+}
+
 Status TopologyConfig::validate() const {
   if (instances.size() != 1) {
     return unsupported("the topology has " + std::to_string(instances.size()) +
@@ -176,7 +189,15 @@ Status TopologyConfig::validate() const {
   if (inst.executors.size() != 1)
     return unsupported(w + " has " + std::to_string(inst.executors.size()) + " executors; this build runs exactly one");
   const ExecutorConfig& ex = inst.executors.front();
-  if (ex.device != "cpu") return unsupported(w + ": device '" + ex.device + "' is not available (valid: cpu)");
+  auto device = parse_device(ex.device);
+  if (!device) return invalid_argument(w + ": " + device.status().message());
+  // One GPU per rank through NCCL is not wired into the engine yet (gpu/nccl_communicator.h).
+  if (device->cuda && ex.tp > 1)
+    return unsupported(w + ": tp " + std::to_string(ex.tp) + " on device '" + ex.device +
+                       "' is not supported yet; use tp: 1 on a GPU (tp > 1 runs on device: cpu)");
+  const std::set<std::string> step_paths = {"auto", "host", "device"};
+  if (!step_paths.count(ex.step_path))
+    return invalid_argument(w + ": step_path '" + ex.step_path + "' is not one of: " + join(step_paths));
   if (ex.threads < 0) return invalid_argument(w + ": threads must be >= 0 (0 = all cores)");
   if (ex.tp < 1 || ex.tp > kMaxTp)
     return invalid_argument(w + ": tp must be in [1, " + std::to_string(kMaxTp) + "] (got " + std::to_string(ex.tp) + ")");

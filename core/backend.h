@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/sample_params.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -130,6 +131,23 @@ class Backend {
                          const AttentionMeta& meta, float scale, const Tensor& out) = 0;
   // out [r, d] = x [n, d] rows listed in rows [r] i32.
   virtual void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& out) = 0;
+
+  // ---- tokens on the device (the executor's device path, actors/executor/step_runner.h) ----
+  // tokens [n] i32 = argmax over each row of logits [n, vocab] f32 (lowest index on ties).
+  virtual void argmax(const Tensor& logits, const Tensor& tokens) = 0;
+  // tokens [n] i32 drawn from softmax(logits[i] / temperature) cut to the top_k largest logits,
+  // then to the smallest set of largest logits whose mass reaches top_p; params [n] SampleParams
+  // (core/sample_params.h: the random stream, and how it differs from the host sampler's).
+  virtual void sample(const Tensor& logits, const Tensor& params, const Tensor& tokens) = 0;
+  // tokens[i] = table[index[i]] for every i with index[i] >= 0; other tokens are left as they
+  // are. tokens [n], index [n], table [m] i32; index values < m.
+  virtual void gather_tokens(const Tensor& table, const Tensor& index, const Tensor& tokens) = 0;
+  // table[index[i]] = tokens[i] for every i with index[i] >= 0; index values < m and distinct.
+  virtual void scatter_tokens(const Tensor& tokens, const Tensor& index, const Tensor& table) = 0;
+  // Whether the executor should keep sampled tokens on the device (sample here, feed them to the
+  // next step here, replay decode steps as graphs) rather than bring logits to the host: true
+  // where the host is far from the device memory (GPU), false where they are the same memory.
+  virtual bool prefers_device_steps() const { return false; }
 
   // ---- step graphs (optional; default: ops run eagerly) ----
   // The ops and uploads between begin_step(key) and end_step() form one step that a backend may

@@ -1,6 +1,8 @@
 #include "core/sampling.h"
 
 #include <algorithm>
+#include <cstring>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -146,6 +148,76 @@ SampleOutput sample_token(std::span<const float> logits, const SamplingConfig& c
   out.token = ids[pick];
   if (with_logprob) out.logprob = log_softmax_at(logits, out.token);
   return out;
+}
+
+}  // namespace brigade
+
+namespace brigade {
+
+namespace {
+
+uint32_t key_of(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return sample_order_key(bits);
+}
+
+}  // namespace
+
+int32_t sample_like_device(std::span<const float> logits, const SampleParams& p) {
+  if (!(p.temperature > 0.0f)) return argmax(logits);
+  const size_t vocab = logits.size();
+  const float inv_t = 1.0f / p.temperature;
+  std::vector<float> x(vocab);
+  std::vector<uint32_t> keys(vocab);
+  float mx = -std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < vocab; ++i) {
+    x[i] = logits[i] * inv_t;
+    keys[i] = key_of(x[i]);
+    mx = std::max(mx, x[i]);
+  }
+  uint32_t thresh = 0;  // keys >= thresh are kept
+  if (p.top_k > 0 && static_cast<size_t>(p.top_k) < vocab) {
+    std::vector<uint32_t> sorted = keys;
+    std::nth_element(sorted.begin(), sorted.begin() + (p.top_k - 1), sorted.end(), std::greater<>());
+    thresh = sorted[static_cast<size_t>(p.top_k - 1)];
+  }
+  if (p.top_p < 1.0f) {
+    // The first distinct key (from the largest) whose cumulative mass reaches top_p of the total.
+    std::vector<std::pair<uint32_t, float>> kept;
+    float total = 0.0f;
+    for (size_t i = 0; i < vocab; ++i) {
+      if (keys[i] < thresh) continue;
+      kept.emplace_back(keys[i], std::exp(x[i] - mx));
+      total += kept.back().second;
+    }
+    std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    const float target = p.top_p * total;
+    float mass = 0.0f;
+    for (size_t j = 0; j < kept.size(); ++j) {
+      mass += kept[j].second;
+      const bool last_of_key = j + 1 == kept.size() || kept[j + 1].first != kept[j].first;
+      if (last_of_key && mass >= target) {
+        thresh = std::max(thresh, kept[j].first);
+        break;
+      }
+    }
+  }
+  float total = 0.0f;
+  int32_t last = -1;
+  for (size_t i = 0; i < vocab; ++i) {
+    if (keys[i] < thresh) continue;
+    total += std::exp(x[i] - mx);
+    last = static_cast<int32_t>(i);
+  }
+  const float u = device_uniform(p.seed, p.step) * total;
+  float run = 0.0f;
+  for (size_t i = 0; i < vocab; ++i) {
+    if (keys[i] < thresh) continue;
+    run += std::exp(x[i] - mx);
+    if (u < run) return static_cast<int32_t>(i);
+  }
+  return std::max(last, 0);
 }
 
 }  // namespace brigade

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/sample_params.h"
+
 namespace brigade {
 
 struct SamplingConfig {
@@ -58,6 +60,15 @@ int32_t argmax(std::span<const float> logits);
 
 // log-softmax at one index, computed stably.
 float log_softmax_at(std::span<const float> logits, int32_t index);
+
+// The device sampler's rule (gpu/sampling.cu) on the host, for the CPU backend's
+// Backend::sample: greedy when temperature <= 0; else x = logit / temperature in f32, keep the
+// top_k largest keys (sample_order_key; ties at the cut all stay), then the largest keys whose
+// mass reaches top_p of the kept mass, and walk the kept tokens in vocabulary order until the
+// running mass exceeds device_uniform(seed, step) times the total (the last kept token when
+// rounding leaves none). The GPU sums in another order, so a draw on a probability boundary may
+// differ between the two in the last bits; the stream itself is the same.
+int32_t sample_like_device(std::span<const float> logits, const SampleParams& p);
 
 // Deterministic uniform draw in [0, 1) from (seed, counter): splitmix64 of a mixed key.
 double uniform_from(uint64_t seed, uint64_t counter);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/sampling.h"
 #include "core/thread_pool.h"
 #include "cpu/ops.h"
 
@@ -96,7 +97,55 @@ class CpuBackend final : public Backend {
     cpu::gather_rows(ctx_, x, rows, out);
   }
 
+  // The device path's token ops as plain loops (the executor forces that path on CPUs in tests).
+  void argmax(const Tensor& logits, const Tensor& tokens) override {
+    check_token_rows(logits, tokens);
+    const size_t vocab = static_cast<size_t>(logits.dim(1));
+    pool_.parallel_for(logits.dim(0), 1, [&](int64_t b, int64_t e, int) {
+      for (int64_t r = b; r < e; ++r) tokens.as<int32_t>()[r] = brigade::argmax(row_of(logits, r, vocab));
+    });
+  }
+  void sample(const Tensor& logits, const Tensor& params, const Tensor& tokens) override {
+    check_token_rows(logits, tokens);
+    BRIGADE_CHECK(params.nbytes() >= static_cast<size_t>(logits.dim(0)) * sizeof(SampleParams),
+                  "sample: params [n] SampleParams");
+    const size_t vocab = static_cast<size_t>(logits.dim(1));
+    const auto* p = static_cast<const SampleParams*>(params.data);
+    pool_.parallel_for(logits.dim(0), 1, [&](int64_t b, int64_t e, int) {
+      for (int64_t r = b; r < e; ++r) tokens.as<int32_t>()[r] = sample_like_device(row_of(logits, r, vocab), p[r]);
+    });
+  }
+  void gather_tokens(const Tensor& table, const Tensor& index, const Tensor& tokens) override {
+    check_token_index(table, index, tokens);
+    for (int64_t i = 0; i < index.numel(); ++i) {
+      const int32_t j = index.as<const int32_t>()[i];
+      if (j >= 0) tokens.as<int32_t>()[i] = table.as<const int32_t>()[j];
+    }
+  }
+  void scatter_tokens(const Tensor& tokens, const Tensor& index, const Tensor& table) override {
+    check_token_index(table, index, tokens);
+    for (int64_t i = 0; i < index.numel(); ++i) {
+      const int32_t j = index.as<const int32_t>()[i];
+      if (j >= 0) table.as<int32_t>()[j] = tokens.as<const int32_t>()[i];
+    }
+  }
+
  private:
+  static void check_token_rows(const Tensor& logits, const Tensor& tokens) {
+    BRIGADE_CHECK(logits.dtype == DType::f32 && logits.ndim == 2 && tokens.dtype == DType::i32 &&
+                      tokens.numel() == logits.dim(0), "logits [n, vocab] f32, tokens [n] i32");
+  }
+  static std::span<const float> row_of(const Tensor& logits, int64_t r, size_t vocab) {
+    return {logits.as<const float>() + static_cast<size_t>(r) * vocab, vocab};
+  }
+  // Indices outside the table are a bug of the caller (the executor owns both).
+  static void check_token_index(const Tensor& table, const Tensor& index, const Tensor& tokens) {
+    BRIGADE_CHECK(table.dtype == DType::i32 && index.dtype == DType::i32 && tokens.dtype == DType::i32 &&
+                      index.numel() == tokens.numel(), "table [m], index [n], tokens [n] i32");
+    for (int64_t i = 0; i < index.numel(); ++i)
+      BRIGADE_CHECK(index.as<const int32_t>()[i] < table.numel(), "token index inside the table");
+  }
+
   // dst = src element-wise (same shape); float types convert through f32 in blocks.
   void convert(const Tensor& src, const Tensor& dst) {
     if (src.dtype == dst.dtype) {

@@ -38,7 +38,7 @@ using gpu::Sig;
 
 // Op ids in step signatures.
 enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, kSiluMul, kQkNorm, kRope, kWriteKv,
-                kAttention, kGather, kArgmax, kSample };
+                kAttention, kGather, kArgmax, kSample, kGatherTokens, kScatterTokens };
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
@@ -276,6 +276,26 @@ class CudaBackendImpl final : public CudaBackend {
     const gpu::GraphStats s = graphs_->stats();
     return {s.replays, s.captures, s.eager_steps};
   }
+
+  void gather_tokens(const Tensor& table, const Tensor& index, const Tensor& tokens) override {
+    BRIGADE_CHECK(table.dtype == DType::i32 && index.dtype == DType::i32 && tokens.dtype == DType::i32 &&
+                      index.numel() == tokens.numel(), "gather_tokens: table [m], index [n], tokens [n] i32");
+    bind();
+    graphs_->record(Sig() << kGatherTokens << table << index << tokens, [=, this] {
+      gpu::launch_gather_tokens(table.as<const int32_t>(), index.as<const int32_t>(), index.numel(),
+                                tokens.as<int32_t>(), stream_);
+    });
+  }
+  void scatter_tokens(const Tensor& tokens, const Tensor& index, const Tensor& table) override {
+    BRIGADE_CHECK(table.dtype == DType::i32 && index.dtype == DType::i32 && tokens.dtype == DType::i32 &&
+                      index.numel() == tokens.numel(), "scatter_tokens: tokens [n], index [n], table [m] i32");
+    bind();
+    graphs_->record(Sig() << kScatterTokens << tokens << index << table, [=, this] {
+      gpu::launch_scatter_tokens(tokens.as<const int32_t>(), index.as<const int32_t>(), index.numel(),
+                                 table.as<int32_t>(), stream_);
+    });
+  }
+  bool prefers_device_steps() const override { return true; }
 
   void argmax(const Tensor& logits, const Tensor& tokens) override {
     BRIGADE_CHECK(logits.dtype == DType::f32 && logits.ndim == 2 && tokens.numel() == logits.dim(0),

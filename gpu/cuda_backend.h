@@ -35,32 +35,12 @@ struct CudaGraphStats {
   int64_t eager_steps = 0;  // steps run op by op (a signature's first sight, or a mismatch)
 };
 
-// Per-row sampling parameters, an array of them in device memory ([n] of this struct).
-// temperature <= 0 means greedy (argmax). top_k <= 0 means no top-k cut; top_p >= 1 none.
-// The random draw of row i is a pure function of (seed, step): the same request replays the same
-// tokens whatever its batch neighbours are.
-struct SampleParams {
-  float temperature = 0.0f;
-  int32_t top_k = 0;
-  float top_p = 1.0f;
-  uint32_t reserved = 0;
-  uint64_t seed = 0;
-  uint64_t step = 0;
-};
-static_assert(sizeof(SampleParams) == 32, "SampleParams is uploaded as raw bytes");
-
-// The CUDA backend's interface: Backend plus device sampling for the executor. Steps between
+// The CUDA backend's interface: Backend plus graph statistics and device facts. Steps between
 // begin_step(key) and end_step() are replayed as CUDA Graphs (gpu/step_graph.h): use one key per
 // batch-size bucket and keep the step's tensors (scratch, int arrays, block table width) fixed
 // within a bucket; anything else runs eagerly, correctly.
 class CudaBackend : public Backend {
  public:
-  // tokens [n] i32 = argmax over each row of logits [n, vocab] f32 (lowest index on ties).
-  virtual void argmax(const Tensor& logits, const Tensor& tokens) = 0;
-  // tokens [n] i32 sampled from softmax(logits[i] / temperature) restricted to the top_k largest
-  // logits and then to the smallest prefix (by probability) whose mass reaches top_p.
-  // params [n] SampleParams in device memory (see above), logits [n, vocab] f32.
-  virtual void sample(const Tensor& logits, const Tensor& params, const Tensor& tokens) = 0;
   // How steps ran so far (begin_step / end_step).
   virtual CudaGraphStats graph_stats() const = 0;
   // Properties of the device, for benchmarks and logs.

@@ -8,13 +8,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
-
-// Members the kernels call too.
-#ifdef __CUDACC__
-#define BRIGADE_HOST_DEVICE __host__ __device__
-#else
-#define BRIGADE_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace brigade::gpu {
 
@@ -90,10 +84,15 @@ size_t attention_max_smem_bytes();
 void attention_init(size_t max_smem_bytes);
 void launch_attention(const AttentionArgs& a, cudaStream_t stream);
 
-// Sampling (SampleParams in cuda_backend.h): logits [n, vocab] f32 -> tokens [n] i32.
+// Sampling (SampleParams in core/sample_params.h): logits [n, vocab] f32 -> tokens [n] i32.
 void launch_argmax(const float* logits, int64_t n, int64_t vocab, int32_t* tokens, cudaStream_t stream);
 void launch_sample(const float* logits, const void* params, int64_t n, int64_t vocab, int32_t* tokens,
                    cudaStream_t stream);
+
+// tokens[i] = table[index[i]] where index[i] >= 0 (Backend::gather_tokens).
+void launch_gather_tokens(const int32_t* table, const int32_t* index, int64_t n, int32_t* tokens, cudaStream_t stream);
+// table[index[i]] = tokens[i] where index[i] >= 0 (Backend::scatter_tokens).
+void launch_scatter_tokens(const int32_t* tokens, const int32_t* index, int64_t n, int32_t* table, cudaStream_t stream);
 
 // dst [count] bf16 = src [count] f32/f16/bf16 on the device.
 void launch_to_bf16(const void* src, DType src_t, void* dst, int64_t count, cudaStream_t stream);

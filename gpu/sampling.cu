@@ -3,10 +3,13 @@
 // One block of 1024 threads per row. Top-k and top-p thresholds are found exactly by a radix
 // search over order-preserving 32-bit keys of the scaled logits (32 counting passes over the row:
 // the k-th largest key, then the largest key whose tail mass reaches top_p), so no sort and no
-// scratch memory beyond shared arrays. The draw is u = hash(seed, step) in [0, 1); the token is
-// the first index (in vocabulary order) where the running mass of the kept tokens exceeds u * Z.
+// scratch memory beyond shared arrays. The draw is u = device_uniform(seed, step) in [0, 1)
+// (core/sample_params.h); the token is the first index (in vocabulary order) where the running
+// mass of the kept tokens exceeds u * Z. core/sampling.cpp sample_like_device is the same
+// algorithm on the host (the CPU backend's sample), so the executor's device path runs on CPUs.
 #include <cstdint>
 
+#include "core/sample_params.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_check.h"
 #include "gpu/device_util.cuh"
@@ -17,17 +20,7 @@ namespace {
 
 constexpr int kThreads = 1024;
 
-__device__ __forceinline__ uint32_t order_key(float f) {
-  const uint32_t u = __float_as_uint(f);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
-__device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+__device__ __forceinline__ uint32_t order_key(float f) { return sample_order_key(__float_as_uint(f)); }
 
 // Block argmax of row (lowest index on ties); every thread gets the index.
 __device__ int block_argmax(const float* row, int64_t vocab, float* s_val, int* s_idx) {
@@ -148,8 +141,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
   }
   __syncthreads();
   const float total = s_val[0];
-  const uint64_t h = splitmix64(p.seed ^ splitmix64(p.step));
-  const float u = static_cast<float>(h >> 40) * (1.0f / 16777216.0f) * total;
+  const float u = device_uniform(p.seed, p.step) * total;
   const float start = s_chunk[threadIdx.x];
   if (local > 0.0f && u >= start && u < start + local) {
     float run = start;
@@ -170,7 +162,35 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
   if (threadIdx.x == 0 && !(u < total)) tokens[blockIdx.x] = s_last;
 }
 
+__global__ void gather_tokens_kernel(const int32_t* table, const int32_t* index, int64_t n, int32_t* tokens) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i < n && index[i] >= 0) tokens[i] = table[index[i]];
+}
+
+__global__ void scatter_tokens_kernel(const int32_t* tokens, const int32_t* index, int64_t n, int32_t* table) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i < n && index[i] >= 0) table[index[i]] = tokens[i];
+}
+
+constexpr int kTokenThreads = 256;
+
 }  // namespace
+
+void launch_gather_tokens(const int32_t* table, const int32_t* index, int64_t n, int32_t* tokens,
+                          cudaStream_t stream) {
+  if (n == 0) return;
+  const auto blocks = static_cast<unsigned>((n + kTokenThreads - 1) / kTokenThreads);
+  gather_tokens_kernel<<<blocks, kTokenThreads, 0, stream>>>(table, index, n, tokens);
+  BRIGADE_CUDA_CHECK_LAUNCH();
+}
+
+void launch_scatter_tokens(const int32_t* tokens, const int32_t* index, int64_t n, int32_t* table,
+                           cudaStream_t stream) {
+  if (n == 0) return;
+  const auto blocks = static_cast<unsigned>((n + kTokenThreads - 1) / kTokenThreads);
+  scatter_tokens_kernel<<<blocks, kTokenThreads, 0, stream>>>(tokens, index, n, table);
+  BRIGADE_CUDA_CHECK_LAUNCH();
+}
 
 void launch_argmax(const float* logits, int64_t n, int64_t vocab, int32_t* tokens, cudaStream_t stream) {
   if (n == 0) return;

@@ -215,7 +215,7 @@ Status LlamaModel::upload_step(const StepBatch& b) {
     if (src.empty()) return;
     backend_.upload(Tensor(dst.tensor.data, DType::i32, {static_cast<int64_t>(src.size())}), src.data());
   };
-  put(ints_.tokens, b.tokens);
+  if (b.device_tokens.empty()) put(ints_.tokens, b.tokens);
   put(ints_.positions, b.positions);
   put(ints_.slots, b.slots);
   put(ints_.q_start, b.q_start);
@@ -276,7 +276,9 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   const Tensor residual = scratch_.residual.tensor.rows(0, n);
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor delta = scratch_.delta.tensor.rows(0, n);
-  backend_.embedding(embed_.tensor, Tensor(ints_.tokens.tensor.data, DType::i32, {n}), residual);
+  const Tensor tokens = batch.device_tokens.empty() ? Tensor(ints_.tokens.tensor.data, DType::i32, {n})
+                                                    : batch.device_tokens;
+  backend_.embedding(embed_.tensor, tokens, residual);
   for (int l = 0; l < config_.n_layers; ++l) {
     const DecoderLayer& layer = layers_[static_cast<size_t>(l)];
     // The previous block's output joins the residual in the same pass as the next norm.

@@ -15,6 +15,7 @@ void StepBatch::clear() {
   block_table.clear();
   max_blocks = 0;
   logit_rows.clear();
+  device_tokens = Tensor();
 }
 
 Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& backend, const LoadOptions& options) {

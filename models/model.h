@@ -28,6 +28,10 @@ struct StepBatch {
   std::vector<int32_t> block_table;  // [n_seqs * max_blocks] page ids, row-major
   int max_blocks = 0;
   std::vector<int32_t> logit_rows;   // token rows whose logits are wanted, in output order
+  // When not empty: the step's token ids already on the backend, i32 [n_tokens], which the
+  // forward reads instead of uploading `tokens` (the executor feeds tokens it sampled on the
+  // device this way). `tokens` is then still checked (any valid ids as placeholders will do).
+  Tensor device_tokens;
 
   int n_tokens() const { return static_cast<int>(tokens.size()); }
   int n_seqs() const { return static_cast<int>(ctx_len.size()); }

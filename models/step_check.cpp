@@ -91,6 +91,9 @@ Expected<StepBounds> check_step(const StepBatch& b, const StepLimits& lim, const
        logits.dim(1) != lim.vocab_size))
     return invalid_argument("logits must be f32 [" + str(static_cast<int64_t>(b.logit_rows.size())) + ", " +
                             str(lim.vocab_size) + "] (got " + logits.shape_string() + ")");
+  if (!b.device_tokens.empty() && (b.device_tokens.dtype != DType::i32 || b.device_tokens.numel() != b.n_tokens()))
+    return invalid_argument("device tokens must be i32 [" + str(b.n_tokens()) + "] (got " +
+                            b.device_tokens.shape_string() + ")");
   return bounds;
 }
 

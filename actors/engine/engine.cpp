@@ -25,6 +25,9 @@
 #include "core/in_process_communicator.h"
 #include "core/logging.h"
 #include "cpu/cpu_backend.h"
+#ifdef BRIGADE_HAVE_CUDA
+#include "gpu/cuda_backend.h"
+#endif
 #include "messages/convert.h"
 #include "messages/registry.h"
 #include "models/chat_template.h"
@@ -125,6 +128,24 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
   return Status::ok();
 }
 
+// The backend the topology's device names (options.backend_factory, when set, wins).
+Expected<std::unique_ptr<Backend>> make_backend(const EngineOptions& options, int threads) {
+  if (options.backend_factory) return options.backend_factory();
+  const std::string& device = options.topology.instances.front().executors.front().device;
+  BRIGADE_ASSIGN_OR_RETURN(DeviceSpec spec, parse_device(device));
+  if (!spec.cuda) return make_cpu_backend(CpuBackendOptions{threads});
+#ifdef BRIGADE_HAVE_CUDA
+  CudaBackendOptions co;
+  co.device = spec.index;
+  auto cuda = make_cuda_backend(co);
+  if (!cuda) return unsupported("device '" + device + "': " + cuda.status().message());
+  return std::unique_ptr<Backend>(std::move(*cuda));
+#else
+  return unsupported("device '" + device + "' needs the CUDA backend, and this build has none "
+                     "(configure with -DBRIGADE_CUDA=ON where nvcc is installed); use device: cpu");
+#endif
+}
+
 // One executor rank's backend and model (its shard when comm is set); the KV cache comes later,
 // once rank 0's layout has decided the page count.
 Expected<std::shared_ptr<ExecutorResources>> load_rank(const EngineOptions& options, const std::string& path,
@@ -137,12 +158,17 @@ Expected<std::shared_ptr<ExecutorResources>> load_rank(const EngineOptions& opti
   const int threads = exe.threads > 0 || exe.tp == 1
                           ? exe.threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / exe.tp);
-  res->backend = options.backend_factory ? options.backend_factory() : make_cpu_backend(CpuBackendOptions{threads});
+  BRIGADE_ASSIGN_OR_RETURN(res->backend, make_backend(options, threads));
   if (res->communicator && res->backend->name().rfind("cpu", 0) != 0)
     return unsupported("tp " + std::to_string(exe.tp) + " runs its ranks on CPU backends joined in process; backend '" +
                        res->backend->name() + "' cannot use that communicator");
   lo.communicator = res->communicator.get();
   BRIGADE_ASSIGN_OR_RETURN(res->model, Model::load(path, *res->backend, lo));
+  // Followers (rank > 0) never sample, so only rank 0's path matters; it keeps the tokens on the
+  // device when asked to, or when its backend prefers that (a GPU).
+  res->runner.device_steps =
+      exe.step_path == "device" || (exe.step_path == "auto" && res->backend->prefers_device_steps());
+  res->runner.max_step_tokens = lo.max_batch_tokens;
   return res;
 }
 
@@ -332,8 +358,9 @@ Status EngineImpl::start(const EngineOptions& options) {
 
   summary_ = {mc.arch, mc.vocab_size, mc.max_position, res->model->n_params(), res->model->weight_bytes(),
               tokenizer != nullptr};
-  spdlog::info("engine: {} ({} params), tp {}, KV {} pages x {} tokens ({} MiB per rank, {})", mc.arch,
-               summary_.n_params, exe.tp, n_pages, layout.page_size, layout.total_bytes() >> 20, dtype_name(kv_dtype));
+  spdlog::info("engine: {} ({} params) on {}, tp {}, KV {} pages x {} tokens ({} MiB per rank, {}), {} step path",
+               mc.arch, summary_.n_params, res->backend->name(), exe.tp, n_pages, layout.page_size,
+               layout.total_bytes() >> 20, dtype_name(kv_dtype), res->runner.device_steps ? "device" : "host");
 
   SchedulerSetup setup;
   setup.limits = {inst.scheduler.max_running, inst.scheduler.max_waiting, inst.scheduler.max_step_tokens,

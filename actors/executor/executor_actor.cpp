@@ -105,7 +105,8 @@ caf::result<kv_loaded_msg> load_pages(executor_ptr self, const kv_load_msg& m) {
 
 void init_state(ExecutorState& state, caf::local_actor* self, std::shared_ptr<ExecutorResources> resources) {
   state.resources = resources;
-  state.runner = std::make_unique<StepRunner>(*resources->backend, *resources->model, std::move(resources->kv));
+  state.runner = std::make_unique<StepRunner>(*resources->backend, *resources->model, std::move(resources->kv),
+                                              resources->runner);
   if (Communicator* comm = resources->communicator.get()) {
     // Whatever ends this rank (shutdown, a crash of its behaviour), its peers must not wait on it.
     self->attach_functor([resources, rank = comm->rank()] {

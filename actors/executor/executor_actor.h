@@ -30,6 +30,7 @@
 #include <memory>
 #include <vector>
 
+#include "actors/executor/step_runner.h"
 #include "actors/hicache/hicache_actor.h"
 #include "core/backend.h"
 #include "core/communicator.h"
@@ -52,6 +53,7 @@ struct ExecutorResources {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Model> model;
   KvCache kv;
+  StepRunnerOptions runner;  // host or device path (step_runner.h); followers never sample
 };
 
 // `tiers` may be null: no HiCache tiers below this executor's KV pool. Under tensor parallelism

@@ -5,12 +5,15 @@
 
 namespace brigade {
 
-StepRunner::StepRunner(Backend& backend, Model& model, KvCache kv)
-    : backend_(backend), model_(model), kv_(std::move(kv)) {}
+StepRunner::StepRunner(Backend& backend, Model& model, KvCache kv, StepRunnerOptions options)
+    : backend_(backend), model_(model), kv_(std::move(kv)), options_(std::move(options)) {}
 
+// On the device path a use_last_sampled row gets a placeholder id and a feed_ entry naming the
+// sequence's slot in the device token table; on the host path the id itself.
 Status StepRunner::build_batch(const PlannedStep& step) {
   batch_.clear();
   sample_items_.clear();
+  feed_.clear();
   const int page_size = kv_.layout().page_size;
   const int n_pages = kv_.layout().n_pages;
   int max_blocks = 0;
@@ -33,12 +36,20 @@ Status StepRunner::build_batch(const PlannedStep& step) {
     }
     for (int j = 0; j < n; ++j) {
       int32_t tok = w.tokens[static_cast<size_t>(j)];
+      int32_t feed = -1;
       if (j == 0 && w.use_last_sampled) {
         auto it = last_sampled_.find(w.seq_id);
         if (it == last_sampled_.end())
           return invalid_argument("sequence " + std::to_string(w.seq_id) + " has no sampled token to reuse");
         tok = it->second;
+        if (options_.device_steps) {
+          auto slot = slot_of_.find(w.seq_id);
+          BRIGADE_CHECK(slot != slot_of_.end(), "a sequence with a sampled token has a token-table slot");
+          feed = slot->second;
+          tok = 0;  // a placeholder the gather replaces
+        }
       }
+      feed_.push_back(feed);
       const int pos = w.start_pos + j;
       batch_.tokens.push_back(tok);
       batch_.positions.push_back(pos);
@@ -69,8 +80,12 @@ Status StepRunner::ensure_logits(int n_rows) {
 
 Expected<std::vector<SampledResult>> StepRunner::run(const PlannedStep& step) {
   release(step.released);
+  if (step.seqs.empty()) return std::vector<SampledResult>{};
+  return options_.device_steps ? run_on_device(step) : run_on_host(step);
+}
+
+Expected<std::vector<SampledResult>> StepRunner::run_on_host(const PlannedStep& step) {
   std::vector<SampledResult> out;
-  if (step.seqs.empty()) return out;
   BRIGADE_RETURN_IF_ERROR(build_batch(step));
   const int n_rows = static_cast<int>(batch_.logit_rows.size());
   const int64_t vocab = model_.config().vocab_size;
@@ -123,10 +138,12 @@ void StepRunner::record_history(const PlannedStep& step) {
       h.seen.insert(t);
       if (static_cast<int>(j) >= w.prompt_len) ++h.output_counts[t];
     }
-    // The tokens as the model saw them (use_last_sampled already resolved in the batch).
+    // The tokens as the model saw them: use_last_sampled resolved in the batch on the host
+    // path; on the device path a fed row's token is still the last one sampled (not yet updated).
     const int first_row = batch_.q_start[i];
     for (size_t j = 0; j < w.tokens.size(); ++j) {
-      const int32_t t = batch_.tokens[static_cast<size_t>(first_row) + j];
+      const size_t row = static_cast<size_t>(first_row) + j;
+      const int32_t t = feed_[row] >= 0 ? last_sampled_.at(w.seq_id) : batch_.tokens[row];
       h.seen.insert(t);
       if (w.start_pos + static_cast<int>(j) >= w.prompt_len) ++h.output_counts[t];
     }
@@ -157,6 +174,10 @@ void StepRunner::release(std::span<const uint64_t> seq_ids) {
   for (uint64_t id : seq_ids) {
     last_sampled_.erase(id);
     history_.erase(id);
+    if (auto it = slot_of_.find(id); it != slot_of_.end()) {
+      free_slots_.push_back(it->second);
+      slot_of_.erase(it);
+    }
   }
 }
 

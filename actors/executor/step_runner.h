@@ -2,10 +2,29 @@
 // forward over the paged KV cache, samples the sequences that asked for it, and remembers each
 // sequence's last sampled token so a plan may refer to it before the scheduler has seen it.
 //
+// Two paths, chosen once at construction (StepRunnerOptions::device_steps):
+//   host:   the logits of every sampling row come to the host and core/sampling.h samples them;
+//           use_last_sampled tokens are filled in on the host. The default on CPUs, where host
+//           and "device" memory are the same and the host sampler is the faster one.
+//   device: the step's tokens live on the backend. A sequence's last sampled token stays in a
+//           device table (one slot per sequence) and feeds its next step through
+//           Backend::gather_tokens; rows sample on the backend (Backend::argmax, or ::sample
+//           for temperature/top-k/top-p with a seed) and Backend::scatter_tokens stores the
+//           tokens into the table; only the n sampled int32 tokens come back. Rows that need
+//           what only the host sampler does (penalties, min_p, logprobs) download their own
+//           logits row and use the host sampler, then put their token into the table. Pure
+//           decode steps are padded to batch-size buckets (step_buckets.h) and run between
+//           Backend::begin_step/end_step, so a GPU backend replays them as CUDA Graphs.
+//           Seeded rows on the device path draw from the device sampler's stream, not the
+//           host's (core/sample_params.h): same seed, same tokens on one path only.
+// Greedy tokens are the same on both paths (the CPU backend's rows are independent bit for bit
+// below cpu/ops.h kBlasMinRows rows, so padding changes none).
+//
 // Owned by one executor thread; not thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -18,10 +37,18 @@
 
 namespace brigade {
 
+struct StepRunnerOptions {
+  bool device_steps = false;  // the device path (above); false: the host path
+  // Batch-size buckets of padded decode steps (ascending); empty: no padding, no graphs.
+  std::vector<int> buckets = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+  // The model's LoadOptions::max_batch_tokens: buckets above it are never used.
+  int max_step_tokens = 2048;
+};
+
 class StepRunner {
  public:
   // backend and model must outlive the runner; the runner owns the KV cache.
-  StepRunner(Backend& backend, Model& model, KvCache kv);
+  StepRunner(Backend& backend, Model& model, KvCache kv, StepRunnerOptions options = {});
 
   // Runs the step. On error nothing was written to the KV cache and no state changed (except
   // after a failed collective under tensor parallelism: the KV cache is then undefined).
@@ -42,6 +69,7 @@ class StepRunner {
   KvCache& kv() { return kv_; }
   Backend& backend() { return backend_; }
   size_t n_tracked() const { return last_sampled_.size(); }
+  bool device_steps() const { return options_.device_steps; }
 
  private:
   Status build_batch(const PlannedStep& step);
@@ -49,10 +77,26 @@ class StepRunner {
   // Adds the step's input tokens to the penalty history of sequences that use penalties.
   void record_history(const PlannedStep& step);
   SampledResult sample_row(const SeqWorkItem& w, std::span<float> row);
+  Expected<std::vector<SampledResult>> run_on_host(const PlannedStep& step);
+
+  // ---- the device path (step_runner_device.cpp) ----
+  Expected<std::vector<SampledResult>> run_on_device(const PlannedStep& step);
+  // Gives every sampling sequence of the step a slot in the device token table (growing it);
+  // `added` lists the sequences that got a new one, for unassign_slots when the step fails.
+  Status assign_slots(const PlannedStep& step, std::vector<uint64_t>& added);
+  void unassign_slots(std::span<const uint64_t> seq_ids);
+  Status grow_table(int32_t n_slots);
+  // Uploads the step's tokens, feeds, runs the forward, samples and stores the tokens; between
+  // begin_step/end_step when `key` is set.
+  Status launch_device_step(std::optional<uint64_t> key, bool sampled);
+  // The host sampler for one row of a device step; its token is put into the device table.
+  SampledResult sample_on_host(const SeqWorkItem& w, int row);
+  static bool needs_host_sampler(const SeqWorkItem& w);
 
   Backend& backend_;
   Model& model_;
   KvCache kv_;
+  StepRunnerOptions options_;
   StepBatch batch_;
   std::vector<size_t> sample_items_;  // index into step.seqs of each logits row
   Buffer logits_buf_;
@@ -61,6 +105,19 @@ class StepRunner {
   std::unordered_map<uint64_t, int32_t> last_sampled_;
   std::unordered_map<uint64_t, PenaltyHistory> history_;  // sequences with penalties only
   std::vector<float> raw_row_;
+
+  // Device path state. feed_ [n_tokens]: the token-table slot a row's token comes from (-1: the
+  // uploaded id). The table holds each tracked sequence's last sampled token at its slot.
+  std::vector<int32_t> feed_;
+  std::vector<int32_t> store_;  // [logit rows] slot each sampled token goes to, -1 = none
+  std::vector<SampleParams> params_;
+  std::vector<int32_t> sampled_;
+  std::unordered_map<uint64_t, int32_t> slot_of_;
+  std::vector<int32_t> free_slots_;
+  int32_t n_slots_ = 0;  // slots handed out so far (the table's used prefix)
+  Buffer table_;         // [table_cap_] i32
+  int32_t table_cap_ = 0;
+  Buffer d_tokens_, d_feed_, d_params_, d_sampled_, d_store_;
 };
 
 }  // namespace brigade

@@ -38,6 +38,10 @@ class NullBackend final : public Backend {
   void attention(const Tensor&, const QkvLayout&, const KvLayer&, const AttentionMeta&, float,
                  const Tensor&) override {}
   void gather_rows(const Tensor&, const Tensor&, const Tensor&) override {}
+  void argmax(const Tensor&, const Tensor&) override {}
+  void sample(const Tensor&, const Tensor&, const Tensor&) override {}
+  void gather_tokens(const Tensor&, const Tensor&, const Tensor&) override {}
+  void scatter_tokens(const Tensor&, const Tensor&, const Tensor&) override {}
 };
 
 }  // namespace

@@ -97,7 +97,7 @@ struct ModelSummary {
 struct EngineOptions {
   std::string model_path;  // overrides topology.model when non-empty
   TopologyConfig topology = default_topology();
-  // Makes the executor's backend; unset: from the topology's device (cpu). Lets an embedding
+  // Makes the executor's backend; unset: from the topology's device (cpu, cuda). Lets an embedding
   // application bring its own Backend (tests and benchmarks use a no-op backend this way).
   std::function<std::unique_ptr<Backend>()> backend_factory;
   bool progress = true;  // model loading progress on a terminal

@@ -11,13 +11,26 @@
 namespace brigade {
 
 struct ExecutorConfig {
-  std::string device = "cpu";  // "cpu" (the CUDA backend arrives with the GPU issue)
+  // "cpu", or "cuda" / "cuda:N" (GPU 0 / N; needs a build with the CUDA backend and tp 1).
+  std::string device = "cpu";
   int threads = 0;             // CPU threads per rank; 0 = all hardware threads (shared out by tp)
   // Tensor parallelism: ranks that each hold 1/tp of every layer's attention heads and MLP and
   // all-reduce inside the forward pass (one executor actor per rank, rank 0 samples). tp must
   // divide the model's n_heads, n_kv_heads and intermediate_size (checked at load).
   int tp = 1;
+  // Where sampled tokens live (actors/executor/step_runner.h): "host" (logits come to the host),
+  // "device" (sampling, the token feed and graph-replayed decode buckets on the backend), or
+  // "auto": device for the CUDA backend, host for the CPU backend.
+  std::string step_path = "auto";
 };
+
+// A parsed ExecutorConfig::device.
+struct DeviceSpec {
+  bool cuda = false;
+  int index = 0;  // CUDA device ordinal
+};
+// "cpu", "cuda" or "cuda:N" (N >= 0); anything else is invalid_argument listing the forms.
+Expected<DeviceSpec> parse_device(const std::string& device);
 
 struct KvConfig {
   int page_size = 16;      // tokens per page

@@ -219,6 +219,21 @@ TEST_F(SyntheticEngine, BatchedEqualsAlone) {
   }
 }
 
+// r alone, then four copies of r at once (the second with another seed): the copies with r's
+// seed repeat its tokens, the other seed draws others. Returns r's tokens.
+std::vector<int32_t> expect_seed_repeats_batched(Engine& engine, const GenerateOptions& r) {
+  auto a = engine.generate(r);
+  EXPECT_TRUE(a.has_value()) << a.status().to_string();
+  if (!a) return {};
+  std::vector<GenerateOptions> reqs(4, r);
+  reqs[1].sampling.seed = 99;
+  auto batch = run_concurrently(engine, reqs);
+  EXPECT_EQ(batch[0].token_ids, a->token_ids);
+  EXPECT_EQ(batch[2].token_ids, a->token_ids);
+  EXPECT_NE(batch[1].token_ids, a->token_ids) << "another seed gives another stream";
+  return a->token_ids;
+}
+
 std::vector<GenerateOptions> mixed_requests() {
   std::vector<GenerateOptions> reqs;
   for (int n : {1, 5, 17, 40, 90, 3, 60, 8}) {
@@ -250,6 +265,65 @@ TEST_F(SyntheticEngine, InflightDepthDoesNotChangeOutputs) {
     EXPECT_EQ(by_depth[1][i].token_ids, by_depth[0][i].token_ids) << "depth 2, request " << i;
     EXPECT_EQ(by_depth[2][i].token_ids, by_depth[0][i].token_ids) << "depth 3, request " << i;
   }
+}
+
+// The executor's device path (tokens sampled and fed on the backend, decode steps padded to
+// buckets) forced on the CPU backend: the host path's tokens at every in-flight depth. The
+// seeded requests of mixed_requests use penalties, so both paths sample them on the host.
+TEST_F(SyntheticEngine, DevicePathGivesTheHostPathsTokensAtEveryDepth) {
+  EngineOptions host_o = small_options(dir_.string());
+  host_o.topology.instances.front().scheduler.max_step_tokens = 32;
+  auto host = Engine::create(host_o);
+  ASSERT_TRUE(host.has_value()) << host.status().to_string();
+  const auto want = run_concurrently(**host, mixed_requests());
+  for (int depth : {1, 2, 3}) {
+    EngineOptions o = host_o;
+    o.topology.instances.front().scheduler.max_inflight_steps = depth;
+    o.topology.instances.front().executors.front().step_path = "device";
+    auto engine = Engine::create(o);
+    ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+    const auto got = run_concurrently(**engine, mixed_requests());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_FALSE(want[i].token_ids.empty());
+      EXPECT_EQ(got[i].token_ids, want[i].token_ids) << "depth " << depth << ", request " << i;
+    }
+  }
+}
+
+// Seeded sampling on the device sampler (no penalties): the same tokens alone or batched, at
+// depth 1 and 3.
+TEST_F(SyntheticEngine, DeviceSamplerRepeatsBatchedOrAlone) {
+  GenerateOptions r = greedy_ids({5, 6, 7}, 20);
+  r.sampling.temperature = 0.9f;
+  r.sampling.top_p = 0.95f;
+  r.sampling.top_k = 40;
+  r.sampling.seed = 1234;
+  std::vector<int32_t> first;
+  for (int depth : {1, 3}) {
+    EngineOptions o = small_options(dir_.string());
+    o.topology.instances.front().scheduler.max_inflight_steps = depth;
+    o.topology.instances.front().executors.front().step_path = "device";
+    auto engine = Engine::create(o);
+    ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+    const auto alone = expect_seed_repeats_batched(**engine, r);
+    if (first.empty()) first = alone;
+    EXPECT_EQ(alone, first) << "depth " << depth;
+  }
+}
+
+TEST(EngineCreate, AMissingGpuIsAClearError) {
+  EngineOptions o;
+  o.model_path = "unused";
+  o.progress = false;
+  o.topology.instances.front().executors.front().device = "cuda:99";
+  auto e = Engine::create(o);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_EQ(e.status().code(), StatusCode::unsupported) << e.status().to_string();
+  EXPECT_NE(e.status().message().find("cuda:99"), std::string::npos) << e.status().to_string();
+  o.topology.instances.front().executors.front().device = "gpu";
+  e = Engine::create(o);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.status().message().find("cpu, cuda, cuda:N"), std::string::npos) << e.status().to_string();
 }
 
 // Requests together under a pool too small for all of them (preempted ones are recomputed)
@@ -288,14 +362,7 @@ TEST_F(SyntheticEngine, SeededSamplingRepeatsBatchedOrAlone) {
   r.sampling.temperature = 0.9f;
   r.sampling.top_p = 0.95f;
   r.sampling.seed = 1234;
-  auto a = (*engine)->generate(r);
-  ASSERT_TRUE(a.has_value());
-  std::vector<GenerateOptions> reqs(4, r);
-  reqs[1].sampling.seed = 99;
-  auto batch = run_concurrently(**engine, reqs);
-  EXPECT_EQ(batch[0].token_ids, a->token_ids);
-  EXPECT_EQ(batch[2].token_ids, a->token_ids);
-  EXPECT_NE(batch[1].token_ids, a->token_ids) << "another seed gives another stream";
+  expect_seed_repeats_batched(**engine, r);
 }
 
 TEST_F(SyntheticEngine, TextPromptStreamsCompleteText) {

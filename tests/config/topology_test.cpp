@@ -109,6 +109,30 @@ TEST(Topology, TensorParallelKey) {
   EXPECT_NE(tiers.status().message().find("do not work with tp > 1"), std::string::npos) << tiers.status().message();
 }
 
+TEST(Topology, DevicesAndStepPaths) {
+  auto t = parse_topology("instances: [{executors: [{device: 'cuda:1', step_path: host}]}]");
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  EXPECT_EQ(t->instances[0].executors[0].device, "cuda:1");
+  EXPECT_EQ(t->instances[0].executors[0].step_path, "host");
+  EXPECT_EQ(default_topology().instances[0].executors[0].step_path, "auto");
+  EXPECT_TRUE(parse_topology("instances: [{executors: [{device: cuda, step_path: device}]}]").has_value());
+  EXPECT_TRUE(parse_device("cuda")->cuda);
+  EXPECT_EQ(parse_device("cuda:12")->index, 12);
+  EXPECT_FALSE(parse_device("cpu")->cuda);
+  for (const char* bad : {"cuda:", "cuda:-1", "cuda:x", "cuda:123456", "CUDA", "cuda0"}) {
+    auto d = parse_device(bad);
+    ASSERT_FALSE(d.has_value()) << bad;
+    EXPECT_NE(d.status().message().find("cpu, cuda, cuda:N"), std::string::npos) << d.status().message();
+  }
+  auto path = parse_topology("instances: [{executors: [{step_path: gpu}]}]");
+  ASSERT_FALSE(path.has_value());
+  EXPECT_NE(path.status().message().find("auto, device, host"), std::string::npos) << path.status().message();
+  auto tp = parse_topology("instances: [{executors: [{device: cuda, tp: 2}]}]");
+  ASSERT_FALSE(tp.has_value());
+  EXPECT_EQ(tp.status().code(), StatusCode::unsupported);
+  EXPECT_NE(tp.status().message().find("tp: 1 on a GPU"), std::string::npos) << tp.status().message();
+}
+
 TEST(Topology, ErrorsListValidChoices) {
   auto unknown = parse_topology("instances: [{schedular: {}}]");
   ASSERT_FALSE(unknown.has_value());

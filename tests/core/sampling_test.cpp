@@ -108,5 +108,79 @@ TEST(Sampling, TopLogprobsAreSortedLogSoftmax) {
   EXPECT_TRUE(top_logprobs(l, 0).empty());
 }
 
+// ---- the device sampler's rule on the host (sample_like_device, the CPU Backend::sample) ----
+
+SampleParams device_params(float temperature, int top_k, float top_p, uint64_t seed, uint64_t step) {
+  SampleParams p;
+  p.temperature = temperature;
+  p.top_k = top_k;
+  p.top_p = top_p;
+  p.seed = seed;
+  p.step = step;
+  return p;
+}
+
+TEST(DeviceSampling, GreedyAtZeroTemperatureTakesTheLowestIdOnTies) {
+  std::vector<float> l = {0.5f, 2.0f, 2.0f, -1.0f};
+  for (uint64_t step = 0; step < 20; ++step) EXPECT_EQ(sample_like_device(l, device_params(0.0f, 0, 1.0f, 9, step)), 1);
+}
+
+// Two equal logits: the kept mass is 2 and token 0 covers [0, 1), so the token is exactly
+// whether device_uniform(seed, step) < 0.5. Pins the stream the GPU kernel uses too.
+TEST(DeviceSampling, DrawsComeFromTheDeviceUniformStream) {
+  std::vector<float> l = {1.5f, 1.5f};
+  int ones = 0;
+  for (uint64_t step = 0; step < 400; ++step) {
+    const float u = device_uniform(77, step);
+    ASSERT_GE(u, 0.0f);
+    ASSERT_LT(u, 1.0f);
+    const int32_t t = sample_like_device(l, device_params(0.7f, 0, 1.0f, 77, step));
+    EXPECT_EQ(t, u < 0.5f ? 0 : 1) << "step " << step;
+    ones += t;
+  }
+  EXPECT_GT(ones, 150);
+  EXPECT_LT(ones, 250);
+}
+
+TEST(DeviceSampling, FollowsTheSoftmaxWithTemperature) {
+  // p(1) = 0.75 at temperature 1; at temperature 0.5 the odds square: 9 : 1.
+  std::vector<float> l = {std::log(0.25f), std::log(0.75f)};
+  int t1 = 0, t05 = 0;
+  const int n = 4000;
+  for (int step = 0; step < n; ++step) {
+    t1 += sample_like_device(l, device_params(1.0f, 0, 1.0f, 5, static_cast<uint64_t>(step)));
+    t05 += sample_like_device(l, device_params(0.5f, 0, 1.0f, 5, static_cast<uint64_t>(step)));
+  }
+  EXPECT_NEAR(static_cast<double>(t1) / n, 0.75, 0.03);
+  EXPECT_NEAR(static_cast<double>(t05) / n, 0.9, 0.03);
+}
+
+TEST(DeviceSampling, DrawsStayInsideTopKAndTopP) {
+  std::vector<float> l = {0.1f, 3.0f, 0.2f, 2.9f, 2.8f, -1.0f, 0.0f, 2.7f};
+  std::map<int32_t, int> top3, nucleus;
+  for (uint64_t step = 0; step < 600; ++step) {
+    ++top3[sample_like_device(l, device_params(1.0f, 3, 1.0f, 11, step))];
+    // exp(3.0) alone is 0.33 of the mass, with 2.9 about 0.63: top_p 0.5 keeps those two.
+    ++nucleus[sample_like_device(l, device_params(1.0f, 0, 0.5f, 11, step))];
+  }
+  EXPECT_EQ(top3.size(), 3u);
+  for (const auto& [t, n] : top3) EXPECT_TRUE(t == 1 || t == 3 || t == 4) << t;
+  EXPECT_EQ(nucleus.size(), 2u);
+  for (const auto& [t, n] : nucleus) EXPECT_TRUE(t == 1 || t == 3) << t;
+  EXPECT_EQ(sample_like_device(l, device_params(2.0f, 1, 1.0f, 3, 4)), 1) << "top_k 1 keeps the largest only";
+}
+
+TEST(DeviceSampling, SameSeedAndStepSameTokenOtherSeedsDiffer) {
+  std::vector<float> l(64);
+  for (size_t i = 0; i < l.size(); ++i) l[i] = static_cast<float>(std::cos(static_cast<double>(i)));
+  int differ = 0;
+  for (uint64_t step = 0; step < 100; ++step) {
+    const SampleParams a = device_params(1.0f, 0, 1.0f, 1, step), b = device_params(1.0f, 0, 1.0f, 2, step);
+    EXPECT_EQ(sample_like_device(l, a), sample_like_device(l, a));
+    differ += sample_like_device(l, a) != sample_like_device(l, b);
+  }
+  EXPECT_GT(differ, 50);
+}
+
 }  // namespace
 }  // namespace brigade

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/sampling.h"
 #include "tests/cpu/cpu_test_util.h"
 
 // AllocateAlignsAndCopies asks for an impossible size and expects out_of_resources: sanitizer
@@ -303,6 +304,52 @@ TEST(CpuOps, PrepareWeightConvertsAndKeeps) {
   }
   auto ints = make(*b, DType::i32, {4});
   EXPECT_EQ(b->prepare_weight(ints.tensor, DType::f32).status().code(), StatusCode::unsupported);
+}
+
+// The device path's token ops (actors/executor/step_runner.h): plain loops on the CPU.
+TEST(CpuOps, GatherAndScatterTokensSkipNegativeIndices) {
+  auto b = make_cpu_backend({1});
+  auto table = make(*b, DType::i32, {6});
+  auto tokens = make(*b, DType::i32, {4});
+  auto index = make(*b, DType::i32, {4});
+  const std::vector<int32_t> t0 = {10, 11, 12, 13, 14, 15}, k0 = {7, 8, 9, 6}, idx = {5, -1, 0, -1};
+  b->upload(table.tensor, t0.data());
+  b->upload(tokens.tensor, k0.data());
+  b->upload(index.tensor, idx.data());
+  b->gather_tokens(table.tensor, index.tensor, tokens.tensor);
+  EXPECT_EQ(std::vector<int32_t>(tokens.tensor.as<int32_t>(), tokens.tensor.as<int32_t>() + 4),
+            (std::vector<int32_t>{15, 8, 10, 6}));
+  const std::vector<int32_t> k1 = {1, 2, 3, 4}, idx1 = {-1, 4, -1, 1};
+  b->upload(tokens.tensor, k1.data());
+  b->upload(index.tensor, idx1.data());
+  b->scatter_tokens(tokens.tensor, index.tensor, table.tensor);
+  EXPECT_EQ(std::vector<int32_t>(table.tensor.as<int32_t>(), table.tensor.as<int32_t>() + 6),
+            (std::vector<int32_t>{10, 4, 12, 13, 2, 15}));
+}
+
+TEST(CpuOps, ArgmaxAndSampleRowsFollowTheDeviceRule) {
+  auto b = make_cpu_backend({2});
+  const int64_t n = 5, vocab = 300;
+  std::mt19937 rng(3);
+  auto logits = make(*b, DType::f32, {n, vocab});
+  test::fill_uniform(logits.tensor, rng, -4, 4);
+  auto tokens = make(*b, DType::i32, {n});
+  b->argmax(logits.tensor, tokens.tensor);
+  std::vector<SampleParams> params(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) {
+    std::span<const float> row(logits.tensor.as<float>() + r * vocab, static_cast<size_t>(vocab));
+    EXPECT_EQ(tokens.tensor.as<int32_t>()[r], argmax(row)) << "row " << r;
+    params[static_cast<size_t>(r)] = {r == 0 ? 0.0f : 0.9f, static_cast<int32_t>(r * 10), 0.95f, 0, 100 + static_cast<uint64_t>(r), 7};
+  }
+  auto pbuf = b->allocate(params.size() * sizeof(SampleParams));
+  ASSERT_TRUE(pbuf.has_value());
+  const Tensor pt(pbuf->data(), DType::u8, {static_cast<int64_t>(params.size() * sizeof(SampleParams))});
+  b->upload(pt, params.data());
+  b->sample(logits.tensor, pt, tokens.tensor);
+  for (int64_t r = 0; r < n; ++r) {
+    std::span<const float> row(logits.tensor.as<float>() + r * vocab, static_cast<size_t>(vocab));
+    EXPECT_EQ(tokens.tensor.as<int32_t>()[r], sample_like_device(row, params[static_cast<size_t>(r)])) << "row " << r;
+  }
 }
 
 }  // namespace

@@ -188,6 +188,10 @@ class NoInt8Backend final : public Backend {
     FAIL();
   }
   void gather_rows(const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
+  void argmax(const Tensor&, const Tensor&) override { FAIL(); }
+  void sample(const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
+  void gather_tokens(const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
+  void scatter_tokens(const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
 };
 
 TEST(KvCache, BackendWithoutInt8KvRefusesItWithAClearError) {
