@@ -102,6 +102,8 @@ for r in rows:
     if r.get("name") == "decode":
         dec[(int(r["batch"]), r["graphs"])] = float(r["tok_s"])
         print(f"{'decode b=' + r['batch'] + ' graphs ' + r['graphs']:24s} {float(r['tok_s']):10.1f} {float(r['ms_step']):9.3f} {float(r['hbm']):7.3f} {float(r['gemm']):8.4f}")
+    elif r.get("name") == "engine_decode":
+        print(f"{'engine decode b=' + r['batch']:24s} {float(r['tok_s']):10.1f} {float(r['ms_step']):9.3f}")
     elif r.get("name") == "prefill":
         print(f"{'prefill ' + r['tokens']:24s} {float(r['tok_s']):10.1f} {float(r['ms']):9.2f} {'':>7s} {float(r['gemm']):8.3f}")
 hbm1 = next((float(r["hbm"]) for r in rows if r.get("name") == "decode" and r["batch"] == "1" and r["graphs"] == "on"), None)

@@ -8,8 +8,12 @@
 //   gemm = achieved FLOP/s (2 x matmul params x tokens + attention) over the GEMM rate.
 // Decode sequences start at --ctx tokens of (zeroed) KV and grow by one per step; one step =
 // forward + device argmax. Each result is also printed as one "RESULT key=value ..." line.
+// Then decode through the whole engine (actors, scheduler, the executor's device path with its
+// graph buckets; device: cuda) at --engine-batches: tokens/s once every sequence has its first
+// token, i.e. what serving adds on top of the model-only numbers (0 batches = skipped).
 //
 // Usage: bench_gpu [--model SPEC] [--batches 1,8,64,256] [--ctx 512] [--steps 32] [--prefill 2048]
+//                  [--engine-batches 1,64]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -21,6 +25,10 @@
 #include <string>
 #include <vector>
 
+#include <condition_variable>
+#include <mutex>
+
+#include "brigade/engine.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/roofline.h"
 #include "models/model.h"
@@ -34,6 +42,7 @@ struct Options {
   int ctx = 512;
   int steps = 32;
   int prefill = 2048;
+  std::vector<int> engine_batches = {1, 64};
 };
 
 constexpr int kPageSize = 16;
@@ -46,11 +55,12 @@ bool parse(int argc, char** argv, Options& o) {
     else if (k == "--ctx") o.ctx = std::atoi(v.c_str());
     else if (k == "--steps") o.steps = std::atoi(v.c_str());
     else if (k == "--prefill") o.prefill = std::atoi(v.c_str());
-    else if (k == "--batches") {
-      o.batches.clear();
+    else if (k == "--batches" || k == "--engine-batches") {
+      auto& list = k == "--batches" ? o.batches : o.engine_batches;
+      list.clear();
       std::stringstream ss(v);
       std::string b;
-      while (std::getline(ss, b, ',')) o.batches.push_back(std::atoi(b.c_str()));
+      while (std::getline(ss, b, ',')) if (std::atoi(b.c_str()) > 0) list.push_back(std::atoi(b.c_str()));
     } else {
       return false;
     }
@@ -219,14 +229,81 @@ int run(const Options& o) {
   return 0;
 }
 
+// `batch` requests of 32 prompt tokens and `steps` generated tokens each, submitted together.
+// Returns the decode tokens/s counted from the moment every request has its first token.
+double engine_round(Engine& engine, int batch, int steps) {
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    int n_first = 0, n_done = 0;
+    int64_t tokens_after = 0;  // tokens that arrived once every request had its first
+    std::chrono::steady_clock::time_point all_first, last;
+  } sh;
+  std::vector<int> seen(static_cast<size_t>(batch), 0);
+  for (int i = 0; i < batch; ++i) {
+    GenerateOptions r;
+    for (int t = 0; t < 32; ++t) r.prompt_ids.push_back((i * 131 + t * 7) % 1000 + 10);
+    r.max_tokens = steps;
+    r.sampling.temperature = 0.0f;
+    r.ignore_eos = true;
+    auto id = engine.submit(r, [&sh, &seen, i, batch](const Event& ev) {
+      std::lock_guard<std::mutex> lock(sh.mu);
+      const auto now = std::chrono::steady_clock::now();
+      int& n = seen[static_cast<size_t>(i)];
+      if (sh.n_first == batch) sh.tokens_after += static_cast<int64_t>(ev.token_ids.size());
+      if (n == 0 && !ev.token_ids.empty() && ++sh.n_first == batch) sh.all_first = now;
+      n += static_cast<int>(ev.token_ids.size());
+      sh.last = now;
+      if (ev.finish != FinishReason::none && ++sh.n_done == batch) sh.cv.notify_all();
+    });
+    if (!id) {
+      std::fprintf(stderr, "bench_gpu: engine submit: %s\n", id.status().to_string().c_str());
+      return 0.0;
+    }
+  }
+  std::unique_lock<std::mutex> lock(sh.mu);
+  sh.cv.wait(lock, [&] { return sh.n_done == batch; });
+  const double s = std::chrono::duration<double>(sh.last - sh.all_first).count();
+  return s > 0 ? static_cast<double>(sh.tokens_after) / s : 0.0;
+}
+
+int engine_decode(const Options& o) {
+  if (o.engine_batches.empty() || cuda_device_count() == 0) return 0;
+  const int max_batch = *std::max_element(o.engine_batches.begin(), o.engine_batches.end());
+  EngineOptions eo;
+  eo.model_path = o.model;
+  eo.progress = false;
+  auto& inst = eo.topology.instances.front();
+  inst.executors.front().device = "cuda";
+  inst.kv.memory_mb = 16384;
+  inst.scheduler.max_running = max_batch;
+  inst.scheduler.max_step_tokens = std::max(2048, max_batch);
+  auto engine = Engine::create(eo);
+  if (!engine) {
+    std::fprintf(stderr, "bench_gpu: engine: %s\n", engine.status().to_string().c_str());
+    return 1;
+  }
+  const int steps = std::max(o.steps, 16);
+  for (int b : o.engine_batches) {
+    engine_round(**engine, b, 8);  // warm-up: captures the graphs of this bucket
+    const double tok_s = engine_round(**engine, b, steps);
+    std::printf("RESULT name=engine_decode batch=%d steps=%d tok_s=%.1f ms_step=%.3f\n", b, steps, tok_s,
+                tok_s > 0 ? 1e3 * b / tok_s : 0.0);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 }  // namespace
 }  // namespace brigade
 
 int main(int argc, char** argv) {
   brigade::Options o;
   if (!brigade::parse(argc, argv, o)) {
-    std::fprintf(stderr, "usage: bench_gpu [--model SPEC] [--batches 1,8,64,256] [--ctx 512] [--steps 32] [--prefill 2048]\n");
+    std::fprintf(stderr, "usage: bench_gpu [--model SPEC] [--batches 1,8,64,256] [--ctx 512] [--steps 32] [--prefill 2048] "
+                 "[--engine-batches 1,64]\n");
     return 2;
   }
-  return brigade::run(o);
+  const int rc = brigade::run(o);  // the model-only benchmark's model is freed before the engine loads its own
+  return rc != 0 ? rc : brigade::engine_decode(o);
 }
