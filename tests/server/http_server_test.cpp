@@ -145,6 +145,35 @@ TEST_F(ServerTest, HealthModelsMetrics) {
   EXPECT_EQ(post("/health", "{}").status, 405);
 }
 
+TEST_F(ServerTest, TokenizeAndDetokenizeRoundTrip) {
+  // vLLM's routes: the ids of a text, and the text of ids, from the served model's tokenizer.
+  auto t = post("/tokenize", json{{"prompt", "Once upon a time"}}.dump());
+  ASSERT_EQ(t.status, 200) << t.body;
+  const json tok = json::parse(t.body);
+  ASSERT_TRUE(tok["tokens"].is_array());
+  EXPECT_EQ(tok["count"].get<size_t>(), tok["tokens"].size());
+  EXPECT_GT(tok["count"].get<int>(), 1);
+  EXPECT_GT(tok["max_model_len"].get<int>(), 0);
+  auto plain = post("/tokenize", json{{"prompt", "Once upon a time"}, {"add_special_tokens", false}}.dump());
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  const json no_bos = json::parse(plain.body);
+  EXPECT_EQ(no_bos["count"].get<int>() + 1, tok["count"].get<int>()) << "the BOS is the only special token";
+  auto d = post("/detokenize", json{{"tokens", no_bos["tokens"]}}.dump());
+  ASSERT_EQ(d.status, 200) << d.body;
+  EXPECT_EQ(json::parse(d.body)["prompt"], "Once upon a time");
+  // Bad input: 400 with an OpenAI-style error body; the wrong method 405.
+  for (const auto& [path, body] : std::vector<std::pair<std::string, std::string>>{
+           {"/tokenize", "{"}, {"/tokenize", "{\"prompt\": 3}"}, {"/tokenize", "{\"prompt\": \"a\", \"add_special_tokens\": 1}"},
+           {"/detokenize", "{\"tokens\": \"1 2\"}"}, {"/detokenize", "{\"tokens\": [1, -2]}"},
+           {"/detokenize", "{\"tokens\": [1, 99999999]}"}, {"/tokenize", "[]"}}) {
+    auto r = post(path, body);
+    EXPECT_EQ(r.status, 400) << path << " " << body << ": " << r.body;
+    EXPECT_TRUE(json::parse(r.body, nullptr, false).contains("error")) << r.body;
+  }
+  EXPECT_EQ(get("/tokenize").status, 405);
+  EXPECT_EQ(get("/health").status, 200) << "the server keeps serving";
+}
+
 TEST_F(ServerTest, CompletionNonStreamingAndStreamingAgree) {
   auto r = post("/v1/completions", greedy("Once upon a time", 12).dump());
   ASSERT_EQ(r.status, 200) << r.body;
