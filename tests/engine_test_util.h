@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "brigade/engine.h"
 #include "models/make_model.h"
@@ -27,6 +29,16 @@ inline EngineOptions test_engine_options(const std::string& model, int threads) 
   o.progress = false;
   o.topology.instances.front().executors.front().threads = threads;
   return o;
+}
+
+// Greedy decoding of `ids` for max_tokens tokens, never stopping at EOS (outputs of a fixed length).
+inline GenerateOptions greedy_ids(std::vector<int32_t> ids, int max_tokens) {
+  GenerateOptions r;
+  r.prompt_ids = std::move(ids);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 0.0f;
+  r.ignore_eos = true;
+  return r;
 }
 
 }  // namespace brigade::testing

@@ -35,12 +35,7 @@ class EngineCache : public ::testing::Test {
     auto engine = Engine::create(o);
     EXPECT_TRUE(engine.has_value()) << engine.status().to_string();
     if (!engine) return {};
-    GenerateOptions r;
-    r.prompt_ids = {5, 6, 7, 8, 9};
-    r.max_tokens = 6;
-    r.sampling.temperature = 0.0f;
-    r.ignore_eos = true;
-    auto c = (*engine)->generate(r);
+    auto c = (*engine)->generate(testing::greedy_ids({5, 6, 7, 8, 9}, 6));
     EXPECT_TRUE(c.has_value()) << c.status().to_string();
     return c ? c->token_ids : std::vector<int32_t>{};
   }

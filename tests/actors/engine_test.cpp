@@ -34,14 +34,7 @@ EngineOptions small_options(const std::string& model) {
   return o;
 }
 
-GenerateOptions greedy_ids(std::vector<int32_t> ids, int max_tokens) {
-  GenerateOptions r;
-  r.prompt_ids = std::move(ids);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = 0.0f;
-  r.ignore_eos = true;
-  return r;
-}
+using testing::greedy_ids;
 
 // Submits every request at once and waits for all of them.
 std::vector<Completion> run_concurrently(Engine& engine, const std::vector<GenerateOptions>& reqs) {

@@ -16,6 +16,7 @@
 
 #include "brigade/engine.h"
 #include "models/make_model.h"
+#include "tests/engine_test_util.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/models/model_test_util.h"
 
@@ -27,40 +28,23 @@ using namespace gpu_test;
 constexpr double kLogitsTol = 4e-2;
 
 std::string write_model(const testing::TempDir& dir, DType dtype) {
-  SyntheticModelSpec spec;
-  spec.hidden_size = 256;
-  spec.n_layers = 4;
-  spec.n_heads = 8;
-  spec.n_kv_heads = 2;
-  spec.intermediate_size = 512;
-  spec.vocab_size = 1000;
+  SyntheticModelSpec spec = small_gpu_model(21);
   spec.max_position = 512;
   spec.dtype = dtype;
-  spec.seed = 21;
   EXPECT_TRUE(write_synthetic_model(spec, dir.str()).is_ok());
   return dir.str();
 }
 
 EngineOptions options(const std::string& model, const std::string& device, const std::string& step_path = "auto") {
-  EngineOptions o;
-  o.model_path = model;
-  o.progress = false;
+  EngineOptions o = testing::test_engine_options(model, 2);
   auto& inst = o.topology.instances.front();
   inst.kv.memory_mb = 64;
   inst.executors.front().device = device;
   inst.executors.front().step_path = step_path;
-  inst.executors.front().threads = 2;
   return o;
 }
 
-GenerateOptions greedy(std::vector<int32_t> prompt, int n) {
-  GenerateOptions r;
-  r.prompt_ids = std::move(prompt);
-  r.max_tokens = n;
-  r.sampling.temperature = 0.0f;
-  r.ignore_eos = true;
-  return r;
-}
+using testing::greedy_ids;
 
 std::vector<int32_t> prompt_of(int n, int salt) {
   std::vector<int32_t> p;
@@ -84,7 +68,7 @@ TEST_P(GpuEngine, GreedyTokensFollowTheCpuWhereItsChoiceIsDecisive) {
   ASSERT_TRUE(gpu_engine.has_value()) << gpu_engine.status().to_string();
   const auto prompt = prompt_of(24, 1);
   const int n = 16;
-  const auto got = generate(**gpu_engine, greedy(prompt, n));
+  const auto got = generate(**gpu_engine, greedy_ids(prompt, n));
   ASSERT_EQ(static_cast<int>(got.size()), n);
 
   // CPU logits of every position of prompt + got, in one teacher-forced prefill.
@@ -127,11 +111,11 @@ TEST(GpuEngineSteps, GraphReplaysGiveTheTokensOfEagerSteps) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir dir("gpu_engine_graphs");
   const std::string model = write_model(dir, DType::bf16);
-  GenerateOptions seeded = greedy(prompt_of(11, 3), 24);
+  GenerateOptions seeded = greedy_ids(prompt_of(11, 3), 24);
   seeded.sampling.temperature = 0.7f;
   seeded.sampling.top_k = 50;
   seeded.sampling.seed = 5;
-  const std::vector<GenerateOptions> reqs = {greedy(prompt_of(30, 2), 40), seeded, greedy(prompt_of(3, 4), 24)};
+  const std::vector<GenerateOptions> reqs = {greedy_ids(prompt_of(30, 2), 40), seeded, greedy_ids(prompt_of(3, 4), 24)};
   std::vector<std::vector<int32_t>> by_mode[2];
   CudaGraphStats stats[2];
   for (int graphs = 0; graphs < 2; ++graphs) {
@@ -168,8 +152,8 @@ TEST(GpuEngineSteps, InflightDepthDoesNotChangeTokens) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir dir("gpu_engine_depth");
   const std::string model = write_model(dir, DType::bf16);
-  std::vector<GenerateOptions> reqs = {greedy(prompt_of(5, 3), 20), greedy(prompt_of(40, 4), 12)};
-  GenerateOptions seeded = greedy(prompt_of(9, 5), 16);  // the device sampler
+  std::vector<GenerateOptions> reqs = {greedy_ids(prompt_of(5, 3), 20), greedy_ids(prompt_of(40, 4), 12)};
+  GenerateOptions seeded = greedy_ids(prompt_of(9, 5), 16);  // the device sampler
   seeded.sampling.temperature = 0.8f;
   seeded.sampling.top_p = 0.9f;
   seeded.sampling.seed = 7;

@@ -16,6 +16,7 @@
 #include "core/backend.h"
 #include "cpu/cpu_backend.h"
 #include "gpu/cuda_backend.h"
+#include "models/make_model.h"
 
 namespace brigade::gpu_test {
 
@@ -30,6 +31,21 @@ inline CudaBackend* gpu() {
     return b;
   }();
   return backend.get();
+}
+
+// The synthetic Llama the whole-model GPU tests share: big enough for real tiles and splits
+// (hidden 256, 4 layers, 8 query heads over 2 KV heads, MLP 512, vocabulary 1000), small enough
+// to compare against the CPU in milliseconds.
+inline SyntheticModelSpec small_gpu_model(uint64_t seed) {
+  SyntheticModelSpec spec;
+  spec.hidden_size = 256;
+  spec.n_layers = 4;
+  spec.n_heads = 8;
+  spec.n_kv_heads = 2;
+  spec.intermediate_size = 512;
+  spec.vocab_size = 1000;
+  spec.seed = seed;
+  return spec;
 }
 
 inline Backend& cpu() {

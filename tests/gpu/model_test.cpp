@@ -36,14 +36,7 @@ Side load(Backend& b, const std::string& dir) {
 TEST(GpuModel, LogitsAndGreedyTokensMatchCpu) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir dir("gpu_model");
-  SyntheticModelSpec spec;
-  spec.hidden_size = 256;
-  spec.n_layers = 4;
-  spec.n_heads = 8;
-  spec.n_kv_heads = 2;
-  spec.intermediate_size = 512;
-  spec.vocab_size = 1000;
-  spec.seed = 11;
+  const SyntheticModelSpec spec = small_gpu_model(11);
   ASSERT_TRUE(write_synthetic_model(spec, dir.str()).is_ok());
   Side c = load(cpu(), dir.str()), g = load(*gpu(), dir.str());
   const int vocab = spec.vocab_size, page_size = 16, pages_per_seq = 16;
