@@ -280,4 +280,44 @@ Expected<CompletionRequest> parse_completion_body(std::string_view body, Endpoin
   return parse_completion_request(j, endpoint, limits);
 }
 
+namespace {
+
+Expected<json> parse_object(std::string_view body) {
+  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return invalid_argument("the request body is not valid JSON");
+  if (!j.is_object()) return wrong_type("the request body", "a JSON object", j);
+  return j;
+}
+
+}  // namespace
+
+Expected<TokenizeRequest> parse_tokenize_body(std::string_view body) {
+  BRIGADE_ASSIGN_OR_RETURN(json j, parse_object(body));
+  TokenizeRequest r;
+  auto prompt = j.find("prompt");
+  if (prompt == j.end() || !prompt->is_string())
+    return prompt == j.end() ? invalid_argument("'prompt' is required") : wrong_type("prompt", "a string", *prompt);
+  r.prompt = prompt->get<std::string>();
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "add_special_tokens", r.add_special_tokens));
+  return r;
+}
+
+Expected<std::vector<int32_t>> parse_detokenize_body(std::string_view body) {
+  BRIGADE_ASSIGN_OR_RETURN(json j, parse_object(body));
+  auto tokens = j.find("tokens");
+  if (tokens == j.end() || !tokens->is_array())
+    return tokens == j.end() ? invalid_argument("'tokens' is required") : wrong_type("tokens", "an array of token ids", *tokens);
+  std::vector<int32_t> ids;
+  ids.reserve(tokens->size());
+  for (const json& t : *tokens) {
+    const bool in_range = t.is_number_unsigned()  ? t.get<uint64_t>() <= INT32_MAX
+                          : t.is_number_integer() ? t.get<int64_t>() >= 0 && t.get<int64_t>() <= INT32_MAX
+                                                  : false;
+    if (!in_range)
+      return invalid_argument("'tokens' must hold integer token ids in [0, 2147483647] (got " + t.dump() + ")");
+    ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  return ids;
+}
+
 }  // namespace brigade::server

@@ -52,4 +52,13 @@ Expected<CompletionRequest> parse_completion_request(const nlohmann::json& body,
 Expected<CompletionRequest> parse_completion_body(std::string_view body, Endpoint endpoint,
                                                   const ParseLimits& limits = {});
 
+// vLLM's POST /tokenize {"prompt": text, "add_special_tokens": bool = true} and POST /detokenize
+// {"tokens": [ids]}: invalid_argument for malformed JSON, wrong types and ids outside [0, 2^31).
+struct TokenizeRequest {
+  std::string prompt;
+  bool add_special_tokens = true;
+};
+Expected<TokenizeRequest> parse_tokenize_body(std::string_view body);
+Expected<std::vector<int32_t>> parse_detokenize_body(std::string_view body);
+
 }  // namespace brigade::server

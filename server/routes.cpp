@@ -1,7 +1,5 @@
 #include "server/routes.h"
 
-#include <nlohmann/json.hpp>
-
 #include "server/openai_format.h"
 
 namespace brigade::server {
@@ -14,42 +12,22 @@ bool authorized(const ServerContext& ctx, std::string_view authorization) {
   return authorization == want;
 }
 
-SimpleResponse json_response(const nlohmann::json& body) {
-  return SimpleResponse{200, "application/json", body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
-}
-
-// POST /tokenize {"prompt": text, "add_special_tokens": bool = true} -> {"count", "max_model_len",
-// "tokens"} and POST /detokenize {"tokens": [ids]} -> {"prompt"}: vLLM's routes (no /v1 prefix, so
-// no API key, as there), answered from the engine's tokenizer on the connection's thread.
+// vLLM's routes (no /v1 prefix, so no API key, as there), answered from the engine's tokenizer on
+// the connection's thread.
 SimpleResponse tokenize_route(ServerContext& ctx, std::string_view body, bool detokenize) {
-  using nlohmann::json;
-  const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object())
-    return error_response(400, "the body is not a JSON object", StatusCode::invalid_argument);
-  if (!detokenize) {
-    if (!j.contains("prompt") || !j["prompt"].is_string())
-      return error_response(400, "'prompt' must be a string", StatusCode::invalid_argument);
-    bool add_special = true;
-    if (j.contains("add_special_tokens")) {
-      if (!j["add_special_tokens"].is_boolean())
-        return error_response(400, "'add_special_tokens' must be a boolean", StatusCode::invalid_argument);
-      add_special = j["add_special_tokens"].get<bool>();
-    }
-    auto ids = ctx.engine.tokenize(j["prompt"].get<std::string>(), add_special);
-    if (!ids) return error_response(400, ids.status().message(), ids.status().code());
-    return json_response({{"count", ids->size()}, {"max_model_len", ctx.engine.model().max_context}, {"tokens", *ids}});
+  auto fail = [](const Status& st) { return error_response(http_status_for(st.code()), st.message(), st.code()); };
+  if (detokenize) {
+    auto ids = parse_detokenize_body(body);
+    if (!ids) return fail(ids.status());
+    auto text = ctx.engine.detokenize(*ids);
+    if (!text) return error_response(400, text.status().message(), text.status().code());
+    return SimpleResponse{200, "application/json", detokenize_body(*text)};
   }
-  if (!j.contains("tokens") || !j["tokens"].is_array())
-    return error_response(400, "'tokens' must be an array of token ids", StatusCode::invalid_argument);
-  std::vector<int32_t> ids;
-  for (const json& t : j["tokens"]) {
-    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX)
-      return error_response(400, "'tokens' must hold non-negative integer token ids", StatusCode::invalid_argument);
-    ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
-  }
-  auto text = ctx.engine.detokenize(ids);
-  if (!text) return error_response(400, text.status().message(), text.status().code());
-  return json_response({{"prompt", *text}});
+  auto req = parse_tokenize_body(body);
+  if (!req) return fail(req.status());
+  auto ids = ctx.engine.tokenize(req->prompt, req->add_special_tokens);
+  if (!ids) return error_response(400, ids.status().message(), ids.status().code());
+  return SimpleResponse{200, "application/json", tokenize_body(*ids, ctx.engine.model().max_context)};
 }
 
 }  // namespace

@@ -175,6 +175,22 @@ void check_accepted(const CompletionRequest& r) {
   EXPECT_TRUE(!r.gen.prompt.empty() || !r.gen.prompt_ids.empty() || !r.messages.empty());
 }
 
+TEST(OpenaiParse, TokenizeAndDetokenizeBodies) {
+  auto t = parse_tokenize_body(R"({"prompt": "hi", "add_special_tokens": false})");
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  EXPECT_EQ(t->prompt, "hi");
+  EXPECT_FALSE(t->add_special_tokens);
+  EXPECT_TRUE(parse_tokenize_body(R"({"prompt": "hi"})")->add_special_tokens);
+  auto d = parse_detokenize_body(R"({"tokens": [0, 5, 2147483647]})");
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_EQ(*d, (std::vector<int32_t>{0, 5, 2147483647}));
+  for (const char* bad : {"{", "[]", "{}", R"({"prompt": 3})", R"({"prompt": "a", "add_special_tokens": 1})"})
+    EXPECT_EQ(parse_tokenize_body(bad).status().code(), StatusCode::invalid_argument) << bad;
+  for (const char* bad : {"{}", R"({"tokens": "1 2"})", R"({"tokens": [1, -2]})", R"({"tokens": [2147483648]})",
+                          R"({"tokens": [1.5]})", R"({"tokens": [18446744073709551615]})"})
+    EXPECT_EQ(parse_detokenize_body(bad).status().code(), StatusCode::invalid_argument) << bad;
+}
+
 TEST(OpenaiParse, FuzzRandomAndMutatedBodies) {
   std::mt19937_64 rng(12345);
   int n_ok = 0, n_err = 0;
@@ -201,6 +217,15 @@ TEST(OpenaiParse, FuzzRandomAndMutatedBodies) {
       }
       auto r = parse_completion_body(text, Endpoint::completions);
       if (r) check_accepted(*r);
+      // /tokenize and /detokenize bodies: an answer (value or error), never a crash.
+      auto t = parse_tokenize_body(text);
+      if (!t) {
+        EXPECT_NE(t.status().code(), StatusCode::ok);
+      }
+      auto d = parse_detokenize_body(text);
+      if (d) {
+        for (int32_t id : *d) EXPECT_GE(id, 0);
+      }
     }
   }
   // Both outcomes must occur, or the generator is not exercising the parser.
