@@ -10,7 +10,9 @@
 // with the query heads first, then key heads, then value heads, as one fused projection writes it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <span>
 #include <string>
@@ -97,6 +99,29 @@ class Backend {
   // lookup. `want` overrides the stored element type (e.g. bf16 -> f32); nullopt keeps it.
   virtual Expected<OwnedTensor> prepare_weight(const Tensor& host, std::optional<DType> want) = 0;
   virtual void synchronize() = 0;
+
+  // ---- downloads that do not wait (the executor's steps in flight) ----
+  // Host memory a download_async may land in: page-locked where the device has its own memory
+  // (the GPU; a copy into pageable memory would wait for the device), plain memory otherwise.
+  virtual Expected<Buffer> allocate_host(size_t bytes) {
+    void* p = std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
+    if (p == nullptr) return out_of_resources("cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+    return Buffer(p, bytes, [](void* q) { std::free(q); });
+  }
+  // Queues a copy of src into host_dst (allocate_host memory) behind every op queued so far and
+  // returns a ticket without waiting; the bytes are there once download_done(ticket) is true or
+  // wait_download(ticket) has returned. Every ticket goes to wait_download exactly once, which
+  // retires it. Not inside a step. Backends whose ops complete at once copy here (the default).
+  virtual uint64_t download_async(void* host_dst, const Tensor& src) {
+    download(host_dst, src);
+    return 0;
+  }
+  // Whether the ticket's copy has landed; never blocks.
+  virtual bool download_done(uint64_t ticket) {
+    (void)ticket;
+    return true;
+  }
+  virtual void wait_download(uint64_t ticket) { (void)ticket; }
 
   // ---- ops ----
   // out [n, d] = table[ids[i]]; table [vocab, d] (a prepared weight), ids [n] i32.

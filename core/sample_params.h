@@ -1,27 +1,29 @@
-// SampleParams: per-row parameters of the device sampler (Backend::sample), and the sampler's
-// counter-based random stream, shared bit for bit by the CUDA kernel (gpu/sampling.cu) and the
-// CPU implementation (core/sampling.h sample_like_device), so the device path is tested on CPUs.
-//
-// The device sampler is not the host sampler (core/sampling.h sample_token): the host walks the
-// candidates sorted by logit in double precision with uniform_from(seed, n); the device walks
-// the kept tokens in vocabulary order in f32 with device_uniform(seed, step). The same seed gives
-// the same tokens on one path, whatever the batch, but not across the two paths.
+// SampleParams: per-row parameters of the sampler, and its counter-based random stream, shared
+// bit for bit by the CUDA kernel (gpu/sampling.cu), the CPU Backend::sample and the host sampler
+// (core/sampling.h sample_like_device, which sample_token calls). So a request's tokens do not
+// depend on which of them samples it (device or host path, logprobs asked or not), only on its
+// logits; the GPU sums in another order, so a draw on a probability boundary may differ there in
+// the last bits.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "core/host_device.h"
 
 namespace brigade {
 
-// One row's parameters; an array [n] of them lives in the backend's memory.
+// One row's parameters; an array [n] of them lives in the backend's memory (core/sampling.h
+// sample_params makes them from a request's SamplingConfig).
 // temperature <= 0 means greedy (argmax, lowest index on ties). top_k <= 0: no top-k cut;
-// top_p >= 1: no top-p cut. The draw of a row is a pure function of (seed, step).
+// top_p >= 1: no top-p cut; log_min_p = -inf: no min-p cut, else log(min_p), computed once on
+// the host so every implementation compares against the same f32 threshold. The draw of a row is
+// a pure function of (seed, step).
 struct SampleParams {
   float temperature = 0.0f;
   int32_t top_k = 0;
   float top_p = 1.0f;
-  uint32_t reserved = 0;
+  float log_min_p = -INFINITY;
   uint64_t seed = 0;
   uint64_t step = 0;  // the executor passes the tokens generated so far
 };

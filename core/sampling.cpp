@@ -11,22 +11,6 @@
 
 namespace brigade {
 
-namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
-double uniform_from(uint64_t seed, uint64_t counter) {
-  uint64_t r = splitmix64(splitmix64(seed) ^ (counter * 0xd1b54a32d192ed03ull));
-  return static_cast<double>(r >> 11) * (1.0 / 9007199254740992.0);  // 53 bits
-}
-
 int32_t argmax(std::span<const float> logits) {
   BRIGADE_CHECK(!logits.empty(), "argmax over a non-empty vocabulary");
   int32_t best = 0;
@@ -84,68 +68,22 @@ std::vector<std::pair<int32_t, float>> top_logprobs(std::span<const float> logit
   return out;
 }
 
+SampleParams sample_params(const SamplingConfig& cfg, uint64_t n_generated) {
+  SampleParams p;
+  if (cfg.temperature <= 0.0f || cfg.top_k == 1) return p;  // greedy
+  p.temperature = cfg.temperature;
+  p.top_k = cfg.top_k;
+  p.top_p = cfg.top_p;
+  if (cfg.min_p > 0.0f) p.log_min_p = std::log(cfg.min_p);
+  p.seed = cfg.seed;
+  p.step = n_generated;
+  return p;
+}
+
 SampleOutput sample_token(std::span<const float> logits, const SamplingConfig& cfg,
                           uint64_t n_generated, bool with_logprob) {
   SampleOutput out;
-  if (cfg.temperature <= 0.0f || cfg.top_k == 1) {
-    out.token = argmax(logits);
-    if (with_logprob) out.logprob = log_softmax_at(logits, out.token);
-    return out;
-  }
-  // Candidates sorted by logit (descending, ties by id), cut by top-k, then softmax with
-  // temperature, then cut by min-p and top-p, then one draw from the renormalised mass.
-  const size_t vocab = logits.size();
-  std::vector<int32_t> ids(vocab);
-  std::iota(ids.begin(), ids.end(), 0);
-  size_t k = vocab;
-  if (cfg.top_k > 0 && static_cast<size_t>(cfg.top_k) < vocab) k = static_cast<size_t>(cfg.top_k);
-  auto by_logit = [&](int32_t a, int32_t b) {
-    float la = logits[static_cast<size_t>(a)], lb = logits[static_cast<size_t>(b)];
-    return la > lb || (la == lb && a < b);
-  };
-  if (k < vocab) {
-    std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(), by_logit);
-    ids.resize(k);
-  } else {
-    std::sort(ids.begin(), ids.end(), by_logit);
-  }
-  const double inv_t = 1.0 / static_cast<double>(cfg.temperature);
-  const double top = static_cast<double>(logits[static_cast<size_t>(ids[0])]);
-  std::vector<double> p(ids.size());
-  double sum = 0.0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    p[i] = std::exp((static_cast<double>(logits[static_cast<size_t>(ids[i])]) - top) * inv_t);
-    sum += p[i];
-  }
-  size_t n = ids.size();
-  if (cfg.min_p > 0.0f) {
-    const double floor_p = static_cast<double>(cfg.min_p) * p[0];
-    size_t keep = 1;
-    while (keep < n && p[keep] >= floor_p) ++keep;
-    n = keep;
-  }
-  if (cfg.top_p < 1.0f) {
-    double total = std::accumulate(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(n), 0.0);
-    double acc = 0.0;
-    size_t keep = 0;
-    while (keep < n) {
-      acc += p[keep++];
-      if (acc >= static_cast<double>(cfg.top_p) * total) break;
-    }
-    n = keep;
-  }
-  sum = std::accumulate(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(n), 0.0);
-  const double u = uniform_from(cfg.seed, n_generated) * sum;
-  double acc = 0.0;
-  size_t pick = n - 1;
-  for (size_t i = 0; i < n; ++i) {
-    acc += p[i];
-    if (u < acc) {
-      pick = i;
-      break;
-    }
-  }
-  out.token = ids[pick];
+  out.token = sample_like_device(logits, sample_params(cfg, n_generated));
   if (with_logprob) out.logprob = log_softmax_at(logits, out.token);
   return out;
 }
@@ -182,6 +120,7 @@ int32_t sample_like_device(std::span<const float> logits, const SampleParams& p)
     std::nth_element(sorted.begin(), sorted.begin() + (p.top_k - 1), sorted.end(), std::greater<>());
     thresh = sorted[static_cast<size_t>(p.top_k - 1)];
   }
+  if (p.log_min_p > -std::numeric_limits<float>::infinity()) thresh = std::max(thresh, key_of(mx + p.log_min_p));
   if (p.top_p < 1.0f) {
     // The first distinct key (from the largest) whose cumulative mass reaches top_p of the total.
     std::vector<std::pair<uint32_t, float>> kept;

@@ -1,6 +1,7 @@
 // Host-side token sampling from logits: greedy, temperature, top-k, top-p, min-p, with a
 // per-request seed. The random stream of a sequence depends only on (seed, n_generated), so the
-// same seed gives the same tokens whether the sequence runs alone or batched with others.
+// same seed gives the same tokens whether the sequence runs alone or batched with others, and
+// the rule is the device sampler's (core/sample_params.h), so also whichever sampler runs it.
 #pragma once
 
 #include <cstdint>
@@ -50,10 +51,15 @@ struct SampleOutput {
   float logprob = 0.0f;  // log-softmax of the raw logits (temperature 1) at `token`, when asked
 };
 
-// Picks one token from logits [vocab] (not modified). n_generated selects the random draw.
-// with_logprob computes SampleOutput::logprob (one more pass over the vocabulary).
+// Picks one token from logits [vocab] (not modified): sample_like_device with
+// sample_params(cfg, n_generated). with_logprob computes SampleOutput::logprob (one more pass
+// over the vocabulary).
 SampleOutput sample_token(std::span<const float> logits, const SamplingConfig& cfg,
                           uint64_t n_generated, bool with_logprob = false);
+
+// The sampler parameters of a request at its n_generated-th token: greedy (temperature 0) when
+// cfg.temperature <= 0 or top_k == 1. Penalties are not in them (applied to the logits first).
+SampleParams sample_params(const SamplingConfig& cfg, uint64_t n_generated);
 
 // Index of the largest logit; ties go to the lowest index.
 int32_t argmax(std::span<const float> logits);
@@ -61,16 +67,12 @@ int32_t argmax(std::span<const float> logits);
 // log-softmax at one index, computed stably.
 float log_softmax_at(std::span<const float> logits, int32_t index);
 
-// The device sampler's rule (gpu/sampling.cu) on the host, for the CPU backend's
-// Backend::sample: greedy when temperature <= 0; else x = logit / temperature in f32, keep the
-// top_k largest keys (sample_order_key; ties at the cut all stay), then the largest keys whose
-// mass reaches top_p of the kept mass, and walk the kept tokens in vocabulary order until the
-// running mass exceeds device_uniform(seed, step) times the total (the last kept token when
-// rounding leaves none). The GPU sums in another order, so a draw on a probability boundary may
-// differ between the two in the last bits; the stream itself is the same.
+// The sampling rule (gpu/sampling.cu runs it on the device; the CPU backend's Backend::sample
+// and the host sampler run this): greedy when temperature <= 0; else x = logit / temperature in
+// f32 and m = max x; keep the top_k largest keys (sample_order_key; ties at the cut all stay) and
+// those with x >= m + log_min_p; then the largest kept keys whose mass exp(x - m) reaches top_p
+// of the kept mass; walk the kept tokens in vocabulary order until the running mass exceeds
+// device_uniform(seed, step) times the total (the last kept token when rounding leaves none).
 int32_t sample_like_device(std::span<const float> logits, const SampleParams& p);
-
-// Deterministic uniform draw in [0, 1) from (seed, counter): splitmix64 of a mixed key.
-double uniform_from(uint64_t seed, uint64_t counter);
 
 }  // namespace brigade

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 #include <vector>
 
 #include "gpu/cuda_check.h"
@@ -54,6 +55,8 @@ class CudaBackendImpl final : public CudaBackend {
   ~CudaBackendImpl() override {
     cudaSetDevice(options_.device);
     if (stream_) cudaStreamSynchronize(stream_);
+    for (auto& [ticket, ev] : tickets_) cudaEventDestroy(ev);
+    for (cudaEvent_t ev : free_events_) cudaEventDestroy(ev);
     graphs_.reset();
     gemm_.reset();
     rope_tables_.clear();
@@ -119,6 +122,54 @@ class CudaBackendImpl final : public CudaBackend {
     bind();
     BRIGADE_CUDA_CHECK(cudaMemcpyAsync(host_dst, src.data, src.nbytes(), cudaMemcpyDeviceToHost, stream_));
     BRIGADE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  // Pinned memory: a copy into it is a DMA behind the stream's queued work; into pageable
+  // memory cudaMemcpyAsync would wait for the stream.
+  Expected<Buffer> allocate_host(size_t bytes) override {
+    bind();
+    void* p = nullptr;
+    const cudaError_t err = cudaHostAlloc(&p, std::max<size_t>(bytes, 1), cudaHostAllocDefault);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      return out_of_resources("cannot allocate " + std::to_string(bytes) + " bytes of pinned host memory: " +
+                              gpu::cuda_error_string(err));
+    }
+    return Buffer(p, bytes, [](void* q) { cudaFreeHost(q); });
+  }
+  // The copy and an event behind it go on the stream; the ticket names the event.
+  uint64_t download_async(void* host_dst, const Tensor& src) override {
+    BRIGADE_CHECK(!graphs_->active(), "download_async() inside a step");
+    bind();
+    BRIGADE_CUDA_CHECK(cudaMemcpyAsync(host_dst, src.data, src.nbytes(), cudaMemcpyDeviceToHost, stream_));
+    cudaEvent_t ev = nullptr;
+    if (free_events_.empty()) {
+      BRIGADE_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    } else {
+      ev = free_events_.back();
+      free_events_.pop_back();
+    }
+    BRIGADE_CUDA_CHECK(cudaEventRecord(ev, stream_));
+    const uint64_t ticket = next_ticket_++;
+    tickets_.emplace(ticket, ev);
+    return ticket;
+  }
+  bool download_done(uint64_t ticket) override {
+    auto it = tickets_.find(ticket);
+    BRIGADE_CHECK(it != tickets_.end(), "download_done: a ticket that download_async gave and nobody retired");
+    const cudaError_t err = cudaEventQuery(it->second);
+    if (err == cudaErrorNotReady) {
+      (void)cudaGetLastError();  // "not ready" is no error; clear it, or a launch check would see it
+      return false;
+    }
+    BRIGADE_CUDA_CHECK(err);
+    return true;
+  }
+  void wait_download(uint64_t ticket) override {
+    auto it = tickets_.find(ticket);
+    BRIGADE_CHECK(it != tickets_.end(), "wait_download: a ticket that download_async gave and nobody retired");
+    BRIGADE_CUDA_CHECK(cudaEventSynchronize(it->second));
+    free_events_.push_back(it->second);
+    tickets_.erase(it);
   }
 
   // Float weights become bf16 (the tensor-core GEMMs and the embedding read bf16); other types
@@ -337,6 +388,9 @@ class CudaBackendImpl final : public CudaBackend {
   std::unique_ptr<gpu::StepGraphs> graphs_;
   std::vector<std::pair<std::vector<float>, Buffer>> rope_tables_;
   Buffer partial_;
+  std::unordered_map<uint64_t, cudaEvent_t> tickets_;  // download_async copies not yet retired
+  std::vector<cudaEvent_t> free_events_;
+  uint64_t next_ticket_ = 1;
 };
 
 const float* CudaBackendImpl::rope_table(const std::vector<float>& inv_freq) {

@@ -1,4 +1,4 @@
-// Device sampling: argmax, and temperature / top-k / top-p sampling with a per-row seed.
+// Device sampling: argmax, and temperature / top-k / min-p / top-p sampling with a per-row seed.
 //
 // One block of 1024 threads per row. Top-k and top-p thresholds are found exactly by a radix
 // search over order-preserving 32-bit keys of the scaled logits (32 counting passes over the row:
@@ -95,7 +95,9 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
       if (block_sum(cnt, s_val) >= static_cast<float>(p.top_k)) thresh = cand;
     }
   }
-  // Top-p threshold: the largest key whose tail mass (among the top-k) reaches top_p of the total.
+  // Min-p: x >= mx + log(min_p), one f32 threshold (log computed on the host), as a key.
+  if (p.log_min_p > -INFINITY) thresh = max(thresh, order_key(mx + p.log_min_p));
+  // Top-p threshold: the largest key whose tail mass (among those kept) reaches top_p of the total.
   auto mass_at_least = [&](uint32_t key) {
     float m = 0.0f;
     for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {

@@ -20,20 +20,31 @@ Sig& Sig::operator<<(const Tensor& t) {
 
 StepGraphs::StepGraphs(cudaStream_t stream, bool enabled, size_t arena_bytes)
     : stream_(stream), enabled_(enabled), arena_bytes_(arena_bytes) {
-  BRIGADE_CUDA_CHECK(cudaHostAlloc(&arena_, arena_bytes_, cudaHostAllocDefault));
-  BRIGADE_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+  for (int i = 0; i < kArenas; ++i) {
+    BRIGADE_CUDA_CHECK(cudaHostAlloc(&arenas_[i], arena_bytes_, cudaHostAllocDefault));
+    BRIGADE_CUDA_CHECK(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming));
+  }
 }
 
 StepGraphs::~StepGraphs() {
   for (auto& [key, g] : graphs_)
     if (g.exec) cudaGraphExecDestroy(g.exec);
-  if (done_) cudaEventDestroy(done_);
-  if (arena_) cudaFreeHost(arena_);
+  for (int i = 0; i < kArenas; ++i) {
+    if (done_[i]) cudaEventDestroy(done_[i]);
+    if (arenas_[i]) cudaFreeHost(arenas_[i]);
+  }
 }
 
 void StepGraphs::begin(uint64_t key) {
   BRIGADE_CHECK(!active_, "begin_step inside a step");
-  BRIGADE_CUDA_CHECK(cudaEventSynchronize(done_));  // the previous step no longer reads the arena
+  const cudaError_t prev = cudaEventQuery(done_[arena_]);
+  if (prev == cudaErrorNotReady) {  // the previous step still runs: the other arena
+    (void)cudaGetLastError();  // "not ready" is no error; clear it, or a launch check would see it
+    arena_ = (arena_ + 1) % kArenas;
+    BRIGADE_CUDA_CHECK(cudaEventSynchronize(done_[arena_]));  // its last step no longer reads it
+  } else {
+    BRIGADE_CUDA_CHECK(prev);
+  }
   active_ = true;
   overflow_ = false;
   key_ = key;
@@ -58,7 +69,7 @@ const void* StepGraphs::stage(const void* host, size_t bytes) {
     overflow_ = true;
     return nullptr;
   }
-  char* dst = static_cast<char*>(arena_) + cursor_;
+  char* dst = static_cast<char*>(arenas_[arena_]) + cursor_;
   std::memcpy(dst, host, bytes);
   cursor_ += (bytes + 255) & ~size_t{255};
   return dst;
@@ -95,7 +106,7 @@ bool StepGraphs::capture(Graph& g) {
 void StepGraphs::end() {
   BRIGADE_CHECK(active_, "end_step without begin_step");
   active_ = false;
-  Graph& g = graphs_[key_];
+  Graph& g = graphs_[{key_, arena_}];
   const bool same = enabled_ && !overflow_ && g.sig == sig_;
   if (same && (g.exec != nullptr || (g.warm && capture(g)))) {
     BRIGADE_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
@@ -108,7 +119,7 @@ void StepGraphs::end() {
     g.sig = sig_;
     run_eagerly();
   }
-  BRIGADE_CUDA_CHECK(cudaEventRecord(done_, stream_));
+  BRIGADE_CUDA_CHECK(cudaEventRecord(done_[arena_], stream_));
   ops_.clear();
   keep_.clear();  // cudaFree waits for the ops that still used these
 }

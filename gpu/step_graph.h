@@ -12,7 +12,10 @@
 // The kernels take their per-step values (tokens, positions, slots, q_start, ctx_len, block
 // table) from device memory, and attention's launch geometry depends only on n_seqs, max_q_len
 // and the split count, so one graph serves every decode step of a batch bucket.
-// begin() waits for the previous step to finish before the pinned arena is overwritten.
+// Two pinned arenas: a step takes the previous step's arena when that step has finished (one
+// graph per key when steps run one at a time), else the other one, waiting for the step that
+// used it last. So the executor can queue step N+1 while step N still runs (steps in flight),
+// and a key's graph exists once per arena (its copies read from that arena's addresses).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -20,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -76,19 +80,21 @@ class StepGraphs {
   void run_eagerly();
   bool capture(Graph& g);
 
+  static constexpr int kArenas = 2;
   cudaStream_t stream_;
   bool enabled_;
   bool active_ = false;
   bool overflow_ = false;
   uint64_t key_ = 0;
-  void* arena_ = nullptr;
+  int arena_ = 0;  // the current step's
+  void* arenas_[kArenas] = {};
   size_t arena_bytes_;
   size_t cursor_ = 0;
-  cudaEvent_t done_ = nullptr;
+  cudaEvent_t done_[kArenas] = {};  // recorded after the last step that used each arena
   std::vector<uint64_t> sig_;
   std::vector<std::function<void()>> ops_;
   std::vector<Buffer> keep_;
-  std::map<uint64_t, Graph> graphs_;
+  std::map<std::pair<uint64_t, int>, Graph> graphs_;  // by (key, arena)
   GraphStats stats_;
 };
 

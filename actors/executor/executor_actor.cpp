@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actors/executor/step_runner.h"
@@ -14,15 +16,30 @@ namespace brigade {
 
 namespace {
 
+// The executor's own message: look again whether the step in flight has finished.
+using step_poll_atom = caf::atom_constant<caf::atom("steppoll")>;
+using executor_impl_actor = executor_actor::extend<caf::reacts_to<step_poll_atom, uint64_t>>;
+
+// A step started on the backend whose tokens have not been handed back yet.
+struct PendingStep {
+  uint64_t step_id = 0;
+  int n_tokens = 0;
+  InFlightStep step;
+  caf::typed_response_promise<step_result_msg> promise;
+  std::chrono::steady_clock::time_point started;
+};
+
 struct ExecutorState {
   std::shared_ptr<ExecutorResources> resources;
   std::unique_ptr<StepRunner> runner;
   hicache_actor tiers;
   std::vector<tp_follower_actor> followers;
+  std::deque<PendingStep> pending;  // started, in start order; at most one between messages
+  std::chrono::steady_clock::time_point last_done;  // when the previous step's tokens came back
   static inline const char* name = "brigade.executor";
 };
 
-using executor_ptr = executor_actor::stateful_pointer<ExecutorState>;
+using executor_ptr = executor_impl_actor::stateful_pointer<ExecutorState>;
 
 // Empty when every page id lies in the pool and there is one page per key; else why not.
 std::string check_pages(const KvLayout& layout, capnp::List<int32_t>::Reader pages, size_t n_keys) {
@@ -122,7 +139,29 @@ void abort_group_on_failure(const ExecutorResources& res, const Status& st) {
   res.communicator->abort("rank " + std::to_string(res.communicator->rank()) + " failed a step: " + st.to_string());
 }
 
-step_result_msg run_step(executor_ptr self, const step_plan_msg& plan) {
+// Microseconds the step held the executor: from its start, or from the previous step's end when
+// it started behind that one (steps in flight), to its tokens.
+uint64_t step_us(ExecutorState& st, std::chrono::steady_clock::time_point started) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto from = std::max(started, st.last_done);
+  st.last_done = now;
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(now - from).count());
+}
+
+// Hands back the oldest step in flight (waiting for its tokens when needed).
+void deliver_oldest(executor_ptr self) {
+  ExecutorState& st = self->state;
+  PendingStep p = std::move(st.pending.front());
+  st.pending.pop_front();
+  const auto sampled = st.runner->finish(p.step);
+  p.promise.deliver(encode_step_result(p.step_id, sampled, p.n_tokens, step_us(st, p.started)));
+}
+
+// Runs a plan. A device step whose rows all sample on the device stays in flight: the reply
+// waits for its tokens while the next plan (already in the mailbox when the scheduler keeps two
+// steps in flight) starts behind it on the device, so the device never idles while the host
+// prepares a step. Replies keep the plans' order.
+caf::result<step_result_msg> run_step(executor_ptr self, const step_plan_msg& plan) {
   const auto t0 = std::chrono::steady_clock::now();
   ExecutorState& st = self->state;
   PlannedStep step = decode_step_plan(plan.reader());
@@ -132,22 +171,45 @@ step_result_msg run_step(executor_ptr self, const step_plan_msg& plan) {
     const step_plan_msg resolved = encode_step_plan(step);
     for (const auto& f : st.followers) self->send(f, resolved);
   }
-  auto sampled = st.runner->run(step);
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
-  if (!sampled) {
-    abort_group_on_failure(*st.resources, sampled.status());
-    return encode_step_error(step.step_id, sampled.status().to_string());
+  auto started = st.runner->start(step);
+  // The older step's tokens go first; the device already has this step queued behind it.
+  while (!st.pending.empty()) deliver_oldest(self);
+  if (!started) {
+    abort_group_on_failure(*st.resources, started.status());
+    st.last_done = std::chrono::steady_clock::now();
+    return encode_step_error(step.step_id, started.status().to_string());
   }
-  return encode_step_result(step.step_id, *sampled, step.n_tokens, static_cast<uint64_t>(us));
+  if (!started->pending() || !st.followers.empty()) {
+    const auto sampled = st.runner->finish(*started);
+    return encode_step_result(step.step_id, sampled, step.n_tokens, step_us(st, t0));
+  }
+  auto promise = self->make_response_promise<step_result_msg>();
+  st.pending.push_back(PendingStep{step.step_id, step.n_tokens, std::move(*started), promise, t0});
+  self->send(self, step_poll_atom::value, step.step_id);
+  return promise;
 }
 
-executor_actor::behavior_type executor_fun(executor_ptr self, std::shared_ptr<ExecutorResources> resources,
-                                           hicache_actor tiers, std::vector<tp_follower_actor> followers) {
+// The step is handed back once its tokens are there. Until then the poll goes round the mailbox
+// again, behind any plan that arrived meanwhile.
+void poll_step(executor_ptr self, uint64_t step_id) {
+  ExecutorState& st = self->state;
+  if (st.pending.empty() || st.pending.front().step_id != step_id) return;  // delivered already
+  if (st.runner->ready(st.pending.front().step)) {
+    deliver_oldest(self);
+  } else {
+    std::this_thread::yield();
+    self->send(self, step_poll_atom::value, step_id);
+  }
+}
+
+executor_impl_actor::behavior_type executor_fun(executor_ptr self, std::shared_ptr<ExecutorResources> resources,
+                                                hicache_actor tiers, std::vector<tp_follower_actor> followers) {
   init_state(self->state, self, std::move(resources));
   self->state.tiers = std::move(tiers);
   self->state.followers = std::move(followers);
   return {
-      [self](const step_plan_msg& plan) -> step_result_msg { return run_step(self, plan); },
+      [self](const step_plan_msg& plan) -> caf::result<step_result_msg> { return run_step(self, plan); },
+      [self](step_poll_atom, uint64_t step_id) { poll_step(self, step_id); },
       [self](const kv_save_msg& m) { save_pages(self, m); },
       [self](const kv_load_msg& m) -> caf::result<kv_loaded_msg> { return load_pages(self, m); },
   };
@@ -175,7 +237,9 @@ tp_follower_actor::behavior_type follower_fun(tp_follower_actor::stateful_pointe
 executor_actor spawn_executor(caf::actor_system& system, std::shared_ptr<ExecutorResources> resources,
                               hicache_actor tiers, std::vector<tp_follower_actor> followers) {
   BRIGADE_CHECK(followers.empty() || !tiers, "HiCache tiers are not combined with tensor parallelism");
-  return system.spawn<caf::detached>(executor_fun, std::move(resources), std::move(tiers), std::move(followers));
+  executor_impl_actor impl =
+      system.spawn<caf::detached>(executor_fun, std::move(resources), std::move(tiers), std::move(followers));
+  return impl;
 }
 
 tp_follower_actor spawn_tp_follower(caf::actor_system& system, std::shared_ptr<ExecutorResources> resources) {

@@ -38,15 +38,15 @@ Status StepRunner::build_batch(const PlannedStep& step) {
       int32_t tok = w.tokens[static_cast<size_t>(j)];
       int32_t feed = -1;
       if (j == 0 && w.use_last_sampled) {
-        auto it = last_sampled_.find(w.seq_id);
-        if (it == last_sampled_.end())
-          return invalid_argument("sequence " + std::to_string(w.seq_id) + " has no sampled token to reuse");
-        tok = it->second;
+        // The device path's token may still be on its way (a step in flight): its slot is
+        // enough, the gather runs after that step on the backend.
+        const bool known = options_.device_steps ? slot_of_.count(w.seq_id) > 0 : last_sampled_.count(w.seq_id) > 0;
+        if (!known) return invalid_argument("sequence " + std::to_string(w.seq_id) + " has no sampled token to reuse");
         if (options_.device_steps) {
-          auto slot = slot_of_.find(w.seq_id);
-          BRIGADE_CHECK(slot != slot_of_.end(), "a sequence with a sampled token has a token-table slot");
-          feed = slot->second;
+          feed = slot_of_.at(w.seq_id);
           tok = 0;  // a placeholder the gather replaces
+        } else {
+          tok = last_sampled_.at(w.seq_id);
         }
       }
       feed_.push_back(feed);
@@ -79,9 +79,40 @@ Status StepRunner::ensure_logits(int n_rows) {
 }
 
 Expected<std::vector<SampledResult>> StepRunner::run(const PlannedStep& step) {
+  BRIGADE_ASSIGN_OR_RETURN(InFlightStep s, start(step));
+  return finish(s);
+}
+
+Expected<InFlightStep> StepRunner::start(const PlannedStep& step) {
+  BRIGADE_CHECK(n_pending_ < kMaxInFlight, "at most kMaxInFlight steps are started and not finished");
   release(step.released);
-  if (step.seqs.empty()) return std::vector<SampledResult>{};
-  return options_.device_steps ? run_on_device(step) : run_on_host(step);
+  if (step.seqs.empty()) return InFlightStep{};
+  if (options_.device_steps) return start_on_device(step);
+  InFlightStep s;
+  BRIGADE_ASSIGN_OR_RETURN(s.results_, run_on_host(step));
+  return s;
+}
+
+bool StepRunner::ready(const InFlightStep& step) const {
+  return !step.pending_ || backend_.download_done(step.ticket_);
+}
+
+std::vector<SampledResult> StepRunner::finish(InFlightStep& step) {
+  if (!step.pending_) return std::move(step.results_);
+  backend_.wait_download(step.ticket_);
+  const auto* tokens = static_cast<const int32_t*>(host_tokens_[step.buffer_].data());
+  std::vector<SampledResult> out;
+  out.reserve(step.row_seqs_.size());
+  for (size_t r = 0; r < step.row_seqs_.size(); ++r) {
+    const uint64_t id = step.row_seqs_[r];
+    out.push_back(SampledResult{id, tokens[r], 0.0f, {}});
+    // A sequence a later step released (it ended meanwhile) is not tracked again.
+    if (slot_of_.count(id)) last_sampled_[id] = tokens[r];
+  }
+  host_busy_[step.buffer_] = false;
+  step.pending_ = false;
+  --n_pending_;
+  return out;
 }
 
 Expected<std::vector<SampledResult>> StepRunner::run_on_host(const PlannedStep& step) {

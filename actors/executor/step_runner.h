@@ -11,12 +11,17 @@
 //           Backend::gather_tokens; rows sample on the backend (Backend::argmax, or ::sample
 //           for temperature/top-k/top-p with a seed) and Backend::scatter_tokens stores the
 //           tokens into the table; only the n sampled int32 tokens come back. Rows that need
-//           what only the host sampler does (penalties, min_p, logprobs) download their own
+//           what only the host sampler does (penalties, logprobs) download their own
 //           logits row and use the host sampler, then put their token into the table. Pure
 //           decode steps are padded to batch-size buckets (step_buckets.h) and run between
 //           Backend::begin_step/end_step, so a GPU backend replays them as CUDA Graphs.
-//           Seeded rows on the device path draw from the device sampler's stream, not the
-//           host's (core/sample_params.h): same seed, same tokens on one path only.
+//           Both samplers follow one rule and random stream (core/sample_params.h), so a
+//           seeded row gets the same token on either path.
+//           Steps in flight: start() queues a device step whose rows all sample on the device
+//           together with the download of its tokens and returns at once; finish() waits for
+//           the tokens. The next step can start in between (it takes the tokens it reuses from
+//           the device table), so the device never waits for the host between steps. At most
+//           kMaxInFlight steps are started and not finished.
 // Greedy tokens are the same on both paths (the CPU backend's rows are independent bit for bit
 // below cpu/ops.h kBlasMinRows rows, so padding changes none).
 //
@@ -45,14 +50,41 @@ struct StepRunnerOptions {
   int max_step_tokens = 2048;
 };
 
+// A step that start() queued and finish() has not handed back yet.
+class InFlightStep {
+ public:
+  bool pending() const { return pending_; }
+
+ private:
+  friend class StepRunner;
+  std::vector<SampledResult> results_;  // a complete step's results
+  bool pending_ = false;                // true: the tokens are still on their way
+  uint64_t ticket_ = 0;                 // Backend::download_async
+  int buffer_ = 0;                      // which of the runner's host token buffers
+  std::vector<uint64_t> row_seqs_;      // sequence of each sampled row
+};
+
 class StepRunner {
  public:
+  static constexpr int kMaxInFlight = 2;
+
   // backend and model must outlive the runner; the runner owns the KV cache.
   StepRunner(Backend& backend, Model& model, KvCache kv, StepRunnerOptions options = {});
 
   // Runs the step. On error nothing was written to the KV cache and no state changed (except
   // after a failed collective under tensor parallelism: the KV cache is then undefined).
   Expected<std::vector<SampledResult>> run(const PlannedStep& step);
+
+  // run() in two halves. start() runs the step, or on the device path queues it when every
+  // sampling row samples on the device (then the returned step is pending()); errors as run(),
+  // and a failed start leaves nothing in flight. Starting a step while kMaxInFlight are
+  // pending is a bug (checked). finish() hands back the sampled tokens, waiting for the backend when needed;
+  // call it once per started step, in start order.
+  Expected<InFlightStep> start(const PlannedStep& step);
+  // Whether finish() would return without waiting.
+  bool ready(const InFlightStep& step) const;
+  std::vector<SampledResult> finish(InFlightStep& step);
+  int n_pending() const { return n_pending_; }
 
   // Tensor parallelism (rank 0): forgets step.released and replaces each use_last_sampled token
   // by the token this runner sampled, so the plan can go to ranks that do not sample.
@@ -68,7 +100,8 @@ class StepRunner {
   // For filling pages from the HiCache tiers (KvLoad), between steps.
   KvCache& kv() { return kv_; }
   Backend& backend() { return backend_; }
-  size_t n_tracked() const { return last_sampled_.size(); }
+  // Sequences with a sampled token the next step may reuse.
+  size_t n_tracked() const { return options_.device_steps ? slot_of_.size() : last_sampled_.size(); }
   bool device_steps() const { return options_.device_steps; }
 
  private:
@@ -80,7 +113,12 @@ class StepRunner {
   Expected<std::vector<SampledResult>> run_on_host(const PlannedStep& step);
 
   // ---- the device path (step_runner_device.cpp) ----
-  Expected<std::vector<SampledResult>> run_on_device(const PlannedStep& step);
+  Expected<InFlightStep> start_on_device(const PlannedStep& step);
+  // The host buffer the next pending step's n_rows tokens land in (grown before the step runs,
+  // so a failed allocation changes nothing).
+  Status ensure_host_tokens(int n_rows);
+  // The sampled tokens of a step whose rows all sampled on the device: queued for download.
+  InFlightStep download_tokens(int n_rows, const PlannedStep& step);
   // Gives every sampling sequence of the step a slot in the device token table (growing it);
   // `added` lists the sequences that got a new one, for unassign_slots when the step fails.
   Status assign_slots(const PlannedStep& step, std::vector<uint64_t>& added);
@@ -118,6 +156,11 @@ class StepRunner {
   Buffer table_;         // [table_cap_] i32
   int32_t table_cap_ = 0;
   Buffer d_tokens_, d_feed_, d_params_, d_sampled_, d_store_;
+  // Host buffers the tokens of steps in flight land in (Backend::allocate_host), used in turn.
+  Buffer host_tokens_[kMaxInFlight];
+  bool host_busy_[kMaxInFlight] = {};
+  int next_host_ = 0;
+  int n_pending_ = 0;
 };
 
 }  // namespace brigade

@@ -43,7 +43,7 @@ class StepScope {
 }  // namespace
 
 bool StepRunner::needs_host_sampler(const SeqWorkItem& w) {
-  return w.logprobs >= 0 || w.sampling.has_penalties() || w.sampling.min_p > 0.0f;
+  return w.logprobs >= 0 || w.sampling.has_penalties();
 }
 
 Status StepRunner::grow_table(int32_t n_slots) {
@@ -126,7 +126,7 @@ SampledResult StepRunner::sample_on_host(const SeqWorkItem& w, int row) {
   return sample_row(w, host_logits_);
 }
 
-Expected<std::vector<SampledResult>> StepRunner::run_on_device(const PlannedStep& step) {
+Expected<InFlightStep> StepRunner::start_on_device(const PlannedStep& step) {
   BRIGADE_RETURN_IF_ERROR(build_batch(step));
   std::vector<uint64_t> added;
   if (Status s = assign_slots(step, added); !s.is_ok()) {
@@ -138,15 +138,16 @@ Expected<std::vector<SampledResult>> StepRunner::run_on_device(const PlannedStep
   // for the host sampler sample greedily on the device (cheap; the result is ignored).
   params_.assign(static_cast<size_t>(n_rows), SampleParams{});
   store_.assign(static_cast<size_t>(n_rows), -1);
-  bool sampled = false;
+  bool sampled = false, host_rows = false;
   for (int r = 0; r < n_rows; ++r) {
     const SeqWorkItem& w = step.seqs[sample_items_[static_cast<size_t>(r)]];
-    if (needs_host_sampler(w)) continue;
+    if (needs_host_sampler(w)) {
+      host_rows = true;
+      continue;
+    }
     store_[static_cast<size_t>(r)] = slot_of_.at(w.seq_id);
-    const SamplingConfig& c = w.sampling;
-    if (c.temperature <= 0.0f || c.top_k == 1) continue;  // greedy, as the host sampler decides
-    params_[static_cast<size_t>(r)] = {c.temperature, c.top_k, c.top_p, 0, c.seed, static_cast<uint64_t>(w.n_generated)};
-    sampled = true;
+    params_[static_cast<size_t>(r)] = sample_params(w.sampling, w.n_generated);
+    sampled = sampled || params_[static_cast<size_t>(r)].temperature > 0.0f;
   }
   std::optional<uint64_t> key;
   if (auto bucket = pick_bucket(batch_, options_.buckets, options_.max_step_tokens)) {
@@ -155,27 +156,56 @@ Expected<std::vector<SampledResult>> StepRunner::run_on_device(const PlannedStep
     store_.resize(static_cast<size_t>(bucket->rows), -1);
     key = bucket->key(sampled);
   }
-  if (Status s = launch_device_step(key, sampled); !s.is_ok()) {
+  Status st = host_rows ? Status::ok() : ensure_host_tokens(n_rows);
+  if (st.is_ok()) st = launch_device_step(key, sampled);
+  if (!st.is_ok()) {
     unassign_slots(added);
-    return s;
+    return st;
   }
   record_history(step);
-  std::vector<SampledResult> out;
+  InFlightStep out;
   if (n_rows == 0) return out;
+  if (!host_rows) return download_tokens(n_rows, step);
+  // Rows for the host sampler: their tokens must be in the table before the next step starts,
+  // so this step completes here.
   sampled_.resize(static_cast<size_t>(n_rows));
   backend_.download(sampled_.data(), i32_view(d_sampled_, n_rows));
-  out.reserve(static_cast<size_t>(n_rows));
+  out.results_.reserve(static_cast<size_t>(n_rows));
   for (int r = 0; r < n_rows; ++r) {
     const SeqWorkItem& w = step.seqs[sample_items_[static_cast<size_t>(r)]];
     if (needs_host_sampler(w)) {
-      out.push_back(sample_on_host(w, r));
-      backend_.upload(i32_view(table_, table_cap_).rows(slot_of_.at(w.seq_id), 1), &out.back().token);
+      out.results_.push_back(sample_on_host(w, r));
+      backend_.upload(i32_view(table_, table_cap_).rows(slot_of_.at(w.seq_id), 1), &out.results_.back().token);
     } else {
-      out.push_back(SampledResult{w.seq_id, sampled_[static_cast<size_t>(r)], 0.0f, {}});
+      out.results_.push_back(SampledResult{w.seq_id, sampled_[static_cast<size_t>(r)], 0.0f, {}});
     }
-    last_sampled_[w.seq_id] = out.back().token;
+    last_sampled_[w.seq_id] = out.results_.back().token;
   }
   return out;
+}
+
+Status StepRunner::ensure_host_tokens(int n_rows) {
+  const int b = next_host_;
+  BRIGADE_CHECK(!host_busy_[b], "a host token buffer is free when fewer than kMaxInFlight steps are pending");
+  const size_t bytes = static_cast<size_t>(n_rows) * sizeof(int32_t);
+  if (host_tokens_[b].bytes() >= bytes) return Status::ok();
+  BRIGADE_ASSIGN_OR_RETURN(Buffer grown, backend_.allocate_host(std::max(bytes, 2 * host_tokens_[b].bytes())));
+  host_tokens_[b] = std::move(grown);
+  return Status::ok();
+}
+
+InFlightStep StepRunner::download_tokens(int n_rows, const PlannedStep& step) {
+  const int b = next_host_;
+  InFlightStep s;
+  s.pending_ = true;
+  s.buffer_ = b;
+  s.ticket_ = backend_.download_async(host_tokens_[b].data(), i32_view(d_sampled_, n_rows));
+  s.row_seqs_.reserve(static_cast<size_t>(n_rows));
+  for (int r = 0; r < n_rows; ++r) s.row_seqs_.push_back(step.seqs[sample_items_[static_cast<size_t>(r)]].seq_id);
+  host_busy_[b] = true;
+  next_host_ = (b + 1) % kMaxInFlight;
+  ++n_pending_;
+  return s;
 }
 
 }  // namespace brigade

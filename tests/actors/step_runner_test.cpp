@@ -3,13 +3,23 @@
 // backend, whose token ops are plain loops.
 #include "actors/executor/step_runner.h"
 
+#include <caf/all.hpp>
+
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
+#include <string>
 
+#include "actors/executor/executor_actor.h"
+#include "actors/step_codec.h"
 #include "cpu/cpu_backend.h"
+#include "messages/registry.h"
+#include "messages/types.h"
 #include "models/make_model.h"
 #include "tests/engine_test_util.h"
 
@@ -21,11 +31,46 @@ namespace fs = std::filesystem;
 // The CPU backend, plus what the device path must respect to be replayable as a graph
 // (core/backend.h): no download or synchronize between begin_step and end_step. Records step
 // keys and the bytes each run downloads.
+//
+// With `defer` it behaves like a device whose copies land late: download_async takes the bytes
+// in op order (as a stream would) but writes a poison into the destination, which gets the
+// bytes only in wait_download; download_done says "not yet" `not_ready_polls` times per ticket.
+// `log` records each forward ("forward": its embedding) and each wait_download ("wait").
 class RecordingBackend final : public Backend {
  public:
   RecordingBackend() : cpu_(make_cpu_backend({2})) {}
   std::vector<uint64_t> keys;
   size_t downloaded = 0;
+  bool defer = false;
+  int not_ready_polls = 0;
+  std::vector<std::string> log;
+  int open_tickets() const { return static_cast<int>(tickets_.size()); }
+
+  uint64_t download_async(void* dst, const Tensor& src) override {
+    if (!defer) return Backend::download_async(dst, src);
+    EXPECT_FALSE(in_step_) << "download_async() inside a step";
+    downloaded += src.nbytes();
+    Ticket t{dst, std::vector<uint8_t>(src.nbytes()), not_ready_polls};
+    cpu_->download(t.bytes.data(), src);
+    std::memset(dst, 0x7f, src.nbytes());
+    tickets_[next_ticket_] = std::move(t);
+    return next_ticket_++;
+  }
+  bool download_done(uint64_t ticket) override {
+    if (!defer) return true;
+    Ticket& t = tickets_.at(ticket);
+    if (t.polls == 0) return true;
+    --t.polls;
+    return false;
+  }
+  void wait_download(uint64_t ticket) override {
+    log.push_back("wait");
+    if (!defer) return;
+    auto it = tickets_.find(ticket);
+    ASSERT_NE(it, tickets_.end()) << "a ticket is waited for once";
+    std::memcpy(it->second.dst, it->second.bytes.data(), it->second.bytes.size());
+    tickets_.erase(it);
+  }
 
   std::string name() const override { return "recording " + cpu_->name(); }
   DType activation_dtype() const override { return cpu_->activation_dtype(); }
@@ -43,7 +88,10 @@ class RecordingBackend final : public Backend {
     EXPECT_FALSE(in_step_) << "synchronize() inside a step";
     cpu_->synchronize();
   }
-  void embedding(const Tensor& t, const Tensor& ids, const Tensor& out) override { cpu_->embedding(t, ids, out); }
+  void embedding(const Tensor& t, const Tensor& ids, const Tensor& out) override {
+    log.push_back("forward");
+    cpu_->embedding(t, ids, out);
+  }
   void matmul(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& out) override { cpu_->matmul(x, w, b, out); }
   void rms_norm(const Tensor& x, const Tensor& w, float eps, const Tensor& out) override { cpu_->rms_norm(x, w, eps, out); }
   void add_rms_norm(const Tensor& r, const Tensor& x, const Tensor& w, float eps, const Tensor& out) override {
@@ -84,8 +132,15 @@ class RecordingBackend final : public Backend {
   }
 
  private:
+  struct Ticket {
+    void* dst;
+    std::vector<uint8_t> bytes;
+    int polls;
+  };
   std::unique_ptr<Backend> cpu_;
   bool in_step_ = false;
+  std::map<uint64_t, Ticket> tickets_;
+  uint64_t next_ticket_ = 1;
 };
 
 class StepRunnerPaths : public ::testing::Test {
@@ -125,7 +180,8 @@ class StepRunnerPaths : public ::testing::Test {
 fs::path StepRunnerPaths::dir_;
 
 // A tiny scheduler: each sequence prefills its prompt in chunks of up to 10 tokens from its
-// start step, then decodes one token a step with use_last_sampled, for n_out tokens.
+// start step, then decodes one token a step with use_last_sampled, for n_out tokens. Plans do
+// not depend on the tokens, so steps can be planned ahead of their results.
 struct SeqPlan {
   uint64_t id;
   int start_step;
@@ -135,27 +191,26 @@ struct SeqPlan {
   int logprobs = -1;
 };
 
-std::map<uint64_t, std::vector<int32_t>> drive(StepRunner& runner, const std::vector<SeqPlan>& seqs,
-                                               RecordingBackend* rec = nullptr,
-                                               std::vector<size_t>* decode_bytes = nullptr) {
-  std::map<uint64_t, std::vector<int32_t>> out;
-  std::map<uint64_t, int> pos;
-  for (int step = 0; step < 40; ++step) {
+class TinyPlanner {
+ public:
+  explicit TinyPlanner(std::vector<SeqPlan> seqs) : seqs_(std::move(seqs)) {}
+  // The next step's plan; empty when every sequence has all its tokens planned.
+  PlannedStep next(bool* decode_only = nullptr) {
     PlannedStep p;
-    p.step_id = static_cast<uint64_t>(step);
-    bool decode_only = true;
-    for (const SeqPlan& s : seqs) {
-      auto& got = out[s.id];
-      if (step < s.start_step || static_cast<int>(got.size()) >= s.n_out) continue;
+    p.step_id = static_cast<uint64_t>(step_);
+    bool decodes = true;
+    for (const SeqPlan& s : seqs_) {
+      int& planned = planned_[s.id];
+      if (step_ < s.start_step || planned >= s.n_out) continue;
       SeqWorkItem w;
       w.seq_id = s.id;
-      w.start_pos = pos[s.id];
+      w.start_pos = pos_[s.id];
       const int n_prompt = static_cast<int>(s.prompt.size());
       if (w.start_pos < n_prompt) {
         const int n = std::min(10, n_prompt - w.start_pos);
         w.tokens.assign(s.prompt.begin() + w.start_pos, s.prompt.begin() + w.start_pos + n);
         w.sample = w.start_pos + n == n_prompt;
-        decode_only = false;
+        decodes = false;
       } else {
         w.tokens = {0};
         w.use_last_sampled = true;
@@ -164,20 +219,70 @@ std::map<uint64_t, std::vector<int32_t>> drive(StepRunner& runner, const std::ve
       const int end = w.start_pos + static_cast<int>(w.tokens.size());
       for (int pg = 0; pg * 16 < end; ++pg) w.block_table.push_back(static_cast<int32_t>(s.id * 8 + static_cast<uint64_t>(pg)));
       w.sampling = s.sampling;
-      w.n_generated = static_cast<uint32_t>(got.size());
+      w.n_generated = static_cast<uint32_t>(planned);
       w.logprobs = s.logprobs;
       w.prompt_len = n_prompt;
-      pos[s.id] = end;
+      pos_[s.id] = end;
+      if (w.sample) ++planned;
       p.seqs.push_back(w);
     }
+    ++step_;
+    if (decode_only) *decode_only = decodes;
+    return p;
+  }
+
+ private:
+  std::vector<SeqPlan> seqs_;
+  std::map<uint64_t, int> planned_, pos_;
+  int step_ = 0;
+};
+
+using Tokens = std::map<uint64_t, std::vector<int32_t>>;
+
+void collect(Tokens& out, const std::vector<SampledResult>& r) {
+  for (const SampledResult& t : r) out[t.seq_id].push_back(t.token);
+}
+
+Tokens drive(StepRunner& runner, const std::vector<SeqPlan>& seqs, RecordingBackend* rec = nullptr,
+             std::vector<size_t>* decode_bytes = nullptr) {
+  Tokens out;
+  TinyPlanner planner(seqs);
+  for (;;) {
+    bool decode_only = false;
+    const PlannedStep p = planner.next(&decode_only);
     if (p.seqs.empty()) break;
     if (rec) rec->downloaded = 0;
     auto r = runner.run(p);
     EXPECT_TRUE(r.has_value()) << r.status().to_string();
     if (!r) break;
-    for (const SampledResult& t : *r) out[t.seq_id].push_back(t.token);
+    collect(out, *r);
     if (rec && decode_bytes && decode_only) decode_bytes->push_back(rec->downloaded);
   }
+  return out;
+}
+
+// As the executor runs steps when the scheduler keeps two in flight: each step starts before
+// the previous one is finished.
+Tokens drive_in_flight(StepRunner& runner, const std::vector<SeqPlan>& seqs, RecordingBackend& rec) {
+  Tokens out;
+  TinyPlanner planner(seqs);
+  std::optional<InFlightStep> prev;
+  for (;;) {
+    const PlannedStep p = planner.next();
+    if (p.seqs.empty()) break;
+    auto started = runner.start(p);
+    EXPECT_TRUE(started.has_value()) << started.status().to_string();
+    if (!started) break;
+    if (prev) {
+      if (prev->pending() && rec.not_ready_polls > 0) {
+        EXPECT_FALSE(runner.ready(*prev));
+      }
+      collect(out, runner.finish(*prev));
+    }
+    prev = std::move(*started);
+  }
+  if (prev) collect(out, runner.finish(*prev));
+  EXPECT_EQ(runner.n_pending(), 0);
   return out;
 }
 
@@ -190,6 +295,15 @@ std::vector<int32_t> prompt_of(int n, int salt) {
 SamplingConfig greedy() {
   SamplingConfig c;
   c.temperature = 0.0f;
+  return c;
+}
+
+SamplingConfig seeded(uint64_t seed) {
+  SamplingConfig c;
+  c.temperature = 0.8f;
+  c.top_k = 40;
+  c.top_p = 0.9f;
+  c.seed = seed;
   return c;
 }
 
@@ -212,16 +326,32 @@ TEST_F(StepRunnerPaths, DeviceGreedyTokensEqualTheHostPath) {
   auto dev = rig(true);
   const auto want = drive(*host->runner, seqs);
   const auto got = drive(*dev->runner, seqs);
-  for (uint64_t id : {1, 2, 3, 5}) {
+  for (uint64_t id : {1, 2, 3, 4, 5}) {  // seeded too: one sampling rule and stream on both paths
     EXPECT_EQ(got.at(id), want.at(id)) << "sequence " << id;
     EXPECT_EQ(static_cast<int>(got.at(id).size()), seqs[id - 1].n_out);
   }
   EXPECT_TRUE(host->backend.keys.empty()) << "the host path runs no backend steps";
   EXPECT_FALSE(dev->backend.keys.empty()) << "decode steps ran as backend steps";
 
-  // The seeded sequence draws from the device stream, which does not depend on its neighbours.
+  // The seeded sequence's stream does not depend on its neighbours.
   auto alone = rig(true);
   EXPECT_EQ(drive(*alone->runner, {seqs[3]}).at(4), got.at(4));
+}
+
+// A seeded request's tokens depend on its seed and logits only: not on the path, nor on asking
+// for logprobs (which moves its rows to the host sampler on the device path), with min_p too.
+TEST_F(StepRunnerPaths, SeededTokensDoNotDependOnThePathOrOnLogprobs) {
+  SamplingConfig c = seeded(21);
+  c.top_k = 0;
+  c.min_p = 0.02f;
+  const std::vector<SeqPlan> plain = {{1, 0, prompt_of(7, 1), 24, c}};
+  const std::vector<SeqPlan> with_logprobs = {{1, 0, prompt_of(7, 1), 24, c, 3}};
+  const Tokens want = drive(*rig(false)->runner, plain);
+  EXPECT_EQ(drive(*rig(false)->runner, with_logprobs), want);
+  EXPECT_EQ(drive(*rig(true)->runner, plain), want);
+  EXPECT_EQ(drive(*rig(true)->runner, with_logprobs), want);
+  std::set<int32_t> distinct(want.at(1).begin(), want.at(1).end());
+  EXPECT_GT(distinct.size(), 3u) << "the draws are not all the argmax";
 }
 
 TEST_F(StepRunnerPaths, DecodeStepsReuseOneKeyAndDownloadOnlyTheTokens) {
@@ -241,6 +371,44 @@ TEST_F(StepRunnerPaths, DecodeStepsReuseOneKeyAndDownloadOnlyTheTokens) {
   for (uint64_t key : k) EXPECT_EQ(key, k.front());
   auto host = rig(false);
   EXPECT_EQ(drive(*host->runner, seqs), drive(*rig(true)->runner, seqs));
+}
+
+// Steps in flight against steps one at a time: the same tokens, for sequences that join and
+// leave, with device-sampled rows (those steps stay in flight) and rows for the host sampler
+// (logprobs, penalties: those steps complete in start()), on a backend whose copies land late.
+TEST_F(StepRunnerPaths, StepsInFlightGiveTheTokensOfStepsRunOneAtATime) {
+  SamplingConfig penalised = greedy();
+  penalised.presence_penalty = 0.7f;
+  const std::vector<SeqPlan> seqs = {
+      {1, 0, prompt_of(5, 1), 16, greedy()},
+      {2, 1, prompt_of(23, 2), 12, seeded(7)},
+      {3, 3, prompt_of(4, 3), 5, greedy(), 1},  // logprobs
+      {4, 6, prompt_of(8, 4), 7, penalised},
+      {5, 9, prompt_of(2, 5), 9, seeded(8)},
+  };
+  const Tokens want = drive(*rig(true)->runner, seqs);
+  auto dev = rig(true);
+  dev->backend.defer = true;
+  dev->backend.not_ready_polls = 2;
+  const Tokens got = drive_in_flight(*dev->runner, seqs, dev->backend);
+  EXPECT_EQ(got, want);
+  for (const SeqPlan& s : seqs) EXPECT_EQ(static_cast<int>(got.at(s.id).size()), s.n_out) << "sequence " << s.id;
+  EXPECT_EQ(dev->backend.open_tickets(), 0) << "every download was waited for";
+  EXPECT_EQ(dev->runner->n_tracked(), 5u);
+}
+
+// Each step's forward is queued before the previous step's tokens are waited for.
+TEST_F(StepRunnerPaths, TheNextForwardIsQueuedBeforeThePreviousTokensAreAwaited) {
+  const std::vector<SeqPlan> seqs = {{1, 0, prompt_of(6, 1), 6, greedy()}, {2, 0, prompt_of(9, 2), 6, seeded(3)}};
+  auto dev = rig(true);
+  dev->backend.defer = true;
+  const Tokens got = drive_in_flight(*dev->runner, seqs, dev->backend);
+  EXPECT_EQ(got, drive(*rig(true)->runner, seqs));
+  // Six steps, each with sampling rows: F, then (F W) five times, then the last W.
+  std::vector<std::string> want = {"forward"};
+  for (int i = 0; i < 5; ++i) want.insert(want.end(), {"forward", "wait"});
+  want.push_back("wait");
+  EXPECT_EQ(dev->backend.log, want);
 }
 
 TEST_F(StepRunnerPaths, AFeedWithoutASampledTokenIsRefusedAndChangesNothing) {
@@ -267,6 +435,86 @@ TEST_F(StepRunnerPaths, AFeedWithoutASampledTokenIsRefusedAndChangesNothing) {
   w.tokens = {17};
   p.seqs = {w};
   EXPECT_TRUE(dev->runner->run(p).has_value()) << "the runner still works";
+}
+
+struct ExecutorConfig : caf::actor_system_config {
+  ExecutorConfig() { register_message_types(*this); }
+};
+
+// The executor actor with the scheduler's two steps in flight, over a backend whose copies land
+// late: replies come in plan order, with the tokens of steps run one at a time, and each step's
+// forward is queued before the previous step's tokens are awaited.
+TEST_F(StepRunnerPaths, TheExecutorKeepsTheNextStepQueuedBehindTheOneInFlight) {
+  const std::vector<SeqPlan> seqs = {{1, 0, prompt_of(6, 1), 8, greedy()}, {2, 0, prompt_of(9, 2), 8, seeded(5)},
+                                     {3, 2, prompt_of(3, 3), 4, greedy(), 2}};
+  const Tokens want = drive(*rig(true)->runner, seqs);
+
+  auto res = std::make_shared<ExecutorResources>();
+  auto owned = std::make_unique<RecordingBackend>();
+  RecordingBackend* backend = owned.get();
+  backend->defer = true;
+  backend->not_ready_polls = 3;
+  res->backend = std::move(owned);
+  LoadOptions lo;
+  lo.max_batch_tokens = 64;
+  lo.progress = false;
+  auto m = Model::load(dir_.string(), *res->backend, lo);
+  ASSERT_TRUE(m.has_value()) << m.status().to_string();
+  res->model = std::move(*m);
+  auto kv = KvCache::allocate(*res->backend, res->model->kv_layout(64, 16, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  res->kv = std::move(*kv);
+  res->runner.device_steps = true;
+  res->runner.max_step_tokens = lo.max_batch_tokens;
+
+  ExecutorConfig cfg;
+  caf::actor_system sys{cfg};
+  auto exe = spawn_executor(sys, res);
+  res.reset();
+  caf::scoped_actor self{sys};
+  TinyPlanner planner(seqs);
+  Tokens got;
+  uint64_t expect_id = 0;
+  int in_flight = 0;
+  for (bool more = true; more || in_flight > 0;) {
+    while (more && in_flight < 2) {
+      const PlannedStep p = planner.next();
+      if (p.seqs.empty()) {
+        more = false;
+        break;
+      }
+      self->send(exe, encode_step_plan(p));
+      ++in_flight;
+    }
+    if (in_flight == 0) break;
+    self->receive(
+        [&](const step_result_msg& r) {
+          const DecodedStepResult d = decode_step_result(r.reader());
+          EXPECT_EQ(d.step_id, expect_id++) << "replies in plan order";
+          EXPECT_TRUE(d.error.empty()) << d.error;
+          collect(got, d.sampled);
+        },
+        caf::after(std::chrono::seconds(60)) >> [&] { FAIL() << "no step result"; });
+    --in_flight;
+  }
+  EXPECT_EQ(got, want);
+  // Step 0 (both prompts) and every later step sample. The logprobs rows of sequence 3 (steps
+  // 2-5) go to the host sampler: those steps complete at once, without a ticket. Every other
+  // step is awaited only once the next forward is queued, except the last.
+  const auto& log = backend->log;
+  int forwards = 0, waits = 0;
+  for (size_t i = 0; i < log.size(); ++i) {
+    if (log[i] == "forward") {
+      ++forwards;
+    } else {
+      ++waits;
+      if (i + 1 < log.size()) {
+        EXPECT_GE(forwards, waits + 1) << "wait " << waits << " came before the next forward";
+      }
+    }
+  }
+  EXPECT_GT(waits, 3);
+  self->send_exit(exe, caf::exit_reason::user_shutdown);
 }
 
 }  // namespace

@@ -339,7 +339,10 @@ TEST(CpuOps, ArgmaxAndSampleRowsFollowTheDeviceRule) {
   for (int64_t r = 0; r < n; ++r) {
     std::span<const float> row(logits.tensor.as<float>() + r * vocab, static_cast<size_t>(vocab));
     EXPECT_EQ(tokens.tensor.as<int32_t>()[r], argmax(row)) << "row " << r;
-    params[static_cast<size_t>(r)] = {r == 0 ? 0.0f : 0.9f, static_cast<int32_t>(r * 10), 0.95f, 0, 100 + static_cast<uint64_t>(r), 7};
+    // Row 0 greedy; rows 1-4 top-k 10..40 and top-p 0.95; rows 3 and 4 also min-p 0.05.
+    const float log_min_p = r >= 3 ? std::log(0.05f) : -INFINITY;
+    params[static_cast<size_t>(r)] = {r == 0 ? 0.0f : 0.9f, static_cast<int32_t>(r * 10), 0.95f, log_min_p,
+                                      100 + static_cast<uint64_t>(r), 7};
   }
   auto pbuf = b->allocate(params.size() * sizeof(SampleParams));
   ASSERT_TRUE(pbuf.has_value());

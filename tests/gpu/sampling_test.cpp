@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/sampling.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace brigade {
@@ -52,15 +53,18 @@ TEST(GpuSampling, RulesAndDistribution) {
   for (int i = 0; i < vocab; ++i) order[static_cast<size_t>(i)] = i;
   std::sort(order.begin(), order.end(), [&](int a, int b) { return base[static_cast<size_t>(a)] > base[static_cast<size_t>(b)]; });
 
-  // Rows: greedy, top_k = 1, top_k = 5, top_p = 0.3, and 2000 plain draws with distinct seeds.
+  // Rows: greedy, top_k = 1, top_k = 5, top_p = 0.3, min_p = 0.2, and 2000 plain draws with
+  // distinct seeds.
+  const float no_min_p = -INFINITY;
   std::vector<SampleParams> params;
-  params.push_back({0.0f, 0, 1.0f, 0, 1, 0});
-  params.push_back({1.0f, 1, 1.0f, 0, 2, 0});
-  for (uint64_t s = 0; s < 50; ++s) params.push_back({1.0f, 5, 1.0f, 0, 100 + s, 3});
-  for (uint64_t s = 0; s < 50; ++s) params.push_back({0.7f, 0, 0.3f, 0, 200 + s, 3});
+  params.push_back({0.0f, 0, 1.0f, no_min_p, 1, 0});
+  params.push_back({1.0f, 1, 1.0f, no_min_p, 2, 0});
+  for (uint64_t s = 0; s < 50; ++s) params.push_back({1.0f, 5, 1.0f, no_min_p, 100 + s, 3});
+  for (uint64_t s = 0; s < 50; ++s) params.push_back({0.7f, 0, 0.3f, no_min_p, 200 + s, 3});
+  for (uint64_t s = 0; s < 50; ++s) params.push_back({1.0f, 0, 1.0f, std::log(0.2f), 300 + s, 3});
   const size_t plain = params.size();
   const int n_plain = 2000;
-  for (int s = 0; s < n_plain; ++s) params.push_back({1.0f, 0, 1.0f, 0, static_cast<uint64_t>(1000 + s), 7});
+  for (int s = 0; s < n_plain; ++s) params.push_back({1.0f, 0, 1.0f, no_min_p, static_cast<uint64_t>(1000 + s), 7});
   std::vector<float> logits;
   for (size_t r = 0; r < params.size(); ++r) logits.insert(logits.end(), base.begin(), base.end());
   const auto got = run_sample(logits, vocab, params);
@@ -78,6 +82,15 @@ TEST(GpuSampling, RulesAndDistribution) {
     if (mass >= 0.3) break;
   }
   for (size_t r = 52; r < 102; ++r) EXPECT_NE(std::find(nucleus.begin(), nucleus.end(), got[r]), nucleus.end()) << got[r];
+  // min_p 0.2: only tokens whose probability is at least 0.2 of the largest.
+  const float top = base[static_cast<size_t>(best)];
+  for (size_t r = 102; r < 152; ++r) EXPECT_GE(std::exp(base[static_cast<size_t>(got[r])] - top), 0.2f) << got[r];
+
+  // The host sampler follows the same rule and stream (core/sample_params.h): the same tokens,
+  // except a draw on a probability boundary (the GPU sums in another order, with __expf).
+  size_t same = 0;
+  for (size_t r = 0; r < params.size(); ++r) same += sample_like_device(base, params[r]) == got[r];
+  EXPECT_GE(same, params.size() * 99 / 100) << same << " of " << params.size() << " rows equal the host sampler's";
 
   // Same (seed, step) gives the same token.
   const auto again = run_sample(logits, vocab, params);
