@@ -191,13 +191,14 @@ Status TopologyConfig::validate() const {
   const ExecutorConfig& ex = inst.executors.front();
   auto device = parse_device(ex.device);
   if (!device) return invalid_argument(w + ": " + device.status().message());
-  // One GPU per rank through NCCL is not wired into the engine yet (gpu/nccl_communicator.h).
-  if (device->cuda && ex.tp > 1)
-    return unsupported(w + ": tp " + std::to_string(ex.tp) + " on device '" + ex.device +
-                       "' is not supported yet; use tp: 1 on a GPU (tp > 1 runs on device: cpu)");
   const std::set<std::string> step_paths = {"auto", "host", "device"};
   if (!step_paths.count(ex.step_path))
     return invalid_argument(w + ": step_path '" + ex.step_path + "' is not one of: " + join(step_paths));
+  // Rank 0 of a tensor-parallel group hands its followers plans with the tokens filled in, so it
+  // samples on the host; the device path pads decode steps, which its followers would not.
+  if (ex.tp > 1 && ex.step_path == "device")
+    return unsupported(w + ": step_path: device needs tp: 1 (under tensor parallelism rank 0 samples on the host); "
+                       "use step_path: auto or host");
   if (ex.threads < 0) return invalid_argument(w + ": threads must be >= 0 (0 = all cores)");
   if (ex.tp < 1 || ex.tp > kMaxTp)
     return invalid_argument(w + ": tp must be in [1, " + std::to_string(kMaxTp) + "] (got " + std::to_string(ex.tp) + ")");

@@ -82,6 +82,7 @@ class CudaBackendImpl final : public CudaBackend {
   // The CUDA write_kv and attention kernels read bf16 or f32 pages only (no f16, no int8 scales).
   bool supports_kv_dtype(DType t) const override { return t == DType::bf16 || t == DType::f32; }
   int sm_count() const override { return sm_count_; }
+  int device() const override { return options_.device; }
   void* stream() const override { return stream_; }
 
   Expected<Buffer> allocate(size_t bytes) override {

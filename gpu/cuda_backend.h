@@ -45,6 +45,7 @@ class CudaBackend : public Backend {
   virtual CudaGraphStats graph_stats() const = 0;
   // Properties of the device, for benchmarks and logs.
   virtual int sm_count() const = 0;
+  virtual int device() const = 0;     // the CUDA device ordinal
   virtual void* stream() const = 0;  // the cudaStream_t every op is queued on
 };
 

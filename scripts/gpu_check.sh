@@ -10,7 +10,8 @@
 #       (needs the project's C++ dependencies on that machine). Logs go to $OUT (or
 #       build-gpu-check/logs); the table is printed last. About 2 minutes on an H200.
 # gpu_model_test includes the NCCL communicator tests (tp = 1); they open libnccl.so.2 at run time
-# (it is not packed: 218 MB) and skip without it, which counts as a failure below.
+# (it is not packed: 218 MB; the device's PyTorch brings one) and skip without it, which counts as
+# a failure below.
 # Exit status: 0 when every test passed (skips count as failures on a machine with a GPU).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -51,10 +52,11 @@ nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv >"$logs/nvid
 if [ -d "$dist/bin" ]; then
   bin=$dist/bin
   mkdir -p /tmp/brigade-gpu-lib && tar -C /tmp/brigade-gpu-lib -xJf "$dist/lib.tar.xz"
-  # cuBLASLt from the device's CUDA (toolkit or the pip wheel PyTorch brings).
+  # cuBLASLt and NCCL (opened at run time) from the device's CUDA: the toolkit, or the pip wheels
+  # PyTorch brings (nvidia-cublas, nvidia-nccl-cu13, ...: nvidia/<name>/lib or nvidia/cu13/lib).
   cublas_dirs=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib \
     /opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib \
-    /opt/torch/.venv/lib/python3*/site-packages/nvidia/cublas/lib 2>/dev/null | tr '\n' ':')
+    /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib 2>/dev/null | tr '\n' ':')
   export LD_LIBRARY_PATH="/tmp/brigade-gpu-lib/lib:${cublas_dirs}${LD_LIBRARY_PATH:-}"
   echo "using packed binaries (.gpu-dist): $(head -1 "$dist/BUILD_INFO" 2>/dev/null)"
 else
@@ -103,7 +105,8 @@ for r in rows:
         dec[(int(r["batch"]), r["graphs"])] = float(r["tok_s"])
         print(f"{'decode b=' + r['batch'] + ' graphs ' + r['graphs']:24s} {float(r['tok_s']):10.1f} {float(r['ms_step']):9.3f} {float(r['hbm']):7.3f} {float(r['gemm']):8.4f}")
     elif r.get("name") == "engine_decode":
-        print(f"{'engine decode b=' + r['batch']:24s} {float(r['tok_s']):10.1f} {float(r['ms_step']):9.3f}")
+        name = f"engine decode b={r['batch']} d={r.get('depth', '?')}"
+        print(f"{name:24s} {float(r['tok_s']):10.1f} {float(r['ms_step']):9.3f}")
     elif r.get("name") == "prefill":
         print(f"{'prefill ' + r['tokens']:24s} {float(r['tok_s']):10.1f} {float(r['ms']):9.2f} {'':>7s} {float(r['gemm']):8.3f}")
 hbm1 = next((float(r["hbm"]) for r in rows if r.get("name") == "decode" and r["batch"] == "1" and r["graphs"] == "on"), None)
@@ -115,5 +118,11 @@ g = dec.get((1, "on")); e = dec.get((1, "off"))
 show("graphs / eager at batch 1", g / e if g and e else None, 1.3)
 b64 = dec.get((64, "on")) or dec.get((64, "off")); b1 = g or e
 show("batch-64 / batch-1 decode tokens/s", b64 / b1 if b64 and b1 else None, 20)
+# Not issue targets: what the engine keeps of the model-only rate, and what steps in flight add.
+eng = {(r["batch"], r.get("depth")): float(r["tok_s"]) for r in rows if r.get("name") == "engine_decode"}
+for b in ("1", "64"):
+    e1, e2, model = eng.get((b, "1")), eng.get((b, "2")), dec.get((int(b), "on"))
+    if e2 and model: print(f"engine b={b} depth 2 / model-only graphs: {e2 / model:.2f}")
+    if e1 and e2: print(f"engine b={b} depth 2 / depth 1 (steps in flight): {e2 / e1:.2f}")
 PY
 exit $status

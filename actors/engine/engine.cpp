@@ -27,6 +27,7 @@
 #include "cpu/cpu_backend.h"
 #ifdef BRIGADE_HAVE_CUDA
 #include "gpu/cuda_backend.h"
+#include "gpu/nccl_communicator.h"
 #endif
 #include "messages/convert.h"
 #include "messages/registry.h"
@@ -128,46 +129,79 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
   return Status::ok();
 }
 
-// The backend the topology's device names (options.backend_factory, when set, wins).
-Expected<std::unique_ptr<Backend>> make_backend(const EngineOptions& options, int threads) {
+// The backend of tensor-parallel rank `rank` (options.backend_factory, when set, wins): the CPU,
+// or the GPU the topology's device names plus the rank (cuda:N puts the ranks on N, N+1, ...).
+Expected<std::unique_ptr<Backend>> make_backend(const EngineOptions& options, int rank) {
   if (options.backend_factory) return options.backend_factory();
-  const std::string& device = options.topology.instances.front().executors.front().device;
-  BRIGADE_ASSIGN_OR_RETURN(DeviceSpec spec, parse_device(device));
-  if (!spec.cuda) return make_cpu_backend(CpuBackendOptions{threads});
+  const ExecutorConfig& exe = options.topology.instances.front().executors.front();
+  BRIGADE_ASSIGN_OR_RETURN(DeviceSpec spec, parse_device(exe.device));
+  if (!spec.cuda) {
+    // Ranks share the machine's cores: "all cores" means an equal share for each.
+    const int threads = exe.threads > 0 || exe.tp == 1
+                            ? exe.threads
+                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / exe.tp);
+    return make_cpu_backend(CpuBackendOptions{threads});
+  }
 #ifdef BRIGADE_HAVE_CUDA
   CudaBackendOptions co;
-  co.device = spec.index;
+  co.device = spec.index + rank;
   auto cuda = make_cuda_backend(co);
-  if (!cuda) return unsupported("device '" + device + "': " + cuda.status().message());
+  if (!cuda) {
+    const std::string which = exe.tp > 1 ? "tp rank " + std::to_string(rank) + " on cuda:" + std::to_string(co.device)
+                                         : "device '" + exe.device + "'";
+    return unsupported(which + ": " + cuda.status().message());
+  }
   return std::unique_ptr<Backend>(std::move(*cuda));
 #else
-  return unsupported("device '" + device + "' needs the CUDA backend, and this build has none "
+  (void)rank;
+  return unsupported("device '" + exe.device + "' needs the CUDA backend, and this build has none "
                      "(configure with -DBRIGADE_CUDA=ON where nvcc is installed); use device: cpu");
 #endif
 }
 
-// One executor rank's backend and model (its shard when comm is set); the KV cache comes later,
-// once rank 0's layout has decided the page count.
+// The communicators of a tensor-parallel group, one per backend (rank = index): NCCL when every
+// rank is a GPU (one GPU each), the in-process group when every rank is a CPU backend; none for
+// one rank.
+Expected<std::vector<std::unique_ptr<Communicator>>> make_group(const std::vector<std::unique_ptr<Backend>>& backends) {
+  const int n = static_cast<int>(backends.size());
+  if (n == 1) return std::vector<std::unique_ptr<Communicator>>(1);
+#ifdef BRIGADE_HAVE_CUDA
+  std::vector<NcclRank> gpus;
+  for (const auto& b : backends)
+    if (auto* cuda = dynamic_cast<CudaBackend*>(b.get())) gpus.push_back({cuda->device(), cuda->stream()});
+  if (static_cast<int>(gpus.size()) == n) {
+#ifdef BRIGADE_HAVE_NCCL
+    return make_nccl_group(gpus);
+#else
+    return unsupported("tp " + std::to_string(n) + " on GPUs joins the ranks with NCCL, and this build found no "
+                       "nccl.h; install NCCL's headers where CUDA is and rebuild, or use tp: 1");
+#endif
+  }
+#endif
+  for (const auto& b : backends) {
+    if (b->name().rfind("cpu", 0) != 0)
+      return unsupported("tp " + std::to_string(n) + " joins CPU ranks in process and GPU ranks with NCCL; backend '" +
+                         b->name() + "' is neither");
+  }
+  return make_in_process_group({.size = n});
+}
+
+// One executor rank's model (its shard when comm is set) on its backend; the KV cache comes
+// later, once rank 0's layout has decided the page count.
 Expected<std::shared_ptr<ExecutorResources>> load_rank(const EngineOptions& options, const std::string& path,
-                                                       LoadOptions lo, std::unique_ptr<Communicator> comm) {
-  const InstanceConfig& inst = options.topology.instances.front();
-  const ExecutorConfig& exe = inst.executors.front();
+                                                       LoadOptions lo, std::unique_ptr<Backend> backend,
+                                                       std::unique_ptr<Communicator> comm) {
+  const ExecutorConfig& exe = options.topology.instances.front().executors.front();
   auto res = std::make_shared<ExecutorResources>();
   res->communicator = std::move(comm);
-  // Ranks share the machine's cores: "all cores" means an equal share for each.
-  const int threads = exe.threads > 0 || exe.tp == 1
-                          ? exe.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / exe.tp);
-  BRIGADE_ASSIGN_OR_RETURN(res->backend, make_backend(options, threads));
-  if (res->communicator && res->backend->name().rfind("cpu", 0) != 0)
-    return unsupported("tp " + std::to_string(exe.tp) + " runs its ranks on CPU backends joined in process; backend '" +
-                       res->backend->name() + "' cannot use that communicator");
+  res->backend = std::move(backend);
   lo.communicator = res->communicator.get();
   BRIGADE_ASSIGN_OR_RETURN(res->model, Model::load(path, *res->backend, lo));
-  // Followers (rank > 0) never sample, so only rank 0's path matters; it keeps the tokens on the
-  // device when asked to, or when its backend prefers that (a GPU).
+  // Followers (rank > 0) never sample. Rank 0 keeps the tokens on the device when asked to, or
+  // when its backend prefers that (a GPU), unless it leads a tensor-parallel group: it then
+  // hands its followers plans with the tokens filled in, so it samples on the host.
   res->runner.device_steps =
-      exe.step_path == "device" || (exe.step_path == "auto" && res->backend->prefers_device_steps());
+      exe.tp == 1 && (exe.step_path == "device" || (exe.step_path == "auto" && res->backend->prefers_device_steps()));
   res->runner.max_step_tokens = lo.max_batch_tokens;
   return res;
 }
@@ -312,13 +346,17 @@ Status EngineImpl::start(const EngineOptions& options) {
   LoadOptions lo;
   lo.max_batch_tokens = inst.scheduler.max_step_tokens;
   lo.progress = options.progress;
-  std::vector<std::unique_ptr<Communicator>> comms(1);
-  if (exe.tp > 1) {
-    BRIGADE_ASSIGN_OR_RETURN(comms, make_in_process_group({.size = exe.tp}));
+  // Every rank's backend first: a GPU rank's communicator is bound to its backend's stream.
+  std::vector<std::unique_ptr<Backend>> backends;
+  for (int r = 0; r < exe.tp; ++r) {
+    BRIGADE_ASSIGN_OR_RETURN(auto backend, make_backend(options, r));
+    backends.push_back(std::move(backend));
   }
+  BRIGADE_ASSIGN_OR_RETURN(auto comms, make_group(backends));
   std::vector<std::shared_ptr<ExecutorResources>> ranks;
-  for (auto& comm : comms) {
-    BRIGADE_ASSIGN_OR_RETURN(auto rank, load_rank(options, path, lo, std::move(comm)));
+  for (int r = 0; r < exe.tp; ++r) {
+    BRIGADE_ASSIGN_OR_RETURN(auto rank, load_rank(options, path, lo, std::move(backends[static_cast<size_t>(r)]),
+                                                  std::move(comms[static_cast<size_t>(r)])));
     ranks.push_back(std::move(rank));
     lo.progress = false;  // one bar is enough
   }

@@ -10,10 +10,12 @@
 // forward + device argmax. Each result is also printed as one "RESULT key=value ..." line.
 // Then decode through the whole engine (actors, scheduler, the executor's device path with its
 // graph buckets; device: cuda) at --engine-batches: tokens/s once every sequence has its first
-// token, i.e. what serving adds on top of the model-only numbers (0 batches = skipped).
+// token, i.e. what serving adds on top of the model-only numbers (0 batches = skipped), with the
+// scheduler keeping 1 or 2 steps in flight (--engine-depths): at depth 2 the executor queues the
+// next step on the GPU before it waits for the current one's tokens.
 //
 // Usage: bench_gpu [--model SPEC] [--batches 1,8,64,256] [--ctx 512] [--steps 32] [--prefill 2048]
-//                  [--engine-batches 1,64]
+//                  [--engine-batches 1,64] [--engine-depths 1,2]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -43,6 +45,7 @@ struct Options {
   int steps = 32;
   int prefill = 2048;
   std::vector<int> engine_batches = {1, 64};
+  std::vector<int> engine_depths = {1, 2};  // scheduler.max_inflight_steps
 };
 
 constexpr int kPageSize = 16;
@@ -55,8 +58,8 @@ bool parse(int argc, char** argv, Options& o) {
     else if (k == "--ctx") o.ctx = std::atoi(v.c_str());
     else if (k == "--steps") o.steps = std::atoi(v.c_str());
     else if (k == "--prefill") o.prefill = std::atoi(v.c_str());
-    else if (k == "--batches" || k == "--engine-batches") {
-      auto& list = k == "--batches" ? o.batches : o.engine_batches;
+    else if (k == "--batches" || k == "--engine-batches" || k == "--engine-depths") {
+      auto& list = k == "--batches" ? o.batches : k == "--engine-batches" ? o.engine_batches : o.engine_depths;
       list.clear();
       std::stringstream ss(v);
       std::string b;
@@ -270,26 +273,30 @@ double engine_round(Engine& engine, int batch, int steps) {
 int engine_decode(const Options& o) {
   if (o.engine_batches.empty() || cuda_device_count() == 0) return 0;
   const int max_batch = *std::max_element(o.engine_batches.begin(), o.engine_batches.end());
-  EngineOptions eo;
-  eo.model_path = o.model;
-  eo.progress = false;
-  auto& inst = eo.topology.instances.front();
-  inst.executors.front().device = "cuda";
-  inst.kv.memory_mb = 16384;
-  inst.scheduler.max_running = max_batch;
-  inst.scheduler.max_step_tokens = std::max(2048, max_batch);
-  auto engine = Engine::create(eo);
-  if (!engine) {
-    std::fprintf(stderr, "bench_gpu: engine: %s\n", engine.status().to_string().c_str());
-    return 1;
-  }
   const int steps = std::max(o.steps, 16);
-  for (int b : o.engine_batches) {
-    engine_round(**engine, b, 8);  // warm-up: captures the graphs of this bucket
-    const double tok_s = engine_round(**engine, b, steps);
-    std::printf("RESULT name=engine_decode batch=%d steps=%d tok_s=%.1f ms_step=%.3f\n", b, steps, tok_s,
-                tok_s > 0 ? 1e3 * b / tok_s : 0.0);
-    std::fflush(stdout);
+  for (int depth : o.engine_depths) {
+    EngineOptions eo;
+    eo.model_path = o.model;
+    eo.progress = false;
+    auto& inst = eo.topology.instances.front();
+    inst.executors.front().device = "cuda";
+    inst.kv.memory_mb = 16384;
+    inst.scheduler.max_running = max_batch;
+    inst.scheduler.max_step_tokens = std::max(2048, max_batch);
+    inst.scheduler.max_inflight_steps = depth;
+    auto engine = Engine::create(eo);
+    if (!engine) {
+      std::fprintf(stderr, "bench_gpu: engine: %s\n", engine.status().to_string().c_str());
+      return 1;
+    }
+    for (int b : o.engine_batches) {
+      engine_round(**engine, b, 8);  // warm-up: captures the graphs of this bucket (both arenas)
+      engine_round(**engine, b, 8);
+      const double tok_s = engine_round(**engine, b, steps);
+      std::printf("RESULT name=engine_decode batch=%d depth=%d steps=%d tok_s=%.1f ms_step=%.3f\n", b, depth, steps,
+                  tok_s, tok_s > 0 ? 1e3 * b / tok_s : 0.0);
+      std::fflush(stdout);
+    }
   }
   return 0;
 }
@@ -301,7 +308,7 @@ int main(int argc, char** argv) {
   brigade::Options o;
   if (!brigade::parse(argc, argv, o)) {
     std::fprintf(stderr, "usage: bench_gpu [--model SPEC] [--batches 1,8,64,256] [--ctx 512] [--steps 32] [--prefill 2048] "
-                 "[--engine-batches 1,64]\n");
+                 "[--engine-batches 1,64] [--engine-depths 1,2]\n");
     return 2;
   }
   const int rc = brigade::run(o);  // the model-only benchmark's model is freed before the engine loads its own

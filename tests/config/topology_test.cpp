@@ -127,10 +127,15 @@ TEST(Topology, DevicesAndStepPaths) {
   auto path = parse_topology("instances: [{executors: [{step_path: gpu}]}]");
   ASSERT_FALSE(path.has_value());
   EXPECT_NE(path.status().message().find("auto, device, host"), std::string::npos) << path.status().message();
-  auto tp = parse_topology("instances: [{executors: [{device: cuda, tp: 2}]}]");
-  ASSERT_FALSE(tp.has_value());
-  EXPECT_EQ(tp.status().code(), StatusCode::unsupported);
-  EXPECT_NE(tp.status().message().find("tp: 1 on a GPU"), std::string::npos) << tp.status().message();
+  // One GPU per rank (cuda:N takes GPUs N..N+tp-1); the engine joins them with NCCL.
+  auto tp = parse_topology("instances: [{executors: [{device: 'cuda:2', tp: 2}]}]");
+  ASSERT_TRUE(tp.has_value()) << tp.status().to_string();
+  EXPECT_EQ(tp->instances[0].executors[0].tp, 2);
+  auto tp_device = parse_topology("instances: [{executors: [{device: cuda, tp: 2, step_path: device}]}]");
+  ASSERT_FALSE(tp_device.has_value());
+  EXPECT_EQ(tp_device.status().code(), StatusCode::unsupported);
+  EXPECT_NE(tp_device.status().message().find("step_path: device needs tp: 1"), std::string::npos)
+      << tp_device.status().message();
 }
 
 TEST(Topology, ErrorsListValidChoices) {

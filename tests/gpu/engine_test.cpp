@@ -180,5 +180,38 @@ TEST(GpuEngineSteps, InflightDepthDoesNotChangeTokens) {
   }
 }
 
+// tp > 1 on GPUs: one GPU per rank, joined by NCCL. With fewer GPUs than ranks the engine says
+// which rank lacks its GPU; with two or more GPUs, tp 2 gives tp 1's greedy tokens where they are
+// decisive (the all-reduce sums partial products in another order than one GEMM). The device
+// machines have one GPU, so there only the refusal runs.
+TEST(GpuEngineTp, RanksTakeOneGpuEach) {
+  BRIGADE_REQUIRE_GPU();
+  testing::TempDir dir("gpu_engine_tp");
+  const std::string model = write_model(dir, DType::bf16);
+  const int gpus = cuda_device_count();
+  EngineOptions too_many = options(model, "cuda");
+  too_many.topology.instances.front().executors.front().tp = 2;
+  too_many.topology.instances.front().executors.front().device = "cuda:" + std::to_string(gpus - 1);
+  auto refused = Engine::create(too_many);
+  ASSERT_FALSE(refused.has_value()) << "rank 1 would need GPU " << gpus << ", which does not exist";
+  EXPECT_NE(refused.status().message().find("tp rank 1 on cuda:" + std::to_string(gpus)), std::string::npos)
+      << refused.status().message();
+  if (gpus < 2) return;
+  const std::vector<GenerateOptions> reqs = {greedy_ids(prompt_of(12, 1), 16), greedy_ids(prompt_of(40, 2), 16)};
+  std::vector<std::vector<int32_t>> by_tp[2];
+  for (int tp : {1, 2}) {
+    EngineOptions o = options(model, "cuda");
+    o.topology.instances.front().executors.front().tp = tp;
+    auto e = Engine::create(o);
+    ASSERT_TRUE(e.has_value()) << e.status().to_string();
+    for (const auto& r : reqs) by_tp[tp - 1].push_back(generate(**e, r));
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    ASSERT_EQ(by_tp[1][i].size(), by_tp[0][i].size());
+    // The first tokens follow decisive logits; later ones may fork after a near tie.
+    EXPECT_EQ(by_tp[1][i][0], by_tp[0][i][0]) << "request " << i;
+  }
+}
+
 }  // namespace
 }  // namespace brigade
