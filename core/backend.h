@@ -8,6 +8,15 @@
 //
 // Fused QKV: attention inputs are one tensor qkv [n_tokens, (n_heads + 2 * n_kv_heads) * head_dim]
 // with the query heads first, then key heads, then value heads, as one fused projection writes it.
+//
+// fp8 weights: prepare_weight(host, DType::f8e4m3) on a backend whose supports_weight_dtype says
+// yes (the CUDA backend on compute capability >= 8.9) quantizes a matrix w [m, k] to E4M3 codes
+// q = e4m3(w / scale) with one f32 scale for the whole tensor, scale = absmax(w) / 448. The
+// scale travels with the weight's allocation, not in a side table: the f32 sits at byte offset
+// fp8_scale_offset(w) from w.data, so matmul(x, w, bias, out) finds it from the Tensor alone and a
+// CUDA Graph that captured the matmul reads it from the same address on every replay. Hence an
+// fp8 weight is used whole (no rows() views of it as a matmul operand). matmul quantizes x per
+// call with its own dynamic per-tensor scale and computes out = (sx * sw) * (qx · qwᵀ) (+ bias).
 #pragma once
 
 #include <algorithm>
@@ -23,6 +32,9 @@
 #include "core/tensor.h"
 
 namespace brigade {
+
+// Byte offset of an f8e4m3 weight's f32 scale from its data (the codes, padded to 256 bytes).
+inline size_t fp8_scale_offset(const Tensor& w) { return (w.nbytes() + 255) / 256 * 256; }
 
 struct QkvLayout {
   int n_heads = 0;
@@ -90,6 +102,13 @@ class Backend {
     return t == DType::f32 || t == DType::bf16 || t == DType::f16;
   }
 
+  // Whether prepare_weight makes matmul weights of element type `t`. Float types always; the
+  // model asks before loading so an unsupported type (f8e4m3 off a capable GPU) is refused at
+  // once with the reason, not after the first layers were converted.
+  virtual bool supports_weight_dtype(DType t) const {
+    return t == DType::f32 || t == DType::bf16 || t == DType::f16;
+  }
+
   // ---- memory ----
   // Device memory of at least `bytes`, aligned to 64 bytes; out_of_resources when it cannot.
   virtual Expected<Buffer> allocate(size_t bytes) = 0;
@@ -97,6 +116,7 @@ class Backend {
   virtual void download(void* host_dst, const Tensor& src) = 0;         // src.nbytes() bytes
   // Converts a host weight (f32/f16/bf16, row-major) into the backend's layout for matmul or
   // lookup. `want` overrides the stored element type (e.g. bf16 -> f32); nullopt keeps it.
+  // want = f8e4m3 makes a matmul-only weight (see "fp8 weights" above; embedding() refuses it).
   virtual Expected<OwnedTensor> prepare_weight(const Tensor& host, std::optional<DType> want) = 0;
   virtual void synchronize() = 0;
 
@@ -126,7 +146,8 @@ class Backend {
   // ---- ops ----
   // out [n, d] = table[ids[i]]; table [vocab, d] (a prepared weight), ids [n] i32.
   virtual void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) = 0;
-  // out [n, m] = x [n, k] · w[m, k]ᵀ (+ bias [m] when bias is not empty).
+  // out [n, m] = x [n, k] · w[m, k]ᵀ (+ bias [m] when bias is not empty). w may be an f8e4m3
+  // weight from prepare_weight (see "fp8 weights" above).
   virtual void matmul(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) = 0;
   // out [n, d] = x / rms(x) * weight, rms over d with eps.
   virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) = 0;

@@ -1,5 +1,7 @@
 #include "core/dtype.h"
 
+#include <cmath>
+
 namespace brigade {
 
 const char* dtype_name(DType t) {
@@ -11,6 +13,7 @@ const char* dtype_name(DType t) {
     case DType::i64: return "i64";
     case DType::i8: return "i8";
     case DType::u8: return "u8";
+    case DType::f8e4m3: return "f8e4m3";
   }
   return "?";
 }
@@ -23,6 +26,7 @@ std::optional<DType> parse_dtype(std::string_view n) {
   if (n == "i64" || n == "int64" || n == "I64") return DType::i64;
   if (n == "i8" || n == "int8" || n == "I8") return DType::i8;
   if (n == "u8" || n == "uint8" || n == "U8") return DType::u8;
+  if (n == "f8e4m3" || n == "fp8") return DType::f8e4m3;
   return std::nullopt;
 }
 
@@ -72,6 +76,30 @@ uint16_t f32_to_f16(float f) {
   uint32_t rem = man & 0x1fffu;
   if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;  // may carry into exponent: correct
   return static_cast<uint16_t>(half);
+}
+
+float e4m3_to_f32(uint8_t q) {
+  const float sign = (q & 0x80u) ? -1.0f : 1.0f;
+  const int exp = (q >> 3) & 0xf, man = q & 0x7;
+  if (exp == 0xf && man == 0x7) return std::nanf("");
+  if (exp == 0) return sign * std::ldexp(static_cast<float>(man), -9);  // subnormal: man * 2^-9
+  return sign * std::ldexp(1.0f + static_cast<float>(man) / 8.0f, exp - 7);
+}
+
+uint8_t f32_to_e4m3(float f) {
+  const uint8_t sign = std::signbit(f) ? 0x80u : 0x00u;
+  if (std::isnan(f)) return static_cast<uint8_t>(sign | 0x7fu);
+  const float a = std::fabs(f);
+  if (a >= kE4m3Max) return static_cast<uint8_t>(sign | 0x7eu);
+  // Codes are monotonic in the magnitude: below 2^-6 the code is the count of 2^-9 steps (code 8
+  // is the smallest normal, 2^-6), so rounding a * 2^9 gives the code directly.
+  if (a < 0.015625f) return static_cast<uint8_t>(sign | static_cast<uint8_t>(std::nearbyint(a * 512.0f)));
+  int ex = 0;
+  const float fr = std::frexp(a, &ex);                 // a = fr * 2^ex, fr in [0.5, 1)
+  int e = ex - 1;                                      // a = (2 fr) * 2^e, e in [-6, 8]
+  int m = static_cast<int>(std::nearbyint((2.0f * fr - 1.0f) * 8.0f));  // exact before rounding; ties to even
+  if (m == 8) { m = 0; ++e; }
+  return static_cast<uint8_t>(sign | ((e + 7) << 3) | m);  // a < 448 keeps the code <= 0x7e
 }
 
 }  // namespace brigade

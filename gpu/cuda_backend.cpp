@@ -50,7 +50,8 @@ cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 class CudaBackendImpl final : public CudaBackend {
  public:
   CudaBackendImpl(const CudaBackendOptions& o, const cudaDeviceProp& prop)
-      : options_(o), sm_count_(prop.multiProcessorCount), device_name_(prop.name) {}
+      : options_(o), sm_count_(prop.multiProcessorCount), compute_capability_(prop.major * 10 + prop.minor),
+        device_name_(prop.name) {}
 
   ~CudaBackendImpl() override {
     cudaSetDevice(options_.device);
@@ -61,6 +62,7 @@ class CudaBackendImpl final : public CudaBackend {
     gemm_.reset();
     rope_tables_.clear();
     partial_ = Buffer();
+    fp8_act_ = Buffer();
     workspace_ = Buffer();
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -81,6 +83,10 @@ class CudaBackendImpl final : public CudaBackend {
   DType activation_dtype() const override { return DType::bf16; }
   // The CUDA write_kv and attention kernels read bf16 or f32 pages only (no f16, no int8 scales).
   bool supports_kv_dtype(DType t) const override { return t == DType::bf16 || t == DType::f32; }
+  // Float weights are bf16 here (prepare_weight); fp8 tensor cores start at sm_89 (Ada, Hopper).
+  bool supports_weight_dtype(DType t) const override {
+    return t == DType::bf16 || (t == DType::f8e4m3 && compute_capability_ >= 89);
+  }
   int sm_count() const override { return sm_count_; }
   int device() const override { return options_.device; }
   void* stream() const override { return stream_; }
@@ -189,6 +195,7 @@ class CudaBackendImpl final : public CudaBackend {
       synchronize();
       return OwnedTensor{std::move(*buf), dst};
     }
+    if (want == DType::f8e4m3) return prepare_fp8_weight(host);
     if (want && *want != DType::bf16)
       return unsupported(std::string("the CUDA backend keeps float weights in bf16; ") + dtype_name(*want) +
                          " weights are not supported (load with weight dtype bf16 or the stored type)");
@@ -227,6 +234,7 @@ class CudaBackendImpl final : public CudaBackend {
   }
   void matmul(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) override {
     bind();
+    if (w.dtype == DType::f8e4m3) return matmul_fp8(x, w, bias, out);
     graphs_->record(Sig() << kMatmul << x << w << bias << out, [=, this] { gemm_->run(x, w, bias, out, stream_); });
   }
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override {
@@ -379,9 +387,12 @@ class CudaBackendImpl final : public CudaBackend {
   // or two), so rope() queues no host copy per step.
   const float* rope_table(const std::vector<float>& inv_freq);
   void ensure_partial(int64_t floats);
+  Expected<OwnedTensor> prepare_fp8_weight(const Tensor& host);
+  void matmul_fp8(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out);
 
   CudaBackendOptions options_;
   int sm_count_;
+  int compute_capability_;  // major * 10 + minor
   std::string device_name_;
   cudaStream_t stream_ = nullptr;
   Buffer workspace_;
@@ -392,7 +403,12 @@ class CudaBackendImpl final : public CudaBackend {
   std::unordered_map<uint64_t, cudaEvent_t> tickets_;  // download_async copies not yet retired
   std::vector<cudaEvent_t> free_events_;
   uint64_t next_ticket_ = 1;
+  // fp8 activations of the matmul in flight: the scale (f32) and absmax (u32) words, then the
+  // E4M3 codes from byte kFp8ActCodes (grown like partial_, see matmul_fp8).
+  Buffer fp8_act_;
 };
+
+constexpr size_t kFp8ActCodes = 256;
 
 const float* CudaBackendImpl::rope_table(const std::vector<float>& inv_freq) {
   for (const auto& [freq, buf] : rope_tables_)
@@ -414,6 +430,63 @@ void CudaBackendImpl::ensure_partial(int64_t floats) {
   auto buf = allocate(std::max<size_t>(bytes, size_t{4} << 20));
   BRIGADE_CHECK(buf.has_value(), "GPU memory for the attention split workspace");
   partial_ = std::move(*buf);
+}
+
+// The codes and, after them (core/backend.h fp8_scale_offset), the f32 scale and a u32 of absmax
+// scratch, all in one allocation so the Tensor alone leads matmul to the scale.
+Expected<OwnedTensor> CudaBackendImpl::prepare_fp8_weight(const Tensor& host) {
+  if (!supports_weight_dtype(DType::f8e4m3))
+    return unsupported("fp8 weights need a CUDA GPU with compute capability >= 8.9; " + device_name_ + " is " +
+                       std::to_string(compute_capability_ / 10) + "." + std::to_string(compute_capability_ % 10));
+  if (!is_float(host.dtype) || host.ndim != 2)
+    return unsupported(std::string("fp8 weights are quantized from float matrices, not a ") + dtype_name(host.dtype) +
+                       " tensor of shape " + host.shape_string());
+  if (host.dim(1) % 16 != 0)
+    return unsupported("fp8 weights need the input dimension to be a multiple of 16 (cuBLASLt's fp8 layout); got " +
+                       host.shape_string());
+  Tensor dst = host;
+  dst.dtype = DType::f8e4m3;
+  const size_t scale_at = fp8_scale_offset(dst);
+  auto buf = allocate(scale_at + 2 * sizeof(float));
+  if (!buf) return buf.status();
+  dst.data = buf->data();
+  auto staged = allocate(host.nbytes());
+  if (!staged) return staged.status();
+  Tensor src = host;
+  src.data = staged->data();
+  upload(src, host.data);
+  auto* scale = reinterpret_cast<float*>(static_cast<uint8_t*>(dst.data) + scale_at);
+  gpu::launch_quantize_e4m3(src.data, src.dtype, src.numel(), scale, reinterpret_cast<unsigned*>(scale + 1),
+                            static_cast<uint8_t*>(dst.data), stream_);
+  synchronize();  // the staging buffer and the host memory are free to go
+  return OwnedTensor{std::move(*buf), dst};
+}
+
+// x (bf16) is quantized with its own dynamic per-tensor scale into fp8_act_, then the fp8 GEMM
+// reads both scales on the device. The scratch grows at record time, outside the closures, so a
+// captured graph never refers to a freed buffer (drop_all forgets graphs that used the old one).
+void CudaBackendImpl::matmul_fp8(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) {
+  BRIGADE_CHECK(x.dtype == DType::bf16, "fp8 matmul: x is bf16 (quantized per call)");
+  BRIGADE_CHECK(w.ndim == 2 && x.row_numel() == w.dim(1), "x [n, k] and w [m, k] agree on k");
+  const size_t codes = static_cast<size_t>(x.numel());
+  if (codes == 0) return;
+  if (fp8_act_.bytes() < kFp8ActCodes + codes) {
+    graphs_->drop_all(std::move(fp8_act_));
+    fp8_act_ = Buffer();
+    auto buf = allocate(std::max<size_t>(kFp8ActCodes + codes, size_t{4} << 20));
+    BRIGADE_CHECK(buf.has_value(), "GPU memory for the fp8 activations of a matmul");
+    fp8_act_ = std::move(*buf);
+  }
+  auto* x_scale = static_cast<float*>(fp8_act_.data());
+  Tensor x8 = x;
+  x8.dtype = DType::f8e4m3;
+  x8.data = static_cast<uint8_t*>(fp8_act_.data()) + kFp8ActCodes;
+  const float* w_scale = reinterpret_cast<const float*>(static_cast<const uint8_t*>(w.data) + fp8_scale_offset(w));
+  graphs_->record(Sig() << kMatmul << x << w << bias << out << x8, [=, this] {
+    gpu::launch_quantize_e4m3(x.data, x.dtype, x.numel(), x_scale, reinterpret_cast<unsigned*>(x_scale + 1),
+                              static_cast<uint8_t*>(x8.data), stream_);
+    gemm_->run_fp8(x8, x_scale, w, w_scale, bias, out, stream_);
+  });
 }
 
 void CudaBackendImpl::attention(const Tensor& qkv, const QkvLayout& l, const KvLayer& cache,

@@ -1,7 +1,9 @@
 // The CUDA backend (DESIGN.md §4): the Backend ops on one NVIDIA GPU, built for sm_90 (H100/H200).
 //
-// Activations are bf16, logits f32, matrices bf16 (tensor-core GEMMs through cuBLASLt), norm
-// weights and biases f32 or bf16. Every op is queued on the backend's one stream and returns at
+// Activations are bf16, logits f32, matrices bf16 (tensor-core GEMMs through cuBLASLt) or, when
+// loaded as f8e4m3, fp8 E4M3 with a per-tensor scale (fp8 GEMMs; the activations are quantized
+// per matmul with a dynamic per-tensor scale, core/backend.h "fp8 weights"), norm weights and
+// biases f32 or bf16. Every op is queued on the backend's one stream and returns at
 // once; download() and synchronize() wait. CUDA and cuBLAS failures inside ops are bugs or a lost
 // device and stop the process with the CUDA error string (BRIGADE_CHECK); allocation failures
 // are out_of_resources.

@@ -1,5 +1,7 @@
 #include "gpu/gemm.h"
 
+#include <string>
+
 #include "gpu/cuda_check.h"
 #include "gpu/kernels.h"
 
@@ -14,7 +16,18 @@ int alignment(const void* p) {
   return al;
 }
 
-cudaDataType_t cuda_type(DType t) { return t == DType::f32 ? CUDA_R_32F : CUDA_R_16BF; }
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::f32: return CUDA_R_32F;
+    case DType::f8e4m3: return CUDA_R_8F_E4M3;
+    default: return CUDA_R_16BF;
+  }
+}
+
+template <class T>
+void set_attr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value) {
+  BRIGADE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value)));
+}
 
 }  // namespace
 
@@ -35,20 +48,28 @@ void Gemm::destroy(Plan& p) {
   p = Plan{};
 }
 
-bool Gemm::make_plan(const Key& key, bool with_bias, Plan& p) {
-  const auto [n, m, k, out_t, bias_t, al_w, al_x, al_out, al_bias] = key;
+// fp8: the per-tensor scales (CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, the default scale mode)
+// are device pointers on the descriptor; they are set before the heuristic runs, as for every
+// call after it, so the algorithm is chosen for the descriptor it will run with.
+void Gemm::set_scales(const Plan& p, Scales scales) {
+  if (scales.w == nullptr) return;
+  set_attr(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(scales.w));
+  set_attr(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(scales.x));
+}
+
+bool Gemm::make_plan(const Key& key, bool with_bias, Scales scales, Plan& p) {
+  const auto [n, m, k, in_t, out_t, bias_t, al_w, al_x, al_out, al_bias] = key;
+  const cudaDataType_t in = cuda_type(static_cast<DType>(in_t));
   BRIGADE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
-  BRIGADE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a)));
-  BRIGADE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof(trans_b)));
+  set_attr(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
+  set_attr(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
   if (with_bias) {
-    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-    const cudaDataType_t bt = cuda_type(static_cast<DType>(bias_t));
-    BRIGADE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
-    BRIGADE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
+    set_attr(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
+    set_attr(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, cuda_type(static_cast<DType>(bias_t)));
   }
-  BRIGADE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, static_cast<uint64_t>(k), static_cast<uint64_t>(m), k));
-  BRIGADE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, static_cast<uint64_t>(k), static_cast<uint64_t>(n), k));
+  set_scales(p, scales);
+  BRIGADE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, in, static_cast<uint64_t>(k), static_cast<uint64_t>(m), k));
+  BRIGADE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, in, static_cast<uint64_t>(k), static_cast<uint64_t>(n), k));
   BRIGADE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.d, cuda_type(static_cast<DType>(out_t)), static_cast<uint64_t>(m),
                                                   static_cast<uint64_t>(n), m));
   cublasLtMatmulPreference_t pref = nullptr;
@@ -75,21 +96,40 @@ bool Gemm::make_plan(const Key& key, bool with_bias, Plan& p) {
   return true;
 }
 
-Gemm::Plan& Gemm::plan(const Key& key) {
+Gemm::Plan& Gemm::plan(const Key& key, Scales scales) {
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   Plan p;
-  const bool bias = std::get<4>(key) >= 0;
+  const bool bias = std::get<5>(key) >= 0;
   // Fused bias first; without an algorithm for it, a plain GEMM and the bias kernel.
-  if (!(bias && make_plan(key, true, p))) {
-    const bool ok = make_plan(key, false, p);
-    BRIGADE_CHECK(ok, "cuBLASLt has an algorithm for this bf16 GEMM shape");
+  if (!(bias && make_plan(key, true, scales, p)) && !make_plan(key, false, scales, p)) {
+    const auto [n, m, k, in_t, out_t, bias_t, al_w, al_x, al_out, al_bias] = key;
+    const std::string why = std::string("cuBLASLt has no algorithm for the ") + dtype_name(static_cast<DType>(in_t)) +
+                            " GEMM out [n=" + std::to_string(n) + ", m=" + std::to_string(m) + "] " +
+                            dtype_name(static_cast<DType>(out_t)) + " = x [n, k=" + std::to_string(k) +
+                            "] . w [m, k]^T (alignments w " + std::to_string(al_w) + ", x " + std::to_string(al_x) +
+                            ", out " + std::to_string(al_out) + " bytes)" +
+                            (in_t == static_cast<int>(DType::f8e4m3) ? "; load with bf16 weights instead" : "");
+    check_failed("cublasLtMatmulAlgoGetHeuristic", why.c_str(), __FILE__, __LINE__);
   }
   return plans_.emplace(key, p).first->second;
 }
 
 void Gemm::run(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out, cudaStream_t stream) {
   BRIGADE_CHECK(x.dtype == DType::bf16 && w.dtype == DType::bf16, "GPU matmul: x and w are bf16");
+  matmul(x, w, bias, out, Scales{}, stream);
+}
+
+void Gemm::run_fp8(const Tensor& x8, const float* x_scale, const Tensor& w8, const float* w_scale,
+                   const Tensor& bias, const Tensor& out, cudaStream_t stream) {
+  BRIGADE_CHECK(x8.dtype == DType::f8e4m3 && w8.dtype == DType::f8e4m3 && x_scale != nullptr && w_scale != nullptr,
+                "fp8 GEMM: x and w are f8e4m3 with their scales");
+  BRIGADE_CHECK(w8.ndim == 2 && w8.dim(1) % 16 == 0, "fp8 GEMM: k is a multiple of 16");
+  matmul(x8, w8, bias, out, Scales{x_scale, w_scale}, stream);
+}
+
+void Gemm::matmul(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out, Scales scales,
+                  cudaStream_t stream) {
   BRIGADE_CHECK(out.dtype == DType::bf16 || out.dtype == DType::f32, "GPU matmul: out is bf16 or f32");
   BRIGADE_CHECK(w.ndim == 2 && x.row_numel() == w.dim(1), "x [n, k] and w [m, k] agree on k");
   BRIGADE_CHECK(out.numel() == x.dim(0) * w.dim(0), "out is [n, m]");
@@ -97,13 +137,11 @@ void Gemm::run(const Tensor& x, const Tensor& w, const Tensor& bias, const Tenso
   const int64_t n = x.dim(0), m = w.dim(0), k = w.dim(1);
   if (n == 0 || m == 0) return;
   const int bias_t = bias.empty() ? -1 : static_cast<int>(bias.dtype);
-  const Key key{n, m, k, static_cast<int>(out.dtype), bias_t, alignment(w.data), alignment(x.data),
-                alignment(out.data), bias.empty() ? 0 : alignment(bias.data)};
-  Plan& p = plan(key);
-  if (p.fused_bias) {
-    const void* ptr = bias.data;
-    BRIGADE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ptr, sizeof(ptr)));
-  }
+  const Key key{n, m, k, static_cast<int>(w.dtype), static_cast<int>(out.dtype), bias_t, alignment(w.data),
+                alignment(x.data), alignment(out.data), bias.empty() ? 0 : alignment(bias.data)};
+  Plan& p = plan(key, scales);
+  if (p.fused_bias) set_attr(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(bias.data));
+  set_scales(p, scales);
   const float alpha = 1.0f, beta = 0.0f;
   BRIGADE_CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &alpha, w.data, p.a, x.data, p.b, &beta, out.data, p.d,
                                       out.data, p.d, &p.algo, workspace_, workspace_bytes_, stream));

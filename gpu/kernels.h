@@ -94,6 +94,13 @@ void launch_gather_tokens(const int32_t* table, const int32_t* index, int64_t n,
 // table[index[i]] = tokens[i] where index[i] >= 0 (Backend::scatter_tokens).
 void launch_scatter_tokens(const int32_t* tokens, const int32_t* index, int64_t n, int32_t* table, cudaStream_t stream);
 
+// q [count] E4M3 codes = e4m3(x / scale) for x [count] f32/f16/bf16, with the dynamic per-tensor
+// scale = max(absmax(x) / 448, FLT_MIN) written to *scale (device f32); rounding to nearest even,
+// saturating at +-448 (f32_to_e4m3 in core/dtype.h is the host equivalent). amax is one device
+// u32 of scratch. Three stream operations (a memset and two kernels), no host sync: capturable.
+void launch_quantize_e4m3(const void* x, DType x_t, int64_t count, float* scale, unsigned* amax, uint8_t* q,
+                          cudaStream_t stream);
+
 // dst [count] bf16 = src [count] f32/f16/bf16 on the device.
 void launch_to_bf16(const void* src, DType src_t, void* dst, int64_t count, cudaStream_t stream);
 

@@ -162,7 +162,7 @@ Status LlamaModel::load(const Checkpoint& ck) {
   const auto& c = config_;
   WeightLoader w(ck, backend_, options_.weight_dtype);
   LoadProgress progress(ck.path(), c.n_layers, options_.progress);
-  BRIGADE_ASSIGN_OR_RETURN(embed_, w.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size));
+  BRIGADE_ASSIGN_OR_RETURN(embed_, w.table("model.embed_tokens.weight", c.vocab_size, c.hidden_size));
   // Sizes from the config (layer count, head_dim) are trusted for allocation only once the
   // tensors have confirmed them: a corrupt header cannot ask for memory the weights do not back.
   for (int l = 0; l < c.n_layers; ++l) {
@@ -174,7 +174,7 @@ Status LlamaModel::load(const Checkpoint& ck) {
   progress.finish();
   BRIGADE_ASSIGN_OR_RETURN(final_norm_, w.vector_f32({"model.norm.weight"}, {c.hidden_size}));
   if (!c.tie_embeddings && shard_.rank == 0) {  // only rank 0 computes logits
-    BRIGADE_ASSIGN_OR_RETURN(lm_head_, w.matrix("lm_head.weight", c.vocab_size, c.hidden_size));
+    BRIGADE_ASSIGN_OR_RETURN(lm_head_, w.table("lm_head.weight", c.vocab_size, c.hidden_size));
   }
   n_params_ = w.n_params();
   weight_bytes_ = w.n_bytes();
@@ -298,6 +298,20 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   return Status::ok();
 }
 
+// The matrices' element type: a float type, or f8e4m3 for the linear layers where the backend
+// multiplies fp8 (the embedding table and lm_head then stay bf16, as vLLM keeps them).
+Status check_weight_dtype(std::optional<DType> want, const Backend& backend) {
+  if (!want) return Status::ok();
+  const DType t = *want;
+  if (t != DType::f32 && t != DType::f16 && t != DType::bf16 && t != DType::f8e4m3)
+    return unsupported(std::string("weight dtype ") + dtype_name(t) +
+                       " is not supported; supported: f32, f16, bf16, f8e4m3 (fp8)");
+  if (t == DType::f8e4m3 && !backend.supports_weight_dtype(t))
+    return unsupported("fp8 weights need a CUDA GPU with compute capability >= 8.9; backend '" + backend.name() +
+                       "' cannot run them (load with weights: bf16 or auto)");
+  return Status::ok();
+}
+
 // Every rank must hold whole heads and an equal share of the MLP.
 Status check_tensor_parallel(const ModelConfig& c, const Communicator* comm) {
   if (comm == nullptr) return Status::ok();
@@ -326,10 +340,7 @@ Expected<std::unique_ptr<Model>> load_llama(const Checkpoint& checkpoint, Backen
                                             const LoadOptions& options) {
   if (options.max_batch_tokens < 1)
     return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
-  if (options.weight_dtype && *options.weight_dtype != DType::f32 && *options.weight_dtype != DType::f16 &&
-      *options.weight_dtype != DType::bf16)
-    return unsupported(std::string("weight dtype ") + dtype_name(*options.weight_dtype) +
-                       " is not supported; supported: f32, f16, bf16");
+  BRIGADE_RETURN_IF_ERROR(check_weight_dtype(options.weight_dtype, backend));
   BRIGADE_RETURN_IF_ERROR(check_tensor_parallel(checkpoint.config(), options.communicator));
   auto model = std::make_unique<LlamaModel>(checkpoint.config(), backend, options);
   BRIGADE_RETURN_IF_ERROR(model->load(checkpoint));

@@ -14,7 +14,8 @@
 namespace brigade {
 
 // Builds a Llama model from an opened checkpoint: every weight is shape-checked against the
-// config, q|k|v and gate|up are fused, matrices are converted as options.weight_dtype says, and
+// config, q|k|v and gate|up are fused, matrices are converted as options.weight_dtype says (fp8:
+// the linear layers only, LoadOptions), and
 // the scratch buffers for options.max_batch_tokens are allocated once.
 Expected<std::unique_ptr<Model>> load_llama(const Checkpoint& checkpoint, Backend& backend,
                                             const LoadOptions& options);

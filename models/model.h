@@ -40,6 +40,10 @@ struct StepBatch {
 
 struct LoadOptions {
   // Weight element type after load; nullopt keeps the checkpoint's (f16 is kept as f16).
+  // f8e4m3 quantizes the linear layers (q|k|v, o, gate|up, down) to fp8 with a per-tensor scale
+  // (core/backend.h) and keeps the embedding table and lm_head bf16; only a backend whose
+  // supports_weight_dtype(f8e4m3) is true takes it (a CUDA GPU of compute capability >= 8.9),
+  // others fail the load with unsupported before any weight is read.
   std::optional<DType> weight_dtype;
   int max_batch_tokens = 2048;  // largest n_tokens a step may have (sizes the scratch buffers)
   bool progress = true;         // show a progress bar when stderr is a terminal

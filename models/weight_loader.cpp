@@ -26,6 +26,16 @@ Expected<OwnedTensor> WeightLoader::prepare(const Tensor& host, std::optional<DT
 
 Expected<OwnedTensor> WeightLoader::matrix(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
                                            Slice col_slice) {
+  return load_matrix(name, rows, cols, row_slice, col_slice, want_);
+}
+
+Expected<OwnedTensor> WeightLoader::table(const std::string& name, int64_t rows, int64_t cols) {
+  const bool fp8 = want_ == DType::f8e4m3;
+  return load_matrix(name, rows, cols, {}, {}, fp8 ? std::optional<DType>(DType::bf16) : want_);
+}
+
+Expected<OwnedTensor> WeightLoader::load_matrix(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
+                                                Slice col_slice, std::optional<DType> want) {
   BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, {rows, cols}));
   n_params_ += t.numel();
   check_slice(row_slice, rows);
@@ -34,14 +44,14 @@ Expected<OwnedTensor> WeightLoader::matrix(const std::string& name, int64_t rows
   const size_t es = dtype_size(t.dtype);
   const uint8_t* first = t.bytes.data() + static_cast<size_t>(row_slice.begin * cols) * es;
   if (n_cols == cols) {  // whole rows are contiguous: a view of the mapping, no copy
-    return prepare(Tensor(const_cast<uint8_t*>(first), t.dtype, {n_rows, n_cols}), want_);
+    return prepare(Tensor(const_cast<uint8_t*>(first), t.dtype, {n_rows, n_cols}), want);
   }
   std::vector<uint8_t> host(static_cast<size_t>(n_rows * n_cols) * es);
   for (int64_t r = 0; r < n_rows; ++r) {
     std::memcpy(host.data() + static_cast<size_t>(r * n_cols) * es,
                 first + static_cast<size_t>(r * cols + col_slice.begin) * es, static_cast<size_t>(n_cols) * es);
   }
-  return prepare(Tensor(host.data(), t.dtype, {n_rows, n_cols}), want_);
+  return prepare(Tensor(host.data(), t.dtype, {n_rows, n_cols}), want);
 }
 
 Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names, const std::vector<int64_t>& rows,

@@ -22,14 +22,18 @@ struct Slice {
 
 class WeightLoader {
  public:
-  // `want` is LoadOptions::weight_dtype for matrices (nullopt keeps the stored type).
+  // `want` is LoadOptions::weight_dtype for matrices (nullopt keeps the stored type). Tables
+  // (table()) get the same, except that fp8 linear layers leave them bf16.
   WeightLoader(const Checkpoint& checkpoint, Backend& backend, std::optional<DType> want)
       : ck_(checkpoint), backend_(backend), want_(want) {}
 
   // Matrix `name` [rows, cols] (checked), of which rows `row_slice` and columns `col_slice` are
-  // prepared for matmul or embedding lookup. The slices must lie inside the matrix.
+  // prepared for matmul. The slices must lie inside the matrix.
   Expected<OwnedTensor> matrix(const std::string& name, int64_t rows, int64_t cols, Slice row_slice = {},
                                Slice col_slice = {});
+  // Matrix `name` [rows, cols] whole, for embedding lookup and the lm_head matmul (which may be
+  // the same tied tensor): never quantized to fp8.
+  Expected<OwnedTensor> table(const std::string& name, int64_t rows, int64_t cols);
   // Matrices names[i] [rows[i], cols] (checked), of each the rows row_slices[i] (all rows when
   // row_slices is empty), stacked along rows into one weight, so a fused projection (q|k|v,
   // gate|up) is one matmul. Parts of different dtypes are staged as f32.
@@ -47,6 +51,8 @@ class WeightLoader {
 
  private:
   Expected<OwnedTensor> prepare(const Tensor& host, std::optional<DType> want);
+  Expected<OwnedTensor> load_matrix(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
+                                    Slice col_slice, std::optional<DType> want);
   const Checkpoint& ck_;
   Backend& backend_;
   std::optional<DType> want_;
