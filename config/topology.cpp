@@ -148,6 +148,7 @@ Status parse_executors(const YAML::Node& e, const std::string& where, std::vecto
                                 .read("threads", ex.threads)
                                 .read("tp", ex.tp)
                                 .read("step_path", ex.step_path)
+                                .read("weights", ex.weights)
                                 .status());
     executors.push_back(ex);
   }
@@ -199,6 +200,9 @@ Status TopologyConfig::validate() const {
   if (ex.tp > 1 && ex.step_path == "device")
     return unsupported(w + ": step_path: device needs tp: 1 (under tensor parallelism rank 0 samples on the host); "
                        "use step_path: auto or host");
+  const std::set<std::string> weights = {"auto", "bf16", "fp8"};
+  if (!weights.count(ex.weights))
+    return invalid_argument(w + ": weights '" + ex.weights + "' is not one of: " + join(weights));
   if (ex.threads < 0) return invalid_argument(w + ": threads must be >= 0 (0 = all cores)");
   if (ex.tp < 1 || ex.tp > kMaxTp)
     return invalid_argument(w + ": tp must be in [1, " + std::to_string(kMaxTp) + "] (got " + std::to_string(ex.tp) + ")");

@@ -12,6 +12,16 @@
 
 namespace brigade::tools {
 
+// Flags that override the topology's (first) executor; empty keeps the topology's value.
+struct ExecutorFlags {
+  std::string device;   // cpu, cuda, cuda:N
+  std::string weights;  // auto, bf16, fp8
+};
+// Registers --device and --weights on `cmd`.
+void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags);
+// Writes the flags given into options' topology (validated when the engine starts).
+void apply_executor_flags(const ExecutorFlags& flags, EngineOptions& options);
+
 struct GenerateArgs {
   std::string model;
   std::string prompt;
@@ -24,6 +34,7 @@ struct GenerateArgs {
   std::string topology;
   int threads = 0;
   bool ignore_eos = false;
+  ExecutorFlags executor;
 };
 
 // Each registers its subcommand; when chosen, `run` is set to the function that runs it.

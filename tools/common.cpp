@@ -9,6 +9,20 @@
 
 namespace brigade::tools {
 
+void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags) {
+  cmd->add_option("--device", flags.device, "Executor device: cpu, cuda or cuda:N (default: the topology's, cpu)");
+  cmd->add_option("--weights", flags.weights,
+                  "Matrix weights: auto (the checkpoint's; bf16 on a GPU), bf16, or fp8 (E4M3 linear layers; a CUDA "
+                  "GPU of compute capability >= 8.9) (default: the topology's, auto)")
+      ->check(CLI::IsMember({"auto", "bf16", "fp8"}));
+}
+
+void apply_executor_flags(const ExecutorFlags& flags, EngineOptions& options) {
+  ExecutorConfig& ex = options.topology.instances.front().executors.front();
+  if (!flags.device.empty()) ex.device = flags.device;
+  if (!flags.weights.empty()) ex.weights = flags.weights;
+}
+
 int fail(const Status& status) {
   std::fprintf(stderr, "error: %s\n", status.to_string().c_str());
   return 1;

@@ -44,6 +44,7 @@ void add_generate_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--seed", opts->seed, "Random seed (same seed, same tokens)");
   cmd->add_option("--topology", opts->topology, "Topology YAML (default: one CPU executor)");
   cmd->add_option("--threads", opts->threads, "CPU threads (0 = all cores)")->capture_default_str();
+  add_executor_flags(cmd, opts->executor);
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "Keep generating past end-of-sequence");
   cmd->callback([opts, &run] { run = [opts] { return run_generate(*opts); }; });
 }
@@ -52,6 +53,7 @@ int run_generate(const GenerateArgs& a) {
   if (a.prompt.empty() == a.prompt_ids.empty()) return fail(invalid_argument("give exactly one of --prompt or --prompt-ids"));
   auto options = engine_options(a.topology, a.model, a.threads);
   if (!options) return fail(options.status());
+  apply_executor_flags(a.executor, *options);
   auto engine = Engine::create(*options);
   if (!engine) return fail(engine.status());
 

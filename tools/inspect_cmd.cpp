@@ -24,7 +24,7 @@ int inspect_topology(const std::string& path) {
                 inst.scheduler.max_step_tokens, inst.scheduler.max_inflight_steps);
     std::printf("  kv: page_size=%d pages=%d memory_mb=%lld dtype=%s\n", inst.kv.page_size, inst.kv.pages,
                 static_cast<long long>(inst.kv.memory_mb), inst.kv.dtype.c_str());
-    for (const auto& e : inst.executors) std::printf("  executor: device=%s threads=%d\n", e.device.c_str(), e.threads);
+    for (const auto& e : inst.executors) std::printf("  executor: device=%s weights=%s threads=%d\n", e.device.c_str(), e.weights.c_str(), e.threads);
   }
   return 0;
 }

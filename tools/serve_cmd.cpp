@@ -23,7 +23,7 @@ struct ServeArgs {
   std::string served_model_name;
   int threads = 0;
   int io_threads = 2;
-  std::string device;  // empty: the topology's
+  ExecutorFlags executor;
 };
 
 int run_serve(const ServeArgs& a) {
@@ -39,7 +39,7 @@ int run_serve(const ServeArgs& a) {
   if (!model) return fail(model.status());
   auto options = engine_options(a.topology, *model, a.threads);
   if (!options) return fail(options.status());
-  if (!a.device.empty()) options->topology.instances.front().executors.front().device = a.device;
+  apply_executor_flags(a.executor, *options);
   auto engine = Engine::create(*options);
   if (!engine) return fail(engine.status());
 
@@ -79,7 +79,7 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--api-key", a->api_key, "Require 'Authorization: Bearer KEY' on /v1/*");
   cmd->add_option("--served-model-name", a->served_model_name, "Model id in responses (default: the model folder name)");
   cmd->add_option("--threads", a->threads, "CPU threads for the executor (0 = all cores)");
-  cmd->add_option("--device", a->device, "Executor device: cpu, cuda or cuda:N (default: the topology's, cpu)");
+  add_executor_flags(cmd, a->executor);
   cmd->add_option("--io-threads", a->io_threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 64));
   cmd->callback([a, &run] { run = [a] { return run_serve(*a); }; });
 }

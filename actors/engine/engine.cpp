@@ -66,6 +66,13 @@ Expected<DType> kv_dtype_for(const std::string& name, DType weights) {
   return *t;
 }
 
+// The executor's `weights` key (validated by the topology) as LoadOptions::weight_dtype.
+std::optional<DType> weight_dtype_for(const std::string& weights) {
+  if (weights == "fp8") return DType::f8e4m3;
+  if (weights == "bf16") return DType::bf16;
+  return std::nullopt;  // auto: the checkpoint's
+}
+
 // What names the model's weights for the KV fingerprint: architecture, parameter count, and each
 // checkpoint file by content (name, size, hash of its first and last MiB), so the same weights
 // copied elsewhere keep their cached pages and weights rewritten in place (a new make-model
@@ -346,6 +353,7 @@ Status EngineImpl::start(const EngineOptions& options) {
   LoadOptions lo;
   lo.max_batch_tokens = inst.scheduler.max_step_tokens;
   lo.progress = options.progress;
+  lo.weight_dtype = weight_dtype_for(exe.weights);
   // Every rank's backend first: a GPU rank's communicator is bound to its backend's stream.
   std::vector<std::unique_ptr<Backend>> backends;
   for (int r = 0; r < exe.tp; ++r) {
@@ -416,7 +424,10 @@ Status EngineImpl::start(const EngineOptions& options) {
   // beyond this process only through the tiers; without them the device cache is born and dies
   // with the engine, so a constant root serves, and the checkpoint is not read again to hash it.
   const bool tiers_on = inst.cache.tiers_enabled();
-  const std::string kv_fp = tiers_on ? kv_fingerprint(model_identity(path, mc, summary_.n_params), layout) : "";
+  // fp8 weights compute other K/V than the same checkpoint in bf16: their pages must not meet.
+  const std::string weights_id = exe.weights == "fp8" ? "|weights=fp8" : "";
+  const std::string kv_fp =
+      tiers_on ? kv_fingerprint(model_identity(path, mc, summary_.n_params) + weights_id, layout) : "";
   setup.cache_root = root_key(tiers_on ? kv_fp : "device-only");
   setup.limits.lower_tiers = inst.cache.radix && tiers_on;
   // write_through: a page is saved down when it enters the device cache (and reaches disk at

@@ -22,6 +22,10 @@ struct ExecutorConfig {
   // "device" (sampling, the token feed and graph-replayed decode buckets on the backend), or
   // "auto": device for the CUDA backend, host for the CPU backend.
   std::string step_path = "auto";
+  // Matrix weights after load: "auto" (the checkpoint's type; the CUDA backend makes float
+  // weights bf16), "bf16", or "fp8" (E4M3 linear layers with per-tensor scales, embedding and
+  // lm_head bf16; a CUDA GPU of compute capability >= 8.9, refused at load elsewhere).
+  std::string weights = "auto";
 };
 
 // A parsed ExecutorConfig::device.

@@ -107,6 +107,29 @@ TEST(LlamaModel, WeightDtypeConversionAtLoad) {
   for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-3) << i;
 }
 
+// fp8 weights need fp8 GEMMs (a CUDA GPU of compute capability >= 8.9): the CPU backend refuses
+// them before any weight is converted, with the reason and what to load instead.
+TEST(LlamaModel, Fp8WeightsOnTheCpuAreUnsupportedAtLoad) {
+  TempDir dir("fp8");
+  ASSERT_TRUE(write_synthetic_model(tiny_spec(DType::bf16), dir.str()).is_ok());
+  auto backend = make_cpu_backend({.n_threads = 1});
+  EXPECT_FALSE(backend->supports_weight_dtype(DType::f8e4m3));
+  LoadOptions opts;
+  opts.weight_dtype = DType::f8e4m3;
+  opts.progress = false;
+  auto m = Model::load(dir.str(), *backend, opts);
+  ASSERT_FALSE(m.has_value());
+  EXPECT_EQ(m.status().code(), StatusCode::unsupported);
+  EXPECT_NE(m.status().message().find("fp8 weights need a CUDA GPU with compute capability >= 8.9"),
+            std::string::npos) << m.status().message();
+  EXPECT_NE(m.status().message().find("weights: bf16"), std::string::npos) << m.status().message();
+  opts.weight_dtype = DType::i8;  // not a weight type at all: the valid ones are listed
+  auto bad = Model::load(dir.str(), *backend, opts);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.status().message().find("supported: f32, f16, bf16, f8e4m3"), std::string::npos)
+      << bad.status().message();
+}
+
 TEST(LlamaModel, BatchedEqualsAlone) {
   TempDir dir("batch");
   ASSERT_TRUE(write_synthetic_model(tiny_spec(DType::f32), dir.str()).is_ok());
