@@ -8,7 +8,8 @@
 #   on the device:         bash scripts/gpu_check.sh        (device `run` with carry [".gpu-dist"])
 #       runs the packed binaries when .gpu-dist/ is there, else tries to build in build-gpu-check
 #       (needs the project's C++ dependencies on that machine). Logs go to $OUT (or
-#       build-gpu-check/logs); the table is printed last. About 2 minutes on an H200.
+#       build-gpu-check/logs); the table is printed last. About 2 minutes on an H200 (plus the fp8
+#       decode rows: one more 8B load, quantized on the device, and two short graph runs).
 # gpu_model_test includes the NCCL communicator tests (tp = 1); they open libnccl.so.2 at run time
 # (it is not packed: 218 MB; the device's PyTorch brings one) and skip without it, which counts as
 # a failure below.
@@ -99,11 +100,12 @@ for t in ("gpu_ops_test", "gpu_model_test"):
 ceil = next((r for r in rows if r.get("name") == "ceilings"), {})
 print(f"ceilings: HBM copy {ceil.get('copy_gbps','?')} GB/s, bf16 GEMM {ceil.get('gemm_tflops','?')} TFLOP/s")
 print(f"{'case':24s} {'tok/s':>10s} {'ms':>9s} {'of HBM':>7s} {'of GEMM':>8s}")
-dec = {}
+dec, fp8 = {}, {}
 for r in rows:
-    if r.get("name") == "decode":
-        dec[(int(r["batch"]), r["graphs"])] = float(r["tok_s"])
-        print(f"{'decode b=' + r['batch'] + ' graphs ' + r['graphs']:24s} {float(r['tok_s']):10.1f} {float(r['ms_step']):9.3f} {float(r['hbm']):7.3f} {float(r['gemm']):8.4f}")
+    if r.get("name") in ("decode", "decode_fp8"):
+        tag = "decode" if r["name"] == "decode" else "decode fp8"
+        (dec if r["name"] == "decode" else fp8)[(int(r["batch"]), r["graphs"])] = float(r["tok_s"])
+        print(f"{tag + ' b=' + r['batch'] + ' graphs ' + r['graphs']:24s} {float(r['tok_s']):10.1f} {float(r['ms_step']):9.3f} {float(r['hbm']):7.3f} {float(r['gemm']):8.4f}")
     elif r.get("name") == "engine_decode":
         name = f"engine decode b={r['batch']} d={r.get('depth', '?')}"
         print(f"{name:24s} {float(r['tok_s']):10.1f} {float(r['ms_step']):9.3f}")
@@ -124,5 +126,8 @@ for b in ("1", "64"):
     e1, e2, model = eng.get((b, "1")), eng.get((b, "2")), dec.get((int(b), "on"))
     if e2 and model: print(f"engine b={b} depth 2 / model-only graphs: {e2 / model:.2f}")
     if e1 and e2: print(f"engine b={b} depth 2 / depth 1 (steps in flight): {e2 / e1:.2f}")
+for b in (1, 64):  # no target: fp8 halves the weight bytes, so up to ~2x where weights dominate
+    f, g = fp8.get((b, "on")), dec.get((b, "on"))
+    print(f"fp8 / bf16 decode tokens/s at batch {b} (graphs): " + (f"{f / g:.2f}" if f and g else "not measured"))
 PY
 exit $status

@@ -13,15 +13,21 @@
 // token, i.e. what serving adds on top of the model-only numbers (0 batches = skipped), with the
 // scheduler keeping 1 or 2 steps in flight (--engine-depths): at depth 2 the executor queues the
 // next step on the GPU before it waits for the current one's tokens.
+// Between the model-only and the engine runs, the same model with fp8 weights (E4M3 linear layers,
+// bf16 embedding and lm_head; LoadOptions::weight_dtype = f8e4m3) decodes at --fp8-batches with
+// graphs on (RESULT name=decode_fp8); its hbm counts the bytes that model reads (one per
+// linear-layer parameter), gemm stays relative to the bf16 GEMM rate (0 batches = skipped).
 //
 // Usage: bench_gpu [--model SPEC] [--batches 1,8,64,256] [--ctx 512] [--steps 32] [--prefill 2048]
 //                  [--engine-batches 1,64] [--engine-depths 1,2]
+//                  [--fp8-batches 1,64]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -46,6 +52,7 @@ struct Options {
   int prefill = 2048;
   std::vector<int> engine_batches = {1, 64};
   std::vector<int> engine_depths = {1, 2};  // scheduler.max_inflight_steps
+  std::vector<int> fp8_batches = {1, 64};
 };
 
 constexpr int kPageSize = 16;
@@ -58,8 +65,11 @@ bool parse(int argc, char** argv, Options& o) {
     else if (k == "--ctx") o.ctx = std::atoi(v.c_str());
     else if (k == "--steps") o.steps = std::atoi(v.c_str());
     else if (k == "--prefill") o.prefill = std::atoi(v.c_str());
-    else if (k == "--batches" || k == "--engine-batches" || k == "--engine-depths") {
-      auto& list = k == "--batches" ? o.batches : k == "--engine-batches" ? o.engine_batches : o.engine_depths;
+    else if (k == "--batches" || k == "--engine-batches" || k == "--engine-depths" || k == "--fp8-batches") {
+      auto& list = k == "--batches"          ? o.batches
+                   : k == "--engine-batches" ? o.engine_batches
+                   : k == "--engine-depths"  ? o.engine_depths
+                                             : o.fp8_batches;
       list.clear();
       std::stringstream ss(v);
       std::string b;
@@ -82,6 +92,7 @@ struct Bench {
   double copy_gbps, gemm_tflops;
   int pages_per_seq;  // per decode sequence
   int prefill_pages;  // of the prefill sequence
+  const char* name;   // of the decode RESULT lines
 
   const ModelConfig& cfg() const { return model.config(); }
   // Parameters that take part in matmuls (all but the embedding table; lm_head counts once).
@@ -143,8 +154,8 @@ struct Bench {
     const double flops = batch * (2.0 * matmul_params() +
                                   4.0 * avg_ctx * cfg().n_heads * cfg().head_dim * cfg().n_layers);
     const double step_s = secs / steps;
-    std::printf("RESULT name=decode batch=%d graphs=%s ctx=%d tok_s=%.1f ms_step=%.3f hbm=%.3f gemm=%.4f replays=%lld\n",
-                batch, graphs ? "on" : "off", ctx, batch / step_s, step_s * 1e3, bytes / step_s / (copy_gbps * 1e9),
+    std::printf("RESULT name=%s batch=%d graphs=%s ctx=%d tok_s=%.1f ms_step=%.3f hbm=%.3f gemm=%.4f replays=%lld\n",
+                name, batch, graphs ? "on" : "off", ctx, batch / step_s, step_s * 1e3, bytes / step_s / (copy_gbps * 1e9),
                 flops / step_s / (gemm_tflops * 1e12), static_cast<long long>(g1.replays - g0.replays));
     std::fflush(stdout);
   }
@@ -182,6 +193,21 @@ struct Bench {
   }
 };
 
+struct Ceilings {
+  double copy_gbps, gemm_tflops;
+};
+
+// One model's measurements: decode at `batches` (graphs on, and off when eager_too), prefill of
+// `prefill` tokens (0: none); decode results are printed as RESULT name=<name>.
+struct ModelRun {
+  std::optional<DType> weights;  // LoadOptions::weight_dtype
+  std::vector<int> batches;
+  bool eager_too;
+  int prefill;
+  const char* name;
+};
+int run_model(CudaBackend& gpu, const Options& o, const ModelRun& r, const Ceilings& c);
+
 int run(const Options& o) {
   if (cuda_device_count() == 0) {
     std::printf("bench_gpu: no CUDA device; nothing measured\n");
@@ -197,22 +223,32 @@ int run(const Options& o) {
   const double copy = measure_copy_bandwidth_gbps(gpu), gemm = measure_bf16_gemm_tflops(gpu);
   std::printf("RESULT name=ceilings copy_gbps=%.1f gemm_tflops=%.1f\n", copy, gemm);
   std::fflush(stdout);
+  const Ceilings ceilings{copy, gemm};
+  // One model at a time on the device: the bf16 one is freed before the fp8 one loads.
+  if (const int rc = run_model(gpu, o, {std::nullopt, o.batches, true, o.prefill, "decode"}, ceilings); rc != 0)
+    return rc;
+  if (o.fp8_batches.empty()) return 0;
+  return run_model(gpu, o, {DType::f8e4m3, o.fp8_batches, false, 0, "decode_fp8"}, ceilings);
+}
 
-  const int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
+int run_model(CudaBackend& gpu, const Options& o, const ModelRun& r, const Ceilings& c) {
+  const int max_batch = std::max(*std::max_element(r.batches.begin(), r.batches.end()), 1);
   LoadOptions lo;
-  lo.max_batch_tokens = std::max(o.prefill, max_batch);
+  lo.max_batch_tokens = std::max(r.prefill, max_batch);
   lo.progress = false;
+  lo.weight_dtype = r.weights;
   const auto t0 = std::chrono::steady_clock::now();
   auto model = Model::load(o.model, gpu, lo);
   if (!model) {
     std::fprintf(stderr, "bench_gpu: %s\n", model.status().to_string().c_str());
     return 1;
   }
-  std::printf("model: %s, %.2fB params, %.2f GB of weights, loaded in %.1f s\n", o.model.c_str(),
-              (*model)->n_params() * 1e-9, (*model)->weight_bytes() * 1e-9, seconds_since(t0));
+  std::printf("model: %s (%s weights), %.2fB params, %.2f GB of weights, loaded in %.1f s\n", o.model.c_str(),
+              r.weights ? dtype_name(*r.weights) : "bf16", (*model)->n_params() * 1e-9,
+              (*model)->weight_bytes() * 1e-9, seconds_since(t0));
   // Decode sequence s owns pages [s * pages_per_seq, ...); the prefill sequence pages [0, ...).
   const int pages_per_seq = (o.ctx + kWarmup + o.steps + 1 + kPageSize - 1) / kPageSize;
-  const int prefill_pages = (o.prefill + kPageSize - 1) / kPageSize;
+  const int prefill_pages = (r.prefill + kPageSize - 1) / kPageSize;
   auto kv = KvCache::allocate(gpu, (*model)->kv_layout(std::max(max_batch * pages_per_seq, prefill_pages), kPageSize,
                                                        DType::bf16));
   if (!kv) {
@@ -223,12 +259,12 @@ int run(const Options& o) {
   for (int l = 0; l < (*model)->config().n_layers; ++l)
     for (const Tensor* t : {&kv->layer(l).k, &kv->layer(l).v})
       if (cudaMemsetAsync(t->data, 0, t->nbytes(), static_cast<cudaStream_t>(gpu.stream())) != cudaSuccess) return 1;
-  Bench bench{gpu, **model, *kv, copy, gemm, pages_per_seq, prefill_pages};
-  for (int b : o.batches) {
-    bench.decode(b, o.ctx, o.steps, false);
+  Bench bench{gpu, **model, *kv, c.copy_gbps, c.gemm_tflops, pages_per_seq, prefill_pages, r.name};
+  for (int b : r.batches) {
+    if (r.eager_too) bench.decode(b, o.ctx, o.steps, false);
     bench.decode(b, o.ctx, o.steps, true);
   }
-  if (o.prefill > 0) bench.prefill(o.prefill);
+  if (r.prefill > 0) bench.prefill(r.prefill);
   return 0;
 }
 
@@ -308,7 +344,7 @@ int main(int argc, char** argv) {
   brigade::Options o;
   if (!brigade::parse(argc, argv, o)) {
     std::fprintf(stderr, "usage: bench_gpu [--model SPEC] [--batches 1,8,64,256] [--ctx 512] [--steps 32] [--prefill 2048] "
-                 "[--engine-batches 1,64] [--engine-depths 1,2]\n");
+                 "[--engine-batches 1,64] [--engine-depths 1,2] [--fp8-batches 1,64]\n");
     return 2;
   }
   const int rc = brigade::run(o);  // the model-only benchmark's model is freed before the engine loads its own
