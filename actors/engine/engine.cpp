@@ -404,9 +404,11 @@ Status EngineImpl::start(const EngineOptions& options) {
 
   summary_ = {mc.arch, mc.vocab_size, mc.max_position, res->model->n_params(), res->model->weight_bytes(),
               tokenizer != nullptr};
-  spdlog::info("engine: {} ({} params) on {}, tp {}, KV {} pages x {} tokens ({} MiB per rank, {}), {} step path",
-               mc.arch, summary_.n_params, res->backend->name(), exe.tp, n_pages, layout.page_size,
-               layout.total_bytes() >> 20, dtype_name(kv_dtype), res->runner.device_steps ? "device" : "host");
+  spdlog::info("engine: {} ({} params, {} weights, {} MiB) on {}, tp {}, KV {} pages x {} tokens ({} MiB per rank, {}), "
+               "{} step path",
+               mc.arch, summary_.n_params, exe.weights, res->model->weight_bytes() >> 20, res->backend->name(), exe.tp,
+               n_pages, layout.page_size, layout.total_bytes() >> 20, dtype_name(kv_dtype),
+               res->runner.device_steps ? "device" : "host");
 
   SchedulerSetup setup;
   setup.limits = {inst.scheduler.max_running, inst.scheduler.max_waiting, inst.scheduler.max_step_tokens,

@@ -93,7 +93,7 @@ TEST(GpuFp8, WeightQuantizationRoundsAsTheHost) {
   for (float v : zs.values) ASSERT_EQ(v, 0.0f);
 }
 
-TEST(GpuFp8, UnsupportedShapesAndTablesAreRefused) {
+TEST(GpuFp8, UnsupportedWeightsAreRefused) {
   BRIGADE_REQUIRE_GPU();
   EXPECT_TRUE(gpu()->supports_weight_dtype(DType::f8e4m3));  // the backend starts on sm_90+ only
   std::vector<float> w(8 * 24, 0.5f);
