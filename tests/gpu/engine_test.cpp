@@ -106,8 +106,12 @@ INSTANTIATE_TEST_SUITE_P(Weights, GpuEngine, ::testing::Values(DType::f32, DType
 
 // The device path with CUDA Graphs on and off runs the same kernels on the same shapes (inside
 // a step the attention split count does not depend on the context either way), so the tokens
-// are equal exactly: replays read the right staged inputs and write the right buffers.
-TEST(GpuEngineSteps, GraphReplaysGiveTheTokensOfEagerSteps) {
+// are equal exactly: replays read the right staged inputs and write the right buffers. With
+// `weights: fp8` too (the executor key reaching the load; fp8 matmuls and their activation
+// quantization inside the captured steps).
+class GpuEngineGraphs : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GpuEngineGraphs, ReplaysGiveTheTokensOfEagerSteps) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir dir("gpu_engine_graphs");
   const std::string model = write_model(dir, DType::bf16);
@@ -121,6 +125,7 @@ TEST(GpuEngineSteps, GraphReplaysGiveTheTokensOfEagerSteps) {
   for (int graphs = 0; graphs < 2; ++graphs) {
     CudaBackend* backend = nullptr;
     EngineOptions o = options(model, "cpu");  // the factory below makes the backend
+    o.topology.instances.front().executors.front().weights = GetParam();
     o.backend_factory = [&backend, graphs]() -> std::unique_ptr<Backend> {
       CudaBackendOptions co;
       co.use_graphs = graphs == 1;
@@ -147,6 +152,9 @@ TEST(GpuEngineSteps, GraphReplaysGiveTheTokensOfEagerSteps) {
   EXPECT_GE(stats[1].replays, 70) << "eager " << stats[1].eager_steps << ", captures " << stats[1].captures;
   EXPECT_LE(stats[1].eager_steps, 4);
 }
+
+INSTANTIATE_TEST_SUITE_P(Weights, GpuEngineGraphs, ::testing::Values("auto", "fp8"),
+                         [](const auto& p) { return p.param; });
 
 TEST(GpuEngineSteps, InflightDepthDoesNotChangeTokens) {
   BRIGADE_REQUIRE_GPU();
