@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -34,7 +35,9 @@ namespace fs = std::filesystem;
 //
 // With `defer` it behaves like a device whose copies land late: download_async takes the bytes
 // in op order (as a stream would) but writes a poison into the destination, which gets the
-// bytes only in wait_download; download_done says "not yet" `not_ready_polls` times per ticket.
+// bytes only in wait_download; download_done says "not yet" `not_ready_polls` times per ticket,
+// or with `busy_until_next_forward` until a later forward was queued (a device whose step takes
+// longer than the host needs to queue the next one) or a second has passed.
 // `log` records each forward ("forward": its embedding) and each wait_download ("wait").
 class RecordingBackend final : public Backend {
  public:
@@ -43,6 +46,7 @@ class RecordingBackend final : public Backend {
   size_t downloaded = 0;
   bool defer = false;
   int not_ready_polls = 0;
+  bool busy_until_next_forward = false;
   std::vector<std::string> log;
   int open_tickets() const { return static_cast<int>(tickets_.size()); }
 
@@ -50,7 +54,7 @@ class RecordingBackend final : public Backend {
     if (!defer) return Backend::download_async(dst, src);
     EXPECT_FALSE(in_step_) << "download_async() inside a step";
     downloaded += src.nbytes();
-    Ticket t{dst, std::vector<uint8_t>(src.nbytes()), not_ready_polls};
+    Ticket t{dst, std::vector<uint8_t>(src.nbytes()), not_ready_polls, forwards_, std::chrono::steady_clock::now()};
     cpu_->download(t.bytes.data(), src);
     std::memset(dst, 0x7f, src.nbytes());
     tickets_[next_ticket_] = std::move(t);
@@ -59,6 +63,8 @@ class RecordingBackend final : public Backend {
   bool download_done(uint64_t ticket) override {
     if (!defer) return true;
     Ticket& t = tickets_.at(ticket);
+    if (busy_until_next_forward)
+      return forwards_ > t.forwards || std::chrono::steady_clock::now() - t.issued > std::chrono::seconds(1);
     if (t.polls == 0) return true;
     --t.polls;
     return false;
@@ -90,6 +96,7 @@ class RecordingBackend final : public Backend {
   }
   void embedding(const Tensor& t, const Tensor& ids, const Tensor& out) override {
     log.push_back("forward");
+    ++forwards_;
     cpu_->embedding(t, ids, out);
   }
   void matmul(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& out) override { cpu_->matmul(x, w, b, out); }
@@ -136,7 +143,10 @@ class RecordingBackend final : public Backend {
     void* dst;
     std::vector<uint8_t> bytes;
     int polls;
+    int forwards;  // forwards queued before this copy
+    std::chrono::steady_clock::time_point issued;
   };
+  int forwards_ = 0;
   std::unique_ptr<Backend> cpu_;
   bool in_step_ = false;
   std::map<uint64_t, Ticket> tickets_;
@@ -453,7 +463,7 @@ TEST_F(StepRunnerPaths, TheExecutorKeepsTheNextStepQueuedBehindTheOneInFlight) {
   auto owned = std::make_unique<RecordingBackend>();
   RecordingBackend* backend = owned.get();
   backend->defer = true;
-  backend->not_ready_polls = 3;
+  backend->busy_until_next_forward = true;
   res->backend = std::move(owned);
   LoadOptions lo;
   lo.max_batch_tokens = 64;
