@@ -13,6 +13,8 @@
 # gpu_model_test includes the NCCL communicator tests (tp = 1); they open libnccl.so.2 at run time
 # (it is not packed: 218 MB; the device's PyTorch brings one) and skip without it, which counts as
 # a failure below.
+# A test that stops its binary (a failed CUDA check aborts the process) is reported as CRASHED and
+# the binary reruns without it, so the tests after it still report.
 # Exit status: 0 when every test passed (skips count as failures on a machine with a GPU).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -68,12 +70,34 @@ else
   ln -sf "$bdir"/tests/gpu/gpu_ops_test "$bdir"/tests/gpu/gpu_model_test "$bdir"/bench/gpu/bench_gpu "$bin/"
 fi
 
+# Runs test binary $1 into $logs/$1.log. A test that kills the process (a failed CUDA check stops
+# it) is named in a "CRASHED: <test>" line and the binary runs again without it, up to 5 times,
+# so one crash does not hide the results of the tests after it.
+run_tests() {
+  local t=$1 log=$logs/$1.log exclude="" attempt rc out last
+  : >"$log"
+  for attempt in 1 2 3 4 5; do
+    out=$(mktemp)
+    timeout 300 "$bin/$t" --gtest_brief=0 ${exclude:+--gtest_filter=-$exclude} >"$out" 2>&1
+    rc=$?
+    { echo "== $t attempt $attempt${exclude:+ (without $exclude)}: exit $rc"; cat "$out"; } >>"$log"
+    if grep -qE '^\[==========\] [0-9]+ tests? from .* ran\.' "$out"; then rm -f "$out"; return $rc; fi
+    # No summary: the process died inside the last test that started and did not end.
+    last=$(awk '/^\[ RUN      \] /{t=$4; next} /^\[ +(OK|FAILED|SKIPPED) +\] /{if ($4 == t) t=""} END{print t}' "$out")
+    rm -f "$out"
+    [ -n "$last" ] || { echo "CRASHED: (outside a test, exit $rc)" >>"$log"; return 1; }
+    echo "CRASHED: $last (exit $rc)" | tee -a "$log"
+    exclude=${exclude:+$exclude:}$last
+  done
+  return 1
+}
+
 status=0
 for t in gpu_ops_test gpu_model_test; do
   echo "== $t"
-  timeout 300 "$bin/$t" --gtest_brief=0 >"$logs/$t.log" 2>&1
+  run_tests "$t"
   rc=$?
-  grep -E '^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]' "$logs/$t.log" | tail -30
+  grep -E '^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]|^CRASHED: ' "$logs/$t.log" | tail -30
   [ $rc -eq 0 ] || status=1
   if grep -q '^\[  SKIPPED \] [0-9]* test' "$logs/$t.log" && nvidia-smi -L >/dev/null 2>&1; then
     echo "$t: tests skipped on a machine with a GPU"; status=1
@@ -93,10 +117,12 @@ rows = [fields(l) for l in open(os.path.join(logs, "bench_gpu.log")) if l.starts
 print("\n=== brigade GPU check ===")
 for t in ("gpu_ops_test", "gpu_model_test"):
     text = open(os.path.join(logs, t + ".log")).read()
-    p = re.search(r"\[  PASSED  \] (\d+) test", text); f = re.search(r"\[  FAILED  \] (\d+) test", text)
-    s = re.search(r"\[  SKIPPED \] (\d+) test", text)
-    n = lambda m: m.group(1) if m else "0"
-    print(f"{t:16s} passed {n(p):>3s}  failed {n(f):>3s}  skipped {n(s):>3s}")
+    # Summaries of every attempt (run_tests reruns a binary without a test that crashed it).
+    count = lambda word: sum(int(m) for m in re.findall(r"\[  " + word + r" *\] (\d+) test", text))
+    crashed = re.findall(r"^CRASHED: (\S+)", text, re.M)
+    names = " (" + ", ".join(crashed) + ")" if crashed else ""
+    print(f"{t:16s} passed {count('PASSED'):>3d}  failed {count('FAILED'):>3d}  skipped {count('SKIPPED'):>3d}"
+          f"  crashed {len(crashed)}{names}")
 ceil = next((r for r in rows if r.get("name") == "ceilings"), {})
 print(f"ceilings: HBM copy {ceil.get('copy_gbps','?')} GB/s, bf16 GEMM {ceil.get('gemm_tflops','?')} TFLOP/s")
 print(f"{'case':24s} {'tok/s':>10s} {'ms':>9s} {'of HBM':>7s} {'of GEMM':>8s}")
