@@ -77,7 +77,7 @@ PlannedStep decode_step_plan(schema::StepPlan::Reader plan) {
 }
 
 step_result_msg encode_step_result(uint64_t step_id, const std::vector<SampledResult>& sampled,
-                                   int n_tokens, uint64_t forward_us) {
+                                   const StepReport& report) {
   return step_result_msg::build([&](schema::StepResult::Builder b) {
     b.setStepId(step_id);
     auto list = b.initSampled(static_cast<unsigned>(sampled.size()));
@@ -94,8 +94,12 @@ step_result_msg encode_step_result(uint64_t step_id, const std::vector<SampledRe
         tl[j].setLogprob(top[j].second);
       }
     }
-    b.setNTokens(n_tokens);
-    b.setForwardMicros(forward_us);
+    b.setNTokens(report.n_tokens);
+    b.setForwardMicros(report.forward_us);
+    b.setFlops(report.flops);
+    b.setBytes(report.bytes);
+    b.setRooflineMicros(report.roofline_us);
+    b.setComputeBound(report.compute_bound);
   });
 }
 
@@ -112,6 +116,10 @@ DecodedStepResult decode_step_result(schema::StepResult::Reader result) {
   out.error = result.getError();
   out.forward_us = result.getForwardMicros();
   out.n_tokens = result.getNTokens();
+  out.flops = result.getFlops();
+  out.bytes = result.getBytes();
+  out.roofline_us = result.getRooflineMicros();
+  out.compute_bound = result.getComputeBound();
   for (auto s : result.getSampled()) {
     SampledResult r{s.getSeqId(), s.getTokenId(), s.getLogprob().getLogprob(), {}};
     for (auto t : s.getLogprob().getTop()) r.top.emplace_back(t.getTokenId(), t.getLogprob());

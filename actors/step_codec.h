@@ -16,7 +16,7 @@ step_plan_msg encode_step_plan(const PlannedStep& step);
 PlannedStep decode_step_plan(schema::StepPlan::Reader plan);
 
 step_result_msg encode_step_result(uint64_t step_id, const std::vector<SampledResult>& sampled,
-                                   int n_tokens, uint64_t forward_us);
+                                   const StepReport& report);
 step_result_msg encode_step_error(uint64_t step_id, const std::string& error);
 struct DecodedStepResult {
   uint64_t step_id = 0;
@@ -24,6 +24,9 @@ struct DecodedStepResult {
   std::string error;
   uint64_t forward_us = 0;
   int n_tokens = 0;
+  double flops = 0.0, bytes = 0.0;  // StepReport's
+  double roofline_us = 0.0;
+  bool compute_bound = false;
 };
 DecodedStepResult decode_step_result(schema::StepResult::Reader result);
 

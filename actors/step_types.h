@@ -33,6 +33,16 @@ struct PlannedStep {
   int n_tokens = 0;
 };
 
+// What the executor reports of a step's work besides its tokens (messages/step.capnp StepResult).
+struct StepReport {
+  int n_tokens = 0;          // tokens computed
+  uint64_t forward_us = 0;   // executor time
+  double flops = 0.0;        // the step's cost (models/model.h StepCost)
+  double bytes = 0.0;
+  double roofline_us = 0.0;  // what the ceilings allow: max(bytes / bandwidth, flops / peak); 0 = unknown
+  bool compute_bound = false;
+};
+
 struct SampledResult {
   uint64_t seq_id = 0;
   int32_t token = 0;

@@ -149,6 +149,7 @@ Status parse_executors(const YAML::Node& e, const std::string& where, std::vecto
                                 .read("tp", ex.tp)
                                 .read("step_path", ex.step_path)
                                 .read("weights", ex.weights)
+                                .read("roofline", ex.roofline)
                                 .status());
     executors.push_back(ex);
   }

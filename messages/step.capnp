@@ -41,4 +41,10 @@ struct StepResult {
   error @2 :Text;                  # non-empty: the step failed and changed nothing
   nTokens @3 :Int32;               # tokens computed
   forwardMicros @4 :UInt64;        # executor time for the step
+  # The step's work by the roofline model (DESIGN.md §9, models/model.h StepCost) and the time
+  # the executor's measured ceilings allow for it: max(bytes / bandwidth, flops / peak).
+  flops @5 :Float64;
+  bytes @6 :Float64;
+  rooflineMicros @7 :Float64;      # 0: the ceilings were not measured
+  computeBound @8 :Bool;           # flops / peak took longer than bytes / bandwidth
 }

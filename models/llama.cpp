@@ -96,6 +96,7 @@ class LlamaModel final : public Model {
   Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
   int64_t n_params() const override { return n_params_; }
   int64_t weight_bytes() const override { return weight_bytes_; }
+  StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const override;
 
  private:
   Status load_layer(WeightLoader& w, int l, DecoderLayer& layer);
@@ -121,6 +122,34 @@ class LlamaModel final : public Model {
   int64_t n_params_ = 0;
   int64_t weight_bytes_ = 0;
 };
+
+StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) const {
+  const double n = b.n_tokens(), rows = static_cast<double>(b.logit_rows.size());
+  const double table = static_cast<double>(config_.vocab_size) * config_.hidden_size;
+  const int window = config_.sliding_window;
+  // n_params counts the whole checkpoint on every rank; a rank's linear layers are 1/size of it.
+  const double linear_params = (static_cast<double>(n_params_) - table - (config_.tie_embeddings ? 0.0 : table)) / shard_.size;
+  double pairs = 0.0, kv_read = 0.0;  // (query, visible key) pairs; KV positions attention reads
+  for (int s = 0; s < b.n_seqs(); ++s) {
+    const int n_q = b.q_start[static_cast<size_t>(s) + 1] - b.q_start[static_cast<size_t>(s)];
+    const int ctx = b.ctx_len[static_cast<size_t>(s)];
+    for (int j = 0; j < n_q; ++j) {
+      const int visible = ctx - n_q + j + 1;
+      pairs += window > 0 ? std::min(visible, window) : visible;
+    }
+    kv_read += window > 0 ? std::min(ctx, window + n_q - 1) : ctx;
+  }
+  const double embed_bytes = static_cast<double>(embed_.tensor.nbytes());
+  // lm_head_ is empty when tied and on ranks other than 0 (an empty Tensor's nbytes is not 0).
+  const double own_head_bytes = lm_head_.tensor.empty() ? 0.0 : static_cast<double>(lm_head_.tensor.nbytes());
+  const double head_bytes = config_.tie_embeddings ? embed_bytes : own_head_bytes;
+  StepCost c;
+  c.flops = 2.0 * linear_params * n + 2.0 * table * rows +
+            4.0 * config_.n_layers * shard_.qkv.n_heads * config_.head_dim * pairs;
+  c.bytes = static_cast<double>(weight_bytes_) - embed_bytes - own_head_bytes +
+            n * embed_bytes / config_.vocab_size + (rows > 0 ? head_bytes : 0.0) + kv_bytes_per_token * (kv_read + n);
+  return c;
+}
 
 Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   const auto& c = config_;

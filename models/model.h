@@ -38,6 +38,14 @@ struct StepBatch {
   void clear();
 };
 
+// The work of one forward step by the roofline model (DESIGN.md §9): the bytes it must move at
+// least and the floating-point operations it must do. The executor compares them with the
+// device's measured ceilings to say which one bound the step and how close it came.
+struct StepCost {
+  double flops = 0.0;
+  double bytes = 0.0;
+};
+
 struct LoadOptions {
   // Weight element type after load; nullopt keeps the checkpoint's (f16 is kept as f16).
   // f8e4m3 quantizes the linear layers (q|k|v, o, gate|up, down) to fp8 with a per-tensor scale
@@ -75,6 +83,15 @@ class Model {
   // Total parameter count and weight bytes as loaded.
   virtual int64_t n_params() const = 0;
   virtual int64_t weight_bytes() const = 0;
+  // What forward(batch) costs this rank (its shard under tensor parallelism):
+  //   bytes: every linear weight once, the embedding rows of the step's tokens, the whole lm_head
+  //          when a row wants logits, the KV attention reads (each sequence's visible context,
+  //          once per layer) and writes (its new tokens); kv_bytes_per_token is K and V of all
+  //          layers of this rank (KvLayout::page_bytes() / page_size, scales included);
+  //   flops: 2 per linear weight per token, 2 per lm_head weight per logits row, and attention's
+  //          4 * head_dim per query head per (query, visible key) pair.
+  // Norms, RoPE and activations are left out: they add under 1% at any batch.
+  virtual StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const = 0;
 };
 
 }  // namespace brigade

@@ -115,6 +115,27 @@ std::string ServerMetrics::render(const EngineStats& s) const {
          static_cast<double>(s.step_tokens));
   metric(out, "brigade_executor_seconds_total", "counter", "Executor time inside steps.",
          static_cast<double>(s.executor_us) / 1e6);
+  // The roofline per step (DESIGN.md §9).
+  metric(out, "brigade_step_flops_total", "counter",
+         "Floating-point operations executor steps must do (weights, lm_head, attention).", static_cast<double>(s.step_flops));
+  metric(out, "brigade_step_bytes_total", "counter",
+         "Bytes executor steps must move (weights once per step, KV read and written).", static_cast<double>(s.step_bytes));
+  if (s.peak_bytes_per_s > 0) {
+    metric(out, "brigade_device_peak_bytes_per_second", "gauge", "Memory bandwidth measured at start.", s.peak_bytes_per_s);
+    metric(out, "brigade_device_peak_flops_per_second", "gauge", "GEMM rate measured at start.", s.peak_flops_per_s);
+    labelled(out, "brigade_roofline_steps_total", "counter",
+             "Steps by the ceiling that allowed them the least time (the roofline's bound).", "bound",
+             {{"memory", static_cast<double>(s.memory_bound_steps)}, {"compute", static_cast<double>(s.compute_bound_steps)}});
+    labelled(out, "brigade_roofline_step_seconds_total", "counter", "Executor time of those steps.", "bound",
+             {{"memory", static_cast<double>(s.memory_bound_executor_us) / 1e6},
+              {"compute", static_cast<double>(s.compute_bound_executor_us) / 1e6}});
+    labelled(out, "brigade_roofline_allowed_seconds_total", "counter",
+             "Time the ceilings allow those steps (max of bytes / bandwidth and flops / GEMM rate); "
+             "divided by the step seconds: the fraction of the roofline reached.",
+             "bound",
+             {{"memory", static_cast<double>(s.memory_bound_roofline_us) / 1e6},
+              {"compute", static_cast<double>(s.compute_bound_roofline_us) / 1e6}});
+  }
   std::lock_guard<std::mutex> lock(mu_);
   ttft_.render("brigade_time_to_first_token_seconds", "Seconds from HTTP request arrival to the first token.", out);
   tpot_.render("brigade_time_per_output_token_seconds", "Mean seconds between output tokens after the first.", out);

@@ -28,6 +28,7 @@ inline EngineOptions test_engine_options(const std::string& model, int threads) 
   o.model_path = model;
   o.progress = false;
   o.topology.instances.front().executors.front().threads = threads;
+  o.topology.instances.front().executors.front().roofline = false;  // no ceiling probe per engine
   return o;
 }
 

@@ -25,8 +25,10 @@
 #include "core/in_process_communicator.h"
 #include "core/logging.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/membw.h"
 #ifdef BRIGADE_HAVE_CUDA
 #include "gpu/cuda_backend.h"
+#include "gpu/roofline.h"
 #include "gpu/nccl_communicator.h"
 #endif
 #include "messages/convert.h"
@@ -166,6 +168,19 @@ Expected<std::unique_ptr<Backend>> make_backend(const EngineOptions& options, in
 #endif
 }
 
+// The ceilings the executor reports each step against (DESIGN.md §9), measured on its backend:
+// HBM copy bandwidth and the bf16 GEMM rate on a GPU, read bandwidth and the f32 GEMM rate with
+// the executor's threads on the CPU.
+RooflineCeilings measure_ceilings(Backend& backend, int threads) {
+#ifdef BRIGADE_HAVE_CUDA
+  if (auto* cuda = dynamic_cast<CudaBackend*>(&backend))
+    return {measure_copy_bandwidth_gbps(*cuda) * 1e9, measure_bf16_gemm_tflops(*cuda) * 1e12};
+#endif
+  (void)backend;
+  ThreadPool pool(threads);
+  return {measure_read_bandwidth_gbps(pool) * 1e9, measure_f32_gemm_gflops(pool) * 1e9};
+}
+
 // The communicators of a tensor-parallel group, one per backend (rank = index): NCCL when every
 // rank is a GPU (one GPU each), the in-process group when every rank is a CPU backend; none for
 // one rank.
@@ -232,7 +247,16 @@ constexpr CounterField<uint64_t> kCounterTotals[] = {
     {&EngineStats::tier_saved_pages, &SchedulerCounters::tier_saved_pages},
     {&EngineStats::tier_host_hit_pages, &SchedulerCounters::tier_host_hit_pages},
     {&EngineStats::tier_disk_hit_pages, &SchedulerCounters::tier_disk_hit_pages},
+    {&EngineStats::step_flops, &SchedulerCounters::step_flops},
+    {&EngineStats::step_bytes, &SchedulerCounters::step_bytes},
 };
+// Per bound, memory then compute (SchedulerCounters::bound_*).
+constexpr std::pair<uint64_t EngineStats::*, uint64_t EngineStats::*> kBoundFields[] = {
+    {&EngineStats::memory_bound_steps, &EngineStats::compute_bound_steps},
+    {&EngineStats::memory_bound_executor_us, &EngineStats::compute_bound_executor_us},
+};
+constexpr std::atomic<uint64_t> (SchedulerCounters::*kBoundCounters[])[2] = {&SchedulerCounters::bound_steps,
+                                                                               &SchedulerCounters::bound_executor_us};
 constexpr CounterField<int> kCounterGauges[] = {
     {&EngineStats::n_running, &SchedulerCounters::n_running},
     {&EngineStats::n_waiting, &SchedulerCounters::n_waiting},
@@ -317,6 +341,14 @@ class EngineImpl final : public Engine {
     EngineStats s;
     for (const auto& [to, from] : kCounterTotals) s.*to = (c.*from).load();
     for (const auto& [to, from] : kCounterGauges) s.*to = (c.*from).load();
+    for (size_t i = 0; i < std::size(kBoundFields); ++i) {
+      s.*kBoundFields[i].first = (c.*kBoundCounters[i])[0].load();
+      s.*kBoundFields[i].second = (c.*kBoundCounters[i])[1].load();
+    }
+    s.memory_bound_roofline_us = static_cast<double>(c.bound_roofline_ns[0].load()) / 1e3;
+    s.compute_bound_roofline_us = static_cast<double>(c.bound_roofline_ns[1].load()) / 1e3;
+    s.peak_bytes_per_s = ceilings_.bytes_per_s;
+    s.peak_flops_per_s = ceilings_.flops_per_s;
     s.kv_pages_total = kv_pages_total_;
     if (tiers_) add_tier_stats(s);
     return s;
@@ -338,6 +370,7 @@ class EngineImpl final : public Engine {
   int kv_pages_total_ = 0;
   Expected<ChatFamily> chat_family_ = not_found("this model has no chat template");
   std::shared_ptr<SchedulerCounters> counters_ = std::make_shared<SchedulerCounters>();
+  RooflineCeilings ceilings_;  // measured at start (executor `roofline: true`), else zeros
   std::atomic<uint64_t> next_id_{1};
   std::mt19937_64 seed_rng_{std::random_device{}()};
   std::mutex seed_mu_;
@@ -370,6 +403,13 @@ Status EngineImpl::start(const EngineOptions& options) {
   }
   const std::shared_ptr<ExecutorResources>& res = ranks.front();
   const ModelConfig& mc = res->model->config();
+  if (exe.roofline) {
+    const int threads = exe.threads > 0 ? exe.threads : static_cast<int>(std::thread::hardware_concurrency()) / exe.tp;
+    ceilings_ = measure_ceilings(*res->backend, std::max(1, threads));
+    res->ceilings = ceilings_;
+    spdlog::info("engine: ceilings {:.1f} GB/s, {:.1f} GFLOP/s (roofline per step)", ceilings_.bytes_per_s * 1e-9,
+                 ceilings_.flops_per_s * 1e-9);
+  }
 
   std::shared_ptr<const Tokenizer> tokenizer;
   const bool gguf = std::filesystem::path(path).extension() == ".gguf";

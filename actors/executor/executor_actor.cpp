@@ -148,13 +148,26 @@ uint64_t step_us(ExecutorState& st, std::chrono::steady_clock::time_point starte
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(now - from).count());
 }
 
+// What the step cost, how long it took, and what the ceilings allowed for it (DESIGN.md §9).
+StepReport report(const ExecutorState& st, const StepCost& cost, int n_tokens, uint64_t us) {
+  StepReport r{n_tokens, us, cost.flops, cost.bytes, 0, false};
+  const RooflineCeilings& c = st.resources->ceilings;
+  if (c.known()) {
+    const double memory_s = cost.bytes / c.bytes_per_s, compute_s = cost.flops / c.flops_per_s;
+    r.roofline_us = std::max(memory_s, compute_s) * 1e6;
+    r.compute_bound = compute_s > memory_s;
+  }
+  return r;
+}
+
 // Hands back the oldest step in flight (waiting for its tokens when needed).
 void deliver_oldest(executor_ptr self) {
   ExecutorState& st = self->state;
   PendingStep p = std::move(st.pending.front());
   st.pending.pop_front();
   const auto sampled = st.runner->finish(p.step);
-  p.promise.deliver(encode_step_result(p.step_id, sampled, p.n_tokens, step_us(st, p.started)));
+  const uint64_t us = step_us(st, p.started);
+  p.promise.deliver(encode_step_result(p.step_id, sampled, report(st, p.step.cost(), p.n_tokens, us)));
 }
 
 // Runs a plan. A device step whose rows all sample on the device stays in flight: the reply
@@ -181,7 +194,8 @@ caf::result<step_result_msg> run_step(executor_ptr self, const step_plan_msg& pl
   }
   if (!started->pending() || !st.followers.empty()) {
     const auto sampled = st.runner->finish(*started);
-    return encode_step_result(step.step_id, sampled, step.n_tokens, step_us(st, t0));
+    const uint64_t us = step_us(st, t0);
+    return encode_step_result(step.step_id, sampled, report(st, started->cost(), step.n_tokens, us));
   }
   auto promise = self->make_response_promise<step_result_msg>();
   st.pending.push_back(PendingStep{step.step_id, step.n_tokens, std::move(*started), promise, t0});

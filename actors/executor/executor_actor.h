@@ -46,6 +46,15 @@ using executor_actor = caf::typed_actor<caf::replies_to<step_plan_msg>::with<ste
 // A tensor-parallel rank other than 0: runs the (resolved) plans rank 0 forwards; no replies.
 using tp_follower_actor = caf::typed_actor<caf::reacts_to<step_plan_msg>>;
 
+// The device's measured ceilings (DESIGN.md §9): bytes it can move and flops it can do per
+// second (CPU: read bandwidth and f32 GEMM rate, cpu/membw.h; GPU: HBM copy bandwidth and bf16
+// GEMM rate, gpu/roofline.h). 0 = not measured: steps then report no roofline time.
+struct RooflineCeilings {
+  double bytes_per_s = 0.0;
+  double flops_per_s = 0.0;
+  bool known() const { return bytes_per_s > 0.0 && flops_per_s > 0.0; }
+};
+
 // What an executor owns; moved into the actor at spawn. Members are destroyed bottom-up: the
 // model (which points at the communicator) goes before the communicator.
 struct ExecutorResources {
@@ -54,6 +63,7 @@ struct ExecutorResources {
   std::unique_ptr<Model> model;
   KvCache kv;
   StepRunnerOptions runner;  // host or device path (step_runner.h); followers never sample
+  RooflineCeilings ceilings;  // rank 0 reports each step against them
 };
 
 // `tiers` may be null: no HiCache tiers below this executor's KV pool. Under tensor parallelism

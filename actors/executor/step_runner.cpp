@@ -64,6 +64,8 @@ Status StepRunner::build_batch(const PlannedStep& step) {
       sample_items_.push_back(i);
     }
   }
+  const KvLayout& kv = kv_.layout();
+  cost_ = model_.step_cost(batch_, static_cast<double>(kv.page_bytes()) / kv.page_size);
   return Status::ok();
 }
 
@@ -87,9 +89,13 @@ Expected<InFlightStep> StepRunner::start(const PlannedStep& step) {
   BRIGADE_CHECK(n_pending_ < kMaxInFlight, "at most kMaxInFlight steps are started and not finished");
   release(step.released);
   if (step.seqs.empty()) return InFlightStep{};
-  if (options_.device_steps) return start_on_device(step);
   InFlightStep s;
-  BRIGADE_ASSIGN_OR_RETURN(s.results_, run_on_host(step));
+  if (options_.device_steps) {
+    BRIGADE_ASSIGN_OR_RETURN(s, start_on_device(step));
+  } else {
+    BRIGADE_ASSIGN_OR_RETURN(s.results_, run_on_host(step));
+  }
+  s.cost_ = cost_;
   return s;
 }
 

@@ -54,6 +54,8 @@ struct StepRunnerOptions {
 class InFlightStep {
  public:
   bool pending() const { return pending_; }
+  // The step's work by the roofline model (Model::step_cost of the batch before any padding).
+  const StepCost& cost() const { return cost_; }
 
  private:
   friend class StepRunner;
@@ -62,6 +64,7 @@ class InFlightStep {
   uint64_t ticket_ = 0;                 // Backend::download_async
   int buffer_ = 0;                      // which of the runner's host token buffers
   std::vector<uint64_t> row_seqs_;      // sequence of each sampled row
+  StepCost cost_;
 };
 
 class StepRunner {
@@ -136,6 +139,7 @@ class StepRunner {
   KvCache kv_;
   StepRunnerOptions options_;
   StepBatch batch_;
+  StepCost cost_;  // of batch_ as build_batch left it
   std::vector<size_t> sample_items_;  // index into step.seqs of each logits row
   Buffer logits_buf_;
   size_t logits_rows_cap_ = 0;

@@ -171,6 +171,14 @@ void on_step_done(scheduler_ptr self, const DecodedStepResult& r) {
     c->steps++;
     c->step_tokens += static_cast<uint64_t>(r.n_tokens);
     c->executor_us += r.forward_us;
+    c->step_flops += static_cast<uint64_t>(r.flops);
+    c->step_bytes += static_cast<uint64_t>(r.bytes);
+    if (r.roofline_us > 0.0) {
+      const int b = r.compute_bound ? 1 : 0;
+      c->bound_steps[b]++;
+      c->bound_executor_us[b] += r.forward_us;
+      c->bound_roofline_ns[b] += static_cast<uint64_t>(r.roofline_us * 1e3);
+    }
   }
   std::vector<SeqEvent> events = r.error.empty() ? st.policy->complete(r.step_id, r.sampled, st.lease)
                                                  : st.policy->fail(r.step_id, r.error, st.lease);

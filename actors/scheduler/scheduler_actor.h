@@ -45,6 +45,13 @@ struct SchedulerCounters {
   std::atomic<uint64_t> tier_saved_pages{0};     // pages sent down to the HiCache tiers
   std::atomic<uint64_t> tier_host_hit_pages{0};  // pages loaded back from the host tier
   std::atomic<uint64_t> tier_disk_hit_pages{0};  // pages loaded back from the disk tier
+  // The roofline per step (DESIGN.md §9, StepReport): work done, and per bound (0 memory,
+  // 1 compute) the steps, their executor time and the time the ceilings allowed them.
+  std::atomic<uint64_t> step_flops{0};
+  std::atomic<uint64_t> step_bytes{0};
+  std::atomic<uint64_t> bound_steps[2] = {};
+  std::atomic<uint64_t> bound_executor_us[2] = {};
+  std::atomic<uint64_t> bound_roofline_ns[2] = {};
 };
 
 struct SchedulerSetup {

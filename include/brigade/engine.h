@@ -132,6 +132,17 @@ struct EngineStats {
   uint64_t tier_disk_bytes_in = 0, tier_disk_bytes_out = 0, tier_disk_bytes_used = 0;
   uint64_t tier_disk_corrupt = 0;    // disk entries that failed their checksum (dropped, recomputed)
   bool tier_disk_degraded = false;   // an I/O error turned the disk tier off (serving goes on)
+  // The roofline per step (DESIGN.md §9): what the steps cost by the roofline model (bytes they
+  // must move, flops they must do), the ceilings measured at start-up (0 when `roofline: false`),
+  // and per bound (the ceiling that allowed the step the least time) the steps, their executor
+  // time and that allowed time; allowed / executor time is how close the steps came to the roof.
+  uint64_t step_flops = 0;
+  uint64_t step_bytes = 0;
+  double peak_bytes_per_s = 0.0;
+  double peak_flops_per_s = 0.0;
+  uint64_t memory_bound_steps = 0, compute_bound_steps = 0;
+  uint64_t memory_bound_executor_us = 0, compute_bound_executor_us = 0;
+  double memory_bound_roofline_us = 0.0, compute_bound_roofline_us = 0.0;
 };
 
 class Engine {

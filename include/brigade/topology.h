@@ -26,6 +26,10 @@ struct ExecutorConfig {
   // weights bf16), "bf16", or "fp8" (E4M3 linear layers with per-tensor scales, embedding and
   // lm_head bf16; a CUDA GPU of compute capability >= 8.9, refused at load elsewhere).
   std::string weights = "auto";
+  // Measure the device's ceilings at start (CPU: read bandwidth and f32 GEMM rate, under a
+  // second; GPU: HBM copy bandwidth and bf16 GEMM rate) and report every step against them
+  // (EngineStats, /metrics: DESIGN.md §9). false: steps still report their flops and bytes.
+  bool roofline = true;
 };
 
 // A parsed ExecutorConfig::device.

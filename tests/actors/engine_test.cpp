@@ -212,6 +212,38 @@ TEST_F(SyntheticEngine, BatchedEqualsAlone) {
   }
 }
 
+// The roofline per step (DESIGN.md §9) through the engine's counters, against the arithmetic of
+// testing::tiny_llama's shape (f32, tied, hidden 64, 2 layers, 4 heads of 16 over 2 KV heads, MLP
+// 128, vocabulary 512): a 10-token prompt and 5 greedy tokens are one prefill step (10 rows, 55
+// (query, key) pairs) and 4 decode steps at contexts 11..14.
+TEST_F(SyntheticEngine, StepsReportTheirRooflineCost) {
+  EngineOptions o = small_options(dir_.string());
+  o.topology.instances.front().scheduler.max_inflight_steps = 1;
+  o.topology.instances.front().executors.front().roofline = true;
+  auto engine = Engine::create(o);
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 10; ++i) prompt.push_back(i * 41 % 500 + 3);
+  auto c = (*engine)->generate(greedy_ids(prompt, 5));
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  const EngineStats s = (*engine)->stats();
+  ASSERT_EQ(s.steps, 5u);
+  const double linear = 2 * (64 * 64 + 2 * 64 * 32 + 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64, table = 512 * 64;
+  const double pairs = 55 + 11 + 12 + 13 + 14;
+  EXPECT_EQ(s.step_flops, static_cast<uint64_t>(2 * linear * 14 + 2 * table * 5 + 4 * 16 * 4 * 2 * pairs));
+  // Per step the linear weights and, for its logits row, the tied table (f32); 14 embedding rows
+  // in all; KV (2 layers x 2 heads x 16 x K and V x 4 bytes = 512 per token): the prefill reads
+  // 10 and writes 10, decode i reads 10 + i and writes 1.
+  const double kv_positions = 20 + 12 + 13 + 14 + 15;
+  EXPECT_EQ(s.step_bytes, static_cast<uint64_t>(5 * 4 * (linear + table) + 14 * 4 * 64 + 512 * kv_positions));
+  // Ceilings measured at start; every step is put under the one that bound it.
+  EXPECT_GT(s.peak_bytes_per_s, 1e8);
+  EXPECT_GT(s.peak_flops_per_s, 1e8);
+  EXPECT_EQ(s.memory_bound_steps + s.compute_bound_steps, s.steps);
+  EXPECT_GT(s.memory_bound_roofline_us + s.compute_bound_roofline_us, 0.0);
+  EXPECT_EQ(s.memory_bound_executor_us + s.compute_bound_executor_us, s.executor_us);
+}
+
 // r alone, then four copies of r at once (the second with another seed): the copies with r's
 // seed repeat its tokens, the other seed draws others. Returns r's tokens.
 std::vector<int32_t> expect_seed_repeats_batched(Engine& engine, const GenerateOptions& r) {

@@ -168,6 +168,37 @@ TEST(LlamaModel, BatchedEqualsAlone) {
   }
 }
 
+// The roofline cost of a step, against the arithmetic done here from tiny_spec's shape (f32
+// weights, untied: hidden 64, 2 layers, 4 heads of 16 over 2 kv heads, MLP 128, vocabulary 300).
+TEST(LlamaModel, StepCostCountsWeightsKvAndAttention) {
+  TempDir dir("cost");
+  ASSERT_TRUE(write_synthetic_model(tiny_spec(DType::f32), dir.str()).is_ok());
+  Loaded l = load(dir.str());
+  ASSERT_TRUE(l.model);
+  const double h = 64, kv_w = 2 * 16, inter = 128, vocab = 300, layers = 2;
+  const double per_layer = h * h + 2 * h * kv_w + h * h + 3 * h * inter + 2 * h;  // q k v o, gate up down, norms
+  const double linear = layers * per_layer + h;                                     // + final norm
+  ASSERT_EQ(l.model->n_params(), static_cast<int64_t>(linear + 2 * vocab * h));
+  ASSERT_EQ(l.model->weight_bytes(), l.model->n_params() * 4) << "f32 weights stay f32 on the CPU";
+  const double kvb = 1000;  // bytes of K and V per token over all layers: any value
+
+  // Sequence 0 prefills 5 tokens (logits for the last); sequence 1 decodes its 9th token.
+  const StepBatch b = make_step({SeqChunk{0, {1, 2, 3, 4, 5}, 0, false}, SeqChunk{1, {7}, 8, false}}, kPageSize, kPagesPerSeq);
+  const StepCost c = l.model->step_cost(b, kvb);
+  // Query rows see 1..5 keys (sequence 0) and 9 keys (sequence 1): 24 pairs; 4 * head_dim flops
+  // per pair, per query head and layer.
+  const double attn = 4 * 16 * 4 * layers * (1 + 2 + 3 + 4 + 5 + 9);
+  EXPECT_DOUBLE_EQ(c.flops, 2 * linear * 6 + 2 * vocab * h * 2 + attn);
+  // Linear weights and the final norm once, 6 embedding rows, lm_head (two logits rows); KV: the
+  // 5 + 9 positions attention reads and the 6 it writes.
+  EXPECT_DOUBLE_EQ(c.bytes, 4 * (linear + 6 * h + vocab * h) + kvb * (14 + 6));
+
+  // No logits row: lm_head is not read.
+  StepBatch quiet = b;
+  quiet.logit_rows.clear();
+  EXPECT_DOUBLE_EQ(l.model->step_cost(quiet, kvb).bytes, 4 * (linear + 6 * h) + kvb * 20);
+}
+
 // Reads layer 0's K pages to the host.
 std::vector<float> k_pages(Loaded& l) {
   const Tensor& k = l.kv->layer(0).k;

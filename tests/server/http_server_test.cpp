@@ -13,6 +13,7 @@
 
 #include "models/make_model.h"
 #include "server/http_client.h"
+#include "server/metrics.h"
 #include "tests/engine_test_util.h"
 
 namespace brigade::server {
@@ -143,6 +144,32 @@ TEST_F(ServerTest, HealthModelsMetrics) {
   EXPECT_GT(metric("brigade_kv_pages_total"), 0);
   EXPECT_EQ(get("/nope").status, 404);
   EXPECT_EQ(post("/health", "{}").status, 405);
+}
+
+// The roofline lines of /metrics (DESIGN.md §9): the work counters always, the ceilings and the
+// per-bound counters only when the ceilings were measured.
+TEST(ServerMetrics, RooflineLinesFollowTheEngineStats) {
+  server::ServerMetrics m;
+  EngineStats s;
+  s.step_flops = 1200;
+  s.step_bytes = 3400;
+  std::string text = m.render(s);
+  EXPECT_NE(text.find("\nbrigade_step_flops_total 1200\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nbrigade_step_bytes_total 3400\n"), std::string::npos);
+  EXPECT_EQ(text.find("brigade_device_peak_bytes_per_second"), std::string::npos) << "no ceilings, no roofline lines";
+  s.peak_bytes_per_s = 2e10;
+  s.peak_flops_per_s = 1.5e11;
+  s.memory_bound_steps = 7;
+  s.compute_bound_steps = 2;
+  s.memory_bound_executor_us = 3'000'000;
+  s.memory_bound_roofline_us = 1'500'000;
+  text = m.render(s);
+  EXPECT_NE(text.find("\nbrigade_device_peak_bytes_per_second 2e+10\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nbrigade_device_peak_flops_per_second 1.5e+11\n"), std::string::npos);
+  EXPECT_NE(text.find("\nbrigade_roofline_steps_total{bound=\"memory\"} 7\n"), std::string::npos);
+  EXPECT_NE(text.find("\nbrigade_roofline_steps_total{bound=\"compute\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("\nbrigade_roofline_step_seconds_total{bound=\"memory\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find("\nbrigade_roofline_allowed_seconds_total{bound=\"memory\"} 1.5\n"), std::string::npos);
 }
 
 TEST_F(ServerTest, TokenizeAndDetokenizeRoundTrip) {
