@@ -3,9 +3,12 @@
 //
 // Ceilings measured in the same run (gpu/roofline.h): HBM copy bandwidth (read + write bytes/s)
 // and the bf16 GEMM rate. For each case:
-//   hbm  = achieved bytes/s over the copy bandwidth, bytes per decode step = weights + the KV
-//          rows read by attention (the HBM roofline of a memory-bound step; 1.0 = at the roof);
-//   gemm = achieved FLOP/s (2 x matmul params x tokens + attention) over the GEMM rate.
+//   hbm  = achieved bytes/s over the copy bandwidth (the HBM roofline of a memory-bound step;
+//          1.0 = at the roof);
+//   gemm = achieved FLOP/s over the GEMM rate;
+// bytes and flops per step are the engine's roofline model (Model::step_cost, the same numbers
+// /metrics reports): every linear weight once, the embedding rows, lm_head, the KV rows attention
+// reads and writes; 2 flops per weight per token (lm_head per sampled row) plus attention.
 // Decode sequences start at --ctx tokens of (zeroed) KV and grow by one per step; one step =
 // forward + device argmax. Each result is also printed as one "RESULT key=value ..." line.
 // Then decode through the whole engine (actors, scheduler, the executor's device path with its
@@ -95,18 +98,9 @@ struct Bench {
   const char* name;   // of the decode RESULT lines
 
   const ModelConfig& cfg() const { return model.config(); }
-  // Parameters that take part in matmuls (all but the embedding table; lm_head counts once).
-  double matmul_params() const {
-    return static_cast<double>(model.n_params()) - static_cast<double>(cfg().vocab_size) * cfg().hidden_size * (cfg().tie_embeddings ? 0 : 1);
-  }
-  // Weight bytes a decode step reads: all but the embedding table (one row of it is read), which
-  // an untied model stores besides lm_head.
-  double weight_bytes_read() const {
-    const double embed = cfg().tie_embeddings ? 0.0 : 2.0 * cfg().vocab_size * cfg().hidden_size;
-    return static_cast<double>(model.weight_bytes()) - embed;
-  }
+  // K and V of every layer, per token (the KV cache's layout, scales included).
   double kv_bytes_per_token() const {
-    return 2.0 * cfg().n_layers * cfg().n_kv_heads * cfg().head_dim * 2.0;  // K and V, bf16
+    return static_cast<double>(kv.layout().page_bytes()) / kv.layout().page_size;
   }
 
   // One decode step of `batch` sequences whose contexts hold ctx tokens before it.
@@ -143,16 +137,20 @@ struct Bench {
     const Tensor tokens = tbuf->view(DType::i32, {batch});
     for (int s = 0; s < kWarmup; ++s) step(decode_batch(batch, ctx + s, rng), logits, tokens, graphs);
     gpu.synchronize();
+    std::vector<StepBatch> batches;  // made before the clock starts
+    double bytes = 0.0, flops = 0.0;   // per step on average, by the engine's roofline model
+    for (int s = 0; s < steps; ++s) {
+      batches.push_back(decode_batch(batch, ctx + kWarmup + s, rng));
+      const StepCost c = model.step_cost(batches.back(), kv_bytes_per_token());
+      bytes += c.bytes / steps;
+      flops += c.flops / steps;
+    }
     const CudaGraphStats g0 = gpu.graph_stats();
     const auto t0 = std::chrono::steady_clock::now();
-    for (int s = 0; s < steps; ++s) step(decode_batch(batch, ctx + kWarmup + s, rng), logits, tokens, graphs);
+    for (const StepBatch& b : batches) step(b, logits, tokens, graphs);
     gpu.synchronize();
     const double secs = seconds_since(t0);
     const CudaGraphStats g1 = gpu.graph_stats();
-    const double avg_ctx = ctx + kWarmup + steps / 2.0;
-    const double bytes = weight_bytes_read() + batch * avg_ctx * kv_bytes_per_token();
-    const double flops = batch * (2.0 * matmul_params() +
-                                  4.0 * avg_ctx * cfg().n_heads * cfg().head_dim * cfg().n_layers);
     const double step_s = secs / steps;
     std::printf("RESULT name=%s batch=%d graphs=%s ctx=%d tok_s=%.1f ms_step=%.3f hbm=%.3f gemm=%.4f replays=%lld\n",
                 name, batch, graphs ? "on" : "off", ctx, batch / step_s, step_s * 1e3, bytes / step_s / (copy_gbps * 1e9),
@@ -186,7 +184,7 @@ struct Bench {
       gpu.synchronize();
       if (r > 0) best = std::min(best, seconds_since(t0));
     }
-    const double flops = n * 2.0 * matmul_params() + 2.0 * n * n * cfg().n_heads * cfg().head_dim * cfg().n_layers;
+    const double flops = model.step_cost(b, kv_bytes_per_token()).flops;
     std::printf("RESULT name=prefill tokens=%d tok_s=%.1f ms=%.2f gemm=%.3f\n", n, n / best, best * 1e3,
                 flops / best / (gemm_tflops * 1e12));
     std::fflush(stdout);
