@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "server/http_client.h"
 #include "tools/bench_online.h"
 #include "tools/commands.h"
 
@@ -30,10 +31,18 @@ struct BenchArgs {
 
 double since(Clock::time_point t0, Clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); }
 
+// The server's roofline counters now (empty when /metrics cannot be read).
+EngineStats server_roofline(const OnlineLoad& load) {
+  auto m = server::http_request(load.host, load.port, {"GET", "/metrics", "", ""});
+  return m && m->status == 200 ? roofline_from_metrics(m->body) : EngineStats{};
+}
+
 int run_online(const BenchArgs& a) {
+  const EngineStats before = server_roofline(a.load);
   auto s = run_online_load(a.load);
   if (!s) return fail(s.status());
   print_summary(*s);
+  print_roofline(roofline_between(before, server_roofline(a.load)));
   if (!a.json_path.empty() && !write_summary_json(*s, a.json_path)) {
     return fail(io_error("cannot write " + a.json_path));
   }
@@ -94,6 +103,7 @@ int run_offline(const BenchArgs& a) {
   BenchSummary s = summarize(flat, wall);
   s.mode = "offline";
   print_summary(s);
+  print_roofline((*engine)->stats());
   if (!a.json_path.empty() && !write_summary_json(s, a.json_path)) return fail(io_error("cannot write " + a.json_path));
   return s.n_errors == 0 ? 0 : 1;
 }

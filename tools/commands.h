@@ -58,6 +58,14 @@ std::string default_model_dir();
 Status ensure_default_model(const std::string& dir);
 // `model` when given; else the default model's directory, made when absent.
 Expected<std::string> model_or_default(const std::string& model);
+// How close the executor's steps came to the roofline of the ceilings measured at the engine's
+// start (DESIGN.md §9): per bound, the steps, and the time the ceilings allow them over the time
+// they took. Prints nothing when the ceilings were not measured.
+void print_roofline(const EngineStats& s);
+// The roofline fields of EngineStats from a /metrics page (zeros where a line is missing).
+EngineStats roofline_from_metrics(const std::string& metrics);
+// b - a for the roofline counters (the ceilings are b's): what happened between two readings.
+EngineStats roofline_between(const EngineStats& a, const EngineStats& b);
 // Submits and blocks until the final event; on_event sees every event (on an engine thread).
 Status run_to_end(Engine& engine, const GenerateOptions& req, const std::function<void(const Event&)>& on_event);
 

@@ -1,8 +1,11 @@
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <sstream>
 
 #include "models/make_model.h"
 #include "tools/commands.h"
@@ -66,6 +69,67 @@ Expected<std::string> model_or_default(const std::string& model) {
   std::string dir = default_model_dir();
   BRIGADE_RETURN_IF_ERROR(ensure_default_model(dir));
   return dir;
+}
+
+void print_roofline(const EngineStats& s) {
+  if (s.peak_bytes_per_s <= 0.0) return;
+  std::printf("\nroofline (ceilings measured at start: %.1f GB/s memory, %.1f GFLOP/s GEMM):\n", s.peak_bytes_per_s / 1e9,
+              s.peak_flops_per_s / 1e9);
+  const auto line = [](const char* bound, uint64_t steps, uint64_t us, double allowed_us) {
+    if (steps == 0) return;
+    std::printf("  %-14s %6llu steps at %5.1f%% of the roofline (%.3f s allowed, %.3f s taken)\n", bound,
+                static_cast<unsigned long long>(steps), us > 0 ? 100.0 * allowed_us / static_cast<double>(us) : 0.0,
+                allowed_us / 1e6, static_cast<double>(us) / 1e6);
+  };
+  line("memory-bound", s.memory_bound_steps, s.memory_bound_executor_us, s.memory_bound_roofline_us);
+  line("compute-bound", s.compute_bound_steps, s.compute_bound_executor_us, s.compute_bound_roofline_us);
+}
+
+EngineStats roofline_from_metrics(const std::string& metrics) {
+  EngineStats s;
+  const std::pair<const char*, double*> doubles[] = {
+      {"brigade_device_peak_bytes_per_second ", &s.peak_bytes_per_s},
+      {"brigade_device_peak_flops_per_second ", &s.peak_flops_per_s},
+      {"brigade_roofline_allowed_seconds_total{bound=\"memory\"} ", &s.memory_bound_roofline_us},
+      {"brigade_roofline_allowed_seconds_total{bound=\"compute\"} ", &s.compute_bound_roofline_us},
+  };
+  const std::pair<const char*, uint64_t*> counts[] = {
+      {"brigade_roofline_steps_total{bound=\"memory\"} ", &s.memory_bound_steps},
+      {"brigade_roofline_steps_total{bound=\"compute\"} ", &s.compute_bound_steps},
+      {"brigade_roofline_step_seconds_total{bound=\"memory\"} ", &s.memory_bound_executor_us},
+      {"brigade_roofline_step_seconds_total{bound=\"compute\"} ", &s.compute_bound_executor_us},
+  };
+  std::istringstream in(metrics);
+  std::string line;
+  const auto value = [&line](const char* prefix, double& out) {
+    const size_t n = std::strlen(prefix);
+    if (line.compare(0, n, prefix) == 0) out = std::strtod(line.c_str() + n, nullptr);
+  };
+  while (std::getline(in, line)) {
+    for (const auto& [prefix, out] : doubles) value(prefix, *out);
+    for (const auto& [prefix, out] : counts) {
+      double v = -1.0;
+      value(prefix, v);
+      if (v < 0.0) continue;
+      // Seconds on the page; EngineStats keeps microseconds for the executor time.
+      const bool seconds = std::strstr(prefix, "seconds") != nullptr;
+      *out = static_cast<uint64_t>(std::llround(seconds ? v * 1e6 : v));
+    }
+  }
+  s.memory_bound_roofline_us *= 1e6;
+  s.compute_bound_roofline_us *= 1e6;
+  return s;
+}
+
+EngineStats roofline_between(const EngineStats& a, const EngineStats& b) {
+  EngineStats d = b;
+  d.memory_bound_steps -= a.memory_bound_steps;
+  d.compute_bound_steps -= a.compute_bound_steps;
+  d.memory_bound_executor_us -= a.memory_bound_executor_us;
+  d.compute_bound_executor_us -= a.compute_bound_executor_us;
+  d.memory_bound_roofline_us -= a.memory_bound_roofline_us;
+  d.compute_bound_roofline_us -= a.compute_bound_roofline_us;
+  return d;
 }
 
 Status run_to_end(Engine& engine, const GenerateOptions& req, const std::function<void(const Event&)>& on_event) {

@@ -40,22 +40,6 @@ std::string metric_lines(const std::string& metrics, std::initializer_list<const
   return out;
 }
 
-// How close the executor's steps came to the roofline of the ceilings measured at start
-// (DESIGN.md §9): per bound, the time the ceilings allow the steps over the time they took.
-void print_roofline(const EngineStats& s) {
-  if (s.peak_bytes_per_s <= 0.0) return;
-  std::printf("\nroofline (ceilings measured at start: %.1f GB/s memory, %.1f GFLOP/s GEMM):\n", s.peak_bytes_per_s / 1e9,
-              s.peak_flops_per_s / 1e9);
-  const auto line = [](const char* bound, uint64_t steps, uint64_t us, double allowed_us) {
-    if (steps == 0) return;
-    std::printf("  %-14s %6llu steps at %5.1f%% of the roofline (%.3f s allowed, %.3f s taken)\n", bound,
-                static_cast<unsigned long long>(steps), us > 0 ? 100.0 * allowed_us / static_cast<double>(us) : 0.0,
-                allowed_us / 1e6, static_cast<double>(us) / 1e6);
-  };
-  line("memory-bound", s.memory_bound_steps, s.memory_bound_executor_us, s.memory_bound_roofline_us);
-  line("compute-bound", s.compute_bound_steps, s.compute_bound_executor_us, s.compute_bound_roofline_us);
-}
-
 int run_demo(DemoArgs a) {
   auto model = model_or_default(a.model);
   if (!model) return fail(model.status());

@@ -13,6 +13,9 @@ trap 'rm -rf "$dir"' EXIT
 grep -q "POST /v1/chat/completions ->" "$dir/demo.txt"
 grep -q "online: 6 requests (0 errors)" "$dir/demo.txt"
 grep -q "brigade_requests_finished_total 7" "$dir/demo.txt"  # the chat completion and the six
+# The roofline per step: ceilings measured at start, every step under one of the two bounds.
+grep -q "^roofline (ceilings measured at start: " "$dir/demo.txt"
+grep -qE "^  (memory|compute)-bound +[0-9]+ steps at +[0-9.]+% of the roofline" "$dir/demo.txt"
 
 "$bin" bench --offline --model "$dir/m" --threads 1 --requests 5 --input-len 8 --input-len-max 40 --output-len 7 \
   --json "$dir/offline.json" >"$dir/offline.txt"
@@ -23,5 +26,25 @@ assert j["mode"] == "offline", j
 assert j["errors"] == 0, j
 assert j["requests"] == 5 and j["output_tokens"] == 35, j
 assert j["output_tokens_per_s"] > 0 and j["ttft_s"]["p50"] > 0, j
+PY
+grep -qE "^  (memory|compute)-bound +[0-9]+ steps at" "$dir/offline.txt"
+
+# Online: `bench` against `brigade serve` reads the roofline counters from /metrics before and
+# after its load, so the steps it counts are its own: 4 requests of 6 tokens each need 4 prefill
+# steps and 5 decode steps each at most (fewer when batched), at least 6.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$bin" serve --model "$dir/m" --threads 1 --port "$port" >"$dir/serve.txt" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; rm -rf "$dir"' EXIT
+for _ in $(seq 1 100); do
+  python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/health')" 2>/dev/null && break
+  sleep 0.1
+done
+"$bin" bench --port "$port" --requests 4 --concurrency 2 --input-len 8 --output-len 6 >"$dir/online.txt"
+python3 - "$dir/online.txt" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+steps = sum(int(n) for n in re.findall(r"^  (?:memory|compute)-bound +(\d+) steps at", text, re.M))
+assert 6 <= steps <= 24, (steps, text)
 PY
 echo "cli smoke: ok"
