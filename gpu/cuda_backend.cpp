@@ -161,6 +161,7 @@ class CudaBackendImpl final : public CudaBackend {
     return ticket;
   }
   bool download_done(uint64_t ticket) override {
+    bind();
     auto it = tickets_.find(ticket);
     BRIGADE_CHECK(it != tickets_.end(), "download_done: a ticket that download_async gave and nobody retired");
     const cudaError_t err = cudaEventQuery(it->second);
@@ -172,6 +173,7 @@ class CudaBackendImpl final : public CudaBackend {
     return true;
   }
   void wait_download(uint64_t ticket) override {
+    bind();
     auto it = tickets_.find(ticket);
     BRIGADE_CHECK(it != tickets_.end(), "wait_download: a ticket that download_async gave and nobody retired");
     BRIGADE_CUDA_CHECK(cudaEventSynchronize(it->second));
