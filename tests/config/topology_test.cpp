@@ -154,6 +154,16 @@ TEST(Topology, WeightsKey) {
   }
 }
 
+TEST(Topology, RooflineKey) {
+  EXPECT_TRUE(default_topology().instances[0].executors[0].roofline) << "ceilings are measured unless turned off";
+  auto off = parse_topology("instances: [{executors: [{roofline: false}]}]");
+  ASSERT_TRUE(off.has_value()) << off.status().to_string();
+  EXPECT_FALSE(off->instances[0].executors[0].roofline);
+  auto bad = parse_topology("instances: [{executors: [{roofline: sometimes}]}]");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.status().message().find("roofline has the wrong type"), std::string::npos) << bad.status().message();
+}
+
 TEST(Topology, ErrorsListValidChoices) {
   auto unknown = parse_topology("instances: [{schedular: {}}]");
   ASSERT_FALSE(unknown.has_value());
