@@ -1,8 +1,16 @@
 // The executor station (DESIGN.md §3): one per device or TP rank. Owns the model weights, the
 // device KV memory and a StepRunner. Runs detached, since a forward pass blocks its thread.
 //
-// Contract: every StepPlan gets exactly one StepResult with the same stepId. A step that fails
-// (bad ids, pages outside the pool) returns StepResult.error and changes no KV state.
+// Contract: every StepPlan gets exactly one StepResult with the same stepId, in plan order. A
+// step that fails (bad ids, pages outside the pool) returns StepResult.error and changes no KV
+// state. Each result carries the step's roofline cost and, when the engine measured the device's
+// ceilings (ExecutorResources::ceilings), the time they allow it (DESIGN.md §9).
+//
+// Steps in flight (the device path, step_runner.h): a step whose rows all sample on the device is
+// queued and its reply waits for its tokens; a plan that arrives meanwhile (the scheduler keeps
+// max_inflight_steps plans out) is queued behind it on the device before that wait, so the
+// device does not idle while the host prepares the next step. Until then the executor sends
+// itself a poll that goes round its mailbox.
 //
 // HiCache (hicache.capnp), when the executor was given a tier actor:
 //   KvSave: reads the pages' bytes at once, before any later message (CAF keeps per-sender
