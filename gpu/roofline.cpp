@@ -1,6 +1,8 @@
 #include "gpu/roofline.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "gpu/cuda_check.h"
 
@@ -56,6 +58,22 @@ double measure_bf16_gemm_tflops(CudaBackend& backend, int size, int reps) {
   BRIGADE_CUDA_CHECK(cudaMemsetAsync(w->data(), 0x3c, bytes, stream));
   const Tensor xt = x->view(DType::bf16, {n, n}), wt = w->view(DType::bf16, {n, n}), ot = out->view(DType::bf16, {n, n});
   const double s = best_seconds(backend, reps, [&] { backend.matmul(xt, wt, Tensor(), ot); });
+  return 2.0 * static_cast<double>(n) * n * n / s * 1e-12;
+}
+
+double measure_fp8_gemm_tflops(CudaBackend& backend, int size, int reps) {
+  if (!backend.supports_weight_dtype(DType::f8e4m3)) return 0.0;
+  const int64_t n = size;
+  // The weight is made on the host (prepare_weight quantizes it), every value bf16 2^-7.
+  std::vector<uint16_t> host(static_cast<size_t>(n * n), 0x3c00);
+  auto w = backend.prepare_weight(Tensor(host.data(), DType::bf16, {n, n}), DType::f8e4m3);
+  BRIGADE_CHECK(w.has_value(), "an fp8 weight for the GEMM measurement");
+  const size_t bytes = static_cast<size_t>(n * n) * 2;
+  auto x = backend.allocate(bytes), out = backend.allocate(bytes);
+  BRIGADE_CHECK(x.has_value() && out.has_value(), "GPU memory for the GEMM measurement");
+  BRIGADE_CUDA_CHECK(cudaMemsetAsync(x->data(), 0x3c, bytes, static_cast<cudaStream_t>(backend.stream())));
+  const Tensor xt = x->view(DType::bf16, {n, n}), ot = out->view(DType::bf16, {n, n});
+  const double s = best_seconds(backend, reps, [&] { backend.matmul(xt, w->tensor, Tensor(), ot); });
   return 2.0 * static_cast<double>(n) * n * n / s * 1e-12;
 }
 

@@ -169,14 +169,17 @@ Expected<std::unique_ptr<Backend>> make_backend(const EngineOptions& options, in
 }
 
 // The ceilings the executor reports each step against (DESIGN.md §9), measured on its backend:
-// HBM copy bandwidth and the bf16 GEMM rate on a GPU, read bandwidth and the f32 GEMM rate with
-// the executor's threads on the CPU.
-RooflineCeilings measure_ceilings(Backend& backend, int threads) {
+// HBM copy bandwidth and the GEMM rate of the model's weights (bf16, or fp8 with `weights: fp8`)
+// on a GPU, read bandwidth and the f32 GEMM rate with the executor's threads on the CPU.
+RooflineCeilings measure_ceilings(Backend& backend, int threads, const std::string& weights) {
 #ifdef BRIGADE_HAVE_CUDA
-  if (auto* cuda = dynamic_cast<CudaBackend*>(&backend))
-    return {measure_copy_bandwidth_gbps(*cuda) * 1e9, measure_bf16_gemm_tflops(*cuda) * 1e12};
+  if (auto* cuda = dynamic_cast<CudaBackend*>(&backend)) {
+    const double tflops = weights == "fp8" ? measure_fp8_gemm_tflops(*cuda) : measure_bf16_gemm_tflops(*cuda);
+    return {measure_copy_bandwidth_gbps(*cuda) * 1e9, tflops * 1e12};
+  }
 #endif
   (void)backend;
+  (void)weights;
   ThreadPool pool(threads);
   return {measure_read_bandwidth_gbps(pool) * 1e9, measure_f32_gemm_gflops(pool) * 1e9};
 }
@@ -405,7 +408,7 @@ Status EngineImpl::start(const EngineOptions& options) {
   const ModelConfig& mc = res->model->config();
   if (exe.roofline) {
     const int threads = exe.threads > 0 ? exe.threads : static_cast<int>(std::thread::hardware_concurrency()) / exe.tp;
-    ceilings_ = measure_ceilings(*res->backend, std::max(1, threads));
+    ceilings_ = measure_ceilings(*res->backend, std::max(1, threads), exe.weights);
     res->ceilings = ceilings_;
     spdlog::info("engine: ceilings {:.1f} GB/s, {:.1f} GFLOP/s (roofline per step)", ceilings_.bytes_per_s * 1e-9,
                  ceilings_.flops_per_s * 1e-9);
