@@ -19,7 +19,8 @@
 // Between the model-only and the engine runs, the same model with fp8 weights (E4M3 linear layers,
 // bf16 embedding and lm_head; LoadOptions::weight_dtype = f8e4m3) decodes at --fp8-batches with
 // graphs on (RESULT name=decode_fp8); its hbm counts the bytes that model reads (one per
-// linear-layer parameter), gemm stays relative to the bf16 GEMM rate (0 batches = skipped).
+// linear-layer parameter) and its gemm is relative to the fp8 GEMM rate measured in the same run
+// (RESULT name=ceilings_fp8; 0 batches = skipped).
 //
 // Usage: bench_gpu [--model SPEC] [--batches 1,8,64,256] [--ctx 512] [--steps 32] [--prefill 2048]
 //                  [--engine-batches 1,64] [--engine-depths 1,2]
@@ -226,7 +227,15 @@ int run(const Options& o) {
   if (const int rc = run_model(gpu, o, {std::nullopt, o.batches, true, o.prefill, "decode"}, ceilings); rc != 0)
     return rc;
   if (o.fp8_batches.empty()) return 0;
-  return run_model(gpu, o, {DType::f8e4m3, o.fp8_batches, false, 0, "decode_fp8"}, ceilings);
+  // fp8 rows: their gemm fraction is of the fp8 GEMM rate (what their matmuls can reach).
+  const double fp8_gemm = measure_fp8_gemm_tflops(gpu);
+  std::printf("RESULT name=ceilings_fp8 gemm_tflops=%.1f\n", fp8_gemm);
+  std::fflush(stdout);
+  if (fp8_gemm <= 0.0) {
+    std::fprintf(stderr, "bench_gpu: this GPU cannot run fp8 weights; no fp8 rows\n");
+    return 0;
+  }
+  return run_model(gpu, o, {DType::f8e4m3, o.fp8_batches, false, 0, "decode_fp8"}, {copy, fp8_gemm});
 }
 
 int run_model(CudaBackend& gpu, const Options& o, const ModelRun& r, const Ceilings& c) {
