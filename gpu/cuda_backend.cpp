@@ -162,9 +162,7 @@ class CudaBackendImpl final : public CudaBackend {
   }
   bool download_done(uint64_t ticket) override {
     bind();
-    auto it = tickets_.find(ticket);
-    BRIGADE_CHECK(it != tickets_.end(), "download_done: a ticket that download_async gave and nobody retired");
-    const cudaError_t err = cudaEventQuery(it->second);
+    const cudaError_t err = cudaEventQuery(ticket_event(ticket));
     if (err == cudaErrorNotReady) {
       (void)cudaGetLastError();  // "not ready" is no error; clear it, or a launch check would see it
       return false;
@@ -174,11 +172,15 @@ class CudaBackendImpl final : public CudaBackend {
   }
   void wait_download(uint64_t ticket) override {
     bind();
+    const cudaEvent_t ev = ticket_event(ticket);
+    BRIGADE_CUDA_CHECK(cudaEventSynchronize(ev));
+    free_events_.push_back(ev);
+    tickets_.erase(ticket);
+  }
+  cudaEvent_t ticket_event(uint64_t ticket) const {
     auto it = tickets_.find(ticket);
-    BRIGADE_CHECK(it != tickets_.end(), "wait_download: a ticket that download_async gave and nobody retired");
-    BRIGADE_CUDA_CHECK(cudaEventSynchronize(it->second));
-    free_events_.push_back(it->second);
-    tickets_.erase(it);
+    BRIGADE_CHECK(it != tickets_.end(), "a download ticket that download_async gave and wait_download has not retired");
+    return it->second;
   }
 
   // Float weights become bf16 (the tensor-core GEMMs and the embedding read bf16); other types

@@ -47,18 +47,30 @@ double measure_copy_bandwidth_gbps(CudaBackend& backend, size_t bytes, int reps)
   return 2.0 * static_cast<double>(bytes) / s * 1e-9;
 }
 
+namespace {
+
+// TFLOP/s of backend.matmul of x [n, n] bf16 (every value 2^-7, which keeps the products finite;
+// the rate does not depend on them) by the weight w [n, n], best of reps.
+double gemm_tflops(CudaBackend& backend, const Tensor& w, int reps) {
+  const int64_t n = w.dim(0);
+  const size_t bytes = static_cast<size_t>(n * n) * 2;
+  auto x = backend.allocate(bytes), out = backend.allocate(bytes);
+  BRIGADE_CHECK(x.has_value() && out.has_value(), "GPU memory for the GEMM measurement");
+  BRIGADE_CUDA_CHECK(cudaMemsetAsync(x->data(), 0x3c, bytes, static_cast<cudaStream_t>(backend.stream())));
+  const Tensor xt = x->view(DType::bf16, {n, n}), ot = out->view(DType::bf16, {n, n});
+  const double s = best_seconds(backend, reps, [&] { backend.matmul(xt, w, Tensor(), ot); });
+  return 2.0 * static_cast<double>(n) * n * n / s * 1e-12;
+}
+
+}  // namespace
+
 double measure_bf16_gemm_tflops(CudaBackend& backend, int size, int reps) {
   const int64_t n = size;
   const size_t bytes = static_cast<size_t>(n * n) * 2;
-  auto x = backend.allocate(bytes), w = backend.allocate(bytes), out = backend.allocate(bytes);
-  BRIGADE_CHECK(x.has_value() && w.has_value() && out.has_value(), "GPU memory for the GEMM measurement");
-  const auto stream = static_cast<cudaStream_t>(backend.stream());
-  // Small values (bf16 0x3c00 = 2^-7) keep the products finite; the rate does not depend on them.
-  BRIGADE_CUDA_CHECK(cudaMemsetAsync(x->data(), 0x3c, bytes, stream));
-  BRIGADE_CUDA_CHECK(cudaMemsetAsync(w->data(), 0x3c, bytes, stream));
-  const Tensor xt = x->view(DType::bf16, {n, n}), wt = w->view(DType::bf16, {n, n}), ot = out->view(DType::bf16, {n, n});
-  const double s = best_seconds(backend, reps, [&] { backend.matmul(xt, wt, Tensor(), ot); });
-  return 2.0 * static_cast<double>(n) * n * n / s * 1e-12;
+  auto w = backend.allocate(bytes);
+  BRIGADE_CHECK(w.has_value(), "GPU memory for the GEMM measurement");
+  BRIGADE_CUDA_CHECK(cudaMemsetAsync(w->data(), 0x3c, bytes, static_cast<cudaStream_t>(backend.stream())));
+  return gemm_tflops(backend, w->view(DType::bf16, {n, n}), reps);
 }
 
 double measure_fp8_gemm_tflops(CudaBackend& backend, int size, int reps) {
@@ -68,13 +80,7 @@ double measure_fp8_gemm_tflops(CudaBackend& backend, int size, int reps) {
   std::vector<uint16_t> host(static_cast<size_t>(n * n), 0x3c00);
   auto w = backend.prepare_weight(Tensor(host.data(), DType::bf16, {n, n}), DType::f8e4m3);
   BRIGADE_CHECK(w.has_value(), "an fp8 weight for the GEMM measurement");
-  const size_t bytes = static_cast<size_t>(n * n) * 2;
-  auto x = backend.allocate(bytes), out = backend.allocate(bytes);
-  BRIGADE_CHECK(x.has_value() && out.has_value(), "GPU memory for the GEMM measurement");
-  BRIGADE_CUDA_CHECK(cudaMemsetAsync(x->data(), 0x3c, bytes, static_cast<cudaStream_t>(backend.stream())));
-  const Tensor xt = x->view(DType::bf16, {n, n}), ot = out->view(DType::bf16, {n, n});
-  const double s = best_seconds(backend, reps, [&] { backend.matmul(xt, w->tensor, Tensor(), ot); });
-  return 2.0 * static_cast<double>(n) * n * n / s * 1e-12;
+  return gemm_tflops(backend, w->tensor, reps);
 }
 
 }  // namespace brigade

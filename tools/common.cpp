@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <sstream>
 
@@ -87,37 +88,34 @@ void print_roofline(const EngineStats& s) {
 
 EngineStats roofline_from_metrics(const std::string& metrics) {
   EngineStats s;
-  const std::pair<const char*, double*> doubles[] = {
-      {"brigade_device_peak_bytes_per_second ", &s.peak_bytes_per_s},
-      {"brigade_device_peak_flops_per_second ", &s.peak_flops_per_s},
-      {"brigade_roofline_allowed_seconds_total{bound=\"memory\"} ", &s.memory_bound_roofline_us},
-      {"brigade_roofline_allowed_seconds_total{bound=\"compute\"} ", &s.compute_bound_roofline_us},
+  // Line prefix, where the value goes, and its unit there (the page has seconds, EngineStats
+  // microseconds).
+  struct Field {
+    const char* prefix;
+    std::function<void(double)> set;
   };
-  const std::pair<const char*, uint64_t*> counts[] = {
-      {"brigade_roofline_steps_total{bound=\"memory\"} ", &s.memory_bound_steps},
-      {"brigade_roofline_steps_total{bound=\"compute\"} ", &s.compute_bound_steps},
-      {"brigade_roofline_step_seconds_total{bound=\"memory\"} ", &s.memory_bound_executor_us},
-      {"brigade_roofline_step_seconds_total{bound=\"compute\"} ", &s.compute_bound_executor_us},
+  const auto count = [](uint64_t& out, double scale) {
+    return [&out, scale](double v) { out = static_cast<uint64_t>(std::llround(v * scale)); };
+  };
+  const auto real = [](double& out, double scale) { return [&out, scale](double v) { out = v * scale; }; };
+  const Field fields[] = {
+      {"brigade_device_peak_bytes_per_second ", real(s.peak_bytes_per_s, 1.0)},
+      {"brigade_device_peak_flops_per_second ", real(s.peak_flops_per_s, 1.0)},
+      {"brigade_roofline_steps_total{bound=\"memory\"} ", count(s.memory_bound_steps, 1.0)},
+      {"brigade_roofline_steps_total{bound=\"compute\"} ", count(s.compute_bound_steps, 1.0)},
+      {"brigade_roofline_step_seconds_total{bound=\"memory\"} ", count(s.memory_bound_executor_us, 1e6)},
+      {"brigade_roofline_step_seconds_total{bound=\"compute\"} ", count(s.compute_bound_executor_us, 1e6)},
+      {"brigade_roofline_allowed_seconds_total{bound=\"memory\"} ", real(s.memory_bound_roofline_us, 1e6)},
+      {"brigade_roofline_allowed_seconds_total{bound=\"compute\"} ", real(s.compute_bound_roofline_us, 1e6)},
   };
   std::istringstream in(metrics);
   std::string line;
-  const auto value = [&line](const char* prefix, double& out) {
-    const size_t n = std::strlen(prefix);
-    if (line.compare(0, n, prefix) == 0) out = std::strtod(line.c_str() + n, nullptr);
-  };
   while (std::getline(in, line)) {
-    for (const auto& [prefix, out] : doubles) value(prefix, *out);
-    for (const auto& [prefix, out] : counts) {
-      double v = -1.0;
-      value(prefix, v);
-      if (v < 0.0) continue;
-      // Seconds on the page; EngineStats keeps microseconds for the executor time.
-      const bool seconds = std::strstr(prefix, "seconds") != nullptr;
-      *out = static_cast<uint64_t>(std::llround(seconds ? v * 1e6 : v));
+    for (const Field& f : fields) {
+      const size_t n = std::strlen(f.prefix);
+      if (line.compare(0, n, f.prefix) == 0) f.set(std::strtod(line.c_str() + n, nullptr));
     }
   }
-  s.memory_bound_roofline_us *= 1e6;
-  s.compute_bound_roofline_us *= 1e6;
   return s;
 }
 

@@ -138,19 +138,20 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
   return Status::ok();
 }
 
+// CPU threads of one executor rank (0 = all cores): ranks share the machine's cores, so "all
+// cores" means an equal share for each.
+int rank_threads(const ExecutorConfig& exe) {
+  if (exe.threads > 0 || exe.tp == 1) return exe.threads;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / exe.tp);
+}
+
 // The backend of tensor-parallel rank `rank` (options.backend_factory, when set, wins): the CPU,
 // or the GPU the topology's device names plus the rank (cuda:N puts the ranks on N, N+1, ...).
 Expected<std::unique_ptr<Backend>> make_backend(const EngineOptions& options, int rank) {
   if (options.backend_factory) return options.backend_factory();
   const ExecutorConfig& exe = options.topology.instances.front().executors.front();
   BRIGADE_ASSIGN_OR_RETURN(DeviceSpec spec, parse_device(exe.device));
-  if (!spec.cuda) {
-    // Ranks share the machine's cores: "all cores" means an equal share for each.
-    const int threads = exe.threads > 0 || exe.tp == 1
-                            ? exe.threads
-                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / exe.tp);
-    return make_cpu_backend(CpuBackendOptions{threads});
-  }
+  if (!spec.cuda) return make_cpu_backend(CpuBackendOptions{rank_threads(exe)});
 #ifdef BRIGADE_HAVE_CUDA
   CudaBackendOptions co;
   co.device = spec.index + rank;
@@ -170,7 +171,7 @@ Expected<std::unique_ptr<Backend>> make_backend(const EngineOptions& options, in
 
 // The ceilings the executor reports each step against (DESIGN.md §9), measured on its backend:
 // HBM copy bandwidth and the GEMM rate of the model's weights (bf16, or fp8 with `weights: fp8`)
-// on a GPU, read bandwidth and the f32 GEMM rate with the executor's threads on the CPU.
+// on a GPU, read bandwidth and the f32 GEMM rate with the executor's threads (0 = all) on the CPU.
 RooflineCeilings measure_ceilings(Backend& backend, int threads, const std::string& weights) {
 #ifdef BRIGADE_HAVE_CUDA
   if (auto* cuda = dynamic_cast<CudaBackend*>(&backend)) {
@@ -407,8 +408,7 @@ Status EngineImpl::start(const EngineOptions& options) {
   const std::shared_ptr<ExecutorResources>& res = ranks.front();
   const ModelConfig& mc = res->model->config();
   if (exe.roofline) {
-    const int threads = exe.threads > 0 ? exe.threads : static_cast<int>(std::thread::hardware_concurrency()) / exe.tp;
-    ceilings_ = measure_ceilings(*res->backend, std::max(1, threads), exe.weights);
+    ceilings_ = measure_ceilings(*res->backend, rank_threads(exe), exe.weights);
     res->ceilings = ceilings_;
     spdlog::info("engine: ceilings {:.1f} GB/s, {:.1f} GFLOP/s (roofline per step)", ceilings_.bytes_per_s * 1e-9,
                  ceilings_.flops_per_s * 1e-9);
