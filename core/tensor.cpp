@@ -10,6 +10,7 @@ Tensor::Tensor(void* d, DType t, std::initializer_list<int64_t> dims) : data(d),
 }
 
 int64_t Tensor::numel() const {
+  if (data == nullptr && ndim == 0) return 0;
   int64_t n = 1;
   for (int i = 0; i < ndim; ++i) n *= shape[static_cast<size_t>(i)];
   return n;

@@ -28,6 +28,8 @@ struct Tensor {
   Tensor(void* d, DType t, std::initializer_list<int64_t> dims);
 
   int64_t dim(int i) const { return shape[static_cast<size_t>(i < 0 ? ndim + i : i)]; }
+  // Product of the dims; 0 for an empty Tensor (no data, no dims: what Tensor() is), so an
+  // absent optional weight counts no bytes. A Tensor with data and no dims is a scalar: 1.
   int64_t numel() const;
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
   bool empty() const { return data == nullptr; }

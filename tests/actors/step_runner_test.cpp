@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -37,7 +38,8 @@ namespace fs = std::filesystem;
 // in op order (as a stream would) but writes a poison into the destination, which gets the
 // bytes only in wait_download; download_done says "not yet" `not_ready_polls` times per ticket,
 // or with `busy_until_next_forward` until a later forward was queued (a device whose step takes
-// longer than the host needs to queue the next one) or a second has passed.
+// longer than the host needs to queue the next one) or the test said no forward will come
+// (`no_more_forwards`; no clock: a loaded machine must not change the order the test checks).
 // `log` records each forward ("forward": its embedding) and each wait_download ("wait").
 class RecordingBackend final : public Backend {
  public:
@@ -47,6 +49,7 @@ class RecordingBackend final : public Backend {
   bool defer = false;
   int not_ready_polls = 0;
   bool busy_until_next_forward = false;
+  std::atomic<bool> no_more_forwards{false};  // set by the test thread, read by the executor's thread
   std::vector<std::string> log;
   int open_tickets() const { return static_cast<int>(tickets_.size()); }
 
@@ -54,7 +57,7 @@ class RecordingBackend final : public Backend {
     if (!defer) return Backend::download_async(dst, src);
     EXPECT_FALSE(in_step_) << "download_async() inside a step";
     downloaded += src.nbytes();
-    Ticket t{dst, std::vector<uint8_t>(src.nbytes()), not_ready_polls, forwards_, std::chrono::steady_clock::now()};
+    Ticket t{dst, std::vector<uint8_t>(src.nbytes()), not_ready_polls, forwards_};
     cpu_->download(t.bytes.data(), src);
     std::memset(dst, 0x7f, src.nbytes());
     tickets_[next_ticket_] = std::move(t);
@@ -64,7 +67,7 @@ class RecordingBackend final : public Backend {
     if (!defer) return true;
     Ticket& t = tickets_.at(ticket);
     if (busy_until_next_forward)
-      return forwards_ > t.forwards || std::chrono::steady_clock::now() - t.issued > std::chrono::seconds(1);
+      return forwards_ > t.forwards || no_more_forwards.load();
     if (t.polls == 0) return true;
     --t.polls;
     return false;
@@ -144,7 +147,6 @@ class RecordingBackend final : public Backend {
     std::vector<uint8_t> bytes;
     int polls;
     int forwards;  // forwards queued before this copy
-    std::chrono::steady_clock::time_point issued;
   };
   int forwards_ = 0;
   std::unique_ptr<Backend> cpu_;
@@ -491,6 +493,7 @@ TEST_F(StepRunnerPaths, TheExecutorKeepsTheNextStepQueuedBehindTheOneInFlight) {
       const PlannedStep p = planner.next();
       if (p.seqs.empty()) {
         more = false;
+        backend->no_more_forwards = true;  // the last steps' copies may land now
         break;
       }
       self->send(exe, encode_step_plan(p));
