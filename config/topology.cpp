@@ -3,7 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -166,31 +168,14 @@ Status parse_instance(const YAML::Node& n, const std::string& where, InstanceCon
       .status();
 }
 
-}  // namespace
-
-TopologyConfig default_topology() { return TopologyConfig{}; }
-
-Expected<DeviceSpec> parse_device(const std::string& device) {
-  if (device == "cpu") return DeviceSpec{};
-  if (device == "cuda") return DeviceSpec{true, 0};
-  const std::string prefix = "cuda:";
-  if (device.rfind(prefix, 0) == 0 && device.size() > prefix.size() && device.size() <= prefix.size() + 4 &&
-      std::all_of(device.begin() + static_cast<std::ptrdiff_t>(prefix.size()), device.end(),
-                  [](char c) { return c >= '0' && c <= '9'; }))
-    return DeviceSpec{true, std::stoi(device.substr(prefix.size()))};
-  return invalid_argument("device '" + device + "' is not one of: cpu, cuda, cuda:N (N = GPU ordinal)");
+// Letters, digits, '_', '-', '.': the name labels /metrics series and names logs.
+bool valid_instance_name(const std::string& name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
 }
 
-Status TopologyConfig::validate() const {
-  if (instances.size() != 1) {
-    return unsupported("the topology has " + std::to_string(instances.size()) +
-                       " instances; this build runs exactly one instance per engine");
-  }
-  const InstanceConfig& inst = instances.front();
-  const std::string w = "instances[" + inst.name + "]";
-  if (inst.executors.size() != 1)
-    return unsupported(w + " has " + std::to_string(inst.executors.size()) + " executors; this build runs exactly one");
-  const ExecutorConfig& ex = inst.executors.front();
+Status validate_executor(const ExecutorConfig& ex, const CacheConfig& cache, const std::string& w) {
   auto device = parse_device(ex.device);
   if (!device) return invalid_argument(w + ": " + device.status().message());
   const std::set<std::string> step_paths = {"auto", "host", "device"};
@@ -208,9 +193,20 @@ Status TopologyConfig::validate() const {
   if (ex.tp < 1 || ex.tp > kMaxTp)
     return invalid_argument(w + ": tp must be in [1, " + std::to_string(kMaxTp) + "] (got " + std::to_string(ex.tp) + ")");
   // KvSave/KvLoad move one executor's pages; under tp each rank holds a part of every page.
-  if (ex.tp > 1 && inst.cache.tiers_enabled())
+  if (ex.tp > 1 && cache.tiers_enabled())
     return unsupported(w + ": the cache tiers (host_bytes, disk_path) do not work with tp > 1 yet; "
                        "set tp: 1 or turn the tiers off (host_bytes: 0, no disk_path)");
+  return Status::ok();
+}
+
+Status validate_instance(const InstanceConfig& inst) {
+  if (!valid_instance_name(inst.name))
+    return invalid_argument("instance name '" + inst.name +
+                            "' must be 1 to 64 letters, digits, '_', '-' or '.' (it labels /metrics series)");
+  const std::string w = "instances[" + inst.name + "]";
+  if (inst.executors.size() != 1)
+    return unsupported(w + " has " + std::to_string(inst.executors.size()) + " executors; this build runs exactly one");
+  BRIGADE_RETURN_IF_ERROR(validate_executor(inst.executors.front(), inst.cache, w));
   const auto& s = inst.scheduler;
   if (s.max_running < 1) return invalid_argument(w + ": scheduler.max_running must be >= 1");
   if (s.max_waiting < 0) return invalid_argument(w + ": scheduler.max_waiting must be >= 0");
@@ -224,6 +220,81 @@ Status TopologyConfig::validate() const {
   const std::set<std::string> dtypes = {"auto", "f32", "bf16", "f16", "int8"};
   if (!dtypes.count(k.dtype)) return invalid_argument(w + ": kv.dtype '" + k.dtype + "' is not one of: " + join(dtypes));
   return validate_cache(inst.cache, w);
+}
+
+// What instances must not share: a GPU (each instance's ranks take GPUs N .. N+tp-1; two
+// instances on one GPU would split its memory and serialise on it, and one instance's CUDA graph
+// captures would meet the other's allocations) and a disk tier directory (RocksDB locks it).
+Status check_instances_apart(const std::vector<InstanceConfig>& instances) {
+  std::map<int, std::string> gpu_owner;
+  std::map<std::string, std::string> disk_owner;
+  for (const InstanceConfig& inst : instances) {
+    const ExecutorConfig& ex = inst.executors.front();
+    const DeviceSpec dev = *parse_device(ex.device);  // validated before
+    for (int r = 0; dev.cuda && r < ex.tp; ++r) {
+      auto [it, fresh] = gpu_owner.emplace(dev.index + r, inst.name);
+      if (!fresh)
+        return unsupported("instances '" + it->second + "' and '" + inst.name + "' both use GPU " +
+                           std::to_string(dev.index + r) +
+                           "; each instance needs GPUs of its own (cuda:N puts its tp ranks on N .. N+tp-1)");
+    }
+    const auto& disk = inst.cache.disk_path;
+    if (disk.empty()) continue;
+    auto [it, fresh] = disk_owner.emplace(disk, inst.name);
+    if (!fresh)
+      return invalid_argument("instances '" + it->second + "' and '" + inst.name + "' both name cache.disk_path '" +
+                              disk + "'; each instance needs a disk tier directory of its own");
+  }
+  return Status::ok();
+}
+
+Status validate_router(const RouterConfig& r) {
+  const std::set<std::string> policies = {"cache_aware", "least_load", "round_robin"};
+  if (!policies.count(r.policy))
+    return invalid_argument("router.policy '" + r.policy + "' is not one of: " + join(policies));
+  if (!(r.cache_threshold >= 0.0 && r.cache_threshold <= 1.0))
+    return invalid_argument("router.cache_threshold must be in [0, 1] (the matched fraction of a prompt)");
+  if (r.balance_abs_threshold < 0) return invalid_argument("router.balance_abs_threshold must be >= 0 (requests)");
+  if (!(r.balance_rel_threshold >= 1.0)) return invalid_argument("router.balance_rel_threshold must be >= 1");
+  if (r.max_tree_tokens < 1) return invalid_argument("router.max_tree_tokens must be >= 1");
+  return Status::ok();
+}
+
+Status parse_router(const YAML::Node& n, const std::string& where, RouterConfig& router) {
+  return MapReader(n, where)
+      .read("policy", router.policy)
+      .read("cache_threshold", router.cache_threshold)
+      .read("balance_abs_threshold", router.balance_abs_threshold)
+      .read("balance_rel_threshold", router.balance_rel_threshold)
+      .read("max_tree_tokens", router.max_tree_tokens)
+      .status();
+}
+
+}  // namespace
+
+TopologyConfig default_topology() { return TopologyConfig{}; }
+
+Expected<DeviceSpec> parse_device(const std::string& device) {
+  if (device == "cpu") return DeviceSpec{};
+  if (device == "cuda") return DeviceSpec{true, 0};
+  const std::string prefix = "cuda:";
+  if (device.rfind(prefix, 0) == 0 && device.size() > prefix.size() && device.size() <= prefix.size() + 4 &&
+      std::all_of(device.begin() + static_cast<std::ptrdiff_t>(prefix.size()), device.end(),
+                  [](char c) { return c >= '0' && c <= '9'; }))
+    return DeviceSpec{true, std::stoi(device.substr(prefix.size()))};
+  return invalid_argument("device '" + device + "' is not one of: cpu, cuda, cuda:N (N = GPU ordinal)");
+}
+
+Status TopologyConfig::validate() const {
+  if (instances.empty()) return invalid_argument("the topology has no instances: list at least one under instances:");
+  std::set<std::string> names;
+  for (const InstanceConfig& inst : instances) {
+    BRIGADE_RETURN_IF_ERROR(validate_instance(inst));
+    if (!names.insert(inst.name).second)
+      return invalid_argument("two instances are named '" + inst.name + "': instance names must be unique");
+  }
+  BRIGADE_RETURN_IF_ERROR(check_instances_apart(instances));
+  return validate_router(router);
 }
 
 Expected<TopologyConfig> parse_topology(const std::string& yaml_text) {
@@ -246,7 +317,11 @@ Expected<TopologyConfig> parse_topology(const std::string& yaml_text) {
     return Status::ok();
   };
   BRIGADE_RETURN_IF_ERROR(
-      MapReader(root, "topology", "the topology").read("model", cfg.model).nested("instances", parse_instances).status());
+      MapReader(root, "topology", "the topology")
+          .read("model", cfg.model)
+          .nested("instances", parse_instances)
+          .nested("router", [&](const YAML::Node& r, const std::string& w) { return parse_router(r, w, cfg.router); })
+          .status());
   BRIGADE_RETURN_IF_ERROR(cfg.validate());
   return cfg;
 }

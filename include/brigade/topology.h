@@ -1,5 +1,6 @@
 // TopologyConfig: which actors an engine runs and how they are wired (DESIGN.md §3), as parsed
-// from a topology YAML file (config/*.yaml). The default is one instance with one CPU executor.
+// from a topology YAML file (config/*.yaml). The default is one instance with one CPU executor;
+// several instances (data parallelism) are joined by a router (RouterConfig).
 #pragma once
 
 #include <cstdint>
@@ -78,6 +79,7 @@ struct SchedulerConfig {
 };
 
 struct InstanceConfig {
+  // Unique within a topology; letters, digits, '_', '-', '.' (it labels /metrics series).
   std::string name = "main";
   SchedulerConfig scheduler;
   KvConfig kv;
@@ -85,9 +87,31 @@ struct InstanceConfig {
   std::vector<ExecutorConfig> executors = std::vector<ExecutorConfig>(1);
 };
 
+// How the router sends each tokenized request to one of several instances (the knobs of SGLang's
+// router, same defaults). A topology with one instance has no router; the section is then unused.
+struct RouterConfig {
+  // cache_aware: the instance whose prompts share the longest prefix with this one, when the
+  //   matched fraction is above cache_threshold and the load is balanced; else the least loaded.
+  // least_load: always the least loaded (fewest requests in flight, then fewest prompt tokens
+  //   waiting for their prefill). round_robin: in turn.
+  std::string policy = "cache_aware";
+  double cache_threshold = 0.3;       // [0, 1]: matched prefix / prompt length must exceed it
+  // The load is imbalanced when the busiest and the idlest instance differ by more than
+  // balance_abs_threshold requests in flight AND the busiest has more than balance_rel_threshold
+  // times the idlest's; then even a cache hit goes to the least loaded instance.
+  int balance_abs_threshold = 64;     // >= 0
+  double balance_rel_threshold = 1.5; // >= 1
+  // Token ids the router remembers per instance (its approximate prefix tree); beyond this the
+  // least recently used branches are trimmed.
+  int64_t max_tree_tokens = int64_t{1} << 22;
+};
+
 struct TopologyConfig {
   std::string model;  // checkpoint path; empty: given by the caller
+  // One or more instances: each a whole copy of the model with its own scheduler, KV pool,
+  // prefix cache and executor(s), on its own devices (data parallelism).
   std::vector<InstanceConfig> instances = std::vector<InstanceConfig>(1);
+  RouterConfig router;
   Status validate() const;
 };
 

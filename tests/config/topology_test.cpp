@@ -188,5 +188,94 @@ TEST(Topology, ErrorsListValidChoices) {
   EXPECT_FALSE(load_topology_file("/nonexistent.yaml").has_value());
 }
 
+TEST(Topology, SeveralInstancesAndTheRouter) {
+  auto t = parse_topology(R"(
+instances:
+  - name: a
+    kv: {pages: 64}
+  - name: b
+    executors: [{device: cpu, threads: 2}]
+router: {policy: round_robin, cache_threshold: 0.5, balance_abs_threshold: 4, balance_rel_threshold: 2, max_tree_tokens: 1000}
+)");
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  ASSERT_EQ(t->instances.size(), 2u);
+  EXPECT_EQ(t->instances[0].name, "a");
+  EXPECT_EQ(t->instances[0].kv.pages, 64);
+  EXPECT_EQ(t->instances[1].executors[0].threads, 2);
+  EXPECT_EQ(t->router.policy, "round_robin");
+  EXPECT_DOUBLE_EQ(t->router.cache_threshold, 0.5);
+  EXPECT_EQ(t->router.balance_abs_threshold, 4);
+  EXPECT_DOUBLE_EQ(t->router.balance_rel_threshold, 2.0);
+  EXPECT_EQ(t->router.max_tree_tokens, 1000);
+
+  const RouterConfig def;  // SGLang's router defaults
+  EXPECT_EQ(def.policy, "cache_aware");
+  EXPECT_DOUBLE_EQ(def.cache_threshold, 0.3);
+  EXPECT_EQ(def.balance_abs_threshold, 64);
+  EXPECT_DOUBLE_EQ(def.balance_rel_threshold, 1.5);
+}
+
+TEST(Topology, ShippedTwoInstanceFileParses) {
+  auto t = load_topology_file(std::string(BRIGADE_SOURCE_DIR) + "/config/two_cpu_instances.yaml");
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  ASSERT_EQ(t->instances.size(), 2u);
+  EXPECT_NE(t->instances[0].name, t->instances[1].name);
+  EXPECT_EQ(t->router.policy, "cache_aware");
+}
+
+TEST(Topology, InstanceAndRouterErrorsSayWhatIsValid) {
+  auto same = parse_topology("instances: [{name: a}, {name: a}]");
+  ASSERT_FALSE(same.has_value());
+  EXPECT_NE(same.status().message().find("unique"), std::string::npos) << same.status().message();
+  auto unnamed = parse_topology("instances: [{}, {}]");  // both default to "main"
+  ASSERT_FALSE(unnamed.has_value());
+  EXPECT_NE(unnamed.status().message().find("'main'"), std::string::npos) << unnamed.status().message();
+  auto label = parse_topology("instances: [{name: \"a b\"}]");
+  ASSERT_FALSE(label.has_value());
+  EXPECT_NE(label.status().message().find("letters, digits"), std::string::npos) << label.status().message();
+  EXPECT_FALSE(parse_topology("instances: [{name: \"\"}]").has_value());
+  EXPECT_FALSE(parse_topology("instances: []").has_value());
+  // Each instance is validated as a lone one is.
+  auto second = parse_topology("instances: [{name: a}, {name: b, kv: {page_size: 0}}]");
+  ASSERT_FALSE(second.has_value());
+  EXPECT_NE(second.status().message().find("instances[b]"), std::string::npos) << second.status().message();
+
+  auto policy = parse_topology("instances: [{name: a}, {name: b}]\nrouter: {policy: random}");
+  ASSERT_FALSE(policy.has_value());
+  EXPECT_NE(policy.status().message().find("cache_aware, least_load, round_robin"), std::string::npos)
+      << policy.status().message();
+  auto key = parse_topology("router: {threshold: 0.5}");
+  ASSERT_FALSE(key.has_value());
+  EXPECT_NE(key.status().message().find("cache_threshold"), std::string::npos) << key.status().message();
+  EXPECT_FALSE(parse_topology("router: {cache_threshold: 1.5}").has_value());
+  EXPECT_FALSE(parse_topology("router: {cache_threshold: -0.1}").has_value());
+  EXPECT_TRUE(parse_topology("router: {cache_threshold: 0}").has_value()) << "the edges are valid";
+  EXPECT_TRUE(parse_topology("router: {cache_threshold: 1}").has_value());
+  EXPECT_FALSE(parse_topology("router: {balance_abs_threshold: -1}").has_value());
+  EXPECT_FALSE(parse_topology("router: {balance_rel_threshold: 0.9}").has_value());
+  EXPECT_FALSE(parse_topology("router: {max_tree_tokens: 0}").has_value());
+  EXPECT_FALSE(parse_topology("router: {policy: [a]}").has_value());
+}
+
+TEST(Topology, InstancesDoNotShareAGpuOrADiskTier) {
+  auto gpu = parse_topology(R"(instances: [{name: a, executors: [{device: "cuda:0"}]},
+                                           {name: b, executors: [{device: cuda}]}])");
+  ASSERT_FALSE(gpu.has_value());
+  EXPECT_EQ(gpu.status().code(), StatusCode::unsupported);
+  EXPECT_NE(gpu.status().message().find("both use GPU 0"), std::string::npos) << gpu.status().message();
+  // tp 2 on cuda:0 takes GPUs 0 and 1.
+  auto ranks = parse_topology(R"(instances: [{name: a, executors: [{device: "cuda:0", tp: 2}]},
+                                             {name: b, executors: [{device: "cuda:1"}]}])");
+  ASSERT_FALSE(ranks.has_value());
+  EXPECT_NE(ranks.status().message().find("GPU 1"), std::string::npos) << ranks.status().message();
+  EXPECT_TRUE(parse_topology(R"(instances: [{name: a, executors: [{device: "cuda:0", tp: 2}]},
+                                            {name: b, executors: [{device: "cuda:2"}]},
+                                            {name: c, executors: [{device: cpu}]}])")
+                  .has_value());
+  auto disk = parse_topology("instances: [{name: a, cache: {disk_path: /d}}, {name: b, cache: {disk_path: /d}}]");
+  ASSERT_FALSE(disk.has_value());
+  EXPECT_NE(disk.status().message().find("disk tier directory of its own"), std::string::npos) << disk.status().message();
+}
+
 }  // namespace
 }  // namespace brigade
