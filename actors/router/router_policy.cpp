@@ -1,0 +1,126 @@
+#include "actors/router/router_policy.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace brigade {
+
+const char* route_reason_name(RouteReason r) {
+  switch (r) {
+    case RouteReason::cache: return "cache";
+    case RouteReason::load: return "load";
+    case RouteReason::round_robin: return "round_robin";
+  }
+  return "?";
+}
+
+RouterPolicy::RouterPolicy(const RouterConfig& config, int n_instances)
+    : config_(config), loads_(static_cast<size_t>(n_instances)), up_(static_cast<size_t>(n_instances), true) {
+  BRIGADE_CHECK(n_instances >= 1, "a router needs an instance");
+  trees_.reserve(static_cast<size_t>(n_instances));
+  for (int i = 0; i < n_instances; ++i) trees_.emplace_back(config.max_tree_tokens);
+}
+
+bool RouterPolicy::less_loaded(int a, int b) const {
+  const auto key = [this](int i) {
+    const InstanceLoad& l = load(i);
+    return std::make_tuple(l.n_requests, l.n_pending_prompt_tokens, tree(i).n_tokens(), i);
+  };
+  return key(a) < key(b);
+}
+
+int RouterPolicy::least_loaded() const {
+  int best = -1;
+  for (int i = 0; i < n_instances(); ++i)
+    if (up(i) && (best < 0 || less_loaded(i, best))) best = i;
+  return best;
+}
+
+bool RouterPolicy::imbalanced() const {
+  int lo = -1, hi = -1;
+  for (int i = 0; i < n_instances(); ++i) {
+    if (!up(i)) continue;
+    const int n = load(i).n_requests;
+    lo = lo < 0 ? n : std::min(lo, n);
+    hi = std::max(hi, n);
+  }
+  return hi - lo > config_.balance_abs_threshold && hi > config_.balance_rel_threshold * lo;
+}
+
+RouteDecision RouterPolicy::cache_aware(std::span<const int32_t> prompt, int least) const {
+  if (imbalanced()) return {least, RouteReason::load, tree(least).match(prompt)};
+  int best = -1, best_match = 0;
+  for (int i = 0; i < n_instances(); ++i) {
+    if (!up(i)) continue;
+    const int m = tree(i).match(prompt);
+    if (best < 0 || m > best_match || (m == best_match && less_loaded(i, best))) {
+      best = i;
+      best_match = m;
+    }
+  }
+  const double ratio = prompt.empty() ? 0.0 : static_cast<double>(best_match) / static_cast<double>(prompt.size());
+  if (ratio > config_.cache_threshold) return {best, RouteReason::cache, best_match};
+  return {least, RouteReason::load, tree(least).match(prompt)};
+}
+
+int RouterPolicy::next_round_robin() const {
+  for (int k = 0; k < n_instances(); ++k) {
+    const int i = (next_rr_ + k) % n_instances();
+    if (up(i)) return i;
+  }
+  return -1;
+}
+
+Expected<RouteDecision> RouterPolicy::choose(std::span<const int32_t> prompt) const {
+  const int least = least_loaded();
+  if (least < 0) return internal_error("no instance is serving: every instance of this engine has stopped");
+  if (config_.policy == "round_robin") return RouteDecision{next_round_robin(), RouteReason::round_robin, 0};
+  if (config_.policy == "least_load") return RouteDecision{least, RouteReason::load, 0};
+  return cache_aware(prompt, least);
+}
+
+Expected<RouteDecision> RouterPolicy::route(uint64_t request_id, std::span<const int32_t> prompt) {
+  if (inflight_.count(request_id))
+    return invalid_argument("request " + std::to_string(request_id) + " is already in flight");
+  BRIGADE_ASSIGN_OR_RETURN(RouteDecision d, choose(prompt));
+  InstanceLoad& l = loads_[static_cast<size_t>(d.instance)];
+  l.n_requests++;
+  l.n_pending_prompt_tokens += static_cast<int64_t>(prompt.size());
+  inflight_[request_id] = {d.instance, static_cast<int64_t>(prompt.size())};
+  trees_[static_cast<size_t>(d.instance)].insert(prompt);
+  if (config_.policy == "round_robin") next_rr_ = (d.instance + 1) % n_instances();
+  return d;
+}
+
+void RouterPolicy::prefilled(uint64_t request_id) {
+  auto it = inflight_.find(request_id);
+  if (it == inflight_.end()) return;
+  loads_[static_cast<size_t>(it->second.instance)].n_pending_prompt_tokens -= it->second.pending_tokens;
+  it->second.pending_tokens = 0;
+}
+
+void RouterPolicy::finished(uint64_t request_id) {
+  prefilled(request_id);
+  auto it = inflight_.find(request_id);
+  if (it == inflight_.end()) return;
+  loads_[static_cast<size_t>(it->second.instance)].n_requests--;
+  inflight_.erase(it);
+}
+
+std::vector<uint64_t> RouterPolicy::instance_down(int instance) {
+  up_[static_cast<size_t>(instance)] = false;
+  std::vector<uint64_t> lost;
+  for (const auto& [id, f] : inflight_)
+    if (f.instance == instance) lost.push_back(id);
+  std::sort(lost.begin(), lost.end());
+  for (uint64_t id : lost) finished(id);
+  return lost;
+}
+
+std::optional<int> RouterPolicy::owner(uint64_t request_id) const {
+  auto it = inflight_.find(request_id);
+  if (it == inflight_.end()) return std::nullopt;
+  return it->second.instance;
+}
+
+}  // namespace brigade
