@@ -24,6 +24,47 @@ void labelled(std::string& out, const char* name, const char* type, const char* 
   for (const auto& [v, x] : values) out += std::string(name) + "{" + label + "=\"" + v + "\"} " + number(x) + "\n";
 }
 
+// One gauge or counter family with a series per instance (names are label-safe: the topology
+// allows letters, digits, '_', '-' and '.').
+template <class Value>
+void per_instance(std::string& out, const char* name, const char* type, const char* help,
+                  const std::vector<InstanceStats>& instances, Value value) {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  for (const auto& inst : instances)
+    out += std::string(name) + "{instance=\"" + inst.name + "\"} " + number(static_cast<double>(value(inst))) + "\n";
+}
+
+void render_instances(std::string& out, const std::vector<InstanceStats>& instances) {
+  per_instance(out, "brigade_instance_up", "gauge", "1 while the instance serves; 0 once its actors stopped.", instances,
+               [](const InstanceStats& i) { return i.serving ? 1 : 0; });
+  per_instance(out, "brigade_instance_requests_running", "gauge", "Sequences in the instance's running set.", instances,
+               [](const InstanceStats& i) { return i.stats.n_running; });
+  per_instance(out, "brigade_instance_requests_waiting", "gauge", "Requests in the instance's waiting queue.", instances,
+               [](const InstanceStats& i) { return i.stats.n_waiting; });
+  per_instance(out, "brigade_instance_kv_pages_used", "gauge", "KV cache pages the instance's sequences and prefix cache hold.",
+               instances, [](const InstanceStats& i) { return i.stats.kv_pages_used; });
+  per_instance(out, "brigade_instance_kv_pages_total", "gauge", "KV cache pages in the instance's pool.", instances,
+               [](const InstanceStats& i) { return i.stats.kv_pages_total; });
+  per_instance(out, "brigade_instance_prompt_tokens_total", "counter", "Prompt tokens of requests the instance admitted.",
+               instances, [](const InstanceStats& i) { return i.stats.prompt_tokens; });
+  per_instance(out, "brigade_instance_generation_tokens_total", "counter", "Tokens the instance sampled.", instances,
+               [](const InstanceStats& i) { return i.stats.generated_tokens; });
+  per_instance(out, "brigade_instance_requests_finished_total", "counter", "Requests that ended on the instance.", instances,
+               [](const InstanceStats& i) { return i.stats.requests_done; });
+  per_instance(out, "brigade_instance_prefix_cache_hit_tokens_total", "counter",
+               "Prompt tokens the instance served from its prefix cache.", instances,
+               [](const InstanceStats& i) { return i.stats.cache_hit_tokens; });
+  if (instances.size() < 2) return;  // one instance has no router
+  out += "# HELP brigade_router_requests_total Requests the router sent to each instance, by why it chose it.\n"
+         "# TYPE brigade_router_requests_total counter\n";
+  for (const auto& inst : instances) {
+    for (const auto& [reason, n] : {std::pair{"cache", inst.routed_cache}, std::pair{"load", inst.routed_load},
+                                    std::pair{"round_robin", inst.routed_round_robin}})
+      out += "brigade_router_requests_total{instance=\"" + inst.name + "\",reason=\"" + reason + "\"} " +
+             std::to_string(n) + "\n";
+  }
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
@@ -69,7 +110,7 @@ void ServerMetrics::count_disconnect() {
   ++disconnects_;
 }
 
-std::string ServerMetrics::render(const EngineStats& s) const {
+std::string ServerMetrics::render(const EngineStats& s, const std::vector<InstanceStats>& instances) const {
   std::string out;
   metric(out, "brigade_requests_running", "gauge", "Sequences in the scheduler's running set.", s.n_running);
   metric(out, "brigade_requests_waiting", "gauge", "Requests in the scheduler's waiting queue.", s.n_waiting);
@@ -136,6 +177,7 @@ std::string ServerMetrics::render(const EngineStats& s) const {
              {{"memory", static_cast<double>(s.memory_bound_roofline_us) / 1e6},
               {"compute", static_cast<double>(s.compute_bound_roofline_us) / 1e6}});
   }
+  render_instances(out, instances);
   std::lock_guard<std::mutex> lock(mu_);
   ttft_.render("brigade_time_to_first_token_seconds", "Seconds from HTTP request arrival to the first token.", out);
   tpot_.render("brigade_time_per_output_token_seconds", "Mean seconds between output tokens after the first.", out);

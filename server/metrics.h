@@ -39,8 +39,11 @@ class ServerMetrics {
   void observe_request(double ttft_s, double tpot_s, bool has_tpot, double e2e_s);
   void count_response(int http_status);
   void count_disconnect();
-  // Prometheus text exposition (version 0.0.4) of these and the engine's stats.
-  std::string render(const EngineStats& engine) const;
+  // Prometheus text exposition (version 0.0.4) of these and the engine's stats: the unlabelled
+  // families are the engine's totals (summed over its instances); the brigade_instance_* families
+  // repeat the per-instance ones with an instance="name" label, and brigade_router_requests_total
+  // {instance, reason} counts the router's decisions (only with two or more instances).
+  std::string render(const EngineStats& engine, const std::vector<InstanceStats>& instances = {}) const;
 
  private:
   mutable std::mutex mu_;

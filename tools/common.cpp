@@ -21,10 +21,14 @@ void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags) {
       ->check(CLI::IsMember({"auto", "bf16", "fp8"}));
 }
 
+// Flags apply to every instance's executor (two instances on one --device GPU are refused by
+// the topology's validation; give each its own cuda:N in the file instead).
 void apply_executor_flags(const ExecutorFlags& flags, EngineOptions& options) {
-  ExecutorConfig& ex = options.topology.instances.front().executors.front();
-  if (!flags.device.empty()) ex.device = flags.device;
-  if (!flags.weights.empty()) ex.weights = flags.weights;
+  for (auto& inst : options.topology.instances) {
+    ExecutorConfig& ex = inst.executors.front();
+    if (!flags.device.empty()) ex.device = flags.device;
+    if (!flags.weights.empty()) ex.weights = flags.weights;
+  }
 }
 
 int fail(const Status& status) {
@@ -40,7 +44,8 @@ Expected<EngineOptions> engine_options(const std::string& topology_file, const s
     o.topology = *t;
   }
   o.model_path = model;
-  if (threads > 0) o.topology.instances.front().executors.front().threads = threads;
+  if (threads > 0)
+    for (auto& inst : o.topology.instances) inst.executors.front().threads = threads;
   return o;
 }
 

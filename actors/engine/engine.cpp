@@ -1,5 +1,5 @@
-// Engine: builds the actor topology of one instance (frontend → tokenizer → scheduler →
-// executor, plus the KV page manager) from a TopologyConfig and serves the embedding API.
+// Engine: builds the actor topology (frontend → tokenizer → [router →] one scheduler, executor
+// and KV page manager per instance) from a TopologyConfig and serves the embedding API.
 #include "brigade/engine.h"
 
 #include <caf/all.hpp>
@@ -9,28 +9,16 @@
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <mutex>
 #include <random>
-#include <thread>
 #include <utility>
 
-#include "actors/executor/executor_actor.h"
+#include "actors/engine/engine_testing.h"
+#include "actors/engine/instance.h"
 #include "actors/frontend/frontend_actor.h"
-#include "actors/hicache/hicache_actor.h"
-#include "actors/kv_manager/kv_manager_actor.h"
-#include "actors/scheduler/scheduler_actor.h"
+#include "actors/router/router_actor.h"
 #include "actors/tokenizer/tokenizer_actor.h"
-#include "core/in_process_communicator.h"
 #include "core/logging.h"
-#include "cpu/cpu_backend.h"
-#include "cpu/membw.h"
-#ifdef BRIGADE_HAVE_CUDA
-#include "gpu/cuda_backend.h"
-#include "gpu/roofline.h"
-#include "gpu/nccl_communicator.h"
-#endif
 #include "messages/convert.h"
 #include "messages/registry.h"
 #include "models/chat_template.h"
@@ -60,56 +48,6 @@ caf::actor_system_config& prepared_config(caf::actor_system_config& cfg) {
   return cfg;
 }
 
-Expected<DType> kv_dtype_for(const std::string& name, DType weights) {
-  if (name == "auto") return weights;
-  auto t = parse_dtype(name);
-  if (!t || (*t != DType::f32 && *t != DType::bf16 && *t != DType::f16 && *t != DType::i8))
-    return invalid_argument("kv.dtype '" + name + "' is not one of: auto, f32, bf16, f16, int8");
-  return *t;
-}
-
-// The executor's `weights` key (validated by the topology) as LoadOptions::weight_dtype.
-std::optional<DType> weight_dtype_for(const std::string& weights) {
-  if (weights == "fp8") return DType::f8e4m3;
-  if (weights == "bf16") return DType::bf16;
-  return std::nullopt;  // auto: the checkpoint's
-}
-
-// What names the model's weights for the KV fingerprint: architecture, parameter count, and each
-// checkpoint file by content (name, size, hash of its first and last MiB), so the same weights
-// copied elsewhere keep their cached pages and weights rewritten in place (a new make-model
-// seed, a fine-tune saved over them) never meet the KV pages of the old ones. A synthetic spec
-// (`synthetic:...`) has deterministic weights: its name is its identity.
-std::string model_identity(const std::string& path, const ModelConfig& mc, int64_t n_params) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  std::ostringstream id;
-  id << mc.arch << "|params=" << n_params;
-  std::vector<fs::path> files;
-  if (fs::is_directory(path, ec)) {
-    for (const auto& e : fs::directory_iterator(path, ec)) {
-      const auto ext = e.path().extension().string();
-      if (e.is_regular_file(ec) && (ext == ".safetensors" || ext == ".gguf" || ext == ".bin" || ext == ".json"))
-        files.push_back(e.path());
-    }
-    std::sort(files.begin(), files.end());
-  } else if (fs::is_regular_file(path, ec)) {
-    files.push_back(path);
-  } else {
-    id << '|' << path;
-  }
-  for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    const auto size = fs::file_size(f, ec);
-    std::string head(std::min<uintmax_t>(size, 1 << 20), '\0'), tail(head.size(), '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    in.seekg(static_cast<std::streamoff>(size - tail.size()));
-    in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
-    id << '|' << f.filename().string() << ':' << size << ':' << root_key(head + tail).hex();
-  }
-  return id.str();
-}
-
 Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
   if (r.max_tokens < 1) return invalid_argument("max_tokens must be >= 1 (got " + std::to_string(r.max_tokens) + ")");
   const auto& s = r.sampling;
@@ -136,100 +74,6 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
     if (t < 0 || t >= m.vocab_size) return invalid_argument("stop token id " + std::to_string(t) + " is outside the vocabulary");
   }
   return Status::ok();
-}
-
-// CPU threads of one executor rank (0 = all cores): ranks share the machine's cores, so "all
-// cores" means an equal share for each.
-int rank_threads(const ExecutorConfig& exe) {
-  if (exe.threads > 0 || exe.tp == 1) return exe.threads;
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / exe.tp);
-}
-
-// The backend of tensor-parallel rank `rank` (options.backend_factory, when set, wins): the CPU,
-// or the GPU the topology's device names plus the rank (cuda:N puts the ranks on N, N+1, ...).
-Expected<std::unique_ptr<Backend>> make_backend(const EngineOptions& options, int rank) {
-  if (options.backend_factory) return options.backend_factory();
-  const ExecutorConfig& exe = options.topology.instances.front().executors.front();
-  BRIGADE_ASSIGN_OR_RETURN(DeviceSpec spec, parse_device(exe.device));
-  if (!spec.cuda) return make_cpu_backend(CpuBackendOptions{rank_threads(exe)});
-#ifdef BRIGADE_HAVE_CUDA
-  CudaBackendOptions co;
-  co.device = spec.index + rank;
-  auto cuda = make_cuda_backend(co);
-  if (!cuda) {
-    const std::string which = exe.tp > 1 ? "tp rank " + std::to_string(rank) + " on cuda:" + std::to_string(co.device)
-                                         : "device '" + exe.device + "'";
-    return unsupported(which + ": " + cuda.status().message());
-  }
-  return std::unique_ptr<Backend>(std::move(*cuda));
-#else
-  (void)rank;
-  return unsupported("device '" + exe.device + "' needs the CUDA backend, and this build has none "
-                     "(configure with -DBRIGADE_CUDA=ON where nvcc is installed); use device: cpu");
-#endif
-}
-
-// The ceilings the executor reports each step against (DESIGN.md §9), measured on its backend:
-// HBM copy bandwidth and the GEMM rate of the model's weights (bf16, or fp8 with `weights: fp8`)
-// on a GPU, read bandwidth and the f32 GEMM rate with the executor's threads (0 = all) on the CPU.
-RooflineCeilings measure_ceilings(Backend& backend, int threads, const std::string& weights) {
-#ifdef BRIGADE_HAVE_CUDA
-  if (auto* cuda = dynamic_cast<CudaBackend*>(&backend)) {
-    const double tflops = weights == "fp8" ? measure_fp8_gemm_tflops(*cuda) : measure_bf16_gemm_tflops(*cuda);
-    return {measure_copy_bandwidth_gbps(*cuda) * 1e9, tflops * 1e12};
-  }
-#endif
-  (void)backend;
-  (void)weights;
-  ThreadPool pool(threads);
-  return {measure_read_bandwidth_gbps(pool) * 1e9, measure_f32_gemm_gflops(pool) * 1e9};
-}
-
-// The communicators of a tensor-parallel group, one per backend (rank = index): NCCL when every
-// rank is a GPU (one GPU each), the in-process group when every rank is a CPU backend; none for
-// one rank.
-Expected<std::vector<std::unique_ptr<Communicator>>> make_group(const std::vector<std::unique_ptr<Backend>>& backends) {
-  const int n = static_cast<int>(backends.size());
-  if (n == 1) return std::vector<std::unique_ptr<Communicator>>(1);
-#ifdef BRIGADE_HAVE_CUDA
-  std::vector<NcclRank> gpus;
-  for (const auto& b : backends)
-    if (auto* cuda = dynamic_cast<CudaBackend*>(b.get())) gpus.push_back({cuda->device(), cuda->stream()});
-  if (static_cast<int>(gpus.size()) == n) {
-#ifdef BRIGADE_HAVE_NCCL
-    return make_nccl_group(gpus);
-#else
-    return unsupported("tp " + std::to_string(n) + " on GPUs joins the ranks with NCCL, and this build found no "
-                       "nccl.h; install NCCL's headers where CUDA is and rebuild, or use tp: 1");
-#endif
-  }
-#endif
-  for (const auto& b : backends) {
-    if (b->name().rfind("cpu", 0) != 0)
-      return unsupported("tp " + std::to_string(n) + " joins CPU ranks in process and GPU ranks with NCCL; backend '" +
-                         b->name() + "' is neither");
-  }
-  return make_in_process_group({.size = n});
-}
-
-// One executor rank's model (its shard when comm is set) on its backend; the KV cache comes
-// later, once rank 0's layout has decided the page count.
-Expected<std::shared_ptr<ExecutorResources>> load_rank(const EngineOptions& options, const std::string& path,
-                                                       LoadOptions lo, std::unique_ptr<Backend> backend,
-                                                       std::unique_ptr<Communicator> comm) {
-  const ExecutorConfig& exe = options.topology.instances.front().executors.front();
-  auto res = std::make_shared<ExecutorResources>();
-  res->communicator = std::move(comm);
-  res->backend = std::move(backend);
-  lo.communicator = res->communicator.get();
-  BRIGADE_ASSIGN_OR_RETURN(res->model, Model::load(path, *res->backend, lo));
-  // Followers (rank > 0) never sample. Rank 0 keeps the tokens on the device when asked to, or
-  // when its backend prefers that (a GPU), unless it leads a tensor-parallel group: it then
-  // hands its followers plans with the tokens filled in, so it samples on the host.
-  res->runner.device_steps =
-      exe.tp == 1 && (exe.step_path == "device" || (exe.step_path == "auto" && res->backend->prefers_device_steps()));
-  res->runner.max_step_tokens = lo.max_batch_tokens;
-  return res;
 }
 
 // Where stats() finds each EngineStats field: the scheduler's counters (totals and gauges) and
@@ -278,11 +122,32 @@ constexpr std::pair<uint64_t EngineStats::*, uint64_t (TierReader::*)() const> k
     {&EngineStats::tier_disk_corrupt, &TierReader::getDiskCorrupt},
 };
 
+// Adds one instance's stats into a sum (stats() over instances): every counter and gauge, the
+// roofline times, the ceilings (the instances' together), pages and tier bytes.
+void accumulate(EngineStats& to, const EngineStats& from) {
+  for (const auto& field : kCounterTotals) to.*field.first += from.*field.first;
+  for (const auto& field : kCounterGauges) to.*field.first += from.*field.first;
+  for (const auto& [memory, compute] : kBoundFields) {
+    to.*memory += from.*memory;
+    to.*compute += from.*compute;
+  }
+  for (const auto& field : kTierFields) to.*field.first += from.*field.first;
+  to.memory_bound_roofline_us += from.memory_bound_roofline_us;
+  to.compute_bound_roofline_us += from.compute_bound_roofline_us;
+  to.peak_bytes_per_s += from.peak_bytes_per_s;
+  to.peak_flops_per_s += from.peak_flops_per_s;
+  to.kv_pages_total += from.kv_pages_total;
+  to.tiers = to.tiers || from.tiers;
+  to.tier_disk_degraded = to.tier_disk_degraded || from.tier_disk_degraded;
+}
+
 class EngineImpl final : public Engine {
  public:
   EngineImpl() : system_(prepared_config(cfg_)) {}
 
   ~EngineImpl() override {
+    // The router first: it must not mistake the instances stopping for failures.
+    if (router_) caf::anon_send_exit(router_, caf::exit_reason::user_shutdown);
     for (const auto& a : actors_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     actors_.clear();
     // system_ waits for every actor, the detached executor included, in its destructor.
@@ -305,15 +170,17 @@ class EngineImpl final : public Engine {
     auto q = prefix_query_msg::build([&](schema::PrefixQuery::Builder b) {
       fill_list(b.initTokens(static_cast<unsigned>(prompt_ids.size())), prompt_ids);
     });
-    auto r = ask<prefix_query_result_msg>(scheduler_, std::chrono::seconds(10), std::move(q));
+    // With a router: the instance it would route this prompt to answers.
+    auto r = router_ ? ask<prefix_query_result_msg>(router_, std::chrono::seconds(10), std::move(q))
+                     : ask<prefix_query_result_msg>(instances_.front().scheduler, std::chrono::seconds(10), std::move(q));
     if (!r) return internal_error("prefix query failed: " + r.status().message());
     return r->reader().getCachedTokens();
   }
 
-  // Asks the tier actor for its counters (a short wait; the numbers are skipped if it is busy).
-  void add_tier_stats(EngineStats& s) const {
+  // Asks an instance's tier actor for its counters (a short wait; skipped if it is busy).
+  void add_tier_stats(const hicache_actor& tiers, EngineStats& s) const {
     s.tiers = true;
-    auto m = ask<tier_stats_msg>(tiers_, std::chrono::milliseconds(500), tier_stats_request_msg::build([](auto) {}));
+    auto m = ask<tier_stats_msg>(tiers, std::chrono::milliseconds(500), tier_stats_request_msg::build([](auto) {}));
     if (!m) return;
     const auto r = m->reader();
     for (const auto& [to, from] : kTierFields) s.*to = (r.*from)();
@@ -341,7 +208,40 @@ class EngineImpl final : public Engine {
     return tokenizer_model_->decode(ids);
   }
   EngineStats stats() const override {
-    const SchedulerCounters& c = *counters_;
+    EngineStats sum;
+    for (const auto& inst : instance_stats()) accumulate(sum, inst.stats);
+    return sum;
+  }
+  std::vector<InstanceStats> instance_stats() const override {
+    std::vector<InstanceStats> out;
+    for (size_t i = 0; i < instances_.size(); ++i) {
+      InstanceStats is;
+      is.name = instances_[i].name;
+      is.stats = scheduler_stats(instances_[i]);
+      if (router_counters_) {
+        const auto& routed = router_counters_->routed[i];
+        is.routed_cache = routed[static_cast<size_t>(RouteReason::cache)].load();
+        is.routed_load = routed[static_cast<size_t>(RouteReason::load)].load();
+        is.routed_round_robin = routed[static_cast<size_t>(RouteReason::round_robin)].load();
+        is.serving = !router_counters_->down[i].load();
+      }
+      out.push_back(std::move(is));
+    }
+    return out;
+  }
+
+  // Test hook (actors/engine/engine_testing.h): instance `index`'s executor exits as a crash would.
+  Status kill_executor(int index) {
+    if (index < 0 || static_cast<size_t>(index) >= instances_.size())
+      return invalid_argument("no instance " + std::to_string(index));
+    caf::anon_send_exit(instances_[static_cast<size_t>(index)].executor, caf::exit_reason::kill);
+    return Status::ok();
+  }
+
+ private:
+  // One instance's counters as EngineStats (the scheduler's, its tiers', its ceilings and pool).
+  EngineStats scheduler_stats(const SpawnedInstance& inst) const {
+    const SchedulerCounters& c = *inst.counters;
     EngineStats s;
     for (const auto& [to, from] : kCounterTotals) s.*to = (c.*from).load();
     for (const auto& [to, from] : kCounterGauges) s.*to = (c.*from).load();
@@ -351,19 +251,20 @@ class EngineImpl final : public Engine {
     }
     s.memory_bound_roofline_us = static_cast<double>(c.bound_roofline_ns[0].load()) / 1e3;
     s.compute_bound_roofline_us = static_cast<double>(c.bound_roofline_ns[1].load()) / 1e3;
-    s.peak_bytes_per_s = ceilings_.bytes_per_s;
-    s.peak_flops_per_s = ceilings_.flops_per_s;
-    s.kv_pages_total = kv_pages_total_;
-    if (tiers_) add_tier_stats(s);
+    s.peak_bytes_per_s = inst.ceilings.bytes_per_s;
+    s.peak_flops_per_s = inst.ceilings.flops_per_s;
+    s.kv_pages_total = inst.n_pages;
+    if (inst.tiers) add_tier_stats(inst.tiers, s);
     return s;
   }
+  Status load_tokenizer(const std::string& path, const ModelConfig& mc);
 
- private:
   caf::actor_system_config cfg_;
   caf::actor_system system_;
   caf::actor_system* sys_ = &system_;  // for const methods that talk to actors
-  hicache_actor tiers_;
-  scheduler_actor scheduler_;
+  std::vector<SpawnedInstance> instances_;
+  router_actor router_;  // null with one instance: the tokenizer then talks to its scheduler
+  std::shared_ptr<RouterCounters> router_counters_;
   std::vector<caf::actor> actors_;
   std::shared_ptr<CallbackRegistry> registry_ = std::make_shared<CallbackRegistry>();
   tokenizer_actor tokenizer_;
@@ -371,146 +272,87 @@ class EngineImpl final : public Engine {
   // tokenize/detokenize calls need no round trip through the actor's queue.
   std::shared_ptr<const Tokenizer> tokenizer_model_;
   ModelSummary summary_;
-  int kv_pages_total_ = 0;
   Expected<ChatFamily> chat_family_ = not_found("this model has no chat template");
-  std::shared_ptr<SchedulerCounters> counters_ = std::make_shared<SchedulerCounters>();
-  RooflineCeilings ceilings_;  // measured at start (executor `roofline: true`), else zeros
   std::atomic<uint64_t> next_id_{1};
   std::mt19937_64 seed_rng_{std::random_device{}()};
   std::mutex seed_mu_;
 };
 
-Status EngineImpl::start(const EngineOptions& options) {
-  BRIGADE_RETURN_IF_ERROR(options.topology.validate());
-  const InstanceConfig& inst = options.topology.instances.front();
-  const ExecutorConfig& exe = inst.executors.front();
-  const std::string path = options.model_path.empty() ? options.topology.model : options.model_path;
-  if (path.empty()) return invalid_argument("no model given: pass a model path or set `model:` in the topology");
-
-  LoadOptions lo;
-  lo.max_batch_tokens = inst.scheduler.max_step_tokens;
-  lo.progress = options.progress;
-  lo.weight_dtype = weight_dtype_for(exe.weights);
-  // Every rank's backend first: a GPU rank's communicator is bound to its backend's stream.
-  std::vector<std::unique_ptr<Backend>> backends;
-  for (int r = 0; r < exe.tp; ++r) {
-    BRIGADE_ASSIGN_OR_RETURN(auto backend, make_backend(options, r));
-    backends.push_back(std::move(backend));
-  }
-  BRIGADE_ASSIGN_OR_RETURN(auto comms, make_group(backends));
-  std::vector<std::shared_ptr<ExecutorResources>> ranks;
-  for (int r = 0; r < exe.tp; ++r) {
-    BRIGADE_ASSIGN_OR_RETURN(auto rank, load_rank(options, path, lo, std::move(backends[static_cast<size_t>(r)]),
-                                                  std::move(comms[static_cast<size_t>(r)])));
-    ranks.push_back(std::move(rank));
-    lo.progress = false;  // one bar is enough
-  }
-  const std::shared_ptr<ExecutorResources>& res = ranks.front();
-  const ModelConfig& mc = res->model->config();
-  if (exe.roofline) {
-    ceilings_ = measure_ceilings(*res->backend, rank_threads(exe), exe.weights);
-    res->ceilings = ceilings_;
-    spdlog::info("engine: ceilings {:.1f} GB/s, {:.1f} GFLOP/s (roofline per step)", ceilings_.bytes_per_s * 1e-9,
-                 ceilings_.flops_per_s * 1e-9);
-  }
-
-  std::shared_ptr<const Tokenizer> tokenizer;
+// The model's tokenizer (a directory's tokenizer files, or a GGUF's embedded vocabulary) and chat
+// family, once for all instances.
+Status EngineImpl::load_tokenizer(const std::string& path, const ModelConfig& mc) {
   const bool gguf = std::filesystem::path(path).extension() == ".gguf";
   if (std::filesystem::is_directory(path) || gguf) {  // a GGUF may carry its vocabulary (tokenizer.ggml.*)
     auto tok = Tokenizer::load(path);
     if (tok) {
       BRIGADE_RETURN_IF_ERROR(check_tokenizer_fits(**tok, mc.vocab_size));
-      tokenizer = std::move(*tok);
+      tokenizer_model_ = std::move(*tok);
     } else if (tok.status().code() != StatusCode::not_found) {
       return tok.status();
     }
   }
-
-  if (tokenizer && std::filesystem::is_directory(path)) {
+  if (tokenizer_model_ && std::filesystem::is_directory(path)) {
     // A model with a template of no known family still serves completions; chat says why not.
     chat_family_ = chat_family_for_model(path, "");
-  } else if (tokenizer && gguf) {
+  } else if (tokenizer_model_ && gguf) {
     if (auto file = GgufFile::open(path)) {
       if (auto jinja = (*file)->get_string("tokenizer.chat_template")) chat_family_ = detect_chat_family(*jinja);
     }
   }
+  return Status::ok();
+}
 
-  BRIGADE_ASSIGN_OR_RETURN(DType kv_dtype, kv_dtype_for(inst.kv.dtype, mc.dtype));
-  KvLayout layout = res->model->kv_layout(1, inst.kv.page_size, kv_dtype);
-  int n_pages = inst.kv.pages;
-  if (n_pages == 0) n_pages = static_cast<int>(inst.kv.memory_mb * 1024 * 1024 / static_cast<int64_t>(layout.page_bytes()));
-  if (n_pages < 1) return invalid_argument("kv.memory_mb is too small for one page of this model");
-  layout.n_pages = n_pages;
-  for (auto& rank : ranks) {
-    BRIGADE_ASSIGN_OR_RETURN(rank->kv, KvCache::allocate(*rank->backend, layout));
+Status EngineImpl::start(const EngineOptions& options) {
+  BRIGADE_RETURN_IF_ERROR(options.topology.validate());
+  const std::string path = options.model_path.empty() ? options.topology.model : options.model_path;
+  if (path.empty()) return invalid_argument("no model given: pass a model path or set `model:` in the topology");
+  // `threads: 0` shares the cores out among every CPU rank of every instance.
+  int n_cpu_ranks = 0;
+  for (const auto& inst : options.topology.instances) {
+    const ExecutorConfig& exe = inst.executors.front();
+    if (!parse_device(exe.device)->cuda) n_cpu_ranks += exe.tp;
   }
-
-  summary_ = {mc.arch, mc.vocab_size, mc.max_position, res->model->n_params(), res->model->weight_bytes(),
-              tokenizer != nullptr};
-  spdlog::info("engine: {} ({} params, {} weights, {} MiB) on {}, tp {}, KV {} pages x {} tokens ({} MiB per rank, {}), "
-               "{} step path",
-               mc.arch, summary_.n_params, exe.weights, res->model->weight_bytes() >> 20, res->backend->name(), exe.tp,
-               n_pages, layout.page_size, layout.total_bytes() >> 20, dtype_name(kv_dtype),
-               res->runner.device_steps ? "device" : "host");
-
-  SchedulerSetup setup;
-  setup.limits = {inst.scheduler.max_running, inst.scheduler.max_waiting, inst.scheduler.max_step_tokens,
-                  mc.max_position,            inst.kv.page_size,          mc.vocab_size};
-  BRIGADE_RETURN_IF_ERROR(setup.limits.validate());
-  setup.max_inflight_steps = inst.scheduler.max_inflight_steps;
-  setup.pool_pages = n_pages;
-  kv_pages_total_ = n_pages;
-  setup.eos_ids = mc.eos_ids;
-  setup.counters = counters_;
-  setup.limits.chunked_prefill = inst.scheduler.chunked_prefill;
-  setup.limits.prefix_cache = inst.cache.radix;
-  BRIGADE_ASSIGN_OR_RETURN(setup.limits.eviction, parse_eviction_policy(inst.cache.eviction));
-  // The root of the page-key chain and the disk tier's guard (kvstore/page_key.h). Keys name pages
-  // beyond this process only through the tiers; without them the device cache is born and dies
-  // with the engine, so a constant root serves, and the checkpoint is not read again to hash it.
-  const bool tiers_on = inst.cache.tiers_enabled();
-  // fp8 weights compute other K/V than the same checkpoint in bf16: their pages must not meet.
-  const std::string weights_id = exe.weights == "fp8" ? "|weights=fp8" : "";
-  const std::string kv_fp =
-      tiers_on ? kv_fingerprint(model_identity(path, mc, summary_.n_params) + weights_id, layout) : "";
-  setup.cache_root = root_key(tiers_on ? kv_fp : "device-only");
-  setup.limits.lower_tiers = inst.cache.radix && tiers_on;
-  // write_through: a page is saved down when it enters the device cache (and reaches disk at
-  // once); write_back: when the device evicts it (and disk when host evicts it).
-  setup.limits.save_on_insert = inst.cache.write_policy == "write_through";
-  hicache_actor tiers;
-  if (tiers_on) {
-    HiCacheSetup hc;
-    hc.host_bytes = static_cast<size_t>(inst.cache.effective_host_bytes());
-    hc.disk_path = inst.cache.disk_path;
-    hc.disk_bytes = static_cast<size_t>(inst.cache.disk_bytes);
-    BRIGADE_ASSIGN_OR_RETURN(hc.policy, parse_write_policy(inst.cache.write_policy));
-    hc.model_fingerprint = kv_fp;
-    spdlog::info("engine: HiCache tiers: host {} MiB, disk {} ({} MiB), {}", hc.host_bytes >> 20,
-                 hc.disk_path.empty() ? "off" : hc.disk_path, hc.disk_path.empty() ? 0 : hc.disk_bytes >> 20,
-                 write_policy_name(hc.policy));
-    tiers = spawn_hicache(system_, std::move(hc));
-    tiers_ = tiers;
-    actors_.push_back(caf::actor_cast<caf::actor>(tiers));
+  std::vector<LoadedInstance> loaded;
+  for (const auto& inst : options.topology.instances) {
+    auto one = load_instance(options, inst, path, n_cpu_ranks, options.progress && loaded.empty());
+    if (!one) {
+      if (options.topology.instances.size() == 1) return one.status();
+      return Status(one.status().code(), "instance '" + inst.name + "': " + one.status().message());
+    }
+    loaded.push_back(std::move(*one));
   }
+  const Model& model = *loaded.front().ranks.front()->model;
+  const ModelConfig& mc = model.config();
+  BRIGADE_RETURN_IF_ERROR(load_tokenizer(path, mc));
+  summary_ = {mc.arch, mc.vocab_size, mc.max_position, model.n_params(), model.weight_bytes(), tokenizer_model_ != nullptr};
 
-  auto kv_manager = spawn_kv_manager(system_, n_pages);
-  std::vector<tp_follower_actor> followers;
-  for (size_t r = 1; r < ranks.size(); ++r) {
-    followers.push_back(spawn_tp_follower(system_, ranks[r]));
-    actors_.push_back(caf::actor_cast<caf::actor>(followers.back()));
-  }
-  auto executor = spawn_executor(system_, ranks.front(), tiers, std::move(followers));
   auto frontend = spawn_frontend(system_, registry_);
-  tokenizer_model_ = tokenizer;
-  tokenizer_ = spawn_tokenizer(system_, tokenizer, frontend);
-  auto scheduler = spawn_scheduler(system_, setup, executor, kv_manager, caf::actor_cast<token_sink_actor>(tokenizer_));
-  scheduler_ = scheduler;
-  caf::anon_send(tokenizer_, wire_atom::value, scheduler);
-  for (caf::actor a : {caf::actor_cast<caf::actor>(kv_manager), caf::actor_cast<caf::actor>(executor),
-                       caf::actor_cast<caf::actor>(frontend), caf::actor_cast<caf::actor>(tokenizer_),
-                       caf::actor_cast<caf::actor>(scheduler)})
-    actors_.push_back(a);
+  tokenizer_ = spawn_tokenizer(system_, tokenizer_model_, frontend);
+  actors_ = {caf::actor_cast<caf::actor>(frontend), caf::actor_cast<caf::actor>(tokenizer_)};
+  // One instance: the tokenizer talks to its scheduler directly (no router hop, no routing).
+  token_sink_actor sink = caf::actor_cast<token_sink_actor>(tokenizer_);
+  if (loaded.size() > 1) {
+    RouterSetup rs;
+    rs.config = options.topology.router;
+    for (const auto& l : loaded) rs.instance_names.push_back(l.name);
+    router_counters_ = std::make_shared<RouterCounters>(static_cast<int>(loaded.size()));
+    rs.counters = router_counters_;
+    router_ = spawn_router(system_, std::move(rs), sink);
+    sink = router_;
+    spdlog::info("engine: {} instances behind a {} router", loaded.size(), options.topology.router.policy);
+  }
+  for (auto& l : loaded) {
+    instances_.push_back(spawn_instance(system_, std::move(l), sink));
+    const auto& spawned = instances_.back().actors;
+    actors_.insert(actors_.end(), spawned.begin(), spawned.end());
+  }
+  if (router_) {
+    for (size_t i = 0; i < instances_.size(); ++i)
+      caf::anon_send(router_, wire_atom::value, static_cast<int32_t>(i), instances_[i].scheduler);
+    caf::anon_send(tokenizer_, wire_atom::value, scheduler_actor{router_});
+  } else {
+    caf::anon_send(tokenizer_, wire_atom::value, instances_.front().scheduler);
+  }
   return Status::ok();
 }
 
@@ -594,6 +436,12 @@ Expected<Completion> Engine::generate(const GenerateOptions& request) {
   sh->cv.wait(lock, [&] { return sh->done; });
   if (sh->c.finish == FinishReason::error) return Status(sh->code, sh->error);
   return std::move(sh->c);
+}
+
+Status kill_instance_executor_for_testing(Engine& engine, int index) {
+  auto* impl = dynamic_cast<EngineImpl*>(&engine);
+  if (!impl) return invalid_argument("not a brigade engine");
+  return impl->kill_executor(index);
 }
 
 }  // namespace brigade

@@ -8,7 +8,8 @@
 //   auto id = (*engine)->submit(req, [](const brigade::Event& ev) { fputs(ev.text.c_str(), stdout); });
 //
 // Behind the Engine runs an actor topology (DESIGN.md §3): frontend → tokenizer → scheduler →
-// executor, with a KV page manager. Engine methods are thread-safe.
+// executor, with a KV page manager; with several instances a router sits between the tokenizer
+// and their schedulers. Engine methods are thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -104,6 +105,9 @@ struct EngineOptions {
 };
 
 // Counters since the engine started (monotonic; read them twice and subtract for a window).
+// Engine::stats() sums them over the engine's instances (gauges, counters, KV pages, tier bytes,
+// roofline times, and the peaks: the instances' ceilings together); Engine::instance_stats()
+// gives each instance's own.
 struct EngineStats {
   uint64_t steps = 0;            // steps the executor ran
   uint64_t step_tokens = 0;      // tokens computed in those steps (prompt chunks + decodes)
@@ -145,6 +149,16 @@ struct EngineStats {
   double memory_bound_roofline_us = 0.0, compute_bound_roofline_us = 0.0;
 };
 
+// One instance of a data-parallel engine (TopologyConfig::instances).
+struct InstanceStats {
+  std::string name;
+  bool serving = true;  // false once its actors stopped: the router sends it nothing more
+  EngineStats stats;    // this instance's own counters and gauges
+  // Requests the router sent here, by the reason it chose this instance (all 0 with one
+  // instance: it has no router).
+  uint64_t routed_cache = 0, routed_load = 0, routed_round_robin = 0;
+};
+
 class Engine {
  public:
   // Loads the model and starts the topology. Errors: a bad topology, a missing or corrupt model.
@@ -163,8 +177,11 @@ class Engine {
 
   virtual const ModelSummary& model() const = 0;
   virtual EngineStats stats() const = 0;
-  // Leading tokens of prompt_ids whose KV the prefix cache holds now (asks the scheduler; 0 when
-  // the cache is off). What a request with this prompt would not have to prefill.
+  // Per instance, in topology order (one entry for a single-instance engine).
+  virtual std::vector<InstanceStats> instance_stats() const = 0;
+  // Leading tokens of prompt_ids whose KV the prefix cache holds now (asks the scheduler of the
+  // instance the router would send this prompt to now; 0 when the cache is off). What a request
+  // with this prompt would not have to prefill.
   virtual Expected<int> cached_prefix_tokens(const std::vector<int32_t>& prompt_ids) const = 0;
   // Renders a conversation into prompt text with the model's chat template (its family taken
   // from tokenizer_config.json's chat_template). The text carries the family's BOS marker, so

@@ -1,0 +1,283 @@
+#include "actors/engine/instance.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "actors/kv_manager/kv_manager_actor.h"
+#include "core/in_process_communicator.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/membw.h"
+#ifdef BRIGADE_HAVE_CUDA
+#include "gpu/cuda_backend.h"
+#include "gpu/roofline.h"
+#include "gpu/nccl_communicator.h"
+#endif
+
+namespace brigade {
+
+namespace {
+
+Expected<DType> kv_dtype_for(const std::string& name, DType weights) {
+  if (name == "auto") return weights;
+  auto t = parse_dtype(name);
+  if (!t || (*t != DType::f32 && *t != DType::bf16 && *t != DType::f16 && *t != DType::i8))
+    return invalid_argument("kv.dtype '" + name + "' is not one of: auto, f32, bf16, f16, int8");
+  return *t;
+}
+
+// The executor's `weights` key (validated by the topology) as LoadOptions::weight_dtype.
+std::optional<DType> weight_dtype_for(const std::string& weights) {
+  if (weights == "fp8") return DType::f8e4m3;
+  if (weights == "bf16") return DType::bf16;
+  return std::nullopt;  // auto: the checkpoint's
+}
+
+// What names the model's weights for the KV fingerprint: architecture, parameter count, and each
+// checkpoint file by content (name, size, hash of its first and last MiB), so the same weights
+// copied elsewhere keep their cached pages and weights rewritten in place (a new make-model
+// seed, a fine-tune saved over them) never meet the KV pages of the old ones. A synthetic spec
+// (`synthetic:...`) has deterministic weights: its name is its identity.
+std::string model_identity(const std::string& path, const ModelConfig& mc, int64_t n_params) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::ostringstream id;
+  id << mc.arch << "|params=" << n_params;
+  std::vector<fs::path> files;
+  if (fs::is_directory(path, ec)) {
+    for (const auto& e : fs::directory_iterator(path, ec)) {
+      const auto ext = e.path().extension().string();
+      if (e.is_regular_file(ec) && (ext == ".safetensors" || ext == ".gguf" || ext == ".bin" || ext == ".json"))
+        files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+  } else if (fs::is_regular_file(path, ec)) {
+    files.push_back(path);
+  } else {
+    id << '|' << path;
+  }
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    const auto size = fs::file_size(f, ec);
+    std::string head(std::min<uintmax_t>(size, 1 << 20), '\0'), tail(head.size(), '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    in.seekg(static_cast<std::streamoff>(size - tail.size()));
+    in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+    id << '|' << f.filename().string() << ':' << size << ':' << root_key(head + tail).hex();
+  }
+  return id.str();
+}
+
+// The backend of tensor-parallel rank `rank` (options.backend_factory, when set, wins): the CPU,
+// or the GPU the topology's device names plus the rank (cuda:N puts the ranks on N, N+1, ...).
+Expected<std::unique_ptr<Backend>> make_backend(const EngineOptions& options, const ExecutorConfig& exe, int rank,
+                                                int n_cpu_ranks) {
+  if (options.backend_factory) return options.backend_factory();
+  BRIGADE_ASSIGN_OR_RETURN(DeviceSpec spec, parse_device(exe.device));
+  if (!spec.cuda) return make_cpu_backend(CpuBackendOptions{rank_threads(exe, n_cpu_ranks)});
+#ifdef BRIGADE_HAVE_CUDA
+  CudaBackendOptions co;
+  co.device = spec.index + rank;
+  auto cuda = make_cuda_backend(co);
+  if (!cuda) {
+    const std::string which = exe.tp > 1 ? "tp rank " + std::to_string(rank) + " on cuda:" + std::to_string(co.device)
+                                         : "device '" + exe.device + "'";
+    return unsupported(which + ": " + cuda.status().message());
+  }
+  return std::unique_ptr<Backend>(std::move(*cuda));
+#else
+  (void)rank;
+  (void)n_cpu_ranks;
+  return unsupported("device '" + exe.device + "' needs the CUDA backend, and this build has none "
+                     "(configure with -DBRIGADE_CUDA=ON where nvcc is installed); use device: cpu");
+#endif
+}
+
+// The ceilings the executor reports each step against (DESIGN.md §9), measured on its backend:
+// HBM copy bandwidth and the GEMM rate of the model's weights (bf16, or fp8 with `weights: fp8`)
+// on a GPU, read bandwidth and the f32 GEMM rate with the executor's threads (0 = all) on the CPU.
+RooflineCeilings measure_ceilings(Backend& backend, int threads, const std::string& weights) {
+#ifdef BRIGADE_HAVE_CUDA
+  if (auto* cuda = dynamic_cast<CudaBackend*>(&backend)) {
+    const double tflops = weights == "fp8" ? measure_fp8_gemm_tflops(*cuda) : measure_bf16_gemm_tflops(*cuda);
+    return {measure_copy_bandwidth_gbps(*cuda) * 1e9, tflops * 1e12};
+  }
+#endif
+  (void)backend;
+  (void)weights;
+  ThreadPool pool(threads);
+  return {measure_read_bandwidth_gbps(pool) * 1e9, measure_f32_gemm_gflops(pool) * 1e9};
+}
+
+// The communicators of a tensor-parallel group, one per backend (rank = index): NCCL when every
+// rank is a GPU (one GPU each), the in-process group when every rank is a CPU backend; none for
+// one rank.
+Expected<std::vector<std::unique_ptr<Communicator>>> make_group(const std::vector<std::unique_ptr<Backend>>& backends) {
+  const int n = static_cast<int>(backends.size());
+  if (n == 1) return std::vector<std::unique_ptr<Communicator>>(1);
+#ifdef BRIGADE_HAVE_CUDA
+  std::vector<NcclRank> gpus;
+  for (const auto& b : backends)
+    if (auto* cuda = dynamic_cast<CudaBackend*>(b.get())) gpus.push_back({cuda->device(), cuda->stream()});
+  if (static_cast<int>(gpus.size()) == n) {
+#ifdef BRIGADE_HAVE_NCCL
+    return make_nccl_group(gpus);
+#else
+    return unsupported("tp " + std::to_string(n) + " on GPUs joins the ranks with NCCL, and this build found no "
+                       "nccl.h; install NCCL's headers where CUDA is and rebuild, or use tp: 1");
+#endif
+  }
+#endif
+  for (const auto& b : backends) {
+    if (b->name().rfind("cpu", 0) != 0)
+      return unsupported("tp " + std::to_string(n) + " joins CPU ranks in process and GPU ranks with NCCL; backend '" +
+                         b->name() + "' is neither");
+  }
+  return make_in_process_group({.size = n});
+}
+
+// One executor rank's model (its shard when comm is set) on its backend; the KV cache comes
+// later, once rank 0's layout has decided the page count.
+Expected<std::shared_ptr<ExecutorResources>> load_rank(const ExecutorConfig& exe, const std::string& path,
+                                                       LoadOptions lo, std::unique_ptr<Backend> backend,
+                                                       std::unique_ptr<Communicator> comm) {
+  auto res = std::make_shared<ExecutorResources>();
+  res->communicator = std::move(comm);
+  res->backend = std::move(backend);
+  lo.communicator = res->communicator.get();
+  BRIGADE_ASSIGN_OR_RETURN(res->model, Model::load(path, *res->backend, lo));
+  // Followers (rank > 0) never sample. Rank 0 keeps the tokens on the device when asked to, or
+  // when its backend prefers that (a GPU), unless it leads a tensor-parallel group: it then
+  // hands its followers plans with the tokens filled in, so it samples on the host.
+  res->runner.device_steps =
+      exe.tp == 1 && (exe.step_path == "device" || (exe.step_path == "auto" && res->backend->prefers_device_steps()));
+  res->runner.max_step_tokens = lo.max_batch_tokens;
+  return res;
+}
+
+}  // namespace
+
+int rank_threads(const ExecutorConfig& exe, int n_cpu_ranks) {
+  if (exe.threads > 0 || n_cpu_ranks <= 1) return exe.threads;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / n_cpu_ranks);
+}
+
+Expected<LoadedInstance> load_instance(const EngineOptions& options, const InstanceConfig& inst, const std::string& path,
+                                       int n_cpu_ranks, bool progress) {
+  const ExecutorConfig& exe = inst.executors.front();
+  LoadedInstance out;
+  out.name = inst.name;
+  LoadOptions lo;
+  lo.max_batch_tokens = inst.scheduler.max_step_tokens;
+  lo.progress = progress;
+  lo.weight_dtype = weight_dtype_for(exe.weights);
+  // Every rank's backend first: a GPU rank's communicator is bound to its backend's stream.
+  std::vector<std::unique_ptr<Backend>> backends;
+  for (int r = 0; r < exe.tp; ++r) {
+    BRIGADE_ASSIGN_OR_RETURN(auto backend, make_backend(options, exe, r, n_cpu_ranks));
+    backends.push_back(std::move(backend));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(auto comms, make_group(backends));
+  for (int r = 0; r < exe.tp; ++r) {
+    BRIGADE_ASSIGN_OR_RETURN(auto rank, load_rank(exe, path, lo, std::move(backends[static_cast<size_t>(r)]),
+                                                  std::move(comms[static_cast<size_t>(r)])));
+    out.ranks.push_back(std::move(rank));
+    lo.progress = false;  // one bar is enough
+  }
+  const std::shared_ptr<ExecutorResources>& res = out.ranks.front();
+  const ModelConfig& mc = res->model->config();
+  if (exe.roofline) {
+    out.ceilings = measure_ceilings(*res->backend, rank_threads(exe, n_cpu_ranks), exe.weights);
+    res->ceilings = out.ceilings;
+    spdlog::info("engine: instance '{}': ceilings {:.1f} GB/s, {:.1f} GFLOP/s (roofline per step)", inst.name,
+                 out.ceilings.bytes_per_s * 1e-9, out.ceilings.flops_per_s * 1e-9);
+  }
+
+  BRIGADE_ASSIGN_OR_RETURN(DType kv_dtype, kv_dtype_for(inst.kv.dtype, mc.dtype));
+  KvLayout layout = res->model->kv_layout(1, inst.kv.page_size, kv_dtype);
+  int n_pages = inst.kv.pages;
+  if (n_pages == 0) n_pages = static_cast<int>(inst.kv.memory_mb * 1024 * 1024 / static_cast<int64_t>(layout.page_bytes()));
+  if (n_pages < 1) return invalid_argument("kv.memory_mb is too small for one page of this model");
+  layout.n_pages = n_pages;
+  for (auto& rank : out.ranks) {
+    BRIGADE_ASSIGN_OR_RETURN(rank->kv, KvCache::allocate(*rank->backend, layout));
+  }
+  out.n_pages = n_pages;
+  spdlog::info("engine: instance '{}': {} ({} params, {} weights, {} MiB) on {}, tp {}, KV {} pages x {} tokens "
+               "({} MiB per rank, {}), {} step path",
+               inst.name, mc.arch, res->model->n_params(), exe.weights, res->model->weight_bytes() >> 20,
+               res->backend->name(), exe.tp, n_pages, layout.page_size, layout.total_bytes() >> 20,
+               dtype_name(kv_dtype), res->runner.device_steps ? "device" : "host");
+
+  SchedulerSetup& setup = out.setup;
+  setup.limits = {inst.scheduler.max_running, inst.scheduler.max_waiting, inst.scheduler.max_step_tokens,
+                  mc.max_position,            inst.kv.page_size,          mc.vocab_size};
+  BRIGADE_RETURN_IF_ERROR(setup.limits.validate());
+  setup.max_inflight_steps = inst.scheduler.max_inflight_steps;
+  setup.pool_pages = n_pages;
+  setup.eos_ids = mc.eos_ids;
+  setup.counters = std::make_shared<SchedulerCounters>();
+  setup.limits.chunked_prefill = inst.scheduler.chunked_prefill;
+  setup.limits.prefix_cache = inst.cache.radix;
+  BRIGADE_ASSIGN_OR_RETURN(setup.limits.eviction, parse_eviction_policy(inst.cache.eviction));
+  // The root of the page-key chain and the disk tier's guard (kvstore/page_key.h). Keys name pages
+  // beyond this process only through the tiers; without them the device cache is born and dies
+  // with the engine, so a constant root serves, and the checkpoint is not read again to hash it.
+  const bool tiers_on = inst.cache.tiers_enabled();
+  // fp8 weights compute other K/V than the same checkpoint in bf16: their pages must not meet.
+  const std::string weights_id = exe.weights == "fp8" ? "|weights=fp8" : "";
+  const std::string kv_fp =
+      tiers_on ? kv_fingerprint(model_identity(path, mc, res->model->n_params()) + weights_id, layout) : "";
+  setup.cache_root = root_key(tiers_on ? kv_fp : "device-only");
+  setup.limits.lower_tiers = inst.cache.radix && tiers_on;
+  // write_through: a page is saved down when it enters the device cache (and reaches disk at
+  // once); write_back: when the device evicts it (and disk when host evicts it).
+  setup.limits.save_on_insert = inst.cache.write_policy == "write_through";
+  if (tiers_on) {
+    HiCacheSetup hc;
+    hc.host_bytes = static_cast<size_t>(inst.cache.effective_host_bytes());
+    hc.disk_path = inst.cache.disk_path;
+    hc.disk_bytes = static_cast<size_t>(inst.cache.disk_bytes);
+    BRIGADE_ASSIGN_OR_RETURN(hc.policy, parse_write_policy(inst.cache.write_policy));
+    hc.model_fingerprint = kv_fp;
+    spdlog::info("engine: instance '{}': HiCache tiers: host {} MiB, disk {} ({} MiB), {}", inst.name,
+                 hc.host_bytes >> 20, hc.disk_path.empty() ? "off" : hc.disk_path,
+                 hc.disk_path.empty() ? 0 : hc.disk_bytes >> 20, write_policy_name(hc.policy));
+    out.tiers = std::move(hc);
+  }
+  return out;
+}
+
+SpawnedInstance spawn_instance(caf::actor_system& system, LoadedInstance loaded, token_sink_actor sink) {
+  SpawnedInstance out;
+  out.name = loaded.name;
+  out.counters = loaded.setup.counters;
+  out.ceilings = loaded.ceilings;
+  out.n_pages = loaded.n_pages;
+  if (loaded.tiers) {
+    out.tiers = spawn_hicache(system, std::move(*loaded.tiers));
+    out.actors.push_back(caf::actor_cast<caf::actor>(out.tiers));
+  }
+  auto kv_manager = spawn_kv_manager(system, loaded.n_pages);
+  std::vector<tp_follower_actor> followers;
+  for (size_t r = 1; r < loaded.ranks.size(); ++r) {
+    followers.push_back(spawn_tp_follower(system, loaded.ranks[r]));
+    out.actors.push_back(caf::actor_cast<caf::actor>(followers.back()));
+  }
+  out.executor = spawn_executor(system, loaded.ranks.front(), out.tiers, std::move(followers));
+  out.scheduler = spawn_scheduler(system, loaded.setup, out.executor, kv_manager, std::move(sink));
+  out.actors.push_back(caf::actor_cast<caf::actor>(kv_manager));
+  out.actors.push_back(caf::actor_cast<caf::actor>(out.executor));
+  // Links make the instance live and die as one: an actor that exits with an error takes the
+  // scheduler along, which the router monitors.
+  auto* scheduler = caf::actor_cast<caf::abstract_actor*>(out.scheduler);
+  for (const caf::actor& a : out.actors) scheduler->add_link(caf::actor_cast<caf::abstract_actor*>(a));
+  out.actors.push_back(caf::actor_cast<caf::actor>(out.scheduler));
+  return out;
+}
+
+}  // namespace brigade

@@ -1,0 +1,59 @@
+// One instance of the model inside an Engine (DESIGN.md §3): its executor ranks (backends,
+// weights, KV cache), scheduler, KV page manager and HiCache tiers. An engine runs one or more
+// instances (data parallelism); each is built in two phases: load (weights and KV memory; no
+// actors, may fail cleanly) and spawn (the actors, wired to a sink for the scheduler's events).
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/executor/executor_actor.h"
+#include "actors/hicache/hicache_actor.h"
+#include "actors/scheduler/scheduler_actor.h"
+#include "brigade/engine.h"
+
+namespace brigade {
+
+// What load_instance made, ready to spawn.
+struct LoadedInstance {
+  std::string name;
+  std::vector<std::shared_ptr<ExecutorResources>> ranks;  // tensor-parallel ranks; rank 0 first
+  SchedulerSetup setup;                                   // its counters are set
+  std::optional<HiCacheSetup> tiers;                      // when the instance's cache has tiers
+  RooflineCeilings ceilings;                              // zeros without `roofline: true`
+  int n_pages = 0;                                        // pages in its KV pool
+};
+
+// The instance's actors once spawned. The scheduler is linked to every other actor of the
+// instance, so when any of them dies (a crash, an exit) the scheduler stops too and whoever
+// monitors it (the router) sees the instance go.
+struct SpawnedInstance {
+  std::string name;
+  scheduler_actor scheduler;
+  executor_actor executor;                      // rank 0
+  hicache_actor tiers;                          // null without tiers
+  std::vector<caf::actor> actors;               // all of them, for shutdown
+  std::shared_ptr<SchedulerCounters> counters;
+  RooflineCeilings ceilings;
+  int n_pages = 0;
+};
+
+// CPU threads of one executor rank: the configured count, or with `threads: 0` an equal share of
+// the hardware threads among the engine's n_cpu_ranks CPU ranks (all instances, all tp ranks);
+// 0 (= all) when there is only one.
+int rank_threads(const ExecutorConfig& exe, int n_cpu_ranks);
+
+// Loads instance `inst` of options.topology: every rank's backend and weights (options'
+// backend_factory wins over the device), the KV cache and the scheduler's setup. Errors: a bad
+// device, a model that does not load, KV memory too small for a page.
+Expected<LoadedInstance> load_instance(const EngineOptions& options, const InstanceConfig& inst,
+                                       const std::string& model_path, int n_cpu_ranks, bool progress);
+
+// Spawns the loaded instance's actors; its scheduler sends TokenEvents to `sink`.
+SpawnedInstance spawn_instance(caf::actor_system& system, LoadedInstance loaded, token_sink_actor sink);
+
+}  // namespace brigade

@@ -1,0 +1,119 @@
+#include "actors/router/router_actor.h"
+
+#include <spdlog/spdlog.h>
+
+#include "messages/convert.h"
+#include "messages/error.h"
+
+namespace brigade {
+
+namespace {
+
+struct RouterState {
+  RouterSetup setup;
+  std::unique_ptr<RouterPolicy> policy;
+  std::vector<scheduler_actor> instances;
+  token_sink_actor sink;
+  static inline const char* name = "brigade.router";
+};
+
+using router_ptr = router_actor::stateful_pointer<RouterState>;
+
+token_event_msg error_event(uint64_t id, const Status& error) {
+  return token_event_msg::build([&](schema::TokenEvent::Builder b) {
+    b.setRequestId(id);
+    b.setFinishReason(schema::FinishReason::ERROR);
+    b.setError(error.message());
+    b.setErrorCode(static_cast<uint16_t>(error.code()));
+  });
+}
+
+void on_request(router_ptr self, const generate_request_msg& msg) {
+  auto& st = self->state;
+  auto r = msg.reader();
+  // A text prompt never gets here from the tokenizer; routed with no tokens, its scheduler
+  // refuses it with the reason.
+  const auto prompt = r.getPrompt().isTokenIds() ? to_vector(r.getPrompt().getTokenIds()) : std::vector<int32_t>{};
+  auto d = st.policy->route(r.getRequestId(), prompt);
+  if (!d) {
+    self->send(st.sink, error_event(r.getRequestId(), d.status()));
+    return;
+  }
+  if (st.setup.counters) st.setup.counters->routed[static_cast<size_t>(d->instance)][static_cast<size_t>(d->reason)]++;
+  self->send(st.instances[static_cast<size_t>(d->instance)], msg);
+}
+
+void on_event(router_ptr self, const token_event_msg& msg) {
+  auto r = msg.reader();
+  if (r.getFinishReason() != schema::FinishReason::NONE) {
+    self->state.policy->finished(r.getRequestId());
+  } else if (r.getTokenIds().size() > 0) {
+    self->state.policy->prefilled(r.getRequestId());
+  }
+  self->send(self->state.sink, msg);
+}
+
+// The PrefixQuery's answer from the instance this prompt would be routed to.
+caf::typed_response_promise<prefix_query_result_msg> on_prefix_query(router_ptr self, const prefix_query_msg& msg) {
+  auto rp = self->make_response_promise<prefix_query_result_msg>();
+  auto d = self->state.policy->choose(to_vector(msg.reader().getTokens()));
+  if (!d) {
+    rp.deliver(to_caf_error(d.status()));
+    return rp;
+  }
+  self->request(self->state.instances[static_cast<size_t>(d->instance)], caf::infinite, msg)
+      .then([rp](const prefix_query_result_msg& res) mutable { rp.deliver(res); },
+            [rp](const caf::error& err) mutable { rp.deliver(err); });
+  return rp;
+}
+
+void on_down(router_ptr self, const caf::down_msg& dm) {
+  auto& st = self->state;
+  for (size_t i = 0; i < st.instances.size(); ++i) {
+    if (st.instances[i].address() != dm.source) continue;
+    const std::string& name = st.setup.instance_names[i];
+    const auto lost = st.policy->instance_down(static_cast<int>(i));
+    if (st.setup.counters) st.setup.counters->down[i] = true;
+    if (dm.reason == caf::exit_reason::user_shutdown) return;  // the engine is going away
+    spdlog::error("router: instance '{}' stopped ({}); {} requests in flight there fail, the others keep serving",
+                  name, caf::to_string(dm.reason), lost.size());
+    const Status why = internal_error("instance '" + name + "' stopped (" + caf::to_string(dm.reason) +
+                                      ") before the request finished; retry it");
+    for (uint64_t id : lost) self->send(st.sink, error_event(id, why));
+    return;
+  }
+}
+
+router_actor::behavior_type router_fun(router_ptr self, RouterSetup setup, token_sink_actor sink) {
+  auto& st = self->state;
+  const int n = static_cast<int>(setup.instance_names.size());
+  st.policy = std::make_unique<RouterPolicy>(setup.config, n);
+  st.setup = std::move(setup);
+  st.instances.resize(static_cast<size_t>(n));
+  st.sink = std::move(sink);
+  self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
+  return {
+      [self](const generate_request_msg& msg) { on_request(self, msg); },
+      [self](const token_event_msg& msg) { on_event(self, msg); },
+      [self](const abort_msg& msg) {
+        // The owner, if the request is still in flight; CAF keeps this after the request itself.
+        if (auto owner = self->state.policy->owner(msg.reader().getRequestId()))
+          self->send(self->state.instances[static_cast<size_t>(*owner)], msg);
+      },
+      [self](const prefix_query_msg& msg) { return on_prefix_query(self, msg); },
+      [self](wire_atom, int32_t index, scheduler_actor scheduler) {
+        auto& instances = self->state.instances;
+        BRIGADE_CHECK(index >= 0 && static_cast<size_t>(index) < instances.size(), "router wired to an unknown instance");
+        self->monitor(scheduler);
+        instances[static_cast<size_t>(index)] = std::move(scheduler);
+      },
+  };
+}
+
+}  // namespace
+
+router_actor spawn_router(caf::actor_system& system, RouterSetup setup, token_sink_actor sink) {
+  return system.spawn(router_fun, std::move(setup), std::move(sink));
+}
+
+}  // namespace brigade

@@ -1,0 +1,55 @@
+// The router station (DESIGN.md §3): in front of the schedulers of a data-parallel engine (two or
+// more instances), it sends each tokenized request to one instance (RouterPolicy decides) and
+// passes the instances' TokenEvents on to the tokenizer, counting from them the load it routes by.
+//
+// Contract: takes the place of a scheduler for the tokenizer (a router_actor handle converts to
+// scheduler_actor) and of the tokenizer for each scheduler (to token_sink_actor). Every request
+// goes to exactly one instance, or, when none is serving, is answered with one error event. An
+// abort goes to the instance that owns the request (unknown ids are ignored). A PrefixQuery is
+// answered by the instance the router would choose for those tokens now. When an instance's
+// scheduler stops (its actors are linked: an executor or KV manager that dies takes it along),
+// nothing more is routed there and each of its requests in flight ends with an error event; the
+// other instances keep serving. An engine shutting down (exit reason user_shutdown) ends none.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/atoms.h"
+#include "actors/router/router_policy.h"
+#include "actors/scheduler/scheduler_actor.h"
+#include "messages/types.h"
+
+namespace brigade {
+
+using router_actor =
+    caf::typed_actor<caf::reacts_to<generate_request_msg>, caf::reacts_to<abort_msg>, caf::reacts_to<token_event_msg>,
+                     caf::replies_to<prefix_query_msg>::with<prefix_query_result_msg>,
+                     caf::reacts_to<wire_atom, int32_t, scheduler_actor>>;
+
+// What the router counts per instance, for the Engine's stats (read from other threads).
+struct RouterCounters {
+  explicit RouterCounters(int n_instances)
+      : routed(static_cast<size_t>(n_instances)), down(static_cast<size_t>(n_instances)) {}
+  // Requests routed to each instance, by RouteReason (cache, load, round_robin).
+  std::vector<std::array<std::atomic<uint64_t>, 3>> routed;
+  std::vector<std::atomic<bool>> down;  // the instance stopped
+};
+
+struct RouterSetup {
+  RouterConfig config;
+  std::vector<std::string> instance_names;  // for messages; one per instance
+  std::shared_ptr<RouterCounters> counters;  // may be null
+};
+
+// Instances are wired after spawning (the schedulers need the router as their sink): send
+// (wire_atom, index, scheduler) once for every index in [0, instance_names.size()) before any
+// request; the router monitors each scheduler.
+router_actor spawn_router(caf::actor_system& system, RouterSetup setup, token_sink_actor sink);
+
+}  // namespace brigade
