@@ -166,4 +166,13 @@ token_event_msg encode_event(const SeqEvent& ev) {
   });
 }
 
+token_event_msg error_event(uint64_t request_id, const Status& error) {
+  return token_event_msg::build([&](schema::TokenEvent::Builder b) {
+    b.setRequestId(request_id);
+    b.setFinishReason(schema::FinishReason::ERROR);
+    b.setError(error.message());
+    b.setErrorCode(static_cast<uint16_t>(error.code()));
+  });
+}
+
 }  // namespace brigade

@@ -34,6 +34,8 @@ SamplingConfig decode_sampling(schema::SamplingParams::Reader p);
 void encode_sampling(const SamplingConfig& c, schema::SamplingParams::Builder b);
 
 token_event_msg encode_event(const SeqEvent& ev);
+// The one event of a request that ends before any token: finish error, the status's message and code.
+token_event_msg error_event(uint64_t request_id, const Status& error);
 schema::FinishReason to_schema(Finish f);
 
 }  // namespace brigade

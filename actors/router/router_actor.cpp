@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/step_codec.h"
 #include "messages/convert.h"
 #include "messages/error.h"
 
@@ -18,15 +19,6 @@ struct RouterState {
 };
 
 using router_ptr = router_actor::stateful_pointer<RouterState>;
-
-token_event_msg error_event(uint64_t id, const Status& error) {
-  return token_event_msg::build([&](schema::TokenEvent::Builder b) {
-    b.setRequestId(id);
-    b.setFinishReason(schema::FinishReason::ERROR);
-    b.setError(error.message());
-    b.setErrorCode(static_cast<uint16_t>(error.code()));
-  });
-}
 
 void on_request(router_ptr self, const generate_request_msg& msg) {
   auto& st = self->state;

@@ -4,6 +4,7 @@
 
 #include "actors/tokenizer/stop_filter.h"
 #include "models/detokenizer.h"
+#include "actors/step_codec.h"
 #include "messages/convert.h"
 
 namespace brigade {
@@ -26,15 +27,6 @@ struct TokenizerState {
 };
 
 using tokenizer_ptr = tokenizer_actor::stateful_pointer<TokenizerState>;
-
-token_event_msg error_event(uint64_t id, const Status& error) {
-  return token_event_msg::build([&](schema::TokenEvent::Builder b) {
-    b.setRequestId(id);
-    b.setFinishReason(schema::FinishReason::ERROR);
-    b.setError(error.message());
-    b.setErrorCode(static_cast<uint16_t>(error.code()));
-  });
-}
 
 // The request with its prompt as token ids (copying every other field).
 generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vector<int32_t>& ids) {
