@@ -172,6 +172,47 @@ TEST(ServerMetrics, RooflineLinesFollowTheEngineStats) {
   EXPECT_NE(text.find("\nbrigade_roofline_allowed_seconds_total{bound=\"memory\"} 1.5\n"), std::string::npos);
 }
 
+// /metrics of an engine with two instances behind a round-robin router: the unlabelled totals
+// as before, and per-instance and router lines labelled with the instance names.
+TEST(ServerMetrics, TwoInstancesGetLabelledLinesBesideTheTotals) {
+  EngineOptions o = testing::test_engine_options(tiny_model_dir(), 1);
+  o.topology.instances.front().kv.memory_mb = 16;
+  o.topology.instances.push_back(o.topology.instances.front());
+  o.topology.instances[0].name = "left";
+  o.topology.instances[1].name = "right";
+  o.topology.router.policy = "round_robin";
+  auto engine = Engine::create(o);
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  ServerOptions so;
+  so.port = 0;
+  so.model_name = "tiny";
+  auto srv = HttpServer::start(**engine, so);
+  ASSERT_TRUE(srv.has_value()) << srv.status().to_string();
+  for (int i = 0; i < 4; ++i) {
+    auto r = http_request(kHost, (*srv)->port(), {"POST", "/v1/completions", greedy("Once upon a time", 3).dump(), ""});
+    ASSERT_TRUE(r.has_value()) << r.status().to_string();
+    ASSERT_EQ(r->status, 200) << r->body;
+  }
+  auto m = http_request(kHost, (*srv)->port(), {"GET", "/metrics", "", ""});
+  ASSERT_TRUE(m.has_value());
+  const std::string& text = m->body;
+  const int pages = (*engine)->instance_stats()[0].stats.kv_pages_total;
+  for (const std::string& line : std::vector<std::string>{
+           "\nbrigade_requests_finished_total 4\n", "\nbrigade_generation_tokens_total 12\n",
+        "\nbrigade_kv_pages_total " + std::to_string(2 * pages) + "\n",
+        "\nbrigade_instance_kv_pages_total{instance=\"left\"} " + std::to_string(pages) + "\n",
+        "\nbrigade_instance_requests_finished_total{instance=\"left\"} 2\n",
+        "\nbrigade_instance_requests_finished_total{instance=\"right\"} 2\n",
+        "\nbrigade_instance_requests_running{instance=\"right\"} 0\n",
+        "\nbrigade_instance_up{instance=\"left\"} 1\n",
+        "\nbrigade_router_requests_total{instance=\"left\",reason=\"round_robin\"} 2\n",
+        "\nbrigade_router_requests_total{instance=\"right\",reason=\"cache\"} 0\n",
+        "\n# TYPE brigade_router_requests_total counter\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\nin\n" << text;
+  }
+  srv->reset();  // before the engine it serves
+}
+
 TEST_F(ServerTest, TokenizeAndDetokenizeRoundTrip) {
   // vLLM's routes: the ids of a text, and the text of ids, from the served model's tokenizer.
   auto t = post("/tokenize", json{{"prompt", "Once upon a time"}}.dump());
