@@ -47,4 +47,28 @@ text = open(sys.argv[1]).read()
 steps = sum(int(n) for n in re.findall(r"^  (?:memory|compute)-bound +(\d+) steps at", text, re.M))
 assert 6 <= steps <= 24, (steps, text)
 PY
+kill $server 2>/dev/null || true
+wait $server 2>/dev/null || true
+
+# Two instances behind the router (the shipped topology): a shared-prefix load is served, and
+# /metrics labels each instance and counts the router's decisions.
+topology=$(dirname "$0")/../../config/two_cpu_instances.yaml
+"$bin" serve --model "$dir/m" --topology "$topology" --port "$port" >"$dir/serve2.txt" 2>&1 &
+server=$!
+for _ in $(seq 1 100); do
+  python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/health')" 2>/dev/null && break
+  sleep 0.1
+done
+"$bin" bench --port "$port" --requests 6 --concurrency 2 --input-len 8 --output-len 4 --shared-prefix 64 \
+  >"$dir/online2.txt"
+grep -q "6 requests (0 errors)" "$dir/online2.txt"
+python3 - "$port" <<'PY'
+import re, sys, urllib.request
+text = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1]).read().decode()
+for name in ("dp0", "dp1"):
+    assert 'brigade_instance_up{instance="%s"} 1' % name in text, text
+routed = sum(int(n) for n in re.findall(r'^brigade_router_requests_total\{instance="dp[01]",reason="\w+"\} (\d+)$', text, re.M))
+assert routed == 6, (routed, text)
+assert re.search(r"^brigade_requests_finished_total 6$", text, re.M), text
+PY
 echo "cli smoke: ok"
