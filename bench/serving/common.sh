@@ -32,3 +32,12 @@ topology() {
     if [ -n "$kv" ]; then echo "    kv: {$kv}"; fi
   } >"$file"
 }
+
+# fetch_metrics PORT FILE: the server's /metrics into FILE, without curl (a fresh Debian has
+# none): bash's /dev/tcp.
+fetch_metrics() {
+  exec 3<>"/dev/tcp/127.0.0.1/$1"
+  printf 'GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' >&3
+  cat <&3 >"$2"
+  exec 3<&-
+}

@@ -37,12 +37,9 @@ run() {  # name cache-yaml kv-yaml prefix-groups
   stop_server
 }
 
-# /metrics without curl (a fresh Debian has none): bash's /dev/tcp.
 curl_metrics() {
-  exec 3<>"/dev/tcp/127.0.0.1/$PORT"
-  printf 'GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' >&3
-  grep -E '^brigade_(prefix_cache|tier)_' <&3 >"$1" || true
-  exec 3<&-
+  fetch_metrics "$PORT" "$1.all"
+  grep -E '^brigade_(prefix_cache|tier)_' "$1.all" >"$1" || true
 }
 
 run nocache "radix: false" "" 1
