@@ -342,7 +342,7 @@ Status EngineImpl::start(const EngineOptions& options) {
     spdlog::info("engine: {} instances behind a {} router", loaded.size(), options.topology.router.policy);
   }
   for (auto& l : loaded) {
-    instances_.push_back(spawn_instance(system_, std::move(l), sink));
+    instances_.push_back(spawn_instance(system_, std::move(l), sink, /*linked=*/router_ != nullptr));
     const auto& spawned = instances_.back().actors;
     actors_.insert(actors_.end(), spawned.begin(), spawned.end());
   }

@@ -252,7 +252,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   return out;
 }
 
-SpawnedInstance spawn_instance(caf::actor_system& system, LoadedInstance loaded, token_sink_actor sink) {
+SpawnedInstance spawn_instance(caf::actor_system& system, LoadedInstance loaded, token_sink_actor sink, bool linked) {
   SpawnedInstance out;
   out.name = loaded.name;
   out.counters = loaded.setup.counters;
@@ -274,8 +274,10 @@ SpawnedInstance spawn_instance(caf::actor_system& system, LoadedInstance loaded,
   out.actors.push_back(caf::actor_cast<caf::actor>(out.executor));
   // Links make the instance live and die as one: an actor that exits with an error takes the
   // scheduler along, which the router monitors.
-  auto* scheduler = caf::actor_cast<caf::abstract_actor*>(out.scheduler);
-  for (const caf::actor& a : out.actors) scheduler->add_link(caf::actor_cast<caf::abstract_actor*>(a));
+  if (linked) {
+    auto* scheduler = caf::actor_cast<caf::abstract_actor*>(out.scheduler);
+    for (const caf::actor& a : out.actors) scheduler->add_link(caf::actor_cast<caf::abstract_actor*>(a));
+  }
   out.actors.push_back(caf::actor_cast<caf::actor>(out.scheduler));
   return out;
 }

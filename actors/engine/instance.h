@@ -28,9 +28,7 @@ struct LoadedInstance {
   int n_pages = 0;                                        // pages in its KV pool
 };
 
-// The instance's actors once spawned. The scheduler is linked to every other actor of the
-// instance, so when any of them dies (a crash, an exit) the scheduler stops too and whoever
-// monitors it (the router) sees the instance go.
+// The instance's actors once spawned.
 struct SpawnedInstance {
   std::string name;
   scheduler_actor scheduler;
@@ -53,7 +51,11 @@ int rank_threads(const ExecutorConfig& exe, int n_cpu_ranks);
 Expected<LoadedInstance> load_instance(const EngineOptions& options, const InstanceConfig& inst,
                                        const std::string& model_path, int n_cpu_ranks, bool progress);
 
-// Spawns the loaded instance's actors; its scheduler sends TokenEvents to `sink`.
-SpawnedInstance spawn_instance(caf::actor_system& system, LoadedInstance loaded, token_sink_actor sink);
+// Spawns the loaded instance's actors; its scheduler sends TokenEvents to `sink`. `linked`: the
+// scheduler is linked to every other actor of the instance, so when any of them dies (a crash, an
+// exit with an error) the scheduler stops too and whoever monitors it (the router) sees the whole
+// instance go. Unlinked (one instance, no router), a scheduler whose executor died stays up and
+// fails each request's step with the executor's error.
+SpawnedInstance spawn_instance(caf::actor_system& system, LoadedInstance loaded, token_sink_actor sink, bool linked);
 
 }  // namespace brigade

@@ -152,7 +152,8 @@ struct EngineStats {
 // One instance of a data-parallel engine (TopologyConfig::instances).
 struct InstanceStats {
   std::string name;
-  bool serving = true;  // false once its actors stopped: the router sends it nothing more
+  bool serving = true;  // false once its scheduler stopped (seen by the router, so always true
+                        // with one instance): the router sends it nothing more
   EngineStats stats;    // this instance's own counters and gauges
   // Requests the router sent here, by the reason it chose this instance (all 0 with one
   // instance: it has no router).

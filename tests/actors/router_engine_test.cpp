@@ -238,5 +238,21 @@ TEST_F(RouterEngine, AnInstanceThatDiesFailsItsRequestsAndTheOtherKeepsServing) 
   EXPECT_TRUE(cached.has_value()) << "the query goes to the instance that serves";
 }
 
+// One instance has no router and no links: its scheduler outlives a dead executor and ends each
+// request with the step's error rather than leaving it without a final event.
+TEST_F(RouterEngine, ASingleInstanceWhoseExecutorDiedAnswersWithErrors) {
+  auto e = Engine::create(options(1, "cache_aware"));
+  ASSERT_TRUE(e.has_value()) << e.status().to_string();
+  ASSERT_TRUE((*e)->generate(testing::greedy_ids(prompt(1, 8), 4)).has_value());
+  ASSERT_TRUE(kill_instance_executor_for_testing(**e, 0).is_ok());
+  Outcomes out;
+  auto id = (*e)->submit(testing::greedy_ids(prompt(2, 8), 4), out.callback());
+  ASSERT_TRUE(id.has_value());
+  ASSERT_TRUE(out.wait(1)) << "the request ends";
+  EXPECT_EQ(out.get(*id).finish, FinishReason::error);
+  EXPECT_NE(out.error(*id).find("executor failed"), std::string::npos) << out.error(*id);
+  EXPECT_TRUE((*e)->instance_stats()[0].serving) << "without a router nothing marks it down";
+}
+
 }  // namespace
 }  // namespace brigade
