@@ -26,6 +26,12 @@ int inspect_topology(const std::string& path) {
                 static_cast<long long>(inst.kv.memory_mb), inst.kv.dtype.c_str());
     for (const auto& e : inst.executors) std::printf("  executor: device=%s weights=%s threads=%d\n", e.device.c_str(), e.weights.c_str(), e.threads);
   }
+  const RouterConfig& r = t->router;
+  if (t->instances.size() > 1)
+    std::printf("router: policy=%s cache_threshold=%g balance_abs_threshold=%d balance_rel_threshold=%g "
+                "max_tree_tokens=%lld\n",
+                r.policy.c_str(), r.cache_threshold, r.balance_abs_threshold, r.balance_rel_threshold,
+                static_cast<long long>(r.max_tree_tokens));
   return 0;
 }
 

@@ -53,6 +53,7 @@ wait $server 2>/dev/null || true
 # Two instances behind the router (the shipped topology): a shared-prefix load is served, and
 # /metrics labels each instance and counts the router's decisions.
 topology=$(dirname "$0")/../../config/two_cpu_instances.yaml
+"$bin" inspect "$topology" | grep -q "^router: policy=cache_aware cache_threshold=0.3 "
 "$bin" serve --model "$dir/m" --topology "$topology" --port "$port" >"$dir/serve2.txt" 2>&1 &
 server=$!
 for _ in $(seq 1 100); do
