@@ -14,7 +14,8 @@ namespace brigade {
 struct ExecutorConfig {
   // "cpu", or "cuda" / "cuda:N" (GPU 0 / N; needs a build with the CUDA backend and tp 1).
   std::string device = "cpu";
-  int threads = 0;             // CPU threads per rank; 0 = all hardware threads (shared out by tp)
+  int threads = 0;             // CPU threads per rank; 0 = an equal share of the hardware threads
+                               // among every CPU rank of the engine (all instances, all tp ranks)
   // Tensor parallelism: ranks that each hold 1/tp of every layer's attention heads and MLP and
   // all-reduce inside the forward pass (one executor actor per rank, rank 0 samples). tp must
   // divide the model's n_heads, n_kv_heads and intermediate_size (checked at load).

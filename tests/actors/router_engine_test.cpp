@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "actors/engine/engine_testing.h"
+#include "actors/engine/instance.h"
 #include "brigade/engine.h"
 #include "models/make_model.h"
 #include "tests/engine_test_util.h"
@@ -252,6 +253,18 @@ TEST_F(RouterEngine, ASingleInstanceWhoseExecutorDiedAnswersWithErrors) {
   EXPECT_EQ(out.get(*id).finish, FinishReason::error);
   EXPECT_NE(out.error(*id).find("executor failed"), std::string::npos) << out.error(*id);
   EXPECT_TRUE((*e)->instance_stats()[0].serving) << "without a router nothing marks it down";
+}
+
+// `threads: 0` shares the cores among every CPU rank of the engine; a count given stays.
+TEST(InstanceThreads, ZeroSharesTheCoresAmongEveryCpuRank) {
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+  ExecutorConfig all;  // threads 0
+  EXPECT_EQ(rank_threads(all, 1), 0) << "a lone rank takes every core (0 = all)";
+  EXPECT_EQ(rank_threads(all, 2), std::max(1, hw / 2));
+  EXPECT_EQ(rank_threads(all, 4 * hw), 1) << "never below one thread";
+  ExecutorConfig three;
+  three.threads = 3;
+  EXPECT_EQ(rank_threads(three, 2), 3);
 }
 
 }  // namespace
