@@ -239,6 +239,23 @@ TEST_F(RouterEngine, AnInstanceThatDiesFailsItsRequestsAndTheOtherKeepsServing) 
   EXPECT_TRUE(cached.has_value()) << "the query goes to the instance that serves";
 }
 
+// Each instance has tiers of its own (its own tier actor); stats() adds theirs up.
+TEST_F(RouterEngine, EachInstanceHasItsOwnTiers) {
+  EngineOptions o = options(2, "round_robin");
+  for (auto& inst : o.topology.instances) inst.cache.host_bytes = 8 << 20;
+  auto e = Engine::create(o);
+  ASSERT_TRUE(e.has_value()) << e.status().to_string();
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE((*e)->generate(testing::greedy_ids(prompt(i, 40), 4)).has_value());
+  const auto per = (*e)->instance_stats();
+  const EngineStats sum = (*e)->stats();
+  EXPECT_TRUE(sum.tiers);
+  for (const auto& inst : per) {
+    EXPECT_TRUE(inst.stats.tiers);
+    EXPECT_GT(inst.stats.tier_saved_pages, 0u) << inst.name << " saved its own pages (write_through)";
+  }
+  EXPECT_EQ(sum.tier_saved_pages, per[0].stats.tier_saved_pages + per[1].stats.tier_saved_pages);
+}
+
 // One instance has no router and no links: its scheduler outlives a dead executor and ends each
 // request with the step's error rather than leaving it without a final event.
 TEST_F(RouterEngine, ASingleInstanceWhoseExecutorDiedAnswersWithErrors) {
