@@ -15,8 +15,13 @@ const char* route_reason_name(RouteReason r) {
 }
 
 RouterPolicy::RouterPolicy(const RouterConfig& config, int n_instances)
-    : config_(config), loads_(static_cast<size_t>(n_instances)), up_(static_cast<size_t>(n_instances), true) {
+    : config_(config),
+      kind_(config.policy == "round_robin"  ? Kind::round_robin
+            : config.policy == "least_load" ? Kind::least_load
+                                            : Kind::cache_aware),
+      loads_(static_cast<size_t>(n_instances)), up_(static_cast<size_t>(n_instances), true) {
   BRIGADE_CHECK(n_instances >= 1, "a router needs an instance");
+  BRIGADE_CHECK(kind_ != Kind::cache_aware || config.policy == "cache_aware", "router.policy is validated by the topology");
   trees_.reserve(static_cast<size_t>(n_instances));
   for (int i = 0; i < n_instances; ++i) trees_.emplace_back(config.max_tree_tokens);
 }
@@ -74,8 +79,8 @@ int RouterPolicy::next_round_robin() const {
 Expected<RouteDecision> RouterPolicy::choose(std::span<const int32_t> prompt) const {
   const int least = least_loaded();
   if (least < 0) return internal_error("no instance is serving: every instance of this engine has stopped");
-  if (config_.policy == "round_robin") return RouteDecision{next_round_robin(), RouteReason::round_robin, 0};
-  if (config_.policy == "least_load") return RouteDecision{least, RouteReason::load, 0};
+  if (kind_ == Kind::round_robin) return RouteDecision{next_round_robin(), RouteReason::round_robin, 0};
+  if (kind_ == Kind::least_load) return RouteDecision{least, RouteReason::load, 0};
   return cache_aware(prompt, least);
 }
 
@@ -88,7 +93,7 @@ Expected<RouteDecision> RouterPolicy::route(uint64_t request_id, std::span<const
   l.n_pending_prompt_tokens += static_cast<int64_t>(prompt.size());
   inflight_[request_id] = {d.instance, static_cast<int64_t>(prompt.size())};
   trees_[static_cast<size_t>(d.instance)].insert(prompt);
-  if (config_.policy == "round_robin") next_rr_ = (d.instance + 1) % n_instances();
+  if (kind_ == Kind::round_robin) next_rr_ = (d.instance + 1) % n_instances();
   return d;
 }
 

@@ -81,7 +81,10 @@ class RouterPolicy {
   RouteDecision cache_aware(std::span<const int32_t> prompt, int least) const;
   int next_round_robin() const;
 
+  enum class Kind { cache_aware, least_load, round_robin };
+
   RouterConfig config_;
+  Kind kind_;  // config_.policy, parsed once
   std::vector<InstanceLoad> loads_;
   std::vector<PrefixTree> trees_;
   std::vector<bool> up_;
