@@ -253,6 +253,13 @@ constexpr CounterField<uint64_t> kCounterTotals[] = {
     {&EngineStats::tier_disk_hit_pages, &SchedulerCounters::tier_disk_hit_pages},
     {&EngineStats::step_flops, &SchedulerCounters::step_flops},
     {&EngineStats::step_bytes, &SchedulerCounters::step_bytes},
+    {&EngineStats::spec_draft_tokens, &SchedulerCounters::spec_draft_tokens},
+    {&EngineStats::spec_accepted_tokens, &SchedulerCounters::spec_accepted_tokens},
+    {&EngineStats::spec_verify_seqs, &SchedulerCounters::spec_verify_seqs},
+    {&EngineStats::spec_misses, &SchedulerCounters::spec_misses},
+    {&EngineStats::spec_off_compute_bound_steps, &SchedulerCounters::spec_off_compute_bound_steps},
+    {&EngineStats::spec_off_batch_steps, &SchedulerCounters::spec_off_batch_steps},
+    {&EngineStats::spec_seqs_turned_off, &SchedulerCounters::spec_seqs_turned_off},
 };
 // Per bound, memory then compute (SchedulerCounters::bound_*).
 constexpr std::pair<uint64_t EngineStats::*, uint64_t EngineStats::*> kBoundFields[] = {
@@ -464,6 +471,8 @@ Status EngineImpl::start(const EngineOptions& options) {
   setup.counters = counters_;
   setup.limits.chunked_prefill = inst.scheduler.chunked_prefill;
   setup.limits.prefix_cache = inst.cache.radix;
+  if (const SpeculativeConfig& sc = inst.scheduler.speculative; sc.method == "ngram")
+    setup.limits.spec = {sc.num_tokens, sc.ngram_min, sc.ngram_max, sc.min_acceptance, sc.disable_batch_size};
   BRIGADE_ASSIGN_OR_RETURN(setup.limits.eviction, parse_eviction_policy(inst.cache.eviction));
   // The root of the page-key chain and the disk tier's guard (kvstore/page_key.h). Keys name pages
   // beyond this process only through the tiers; without them the device cache is born and dies
