@@ -349,22 +349,26 @@ void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vec
 }
 
 // Decodes of running sequences: one token each (plus drafts), so they never starve behind long
-// prompts.
+// prompts. Drafting needs each sequence's last token, so while drafts are on, decode steps run
+// one at a time: a decode step beside one in flight would either leave out the sequences whose
+// tokens are still coming (splitting the batch over two steps that each read every weight) or
+// decode them without drafts. Prompt chunks still overlap.
 void SchedulerPolicy::plan_decodes(PlannedStep& step, std::vector<StepEntry>& entries, int& budget, PageSource& pages) {
   std::vector<uint64_t> ids;
   for (const auto& [id, s] : running_) {
     if (wants_decode(s)) ids.push_back(id);
   }
-  const bool drafts_ok = !ids.empty() && drafting_this_step();
+  if (ids.empty()) return;
+  const bool drafts_ok = drafting_this_step();
+  if (drafts_ok && std::any_of(running_.begin(), running_.end(),
+                               [](const auto& kv) { return kv.second.drafting || kv.second.n_pending > 0; }))
+    return;
   for (uint64_t id : ids) {
     auto it = running_.find(id);  // an earlier decode may have preempted it
     if (budget <= 0 || it == running_.end() || !wants_decode(it->second)) continue;
     Seq& s = it->second;
     std::vector<int32_t> drafts;
-    if (drafts_ok && spec_active(s)) {
-      if (s.n_pending > 0) continue;  // drafting needs its last token: it waits for the result
-      drafts = propose_drafts(s, budget);
-    }
+    if (drafts_ok && spec_active(s)) drafts = propose_drafts(s, budget);
     int n = 1 + static_cast<int>(drafts.size());
     if (!drafts.empty() && !ensure_pages(s, s.n_scheduled + n, pages)) {
       drafts.clear();  // no pages for the drafts: a plain decode may still fit
