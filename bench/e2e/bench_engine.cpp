@@ -141,8 +141,8 @@ nlohmann::json compare_kv_dtypes(const std::string& model, int threads, int cont
 nlohmann::json compare_speculation(const std::string& model, int threads, int spec_tokens, int decode_tokens,
                                    int repeats) {
   nlohmann::json out;
-  std::printf("\n%-24s %12s %12s %12s %12s\n", "decode, speculation", "tokens/s", "vs off", "tokens/step",
-              "acceptance");
+  std::printf("\n%-24s %12s %12s %12s %12s %14s\n", "decode, speculation", "tokens/s", "vs off", "tokens/step",
+              "acceptance", "no-draft steps");
   for (int batch : {1, 8}) {
     std::vector<std::unique_ptr<Engine>> engines;
     for (int k : {0, spec_tokens}) engines.push_back(make_engine(model, threads, false, batch, "auto", k));
@@ -161,11 +161,14 @@ nlohmann::json compare_speculation(const std::string& model, int threads, int sp
       const uint64_t drafted = a.spec_draft_tokens - b.spec_draft_tokens;
       const double acceptance =
           drafted > 0 ? static_cast<double>(a.spec_accepted_tokens - b.spec_accepted_tokens) / static_cast<double>(drafted) : 0.0;
+      // Steps the load rule planned without drafts (the last step was compute-bound).
+      const uint64_t off_steps = (a.spec_off_compute_bound_steps - b.spec_off_compute_bound_steps) +
+                                 (a.spec_off_batch_steps - b.spec_off_batch_steps);
       const std::string name = i == 0 ? "off" : "ngram k=" + std::to_string(spec_tokens);
-      std::printf("%-10s batch %-12d %12.1f %11.2fx %12.2f %12.2f\n", name.c_str(), batch, best[i], best[i] / best[0],
-                  per_step, acceptance);
+      std::printf("%-10s batch %-12d %12.1f %11.2fx %12.2f %12.2f %14llu\n", name.c_str(), batch, best[i],
+                  best[i] / best[0], per_step, acceptance, static_cast<unsigned long long>(off_steps));
       out.push_back({{"speculation", name}, {"batch", batch}, {"tokens_per_s", best[i]}, {"tokens_per_step", per_step},
-                     {"acceptance", acceptance}, {"draft_tokens", drafted}});
+                     {"acceptance", acceptance}, {"draft_tokens", drafted}, {"no_draft_steps", off_steps}});
     }
   }
   return out;

@@ -83,6 +83,30 @@ TEST(SchedulerSpec, AcceptedDraftsAdvanceTheSequence) {
   EXPECT_EQ(s3->seqs[0].n_generated, 4u) << "the seeded stream continues after the accepted tokens";
 }
 
+TEST(SchedulerSpec, DecodesWaitForAVerificationInFlightButPromptsDoNot) {
+  SchedulerPolicy p(spec_limits(), 100);
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(repeating(1, 20)).is_ok());
+  SeqRequest other = repeating(2, 20);
+  other.prompt = {40, 41, 42};  // no n-gram repeats: it decodes without drafts
+  ASSERT_TRUE(p.add(other).is_ok());
+  auto s1 = p.plan(pages);
+  std::vector<SampledResult> firsts = tokens_for(1, {7});
+  firsts.push_back({2, 43, 0.0f, {}});
+  p.complete(s1->step_id, firsts, pages);
+  auto s2 = p.plan(pages);
+  ASSERT_TRUE(s2);
+  ASSERT_EQ(s2->seqs.size(), 2u) << "one step holds the whole batch";
+  EXPECT_EQ(s2->seqs[0].n_draft, 3);
+  EXPECT_EQ(s2->seqs[1].n_draft, 0);
+  EXPECT_FALSE(p.plan(pages)) << "sequence 2 could decode on its token in flight, but that would split the batch";
+  ASSERT_TRUE(p.add(repeating(3, 20)).is_ok());
+  auto s3 = p.plan(pages);
+  ASSERT_TRUE(s3) << "a prompt runs beside the verification";
+  ASSERT_EQ(s3->seqs.size(), 1u);
+  EXPECT_EQ(s3->seqs[0].seq_id, 3u);
+}
+
 TEST(SchedulerSpec, RejectedDraftsGiveTheirPagesBack) {
   SchedulerPolicy p(spec_limits(), 100);
   PoolSource pages(100);
