@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <future>
+#include <mutex>
 
 #include "brigade/engine.h"
 #include "models/make_model.h"
@@ -137,6 +139,68 @@ TEST_F(SpecEngine, StopsMaxTokensAndLogprobsWithSeveralTokensPerStep) {
   ASSERT_TRUE(shorter.has_value());
   EXPECT_EQ(shorter->token_ids, std::vector<int32_t>(want->token_ids.begin(), want->token_ids.begin() + 7));
   EXPECT_EQ(shorter->finish, FinishReason::length);
+}
+
+// The events of one request: token ids and text of each.
+std::vector<Event> collect_events(Engine& engine, const GenerateOptions& r) {
+  std::mutex mu;
+  std::vector<Event> events;
+  std::promise<void> done;
+  auto id = engine.submit(r, [&](const Event& ev) {
+    std::lock_guard<std::mutex> lock(mu);
+    events.push_back(ev);
+    if (ev.finish != FinishReason::none) done.set_value();
+  });
+  EXPECT_TRUE(id.has_value()) << id.status().to_string();
+  if (id) done.get_future().wait();
+  return events;
+}
+
+// A stop string that completes at a token in the middle of an event's accepted run ends the
+// output at that token: text, ids and usage stop there (the tokenizer cuts the event).
+TEST_F(SpecEngine, AStopStringInsideAnAcceptedRunCutsTheIdsThere) {
+  auto off = make_engine(spec_options(dir_.string(), 1, false));
+  auto on = make_engine(spec_options(dir_.string(), 2, true));
+  ASSERT_TRUE(off && on);
+  GenerateOptions r;
+  r.prompt = "abcabcabcabcabcabc";
+  r.max_tokens = 80;
+  r.sampling.temperature = 0.0f;
+  r.ignore_eos = true;
+  // Without drafts every event is one token, so its text is what streaming shows after it.
+  std::vector<int32_t> ids;
+  std::vector<std::string> streamed;  // the text streamed up to and including token i
+  for (const Event& ev : collect_events(*off, r)) {
+    ASSERT_LE(ev.token_ids.size(), 1u);
+    for (int32_t t : ev.token_ids) {
+      ids.push_back(t);
+      streamed.push_back((streamed.empty() ? "" : streamed.back()) + ev.text);
+    }
+  }
+  std::vector<size_t> inside;  // tokens that are not the last of their event with drafts
+  size_t n = 0;
+  for (const Event& ev : collect_events(*on, r)) {
+    for (size_t j = 0; j < ev.token_ids.size(); ++j, ++n) {
+      ASSERT_LT(n, ids.size());
+      ASSERT_EQ(ev.token_ids[j], ids[n]) << "the same tokens as without drafts";
+      if (j + 1 < ev.token_ids.size()) inside.push_back(n);
+    }
+  }
+  ASSERT_FALSE(inside.empty()) << "no event carried several tokens: drafts were never accepted";
+  // The stop string is everything streamed up to a token inside a run (the output repeats
+  // itself, so a shorter piece would first occur earlier): it completes exactly at that token.
+  for (size_t i : inside) {
+    if (i == 0 || streamed[i].size() == streamed[i - 1].size()) continue;  // the token added no text yet
+    r.stop = {streamed[i]};
+    auto cut = on->generate(r);
+    ASSERT_TRUE(cut.has_value());
+    EXPECT_EQ(cut->finish, FinishReason::stop);
+    EXPECT_EQ(cut->text, "") << "the stop string is never streamed";
+    EXPECT_EQ(cut->token_ids, std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(i) + 1))
+        << "the ids end at the token that completed the stop string, not at the end of its run";
+    return;
+  }
+  GTEST_SKIP() << "no token inside a run added text";
 }
 
 TEST(SpecEngineConfig, BadSpeculativeKeysAreRefused) {
