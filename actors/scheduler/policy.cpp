@@ -369,12 +369,9 @@ void SchedulerPolicy::plan_decodes(PlannedStep& step, std::vector<StepEntry>& en
     Seq& s = it->second;
     std::vector<int32_t> drafts;
     if (drafts_ok && spec_active(s)) drafts = propose_drafts(s, budget);
-    int n = 1 + static_cast<int>(drafts.size());
-    if (!drafts.empty() && !ensure_pages(s, s.n_scheduled + n, pages)) {
-      drafts.clear();  // no pages for the drafts: a plain decode may still fit
-      n = 1;
-    }
-    if (!ensure_pages(s, s.n_scheduled + n, pages)) continue;
+    if (!ensure_pages(s, s.n_scheduled + 1, pages)) continue;
+    if (!drafts.empty() && !take_draft_pages(s, static_cast<int>(drafts.size()), pages)) drafts.clear();
+    const int n = 1 + static_cast<int>(drafts.size());
     if (!drafts.empty()) {
       spec_stats_.draft_tokens += drafts.size();
       ++spec_stats_.verify_seqs;

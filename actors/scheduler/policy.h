@@ -266,6 +266,7 @@ class SchedulerPolicy {
   bool spec_active(const Seq& s) const { return drafter_ && s.n_generated >= s.spec_off_until; }
   // Drafts for a decode of s within the step's remaining budget, max_tokens and the context.
   std::vector<int32_t> propose_drafts(Seq& s, int budget);
+  bool take_draft_pages(Seq& s, int n_draft, PageSource& pages);
   void note_acceptance(Seq& s, double fraction);
   void complete_drafts(Seq& s, const StepEntry& e, const std::vector<const SampledResult*>* got,
                        std::vector<SeqEvent>& events, PageSource& pages);

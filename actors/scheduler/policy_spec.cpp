@@ -59,6 +59,19 @@ std::vector<int32_t> SchedulerPolicy::propose_drafts(Seq& s, int budget) {
   return std::move(p.tokens);
 }
 
+// Slots for the drafts come from pages the lease holds free: a guess never preempts a sequence
+// or evicts a cached prefix (ensure_pages would), and a short lease just means no drafts.
+bool SchedulerPolicy::take_draft_pages(Seq& s, int n_draft, PageSource& pages) {
+  const int need = s.blocks.pages_needed(s.n_scheduled + 1 + n_draft);
+  if (need == 0) return true;
+  if (need > pages.n_available()) return false;
+  auto got = pages.take(need);
+  if (!got) return false;
+  s.blocks.append(*got);
+  s.tree_owned.resize(static_cast<size_t>(s.blocks.n_pages()), false);
+  return true;
+}
+
 void SchedulerPolicy::note_acceptance(Seq& s, double fraction) {
   s.spec_rate = 0.8 * s.spec_rate + 0.2 * fraction;
   if (s.spec_rate >= limits_.spec.min_acceptance) return;

@@ -123,6 +123,27 @@ TEST(SchedulerSpec, RejectedDraftsGiveTheirPagesBack) {
   EXPECT_EQ(s3->seqs[0].tokens[0], 4);
 }
 
+TEST(SchedulerSpec, DraftsNeverPreemptForTheirPages) {
+  SchedulerPolicy p(spec_limits(), 4);
+  PoolSource pages(4);  // 16 slots
+  ASSERT_TRUE(p.add(repeating(1, 20)).is_ok());
+  SeqRequest other = repeating(2, 20);
+  other.prompt = {40, 41, 42, 43, 44};
+  ASSERT_TRUE(p.add(other).is_ok());
+  auto s1 = p.plan(pages);  // both prompts: 2 pages each
+  ASSERT_TRUE(s1);
+  ASSERT_EQ(s1->seqs.size(), 2u);
+  EXPECT_EQ(pages.n_available(), 0);
+  std::vector<SampledResult> firsts = tokens_for(1, {7});
+  firsts.push_back({2, 45, 0.0f, {}});
+  p.complete(s1->step_id, firsts, pages);
+  auto s2 = p.plan(pages);
+  ASSERT_TRUE(s2);
+  ASSERT_EQ(s2->seqs.size(), 2u) << "nobody was preempted";
+  EXPECT_EQ(s2->seqs[0].n_draft, 0) << "the drafts' page would have cost sequence 2 its place";
+  EXPECT_EQ(p.n_preemptions(), 0u);
+}
+
 TEST(SchedulerSpec, AStopInsideTheAcceptedTokensEndsThere) {
   SchedulerPolicy p(spec_limits(), 100);
   PoolSource pages(100);
