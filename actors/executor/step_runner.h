@@ -22,6 +22,10 @@
 //           the tokens. The next step can start in between (it takes the tokens it reuses from
 //           the device table), so the device never waits for the host between steps. At most
 //           kMaxInFlight steps are started and not finished.
+// Speculative decoding: a work item with drafts (SeqWorkItem::n_draft = k) gets logits for its
+// k + 1 positions and returns the verified run (core/sampling.h verify_drafts); both paths use
+// the host sampler for it (the device path downloads its rows), and drafts enter a sequence's
+// penalty history only once accepted.
 // Greedy tokens are the same on both paths (the CPU backend's rows are independent bit for bit
 // below cpu/ops.h kBlasMinRows rows, so padding changes none).
 //
