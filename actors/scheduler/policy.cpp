@@ -1,9 +1,9 @@
 #include "actors/scheduler/policy.h"
 
-#include "actors/drafter/ngram_drafter.h"
-
 #include <algorithm>
 #include <utility>
+
+#include "actors/drafter/ngram_drafter.h"
 
 namespace brigade {
 
