@@ -47,6 +47,7 @@ step_plan_msg encode_step_plan(const PlannedStep& step) {
       s.setNGenerated(w.n_generated);
       s.setPromptLen(w.prompt_len);
       if (!w.history.empty()) fill_list(s.initHistory(static_cast<unsigned>(w.history.size())), w.history);
+      s.setNDraft(w.n_draft);
     }
     auto rel = b.initReleased(static_cast<unsigned>(step.released.size()));
     for (unsigned i = 0; i < step.released.size(); ++i) rel.set(i, step.released[i]);
@@ -69,6 +70,7 @@ PlannedStep decode_step_plan(schema::StepPlan::Reader plan) {
     w.n_generated = s.getNGenerated();
     w.prompt_len = s.getPromptLen();
     w.history = to_vector(s.getHistory());
+    w.n_draft = s.getNDraft();
     step.n_tokens += static_cast<int>(w.tokens.size());
     step.seqs.push_back(std::move(w));
   }

@@ -24,6 +24,7 @@ struct SeqWorkItem {
   int prompt_len = 0;             // positions [0, prompt_len) are prompt, later ones output
   std::vector<int32_t> history;   // tokens at positions [0, len) not computed here (cached
                                   // prefix): only for penalty history
+  int n_draft = 0;                // the last n_draft tokens are drafts to verify (SeqWork.nDraft)
 };
 
 struct PlannedStep {
@@ -43,6 +44,7 @@ struct StepReport {
   bool compute_bound = false;
 };
 
+// One sampled token. A sequence that verified drafts has 1..n_draft+1 consecutive results.
 struct SampledResult {
   uint64_t seq_id = 0;
   int32_t token = 0;

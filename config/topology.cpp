@@ -128,7 +128,34 @@ Status parse_scheduler(const YAML::Node& s, const std::string& where, SchedulerC
       .read("max_step_tokens", sched.max_step_tokens)
       .read("max_inflight_steps", sched.max_inflight_steps)
       .read("chunked_prefill", sched.chunked_prefill)
+      .nested("speculative", [&](const YAML::Node& n, const std::string& w) {
+        SpeculativeConfig& sp = sched.speculative;
+        return MapReader(n, w)
+            .read("method", sp.method)
+            .read("num_tokens", sp.num_tokens)
+            .read("ngram_min", sp.ngram_min)
+            .read("ngram_max", sp.ngram_max)
+            .read("min_acceptance", sp.min_acceptance)
+            .read("disable_batch_size", sp.disable_batch_size)
+            .status();
+      })
       .status();
+}
+
+Status validate_speculative(const SpeculativeConfig& sp, const std::string& w) {
+  const std::set<std::string> methods = {"none", "ngram"};
+  if (!methods.count(sp.method))
+    return invalid_argument(w + ": scheduler.speculative.method '" + sp.method + "' is not one of: " + join(methods));
+  if (sp.method == "none") return Status::ok();
+  const std::string at = w + ": scheduler.speculative.";
+  if (sp.num_tokens < 1 || sp.num_tokens > 16)
+    return invalid_argument(at + "num_tokens must be in [1, 16] (got " + std::to_string(sp.num_tokens) + ")");
+  if (sp.ngram_min < 1) return invalid_argument(at + "ngram_min must be >= 1");
+  if (sp.ngram_max < sp.ngram_min) return invalid_argument(at + "ngram_max must be >= ngram_min");
+  if (!(sp.min_acceptance >= 0.0 && sp.min_acceptance <= 1.0))
+    return invalid_argument(at + "min_acceptance must be in [0, 1]");
+  if (sp.disable_batch_size < 0) return invalid_argument(at + "disable_batch_size must be >= 0 (0 = no limit)");
+  return Status::ok();
 }
 
 Status parse_kv(const YAML::Node& k, const std::string& where, KvConfig& kv) {
@@ -213,6 +240,7 @@ Status validate_instance(const InstanceConfig& inst) {
   if (s.max_step_tokens < 1) return invalid_argument(w + ": scheduler.max_step_tokens must be >= 1");
   if (s.max_inflight_steps < 1 || s.max_inflight_steps > 8)
     return invalid_argument(w + ": scheduler.max_inflight_steps must be in [1, 8]");
+  BRIGADE_RETURN_IF_ERROR(validate_speculative(s.speculative, w));
   const auto& k = inst.kv;
   if (k.page_size < 1 || k.page_size > 1024) return invalid_argument(w + ": kv.page_size must be in [1, 1024]");
   if (k.pages < 0) return invalid_argument(w + ": kv.pages must be >= 0 (0 = from kv.memory_mb)");

@@ -75,4 +75,33 @@ float log_softmax_at(std::span<const float> logits, int32_t index);
 // device_uniform(seed, step) times the total (the last kept token when rounding leaves none).
 int32_t sample_like_device(std::span<const float> logits, const SampleParams& p);
 
+// Speculative verification (DESIGN.md §7) of k draft tokens against the target's k + 1 logits
+// rows (row j: the distribution of the token after the step's input j; input 0 is the sequence's
+// last token, input j >= 1 is drafts[j - 1]). sample_row(j) draws the target's token from row j by
+// the ordinary rule (penalties with the history up to that row, then sample_like_device with the
+// draw of stream step n_generated + j). Draft j is accepted when that token equals it; the first
+// token that differs, or the bonus token of row k after all k were accepted, ends the run.
+// Returns the tokens to append: drafts[0, a) and then the target's token of row a (1..k+1).
+//
+// This is the standard rule for a drafter whose distribution is a point mass on its draft d
+// (accept with probability min(1, p(d) / q(d)) = p(d); on rejection draw from the residual
+// max(0, p - q) normalised, which is p with d removed, renormalised): the ordinary draw equals
+// d with probability p(d), and given that it is not d it is distributed as p restricted to the
+// other tokens. It is the coupling in which the random draw of each position is the one
+// non-speculative decoding uses, so with equal logits speculation changes no token, greedy or
+// seeded (what may differ is the logits themselves: a row verified in a k + 1 row step and the
+// same row decoded alone agree bit for bit on the CPU backend below cpu/ops.h kBlasMinRows).
+// sample_row(j) is called in order and only while drafts are accepted, so it may extend the
+// penalty history with drafts[j - 1] when called for j >= 1.
+template <class SampleRow>
+std::vector<int32_t> verify_drafts(std::span<const int32_t> drafts, SampleRow&& sample_row) {
+  std::vector<int32_t> out;
+  for (size_t j = 0; j <= drafts.size(); ++j) {
+    const int32_t token = sample_row(static_cast<int>(j));
+    out.push_back(token);
+    if (j == drafts.size() || token != drafts[j]) break;
+  }
+  return out;
+}
+
 }  // namespace brigade

@@ -1,5 +1,6 @@
 #include "kvstore/page_pool.h"
 
+#include <algorithm>
 #include <string>
 
 namespace brigade {
@@ -54,6 +55,14 @@ int32_t BlockTable::slot(int pos) const {
 std::vector<int32_t> BlockTable::take_all() {
   std::vector<int32_t> out;
   out.swap(pages_);
+  return out;
+}
+
+std::vector<int32_t> BlockTable::take_past(int n_tokens) {
+  const size_t keep = static_cast<size_t>(std::max(0, (n_tokens + page_size_ - 1) / page_size_));
+  if (keep >= pages_.size()) return {};
+  std::vector<int32_t> out(pages_.begin() + static_cast<std::ptrdiff_t>(keep), pages_.end());
+  pages_.resize(keep);
   return out;
 }
 

@@ -51,6 +51,9 @@ class BlockTable {
   int32_t slot(int pos) const;
   // Releases the pages; the caller returns them to their pool.
   std::vector<int32_t> take_all();
+  // Releases the pages wholly past the first n_tokens positions (rejected speculative tokens'
+  // slots); the caller returns them to their pool.
+  std::vector<int32_t> take_past(int n_tokens);
 
  private:
   int page_size_;

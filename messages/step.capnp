@@ -21,6 +21,12 @@ struct SeqWork {
                                    # executor rebuilds penalty history from the tokens it sees
   history @9 :List(Int32);         # tokens at [0, len) the executor has not seen (a cached prefix
                                    # the sequence starts after): penalty history only, no compute
+  nDraft @10 :Int32;               # speculative decoding (DESIGN.md §7): the last nDraft tokens
+                                   # are draft proposals after tokens[0] (the sequence's last
+                                   # token). Every one of the nDraft + 1 positions gets logits and
+                                   # the executor verifies the drafts (core/sampling.h
+                                   # verify_drafts): the result holds 1..nDraft+1 tokens for the
+                                   # sequence. Needs sample = true, useLastSampled = false.
 }
 
 struct StepPlan {
@@ -29,6 +35,8 @@ struct StepPlan {
   released @2 :List(UInt64);       # sequences that ended: drop their per-sequence state
 }
 
+# One token of a sequence. A sequence that verified drafts (SeqWork.nDraft > 0) has 1..nDraft+1
+# consecutive entries, in order: the accepted drafts, then the target's own token.
 struct SampledToken {
   seqId @0 :UInt64;
   tokenId @1 :Int32;

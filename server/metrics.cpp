@@ -177,6 +177,21 @@ std::string ServerMetrics::render(const EngineStats& s, const std::vector<Instan
              {{"memory", static_cast<double>(s.memory_bound_roofline_us) / 1e6},
               {"compute", static_cast<double>(s.compute_bound_roofline_us) / 1e6}});
   }
+  // Speculative decoding (scheduler.speculative).
+  metric(out, "brigade_spec_draft_tokens_total", "counter", "Draft tokens sent to the target for verification.",
+         static_cast<double>(s.spec_draft_tokens));
+  metric(out, "brigade_spec_accepted_tokens_total", "counter", "Draft tokens the target accepted.",
+         static_cast<double>(s.spec_accepted_tokens));
+  metric(out, "brigade_spec_verify_sequences_total", "counter", "Sequence steps that verified drafts.",
+         static_cast<double>(s.spec_verify_seqs));
+  metric(out, "brigade_spec_draft_misses_total", "counter", "Drafting attempts where the drafter proposed nothing.",
+         static_cast<double>(s.spec_misses));
+  labelled(out, "brigade_spec_off_steps_total", "counter", "Steps planned without drafts by the load rule.", "reason",
+           {{"compute_bound", static_cast<double>(s.spec_off_compute_bound_steps)},
+            {"batch_size", static_cast<double>(s.spec_off_batch_steps)}});
+  metric(out, "brigade_spec_sequences_turned_off_total", "counter",
+         "Times a sequence stopped drafting for a while: its acceptance was below min_acceptance.",
+         static_cast<double>(s.spec_seqs_turned_off));
   render_instances(out, instances);
   std::lock_guard<std::mutex> lock(mu_);
   ttft_.render("brigade_time_to_first_token_seconds", "Seconds from HTTP request arrival to the first token.", out);

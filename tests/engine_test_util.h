@@ -2,7 +2,10 @@
 // checkpoint: the checkpoint's shape, and engine options that keep such a test small.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <future>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +43,19 @@ inline GenerateOptions greedy_ids(std::vector<int32_t> ids, int max_tokens) {
   r.sampling.temperature = 0.0f;
   r.ignore_eos = true;
   return r;
+}
+
+// Submits every request at once (one thread each) and waits for all of them.
+inline std::vector<Completion> run_concurrently(Engine& engine, const std::vector<GenerateOptions>& reqs) {
+  std::vector<std::future<Expected<Completion>>> futures;
+  for (const auto& r : reqs) futures.push_back(std::async(std::launch::async, [&engine, r] { return engine.generate(r); }));
+  std::vector<Completion> out;
+  for (auto& f : futures) {
+    auto c = f.get();
+    EXPECT_TRUE(c.has_value()) << c.status().to_string();
+    out.push_back(c ? *c : Completion{});
+  }
+  return out;
 }
 
 }  // namespace brigade::testing

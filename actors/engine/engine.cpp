@@ -97,6 +97,13 @@ constexpr CounterField<uint64_t> kCounterTotals[] = {
     {&EngineStats::tier_disk_hit_pages, &SchedulerCounters::tier_disk_hit_pages},
     {&EngineStats::step_flops, &SchedulerCounters::step_flops},
     {&EngineStats::step_bytes, &SchedulerCounters::step_bytes},
+    {&EngineStats::spec_draft_tokens, &SchedulerCounters::spec_draft_tokens},
+    {&EngineStats::spec_accepted_tokens, &SchedulerCounters::spec_accepted_tokens},
+    {&EngineStats::spec_verify_seqs, &SchedulerCounters::spec_verify_seqs},
+    {&EngineStats::spec_misses, &SchedulerCounters::spec_misses},
+    {&EngineStats::spec_off_compute_bound_steps, &SchedulerCounters::spec_off_compute_bound_steps},
+    {&EngineStats::spec_off_batch_steps, &SchedulerCounters::spec_off_batch_steps},
+    {&EngineStats::spec_seqs_turned_off, &SchedulerCounters::spec_seqs_turned_off},
 };
 // Per bound, memory then compute (SchedulerCounters::bound_*).
 constexpr std::pair<uint64_t EngineStats::*, uint64_t EngineStats::*> kBoundFields[] = {

@@ -223,6 +223,11 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   setup.counters = std::make_shared<SchedulerCounters>();
   setup.limits.chunked_prefill = inst.scheduler.chunked_prefill;
   setup.limits.prefix_cache = inst.cache.radix;
+  if (const SpeculativeConfig& sc = inst.scheduler.speculative; sc.method == "ngram") {
+    setup.limits.spec = {sc.num_tokens, sc.ngram_min, sc.ngram_max, sc.min_acceptance, sc.disable_batch_size};
+    spdlog::info("engine: speculative decoding: ngram {}..{}, {} drafts per step, min acceptance {}", sc.ngram_min,
+                 sc.ngram_max, sc.num_tokens, sc.min_acceptance);
+  }
   BRIGADE_ASSIGN_OR_RETURN(setup.limits.eviction, parse_eviction_policy(inst.cache.eviction));
   // The root of the page-key chain and the disk tier's guard (kvstore/page_key.h). Keys name pages
   // beyond this process only through the tiers; without them the device cache is born and dies

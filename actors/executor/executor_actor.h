@@ -4,7 +4,9 @@
 // Contract: every StepPlan gets exactly one StepResult with the same stepId, in plan order. A
 // step that fails (bad ids, pages outside the pool) returns StepResult.error and changes no KV
 // state. Each result carries the step's roofline cost and, when the engine measured the device's
-// ceilings (ExecutorResources::ceilings), the time they allow it (DESIGN.md §9).
+// ceilings (ExecutorResources::ceilings), the time they allow it (DESIGN.md §9). A sequence
+// whose SeqWork has drafts (nDraft = k, speculative decoding) gets 1..k+1 SampledTokens, in
+// order: the drafts the target accepted, then its own token (core/sampling.h verify_drafts).
 //
 // Steps in flight (the device path, step_runner.h): a step whose rows all sample on the device is
 // queued and its reply waits for its tokens; a plan that arrives meanwhile (the scheduler keeps

@@ -1,6 +1,7 @@
 #include "actors/executor/step_runner.h"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 
 namespace brigade {
@@ -25,6 +26,7 @@ Status StepRunner::build_batch(const PlannedStep& step) {
     const int n = static_cast<int>(w.tokens.size());
     const int ctx = w.start_pos + n;
     if (n == 0) return invalid_argument("sequence " + std::to_string(w.seq_id) + " has no tokens in the step");
+    BRIGADE_RETURN_IF_ERROR(check_drafts(w));
     if (static_cast<int64_t>(w.block_table.size()) * page_size < ctx) {
       return invalid_argument("sequence " + std::to_string(w.seq_id) + " has pages for " +
                               std::to_string(w.block_table.size() * static_cast<size_t>(page_size)) +
@@ -59,13 +61,31 @@ Status StepRunner::build_batch(const PlannedStep& step) {
     batch_.ctx_len.push_back(ctx);
     batch_.block_table.insert(batch_.block_table.end(), w.block_table.begin(), w.block_table.end());
     batch_.block_table.resize(static_cast<size_t>(batch_.n_seqs()) * static_cast<size_t>(max_blocks), 0);
-    if (w.sample) {
-      batch_.logit_rows.push_back(batch_.n_tokens() - 1);
-      sample_items_.push_back(i);
+    if (w.sample) {  // the last position, or with drafts the last n_draft + 1
+      for (int r = batch_.n_tokens() - 1 - w.n_draft; r < batch_.n_tokens(); ++r) {
+        batch_.logit_rows.push_back(r);
+        sample_items_.push_back(i);
+      }
     }
   }
   const KvLayout& kv = kv_.layout();
   cost_ = model_.step_cost(batch_, static_cast<double>(kv.page_bytes()) / kv.page_size);
+  return Status::ok();
+}
+
+Status StepRunner::check_drafts(const SeqWorkItem& w) {
+  if (w.n_draft == 0) return Status::ok();
+  const std::string seq = "sequence " + std::to_string(w.seq_id);
+  if (w.n_draft < 0 || w.n_draft >= static_cast<int>(w.tokens.size()))
+    return invalid_argument(seq + " has " + std::to_string(w.n_draft) + " drafts among " +
+                            std::to_string(w.tokens.size()) + " tokens; drafts follow at least one token");
+  if (!w.sample) return invalid_argument(seq + " has drafts but does not sample: drafts need verifying");
+  if (w.use_last_sampled)
+    return invalid_argument(seq + " has drafts after a token it has not seen (use_last_sampled)");
+  for (size_t j = w.tokens.size() - static_cast<size_t>(w.n_draft); j < w.tokens.size(); ++j) {
+    if (w.tokens[j] < 0 || w.tokens[j] >= model_.config().vocab_size)
+      return invalid_argument(seq + " has draft token " + std::to_string(w.tokens[j]) + " outside the vocabulary");
+  }
   return Status::ok();
 }
 
@@ -134,13 +154,34 @@ Expected<std::vector<SampledResult>> StepRunner::run_on_host(const PlannedStep& 
   host_logits_.resize(static_cast<size_t>(n_rows * vocab));
   backend_.download(host_logits_.data(), logits);
   out.reserve(static_cast<size_t>(n_rows));
-  for (int r = 0; r < n_rows; ++r) {
+  for (int r = 0; r < n_rows; r += 1 + step.seqs[sample_items_[static_cast<size_t>(r)]].n_draft) {
     const SeqWorkItem& w = step.seqs[sample_items_[static_cast<size_t>(r)]];
-    std::span<float> row(host_logits_.data() + static_cast<size_t>(r * vocab), static_cast<size_t>(vocab));
-    out.push_back(sample_row(w, row));
-    last_sampled_[w.seq_id] = out.back().token;
+    sample_item(w, [&](int j) {
+      return std::span<float>(host_logits_.data() + static_cast<size_t>(r + j) * static_cast<size_t>(vocab),
+                              static_cast<size_t>(vocab));
+    }, out);
   }
   return out;
+}
+
+void StepRunner::sample_item(const SeqWorkItem& w, const std::function<std::span<float>(int)>& row,
+                             std::vector<SampledResult>& out) {
+  if (w.n_draft == 0) {
+    out.push_back(sample_row(w, row(0)));
+  } else {
+    const std::span<const int32_t> drafts = std::span<const int32_t>(w.tokens).last(static_cast<size_t>(w.n_draft));
+    verify_drafts(drafts, [&](int j) {
+      if (j > 0 && w.sampling.has_penalties()) {  // draft j - 1 was accepted: the next row has seen it
+        PenaltyHistory& h = history_[w.seq_id];
+        const int32_t d = drafts[static_cast<size_t>(j - 1)];
+        h.seen.insert(d);
+        if (w.start_pos + j >= w.prompt_len) ++h.output_counts[d];
+      }
+      out.push_back(sample_row(w, row(j), static_cast<uint32_t>(j)));
+      return out.back().token;
+    });
+  }
+  last_sampled_[w.seq_id] = out.back().token;
 }
 
 Status StepRunner::resolve_last_sampled(PlannedStep& step) {
@@ -177,8 +218,9 @@ void StepRunner::record_history(const PlannedStep& step) {
     }
     // The tokens as the model saw them: use_last_sampled resolved in the batch on the host
     // path; on the device path a fed row's token is still the last one sampled (not yet updated).
+    // Drafts enter the history only once accepted (sample_item).
     const int first_row = batch_.q_start[i];
-    for (size_t j = 0; j < w.tokens.size(); ++j) {
+    for (size_t j = 0; j + static_cast<size_t>(w.n_draft) < w.tokens.size(); ++j) {
       const size_t row = static_cast<size_t>(first_row) + j;
       const int32_t t = feed_[row] >= 0 ? last_sampled_.at(w.seq_id) : batch_.tokens[row];
       h.seen.insert(t);
@@ -189,18 +231,19 @@ void StepRunner::record_history(const PlannedStep& step) {
 
 // Log-probabilities come from the raw logits (as vLLM's default); penalties then shape the
 // distribution the token is drawn from.
-SampledResult StepRunner::sample_row(const SeqWorkItem& w, std::span<float> row) {
+SampledResult StepRunner::sample_row(const SeqWorkItem& w, std::span<float> row, uint32_t offset) {
   SampledResult r{w.seq_id, 0, 0.0f, {}};
+  const uint64_t n_generated = w.n_generated + offset;
   const bool want_logprob = w.logprobs >= 0;
   if (want_logprob && w.logprobs > 0) r.top = top_logprobs(row, w.logprobs);
   if (w.sampling.has_penalties()) {
     if (want_logprob) raw_row_.assign(row.begin(), row.end());
     auto h = history_.find(w.seq_id);
     if (h != history_.end()) apply_penalties(row, w.sampling, h->second);
-    r.token = sample_token(row, w.sampling, w.n_generated, false).token;
+    r.token = sample_token(row, w.sampling, n_generated, false).token;
     if (want_logprob) r.logprob = log_softmax_at(raw_row_, r.token);
   } else {
-    SampleOutput s = sample_token(row, w.sampling, w.n_generated, want_logprob);
+    SampleOutput s = sample_token(row, w.sampling, n_generated, want_logprob);
     r.token = s.token;
     r.logprob = s.logprob;
   }

@@ -22,6 +22,10 @@
 //           the tokens. The next step can start in between (it takes the tokens it reuses from
 //           the device table), so the device never waits for the host between steps. At most
 //           kMaxInFlight steps are started and not finished.
+// Speculative decoding: a work item with drafts (SeqWorkItem::n_draft = k) gets logits for its
+// k + 1 positions and returns the verified run (core/sampling.h verify_drafts); both paths use
+// the host sampler for it (the device path downloads its rows), and drafts enter a sequence's
+// penalty history only once accepted.
 // Greedy tokens are the same on both paths (the CPU backend's rows are independent bit for bit
 // below cpu/ops.h kBlasMinRows rows, so padding changes none).
 //
@@ -29,6 +33,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -112,7 +117,14 @@ class StepRunner {
   Status ensure_logits(int n_rows);
   // Adds the step's input tokens to the penalty history of sequences that use penalties.
   void record_history(const PlannedStep& step);
-  SampledResult sample_row(const SeqWorkItem& w, std::span<float> row);
+  // Refuses malformed drafts (SeqWork.nDraft) before anything runs.
+  Status check_drafts(const SeqWorkItem& w);
+  // Samples row (penalties, logprobs) with the random draw of stream step n_generated + offset.
+  SampledResult sample_row(const SeqWorkItem& w, std::span<float> row, uint32_t offset = 0);
+  // Appends the tokens of one sampling item: its sampled token, or with drafts the verified run
+  // (core/sampling.h verify_drafts). row(j) is the item's j-th logits row [vocab], j <= n_draft.
+  void sample_item(const SeqWorkItem& w, const std::function<std::span<float>(int)>& row,
+                   std::vector<SampledResult>& out);
   Expected<std::vector<SampledResult>> run_on_host(const PlannedStep& step);
 
   // ---- the device path (step_runner_device.cpp) ----
@@ -130,8 +142,9 @@ class StepRunner {
   // Uploads the step's tokens, feeds, runs the forward, samples and stores the tokens; between
   // begin_step/end_step when `key` is set.
   Status launch_device_step(std::optional<uint64_t> key, bool sampled);
-  // The host sampler for one row of a device step; its token is put into the device table.
-  SampledResult sample_on_host(const SeqWorkItem& w, int row);
+  // The host sampler for one item of a device step (its rows from first_row on, downloaded one
+  // by one); its last token is put into the device table.
+  void sample_on_host(const SeqWorkItem& w, int first_row, std::vector<SampledResult>& out);
   static bool needs_host_sampler(const SeqWorkItem& w);
 
   Backend& backend_;
@@ -140,7 +153,8 @@ class StepRunner {
   StepRunnerOptions options_;
   StepBatch batch_;
   StepCost cost_;  // of batch_ as build_batch left it
-  std::vector<size_t> sample_items_;  // index into step.seqs of each logits row
+  std::vector<size_t> sample_items_;  // index into step.seqs of each logits row (an item with
+                                      // drafts has n_draft + 1 consecutive rows)
   Buffer logits_buf_;
   size_t logits_rows_cap_ = 0;
   std::vector<float> host_logits_;

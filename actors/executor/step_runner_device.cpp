@@ -42,8 +42,10 @@ class StepScope {
 
 }  // namespace
 
+// Draft verification runs on the host too: its rows are downloaded like a logprob row's, and
+// whether row j + 1 counts depends on row j's token (speculative decoding, docs/architecture.md).
 bool StepRunner::needs_host_sampler(const SeqWorkItem& w) {
-  return w.logprobs >= 0 || w.sampling.has_penalties();
+  return w.logprobs >= 0 || w.sampling.has_penalties() || w.n_draft > 0;
 }
 
 Status StepRunner::grow_table(int32_t n_slots) {
@@ -119,11 +121,15 @@ Status StepRunner::launch_device_step(std::optional<uint64_t> key, bool sampled)
   return Status::ok();
 }
 
-SampledResult StepRunner::sample_on_host(const SeqWorkItem& w, int row) {
+void StepRunner::sample_on_host(const SeqWorkItem& w, int first_row, std::vector<SampledResult>& out) {
   const int64_t vocab = model_.config().vocab_size;
   host_logits_.resize(static_cast<size_t>(vocab));
-  backend_.download(host_logits_.data(), logits_buf_.view(DType::f32, {row + 1, vocab}).rows(row, 1));
-  return sample_row(w, host_logits_);
+  sample_item(w, [&](int j) {
+    const int row = first_row + j;
+    backend_.download(host_logits_.data(), logits_buf_.view(DType::f32, {row + 1, vocab}).rows(row, 1));
+    return std::span<float>(host_logits_);
+  }, out);
+  backend_.upload(i32_view(table_, table_cap_).rows(slot_of_.at(w.seq_id), 1), &out.back().token);
 }
 
 Expected<InFlightStep> StepRunner::start_on_device(const PlannedStep& step) {
@@ -171,15 +177,14 @@ Expected<InFlightStep> StepRunner::start_on_device(const PlannedStep& step) {
   sampled_.resize(static_cast<size_t>(n_rows));
   backend_.download(sampled_.data(), i32_view(d_sampled_, n_rows));
   out.results_.reserve(static_cast<size_t>(n_rows));
-  for (int r = 0; r < n_rows; ++r) {
+  for (int r = 0; r < n_rows; r += 1 + step.seqs[sample_items_[static_cast<size_t>(r)]].n_draft) {
     const SeqWorkItem& w = step.seqs[sample_items_[static_cast<size_t>(r)]];
     if (needs_host_sampler(w)) {
-      out.results_.push_back(sample_on_host(w, r));
-      backend_.upload(i32_view(table_, table_cap_).rows(slot_of_.at(w.seq_id), 1), &out.results_.back().token);
+      sample_on_host(w, r, out.results_);
     } else {
       out.results_.push_back(SampledResult{w.seq_id, sampled_[static_cast<size_t>(r)], 0.0f, {}});
+      last_sampled_[w.seq_id] = out.results_.back().token;
     }
-    last_sampled_[w.seq_id] = out.results_.back().token;
   }
   return out;
 }

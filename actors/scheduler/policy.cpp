@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "actors/drafter/ngram_drafter.h"
+
 namespace brigade {
 
 Status SchedulerLimits::validate() const {
@@ -12,7 +14,7 @@ Status SchedulerLimits::validate() const {
   if (max_context < 1) return invalid_argument("max_context must be >= 1");
   if (page_size < 1) return invalid_argument("page_size must be >= 1");
   if (vocab_size < 1) return invalid_argument("vocab_size must be >= 1");
-  return Status::ok();
+  return spec.validate();
 }
 
 const char* finish_name(Finish f) {
@@ -31,6 +33,8 @@ SchedulerPolicy::SchedulerPolicy(const SchedulerLimits& limits, int pool_pages, 
   BRIGADE_CHECK(limits_.validate().is_ok(), "limits are validated by the caller");
   BRIGADE_CHECK(pool_pages_ >= 1, "a KV pool has at least one page");
   if (limits_.prefix_cache) cache_ = std::make_unique<RadixTree>(limits_.page_size, limits_.eviction, cache_root);
+  if (limits_.spec.num_tokens > 0)
+    drafter_ = std::make_unique<NgramDrafter>(NgramDrafterOptions{limits_.spec.ngram_min, limits_.spec.ngram_max});
 }
 
 Status SchedulerPolicy::add(SeqRequest request) {
@@ -290,7 +294,7 @@ bool SchedulerPolicy::ensure_pages(Seq& s, int n_positions, PageSource& pages) {
 
 // A decode: one token, either the last one seen or the one an in-flight step is sampling.
 bool SchedulerPolicy::wants_decode(const Seq& s) const {
-  if (s.ended != Finish::none || s.loading) return false;
+  if (s.ended != Finish::none || s.loading || s.drafting) return false;
   const int known = static_cast<int>(s.tokens.size());
   if (s.n_pending > 0) {
     BRIGADE_CHECK(s.n_scheduled == known + s.n_pending - 1, "pending samples follow the scheduled positions");
@@ -305,21 +309,28 @@ bool SchedulerPolicy::wants_chunk(const Seq& s) const {
          static_cast<int>(s.tokens.size()) > s.n_scheduled && !wants_decode(s);
 }
 
-void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vector<StepEntry>& entries) {
+// n_tokens counts the drafts, which follow the sequence's known tokens.
+void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vector<StepEntry>& entries,
+                               std::span<const int32_t> drafts) {
   const int known = static_cast<int>(s.tokens.size());
   const bool pending = s.n_pending > 0;
+  const int n_draft = static_cast<int>(drafts.size());
+  BRIGADE_CHECK(n_draft == 0 || (!pending && s.n_scheduled + n_tokens - n_draft == known),
+                "drafts follow the sequence's last known token");
   SeqWorkItem w;
   w.seq_id = s.req.id;
   if (pending) {
     w.tokens = {0};  // replaced by the executor with the token it sampled last for this sequence
     w.use_last_sampled = true;
   } else {
-    w.tokens.assign(s.tokens.begin() + s.n_scheduled, s.tokens.begin() + s.n_scheduled + n_tokens);
+    w.tokens.assign(s.tokens.begin() + s.n_scheduled, s.tokens.begin() + s.n_scheduled + n_tokens - n_draft);
+    w.tokens.insert(w.tokens.end(), drafts.begin(), drafts.end());
   }
+  w.n_draft = n_draft;
   w.start_pos = s.n_scheduled;
   const int n_pages_used = (s.n_scheduled + n_tokens + limits_.page_size - 1) / limits_.page_size;
   w.block_table.assign(s.blocks.pages().begin(), s.blocks.pages().begin() + n_pages_used);
-  w.sample = pending || s.n_scheduled + n_tokens == known;
+  w.sample = pending || s.n_scheduled + n_tokens - n_draft == known;
   w.sampling = s.req.sampling;
   w.n_generated = static_cast<uint32_t>(s.n_generated + s.n_pending);  // index of the token sampled
   w.logprobs = s.req.logprobs;
@@ -328,12 +339,46 @@ void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vec
   if (s.send_history && w.sampling.has_penalties())
     w.history.assign(s.tokens.begin(), s.tokens.begin() + s.n_scheduled);
   s.send_history = false;
+  entries.push_back({s.req.id, n_tokens, w.sample, n_draft, s.n_scheduled});
   s.n_scheduled += n_tokens;
   if (w.sample) ++s.n_pending;
   ++s.n_inflight;
+  s.drafting = n_draft > 0;
   step.n_tokens += n_tokens;
-  entries.push_back({s.req.id, n_tokens, w.sample});
   step.seqs.push_back(std::move(w));
+}
+
+// Decodes of running sequences: one token each (plus drafts), so they never starve behind long
+// prompts. Drafting needs each sequence's last token, so while drafts are on, decode steps run
+// one at a time: a decode step beside one in flight would either leave out the sequences whose
+// tokens are still coming (splitting the batch over two steps that each read every weight) or
+// decode them without drafts. Prompt chunks still overlap.
+void SchedulerPolicy::plan_decodes(PlannedStep& step, std::vector<StepEntry>& entries, int& budget, PageSource& pages) {
+  std::vector<uint64_t> ids;
+  for (const auto& [id, s] : running_) {
+    if (wants_decode(s)) ids.push_back(id);
+  }
+  if (ids.empty()) return;
+  const bool drafts_ok = drafting_this_step();
+  if (drafts_ok && std::any_of(running_.begin(), running_.end(),
+                               [](const auto& kv) { return kv.second.drafting || kv.second.n_pending > 0; }))
+    return;
+  for (uint64_t id : ids) {
+    auto it = running_.find(id);  // an earlier decode may have preempted it
+    if (budget <= 0 || it == running_.end() || !wants_decode(it->second)) continue;
+    Seq& s = it->second;
+    std::vector<int32_t> drafts;
+    if (drafts_ok && spec_active(s)) drafts = propose_drafts(s, budget);
+    if (!ensure_pages(s, s.n_scheduled + 1, pages)) continue;
+    if (!drafts.empty() && !take_draft_pages(s, static_cast<int>(drafts.size()), pages)) drafts.clear();
+    const int n = 1 + static_cast<int>(drafts.size());
+    if (!drafts.empty()) {
+      spec_stats_.draft_tokens += drafts.size();
+      ++spec_stats_.verify_seqs;
+    }
+    add_work(s, n, step, entries, drafts);
+    budget -= n;
+  }
 }
 
 std::optional<PlannedStep> SchedulerPolicy::plan(PageSource& pages) {
@@ -364,16 +409,8 @@ std::optional<PlannedStep> SchedulerPolicy::plan(PageSource& pages) {
       budget -= n;
     }
   }
-  // 1. Decodes of running sequences: one token each, so they never starve behind long prompts.
-  const bool prefill_only = !step.seqs.empty();
-  for (uint64_t id : ids()) {
-    if (prefill_only) break;
-    auto it = running_.find(id);  // an earlier decode may have preempted it
-    if (budget <= 0 || it == running_.end() || !wants_decode(it->second)) continue;
-    if (!ensure_pages(it->second, it->second.n_scheduled + 1, pages)) continue;
-    add_work(it->second, 1, step, entries);
-    --budget;
-  }
+  // 1. Decodes (unless this is a prefill-only step).
+  if (step.seqs.empty()) plan_decodes(step, entries, budget, pages);
   // 2. Admission with the pages left, 3. prompt (and recompute) chunks fill the budget.
   while (limits_.chunked_prefill && admit_next(pages)) {
   }
@@ -420,6 +457,7 @@ SeqEvent SchedulerPolicy::final_event(Seq& s) {
 void SchedulerPolicy::release(Seq& s, PageSource& pages) {
   retire_pages(s, pages, s.ended != Finish::error);
   released_.push_back(s.req.id);
+  if (drafter_) drafter_->forget(s.req.id);
 }
 
 // An ended sequence leaves once no step in flight uses it; its final event goes out then if it
@@ -434,44 +472,60 @@ void SchedulerPolicy::drop_if_drained(uint64_t id, PageSource& pages, std::vecto
   running_.erase(it);
 }
 
+int SchedulerPolicy::append_tokens(Seq& s, std::span<const SampledResult* const> got, std::vector<SeqEvent>& events) {
+  SeqEvent ev;
+  ev.seq_id = s.req.id;
+  int n = 0;
+  for (const SampledResult* r : got) {
+    s.tokens.push_back(r->token);
+    ++s.n_generated;
+    ++n;
+    ev.new_tokens.push_back(r->token);
+    if (s.req.logprobs >= 0) {
+      ev.logprobs.push_back(r->logprob);
+      if (s.req.logprobs > 0) ev.top_logprobs.push_back(r->top);
+    }
+    s.ended = finish_of(s);
+    if (s.ended != Finish::none) break;  // a stop inside several tokens truncates there
+  }
+  ev.prompt_tokens = static_cast<int>(s.req.prompt.size());
+  ev.completion_tokens = s.n_generated;
+  if (s.ended != Finish::none) {
+    ev.finish = s.ended;
+    s.final_sent = true;
+  }
+  events.push_back(std::move(ev));
+  return n;
+}
+
 std::vector<SeqEvent> SchedulerPolicy::complete(uint64_t step_id, std::span<const SampledResult> sampled,
                                                 PageSource& pages) {
   BRIGADE_CHECK(!inflight_.empty() && inflight_.begin()->first == step_id, "steps complete in the order planned");
   std::vector<StepEntry> entries = std::move(inflight_.begin()->second);
   inflight_.erase(inflight_.begin());
-  std::map<uint64_t, const SampledResult*> by_seq;
-  for (const auto& r : sampled) by_seq[r.seq_id] = &r;
+  std::map<uint64_t, std::vector<const SampledResult*>> by_seq;  // a sequence's tokens, in order
+  for (const auto& r : sampled) by_seq[r.seq_id].push_back(&r);
   std::vector<SeqEvent> events;
   for (const StepEntry& e : entries) {
     Seq& s = running_.at(e.seq_id);  // a sequence with a step in flight is never dropped
     --s.n_inflight;
+    auto hit = by_seq.find(e.seq_id);
+    const std::vector<const SampledResult*>* got = hit == by_seq.end() ? nullptr : &hit->second;
+    if (e.n_draft > 0) {
+      complete_drafts(s, e, got, events, pages);
+      drop_if_drained(e.seq_id, pages, events);
+      continue;
+    }
     s.n_computed += e.n_tokens;
     if (s.ended == Finish::none) cache_computed(s);  // shares its prompt with later requests
     if (e.sample) {
       --s.n_pending;
-      auto hit = by_seq.find(e.seq_id);
-      if (s.ended == Finish::none && hit == by_seq.end()) {
+      if (s.ended == Finish::none && (!got || got->size() != 1)) {
         s.ended = Finish::error;
-        s.error = "the executor returned no token for a sequence that asked for one";
+        s.error = "the executor returned " + std::to_string(got ? got->size() : 0) +
+                  " tokens for a sequence that asked for one";
       } else if (s.ended == Finish::none) {  // tokens after the end (overlap) are dropped
-        const SampledResult& r = *hit->second;
-        s.tokens.push_back(r.token);
-        ++s.n_generated;
-        SeqEvent ev;
-        ev.seq_id = e.seq_id;
-        ev.new_tokens.push_back(r.token);
-        if (s.req.logprobs >= 0) {
-          ev.logprobs.push_back(r.logprob);
-          if (s.req.logprobs > 0) ev.top_logprobs.push_back(r.top);
-        }
-        ev.prompt_tokens = static_cast<int>(s.req.prompt.size());
-        ev.completion_tokens = s.n_generated;
-        s.ended = finish_of(s);
-        if (s.ended != Finish::none) {
-          ev.finish = s.ended;
-          s.final_sent = true;
-        }
-        events.push_back(std::move(ev));
+        append_tokens(s, *got, events);
       }
     }
     drop_if_drained(e.seq_id, pages, events);
@@ -488,6 +542,7 @@ std::vector<SeqEvent> SchedulerPolicy::fail(uint64_t step_id, const std::string&
     Seq& s = running_.at(e.seq_id);
     --s.n_inflight;
     if (e.sample) --s.n_pending;
+    s.drafting = false;
     if (s.ended == Finish::none) {
       s.ended = Finish::error;
       s.error = error;

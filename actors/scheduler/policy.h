@@ -17,6 +17,16 @@
 // priority in the waiting queue, to be recomputed from its tokens (its place is kept). A sequence
 // waits instead (no preemption) while the KV page manager still has free pages to lease.
 //
+// Speculative decoding (DESIGN.md §7, `spec`): a decoding sequence whose last token is known gets
+// up to k drafts from the n-gram drafter; its work item carries the token and the drafts (k + 1
+// positions, pages for all of them, k + 1 of the step's token budget) and it is not planned
+// again until the result says how many were accepted (1..k+1 tokens arrive, stops and max_tokens
+// cut them). Its length then advances by what was accepted and pages wholly past its tokens go
+// back (a later step overwrites the rejected slots in its last page). A sequence that drafts does
+// not decode on a token still in flight (use_last_sampled): it waits for the result instead. Load
+// rule: no drafts in a step while the last one came back compute-bound or more than
+// disable_batch_size sequences decode; per sequence, none for a while when its acceptance is low.
+//
 // Prefix cache (DESIGN.md §5, `prefix_cache`): admission matches the prompt against a RadixTree
 // and starts the sequence after its cached pages (at least one token is always computed, for the
 // logits). Prompt pages enter the tree as their chunks complete, so a request arriving while
@@ -31,11 +41,13 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "actors/drafter/drafter.h"
 #include "actors/step_types.h"
 #include "core/sampling.h"
 #include "core/status.h"
@@ -43,6 +55,18 @@
 #include "kvstore/radix_tree.h"
 
 namespace brigade {
+
+// Speculative decoding with the n-gram drafter (DESIGN.md §7; docs/architecture.md "Speculative
+// decoding"). num_tokens = 0 turns it off.
+struct SpeculativeLimits {
+  int num_tokens = 0;           // k: drafts verified per sequence and step
+  int ngram_min = 1;            // the drafter's suffix lengths (NgramDrafterOptions)
+  int ngram_max = 3;
+  double min_acceptance = 0.2;  // a sequence whose measured acceptance falls below this stops
+                                // drafting for kSpecCooldownTokens tokens
+  int disable_batch_size = 0;   // no drafts in a step with more decoding sequences (0 = no limit)
+  Status validate() const;
+};
 
 struct SchedulerLimits {
   int max_running = 64;         // sequences in the running set
@@ -61,6 +85,7 @@ struct SchedulerLimits {
   // pages is estimated cheaper than recomputing their tokens. 0 = unknown, and then it loads.
   double tier_load_us_per_page = 0;
   double prefill_us_per_token = 0;
+  SpeculativeLimits spec;
   Status validate() const;
 };
 
@@ -107,6 +132,17 @@ struct PrefixCacheStats {
   int cached_pages = 0;         // pages the tree holds now
 };
 
+// Speculative decoding counters (EngineStats spec_*, /metrics brigade_spec_*).
+struct SpecStats {
+  uint64_t draft_tokens = 0;             // drafts sent for verification
+  uint64_t accepted_tokens = 0;          // drafts the target accepted
+  uint64_t verify_seqs = 0;              // (sequence, step) pairs that verified drafts
+  uint64_t misses = 0;                   // drafting attempts where the drafter proposed nothing
+  uint64_t off_compute_bound_steps = 0;  // steps planned without drafts: the last step was compute-bound
+  uint64_t off_batch_steps = 0;          // ... more decoding sequences than disable_batch_size
+  uint64_t seqs_turned_off = 0;          // times a sequence's acceptance fell below min_acceptance
+};
+
 // What the scheduler tells a client after a step (mirrors schema::TokenEvent).
 struct SeqEvent {
   uint64_t seq_id = 0;
@@ -141,6 +177,10 @@ class SchedulerPolicy {
   // Pages held by running sequences and not by the prefix cache, plus the cache's pages.
   int n_pages_held() const;
   PrefixCacheStats cache_stats() const;
+  SpecStats spec_stats() const { return spec_stats_; }
+  // The roofline verdict of the step that came back last (StepReport::compute_bound; false when
+  // the ceilings are unknown): while compute-bound, steps are planned without drafts.
+  void note_step_bound(bool compute_bound) { last_step_compute_bound_ = compute_bound; }
   // Leading tokens of `tokens` whose pages the device cache holds (0 without a cache); does not
   // count as a use for eviction.
   int cached_prefix(std::span<const int32_t> tokens);
@@ -193,11 +233,17 @@ class SchedulerPolicy {
     bool send_history = false;                // next work item carries tokens [0, start) for penalties
     bool loading = false;                     // waiting for a lower-tier load
     int n_load_pages = 0;
+    bool drafting = false;     // a step verifying its drafts is in flight: until it returns, its
+                               // length is unknown and it is not planned again
+    double spec_rate = 1.0;    // EWMA of the fraction of drafts accepted per drafting attempt
+    int spec_off_until = 0;    // no drafts before n_generated reaches this (acceptance too low)
   };
   struct StepEntry {
     uint64_t seq_id;
     int n_tokens;
     bool sample;
+    int n_draft = 0;  // drafts among the tokens (the sequence's last token comes first)
+    int start = 0;    // the work item's start position
   };
 
   void enqueue(Seq s);
@@ -207,7 +253,23 @@ class SchedulerPolicy {
   std::optional<std::vector<int32_t>> take_pages(int n, PageSource& pages);
   void cache_computed(Seq& s, bool save = true);
   void retire_pages(Seq& s, PageSource& pages, bool cache_them);
-  void add_work(Seq& s, int n_tokens, PlannedStep& step, std::vector<StepEntry>& entries);
+  void add_work(Seq& s, int n_tokens, PlannedStep& step, std::vector<StepEntry>& entries,
+                std::span<const int32_t> drafts = {});
+  void plan_decodes(PlannedStep& step, std::vector<StepEntry>& entries, int& budget, PageSource& pages);
+  // Appends a step's tokens for s up to the first that ends it; one event. Returns how many.
+  int append_tokens(Seq& s, std::span<const SampledResult* const> got, std::vector<SeqEvent>& events);
+
+  // ---- speculative decoding (policy_spec.cpp) ----
+  static constexpr int kSpecCooldownTokens = 64;
+  // Whether this step may carry drafts (the load rule), counting why not.
+  bool drafting_this_step();
+  bool spec_active(const Seq& s) const { return drafter_ && s.n_generated >= s.spec_off_until; }
+  // Drafts for a decode of s within the step's remaining budget, max_tokens and the context.
+  std::vector<int32_t> propose_drafts(Seq& s, int budget);
+  bool take_draft_pages(Seq& s, int n_draft, PageSource& pages);
+  void note_acceptance(Seq& s, double fraction);
+  void complete_drafts(Seq& s, const StepEntry& e, const std::vector<const SampledResult*>* got,
+                       std::vector<SeqEvent>& events, PageSource& pages);
   bool wants_decode(const Seq& s) const;
   bool wants_chunk(const Seq& s) const;
   Finish finish_of(const Seq& s) const;
@@ -230,6 +292,9 @@ class SchedulerPolicy {
   PrefixCacheStats cache_stats_;
   std::vector<KvLoadRequest> loads_;
   std::vector<RadixTree::Evicted> saves_;
+  std::unique_ptr<Drafter> drafter_;  // null: speculation off
+  SpecStats spec_stats_;
+  bool last_step_compute_bound_ = false;
 };
 
 }  // namespace brigade

@@ -75,6 +75,14 @@ void update_gauges(scheduler_ptr self) {
   st.setup.counters->cache_loaded_tokens = cs.loaded_tokens;
   st.setup.counters->cache_evicted_pages = cs.evicted_pages;
   st.setup.counters->cache_pages = cs.cached_pages;
+  const SpecStats sp = st.policy->spec_stats();
+  st.setup.counters->spec_draft_tokens = sp.draft_tokens;
+  st.setup.counters->spec_accepted_tokens = sp.accepted_tokens;
+  st.setup.counters->spec_verify_seqs = sp.verify_seqs;
+  st.setup.counters->spec_misses = sp.misses;
+  st.setup.counters->spec_off_compute_bound_steps = sp.off_compute_bound_steps;
+  st.setup.counters->spec_off_batch_steps = sp.off_batch_steps;
+  st.setup.counters->spec_seqs_turned_off = sp.seqs_turned_off;
 }
 
 void emit(scheduler_ptr self, const std::vector<SeqEvent>& events) {
@@ -180,6 +188,7 @@ void on_step_done(scheduler_ptr self, const DecodedStepResult& r) {
       c->bound_roofline_ns[b] += static_cast<uint64_t>(r.roofline_us * 1e3);
     }
   }
+  if (r.error.empty()) st.policy->note_step_bound(r.roofline_us > 0.0 && r.compute_bound);  // the load rule
   std::vector<SeqEvent> events = r.error.empty() ? st.policy->complete(r.step_id, r.sampled, st.lease)
                                                  : st.policy->fail(r.step_id, r.error, st.lease);
   if (!r.error.empty()) spdlog::error("scheduler: step {} failed: {}", r.step_id, r.error);

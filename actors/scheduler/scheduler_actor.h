@@ -52,6 +52,14 @@ struct SchedulerCounters {
   std::atomic<uint64_t> bound_steps[2] = {};
   std::atomic<uint64_t> bound_executor_us[2] = {};
   std::atomic<uint64_t> bound_roofline_ns[2] = {};
+  // Speculative decoding (SpecStats).
+  std::atomic<uint64_t> spec_draft_tokens{0};
+  std::atomic<uint64_t> spec_accepted_tokens{0};
+  std::atomic<uint64_t> spec_verify_seqs{0};
+  std::atomic<uint64_t> spec_misses{0};
+  std::atomic<uint64_t> spec_off_compute_bound_steps{0};
+  std::atomic<uint64_t> spec_off_batch_steps{0};
+  std::atomic<uint64_t> spec_seqs_turned_off{0};
 };
 
 struct SchedulerSetup {

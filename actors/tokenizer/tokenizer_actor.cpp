@@ -1,5 +1,6 @@
 #include "actors/tokenizer/tokenizer_actor.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "actors/tokenizer/stop_filter.h"
@@ -80,24 +81,41 @@ void on_event(tokenizer_ptr self, const token_event_msg& msg) {
     if (final_event) st.streams.erase(it);
     return;
   }
+  // Token by token: an event may carry several (speculative decoding), and a stop string that
+  // completes at one of them ends the output there, its ids and logprobs included.
+  const auto ids = r.getTokenIds();
   std::string text;
-  if (ts.detok) {
-    for (int32_t t : r.getTokenIds()) text += ts.detok->push(t);
-    if (final_event) text += ts.detok->flush();
+  unsigned n_kept = ids.size();
+  for (unsigned i = 0; i < ids.size() && !ts.stops.stopped(); ++i) {
+    std::string piece = ts.detok ? ts.detok->push(ids[i]) : std::string();
+    if (final_event && ts.detok && i + 1 == ids.size()) piece += ts.detok->flush();
+    text += ts.stops.push(piece);
+    if (ts.stops.stopped()) n_kept = i + 1;
   }
-  text = ts.stops.push(text);
+  if (ids.size() == 0 && final_event && ts.detok) text += ts.stops.push(ts.detok->flush());
   const bool hit_stop = ts.stops.stopped();
   if (final_event && !hit_stop) text += ts.stops.flush();
+  const unsigned n_cut = ids.size() - n_kept;
   auto out = token_event_msg::build([&](schema::TokenEvent::Builder b) {
     b.setRequestId(id);
-    b.setTokenIds(r.getTokenIds());
+    if (n_cut == 0) {
+      b.setTokenIds(ids);
+      b.setLogprobs(r.getLogprobs());
+    } else {
+      auto kept = b.initTokenIds(n_kept);
+      for (unsigned i = 0; i < n_kept; ++i) kept.set(i, ids[i]);
+      const auto lps = r.getLogprobs();
+      if (lps.size() > 0) {
+        auto out_lps = b.initLogprobs(std::min(n_kept, lps.size()));
+        for (unsigned i = 0; i < out_lps.size(); ++i) out_lps.setWithCaveats(i, lps[i]);
+      }
+    }
     b.setText(text);
-    b.setLogprobs(r.getLogprobs());
     b.setFinishReason(hit_stop ? schema::FinishReason::STOP : r.getFinishReason());
     b.setError(r.getError());
     b.setErrorCode(r.getErrorCode());
     b.setPromptTokens(r.getPromptTokens());
-    b.setCompletionTokens(r.getCompletionTokens());
+    b.setCompletionTokens(r.getCompletionTokens() - n_cut);
   });
   self->send(st.frontend, out);
   if (hit_stop && !final_event) {

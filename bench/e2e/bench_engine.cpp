@@ -5,6 +5,8 @@
 //
 //   build/bench/e2e/bench_engine [--model DIR] [--threads N] [--json FILE]
 //   build/bench/e2e/bench_engine --kv-context 1984   (bf16 vs int8 KV at a long context only)
+//   build/bench/e2e/bench_engine --spec 4 [--model ../shared/testdata/models/stories260K.bin]
+//                                    (n-gram speculative decoding on vs off only)
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -34,8 +36,9 @@ struct RunStats {
   int n_tokens = 0;
 };
 
-// B concurrent requests of prompt_len tokens each, generating max_tokens greedily.
-RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens) {
+// B concurrent requests of prompt_len tokens each, generating max_tokens greedily. period > 0:
+// each prompt repeats its first `period` tokens (a workload whose output may copy its input).
+RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, int period = 0) {
   std::mutex mu;
   std::condition_variable cv;
   int n_done = 0;
@@ -46,7 +49,7 @@ RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens) {
   for (int b = 0; b < batch; ++b) {
     GenerateOptions r;
     const int n_ids = std::min(20000, static_cast<int>(engine.model().vocab_size) - 3);  // small models too
-    for (int i = 0; i < prompt_len; ++i) r.prompt_ids.push_back(3 + (b * 131 + i * 17) % n_ids);
+    for (int i = 0; i < prompt_len; ++i) r.prompt_ids.push_back(3 + (b * 131 + (period > 0 ? i % period : i) * 17) % n_ids);
     r.max_tokens = max_tokens;
     r.sampling.temperature = 0.0f;
     r.ignore_eos = true;
@@ -83,7 +86,7 @@ RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens) {
 }
 
 std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool null_backend, int max_running,
-                                    const std::string& kv_dtype = "auto") {
+                                    const std::string& kv_dtype = "auto", int spec_tokens = 0) {
   EngineOptions o;
   o.model_path = model;
   o.progress = false;
@@ -94,6 +97,10 @@ std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool 
   inst.kv.memory_mb = 512;
   inst.kv.dtype = kv_dtype;
   if (null_backend) o.backend_factory = [] { return make_null_backend(); };
+  if (spec_tokens > 0) {
+    inst.scheduler.speculative.method = "ngram";
+    inst.scheduler.speculative.num_tokens = spec_tokens;
+  }
   auto e = Engine::create(o);
   if (!e) {
     std::fprintf(stderr, "engine: %s\n", e.status().to_string().c_str());
@@ -127,6 +134,46 @@ nlohmann::json compare_kv_dtypes(const std::string& model, int threads, int cont
   return out;
 }
 
+// Speculative decoding (n-gram drafter, k = spec_tokens) against plain decoding: greedy decode of
+// `batch` sequences whose prompts repeat a 16-token pattern, after a 64-token prompt; alternating
+// runs, best of `repeats` each. Tokens per step and the acceptance rate come from EngineStats
+// over the measured runs.
+nlohmann::json compare_speculation(const std::string& model, int threads, int spec_tokens, int decode_tokens,
+                                   int repeats) {
+  nlohmann::json out;
+  std::printf("\n%-24s %12s %12s %12s %12s %14s\n", "decode, speculation", "tokens/s", "vs off", "tokens/step",
+              "acceptance", "no-draft steps");
+  for (int batch : {1, 8}) {
+    std::vector<std::unique_ptr<Engine>> engines;
+    for (int k : {0, spec_tokens}) engines.push_back(make_engine(model, threads, false, batch, "auto", k));
+    for (auto& e : engines) run_batch(*e, batch, 64, 8, 16);  // warm-up
+    std::vector<EngineStats> before;
+    for (auto& e : engines) before.push_back(e->stats());
+    std::vector<double> best(engines.size(), 0.0);
+    for (int r = 0; r < repeats; ++r)
+      for (size_t i = 0; i < engines.size(); ++i)
+        best[i] = std::max(best[i], run_batch(*engines[i], batch, 64, decode_tokens, 16).decode_tok_s);
+    for (size_t i = 0; i < engines.size(); ++i) {
+      const EngineStats a = engines[i]->stats(), &b = before[i];
+      // The prompts of a run take one step, which gives every sequence its first token.
+      const double steps = static_cast<double>(a.steps - b.steps);
+      const double per_step = static_cast<double>(a.generated_tokens - b.generated_tokens) / steps;
+      const uint64_t drafted = a.spec_draft_tokens - b.spec_draft_tokens;
+      const double acceptance =
+          drafted > 0 ? static_cast<double>(a.spec_accepted_tokens - b.spec_accepted_tokens) / static_cast<double>(drafted) : 0.0;
+      // Steps the load rule planned without drafts (the last step was compute-bound).
+      const uint64_t off_steps = (a.spec_off_compute_bound_steps - b.spec_off_compute_bound_steps) +
+                                 (a.spec_off_batch_steps - b.spec_off_batch_steps);
+      const std::string name = i == 0 ? "off" : "ngram k=" + std::to_string(spec_tokens);
+      std::printf("%-10s batch %-12d %12.1f %11.2fx %12.2f %12.2f %14llu\n", name.c_str(), batch, best[i],
+                  best[i] / best[0], per_step, acceptance, static_cast<unsigned long long>(off_steps));
+      out.push_back({{"speculation", name}, {"batch", batch}, {"tokens_per_s", best[i]}, {"tokens_per_step", per_step},
+                     {"acceptance", acceptance}, {"draft_tokens", drafted}, {"no_draft_steps", off_steps}});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 }  // namespace brigade
 
@@ -147,6 +194,10 @@ int main(int argc, char** argv) {
   app.add_option("--kv-context", kv_context,
                  "Only compare bf16 and int8 KV: decode at batch 8 after prompts of this many tokens");
   app.add_option("--kv-repeats", kv_repeats, "Runs per KV dtype in --kv-context (best counts)")->capture_default_str();
+  int spec_tokens = 0;
+  app.add_option("--spec", spec_tokens,
+                 "Only compare n-gram speculative decoding with this many drafts against plain decoding, "
+                 "on prompts that repeat themselves (runs per setting: --kv-repeats)");
   CLI11_PARSE(app, argc, argv);
 
   if (model.empty()) {
@@ -162,6 +213,11 @@ int main(int argc, char** argv) {
   }
 
   nlohmann::json out;
+  if (spec_tokens > 0) {
+    out["speculation"] = compare_speculation(model, threads, spec_tokens, decode_tokens, kv_repeats);
+    if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+    return 0;
+  }
   if (kv_context > 0) {
     out["kv_dtypes"] = compare_kv_dtypes(model, threads, kv_context, decode_tokens, kv_repeats);
     if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";

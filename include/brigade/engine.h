@@ -147,6 +147,17 @@ struct EngineStats {
   uint64_t memory_bound_steps = 0, compute_bound_steps = 0;
   uint64_t memory_bound_executor_us = 0, compute_bound_executor_us = 0;
   double memory_bound_roofline_us = 0.0, compute_bound_roofline_us = 0.0;
+  // Speculative decoding (scheduler.speculative; all 0 when off): drafts sent for verification
+  // and accepted (acceptance rate = accepted / draft), (sequence, step) pairs that verified drafts,
+  // drafting attempts that found nothing, steps the load rule planned without drafts (the last
+  // step was compute-bound; too many decoding sequences), and times a sequence stopped drafting
+  // for a while because its acceptance was below min_acceptance.
+  uint64_t spec_draft_tokens = 0;
+  uint64_t spec_accepted_tokens = 0;
+  uint64_t spec_verify_seqs = 0;
+  uint64_t spec_misses = 0;
+  uint64_t spec_off_compute_bound_steps = 0, spec_off_batch_steps = 0;
+  uint64_t spec_seqs_turned_off = 0;
 };
 
 // One instance of a data-parallel engine (TopologyConfig::instances).

@@ -70,6 +70,16 @@ struct CacheConfig {
   bool tiers_enabled() const { return effective_host_bytes() > 0 || !disk_path.empty(); }
 };
 
+// Speculative decoding (DESIGN.md §7): `method: ngram` drafts by prompt lookup; `none` is off.
+struct SpeculativeConfig {
+  std::string method = "none";  // none | ngram
+  int num_tokens = 4;           // drafts verified per sequence and step, [1, 16]
+  int ngram_min = 1;            // suffix lengths the drafter looks up, longest first
+  int ngram_max = 3;
+  double min_acceptance = 0.2;  // a sequence below this acceptance stops drafting for a while
+  int disable_batch_size = 0;   // no drafts while more sequences decode (0 = no limit)
+};
+
 struct SchedulerConfig {
   int max_running = 64;        // sequences decoded together
   int max_waiting = 1024;      // queued requests beyond this are refused
@@ -77,6 +87,7 @@ struct SchedulerConfig {
   int max_inflight_steps = 2;  // steps sent to the executor before the first comes back:
                                // 2 overlaps scheduling and streaming with the forward pass
   bool chunked_prefill = true; // false: prompts run whole in prefill-only steps (decodes pause)
+  SpeculativeConfig speculative;
 };
 
 struct InstanceConfig {

@@ -36,18 +36,7 @@ EngineOptions small_options(const std::string& model) {
 
 using testing::greedy_ids;
 
-// Submits every request at once and waits for all of them.
-std::vector<Completion> run_concurrently(Engine& engine, const std::vector<GenerateOptions>& reqs) {
-  std::vector<std::future<Expected<Completion>>> futures;
-  for (const auto& r : reqs) futures.push_back(std::async(std::launch::async, [&engine, r] { return engine.generate(r); }));
-  std::vector<Completion> out;
-  for (auto& f : futures) {
-    auto c = f.get();
-    EXPECT_TRUE(c.has_value()) << c.status().to_string();
-    out.push_back(c ? *c : Completion{});
-  }
-  return out;
-}
+using testing::run_concurrently;
 
 // Submits every request from this thread before waiting for any, so all of them reach the
 // scheduler within a step or two. run_concurrently's threads may start late on a loaded machine

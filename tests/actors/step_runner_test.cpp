@@ -449,6 +449,68 @@ TEST_F(StepRunnerPaths, AFeedWithoutASampledTokenIsRefusedAndChangesNothing) {
   EXPECT_TRUE(dev->runner->run(p).has_value()) << "the runner still works";
 }
 
+// Speculative verification in the runner: a step that feeds a token and drafts returns the
+// accepted drafts and the target's token, which are the tokens plain greedy decoding gives.
+TEST_F(StepRunnerPaths, DraftsAreVerifiedAgainstPlainDecoding) {
+  const std::vector<int32_t> prompt = {5, 9, 14, 33, 2, 71};
+  auto item = [&](std::vector<int32_t> tokens, int start, int n_draft) {
+    SeqWorkItem w;
+    w.seq_id = 1;
+    w.tokens = std::move(tokens);
+    w.start_pos = start;
+    w.block_table = {0};
+    w.sample = true;
+    w.sampling.temperature = 0.0f;
+    w.prompt_len = static_cast<int>(prompt.size());
+    w.n_draft = n_draft;
+    return w;
+  };
+  auto step = [](SeqWorkItem w) {
+    PlannedStep p;
+    p.seqs.push_back(std::move(w));
+    return p;
+  };
+  auto tokens = [](const Expected<std::vector<SampledResult>>& r) {
+    std::vector<int32_t> out;
+    EXPECT_TRUE(r.has_value()) << r.status().to_string();
+    if (r) for (const auto& x : *r) out.push_back(x.token);
+    return out;
+  };
+  auto plain = rig(false);
+  std::vector<int32_t> t = tokens(plain->runner->run(step(item(prompt, 0, 0))));  // t[0]
+  for (int i = 0; i < 3; ++i) {
+    const auto next = tokens(plain->runner->run(step(item({t.back()}, static_cast<int>(prompt.size()) + i, 0))));
+    ASSERT_EQ(next.size(), 1u);
+    t.push_back(next[0]);
+  }
+  for (bool device : {false, true}) {
+    auto r = rig(device);
+    ASSERT_EQ(tokens(r->runner->run(step(item(prompt, 0, 0)))), std::vector<int32_t>{t[0]});
+    const int at = static_cast<int>(prompt.size());
+    const int32_t wrong = (t[2] + 1) % 512;
+    EXPECT_EQ(tokens(r->runner->run(step(item({t[0], t[1], wrong}, at, 2)))), (std::vector<int32_t>{t[1], t[2]}))
+        << "device " << device << ": the second draft is rejected";
+    // The rejected position is computed again, now with the right drafts: all accepted + bonus.
+    EXPECT_EQ(tokens(r->runner->run(step(item({t[2]}, at + 2, 0)))), std::vector<int32_t>{t[3]}) << "device " << device;
+  }
+  auto r = rig(false);
+  ASSERT_TRUE(r->runner->run(step(item(prompt, 0, 0))).has_value());
+  const int at = static_cast<int>(prompt.size());
+  EXPECT_EQ(tokens(r->runner->run(step(item({t[0], t[1], t[2]}, at, 2)))), (std::vector<int32_t>{t[1], t[2], t[3]}))
+      << "every draft accepted, then the bonus token";
+  // Malformed drafts are refused before anything runs.
+  SeqWorkItem bad = item({t[3], 4}, at + 3, 2);
+  EXPECT_EQ(r->runner->run(step(bad)).status().code(), StatusCode::invalid_argument) << "more drafts than tokens after the first";
+  bad = item({t[3], 4}, at + 3, 1);
+  bad.use_last_sampled = true;
+  EXPECT_EQ(r->runner->run(step(bad)).status().code(), StatusCode::invalid_argument) << "drafts after an unseen token";
+  bad = item({t[3], 4}, at + 3, 1);
+  bad.sample = false;
+  EXPECT_EQ(r->runner->run(step(bad)).status().code(), StatusCode::invalid_argument) << "drafts nobody verifies";
+  bad = item({t[3], 4000}, at + 3, 1);
+  EXPECT_EQ(r->runner->run(step(bad)).status().code(), StatusCode::invalid_argument) << "a draft outside the vocabulary";
+}
+
 struct ExecutorConfig : caf::actor_system_config {
   ExecutorConfig() { register_message_types(*this); }
 };

@@ -131,6 +131,21 @@ TEST(TpEngine, SeededSamplingWithPenaltiesMatchesTp1) {
   EXPECT_EQ(run(options(synthetic_llama(), 2), true), want);
 }
 
+// Speculative decoding under tp: rank 0 verifies the drafts, followers compute their k + 1
+// positions like any chunk. The prompt {250, 251, 4, 4, 4, 4} gives drafts from the first decode.
+TEST(TpEngine, DraftsVerifiedUnderTpGiveTheTokensOfTp1) {
+  for (bool sampled : {false, true}) {
+    const auto want = run(options(synthetic_llama(), 1), sampled);
+    EngineOptions o = options(synthetic_llama(), 2);
+    o.topology.instances.front().scheduler.speculative.method = "ngram";
+    o.topology.instances.front().scheduler.speculative.min_acceptance = 0.0;
+    auto engine = Engine::create(o);
+    ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+    EXPECT_EQ(generate_all(**engine, requests(sampled)), want) << (sampled ? "seeded" : "greedy");
+    EXPECT_GT((*engine)->stats().spec_draft_tokens, 0u);
+  }
+}
+
 TEST(TpEngine, ATpThatSplitsAHeadIsRefusedAtCreate) {
   auto engine = Engine::create(options(synthetic_llama(), 3));
   ASSERT_FALSE(engine.has_value());

@@ -34,6 +34,10 @@ TEST(Topology, ShippedDefaultFileParsesToTheDefault) {
   EXPECT_EQ(p.cache.disk_path, d.cache.disk_path);
   EXPECT_EQ(p.cache.disk_bytes, d.cache.disk_bytes);
   EXPECT_EQ(p.cache.write_policy, d.cache.write_policy);
+  EXPECT_EQ(p.scheduler.speculative.method, d.scheduler.speculative.method);
+  EXPECT_EQ(p.scheduler.speculative.num_tokens, d.scheduler.speculative.num_tokens);
+  EXPECT_EQ(p.scheduler.speculative.ngram_max, d.scheduler.speculative.ngram_max);
+  EXPECT_EQ(p.scheduler.speculative.min_acceptance, d.scheduler.speculative.min_acceptance);
 }
 
 TEST(Topology, CacheTiersAreOffUntilADiskPathIsNamed) {
@@ -162,6 +166,34 @@ TEST(Topology, RooflineKey) {
   auto bad = parse_topology("instances: [{executors: [{roofline: sometimes}]}]");
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.status().message().find("roofline has the wrong type"), std::string::npos) << bad.status().message();
+}
+
+TEST(Topology, SpeculativeKeys) {
+  EXPECT_EQ(default_topology().instances[0].scheduler.speculative.method, "none") << "off by default";
+  auto on = parse_topology(
+      "instances: [{scheduler: {speculative: {method: ngram, num_tokens: 6, ngram_min: 2, ngram_max: 4, "
+      "min_acceptance: 0.3, disable_batch_size: 16}}}]");
+  ASSERT_TRUE(on.has_value()) << on.status().to_string();
+  const SpeculativeConfig& sp = on->instances[0].scheduler.speculative;
+  EXPECT_EQ(sp.method, "ngram");
+  EXPECT_EQ(sp.num_tokens, 6);
+  EXPECT_EQ(sp.ngram_min, 2);
+  EXPECT_EQ(sp.ngram_max, 4);
+  EXPECT_DOUBLE_EQ(sp.min_acceptance, 0.3);
+  EXPECT_EQ(sp.disable_batch_size, 16);
+  const auto refused = [](const std::string& block, const std::string& says) {
+    auto t = parse_topology("instances: [{scheduler: {speculative: {" + block + "}}}]");
+    ASSERT_FALSE(t.has_value()) << block;
+    EXPECT_NE(t.status().message().find(says), std::string::npos) << t.status().message();
+  };
+  refused("method: medusa", "ngram, none");
+  refused("method: ngram, num_tokens: 0", "num_tokens must be in [1, 16]");
+  refused("method: ngram, num_tokens: 17", "num_tokens must be in [1, 16]");
+  refused("method: ngram, ngram_min: 0", "ngram_min must be >= 1");
+  refused("method: ngram, ngram_min: 3, ngram_max: 2", "ngram_max must be >= ngram_min");
+  refused("method: ngram, min_acceptance: 1.5", "min_acceptance must be in [0, 1]");
+  refused("method: ngram, disable_batch_size: -1", "disable_batch_size must be >= 0");
+  refused("method: ngram, k: 4", "valid keys");
 }
 
 TEST(Topology, ErrorsListValidChoices) {

@@ -138,7 +138,9 @@ TEST_F(ServerTest, HealthModelsMetrics) {
   ASSERT_EQ(x.status, 200);
   for (const char* name : {"brigade_requests_running", "brigade_requests_waiting", "brigade_kv_pages_used",
                            "brigade_kv_pages_total", "brigade_generation_tokens_total", "brigade_preemptions_total",
-                           "brigade_time_to_first_token_seconds_bucket", "brigade_time_per_output_token_seconds_count"}) {
+                           "brigade_time_to_first_token_seconds_bucket", "brigade_time_per_output_token_seconds_count",
+                           "brigade_spec_draft_tokens_total", "brigade_spec_accepted_tokens_total",
+                           "brigade_spec_off_steps_total{reason=\"compute_bound\"}"}) {
     EXPECT_NE(x.body.find(name), std::string::npos) << name;
   }
   EXPECT_GT(metric("brigade_kv_pages_total"), 0);

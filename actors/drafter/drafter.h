@@ -1,0 +1,35 @@
+// The drafter station (DESIGN.md §7): proposes tokens that may follow a sequence, for the target
+// executor to verify in one forward. The interface is a request/proposal pair that maps onto a
+// message, so a drafter that runs elsewhere (a small draft model on its own executor, an MTP
+// head) can take the place of the in-process n-gram drafter (ngram_drafter.h) that the
+// scheduler calls directly (docs/architecture.md, "Speculative decoding").
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace brigade {
+
+struct DraftQuery {
+  uint64_t seq_id = 0;
+  std::span<const int32_t> tokens;  // prompt + generated tokens, oldest first; the last one is
+                                    // the token the next step feeds
+  int max_tokens = 0;               // propose at most this many
+};
+
+struct DraftProposal {
+  std::vector<int32_t> tokens;  // the proposed continuation after query.tokens; may be empty
+};
+
+class Drafter {
+ public:
+  virtual ~Drafter() = default;
+  // Proposes up to query.max_tokens tokens; empty when it has nothing worth verifying. Must not
+  // keep query.tokens past the call.
+  virtual DraftProposal propose(const DraftQuery& query) = 0;
+  // The sequence ended: drop whatever the drafter keeps for it.
+  virtual void forget(uint64_t /*seq_id*/) {}
+};
+
+}  // namespace brigade

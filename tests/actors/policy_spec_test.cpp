@@ -1,0 +1,270 @@
+// SchedulerPolicy with speculative decoding: drafts in the plan, what the result does to the
+// sequence (length, pages, stops, max_tokens), and the load rule.
+#include <gtest/gtest.h>
+
+#include "actors/scheduler/policy.h"
+#include "policy_test_util.h"
+
+namespace brigade {
+namespace {
+
+using testing::PoolSource;
+
+SchedulerLimits spec_limits(int k = 3) {
+  SchedulerLimits l;
+  l.max_running = 4;
+  l.max_step_tokens = 16;
+  l.max_context = 64;
+  l.page_size = 4;
+  l.vocab_size = 100;
+  l.spec.num_tokens = k;
+  l.spec.ngram_min = 1;
+  l.spec.ngram_max = 2;
+  return l;
+}
+
+// Prompt 5 6 7 8 5 6: after the first sampled token 7, the bigram [6, 7] proposes 8 5 6.
+SeqRequest repeating(uint64_t id, int max_tokens) {
+  SeqRequest r;
+  r.id = id;
+  r.prompt = {5, 6, 7, 8, 5, 6};
+  r.max_tokens = max_tokens;
+  r.eos_ids = {2};
+  return r;
+}
+
+std::vector<SampledResult> tokens_for(uint64_t id, std::vector<int32_t> tokens) {
+  std::vector<SampledResult> out;
+  for (int32_t t : tokens) out.push_back({id, t, 0.0f, {}});
+  return out;
+}
+
+// Runs the prefill and returns the plan of the first decode (which drafts).
+PlannedStep prefill_then_plan(SchedulerPolicy& p, PoolSource& pages, uint64_t id) {
+  auto s1 = p.plan(pages);
+  EXPECT_TRUE(s1);
+  p.complete(s1->step_id, tokens_for(id, {7}), pages);
+  auto s2 = p.plan(pages);
+  EXPECT_TRUE(s2);
+  return s2 ? *s2 : PlannedStep{};
+}
+
+TEST(SchedulerSpec, AcceptedDraftsAdvanceTheSequence) {
+  SchedulerPolicy p(spec_limits(), 100);
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(repeating(1, 20)).is_ok());
+  const PlannedStep s2 = prefill_then_plan(p, pages, 1);
+  ASSERT_EQ(s2.seqs.size(), 1u);
+  const SeqWorkItem& w = s2.seqs[0];
+  EXPECT_EQ(w.tokens, (std::vector<int32_t>{7, 8, 5, 6})) << "the last token, then the drafts";
+  EXPECT_EQ(w.n_draft, 3);
+  EXPECT_EQ(w.start_pos, 6);
+  EXPECT_TRUE(w.sample);
+  EXPECT_FALSE(w.use_last_sampled);
+  EXPECT_EQ(w.block_table.size(), 3u) << "pages for positions [0, 10)";
+  EXPECT_EQ(s2.n_tokens, 4) << "the token budget counts k + 1";
+  EXPECT_FALSE(p.plan(pages)) << "its length is unknown until the drafts come back";
+
+  // Two drafts accepted, then the target's own token 9.
+  auto ev = p.complete(s2.step_id, tokens_for(1, {8, 5, 9}), pages);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].new_tokens, (std::vector<int32_t>{8, 5, 9})) << "streamed together";
+  EXPECT_EQ(ev[0].completion_tokens, 4);
+  EXPECT_EQ(ev[0].finish, Finish::none);
+  const SpecStats st = p.spec_stats();
+  EXPECT_EQ(st.draft_tokens, 3u);
+  EXPECT_EQ(st.accepted_tokens, 2u);
+  EXPECT_EQ(st.verify_seqs, 1u);
+
+  auto s3 = p.plan(pages);
+  ASSERT_TRUE(s3);
+  EXPECT_EQ(s3->seqs[0].start_pos, 9) << "KV holds the prompt, 7 and the two accepted drafts";
+  EXPECT_EQ(s3->seqs[0].tokens[0], 9);
+  EXPECT_EQ(s3->seqs[0].n_generated, 4u) << "the seeded stream continues after the accepted tokens";
+}
+
+TEST(SchedulerSpec, DecodesWaitForAVerificationInFlightButPromptsDoNot) {
+  SchedulerPolicy p(spec_limits(), 100);
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(repeating(1, 20)).is_ok());
+  SeqRequest other = repeating(2, 20);
+  other.prompt = {40, 41, 42};  // no n-gram repeats: it decodes without drafts
+  ASSERT_TRUE(p.add(other).is_ok());
+  auto s1 = p.plan(pages);
+  std::vector<SampledResult> firsts = tokens_for(1, {7});
+  firsts.push_back({2, 43, 0.0f, {}});
+  p.complete(s1->step_id, firsts, pages);
+  auto s2 = p.plan(pages);
+  ASSERT_TRUE(s2);
+  ASSERT_EQ(s2->seqs.size(), 2u) << "one step holds the whole batch";
+  EXPECT_EQ(s2->seqs[0].n_draft, 3);
+  EXPECT_EQ(s2->seqs[1].n_draft, 0);
+  EXPECT_FALSE(p.plan(pages)) << "sequence 2 could decode on its token in flight, but that would split the batch";
+  ASSERT_TRUE(p.add(repeating(3, 20)).is_ok());
+  auto s3 = p.plan(pages);
+  ASSERT_TRUE(s3) << "a prompt runs beside the verification";
+  ASSERT_EQ(s3->seqs.size(), 1u);
+  EXPECT_EQ(s3->seqs[0].seq_id, 3u);
+}
+
+TEST(SchedulerSpec, RejectedDraftsGiveTheirPagesBack) {
+  SchedulerPolicy p(spec_limits(), 100);
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(repeating(1, 20)).is_ok());
+  const PlannedStep s2 = prefill_then_plan(p, pages, 1);
+  ASSERT_EQ(s2.seqs[0].block_table.size(), 3u);
+  EXPECT_EQ(p.n_pages_held(), 3);
+  p.complete(s2.step_id, tokens_for(1, {4}), pages);  // every draft rejected
+  EXPECT_EQ(p.n_pages_held(), 2) << "8 tokens fit 2 pages; the drafts' third page went back";
+  EXPECT_EQ(pages.n_available(), 98);
+  auto s3 = p.plan(pages);
+  ASSERT_TRUE(s3);
+  EXPECT_EQ(s3->seqs[0].start_pos, 7) << "the rejected positions are computed again";
+  EXPECT_EQ(s3->seqs[0].tokens[0], 4);
+}
+
+TEST(SchedulerSpec, DraftsNeverPreemptForTheirPages) {
+  SchedulerPolicy p(spec_limits(), 4);
+  PoolSource pages(4);  // 16 slots
+  ASSERT_TRUE(p.add(repeating(1, 20)).is_ok());
+  SeqRequest other = repeating(2, 20);
+  other.prompt = {40, 41, 42, 43, 44};
+  ASSERT_TRUE(p.add(other).is_ok());
+  auto s1 = p.plan(pages);  // both prompts: 2 pages each
+  ASSERT_TRUE(s1);
+  ASSERT_EQ(s1->seqs.size(), 2u);
+  EXPECT_EQ(pages.n_available(), 0);
+  std::vector<SampledResult> firsts = tokens_for(1, {7});
+  firsts.push_back({2, 45, 0.0f, {}});
+  p.complete(s1->step_id, firsts, pages);
+  auto s2 = p.plan(pages);
+  ASSERT_TRUE(s2);
+  ASSERT_EQ(s2->seqs.size(), 2u) << "nobody was preempted";
+  EXPECT_EQ(s2->seqs[0].n_draft, 0) << "the drafts' page would have cost sequence 2 its place";
+  EXPECT_EQ(p.n_preemptions(), 0u);
+}
+
+TEST(SchedulerSpec, AStopInsideTheAcceptedTokensEndsThere) {
+  SchedulerPolicy p(spec_limits(), 100);
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(repeating(1, 20)).is_ok());
+  const PlannedStep s2 = prefill_then_plan(p, pages, 1);
+  auto ev = p.complete(s2.step_id, tokens_for(1, {8, 2, 9}), pages);  // 2 is EOS
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].new_tokens, (std::vector<int32_t>{8, 2}));
+  EXPECT_EQ(ev[0].finish, Finish::stop);
+  EXPECT_EQ(ev[0].completion_tokens, 3);
+  EXPECT_FALSE(p.has_work());
+  EXPECT_EQ(pages.n_available(), 100) << "every page went back";
+}
+
+TEST(SchedulerSpec, DraftsStayWithinMaxTokensAndTheBudget) {
+  SchedulerPolicy p(spec_limits(), 100);
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(repeating(1, 3)).is_ok());
+  const PlannedStep s2 = prefill_then_plan(p, pages, 1);
+  EXPECT_EQ(s2.seqs[0].n_draft, 1) << "two tokens left: one draft and the target's token";
+  auto ev = p.complete(s2.step_id, tokens_for(1, {8, 5}), pages);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].finish, Finish::length);
+  EXPECT_EQ(ev[0].completion_tokens, 3);
+
+  SchedulerLimits tight = spec_limits();
+  tight.max_step_tokens = 3;
+  SchedulerPolicy q(tight, 100);
+  ASSERT_TRUE(q.add(repeating(2, 20)).is_ok());
+  auto t1 = q.plan(pages);
+  ASSERT_TRUE(t1);
+  q.complete(t1->step_id, tokens_for(2, {7}), pages);  // the 6-token prompt took 2 steps
+  auto t2 = q.plan(pages);
+  ASSERT_TRUE(t2);
+  if (t2->seqs[0].n_draft == 0) {  // the prompt's second chunk
+    q.complete(t2->step_id, tokens_for(2, {7}), pages);
+    t2 = q.plan(pages);
+    ASSERT_TRUE(t2);
+  }
+  EXPECT_EQ(t2->seqs[0].n_draft, 2) << "a budget of 3 tokens holds the last token and two drafts";
+}
+
+TEST(SchedulerSpec, MalformedResultsEndTheSequenceWithAnError) {
+  SchedulerPolicy p(spec_limits(), 100);
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(repeating(1, 20)).is_ok());
+  const PlannedStep s2 = prefill_then_plan(p, pages, 1);
+  auto ev = p.complete(s2.step_id, tokens_for(1, {8, 5, 6, 1, 1}), pages);  // k + 2 tokens
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].finish, Finish::error);
+  EXPECT_NE(ev[0].error.find("expected 1 to 4"), std::string::npos) << ev[0].error;
+  EXPECT_EQ(pages.n_available(), 100);
+}
+
+TEST(SchedulerSpec, AbortWhileDraftingEndsWhenTheStepReturns) {
+  SchedulerPolicy p(spec_limits(), 100);
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(repeating(1, 20)).is_ok());
+  const PlannedStep s2 = prefill_then_plan(p, pages, 1);
+  EXPECT_TRUE(p.abort(1, pages).empty()) << "a step is in flight";
+  auto ev = p.complete(s2.step_id, tokens_for(1, {8, 5, 6, 1}), pages);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].finish, Finish::abort);
+  EXPECT_TRUE(ev[0].new_tokens.empty());
+  EXPECT_EQ(pages.n_available(), 100);
+}
+
+TEST(SchedulerSpec, NoDraftsWhileComputeBoundOrTheBatchIsLarge) {
+  SchedulerPolicy p(spec_limits(), 100);
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(repeating(1, 20)).is_ok());
+  auto s1 = p.plan(pages);
+  p.complete(s1->step_id, tokens_for(1, {7}), pages);
+  p.note_step_bound(true);
+  auto s2 = p.plan(pages);
+  ASSERT_TRUE(s2);
+  EXPECT_EQ(s2->seqs[0].n_draft, 0);
+  EXPECT_EQ(s2->seqs[0].tokens.size(), 1u);
+  EXPECT_EQ(p.spec_stats().off_compute_bound_steps, 1u);
+  p.complete(s2->step_id, tokens_for(1, {8}), pages);
+  p.note_step_bound(false);
+  auto s3 = p.plan(pages);
+  ASSERT_TRUE(s3);
+  EXPECT_GT(s3->seqs[0].n_draft, 0) << "memory-bound again: drafts are back";
+
+  SchedulerLimits l = spec_limits();
+  l.spec.disable_batch_size = 1;
+  SchedulerPolicy q(l, 100);
+  ASSERT_TRUE(q.add(repeating(1, 20)).is_ok());
+  ASSERT_TRUE(q.add(repeating(2, 20)).is_ok());
+  auto t1 = q.plan(pages);
+  std::vector<SampledResult> both = tokens_for(1, {7});
+  both.push_back({2, 7, 0.0f, {}});
+  q.complete(t1->step_id, both, pages);
+  auto t2 = q.plan(pages);
+  ASSERT_TRUE(t2);
+  ASSERT_EQ(t2->seqs.size(), 2u);
+  EXPECT_EQ(t2->seqs[0].n_draft + t2->seqs[1].n_draft, 0) << "two decoding sequences > disable_batch_size 1";
+  EXPECT_EQ(q.spec_stats().off_batch_steps, 1u);
+}
+
+TEST(SchedulerSpec, LowAcceptanceTurnsASequencesDraftsOff) {
+  SchedulerLimits l = spec_limits();
+  l.spec.min_acceptance = 0.5;
+  l.max_context = 256;
+  SchedulerPolicy p(l, 100);
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(repeating(1, 100)).is_ok());
+  auto s = p.plan(pages);
+  p.complete(s->step_id, tokens_for(1, {7}), pages);
+  int n_drafting = 0;
+  for (int i = 0; i < 10; ++i) {  // the target answers 5 and rejects every draft; 5s keep matching
+    s = p.plan(pages);
+    ASSERT_TRUE(s);
+    if (s->seqs[0].n_draft == 0) break;
+    ++n_drafting;
+    p.complete(s->step_id, tokens_for(1, {5}), pages);
+  }
+  EXPECT_EQ(p.spec_stats().seqs_turned_off, 1u);
+  EXPECT_EQ(n_drafting, 4) << "the EWMA from 1.0 falls below 0.5 after four rejections";
+}
+
+}  // namespace
+}  // namespace brigade
