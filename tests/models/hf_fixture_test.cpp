@@ -51,7 +51,8 @@ TEST_P(HfFixture, LogitsAndGreedyMatchTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                          ::testing::Values("llama", "llama_rope_llama3", "llama_rope_linear", "mistral_sliding",
-                                           "qwen2", "qwen3", "tinyllama", "smollm2"));
+                                           "qwen2", "qwen3", "tinyllama", "smollm2", "qwen3_moe",
+                                           "qwen3_moe_step"));
 
 TEST(HfFixtureConfig, ArchitectureFlags) {
   auto backend = make_cpu_backend({.n_threads = 1});
@@ -87,6 +88,29 @@ TEST(HfFixtureConfig, TinyLlamaAndSmolLm2Shapes) {
   EXPECT_EQ(smol->config().rope_theta, 100000.0f);
 }
 
+// Qwen3-MoE as loaded: which layers are sparse under mlp_only_layers and decoder_sparse_step
+// (Qwen3MoeDecoderLayer's rule), the expert counts, and num_local_experts (what transformers 5
+// writes) read as num_experts.
+TEST(HfFixtureConfig, Qwen3MoeLayers) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto moe = load_or_fail(fixture_dir("qwen3_moe"), *backend);
+  auto step = load_or_fail(fixture_dir("qwen3_moe_step"), *backend);
+  ASSERT_TRUE(moe && step);
+  const ModelConfig& c = moe->config();
+  EXPECT_EQ(c.arch, "qwen3_moe");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.n_experts, 8);
+  EXPECT_EQ(c.n_experts_per_tok, 2);
+  EXPECT_EQ(c.moe_intermediate_size, 16);
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_TRUE(c.is_moe_layer(0));
+  EXPECT_FALSE(c.is_moe_layer(1));  // mlp_only_layers [1]
+  EXPECT_TRUE(c.is_moe_layer(2));
+  EXPECT_FALSE(step->config().norm_topk_prob);
+  EXPECT_FALSE(step->config().is_moe_layer(0));  // decoder_sparse_step 2: layer 1 only
+  EXPECT_TRUE(step->config().is_moe_layer(1));
+}
+
 // Max |Δlogit| on `fixture`'s longest prompt with its weights but config.json changed by `edit`.
 template <typename Edit>
 float max_diff_with_config(const std::string& fixture, Edit edit) {
@@ -118,6 +142,15 @@ TEST(HfFixtureConfig, RopeScalingChangesTheResult) {
             100 * kLogitTol);
   EXPECT_GT(max_diff_with_config("smollm2", [](nlohmann::json& j) { j["rope_parameters"]["rope_theta"] = 10000.0; }),
             100 * kLogitTol);
+}
+
+// The MoE fixtures test the routing: renormalising the top-k weights or not, or routing to one
+// expert fewer, moves the logits far outside the tolerance.
+TEST(HfFixtureConfig, MoeRoutingChangesTheResult) {
+  EXPECT_GT(max_diff_with_config("qwen3_moe", [](nlohmann::json& j) { j["norm_topk_prob"] = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("qwen3_moe_step", [](nlohmann::json& j) { j["norm_topk_prob"] = true; }),
+            100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("qwen3_moe", [](nlohmann::json& j) { j["num_experts_per_tok"] = 1; }), 100 * kLogitTol);
 }
 
 }  // namespace
