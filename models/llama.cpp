@@ -415,9 +415,9 @@ Expected<std::unique_ptr<Model>> load_llama(const Checkpoint& checkpoint, Backen
                                             const LoadOptions& options) {
   if (options.max_batch_tokens < 1)
     return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
+  BRIGADE_RETURN_IF_ERROR(check_moe_support(checkpoint.config(), options.weight_dtype, backend));
   BRIGADE_RETURN_IF_ERROR(check_weight_dtype(options.weight_dtype, backend));
   BRIGADE_RETURN_IF_ERROR(check_tensor_parallel(checkpoint.config(), options.communicator));
-  BRIGADE_RETURN_IF_ERROR(check_moe_support(checkpoint.config(), options.weight_dtype, backend));
   auto model = std::make_unique<LlamaModel>(checkpoint.config(), backend, options);
   BRIGADE_RETURN_IF_ERROR(model->load(checkpoint));
   return std::unique_ptr<Model>(std::move(model));

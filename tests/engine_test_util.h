@@ -2,7 +2,11 @@
 // checkpoint: the checkpoint's shape, and engine options that keep such a test small.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +44,34 @@ inline GenerateOptions greedy_ids(std::vector<int32_t> ids, int max_tokens) {
   r.sampling.temperature = 0.0f;
   r.ignore_eos = true;
   return r;
+}
+
+// Submits every request before waiting for any, so they share steps, and returns each one's
+// tokens (an error event or a refused submit fails the test).
+inline std::vector<std::vector<int32_t>> generate_all(Engine& engine, const std::vector<GenerateOptions>& reqs) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::vector<int32_t>> tokens(reqs.size());
+  size_t n_done = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto id = engine.submit(reqs[i], [&, i](const Event& ev) {
+      std::lock_guard<std::mutex> lock(mu);
+      tokens[i].insert(tokens[i].end(), ev.token_ids.begin(), ev.token_ids.end());
+      EXPECT_NE(ev.finish, FinishReason::error) << ev.error;
+      if (ev.finish != FinishReason::none) {
+        ++n_done;
+        cv.notify_all();
+      }
+    });
+    EXPECT_TRUE(id.has_value()) << id.status().to_string();
+    if (!id) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++n_done;
+    }
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return n_done == reqs.size(); });
+  return tokens;
 }
 
 }  // namespace brigade::testing

@@ -93,6 +93,15 @@ inline OwnedTensor put_i32(Backend& b, std::initializer_list<int64_t> dims, cons
   return put(b, DType::i32, dims, f);
 }
 
+// A weight [rows, cols] prepared by `b` from host f32 values as bf16 on both backends (the GPU
+// converts to bf16 itself), so the CPU and the GPU multiply the same numbers.
+inline OwnedTensor weight(Backend& b, int64_t rows, int64_t cols, const std::vector<float>& values) {
+  Tensor host(const_cast<float*>(values.data()), DType::f32, {rows, cols});
+  auto w = b.prepare_weight(host, b.activation_dtype() == DType::f32 ? std::optional<DType>(DType::bf16) : std::nullopt);
+  EXPECT_TRUE(w.has_value()) << w.status().to_string();
+  return std::move(*w);
+}
+
 // An uninitialised tensor on `b`.
 inline OwnedTensor empty(Backend& b, DType dtype, std::initializer_list<int64_t> dims) {
   Tensor shape(nullptr, dtype, dims);
