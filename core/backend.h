@@ -203,9 +203,10 @@ class Backend {
   // [2eI, 2eI + I) are its gate rows and [2eI + I, 2(e+1)I) its up rows; down [E * d, I]: expert
   // e's rows [e d, (e+1) d); ids and weights [n, k] as moe_route leaves them (ids in [0, E));
   // workspace of at least moe_workspace_bytes(n, k, d, I) bytes of this backend's memory. The
-  // k terms of a token are added in slot order j = 0..k-1, so a token's result does not depend
-  // on the other tokens of the step. The GPU never reads routing back to the host (a step graph
-  // may capture it).
+  // k terms of a token are added in slot order j = 0..k-1, whatever the grouping of the step's
+  // tokens by expert (on the CPU an expert's matmul still takes the BLAS path from kBlasMinRows
+  // rows, as any matmul does). No backend reads the routing back to the host inside the op on a
+  // device of its own (the GPU's runs in captured step graphs).
   virtual void moe_experts(const Tensor& x, const Tensor& gate_up, const Tensor& down, const Tensor& ids,
                            const Tensor& weights, const Tensor& workspace, const Tensor& out) {
     (void)x, (void)gate_up, (void)down, (void)ids, (void)weights, (void)workspace, (void)out;

@@ -8,6 +8,13 @@ namespace brigade {
 Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l) {
   const std::string pre = "model.layers." + std::to_string(l) + ".mlp.";
   const int64_t hidden = c.hidden_size, inter = c.moe_intermediate_size;
+  MoeBlock b;
+  BRIGADE_ASSIGN_OR_RETURN(b.router, w.matrix(pre + "gate.weight", c.n_experts, hidden));
+  if (w.has(pre + "experts.gate_up_proj")) {  // transformers 5's fused layout: already ours
+    BRIGADE_ASSIGN_OR_RETURN(b.gate_up, w.stacked(pre + "experts.gate_up_proj", c.n_experts, 2 * inter, hidden));
+    BRIGADE_ASSIGN_OR_RETURN(b.down, w.stacked(pre + "experts.down_proj", c.n_experts, hidden, inter));
+    return b;
+  }
   std::vector<std::string> gate_up_names, down_names;
   std::vector<int64_t> gate_up_rows, down_rows;
   for (int e = 0; e < c.n_experts; ++e) {
@@ -17,8 +24,6 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l) 
     down_names.push_back(ex + "down_proj.weight");
     down_rows.push_back(hidden);
   }
-  MoeBlock b;
-  BRIGADE_ASSIGN_OR_RETURN(b.router, w.matrix(pre + "gate.weight", c.n_experts, hidden));
   BRIGADE_ASSIGN_OR_RETURN(b.gate_up, w.fused(gate_up_names, gate_up_rows, hidden));
   BRIGADE_ASSIGN_OR_RETURN(b.down, w.fused(down_names, down_rows, inter));
   return b;

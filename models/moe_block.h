@@ -27,9 +27,11 @@ struct MoeScratch {
   OwnedTensor workspace;      // Backend::moe_workspace_bytes(T, k, hidden, I) bytes
 };
 
-// Loads layer l's router and experts in the layout transformers' save_pretrained writes:
-// model.layers.{l}.mlp.gate.weight [E, hidden] and mlp.experts.{e}.{gate,up,down}_proj.weight,
-// stacked into the fused tensors above (shapes checked against the config).
+// Loads layer l's router, model.layers.{l}.mlp.gate.weight [E, hidden], and its experts in either
+// layout: mlp.experts.{e}.{gate,up,down}_proj.weight (what save_pretrained writes, and the Hub's
+// checkpoints), stacked at load into the tensors above, or transformers 5's fused
+// mlp.experts.gate_up_proj [E, 2I, hidden] and mlp.experts.down_proj [E, hidden, I], which are
+// that layout already. Shapes are checked against the config.
 Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l);
 
 // delta [n, hidden] = the sparse block applied to normed [n, hidden] (n <= the scratch's T).

@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "cpu/cpu_backend.h"
+#include "models/checkpoint.h"
 #include "hf_fixture.h"
 
 namespace brigade {
@@ -109,6 +110,48 @@ TEST(HfFixtureConfig, Qwen3MoeLayers) {
   EXPECT_FALSE(step->config().norm_topk_prob);
   EXPECT_FALSE(step->config().is_moe_layer(0));  // decoder_sparse_step 2: layer 1 only
   EXPECT_TRUE(step->config().is_moe_layer(1));
+}
+
+// transformers 5 keeps a layer's experts fused (mlp.experts.gate_up_proj [E, 2I, hidden],
+// down_proj [E, hidden, I]); a checkpoint stored that way loads to the same model: the qwen3_moe
+// fixture's experts rewritten fused match transformers as the per-expert original does.
+TEST(HfFixtureConfig, Qwen3MoeFusedExpertLayoutLoads) {
+  const testing::TempDir dir("moe_fused");
+  const std::string src = fixture_dir("qwen3_moe");
+  std::filesystem::copy_file(src + "/config.json", dir.file("config.json"));
+  auto ck = Checkpoint::open(src);
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  const ModelConfig& c = (*ck)->config();
+  std::vector<testing::StEntry> entries;
+  for (const auto& [name, t] : (*ck)->tensors())
+    if (name.find(".mlp.experts.") == std::string::npos)
+      entries.push_back({name, "F32", t.shape, std::vector<uint8_t>(t.bytes.begin(), t.bytes.end())});
+  for (int l = 0; l < c.n_layers; ++l) {
+    if (!c.is_moe_layer(l)) continue;
+    const std::string pre = "model.layers." + std::to_string(l) + ".mlp.experts.";
+    testing::StEntry gate_up{pre + "gate_up_proj", "F32", {c.n_experts, 2 * c.moe_intermediate_size, c.hidden_size}, {}};
+    testing::StEntry down{pre + "down_proj", "F32", {c.n_experts, c.hidden_size, c.moe_intermediate_size}, {}};
+    for (int e = 0; e < c.n_experts; ++e) {
+      const std::string ex = pre + std::to_string(e) + ".";
+      for (const char* part : {"gate_proj.weight", "up_proj.weight"}) {
+        const auto& bytes = (*ck)->tensors().at(ex + part).bytes;
+        gate_up.bytes.insert(gate_up.bytes.end(), bytes.begin(), bytes.end());
+      }
+      const auto& bytes = (*ck)->tensors().at(ex + "down_proj.weight").bytes;
+      down.bytes.insert(down.bytes.end(), bytes.begin(), bytes.end());
+    }
+    entries.push_back(std::move(gate_up));
+    entries.push_back(std::move(down));
+  }
+  testing::write_safetensors_file(dir.file("model.safetensors"), entries);
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load_or_fail(dir.str(), *backend);
+  ASSERT_NE(model, nullptr);
+  for (const auto& fc : read_fixture_cases("qwen3_moe")) {
+    const FixtureRun run = run_fixture_case(*model, *backend, fc);
+    EXPECT_LE(run.max_abs_diff, kLogitTol);
+    EXPECT_EQ(run.greedy, fc.greedy);
+  }
 }
 
 // Max |Δlogit| on `fixture`'s longest prompt with its weights but config.json changed by `edit`.
