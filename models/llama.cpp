@@ -57,7 +57,7 @@ struct Scratch {
   OwnedTensor delta;     // [T, hidden] block output to add to the residual
   OwnedTensor qkv;       // [T, (H + 2 KV) * hd]
   OwnedTensor attn;      // [T, H * hd]
-  OwnedTensor gate_up;   // [T, 2 I]
+  OwnedTensor gate_up;   // [T, 2 I] (not allocated when every layer is sparse)
   OwnedTensor act;       // [T, I]
   OwnedTensor selected;  // [T, hidden] rows whose logits are wanted
   MoeScratch moe;        // allocated when the model has sparse layers
@@ -243,8 +243,10 @@ Status LlamaModel::allocate_scratch() {
   BRIGADE_ASSIGN_OR_RETURN(s.delta, alloc(backend_, a, t, hidden));
   BRIGADE_ASSIGN_OR_RETURN(s.qkv, alloc(backend_, a, t, shard_.qkv.row_width()));
   BRIGADE_ASSIGN_OR_RETURN(s.attn, alloc(backend_, a, t, shard_.qkv.q_width()));
-  BRIGADE_ASSIGN_OR_RETURN(s.gate_up, alloc(backend_, a, t, 2 * shard_.inter));
-  BRIGADE_ASSIGN_OR_RETURN(s.act, alloc(backend_, a, t, shard_.inter));
+  if (c.n_moe_layers() < c.n_layers) {  // some layer has a dense MLP
+    BRIGADE_ASSIGN_OR_RETURN(s.gate_up, alloc(backend_, a, t, 2 * shard_.inter));
+    BRIGADE_ASSIGN_OR_RETURN(s.act, alloc(backend_, a, t, shard_.inter));
+  }
   BRIGADE_ASSIGN_OR_RETURN(s.selected, alloc(backend_, a, t, hidden));
   if (c.n_moe_layers() > 0) {
     const int k = c.n_experts_per_tok;

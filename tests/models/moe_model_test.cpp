@@ -145,6 +145,23 @@ TEST(MoeMakeModel, WritesTheHubLayoutAndLoads) {
   EXPECT_NE(text.find("sparse layers: 2 of 3 (dense: 1)"), std::string::npos) << text;
 }
 
+// Qwen3-30B-A3B's shape: every layer sparse (the dense MLP scratch is then not allocated).
+TEST(MoeMakeModel, AModelWithoutDenseLayersRuns) {
+  TempDir dir("moe_all_sparse");
+  SyntheticModelSpec s = moe_spec();
+  s.mlp_only_layers.clear();
+  ASSERT_TRUE(write_synthetic_model(s, dir.str()).is_ok());
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load(dir.str(), *backend);
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->config().n_moe_layers(), 3);
+  auto kv = KvCache::allocate(*backend, model->kv_layout(8, 16, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  const auto logits = testing::run_step(*model, *backend, *kv, testing::make_step({{0, {1, 2, 3}, 0, false}}, 16, 4));
+  ASSERT_EQ(logits.size(), 300u);
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+}
+
 TEST(MoeMakeModel, BadSpecsAreRefused) {
   TempDir dir("moe_bad");
   SyntheticModelSpec s = moe_spec();
