@@ -48,6 +48,18 @@ inline SyntheticModelSpec small_gpu_model(uint64_t seed) {
   return spec;
 }
 
+// small_gpu_model's shape as qwen3_moe: 16 experts of width 128, top-4 renormalised, layer 2
+// keeping a dense MLP.
+inline SyntheticModelSpec small_gpu_moe_model(uint64_t seed) {
+  SyntheticModelSpec spec = small_gpu_model(seed);
+  spec.arch = "qwen3_moe";
+  spec.n_experts = 16;
+  spec.n_experts_per_tok = 4;
+  spec.moe_intermediate_size = 128;
+  spec.mlp_only_layers = {2};
+  return spec;
+}
+
 inline Backend& cpu() {
   static std::unique_ptr<Backend> backend = make_cpu_backend({2});
   return *backend;

@@ -35,18 +35,14 @@ Side load(Backend& b, const std::string& dir) {
 }
 
 SyntheticModelSpec spec_for(const std::string& arch) {
-  SyntheticModelSpec spec = small_gpu_model(11);
-  if (arch == "qwen3_moe") {
-    // Every token takes all 8 experts: with top-k < E, bf16 router logits would pick another
-    // expert than the CPU's f32 ones wherever two are within ~1% (a few routings per run), and
-    // one such token is past the logits tolerance. The selection itself is compared exactly in
-    // GpuMoe.RouteMatchesCpu; here the router, its softmax weights and every expert run.
-    spec.arch = arch;
-    spec.n_experts = 8;
-    spec.n_experts_per_tok = 8;
-    spec.moe_intermediate_size = 128;
-    spec.mlp_only_layers = {2};
-  }
+  if (arch != "qwen3_moe") return small_gpu_model(11);
+  // Every token takes all 8 experts: with top-k < E, bf16 router logits would pick another
+  // expert than the CPU's f32 ones wherever two are within ~1% (a few routings per run), and
+  // one such token is past the logits tolerance. The selection itself is compared exactly in
+  // GpuMoe.RouteMatchesCpu; here the router, its softmax weights and every expert run.
+  SyntheticModelSpec spec = small_gpu_moe_model(11);
+  spec.n_experts = 8;
+  spec.n_experts_per_tok = 8;
   return spec;
 }
 
