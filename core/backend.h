@@ -178,6 +178,41 @@ class Backend {
   // out [r, d] = x [n, d] rows listed in rows [r] i32.
   virtual void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& out) = 0;
 
+  // ---- mixture of experts (qwen3_moe; docs/architecture.md "Mixture of experts") ----
+  // Whether moe_route / moe_experts are implemented; a MoE model refuses to load otherwise.
+  virtual bool supports_moe() const { return false; }
+  // Top-k softmax routing. p = softmax(router_logits[t]) over the E experts, in f32;
+  // ids[t, 0..k) = the k experts of largest p in descending order, the lowest index first among
+  // equal p (torch.topk's order); weights[t, j] = p[ids[t, j]], divided by the sum of the k
+  // when normalize (Qwen3's norm_topk_prob). router_logits [n, E] f32, ids [n, k] i32,
+  // weights [n, k] f32, 1 <= k <= E.
+  virtual void moe_route(const Tensor& router_logits, int k, bool normalize, const Tensor& ids,
+                         const Tensor& weights) {
+    (void)router_logits, (void)k, (void)normalize, (void)ids, (void)weights;
+    BRIGADE_CHECK(false, "moe_route on a backend without MoE ops (supports_moe() is false)");
+  }
+  // Bytes of `workspace` that moe_experts needs for n tokens of k experts each, hidden size d and
+  // expert width I (the caller allocates it once for its largest n; no op allocates in a step).
+  virtual size_t moe_workspace_bytes(int64_t n, int k, int64_t d, int64_t inter) const {
+    (void)n, (void)k, (void)d, (void)inter;
+    return 0;
+  }
+  // The routed SwiGLU experts, summed with their weights:
+  //   out[t] = sum_j weights[t, j] * down_e · (silu(gate_e · x[t]) * (up_e · x[t])), e = ids[t, j].
+  // x [n, d] and out [n, d] activations; gate_up [E * 2I, d] prepared (not fp8): expert e's rows
+  // [2eI, 2eI + I) are its gate rows and [2eI + I, 2(e+1)I) its up rows; down [E * d, I]: expert
+  // e's rows [e d, (e+1) d); ids and weights [n, k] as moe_route leaves them (ids in [0, E));
+  // workspace of at least moe_workspace_bytes(n, k, d, I) bytes of this backend's memory. The
+  // k terms of a token are added in slot order j = 0..k-1, whatever the grouping of the step's
+  // tokens by expert (on the CPU an expert's matmul still takes the BLAS path from kBlasMinRows
+  // rows, as any matmul does). No backend reads the routing back to the host inside the op on a
+  // device of its own (the GPU's runs in captured step graphs).
+  virtual void moe_experts(const Tensor& x, const Tensor& gate_up, const Tensor& down, const Tensor& ids,
+                           const Tensor& weights, const Tensor& workspace, const Tensor& out) {
+    (void)x, (void)gate_up, (void)down, (void)ids, (void)weights, (void)workspace, (void)out;
+    BRIGADE_CHECK(false, "moe_experts on a backend without MoE ops (supports_moe() is false)");
+  }
+
   // ---- tokens on the device (the executor's device path, actors/executor/step_runner.h) ----
   // tokens [n] i32 = argmax over each row of logits [n, vocab] f32 (lowest index on ties).
   virtual void argmax(const Tensor& logits, const Tensor& tokens) = 0;

@@ -96,6 +96,18 @@ class CpuBackend final : public Backend {
   void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& out) override {
     cpu::gather_rows(ctx_, x, rows, out);
   }
+  bool supports_moe() const override { return true; }
+  void moe_route(const Tensor& router_logits, int k, bool normalize, const Tensor& ids,
+                 const Tensor& weights) override {
+    cpu::moe_route(ctx_, router_logits, k, normalize, ids, weights);
+  }
+  size_t moe_workspace_bytes(int64_t n, int k, int64_t d, int64_t inter) const override {
+    return cpu::moe_workspace_bytes(n, k, d, inter);
+  }
+  void moe_experts(const Tensor& x, const Tensor& gate_up, const Tensor& down, const Tensor& ids,
+                   const Tensor& weights, const Tensor& workspace, const Tensor& out) override {
+    cpu::moe_experts(ctx_, x, gate_up, down, ids, weights, workspace, out);
+  }
 
   // The device path's token ops as plain loops (the executor forces that path on CPUs in tests).
   void argmax(const Tensor& logits, const Tensor& tokens) override {

@@ -39,7 +39,7 @@ using gpu::Sig;
 
 // Op ids in step signatures.
 enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, kSiluMul, kQkNorm, kRope, kWriteKv,
-                kAttention, kGather, kArgmax, kSample, kGatherTokens, kScatterTokens };
+                kAttention, kGather, kArgmax, kSample, kGatherTokens, kScatterTokens, kMoeRoute, kMoeExperts };
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
@@ -325,6 +325,42 @@ class CudaBackendImpl final : public CudaBackend {
     bind();
     graphs_->record(Sig() << kGather << x << rows << out, [=, this] {
       gpu::launch_gather_rows(x.data, x.row_numel() * 2, rows.as<const int32_t>(), r, x.dim(0), out.data, stream_);
+    });
+  }
+
+  bool supports_moe() const override { return true; }
+  void moe_route(const Tensor& router_logits, int k, bool normalize, const Tensor& ids, const Tensor& weights) override {
+    const int64_t n = router_logits.dim(0), n_experts = router_logits.row_numel();
+    BRIGADE_CHECK(router_logits.dtype == DType::f32 && ids.dtype == DType::i32 && weights.dtype == DType::f32,
+                  "moe_route: router_logits f32, ids i32, weights f32");
+    BRIGADE_CHECK(k >= 1 && k <= n_experts && n_experts <= 8192 && ids.numel() == n * k && weights.numel() == n * k,
+                  "moe_route: 1 <= k <= E <= 8192, ids and weights [n, k]");
+    bind();
+    graphs_->record(Sig() << kMoeRoute << router_logits << k << normalize << ids << weights, [=, this] {
+      gpu::launch_moe_route(router_logits.as<const float>(), n, static_cast<int>(n_experts), k, normalize,
+                            ids.as<int32_t>(), weights.as<float>(), stream_);
+    });
+  }
+  size_t moe_workspace_bytes(int64_t n, int k, int64_t d, int64_t inter) const override {
+    return gpu::moe_workspace_bytes(n, k, d, inter);
+  }
+  void moe_experts(const Tensor& x, const Tensor& gate_up, const Tensor& down, const Tensor& ids, const Tensor& weights,
+                   const Tensor& workspace, const Tensor& out) override {
+    const int64_t n = x.dim(0), d = x.row_numel(), inter = down.row_numel();
+    const int64_t k = n > 0 ? ids.numel() / n : 0;
+    BRIGADE_CHECK(x.dtype == DType::bf16 && out.dtype == DType::bf16 && out.numel() == n * d,
+                  "moe_experts: x and out [n, d] bf16");
+    BRIGADE_CHECK(gate_up.dtype == DType::bf16 && down.dtype == DType::bf16 && inter > 0 && gate_up.row_numel() == d &&
+                      gate_up.dim(0) % (2 * inter) == 0, "moe_experts: gate_up [E * 2I, d], down [E * d, I] bf16");
+    const int64_t n_experts = gate_up.dim(0) / (2 * inter);
+    BRIGADE_CHECK(down.dim(0) == n_experts * d && ids.dtype == DType::i32 && weights.dtype == DType::f32 &&
+                      weights.numel() == n * k && workspace.nbytes() >= gpu::moe_workspace_bytes(n, static_cast<int>(k), d, inter),
+                  "moe_experts: down [E * d, I], ids and weights [n, k], workspace of moe_workspace_bytes");
+    bind();
+    graphs_->record(Sig() << kMoeExperts << x << gate_up << down << ids << weights << workspace << out, [=, this] {
+      gpu::launch_moe_experts(x.data, gate_up.data, down.data, ids.as<const int32_t>(), weights.as<const float>(), n,
+                              static_cast<int>(k), d, inter, static_cast<int>(n_experts), workspace.data, out.data,
+                              stream_);
     });
   }
 

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/dtype.h"
@@ -100,6 +101,16 @@ void launch_scatter_tokens(const int32_t* tokens, const int32_t* index, int64_t 
 // u32 of scratch. Three stream operations (a memset and two kernels), no host sync: capturable.
 void launch_quantize_e4m3(const void* x, DType x_t, int64_t count, float* scale, unsigned* amax, uint8_t* q,
                           cudaStream_t stream);
+
+// Mixture of experts (moe.cu; contracts of Backend::moe_route / moe_experts). Routing: logits
+// [n, E] f32 -> ids [n, k] i32, weights [n, k] f32 (E <= 8192). Experts: x, out [n, d] bf16,
+// gate_up [E * 2I, d] and down [E * d, I] bf16, workspace of moe_workspace_bytes.
+size_t moe_workspace_bytes(int64_t n, int k, int64_t d, int64_t inter);
+void launch_moe_route(const float* logits, int64_t n, int n_experts, int k, bool normalize, int32_t* ids,
+                      float* weights, cudaStream_t stream);
+void launch_moe_experts(const void* x, const void* gate_up, const void* down, const int32_t* ids, const float* weights,
+                        int64_t n, int k, int64_t d, int64_t inter, int n_experts, void* workspace, void* out,
+                        cudaStream_t stream);
 
 // dst [count] bf16 = src [count] f32/f16/bf16 on the device.
 void launch_to_bf16(const void* src, DType src_t, void* dst, int64_t count, cudaStream_t stream);

@@ -58,6 +58,19 @@ std::string format_model_info(const ModelInfo& m) {
   if (c.qk_norm) attn += ", q/k norm";
   if (c.sliding_window > 0) attn += ", sliding window " + std::to_string(c.sliding_window);
   if (!attn.empty()) s += "attention:     " + attn.substr(2) + "\n";
+  if (c.n_experts > 0) {
+    std::string dense;
+    for (int l = 0; l < c.n_layers; ++l) {
+      if (c.is_moe_layer(l)) continue;
+      dense += dense.empty() ? " (dense: " : ",";
+      dense += std::to_string(l);
+    }
+    if (!dense.empty()) dense += ")";
+    s += "experts:       " + std::to_string(c.n_experts) + " per sparse layer, top-" + std::to_string(c.n_experts_per_tok);
+    s += c.norm_topk_prob ? " renormalised" : " not renormalised";
+    s += ", expert intermediate " + std::to_string(c.moe_intermediate_size) + "\n";
+    s += "sparse layers: " + std::to_string(c.n_moe_layers()) + " of " + std::to_string(c.n_layers) + dense + "\n";
+  }
   s += std::string("tied embed:    ") + (c.tie_embeddings ? "yes" : "no") + "\n";
   s += "parameters:    " + human(static_cast<double>(m.n_params), "") + " (" + std::to_string(m.n_params) + ")\n";
   s += "weight bytes:  " + human(static_cast<double>(m.n_bytes), "B") + "\n";

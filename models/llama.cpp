@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "models/load_progress.h"
+#include "models/moe_block.h"
 #include "models/rope_scaling.h"
 #include "models/step_check.h"
 #include "models/weight_loader.h"
@@ -45,7 +46,8 @@ struct DecoderLayer {
   OwnedTensor attn_norm;  // [hidden] f32
   AttentionBlock attn;
   OwnedTensor mlp_norm;   // [hidden] f32
-  MlpBlock mlp;
+  MlpBlock mlp;           // empty in a sparse layer
+  MoeBlock moe;           // qwen3_moe's sparse layers (ModelConfig::is_moe_layer); empty otherwise
 };
 
 // Activations for up to max_batch_tokens rows, in the backend's activation dtype.
@@ -55,9 +57,10 @@ struct Scratch {
   OwnedTensor delta;     // [T, hidden] block output to add to the residual
   OwnedTensor qkv;       // [T, (H + 2 KV) * hd]
   OwnedTensor attn;      // [T, H * hd]
-  OwnedTensor gate_up;   // [T, 2 I]
+  OwnedTensor gate_up;   // [T, 2 I] (not allocated when every layer is sparse)
   OwnedTensor act;       // [T, I]
   OwnedTensor selected;  // [T, hidden] rows whose logits are wanted
+  MoeScratch moe;        // allocated when the model has sparse layers
 };
 
 // Device copies of the step's int arrays; block_table grows when a step needs more.
@@ -121,6 +124,8 @@ class LlamaModel final : public Model {
   StepInts ints_;
   int64_t n_params_ = 0;
   int64_t weight_bytes_ = 0;
+  int64_t expert_params_ = 0;  // parameters of every expert of every sparse layer (in n_params_)
+  int64_t expert_bytes_ = 0;   // their bytes as loaded (in weight_bytes_)
 };
 
 StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) const {
@@ -129,6 +134,13 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
   const int window = config_.sliding_window;
   // n_params counts the whole checkpoint on every rank; a rank's linear layers are 1/size of it.
   const double linear_params = (static_cast<double>(n_params_) - table - (config_.tie_embeddings ? 0.0 : table)) / shard_.size;
+  // Sparse layers: a token runs k of the E experts (flops), and the step reads the experts its
+  // tokens chose, at most min(E, n * k) per layer: that upper bound is what is counted, since
+  // the routing is not known before the step.
+  const double n_experts = config_.n_experts;
+  const double active = n_experts > 0 ? config_.n_experts_per_tok / n_experts : 0.0;
+  const double touched = n_experts > 0 ? std::min(n_experts, n * config_.n_experts_per_tok) / n_experts : 0.0;
+  const double dense_params = linear_params - static_cast<double>(expert_params_) * (1.0 - active);
   double pairs = 0.0, kv_read = 0.0;  // (query, visible key) pairs; KV positions attention reads
   for (int s = 0; s < b.n_seqs(); ++s) {
     const int n_q = b.q_start[static_cast<size_t>(s) + 1] - b.q_start[static_cast<size_t>(s)];
@@ -144,9 +156,9 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
   const double own_head_bytes = lm_head_.tensor.empty() ? 0.0 : static_cast<double>(lm_head_.tensor.nbytes());
   const double head_bytes = config_.tie_embeddings ? embed_bytes : own_head_bytes;
   StepCost c;
-  c.flops = 2.0 * linear_params * n + 2.0 * table * rows +
+  c.flops = 2.0 * dense_params * n + 2.0 * table * rows +
             4.0 * config_.n_layers * shard_.qkv.n_heads * config_.head_dim * pairs;
-  c.bytes = static_cast<double>(weight_bytes_) - embed_bytes - own_head_bytes +
+  c.bytes = static_cast<double>(weight_bytes_) - static_cast<double>(expert_bytes_) * (1.0 - touched) - embed_bytes - own_head_bytes +
             n * embed_bytes / config_.vocab_size + (rows > 0 ? head_bytes : 0.0) + kv_bytes_per_token * (kv_read + n);
   return c;
 }
@@ -178,6 +190,12 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   if (c.qk_norm) {
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.q_norm, w.vector_f32({layer_name(l, "self_attn.q_norm.weight")}, {c.head_dim}));
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.k_norm, w.vector_f32({layer_name(l, "self_attn.k_norm.weight")}, {c.head_dim}));
+  }
+  if (c.is_moe_layer(l)) {
+    BRIGADE_ASSIGN_OR_RETURN(layer.moe, load_moe_block(w, c, l));
+    expert_params_ += int64_t{3} * c.n_experts * c.moe_intermediate_size * hidden;
+    expert_bytes_ += static_cast<int64_t>(layer.moe.gate_up.tensor.nbytes() + layer.moe.down.tensor.nbytes());
+    return Status::ok();
   }
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp.gate_up,
                            w.fused({layer_name(l, "mlp.gate_proj.weight"), layer_name(l, "mlp.up_proj.weight")},
@@ -225,9 +243,19 @@ Status LlamaModel::allocate_scratch() {
   BRIGADE_ASSIGN_OR_RETURN(s.delta, alloc(backend_, a, t, hidden));
   BRIGADE_ASSIGN_OR_RETURN(s.qkv, alloc(backend_, a, t, shard_.qkv.row_width()));
   BRIGADE_ASSIGN_OR_RETURN(s.attn, alloc(backend_, a, t, shard_.qkv.q_width()));
-  BRIGADE_ASSIGN_OR_RETURN(s.gate_up, alloc(backend_, a, t, 2 * shard_.inter));
-  BRIGADE_ASSIGN_OR_RETURN(s.act, alloc(backend_, a, t, shard_.inter));
+  if (c.n_moe_layers() < c.n_layers) {  // some layer has a dense MLP
+    BRIGADE_ASSIGN_OR_RETURN(s.gate_up, alloc(backend_, a, t, 2 * shard_.inter));
+    BRIGADE_ASSIGN_OR_RETURN(s.act, alloc(backend_, a, t, shard_.inter));
+  }
   BRIGADE_ASSIGN_OR_RETURN(s.selected, alloc(backend_, a, t, hidden));
+  if (c.n_moe_layers() > 0) {
+    const int k = c.n_experts_per_tok;
+    BRIGADE_ASSIGN_OR_RETURN(s.moe.router_logits, alloc(backend_, DType::f32, t, c.n_experts));
+    BRIGADE_ASSIGN_OR_RETURN(s.moe.ids, alloc(backend_, DType::i32, t, k));
+    BRIGADE_ASSIGN_OR_RETURN(s.moe.weights, alloc(backend_, DType::f32, t, k));
+    const size_t ws = backend_.moe_workspace_bytes(t, k, hidden, c.moe_intermediate_size);
+    BRIGADE_ASSIGN_OR_RETURN(s.moe.workspace, alloc(backend_, DType::u8, 1, static_cast<int64_t>(ws)));
+  }
   for (OwnedTensor* p : {&ints_.tokens, &ints_.positions, &ints_.slots, &ints_.ctx_len, &ints_.logit_rows}) {
     BRIGADE_ASSIGN_OR_RETURN(*p, alloc(backend_, DType::i32, 1, t));
   }
@@ -273,6 +301,11 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
 }
 
 Status LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
+  if (!layer.moe.empty()) {  // no tensor parallelism with experts (check_tensor_parallel)
+    run_moe_block(backend_, config_, layer.moe, scratch_.moe, scratch_.normed.tensor.rows(0, n),
+                  scratch_.delta.tensor.rows(0, n));
+    return Status::ok();
+  }
   const Tensor gate_up = scratch_.gate_up.tensor.rows(0, n);
   const Tensor act = scratch_.act.tensor.rows(0, n);
   backend_.matmul(scratch_.normed.tensor.rows(0, n), layer.mlp.gate_up.tensor, Tensor(), gate_up);
@@ -345,6 +378,9 @@ Status check_weight_dtype(std::optional<DType> want, const Backend& backend) {
 Status check_tensor_parallel(const ModelConfig& c, const Communicator* comm) {
   if (comm == nullptr) return Status::ok();
   const int tp = comm->size();
+  if (c.n_moe_layers() > 0 && tp > 1)
+    return unsupported("tensor parallelism (tp=" + std::to_string(tp) + ") is not supported for mixture-of-experts "
+                       "models (" + c.arch + "); run it with tp: 1 (expert parallelism is not built yet)");
   auto divides = [&](int n) { return c.n_heads % n == 0 && c.n_kv_heads % n == 0 && c.intermediate_size % n == 0; };
   if (divides(tp)) return Status::ok();
   std::string valid;
@@ -354,6 +390,18 @@ Status check_tensor_parallel(const ModelConfig& c, const Communicator* comm) {
                           std::to_string(c.n_heads) + "), n_kv_heads (" + std::to_string(c.n_kv_heads) +
                           ") and intermediate_size (" + std::to_string(c.intermediate_size) +
                           "); valid tp for this model: " + valid);
+}
+
+// Experts run through Backend::moe_route / moe_experts, in the backend's float weight type.
+Status check_moe_support(const ModelConfig& c, std::optional<DType> want, const Backend& backend) {
+  if (c.n_moe_layers() == 0) return Status::ok();
+  if (!backend.supports_moe())
+    return unsupported("backend '" + backend.name() + "' has no mixture-of-experts ops; " + c.arch +
+                       " runs on the CPU and CUDA backends");
+  if (want == DType::f8e4m3)
+    return unsupported("fp8 weights are not supported for mixture-of-experts models (" + c.arch +
+                       "); load with weights: bf16 or auto");
+  return Status::ok();
 }
 
 }  // namespace
@@ -369,6 +417,7 @@ Expected<std::unique_ptr<Model>> load_llama(const Checkpoint& checkpoint, Backen
                                             const LoadOptions& options) {
   if (options.max_batch_tokens < 1)
     return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
+  BRIGADE_RETURN_IF_ERROR(check_moe_support(checkpoint.config(), options.weight_dtype, backend));
   BRIGADE_RETURN_IF_ERROR(check_weight_dtype(options.weight_dtype, backend));
   BRIGADE_RETURN_IF_ERROR(check_tensor_parallel(checkpoint.config(), options.communicator));
   auto model = std::make_unique<LlamaModel>(checkpoint.config(), backend, options);

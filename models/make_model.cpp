@@ -56,7 +56,8 @@ uint64_t name_seed(uint64_t seed, const std::string& name) {
   return h;
 }
 
-std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, int head_dim) {
+std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, const ModelConfig& config, int head_dim) {
+  auto moe_layer = [&](int l) { return config.is_moe_layer(l); };
   const int64_t h = s.hidden_size, q = int64_t{s.n_heads} * head_dim, kv = int64_t{s.n_kv_heads} * head_dim;
   const int64_t inter = s.intermediate_size, v = s.vocab_size;
   const double out_scale = 1.0 / std::sqrt(2.0 * s.n_layers);
@@ -77,11 +78,22 @@ std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, int head_dim) 
       p.push_back({pre + "self_attn.k_proj.bias", {kv}, TensorPlan::embedding, 0.02});
       p.push_back({pre + "self_attn.v_proj.bias", {kv}, TensorPlan::embedding, 0.02});
     }
-    if (s.arch == "qwen3") {  // per-head RMSNorm of q and k
+    if (s.arch == "qwen3" || s.arch == "qwen3_moe") {  // per-head RMSNorm of q and k
       p.push_back({pre + "self_attn.q_norm.weight", {head_dim}, TensorPlan::norm, 0.0});
       p.push_back({pre + "self_attn.k_norm.weight", {head_dim}, TensorPlan::norm, 0.0});
     }
     p.push_back({pre + "post_attention_layernorm.weight", {h}, TensorPlan::norm, 0.0});
+    if (moe_layer(l)) {  // Qwen3MoeSparseMoeBlock as save_pretrained writes it: one tensor per expert
+      const int64_t mi = s.moe_intermediate_size;
+      p.push_back(mat(pre + "mlp.gate.weight", s.n_experts, h, 1.0));
+      for (int e = 0; e < s.n_experts; ++e) {
+        const std::string ex = pre + "mlp.experts." + std::to_string(e) + ".";
+        p.push_back(mat(ex + "gate_proj.weight", mi, h, 1.0));
+        p.push_back(mat(ex + "up_proj.weight", mi, h, 1.0));
+        p.push_back(mat(ex + "down_proj.weight", h, mi, out_scale));
+      }
+      continue;
+    }
     p.push_back(mat(pre + "mlp.gate_proj.weight", inter, h, 1.0));
     p.push_back(mat(pre + "mlp.up_proj.weight", inter, h, 1.0));
     p.push_back(mat(pre + "mlp.down_proj.weight", h, inter, out_scale));
@@ -160,6 +172,17 @@ ojson config_json(const SyntheticModelSpec& s, int head_dim) {
                {"tie_word_embeddings", s.tie_embeddings}, {"torch_dtype", torch_dtype(s.dtype)},
                {"transformers_version", "4.44.0"}, {"use_cache", true}, {"vocab_size", s.vocab_size}};
   if (s.arch != "llama") c["use_sliding_window"] = false;
+  if (s.arch == "qwen3_moe") {  // the Hub's Qwen3-MoE config names (num_experts, not num_local_experts)
+    c["architectures"] = {"Qwen3MoeForCausalLM"};
+    c["num_experts"] = s.n_experts;
+    c["num_experts_per_tok"] = s.n_experts_per_tok;
+    c["moe_intermediate_size"] = s.moe_intermediate_size;
+    c["norm_topk_prob"] = s.norm_topk_prob;
+    c["decoder_sparse_step"] = s.decoder_sparse_step;
+    c["mlp_only_layers"] = s.mlp_only_layers;
+    c["output_router_logits"] = false;
+    c["router_aux_loss_coef"] = 0.001;
+  }
   return c;
 }
 
@@ -175,8 +198,8 @@ Status write_text(const fs::path& path, const std::string& text) {
 }  // namespace
 
 Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& out_dir) {
-  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3")
-    return invalid_argument("make-model: arch '" + s.arch + "' is not supported; supported: llama, qwen2, qwen3");
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3_moe")
+    return invalid_argument("make-model: arch '" + s.arch + "' is not supported; supported: llama, qwen2, qwen3, qwen3_moe");
   if (s.dtype != DType::f32 && s.dtype != DType::f16 && s.dtype != DType::bf16)
     return invalid_argument(std::string("make-model: dtype ") + dtype_name(s.dtype) + " is not supported; use f32, f16 or bf16");
   if (s.vocab_size < kSyntheticMinVocab)
@@ -198,7 +221,7 @@ Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& out
   BRIGADE_ASSIGN_OR_RETURN(std::string tok, synthetic_tokenizer_json(s.vocab_size));
   BRIGADE_RETURN_IF_ERROR(write_text(dir / "tokenizer.json", tok));
   BRIGADE_RETURN_IF_ERROR(write_text(dir / "tokenizer_config.json", synthetic_tokenizer_config_json(s.max_position)));
-  return write_safetensors(s, plan_tensors(s, head_dim), dir / "model.safetensors");
+  return write_safetensors(s, plan_tensors(s, *parsed, head_dim), dir / "model.safetensors");
 }
 
 }  // namespace brigade

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/status.h"
@@ -11,7 +12,8 @@
 namespace brigade {
 
 struct SyntheticModelSpec {
-  std::string arch = "llama";  // supported: llama, qwen2 (q/k/v biases), qwen3 (q/k norms)
+  // supported: llama, qwen2 (q/k/v biases), qwen3 (q/k norms), qwen3_moe (qwen3 + experts)
+  std::string arch = "llama";
   // Defaults give a ~100M-parameter Llama (tied embeddings).
   int hidden_size = 768;
   int n_layers = 12;
@@ -24,6 +26,14 @@ struct SyntheticModelSpec {
   float rms_eps = 1e-5f;
   float rope_theta = 10000.0f;
   bool tie_embeddings = true;
+  // qwen3_moe only (Qwen3MoeConfig's fields): every layer sparse unless listed in mlp_only_layers
+  // or skipped by decoder_sparse_step; dense layers use intermediate_size.
+  int n_experts = 8;
+  int n_experts_per_tok = 2;
+  int moe_intermediate_size = 256;
+  bool norm_topk_prob = true;
+  int decoder_sparse_step = 1;
+  std::vector<int> mlp_only_layers;
   DType dtype = DType::bf16;  // f32, f16 or bf16
   uint64_t seed = 0;          // same spec and seed => byte-identical files
 };

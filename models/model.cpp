@@ -24,8 +24,10 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   BRIGADE_ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::open(path));
   const std::string& arch = checkpoint->config().arch;
   // qwen2 (q/k/v biases) and qwen3 (q/k head norms) are the Llama decoder with optional pieces.
-  if (arch == "llama" || arch == "qwen2" || arch == "qwen3") return load_llama(*checkpoint, backend, options);
-  return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3");
+  // qwen3_moe is qwen3 with sparse expert blocks in some layers (models/moe_block.h).
+  if (arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "qwen3_moe")
+    return load_llama(*checkpoint, backend, options);
+  return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3, qwen3_moe");
 }
 
 }  // namespace brigade

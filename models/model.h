@@ -90,6 +90,9 @@ class Model {
   //          layers of this rank (KvLayout::page_bytes() / page_size, scales included);
   //   flops: 2 per linear weight per token, 2 per lm_head weight per logits row, and attention's
   //          4 * head_dim per query head per (query, visible key) pair.
+  // Mixture-of-experts layers count k of the E experts' weights per token for the flops, and
+  // min(E, n_tokens * k) experts per layer for the bytes (an upper bound on the distinct experts
+  // the step touches; the routing is not known before the step).
   // Norms, RoPE and activations are left out: they add under 1% at any batch.
   virtual StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const = 0;
 };

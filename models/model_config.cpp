@@ -1,5 +1,6 @@
 #include "models/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -10,7 +11,7 @@ using json = nlohmann::json;
 
 constexpr const char* kSupported =
     "LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral), Qwen2ForCausalLM (qwen2), "
-    "Qwen3ForCausalLM (qwen3)";
+    "Qwen3ForCausalLM (qwen3), Qwen3MoeForCausalLM (qwen3_moe)";
 
 // Reads an optional integer field; a present field of the wrong type is an error.
 Status read_int(const json& j, const char* key, int& out, bool required) {
@@ -55,9 +56,10 @@ Expected<std::string> detect_arch(const json& j) {
   if (arch_name == "LlamaForCausalLM" || arch_name == "MistralForCausalLM") return std::string("llama");
   if (arch_name == "Qwen2ForCausalLM") return std::string("qwen2");
   if (arch_name == "Qwen3ForCausalLM") return std::string("qwen3");
+  if (arch_name == "Qwen3MoeForCausalLM") return std::string("qwen3_moe");
   if (arch_name.empty()) {
     if (model_type == "llama" || model_type == "mistral") return std::string("llama");
-    if (model_type == "qwen2" || model_type == "qwen3") return model_type;
+    if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe") return model_type;
   }
   const std::string what = !arch_name.empty() ? "architecture '" + arch_name + "'"
                          : !model_type.empty() ? "model_type '" + model_type + "'"
@@ -128,14 +130,70 @@ Status read_attention_shape(const json& j, ModelConfig& c) {
   c.sliding_window = 0;
   if (c.arch == "qwen2") {
     c.qkv_bias = true;  // Qwen2Attention: q/k/v with bias, o without
-  } else {              // qwen3
+  } else {              // qwen3, qwen3_moe
     c.qk_norm = true;
     c.qkv_bias = c.o_bias = c.attention_bias;
   }
   return Status::ok();
 }
 
+// Qwen3MoeConfig's expert fields. The experts' count is `num_experts` in the Hub's configs and
+// `num_local_experts` in what transformers 5 writes (its attribute_map aliases the two).
+// qwen2_moe's shared expert (shared_expert_intermediate_size) does not exist in Qwen3-MoE.
+Status read_moe(const json& j, ModelConfig& c) {
+  if (c.arch != "qwen3_moe") return Status::ok();
+  const bool has_num_experts = j.contains("num_experts") && !j["num_experts"].is_null();
+  BRIGADE_RETURN_IF_ERROR(read_int(j, has_num_experts ? "num_experts" : "num_local_experts", c.n_experts, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "moe_intermediate_size", c.moe_intermediate_size, true));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "norm_topk_prob", c.norm_topk_prob));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "decoder_sparse_step", c.decoder_sparse_step, false));
+  if (auto it = j.find("mlp_only_layers"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return corrupt("config.json: mlp_only_layers must be a list of layer indices");
+    for (const auto& e : *it) {
+      if (!e.is_number_integer()) return corrupt("config.json: mlp_only_layers must hold integers");
+      c.mlp_only_layers.push_back(e.get<int>());
+    }
+  }
+  if (auto it = j.find("shared_expert_intermediate_size"); it != j.end() && it->is_number() && it->get<double>() > 0)
+    return unsupported("config.json: a shared expert (shared_expert_intermediate_size) is not part of qwen3_moe "
+                       "and is not supported");
+  return Status::ok();
+}
+
+// The experts' numbers fit together; names the field that does not.
+Status validate_moe(const ModelConfig& c) {
+  if (c.arch != "qwen3_moe") return Status::ok();
+  const std::string e = std::to_string(c.n_experts), k = std::to_string(c.n_experts_per_tok);
+  if (c.n_experts < 1) return invalid_argument("model config: num_experts must be >= 1 (got " + e + ")");
+  if (c.n_experts_per_tok < 1 || c.n_experts_per_tok > c.n_experts)
+    return invalid_argument("model config: num_experts_per_tok must be in [1, num_experts = " + e + "] (got " + k + ")");
+  if (c.moe_intermediate_size < 1)
+    return invalid_argument("model config: moe_intermediate_size must be > 0 (got " +
+                            std::to_string(c.moe_intermediate_size) + ")");
+  if (c.decoder_sparse_step < 1)
+    return invalid_argument("model config: decoder_sparse_step must be >= 1 (got " +
+                            std::to_string(c.decoder_sparse_step) + ")");
+  for (int l : c.mlp_only_layers)
+    if (l < 0 || l >= c.n_layers)
+      return invalid_argument("model config: mlp_only_layers entry " + std::to_string(l) +
+                              " is not a layer index in [0, " + std::to_string(c.n_layers) + ")");
+  return Status::ok();
+}
+
 }  // namespace
+
+bool ModelConfig::is_moe_layer(int l) const {
+  if (n_experts <= 0 || decoder_sparse_step < 1) return false;
+  if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), l) != mlp_only_layers.end()) return false;
+  return (l + 1) % decoder_sparse_step == 0;
+}
+
+int ModelConfig::n_moe_layers() const {
+  int n = 0;
+  for (int l = 0; l < n_layers; ++l) n += is_moe_layer(l) ? 1 : 0;
+  return n;
+}
 
 Status ModelConfig::validate() const {
   auto positive = [](const char* name, int v) -> Status {
@@ -166,7 +224,7 @@ Status ModelConfig::validate() const {
   for (int e : eos_ids)
     if (e < 0 || e >= vocab_size)
       return invalid_argument("model config: eos_token_id " + std::to_string(e) + " is outside the vocabulary");
-  return Status::ok();
+  return validate_moe(*this);
 }
 
 Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
@@ -192,6 +250,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_rope(j, c));
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
   BRIGADE_RETURN_IF_ERROR(read_attention_shape(j, c));
+  BRIGADE_RETURN_IF_ERROR(read_moe(j, c));
   // Absent ids take transformers' LlamaConfig defaults (bos 1, eos 2; Qwen configs have none);
   // null means none.
   const bool llama_defaults = c.arch == "llama";

@@ -14,7 +14,7 @@
 namespace brigade {
 
 struct ModelConfig {
-  std::string arch;             // "llama", "qwen2" or "qwen3" (the decoder they share: llama.h)
+  std::string arch;             // "llama", "qwen2", "qwen3" or "qwen3_moe" (the decoder they share: llama.h)
   int hidden_size = 0;
   int n_layers = 0;
   int n_heads = 0;
@@ -36,6 +36,17 @@ struct ModelConfig {
   int bos_id = -1;              // -1 = none
   std::vector<int> eos_ids;
   DType dtype = DType::f32;     // element type of the weights as stored
+  // Mixture of experts (qwen3_moe). n_experts == 0: every layer is a dense MLP.
+  int n_experts = 0;                 // num_experts (transformers 5 writes num_local_experts)
+  int n_experts_per_tok = 0;         // num_experts_per_tok: k of the top-k routing
+  int moe_intermediate_size = 0;     // each expert's SwiGLU width
+  bool norm_topk_prob = false;       // renormalise the k routing weights to sum to 1
+  int decoder_sparse_step = 1;       // layer l is sparse when (l + 1) % step == 0 ...
+  std::vector<int> mlp_only_layers;  // ... and l is not listed here
+
+  // Whether layer l runs the experts block (Qwen3MoeDecoderLayer's rule) rather than the dense MLP.
+  bool is_moe_layer(int l) const;
+  int n_moe_layers() const;
 
   QkvLayout qkv_layout() const { return {n_heads, n_kv_heads, head_dim}; }
   // Checks the numbers fit together (heads divide, sizes positive); says which one does not.

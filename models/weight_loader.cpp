@@ -54,6 +54,12 @@ Expected<OwnedTensor> WeightLoader::load_matrix(const std::string& name, int64_t
   return prepare(Tensor(host.data(), t.dtype, {n_rows, n_cols}), want);
 }
 
+Expected<OwnedTensor> WeightLoader::stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols) {
+  BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, {n, rows, cols}));
+  n_params_ += t.numel();
+  return prepare(Tensor(const_cast<uint8_t*>(t.bytes.data()), t.dtype, {n * rows, cols}), want_);
+}
+
 Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
                                           int64_t cols, const std::vector<Slice>& row_slices) {
   BRIGADE_CHECK(names.size() == rows.size() && !names.empty(), "one row count per part");

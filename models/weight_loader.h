@@ -39,6 +39,11 @@ class WeightLoader {
   // gate|up) is one matmul. Parts of different dtypes are staged as f32.
   Expected<OwnedTensor> fused(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
                               int64_t cols, const std::vector<Slice>& row_slices = {});
+  // Tensor `name` of shape [n, rows, cols] (checked: n matrices stacked, as transformers 5 keeps a
+  // layer's experts) prepared whole as one matrix [n * rows, cols].
+  Expected<OwnedTensor> stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols);
+  // Whether the checkpoint holds a tensor called `name` (to tell one layout from another).
+  bool has(const std::string& name) const { return ck_.tensors().count(name) > 0; }
   // Vectors names[i] [sizes[i]] (checked), of each the elements slices[i] (all when slices is
   // empty), concatenated and uploaded as f32 (norm weights, biases).
   Expected<OwnedTensor> vector_f32(const std::vector<std::string>& names, const std::vector<int64_t>& sizes,

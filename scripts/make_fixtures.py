@@ -90,18 +90,30 @@ def fixtures():
             vocab_size=64, hidden_size=72, intermediate_size=32, num_hidden_layers=1,
             num_attention_heads=9, num_key_value_heads=3, tie_word_embeddings=True,
             rope_theta=100000.0, max_position_embeddings=8192)),
+        # Qwen3-30B-A3B's layout at tiny size: 8 experts, top-2 renormalised (norm_topk_prob),
+        # layer 1 dense through mlp_only_layers; the other sparse rule (decoder_sparse_step 2:
+        # layers 1, 3, ... sparse) with top-3 of 4 experts not renormalised.
+        "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", base_config(
+            vocab_size=128, num_hidden_layers=3, intermediate_size=64, rms_norm_eps=1e-6,
+            num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, norm_topk_prob=True,
+            mlp_only_layers=[1])),
+        "qwen3_moe_step": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", base_config(
+            vocab_size=64, hidden_size=32, num_hidden_layers=2, intermediate_size=48, head_dim=16,
+            num_experts=4, num_experts_per_tok=3, moe_intermediate_size=24, norm_topk_prob=False,
+            decoder_sparse_step=2)),
     }
 
 
 def randomize(model, seed):
     """Replaces every parameter with values large enough that logits differ clearly per token:
-    matrices ~ N(0, 1/fan_in), biases ~ N(0, 0.1), norm weights 1 + N(0, 0.1), embeddings N(0, 1)."""
+    matrices ~ N(0, 1/fan_in), biases ~ N(0, 0.1), norm weights 1 + N(0, 0.1), embeddings N(0, 1).
+    Stacked expert matrices [E, rows, fan_in] (transformers 5 keeps them fused) count as matrices."""
     import torch
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if p.dim() == 2:
-                std = 1.0 if "embed" in name else p.shape[1] ** -0.5
+            if p.dim() >= 2:
+                std = 1.0 if "embed" in name else p.shape[-1] ** -0.5
                 p.copy_(torch.randn(p.shape, generator=g) * std)
             elif "norm" in name:
                 p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))

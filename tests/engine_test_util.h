@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <future>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +58,34 @@ inline std::vector<Completion> run_concurrently(Engine& engine, const std::vecto
     out.push_back(c ? *c : Completion{});
   }
   return out;
+}
+
+// Submits every request before waiting for any, so they share steps, and returns each one's
+// tokens (an error event or a refused submit fails the test).
+inline std::vector<std::vector<int32_t>> generate_all(Engine& engine, const std::vector<GenerateOptions>& reqs) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::vector<int32_t>> tokens(reqs.size());
+  size_t n_done = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto id = engine.submit(reqs[i], [&, i](const Event& ev) {
+      std::lock_guard<std::mutex> lock(mu);
+      tokens[i].insert(tokens[i].end(), ev.token_ids.begin(), ev.token_ids.end());
+      EXPECT_NE(ev.finish, FinishReason::error) << ev.error;
+      if (ev.finish != FinishReason::none) {
+        ++n_done;
+        cv.notify_all();
+      }
+    });
+    EXPECT_TRUE(id.has_value()) << id.status().to_string();
+    if (!id) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++n_done;
+    }
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return n_done == reqs.size(); });
+  return tokens;
 }
 
 }  // namespace brigade::testing

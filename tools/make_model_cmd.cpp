@@ -11,7 +11,7 @@ void add_make_model_command(CLI::App& app, std::function<int()>& run) {
   auto spec = std::make_shared<SyntheticModelSpec>();
   auto out = std::make_shared<std::string>();
   auto dtype = std::make_shared<std::string>("bf16");
-  cmd->add_option("--arch", spec->arch, "Architecture: llama, qwen2, qwen3")->capture_default_str();
+  cmd->add_option("--arch", spec->arch, "Architecture: llama, qwen2, qwen3, qwen3_moe")->capture_default_str();
   cmd->add_option("--hidden", spec->hidden_size, "Hidden size")->capture_default_str();
   cmd->add_option("--layers", spec->n_layers, "Layers")->capture_default_str();
   cmd->add_option("--heads", spec->n_heads, "Attention heads")->capture_default_str();
@@ -19,6 +19,16 @@ void add_make_model_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--head-dim", spec->head_dim, "Head dim (0 = hidden / heads)")->capture_default_str();
   cmd->add_option("--intermediate", spec->intermediate_size, "MLP intermediate size")->capture_default_str();
   cmd->add_option("--vocab", spec->vocab_size, "Vocabulary size")->capture_default_str();
+  cmd->add_option("--experts", spec->n_experts, "qwen3_moe: experts per sparse layer")->capture_default_str();
+  cmd->add_option("--experts-per-tok", spec->n_experts_per_tok, "qwen3_moe: experts each token is routed to (top-k)")
+      ->capture_default_str();
+  cmd->add_option("--moe-intermediate", spec->moe_intermediate_size, "qwen3_moe: each expert's MLP width")
+      ->capture_default_str();
+  cmd->add_flag("--no-norm-topk-prob{false},--norm-topk-prob", spec->norm_topk_prob,
+                "qwen3_moe: renormalise the top-k routing weights (norm_topk_prob)");
+  cmd->add_option("--decoder-sparse-step", spec->decoder_sparse_step, "qwen3_moe: layer l is sparse when (l+1) % step == 0")
+      ->capture_default_str();
+  cmd->add_option("--mlp-only-layers", spec->mlp_only_layers, "qwen3_moe: layers that keep a dense MLP");
   cmd->add_option("--max-position", spec->max_position, "Context length")->capture_default_str();
   cmd->add_option("--dtype", *dtype, "f32, bf16 or f16")->capture_default_str();
   cmd->add_option("--seed", spec->seed, "Weight seed")->capture_default_str();

@@ -3,9 +3,7 @@
 // in flight, and seeded sampling with penalties (whose state lives on rank 0 only).
 #include <gtest/gtest.h>
 
-#include <condition_variable>
 #include <filesystem>
-#include <mutex>
 
 #include <unistd.h>
 
@@ -70,38 +68,11 @@ std::vector<GenerateOptions> requests(bool sampled) {
   return out;
 }
 
-// Submits every request before waiting for any, so they share steps.
-std::vector<std::vector<int32_t>> generate_all(Engine& engine, const std::vector<GenerateOptions>& reqs) {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::vector<int32_t>> tokens(reqs.size());
-  size_t n_done = 0;
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    auto id = engine.submit(reqs[i], [&, i](const Event& ev) {
-      std::lock_guard<std::mutex> lock(mu);
-      tokens[i].insert(tokens[i].end(), ev.token_ids.begin(), ev.token_ids.end());
-      EXPECT_NE(ev.finish, FinishReason::error) << ev.error;
-      if (ev.finish != FinishReason::none) {
-        ++n_done;
-        cv.notify_all();
-      }
-    });
-    EXPECT_TRUE(id.has_value()) << id.status().to_string();
-    if (!id) {
-      std::lock_guard<std::mutex> lock(mu);
-      ++n_done;
-    }
-  }
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return n_done == reqs.size(); });
-  return tokens;
-}
-
 std::vector<std::vector<int32_t>> run(const EngineOptions& o, bool sampled) {
   auto engine = Engine::create(o);
   EXPECT_TRUE(engine.has_value()) << engine.status().to_string();
   if (!engine) return {};
-  return generate_all(**engine, requests(sampled));
+  return testing::generate_all(**engine, requests(sampled));
 }
 
 class TpEngine : public ::testing::TestWithParam<std::string> {

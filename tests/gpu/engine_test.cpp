@@ -27,8 +27,8 @@ using namespace gpu_test;
 
 constexpr double kLogitsTol = 4e-2;
 
-std::string write_model(const testing::TempDir& dir, DType dtype) {
-  SyntheticModelSpec spec = small_gpu_model(21);
+std::string write_model(const testing::TempDir& dir, DType dtype, bool moe = false) {
+  SyntheticModelSpec spec = moe ? small_gpu_moe_model(21) : small_gpu_model(21);
   spec.max_position = 512;
   spec.dtype = dtype;
   EXPECT_TRUE(write_synthetic_model(spec, dir.str()).is_ok());
@@ -108,13 +108,15 @@ INSTANTIATE_TEST_SUITE_P(Weights, GpuEngine, ::testing::Values(DType::f32, DType
 // a step the attention split count does not depend on the context either way), so the tokens
 // are equal exactly: replays read the right staged inputs and write the right buffers. With
 // `weights: fp8` too (the executor key reaching the load; fp8 matmuls and their activation
-// quantization inside the captured steps).
+// quantization inside the captured steps). And for qwen3_moe ("moe": routing and experts inside
+// the captured steps, no host round trip).
 class GpuEngineGraphs : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GpuEngineGraphs, ReplaysGiveTheTokensOfEagerSteps) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir dir("gpu_engine_graphs");
-  const std::string model = write_model(dir, DType::bf16);
+  const bool moe = GetParam() == "moe";
+  const std::string model = write_model(dir, DType::bf16, moe);
   GenerateOptions seeded = greedy_ids(prompt_of(11, 3), 24);
   seeded.sampling.temperature = 0.7f;
   seeded.sampling.top_k = 50;
@@ -125,7 +127,7 @@ TEST_P(GpuEngineGraphs, ReplaysGiveTheTokensOfEagerSteps) {
   for (int graphs = 0; graphs < 2; ++graphs) {
     CudaBackend* backend = nullptr;
     EngineOptions o = options(model, "cpu");  // the factory below makes the backend
-    o.topology.instances.front().executors.front().weights = GetParam();
+    o.topology.instances.front().executors.front().weights = moe ? "auto" : GetParam();
     o.backend_factory = [&backend, graphs]() -> std::unique_ptr<Backend> {
       CudaBackendOptions co;
       co.use_graphs = graphs == 1;
@@ -153,7 +155,7 @@ TEST_P(GpuEngineGraphs, ReplaysGiveTheTokensOfEagerSteps) {
   EXPECT_LE(stats[1].eager_steps, 4);
 }
 
-INSTANTIATE_TEST_SUITE_P(Weights, GpuEngineGraphs, ::testing::Values("auto", "fp8"),
+INSTANTIATE_TEST_SUITE_P(Weights, GpuEngineGraphs, ::testing::Values("auto", "fp8", "moe"),
                          [](const auto& p) { return p.param; });
 
 TEST(GpuEngineSteps, InflightDepthDoesNotChangeTokens) {

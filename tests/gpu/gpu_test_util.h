@@ -48,6 +48,18 @@ inline SyntheticModelSpec small_gpu_model(uint64_t seed) {
   return spec;
 }
 
+// small_gpu_model's shape as qwen3_moe: 16 experts of width 128, top-4 renormalised, layer 2
+// keeping a dense MLP.
+inline SyntheticModelSpec small_gpu_moe_model(uint64_t seed) {
+  SyntheticModelSpec spec = small_gpu_model(seed);
+  spec.arch = "qwen3_moe";
+  spec.n_experts = 16;
+  spec.n_experts_per_tok = 4;
+  spec.moe_intermediate_size = 128;
+  spec.mlp_only_layers = {2};
+  return spec;
+}
+
 inline Backend& cpu() {
   static std::unique_ptr<Backend> backend = make_cpu_backend({2});
   return *backend;
@@ -91,6 +103,15 @@ inline OwnedTensor put(Backend& b, DType dtype, std::initializer_list<int64_t> d
 inline OwnedTensor put_i32(Backend& b, std::initializer_list<int64_t> dims, const std::vector<int32_t>& values) {
   std::vector<float> f(values.begin(), values.end());
   return put(b, DType::i32, dims, f);
+}
+
+// A weight [rows, cols] prepared by `b` from host f32 values as bf16 on both backends (the GPU
+// converts to bf16 itself), so the CPU and the GPU multiply the same numbers.
+inline OwnedTensor weight(Backend& b, int64_t rows, int64_t cols, const std::vector<float>& values) {
+  Tensor host(const_cast<float*>(values.data()), DType::f32, {rows, cols});
+  auto w = b.prepare_weight(host, b.activation_dtype() == DType::f32 ? std::optional<DType>(DType::bf16) : std::nullopt);
+  EXPECT_TRUE(w.has_value()) << w.status().to_string();
+  return std::move(*w);
 }
 
 // An uninitialised tensor on `b`.

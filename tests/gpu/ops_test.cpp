@@ -10,14 +10,6 @@ namespace {
 
 using namespace gpu_test;
 
-// A weight [rows, cols] prepared by `b` from host f32 values (the GPU converts to bf16 itself).
-OwnedTensor weight(Backend& b, int64_t rows, int64_t cols, const std::vector<float>& values) {
-  Tensor host(const_cast<float*>(values.data()), DType::f32, {rows, cols});
-  auto w = b.prepare_weight(host, b.activation_dtype() == DType::f32 ? std::optional<DType>(DType::bf16) : std::nullopt);
-  EXPECT_TRUE(w.has_value()) << w.status().to_string();
-  return std::move(*w);
-}
-
 struct MatmulCase {
   int64_t n, k, m;
   bool bias;

@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "cpu/cpu_backend.h"
+#include "models/checkpoint.h"
 #include "hf_fixture.h"
 
 namespace brigade {
@@ -51,7 +52,8 @@ TEST_P(HfFixture, LogitsAndGreedyMatchTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                          ::testing::Values("llama", "llama_rope_llama3", "llama_rope_linear", "mistral_sliding",
-                                           "qwen2", "qwen3", "tinyllama", "smollm2"));
+                                           "qwen2", "qwen3", "tinyllama", "smollm2", "qwen3_moe",
+                                           "qwen3_moe_step"));
 
 TEST(HfFixtureConfig, ArchitectureFlags) {
   auto backend = make_cpu_backend({.n_threads = 1});
@@ -87,6 +89,71 @@ TEST(HfFixtureConfig, TinyLlamaAndSmolLm2Shapes) {
   EXPECT_EQ(smol->config().rope_theta, 100000.0f);
 }
 
+// Qwen3-MoE as loaded: which layers are sparse under mlp_only_layers and decoder_sparse_step
+// (Qwen3MoeDecoderLayer's rule), the expert counts, and num_local_experts (what transformers 5
+// writes) read as num_experts.
+TEST(HfFixtureConfig, Qwen3MoeLayers) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto moe = load_or_fail(fixture_dir("qwen3_moe"), *backend);
+  auto step = load_or_fail(fixture_dir("qwen3_moe_step"), *backend);
+  ASSERT_TRUE(moe && step);
+  const ModelConfig& c = moe->config();
+  EXPECT_EQ(c.arch, "qwen3_moe");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.n_experts, 8);
+  EXPECT_EQ(c.n_experts_per_tok, 2);
+  EXPECT_EQ(c.moe_intermediate_size, 16);
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_TRUE(c.is_moe_layer(0));
+  EXPECT_FALSE(c.is_moe_layer(1));  // mlp_only_layers [1]
+  EXPECT_TRUE(c.is_moe_layer(2));
+  EXPECT_FALSE(step->config().norm_topk_prob);
+  EXPECT_FALSE(step->config().is_moe_layer(0));  // decoder_sparse_step 2: layer 1 only
+  EXPECT_TRUE(step->config().is_moe_layer(1));
+}
+
+// transformers 5 keeps a layer's experts fused (mlp.experts.gate_up_proj [E, 2I, hidden],
+// down_proj [E, hidden, I]); a checkpoint stored that way loads to the same model: the qwen3_moe
+// fixture's experts rewritten fused match transformers as the per-expert original does.
+TEST(HfFixtureConfig, Qwen3MoeFusedExpertLayoutLoads) {
+  const testing::TempDir dir("moe_fused");
+  const std::string src = fixture_dir("qwen3_moe");
+  std::filesystem::copy_file(src + "/config.json", dir.file("config.json"));
+  auto ck = Checkpoint::open(src);
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  const ModelConfig& c = (*ck)->config();
+  std::vector<testing::StEntry> entries;
+  for (const auto& [name, t] : (*ck)->tensors())
+    if (name.find(".mlp.experts.") == std::string::npos)
+      entries.push_back({name, "F32", t.shape, std::vector<uint8_t>(t.bytes.begin(), t.bytes.end())});
+  for (int l = 0; l < c.n_layers; ++l) {
+    if (!c.is_moe_layer(l)) continue;
+    const std::string pre = "model.layers." + std::to_string(l) + ".mlp.experts.";
+    testing::StEntry gate_up{pre + "gate_up_proj", "F32", {c.n_experts, 2 * c.moe_intermediate_size, c.hidden_size}, {}};
+    testing::StEntry down{pre + "down_proj", "F32", {c.n_experts, c.hidden_size, c.moe_intermediate_size}, {}};
+    for (int e = 0; e < c.n_experts; ++e) {
+      const std::string ex = pre + std::to_string(e) + ".";
+      for (const char* part : {"gate_proj.weight", "up_proj.weight"}) {
+        const auto& bytes = (*ck)->tensors().at(ex + part).bytes;
+        gate_up.bytes.insert(gate_up.bytes.end(), bytes.begin(), bytes.end());
+      }
+      const auto& bytes = (*ck)->tensors().at(ex + "down_proj.weight").bytes;
+      down.bytes.insert(down.bytes.end(), bytes.begin(), bytes.end());
+    }
+    entries.push_back(std::move(gate_up));
+    entries.push_back(std::move(down));
+  }
+  testing::write_safetensors_file(dir.file("model.safetensors"), entries);
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load_or_fail(dir.str(), *backend);
+  ASSERT_NE(model, nullptr);
+  for (const auto& fc : read_fixture_cases("qwen3_moe")) {
+    const FixtureRun run = run_fixture_case(*model, *backend, fc);
+    EXPECT_LE(run.max_abs_diff, kLogitTol);
+    EXPECT_EQ(run.greedy, fc.greedy);
+  }
+}
+
 // Max |Δlogit| on `fixture`'s longest prompt with its weights but config.json changed by `edit`.
 template <typename Edit>
 float max_diff_with_config(const std::string& fixture, Edit edit) {
@@ -118,6 +185,15 @@ TEST(HfFixtureConfig, RopeScalingChangesTheResult) {
             100 * kLogitTol);
   EXPECT_GT(max_diff_with_config("smollm2", [](nlohmann::json& j) { j["rope_parameters"]["rope_theta"] = 10000.0; }),
             100 * kLogitTol);
+}
+
+// The MoE fixtures test the routing: renormalising the top-k weights or not, or routing to one
+// expert fewer, moves the logits far outside the tolerance.
+TEST(HfFixtureConfig, MoeRoutingChangesTheResult) {
+  EXPECT_GT(max_diff_with_config("qwen3_moe", [](nlohmann::json& j) { j["norm_topk_prob"] = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("qwen3_moe_step", [](nlohmann::json& j) { j["norm_topk_prob"] = true; }),
+            100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("qwen3_moe", [](nlohmann::json& j) { j["num_experts_per_tok"] = 1; }), 100 * kLogitTol);
 }
 
 }  // namespace

@@ -1,0 +1,201 @@
+// Mixture-of-experts kernels (Backend::moe_route / moe_experts in core/backend.h).
+//
+// Routing: one block per token; softmax in f32 in shared memory, then k rounds of a block
+// argmax (largest probability, lowest index on ties).
+// Experts, in three kernels, none of which needs the routing on the host (graph capturable):
+//   1. gate_up: a block owns (expert e, a tile of its I intermediate columns), collects the
+//      (token, slot) pairs routed to e by scanning ids, and writes act[pair] = silu(g) * u (bf16);
+//   2. down: a block owns (expert e, a tile of the d output rows), the same pairs, and writes each
+//      pair's expert output ys[pair] (f32);
+//   3. combine: one block per token sums its k outputs in slot order, times their weights.
+// Each expert's weight rows are read from memory once per step by the blocks that own them (and
+// reused from L1 for every token that chose the expert), so a step reads the distinct experts its
+// tokens touched; the products themselves are warp dot products on CUDA cores (no tensor cores).
+#include <cuda_bf16.h>
+
+#include "gpu/cuda_check.h"
+#include "gpu/device_util.cuh"
+#include "gpu/kernels.h"
+
+namespace brigade::gpu {
+namespace {
+
+using bf16 = __nv_bfloat16;
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kRowsPerBlock = 64;  // weight rows (intermediate columns or output rows) per block
+constexpr int kPairChunk = 256;    // routed pairs a block collects at a time
+
+// sum over a warp of a[i] * b[i], i < len; 16-byte loads when both rows allow them.
+__device__ __forceinline__ float warp_dot(const bf16* a, const bf16* b, int64_t len) {
+  const int lane = threadIdx.x & 31;
+  float s = 0.0f;
+  const bool vec = (len & 7) == 0 && ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b)) & 15) == 0;
+  if (vec) {
+    const uint4* a4 = reinterpret_cast<const uint4*>(a);
+    const uint4* b4 = reinterpret_cast<const uint4*>(b);
+    for (int64_t i = lane; i < len / 8; i += 32) {
+      const uint4 va = a4[i], vb = b4[i];
+      const __nv_bfloat162* pa = reinterpret_cast<const __nv_bfloat162*>(&va);
+      const __nv_bfloat162* pb = reinterpret_cast<const __nv_bfloat162*>(&vb);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const float2 fa = __bfloat1622float2(pa[q]), fb = __bfloat1622float2(pb[q]);
+        s = fmaf(fa.x, fb.x, s);
+        s = fmaf(fa.y, fb.y, s);
+      }
+    }
+  } else {
+    for (int64_t i = lane; i < len; i += 32) s = fmaf(__bfloat162float(a[i]), __bfloat162float(b[i]), s);
+  }
+  return warp_sum(s);
+}
+
+__device__ __forceinline__ bool better(float v, int i, float bv, int bi) { return v > bv || (v == bv && i < bi); }
+
+__global__ void route_kernel(const float* logits, int n_experts, int k, bool normalize, int32_t* ids, float* weights) {
+  extern __shared__ float p[];  // [n_experts]
+  __shared__ float scratch[32];
+  __shared__ float best_v[32];
+  __shared__ int best_i[32];
+  const int64_t t = blockIdx.x;
+  const float* l = logits + t * n_experts;
+  float mx = -INFINITY;
+  for (int i = threadIdx.x; i < n_experts; i += blockDim.x) mx = fmaxf(mx, l[i]);
+  mx = block_max(mx, scratch);
+  float sum = 0.0f;
+  for (int i = threadIdx.x; i < n_experts; i += blockDim.x) sum += (p[i] = expf(l[i] - mx));
+  sum = block_sum(sum, scratch);
+  for (int i = threadIdx.x; i < n_experts; i += blockDim.x) p[i] /= sum;
+  __syncthreads();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+  float top = 0.0f;  // thread 0's running sum of the chosen probabilities
+  for (int j = 0; j < k; ++j) {
+    float bv = -1.0f;  // probabilities are >= 0; taken ones are set to -1
+    int bi = n_experts;
+    for (int i = threadIdx.x; i < n_experts; i += blockDim.x)
+      if (better(p[i], i, bv, bi)) bv = p[i], bi = i;
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(kFullMask, bv, o);
+      const int oi = __shfl_xor_sync(kFullMask, bi, o);
+      if (better(ov, oi, bv, bi)) bv = ov, bi = oi;
+    }
+    if (lane == 0) best_v[warp] = bv, best_i[warp] = bi;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < n_warps; ++w)
+        if (better(best_v[w], best_i[w], bv, bi)) bv = best_v[w], bi = best_i[w];
+      ids[t * k + j] = bi;
+      weights[t * k + j] = bv;
+      top += bv;
+      p[bi] = -1.0f;
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0 && normalize)
+    for (int j = 0; j < k; ++j) weights[t * k + j] /= top;
+}
+
+// Collects into `sel` the next routed pairs of expert e from ids [pairs], starting at *from;
+// returns how many (<= kPairChunk) and advances *from. Called by the whole block.
+__device__ int collect_pairs(const int32_t* ids, int64_t pairs, int e, int64_t* from, int32_t* sel, int* count) {
+  if (threadIdx.x == 0) *count = 0;
+  __syncthreads();
+  // Scan until the chunk could overflow: at most kThreads new pairs per pass, kPairChunk / kThreads passes.
+  int64_t p0 = *from;
+  for (int pass = 0; pass < kPairChunk / kThreads && p0 < pairs; ++pass, p0 += kThreads) {
+    const int64_t p = p0 + threadIdx.x;
+    if (p < pairs && ids[p] == e) sel[atomicAdd(count, 1)] = static_cast<int32_t>(p);
+  }
+  *from = p0;
+  __syncthreads();
+  return *count;
+}
+
+// Calls fn(row, pair) for each weight row in [r0, min(r0 + kRowsPerBlock, rows)) of this block
+// (one warp per row) and each (token, slot) pair routed to expert e; the whole warp calls fn.
+template <class Fn>
+__device__ void for_routed_pairs(const int32_t* ids, int64_t pairs, int e, int64_t r0, int64_t rows, Fn fn) {
+  __shared__ int32_t sel[kPairChunk];
+  __shared__ int count;
+  const int warp = threadIdx.x >> 5;
+  const int64_t r_end = r0 + kRowsPerBlock < rows ? r0 + kRowsPerBlock : rows;
+  for (int64_t from = 0; from < pairs;) {
+    const int n_sel = collect_pairs(ids, pairs, e, &from, sel, &count);
+    for (int64_t r = r0 + warp; r < r_end; r += kWarps)
+      for (int s = 0; s < n_sel; ++s) fn(r, static_cast<int64_t>(sel[s]));
+    __syncthreads();  // sel is refilled next
+  }
+}
+
+// act [pairs, I] bf16 = silu(gate_e · x[t]) * (up_e · x[t]) for each pair (t, j) routed to e.
+__global__ void experts_gate_up_kernel(const bf16* x, const bf16* gate_up, const int32_t* ids, int64_t pairs, int k,
+                                       int64_t d, int64_t inter, bf16* act) {
+  const bf16* w = gate_up + int64_t{blockIdx.x} * 2 * inter * d;
+  for_routed_pairs(ids, pairs, blockIdx.x, int64_t{blockIdx.y} * kRowsPerBlock, inter, [&](int64_t c, int64_t pair) {
+    const bf16* xr = x + (pair / k) * d;
+    // Rounded to bf16 as the dense MLP's GEMM output is before silu_mul.
+    const float g = __bfloat162float(__float2bfloat16_rn(warp_dot(w + c * d, xr, d)));
+    const float u = __bfloat162float(__float2bfloat16_rn(warp_dot(w + (inter + c) * d, xr, d)));
+    if ((threadIdx.x & 31) == 0) act[pair * inter + c] = __float2bfloat16_rn(g / (1.0f + expf(-g)) * u);
+  });
+}
+
+// ys [pairs, d] f32 = down_e · act[pair] for each pair routed to e.
+__global__ void experts_down_kernel(const bf16* act, const bf16* down, const int32_t* ids, int64_t pairs, int64_t d,
+                                    int64_t inter, float* ys) {
+  const bf16* w = down + int64_t{blockIdx.x} * d * inter;
+  for_routed_pairs(ids, pairs, blockIdx.x, int64_t{blockIdx.y} * kRowsPerBlock, d, [&](int64_t h, int64_t pair) {
+    const float y = warp_dot(w + h * inter, act + pair * inter, inter);
+    if ((threadIdx.x & 31) == 0) ys[pair * d + h] = y;
+  });
+}
+
+// out [n, d] bf16 = sum over j in slot order of weights[t, j] * ys[t * k + j].
+__global__ void experts_combine_kernel(const float* ys, const float* weights, int k, int64_t d, bf16* out) {
+  const int64_t t = blockIdx.x;
+  for (int64_t h = threadIdx.x; h < d; h += blockDim.x) {
+    float acc = 0.0f;
+    for (int j = 0; j < k; ++j) acc = fmaf(weights[t * k + j], ys[(t * k + j) * d + h], acc);
+    out[t * d + h] = __float2bfloat16_rn(acc);
+  }
+}
+
+// The act part of the workspace, rounded up so the f32 ys part starts 256-byte aligned.
+size_t act_bytes(int64_t pairs, int64_t inter) { return (static_cast<size_t>(pairs * inter) * 2 + 255) / 256 * 256; }
+
+}  // namespace
+
+size_t moe_workspace_bytes(int64_t n, int k, int64_t d, int64_t inter) {
+  const int64_t pairs = n * k;
+  return act_bytes(pairs, inter) + static_cast<size_t>(pairs * d) * sizeof(float);
+}
+
+void launch_moe_route(const float* logits, int64_t n, int n_experts, int k, bool normalize, int32_t* ids,
+                      float* weights, cudaStream_t stream) {
+  if (n == 0) return;
+  const int threads = n_experts >= 256 ? 256 : (n_experts + 31) / 32 * 32;
+  route_kernel<<<static_cast<unsigned>(n), threads, static_cast<size_t>(n_experts) * sizeof(float), stream>>>(
+      logits, n_experts, k, normalize, ids, weights);
+  BRIGADE_CUDA_CHECK_LAUNCH();
+}
+
+void launch_moe_experts(const void* x, const void* gate_up, const void* down, const int32_t* ids, const float* weights,
+                        int64_t n, int k, int64_t d, int64_t inter, int n_experts, void* workspace, void* out,
+                        cudaStream_t stream) {
+  if (n == 0) return;
+  const int64_t pairs = n * k;
+  bf16* act = static_cast<bf16*>(workspace);
+  float* ys = reinterpret_cast<float*>(static_cast<char*>(workspace) + act_bytes(pairs, inter));
+  const dim3 gu_grid(static_cast<unsigned>(n_experts), ceil_div(inter, kRowsPerBlock));
+  experts_gate_up_kernel<<<gu_grid, kThreads, 0, stream>>>(static_cast<const bf16*>(x), static_cast<const bf16*>(gate_up),
+                                                           ids, pairs, k, d, inter, act);
+  BRIGADE_CUDA_CHECK_LAUNCH();
+  const dim3 down_grid(static_cast<unsigned>(n_experts), ceil_div(d, kRowsPerBlock));
+  experts_down_kernel<<<down_grid, kThreads, 0, stream>>>(act, static_cast<const bf16*>(down), ids, pairs, d, inter, ys);
+  BRIGADE_CUDA_CHECK_LAUNCH();
+  experts_combine_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(ys, weights, k, d, static_cast<bf16*>(out));
+  BRIGADE_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace brigade::gpu
