@@ -112,7 +112,7 @@ TEST(TpEngine, DraftsVerifiedUnderTpGiveTheTokensOfTp1) {
     o.topology.instances.front().scheduler.speculative.min_acceptance = 0.0;
     auto engine = Engine::create(o);
     ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
-    EXPECT_EQ(generate_all(**engine, requests(sampled)), want) << (sampled ? "seeded" : "greedy");
+    EXPECT_EQ(testing::generate_all(**engine, requests(sampled)), want) << (sampled ? "seeded" : "greedy");
     EXPECT_GT((*engine)->stats().spec_draft_tokens, 0u);
   }
 }
