@@ -147,8 +147,11 @@ std::vector<Event> collect_events(Engine& engine, const GenerateOptions& r) {
   std::vector<Event> events;
   std::promise<void> done;
   auto id = engine.submit(r, [&](const Event& ev) {
-    std::lock_guard<std::mutex> lock(mu);
-    events.push_back(ev);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      events.push_back(ev);
+    }
+    // After the unlock: once the waiter wakes, `mu` leaves scope with this frame.
     if (ev.finish != FinishReason::none) done.set_value();
   });
   EXPECT_TRUE(id.has_value()) << id.status().to_string();
