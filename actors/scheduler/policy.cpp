@@ -534,10 +534,13 @@ std::vector<SeqEvent> SchedulerPolicy::complete(uint64_t step_id, std::span<cons
 }
 
 std::vector<SeqEvent> SchedulerPolicy::fail(uint64_t step_id, const std::string& error, PageSource& pages) {
-  BRIGADE_CHECK(!inflight_.empty() && inflight_.begin()->first == step_id, "steps complete in the order planned");
-  std::vector<StepEntry> entries = std::move(inflight_.begin()->second);
-  inflight_.erase(inflight_.begin());
+  // Results come in the order planned, failures not always: when the executor dies, a step sent
+  // after its death bounces at once, ahead of the error of an older step still in its mailbox.
   std::vector<SeqEvent> events;
+  auto it = inflight_.find(step_id);
+  if (it == inflight_.end()) return events;
+  std::vector<StepEntry> entries = std::move(it->second);
+  inflight_.erase(it);
   for (const StepEntry& e : entries) {
     Seq& s = running_.at(e.seq_id);
     --s.n_inflight;

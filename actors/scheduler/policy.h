@@ -189,7 +189,8 @@ class SchedulerPolicy {
   int pages_short(const PageSource& pages) const;
 
   // Plans the next step; nullopt when nothing can run now. The step is in flight until
-  // complete() or fail() is called with its id; steps complete in the order they were planned.
+  // complete() or fail() is called with its id; steps complete in the order they were planned
+  // (failures may come in any order: a dead executor bounces later steps first).
   std::optional<PlannedStep> plan(PageSource& pages);
   // Applies a finished step: appends sampled tokens, ends sequences that are done (their
   // pages go back to `pages` once no step in flight uses them). One event per sequence that

@@ -123,7 +123,8 @@ std::vector<VocabCase> hf_vectors(const std::string& family) {
   EXPECT_TRUE(text.has_value());
   std::vector<VocabCase> cases;
   if (!text) return cases;
-  for (const json& c : json::parse(*text)["cases"]) cases.push_back({c["text"].get<std::string>(), c["ids"].get<std::vector<int32_t>>()});
+  const json doc = json::parse(*text);  // named: a range-for over a temporary's member dangles
+  for (const json& c : doc["cases"]) cases.push_back({c["text"].get<std::string>(), c["ids"].get<std::vector<int32_t>>()});
   return cases;
 }
 

@@ -235,6 +235,33 @@ TEST(SchedulerPolicy, StepFailureEndsItsSequences) {
   EXPECT_EQ(pages.n_available(), 100);
 }
 
+// A dead executor bounces the newer step first (it was sent after the death); the older step's
+// error follows. Either order ends the sequences with the error and returns every page.
+TEST(SchedulerPolicy, StepFailuresMayArriveOutOfOrder) {
+  for (bool older_succeeds : {false, true}) {
+    SchedulerPolicy p(limits(), 100);
+    PoolSource pages(100);
+    ASSERT_TRUE(p.add(req(1, 2, 5)).is_ok());
+    ASSERT_TRUE(p.add(req(2, 3, 5)).is_ok());
+    auto s1 = p.plan(pages);
+    ASSERT_TRUE(s1);
+    auto s2 = p.plan(pages);  // decodes fed by s1's tokens, planned while s1 runs
+    ASSERT_TRUE(s2);
+    EXPECT_EQ(p.n_inflight(), 2);
+    auto ev = p.fail(s2->step_id, "gone", pages);
+    EXPECT_TRUE(ev.empty()) << "the sequences still wait for s1";
+    ev = older_succeeds ? p.complete(s1->step_id, sample_all(*s1, 9), pages) : p.fail(s1->step_id, "gone", pages);
+    ASSERT_EQ(ev.size(), 2u);
+    for (const auto& e : ev) {
+      EXPECT_EQ(e.finish, Finish::error);
+      EXPECT_EQ(e.error, "gone");
+    }
+    EXPECT_EQ(p.n_inflight(), 0);
+    EXPECT_TRUE(p.fail(s1->step_id, "again", pages).empty()) << "an unknown step is ignored";
+    EXPECT_EQ(pages.n_available(), 100);
+  }
+}
+
 TEST(SchedulerPolicy, ContextLimitEndsWithLength) {
   SchedulerLimits l = limits();
   l.max_context = 6;
