@@ -14,6 +14,10 @@ SamplingConfig decode_sampling(schema::SamplingParams::Reader p) {
   c.presence_penalty = p.getPresencePenalty();
   c.frequency_penalty = p.getFrequencyPenalty();
   c.seed = p.getSeed();
+  c.logit_bias.reserve(p.getLogitBias().size());
+  for (auto b : p.getLogitBias()) c.logit_bias.emplace_back(b.getToken(), b.getBias());
+  c.min_tokens = p.getMinTokens();
+  c.min_tokens_stop_ids = to_vector(p.getMinTokensStopIds());
   return c;
 }
 
@@ -27,6 +31,13 @@ void encode_sampling(const SamplingConfig& c, schema::SamplingParams::Builder b)
   b.setFrequencyPenalty(c.frequency_penalty);
   b.setSeed(c.seed);
   b.setHasSeed(true);
+  auto bias = b.initLogitBias(static_cast<unsigned>(c.logit_bias.size()));
+  for (unsigned i = 0; i < c.logit_bias.size(); ++i) {
+    bias[i].setToken(c.logit_bias[i].first);
+    bias[i].setBias(c.logit_bias[i].second);
+  }
+  b.setMinTokens(c.min_tokens);
+  fill_list(b.initMinTokensStopIds(static_cast<unsigned>(c.min_tokens_stop_ids.size())), c.min_tokens_stop_ids);
 }
 
 step_plan_msg encode_step_plan(const PlannedStep& step) {

@@ -32,6 +32,18 @@ float log_softmax_at(std::span<const float> logits, int32_t index) {
   return static_cast<float>(static_cast<double>(logits[static_cast<size_t>(index)] - mx) - std::log(sum));
 }
 
+void apply_logit_rules(std::span<float> logits, const SamplingConfig& cfg, uint64_t n_generated) {
+  const auto in_vocab = [&](int32_t t) { return t >= 0 && static_cast<size_t>(t) < logits.size(); };
+  for (const auto& [t, bias] : cfg.logit_bias) {
+    if (in_vocab(t)) logits[static_cast<size_t>(t)] += bias;
+  }
+  if (n_generated < static_cast<uint64_t>(std::max(cfg.min_tokens, 0))) {
+    for (int32_t t : cfg.min_tokens_stop_ids) {
+      if (in_vocab(t)) logits[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
+    }
+  }
+}
+
 void apply_penalties(std::span<float> logits, const SamplingConfig& cfg, const PenaltyHistory& history) {
   const auto in_vocab = [&](int32_t t) { return t >= 0 && static_cast<size_t>(t) < logits.size(); };
   if (cfg.repetition_penalty != 1.0f) {

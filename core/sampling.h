@@ -24,11 +24,26 @@ struct SamplingConfig {
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
   uint64_t seed = 0;
+  // Added to the logits of these ids before sampling (OpenAI `logit_bias`: [-100, 100]; -100
+  // bans a token in practice, +100 all but forces it). Ids are distinct and inside the vocabulary.
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  // While fewer than min_tokens tokens are generated, min_tokens_stop_ids (the model's EOS unless
+  // ignore_eos, and the request's stop ids; the scheduler fills them) cannot be sampled.
+  int min_tokens = 0;
+  std::vector<int32_t> min_tokens_stop_ids;
 
   bool has_penalties() const {
     return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
   }
+  // Whether sampling changes the logits first (apply_logit_rules, apply_penalties): the device
+  // sampler does not, so such a sequence samples on the host.
+  bool shapes_logits() const { return has_penalties() || !logit_bias.empty() || min_tokens > 0; }
 };
+
+// The logit rules that come before the penalties (vLLM's order), at the n_generated-th token:
+// logit_bias, then the min_tokens mask (-inf on the stop ids while n_generated < min_tokens, so
+// no bias lifts a masked id).
+void apply_logit_rules(std::span<float> logits, const SamplingConfig& cfg, uint64_t n_generated);
 
 // What penalties need to know of one sequence: every token seen (prompt and output) and how
 // often each token occurs in the output.

@@ -15,6 +15,14 @@ struct SamplingParams {
   seed @7 :UInt64;
   hasSeed @8 :Bool;                # false: the engine picks a seed
   logprobs @9 :Int32 = -1;         # -1: none; k >= 0: the sampled token's logprob and the top k
+  logitBias @10 :List(LogitBias);  # added to these ids' logits (distinct ids, in the vocabulary)
+  minTokens @11 :Int32;            # the stop ids below cannot be sampled before this many tokens
+  minTokensStopIds @12 :List(Int32);  # filled by the scheduler: EOS (unless ignored) + stop ids
+}
+
+struct LogitBias {
+  token @0 :Int32;
+  bias @1 :Float32;
 }
 
 struct StopConditions {

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
@@ -230,9 +231,46 @@ Status refuse_unsupported(const json& body) {
   if (echo != body.end() && !echo->is_null() && *echo != false) return unsupported("'echo' is not supported");
   auto best_of = body.find("best_of");
   if (best_of != body.end() && !best_of->is_null() && *best_of != 1) return unsupported("'best_of' other than 1 is not supported");
-  auto bias = body.find("logit_bias");
-  if (bias != body.end() && !bias->is_null() && !(bias->is_object() && bias->empty())) {
-    return unsupported("'logit_bias' is not supported");
+  return Status::ok();
+}
+
+// OpenAI's {"<token id>": bias, ...}; the engine checks the ids against the vocabulary.
+Status read_logit_bias(const json& body, const ParseLimits& limits, SamplingOptions& s) {
+  auto it = body.find("logit_bias");
+  if (it == body.end() || it->is_null()) return Status::ok();
+  if (!it->is_object()) return wrong_type("logit_bias", "an object of token id strings to numbers", *it);
+  if (static_cast<int>(it->size()) > limits.max_logit_bias) {
+    return invalid_argument(cat({"'logit_bias' holds ", std::to_string(it->size()), " entries; at most ",
+                                 std::to_string(limits.max_logit_bias), " are allowed"}));
+  }
+  for (const auto& [key, value] : it->items()) {
+    int32_t id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (ec != std::errc() || end != key.data() + key.size() || key.empty())
+      return invalid_argument("'logit_bias' keys must be token ids (got \"" + key + "\")");
+    if (!value.is_number()) return wrong_type("logit_bias[\"" + key + "\"]", "a number", value);
+    const double bias = value.get<double>();
+    if (!(bias >= -100.0 && bias <= 100.0))
+      return invalid_argument("'logit_bias' values must be in [-100, 100] (got " + value.dump() + ")");
+    s.logit_bias.emplace_back(id, static_cast<float>(bias));
+  }
+  return Status::ok();
+}
+
+Status read_stop_token_ids(const json& body, const ParseLimits& limits, std::vector<int32_t>& out) {
+  auto it = body.find("stop_token_ids");
+  if (it == body.end() || it->is_null()) return Status::ok();
+  if (!it->is_array()) return wrong_type("stop_token_ids", "an array of token ids", *it);
+  if (static_cast<int>(it->size()) > limits.max_stop) {
+    return invalid_argument(cat({"'stop_token_ids' holds ", std::to_string(it->size()), " ids; at most ",
+                                 std::to_string(limits.max_stop), " are allowed"}));
+  }
+  for (const auto& t : *it) {
+    if (!t.is_number_integer()) return wrong_type("stop_token_ids[]", "an integer", t);
+    const int64_t v = t.get<int64_t>();
+    if (v < 0 || v > std::numeric_limits<int32_t>::max())
+      return invalid_argument("'stop_token_ids' holds " + t.dump() + ", which is no token id");
+    out.push_back(static_cast<int32_t>(v));
   }
   return Status::ok();
 }
@@ -266,6 +304,9 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
     BRIGADE_RETURN_IF_ERROR(read_bool(*opts, "include_usage", r.include_usage));
   }
   BRIGADE_RETURN_IF_ERROR(read_stop(body, limits, r.gen.stop));
+  BRIGADE_RETURN_IF_ERROR(read_stop_token_ids(body, limits, r.gen.stop_ids));
+  BRIGADE_RETURN_IF_ERROR(read_logit_bias(body, limits, r.gen.sampling));
+  BRIGADE_RETURN_IF_ERROR(read_int(body, "min_tokens", 0, max_int, r.gen.min_tokens));
   BRIGADE_RETURN_IF_ERROR(read_logprobs(body, endpoint, limits, r));
   BRIGADE_RETURN_IF_ERROR(read_bool(body, "ignore_eos", r.gen.ignore_eos));
   auto user = body.find("user");

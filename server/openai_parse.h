@@ -39,6 +39,7 @@ struct ParseLimits {
   int max_n = 16;
   int max_stop = 16;  // stop strings
   int max_logprobs = 20;
+  int max_logit_bias = 1024;  // logit_bias entries (each travels with every step of the request)
   int default_max_tokens_completions = 16;  // OpenAI's default
   int default_max_tokens_chat = 256;
 };

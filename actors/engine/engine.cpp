@@ -11,12 +11,14 @@
 #include <filesystem>
 #include <mutex>
 #include <random>
+#include <unordered_set>
 #include <utility>
 
 #include "actors/engine/engine_testing.h"
 #include "actors/engine/instance.h"
 #include "actors/frontend/frontend_actor.h"
 #include "actors/router/router_actor.h"
+#include "actors/step_codec.h"
 #include "actors/tokenizer/tokenizer_actor.h"
 #include "core/logging.h"
 #include "messages/convert.h"
@@ -61,6 +63,19 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
     return invalid_argument("presence_penalty must be in [-2, 2] (got " + std::to_string(s.presence_penalty) + ")");
   if (!(s.frequency_penalty >= -2.0f && s.frequency_penalty <= 2.0f))
     return invalid_argument("frequency_penalty must be in [-2, 2] (got " + std::to_string(s.frequency_penalty) + ")");
+  if (r.min_tokens < 0 || r.min_tokens > r.max_tokens)
+    return invalid_argument("min_tokens must be in [0, max_tokens = " + std::to_string(r.max_tokens) + "] (got " +
+                            std::to_string(r.min_tokens) + ")");
+  std::unordered_set<int32_t> biased;
+  for (const auto& [t, bias] : s.logit_bias) {
+    if (t < 0 || t >= m.vocab_size)
+      return invalid_argument("logit_bias token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                              std::to_string(m.vocab_size) + ")");
+    if (!(bias >= -100.0f && bias <= 100.0f))
+      return invalid_argument("logit_bias for token " + std::to_string(t) + " must be in [-100, 100] (got " +
+                              std::to_string(bias) + ")");
+    if (!biased.insert(t).second) return invalid_argument("logit_bias names token " + std::to_string(t) + " twice");
+  }
   if (r.logprobs > 20) return invalid_argument("logprobs must be at most 20 (got " + std::to_string(r.logprobs) + ")");
   if (r.prompt_ids.empty() && r.prompt.empty()) return invalid_argument("the prompt is empty: give text or token ids");
   if (r.prompt_ids.empty() && !m.has_tokenizer)
@@ -381,16 +396,13 @@ Expected<uint64_t> EngineImpl::submit(const GenerateOptions& request, EventCallb
       b.getPrompt().setText(request.prompt);
     }
     b.setAddBos(request.add_bos);
+    const SamplingOptions& o = request.sampling;
+    SamplingConfig cfg{.temperature = o.temperature, .top_p = o.top_p, .top_k = o.top_k, .min_p = o.min_p,
+                       .repetition_penalty = o.repetition_penalty, .presence_penalty = o.presence_penalty,
+                       .frequency_penalty = o.frequency_penalty, .seed = seed, .logit_bias = o.logit_bias,
+                       .min_tokens = request.min_tokens, .min_tokens_stop_ids = {}};
     auto s = b.initSampling();
-    s.setTemperature(request.sampling.temperature);
-    s.setTopP(request.sampling.top_p);
-    s.setTopK(request.sampling.top_k);
-    s.setMinP(request.sampling.min_p);
-    s.setRepetitionPenalty(request.sampling.repetition_penalty);
-    s.setPresencePenalty(request.sampling.presence_penalty);
-    s.setFrequencyPenalty(request.sampling.frequency_penalty);
-    s.setSeed(seed);
-    s.setHasSeed(true);
+    encode_sampling(cfg, s);
     s.setLogprobs(request.logprobs);
     b.setMaxTokens(request.max_tokens);
     auto stop = b.initStop();

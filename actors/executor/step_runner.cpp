@@ -229,15 +229,16 @@ void StepRunner::record_history(const PlannedStep& step) {
   }
 }
 
-// Log-probabilities come from the raw logits (as vLLM's default); penalties then shape the
-// distribution the token is drawn from.
+// Log-probabilities come from the raw logits (as vLLM's default); logit_bias, the min_tokens mask
+// and the penalties then shape the distribution the token is drawn from.
 SampledResult StepRunner::sample_row(const SeqWorkItem& w, std::span<float> row, uint32_t offset) {
   SampledResult r{w.seq_id, 0, 0.0f, {}};
   const uint64_t n_generated = w.n_generated + offset;
   const bool want_logprob = w.logprobs >= 0;
   if (want_logprob && w.logprobs > 0) r.top = top_logprobs(row, w.logprobs);
-  if (w.sampling.has_penalties()) {
+  if (w.sampling.shapes_logits()) {
     if (want_logprob) raw_row_.assign(row.begin(), row.end());
+    apply_logit_rules(row, w.sampling, n_generated);
     auto h = history_.find(w.seq_id);
     if (h != history_.end()) apply_penalties(row, w.sampling, h->second);
     r.token = sample_token(row, w.sampling, n_generated, false).token;

@@ -45,7 +45,7 @@ class StepScope {
 // Draft verification runs on the host too: its rows are downloaded like a logprob row's, and
 // whether row j + 1 counts depends on row j's token (speculative decoding, docs/architecture.md).
 bool StepRunner::needs_host_sampler(const SeqWorkItem& w) {
-  return w.logprobs >= 0 || w.sampling.has_penalties() || w.n_draft > 0;
+  return w.logprobs >= 0 || w.sampling.shapes_logits() || w.n_draft > 0;
 }
 
 Status StepRunner::grow_table(int32_t n_slots) {

@@ -434,9 +434,12 @@ std::optional<PlannedStep> SchedulerPolicy::plan(PageSource& pages) {
 Finish SchedulerPolicy::finish_of(const Seq& s) const {
   if (s.n_generated == 0) return Finish::none;
   const int32_t last = s.tokens.back();
-  if (!s.req.ignore_eos && std::find(s.req.eos_ids.begin(), s.req.eos_ids.end(), last) != s.req.eos_ids.end())
+  // Below min_tokens the executor masks the stop ids; a sequence fed one anyway goes on.
+  const bool may_stop = s.n_generated >= s.req.sampling.min_tokens;
+  if (may_stop && !s.req.ignore_eos && std::find(s.req.eos_ids.begin(), s.req.eos_ids.end(), last) != s.req.eos_ids.end())
     return Finish::stop;
-  if (std::find(s.req.stop_ids.begin(), s.req.stop_ids.end(), last) != s.req.stop_ids.end()) return Finish::stop;
+  if (may_stop && std::find(s.req.stop_ids.begin(), s.req.stop_ids.end(), last) != s.req.stop_ids.end())
+    return Finish::stop;
   if (s.n_generated >= s.req.max_tokens) return Finish::length;
   if (static_cast<int>(s.tokens.size()) >= s.max_context) return Finish::length;
   return Finish::none;

@@ -39,6 +39,14 @@ std::string StopFilter::push(std::string_view text) {
   return out;
 }
 
+std::string StopFilter::pass(std::string_view text) {
+  if (stopped_) return {};
+  std::string out;
+  out.swap(pending_);
+  out.append(text);
+  return out;
+}
+
 std::string StopFilter::flush() {
   if (stopped_) return {};
   std::string out;

@@ -16,6 +16,9 @@ class StopFilter {
   explicit StopFilter(std::vector<std::string> stops);
 
   std::string push(std::string_view text);
+  // Text that no stop string may match (the output before min_tokens): returned as it is, after
+  // any held-back tail; matching starts again with the next push().
+  std::string pass(std::string_view text);
   // End of stream without a stop: releases the held-back tail.
   std::string flush();
   bool stopped() const { return stopped_; }

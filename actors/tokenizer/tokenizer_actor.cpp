@@ -17,6 +17,8 @@ struct TextState {
   std::unique_ptr<IncrementalDetokenizer> detok;  // null without a tokenizer
   StopFilter stops;
   bool stopped = false;  // a stop string ended it; swallow events until the scheduler's final one
+  int min_tokens = 0;    // stop strings match only the text of the tokens after these
+  int n_tokens = 0;      // output tokens seen
 };
 
 struct TokenizerState {
@@ -61,7 +63,7 @@ void on_request(tokenizer_ptr self, const generate_request_msg& msg) {
     forward = with_ids(r, *ids);
   }
   TextState ts{st.tokenizer ? std::make_unique<IncrementalDetokenizer>(*st.tokenizer) : nullptr,
-               StopFilter(to_vector(r.getStop().getStrings())), false};
+               StopFilter(to_vector(r.getStop().getStrings())), false, r.getSampling().getMinTokens(), 0};
   st.streams.insert_or_assign(id, std::move(ts));
   self->send(st.scheduler, forward);
 }
@@ -89,7 +91,7 @@ void on_event(tokenizer_ptr self, const token_event_msg& msg) {
   for (unsigned i = 0; i < ids.size() && !ts.stops.stopped(); ++i) {
     std::string piece = ts.detok ? ts.detok->push(ids[i]) : std::string();
     if (final_event && ts.detok && i + 1 == ids.size()) piece += ts.detok->flush();
-    text += ts.stops.push(piece);
+    text += ts.n_tokens++ < ts.min_tokens ? ts.stops.pass(piece) : ts.stops.push(piece);
     if (ts.stops.stopped()) n_kept = i + 1;
   }
   if (ids.size() == 0 && final_event && ts.detok) text += ts.stops.push(ts.detok->flush());

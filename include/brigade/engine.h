@@ -34,6 +34,9 @@ struct SamplingOptions {
   float presence_penalty = 0.0f;    // [-2, 2]; subtracted once from every generated token's logit
   float frequency_penalty = 0.0f;   // [-2, 2]; subtracted per occurrence in the generated tokens
   std::optional<uint64_t> seed;  // unset: the engine draws one
+  // Added to these token ids' logits before sampling (OpenAI `logit_bias`): each bias in
+  // [-100, 100], ids distinct and inside the vocabulary. Logprobs stay those of the raw logits.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 struct GenerateOptions {
@@ -42,6 +45,8 @@ struct GenerateOptions {
   bool add_bos = true;               // prepend BOS to a text prompt
   SamplingOptions sampling;
   int max_tokens = 16;               // >= 1; generation also stops at the context length
+  int min_tokens = 0;                // [0, max_tokens]: neither EOS, a stop id nor a stop string
+                                     // ends the output before this many tokens
   std::vector<int32_t> stop_ids;     // extra stop tokens besides the model's EOS
   std::vector<std::string> stop;     // stop strings (never streamed, even in part)
   bool ignore_eos = false;

@@ -22,6 +22,17 @@ TEST(StopFilter, NeverStreamsAPartialStop) {
   EXPECT_EQ(f.push("more"), "");
 }
 
+// Text passed before min_tokens is never matched, even where a later push completes a stop.
+TEST(StopFilter, PassedTextIsNeverMatched) {
+  StopFilter f({"END"});
+  EXPECT_EQ(f.pass("xEND E"), "xEND E");
+  EXPECT_FALSE(f.stopped());
+  EXPECT_EQ(f.push("ND"), "ND") << "matching starts with the pushed text";
+  EXPECT_FALSE(f.stopped());
+  EXPECT_EQ(f.push(" END!"), " ");
+  EXPECT_TRUE(f.stopped());
+}
+
 TEST(StopFilter, ReleasesAFalseStart) {
   StopFilter f({"END"});
   EXPECT_EQ(f.push("xE"), "x");

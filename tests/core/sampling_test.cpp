@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace brigade {
@@ -91,6 +92,30 @@ TEST(Sampling, PenaltiesFollowVllmSemantics) {
   EXPECT_FLOAT_EQ(l[1], -4.0f) << "negative logit multiplied";
   EXPECT_FLOAT_EQ(l[2], 0.5f - 0.25f - 0.3f) << "repetition, then presence and 3 x frequency";
   EXPECT_FLOAT_EQ(l[3], 0.5f) << "unseen token untouched";
+}
+
+TEST(Sampling, LogitBiasThenTheMinTokensMask) {
+  SamplingConfig c;
+  c.logit_bias = {{1, 3.0f}, {3, -100.0f}, {7, 5.0f}};  // 7 is outside this vocabulary: ignored
+  c.min_tokens = 2;
+  c.min_tokens_stop_ids = {0, 1, 9};
+  EXPECT_TRUE(c.shapes_logits());
+  const std::vector<float> raw = {2.0f, -2.0f, 1.0f, 0.5f};
+  for (uint64_t n : {0u, 1u}) {  // below min_tokens the stop ids are masked, bias or not
+    std::vector<float> l = raw;
+    apply_logit_rules(l, c, n);
+    EXPECT_EQ(l[0], -std::numeric_limits<float>::infinity());
+    EXPECT_EQ(l[1], -std::numeric_limits<float>::infinity()) << "a +3 bias does not lift the mask";
+    EXPECT_FLOAT_EQ(l[2], 1.0f);
+    EXPECT_FLOAT_EQ(l[3], -99.5f);
+    EXPECT_EQ(sample_token(l, SamplingConfig{.temperature = 0.0f}, n).token, 2);
+    EXPECT_EQ(sample_token(l, SamplingConfig{.temperature = 1.0f, .seed = 5}, n).token, 2)
+        << "masked ids have no mass";
+  }
+  std::vector<float> l = raw;
+  apply_logit_rules(l, c, 2);
+  EXPECT_EQ(l, (std::vector<float>{2.0f, 1.0f, 1.0f, -99.5f}));
+  EXPECT_FALSE(SamplingConfig{}.shapes_logits());
 }
 
 TEST(Sampling, TopLogprobsAreSortedLogSoftmax) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <random>
 
 namespace brigade::server {
@@ -20,7 +21,8 @@ TEST(OpenaiParse, FullCompletionRequest) {
   auto r = parse(R"({"model":"m","prompt":"hi","max_tokens":7,"temperature":0.5,"top_p":0.9,"top_k":5,
     "min_p":0.1,"n":3,"stream":true,"stop":["a","b"],"seed":42,"logprobs":2,"presence_penalty":0.5,
     "frequency_penalty":-0.5,"repetition_penalty":1.1,"ignore_eos":true,"user":"u",
-    "stream_options":{"include_usage":true}})");
+    "stream_options":{"include_usage":true},"logit_bias":{"5":-100,"17":2.5},"min_tokens":3,
+    "stop_token_ids":[7,8]})");
   ASSERT_TRUE(r.has_value()) << r.status().to_string();
   EXPECT_EQ(r->gen.prompt, "hi");
   EXPECT_EQ(r->gen.max_tokens, 7);
@@ -38,6 +40,11 @@ TEST(OpenaiParse, FullCompletionRequest) {
   EXPECT_FLOAT_EQ(r->gen.sampling.frequency_penalty, -0.5f);
   EXPECT_FLOAT_EQ(r->gen.sampling.repetition_penalty, 1.1f);
   EXPECT_TRUE(r->gen.ignore_eos);
+  auto bias = r->gen.sampling.logit_bias;
+  std::sort(bias.begin(), bias.end());
+  EXPECT_EQ(bias, (std::vector<std::pair<int32_t, float>>{{5, -100.0f}, {17, 2.5f}}));
+  EXPECT_EQ(r->gen.min_tokens, 3);
+  EXPECT_EQ(r->gen.stop_ids, (std::vector<int32_t>{7, 8}));
 }
 
 TEST(OpenaiParse, PromptForms) {
@@ -95,6 +102,18 @@ TEST(OpenaiParse, BadInputsAreInvalidArgument) {
       R"({"prompt":"x","min_p":1})",
       R"({"prompt":"x","model":3})",
       R"({"prompt":"x","stream_options":[]})",
+      R"({"prompt":"x","logit_bias":[1]})",
+      R"({"prompt":"x","logit_bias":{"a":1}})",
+      R"({"prompt":"x","logit_bias":{"5x":1}})",
+      R"({"prompt":"x","logit_bias":{"":1}})",
+      R"({"prompt":"x","logit_bias":{"99999999999":1}})",
+      R"({"prompt":"x","logit_bias":{"5":"1"}})",
+      R"({"prompt":"x","logit_bias":{"5":100.5}})",
+      R"({"prompt":"x","min_tokens":-1})",
+      R"({"prompt":"x","min_tokens":"2"})",
+      R"({"prompt":"x","stop_token_ids":5})",
+      R"({"prompt":"x","stop_token_ids":[-1]})",
+      R"({"prompt":"x","stop_token_ids":[1.5]})",
   };
   for (const char* b : bad) {
     auto r = parse(b);
@@ -115,7 +134,7 @@ TEST(OpenaiParse, BadInputsAreInvalidArgument) {
 
 TEST(OpenaiParse, UnsupportedFieldsAreRefused) {
   for (const char* b : {R"({"prompt":"x","echo":true})", R"({"prompt":"x","best_of":2})",
-                        R"({"prompt":"x","logit_bias":{"5":1}})", R"({"prompt":["a","b"]})"}) {
+                        R"({"prompt":["a","b"]})"}) {
     auto r = parse(b);
     ASSERT_FALSE(r.has_value()) << b;
     EXPECT_EQ(r.status().code(), StatusCode::unsupported) << b;
@@ -156,7 +175,8 @@ json random_body(std::mt19937_64& rng) {
   static const char* fields[] = {"model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature",
                                  "top_p", "top_k", "min_p", "n", "stream", "stream_options", "stop", "seed",
                                  "logprobs", "top_logprobs", "presence_penalty", "frequency_penalty",
-                                 "repetition_penalty", "ignore_eos", "user", "echo", "best_of", "logit_bias"};
+                                 "repetition_penalty", "ignore_eos", "user", "echo", "best_of", "logit_bias",
+                                 "min_tokens", "stop_token_ids"};
   json body = json::object();
   if (rng() % 4 != 0) body["prompt"] = "hello";
   if (rng() % 4 != 0) body["messages"] = json::array({{{"role", "user"}, {"content", "hi"}}});

@@ -121,3 +121,21 @@ def test_wrong_key_is_401(server):
     bad = openai.OpenAI(base_url=server, api_key="wrong", max_retries=0)
     with pytest.raises(openai.AuthenticationError):
         bad.models.list()
+
+
+def test_logit_bias_and_min_tokens(client):
+    plain = greedy(client, "Once upon", 5, logprobs=0).choices[0].logprobs.tokens
+    # +100 on one token: greedy decoding emits nothing else.
+    forced = greedy(client, "Once upon", 5, logprobs=0, logit_bias={"300": 100}).choices[0].logprobs.tokens
+    assert len(forced) == 5 and len(set(forced)) == 1 and forced != plain
+    # min_tokens holds the stop id off: the +100 stop token comes exactly after 3 other tokens.
+    held = client.completions.create(model="tiny", prompt="Once upon", max_tokens=10, temperature=0,
+                                     logit_bias={"300": 100},
+                                     extra_body={"stop_token_ids": [300], "min_tokens": 3})
+    assert held.choices[0].finish_reason == "stop"
+    assert held.usage.completion_tokens == 4
+    for bad, says in (({"logit_bias": {"300": 101}}, "logit_bias"), ({"logit_bias": {"9999": 1}}, "vocabulary"),
+                      ({"logit_bias": {"x": 1}}, "logit_bias"), ({"min_tokens": 3}, "min_tokens")):
+        with pytest.raises(openai.BadRequestError) as e:
+            client.completions.create(model="tiny", prompt="x", max_tokens=2, extra_body=bad)
+        assert says in str(e.value)

@@ -1,0 +1,188 @@
+// logit_bias and min_tokens through a whole engine: every executor path (host sampler, device
+// path, speculative verification) applies them, and the scheduler and tokenizer hold stops off.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "brigade/engine.h"
+#include "tests/engine_test_util.h"
+#include "models/synthetic_tokenizer.h"
+
+namespace brigade {
+namespace {
+
+namespace fs = std::filesystem;
+
+class LogitRules : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("brigade_logit_rules_" + std::to_string(::getpid()));
+    Status st = write_synthetic_model(testing::tiny_llama(512, 256, 11), dir_.string());
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static EngineOptions options() { return testing::test_engine_options(dir_.string(), 1); }
+  static fs::path dir_;
+};
+fs::path LogitRules::dir_;
+
+std::unique_ptr<Engine> make(const EngineOptions& o) {
+  auto e = Engine::create(o);
+  EXPECT_TRUE(e.has_value()) << e.status().to_string();
+  return e ? std::move(*e) : nullptr;
+}
+
+// The executor variants a sampled token can come from.
+std::vector<std::pair<std::string, EngineOptions>> variants(const EngineOptions& base) {
+  std::vector<std::pair<std::string, EngineOptions>> out;
+  out.emplace_back("host", base);
+  EngineOptions device = base;
+  device.topology.instances.front().executors.front().step_path = "device";
+  device.topology.instances.front().scheduler.max_inflight_steps = 2;
+  out.emplace_back("device, depth 2", device);
+  EngineOptions spec = base;
+  spec.topology.instances.front().scheduler.speculative.method = "ngram";
+  spec.topology.instances.front().scheduler.speculative.num_tokens = 3;
+  out.emplace_back("ngram speculation", spec);
+  return out;
+}
+
+TEST_F(LogitRules, BiasSteersGreedyDecodingOnEveryPath) {
+  const GenerateOptions plain = testing::greedy_ids({5, 6, 7, 5, 6}, 12);
+  for (auto& [name, o] : variants(options())) {
+    auto engine = make(o);
+    ASSERT_NE(engine, nullptr);
+    auto base = engine->generate(plain);
+    ASSERT_TRUE(base.has_value()) << name;
+    ASSERT_EQ(base->token_ids.size(), 12u);
+    // +100 on a token greedy decoding never picks: it is all that comes out.
+    int32_t forced = 300;
+    while (std::find(base->token_ids.begin(), base->token_ids.end(), forced) != base->token_ids.end()) ++forced;
+    GenerateOptions r = plain;
+    r.sampling.logit_bias = {{forced, 100.0f}};
+    r.logprobs = 0;
+    auto all = engine->generate(r);
+    ASSERT_TRUE(all.has_value()) << name;
+    EXPECT_EQ(all->token_ids, std::vector<int32_t>(12, forced)) << name;
+    // Logprobs are those of the raw logits: the forced token was not the argmax there, so its
+    // probability was below 1/2 (biased, it would be ~1).
+    ASSERT_EQ(all->logprobs.size(), 12u) << name;
+    EXPECT_LT(all->logprobs[0], std::log(0.5f)) << name;
+    // -100 on the first greedy token: it never comes.
+    r = plain;
+    r.sampling.logit_bias = {{base->token_ids[0], -100.0f}};
+    auto banned = engine->generate(r);
+    ASSERT_TRUE(banned.has_value()) << name;
+    EXPECT_EQ(std::count(banned->token_ids.begin(), banned->token_ids.end(), base->token_ids[0]), 0) << name;
+  }
+}
+
+TEST_F(LogitRules, SeededSamplingWithABiasRepeats) {
+  GenerateOptions r = testing::greedy_ids({9, 8, 7}, 16);
+  r.sampling.temperature = 1.0f;
+  r.sampling.seed = 77;
+  r.sampling.logit_bias = {{40, 8.0f}, {41, 8.0f}, {42, -100.0f}};
+  std::vector<int32_t> first;
+  for (auto& [name, o] : variants(options())) {
+    auto engine = make(o);
+    ASSERT_NE(engine, nullptr);
+    auto out = engine->generate(r);
+    ASSERT_TRUE(out.has_value()) << name;
+    EXPECT_EQ(std::count(out->token_ids.begin(), out->token_ids.end(), 42), 0) << name;
+    EXPECT_GT(std::count_if(out->token_ids.begin(), out->token_ids.end(), [](int32_t t) { return t == 40 || t == 41; }),
+              8)
+        << name;
+    if (first.empty()) first = out->token_ids;
+    EXPECT_EQ(out->token_ids, first) << name << ": the same seed gives the same tokens on every path";
+  }
+}
+
+// A stop id biased to +100 would end the output at once; min_tokens holds it off for exactly
+// that many tokens, on every path; the same for the model's EOS.
+TEST_F(LogitRules, MinTokensHoldsStopIdsAndEosOff) {
+  for (auto& [name, o] : variants(options())) {
+    auto engine = make(o);
+    ASSERT_NE(engine, nullptr);
+    GenerateOptions r = testing::greedy_ids({5, 6, 7}, 20);
+    r.stop_ids = {300};
+    r.sampling.logit_bias = {{300, 100.0f}};
+    r.min_tokens = 6;
+    auto out = engine->generate(r);
+    ASSERT_TRUE(out.has_value()) << name;
+    EXPECT_EQ(out->finish, FinishReason::stop) << name;
+    ASSERT_EQ(out->token_ids.size(), 7u) << name;
+    EXPECT_EQ(std::count(out->token_ids.begin(), out->token_ids.end(), 300), 1) << name;
+    EXPECT_EQ(out->token_ids.back(), 300) << name;
+
+    r = testing::greedy_ids({5, 6, 7}, 20);
+    r.ignore_eos = false;
+    r.sampling.logit_bias = {{kSyntheticEosId, 100.0f}};
+    r.min_tokens = 4;
+    out = engine->generate(r);
+    ASSERT_TRUE(out.has_value()) << name;
+    EXPECT_EQ(out->finish, FinishReason::stop) << name;
+    ASSERT_EQ(out->token_ids.size(), 5u) << name;
+    EXPECT_EQ(out->token_ids.back(), kSyntheticEosId) << name;
+    // With ignore_eos the masked ids are only the stop ids: EOS flows, nothing stops.
+    r.ignore_eos = true;
+    out = engine->generate(r);
+    ASSERT_TRUE(out.has_value()) << name;
+    EXPECT_EQ(out->finish, FinishReason::length) << name;
+    EXPECT_EQ(out->token_ids, std::vector<int32_t>(20, kSyntheticEosId)) << name;
+  }
+}
+
+// Stop strings match only the text after the first min_tokens tokens.
+TEST_F(LogitRules, MinTokensHoldsStopStringsOff) {
+  auto engine = make(options());
+  ASSERT_NE(engine, nullptr);
+  GenerateOptions r;
+  r.prompt = "abc";
+  r.max_tokens = 24;
+  r.sampling.temperature = 0.0f;
+  r.ignore_eos = true;
+  auto full = engine->generate(r);
+  ASSERT_TRUE(full.has_value());
+  ASSERT_GE(full->text.size(), 6u);
+  r.stop = {full->text.substr(2, 3)};
+  auto cut = engine->generate(r);
+  ASSERT_TRUE(cut.has_value());
+  EXPECT_EQ(cut->finish, FinishReason::stop);
+  EXPECT_LT(cut->text.size(), full->text.size());
+  r.min_tokens = r.max_tokens;  // every token is held: the stop never matches
+  auto held = engine->generate(r);
+  ASSERT_TRUE(held.has_value());
+  EXPECT_EQ(held->finish, FinishReason::length);
+  EXPECT_EQ(held->text, full->text);
+}
+
+TEST_F(LogitRules, ImpossibleValuesAreRefused) {
+  auto engine = make(options());
+  ASSERT_NE(engine, nullptr);
+  auto nop = [](const Event&) {};
+  struct Bad {
+    std::vector<std::pair<int32_t, float>> bias;
+    int min_tokens;
+    std::string says;
+  };
+  for (const Bad& b : {Bad{{{512, 1.0f}}, 0, "outside the vocabulary"}, Bad{{{-1, 1.0f}}, 0, "outside the vocabulary"},
+                       Bad{{{3, 100.5f}}, 0, "[-100, 100]"}, Bad{{{3, std::nanf("")}}, 0, "[-100, 100]"},
+                       Bad{{{3, 1.0f}, {3, 2.0f}}, 0, "twice"}, Bad{{}, 9, "min_tokens"}, Bad{{}, -1, "min_tokens"}}) {
+    GenerateOptions r = testing::greedy_ids({5, 6}, 8);
+    r.sampling.logit_bias = b.bias;
+    r.min_tokens = b.min_tokens;
+    auto id = engine->submit(r, nop);
+    ASSERT_FALSE(id.has_value()) << b.says;
+    EXPECT_EQ(id.status().code(), StatusCode::invalid_argument);
+    EXPECT_NE(id.status().message().find(b.says), std::string::npos) << id.status().message();
+  }
+  EXPECT_TRUE(engine->generate(testing::greedy_ids({5, 6}, 3)).has_value());
+}
+
+}  // namespace
+}  // namespace brigade
