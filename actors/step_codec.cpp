@@ -17,7 +17,8 @@ SamplingConfig decode_sampling(schema::SamplingParams::Reader p) {
   c.logit_bias.reserve(p.getLogitBias().size());
   for (auto b : p.getLogitBias()) c.logit_bias.emplace_back(b.getToken(), b.getBias());
   c.min_tokens = p.getMinTokens();
-  c.min_tokens_stop_ids = to_vector(p.getMinTokensStopIds());
+  c.end_ids = to_vector(p.getEndIds());
+  c.json_object = p.getJsonObject();
   return c;
 }
 
@@ -37,7 +38,8 @@ void encode_sampling(const SamplingConfig& c, schema::SamplingParams::Builder b)
     bias[i].setBias(c.logit_bias[i].second);
   }
   b.setMinTokens(c.min_tokens);
-  fill_list(b.initMinTokensStopIds(static_cast<unsigned>(c.min_tokens_stop_ids.size())), c.min_tokens_stop_ids);
+  fill_list(b.initEndIds(static_cast<unsigned>(c.end_ids.size())), c.end_ids);
+  b.setJsonObject(c.json_object);
 }
 
 step_plan_msg encode_step_plan(const PlannedStep& step) {

@@ -38,7 +38,7 @@ void apply_logit_rules(std::span<float> logits, const SamplingConfig& cfg, uint6
     if (in_vocab(t)) logits[static_cast<size_t>(t)] += bias;
   }
   if (n_generated < static_cast<uint64_t>(std::max(cfg.min_tokens, 0))) {
-    for (int32_t t : cfg.min_tokens_stop_ids) {
+    for (int32_t t : cfg.end_ids) {
       if (in_vocab(t)) logits[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
     }
   }

@@ -27,17 +27,21 @@ struct SamplingConfig {
   // Added to the logits of these ids before sampling (OpenAI `logit_bias`: [-100, 100]; -100
   // bans a token in practice, +100 all but forces it). Ids are distinct and inside the vocabulary.
   std::vector<std::pair<int32_t, float>> logit_bias;
-  // While fewer than min_tokens tokens are generated, min_tokens_stop_ids (the model's EOS unless
-  // ignore_eos, and the request's stop ids; the scheduler fills them) cannot be sampled.
+  // While fewer than min_tokens tokens are generated, end_ids cannot be sampled.
   int min_tokens = 0;
-  std::vector<int32_t> min_tokens_stop_ids;
+  // The output must be a JSON object (OpenAI's response_format json_object): tokens that would
+  // break it are masked, and end_ids are allowed only once the object is complete.
+  bool json_object = false;
+  // The ids that end the output: the model's EOS unless ignore_eos, and the request's stop ids.
+  // The scheduler fills them for min_tokens and json_object.
+  std::vector<int32_t> end_ids;
 
   bool has_penalties() const {
     return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
   }
   // Whether sampling changes the logits first (apply_logit_rules, apply_penalties): the device
   // sampler does not, so such a sequence samples on the host.
-  bool shapes_logits() const { return has_penalties() || !logit_bias.empty() || min_tokens > 0; }
+  bool shapes_logits() const { return has_penalties() || !logit_bias.empty() || min_tokens > 0 || json_object; }
 };
 
 // The logit rules that come before the penalties (vLLM's order), at the n_generated-th token:

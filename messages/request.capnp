@@ -17,7 +17,8 @@ struct SamplingParams {
   logprobs @9 :Int32 = -1;         # -1: none; k >= 0: the sampled token's logprob and the top k
   logitBias @10 :List(LogitBias);  # added to these ids' logits (distinct ids, in the vocabulary)
   minTokens @11 :Int32;            # the stop ids below cannot be sampled before this many tokens
-  minTokensStopIds @12 :List(Int32);  # filled by the scheduler: EOS (unless ignored) + stop ids
+  endIds @12 :List(Int32);         # filled by the scheduler: EOS (unless ignored) + stop ids
+  jsonObject @13 :Bool;            # the output must be a JSON object (response_format json_object)
 }
 
 struct LogitBias {

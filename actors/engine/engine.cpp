@@ -78,6 +78,8 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
   }
   if (r.logprobs > 20) return invalid_argument("logprobs must be at most 20 (got " + std::to_string(r.logprobs) + ")");
   if (r.prompt_ids.empty() && r.prompt.empty()) return invalid_argument("the prompt is empty: give text or token ids");
+  if (r.response_format == ResponseFormat::json_object && !m.has_tokenizer)
+    return invalid_argument("response_format json_object needs the model's tokenizer (this model has none)");
   if (r.prompt_ids.empty() && !m.has_tokenizer)
     return invalid_argument("this model has no tokenizer: send the prompt as token ids");
   for (int32_t t : r.prompt_ids) {
@@ -346,6 +348,14 @@ Status EngineImpl::start(const EngineOptions& options) {
   const Model& model = *loaded.front().ranks.front()->model;
   const ModelConfig& mc = model.config();
   BRIGADE_RETURN_IF_ERROR(load_tokenizer(path, mc));
+  if (tokenizer_model_) {  // the bytes of every token, for json_object sequences
+    const Tokenizer& tok = *tokenizer_model_;
+    std::vector<std::string> pieces(static_cast<size_t>(tok.vocab_size()));
+    for (int32_t id = 0; id < tok.vocab_size(); ++id)
+      if (!tok.is_special(id)) pieces[static_cast<size_t>(id)] = tok.token_to_piece(id);
+    auto trie = std::make_shared<const TokenTrie>(pieces);
+    for (auto& inst : loaded) inst.ranks.front()->runner.vocab = trie;
+  }
   summary_ = {mc.arch, mc.vocab_size, mc.max_position, model.n_params(), model.weight_bytes(), tokenizer_model_ != nullptr};
 
   auto frontend = spawn_frontend(system_, registry_);
@@ -400,7 +410,8 @@ Expected<uint64_t> EngineImpl::submit(const GenerateOptions& request, EventCallb
     SamplingConfig cfg{.temperature = o.temperature, .top_p = o.top_p, .top_k = o.top_k, .min_p = o.min_p,
                        .repetition_penalty = o.repetition_penalty, .presence_penalty = o.presence_penalty,
                        .frequency_penalty = o.frequency_penalty, .seed = seed, .logit_bias = o.logit_bias,
-                       .min_tokens = request.min_tokens, .min_tokens_stop_ids = {}};
+                       .min_tokens = request.min_tokens,
+                       .json_object = request.response_format == ResponseFormat::json_object, .end_ids = {}};
     auto s = b.initSampling();
     encode_sampling(cfg, s);
     s.setLogprobs(request.logprobs);

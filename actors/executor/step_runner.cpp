@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <string>
 
 namespace brigade {
@@ -171,11 +172,10 @@ void StepRunner::sample_item(const SeqWorkItem& w, const std::function<std::span
   } else {
     const std::span<const int32_t> drafts = std::span<const int32_t>(w.tokens).last(static_cast<size_t>(w.n_draft));
     verify_drafts(drafts, [&](int j) {
-      if (j > 0 && w.sampling.has_penalties()) {  // draft j - 1 was accepted: the next row has seen it
-        PenaltyHistory& h = history_[w.seq_id];
+      if (j > 0) {  // draft j - 1 was accepted: the next row has seen it
         const int32_t d = drafts[static_cast<size_t>(j - 1)];
-        h.seen.insert(d);
-        if (w.start_pos + j >= w.prompt_len) ++h.output_counts[d];
+        if (w.sampling.has_penalties()) history_[w.seq_id].seen.insert(d);
+        if (w.start_pos + j >= w.prompt_len) note_output(w, d);
       }
       out.push_back(sample_row(w, row(j), static_cast<uint32_t>(j)));
       return out.back().token;
@@ -206,15 +206,23 @@ Status StepRunner::run_forward_only(const PlannedStep& step) {
   return model_.forward(batch_, kv_, Tensor());
 }
 
+void StepRunner::note_output(const SeqWorkItem& w, int32_t token) {
+  if (w.sampling.has_penalties()) ++history_[w.seq_id].output_counts[token];
+  if (w.sampling.json_object && options_.vocab) {
+    // A token the mask allowed always feeds; one it did not (a plan from elsewhere) breaks the
+    // matcher for good, and mask_json then ends the output.
+    json_[w.seq_id].feed(options_.vocab->piece(token));
+  }
+}
+
 void StepRunner::record_history(const PlannedStep& step) {
   for (size_t i = 0; i < step.seqs.size(); ++i) {
     const SeqWorkItem& w = step.seqs[i];
-    if (!w.sampling.has_penalties()) continue;
-    PenaltyHistory& h = history_[w.seq_id];
+    if (!w.sampling.has_penalties() && !w.sampling.json_object) continue;
     for (size_t j = 0; j < w.history.size(); ++j) {  // a cached prefix the executor did not compute
       const int32_t t = w.history[j];
-      h.seen.insert(t);
-      if (static_cast<int>(j) >= w.prompt_len) ++h.output_counts[t];
+      if (w.sampling.has_penalties()) history_[w.seq_id].seen.insert(t);
+      if (static_cast<int>(j) >= w.prompt_len) note_output(w, t);
     }
     // The tokens as the model saw them: use_last_sampled resolved in the batch on the host
     // path; on the device path a fed row's token is still the last one sampled (not yet updated).
@@ -223,8 +231,8 @@ void StepRunner::record_history(const PlannedStep& step) {
     for (size_t j = 0; j + static_cast<size_t>(w.n_draft) < w.tokens.size(); ++j) {
       const size_t row = static_cast<size_t>(first_row) + j;
       const int32_t t = feed_[row] >= 0 ? last_sampled_.at(w.seq_id) : batch_.tokens[row];
-      h.seen.insert(t);
-      if (w.start_pos + static_cast<int>(j) >= w.prompt_len) ++h.output_counts[t];
+      if (w.sampling.has_penalties()) history_[w.seq_id].seen.insert(t);
+      if (w.start_pos + static_cast<int>(j) >= w.prompt_len) note_output(w, t);
     }
   }
 }
@@ -239,6 +247,7 @@ SampledResult StepRunner::sample_row(const SeqWorkItem& w, std::span<float> row,
   if (w.sampling.shapes_logits()) {
     if (want_logprob) raw_row_.assign(row.begin(), row.end());
     apply_logit_rules(row, w.sampling, n_generated);
+    if (w.sampling.json_object) mask_json(w, row);
     auto h = history_.find(w.seq_id);
     if (h != history_.end()) apply_penalties(row, w.sampling, h->second);
     r.token = sample_token(row, w.sampling, n_generated, false).token;
@@ -251,10 +260,37 @@ SampledResult StepRunner::sample_row(const SeqWorkItem& w, std::span<float> row,
   return r;
 }
 
+void StepRunner::mask_json(const SeqWorkItem& w, std::span<float> row) {
+  if (!options_.vocab) return;  // the engine refuses json_object without a tokenizer
+  if (!json_masks_) json_masks_ = std::make_unique<JsonMaskCache>(options_.vocab);
+  const JsonMatcher& m = json_[w.seq_id];
+  const std::vector<uint8_t>& allowed = json_masks_->allowed(m);
+  const bool done = m.complete();
+  ends_.clear();  // the end ids' logits after the logit rules (min_tokens may hold them off)
+  for (int32_t t : w.sampling.end_ids) {
+    if (t >= 0 && static_cast<size_t>(t) < row.size()) ends_.emplace_back(t, row[static_cast<size_t>(t)]);
+  }
+  constexpr float kOff = -std::numeric_limits<float>::infinity();
+  bool any = false;
+  for (size_t t = 0; t < row.size(); ++t) {
+    if (t < allowed.size() && allowed[t] && row[t] != kOff) {
+      any = true;
+    } else {
+      row[t] = kOff;
+    }
+  }
+  for (const auto& [t, v] : ends_) {
+    // Ended only once the object is complete; or when nothing else can continue it (a matcher
+    // that refused a token of a plan from elsewhere), rather than sampling from nothing.
+    if (done || !any) row[static_cast<size_t>(t)] = v;
+  }
+}
+
 void StepRunner::release(std::span<const uint64_t> seq_ids) {
   for (uint64_t id : seq_ids) {
     last_sampled_.erase(id);
     history_.erase(id);
+    json_.erase(id);
     if (auto it = slot_of_.find(id); it != slot_of_.end()) {
       free_slots_.push_back(it->second);
       slot_of_.erase(it);

@@ -39,12 +39,18 @@ struct SamplingOptions {
   std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
+// What the output must be (OpenAI's response_format): free text, or one JSON object (tokens
+// that would break it are masked while sampling; the output ends once the object is complete,
+// at the model's EOS or a stop id). Needs a model with a tokenizer.
+enum class ResponseFormat { text, json_object };
+
 struct GenerateOptions {
   std::string prompt;                // text, tokenized by the model's tokenizer...
   std::vector<int32_t> prompt_ids;   // ...or token ids (when non-empty, `prompt` is ignored)
   bool add_bos = true;               // prepend BOS to a text prompt
   SamplingOptions sampling;
   int max_tokens = 16;               // >= 1; generation also stops at the context length
+  ResponseFormat response_format = ResponseFormat::text;
   int min_tokens = 0;                // [0, max_tokens]: neither EOS, a stop id nor a stop string
                                      // ends the output before this many tokens
   std::vector<int32_t> stop_ids;     // extra stop tokens besides the model's EOS

@@ -9,7 +9,10 @@
 #include <filesystem>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "brigade/engine.h"
+#include "core/json_matcher.h"
 #include "tests/engine_test_util.h"
 #include "models/synthetic_tokenizer.h"
 
@@ -159,6 +162,75 @@ TEST_F(LogitRules, MinTokensHoldsStopStringsOff) {
   ASSERT_TRUE(held.has_value());
   EXPECT_EQ(held->finish, FinishReason::length);
   EXPECT_EQ(held->text, full->text);
+}
+
+// Synthetic byte tokens: byte b is id 3 + b.
+constexpr int32_t byte_id(char c) { return 3 + static_cast<uint8_t>(c); }
+
+// response_format json_object: a +100 EOS would end the output at once; the mask holds it off
+// until the object is complete, and lets through only tokens that keep the JSON valid.
+TEST_F(LogitRules, JsonObjectOutputIsAnObjectOnEveryPath) {
+  GenerateOptions forced = testing::greedy_ids({5, 6, 7}, 10);
+  forced.ignore_eos = false;
+  forced.sampling.logit_bias = {{kSyntheticEosId, 100.0f}, {byte_id('{'), 50.0f}, {byte_id('}'), 40.0f}};
+  GenerateOptions free_text = forced;
+  forced.response_format = ResponseFormat::json_object;
+  std::vector<std::vector<int32_t>> first;
+  for (auto& [name, o] : variants(options())) {
+    auto engine = make(o);
+    ASSERT_NE(engine, nullptr);
+    auto plain = engine->generate(free_text);
+    ASSERT_TRUE(plain.has_value()) << name;
+    EXPECT_EQ(plain->token_ids, std::vector<int32_t>{kSyntheticEosId}) << name << ": without the mask EOS wins";
+    auto obj = engine->generate(forced);
+    ASSERT_TRUE(obj.has_value()) << name;
+    EXPECT_EQ(obj->token_ids, (std::vector<int32_t>{byte_id('{'), byte_id('}'), kSyntheticEosId})) << name;
+    EXPECT_EQ(obj->text, "{}") << name;
+    EXPECT_EQ(obj->finish, FinishReason::stop) << name;
+    // Seeded sampling over the whole vocabulary (merged tokens too): every output is a JSON
+    // object when it ends, or a valid beginning of one when max_tokens cut it.
+    std::vector<std::vector<int32_t>> outs;
+    int n_closed = 0;
+    for (uint64_t seed = 0; seed < 12; ++seed) {
+      GenerateOptions r = testing::greedy_ids({9, 10, 11}, 48);
+      r.ignore_eos = false;
+      r.response_format = ResponseFormat::json_object;
+      r.sampling.temperature = 1.0f;
+      r.sampling.seed = seed;
+      r.sampling.logit_bias = {{kSyntheticEosId, 100.0f}, {byte_id('}'), 2.0f}, {byte_id('"'), 3.0f}};
+      auto out = engine->generate(r);
+      ASSERT_TRUE(out.has_value()) << name;
+      if (out->finish == FinishReason::stop) {
+        ++n_closed;
+        const auto doc = nlohmann::json::parse(out->text, nullptr, false);
+        EXPECT_TRUE(!doc.is_discarded() && doc.is_object()) << name << ": " << out->text;
+      } else {
+        EXPECT_EQ(out->finish, FinishReason::length) << name;
+        JsonMatcher m;
+        EXPECT_TRUE(m.feed(out->text)) << name << ": " << out->text;
+      }
+      outs.push_back(out->token_ids);
+    }
+    EXPECT_GE(n_closed, 6) << name;
+    if (first.empty()) first = outs;
+    EXPECT_EQ(outs, first) << name << ": the same seeds give the same tokens on every path";
+  }
+}
+
+TEST(LogitRulesNoTokenizer, JsonObjectNeedsTheTokenizer) {
+  const fs::path dir = fs::temp_directory_path() / ("brigade_json_no_tok_" + std::to_string(::getpid()));
+  ASSERT_TRUE(write_synthetic_model(testing::tiny_llama(300, 64, 5), dir.string()).is_ok());
+  fs::remove(dir / "tokenizer.json");
+  fs::remove(dir / "tokenizer_config.json");
+  auto engine = Engine::create(testing::test_engine_options(dir.string(), 1));
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  GenerateOptions r = testing::greedy_ids({5, 6}, 4);
+  r.response_format = ResponseFormat::json_object;
+  auto id = (*engine)->submit(r, [](const Event&) {});
+  ASSERT_FALSE(id.has_value());
+  EXPECT_NE(id.status().message().find("tokenizer"), std::string::npos) << id.status().message();
+  engine->reset();
+  fs::remove_all(dir);
 }
 
 TEST_F(LogitRules, ImpossibleValuesAreRefused) {

@@ -98,7 +98,7 @@ TEST(Sampling, LogitBiasThenTheMinTokensMask) {
   SamplingConfig c;
   c.logit_bias = {{1, 3.0f}, {3, -100.0f}, {7, 5.0f}};  // 7 is outside this vocabulary: ignored
   c.min_tokens = 2;
-  c.min_tokens_stop_ids = {0, 1, 9};
+  c.end_ids = {0, 1, 9};
   EXPECT_TRUE(c.shapes_logits());
   const std::vector<float> raw = {2.0f, -2.0f, 1.0f, 0.5f};
   for (uint64_t n : {0u, 1u}) {  // below min_tokens the stop ids are masked, bias or not

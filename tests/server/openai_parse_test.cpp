@@ -22,7 +22,7 @@ TEST(OpenaiParse, FullCompletionRequest) {
     "min_p":0.1,"n":3,"stream":true,"stop":["a","b"],"seed":42,"logprobs":2,"presence_penalty":0.5,
     "frequency_penalty":-0.5,"repetition_penalty":1.1,"ignore_eos":true,"user":"u",
     "stream_options":{"include_usage":true},"logit_bias":{"5":-100,"17":2.5},"min_tokens":3,
-    "stop_token_ids":[7,8]})");
+    "stop_token_ids":[7,8],"response_format":{"type":"json_object"}})");
   ASSERT_TRUE(r.has_value()) << r.status().to_string();
   EXPECT_EQ(r->gen.prompt, "hi");
   EXPECT_EQ(r->gen.max_tokens, 7);
@@ -45,6 +45,8 @@ TEST(OpenaiParse, FullCompletionRequest) {
   EXPECT_EQ(bias, (std::vector<std::pair<int32_t, float>>{{5, -100.0f}, {17, 2.5f}}));
   EXPECT_EQ(r->gen.min_tokens, 3);
   EXPECT_EQ(r->gen.stop_ids, (std::vector<int32_t>{7, 8}));
+  EXPECT_EQ(r->gen.response_format, ResponseFormat::json_object);
+  EXPECT_EQ(parse(R"({"prompt":"x","response_format":{"type":"text"}})")->gen.response_format, ResponseFormat::text);
 }
 
 TEST(OpenaiParse, PromptForms) {
@@ -114,6 +116,9 @@ TEST(OpenaiParse, BadInputsAreInvalidArgument) {
       R"({"prompt":"x","stop_token_ids":5})",
       R"({"prompt":"x","stop_token_ids":[-1]})",
       R"({"prompt":"x","stop_token_ids":[1.5]})",
+      R"({"prompt":"x","response_format":"json"})",
+      R"({"prompt":"x","response_format":{}})",
+      R"({"prompt":"x","response_format":{"type":"yaml"}})",
   };
   for (const char* b : bad) {
     auto r = parse(b);
@@ -134,7 +139,8 @@ TEST(OpenaiParse, BadInputsAreInvalidArgument) {
 
 TEST(OpenaiParse, UnsupportedFieldsAreRefused) {
   for (const char* b : {R"({"prompt":"x","echo":true})", R"({"prompt":"x","best_of":2})",
-                        R"({"prompt":["a","b"]})"}) {
+                        R"({"prompt":["a","b"]})",
+                        R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{}}})"}) {
     auto r = parse(b);
     ASSERT_FALSE(r.has_value()) << b;
     EXPECT_EQ(r.status().code(), StatusCode::unsupported) << b;
@@ -176,7 +182,7 @@ json random_body(std::mt19937_64& rng) {
                                  "top_p", "top_k", "min_p", "n", "stream", "stream_options", "stop", "seed",
                                  "logprobs", "top_logprobs", "presence_penalty", "frequency_penalty",
                                  "repetition_penalty", "ignore_eos", "user", "echo", "best_of", "logit_bias",
-                                 "min_tokens", "stop_token_ids"};
+                                 "min_tokens", "stop_token_ids", "response_format"};
   json body = json::object();
   if (rng() % 4 != 0) body["prompt"] = "hello";
   if (rng() % 4 != 0) body["messages"] = json::array({{{"role", "user"}, {"content", "hi"}}});

@@ -3,6 +3,7 @@
 Run through ctest (scripts/python-env.sh run-pytest); BRIGADE_BIN names the brigade binary
 (default build/tools/brigade).
 """
+import json
 import os
 import re
 import subprocess
@@ -139,3 +140,24 @@ def test_logit_bias_and_min_tokens(client):
         with pytest.raises(openai.BadRequestError) as e:
             client.completions.create(model="tiny", prompt="x", max_tokens=2, extra_body=bad)
         assert says in str(e.value)
+
+
+def test_response_format_json_object(client):
+    # The synthetic vocabulary's byte b is token 3 + b; EOS (2) at +100 would end the output at
+    # once, but the mask holds it off until the object is complete.
+    bias = {"2": 100, str(3 + ord("{")): 50, str(3 + ord("}")): 40}
+    fmt = {"type": "json_object"}
+    text = client.completions.create(model="tiny", prompt="Data:", max_tokens=10, temperature=0, logit_bias=bias,
+                                     extra_body={"response_format": fmt}).choices[0].text  # vLLM's extension
+    assert json.loads(text) == {}
+    try:
+        chat = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "json please"}],
+                                              max_tokens=10, temperature=0, logit_bias=bias, response_format=fmt)
+        assert json.loads(chat.choices[0].message.content) == {}
+        assert chat.choices[0].finish_reason == "stop"
+    except openai.BadRequestError as e:
+        assert "no chat template" in str(e)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model="tiny", prompt="x", max_tokens=2,
+                                  extra_body={"response_format": {"type": "json_schema", "json_schema": {}}})
+    assert "json_schema" in str(e.value)

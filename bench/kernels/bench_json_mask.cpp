@@ -1,0 +1,73 @@
+// The cost of the json_object mask per sampled row (TokenTrie::allowed over a JsonMatcher), over
+// the synthetic byte-level BPE vocabulary that `brigade make-model` writes, at 32k and 128k ids,
+// in three matcher states: inside a string (nearly every token continues it: the worst case),
+// right after '{' (few do) and inside a number.
+//   build/bench/kernels/bench_json_mask
+#include <benchmark/benchmark.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include "core/json_matcher.h"
+#include "core/token_trie.h"
+#include "models/synthetic_tokenizer.h"
+#include "models/tokenizer.h"
+
+namespace brigade {
+namespace {
+
+const TokenTrie& trie(int vocab) {
+  static std::map<int, std::unique_ptr<TokenTrie>> cache;
+  auto& t = cache[vocab];
+  if (!t) {
+    const auto dir = std::filesystem::temp_directory_path() / ("brigade_bench_vocab_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "tokenizer.json") << *synthetic_tokenizer_json(vocab);
+    auto tok = Tokenizer::load((dir / "tokenizer.json").string());
+    std::filesystem::remove_all(dir);
+    std::vector<std::string> pieces(static_cast<size_t>((*tok)->vocab_size()));
+    for (int32_t id = 0; id < (*tok)->vocab_size(); ++id)
+      if (!(*tok)->is_special(id)) pieces[static_cast<size_t>(id)] = (*tok)->token_to_piece(id);
+    t = std::make_unique<TokenTrie>(pieces);
+  }
+  return *t;
+}
+
+void BM_JsonMask(benchmark::State& state, const char* prefix) {
+  const TokenTrie& t = trie(static_cast<int>(state.range(0)));
+  JsonMatcher m;
+  m.feed(std::string_view(prefix));
+  std::vector<uint8_t> allowed;
+  for (auto _ : state) {
+    t.allowed(m, allowed);
+    benchmark::DoNotOptimize(allowed.data());
+  }
+  size_t n = 0;
+  for (uint8_t a : allowed) n += a;
+  state.counters["allowed"] = static_cast<double>(n);
+  state.counters["trie_nodes"] = t.n_nodes();
+}
+
+// Through JsonMaskCache, as the executor asks: a string's content repeats the matcher state, so
+// after the first token of a string the mask is a lookup.
+void BM_JsonMaskCached(benchmark::State& state) {
+  JsonMaskCache cache(std::shared_ptr<const TokenTrie>(&trie(static_cast<int>(state.range(0))), [](const TokenTrie*) {}));
+  JsonMatcher m;
+  m.feed(std::string_view(R"({"name": "ab)"));
+  for (auto _ : state) benchmark::DoNotOptimize(cache.allowed(m).data());
+  state.counters["hit_rate"] = static_cast<double>(cache.hits()) / static_cast<double>(cache.hits() + cache.misses());
+}
+
+BENCHMARK(BM_JsonMaskCached)->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_JsonMask, in_string, R"({"name": "ab)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_JsonMask, after_open, R"({)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_JsonMask, in_number, R"({"n": 12)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace brigade
+
+BENCHMARK_MAIN();

@@ -1,0 +1,92 @@
+// TokenTrie: a vocabulary's token bytes as a trie, for masking the tokens a byte-level matcher
+// (core/json_matcher.h) would refuse. One walk visits each trie node at most once with the
+// matcher state of its prefix, so tokens sharing a prefix share its work, and a refused prefix
+// prunes its whole subtree.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/json_matcher.h"
+
+namespace brigade {
+
+class TokenTrie {
+ public:
+  // pieces[id]: the bytes of token id; an empty piece (special tokens, ids without text) is never
+  // allowed by allowed().
+  explicit TokenTrie(const std::vector<std::string>& pieces);
+
+  int vocab_size() const { return vocab_size_; }
+  // The bytes of token id (empty outside the vocabulary).
+  const std::string& piece(int32_t id) const {
+    static const std::string none;
+    return id >= 0 && id < vocab_size_ ? pieces_[static_cast<size_t>(id)] : none;
+  }
+  int n_nodes() const { return static_cast<int>(nodes_.size()); }
+
+  // allowed[id] = 1 for every token whose bytes `matcher` accepts from its current state, else 0
+  // (resized to vocab_size()). Matcher needs bool feed(uint8_t) and value semantics.
+  template <class Matcher>
+  void allowed(const Matcher& matcher, std::vector<uint8_t>& allowed) const {
+    allowed.assign(static_cast<size_t>(vocab_size_), 0);
+    struct Frame {
+      int32_t node;
+      Matcher state;
+    };
+    std::vector<Frame> stack;
+    stack.push_back({0, matcher});
+    while (!stack.empty()) {
+      Frame f = stack.back();
+      stack.pop_back();
+      const Node& n = nodes_[static_cast<size_t>(f.node)];
+      for (int32_t t = n.first_token; t < n.end_token; ++t) allowed[static_cast<size_t>(token_ids_[static_cast<size_t>(t)])] = 1;
+      for (int32_t c = n.first_child; c < n.end_child; ++c) {
+        Matcher next = f.state;
+        if (next.feed(edge_bytes_[static_cast<size_t>(c)])) stack.push_back({edge_nodes_[static_cast<size_t>(c)], next});
+      }
+    }
+  }
+
+ private:
+  struct Node {
+    int32_t first_child = 0, end_child = 0;  // edges [first, end) in edge_bytes_/edge_nodes_
+    int32_t first_token = 0, end_token = 0;  // tokens ending here: token_ids_[first, end)
+  };
+  int vocab_size_ = 0;
+  std::vector<std::string> pieces_;
+  std::vector<Node> nodes_;  // node 0 is the root (the empty prefix)
+  std::vector<uint8_t> edge_bytes_;
+  std::vector<int32_t> edge_nodes_;
+  std::vector<int32_t> token_ids_;
+};
+
+// The json_object masks of recent matcher states: while a sequence is inside a string, or
+// between values at the same depth, its state repeats from token to token, and so does the mask
+// (measured in bench/kernels/bench_json_mask). At most kMaxEntries masks are kept; a full cache
+// starts over.
+class JsonMaskCache {
+ public:
+  static constexpr size_t kMaxEntries = 32;
+
+  explicit JsonMaskCache(std::shared_ptr<const TokenTrie> trie) : trie_(std::move(trie)) {}
+
+  const TokenTrie& trie() const { return *trie_; }
+  // allowed[id] = 1 for the tokens m accepts (TokenTrie::allowed), valid until the next call.
+  const std::vector<uint8_t>& allowed(const JsonMatcher& m);
+  size_t hits() const { return hits_; }
+  size_t misses() const { return misses_; }
+
+ private:
+  struct Hash {
+    size_t operator()(const JsonMatcher& m) const { return static_cast<size_t>(m.hash()); }
+  };
+  std::shared_ptr<const TokenTrie> trie_;
+  std::unordered_map<JsonMatcher, std::vector<uint8_t>, Hash> masks_;
+  size_t hits_ = 0, misses_ = 0;
+};
+
+}  // namespace brigade
