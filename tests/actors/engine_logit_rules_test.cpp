@@ -217,6 +217,37 @@ TEST_F(LogitRules, JsonObjectOutputIsAnObjectOnEveryPath) {
   }
 }
 
+// JSON sequences preempted under a tight pool (recomputed from prompt + output) rebuild their
+// matcher from the tokens they are fed: the outputs of a roomy pool. (A start from a cached
+// prefix of the sequence's own output: StepRunnerPaths.JsonMatcherIsRebuiltFromTheHistory.)
+TEST_F(LogitRules, JsonObjectSurvivesPreemption) {
+  std::vector<GenerateOptions> reqs;
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    GenerateOptions r = testing::greedy_ids({9, 10, 11, static_cast<int32_t>(12 + seed % 2)}, 40);
+    r.ignore_eos = true;  // outputs run to max_tokens: inside strings, past the object's end
+    r.response_format = ResponseFormat::json_object;
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = seed;
+    r.sampling.logit_bias = {{byte_id('}'), 2.0f}, {byte_id('"'), 3.0f}};
+    reqs.push_back(r);
+  }
+  auto roomy = make(options());
+  ASSERT_NE(roomy, nullptr);
+  std::vector<Completion> alone;
+  for (const auto& r : reqs) alone.push_back(*roomy->generate(r));
+  EngineOptions o = options();
+  o.topology.instances.front().kv.pages = 10;  // 160 token slots for 8 sequences of 44
+  auto tight = make(o);
+  ASSERT_NE(tight, nullptr);
+  const auto together = testing::run_concurrently(*tight, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(together[i].token_ids, alone[i].token_ids) << "request " << i;
+    JsonMatcher m;
+    EXPECT_TRUE(m.feed(together[i].text)) << together[i].text;
+  }
+  EXPECT_GT(tight->stats().preemptions, 0u) << "the pool was too small for every sequence at once";
+}
+
 TEST(LogitRulesNoTokenizer, JsonObjectNeedsTheTokenizer) {
   const fs::path dir = fs::temp_directory_path() / ("brigade_json_no_tok_" + std::to_string(::getpid()));
   ASSERT_TRUE(write_synthetic_model(testing::tiny_llama(300, 64, 5), dir.string()).is_ok());

@@ -23,6 +23,8 @@
 #include "messages/registry.h"
 #include "messages/types.h"
 #include "models/make_model.h"
+#include "models/synthetic_tokenizer.h"
+#include "models/tokenizer.h"
 #include "tests/engine_test_util.h"
 
 namespace brigade {
@@ -447,6 +449,59 @@ TEST_F(StepRunnerPaths, AFeedWithoutASampledTokenIsRefusedAndChangesNothing) {
   w.tokens = {17};
   p.seqs = {w};
   EXPECT_TRUE(dev->runner->run(p).has_value()) << "the runner still works";
+}
+
+// A json_object sequence that starts after tokens the runner did not compute (a cached prefix of
+// its own output after a preemption) rebuilds its matcher from the plan's history: after
+// `{"a":1` a '}' may come; without the history the '1' alone breaks the object and only the end
+// id is left.
+TEST_F(StepRunnerPaths, JsonMatcherIsRebuiltFromTheHistory) {
+  auto tok = Tokenizer::load(dir_.string());
+  ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+  std::vector<std::string> pieces(static_cast<size_t>((*tok)->vocab_size()));
+  for (int32_t id = 0; id < (*tok)->vocab_size(); ++id)
+    if (!(*tok)->is_special(id)) pieces[static_cast<size_t>(id)] = (*tok)->token_to_piece(id);
+  LoadOptions lo;
+  lo.max_batch_tokens = 64;
+  lo.progress = false;
+  RecordingBackend backend;
+  auto model = Model::load(dir_.string(), backend, lo);
+  ASSERT_TRUE(model.has_value());
+  auto kv = KvCache::allocate(backend, (*model)->kv_layout(8, 16, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  StepRunnerOptions o;
+  o.vocab = std::make_shared<const TokenTrie>(pieces);
+  StepRunner runner(backend, **model, std::move(*kv), o);
+  const auto byte = [](char c) { return static_cast<int32_t>(3 + static_cast<uint8_t>(c)); };  // synthetic ids
+  const std::vector<int32_t> prompt = {5, 9, 14};
+  std::vector<int32_t> out;
+  for (char c : std::string(R"({"a":1)")) out.push_back(byte(c));
+  auto item = [&](uint64_t seq, bool with_history) {
+    SeqWorkItem w;
+    w.seq_id = seq;
+    w.tokens = {out.back()};
+    w.start_pos = static_cast<int>(prompt.size() + out.size() - 1);
+    if (with_history) {
+      w.history = prompt;
+      w.history.insert(w.history.end(), out.begin(), out.end() - 1);
+    }
+    w.block_table = {static_cast<int32_t>(seq)};
+    w.sample = true;
+    w.sampling.temperature = 0.0f;
+    w.sampling.json_object = true;
+    w.sampling.end_ids = {kSyntheticEosId};
+    w.sampling.logit_bias = {{byte('}'), 100.0f}};
+    w.prompt_len = static_cast<int>(prompt.size());
+    w.n_generated = static_cast<uint32_t>(out.size());
+    return w;
+  };
+  PlannedStep p;
+  p.seqs = {item(0, true), item(1, false)};
+  auto r = runner.run(p);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].token, byte('}'));
+  EXPECT_EQ((*r)[1].token, kSyntheticEosId);
 }
 
 // Speculative verification in the runner: a step that feeds a token and drafts returns the
