@@ -69,4 +69,11 @@ Status check_tokenizer_fits(const Tokenizer& tokenizer, int model_vocab) {
   return Status::ok();
 }
 
+std::vector<std::string> token_pieces(const Tokenizer& tokenizer) {
+  std::vector<std::string> pieces(static_cast<size_t>(tokenizer.vocab_size()));
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id)
+    if (!tokenizer.is_special(id)) pieces[static_cast<size_t>(id)] = tokenizer.token_to_piece(id);
+  return pieces;
+}
+
 }  // namespace brigade

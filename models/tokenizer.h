@@ -40,6 +40,10 @@ class Tokenizer {
   virtual const std::vector<int32_t>& eos_ids() const = 0;
 };
 
+// The bytes of every token id (token_to_piece), with special tokens empty: what constrained
+// decoding may emit (core/token_trie.h).
+std::vector<std::string> token_pieces(const Tokenizer& tokenizer);
+
 // invalid_argument when the tokenizer can produce ids the model has no embedding for (its
 // vocabulary is larger than the model's vocab_size), or its BOS/EOS ids are outside the model's;
 // the message gives both sizes. A model vocabulary larger than the tokenizer's (padding rows) is

@@ -349,11 +349,7 @@ Status EngineImpl::start(const EngineOptions& options) {
   const ModelConfig& mc = model.config();
   BRIGADE_RETURN_IF_ERROR(load_tokenizer(path, mc));
   if (tokenizer_model_) {  // the bytes of every token, for json_object sequences
-    const Tokenizer& tok = *tokenizer_model_;
-    std::vector<std::string> pieces(static_cast<size_t>(tok.vocab_size()));
-    for (int32_t id = 0; id < tok.vocab_size(); ++id)
-      if (!tok.is_special(id)) pieces[static_cast<size_t>(id)] = tok.token_to_piece(id);
-    auto trie = std::make_shared<const TokenTrie>(pieces);
+    auto trie = std::make_shared<const TokenTrie>(token_pieces(*tokenizer_model_));
     for (auto& inst : loaded) inst.ranks.front()->runner.vocab = trie;
   }
   summary_ = {mc.arch, mc.vocab_size, mc.max_position, model.n_params(), model.weight_bytes(), tokenizer_model_ != nullptr};

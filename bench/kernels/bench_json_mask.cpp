@@ -29,10 +29,7 @@ const TokenTrie& trie(int vocab) {
     std::ofstream(dir / "tokenizer.json") << *synthetic_tokenizer_json(vocab);
     auto tok = Tokenizer::load((dir / "tokenizer.json").string());
     std::filesystem::remove_all(dir);
-    std::vector<std::string> pieces(static_cast<size_t>((*tok)->vocab_size()));
-    for (int32_t id = 0; id < (*tok)->vocab_size(); ++id)
-      if (!(*tok)->is_special(id)) pieces[static_cast<size_t>(id)] = (*tok)->token_to_piece(id);
-    t = std::make_unique<TokenTrie>(pieces);
+    t = std::make_unique<TokenTrie>(token_pieces(**tok));
   }
   return *t;
 }

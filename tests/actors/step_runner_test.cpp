@@ -458,9 +458,6 @@ TEST_F(StepRunnerPaths, AFeedWithoutASampledTokenIsRefusedAndChangesNothing) {
 TEST_F(StepRunnerPaths, JsonMatcherIsRebuiltFromTheHistory) {
   auto tok = Tokenizer::load(dir_.string());
   ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
-  std::vector<std::string> pieces(static_cast<size_t>((*tok)->vocab_size()));
-  for (int32_t id = 0; id < (*tok)->vocab_size(); ++id)
-    if (!(*tok)->is_special(id)) pieces[static_cast<size_t>(id)] = (*tok)->token_to_piece(id);
   LoadOptions lo;
   lo.max_batch_tokens = 64;
   lo.progress = false;
@@ -470,7 +467,7 @@ TEST_F(StepRunnerPaths, JsonMatcherIsRebuiltFromTheHistory) {
   auto kv = KvCache::allocate(backend, (*model)->kv_layout(8, 16, DType::f32));
   ASSERT_TRUE(kv.has_value());
   StepRunnerOptions o;
-  o.vocab = std::make_shared<const TokenTrie>(pieces);
+  o.vocab = std::make_shared<const TokenTrie>(token_pieces(**tok));
   StepRunner runner(backend, **model, std::move(*kv), o);
   const auto byte = [](char c) { return static_cast<int32_t>(3 + static_cast<uint8_t>(c)); };  // synthetic ids
   const std::vector<int32_t> prompt = {5, 9, 14};
