@@ -25,7 +25,10 @@ Routed route(Backend& b, const std::vector<float>& logits, int64_t n, int64_t n_
   std::copy(logits.begin(), logits.end(), l.tensor.as<float>());
   auto ids = make(b, DType::i32, {n, k});
   auto w = make(b, DType::f32, {n, k});
-  b.moe_route(l.tensor, k, normalize, ids.tensor, w.tensor);
+  MoeRouting r;
+  r.k = k;
+  r.normalize = normalize;
+  b.moe_route(l.tensor, r, ids.tensor, w.tensor);
   return {{ids.tensor.as<int32_t>(), ids.tensor.as<int32_t>() + n * k}, {w.tensor.as<float>(), w.tensor.as<float>() + n * k}};
 }
 

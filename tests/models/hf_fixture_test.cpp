@@ -53,7 +53,7 @@ TEST_P(HfFixture, LogitsAndGreedyMatchTransformers) {
 INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                          ::testing::Values("llama", "llama_rope_llama3", "llama_rope_linear", "mistral_sliding",
                                            "qwen2", "qwen3", "tinyllama", "smollm2", "qwen3_moe",
-                                           "qwen3_moe_step"));
+                                           "qwen3_moe_step", "deepseek_v3", "deepseek_v2", "deepseek_v3_step"));
 
 TEST(HfFixtureConfig, ArchitectureFlags) {
   auto backend = make_cpu_backend({.n_threads = 1});
