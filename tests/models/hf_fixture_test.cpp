@@ -20,19 +20,11 @@ namespace {
 
 using testing::fixture_dir;
 using testing::FixtureRun;
+using testing::kLogitTol;
+using testing::load_or_fail;
+using testing::max_diff_with_config;
 using testing::read_fixture_cases;
 using testing::run_fixture_case;
-
-constexpr float kLogitTol = 2e-4f;
-
-std::unique_ptr<Model> load_or_fail(const std::string& path, Backend& backend) {
-  LoadOptions opts;
-  opts.max_batch_tokens = 64;
-  opts.progress = false;
-  auto m = Model::load(path, backend, opts);
-  EXPECT_TRUE(m.has_value()) << m.status().to_string();
-  return m ? std::move(*m) : nullptr;
-}
 
 class HfFixture : public ::testing::TestWithParam<std::string> {};
 
@@ -152,26 +144,6 @@ TEST(HfFixtureConfig, Qwen3MoeFusedExpertLayoutLoads) {
     EXPECT_LE(run.max_abs_diff, kLogitTol);
     EXPECT_EQ(run.greedy, fc.greedy);
   }
-}
-
-// Max |Δlogit| on `fixture`'s longest prompt with its weights but config.json changed by `edit`.
-template <typename Edit>
-float max_diff_with_config(const std::string& fixture, Edit edit) {
-  const testing::TempDir dir("config_edit");
-  const std::string src = fixture_dir(fixture);
-  std::filesystem::copy_file(src + "/model.safetensors", dir.file("model.safetensors"));
-  auto text = read_text_file(src + "/config.json");
-  EXPECT_TRUE(text.has_value());
-  if (!text) return 0;
-  auto j = nlohmann::json::parse(*text);
-  edit(j);
-  testing::write_text(dir.file("config.json"), j.dump());
-  auto backend = make_cpu_backend({.n_threads = 1});
-  auto model = load_or_fail(dir.str(), *backend);
-  const auto cases = read_fixture_cases(fixture);
-  EXPECT_FALSE(cases.empty());
-  if (!model || cases.empty()) return 0;
-  return run_fixture_case(*model, *backend, cases.back()).max_abs_diff;
 }
 
 // The fixtures are sensitive to what they test: dropping the llama3 scaling from the config (the
