@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "models/decoder_ends.h"
 #include "models/load_progress.h"
 #include "models/moe_block.h"
 #include "models/rope_scaling.h"
@@ -91,7 +92,7 @@ class DeepseekModel final : public Model {
   LoadOptions options_;
   MlaLayout mla_;
   RopeConfig rope_q_, rope_k_;  // the same rotation; q_pe has H heads of dr, k_pe one
-  OwnedTensor embed_, lm_head_, final_norm_;
+  DecoderEnds ends_;
   std::vector<DeepseekLayer> layers_;
   Scratch scratch_;
   StepInputs ints_;
@@ -147,14 +148,11 @@ Status DeepseekModel::load_layer(WeightLoader& w, int l, DeepseekLayer& layer) {
 Status DeepseekModel::load(const Checkpoint& ck) {
   const auto& c = config_;
   WeightLoader w(ck, backend_, options_.weight_dtype);
-  BRIGADE_ASSIGN_OR_RETURN(embed_, w.table("model.embed_tokens.weight", c.vocab_size, c.hidden_size));
+  BRIGADE_RETURN_IF_ERROR(ends_.load_embedding(w, c));
   BRIGADE_RETURN_IF_ERROR(load_layers_with_progress(
       ck.path(), c.n_layers, options_.progress,
       [&](int l) { return load_layer(w, l, layers_.emplace_back()); }, [&] { return w.n_bytes(); }));
-  BRIGADE_ASSIGN_OR_RETURN(final_norm_, w.vector_f32({"model.norm.weight"}, {c.hidden_size}));
-  if (!c.tie_embeddings) {
-    BRIGADE_ASSIGN_OR_RETURN(lm_head_, w.table("lm_head.weight", c.vocab_size, c.hidden_size));
-  }
+  BRIGADE_RETURN_IF_ERROR(ends_.load_head(w, c, /*with_head=*/true));
   n_params_ = w.n_params();
   weight_bytes_ = w.n_bytes();
   rope_q_.style = c.rope_style;
@@ -251,7 +249,7 @@ Status DeepseekModel::forward(const StepBatch& batch, const KvCache& kv, const T
   const Tensor residual = scratch_.residual.tensor.rows(0, n);
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor delta = scratch_.delta.tensor.rows(0, n);
-  backend_.embedding(embed_.tensor, ints_.tokens(batch), residual);
+  backend_.embedding(ends_.embed.tensor, ints_.tokens(batch), residual);
   for (int l = 0; l < config_.n_layers; ++l) {
     const DeepseekLayer& layer = layers_[static_cast<size_t>(l)];
     if (l == 0) backend_.rms_norm(residual, layer.attn_norm.tensor, config_.rms_eps, normed);
@@ -262,10 +260,7 @@ Status DeepseekModel::forward(const StepBatch& batch, const KvCache& kv, const T
   }
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size());
   if (r == 0) return Status::ok();
-  backend_.add_rms_norm(residual, delta, final_norm_.tensor, config_.rms_eps, normed);
-  const Tensor selected = scratch_.selected.tensor.rows(0, r);
-  backend_.gather_rows(normed, ints_.logit_rows(r), selected);
-  backend_.matmul(selected, config_.tie_embeddings ? embed_.tensor : lm_head_.tensor, Tensor(), logits);
+  ends_.logits(backend_, config_, residual, delta, normed, scratch_.selected.tensor.rows(0, r), ints_.logit_rows(r), logits);
   return Status::ok();
 }
 
@@ -283,14 +278,10 @@ StepCost DeepseekModel::step_cost(const StepBatch& b, double kv_bytes_per_token)
   const double touched = std::min(e, n * k) / e;
   const AttentionWork work = attention_work(b, 0);
   const double per_pair = 2.0 * (mla_.row_width() + mla_.kv_lora_rank);
-  const double embed_bytes = static_cast<double>(embed_.tensor.nbytes());
-  const double own_head_bytes = lm_head_.tensor.empty() ? 0.0 : static_cast<double>(lm_head_.tensor.nbytes());
-  const double head_bytes = config_.tie_embeddings ? embed_bytes : own_head_bytes;
   StepCost c;
   c.flops = 2.0 * dense_params * n + 2.0 * table * rows + per_pair * config_.n_layers * config_.n_heads * work.pairs;
-  c.bytes = static_cast<double>(weight_bytes_) - static_cast<double>(expert_bytes_) * (1.0 - touched) - embed_bytes -
-            own_head_bytes + n * embed_bytes / config_.vocab_size + (rows > 0 ? head_bytes : 0.0) +
-            kv_bytes_per_token * (work.kv_read + n);
+  c.bytes = static_cast<double>(weight_bytes_) - static_cast<double>(expert_bytes_) * (1.0 - touched) -
+            ends_.loaded_bytes() + ends_.step_bytes(config_, n, rows > 0) + kv_bytes_per_token * (work.kv_read + n);
   return c;
 }
 

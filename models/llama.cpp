@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "models/load_progress.h"
+#include "models/decoder_ends.h"
 #include "models/moe_block.h"
 #include "models/rope_scaling.h"
 #include "models/step_check.h"
@@ -104,9 +105,7 @@ class LlamaModel final : public Model {
   Communicator* comm_;  // nullptr without tensor parallelism
   Shard shard_;
   RopeConfig rope_;
-  OwnedTensor embed_;     // [vocab, hidden]
-  OwnedTensor lm_head_;   // [vocab, hidden], empty when tied to embed_ and on ranks other than 0
-  OwnedTensor final_norm_;
+  DecoderEnds ends_;      // lm_head empty when tied and on ranks other than 0
   std::vector<DecoderLayer> layers_;
   Scratch scratch_;
   StepInputs ints_;
@@ -131,15 +130,11 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
   const double dense_params = linear_params - static_cast<double>(expert_params_) * (1.0 - active);
   const AttentionWork work = attention_work(b, window);
   const double pairs = work.pairs, kv_read = work.kv_read;
-  const double embed_bytes = static_cast<double>(embed_.tensor.nbytes());
-  // lm_head_ is empty when tied and on ranks other than 0 (an empty Tensor's nbytes is not 0).
-  const double own_head_bytes = lm_head_.tensor.empty() ? 0.0 : static_cast<double>(lm_head_.tensor.nbytes());
-  const double head_bytes = config_.tie_embeddings ? embed_bytes : own_head_bytes;
   StepCost c;
   c.flops = 2.0 * dense_params * n + 2.0 * table * rows +
             4.0 * config_.n_layers * shard_.qkv.n_heads * config_.head_dim * pairs;
-  c.bytes = static_cast<double>(weight_bytes_) - static_cast<double>(expert_bytes_) * (1.0 - touched) - embed_bytes - own_head_bytes +
-            n * embed_bytes / config_.vocab_size + (rows > 0 ? head_bytes : 0.0) + kv_bytes_per_token * (kv_read + n);
+  c.bytes = static_cast<double>(weight_bytes_) - static_cast<double>(expert_bytes_) * (1.0 - touched) -
+            ends_.loaded_bytes() + ends_.step_bytes(config_, n, rows > 0) + kv_bytes_per_token * (kv_read + n);
   return c;
 }
 
@@ -188,16 +183,13 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
 Status LlamaModel::load(const Checkpoint& ck) {
   const auto& c = config_;
   WeightLoader w(ck, backend_, options_.weight_dtype);
-  BRIGADE_ASSIGN_OR_RETURN(embed_, w.table("model.embed_tokens.weight", c.vocab_size, c.hidden_size));
+  BRIGADE_RETURN_IF_ERROR(ends_.load_embedding(w, c));
   // Sizes from the config (layer count, head_dim) are trusted for allocation only once the
   // tensors have confirmed them: a corrupt header cannot ask for memory the weights do not back.
   BRIGADE_RETURN_IF_ERROR(load_layers_with_progress(
       ck.path(), c.n_layers, options_.progress,
       [&](int l) { return load_layer(w, l, layers_.emplace_back()); }, [&] { return w.n_bytes(); }));
-  BRIGADE_ASSIGN_OR_RETURN(final_norm_, w.vector_f32({"model.norm.weight"}, {c.hidden_size}));
-  if (!c.tie_embeddings && shard_.rank == 0) {  // only rank 0 computes logits
-    BRIGADE_ASSIGN_OR_RETURN(lm_head_, w.table("lm_head.weight", c.vocab_size, c.hidden_size));
-  }
+  BRIGADE_RETURN_IF_ERROR(ends_.load_head(w, c, shard_.rank == 0));  // only rank 0 computes logits
   n_params_ = w.n_params();
   weight_bytes_ = w.n_bytes();
   rope_.style = c.rope_style;
@@ -277,7 +269,7 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   const Tensor residual = scratch_.residual.tensor.rows(0, n);
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor delta = scratch_.delta.tensor.rows(0, n);
-  backend_.embedding(embed_.tensor, ints_.tokens(batch), residual);
+  backend_.embedding(ends_.embed.tensor, ints_.tokens(batch), residual);
   for (int l = 0; l < config_.n_layers; ++l) {
     const DecoderLayer& layer = layers_[static_cast<size_t>(l)];
     // The previous block's output joins the residual in the same pass as the next norm.
@@ -289,11 +281,7 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   }
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size());
   if (r == 0) return Status::ok();
-  backend_.add_rms_norm(residual, delta, final_norm_.tensor, config_.rms_eps, normed);
-  const Tensor selected = scratch_.selected.tensor.rows(0, r);
-  backend_.gather_rows(normed, ints_.logit_rows(r), selected);
-  const Tensor& head = config_.tie_embeddings ? embed_.tensor : lm_head_.tensor;
-  backend_.matmul(selected, head, Tensor(), logits);
+  ends_.logits(backend_, config_, residual, delta, normed, scratch_.selected.tensor.rows(0, r), ints_.logit_rows(r), logits);
   return Status::ok();
 }
 

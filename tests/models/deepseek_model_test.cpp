@@ -117,6 +117,13 @@ TEST(DeepseekConfig, LatentKvLayout) {
   auto kv = KvCache::allocate(*backend, l);
   ASSERT_TRUE(kv.has_value());
   EXPECT_TRUE(kv->layer(0).v.empty());
+  // HiCache moves a page as its bytes: every layer's latent rows, read back as written.
+  std::vector<std::byte> page(l.page_bytes()), back(l.page_bytes());
+  for (size_t i = 0; i < page.size(); ++i) page[i] = static_cast<std::byte>(i * 7 + 1);
+  ASSERT_TRUE(kv->write_page(*backend, 5, page).is_ok());
+  ASSERT_TRUE(kv->read_page(*backend, 5, back).is_ok());
+  EXPECT_EQ(back, page);
+  EXPECT_FALSE(kv->read_page(*backend, 5, std::span<std::byte>(back.data(), back.size() - 1)).is_ok());
   KvLayout int8 = l;
   int8.dtype = DType::i8;
   EXPECT_EQ(KvCache::allocate(*backend, int8).status().code(), StatusCode::invalid_argument);
