@@ -106,10 +106,13 @@ TEST(HfFixtureConfig, Qwen3MoeLayers) {
 
 // transformers 5 keeps a layer's experts fused (mlp.experts.gate_up_proj [E, 2I, hidden],
 // down_proj [E, hidden, I]); a checkpoint stored that way loads to the same model: the qwen3_moe
-// fixture's experts rewritten fused match transformers as the per-expert original does.
-TEST(HfFixtureConfig, Qwen3MoeFusedExpertLayoutLoads) {
+// fixture's (and deepseek_v3's, shared experts left as they are) experts rewritten fused match
+// transformers as the per-expert original does.
+class FusedExperts : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FusedExperts, FusedExpertLayoutLoads) {
   const testing::TempDir dir("moe_fused");
-  const std::string src = fixture_dir("qwen3_moe");
+  const std::string src = fixture_dir(GetParam());
   std::filesystem::copy_file(src + "/config.json", dir.file("config.json"));
   auto ck = Checkpoint::open(src);
   ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
@@ -139,12 +142,14 @@ TEST(HfFixtureConfig, Qwen3MoeFusedExpertLayoutLoads) {
   auto backend = make_cpu_backend({.n_threads = 2});
   auto model = load_or_fail(dir.str(), *backend);
   ASSERT_NE(model, nullptr);
-  for (const auto& fc : read_fixture_cases("qwen3_moe")) {
+  for (const auto& fc : read_fixture_cases(GetParam())) {
     const FixtureRun run = run_fixture_case(*model, *backend, fc);
     EXPECT_LE(run.max_abs_diff, kLogitTol);
     EXPECT_EQ(run.greedy, fc.greedy);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Moe, FusedExperts, ::testing::Values("qwen3_moe", "deepseek_v3"));
 
 // The fixtures are sensitive to what they test: dropping the llama3 scaling from the config (the
 // weights unchanged), or SmolLM2's rope_theta, moves the long prompt's logits far outside the
