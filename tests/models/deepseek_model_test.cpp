@@ -235,6 +235,28 @@ TEST(DeepseekConfig, Bf16WeightsStayNearTransformers) {
   }
 }
 
+// step_cost by hand on the deepseek_v2 fixture (f32; hidden 64, 4 heads, R 32, nope/rope/v
+// 16/8/16, q_proj, 8 experts of 16 with k = 2 and two shared, layer 0 dense of 128, vocab 128):
+// the linear rule with k of E experts per token, MLA's 2 (R + rope) + 2 R flops per pair and
+// head, the latent rows read once per sequence and written once per token.
+TEST(DeepseekConfig, StepCostCountsMlaAndActiveExperts) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = load_or_fail(fixture_dir("deepseek_v2"), *backend);
+  ASSERT_NE(model, nullptr);
+  const double h = 64, heads = 4, r = 32, dn = 16, dr = 8, dv = 16, inter = 128, vocab = 128, e = 8, k = 2, mi = 16;
+  const double attn = heads * (dn + dr) * h + (r + dr) * h + r + heads * (dn + dv) * r + h * heads * dv + 2 * h;
+  const double expert = 3 * h * mi;
+  const double dense_layer = attn + 3 * h * inter, sparse_fixed = attn + e * h + 3 * h * 2 * mi;  // router, shared
+  ASSERT_EQ(model->n_params(), static_cast<int64_t>(dense_layer + 2 * (sparse_fixed + e * expert) + h + 2 * vocab * h));
+  const double fixed = dense_layer + 2 * sparse_fixed + h;
+  const double kv_row = 3 * (r + dr) * 4;  // bytes per token: 3 layers of the f32 latent row
+  const StepCost c = model->step_cost(testing::make_step({{0, {5, 6, 7}, 2, false}}, 16, 4), kv_row);
+  const double pairs = 3 + 4 + 5;  // rows at positions 2, 3, 4
+  EXPECT_DOUBLE_EQ(c.flops, 2 * (fixed + 2 * k * expert) * 3 + 2 * vocab * h + pairs * heads * (2 * (r + dr) + 2 * r) * 3);
+  // 3 tokens x 2 experts: at most 6 of 8 per sparse layer; the context of 5 latent rows read, 3 written.
+  EXPECT_DOUBLE_EQ(c.bytes, 4 * (fixed + 2 * 6 * expert + 3 * h + vocab * h) + kv_row * (5 + 3));
+}
+
 TEST(DeepseekConfig, Fp8WeightsAreRefused) {
   auto backend = make_cpu_backend({.n_threads = 1});
   LoadOptions o;
