@@ -91,7 +91,7 @@ class DeepseekModel final : public Model {
   Backend& backend_;
   LoadOptions options_;
   MlaLayout mla_;
-  RopeConfig rope_q_, rope_k_;  // the same rotation; q_pe has H heads of dr, k_pe one
+  RopeConfig rope_;  // over the qk_rope_head_dim dims of q_pe's H heads and k_pe's one
   DecoderEnds ends_;
   std::vector<DeepseekLayer> layers_;
   Scratch scratch_;
@@ -155,11 +155,10 @@ Status DeepseekModel::load(const Checkpoint& ck) {
   BRIGADE_RETURN_IF_ERROR(ends_.load_head(w, c, /*with_head=*/true));
   n_params_ = w.n_params();
   weight_bytes_ = w.n_bytes();
-  rope_q_.style = c.rope_style;
-  rope_q_.rotary_dim = c.qk_rope_head_dim;
-  rope_q_.inv_freq = rope_inv_freq_scaled(c.rope_theta, c.qk_rope_head_dim, c.rope_scaling);
-  rope_q_.attention_factor = rope_attention_factor(c.rope_scaling);
-  rope_k_ = rope_q_;
+  rope_.style = c.rope_style;
+  rope_.rotary_dim = c.qk_rope_head_dim;
+  rope_.inv_freq = rope_inv_freq_scaled(c.rope_theta, c.qk_rope_head_dim, c.rope_scaling);
+  rope_.attention_factor = rope_attention_factor(c.rope_scaling);
   BRIGADE_RETURN_IF_ERROR(allocate_scratch());
   backend_.synchronize();  // uploads from staging memory have finished before it is freed
   return Status::ok();
@@ -215,8 +214,8 @@ void DeepseekModel::run_attention(const MlaBlock& a, const KvLayer& cache, const
   backend_.matmul(normed, a.kv_a_pe.tensor, Tensor(), k_pe);
   backend_.rms_norm(latent, a.kv_a_norm.tensor, kLatentNormEps, latent_normed);
   const Tensor positions = ints_.positions(n);
-  backend_.rope(q_pe, QkvLayout{mla_.n_heads, 0, mla_.rope_dim}, positions, rope_q_);
-  backend_.rope(k_pe, QkvLayout{1, 0, mla_.rope_dim}, positions, rope_k_);
+  backend_.rope(q_pe, QkvLayout{mla_.n_heads, 0, mla_.rope_dim}, positions, rope_);
+  backend_.rope(k_pe, QkvLayout{1, 0, mla_.rope_dim}, positions, rope_);
   backend_.write_mla_kv(cache, latent_normed, k_pe, ints_.slots(n));
   const Tensor q_lat = s.q_lat.tensor.rows(0, n), o_lat = s.o_lat.tensor.rows(0, n), attn = s.attn.tensor.rows(0, n);
   backend_.head_matmul(q_nope, a.w_uk.tensor, mla_.n_heads, q_lat);
