@@ -12,6 +12,7 @@
 #include "models/checkpoint.h"
 #include "models/inspect.h"
 #include "models/model_config.h"
+#include "models/rope_scaling.h"
 
 namespace brigade {
 namespace {
@@ -255,6 +256,44 @@ TEST(DeepseekConfig, StepCostCountsMlaAndActiveExperts) {
   EXPECT_DOUBLE_EQ(c.flops, 2 * (fixed + 2 * k * expert) * 3 + 2 * vocab * h + pairs * heads * (2 * (r + dr) + 2 * r) * 3);
   // 3 tokens x 2 experts: at most 6 of 8 per sparse layer; the context of 5 latent rows read, 3 written.
   EXPECT_DOUBLE_EQ(c.bytes, 4 * (fixed + 2 * 6 * expert + 3 * h + vocab * h) + kv_row * (5 + 3));
+}
+
+// The Hub's DeepSeek-V2-Lite config.json (its fields as published) parses into the V2-Lite shape:
+// q_proj, latent 512 + 64, yarn x40 whose mscale_all_dim scales the softmax, 64 experts top-6
+// softmax greedy, two shared, layer 0 dense. DeepSeek-V3's (fp8 block-quantized) is refused with
+// the reason.
+TEST(DeepseekConfig, HubConfigs) {
+  const char* v2_lite = R"({"architectures": ["DeepseekV2ForCausalLM"], "attention_bias": false,
+    "attention_dropout": 0.0, "aux_loss_alpha": 0.001, "bos_token_id": 100000, "eos_token_id": 100001,
+    "first_k_dense_replace": 1, "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02,
+    "intermediate_size": 10944, "kv_lora_rank": 512, "max_position_embeddings": 163840, "model_type": "deepseek_v2",
+    "moe_intermediate_size": 1408, "moe_layer_freq": 1, "n_group": 1, "n_routed_experts": 64, "n_shared_experts": 2,
+    "norm_topk_prob": false, "num_attention_heads": 16, "num_experts_per_tok": 6, "num_hidden_layers": 27,
+    "num_key_value_heads": 16, "pretraining_tp": 1, "q_lora_rank": null, "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64, "rms_norm_eps": 1e-06, "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40,
+    "mscale": 0.707, "mscale_all_dim": 0.707, "original_max_position_embeddings": 4096, "type": "yarn"},
+    "rope_theta": 10000, "routed_scaling_factor": 1.0, "scoring_func": "softmax", "seq_aux": true,
+    "tie_word_embeddings": false, "topk_group": 1, "topk_method": "greedy", "torch_dtype": "bfloat16",
+    "use_cache": true, "v_head_dim": 128, "vocab_size": 102400})";
+  auto c = parse_hf_config(v2_lite);
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->q_lora_rank, 0);
+  EXPECT_EQ(c->kv_lora_rank + c->qk_rope_head_dim, 576);
+  EXPECT_EQ(c->n_moe_layers(), 26);
+  EXPECT_EQ(c->moe_group_score, MoeGroupScore::none);
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::yarn);
+  EXPECT_FLOAT_EQ(rope_attention_factor(c->rope_scaling), 1.0f);  // mscale == mscale_all_dim
+  const float m = 0.1f * 0.707f * std::log(40.0f) + 1.0f;
+  EXPECT_NEAR(c->attn_scale, m * m / std::sqrt(192.0f), 1e-6);
+  auto j = nlohmann::json::parse(v2_lite);
+  j["architectures"] = {"DeepseekV3ForCausalLM"};
+  j["model_type"] = "deepseek_v3";
+  j["quantization_config"] = {{"activation_scheme", "dynamic"}, {"fmt", "e4m3"}, {"quant_method", "fp8"},
+                              {"weight_block_size", {128, 128}}};
+  auto v3 = parse_hf_config(j.dump());
+  ASSERT_FALSE(v3.has_value());
+  EXPECT_EQ(v3.status().code(), StatusCode::unsupported);
+  EXPECT_NE(v3.status().message().find("bf16"), std::string::npos) << v3.status().to_string();
 }
 
 TEST(DeepseekConfig, Fp8WeightsAreRefused) {
