@@ -423,8 +423,8 @@ class CudaBackendImpl final : public CudaBackend {
                       x.row_numel() % n_heads == 0 && w.dim(0) % n_heads == 0,
                   "head_matmul: x [n, H a], w [H b, a], out [n, H b], all bf16");
     const int64_t a = x.row_numel() / n_heads, b = w.dim(0) / n_heads;
-    BRIGADE_CHECK(w.row_numel() == a && out.row_numel() == n_heads * b && out.dim(0) == n,
-                  "head_matmul: w [H b, a] and out [n, H b]");
+    BRIGADE_CHECK(w.row_numel() == a && out.row_numel() == n_heads * b && out.dim(0) == n && n_heads * b <= 65535 * 8,
+                  "head_matmul: w [H b, a] and out [n, H b], H b <= 524280");
     bind();
     graphs_->record(Sig() << kHeadMatmul << x << w << n_heads << out, [=, this] {
       gpu::launch_head_matmul(x.data, w.data, n, n_heads, a, b, out.data, stream_);

@@ -23,8 +23,8 @@ constexpr int kWarps = 8;
 constexpr int kMaxLatent = 1024;  // R; the accumulator holds R / 32 floats per lane
 
 __global__ void head_matmul_kernel(const bf16* x, const bf16* w, int n_heads, int64_t a, int64_t b, bf16* out) {
-  const int64_t t = blockIdx.y, width = int64_t{n_heads} * b;
-  const int64_t col = int64_t{blockIdx.x} * kWarps + (threadIdx.x >> 5);
+  const int64_t t = blockIdx.x, width = int64_t{n_heads} * b;
+  const int64_t col = int64_t{blockIdx.y} * kWarps + (threadIdx.x >> 5);
   if (col >= width) return;  // whole warps leave together; no block barrier follows
   const int64_t h = col / b;
   const float v = warp_dot(w + col * a, x + t * n_heads * a + h * a, a);
@@ -114,7 +114,8 @@ __global__ void mla_attention_kernel(MlaAttentionArgs a) {
 void launch_head_matmul(const void* x, const void* w, int64_t n, int n_heads, int64_t a, int64_t b, void* out,
                         cudaStream_t stream) {
   if (n == 0) return;
-  const dim3 grid(ceil_div(int64_t{n_heads} * b, kWarps), static_cast<unsigned>(n));
+  // Tokens on x (up to 2^31 - 1), column blocks on y (up to 65535, i.e. 524280 columns).
+  const dim3 grid(static_cast<unsigned>(n), ceil_div(int64_t{n_heads} * b, kWarps));
   head_matmul_kernel<<<grid, kWarps * 32, 0, stream>>>(static_cast<const bf16*>(x), static_cast<const bf16*>(w),
                                                       n_heads, a, b, static_cast<bf16*>(out));
   BRIGADE_CUDA_CHECK_LAUNCH();
