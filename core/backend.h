@@ -88,6 +88,34 @@ struct AttentionMeta {
   int sliding_window = 0;  // attend to the last `sliding_window` positions only; 0 = unlimited
 };
 
+// How moe_route picks a token's experts (Qwen3-MoE: softmax top-k; DeepSeek-V2: softmax with
+// optional group-limited greedy; DeepSeek-V3: sigmoid, score-correction bias, top-2-sum groups).
+enum class MoeScoring : uint8_t { softmax, sigmoid };
+enum class MoeGroupScore : uint8_t {
+  none,      // no groups: top-k over all experts
+  max,       // a group's score is its largest expert score (DeepSeek-V2 group_limited_greedy)
+  top2_sum,  // the sum of its two largest (DeepSeek-V3 noaux_tc)
+};
+struct MoeRouting {
+  int k = 1;                      // experts per token
+  MoeScoring scoring = MoeScoring::softmax;
+  bool normalize = false;         // renormalise the k weights to sum to 1 (norm_topk_prob)
+  int n_group = 1;                // expert groups (n_group); 1 = none
+  int topk_group = 1;             // groups a token may choose from
+  MoeGroupScore group_score = MoeGroupScore::none;
+  float scale = 1.0f;             // multiplies the weights (routed_scaling_factor)
+  Tensor bias;                    // [E] f32 added to the scores for selection only; empty = none
+};
+
+// MLA (DeepSeek multi-head latent attention) shapes: H query heads; each KV cache row (one per
+// token, one "kv head") is the latent c [kv_lora_rank] followed by the rotated k_pe [rope_dim].
+struct MlaLayout {
+  int n_heads = 0;
+  int kv_lora_rank = 0;  // R
+  int rope_dim = 0;      // qk_rope_head_dim
+  int row_width() const { return kv_lora_rank + rope_dim; }
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -178,17 +206,21 @@ class Backend {
   // out [r, d] = x [n, d] rows listed in rows [r] i32.
   virtual void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& out) = 0;
 
-  // ---- mixture of experts (qwen3_moe; docs/architecture.md "Mixture of experts") ----
+  // ---- mixture of experts (qwen3_moe, deepseek_v2/v3; docs/architecture.md "Mixture of experts") ----
   // Whether moe_route / moe_experts are implemented; a MoE model refuses to load otherwise.
   virtual bool supports_moe() const { return false; }
-  // Top-k softmax routing. p = softmax(router_logits[t]) over the E experts, in f32;
-  // ids[t, 0..k) = the k experts of largest p in descending order, the lowest index first among
-  // equal p (torch.topk's order); weights[t, j] = p[ids[t, j]], divided by the sum of the k
-  // when normalize (Qwen3's norm_topk_prob). router_logits [n, E] f32, ids [n, k] i32,
-  // weights [n, k] f32, 1 <= k <= E.
-  virtual void moe_route(const Tensor& router_logits, int k, bool normalize, const Tensor& ids,
+  // Top-k routing of each token t over E experts (MoeRouting above), all in f32:
+  //   s = softmax(router_logits[t]) or sigmoid(router_logits[t]);  c = s + bias (bias empty: c = s);
+  //   with groups (n_group > 1, group_score not none): the E experts form n_group groups of
+  //   E / n_group consecutive ids, each scored by the max (max) or the sum of its two largest
+  //   (top2_sum) c; only the experts of the topk_group best groups may be chosen;
+  //   ids[t, 0..k) = the k allowed experts of largest c in descending order, the lowest index first
+  //   among equal c (torch.topk's order); weights[t, j] = s[ids[t, j]] (the bias only selects),
+  //   divided by the sum of the k when normalize, times scale.
+  // router_logits [n, E] f32, ids [n, k] i32, weights [n, k] f32; r.k <= the allowed experts.
+  virtual void moe_route(const Tensor& router_logits, const MoeRouting& r, const Tensor& ids,
                          const Tensor& weights) {
-    (void)router_logits, (void)k, (void)normalize, (void)ids, (void)weights;
+    (void)router_logits, (void)r, (void)ids, (void)weights;
     BRIGADE_CHECK(false, "moe_route on a backend without MoE ops (supports_moe() is false)");
   }
   // Bytes of `workspace` that moe_experts needs for n tokens of k experts each, hidden size d and
@@ -211,6 +243,36 @@ class Backend {
                            const Tensor& weights, const Tensor& workspace, const Tensor& out) {
     (void)x, (void)gate_up, (void)down, (void)ids, (void)weights, (void)workspace, (void)out;
     BRIGADE_CHECK(false, "moe_experts on a backend without MoE ops (supports_moe() is false)");
+  }
+
+  // ---- multi-head latent attention (deepseek_v2/v3; docs/architecture.md "DeepSeek") ----
+  // The cache is a KvLayout with `latent` set: per layer one tensor k [n_pages, page_size, 1,
+  // R + rope_dim] (the latent, then the rotated k_pe), no V. Attention runs absorbed: the query
+  // is mapped into latent space (q_lat = q_nope · W_UK per head, by head_matmul), scored against
+  // the cached rows and the result (a latent per head) mapped out by W_UV (head_matmul again).
+  // Whether head_matmul, write_mla_kv and mla_attention are implemented; MLA models refuse to
+  // load otherwise.
+  virtual bool supports_mla() const { return false; }
+  // Per-head matmul: out[t, h*b .. (h+1)*b) = w_h · x[t, h*a .. (h+1)*a) for h < n_heads, where
+  // w_h is rows [h b, (h+1) b) of w [n_heads * b, a] (prepared; not fp8); x [n, n_heads * a] and
+  // out [n, n_heads * b] activations.
+  virtual void head_matmul(const Tensor& x, const Tensor& w, int n_heads, const Tensor& out) {
+    (void)x, (void)w, (void)n_heads, (void)out;
+    BRIGADE_CHECK(false, "head_matmul on a backend without MLA ops (supports_mla() is false)");
+  }
+  // Row i of latent [n, R] and of k_pe [n, rope_dim] (activations; k_pe already rotated) goes
+  // to cache row slots[i] (page = slot / page_size, offset = slot % page_size); negative = skip.
+  virtual void write_mla_kv(const KvLayer& cache, const Tensor& latent, const Tensor& k_pe, const Tensor& slots) {
+    (void)cache, (void)latent, (void)k_pe, (void)slots;
+    BRIGADE_CHECK(false, "write_mla_kv on a backend without MLA ops (supports_mla() is false)");
+  }
+  // out [n, H * R] = per head h: softmax(scale * (q_lat[t, h] · c_p + q_pe[t, h] · k_pe_p)) · c_p
+  // over the row's causal context p (AttentionMeta; sliding_window must be 0), where (c_p, k_pe_p)
+  // is cache row p. q_lat [n, H * R], q_pe [n, H * rope_dim] activations (q_pe rotated).
+  virtual void mla_attention(const Tensor& q_lat, const Tensor& q_pe, const MlaLayout& l, const KvLayer& cache,
+                             const AttentionMeta& meta, float scale, const Tensor& out) {
+    (void)q_lat, (void)q_pe, (void)l, (void)cache, (void)meta, (void)scale, (void)out;
+    BRIGADE_CHECK(false, "mla_attention on a backend without MLA ops (supports_mla() is false)");
   }
 
   // ---- tokens on the device (the executor's device path, actors/executor/step_runner.h) ----

@@ -31,6 +31,8 @@ struct Item {
 
 struct Shape {
   int64_t page_size, n_kv, head_dim, group, row_width, max_blocks;
+  int64_t out_dim;    // leading dims of each head's output written (head_dim; MLA: the latent's)
+  int64_t out_width;  // out row stride
   int sliding_window;
   float scale;
 };
@@ -75,7 +77,7 @@ struct Scratch {
 template <KvRead kRead>
 void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* qkv,
               const KvLayer& cache, const int32_t* q_start, const int32_t* ctx_len,
-              const int32_t* block_table, float* out, int64_t out_width) {
+              const int32_t* block_table, float* out) {
   thread_local Scratch sc;
   const Kernels& kn = *c.kernels;
   const int64_t d = s.head_dim;
@@ -152,13 +154,13 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
     }
   }
   for (int64_t r = 0; r < n_rows; ++r) {
-    float* dst_row = out + (q_start[it.seq] + it.row_begin + r) * out_width;
+    float* dst_row = out + (q_start[it.seq] + it.row_begin + r) * s.out_width;
     for (int64_t h = 0; h < s.group; ++h) {
       const int64_t qi = r * s.group + h;
       const float inv = 1.0f / sc.l[static_cast<size_t>(qi)];
       const float* acc = sc.acc.data() + qi * d;
-      float* dst = dst_row + (it.kv_head * s.group + h) * d;
-      for (int64_t j = 0; j < d; ++j) dst[j] = acc[j] * inv;
+      float* dst = dst_row + (it.kv_head * s.group + h) * s.out_dim;
+      for (int64_t j = 0; j < s.out_dim; ++j) dst[j] = acc[j] * inv;
     }
   }
 }
@@ -179,29 +181,45 @@ void attention(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const
                 "int8 KV has k_scale and v_scale [n_pages, page_size, n_kv_heads] f32");
   BRIGADE_CHECK(qkv.row_numel() == l.row_width() && out.row_numel() == l.q_width(),
                 "qkv is [n, row_width] and out is [n, n_heads * head_dim]");
+  PagedAttentionArgs a;
+  a.q = qkv.as<const float>();
+  a.row_width = l.row_width();
+  a.n_kv = l.n_kv_heads;
+  a.group = l.n_heads / l.n_kv_heads;
+  a.head_dim = l.head_dim;
+  a.out_dim = l.head_dim;
+  a.out = out.as<float>();
+  a.out_width = l.q_width();
+  a.scale = scale;
+  paged_attention(c, a, cache, meta);
+}
+
+void paged_attention(const CpuContext& c, const PagedAttentionArgs& a, const KvLayer& cache, const AttentionMeta& meta) {
   const auto* q_start = meta.q_start.as<const int32_t>();
   const auto* ctx_len = meta.ctx_len.as<const int32_t>();
   Shape s;
   s.page_size = cache.k.dim(1);
-  s.n_kv = l.n_kv_heads;
-  s.head_dim = l.head_dim;
-  s.group = l.n_heads / l.n_kv_heads;
-  s.row_width = l.row_width();
+  s.n_kv = a.n_kv;
+  s.head_dim = a.head_dim;
+  s.group = a.group;
+  s.row_width = a.row_width;
   s.max_blocks = meta.block_table.ndim >= 2 ? meta.block_table.dim(1) : meta.block_table.numel();
+  s.out_dim = a.out_dim;
+  s.out_width = a.out_width;
   s.sliding_window = meta.sliding_window;
-  s.scale = scale;
+  s.scale = a.scale;
   std::vector<Item> items;
   for (int seq = 0; seq < meta.n_seqs; ++seq) {
     const int n_q = q_start[seq + 1] - q_start[seq];
     BRIGADE_CHECK(n_q <= ctx_len[seq], "a sequence's query rows are the tail of its context");
-    for (int g = 0; g < l.n_kv_heads; ++g)
+    for (int g = 0; g < a.n_kv; ++g)
       for (int r = 0; r < n_q; r += kQBlock) items.push_back({seq, g, r, std::min(n_q, r + kQBlock)});
   }
   auto run_all = [&](auto read) {
     c.pool->parallel_for(static_cast<int64_t>(items.size()), 1, [&](int64_t b, int64_t e, int) {
       for (int64_t i = b; i < e; ++i)
-        run_item<decltype(read)::value>(c, items[static_cast<size_t>(i)], s, qkv.as<const float>(), cache, q_start,
-                                        ctx_len, meta.block_table.as<const int32_t>(), out.as<float>(), l.q_width());
+        run_item<decltype(read)::value>(c, items[static_cast<size_t>(i)], s, a.q, cache, q_start, ctx_len,
+                                        meta.block_table.as<const int32_t>(), a.out);
     });
   };
   switch (cache.k.dtype) {

@@ -97,9 +97,9 @@ class CpuBackend final : public Backend {
     cpu::gather_rows(ctx_, x, rows, out);
   }
   bool supports_moe() const override { return true; }
-  void moe_route(const Tensor& router_logits, int k, bool normalize, const Tensor& ids,
+  void moe_route(const Tensor& router_logits, const MoeRouting& r, const Tensor& ids,
                  const Tensor& weights) override {
-    cpu::moe_route(ctx_, router_logits, k, normalize, ids, weights);
+    cpu::moe_route(ctx_, router_logits, r, ids, weights);
   }
   size_t moe_workspace_bytes(int64_t n, int k, int64_t d, int64_t inter) const override {
     return cpu::moe_workspace_bytes(n, k, d, inter);
@@ -107,6 +107,17 @@ class CpuBackend final : public Backend {
   void moe_experts(const Tensor& x, const Tensor& gate_up, const Tensor& down, const Tensor& ids,
                    const Tensor& weights, const Tensor& workspace, const Tensor& out) override {
     cpu::moe_experts(ctx_, x, gate_up, down, ids, weights, workspace, out);
+  }
+  bool supports_mla() const override { return true; }
+  void head_matmul(const Tensor& x, const Tensor& w, int n_heads, const Tensor& out) override {
+    cpu::head_matmul(ctx_, x, w, n_heads, out);
+  }
+  void write_mla_kv(const KvLayer& cache, const Tensor& latent, const Tensor& k_pe, const Tensor& slots) override {
+    cpu::write_mla_kv(ctx_, cache, latent, k_pe, slots);
+  }
+  void mla_attention(const Tensor& q_lat, const Tensor& q_pe, const MlaLayout& l, const KvLayer& cache,
+                     const AttentionMeta& meta, float scale, const Tensor& out) override {
+    cpu::mla_attention(ctx_, q_lat, q_pe, l, cache, meta, scale, out);
   }
 
   // The device path's token ops as plain loops (the executor forces that path on CPUs in tests).

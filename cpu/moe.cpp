@@ -1,4 +1,5 @@
-// Mixture-of-experts ops (core/backend.h): top-k softmax routing and the routed SwiGLU experts.
+// Mixture-of-experts ops (core/backend.h): top-k routing (softmax or sigmoid, optional bias and
+// expert groups) and the routed SwiGLU experts.
 //
 // moe_experts groups the step's (token, slot) pairs by expert on the host (on the CPU the routing
 // is already in host memory), gathers each expert's tokens into contiguous rows and runs that
@@ -10,6 +11,7 @@
 // independent of the grouping.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -71,34 +73,71 @@ size_t moe_workspace_bytes(int64_t n, int k, int64_t d, int64_t inter) {
   return static_cast<size_t>(n * k * (2 * d + 3 * inter)) * sizeof(float);
 }
 
-void moe_route(const CpuContext& c, const Tensor& router_logits, int k, bool normalize, const Tensor& ids,
+void moe_route(const CpuContext& c, const Tensor& router_logits, const MoeRouting& r, const Tensor& ids,
                const Tensor& weights) {
   const int64_t n = router_logits.dim(0), n_experts = router_logits.row_numel();
+  const int k = r.k;
   BRIGADE_CHECK(router_logits.dtype == DType::f32 && ids.dtype == DType::i32 && weights.dtype == DType::f32,
                 "moe_route: router_logits f32, ids i32, weights f32");
   BRIGADE_CHECK(k >= 1 && k <= n_experts && ids.numel() == n * k && weights.numel() == n * k,
                 "moe_route: 1 <= k <= E, ids and weights [n, k]");
+  BRIGADE_CHECK(r.bias.empty() || (r.bias.dtype == DType::f32 && r.bias.numel() == n_experts), "moe_route: bias [E] f32");
+  const bool grouped = r.group_score != MoeGroupScore::none && r.n_group > 1;
+  BRIGADE_CHECK(!grouped || (n_experts % r.n_group == 0 && r.topk_group >= 1 && r.topk_group <= r.n_group &&
+                             k <= r.topk_group * (n_experts / r.n_group)),
+                "moe_route: E a multiple of n_group, topk_group in [1, n_group], k <= the allowed experts");
+  const float* bias = r.bias.empty() ? nullptr : r.bias.as<const float>();
+  // torch.topk's order: larger first, the lower index first among equal values.
+  auto by_value = [](const std::vector<float>& v) {
+    return [&v](int32_t a, int32_t z) {
+      const float va = v[static_cast<size_t>(a)], vz = v[static_cast<size_t>(z)];
+      return va > vz || (va == vz && a < z);
+    };
+  };
   c.pool->parallel_for(n, std::max<int64_t>(1, 4096 / n_experts), [&](int64_t b, int64_t e, int) {
-    std::vector<float> p(static_cast<size_t>(n_experts));
+    std::vector<float> p(static_cast<size_t>(n_experts)), choice(static_cast<size_t>(n_experts));
     std::vector<int32_t> order(static_cast<size_t>(n_experts));
+    std::vector<float> group_score(static_cast<size_t>(std::max(r.n_group, 1)));
+    std::vector<int32_t> groups(group_score.size());
     for (int64_t t = b; t < e; ++t) {
       const float* l = router_logits.as<const float>() + t * n_experts;
-      const float mx = *std::max_element(l, l + n_experts);
-      float sum = 0.0f;
-      for (int64_t i = 0; i < n_experts; ++i) sum += (p[static_cast<size_t>(i)] = std::exp(l[i] - mx));
-      for (float& v : p) v /= sum;
+      if (r.scoring == MoeScoring::softmax) {
+        const float mx = *std::max_element(l, l + n_experts);
+        float sum = 0.0f;
+        for (int64_t i = 0; i < n_experts; ++i) sum += (p[static_cast<size_t>(i)] = std::exp(l[i] - mx));
+        for (float& v : p) v /= sum;
+      } else {
+        for (int64_t i = 0; i < n_experts; ++i) p[static_cast<size_t>(i)] = 1.0f / (1.0f + std::exp(-l[i]));
+      }
+      for (int64_t i = 0; i < n_experts; ++i)
+        choice[static_cast<size_t>(i)] = p[static_cast<size_t>(i)] + (bias != nullptr ? bias[i] : 0.0f);
       std::iota(order.begin(), order.end(), 0);
-      // torch.topk on the probabilities: largest first, lower index first among equal ones.
-      std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t z) {
-        const float pa = p[static_cast<size_t>(a)], pz = p[static_cast<size_t>(z)];
-        return pa > pz || (pa == pz && a < z);
-      });
+      auto candidates = order.end();
+      if (grouped) {
+        // Score each group, keep the experts of the topk_group best ones (in id order).
+        const int64_t size = n_experts / r.n_group;
+        for (int g = 0; g < r.n_group; ++g) {
+          std::vector<float> part(choice.begin() + g * size, choice.begin() + (g + 1) * size);
+          std::partial_sort(part.begin(), part.begin() + (r.group_score == MoeGroupScore::max ? 1 : 2), part.end(),
+                            std::greater<float>());
+          group_score[static_cast<size_t>(g)] = r.group_score == MoeGroupScore::max ? part[0] : part[0] + part[1];
+        }
+        std::iota(groups.begin(), groups.end(), 0);
+        std::partial_sort(groups.begin(), groups.begin() + r.topk_group, groups.end(), by_value(group_score));
+        std::sort(groups.begin(), groups.begin() + r.topk_group);
+        auto dst = order.begin();
+        for (int j = 0; j < r.topk_group; ++j, dst += size)
+          std::iota(dst, dst + size, static_cast<int32_t>(groups[static_cast<size_t>(j)] * size));
+        candidates = dst;
+      }
+      std::partial_sort(order.begin(), order.begin() + k, candidates, by_value(choice));
       float top = 0.0f;
       for (int j = 0; j < k; ++j) top += p[static_cast<size_t>(order[static_cast<size_t>(j)])];
       for (int j = 0; j < k; ++j) {
         const int32_t ex = order[static_cast<size_t>(j)];
+        const float w = r.normalize ? p[static_cast<size_t>(ex)] / top : p[static_cast<size_t>(ex)];
         ids.as<int32_t>()[t * k + j] = ex;
-        weights.as<float>()[t * k + j] = normalize ? p[static_cast<size_t>(ex)] / top : p[static_cast<size_t>(ex)];
+        weights.as<float>()[t * k + j] = w * r.scale;
       }
     }
   });

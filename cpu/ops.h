@@ -26,6 +26,31 @@ void matmul(const CpuContext& c, const Tensor& x, const Tensor& w, const Tensor&
 void attention(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const KvLayer& cache,
                const AttentionMeta& meta, float scale, const Tensor& out);
 
+// The paged-attention core of attention and mla_attention (attention.cpp): query head
+// q = g * group + h (g < n_kv, h < group) of token row i is q[i * row_width + q * head_dim ..
+// + head_dim) and reads cache kv head g; its output's first out_dim values go to
+// out[i * out_width + q * out_dim ..). cache.v may alias cache.k (MLA: the value is the latent,
+// the first out_dim of each row).
+struct PagedAttentionArgs {
+  const float* q = nullptr;
+  int64_t row_width = 0;
+  int n_kv = 0;
+  int group = 0;
+  int head_dim = 0;
+  int out_dim = 0;
+  float* out = nullptr;
+  int64_t out_width = 0;
+  float scale = 1.0f;
+};
+void paged_attention(const CpuContext& c, const PagedAttentionArgs& a, const KvLayer& cache, const AttentionMeta& meta);
+
+// mla.cpp (Backend's MLA ops)
+void head_matmul(const CpuContext& c, const Tensor& x, const Tensor& w, int n_heads, const Tensor& out);
+void write_mla_kv(const CpuContext& c, const KvLayer& cache, const Tensor& latent, const Tensor& k_pe,
+                  const Tensor& slots);
+void mla_attention(const CpuContext& c, const Tensor& q_lat, const Tensor& q_pe, const MlaLayout& l,
+                   const KvLayer& cache, const AttentionMeta& meta, float scale, const Tensor& out);
+
 // norm_ops.cpp
 void rms_norm(const CpuContext& c, const Tensor& x, const Tensor& weight, float eps,
               const Tensor& out);
@@ -45,7 +70,7 @@ void write_kv(const CpuContext& c, const KvLayer& cache, const Tensor& qkv, cons
 void gather_rows(const CpuContext& c, const Tensor& x, const Tensor& rows, const Tensor& out);
 
 // moe.cpp
-void moe_route(const CpuContext& c, const Tensor& router_logits, int k, bool normalize, const Tensor& ids,
+void moe_route(const CpuContext& c, const Tensor& router_logits, const MoeRouting& r, const Tensor& ids,
                const Tensor& weights);
 size_t moe_workspace_bytes(int64_t n, int k, int64_t d, int64_t inter);
 void moe_experts(const CpuContext& c, const Tensor& x, const Tensor& gate_up, const Tensor& down, const Tensor& ids,

@@ -39,7 +39,8 @@ using gpu::Sig;
 
 // Op ids in step signatures.
 enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, kSiluMul, kQkNorm, kRope, kWriteKv,
-                kAttention, kGather, kArgmax, kSample, kGatherTokens, kScatterTokens, kMoeRoute, kMoeExperts };
+                kAttention, kGather, kArgmax, kSample, kGatherTokens, kScatterTokens, kMoeRoute, kMoeExperts,
+                kHeadMatmul, kWriteMlaKv, kMlaAttention };
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
@@ -329,17 +330,35 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   bool supports_moe() const override { return true; }
-  void moe_route(const Tensor& router_logits, int k, bool normalize, const Tensor& ids, const Tensor& weights) override {
+  void moe_route(const Tensor& router_logits, const MoeRouting& r, const Tensor& ids, const Tensor& weights) override {
     const int64_t n = router_logits.dim(0), n_experts = router_logits.row_numel();
+    const int k = r.k;
     BRIGADE_CHECK(router_logits.dtype == DType::f32 && ids.dtype == DType::i32 && weights.dtype == DType::f32,
                   "moe_route: router_logits f32, ids i32, weights f32");
     BRIGADE_CHECK(k >= 1 && k <= n_experts && n_experts <= 8192 && ids.numel() == n * k && weights.numel() == n * k,
                   "moe_route: 1 <= k <= E <= 8192, ids and weights [n, k]");
+    BRIGADE_CHECK(r.bias.empty() || (r.bias.dtype == DType::f32 && r.bias.numel() == n_experts), "moe_route: bias [E] f32");
+    const bool grouped = r.group_score != MoeGroupScore::none && r.n_group > 1;
+    BRIGADE_CHECK(!grouped || (r.n_group <= 64 && n_experts % r.n_group == 0 && r.topk_group >= 1 &&
+                               r.topk_group <= r.n_group && k <= r.topk_group * (n_experts / r.n_group)),
+                  "moe_route: n_group <= 64 dividing E, topk_group in [1, n_group], k <= the allowed experts");
+    gpu::RouteArgs a;
+    a.logits = router_logits.as<const float>();
+    a.bias = r.bias.empty() ? nullptr : r.bias.as<const float>();
+    a.n_experts = static_cast<int>(n_experts);
+    a.k = k;
+    a.sigmoid = r.scoring == MoeScoring::sigmoid;
+    a.normalize = r.normalize;
+    a.n_group = r.n_group;
+    a.topk_group = r.topk_group;
+    a.group_score = grouped ? static_cast<int>(r.group_score) : 0;
+    a.scale = r.scale;
+    a.ids = ids.as<int32_t>();
+    a.weights = weights.as<float>();
     bind();
-    graphs_->record(Sig() << kMoeRoute << router_logits << k << normalize << ids << weights, [=, this] {
-      gpu::launch_moe_route(router_logits.as<const float>(), n, static_cast<int>(n_experts), k, normalize,
-                            ids.as<int32_t>(), weights.as<float>(), stream_);
-    });
+    graphs_->record(Sig() << kMoeRoute << router_logits << k << a.sigmoid << r.normalize << r.n_group << r.topk_group
+                          << a.group_score << r.scale << r.bias << ids << weights,
+                    [=, this] { gpu::launch_moe_route(a, n, stream_); });
   }
   size_t moe_workspace_bytes(int64_t n, int k, int64_t d, int64_t inter) const override {
     return gpu::moe_workspace_bytes(n, k, d, inter);
@@ -396,6 +415,37 @@ class CudaBackendImpl final : public CudaBackend {
     });
   }
   bool prefers_device_steps() const override { return true; }
+
+  bool supports_mla() const override { return true; }
+  void head_matmul(const Tensor& x, const Tensor& w, int n_heads, const Tensor& out) override {
+    const int64_t n = x.dim(0);
+    BRIGADE_CHECK(n_heads > 0 && x.dtype == DType::bf16 && w.dtype == DType::bf16 && out.dtype == DType::bf16 &&
+                      x.row_numel() % n_heads == 0 && w.dim(0) % n_heads == 0,
+                  "head_matmul: x [n, H a], w [H b, a], out [n, H b], all bf16");
+    const int64_t a = x.row_numel() / n_heads, b = w.dim(0) / n_heads;
+    BRIGADE_CHECK(w.row_numel() == a && out.row_numel() == n_heads * b && out.dim(0) == n && n_heads * b <= 65535 * 8,
+                  "head_matmul: w [H b, a] and out [n, H b], H b <= 524280");
+    bind();
+    graphs_->record(Sig() << kHeadMatmul << x << w << n_heads << out, [=, this] {
+      gpu::launch_head_matmul(x.data, w.data, n, n_heads, a, b, out.data, stream_);
+    });
+  }
+  void write_mla_kv(const KvLayer& cache, const Tensor& latent, const Tensor& k_pe, const Tensor& slots) override {
+    const int64_t n = latent.dim(0), r = latent.row_numel(), dr = k_pe.row_numel();
+    BRIGADE_CHECK(cache.v.empty() && cache.k.ndim == 4 && cache.k.dim(2) == 1 && cache.k.dim(3) == r + dr &&
+                      (cache.k.dtype == DType::bf16 || cache.k.dtype == DType::f32),
+                  "write_mla_kv: a bf16 or f32 latent cache [n_pages, page_size, 1, R + rope_dim] without V");
+    BRIGADE_CHECK(latent.dtype == DType::bf16 && k_pe.dtype == DType::bf16 && k_pe.dim(0) == n && slots.numel() == n,
+                  "write_mla_kv: latent [n, R], k_pe [n, rope_dim] bf16, slots [n]");
+    const int64_t n_slots = cache.k.dim(0) * cache.k.dim(1);
+    bind();
+    graphs_->record(Sig() << kWriteMlaKv << cache.k << latent << k_pe << slots, [=, this] {
+      gpu::launch_write_mla_kv(cache.k.data, cache.k.dtype, latent.data, k_pe.data, n, static_cast<int>(r),
+                               static_cast<int>(dr), slots.as<const int32_t>(), n_slots, stream_);
+    });
+  }
+  void mla_attention(const Tensor& q_lat, const Tensor& q_pe, const MlaLayout& l, const KvLayer& cache,
+                     const AttentionMeta& meta, float scale, const Tensor& out) override;
 
   void argmax(const Tensor& logits, const Tensor& tokens) override {
     BRIGADE_CHECK(logits.dtype == DType::f32 && logits.ndim == 2 && tokens.numel() == logits.dim(0),
@@ -527,6 +577,42 @@ void CudaBackendImpl::matmul_fp8(const Tensor& x, const Tensor& w, const Tensor&
                               static_cast<uint8_t*>(x8.data), stream_);
     gemm_->run_fp8(x8, x_scale, w, w_scale, bias, out, stream_);
   });
+}
+
+void CudaBackendImpl::mla_attention(const Tensor& q_lat, const Tensor& q_pe, const MlaLayout& l, const KvLayer& cache,
+                                    const AttentionMeta& meta, float scale, const Tensor& out) {
+  const int64_t n = q_lat.dim(0), h = l.n_heads, r = l.kv_lora_rank, dr = l.rope_dim;
+  BRIGADE_CHECK(q_lat.dtype == DType::bf16 && q_pe.dtype == DType::bf16 && out.dtype == DType::bf16,
+                "mla_attention activations are bf16");
+  BRIGADE_CHECK(q_lat.row_numel() == h * r && q_pe.row_numel() == h * dr && q_pe.dim(0) == n &&
+                    out.row_numel() == h * r && out.dim(0) == n,
+                "mla_attention: q_lat [n, H R], q_pe [n, H rope_dim], out [n, H R]");
+  BRIGADE_CHECK(r % 32 == 0 && r <= 1024, "mla_attention: kv_lora_rank a multiple of 32, at most 1024");
+  BRIGADE_CHECK(cache.v.empty() && cache.k.ndim == 4 && cache.k.dim(2) == 1 && cache.k.dim(3) == l.row_width() &&
+                    (cache.k.dtype == DType::bf16 || cache.k.dtype == DType::f32),
+                "mla_attention: a bf16 or f32 latent cache [n_pages, page_size, 1, R + rope_dim]");
+  BRIGADE_CHECK(meta.sliding_window == 0, "mla_attention: no sliding window");
+  gpu::MlaAttentionArgs a;
+  a.q_lat = q_lat.data;
+  a.q_pe = q_pe.data;
+  a.cache = cache.k.data;
+  a.kv_t = cache.k.dtype;
+  a.n_heads = l.n_heads;
+  a.kv_lora_rank = l.kv_lora_rank;
+  a.rope_dim = l.rope_dim;
+  a.page_size = static_cast<int>(cache.k.dim(1));
+  a.q_start = meta.q_start.as<const int32_t>();
+  a.ctx_len = meta.ctx_len.as<const int32_t>();
+  a.block_table = meta.block_table.as<const int32_t>();
+  a.max_blocks = static_cast<int>(meta.block_table.ndim >= 2 ? meta.block_table.dim(1) : meta.block_table.numel());
+  a.n_seqs = meta.n_seqs;
+  a.n_rows = static_cast<int>(n);
+  a.scale = scale;
+  a.out = out.data;
+  bind();
+  graphs_->record(Sig() << kMlaAttention << q_lat << q_pe << cache.k << l.n_heads << l.kv_lora_rank << l.rope_dim
+                        << meta.q_start << meta.ctx_len << meta.block_table << meta.n_seqs << scale << out,
+                  [=, this] { gpu::launch_mla_attention(a, stream_); });
 }
 
 void CudaBackendImpl::attention(const Tensor& qkv, const QkvLayout& l, const KvLayer& cache,

@@ -106,11 +106,52 @@ void launch_quantize_e4m3(const void* x, DType x_t, int64_t count, float* scale,
 // [n, E] f32 -> ids [n, k] i32, weights [n, k] f32 (E <= 8192). Experts: x, out [n, d] bf16,
 // gate_up [E * 2I, d] and down [E * d, I] bf16, workspace of moe_workspace_bytes.
 size_t moe_workspace_bytes(int64_t n, int k, int64_t d, int64_t inter);
-void launch_moe_route(const float* logits, int64_t n, int n_experts, int k, bool normalize, int32_t* ids,
-                      float* weights, cudaStream_t stream);
+// Backend::moe_route's rule (MoeRouting in core/backend.h) in plain fields; n_group <= 64.
+struct RouteArgs {
+  const float* logits = nullptr;  // [n, E]
+  const float* bias = nullptr;    // [E] or null
+  int n_experts = 0;
+  int k = 1;
+  bool sigmoid = false;
+  bool normalize = false;
+  int n_group = 1;
+  int topk_group = 1;
+  int group_score = 0;  // 0 none, 1 max, 2 top-2 sum
+  float scale = 1.0f;
+  int32_t* ids = nullptr;   // [n, k]
+  float* weights = nullptr; // [n, k]
+};
+void launch_moe_route(const RouteArgs& a, int64_t n, cudaStream_t stream);
 void launch_moe_experts(const void* x, const void* gate_up, const void* down, const int32_t* ids, const float* weights,
                         int64_t n, int k, int64_t d, int64_t inter, int n_experts, void* workspace, void* out,
                         cudaStream_t stream);
+
+// MLA (mla.cu; contracts of Backend::head_matmul / write_mla_kv / mla_attention). bf16
+// activations and weights; the latent cache bf16 or f32 [n_pages, page_size, 1, R + rope_dim].
+// head_matmul: out [n, H b] = per head w_h [b, a] · x[t, h] (x [n, H a]).
+void launch_head_matmul(const void* x, const void* w, int64_t n, int n_heads, int64_t a, int64_t b, void* out,
+                        cudaStream_t stream);
+void launch_write_mla_kv(void* cache, DType kv_t, const void* latent, const void* k_pe, int64_t n, int kv_lora_rank,
+                         int rope_dim, const int32_t* slots, int64_t n_slots, cudaStream_t stream);
+struct MlaAttentionArgs {
+  const void* q_lat = nullptr;  // [n_rows, H R] bf16
+  const void* q_pe = nullptr;   // [n_rows, H rope_dim] bf16
+  const void* cache = nullptr;
+  DType kv_t = DType::bf16;
+  int n_heads = 0;
+  int kv_lora_rank = 0;  // R: a multiple of 32, <= 1024
+  int rope_dim = 0;
+  int page_size = 0;
+  const int32_t* q_start = nullptr;
+  const int32_t* ctx_len = nullptr;
+  const int32_t* block_table = nullptr;
+  int max_blocks = 0;
+  int n_seqs = 0;
+  int n_rows = 0;
+  float scale = 1.0f;
+  void* out = nullptr;  // [n_rows, H R] bf16
+};
+void launch_mla_attention(const MlaAttentionArgs& a, cudaStream_t stream);
 
 // dst [count] bf16 = src [count] f32/f16/bf16 on the device.
 void launch_to_bf16(const void* src, DType src_t, void* dst, int64_t count, cudaStream_t stream);

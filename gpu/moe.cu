@@ -1,7 +1,8 @@
 // Mixture-of-experts kernels (Backend::moe_route / moe_experts in core/backend.h).
 //
-// Routing: one block per token; softmax in f32 in shared memory, then k rounds of a block
-// argmax (largest probability, lowest index on ties).
+// Routing: one block per token; softmax or sigmoid scores in f32 in shared memory, the expert
+// groups outside the topk_group best excluded (thread 0), then k rounds of a block argmax over
+// score + bias (largest first, lowest index on ties); weights from the unbiased scores.
 // Experts, in three kernels, none of which needs the routing on the host (graph capturable):
 //   1. gate_up: a block owns (expert e, a tile of its I intermediate columns), collects the
 //      (token, slot) pairs routed to e by scanning ids, and writes act[pair] = silu(g) * u (bf16);
@@ -26,55 +27,65 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kRowsPerBlock = 64;  // weight rows (intermediate columns or output rows) per block
 constexpr int kPairChunk = 256;    // routed pairs a block collects at a time
 
-// sum over a warp of a[i] * b[i], i < len; 16-byte loads when both rows allow them.
-__device__ __forceinline__ float warp_dot(const bf16* a, const bf16* b, int64_t len) {
-  const int lane = threadIdx.x & 31;
-  float s = 0.0f;
-  const bool vec = (len & 7) == 0 && ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b)) & 15) == 0;
-  if (vec) {
-    const uint4* a4 = reinterpret_cast<const uint4*>(a);
-    const uint4* b4 = reinterpret_cast<const uint4*>(b);
-    for (int64_t i = lane; i < len / 8; i += 32) {
-      const uint4 va = a4[i], vb = b4[i];
-      const __nv_bfloat162* pa = reinterpret_cast<const __nv_bfloat162*>(&va);
-      const __nv_bfloat162* pb = reinterpret_cast<const __nv_bfloat162*>(&vb);
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const float2 fa = __bfloat1622float2(pa[q]), fb = __bfloat1622float2(pb[q]);
-        s = fmaf(fa.x, fb.x, s);
-        s = fmaf(fa.y, fb.y, s);
-      }
-    }
-  } else {
-    for (int64_t i = lane; i < len; i += 32) s = fmaf(__bfloat162float(a[i]), __bfloat162float(b[i]), s);
-  }
-  return warp_sum(s);
-}
-
 __device__ __forceinline__ bool better(float v, int i, float bv, int bi) { return v > bv || (v == bv && i < bi); }
 
-__global__ void route_kernel(const float* logits, int n_experts, int k, bool normalize, int32_t* ids, float* weights) {
-  extern __shared__ float p[];  // [n_experts]
+// Marks with excluded[i] = 1 every expert outside the topk_group best groups (thread 0, serially:
+// n_group <= 64 groups of E / n_group experts, a few hundred comparisons per token).
+__device__ void exclude_groups(const float* p, const float* bias, const RouteArgs& a, unsigned char* excluded) {
+  float score[64];
+  const int size = a.n_experts / a.n_group;
+  for (int g = 0; g < a.n_group; ++g) {
+    float b1 = -INFINITY, b2 = -INFINITY;  // the group's largest and second largest choice score
+    for (int i = g * size; i < (g + 1) * size; ++i) {
+      const float c = p[i] + (bias != nullptr ? bias[i] : 0.0f);
+      if (c > b1) b2 = b1, b1 = c;
+      else if (c > b2) b2 = c;
+    }
+    score[g] = a.group_score == 1 ? b1 : b1 + b2;
+  }
+  bool chosen[64] = {};
+  for (int j = 0; j < a.topk_group; ++j) {
+    int best = -1;
+    for (int g = 0; g < a.n_group; ++g)
+      if (!chosen[g] && (best < 0 || score[g] > score[best])) best = g;
+    chosen[best] = true;
+  }
+  for (int i = 0; i < a.n_experts; ++i) excluded[i] = chosen[i / size] ? 0 : 1;
+}
+
+__global__ void route_kernel(RouteArgs a) {
+  extern __shared__ float p[];  // [n_experts] scores, then [n_experts] bytes: excluded (taken, or group out)
+  unsigned char* excluded = reinterpret_cast<unsigned char*>(p + a.n_experts);
   __shared__ float scratch[32];
   __shared__ float best_v[32];
   __shared__ int best_i[32];
   const int64_t t = blockIdx.x;
-  const float* l = logits + t * n_experts;
-  float mx = -INFINITY;
-  for (int i = threadIdx.x; i < n_experts; i += blockDim.x) mx = fmaxf(mx, l[i]);
-  mx = block_max(mx, scratch);
-  float sum = 0.0f;
-  for (int i = threadIdx.x; i < n_experts; i += blockDim.x) sum += (p[i] = expf(l[i] - mx));
-  sum = block_sum(sum, scratch);
-  for (int i = threadIdx.x; i < n_experts; i += blockDim.x) p[i] /= sum;
+  const int n_experts = a.n_experts, k = a.k;
+  const float* l = a.logits + t * n_experts;
+  if (a.sigmoid) {
+    for (int i = threadIdx.x; i < n_experts; i += blockDim.x) p[i] = 1.0f / (1.0f + expf(-l[i]));
+  } else {
+    float mx = -INFINITY;
+    for (int i = threadIdx.x; i < n_experts; i += blockDim.x) mx = fmaxf(mx, l[i]);
+    mx = block_max(mx, scratch);
+    float sum = 0.0f;
+    for (int i = threadIdx.x; i < n_experts; i += blockDim.x) sum += (p[i] = expf(l[i] - mx));
+    sum = block_sum(sum, scratch);
+    for (int i = threadIdx.x; i < n_experts; i += blockDim.x) p[i] /= sum;
+  }
+  for (int i = threadIdx.x; i < n_experts; i += blockDim.x) excluded[i] = 0;
+  __syncthreads();
+  if (a.group_score != 0 && a.n_group > 1 && threadIdx.x == 0) exclude_groups(p, a.bias, a, excluded);
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
-  float top = 0.0f;  // thread 0's running sum of the chosen probabilities
+  float top = 0.0f;  // thread 0's running sum of the chosen scores
   for (int j = 0; j < k; ++j) {
-    float bv = -1.0f;  // probabilities are >= 0; taken ones are set to -1
+    float bv = -INFINITY;
     int bi = n_experts;
-    for (int i = threadIdx.x; i < n_experts; i += blockDim.x)
-      if (better(p[i], i, bv, bi)) bv = p[i], bi = i;
+    for (int i = threadIdx.x; i < n_experts; i += blockDim.x) {
+      const float c = p[i] + (a.bias != nullptr ? a.bias[i] : 0.0f);
+      if (!excluded[i] && better(c, i, bv, bi)) bv = c, bi = i;
+    }
     for (int o = 16; o > 0; o >>= 1) {
       const float ov = __shfl_xor_sync(kFullMask, bv, o);
       const int oi = __shfl_xor_sync(kFullMask, bi, o);
@@ -85,15 +96,15 @@ __global__ void route_kernel(const float* logits, int n_experts, int k, bool nor
     if (threadIdx.x == 0) {
       for (int w = 1; w < n_warps; ++w)
         if (better(best_v[w], best_i[w], bv, bi)) bv = best_v[w], bi = best_i[w];
-      ids[t * k + j] = bi;
-      weights[t * k + j] = bv;
-      top += bv;
-      p[bi] = -1.0f;
+      a.ids[t * k + j] = bi;
+      a.weights[t * k + j] = p[bi];  // the unbiased score
+      top += p[bi];
+      excluded[bi] = 1;
     }
     __syncthreads();
   }
-  if (threadIdx.x == 0 && normalize)
-    for (int j = 0; j < k; ++j) weights[t * k + j] /= top;
+  if (threadIdx.x == 0)
+    for (int j = 0; j < k; ++j) a.weights[t * k + j] = (a.normalize ? a.weights[t * k + j] / top : a.weights[t * k + j]) * a.scale;
 }
 
 // Collects into `sel` the next routed pairs of expert e from ids [pairs], starting at *from;
@@ -171,12 +182,11 @@ size_t moe_workspace_bytes(int64_t n, int k, int64_t d, int64_t inter) {
   return act_bytes(pairs, inter) + static_cast<size_t>(pairs * d) * sizeof(float);
 }
 
-void launch_moe_route(const float* logits, int64_t n, int n_experts, int k, bool normalize, int32_t* ids,
-                      float* weights, cudaStream_t stream) {
+void launch_moe_route(const RouteArgs& a, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  const int threads = n_experts >= 256 ? 256 : (n_experts + 31) / 32 * 32;
-  route_kernel<<<static_cast<unsigned>(n), threads, static_cast<size_t>(n_experts) * sizeof(float), stream>>>(
-      logits, n_experts, k, normalize, ids, weights);
+  const int threads = a.n_experts >= 256 ? 256 : (a.n_experts + 31) / 32 * 32;
+  const size_t smem = static_cast<size_t>(a.n_experts) * (sizeof(float) + 1);
+  route_kernel<<<static_cast<unsigned>(n), threads, smem, stream>>>(a);
   BRIGADE_CUDA_CHECK_LAUNCH();
 }
 

@@ -15,6 +15,9 @@ Status KvLayout::validate() const {
     return invalid_argument("page_size must be in [1, 1024] (got " + std::to_string(page_size) + ")");
   if (dtype != DType::f32 && dtype != DType::bf16 && dtype != DType::f16 && dtype != DType::i8)
     return invalid_argument(std::string("KV dtype must be f32, bf16, f16 or i8 (got ") + dtype_name(dtype) + ")");
+  if (latent && (dtype == DType::i8 || n_kv_heads != 1))
+    return invalid_argument("an MLA (latent) KV layout has one row per token (n_kv_heads 1) and a float dtype "
+                            "(f32, bf16 or f16; int8 KV is not built for MLA)");
   return Status::ok();
 }
 
@@ -45,6 +48,7 @@ Expected<KvCache> KvCache::allocate(Backend& backend, const KvLayout& layout) {
   for (int l = 0; l < layout.n_layers; ++l) {
     KvLayer kv;
     for (Tensor* t : {&kv.k, &kv.v}) {
+      if (t == &kv.v && layout.latent) continue;  // MLA: the latent alone
       BRIGADE_ASSIGN_OR_RETURN(*t, make(layout.dtype, {layout.n_pages, layout.page_size, layout.n_kv_heads,
                                                       layout.head_dim}, false));
     }
@@ -107,7 +111,7 @@ std::string kv_fingerprint(std::string_view model_identity, const KvLayout& layo
   return std::string(model_identity) + "|kv:layers=" + std::to_string(layout.n_layers) +
          ",page=" + std::to_string(layout.page_size) + ",heads=" + std::to_string(layout.n_kv_heads) +
          ",dim=" + std::to_string(layout.head_dim) + ",dtype=" + dtype_name(layout.dtype) +
-         (layout.has_scales() ? "/row-scales" : "");  // int8 pages from the per-page-scale scheme differ
+         (layout.has_scales() ? "/row-scales" : "") + (layout.latent ? ",latent" : "");  // int8 pages from the per-page-scale scheme differ
 }
 
 }  // namespace brigade

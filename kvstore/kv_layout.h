@@ -22,8 +22,13 @@ struct KvLayout {
   int n_kv_heads = 0;
   int head_dim = 0;
   DType dtype = DType::f32;  // f32, bf16, f16, or i8 (int8 with one scale per token and head)
+  // MLA (DeepSeek): each token's row is one latent of kv_lora_rank + rope_dim (n_kv_heads 1,
+  // head_dim that width) held in K alone; there is no V tensor (attention reads the value from the
+  // latent). Halves the pool's bytes against storing the latent twice; float dtypes only.
+  bool latent = false;
 
   bool has_scales() const { return dtype == DType::i8; }
+  int n_tensors() const { return latent ? 1 : 2; }  // K and V, or the latent alone
   // Bytes of K (or V) for one page of one layer: page_size * n_kv_heads * head_dim * elem.
   size_t page_bytes_per_layer() const {
     return static_cast<size_t>(page_size) * static_cast<size_t>(n_kv_heads) *
@@ -34,9 +39,10 @@ struct KvLayout {
   size_t scale_bytes_per_layer() const {
     return has_scales() ? static_cast<size_t>(page_size) * static_cast<size_t>(n_kv_heads) * sizeof(float) : 0;
   }
-  // Bytes one page costs across all layers, K and V, scales included.
+  // Bytes one page costs across all layers, K and V (the latent alone for MLA), scales included.
   size_t page_bytes() const {
-    return 2 * static_cast<size_t>(n_layers) * (page_bytes_per_layer() + scale_bytes_per_layer());
+    return static_cast<size_t>(n_tensors()) * static_cast<size_t>(n_layers) *
+           (page_bytes_per_layer() + scale_bytes_per_layer());
   }
   size_t total_bytes() const { return page_bytes() * static_cast<size_t>(n_pages); }
   Status validate() const;
@@ -46,7 +52,9 @@ struct KvLayout {
 // KvCache::read_page). A tensor added to KvLayer that is indexed by page (e.g. per-page
 // scales) goes in this list, and its page slice into KvLayout::page_bytes().
 // int8 KV: k, v, k_scale, v_scale (a page's int8 bytes mean nothing without its scale rows).
+// MLA (KvLayout::latent): k alone.
 inline std::vector<const Tensor*> page_tensors(const KvLayer& layer) {
+  if (layer.v.empty()) return {&layer.k};
   if (layer.k_scale.empty()) return {&layer.k, &layer.v};
   return {&layer.k, &layer.v, &layer.k_scale, &layer.v_scale};
 }
@@ -54,7 +62,7 @@ inline std::vector<const Tensor*> page_tensors(const KvLayer& layer) {
 // The fingerprint that roots the page-key chain (kvstore/page_key.h) and guards the disk tier:
 // it names the model (`model_identity`: whatever identifies the weights, e.g. architecture,
 // parameter count and checkpoint path) and the KV layout (layers, heads, head size, page size,
-// dtype), since page bytes are only interchangeable when both agree. n_pages is left out: the
+// dtype, latent or K/V), since page bytes are only interchangeable when both agree. n_pages is left out: the
 // same pages fit pools of any size.
 std::string kv_fingerprint(std::string_view model_identity, const KvLayout& layout);
 

@@ -5,6 +5,22 @@
 #include "models/checkpoint.h"
 
 namespace brigade {
+namespace {
+
+// DeepSeek's routing rule in one line: scoring, bias, groups, scaling and shared experts.
+std::string deepseek_routing(const ModelConfig& c) {
+  char scale[32];
+  std::snprintf(scale, sizeof(scale), "%g", static_cast<double>(c.routed_scaling_factor));
+  std::string r = c.moe_scoring == MoeScoring::sigmoid ? "sigmoid" : "softmax";
+  if (c.moe_score_bias) r += " + e_score_correction_bias (selection only)";
+  if (c.moe_group_score != MoeGroupScore::none)
+    r += std::string(", groups ") + std::to_string(c.topk_group) + " of " + std::to_string(c.n_group) + " by " +
+         (c.moe_group_score == MoeGroupScore::max ? "max" : "top-2 sum");
+  r += std::string(", routed_scaling_factor ") + scale + ", shared experts " + std::to_string(c.n_shared_experts);
+  return r;
+}
+
+}  // namespace
 
 Expected<ModelInfo> inspect_model(const std::string& path) {
   BRIGADE_ASSIGN_OR_RETURN(auto ck, Checkpoint::open(path));
@@ -57,6 +73,15 @@ std::string format_model_info(const ModelInfo& m) {
   if (c.o_bias) attn += ", o bias";
   if (c.qk_norm) attn += ", q/k norm";
   if (c.sliding_window > 0) attn += ", sliding window " + std::to_string(c.sliding_window);
+  if (c.is_mla()) {
+    char scale[32];
+    std::snprintf(scale, sizeof(scale), "%g", static_cast<double>(c.attn_scale));
+    attn += ", MLA: kv_lora_rank " + std::to_string(c.kv_lora_rank) + ", q_lora_rank " +
+            (c.q_lora_rank > 0 ? std::to_string(c.q_lora_rank) : std::string("none (q_proj)")) + ", qk nope/rope " +
+            std::to_string(c.qk_nope_head_dim) + "/" + std::to_string(c.qk_rope_head_dim) + ", v " +
+            std::to_string(c.v_head_dim) + ", softmax scale " + scale + "; KV cache: one latent of " +
+            std::to_string(c.kv_lora_rank + c.qk_rope_head_dim) + " per token and layer";
+  }
   if (!attn.empty()) s += "attention:     " + attn.substr(2) + "\n";
   if (c.n_experts > 0) {
     std::string dense;
@@ -69,6 +94,7 @@ std::string format_model_info(const ModelInfo& m) {
     s += "experts:       " + std::to_string(c.n_experts) + " per sparse layer, top-" + std::to_string(c.n_experts_per_tok);
     s += c.norm_topk_prob ? " renormalised" : " not renormalised";
     s += ", expert intermediate " + std::to_string(c.moe_intermediate_size) + "\n";
+    if (c.is_mla()) s += "routing:       " + deepseek_routing(c) + "\n";
     s += "sparse layers: " + std::to_string(c.n_moe_layers()) + " of " + std::to_string(c.n_layers) + dense + "\n";
   }
   s += std::string("tied embed:    ") + (c.tie_embeddings ? "yes" : "no") + "\n";
@@ -78,5 +104,6 @@ std::string format_model_info(const ModelInfo& m) {
   for (const auto& [dt, n] : m.n_tensors_by_dtype) s += ", " + std::to_string(n) + " " + dt;
   return s + "\n";
 }
+
 
 }  // namespace brigade

@@ -4,9 +4,11 @@
 #include <cmath>
 
 #include "models/load_progress.h"
+#include "models/decoder_ends.h"
 #include "models/moe_block.h"
 #include "models/rope_scaling.h"
 #include "models/step_check.h"
+#include "models/step_inputs.h"
 #include "models/weight_loader.h"
 
 namespace brigade {
@@ -63,18 +65,6 @@ struct Scratch {
   MoeScratch moe;        // allocated when the model has sparse layers
 };
 
-// Device copies of the step's int arrays; block_table grows when a step needs more.
-struct StepInts {
-  OwnedTensor tokens, positions, slots, q_start, ctx_len, logit_rows, block_table;
-};
-
-Expected<OwnedTensor> alloc(Backend& backend, DType dtype, int64_t rows, int64_t cols) {
-  BRIGADE_ASSIGN_OR_RETURN(Buffer buf, backend.allocate(static_cast<size_t>(rows * cols) * dtype_size(dtype)));
-  OwnedTensor t;
-  t.tensor = buf.view(dtype, {rows, cols});
-  t.buffer = std::move(buf);
-  return t;
-}
 
 std::string layer_name(int l, const char* suffix) { return "model.layers." + std::to_string(l) + "." + suffix; }
 
@@ -104,7 +94,6 @@ class LlamaModel final : public Model {
  private:
   Status load_layer(WeightLoader& w, int l, DecoderLayer& layer);
   Status allocate_scratch();
-  Status upload_step(const StepBatch& batch);
   Status run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta, int n);
   Status run_mlp(const DecoderLayer& layer, int n);
   // Sums a block's partial output over the tensor-parallel ranks (nothing to do without TP).
@@ -116,12 +105,10 @@ class LlamaModel final : public Model {
   Communicator* comm_;  // nullptr without tensor parallelism
   Shard shard_;
   RopeConfig rope_;
-  OwnedTensor embed_;     // [vocab, hidden]
-  OwnedTensor lm_head_;   // [vocab, hidden], empty when tied to embed_ and on ranks other than 0
-  OwnedTensor final_norm_;
+  DecoderEnds ends_;      // lm_head empty when tied and on ranks other than 0
   std::vector<DecoderLayer> layers_;
   Scratch scratch_;
-  StepInts ints_;
+  StepInputs ints_;
   int64_t n_params_ = 0;
   int64_t weight_bytes_ = 0;
   int64_t expert_params_ = 0;  // parameters of every expert of every sparse layer (in n_params_)
@@ -141,25 +128,13 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
   const double active = n_experts > 0 ? config_.n_experts_per_tok / n_experts : 0.0;
   const double touched = n_experts > 0 ? std::min(n_experts, n * config_.n_experts_per_tok) / n_experts : 0.0;
   const double dense_params = linear_params - static_cast<double>(expert_params_) * (1.0 - active);
-  double pairs = 0.0, kv_read = 0.0;  // (query, visible key) pairs; KV positions attention reads
-  for (int s = 0; s < b.n_seqs(); ++s) {
-    const int n_q = b.q_start[static_cast<size_t>(s) + 1] - b.q_start[static_cast<size_t>(s)];
-    const int ctx = b.ctx_len[static_cast<size_t>(s)];
-    for (int j = 0; j < n_q; ++j) {
-      const int visible = ctx - n_q + j + 1;
-      pairs += window > 0 ? std::min(visible, window) : visible;
-    }
-    kv_read += window > 0 ? std::min(ctx, window + n_q - 1) : ctx;
-  }
-  const double embed_bytes = static_cast<double>(embed_.tensor.nbytes());
-  // lm_head_ is empty when tied and on ranks other than 0 (an empty Tensor's nbytes is not 0).
-  const double own_head_bytes = lm_head_.tensor.empty() ? 0.0 : static_cast<double>(lm_head_.tensor.nbytes());
-  const double head_bytes = config_.tie_embeddings ? embed_bytes : own_head_bytes;
+  const AttentionWork work = attention_work(b, window);
+  const double pairs = work.pairs, kv_read = work.kv_read;
   StepCost c;
   c.flops = 2.0 * dense_params * n + 2.0 * table * rows +
             4.0 * config_.n_layers * shard_.qkv.n_heads * config_.head_dim * pairs;
-  c.bytes = static_cast<double>(weight_bytes_) - static_cast<double>(expert_bytes_) * (1.0 - touched) - embed_bytes - own_head_bytes +
-            n * embed_bytes / config_.vocab_size + (rows > 0 ? head_bytes : 0.0) + kv_bytes_per_token * (kv_read + n);
+  c.bytes = static_cast<double>(weight_bytes_) - static_cast<double>(expert_bytes_) * (1.0 - touched) -
+            ends_.loaded_bytes() + ends_.step_bytes(config_, n, rows > 0) + kv_bytes_per_token * (kv_read + n);
   return c;
 }
 
@@ -208,21 +183,13 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
 Status LlamaModel::load(const Checkpoint& ck) {
   const auto& c = config_;
   WeightLoader w(ck, backend_, options_.weight_dtype);
-  LoadProgress progress(ck.path(), c.n_layers, options_.progress);
-  BRIGADE_ASSIGN_OR_RETURN(embed_, w.table("model.embed_tokens.weight", c.vocab_size, c.hidden_size));
+  BRIGADE_RETURN_IF_ERROR(ends_.load_embedding(w, c));
   // Sizes from the config (layer count, head_dim) are trusted for allocation only once the
   // tensors have confirmed them: a corrupt header cannot ask for memory the weights do not back.
-  for (int l = 0; l < c.n_layers; ++l) {
-    DecoderLayer layer;
-    BRIGADE_RETURN_IF_ERROR(load_layer(w, l, layer));
-    layers_.push_back(std::move(layer));
-    progress.update(l + 1, w.n_bytes());
-  }
-  progress.finish();
-  BRIGADE_ASSIGN_OR_RETURN(final_norm_, w.vector_f32({"model.norm.weight"}, {c.hidden_size}));
-  if (!c.tie_embeddings && shard_.rank == 0) {  // only rank 0 computes logits
-    BRIGADE_ASSIGN_OR_RETURN(lm_head_, w.table("lm_head.weight", c.vocab_size, c.hidden_size));
-  }
+  BRIGADE_RETURN_IF_ERROR(load_layers_with_progress(
+      ck.path(), c.n_layers, options_.progress,
+      [&](int l) { return load_layer(w, l, layers_.emplace_back()); }, [&] { return w.n_bytes(); }));
+  BRIGADE_RETURN_IF_ERROR(ends_.load_head(w, c, shard_.rank == 0));  // only rank 0 computes logits
   n_params_ = w.n_params();
   weight_bytes_ = w.n_bytes();
   rope_.style = c.rope_style;
@@ -238,48 +205,20 @@ Status LlamaModel::allocate_scratch() {
   const DType a = backend_.activation_dtype();
   const int64_t t = options_.max_batch_tokens, hidden = c.hidden_size;
   Scratch& s = scratch_;
-  BRIGADE_ASSIGN_OR_RETURN(s.residual, alloc(backend_, a, t, hidden));
-  BRIGADE_ASSIGN_OR_RETURN(s.normed, alloc(backend_, a, t, hidden));
-  BRIGADE_ASSIGN_OR_RETURN(s.delta, alloc(backend_, a, t, hidden));
-  BRIGADE_ASSIGN_OR_RETURN(s.qkv, alloc(backend_, a, t, shard_.qkv.row_width()));
-  BRIGADE_ASSIGN_OR_RETURN(s.attn, alloc(backend_, a, t, shard_.qkv.q_width()));
+  BRIGADE_ASSIGN_OR_RETURN(s.residual, alloc_tensor(backend_, a, t, hidden));
+  BRIGADE_ASSIGN_OR_RETURN(s.normed, alloc_tensor(backend_, a, t, hidden));
+  BRIGADE_ASSIGN_OR_RETURN(s.delta, alloc_tensor(backend_, a, t, hidden));
+  BRIGADE_ASSIGN_OR_RETURN(s.qkv, alloc_tensor(backend_, a, t, shard_.qkv.row_width()));
+  BRIGADE_ASSIGN_OR_RETURN(s.attn, alloc_tensor(backend_, a, t, shard_.qkv.q_width()));
   if (c.n_moe_layers() < c.n_layers) {  // some layer has a dense MLP
-    BRIGADE_ASSIGN_OR_RETURN(s.gate_up, alloc(backend_, a, t, 2 * shard_.inter));
-    BRIGADE_ASSIGN_OR_RETURN(s.act, alloc(backend_, a, t, shard_.inter));
+    BRIGADE_ASSIGN_OR_RETURN(s.gate_up, alloc_tensor(backend_, a, t, 2 * shard_.inter));
+    BRIGADE_ASSIGN_OR_RETURN(s.act, alloc_tensor(backend_, a, t, shard_.inter));
   }
-  BRIGADE_ASSIGN_OR_RETURN(s.selected, alloc(backend_, a, t, hidden));
+  BRIGADE_ASSIGN_OR_RETURN(s.selected, alloc_tensor(backend_, a, t, hidden));
   if (c.n_moe_layers() > 0) {
-    const int k = c.n_experts_per_tok;
-    BRIGADE_ASSIGN_OR_RETURN(s.moe.router_logits, alloc(backend_, DType::f32, t, c.n_experts));
-    BRIGADE_ASSIGN_OR_RETURN(s.moe.ids, alloc(backend_, DType::i32, t, k));
-    BRIGADE_ASSIGN_OR_RETURN(s.moe.weights, alloc(backend_, DType::f32, t, k));
-    const size_t ws = backend_.moe_workspace_bytes(t, k, hidden, c.moe_intermediate_size);
-    BRIGADE_ASSIGN_OR_RETURN(s.moe.workspace, alloc(backend_, DType::u8, 1, static_cast<int64_t>(ws)));
+    BRIGADE_ASSIGN_OR_RETURN(s.moe, allocate_moe_scratch(backend_, c, t));
   }
-  for (OwnedTensor* p : {&ints_.tokens, &ints_.positions, &ints_.slots, &ints_.ctx_len, &ints_.logit_rows}) {
-    BRIGADE_ASSIGN_OR_RETURN(*p, alloc(backend_, DType::i32, 1, t));
-  }
-  BRIGADE_ASSIGN_OR_RETURN(ints_.q_start, alloc(backend_, DType::i32, 1, t + 1));
-  return Status::ok();
-}
-
-Status LlamaModel::upload_step(const StepBatch& b) {
-  const int64_t n_table = static_cast<int64_t>(b.block_table.size());
-  if (ints_.block_table.tensor.empty() || ints_.block_table.tensor.numel() < n_table) {
-    BRIGADE_ASSIGN_OR_RETURN(ints_.block_table, alloc(backend_, DType::i32, 1, std::max<int64_t>(n_table, 1024)));
-  }
-  auto put = [&](const OwnedTensor& dst, const std::vector<int32_t>& src) {
-    if (src.empty()) return;
-    backend_.upload(Tensor(dst.tensor.data, DType::i32, {static_cast<int64_t>(src.size())}), src.data());
-  };
-  if (b.device_tokens.empty()) put(ints_.tokens, b.tokens);
-  put(ints_.positions, b.positions);
-  put(ints_.slots, b.slots);
-  put(ints_.q_start, b.q_start);
-  put(ints_.ctx_len, b.ctx_len);
-  put(ints_.logit_rows, b.logit_rows);
-  put(ints_.block_table, b.block_table);
-  return Status::ok();
+  return ints_.allocate(backend_, t);
 }
 
 Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta, int n) {
@@ -287,8 +226,8 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor qkv = scratch_.qkv.tensor.rows(0, n);
   const Tensor attn = scratch_.attn.tensor.rows(0, n);
-  const Tensor positions(ints_.positions.tensor.data, DType::i32, {n});
-  const Tensor slots(ints_.slots.tensor.data, DType::i32, {n});
+  const Tensor positions = ints_.positions(n);
+  const Tensor slots = ints_.slots(n);
   backend_.matmul(normed, layer.attn.qkv.tensor, layer.attn.qkv_bias.tensor, qkv);
   if (!layer.attn.q_norm.tensor.empty())
     backend_.qk_head_norm(qkv, l, layer.attn.q_norm.tensor, layer.attn.k_norm.tensor, config_.rms_eps);
@@ -323,24 +262,14 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
     return invalid_argument("tensor-parallel rank " + std::to_string(shard_.rank) +
                             " computes no logits (rank 0 does): pass a step without logit rows");
   BRIGADE_ASSIGN_OR_RETURN(StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
-  BRIGADE_RETURN_IF_ERROR(upload_step(batch));
+  BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch));
   const int n = batch.n_tokens();
-  const int64_t n_seqs = batch.n_seqs();
-  AttentionMeta meta;
-  meta.q_start = Tensor(ints_.q_start.tensor.data, DType::i32, {n_seqs + 1});
-  meta.ctx_len = Tensor(ints_.ctx_len.tensor.data, DType::i32, {n_seqs});
-  meta.block_table = Tensor(ints_.block_table.tensor.data, DType::i32, {n_seqs, batch.max_blocks});
-  meta.n_seqs = static_cast<int>(n_seqs);
-  meta.max_q_len = bounds.max_q_len;
-  meta.max_ctx_len = bounds.max_ctx_len;
-  meta.sliding_window = config_.sliding_window;
+  const AttentionMeta meta = ints_.meta(batch, bounds, config_.sliding_window);
 
   const Tensor residual = scratch_.residual.tensor.rows(0, n);
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor delta = scratch_.delta.tensor.rows(0, n);
-  const Tensor tokens = batch.device_tokens.empty() ? Tensor(ints_.tokens.tensor.data, DType::i32, {n})
-                                                    : batch.device_tokens;
-  backend_.embedding(embed_.tensor, tokens, residual);
+  backend_.embedding(ends_.embed.tensor, ints_.tokens(batch), residual);
   for (int l = 0; l < config_.n_layers; ++l) {
     const DecoderLayer& layer = layers_[static_cast<size_t>(l)];
     // The previous block's output joins the residual in the same pass as the next norm.
@@ -352,11 +281,7 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   }
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size());
   if (r == 0) return Status::ok();
-  backend_.add_rms_norm(residual, delta, final_norm_.tensor, config_.rms_eps, normed);
-  const Tensor selected = scratch_.selected.tensor.rows(0, r);
-  backend_.gather_rows(normed, Tensor(ints_.logit_rows.tensor.data, DType::i32, {r}), selected);
-  const Tensor& head = config_.tie_embeddings ? embed_.tensor : lm_head_.tensor;
-  backend_.matmul(selected, head, Tensor(), logits);
+  ends_.logits(backend_, config_, residual, delta, normed, scratch_.selected.tensor.rows(0, r), ints_.logit_rows(r), logits);
   return Status::ok();
 }
 

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/status.h"
+
 namespace brigade {
 
 // The bar's text for `done` of `total` steps (clamped), `bytes` loaded so far; `width` cells.
@@ -29,5 +31,19 @@ class LoadProgress {
   bool enabled_;
   bool open_ = false;
 };
+
+// Runs load_layer(l) for l in [0, n_layers) in order with a progress bar named `name` (drawn when
+// `wanted`), reporting bytes_loaded() after each layer; stops at the first error.
+template <class LoadLayer, class BytesLoaded>
+Status load_layers_with_progress(const std::string& name, int n_layers, bool wanted, LoadLayer&& load_layer,
+                                 BytesLoaded&& bytes_loaded) {
+  LoadProgress progress(name, n_layers, wanted);
+  for (int l = 0; l < n_layers; ++l) {
+    BRIGADE_RETURN_IF_ERROR(load_layer(l));
+    progress.update(l + 1, bytes_loaded());
+  }
+  progress.finish();
+  return Status::ok();
+}
 
 }  // namespace brigade

@@ -56,23 +56,47 @@ uint64_t name_seed(uint64_t seed, const std::string& name) {
   return h;
 }
 
+bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
+
+TensorPlan mat(std::string n, int64_t rows, int64_t cols, double scale) {
+  return TensorPlan{std::move(n), {rows, cols}, TensorPlan::matrix, scale / std::sqrt(static_cast<double>(cols))};
+}
+
+// DeepseekV3Attention's tensors (q_proj, or q_a_proj + q_a_layernorm + q_b_proj).
+void plan_mla(const SyntheticModelSpec& s, const std::string& pre, double out_scale, std::vector<TensorPlan>& p) {
+  const int64_t h = s.hidden_size, heads = s.n_heads, r = s.kv_lora_rank, dr = s.qk_rope_head_dim;
+  const int64_t dq = s.qk_nope_head_dim + dr, dv = s.v_head_dim;
+  if (s.q_lora_rank > 0) {
+    p.push_back(mat(pre + "self_attn.q_a_proj.weight", s.q_lora_rank, h, 1.0));
+    p.push_back({pre + "self_attn.q_a_layernorm.weight", {s.q_lora_rank}, TensorPlan::norm, 0.0});
+    p.push_back(mat(pre + "self_attn.q_b_proj.weight", heads * dq, s.q_lora_rank, 1.0));
+  } else {
+    p.push_back(mat(pre + "self_attn.q_proj.weight", heads * dq, h, 1.0));
+  }
+  p.push_back(mat(pre + "self_attn.kv_a_proj_with_mqa.weight", r + dr, h, 1.0));
+  p.push_back({pre + "self_attn.kv_a_layernorm.weight", {r}, TensorPlan::norm, 0.0});
+  p.push_back(mat(pre + "self_attn.kv_b_proj.weight", heads * (s.qk_nope_head_dim + dv), r, 1.0));
+  p.push_back(mat(pre + "self_attn.o_proj.weight", h, heads * dv, out_scale));
+}
+
 std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, const ModelConfig& config, int head_dim) {
   auto moe_layer = [&](int l) { return config.is_moe_layer(l); };
   const int64_t h = s.hidden_size, q = int64_t{s.n_heads} * head_dim, kv = int64_t{s.n_kv_heads} * head_dim;
   const int64_t inter = s.intermediate_size, v = s.vocab_size;
   const double out_scale = 1.0 / std::sqrt(2.0 * s.n_layers);
-  auto mat = [](std::string n, int64_t rows, int64_t cols, double scale) {
-    return TensorPlan{std::move(n), {rows, cols}, TensorPlan::matrix, scale / std::sqrt(static_cast<double>(cols))};
-  };
   std::vector<TensorPlan> p;
   p.push_back({"model.embed_tokens.weight", {v, h}, TensorPlan::embedding, 0.02});
   for (int l = 0; l < s.n_layers; ++l) {
     const std::string pre = "model.layers." + std::to_string(l) + ".";
     p.push_back({pre + "input_layernorm.weight", {h}, TensorPlan::norm, 0.0});
-    p.push_back(mat(pre + "self_attn.q_proj.weight", q, h, 1.0));
-    p.push_back(mat(pre + "self_attn.k_proj.weight", kv, h, 1.0));
-    p.push_back(mat(pre + "self_attn.v_proj.weight", kv, h, 1.0));
-    p.push_back(mat(pre + "self_attn.o_proj.weight", h, q, out_scale));
+    if (is_deepseek(s.arch)) {
+      plan_mla(s, pre, out_scale, p);
+    } else {
+      p.push_back(mat(pre + "self_attn.q_proj.weight", q, h, 1.0));
+      p.push_back(mat(pre + "self_attn.k_proj.weight", kv, h, 1.0));
+      p.push_back(mat(pre + "self_attn.v_proj.weight", kv, h, 1.0));
+      p.push_back(mat(pre + "self_attn.o_proj.weight", h, q, out_scale));
+    }
     if (s.arch == "qwen2") {  // Qwen2Attention: q/k/v carry biases
       p.push_back({pre + "self_attn.q_proj.bias", {q}, TensorPlan::embedding, 0.02});
       p.push_back({pre + "self_attn.k_proj.bias", {kv}, TensorPlan::embedding, 0.02});
@@ -86,6 +110,14 @@ std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, const ModelCon
     if (moe_layer(l)) {  // Qwen3MoeSparseMoeBlock as save_pretrained writes it: one tensor per expert
       const int64_t mi = s.moe_intermediate_size;
       p.push_back(mat(pre + "mlp.gate.weight", s.n_experts, h, 1.0));
+      if (s.arch == "deepseek_v3")  // DeepseekV3TopkRouter's selection bias
+        p.push_back({pre + "mlp.gate.e_score_correction_bias", {s.n_experts}, TensorPlan::embedding, 0.02});
+      if (is_deepseek(s.arch) && s.n_shared_experts > 0) {  // DeepseekV3MoE.shared_experts
+        const int64_t si = int64_t{s.n_shared_experts} * mi;
+        p.push_back(mat(pre + "mlp.shared_experts.gate_proj.weight", si, h, 1.0));
+        p.push_back(mat(pre + "mlp.shared_experts.up_proj.weight", si, h, 1.0));
+        p.push_back(mat(pre + "mlp.shared_experts.down_proj.weight", h, si, out_scale));
+      }
       for (int e = 0; e < s.n_experts; ++e) {
         const std::string ex = pre + "mlp.experts." + std::to_string(e) + ".";
         p.push_back(mat(ex + "gate_proj.weight", mi, h, 1.0));
@@ -160,6 +192,34 @@ double clean(float f) {
   return std::strtod(buf, nullptr);
 }
 
+// DeepseekV2Config / DeepseekV3Config's fields, named as the Hub's configs name them.
+void deepseek_config_json(const SyntheticModelSpec& s, ojson& c) {
+  const bool v3 = s.arch == "deepseek_v3";
+  c["architectures"] = {v3 ? "DeepseekV3ForCausalLM" : "DeepseekV2ForCausalLM"};
+  c.erase("head_dim");  // transformers sets it to qk_rope_head_dim
+  c.erase("use_sliding_window");
+  c["num_key_value_heads"] = s.n_heads;
+  c["q_lora_rank"] = s.q_lora_rank > 0 ? ojson(s.q_lora_rank) : ojson(nullptr);
+  c["kv_lora_rank"] = s.kv_lora_rank;
+  c["qk_nope_head_dim"] = s.qk_nope_head_dim;
+  c["qk_rope_head_dim"] = s.qk_rope_head_dim;
+  c["v_head_dim"] = s.v_head_dim;
+  c["n_routed_experts"] = s.n_experts;
+  c["num_experts_per_tok"] = s.n_experts_per_tok;
+  c["moe_intermediate_size"] = s.moe_intermediate_size;
+  c["n_shared_experts"] = s.n_shared_experts;
+  c["first_k_dense_replace"] = s.first_k_dense_replace;
+  c["moe_layer_freq"] = 1;
+  c["n_group"] = s.n_group;
+  c["topk_group"] = s.topk_group;
+  c["routed_scaling_factor"] = clean(s.routed_scaling_factor);
+  c["norm_topk_prob"] = v3 && s.norm_topk_prob;
+  c["scoring_func"] = v3 ? "sigmoid" : "softmax";
+  c["topk_method"] = v3 ? "noaux_tc" : s.n_group > 1 ? "group_limited_greedy" : "greedy";
+  c["num_nextn_predict_layers"] = 0;
+  if (v3) c["rope_interleave"] = true;
+}
+
 ojson config_json(const SyntheticModelSpec& s, int head_dim) {
   const std::string architecture = s.arch == "qwen2" ? "Qwen2ForCausalLM" : s.arch == "qwen3" ? "Qwen3ForCausalLM" : "LlamaForCausalLM";
   ojson c{{"architectures", {architecture}}, {"attention_bias", false}, {"attention_dropout", 0.0},
@@ -183,6 +243,7 @@ ojson config_json(const SyntheticModelSpec& s, int head_dim) {
     c["output_router_logits"] = false;
     c["router_aux_loss_coef"] = 0.001;
   }
+  if (is_deepseek(s.arch)) deepseek_config_json(s, c);
   return c;
 }
 
@@ -198,8 +259,9 @@ Status write_text(const fs::path& path, const std::string& text) {
 }  // namespace
 
 Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& out_dir) {
-  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3_moe")
-    return invalid_argument("make-model: arch '" + s.arch + "' is not supported; supported: llama, qwen2, qwen3, qwen3_moe");
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3_moe" && !is_deepseek(s.arch))
+    return invalid_argument("make-model: arch '" + s.arch +
+                            "' is not supported; supported: llama, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3");
   if (s.dtype != DType::f32 && s.dtype != DType::f16 && s.dtype != DType::bf16)
     return invalid_argument(std::string("make-model: dtype ") + dtype_name(s.dtype) + " is not supported; use f32, f16 or bf16");
   if (s.vocab_size < kSyntheticMinVocab)

@@ -12,7 +12,8 @@
 namespace brigade {
 
 struct SyntheticModelSpec {
-  // supported: llama, qwen2 (q/k/v biases), qwen3 (q/k norms), qwen3_moe (qwen3 + experts)
+  // supported: llama, qwen2 (q/k/v biases), qwen3 (q/k norms), qwen3_moe (qwen3 + experts),
+  // deepseek_v2, deepseek_v3 (MLA + experts with shared experts; n_kv_heads and head_dim unused)
   std::string arch = "llama";
   // Defaults give a ~100M-parameter Llama (tied embeddings).
   int hidden_size = 768;
@@ -26,14 +27,27 @@ struct SyntheticModelSpec {
   float rms_eps = 1e-5f;
   float rope_theta = 10000.0f;
   bool tie_embeddings = true;
-  // qwen3_moe only (Qwen3MoeConfig's fields): every layer sparse unless listed in mlp_only_layers
-  // or skipped by decoder_sparse_step; dense layers use intermediate_size.
+  // qwen3_moe (Qwen3MoeConfig's fields): every layer sparse unless listed in mlp_only_layers
+  // or skipped by decoder_sparse_step; dense layers use intermediate_size. The expert count, k,
+  // width and norm_topk_prob apply to deepseek too (deepseek_v2 always writes norm_topk_prob
+  // false: transformers' DeepseekV2 does not renormalise).
   int n_experts = 8;
   int n_experts_per_tok = 2;
   int moe_intermediate_size = 256;
   bool norm_topk_prob = true;
   int decoder_sparse_step = 1;
   std::vector<int> mlp_only_layers;
+  // deepseek_v2 / deepseek_v3 (DeepseekV3Config's fields)
+  int q_lora_rank = 0;  // 0 = null (q_proj, as DeepSeek-V2-Lite)
+  int kv_lora_rank = 64;
+  int qk_nope_head_dim = 32;
+  int qk_rope_head_dim = 16;
+  int v_head_dim = 32;
+  int n_shared_experts = 1;
+  int first_k_dense_replace = 1;
+  int n_group = 1;  // > 1: group-limited routing (v3 noaux_tc; v2 group_limited_greedy)
+  int topk_group = 1;
+  float routed_scaling_factor = 1.0f;
   DType dtype = DType::bf16;  // f32, f16 or bf16
   uint64_t seed = 0;          // same spec and seed => byte-identical files
 };

@@ -1,6 +1,7 @@
 #include "models/model.h"
 
 #include "models/checkpoint.h"
+#include "models/deepseek.h"
 #include "models/llama.h"
 #include "models/synthetic_source.h"
 
@@ -27,7 +28,10 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   // qwen3_moe is qwen3 with sparse expert blocks in some layers (models/moe_block.h).
   if (arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "qwen3_moe")
     return load_llama(*checkpoint, backend, options);
-  return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3, qwen3_moe");
+  // MLA attention and the MoE with shared experts (models/deepseek.h).
+  if (arch == "deepseek_v2" || arch == "deepseek_v3") return load_deepseek(*checkpoint, backend, options);
+  return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3, "
+                     "qwen3_moe, deepseek_v2, deepseek_v3");
 }
 
 }  // namespace brigade

@@ -92,7 +92,8 @@ class Model {
   //          4 * head_dim per query head per (query, visible key) pair.
   // Mixture-of-experts layers count k of the E experts' weights per token for the flops, and
   // min(E, n_tokens * k) experts per layer for the bytes (an upper bound on the distinct experts
-  // the step touches; the routing is not known before the step).
+  // the step touches; the routing is not known before the step). MLA (DeepSeek) attention counts
+  // 2 (R + rope) + 2 R flops per pair and head over the latent cache rows (models/deepseek.cpp).
   // Norms, RoPE and activations are left out: they add under 1% at any batch.
   virtual StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const = 0;
 };

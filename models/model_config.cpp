@@ -4,6 +4,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "models/config_json.h"
+#include "models/deepseek_config.h"
+
 namespace brigade {
 namespace {
 
@@ -11,39 +14,10 @@ using json = nlohmann::json;
 
 constexpr const char* kSupported =
     "LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral), Qwen2ForCausalLM (qwen2), "
-    "Qwen3ForCausalLM (qwen3), Qwen3MoeForCausalLM (qwen3_moe)";
+    "Qwen3ForCausalLM (qwen3), Qwen3MoeForCausalLM (qwen3_moe), DeepseekV2ForCausalLM (deepseek_v2), "
+    "DeepseekV3ForCausalLM (deepseek_v3)";
 
-// Reads an optional integer field; a present field of the wrong type is an error.
-Status read_int(const json& j, const char* key, int& out, bool required) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    return required ? corrupt(std::string("config.json: missing required field '") + key + "'")
-                    : Status::ok();
-  }
-  if (!it->is_number_integer())
-    return corrupt(std::string("config.json: field '") + key + "' must be an integer");
-  const int64_t v = it->get<int64_t>();
-  if (v < INT32_MIN || v > INT32_MAX)
-    return corrupt(std::string("config.json: field '") + key + "' is out of range");
-  out = static_cast<int>(v);
-  return Status::ok();
-}
-
-Status read_float(const json& j, const char* key, float& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::ok();
-  if (!it->is_number()) return corrupt(std::string("config.json: field '") + key + "' must be a number");
-  out = it->get<float>();
-  return Status::ok();
-}
-
-Status read_bool(const json& j, const char* key, bool& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::ok();
-  if (!it->is_boolean()) return corrupt(std::string("config.json: field '") + key + "' must be true or false");
-  out = it->get<bool>();
-  return Status::ok();
-}
+bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
 // Which family a config describes: architectures[0] wins, model_type otherwise.
 Expected<std::string> detect_arch(const json& j) {
@@ -57,9 +31,13 @@ Expected<std::string> detect_arch(const json& j) {
   if (arch_name == "Qwen2ForCausalLM") return std::string("qwen2");
   if (arch_name == "Qwen3ForCausalLM") return std::string("qwen3");
   if (arch_name == "Qwen3MoeForCausalLM") return std::string("qwen3_moe");
+  if (arch_name == "DeepseekV2ForCausalLM") return std::string("deepseek_v2");
+  if (arch_name == "DeepseekV3ForCausalLM") return std::string("deepseek_v3");
   if (arch_name.empty()) {
     if (model_type == "llama" || model_type == "mistral") return std::string("llama");
-    if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe") return model_type;
+    if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe" || model_type == "deepseek_v2" ||
+        model_type == "deepseek_v3")
+      return model_type;
   }
   const std::string what = !arch_name.empty() ? "architecture '" + arch_name + "'"
                          : !model_type.empty() ? "model_type '" + model_type + "'"
@@ -118,6 +96,12 @@ Status read_attention_shape(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
   if (c.arch == "llama") {
     c.qkv_bias = c.o_bias = c.attention_bias;
+    return Status::ok();
+  }
+  if (is_deepseek(c.arch)) {
+    if (c.attention_bias)
+      return unsupported("config.json: attention_bias = true is not supported for " + c.arch + "; set it to false");
+    c.sliding_window = 0;
     return Status::ok();
   }
   // Qwen2/3 store a sliding_window size but use it only when use_sliding_window is true, and then
@@ -184,9 +168,21 @@ Status validate_moe(const ModelConfig& c) {
 }  // namespace
 
 bool ModelConfig::is_moe_layer(int l) const {
-  if (n_experts <= 0 || decoder_sparse_step < 1) return false;
+  if (n_experts <= 0 || decoder_sparse_step < 1 || l < first_k_dense_replace) return false;
   if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), l) != mlp_only_layers.end()) return false;
   return (l + 1) % decoder_sparse_step == 0;
+}
+
+MoeRouting ModelConfig::moe_routing() const {
+  MoeRouting r;
+  r.k = n_experts_per_tok;
+  r.scoring = moe_scoring;
+  r.normalize = norm_topk_prob;
+  r.n_group = n_group;
+  r.topk_group = topk_group;
+  r.group_score = moe_group_score;
+  r.scale = routed_scaling_factor;
+  return r;
 }
 
 int ModelConfig::n_moe_layers() const {
@@ -224,6 +220,7 @@ Status ModelConfig::validate() const {
   for (int e : eos_ids)
     if (e < 0 || e >= vocab_size)
       return invalid_argument("model config: eos_token_id " + std::to_string(e) + " is outside the vocabulary");
+  if (is_deepseek(arch)) return validate_deepseek(*this);
   return validate_moe(*this);
 }
 
@@ -251,6 +248,10 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
   BRIGADE_RETURN_IF_ERROR(read_attention_shape(j, c));
   BRIGADE_RETURN_IF_ERROR(read_moe(j, c));
+  if (is_deepseek(c.arch)) BRIGADE_RETURN_IF_ERROR(read_deepseek(j, c));
+  else if (c.rope_scaling.type == RopeScalingType::yarn)
+    return unsupported("config.json: rope_type 'yarn' is supported for deepseek_v2/v3 only; " + c.arch +
+                       " supports default, linear, dynamic, llama3");
   // Absent ids take transformers' LlamaConfig defaults (bos 1, eos 2; Qwen configs have none);
   // null means none.
   const bool llama_defaults = c.arch == "llama";

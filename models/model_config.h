@@ -14,7 +14,8 @@
 namespace brigade {
 
 struct ModelConfig {
-  std::string arch;             // "llama", "qwen2", "qwen3" or "qwen3_moe" (the decoder they share: llama.h)
+  std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe" (the decoder they share: llama.h),
+                                // "deepseek_v2" or "deepseek_v3" (models/deepseek.h)
   int hidden_size = 0;
   int n_layers = 0;
   int n_heads = 0;
@@ -44,7 +45,29 @@ struct ModelConfig {
   int decoder_sparse_step = 1;       // layer l is sparse when (l + 1) % step == 0 ...
   std::vector<int> mlp_only_layers;  // ... and l is not listed here
 
-  // Whether layer l runs the experts block (Qwen3MoeDecoderLayer's rule) rather than the dense MLP.
+  // DeepSeek-V2/V3 (MLA attention, MoE with shared experts; models/deepseek.h). head_dim is
+  // qk_rope_head_dim there (the rotary part), as transformers sets it.
+  int q_lora_rank = 0;               // 0 (null): q_proj; else q_a_proj -> q_a_layernorm -> q_b_proj
+  int kv_lora_rank = 0;              // R, the latent the KV cache holds; 0 = not MLA
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+  int n_shared_experts = 0;          // a dense SwiGLU of n_shared_experts * moe_intermediate_size
+  int first_k_dense_replace = 0;     // layers [0, k) keep the dense MLP
+  int n_group = 1;                   // expert groups of the group-limited routing
+  int topk_group = 1;                // groups a token may choose from
+  MoeScoring moe_scoring = MoeScoring::softmax;
+  MoeGroupScore moe_group_score = MoeGroupScore::none;
+  bool moe_score_bias = false;       // e_score_correction_bias (V3) shifts the selection
+  float routed_scaling_factor = 1.0f;
+  float attn_scale = 0.0f;           // MLA softmax scale incl. yarn's mscale; 0 = 1/sqrt(head_dim)
+
+  bool is_mla() const { return kv_lora_rank > 0; }
+  // The routing rule of the sparse layers (its bias tensor, a weight, is left empty).
+  MoeRouting moe_routing() const;
+
+  // Whether layer l runs the experts block rather than the dense MLP: Qwen3MoeDecoderLayer's rule,
+  // and DeepSeek's l >= first_k_dense_replace.
   bool is_moe_layer(int l) const;
   int n_moe_layers() const;
 

@@ -1,5 +1,6 @@
 #include "models/rope_scaling.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -10,7 +11,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* kSupportedScaling = "default, linear, dynamic, llama3";
+constexpr const char* kSupportedScaling = "default, linear, dynamic, llama3, yarn";
 
 Status read_number(const json& j, const char* key, float& out, bool required, const std::string& where) {
   auto it = j.find(key);
@@ -22,6 +23,49 @@ Status read_number(const json& j, const char* key, float& out, bool required, co
   return Status::ok();
 }
 
+// YaRN's optional fields; original_max_position_embeddings is required (factor is read by the caller).
+Status read_yarn(const json& j, RopeScaling& s, const std::string& where) {
+  float original = 0.0f;
+  BRIGADE_RETURN_IF_ERROR(read_number(j, "original_max_position_embeddings", original, true, where));
+  s.original_max_position = static_cast<int>(original);
+  BRIGADE_RETURN_IF_ERROR(read_number(j, "beta_fast", s.beta_fast, false, where));
+  BRIGADE_RETURN_IF_ERROR(read_number(j, "beta_slow", s.beta_slow, false, where));
+  BRIGADE_RETURN_IF_ERROR(read_number(j, "attention_factor", s.attention_factor, false, where));
+  for (auto [key, out] : {std::pair{"mscale", &s.mscale}, std::pair{"mscale_all_dim", &s.mscale_all_dim}}) {
+    auto it = j.find(key);  // 0 is allowed here (DeepSeek writes it to mean "none")
+    if (it == j.end() || it->is_null()) continue;
+    if (!it->is_number() || !std::isfinite(it->get<float>()) || it->get<float>() < 0.0f)
+      return corrupt(where + ": field '" + key + "' must be a number >= 0");
+    *out = it->get<float>();
+  }
+  if (auto it = j.find("truncate"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) return corrupt(where + ": field 'truncate' must be true or false");
+    s.truncate = it->get<bool>();
+  }
+  if (!(s.beta_fast > s.beta_slow)) return corrupt(where + ": beta_fast must be greater than beta_slow");
+  return Status::ok();
+}
+
+// transformers' _compute_yarn_parameters, in the same f32/f64 split: the correction range in
+// double (Python floats), the ramp and the blend in f32 (torch tensors).
+void apply_yarn(std::vector<float>& inv, float theta, int rotary_dim, const RopeScaling& s) {
+  const double dim = rotary_dim, base = theta, orig = s.original_max_position;
+  auto correction_dim = [&](double rotations) {
+    return dim * std::log(orig / (rotations * 2.0 * M_PI)) / (2.0 * std::log(base));
+  };
+  double low = correction_dim(s.beta_fast), high = correction_dim(s.beta_slow);
+  if (s.truncate) low = std::floor(low), high = std::ceil(high);
+  low = std::max(low, 0.0);
+  high = std::min(high, dim - 1.0);
+  if (low == high) high += 0.001;
+  for (size_t i = 0; i < inv.size(); ++i) {
+    const float ramp = std::clamp((static_cast<float>(i) - static_cast<float>(low)) / static_cast<float>(high - low), 0.0f, 1.0f);
+    const float extrapolation = 1.0f - ramp;
+    const float interpolated = 1.0f / (s.factor * (1.0f / inv[i]));
+    inv[i] = interpolated * (1.0f - extrapolation) + inv[i] * extrapolation;
+  }
+}
+
 }  // namespace
 
 const char* rope_scaling_name(RopeScalingType type) {
@@ -30,6 +74,7 @@ const char* rope_scaling_name(RopeScalingType type) {
     case RopeScalingType::linear: return "linear";
     case RopeScalingType::dynamic: return "dynamic";
     case RopeScalingType::llama3: return "llama3";
+    case RopeScalingType::yarn: return "yarn";
   }
   return "?";
 }
@@ -51,6 +96,7 @@ Expected<RopeScaling> parse_rope_scaling(const std::string& json_text, const std
   if (type == "linear") s.type = RopeScalingType::linear;
   else if (type == "dynamic") s.type = RopeScalingType::dynamic;
   else if (type == "llama3") s.type = RopeScalingType::llama3;
+  else if (type == "yarn") s.type = RopeScalingType::yarn;
   else return unsupported(where + ": rope_type '" + type + "' is not supported; supported: " + kSupportedScaling);
   BRIGADE_RETURN_IF_ERROR(read_number(j, "factor", s.factor, true, where));
   if (s.type == RopeScalingType::llama3) {
@@ -62,7 +108,20 @@ Expected<RopeScaling> parse_rope_scaling(const std::string& json_text, const std
     if (!(s.high_freq_factor > s.low_freq_factor))
       return corrupt(where + ": high_freq_factor must be greater than low_freq_factor");
   }
+  if (s.type == RopeScalingType::yarn) BRIGADE_RETURN_IF_ERROR(read_yarn(j, s, where));
   return s;
+}
+
+float yarn_mscale(float factor, float m) {
+  return factor <= 1.0f ? 1.0f : 0.1f * m * std::log(factor) + 1.0f;
+}
+
+float rope_attention_factor(const RopeScaling& s) {
+  if (s.type != RopeScalingType::yarn) return 1.0f;
+  if (s.attention_factor > 0.0f) return s.attention_factor;
+  if (s.mscale > 0.0f && s.mscale_all_dim > 0.0f)
+    return yarn_mscale(s.factor, s.mscale) / yarn_mscale(s.factor, s.mscale_all_dim);
+  return yarn_mscale(s.factor, 1.0f);
 }
 
 std::vector<float> rope_inv_freq_scaled(float theta, int rotary_dim, const RopeScaling& scaling) {
@@ -92,6 +151,9 @@ std::vector<float> rope_inv_freq_scaled(float theta, int rotary_dim, const RopeS
       }
       break;
     }
+    case RopeScalingType::yarn:
+      apply_yarn(inv, theta, rotary_dim, scaling);
+      break;
   }
   if (!scaling.freq_factors.empty()) {
     BRIGADE_CHECK(scaling.freq_factors.size() == inv.size(), "rope freq_factors must be [rotary_dim / 2]");

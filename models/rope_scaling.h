@@ -10,14 +10,20 @@
 
 namespace brigade {
 
-enum class RopeScalingType { none, linear, dynamic, llama3 };
+enum class RopeScalingType { none, linear, dynamic, llama3, yarn };
 
 struct RopeScaling {
   RopeScalingType type = RopeScalingType::none;
   float factor = 1.0f;
   float low_freq_factor = 1.0f;       // llama3
   float high_freq_factor = 4.0f;      // llama3
-  int original_max_position = 0;      // llama3 (required); dynamic (0 = max_position_embeddings)
+  int original_max_position = 0;      // llama3, yarn (required); dynamic (0 = max_position_embeddings)
+  float beta_fast = 32.0f;            // yarn: the extrapolation / interpolation ramp bounds
+  float beta_slow = 1.0f;
+  float mscale = 0.0f;                // yarn: 0 = absent
+  float mscale_all_dim = 0.0f;        // yarn (DeepSeek also scales the softmax by its mscale^2)
+  float attention_factor = 0.0f;      // yarn: multiplies cos/sin; 0 = inferred as transformers does
+  bool truncate = true;               // yarn: floor/ceil the correction range
   // Per-frequency divisors [rotary_dim / 2] from a GGUF's rope_freqs.weight, the form in which
   // llama.cpp's converter stores llama3 scaling (type stays none); empty = none. Each is finite
   // and positive (checked at load).
@@ -31,12 +37,22 @@ Expected<RopeScaling> parse_rope_scaling(const std::string& json_text, const std
 
 const char* rope_scaling_name(RopeScalingType type);
 
+// YaRN's magnitude correction 0.1 * m * ln(factor) + 1 (1 when factor <= 1), transformers'
+// get_mscale.
+float yarn_mscale(float factor, float m);
+// The factor rotary cos/sin are multiplied by: yarn's attention_factor (given, else
+// mscale(factor, mscale) / mscale(factor, mscale_all_dim) when both are set, else
+// mscale(factor, 1)); 1 for the other types.
+float rope_attention_factor(const RopeScaling& scaling);
+
 // inv_freq[i] = 1 / theta^(2i / rotary_dim) in f32 (as llama2.c and transformers compute it),
 // then scaled:
 //   linear:  inv_freq / factor (positions interpolated);
 //   llama3:  transformers' _compute_llama3_parameters: wavelengths above
 //            original_max / low_freq_factor divided by factor, below original_max /
 //            high_freq_factor kept, smoothly blended between;
+//   yarn:    transformers' _compute_yarn_parameters (interpolated below the beta_slow rotation
+//            count, extrapolated above beta_fast, a linear ramp between); only DeepSeek reads it;
 //   dynamic: unchanged. transformers rescales theta only once a sequence is longer than
 //            max_position_embeddings, and brigade refuses positions past max_position, so the
 //            default frequencies are exact for every position it accepts.

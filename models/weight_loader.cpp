@@ -24,6 +24,35 @@ Expected<OwnedTensor> WeightLoader::prepare(const Tensor& host, std::optional<DT
   return w;
 }
 
+void WeightLoader::count(const std::string& name, int64_t numel) {
+  if (counted_.insert(name).second) n_params_ += numel;
+}
+
+Expected<OwnedTensor> WeightLoader::row_blocks(const std::string& name, int64_t rows, int64_t cols, int64_t period,
+                                               Slice within, bool transpose_blocks) {
+  BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, {rows, cols}));
+  count(name, t.numel());
+  BRIGADE_CHECK(period > 0 && rows % period == 0, "row_blocks: rows are whole blocks (the model checks the config)");
+  check_slice(within, period);
+  const int64_t n_blocks = rows / period, keep = within.length(period);
+  const size_t es = dtype_size(t.dtype);
+  std::vector<uint8_t> host(static_cast<size_t>(n_blocks * keep * cols) * es);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    for (int64_t r = 0; r < keep; ++r) {
+      const uint8_t* src = t.bytes.data() + static_cast<size_t>((b * period + within.begin + r) * cols) * es;
+      if (!transpose_blocks) {
+        std::memcpy(host.data() + static_cast<size_t>((b * keep + r) * cols) * es, src, static_cast<size_t>(cols) * es);
+        continue;
+      }
+      for (int64_t c = 0; c < cols; ++c)  // element (r, c) of block b goes to row b * cols + c, column r
+        std::memcpy(host.data() + static_cast<size_t>((b * cols + c) * keep + r) * es, src + static_cast<size_t>(c) * es, es);
+    }
+  }
+  const Tensor view = transpose_blocks ? Tensor(host.data(), t.dtype, {n_blocks * cols, keep})
+                                       : Tensor(host.data(), t.dtype, {n_blocks * keep, cols});
+  return prepare(view, want_);
+}
+
 Expected<OwnedTensor> WeightLoader::matrix(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
                                            Slice col_slice) {
   return load_matrix(name, rows, cols, row_slice, col_slice, want_);
@@ -37,7 +66,7 @@ Expected<OwnedTensor> WeightLoader::table(const std::string& name, int64_t rows,
 Expected<OwnedTensor> WeightLoader::load_matrix(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
                                                 Slice col_slice, std::optional<DType> want) {
   BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, {rows, cols}));
-  n_params_ += t.numel();
+  count(name, t.numel());
   check_slice(row_slice, rows);
   check_slice(col_slice, cols);
   const int64_t n_rows = row_slice.length(rows), n_cols = col_slice.length(cols);
@@ -56,7 +85,7 @@ Expected<OwnedTensor> WeightLoader::load_matrix(const std::string& name, int64_t
 
 Expected<OwnedTensor> WeightLoader::stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols) {
   BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, {n, rows, cols}));
-  n_params_ += t.numel();
+  count(name, t.numel());
   return prepare(Tensor(const_cast<uint8_t*>(t.bytes.data()), t.dtype, {n * rows, cols}), want_);
 }
 
@@ -78,7 +107,7 @@ Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names,
   uint8_t* dst = host.data();
   for (size_t i = 0; i < parts.size(); ++i) {
     const RawTensor& p = parts[i];
-    n_params_ += p.numel();
+    count(names[i], p.numel());
     const Slice s = part_slice(row_slices, i);
     const int64_t begin = s.begin * cols, count = s.length(rows[i]) * cols;  // elements
     if (same) {
@@ -103,7 +132,7 @@ Expected<OwnedTensor> WeightLoader::vector_f32(const std::vector<std::string>& n
   std::vector<float> host;
   for (size_t i = 0; i < names.size(); ++i) {
     BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(names[i], {sizes[i]}));
-    n_params_ += t.numel();
+    count(names[i], t.numel());
     const Slice s = part_slice(slices, i);
     check_slice(s, sizes[i]);
     for (int64_t k = s.begin; k < s.begin + s.length(sizes[i]); ++k) host.push_back(static_cast<float>(t.at(k)));

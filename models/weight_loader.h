@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,13 @@ class WeightLoader {
   // Tensor `name` of shape [n, rows, cols] (checked: n matrices stacked, as transformers 5 keeps a
   // layer's experts) prepared whole as one matrix [n * rows, cols].
   Expected<OwnedTensor> stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols);
+  // Matrix `name` [rows, cols] seen as blocks of `period` rows (rows a multiple of it): of each
+  // block the rows `within` (a slice of [0, period)), stacked into [n_blocks * within, cols]; or,
+  // with transpose_blocks, each block's rows transposed, stacked into [n_blocks * cols, within].
+  // DeepSeek's kv_b_proj [H (nope + v), R] splits this way into the per-head W_UK^T [H R, nope]
+  // and W_UV [H v, R] of the absorbed attention, and q_b_proj into its nope and rope rows.
+  Expected<OwnedTensor> row_blocks(const std::string& name, int64_t rows, int64_t cols, int64_t period, Slice within,
+                                   bool transpose_blocks = false);
   // Whether the checkpoint holds a tensor called `name` (to tell one layout from another).
   bool has(const std::string& name) const { return ck_.tensors().count(name) > 0; }
   // Vectors names[i] [sizes[i]] (checked), of each the elements slices[i] (all when slices is
@@ -49,19 +57,22 @@ class WeightLoader {
   Expected<OwnedTensor> vector_f32(const std::vector<std::string>& names, const std::vector<int64_t>& sizes,
                                    const std::vector<Slice>& slices = {});
 
-  // Elements of the checkpoint tensors loaded, counted whole even when only a slice is kept, so
-  // every tensor-parallel rank reports the model's size.
+  // Elements of the checkpoint tensors loaded, counted whole even when only a slice is kept (so
+  // every tensor-parallel rank reports the model's size) and once however many parts of a
+  // tensor are loaded.
   int64_t n_params() const { return n_params_; }
   int64_t n_bytes() const { return n_bytes_; }  // bytes of the prepared weights (this rank's shard)
 
  private:
   Expected<OwnedTensor> prepare(const Tensor& host, std::optional<DType> want);
+  void count(const std::string& name, int64_t numel);
   Expected<OwnedTensor> load_matrix(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
                                     Slice col_slice, std::optional<DType> want);
   const Checkpoint& ck_;
   Backend& backend_;
   std::optional<DType> want_;
   int64_t n_params_ = 0;
+  std::set<std::string> counted_;  // names already in n_params_
   int64_t n_bytes_ = 0;
 };
 

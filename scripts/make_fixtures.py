@@ -101,7 +101,37 @@ def fixtures():
             vocab_size=64, hidden_size=32, num_hidden_layers=2, intermediate_size=48, head_dim=16,
             num_experts=4, num_experts_per_tok=3, moe_intermediate_size=24, norm_topk_prob=False,
             decoder_sparse_step=2)),
+        # DeepSeek-V3's layout at tiny size: MLA with q_lora_rank, yarn RoPE whose mscale_all_dim
+        # scales the softmax, interleaved rope; layer 0 dense (first_k_dense_replace), then 8
+        # routed experts in 4 groups (top-2 groups by their two best sigmoid scores plus the
+        # score-correction bias), top-2, renormalised, times routed_scaling_factor, one shared
+        # expert. expected.json adds the logits of every cached decode step (decode_logits).
+        "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM", deepseek_config(
+            q_lora_rank=24, n_group=4, topk_group=2, norm_topk_prob=True, routed_scaling_factor=2.5,
+            rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                             "original_max_position_embeddings": 64, "beta_fast": 32.0, "beta_slow": 1.0,
+                             "mscale": 1.0, "mscale_all_dim": 0.7})),
+        # DeepSeek-V2-Lite's layout: q_proj (q_lora_rank null), softmax routing, two shared
+        # experts; group_limited_greedy over 2 groups (V2's other top-k method) to cover groups.
+        "deepseek_v2": ("DeepseekV2Config", "DeepseekV2ForCausalLM", deepseek_config(
+            q_lora_rank=None, n_group=2, topk_group=1, topk_method="group_limited_greedy",
+            norm_topk_prob=False, n_shared_experts=2, routed_scaling_factor=1.5)),
+        # V3's other rules: rope_interleave false (neox), no groups, not renormalised, every
+        # layer sparse, no q_lora_rank; two layers, decode logits at every step.
+        "deepseek_v3_step": ("DeepseekV3Config", "DeepseekV3ForCausalLM", deepseek_config(
+            num_hidden_layers=2, q_lora_rank=None, n_group=1, topk_group=1, norm_topk_prob=False,
+            first_k_dense_replace=0, rope_interleave=False, routed_scaling_factor=1.0)),
     }
+
+
+def deepseek_config(**kw):
+    """A tiny DeepSeek (V2 or V3) config: 4 heads, latent 32, nope/rope/v 16/8/16, 8 experts of 16."""
+    c = base_config(vocab_size=128, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4,
+                    rms_norm_eps=1e-6, kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8,
+                    v_head_dim=16, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=16,
+                    n_shared_experts=1, first_k_dense_replace=1)
+    c.update(kw)
+    return c
 
 
 def randomize(model, seed):
@@ -119,6 +149,10 @@ def randomize(model, seed):
                 p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
             else:
                 p.copy_(0.1 * torch.randn(p.shape, generator=g))
+        for name, b in model.named_buffers():
+            # DeepSeek-V3's selection bias: a buffer, zero at init; large enough to change choices.
+            if name.endswith("e_score_correction_bias"):
+                b.copy_(0.3 * torch.randn(b.shape, generator=g))
 
 
 def make(name, config_cls, model_cls, kw, seed):
@@ -141,12 +175,18 @@ def make(name, config_cls, model_cls, kw, seed):
             logits = model(ids).logits[0].to(torch.float32)
             gen = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
                                  max_new_tokens=N_GREEDY, min_new_tokens=N_GREEDY,
-                                 pad_token_id=0, eos_token_id=None)
-            cases.append({
+                                 pad_token_id=0, eos_token_id=None, output_logits=True,
+                                 return_dict_in_generate=True)
+            case = {
                 "prompt": prompt,
                 "logits": [[float(f"{v:.7g}") for v in row.tolist()] for row in logits],
-                "greedy": gen[0, len(prompt):].tolist(),
-            })
+                "greedy": gen.sequences[0, len(prompt):].tolist(),
+            }
+            if "deepseek" in name:
+                # Logits of the cached decode steps: step i (>= 1) fed greedy token i - 1.
+                case["decode_logits"] = [[float(f"{v:.7g}") for v in step[0].tolist()]
+                                         for step in gen.logits[1:]]
+            cases.append(case)
     expected = {
         "generator": f"transformers {transformers.__version__}, torch {torch.__version__}, "
                      f"{model_cls}, fp32, eager attention, seed {seed}",

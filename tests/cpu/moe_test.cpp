@@ -2,6 +2,7 @@
 // normalisation on and off, k = E), moe_experts against a loop over each token's k experts in
 // double, at every SIMD level, with f32 and bf16 weights, below and above the BLAS row count.
 #include <algorithm>
+#include <utility>
 #include <cmath>
 #include <numeric>
 
@@ -25,7 +26,10 @@ Routed route(Backend& b, const std::vector<float>& logits, int64_t n, int64_t n_
   std::copy(logits.begin(), logits.end(), l.tensor.as<float>());
   auto ids = make(b, DType::i32, {n, k});
   auto w = make(b, DType::f32, {n, k});
-  b.moe_route(l.tensor, k, normalize, ids.tensor, w.tensor);
+  MoeRouting r;
+  r.k = k;
+  r.normalize = normalize;
+  b.moe_route(l.tensor, r, ids.tensor, w.tensor);
   return {{ids.tensor.as<int32_t>(), ids.tensor.as<int32_t>() + n * k}, {w.tensor.as<float>(), w.tensor.as<float>() + n * k}};
 }
 
@@ -65,6 +69,101 @@ TEST(CpuMoe, RouteIsSoftmaxTopKInDescendingOrder) {
       }
     }
   }
+}
+
+// DeepSeek's rules against a direct transcription of transformers' routers in double:
+// DeepseekV3TopkRouter (sigmoid, bias for the choice only, groups by their top-2 sum, -inf
+// masking, renormalised, scaled) and DeepseekV2TopkRouter group_limited_greedy (softmax, groups
+// by their max, 0 masking). The bias is large enough to change the choice against plain top-k.
+struct DeepseekCase {
+  MoeScoring scoring;
+  MoeGroupScore group_score;
+  int n_group, topk_group, k;
+  bool normalize;
+  float scale;
+};
+
+std::pair<std::vector<int32_t>, std::vector<double>> deepseek_reference(const float* l, const float* bias, int64_t e,
+                                                                        const DeepseekCase& c) {
+  std::vector<double> s(static_cast<size_t>(e)), choice(static_cast<size_t>(e));
+  const double mx = *std::max_element(l, l + e);
+  double sum = 0.0;
+  for (int64_t i = 0; i < e; ++i) sum += std::exp(l[i] - mx);
+  for (int64_t i = 0; i < e; ++i) {
+    const size_t u = static_cast<size_t>(i);
+    s[u] = c.scoring == MoeScoring::sigmoid ? 1.0 / (1.0 + std::exp(-static_cast<double>(l[i]))) : std::exp(l[i] - mx) / sum;
+    choice[u] = s[u] + (bias != nullptr ? bias[i] : 0.0);
+  }
+  const int64_t size = e / c.n_group;
+  std::vector<double> group(static_cast<size_t>(c.n_group));
+  for (int g = 0; g < c.n_group; ++g) {
+    std::vector<double> part(choice.begin() + g * size, choice.begin() + (g + 1) * size);
+    std::sort(part.rbegin(), part.rend());
+    group[static_cast<size_t>(g)] = c.group_score == MoeGroupScore::max ? part[0] : part[0] + part[1];
+  }
+  std::vector<int32_t> groups(static_cast<size_t>(c.n_group));
+  std::iota(groups.begin(), groups.end(), 0);
+  std::stable_sort(groups.begin(), groups.end(), [&](int32_t a, int32_t z) { return group[static_cast<size_t>(a)] > group[static_cast<size_t>(z)]; });
+  for (int j = c.topk_group; j < c.n_group; ++j)
+    for (int64_t i = groups[static_cast<size_t>(j)] * size; i < (groups[static_cast<size_t>(j)] + 1) * size; ++i)
+      choice[static_cast<size_t>(i)] = -INFINITY;
+  std::vector<int32_t> order(static_cast<size_t>(e));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t z) { return choice[static_cast<size_t>(a)] > choice[static_cast<size_t>(z)]; });
+  order.resize(static_cast<size_t>(c.k));
+  double top = 0.0;
+  for (int32_t i : order) top += s[static_cast<size_t>(i)];
+  std::vector<double> w;
+  for (int32_t i : order) w.push_back(s[static_cast<size_t>(i)] / (c.normalize ? top : 1.0) * c.scale);
+  return {order, w};
+}
+
+TEST(CpuMoe, DeepseekRoutingMatchesTransformersRules) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  const int64_t n = 17, e = 16;
+  std::vector<float> logits(static_cast<size_t>(n * e)), bias(static_cast<size_t>(e));
+  for (float& v : logits) v = u(rng);
+  for (float& v : bias) v = 0.2f * u(rng);
+  auto b = make_cpu_backend({2});
+  auto bias_t = make(*b, DType::f32, {e});
+  std::copy(bias.begin(), bias.end(), bias_t.tensor.as<float>());
+  const DeepseekCase cases[] = {
+      {MoeScoring::sigmoid, MoeGroupScore::top2_sum, 4, 2, 3, true, 2.5f},   // V3
+      {MoeScoring::sigmoid, MoeGroupScore::top2_sum, 8, 3, 2, false, 1.0f},
+      {MoeScoring::softmax, MoeGroupScore::max, 4, 1, 2, false, 1.5f},      // V2 group_limited_greedy
+      {MoeScoring::sigmoid, MoeGroupScore::none, 1, 1, 4, true, 1.0f},      // no groups
+  };
+  int changed_by_bias = 0;
+  for (const DeepseekCase& c : cases) {
+    for (const bool with_bias : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "groups " << c.n_group << "/" << c.topk_group << " k " << c.k << " bias " << with_bias);
+      MoeRouting r;
+      r.k = c.k;
+      r.scoring = c.scoring;
+      r.normalize = c.normalize;
+      r.n_group = c.n_group;
+      r.topk_group = c.topk_group;
+      r.group_score = c.group_score;
+      r.scale = c.scale;
+      if (with_bias) r.bias = bias_t.tensor;
+      auto l = make(*b, DType::f32, {n, e});
+      std::copy(logits.begin(), logits.end(), l.tensor.as<float>());
+      auto ids = make(*b, DType::i32, {n, c.k});
+      auto w = make(*b, DType::f32, {n, c.k});
+      b->moe_route(l.tensor, r, ids.tensor, w.tensor);
+      for (int64_t t = 0; t < n; ++t) {
+        const auto [want_ids, want_w] = deepseek_reference(logits.data() + t * e, with_bias ? bias.data() : nullptr, e, c);
+        const auto [plain_ids, plain_w] = deepseek_reference(logits.data() + t * e, nullptr, e, c);
+        changed_by_bias += with_bias && want_ids != plain_ids;
+        for (int j = 0; j < c.k; ++j) {
+          EXPECT_EQ(ids.tensor.as<int32_t>()[t * c.k + j], want_ids[static_cast<size_t>(j)]) << "token " << t;
+          EXPECT_NEAR(w.tensor.as<float>()[t * c.k + j], want_w[static_cast<size_t>(j)], 1e-5) << "token " << t;
+        }
+      }
+    }
+  }
+  EXPECT_GT(changed_by_bias, 0) << "the bias changes some choices, so the test sees it";
 }
 
 // Equal probabilities are taken lowest index first (torch.topk), and the order of the chosen

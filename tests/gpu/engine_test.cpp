@@ -27,8 +27,21 @@ using namespace gpu_test;
 
 constexpr double kLogitsTol = 4e-2;
 
-std::string write_model(const testing::TempDir& dir, DType dtype, bool moe = false) {
-  SyntheticModelSpec spec = moe ? small_gpu_moe_model(21) : small_gpu_model(21);
+// `kind`: "" (small_gpu_model), "moe" (qwen3_moe) or "deepseek" (deepseek_v3 of the same shape:
+// MLA over the latent cache, grouped sigmoid routing, a shared expert).
+std::string write_model(const testing::TempDir& dir, DType dtype, const std::string& kind = "") {
+  SyntheticModelSpec spec = kind.empty() ? small_gpu_model(21) : small_gpu_moe_model(21);
+  if (kind == "deepseek") {
+    spec.arch = "deepseek_v3";
+    spec.mlp_only_layers.clear();
+    spec.n_group = 4;
+    spec.topk_group = 2;
+    spec.q_lora_rank = 64;
+    spec.kv_lora_rank = 128;
+    spec.qk_nope_head_dim = 32;
+    spec.qk_rope_head_dim = 32;
+    spec.v_head_dim = 32;
+  }
   spec.max_position = 512;
   spec.dtype = dtype;
   EXPECT_TRUE(write_synthetic_model(spec, dir.str()).is_ok());
@@ -109,14 +122,15 @@ INSTANTIATE_TEST_SUITE_P(Weights, GpuEngine, ::testing::Values(DType::f32, DType
 // are equal exactly: replays read the right staged inputs and write the right buffers. With
 // `weights: fp8` too (the executor key reaching the load; fp8 matmuls and their activation
 // quantization inside the captured steps). And for qwen3_moe ("moe": routing and experts inside
-// the captured steps, no host round trip).
+// the captured steps, no host round trip) and deepseek_v3 ("deepseek": MLA over the latent
+// cache and the grouped, biased routing inside the captured steps).
 class GpuEngineGraphs : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GpuEngineGraphs, ReplaysGiveTheTokensOfEagerSteps) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir dir("gpu_engine_graphs");
-  const bool moe = GetParam() == "moe";
-  const std::string model = write_model(dir, DType::bf16, moe);
+  const bool moe = GetParam() == "moe" || GetParam() == "deepseek";
+  const std::string model = write_model(dir, DType::bf16, moe ? GetParam() : "");
   GenerateOptions seeded = greedy_ids(prompt_of(11, 3), 24);
   seeded.sampling.temperature = 0.7f;
   seeded.sampling.top_k = 50;
@@ -155,7 +169,7 @@ TEST_P(GpuEngineGraphs, ReplaysGiveTheTokensOfEagerSteps) {
   EXPECT_LE(stats[1].eager_steps, 4);
 }
 
-INSTANTIATE_TEST_SUITE_P(Weights, GpuEngineGraphs, ::testing::Values("auto", "fp8", "moe"),
+INSTANTIATE_TEST_SUITE_P(Weights, GpuEngineGraphs, ::testing::Values("auto", "fp8", "moe", "deepseek"),
                          [](const auto& p) { return p.param; });
 
 TEST(GpuEngineSteps, InflightDepthDoesNotChangeTokens) {

@@ -1,5 +1,5 @@
-// Whole-model check: a small synthetic Llama, and the same shape as qwen3_moe (8 experts, all
-// taken, one dense layer), written by write_synthetic_model and loaded on the CPU and on the GPU; a
+// Whole-model check: a small synthetic Llama, the same shape as qwen3_moe (8 experts, all
+// taken, one dense layer) and as deepseek_v3 (MLA, shared expert, first layer dense), written by write_synthetic_model and loaded on the CPU and on the GPU; a
 // mixed prefill step and greedy decode steps give the same logits within bf16 tolerance and the
 // same greedy tokens wherever the CPU's choice is decisive.
 #include "models/make_model.h"
@@ -35,6 +35,22 @@ Side load(Backend& b, const std::string& dir) {
 }
 
 SyntheticModelSpec spec_for(const std::string& arch) {
+  if (arch == "deepseek_v3") {
+    // MLA (q_lora_rank 64, latent 128, rope 32) and the DeepSeek MoE with a shared expert, every
+    // expert taken for the reason below (the grouped, biased choice: GpuMla.DeepseekRoutingMatchesCpu).
+    SyntheticModelSpec spec = small_gpu_moe_model(11);
+    spec.arch = "deepseek_v3";
+    spec.mlp_only_layers.clear();
+    spec.n_experts = 8;
+    spec.n_experts_per_tok = 8;
+    spec.q_lora_rank = 64;
+    spec.kv_lora_rank = 128;
+    spec.qk_nope_head_dim = 32;
+    spec.qk_rope_head_dim = 32;
+    spec.v_head_dim = 32;
+    spec.routed_scaling_factor = 2.5f;
+    return spec;
+  }
   if (arch != "qwen3_moe") return small_gpu_model(11);
   // Every token takes all 8 experts: with top-k < E, bf16 router logits would pick another
   // expert than the CPU's f32 ones wherever two are within ~1% (a few routings per run), and
@@ -107,7 +123,7 @@ TEST_P(GpuModel, LogitsAndGreedyTokensMatchCpu) {
   EXPECT_EQ(static_cast<int>(dev[1]), testing::argmax(lg.data() + (lg.size() - vocab), vocab));
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, GpuModel, ::testing::Values("llama", "qwen3_moe"));
+INSTANTIATE_TEST_SUITE_P(Archs, GpuModel, ::testing::Values("llama", "qwen3_moe", "deepseek_v3"));
 
 }  // namespace
 }  // namespace brigade

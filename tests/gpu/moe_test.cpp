@@ -17,7 +17,10 @@ struct Routing {
 Routing route(Backend& b, const std::vector<float>& logits, int64_t n, int64_t n_experts, int k, bool normalize) {
   const auto l = put(b, DType::f32, {n, n_experts}, logits);
   const auto ids = empty(b, DType::i32, {n, k}), w = empty(b, DType::f32, {n, k});
-  b.moe_route(l.tensor, k, normalize, ids.tensor, w.tensor);
+  MoeRouting r;
+  r.k = k;
+  r.normalize = normalize;
+  b.moe_route(l.tensor, r, ids.tensor, w.tensor);
   return {get(b, ids.tensor), get(b, w.tensor)};
 }
 

@@ -7,14 +7,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "model_test_util.h"
+#include "cpu/cpu_backend.h"
 #include "models/mapped_file.h"
 
 namespace brigade::testing {
+
+// brigade against transformers, fp32 both sides (hf_fixture_test.cpp says how it was chosen).
+constexpr float kLogitTol = 2e-4f;
 
 inline std::string fixture_dir(const std::string& name) { return std::string(BRIGADE_FIXTURES) + "/" + name; }
 
@@ -22,6 +27,8 @@ struct FixtureCase {
   std::vector<int32_t> prompt;
   std::vector<std::vector<float>> logits;  // [prompt.size()][vocab]
   std::vector<int32_t> greedy;             // transformers' greedy continuation
+  // deepseek fixtures: logits of the cached decode steps, step i fed greedy[i] ([greedy - 1][vocab])
+  std::vector<std::vector<float>> decode_logits;
 };
 
 inline std::vector<FixtureCase> read_fixture_cases(const std::string& name) {
@@ -35,6 +42,7 @@ inline std::vector<FixtureCase> read_fixture_cases(const std::string& name) {
     fc.prompt = c.at("prompt").get<std::vector<int32_t>>();
     fc.logits = c.at("logits").get<std::vector<std::vector<float>>>();
     fc.greedy = c.at("greedy").get<std::vector<int32_t>>();
+    if (c.contains("decode_logits")) fc.decode_logits = c.at("decode_logits").get<std::vector<std::vector<float>>>();
     out.push_back(std::move(fc));
   }
   return out;
@@ -74,6 +82,35 @@ inline FixtureRun run_fixture_case(Model& model, Backend& backend, const Fixture
     ++n_past;
   }
   return run;
+}
+
+inline std::unique_ptr<Model> load_or_fail(const std::string& path, Backend& backend) {
+  LoadOptions opts;
+  opts.max_batch_tokens = 64;
+  opts.progress = false;
+  auto m = Model::load(path, backend, opts);
+  EXPECT_TRUE(m.has_value()) << m.status().to_string();
+  return m ? std::move(*m) : nullptr;
+}
+
+// Max |Δlogit| on `fixture`'s longest prompt with its weights but config.json changed by `edit`.
+template <typename Edit>
+float max_diff_with_config(const std::string& fixture, Edit edit) {
+  const TempDir dir("config_edit");
+  const std::string src = fixture_dir(fixture);
+  std::filesystem::copy_file(src + "/model.safetensors", dir.file("model.safetensors"));
+  auto text = read_text_file(src + "/config.json");
+  EXPECT_TRUE(text.has_value());
+  if (!text) return 0;
+  auto j = nlohmann::json::parse(*text);
+  edit(j);
+  write_text(dir.file("config.json"), j.dump());
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = load_or_fail(dir.str(), *backend);
+  const auto cases = read_fixture_cases(fixture);
+  EXPECT_FALSE(cases.empty());
+  if (!model || cases.empty()) return 0;
+  return run_fixture_case(*model, *backend, cases.back()).max_abs_diff;
 }
 
 }  // namespace brigade::testing

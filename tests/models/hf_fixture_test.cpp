@@ -20,19 +20,11 @@ namespace {
 
 using testing::fixture_dir;
 using testing::FixtureRun;
+using testing::kLogitTol;
+using testing::load_or_fail;
+using testing::max_diff_with_config;
 using testing::read_fixture_cases;
 using testing::run_fixture_case;
-
-constexpr float kLogitTol = 2e-4f;
-
-std::unique_ptr<Model> load_or_fail(const std::string& path, Backend& backend) {
-  LoadOptions opts;
-  opts.max_batch_tokens = 64;
-  opts.progress = false;
-  auto m = Model::load(path, backend, opts);
-  EXPECT_TRUE(m.has_value()) << m.status().to_string();
-  return m ? std::move(*m) : nullptr;
-}
 
 class HfFixture : public ::testing::TestWithParam<std::string> {};
 
@@ -53,7 +45,7 @@ TEST_P(HfFixture, LogitsAndGreedyMatchTransformers) {
 INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                          ::testing::Values("llama", "llama_rope_llama3", "llama_rope_linear", "mistral_sliding",
                                            "qwen2", "qwen3", "tinyllama", "smollm2", "qwen3_moe",
-                                           "qwen3_moe_step"));
+                                           "qwen3_moe_step", "deepseek_v3", "deepseek_v2", "deepseek_v3_step"));
 
 TEST(HfFixtureConfig, ArchitectureFlags) {
   auto backend = make_cpu_backend({.n_threads = 1});
@@ -114,10 +106,13 @@ TEST(HfFixtureConfig, Qwen3MoeLayers) {
 
 // transformers 5 keeps a layer's experts fused (mlp.experts.gate_up_proj [E, 2I, hidden],
 // down_proj [E, hidden, I]); a checkpoint stored that way loads to the same model: the qwen3_moe
-// fixture's experts rewritten fused match transformers as the per-expert original does.
-TEST(HfFixtureConfig, Qwen3MoeFusedExpertLayoutLoads) {
+// fixture's (and deepseek_v3's, shared experts left as they are) experts rewritten fused match
+// transformers as the per-expert original does.
+class FusedExperts : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FusedExperts, FusedExpertLayoutLoads) {
   const testing::TempDir dir("moe_fused");
-  const std::string src = fixture_dir("qwen3_moe");
+  const std::string src = fixture_dir(GetParam());
   std::filesystem::copy_file(src + "/config.json", dir.file("config.json"));
   auto ck = Checkpoint::open(src);
   ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
@@ -147,32 +142,14 @@ TEST(HfFixtureConfig, Qwen3MoeFusedExpertLayoutLoads) {
   auto backend = make_cpu_backend({.n_threads = 2});
   auto model = load_or_fail(dir.str(), *backend);
   ASSERT_NE(model, nullptr);
-  for (const auto& fc : read_fixture_cases("qwen3_moe")) {
+  for (const auto& fc : read_fixture_cases(GetParam())) {
     const FixtureRun run = run_fixture_case(*model, *backend, fc);
     EXPECT_LE(run.max_abs_diff, kLogitTol);
     EXPECT_EQ(run.greedy, fc.greedy);
   }
 }
 
-// Max |Δlogit| on `fixture`'s longest prompt with its weights but config.json changed by `edit`.
-template <typename Edit>
-float max_diff_with_config(const std::string& fixture, Edit edit) {
-  const testing::TempDir dir("config_edit");
-  const std::string src = fixture_dir(fixture);
-  std::filesystem::copy_file(src + "/model.safetensors", dir.file("model.safetensors"));
-  auto text = read_text_file(src + "/config.json");
-  EXPECT_TRUE(text.has_value());
-  if (!text) return 0;
-  auto j = nlohmann::json::parse(*text);
-  edit(j);
-  testing::write_text(dir.file("config.json"), j.dump());
-  auto backend = make_cpu_backend({.n_threads = 1});
-  auto model = load_or_fail(dir.str(), *backend);
-  const auto cases = read_fixture_cases(fixture);
-  EXPECT_FALSE(cases.empty());
-  if (!model || cases.empty()) return 0;
-  return run_fixture_case(*model, *backend, cases.back()).max_abs_diff;
-}
+INSTANTIATE_TEST_SUITE_P(Moe, FusedExperts, ::testing::Values("qwen3_moe", "deepseek_v3"));
 
 // The fixtures are sensitive to what they test: dropping the llama3 scaling from the config (the
 // weights unchanged), or SmolLM2's rope_theta, moves the long prompt's logits far outside the

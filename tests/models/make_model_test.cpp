@@ -103,6 +103,22 @@ TEST(MakeModel, TokenizerJsonIsWellFormedBpe) {
   EXPECT_EQ(j["added_tokens"][1]["id"], 1);
 }
 
+// The checkpoint in `dir` (vocabulary 400) loads on the CPU and one step of 3 tokens gives
+// finite logits.
+void expect_loads_and_runs(const std::string& dir, const std::string& what) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  LoadOptions opts;
+  opts.max_batch_tokens = 16;
+  opts.progress = false;
+  auto model = Model::load(dir, *backend, opts);
+  ASSERT_TRUE(model.has_value()) << what << ": " << model.status().to_string();
+  auto kv = KvCache::allocate(*backend, (*model)->kv_layout(2, 16, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  const auto logits = testing::run_step(**model, *backend, *kv, testing::make_step({{0, {1, 5, 9}, 0, false}}, 16, 2));
+  ASSERT_EQ(logits.size(), 400u);
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v)) << what;
+}
+
 // Every supported architecture: its own config.json and tensors, loaded and run by Model::load.
 TEST(MakeModel, EveryArchitectureLoadsAndRuns) {
   for (const char* arch : {"llama", "qwen2", "qwen3"}) {
@@ -119,17 +135,7 @@ TEST(MakeModel, EveryArchitectureLoadsAndRuns) {
     EXPECT_EQ((*ck)->tensors().count("model.layers.0.self_attn.q_proj.bias"), std::string(arch) == "qwen2" ? 1u : 0u);
     EXPECT_EQ((*ck)->tensors().count("model.layers.0.self_attn.k_norm.weight"), std::string(arch) == "qwen3" ? 1u : 0u);
 
-    auto backend = make_cpu_backend({.n_threads = 1});
-    LoadOptions opts;
-    opts.max_batch_tokens = 16;
-    opts.progress = false;
-    auto model = Model::load(dir.str(), *backend, opts);
-    ASSERT_TRUE(model.has_value()) << model.status().to_string();
-    auto kv = KvCache::allocate(*backend, (*model)->kv_layout(2, 16, DType::f32));
-    ASSERT_TRUE(kv.has_value());
-    const auto logits = testing::run_step(**model, *backend, *kv, testing::make_step({{0, {1, 5, 9}, 0, false}}, 16, 2));
-    ASSERT_EQ(logits.size(), 400u);
-    for (float v : logits) ASSERT_TRUE(std::isfinite(v)) << arch;
+    expect_loads_and_runs(dir.str(), arch);
   }
 }
 
@@ -144,6 +150,63 @@ TEST(MakeModel, RejectsBadSpecs) {
   s = spec(1);
   s.arch = "gpt2";
   EXPECT_EQ(write_synthetic_model(s, dir.str()).code(), StatusCode::invalid_argument);
+  s = spec(1);
+  s.arch = "deepseek_v3";
+  s.n_group = 3;  // does not divide the 8 experts
+  const Status groups = write_synthetic_model(s, dir.str());
+  EXPECT_EQ(groups.code(), StatusCode::invalid_argument);
+  EXPECT_NE(groups.message().find("n_group"), std::string::npos) << groups.to_string();
+}
+
+// deepseek_v2 / v3 as make-model writes them: the Hub's config names, MLA tensors (q_proj or the
+// q_a/q_b pair), the V3 selection bias, shared experts and the dense first layer; they load and
+// run, and a missing tensor is named in the error.
+TEST(MakeModel, DeepseekLayoutLoadsAndRuns) {
+  for (const char* arch : {"deepseek_v2", "deepseek_v3"}) {
+    testing::TempDir dir(std::string("mm_") + arch);
+    SyntheticModelSpec s = spec(2);
+    s.arch = arch;
+    s.n_layers = 2;
+    s.q_lora_rank = std::string(arch) == "deepseek_v3" ? 16 : 0;
+    s.n_group = 2;
+    s.topk_group = 1;
+    ASSERT_TRUE(write_synthetic_model(s, dir.str()).is_ok()) << arch;
+    auto ck = Checkpoint::open(dir.str());
+    ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+    const ModelConfig& c = (*ck)->config();
+    EXPECT_EQ(c.arch, arch);
+    EXPECT_EQ(c.q_lora_rank, s.q_lora_rank);
+    EXPECT_EQ(c.kv_lora_rank, s.kv_lora_rank);
+    EXPECT_FALSE(c.is_moe_layer(0));
+    EXPECT_TRUE(c.is_moe_layer(1));
+    const auto& t = (*ck)->tensors();
+    EXPECT_EQ(t.count("model.layers.0.self_attn.q_a_proj.weight"), s.q_lora_rank > 0 ? 1u : 0u);
+    EXPECT_EQ(t.count("model.layers.0.self_attn.q_proj.weight"), s.q_lora_rank > 0 ? 0u : 1u);
+    EXPECT_EQ(t.count("model.layers.1.mlp.gate.e_score_correction_bias"), std::string(arch) == "deepseek_v3" ? 1u : 0u);
+    EXPECT_EQ(t.count("model.layers.1.mlp.shared_experts.down_proj.weight"), 1u);
+    EXPECT_EQ(t.count("model.layers.0.mlp.experts.0.up_proj.weight"), 0u);
+
+    expect_loads_and_runs(dir.str(), arch);
+  }
+  // The same checkpoint without one layer's kv_b_proj: the load names it.
+  testing::TempDir dir("mm_ds_cut");
+  SyntheticModelSpec s = spec(2);
+  s.arch = "deepseek_v3";
+  s.n_layers = 2;
+  s.dtype = DType::bf16;
+  ASSERT_TRUE(write_synthetic_model(s, dir.str()).is_ok());
+  auto ck = Checkpoint::open(dir.str());
+  ASSERT_TRUE(ck.has_value());
+  std::vector<testing::StEntry> entries;
+  for (const auto& [name, t] : (*ck)->tensors())
+    if (name != "model.layers.1.self_attn.kv_b_proj.weight")
+      entries.push_back({name, "BF16", t.shape, std::vector<uint8_t>(t.bytes.begin(), t.bytes.end())});
+  testing::write_safetensors_file(dir.file("model.safetensors"), entries);
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto missing = Model::load(dir.str(), *backend, LoadOptions{.progress = false});
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_NE(missing.status().message().find("model.layers.1.self_attn.kv_b_proj.weight"), std::string::npos)
+      << missing.status().message();
 }
 
 }  // namespace

@@ -93,7 +93,8 @@ TEST(ModelConfig, RejectsRopeScalingMissingFieldsAndBadNumbers) {
   EXPECT_EQ(c.status().code(), StatusCode::corrupt);
   EXPECT_NE(c.status().message().find("low_freq_factor"), std::string::npos);
   std::string yarn = kLlama;
-  yarn.insert(1, R"("rope_scaling": {"rope_type": "yarn", "factor": 8.0},)");
+  // yarn parses (DeepSeek uses it) but only DeepSeek's decoder applies it.
+  yarn.insert(1, R"("rope_scaling": {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 4096},)");
   auto y = parse_hf_config(yarn);
   EXPECT_EQ(y.status().code(), StatusCode::unsupported);
   EXPECT_NE(y.status().message().find("llama3"), std::string::npos) << "lists the supported types";

@@ -1,0 +1,48 @@
+#include "models/config_json.h"
+
+#include <cstdint>
+
+namespace brigade {
+
+using json = nlohmann::json;
+
+Status read_int(const json& j, const char* key, int& out, bool required) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    return required ? corrupt(std::string("config.json: missing required field '") + key + "'")
+                    : Status::ok();
+  }
+  if (!it->is_number_integer())
+    return corrupt(std::string("config.json: field '") + key + "' must be an integer");
+  const int64_t v = it->get<int64_t>();
+  if (v < INT32_MIN || v > INT32_MAX)
+    return corrupt(std::string("config.json: field '") + key + "' is out of range");
+  out = static_cast<int>(v);
+  return Status::ok();
+}
+
+Status read_float(const json& j, const char* key, float& out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_number()) return corrupt(std::string("config.json: field '") + key + "' must be a number");
+  out = it->get<float>();
+  return Status::ok();
+}
+
+Status read_bool(const json& j, const char* key, bool& out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_boolean()) return corrupt(std::string("config.json: field '") + key + "' must be true or false");
+  out = it->get<bool>();
+  return Status::ok();
+}
+
+Status read_string(const json& j, const char* key, std::string& out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_string()) return corrupt(std::string("config.json: field '") + key + "' must be a string");
+  out = it->get<std::string>();
+  return Status::ok();
+}
+
+}  // namespace brigade

@@ -1,0 +1,19 @@
+// Internal to models/: typed reads of optional config.json fields, shared by ModelConfig's
+// parser and the per-family readers (models/deepseek_config.cpp). Each leaves `out` unchanged
+// when the field is absent or null and returns corrupt, naming the field, for a wrong type.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/status.h"
+
+namespace brigade {
+
+// An integer in int32 range; `required` makes absence an error too.
+Status read_int(const nlohmann::json& j, const char* key, int& out, bool required);
+Status read_float(const nlohmann::json& j, const char* key, float& out);
+Status read_bool(const nlohmann::json& j, const char* key, bool& out);
+Status read_string(const nlohmann::json& j, const char* key, std::string& out);
+
+}  // namespace brigade

@@ -1,0 +1,37 @@
+#include "models/decoder_ends.h"
+
+namespace brigade {
+
+Status DecoderEnds::load_embedding(WeightLoader& w, const ModelConfig& c) {
+  BRIGADE_ASSIGN_OR_RETURN(embed, w.table("model.embed_tokens.weight", c.vocab_size, c.hidden_size));
+  return Status::ok();
+}
+
+Status DecoderEnds::load_head(WeightLoader& w, const ModelConfig& c, bool with_head) {
+  BRIGADE_ASSIGN_OR_RETURN(final_norm, w.vector_f32({"model.norm.weight"}, {c.hidden_size}));
+  if (!c.tie_embeddings && with_head) {
+    BRIGADE_ASSIGN_OR_RETURN(lm_head, w.table("lm_head.weight", c.vocab_size, c.hidden_size));
+  }
+  return Status::ok();
+}
+
+void DecoderEnds::logits(Backend& b, const ModelConfig& c, const Tensor& residual, const Tensor& delta,
+                         const Tensor& normed, const Tensor& selected, const Tensor& rows, const Tensor& out) const {
+  b.add_rms_norm(residual, delta, final_norm.tensor, c.rms_eps, normed);
+  b.gather_rows(normed, rows, selected);
+  b.matmul(selected, head(c), Tensor(), out);
+}
+
+double DecoderEnds::loaded_bytes() const {
+  // An empty Tensor's nbytes is not 0: lm_head is empty when tied or not loaded.
+  return static_cast<double>(embed.tensor.nbytes()) + (lm_head.tensor.empty() ? 0.0 : static_cast<double>(lm_head.tensor.nbytes()));
+}
+
+double DecoderEnds::step_bytes(const ModelConfig& c, double n, bool any_logits) const {
+  const double embed_bytes = static_cast<double>(embed.tensor.nbytes());
+  const double head_bytes = c.tie_embeddings ? embed_bytes
+                            : lm_head.tensor.empty() ? 0.0 : static_cast<double>(lm_head.tensor.nbytes());
+  return n * embed_bytes / c.vocab_size + (any_logits ? head_bytes : 0.0);
+}
+
+}  // namespace brigade

@@ -1,0 +1,35 @@
+// Internal to models/: the two ends every decoder shares (models/llama.cpp, models/deepseek.cpp):
+// the token embedding, the final norm and the lm_head, their loading, the forward's last stage
+// (final norm, logit rows, head) and what they cost a step by the roofline rule (Model::step_cost).
+#pragma once
+
+#include "core/backend.h"
+#include "models/model_config.h"
+#include "models/weight_loader.h"
+
+namespace brigade {
+
+struct DecoderEnds {
+  OwnedTensor embed;       // [vocab, hidden]
+  OwnedTensor lm_head;     // [vocab, hidden]; empty when tied to embed or not loaded (load_head)
+  OwnedTensor final_norm;  // [hidden] f32
+
+  // model.embed_tokens.weight.
+  Status load_embedding(WeightLoader& w, const ModelConfig& c);
+  // model.norm.weight and, unless tied or with_head is false (a tensor-parallel rank that
+  // computes no logits), lm_head.weight.
+  Status load_head(WeightLoader& w, const ModelConfig& c, bool with_head);
+  // The tied embedding or the lm_head.
+  const Tensor& head(const ModelConfig& c) const { return c.tie_embeddings ? embed.tensor : lm_head.tensor; }
+  // residual [n, hidden] += delta; normed = final_norm(residual); logits [r, vocab] f32 =
+  // head · normed[rows] through selected [r, hidden] (r = rows.numel()).
+  void logits(Backend& b, const ModelConfig& c, const Tensor& residual, const Tensor& delta, const Tensor& normed,
+              const Tensor& selected, const Tensor& rows, const Tensor& logits) const;
+  // Bytes of these weights as loaded (part of the model's weight bytes) ...
+  double loaded_bytes() const;
+  // ... and what a step of n tokens reads of them: the n embedding rows, the head when any row
+  // wants logits.
+  double step_bytes(const ModelConfig& c, double n, bool any_logits) const;
+};
+
+}  // namespace brigade

@@ -1,0 +1,317 @@
+#include "models/deepseek.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "models/decoder_ends.h"
+#include "models/load_progress.h"
+#include "models/moe_block.h"
+#include "models/rope_scaling.h"
+#include "models/step_check.h"
+#include "models/step_inputs.h"
+#include "models/weight_loader.h"
+
+namespace brigade {
+namespace {
+
+// transformers' DeepseekV3RMSNorm default: q_a_layernorm and kv_a_layernorm are built without the
+// config's rms_norm_eps.
+constexpr float kLatentNormEps = 1e-6f;
+
+// One layer's MLA weights (models/deepseek.h for the shapes' meaning).
+struct MlaBlock {
+  OwnedTensor q_a;          // [q_lora, hidden], empty without q_lora_rank
+  OwnedTensor q_a_norm;     // [q_lora] f32
+  OwnedTensor q_nope;       // [H dn, q_in]: the nope rows of q_b_proj / q_proj
+  OwnedTensor q_pe;         // [H dr, q_in]: their rope rows
+  OwnedTensor kv_a_latent;  // [R, hidden]: kv_a_proj_with_mqa's latent rows
+  OwnedTensor kv_a_pe;      // [dr, hidden]: its k_pe rows
+  OwnedTensor kv_a_norm;    // [R] f32
+  OwnedTensor w_uk;         // [H R, dn]: per head W_UK transposed (kv_b_proj's k rows)
+  OwnedTensor w_uv;         // [H dv, R]: per head W_UV (kv_b_proj's v rows)
+  OwnedTensor o;            // [hidden, H dv]
+};
+
+struct DeepseekLayer {
+  OwnedTensor attn_norm;  // [hidden] f32
+  MlaBlock attn;
+  OwnedTensor mlp_norm;   // [hidden] f32
+  OwnedTensor gate_up;    // dense layers: [2 I, hidden]
+  OwnedTensor down;       // [hidden, I]
+  MoeBlock moe;           // sparse layers
+};
+
+// Activations for up to T rows, in the backend's activation dtype.
+struct Scratch {
+  OwnedTensor residual, normed, delta, selected;  // [T, hidden]
+  OwnedTensor q_a;                                // [T, q_lora]
+  OwnedTensor q_a_normed;                         // [T, q_lora]
+  OwnedTensor q_nope;                             // [T, H dn]
+  OwnedTensor q_pe;                               // [T, H dr]
+  OwnedTensor latent, latent_normed;              // [T, R]
+  OwnedTensor k_pe;                               // [T, dr]
+  OwnedTensor q_lat, o_lat;                       // [T, H R]
+  OwnedTensor attn;                               // [T, H dv]
+  OwnedTensor gate_up, act;                       // [T, 2 I], [T, I] (dense layers)
+  MoeScratch moe;
+};
+
+std::string layer_name(int l, const char* suffix) { return "model.layers." + std::to_string(l) + "." + suffix; }
+
+class DeepseekModel final : public Model {
+ public:
+  DeepseekModel(const ModelConfig& config, Backend& backend, const LoadOptions& options)
+      : config_(config), backend_(backend), options_(options) {
+    mla_ = {config.n_heads, config.kv_lora_rank, config.qk_rope_head_dim};
+  }
+
+  Status load(const Checkpoint& ck);
+
+  const ModelConfig& config() const override { return config_; }
+  KvLayout kv_layout(int n_pages, int page_size, DType dtype) const override {
+    KvLayout l{config_.n_layers, n_pages, page_size, 1, mla_.row_width(), dtype};
+    l.latent = true;
+    return l;
+  }
+  Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
+  int64_t n_params() const override { return n_params_; }
+  int64_t weight_bytes() const override { return weight_bytes_; }
+  StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const override;
+
+ private:
+  Status load_attention(WeightLoader& w, int l, MlaBlock& a);
+  Status load_layer(WeightLoader& w, int l, DeepseekLayer& layer);
+  Status allocate_scratch();
+  void run_attention(const MlaBlock& a, const KvLayer& cache, const AttentionMeta& meta, int n);
+  void run_mlp(const DeepseekLayer& layer, int n);
+
+  ModelConfig config_;
+  Backend& backend_;
+  LoadOptions options_;
+  MlaLayout mla_;
+  RopeConfig rope_;  // over the qk_rope_head_dim dims of q_pe's H heads and k_pe's one
+  DecoderEnds ends_;
+  std::vector<DeepseekLayer> layers_;
+  Scratch scratch_;
+  StepInputs ints_;
+  int64_t n_params_ = 0;
+  int64_t weight_bytes_ = 0;
+  int64_t expert_params_ = 0;  // routed experts of every sparse layer (in n_params_)
+  int64_t expert_bytes_ = 0;   // their bytes as loaded (in weight_bytes_)
+};
+
+Status DeepseekModel::load_attention(WeightLoader& w, int l, MlaBlock& a) {
+  const auto& c = config_;
+  const int64_t hidden = c.hidden_size, h = c.n_heads, r = c.kv_lora_rank;
+  const int64_t dn = c.qk_nope_head_dim, dr = c.qk_rope_head_dim, dv = c.v_head_dim, dq = dn + dr;
+  std::string q_name = layer_name(l, "self_attn.q_proj.weight");
+  int64_t q_in = hidden;
+  if (c.q_lora_rank > 0) {
+    q_in = c.q_lora_rank;
+    q_name = layer_name(l, "self_attn.q_b_proj.weight");
+    BRIGADE_ASSIGN_OR_RETURN(a.q_a, w.matrix(layer_name(l, "self_attn.q_a_proj.weight"), q_in, hidden));
+    BRIGADE_ASSIGN_OR_RETURN(a.q_a_norm, w.vector_f32({layer_name(l, "self_attn.q_a_layernorm.weight")}, {q_in}));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(a.q_nope, w.row_blocks(q_name, h * dq, q_in, dq, {0, dn}));
+  BRIGADE_ASSIGN_OR_RETURN(a.q_pe, w.row_blocks(q_name, h * dq, q_in, dq, {dn, dr}));
+  const std::string kv_a = layer_name(l, "self_attn.kv_a_proj_with_mqa.weight");
+  BRIGADE_ASSIGN_OR_RETURN(a.kv_a_latent, w.matrix(kv_a, r + dr, hidden, {0, r}));
+  BRIGADE_ASSIGN_OR_RETURN(a.kv_a_pe, w.matrix(kv_a, r + dr, hidden, {r, dr}));
+  BRIGADE_ASSIGN_OR_RETURN(a.kv_a_norm, w.vector_f32({layer_name(l, "self_attn.kv_a_layernorm.weight")}, {r}));
+  const std::string kv_b = layer_name(l, "self_attn.kv_b_proj.weight");
+  BRIGADE_ASSIGN_OR_RETURN(a.w_uk, w.row_blocks(kv_b, h * (dn + dv), r, dn + dv, {0, dn}, /*transpose_blocks=*/true));
+  BRIGADE_ASSIGN_OR_RETURN(a.w_uv, w.row_blocks(kv_b, h * (dn + dv), r, dn + dv, {dn, dv}));
+  BRIGADE_ASSIGN_OR_RETURN(a.o, w.matrix(layer_name(l, "self_attn.o_proj.weight"), hidden, h * dv));
+  return Status::ok();
+}
+
+Status DeepseekModel::load_layer(WeightLoader& w, int l, DeepseekLayer& layer) {
+  const auto& c = config_;
+  const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
+  BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, w.vector_f32({layer_name(l, "input_layernorm.weight")}, {hidden}));
+  BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, w.vector_f32({layer_name(l, "post_attention_layernorm.weight")}, {hidden}));
+  BRIGADE_RETURN_IF_ERROR(load_attention(w, l, layer.attn));
+  if (c.is_moe_layer(l)) {
+    BRIGADE_ASSIGN_OR_RETURN(layer.moe, load_moe_block(w, c, l));
+    expert_params_ += int64_t{3} * c.n_experts * c.moe_intermediate_size * hidden;
+    expert_bytes_ += static_cast<int64_t>(layer.moe.gate_up.tensor.nbytes() + layer.moe.down.tensor.nbytes());
+    return Status::ok();
+  }
+  BRIGADE_ASSIGN_OR_RETURN(layer.gate_up, w.fused({layer_name(l, "mlp.gate_proj.weight"), layer_name(l, "mlp.up_proj.weight")},
+                                                  {inter, inter}, hidden));
+  BRIGADE_ASSIGN_OR_RETURN(layer.down, w.matrix(layer_name(l, "mlp.down_proj.weight"), hidden, inter));
+  return Status::ok();
+}
+
+Status DeepseekModel::load(const Checkpoint& ck) {
+  const auto& c = config_;
+  WeightLoader w(ck, backend_, options_.weight_dtype);
+  BRIGADE_RETURN_IF_ERROR(ends_.load_embedding(w, c));
+  BRIGADE_RETURN_IF_ERROR(load_layers_with_progress(
+      ck.path(), c.n_layers, options_.progress,
+      [&](int l) { return load_layer(w, l, layers_.emplace_back()); }, [&] { return w.n_bytes(); }));
+  BRIGADE_RETURN_IF_ERROR(ends_.load_head(w, c, /*with_head=*/true));
+  n_params_ = w.n_params();
+  weight_bytes_ = w.n_bytes();
+  rope_.style = c.rope_style;
+  rope_.rotary_dim = c.qk_rope_head_dim;
+  rope_.inv_freq = rope_inv_freq_scaled(c.rope_theta, c.qk_rope_head_dim, c.rope_scaling);
+  rope_.attention_factor = rope_attention_factor(c.rope_scaling);
+  BRIGADE_RETURN_IF_ERROR(allocate_scratch());
+  backend_.synchronize();  // uploads from staging memory have finished before it is freed
+  return Status::ok();
+}
+
+Status DeepseekModel::allocate_scratch() {
+  const auto& c = config_;
+  const DType a = backend_.activation_dtype();
+  const int64_t t = options_.max_batch_tokens, hidden = c.hidden_size, h = c.n_heads, r = c.kv_lora_rank;
+  Scratch& s = scratch_;
+  auto make = [&](OwnedTensor& dst, int64_t cols) -> Status {
+    BRIGADE_ASSIGN_OR_RETURN(dst, alloc_tensor(backend_, a, t, cols));
+    return Status::ok();
+  };
+  for (OwnedTensor* p : {&s.residual, &s.normed, &s.delta, &s.selected}) BRIGADE_RETURN_IF_ERROR(make(*p, hidden));
+  if (c.q_lora_rank > 0) {
+    BRIGADE_RETURN_IF_ERROR(make(s.q_a, c.q_lora_rank));
+    BRIGADE_RETURN_IF_ERROR(make(s.q_a_normed, c.q_lora_rank));
+  }
+  BRIGADE_RETURN_IF_ERROR(make(s.q_nope, h * c.qk_nope_head_dim));
+  BRIGADE_RETURN_IF_ERROR(make(s.q_pe, h * c.qk_rope_head_dim));
+  BRIGADE_RETURN_IF_ERROR(make(s.latent, r));
+  BRIGADE_RETURN_IF_ERROR(make(s.latent_normed, r));
+  BRIGADE_RETURN_IF_ERROR(make(s.k_pe, c.qk_rope_head_dim));
+  BRIGADE_RETURN_IF_ERROR(make(s.q_lat, h * r));
+  BRIGADE_RETURN_IF_ERROR(make(s.o_lat, h * r));
+  BRIGADE_RETURN_IF_ERROR(make(s.attn, h * c.v_head_dim));
+  if (c.n_moe_layers() < c.n_layers) {
+    BRIGADE_RETURN_IF_ERROR(make(s.gate_up, 2 * int64_t{c.intermediate_size}));
+    BRIGADE_RETURN_IF_ERROR(make(s.act, c.intermediate_size));
+  }
+  if (c.n_moe_layers() > 0) {
+    BRIGADE_ASSIGN_OR_RETURN(s.moe, allocate_moe_scratch(backend_, c, t));
+  }
+  return ints_.allocate(backend_, t);
+}
+
+void DeepseekModel::run_attention(const MlaBlock& a, const KvLayer& cache, const AttentionMeta& meta, int n) {
+  const Scratch& s = scratch_;
+  const Tensor normed = s.normed.tensor.rows(0, n);
+  Tensor q_in = normed;
+  if (!a.q_a.tensor.empty()) {
+    backend_.matmul(normed, a.q_a.tensor, Tensor(), s.q_a.tensor.rows(0, n));
+    q_in = s.q_a_normed.tensor.rows(0, n);
+    backend_.rms_norm(s.q_a.tensor.rows(0, n), a.q_a_norm.tensor, kLatentNormEps, q_in);
+  }
+  const Tensor q_nope = s.q_nope.tensor.rows(0, n), q_pe = s.q_pe.tensor.rows(0, n);
+  const Tensor latent = s.latent.tensor.rows(0, n), latent_normed = s.latent_normed.tensor.rows(0, n);
+  const Tensor k_pe = s.k_pe.tensor.rows(0, n);
+  backend_.matmul(q_in, a.q_nope.tensor, Tensor(), q_nope);
+  backend_.matmul(q_in, a.q_pe.tensor, Tensor(), q_pe);
+  backend_.matmul(normed, a.kv_a_latent.tensor, Tensor(), latent);
+  backend_.matmul(normed, a.kv_a_pe.tensor, Tensor(), k_pe);
+  backend_.rms_norm(latent, a.kv_a_norm.tensor, kLatentNormEps, latent_normed);
+  const Tensor positions = ints_.positions(n);
+  backend_.rope(q_pe, QkvLayout{mla_.n_heads, 0, mla_.rope_dim}, positions, rope_);
+  backend_.rope(k_pe, QkvLayout{1, 0, mla_.rope_dim}, positions, rope_);
+  backend_.write_mla_kv(cache, latent_normed, k_pe, ints_.slots(n));
+  const Tensor q_lat = s.q_lat.tensor.rows(0, n), o_lat = s.o_lat.tensor.rows(0, n), attn = s.attn.tensor.rows(0, n);
+  backend_.head_matmul(q_nope, a.w_uk.tensor, mla_.n_heads, q_lat);
+  backend_.mla_attention(q_lat, q_pe, mla_, cache, meta, config_.attn_scale, o_lat);
+  backend_.head_matmul(o_lat, a.w_uv.tensor, mla_.n_heads, attn);
+  backend_.matmul(attn, a.o.tensor, Tensor(), s.delta.tensor.rows(0, n));
+}
+
+void DeepseekModel::run_mlp(const DeepseekLayer& layer, int n) {
+  const Tensor normed = scratch_.normed.tensor.rows(0, n), delta = scratch_.delta.tensor.rows(0, n);
+  if (!layer.moe.empty()) {
+    run_moe_block(backend_, config_, layer.moe, scratch_.moe, normed, delta);
+    return;
+  }
+  const Tensor gate_up = scratch_.gate_up.tensor.rows(0, n), act = scratch_.act.tensor.rows(0, n);
+  backend_.matmul(normed, layer.gate_up.tensor, Tensor(), gate_up);
+  backend_.silu_mul(gate_up, act);
+  backend_.matmul(act, layer.down.tensor, Tensor(), delta);
+}
+
+Status DeepseekModel::forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
+  const StepLimits limits{config_.vocab_size, config_.max_position, options_.max_batch_tokens,
+                          config_.n_layers, 1, mla_.row_width()};
+  if (!kv.layout().latent)
+    return invalid_argument("a DeepSeek (MLA) model needs its latent KV layout (Model::kv_layout)");
+  BRIGADE_ASSIGN_OR_RETURN(StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
+  BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch));
+  const int n = batch.n_tokens();
+  const AttentionMeta meta = ints_.meta(batch, bounds, 0);
+  const Tensor residual = scratch_.residual.tensor.rows(0, n);
+  const Tensor normed = scratch_.normed.tensor.rows(0, n);
+  const Tensor delta = scratch_.delta.tensor.rows(0, n);
+  backend_.embedding(ends_.embed.tensor, ints_.tokens(batch), residual);
+  for (int l = 0; l < config_.n_layers; ++l) {
+    const DeepseekLayer& layer = layers_[static_cast<size_t>(l)];
+    if (l == 0) backend_.rms_norm(residual, layer.attn_norm.tensor, config_.rms_eps, normed);
+    else backend_.add_rms_norm(residual, delta, layer.attn_norm.tensor, config_.rms_eps, normed);
+    run_attention(layer.attn, kv.layer(l), meta, n);
+    backend_.add_rms_norm(residual, delta, layer.mlp_norm.tensor, config_.rms_eps, normed);
+    run_mlp(layer, n);
+  }
+  const int64_t r = static_cast<int64_t>(batch.logit_rows.size());
+  if (r == 0) return Status::ok();
+  ends_.logits(backend_, config_, residual, delta, normed, scratch_.selected.tensor.rows(0, r), ints_.logit_rows(r), logits);
+  return Status::ok();
+}
+
+// The roofline rule of Model::step_cost with MLA's attention: per (query, visible key) pair and
+// head, 2 (R + dr) flops for the score and 2 R for the latent output; the absorbed W_UK / W_UV
+// products are kv_b_proj's weights once per token, counted with the linear layers. Bytes: the
+// latent cache rows (kv_bytes_per_token is the latent's, KvLayout::latent). Routed experts: k of
+// E per token for the flops, min(E, n k) of E per sparse layer for the bytes.
+StepCost DeepseekModel::step_cost(const StepBatch& b, double kv_bytes_per_token) const {
+  const double n = b.n_tokens(), rows = static_cast<double>(b.logit_rows.size());
+  const double table = static_cast<double>(config_.vocab_size) * config_.hidden_size;
+  const double linear_params = static_cast<double>(n_params_) - table - (config_.tie_embeddings ? 0.0 : table);
+  const double e = config_.n_experts, k = config_.n_experts_per_tok;
+  const double dense_params = linear_params - static_cast<double>(expert_params_) * (1.0 - k / e);
+  const double touched = std::min(e, n * k) / e;
+  const AttentionWork work = attention_work(b, 0);
+  const double per_pair = 2.0 * (mla_.row_width() + mla_.kv_lora_rank);
+  StepCost c;
+  c.flops = 2.0 * dense_params * n + 2.0 * table * rows + per_pair * config_.n_layers * config_.n_heads * work.pairs;
+  c.bytes = static_cast<double>(weight_bytes_) - static_cast<double>(expert_bytes_) * (1.0 - touched) -
+            ends_.loaded_bytes() + ends_.step_bytes(config_, n, rows > 0) + kv_bytes_per_token * (work.kv_read + n);
+  return c;
+}
+
+// The ops DeepSeek needs, its weight type, and no tensor parallelism.
+Status check_deepseek_support(const ModelConfig& c, const Backend& backend, const LoadOptions& options) {
+  if (options.max_batch_tokens < 1)
+    return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
+  if (!backend.supports_mla() || !backend.supports_moe())
+    return unsupported("backend '" + backend.name() + "' has no MLA / mixture-of-experts ops; " + c.arch +
+                       " runs on the CPU and CUDA backends");
+  if (options.weight_dtype == DType::f8e4m3)
+    return unsupported("fp8 weights are not supported for " + c.arch + " (neither fp8 checkpoints nor fp8 made at "
+                       "load); load with weights: bf16 or auto");
+  if (options.weight_dtype && *options.weight_dtype != DType::f32 && *options.weight_dtype != DType::bf16 &&
+      *options.weight_dtype != DType::f16)
+    return unsupported(std::string("weight dtype ") + dtype_name(*options.weight_dtype) +
+                       " is not supported; supported: f32, f16, bf16");
+  if (options.communicator != nullptr && options.communicator->size() > 1)
+    return unsupported("tensor parallelism (tp=" + std::to_string(options.communicator->size()) +
+                       ") is not supported for " + c.arch + "; run it with tp: 1 (expert parallelism is not built)");
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Model>> load_deepseek(const Checkpoint& checkpoint, Backend& backend,
+                                               const LoadOptions& options) {
+  BRIGADE_RETURN_IF_ERROR(check_deepseek_support(checkpoint.config(), backend, options));
+  auto model = std::make_unique<DeepseekModel>(checkpoint.config(), backend, options);
+  BRIGADE_RETURN_IF_ERROR(model->load(checkpoint));
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+}  // namespace brigade

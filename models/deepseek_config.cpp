@@ -1,0 +1,142 @@
+#include "models/deepseek_config.h"
+
+#include <cmath>
+#include <string>
+
+#include "models/config_json.h"
+
+namespace brigade {
+namespace {
+
+using json = nlohmann::json;
+
+// An integer field that may be absent or null (then `fallback`).
+Status read_int_or(const json& j, const char* key, int fallback, int& out) {
+  out = fallback;
+  return read_int(j, key, out, false);
+}
+
+// The MLA shapes, the RoPE layout and the softmax scale.
+Status read_mla(const json& j, ModelConfig& c, bool v3) {
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "q_lora_rank", 0, c.q_lora_rank));  // null: q_proj
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "kv_lora_rank", 512, c.kv_lora_rank));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "qk_nope_head_dim", 128, c.qk_nope_head_dim));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "qk_rope_head_dim", 64, c.qk_rope_head_dim));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "v_head_dim", 128, c.v_head_dim));
+  // transformers sets head_dim = qk_rope_head_dim: the RoPE frequencies are over the rotary part.
+  c.head_dim = c.qk_rope_head_dim;
+  c.n_kv_heads = c.n_heads;  // num_key_value_heads is not used by MLA (one latent per token)
+  // V2 rotates adjacent pairs (complex multiply); V3 does when rope_interleave (its default), and
+  // writes the rotated pairs de-interleaved, a permutation q and k share, so scores are the same.
+  bool interleave = true;
+  if (v3) BRIGADE_RETURN_IF_ERROR(read_bool(j, "rope_interleave", interleave));
+  c.rope_style = interleave ? RopeStyle::interleaved : RopeStyle::neox;
+  // Softmax scale: 1 / sqrt(qk_nope + qk_rope), times yarn's mscale(factor, mscale_all_dim)^2.
+  c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.qk_nope_head_dim + c.qk_rope_head_dim));
+  const RopeScaling& rs = c.rope_scaling;
+  if (rs.type == RopeScalingType::yarn && rs.mscale_all_dim > 0.0f) {
+    const float m = yarn_mscale(rs.factor, rs.mscale_all_dim);
+    c.attn_scale *= m * m;
+  }
+  return Status::ok();
+}
+
+// The routed experts, the shared ones and the routing rule.
+Status read_routing(const json& j, ModelConfig& c, bool v3) {
+  const char* experts_key = j.contains("n_routed_experts") ? "n_routed_experts" : "num_local_experts";
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, experts_key, v3 ? 256 : 64, c.n_experts));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "num_experts_per_tok", v3 ? 8 : 0, c.n_experts_per_tok));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "moe_intermediate_size", v3 ? 2048 : 1407, c.moe_intermediate_size));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "n_shared_experts", v3 ? 1 : 2, c.n_shared_experts));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "first_k_dense_replace", v3 ? 3 : 0, c.first_k_dense_replace));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "n_group", v3 ? 8 : 1, c.n_group));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "topk_group", v3 ? 4 : 1, c.topk_group));
+  c.norm_topk_prob = v3;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "norm_topk_prob", c.norm_topk_prob));
+  c.routed_scaling_factor = v3 ? 2.5f : 1.0f;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "routed_scaling_factor", c.routed_scaling_factor));
+  int freq = 1;
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "moe_layer_freq", 1, freq));
+  if (freq != 1)
+    return unsupported("config.json: moe_layer_freq = " + std::to_string(freq) +
+                       " is not supported (transformers' DeepSeek makes every layer from first_k_dense_replace on "
+                       "sparse); use 1");
+  std::string scoring, method;
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "scoring_func", scoring));
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "topk_method", method));
+  if (v3) {
+    // transformers' DeepseekV3TopkRouter: sigmoid, e_score_correction_bias, top-2-sum groups.
+    if (!scoring.empty() && scoring != "sigmoid")
+      return unsupported("config.json: scoring_func '" + scoring + "' is not supported for deepseek_v3; supported: sigmoid");
+    if (!method.empty() && method != "noaux_tc")
+      return unsupported("config.json: topk_method '" + method + "' is not supported for deepseek_v3; supported: noaux_tc");
+    c.moe_scoring = MoeScoring::sigmoid;
+    c.moe_score_bias = true;
+    c.moe_group_score = c.n_group > 1 ? MoeGroupScore::top2_sum : MoeGroupScore::none;
+    return Status::ok();
+  }
+  if (!scoring.empty() && scoring != "softmax")
+    return unsupported("config.json: scoring_func '" + scoring + "' is not supported for deepseek_v2; supported: softmax");
+  if (method.empty()) method = "greedy";
+  if (method != "greedy" && method != "group_limited_greedy")
+    return unsupported("config.json: topk_method '" + method +
+                       "' is not supported for deepseek_v2; supported: greedy, group_limited_greedy");
+  if (c.norm_topk_prob)
+    return unsupported("config.json: norm_topk_prob = true is not supported for deepseek_v2 (transformers' "
+                       "DeepseekV2 ignores it, the original code renormalises: the reference is ambiguous)");
+  c.moe_scoring = MoeScoring::softmax;
+  c.moe_group_score = method == "group_limited_greedy" && c.n_group > 1 ? MoeGroupScore::max : MoeGroupScore::none;
+  return Status::ok();
+}
+
+}  // namespace
+
+Status read_deepseek(const json& j, ModelConfig& c) {
+  const bool v3 = c.arch == "deepseek_v3";
+  if (auto it = j.find("quantization_config"); it != j.end() && !it->is_null())
+    return unsupported("config.json: quantization_config is set (fp8 block-quantized weights); brigade loads "
+                       "bf16/f16/f32 DeepSeek checkpoints only: convert the weights to bf16 first");
+  std::string act = "silu";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
+  if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported; supported: silu");
+  BRIGADE_RETURN_IF_ERROR(read_mla(j, c, v3));
+  return read_routing(j, c, v3);
+}
+
+Status validate_deepseek(const ModelConfig& c) {
+  auto positive = [](const char* name, int v) -> Status {
+    if (v <= 0) return invalid_argument(std::string("model config: ") + name + " must be > 0 (got " + std::to_string(v) + ")");
+    return Status::ok();
+  };
+  BRIGADE_RETURN_IF_ERROR(positive("kv_lora_rank", c.kv_lora_rank));
+  BRIGADE_RETURN_IF_ERROR(positive("qk_nope_head_dim", c.qk_nope_head_dim));
+  BRIGADE_RETURN_IF_ERROR(positive("qk_rope_head_dim", c.qk_rope_head_dim));
+  BRIGADE_RETURN_IF_ERROR(positive("v_head_dim", c.v_head_dim));
+  BRIGADE_RETURN_IF_ERROR(positive("n_routed_experts", c.n_experts));
+  BRIGADE_RETURN_IF_ERROR(positive("moe_intermediate_size", c.moe_intermediate_size));
+  BRIGADE_RETURN_IF_ERROR(positive("n_group", c.n_group));
+  if (c.q_lora_rank < 0) return invalid_argument("model config: q_lora_rank must be > 0 or null");
+  if (c.n_shared_experts < 0) return invalid_argument("model config: n_shared_experts must be >= 0");
+  if (c.first_k_dense_replace < 0 || c.first_k_dense_replace > c.n_layers)
+    return invalid_argument("model config: first_k_dense_replace must be in [0, num_hidden_layers = " +
+                            std::to_string(c.n_layers) + "] (got " + std::to_string(c.first_k_dense_replace) + ")");
+  if (!(c.routed_scaling_factor > 0.0f) || !std::isfinite(c.routed_scaling_factor))
+    return invalid_argument("model config: routed_scaling_factor must be a positive number");
+  const int e = c.n_experts, g = c.n_group;
+  if (e % g != 0)
+    return invalid_argument("model config: n_routed_experts (" + std::to_string(e) + ") must be a multiple of n_group (" +
+                            std::to_string(g) + ")");
+  if (c.topk_group < 1 || c.topk_group > g)
+    return invalid_argument("model config: topk_group must be in [1, n_group = " + std::to_string(g) + "] (got " +
+                            std::to_string(c.topk_group) + ")");
+  if (c.moe_group_score == MoeGroupScore::top2_sum && e / g < 2)
+    return invalid_argument("model config: deepseek_v3 scores a group by its two best experts; n_routed_experts / "
+                            "n_group must be >= 2 (got " + std::to_string(e / g) + ")");
+  const int allowed = c.moe_group_score == MoeGroupScore::none ? e : c.topk_group * (e / g);
+  if (c.n_experts_per_tok < 1 || c.n_experts_per_tok > allowed)
+    return invalid_argument("model config: num_experts_per_tok must be in [1, " + std::to_string(allowed) +
+                            "] (the experts of topk_group groups; got " + std::to_string(c.n_experts_per_tok) + ")");
+  return Status::ok();
+}
+
+}  // namespace brigade
