@@ -34,6 +34,8 @@ struct GenerateArgs {
   std::string topology;
   int threads = 0;
   bool ignore_eos = false;
+  int min_tokens = 0;
+  bool json_object = false;
   ExecutorFlags executor;
 };
 

@@ -46,6 +46,8 @@ void add_generate_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--threads", opts->threads, "CPU threads (0 = all cores)")->capture_default_str();
   add_executor_flags(cmd, opts->executor);
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "Keep generating past end-of-sequence");
+  cmd->add_option("--min-tokens", opts->min_tokens, "No end-of-sequence before this many tokens")->capture_default_str();
+  cmd->add_flag("--json-object", opts->json_object, "The output is one JSON object (enforced token by token)");
   cmd->callback([opts, &run] { run = [opts] { return run_generate(*opts); }; });
 }
 
@@ -70,6 +72,8 @@ int run_generate(const GenerateArgs& a) {
   req.sampling.top_k = a.top_k;
   if (a.seed) req.sampling.seed = *a.seed;
   req.ignore_eos = a.ignore_eos;
+  req.min_tokens = a.min_tokens;
+  if (a.json_object) req.response_format = ResponseFormat::json_object;
 
   const bool ids_mode = !req.prompt_ids.empty();
   if (!ids_mode) {

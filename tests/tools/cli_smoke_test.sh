@@ -9,6 +9,22 @@ trap 'rm -rf "$dir"' EXIT
 "$bin" make-model --out "$dir/m" --hidden 64 --layers 2 --heads 4 --kv-heads 2 --intermediate 128 --vocab 300 \
   --max-position 512 --dtype f32 >/dev/null
 
+# generate --json-object: whatever the random weights say, an output the model ended is one JSON
+# object, and one cut by --max-tokens begins one.
+n_whole=0
+for seed in 1 2 3 4; do
+  "$bin" generate --model "$dir/m" --prompt "Data:" --json-object --max-tokens 32 --seed $seed --threads 1 \
+    >"$dir/json.txt" 2>"$dir/json.err"
+  if grep -q "finish: stop" "$dir/json.err"; then
+    python3 -c 'import json, sys; t = open(sys.argv[1], encoding="utf-8").read(); assert t.startswith("Data:"); assert isinstance(json.loads(t[5:]), dict), t' "$dir/json.txt"
+    n_whole=$((n_whole + 1))
+  else
+    grep -q "finish: length" "$dir/json.err"
+    python3 -c 'import sys; t = open(sys.argv[1], encoding="utf-8", errors="replace").read(); assert t[5:].lstrip().startswith("{"), t' "$dir/json.txt"
+  fi
+done
+[ "$n_whole" -ge 1 ]
+
 "$bin" demo --model "$dir/m" --requests 6 --concurrency 3 --threads 1 >"$dir/demo.txt"
 grep -q "POST /v1/chat/completions ->" "$dir/demo.txt"
 grep -q "online: 6 requests (0 errors)" "$dir/demo.txt"
