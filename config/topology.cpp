@@ -188,6 +188,7 @@ Status parse_executors(const YAML::Node& e, const std::string& where, std::vecto
 Status parse_instance(const YAML::Node& n, const std::string& where, InstanceConfig& inst) {
   return MapReader(n, where)
       .read("name", inst.name)
+      .read("role", inst.role)
       .nested("scheduler", [&](const YAML::Node& s, const std::string& w) { return parse_scheduler(s, w, inst.scheduler); })
       .nested("kv", [&](const YAML::Node& k, const std::string& w) { return parse_kv(k, w, inst.kv); })
       .nested("cache", [&](const YAML::Node& c, const std::string& w) { return parse_cache(c, w, inst.cache); })
@@ -231,6 +232,7 @@ Status validate_instance(const InstanceConfig& inst) {
     return invalid_argument("instance name '" + inst.name +
                             "' must be 1 to 64 letters, digits, '_', '-' or '.' (it labels /metrics series)");
   const std::string w = "instances[" + inst.name + "]";
+  if (auto role = parse_pd_role(inst.role); !role) return invalid_argument(w + ": " + role.status().message());
   if (inst.executors.size() != 1)
     return unsupported(w + " has " + std::to_string(inst.executors.size()) + " executors; this build runs exactly one");
   BRIGADE_RETURN_IF_ERROR(validate_executor(inst.executors.front(), inst.cache, w));
@@ -276,6 +278,42 @@ Status check_instances_apart(const std::vector<InstanceConfig>& instances) {
   return Status::ok();
 }
 
+// PD separation: prefill instances hand sequences with their KV pages to decode instances, so
+// both kinds must exist, and the page bytes one writes must mean the same to the other.
+Status validate_pd(const std::vector<InstanceConfig>& instances, const PdConfig& pd) {
+  const std::set<std::string> transfers = {"local", "inline"};
+  if (!transfers.count(pd.transfer))
+    return invalid_argument("pd.transfer '" + pd.transfer + "' is not one of: " + join(transfers));
+  int n_prefill = 0, n_decode = 0;
+  const InstanceConfig* first = nullptr;
+  for (const InstanceConfig& inst : instances) {
+    const PdRole role = *parse_pd_role(inst.role);  // validated before
+    if (role == PdRole::both) continue;
+    (role == PdRole::prefill ? n_prefill : n_decode)++;
+    const std::string w = "instances[" + inst.name + "]";
+    if (inst.executors.front().tp != 1)
+      return unsupported(w + ": role " + inst.role + " needs tp: 1 (a hand-off moves one executor's KV pages; "
+                         "under tp each rank holds a part of every page)");
+    if (!first) {
+      first = &inst;
+      continue;
+    }
+    if (inst.kv.page_size != first->kv.page_size || inst.kv.dtype != first->kv.dtype)
+      return invalid_argument(w + ": kv.page_size " + std::to_string(inst.kv.page_size) + " and kv.dtype " +
+                              inst.kv.dtype + " differ from instances[" + first->name + "]'s (" +
+                              std::to_string(first->kv.page_size) + ", " + first->kv.dtype +
+                              "): prefill and decode instances must share one KV layout");
+  }
+  if (n_prefill + n_decode == 0) return Status::ok();
+  if (n_prefill == 0 || n_decode == 0)
+    return invalid_argument("PD separation needs at least one prefill and one decode instance (this topology has " +
+                            std::to_string(n_prefill) + " prefill and " + std::to_string(n_decode) + " decode)");
+  if (n_prefill + n_decode != static_cast<int>(instances.size()))
+    return invalid_argument("an instance with role both cannot serve beside prefill and decode instances: give "
+                            "every instance role prefill or decode, or none of them");
+  return Status::ok();
+}
+
 Status validate_router(const RouterConfig& r) {
   const std::set<std::string> policies = {"cache_aware", "least_load", "round_robin"};
   if (!policies.count(r.policy))
@@ -302,6 +340,26 @@ Status parse_router(const YAML::Node& n, const std::string& where, RouterConfig&
 
 TopologyConfig default_topology() { return TopologyConfig{}; }
 
+const char* pd_role_name(PdRole r) {
+  switch (r) {
+    case PdRole::both: return "both";
+    case PdRole::prefill: return "prefill";
+    case PdRole::decode: return "decode";
+  }
+  return "?";
+}
+
+Expected<PdRole> parse_pd_role(const std::string& name) {
+  if (name == "both") return PdRole::both;
+  if (name == "prefill") return PdRole::prefill;
+  if (name == "decode") return PdRole::decode;
+  return invalid_argument("role '" + name + "' is not one of: both, decode, prefill");
+}
+
+bool TopologyConfig::pd_separated() const {
+  return std::any_of(instances.begin(), instances.end(), [](const InstanceConfig& i) { return i.role != "both"; });
+}
+
 Expected<DeviceSpec> parse_device(const std::string& device) {
   if (device == "cpu") return DeviceSpec{};
   if (device == "cuda") return DeviceSpec{true, 0};
@@ -322,6 +380,7 @@ Status TopologyConfig::validate() const {
       return invalid_argument("two instances are named '" + inst.name + "': instance names must be unique");
   }
   BRIGADE_RETURN_IF_ERROR(check_instances_apart(instances));
+  BRIGADE_RETURN_IF_ERROR(validate_pd(instances, pd));
   return validate_router(router);
 }
 
@@ -349,6 +408,9 @@ Expected<TopologyConfig> parse_topology(const std::string& yaml_text) {
           .read("model", cfg.model)
           .nested("instances", parse_instances)
           .nested("router", [&](const YAML::Node& r, const std::string& w) { return parse_router(r, w, cfg.router); })
+          .nested("pd", [&](const YAML::Node& n, const std::string& w) {
+            return MapReader(n, w).read("transfer", cfg.pd.transfer).status();
+          })
           .status());
   BRIGADE_RETURN_IF_ERROR(cfg.validate());
   return cfg;

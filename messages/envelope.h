@@ -106,6 +106,16 @@ class msg {
     return msg(std::shared_ptr<const detail::MessageStorage>(std::move(storage)));
   }
 
+  // build, plus an object the message keeps alive for as long as it or any in-process copy of
+  // it lives (a data-plane buffer that a BlobRef in the message names by a local handle,
+  // messages/blob.h). The attachment is not part of the flat bytes: it never crosses processes.
+  template <class F>
+  static msg build_attached(std::shared_ptr<const void> attachment, F&& fill) {
+    msg m = build(std::forward<F>(fill));
+    m.attachment_ = std::move(attachment);
+    return m;
+  }
+
   // Parses and fully validates flat Cap'n Proto bytes (as written by to_bytes). Any defect gives
   // a `corrupt` Status naming it: empty or non-word-sized input, a bad segment table, trailing
   // bytes, out-of-bounds pointers, traversal/nesting limits exceeded, unterminated text, unknown
@@ -154,6 +164,7 @@ class msg {
 
   std::shared_ptr<const detail::MessageStorage> storage_;
   reader_type root_;
+  std::shared_ptr<const void> attachment_;  // build_attached's; null otherwise
 };
 
 // CAF 0.17 inspection. Serialisers write the flat bytes as a byte sequence (a size, then the raw

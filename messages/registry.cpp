@@ -24,6 +24,11 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<tier_pages_msg>("brigade.TierPages");
   cfg.add_message_type<tier_stats_request_msg>("brigade.TierStatsRequest");
   cfg.add_message_type<tier_stats_msg>("brigade.TierStats");
+  cfg.add_message_type<kv_export_msg>("brigade.KvExport");
+  cfg.add_message_type<kv_exported_msg>("brigade.KvExported");
+  cfg.add_message_type<kv_import_msg>("brigade.KvImport");
+  cfg.add_message_type<kv_imported_msg>("brigade.KvImported");
+  cfg.add_message_type<kv_handoff_msg>("brigade.KvHandoff");
   cfg.add_error_category(error_category, render_error);
 }
 

@@ -6,6 +6,7 @@
 #include "messages/envelope.h"
 #include "messages/hicache.capnp.h"
 #include "messages/kv.capnp.h"
+#include "messages/pd.capnp.h"
 #include "messages/request.capnp.h"
 #include "messages/step.capnp.h"
 
@@ -33,5 +34,11 @@ using tier_get_msg = msg<schema::TierGet>;
 using tier_pages_msg = msg<schema::TierPages>;
 using tier_stats_request_msg = msg<schema::TierStatsRequest>;
 using tier_stats_msg = msg<schema::TierStats>;
+// PD separation (pd.capnp): scheduler <-> executor, prefill scheduler -> router -> decode scheduler.
+using kv_export_msg = msg<schema::KvExport>;
+using kv_exported_msg = msg<schema::KvExported>;
+using kv_import_msg = msg<schema::KvImport>;
+using kv_imported_msg = msg<schema::KvImported>;
+using kv_handoff_msg = msg<schema::KvHandoff>;
 
 }  // namespace brigade

@@ -55,6 +55,26 @@ void render_instances(std::string& out, const std::vector<InstanceStats>& instan
                "Prompt tokens the instance served from its prefix cache.", instances,
                [](const InstanceStats& i) { return i.stats.cache_hit_tokens; });
   if (instances.size() < 2) return;  // one instance has no router
+  // PD separation: each instance's role, and what moved between prefill and decode instances.
+  out += "# HELP brigade_instance_role The instance's role (both, prefill, decode): always 1.\n"
+         "# TYPE brigade_instance_role gauge\n";
+  for (const auto& inst : instances)
+    out += "brigade_instance_role{instance=\"" + inst.name + "\",role=\"" + inst.role + "\"} 1\n";
+  per_instance(out, "brigade_pd_transfers_out_total", "counter", "Sequences a prefill instance handed off.", instances,
+               [](const InstanceStats& i) { return i.stats.pd_transfers_out; });
+  per_instance(out, "brigade_pd_transfers_in_total", "counter", "Hand-offs whose KV pages a decode instance wrote.",
+               instances, [](const InstanceStats& i) { return i.stats.pd_transfers_in; });
+  per_instance(out, "brigade_pd_bytes_out_total", "counter", "KV bytes a prefill instance handed off.", instances,
+               [](const InstanceStats& i) { return i.stats.pd_bytes_out; });
+  per_instance(out, "brigade_pd_bytes_in_total", "counter", "KV bytes a decode instance received.", instances,
+               [](const InstanceStats& i) { return i.stats.pd_bytes_in; });
+  per_instance(out, "brigade_pd_transfer_seconds_total", "counter",
+               "Summed seconds from a first token at the prefill scheduler to its pages written on the decode "
+               "instance (mean = this / brigade_pd_transfers_in_total).",
+               instances, [](const InstanceStats& i) { return static_cast<double>(i.stats.pd_transfer_us) / 1e6; });
+  per_instance(out, "brigade_pd_import_failures_total", "counter",
+               "Hand-offs whose pages could not be written (the sequence recomputed on the decode instance).",
+               instances, [](const InstanceStats& i) { return i.stats.pd_import_failures; });
   out += "# HELP brigade_router_requests_total Requests the router sent to each instance, by why it chose it.\n"
          "# TYPE brigade_router_requests_total counter\n";
   for (const auto& inst : instances) {

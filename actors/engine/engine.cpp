@@ -121,6 +121,12 @@ constexpr CounterField<uint64_t> kCounterTotals[] = {
     {&EngineStats::spec_off_compute_bound_steps, &SchedulerCounters::spec_off_compute_bound_steps},
     {&EngineStats::spec_off_batch_steps, &SchedulerCounters::spec_off_batch_steps},
     {&EngineStats::spec_seqs_turned_off, &SchedulerCounters::spec_seqs_turned_off},
+    {&EngineStats::pd_transfers_out, &SchedulerCounters::pd_transfers_out},
+    {&EngineStats::pd_bytes_out, &SchedulerCounters::pd_bytes_out},
+    {&EngineStats::pd_transfers_in, &SchedulerCounters::pd_transfers_in},
+    {&EngineStats::pd_bytes_in, &SchedulerCounters::pd_bytes_in},
+    {&EngineStats::pd_transfer_us, &SchedulerCounters::pd_transfer_us},
+    {&EngineStats::pd_import_failures, &SchedulerCounters::pd_import_failures},
 };
 // Per bound, memory then compute (SchedulerCounters::bound_*).
 constexpr std::pair<uint64_t EngineStats::*, uint64_t EngineStats::*> kBoundFields[] = {
@@ -163,6 +169,24 @@ void accumulate(EngineStats& to, const EngineStats& from) {
   to.kv_pages_total += from.kv_pages_total;
   to.tiers = to.tiers || from.tiers;
   to.tier_disk_degraded = to.tier_disk_degraded || from.tier_disk_degraded;
+}
+
+// PD separation: a decode instance writes the prefill instance's page bytes as they are, so every
+// PD instance's pages must have one layout (the topology checks page size and KV dtype; this
+// checks the bytes the loaded models actually give, e.g. the same head sizes).
+Status check_pd_layouts(const std::vector<LoadedInstance>& loaded) {
+  const LoadedInstance* first = nullptr;
+  for (const auto& l : loaded) {
+    if (l.setup.limits.role == PdRole::both) continue;
+    if (!first) {
+      first = &l;
+    } else if (l.kv_page_bytes != first->kv_page_bytes) {
+      return invalid_argument("instances '" + first->name + "' and '" + l.name + "' have KV pages of " +
+                              std::to_string(first->kv_page_bytes) + " and " + std::to_string(l.kv_page_bytes) +
+                              " bytes: prefill and decode instances need one model and KV layout");
+    }
+  }
+  return Status::ok();
 }
 
 class EngineImpl final : public Engine {
@@ -241,6 +265,7 @@ class EngineImpl final : public Engine {
     for (size_t i = 0; i < instances_.size(); ++i) {
       InstanceStats is;
       is.name = instances_[i].name;
+      is.role = pd_role_name(instances_[i].role);
       is.stats = scheduler_stats(instances_[i]);
       if (router_counters_) {
         const auto& routed = router_counters_->routed[i];
@@ -365,12 +390,16 @@ Status EngineImpl::start(const EngineOptions& options) {
     for (const auto& l : loaded) rs.instance_names.push_back(l.name);
     router_counters_ = std::make_shared<RouterCounters>(static_cast<int>(loaded.size()));
     rs.counters = router_counters_;
+    for (const auto& l : loaded) rs.roles.push_back(l.setup.limits.role);
     router_ = spawn_router(system_, std::move(rs), sink);
     sink = router_;
-    spdlog::info("engine: {} instances behind a {} router", loaded.size(), options.topology.router.policy);
+    spdlog::info("engine: {} instances behind a {} router{}", loaded.size(), options.topology.router.policy,
+                 options.topology.pd_separated() ? " (PD separation: prompts to prefill instances, hand-offs to decode)"
+                                                 : "");
   }
+  BRIGADE_RETURN_IF_ERROR(check_pd_layouts(loaded));
   for (auto& l : loaded) {
-    instances_.push_back(spawn_instance(system_, std::move(l), sink, /*linked=*/router_ != nullptr));
+    instances_.push_back(spawn_instance(system_, std::move(l), sink, /*linked=*/router_ != nullptr, router_));
     const auto& spawned = instances_.back().actors;
     actors_.insert(actors_.end(), spawned.begin(), spawned.end());
   }

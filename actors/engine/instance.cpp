@@ -207,6 +207,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
     BRIGADE_ASSIGN_OR_RETURN(rank->kv, KvCache::allocate(*rank->backend, layout));
   }
   out.n_pages = n_pages;
+  out.kv_page_bytes = layout.page_bytes();
   spdlog::info("engine: instance '{}': {} ({} params, {} weights, {} MiB) on {}, tp {}, KV {} pages x {} tokens "
                "({} MiB per rank, {}), {} step path",
                inst.name, mc.arch, res->model->n_params(), exe.weights, res->model->weight_bytes() >> 20,
@@ -223,6 +224,9 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   setup.counters = std::make_shared<SchedulerCounters>();
   setup.limits.chunked_prefill = inst.scheduler.chunked_prefill;
   setup.limits.prefix_cache = inst.cache.radix;
+  BRIGADE_ASSIGN_OR_RETURN(setup.limits.role, parse_pd_role(inst.role));
+  setup.instance_name = inst.name;
+  setup.pd_inline_bytes = options.topology.pd.transfer == "inline";
   if (const SpeculativeConfig& sc = inst.scheduler.speculative; sc.method == "ngram") {
     setup.limits.spec = {sc.num_tokens, sc.ngram_min, sc.ngram_max, sc.min_acceptance, sc.disable_batch_size};
     spdlog::info("engine: speculative decoding: ngram {}..{}, {} drafts per step, min acceptance {}", sc.ngram_min,
@@ -257,8 +261,10 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   return out;
 }
 
-SpawnedInstance spawn_instance(caf::actor_system& system, LoadedInstance loaded, token_sink_actor sink, bool linked) {
+SpawnedInstance spawn_instance(caf::actor_system& system, LoadedInstance loaded, token_sink_actor sink, bool linked,
+                               handoff_sink_actor handoffs) {
   SpawnedInstance out;
+  out.role = loaded.setup.limits.role;
   out.name = loaded.name;
   out.counters = loaded.setup.counters;
   out.ceilings = loaded.ceilings;
@@ -274,7 +280,8 @@ SpawnedInstance spawn_instance(caf::actor_system& system, LoadedInstance loaded,
     out.actors.push_back(caf::actor_cast<caf::actor>(followers.back()));
   }
   out.executor = spawn_executor(system, loaded.ranks.front(), out.tiers, std::move(followers));
-  out.scheduler = spawn_scheduler(system, loaded.setup, out.executor, kv_manager, std::move(sink));
+  if (out.role != PdRole::prefill) handoffs = nullptr;
+  out.scheduler = spawn_scheduler(system, loaded.setup, out.executor, kv_manager, std::move(sink), std::move(handoffs));
   out.actors.push_back(caf::actor_cast<caf::actor>(kv_manager));
   out.actors.push_back(caf::actor_cast<caf::actor>(out.executor));
   // Links make the instance live and die as one: an actor that exits with an error takes the

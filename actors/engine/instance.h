@@ -26,6 +26,7 @@ struct LoadedInstance {
   std::optional<HiCacheSetup> tiers;                      // when the instance's cache has tiers
   RooflineCeilings ceilings;                              // zeros without `roofline: true`
   int n_pages = 0;                                        // pages in its KV pool
+  size_t kv_page_bytes = 0;                               // one page's bytes (KvLayout::page_bytes)
 };
 
 // The instance's actors once spawned.
@@ -38,6 +39,7 @@ struct SpawnedInstance {
   std::shared_ptr<SchedulerCounters> counters;
   RooflineCeilings ceilings;
   int n_pages = 0;
+  PdRole role = PdRole::both;
 };
 
 // CPU threads of one executor rank: the configured count, or with `threads: 0` an equal share of
@@ -56,6 +58,9 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
 // exit with an error) the scheduler stops too and whoever monitors it (the router) sees the whole
 // instance go. Unlinked (one instance, no router), a scheduler whose executor died stays up and
 // fails each request's step with the executor's error.
-SpawnedInstance spawn_instance(caf::actor_system& system, LoadedInstance loaded, token_sink_actor sink, bool linked);
+// `handoffs`: where a prefill instance's scheduler sends its hand-offs (the router; unused for
+// other roles).
+SpawnedInstance spawn_instance(caf::actor_system& system, LoadedInstance loaded, token_sink_actor sink, bool linked,
+                               handoff_sink_actor handoffs = {});
 
 }  // namespace brigade

@@ -11,6 +11,7 @@
 
 #include "actors/executor/step_runner.h"
 #include "actors/step_codec.h"
+#include "messages/blob.h"
 
 namespace brigade {
 
@@ -120,6 +121,71 @@ caf::result<kv_loaded_msg> load_pages(executor_ptr self, const kv_load_msg& m) {
   return rp;
 }
 
+kv_exported_msg exported_error(uint64_t id, const std::string& error) {
+  return kv_exported_msg::build([&](schema::KvExported::Builder b) {
+    b.setRequestId(id);
+    b.setError(error);
+  });
+}
+
+// PD hand-off, prefill side: the pages' bytes into one host buffer, named by a BlobRef.
+kv_exported_msg export_pages(executor_ptr self, const kv_export_msg& m) {
+  auto& runner = *self->state.runner;
+  const KvCache& kv = runner.kv();
+  const uint64_t id = m->getRequestId();
+  auto pages = m->getPages();
+  const std::string bad = check_pages(kv.layout(), pages, pages.size());
+  if (!bad.empty()) return exported_error(id, "bad KvExport: " + bad);
+  if (!self->state.followers.empty())
+    return exported_error(id, "KvExport under tensor parallelism would read rank 0's heads only");
+  const size_t page_bytes = kv.layout().page_bytes();
+  auto blob = std::make_shared<HostBlob>(page_bytes * pages.size());
+  for (unsigned i = 0; i < pages.size(); ++i) {
+    const Status s = kv.read_page(runner.backend(), pages[i], std::span<std::byte>(blob->data() + i * page_bytes, page_bytes));
+    if (!s.is_ok()) return exported_error(id, "reading page " + std::to_string(pages[i]) + ": " + s.message());
+  }
+  const bool inline_bytes = m->getInline();
+  std::shared_ptr<const HostBlob> bytes = std::move(blob);
+  auto fill = [&](schema::KvExported::Builder b) {
+    b.setRequestId(id);
+    b.setPageBytes(page_bytes);
+    fill_blob_ref(b.initBlob(), bytes, inline_bytes);
+  };
+  // A local buffer lives as long as the reply (and each message it is forwarded in) does.
+  return inline_bytes ? kv_exported_msg::build(fill) : kv_exported_msg::build_attached(bytes, fill);
+}
+
+kv_imported_msg imported(uint64_t id, const std::string& error) {
+  return kv_imported_msg::build([&](schema::KvImported::Builder b) {
+    b.setRequestId(id);
+    b.setError(error);
+  });
+}
+
+// PD hand-off, decode side: a blob's pages into this executor's device pages.
+kv_imported_msg import_pages(executor_ptr self, const kv_import_msg& m) {
+  auto& runner = *self->state.runner;
+  const uint64_t id = m->getRequestId();
+  auto pages = m->getPages();
+  const std::string bad = check_pages(runner.kv().layout(), pages, pages.size());
+  if (!bad.empty()) return imported(id, "bad KvImport: " + bad);
+  if (!self->state.followers.empty()) return imported(id, "KvImport under tensor parallelism is not supported");
+  const size_t page_bytes = runner.kv().layout().page_bytes();
+  if (m->getPageBytes() != page_bytes)
+    return imported(id, "the pages hold " + std::to_string(m->getPageBytes()) + " bytes each, this instance's " +
+                            std::to_string(page_bytes) + ": the KV layouts differ");
+  auto view = resolve_blob(m->getBlob());
+  if (!view) return imported(id, view.status().message());
+  if (view->bytes.size() != page_bytes * pages.size())
+    return imported(id, "the blob holds " + std::to_string(view->bytes.size()) + " bytes for " +
+                            std::to_string(pages.size()) + " pages of " + std::to_string(page_bytes));
+  for (unsigned i = 0; i < pages.size(); ++i) {
+    const Status s = runner.kv().write_page(runner.backend(), pages[i], view->bytes.subspan(i * page_bytes, page_bytes));
+    if (!s.is_ok()) return imported(id, "writing page " + std::to_string(pages[i]) + ": " + s.message());
+  }
+  return imported(id, "");
+}
+
 void init_state(ExecutorState& state, caf::local_actor* self, std::shared_ptr<ExecutorResources> resources) {
   state.resources = resources;
   state.runner = std::make_unique<StepRunner>(*resources->backend, *resources->model, std::move(resources->kv),
@@ -226,6 +292,8 @@ executor_impl_actor::behavior_type executor_fun(executor_ptr self, std::shared_p
       [self](step_poll_atom, uint64_t step_id) { poll_step(self, step_id); },
       [self](const kv_save_msg& m) { save_pages(self, m); },
       [self](const kv_load_msg& m) -> caf::result<kv_loaded_msg> { return load_pages(self, m); },
+      [self](const kv_export_msg& m) { return export_pages(self, m); },
+      [self](const kv_import_msg& m) { return import_pages(self, m); },
   };
 }
 

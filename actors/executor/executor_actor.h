@@ -25,6 +25,12 @@
 //           must not be used by a step before the KvLoaded. A malformed request, no tier actor
 //           or a failed tier answers nLoaded = 0 with the reason in `error`.
 //
+// PD separation (pd.capnp), with or without tiers:
+//   KvExport -> KvExported: reads the pages into one host buffer (page after page, read_page's
+//           layout), named by a local BlobRef (or inline when asked), before any later message.
+//   KvImport -> KvImported: writes a blob's pages into the given device pages. A bad page id or
+//           a blob of the wrong size changes nothing and answers the reason in `error`.
+//
 // Tensor parallelism (docs/architecture.md): the scheduler talks to rank 0 only, an ordinary
 // executor_actor. Rank 0 resolves each plan's use_last_sampled tokens (it is the only rank that
 // samples), forwards the resolved plan to the follower ranks, runs its own shard and replies.
@@ -52,7 +58,9 @@ namespace brigade {
 
 using executor_actor = caf::typed_actor<caf::replies_to<step_plan_msg>::with<step_result_msg>,
                                         caf::reacts_to<kv_save_msg>,
-                                        caf::replies_to<kv_load_msg>::with<kv_loaded_msg>>;
+                                        caf::replies_to<kv_load_msg>::with<kv_loaded_msg>,
+                                        caf::replies_to<kv_export_msg>::with<kv_exported_msg>,
+                                        caf::replies_to<kv_import_msg>::with<kv_imported_msg>>;
 // A tensor-parallel rank other than 0: runs the (resolved) plans rank 0 forwards; no replies.
 using tp_follower_actor = caf::typed_actor<caf::reacts_to<step_plan_msg>>;
 

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <set>
+
 #include "actors/step_codec.h"
 #include "messages/convert.h"
 #include "messages/error.h"
@@ -15,6 +17,7 @@ struct RouterState {
   std::unique_ptr<RouterPolicy> policy;
   std::vector<scheduler_actor> instances;
   token_sink_actor sink;
+  std::set<uint64_t> aborting;  // PD: aborts sent to a prefill instance, whose hand-off may cross them
   static inline const char* name = "brigade.router";
 };
 
@@ -39,10 +42,50 @@ void on_event(router_ptr self, const token_event_msg& msg) {
   auto r = msg.reader();
   if (r.getFinishReason() != schema::FinishReason::NONE) {
     self->state.policy->finished(r.getRequestId());
+    self->state.aborting.erase(r.getRequestId());
   } else if (r.getTokenIds().size() > 0) {
     self->state.policy->prefilled(r.getRequestId());
   }
   self->send(self->state.sink, msg);
+}
+
+void on_abort(router_ptr self, const abort_msg& msg) {
+  auto& st = self->state;
+  const uint64_t id = msg.reader().getRequestId();
+  // The owner, if the request is still in flight; CAF keeps this after the request itself.
+  auto owner = st.policy->owner(id);
+  if (!owner) return;
+  if (st.policy->role(*owner) == PdRole::prefill) st.aborting.insert(id);
+  self->send(st.instances[static_cast<size_t>(*owner)], msg);
+}
+
+// PD: a prefilled sequence goes on to a decode instance, unless it was aborted or its request
+// already ended (its prefill instance died and the request was failed).
+void on_handoff(router_ptr self, const kv_handoff_msg& msg) {
+  auto& st = self->state;
+  auto r = msg.reader();
+  const uint64_t id = r.getRequestId();
+  if (!st.policy->owner(id)) return;
+  if (st.aborting.erase(id)) {
+    st.policy->finished(id);
+    SeqEvent ev;
+    ev.seq_id = id;
+    ev.finish = Finish::abort;
+    ev.prompt_tokens = static_cast<int>(r.getPrompt().size());
+    ev.completion_tokens = static_cast<int>(r.getGenerated().size());
+    self->send(st.sink, encode_event(ev));
+    return;
+  }
+  auto decode = st.policy->choose_decode();
+  if (!decode) {
+    st.policy->finished(id);
+    self->send(st.sink, error_event(id, decode.status()));
+    return;
+  }
+  st.policy->handed_off(id, *decode);
+  if (st.setup.counters)
+    st.setup.counters->routed[static_cast<size_t>(*decode)][static_cast<size_t>(RouteReason::load)]++;
+  self->send(st.instances[static_cast<size_t>(*decode)], msg);
 }
 
 // The PrefixQuery's answer from the instance this prompt would be routed to.
@@ -65,6 +108,7 @@ void on_down(router_ptr self, const caf::down_msg& dm) {
     if (st.instances[i].address() != dm.source) continue;
     const std::string& name = st.setup.instance_names[i];
     const auto lost = st.policy->instance_down(static_cast<int>(i));
+    for (uint64_t id : lost) st.aborting.erase(id);
     if (st.setup.counters) st.setup.counters->down[i] = true;
     if (dm.reason == caf::exit_reason::user_shutdown) return;  // the engine is going away
     spdlog::error("router: instance '{}' stopped ({}); {} requests in flight there fail, the others keep serving",
@@ -79,7 +123,7 @@ void on_down(router_ptr self, const caf::down_msg& dm) {
 router_actor::behavior_type router_fun(router_ptr self, RouterSetup setup, token_sink_actor sink) {
   auto& st = self->state;
   const int n = static_cast<int>(setup.instance_names.size());
-  st.policy = std::make_unique<RouterPolicy>(setup.config, n);
+  st.policy = std::make_unique<RouterPolicy>(setup.config, n, setup.roles);
   st.setup = std::move(setup);
   st.instances.resize(static_cast<size_t>(n));
   st.sink = std::move(sink);
@@ -87,11 +131,8 @@ router_actor::behavior_type router_fun(router_ptr self, RouterSetup setup, token
   return {
       [self](const generate_request_msg& msg) { on_request(self, msg); },
       [self](const token_event_msg& msg) { on_event(self, msg); },
-      [self](const abort_msg& msg) {
-        // The owner, if the request is still in flight; CAF keeps this after the request itself.
-        if (auto owner = self->state.policy->owner(msg.reader().getRequestId()))
-          self->send(self->state.instances[static_cast<size_t>(*owner)], msg);
-      },
+      [self](const abort_msg& msg) { on_abort(self, msg); },
+      [self](const kv_handoff_msg& msg) { on_handoff(self, msg); },
       [self](const prefix_query_msg& msg) { return on_prefix_query(self, msg); },
       [self](wire_atom, int32_t index, scheduler_actor scheduler) {
         auto& instances = self->state.instances;

@@ -10,6 +10,13 @@
 // scheduler stops (its actors are linked: an executor or KV manager that dies takes it along),
 // nothing more is routed there and each of its requests in flight ends with an error event; the
 // other instances keep serving. An engine shutting down (exit reason user_shutdown) ends none.
+//
+// PD separation (RouterSetup::roles): requests go to prefill instances only; each KvHandoff a
+// prefill scheduler sends here goes on to the least loaded decode instance, which owns the
+// request from then on (its aborts go there). An abort that reaches a prefill instance after it
+// handed the request off is ignored there; the router remembers it and drops the hand-off when it
+// arrives, ending the request with finish abort. A hand-off with no decode instance serving ends
+// its request with an error event.
 #pragma once
 
 #include <caf/all.hpp>
@@ -30,7 +37,7 @@ namespace brigade {
 using router_actor =
     caf::typed_actor<caf::reacts_to<generate_request_msg>, caf::reacts_to<abort_msg>, caf::reacts_to<token_event_msg>,
                      caf::replies_to<prefix_query_msg>::with<prefix_query_result_msg>,
-                     caf::reacts_to<wire_atom, int32_t, scheduler_actor>>;
+                     caf::reacts_to<kv_handoff_msg>, caf::reacts_to<wire_atom, int32_t, scheduler_actor>>;
 
 // What the router counts per instance, for the Engine's stats (read from other threads).
 struct RouterCounters {
@@ -44,6 +51,7 @@ struct RouterCounters {
 struct RouterSetup {
   RouterConfig config;
   std::vector<std::string> instance_names;  // for messages; one per instance
+  std::vector<PdRole> roles;                // one per instance, or empty: all both
   std::shared_ptr<RouterCounters> counters;  // may be null
 };
 

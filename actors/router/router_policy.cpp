@@ -14,13 +14,15 @@ const char* route_reason_name(RouteReason r) {
   return "?";
 }
 
-RouterPolicy::RouterPolicy(const RouterConfig& config, int n_instances)
+RouterPolicy::RouterPolicy(const RouterConfig& config, int n_instances, std::vector<PdRole> roles)
     : config_(config),
       kind_(config.policy == "round_robin"  ? Kind::round_robin
             : config.policy == "least_load" ? Kind::least_load
                                             : Kind::cache_aware),
-      loads_(static_cast<size_t>(n_instances)), up_(static_cast<size_t>(n_instances), true) {
+      loads_(static_cast<size_t>(n_instances)), up_(static_cast<size_t>(n_instances), true), roles_(std::move(roles)) {
   BRIGADE_CHECK(n_instances >= 1, "a router needs an instance");
+  if (roles_.empty()) roles_.assign(static_cast<size_t>(n_instances), PdRole::both);
+  BRIGADE_CHECK(roles_.size() == static_cast<size_t>(n_instances), "one role per instance");
   BRIGADE_CHECK(kind_ != Kind::cache_aware || config.policy == "cache_aware", "router.policy is validated by the topology");
   trees_.reserve(static_cast<size_t>(n_instances));
   for (int i = 0; i < n_instances; ++i) trees_.emplace_back(config.max_tree_tokens);
@@ -37,14 +39,14 @@ bool RouterPolicy::less_loaded(int a, int b) const {
 int RouterPolicy::least_loaded() const {
   int best = -1;
   for (int i = 0; i < n_instances(); ++i)
-    if (up(i) && (best < 0 || less_loaded(i, best))) best = i;
+    if (routable(i) && (best < 0 || less_loaded(i, best))) best = i;
   return best;
 }
 
 bool RouterPolicy::imbalanced() const {
   int lo = -1, hi = -1;
   for (int i = 0; i < n_instances(); ++i) {
-    if (!up(i)) continue;
+    if (!routable(i)) continue;
     const int n = load(i).n_requests;
     lo = lo < 0 ? n : std::min(lo, n);
     hi = std::max(hi, n);
@@ -56,7 +58,7 @@ RouteDecision RouterPolicy::cache_aware(std::span<const int32_t> prompt, int lea
   if (imbalanced()) return {least, RouteReason::load, tree(least).match(prompt)};
   int best = -1, best_match = 0;
   for (int i = 0; i < n_instances(); ++i) {
-    if (!up(i)) continue;
+    if (!routable(i)) continue;
     const int m = tree(i).match(prompt);
     if (best < 0 || m > best_match || (m == best_match && less_loaded(i, best))) {
       best = i;
@@ -71,14 +73,18 @@ RouteDecision RouterPolicy::cache_aware(std::span<const int32_t> prompt, int lea
 int RouterPolicy::next_round_robin() const {
   for (int k = 0; k < n_instances(); ++k) {
     const int i = (next_rr_ + k) % n_instances();
-    if (up(i)) return i;
+    if (routable(i)) return i;
   }
   return -1;
 }
 
 Expected<RouteDecision> RouterPolicy::choose(std::span<const int32_t> prompt) const {
   const int least = least_loaded();
-  if (least < 0) return internal_error("no instance is serving: every instance of this engine has stopped");
+  if (least < 0) {
+    if (std::any_of(roles_.begin(), roles_.end(), [](PdRole r) { return r == PdRole::prefill; }))
+      return internal_error("no prefill instance is serving: every prefill instance of this engine has stopped");
+    return internal_error("no instance is serving: every instance of this engine has stopped");
+  }
   if (kind_ == Kind::round_robin) return RouteDecision{next_round_robin(), RouteReason::round_robin, 0};
   if (kind_ == Kind::least_load) return RouteDecision{least, RouteReason::load, 0};
   return cache_aware(prompt, least);
@@ -120,6 +126,25 @@ std::vector<uint64_t> RouterPolicy::instance_down(int instance) {
   std::sort(lost.begin(), lost.end());
   for (uint64_t id : lost) finished(id);
   return lost;
+}
+
+Expected<int> RouterPolicy::choose_decode() const {
+  int best = -1;
+  for (int i = 0; i < n_instances(); ++i) {
+    if (!up(i) || role(i) != PdRole::decode) continue;
+    if (best < 0 || load(i).n_requests < load(best).n_requests) best = i;
+  }
+  if (best < 0) return internal_error("no decode instance is serving: every decode instance of this engine has stopped");
+  return best;
+}
+
+void RouterPolicy::handed_off(uint64_t request_id, int decode) {
+  auto it = inflight_.find(request_id);
+  BRIGADE_CHECK(it != inflight_.end(), "a hand-off moves a request in flight");
+  prefilled(request_id);
+  loads_[static_cast<size_t>(it->second.instance)].n_requests--;
+  loads_[static_cast<size_t>(decode)].n_requests++;
+  it->second.instance = decode;
 }
 
 std::optional<int> RouterPolicy::owner(uint64_t request_id) const {

@@ -12,6 +12,11 @@
 // "Least loaded" orders instances by requests in flight, then pending prompt tokens, then the
 // size of their tree (an idle engine spreads distinct prompts instead of piling them on the
 // first instance), then index.
+//
+// PD separation (roles): requests are routed by the policy above over the instances that take
+// prompts (prefill, or both); decode instances receive sequences only by hand-off, each to the
+// decode instance with the fewest requests in flight at that moment (choose_decode), and the
+// request then counts there.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +47,9 @@ struct InstanceLoad {
 
 class RouterPolicy {
  public:
-  // config must be valid (TopologyConfig::validate); n_instances >= 1, all up at first.
-  RouterPolicy(const RouterConfig& config, int n_instances);
+  // config must be valid (TopologyConfig::validate); n_instances >= 1, all up at first. roles:
+  // one per instance, or empty (all both).
+  RouterPolicy(const RouterConfig& config, int n_instances, std::vector<PdRole> roles = {});
 
   // Where a prompt would go now, and why; changes nothing. internal when every instance is down.
   Expected<RouteDecision> choose(std::span<const int32_t> prompt) const;
@@ -59,6 +65,13 @@ class RouterPolicy {
   // leave the books (their owner must end them).
   std::vector<uint64_t> instance_down(int instance);
 
+  // PD: the decode instance for a hand-off now: the one with the fewest requests in flight (then
+  // the lowest index) that is up; internal when none is.
+  Expected<int> choose_decode() const;
+  // PD: the request (in flight) moved to decode instance `decode`; it counts there from now on.
+  void handed_off(uint64_t request_id, int decode);
+  PdRole role(int instance) const { return roles_[static_cast<size_t>(instance)]; }
+
   // The instance a request in flight was sent to.
   std::optional<int> owner(uint64_t request_id) const;
   int n_instances() const { return static_cast<int>(loads_.size()); }
@@ -72,7 +85,9 @@ class RouterPolicy {
     int64_t pending_tokens = 0;  // 0 once prefilled
   };
 
-  // The least loaded instance that is up (-1 when none is).
+  // Up and taking prompts (not a decode instance).
+  bool routable(int instance) const { return up(instance) && role(instance) != PdRole::decode; }
+  // The least loaded routable instance (-1 when none is).
   int least_loaded() const;
   bool less_loaded(int a, int b) const;
   // busiest - idlest > balance_abs_threshold and busiest > balance_rel_threshold x idlest
@@ -88,6 +103,7 @@ class RouterPolicy {
   std::vector<InstanceLoad> loads_;
   std::vector<PrefixTree> trees_;
   std::vector<bool> up_;
+  std::vector<PdRole> roles_;
   std::unordered_map<uint64_t, InFlight> inflight_;
   int next_rr_ = 0;  // round_robin: the instance to try first
 };

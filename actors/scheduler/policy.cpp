@@ -64,11 +64,16 @@ Status SchedulerPolicy::add(SeqRequest request) {
     return out_of_resources("the prompt needs " + std::to_string(n_prompt + 1) + " token slots but the whole KV pool holds " +
                             std::to_string(capacity) + "; shorten the prompt or enlarge the KV pool");
   }
+  enqueue(make_seq(std::move(request)));
+  return Status::ok();
+}
+
+SchedulerPolicy::Seq SchedulerPolicy::make_seq(SeqRequest request) {
+  const int capacity = pool_pages_ * limits_.page_size;
   Seq s{std::move(request), {}, 0, 0, 0, 0, 0, std::min(limits_.max_context, capacity), BlockTable(limits_.page_size),
         Finish::none, false, {}, next_arrival_++};
   s.tokens = s.req.prompt;
-  enqueue(std::move(s));
-  return Status::ok();
+  return s;
 }
 
 // Keeps the queue in (priority desc, arrival asc) order; a preempted sequence keeps its arrival,
@@ -143,6 +148,16 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
   if (waiting_.empty() || static_cast<int>(running_.size()) >= limits_.max_running) return false;
   Seq& s = waiting_.front();
   const int known = static_cast<int>(s.tokens.size());
+  if (s.n_import_tokens > 0) {  // PD: its KV arrives from the prefill instance instead
+    auto got = take_pages(s.blocks.pages_needed(known + 1), pages);
+    if (!got) return false;
+    s.blocks.append(*got);
+    admit_import(s);
+    const uint64_t id = s.req.id;
+    running_.emplace(id, std::move(s));
+    waiting_.pop_front();
+    return true;
+  }
   RadixTree::Match m;
   if (cache_) {
     m = cache_->match(s.tokens, known - 1);  // one token at least is computed: its logits are sampled
@@ -294,7 +309,8 @@ bool SchedulerPolicy::ensure_pages(Seq& s, int n_positions, PageSource& pages) {
 
 // A decode: one token, either the last one seen or the one an in-flight step is sampling.
 bool SchedulerPolicy::wants_decode(const Seq& s) const {
-  if (s.ended != Finish::none || s.loading || s.drafting) return false;
+  // A prefill instance never decodes: its sequences leave after their first token.
+  if (s.ended != Finish::none || s.loading || s.drafting || limits_.role == PdRole::prefill) return false;
   const int known = static_cast<int>(s.tokens.size());
   if (s.n_pending > 0) {
     BRIGADE_CHECK(s.n_scheduled == known + s.n_pending - 1, "pending samples follow the scheduled positions");
@@ -305,7 +321,7 @@ bool SchedulerPolicy::wants_decode(const Seq& s) const {
 
 // A chunk of known tokens not yet scheduled: a prompt, or the recompute of a preempted sequence.
 bool SchedulerPolicy::wants_chunk(const Seq& s) const {
-  return s.ended == Finish::none && !s.loading && s.n_pending == 0 &&
+  return s.ended == Finish::none && !s.loading && !s.exporting && s.n_pending == 0 &&
          static_cast<int>(s.tokens.size()) > s.n_scheduled && !wants_decode(s);
 }
 
@@ -530,6 +546,7 @@ std::vector<SeqEvent> SchedulerPolicy::complete(uint64_t step_id, std::span<cons
                   " tokens for a sequence that asked for one";
       } else if (s.ended == Finish::none) {  // tokens after the end (overlap) are dropped
         append_tokens(s, *got, events);
+        if (limits_.role == PdRole::prefill && s.ended == Finish::none) start_export(s);
       }
     }
     drop_if_drained(e.seq_id, pages, events);

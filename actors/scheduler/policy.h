@@ -36,6 +36,15 @@
 // admitted sequence whose prompt continues past the device match first asks the tiers for the
 // following pages (a KvLoadRequest the scheduler sends to the executor); it waits, holding its
 // pages but not the batch, until loaded() says how many arrived, and computes the rest.
+//
+// PD separation (`role`, policy_pd.cpp; docs/architecture.md "PD separation"): a prefill
+// instance never decodes. When a sequence's prompt has run and its first token is sampled, the
+// policy asks for its KV pages to be read (take_exports); once they are (exported()), the
+// sequence leaves without a final event, its pages going back to the lease or to the prefix
+// cache, and its state goes to a decode instance. There add_transferred() queues it like a
+// request; admission reserves pages for it and asks for the bytes to be written (take_imports);
+// it waits, holding its pages but not the batch, until imported(), then decodes from its last
+// token as if it had computed the prompt itself.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +58,7 @@
 
 #include "actors/drafter/drafter.h"
 #include "actors/step_types.h"
+#include "brigade/topology.h"
 #include "core/sampling.h"
 #include "core/status.h"
 #include "kvstore/page_pool.h"
@@ -86,6 +96,7 @@ struct SchedulerLimits {
   double tier_load_us_per_page = 0;
   double prefill_us_per_token = 0;
   SpeculativeLimits spec;
+  PdRole role = PdRole::both;  // PD separation (brigade/topology.h)
   Status validate() const;
 };
 
@@ -122,6 +133,21 @@ struct KvLoadRequest {
   uint64_t seq_id = 0;
   std::vector<PageKey> keys;    // the hash chain of the pages wanted, in order
   std::vector<int32_t> pages;   // device pages to write them into, one per key
+};
+
+// PD separation. A sequence whose KV pages must be read for a hand-off (prefill side; pages
+// cover [0, n_kv_tokens)), or written from one before it can decode (decode side).
+struct KvPagesRequest {
+  uint64_t seq_id = 0;
+  std::vector<int32_t> pages;
+};
+
+// A prefilled sequence moving between instances: the request, the tokens it generated (the
+// prefill side's first token) and how many leading positions have KV (prompt + generated - 1).
+struct TransferredSeq {
+  SeqRequest req;
+  std::vector<int32_t> generated;
+  int n_kv_tokens = 0;
 };
 
 struct PrefixCacheStats {
@@ -207,6 +233,29 @@ class SchedulerPolicy {
   // A load finished: the first n_loaded pages arrived; the sequence computes the rest. Events
   // when the sequence ended meanwhile (abort).
   std::vector<SeqEvent> loaded(uint64_t seq_id, int n_loaded, PageSource& pages);
+  // ---- PD separation (policy_pd.cpp) ----
+  // Decode side: queues a sequence prefilled elsewhere. Errors (nothing queued): inconsistent
+  // state (no generated token, a KV length other than its tokens - 1, ids outside the
+  // vocabulary), a duplicate id, more tokens than the context or the pool holds. Unlike add(),
+  // a full waiting queue does not refuse it (that would throw its prefill away).
+  Status add_transferred(TransferredSeq seq);
+  // Admitted transferred sequences whose pages must be written (each once); the caller sends
+  // each with its bytes and reports imported().
+  std::vector<KvPagesRequest> take_imports();
+  // The bytes arrived (ok) or not (then the sequence recomputes its tokens here). Events when it
+  // ended meanwhile (abort).
+  std::vector<SeqEvent> imported(uint64_t seq_id, bool ok, PageSource& pages);
+  // Prefill side: sequences whose first token is sampled and whose pages must be read (each
+  // once); the caller reports exported().
+  std::vector<KvPagesRequest> take_exports();
+  // The pages were read (ok) or not (the sequence ends with `error`). On success the sequence
+  // leaves this instance without a final event (its decode instance sends it) and its state is
+  // returned for the hand-off; nullopt when it ended meanwhile (abort, error: `events` has its
+  // final event). Its pages go back to `pages` or to the prefix cache.
+  std::optional<TransferredSeq> exported(uint64_t seq_id, bool ok, const std::string& error, PageSource& pages,
+                                         std::vector<SeqEvent>& events);
+  PdRole role() const { return limits_.role; }
+
   // Measured costs for the load-or-recompute choice (0 = unknown, which loads).
   void set_costs(double tier_load_us_per_page, double prefill_us_per_token) {
     limits_.tier_load_us_per_page = tier_load_us_per_page;
@@ -238,6 +287,9 @@ class SchedulerPolicy {
                                // length is unknown and it is not planned again
     double spec_rate = 1.0;    // EWMA of the fraction of drafts accepted per drafting attempt
     int spec_off_until = 0;    // no drafts before n_generated reaches this (acceptance too low)
+    int n_import_tokens = 0;   // PD decode side: positions whose KV arrives from a prefill
+                               // instance at admission (0: none, or already arrived)
+    bool exporting = false;    // PD prefill side: its pages are being read for the hand-off
   };
   struct StepEntry {
     uint64_t seq_id;
@@ -249,6 +301,11 @@ class SchedulerPolicy {
 
   void enqueue(Seq s);
   bool admit_next(PageSource& pages);
+  Seq make_seq(SeqRequest request);
+  // PD: admission of a transferred sequence (its pages are written, not matched or computed),
+  // and the start of a prefill sequence's hand-off once its first token is in.
+  void admit_import(Seq& s);
+  void start_export(Seq& s);
   bool ensure_pages(Seq& s, int n_positions, PageSource& pages);
   bool preempt_one(uint64_t except, PageSource& pages);
   std::optional<std::vector<int32_t>> take_pages(int n, PageSource& pages);
@@ -293,6 +350,8 @@ class SchedulerPolicy {
   PrefixCacheStats cache_stats_;
   std::vector<KvLoadRequest> loads_;
   std::vector<RadixTree::Evicted> saves_;
+  std::vector<KvPagesRequest> imports_;  // PD
+  std::vector<KvPagesRequest> exports_;
   std::unique_ptr<Drafter> drafter_;  // null: speculation off
   SpecStats spec_stats_;
   bool last_step_compute_bound_ = false;

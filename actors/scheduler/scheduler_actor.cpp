@@ -6,6 +6,7 @@
 
 #include "actors/hicache/hicache_actor.h"
 #include "actors/step_codec.h"
+#include "messages/blob.h"
 #include "messages/convert.h"
 
 namespace brigade {
@@ -56,6 +57,9 @@ struct SchedulerState {
   executor_actor executor;
   kv_manager_actor kv_manager;
   token_sink_actor sink;
+  handoff_sink_actor handoffs;                   // PD prefill side: where hand-offs go
+  std::map<uint64_t, kv_handoff_msg> arriving;   // PD decode side: hand-offs (and their bytes)
+                                                 // queued until their pages are reserved
   static inline const char* name = "brigade.scheduler";
 };
 
@@ -162,6 +166,161 @@ void send_tier_traffic(scheduler_ptr self) {
   }
 }
 
+SeqEvent refusal(uint64_t id, const Status& status, int n_prompt) {
+  return {id, {}, {}, Finish::error, status.message(), n_prompt, 0, status.code()};
+}
+
+int64_t steady_micros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// PD prefill side: the sequence's pages were read; it leaves for a decode instance (the router
+// picks which) with the bytes behind the reply's BlobRef.
+void on_exported(scheduler_ptr self, uint64_t seq_id, const kv_exported_msg& res, const std::string& error,
+                 int64_t started_us) {
+  auto& st = self->state;
+  std::vector<SeqEvent> events;
+  auto moved = st.policy->exported(seq_id, error.empty(), error, st.lease, events);
+  if (!error.empty()) spdlog::error("scheduler: KV export of request {} failed: {}", seq_id, error);
+  if (moved) {
+    auto r = res.reader();
+    auto view = resolve_blob(r.getBlob());
+    BRIGADE_CHECK(view.has_value(), "the executor's own reply names a live blob");
+    const auto& req = moved->req;
+    auto handoff = kv_handoff_msg::build_attached(view->keep, [&](schema::KvHandoff::Builder b) {
+      b.setRequestId(req.id);
+      fill_list(b.initPrompt(static_cast<unsigned>(req.prompt.size())), req.prompt);
+      fill_list(b.initGenerated(static_cast<unsigned>(moved->generated.size())), moved->generated);
+      b.setNKvTokens(moved->n_kv_tokens);
+      b.setMaxTokens(req.max_tokens);
+      encode_sampling(req.sampling, b.initSampling());
+      b.getSampling().setLogprobs(req.logprobs);
+      fill_list(b.initStopIds(static_cast<unsigned>(req.stop_ids.size())), req.stop_ids);
+      fill_list(b.initEosIds(static_cast<unsigned>(req.eos_ids.size())), req.eos_ids);
+      b.setIgnoreEos(req.ignore_eos);
+      b.setPriority(req.priority);
+      b.setPageSize(st.setup.limits.page_size);
+      b.setPageBytes(r.getPageBytes());
+      b.setNPages(static_cast<int32_t>(r.getPageBytes() == 0 ? 0 : r.getBlob().getNBytes() / r.getPageBytes()));
+      b.setKv(r.getBlob());
+      b.setSentAtMicros(started_us);
+      b.setFromInstance(st.setup.instance_name);
+    });
+    if (auto& c = st.setup.counters) {
+      c->pd_transfers_out++;
+      c->pd_bytes_out += r.getBlob().getNBytes();
+    }
+    self->send(st.handoffs, std::move(handoff));
+  }
+  return_surplus(self);
+  pump(self);
+  emit(self, events);
+}
+
+// PD decode side: a hand-off's pages were written (or not: it then recomputes here).
+void on_imported(scheduler_ptr self, uint64_t seq_id, const std::string& error, int64_t sent_us, uint64_t n_bytes) {
+  auto& st = self->state;
+  if (auto& c = st.setup.counters) {
+    if (error.empty()) {
+      c->pd_transfers_in++;
+      c->pd_bytes_in += n_bytes;
+      c->pd_transfer_us += static_cast<uint64_t>(std::max<int64_t>(0, steady_micros() - sent_us));
+    } else {
+      c->pd_import_failures++;
+    }
+  }
+  if (!error.empty()) spdlog::error("scheduler: KV import of request {} failed ({}); recomputing it here", seq_id, error);
+  auto events = st.policy->imported(seq_id, error.empty(), st.lease);
+  return_surplus(self);
+  pump(self);
+  emit(self, events);
+}
+
+// PD traffic the policy asked for: page reads for hand-offs (prefill side) and page writes for
+// admitted hand-offs (decode side). Both are requests; the sequences wait without the batch.
+void send_pd_traffic(scheduler_ptr self) {
+  auto& st = self->state;
+  for (auto& ex : st.policy->take_exports()) {
+    const uint64_t id = ex.seq_id;
+    const int64_t started = steady_micros();
+    auto msg = kv_export_msg::build([&](schema::KvExport::Builder b) {
+      b.setRequestId(id);
+      fill_list(b.initPages(static_cast<unsigned>(ex.pages.size())), ex.pages);
+      b.setInline(st.setup.pd_inline_bytes);
+    });
+    self->request(st.executor, caf::infinite, std::move(msg))
+        .then([self, id, started](const kv_exported_msg& res) {
+                on_exported(self, id, res, std::string(to_string_view(res->getError())), started);
+              },
+              [self, id, started](const caf::error& err) {
+                on_exported(self, id, {}, "executor failed: " + caf::to_string(err), started);
+              });
+  }
+  for (auto& im : st.policy->take_imports()) {
+    const uint64_t id = im.seq_id;
+    auto it = st.arriving.find(id);
+    BRIGADE_CHECK(it != st.arriving.end(), "an admitted hand-off has its message");
+    const kv_handoff_msg h = std::move(it->second);
+    st.arriving.erase(it);
+    const int64_t sent = h->getSentAtMicros();
+    const uint64_t n_bytes = h->getKv().getNBytes();
+    auto view = resolve_blob(h->getKv());
+    if (!view) {
+      on_imported(self, id, view.status().message(), sent, n_bytes);
+      continue;
+    }
+    auto msg = kv_import_msg::build_attached(view->keep, [&](schema::KvImport::Builder b) {
+      b.setRequestId(id);
+      fill_list(b.initPages(static_cast<unsigned>(im.pages.size())), im.pages);
+      b.setBlob(h->getKv());
+      b.setPageBytes(h->getPageBytes());
+    });
+    self->request(st.executor, caf::infinite, std::move(msg))
+        .then([self, id, sent, n_bytes](const kv_imported_msg& res) {
+                on_imported(self, id, std::string(to_string_view(res->getError())), sent, n_bytes);
+              },
+              [self, id, sent, n_bytes](const caf::error& err) {
+                on_imported(self, id, "executor failed: " + caf::to_string(err), sent, n_bytes);
+              });
+  }
+}
+
+// PD decode side: a sequence prefilled elsewhere joins the queue; its bytes wait with it.
+void on_handoff(scheduler_ptr self, const kv_handoff_msg& m) {
+  auto& st = self->state;
+  auto r = m.reader();
+  const uint64_t id = r.getRequestId();
+  const int n_prompt = static_cast<int>(r.getPrompt().size());
+  Status added = Status::ok();
+  if (r.getPageSize() != st.setup.limits.page_size) {
+    added = invalid_argument("the prefill instance's KV pages hold " + std::to_string(r.getPageSize()) +
+                             " tokens, this decode instance's " + std::to_string(st.setup.limits.page_size));
+  } else {
+    TransferredSeq t;
+    t.req.id = id;
+    t.req.prompt = to_vector(r.getPrompt());
+    t.req.max_tokens = r.getMaxTokens();
+    t.req.sampling = decode_sampling(r.getSampling());
+    t.req.logprobs = r.getSampling().getLogprobs();
+    t.req.stop_ids = to_vector(r.getStopIds());
+    t.req.eos_ids = to_vector(r.getEosIds());
+    t.req.ignore_eos = r.getIgnoreEos();
+    t.req.priority = r.getPriority();
+    t.generated = to_vector(r.getGenerated());
+    t.n_kv_tokens = r.getNKvTokens();
+    added = st.policy->add_transferred(std::move(t));
+  }
+  if (!added.is_ok()) {
+    spdlog::error("scheduler: refused a hand-off from '{}': {}", to_string_view(r.getFromInstance()), added.message());
+    emit(self, {refusal(id, added, n_prompt)});
+    return;
+  }
+  st.arriving[id] = m;
+  pump(self);
+  update_gauges(self);
+}
+
 void on_loaded(scheduler_ptr self, uint64_t seq_id, int n_loaded) {
   auto events = self->state.policy->loaded(seq_id, n_loaded, self->state.lease);
   return_surplus(self);
@@ -228,6 +387,7 @@ void request_pages(scheduler_ptr self, int short_by) {
 void pump(scheduler_ptr self) {
   auto& st = self->state;
   while (st.policy->n_inflight() < st.setup.max_inflight_steps) {
+    send_pd_traffic(self);  // page reads first: the hand-off leaves before the next step runs
     auto step = st.policy->plan(st.lease);
     send_tier_traffic(self);  // saves before the plan that may reuse their pages
     if (!step) break;
@@ -238,17 +398,15 @@ void pump(scheduler_ptr self) {
                 on_step_done(self, {step_id, {}, "executor failed: " + caf::to_string(err), 0, 0});
               });
   }
+  send_pd_traffic(self);  // imports of hand-offs the last plan admitted
   // Ask for pages only when nothing is running that will free some: with a lease of the whole
   // need outstanding, admission waits without a round trip per step.
   request_pages(self, st.policy->pages_short(st.lease));
 }
 
-SeqEvent refusal(uint64_t id, const Status& status, int n_prompt) {
-  return {id, {}, {}, Finish::error, status.message(), n_prompt, 0, status.code()};
-}
-
 scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup setup, executor_actor executor,
-                                             kv_manager_actor kv_manager, token_sink_actor sink) {
+                                             kv_manager_actor kv_manager, token_sink_actor sink,
+                                             handoff_sink_actor handoffs) {
   auto& st = self->state;
   st.setup = std::move(setup);
   st.policy = std::make_unique<SchedulerPolicy>(st.setup.limits, st.setup.pool_pages, st.setup.cache_root);
@@ -256,6 +414,8 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
   st.executor = std::move(executor);
   st.kv_manager = std::move(kv_manager);
   st.sink = std::move(sink);
+  st.handoffs = std::move(handoffs);
+  BRIGADE_CHECK(st.setup.limits.role != PdRole::prefill || st.handoffs, "a prefill instance has a hand-off sink");
   return {
       [self](const generate_request_msg& msg) {
         auto r = msg.reader();
@@ -298,8 +458,11 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
           b.setCachedPages(pages);
         });
       },
+      [self](const kv_handoff_msg& msg) { on_handoff(self, msg); },
       [self](const abort_msg& msg) {
-        emit(self, self->state.policy->abort(msg.reader().getRequestId(), self->state.lease));
+        const uint64_t id = msg.reader().getRequestId();
+        emit(self, self->state.policy->abort(id, self->state.lease));
+        self->state.arriving.erase(id);  // a queued hand-off's bytes go with it
         return_surplus(self);
         pump(self);
         update_gauges(self);
@@ -310,8 +473,9 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
 }  // namespace
 
 scheduler_actor spawn_scheduler(caf::actor_system& system, const SchedulerSetup& setup, executor_actor executor,
-                                kv_manager_actor kv_manager, token_sink_actor sink) {
-  return system.spawn(scheduler_fun, setup, std::move(executor), std::move(kv_manager), std::move(sink));
+                                kv_manager_actor kv_manager, token_sink_actor sink, handoff_sink_actor handoffs) {
+  return system.spawn(scheduler_fun, setup, std::move(executor), std::move(kv_manager), std::move(sink),
+                      std::move(handoffs));
 }
 
 }  // namespace brigade

@@ -10,7 +10,9 @@
 #include <caf/all.hpp>
 
 #include <atomic>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "actors/executor/executor_actor.h"
 #include "actors/kv_manager/kv_manager_actor.h"
@@ -22,8 +24,15 @@ namespace brigade {
 // Anything that takes a stream of TokenEvents (tokenizer, frontend, a test probe).
 using token_sink_actor = caf::typed_actor<caf::reacts_to<token_event_msg>>;
 
+// Where a prefill instance's scheduler sends its hand-offs (the router, which picks the decode
+// instance).
+using handoff_sink_actor = caf::typed_actor<caf::reacts_to<kv_handoff_msg>>;
+
+// KvHandoff (PD separation, decode side): a sequence prefilled elsewhere; it gets TokenEvents
+// from its second token on, exactly as a request would (the prefill side streamed the first).
 using scheduler_actor = caf::typed_actor<caf::reacts_to<generate_request_msg>, caf::reacts_to<abort_msg>,
-                                         caf::replies_to<prefix_query_msg>::with<prefix_query_result_msg>>;
+                                         caf::replies_to<prefix_query_msg>::with<prefix_query_result_msg>,
+                                         caf::reacts_to<kv_handoff_msg>>;
 
 // Step counters the scheduler keeps for its owner (the Engine reads them from another thread).
 struct SchedulerCounters {
@@ -60,6 +69,15 @@ struct SchedulerCounters {
   std::atomic<uint64_t> spec_off_compute_bound_steps{0};
   std::atomic<uint64_t> spec_off_batch_steps{0};
   std::atomic<uint64_t> spec_seqs_turned_off{0};
+  // PD separation: hand-offs sent (prefill side) and received (decode side), their KV bytes, the
+  // summed latency from the first token's arrival at the prefill scheduler to the decode side's
+  // pages written (in-process clocks), and imports that failed (those sequences recompute).
+  std::atomic<uint64_t> pd_transfers_out{0};
+  std::atomic<uint64_t> pd_bytes_out{0};
+  std::atomic<uint64_t> pd_transfers_in{0};
+  std::atomic<uint64_t> pd_bytes_in{0};
+  std::atomic<uint64_t> pd_transfer_us{0};
+  std::atomic<uint64_t> pd_import_failures{0};
 };
 
 struct SchedulerSetup {
@@ -71,10 +89,14 @@ struct SchedulerSetup {
   std::vector<int32_t> eos_ids;      // the model's end-of-sequence ids
   PageKey cache_root;                // names this model's KV pages (prefix cache, lower tiers)
   std::shared_ptr<SchedulerCounters> counters;  // may be null
+  std::string instance_name;         // names the sender of hand-offs (logs)
+  bool pd_inline_bytes = false;      // hand-offs carry KV bytes inline, not by a local BlobRef
 };
 
+// `handoffs`: where a prefill-role scheduler (setup.limits.role) sends its KvHandoffs; required
+// for that role, unused otherwise.
 scheduler_actor spawn_scheduler(caf::actor_system& system, const SchedulerSetup& setup,
                                 executor_actor executor, kv_manager_actor kv_manager,
-                                token_sink_actor sink);
+                                token_sink_actor sink, handoff_sink_actor handoffs = {});
 
 }  // namespace brigade

@@ -169,16 +169,25 @@ struct EngineStats {
   uint64_t spec_misses = 0;
   uint64_t spec_off_compute_bound_steps = 0, spec_off_batch_steps = 0;
   uint64_t spec_seqs_turned_off = 0;
+  // PD separation (docs/architecture.md "PD separation"; all 0 without it): sequences handed off
+  // by prefill instances and received by decode instances, their KV bytes, the summed transfer
+  // latency (first token at the prefill scheduler -> pages written on the decode instance; mean
+  // = pd_transfer_us / pd_transfers_in) and imports that failed (those sequences recomputed).
+  uint64_t pd_transfers_out = 0, pd_bytes_out = 0;
+  uint64_t pd_transfers_in = 0, pd_bytes_in = 0;
+  uint64_t pd_transfer_us = 0;
+  uint64_t pd_import_failures = 0;
 };
 
 // One instance of a data-parallel engine (TopologyConfig::instances).
 struct InstanceStats {
   std::string name;
+  std::string role = "both";  // both | prefill | decode (InstanceConfig::role)
   bool serving = true;  // false once its scheduler stopped (seen by the router, so always true
                         // with one instance): the router sends it nothing more
   EngineStats stats;    // this instance's own counters and gauges
   // Requests the router sent here, by the reason it chose this instance (all 0 with one
-  // instance: it has no router).
+  // instance: it has no router). A decode instance's hand-offs count as load.
   uint64_t routed_cache = 0, routed_load = 0, routed_round_robin = 0;
 };
 

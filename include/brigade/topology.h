@@ -90,9 +90,21 @@ struct SchedulerConfig {
   SpeculativeConfig speculative;
 };
 
+// What an instance does (DESIGN.md §3 "Topologies"; docs/architecture.md "PD separation"):
+// both: colocated prefill and decode (chunked prefill mixes them); prefill: runs prompts, samples
+// each request's first token and hands the sequence with its KV pages to a decode instance;
+// decode: takes those hand-offs and decodes (it never receives a prompt from the router).
+enum class PdRole : uint8_t { both, prefill, decode };
+const char* pd_role_name(PdRole r);  // "both", "prefill", "decode"
+// A role's name; anything else is invalid_argument listing the valid ones.
+Expected<PdRole> parse_pd_role(const std::string& name);
+
 struct InstanceConfig {
   // Unique within a topology; letters, digits, '_', '-', '.' (it labels /metrics series).
   std::string name = "main";
+  // both | prefill | decode. A topology with prefill or decode instances needs at least one of
+  // each, no `both` instance beside them, tp 1, and the same kv.page_size and kv.dtype on all.
+  std::string role = "both";
   SchedulerConfig scheduler;
   KvConfig kv;
   CacheConfig cache;
@@ -118,12 +130,22 @@ struct RouterConfig {
   int64_t max_tree_tokens = int64_t{1} << 22;
 };
 
+// PD separation's data plane: how a hand-off carries its KV bytes. local: a handle to a host
+// buffer of this process (no copy through the message; instances share the process); inline:
+// the bytes inside the message (what a transfer to another process needs).
+struct PdConfig {
+  std::string transfer = "local";  // local | inline
+};
+
 struct TopologyConfig {
   std::string model;  // checkpoint path; empty: given by the caller
   // One or more instances: each a whole copy of the model with its own scheduler, KV pool,
   // prefix cache and executor(s), on its own devices (data parallelism).
   std::vector<InstanceConfig> instances = std::vector<InstanceConfig>(1);
   RouterConfig router;
+  PdConfig pd;
+  // Whether some instance has the prefill or decode role.
+  bool pd_separated() const;
   Status validate() const;
 };
 

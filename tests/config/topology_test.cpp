@@ -255,6 +255,44 @@ TEST(Topology, ShippedTwoInstanceFileParses) {
   EXPECT_EQ(t->router.policy, "cache_aware");
 }
 
+TEST(Topology, ShippedPdFileParses) {
+  auto t = load_topology_file(std::string(BRIGADE_SOURCE_DIR) + "/config/pd_cpu.yaml");
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  ASSERT_EQ(t->instances.size(), 2u);
+  EXPECT_EQ(t->instances[0].role, "prefill");
+  EXPECT_EQ(t->instances[1].role, "decode");
+  EXPECT_EQ(t->pd.transfer, "local");
+  EXPECT_TRUE(t->pd_separated());
+  EXPECT_FALSE(default_topology().pd_separated());
+}
+
+TEST(Topology, PdErrorsSayWhatIsWrong) {
+  const auto error = [](const std::string& yaml) {
+    auto t = parse_topology(yaml);
+    return t ? std::string("(parsed)") : t.status().message();
+  };
+  EXPECT_NE(error("instances: [{name: a, role: prefil}]").find("not one of: both, decode, prefill"), std::string::npos);
+  EXPECT_NE(error("instances: [{name: a, role: prefill}]").find("at least one prefill and one decode"),
+            std::string::npos);
+  EXPECT_NE(error("instances: [{name: a, role: decode}, {name: b, role: decode}]").find("0 prefill and 2 decode"),
+            std::string::npos);
+  EXPECT_NE(error("instances: [{name: a, role: prefill}, {name: b, role: decode}, {name: c}]").find("role both"),
+            std::string::npos);
+  EXPECT_NE(error("instances: [{name: a, role: prefill}, {name: b, role: decode, kv: {page_size: 8}}]")
+                .find("one KV layout"),
+            std::string::npos);
+  EXPECT_NE(error("instances: [{name: a, role: prefill}, {name: b, role: decode, kv: {dtype: int8}}]")
+                .find("one KV layout"),
+            std::string::npos);
+  EXPECT_NE(error("instances: [{name: a, role: prefill, executors: [{tp: 2}]}, {name: b, role: decode}]")
+                .find("needs tp: 1"),
+            std::string::npos);
+  EXPECT_NE(error("instances: [{name: a, role: prefill}, {name: b, role: decode}]\npd: {transfer: shm}")
+                .find("not one of: inline, local"),
+            std::string::npos);
+  EXPECT_EQ(error("instances: [{name: a, role: prefill}, {name: b, role: decode}]\npd: {transfer: inline}"), "(parsed)");
+}
+
 TEST(Topology, InstanceAndRouterErrorsSayWhatIsValid) {
   auto same = parse_topology("instances: [{name: a}, {name: a}]");
   ASSERT_FALSE(same.has_value());

@@ -215,6 +215,42 @@ TEST(ServerMetrics, TwoInstancesGetLabelledLinesBesideTheTotals) {
   srv->reset();  // before the engine it serves
 }
 
+// PD separation: each instance's role and the hand-offs between them.
+TEST(ServerMetrics, PdInstancesReportTheirRoleAndTransfers) {
+  EngineOptions o = testing::test_engine_options(tiny_model_dir(), 1);
+  o.topology.instances.front().kv.memory_mb = 16;
+  o.topology.instances.push_back(o.topology.instances.front());
+  o.topology.instances[0].name = "pre";
+  o.topology.instances[0].role = "prefill";
+  o.topology.instances[1].name = "dec";
+  o.topology.instances[1].role = "decode";
+  auto engine = Engine::create(o);
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  ServerOptions so;
+  so.port = 0;
+  so.model_name = "tiny";
+  auto srv = HttpServer::start(**engine, so);
+  ASSERT_TRUE(srv.has_value()) << srv.status().to_string();
+  for (int i = 0; i < 3; ++i) {
+    auto r = http_request(kHost, (*srv)->port(), {"POST", "/v1/completions", greedy("Once upon a time", 3).dump(), ""});
+    ASSERT_TRUE(r.has_value()) << r.status().to_string();
+    ASSERT_EQ(r->status, 200) << r->body;
+  }
+  auto m = http_request(kHost, (*srv)->port(), {"GET", "/metrics", "", ""});
+  ASSERT_TRUE(m.has_value());
+  const std::string& text = m->body;
+  for (const std::string& line : std::vector<std::string>{
+           "\nbrigade_instance_role{instance=\"pre\",role=\"prefill\"} 1\n",
+           "\nbrigade_instance_role{instance=\"dec\",role=\"decode\"} 1\n",
+           "\nbrigade_pd_transfers_out_total{instance=\"pre\"} 3\n",
+           "\nbrigade_pd_transfers_in_total{instance=\"dec\"} 3\n",
+           "\nbrigade_requests_finished_total 3\n",
+           "\n# TYPE brigade_pd_transfer_seconds_total counter\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\nin\n" << text;
+  }
+  srv->reset();  // before the engine it serves
+}
+
 TEST_F(ServerTest, TokenizeAndDetokenizeRoundTrip) {
   // vLLM's routes: the ids of a text, and the text of ids, from the served model's tokenizer.
   auto t = post("/tokenize", json{{"prompt", "Once upon a time"}}.dump());
