@@ -52,6 +52,16 @@ std::vector<std::pair<std::string, EngineOptions>> variants(const EngineOptions&
   spec.topology.instances.front().scheduler.speculative.method = "ngram";
   spec.topology.instances.front().scheduler.speculative.num_tokens = 3;
   out.emplace_back("ngram speculation", spec);
+  // Prefill/decode separation: the first token is sampled on the prefill instance, the rest on
+  // the decode instance, which rebuilds the penalty/JSON state from the hand-off.
+  EngineOptions pd = base;
+  InstanceConfig prefill = base.topology.instances.front(), decode = prefill;
+  prefill.name = "p0";
+  prefill.role = "prefill";
+  decode.name = "d0";
+  decode.role = "decode";
+  pd.topology.instances = {prefill, decode};
+  out.emplace_back("pd separation", pd);
   return out;
 }
 
