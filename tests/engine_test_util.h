@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <future>
+#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -87,5 +90,51 @@ inline std::vector<std::vector<int32_t>> generate_all(Engine& engine, const std:
   cv.wait(lock, [&] { return n_done == reqs.size(); });
   return tokens;
 }
+
+// Collects the events of many requests submitted at once, by request id; `also` (optional) sees
+// each event first.
+class Outcomes {
+ public:
+  EventCallback callback(std::function<void(const Event&)> also = {}) {
+    return [this, also](const Event& ev) {
+      if (also) also(ev);
+      std::lock_guard<std::mutex> lock(mu_);
+      auto& c = done_[ev.request_id];
+      c.token_ids.insert(c.token_ids.end(), ev.token_ids.begin(), ev.token_ids.end());
+      if (ev.finish == FinishReason::none) return;
+      c.finish = ev.finish;
+      errors_[ev.request_id] = ev.error;
+      ++n_final_[ev.request_id];
+      ++n_final_total_;
+      cv_.notify_all();
+    };
+  }
+  // Waits (bounded) until n requests have ended; false on timeout.
+  bool wait(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(120), [&] { return n_final_total_ >= n; });
+  }
+  Completion get(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_[id];
+  }
+  std::string error(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return errors_[id];
+  }
+  // Final events of request id (a request ends exactly once).
+  int n_final(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return n_final_[id];
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<uint64_t, Completion> done_;
+  std::map<uint64_t, std::string> errors_;
+  std::map<uint64_t, int> n_final_;
+  size_t n_final_total_ = 0;
+};
 
 }  // namespace brigade::testing

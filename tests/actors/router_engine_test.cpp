@@ -22,42 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Collects the events of many requests submitted at once.
-class Outcomes {
- public:
-  EventCallback callback() {
-    return [this](const Event& ev) {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto& c = done_[ev.request_id];
-      c.token_ids.insert(c.token_ids.end(), ev.token_ids.begin(), ev.token_ids.end());
-      if (ev.finish == FinishReason::none) return;
-      c.finish = ev.finish;
-      errors_[ev.request_id] = ev.error;
-      ++n_final_;
-      cv_.notify_all();
-    };
-  }
-  // Waits (bounded) until n requests have ended; false on timeout.
-  bool wait(size_t n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(60), [&] { return n_final_ >= n; });
-  }
-  Completion get(uint64_t id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return done_[id];
-  }
-  std::string error(uint64_t id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return errors_[id];
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<uint64_t, Completion> done_;
-  std::map<uint64_t, std::string> errors_;
-  size_t n_final_ = 0;
-};
+using testing::Outcomes;
 
 class RouterEngine : public ::testing::Test {
  protected:
