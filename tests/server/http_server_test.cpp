@@ -148,6 +148,23 @@ TEST_F(ServerTest, HealthModelsMetrics) {
   EXPECT_EQ(post("/health", "{}").status, 405);
 }
 
+// Serves `engine`, sends n greedy 3-token completions, and reads /metrics into text.
+void metrics_after_completions(Engine& engine, int n, std::string& text) {
+  ServerOptions so;
+  so.port = 0;
+  so.model_name = "tiny";
+  auto srv = HttpServer::start(engine, so);
+  ASSERT_TRUE(srv.has_value()) << srv.status().to_string();
+  for (int i = 0; i < n; ++i) {
+    auto r = http_request(kHost, (*srv)->port(), {"POST", "/v1/completions", greedy("Once upon a time", 3).dump(), ""});
+    ASSERT_TRUE(r.has_value()) << r.status().to_string();
+    ASSERT_EQ(r->status, 200) << r->body;
+  }
+  auto m = http_request(kHost, (*srv)->port(), {"GET", "/metrics", "", ""});
+  ASSERT_TRUE(m.has_value());
+  text = m->body;
+}
+
 // The roofline lines of /metrics (DESIGN.md §9): the work counters always, the ceilings and the
 // per-bound counters only when the ceilings were measured.
 TEST(ServerMetrics, RooflineLinesFollowTheEngineStats) {
@@ -185,19 +202,8 @@ TEST(ServerMetrics, TwoInstancesGetLabelledLinesBesideTheTotals) {
   o.topology.router.policy = "round_robin";
   auto engine = Engine::create(o);
   ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
-  ServerOptions so;
-  so.port = 0;
-  so.model_name = "tiny";
-  auto srv = HttpServer::start(**engine, so);
-  ASSERT_TRUE(srv.has_value()) << srv.status().to_string();
-  for (int i = 0; i < 4; ++i) {
-    auto r = http_request(kHost, (*srv)->port(), {"POST", "/v1/completions", greedy("Once upon a time", 3).dump(), ""});
-    ASSERT_TRUE(r.has_value()) << r.status().to_string();
-    ASSERT_EQ(r->status, 200) << r->body;
-  }
-  auto m = http_request(kHost, (*srv)->port(), {"GET", "/metrics", "", ""});
-  ASSERT_TRUE(m.has_value());
-  const std::string& text = m->body;
+  std::string text;
+  ASSERT_NO_FATAL_FAILURE(metrics_after_completions(**engine, 4, text));
   const int pages = (*engine)->instance_stats()[0].stats.kv_pages_total;
   for (const std::string& line : std::vector<std::string>{
            "\nbrigade_requests_finished_total 4\n", "\nbrigade_generation_tokens_total 12\n",
@@ -212,7 +218,6 @@ TEST(ServerMetrics, TwoInstancesGetLabelledLinesBesideTheTotals) {
         "\n# TYPE brigade_router_requests_total counter\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\nin\n" << text;
   }
-  srv->reset();  // before the engine it serves
 }
 
 // PD separation: each instance's role and the hand-offs between them.
@@ -226,19 +231,8 @@ TEST(ServerMetrics, PdInstancesReportTheirRoleAndTransfers) {
   o.topology.instances[1].role = "decode";
   auto engine = Engine::create(o);
   ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
-  ServerOptions so;
-  so.port = 0;
-  so.model_name = "tiny";
-  auto srv = HttpServer::start(**engine, so);
-  ASSERT_TRUE(srv.has_value()) << srv.status().to_string();
-  for (int i = 0; i < 3; ++i) {
-    auto r = http_request(kHost, (*srv)->port(), {"POST", "/v1/completions", greedy("Once upon a time", 3).dump(), ""});
-    ASSERT_TRUE(r.has_value()) << r.status().to_string();
-    ASSERT_EQ(r->status, 200) << r->body;
-  }
-  auto m = http_request(kHost, (*srv)->port(), {"GET", "/metrics", "", ""});
-  ASSERT_TRUE(m.has_value());
-  const std::string& text = m->body;
+  std::string text;
+  ASSERT_NO_FATAL_FAILURE(metrics_after_completions(**engine, 3, text));
   for (const std::string& line : std::vector<std::string>{
            "\nbrigade_instance_role{instance=\"pre\",role=\"prefill\"} 1\n",
            "\nbrigade_instance_role{instance=\"dec\",role=\"decode\"} 1\n",
@@ -248,7 +242,6 @@ TEST(ServerMetrics, PdInstancesReportTheirRoleAndTransfers) {
            "\n# TYPE brigade_pd_transfer_seconds_total counter\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\nin\n" << text;
   }
-  srv->reset();  // before the engine it serves
 }
 
 TEST_F(ServerTest, TokenizeAndDetokenizeRoundTrip) {
