@@ -186,9 +186,18 @@ Status parse_executors(const YAML::Node& e, const std::string& where, std::vecto
 }
 
 Status parse_instance(const YAML::Node& n, const std::string& where, InstanceConfig& inst) {
+  // A remote instance's limits, cache and devices live in its node's topology; repeating them
+  // here would be a second copy that nothing reads, so they are an error rather than ignored.
+  if (n.IsMap() && n["remote"]) {
+    for (const char* local : {"scheduler", "kv", "cache", "executors"})
+      if (n[local])
+        return invalid_argument(where + ": an instance with remote: is configured in its node's topology; remove '" +
+                                local + "' here");
+  }
   return MapReader(n, where)
       .read("name", inst.name)
       .read("role", inst.role)
+      .read("remote", inst.remote)
       .nested("scheduler", [&](const YAML::Node& s, const std::string& w) { return parse_scheduler(s, w, inst.scheduler); })
       .nested("kv", [&](const YAML::Node& k, const std::string& w) { return parse_kv(k, w, inst.kv); })
       .nested("cache", [&](const YAML::Node& c, const std::string& w) { return parse_cache(c, w, inst.cache); })
@@ -233,6 +242,11 @@ Status validate_instance(const InstanceConfig& inst) {
                             "' must be 1 to 64 letters, digits, '_', '-' or '.' (it labels /metrics series)");
   const std::string w = "instances[" + inst.name + "]";
   if (auto role = parse_pd_role(inst.role); !role) return invalid_argument(w + ": " + role.status().message());
+  if (!inst.remote.empty()) {
+    auto endpoint = parse_endpoint(inst.remote);
+    if (!endpoint) return invalid_argument(w + ": remote: " + endpoint.status().message());
+    return Status::ok();
+  }
   if (inst.executors.size() != 1)
     return unsupported(w + " has " + std::to_string(inst.executors.size()) + " executors; this build runs exactly one");
   BRIGADE_RETURN_IF_ERROR(validate_executor(inst.executors.front(), inst.cache, w));
@@ -258,7 +272,16 @@ Status validate_instance(const InstanceConfig& inst) {
 Status check_instances_apart(const std::vector<InstanceConfig>& instances) {
   std::map<int, std::string> gpu_owner;
   std::map<std::string, std::string> disk_owner;
+  std::map<std::string, std::string> endpoint_owner;
   for (const InstanceConfig& inst : instances) {
+    if (!inst.remote.empty()) {
+      // One node serves one instance: two names for one endpoint would be one process counted twice.
+      auto [it, fresh] = endpoint_owner.emplace(inst.remote, inst.name);
+      if (!fresh)
+        return invalid_argument("instances '" + it->second + "' and '" + inst.name + "' both name remote '" +
+                                inst.remote + "'; a brigade node serves one instance");
+      continue;  // its GPUs and disk belong to its node's host
+    }
     const ExecutorConfig& ex = inst.executors.front();
     const DeviceSpec dev = *parse_device(ex.device);  // validated before
     for (int r = 0; dev.cuda && r < ex.tp; ++r) {
@@ -369,6 +392,29 @@ Expected<DeviceSpec> parse_device(const std::string& device) {
                   [](char c) { return c >= '0' && c <= '9'; }))
     return DeviceSpec{true, std::stoi(device.substr(prefix.size()))};
   return invalid_argument("device '" + device + "' is not one of: cpu, cuda, cuda:N (N = GPU ordinal)");
+}
+
+Expected<Endpoint> parse_endpoint(const std::string& text, bool allow_any_port) {
+  const std::string want = " (want HOST:PORT, e.g. 127.0.0.1:7001)";
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+    return invalid_argument("'" + text + "' is not HOST:PORT" + want);
+  Endpoint e;
+  e.host = text.substr(0, colon);
+  const std::string port = text.substr(colon + 1);
+  if (e.host.find(':') != std::string::npos || e.host.find('[') != std::string::npos)
+    return unsupported("'" + text + "': IPv6 addresses are not supported; use a host name or an IPv4 address");
+  if (!std::all_of(e.host.begin(), e.host.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+      }))
+    return invalid_argument("'" + text + "': host '" + e.host + "' has characters a host name cannot have" + want);
+  if (port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return invalid_argument("'" + text + "': port '" + port + "' is not a number" + want);
+  e.port = std::stoi(port);
+  const int lowest = allow_any_port ? 0 : 1;
+  if (e.port < lowest || e.port > 65535)
+    return invalid_argument("'" + text + "': port must be in [" + std::to_string(lowest) + ", 65535]");
+  return e;
 }
 
 Status TopologyConfig::validate() const {

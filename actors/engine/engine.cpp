@@ -353,6 +353,14 @@ Status EngineImpl::load_tokenizer(const std::string& path, const ModelConfig& mc
 
 Status EngineImpl::start(const EngineOptions& options) {
   BRIGADE_RETURN_IF_ERROR(options.topology.validate());
+  // The topology format accepts `remote:` so node configs can be written now; the middleman
+  // wiring that would connect to a `brigade node` is not built, and loading the instance here
+  // instead would silently run it in the wrong process.
+  for (const auto& inst : options.topology.instances)
+    if (!inst.remote.empty())
+      return unsupported("instance '" + inst.name + "' names remote: " + inst.remote +
+                         "; connecting to remote instances (brigade node) is not built yet: run it in this "
+                         "process (remove remote: and give its executors)");
   const std::string path = options.model_path.empty() ? options.topology.model : options.model_path;
   if (path.empty()) return invalid_argument("no model given: pass a model path or set `model:` in the topology");
   // `threads: 0` shares the cores out among every CPU rank of every instance.

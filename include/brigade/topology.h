@@ -105,6 +105,10 @@ struct InstanceConfig {
   // both | prefill | decode. A topology with prefill or decode instances needs at least one of
   // each, no `both` instance beside them, tp 1, and the same kv.page_size and kv.dtype on all.
   std::string role = "both";
+  // HOST:PORT of a `brigade node` serving this instance in another process; empty: the instance
+  // runs in this process. A remote instance is configured in its node's topology, so it names
+  // no scheduler/kv/cache/executors here (parse_topology rejects them).
+  std::string remote;
   SchedulerConfig scheduler;
   KvConfig kv;
   CacheConfig cache;
@@ -148,6 +152,15 @@ struct TopologyConfig {
   bool pd_separated() const;
   Status validate() const;
 };
+
+// A TCP endpoint "HOST:PORT" (the `remote:` of an instance, `brigade node --listen`). HOST is a
+// name or an IPv4 address (no brackets, no ':'); PORT is in [1, 65535], or 0 when allow_any_port
+// (a listener that lets the kernel choose).
+struct Endpoint {
+  std::string host;
+  int port = 0;
+};
+Expected<Endpoint> parse_endpoint(const std::string& text, bool allow_any_port = false);
 
 // One instance, one CPU executor, default limits.
 TopologyConfig default_topology();

@@ -78,6 +78,21 @@ class RouterEngine : public ::testing::Test {
   fs::path dir_;
 };
 
+// remote: parses (config_test) but the connection to a brigade node is not built: the engine must
+// say so rather than load the instance in this process.
+TEST_F(RouterEngine, ARemoteInstanceIsRefusedUntilNodesAreBuilt) {
+  EngineOptions o = options(2, "least_load");
+  InstanceConfig& far = o.topology.instances.back();
+  far = InstanceConfig{};
+  far.name = "far";
+  far.remote = "127.0.0.1:7001";
+  auto e = Engine::create(o);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_EQ(e.status().code(), StatusCode::unsupported);
+  EXPECT_NE(e.status().message().find("instance 'far' names remote: 127.0.0.1:7001"), std::string::npos)
+      << e.status().message();
+}
+
 TEST_F(RouterEngine, TwoInstancesGiveOneInstancesGreedyTokens) {
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < 8; ++i) prompts.push_back(prompt(i, 5 + 7 * i));

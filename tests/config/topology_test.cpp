@@ -347,5 +347,47 @@ TEST(Topology, InstancesDoNotShareAGpuOrADiskTier) {
   EXPECT_NE(disk.status().message().find("disk tier directory of its own"), std::string::npos) << disk.status().message();
 }
 
+TEST(Topology, EndpointsAreHostAndPort) {
+  auto e = parse_endpoint("127.0.0.1:7001");
+  ASSERT_TRUE(e.has_value()) << e.status().message();
+  EXPECT_EQ(e->host, "127.0.0.1");
+  EXPECT_EQ(e->port, 7001);
+  EXPECT_EQ(parse_endpoint("node-3.local:65535")->port, 65535);
+  EXPECT_FALSE(parse_endpoint("127.0.0.1:0").has_value());
+  EXPECT_EQ(parse_endpoint("127.0.0.1:0", /*allow_any_port=*/true)->port, 0);
+  for (const char* bad : {"", "7001", ":7001", "host:", "host:65536", "host:-1", "host:70o1", "host:123456",
+                          "a b:1", "host:1:2"})
+    EXPECT_FALSE(parse_endpoint(bad).has_value()) << bad;
+  auto v6 = parse_endpoint("[::1]:7001");
+  ASSERT_FALSE(v6.has_value());
+  EXPECT_EQ(v6.status().code(), StatusCode::unsupported);
+}
+
+TEST(Topology, RemoteInstances) {
+  auto t = parse_topology(R"(instances: [{name: a, remote: "127.0.0.1:7001"}, {name: b, remote: "127.0.0.1:7002"},
+                                         {name: c}])");
+  ASSERT_TRUE(t.has_value()) << t.status().message();
+  EXPECT_EQ(t->instances[0].remote, "127.0.0.1:7001");
+  EXPECT_EQ(t->instances[1].remote, "127.0.0.1:7002");
+  EXPECT_TRUE(t->instances[2].remote.empty());
+  // Its GPUs are the node's: a remote and a local instance may both say cuda:0 in their own files.
+  EXPECT_TRUE(parse_topology(R"(instances: [{name: a, remote: "h:1"}, {name: b, executors: [{device: "cuda:0"}]}])")
+                  .has_value());
+
+  auto port = parse_topology(R"(instances: [{name: a, remote: "127.0.0.1:99999"}])");
+  ASSERT_FALSE(port.has_value());
+  EXPECT_NE(port.status().message().find("instances[a]: remote:"), std::string::npos) << port.status().message();
+  auto twice = parse_topology(R"(instances: [{name: a, remote: "h:1"}, {name: b, remote: "h:1"}])");
+  ASSERT_FALSE(twice.has_value());
+  EXPECT_NE(twice.status().message().find("a brigade node serves one instance"), std::string::npos);
+  for (const char* local : {"scheduler: {max_running: 2}", "kv: {pages: 8}", "cache: {enabled: false}",
+                            "executors: [{device: cpu}]"}) {
+    auto both = parse_topology(std::string("instances: [{name: a, remote: \"h:1\", ") + local + "}]");
+    ASSERT_FALSE(both.has_value()) << local;
+    EXPECT_NE(both.status().message().find("configured in its node's topology"), std::string::npos)
+        << both.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace brigade

@@ -88,4 +88,13 @@ routed = sum(int(n) for n in re.findall(r'^brigade_router_requests_total\{instan
 assert routed == 6, (routed, text)
 assert re.search(r"^brigade_requests_finished_total 6$", text, re.M), text
 PY
+# A remote instance: inspect names its endpoint; serve refuses it (brigade node is not built yet)
+# with the reason, instead of loading it in this process.
+printf 'instances: [{name: near}, {name: far, remote: "127.0.0.1:7001"}]\n' >"$dir/remote.yaml"
+"$bin" inspect "$dir/remote.yaml" | grep -q "^instance far: remote 127.0.0.1:7001$"
+if "$bin" serve --model "$dir/m" --topology "$dir/remote.yaml" --port "$port" >"$dir/remote.txt" 2>&1; then
+  echo "serve with a remote instance should fail"; exit 1
+fi
+grep -q "instance 'far' names remote: 127.0.0.1:7001" "$dir/remote.txt"
+
 echo "cli smoke: ok"
