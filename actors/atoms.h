@@ -6,5 +6,8 @@
 namespace brigade {
 
 using wire_atom = caf::atom_constant<caf::atom("wire")>;
+// A front introduces itself to a `brigade node` (actors/node/node_actor.h).
+using connect_atom = caf::atom_constant<caf::atom("connect")>;
 
 }  // namespace brigade
+

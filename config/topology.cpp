@@ -186,14 +186,6 @@ Status parse_executors(const YAML::Node& e, const std::string& where, std::vecto
 }
 
 Status parse_instance(const YAML::Node& n, const std::string& where, InstanceConfig& inst) {
-  // A remote instance's limits, cache and devices live in its node's topology; repeating them
-  // here would be a second copy that nothing reads, so they are an error rather than ignored.
-  if (n.IsMap() && n["remote"]) {
-    for (const char* local : {"scheduler", "kv", "cache", "executors"})
-      if (n[local])
-        return invalid_argument(where + ": an instance with remote: is configured in its node's topology; remove '" +
-                                local + "' here");
-  }
   return MapReader(n, where)
       .read("name", inst.name)
       .read("role", inst.role)
@@ -242,10 +234,11 @@ Status validate_instance(const InstanceConfig& inst) {
                             "' must be 1 to 64 letters, digits, '_', '-' or '.' (it labels /metrics series)");
   const std::string w = "instances[" + inst.name + "]";
   if (auto role = parse_pd_role(inst.role); !role) return invalid_argument(w + ": " + role.status().message());
+  // A remote instance's other sections are what its `brigade node` runs (one file describes the
+  // whole cluster), so they are checked here too.
   if (!inst.remote.empty()) {
     auto endpoint = parse_endpoint(inst.remote);
     if (!endpoint) return invalid_argument(w + ": remote: " + endpoint.status().message());
-    return Status::ok();
   }
   if (inst.executors.size() != 1)
     return unsupported(w + " has " + std::to_string(inst.executors.size()) + " executors; this build runs exactly one");

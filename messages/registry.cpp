@@ -29,6 +29,10 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<kv_import_msg>("brigade.KvImport");
   cfg.add_message_type<kv_imported_msg>("brigade.KvImported");
   cfg.add_message_type<kv_handoff_msg>("brigade.KvHandoff");
+  cfg.add_message_type<node_hello_msg>("brigade.NodeHello");
+  cfg.add_message_type<node_info_msg>("brigade.NodeInfo");
+  cfg.add_message_type<node_stats_request_msg>("brigade.NodeStatsRequest");
+  cfg.add_message_type<node_stats_msg>("brigade.NodeStats");
   cfg.add_error_category(error_category, render_error);
 }
 

@@ -6,6 +6,7 @@
 #include "messages/envelope.h"
 #include "messages/hicache.capnp.h"
 #include "messages/kv.capnp.h"
+#include "messages/node.capnp.h"
 #include "messages/pd.capnp.h"
 #include "messages/request.capnp.h"
 #include "messages/step.capnp.h"
@@ -40,5 +41,10 @@ using kv_exported_msg = msg<schema::KvExported>;
 using kv_import_msg = msg<schema::KvImport>;
 using kv_imported_msg = msg<schema::KvImported>;
 using kv_handoff_msg = msg<schema::KvHandoff>;
+// Multi-process clusters (node.capnp): front <-> node actor.
+using node_hello_msg = msg<schema::NodeHello>;
+using node_info_msg = msg<schema::NodeInfo>;
+using node_stats_request_msg = msg<schema::NodeStatsRequest>;
+using node_stats_msg = msg<schema::NodeStats>;
 
 }  // namespace brigade

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <map>
@@ -14,6 +15,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include "brigade/engine.h"
 #include "models/make_model.h"
@@ -28,6 +31,36 @@ inline SyntheticModelSpec tiny_llama(int vocab_size, int max_position, uint64_t 
                             .intermediate_size = 128, .vocab_size = vocab_size, .max_position = max_position,
                             .dtype = DType::f32, .seed = seed};
 }
+
+// A fixture that writes a tiny_llama(300, 2048, seed) checkpoint into a temporary directory of
+// its own for each test (model()) and removes it afterwards.
+class TinyModelTest : public ::testing::Test {
+ protected:
+  TinyModelTest(const std::string& name, uint64_t seed) : name_(name), seed_(seed) {}
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("brigade_" + name_ + "_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    ASSERT_TRUE(write_synthetic_model(tiny_llama(300, 2048, seed_), model()).is_ok());
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string model() const { return (dir_ / "model").string(); }
+
+  // n token ids in [1, 290], a different sequence per seed.
+  static std::vector<int32_t> prompt(int32_t seed, int n) {
+    std::vector<int32_t> p;
+    for (int i = 0; i < n; ++i) p.push_back(1 + (seed * 37 + i * 11) % 290);
+    return p;
+  }
+
+  std::filesystem::path dir_;
+
+ private:
+  std::string name_;
+  uint64_t seed_;
+};
 
 // An engine over `model` with no progress bar and its executor on `threads` threads (tests run in
 // parallel on shared cores); everything else is the default topology's.

@@ -50,9 +50,7 @@ int run_online(const BenchArgs& a) {
 }
 
 int run_offline(const BenchArgs& a) {
-  auto model = model_or_default(a.model);
-  if (!model) return fail(model.status());
-  auto options = engine_options(a.topology, *model, a.threads);
+  auto options = engine_options(a.topology, a.model, a.threads, /*default_model=*/true);
   if (!options) return fail(options.status());
   auto engine = Engine::create(*options);
   if (!engine) return fail(engine.status());

@@ -47,13 +47,17 @@ void add_tokenize_command(CLI::App& app, std::function<int()>& run);
 void add_demo_command(CLI::App& app, std::function<int()>& run);
 void add_serve_command(CLI::App& app, std::function<int()>& run);
 void add_bench_command(CLI::App& app, std::function<int()>& run);
+void add_node_command(CLI::App& app, std::function<int()>& run);
 
 int run_generate(const GenerateArgs& args);
 
 // Prints "error: <status>" to stderr and returns the exit code 1.
 int fail(const Status& status);
-// Engine options from an optional topology file, a model path and a thread count (0 = keep).
-Expected<EngineOptions> engine_options(const std::string& topology_file, const std::string& model, int threads);
+// Engine options from an optional topology file, a model path (empty: the topology's `model:`)
+// and a thread count (0 = keep). `default_model`: with neither, the default synthetic model
+// (made when absent). The chosen path is in model_path.
+Expected<EngineOptions> engine_options(const std::string& topology_file, const std::string& model, int threads,
+                                       bool default_model = false);
 // The default synthetic model's directory ($BRIGADE_HOME or .brigade, then models/default-llama-100m).
 std::string default_model_dir();
 // Writes the default synthetic model into dir unless it is there already.

@@ -36,14 +36,18 @@ int fail(const Status& status) {
   return 1;
 }
 
-Expected<EngineOptions> engine_options(const std::string& topology_file, const std::string& model, int threads) {
+Expected<EngineOptions> engine_options(const std::string& topology_file, const std::string& model, int threads,
+                                       bool default_model) {
   EngineOptions o;
   if (!topology_file.empty()) {
     auto t = load_topology_file(topology_file);
     if (!t) return t.status();
     o.topology = *t;
   }
-  o.model_path = model;
+  o.model_path = model.empty() ? o.topology.model : model;
+  if (default_model && o.model_path.empty()) {
+    BRIGADE_ASSIGN_OR_RETURN(o.model_path, model_or_default(""));
+  }
   if (threads > 0)
     for (auto& inst : o.topology.instances) inst.executors.front().threads = threads;
   return o;

@@ -41,10 +41,9 @@ std::string metric_lines(const std::string& metrics, std::initializer_list<const
 }
 
 int run_demo(DemoArgs a) {
-  auto model = model_or_default(a.model);
-  if (!model) return fail(model.status());
-  auto options = engine_options(a.topology, *model, a.threads);
+  auto options = engine_options(a.topology, a.model, a.threads, /*default_model=*/true);
   if (!options) return fail(options.status());
+  const std::string* model = &options->model_path;
   const auto t_load = std::chrono::steady_clock::now();
   auto engine = Engine::create(*options);
   if (!engine) return fail(engine.status());

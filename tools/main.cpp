@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   brigade::tools::add_demo_command(app, run);
   brigade::tools::add_serve_command(app, run);
   brigade::tools::add_bench_command(app, run);
+  brigade::tools::add_node_command(app, run);
   CLI11_PARSE(app, argc, argv);
   if (!log_level.empty() && !brigade::set_log_level(log_level)) {
     std::fprintf(stderr, "error: unknown --log-level '%s' (valid: trace, debug, info, warn, error, off)\n", log_level.c_str());

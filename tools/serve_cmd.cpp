@@ -35,10 +35,9 @@ int run_serve(const ServeArgs& a) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto model = model_or_default(a.model);
-  if (!model) return fail(model.status());
-  auto options = engine_options(a.topology, *model, a.threads);
+  auto options = engine_options(a.topology, a.model, a.threads, /*default_model=*/true);
   if (!options) return fail(options.status());
+  const std::string* model = &options->model_path;
   apply_executor_flags(a.executor, *options);
   auto engine = Engine::create(*options);
   if (!engine) return fail(engine.status());

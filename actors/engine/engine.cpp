@@ -3,6 +3,7 @@
 #include "brigade/engine.h"
 
 #include <caf/all.hpp>
+#include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -10,13 +11,18 @@
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <unordered_set>
 #include <utility>
 
+#include <unistd.h>
+
 #include "actors/engine/engine_testing.h"
 #include "actors/engine/instance.h"
+#include "actors/engine/instance_stats.h"
 #include "actors/frontend/frontend_actor.h"
+#include "actors/node/node_actor.h"
 #include "actors/router/router_actor.h"
 #include "actors/step_codec.h"
 #include "actors/tokenizer/tokenizer_actor.h"
@@ -41,8 +47,10 @@ const char* finish_reason_name(FinishReason r) {
 
 namespace {
 
-caf::actor_system_config& prepared_config(caf::actor_system_config& cfg) {
+caf::actor_system_config& prepared_config(caf::actor_system_config& cfg, bool network) {
   register_message_types(cfg);
+  register_node_types(cfg);
+  if (network) cfg.load<caf::io::middleman>();
   // Work sharing wakes an idle worker through a condition variable as soon as a message
   // arrives; CAF's default work stealing polls and sleeps (50 us, then 10 ms) when idle, which
   // adds that much latency to every step whose result arrives while the workers doze.
@@ -93,108 +101,71 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
   return Status::ok();
 }
 
-// Where stats() finds each EngineStats field: the scheduler's counters (totals and gauges) and
-// the tier actor's TierStats answer.
-template <class T>
-using CounterField = std::pair<T EngineStats::*, std::atomic<T> SchedulerCounters::*>;
-constexpr CounterField<uint64_t> kCounterTotals[] = {
-    {&EngineStats::steps, &SchedulerCounters::steps},
-    {&EngineStats::step_tokens, &SchedulerCounters::step_tokens},
-    {&EngineStats::executor_us, &SchedulerCounters::executor_us},
-    {&EngineStats::requests_done, &SchedulerCounters::requests_done},
-    {&EngineStats::prompt_tokens, &SchedulerCounters::prompt_tokens},
-    {&EngineStats::generated_tokens, &SchedulerCounters::generated_tokens},
-    {&EngineStats::preemptions, &SchedulerCounters::preemptions},
-    {&EngineStats::cache_lookups, &SchedulerCounters::cache_lookups},
-    {&EngineStats::cache_hit_tokens, &SchedulerCounters::cache_hit_tokens},
-    {&EngineStats::cache_loaded_tokens, &SchedulerCounters::cache_loaded_tokens},
-    {&EngineStats::cache_evicted_pages, &SchedulerCounters::cache_evicted_pages},
-    {&EngineStats::tier_saved_pages, &SchedulerCounters::tier_saved_pages},
-    {&EngineStats::tier_host_hit_pages, &SchedulerCounters::tier_host_hit_pages},
-    {&EngineStats::tier_disk_hit_pages, &SchedulerCounters::tier_disk_hit_pages},
-    {&EngineStats::step_flops, &SchedulerCounters::step_flops},
-    {&EngineStats::step_bytes, &SchedulerCounters::step_bytes},
-    {&EngineStats::spec_draft_tokens, &SchedulerCounters::spec_draft_tokens},
-    {&EngineStats::spec_accepted_tokens, &SchedulerCounters::spec_accepted_tokens},
-    {&EngineStats::spec_verify_seqs, &SchedulerCounters::spec_verify_seqs},
-    {&EngineStats::spec_misses, &SchedulerCounters::spec_misses},
-    {&EngineStats::spec_off_compute_bound_steps, &SchedulerCounters::spec_off_compute_bound_steps},
-    {&EngineStats::spec_off_batch_steps, &SchedulerCounters::spec_off_batch_steps},
-    {&EngineStats::spec_seqs_turned_off, &SchedulerCounters::spec_seqs_turned_off},
-    {&EngineStats::pd_transfers_out, &SchedulerCounters::pd_transfers_out},
-    {&EngineStats::pd_bytes_out, &SchedulerCounters::pd_bytes_out},
-    {&EngineStats::pd_transfers_in, &SchedulerCounters::pd_transfers_in},
-    {&EngineStats::pd_bytes_in, &SchedulerCounters::pd_bytes_in},
-    {&EngineStats::pd_transfer_us, &SchedulerCounters::pd_transfer_us},
-    {&EngineStats::pd_import_failures, &SchedulerCounters::pd_import_failures},
-};
-// Per bound, memory then compute (SchedulerCounters::bound_*).
-constexpr std::pair<uint64_t EngineStats::*, uint64_t EngineStats::*> kBoundFields[] = {
-    {&EngineStats::memory_bound_steps, &EngineStats::compute_bound_steps},
-    {&EngineStats::memory_bound_executor_us, &EngineStats::compute_bound_executor_us},
-};
-constexpr std::atomic<uint64_t> (SchedulerCounters::*kBoundCounters[])[2] = {&SchedulerCounters::bound_steps,
-                                                                               &SchedulerCounters::bound_executor_us};
-constexpr CounterField<int> kCounterGauges[] = {
-    {&EngineStats::n_running, &SchedulerCounters::n_running},
-    {&EngineStats::n_waiting, &SchedulerCounters::n_waiting},
-    {&EngineStats::kv_pages_used, &SchedulerCounters::kv_pages_used},
-    {&EngineStats::cache_pages, &SchedulerCounters::cache_pages},
-};
-using TierReader = schema::TierStats::Reader;
-constexpr std::pair<uint64_t EngineStats::*, uint64_t (TierReader::*)() const> kTierFields[] = {
-    {&EngineStats::tier_host_bytes_in, &TierReader::getHostBytesIn},
-    {&EngineStats::tier_host_bytes_out, &TierReader::getHostBytesOut},
-    {&EngineStats::tier_host_bytes_used, &TierReader::getHostBytesUsed},
-    {&EngineStats::tier_disk_bytes_in, &TierReader::getDiskBytesIn},
-    {&EngineStats::tier_disk_bytes_out, &TierReader::getDiskBytesOut},
-    {&EngineStats::tier_disk_bytes_used, &TierReader::getDiskBytesUsed},
-    {&EngineStats::tier_disk_corrupt, &TierReader::getDiskCorrupt},
+// What the engine knows of each instance once it is loaded (local) or connected (remote), to
+// check that the instances can serve together.
+struct InstanceFacts {
+  std::string name;
+  PdRole role = PdRole::both;
+  std::string arch;
+  int vocab_size = 0;
+  int max_position = 0;
+  uint64_t n_params = 0;
+  uint64_t weight_bytes = 0;
+  size_t kv_page_bytes = 0;
+  int n_pages = 0;
+  RooflineCeilings ceilings;
 };
 
-// Adds one instance's stats into a sum (stats() over instances): every counter and gauge, the
-// roofline times, the ceilings (the instances' together), pages and tier bytes.
-void accumulate(EngineStats& to, const EngineStats& from) {
-  for (const auto& field : kCounterTotals) to.*field.first += from.*field.first;
-  for (const auto& field : kCounterGauges) to.*field.first += from.*field.first;
-  for (const auto& [memory, compute] : kBoundFields) {
-    to.*memory += from.*memory;
-    to.*compute += from.*compute;
-  }
-  for (const auto& field : kTierFields) to.*field.first += from.*field.first;
-  to.memory_bound_roofline_us += from.memory_bound_roofline_us;
-  to.compute_bound_roofline_us += from.compute_bound_roofline_us;
-  to.peak_bytes_per_s += from.peak_bytes_per_s;
-  to.peak_flops_per_s += from.peak_flops_per_s;
-  to.kv_pages_total += from.kv_pages_total;
-  to.tiers = to.tiers || from.tiers;
-  to.tier_disk_degraded = to.tier_disk_degraded || from.tier_disk_degraded;
+InstanceFacts facts_of(const LoadedInstance& l) {
+  const Model& m = *l.ranks.front()->model;
+  return {l.name, l.setup.limits.role, m.config().arch, m.config().vocab_size, m.config().max_position,
+          static_cast<uint64_t>(m.n_params()), static_cast<uint64_t>(m.weight_bytes()), l.kv_page_bytes, l.n_pages,
+          l.ceilings};
 }
 
-// PD separation: a decode instance writes the prefill instance's page bytes as they are, so every
-// PD instance's pages must have one layout (the topology checks page size and KV dtype; this
-// checks the bytes the loaded models actually give, e.g. the same head sizes).
-Status check_pd_layouts(const std::vector<LoadedInstance>& loaded) {
-  const LoadedInstance* first = nullptr;
-  for (const auto& l : loaded) {
-    if (l.setup.limits.role == PdRole::both) continue;
-    if (!first) {
-      first = &l;
-    } else if (l.kv_page_bytes != first->kv_page_bytes) {
-      return invalid_argument("instances '" + first->name + "' and '" + l.name + "' have KV pages of " +
-                              std::to_string(first->kv_page_bytes) + " and " + std::to_string(l.kv_page_bytes) +
+InstanceFacts facts_of(schema::NodeInfo::Reader r) {
+  return {r.getInstance(), *parse_pd_role(r.getRole()), r.getArch(), r.getVocabSize(), r.getMaxPosition(),
+          r.getNParams(), r.getWeightBytes(), r.getKvPageBytes(), r.getNPages(),
+          RooflineCeilings{r.getPeakBytesPerS(), r.getPeakFlopsPerS()}};
+}
+
+// The instances serve one model's requests: one vocabulary (the front validates and tokenizes
+// for all of them). PD separation: a decode instance writes the prefill instance's page bytes as
+// they are, so every PD instance's pages must have one layout (the topology checks page size and
+// KV dtype; this checks the bytes the loaded models actually give, e.g. the same head sizes).
+Status check_instances_agree(const std::vector<InstanceFacts>& facts) {
+  const InstanceFacts& a = facts.front();
+  const InstanceFacts* pd = nullptr;
+  for (const auto& f : facts) {
+    if (f.vocab_size != a.vocab_size || f.arch != a.arch)
+      return invalid_argument("instances '" + a.name + "' and '" + f.name + "' run different models (" + a.arch + ", " +
+                              std::to_string(a.vocab_size) + " ids vs " + f.arch + ", " +
+                              std::to_string(f.vocab_size) + " ids): the instances of an engine serve one model");
+    if (f.role == PdRole::both) continue;
+    if (!pd) {
+      pd = &f;
+    } else if (f.kv_page_bytes != pd->kv_page_bytes) {
+      return invalid_argument("instances '" + pd->name + "' and '" + f.name + "' have KV pages of " +
+                              std::to_string(pd->kv_page_bytes) + " and " + std::to_string(f.kv_page_bytes) +
                               " bytes: prefill and decode instances need one model and KV layout");
     }
   }
   return Status::ok();
 }
 
+bool has_remote(const TopologyConfig& t) {
+  return std::any_of(t.instances.begin(), t.instances.end(), [](const InstanceConfig& i) { return !i.remote.empty(); });
+}
+
 class EngineImpl final : public Engine {
  public:
-  EngineImpl() : system_(prepared_config(cfg_)) {}
+  // `network`: load CAF's middleman (remote instances); an engine of local instances opens no
+  // socket and starts no I/O thread.
+  explicit EngineImpl(bool network) : system_(prepared_config(cfg_, network)) {}
 
   ~EngineImpl() override {
-    // The router first: it must not mistake the instances stopping for failures.
+    // The router first: it must not mistake the instances stopping for failures. Remote nodes
+    // are not told to exit: they outlive this front, and see it go through their monitor.
     if (router_) caf::anon_send_exit(router_, caf::exit_reason::user_shutdown);
     for (const auto& a : actors_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     actors_.clear();
@@ -203,14 +174,15 @@ class EngineImpl final : public Engine {
 
   Status start(const EngineOptions& options);
 
-  // Sends `request` to `dest` and waits up to `timeout` for its Reply; a CAF error (the timeout, a
-  // dead actor) comes back as internal. Blocks the calling thread (a client's, never an actor's).
-  template <class Reply, class Handle, class Request>
-  Expected<Reply> ask(const Handle& dest, caf::timespan timeout, Request request) const {
+  // Sends `xs` to `dest` and waits up to `timeout` for its Reply; a CAF error (the timeout, a
+  // dead actor, the receiver's own Status) comes back as a Status. Blocks the calling thread (a
+  // client's, never an actor's).
+  template <class Reply, class Handle, class... Ts>
+  Expected<Reply> ask(const Handle& dest, caf::timespan timeout, Ts&&... xs) const {
     caf::scoped_actor self{*sys_};
     Expected<Reply> out = internal_error("no answer");
-    self->request(dest, timeout, std::move(request))
-        .receive([&](const Reply& r) { out = r; }, [&](const caf::error& err) { out = internal_error(caf::to_string(err)); });
+    self->request(dest, timeout, std::forward<Ts>(xs)...)
+        .receive([&](const Reply& r) { out = r; }, [&](const caf::error& err) { out = to_status(err); });
     return out;
   }
 
@@ -223,16 +195,6 @@ class EngineImpl final : public Engine {
                      : ask<prefix_query_result_msg>(instances_.front().scheduler, std::chrono::seconds(10), std::move(q));
     if (!r) return internal_error("prefix query failed: " + r.status().message());
     return r->reader().getCachedTokens();
-  }
-
-  // Asks an instance's tier actor for its counters (a short wait; skipped if it is busy).
-  void add_tier_stats(const hicache_actor& tiers, EngineStats& s) const {
-    s.tiers = true;
-    auto m = ask<tier_stats_msg>(tiers, std::chrono::milliseconds(500), tier_stats_request_msg::build([](auto) {}));
-    if (!m) return;
-    const auto r = m->reader();
-    for (const auto& [to, from] : kTierFields) s.*to = (r.*from)();
-    s.tier_disk_degraded = r.getDiskDegraded();
   }
 
   Expected<uint64_t> submit(const GenerateOptions& request, EventCallback on_event) override;
@@ -266,7 +228,6 @@ class EngineImpl final : public Engine {
       InstanceStats is;
       is.name = instances_[i].name;
       is.role = pd_role_name(instances_[i].role);
-      is.stats = scheduler_stats(instances_[i]);
       if (router_counters_) {
         const auto& routed = router_counters_->routed[i];
         is.routed_cache = routed[static_cast<size_t>(RouteReason::cache)].load();
@@ -274,6 +235,7 @@ class EngineImpl final : public Engine {
         is.routed_round_robin = routed[static_cast<size_t>(RouteReason::round_robin)].load();
         is.serving = !router_counters_->down[i].load();
       }
+      is.stats = nodes_[i] ? node_stats(i, is.serving) : scheduler_stats(instances_[i]);
       out.push_back(std::move(is));
     }
     return out;
@@ -283,6 +245,7 @@ class EngineImpl final : public Engine {
   Status kill_executor(int index) {
     if (index < 0 || static_cast<size_t>(index) >= instances_.size())
       return invalid_argument("no instance " + std::to_string(index));
+    if (nodes_[static_cast<size_t>(index)]) return invalid_argument("instance " + std::to_string(index) + " is remote");
     caf::anon_send_exit(instances_[static_cast<size_t>(index)].executor, caf::exit_reason::kill);
     return Status::ok();
   }
@@ -290,28 +253,48 @@ class EngineImpl final : public Engine {
  private:
   // One instance's counters as EngineStats (the scheduler's, its tiers', its ceilings and pool).
   EngineStats scheduler_stats(const SpawnedInstance& inst) const {
-    const SchedulerCounters& c = *inst.counters;
-    EngineStats s;
-    for (const auto& [to, from] : kCounterTotals) s.*to = (c.*from).load();
-    for (const auto& [to, from] : kCounterGauges) s.*to = (c.*from).load();
-    for (size_t i = 0; i < std::size(kBoundFields); ++i) {
-      s.*kBoundFields[i].first = (c.*kBoundCounters[i])[0].load();
-      s.*kBoundFields[i].second = (c.*kBoundCounters[i])[1].load();
-    }
-    s.memory_bound_roofline_us = static_cast<double>(c.bound_roofline_ns[0].load()) / 1e3;
-    s.compute_bound_roofline_us = static_cast<double>(c.bound_roofline_ns[1].load()) / 1e3;
-    s.peak_bytes_per_s = inst.ceilings.bytes_per_s;
-    s.peak_flops_per_s = inst.ceilings.flops_per_s;
-    s.kv_pages_total = inst.n_pages;
-    if (inst.tiers) add_tier_stats(inst.tiers, s);
+    EngineStats s = counter_stats(inst);
+    if (!inst.tiers) return s;
+    // The tier actor's counters: a short wait, skipped if it is busy.
+    auto m = ask<tier_stats_msg>(inst.tiers, std::chrono::milliseconds(500), tier_stats_request_msg::build([](auto) {}));
+    if (m) add_tier_stats(m->reader(), s);
     return s;
   }
-  Status load_tokenizer(const std::string& path, const ModelConfig& mc);
+  // A remote instance's stats, asked of its node (a short wait). A node that is down or does not
+  // answer in time shows the last counters it gave (counters must not go back to 0 in /metrics),
+  // with its gauges at 0 when it is down.
+  EngineStats node_stats(size_t i, bool serving) const {
+    std::optional<EngineStats> fresh;
+    if (serving) {
+      auto m = ask<node_stats_msg>(nodes_[i], std::chrono::milliseconds(1000), node_stats_request_msg::build([](auto) {}));
+      if (m) fresh = decode_node_stats(m->reader());
+    }
+    std::lock_guard<std::mutex> lock(node_stats_mu_);
+    EngineStats& last = last_node_stats_[i];
+    if (fresh) {
+      last = *fresh;
+    } else if (!serving) {
+      last.n_running = last.n_waiting = last.kv_pages_used = last.cache_pages = 0;
+    }
+    EngineStats s = last;
+    const SpawnedInstance& inst = instances_[i];
+    s.kv_pages_total = inst.n_pages;
+    s.peak_bytes_per_s = inst.ceilings.bytes_per_s;
+    s.peak_flops_per_s = inst.ceilings.flops_per_s;
+    return s;
+  }
+  // Connects to the brigade node serving remote instance `inst` and introduces this front (its
+  // router takes the node's events and hand-offs).
+  Expected<std::pair<node_actor, node_info_msg>> connect_node(const InstanceConfig& inst);
+  void load_chat_family(const std::string& path);
 
   caf::actor_system_config cfg_;
   caf::actor_system system_;
   caf::actor_system* sys_ = &system_;  // for const methods that talk to actors
-  std::vector<SpawnedInstance> instances_;
+  std::vector<SpawnedInstance> instances_;  // remote ones: name, role, pool, ceilings; scheduler = the node
+  std::vector<node_actor> nodes_;           // per instance: its node, null for a local instance
+  mutable std::mutex node_stats_mu_;
+  mutable std::vector<EngineStats> last_node_stats_;  // per instance: its node's last answer
   router_actor router_;  // null with one instance: the tokenizer then talks to its scheduler
   std::shared_ptr<RouterCounters> router_counters_;
   std::vector<caf::actor> actors_;
@@ -327,87 +310,131 @@ class EngineImpl final : public Engine {
   std::mutex seed_mu_;
 };
 
-// The model's tokenizer (a directory's tokenizer files, or a GGUF's embedded vocabulary) and chat
-// family, once for all instances.
-Status EngineImpl::load_tokenizer(const std::string& path, const ModelConfig& mc) {
-  const bool gguf = std::filesystem::path(path).extension() == ".gguf";
-  if (std::filesystem::is_directory(path) || gguf) {  // a GGUF may carry its vocabulary (tokenizer.ggml.*)
-    auto tok = Tokenizer::load(path);
-    if (tok) {
-      BRIGADE_RETURN_IF_ERROR(check_tokenizer_fits(**tok, mc.vocab_size));
-      tokenizer_model_ = std::move(*tok);
-    } else if (tok.status().code() != StatusCode::not_found) {
-      return tok.status();
-    }
-  }
-  if (tokenizer_model_ && std::filesystem::is_directory(path)) {
+// The model's chat family (a directory's template, or the one a GGUF carries), once for all
+// instances.
+void EngineImpl::load_chat_family(const std::string& path) {
+  if (!tokenizer_model_) return;
+  if (std::filesystem::is_directory(path)) {
     // A model with a template of no known family still serves completions; chat says why not.
     chat_family_ = chat_family_for_model(path, "");
-  } else if (tokenizer_model_ && gguf) {
+  } else if (std::filesystem::path(path).extension() == ".gguf") {
     if (auto file = GgufFile::open(path)) {
       if (auto jinja = (*file)->get_string("tokenizer.chat_template")) chat_family_ = detect_chat_family(*jinja);
     }
   }
-  return Status::ok();
+}
+
+Expected<std::pair<node_actor, node_info_msg>> EngineImpl::connect_node(const InstanceConfig& inst) {
+  const Endpoint ep = *parse_endpoint(inst.remote);  // validated with the topology
+  const std::string where = "instance '" + inst.name + "' (remote " + inst.remote + ")";
+  auto node = system_.middleman().remote_actor<node_actor>(ep.host, static_cast<uint16_t>(ep.port));
+  if (!node)
+    return io_error(where + ": no brigade node answers there (" + system_.render(node.error()) +
+                       "); start it first: brigade node --topology FILE --instance " + inst.name);
+  auto hello = node_hello_msg::build([&](schema::NodeHello::Builder b) {
+    b.setProtocol(kNodeProtocol);
+    b.setFront("pid " + std::to_string(::getpid()));
+    b.setInstance(inst.name);
+    b.setRole(inst.role);
+  });
+  auto info = ask<node_info_msg>(*node, std::chrono::seconds(10), connect_atom::value, std::move(hello),
+                                 token_sink_actor{router_}, handoff_sink_actor{router_});
+  if (!info) return Status(info.status().code(), where + ": " + info.status().message());
+  const auto r = info->reader();
+  if (r.getRole() != inst.role)
+    return invalid_argument(where + ": the node serves it with role " + std::string(r.getRole()) +
+                            ", this topology says " + inst.role);
+  if (!parse_pd_role(r.getRole()) || r.getVocabSize() < 1)
+    return corrupt(where + ": the node's NodeInfo is malformed");
+  spdlog::info("engine: instance '{}': brigade node at {} (pid {}): {} ({} params), KV {} pages", inst.name,
+               inst.remote, r.getPid(), std::string(r.getArch()), r.getNParams(), r.getNPages());
+  return std::make_pair(std::move(*node), std::move(*info));
 }
 
 Status EngineImpl::start(const EngineOptions& options) {
   BRIGADE_RETURN_IF_ERROR(options.topology.validate());
-  // The topology format accepts `remote:` so node configs can be written now; the middleman
-  // wiring that would connect to a `brigade node` is not built, and loading the instance here
-  // instead would silently run it in the wrong process.
-  for (const auto& inst : options.topology.instances)
-    if (!inst.remote.empty())
-      return unsupported("instance '" + inst.name + "' names remote: " + inst.remote +
-                         "; connecting to remote instances (brigade node) is not built yet: run it in this "
-                         "process (remove remote: and give its executors)");
+  const auto& configs = options.topology.instances;
   const std::string path = options.model_path.empty() ? options.topology.model : options.model_path;
   if (path.empty()) return invalid_argument("no model given: pass a model path or set `model:` in the topology");
-  // `threads: 0` shares the cores out among every CPU rank of every instance.
+  // `threads: 0` shares the cores out among every CPU rank of every local instance.
   int n_cpu_ranks = 0;
-  for (const auto& inst : options.topology.instances) {
+  for (const auto& inst : configs) {
     const ExecutorConfig& exe = inst.executors.front();
-    if (!parse_device(exe.device)->cuda) n_cpu_ranks += exe.tp;
+    if (inst.remote.empty() && !parse_device(exe.device)->cuda) n_cpu_ranks += exe.tp;
   }
-  std::vector<LoadedInstance> loaded;
-  for (const auto& inst : options.topology.instances) {
-    auto one = load_instance(options, inst, path, n_cpu_ranks, options.progress && loaded.empty());
+  // Local instances load their weights here; remote ones are served by their nodes (this
+  // process reads only the model's tokenizer and chat template for them).
+  std::vector<std::optional<LoadedInstance>> loaded(configs.size());
+  bool progress = options.progress;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    if (!configs[i].remote.empty()) continue;
+    auto one = load_instance(options, configs[i], path, n_cpu_ranks, progress);
     if (!one) {
-      if (options.topology.instances.size() == 1) return one.status();
-      return Status(one.status().code(), "instance '" + inst.name + "': " + one.status().message());
+      if (configs.size() == 1) return one.status();
+      return Status(one.status().code(), "instance '" + configs[i].name + "': " + one.status().message());
     }
-    loaded.push_back(std::move(*one));
+    loaded[i] = std::move(*one);
+    progress = false;
   }
-  const Model& model = *loaded.front().ranks.front()->model;
-  const ModelConfig& mc = model.config();
-  BRIGADE_RETURN_IF_ERROR(load_tokenizer(path, mc));
-  if (tokenizer_model_) {  // the bytes of every token, for json_object sequences
-    auto trie = std::make_shared<const TokenTrie>(token_pieces(*tokenizer_model_));
-    for (auto& inst : loaded) inst.ranks.front()->runner.vocab = trie;
-  }
-  summary_ = {mc.arch, mc.vocab_size, mc.max_position, model.n_params(), model.weight_bytes(), tokenizer_model_ != nullptr};
+  BRIGADE_ASSIGN_OR_RETURN(tokenizer_model_, load_model_tokenizer(path));
+  load_chat_family(path);
 
   auto frontend = spawn_frontend(system_, registry_);
   tokenizer_ = spawn_tokenizer(system_, tokenizer_model_, frontend);
   actors_ = {caf::actor_cast<caf::actor>(frontend), caf::actor_cast<caf::actor>(tokenizer_)};
-  // One instance: the tokenizer talks to its scheduler directly (no router hop, no routing).
+  // One local instance: the tokenizer talks to its scheduler directly (no router hop, no
+  // routing). A remote instance always has the router in front: it is what watches the node.
   token_sink_actor sink = caf::actor_cast<token_sink_actor>(tokenizer_);
-  if (loaded.size() > 1) {
+  if (configs.size() > 1 || has_remote(options.topology)) {
     RouterSetup rs;
     rs.config = options.topology.router;
-    for (const auto& l : loaded) rs.instance_names.push_back(l.name);
-    router_counters_ = std::make_shared<RouterCounters>(static_cast<int>(loaded.size()));
+    for (const auto& inst : configs) {
+      rs.instance_names.push_back(inst.name);
+      rs.roles.push_back(*parse_pd_role(inst.role));
+    }
+    router_counters_ = std::make_shared<RouterCounters>(static_cast<int>(configs.size()));
     rs.counters = router_counters_;
-    for (const auto& l : loaded) rs.roles.push_back(l.setup.limits.role);
     router_ = spawn_router(system_, std::move(rs), sink);
     sink = router_;
-    spdlog::info("engine: {} instances behind a {} router{}", loaded.size(), options.topology.router.policy,
+    spdlog::info("engine: {} instances behind a {} router{}", configs.size(), options.topology.router.policy,
                  options.topology.pd_separated() ? " (PD separation: prompts to prefill instances, hand-offs to decode)"
                                                  : "");
   }
-  BRIGADE_RETURN_IF_ERROR(check_pd_layouts(loaded));
-  for (auto& l : loaded) {
-    instances_.push_back(spawn_instance(system_, std::move(l), sink, /*linked=*/router_ != nullptr, router_));
+  std::vector<InstanceFacts> facts;
+  nodes_.resize(configs.size());
+  last_node_stats_.resize(configs.size());
+  for (size_t i = 0; i < configs.size(); ++i) {
+    if (loaded[i]) {
+      facts.push_back(facts_of(*loaded[i]));
+      continue;
+    }
+    BRIGADE_ASSIGN_OR_RETURN(auto connected, connect_node(configs[i]));
+    nodes_[i] = std::move(connected.first);
+    facts.push_back(facts_of(connected.second.reader()));
+    facts.back().name = configs[i].name;
+  }
+  BRIGADE_RETURN_IF_ERROR(check_instances_agree(facts));
+  const InstanceFacts& model = facts.front();
+  if (tokenizer_model_) BRIGADE_RETURN_IF_ERROR(check_tokenizer_fits(*tokenizer_model_, model.vocab_size));
+  summary_ = {model.arch, model.vocab_size, model.max_position, static_cast<int64_t>(model.n_params),
+              static_cast<int64_t>(model.weight_bytes), tokenizer_model_ != nullptr};
+  if (tokenizer_model_) {  // the bytes of every token, for json_object sequences
+    auto trie = std::make_shared<const TokenTrie>(token_pieces(*tokenizer_model_));
+    for (auto& l : loaded)
+      if (l) l->ranks.front()->runner.vocab = trie;
+  }
+  for (size_t i = 0; i < configs.size(); ++i) {
+    if (!loaded[i]) {
+      SpawnedInstance remote;  // what stats and routing need; its actors live in the node
+      remote.name = configs[i].name;
+      remote.role = facts[i].role;
+      remote.n_pages = facts[i].n_pages;
+      remote.ceilings = facts[i].ceilings;
+      remote.scheduler = nodes_[i];
+      instances_.push_back(std::move(remote));
+      continue;
+    }
+    instances_.push_back(spawn_instance(system_, std::move(*loaded[i]), sink, /*linked=*/router_ != nullptr, router_));
     const auto& spawned = instances_.back().actors;
     actors_.insert(actors_.end(), spawned.begin(), spawned.end());
   }
@@ -465,7 +492,7 @@ Expected<uint64_t> EngineImpl::submit(const GenerateOptions& request, EventCallb
 
 Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   init_logging();
-  auto engine = std::make_unique<EngineImpl>();
+  auto engine = std::make_unique<EngineImpl>(has_remote(options.topology));
   BRIGADE_RETURN_IF_ERROR(engine->start(options));
   return std::unique_ptr<Engine>(std::move(engine));
 }

@@ -261,6 +261,17 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   return out;
 }
 
+Expected<std::shared_ptr<const Tokenizer>> load_model_tokenizer(const std::string& path) {
+  const bool gguf = std::filesystem::path(path).extension() == ".gguf";
+  if (!std::filesystem::is_directory(path) && !gguf) return std::shared_ptr<const Tokenizer>{};  // a llama2.c .bin
+  auto tok = Tokenizer::load(path);  // a GGUF may carry its vocabulary (tokenizer.ggml.*)
+  if (!tok) {
+    if (tok.status().code() == StatusCode::not_found) return std::shared_ptr<const Tokenizer>{};
+    return tok.status();
+  }
+  return std::shared_ptr<const Tokenizer>(std::move(*tok));
+}
+
 SpawnedInstance spawn_instance(caf::actor_system& system, LoadedInstance loaded, token_sink_actor sink, bool linked,
                                handoff_sink_actor handoffs) {
   SpawnedInstance out;

@@ -15,6 +15,7 @@
 #include "actors/hicache/hicache_actor.h"
 #include "actors/scheduler/scheduler_actor.h"
 #include "brigade/engine.h"
+#include "models/tokenizer.h"
 
 namespace brigade {
 
@@ -52,6 +53,11 @@ int rank_threads(const ExecutorConfig& exe, int n_cpu_ranks);
 // device, a model that does not load, KV memory too small for a page.
 Expected<LoadedInstance> load_instance(const EngineOptions& options, const InstanceConfig& inst,
                                        const std::string& model_path, int n_cpu_ranks, bool progress);
+
+// The model's tokenizer: a directory's tokenizer files, or the vocabulary a GGUF carries; null
+// when the model has none (a llama2.c .bin). Errors: tokenizer files that do not load. Check it
+// against the model's vocabulary with check_tokenizer_fits.
+Expected<std::shared_ptr<const Tokenizer>> load_model_tokenizer(const std::string& path);
 
 // Spawns the loaded instance's actors; its scheduler sends TokenEvents to `sink`. `linked`: the
 // scheduler is linked to every other actor of the instance, so when any of them dies (a crash, an

@@ -106,8 +106,9 @@ struct InstanceConfig {
   // each, no `both` instance beside them, tp 1, and the same kv.page_size and kv.dtype on all.
   std::string role = "both";
   // HOST:PORT of a `brigade node` serving this instance in another process; empty: the instance
-  // runs in this process. A remote instance is configured in its node's topology, so it names
-  // no scheduler/kv/cache/executors here (parse_topology rejects them).
+  // runs in this process. The front (Engine, `brigade serve`) connects to the node instead of
+  // loading the instance; the node (`brigade node --instance NAME` on the same file) runs it
+  // with the sections below and listens there. One file describes the whole cluster.
   std::string remote;
   SchedulerConfig scheduler;
   KvConfig kv;

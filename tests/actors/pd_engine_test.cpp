@@ -26,18 +26,9 @@ namespace fs = std::filesystem;
 
 using testing::Outcomes;
 
-class PdEngine : public ::testing::Test {
+class PdEngine : public testing::TinyModelTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("brigade_pd_engine_test_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    ASSERT_TRUE(write_synthetic_model(testing::tiny_llama(300, 2048, 23), model()).is_ok());
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string model() const { return (dir_ / "model").string(); }
+  PdEngine() : TinyModelTest("pd_engine_test", 23) {}
 
   // Steps of at most 32 tokens: every matmul stays below the BLAS threshold (cpu/ops.h
   // kBlasMinRows), so a row's result does not depend on what else its step holds, and colocated
@@ -69,11 +60,6 @@ class PdEngine : public ::testing::Test {
     return o;
   }
 
-  static std::vector<int32_t> prompt(int32_t seed, int n) {
-    std::vector<int32_t> p;
-    for (int i = 0; i < n; ++i) p.push_back(1 + (seed * 37 + i * 11) % 290);
-    return p;
-  }
 
   // A mixed batch: prompts of 3 to 120 tokens (several prefill chunks, shared prefixes for the
   // radix cache), greedy or seeded sampling with penalties, max_tokens 1 (finishes on the
@@ -105,7 +91,6 @@ class PdEngine : public ::testing::Test {
     EXPECT_EQ(n_live_blobs(), 0u) << "every hand-off buffer was freed with its messages";
   }
 
-  fs::path dir_;
 };
 
 std::vector<std::vector<int32_t>> run(const EngineOptions& o, const std::vector<GenerateOptions>& reqs,

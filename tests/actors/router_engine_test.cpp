@@ -24,18 +24,9 @@ namespace fs = std::filesystem;
 
 using testing::Outcomes;
 
-class RouterEngine : public ::testing::Test {
+class RouterEngine : public testing::TinyModelTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("brigade_router_engine_test_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    ASSERT_TRUE(write_synthetic_model(testing::tiny_llama(300, 2048, 11), model()).is_ok());
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string model() const { return (dir_ / "model").string(); }
+  RouterEngine() : TinyModelTest("router_engine_test", 11) {}
 
   // n instances named i0, i1, ... with one thread each, behind a router of `policy`.
   EngineOptions options(int n, const std::string& policy) const {
@@ -51,11 +42,6 @@ class RouterEngine : public ::testing::Test {
     return o;
   }
 
-  static std::vector<int32_t> prompt(int32_t seed, int n) {
-    std::vector<int32_t> p;
-    for (int i = 0; i < n; ++i) p.push_back(1 + (seed * 37 + i * 11) % 290);
-    return p;
-  }
 
   // Submits every prompt at once and returns their greedy tokens in order.
   static std::vector<std::vector<int32_t>> run_batch(Engine& e, const std::vector<std::vector<int32_t>>& prompts) {
@@ -75,23 +61,7 @@ class RouterEngine : public ::testing::Test {
     return tokens;
   }
 
-  fs::path dir_;
 };
-
-// remote: parses (config_test) but the connection to a brigade node is not built: the engine must
-// say so rather than load the instance in this process.
-TEST_F(RouterEngine, ARemoteInstanceIsRefusedUntilNodesAreBuilt) {
-  EngineOptions o = options(2, "least_load");
-  InstanceConfig& far = o.topology.instances.back();
-  far = InstanceConfig{};
-  far.name = "far";
-  far.remote = "127.0.0.1:7001";
-  auto e = Engine::create(o);
-  ASSERT_FALSE(e.has_value());
-  EXPECT_EQ(e.status().code(), StatusCode::unsupported);
-  EXPECT_NE(e.status().message().find("instance 'far' names remote: 127.0.0.1:7001"), std::string::npos)
-      << e.status().message();
-}
 
 TEST_F(RouterEngine, TwoInstancesGiveOneInstancesGreedyTokens) {
   std::vector<std::vector<int32_t>> prompts;

@@ -88,13 +88,27 @@ routed = sum(int(n) for n in re.findall(r'^brigade_router_requests_total\{instan
 assert routed == 6, (routed, text)
 assert re.search(r"^brigade_requests_finished_total 6$", text, re.M), text
 PY
-# A remote instance: inspect names its endpoint; serve refuses it (brigade node is not built yet)
-# with the reason, instead of loading it in this process.
-printf 'instances: [{name: near}, {name: far, remote: "127.0.0.1:7001"}]\n' >"$dir/remote.yaml"
-"$bin" inspect "$dir/remote.yaml" | grep -q "^instance far: remote 127.0.0.1:7001$"
-if "$bin" serve --model "$dir/m" --topology "$dir/remote.yaml" --port "$port" >"$dir/remote.txt" 2>&1; then
-  echo "serve with a remote instance should fail"; exit 1
+# A local cluster: `brigade node` serves one instance of a topology; `generate` with the same
+# file connects to it (its first stdout line names the bound address) and gives the tokens a
+# local instance gives. A front whose node is not there fails at start with the reason.
+printf 'instances: [{name: far, remote: "127.0.0.1:1", executors: [{threads: 1}], kv: {memory_mb: 16}}]\n' >"$dir/remote.yaml"
+"$bin" inspect "$dir/remote.yaml" | grep -q "^instance far: remote 127.0.0.1:1$"
+if "$bin" generate --model "$dir/m" --topology "$dir/remote.yaml" --prompt-ids 1,2,3 --max-tokens 4 >"$dir/remote.txt" 2>&1; then
+  echo "generate against a missing node should fail"; exit 1
 fi
-grep -q "instance 'far' names remote: 127.0.0.1:7001" "$dir/remote.txt"
+grep -q "instance 'far' (remote 127.0.0.1:1): no brigade node answers there" "$dir/remote.txt"
+"$bin" node --model "$dir/m" --topology "$dir/remote.yaml" --instance far --listen 127.0.0.1:0 >"$dir/node.txt" 2>"$dir/node.err" &
+node_pid=$!
+trap 'kill $node_pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+for _ in $(seq 1 100); do grep -q "^node 127.0.0.1:" "$dir/node.txt" 2>/dev/null && break; sleep 0.1; done
+node_port=$(sed -n 's/^node 127.0.0.1:\([0-9]*\) serving.*/\1/p' "$dir/node.txt")
+test -n "$node_port"
+sed "s/127.0.0.1:1/127.0.0.1:$node_port/" "$dir/remote.yaml" >"$dir/cluster.yaml"
+"$bin" generate --model "$dir/m" --topology "$dir/cluster.yaml" --prompt-ids 1,2,3 --max-tokens 6 --temperature 0 \
+  >"$dir/cluster_gen.txt" 2>/dev/null
+"$bin" generate --model "$dir/m" --prompt-ids 1,2,3 --max-tokens 6 --temperature 0 >"$dir/local_gen.txt" 2>/dev/null
+test "$(head -1 "$dir/cluster_gen.txt")" = "$(head -1 "$dir/local_gen.txt")"
+kill -TERM $node_pid
+wait $node_pid
 
 echo "cli smoke: ok"

@@ -1,0 +1,27 @@
+// One instance's EngineStats: read from its scheduler's in-process counters, summed over
+// instances, and carried between processes as a NodeStats message (messages/node.capnp) for
+// instances that run in a `brigade node`.
+#pragma once
+
+#include "actors/engine/instance.h"
+#include "brigade/engine.h"
+#include "messages/types.h"
+
+namespace brigade {
+
+// The instance's counters and gauges, its ceilings and pool size; tier stats are not included
+// (they are the tier actor's answer: add_tier_stats).
+EngineStats counter_stats(const SpawnedInstance& inst);
+// Copies a tier actor's TierStats answer into `s` (and sets s.tiers).
+void add_tier_stats(schema::TierStats::Reader r, EngineStats& s);
+// Adds one instance's stats into a sum: every count, gauge, time and ceiling (the instances'
+// together); flags are or-ed.
+void accumulate(EngineStats& to, const EngineStats& from);
+
+// Every EngineStats field by name (the NodeStats wire form) and back. A name the reader does
+// not know is skipped, so nodes and fronts of different builds still agree on the fields they
+// share.
+node_stats_msg encode_node_stats(const EngineStats& s);
+EngineStats decode_node_stats(schema::NodeStats::Reader r);
+
+}  // namespace brigade

@@ -1,0 +1,187 @@
+#include "actors/node/node_actor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <string>
+#include <unordered_set>
+
+#include "actors/engine/instance_stats.h"
+#include "messages/error.h"
+
+namespace brigade {
+
+namespace {
+
+struct NodeState {
+  NodeSetup setup;
+  std::string instance;            // the instance name (logs)
+  scheduler_actor scheduler;       // null until wired
+  hicache_actor tiers;             // null without tiers
+  token_sink_actor front;          // null while no front is connected
+  handoff_sink_actor front_handoffs;
+  std::string front_name;
+  std::unordered_set<uint64_t> in_flight;  // the front's requests this instance owns now
+  static inline const char* name = "brigade.node";
+};
+
+using node_ptr = node_actor::stateful_pointer<NodeState>;
+
+// Whether the message being handled came from `who` (by address: a remote sender arrives as a
+// proxy, which compares equal by address to the handle the hello carried).
+template <class Handle>
+bool sent_by(node_ptr self, const Handle& who) {
+  return who && caf::actor_cast<caf::actor_addr>(self->current_sender()) == who.address();
+}
+
+// The front went away: nobody will read the answers to its requests, so end them here and give
+// their pages back.
+void drop_front(node_ptr self, const caf::error& reason) {
+  auto& st = self->state;
+  // A front that shut down cleanly is routine; a lost connection is worth a warning.
+  spdlog::log(reason == caf::exit_reason::user_shutdown ? spdlog::level::info : spdlog::level::warn,
+              "node '{}': front '{}' is gone ({}); aborting its {} requests in flight", st.instance, st.front_name,
+              caf::to_string(reason), st.in_flight.size());
+  for (uint64_t id : st.in_flight)
+    self->send(st.scheduler, abort_msg::build([&](schema::Abort::Builder b) { b.setRequestId(id); }));
+  st.in_flight.clear();
+  st.front = nullptr;
+  st.front_handoffs = nullptr;
+  st.front_name.clear();
+}
+
+caf::result<node_info_msg> on_connect(node_ptr self, const node_hello_msg& hello, token_sink_actor sink,
+                                      handoff_sink_actor handoffs) {
+  auto& st = self->state;
+  const auto h = hello.reader();
+  const std::string front = h.getFront();
+  if (h.getProtocol() != kNodeProtocol)
+    return to_caf_error(unsupported("node '" + st.instance + "' speaks node protocol " +
+                                            std::to_string(kNodeProtocol) + ", the front '" + front + "' speaks " +
+                                            std::to_string(h.getProtocol()) + ": run one brigade build on both"));
+  if (std::string(h.getInstance()) != st.instance)
+    return to_caf_error(invalid_argument("this node serves instance '" + st.instance + "', not '" +
+                                         std::string(h.getInstance()) +
+                                         "': check the remote: endpoint of that instance in the front's topology"));
+  const std::string role = st.setup.info.reader().getRole();
+  if (std::string(h.getRole()) != role)
+    return to_caf_error(invalid_argument("the node serves instance '" + st.instance + "' with role " + role +
+                                         ", the front's topology says " + std::string(h.getRole())));
+  if (!st.scheduler) return to_caf_error(internal_error("node '" + st.instance + "' is not wired yet"));
+  if (st.front)
+    return to_caf_error(out_of_resources("node '" + st.instance + "' already serves front '" + st.front_name +
+                                    "'; a node serves one front at a time"));
+  if (!sink || !handoffs) return to_caf_error(invalid_argument("the hello names no event sink"));
+  st.front = std::move(sink);
+  st.front_handoffs = std::move(handoffs);
+  st.front_name = front;
+  self->monitor(st.front);
+  spdlog::info("node '{}': serving front '{}'", st.instance, front);
+  return st.setup.info;
+}
+
+caf::typed_response_promise<node_stats_msg> on_stats(node_ptr self) {
+  auto rp = self->make_response_promise<node_stats_msg>();
+  auto& st = self->state;
+  SpawnedInstance view;  // counter_stats reads the counters, ceilings and pool size
+  view.counters = st.setup.counters;
+  view.ceilings = st.setup.ceilings;
+  view.n_pages = st.setup.n_pages;
+  EngineStats s = counter_stats(view);
+  if (!st.tiers) {
+    rp.deliver(encode_node_stats(s));
+    return rp;
+  }
+  self->request(st.tiers, std::chrono::seconds(2), tier_stats_request_msg::build([](auto) {}))
+      .then(
+          [rp, s](const tier_stats_msg& m) mutable {
+            add_tier_stats(m.reader(), s);
+            rp.deliver(encode_node_stats(s));
+          },
+          [rp, s](const caf::error&) mutable {  // counters without the tier bytes beat no answer
+            s.tiers = true;
+            rp.deliver(encode_node_stats(s));
+          });
+  return rp;
+}
+
+node_actor::behavior_type node_fun(node_ptr self, NodeSetup setup) {
+  self->state.instance = setup.info.reader().getInstance();
+  self->state.setup = std::move(setup);
+  self->attach_functor([stopped = self->state.setup.stopped](const caf::error&) {
+    if (stopped) *stopped = true;
+  });
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (st.front && dm.source == st.front.address()) {
+      drop_front(self, dm.reason);
+    } else if (st.scheduler && dm.source == st.scheduler.address()) {
+      spdlog::error("node '{}': the instance stopped ({})", st.instance, caf::to_string(dm.reason));
+      self->quit(dm.reason ? dm.reason : caf::error(caf::exit_reason::normal));
+    }
+  });
+  return {
+      [self](const generate_request_msg& msg) {
+        auto& st = self->state;
+        if (!sent_by(self, st.front)) {
+          // Not from the connected front (whose router is also its sink): nobody would get the events.
+          spdlog::warn("node '{}': request {} from an unconnected sender dropped", st.instance,
+                       msg.reader().getRequestId());
+          return;
+        }
+        st.in_flight.insert(msg.reader().getRequestId());
+        self->send(st.scheduler, msg);
+      },
+      [self](const abort_msg& msg) {
+        if (self->state.scheduler) self->send(self->state.scheduler, msg);
+      },
+      [self](const prefix_query_msg& msg) -> caf::result<prefix_query_result_msg> {
+        if (!self->state.scheduler) return to_caf_error(internal_error("the node is not wired yet"));
+        return self->delegate(self->state.scheduler, msg);
+      },
+      [self](const kv_handoff_msg& msg) {
+        auto& st = self->state;
+        const uint64_t id = msg.reader().getRequestId();
+        if (sent_by(self, st.scheduler)) {  // prefilled here: the front's router picks a decode instance
+          st.in_flight.erase(id);
+          if (st.front_handoffs) self->send(st.front_handoffs, msg);
+          return;
+        }
+        if (!st.scheduler) return;
+        st.in_flight.insert(id);  // prefilled elsewhere: decoded here from now on
+        self->send(st.scheduler, msg);
+      },
+      [self](const token_event_msg& msg) {
+        auto& st = self->state;
+        if (!sent_by(self, st.scheduler)) return;
+        if (msg.reader().getFinishReason() != schema::FinishReason::NONE) st.in_flight.erase(msg.reader().getRequestId());
+        if (st.front) self->send(st.front, msg);
+      },
+      [self](connect_atom, const node_hello_msg& hello, token_sink_actor sink, handoff_sink_actor handoffs) {
+        return on_connect(self, hello, std::move(sink), std::move(handoffs));
+      },
+      [self](const node_stats_request_msg&) { return on_stats(self); },
+      [self](wire_atom, scheduler_actor scheduler, hicache_actor tiers) {
+        auto& st = self->state;
+        const auto sender = self->current_sender();
+        if (st.scheduler || !sender || sender->node() != self->node()) return;
+        st.scheduler = std::move(scheduler);
+        st.tiers = std::move(tiers);
+        self->monitor(st.scheduler);
+      },
+  };
+}
+
+}  // namespace
+
+void register_node_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<scheduler_actor>("brigade.scheduler_actor");
+  cfg.add_message_type<token_sink_actor>("brigade.token_sink_actor");
+  cfg.add_message_type<handoff_sink_actor>("brigade.handoff_sink_actor");
+  cfg.add_message_type<hicache_actor>("brigade.hicache_actor");
+}
+
+node_actor spawn_node_actor(caf::actor_system& system, NodeSetup setup) {
+  return system.spawn(node_fun, std::move(setup));
+}
+
+}  // namespace brigade

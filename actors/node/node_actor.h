@@ -1,0 +1,62 @@
+// The node station (DESIGN.md §3 "Topologies"; docs/architecture.md "Processes"): the one actor
+// a `brigade node` process publishes. It stands in for the instance's scheduler towards a front
+// (an Engine in another process whose topology names this instance `remote: HOST:PORT`), and for
+// the front's router towards the scheduler, so neither the scheduler nor the router knows that
+// a process boundary lies between them.
+//
+// Contract:
+// - A front first sends (connect, NodeHello, its token sink, its hand-off sink) and gets
+//   NodeInfo; one front at a time (a second gets an error while the first is connected), and
+//   the hello's protocol and instance name must match the node's.
+// - Requests, aborts, prefix queries and incoming hand-offs (scheduler_actor's interface) go on
+//   to the scheduler; the scheduler's TokenEvents and outgoing hand-offs go on to the front.
+// - The node monitors the front: when it goes (a clean shutdown or a lost connection), every
+//   request of that front still in flight here is aborted, so its pages come back, and the node
+//   waits for the next front.
+// - The node actor monitors the scheduler: when the instance stops (an executor that dies takes
+//   its scheduler along), the node actor exits with the same reason, and the front, which
+//   monitors it, fails that instance's requests in flight.
+// - NodeStatsRequest is answered with the instance's EngineStats (NodeStats).
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <atomic>
+#include <memory>
+
+#include "actors/atoms.h"
+#include "actors/engine/instance.h"
+#include "actors/hicache/hicache_actor.h"
+#include "actors/scheduler/scheduler_actor.h"
+#include "messages/types.h"
+
+namespace brigade {
+
+// Fronts and nodes of different protocols refuse each other at the hello.
+inline constexpr uint32_t kNodeProtocol = 1;
+
+using node_actor = scheduler_actor::extend<
+    caf::reacts_to<token_event_msg>,
+    caf::replies_to<connect_atom, node_hello_msg, token_sink_actor, handoff_sink_actor>::with<node_info_msg>,
+    caf::replies_to<node_stats_request_msg>::with<node_stats_msg>,
+    caf::reacts_to<wire_atom, scheduler_actor, hicache_actor>>;
+
+struct NodeSetup {
+  node_info_msg info;                            // what the hello is answered with
+  std::shared_ptr<SchedulerCounters> counters;   // the instance's (counter_stats)
+  RooflineCeilings ceilings;
+  int n_pages = 0;
+  std::shared_ptr<std::atomic<bool>> stopped;    // set when the node actor exits; may be null
+};
+
+// Names the actor handles in node_actor's interface for CAF (the hello carries the front's sinks;
+// remote_actor checks the interface by these names). Call it with register_message_types on the
+// config of every actor system that runs or connects to a node.
+void register_node_types(caf::actor_system_config& cfg);
+
+// The instance is spawned with the node actor as its sink and hand-off sink; then send the node
+// (wire, scheduler, tiers or null) once, before publishing it. Only the first wire message, and
+// only one from this process, is taken.
+node_actor spawn_node_actor(caf::actor_system& system, NodeSetup setup);
+
+}  // namespace brigade

@@ -1,0 +1,387 @@
+// Multi-process clusters (docs/architecture.md "Processes"): a front Engine whose instances are
+// `remote:` nodes. Most tests run the nodes in this process (each Node has its own actor system
+// and talks to the front over TCP through CAF's middleman, exactly as between processes); the
+// failure tests run real `brigade node` processes and SIGKILL one.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "brigade/engine.h"
+#include "brigade/node.h"
+#include "models/make_model.h"
+#include "tests/engine_test_util.h"
+
+namespace brigade {
+namespace {
+
+namespace fs = std::filesystem;
+
+using testing::Outcomes;
+
+GenerateOptions seeded(std::vector<int32_t> ids, int max_tokens, uint64_t seed) {
+  GenerateOptions g = testing::greedy_ids(std::move(ids), max_tokens);
+  g.sampling.temperature = 0.9f;
+  g.sampling.top_p = 0.95f;
+  g.sampling.seed = seed;
+  return g;
+}
+
+class NodeCluster : public testing::TinyModelTest {
+ protected:
+  NodeCluster() : TinyModelTest("node_test", 11) {}
+
+  // A topology of instances named `names`, one thread each, small KV pools and steps; `remote` gives
+  // their endpoints (empty: local).
+  TopologyConfig topology(const std::vector<std::string>& names, const std::vector<std::string>& remote = {}) const {
+    EngineOptions o = testing::test_engine_options(model(), 1);
+    InstanceConfig proto = o.topology.instances.front();
+    proto.kv.memory_mb = 16;
+    // Steps of at most 32 tokens stay below the BLAS threshold (cpu/ops.h kBlasMinRows): a row's
+    // result then does not depend on its step-mates, and instances that batch differently (the
+    // nodes, a local instance, prefill and decode apart) must give the same tokens.
+    proto.scheduler.max_step_tokens = 32;
+    o.topology.instances.clear();
+    for (size_t i = 0; i < names.size(); ++i) {
+      o.topology.instances.push_back(proto);
+      o.topology.instances.back().name = names[i];
+      if (i < remote.size()) o.topology.instances.back().remote = remote[i];
+    }
+    o.topology.model = model();
+    o.topology.router.policy = "round_robin";
+    return o.topology;
+  }
+
+  // A node serving instance `name` of `topo` on a free port of 127.0.0.1.
+  std::unique_ptr<Node> start_node(const TopologyConfig& topo, const std::string& name) const {
+    NodeOptions no;
+    no.engine = testing::test_engine_options(model(), 1);
+    no.engine.topology = topo;
+    no.instance = name;
+    no.listen = "127.0.0.1:0";
+    auto node = Node::start(no);
+    EXPECT_TRUE(node.has_value()) << node.status().to_string();
+    return node ? std::move(*node) : nullptr;
+  }
+
+  static std::string endpoint(const Node& n) { return "127.0.0.1:" + std::to_string(n.port()); }
+
+  // A front whose topology names the given nodes' instances remote.
+  Expected<std::unique_ptr<Engine>> front(const std::vector<const Node*>& nodes) const {
+    std::vector<std::string> names, remote;
+    for (const Node* n : nodes) {
+      names.push_back(n->instance());
+      remote.push_back(endpoint(*n));
+    }
+    EngineOptions o = testing::test_engine_options(model(), 1);
+    o.topology = topology(names, remote);
+    return Engine::create(o);
+  }
+
+};
+
+// Greedy and seeded outputs through two nodes equal one in-process instance's, and the front's
+// stats are the nodes' counters.
+TEST_F(NodeCluster, TwoNodesGiveOneLocalInstancesTokens) {
+  const TopologyConfig topo = topology({"a", "b"});
+  auto a = start_node(topo, "a");
+  auto b = start_node(topo, "b");
+  ASSERT_TRUE(a && b);
+  auto cluster = front({a.get(), b.get()});
+  ASSERT_TRUE(cluster.has_value()) << cluster.status().to_string();
+  EXPECT_EQ((*cluster)->model().vocab_size, 300);
+  EXPECT_TRUE((*cluster)->model().has_tokenizer);
+
+  EngineOptions lo = testing::test_engine_options(model(), 1);
+  lo.topology = topology({"local"});
+  auto local = Engine::create(lo);
+  ASSERT_TRUE(local.has_value()) << local.status().to_string();
+
+  std::vector<GenerateOptions> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back(testing::greedy_ids(prompt(i, 5 + 9 * i), 16));
+  for (int i = 0; i < 4; ++i) reqs.push_back(seeded(prompt(20 + i, 12), 16, 1000 + i));
+  EXPECT_EQ(testing::generate_all(**cluster, reqs), testing::generate_all(**local, reqs));
+  // Text in, text out: the front tokenizes and detokenizes for the nodes.
+  GenerateOptions text;
+  text.prompt = "hello there";
+  text.max_tokens = 8;
+  text.sampling.temperature = 0.0f;
+  auto ct = (*cluster)->generate(text);
+  auto lt = (*local)->generate(text);
+  ASSERT_TRUE(ct.has_value() && lt.has_value());
+  EXPECT_EQ(ct->token_ids, lt->token_ids);
+  EXPECT_EQ(ct->text, lt->text);
+
+  const auto per = (*cluster)->instance_stats();
+  ASSERT_EQ(per.size(), 2u);
+  EXPECT_EQ(per[0].name, "a");
+  EXPECT_TRUE(per[0].serving && per[1].serving);
+  EXPECT_EQ(per[0].stats.requests_done + per[1].stats.requests_done, reqs.size() + 1);
+  EXPECT_GT(per[0].stats.requests_done, 0u);
+  EXPECT_GT(per[1].stats.requests_done, 0u);
+  EXPECT_EQ(per[0].stats.requests_done, a->stats().requests_done);
+  EXPECT_EQ(per[0].stats.kv_pages_total, a->stats().kv_pages_total);
+  EXPECT_GT(per[0].stats.kv_pages_total, 0);
+  EXPECT_EQ((*cluster)->stats().generated_tokens, per[0].stats.generated_tokens + per[1].stats.generated_tokens);
+  auto cached = (*cluster)->cached_prefix_tokens(prompt(0, 5));
+  EXPECT_TRUE(cached.has_value()) << "prefix queries cross to the node";
+}
+
+// An abort crosses to the node that owns the request; a front that goes away ends its requests
+// on the node (their pages come back) and a new front is served.
+TEST_F(NodeCluster, AbortsAndAFrontThatGoesAway) {
+  const TopologyConfig topo = topology({"a"});
+  auto a = start_node(topo, "a");
+  ASSERT_TRUE(a);
+  {
+    auto cluster = front({a.get()});
+    ASSERT_TRUE(cluster.has_value()) << cluster.status().to_string();
+    Outcomes out;
+    auto id = (*cluster)->submit(testing::greedy_ids(prompt(1, 8), 1800), out.callback());
+    ASSERT_TRUE(id.has_value());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    (*cluster)->cancel(*id);
+    ASSERT_TRUE(out.wait(1));
+    EXPECT_EQ(out.get(*id).finish, FinishReason::abort);
+    EXPECT_LT(out.get(*id).token_ids.size(), 1800u);
+
+    // A second front while the first is connected is refused with the reason.
+    auto second = front({a.get()});
+    ASSERT_FALSE(second.has_value());
+    EXPECT_NE(second.status().message().find("already serves front"), std::string::npos) << second.status().message();
+
+    for (int i = 0; i < 2; ++i) ASSERT_TRUE((*cluster)->submit(testing::greedy_ids(prompt(2 + i, 8), 1800), out.callback()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }  // the front goes with two long requests running on the node
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (a->stats().n_running + a->stats().n_waiting > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(a->stats().n_running + a->stats().n_waiting, 0) << "the node aborted the gone front's requests";
+  EXPECT_LT(a->stats().generated_tokens, 3u * 1800u);
+
+  auto again = front({a.get()});  // the node serves the next front
+  ASSERT_TRUE(again.has_value()) << again.status().to_string();
+  auto c = (*again)->generate(testing::greedy_ids(prompt(9, 8), 6));
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->token_ids.size(), 6u);
+}
+
+// PD separation across processes: a prefill node hands each sequence, KV bytes inline, through
+// the front's router to a decode node; tokens equal a colocated instance's.
+TEST_F(NodeCluster, PrefillAndDecodeNodesGiveColocatedTokens) {
+  TopologyConfig topo = topology({"p", "d"});
+  topo.instances[0].role = "prefill";
+  topo.instances[1].role = "decode";
+  auto p = start_node(topo, "p");
+  auto d = start_node(topo, "d");
+  ASSERT_TRUE(p && d);
+  EngineOptions fo = testing::test_engine_options(model(), 1);
+  fo.topology = topo;
+  fo.topology.instances[0].remote = endpoint(*p);
+  fo.topology.instances[1].remote = endpoint(*d);
+  auto cluster = Engine::create(fo);
+  ASSERT_TRUE(cluster.has_value()) << cluster.status().to_string();
+  EngineOptions lo = testing::test_engine_options(model(), 1);
+  lo.topology = topology({"local"});
+  auto local = Engine::create(lo);
+  ASSERT_TRUE(local.has_value());
+  std::vector<GenerateOptions> reqs;
+  for (int i = 0; i < 4; ++i) reqs.push_back(testing::greedy_ids(prompt(i, 20 + 7 * i), 12));
+  for (int i = 0; i < 3; ++i) reqs.push_back(seeded(prompt(30 + i, 17), 12, 7 + i));
+  EXPECT_EQ(testing::generate_all(**cluster, reqs), testing::generate_all(**local, reqs));
+  const auto per = (*cluster)->instance_stats();
+  EXPECT_EQ(per[0].role, "prefill");
+  EXPECT_EQ(per[0].stats.pd_transfers_out, reqs.size());
+  EXPECT_EQ(per[1].stats.pd_transfers_in, reqs.size());
+  EXPECT_EQ(per[1].stats.pd_import_failures, 0u) << "inline bytes, not a local handle, crossed";
+  EXPECT_GT(per[1].stats.pd_bytes_in, 0u);
+}
+
+// Clear errors: nothing listening, a node serving another instance, a role that disagrees, a
+// node asked for an instance the topology lacks, a port in use.
+TEST_F(NodeCluster, MisconfigurationsFailClearly) {
+  const TopologyConfig topo = topology({"a"});
+  auto a = start_node(topo, "a");
+  ASSERT_TRUE(a);
+
+  EngineOptions o = testing::test_engine_options(model(), 1);
+  o.topology = topology({"a"}, {"127.0.0.1:1"});
+  auto missing = Engine::create(o);
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.status().code(), StatusCode::io_error);
+  EXPECT_NE(missing.status().message().find("no brigade node answers there"), std::string::npos)
+      << missing.status().message();
+
+  o.topology = topology({"x"}, {endpoint(*a)});
+  auto other = Engine::create(o);
+  ASSERT_FALSE(other.has_value());
+  EXPECT_NE(other.status().message().find("serves instance 'a', not 'x'"), std::string::npos)
+      << other.status().message();
+
+  o.topology = topology({"a", "b"}, {endpoint(*a)});
+  o.topology.instances[0].role = "decode";
+  o.topology.instances[1].role = "prefill";
+  auto role = Engine::create(o);
+  ASSERT_FALSE(role.has_value());
+  EXPECT_NE(role.status().message().find("with role both, the front's topology says decode"), std::string::npos) << role.status().message();
+
+  NodeOptions no;
+  no.engine = testing::test_engine_options(model(), 1);
+  no.engine.topology = topo;
+  no.instance = "nope";
+  no.listen = "127.0.0.1:0";
+  auto unknown = Node::start(no);
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_NE(unknown.status().message().find("no instance 'nope' (it has: a)"), std::string::npos)
+      << unknown.status().message();
+  no.instance = "a";
+  no.listen = "";
+  auto nowhere = Node::start(no);
+  ASSERT_FALSE(nowhere.has_value());
+  EXPECT_NE(nowhere.status().message().find("--listen"), std::string::npos) << nowhere.status().message();
+  no.listen = endpoint(*a);
+  auto taken = Node::start(no);
+  ASSERT_FALSE(taken.has_value());
+  EXPECT_EQ(taken.status().code(), StatusCode::io_error) << taken.status().to_string();
+
+  // The node is unharmed by all of it.
+  auto ok = front({a.get()});
+  ASSERT_TRUE(ok.has_value()) << ok.status().to_string();
+  EXPECT_TRUE((*ok)->generate(testing::greedy_ids(prompt(3, 6), 4)).has_value());
+}
+
+// Bytes that are not CAF's protocol (a port scanner, a confused client) cost the node one closed
+// connection, nothing more.
+TEST_F(NodeCluster, GarbageOnTheNodePortIsDropped) {
+  auto a = start_node(topology({"a"}), "a");
+  ASSERT_TRUE(a);
+  for (int round = 0; round < 3; ++round) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(a->port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    std::string junk(4096, '\0');
+    for (size_t i = 0; i < junk.size(); ++i) junk[i] = static_cast<char>((i * 131 + round * 17) & 0xff);
+    if (round == 2) junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    EXPECT_GT(::send(fd, junk.data(), junk.size(), MSG_NOSIGNAL), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ::close(fd);
+  }
+  EXPECT_TRUE(a->serving());
+  auto cluster = front({a.get()});
+  ASSERT_TRUE(cluster.has_value()) << cluster.status().to_string();
+  auto c = (*cluster)->generate(testing::greedy_ids(prompt(4, 6), 5));
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->token_ids.size(), 5u);
+}
+
+// Real processes: `brigade node` children, one SIGKILLed mid-generation. Its requests end with
+// errors (none hangs), the other node's complete, and the front routes to the survivor.
+class NodeProcesses : public NodeCluster {
+ protected:
+  struct Child {
+    pid_t pid = -1;
+    int port = 0;
+  };
+  void TearDown() override {
+    for (const Child& c : children_) {
+      ::kill(c.pid, SIGKILL);
+      ::waitpid(c.pid, nullptr, 0);
+    }
+    NodeCluster::TearDown();
+  }
+  // Starts `brigade node` for `instance` of the topology file on a free port and reads the port
+  // from its first line.
+  Child spawn(const std::string& topology_file, const std::string& instance) {
+    int out[2];
+    EXPECT_EQ(::pipe(out), 0);
+    const std::string bin = std::string(BRIGADE_BINARY_DIR) + "/tools/brigade";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(out[1], 1);
+      ::close(out[0]);
+      ::execl(bin.c_str(), bin.c_str(), "node", "--topology", topology_file.c_str(), "--instance", instance.c_str(),
+              "--listen", "127.0.0.1:0", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    Child c;
+    c.pid = pid;
+    children_.push_back(c);
+    FILE* f = ::fdopen(out[0], "r");
+    char line[512] = {};
+    if (f && std::fgets(line, sizeof line, f)) std::sscanf(line, "node 127.0.0.1:%d", &c.port);
+    if (f) std::fclose(f);
+    EXPECT_GT(c.port, 0) << "brigade node printed: " << line;
+    children_.back().port = c.port;
+    return c;
+  }
+  std::vector<Child> children_;
+};
+
+TEST_F(NodeProcesses, ANodeKilledMidGenerationFailsOnlyItsRequests) {
+  const std::string file = (dir_ / "cluster.yaml").string();
+  {
+    std::ofstream f(file);
+    f << "model: " << model() << "\ninstances:\n"
+      << "  - {name: a, executors: [{threads: 1}], kv: {memory_mb: 16}}\n"
+      << "  - {name: b, executors: [{threads: 1}], kv: {memory_mb: 16}}\n";
+  }
+  const Child a = spawn(file, "a");
+  const Child b = spawn(file, "b");
+  ASSERT_TRUE(a.port > 0 && b.port > 0);
+  EngineOptions o = testing::test_engine_options(model(), 1);
+  o.topology = topology({"a", "b"}, {"127.0.0.1:" + std::to_string(a.port), "127.0.0.1:" + std::to_string(b.port)});
+  auto e = Engine::create(o);
+  ASSERT_TRUE(e.has_value()) << e.status().to_string();
+  Outcomes out;
+  std::vector<uint64_t> ids;  // round robin: even positions on a, odd on b
+  for (int i = 0; i < 4; ++i) {
+    auto id = (*e)->submit(testing::greedy_ids(prompt(i, 8), 1200), out.callback());
+    ASSERT_TRUE(id.has_value());
+    ids.push_back(*id);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(::kill(a.pid, SIGKILL), 0);
+  ASSERT_TRUE(out.wait(ids.size())) << "every request ends, none hangs";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i % 2 == 0) {
+      EXPECT_EQ(out.get(ids[i]).finish, FinishReason::error) << "a's request " << i;
+      EXPECT_NE(out.error(ids[i]).find("instance 'a' stopped"), std::string::npos) << out.error(ids[i]);
+    } else {
+      EXPECT_EQ(out.get(ids[i]).finish, FinishReason::length) << "b serves on: " << out.error(ids[i]);
+      EXPECT_EQ(out.get(ids[i]).token_ids.size(), 1200u);
+    }
+  }
+  const auto per = (*e)->instance_stats();
+  EXPECT_FALSE(per[0].serving);
+  EXPECT_TRUE(per[1].serving);
+  EXPECT_EQ(per[1].stats.requests_done, 2u);
+  for (int i = 0; i < 3; ++i) {
+    auto c = (*e)->generate(testing::greedy_ids(prompt(50 + i, 8), 4));
+    ASSERT_TRUE(c.has_value()) << c.status().to_string();
+    EXPECT_EQ(c->finish, FinishReason::length);
+  }
+  // SIGTERM ends the other node cleanly.
+  ASSERT_EQ(::kill(b.pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(b.pid, &status, 0), b.pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  children_.pop_back();
+}
+
+}  // namespace
+}  // namespace brigade
