@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <functional>
 #include <optional>
 #include <string>
@@ -50,6 +51,10 @@ void add_bench_command(CLI::App& app, std::function<int()>& run);
 void add_node_command(CLI::App& app, std::function<int()>& run);
 
 int run_generate(const GenerateArgs& args);
+
+// Blocks SIGINT and SIGTERM in this thread and every thread started after it (engine, server),
+// so that only a sigwait on the returned set receives them (graceful stop of serve and node).
+sigset_t block_stop_signals();
 
 // Prints "error: <status>" to stderr and returns the exit code 1.
 int fail(const Status& status);

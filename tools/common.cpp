@@ -8,6 +8,8 @@
 #include <mutex>
 #include <sstream>
 
+#include <pthread.h>
+
 #include "models/make_model.h"
 #include "tools/commands.h"
 
@@ -29,6 +31,15 @@ void apply_executor_flags(const ExecutorFlags& flags, EngineOptions& options) {
     if (!flags.device.empty()) ex.device = flags.device;
     if (!flags.weights.empty()) ex.weights = flags.weights;
   }
+}
+
+sigset_t block_stop_signals() {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
 }
 
 int fail(const Status& status) {

@@ -6,8 +6,6 @@
 #include <cstdio>
 #include <ctime>
 
-#include <pthread.h>
-
 #include "brigade/node.h"
 #include "tools/commands.h"
 
@@ -25,11 +23,7 @@ struct NodeArgs {
 };
 
 int run_node(const NodeArgs& a) {
-  sigset_t stop_signals;  // only the wait below takes them (every thread inherits the mask)
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const sigset_t stop_signals = block_stop_signals();
 
   auto options = engine_options(a.topology, a.model, a.threads, /*default_model=*/true);
   if (!options) return fail(options.status());

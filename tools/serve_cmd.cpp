@@ -27,13 +27,7 @@ struct ServeArgs {
 };
 
 int run_serve(const ServeArgs& a) {
-  // Block the stop signals in every thread (the engine's and the server's inherit this mask) so
-  // that only the sigwait below receives them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const sigset_t stop_signals = block_stop_signals();
 
   auto options = engine_options(a.topology, a.model, a.threads, /*default_model=*/true);
   if (!options) return fail(options.status());
