@@ -99,7 +99,7 @@ fi
 grep -q "instance 'far' (remote 127.0.0.1:1): no brigade node answers there" "$dir/remote.txt"
 "$bin" node --model "$dir/m" --topology "$dir/remote.yaml" --instance far --listen 127.0.0.1:0 >"$dir/node.txt" 2>"$dir/node.err" &
 node_pid=$!
-trap 'kill $node_pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+trap 'kill $server $node_pid 2>/dev/null || true; rm -rf "$dir"' EXIT
 for _ in $(seq 1 100); do grep -q "^node 127.0.0.1:" "$dir/node.txt" 2>/dev/null && break; sleep 0.1; done
 node_port=$(sed -n 's/^node 127.0.0.1:\([0-9]*\) serving.*/\1/p' "$dir/node.txt")
 test -n "$node_port"
