@@ -114,6 +114,7 @@ struct InstanceFacts {
   size_t kv_page_bytes = 0;
   int n_pages = 0;
   RooflineCeilings ceilings;
+  bool remote_tokenizer = false;  // a node said its model has a tokenizer
 };
 
 InstanceFacts facts_of(const LoadedInstance& l) {
@@ -283,9 +284,13 @@ class EngineImpl final : public Engine {
     s.peak_flops_per_s = inst.ceilings.flops_per_s;
     return s;
   }
-  // Connects to the brigade node serving remote instance `inst` and introduces this front (its
-  // router takes the node's events and hand-offs).
-  Expected<std::pair<node_actor, node_info_msg>> connect_node(const InstanceConfig& inst);
+  // Reaches the brigade node serving remote instance `inst` and asks what it serves (nothing
+  // changes on the node); checks its protocol, instance name and role.
+  Expected<std::pair<node_actor, node_info_msg>> probe_node(const InstanceConfig& inst);
+  // Introduces this front to the node (its router takes the node's events and hand-offs from now
+  // on). Only after every check passed: a front that fails later leaves its nodes connected
+  // until it is destroyed.
+  Status connect_node(const InstanceConfig& inst, const node_actor& node);
   void load_chat_family(const std::string& path);
 
   caf::actor_system_config cfg_;
@@ -324,31 +329,44 @@ void EngineImpl::load_chat_family(const std::string& path) {
   }
 }
 
-Expected<std::pair<node_actor, node_info_msg>> EngineImpl::connect_node(const InstanceConfig& inst) {
+Expected<std::pair<node_actor, node_info_msg>> EngineImpl::probe_node(const InstanceConfig& inst) {
   const Endpoint ep = *parse_endpoint(inst.remote);  // validated with the topology
   const std::string where = "instance '" + inst.name + "' (remote " + inst.remote + ")";
   auto node = system_.middleman().remote_actor<node_actor>(ep.host, static_cast<uint16_t>(ep.port));
   if (!node)
     return io_error(where + ": no brigade node answers there (" + system_.render(node.error()) +
-                       "); start it first: brigade node --topology FILE --instance " + inst.name);
+                    "); start it first: brigade node --topology FILE --instance " + inst.name);
+  auto info = ask<node_info_msg>(*node, std::chrono::seconds(10), info_atom::value);
+  if (!info) return Status(info.status().code(), where + ": " + info.status().message());
+  const auto r = info->reader();
+  if (r.getProtocol() != kNodeProtocol)
+    return unsupported(where + ": the node speaks node protocol " + std::to_string(r.getProtocol()) + ", this front " +
+                       std::to_string(kNodeProtocol) + ": run one brigade build on both");
+  if (std::string(r.getInstance()) != inst.name)
+    return invalid_argument(where + ": this node serves instance '" + std::string(r.getInstance()) + "', not '" +
+                            inst.name + "': check the remote: endpoint of that instance in the front's topology");
+  if (r.getRole() != inst.role)
+    return invalid_argument(where + ": the node serves it with role " + std::string(r.getRole()) +
+                            ", this topology says " + inst.role);
+  if (r.getVocabSize() < 1 || r.getNPages() < 1) return corrupt(where + ": the node's NodeInfo is malformed");
+  return std::make_pair(std::move(*node), std::move(*info));
+}
+
+Status EngineImpl::connect_node(const InstanceConfig& inst, const node_actor& node) {
   auto hello = node_hello_msg::build([&](schema::NodeHello::Builder b) {
     b.setProtocol(kNodeProtocol);
     b.setFront("pid " + std::to_string(::getpid()));
     b.setInstance(inst.name);
     b.setRole(inst.role);
   });
-  auto info = ask<node_info_msg>(*node, std::chrono::seconds(10), connect_atom::value, std::move(hello),
+  auto info = ask<node_info_msg>(node, std::chrono::seconds(10), connect_atom::value, std::move(hello),
                                  token_sink_actor{router_}, handoff_sink_actor{router_});
-  if (!info) return Status(info.status().code(), where + ": " + info.status().message());
+  if (!info) return Status(info.status().code(), "instance '" + inst.name + "' (remote " + inst.remote + "): " +
+                                                     info.status().message());
   const auto r = info->reader();
-  if (r.getRole() != inst.role)
-    return invalid_argument(where + ": the node serves it with role " + std::string(r.getRole()) +
-                            ", this topology says " + inst.role);
-  if (!parse_pd_role(r.getRole()) || r.getVocabSize() < 1)
-    return corrupt(where + ": the node's NodeInfo is malformed");
   spdlog::info("engine: instance '{}': brigade node at {} (pid {}): {} ({} params), KV {} pages", inst.name,
                inst.remote, r.getPid(), std::string(r.getArch()), r.getNParams(), r.getNPages());
-  return std::make_pair(std::move(*node), std::move(*info));
+  return Status::ok();
 }
 
 Status EngineImpl::start(const EngineOptions& options) {
@@ -408,12 +426,19 @@ Status EngineImpl::start(const EngineOptions& options) {
       facts.push_back(facts_of(*loaded[i]));
       continue;
     }
-    BRIGADE_ASSIGN_OR_RETURN(auto connected, connect_node(configs[i]));
+    BRIGADE_ASSIGN_OR_RETURN(auto connected, probe_node(configs[i]));
     nodes_[i] = std::move(connected.first);
     facts.push_back(facts_of(connected.second.reader()));
     facts.back().name = configs[i].name;
+    facts.back().remote_tokenizer = connected.second.reader().getHasTokenizer();
   }
   BRIGADE_RETURN_IF_ERROR(check_instances_agree(facts));
+  // The front tokenizes for its nodes: a node whose model has a tokenizer while the front found
+  // none at its model path means the path is wrong on this host, not that text is unsupported.
+  for (const auto& f : facts)
+    if (f.remote_tokenizer && !tokenizer_model_)
+      return invalid_argument("instance '" + f.name + "': its node's model has a tokenizer, but none was found at '" +
+                              path + "'; give the front the same model (it reads the tokenizer and chat template only)");
   const InstanceFacts& model = facts.front();
   if (tokenizer_model_) BRIGADE_RETURN_IF_ERROR(check_tokenizer_fits(*tokenizer_model_, model.vocab_size));
   summary_ = {model.arch, model.vocab_size, model.max_position, static_cast<int64_t>(model.n_params),
@@ -423,6 +448,8 @@ Status EngineImpl::start(const EngineOptions& options) {
     for (auto& l : loaded)
       if (l) l->ranks.front()->runner.vocab = trie;
   }
+  for (size_t i = 0; i < configs.size(); ++i)
+    if (nodes_[i]) BRIGADE_RETURN_IF_ERROR(connect_node(configs[i], nodes_[i]));
   for (size_t i = 0; i < configs.size(); ++i) {
     if (!loaded[i]) {
       SpawnedInstance remote;  // what stats and routing need; its actors live in the node

@@ -156,6 +156,7 @@ node_actor::behavior_type node_fun(node_ptr self, NodeSetup setup) {
         if (msg.reader().getFinishReason() != schema::FinishReason::NONE) st.in_flight.erase(msg.reader().getRequestId());
         if (st.front) self->send(st.front, msg);
       },
+      [self](info_atom) { return self->state.setup.info; },
       [self](connect_atom, const node_hello_msg& hello, token_sink_actor sink, handoff_sink_actor handoffs) {
         return on_connect(self, hello, std::move(sink), std::move(handoffs));
       },

@@ -222,6 +222,16 @@ TEST_F(NodeCluster, MisconfigurationsFailClearly) {
   EXPECT_NE(missing.status().message().find("no brigade node answers there"), std::string::npos)
       << missing.status().message();
 
+  o.topology = topology({"a"}, {endpoint(*a)});
+  o.model_path = (dir_ / "not-here").string();  // the front reads the tokenizer there
+  o.topology.model.clear();
+  auto no_tokenizer = Engine::create(o);
+  ASSERT_FALSE(no_tokenizer.has_value());
+  EXPECT_NE(no_tokenizer.status().message().find("its node's model has a tokenizer, but none was found"),
+            std::string::npos)
+      << no_tokenizer.status().message();
+  o.model_path = model();
+
   o.topology = topology({"x"}, {endpoint(*a)});
   auto other = Engine::create(o);
   ASSERT_FALSE(other.has_value());
@@ -233,7 +243,7 @@ TEST_F(NodeCluster, MisconfigurationsFailClearly) {
   o.topology.instances[1].role = "prefill";
   auto role = Engine::create(o);
   ASSERT_FALSE(role.has_value());
-  EXPECT_NE(role.status().message().find("with role both, the front's topology says decode"), std::string::npos) << role.status().message();
+  EXPECT_NE(role.status().message().find("with role both, this topology says decode"), std::string::npos) << role.status().message();
 
   NodeOptions no;
   no.engine = testing::test_engine_options(model(), 1);
