@@ -2,6 +2,15 @@
 # answers, stop it. Sourced, not run.
 BRIGADE=${BRIGADE:-build/tools/brigade}
 
+# ensure_bench_model DIR: the serving benchmarks' synthetic Llama (hidden 256, 4 layers, 4096
+# ids and positions, bf16), written unless DIR holds a model already.
+ensure_bench_model() {
+  if [ ! -f "$1/model.safetensors" ]; then
+    "$BRIGADE" make-model --out "$1" --hidden 256 --layers 4 --heads 4 --kv-heads 2 --intermediate 768 \
+      --vocab 4096 --max-position 4096 --dtype bf16 >/dev/null
+  fi
+}
+
 # start_server MODEL TOPOLOGY PORT LOG: starts the server in the background (pid in SERVER_PID)
 # and waits until it accepts connections.
 start_server() {

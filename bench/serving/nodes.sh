@@ -19,10 +19,7 @@ INPUT_MIN=${INPUT_MIN:-16}
 INPUT_MAX=${INPUT_MAX:-256}
 OUTPUT=${OUTPUT:-64}
 mkdir -p "$OUT_DIR"
-if [ ! -f "$MODEL/model.safetensors" ]; then
-  "$BRIGADE" make-model --out "$MODEL" --hidden 256 --layers 4 --heads 4 --kv-heads 2 --intermediate 768 \
-    --vocab 4096 --max-position 4096 --dtype bf16 >/dev/null
-fi
+ensure_bench_model "$MODEL"
 NODE_PIDS=()
 stop_nodes() {
   for p in "${NODE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done

@@ -19,10 +19,7 @@ INPUT_MIN=${INPUT_MIN:-16}
 INPUT_MAX=${INPUT_MAX:-1536}
 OUTPUT=${OUTPUT:-48}
 mkdir -p "$OUT_DIR"
-if [ ! -f "$MODEL/model.safetensors" ]; then
-  "$BRIGADE" make-model --out "$MODEL" --hidden 256 --layers 4 --heads 4 --kv-heads 2 --intermediate 768 \
-    --vocab 4096 --max-position 4096 --dtype bf16 >/dev/null
-fi
+ensure_bench_model "$MODEL"
 
 run() {  # layout
   local layout=$1

@@ -21,10 +21,7 @@ MODEL=${MODEL:-.brigade/models/bench-llama-4k}
 REQUESTS=${REQUESTS:-64}   # smaller values only to try the script out
 PREFIX=${PREFIX:-2048}
 mkdir -p "$OUT_DIR"
-if [ ! -f "$MODEL/model.safetensors" ]; then
-  "$BRIGADE" make-model --out "$MODEL" --hidden 256 --layers 4 --heads 4 --kv-heads 2 --intermediate 768 \
-    --vocab 4096 --max-position 4096 --dtype bf16 >/dev/null
-fi
+ensure_bench_model "$MODEL"
 rm -rf "$OUT_DIR/disk"
 
 run() {  # name cache-yaml kv-yaml prefix-groups

@@ -16,10 +16,7 @@ CONVERSATIONS=${CONVERSATIONS:-16}
 TURNS=${TURNS:-4}
 PREFIX=${PREFIX:-512}
 mkdir -p "$OUT_DIR"
-if [ ! -f "$MODEL/model.safetensors" ]; then
-  "$BRIGADE" make-model --out "$MODEL" --hidden 256 --layers 4 --heads 4 --kv-heads 2 --intermediate 768 \
-    --vocab 4096 --max-position 4096 --dtype bf16 >/dev/null
-fi
+ensure_bench_model "$MODEL"
 
 run() {  # policy
   local policy=$1
