@@ -7,9 +7,11 @@ namespace brigade {
 
 using wire_atom = caf::atom_constant<caf::atom("wire")>;
 // A front introduces itself to a `brigade node` (actors/node/node_actor.h).
-using connect_atom = caf::atom_constant<caf::atom("connect")>;
+using hello_atom = caf::atom_constant<caf::atom("hello")>;
 // Asks a `brigade node` what it serves (NodeInfo) without connecting.
 using info_atom = caf::atom_constant<caf::atom("info")>;
+// The front's node watch tries to reach a lost node again (actors/node/node_watch.h).
+using retry_atom = caf::atom_constant<caf::atom("retry")>;
 
 }  // namespace brigade
 

@@ -19,10 +19,8 @@ int inspect_topology(const std::string& path) {
   if (!t) return fail(t.status());
   std::printf("topology: %s\nmodel: %s\n", path.c_str(), t->model.empty() ? "(given on the command line)" : t->model.c_str());
   for (const auto& inst : t->instances) {
-    if (!inst.remote.empty()) {  // its limits and devices are in its node's topology, not here
-      std::printf("instance %s: remote %s\n", inst.name.c_str(), inst.remote.c_str());
-      continue;
-    }
+    // A remote instance runs in its `brigade node`, with the sections below.
+    if (!inst.remote.empty()) std::printf("instance %s: remote %s (brigade node)\n", inst.name.c_str(), inst.remote.c_str());
     std::printf("instance %s: scheduler max_running=%d max_waiting=%d max_step_tokens=%d max_inflight_steps=%d\n",
                 inst.name.c_str(), inst.scheduler.max_running, inst.scheduler.max_waiting,
                 inst.scheduler.max_step_tokens, inst.scheduler.max_inflight_steps);

@@ -23,6 +23,7 @@
 #include "actors/engine/instance_stats.h"
 #include "actors/frontend/frontend_actor.h"
 #include "actors/node/node_actor.h"
+#include "actors/node/node_watch.h"
 #include "actors/router/router_actor.h"
 #include "actors/step_codec.h"
 #include "actors/tokenizer/tokenizer_actor.h"
@@ -236,7 +237,7 @@ class EngineImpl final : public Engine {
         is.routed_round_robin = routed[static_cast<size_t>(RouteReason::round_robin)].load();
         is.serving = !router_counters_->down[i].load();
       }
-      is.stats = nodes_[i] ? node_stats(i, is.serving) : scheduler_stats(instances_[i]);
+      is.stats = remote_[i] ? node_stats(i, is.serving) : scheduler_stats(instances_[i]);
       out.push_back(std::move(is));
     }
     return out;
@@ -246,7 +247,7 @@ class EngineImpl final : public Engine {
   Status kill_executor(int index) {
     if (index < 0 || static_cast<size_t>(index) >= instances_.size())
       return invalid_argument("no instance " + std::to_string(index));
-    if (nodes_[static_cast<size_t>(index)]) return invalid_argument("instance " + std::to_string(index) + " is remote");
+    if (remote_[static_cast<size_t>(index)]) return invalid_argument("instance " + std::to_string(index) + " is remote");
     caf::anon_send_exit(instances_[static_cast<size_t>(index)].executor, caf::exit_reason::kill);
     return Status::ok();
   }
@@ -267,7 +268,8 @@ class EngineImpl final : public Engine {
   EngineStats node_stats(size_t i, bool serving) const {
     std::optional<EngineStats> fresh;
     if (serving) {
-      auto m = ask<node_stats_msg>(nodes_[i], std::chrono::milliseconds(1000), node_stats_request_msg::build([](auto) {}));
+      auto m = ask<node_stats_msg>(nodes_->get(i), std::chrono::milliseconds(1000),
+                                   node_stats_request_msg::build([](auto) {}));
       if (m) fresh = decode_node_stats(m->reader());
     }
     std::lock_guard<std::mutex> lock(node_stats_mu_);
@@ -277,12 +279,7 @@ class EngineImpl final : public Engine {
     } else if (!serving) {
       last.n_running = last.n_waiting = last.kv_pages_used = last.cache_pages = 0;
     }
-    EngineStats s = last;
-    const SpawnedInstance& inst = instances_[i];
-    s.kv_pages_total = inst.n_pages;
-    s.peak_bytes_per_s = inst.ceilings.bytes_per_s;
-    s.peak_flops_per_s = inst.ceilings.flops_per_s;
-    return s;
+    return last;
   }
   // Reaches the brigade node serving remote instance `inst` and asks what it serves (nothing
   // changes on the node); checks its protocol, instance name and role.
@@ -290,14 +287,16 @@ class EngineImpl final : public Engine {
   // Introduces this front to the node (its router takes the node's events and hand-offs from now
   // on). Only after every check passed: a front that fails later leaves its nodes connected
   // until it is destroyed.
-  Status connect_node(const InstanceConfig& inst, const node_actor& node);
+  Status connect_node(const InstanceConfig& inst, const node_actor& node, const node_hello_msg& hello);
   void load_chat_family(const std::string& path);
 
   caf::actor_system_config cfg_;
   caf::actor_system system_;
   caf::actor_system* sys_ = &system_;  // for const methods that talk to actors
   std::vector<SpawnedInstance> instances_;  // remote ones: name, role, pool, ceilings; scheduler = the node
-  std::vector<node_actor> nodes_;           // per instance: its node, null for a local instance
+  std::vector<bool> remote_;                 // per instance: served by a brigade node
+  // Their current nodes (the node watch replaces one that went and came back).
+  std::shared_ptr<RemoteNodes> nodes_ = std::make_shared<RemoteNodes>();
   mutable std::mutex node_stats_mu_;
   mutable std::vector<EngineStats> last_node_stats_;  // per instance: its node's last answer
   router_actor router_;  // null with one instance: the tokenizer then talks to its scheduler
@@ -352,14 +351,8 @@ Expected<std::pair<node_actor, node_info_msg>> EngineImpl::probe_node(const Inst
   return std::make_pair(std::move(*node), std::move(*info));
 }
 
-Status EngineImpl::connect_node(const InstanceConfig& inst, const node_actor& node) {
-  auto hello = node_hello_msg::build([&](schema::NodeHello::Builder b) {
-    b.setProtocol(kNodeProtocol);
-    b.setFront("pid " + std::to_string(::getpid()));
-    b.setInstance(inst.name);
-    b.setRole(inst.role);
-  });
-  auto info = ask<node_info_msg>(node, std::chrono::seconds(10), connect_atom::value, std::move(hello),
+Status EngineImpl::connect_node(const InstanceConfig& inst, const node_actor& node, const node_hello_msg& hello) {
+  auto info = ask<node_info_msg>(node, std::chrono::seconds(10), hello_atom::value, hello,
                                  token_sink_actor{router_}, handoff_sink_actor{router_});
   if (!info) return Status(info.status().code(), "instance '" + inst.name + "' (remote " + inst.remote + "): " +
                                                      info.status().message());
@@ -419,7 +412,9 @@ Status EngineImpl::start(const EngineOptions& options) {
                                                  : "");
   }
   std::vector<InstanceFacts> facts;
-  nodes_.resize(configs.size());
+  nodes_->nodes.resize(configs.size());
+  remote_.resize(configs.size());
+  std::vector<node_info_msg> infos(configs.size());
   last_node_stats_.resize(configs.size());
   for (size_t i = 0; i < configs.size(); ++i) {
     if (loaded[i]) {
@@ -427,7 +422,9 @@ Status EngineImpl::start(const EngineOptions& options) {
       continue;
     }
     BRIGADE_ASSIGN_OR_RETURN(auto connected, probe_node(configs[i]));
-    nodes_[i] = std::move(connected.first);
+    nodes_->nodes[i] = std::move(connected.first);
+    remote_[i] = true;
+    infos[i] = connected.second;
     facts.push_back(facts_of(connected.second.reader()));
     facts.back().name = configs[i].name;
     facts.back().remote_tokenizer = connected.second.reader().getHasTokenizer();
@@ -448,8 +445,23 @@ Status EngineImpl::start(const EngineOptions& options) {
     for (auto& l : loaded)
       if (l) l->ranks.front()->runner.vocab = trie;
   }
-  for (size_t i = 0; i < configs.size(); ++i)
-    if (nodes_[i]) BRIGADE_RETURN_IF_ERROR(connect_node(configs[i], nodes_[i]));
+  std::vector<WatchedInstance> watched;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    if (!remote_[i]) continue;
+    auto hello = node_hello_msg::build([&](schema::NodeHello::Builder b) {
+      b.setProtocol(kNodeProtocol);
+      b.setFront("pid " + std::to_string(::getpid()));
+      b.setInstance(configs[i].name);
+      b.setRole(configs[i].role);
+    });
+    BRIGADE_RETURN_IF_ERROR(connect_node(configs[i], nodes_->nodes[i], hello));
+    const Endpoint ep = *parse_endpoint(configs[i].remote);
+    watched.push_back({static_cast<int>(i), ep.host, static_cast<uint16_t>(ep.port), infos[i], hello});
+    EngineStats& last = last_node_stats_[i];  // until the node's first answer
+    last.kv_pages_total = facts[i].n_pages;
+    last.peak_bytes_per_s = facts[i].ceilings.bytes_per_s;
+    last.peak_flops_per_s = facts[i].ceilings.flops_per_s;
+  }
   for (size_t i = 0; i < configs.size(); ++i) {
     if (!loaded[i]) {
       SpawnedInstance remote;  // what stats and routing need; its actors live in the node
@@ -457,7 +469,7 @@ Status EngineImpl::start(const EngineOptions& options) {
       remote.role = facts[i].role;
       remote.n_pages = facts[i].n_pages;
       remote.ceilings = facts[i].ceilings;
-      remote.scheduler = nodes_[i];
+      remote.scheduler = nodes_->nodes[i];
       instances_.push_back(std::move(remote));
       continue;
     }
@@ -469,6 +481,7 @@ Status EngineImpl::start(const EngineOptions& options) {
     for (size_t i = 0; i < instances_.size(); ++i)
       caf::anon_send(router_, wire_atom::value, static_cast<int32_t>(i), instances_[i].scheduler);
     caf::anon_send(tokenizer_, wire_atom::value, scheduler_actor{router_});
+    if (!watched.empty()) actors_.push_back(spawn_node_watch(system_, std::move(watched), nodes_, router_));
   } else {
     caf::anon_send(tokenizer_, wire_atom::value, instances_.front().scheduler);
   }

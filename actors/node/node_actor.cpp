@@ -157,7 +157,7 @@ node_actor::behavior_type node_fun(node_ptr self, NodeSetup setup) {
         if (st.front) self->send(st.front, msg);
       },
       [self](info_atom) { return self->state.setup.info; },
-      [self](connect_atom, const node_hello_msg& hello, token_sink_actor sink, handoff_sink_actor handoffs) {
+      [self](hello_atom, const node_hello_msg& hello, token_sink_actor sink, handoff_sink_actor handoffs) {
         return on_connect(self, hello, std::move(sink), std::move(handoffs));
       },
       [self](const node_stats_request_msg&) { return on_stats(self); },

@@ -7,7 +7,7 @@
 // Contract:
 // - (info) is answered with NodeInfo and changes nothing: a front checks what the node serves
 //   before it connects, so a front that gives up leaves no trace.
-// - A front then sends (connect, NodeHello, its token sink, its hand-off sink) and gets
+// - A front then sends (hello, NodeHello, its token sink, its hand-off sink) and gets
 //   NodeInfo; one front at a time (a second gets an error while the first is connected), and
 //   the hello's protocol and instance name must match the node's.
 // - Requests, aborts, prefix queries and incoming hand-offs (scheduler_actor's interface) go on
@@ -40,7 +40,7 @@ inline constexpr uint32_t kNodeProtocol = 1;
 using node_actor = scheduler_actor::extend<
     caf::reacts_to<token_event_msg>,
     caf::replies_to<info_atom>::with<node_info_msg>,
-    caf::replies_to<connect_atom, node_hello_msg, token_sink_actor, handoff_sink_actor>::with<node_info_msg>,
+    caf::replies_to<hello_atom, node_hello_msg, token_sink_actor, handoff_sink_actor>::with<node_info_msg>,
     caf::replies_to<node_stats_request_msg>::with<node_stats_msg>,
     caf::reacts_to<wire_atom, scheduler_actor, hicache_actor>>;
 

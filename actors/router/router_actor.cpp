@@ -110,7 +110,9 @@ void on_down(router_ptr self, const caf::down_msg& dm) {
     const auto lost = st.policy->instance_down(static_cast<int>(i));
     for (uint64_t id : lost) st.aborting.erase(id);
     if (st.setup.counters) st.setup.counters->down[i] = true;
-    if (dm.reason == caf::exit_reason::user_shutdown) return;  // the engine is going away
+    // The engine going away stops its local instances with user_shutdown (and the router first);
+    // a remote node that shuts down is an instance lost like any other.
+    if (dm.reason == caf::exit_reason::user_shutdown && dm.source.node() == self->node()) return;
     spdlog::error("router: instance '{}' stopped ({}); {} requests in flight there fail, the others keep serving",
                   name, caf::to_string(dm.reason), lost.size());
     const Status why = internal_error("instance '" + name + "' stopped (" + caf::to_string(dm.reason) +
@@ -135,10 +137,17 @@ router_actor::behavior_type router_fun(router_ptr self, RouterSetup setup, token
       [self](const kv_handoff_msg& msg) { on_handoff(self, msg); },
       [self](const prefix_query_msg& msg) { return on_prefix_query(self, msg); },
       [self](wire_atom, int32_t index, scheduler_actor scheduler) {
-        auto& instances = self->state.instances;
-        BRIGADE_CHECK(index >= 0 && static_cast<size_t>(index) < instances.size(), "router wired to an unknown instance");
+        auto& s = self->state;
+        BRIGADE_CHECK(index >= 0 && static_cast<size_t>(index) < s.instances.size(), "router wired to an unknown instance");
+        const auto i = static_cast<size_t>(index);
+        // Wired again (the engine reconnected a remote instance's node): it serves again.
+        if (s.instances[i] && !s.policy->up(index)) {
+          s.policy->instance_up(index);
+          if (s.setup.counters) s.setup.counters->down[i] = false;
+          spdlog::info("router: instance '{}' serves again", s.setup.instance_names[i]);
+        }
         self->monitor(scheduler);
-        instances[static_cast<size_t>(index)] = std::move(scheduler);
+        s.instances[i] = std::move(scheduler);
       },
   };
 }

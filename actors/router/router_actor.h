@@ -57,7 +57,8 @@ struct RouterSetup {
 
 // Instances are wired after spawning (the schedulers need the router as their sink): send
 // (wire_atom, index, scheduler) once for every index in [0, instance_names.size()) before any
-// request; the router monitors each scheduler.
+// request; the router monitors each scheduler. Wiring an instance that went down again (a remote
+// node reconnected) brings it back up, with an empty prefix tree.
 router_actor spawn_router(caf::actor_system& system, RouterSetup setup, token_sink_actor sink);
 
 }  // namespace brigade

@@ -128,6 +128,13 @@ std::vector<uint64_t> RouterPolicy::instance_down(int instance) {
   return lost;
 }
 
+void RouterPolicy::instance_up(int instance) {
+  const auto i = static_cast<size_t>(instance);
+  if (up_[i]) return;
+  up_[i] = true;
+  trees_[i] = PrefixTree(config_.max_tree_tokens);
+}
+
 Expected<int> RouterPolicy::choose_decode() const {
   int best = -1;
   for (int i = 0; i < n_instances(); ++i) {

@@ -64,6 +64,9 @@ class RouterPolicy {
   // The instance stopped: nothing more goes there. Returns the requests in flight there, which
   // leave the books (their owner must end them).
   std::vector<uint64_t> instance_down(int instance);
+  // The instance serves again (a remote node came back): prompts may go there; its prefix tree
+  // starts empty (the node's cache is cold).
+  void instance_up(int instance);
 
   // PD: the decode instance for a hand-off now: the one with the fewest requests in flight (then
   // the lowest index) that is up; internal when none is.

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "brigade/engine.h"
+#include "actors/node/node_watch.h"
 #include "brigade/node.h"
 #include "models/make_model.h"
 #include "tests/engine_test_util.h"
@@ -205,6 +206,75 @@ TEST_F(NodeCluster, PrefillAndDecodeNodesGiveColocatedTokens) {
   EXPECT_EQ(per[1].stats.pd_transfers_in, reqs.size());
   EXPECT_EQ(per[1].stats.pd_import_failures, 0u) << "inline bytes, not a local handle, crossed";
   EXPECT_GT(per[1].stats.pd_bytes_in, 0u);
+}
+
+// A node that stops (SIGTERM, a restart) fails its requests in flight at the front, none hangs;
+// when a node serving the same instance listens there again, the front's node watch connects to
+// it and routes there again.
+TEST_F(NodeCluster, ANodeThatComesBackIsServedAgain) {
+  const TopologyConfig topo = topology({"a", "b"});
+  auto a = start_node(topo, "a");
+  auto b = start_node(topo, "b");
+  ASSERT_TRUE(a && b);
+  const int port = a->port();
+  auto cluster = front({a.get(), b.get()});
+  ASSERT_TRUE(cluster.has_value()) << cluster.status().to_string();
+  Outcomes out;
+  std::vector<uint64_t> ids;  // round robin: even positions on a, odd on b
+  for (int i = 0; i < 4; ++i) {
+    auto id = (*cluster)->submit(testing::greedy_ids(prompt(i, 8), 1200), out.callback());
+    ASSERT_TRUE(id.has_value());
+    ids.push_back(*id);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  a.reset();  // stops: a clean shutdown of the node, seen by the front as the instance going
+  ASSERT_TRUE(out.wait(ids.size())) << "every request ends, none hangs";
+  for (size_t i = 0; i < ids.size(); i += 2) {
+    EXPECT_EQ(out.get(ids[i]).finish, FinishReason::error) << i;
+    EXPECT_NE(out.error(ids[i]).find("instance 'a' stopped"), std::string::npos) << out.error(ids[i]);
+  }
+  EXPECT_FALSE((*cluster)->instance_stats()[0].serving);
+
+  NodeOptions no;
+  no.engine = testing::test_engine_options(model(), 1);
+  no.engine.topology = topo;
+  no.instance = "a";
+  no.listen = "127.0.0.1:" + std::to_string(port);
+  auto again = Node::start(no);
+  ASSERT_TRUE(again.has_value()) << again.status().to_string();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!(*cluster)->instance_stats()[0].serving && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE((*cluster)->instance_stats()[0].serving) << "the watch reconnected";
+  for (int i = 0; i < 4; ++i) {
+    auto c = (*cluster)->generate(testing::greedy_ids(prompt(60 + i, 8), 4));
+    ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  }
+  EXPECT_EQ((*again)->stats().requests_done, 2u) << "round robin sends every other request to the new node";
+}
+
+// What a node that answers after a loss must still serve; anything else is not reconnected.
+TEST(NodeWatch, AComebackMustServeTheSameInstanceRoleAndModel) {
+  const auto info = [](const char* instance, const char* role, const char* arch, int vocab, uint64_t page_bytes) {
+    return node_info_msg::build([&](schema::NodeInfo::Builder b) {
+      b.setProtocol(1);
+      b.setInstance(instance);
+      b.setRole(role);
+      b.setArch(arch);
+      b.setVocabSize(vocab);
+      b.setKvPageBytes(page_bytes);
+    });
+  };
+  const auto then = info("a", "both", "llama", 300, 4096);
+  EXPECT_EQ(node_mismatch(then.reader(), info("a", "both", "llama", 300, 4096).reader()), "");
+  EXPECT_NE(node_mismatch(then.reader(), info("b", "both", "llama", 300, 4096).reader()).find("instance 'b'"),
+            std::string::npos);
+  EXPECT_NE(node_mismatch(then.reader(), info("a", "decode", "llama", 300, 4096).reader()).find("role decode"),
+            std::string::npos);
+  EXPECT_NE(node_mismatch(then.reader(), info("a", "both", "qwen3", 300, 4096).reader()).find("another model"),
+            std::string::npos);
+  EXPECT_NE(node_mismatch(then.reader(), info("a", "both", "llama", 301, 4096).reader()), "");
+  EXPECT_NE(node_mismatch(then.reader(), info("a", "both", "llama", 300, 8192).reader()), "");
 }
 
 // Clear errors: nothing listening, a node serving another instance, a role that disagrees, a

@@ -266,5 +266,26 @@ TEST(RouterPolicy, AStoppedInstanceGetsNothingAndGivesBackItsRequests) {
   EXPECT_NE(none.status().message().find("no instance is serving"), std::string::npos);
 }
 
+// A remote instance whose node came back serves again, with a cold prefix tree: the prefix it
+// held before it went is not sent there for the cache.
+TEST(RouterPolicy, AnInstanceThatComesBackStartsWithAnEmptyTree) {
+  RouterPolicy p(cache_aware(), 2);
+  const auto system = seq(0, 64);
+  auto a = p.route(1, concat(system, seq(500, 8)));
+  ASSERT_TRUE(a.has_value());
+  const int back = a->instance;
+  p.finished(1);
+  p.instance_down(back);
+  EXPECT_EQ(p.tree(back).match(system), 64) << "down keeps the tree until the instance comes back";
+  p.instance_up(back);
+  EXPECT_TRUE(p.up(back));
+  EXPECT_EQ(p.tree(back).match(system), 0);
+  EXPECT_EQ(p.tree(back).n_tokens(), 0);
+  p.instance_up(back);  // twice changes nothing
+  auto b = p.route(2, concat(system, seq(600, 8)));
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->matched_tokens, 0) << "no instance holds the system prompt any more";
+}
+
 }  // namespace
 }  // namespace brigade

@@ -92,7 +92,7 @@ PY
 # file connects to it (its first stdout line names the bound address) and gives the tokens a
 # local instance gives. A front whose node is not there fails at start with the reason.
 printf 'instances: [{name: far, remote: "127.0.0.1:1", executors: [{threads: 1}], kv: {memory_mb: 16}}]\n' >"$dir/remote.yaml"
-"$bin" inspect "$dir/remote.yaml" | grep -q "^instance far: remote 127.0.0.1:1$"
+"$bin" inspect "$dir/remote.yaml" | grep -q "^instance far: remote 127.0.0.1:1 (brigade node)$"
 if "$bin" generate --model "$dir/m" --topology "$dir/remote.yaml" --prompt-ids 1,2,3 --max-tokens 4 >"$dir/remote.txt" 2>&1; then
   echo "generate against a missing node should fail"; exit 1
 fi
