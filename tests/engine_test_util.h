@@ -32,36 +32,6 @@ inline SyntheticModelSpec tiny_llama(int vocab_size, int max_position, uint64_t 
                             .dtype = DType::f32, .seed = seed};
 }
 
-// A fixture that writes a tiny_llama(300, 2048, seed) checkpoint into a temporary directory of
-// its own for each test (model()) and removes it afterwards.
-class TinyModelTest : public ::testing::Test {
- protected:
-  TinyModelTest(const std::string& name, uint64_t seed) : name_(name), seed_(seed) {}
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("brigade_" + name_ + "_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir_);
-    ASSERT_TRUE(write_synthetic_model(tiny_llama(300, 2048, seed_), model()).is_ok());
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  std::string model() const { return (dir_ / "model").string(); }
-
-  // n token ids in [1, 290], a different sequence per seed.
-  static std::vector<int32_t> prompt(int32_t seed, int n) {
-    std::vector<int32_t> p;
-    for (int i = 0; i < n; ++i) p.push_back(1 + (seed * 37 + i * 11) % 290);
-    return p;
-  }
-
-  std::filesystem::path dir_;
-
- private:
-  std::string name_;
-  uint64_t seed_;
-};
-
 // An engine over `model` with no progress bar and its executor on `threads` threads (tests run in
 // parallel on shared cores); everything else is the default topology's.
 inline EngineOptions test_engine_options(const std::string& model, int threads) {
@@ -168,6 +138,49 @@ class Outcomes {
   std::map<uint64_t, std::string> errors_;
   std::map<uint64_t, int> n_final_;
   size_t n_final_total_ = 0;
+};
+
+// A fixture that writes a tiny_llama(300, 2048, seed) checkpoint into a temporary directory of
+// its own for each test (model()) and removes it afterwards.
+class TinyModelTest : public ::testing::Test {
+ protected:
+  TinyModelTest(const std::string& name, uint64_t seed) : name_(name), seed_(seed) {}
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("brigade_" + name_ + "_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    ASSERT_TRUE(write_synthetic_model(tiny_llama(300, 2048, seed_), model()).is_ok());
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string model() const { return (dir_ / "model").string(); }
+
+  // n token ids in [1, 290], a different sequence per seed.
+  static std::vector<int32_t> prompt(int32_t seed, int n) {
+    std::vector<int32_t> p;
+    for (int i = 0; i < n; ++i) p.push_back(1 + (seed * 37 + i * 11) % 290);
+    return p;
+  }
+
+  // Submits n greedy requests of max_tokens tokens (prompts prompt(i, 8)) to `e`, collected by
+  // `out`; their ids in order (under round robin over two instances, even positions go to the
+  // first). Fails the test for a request that is refused.
+  static std::vector<uint64_t> submit_long(Engine& e, int n, int max_tokens, Outcomes& out) {
+    std::vector<uint64_t> ids;
+    for (int i = 0; i < n; ++i) {
+      auto id = e.submit(greedy_ids(prompt(i, 8), max_tokens), out.callback());
+      EXPECT_TRUE(id.has_value()) << id.status().to_string();
+      if (id) ids.push_back(*id);
+    }
+    return ids;
+  }
+
+  std::filesystem::path dir_;
+
+ private:
+  std::string name_;
+  uint64_t seed_;
 };
 
 }  // namespace brigade::testing

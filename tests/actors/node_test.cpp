@@ -220,12 +220,8 @@ TEST_F(NodeCluster, ANodeThatComesBackIsServedAgain) {
   auto cluster = front({a.get(), b.get()});
   ASSERT_TRUE(cluster.has_value()) << cluster.status().to_string();
   Outcomes out;
-  std::vector<uint64_t> ids;  // round robin: even positions on a, odd on b
-  for (int i = 0; i < 4; ++i) {
-    auto id = (*cluster)->submit(testing::greedy_ids(prompt(i, 8), 1200), out.callback());
-    ASSERT_TRUE(id.has_value());
-    ids.push_back(*id);
-  }
+  const auto ids = submit_long(**cluster, 4, 1200, out);  // round robin: even positions on a, odd on b
+  ASSERT_EQ(ids.size(), 4u);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   a.reset();  // stops: a clean shutdown of the node, seen by the front as the instance going
   ASSERT_TRUE(out.wait(ids.size())) << "every request ends, none hangs";
@@ -428,12 +424,8 @@ TEST_F(NodeProcesses, ANodeKilledMidGenerationFailsOnlyItsRequests) {
   auto e = Engine::create(o);
   ASSERT_TRUE(e.has_value()) << e.status().to_string();
   Outcomes out;
-  std::vector<uint64_t> ids;  // round robin: even positions on a, odd on b
-  for (int i = 0; i < 4; ++i) {
-    auto id = (*e)->submit(testing::greedy_ids(prompt(i, 8), 1200), out.callback());
-    ASSERT_TRUE(id.has_value());
-    ids.push_back(*id);
-  }
+  const auto ids = submit_long(**e, 4, 1200, out);  // round robin: even positions on a, odd on b
+  ASSERT_EQ(ids.size(), 4u);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ASSERT_EQ(::kill(a.pid, SIGKILL), 0);
   ASSERT_TRUE(out.wait(ids.size())) << "every request ends, none hangs";

@@ -154,12 +154,8 @@ TEST_F(RouterEngine, AnInstanceThatDiesFailsItsRequestsAndTheOtherKeepsServing) 
   auto e = Engine::create(options(2, "round_robin"));
   ASSERT_TRUE(e.has_value()) << e.status().to_string();
   Outcomes out;
-  std::vector<uint64_t> ids;  // round robin: even positions on i0, odd on i1
-  for (int i = 0; i < 4; ++i) {
-    auto id = (*e)->submit(testing::greedy_ids(prompt(i, 8), 1500), out.callback());
-    ASSERT_TRUE(id.has_value());
-    ids.push_back(*id);
-  }
+  const auto ids = submit_long(**e, 4, 1500, out);  // round robin: even positions on i0, odd on i1
+  ASSERT_EQ(ids.size(), 4u);
   ASSERT_TRUE(kill_instance_executor_for_testing(**e, 0).is_ok());
   EXPECT_FALSE(kill_instance_executor_for_testing(**e, 2).is_ok());
   ASSERT_TRUE(out.wait(ids.size())) << "every request ends, none hangs";
