@@ -145,9 +145,9 @@ TEST_F(NodeCluster, AbortsAndAFrontThatGoesAway) {
   auto a = start_node(topo, "a");
   ASSERT_TRUE(a);
   {
+    Outcomes out;  // outlives the front, whose callbacks write into it until it is gone
     auto cluster = front({a.get()});
     ASSERT_TRUE(cluster.has_value()) << cluster.status().to_string();
-    Outcomes out;
     auto id = (*cluster)->submit(testing::greedy_ids(prompt(1, 8), 1800), out.callback());
     ASSERT_TRUE(id.has_value());
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
