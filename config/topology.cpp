@@ -137,13 +137,15 @@ Status parse_scheduler(const YAML::Node& s, const std::string& where, SchedulerC
             .read("ngram_max", sp.ngram_max)
             .read("min_acceptance", sp.min_acceptance)
             .read("disable_batch_size", sp.disable_batch_size)
+            .read("model", sp.model)
+            .read("kv_tokens", sp.kv_tokens)
             .status();
       })
       .status();
 }
 
 Status validate_speculative(const SpeculativeConfig& sp, const std::string& w) {
-  const std::set<std::string> methods = {"none", "ngram"};
+  const std::set<std::string> methods = {"none", "ngram", "draft_model"};
   if (!methods.count(sp.method))
     return invalid_argument(w + ": scheduler.speculative.method '" + sp.method + "' is not one of: " + join(methods));
   if (sp.method == "none") return Status::ok();
@@ -155,6 +157,12 @@ Status validate_speculative(const SpeculativeConfig& sp, const std::string& w) {
   if (!(sp.min_acceptance >= 0.0 && sp.min_acceptance <= 1.0))
     return invalid_argument(at + "min_acceptance must be in [0, 1]");
   if (sp.disable_batch_size < 0) return invalid_argument(at + "disable_batch_size must be >= 0 (0 = no limit)");
+  if (sp.method == "draft_model" && sp.model.empty())
+    return invalid_argument(at + "model must name the draft checkpoint (HF directory, GGUF or llama2.c .bin) "
+                                 "for method draft_model");
+  if (sp.method != "draft_model" && !sp.model.empty())
+    return invalid_argument(at + "model is the draft checkpoint of method draft_model (method is '" + sp.method + "')");
+  if (sp.kv_tokens < 0) return invalid_argument(at + "kv_tokens must be >= 0 (0 = as many tokens as the target's pool)");
   return Status::ok();
 }
 

@@ -212,6 +212,13 @@ std::string ServerMetrics::render(const EngineStats& s, const std::vector<Instan
   metric(out, "brigade_spec_sequences_turned_off_total", "counter",
          "Times a sequence stopped drafting for a while: its acceptance was below min_acceptance.",
          static_cast<double>(s.spec_seqs_turned_off));
+  metric(out, "brigade_spec_draft_forwards_total", "counter", "Draft model forwards (method draft_model).",
+         static_cast<double>(s.spec_draft_forwards));
+  metric(out, "brigade_spec_draft_forward_seconds_total", "counter", "Seconds spent in draft model forwards.",
+         static_cast<double>(s.spec_draft_forward_us) / 1e6);
+  metric(out, "brigade_spec_draft_fed_tokens_total", "counter",
+         "Tokens whose K/V the draft model computed (drafts, prefill after a rollback or first sight).",
+         static_cast<double>(s.spec_draft_fed_tokens));
   render_instances(out, instances);
   std::lock_guard<std::mutex> lock(mu_);
   ttft_.render("brigade_time_to_first_token_seconds", "Seconds from HTTP request arrival to the first token.", out);

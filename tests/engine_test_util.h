@@ -11,6 +11,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -43,6 +44,13 @@ inline EngineOptions test_engine_options(const std::string& model, int threads) 
   return o;
 }
 
+// Engine::create that fails the test, and returns null, when the engine does not start.
+inline std::unique_ptr<Engine> create_engine(const EngineOptions& o) {
+  auto engine = Engine::create(o);
+  EXPECT_TRUE(engine.has_value()) << engine.status().to_string();
+  return engine ? std::move(*engine) : nullptr;
+}
+
 // Greedy decoding of `ids` for max_tokens tokens, never stopping at EOS (outputs of a fixed length).
 inline GenerateOptions greedy_ids(std::vector<int32_t> ids, int max_tokens) {
   GenerateOptions r;
@@ -51,6 +59,23 @@ inline GenerateOptions greedy_ids(std::vector<int32_t> ids, int max_tokens) {
   r.sampling.temperature = 0.0f;
   r.ignore_eos = true;
   return r;
+}
+
+// The first n_kinds (1..3) of: `prompt` greedy; sampled at temperature 0.8 with seed + 1; the same
+// with a frequency penalty and seed + 2. Speculative decoding must change none of their tokens.
+inline std::vector<GenerateOptions> greedy_and_seeded(const std::vector<int32_t>& prompt, int max_tokens, int n_kinds,
+                                                      uint64_t seed) {
+  std::vector<GenerateOptions> reqs;
+  for (int kind = 0; kind < n_kinds; ++kind) {
+    GenerateOptions r = greedy_ids(prompt, max_tokens);
+    if (kind >= 1) {
+      r.sampling.temperature = 0.8f;
+      r.sampling.seed = seed + static_cast<uint64_t>(kind);
+    }
+    if (kind == 2) r.sampling.frequency_penalty = 0.4f;
+    reqs.push_back(r);
+  }
+  return reqs;
 }
 
 // Submits every request at once (one thread each) and waits for all of them.

@@ -22,6 +22,15 @@ struct DraftProposal {
   std::vector<int32_t> tokens;  // the proposed continuation after query.tokens; may be empty
 };
 
+// What a drafter that runs a model spent (EngineStats spec_draft_*); zero for the n-gram drafter.
+struct DrafterStats {
+  uint64_t forwards = 0;     // draft model forwards
+  uint64_t forward_us = 0;   // wall time in them
+  uint64_t fed_tokens = 0;   // tokens whose K/V the draft computed (prefill after a rollback or
+                             // first sight, and the drafts themselves)
+  uint64_t evicted_seqs = 0; // sequences whose draft K/V made room for another's
+};
+
 class Drafter {
  public:
   virtual ~Drafter() = default;
@@ -30,6 +39,7 @@ class Drafter {
   virtual DraftProposal propose(const DraftQuery& query) = 0;
   // The sequence ended: drop whatever the drafter keeps for it.
   virtual void forget(uint64_t /*seq_id*/) {}
+  virtual DrafterStats stats() const { return {}; }
 };
 
 }  // namespace brigade

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "actors/drafter/draft_model_load.h"
 #include "actors/kv_manager/kv_manager_actor.h"
 #include "core/in_process_communicator.h"
 #include "cpu/cpu_backend.h"
@@ -231,6 +232,16 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
     setup.limits.spec = {sc.num_tokens, sc.ngram_min, sc.ngram_max, sc.min_acceptance, sc.disable_batch_size};
     spdlog::info("engine: speculative decoding: ngram {}..{}, {} drafts per step, min acceptance {}", sc.ngram_min,
                  sc.ngram_max, sc.num_tokens, sc.min_acceptance);
+  } else if (sc.method == "draft_model") {
+    setup.limits.spec = {sc.num_tokens, 1, 1, sc.min_acceptance, sc.disable_batch_size};
+    // The draft runs whole on one backend of the executor's device (rank 0's under tp), its KV
+    // pool as many tokens as the target's unless kv_tokens says otherwise.
+    DraftModelSpec ds{sc.model, path, mc.vocab_size, sc.kv_tokens > 0 ? sc.kv_tokens : n_pages * inst.kv.page_size,
+                      inst.kv.page_size, inst.scheduler.max_step_tokens};
+    BRIGADE_ASSIGN_OR_RETURN(auto backend, make_backend(options, exe, 0, n_cpu_ranks));
+    BRIGADE_ASSIGN_OR_RETURN(setup.drafter, load_draft_model(ds, std::move(backend)));
+    spdlog::info("engine: speculative decoding: draft model '{}', {} drafts per step, min acceptance {}", sc.model,
+                 sc.num_tokens, sc.min_acceptance);
   }
   BRIGADE_ASSIGN_OR_RETURN(setup.limits.eviction, parse_eviction_policy(inst.cache.eviction));
   // The root of the page-key chain and the disk tier's guard (kvstore/page_key.h). Keys name pages

@@ -28,13 +28,15 @@ const char* finish_name(Finish f) {
   return "?";
 }
 
-SchedulerPolicy::SchedulerPolicy(const SchedulerLimits& limits, int pool_pages, PageKey cache_root)
+SchedulerPolicy::SchedulerPolicy(const SchedulerLimits& limits, int pool_pages, PageKey cache_root,
+                                 std::shared_ptr<Drafter> drafter)
     : limits_(limits), pool_pages_(pool_pages) {
   BRIGADE_CHECK(limits_.validate().is_ok(), "limits are validated by the caller");
   BRIGADE_CHECK(pool_pages_ >= 1, "a KV pool has at least one page");
   if (limits_.prefix_cache) cache_ = std::make_unique<RadixTree>(limits_.page_size, limits_.eviction, cache_root);
   if (limits_.spec.num_tokens > 0)
-    drafter_ = std::make_unique<NgramDrafter>(NgramDrafterOptions{limits_.spec.ngram_min, limits_.spec.ngram_max});
+    drafter_ = drafter ? std::move(drafter)
+                       : std::make_shared<NgramDrafter>(NgramDrafterOptions{limits_.spec.ngram_min, limits_.spec.ngram_max});
 }
 
 Status SchedulerPolicy::add(SeqRequest request) {

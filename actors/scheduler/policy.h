@@ -18,7 +18,7 @@
 // waits instead (no preemption) while the KV page manager still has free pages to lease.
 //
 // Speculative decoding (DESIGN.md §7, `spec`): a decoding sequence whose last token is known gets
-// up to k drafts from the n-gram drafter; its work item carries the token and the drafts (k + 1
+// up to k drafts from its drafter (n-gram, or a draft model the caller passes); its work item carries the token and the drafts (k + 1
 // positions, pages for all of them, k + 1 of the step's token budget) and it is not planned
 // again until the result says how many were accepted (1..k+1 tokens arrive, stops and max_tokens
 // cut them). Its length then advances by what was accepted and pages wholly past its tokens go
@@ -167,6 +167,7 @@ struct SpecStats {
   uint64_t off_compute_bound_steps = 0;  // steps planned without drafts: the last step was compute-bound
   uint64_t off_batch_steps = 0;          // ... more decoding sequences than disable_batch_size
   uint64_t seqs_turned_off = 0;          // times a sequence's acceptance fell below min_acceptance
+  DrafterStats drafter;                  // what a draft model spent (Drafter::stats)
 };
 
 // What the scheduler tells a client after a step (mirrors schema::TokenEvent).
@@ -186,7 +187,10 @@ class SchedulerPolicy {
  public:
   // pool_pages: pages in the whole KV pool (what one sequence could ever hold). cache_root: the
   // hash-chain root naming this model's pages (see kvstore/page_key.h), used by the prefix cache.
-  SchedulerPolicy(const SchedulerLimits& limits, int pool_pages, PageKey cache_root = {});
+  // drafter: who proposes drafts when limits.spec.num_tokens > 0 (a draft model, shared with
+  // whoever reads its counters; called on this policy's thread only); null: the n-gram drafter.
+  SchedulerPolicy(const SchedulerLimits& limits, int pool_pages, PageKey cache_root = {},
+                  std::shared_ptr<Drafter> drafter = nullptr);
 
   // Queues a request. Errors (nothing queued): invalid prompt or parameters, a duplicate id,
   // queue full (out_of_resources), a prompt that does not fit the context or the KV pool.
@@ -203,7 +207,7 @@ class SchedulerPolicy {
   // Pages held by running sequences and not by the prefix cache, plus the cache's pages.
   int n_pages_held() const;
   PrefixCacheStats cache_stats() const;
-  SpecStats spec_stats() const { return spec_stats_; }
+  SpecStats spec_stats() const;
   // The roofline verdict of the step that came back last (StepReport::compute_bound; false when
   // the ceilings are unknown): while compute-bound, steps are planned without drafts.
   void note_step_bound(bool compute_bound) { last_step_compute_bound_ = compute_bound; }
@@ -352,7 +356,7 @@ class SchedulerPolicy {
   std::vector<RadixTree::Evicted> saves_;
   std::vector<KvPagesRequest> imports_;  // PD
   std::vector<KvPagesRequest> exports_;
-  std::unique_ptr<Drafter> drafter_;  // null: speculation off
+  std::shared_ptr<Drafter> drafter_;  // null: speculation off
   SpecStats spec_stats_;
   bool last_step_compute_bound_ = false;
 };

@@ -21,6 +21,12 @@ Status SpeculativeLimits::validate() const {
   return Status::ok();
 }
 
+SpecStats SchedulerPolicy::spec_stats() const {
+  SpecStats out = spec_stats_;
+  if (drafter_) out.drafter = drafter_->stats();
+  return out;
+}
+
 // Drafts pay off while a step is bound by reading the weights: verifying k more positions then
 // costs little. Once the last step came back compute-bound, or the batch is large, they would
 // only add work.

@@ -87,6 +87,9 @@ void update_gauges(scheduler_ptr self) {
   st.setup.counters->spec_off_compute_bound_steps = sp.off_compute_bound_steps;
   st.setup.counters->spec_off_batch_steps = sp.off_batch_steps;
   st.setup.counters->spec_seqs_turned_off = sp.seqs_turned_off;
+  st.setup.counters->spec_draft_forwards = sp.drafter.forwards;
+  st.setup.counters->spec_draft_forward_us = sp.drafter.forward_us;
+  st.setup.counters->spec_draft_fed_tokens = sp.drafter.fed_tokens;
 }
 
 void emit(scheduler_ptr self, const std::vector<SeqEvent>& events) {
@@ -409,7 +412,8 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
                                              handoff_sink_actor handoffs) {
   auto& st = self->state;
   st.setup = std::move(setup);
-  st.policy = std::make_unique<SchedulerPolicy>(st.setup.limits, st.setup.pool_pages, st.setup.cache_root);
+  st.policy = std::make_unique<SchedulerPolicy>(st.setup.limits, st.setup.pool_pages, st.setup.cache_root,
+                                                st.setup.drafter);
   st.lease.set_pool_free(st.setup.pool_pages);  // the pool starts empty of leases
   st.executor = std::move(executor);
   st.kv_manager = std::move(kv_manager);
@@ -474,6 +478,9 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
 
 scheduler_actor spawn_scheduler(caf::actor_system& system, const SchedulerSetup& setup, executor_actor executor,
                                 kv_manager_actor kv_manager, token_sink_actor sink, handoff_sink_actor handoffs) {
+  if (setup.drafter)
+    return system.spawn<caf::detached>(scheduler_fun, setup, std::move(executor), std::move(kv_manager),
+                                       std::move(sink), std::move(handoffs));
   return system.spawn(scheduler_fun, setup, std::move(executor), std::move(kv_manager), std::move(sink),
                       std::move(handoffs));
 }

@@ -69,6 +69,9 @@ struct SchedulerCounters {
   std::atomic<uint64_t> spec_off_compute_bound_steps{0};
   std::atomic<uint64_t> spec_off_batch_steps{0};
   std::atomic<uint64_t> spec_seqs_turned_off{0};
+  std::atomic<uint64_t> spec_draft_forwards{0};    // draft model (DrafterStats)
+  std::atomic<uint64_t> spec_draft_forward_us{0};
+  std::atomic<uint64_t> spec_draft_fed_tokens{0};
   // PD separation: hand-offs sent (prefill side) and received (decode side), their KV bytes, the
   // summed latency from the first token's arrival at the prefill scheduler to the decode side's
   // pages written (in-process clocks), and imports that failed (those sequences recompute).
@@ -91,6 +94,10 @@ struct SchedulerSetup {
   std::shared_ptr<SchedulerCounters> counters;  // may be null
   std::string instance_name;         // names the sender of hand-offs (logs)
   bool pd_inline_bytes = false;      // hand-offs carry KV bytes inline, not by a local BlobRef
+  // The drafter of limits.spec (a draft model); null: the n-gram drafter. A draft model runs its
+  // forwards inside the scheduler's handlers, so the scheduler then gets a thread of its own
+  // (detached) instead of blocking one of CAF's shared workers.
+  std::shared_ptr<Drafter> drafter;
 };
 
 // `handoffs`: where a prefill-role scheduler (setup.limits.role) sends its KvHandoffs; required

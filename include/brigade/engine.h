@@ -169,6 +169,9 @@ struct EngineStats {
   uint64_t spec_misses = 0;
   uint64_t spec_off_compute_bound_steps = 0, spec_off_batch_steps = 0;
   uint64_t spec_seqs_turned_off = 0;
+  // method draft_model: draft model forwards, the wall time in them (the scheduler's thread), and
+  // the tokens whose K/V the draft computed (drafts plus what it prefilled or re-fed).
+  uint64_t spec_draft_forwards = 0, spec_draft_forward_us = 0, spec_draft_fed_tokens = 0;
   // PD separation (docs/architecture.md "PD separation"; all 0 without it): sequences handed off
   // by prefill instances and received by decode instances, their KV bytes, the summed transfer
   // latency (first token at the prefill scheduler -> pages written on the decode instance; mean

@@ -70,14 +70,17 @@ struct CacheConfig {
   bool tiers_enabled() const { return effective_host_bytes() > 0 || !disk_path.empty(); }
 };
 
-// Speculative decoding (DESIGN.md §7): `method: ngram` drafts by prompt lookup; `none` is off.
+// Speculative decoding (DESIGN.md §7): `method: ngram` drafts by prompt lookup, `draft_model`
+// with a small model of the target's vocabulary (`model`); `none` is off.
 struct SpeculativeConfig {
-  std::string method = "none";  // none | ngram
+  std::string method = "none";  // none | ngram | draft_model
   int num_tokens = 4;           // drafts verified per sequence and step, [1, 16]
   int ngram_min = 1;            // suffix lengths the drafter looks up, longest first
   int ngram_max = 3;
   double min_acceptance = 0.2;  // a sequence below this acceptance stops drafting for a while
   int disable_batch_size = 0;   // no drafts while more sequences decode (0 = no limit)
+  std::string model;            // draft_model: the draft checkpoint (HF directory, GGUF, llama2.c .bin)
+  int kv_tokens = 0;            // draft_model: tokens its own KV pool holds (0 = as many as the target's)
 };
 
 struct SchedulerConfig {

@@ -17,6 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::greedy_ids;
+using testing::create_engine;
 using testing::run_concurrently;
 
 EngineOptions spec_options(const std::string& model, int depth, bool spec, const std::string& step_path = "auto") {
@@ -34,12 +35,6 @@ EngineOptions spec_options(const std::string& model, int depth, bool spec, const
   return o;
 }
 
-std::unique_ptr<Engine> make_engine(const EngineOptions& o) {
-  auto engine = Engine::create(o);
-  EXPECT_TRUE(engine.has_value()) << engine.status().to_string();
-  return engine ? std::move(*engine) : nullptr;
-}
-
 // Prompts that repeat themselves (so the drafter finds n-grams from the first decode) and ones
 // that do not; greedy, seeded, seeded with penalties.
 std::vector<GenerateOptions> spec_requests() {
@@ -47,15 +42,8 @@ std::vector<GenerateOptions> spec_requests() {
   for (int n : {3, 8, 20, 41}) {
     std::vector<int32_t> prompt;
     for (int i = 0; i < n; ++i) prompt.push_back(n % 2 ? (i % 5) * 11 + 7 : (i * 37 + n) % 500 + 3);
-    for (int kind = 0; kind < 3; ++kind) {
-      GenerateOptions r = greedy_ids(prompt, 24 + n % 7);
-      if (kind >= 1) {
-        r.sampling.temperature = 0.8f;
-        r.sampling.seed = static_cast<uint64_t>(n * 10 + kind);
-      }
-      if (kind == 2) r.sampling.frequency_penalty = 0.4f;
+    for (const GenerateOptions& r : testing::greedy_and_seeded(prompt, 24 + n % 7, 3, static_cast<uint64_t>(n * 10)))
       reqs.push_back(r);
-    }
   }
   return reqs;
 }
@@ -73,12 +61,12 @@ class SpecEngine : public ::testing::Test {
 fs::path SpecEngine::dir_;
 
 TEST_F(SpecEngine, OutputsEqualDecodingWithoutDraftsAtDepthOneAndTwo) {
-  auto off = make_engine(spec_options(dir_.string(), 1, false));
+  auto off = create_engine(spec_options(dir_.string(), 1, false));
   ASSERT_TRUE(off);
   const auto want = run_concurrently(*off, spec_requests());
   for (const std::string path : {"host", "device"}) {
     for (int depth : {1, 2}) {
-      auto on = make_engine(spec_options(dir_.string(), depth, true, path));
+      auto on = create_engine(spec_options(dir_.string(), depth, true, path));
       ASSERT_TRUE(on);
       const auto got = run_concurrently(*on, spec_requests());
       for (size_t i = 0; i < want.size(); ++i) {
@@ -94,7 +82,7 @@ TEST_F(SpecEngine, OutputsEqualDecodingWithoutDraftsAtDepthOneAndTwo) {
 }
 
 TEST_F(SpecEngine, SeededSamplingRepeats) {
-  auto on = make_engine(spec_options(dir_.string(), 2, true));
+  auto on = create_engine(spec_options(dir_.string(), 2, true));
   ASSERT_TRUE(on);
   GenerateOptions r = greedy_ids({7, 18, 29, 7, 18, 29, 7, 18}, 40);
   r.sampling.temperature = 1.0f;
@@ -109,8 +97,8 @@ TEST_F(SpecEngine, SeededSamplingRepeats) {
 }
 
 TEST_F(SpecEngine, StopsMaxTokensAndLogprobsWithSeveralTokensPerStep) {
-  auto off = make_engine(spec_options(dir_.string(), 1, false));
-  auto on = make_engine(spec_options(dir_.string(), 2, true));
+  auto off = create_engine(spec_options(dir_.string(), 1, false));
+  auto on = create_engine(spec_options(dir_.string(), 2, true));
   ASSERT_TRUE(off && on);
   GenerateOptions r = greedy_ids({7, 18, 29, 7, 18, 29, 7, 18}, 30);
   r.logprobs = 2;
@@ -162,8 +150,8 @@ std::vector<Event> collect_events(Engine& engine, const GenerateOptions& r) {
 // A stop string that completes at a token in the middle of an event's accepted run ends the
 // output at that token: text, ids and usage stop there (the tokenizer cuts the event).
 TEST_F(SpecEngine, AStopStringInsideAnAcceptedRunCutsTheIdsThere) {
-  auto off = make_engine(spec_options(dir_.string(), 1, false));
-  auto on = make_engine(spec_options(dir_.string(), 2, true));
+  auto off = create_engine(spec_options(dir_.string(), 1, false));
+  auto on = create_engine(spec_options(dir_.string(), 2, true));
   ASSERT_TRUE(off && on);
   GenerateOptions r;
   r.prompt = "abcabcabcabcabcabc";
@@ -225,12 +213,12 @@ std::string stories_path() { return std::string(BRIGADE_TESTDATA) + "/models/sto
 // drafter's proposals get accepted.
 TEST(SpecStories260K, GreedyOutputEqualsDecodingWithoutDraftsAndDraftsAreAccepted) {
   if (!fs::exists(stories_path())) GTEST_SKIP() << "shared testdata not found at " << stories_path();
-  auto off = make_engine(spec_options(stories_path(), 1, false));
+  auto off = create_engine(spec_options(stories_path(), 1, false));
   ASSERT_TRUE(off);
   auto want = off->generate(greedy_ids({1}, 200));
   ASSERT_TRUE(want.has_value());
   for (int depth : {1, 2}) {
-    auto on = make_engine(spec_options(stories_path(), depth, true));
+    auto on = create_engine(spec_options(stories_path(), depth, true));
     ASSERT_TRUE(on);
     auto got = on->generate(greedy_ids({1}, 200));
     ASSERT_TRUE(got.has_value());
@@ -254,8 +242,8 @@ TEST(SpecStories260K, SeededSamplingEqualsDecodingWithoutDrafts) {
     if (seed % 2) r.sampling.repetition_penalty = 1.1f;
     reqs.push_back(r);
   }
-  auto off = make_engine(spec_options(stories_path(), 1, false));
-  auto on = make_engine(spec_options(stories_path(), 2, true));
+  auto off = create_engine(spec_options(stories_path(), 1, false));
+  auto on = create_engine(spec_options(stories_path(), 2, true));
   ASSERT_TRUE(off && on);
   const auto want = run_concurrently(*off, reqs);
   const auto got = run_concurrently(*on, reqs);
