@@ -27,9 +27,7 @@ Expected<std::unique_ptr<DraftModelDrafter>> DraftModelDrafter::create(std::uniq
   BRIGADE_ASSIGN_OR_RETURN(KvCache kv, KvCache::allocate(*backend, layout));
   auto drafter = std::unique_ptr<DraftModelDrafter>(
       new DraftModelDrafter(std::move(backend), std::move(model), std::move(kv), options));
-  const size_t vocab = static_cast<size_t>(drafter->model_->config().vocab_size);
-  BRIGADE_ASSIGN_OR_RETURN(drafter->logits_buf_, drafter->backend_->allocate(vocab * sizeof(float)));
-  drafter->host_logits_.resize(vocab);
+  BRIGADE_RETURN_IF_ERROR(drafter->ensure_logits(1));
   return drafter;
 }
 
@@ -47,15 +45,39 @@ int DraftModelDrafter::n_cached(uint64_t seq_id) const {
 
 DrafterStats DraftModelDrafter::stats() const { return stats_; }
 
-// Proposal j (1-based) is the argmax after feeding the query's tokens and drafts 1..j-1, so k
-// drafts put the K/V of n + k - 1 positions into the pool: the query's n tokens and k - 1 drafts.
 DraftProposal DraftModelDrafter::propose(const DraftQuery& query) {
+  return std::move(propose_batch(std::span<const DraftQuery>(&query, 1)).front());
+}
+
+std::vector<DraftProposal> DraftModelDrafter::propose_batch(std::span<const DraftQuery> queries) {
+  std::vector<DraftProposal> out(queries.size());
+  std::vector<Work> works;
+  for (size_t i = 0; i < queries.size(); ++i) {
+    if (auto w = prepare(queries[i], out[i])) works.push_back(*w);
+  }
+  Expected<bool> more = !works.empty();
+  while (more && *more) more = step(works);
+  for (const Work& w : works) w.seq->busy = false;
+  if (!more) {
+    // The target goes on without drafts; what the pool holds for these sequences is unknown now.
+    spdlog::warn("draft model: {}; proposing nothing this step", more.status().message());
+    for (const Work& w : works) drop(w.seq_id);
+    for (DraftProposal& p : out) p.tokens.clear();
+  }
+  return out;
+}
+
+// Draft j (1-based) is the argmax after feeding the query's tokens and drafts 1..j-1, so k drafts
+// put the K/V of n + k - 1 positions into the pool: the query's n tokens and k - 1 drafts.
+std::optional<DraftModelDrafter::Work> DraftModelDrafter::prepare(const DraftQuery& query, DraftProposal& out) {
   const int n = static_cast<int>(query.tokens.size());
   const int capacity = options_.n_pages * options_.page_size;
   const int k = std::min({query.max_tokens, model_->config().max_position - n + 1, capacity - n + 1});
-  if (n == 0 || k <= 0) return {};
+  if (n == 0 || k <= 0) return std::nullopt;
   SeqKv& s = seqs_[query.seq_id];
+  BRIGADE_CHECK(!s.busy, "a batch of draft queries names each sequence once");
   s.last_use = ++clock_;
+  s.busy = true;
   // Keep the K/V of the longest common prefix; the last query token is fed again whatever the
   // cache holds, because its logits give the first draft.
   const auto diff = std::mismatch(s.tokens.begin(), s.tokens.end(), query.tokens.begin(), query.tokens.end());
@@ -63,22 +85,10 @@ DraftProposal DraftModelDrafter::propose(const DraftQuery& query) {
   truncate(s, common);
   if (!reserve(query.seq_id, s, n + k - 1)) {
     drop(query.seq_id);
-    return {};
+    return std::nullopt;
   }
-  DraftProposal p;
-  Expected<int32_t> next = feed(s, query.tokens.subspan(static_cast<size_t>(common)));
-  while (next) {
-    p.tokens.push_back(*next);
-    if (static_cast<int>(p.tokens.size()) == k) break;
-    next = feed(s, std::span<const int32_t>(&p.tokens.back(), 1));
-  }
-  if (!next) {
-    // The target goes on without drafts; the pool's content for this sequence is unknown now.
-    spdlog::warn("draft model: sequence {}: {}; proposing nothing", query.seq_id, next.status().message());
-    drop(query.seq_id);
-    return {};
-  }
-  return p;
+  out.tokens.reserve(static_cast<size_t>(k));
+  return Work{query.seq_id, &s, query.tokens.subspan(static_cast<size_t>(common)), k, &out};
 }
 
 void DraftModelDrafter::forget(uint64_t seq_id) { drop(seq_id); }
@@ -106,7 +116,8 @@ bool DraftModelDrafter::reserve(uint64_t seq_id, SeqKv& s, int n_positions) {
   while (static_cast<int>(free_pages_.size()) < need) {
     auto victim = seqs_.end();
     for (auto it = seqs_.begin(); it != seqs_.end(); ++it) {
-      if (it->first != seq_id && (victim == seqs_.end() || it->second.last_use < victim->second.last_use)) victim = it;
+      if (it->first != seq_id && !it->second.busy &&
+          (victim == seqs_.end() || it->second.last_use < victim->second.last_use)) victim = it;
     }
     if (victim == seqs_.end()) return false;
     ++stats_.evicted_seqs;
@@ -119,46 +130,75 @@ bool DraftModelDrafter::reserve(uint64_t seq_id, SeqKv& s, int n_positions) {
   return true;
 }
 
-Expected<int32_t> DraftModelDrafter::feed(SeqKv& s, std::span<const int32_t> tokens) {
-  BRIGADE_CHECK(!tokens.empty(), "a draft step feeds at least one token");
-  while (!tokens.empty()) {
-    const size_t m = std::min(tokens.size(), static_cast<size_t>(options_.max_step_tokens));
-    BRIGADE_RETURN_IF_ERROR(forward_chunk(s, tokens.first(m), m == tokens.size()));
-    tokens = tokens.subspan(m);
-  }
-  return argmax(host_logits_);
+Status DraftModelDrafter::ensure_logits(int n_rows) {
+  if (n_rows <= logits_rows_) return Status::ok();
+  const size_t vocab = static_cast<size_t>(model_->config().vocab_size);
+  const int rows = std::max(n_rows, 2 * logits_rows_);
+  BRIGADE_ASSIGN_OR_RETURN(logits_buf_, backend_->allocate(static_cast<size_t>(rows) * vocab * sizeof(float)));
+  logits_rows_ = rows;
+  host_logits_.resize(static_cast<size_t>(rows) * vocab);
+  return Status::ok();
 }
 
-// One forward of `tokens` at positions [s.tokens.size(), + tokens.size()); with want_logits the
-// last position's logits land in host_logits_.
-Status DraftModelDrafter::forward_chunk(SeqKv& s, std::span<const int32_t> tokens, bool want_logits) {
+Expected<bool> DraftModelDrafter::step(std::vector<Work>& works) {
   const int ps = options_.page_size;
-  const int n0 = static_cast<int>(s.tokens.size());
-  const int m = static_cast<int>(tokens.size());
-  BRIGADE_CHECK(static_cast<int>(s.pages.size()) * ps >= n0 + m, "pages are reserved before a draft forward");
   batch_.clear();
-  for (int j = 0; j < m; ++j) {
-    const int pos = n0 + j;
-    batch_.tokens.push_back(tokens[static_cast<size_t>(j)]);
-    batch_.positions.push_back(pos);
-    batch_.slots.push_back(s.pages[static_cast<size_t>(pos / ps)] * ps + pos % ps);
+  batch_.q_start.push_back(0);
+  std::vector<std::pair<Work*, int>> fed;  // each work in the batch and how many tokens it feeds
+  std::vector<Work*> rows;                 // the work of each logits row
+  int room = options_.max_step_tokens;
+  for (Work& w : works) {
+    if (w.todo.empty() || room == 0) continue;
+    batch_.max_blocks = std::max(batch_.max_blocks, static_cast<int>(w.seq->pages.size()));
   }
-  batch_.q_start = {0, m};
-  batch_.ctx_len = {n0 + m};
-  batch_.block_table = s.pages;
-  batch_.max_blocks = static_cast<int>(s.pages.size());
-  if (want_logits) batch_.logit_rows = {m - 1};
+  for (Work& w : works) {
+    if (w.todo.empty() || room == 0) continue;
+    const int m = std::min(static_cast<int>(w.todo.size()), room);
+    const int n0 = static_cast<int>(w.seq->tokens.size());
+    BRIGADE_CHECK(static_cast<int>(w.seq->pages.size()) * ps >= n0 + m, "pages are reserved before a draft forward");
+    for (int j = 0; j < m; ++j) {
+      const int pos = n0 + j;
+      batch_.tokens.push_back(w.todo[static_cast<size_t>(j)]);
+      batch_.positions.push_back(pos);
+      batch_.slots.push_back(w.seq->pages[static_cast<size_t>(pos / ps)] * ps + pos % ps);
+    }
+    batch_.q_start.push_back(batch_.n_tokens());
+    batch_.ctx_len.push_back(n0 + m);
+    batch_.block_table.insert(batch_.block_table.end(), w.seq->pages.begin(), w.seq->pages.end());
+    batch_.block_table.resize(batch_.ctx_len.size() * static_cast<size_t>(batch_.max_blocks), 0);
+    if (m == static_cast<int>(w.todo.size())) {
+      batch_.logit_rows.push_back(batch_.n_tokens() - 1);
+      rows.push_back(&w);
+    }
+    fed.emplace_back(&w, m);
+    room -= m;
+  }
+  const int n_rows = static_cast<int>(rows.size());
+  BRIGADE_RETURN_IF_ERROR(ensure_logits(std::max(n_rows, 1)));
   const int64_t vocab = model_->config().vocab_size;
-  const Tensor logits = logits_buf_.view(DType::f32, {want_logits ? 1 : 0, vocab});
+  const Tensor logits = logits_buf_.view(DType::f32, {n_rows, vocab});
   const auto t0 = std::chrono::steady_clock::now();
   BRIGADE_RETURN_IF_ERROR(model_->forward(batch_, kv_, logits));
-  if (want_logits) backend_->download(host_logits_.data(), logits);  // waits for the forward
+  if (n_rows > 0) backend_->download(host_logits_.data(), logits);  // waits for the forward
   stats_.forward_us += static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
   ++stats_.forwards;
-  stats_.fed_tokens += static_cast<uint64_t>(m);
-  s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
-  return Status::ok();
+  stats_.fed_tokens += static_cast<uint64_t>(batch_.n_tokens());
+  for (auto [w, m] : fed) {
+    w->seq->tokens.insert(w->seq->tokens.end(), w->todo.begin(), w->todo.begin() + m);
+    w->todo = w->todo.subspan(static_cast<size_t>(m));
+  }
+  bool more = false;
+  for (int r = 0; r < n_rows; ++r) {
+    Work& w = *rows[static_cast<size_t>(r)];
+    const std::span<const float> row(host_logits_.data() + static_cast<size_t>(r) * static_cast<size_t>(vocab),
+                                     static_cast<size_t>(vocab));
+    w.out->tokens.push_back(argmax(row));
+    // The next draft step feeds this draft (out->tokens has room for k: it does not move).
+    if (static_cast<int>(w.out->tokens.size()) < w.k) w.todo = std::span<const int32_t>(&w.out->tokens.back(), 1);
+  }
+  for (const Work& w : works) more = more || !w.todo.empty();
+  return more;
 }
 
 }  // namespace brigade

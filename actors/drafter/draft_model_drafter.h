@@ -8,9 +8,11 @@
 // whatever the target accepted (rejected drafts, a bonus token) and whatever the sequence became
 // (a recompute after preemption keeps the same tokens, so nothing is lost; a sequence the drafter
 // has never seen, e.g. a prefix-cache hit or a PD hand-off on the target's side, is prefilled
-// here from its first token). Then the missing tokens are fed (chunks of at most
-// max_step_tokens), and k - 1 more greedy steps give the proposal: argmax of each row, ties to
-// the lowest id (core/sampling.h argmax). Proposals are greedy whatever the request samples with;
+// here from its first token). Then the missing tokens are fed, and k - 1 more greedy steps give
+// the proposal: argmax of each row, ties to the lowest id (core/sampling.h argmax).
+// propose_batch() runs the sequences of a step together: each forward carries every sequence
+// that still feeds or drafts (at most max_step_tokens tokens; a long prefill goes in chunks), so
+// k drafts for B sequences cost about k batched forwards, not k x B single ones. Proposals are greedy whatever the request samples with;
 // the target's verifier treats a draft as a point mass, which keeps the target distribution for
 // any drafter (docs/architecture.md "Speculative decoding").
 //
@@ -24,6 +26,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -52,6 +55,7 @@ class DraftModelDrafter final : public Drafter {
                                                              std::unique_ptr<Model> model, DraftModelOptions options);
 
   DraftProposal propose(const DraftQuery& query) override;
+  std::vector<DraftProposal> propose_batch(std::span<const DraftQuery> queries) override;
   void forget(uint64_t seq_id) override;
   DrafterStats stats() const override;
 
@@ -66,6 +70,15 @@ class DraftModelDrafter final : public Drafter {
     std::vector<int32_t> tokens;  // tokens whose K/V the pool holds, at positions 0..n-1
     std::vector<int32_t> pages;   // the pool pages of those positions, in order
     uint64_t last_use = 0;
+    bool busy = false;            // in the batch being drafted: not evicted for another
+  };
+  // One sequence of a propose_batch: what it still has to feed and the drafts so far.
+  struct Work {
+    uint64_t seq_id = 0;
+    SeqKv* seq = nullptr;
+    std::span<const int32_t> todo;  // tokens to feed next; its last one's logits give a draft
+    int k = 0;
+    DraftProposal* out = nullptr;   // reserved for k tokens (todo may point into it)
   };
 
   DraftModelDrafter(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model, KvCache kv,
@@ -76,10 +89,14 @@ class DraftModelDrafter final : public Drafter {
   // Rolls s back to its first n tokens; pages wholly past them go back to the pool.
   void truncate(SeqKv& s, int n);
   void drop(uint64_t seq_id);
-  // Feeds tokens at positions s.tokens.size()... (pages reserved), in chunks; the argmax of the
-  // last position's logits. The K/V of the fed tokens is in the pool afterwards.
-  Expected<int32_t> feed(SeqKv& s, std::span<const int32_t> tokens);
-  Status forward_chunk(SeqKv& s, std::span<const int32_t> tokens, bool want_logits);
+  // Rolls the sequence back to its common prefix with the query and reserves the pages of its
+  // drafting; nullopt when it gets no drafts (k = 0, or the pool cannot hold it).
+  std::optional<Work> prepare(const DraftQuery& query, DraftProposal& out);
+  // One forward over the works that have tokens to feed (up to max_step_tokens of them): feeds
+  // them at positions seq->tokens.size()..., appends a draft to each whose todo it finished and
+  // points that one's todo at its new draft until it has k. Returns whether any work remains.
+  Expected<bool> step(std::vector<Work>& works);
+  Status ensure_logits(int n_rows);
 
   std::unique_ptr<Backend> backend_;  // declared first: destroyed last
   std::unique_ptr<Model> model_;
@@ -89,7 +106,8 @@ class DraftModelDrafter final : public Drafter {
   std::vector<int32_t> free_pages_;
   uint64_t clock_ = 0;  // last_use stamps
   StepBatch batch_;
-  Buffer logits_buf_;  // [1, vocab] f32 on the backend
+  Buffer logits_buf_;  // [logits_rows_, vocab] f32 on the backend
+  int logits_rows_ = 0;
   std::vector<float> host_logits_;
   DrafterStats stats_;
 };

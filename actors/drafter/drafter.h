@@ -37,6 +37,13 @@ class Drafter {
   // Proposes up to query.max_tokens tokens; empty when it has nothing worth verifying. Must not
   // keep query.tokens past the call.
   virtual DraftProposal propose(const DraftQuery& query) = 0;
+  // The proposals of several sequences (distinct seq_ids), in query order: what a step's decodes
+  // ask together, so a draft model can run them as one batch. By default one propose() each.
+  virtual std::vector<DraftProposal> propose_batch(std::span<const DraftQuery> queries) {
+    std::vector<DraftProposal> out;
+    for (const DraftQuery& q : queries) out.push_back(propose(q));
+    return out;
+  }
   // The sequence ended: drop whatever the drafter keeps for it.
   virtual void forget(uint64_t /*seq_id*/) {}
   virtual DrafterStats stats() const { return {}; }

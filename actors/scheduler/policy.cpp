@@ -382,12 +382,14 @@ void SchedulerPolicy::plan_decodes(PlannedStep& step, std::vector<StepEntry>& en
   if (drafts_ok && std::any_of(running_.begin(), running_.end(),
                                [](const auto& kv) { return kv.second.drafting || kv.second.n_pending > 0; }))
     return;
+  std::map<uint64_t, std::vector<int32_t>> proposed;
+  if (drafts_ok) proposed = propose_drafts(ids, budget);
   for (uint64_t id : ids) {
     auto it = running_.find(id);  // an earlier decode may have preempted it
     if (budget <= 0 || it == running_.end() || !wants_decode(it->second)) continue;
     Seq& s = it->second;
     std::vector<int32_t> drafts;
-    if (drafts_ok && spec_active(s)) drafts = propose_drafts(s, budget);
+    if (auto p = proposed.find(id); p != proposed.end()) drafts = std::move(p->second);
     if (!ensure_pages(s, s.n_scheduled + 1, pages)) continue;
     if (!drafts.empty() && !take_draft_pages(s, static_cast<int>(drafts.size()), pages)) drafts.clear();
     const int n = 1 + static_cast<int>(drafts.size());

@@ -326,8 +326,9 @@ class SchedulerPolicy {
   // Whether this step may carry drafts (the load rule), counting why not.
   bool drafting_this_step();
   bool spec_active(const Seq& s) const { return drafter_ && s.n_generated >= s.spec_off_until; }
-  // Drafts for a decode of s within the step's remaining budget, max_tokens and the context.
-  std::vector<int32_t> propose_drafts(Seq& s, int budget);
+  // Drafts for the decodes of running sequences `ids` (in plan order) within the step's budget,
+  // max_tokens and the context; sequences without drafts are absent.
+  std::map<uint64_t, std::vector<int32_t>> propose_drafts(const std::vector<uint64_t>& ids, int budget);
   bool take_draft_pages(Seq& s, int n_draft, PageSource& pages);
   void note_acceptance(Seq& s, double fraction);
   void complete_drafts(Seq& s, const StepEntry& e, const std::vector<const SampledResult*>* got,

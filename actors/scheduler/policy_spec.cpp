@@ -47,22 +47,41 @@ bool SchedulerPolicy::drafting_this_step() {
   return true;
 }
 
-std::vector<int32_t> SchedulerPolicy::propose_drafts(Seq& s, int budget) {
-  const int known = static_cast<int>(s.tokens.size());
-  // k + 1 tokens may arrive: stay within the budget, max_tokens and the context.
-  const int k = std::min({limits_.spec.num_tokens, budget - 1, s.req.max_tokens - s.n_generated - 1,
-                          s.max_context - known - 1});
-  if (k <= 0) return {};
-  DraftProposal p = drafter_->propose({s.req.id, s.tokens, k});
-  // A drafter elsewhere is not trusted: at most k tokens, all inside the vocabulary.
-  if (static_cast<int>(p.tokens.size()) > k) p.tokens.resize(static_cast<size_t>(k));
-  auto bad = std::find_if(p.tokens.begin(), p.tokens.end(), [&](int32_t t) { return t < 0 || t >= limits_.vocab_size; });
-  p.tokens.erase(bad, p.tokens.end());
-  if (p.tokens.empty()) {
-    ++spec_stats_.misses;
-    note_acceptance(s, 0.0);  // the attempt cost the sequence its overlap and gained nothing
+// One drafter call for the step's decodes (a draft model runs them as one batch). Each k stays
+// within max_tokens, the context and the budget the step would leave the sequence if every
+// earlier one used all of its drafts, so the plan that follows never runs short of budget.
+std::map<uint64_t, std::vector<int32_t>> SchedulerPolicy::propose_drafts(const std::vector<uint64_t>& ids, int budget) {
+  std::vector<DraftQuery> queries;
+  std::vector<Seq*> seqs;
+  for (uint64_t id : ids) {
+    Seq& s = running_.at(id);
+    const int known = static_cast<int>(s.tokens.size());
+    // k + 1 tokens may arrive: stay within the budget, max_tokens and the context.
+    const int k = !spec_active(s) ? 0
+                                   : std::min({limits_.spec.num_tokens, budget - 1, s.req.max_tokens - s.n_generated - 1,
+                                               s.max_context - known - 1});
+    budget -= 1 + std::max(k, 0);
+    if (k <= 0) continue;
+    queries.push_back({s.req.id, s.tokens, k});
+    seqs.push_back(&s);
   }
-  return std::move(p.tokens);
+  std::map<uint64_t, std::vector<int32_t>> out;
+  if (queries.empty()) return out;
+  std::vector<DraftProposal> proposals = drafter_->propose_batch(queries);
+  BRIGADE_CHECK(proposals.size() == queries.size(), "a drafter answers every query");
+  for (size_t i = 0; i < queries.size(); ++i) {
+    std::vector<int32_t>& p = proposals[i].tokens;
+    // A drafter elsewhere is not trusted: at most k tokens, all inside the vocabulary.
+    if (p.size() > static_cast<size_t>(queries[i].max_tokens)) p.resize(static_cast<size_t>(queries[i].max_tokens));
+    p.erase(std::find_if(p.begin(), p.end(), [&](int32_t t) { return t < 0 || t >= limits_.vocab_size; }), p.end());
+    if (p.empty()) {
+      ++spec_stats_.misses;
+      note_acceptance(*seqs[i], 0.0);  // the attempt cost the sequence its overlap and gained nothing
+    } else {
+      out[queries[i].seq_id] = std::move(p);
+    }
+  }
+  return out;
 }
 
 // Slots for the drafts come from pages the lease holds free: a guess never preempts a sequence

@@ -7,6 +7,8 @@
 //   build/bench/e2e/bench_engine --kv-context 1984   (bf16 vs int8 KV at a long context only)
 //   build/bench/e2e/bench_engine --spec 4 [--model ../shared/testdata/models/stories260K.bin]
 //                                    (n-gram speculative decoding on vs off only)
+//   build/bench/e2e/bench_engine --spec 4 --draft-model D [--model M]
+//                                    (a draft model's speculative decoding on vs off only)
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -86,7 +88,8 @@ RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, in
 }
 
 std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool null_backend, int max_running,
-                                    const std::string& kv_dtype = "auto", int spec_tokens = 0) {
+                                    const std::string& kv_dtype = "auto", int spec_tokens = 0,
+                                    const std::string& draft_model = "") {
   EngineOptions o;
   o.model_path = model;
   o.progress = false;
@@ -98,7 +101,8 @@ std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool 
   inst.kv.dtype = kv_dtype;
   if (null_backend) o.backend_factory = [] { return make_null_backend(); };
   if (spec_tokens > 0) {
-    inst.scheduler.speculative.method = "ngram";
+    inst.scheduler.speculative.method = draft_model.empty() ? "ngram" : "draft_model";
+    inst.scheduler.speculative.model = draft_model;
     inst.scheduler.speculative.num_tokens = spec_tokens;
   }
   auto e = Engine::create(o);
@@ -134,18 +138,19 @@ nlohmann::json compare_kv_dtypes(const std::string& model, int threads, int cont
   return out;
 }
 
-// Speculative decoding (n-gram drafter, k = spec_tokens) against plain decoding: greedy decode of
-// `batch` sequences whose prompts repeat a 16-token pattern, after a 64-token prompt; alternating
-// runs, best of `repeats` each. Tokens per step and the acceptance rate come from EngineStats
-// over the measured runs.
+// Speculative decoding (the n-gram drafter, or draft_model when given; k = spec_tokens) against
+// plain decoding: greedy decode of `batch` sequences whose prompts repeat a 16-token pattern,
+// after a 64-token prompt; alternating runs, best of `repeats` each. Tokens per step, the
+// acceptance rate and the draft model's share of the time come from EngineStats over the
+// measured runs.
 nlohmann::json compare_speculation(const std::string& model, int threads, int spec_tokens, int decode_tokens,
-                                   int repeats) {
+                                   int repeats, const std::string& draft_model) {
   nlohmann::json out;
-  std::printf("\n%-24s %12s %12s %12s %12s %14s\n", "decode, speculation", "tokens/s", "vs off", "tokens/step",
-              "acceptance", "no-draft steps");
+  std::printf("\n%-24s %12s %12s %12s %12s %14s %12s\n", "decode, speculation", "tokens/s", "vs off", "tokens/step",
+              "acceptance", "no-draft steps", "draft ms/tok");
   for (int batch : {1, 8}) {
     std::vector<std::unique_ptr<Engine>> engines;
-    for (int k : {0, spec_tokens}) engines.push_back(make_engine(model, threads, false, batch, "auto", k));
+    for (int k : {0, spec_tokens}) engines.push_back(make_engine(model, threads, false, batch, "auto", k, draft_model));
     for (auto& e : engines) run_batch(*e, batch, 64, 8, 16);  // warm-up
     std::vector<EngineStats> before;
     for (auto& e : engines) before.push_back(e->stats());
@@ -164,11 +169,16 @@ nlohmann::json compare_speculation(const std::string& model, int threads, int sp
       // Steps the load rule planned without drafts (the last step was compute-bound).
       const uint64_t off_steps = (a.spec_off_compute_bound_steps - b.spec_off_compute_bound_steps) +
                                  (a.spec_off_batch_steps - b.spec_off_batch_steps);
-      const std::string name = i == 0 ? "off" : "ngram k=" + std::to_string(spec_tokens);
-      std::printf("%-10s batch %-12d %12.1f %11.2fx %12.2f %12.2f %14llu\n", name.c_str(), batch, best[i],
-                  best[i] / best[0], per_step, acceptance, static_cast<unsigned long long>(off_steps));
+      // The draft model's forward time per generated token (all measured runs).
+      const double draft_ms = static_cast<double>(a.spec_draft_forward_us - b.spec_draft_forward_us) * 1e-3 /
+                              static_cast<double>(a.generated_tokens - b.generated_tokens);
+      const std::string name = i == 0 ? "off" : (draft_model.empty() ? "ngram" : "draft") + std::string(" k=") +
+                                                    std::to_string(spec_tokens);
+      std::printf("%-10s batch %-12d %12.1f %11.2fx %12.2f %12.2f %14llu %12.2f\n", name.c_str(), batch, best[i],
+                  best[i] / best[0], per_step, acceptance, static_cast<unsigned long long>(off_steps), draft_ms);
       out.push_back({{"speculation", name}, {"batch", batch}, {"tokens_per_s", best[i]}, {"tokens_per_step", per_step},
-                     {"acceptance", acceptance}, {"draft_tokens", drafted}, {"no_draft_steps", off_steps}});
+                     {"acceptance", acceptance}, {"draft_tokens", drafted}, {"no_draft_steps", off_steps},
+                     {"draft_ms_per_token", draft_ms}});
     }
   }
   return out;
@@ -198,6 +208,8 @@ int main(int argc, char** argv) {
   app.add_option("--spec", spec_tokens,
                  "Only compare n-gram speculative decoding with this many drafts against plain decoding, "
                  "on prompts that repeat themselves (runs per setting: --kv-repeats)");
+  std::string draft_model;
+  app.add_option("--draft-model", draft_model, "With --spec: draft with this model instead of n-grams");
   CLI11_PARSE(app, argc, argv);
 
   if (model.empty()) {
@@ -214,7 +226,7 @@ int main(int argc, char** argv) {
 
   nlohmann::json out;
   if (spec_tokens > 0) {
-    out["speculation"] = compare_speculation(model, threads, spec_tokens, decode_tokens, kv_repeats);
+    out["speculation"] = compare_speculation(model, threads, spec_tokens, decode_tokens, kv_repeats, draft_model);
     if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
     return 0;
   }

@@ -109,6 +109,24 @@ TEST_F(DraftModel, PrefillsInChunksOfTheStepLimit) {
   EXPECT_EQ(chunked->stats().forwards, 4u + 2u) << "30 tokens in chunks of 8, then 2 drafts";
 }
 
+TEST_F(DraftModel, ABatchDraftsEverySequenceTogether) {
+  const std::vector<int32_t> a = {5, 77, 301, 12, 9, 250, 31};
+  const std::vector<int32_t> b = {40, 41, 42};
+  std::vector<int32_t> c;
+  for (int i = 0; i < 20; ++i) c.push_back((i * 37 + 3) % 500 + 3);
+  auto one = drafter(64);
+  auto batched = drafter(64, 16);
+  ASSERT_TRUE(one && batched);
+  const std::vector<DraftQuery> queries = {{1, a, 4}, {2, b, 2}, {3, c, 3}};
+  const std::vector<DraftProposal> got = batched->propose_batch(queries);
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t i = 0; i < queries.size(); ++i) EXPECT_EQ(got[i].tokens, one->propose(queries[i]).tokens) << i;
+  // Forward 1: a (7) and b (3) whole, 6 tokens of c; 2: the rest of c (14) and a and b's drafts;
+  // then one draft step each until a has 4: 4 forwards.
+  EXPECT_EQ(batched->stats().forwards, 4u);
+  EXPECT_EQ(batched->stats().fed_tokens, (7u + 3 + 20) + (3 + 1 + 2));
+}
+
 TEST_F(DraftModel, ThePoolIsBoundedAndForgetFreesIt) {
   auto d = drafter(6);  // 24 tokens
   ASSERT_TRUE(d);
@@ -122,11 +140,24 @@ TEST_F(DraftModel, ThePoolIsBoundedAndForgetFreesIt) {
   EXPECT_EQ(d->n_cached(1), 0);
   EXPECT_EQ(d->n_cached(2), 12);
   EXPECT_EQ(d->stats().evicted_seqs, 1u);
-  d->forget(2);
-  d->forget(3);
+  // A batch never evicts its own sequences: the second of two that do not fit together goes
+  // without drafts.
+  const std::vector<DraftQuery> both = {{4, a, 4}, {5, b, 4}};
+  const auto got = d->propose_batch(both);
+  EXPECT_EQ(got[0].tokens.size(), 4u) << "sequences 2 and 3 made room";
+  EXPECT_EQ(got[1].tokens.size(), 4u);
+  EXPECT_EQ(d->n_cached(2) + d->n_cached(3), 0);
+  d->forget(4);
+  d->forget(5);
   d->forget(99);  // unknown: nothing
   EXPECT_EQ(d->n_tracked(), 0u);
   EXPECT_EQ(d->n_free_pages(), 6);
+  const std::vector<int32_t> long_one(17, 7);  // 5 pages of 6 with its drafts
+  const std::vector<DraftQuery> too_many = {{6, long_one, 4}, {7, a, 4}};
+  const auto partial = d->propose_batch(too_many);
+  EXPECT_EQ(partial[0].tokens.size(), 4u);
+  EXPECT_TRUE(partial[1].tokens.empty()) << "no room beside a sequence of the same batch";
+  EXPECT_EQ(d->n_cached(6), 20);
 }
 
 TEST_F(DraftModel, ProposalsStopAtThePoolAndTheContext) {
