@@ -194,6 +194,20 @@ TEST(Topology, SpeculativeKeys) {
   refused("method: ngram, min_acceptance: 1.5", "min_acceptance must be in [0, 1]");
   refused("method: ngram, disable_batch_size: -1", "disable_batch_size must be >= 0");
   refused("method: ngram, k: 4", "valid keys");
+  refused("method: draft_model", "model must name the draft checkpoint");
+  refused("method: ngram, model: /m", "model is the draft checkpoint of method draft_model");
+  refused("method: draft_model, model: /m, kv_tokens: -1", "kv_tokens must be >= 0");
+  refused("method: draft_model, model: /m, num_tokens: 17", "num_tokens must be in [1, 16]");
+
+  auto draft = parse_topology(
+      "instances: [{scheduler: {speculative: {method: draft_model, model: /models/small, num_tokens: 3, "
+      "kv_tokens: 4096}}}]");
+  ASSERT_TRUE(draft.has_value()) << draft.status().to_string();
+  const SpeculativeConfig& dm = draft->instances[0].scheduler.speculative;
+  EXPECT_EQ(dm.method, "draft_model");
+  EXPECT_EQ(dm.model, "/models/small");
+  EXPECT_EQ(dm.num_tokens, 3);
+  EXPECT_EQ(dm.kv_tokens, 4096);
 }
 
 TEST(Topology, ErrorsListValidChoices) {
