@@ -178,6 +178,29 @@ TEST_F(DraftModelEngine, AbortsWhileDraftingLeaveTheEngineCorrect) {
   EXPECT_EQ(st.n_running, 0);
 }
 
+// PD separation: the decode instance drafts for sequences it received with their KV; its draft
+// has seen none of their tokens and prefills them.
+TEST_F(DraftModelEngine, HandedOffSequencesArePrefilledByTheDecodeInstancesDraft) {
+  EngineOptions o = draft_options(target(), "", 2);
+  const InstanceConfig plain = o.topology.instances.front();
+  InstanceConfig prefill = plain, decode = draft_options(target(), target(), 2).topology.instances.front();
+  prefill.role = "prefill";
+  prefill.name = "p0";
+  decode.role = "decode";
+  decode.name = "d0";
+  o.topology.instances = {prefill, decode};
+  auto pd = create_engine(o);
+  auto off = create_engine(draft_options(target(), "", 2));
+  ASSERT_TRUE(pd && off);
+  expect_same_tokens(run_concurrently(*pd, requests(false)), run_concurrently(*off, requests(false)), "PD");
+  const auto per = pd->instance_stats();
+  ASSERT_EQ(per.size(), 2u);
+  EXPECT_GT(per[1].stats.pd_transfers_in, 0u);
+  EXPECT_GT(per[1].stats.spec_draft_tokens, 0u);
+  EXPECT_EQ(per[1].stats.spec_accepted_tokens, per[1].stats.spec_draft_tokens) << "the target drafting for itself";
+  EXPECT_GE(per[1].stats.spec_draft_fed_tokens, 3u + 8 + 20 + 41) << "every prompt was prefilled by the draft";
+}
+
 TEST_F(DraftModelEngine, ADraftThatDoesNotLoadOrHasAnotherVocabularyIsRefused) {
   auto missing = Engine::create(draft_options(target(), (dir_ / "missing").string(), 1));
   ASSERT_FALSE(missing.has_value());
