@@ -266,5 +266,59 @@ TEST(SchedulerSpec, LowAcceptanceTurnsASequencesDraftsOff) {
   EXPECT_EQ(n_drafting, 4) << "the EWMA from 1.0 falls below 0.5 after four rejections";
 }
 
+// A drafter that proposes as many 9s as it may and records what it is asked.
+class RecordingDrafter final : public Drafter {
+ public:
+  DraftProposal propose(const DraftQuery& q) override {
+    return {std::vector<int32_t>(static_cast<size_t>(q.max_tokens), 9)};
+  }
+  std::vector<DraftProposal> propose_batch(std::span<const DraftQuery> queries) override {
+    std::vector<std::pair<uint64_t, int>> asked;
+    for (const DraftQuery& q : queries) asked.emplace_back(q.seq_id, q.max_tokens);
+    batches.push_back(asked);
+    return Drafter::propose_batch(queries);
+  }
+  void forget(uint64_t seq_id) override { forgotten.push_back(seq_id); }
+  std::vector<std::vector<std::pair<uint64_t, int>>> batches;
+  std::vector<uint64_t> forgotten;
+};
+
+TEST(SchedulerSpec, AGivenDrafterIsAskedOnceAStepForEveryDecodeWithinTheBudget) {
+  SchedulerLimits l = spec_limits(3);
+  l.max_step_tokens = 10;
+  auto drafter = std::make_shared<RecordingDrafter>();
+  SchedulerPolicy p(l, 100, {}, drafter);
+  PoolSource pages(100);
+  for (uint64_t id : {1, 2, 3}) {
+    SeqRequest r = repeating(id, 20);
+    r.prompt = {5, 6};
+    ASSERT_TRUE(p.add(r).is_ok());
+  }
+  auto s1 = p.plan(pages);
+  ASSERT_TRUE(s1);
+  ASSERT_EQ(s1->seqs.size(), 3u) << "the three prompts in one step";
+  std::vector<SampledResult> first;
+  for (uint64_t id : {1, 2, 3}) first.push_back({id, 7, 0.0f, {}});
+  p.complete(s1->step_id, first, pages);
+  auto s2 = p.plan(pages);
+  ASSERT_TRUE(s2);
+  ASSERT_EQ(drafter->batches.size(), 1u) << "one call for the step's decodes";
+  // Budget 10: 1 + 3 for the first, 1 + 3 for the second, 1 + 1 for the third.
+  const std::vector<std::pair<uint64_t, int>> want = {{1, 3}, {2, 3}, {3, 1}};
+  EXPECT_EQ(drafter->batches[0], want);
+  ASSERT_EQ(s2->seqs.size(), 3u);
+  EXPECT_EQ(s2->seqs[0].n_draft, 3);
+  EXPECT_EQ(s2->seqs[1].n_draft, 3);
+  EXPECT_EQ(s2->seqs[2].n_draft, 1);
+  EXPECT_EQ(s2->n_tokens, 10);
+  EXPECT_TRUE(p.abort(2, pages).empty());
+  std::vector<SampledResult> second = tokens_for(1, {9, 4});
+  for (const auto& r : tokens_for(2, {9, 9, 9, 9})) second.push_back(r);
+  for (const auto& r : tokens_for(3, {4})) second.push_back(r);
+  p.complete(s2->step_id, second, pages);
+  EXPECT_EQ(drafter->forgotten, std::vector<uint64_t>{2}) << "the aborted sequence's draft state goes";
+  EXPECT_EQ(p.spec_stats().accepted_tokens, 1u + 0u) << "the aborted sequence's tokens are dropped";
+}
+
 }  // namespace
 }  // namespace brigade
