@@ -232,10 +232,12 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
     setup.limits.spec = {sc.num_tokens, sc.ngram_min, sc.ngram_max, sc.min_acceptance, sc.disable_batch_size};
     spdlog::info("engine: speculative decoding: ngram {}..{}, {} drafts per step, min acceptance {}", sc.ngram_min,
                  sc.ngram_max, sc.num_tokens, sc.min_acceptance);
-  } else if (sc.method == "draft_model") {
+  } else if (sc.method == "draft_model" && setup.limits.role != PdRole::prefill) {
+    // (A prefill instance never decodes: it loads no draft.)
     setup.limits.spec = {sc.num_tokens, 1, 1, sc.min_acceptance, sc.disable_batch_size};
-    // The draft runs whole on one backend of the executor's device (rank 0's under tp), its KV
-    // pool as many tokens as the target's unless kv_tokens says otherwise.
+    // The draft runs whole on one backend of the executor's device (rank 0's under tp, with the
+    // executor's thread count on the CPU), its KV pool as many tokens as the target's unless
+    // kv_tokens says otherwise.
     DraftModelSpec ds{sc.model, path, mc.vocab_size, sc.kv_tokens > 0 ? sc.kv_tokens : n_pages * inst.kv.page_size,
                       inst.kv.page_size, inst.scheduler.max_step_tokens};
     BRIGADE_ASSIGN_OR_RETURN(auto backend, make_backend(options, exe, 0, n_cpu_ranks));
