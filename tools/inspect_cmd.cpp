@@ -24,9 +24,13 @@ int inspect_topology(const std::string& path) {
     std::printf("instance %s: scheduler max_running=%d max_waiting=%d max_step_tokens=%d max_inflight_steps=%d\n",
                 inst.name.c_str(), inst.scheduler.max_running, inst.scheduler.max_waiting,
                 inst.scheduler.max_step_tokens, inst.scheduler.max_inflight_steps);
-    if (const auto& sp = inst.scheduler.speculative; sp.method != "none") {
+    if (const auto& sp = inst.scheduler.speculative; sp.method == "ngram") {
       std::printf("  speculative: method=%s num_tokens=%d ngram=%d..%d min_acceptance=%.2f disable_batch_size=%d\n",
                   sp.method.c_str(), sp.num_tokens, sp.ngram_min, sp.ngram_max, sp.min_acceptance, sp.disable_batch_size);
+    } else if (sp.method == "draft_model") {
+      std::printf("  speculative: method=%s model=%s num_tokens=%d kv_tokens=%d min_acceptance=%.2f disable_batch_size=%d\n",
+                  sp.method.c_str(), sp.model.c_str(), sp.num_tokens, sp.kv_tokens, sp.min_acceptance,
+                  sp.disable_batch_size);
     }
     std::printf("  kv: page_size=%d pages=%d memory_mb=%lld dtype=%s\n", inst.kv.page_size, inst.kv.pages,
                 static_cast<long long>(inst.kv.memory_mb), inst.kv.dtype.c_str());
