@@ -140,32 +140,36 @@ Status DraftModelDrafter::ensure_logits(int n_rows) {
   return Status::ok();
 }
 
-Expected<bool> DraftModelDrafter::step(std::vector<Work>& works) {
+// Appends w's next m tokens to batch_ as one sequence, at positions seq->tokens.size()...
+void DraftModelDrafter::add_to_batch(const Work& w, int m) {
   const int ps = options_.page_size;
+  const int n0 = static_cast<int>(w.seq->tokens.size());
+  BRIGADE_CHECK(static_cast<int>(w.seq->pages.size()) * ps >= n0 + m, "pages are reserved before a draft forward");
+  for (int j = 0; j < m; ++j) {
+    const int pos = n0 + j;
+    batch_.tokens.push_back(w.todo[static_cast<size_t>(j)]);
+    batch_.positions.push_back(pos);
+    batch_.slots.push_back(w.seq->pages[static_cast<size_t>(pos / ps)] * ps + pos % ps);
+  }
+  batch_.q_start.push_back(batch_.n_tokens());
+  batch_.ctx_len.push_back(n0 + m);
+  batch_.block_table.insert(batch_.block_table.end(), w.seq->pages.begin(), w.seq->pages.end());
+  batch_.block_table.resize(batch_.ctx_len.size() * static_cast<size_t>(batch_.max_blocks), 0);
+}
+
+Expected<bool> DraftModelDrafter::step(std::vector<Work>& works) {
   batch_.clear();
   batch_.q_start.push_back(0);
+  for (const Work& w : works) {
+    if (!w.todo.empty()) batch_.max_blocks = std::max(batch_.max_blocks, static_cast<int>(w.seq->pages.size()));
+  }
   std::vector<std::pair<Work*, int>> fed;  // each work in the batch and how many tokens it feeds
   std::vector<Work*> rows;                 // the work of each logits row
   int room = options_.max_step_tokens;
   for (Work& w : works) {
     if (w.todo.empty() || room == 0) continue;
-    batch_.max_blocks = std::max(batch_.max_blocks, static_cast<int>(w.seq->pages.size()));
-  }
-  for (Work& w : works) {
-    if (w.todo.empty() || room == 0) continue;
     const int m = std::min(static_cast<int>(w.todo.size()), room);
-    const int n0 = static_cast<int>(w.seq->tokens.size());
-    BRIGADE_CHECK(static_cast<int>(w.seq->pages.size()) * ps >= n0 + m, "pages are reserved before a draft forward");
-    for (int j = 0; j < m; ++j) {
-      const int pos = n0 + j;
-      batch_.tokens.push_back(w.todo[static_cast<size_t>(j)]);
-      batch_.positions.push_back(pos);
-      batch_.slots.push_back(w.seq->pages[static_cast<size_t>(pos / ps)] * ps + pos % ps);
-    }
-    batch_.q_start.push_back(batch_.n_tokens());
-    batch_.ctx_len.push_back(n0 + m);
-    batch_.block_table.insert(batch_.block_table.end(), w.seq->pages.begin(), w.seq->pages.end());
-    batch_.block_table.resize(batch_.ctx_len.size() * static_cast<size_t>(batch_.max_blocks), 0);
+    add_to_batch(w, m);
     if (m == static_cast<int>(w.todo.size())) {
       batch_.logit_rows.push_back(batch_.n_tokens() - 1);
       rows.push_back(&w);

@@ -96,6 +96,7 @@ class DraftModelDrafter final : public Drafter {
   // them at positions seq->tokens.size()..., appends a draft to each whose todo it finished and
   // points that one's todo at its new draft until it has k. Returns whether any work remains.
   Expected<bool> step(std::vector<Work>& works);
+  void add_to_batch(const Work& w, int m);
   Status ensure_logits(int n_rows);
 
   std::unique_ptr<Backend> backend_;  // declared first: destroyed last
