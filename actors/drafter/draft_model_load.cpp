@@ -42,11 +42,11 @@ Status check_same_vocabulary(const DraftModelSpec& spec, int draft_vocab) {
     return Status::ok();
   }
   if (draft->size() != target->size())
-    return invalid_argument(what + "'s tokenizer has " + std::to_string(draft->size()) + " tokens and the target's " +
+    return invalid_argument(what + ": its tokenizer has " + std::to_string(draft->size()) + " tokens and the target's " +
                             std::to_string(target->size()) + "; a draft model must share the target's tokenizer");
   for (size_t id = 0; id < draft->size(); ++id) {
     if ((*draft)[id] != (*target)[id])
-      return invalid_argument(what + "'s token " + std::to_string(id) + " is '" + (*draft)[id] + "' and the target's '" +
+      return invalid_argument(what + ": token " + std::to_string(id) + " is '" + (*draft)[id] + "', the target's is '" +
                               (*target)[id] + "'; a draft model must share the target's tokenizer");
   }
   return Status::ok();

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "actors/drafter/draft_model_drafter.h"
 #include "actors/drafter/draft_model_load.h"
@@ -24,6 +26,20 @@ class DraftModel : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("brigade_draft_model_test_" + std::to_string(::getpid()));
     ASSERT_TRUE(write_synthetic_model(testing::tiny_llama(512, 64, 11), (dir_ / "target").string()).is_ok());
     ASSERT_TRUE(write_synthetic_model(testing::tiny_llama(300, 64, 11), (dir_ / "other_vocab").string()).is_ok());
+    // The target with two tokens' ids swapped in its tokenizer: same size, other pieces.
+    const fs::path other = dir_ / "other_pieces";
+    fs::copy(dir_ / "target", other);
+    std::ifstream in(other / "tokenizer.json");
+    std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t a = json.find("\"\xC4\xA0on\": "), b = json.find("  \"on\": ");  // "Ġon" and "on"
+    ASSERT_TRUE(a != std::string::npos && b != std::string::npos);
+    const size_t na = a + 8, nb = b + 8;  // their ids
+    const std::string ida = json.substr(na, json.find_first_not_of("0123456789", na) - na);
+    const std::string idb = json.substr(nb, json.find_first_not_of("0123456789", nb) - nb);
+    ASSERT_EQ(ida.size(), idb.size()) << "ids of one length: swapping them moves no offset";
+    json.replace(nb, idb.size(), ida);
+    json.replace(na, ida.size(), idb);
+    std::ofstream(other / "tokenizer.json", std::ios::trunc) << json;
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
@@ -190,6 +206,13 @@ TEST_F(DraftModel, LoadErrorsNameTheDraft) {
   ASSERT_FALSE(other.has_value());
   EXPECT_NE(other.status().message().find("vocabulary of 300 tokens and the target 512"), std::string::npos)
       << other.status().to_string();
+
+  spec.path = (dir_ / "other_pieces").string();
+  auto pieces = load_draft_model(spec, make_cpu_backend(CpuBackendOptions{1}));
+  ASSERT_FALSE(pieces.has_value());
+  EXPECT_NE(pieces.status().message().find("must share the target's tokenizer"), std::string::npos)
+      << pieces.status().to_string();
+  EXPECT_NE(pieces.status().message().find(": token "), std::string::npos) << pieces.status().to_string();
 }
 
 }  // namespace
