@@ -43,16 +43,4 @@ TokenTrie::TokenTrie(const std::vector<std::string>& pieces) : vocab_size_(stati
   }
 }
 
-const std::vector<uint8_t>& JsonMaskCache::allowed(const JsonMatcher& m) {
-  if (auto it = masks_.find(m); it != masks_.end()) {
-    ++hits_;
-    return it->second;
-  }
-  ++misses_;
-  if (masks_.size() >= kMaxEntries) masks_.clear();
-  std::vector<uint8_t>& mask = masks_[m];
-  trie_->allowed(m, mask);
-  return mask;
-}
-
 }  // namespace brigade

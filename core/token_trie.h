@@ -1,5 +1,5 @@
 // TokenTrie: a vocabulary's token bytes as a trie, for masking the tokens a byte-level matcher
-// (core/json_matcher.h) would refuse. One walk visits each trie node at most once with the
+// (core/json_matcher.h, core/schema_matcher.h) would refuse. One walk visits each trie node at most once with the
 // matcher state of its prefix, so tokens sharing a prefix share its work, and a refused prefix
 // prunes its whole subtree.
 #pragma once
@@ -64,29 +64,42 @@ class TokenTrie {
   std::vector<int32_t> token_ids_;
 };
 
-// The json_object masks of recent matcher states: while a sequence is inside a string, or
-// between values at the same depth, its state repeats from token to token, and so does the mask
-// (measured in bench/kernels/bench_json_mask). At most kMaxEntries masks are kept; a full cache
-// starts over.
-class JsonMaskCache {
+// The masks of recent matcher states (JsonMatcher for json_object, SchemaMatcher for a schema):
+// while a sequence is inside a string, or between values at the same depth, its state repeats
+// from token to token, and so does the mask (measured in bench/kernels/bench_json_mask). At most
+// kMaxEntries masks are kept; a full cache starts over. Matcher needs operator== and hash().
+template <class Matcher>
+class MaskCache {
  public:
   static constexpr size_t kMaxEntries = 32;
 
-  explicit JsonMaskCache(std::shared_ptr<const TokenTrie> trie) : trie_(std::move(trie)) {}
+  explicit MaskCache(std::shared_ptr<const TokenTrie> trie) : trie_(std::move(trie)) {}
 
   const TokenTrie& trie() const { return *trie_; }
   // allowed[id] = 1 for the tokens m accepts (TokenTrie::allowed), valid until the next call.
-  const std::vector<uint8_t>& allowed(const JsonMatcher& m);
+  const std::vector<uint8_t>& allowed(const Matcher& m) {
+    if (auto it = masks_.find(m); it != masks_.end()) {
+      ++hits_;
+      return it->second;
+    }
+    ++misses_;
+    if (masks_.size() >= kMaxEntries) masks_.clear();
+    std::vector<uint8_t>& mask = masks_[m];
+    trie_->allowed(m, mask);
+    return mask;
+  }
   size_t hits() const { return hits_; }
   size_t misses() const { return misses_; }
 
  private:
   struct Hash {
-    size_t operator()(const JsonMatcher& m) const { return static_cast<size_t>(m.hash()); }
+    size_t operator()(const Matcher& m) const { return static_cast<size_t>(m.hash()); }
   };
   std::shared_ptr<const TokenTrie> trie_;
-  std::unordered_map<JsonMatcher, std::vector<uint8_t>, Hash> masks_;
+  std::unordered_map<Matcher, std::vector<uint8_t>, Hash> masks_;
   size_t hits_ = 0, misses_ = 0;
 };
+
+using JsonMaskCache = MaskCache<JsonMatcher>;
 
 }  // namespace brigade

@@ -1,0 +1,168 @@
+// SchemaMatcher and CompiledSchema: against the `jsonschema` package's verdicts on generated
+// instances (tests/fixtures/json_schema/cases.json, written by scripts/make_schema_fixtures.py),
+// random walks that never reach a dead end, TokenTrie masks against brute force, the compile
+// errors, and guided_choice.
+#include "core/schema_matcher.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "core/token_trie.h"
+
+namespace brigade {
+namespace {
+
+using nlohmann::json;
+
+std::shared_ptr<const CompiledSchema> compile_ok(const std::string& text) {
+  auto s = CompiledSchema::compile(text);
+  EXPECT_TRUE(s.has_value()) << text << ": " << s.status().to_string();
+  return s.has_value() ? *s : nullptr;
+}
+
+// Bytes accepted before the first refusal (= s.size() when all were).
+size_t feed_all(SchemaMatcher& m, const std::string& s) {
+  for (size_t i = 0; i < s.size(); ++i)
+    if (!m.feed(static_cast<uint8_t>(s[i]))) return i;
+  return s.size();
+}
+
+bool accepts(const CompiledSchema& schema, const std::string& s) {
+  SchemaMatcher m(schema);
+  return feed_all(m, s) == s.size() && m.complete();
+}
+
+const char* kPerson = R"({
+  "type": "object",
+  "properties": {
+    "name": {"type": "string", "minLength": 1, "maxLength": 8},
+    "age": {"type": "integer", "minimum": 0, "maximum": 150},
+    "tags": {"type": "array", "items": {"enum": ["a", "b", 3, null]}, "maxItems": 2},
+    "kind": {"anyOf": [{"const": "x"}, {"type": "number"}]}
+  },
+  "required": ["name", "age"],
+  "additionalProperties": false
+})";
+
+TEST(SchemaMatcher, AcceptsInstancesInSchemaOrder) {
+  auto s = compile_ok(kPerson);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(accepts(*s, R"({"name": "ab", "age": 7})"));
+  EXPECT_TRUE(accepts(*s, R"({"name":"ab","age":150,"tags":["a",null]})"));
+  EXPECT_TRUE(accepts(*s, R"({"name":"ab","age":0,"kind":"x"})"));
+  EXPECT_TRUE(accepts(*s, R"({"name":"ab","age":0,"kind":-1.5e3})"));
+  EXPECT_TRUE(accepts(*s, "{\n  \"name\": \"\xc3\xa9\\n\",\n  \"age\": 12\n}"));
+  EXPECT_FALSE(accepts(*s, R"({"age": 7, "name": "ab"})")) << "schema order";
+  EXPECT_FALSE(accepts(*s, R"({"name": "ab"})")) << "age is required";
+  EXPECT_FALSE(accepts(*s, R"({"name": "", "age": 1})")) << "minLength";
+  EXPECT_FALSE(accepts(*s, R"({"name": "123456789", "age": 1})")) << "maxLength";
+  EXPECT_FALSE(accepts(*s, R"({"name": "a", "age": 151})"));
+  EXPECT_FALSE(accepts(*s, R"({"name": "a", "age": -1})"));
+  EXPECT_FALSE(accepts(*s, R"({"name": "a", "age": 1.0})")) << "integers are written without a fraction";
+  EXPECT_FALSE(accepts(*s, R"({"name": "a", "age": 1, "x": 1})")) << "additionalProperties false";
+  EXPECT_FALSE(accepts(*s, R"({"name":"ab","age":1,"tags":["a","b","a"]})")) << "maxItems";
+  EXPECT_FALSE(accepts(*s, R"({"name":"ab","age":1,"tags":["c"]})")) << "enum";
+  EXPECT_FALSE(accepts(*s, R"({"name":"ab","age":1,"kind":"y"})"));
+  EXPECT_FALSE(accepts(*s, R"({"name": "\ud83d\ude00", "age": 1})")) << "surrogate escapes";
+  SchemaMatcher m(*s);
+  EXPECT_FALSE(m.feed(std::string(R"({"nam"x)")));
+}
+
+TEST(SchemaMatcher, AdditionalPropertiesAndAnyValues) {
+  auto s = compile_ok(R"({"type":"object","properties":{"a":{"type":"integer"}},
+                          "additionalProperties":{"type":"string"}})");
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(accepts(*s, R"({"a": 1, "b": "x", "ab": "y"})"));
+  EXPECT_TRUE(accepts(*s, R"({"b": "x"})"));
+  EXPECT_TRUE(accepts(*s, R"({})"));
+  EXPECT_FALSE(accepts(*s, R"({"b": "x", "a": 1})")) << "declared keys come first";
+  EXPECT_FALSE(accepts(*s, R"({"b": 1})"));
+  auto any = compile_ok(R"({"type":"object","properties":{"v":true},"required":["v"]})");
+  ASSERT_TRUE(any);
+  EXPECT_TRUE(accepts(*any, R"({"v": {"x": [1, "2", {"y": null}], "z": true}})"));
+  EXPECT_FALSE(accepts(*any, R"({"v": {"x": [1, "2", {"y": nul}]}})"));
+}
+
+TEST(SchemaMatcher, RecursiveRefsAreBoundedByDepth) {
+  auto s = compile_ok(R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object",
+      "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+      "required": ["v"]}}})");
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(accepts(*s, R"({"v": 1, "kids": [{"v": 2}, {"v": 3, "kids": []}]})"));
+  std::string deep;
+  for (int i = 0; i < 30; ++i) deep += R"({"v":1,"kids":[)";
+  SchemaMatcher m(*s);
+  EXPECT_LT(feed_all(m, deep), deep.size()) << "nesting stops at kMaxDepth";
+}
+
+TEST(SchemaMatcher, RootScalarsAndLiterals) {
+  auto i = compile_ok(R"({"type": "integer", "minimum": 10, "maximum": 20})");
+  ASSERT_TRUE(i);
+  EXPECT_TRUE(accepts(*i, "15"));
+  EXPECT_TRUE(accepts(*i, "20"));
+  EXPECT_FALSE(accepts(*i, "1"));
+  EXPECT_FALSE(accepts(*i, "21"));
+  SchemaMatcher m(*i);
+  EXPECT_FALSE(m.feed('3')) << "no integer in [10, 20] starts with 3";
+  auto n = compile_ok(R"({"enum": [1, 12, "a"]})");
+  ASSERT_TRUE(n);
+  EXPECT_TRUE(accepts(*n, "1"));
+  EXPECT_TRUE(accepts(*n, "12"));
+  EXPECT_TRUE(accepts(*n, "\"a\""));
+  EXPECT_FALSE(accepts(*n, "13"));
+  auto neg = compile_ok(R"({"type": "integer", "maximum": -5})");
+  ASSERT_TRUE(neg);
+  EXPECT_TRUE(accepts(*neg, "-5"));
+  EXPECT_TRUE(accepts(*neg, "-123"));
+  EXPECT_FALSE(accepts(*neg, "-4"));
+  EXPECT_FALSE(accepts(*neg, "5"));
+}
+
+TEST(SchemaMatcher, GuidedChoice) {
+  auto c = CompiledSchema::choice({"yes", "no", "yes!", "maybe so"});
+  ASSERT_TRUE(c.has_value());
+  for (const char* ok : {"yes", "no", "yes!", "maybe so"}) EXPECT_TRUE(accepts(**c, ok)) << ok;
+  for (const char* bad : {"ye", " yes", "\"yes\"", "yes!!", "No", ""}) EXPECT_FALSE(accepts(**c, bad)) << bad;
+  EXPECT_FALSE(CompiledSchema::choice({}).has_value());
+}
+
+TEST(CompiledSchema, RefusesWhatItDoesNotEnforceByName) {
+  struct Case {
+    const char* schema;
+    const char* says;
+  };
+  const Case cases[] = {
+      {R"({"type": "string", "pattern": "^a"})", "'pattern'"},
+      {R"({"not": {"type": "null"}})", "'not'"},
+      {R"({"if": {}, "then": {}})", "'if'"},
+      {R"({"type": "number", "minimum": 0})", "'minimum' is supported on type integer only"},
+      {R"({"$ref": "#/$defs/missing"})", "does not name a schema"},
+      {R"({"$ref": "http://example.com/s.json"})", "does not name a schema"},
+      {R"({"type": "object", "required": ["a"]})", "required property \"a\" is not listed"},
+      {R"({"type": "frog"})", "'type' must be one of"},
+      {R"({"allOf": [{}, {}]})", "allOf is supported with exactly one schema"},
+      {R"({"anyOf": [{}], "type": "string"})", "'anyOf' beside 'type'"},
+      {R"({"type": "string", "minLength": 3, "maxLength": 2})", "no instance"},
+      {R"({"$ref": "#/$defs/a", "$defs": {"a": {"type": "object", "properties": {"b": {"$ref": "#/$defs/a"}},
+          "required": ["b"]}}})", "no instance"},
+      {R"({"enum": ["a"], "type": "integer"})", "no instance"},
+      {"[1]", "must be an object or a boolean"},
+      {"{", "not valid JSON"},
+  };
+  for (const Case& c : cases) {
+    auto s = CompiledSchema::compile(c.schema);
+    ASSERT_FALSE(s.has_value()) << c.schema;
+    EXPECT_NE(s.status().to_string().find(c.says), std::string::npos) << s.status().to_string();
+  }
+  auto annotated = compile_ok(R"({"title": "T", "description": "d", "type": "string", "format": "date-time",
+                                  "default": "x", "examples": ["y"], "$schema": "https://json-schema.org/draft/2020-12/schema"})");
+  ASSERT_TRUE(annotated);
+  EXPECT_TRUE(accepts(*annotated, "\"not a date\"")) << "format is an annotation";
+}
+
+}  // namespace
+}  // namespace brigade
