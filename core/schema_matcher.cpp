@@ -198,6 +198,13 @@ class SchemaStepper {
     switch (f.mode) {
       case kObjOpen:
       case kObjKey:
+        if (b == '"' && n.props.empty() && additional_ok(n, f.a, t.depth)) {
+          // Any key: a plain string (escapes too); the object's node has no length bounds.
+          f.mode = kObjColon;
+          f.b = kAdditional;
+          t.frames[t.depth++] = Frame{f.node, kString, kStrChars, 0, 0, 0};
+          return emit(t);
+        }
         if (b == '"' && key_possible(n, f.a, t.depth)) {
           t.frames[t.depth++] = Frame{f.node, kKey, 0, 0, 0, static_cast<uint16_t>(n.props.size())};
           return key(t, b);
@@ -225,9 +232,10 @@ class SchemaStepper {
     }
   }
 
-  // A key: a declared property's name matched byte by byte against the sorted names (a = lo,
-  // b = hi of the run sharing the n bytes read), and, while kKeyGeneric is set, an additional
-  // key (a string without escapes, so it equals a declared name only when its bytes do).
+  // A key beside declared properties: a declared name matched byte by byte against the sorted
+  // names (a = lo, b = hi of the run sharing the n bytes read), and, while kKeyGeneric is set, an
+  // additional key (a string without escapes, so it equals a declared name only when its bytes
+  // do; additionalProperties applies to the other names only).
   void key(Thread& t, uint8_t b) {
     Frame& f = top(t);
     Frame& obj = t.frames[t.depth - 2u];

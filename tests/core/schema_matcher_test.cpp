@@ -16,7 +16,7 @@
 namespace brigade {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // keeps the schemas' property order
 
 std::shared_ptr<const CompiledSchema> compile_ok(const std::string& text) {
   auto s = CompiledSchema::compile(text);
@@ -47,6 +47,113 @@ const char* kPerson = R"({
   "required": ["name", "age"],
   "additionalProperties": false
 })";
+
+json load_cases() {
+  std::ifstream in(std::string(BRIGADE_FIXTURES) + "/json_schema/cases.json");
+  if (!in) return json();
+  return json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+// The jsonschema package's verdicts: every valid text (and each of its prefixes) is accepted and
+// complete at its end; every invalid one is refused or incomplete.
+TEST(SchemaMatcher, AgreesWithTheJsonschemaPackage) {
+  const json cases = load_cases();
+  ASSERT_TRUE(cases.is_array() && !cases.empty()) << "tests/fixtures/json_schema/cases.json (scripts/make_schema_fixtures.py)";
+  size_t n_valid = 0, n_invalid = 0;
+  for (const json& c : cases) {
+    const std::string name = c["name"];
+    auto s = compile_ok(c["schema"].dump());
+    ASSERT_TRUE(s) << name;
+    for (const std::string text : c["valid"]) {
+      SchemaMatcher m(*s);
+      const size_t fed = feed_all(m, text);
+      EXPECT_EQ(fed, text.size()) << name << ": refused at byte " << fed << " of " << text;
+      EXPECT_TRUE(fed < text.size() || m.complete()) << name << ": incomplete " << text;
+      ++n_valid;
+    }
+    for (const std::string text : c["invalid"]) {
+      EXPECT_FALSE(accepts(*s, text)) << name << ": accepted the invalid " << text;
+      ++n_invalid;
+    }
+  }
+  EXPECT_GT(n_valid, 300u);
+  EXPECT_GT(n_invalid, 300u);
+}
+
+// From every state a random walk reaches, some byte continues or the instance is complete.
+TEST(SchemaMatcher, NeverReachesADeadEnd) {
+  const json cases = load_cases();
+  ASSERT_TRUE(cases.is_array());
+  std::vector<std::string> schemas;
+  for (const json& c : cases) schemas.push_back(c["schema"].dump());
+  schemas.push_back(kPerson);
+  schemas.push_back(R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 95, "maximum": 105},
+      "b": {"type": "array", "minItems": 3, "maxItems": 3, "items": {"type": "string", "minLength": 2, "maxLength": 2}},
+      "c": {"type": "object", "properties": {"x": {"type": "null"}}, "required": ["x"]}},
+      "required": ["a", "b", "c"], "additionalProperties": {"enum": ["ab", "abc", 1]}})");
+  std::mt19937_64 rng(11);
+  for (const std::string& text : schemas) {
+    auto s = compile_ok(text);
+    ASSERT_TRUE(s);
+    for (int walk = 0; walk < 40; ++walk) {
+      SchemaMatcher m(*s);
+      std::string path;
+      for (int step = 0; step < 400; ++step) {
+        std::vector<uint8_t> next;
+        for (int b = 0; b < 256; ++b) {
+          SchemaMatcher c = m;
+          if (c.feed(static_cast<uint8_t>(b))) next.push_back(static_cast<uint8_t>(b));
+        }
+        ASSERT_TRUE(!next.empty() || m.complete()) << "dead end after " << path << " in " << text;
+        if (next.empty() || (m.complete() && rng() % 4 == 0)) break;
+        // Prefer structure over long strings: a closing byte when one is allowed, half the time.
+        uint8_t pick = next[rng() % next.size()];
+        for (uint8_t b : next)
+          if ((b == '"' || b == '}' || b == ']') && rng() % 2 == 0) pick = b;
+        ASSERT_TRUE(m.feed(pick));
+        path += static_cast<char>(pick);
+      }
+    }
+  }
+}
+
+// TokenTrie::allowed with a SchemaMatcher equals feeding each token to a copy, and MaskCache
+// gives the same masks.
+TEST(SchemaMatcher, TrieMasksMatchBruteForce) {
+  auto s = compile_ok(kPerson);
+  ASSERT_TRUE(s);
+  std::mt19937_64 rng(5);
+  const std::string alphabet = "{}[]:,\" \n-.e0123456789abgmnetrsxul\xc3\xa9";
+  std::vector<std::string> pieces(2000);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (rng() % 20 == 0) continue;
+    if (i > 0 && rng() % 3 == 0) pieces[i] = pieces[rng() % i];
+    for (int n = 1 + static_cast<int>(rng() % 5); n > 0; --n) pieces[i] += alphabet[rng() % alphabet.size()];
+  }
+  for (const char* word : {"\"name\"", "\"age\"", "\"tags\"", "\"kind\"", ": ", "\"x\"", "null", "]}"})
+    pieces.push_back(word);
+  auto trie = std::make_shared<const TokenTrie>(pieces);
+  MaskCache<SchemaMatcher> cache(trie);
+  const std::string doc = R"({"name": "b\u00e9", "age": 42, "tags": [null, 3], "kind": -1.5})";
+  SchemaMatcher m(*s);
+  std::vector<uint8_t> got;
+  for (size_t p = 0; p <= doc.size(); ++p) {
+    trie->allowed(m, got);
+    for (size_t id = 0; id < pieces.size(); ++id) {
+      SchemaMatcher c = m;
+      const bool want = !pieces[id].empty() && c.feed(pieces[id]);
+      ASSERT_EQ(got[id], want ? 1 : 0) << "token " << pieces[id] << " after " << doc.substr(0, p);
+    }
+    ASSERT_EQ(cache.allowed(m), got);
+    if (p < doc.size()) {
+      ASSERT_TRUE(m.feed(static_cast<uint8_t>(doc[p]))) << doc.substr(0, p + 1);
+    }
+  }
+  const size_t misses = cache.misses();
+  ASSERT_EQ(cache.allowed(m), got);  // the same state again: from the cache
+  EXPECT_EQ(cache.misses(), misses);
+  EXPECT_GT(cache.hits(), 0u);
+}
 
 TEST(SchemaMatcher, AcceptsInstancesInSchemaOrder) {
   auto s = compile_ok(kPerson);
