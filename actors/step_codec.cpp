@@ -19,6 +19,8 @@ SamplingConfig decode_sampling(schema::SamplingParams::Reader p) {
   c.min_tokens = p.getMinTokens();
   c.end_ids = to_vector(p.getEndIds());
   c.json_object = p.getJsonObject();
+  c.json_schema = p.getJsonSchema();
+  for (auto choice : p.getGuidedChoice()) c.guided_choice.emplace_back(choice);
   return c;
 }
 
@@ -40,6 +42,9 @@ void encode_sampling(const SamplingConfig& c, schema::SamplingParams::Builder b)
   b.setMinTokens(c.min_tokens);
   fill_list(b.initEndIds(static_cast<unsigned>(c.end_ids.size())), c.end_ids);
   b.setJsonObject(c.json_object);
+  b.setJsonSchema(c.json_schema);
+  auto choices = b.initGuidedChoice(static_cast<unsigned>(c.guided_choice.size()));
+  for (unsigned i = 0; i < c.guided_choice.size(); ++i) choices.set(i, c.guided_choice[i]);
 }
 
 step_plan_msg encode_step_plan(const PlannedStep& step) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -32,8 +33,13 @@ struct SamplingConfig {
   // The output must be a JSON object (OpenAI's response_format json_object): tokens that would
   // break it are masked, and end_ids are allowed only once the object is complete.
   bool json_object = false;
+  // The output must be an instance of this JSON schema (response_format json_schema, vLLM's
+  // guided_json; its text, checked by the engine: core/json_schema.h), or exactly one of these
+  // strings (vLLM's guided_choice). Masked like json_object.
+  std::string json_schema;
+  std::vector<std::string> guided_choice;
   // The ids that end the output: the model's EOS unless ignore_eos, and the request's stop ids.
-  // The scheduler fills them for min_tokens and json_object.
+  // The scheduler fills them for min_tokens and constrained output.
   std::vector<int32_t> end_ids;
 
   bool has_penalties() const {
@@ -41,7 +47,9 @@ struct SamplingConfig {
   }
   // Whether sampling changes the logits first (apply_logit_rules, apply_penalties): the device
   // sampler does not, so such a sequence samples on the host.
-  bool shapes_logits() const { return has_penalties() || !logit_bias.empty() || min_tokens > 0 || json_object; }
+  // The output is constrained (json_object, json_schema or guided_choice): tokens are masked.
+  bool constrained() const { return json_object || !json_schema.empty() || !guided_choice.empty(); }
+  bool shapes_logits() const { return has_penalties() || !logit_bias.empty() || min_tokens > 0 || constrained(); }
 };
 
 // The logit rules that come before the penalties (vLLM's order), at the n_generated-th token:

@@ -19,6 +19,8 @@ struct SamplingParams {
   minTokens @11 :Int32;            # the stop ids below cannot be sampled before this many tokens
   endIds @12 :List(Int32);         # filled by the scheduler: EOS (unless ignored) + stop ids
   jsonObject @13 :Bool;            # the output must be a JSON object (response_format json_object)
+  jsonSchema @14 :Text;            # non-empty: the output is an instance of this JSON schema (text)
+  guidedChoice @15 :List(Text);    # non-empty: the output is exactly one of these strings
 }
 
 struct LogitBias {

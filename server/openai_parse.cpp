@@ -7,6 +7,8 @@
 #include <initializer_list>
 #include <limits>
 
+#include "server/openai_guided.h"
+
 namespace brigade::server {
 
 namespace {
@@ -257,25 +259,6 @@ Status read_logit_bias(const json& body, const ParseLimits& limits, SamplingOpti
   return Status::ok();
 }
 
-// OpenAI's {"type": "text" | "json_object" | "json_schema", ...}; a schema is not enforced yet.
-Status read_response_format(const json& body, GenerateOptions& gen) {
-  auto it = body.find("response_format");
-  if (it == body.end() || it->is_null()) return Status::ok();
-  if (!it->is_object()) return wrong_type("response_format", "an object", *it);
-  auto type = it->find("type");
-  if (type == it->end() || !type->is_string()) return invalid_argument("'response_format' needs a string 'type'");
-  if (*type == "text") {
-    gen.response_format = ResponseFormat::text;
-  } else if (*type == "json_object") {
-    gen.response_format = ResponseFormat::json_object;
-  } else if (*type == "json_schema") {
-    return unsupported("'response_format' json_schema is not supported; json_object is");
-  } else {
-    return invalid_argument("'response_format.type' must be text, json_object or json_schema (got " + type->dump() + ")");
-  }
-  return Status::ok();
-}
-
 Status read_stop_token_ids(const json& body, const ParseLimits& limits, std::vector<int32_t>& out) {
   auto it = body.find("stop_token_ids");
   if (it == body.end() || it->is_null()) return Status::ok();
@@ -326,7 +309,7 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   BRIGADE_RETURN_IF_ERROR(read_stop_token_ids(body, limits, r.gen.stop_ids));
   BRIGADE_RETURN_IF_ERROR(read_logit_bias(body, limits, r.gen.sampling));
   BRIGADE_RETURN_IF_ERROR(read_int(body, "min_tokens", 0, max_int, r.gen.min_tokens));
-  BRIGADE_RETURN_IF_ERROR(read_response_format(body, r.gen));
+  BRIGADE_RETURN_IF_ERROR(read_guided_output(body, r.gen));
   BRIGADE_RETURN_IF_ERROR(read_logprobs(body, endpoint, limits, r));
   BRIGADE_RETURN_IF_ERROR(read_bool(body, "ignore_eos", r.gen.ignore_eos));
   auto user = body.find("user");
@@ -338,7 +321,11 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
 Expected<CompletionRequest> parse_completion_body(std::string_view body, Endpoint endpoint, const ParseLimits& limits) {
   json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return invalid_argument("the request body is not valid JSON");
-  return parse_completion_request(j, endpoint, limits);
+  BRIGADE_ASSIGN_OR_RETURN(CompletionRequest r, parse_completion_request(j, endpoint, limits));
+  if (r.gen.response_format == ResponseFormat::json_schema) {  // again, keeping the schema's key order
+    BRIGADE_RETURN_IF_ERROR(read_guided_output(nlohmann::ordered_json::parse(body.begin(), body.end(), nullptr, false), r.gen));
+  }
+  return r;
 }
 
 namespace {

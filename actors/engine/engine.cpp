@@ -27,6 +27,7 @@
 #include "actors/router/router_actor.h"
 #include "actors/step_codec.h"
 #include "actors/tokenizer/tokenizer_actor.h"
+#include "core/json_schema.h"
 #include "core/logging.h"
 #include "messages/convert.h"
 #include "messages/registry.h"
@@ -59,6 +60,18 @@ caf::actor_system_config& prepared_config(caf::actor_system_config& cfg, bool ne
   return cfg;
 }
 
+// A schema or choice list is compiled here, so that no executor ever sees one it cannot compile.
+Status validate_output_format(const GenerateOptions& r, bool has_tokenizer) {
+  static constexpr const char* kNames[] = {"text", "json_object", "json_schema", "guided_choice"};
+  if (r.response_format == ResponseFormat::text) return Status::ok();
+  if (!has_tokenizer)
+    return invalid_argument(std::string("response_format ") + kNames[static_cast<int>(r.response_format)] +
+                            " needs the model's tokenizer (this model has none)");
+  if (r.response_format == ResponseFormat::json_schema) return CompiledSchema::compile(r.json_schema).status();
+  if (r.response_format == ResponseFormat::choice) return CompiledSchema::choice(r.guided_choice).status();
+  return Status::ok();
+}
+
 Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
   if (r.max_tokens < 1) return invalid_argument("max_tokens must be >= 1 (got " + std::to_string(r.max_tokens) + ")");
   const auto& s = r.sampling;
@@ -87,8 +100,7 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
   }
   if (r.logprobs > 20) return invalid_argument("logprobs must be at most 20 (got " + std::to_string(r.logprobs) + ")");
   if (r.prompt_ids.empty() && r.prompt.empty()) return invalid_argument("the prompt is empty: give text or token ids");
-  if (r.response_format == ResponseFormat::json_object && !m.has_tokenizer)
-    return invalid_argument("response_format json_object needs the model's tokenizer (this model has none)");
+  BRIGADE_RETURN_IF_ERROR(validate_output_format(r, m.has_tokenizer));
   if (r.prompt_ids.empty() && !m.has_tokenizer)
     return invalid_argument("this model has no tokenizer: send the prompt as token ids");
   for (int32_t t : r.prompt_ids) {
@@ -440,7 +452,7 @@ Status EngineImpl::start(const EngineOptions& options) {
   if (tokenizer_model_) BRIGADE_RETURN_IF_ERROR(check_tokenizer_fits(*tokenizer_model_, model.vocab_size));
   summary_ = {model.arch, model.vocab_size, model.max_position, static_cast<int64_t>(model.n_params),
               static_cast<int64_t>(model.weight_bytes), tokenizer_model_ != nullptr};
-  if (tokenizer_model_) {  // the bytes of every token, for json_object sequences
+  if (tokenizer_model_) {  // the bytes of every token, for constrained output
     auto trie = std::make_shared<const TokenTrie>(token_pieces(*tokenizer_model_));
     for (auto& l : loaded)
       if (l) l->ranks.front()->runner.vocab = trie;
@@ -511,7 +523,11 @@ Expected<uint64_t> EngineImpl::submit(const GenerateOptions& request, EventCallb
                        .repetition_penalty = o.repetition_penalty, .presence_penalty = o.presence_penalty,
                        .frequency_penalty = o.frequency_penalty, .seed = seed, .logit_bias = o.logit_bias,
                        .min_tokens = request.min_tokens,
-                       .json_object = request.response_format == ResponseFormat::json_object, .end_ids = {}};
+                       .json_object = request.response_format == ResponseFormat::json_object,
+                       .json_schema = request.response_format == ResponseFormat::json_schema ? request.json_schema : "",
+                       .guided_choice = request.response_format == ResponseFormat::choice ? request.guided_choice
+                                                                                        : std::vector<std::string>{},
+                       .end_ids = {}};
     auto s = b.initSampling();
     encode_sampling(cfg, s);
     s.setLogprobs(request.logprobs);

@@ -8,7 +8,7 @@
 namespace brigade {
 
 StepRunner::StepRunner(Backend& backend, Model& model, KvCache kv, StepRunnerOptions options)
-    : backend_(backend), model_(model), kv_(std::move(kv)), options_(std::move(options)) {}
+    : backend_(backend), model_(model), kv_(std::move(kv)), options_(std::move(options)), constraints_(options_.vocab) {}
 
 // On the device path a use_last_sampled row gets a placeholder id and a feed_ entry naming the
 // sequence's slot in the device token table; on the host path the id itself.
@@ -208,17 +208,13 @@ Status StepRunner::run_forward_only(const PlannedStep& step) {
 
 void StepRunner::note_output(const SeqWorkItem& w, int32_t token) {
   if (w.sampling.has_penalties()) ++history_[w.seq_id].output_counts[token];
-  if (w.sampling.json_object && options_.vocab) {
-    // A token the mask allowed always feeds; one it did not (a plan from elsewhere) breaks the
-    // matcher for good, and mask_json then ends the output.
-    json_[w.seq_id].feed(options_.vocab->piece(token));
-  }
+  if (w.sampling.constrained()) constraints_.feed(w.seq_id, w.sampling, token);
 }
 
 void StepRunner::record_history(const PlannedStep& step) {
   for (size_t i = 0; i < step.seqs.size(); ++i) {
     const SeqWorkItem& w = step.seqs[i];
-    if (!w.sampling.has_penalties() && !w.sampling.json_object) continue;
+    if (!w.sampling.has_penalties() && !w.sampling.constrained()) continue;
     for (size_t j = 0; j < w.history.size(); ++j) {  // a cached prefix the executor did not compute
       const int32_t t = w.history[j];
       if (w.sampling.has_penalties()) history_[w.seq_id].seen.insert(t);
@@ -247,7 +243,7 @@ SampledResult StepRunner::sample_row(const SeqWorkItem& w, std::span<float> row,
   if (w.sampling.shapes_logits()) {
     if (want_logprob) raw_row_.assign(row.begin(), row.end());
     apply_logit_rules(row, w.sampling, n_generated);
-    if (w.sampling.json_object) mask_json(w, row);
+    if (w.sampling.constrained()) mask_output(w, row);
     auto h = history_.find(w.seq_id);
     if (h != history_.end()) apply_penalties(row, w.sampling, h->second);
     r.token = sample_token(row, w.sampling, n_generated, false).token;
@@ -260,12 +256,11 @@ SampledResult StepRunner::sample_row(const SeqWorkItem& w, std::span<float> row,
   return r;
 }
 
-void StepRunner::mask_json(const SeqWorkItem& w, std::span<float> row) {
-  if (!options_.vocab) return;  // the engine refuses json_object without a tokenizer
-  if (!json_masks_) json_masks_ = std::make_unique<JsonMaskCache>(options_.vocab);
-  const JsonMatcher& m = json_[w.seq_id];
-  const std::vector<uint8_t>& allowed = json_masks_->allowed(m);
-  const bool done = m.complete();
+void StepRunner::mask_output(const SeqWorkItem& w, std::span<float> row) {
+  bool done = false;
+  const std::vector<uint8_t>* mask = constraints_.allowed(w.seq_id, w.sampling, done);
+  if (!mask) return;  // the engine refuses constrained output without a tokenizer
+  const std::vector<uint8_t>& allowed = *mask;
   ends_.clear();  // the end ids' logits after the logit rules (min_tokens may hold them off)
   for (int32_t t : w.sampling.end_ids) {
     if (t >= 0 && static_cast<size_t>(t) < row.size()) ends_.emplace_back(t, row[static_cast<size_t>(t)]);
@@ -280,7 +275,7 @@ void StepRunner::mask_json(const SeqWorkItem& w, std::span<float> row) {
     }
   }
   for (const auto& [t, v] : ends_) {
-    // Ended only once the object is complete; or when nothing else can continue it (a matcher
+    // Ended only once the output is complete; or when nothing else can continue it (a matcher
     // that refused a token of a plan from elsewhere), rather than sampling from nothing.
     if (done || !any) row[static_cast<size_t>(t)] = v;
   }
@@ -290,7 +285,7 @@ void StepRunner::release(std::span<const uint64_t> seq_ids) {
   for (uint64_t id : seq_ids) {
     last_sampled_.erase(id);
     history_.erase(id);
-    json_.erase(id);
+    constraints_.release(id);
     if (auto it = slot_of_.find(id); it != slot_of_.end()) {
       free_slots_.push_back(it->second);
       slot_of_.erase(it);

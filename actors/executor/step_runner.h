@@ -42,7 +42,7 @@
 
 #include "actors/step_types.h"
 #include "core/backend.h"
-#include "core/json_matcher.h"
+#include "actors/executor/output_constraints.h"
 #include "core/token_trie.h"
 #include "core/status.h"
 #include "kvstore/kv_layout.h"
@@ -56,7 +56,7 @@ struct StepRunnerOptions {
   std::vector<int> buckets = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   // The model's LoadOptions::max_batch_tokens: buckets above it are never used.
   int max_step_tokens = 2048;
-  // The tokenizer's token bytes (special tokens empty), for `json_object` sequences; null when
+  // The tokenizer's token bytes (special tokens empty), for constrained output; null when
   // the model has no tokenizer (the engine then refuses such requests).
   std::shared_ptr<const TokenTrie> vocab;
 };
@@ -154,8 +154,9 @@ class StepRunner {
   static bool needs_host_sampler(const SeqWorkItem& w);
   // One generated token (fed as input, or an accepted draft) enters the sequence's history.
   void note_output(const SeqWorkItem& w, int32_t token);
-  // Masks the tokens that would break w's JSON object; end ids only once it is complete.
-  void mask_json(const SeqWorkItem& w, std::span<float> row);
+  // Masks the tokens that would break w's JSON object, schema instance or choice; end ids only
+  // once it is complete.
+  void mask_output(const SeqWorkItem& w, std::span<float> row);
 
   Backend& backend_;
   Model& model_;
@@ -170,9 +171,8 @@ class StepRunner {
   std::vector<float> host_logits_;
   std::unordered_map<uint64_t, int32_t> last_sampled_;
   std::unordered_map<uint64_t, PenaltyHistory> history_;  // sequences with penalties only
-  std::unordered_map<uint64_t, JsonMatcher> json_;        // json_object sequences: their output so far
   std::vector<float> raw_row_;
-  std::unique_ptr<JsonMaskCache> json_masks_;              // with options_.vocab
+  OutputConstraints constraints_;  // constrained sequences' matchers, over options_.vocab
   std::vector<std::pair<int32_t, float>> ends_;
 
   // Device path state. feed_ [n_tokens]: the token-table slot a row's token comes from (-1: the

@@ -353,9 +353,9 @@ void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vec
   w.n_generated = static_cast<uint32_t>(s.n_generated + s.n_pending);  // index of the token sampled
   w.logprobs = s.req.logprobs;
   w.prompt_len = static_cast<int>(s.req.prompt.size());
-  // Starting after a cached prefix: penalties and the JSON matcher need the tokens the executor
+  // Starting after a cached prefix: penalties and the output matcher need the tokens the executor
   // did not see.
-  if (s.send_history && (w.sampling.has_penalties() || w.sampling.json_object))
+  if (s.send_history && (w.sampling.has_penalties() || w.sampling.constrained()))
     w.history.assign(s.tokens.begin(), s.tokens.begin() + s.n_scheduled);
   s.send_history = false;
   entries.push_back({s.req.id, n_tokens, w.sample, n_draft, s.n_scheduled});

@@ -437,7 +437,7 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
         req.stop_ids = to_vector(r.getStop().getTokenIds());
         req.ignore_eos = r.getStop().getIgnoreEos();
         req.eos_ids = self->state.setup.eos_ids;
-        if (req.sampling.min_tokens > 0 || req.sampling.json_object) {  // what the executor masks
+        if (req.sampling.min_tokens > 0 || req.sampling.constrained()) {  // what the executor masks
           auto& ends = req.sampling.end_ids;
           ends = req.stop_ids;
           if (!req.ignore_eos) ends.insert(ends.end(), req.eos_ids.begin(), req.eos_ids.end());

@@ -119,6 +119,17 @@ TEST(OpenaiParse, BadInputsAreInvalidArgument) {
       R"({"prompt":"x","response_format":"json"})",
       R"({"prompt":"x","response_format":{}})",
       R"({"prompt":"x","response_format":{"type":"yaml"}})",
+      R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{}}})",
+      R"({"prompt":"x","response_format":{"type":"json_schema"}})",
+      R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":1,"schema":{}}}})",
+      R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"schema":{},"strict":"yes"}}})",
+      R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"schema":5}}})",
+      R"({"prompt":"x","guided_json":5})",
+      R"({"prompt":"x","guided_choice":[]})",
+      R"({"prompt":"x","guided_choice":"a"})",
+      R"({"prompt":"x","guided_choice":["a",1]})",
+      R"({"prompt":"x","guided_choice":["a"],"guided_json":{}})",
+      R"({"prompt":"x","guided_choice":["a"],"response_format":{"type":"json_object"}})",
   };
   for (const char* b : bad) {
     auto r = parse(b);
@@ -137,10 +148,31 @@ TEST(OpenaiParse, BadInputsAreInvalidArgument) {
   }
 }
 
+// response_format json_schema, guided_json and guided_choice; the schema keeps its key order
+// (the output's keys follow it).
+TEST(OpenaiParse, StructuredOutputFields) {
+  auto r = parse(R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"p","strict":true,
+                     "schema":{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}}}}}})");
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->gen.response_format, ResponseFormat::json_schema);
+  EXPECT_EQ(r->gen.json_schema, R"({"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}}})");
+  r = parse(R"({"prompt":"x","guided_json":{"b":1,"a":2}})");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->gen.response_format, ResponseFormat::json_schema);
+  EXPECT_EQ(r->gen.json_schema, R"({"b":1,"a":2})");
+  r = parse(R"({"prompt":"x","guided_json":"{\"type\": \"string\"}"})");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->gen.json_schema, R"({"type": "string"})");
+  r = parse(R"({"prompt":"x","guided_choice":["yes","no"],"response_format":{"type":"text"}})");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->gen.response_format, ResponseFormat::choice);
+  EXPECT_EQ(r->gen.guided_choice, (std::vector<std::string>{"yes", "no"}));
+}
+
 TEST(OpenaiParse, UnsupportedFieldsAreRefused) {
   for (const char* b : {R"({"prompt":"x","echo":true})", R"({"prompt":"x","best_of":2})",
-                        R"({"prompt":["a","b"]})",
-                        R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{}}})"}) {
+                        R"({"prompt":["a","b"]})", R"({"prompt":"x","guided_regex":"a+"})",
+                        R"({"prompt":"x","guided_grammar":"root ::= x"})"}) {
     auto r = parse(b);
     ASSERT_FALSE(r.has_value()) << b;
     EXPECT_EQ(r.status().code(), StatusCode::unsupported) << b;
@@ -182,7 +214,8 @@ json random_body(std::mt19937_64& rng) {
                                  "top_p", "top_k", "min_p", "n", "stream", "stream_options", "stop", "seed",
                                  "logprobs", "top_logprobs", "presence_penalty", "frequency_penalty",
                                  "repetition_penalty", "ignore_eos", "user", "echo", "best_of", "logit_bias",
-                                 "min_tokens", "stop_token_ids", "response_format"};
+                                 "min_tokens", "stop_token_ids", "response_format", "guided_json",
+                                 "guided_choice"};
   json body = json::object();
   if (rng() % 4 != 0) body["prompt"] = "hello";
   if (rng() % 4 != 0) body["messages"] = json::array({{{"role", "user"}, {"content", "hi"}}});

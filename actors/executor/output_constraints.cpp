@@ -1,0 +1,79 @@
+#include "actors/executor/output_constraints.h"
+
+#include <algorithm>
+#include <spdlog/spdlog.h>
+
+namespace brigade {
+
+namespace {
+
+std::string key_of(const SamplingConfig& cfg) {
+  if (!cfg.json_schema.empty()) return "s" + cfg.json_schema;
+  std::string key = "c";
+  for (const std::string& c : cfg.guided_choice) {
+    key += c;
+    key += '\0';
+  }
+  return key;
+}
+
+}  // namespace
+
+std::shared_ptr<OutputConstraints::Schema> OutputConstraints::schema(const SamplingConfig& cfg) {
+  const std::string key = key_of(cfg);
+  if (auto it = schemas_.find(key); it != schemas_.end()) {
+    lru_.splice(lru_.begin(), lru_, std::find(lru_.begin(), lru_.end(), key));
+    return it->second;
+  }
+  auto compiled = cfg.json_schema.empty() ? CompiledSchema::choice(cfg.guided_choice) : CompiledSchema::compile(cfg.json_schema);
+  if (!compiled.has_value()) {
+    spdlog::error("executor: a plan carries a schema the engine should have refused ({}): output left unconstrained",
+                  compiled.status().to_string());
+    return nullptr;
+  }
+  ++compiled_;
+  auto entry = std::make_shared<Schema>(Schema{*compiled, MaskCache<SchemaMatcher>(vocab_)});
+  schemas_.emplace(key, entry);
+  lru_.push_front(key);
+  if (lru_.size() > kMaxSchemas) {  // sequences still using the oldest keep it alive
+    schemas_.erase(lru_.back());
+    lru_.pop_back();
+  }
+  return entry;
+}
+
+OutputConstraints::State* OutputConstraints::state(uint64_t seq_id, const SamplingConfig& cfg) {
+  if (!vocab_ || !cfg.constrained()) return nullptr;
+  if (auto it = seqs_.find(seq_id); it != seqs_.end()) return &it->second;
+  if (cfg.json_object) return &seqs_.emplace(seq_id, JsonMatcher()).first->second;
+  std::shared_ptr<Schema> s = schema(cfg);
+  if (!s) return nullptr;
+  seq_schema_[seq_id] = s;
+  return &seqs_.emplace(seq_id, SchemaMatcher(*s->schema)).first->second;
+}
+
+void OutputConstraints::feed(uint64_t seq_id, const SamplingConfig& cfg, int32_t token) {
+  // A token the mask allowed always feeds; one it did not (a plan from elsewhere) breaks the
+  // matcher for good, and the mask then lets only the end ids through.
+  if (State* st = state(seq_id, cfg)) std::visit([&](auto& m) { m.feed(vocab_->piece(token)); }, *st);
+}
+
+const std::vector<uint8_t>* OutputConstraints::allowed(uint64_t seq_id, const SamplingConfig& cfg, bool& complete) {
+  State* st = state(seq_id, cfg);
+  if (!st) return nullptr;
+  if (auto* json = std::get_if<JsonMatcher>(st)) {
+    if (!json_masks_) json_masks_ = std::make_unique<JsonMaskCache>(vocab_);
+    complete = json->complete();
+    return &json_masks_->allowed(*json);
+  }
+  const SchemaMatcher& m = std::get<SchemaMatcher>(*st);
+  complete = m.complete();
+  return &seq_schema_.at(seq_id)->masks.allowed(m);
+}
+
+void OutputConstraints::release(uint64_t seq_id) {
+  seqs_.erase(seq_id);
+  seq_schema_.erase(seq_id);
+}
+
+}  // namespace brigade

@@ -1,0 +1,67 @@
+// OutputConstraints: the structured-output state of an executor's sequences — a JsonMatcher per
+// json_object sequence, a SchemaMatcher per json_schema / guided_choice one — and the masks
+// they allow (docs/architecture.md "Logit rules", "Schema output"). StepRunner owns one; it feeds
+// each generated token and asks for a row's mask; a plain class, tested through StepRunner.
+//
+// Each distinct schema (or choice list) is compiled once and kept, with its mask cache, in a
+// bounded cache keyed by its text; the engine compiled it before accepting the request, so a
+// compile error here is an invariant broken (a plan from elsewhere), and the sequence is then
+// left unconstrained rather than the executor failing.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "core/json_matcher.h"
+#include "core/json_schema.h"
+#include "core/sampling.h"
+#include "core/schema_matcher.h"
+#include "core/token_trie.h"
+
+namespace brigade {
+
+class OutputConstraints {
+ public:
+  static constexpr size_t kMaxSchemas = 16;  // compiled schemas kept (least recently used goes)
+
+  // vocab: the tokenizer's token bytes; null when the model has none (the engine then refuses
+  // constrained requests).
+  explicit OutputConstraints(std::shared_ptr<const TokenTrie> vocab) : vocab_(std::move(vocab)) {}
+
+  // Token `token` was generated for seq_id (cfg.constrained()): its bytes move the matcher.
+  void feed(uint64_t seq_id, const SamplingConfig& cfg, int32_t token);
+  // The tokens allowed next for seq_id (allowed[id] = 1), valid until the next call; complete:
+  // the output may end here. Null when nothing constrains it (no vocabulary).
+  const std::vector<uint8_t>* allowed(uint64_t seq_id, const SamplingConfig& cfg, bool& complete);
+  void release(uint64_t seq_id);
+
+  size_t n_compiled() const { return compiled_; }  // schemas compiled so far (cache misses)
+
+ private:
+  struct Schema {
+    std::shared_ptr<const CompiledSchema> schema;
+    MaskCache<SchemaMatcher> masks;
+  };
+  using State = std::variant<JsonMatcher, SchemaMatcher>;
+
+  // The sequence's matcher, made on first use (with the schema it needs).
+  State* state(uint64_t seq_id, const SamplingConfig& cfg);
+  std::shared_ptr<Schema> schema(const SamplingConfig& cfg);
+
+  std::shared_ptr<const TokenTrie> vocab_;
+  std::unique_ptr<JsonMaskCache> json_masks_;
+  std::unordered_map<uint64_t, State> seqs_;
+  // key: "s" + schema text or "c" + the choices joined by NUL; lru_ front = most recent. A
+  // matcher points into its Schema, so entries are shared_ptrs that sequences keep alive.
+  std::unordered_map<std::string, std::shared_ptr<Schema>> schemas_;
+  std::unordered_map<uint64_t, std::shared_ptr<Schema>> seq_schema_;
+  std::list<std::string> lru_;
+  size_t compiled_ = 0;
+};
+
+}  // namespace brigade
