@@ -37,6 +37,7 @@ struct GenerateArgs {
   bool ignore_eos = false;
   int min_tokens = 0;
   bool json_object = false;
+  std::string json_schema_file;  // --json-schema: the output is an instance of this schema
   ExecutorFlags executor;
 };
 

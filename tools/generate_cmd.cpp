@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "brigade/engine.h"
@@ -47,7 +49,10 @@ void add_generate_command(CLI::App& app, std::function<int()>& run) {
   add_executor_flags(cmd, opts->executor);
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "Keep generating past end-of-sequence");
   cmd->add_option("--min-tokens", opts->min_tokens, "No end-of-sequence before this many tokens")->capture_default_str();
-  cmd->add_flag("--json-object", opts->json_object, "The output is one JSON object (enforced token by token)");
+  auto* json_object = cmd->add_flag("--json-object", opts->json_object, "The output is one JSON object (enforced token by token)");
+  cmd->add_option("--json-schema", opts->json_schema_file,
+                  "A JSON Schema file: the output is an instance of it (enforced token by token)")
+      ->excludes(json_object);
   cmd->callback([opts, &run] { run = [opts] { return run_generate(*opts); }; });
 }
 
@@ -74,6 +79,12 @@ int run_generate(const GenerateArgs& a) {
   req.ignore_eos = a.ignore_eos;
   req.min_tokens = a.min_tokens;
   if (a.json_object) req.response_format = ResponseFormat::json_object;
+  if (!a.json_schema_file.empty()) {
+    std::ifstream in(a.json_schema_file, std::ios::binary);
+    if (!in) return fail(not_found("cannot read the --json-schema file " + a.json_schema_file));
+    req.json_schema.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    req.response_format = ResponseFormat::json_schema;
+  }
 
   const bool ids_mode = !req.prompt_ids.empty();
   if (!ids_mode) {

@@ -277,7 +277,8 @@ void StepRunner::mask_output(const SeqWorkItem& w, std::span<float> row) {
   for (const auto& [t, v] : ends_) {
     // Ended only once the output is complete; or when nothing else can continue it (a matcher
     // that refused a token of a plan from elsewhere), rather than sampling from nothing.
-    if (done || !any) row[static_cast<size_t>(t)] = v;
+    // With nothing else left, an end id held off by min_tokens comes back: the output must end.
+    if (done || !any) row[static_cast<size_t>(t)] = !any && v == kOff ? 0.0f : v;
   }
 }
 

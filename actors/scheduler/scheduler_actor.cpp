@@ -440,7 +440,10 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
         if (req.sampling.min_tokens > 0 || req.sampling.constrained()) {  // what the executor masks
           auto& ends = req.sampling.end_ids;
           ends = req.stop_ids;
-          if (!req.ignore_eos) ends.insert(ends.end(), req.eos_ids.begin(), req.eos_ids.end());
+          // A complete schema instance or choice can only end: EOS is its one continuation even
+          // under ignore_eos (which then keeps generating EOS up to max_tokens).
+          const bool must_end = req.sampling.constrained() && !req.sampling.json_object;
+          if (!req.ignore_eos || must_end) ends.insert(ends.end(), req.eos_ids.begin(), req.eos_ids.end());
         }
         req.priority = r.getPriority();
         const int n_prompt = static_cast<int>(req.prompt.size());

@@ -13,6 +13,8 @@
 
 #include "brigade/engine.h"
 #include "core/json_matcher.h"
+#include "core/json_schema.h"
+#include "core/schema_matcher.h"
 #include "tests/engine_test_util.h"
 #include "models/synthetic_tokenizer.h"
 
@@ -256,6 +258,150 @@ TEST_F(LogitRules, JsonObjectSurvivesPreemption) {
     EXPECT_TRUE(m.feed(together[i].text)) << together[i].text;
   }
   EXPECT_GT(tight->stats().preemptions, 0u) << "the pool was too small for every sequence at once";
+}
+
+// A schema with every kind of constraint the matcher enforces; `valid` checks an output
+// against it independently of SchemaMatcher (nlohmann's parser + the rules by hand).
+constexpr const char* kRecordSchema = R"({"type": "object", "properties": {
+    "id": {"type": "integer", "minimum": 0, "maximum": 999},
+    "name": {"type": "string", "maxLength": 6},
+    "tags": {"type": "array", "items": {"enum": ["a", "bc", 7]}, "maxItems": 2},
+    "ok": {"type": ["boolean", "null"]}},
+  "required": ["id", "name", "ok"], "additionalProperties": false})";
+
+// Code points of UTF-8 text (JSON Schema lengths count them).
+size_t utf8_length(const std::string& s) {
+  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<uint8_t>(c) & 0xC0) != 0x80; }));
+}
+
+bool valid_record(const std::string& text) {
+  const auto doc = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("id") || !doc.contains("name") || !doc.contains("ok"))
+    return false;
+  for (const auto& [k, v] : doc.items()) {
+    if (k == "id" && !(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 999)) return false;
+    if (k == "name" && !(v.is_string() && utf8_length(v.get<std::string>()) <= 6)) return false;
+    if (k == "tags") {
+      if (!v.is_array() || v.size() > 2) return false;
+      for (const auto& t : v)
+        if (t != "a" && t != "bc" && t != 7) return false;
+    }
+    if (k == "ok" && !(v.is_boolean() || v.is_null())) return false;
+    if (k != "id" && k != "name" && k != "tags" && k != "ok") return false;
+  }
+  return true;
+}
+
+// response_format json_schema: seeded sampling over the whole vocabulary with EOS at +100 (it
+// comes as soon as the mask lets it): every output that ends is an instance, one cut by
+// max_tokens the beginning of one, and the same seeds give the same tokens on every path.
+TEST_F(LogitRules, JsonSchemaOutputIsAnInstanceOnEveryPath) {
+  std::vector<std::vector<int32_t>> first;
+  for (auto& [name, o] : variants(options())) {
+    auto engine = make(o);
+    ASSERT_NE(engine, nullptr);
+    std::vector<std::vector<int32_t>> outs;
+    int n_closed = 0;
+    for (uint64_t seed = 0; seed < 10; ++seed) {
+      GenerateOptions r = testing::greedy_ids({9, 10, 11}, 64);
+      r.ignore_eos = false;
+      r.response_format = ResponseFormat::json_schema;
+      r.json_schema = kRecordSchema;
+      r.sampling.temperature = 1.0f;
+      r.sampling.seed = seed;
+      r.sampling.logit_bias = {{kSyntheticEosId, 100.0f}, {byte_id('"'), 4.0f}, {byte_id(','), 3.0f}, {byte_id('}'), 3.0f}};
+      auto out = engine->generate(r);
+      ASSERT_TRUE(out.has_value()) << name;
+      if (out->finish == FinishReason::stop) {
+        ++n_closed;
+        EXPECT_TRUE(valid_record(out->text)) << name << ": " << out->text;
+      } else {
+        EXPECT_EQ(out->finish, FinishReason::length) << name;
+        auto schema = CompiledSchema::compile(kRecordSchema);
+        ASSERT_TRUE(schema.has_value());
+        SchemaMatcher m(**schema);
+        EXPECT_TRUE(m.feed(out->text)) << name << ": " << out->text;
+      }
+      outs.push_back(out->token_ids);
+    }
+    EXPECT_GE(n_closed, 5) << name;
+    if (first.empty()) first = outs;
+    EXPECT_EQ(outs, first) << name << ": the same seeds give the same tokens on every path";
+  }
+}
+
+// guided_choice: the output is exactly one of the strings, greedy or sampled, on every path.
+TEST_F(LogitRules, GuidedChoiceIsOneOfTheChoicesOnEveryPath) {
+  const std::vector<std::string> choices = {"yes", "no", "yes, but", "maybe"};
+  std::vector<std::vector<int32_t>> first;
+  for (auto& [name, o] : variants(options())) {
+    auto engine = make(o);
+    ASSERT_NE(engine, nullptr);
+    std::vector<std::vector<int32_t>> outs;
+    for (uint64_t seed = 0; seed < 8; ++seed) {
+      GenerateOptions r = testing::greedy_ids({9, 10, 11}, 16);
+      r.ignore_eos = false;
+      r.response_format = ResponseFormat::choice;
+      r.guided_choice = choices;
+      r.sampling.temperature = seed == 0 ? 0.0f : 1.0f;
+      r.sampling.seed = seed;
+      auto out = engine->generate(r);
+      ASSERT_TRUE(out.has_value()) << name;
+      EXPECT_EQ(out->finish, FinishReason::stop) << name << ": " << out->text;
+      EXPECT_NE(std::find(choices.begin(), choices.end(), out->text), choices.end()) << name << ": " << out->text;
+      outs.push_back(out->token_ids);
+    }
+    if (first.empty()) first = outs;
+    EXPECT_EQ(outs, first) << name;
+  }
+}
+
+// Schema sequences preempted under a tight pool rebuild their matchers from the tokens they are
+// fed: the outputs of a roomy pool. With ignore_eos a complete instance continues with EOS only.
+TEST_F(LogitRules, JsonSchemaSurvivesPreemption) {
+  const char* schema = R"({"type": "array", "items": {"type": "string", "minLength": 4}, "minItems": 3})";
+  std::vector<GenerateOptions> reqs;
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    GenerateOptions r = testing::greedy_ids({9, 10, 11, static_cast<int32_t>(12 + seed % 2)}, 40);
+    r.ignore_eos = true;
+    r.response_format = ResponseFormat::json_schema;
+    r.json_schema = schema;
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = seed;
+    r.sampling.logit_bias = {{byte_id(']'), 3.0f}, {byte_id('"'), 3.0f}};
+    reqs.push_back(r);
+  }
+  auto roomy = make(options());
+  ASSERT_NE(roomy, nullptr);
+  std::vector<Completion> alone;
+  for (const auto& r : reqs) alone.push_back(*roomy->generate(r));
+  EngineOptions o = options();
+  o.topology.instances.front().kv.pages = 10;  // 160 token slots for 8 sequences of 44
+  auto tight = make(o);
+  ASSERT_NE(tight, nullptr);
+  const auto together = testing::run_concurrently(*tight, reqs);
+  auto compiled = CompiledSchema::compile(schema);
+  ASSERT_TRUE(compiled.has_value());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(together[i].token_ids, alone[i].token_ids) << "request " << i;
+    SchemaMatcher m(**compiled);
+    EXPECT_TRUE(m.feed(together[i].text)) << together[i].text;
+  }
+  EXPECT_GT(tight->stats().preemptions, 0u) << "the pool was too small for every sequence at once";
+}
+
+TEST_F(LogitRules, BadSchemasAreRefusedAtSubmit) {
+  auto engine = make(options());
+  ASSERT_NE(engine, nullptr);
+  GenerateOptions r = testing::greedy_ids({5, 6}, 4);
+  r.response_format = ResponseFormat::json_schema;
+  r.json_schema = R"({"type": "string", "pattern": "^a+$"})";
+  auto id = engine->submit(r, [](const Event&) {});
+  ASSERT_FALSE(id.has_value());
+  EXPECT_NE(id.status().message().find("'pattern'"), std::string::npos) << id.status().message();
+  r.response_format = ResponseFormat::choice;
+  r.guided_choice = {};
+  EXPECT_FALSE(engine->submit(r, [](const Event&) {}).has_value());
 }
 
 TEST(LogitRulesNoTokenizer, JsonObjectNeedsTheTokenizer) {
