@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -229,35 +230,47 @@ TEST_F(LogitRules, JsonObjectOutputIsAnObjectOnEveryPath) {
   }
 }
 
-// JSON sequences preempted under a tight pool (recomputed from prompt + output) rebuild their
-// matcher from the tokens they are fed: the outputs of a roomy pool. (A start from a cached
-// prefix of the sequence's own output: StepRunnerPaths.JsonMatcherIsRebuiltFromTheHistory.)
-TEST_F(LogitRules, JsonObjectSurvivesPreemption) {
+// Eight seeded requests (shape sets the output format) run alone on a roomy pool and together
+// on one too small for all (preemption, recompute): the same tokens; `fits` checks each text.
+void expect_preemption_keeps_outputs(const EngineOptions& base, const std::function<void(GenerateOptions&)>& shape,
+                                     const std::function<bool(const std::string&)>& fits) {
   std::vector<GenerateOptions> reqs;
   for (uint64_t seed = 0; seed < 8; ++seed) {
     GenerateOptions r = testing::greedy_ids({9, 10, 11, static_cast<int32_t>(12 + seed % 2)}, 40);
-    r.ignore_eos = true;  // outputs run to max_tokens: inside strings, past the object's end
-    r.response_format = ResponseFormat::json_object;
+    r.ignore_eos = true;  // outputs run to max_tokens
     r.sampling.temperature = 1.0f;
     r.sampling.seed = seed;
-    r.sampling.logit_bias = {{byte_id('}'), 2.0f}, {byte_id('"'), 3.0f}};
+    shape(r);
     reqs.push_back(r);
   }
-  auto roomy = make(options());
+  auto roomy = make(base);
   ASSERT_NE(roomy, nullptr);
   std::vector<Completion> alone;
   for (const auto& r : reqs) alone.push_back(*roomy->generate(r));
-  EngineOptions o = options();
+  EngineOptions o = base;
   o.topology.instances.front().kv.pages = 10;  // 160 token slots for 8 sequences of 44
   auto tight = make(o);
   ASSERT_NE(tight, nullptr);
   const auto together = testing::run_concurrently(*tight, reqs);
   for (size_t i = 0; i < reqs.size(); ++i) {
     EXPECT_EQ(together[i].token_ids, alone[i].token_ids) << "request " << i;
-    JsonMatcher m;
-    EXPECT_TRUE(m.feed(together[i].text)) << together[i].text;
+    EXPECT_TRUE(fits(together[i].text)) << together[i].text;
   }
   EXPECT_GT(tight->stats().preemptions, 0u) << "the pool was too small for every sequence at once";
+}
+
+// JSON sequences preempted under a tight pool (recomputed from prompt + output) rebuild their
+// matcher from the tokens they are fed: the outputs of a roomy pool. (A start from a cached
+// prefix of the sequence's own output: StepRunnerPaths.JsonMatcherIsRebuiltFromTheHistory.)
+TEST_F(LogitRules, JsonObjectSurvivesPreemption) {
+  // ignore_eos: outputs run inside strings and past the object's end.
+  expect_preemption_keeps_outputs(
+      options(),
+      [](GenerateOptions& r) {
+        r.response_format = ResponseFormat::json_object;
+        r.sampling.logit_bias = {{byte_id('}'), 2.0f}, {byte_id('"'), 3.0f}};
+      },
+      [](const std::string& text) { return JsonMatcher().feed(text); });
 }
 
 // A schema with every kind of constraint the matcher enforces; `valid` checks an output
@@ -360,34 +373,16 @@ TEST_F(LogitRules, GuidedChoiceIsOneOfTheChoicesOnEveryPath) {
 // fed: the outputs of a roomy pool. With ignore_eos a complete instance continues with EOS only.
 TEST_F(LogitRules, JsonSchemaSurvivesPreemption) {
   const char* schema = R"({"type": "array", "items": {"type": "string", "minLength": 4}, "minItems": 3})";
-  std::vector<GenerateOptions> reqs;
-  for (uint64_t seed = 0; seed < 8; ++seed) {
-    GenerateOptions r = testing::greedy_ids({9, 10, 11, static_cast<int32_t>(12 + seed % 2)}, 40);
-    r.ignore_eos = true;
-    r.response_format = ResponseFormat::json_schema;
-    r.json_schema = schema;
-    r.sampling.temperature = 1.0f;
-    r.sampling.seed = seed;
-    r.sampling.logit_bias = {{byte_id(']'), 3.0f}, {byte_id('"'), 3.0f}};
-    reqs.push_back(r);
-  }
-  auto roomy = make(options());
-  ASSERT_NE(roomy, nullptr);
-  std::vector<Completion> alone;
-  for (const auto& r : reqs) alone.push_back(*roomy->generate(r));
-  EngineOptions o = options();
-  o.topology.instances.front().kv.pages = 10;  // 160 token slots for 8 sequences of 44
-  auto tight = make(o);
-  ASSERT_NE(tight, nullptr);
-  const auto together = testing::run_concurrently(*tight, reqs);
   auto compiled = CompiledSchema::compile(schema);
   ASSERT_TRUE(compiled.has_value());
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    EXPECT_EQ(together[i].token_ids, alone[i].token_ids) << "request " << i;
-    SchemaMatcher m(**compiled);
-    EXPECT_TRUE(m.feed(together[i].text)) << together[i].text;
-  }
-  EXPECT_GT(tight->stats().preemptions, 0u) << "the pool was too small for every sequence at once";
+  expect_preemption_keeps_outputs(
+      options(),
+      [&](GenerateOptions& r) {
+        r.response_format = ResponseFormat::json_schema;
+        r.json_schema = schema;
+        r.sampling.logit_bias = {{byte_id(']'), 3.0f}, {byte_id('"'), 3.0f}};
+      },
+      [&](const std::string& text) { return SchemaMatcher(**compiled).feed(text); });
 }
 
 TEST_F(LogitRules, BadSchemasAreRefusedAtSubmit) {
