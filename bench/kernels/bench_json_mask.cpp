@@ -1,7 +1,10 @@
 // The cost of the json_object mask per sampled row (TokenTrie::allowed over a JsonMatcher), over
 // the synthetic byte-level BPE vocabulary that `brigade make-model` writes, at 32k and 128k ids,
 // in three matcher states: inside a string (nearly every token continues it: the worst case),
-// right after '{' (few do) and inside a number.
+// right after '{' (few do) and inside a number; and the json_schema mask (SchemaMatcher) over
+// kSchema in the same kinds of states, plus inside a length-bounded string (its state changes
+// with every character, so the cache cannot help) and inside an anyOf whose two alternatives
+// are both still alive (two matcher threads).
 //   build/bench/kernels/bench_json_mask
 #include <benchmark/benchmark.h>
 
@@ -13,6 +16,8 @@
 #include <memory>
 
 #include "core/json_matcher.h"
+#include "core/json_schema.h"
+#include "core/schema_matcher.h"
 #include "core/token_trie.h"
 #include "models/synthetic_tokenizer.h"
 #include "models/tokenizer.h"
@@ -59,6 +64,54 @@ void BM_JsonMaskCached(benchmark::State& state) {
   state.counters["hit_rate"] = static_cast<double>(cache.hits()) / static_cast<double>(cache.hits() + cache.misses());
 }
 
+// A typical structured-output schema: required and optional properties, bounds, an enum, an
+// array, a union of two objects sharing a key.
+constexpr const char* kSchema = R"({"type": "object", "properties": {
+    "title": {"type": "string"},
+    "summary": {"type": "string", "maxLength": 200},
+    "year": {"type": "integer", "minimum": 1900, "maximum": 2100},
+    "genre": {"enum": ["drama", "comedy", "horror", "documentary"]},
+    "cast": {"type": "array", "items": {"type": "string"}, "maxItems": 8},
+    "rating": {"anyOf": [
+      {"type": "object", "properties": {"score": {"type": "number"}, "by": {"type": "string"}}, "required": ["score", "by"]},
+      {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}]}},
+  "required": ["title", "year", "rating"], "additionalProperties": false})";
+
+const CompiledSchema& schema() {
+  static const std::shared_ptr<const CompiledSchema> s = *CompiledSchema::compile(kSchema);
+  return *s;
+}
+
+void BM_SchemaMask(benchmark::State& state, const char* prefix) {
+  const TokenTrie& t = trie(static_cast<int>(state.range(0)));
+  SchemaMatcher m(schema());
+  if (!m.feed(std::string_view(prefix))) state.SkipWithError("the prefix is not an instance's beginning");
+  std::vector<uint8_t> allowed;
+  for (auto _ : state) {
+    t.allowed(m, allowed);
+    benchmark::DoNotOptimize(allowed.data());
+  }
+  size_t n = 0;
+  for (uint8_t a : allowed) n += a;
+  state.counters["allowed"] = static_cast<double>(n);
+}
+
+void BM_SchemaMaskCached(benchmark::State& state) {
+  MaskCache<SchemaMatcher> cache(std::shared_ptr<const TokenTrie>(&trie(static_cast<int>(state.range(0))), [](const TokenTrie*) {}));
+  SchemaMatcher m(schema());
+  m.feed(std::string_view(R"({"title": "ab)"));
+  for (auto _ : state) benchmark::DoNotOptimize(cache.allowed(m).data());
+  state.counters["hit_rate"] = static_cast<double>(cache.hits()) / static_cast<double>(cache.hits() + cache.misses());
+}
+
+BENCHMARK(BM_SchemaMaskCached)->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SchemaMask, in_string, R"({"title": "ab)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SchemaMask, in_bounded_string, R"({"title": "a", "summary": "ab)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SchemaMask, after_open, R"({)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SchemaMask, next_key, R"({"title": "a", "year": 2000,)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SchemaMask, in_bounded_int, R"({"title": "a", "year": 19)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SchemaMask, in_union_string, R"({"title": "a", "year": 2000, "rating": {"score": 1, "by": "x)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SchemaMask, in_union_number, R"({"title": "a", "year": 2000, "rating": {"score": 1)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_JsonMaskCached)->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_JsonMask, in_string, R"({"name": "ab)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_JsonMask, after_open, R"({)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
