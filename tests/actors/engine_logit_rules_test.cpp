@@ -261,7 +261,7 @@ void expect_preemption_keeps_outputs(const EngineOptions& base, const std::funct
 
 // JSON sequences preempted under a tight pool (recomputed from prompt + output) rebuild their
 // matcher from the tokens they are fed: the outputs of a roomy pool. (A start from a cached
-// prefix of the sequence's own output: StepRunnerPaths.JsonMatcherIsRebuiltFromTheHistory.)
+// prefix of the sequence's own output: StepRunnerPaths.JsonAndSchemaMatchersAreRebuiltFromTheHistory.)
 TEST_F(LogitRules, JsonObjectSurvivesPreemption) {
   // ignore_eos: outputs run inside strings and past the object's end.
   expect_preemption_keeps_outputs(

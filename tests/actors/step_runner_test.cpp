@@ -455,7 +455,7 @@ TEST_F(StepRunnerPaths, AFeedWithoutASampledTokenIsRefusedAndChangesNothing) {
 // its own output after a preemption) rebuilds its matcher from the plan's history: after
 // `{"a":1` a '}' may come; without the history the '1' alone breaks the object and only the end
 // id is left.
-TEST_F(StepRunnerPaths, JsonMatcherIsRebuiltFromTheHistory) {
+TEST_F(StepRunnerPaths, JsonAndSchemaMatchersAreRebuiltFromTheHistory) {
   auto tok = Tokenizer::load(dir_.string());
   ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
   LoadOptions lo;
@@ -473,7 +473,8 @@ TEST_F(StepRunnerPaths, JsonMatcherIsRebuiltFromTheHistory) {
   const std::vector<int32_t> prompt = {5, 9, 14};
   std::vector<int32_t> out;
   for (char c : std::string(R"({"a":1)")) out.push_back(byte(c));
-  auto item = [&](uint64_t seq, bool with_history) {
+  // json_object, then a schema the output so far fits (its matcher rebuilt the same way).
+  auto item = [&](uint64_t seq, bool with_history, bool schema) {
     SeqWorkItem w;
     w.seq_id = seq;
     w.tokens = {out.back()};
@@ -485,20 +486,25 @@ TEST_F(StepRunnerPaths, JsonMatcherIsRebuiltFromTheHistory) {
     w.block_table = {static_cast<int32_t>(seq)};
     w.sample = true;
     w.sampling.temperature = 0.0f;
-    w.sampling.json_object = true;
+    w.sampling.json_object = !schema;
+    if (schema) w.sampling.json_schema = R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})";
     w.sampling.end_ids = {kSyntheticEosId};
     w.sampling.logit_bias = {{byte('}'), 100.0f}};
     w.prompt_len = static_cast<int>(prompt.size());
     w.n_generated = static_cast<uint32_t>(out.size());
     return w;
   };
-  PlannedStep p;
-  p.seqs = {item(0, true), item(1, false)};
-  auto r = runner.run(p);
-  ASSERT_TRUE(r.has_value()) << r.status().to_string();
-  ASSERT_EQ(r->size(), 2u);
-  EXPECT_EQ((*r)[0].token, byte('}'));
-  EXPECT_EQ((*r)[1].token, kSyntheticEosId);
+  for (bool schema : {false, true}) {
+    const uint64_t first = schema ? 2 : 0;
+    PlannedStep p;
+    p.seqs = {item(first, true, schema), item(first + 1, false, schema)};
+    auto r = runner.run(p);
+    ASSERT_TRUE(r.has_value()) << r.status().to_string();
+    ASSERT_EQ(r->size(), 2u);
+    EXPECT_EQ((*r)[0].token, byte('}')) << "schema " << schema;
+    // Without the history the matcher saw only "1": no object starts so, and the output ends.
+    EXPECT_EQ((*r)[1].token, kSyntheticEosId) << "schema " << schema;
+  }
 }
 
 // Speculative verification in the runner: a step that feeds a token and drafts returns the
