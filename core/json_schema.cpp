@@ -76,6 +76,7 @@ class SchemaCompiler {
     }
     if (out_.nodes_.size() > CompiledSchema::kMaxNodes)
       return invalid_argument("the schema is too large (more than " + std::to_string(CompiledSchema::kMaxNodes) + " nodes)");
+    flatten_alternatives();
     min_depths();
     if (out_.node(out_.root_).min_depth > CompiledSchema::kMaxDepth)
       return invalid_argument("the schema has no instance (or none nested at most " +
@@ -95,6 +96,12 @@ class SchemaCompiler {
 
   // A schema's node; `nullable: true` beside anything adds null.
   Expected<int32_t> compile(const Json& s, const std::string& path) {
+    struct Nesting {  // subschemas and $ref chains nest at most kMaxNesting deep (the C++ stack)
+      int& depth;
+      explicit Nesting(int& d) : depth(++d) {}
+      ~Nesting() { --depth; }
+    } nesting(nesting_);
+    if (nesting_ > kMaxNesting) return error(path, "subschemas nest more than " + std::to_string(kMaxNesting) + " deep");
     BRIGADE_ASSIGN_OR_RETURN(int32_t id, compile_body(s, path));
     if (!s.is_object() || !nullable(s) || s.contains("type") || s.contains("anyOf") || s.contains("oneOf")) return id;
     SchemaNode n;  // $ref, allOf, enum or an inferred type beside nullable
@@ -370,6 +377,29 @@ class SchemaCompiler {
     return any_;
   }
 
+  // An anyOf's alternatives become the non-anyOf nodes it reaches through anyOf and $ref nodes,
+  // so the matcher never steps from one anyOf into another: a cycle of them ({"$ref": "#"} in
+  // an anyOf) ends here instead of recursing forever, and contributes nothing.
+  void flatten_alternatives() {
+    for (SchemaNode& n : out_.nodes_) {
+      if (n.kind != SchemaNode::Kind::any_of) continue;
+      std::vector<int32_t> leaves, stack = n.alts;
+      std::set<int32_t> seen;
+      while (!stack.empty()) {
+        const int32_t id = stack.back();
+        stack.pop_back();
+        if (!seen.insert(id).second) continue;
+        const SchemaNode& a = out_.node(id);
+        if (a.kind == SchemaNode::Kind::any_of) {
+          stack.insert(stack.end(), a.alts.rbegin(), a.alts.rend());
+        } else {
+          leaves.push_back(id);
+        }
+      }
+      n.alts = std::move(leaves);
+    }
+  }
+
   // min_depth of every node: a fixpoint from "unreachable" down (recursion through required
   // properties or minItems without a finite instance stays unreachable).
   void min_depths() {
@@ -414,7 +444,9 @@ class SchemaCompiler {
     }
   }
 
+  static constexpr int kMaxNesting = 256;
   const Json& doc_;
+  int nesting_ = 0;
   CompiledSchema out_;
   std::map<std::string, int32_t> refs_;
   int32_t any_ = -1;

@@ -237,6 +237,23 @@ TEST(SchemaMatcher, GuidedChoice) {
   EXPECT_FALSE(CompiledSchema::choice({}).has_value());
 }
 
+// Cycles of anyOf/$ref that read no byte contribute nothing; deep nesting is refused, not a
+// stack overflow.
+TEST(CompiledSchema, CyclesAndDeepNestingAreSafe) {
+  auto s = compile_ok(R"({"anyOf": [{"$ref": "#"}, {"type": "null"}, {"anyOf": [{"$ref": "#"}, {"const": 1}]}]})");
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(accepts(*s, "null"));
+  EXPECT_TRUE(accepts(*s, "1"));
+  EXPECT_FALSE(accepts(*s, "2"));
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += R"({"items":)";
+  deep += "true";
+  for (int i = 0; i < 100000; ++i) deep += "}";
+  auto refused = CompiledSchema::compile(deep);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("nest more than"), std::string::npos) << refused.status().message();
+}
+
 TEST(CompiledSchema, RefusesWhatItDoesNotEnforceByName) {
   struct Case {
     const char* schema;
@@ -258,6 +275,8 @@ TEST(CompiledSchema, RefusesWhatItDoesNotEnforceByName) {
           "required": ["b"]}}})", "no instance"},
       {R"({"enum": ["a"], "type": "integer"})", "no instance"},
       {"[1]", "must be an object or a boolean"},
+      {R"({"$ref": "#"})", "no instance"},
+      {R"({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"anyOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"})", "no instance"},
       {"{", "not valid JSON"},
   };
   for (const Case& c : cases) {

@@ -1,0 +1,80 @@
+// OutputConstraints: masks per constrained sequence, each distinct schema compiled once, at most
+// kMaxSchemas kept (a sequence keeps its own alive), and a schema it cannot compile leaves the
+// sequence unconstrained instead of failing the executor.
+#include "actors/executor/output_constraints.h"
+
+#include <gtest/gtest.h>
+
+namespace brigade {
+namespace {
+
+// Ids: 0 "" (special), then one token per character of kChars.
+constexpr std::string_view kChars = "{}\":,0123456789abn ";
+
+std::shared_ptr<const TokenTrie> vocab() {
+  std::vector<std::string> pieces = {""};
+  for (char c : kChars) pieces.emplace_back(1, c);
+  return std::make_shared<const TokenTrie>(pieces);
+}
+
+int32_t id(char c) { return 1 + static_cast<int32_t>(kChars.find(c)); }
+
+SamplingConfig schema_config(int max) {
+  SamplingConfig cfg;
+  cfg.json_schema = R"({"type": "integer", "minimum": 0, "maximum": )" + std::to_string(max) + "}";
+  return cfg;
+}
+
+TEST(OutputConstraints, MasksFollowEachSequencesSchema) {
+  OutputConstraints c(vocab());
+  bool complete = true;
+  const SamplingConfig small = schema_config(5);
+  const std::vector<uint8_t>* mask = c.allowed(1, small, complete);
+  ASSERT_NE(mask, nullptr);
+  EXPECT_FALSE(complete);
+  for (char ch : std::string("012345")) EXPECT_EQ((*mask)[static_cast<size_t>(id(ch))], 1) << ch;
+  EXPECT_EQ((*mask)[static_cast<size_t>(id('6'))], 0);
+  EXPECT_EQ((*mask)[0], 0) << "special tokens never";
+  c.feed(1, small, id('3'));
+  mask = c.allowed(1, small, complete);
+  EXPECT_TRUE(complete);
+  EXPECT_EQ(std::count(mask->begin(), mask->end(), 1), 0) << "3 is complete and nothing extends it";
+
+  SamplingConfig choice;
+  choice.guided_choice = {"ab", "an"};
+  c.feed(2, choice, id('a'));
+  mask = c.allowed(2, choice, complete);
+  EXPECT_FALSE(complete);
+  EXPECT_EQ((*mask)[static_cast<size_t>(id('b'))], 1);
+  EXPECT_EQ((*mask)[static_cast<size_t>(id('a'))], 0);
+  EXPECT_EQ(c.n_compiled(), 2u);
+  c.allowed(3, small, complete);  // the same text: compiled once
+  EXPECT_EQ(c.n_compiled(), 2u);
+}
+
+TEST(OutputConstraints, KeepsABoundedNumberOfSchemas) {
+  OutputConstraints c(vocab());
+  bool complete = false;
+  const SamplingConfig first = schema_config(1);
+  c.feed(100, first, id('1'));  // sequence 100 holds the first schema
+  for (int i = 2; i < 2 + static_cast<int>(OutputConstraints::kMaxSchemas) + 4; ++i) c.allowed(static_cast<uint64_t>(i), schema_config(i), complete);
+  const size_t compiled = c.n_compiled();
+  c.allowed(100, first, complete);  // evicted from the cache, alive in its sequence
+  EXPECT_TRUE(complete);
+  EXPECT_EQ(c.n_compiled(), compiled);
+  c.release(100);
+  c.allowed(101, first, complete);  // a new sequence compiles it again
+  EXPECT_EQ(c.n_compiled(), compiled + 1);
+}
+
+TEST(OutputConstraints, AnUncompilableSchemaLeavesTheSequenceUnconstrained) {
+  OutputConstraints c(vocab());
+  SamplingConfig bad;
+  bad.json_schema = R"({"type": "string", "pattern": "x"})";
+  bool complete = false;
+  EXPECT_EQ(c.allowed(1, bad, complete), nullptr);
+  EXPECT_EQ(OutputConstraints(nullptr).allowed(1, schema_config(3), complete), nullptr) << "no vocabulary";
+}
+
+}  // namespace
+}  // namespace brigade
