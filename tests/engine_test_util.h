@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -199,6 +200,21 @@ class TinyModelTest : public ::testing::Test {
       if (id) ids.push_back(*id);
     }
     return ids;
+  }
+
+  // Waits (bounded) until the engine's router has placed n requests. A test that kills an
+  // instance must wait for this first: a request still on its way through the tokenizer when the
+  // instance goes is routed to another and completes (a busy machine makes that hop slow).
+  static bool wait_routed(Engine& e, uint64_t n) {
+    const auto routed = [&] {
+      uint64_t sum = 0;
+      for (const auto& inst : e.instance_stats()) sum += inst.routed_cache + inst.routed_load + inst.routed_round_robin;
+      return sum;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (routed() < n && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return routed() >= n;
   }
 
   std::filesystem::path dir_;

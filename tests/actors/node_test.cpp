@@ -222,6 +222,7 @@ TEST_F(NodeCluster, ANodeThatComesBackIsServedAgain) {
   Outcomes out;
   const auto ids = submit_long(**cluster, 4, 1200, out);  // round robin: even positions on a, odd on b
   ASSERT_EQ(ids.size(), 4u);
+  ASSERT_TRUE(wait_routed(**cluster, 4));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   a.reset();  // stops: a clean shutdown of the node, seen by the front as the instance going
   ASSERT_TRUE(out.wait(ids.size())) << "every request ends, none hangs";
@@ -426,6 +427,7 @@ TEST_F(NodeProcesses, ANodeKilledMidGenerationFailsOnlyItsRequests) {
   Outcomes out;
   const auto ids = submit_long(**e, 4, 1200, out);  // round robin: even positions on a, odd on b
   ASSERT_EQ(ids.size(), 4u);
+  ASSERT_TRUE(wait_routed(**e, 4));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ASSERT_EQ(::kill(a.pid, SIGKILL), 0);
   ASSERT_TRUE(out.wait(ids.size())) << "every request ends, none hangs";

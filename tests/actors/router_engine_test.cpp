@@ -156,6 +156,7 @@ TEST_F(RouterEngine, AnInstanceThatDiesFailsItsRequestsAndTheOtherKeepsServing) 
   Outcomes out;
   const auto ids = submit_long(**e, 4, 1500, out);  // round robin: even positions on i0, odd on i1
   ASSERT_EQ(ids.size(), 4u);
+  ASSERT_TRUE(wait_routed(**e, 4));
   ASSERT_TRUE(kill_instance_executor_for_testing(**e, 0).is_ok());
   EXPECT_FALSE(kill_instance_executor_for_testing(**e, 2).is_ok());
   ASSERT_TRUE(out.wait(ids.size())) << "every request ends, none hangs";
