@@ -350,15 +350,8 @@ Expected<std::pair<node_actor, node_info_msg>> EngineImpl::probe_node(const Inst
   auto info = ask<node_info_msg>(*node, std::chrono::seconds(10), info_atom::value);
   if (!info) return Status(info.status().code(), where + ": " + info.status().message());
   const auto r = info->reader();
-  if (r.getProtocol() != kNodeProtocol)
-    return unsupported(where + ": the node speaks node protocol " + std::to_string(r.getProtocol()) + ", this front " +
-                       std::to_string(kNodeProtocol) + ": run one brigade build on both");
-  if (std::string(r.getInstance()) != inst.name)
-    return invalid_argument(where + ": this node serves instance '" + std::string(r.getInstance()) + "', not '" +
-                            inst.name + "': check the remote: endpoint of that instance in the front's topology");
-  if (r.getRole() != inst.role)
-    return invalid_argument(where + ": the node serves it with role " + std::string(r.getRole()) +
-                            ", this topology says " + inst.role);
+  if (Status serves = node_serves(r, inst.name, inst.role); !serves.is_ok())
+    return Status(serves.code(), where + ": " + serves.message());
   if (r.getVocabSize() < 1 || r.getNPages() < 1) return corrupt(where + ": the node's NodeInfo is malformed");
   return std::make_pair(std::move(*node), std::move(*info));
 }

@@ -56,16 +56,10 @@ caf::result<node_info_msg> on_connect(node_ptr self, const node_hello_msg& hello
   const std::string front = h.getFront();
   if (h.getProtocol() != kNodeProtocol)
     return to_caf_error(unsupported("node '" + st.instance + "' speaks node protocol " +
-                                            std::to_string(kNodeProtocol) + ", the front '" + front + "' speaks " +
-                                            std::to_string(h.getProtocol()) + ": run one brigade build on both"));
-  if (std::string(h.getInstance()) != st.instance)
-    return to_caf_error(invalid_argument("this node serves instance '" + st.instance + "', not '" +
-                                         std::string(h.getInstance()) +
-                                         "': check the remote: endpoint of that instance in the front's topology"));
-  const std::string role = st.setup.info.reader().getRole();
-  if (std::string(h.getRole()) != role)
-    return to_caf_error(invalid_argument("the node serves instance '" + st.instance + "' with role " + role +
-                                         ", the front's topology says " + std::string(h.getRole())));
+                                    std::to_string(kNodeProtocol) + ", the front '" + front + "' speaks " +
+                                    std::to_string(h.getProtocol()) + ": run one brigade build on both"));
+  if (Status serves = node_serves(st.setup.info.reader(), std::string(h.getInstance()), std::string(h.getRole())); !serves.is_ok())
+    return to_caf_error(serves);
   if (!st.scheduler) return to_caf_error(internal_error("node '" + st.instance + "' is not wired yet"));
   if (st.front)
     return to_caf_error(out_of_resources("node '" + st.instance + "' already serves front '" + st.front_name +
@@ -173,6 +167,19 @@ node_actor::behavior_type node_fun(node_ptr self, NodeSetup setup) {
 }
 
 }  // namespace
+
+Status node_serves(schema::NodeInfo::Reader info, const std::string& instance, const std::string& role) {
+  if (info.getProtocol() != kNodeProtocol)
+    return unsupported("the node speaks node protocol " + std::to_string(info.getProtocol()) + ", this build " +
+                       std::to_string(kNodeProtocol) + ": run one brigade build on both");
+  if (info.getInstance() != instance)
+    return invalid_argument("this node serves instance '" + std::string(info.getInstance()) + "', not '" + instance +
+                            "': check the remote: endpoint of that instance in the front's topology");
+  if (info.getRole() != role)
+    return invalid_argument("the node serves instance '" + instance + "' with role " + std::string(info.getRole()) +
+                            ", the front's topology says " + role);
+  return Status::ok();
+}
 
 void register_node_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<scheduler_actor>("brigade.scheduler_actor");

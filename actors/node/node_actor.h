@@ -52,6 +52,11 @@ struct NodeSetup {
   std::shared_ptr<std::atomic<bool>> stopped;    // set when the node actor exits; may be null
 };
 
+// Whether a node whose NodeInfo is `info` serves `instance` with `role` and speaks this build's
+// protocol: the one check a front makes before it connects, a node makes at the hello and the
+// node watch makes on a node that comes back. The error says what differs.
+Status node_serves(schema::NodeInfo::Reader info, const std::string& instance, const std::string& role);
+
 // Names the actor handles in node_actor's interface for CAF (the hello carries the front's sinks;
 // remote_actor checks the interface by these names). Call it with register_message_types on the
 // config of every actor system that runs or connects to a node.

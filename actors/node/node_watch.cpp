@@ -122,9 +122,7 @@ caf::behavior watch_fun(watch_ptr self, std::vector<WatchedInstance> watched, st
 }  // namespace
 
 std::string node_mismatch(schema::NodeInfo::Reader then, schema::NodeInfo::Reader now) {
-  if (now.getProtocol() != then.getProtocol()) return "it speaks node protocol " + std::to_string(now.getProtocol());
-  if (now.getInstance() != then.getInstance()) return "it serves instance '" + std::string(now.getInstance()) + "'";
-  if (now.getRole() != then.getRole()) return "it serves role " + std::string(now.getRole());
+  if (Status serves = node_serves(now, std::string(then.getInstance()), std::string(then.getRole())); !serves.is_ok()) return serves.message();
   if (now.getArch() != then.getArch() || now.getVocabSize() != then.getVocabSize() ||
       now.getKvPageBytes() != then.getKvPageBytes())
     return "it serves another model or KV layout (" + std::string(now.getArch()) + ", " +

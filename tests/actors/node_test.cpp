@@ -310,7 +310,7 @@ TEST_F(NodeCluster, MisconfigurationsFailClearly) {
   o.topology.instances[1].role = "prefill";
   auto role = Engine::create(o);
   ASSERT_FALSE(role.has_value());
-  EXPECT_NE(role.status().message().find("with role both, this topology says decode"), std::string::npos) << role.status().message();
+  EXPECT_NE(role.status().message().find("with role both, the front's topology says decode"), std::string::npos) << role.status().message();
 
   NodeOptions no;
   no.engine = testing::test_engine_options(model(), 1);
