@@ -184,6 +184,7 @@ Status parse_executors(const YAML::Node& e, const std::string& where, std::vecto
                                 .read("device", ex.device)
                                 .read("threads", ex.threads)
                                 .read("tp", ex.tp)
+                                .read("expert_parallel", ex.expert_parallel)
                                 .read("step_path", ex.step_path)
                                 .read("weights", ex.weights)
                                 .read("roofline", ex.roofline)

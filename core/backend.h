@@ -105,6 +105,10 @@ struct MoeRouting {
   MoeGroupScore group_score = MoeGroupScore::none;
   float scale = 1.0f;             // multiplies the weights (routed_scaling_factor)
   Tensor bias;                    // [E] f32 added to the scores for selection only; empty = none
+  // Expert parallelism: the ids moe_route writes are relative to this rank's first expert
+  // (id - first_expert), so the ids of the experts a rank holds fall in [0, its expert count) and
+  // the others outside it, which moe_experts skips. 0 without expert parallelism.
+  int first_expert = 0;
 };
 
 // MLA (DeepSeek multi-head latent attention) shapes: H query heads; each KV cache row (one per
@@ -216,7 +220,8 @@ class Backend {
   //   (top2_sum) c; only the experts of the topk_group best groups may be chosen;
   //   ids[t, 0..k) = the k allowed experts of largest c in descending order, the lowest index first
   //   among equal c (torch.topk's order); weights[t, j] = s[ids[t, j]] (the bias only selects),
-  //   divided by the sum of the k when normalize, times scale.
+  //   divided by the sum of the k when normalize, times scale;
+  //   then ids[t, j] -= first_expert (expert parallelism; the choice is over all E experts).
   // router_logits [n, E] f32, ids [n, k] i32, weights [n, k] f32; r.k <= the allowed experts.
   virtual void moe_route(const Tensor& router_logits, const MoeRouting& r, const Tensor& ids,
                          const Tensor& weights) {
@@ -233,8 +238,10 @@ class Backend {
   //   out[t] = sum_j weights[t, j] * down_e · (silu(gate_e · x[t]) * (up_e · x[t])), e = ids[t, j].
   // x [n, d] and out [n, d] activations; gate_up [E * 2I, d] prepared (not fp8): expert e's rows
   // [2eI, 2eI + I) are its gate rows and [2eI + I, 2(e+1)I) its up rows; down [E * d, I]: expert
-  // e's rows [e d, (e+1) d); ids and weights [n, k] as moe_route leaves them (ids in [0, E));
-  // workspace of at least moe_workspace_bytes(n, k, d, I) bytes of this backend's memory. The
+  // e's rows [e d, (e+1) d); ids and weights [n, k] as moe_route leaves them. An id outside
+  // [0, E) names an expert another expert-parallel rank holds: its term is skipped (a token none
+  // of whose experts are here gets out[t] = 0), and the ranks' outputs are summed by the
+  // caller's all-reduce. workspace of at least moe_workspace_bytes(n, k, d, I) bytes of this backend's memory. The
   // k terms of a token are added in slot order j = 0..k-1, whatever the grouping of the step's
   // tokens by expert (on the CPU an expert's matmul still takes the BLAS path from kBlasMinRows
   // rows, as any matmul does). No backend reads the routing back to the host inside the op on a

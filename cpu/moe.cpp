@@ -136,7 +136,7 @@ void moe_route(const CpuContext& c, const Tensor& router_logits, const MoeRoutin
       for (int j = 0; j < k; ++j) {
         const int32_t ex = order[static_cast<size_t>(j)];
         const float w = r.normalize ? p[static_cast<size_t>(ex)] / top : p[static_cast<size_t>(ex)];
-        ids.as<int32_t>()[t * k + j] = ex;
+        ids.as<int32_t>()[t * k + j] = ex - r.first_expert;
         weights.as<float>()[t * k + j] = w * r.scale;
       }
     }
@@ -158,30 +158,32 @@ void moe_experts(const CpuContext& c, const Tensor& x, const Tensor& gate_up, co
                 "moe_experts: workspace of moe_workspace_bytes");
   if (n == 0) return;
   const int32_t* id = ids.as<const int32_t>();
-  // Pairs p = t * k + j ordered by expert (stable: by token within an expert); slot_of[p] is
-  // where pair p's rows sit in the grouped order.
+  // Pairs p = t * k + j of the experts held here, ordered by expert (stable: by token within an
+  // expert); slot_of[p] is where pair p's rows sit in the grouped order, -1 for a pair whose
+  // expert another expert-parallel rank holds.
+  auto here = [&](int64_t p) { return id[p] >= 0 && id[p] < n_experts; };
   std::vector<int64_t> start(static_cast<size_t>(n_experts) + 1, 0);
-  for (int64_t p = 0; p < pairs; ++p) {
-    BRIGADE_CHECK(id[p] >= 0 && id[p] < n_experts, "moe_experts: expert id in [0, E)");
-    ++start[static_cast<size_t>(id[p]) + 1];
-  }
+  for (int64_t p = 0; p < pairs; ++p)
+    if (here(p)) ++start[static_cast<size_t>(id[p]) + 1];
   std::partial_sum(start.begin(), start.end(), start.begin());
-  std::vector<int64_t> fill(start.begin(), start.end() - 1), slot_of(static_cast<size_t>(pairs));
-  for (int64_t p = 0; p < pairs; ++p) slot_of[static_cast<size_t>(p)] = fill[static_cast<size_t>(id[p])]++;
+  const int64_t local = start.back();
+  std::vector<int64_t> fill(start.begin(), start.end() - 1), slot_of(static_cast<size_t>(pairs), -1);
+  for (int64_t p = 0; p < pairs; ++p)
+    if (here(p)) slot_of[static_cast<size_t>(p)] = fill[static_cast<size_t>(id[p])]++;
   const MoeWorkspace w = split_workspace(workspace, pairs, d, inter);
   const float* xp = x.as<const float>();
   c.pool->parallel_for(pairs, std::max<int64_t>(1, 16384 / d), [&](int64_t b, int64_t e, int) {
     for (int64_t p = b; p < e; ++p)
-      std::copy_n(xp + (p / k) * d, d, w.xs + slot_of[static_cast<size_t>(p)] * d);
+      if (slot_of[static_cast<size_t>(p)] >= 0) std::copy_n(xp + (p / k) * d, d, w.xs + slot_of[static_cast<size_t>(p)] * d);
   });
-  if (pairs < kBlasMinRows) {
+  if (local < kBlasMinRows) {
     // No expert can reach the BLAS path: the same kernels matmul would run, in two dispatches.
     project_grouped(c, start, gate_up, 2 * inter, w.xs, w.gate_up);
-    for (int64_t p = 0; p < pairs; ++p)
+    for (int64_t p = 0; p < local; ++p)
       c.kernels->silu_mul(w.gate_up + p * 2 * inter, w.gate_up + p * 2 * inter + inter, w.act + p * inter, inter);
     project_grouped(c, start, down, d, w.act, w.ys);
   }
-  for (int64_t ex = 0; ex < n_experts && pairs >= kBlasMinRows; ++ex) {
+  for (int64_t ex = 0; ex < n_experts && local >= kBlasMinRows; ++ex) {
     const int64_t s0 = start[static_cast<size_t>(ex)], rows = start[static_cast<size_t>(ex) + 1] - s0;
     if (rows == 0) continue;
     const Tensor xs(w.xs + s0 * d, DType::f32, {rows, d});
@@ -198,8 +200,8 @@ void moe_experts(const CpuContext& c, const Tensor& x, const Tensor& gate_up, co
       float* o = out.as<float>() + t * d;
       std::fill_n(o, d, 0.0f);
       for (int64_t j = 0; j < k; ++j) {
-        const int64_t p = t * k + j;
-        c.kernels->scale_axpy(o, 1.0f, wt[p], w.ys + slot_of[static_cast<size_t>(p)] * d, d);
+        const int64_t p = t * k + j, slot = slot_of[static_cast<size_t>(p)];
+        if (slot >= 0) c.kernels->scale_axpy(o, 1.0f, wt[p], w.ys + slot * d, d);
       }
     }
   });

@@ -353,6 +353,7 @@ class CudaBackendImpl final : public CudaBackend {
     a.topk_group = r.topk_group;
     a.group_score = grouped ? static_cast<int>(r.group_score) : 0;
     a.scale = r.scale;
+    a.first_expert = r.first_expert;
     a.ids = ids.as<int32_t>();
     a.weights = weights.as<float>();
     bind();

@@ -118,6 +118,7 @@ struct RouteArgs {
   int topk_group = 1;
   int group_score = 0;  // 0 none, 1 max, 2 top-2 sum
   float scale = 1.0f;
+  int first_expert = 0;     // ids are written relative to it (MoeRouting::first_expert)
   int32_t* ids = nullptr;   // [n, k]
   float* weights = nullptr; // [n, k]
 };

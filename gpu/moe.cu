@@ -8,7 +8,8 @@
 //      (token, slot) pairs routed to e by scanning ids, and writes act[pair] = silu(g) * u (bf16);
 //   2. down: a block owns (expert e, a tile of the d output rows), the same pairs, and writes each
 //      pair's expert output ys[pair] (f32);
-//   3. combine: one block per token sums its k outputs in slot order, times their weights.
+//   3. combine: one block per token sums its k outputs in slot order, times their weights
+//      (under expert parallelism only the slots whose expert this rank holds: core/backend.h).
 // Each expert's weight rows are read from memory once per step by the blocks that own them (and
 // reused from L1 for every token that chose the expert), so a step reads the distinct experts its
 // tokens touched; the products themselves are warp dot products on CUDA cores (no tensor cores).
@@ -96,7 +97,7 @@ __global__ void route_kernel(RouteArgs a) {
     if (threadIdx.x == 0) {
       for (int w = 1; w < n_warps; ++w)
         if (better(best_v[w], best_i[w], bv, bi)) bv = best_v[w], bi = best_i[w];
-      a.ids[t * k + j] = bi;
+      a.ids[t * k + j] = bi - a.first_expert;  // relative to this expert-parallel rank's experts
       a.weights[t * k + j] = p[bi];  // the unbiased score
       top += p[bi];
       excluded[bi] = 1;
@@ -162,12 +163,18 @@ __global__ void experts_down_kernel(const bf16* act, const bf16* down, const int
   });
 }
 
-// out [n, d] bf16 = sum over j in slot order of weights[t, j] * ys[t * k + j].
-__global__ void experts_combine_kernel(const float* ys, const float* weights, int k, int64_t d, bf16* out) {
+// out [n, d] bf16 = sum over j in slot order of weights[t, j] * ys[t * k + j], over the slots
+// whose expert this rank holds (ids in [0, n_experts); expert parallelism leaves the others to
+// other ranks, and their ys rows unwritten).
+__global__ void experts_combine_kernel(const float* ys, const float* weights, const int32_t* ids, int n_experts, int k,
+                                       int64_t d, bf16* out) {
   const int64_t t = blockIdx.x;
   for (int64_t h = threadIdx.x; h < d; h += blockDim.x) {
     float acc = 0.0f;
-    for (int j = 0; j < k; ++j) acc = fmaf(weights[t * k + j], ys[(t * k + j) * d + h], acc);
+    for (int j = 0; j < k; ++j) {
+      const int32_t e = ids[t * k + j];
+      if (e >= 0 && e < n_experts) acc = fmaf(weights[t * k + j], ys[(t * k + j) * d + h], acc);
+    }
     out[t * d + h] = __float2bfloat16_rn(acc);
   }
 }
@@ -204,7 +211,8 @@ void launch_moe_experts(const void* x, const void* gate_up, const void* down, co
   const dim3 down_grid(static_cast<unsigned>(n_experts), ceil_div(d, kRowsPerBlock));
   experts_down_kernel<<<down_grid, kThreads, 0, stream>>>(act, static_cast<const bf16*>(down), ids, pairs, d, inter, ys);
   BRIGADE_CUDA_CHECK_LAUNCH();
-  experts_combine_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(ys, weights, k, d, static_cast<bf16*>(out));
+  experts_combine_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(ys, weights, ids, n_experts, k, d,
+                                                                            static_cast<bf16*>(out));
   BRIGADE_CUDA_CHECK_LAUNCH();
 }
 

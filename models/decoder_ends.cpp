@@ -9,9 +9,10 @@ Status DecoderEnds::load_embedding(WeightLoader& w, const ModelConfig& c) {
 
 Status DecoderEnds::load_head(WeightLoader& w, const ModelConfig& c, bool with_head) {
   BRIGADE_ASSIGN_OR_RETURN(final_norm, w.vector_f32({"model.norm.weight"}, {c.hidden_size}));
-  if (!c.tie_embeddings && with_head) {
-    BRIGADE_ASSIGN_OR_RETURN(lm_head, w.table("lm_head.weight", c.vocab_size, c.hidden_size));
-  }
+  if (c.tie_embeddings) return Status::ok();
+  if (!with_head)  // checked and counted, so every tensor-parallel rank reports the model's size
+    return w.skip("lm_head.weight", {c.vocab_size, c.hidden_size});
+  BRIGADE_ASSIGN_OR_RETURN(lm_head, w.table("lm_head.weight", c.vocab_size, c.hidden_size));
   return Status::ok();
 }
 

@@ -5,12 +5,14 @@
 #include <string>
 #include <vector>
 
+#include "core/communicator.h"
 #include "models/decoder_ends.h"
 #include "models/load_progress.h"
 #include "models/moe_block.h"
 #include "models/rope_scaling.h"
 #include "models/step_check.h"
 #include "models/step_inputs.h"
+#include "models/tensor_parallel.h"
 #include "models/weight_loader.h"
 
 namespace brigade {
@@ -63,8 +65,14 @@ std::string layer_name(int l, const char* suffix) { return "model.layers." + std
 class DeepseekModel final : public Model {
  public:
   DeepseekModel(const ModelConfig& config, Backend& backend, const LoadOptions& options)
-      : config_(config), backend_(backend), options_(options) {
-    mla_ = {config.n_heads, config.kv_lora_rank, config.qk_rope_head_dim};
+      : config_(config), backend_(backend), options_(options), comm_(options.communicator) {
+    if (comm_ != nullptr) rank_ = comm_->rank(), size_ = comm_->size();
+    // Tensor parallelism: rank r holds query heads [r H/size, (r+1) H/size) with their rows of
+    // q_b_proj and kv_b_proj (W_UK, W_UV) and o_proj's matching columns; the latent projections
+    // (q_a, kv_a) and so the latent KV cache are the same on every rank.
+    mla_ = {config.n_heads / size_, config.kv_lora_rank, config.qk_rope_head_dim};
+    inter_ = config.intermediate_size / size_;
+    moe_ = moe_shard(config, rank_, size_, options.expert_parallel);
   }
 
   Status load(const Checkpoint& ck);
@@ -84,13 +92,19 @@ class DeepseekModel final : public Model {
   Status load_attention(WeightLoader& w, int l, MlaBlock& a);
   Status load_layer(WeightLoader& w, int l, DeepseekLayer& layer);
   Status allocate_scratch();
-  void run_attention(const MlaBlock& a, const KvLayer& cache, const AttentionMeta& meta, int n);
-  void run_mlp(const DeepseekLayer& layer, int n);
+  Status run_attention(const MlaBlock& a, const KvLayer& cache, const AttentionMeta& meta, int n);
+  Status run_mlp(const DeepseekLayer& layer, int n);
+  // Sums a block's partial output over the tensor-parallel ranks (nothing to do without TP).
+  Status reduce(const Tensor& delta) { return comm_ != nullptr ? comm_->all_reduce_sum(delta) : Status::ok(); }
 
   ModelConfig config_;
   Backend& backend_;
   LoadOptions options_;
-  MlaLayout mla_;
+  Communicator* comm_;  // nullptr without tensor parallelism
+  int rank_ = 0, size_ = 1;
+  MlaLayout mla_;       // this rank's heads
+  int64_t inter_ = 0;   // this rank's columns of a dense MLP
+  MoeShard moe_;        // this rank's part of the sparse layers
   RopeConfig rope_;  // over the qk_rope_head_dim dims of q_pe's H heads and k_pe's one
   DecoderEnds ends_;
   std::vector<DeepseekLayer> layers_;
@@ -106,6 +120,7 @@ Status DeepseekModel::load_attention(WeightLoader& w, int l, MlaBlock& a) {
   const auto& c = config_;
   const int64_t hidden = c.hidden_size, h = c.n_heads, r = c.kv_lora_rank;
   const int64_t dn = c.qk_nope_head_dim, dr = c.qk_rope_head_dim, dv = c.v_head_dim, dq = dn + dr;
+  const Slice heads{int64_t{rank_} * mla_.n_heads, mla_.n_heads};
   std::string q_name = layer_name(l, "self_attn.q_proj.weight");
   int64_t q_in = hidden;
   if (c.q_lora_rank > 0) {
@@ -114,16 +129,17 @@ Status DeepseekModel::load_attention(WeightLoader& w, int l, MlaBlock& a) {
     BRIGADE_ASSIGN_OR_RETURN(a.q_a, w.matrix(layer_name(l, "self_attn.q_a_proj.weight"), q_in, hidden));
     BRIGADE_ASSIGN_OR_RETURN(a.q_a_norm, w.vector_f32({layer_name(l, "self_attn.q_a_layernorm.weight")}, {q_in}));
   }
-  BRIGADE_ASSIGN_OR_RETURN(a.q_nope, w.row_blocks(q_name, h * dq, q_in, dq, {0, dn}));
-  BRIGADE_ASSIGN_OR_RETURN(a.q_pe, w.row_blocks(q_name, h * dq, q_in, dq, {dn, dr}));
+  BRIGADE_ASSIGN_OR_RETURN(a.q_nope, w.row_blocks(q_name, h * dq, q_in, dq, {0, dn}, false, heads));
+  BRIGADE_ASSIGN_OR_RETURN(a.q_pe, w.row_blocks(q_name, h * dq, q_in, dq, {dn, dr}, false, heads));
   const std::string kv_a = layer_name(l, "self_attn.kv_a_proj_with_mqa.weight");
   BRIGADE_ASSIGN_OR_RETURN(a.kv_a_latent, w.matrix(kv_a, r + dr, hidden, {0, r}));
   BRIGADE_ASSIGN_OR_RETURN(a.kv_a_pe, w.matrix(kv_a, r + dr, hidden, {r, dr}));
   BRIGADE_ASSIGN_OR_RETURN(a.kv_a_norm, w.vector_f32({layer_name(l, "self_attn.kv_a_layernorm.weight")}, {r}));
   const std::string kv_b = layer_name(l, "self_attn.kv_b_proj.weight");
-  BRIGADE_ASSIGN_OR_RETURN(a.w_uk, w.row_blocks(kv_b, h * (dn + dv), r, dn + dv, {0, dn}, /*transpose_blocks=*/true));
-  BRIGADE_ASSIGN_OR_RETURN(a.w_uv, w.row_blocks(kv_b, h * (dn + dv), r, dn + dv, {dn, dv}));
-  BRIGADE_ASSIGN_OR_RETURN(a.o, w.matrix(layer_name(l, "self_attn.o_proj.weight"), hidden, h * dv));
+  BRIGADE_ASSIGN_OR_RETURN(a.w_uk, w.row_blocks(kv_b, h * (dn + dv), r, dn + dv, {0, dn}, /*transpose_blocks=*/true, heads));
+  BRIGADE_ASSIGN_OR_RETURN(a.w_uv, w.row_blocks(kv_b, h * (dn + dv), r, dn + dv, {dn, dv}, false, heads));
+  BRIGADE_ASSIGN_OR_RETURN(a.o, w.matrix(layer_name(l, "self_attn.o_proj.weight"), hidden, h * dv, {},
+                                         {heads.begin * dv, heads.size * dv}));
   return Status::ok();
 }
 
@@ -134,14 +150,15 @@ Status DeepseekModel::load_layer(WeightLoader& w, int l, DeepseekLayer& layer) {
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, w.vector_f32({layer_name(l, "post_attention_layernorm.weight")}, {hidden}));
   BRIGADE_RETURN_IF_ERROR(load_attention(w, l, layer.attn));
   if (c.is_moe_layer(l)) {
-    BRIGADE_ASSIGN_OR_RETURN(layer.moe, load_moe_block(w, c, l));
+    BRIGADE_ASSIGN_OR_RETURN(layer.moe, load_moe_block(w, c, l, moe_));
     expert_params_ += int64_t{3} * c.n_experts * c.moe_intermediate_size * hidden;
     expert_bytes_ += static_cast<int64_t>(layer.moe.gate_up.tensor.nbytes() + layer.moe.down.tensor.nbytes());
     return Status::ok();
   }
+  const Slice cols{rank_ * inter_, inter_};
   BRIGADE_ASSIGN_OR_RETURN(layer.gate_up, w.fused({layer_name(l, "mlp.gate_proj.weight"), layer_name(l, "mlp.up_proj.weight")},
-                                                  {inter, inter}, hidden));
-  BRIGADE_ASSIGN_OR_RETURN(layer.down, w.matrix(layer_name(l, "mlp.down_proj.weight"), hidden, inter));
+                                                  {inter, inter}, hidden, {cols, cols}));
+  BRIGADE_ASSIGN_OR_RETURN(layer.down, w.matrix(layer_name(l, "mlp.down_proj.weight"), hidden, inter, {}, cols));
   return Status::ok();
 }
 
@@ -152,7 +169,7 @@ Status DeepseekModel::load(const Checkpoint& ck) {
   BRIGADE_RETURN_IF_ERROR(load_layers_with_progress(
       ck.path(), c.n_layers, options_.progress,
       [&](int l) { return load_layer(w, l, layers_.emplace_back()); }, [&] { return w.n_bytes(); }));
-  BRIGADE_RETURN_IF_ERROR(ends_.load_head(w, c, /*with_head=*/true));
+  BRIGADE_RETURN_IF_ERROR(ends_.load_head(w, c, /*with_head=*/rank_ == 0));  // only rank 0 computes logits
   n_params_ = w.n_params();
   weight_bytes_ = w.n_bytes();
   rope_.style = c.rope_style;
@@ -167,7 +184,7 @@ Status DeepseekModel::load(const Checkpoint& ck) {
 Status DeepseekModel::allocate_scratch() {
   const auto& c = config_;
   const DType a = backend_.activation_dtype();
-  const int64_t t = options_.max_batch_tokens, hidden = c.hidden_size, h = c.n_heads, r = c.kv_lora_rank;
+  const int64_t t = options_.max_batch_tokens, hidden = c.hidden_size, h = mla_.n_heads, r = c.kv_lora_rank;
   Scratch& s = scratch_;
   auto make = [&](OwnedTensor& dst, int64_t cols) -> Status {
     BRIGADE_ASSIGN_OR_RETURN(dst, alloc_tensor(backend_, a, t, cols));
@@ -187,16 +204,16 @@ Status DeepseekModel::allocate_scratch() {
   BRIGADE_RETURN_IF_ERROR(make(s.o_lat, h * r));
   BRIGADE_RETURN_IF_ERROR(make(s.attn, h * c.v_head_dim));
   if (c.n_moe_layers() < c.n_layers) {
-    BRIGADE_RETURN_IF_ERROR(make(s.gate_up, 2 * int64_t{c.intermediate_size}));
-    BRIGADE_RETURN_IF_ERROR(make(s.act, c.intermediate_size));
+    BRIGADE_RETURN_IF_ERROR(make(s.gate_up, 2 * inter_));
+    BRIGADE_RETURN_IF_ERROR(make(s.act, inter_));
   }
   if (c.n_moe_layers() > 0) {
-    BRIGADE_ASSIGN_OR_RETURN(s.moe, allocate_moe_scratch(backend_, c, t));
+    BRIGADE_ASSIGN_OR_RETURN(s.moe, allocate_moe_scratch(backend_, c, moe_, t));
   }
   return ints_.allocate(backend_, t);
 }
 
-void DeepseekModel::run_attention(const MlaBlock& a, const KvLayer& cache, const AttentionMeta& meta, int n) {
+Status DeepseekModel::run_attention(const MlaBlock& a, const KvLayer& cache, const AttentionMeta& meta, int n) {
   const Scratch& s = scratch_;
   const Tensor normed = s.normed.tensor.rows(0, n);
   Tensor q_in = normed;
@@ -222,18 +239,20 @@ void DeepseekModel::run_attention(const MlaBlock& a, const KvLayer& cache, const
   backend_.mla_attention(q_lat, q_pe, mla_, cache, meta, config_.attn_scale, o_lat);
   backend_.head_matmul(o_lat, a.w_uv.tensor, mla_.n_heads, attn);
   backend_.matmul(attn, a.o.tensor, Tensor(), s.delta.tensor.rows(0, n));
+  return reduce(s.delta.tensor.rows(0, n));
 }
 
-void DeepseekModel::run_mlp(const DeepseekLayer& layer, int n) {
+Status DeepseekModel::run_mlp(const DeepseekLayer& layer, int n) {
   const Tensor normed = scratch_.normed.tensor.rows(0, n), delta = scratch_.delta.tensor.rows(0, n);
   if (!layer.moe.empty()) {
-    run_moe_block(backend_, config_, layer.moe, scratch_.moe, normed, delta);
-    return;
+    run_moe_block(backend_, config_, moe_, layer.moe, scratch_.moe, normed, delta);
+    return reduce(delta);
   }
   const Tensor gate_up = scratch_.gate_up.tensor.rows(0, n), act = scratch_.act.tensor.rows(0, n);
   backend_.matmul(normed, layer.gate_up.tensor, Tensor(), gate_up);
   backend_.silu_mul(gate_up, act);
   backend_.matmul(act, layer.down.tensor, Tensor(), delta);
+  return reduce(delta);
 }
 
 Status DeepseekModel::forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
@@ -241,6 +260,11 @@ Status DeepseekModel::forward(const StepBatch& batch, const KvCache& kv, const T
                           config_.n_layers, 1, mla_.row_width()};
   if (!kv.layout().latent)
     return invalid_argument("a DeepSeek (MLA) model needs its latent KV layout (Model::kv_layout)");
+  // Checked before the first collective, as check_step is, so a refused step never leaves a peer
+  // waiting.
+  if (rank_ != 0 && !batch.logit_rows.empty())
+    return invalid_argument("tensor-parallel rank " + std::to_string(rank_) +
+                            " computes no logits (rank 0 does): pass a step without logit rows");
   BRIGADE_ASSIGN_OR_RETURN(StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
   BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch));
   const int n = batch.n_tokens();
@@ -253,9 +277,9 @@ Status DeepseekModel::forward(const StepBatch& batch, const KvCache& kv, const T
     const DeepseekLayer& layer = layers_[static_cast<size_t>(l)];
     if (l == 0) backend_.rms_norm(residual, layer.attn_norm.tensor, config_.rms_eps, normed);
     else backend_.add_rms_norm(residual, delta, layer.attn_norm.tensor, config_.rms_eps, normed);
-    run_attention(layer.attn, kv.layer(l), meta, n);
+    BRIGADE_RETURN_IF_ERROR(run_attention(layer.attn, kv.layer(l), meta, n));
     backend_.add_rms_norm(residual, delta, layer.mlp_norm.tensor, config_.rms_eps, normed);
-    run_mlp(layer, n);
+    BRIGADE_RETURN_IF_ERROR(run_mlp(layer, n));
   }
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size());
   if (r == 0) return Status::ok();
@@ -271,20 +295,23 @@ Status DeepseekModel::forward(const StepBatch& batch, const KvCache& kv, const T
 StepCost DeepseekModel::step_cost(const StepBatch& b, double kv_bytes_per_token) const {
   const double n = b.n_tokens(), rows = static_cast<double>(b.logit_rows.size());
   const double table = static_cast<double>(config_.vocab_size) * config_.hidden_size;
+  // Per rank under tensor parallelism: 1/size of the linear layers' work (the latent projections,
+  // replicated on every rank, are counted split too: a small overcount of the split), and the
+  // experts it holds (MoeShard).
   const double linear_params = static_cast<double>(n_params_) - table - (config_.tie_embeddings ? 0.0 : table);
-  const double e = config_.n_experts, k = config_.n_experts_per_tok;
-  const double dense_params = linear_params - static_cast<double>(expert_params_) * (1.0 - k / e);
-  const double touched = std::min(e, n * k) / e;
+  const double e = config_.n_experts, k = config_.n_experts_per_tok, held = moe_.n_experts;
+  const double dense_params = (linear_params - static_cast<double>(expert_params_) * (1.0 - k / e)) / size_;
+  const double touched = std::min(held, n * k) / held;
   const AttentionWork work = attention_work(b, 0);
   const double per_pair = 2.0 * (mla_.row_width() + mla_.kv_lora_rank);
   StepCost c;
-  c.flops = 2.0 * dense_params * n + 2.0 * table * rows + per_pair * config_.n_layers * config_.n_heads * work.pairs;
+  c.flops = 2.0 * dense_params * n + 2.0 * table * rows + per_pair * config_.n_layers * mla_.n_heads * work.pairs;
   c.bytes = static_cast<double>(weight_bytes_) - static_cast<double>(expert_bytes_) * (1.0 - touched) -
             ends_.loaded_bytes() + ends_.step_bytes(config_, n, rows > 0) + kv_bytes_per_token * (work.kv_read + n);
   return c;
 }
 
-// The ops DeepSeek needs, its weight type, and no tensor parallelism.
+// The ops DeepSeek needs, its weight type, and a tensor-parallel size that splits it evenly.
 Status check_deepseek_support(const ModelConfig& c, const Backend& backend, const LoadOptions& options) {
   if (options.max_batch_tokens < 1)
     return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
@@ -298,10 +325,7 @@ Status check_deepseek_support(const ModelConfig& c, const Backend& backend, cons
       *options.weight_dtype != DType::f16)
     return unsupported(std::string("weight dtype ") + dtype_name(*options.weight_dtype) +
                        " is not supported; supported: f32, f16, bf16");
-  if (options.communicator != nullptr && options.communicator->size() > 1)
-    return unsupported("tensor parallelism (tp=" + std::to_string(options.communicator->size()) +
-                       ") is not supported for " + c.arch + "; run it with tp: 1 (expert parallelism is not built)");
-  return Status::ok();
+  return check_tensor_parallel(c, options, /*split_kv_heads=*/false);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "models/load_progress.h"
 #include "models/decoder_ends.h"
 #include "models/moe_block.h"
+#include "models/tensor_parallel.h"
 #include "models/rope_scaling.h"
 #include "models/step_check.h"
 #include "models/step_inputs.h"
@@ -39,6 +40,7 @@ struct Shard {
   int size = 1;
   QkvLayout qkv;     // this rank's heads
   int64_t inter = 0; // this rank's intermediate columns
+  MoeShard moe;      // this rank's part of the sparse layers (its experts, or its columns of each)
   Slice q_rows() const { return {int64_t{rank} * qkv.q_width(), qkv.q_width()}; }
   Slice kv_rows() const { return {int64_t{rank} * qkv.kv_width(), qkv.kv_width()}; }
   Slice inter_rows() const { return {rank * inter, inter}; }
@@ -78,6 +80,7 @@ class LlamaModel final : public Model {
     }
     shard_.qkv = {config.n_heads / shard_.size, config.n_kv_heads / shard_.size, config.head_dim};
     shard_.inter = config.intermediate_size / shard_.size;
+    shard_.moe = moe_shard(config, shard_.rank, shard_.size, options.expert_parallel);
   }
 
   Status load(const Checkpoint& ck);
@@ -120,14 +123,15 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
   const double table = static_cast<double>(config_.vocab_size) * config_.hidden_size;
   const int window = config_.sliding_window;
   // n_params counts the whole checkpoint on every rank; a rank's linear layers are 1/size of it.
-  const double linear_params = (static_cast<double>(n_params_) - table - (config_.tie_embeddings ? 0.0 : table)) / shard_.size;
-  // Sparse layers: a token runs k of the E experts (flops), and the step reads the experts its
-  // tokens chose, at most min(E, n * k) per layer: that upper bound is what is counted, since
-  // the routing is not known before the step.
-  const double n_experts = config_.n_experts;
+  const double linear_params = static_cast<double>(n_params_) - table - (config_.tie_embeddings ? 0.0 : table);
+  // Sparse layers: a token runs k of the E experts (flops; a rank runs 1/size of that, by columns
+  // or, with expert parallelism, on average by experts), and the step reads the experts its
+  // tokens chose, at most min(E', n * k) of the E' experts a rank holds per layer: that upper
+  // bound is what is counted, since the routing is not known before the step.
+  const double n_experts = config_.n_experts, held = shard_.moe.n_experts;
   const double active = n_experts > 0 ? config_.n_experts_per_tok / n_experts : 0.0;
-  const double touched = n_experts > 0 ? std::min(n_experts, n * config_.n_experts_per_tok) / n_experts : 0.0;
-  const double dense_params = linear_params - static_cast<double>(expert_params_) * (1.0 - active);
+  const double touched = held > 0 ? std::min(held, n * config_.n_experts_per_tok) / held : 0.0;
+  const double dense_params = (linear_params - static_cast<double>(expert_params_) * (1.0 - active)) / shard_.size;
   const AttentionWork work = attention_work(b, window);
   const double pairs = work.pairs, kv_read = work.kv_read;
   StepCost c;
@@ -167,7 +171,7 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.k_norm, w.vector_f32({layer_name(l, "self_attn.k_norm.weight")}, {c.head_dim}));
   }
   if (c.is_moe_layer(l)) {
-    BRIGADE_ASSIGN_OR_RETURN(layer.moe, load_moe_block(w, c, l));
+    BRIGADE_ASSIGN_OR_RETURN(layer.moe, load_moe_block(w, c, l, s.moe));
     expert_params_ += int64_t{3} * c.n_experts * c.moe_intermediate_size * hidden;
     expert_bytes_ += static_cast<int64_t>(layer.moe.gate_up.tensor.nbytes() + layer.moe.down.tensor.nbytes());
     return Status::ok();
@@ -216,7 +220,7 @@ Status LlamaModel::allocate_scratch() {
   }
   BRIGADE_ASSIGN_OR_RETURN(s.selected, alloc_tensor(backend_, a, t, hidden));
   if (c.n_moe_layers() > 0) {
-    BRIGADE_ASSIGN_OR_RETURN(s.moe, allocate_moe_scratch(backend_, c, t));
+    BRIGADE_ASSIGN_OR_RETURN(s.moe, allocate_moe_scratch(backend_, c, shard_.moe, t));
   }
   return ints_.allocate(backend_, t);
 }
@@ -240,10 +244,10 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
 }
 
 Status LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
-  if (!layer.moe.empty()) {  // no tensor parallelism with experts (check_tensor_parallel)
-    run_moe_block(backend_, config_, layer.moe, scratch_.moe, scratch_.normed.tensor.rows(0, n),
+  if (!layer.moe.empty()) {
+    run_moe_block(backend_, config_, shard_.moe, layer.moe, scratch_.moe, scratch_.normed.tensor.rows(0, n),
                   scratch_.delta.tensor.rows(0, n));
-    return Status::ok();
+    return reduce(scratch_.delta.tensor.rows(0, n));
   }
   const Tensor gate_up = scratch_.gate_up.tensor.rows(0, n);
   const Tensor act = scratch_.act.tensor.rows(0, n);
@@ -299,24 +303,6 @@ Status check_weight_dtype(std::optional<DType> want, const Backend& backend) {
   return Status::ok();
 }
 
-// Every rank must hold whole heads and an equal share of the MLP.
-Status check_tensor_parallel(const ModelConfig& c, const Communicator* comm) {
-  if (comm == nullptr) return Status::ok();
-  const int tp = comm->size();
-  if (c.n_moe_layers() > 0 && tp > 1)
-    return unsupported("tensor parallelism (tp=" + std::to_string(tp) + ") is not supported for mixture-of-experts "
-                       "models (" + c.arch + "); run it with tp: 1 (expert parallelism is not built yet)");
-  auto divides = [&](int n) { return c.n_heads % n == 0 && c.n_kv_heads % n == 0 && c.intermediate_size % n == 0; };
-  if (divides(tp)) return Status::ok();
-  std::string valid;
-  for (int n = 1; n <= c.n_kv_heads; ++n)
-    if (divides(n)) valid += (valid.empty() ? "" : ", ") + std::to_string(n);
-  return invalid_argument("tensor parallelism tp=" + std::to_string(tp) + " must divide n_heads (" +
-                          std::to_string(c.n_heads) + "), n_kv_heads (" + std::to_string(c.n_kv_heads) +
-                          ") and intermediate_size (" + std::to_string(c.intermediate_size) +
-                          "); valid tp for this model: " + valid);
-}
-
 // Experts run through Backend::moe_route / moe_experts, in the backend's float weight type.
 Status check_moe_support(const ModelConfig& c, std::optional<DType> want, const Backend& backend) {
   if (c.n_moe_layers() == 0) return Status::ok();
@@ -344,7 +330,7 @@ Expected<std::unique_ptr<Model>> load_llama(const Checkpoint& checkpoint, Backen
     return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
   BRIGADE_RETURN_IF_ERROR(check_moe_support(checkpoint.config(), options.weight_dtype, backend));
   BRIGADE_RETURN_IF_ERROR(check_weight_dtype(options.weight_dtype, backend));
-  BRIGADE_RETURN_IF_ERROR(check_tensor_parallel(checkpoint.config(), options.communicator));
+  BRIGADE_RETURN_IF_ERROR(check_tensor_parallel(checkpoint.config(), options, /*split_kv_heads=*/true));
   auto model = std::make_unique<LlamaModel>(checkpoint.config(), backend, options);
   BRIGADE_RETURN_IF_ERROR(model->load(checkpoint));
   return std::unique_ptr<Model>(std::move(model));

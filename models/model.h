@@ -59,6 +59,11 @@ struct LoadOptions {
   // loads only its shard (attention heads, MLP columns; see docs/architecture.md). Not owned; it
   // must outlive the model. nullptr: the whole model, no collectives.
   Communicator* communicator = nullptr;
+  // Mixture-of-experts layers under tensor parallelism: false cuts every expert by columns over
+  // the ranks (each rank runs every expert, 1/size of it); true gives each rank E/size whole
+  // experts (expert parallelism: a rank runs only the tokens routed to its experts). Attention
+  // and dense layers are split by heads and columns either way; ignored without a communicator.
+  bool expert_parallel = false;
 };
 
 class Model {

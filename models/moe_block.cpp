@@ -7,7 +7,35 @@
 
 namespace brigade {
 
-Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l) {
+MoeShard moe_shard(const ModelConfig& c, int rank, int size, bool expert_parallel) {
+  MoeShard s;
+  const int64_t inter = c.moe_intermediate_size, shared = int64_t{c.n_shared_experts} * inter;
+  s.n_experts = expert_parallel ? c.n_experts / size : c.n_experts;
+  s.first_expert = expert_parallel ? rank * s.n_experts : 0;
+  s.inter = expert_parallel ? inter : inter / size;
+  s.inter_begin = expert_parallel ? 0 : rank * s.inter;
+  s.shared = shared / size;
+  s.shared_begin = rank * s.shared;
+  return s;
+}
+
+bool moe_splits(const ModelConfig& c, int size, bool expert_parallel) {
+  if (c.n_moe_layers() == 0 || size == 1) return true;
+  const int64_t shared = int64_t{c.n_shared_experts} * c.moe_intermediate_size;
+  return (expert_parallel ? c.n_experts % size == 0 : c.moe_intermediate_size % size == 0) && shared % size == 0;
+}
+
+std::string moe_split_fields(const ModelConfig& c, bool expert_parallel) {
+  if (c.n_moe_layers() == 0) return "";
+  std::string f = expert_parallel ? "the routed experts (" + std::to_string(c.n_experts) + ", expert_parallel)"
+                                  : "moe_intermediate_size (" + std::to_string(c.moe_intermediate_size) + ")";
+  if (c.n_shared_experts > 0)
+    f += ", the shared experts' n_shared_experts * moe_intermediate_size (" +
+         std::to_string(int64_t{c.n_shared_experts} * c.moe_intermediate_size) + ")";
+  return f;
+}
+
+Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, const MoeShard& sh) {
   const std::string pre = "model.layers." + std::to_string(l) + ".mlp.";
   const int64_t hidden = c.hidden_size, inter = c.moe_intermediate_size;
   MoeBlock b;
@@ -17,39 +45,52 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l) 
   }
   if (c.n_shared_experts > 0) {
     const int64_t shared = int64_t{c.n_shared_experts} * inter;
+    const Slice cols{sh.shared_begin, sh.shared};
     BRIGADE_ASSIGN_OR_RETURN(b.shared_gate_up, w.fused({pre + "shared_experts.gate_proj.weight",
                                                         pre + "shared_experts.up_proj.weight"},
-                                                       {shared, shared}, hidden));
-    BRIGADE_ASSIGN_OR_RETURN(b.shared_down, w.matrix(pre + "shared_experts.down_proj.weight", hidden, shared));
+                                                       {shared, shared}, hidden, {cols, cols}));
+    BRIGADE_ASSIGN_OR_RETURN(b.shared_down,
+                             w.matrix(pre + "shared_experts.down_proj.weight", hidden, shared, {}, cols));
   }
+  // Of each held expert, its gate rows then its up rows (this rank's columns of I), and its
+  // down_proj's matching columns.
+  const Slice experts{sh.first_expert, sh.n_experts}, cols{sh.inter_begin, sh.inter};
   if (w.has(pre + "experts.gate_up_proj")) {  // transformers 5's fused layout: already ours
-    BRIGADE_ASSIGN_OR_RETURN(b.gate_up, w.stacked(pre + "experts.gate_up_proj", c.n_experts, 2 * inter, hidden));
-    BRIGADE_ASSIGN_OR_RETURN(b.down, w.stacked(pre + "experts.down_proj", c.n_experts, hidden, inter));
+    BRIGADE_ASSIGN_OR_RETURN(b.gate_up, w.stacked(pre + "experts.gate_up_proj", c.n_experts, 2 * inter, hidden, experts,
+                                                  {cols, {inter + sh.inter_begin, sh.inter}}));
+    BRIGADE_ASSIGN_OR_RETURN(b.down, w.stacked(pre + "experts.down_proj", c.n_experts, hidden, inter, experts, {}, cols));
     return b;
   }
   std::vector<std::string> gate_up_names, down_names;
   std::vector<int64_t> gate_up_rows, down_rows;
   for (int e = 0; e < c.n_experts; ++e) {
     const std::string ex = pre + "experts." + std::to_string(e) + ".";
+    if (e < sh.first_expert || e >= sh.first_expert + sh.n_experts) {  // another expert-parallel rank's
+      BRIGADE_RETURN_IF_ERROR(w.skip(ex + "gate_proj.weight", {inter, hidden}));
+      BRIGADE_RETURN_IF_ERROR(w.skip(ex + "up_proj.weight", {inter, hidden}));
+      BRIGADE_RETURN_IF_ERROR(w.skip(ex + "down_proj.weight", {hidden, inter}));
+      continue;
+    }
     gate_up_names.insert(gate_up_names.end(), {ex + "gate_proj.weight", ex + "up_proj.weight"});
     gate_up_rows.insert(gate_up_rows.end(), {inter, inter});
     down_names.push_back(ex + "down_proj.weight");
     down_rows.push_back(hidden);
   }
-  BRIGADE_ASSIGN_OR_RETURN(b.gate_up, w.fused(gate_up_names, gate_up_rows, hidden));
-  BRIGADE_ASSIGN_OR_RETURN(b.down, w.fused(down_names, down_rows, inter));
+  const std::vector<Slice> gate_up_slices(gate_up_names.size(), cols);
+  BRIGADE_ASSIGN_OR_RETURN(b.gate_up, w.fused(gate_up_names, gate_up_rows, hidden, gate_up_slices));
+  BRIGADE_ASSIGN_OR_RETURN(b.down, w.fused(down_names, down_rows, inter, {}, cols));
   return b;
 }
 
-Expected<MoeScratch> allocate_moe_scratch(Backend& backend, const ModelConfig& c, int64_t t) {
+Expected<MoeScratch> allocate_moe_scratch(Backend& backend, const ModelConfig& c, const MoeShard& sh, int64_t t) {
   const int k = c.n_experts_per_tok;
-  const int64_t hidden = c.hidden_size, shared = int64_t{c.n_shared_experts} * c.moe_intermediate_size;
+  const int64_t hidden = c.hidden_size, shared = sh.shared;
   const DType a = backend.activation_dtype();
   MoeScratch s;
   BRIGADE_ASSIGN_OR_RETURN(s.router_logits, alloc_tensor(backend, DType::f32, t, c.n_experts));
   BRIGADE_ASSIGN_OR_RETURN(s.ids, alloc_tensor(backend, DType::i32, t, k));
   BRIGADE_ASSIGN_OR_RETURN(s.weights, alloc_tensor(backend, DType::f32, t, k));
-  const size_t ws = backend.moe_workspace_bytes(t, k, hidden, c.moe_intermediate_size);
+  const size_t ws = backend.moe_workspace_bytes(t, k, hidden, sh.inter);
   BRIGADE_ASSIGN_OR_RETURN(s.workspace, alloc_tensor(backend, DType::u8, 1, static_cast<int64_t>(ws)));
   if (shared > 0) {
     BRIGADE_ASSIGN_OR_RETURN(s.shared_gate_up, alloc_tensor(backend, a, t, 2 * shared));
@@ -59,14 +100,15 @@ Expected<MoeScratch> allocate_moe_scratch(Backend& backend, const ModelConfig& c
   return s;
 }
 
-void run_moe_block(Backend& backend, const ModelConfig& c, const MoeBlock& block, const MoeScratch& s,
-                   const Tensor& normed, const Tensor& delta) {
+void run_moe_block(Backend& backend, const ModelConfig& c, const MoeShard& shard, const MoeBlock& block,
+                   const MoeScratch& s, const Tensor& normed, const Tensor& delta) {
   const int64_t n = normed.dim(0);
   const Tensor logits = s.router_logits.tensor.rows(0, n);
   const Tensor ids = s.ids.tensor.rows(0, n);
   const Tensor weights = s.weights.tensor.rows(0, n);
   MoeRouting routing = c.moe_routing();
   routing.bias = block.bias.tensor;
+  routing.first_expert = shard.first_expert;
   backend.matmul(normed, block.router.tensor, Tensor(), logits);
   backend.moe_route(logits, routing, ids, weights);
   backend.moe_experts(normed, block.gate_up.tensor, block.down.tensor, ids, weights, s.workspace.tensor, delta);

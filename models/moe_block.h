@@ -13,7 +13,30 @@
 
 namespace brigade {
 
-// One sparse layer's weights; E experts, I = moe_intermediate_size.
+// Which part of each sparse layer a tensor-parallel rank holds (docs/architecture.md "Expert
+// parallelism"). Without expert parallelism every rank holds all E experts, each cut to its
+// 1/size of the I intermediate columns (as a dense MLP is); with it, rank r holds E/size whole
+// experts, [r E/size, (r+1) E/size). Either way each rank's output is a partial sum that the
+// layer's all-reduce completes. Shared experts (DeepSeek) are always cut by columns.
+struct MoeShard {
+  int first_expert = 0;    // this rank's experts: [first_expert, first_expert + n_experts)
+  int n_experts = 0;
+  int64_t inter_begin = 0; // this rank's columns of each routed expert: [inter_begin, inter_begin + inter)
+  int64_t inter = 0;
+  int64_t shared_begin = 0;  // this rank's columns of the shared experts' n_shared * I
+  int64_t shared = 0;
+};
+
+// Rank `rank` of `size`'s part of c's sparse layers (the whole of them for size 1). The model's
+// load checks the divisibility first (check_moe_parallel).
+MoeShard moe_shard(const ModelConfig& c, int rank, int size, bool expert_parallel);
+
+// Whether `size` ranks split c's sparse layers evenly (true without sparse layers), and, for a
+// refusal, the fields they must divide with their values, e.g. "moe_intermediate_size (768)".
+bool moe_splits(const ModelConfig& c, int size, bool expert_parallel);
+std::string moe_split_fields(const ModelConfig& c, bool expert_parallel);
+
+// One sparse layer's weights (a rank's part: MoeShard); E experts, I = moe_intermediate_size.
 struct MoeBlock {
   OwnedTensor router;   // [E, hidden] (mlp.gate.weight)
   OwnedTensor bias;     // [E] f32 (mlp.gate.e_score_correction_bias, DeepSeek-V3), or empty
@@ -24,7 +47,7 @@ struct MoeBlock {
   bool empty() const { return router.tensor.empty(); }
 };
 
-// Per-step buffers for up to T tokens, allocated once with the model's scratch.
+// Per-step buffers for up to T tokens, allocated once with the model's scratch (for a rank's part).
 struct MoeScratch {
   OwnedTensor router_logits;  // [T, E] f32
   OwnedTensor ids;            // [T, k] i32
@@ -36,7 +59,8 @@ struct MoeScratch {
 };
 
 // The scratch of up to max_tokens tokens for c's sparse layers.
-Expected<MoeScratch> allocate_moe_scratch(Backend& backend, const ModelConfig& c, int64_t max_tokens);
+Expected<MoeScratch> allocate_moe_scratch(Backend& backend, const ModelConfig& c, const MoeShard& shard,
+                                          int64_t max_tokens);
 
 // Loads layer l's router, model.layers.{l}.mlp.gate.weight [E, hidden], and its experts in either
 // layout: mlp.experts.{e}.{gate,up,down}_proj.weight (what save_pretrained writes, and the Hub's
@@ -44,10 +68,13 @@ Expected<MoeScratch> allocate_moe_scratch(Backend& backend, const ModelConfig& c
 // mlp.experts.gate_up_proj [E, 2I, hidden] and mlp.experts.down_proj [E, hidden, I], which are
 // that layout already. DeepSeek adds mlp.gate.e_score_correction_bias [E] (V3) and
 // mlp.shared_experts.{gate,up,down}_proj.weight. Shapes are checked against the config.
-Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l);
+// Only the rank's part (`shard`) is loaded; the experts other ranks hold are checked and counted
+// (WeightLoader::skip).
+Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, const MoeShard& shard);
 
-// delta [n, hidden] = the sparse block applied to normed [n, hidden] (n <= the scratch's T).
-void run_moe_block(Backend& backend, const ModelConfig& c, const MoeBlock& block, const MoeScratch& s,
-                   const Tensor& normed, const Tensor& delta);
+// delta [n, hidden] = the sparse block applied to normed [n, hidden] (n <= the scratch's T): this
+// rank's part of it, to be all-reduced by the caller when the model is split.
+void run_moe_block(Backend& backend, const ModelConfig& c, const MoeShard& shard, const MoeBlock& block,
+                   const MoeScratch& s, const Tensor& normed, const Tensor& delta);
 
 }  // namespace brigade

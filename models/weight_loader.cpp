@@ -29,17 +29,18 @@ void WeightLoader::count(const std::string& name, int64_t numel) {
 }
 
 Expected<OwnedTensor> WeightLoader::row_blocks(const std::string& name, int64_t rows, int64_t cols, int64_t period,
-                                               Slice within, bool transpose_blocks) {
+                                               Slice within, bool transpose_blocks, Slice blocks) {
   BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, {rows, cols}));
   count(name, t.numel());
   BRIGADE_CHECK(period > 0 && rows % period == 0, "row_blocks: rows are whole blocks (the model checks the config)");
   check_slice(within, period);
-  const int64_t n_blocks = rows / period, keep = within.length(period);
+  check_slice(blocks, rows / period);
+  const int64_t n_blocks = blocks.length(rows / period), keep = within.length(period);
   const size_t es = dtype_size(t.dtype);
   std::vector<uint8_t> host(static_cast<size_t>(n_blocks * keep * cols) * es);
   for (int64_t b = 0; b < n_blocks; ++b) {
     for (int64_t r = 0; r < keep; ++r) {
-      const uint8_t* src = t.bytes.data() + static_cast<size_t>((b * period + within.begin + r) * cols) * es;
+      const uint8_t* src = t.bytes.data() + static_cast<size_t>(((blocks.begin + b) * period + within.begin + r) * cols) * es;
       if (!transpose_blocks) {
         std::memcpy(host.data() + static_cast<size_t>((b * keep + r) * cols) * es, src, static_cast<size_t>(cols) * es);
         continue;
@@ -83,15 +84,44 @@ Expected<OwnedTensor> WeightLoader::load_matrix(const std::string& name, int64_t
   return prepare(Tensor(host.data(), t.dtype, {n_rows, n_cols}), want);
 }
 
-Expected<OwnedTensor> WeightLoader::stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols) {
+Expected<OwnedTensor> WeightLoader::stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols, Slice items,
+                                            const std::vector<Slice>& row_slices, Slice col_slice) {
   BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, {n, rows, cols}));
   count(name, t.numel());
-  return prepare(Tensor(const_cast<uint8_t*>(t.bytes.data()), t.dtype, {n * rows, cols}), want_);
+  check_slice(items, n);
+  check_slice(col_slice, cols);
+  const std::vector<Slice> within = row_slices.empty() ? std::vector<Slice>{Slice{}} : row_slices;
+  int64_t kept_rows = 0;
+  for (const Slice& s : within) {
+    check_slice(s, rows);
+    kept_rows += s.length(rows);
+  }
+  const int64_t n_items = items.length(n), n_cols = col_slice.length(cols);
+  const size_t es = dtype_size(t.dtype);
+  const uint8_t* first = t.bytes.data() + static_cast<size_t>(items.begin * rows * cols) * es;
+  if (kept_rows == rows && n_cols == cols)  // whole matrices are contiguous: a view of the mapping
+    return prepare(Tensor(const_cast<uint8_t*>(first), t.dtype, {n_items * rows, cols}), want_);
+  std::vector<uint8_t> host(static_cast<size_t>(n_items * kept_rows * n_cols) * es);
+  uint8_t* dst = host.data();
+  for (int64_t i = 0; i < n_items; ++i)
+    for (const Slice& s : within)
+      for (int64_t r = s.begin; r < s.begin + s.length(rows); ++r, dst += static_cast<size_t>(n_cols) * es)
+        std::memcpy(dst, first + static_cast<size_t>((i * rows + r) * cols + col_slice.begin) * es,
+                    static_cast<size_t>(n_cols) * es);
+  return prepare(Tensor(host.data(), t.dtype, {n_items * kept_rows, n_cols}), want_);
+}
+
+Status WeightLoader::skip(const std::string& name, const std::vector<int64_t>& shape) {
+  BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, shape));
+  count(name, t.numel());
+  return Status::ok();
 }
 
 Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
-                                          int64_t cols, const std::vector<Slice>& row_slices) {
+                                          int64_t cols, const std::vector<Slice>& row_slices, Slice col_slice) {
   BRIGADE_CHECK(names.size() == rows.size() && !names.empty(), "one row count per part");
+  check_slice(col_slice, cols);
+  const int64_t n_cols = col_slice.length(cols);
   std::vector<RawTensor> parts;
   int64_t total_rows = 0;
   for (size_t i = 0; i < names.size(); ++i) {
@@ -103,25 +133,27 @@ Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names,
   bool same = true;
   for (const auto& p : parts) same = same && p.dtype == parts[0].dtype;
   const DType staged = same ? parts[0].dtype : DType::f32;
-  std::vector<uint8_t> host(static_cast<size_t>(total_rows * cols) * dtype_size(staged));
+  std::vector<uint8_t> host(static_cast<size_t>(total_rows * n_cols) * dtype_size(staged));
   uint8_t* dst = host.data();
   for (size_t i = 0; i < parts.size(); ++i) {
     const RawTensor& p = parts[i];
     count(names[i], p.numel());
     const Slice s = part_slice(row_slices, i);
-    const int64_t begin = s.begin * cols, count = s.length(rows[i]) * cols;  // elements
-    if (same) {
-      const size_t es = dtype_size(p.dtype);
-      std::memcpy(dst, p.bytes.data() + static_cast<size_t>(begin) * es, static_cast<size_t>(count) * es);
-      dst += static_cast<size_t>(count) * es;
-    } else {
-      for (int64_t k = begin; k < begin + count; ++k, dst += 4) {
-        const float f = static_cast<float>(p.at(k));
-        std::memcpy(dst, &f, 4);
+    for (int64_t r = s.begin; r < s.begin + s.length(rows[i]); ++r) {
+      const int64_t begin = r * cols + col_slice.begin;  // elements
+      if (same) {
+        const size_t es = dtype_size(p.dtype);
+        std::memcpy(dst, p.bytes.data() + static_cast<size_t>(begin) * es, static_cast<size_t>(n_cols) * es);
+        dst += static_cast<size_t>(n_cols) * es;
+      } else {
+        for (int64_t k = begin; k < begin + n_cols; ++k, dst += 4) {
+          const float f = static_cast<float>(p.at(k));
+          std::memcpy(dst, &f, 4);
+        }
       }
     }
   }
-  Tensor view(host.data(), staged, {total_rows, cols});
+  Tensor view(host.data(), staged, {total_rows, n_cols});
   // Without an explicit target, keep what the checkpoint stores (mixed parts fall back to f32).
   return prepare(view, want_.has_value() ? want_ : std::optional<DType>(staged));
 }

@@ -38,18 +38,27 @@ class WeightLoader {
   // Matrices names[i] [rows[i], cols] (checked), of each the rows row_slices[i] (all rows when
   // row_slices is empty), stacked along rows into one weight, so a fused projection (q|k|v,
   // gate|up) is one matmul. Parts of different dtypes are staged as f32.
+  // With col_slice, every part keeps only those columns (a tensor-parallel rank's slice of each
+  // expert's down_proj).
   Expected<OwnedTensor> fused(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
-                              int64_t cols, const std::vector<Slice>& row_slices = {});
+                              int64_t cols, const std::vector<Slice>& row_slices = {}, Slice col_slice = {});
   // Tensor `name` of shape [n, rows, cols] (checked: n matrices stacked, as transformers 5 keeps a
-  // layer's experts) prepared whole as one matrix [n * rows, cols].
-  Expected<OwnedTensor> stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols);
+  // layer's experts) prepared as one matrix: of the matrices `items`, of each the rows
+  // row_slices (concatenated in their order; all rows when empty) and the columns col_slice.
+  // The whole tensor by default: [n * rows, cols].
+  Expected<OwnedTensor> stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols, Slice items = {},
+                                const std::vector<Slice>& row_slices = {}, Slice col_slice = {});
+  // Checks that tensor `name` has `shape` and counts its parameters without loading it: an
+  // expert that another expert-parallel rank holds, so every rank reports the model's size.
+  Status skip(const std::string& name, const std::vector<int64_t>& shape);
   // Matrix `name` [rows, cols] seen as blocks of `period` rows (rows a multiple of it): of each
   // block the rows `within` (a slice of [0, period)), stacked into [n_blocks * within, cols]; or,
   // with transpose_blocks, each block's rows transposed, stacked into [n_blocks * cols, within].
   // DeepSeek's kv_b_proj [H (nope + v), R] splits this way into the per-head W_UK^T [H R, nope]
   // and W_UV [H v, R] of the absorbed attention, and q_b_proj into its nope and rope rows.
+  // `blocks` keeps only those blocks (a tensor-parallel rank's heads).
   Expected<OwnedTensor> row_blocks(const std::string& name, int64_t rows, int64_t cols, int64_t period, Slice within,
-                                   bool transpose_blocks = false);
+                                   bool transpose_blocks = false, Slice blocks = {});
   // Whether the checkpoint holds a tensor called `name` (to tell one layout from another).
   bool has(const std::string& name) const { return ck_.tensors().count(name) > 0; }
   // Vectors names[i] [sizes[i]] (checked), of each the elements slices[i] (all when slices is

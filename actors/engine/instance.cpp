@@ -176,6 +176,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   lo.max_batch_tokens = inst.scheduler.max_step_tokens;
   lo.progress = progress;
   lo.weight_dtype = weight_dtype_for(exe.weights);
+  lo.expert_parallel = exe.expert_parallel;
   // Every rank's backend first: a GPU rank's communicator is bound to its backend's stream.
   std::vector<std::unique_ptr<Backend>> backends;
   for (int r = 0; r < exe.tp; ++r) {
@@ -209,10 +210,12 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   }
   out.n_pages = n_pages;
   out.kv_page_bytes = layout.page_bytes();
-  spdlog::info("engine: instance '{}': {} ({} params, {} weights, {} MiB) on {}, tp {}, KV {} pages x {} tokens "
+  spdlog::info("engine: instance '{}': {} ({} params, {} weights, {} MiB) on {}, tp {}{}, KV {} pages x {} tokens "
                "({} MiB per rank, {}), {} step path",
                inst.name, mc.arch, res->model->n_params(), exe.weights, res->model->weight_bytes() >> 20,
-               res->backend->name(), exe.tp, n_pages, layout.page_size, layout.total_bytes() >> 20,
+               res->backend->name(), exe.tp,
+               exe.tp > 1 && mc.n_moe_layers() > 0 ? (exe.expert_parallel ? " (experts split by expert)" : " (experts split by columns)") : "",
+               n_pages, layout.page_size, layout.total_bytes() >> 20,
                dtype_name(kv_dtype), res->runner.device_steps ? "device" : "host");
 
   SchedulerSetup& setup = out.setup;

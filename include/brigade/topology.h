@@ -20,6 +20,12 @@ struct ExecutorConfig {
   // all-reduce inside the forward pass (one executor actor per rank, rank 0 samples). tp must
   // divide the model's n_heads, n_kv_heads and intermediate_size (checked at load).
   int tp = 1;
+  // Mixture-of-experts models under tp > 1: false (the default, as vLLM's) cuts every expert by
+  // columns over the tp ranks; true gives each rank E/tp whole experts (expert parallelism:
+  // each rank runs only the tokens routed to its experts, and the MoE output is all-reduced as
+  // the MLP's is). tp must then divide the expert count instead of moe_intermediate_size. No
+  // effect with tp: 1 or on dense models.
+  bool expert_parallel = false;
   // Where sampled tokens live (actors/executor/step_runner.h): "host" (logits come to the host),
   // "device" (sampling, the token feed and graph-replayed decode buckets on the backend), or
   // "auto": device for the CUDA backend, host for the CPU backend.

@@ -1,6 +1,8 @@
-// Tensor-parallel Llama/Qwen forward on CPU: ranks on threads joined by the in-process
-// communicator give the logits of the unsharded model (within fp32 summation-order noise), over a
-// prefill and a decode step that reads the sharded KV cache; bad group sizes are refused.
+// Tensor-parallel forward on CPU: ranks on threads joined by the in-process communicator give the
+// logits of the unsharded model (within fp32 summation-order noise), over a prefill and a decode
+// step that reads the sharded KV cache; bad group sizes are refused. Mixture-of-experts models
+// (qwen3_moe, deepseek_v2/v3) split their experts by columns or, with expert parallelism, by
+// expert, and are checked against transformers' logits and greedy tokens (tests/fixtures).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -37,7 +39,7 @@ struct Rank {
 };
 
 // tp = 0: one unsharded model without a communicator.
-Expected<std::vector<Rank>> load_ranks(const std::string& dir, int tp) {
+Expected<std::vector<Rank>> load_ranks(const std::string& dir, int tp, bool expert_parallel = false) {
   std::vector<std::unique_ptr<Communicator>> comms;
   if (tp > 0) {
     BRIGADE_ASSIGN_OR_RETURN(comms, make_in_process_group({tp, std::chrono::seconds(60)}));
@@ -51,6 +53,7 @@ Expected<std::vector<Rank>> load_ranks(const std::string& dir, int tp) {
     opts.max_batch_tokens = 64;
     opts.progress = false;
     opts.communicator = k.comm.get();
+    opts.expert_parallel = expert_parallel;
     BRIGADE_ASSIGN_OR_RETURN(k.model, Model::load(dir, *k.backend, opts));
     BRIGADE_ASSIGN_OR_RETURN(KvCache kv, KvCache::allocate(*k.backend, k.model->kv_layout(4 * kPagesPerSeq, kPageSize, DType::f32)));
     k.kv = std::make_unique<KvCache>(std::move(kv));
@@ -183,6 +186,127 @@ TEST(TensorParallel, Qwen2BiasesAndTiedEmbeddingsMatchUnsharded) {
 
 TEST(TensorParallel, Qwen3HeadNormsMatchUnsharded) {
   expect_same_as_unsharded(testing::fixture_dir("qwen3"), 2);
+}
+
+// ---- mixture of experts: experts split by columns, or by expert (expert parallelism) ----
+
+// The transformers fixture's prompts through the ranks: every prompt position's logits, then the
+// greedy continuation one decode step at a time (what run_fixture_case does on one model).
+testing::FixtureRun run_fixture_on_ranks(std::vector<Rank>& ranks, const testing::FixtureCase& fc) {
+  constexpr int kFixturePages = 8;  // of kPageSize tokens: 64 positions for prompt + greedy
+  const int vocab = ranks[0].model->config().vocab_size;
+  testing::FixtureRun run;
+  run.logits = run_ranks(ranks, make_step({{0, fc.prompt, 0, /*all_logits=*/true}}, kPageSize, kFixturePages));
+  for (size_t r = 0; r < fc.logits.size(); ++r)
+    for (int v = 0; v < vocab; ++v) {
+      const float d = std::fabs(run.logits[r * static_cast<size_t>(vocab) + static_cast<size_t>(v)] -
+                                fc.logits[r][static_cast<size_t>(v)]);
+      run.max_abs_diff = std::max(run.max_abs_diff, std::isnan(d) ? INFINITY : d);
+    }
+  int32_t next = testing::argmax(run.logits.data() + (fc.prompt.size() - 1) * static_cast<size_t>(vocab), vocab);
+  int n_past = static_cast<int>(fc.prompt.size());
+  while (run.greedy.size() < fc.greedy.size()) {
+    run.greedy.push_back(next);
+    const std::vector<float> step = run_ranks(ranks, make_step({{0, {next}, n_past++, false}}, kPageSize, kFixturePages));
+    next = testing::argmax(step.data(), vocab);
+  }
+  return run;
+}
+
+// tp ranks of `fixture`, experts split by columns or by expert, equal transformers on every case
+// (logits within the fixtures' tolerance, greedy tokens equal). Every rank reports the whole
+// model's parameters and holds less than all of its weights.
+void expect_split_matches_transformers(const std::string& fixture, int tp, bool expert_parallel) {
+  SCOPED_TRACE(fixture + " tp=" + std::to_string(tp) + (expert_parallel ? " expert_parallel" : " experts by columns"));
+  auto whole = load_ranks(testing::fixture_dir(fixture), 0);
+  ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
+  auto ranks = load_ranks(testing::fixture_dir(fixture), tp, expert_parallel);
+  ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
+  ASSERT_GT((*ranks)[0].model->config().n_moe_layers(), 0);
+  for (const Rank& r : *ranks) {
+    EXPECT_EQ(r.model->n_params(), (*whole)[0].model->n_params());
+    EXPECT_LT(r.model->weight_bytes(), (*whole)[0].model->weight_bytes());
+  }
+  for (const testing::FixtureCase& fc : testing::read_fixture_cases(fixture)) {
+    const testing::FixtureRun run = run_fixture_on_ranks(*ranks, fc);
+    EXPECT_LE(run.max_abs_diff, testing::kLogitTol) << "prompt of " << fc.prompt.size();
+    EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size();
+  }
+}
+
+TEST(ExpertParallel, Qwen3MoeMatchesTransformersWithExpertsSplitByColumnsOrByExpert) {
+  for (const bool ep : {false, true}) {
+    expect_split_matches_transformers("qwen3_moe", 2, ep);       // 8 experts, top-2, a dense layer
+    expect_split_matches_transformers("qwen3_moe_step", 2, ep);  // 4 experts, top-3, decoder_sparse_step 2
+  }
+}
+
+TEST(ExpertParallel, DeepseekMlaAndExpertsMatchTransformersAtTp2AndTp4) {
+  for (const bool ep : {false, true}) {
+    expect_split_matches_transformers("deepseek_v3", 4, ep);       // q_lora, groups, 1 shared expert
+    expect_split_matches_transformers("deepseek_v2", 2, ep);       // q_proj, 2 shared experts
+    expect_split_matches_transformers("deepseek_v3_step", 2, ep);  // every layer sparse
+  }
+}
+
+// A rank with expert parallelism holds E/tp experts: the expert weights it loads shrink by tp,
+// where splitting by columns keeps every expert at 1/tp of its width (the same bytes).
+TEST(ExpertParallel, EachRankHoldsItsShareOfTheExperts) {
+  TempDir dir("ep_synthetic");
+  SyntheticModelSpec s;
+  s.arch = "qwen3_moe";
+  s.hidden_size = 64;
+  s.n_layers = 2;
+  s.n_heads = 8;
+  s.n_kv_heads = 4;
+  s.n_experts = 8;
+  s.n_experts_per_tok = 2;
+  s.moe_intermediate_size = 32;
+  s.intermediate_size = 64;
+  s.vocab_size = 300;
+  s.max_position = 64;
+  s.dtype = DType::f32;
+  s.seed = 5;
+  ASSERT_TRUE(write_synthetic_model(s, dir.str()).is_ok());
+  auto whole = load_ranks(dir.str(), 0);
+  ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
+  auto by_columns = load_ranks(dir.str(), 4, false);
+  ASSERT_TRUE(by_columns.has_value()) << by_columns.status().to_string();
+  auto by_expert = load_ranks(dir.str(), 4, true);
+  ASSERT_TRUE(by_expert.has_value()) << by_expert.status().to_string();
+  EXPECT_EQ((*by_expert)[3].model->weight_bytes(), (*by_columns)[3].model->weight_bytes());
+  for (const bool ep : {false, true}) {
+    auto& ranks = ep ? *by_expert : *by_columns;
+    for (const StepBatch& b : steps()) {
+      const float d = max_abs_diff(run_ranks(*whole, b), run_ranks(ranks, b));
+      EXPECT_LE(d, kLogitTol) << (ep ? "by expert" : "by columns") << ", step of " << b.n_tokens() << " tokens";
+    }
+  }
+}
+
+TEST(ExpertParallel, AGroupThatDoesNotDivideTheExpertsIsRefusedNamingThem) {
+  TempDir dir("ep_bad");
+  SyntheticModelSpec s;
+  s.arch = "qwen3_moe";
+  s.hidden_size = 64;
+  s.n_layers = 1;
+  s.n_heads = 8;
+  s.n_kv_heads = 4;
+  s.n_experts = 6;
+  s.moe_intermediate_size = 32;
+  s.vocab_size = 300;
+  s.max_position = 64;
+  s.dtype = DType::f32;
+  ASSERT_TRUE(write_synthetic_model(s, dir.str()).is_ok());
+  auto by_expert = load_ranks(dir.str(), 4, true);
+  ASSERT_FALSE(by_expert.has_value());
+  EXPECT_EQ(by_expert.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(by_expert.status().message().find("the routed experts (6, expert_parallel); valid tp for this model: 1, 2"),
+            std::string::npos)
+      << by_expert.status().message();
+  // By columns, 4 ranks split each expert's 32 columns.
+  auto by_columns = load_ranks(dir.str(), 4, false);
+  EXPECT_TRUE(by_columns.has_value()) << by_columns.status().to_string();
 }
 
 TEST(TensorParallel, ASizeThatSplitsAHeadIsRefusedWithTheValidSizes) {

@@ -1,0 +1,29 @@
+#include "models/tensor_parallel.h"
+
+#include <string>
+
+#include "core/communicator.h"
+#include "models/moe_block.h"
+
+namespace brigade {
+
+Status check_tensor_parallel(const ModelConfig& c, const LoadOptions& o, bool split_kv_heads) {
+  if (o.communicator == nullptr) return Status::ok();
+  const int tp = o.communicator->size();
+  const bool dense = c.n_moe_layers() < c.n_layers;  // intermediate_size sizes the dense MLPs only
+  auto divides = [&](int n) {
+    return c.n_heads % n == 0 && (!split_kv_heads || c.n_kv_heads % n == 0) &&
+           (!dense || c.intermediate_size % n == 0) && moe_splits(c, n, o.expert_parallel);
+  };
+  if (divides(tp)) return Status::ok();
+  std::string valid, fields = "n_heads (" + std::to_string(c.n_heads) + ")";
+  for (int n = 1; n <= c.n_heads; ++n)
+    if (divides(n)) valid += (valid.empty() ? "" : ", ") + std::to_string(n);
+  if (split_kv_heads) fields += ", n_kv_heads (" + std::to_string(c.n_kv_heads) + ")";
+  if (dense) fields += ", intermediate_size (" + std::to_string(c.intermediate_size) + ")";
+  if (c.n_moe_layers() > 0) fields += ", " + moe_split_fields(c, o.expert_parallel);
+  return invalid_argument("tensor parallelism tp=" + std::to_string(tp) + " must divide " + fields +
+                          "; valid tp for this model: " + valid);
+}
+
+}  // namespace brigade
