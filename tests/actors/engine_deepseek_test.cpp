@@ -135,14 +135,31 @@ TEST(DeepseekEngineFixture, ServesTransformersGreedyTokens) {
   EXPECT_EQ(c->token_ids, (std::vector<int32_t>{28, 71, 32, 33, 125, 45, 88, 32}));
 }
 
+// Under tp the ranks split the heads (the latent cache is the same on each) and the experts, by
+// columns or by expert: transformers' greedy tokens at tp 2 and 4.
+TEST(DeepseekEngineFixture, ServesTransformersGreedyTokensUnderTensorAndExpertParallelism) {
+  for (const int tp : {2, 4}) {
+    for (const bool ep : {false, true}) {
+      EngineOptions o = options(std::string(BRIGADE_FIXTURES) + "/deepseek_v3");
+      o.topology.instances.front().executors.front().tp = tp;
+      o.topology.instances.front().executors.front().expert_parallel = ep;
+      auto engine = Engine::create(o);
+      ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+      auto c = (*engine)->generate(testing::greedy_ids({1, 20, 45, 102, 78, 6, 80}, 8));
+      ASSERT_TRUE(c.has_value()) << c.status().to_string();
+      EXPECT_EQ(c->token_ids, (std::vector<int32_t>{28, 71, 32, 33, 125, 45, 88, 32})) << "tp " << tp << " ep " << ep;
+    }
+  }
+}
+
 TEST(DeepseekEngineFixture, BadSetupsAreRefusedAtCreate) {
   const std::string dir = synthetic_deepseek("deepseek_v3");
   EngineOptions tp = options(dir);
-  tp.topology.instances.front().executors.front().tp = 2;
+  tp.topology.instances.front().executors.front().tp = 3;
   auto e1 = Engine::create(tp);
   ASSERT_FALSE(e1.has_value());
-  EXPECT_EQ(e1.status().code(), StatusCode::unsupported);
-  EXPECT_NE(e1.status().message().find("tp: 1"), std::string::npos) << e1.status().message();
+  EXPECT_EQ(e1.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(e1.status().message().find("valid tp for this model: 1, 2, 4"), std::string::npos) << e1.status().message();
   EngineOptions int8 = options(dir);
   int8.topology.instances.front().kv.dtype = "int8";
   auto e2 = Engine::create(int8);

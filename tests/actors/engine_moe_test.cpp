@@ -1,7 +1,8 @@
 // A qwen3_moe checkpoint written by make-model serves through the whole engine: greedy tokens
 // of prompts submitted together (sharing steps, chunked prefill, steps in flight) equal those of
 // each prompt alone, with the dense layer of mlp_only_layers in the loop; the transformers
-// fixture serves transformers' greedy tokens, and tensor parallelism is refused at create with the reason.
+// fixture serves transformers' greedy tokens; under tp 2, with experts split by columns or by
+// expert (expert_parallel), the tokens are those of tp 1.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -35,13 +36,14 @@ std::string synthetic_moe() {
   return dir;
 }
 
-EngineOptions options(const std::string& model, int tp = 1) {
+EngineOptions options(const std::string& model, int tp = 1, bool expert_parallel = false) {
   EngineOptions o = testing::test_engine_options(model, 1);
   auto& inst = o.topology.instances.front();
   inst.kv.memory_mb = 16;
   inst.kv.page_size = 8;
   inst.scheduler.max_step_tokens = 32;  // the long prompt takes several chunked-prefill steps
   inst.executors.front().tp = tp;
+  inst.executors.front().expert_parallel = expert_parallel;
   return o;
 }
 
@@ -79,11 +81,38 @@ TEST(MoeEngine, TheTransformersFixtureServes) {
   EXPECT_EQ(c->token_ids, (std::vector<int32_t>{60, 116, 104, 104, 120, 16, 33, 116}));
 }
 
-TEST(MoeEngine, TensorParallelismIsRefusedAtCreate) {
-  auto engine = Engine::create(options(synthetic_moe(), 2));
+std::vector<std::vector<int32_t>> generate_together(const EngineOptions& o) {
+  auto engine = Engine::create(o);
+  EXPECT_TRUE(engine.has_value()) << engine.status().to_string();
+  if (!engine) return {};
+  std::vector<GenerateOptions> together;
+  for (const auto& p : kPrompts) together.push_back(testing::greedy_ids(p, 10));
+  return testing::generate_all(**engine, together);
+}
+
+// Two executor ranks, each with its heads and either every expert's half (by columns) or four
+// whole experts (expert_parallel), batched with chunked prefill and steps in flight.
+TEST(MoeEngine, TensorAndExpertParallelGiveTheTokensOfTp1) {
+  const auto want = generate_together(options(synthetic_moe()));
+  ASSERT_EQ(want.size(), std::size(kPrompts));
+  EXPECT_EQ(generate_together(options(synthetic_moe(), 2, false)), want) << "experts split by columns";
+  EXPECT_EQ(generate_together(options(synthetic_moe(), 2, true)), want) << "experts split by expert";
+}
+
+TEST(MoeEngine, TheTransformersFixtureServesWithExpertParallelism) {
+  auto engine = Engine::create(options(std::string(BRIGADE_FIXTURES) + "/qwen3_moe", 2, true));
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  auto c = (*engine)->generate(testing::greedy_ids({1, 20, 45, 102, 78, 6, 80}, 8));
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->token_ids, (std::vector<int32_t>{60, 116, 104, 104, 120, 16, 33, 116}));
+}
+
+TEST(MoeEngine, AGroupThatDoesNotSplitTheModelIsRefusedAtCreate) {
+  auto engine = Engine::create(options(synthetic_moe(), 4, true));  // 2 kv heads
   ASSERT_FALSE(engine.has_value());
-  EXPECT_EQ(engine.status().code(), StatusCode::unsupported);
-  EXPECT_NE(engine.status().message().find("tp: 1"), std::string::npos) << engine.status().message();
+  EXPECT_EQ(engine.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(engine.status().message().find("valid tp for this model: 1, 2"), std::string::npos)
+      << engine.status().message();
 }
 
 }  // namespace

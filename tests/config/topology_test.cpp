@@ -108,6 +108,11 @@ TEST(Topology, TensorParallelKey) {
     EXPECT_NE(r.status().message().find("tp must be in [1, 64]"), std::string::npos) << r.status().message();
   }
   EXPECT_FALSE(parse_topology("instances: [{executors: [{tp: two}]}]").has_value());
+  EXPECT_FALSE(t->instances[0].executors[0].expert_parallel);
+  auto ep = parse_topology("instances: [{executors: [{tp: 2, expert_parallel: true}]}]");
+  ASSERT_TRUE(ep.has_value()) << ep.status().to_string();
+  EXPECT_TRUE(ep->instances[0].executors[0].expert_parallel);
+  EXPECT_FALSE(parse_topology("instances: [{executors: [{tp: 2, expert_parallel: sometimes}]}]").has_value());
   auto tiers = parse_topology("instances: [{cache: {radix: true, host_bytes: 1000000}, executors: [{tp: 2}]}]");
   ASSERT_FALSE(tiers.has_value());
   EXPECT_NE(tiers.status().message().find("do not work with tp > 1"), std::string::npos) << tiers.status().message();

@@ -277,5 +277,58 @@ TEST(CpuMoe, ATokensResultDoesNotDependOnItsBatch) {
   for (int64_t h = 0; h < d; ++h) EXPECT_EQ(one.tensor.as<float>()[h], all.tensor.as<float>()[h]);
 }
 
+// Expert parallelism (core/backend.h): routing with first_expert writes the ids relative to it,
+// and the experts op over a slice of the experts skips the ids outside it, so the slices' outputs
+// add up to the whole layer's, for decode-sized and BLAS-sized steps; a token none of whose
+// experts are in a slice gets zeros there.
+TEST(CpuMoe, ExpertParallelSlicesAddUpToTheWholeLayer) {
+  auto b = make_cpu_backend({2});
+  const int64_t d = 32, inter = 16, n_experts = 8;
+  const int k = 2, slices = 4;
+  const int64_t per = n_experts / slices;
+  for (const int64_t n : {int64_t{3}, int64_t{100}}) {
+    SCOPED_TRACE(testing::Message() << "n=" << n);
+    std::mt19937 rng(static_cast<uint32_t>(n));
+    auto x = make(*b, DType::f32, {n, d});
+    auto gu = make(*b, DType::f32, {n_experts * 2 * inter, d});
+    auto down = make(*b, DType::f32, {n_experts * d, inter});
+    for (const auto* t : {&x, &gu, &down}) test::fill_uniform(t->tensor, rng, -0.5f, 0.5f);
+    std::vector<float> logits(static_cast<size_t>(n * n_experts));
+    std::uniform_real_distribution<float> u(-3, 3);
+    for (float& v : logits) v = u(rng);
+    auto l = make(*b, DType::f32, {n, n_experts});
+    std::copy(logits.begin(), logits.end(), l.tensor.as<float>());
+    auto ids = make(*b, DType::i32, {n, k}), wts = make(*b, DType::f32, {n, k});
+    auto ws = make(*b, DType::u8, {static_cast<int64_t>(b->moe_workspace_bytes(n, k, d, inter))});
+    auto whole = make(*b, DType::f32, {n, d}), part = make(*b, DType::f32, {n, d});
+    MoeRouting r;
+    r.k = k;
+    r.normalize = true;
+    b->moe_route(l.tensor, r, ids.tensor, wts.tensor);
+    const std::vector<int32_t> global(ids.tensor.as<int32_t>(), ids.tensor.as<int32_t>() + n * k);
+    b->moe_experts(x.tensor, gu.tensor, down.tensor, ids.tensor, wts.tensor, ws.tensor, whole.tensor);
+    std::vector<double> sum(static_cast<size_t>(n * d), 0.0);
+    for (int s = 0; s < slices; ++s) {
+      r.first_expert = static_cast<int>(s * per);
+      b->moe_route(l.tensor, r, ids.tensor, wts.tensor);
+      for (int64_t i = 0; i < n * k; ++i) ASSERT_EQ(ids.tensor.as<int32_t>()[i], global[static_cast<size_t>(i)] - s * per);
+      b->moe_experts(x.tensor, gu.tensor.rows(s * per * 2 * inter, per * 2 * inter), down.tensor.rows(s * per * d, per * d),
+                     ids.tensor, wts.tensor, ws.tensor, part.tensor);
+      for (int64_t t = 0; t < n; ++t) {
+        bool here = false;
+        for (int j = 0; j < k; ++j) here = here || global[static_cast<size_t>(t * k + j)] / per == s;
+        for (int64_t h = 0; h < d; ++h) {
+          const float v = part.tensor.as<float>()[t * d + h];
+          if (!here) {
+            ASSERT_EQ(v, 0.0f) << "token " << t << " has no expert in slice " << s;
+          }
+          sum[static_cast<size_t>(t * d + h)] += v;
+        }
+      }
+    }
+    for (int64_t i = 0; i < n * d; ++i) EXPECT_NEAR(sum[static_cast<size_t>(i)], whole.tensor.as<float>()[i], 1e-5) << i;
+  }
+}
+
 }  // namespace
 }  // namespace brigade

@@ -107,5 +107,39 @@ TEST(GpuMoe, ExpertsReplayInAStepGraph) {
   EXPECT_GT(gpu()->graph_stats().replays, replays);
 }
 
+// Expert parallelism: routing with first_expert gives the CPU's relative ids, and the experts op
+// over the upper half of the experts (ids of the lower half negative, skipped) the CPU's output.
+TEST(GpuMoe, AnExpertParallelSliceMatchesCpu) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(24);
+  for (const ExpertCase whole : {ExpertCase{3, 128, 64, 16, 4}, ExpertCase{120, 128, 64, 16, 4}}) {
+    SCOPED_TRACE(testing::Message() << "n=" << whole.n);
+    std::vector<float> logits(static_cast<size_t>(whole.n * whole.n_experts));
+    std::uniform_real_distribution<float> u(-3, 3);
+    for (float& v : logits) v = u(rng);
+    auto route_from = [&](Backend& b, int first) {
+      const auto l = put(b, DType::f32, {whole.n, whole.n_experts}, logits);
+      const auto ids = empty(b, DType::i32, {whole.n, whole.k}), w = empty(b, DType::f32, {whole.n, whole.k});
+      MoeRouting r;
+      r.k = whole.k;
+      r.normalize = true;
+      r.first_expert = first;
+      b.moe_route(l.tensor, r, ids.tensor, w.tensor);
+      return Routing{get(b, ids.tensor), get(b, w.tensor)};
+    };
+    const int first = static_cast<int>(whole.n_experts / 2);
+    const Routing rc = route_from(cpu(), first);
+    const Routing rg = route_from(*gpu(), first);
+    EXPECT_EQ(rg.ids, rc.ids);
+    ASSERT_TRUE(std::any_of(rc.ids.begin(), rc.ids.end(), [](float id) { return id < 0; }));
+    const ExpertCase half{whole.n, whole.d, whole.inter, whole.n_experts / 2, whole.k};
+    const auto x = random_values(rng, half.n * half.d, -2, 2);
+    const auto gu = random_values(rng, half.n_experts * 2 * half.inter * half.d, -0.2f, 0.2f);
+    const auto down = random_values(rng, half.n_experts * half.d * half.inter, -0.2f, 0.2f);
+    const auto want = run_experts(cpu(), half, x, gu, down, rc);
+    EXPECT_LT(rel_error(run_experts(*gpu(), half, x, gu, down, rc), want), kBf16Tol);
+  }
+}
+
 }  // namespace
 }  // namespace brigade
