@@ -213,7 +213,7 @@ bool valid_instance_name(const std::string& name) {
   });
 }
 
-Status validate_executor(const ExecutorConfig& ex, const CacheConfig& cache, const std::string& w) {
+Status validate_executor(const ExecutorConfig& ex, const std::string& w) {
   auto device = parse_device(ex.device);
   if (!device) return invalid_argument(w + ": " + device.status().message());
   const std::set<std::string> step_paths = {"auto", "host", "device"};
@@ -230,10 +230,6 @@ Status validate_executor(const ExecutorConfig& ex, const CacheConfig& cache, con
   if (ex.threads < 0) return invalid_argument(w + ": threads must be >= 0 (0 = all cores)");
   if (ex.tp < 1 || ex.tp > kMaxTp)
     return invalid_argument(w + ": tp must be in [1, " + std::to_string(kMaxTp) + "] (got " + std::to_string(ex.tp) + ")");
-  // KvSave/KvLoad move one executor's pages; under tp each rank holds a part of every page.
-  if (ex.tp > 1 && cache.tiers_enabled())
-    return unsupported(w + ": the cache tiers (host_bytes, disk_path) do not work with tp > 1 yet; "
-                       "set tp: 1 or turn the tiers off (host_bytes: 0, no disk_path)");
   return Status::ok();
 }
 
@@ -251,7 +247,7 @@ Status validate_instance(const InstanceConfig& inst) {
   }
   if (inst.executors.size() != 1)
     return unsupported(w + " has " + std::to_string(inst.executors.size()) + " executors; this build runs exactly one");
-  BRIGADE_RETURN_IF_ERROR(validate_executor(inst.executors.front(), inst.cache, w));
+  BRIGADE_RETURN_IF_ERROR(validate_executor(inst.executors.front(), w));
   const auto& s = inst.scheduler;
   if (s.max_running < 1) return invalid_argument(w + ": scheduler.max_running must be >= 1");
   if (s.max_waiting < 0) return invalid_argument(w + ": scheduler.max_waiting must be >= 0");
@@ -316,9 +312,6 @@ Status validate_pd(const std::vector<InstanceConfig>& instances, const PdConfig&
     if (role == PdRole::both) continue;
     (role == PdRole::prefill ? n_prefill : n_decode)++;
     const std::string w = "instances[" + inst.name + "]";
-    if (inst.executors.front().tp != 1)
-      return unsupported(w + ": role " + inst.role + " needs tp: 1 (a hand-off moves one executor's KV pages; "
-                         "under tp each rank holds a part of every page)");
     if (!first) {
       first = &inst;
       continue;

@@ -36,6 +36,7 @@ struct NodeInfo {
   peakBytesPerS @11 :Float64;      # its measured ceilings (0 without `roofline: true`)
   peakFlopsPerS @12 :Float64;
   pid @13 :Int64;                  # the node process (logs)
+  kvLayout @14 :Text;              # what the page bytes mean (PD layout check; LoadedInstance::kv_layout)
 }
 
 struct NodeStatsRequest {}

@@ -125,6 +125,7 @@ struct InstanceFacts {
   uint64_t n_params = 0;
   uint64_t weight_bytes = 0;
   size_t kv_page_bytes = 0;
+  std::string kv_layout;
   int n_pages = 0;
   RooflineCeilings ceilings;
   bool remote_tokenizer = false;  // a node said its model has a tokenizer
@@ -133,13 +134,13 @@ struct InstanceFacts {
 InstanceFacts facts_of(const LoadedInstance& l) {
   const Model& m = *l.ranks.front()->model;
   return {l.name, l.setup.limits.role, m.config().arch, m.config().vocab_size, m.config().max_position,
-          static_cast<uint64_t>(m.n_params()), static_cast<uint64_t>(m.weight_bytes()), l.kv_page_bytes, l.n_pages,
-          l.ceilings};
+          static_cast<uint64_t>(m.n_params()), static_cast<uint64_t>(m.weight_bytes()), l.kv_page_bytes, l.kv_layout,
+          l.n_pages, l.ceilings};
 }
 
 InstanceFacts facts_of(schema::NodeInfo::Reader r) {
   return {r.getInstance(), *parse_pd_role(r.getRole()), r.getArch(), r.getVocabSize(), r.getMaxPosition(),
-          r.getNParams(), r.getWeightBytes(), r.getKvPageBytes(), r.getNPages(),
+          r.getNParams(), r.getWeightBytes(), r.getKvPageBytes(), r.getKvLayout(), r.getNPages(),
           RooflineCeilings{r.getPeakBytesPerS(), r.getPeakFlopsPerS()}};
 }
 
@@ -158,10 +159,12 @@ Status check_instances_agree(const std::vector<InstanceFacts>& facts) {
     if (f.role == PdRole::both) continue;
     if (!pd) {
       pd = &f;
-    } else if (f.kv_page_bytes != pd->kv_page_bytes) {
+    } else if (f.kv_page_bytes != pd->kv_page_bytes || f.kv_layout != pd->kv_layout) {
       return invalid_argument("instances '" + pd->name + "' and '" + f.name + "' have KV pages of " +
                               std::to_string(pd->kv_page_bytes) + " and " + std::to_string(f.kv_page_bytes) +
-                              " bytes: prefill and decode instances need one model and KV layout");
+                              " bytes (" + pd->kv_layout + " vs " + f.kv_layout +
+                              "): prefill and decode instances need one model and KV layout (and one tp, "
+                              "unless the cache is MLA's latent, which every rank holds whole)");
     }
   }
   return Status::ok();

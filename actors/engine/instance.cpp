@@ -209,7 +209,9 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
     BRIGADE_ASSIGN_OR_RETURN(rank->kv, KvCache::allocate(*rank->backend, layout));
   }
   out.n_pages = n_pages;
-  out.kv_page_bytes = layout.page_bytes();
+  const bool split_pages = exe.tp > 1 && !layout.latent;
+  out.kv_page_bytes = layout.page_bytes() * static_cast<size_t>(split_pages ? exe.tp : 1);
+  out.kv_layout = kv_fingerprint("", layout) + (split_pages ? ",tp=" + std::to_string(exe.tp) : "");
   spdlog::info("engine: instance '{}': {} ({} params, {} weights, {} MiB) on {}, tp {}{}, KV {} pages x {} tokens "
                "({} MiB per rank, {}), {} step path",
                inst.name, mc.arch, res->model->n_params(), exe.weights, res->model->weight_bytes() >> 20,
@@ -255,8 +257,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   const bool tiers_on = inst.cache.tiers_enabled();
   // fp8 weights compute other K/V than the same checkpoint in bf16: their pages must not meet.
   const std::string weights_id = exe.weights == "fp8" ? "|weights=fp8" : "";
-  const std::string kv_fp =
-      tiers_on ? kv_fingerprint(model_identity(path, mc, res->model->n_params()) + weights_id, layout) : "";
+  const std::string kv_fp = tiers_on ? model_identity(path, mc, res->model->n_params()) + weights_id + out.kv_layout : "";
   setup.cache_root = root_key(tiers_on ? kv_fp : "device-only");
   setup.limits.lower_tiers = inst.cache.radix && tiers_on;
   // write_through: a page is saved down when it enters the device cache (and reaches disk at

@@ -27,7 +27,12 @@ struct LoadedInstance {
   std::optional<HiCacheSetup> tiers;                      // when the instance's cache has tiers
   RooflineCeilings ceilings;                              // zeros without `roofline: true`
   int n_pages = 0;                                        // pages in its KV pool
-  size_t kv_page_bytes = 0;                               // one page's bytes (KvLayout::page_bytes)
+  // One page's bytes as the executor group reads and writes them (KvSave/KvExport): every tp
+  // rank's part in rank order, or rank 0's alone for a latent (MLA) cache, which each rank holds
+  // whole; and what they mean: kv_fingerprint of the layout, plus the tp size when the bytes are
+  // split by rank. PD instances must agree on both.
+  size_t kv_page_bytes = 0;
+  std::string kv_layout;
 };
 
 // The instance's actors once spawned.

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <cstring>
 #include <deque>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,28 +56,163 @@ std::string check_pages(const KvLayout& layout, capnp::List<int32_t>::Reader pag
   return {};
 }
 
+// ---- pages across tensor-parallel ranks ----
+// Under tensor parallelism a page of the group is every rank's bytes of it, in rank order (each
+// rank caches its kv heads), or, for MLA's latent cache, which every rank holds whole, rank 0's
+// bytes alone. KvSave/KvExport gather the followers' parts (rank 0 reads its own at once; each
+// follower reads when it takes the request, which rank 0 sent after every plan it forwarded
+// before, so all parts are of the same moment); KvLoad/KvImport write rank 0's part and send each
+// follower its own, and answer once every follower has written (a later plan reaches the
+// followers after that).
+
+bool gathers(const ExecutorState& st) { return !st.followers.empty() && !st.runner->kv().layout().latent; }
+
+size_t group_page_bytes(const ExecutorState& st) {
+  return st.runner->kv().layout().page_bytes() * (gathers(st) ? st.followers.size() + 1 : 1);
+}
+
+// Reads this rank's pages into out: page i's bytes at i * stride.
+Status read_own_pages(ExecutorState& st, capnp::List<int32_t>::Reader pages, std::byte* out, size_t stride) {
+  const KvCache& kv = st.runner->kv();
+  const size_t bytes = kv.layout().page_bytes();
+  for (unsigned i = 0; i < pages.size(); ++i) {
+    const Status s = kv.read_page(st.runner->backend(), pages[i], std::span<std::byte>(out + i * stride, bytes));
+    if (!s.is_ok()) return Status(s.code(), "reading page " + std::to_string(pages[i]) + ": " + s.message());
+  }
+  return Status::ok();
+}
+
+// Writes this rank's pages from page_of(i) (each this rank's page_bytes).
+template <class PageOf>
+Status write_own_pages(ExecutorState& st, capnp::List<int32_t>::Reader pages, PageOf page_of) {
+  for (unsigned i = 0; i < pages.size(); ++i) {
+    const Status s = st.runner->kv().write_page(st.runner->backend(), pages[i], page_of(i));
+    if (!s.is_ok()) return Status(s.code(), "writing page " + std::to_string(pages[i]) + ": " + s.message());
+  }
+  return Status::ok();
+}
+
+// The group's bytes of `pages` (n x group_page_bytes): done(blob) once every rank's part is in,
+// or done(error). Calls done before returning when there is nothing to gather.
+void gather_pages(executor_ptr self, const std::vector<int32_t>& page_ids,
+                  std::function<void(Expected<std::shared_ptr<HostBlob>>)> done) {
+  ExecutorState& st = self->state;
+  const size_t own = st.runner->kv().layout().page_bytes(), group = group_page_bytes(st);
+  auto blob = std::make_shared<HostBlob>(group * page_ids.size());
+  const auto ask = kv_export_msg::build([&](schema::KvExport::Builder b) {
+    auto p = b.initPages(static_cast<unsigned>(page_ids.size()));
+    for (unsigned i = 0; i < page_ids.size(); ++i) p.set(i, page_ids[i]);
+  });
+  if (Status s = read_own_pages(st, ask->getPages(), blob->data(), group); !s.is_ok()) return done(s);
+  if (!gathers(st)) return done(blob);
+  struct Gather {
+    size_t left;
+    std::string error;
+  };
+  auto g = std::make_shared<Gather>(Gather{st.followers.size(), ""});
+  auto finish = [g, blob, done] {
+    if (--g->left > 0) return;
+    if (!g->error.empty()) return done(internal_error(g->error));
+    done(blob);
+  };
+  for (size_t r = 0; r < st.followers.size(); ++r) {
+    const size_t offset = (r + 1) * own, n = page_ids.size();
+    self->request(st.followers[r], caf::infinite, ask)
+        .then(
+            [g, blob, finish, offset, own, group, n, r](const kv_exported_msg& got) {
+              auto view = resolve_blob(got->getBlob());
+              if (!(got->getError().size() == 0) || !view || view->bytes.size() != n * own) {
+                g->error = "rank " + std::to_string(r + 1) + " did not read its pages: " +
+                           (!(got->getError().size() == 0) ? std::string(got->getError().cStr())
+                                                     : view ? "wrong size" : view.status().message());
+              } else {
+                for (size_t i = 0; i < n; ++i) std::memcpy(blob->data() + i * group + offset, view->bytes.data() + i * own, own);
+              }
+              finish();
+            },
+            [g, finish, r](const caf::error& err) {
+              g->error = "rank " + std::to_string(r + 1) + ": " + caf::to_string(err);
+              finish();
+            });
+  }
+}
+
+// Writes the group's bytes of `pages` (page_of(i): group_page_bytes each): this rank's part now,
+// each follower's by a KvImport; done(ok) once all have written, or done(error).
+template <class PageOf>
+void scatter_pages(executor_ptr self, const std::vector<int32_t>& page_ids, PageOf page_of,
+                   std::function<void(Status)> done) {
+  ExecutorState& st = self->state;
+  const size_t own = st.runner->kv().layout().page_bytes();
+  const size_t n = page_ids.size();
+  auto build_pages = [&](auto list) {
+    for (unsigned i = 0; i < n; ++i) list.set(i, page_ids[i]);
+  };
+  const auto ids = kv_export_msg::build([&](schema::KvExport::Builder b) { build_pages(b.initPages(static_cast<unsigned>(n))); });
+  const bool split = gathers(st);
+  if (Status s = write_own_pages(st, ids->getPages(), [&](unsigned i) { return page_of(i).subspan(0, own); }); !s.is_ok())
+    return done(s);
+  if (st.followers.empty()) return done(Status::ok());
+  auto left = std::make_shared<size_t>(st.followers.size());
+  auto error = std::make_shared<std::string>();
+  auto finish = [left, error, done] {
+    if (--*left > 0) return;
+    done(error->empty() ? Status::ok() : internal_error(*error));
+  };
+  for (size_t r = 0; r < st.followers.size(); ++r) {
+    // A follower's part: its slice of each group page, or the whole page for the latent cache.
+    auto part = std::make_shared<HostBlob>(own * n);
+    for (size_t i = 0; i < n; ++i) std::memcpy(part->data() + i * own, page_of(static_cast<unsigned>(i)).data() + (split ? (r + 1) * own : 0), own);
+    std::shared_ptr<const HostBlob> bytes = std::move(part);
+    auto put = kv_import_msg::build_attached(bytes, [&](schema::KvImport::Builder b) {
+      build_pages(b.initPages(static_cast<unsigned>(n)));
+      b.setPageBytes(own);
+      fill_blob_ref(b.initBlob(), bytes, /*inline_bytes=*/false);
+    });
+    self->request(st.followers[r], caf::infinite, std::move(put))
+        .then(
+            [error, finish, r](const kv_imported_msg& got) {
+              if (!(got->getError().size() == 0)) *error = "rank " + std::to_string(r + 1) + ": " + got->getError().cStr();
+              finish();
+            },
+            [error, finish, r](const caf::error& err) {
+              *error = "rank " + std::to_string(r + 1) + ": " + caf::to_string(err);
+              finish();
+            });
+  }
+}
+
+// The first n (all by default) page ids of a message.
+std::vector<int32_t> page_list(capnp::List<int32_t>::Reader pages, size_t n = SIZE_MAX) {
+  std::vector<int32_t> ids;
+  for (unsigned i = 0; i < pages.size() && ids.size() < n; ++i) ids.push_back(pages[i]);
+  return ids;
+}
+
 void save_pages(executor_ptr self, const kv_save_msg& m) {
   auto& st = self->state;
-  const KvCache& kv = st.runner->kv();
-  const std::string bad = check_pages(kv.layout(), m->getPages(), m->getKeys().size());
+  const std::string bad = check_pages(st.runner->kv().layout(), m->getPages(), m->getKeys().size());
   if (!bad.empty()) {
     spdlog::error("executor: dropping a KvSave: {}", bad);
     return;
   }
   if (!st.tiers) return;  // no tiers below this pool: nothing keeps the pages
-  auto pages = m->getPages();
-  // The bytes go straight from the device into the message.
-  auto put = tier_put_msg::build([&](schema::TierPut::Builder b) {
-    b.setKeys(m->getKeys());
-    auto data = b.initData(pages.size());
-    for (unsigned i = 0; i < pages.size(); ++i) {
-      auto out = data.init(i, static_cast<unsigned>(kv.layout().page_bytes()));
-      const Status s = kv.read_page(st.runner->backend(), pages[i],
-                                    std::span<std::byte>(reinterpret_cast<std::byte*>(out.begin()), out.size()));
-      BRIGADE_CHECK(s.is_ok(), "read_page failed on a page check_pages accepted");
+  const size_t group = group_page_bytes(st);
+  gather_pages(self, page_list(m->getPages()), [self, m, group](Expected<std::shared_ptr<HostBlob>> blob) {
+    if (!blob) {
+      spdlog::error("executor: dropping a KvSave: {}", blob.status().to_string());
+      return;
     }
+    auto put = tier_put_msg::build([&](schema::TierPut::Builder b) {
+      b.setKeys(m->getKeys());
+      auto data = b.initData(m->getPages().size());
+      for (unsigned i = 0; i < data.size(); ++i) {
+        auto out = data.init(i, static_cast<unsigned>(group));
+        std::memcpy(out.begin(), (*blob)->data() + i * group, group);
+      }
+    });
+    self->send(self->state.tiers, std::move(put));
   });
-  self->send(st.tiers, std::move(put));
 }
 
 kv_loaded_msg loaded(uint64_t request_id, int n_loaded, int n_host, int n_disk, const std::string& error) {
@@ -87,22 +225,32 @@ kv_loaded_msg loaded(uint64_t request_id, int n_loaded, int n_host, int n_disk, 
   });
 }
 
-// Writes the run the tiers returned into the requested pages.
-kv_loaded_msg fill_pages(executor_ptr self, const kv_load_msg& req, const tier_pages_msg& got) {
-  auto& runner = *self->state.runner;
+// Writes the run the tiers returned into the requested pages (every rank's part of them).
+void fill_pages(executor_ptr self, const kv_load_msg& req, const tier_pages_msg& got,
+                caf::typed_response_promise<kv_loaded_msg> rp) {
   auto pages = req->getPages();
   auto data = got->getData();
   auto from = got->getFrom();
+  const uint64_t id = req->getRequestId();
   const unsigned n = std::min({data.size(), from.size(), pages.size()});
+  const size_t group = group_page_bytes(self->state);
   int n_host = 0, n_disk = 0;
   for (unsigned i = 0; i < n; ++i) {
-    const auto bytes = data[i];
-    const Status s = runner.kv().write_page(runner.backend(), pages[i],
-                                            std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.begin()), bytes.size()));
-    if (!s.is_ok()) return loaded(req->getRequestId(), static_cast<int>(i), n_host, n_disk, "tier page unusable: " + s.message());
+    if (data[i].size() != group) {
+      rp.deliver(loaded(id, 0, 0, 0, "tier page unusable: " + std::to_string(data[i].size()) + " bytes, the group's pages hold " +
+                                         std::to_string(group)));
+      return;
+    }
     (from[i] == schema::Tier::HOST ? n_host : n_disk)++;
   }
-  return loaded(req->getRequestId(), static_cast<int>(n), n_host, n_disk, "");
+  auto page_of = [got](unsigned i) {
+    const auto bytes = got->getData()[i];
+    return std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.begin()), bytes.size());
+  };
+  scatter_pages(self, page_list(pages, n), page_of, [rp, id, n, n_host, n_disk](Status s) mutable {
+    rp.deliver(s.is_ok() ? loaded(id, static_cast<int>(n), n_host, n_disk, "")
+                         : loaded(id, 0, 0, 0, "tier page unusable: " + s.message()));
+  });
 }
 
 caf::result<kv_loaded_msg> load_pages(executor_ptr self, const kv_load_msg& m) {
@@ -114,7 +262,7 @@ caf::result<kv_loaded_msg> load_pages(executor_ptr self, const kv_load_msg& m) {
   auto get = tier_get_msg::build([&](schema::TierGet::Builder b) { b.setKeys(m->getKeys()); });
   auto rp = self->make_response_promise<kv_loaded_msg>();
   self->request(st.tiers, caf::infinite, std::move(get))
-      .then([self, rp, m](const tier_pages_msg& got) mutable { rp.deliver(fill_pages(self, m, got)); },
+      .then([self, rp, m](const tier_pages_msg& got) mutable { fill_pages(self, m, got, rp); },
             [rp, id](const caf::error& err) mutable {
               rp.deliver(loaded(id, 0, 0, 0, "HiCache tier failed: " + caf::to_string(err)));
             });
@@ -128,24 +276,7 @@ kv_exported_msg exported_error(uint64_t id, const std::string& error) {
   });
 }
 
-// PD hand-off, prefill side: the pages' bytes into one host buffer, named by a BlobRef.
-kv_exported_msg export_pages(executor_ptr self, const kv_export_msg& m) {
-  auto& runner = *self->state.runner;
-  const KvCache& kv = runner.kv();
-  const uint64_t id = m->getRequestId();
-  auto pages = m->getPages();
-  const std::string bad = check_pages(kv.layout(), pages, pages.size());
-  if (!bad.empty()) return exported_error(id, "bad KvExport: " + bad);
-  if (!self->state.followers.empty())
-    return exported_error(id, "KvExport under tensor parallelism would read rank 0's heads only");
-  const size_t page_bytes = kv.layout().page_bytes();
-  auto blob = std::make_shared<HostBlob>(page_bytes * pages.size());
-  for (unsigned i = 0; i < pages.size(); ++i) {
-    const Status s = kv.read_page(runner.backend(), pages[i], std::span<std::byte>(blob->data() + i * page_bytes, page_bytes));
-    if (!s.is_ok()) return exported_error(id, "reading page " + std::to_string(pages[i]) + ": " + s.message());
-  }
-  const bool inline_bytes = m->getInline();
-  std::shared_ptr<const HostBlob> bytes = std::move(blob);
+kv_exported_msg exported(uint64_t id, std::shared_ptr<const HostBlob> bytes, size_t page_bytes, bool inline_bytes) {
   auto fill = [&](schema::KvExported::Builder b) {
     b.setRequestId(id);
     b.setPageBytes(page_bytes);
@@ -155,6 +286,24 @@ kv_exported_msg export_pages(executor_ptr self, const kv_export_msg& m) {
   return inline_bytes ? kv_exported_msg::build(fill) : kv_exported_msg::build_attached(bytes, fill);
 }
 
+// PD hand-off, prefill side: the pages' bytes (every rank's part) into one host buffer, named by
+// a BlobRef. A follower answers its own part the same way.
+caf::result<kv_exported_msg> export_pages(executor_ptr self, const kv_export_msg& m) {
+  auto& st = self->state;
+  const uint64_t id = m->getRequestId();
+  auto pages = m->getPages();
+  const std::string bad = check_pages(st.runner->kv().layout(), pages, pages.size());
+  if (!bad.empty()) return exported_error(id, "bad KvExport: " + bad);
+  auto rp = self->make_response_promise<kv_exported_msg>();
+  gather_pages(self, page_list(pages),
+               [rp, id, group = group_page_bytes(st), inline_bytes = m->getInline()](
+                   Expected<std::shared_ptr<HostBlob>> blob) mutable {
+                 rp.deliver(blob ? exported(id, std::move(*blob), group, inline_bytes)
+                                 : exported_error(id, blob.status().message()));
+               });
+  return rp;
+}
+
 kv_imported_msg imported(uint64_t id, const std::string& error) {
   return kv_imported_msg::build([&](schema::KvImported::Builder b) {
     b.setRequestId(id);
@@ -162,28 +311,52 @@ kv_imported_msg imported(uint64_t id, const std::string& error) {
   });
 }
 
-// PD hand-off, decode side: a blob's pages into this executor's device pages.
-kv_imported_msg import_pages(executor_ptr self, const kv_import_msg& m) {
-  auto& runner = *self->state.runner;
+// Empty when the blob of m holds its pages of this group's page size; else why not.
+std::string check_import(const ExecutorState& st, const kv_import_msg& m, const Expected<BlobView>& view) {
+  const size_t page_bytes = group_page_bytes(st), n = m->getPages().size();
+  if (m->getPageBytes() != page_bytes)
+    return "the pages hold " + std::to_string(m->getPageBytes()) + " bytes each, this instance's " +
+           std::to_string(page_bytes) + ": the KV layouts differ";
+  if (!view) return view.status().message();
+  if (view->bytes.size() != page_bytes * n)
+    return "the blob holds " + std::to_string(view->bytes.size()) + " bytes for " + std::to_string(n) + " pages of " +
+           std::to_string(page_bytes);
+  return {};
+}
+
+// PD hand-off, decode side: a blob's pages into this executor's device pages (every rank's part).
+caf::result<kv_imported_msg> import_pages(executor_ptr self, const kv_import_msg& m) {
+  auto& st = self->state;
   const uint64_t id = m->getRequestId();
   auto pages = m->getPages();
-  const std::string bad = check_pages(runner.kv().layout(), pages, pages.size());
+  const std::string bad = check_pages(st.runner->kv().layout(), pages, pages.size());
   if (!bad.empty()) return imported(id, "bad KvImport: " + bad);
-  if (!self->state.followers.empty()) return imported(id, "KvImport under tensor parallelism is not supported");
-  const size_t page_bytes = runner.kv().layout().page_bytes();
-  if (m->getPageBytes() != page_bytes)
-    return imported(id, "the pages hold " + std::to_string(m->getPageBytes()) + " bytes each, this instance's " +
-                            std::to_string(page_bytes) + ": the KV layouts differ");
   auto view = resolve_blob(m->getBlob());
-  if (!view) return imported(id, view.status().message());
-  if (view->bytes.size() != page_bytes * pages.size())
-    return imported(id, "the blob holds " + std::to_string(view->bytes.size()) + " bytes for " +
-                            std::to_string(pages.size()) + " pages of " + std::to_string(page_bytes));
-  for (unsigned i = 0; i < pages.size(); ++i) {
-    const Status s = runner.kv().write_page(runner.backend(), pages[i], view->bytes.subspan(i * page_bytes, page_bytes));
-    if (!s.is_ok()) return imported(id, "writing page " + std::to_string(pages[i]) + ": " + s.message());
-  }
-  return imported(id, "");
+  if (std::string wrong = check_import(st, m, view); !wrong.empty()) return imported(id, wrong);
+  const size_t group = group_page_bytes(st);
+  auto rp = self->make_response_promise<kv_imported_msg>();
+  const std::span<const std::byte> bytes = view->bytes;
+  scatter_pages(self, page_list(pages), [bytes, group](unsigned i) { return bytes.subspan(i * group, group); },
+                [rp, id](Status s) mutable { rp.deliver(imported(id, s.is_ok() ? "" : s.message())); });
+  return rp;
+}
+
+// A follower's own part of a KvExport / KvImport from rank 0 (gather_pages, scatter_pages).
+kv_exported_msg follower_export(ExecutorState& st, const kv_export_msg& m) {
+  const size_t own = st.runner->kv().layout().page_bytes();
+  auto blob = std::make_shared<HostBlob>(own * m->getPages().size());
+  if (Status s = read_own_pages(st, m->getPages(), blob->data(), own); !s.is_ok())
+    return exported_error(m->getRequestId(), s.message());
+  return exported(m->getRequestId(), std::move(blob), own, /*inline_bytes=*/false);
+}
+
+kv_imported_msg follower_import(ExecutorState& st, const kv_import_msg& m) {
+  const size_t own = st.runner->kv().layout().page_bytes();
+  auto view = resolve_blob(m->getBlob());
+  if (!view || view->bytes.size() != own * m->getPages().size() || m->getPageBytes() != own)
+    return imported(m->getRequestId(), "a part of the wrong size");
+  const Status s = write_own_pages(st, m->getPages(), [&](unsigned i) { return view->bytes.subspan(i * own, own); });
+  return imported(m->getRequestId(), s.is_ok() ? "" : s.message());
 }
 
 void init_state(ExecutorState& state, caf::local_actor* self, std::shared_ptr<ExecutorResources> resources) {
@@ -292,8 +465,8 @@ executor_impl_actor::behavior_type executor_fun(executor_ptr self, std::shared_p
       [self](step_poll_atom, uint64_t step_id) { poll_step(self, step_id); },
       [self](const kv_save_msg& m) { save_pages(self, m); },
       [self](const kv_load_msg& m) -> caf::result<kv_loaded_msg> { return load_pages(self, m); },
-      [self](const kv_export_msg& m) { return export_pages(self, m); },
-      [self](const kv_import_msg& m) { return import_pages(self, m); },
+      [self](const kv_export_msg& m) -> caf::result<kv_exported_msg> { return export_pages(self, m); },
+      [self](const kv_import_msg& m) -> caf::result<kv_imported_msg> { return import_pages(self, m); },
   };
 }
 
@@ -311,6 +484,8 @@ tp_follower_actor::behavior_type follower_fun(tp_follower_actor::stateful_pointe
                         step.step_id, st.to_string());
         abort_group_on_failure(*self->state.resources, st);
       },
+      [self](const kv_export_msg& m) { return follower_export(self->state, m); },
+      [self](const kv_import_msg& m) { return follower_import(self->state, m); },
   };
 }
 
@@ -318,7 +493,6 @@ tp_follower_actor::behavior_type follower_fun(tp_follower_actor::stateful_pointe
 
 executor_actor spawn_executor(caf::actor_system& system, std::shared_ptr<ExecutorResources> resources,
                               hicache_actor tiers, std::vector<tp_follower_actor> followers) {
-  BRIGADE_CHECK(followers.empty() || !tiers, "HiCache tiers are not combined with tensor parallelism");
   executor_impl_actor impl =
       system.spawn<caf::detached>(executor_fun, std::move(resources), std::move(tiers), std::move(followers));
   return impl;

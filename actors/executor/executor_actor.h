@@ -37,8 +37,11 @@
 // Every rank processes plans in arrival order, so in-flight steps keep their order on all ranks
 // and the collectives of one step pair up. A rank whose step fails for any reason other than a
 // bad plan (which every rank refuses alike, before any collective), or that stops, aborts the
-// communicator group so no rank waits for it; the engine must then be rebuilt. HiCache tiers
-// (KvSave/KvLoad) see rank 0's pages only, so the engine does not combine them with tp > 1.
+// communicator group so no rank waits for it; the engine must then be rebuilt. KV pages under
+// tensor parallelism (HiCache KvSave/KvLoad, PD KvExport/KvImport): a page's bytes are every
+// rank's bytes of it in rank order (each rank caches its kv heads), or rank 0's alone for MLA's
+// latent cache, which every rank holds whole; rank 0 gathers the followers' parts and scatters
+// theirs back (executor_actor.cpp "pages across tensor-parallel ranks").
 #pragma once
 
 #include <caf/all.hpp>
@@ -61,8 +64,11 @@ using executor_actor = caf::typed_actor<caf::replies_to<step_plan_msg>::with<ste
                                         caf::replies_to<kv_load_msg>::with<kv_loaded_msg>,
                                         caf::replies_to<kv_export_msg>::with<kv_exported_msg>,
                                         caf::replies_to<kv_import_msg>::with<kv_imported_msg>>;
-// A tensor-parallel rank other than 0: runs the (resolved) plans rank 0 forwards; no replies.
-using tp_follower_actor = caf::typed_actor<caf::reacts_to<step_plan_msg>>;
+// A tensor-parallel rank other than 0: runs the (resolved) plans rank 0 forwards (no replies),
+// and reads or writes its part of KV pages for rank 0 (its own page bytes; a local BlobRef).
+using tp_follower_actor = caf::typed_actor<caf::reacts_to<step_plan_msg>,
+                                           caf::replies_to<kv_export_msg>::with<kv_exported_msg>,
+                                           caf::replies_to<kv_import_msg>::with<kv_imported_msg>>;
 
 // The device's measured ceilings (DESIGN.md §9): bytes it can move and flops it can do per
 // second (CPU: read bandwidth and f32 GEMM rate, cpu/membw.h; GPU: HBM copy bandwidth and bf16
@@ -85,7 +91,7 @@ struct ExecutorResources {
 };
 
 // `tiers` may be null: no HiCache tiers below this executor's KV pool. Under tensor parallelism
-// this is rank 0, with the other ranks as `followers` (and no tiers).
+// this is rank 0, with the other ranks as `followers`.
 executor_actor spawn_executor(caf::actor_system& system, std::shared_ptr<ExecutorResources> resources,
                               hicache_actor tiers = {}, std::vector<tp_follower_actor> followers = {});
 // A follower rank; resources->communicator must be set.

@@ -108,6 +108,7 @@ Status NodeImpl::start(const NodeOptions& options) {
     b.setHasTokenizer(tokenizer != nullptr);
     b.setNPages(loaded.n_pages);
     b.setKvPageBytes(loaded.kv_page_bytes);
+    b.setKvLayout(loaded.kv_layout);
     b.setPeakBytesPerS(loaded.ceilings.bytes_per_s);
     b.setPeakFlopsPerS(loaded.ceilings.flops_per_s);
     b.setPid(static_cast<int64_t>(::getpid()));

@@ -4,7 +4,8 @@
 #   tp1      one executor on every thread,
 #   columns  tp 2, every expert split by columns (each rank: all experts, half their width),
 #   experts  tp 2 with expert_parallel (each rank: 8 whole experts),
-# each at a decode-heavy and a prefill-heavy load. Output tokens/s, TTFT and TPOT from
+# each at a decode-heavy load (output tokens/s) and a prefill-heavy one (prompt + output
+# tokens/s), with TTFT and TPOT, from
 # `brigade bench --offline`; the three runs of a load go back to back, interleaved over REPEAT
 # rounds, since this machine's speed drifts between runs.
 #   bash bench/serving/experts.sh          (needs a built build/tools/brigade)
@@ -48,13 +49,16 @@ done
 python3 - "$OUT_DIR" "$REPEAT" <<'PY'
 import json, os, sys
 d, repeat = sys.argv[1], int(sys.argv[2])
-print(f"{'load':<8} {'split':<8} {'out tok/s (per round)':<24} {'vs tp1':>7} {'TTFT p50':>9} {'TPOT p50':>9}")
+# decode: output tokens/s; prefill: prompt + output tokens/s (its outputs are 4 tokens).
+metric = {"decode": "output_tokens_per_s", "prefill": "total_tokens_per_s"}
+print(f"{'load':<8} {'split':<8} {'tok/s (per round)':<26} {'vs tp1':>7} {'TTFT p50':>9} {'TPOT p50':>9}")
 for load in ["decode", "prefill"]:
-    base = [json.load(open(os.path.join(d, f"tp1-{load}-{r}.json")))["output_tokens_per_s"] for r in range(1, repeat + 1)]
+    read = lambda name, r: json.load(open(os.path.join(d, f"{name}-{load}-{r}.json")))
+    base = [read("tp1", r)[metric[load]] for r in range(1, repeat + 1)]
     for name in ["tp1", "columns", "experts"]:
-        js = [json.load(open(os.path.join(d, f"{name}-{load}-{r}.json"))) for r in range(1, repeat + 1)]
-        tok = [j["output_tokens_per_s"] for j in js]
+        js = [read(name, r) for r in range(1, repeat + 1)]
+        tok = [j[metric[load]] for j in js]
         ratio = sum(t / b for t, b in zip(tok, base)) / len(tok)
-        print(f"{load:<8} {name:<8} {' / '.join(f'{t:.1f}' for t in tok):<24} {ratio:>6.2f}x "
+        print(f"{load:<8} {name:<8} {' / '.join(f'{t:.1f}' for t in tok):<26} {ratio:>6.2f}x "
               f"{js[-1]['ttft_s']['p50']*1e3:>7.1f}ms {js[-1]['tpot_s']['p50']*1e3:>7.2f}ms")
 PY

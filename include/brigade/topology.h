@@ -112,7 +112,8 @@ struct InstanceConfig {
   // Unique within a topology; letters, digits, '_', '-', '.' (it labels /metrics series).
   std::string name = "main";
   // both | prefill | decode. A topology with prefill or decode instances needs at least one of
-  // each, no `both` instance beside them, tp 1, and the same kv.page_size and kv.dtype on all.
+  // each, no `both` instance beside them, and the same kv.page_size and kv.dtype on all (the
+  // engine then checks that the loaded page layouts agree, tp included).
   std::string role = "both";
   // HOST:PORT of a `brigade node` serving this instance in another process; empty: the instance
   // runs in this process. The front (Engine, `brigade serve`) connects to the node instead of

@@ -74,10 +74,11 @@ std::vector<GenerateOptions> prefix_family() {
   return reqs;
 }
 
-EngineOptions options_for(const fs::path& model, const CacheConfig& cache, int pages) {
+EngineOptions options_for(const fs::path& model, const CacheConfig& cache, int pages, int tp = 1) {
   EngineOptions o = testing::test_engine_options(model.string(), 1);
   o.topology.instances.front().kv.pages = pages;
   o.topology.instances.front().cache = cache;
+  o.topology.instances.front().executors.front().tp = tp;
   return o;
 }
 
@@ -138,6 +139,43 @@ TEST_F(EngineCache, PagesEvictedToHostAndDiskComeBackExact) {
     EXPECT_GT(st.tier_disk_bytes_used, 0u) << policy;
     EXPECT_FALSE(st.tier_disk_degraded);
   }
+}
+
+// Under tensor parallelism a tier page holds every rank's kv heads (rank 0 gathers the
+// followers' parts on save and scatters them on load): evicted pages come back exact through
+// host and disk, a restart at tp 2 serves them from disk, and a disk tier written at tp 1 is
+// not read at tp 2 (its bytes are laid out differently: the fingerprint names the tp).
+TEST_F(EngineCache, TensorParallelRanksSaveAndLoadTheirHeads) {
+  const auto reqs = with_fillers(prefix_family());
+  CacheConfig off;
+  off.radix = false;
+  auto plain = Engine::create(options_for(dir_ / "model", off, 64, 2));
+  ASSERT_TRUE(plain.has_value()) << plain.status().to_string();
+  const auto want = run_in_order(**plain, reqs);
+  CacheConfig tiers;
+  tiers.disk_path = (dir_ / "tier_tp2").string();
+  tiers.host_bytes = 2 * 2 * 2 * 16 * 2 * 16 * 4;  // two pages of the group (both ranks' heads)
+  {
+    auto engine = Engine::create(options_for(dir_ / "model", tiers, 8, 2));
+    ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+    EXPECT_EQ(run_in_order(**engine, reqs), want);
+    const EngineStats st = (*engine)->stats();
+    EXPECT_GT(st.tier_saved_pages, 0u);
+    EXPECT_GT(st.cache_loaded_tokens, 0u) << "later requests load the shared prefix";
+    EXPECT_GT(st.tier_disk_hit_pages, 0u);
+    EXPECT_EQ(st.tier_disk_corrupt, 0u);
+  }
+  const auto family = prefix_family();
+  auto restarted = Engine::create(options_for(dir_ / "model", tiers, 64, 2));
+  ASSERT_TRUE(restarted.has_value()) << restarted.status().to_string();
+  const auto again = run_in_order(**restarted, family);
+  for (size_t i = 0; i < family.size(); ++i) EXPECT_EQ(again[i], want[2 * i]) << "request " << i;
+  EXPECT_GE((*restarted)->stats().cache_loaded_tokens, 48u) << "the restart at tp 2 reads what tp 2 wrote";
+  restarted->reset();
+  auto at_tp1 = Engine::create(options_for(dir_ / "model", tiers, 64, 1));
+  ASSERT_TRUE(at_tp1.has_value()) << at_tp1.status().to_string();
+  run_in_order(**at_tp1, family);
+  EXPECT_EQ((*at_tp1)->stats().cache_loaded_tokens, 0u) << "tp 1 does not read pages tp 2 laid out";
 }
 
 TEST_F(EngineCache, ARestartedEngineServesEarlierPrefixesFromDisk) {

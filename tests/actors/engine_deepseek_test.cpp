@@ -152,6 +152,35 @@ TEST(DeepseekEngineFixture, ServesTransformersGreedyTokensUnderTensorAndExpertPa
   }
 }
 
+// MLA's latent cache is the same on every rank, so a prefill instance at tp 2 hands its pages
+// (rank 0's bytes) to a decode instance at tp 1, and the reverse, with colocated tokens.
+TEST(DeepseekEngineFixture, PdInstancesMayDifferInTpForTheLatentCache) {
+  const std::string dir = synthetic_deepseek("deepseek_v3");
+  std::vector<GenerateOptions> reqs;
+  for (int i = 0; i < 4; ++i) {
+    std::vector<int32_t> p;
+    for (int j = 0; j < 9 + 11 * i; ++j) p.push_back((j * 37 + i * 5) % 300 + 3);
+    reqs.push_back(testing::greedy_ids(p, 8));
+  }
+  EngineOptions colocated = options(dir);
+  colocated.topology.instances.front().scheduler.max_step_tokens = 32;
+  auto c = Engine::create(colocated);
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  const auto want = testing::generate_all(**c, reqs);
+  for (const auto& [prefill_tp, decode_tp] : {std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}}) {
+    EngineOptions o = colocated;
+    InstanceConfig p = o.topology.instances.front(), d = p;
+    p.name = "p0", p.role = "prefill", p.executors.front().tp = prefill_tp;
+    d.name = "d0", d.role = "decode", d.executors.front().tp = decode_tp;
+    o.topology.instances = {p, d};
+    auto e = Engine::create(o);
+    ASSERT_TRUE(e.has_value()) << e.status().to_string();
+    EXPECT_EQ(testing::generate_all(**e, reqs), want) << "prefill tp " << prefill_tp << ", decode tp " << decode_tp;
+    EXPECT_EQ((*e)->stats().pd_transfers_in, reqs.size());
+    EXPECT_EQ((*e)->stats().pd_import_failures, 0u);
+  }
+}
+
 TEST(DeepseekEngineFixture, BadSetupsAreRefusedAtCreate) {
   const std::string dir = synthetic_deepseek("deepseek_v3");
   EngineOptions tp = options(dir);

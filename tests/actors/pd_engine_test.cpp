@@ -297,6 +297,35 @@ TEST_F(PdEngine, ADeadPrefillInstanceFailsOnlyItsRequests) {
   EXPECT_NE(c.status().message().find("no prefill instance is serving"), std::string::npos) << c.status().to_string();
 }
 
+// Under tensor parallelism a hand-off carries every rank's kv heads: rank 0 gathers the
+// followers' parts of the pages on the prefill side and scatters them on the decode side.
+TEST_F(PdEngine, TensorParallelInstancesHandOffEveryRanksHeads) {
+  const auto reqs = batch(/*seeded=*/false);
+  EngineOptions tp1 = separated(1, 1, 2);
+  const auto want = run(tp1, reqs);
+  ASSERT_EQ(want.size(), reqs.size());
+  EngineOptions tp2 = separated(1, 1, 2);
+  for (auto& inst : tp2.topology.instances) inst.executors.front().tp = 2;
+  EngineStats s;
+  const auto got = run(tp2, reqs, &s);
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(got[i], want[i]) << "request " << i;
+  EXPECT_EQ(s.pd_transfers_in, reqs.size() - 1);
+  EXPECT_EQ(s.pd_import_failures, 0u);
+  EngineStats s1;
+  run(tp1, reqs, &s1);
+  EXPECT_EQ(s.pd_bytes_in, s1.pd_bytes_in) << "both ranks' halves of each page: the bytes of tp 1";
+  EXPECT_EQ(n_live_blobs(), 0u);
+}
+
+TEST_F(PdEngine, PrefillAndDecodeSplitDifferentlyAreRefused) {
+  EngineOptions o = separated(1, 1, 2);
+  o.topology.instances[0].executors.front().tp = 2;
+  auto e = Engine::create(o);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.status().message().find("one model and KV layout"), std::string::npos) << e.status().to_string();
+  EXPECT_NE(e.status().message().find("tp=2"), std::string::npos) << e.status().to_string();
+}
+
 TEST_F(PdEngine, InstancesWithDifferentKvLayoutsAreRefused) {
   EngineOptions o = separated(1, 1, 2);
   o.topology.instances[1].kv.page_size = 8;

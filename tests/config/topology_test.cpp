@@ -113,9 +113,9 @@ TEST(Topology, TensorParallelKey) {
   ASSERT_TRUE(ep.has_value()) << ep.status().to_string();
   EXPECT_TRUE(ep->instances[0].executors[0].expert_parallel);
   EXPECT_FALSE(parse_topology("instances: [{executors: [{tp: 2, expert_parallel: sometimes}]}]").has_value());
+  // The cache tiers move every rank's part of a page (executor_actor.h).
   auto tiers = parse_topology("instances: [{cache: {radix: true, host_bytes: 1000000}, executors: [{tp: 2}]}]");
-  ASSERT_FALSE(tiers.has_value());
-  EXPECT_NE(tiers.status().message().find("do not work with tp > 1"), std::string::npos) << tiers.status().message();
+  EXPECT_TRUE(tiers.has_value()) << tiers.status().to_string();
 }
 
 TEST(Topology, DevicesAndStepPaths) {
@@ -312,9 +312,9 @@ TEST(Topology, PdErrorsSayWhatIsWrong) {
   EXPECT_NE(error("instances: [{name: a, role: prefill}, {name: b, role: decode, kv: {dtype: int8}}]")
                 .find("one KV layout"),
             std::string::npos);
-  EXPECT_NE(error("instances: [{name: a, role: prefill, executors: [{tp: 2}]}, {name: b, role: decode}]")
-                .find("needs tp: 1"),
-            std::string::npos);
+  // tp may differ between PD instances as far as the file goes; the engine compares the loaded
+  // page layouts (a latent cache is the same at any tp).
+  EXPECT_EQ(error("instances: [{name: a, role: prefill, executors: [{tp: 2}]}, {name: b, role: decode}]"), "(parsed)");
   EXPECT_NE(error("instances: [{name: a, role: prefill}, {name: b, role: decode}]\npd: {transfer: shm}")
                 .find("not one of: inline, local"),
             std::string::npos);
