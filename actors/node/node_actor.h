@@ -34,8 +34,9 @@
 
 namespace brigade {
 
-// Fronts and nodes of different protocols refuse each other at the hello.
-inline constexpr uint32_t kNodeProtocol = 1;
+// Fronts and nodes of different protocols refuse each other at the hello. 2: NodeInfo.kvLayout
+// (page layouts under tensor parallelism).
+inline constexpr uint32_t kNodeProtocol = 2;
 
 using node_actor = scheduler_actor::extend<
     caf::reacts_to<token_event_msg>,
