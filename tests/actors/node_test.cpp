@@ -254,7 +254,7 @@ TEST_F(NodeCluster, ANodeThatComesBackIsServedAgain) {
 TEST(NodeWatch, AComebackMustServeTheSameInstanceRoleAndModel) {
   const auto info = [](const char* instance, const char* role, const char* arch, int vocab, uint64_t page_bytes) {
     return node_info_msg::build([&](schema::NodeInfo::Builder b) {
-      b.setProtocol(1);
+      b.setProtocol(kNodeProtocol);
       b.setInstance(instance);
       b.setRole(role);
       b.setArch(arch);
