@@ -89,7 +89,7 @@ std::vector<PromptLogprobRun> StepRunner::score_prompt_rows(const std::function<
   std::vector<PromptLogprobRun> runs;
   runs.reserve(prompt_items_.size());
   for (const PromptLogprobItem& item : prompt_items_)
-    runs.push_back(score_prompt_item(item, [&](int j) { return row(n_sample_rows_ + item.first_row + j); }));
+    runs.push_back(score_prompt_item(item, [&](int j) { return row(item.first_row + j); }));
   return runs;
 }
 

@@ -42,8 +42,10 @@ SchedulerPolicy::SchedulerPolicy(const SchedulerLimits& limits, int pool_pages, 
 Status SchedulerPolicy::add(SeqRequest request) {
   const int n_prompt = static_cast<int>(request.prompt.size());
   if (n_prompt == 0) return invalid_argument("the prompt is empty: give at least one token");
-  if (request.max_tokens < 0)  // 0: the prompt runs (for its logprobs, or to fill the cache), nothing more
-    return invalid_argument("max_tokens must be >= 0 (got " + std::to_string(request.max_tokens) + ")");
+  // max_tokens 0: the prompt runs for its logprobs, nothing is generated.
+  if (request.max_tokens < 1 && !(request.max_tokens == 0 && request.prompt_logprobs >= 0))
+    return invalid_argument("max_tokens must be >= 1, or 0 with prompt_logprobs (got " +
+                            std::to_string(request.max_tokens) + ")");
   if (n_prompt >= limits_.max_context) {
     return invalid_argument("the prompt has " + std::to_string(n_prompt) + " tokens; the model's context is " +
                             std::to_string(limits_.max_context) + " tokens and generation needs at least one more");

@@ -9,6 +9,8 @@
 //                                    (n-gram speculative decoding on vs off only)
 //   build/bench/e2e/bench_engine --spec 4 --draft-model D [--model M]
 //                                    (a draft model's speculative decoding on vs off only)
+//   build/bench/e2e/bench_engine --prompt-logprobs 5 [--prompt-len 2048]
+//                                    (prefill with prompt logprobs vs without only)
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -40,7 +42,7 @@ struct RunStats {
 
 // B concurrent requests of prompt_len tokens each, generating max_tokens greedily. period > 0:
 // each prompt repeats its first `period` tokens (a workload whose output may copy its input).
-RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, int period = 0) {
+RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, int period = 0, int prompt_logprobs = -1) {
   std::mutex mu;
   std::condition_variable cv;
   int n_done = 0;
@@ -53,6 +55,7 @@ RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, in
     const int n_ids = std::min(20000, static_cast<int>(engine.model().vocab_size) - 3);  // small models too
     for (int i = 0; i < prompt_len; ++i) r.prompt_ids.push_back(3 + (b * 131 + (period > 0 ? i % period : i) * 17) % n_ids);
     r.max_tokens = max_tokens;
+    r.prompt_logprobs = prompt_logprobs;
     r.sampling.temperature = 0.0f;
     r.ignore_eos = true;
     auto id = engine.submit(r, [&, b](const Event& ev) {
@@ -89,7 +92,7 @@ RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, in
 
 std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool null_backend, int max_running,
                                     const std::string& kv_dtype = "auto", int spec_tokens = 0,
-                                    const std::string& draft_model = "") {
+                                    const std::string& draft_model = "", bool radix = true) {
   EngineOptions o;
   o.model_path = model;
   o.progress = false;
@@ -99,6 +102,7 @@ std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool 
   inst.scheduler.max_step_tokens = 512;
   inst.kv.memory_mb = 512;
   inst.kv.dtype = kv_dtype;
+  inst.cache.radix = radix;
   if (null_backend) o.backend_factory = [] { return make_null_backend(); };
   if (spec_tokens > 0) {
     inst.scheduler.speculative.method = draft_model.empty() ? "ngram" : "draft_model";
@@ -184,6 +188,30 @@ nlohmann::json compare_speculation(const std::string& model, int threads, int sp
   return out;
 }
 
+// Prefill tokens/s of one prompt_len-token prompt (time to its first token) without and with
+// prompt logprobs (top k), alternating runs, best of `repeats` each. The radix cache is off: a
+// repeated prompt would otherwise skip its prefill in the runs without prompt logprobs.
+nlohmann::json compare_prompt_logprobs(const std::string& model, int threads, int prompt_len, int k, int repeats) {
+  auto engine = make_engine(model, threads, false, 4, "auto", 0, "", /*radix=*/false);
+  run_batch(*engine, 1, 256, 1);  // warm-up: page faults, thread start
+  std::printf("%-28s %12s %12s %10s\n", "prefill", "tokens/s", "ttft ms", "relative");
+  nlohmann::json out = nlohmann::json::array();
+  double best[2] = {0.0, 0.0};
+  for (int r = 0; r < repeats; ++r) {
+    for (int with = 0; with < 2; ++with) {
+      const RunStats s = run_batch(*engine, 1, prompt_len, 1, 0, with ? k : -1);
+      best[with] = std::max(best[with], prompt_len / s.ttft_s);
+    }
+  }
+  for (int with = 0; with < 2; ++with) {
+    const std::string name = with ? "prompt_logprobs " + std::to_string(k) : "without";
+    std::printf("%-28s %12.1f %12.1f %9.2fx\n", (name + ", " + std::to_string(prompt_len) + " tokens").c_str(),
+                best[with], 1e3 * prompt_len / best[with], best[with] / best[0]);
+    out.push_back({{"prompt_logprobs", with ? k : -1}, {"prompt_tokens", prompt_len}, {"tokens_per_s", best[with]}});
+  }
+  return out;
+}
+
 }  // namespace
 }  // namespace brigade
 
@@ -210,6 +238,10 @@ int main(int argc, char** argv) {
                  "on prompts that repeat themselves (runs per setting: --kv-repeats)");
   std::string draft_model;
   app.add_option("--draft-model", draft_model, "With --spec: draft with this model instead of n-grams");
+  int prompt_logprobs = -1, prompt_len = 2048;
+  app.add_option("--prompt-logprobs", prompt_logprobs,
+                 "Only compare prefill with these top-k prompt logprobs against prefill without (runs: --kv-repeats)");
+  app.add_option("--prompt-len", prompt_len, "With --prompt-logprobs: the prompt's tokens")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   if (model.empty()) {
@@ -225,6 +257,11 @@ int main(int argc, char** argv) {
   }
 
   nlohmann::json out;
+  if (prompt_logprobs >= 0) {
+    out["prompt_logprobs"] = compare_prompt_logprobs(model, threads, prompt_len, prompt_logprobs, kv_repeats);
+    if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+    return 0;
+  }
   if (spec_tokens > 0) {
     out["speculation"] = compare_speculation(model, threads, spec_tokens, decode_tokens, kv_repeats, draft_model);
     if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
