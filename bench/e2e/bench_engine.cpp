@@ -38,6 +38,7 @@ struct RunStats {
   double decode_tok_s = 0;   // tokens/s while every sequence was decoding
   double ttft_s = 0;         // mean time to first token
   int n_tokens = 0;
+  int n_prompt_logprobs = 0;  // entries received (one per prompt token when asked)
 };
 
 // B concurrent requests of prompt_len tokens each, generating max_tokens greedily. period > 0:
@@ -45,7 +46,7 @@ struct RunStats {
 RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, int period = 0, int prompt_logprobs = -1) {
   std::mutex mu;
   std::condition_variable cv;
-  int n_done = 0;
+  int n_done = 0, n_prompt_logprobs = 0;
   std::vector<double> first(static_cast<size_t>(batch), -1), finish(static_cast<size_t>(batch), 0);
   std::vector<double> token_times;
   const auto t0 = Clock::now();
@@ -62,6 +63,7 @@ RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, in
       std::lock_guard<std::mutex> lock(mu);
       const double now = since();
       for (size_t k = 0; k < ev.token_ids.size(); ++k) token_times.push_back(now);
+      n_prompt_logprobs += static_cast<int>(ev.prompt_logprobs.size());
       if (first[static_cast<size_t>(b)] < 0 && !ev.token_ids.empty()) first[static_cast<size_t>(b)] = now;
       if (ev.finish != FinishReason::none) {
         finish[static_cast<size_t>(b)] = now;
@@ -79,6 +81,7 @@ RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, in
   RunStats s;
   s.wall_s = since();
   s.n_tokens = static_cast<int>(token_times.size());
+  s.n_prompt_logprobs = n_prompt_logprobs;
   const double start = *std::max_element(first.begin(), first.end());
   const double end = *std::min_element(finish.begin(), finish.end());
   const auto in_window = std::count_if(token_times.begin(), token_times.end(),
@@ -194,20 +197,27 @@ nlohmann::json compare_speculation(const std::string& model, int threads, int sp
 nlohmann::json compare_prompt_logprobs(const std::string& model, int threads, int prompt_len, int k, int repeats) {
   auto engine = make_engine(model, threads, false, 4, "auto", 0, "", /*radix=*/false);
   run_batch(*engine, 1, 256, 1);  // warm-up: page faults, thread start
-  std::printf("%-28s %12s %12s %10s\n", "prefill", "tokens/s", "ttft ms", "relative");
+  std::printf("%-32s %10s %10s %9s %12s\n", "prefill", "tokens/s", "ttft ms", "relative", "step GFLOP");
   nlohmann::json out = nlohmann::json::array();
-  double best[2] = {0.0, 0.0};
+  double best[2] = {0.0, 0.0}, step_gflops[2] = {0.0, 0.0};  // the roofline's count of the work
   for (int r = 0; r < repeats; ++r) {
     for (int with = 0; with < 2; ++with) {
+      const uint64_t flops = engine->stats().step_flops;
       const RunStats s = run_batch(*engine, 1, prompt_len, 1, 0, with ? k : -1);
+      if (s.n_prompt_logprobs != (with ? prompt_len : 0)) {
+        std::fprintf(stderr, "got %d prompt logprobs for a %d-token prompt\n", s.n_prompt_logprobs, prompt_len);
+        std::exit(1);
+      }
       best[with] = std::max(best[with], prompt_len / s.ttft_s);
+      step_gflops[with] = static_cast<double>(engine->stats().step_flops - flops) / 1e9;
     }
   }
   for (int with = 0; with < 2; ++with) {
     const std::string name = with ? "prompt_logprobs " + std::to_string(k) : "without";
-    std::printf("%-28s %12.1f %12.1f %9.2fx\n", (name + ", " + std::to_string(prompt_len) + " tokens").c_str(),
-                best[with], 1e3 * prompt_len / best[with], best[with] / best[0]);
-    out.push_back({{"prompt_logprobs", with ? k : -1}, {"prompt_tokens", prompt_len}, {"tokens_per_s", best[with]}});
+    std::printf("%-32s %10.1f %10.1f %8.2fx %12.1f\n", (name + ", " + std::to_string(prompt_len) + " tokens").c_str(),
+                best[with], 1e3 * prompt_len / best[with], best[with] / best[0], step_gflops[with]);
+    out.push_back({{"prompt_logprobs", with ? k : -1}, {"prompt_tokens", prompt_len}, {"tokens_per_s", best[with]},
+                   {"step_gflops", step_gflops[with]}});
   }
   return out;
 }
