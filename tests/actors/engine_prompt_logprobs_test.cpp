@@ -139,9 +139,11 @@ TEST(PromptLogprobs, ChunksOfFourTokensScoreEveryPositionOnce) {
 }
 
 TEST(PromptLogprobs, UnderTensorParallelismRankZeroScores) {
-  EngineOptions o = options(testing::fixture_dir("qwen3"));
-  o.topology.instances.front().executors.front().tp = 2;
-  expect_fixture(o, "qwen3", "tp 2");
+  for (const char* name : {"qwen3", "qwen3_moe"}) {
+    EngineOptions o = options(testing::fixture_dir(name));
+    o.topology.instances.front().executors.front().tp = 2;
+    expect_fixture(o, name, "tp 2");
+  }
 }
 
 TEST(PromptLogprobs, WithNgramSpeculationOn) {
