@@ -138,6 +138,23 @@ TEST(SchedulerPromptLogprobs, TheCacheServesOnlyScoredPositions) {
   EXPECT_EQ(p.cache_stats().hit_tokens, 0u);
 }
 
+// With HiCache tiers below the device, a plain request asks them for its prompt's pages; one
+// that needs prompt logprobs does not (loaded pages have no logits either).
+TEST(SchedulerPromptLogprobs, NoLowerTierLoadsForAPromptBeingScored) {
+  SchedulerLimits l = limits(/*cache=*/true);
+  l.lower_tiers = true;
+  SchedulerPolicy p(l, 100);
+  PoolSource pages(100);
+  SeqRequest plain = scored(1, 10, 1);
+  plain.prompt_logprobs = -1;
+  ASSERT_TRUE(p.add(plain).is_ok());
+  ASSERT_TRUE(p.add(scored(2, 10, 1)).is_ok());
+  p.plan(pages);
+  const auto loads = p.take_loads();
+  ASSERT_EQ(loads.size(), 1u);
+  EXPECT_EQ(loads[0].seq_id, 1u) << "only the plain request asks the tiers";
+}
+
 // Preempted mid-prompt (its pages taken by an older sequence's growth): the recompute asks only
 // for the positions not scored yet, and the event still has each once.
 TEST(SchedulerPromptLogprobs, PreemptionMidPromptScoresEachPositionOnce) {
