@@ -66,6 +66,9 @@ step_plan_msg encode_step_plan(const PlannedStep& step) {
       s.setPromptLen(w.prompt_len);
       if (!w.history.empty()) fill_list(s.initHistory(static_cast<unsigned>(w.history.size())), w.history);
       s.setNDraft(w.n_draft);
+      s.getSampling().setPromptLogprobs(w.prompt_logprobs);
+      s.setPromptLogprobsFrom(w.prompt_lp_from);
+      s.setNextToken(w.next_token);
     }
     auto rel = b.initReleased(static_cast<unsigned>(step.released.size()));
     for (unsigned i = 0; i < step.released.size(); ++i) rel.set(i, step.released[i]);
@@ -89,6 +92,9 @@ PlannedStep decode_step_plan(schema::StepPlan::Reader plan) {
     w.prompt_len = s.getPromptLen();
     w.history = to_vector(s.getHistory());
     w.n_draft = s.getNDraft();
+    w.prompt_logprobs = s.getSampling().getPromptLogprobs();
+    w.prompt_lp_from = s.getPromptLogprobsFrom();
+    w.next_token = s.getNextToken();
     step.n_tokens += static_cast<int>(w.tokens.size());
     step.seqs.push_back(std::move(w));
   }
@@ -96,8 +102,33 @@ PlannedStep decode_step_plan(schema::StepPlan::Reader plan) {
   return step;
 }
 
+namespace {
+
+void fill_top(capnp::List<schema::TopLogprob>::Builder out, const std::vector<std::pair<int32_t, float>>& top) {
+  for (unsigned j = 0; j < top.size(); ++j) {
+    out[j].setTokenId(top[j].first);
+    out[j].setLogprob(top[j].second);
+  }
+}
+
+void fill_entry(schema::TokenLogprob::Builder b, const TokenLogprobEntry& e) {
+  b.setTokenId(e.token);
+  b.setLogprob(e.logprob);
+  b.setRank(e.rank);
+  fill_top(b.initTop(static_cast<unsigned>(e.top.size())), e.top);
+}
+
+TokenLogprobEntry read_entry(schema::TokenLogprob::Reader r) {
+  TokenLogprobEntry e{r.getTokenId(), r.getLogprob(), r.getRank(), {}};
+  e.top.reserve(r.getTop().size());
+  for (auto t : r.getTop()) e.top.emplace_back(t.getTokenId(), t.getLogprob());
+  return e;
+}
+
+}  // namespace
+
 step_result_msg encode_step_result(uint64_t step_id, const std::vector<SampledResult>& sampled,
-                                   const StepReport& report) {
+                                   const StepReport& report, const std::vector<PromptLogprobRun>& prompt_logprobs) {
   return step_result_msg::build([&](schema::StepResult::Builder b) {
     b.setStepId(step_id);
     auto list = b.initSampled(static_cast<unsigned>(sampled.size()));
@@ -107,11 +138,16 @@ step_result_msg encode_step_result(uint64_t step_id, const std::vector<SampledRe
       auto lp = list[i].initLogprob();
       lp.setTokenId(sampled[i].token);
       lp.setLogprob(sampled[i].logprob);
-      const auto& top = sampled[i].top;
-      auto tl = lp.initTop(static_cast<unsigned>(top.size()));
-      for (unsigned j = 0; j < top.size(); ++j) {
-        tl[j].setTokenId(top[j].first);
-        tl[j].setLogprob(top[j].second);
+      fill_top(lp.initTop(static_cast<unsigned>(sampled[i].top.size())), sampled[i].top);
+    }
+    if (!prompt_logprobs.empty()) {
+      auto runs = b.initPromptLogprobs(static_cast<unsigned>(prompt_logprobs.size()));
+      for (unsigned i = 0; i < prompt_logprobs.size(); ++i) {
+        const PromptLogprobRun& run = prompt_logprobs[i];
+        runs[i].setSeqId(run.seq_id);
+        runs[i].setFirstPos(run.first_pos);
+        auto entries = runs[i].initEntries(static_cast<unsigned>(run.entries.size()));
+        for (unsigned j = 0; j < run.entries.size(); ++j) fill_entry(entries[j], run.entries[j]);
       }
     }
     b.setNTokens(report.n_tokens);
@@ -145,6 +181,12 @@ DecodedStepResult decode_step_result(schema::StepResult::Reader result) {
     for (auto t : s.getLogprob().getTop()) r.top.emplace_back(t.getTokenId(), t.getLogprob());
     out.sampled.push_back(std::move(r));
   }
+  for (auto run : result.getPromptLogprobs()) {
+    PromptLogprobRun p{run.getSeqId(), run.getFirstPos(), {}};
+    p.entries.reserve(run.getEntries().size());
+    for (auto e : run.getEntries()) p.entries.push_back(read_entry(e));
+    out.prompt_logprobs.push_back(std::move(p));
+  }
   return out;
 }
 
@@ -169,15 +211,13 @@ token_event_msg encode_event(const SeqEvent& ev) {
       for (unsigned i = 0; i < ev.logprobs.size(); ++i) {
         lps[i].setTokenId(ev.new_tokens[i]);
         lps[i].setLogprob(ev.logprobs[i]);
-        if (i < ev.top_logprobs.size()) {
-          const auto& top = ev.top_logprobs[i];
-          auto tl = lps[i].initTop(static_cast<unsigned>(top.size()));
-          for (unsigned j = 0; j < top.size(); ++j) {
-            tl[j].setTokenId(top[j].first);
-            tl[j].setLogprob(top[j].second);
-          }
-        }
+        if (i < ev.top_logprobs.size())
+          fill_top(lps[i].initTop(static_cast<unsigned>(ev.top_logprobs[i].size())), ev.top_logprobs[i]);
       }
+    }
+    if (!ev.prompt_logprobs.empty()) {
+      auto pl = b.initPromptLogprobs(static_cast<unsigned>(ev.prompt_logprobs.size()));
+      for (unsigned i = 0; i < ev.prompt_logprobs.size(); ++i) fill_entry(pl[i], ev.prompt_logprobs[i]);
     }
     if (!ev.error.empty()) b.setError(ev.error);
     b.setErrorCode(static_cast<uint16_t>(ev.error_code));

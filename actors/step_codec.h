@@ -16,7 +16,8 @@ step_plan_msg encode_step_plan(const PlannedStep& step);
 PlannedStep decode_step_plan(schema::StepPlan::Reader plan);
 
 step_result_msg encode_step_result(uint64_t step_id, const std::vector<SampledResult>& sampled,
-                                   const StepReport& report);
+                                   const StepReport& report,
+                                   const std::vector<PromptLogprobRun>& prompt_logprobs = {});
 step_result_msg encode_step_error(uint64_t step_id, const std::string& error);
 struct DecodedStepResult {
   uint64_t step_id = 0;
@@ -27,6 +28,7 @@ struct DecodedStepResult {
   double flops = 0.0, bytes = 0.0;  // StepReport's
   double roofline_us = 0.0;
   bool compute_bound = false;
+  std::vector<PromptLogprobRun> prompt_logprobs;
 };
 DecodedStepResult decode_step_result(schema::StepResult::Reader result);
 

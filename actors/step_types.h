@@ -25,6 +25,30 @@ struct SeqWorkItem {
   std::vector<int32_t> history;   // tokens at positions [0, len) not computed here (cached
                                   // prefix): only for penalty history
   int n_draft = 0;                // the last n_draft tokens are drafts to verify (SeqWork.nDraft)
+  // Prompt logprobs (SeqWork.sampling.promptLogprobs, .promptLogprobsFrom, .nextToken): with
+  // prompt_logprobs = k >= 0 the chunk reports each prompt token at position q in
+  // [max(prompt_lp_from, start_pos + 1), min(start_pos + tokens.size(), prompt_len - 1)]: its
+  // logprob given the tokens before it and the top k. next_token is the prompt token at
+  // start_pos + tokens.size() when the chunk ends inside the prompt (-1 otherwise).
+  int prompt_logprobs = -1;
+  int prompt_lp_from = 1;
+  int32_t next_token = -1;
+};
+
+// One token's logprob with its rank and the most likely alternatives (prompt logprobs).
+struct TokenLogprobEntry {
+  int32_t token = 0;
+  float logprob = 0.0f;
+  int32_t rank = 0;  // 1 + the tokens strictly more likely; 0: none (the first prompt token)
+  std::vector<std::pair<int32_t, float>> top;  // best first
+};
+
+// The prompt logprobs one work item produced: entries[i] is the prompt token at first_pos + i
+// (mirrors schema::PromptLogprobs).
+struct PromptLogprobRun {
+  uint64_t seq_id = 0;
+  int first_pos = 0;
+  std::vector<TokenLogprobEntry> entries;
 };
 
 struct PlannedStep {

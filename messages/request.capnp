@@ -21,6 +21,9 @@ struct SamplingParams {
   jsonObject @13 :Bool;            # the output must be a JSON object (response_format json_object)
   jsonSchema @14 :Text;            # non-empty: the output is an instance of this JSON schema (text)
   guidedChoice @15 :List(Text);    # non-empty: the output is exactly one of these strings
+  promptLogprobs @16 :Int32 = -1;  # -1: none; k >= 0: each prompt token's logprob given the tokens
+                                   # before it, and the top k (vLLM's prompt_logprobs). In a
+                                   # SeqWork: compute them for this chunk (SeqWork.promptLogprobsFrom)
 }
 
 struct LogitBias {
@@ -59,11 +62,15 @@ struct TokenLogprob {
   tokenId @0 :Int32;
   logprob @1 :Float32;
   top @2 :List(TopLogprob);
+  rank @3 :Int32;                  # prompt logprobs: 1 + the tokens more likely than this one;
+                                   # 0 for the first prompt token, which has no logprob
+  text @4 :Text;                   # prompt logprobs: the token's piece (set by the tokenizer)
 }
 
 struct TopLogprob {
   tokenId @0 :Int32;
   logprob @1 :Float32;
+  text @2 :Text;                   # prompt logprobs: the token's piece (set by the tokenizer)
 }
 
 struct TokenEvent {
@@ -76,6 +83,9 @@ struct TokenEvent {
   promptTokens @6 :Int32;
   completionTokens @7 :Int32;      # total generated so far
   errorCode @8 :UInt16;            # brigade::StatusCode when finishReason is error
+  promptLogprobs @9 :List(TokenLogprob);  # when asked (SamplingParams.promptLogprobs), in the
+                                   # request's first event only: one per prompt token, in order;
+                                   # the first has rank 0 and no logprob
 }
 
 struct Abort {

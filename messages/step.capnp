@@ -27,6 +27,12 @@ struct SeqWork {
                                    # the executor verifies the drafts (core/sampling.h
                                    # verify_drafts): the result holds 1..nDraft+1 tokens for the
                                    # sequence. Needs sample = true, useLastSampled = false.
+  promptLogprobsFrom @11 :Int32;   # with sampling.promptLogprobs >= 0: the chunk's logits give
+                                   # the logprob of each prompt token at position q in
+                                   # [max(promptLogprobsFrom, startPos + 1), min(startPos + len,
+                                   # promptLen - 1)] (the result's PromptLogprobs)
+  nextToken @12 :Int32 = -1;       # the prompt token at startPos + len, when the chunk ends
+                                   # inside the prompt (its logprob comes from this chunk)
 }
 
 struct StepPlan {
@@ -55,4 +61,14 @@ struct StepResult {
   bytes @6 :Float64;
   rooflineMicros @7 :Float64;      # 0: the ceilings were not measured
   computeBound @8 :Bool;           # flops / peak took longer than bytes / bandwidth
+  promptLogprobs @9 :List(PromptLogprobs);  # one per work item that asked for them
+}
+
+# The logprobs of consecutive prompt tokens of one sequence: entries[i] is the token at position
+# firstPos + i, its logprob given the tokens before it (raw logits, log-softmax in f32), its rank
+# and the top k.
+struct PromptLogprobs {
+  seqId @0 :UInt64;
+  firstPos @1 :Int32;
+  entries @2 :List(Req.TokenLogprob);
 }

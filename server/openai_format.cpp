@@ -9,7 +9,9 @@ namespace brigade::server {
 
 namespace {
 
-using nlohmann::json;
+// Insertion order: the fields come as OpenAI and vLLM write them, and a prompt position's
+// logprob dict starts with the prompt token itself, as vLLM's.
+using json = nlohmann::ordered_json;
 
 // Engine text is complete UTF-8, but a prompt or stop string echoed back might not be: replace
 // rather than throw.
@@ -80,6 +82,7 @@ std::string CompletionState::on_event(int choice, const Event& ev) {
   // Per-token text: the event's text belongs to its first token (exact when an event carries one
   // token, the usual case; the detokenizer holds back partial UTF-8 and partial stop strings).
   for (size_t i = 0; i < ev.token_ids.size(); ++i) c.token_texts.push_back(i == 0 ? ev.text : std::string());
+  if (!ev.prompt_logprobs.empty()) c.prompt_logprobs = ev.prompt_logprobs;
   c.completion_tokens = std::max(c.completion_tokens, ev.completion_tokens);
   if (ev.completion_tokens == 0) c.completion_tokens = static_cast<int>(c.token_ids.size());
   if (ev.prompt_tokens > 0) prompt_tokens_ = ev.prompt_tokens;
@@ -95,7 +98,8 @@ std::string CompletionState::on_event(int choice, const Event& ev) {
   return chunk(choice, ev, c);
 }
 
-std::string CompletionState::logprobs_json(const Choice& c, size_t from, size_t to, size_t text_offset) const {
+std::string CompletionState::logprobs_json(const Choice& c, size_t from, size_t to, size_t text_offset,
+                                           bool with_prompt) const {
   if (request_.gen.logprobs < 0 || c.logprobs.size() < to) return "null";
   auto token_text = [&](size_t i, int32_t id) {
     return id == c.token_ids[i] ? c.token_texts[i] : "token_id:" + std::to_string(id);
@@ -118,7 +122,29 @@ std::string CompletionState::logprobs_json(const Choice& c, size_t from, size_t 
     return dump(json{{"content", content}});
   }
   json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
-  size_t offset = text_offset;
+  size_t offset = 0;
+  if (with_prompt) {
+    // vLLM's echo: the prompt token's own logprob first in its dict, then the k best (k + 1 at most).
+    const size_t k = static_cast<size_t>(request_.gen.logprobs);
+    for (const PromptLogprob& p : c.prompt_logprobs) {
+      tokens.push_back(p.text);
+      offsets.push_back(offset);
+      offset += p.text.size();
+      if (!p.logprob) {
+        lps.push_back(nullptr);
+        tops.push_back(nullptr);
+        continue;
+      }
+      lps.push_back(finite_logprob(*p.logprob));
+      json top = json::object();
+      top[p.text] = finite_logprob(*p.logprob);
+      for (size_t j = 0; j < p.top.size() && top.size() < k + 1; ++j) {
+        if (!top.contains(p.top[j].text)) top[p.top[j].text] = finite_logprob(p.top[j].logprob);
+      }
+      tops.push_back(top);
+    }
+  }
+  offset = text_offset;
   for (size_t i = from; i < to; ++i) {
     tokens.push_back(c.token_texts[i]);
     lps.push_back(finite_logprob(c.logprobs[i]));
@@ -133,10 +159,39 @@ std::string CompletionState::logprobs_json(const Choice& c, size_t from, size_t 
   return dump(json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}});
 }
 
+std::string CompletionState::prompt_logprobs_json(const Choice& c) const {
+  if (request_.prompt_logprobs < 0 || c.prompt_logprobs.empty()) return "null";
+  json out = json::array();
+  const auto entry = [](float lp, int rank, const std::string& text) {
+    return json{{"logprob", finite_logprob(lp)}, {"rank", rank}, {"decoded_token", text}};
+  };
+  for (const PromptLogprob& p : c.prompt_logprobs) {
+    if (!p.logprob) {
+      out.push_back(nullptr);
+      continue;
+    }
+    json pos = json::object();
+    pos[std::to_string(p.token)] = entry(*p.logprob, p.rank, p.text);
+    const size_t k = std::min(p.top.size(), static_cast<size_t>(request_.prompt_logprobs));
+    for (size_t j = 0; j < k; ++j) {
+      const std::string id = std::to_string(p.top[j].token);
+      if (!pos.contains(id)) pos[id] = entry(p.top[j].logprob, static_cast<int>(j) + 1, p.top[j].text);
+    }
+    out.push_back(std::move(pos));
+  }
+  return dump(out);
+}
+
 std::string CompletionState::chunk(int choice, const Event& ev, Choice& c) const {
   const size_t to = c.token_ids.size(), from = to - ev.token_ids.size();
-  json ch = {{"index", choice}, {"finish_reason", finish_json(ev.finish)}};
-  ch["logprobs"] = json::parse(logprobs_json(c, from, to, c.text.size() - ev.text.size()));
+  json ch = {{"index", choice}};
+  // echo: the choice's first chunk carries the prompt (and with logprobs its tokens' logprobs).
+  const bool echo_now = request_.echo && !c.echoed;
+  c.echoed = c.echoed || echo_now;
+  const size_t text_offset = c.text.size() - ev.text.size() + (request_.echo ? request_.echo_text.size() : 0);
+  ch["logprobs"] = json::parse(logprobs_json(c, from, to, text_offset, echo_now));
+  ch["finish_reason"] = finish_json(ev.finish);
+  if (!ev.prompt_logprobs.empty() && request_.prompt_logprobs >= 0) ch["prompt_logprobs"] = json::parse(prompt_logprobs_json(c));
   json body = {{"id", id_}, {"created", created_}, {"model", model_}};
   if (request_.endpoint == Endpoint::chat) {
     json delta = json::object();
@@ -146,7 +201,7 @@ std::string CompletionState::chunk(int choice, const Event& ev, Choice& c) const
     ch["delta"] = delta;
     body["object"] = "chat.completion.chunk";
   } else {
-    ch["text"] = ev.text;
+    ch["text"] = echo_now ? request_.echo_text + ev.text : ev.text;
     body["object"] = "text_completion";
   }
   body["choices"] = json::array({ch});
@@ -165,13 +220,17 @@ std::string CompletionState::final_body() const {
   json choices = json::array();
   for (size_t i = 0; i < choices_.size(); ++i) {
     const Choice& c = choices_[i];
-    json ch = {{"index", i}, {"finish_reason", finish_json(c.finish)}};
-    ch["logprobs"] = json::parse(logprobs_json(c, 0, c.token_ids.size(), 0));
+    json ch = {{"index", i}};
     if (request_.endpoint == Endpoint::chat) {
       ch["message"] = {{"role", "assistant"}, {"content", c.text}};
     } else {
-      ch["text"] = c.text;
+      ch["text"] = request_.echo ? request_.echo_text + c.text : c.text;
     }
+    const size_t text_offset = request_.echo ? request_.echo_text.size() : 0;
+    ch["logprobs"] = json::parse(logprobs_json(c, 0, c.token_ids.size(), text_offset, request_.echo));
+    ch["finish_reason"] = finish_json(c.finish);
+    if (request_.endpoint == Endpoint::completions && request_.prompt_logprobs >= 0)
+      ch["prompt_logprobs"] = json::parse(prompt_logprobs_json(c));
     choices.push_back(ch);
   }
   json body = {{"id", id_},
@@ -180,6 +239,9 @@ std::string CompletionState::final_body() const {
                {"model", model_},
                {"choices", choices},
                {"usage", json::parse(usage_json())}};
+  // vLLM's chat puts the prompt's logprobs beside the choices (one prompt for all of them).
+  if (request_.endpoint == Endpoint::chat && request_.prompt_logprobs >= 0 && !choices_.empty())
+    body["prompt_logprobs"] = json::parse(prompt_logprobs_json(choices_[0]));
   return dump(body);
 }
 

@@ -46,12 +46,18 @@ class CompletionState {
     std::vector<float> logprobs;
     std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs;
     std::vector<std::string> token_texts;
+    std::vector<PromptLogprob> prompt_logprobs;  // from the first event, when asked
+    bool echoed = false;                          // stream: the prompt went out (echo)
     FinishReason finish = FinishReason::none;
     bool sent_role = false;
     int completion_tokens = 0;
   };
   std::string chunk(int choice, const Event& ev, Choice& c) const;
-  std::string logprobs_json(const Choice& c, size_t from, size_t to, size_t text_offset) const;
+  // The legacy completions / chat logprobs of generated tokens [from, to), the text of `from`
+  // starting at text_offset; with_prompt (echo) puts the prompt's tokens first.
+  std::string logprobs_json(const Choice& c, size_t from, size_t to, size_t text_offset, bool with_prompt) const;
+  // vLLM's `prompt_logprobs`: [null, {"<id>": {logprob, rank, decoded_token}, ...}, ...].
+  std::string prompt_logprobs_json(const Choice& c) const;
   std::string usage_json() const;
 
   CompletionRequest request_;

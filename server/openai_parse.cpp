@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <initializer_list>
@@ -228,9 +229,28 @@ Status read_logprobs(const json& body, Endpoint endpoint, const ParseLimits& lim
   return Status::ok();
 }
 
+// `echo` (completions) and vLLM's `prompt_logprobs` (both endpoints), and `max_tokens` 0, which
+// only they make useful. Reads after read_logprobs.
+Status read_prompt_scoring(const json& body, Endpoint endpoint, const ParseLimits& limits, CompletionRequest& r) {
+  BRIGADE_RETURN_IF_ERROR(read_bool(body, "echo", r.echo));
+  if (r.echo && endpoint == Endpoint::chat)
+    return unsupported("'echo' is not supported on chat completions (vLLM's echo of the last message); "
+                       "use /v1/completions with echo, or 'prompt_logprobs'");
+  auto it = body.find("prompt_logprobs");
+  if (it != body.end() && it->is_number_integer() && it->get<int64_t>() < 0)
+    return invalid_argument("'prompt_logprobs' must be in [0, " + std::to_string(limits.max_logprobs) + "] (got " +
+                            it->dump() + "; -1, the whole vocabulary, is not supported)");
+  BRIGADE_RETURN_IF_ERROR(read_int(body, "prompt_logprobs", 0, limits.max_logprobs, r.prompt_logprobs));
+  r.gen.prompt_logprobs = std::max(r.prompt_logprobs, r.echo ? r.gen.logprobs : -1);
+  if (r.gen.max_tokens == 0 && !r.echo && r.prompt_logprobs < 0)
+    return invalid_argument("'max_tokens' 0 generates nothing: it needs 'echo' or 'prompt_logprobs' (scoring the prompt)");
+  // A prompt that is only scored runs once per choice; the engine needs prompt logprobs asked to
+  // run a prompt without generating.
+  if (r.gen.max_tokens == 0) r.gen.prompt_logprobs = std::max(r.gen.prompt_logprobs, 0);
+  return Status::ok();
+}
+
 Status refuse_unsupported(const json& body) {
-  auto echo = body.find("echo");
-  if (echo != body.end() && !echo->is_null() && *echo != false) return unsupported("'echo' is not supported");
   auto best_of = body.find("best_of");
   if (best_of != body.end() && !best_of->is_null() && *best_of != 1) return unsupported("'best_of' other than 1 is not supported");
   return Status::ok();
@@ -295,8 +315,8 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   }
   r.gen.max_tokens = endpoint == Endpoint::chat ? limits.default_max_tokens_chat : limits.default_max_tokens_completions;
   const int64_t max_int = std::numeric_limits<int32_t>::max();
-  BRIGADE_RETURN_IF_ERROR(read_int(body, "max_tokens", 1, max_int, r.gen.max_tokens));
-  BRIGADE_RETURN_IF_ERROR(read_int(body, "max_completion_tokens", 1, max_int, r.gen.max_tokens));
+  BRIGADE_RETURN_IF_ERROR(read_int(body, "max_tokens", 0, max_int, r.gen.max_tokens));
+  BRIGADE_RETURN_IF_ERROR(read_int(body, "max_completion_tokens", 0, max_int, r.gen.max_tokens));
   BRIGADE_RETURN_IF_ERROR(read_sampling(body, r.gen.sampling));
   BRIGADE_RETURN_IF_ERROR(read_int(body, "n", 1, limits.max_n, r.n));
   BRIGADE_RETURN_IF_ERROR(read_bool(body, "stream", r.stream));
@@ -312,6 +332,7 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   BRIGADE_RETURN_IF_ERROR(read_guided_output(body, r.gen));
   BRIGADE_RETURN_IF_ERROR(read_logprobs(body, endpoint, limits, r));
   BRIGADE_RETURN_IF_ERROR(read_bool(body, "ignore_eos", r.gen.ignore_eos));
+  BRIGADE_RETURN_IF_ERROR(read_prompt_scoring(body, endpoint, limits, r));
   auto user = body.find("user");
   if (user != body.end() && !user->is_null() && !user->is_string()) return wrong_type("user", "a string", *user);
   BRIGADE_RETURN_IF_ERROR(refuse_unsupported(body));

@@ -32,6 +32,13 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;         // stream_options.include_usage: a last chunk with usage
   bool chat_logprobs = false;         // chat: `logprobs: true` (gen.logprobs = top_logprobs)
+  // Completions `echo`: the prompt comes first in the choice's text, and with `logprobs` its
+  // tokens come first in the choice's logprobs (gen.prompt_logprobs >= logprobs then).
+  bool echo = false;
+  std::string echo_text;              // the prompt as echoed: the text sent, or the token ids'
+                                      // text (filled by the router, which has the tokenizer)
+  int prompt_logprobs = -1;           // vLLM's `prompt_logprobs` field (>= 0: a `prompt_logprobs`
+                                      // list in the response)
 };
 
 // Limits a request is checked against.
@@ -45,8 +52,9 @@ struct ParseLimits {
 };
 
 // Validates one request body. invalid_argument for wrong types, missing prompt/messages and
-// out-of-range values; unsupported for fields brigade does not implement (echo, best_of > 1,
-// logit_bias, several prompts in one request).
+// out-of-range values; unsupported for fields brigade does not implement (best_of > 1, echo
+// on chat, several prompts in one request). `max_tokens` 0 is accepted with `echo` or
+// `prompt_logprobs` (the prompt is scored, nothing generated).
 Expected<CompletionRequest> parse_completion_request(const nlohmann::json& body, Endpoint endpoint,
                                                      const ParseLimits& limits = {});
 // The same from raw bytes: malformed JSON is invalid_argument too.

@@ -73,6 +73,15 @@ std::variant<SimpleResponse, CompletionRequest> route(ServerContext& ctx, const 
   if (!parsed) {
     return error_response(http_status_for(parsed.status().code()), parsed.status().message(), parsed.status().code());
   }
+  if (parsed->echo) {
+    if (parsed->gen.prompt_ids.empty()) {
+      parsed->echo_text = parsed->gen.prompt;
+    } else {
+      auto text = ctx.engine.detokenize(parsed->gen.prompt_ids);
+      if (!text) return error_response(400, "'prompt': " + text.status().message(), text.status().code());
+      parsed->echo_text = std::move(*text);
+    }
+  }
   if (chat) {
     // The model's own chat template renders the conversation; brigade never guesses a format.
     std::vector<ChatTurn> turns;

@@ -93,17 +93,16 @@ inline std::vector<Completion> run_concurrently(Engine& engine, const std::vecto
 }
 
 // Submits every request before waiting for any, so they share steps, and returns each one's
-// tokens (an error event or a refused submit fails the test).
-inline std::vector<std::vector<int32_t>> generate_all(Engine& engine, const std::vector<GenerateOptions>& reqs) {
+// events in order (a refused submit fails the test and leaves its list empty).
+inline std::vector<std::vector<Event>> collect_events(Engine& engine, const std::vector<GenerateOptions>& reqs) {
   std::mutex mu;
   std::condition_variable cv;
-  std::vector<std::vector<int32_t>> tokens(reqs.size());
+  std::vector<std::vector<Event>> events(reqs.size());
   size_t n_done = 0;
   for (size_t i = 0; i < reqs.size(); ++i) {
     auto id = engine.submit(reqs[i], [&, i](const Event& ev) {
       std::lock_guard<std::mutex> lock(mu);
-      tokens[i].insert(tokens[i].end(), ev.token_ids.begin(), ev.token_ids.end());
-      EXPECT_NE(ev.finish, FinishReason::error) << ev.error;
+      events[i].push_back(ev);
       if (ev.finish != FinishReason::none) {
         ++n_done;
         cv.notify_all();
@@ -117,6 +116,19 @@ inline std::vector<std::vector<int32_t>> generate_all(Engine& engine, const std:
   }
   std::unique_lock<std::mutex> lock(mu);
   cv.wait(lock, [&] { return n_done == reqs.size(); });
+  return events;
+}
+
+// collect_events' tokens per request (an error event fails the test).
+inline std::vector<std::vector<int32_t>> generate_all(Engine& engine, const std::vector<GenerateOptions>& reqs) {
+  std::vector<std::vector<int32_t>> tokens(reqs.size());
+  const auto events = collect_events(engine, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    for (const Event& ev : events[i]) {
+      tokens[i].insert(tokens[i].end(), ev.token_ids.begin(), ev.token_ids.end());
+      EXPECT_NE(ev.finish, FinishReason::error) << ev.error;
+    }
+  }
   return tokens;
 }
 

@@ -2,6 +2,7 @@
 #include "tools/commands.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -53,6 +54,8 @@ void add_generate_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--json-schema", opts->json_schema_file,
                   "A JSON Schema file: the output is an instance of it (enforced token by token)")
       ->excludes(json_object);
+  cmd->add_flag("--score", opts->score,
+                 "Print the prompt's log-likelihood and perplexity (its prompt logprobs); --max-tokens 0 scores only");
   cmd->callback([opts, &run] { run = [opts] { return run_generate(*opts); }; });
 }
 
@@ -78,6 +81,7 @@ int run_generate(const GenerateArgs& a) {
   if (a.seed) req.sampling.seed = *a.seed;
   req.ignore_eos = a.ignore_eos;
   req.min_tokens = a.min_tokens;
+  if (a.score) req.prompt_logprobs = 0;
   if (a.json_object) req.response_format = ResponseFormat::json_object;
   if (!a.json_schema_file.empty()) {
     std::ifstream in(a.json_schema_file, std::ios::binary);
@@ -94,7 +98,9 @@ int run_generate(const GenerateArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<int32_t> ids;
   Event last;
+  std::vector<PromptLogprob> scored;
   Status st = run_to_end(**engine, req, [&](const Event& ev) {
+    if (!ev.prompt_logprobs.empty()) scored = ev.prompt_logprobs;
     ids.insert(ids.end(), ev.token_ids.begin(), ev.token_ids.end());
     if (!ids_mode && !ev.text.empty()) {
       std::fputs(ev.text.c_str(), stdout);
@@ -112,6 +118,14 @@ int run_generate(const GenerateArgs& a) {
   if (last.finish == FinishReason::error) return fail(invalid_argument(last.error));
   std::fprintf(stderr, "[%zu tokens in %.2f s, %.1f tokens/s, finish: %s]\n", ids.size(), secs,
                static_cast<double>(ids.size()) / secs, finish_reason_name(last.finish));
+  if (a.score && scored.size() > 1) {
+    // The first token has no logprob (nothing precedes it): n - 1 tokens are scored.
+    double sum = 0.0;
+    for (const PromptLogprob& p : scored) sum += p.logprob.value_or(0.0f);
+    const double n = static_cast<double>(scored.size() - 1);
+    std::fprintf(stderr, "[prompt: %zu tokens, log-likelihood %.4f, %.4f per token, perplexity %.4f]\n", scored.size(),
+                 sum, sum / n, std::exp(-sum / n));
+  }
   return 0;
 }
 

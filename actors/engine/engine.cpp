@@ -73,7 +73,8 @@ Status validate_output_format(const GenerateOptions& r, bool has_tokenizer) {
 }
 
 Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
-  if (r.max_tokens < 1) return invalid_argument("max_tokens must be >= 1 (got " + std::to_string(r.max_tokens) + ")");
+  if (r.max_tokens < 1 && !(r.max_tokens == 0 && r.prompt_logprobs >= 0))
+    return invalid_argument("max_tokens must be >= 1, or 0 with prompt_logprobs (got " + std::to_string(r.max_tokens) + ")");
   const auto& s = r.sampling;
   if (!(s.temperature >= 0.0f)) return invalid_argument("temperature must be >= 0 (got " + std::to_string(s.temperature) + ")");
   if (!(s.top_p > 0.0f && s.top_p <= 1.0f)) return invalid_argument("top_p must be in (0, 1] (got " + std::to_string(s.top_p) + ")");
@@ -99,6 +100,8 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
     if (!biased.insert(t).second) return invalid_argument("logit_bias names token " + std::to_string(t) + " twice");
   }
   if (r.logprobs > 20) return invalid_argument("logprobs must be at most 20 (got " + std::to_string(r.logprobs) + ")");
+  if (r.prompt_logprobs > 20)
+    return invalid_argument("prompt_logprobs must be at most 20 (got " + std::to_string(r.prompt_logprobs) + ")");
   if (r.prompt_ids.empty() && r.prompt.empty()) return invalid_argument("the prompt is empty: give text or token ids");
   BRIGADE_RETURN_IF_ERROR(validate_output_format(r, m.has_tokenizer));
   if (r.prompt_ids.empty() && !m.has_tokenizer)
@@ -527,6 +530,7 @@ Expected<uint64_t> EngineImpl::submit(const GenerateOptions& request, EventCallb
     auto s = b.initSampling();
     encode_sampling(cfg, s);
     s.setLogprobs(request.logprobs);
+    s.setPromptLogprobs(request.prompt_logprobs);
     b.setMaxTokens(request.max_tokens);
     auto stop = b.initStop();
     fill_list(stop.initTokenIds(static_cast<unsigned>(request.stop_ids.size())), request.stop_ids);
@@ -564,6 +568,7 @@ Expected<Completion> Engine::generate(const GenerateOptions& request) {
     sh->c.token_ids.insert(sh->c.token_ids.end(), ev.token_ids.begin(), ev.token_ids.end());
     sh->c.text += ev.text;
     sh->c.logprobs.insert(sh->c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
+    if (!ev.prompt_logprobs.empty()) sh->c.prompt_logprobs = ev.prompt_logprobs;
     sh->c.prompt_tokens = ev.prompt_tokens;
     if (ev.finish != FinishReason::none) {
       sh->c.finish = ev.finish;

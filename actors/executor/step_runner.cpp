@@ -69,9 +69,28 @@ Status StepRunner::build_batch(const PlannedStep& step) {
       }
     }
   }
+  BRIGADE_RETURN_IF_ERROR(plan_prompt_rows(step));
   const KvLayout& kv = kv_.layout();
   cost_ = model_.step_cost(batch_, static_cast<double>(kv.page_bytes()) / kv.page_size);
   return Status::ok();
+}
+
+Status StepRunner::plan_prompt_rows(const PlannedStep& step) {
+  n_sample_rows_ = static_cast<int>(batch_.logit_rows.size());
+  prompt_items_.clear();
+  for (size_t i = 0; i < step.seqs.size(); ++i) {
+    BRIGADE_ASSIGN_OR_RETURN(auto item, plan_prompt_logprobs(step.seqs[i], batch_.q_start[i], batch_.logit_rows));
+    if (item) prompt_items_.push_back(std::move(*item));
+  }
+  return Status::ok();
+}
+
+std::vector<PromptLogprobRun> StepRunner::score_prompt_rows(const std::function<std::span<const float>(int)>& row) const {
+  std::vector<PromptLogprobRun> runs;
+  runs.reserve(prompt_items_.size());
+  for (const PromptLogprobItem& item : prompt_items_)
+    runs.push_back(score_prompt_item(item, [&](int j) { return row(item.first_row + j); }));
+  return runs;
 }
 
 Status StepRunner::check_drafts(const SeqWorkItem& w) {
@@ -114,7 +133,7 @@ Expected<InFlightStep> StepRunner::start(const PlannedStep& step) {
   if (options_.device_steps) {
     BRIGADE_ASSIGN_OR_RETURN(s, start_on_device(step));
   } else {
-    BRIGADE_ASSIGN_OR_RETURN(s.results_, run_on_host(step));
+    BRIGADE_ASSIGN_OR_RETURN(s.results_, run_on_host(step, s.prompt_logprobs_));
   }
   s.cost_ = cost_;
   return s;
@@ -142,7 +161,8 @@ std::vector<SampledResult> StepRunner::finish(InFlightStep& step) {
   return out;
 }
 
-Expected<std::vector<SampledResult>> StepRunner::run_on_host(const PlannedStep& step) {
+Expected<std::vector<SampledResult>> StepRunner::run_on_host(const PlannedStep& step,
+                                                             std::vector<PromptLogprobRun>& prompt_logprobs) {
   std::vector<SampledResult> out;
   BRIGADE_RETURN_IF_ERROR(build_batch(step));
   const int n_rows = static_cast<int>(batch_.logit_rows.size());
@@ -154,13 +174,16 @@ Expected<std::vector<SampledResult>> StepRunner::run_on_host(const PlannedStep& 
   if (n_rows == 0) return out;
   host_logits_.resize(static_cast<size_t>(n_rows * vocab));
   backend_.download(host_logits_.data(), logits);
-  out.reserve(static_cast<size_t>(n_rows));
-  for (int r = 0; r < n_rows; r += 1 + step.seqs[sample_items_[static_cast<size_t>(r)]].n_draft) {
+  const auto row_at = [&](int r) {
+    return std::span<float>(host_logits_.data() + static_cast<size_t>(r) * static_cast<size_t>(vocab),
+                            static_cast<size_t>(vocab));
+  };
+  // Before sampling, which may change its rows in place (logit rules); prompt rows are separate.
+  prompt_logprobs = score_prompt_rows(row_at);
+  out.reserve(static_cast<size_t>(n_sample_rows_));
+  for (int r = 0; r < n_sample_rows_; r += 1 + step.seqs[sample_items_[static_cast<size_t>(r)]].n_draft) {
     const SeqWorkItem& w = step.seqs[sample_items_[static_cast<size_t>(r)]];
-    sample_item(w, [&](int j) {
-      return std::span<float>(host_logits_.data() + static_cast<size_t>(r + j) * static_cast<size_t>(vocab),
-                              static_cast<size_t>(vocab));
-    }, out);
+    sample_item(w, [&](int j) { return row_at(r + j); }, out);
   }
   return out;
 }

@@ -43,6 +43,7 @@
 #include "actors/step_types.h"
 #include "core/backend.h"
 #include "actors/executor/output_constraints.h"
+#include "actors/executor/prompt_logprobs.h"
 #include "core/token_trie.h"
 #include "core/status.h"
 #include "kvstore/kv_layout.h"
@@ -67,10 +68,14 @@ class InFlightStep {
   bool pending() const { return pending_; }
   // The step's work by the roofline model (Model::step_cost of the batch before any padding).
   const StepCost& cost() const { return cost_; }
+  // The prompt logprobs the step computed (one run per work item that asked; prompt_logprobs.h).
+  // A step with such items completes inside start(), so they are here before finish().
+  std::vector<PromptLogprobRun> take_prompt_logprobs() { return std::move(prompt_logprobs_); }
 
  private:
   friend class StepRunner;
   std::vector<SampledResult> results_;  // a complete step's results
+  std::vector<PromptLogprobRun> prompt_logprobs_;
   bool pending_ = false;                // true: the tokens are still on their way
   uint64_t ticket_ = 0;                 // Backend::download_async
   int buffer_ = 0;                      // which of the runner's host token buffers
@@ -120,6 +125,10 @@ class StepRunner {
 
  private:
   Status build_batch(const PlannedStep& step);
+  // Appends the logits rows of the step's prompt logprobs after the sampling rows.
+  Status plan_prompt_rows(const PlannedStep& step);
+  // Scores the prompt rows (logits rows from n_sample_rows_ on); row(r) is logits row r [vocab].
+  std::vector<PromptLogprobRun> score_prompt_rows(const std::function<std::span<const float>(int)>& row) const;
   Status ensure_logits(int n_rows);
   // Adds the step's input tokens to the penalty history of sequences that use penalties.
   void record_history(const PlannedStep& step);
@@ -131,10 +140,12 @@ class StepRunner {
   // (core/sampling.h verify_drafts). row(j) is the item's j-th logits row [vocab], j <= n_draft.
   void sample_item(const SeqWorkItem& w, const std::function<std::span<float>(int)>& row,
                    std::vector<SampledResult>& out);
-  Expected<std::vector<SampledResult>> run_on_host(const PlannedStep& step);
+  Expected<std::vector<SampledResult>> run_on_host(const PlannedStep& step, std::vector<PromptLogprobRun>& prompt_logprobs);
 
   // ---- the device path (step_runner_device.cpp) ----
   Expected<InFlightStep> start_on_device(const PlannedStep& step);
+  // The step's prompt logprobs, from its logits rows downloaded in blocks.
+  std::vector<PromptLogprobRun> download_prompt_rows();
   // The host buffer the next pending step's n_rows tokens land in (grown before the step runs,
   // so a failed allocation changes nothing).
   Status ensure_host_tokens(int n_rows);
@@ -166,6 +177,10 @@ class StepRunner {
   StepCost cost_;  // of batch_ as build_batch left it
   std::vector<size_t> sample_items_;  // index into step.seqs of each logits row (an item with
                                       // drafts has n_draft + 1 consecutive rows)
+  // Prompt logprobs: their logits rows follow the sampling rows ([n_sample_rows_, logit rows)),
+  // so a step's logits hold [sampling rows + prompt rows, vocab] f32, at most its tokens' rows.
+  int n_sample_rows_ = 0;
+  std::vector<PromptLogprobItem> prompt_items_;
   Buffer logits_buf_;
   size_t logits_rows_cap_ = 0;
   std::vector<float> host_logits_;

@@ -139,12 +139,14 @@ Expected<InFlightStep> StepRunner::start_on_device(const PlannedStep& step) {
     unassign_slots(added);
     return s;
   }
-  const int n_rows = static_cast<int>(batch_.logit_rows.size());  // real sampling rows
+  const int n_rows = n_sample_rows_;  // real sampling rows; prompt logprob rows follow them
+  const int n_logit_rows = static_cast<int>(batch_.logit_rows.size());
   // Per logit row: the device sampler's parameters and the table slot its token goes to. Rows
-  // for the host sampler sample greedily on the device (cheap; the result is ignored).
-  params_.assign(static_cast<size_t>(n_rows), SampleParams{});
-  store_.assign(static_cast<size_t>(n_rows), -1);
-  bool sampled = false, host_rows = false;
+  // for the host sampler and prompt logprob rows sample greedily on the device (cheap; the
+  // result is ignored). A step with prompt logprobs completes here, like one with host rows.
+  params_.assign(static_cast<size_t>(n_logit_rows), SampleParams{});
+  store_.assign(static_cast<size_t>(n_logit_rows), -1);
+  bool sampled = false, host_rows = !prompt_items_.empty();
   for (int r = 0; r < n_rows; ++r) {
     const SeqWorkItem& w = step.seqs[sample_items_[static_cast<size_t>(r)]];
     if (needs_host_sampler(w)) {
@@ -156,7 +158,8 @@ Expected<InFlightStep> StepRunner::start_on_device(const PlannedStep& step) {
     sampled = sampled || params_[static_cast<size_t>(r)].temperature > 0.0f;
   }
   std::optional<uint64_t> key;
-  if (auto bucket = pick_bucket(batch_, options_.buckets, options_.max_step_tokens)) {
+  auto bucket = prompt_items_.empty() ? pick_bucket(batch_, options_.buckets, options_.max_step_tokens) : std::nullopt;
+  if (bucket) {
     pad_to_bucket(batch_, *bucket, feed_);
     params_.resize(static_cast<size_t>(bucket->rows));
     store_.resize(static_cast<size_t>(bucket->rows), -1);
@@ -170,6 +173,7 @@ Expected<InFlightStep> StepRunner::start_on_device(const PlannedStep& step) {
   }
   record_history(step);
   InFlightStep out;
+  out.prompt_logprobs_ = download_prompt_rows();
   if (n_rows == 0) return out;
   if (!host_rows) return download_tokens(n_rows, step);
   // Rows for the host sampler: their tokens must be in the table before the next step starts,
@@ -187,6 +191,29 @@ Expected<InFlightStep> StepRunner::start_on_device(const PlannedStep& step) {
     }
   }
   return out;
+}
+
+// The prompt logprob rows come to the host in blocks of at most kPromptRowsPerDownload rows, so
+// the host copy stays small whatever the chunk.
+std::vector<PromptLogprobRun> StepRunner::download_prompt_rows() {
+  if (prompt_items_.empty()) return {};
+  constexpr int kPromptRowsPerDownload = 64;
+  const int64_t vocab = model_.config().vocab_size;
+  const int n_logit_rows = static_cast<int>(batch_.logit_rows.size());
+  const Tensor logits = logits_buf_.view(DType::f32, {n_logit_rows, vocab});
+  int block = -1;
+  return score_prompt_rows([&](int r) {
+    const int b = (r - n_sample_rows_) / kPromptRowsPerDownload;
+    const int first = n_sample_rows_ + b * kPromptRowsPerDownload;
+    if (b != block) {
+      const int n = std::min(kPromptRowsPerDownload, n_logit_rows - first);
+      host_logits_.resize(static_cast<size_t>(n) * static_cast<size_t>(vocab));
+      backend_.download(host_logits_.data(), logits.rows(first, n));
+      block = b;
+    }
+    return std::span<const float>(host_logits_.data() + static_cast<size_t>(r - first) * static_cast<size_t>(vocab),
+                                  static_cast<size_t>(vocab));
+  });
 }
 
 Status StepRunner::ensure_host_tokens(int n_rows) {

@@ -37,6 +37,15 @@ Event to_event(schema::TokenEvent::Reader r) {
     for (auto t : lp.getTop()) top.emplace_back(t.getTokenId(), t.getLogprob());
     if (!top.empty()) ev.top_logprobs.push_back(std::move(top));
   }
+  for (auto p : r.getPromptLogprobs()) {
+    PromptLogprob lp;
+    lp.token = p.getTokenId();
+    lp.text = p.getText();
+    lp.rank = p.getRank();
+    if (lp.rank > 0) lp.logprob = p.getLogprob();
+    for (auto t : p.getTop()) lp.top.push_back({t.getTokenId(), t.getLogprob(), t.getText()});
+    ev.prompt_logprobs.push_back(std::move(lp));
+  }
   switch (r.getFinishReason()) {
     case schema::FinishReason::NONE: ev.finish = FinishReason::none; break;
     case schema::FinishReason::STOP: ev.finish = FinishReason::stop; break;

@@ -42,8 +42,10 @@ SchedulerPolicy::SchedulerPolicy(const SchedulerLimits& limits, int pool_pages, 
 Status SchedulerPolicy::add(SeqRequest request) {
   const int n_prompt = static_cast<int>(request.prompt.size());
   if (n_prompt == 0) return invalid_argument("the prompt is empty: give at least one token");
-  if (request.max_tokens < 1)
-    return invalid_argument("max_tokens must be >= 1 (got " + std::to_string(request.max_tokens) + ")");
+  // max_tokens 0: the prompt runs for its logprobs, nothing is generated.
+  if (request.max_tokens < 1 && !(request.max_tokens == 0 && request.prompt_logprobs >= 0))
+    return invalid_argument("max_tokens must be >= 1, or 0 with prompt_logprobs (got " +
+                            std::to_string(request.max_tokens) + ")");
   if (n_prompt >= limits_.max_context) {
     return invalid_argument("the prompt has " + std::to_string(n_prompt) + " tokens; the model's context is " +
                             std::to_string(limits_.max_context) + " tokens and generation needs at least one more");
@@ -162,7 +164,7 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
   }
   RadixTree::Match m;
   if (cache_) {
-    m = cache_->match(s.tokens, known - 1);  // one token at least is computed: its logits are sampled
+    m = cache_->match(s.tokens, cache_match_limit(s));
     cache_->lock(m.node);                    // so that making room below cannot evict it
   }
   auto got = take_pages(s.blocks.pages_needed(known + 1) - static_cast<int>(m.pages.size()), pages);
@@ -182,7 +184,7 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
     ++cache_stats_.lookups;
     cache_stats_.hit_tokens += static_cast<uint64_t>(m.n_tokens);
   }
-  if (cache_ && limits_.lower_tiers) {
+  if (cache_ && limits_.lower_tiers && !needs_prompt_logprobs(s)) {
     auto keys = cache_->continue_keys(m, s.tokens, (known - 1) / limits_.page_size);
     // Load when cheaper than recomputing by the measured estimates (unknown: load); every 8th
     // candidate loads anyway, so an estimate inflated by a busy moment can come back down.
@@ -348,7 +350,7 @@ void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vec
   w.start_pos = s.n_scheduled;
   const int n_pages_used = (s.n_scheduled + n_tokens + limits_.page_size - 1) / limits_.page_size;
   w.block_table.assign(s.blocks.pages().begin(), s.blocks.pages().begin() + n_pages_used);
-  w.sample = pending || s.n_scheduled + n_tokens - n_draft == known;
+  w.sample = (pending || s.n_scheduled + n_tokens - n_draft == known) && s.req.max_tokens > 0;
   w.sampling = s.req.sampling;
   w.n_generated = static_cast<uint32_t>(s.n_generated + s.n_pending);  // index of the token sampled
   w.logprobs = s.req.logprobs;
@@ -358,7 +360,9 @@ void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vec
   if (s.send_history && (w.sampling.has_penalties() || w.sampling.constrained()))
     w.history.assign(s.tokens.begin(), s.tokens.begin() + s.n_scheduled);
   s.send_history = false;
-  entries.push_back({s.req.id, n_tokens, w.sample, n_draft, s.n_scheduled});
+  StepEntry e{s.req.id, n_tokens, w.sample, n_draft, s.n_scheduled};
+  plan_prompt_logprobs(s, w, e);
+  entries.push_back(e);
   s.n_scheduled += n_tokens;
   if (w.sample) ++s.n_pending;
   ++s.n_inflight;
@@ -475,6 +479,7 @@ SeqEvent SchedulerPolicy::final_event(Seq& s) {
   ev.error_code = s.ended == Finish::error ? StatusCode::internal : StatusCode::ok;
   ev.prompt_tokens = static_cast<int>(s.req.prompt.size());
   ev.completion_tokens = s.n_generated;
+  if (s.ended != Finish::error && s.ended != Finish::abort) attach_prompt_logprobs(s, ev);
   return ev;
 }
 
@@ -514,6 +519,7 @@ int SchedulerPolicy::append_tokens(Seq& s, std::span<const SampledResult* const>
   }
   ev.prompt_tokens = static_cast<int>(s.req.prompt.size());
   ev.completion_tokens = s.n_generated;
+  attach_prompt_logprobs(s, ev);
   if (s.ended != Finish::none) {
     ev.finish = s.ended;
     s.final_sent = true;
@@ -523,7 +529,7 @@ int SchedulerPolicy::append_tokens(Seq& s, std::span<const SampledResult* const>
 }
 
 std::vector<SeqEvent> SchedulerPolicy::complete(uint64_t step_id, std::span<const SampledResult> sampled,
-                                                PageSource& pages) {
+                                                PageSource& pages, std::span<const PromptLogprobRun> prompt_logprobs) {
   BRIGADE_CHECK(!inflight_.empty() && inflight_.begin()->first == step_id, "steps complete in the order planned");
   std::vector<StepEntry> entries = std::move(inflight_.begin()->second);
   inflight_.erase(inflight_.begin());
@@ -542,6 +548,10 @@ std::vector<SeqEvent> SchedulerPolicy::complete(uint64_t step_id, std::span<cons
     }
     s.n_computed += e.n_tokens;
     if (s.ended == Finish::none) cache_computed(s);  // shares its prompt with later requests
+    if (s.ended == Finish::none && !take_prompt_logprobs(s, e, prompt_logprobs)) s.ended = Finish::error;
+    // max_tokens 0: the prompt ran, nothing is sampled.
+    if (s.ended == Finish::none && s.req.max_tokens == 0 && s.n_computed >= static_cast<int>(s.req.prompt.size()))
+      s.ended = Finish::length;
     if (e.sample) {
       --s.n_pending;
       if (s.ended == Finish::none && (!got || got->size() != 1)) {

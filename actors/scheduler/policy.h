@@ -37,6 +37,14 @@
 // following pages (a KvLoadRequest the scheduler sends to the executor); it waits, holding its
 // pages but not the batch, until loaded() says how many arrived, and computes the rest.
 //
+// Prompt logprobs (SeqRequest::prompt_logprobs, policy_prompt_logprobs.cpp): prompt chunks ask
+// the executor to score the prompt positions they cover that were not scored yet, and the
+// results gather in the sequence until its first event carries them all. Positions served from
+// the prefix cache have no logits, so such a sequence matches at most the positions already
+// scored (none at first: vLLM V1 also recomputes) and loads nothing from lower tiers; its pages
+// still enter the cache. After a preemption a recomputed chunk scores only what is missing, so
+// each position is reported once. max_tokens 0 runs the prompt only and ends with length.
+//
 // PD separation (`role`, policy_pd.cpp; docs/architecture.md "PD separation"): a prefill
 // instance never decodes. When a sequence's prompt has run and its first token is sampled, the
 // policy asks for its KV pages to be read (take_exports); once they are (exported()), the
@@ -109,6 +117,8 @@ struct SeqRequest {
   int max_tokens = 16;
   SamplingConfig sampling;
   int logprobs = -1;                 // -1 none; else the sampled token's logprob (+ top k)
+  int prompt_logprobs = -1;          // -1 none; else each prompt token's logprob (+ top k), sent
+                                     // with the first event; max_tokens may then be 0
   std::vector<int32_t> stop_ids;     // stops besides eos (unless ignore_eos)
   std::vector<int32_t> eos_ids;
   bool ignore_eos = false;
@@ -181,6 +191,9 @@ struct SeqEvent {
   int completion_tokens = 0;
   StatusCode error_code = StatusCode::ok;
   std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs;  // per new token, when asked
+  // SeqRequest::prompt_logprobs >= 0, in the request's first event only (the one with its first
+  // token, or its final event): one entry per prompt token, the first with rank 0 (no logprob).
+  std::vector<TokenLogprobEntry> prompt_logprobs;
 };
 
 class SchedulerPolicy {
@@ -225,7 +238,10 @@ class SchedulerPolicy {
   // Applies a finished step: appends sampled tokens, ends sequences that are done (their
   // pages go back to `pages` once no step in flight uses them). One event per sequence that
   // sampled or ended.
-  std::vector<SeqEvent> complete(uint64_t step_id, std::span<const SampledResult> sampled, PageSource& pages);
+  // prompt_logprobs: the step's PromptLogprobRuns (a run the plan did not ask for, or one of the
+  // wrong positions, ends its sequence with an error).
+  std::vector<SeqEvent> complete(uint64_t step_id, std::span<const SampledResult> sampled, PageSource& pages,
+                                 std::span<const PromptLogprobRun> prompt_logprobs = {});
   // A step failed as a whole: every sequence in it ends with `error`.
   std::vector<SeqEvent> fail(uint64_t step_id, const std::string& error, PageSource& pages);
 
@@ -294,6 +310,9 @@ class SchedulerPolicy {
     int n_import_tokens = 0;   // PD decode side: positions whose KV arrives from a prefill
                                // instance at admission (0: none, or already arrived)
     bool exporting = false;    // PD prefill side: its pages are being read for the hand-off
+    int prompt_lp_next = 1;    // prompt logprobs: the next prompt position to score
+    std::vector<TokenLogprobEntry> prompt_lps;  // scored so far (positions 1..prompt_lp_next-1)
+    bool prompt_lps_sent = false;
   };
   struct StepEntry {
     uint64_t seq_id;
@@ -301,6 +320,7 @@ class SchedulerPolicy {
     bool sample;
     int n_draft = 0;  // drafts among the tokens (the sequence's last token comes first)
     int start = 0;    // the work item's start position
+    int prompt_lp_first = 0, prompt_lp_last = -1;  // prompt positions the item scores (none: first > last)
   };
 
   void enqueue(Seq s);
@@ -333,6 +353,16 @@ class SchedulerPolicy {
   void note_acceptance(Seq& s, double fraction);
   void complete_drafts(Seq& s, const StepEntry& e, const std::vector<const SampledResult*>* got,
                        std::vector<SeqEvent>& events, PageSource& pages);
+  // ---- prompt logprobs (policy_prompt_logprobs.cpp) ----
+  bool needs_prompt_logprobs(const Seq& s) const;
+  // The most leading tokens admission may take from the prefix cache.
+  int cache_match_limit(const Seq& s) const;
+  // Asks the work item to score the prompt positions of its chunk not scored yet.
+  void plan_prompt_logprobs(const Seq& s, SeqWorkItem& w, StepEntry& e) const;
+  // Takes the item's run; false (with s.error set) when it is not what the plan asked for.
+  bool take_prompt_logprobs(Seq& s, const StepEntry& e, std::span<const PromptLogprobRun> runs);
+  // Moves the whole prompt's logprobs into the request's first event (once, when complete).
+  void attach_prompt_logprobs(Seq& s, SeqEvent& ev);
   bool wants_decode(const Seq& s) const;
   bool wants_chunk(const Seq& s) const;
   Finish finish_of(const Seq& s) const;

@@ -351,7 +351,7 @@ void on_step_done(scheduler_ptr self, const DecodedStepResult& r) {
     }
   }
   if (r.error.empty()) st.policy->note_step_bound(r.roofline_us > 0.0 && r.compute_bound);  // the load rule
-  std::vector<SeqEvent> events = r.error.empty() ? st.policy->complete(r.step_id, r.sampled, st.lease)
+  std::vector<SeqEvent> events = r.error.empty() ? st.policy->complete(r.step_id, r.sampled, st.lease, r.prompt_logprobs)
                                                  : st.policy->fail(r.step_id, r.error, st.lease);
   if (!r.error.empty()) spdlog::error("scheduler: step {} failed: {}", r.step_id, r.error);
   // The next plan goes out before the events: the executor starts the next step while the
@@ -434,6 +434,7 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
         req.max_tokens = r.getMaxTokens();
         req.sampling = decode_sampling(r.getSampling());
         req.logprobs = r.getSampling().getLogprobs();
+        req.prompt_logprobs = r.getSampling().getPromptLogprobs();
         req.stop_ids = to_vector(r.getStop().getTokenIds());
         req.ignore_eos = r.getStop().getIgnoreEos();
         req.eos_ids = self->state.setup.eos_ids;

@@ -44,6 +44,28 @@ generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vect
   });
 }
 
+// A token's piece as valid UTF-8 (a byte of a partial sequence becomes U+FFFD): the text of a
+// prompt logprob entry, whose token is shown alone.
+std::string piece_text(const Tokenizer* tokenizer, int32_t id) {
+  if (!tokenizer || id < 0 || id >= tokenizer->vocab_size()) return {};
+  std::string out;
+  append_valid_utf8(out, tokenizer->token_to_piece(id), /*hold_tail=*/false);
+  return out;
+}
+
+// The scheduler's prompt logprobs with the text of each token and alternative.
+void copy_prompt_logprobs(const Tokenizer* tokenizer, capnp::List<schema::TokenLogprob>::Reader in,
+                          schema::TokenEvent::Builder b) {
+  if (in.size() == 0) return;
+  auto out = b.initPromptLogprobs(in.size());
+  for (unsigned i = 0; i < in.size(); ++i) {
+    out.setWithCaveats(i, in[i]);
+    out[i].setText(piece_text(tokenizer, in[i].getTokenId()));
+    auto top = out[i].getTop();
+    for (unsigned j = 0; j < top.size(); ++j) top[j].setText(piece_text(tokenizer, top[j].getTokenId()));
+  }
+}
+
 void on_request(tokenizer_ptr self, const generate_request_msg& msg) {
   auto& st = self->state;
   auto r = msg.reader();
@@ -118,6 +140,7 @@ void on_event(tokenizer_ptr self, const token_event_msg& msg) {
     b.setErrorCode(r.getErrorCode());
     b.setPromptTokens(r.getPromptTokens());
     b.setCompletionTokens(r.getCompletionTokens() - n_cut);
+    copy_prompt_logprobs(st.tokenizer.get(), r.getPromptLogprobs(), b);
   });
   self->send(st.frontend, out);
   if (hit_stop && !final_event) {

@@ -9,6 +9,8 @@
 //                                    (n-gram speculative decoding on vs off only)
 //   build/bench/e2e/bench_engine --spec 4 --draft-model D [--model M]
 //                                    (a draft model's speculative decoding on vs off only)
+//   build/bench/e2e/bench_engine --prompt-logprobs 5 [--prompt-len 2048]
+//                                    (prefill with prompt logprobs vs without only)
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -36,14 +38,15 @@ struct RunStats {
   double decode_tok_s = 0;   // tokens/s while every sequence was decoding
   double ttft_s = 0;         // mean time to first token
   int n_tokens = 0;
+  int n_prompt_logprobs = 0;  // entries received (one per prompt token when asked)
 };
 
 // B concurrent requests of prompt_len tokens each, generating max_tokens greedily. period > 0:
 // each prompt repeats its first `period` tokens (a workload whose output may copy its input).
-RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, int period = 0) {
+RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, int period = 0, int prompt_logprobs = -1) {
   std::mutex mu;
   std::condition_variable cv;
-  int n_done = 0;
+  int n_done = 0, n_prompt_logprobs = 0;
   std::vector<double> first(static_cast<size_t>(batch), -1), finish(static_cast<size_t>(batch), 0);
   std::vector<double> token_times;
   const auto t0 = Clock::now();
@@ -53,12 +56,14 @@ RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, in
     const int n_ids = std::min(20000, static_cast<int>(engine.model().vocab_size) - 3);  // small models too
     for (int i = 0; i < prompt_len; ++i) r.prompt_ids.push_back(3 + (b * 131 + (period > 0 ? i % period : i) * 17) % n_ids);
     r.max_tokens = max_tokens;
+    r.prompt_logprobs = prompt_logprobs;
     r.sampling.temperature = 0.0f;
     r.ignore_eos = true;
     auto id = engine.submit(r, [&, b](const Event& ev) {
       std::lock_guard<std::mutex> lock(mu);
       const double now = since();
       for (size_t k = 0; k < ev.token_ids.size(); ++k) token_times.push_back(now);
+      n_prompt_logprobs += static_cast<int>(ev.prompt_logprobs.size());
       if (first[static_cast<size_t>(b)] < 0 && !ev.token_ids.empty()) first[static_cast<size_t>(b)] = now;
       if (ev.finish != FinishReason::none) {
         finish[static_cast<size_t>(b)] = now;
@@ -76,6 +81,7 @@ RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, in
   RunStats s;
   s.wall_s = since();
   s.n_tokens = static_cast<int>(token_times.size());
+  s.n_prompt_logprobs = n_prompt_logprobs;
   const double start = *std::max_element(first.begin(), first.end());
   const double end = *std::min_element(finish.begin(), finish.end());
   const auto in_window = std::count_if(token_times.begin(), token_times.end(),
@@ -89,7 +95,7 @@ RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, in
 
 std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool null_backend, int max_running,
                                     const std::string& kv_dtype = "auto", int spec_tokens = 0,
-                                    const std::string& draft_model = "") {
+                                    const std::string& draft_model = "", bool radix = true) {
   EngineOptions o;
   o.model_path = model;
   o.progress = false;
@@ -99,6 +105,7 @@ std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool 
   inst.scheduler.max_step_tokens = 512;
   inst.kv.memory_mb = 512;
   inst.kv.dtype = kv_dtype;
+  inst.cache.radix = radix;
   if (null_backend) o.backend_factory = [] { return make_null_backend(); };
   if (spec_tokens > 0) {
     inst.scheduler.speculative.method = draft_model.empty() ? "ngram" : "draft_model";
@@ -184,6 +191,37 @@ nlohmann::json compare_speculation(const std::string& model, int threads, int sp
   return out;
 }
 
+// Prefill tokens/s of one prompt_len-token prompt (time to its first token) without and with
+// prompt logprobs (top k), alternating runs, best of `repeats` each. The radix cache is off: a
+// repeated prompt would otherwise skip its prefill in the runs without prompt logprobs.
+nlohmann::json compare_prompt_logprobs(const std::string& model, int threads, int prompt_len, int k, int repeats) {
+  auto engine = make_engine(model, threads, false, 4, "auto", 0, "", /*radix=*/false);
+  run_batch(*engine, 1, 256, 1);  // warm-up: page faults, thread start
+  std::printf("%-32s %10s %10s %9s %12s\n", "prefill", "tokens/s", "ttft ms", "relative", "step GFLOP");
+  nlohmann::json out = nlohmann::json::array();
+  double best[2] = {0.0, 0.0}, step_gflops[2] = {0.0, 0.0};  // the roofline's count of the work
+  for (int r = 0; r < repeats; ++r) {
+    for (int with = 0; with < 2; ++with) {
+      const uint64_t flops = engine->stats().step_flops;
+      const RunStats s = run_batch(*engine, 1, prompt_len, 1, 0, with ? k : -1);
+      if (s.n_prompt_logprobs != (with ? prompt_len : 0)) {
+        std::fprintf(stderr, "got %d prompt logprobs for a %d-token prompt\n", s.n_prompt_logprobs, prompt_len);
+        std::exit(1);
+      }
+      best[with] = std::max(best[with], prompt_len / s.ttft_s);
+      step_gflops[with] = static_cast<double>(engine->stats().step_flops - flops) / 1e9;
+    }
+  }
+  for (int with = 0; with < 2; ++with) {
+    const std::string name = with ? "prompt_logprobs " + std::to_string(k) : "without";
+    std::printf("%-32s %10.1f %10.1f %8.2fx %12.1f\n", (name + ", " + std::to_string(prompt_len) + " tokens").c_str(),
+                best[with], 1e3 * prompt_len / best[with], best[with] / best[0], step_gflops[with]);
+    out.push_back({{"prompt_logprobs", with ? k : -1}, {"prompt_tokens", prompt_len}, {"tokens_per_s", best[with]},
+                   {"step_gflops", step_gflops[with]}});
+  }
+  return out;
+}
+
 }  // namespace
 }  // namespace brigade
 
@@ -210,6 +248,10 @@ int main(int argc, char** argv) {
                  "on prompts that repeat themselves (runs per setting: --kv-repeats)");
   std::string draft_model;
   app.add_option("--draft-model", draft_model, "With --spec: draft with this model instead of n-grams");
+  int prompt_logprobs = -1, prompt_len = 2048;
+  app.add_option("--prompt-logprobs", prompt_logprobs,
+                 "Only compare prefill with these top-k prompt logprobs against prefill without (runs: --kv-repeats)");
+  app.add_option("--prompt-len", prompt_len, "With --prompt-logprobs: the prompt's tokens")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   if (model.empty()) {
@@ -225,6 +267,11 @@ int main(int argc, char** argv) {
   }
 
   nlohmann::json out;
+  if (prompt_logprobs >= 0) {
+    out["prompt_logprobs"] = compare_prompt_logprobs(model, threads, prompt_len, prompt_logprobs, kv_repeats);
+    if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+    return 0;
+  }
   if (spec_tokens > 0) {
     out["speculation"] = compare_speculation(model, threads, spec_tokens, decode_tokens, kv_repeats, draft_model);
     if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";

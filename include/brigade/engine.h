@@ -51,7 +51,8 @@ struct GenerateOptions {
   std::vector<int32_t> prompt_ids;   // ...or token ids (when non-empty, `prompt` is ignored)
   bool add_bos = true;               // prepend BOS to a text prompt
   SamplingOptions sampling;
-  int max_tokens = 16;               // >= 1; generation also stops at the context length
+  int max_tokens = 16;               // >= 1 (0 with prompt_logprobs: score the prompt only, finish
+                                     // length); generation also stops at the context length
   ResponseFormat response_format = ResponseFormat::text;
   std::string json_schema;                 // ResponseFormat::json_schema: the schema's JSON text
   std::vector<std::string> guided_choice;  // ResponseFormat::choice: the strings allowed (>= 1)
@@ -63,6 +64,26 @@ struct GenerateOptions {
   int priority = 0;                  // higher is scheduled first
   int logprobs = -1;                 // >= 0: report each sampled token's logprob and the
                                      // `logprobs` most likely alternatives (at most 20)
+  int prompt_logprobs = -1;          // >= 0: report each prompt token's logprob given the tokens
+                                     // before it, its rank and the `prompt_logprobs` most likely
+                                     // tokens there (at most 20; vLLM's prompt_logprobs), from the
+                                     // raw logits (sampling settings do not apply). The prompt is
+                                     // then computed whole: it takes no prefix-cache hits.
+};
+
+// One prompt token's logprob (Event::prompt_logprobs).
+struct PromptLogprob {
+  struct Alternative {
+    int32_t token = 0;
+    float logprob = 0.0f;
+    std::string text;
+  };
+  int32_t token = 0;
+  std::string text;              // the token's piece (invalid UTF-8 bytes as U+FFFD; empty
+                                 // without a tokenizer)
+  std::optional<float> logprob;  // log p(token | the tokens before it); none for the first token
+  int rank = 0;                  // 1 + the tokens more likely at this position; 0 for the first
+  std::vector<Alternative> top;  // the most likely tokens at this position, best first
 };
 
 enum class FinishReason { none, stop, length, abort, error };
@@ -76,6 +97,9 @@ struct Event {
   std::vector<float> logprobs;     // one per new id when asked
   // When asked: per new id, the most likely tokens and their logprobs, best first.
   std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs;
+  // GenerateOptions::prompt_logprobs >= 0: in the request's first event only (with its first
+  // token, or its final event when max_tokens is 0), one per prompt token, in order.
+  std::vector<PromptLogprob> prompt_logprobs;
   FinishReason finish = FinishReason::none;
   std::string error;               // what was wrong, when finish == error
   StatusCode error_code = StatusCode::ok;  // invalid_argument: the request was bad;
@@ -89,6 +113,7 @@ struct Completion {
   std::vector<int32_t> token_ids;
   std::string text;
   std::vector<float> logprobs;
+  std::vector<PromptLogprob> prompt_logprobs;  // when asked
   FinishReason finish = FinishReason::none;
   int prompt_tokens = 0;
 };

@@ -92,5 +92,103 @@ TEST(OpenaiFormat, FirstErrorIsKept) {
   EXPECT_EQ(st.error().code(), StatusCode::invalid_argument);
 }
 
+// The first event of a request that asked for prompt logprobs: prompt "ab" = tokens 1 ("a"),
+// 2 ("b"); the first has no logprob.
+Event event_with_prompt(FinishReason finish, bool with_token) {
+  Event ev = with_token ? token_event(9, "c", finish) : Event{};
+  ev.finish = finish;
+  ev.prompt_tokens = 2;
+  if (with_token) ev.logprobs = {-0.25f};
+  PromptLogprob first;
+  first.token = 1;
+  first.text = "a";
+  PromptLogprob second;
+  second.token = 2;
+  second.text = "b";
+  second.logprob = -1.5f;
+  second.rank = 3;
+  second.top = {{7, -0.5f, "x"}, {8, -1.0f, "y"}, {2, -1.5f, "b"}};
+  ev.prompt_logprobs = {first, second};
+  return ev;
+}
+
+// What lm-evaluation-harness sends: echo, logprobs 1, max_tokens 0.
+TEST(OpenaiFormat, EchoWithLogprobsPutsThePromptFirst) {
+  CompletionRequest req;
+  req.echo = true;
+  req.echo_text = "ab";
+  req.gen.logprobs = 1;
+  req.gen.max_tokens = 0;
+  CompletionState st(req, "cmpl-e", "m", 7);
+  st.on_event(0, event_with_prompt(FinishReason::length, false));
+  json body = json::parse(st.final_body());
+  const json& ch = body["choices"][0];
+  EXPECT_EQ(ch["text"], "ab");
+  EXPECT_EQ(ch["finish_reason"], "length");
+  EXPECT_EQ(ch["logprobs"]["tokens"], json({"a", "b"}));
+  EXPECT_TRUE(ch["logprobs"]["token_logprobs"][0].is_null());
+  EXPECT_EQ(ch["logprobs"]["token_logprobs"][1], -1.5);
+  EXPECT_TRUE(ch["logprobs"]["top_logprobs"][0].is_null());
+  // The token itself, then the best one: k + 1 entries.
+  EXPECT_EQ(ch["logprobs"]["top_logprobs"][1], json({{"b", -1.5}, {"x", -0.5}}));
+  EXPECT_EQ(ch["logprobs"]["text_offset"], json({0, 1}));
+  EXPECT_FALSE(ch.contains("prompt_logprobs")) << "not asked";
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 2);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 0);
+
+  // With a generated token: prompt entries, then the generated ones, offsets into the whole text.
+  CompletionRequest gen = req;
+  gen.gen.max_tokens = 1;
+  CompletionState st2(gen, "cmpl-f", "m", 7);
+  st2.on_event(0, event_with_prompt(FinishReason::length, true));
+  body = json::parse(st2.final_body());
+  EXPECT_EQ(body["choices"][0]["text"], "abc");
+  EXPECT_EQ(body["choices"][0]["logprobs"]["tokens"], json({"a", "b", "c"}));
+  EXPECT_EQ(body["choices"][0]["logprobs"]["token_logprobs"][2], -0.25);
+  EXPECT_EQ(body["choices"][0]["logprobs"]["text_offset"], json({0, 1, 2}));
+}
+
+TEST(OpenaiFormat, EchoStreamsThePromptInTheFirstChunk) {
+  CompletionRequest req;
+  req.echo = true;
+  req.echo_text = "ab";
+  req.stream = true;
+  CompletionState st(req, "cmpl-s", "m", 7);
+  const std::string first = st.on_event(0, event_with_prompt(FinishReason::none, true));
+  const std::string second = st.on_event(0, token_event(10, "d", FinishReason::length));
+  auto chunk = [](const std::string& sse) { return json::parse(sse.substr(6)); };
+  EXPECT_EQ(chunk(first)["choices"][0]["text"], "abc");
+  EXPECT_EQ(chunk(second)["choices"][0]["text"], "d");
+}
+
+// vLLM's prompt_logprobs: null first, then {"<id>": {logprob, rank, decoded_token}} with the
+// prompt token first and the k best after it (the token not repeated).
+TEST(OpenaiFormat, PromptLogprobsInVllmsFormat) {
+  CompletionRequest req;
+  req.prompt_logprobs = 3;
+  req.gen.prompt_logprobs = 3;
+  CompletionState st(req, "cmpl-p", "m", 7);
+  st.on_event(0, event_with_prompt(FinishReason::length, true));
+  const std::string text = st.final_body();
+  json body = json::parse(text);
+  const json& pl = body["choices"][0]["prompt_logprobs"];
+  ASSERT_EQ(pl.size(), 2u);
+  EXPECT_TRUE(pl[0].is_null());
+  EXPECT_EQ(pl[1].size(), 3u);
+  EXPECT_EQ(pl[1]["2"], json({{"decoded_token", "b"}, {"logprob", -1.5}, {"rank", 3}}));
+  EXPECT_EQ(pl[1]["7"], json({{"decoded_token", "x"}, {"logprob", -0.5}, {"rank", 1}}));
+  EXPECT_EQ(pl[1]["8"]["rank"], 2);
+  EXPECT_LT(text.find("\"2\":{"), text.find("\"7\":{")) << "the prompt token comes first, as in vLLM";
+  EXPECT_TRUE(body["choices"][0]["logprobs"].is_null()) << "no logprobs asked";
+
+  CompletionRequest chat = req;
+  chat.endpoint = Endpoint::chat;
+  CompletionState cs(chat, "chatcmpl-p", "m", 7);
+  cs.on_event(0, event_with_prompt(FinishReason::length, true));
+  body = json::parse(cs.final_body());
+  EXPECT_EQ(body["prompt_logprobs"][1]["2"]["rank"], 3) << "chat: beside the choices, as vLLM";
+  EXPECT_FALSE(body["choices"][0].contains("prompt_logprobs"));
+}
+
 }  // namespace
 }  // namespace brigade::server

@@ -98,6 +98,10 @@ TEST(OpenaiParse, BadInputsAreInvalidArgument) {
       R"({"prompt":"x","stop":[""]})",
       R"({"prompt":"x","seed":1.5})",
       R"({"prompt":"x","logprobs":21})",
+      R"({"prompt":"x","prompt_logprobs":21})",
+      R"({"prompt":"x","prompt_logprobs":-1})",
+      R"({"prompt":"x","prompt_logprobs":true})",
+      R"({"prompt":"x","echo":"yes"})",
       R"({"prompt":"x","logprobs":true})",
       R"({"prompt":"x","presence_penalty":3})",
       R"({"prompt":"x","repetition_penalty":0})",
@@ -169,8 +173,46 @@ TEST(OpenaiParse, StructuredOutputFields) {
   EXPECT_EQ(r->gen.guided_choice, (std::vector<std::string>{"yes", "no"}));
 }
 
+// lm-evaluation-harness scores with echo + logprobs + max_tokens 0; vLLM's prompt_logprobs too.
+TEST(OpenaiParse, EchoAndPromptLogprobs) {
+  auto r = parse(R"({"prompt":[1,2,3],"echo":true,"logprobs":1,"max_tokens":0})");
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_TRUE(r->echo);
+  EXPECT_EQ(r->gen.max_tokens, 0);
+  EXPECT_EQ(r->gen.logprobs, 1);
+  EXPECT_EQ(r->gen.prompt_logprobs, 1) << "echo's logprobs cover the prompt";
+  EXPECT_EQ(r->prompt_logprobs, -1) << "no prompt_logprobs list asked";
+  r = parse(R"({"prompt":"x","echo":true,"max_tokens":0})");
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->gen.prompt_logprobs, 0) << "a prompt that is only scored still runs";
+  r = parse(R"({"prompt":"x","echo":true})");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->gen.prompt_logprobs, -1) << "echo alone needs no logprobs";
+  r = parse(R"({"prompt":"x","echo":true,"logprobs":2,"prompt_logprobs":5})");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->gen.prompt_logprobs, 5);
+  EXPECT_EQ(r->prompt_logprobs, 5);
+  r = parse(R"({"prompt":"x","prompt_logprobs":0,"max_tokens":0})");
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_FALSE(r->echo);
+  auto chat = parse_completion_body(R"({"messages":[{"role":"user","content":"hi"}],"prompt_logprobs":2})", Endpoint::chat);
+  ASSERT_TRUE(chat.has_value()) << chat.status().to_string();
+  EXPECT_EQ(chat->gen.prompt_logprobs, 2);
+  // Refusals name the field.
+  chat = parse_completion_body(R"({"messages":[{"role":"user","content":"hi"}],"echo":true})", Endpoint::chat);
+  ASSERT_FALSE(chat.has_value());
+  EXPECT_EQ(chat.status().code(), StatusCode::unsupported);
+  EXPECT_NE(chat.status().message().find("'echo'"), std::string::npos) << chat.status().message();
+  auto zero = parse(R"({"prompt":"x","max_tokens":0})");
+  ASSERT_FALSE(zero.has_value());
+  EXPECT_NE(zero.status().message().find("'max_tokens' 0"), std::string::npos) << zero.status().message();
+  auto over = parse(R"({"prompt":"x","prompt_logprobs":21})");
+  ASSERT_FALSE(over.has_value());
+  EXPECT_NE(over.status().message().find("'prompt_logprobs'"), std::string::npos) << over.status().message();
+}
+
 TEST(OpenaiParse, UnsupportedFieldsAreRefused) {
-  for (const char* b : {R"({"prompt":"x","echo":true})", R"({"prompt":"x","best_of":2})",
+  for (const char* b : {R"({"prompt":"x","best_of":2})",
                         R"({"prompt":["a","b"]})", R"({"prompt":"x","guided_regex":"a+"})",
                         R"({"prompt":"x","guided_grammar":"root ::= x"})"}) {
     auto r = parse(b);
@@ -215,7 +257,7 @@ json random_body(std::mt19937_64& rng) {
                                  "logprobs", "top_logprobs", "presence_penalty", "frequency_penalty",
                                  "repetition_penalty", "ignore_eos", "user", "echo", "best_of", "logit_bias",
                                  "min_tokens", "stop_token_ids", "response_format", "guided_json",
-                                 "guided_choice"};
+                                 "guided_choice", "prompt_logprobs"};
   json body = json::object();
   if (rng() % 4 != 0) body["prompt"] = "hello";
   if (rng() % 4 != 0) body["messages"] = json::array({{{"role", "user"}, {"content", "hi"}}});
@@ -226,7 +268,11 @@ json random_body(std::mt19937_64& rng) {
 void check_accepted(const CompletionRequest& r) {
   EXPECT_GE(r.n, 1);
   EXPECT_LE(r.n, 16);
-  EXPECT_GE(r.gen.max_tokens, 1);
+  EXPECT_TRUE(r.gen.max_tokens >= 1 || r.gen.prompt_logprobs >= 0) << "max_tokens 0 only scores a prompt";
+  EXPECT_LE(r.gen.prompt_logprobs, 20);
+  if (r.echo) {
+    EXPECT_GE(r.gen.prompt_logprobs, r.gen.logprobs);
+  }
   EXPECT_GE(r.gen.sampling.temperature, 0.0f);
   EXPECT_GT(r.gen.sampling.top_p, 0.0f);
   EXPECT_LE(r.gen.sampling.top_p, 1.0f);

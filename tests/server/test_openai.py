@@ -96,6 +96,66 @@ def test_logprobs(client):
     assert all(len(t) <= 2 for t in lp.top_logprobs)
 
 
+def prompt_logprobs(client, ids, k):
+    r = client.completions.create(model="tiny", prompt=ids, max_tokens=0, extra_body={"prompt_logprobs": k})
+    return r.choices[0].model_extra["prompt_logprobs"]
+
+
+def test_echo_scores_the_prompt_as_lm_eval_asks(client):
+    # lm-evaluation-harness's loglikelihood request: echo, logprobs 1, max_tokens 0.
+    prompt = [1, 300, 17, 42, 9, 250]
+    scored = client.completions.create(model="tiny", prompt=prompt, echo=True, logprobs=1, max_tokens=0)
+    choice = scored.choices[0]
+    lp = choice.logprobs
+    assert choice.finish_reason == "length"
+    assert scored.usage.completion_tokens == 0 and scored.usage.prompt_tokens == len(prompt)
+    assert len(lp.token_logprobs) == len(prompt) == len(lp.tokens) == len(lp.text_offset)
+    assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    assert all(1 <= len(t) <= 2 for t in lp.top_logprobs[1:])
+    assert lp.text_offset[0] == 0 and lp.text_offset == sorted(lp.text_offset)
+    # The engine's values: vLLM's prompt_logprobs of the same prompt...
+    pl = prompt_logprobs(client, prompt, 1)
+    assert lp.token_logprobs[1:] == pytest.approx([pl[i][str(t)]["logprob"] for i, t in enumerate(prompt) if i], abs=1e-6)
+    # ...and what decoding reports: the greedy token after prompt[:i] has the logprob of the best
+    # token at prompt position i.
+    for i in range(2, len(prompt)):
+        sampled = greedy(client, prompt[:i], 1, logprobs=0).choices[0].logprobs.token_logprobs[0]
+        best = next(v["logprob"] for v in pl[i].values() if v["rank"] == 1)
+        assert sampled == pytest.approx(best, abs=1e-5)
+    # is_greedy as lm-eval computes it: the prompt token is the best of its top_logprobs.
+    for i, (tok, top) in enumerate(zip(lp.tokens[1:], lp.top_logprobs[1:]), start=1):
+        assert (max(top, key=top.get) == tok) == (pl[i][str(prompt[i])]["rank"] == 1)
+
+
+def test_echo_text_and_stream(client):
+    r = greedy(client, "Once upon", 3, echo=True)
+    assert r.choices[0].text.startswith("Once upon")
+    plain = greedy(client, "Once upon", 3).choices[0].text
+    assert r.choices[0].text == "Once upon" + plain
+    chunks = list(greedy(client, "Once upon", 3, echo=True, stream=True))
+    assert chunks[0].choices[0].text.startswith("Once upon")
+    assert "".join(c.choices[0].text for c in chunks if c.choices) == r.choices[0].text
+
+
+def test_prompt_logprobs_extra_body(client):
+    r = client.completions.create(model="tiny", prompt=[1, 300, 17, 42], max_tokens=1, temperature=0,
+                                  extra_body={"prompt_logprobs": 2})
+    pl = r.choices[0].model_extra["prompt_logprobs"]
+    assert pl == prompt_logprobs(client, [1, 300, 17, 42], 2)
+    assert len(pl) == 4 and pl[0] is None
+    for pos, token in zip(pl[1:], [300, 17, 42]):
+        first = next(iter(pos))
+        assert first == str(token), "the prompt token comes first"
+        assert 2 <= len(pos) <= 3
+        assert all(v["logprob"] <= 0 and v["rank"] >= 1 and "decoded_token" in v for v in pos.values())
+    echoed = client.completions.create(model="tiny", prompt=[1, 300, 17, 42], max_tokens=0, echo=True, logprobs=0)
+    assert echoed.choices[0].logprobs.token_logprobs[1:] == pytest.approx(
+        [pl[i][str(t)]["logprob"] for i, t in [(1, 300), (2, 17), (3, 42)]], abs=1e-6)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model="tiny", prompt="x", max_tokens=1, extra_body={"prompt_logprobs": 21})
+    assert "prompt_logprobs" in str(e.value)
+
+
 def test_chat(client):
     try:
         r = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "hi"}],

@@ -25,6 +25,17 @@ for seed in 1 2 3 4; do
 done
 [ "$n_whole" -ge 1 ]
 
+# generate --score --max-tokens 0: the prompt's log-likelihood (its prompt logprobs, 4 of the 5
+# tokens scored) and the perplexity that follows from it; --max-tokens 0 alone generates nothing.
+"$bin" generate --model "$dir/m" --prompt-ids 1,20,30,40,50 --max-tokens 0 --score --threads 1 >/dev/null 2>"$dir/score.err"
+python3 -c 'import math, re, sys
+m = re.search(r"prompt: 5 tokens, log-likelihood (\S+), (\S+) per token, perplexity (\S+)\]", open(sys.argv[1]).read())
+ll, per, ppl = map(float, m.groups())
+assert ll < 0 and abs(ll / 4 - per) < 1e-3 and abs(math.exp(-per) - ppl) < 1e-2 * ppl, m.group(0)' "$dir/score.err"
+if "$bin" generate --model "$dir/m" --prompt-ids 1,2 --max-tokens 0 --threads 1 >/dev/null 2>&1; then
+  echo "--max-tokens 0 without --score should fail"; exit 1
+fi
+
 "$bin" demo --model "$dir/m" --requests 6 --concurrency 3 --threads 1 >"$dir/demo.txt"
 grep -q "POST /v1/chat/completions ->" "$dir/demo.txt"
 grep -q "online: 6 requests (0 errors)" "$dir/demo.txt"
