@@ -82,9 +82,10 @@ Status read_own_pages(ExecutorState& st, capnp::List<int32_t>::Reader pages, std
   return Status::ok();
 }
 
-// Writes this rank's pages from page_of(i) (each this rank's page_bytes).
-template <class PageOf>
-Status write_own_pages(ExecutorState& st, capnp::List<int32_t>::Reader pages, PageOf page_of) {
+// Writes this rank's pages (a capnp list or a vector of ids) from page_of(i) (each this rank's
+// page_bytes).
+template <class Pages, class PageOf>
+Status write_own_pages(ExecutorState& st, const Pages& pages, PageOf page_of) {
   for (unsigned i = 0; i < pages.size(); ++i) {
     const Status s = st.runner->kv().write_page(st.runner->backend(), pages[i], page_of(i));
     if (!s.is_ok()) return Status(s.code(), "writing page " + std::to_string(pages[i]) + ": " + s.message());
@@ -148,9 +149,8 @@ void scatter_pages(executor_ptr self, const std::vector<int32_t>& page_ids, Page
   auto build_pages = [&](auto list) {
     for (unsigned i = 0; i < n; ++i) list.set(i, page_ids[i]);
   };
-  const auto ids = kv_export_msg::build([&](schema::KvExport::Builder b) { build_pages(b.initPages(static_cast<unsigned>(n))); });
   const bool split = gathers(st);
-  if (Status s = write_own_pages(st, ids->getPages(), [&](unsigned i) { return page_of(i).subspan(0, own); }); !s.is_ok())
+  if (Status s = write_own_pages(st, page_ids, [&](unsigned i) { return page_of(i).subspan(0, own); }); !s.is_ok())
     return done(s);
   if (st.followers.empty()) return done(Status::ok());
   auto left = std::make_shared<size_t>(st.followers.size());

@@ -251,15 +251,15 @@ TEST(ExpertParallel, DeepseekMlaAndExpertsMatchTransformersAtTp2AndTp4) {
 
 // A rank with expert parallelism holds E/tp experts: the expert weights it loads shrink by tp,
 // where splitting by columns keeps every expert at 1/tp of its width (the same bytes).
-TEST(ExpertParallel, EachRankHoldsItsShareOfTheExperts) {
-  TempDir dir("ep_synthetic");
+// A synthetic qwen3_moe (8 heads, 4 kv heads, every layer sparse, f32) with n_experts experts.
+SyntheticModelSpec synthetic_moe(int n_layers, int n_experts) {
   SyntheticModelSpec s;
   s.arch = "qwen3_moe";
   s.hidden_size = 64;
-  s.n_layers = 2;
+  s.n_layers = n_layers;
   s.n_heads = 8;
   s.n_kv_heads = 4;
-  s.n_experts = 8;
+  s.n_experts = n_experts;
   s.n_experts_per_tok = 2;
   s.moe_intermediate_size = 32;
   s.intermediate_size = 64;
@@ -267,7 +267,12 @@ TEST(ExpertParallel, EachRankHoldsItsShareOfTheExperts) {
   s.max_position = 64;
   s.dtype = DType::f32;
   s.seed = 5;
-  ASSERT_TRUE(write_synthetic_model(s, dir.str()).is_ok());
+  return s;
+}
+
+TEST(ExpertParallel, EachRankHoldsItsShareOfTheExperts) {
+  TempDir dir("ep_synthetic");
+  ASSERT_TRUE(write_synthetic_model(synthetic_moe(2, 8), dir.str()).is_ok());
   auto whole = load_ranks(dir.str(), 0);
   ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
   auto by_columns = load_ranks(dir.str(), 4, false);
@@ -286,18 +291,7 @@ TEST(ExpertParallel, EachRankHoldsItsShareOfTheExperts) {
 
 TEST(ExpertParallel, AGroupThatDoesNotDivideTheExpertsIsRefusedNamingThem) {
   TempDir dir("ep_bad");
-  SyntheticModelSpec s;
-  s.arch = "qwen3_moe";
-  s.hidden_size = 64;
-  s.n_layers = 1;
-  s.n_heads = 8;
-  s.n_kv_heads = 4;
-  s.n_experts = 6;
-  s.moe_intermediate_size = 32;
-  s.vocab_size = 300;
-  s.max_position = 64;
-  s.dtype = DType::f32;
-  ASSERT_TRUE(write_synthetic_model(s, dir.str()).is_ok());
+  ASSERT_TRUE(write_synthetic_model(synthetic_moe(1, 6), dir.str()).is_ok());
   auto by_expert = load_ranks(dir.str(), 4, true);
   ASSERT_FALSE(by_expert.has_value());
   EXPECT_EQ(by_expert.status().code(), StatusCode::invalid_argument);
