@@ -12,6 +12,8 @@ using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using info_atom = caf::atom_constant<caf::atom("info")>;
 // The front's node watch tries to reach a lost node again (actors/node/node_watch.h).
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
+// A station's timer fires (actors/station/station_actor.h).
+using timer_atom = caf::atom_constant<caf::atom("timer")>;
 
 }  // namespace brigade
 

@@ -206,7 +206,8 @@ Status parse_instance(const YAML::Node& n, const std::string& where, InstanceCon
       .status();
 }
 
-// Letters, digits, '_', '-', '.': the name labels /metrics series and names logs.
+// Letters, digits, '_', '-', '.': the name labels /metrics series and names logs (instances and
+// stations).
 bool valid_instance_name(const std::string& name) {
   return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
@@ -354,6 +355,54 @@ Status parse_router(const YAML::Node& n, const std::string& where, RouterConfig&
       .status();
 }
 
+// A station's `options:` mapping, scalars only, kept as text: its factory reads and checks them.
+Status parse_station_options(const YAML::Node& o, const std::string& where, std::map<std::string, std::string>& out) {
+  if (!o.IsMap()) return invalid_argument(where + " must be a mapping of option: value");
+  for (const auto& kv : o) {
+    const auto key = kv.first.as<std::string>();
+    if (!kv.second.IsScalar()) return invalid_argument(where + "." + key + " must be a scalar (a number, word or string)");
+    out[key] = kv.second.Scalar();
+  }
+  return Status::ok();
+}
+
+// One `stations:` entry; `name` defaults to the type.
+Status parse_station(const YAML::Node& n, const std::string& where, StationConfig& st) {
+  const Status read = MapReader(n, where)
+                          .read("name", st.name)
+                          .read("type", st.type)
+                          .read("detached", st.detached)
+                          .nested("options", [&](const YAML::Node& o, const std::string& w) {
+                            return parse_station_options(o, w, st.options);
+                          })
+                          .status();
+  if (!read.is_ok()) return read;
+  if (st.type.empty()) return invalid_argument(where + ".type is missing: name the station's type");
+  if (st.name.empty()) st.name = st.type;
+  return Status::ok();
+}
+
+Status parse_stations(const YAML::Node& list, const std::string& where, std::vector<StationConfig>& out) {
+  if (!list.IsSequence()) return invalid_argument(where + " must be a list of stations");
+  for (size_t i = 0; i < list.size(); ++i) {
+    StationConfig st;
+    BRIGADE_RETURN_IF_ERROR(parse_station(list[i], where + "[" + std::to_string(i) + "]", st));
+    out.push_back(std::move(st));
+  }
+  return Status::ok();
+}
+
+Status validate_stations(const std::vector<StationConfig>& stations) {
+  std::set<std::string> names;
+  for (const StationConfig& st : stations) {
+    if (!valid_instance_name(st.name))
+      return invalid_argument("station name '" + st.name + "' must be 1-64 letters, digits, '_', '-' or '.'");
+    if (!names.insert(st.name).second)
+      return invalid_argument("two stations are named '" + st.name + "': give each a unique `name:`");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 TopologyConfig default_topology() { return TopologyConfig{}; }
@@ -422,6 +471,7 @@ Status TopologyConfig::validate() const {
   }
   BRIGADE_RETURN_IF_ERROR(check_instances_apart(instances));
   BRIGADE_RETURN_IF_ERROR(validate_pd(instances, pd));
+  BRIGADE_RETURN_IF_ERROR(validate_stations(stations));
   return validate_router(router);
 }
 
@@ -452,6 +502,7 @@ Expected<TopologyConfig> parse_topology(const std::string& yaml_text) {
           .nested("pd", [&](const YAML::Node& n, const std::string& w) {
             return MapReader(n, w).read("transfer", cfg.pd.transfer).status();
           })
+          .nested("stations", [&](const YAML::Node& n, const std::string& w) { return parse_stations(n, w, cfg.stations); })
           .status());
   BRIGADE_RETURN_IF_ERROR(cfg.validate());
   return cfg;

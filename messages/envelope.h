@@ -106,6 +106,20 @@ class msg {
     return msg(std::shared_ptr<const detail::MessageStorage>(std::move(storage)));
   }
 
+  // A new message holding a copy of every field of this one, then `edit(typename T::Builder)`
+  // applied to it (the way to change a field or two of a message without naming the others).
+  // The attachment, if any, is shared with the copy. Must not be empty.
+  template <class F>
+  msg edited(F&& edit) const {
+    auto storage = detail::MessageStorage::for_building();
+    storage->builder().setRoot(reader());
+    std::forward<F>(edit)(storage->builder().template getRoot<T>());
+    storage->seal();
+    msg m(std::shared_ptr<const detail::MessageStorage>(std::move(storage)));
+    m.attachment_ = attachment_;
+    return m;
+  }
+
   // build, plus an object the message keeps alive for as long as it or any in-process copy of
   // it lives (a data-plane buffer that a BlobRef in the message names by a local handle,
   // messages/blob.h). The attachment is not part of the flat bytes: it never crosses processes.

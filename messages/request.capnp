@@ -48,6 +48,12 @@ struct GenerateRequest {
   maxTokens @5 :Int32 = 16;
   stop @6 :StopConditions;
   priority @7 :Int32;              # higher runs first
+  labels @8 :List(Label);          # the client's key/value tags (stations read them)
+}
+
+struct Label {
+  key @0 :Text;
+  value @1 :Text;
 }
 
 enum FinishReason {

@@ -334,7 +334,13 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   BRIGADE_RETURN_IF_ERROR(read_bool(body, "ignore_eos", r.gen.ignore_eos));
   BRIGADE_RETURN_IF_ERROR(read_prompt_scoring(body, endpoint, limits, r));
   auto user = body.find("user");
-  if (user != body.end() && !user->is_null() && !user->is_string()) return wrong_type("user", "a string", *user);
+  if (user != body.end() && !user->is_null()) {
+    if (!user->is_string()) return wrong_type("user", "a string", *user);
+    // The client's identity for the topology's stations (a rate_limit keyed by user).
+    std::string who = user->get<std::string>();
+    if (who.size() > 256) return invalid_argument("user must be at most 256 bytes (got " + std::to_string(who.size()) + ")");
+    r.gen.labels.emplace_back("user", std::move(who));
+  }
   BRIGADE_RETURN_IF_ERROR(refuse_unsupported(body));
   return r;
 }

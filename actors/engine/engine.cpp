@@ -25,6 +25,7 @@
 #include "actors/node/node_actor.h"
 #include "actors/node/node_watch.h"
 #include "actors/router/router_actor.h"
+#include "actors/station/station_actor.h"
 #include "actors/step_codec.h"
 #include "actors/tokenizer/tokenizer_actor.h"
 #include "core/json_schema.h"
@@ -72,6 +73,17 @@ Status validate_output_format(const GenerateOptions& r, bool has_tokenizer) {
   return Status::ok();
 }
 
+Status validate_labels(const std::vector<std::pair<std::string, std::string>>& labels) {
+  if (labels.size() > 16) return invalid_argument("at most 16 labels (got " + std::to_string(labels.size()) + ")");
+  std::unordered_set<std::string> keys;
+  for (const auto& [key, value] : labels) {
+    if (key.empty() || key.size() > 64) return invalid_argument("a label key must be 1-64 bytes (got '" + key + "')");
+    if (value.size() > 256) return invalid_argument("label '" + key + "' has a value over 256 bytes");
+    if (!keys.insert(key).second) return invalid_argument("label '" + key + "' is given twice");
+  }
+  return Status::ok();
+}
+
 Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
   if (r.max_tokens < 1 && !(r.max_tokens == 0 && r.prompt_logprobs >= 0))
     return invalid_argument("max_tokens must be >= 1, or 0 with prompt_logprobs (got " + std::to_string(r.max_tokens) + ")");
@@ -114,7 +126,7 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
   for (int32_t t : r.stop_ids) {
     if (t < 0 || t >= m.vocab_size) return invalid_argument("stop token id " + std::to_string(t) + " is outside the vocabulary");
   }
-  return Status::ok();
+  return validate_labels(r.labels);
 }
 
 // What the engine knows of each instance once it is loaded (local) or connected (remote), to
@@ -378,6 +390,8 @@ Status EngineImpl::start(const EngineOptions& options) {
   const auto& configs = options.topology.instances;
   const std::string path = options.model_path.empty() ? options.topology.model : options.model_path;
   if (path.empty()) return invalid_argument("no model given: pass a model path or set `model:` in the topology");
+  // The stations are made before any weights load: a bad station fails fast.
+  BRIGADE_ASSIGN_OR_RETURN(auto stations, make_stations(options.topology.stations, options.station_types));
   // `threads: 0` shares the cores out among every CPU rank of every local instance.
   int n_cpu_ranks = 0;
   for (const auto& inst : configs) {
@@ -407,6 +421,13 @@ Status EngineImpl::start(const EngineOptions& options) {
   // One local instance: the tokenizer talks to its scheduler directly (no router hop, no
   // routing). A remote instance always has the router in front: it is what watches the node.
   token_sink_actor sink = caf::actor_cast<token_sink_actor>(tokenizer_);
+  // Stations (include/brigade/station.h): each one's events go to the one before it.
+  std::vector<station_actor> station_actors;
+  for (size_t i = 0; i < stations.size(); ++i) {
+    station_actors.push_back(spawn_station(system_, options.topology.stations[i], std::move(stations[i]), sink));
+    actors_.push_back(caf::actor_cast<caf::actor>(station_actors.back()));
+    sink = station_actors.back();
+  }
   if (configs.size() > 1 || has_remote(options.topology)) {
     RouterSetup rs;
     rs.config = options.topology.router;
@@ -488,14 +509,18 @@ Status EngineImpl::start(const EngineOptions& options) {
     const auto& spawned = instances_.back().actors;
     actors_.insert(actors_.end(), spawned.begin(), spawned.end());
   }
+  scheduler_actor entry = router_ ? scheduler_actor{router_} : instances_.front().scheduler;
   if (router_) {
     for (size_t i = 0; i < instances_.size(); ++i)
       caf::anon_send(router_, wire_atom::value, static_cast<int32_t>(i), instances_[i].scheduler);
-    caf::anon_send(tokenizer_, wire_atom::value, scheduler_actor{router_});
     if (!watched.empty()) actors_.push_back(spawn_node_watch(system_, std::move(watched), nodes_, router_));
-  } else {
-    caf::anon_send(tokenizer_, wire_atom::value, instances_.front().scheduler);
   }
+  for (auto it = station_actors.rbegin(); it != station_actors.rend(); ++it) {
+    caf::anon_send(*it, wire_atom::value, entry);
+    entry = *it;
+  }
+  caf::anon_send(tokenizer_, wire_atom::value, entry);
+  if (!station_actors.empty()) spdlog::info("engine: {} station(s) in the request path", station_actors.size());
   return Status::ok();
 }
 
@@ -538,6 +563,11 @@ Expected<uint64_t> EngineImpl::submit(const GenerateOptions& request, EventCallb
     for (unsigned i = 0; i < request.stop.size(); ++i) strs.set(i, request.stop[i]);
     stop.setIgnoreEos(request.ignore_eos);
     b.setPriority(request.priority);
+    auto labels = b.initLabels(static_cast<unsigned>(request.labels.size()));
+    for (unsigned i = 0; i < request.labels.size(); ++i) {
+      labels[i].setKey(request.labels[i].first);
+      labels[i].setValue(request.labels[i].second);
+    }
   });
   registry_->add(id, std::move(on_event));
   caf::anon_send(tokenizer_, msg);

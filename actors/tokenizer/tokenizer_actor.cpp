@@ -31,7 +31,8 @@ struct TokenizerState {
 
 using tokenizer_ptr = tokenizer_actor::stateful_pointer<TokenizerState>;
 
-// The request with its prompt as token ids (copying every other field).
+// The request with its prompt as token ids (copying every other field; not msg::edited, whose
+// copy would keep the text's bytes, zeroed, in a message that may cross to a node).
 generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vector<int32_t>& ids) {
   return generate_request_msg::build([&](schema::GenerateRequest::Builder b) {
     b.setRequestId(r.getRequestId());
@@ -41,6 +42,7 @@ generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vect
     b.setMaxTokens(r.getMaxTokens());
     b.setStop(r.getStop());
     b.setPriority(r.getPriority());
+    b.setLabels(r.getLabels());
   });
 }
 

@@ -14,11 +14,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "brigade/station.h"
 #include "brigade/topology.h"
 #include "core/backend.h"
 #include "core/status.h"
@@ -69,6 +71,9 @@ struct GenerateOptions {
                                      // tokens there (at most 20; vLLM's prompt_logprobs), from the
                                      // raw logits (sampling settings do not apply). The prompt is
                                      // then computed whole: it takes no prefix-cache hits.
+  // Key/value tags the topology's stations read (StationRequest::label), e.g. a tenant for a
+  // rate limit. At most 16; keys 1-64 bytes and distinct, values at most 256 bytes.
+  std::vector<std::pair<std::string, std::string>> labels;
 };
 
 // One prompt token's logprob (Event::prompt_logprobs).
@@ -142,6 +147,9 @@ struct EngineOptions {
   // application bring its own Backend (tests and benchmarks use a no-op backend this way).
   std::function<std::unique_ptr<Backend>()> backend_factory;
   bool progress = true;  // model loading progress on a terminal
+  // The application's station types by the name a topology's `stations:` entry gives as
+  // `type:` (include/brigade/station.h). A name here takes the place of a built-in of that name.
+  std::map<std::string, StationFactory> station_types;
 };
 
 // Counters since the engine started (monotonic; read them twice and subtract for a window).

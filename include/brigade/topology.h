@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -152,6 +153,19 @@ struct PdConfig {
   std::string transfer = "local";  // local | inline
 };
 
+// One actor of the application's (or brigade's own) in the request path, between the tokenizer
+// and the router / scheduler (include/brigade/station.h).
+struct StationConfig {
+  // Unique among the stations; letters, digits, '_', '-', '.'.
+  std::string name;
+  // A key of EngineOptions::station_types or a built-in type (rate_limit, request_log).
+  std::string type;
+  // true: the station's actor gets a thread of its own (it may block); false: cooperative.
+  bool detached = false;
+  // The entry's `options:` mapping, scalars only, given to the station's factory as written.
+  std::map<std::string, std::string> options;
+};
+
 struct TopologyConfig {
   std::string model;  // checkpoint path; empty: given by the caller
   // One or more instances: each a whole copy of the model with its own scheduler, KV pool,
@@ -159,6 +173,9 @@ struct TopologyConfig {
   std::vector<InstanceConfig> instances = std::vector<InstanceConfig>(1);
   RouterConfig router;
   PdConfig pd;
+  // Requests pass these in order on their way in, events in reverse order on their way out.
+  // They run in the process that tokenizes (the front); `brigade node` ignores them.
+  std::vector<StationConfig> stations;
   // Whether some instance has the prefill or decode role.
   bool pd_separated() const;
   Status validate() const;

@@ -421,3 +421,32 @@ TEST(Topology, RemoteInstances) {
 
 }  // namespace
 }  // namespace brigade
+
+TEST(Topology, StationsAreAListOfTypedEntries) {
+  auto t = parse_topology(R"(
+stations:
+  - type: request_log
+    options: {path: /tmp/x.jsonl}
+  - name: limit
+    type: rate_limit
+    detached: true
+    options: {requests_per_minute: 60, mode: queue}
+)");
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  ASSERT_EQ(t->stations.size(), 2u);
+  EXPECT_EQ(t->stations[0].name, "request_log");  // the type, when unnamed
+  EXPECT_EQ(t->stations[0].options.at("path"), "/tmp/x.jsonl");
+  EXPECT_FALSE(t->stations[0].detached);
+  EXPECT_EQ(t->stations[1].name, "limit");
+  EXPECT_TRUE(t->stations[1].detached);
+  EXPECT_EQ(t->stations[1].options.at("requests_per_minute"), "60");  // as written: the factory reads it
+  EXPECT_TRUE(parse_topology("{}")->stations.empty());
+
+  const auto error_of = [](const char* yaml) { return parse_topology(yaml).status().message(); };
+  EXPECT_NE(error_of("stations: {type: a}").find("stations must be a list"), std::string::npos);
+  EXPECT_NE(error_of("stations: [{name: a}]").find("stations[0].type is missing"), std::string::npos);
+  EXPECT_NE(error_of("stations: [{type: a, kind: b}]").find("unknown key 'kind'"), std::string::npos);
+  EXPECT_NE(error_of("stations: [{type: a, options: {x: [1]}}]").find("options.x must be a scalar"), std::string::npos);
+  EXPECT_NE(error_of("stations: [{type: a}, {type: a}]").find("two stations are named 'a'"), std::string::npos);
+  EXPECT_NE(error_of("stations: [{type: a, name: \"a b\"}]").find("letters, digits"), std::string::npos);
+}

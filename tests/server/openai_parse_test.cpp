@@ -40,6 +40,7 @@ TEST(OpenaiParse, FullCompletionRequest) {
   EXPECT_FLOAT_EQ(r->gen.sampling.frequency_penalty, -0.5f);
   EXPECT_FLOAT_EQ(r->gen.sampling.repetition_penalty, 1.1f);
   EXPECT_TRUE(r->gen.ignore_eos);
+  EXPECT_EQ(r->gen.labels, (std::vector<std::pair<std::string, std::string>>{{"user", "u"}}));
   auto bias = r->gen.sampling.logit_bias;
   std::sort(bias.begin(), bias.end());
   EXPECT_EQ(bias, (std::vector<std::pair<int32_t, float>>{{5, -100.0f}, {17, 2.5f}}));
