@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "actors/step_codec.h"
+#include "messages/convert.h"
 
 namespace brigade {
 
@@ -40,7 +41,7 @@ class Context final : public StationContext {
 
 struct StationState {
   std::string station_name;
-  std::unique_ptr<Station> station;
+  std::shared_ptr<Station> station;  // shared: CAF copies a function actor's arguments
   std::unique_ptr<Context> ctx;
   token_sink_actor upstream;
   scheduler_actor downstream;
@@ -104,7 +105,7 @@ void on_request(station_ptr self, const generate_request_msg& msg) {
   std::vector<std::pair<std::string, std::string>> labels;
   for (auto l : r.getLabels()) labels.emplace_back(l.getKey().cStr(), l.getValue().cStr());
   const auto ids = r.getPrompt().isTokenIds() ? r.getPrompt().getTokenIds() : capnp::List<int32_t>::Reader();
-  std::vector<int32_t> prompt(ids.begin(), ids.end());
+  const std::vector<int32_t> prompt = to_vector(ids);
   StationRequest req{id, prompt, r.getMaxTokens(), r.getPriority(), &labels};
   StationVerdict verdict;
   if (!guarded(self, "on_request", [&] { verdict = st.station->on_request(req, *st.ctx); })) {
@@ -177,7 +178,7 @@ void Context::after(std::chrono::milliseconds delay, std::function<void()> fn) {
 
 size_t Context::n_held() const { return self_->state.held.size(); }
 
-station_actor::behavior_type station_fun(station_ptr self, std::string name, std::unique_ptr<Station> station,
+station_actor::behavior_type station_fun(station_ptr self, std::string name, std::shared_ptr<Station> station,
                                          token_sink_actor upstream) {
   auto& st = self->state;
   st.station_name = std::move(name);
@@ -202,9 +203,9 @@ station_actor::behavior_type station_fun(station_ptr self, std::string name, std
 
 station_actor spawn_station(caf::actor_system& system, const StationConfig& config, std::unique_ptr<Station> station,
                             token_sink_actor upstream) {
-  if (config.detached)
-    return system.spawn<caf::detached>(station_fun, config.name, std::move(station), std::move(upstream));
-  return system.spawn(station_fun, config.name, std::move(station), std::move(upstream));
+  std::shared_ptr<Station> shared = std::move(station);
+  if (config.detached) return system.spawn<caf::detached>(station_fun, config.name, shared, std::move(upstream));
+  return system.spawn(station_fun, config.name, shared, std::move(upstream));
 }
 
 Expected<std::vector<std::unique_ptr<Station>>> make_stations(const std::vector<StationConfig>& configs,
