@@ -11,7 +11,7 @@ trap 'rm -rf "$dir"' EXIT
 "$brigade" make-model --out "$dir/m" --hidden 64 --layers 2 --heads 4 --kv-heads 2 --intermediate 128 --vocab 300 \
   --max-position 512 --dtype f32 >/dev/null
 printf 'a\tOnce upon a time\na\tthe cat sat\nb\ta third prompt\na\ta fourth\n' >"$dir/requests.txt"
-"$example" --model "$dir/m" --topology "$topology" --max-tokens 12 <"$dir/requests.txt" >"$dir/out.txt" 2>"$dir/log.txt"
+BRIGADE_LOG_LEVEL=info "$example" --model "$dir/m" --topology "$topology" --max-tokens 12 <"$dir/requests.txt" >"$dir/out.txt" 2>"$dir/log.txt"
 cat "$dir/out.txt"
 sed -n 1p "$dir/out.txt" | grep -qx 'a \[length\] 12 tokens'
 # The budget (20) runs out during the second request: it is cancelled (or, if its last tokens

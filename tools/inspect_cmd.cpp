@@ -42,6 +42,12 @@ int inspect_topology(const std::string& path) {
                 "max_tree_tokens=%lld\n",
                 r.policy.c_str(), r.cache_threshold, r.balance_abs_threshold, r.balance_rel_threshold,
                 static_cast<long long>(r.max_tree_tokens));
+  for (const auto& st : t->stations) {  // in request order
+    std::string options;
+    for (const auto& [k, v] : st.options) options += " " + k + "=" + v;
+    std::printf("station %s: type=%s%s%s\n", st.name.c_str(), st.type.c_str(), st.detached ? " detached" : "",
+                options.c_str());
+  }
   return 0;
 }
 

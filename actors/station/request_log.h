@@ -2,7 +2,8 @@
 //
 //   stations:
 //     - type: request_log
-//       options: {path: /var/log/brigade/requests.jsonl}   # absent: brigade's log, at info
+//       options: {path: /var/log/brigade/requests.jsonl}   # absent: brigade's log at info level
+//                                                          # (BRIGADE_LOG_LEVEL; an embedding program logs warn and up by default)
 //
 // A line: {"id", "labels": {k: v}, "prompt_tokens", "max_tokens", "priority", "completion_tokens",
 // "finish" (stop|length|abort|error), "error" (when finish is error), "first_token_ms" (from

@@ -10,6 +10,7 @@
 //   build/bench/e2e/bench_engine --spec 4 --draft-model D [--model M]
 //                                    (a draft model's speculative decoding on vs off only)
 //   build/bench/e2e/bench_engine --prompt-logprobs 5 [--prompt-len 2048]
+//   build/bench/e2e/bench_engine --stations 2   (what stations add to a step: no-op backend)
 //                                    (prefill with prompt logprobs vs without only)
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -93,10 +94,24 @@ RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, in
   return s;
 }
 
+// A station that passes everything and looks at every event: what a station costs by itself.
+class PassThrough final : public Station {
+ public:
+  StationVerdict on_request(StationRequest&, StationContext&) override { return StationVerdict::pass(); }
+  void on_event(const StationEvent& ev, StationContext&) override { n_tokens_ += ev.n_new_tokens; }
+
+ private:
+  int64_t n_tokens_ = 0;
+};
+
 std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool null_backend, int max_running,
                                     const std::string& kv_dtype = "auto", int spec_tokens = 0,
-                                    const std::string& draft_model = "", bool radix = true) {
+                                    const std::string& draft_model = "", bool radix = true, int n_stations = 0) {
   EngineOptions o;
+  o.station_types["pass"] = [](const StationSpec&) -> Expected<std::unique_ptr<Station>> {
+    return std::unique_ptr<Station>(std::make_unique<PassThrough>());
+  };
+  for (int i = 0; i < n_stations; ++i) o.topology.stations.push_back({"pass" + std::to_string(i), "pass", false, {}});
   o.model_path = model;
   o.progress = false;
   auto& inst = o.topology.instances.front();
@@ -222,6 +237,36 @@ nlohmann::json compare_prompt_logprobs(const std::string& model, int threads, in
   return out;
 }
 
+// Orchestration (no-op backend) with 0 and with n pass-through stations: the step period and
+// what the actors add to it, alternating runs, best of `repeats` each.
+nlohmann::json compare_stations(const std::string& model, int threads, int n_stations, int repeats) {
+  nlohmann::json out = nlohmann::json::array();
+  std::printf("%-26s %12s %14s %14s\n", "orchestration, stations", "us/step", "actors us", "vs none");
+  for (int batch : {1, 32}) {
+    std::vector<std::unique_ptr<Engine>> engines;
+    for (int n : {0, n_stations}) engines.push_back(make_engine(model, threads, true, 64, "auto", 0, "", true, n));
+    double best[2] = {1e30, 1e30}, best_actor[2] = {1e30, 1e30};
+    for (int r = 0; r < repeats; ++r) {
+      for (int i = 0; i < 2; ++i) {
+        run_batch(*engines[i], batch, 4, 8);
+        const EngineStats before = engines[i]->stats();
+        const RunStats s = run_batch(*engines[i], batch, 4, 512);
+        const EngineStats after = engines[i]->stats();
+        const double steps = static_cast<double>(after.steps - before.steps);
+        const double us = s.wall_s * 1e6 / steps;
+        best[i] = std::min(best[i], us);
+        best_actor[i] = std::min(best_actor[i], us - static_cast<double>(after.executor_us - before.executor_us) / steps);
+      }
+    }
+    for (int i = 0; i < 2; ++i) {
+      const int n = i == 0 ? 0 : n_stations;
+      std::printf("%-2d stations, batch %-10d %12.1f %14.1f %13.2fx\n", n, batch, best[i], best_actor[i], best[i] / best[0]);
+      out.push_back({{"stations", n}, {"batch", batch}, {"us_per_step", best[i]}, {"actor_us_per_step", best_actor[i]}});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 }  // namespace brigade
 
@@ -234,6 +279,7 @@ int main(int argc, char** argv) {
   bool orchestration_only = false;
   int kv_context = 0;
   int kv_repeats = 2;
+  int n_stations = 0;
   app.add_option("--model", model, "Checkpoint (default: the synthetic 100M model, made when absent)");
   app.add_option("--threads", threads, "CPU threads (0 = all cores)");
   app.add_option("--decode-tokens", decode_tokens, "Tokens generated per sequence")->capture_default_str();
@@ -251,6 +297,7 @@ int main(int argc, char** argv) {
   int prompt_logprobs = -1, prompt_len = 2048;
   app.add_option("--prompt-logprobs", prompt_logprobs,
                  "Only compare prefill with these top-k prompt logprobs against prefill without (runs: --kv-repeats)");
+  app.add_option("--stations", n_stations, "Only compare orchestration without and with this many pass-through stations");
   app.add_option("--prompt-len", prompt_len, "With --prompt-logprobs: the prompt's tokens")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
@@ -267,6 +314,11 @@ int main(int argc, char** argv) {
   }
 
   nlohmann::json out;
+  if (n_stations > 0) {
+    out["stations"] = compare_stations(model, threads, n_stations, kv_repeats);
+    if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+    return 0;
+  }
   if (prompt_logprobs >= 0) {
     out["prompt_logprobs"] = compare_prompt_logprobs(model, threads, prompt_len, prompt_logprobs, kv_repeats);
     if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";

@@ -419,9 +419,6 @@ TEST(Topology, RemoteInstances) {
   EXPECT_NE(bad.status().message().find("max_running"), std::string::npos) << bad.status().message();
 }
 
-}  // namespace
-}  // namespace brigade
-
 TEST(Topology, StationsAreAListOfTypedEntries) {
   auto t = parse_topology(R"(
 stations:
@@ -450,3 +447,6 @@ stations:
   EXPECT_NE(error_of("stations: [{type: a}, {type: a}]").find("two stations are named 'a'"), std::string::npos);
   EXPECT_NE(error_of("stations: [{type: a, name: \"a b\"}]").find("letters, digits"), std::string::npos);
 }
+
+}  // namespace
+}  // namespace brigade

@@ -35,8 +35,10 @@ std::string tiny_model_dir() {
   return dir;
 }
 
-std::unique_ptr<Engine> make_engine(int max_running = 64, int max_waiting = 1024) {
+std::unique_ptr<Engine> make_engine(int max_running = 64, int max_waiting = 1024,
+                                    std::vector<StationConfig> stations = {}) {
   EngineOptions o = testing::test_engine_options(tiny_model_dir(), 1);
+  o.topology.stations = std::move(stations);
   auto& inst = o.topology.instances.front();
   inst.kv.memory_mb = 64;
   inst.scheduler.max_running = max_running;
@@ -52,9 +54,10 @@ struct Served {
   int port = 0;
 };
 
-Served serve(ServerOptions options = {}, int max_running = 64, int max_waiting = 1024) {
+Served serve(ServerOptions options = {}, int max_running = 64, int max_waiting = 1024,
+             std::vector<StationConfig> stations = {}) {
   Served s;
-  s.engine = make_engine(max_running, max_waiting);
+  s.engine = make_engine(max_running, max_waiting, std::move(stations));
   options.port = 0;
   options.model_name = "tiny";
   auto srv = HttpServer::start(*s.engine, options);
@@ -448,6 +451,26 @@ TEST(ServerOverload, FullQueueAnswers429ThenRecovers) {
   EXPECT_GE(n_429, 1);
   // Load is gone: served again.
   EXPECT_EQ(http_request(kHost, s.port, {"POST", "/v1/completions", greedy("calm", 4).dump(), ""})->status, 200);
+  s.server.reset();
+}
+
+TEST(ServerStations, ARateLimitByUserAnswers429WithTheWait) {
+  Served s = serve({}, 64, 1024, {{"limit", "rate_limit", false, {{"requests_per_minute", "1"}}}});
+  const auto as = [](const std::string& user) {
+    json body = greedy("hi", 2);
+    body["user"] = user;
+    return body.dump();
+  };
+  EXPECT_EQ(http_request(kHost, s.port, {"POST", "/v1/completions", as("ann"), ""})->status, 200);
+  auto again = http_request(kHost, s.port, {"POST", "/v1/completions", as("ann"), ""});
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->status, 429);
+  const json err = json::parse(again->body)["error"];
+  EXPECT_EQ(err["code"], "out_of_resources");
+  EXPECT_NE(err["message"].get<std::string>().find("rate limit for user 'ann' reached (1 requests per minute); retry in"),
+            std::string::npos)
+      << err.dump();
+  EXPECT_EQ(http_request(kHost, s.port, {"POST", "/v1/completions", as("bob"), ""})->status, 200);
   s.server.reset();
 }
 
