@@ -85,6 +85,24 @@ void render_instances(std::string& out, const std::vector<InstanceStats>& instan
   }
 }
 
+// The stations' outcomes (names are label-safe: the topology allows letters, digits, '_-.').
+void render_stations(std::string& out, const std::vector<StationStats>& stations) {
+  if (stations.empty()) return;
+  out += "# HELP brigade_station_requests_total Requests each station of the request path passed at once, released "
+         "after holding, rejected, or had cancelled while holding.\n"
+         "# TYPE brigade_station_requests_total counter\n";
+  for (const auto& st : stations) {
+    for (const auto& [outcome, n] : {std::pair{"passed", st.passed}, std::pair{"released", st.released},
+                                     std::pair{"rejected", st.rejected}, std::pair{"cancelled", st.cancelled}})
+      out += "brigade_station_requests_total{station=\"" + st.name + "\",outcome=\"" + outcome + "\"} " +
+             std::to_string(n) + "\n";
+  }
+  out += "# HELP brigade_station_requests_held Requests each station holds now.\n"
+         "# TYPE brigade_station_requests_held gauge\n";
+  for (const auto& st : stations)
+    out += "brigade_station_requests_held{station=\"" + st.name + "\"} " + std::to_string(st.held) + "\n";
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
@@ -130,7 +148,8 @@ void ServerMetrics::count_disconnect() {
   ++disconnects_;
 }
 
-std::string ServerMetrics::render(const EngineStats& s, const std::vector<InstanceStats>& instances) const {
+std::string ServerMetrics::render(const EngineStats& s, const std::vector<InstanceStats>& instances,
+                                  const std::vector<StationStats>& stations) const {
   std::string out;
   metric(out, "brigade_requests_running", "gauge", "Sequences in the scheduler's running set.", s.n_running);
   metric(out, "brigade_requests_waiting", "gauge", "Requests in the scheduler's waiting queue.", s.n_waiting);
@@ -220,6 +239,7 @@ std::string ServerMetrics::render(const EngineStats& s, const std::vector<Instan
          "Tokens whose K/V the draft model computed (drafts, prefill after a rollback or first sight).",
          static_cast<double>(s.spec_draft_fed_tokens));
   render_instances(out, instances);
+  render_stations(out, stations);
   std::lock_guard<std::mutex> lock(mu_);
   ttft_.render("brigade_time_to_first_token_seconds", "Seconds from HTTP request arrival to the first token.", out);
   tpot_.render("brigade_time_per_output_token_seconds", "Mean seconds between output tokens after the first.", out);

@@ -42,8 +42,11 @@ class ServerMetrics {
   // Prometheus text exposition (version 0.0.4) of these and the engine's stats: the unlabelled
   // families are the engine's totals (summed over its instances); the brigade_instance_* families
   // repeat the per-instance ones with an instance="name" label, and brigade_router_requests_total
-  // {instance, reason} counts the router's decisions (only with two or more instances).
-  std::string render(const EngineStats& engine, const std::vector<InstanceStats>& instances = {}) const;
+  // {instance, reason} counts the router's decisions (only with two or more instances);
+  // brigade_station_requests_total{station, outcome} and brigade_station_requests_held{station}
+  // are the topology's stations' (only with stations).
+  std::string render(const EngineStats& engine, const std::vector<InstanceStats>& instances = {},
+                     const std::vector<StationStats>& stations = {}) const;
 
  private:
   mutable std::mutex mu_;

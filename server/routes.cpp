@@ -45,7 +45,8 @@ std::variant<SimpleResponse, CompletionRequest> route(ServerContext& ctx, const 
   }
   if (path == "/metrics") {
     if (!get) return error_response(405, "/metrics takes GET", StatusCode::invalid_argument);
-    return SimpleResponse{200, "text/plain; version=0.0.4", ctx.metrics.render(ctx.engine.stats(), ctx.engine.instance_stats())};
+    return SimpleResponse{200, "text/plain; version=0.0.4", ctx.metrics.render(ctx.engine.stats(), ctx.engine.instance_stats(),
+                                                                    ctx.engine.station_stats())};
   }
   if (path == "/tokenize" || path == "/detokenize") {
     if (!post) return error_response(405, std::string(path) + " takes POST", StatusCode::invalid_argument);

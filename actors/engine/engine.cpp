@@ -254,6 +254,16 @@ class EngineImpl final : public Engine {
     for (const auto& inst : instance_stats()) accumulate(sum, inst.stats);
     return sum;
   }
+  std::vector<StationStats> station_stats() const override {
+    std::vector<StationStats> out;
+    for (size_t i = 0; i < station_counters_.size(); ++i) {
+      const StationCounters& c = *station_counters_[i];
+      out.push_back({station_configs_[i].name, station_configs_[i].type, c.requests.load(), c.passed.load(),
+                     c.released.load(), c.rejected.load(), c.cancelled.load(), c.held.load()});
+    }
+    return out;
+  }
+
   std::vector<InstanceStats> instance_stats() const override {
     std::vector<InstanceStats> out;
     for (size_t i = 0; i < instances_.size(); ++i) {
@@ -331,6 +341,8 @@ class EngineImpl final : public Engine {
   mutable std::vector<EngineStats> last_node_stats_;  // per instance: its node's last answer
   router_actor router_;  // null with one instance: the tokenizer then talks to its scheduler
   std::shared_ptr<RouterCounters> router_counters_;
+  std::vector<StationConfig> station_configs_;
+  std::vector<std::shared_ptr<StationCounters>> station_counters_;  // one per station_configs_
   std::vector<caf::actor> actors_;
   std::shared_ptr<CallbackRegistry> registry_ = std::make_shared<CallbackRegistry>();
   tokenizer_actor tokenizer_;
@@ -392,6 +404,7 @@ Status EngineImpl::start(const EngineOptions& options) {
   if (path.empty()) return invalid_argument("no model given: pass a model path or set `model:` in the topology");
   // The stations are made before any weights load: a bad station fails fast.
   BRIGADE_ASSIGN_OR_RETURN(auto stations, make_stations(options.topology.stations, options.station_types));
+  station_configs_ = options.topology.stations;
   // `threads: 0` shares the cores out among every CPU rank of every local instance.
   int n_cpu_ranks = 0;
   for (const auto& inst : configs) {
@@ -424,7 +437,9 @@ Status EngineImpl::start(const EngineOptions& options) {
   // Stations (include/brigade/station.h): each one's events go to the one before it.
   std::vector<station_actor> station_actors;
   for (size_t i = 0; i < stations.size(); ++i) {
-    station_actors.push_back(spawn_station(system_, options.topology.stations[i], std::move(stations[i]), sink));
+    station_counters_.push_back(std::make_shared<StationCounters>());
+    station_actors.push_back(
+        spawn_station(system_, options.topology.stations[i], std::move(stations[i]), sink, station_counters_.back()));
     actors_.push_back(caf::actor_cast<caf::actor>(station_actors.back()));
     sink = station_actors.back();
   }

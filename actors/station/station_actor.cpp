@@ -49,6 +49,7 @@ struct StationState {
   std::unordered_set<uint64_t> passed;    // went downstream; their final event has not come back
   std::unordered_map<uint64_t, std::function<void()>> timers;
   uint64_t next_timer = 0;
+  std::shared_ptr<StationCounters> counters;
   static inline const char* name = "brigade.station";
 };
 
@@ -98,6 +99,13 @@ bool guarded(station_ptr self, const char* what, F&& f) {
   return false;
 }
 
+// Ends a request that did not go downstream with one error event (ok is taken as invalid_argument).
+void reject_request(station_ptr self, uint64_t id, StatusCode code, std::string message) {
+  self->state.counters->rejected++;
+  self->send(self->state.upstream,
+             error_event(id, Status(code == StatusCode::ok ? StatusCode::invalid_argument : code, std::move(message))));
+}
+
 void on_request(station_ptr self, const generate_request_msg& msg) {
   auto& st = self->state;
   const auto r = msg.reader();
@@ -107,20 +115,23 @@ void on_request(station_ptr self, const generate_request_msg& msg) {
   const auto ids = r.getPrompt().isTokenIds() ? r.getPrompt().getTokenIds() : capnp::List<int32_t>::Reader();
   const std::vector<int32_t> prompt = to_vector(ids);
   StationRequest req{id, prompt, r.getMaxTokens(), r.getPriority(), &labels};
+  st.counters->requests++;
   StationVerdict verdict;
   if (!guarded(self, "on_request", [&] { verdict = st.station->on_request(req, *st.ctx); })) {
-    self->send(st.upstream, error_event(id, internal_error("station '" + st.station_name + "' failed on this request")));
+    reject_request(self, id, StatusCode::internal, "station '" + st.station_name + "' failed on this request");
     return;
   }
   Held h{msg, std::clamp(req.max_tokens, std::min(1, r.getMaxTokens()), r.getMaxTokens()), req.priority};
   switch (verdict.action) {
-    case StationVerdict::Action::pass: send_downstream(self, h); return;
-    case StationVerdict::Action::hold: st.held.insert_or_assign(id, std::move(h)); return;
-    case StationVerdict::Action::reject:
-      self->send(st.upstream, error_event(id, Status(verdict.code == StatusCode::ok ? StatusCode::invalid_argument
-                                                                                     : verdict.code,
-                                                     verdict.message)));
+    case StationVerdict::Action::pass:
+      st.counters->passed++;
+      send_downstream(self, h);
       return;
+    case StationVerdict::Action::hold:
+      st.held.insert_or_assign(id, std::move(h));
+      st.counters->held = static_cast<int>(st.held.size());
+      return;
+    case StationVerdict::Action::reject: reject_request(self, id, verdict.code, verdict.message); return;
   }
 }
 
@@ -139,6 +150,10 @@ void on_abort(station_ptr self, const abort_msg& msg) {
   auto& st = self->state;
   const uint64_t id = msg->getRequestId();
   const bool was_held = st.held.erase(id) > 0;
+  if (was_held) {
+    st.counters->cancelled++;
+    st.counters->held = static_cast<int>(st.held.size());
+  }
   guarded(self, "on_cancel", [&] { st.station->on_cancel(id, was_held, *st.ctx); });
   if (was_held) {
     self->send(st.upstream, abort_event(id));
@@ -153,14 +168,16 @@ void Context::release(uint64_t id) {
   if (it == st.held.end()) return;
   Held h = std::move(it->second);
   st.held.erase(it);
+  st.counters->released++;
+  st.counters->held = static_cast<int>(st.held.size());
   send_downstream(self_, h);
 }
 
 void Context::reject(uint64_t id, StatusCode code, std::string message) {
   auto& st = self_->state;
   if (st.held.erase(id) == 0) return;
-  self_->send(st.upstream, error_event(id, Status(code == StatusCode::ok ? StatusCode::invalid_argument : code,
-                                                  std::move(message))));
+  st.counters->held = static_cast<int>(st.held.size());
+  reject_request(self_, id, code, std::move(message));
 }
 
 void Context::cancel(uint64_t id) {
@@ -179,8 +196,9 @@ void Context::after(std::chrono::milliseconds delay, std::function<void()> fn) {
 size_t Context::n_held() const { return self_->state.held.size(); }
 
 station_actor::behavior_type station_fun(station_ptr self, std::string name, std::shared_ptr<Station> station,
-                                         token_sink_actor upstream) {
+                                         token_sink_actor upstream, std::shared_ptr<StationCounters> counters) {
   auto& st = self->state;
+  st.counters = std::move(counters);
   st.station_name = std::move(name);
   st.station = std::move(station);
   st.ctx = std::make_unique<Context>(self);
@@ -202,10 +220,12 @@ station_actor::behavior_type station_fun(station_ptr self, std::string name, std
 }  // namespace
 
 station_actor spawn_station(caf::actor_system& system, const StationConfig& config, std::unique_ptr<Station> station,
-                            token_sink_actor upstream) {
+                            token_sink_actor upstream, std::shared_ptr<StationCounters> counters) {
+  BRIGADE_CHECK(counters != nullptr, "spawn_station needs counters");
   std::shared_ptr<Station> shared = std::move(station);
-  if (config.detached) return system.spawn<caf::detached>(station_fun, config.name, shared, std::move(upstream));
-  return system.spawn(station_fun, config.name, shared, std::move(upstream));
+  if (config.detached)
+    return system.spawn<caf::detached>(station_fun, config.name, shared, std::move(upstream), std::move(counters));
+  return system.spawn(station_fun, config.name, shared, std::move(upstream), std::move(counters));
 }
 
 Expected<std::vector<std::unique_ptr<Station>>> make_stations(const std::vector<StationConfig>& configs,

@@ -15,6 +15,7 @@
 
 #include <caf/all.hpp>
 
+#include <atomic>
 #include <memory>
 
 #include "actors/atoms.h"
@@ -31,11 +32,18 @@ using station_actor =
                      caf::reacts_to<kv_handoff_msg>, caf::reacts_to<wire_atom, scheduler_actor>,
                      caf::reacts_to<timer_atom, uint64_t>>;
 
-// `upstream` takes this station's outgoing events (the tokenizer or the station before it).
+// What the station did, for Engine::station_stats (written by the actor, read by any thread).
+struct StationCounters {
+  std::atomic<uint64_t> requests{0}, passed{0}, released{0}, rejected{0}, cancelled{0};
+  std::atomic<int> held{0};
+};
+
+// `upstream` takes this station's outgoing events (the tokenizer or the station before it);
+// `counters` (not null) are kept up to date.
 // Send (wire_atom, downstream) once before any request. `config.detached` spawns the actor on a
 // thread of its own.
 station_actor spawn_station(caf::actor_system& system, const StationConfig& config, std::unique_ptr<Station> station,
-                            token_sink_actor upstream);
+                            token_sink_actor upstream, std::shared_ptr<StationCounters> counters);
 
 // Makes every station of `configs`, from `types` first, then the built-in types. Errors name the
 // station; an unknown type lists every known one.

@@ -231,6 +231,20 @@ struct InstanceStats {
   uint64_t routed_cache = 0, routed_load = 0, routed_round_robin = 0;
 };
 
+// What one of the topology's stations did (Engine::station_stats), in topology order. Every
+// request that reached it is, or will be, counted once in passed, released, rejected or
+// cancelled, or is held now.
+struct StationStats {
+  std::string name;
+  std::string type;
+  uint64_t requests = 0;   // requests that reached the station
+  uint64_t passed = 0;     // sent on at once
+  uint64_t released = 0;   // held, then sent on
+  uint64_t rejected = 0;   // answered with an error (at once or while held)
+  uint64_t cancelled = 0;  // cancelled by the client while held
+  int held = 0;            // held now
+};
+
 class Engine {
  public:
   // Loads the model and starts the topology. Errors: a bad topology, a missing or corrupt model.
@@ -251,6 +265,8 @@ class Engine {
   virtual EngineStats stats() const = 0;
   // Per instance, in topology order (one entry for a single-instance engine).
   virtual std::vector<InstanceStats> instance_stats() const = 0;
+  // Per station of the topology, in its order (empty without stations).
+  virtual std::vector<StationStats> station_stats() const = 0;
   // Leading tokens of prompt_ids whose KV the prefix cache holds now (asks the scheduler of the
   // instance the router would send this prompt to now; 0 when the cache is off). What a request
   // with this prompt would not have to prefill.

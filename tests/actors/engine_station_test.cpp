@@ -233,6 +233,38 @@ TEST_F(EngineStations, RateLimitQueuesAndRefusesPastMaxQueue) {
   EXPECT_EQ(events[1].back().finish, FinishReason::length);
   ASSERT_EQ(events[2].size(), 1u);
   EXPECT_NE(events[2][0].error.find("1 requests already wait (max_queue)"), std::string::npos);
+  const auto stats = engine->station_stats();
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].name, "rl");
+  EXPECT_EQ(stats[0].type, "rate_limit");
+  EXPECT_EQ(stats[0].requests, 3u);
+  EXPECT_EQ(stats[0].passed, 1u);
+  EXPECT_EQ(stats[0].released, 1u);
+  EXPECT_EQ(stats[0].rejected, 1u);
+  EXPECT_EQ(stats[0].held, 0);
+}
+
+TEST_F(EngineStations, StatsCountEveryOutcome) {
+  auto engine = create_engine(options({probe("p")}));
+  ASSERT_TRUE(engine);
+  EXPECT_TRUE(create_engine(test_engine_options(model(), 1))->station_stats().empty());
+  testing::Outcomes out;
+  auto held = engine->submit(labelled(greedy_ids(prompt(1, 4), 2), {{"hold", "forever"}}), out.callback());
+  ASSERT_TRUE(held.has_value());
+  testing::collect_events(*engine, {greedy_ids(prompt(2, 4), 2), labelled(greedy_ids(prompt(3, 4), 2), {{"hold", "timer"}}),
+                                    labelled(greedy_ids(prompt(4, 4), 2), {{"tenant", "blocked"}})});
+  auto stats = engine->station_stats();
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].requests, 4u);
+  EXPECT_EQ(stats[0].passed, 1u);
+  EXPECT_EQ(stats[0].released, 1u);
+  EXPECT_EQ(stats[0].rejected, 1u);
+  EXPECT_EQ(stats[0].held, 1);
+  engine->cancel(*held);
+  ASSERT_TRUE(out.wait(1));
+  stats = engine->station_stats();
+  EXPECT_EQ(stats[0].cancelled, 1u);
+  EXPECT_EQ(stats[0].held, 0);
 }
 
 TEST_F(EngineStations, RateLimitRefusesARequestThatCanNeverFit) {

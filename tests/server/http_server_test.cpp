@@ -471,6 +471,12 @@ TEST(ServerStations, ARateLimitByUserAnswers429WithTheWait) {
             std::string::npos)
       << err.dump();
   EXPECT_EQ(http_request(kHost, s.port, {"POST", "/v1/completions", as("bob"), ""})->status, 200);
+  const std::string metrics = http_request(kHost, s.port, {"GET", "/metrics", "", ""})->body;
+  EXPECT_NE(metrics.find("\nbrigade_station_requests_total{station=\"limit\",outcome=\"passed\"} 2\n"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("\nbrigade_station_requests_total{station=\"limit\",outcome=\"rejected\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("\nbrigade_station_requests_held{station=\"limit\"} 0\n"), std::string::npos);
   s.server.reset();
 }
 
