@@ -92,6 +92,8 @@ struct TokenEvent {
   promptLogprobs @9 :List(TokenLogprob);  # when asked (SamplingParams.promptLogprobs), in the
                                    # request's first event only: one per prompt token, in order;
                                    # the first has rank 0 and no logprob
+  retryAfterMs @10 :UInt32;        # an error the client may retry later (a rate limit): how long
+                                   # to wait; 0 = not said
 }
 
 struct Abort {

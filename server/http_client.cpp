@@ -75,6 +75,8 @@ Expected<ClientResponse> http_stream(const std::string& host, int port, const Cl
   out.status = parser.get().result_int();
   const auto content_type = parser.get()[http::field::content_type];
   out.content_type.assign(content_type.data(), content_type.size());
+  const auto retry_after = parser.get()[http::field::retry_after];
+  out.retry_after.assign(retry_after.data(), retry_after.size());
   char chunk[8192];
   while (!parser.is_done()) {
     parser.get().body().data = chunk;

@@ -23,6 +23,7 @@ struct ClientResponse {
   int status = 0;
   std::string content_type;
   std::string body;
+  std::string retry_after;  // the Retry-After header, when sent
 };
 
 // Sends one request and reads the whole response. io_error when the server cannot be reached or

@@ -79,6 +79,10 @@ class Session : public std::enable_shared_from_this<Session> {
     auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), 11);
     res->set(http::field::server, "brigade");
     res->set(http::field::content_type, r.content_type);
+    if (r.retry_after_ms > 0) {  // what OpenAI's clients wait for before their retry of a 429
+      res->set(http::field::retry_after, std::to_string((r.retry_after_ms + 999) / 1000));
+      res->set("retry-after-ms", std::to_string(r.retry_after_ms));
+    }
     res->keep_alive(keep_alive_);
     res->body() = r.body;
     res->prepare_payload();
@@ -95,6 +99,7 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_mode_ = request.stream;
     headers_sent_ = false;
     ended_ = false;
+    retry_after_ms_ = 0;
     const uint64_t n = ctx_->next_id.fetch_add(1);
     const std::string id = (request.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-") + std::to_string(n);
     state_.emplace(request, id, ctx_->options.model_name, static_cast<int64_t>(std::time(nullptr)));
@@ -145,6 +150,7 @@ class Session : public std::enable_shared_from_this<Session> {
       t.n_tokens += static_cast<int>(ev.token_ids.size());
     }
     std::string out = state_->on_event(i, ev);
+    if (ev.finish == FinishReason::error) retry_after_ms_ = std::max(retry_after_ms_, ev.retry_after_ms);
     if (ev.finish != FinishReason::none) {
       engine_ids_[static_cast<size_t>(i)] = 0;
       if (ev.finish != FinishReason::error && t.n_tokens > 0) {
@@ -161,7 +167,9 @@ class Session : public std::enable_shared_from_this<Session> {
       cancel_all();
       if (!state_->done()) return;
       ended_ = true;
-      return send(error_response(http_status_for(err.code()), err.message(), err.code()));
+      SimpleResponse res = error_response(http_status_for(err.code()), err.message(), err.code());
+      res.retry_after_ms = retry_after_ms_;
+      return send(res);
     }
     if (!stream_mode_) {
       if (state_->done()) {
@@ -274,6 +282,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::vector<ChoiceTiming> timing_;
   std::vector<uint64_t> engine_ids_;  // per choice; 0 once finished
   bool stream_mode_ = false, headers_sent_ = false, ended_ = false;
+  int64_t retry_after_ms_ = 0;  // the longest wait an error event of this request named
   std::deque<std::string> writes_;
   bool writing_ = false, close_after_writes_ = false, socket_closed_ = false;
   std::array<char, 256> watch_buf_{};

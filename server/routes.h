@@ -31,6 +31,7 @@ struct SimpleResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  int64_t retry_after_ms = 0;  // > 0: Retry-After (whole seconds, rounded up) and retry-after-ms
 };
 
 struct HttpRequestView {

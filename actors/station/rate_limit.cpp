@@ -110,9 +110,10 @@ class RateLimitStation final : public Station {
       return StationVerdict::pass();
     }
     if (!config_.queue)
-      return StationVerdict::reject(StatusCode::out_of_resources, "rate limit for " + who(client) + " reached (" +
-                                                                      describe() + "); retry in " +
-                                                                      seconds_text(wait) + " s");
+      return StationVerdict::reject(StatusCode::out_of_resources,
+                                    "rate limit for " + who(client) + " reached (" + describe() + "); retry in " +
+                                        seconds_text(wait) + " s",
+                                    static_cast<int64_t>(std::ceil(wait * 1000.0)));
     if (found != queues_.end() && static_cast<int>(found->second.size()) >= config_.max_queue)
       return StationVerdict::reject(StatusCode::out_of_resources,
                                     "rate limit for " + who(client) + ": " + std::to_string(found->second.size()) +

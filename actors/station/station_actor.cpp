@@ -30,7 +30,7 @@ class Context final : public StationContext {
  public:
   explicit Context(station_ptr self) : self_(self) {}
   void release(uint64_t id) override;
-  void reject(uint64_t id, StatusCode code, std::string message) override;
+  void reject(uint64_t id, StatusCode code, std::string message, int64_t retry_after_ms) override;
   void cancel(uint64_t id) override;
   void after(std::chrono::milliseconds delay, std::function<void()> fn) override;
   size_t n_held() const override;
@@ -100,10 +100,16 @@ bool guarded(station_ptr self, const char* what, F&& f) {
 }
 
 // Ends a request that did not go downstream with one error event (ok is taken as invalid_argument).
-void reject_request(station_ptr self, uint64_t id, StatusCode code, std::string message) {
+void reject_request(station_ptr self, uint64_t id, StatusCode code, const std::string& message,
+                    int64_t retry_after_ms = 0) {
   self->state.counters->rejected++;
-  self->send(self->state.upstream,
-             error_event(id, Status(code == StatusCode::ok ? StatusCode::invalid_argument : code, std::move(message))));
+  self->send(self->state.upstream, token_event_msg::build([&](schema::TokenEvent::Builder b) {
+    b.setRequestId(id);
+    b.setFinishReason(schema::FinishReason::ERROR);
+    b.setError(message);
+    b.setErrorCode(static_cast<uint16_t>(code == StatusCode::ok ? StatusCode::invalid_argument : code));
+    b.setRetryAfterMs(static_cast<uint32_t>(std::clamp<int64_t>(retry_after_ms, 0, UINT32_MAX)));
+  }));
 }
 
 void on_request(station_ptr self, const generate_request_msg& msg) {
@@ -131,7 +137,9 @@ void on_request(station_ptr self, const generate_request_msg& msg) {
       st.held.insert_or_assign(id, std::move(h));
       st.counters->held = static_cast<int>(st.held.size());
       return;
-    case StationVerdict::Action::reject: reject_request(self, id, verdict.code, verdict.message); return;
+    case StationVerdict::Action::reject:
+      reject_request(self, id, verdict.code, verdict.message, verdict.retry_after_ms);
+      return;
   }
 }
 
@@ -173,11 +181,11 @@ void Context::release(uint64_t id) {
   send_downstream(self_, h);
 }
 
-void Context::reject(uint64_t id, StatusCode code, std::string message) {
+void Context::reject(uint64_t id, StatusCode code, std::string message, int64_t retry_after_ms) {
   auto& st = self_->state;
   if (st.held.erase(id) == 0) return;
   st.counters->held = static_cast<int>(st.held.size());
-  reject_request(self_, id, code, std::move(message));
+  reject_request(self_, id, code, message, retry_after_ms);
 }
 
 void Context::cancel(uint64_t id) {

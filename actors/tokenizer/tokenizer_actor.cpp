@@ -140,6 +140,7 @@ void on_event(tokenizer_ptr self, const token_event_msg& msg) {
     b.setFinishReason(hit_stop ? schema::FinishReason::STOP : r.getFinishReason());
     b.setError(r.getError());
     b.setErrorCode(r.getErrorCode());
+    b.setRetryAfterMs(r.getRetryAfterMs());
     b.setPromptTokens(r.getPromptTokens());
     b.setCompletionTokens(r.getCompletionTokens() - n_cut);
     copy_prompt_logprobs(st.tokenizer.get(), r.getPromptLogprobs(), b);

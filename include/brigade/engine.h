@@ -109,6 +109,8 @@ struct Event {
   std::string error;               // what was wrong, when finish == error
   StatusCode error_code = StatusCode::ok;  // invalid_argument: the request was bad;
                                            // out_of_resources: the engine is full, retry later
+  int64_t retry_after_ms = 0;      // an error to retry later (a station's rate limit): the wait
+                                   // it names (the server's Retry-After); 0 = not said
   int prompt_tokens = 0;
   int completion_tokens = 0;
 };

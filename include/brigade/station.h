@@ -69,12 +69,14 @@ struct StationVerdict {
   Action action = Action::pass;
   StatusCode code = StatusCode::ok;  // reject: the error's code (out_of_resources: HTTP 429)
   std::string message;               // reject: what the client reads
+  int64_t retry_after_ms = 0;        // reject: when the client may retry (Event::retry_after_ms,
+                                     // the server's Retry-After header); 0 = not said
 
   static StationVerdict pass() { return {}; }
   // Keep the request here until StationContext::release or ::reject names it.
-  static StationVerdict hold() { return {Action::hold, StatusCode::ok, {}}; }
-  static StationVerdict reject(StatusCode code, std::string message) {
-    return {Action::reject, code, std::move(message)};
+  static StationVerdict hold() { return {Action::hold, StatusCode::ok, {}, 0}; }
+  static StationVerdict reject(StatusCode code, std::string message, int64_t retry_after_ms = 0) {
+    return {Action::reject, code, std::move(message), retry_after_ms};
   }
 };
 
@@ -86,9 +88,9 @@ class StationContext {
   // A held request goes on downstream (with the priority / max_tokens its on_request left).
   // Ids not held here are ignored.
   virtual void release(uint64_t id) = 0;
-  // A held request ends with one error event (code and message as StationVerdict::reject).
-  // Ids not held here are ignored.
-  virtual void reject(uint64_t id, StatusCode code, std::string message) = 0;
+  // A held request ends with one error event (code, message and retry_after_ms as
+  // StationVerdict::reject). Ids not held here are ignored.
+  virtual void reject(uint64_t id, StatusCode code, std::string message, int64_t retry_after_ms = 0) = 0;
   // A request past this station is aborted downstream (its last event comes back as finish
   // abort). For a held request, use reject.
   virtual void cancel(uint64_t id) = 0;

@@ -217,6 +217,8 @@ TEST_F(EngineStations, RateLimitRefusesWhatIsOverAClientsRate) {
   EXPECT_EQ(events[2][0].error_code, StatusCode::out_of_resources);
   EXPECT_NE(events[2][0].error.find("rate limit for user 'ann' reached (2 requests per minute); retry in"),
             std::string::npos);
+  EXPECT_GT(events[2][0].retry_after_ms, 29000);  // a request comes back every 30 s
+  EXPECT_LE(events[2][0].retry_after_ms, 30000);
   EXPECT_EQ(events[3].back().finish, FinishReason::length);  // another client's bucket
 }
 

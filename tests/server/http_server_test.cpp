@@ -467,6 +467,10 @@ TEST(ServerStations, ARateLimitByUserAnswers429WithTheWait) {
   EXPECT_EQ(again->status, 429);
   const json err = json::parse(again->body)["error"];
   EXPECT_EQ(err["code"], "out_of_resources");
+  // The bucket refills one request a minute: the wait is up to 60 s, in whole seconds.
+  ASSERT_FALSE(again->retry_after.empty());
+  EXPECT_GE(std::stoi(again->retry_after), 59);
+  EXPECT_LE(std::stoi(again->retry_after), 60);
   EXPECT_NE(err["message"].get<std::string>().find("rate limit for user 'ann' reached (1 requests per minute); retry in"),
             std::string::npos)
       << err.dump();

@@ -282,3 +282,30 @@ def test_bad_schema_is_400(client):
         with pytest.raises(openai.BadRequestError) as e:
             client.completions.create(model="tiny", prompt="x", max_tokens=2, extra_body=body)
         assert says in str(e.value), (body, str(e.value))
+
+
+def test_rate_limit_station_is_a_429_the_client_understands(tmp_path):
+    """A topology's rate_limit station keyed by OpenAI's `user` field: the client's second request
+    within the minute gets openai.RateLimitError with a Retry-After header; another user is served."""
+    model = str(tmp_path / "tiny")
+    subprocess.run([BIN, "make-model", "--hidden", "64", "--layers", "2", "--heads", "4", "--kv-heads", "2",
+                    "--intermediate", "128", "--vocab", "512", "--max-position", "512", "--dtype", "f32",
+                    "--out", model], check=True, stdout=subprocess.DEVNULL)
+    topology = tmp_path / "limited.yaml"
+    topology.write_text("stations:\n  - type: rate_limit\n    options: {requests_per_minute: 1}\n")
+    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
+                             "--served-model-name", "tiny", "--topology", str(topology)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        match = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stdout.readline())
+        assert match
+        c = openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
+        assert greedy(c, "hi", 2, user="ann").choices[0].finish_reason == "length"
+        with pytest.raises(openai.RateLimitError) as err:
+            greedy(c, "hi", 2, user="ann")
+        assert "rate limit for user 'ann'" in err.value.message
+        assert 59 <= int(err.value.response.headers["retry-after"]) <= 60
+        assert greedy(c, "hi", 2, user="bob").choices[0].finish_reason == "length"
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=60) == 0
