@@ -497,6 +497,7 @@ Expected<TopologyConfig> parse_topology(const std::string& yaml_text) {
   BRIGADE_RETURN_IF_ERROR(
       MapReader(root, "topology", "the topology")
           .read("model", cfg.model)
+          .read("node_token_file", cfg.node_token_file)
           .nested("instances", parse_instances)
           .nested("router", [&](const YAML::Node& r, const std::string& w) { return parse_router(r, w, cfg.router); })
           .nested("pd", [&](const YAML::Node& n, const std::string& w) {

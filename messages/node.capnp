@@ -18,6 +18,12 @@ struct NodeHello {
   front @1 :Text;                  # names the front in the node's logs
   instance @2 :Text;               # the instance name the front's topology gives this endpoint
   role @3 :Text;                   # and its role there (both | prefill | decode)
+  # Authentication (actors/node/node_auth.h), when the node has a token: the challenge of the
+  # NodeInfo that (info) returned, HMAC proof of the shared token over it, and the front's nonce
+  # for the node's proof in the reply.
+  challenge @4 :Data;
+  proof @5 :Data;
+  nonce @6 :Data;
 }
 
 # What the front needs to route to, validate requests for and report the instance.
@@ -37,6 +43,9 @@ struct NodeInfo {
   peakFlopsPerS @12 :Float64;
   pid @13 :Int64;                  # the node process (logs)
   kvLayout @14 :Text;              # what the page bytes mean (PD layout check; LoadedInstance::kv_layout)
+  authRequired @15 :Bool;          # the node has a token: a hello must prove it
+  challenge @16 :Data;             # (info) answer: a fresh single-use challenge for the hello
+  proof @17 :Data;                 # hello answer: the node's proof over the hello's nonce
 }
 
 struct NodeStatsRequest {}

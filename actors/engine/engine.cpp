@@ -22,7 +22,9 @@
 #include "actors/engine/instance.h"
 #include "actors/engine/instance_stats.h"
 #include "actors/frontend/frontend_actor.h"
+#include "actors/node/front_hello.h"
 #include "actors/node/node_actor.h"
+#include "actors/node/node_auth.h"
 #include "actors/node/node_watch.h"
 #include "actors/router/router_actor.h"
 #include "actors/station/station_actor.h"
@@ -327,7 +329,11 @@ class EngineImpl final : public Engine {
   // Introduces this front to the node (its router takes the node's events and hand-offs from now
   // on). Only after every check passed: a front that fails later leaves its nodes connected
   // until it is destroyed.
-  Status connect_node(const InstanceConfig& inst, const node_actor& node, const node_hello_msg& hello);
+  // `probed` is the node's (info) answer from probe_node (its challenge, with a token).
+  Status connect_node(const InstanceConfig& inst, const node_actor& node, const node_info_msg& probed);
+  FrontIdentity identity(const InstanceConfig& inst) const {
+    return {"pid " + std::to_string(::getpid()), inst.name, inst.role, node_token_};
+  }
   void load_chat_family(const std::string& path);
 
   caf::actor_system_config cfg_;
@@ -341,6 +347,7 @@ class EngineImpl final : public Engine {
   mutable std::vector<EngineStats> last_node_stats_;  // per instance: its node's last answer
   router_actor router_;  // null with one instance: the tokenizer then talks to its scheduler
   std::shared_ptr<RouterCounters> router_counters_;
+  std::string node_token_;  // the topology's node_token_file's secret; empty: nodes unauthenticated
   std::vector<StationConfig> station_configs_;
   std::vector<std::shared_ptr<StationCounters>> station_counters_;  // one per station_configs_
   std::vector<caf::actor> actors_;
@@ -383,14 +390,20 @@ Expected<std::pair<node_actor, node_info_msg>> EngineImpl::probe_node(const Inst
   if (Status serves = node_serves(r, inst.name, inst.role); !serves.is_ok())
     return Status(serves.code(), where + ": " + serves.message());
   if (r.getVocabSize() < 1 || r.getNPages() < 1) return corrupt(where + ": the node's NodeInfo is malformed");
+  std::string nonce;  // the node's authentication must match this front's before anything else
+  if (auto hello = make_node_hello(identity(inst), r, nonce); !hello) return hello.status();
   return std::make_pair(std::move(*node), std::move(*info));
 }
 
-Status EngineImpl::connect_node(const InstanceConfig& inst, const node_actor& node, const node_hello_msg& hello) {
+Status EngineImpl::connect_node(const InstanceConfig& inst, const node_actor& node, const node_info_msg& probed) {
+  const FrontIdentity who = identity(inst);
+  std::string nonce;
+  BRIGADE_ASSIGN_OR_RETURN(node_hello_msg hello, make_node_hello(who, probed.reader(), nonce));
   auto info = ask<node_info_msg>(node, std::chrono::seconds(10), hello_atom::value, hello,
                                  token_sink_actor{router_}, handoff_sink_actor{router_});
   if (!info) return Status(info.status().code(), "instance '" + inst.name + "' (remote " + inst.remote + "): " +
                                                      info.status().message());
+  BRIGADE_RETURN_IF_ERROR(check_hello_answer(who, nonce, info->reader()));
   const auto r = info->reader();
   spdlog::info("engine: instance '{}': brigade node at {} (pid {}): {} ({} params), KV {} pages", inst.name,
                inst.remote, r.getPid(), std::string(r.getArch()), r.getNParams(), r.getNPages());
@@ -402,6 +415,9 @@ Status EngineImpl::start(const EngineOptions& options) {
   const auto& configs = options.topology.instances;
   const std::string path = options.model_path.empty() ? options.topology.model : options.model_path;
   if (path.empty()) return invalid_argument("no model given: pass a model path or set `model:` in the topology");
+  if (!options.topology.node_token_file.empty() && has_remote(options.topology)) {
+    BRIGADE_ASSIGN_OR_RETURN(node_token_, load_node_token(options.topology.node_token_file));
+  }
   // The stations are made before any weights load: a bad station fails fast.
   BRIGADE_ASSIGN_OR_RETURN(auto stations, make_stations(options.topology.stations, options.station_types));
   station_configs_ = options.topology.stations;
@@ -495,15 +511,9 @@ Status EngineImpl::start(const EngineOptions& options) {
   std::vector<WatchedInstance> watched;
   for (size_t i = 0; i < configs.size(); ++i) {
     if (!remote_[i]) continue;
-    auto hello = node_hello_msg::build([&](schema::NodeHello::Builder b) {
-      b.setProtocol(kNodeProtocol);
-      b.setFront("pid " + std::to_string(::getpid()));
-      b.setInstance(configs[i].name);
-      b.setRole(configs[i].role);
-    });
-    BRIGADE_RETURN_IF_ERROR(connect_node(configs[i], nodes_->nodes[i], hello));
+    BRIGADE_RETURN_IF_ERROR(connect_node(configs[i], nodes_->nodes[i], infos[i]));
     const Endpoint ep = *parse_endpoint(configs[i].remote);
-    watched.push_back({static_cast<int>(i), ep.host, static_cast<uint16_t>(ep.port), infos[i], hello});
+    watched.push_back({static_cast<int>(i), ep.host, static_cast<uint16_t>(ep.port), infos[i], identity(configs[i])});
     EngineStats& last = last_node_stats_[i];  // until the node's first answer
     last.kv_pages_total = facts[i].n_pages;
     last.peak_bytes_per_s = facts[i].ceilings.bytes_per_s;

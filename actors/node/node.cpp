@@ -10,6 +10,7 @@
 #include "actors/engine/instance.h"
 #include "actors/engine/instance_stats.h"
 #include "actors/node/node_actor.h"
+#include "actors/node/node_auth.h"
 #include "core/logging.h"
 #include "core/token_trie.h"
 #include "messages/registry.h"
@@ -65,6 +66,10 @@ class NodeImpl final : public Node {
 Status NodeImpl::start(const NodeOptions& options) {
   const TopologyConfig& topo = options.engine.topology;
   BRIGADE_RETURN_IF_ERROR(topo.validate());
+  std::string token;  // read before any weights load: a bad token file fails fast
+  if (!topo.node_token_file.empty()) {
+    BRIGADE_ASSIGN_OR_RETURN(token, load_node_token(topo.node_token_file));
+  }
   const InstanceConfig* inst = nullptr;
   std::string names;
   for (const auto& i : topo.instances) {
@@ -117,6 +122,7 @@ Status NodeImpl::start(const NodeOptions& options) {
   setup.ceilings = loaded.ceilings;
   setup.n_pages = loaded.n_pages;
   setup.stopped = stopped_;
+  setup.token = std::move(token);
   node_ = spawn_node_actor(system_, std::move(setup));
   SpawnedInstance spawned =
       spawn_instance(system_, std::move(loaded), node_, /*linked=*/true, handoff_sink_actor{node_});

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "actors/engine/instance_stats.h"
+#include "actors/node/node_auth.h"
 #include "messages/error.h"
 
 namespace brigade {
@@ -20,7 +21,9 @@ struct NodeState {
   token_sink_actor front;          // null while no front is connected
   handoff_sink_actor front_handoffs;
   std::string front_name;
+  caf::node_id front_node;                 // the front's process (valid while a front is connected)
   std::unordered_set<uint64_t> in_flight;  // the front's requests this instance owns now
+  ChallengeBook challenges;                // with a token: issued by (info), spent by a hello
   static inline const char* name = "brigade.node";
 };
 
@@ -31,6 +34,26 @@ using node_ptr = node_actor::stateful_pointer<NodeState>;
 template <class Handle>
 bool sent_by(node_ptr self, const Handle& who) {
   return who && caf::actor_cast<caf::actor_addr>(self->current_sender()) == who.address();
+}
+
+// Whether the message being handled comes from the connected front's process (or this one).
+bool from_front_process(node_ptr self) {
+  const auto sender = self->current_sender();
+  if (!sender) return false;
+  return sender->node() == self->node() || (self->state.front && sender->node() == self->state.front_node);
+}
+
+std::string bytes_of(capnp::Data::Reader d) { return std::string(reinterpret_cast<const char*>(d.begin()), d.size()); }
+
+// (info): what the node serves, with a fresh challenge when it authenticates.
+node_info_msg on_info(node_ptr self) {
+  auto& st = self->state;
+  if (st.setup.token.empty()) return st.setup.info;
+  const std::string challenge = st.challenges.issue();
+  return st.setup.info.edited([&](schema::NodeInfo::Builder b) {
+    b.setAuthRequired(true);
+    b.setChallenge(capnp::Data::Reader(reinterpret_cast<const kj::byte*>(challenge.data()), challenge.size()));
+  });
 }
 
 // The front went away: nobody will read the answers to its requests, so end them here and give
@@ -65,17 +88,41 @@ caf::result<node_info_msg> on_connect(node_ptr self, const node_hello_msg& hello
     return to_caf_error(out_of_resources("node '" + st.instance + "' already serves front '" + st.front_name +
                                     "'; a node serves one front at a time"));
   if (!sink || !handoffs) return to_caf_error(invalid_argument("the hello names no event sink"));
+  node_info_msg answer = st.setup.info;
+  if (!st.setup.token.empty()) {
+    const std::string challenge = bytes_of(h.getChallenge());
+    const bool fresh = st.challenges.redeem(challenge);
+    if (!fresh || !same_proof(bytes_of(h.getProof()), hello_proof(st.setup.token, challenge, std::string(h.getInstance()),
+                                                                    std::string(h.getRole())))) {
+      spdlog::warn("node '{}': refused front '{}': {}", st.instance, front,
+                   fresh ? "it did not prove the node token" : "its challenge is unknown or spent");
+      return to_caf_error(invalid_argument("node '" + st.instance + "' refused the front '" + front +
+                                           "': it did not prove the node token (node_token_file must name the "
+                                           "same secret on both sides)"));
+    }
+    const std::string proof = answer_proof(st.setup.token, bytes_of(h.getNonce()), st.instance);
+    answer = answer.edited([&](schema::NodeInfo::Builder b) {
+      b.setAuthRequired(true);
+      b.setProof(capnp::Data::Reader(reinterpret_cast<const kj::byte*>(proof.data()), proof.size()));
+    });
+  }
   st.front = std::move(sink);
+  st.front_node = self->current_sender() ? self->current_sender()->node() : caf::node_id{};
   st.front_handoffs = std::move(handoffs);
   st.front_name = front;
   self->monitor(st.front);
-  spdlog::info("node '{}': serving front '{}'", st.instance, front);
-  return st.setup.info;
+  spdlog::info("node '{}': serving front '{}'{}", st.instance, front, st.setup.token.empty() ? "" : " (authenticated)");
+  return answer;
 }
 
 caf::typed_response_promise<node_stats_msg> on_stats(node_ptr self) {
+  const bool allowed = from_front_process(self);  // before the promise takes the sender away
   auto rp = self->make_response_promise<node_stats_msg>();
   auto& st = self->state;
+  if (!allowed) {
+    rp.deliver(to_caf_error(invalid_argument("stats go to the connected front only")));
+    return rp;
+  }
   SpawnedInstance view;  // counter_stats reads the counters, ceilings and pool size
   view.counters = st.setup.counters;
   view.ceilings = st.setup.ceilings;
@@ -126,10 +173,11 @@ node_actor::behavior_type node_fun(node_ptr self, NodeSetup setup) {
         self->send(st.scheduler, msg);
       },
       [self](const abort_msg& msg) {
-        if (self->state.scheduler) self->send(self->state.scheduler, msg);
+        if (self->state.scheduler && from_front_process(self)) self->send(self->state.scheduler, msg);
       },
       [self](const prefix_query_msg& msg) -> caf::result<prefix_query_result_msg> {
         if (!self->state.scheduler) return to_caf_error(internal_error("the node is not wired yet"));
+        if (!from_front_process(self)) return to_caf_error(invalid_argument("prefix queries come from the connected front only"));
         return self->delegate(self->state.scheduler, msg);
       },
       [self](const kv_handoff_msg& msg) {
@@ -140,7 +188,7 @@ node_actor::behavior_type node_fun(node_ptr self, NodeSetup setup) {
           if (st.front_handoffs) self->send(st.front_handoffs, msg);
           return;
         }
-        if (!st.scheduler) return;
+        if (!st.scheduler || !from_front_process(self)) return;
         st.in_flight.insert(id);  // prefilled elsewhere: decoded here from now on
         self->send(st.scheduler, msg);
       },
@@ -150,7 +198,7 @@ node_actor::behavior_type node_fun(node_ptr self, NodeSetup setup) {
         if (msg.reader().getFinishReason() != schema::FinishReason::NONE) st.in_flight.erase(msg.reader().getRequestId());
         if (st.front) self->send(st.front, msg);
       },
-      [self](info_atom) { return self->state.setup.info; },
+      [self](info_atom) { return on_info(self); },
       [self](hello_atom, const node_hello_msg& hello, token_sink_actor sink, handoff_sink_actor handoffs) {
         return on_connect(self, hello, std::move(sink), std::move(handoffs));
       },

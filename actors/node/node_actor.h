@@ -5,11 +5,16 @@
 // a process boundary lies between them.
 //
 // Contract:
-// - (info) is answered with NodeInfo and changes nothing: a front checks what the node serves
-//   before it connects, so a front that gives up leaves no trace.
+// - (info) is answered with NodeInfo and changes nothing else: a front checks what the node
+//   serves before it connects, so a front that gives up leaves no trace. With a token the answer
+//   carries a fresh single-use challenge (actors/node/node_auth.h; the oldest of 64 outstanding
+//   ones is forgotten).
 // - A front then sends (hello, NodeHello, its token sink, its hand-off sink) and gets
 //   NodeInfo; one front at a time (a second gets an error while the first is connected), and
-//   the hello's protocol and instance name must match the node's.
+//   the hello's protocol and instance name must match the node's. With a token the hello must
+//   prove it over an outstanding challenge, and the answer proves it back over the front's nonce.
+// - Once a front is connected, aborts, prefix queries, hand-offs and stats requests are taken
+//   only from the front's process (its CAF node); requests only from its router.
 // - Requests, aborts, prefix queries and incoming hand-offs (scheduler_actor's interface) go on
 //   to the scheduler; the scheduler's TokenEvents and outgoing hand-offs go on to the front.
 // - The node monitors the front: when it goes (a clean shutdown or a lost connection), every
@@ -35,8 +40,8 @@
 namespace brigade {
 
 // Fronts and nodes of different protocols refuse each other at the hello. 2: NodeInfo.kvLayout
-// (page layouts under tensor parallelism).
-inline constexpr uint32_t kNodeProtocol = 2;
+// (page layouts under tensor parallelism). 3: authentication fields (actors/node/node_auth.h).
+inline constexpr uint32_t kNodeProtocol = 3;
 
 using node_actor = scheduler_actor::extend<
     caf::reacts_to<token_event_msg>,
@@ -51,6 +56,7 @@ struct NodeSetup {
   RooflineCeilings ceilings;
   int n_pages = 0;
   std::shared_ptr<std::atomic<bool>> stopped;    // set when the node actor exits; may be null
+  std::string token;  // the topology's node token: a front's hello must prove it; empty: none
 };
 
 // Whether a node whose NodeInfo is `info` serves `instance` with `role` and speaks this build's

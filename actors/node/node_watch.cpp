@@ -47,14 +47,20 @@ void failed(watch_ptr self, size_t k, const std::string& why) {
   schedule(self, k);
 }
 
-// The node answers and serves the same thing: introduce the front and wire it into the router.
-void connect(watch_ptr self, size_t k, node_actor node) {
+// The node answers (`now`) and serves the same thing: introduce the front and wire it into the
+// router.
+void connect(watch_ptr self, size_t k, node_actor node, const node_info_msg& now) {
   const Watched& x = self->state.watched[k];
-  self->request(node, kAskTimeout, hello_atom::value, x.w.hello, token_sink_actor{self->state.router},
+  std::string nonce;
+  auto hello = make_node_hello(x.w.who, now.reader(), nonce);
+  if (!hello) return failed(self, k, hello.status().message());
+  self->request(node, kAskTimeout, hello_atom::value, *hello, token_sink_actor{self->state.router},
                 handoff_sink_actor{self->state.router})
       .then(
-          [self, k, node](const node_info_msg&) {
+          [self, k, node, nonce](const node_info_msg& answer) {
             auto& st = self->state;
+            if (Status auth = check_hello_answer(st.watched[k].w.who, nonce, answer.reader()); !auth.is_ok())
+              return failed(self, k, auth.message());
             Watched& y = st.watched[k];
             {
               std::lock_guard<std::mutex> lock(st.nodes->mu);
@@ -90,7 +96,7 @@ void retry(watch_ptr self, size_t k) {
                         failed(self, k, diff);
                         return;
                       }
-                      connect(self, k, node);
+                      connect(self, k, node, now);
                     },
                     [self, k](const caf::error& err) { failed(self, k, to_status(err).message()); });
           },

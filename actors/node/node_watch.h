@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/node/front_hello.h"
 #include "actors/node/node_actor.h"
 #include "actors/router/router_actor.h"
 
@@ -37,7 +38,7 @@ struct WatchedInstance {
   std::string host;
   uint16_t port = 0;
   node_info_msg info;     // what the node served at start; a node that comes back must match
-  node_hello_msg hello;   // how the front introduced itself
+  FrontIdentity who;      // how the front introduces itself (and its token)
 };
 
 // Watches every instance of `watched` (their nodes are in `nodes`, connected to the front).

@@ -173,6 +173,10 @@ struct TopologyConfig {
   std::vector<InstanceConfig> instances = std::vector<InstanceConfig>(1);
   RouterConfig router;
   PdConfig pd;
+  // A file holding the secret that fronts and `brigade node`s of this topology prove to each
+  // other (HMAC challenge-response at the hello: actors/node/node_auth.h); empty: nodes take any
+  // front. Both sides read it from the same topology; at least 16 bytes (`openssl rand -hex 32`).
+  std::string node_token_file;
   // Requests pass these in order on their way in, events in reverse order on their way out.
   // They run in the process that tokenizes (the front); `brigade node` ignores them.
   std::vector<StationConfig> stations;

@@ -77,8 +77,8 @@ class NodeCluster : public testing::TinyModelTest {
 
   static std::string endpoint(const Node& n) { return "127.0.0.1:" + std::to_string(n.port()); }
 
-  // A front whose topology names the given nodes' instances remote.
-  Expected<std::unique_ptr<Engine>> front(const std::vector<const Node*>& nodes) const {
+  // A front whose topology names the given nodes' instances remote (and `token_file`, if any).
+  Expected<std::unique_ptr<Engine>> front(const std::vector<const Node*>& nodes, const std::string& token_file = "") const {
     std::vector<std::string> names, remote;
     for (const Node* n : nodes) {
       names.push_back(n->instance());
@@ -86,7 +86,16 @@ class NodeCluster : public testing::TinyModelTest {
     }
     EngineOptions o = testing::test_engine_options(model(), 1);
     o.topology = topology(names, remote);
+    o.topology.node_token_file = token_file;
     return Engine::create(o);
+  }
+
+  // A token file (mode 600) under the test's directory.
+  std::string token_file(const std::string& name, const std::string& secret) const {
+    const std::string path = model() + "_" + name;
+    std::ofstream(path) << secret << "\n";
+    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+    return path;
   }
 
 };
@@ -210,14 +219,16 @@ TEST_F(NodeCluster, PrefillAndDecodeNodesGiveColocatedTokens) {
 
 // A node that stops (SIGTERM, a restart) fails its requests in flight at the front, none hangs;
 // when a node serving the same instance listens there again, the front's node watch connects to
-// it and routes there again.
+// it and routes there again. The cluster authenticates (node_token_file): the watch's hello to the
+// new node proves the token over that node's fresh challenge.
 TEST_F(NodeCluster, ANodeThatComesBackIsServedAgain) {
-  const TopologyConfig topo = topology({"a", "b"});
+  TopologyConfig topo = topology({"a", "b"});
+  topo.node_token_file = token_file("comeback", "0123456789abcdef0123456789abcdef");
   auto a = start_node(topo, "a");
   auto b = start_node(topo, "b");
   ASSERT_TRUE(a && b);
   const int port = a->port();
-  auto cluster = front({a.get(), b.get()});
+  auto cluster = front({a.get(), b.get()}, topo.node_token_file);
   ASSERT_TRUE(cluster.has_value()) << cluster.status().to_string();
   Outcomes out;
   const auto ids = submit_long(**cluster, 4, 1200, out);  // round robin: even positions on a, odd on b
@@ -335,6 +346,52 @@ TEST_F(NodeCluster, MisconfigurationsFailClearly) {
   auto ok = front({a.get()});
   ASSERT_TRUE(ok.has_value()) << ok.status().to_string();
   EXPECT_TRUE((*ok)->generate(testing::greedy_ids(prompt(3, 6), 4)).has_value());
+}
+
+// A node with node_token_file serves only a front that proves the same secret, and proves it back;
+// every mismatch fails Engine::create with what to fix, and leaves the node serving.
+TEST_F(NodeCluster, ANodeTokenAuthenticatesFrontAndNode) {
+  const std::string good = token_file("good", "0123456789abcdef0123456789abcdef");
+  const std::string bad = token_file("bad", "fedcba9876543210fedcba9876543210");
+  TopologyConfig topo = topology({"a"});
+  topo.node_token_file = good;
+  auto a = start_node(topo, "a");
+  ASSERT_TRUE(a);
+
+  auto none = front({a.get()});
+  ASSERT_FALSE(none.has_value());
+  EXPECT_NE(none.status().message().find("its node requires authentication; set node_token_file"), std::string::npos)
+      << none.status().message();
+  auto wrong = front({a.get()}, bad);
+  ASSERT_FALSE(wrong.has_value());
+  EXPECT_NE(wrong.status().message().find("refused the front"), std::string::npos) << wrong.status().message();
+  EXPECT_NE(wrong.status().message().find("did not prove the node token"), std::string::npos);
+
+  auto ok = front({a.get()}, good);
+  ASSERT_TRUE(ok.has_value()) << ok.status().to_string();
+  auto c = (*ok)->generate(testing::greedy_ids(prompt(5, 6), 4));
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->token_ids.size(), 4u);
+  ok->reset();
+
+  // A front with a token does not trust a node without one.
+  auto open_node = start_node(topology({"b"}), "b");
+  ASSERT_TRUE(open_node);
+  auto trusting = front({open_node.get()}, good);
+  ASSERT_FALSE(trusting.has_value());
+  EXPECT_NE(trusting.status().message().find("its node does not authenticate"), std::string::npos)
+      << trusting.status().message();
+
+  // A token file that is too short is refused at start, by either side.
+  topo.node_token_file = token_file("short", "abc");
+  NodeOptions no;
+  no.engine = testing::test_engine_options(model(), 1);
+  no.engine.topology = topo;
+  no.instance = "a";
+  no.listen = "127.0.0.1:0";
+  auto short_node = Node::start(no);
+  ASSERT_FALSE(short_node.has_value());
+  EXPECT_NE(short_node.status().message().find("use at least 16"), std::string::npos) << short_node.status().message();
 }
 
 // Bytes that are not CAF's protocol (a port scanner, a confused client) cost the node one closed
