@@ -13,13 +13,16 @@ trap 'rm -rf "$dir"' EXIT
 printf 'a\tOnce upon a time\na\tthe cat sat\nb\ta third prompt\na\ta fourth\n' >"$dir/requests.txt"
 BRIGADE_LOG_LEVEL=info "$example" --model "$dir/m" --topology "$topology" --max-tokens 12 <"$dir/requests.txt" >"$dir/out.txt" 2>"$dir/log.txt"
 cat "$dir/out.txt"
-sed -n 1p "$dir/out.txt" | grep -qx 'a \[length\] 12 tokens'
+expect() {  # line N of out.txt must match the extended regex
+  sed -n "$1p" "$dir/out.txt" | grep -qE "$2" || { echo "line $1 does not match: $2"; cat "$dir/log.txt"; exit 1; }
+}
+expect 1 '^a \[length\] 12 tokens$'
 # The budget (20) runs out during the second request: it is cancelled (or, if its last tokens
 # were already made when the cancel arrived, it ends by length); either way at least 8 tokens.
-sed -n 2p "$dir/out.txt" | grep -qE '^a \[(abort|length)\] (8|9|10|11|12) tokens$'
-sed -n 3p "$dir/out.txt" | grep -qx 'b \[length\] 12 tokens'
-sed -n 4p "$dir/out.txt" | grep -qx "a \[error\] tenant 'a' has spent its budget of 20 tokens"
-[ "$(grep -c '"labels":{"tenant":' "$dir/log.txt")" = 4 ] || { cat "$dir/log.txt"; exit 1; }
+expect 2 '^a \[(abort|length)\] (8|9|10|11|12) tokens$'
+expect 3 '^b \[length\] 12 tokens$'
+expect 4 "^a \\[error\\] tenant 'a' has spent its budget of 20 tokens$"
+[ "$(grep -c '"labels":{"tenant":' "$dir/log.txt")" = 4 ] || { echo "want 4 request_log lines:"; cat "$dir/log.txt"; exit 1; }
 
 # A bad option of the program's station stops the engine with the station's name.
 sed 's/tokens: 20/tokens: 0/' "$topology" >"$dir/bad.yaml"
