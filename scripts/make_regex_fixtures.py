@@ -292,10 +292,34 @@ NOT_VALID = {
 }
 
 
+def shaped(fmt, rnd):
+    """Random values in the format's shape with fields anywhere in range (leap days, day 31 of
+    short months, hour 24, offsets...): the calendar and clock rules are the reference's."""
+    def d():
+        y = rnd.choice([rnd.randint(0, 9999), rnd.choice([1900, 2000, 2024, 2023, 2100, 400, 4, 0])])
+        return f"{y:04d}-{rnd.randint(0, 13):02d}-{rnd.choice([rnd.randint(0, 32), 28, 29, 30, 31]):02d}"
+
+    def t():
+        frac = rnd.choice(["", "." + "7" * rnd.randint(1, 10)])
+        off = rnd.choice(["Z", "z", "", f"{rnd.choice('+-')}{rnd.randint(0, 25):02d}:{rnd.randint(0, 61):02d}"])
+        return f"{rnd.randint(0, 25):02d}:{rnd.randint(0, 61):02d}:{rnd.randint(0, 61):02d}{frac}{off}"
+    if fmt == "date":
+        return d()
+    if fmt == "time":
+        return t()
+    if fmt == "date-time":
+        return d() + rnd.choice("TTt ") + t()
+    if fmt == "uuid":
+        return str(uuid.UUID(int=rnd.getrandbits(128)))
+    return None
+
+
 def format_cases(rnd):
     out = []
     for fmt, good in CANONICAL.items():
         texts = {(t, True) for t in good} | {(t, False) for t in NOT_VALID[fmt]}
+        for _ in range(60 if fmt != "email" else 0):
+            texts.add((shaped(fmt, rnd), False))
         for t in good:
             for _ in range(8):
                 texts.add((mutate(t, rnd), False))
