@@ -27,7 +27,7 @@ namespace brigade {
 
 class CompiledRegex {
  public:
-  static constexpr size_t kMaxNfaStates = 20000;
+  static constexpr size_t kMaxNfaStates = 50000;
   static constexpr size_t kMaxStates = 20000;
   static constexpr int32_t kDead = -1;
   enum class Mode { text, json_string };

@@ -1,5 +1,6 @@
 #include "core/regex_nfa.h"
 
+#include <map>
 #include <string>
 
 #include "core/utf8_ranges.h"
@@ -73,17 +74,26 @@ class NfaBuilder {
     }
   }
 
+  // Sequences that end alike share their tail states (most end in [80-BF] runs), so a class
+  // over all of Unicode costs about a dozen states rather than two dozen.
   Frag set(const CodepointSet& cps) {
     const int32_t in = add(), out = add();
     std::vector<Utf8Sequence> seqs;
     for (const auto& [lo, hi] : cps.ranges()) utf8_sequences(lo, hi, seqs);
+    std::map<std::vector<std::pair<uint8_t, uint8_t>>, int32_t> tails;  // bytes still to read → state
     for (const Utf8Sequence& s : seqs) {
-      int32_t cur = in;
-      for (int i = 0; i < s.n; ++i) {
-        const int32_t next = i + 1 == s.n ? out : add();
-        edge(cur, s.bytes[i].first, s.bytes[i].second, next);
-        cur = next;
+      int32_t next = out;
+      std::vector<std::pair<uint8_t, uint8_t>> tail;
+      for (int i = s.n - 1; i >= 1; --i) {
+        tail.insert(tail.begin(), s.bytes[i]);
+        auto [it, fresh] = tails.emplace(tail, 0);
+        if (fresh) {
+          it->second = add();
+          edge(it->second, s.bytes[i].first, s.bytes[i].second, next);
+        }
+        next = it->second;
       }
+      edge(in, s.bytes[0].first, s.bytes[0].second, next);
     }
     return {in, out};
   }

@@ -504,11 +504,21 @@ SchemaMatcher& SchemaMatcher::operator=(const SchemaMatcher& o) {
 bool SchemaMatcher::feed(uint8_t byte) {
   if (failed_) return false;
   // The hot case (a mask walk inside a string visits nearly every trie node): one thread reading
-  // a plain ASCII character of a string, in place.
-  if (n_threads_ == 1 && threads_[0].depth > 0 && byte >= 0x20 && byte < 0x80 && byte != '"' && byte != '\\') {
+  // a plain character of a string, in place (for a pattern string, one automaton step).
+  if (n_threads_ == 1 && threads_[0].depth > 0 && byte >= 0x20 && byte != '"' && byte != '\\') {
     Frame& f = threads_[0].frames[threads_[0].depth - 1u];
     const SchemaNode& n = schema_->node(f.node);
-    if (f.kind == kString && f.mode == kStrChars && f.a == 0 && !n.regex) {
+    if (f.kind == kString && f.mode == kStrChars && n.regex) {
+      const int32_t next = n.regex->next(static_cast<int32_t>(f.n), byte);
+      if (next != CompiledRegex::kDead) {
+        f.n = static_cast<uint32_t>(next);
+        return true;
+      }
+      n_threads_ = 0;
+      failed_ = true;
+      return false;
+    }
+    if (f.kind == kString && f.mode == kStrChars && f.a == 0 && byte < 0x80) {
       if (!n.counted()) return true;
       if (f.n < n.max_length) {
         ++f.n;

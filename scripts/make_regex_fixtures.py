@@ -103,6 +103,16 @@ PATTERNS = [
     r"a{0}b",
     r"(a{2}){2,3}",
     r"[ -~]+",
+    r"(a*)*b",
+    r"(a|)+b?",
+    r"(?:a?){3,5}",
+    r".*?x",
+    r"x{,}y",
+    r"[\w.-]+\.\*",
+    r"(a$|b)",
+    r".{0,40}!",
+    r"[^\"\\]{2,8}",
+    r"\d+|\s+|\w+",
 ]
 
 # Patterns whose JSON-string encoding (JSON Schema "pattern") is tested too: escapes like \" \\ \n
