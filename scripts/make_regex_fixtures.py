@@ -4,8 +4,12 @@
 References, never brigade's own code:
 - "full": Python's `re.fullmatch(pattern, text, re.ASCII)` (the ASCII flag gives \\d \\w \\s the
   meaning outlines and brigade give them);
-- "prefix": the `regex` package's `fullmatch(..., partial=True)`: text is a match or can be
-  extended to one (brigade's matcher must accept exactly these prefixes, and refuse the rest);
+- "prefix": whether text is a match or can be extended to one. True when it is a prefix of a
+  match re.fullmatch accepted; False when the `regex` package's `fullmatch(..., partial=True)`
+  finds no partial match; null (not checked) when `regex` claims one that no known match confirms
+  (its partial mode reports false partial matches on some patterns with empty alternatives and
+  lazy loops, e.g. 'b' for (?:|a*? +?\|){0,2}). brigade must accept the true ones and refuse the
+  false ones;
 - "json": for JSON Schema `pattern`, the text of a JSON string (json.dumps) whose decoded value
   re.fullmatch accepts or not;
 - "formats": JSON Schema `format` values, labelled by Python's own parsers (datetime, uuid,
@@ -222,7 +226,9 @@ def mutate(s, rnd):
 
 
 def candidates(pattern, rnd):
+    """(texts, matches): texts to label, and generated strings re.fullmatch accepts."""
     tree = re._parser.parse(pattern, re.ASCII)
+    full_re = re.compile(pattern, re.ASCII)
     texts = set()
     matches = [generate(tree, rnd) for _ in range(12)]
     for m in matches:
@@ -232,7 +238,16 @@ def candidates(pattern, rnd):
             texts.add(mutate(m, rnd))
     for _ in range(6):
         texts.add("".join(rnd.choice(POOL) for _ in range(rnd.randint(0, 6))))
-    return sorted(texts)
+    more = [generate(tree, rnd) for _ in range(200)]  # to confirm prefixes
+    return sorted(texts), [m for m in matches + more if full_re.fullmatch(m)]
+
+
+def label(full_re, partial_re, text, matches):
+    full = full_re.fullmatch(text) is not None
+    claims = partial_re.fullmatch(text, partial=True) is not None
+    known = full or any(m.startswith(text) for m in matches)
+    assert claims or not known, ("regex missed a partial match", full_re.pattern, text)
+    return {"text": text, "full": full, "prefix": True if known else (False if not claims else None)}
 
 
 def pattern_cases(rnd):
@@ -241,13 +256,54 @@ def pattern_cases(rnd):
     for p in PATTERNS:
         full_re = re.compile(p, re.ASCII)
         partial_re = regex.compile(p, regex.ASCII | regex.VERSION0)
-        cases = []
-        for t in candidates(p, rnd):
-            full = full_re.fullmatch(t) is not None
-            prefix = partial_re.fullmatch(t, partial=True) is not None
-            assert prefix or not full, (p, t)
-            cases.append({"text": t, "full": full, "prefix": prefix})
+        texts, matches = candidates(p, rnd)
+        cases = [label(full_re, partial_re, t, matches) for t in texts]
         assert any(c["full"] for c in cases) and not all(c["full"] for c in cases), p
+        out.append({"pattern": p, "cases": cases})
+    return out
+
+
+def random_pattern(rnd, depth=0):
+    """A random regular pattern over a small alphabet (so random texts often match), groups
+    nested at most two deep."""
+    def atom():
+        k = rnd.randrange(8 if depth < 2 else 5)
+        if k == 0:
+            return rnd.choice("ab1 ")
+        if k == 1:
+            return rnd.choice(["[ab]", "[^a]", "[a-c1]", "\\d", "\\s", "\\w", "\\W", ".", "[^\\n ]", "é"])
+        if k == 2:
+            return rnd.choice("ab")
+        if k == 3:
+            return "\\" + rnd.choice(".*+?()[]{}|")
+        if k == 4:
+            return rnd.choice(["a", "b"]) * rnd.randint(1, 2)
+        return "(" + rnd.choice(["", "?:"]) + random_pattern(rnd, depth + 1) + ")"
+
+    def piece():
+        a = atom()
+        q = rnd.choice(["", "", "", "*", "+", "?", "{2}", "{0,2}", "{1,}", "{,3}", "*?", "+?"])
+        return a + q
+    branches = ["".join(piece() for _ in range(rnd.randint(0 if depth else 1, 3))) for _ in range(rnd.randint(1, 2))]
+    return "|".join(branches)
+
+
+def random_cases(rnd, n_patterns=100):
+    import regex
+    out = []
+    pool = "ab1 \né.c"
+    for _ in range(n_patterns):
+        p = random_pattern(rnd)
+        full_re = re.compile(p, re.ASCII)
+        partial_re = regex.compile(p, regex.ASCII | regex.VERSION0)
+        texts = {"".join(rnd.choice(pool) for _ in range(rnd.randint(0, 6))) for _ in range(15)}
+        tree = re._parser.parse(p, re.ASCII)
+        matches = [generate(tree, rnd) for _ in range(200)]
+        matches = [m for m in matches if len(m) <= 14 and full_re.fullmatch(m)]
+        for m in matches[:5]:
+            texts |= {m, m[:rnd.randint(0, len(m))], mutate(m, rnd)}
+        texts = {t for t in texts if len(t) <= 10}  # backtracking in re and regex stays cheap
+        cases = [label(full_re, partial_re, t, matches) for t in sorted(texts)]
         out.append({"pattern": p, "cases": cases})
     return out
 
@@ -257,7 +313,7 @@ def json_cases(rnd):
     for p in JSON_PATTERNS:
         full_re = re.compile(p, re.ASCII)
         cases = []
-        for t in candidates(p, rnd):
+        for t in candidates(p, rnd)[0]:
             text = json.dumps(t, ensure_ascii=False)
             if "\\u" in text:  # brigade refuses \u escapes in pattern strings (writes UTF-8)
                 continue
@@ -346,7 +402,7 @@ def main():
     for p, _ in ERRORS:
         re.compile(p)  # Python accepts them: the refusal is brigade's, by design
     doc = {
-        "patterns": pattern_cases(rnd),
+        "patterns": pattern_cases(rnd) + random_cases(rnd),
         "json": json_cases(rnd),
         "formats": format_cases(rnd),
         "errors": [{"pattern": p, "reason": why} for p, why in ERRORS],
@@ -359,9 +415,10 @@ def main():
         except re.error:
             pass
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    OUT.write_text(json.dumps(doc, ensure_ascii=False, indent=0, separators=(",", ":")) + "\n", encoding="utf-8")
     n = sum(len(p["cases"]) for p in doc["patterns"]) + sum(len(p["cases"]) for p in doc["json"])
-    print(f"wrote {OUT} ({n} pattern cases, {len(doc['formats'])} format cases)")
+    unknown = sum(c["prefix"] is None for p in doc["patterns"] for c in p["cases"])
+    print(f"wrote {OUT} ({n} pattern cases, {unknown} prefixes left unchecked, {len(doc['formats'])} format cases)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 // CompiledRegex + RegexMatcher against Python: tests/fixtures/regex/cases.json (written by
 // scripts/make_regex_fixtures.py) labels each text with re.fullmatch (a whole match) and the
-// `regex` package's partial match (a prefix of one); the matcher must agree on every case, and
+// `regex` package's partial match and known matches (a prefix of one); the matcher must agree on every case, and
 // refuse every pattern no finite automaton can match. Also the UTF-8 range encoder against a
 // brute force over all code points, and masks over a vocabulary.
 #include <gtest/gtest.h>
@@ -41,7 +41,9 @@ TEST(RegexTest, AgreesWithPythonOnEveryFixtureCase) {
       const std::string text = c["text"];
       RegexMatcher m(*re);
       const bool prefix = m.feed(text);
-      EXPECT_EQ(prefix, c["prefix"].get<bool>()) << "pattern " << pattern << " text '" << text << "' (prefix)";
+      if (c["prefix"].is_boolean()) {  // null: Python could not settle it (make_regex_fixtures.py)
+        EXPECT_EQ(prefix, c["prefix"].get<bool>()) << "pattern " << pattern << " text '" << text << "' (prefix)";
+      }
       EXPECT_EQ(prefix && m.complete(), c["full"].get<bool>()) << "pattern " << pattern << " text '" << text << "' (full)";
       ++n;
     }
