@@ -28,8 +28,8 @@
 #include "actors/step_codec.h"
 #include "actors/tokenizer/tokenizer_actor.h"
 #include "core/json_schema.h"
-#include "core/regex_dfa.h"
 #include "core/logging.h"
+#include "core/regex_dfa.h"
 #include "messages/convert.h"
 #include "messages/registry.h"
 #include "models/chat_template.h"
@@ -61,7 +61,7 @@ caf::actor_system_config& prepared_config(caf::actor_system_config& cfg, bool ne
   return cfg;
 }
 
-// A schema or choice list is compiled here, so that no executor ever sees one it cannot compile.
+// A schema, choice list or regex is compiled here, so that no executor ever sees one it cannot compile.
 Status validate_output_format(const GenerateOptions& r, bool has_tokenizer) {
   static constexpr const char* kNames[] = {"text", "json_object", "json_schema", "guided_choice", "guided_regex"};
   if (r.response_format == ResponseFormat::text) return Status::ok();

@@ -367,7 +367,7 @@ TEST_F(LogitRules, BadSchemasAreRefusedAtSubmit) {
   ASSERT_NE(engine, nullptr);
   GenerateOptions r = testing::greedy_ids({5, 6}, 4);
   r.response_format = ResponseFormat::json_schema;
-  r.json_schema = R"({"type": "string", "pattern": "^a+(?=b)"})";
+  r.json_schema = R"x({"type": "string", "pattern": "^a+(?=b)"})x";
   auto id = engine->submit(r, [](const Event&) {});
   ASSERT_FALSE(id.has_value());
   EXPECT_NE(id.status().message().find("lookaround"), std::string::npos) << id.status().message();

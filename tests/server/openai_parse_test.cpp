@@ -182,7 +182,7 @@ TEST(OpenaiParse, StructuredOutputFields) {
   ASSERT_TRUE(r.has_value()) << r.status().to_string();
   EXPECT_EQ(r->gen.response_format, ResponseFormat::regex);
   EXPECT_EQ(r->gen.regex, "\\d{3}-[a-z]+");
-  r = parse(R"({"messages":[{"role":"user","content":"hi"}],"regex":"(yes|no)"})", Endpoint::chat);  // SGLang
+  r = parse(R"x({"messages":[{"role":"user","content":"hi"}],"regex":"(yes|no)"})x", Endpoint::chat);  // SGLang
   ASSERT_TRUE(r.has_value()) << r.status().to_string();
   EXPECT_EQ(r->gen.response_format, ResponseFormat::regex);
   EXPECT_EQ(r->gen.regex, "(yes|no)");
