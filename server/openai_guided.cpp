@@ -46,7 +46,8 @@ Status read_response_format(const Json& rf, GenerateOptions& gen) {
     BRIGADE_RETURN_IF_ERROR(read_schema(*schema, "response_format.json_schema.schema", gen.json_schema));
     gen.response_format = ResponseFormat::json_schema;
   } else {
-    return invalid_argument("'response_format.type' must be text, json_object or json_schema (got " + type->dump() + ")");
+    return invalid_argument("'response_format.type' must be text, json_object or json_schema (got " +
+                            type->dump(-1, ' ', false, Json::error_handler_t::replace) + ")");
   }
   return Status::ok();
 }
