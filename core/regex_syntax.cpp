@@ -92,8 +92,9 @@ class Parser {
   }
 
  private:
-  Status error(const std::string& what) const {
-    return invalid_argument("regex: " + what + " at offset " + std::to_string(pos_) + " (" + quoted() + ")");
+  Status error(const std::string& what) const { return error_at(pos_, what); }
+  Status error_at(size_t at, const std::string& what) const {
+    return invalid_argument("regex: " + what + " at offset " + std::to_string(at) + " (" + quoted() + ")");
   }
   std::string quoted() const {
     return "pattern '" + std::string(p_.substr(0, 80)) + (p_.size() > 80 ? "...'" : "'");
@@ -237,7 +238,8 @@ class Parser {
       int& d;
       ~Leave() { --d; }
     } leave{depth_};
-    ++pos_;  // '('
+    const size_t start = pos_;  // refusals point at the group's '('
+    ++pos_;
     if (match("?")) {
       if (match("#")) {
         while (!at_end() && peek() != ')') ++pos_;
@@ -245,15 +247,15 @@ class Parser {
         return NodePtr();
       }
       if (match("=") || match("!") || match("<=") || match("<!"))
-        return error("lookaround ((?=, (?!, (?<=, (?<!) is not supported: it cannot be a finite automaton here");
-      if (match("P=")) return error("backreferences ((?P=name)) are not supported: they are not regular");
-      if (match(">")) return error("atomic groups (?>...) are not supported");
-      if (match("(")) return error("conditional groups (?(...)...) are not supported");
+        return error_at(start, "lookaround ((?=, (?!, (?<=, (?<!) is not supported: it cannot be a finite automaton here");
+      if (match("P=")) return error_at(start, "backreferences ((?P=name)) are not supported: they are not regular");
+      if (match(">")) return error_at(start, "atomic groups (?>...) are not supported");
+      if (match("(")) return error_at(start, "conditional groups (?(...)...) are not supported");
       if (match("P<") || match("<")) {
         while (!at_end() && peek() != '>') ++pos_;
         if (!match(">")) return error("missing '>' after a group name");
       } else if (!match(":")) {
-        return error("inline flags and other (?...) groups are not supported (use (?:...) for a plain group)");
+        return error_at(start, "inline flags and other (?...) groups are not supported (use (?:...) for a plain group)");
       }
     }
     BRIGADE_ASSIGN_OR_RETURN(NodePtr inner, alternation());

@@ -61,6 +61,9 @@ TEST(RegexTest, RefusesWhatIsNotRegularNamingTheConstruct) {
     EXPECT_NE(re.status().message().find(e["reason"].get<std::string>()), std::string::npos)
         << e["pattern"] << " -> " << re.status().message();
   }
+  auto at = CompiledRegex::compile("ab(?=c)");  // the offset of the construct refused
+  ASSERT_FALSE(at.has_value());
+  EXPECT_NE(at.status().message().find("at offset 2"), std::string::npos) << at.status().message();
   for (const auto& p : doc["malformed"]) {
     auto re = CompiledRegex::compile(p.get<std::string>());
     EXPECT_FALSE(re.has_value()) << p;
