@@ -21,6 +21,7 @@ SamplingConfig decode_sampling(schema::SamplingParams::Reader p) {
   c.json_object = p.getJsonObject();
   c.json_schema = p.getJsonSchema();
   for (auto choice : p.getGuidedChoice()) c.guided_choice.emplace_back(choice);
+  c.regex = p.getRegex();
   return c;
 }
 
@@ -45,6 +46,7 @@ void encode_sampling(const SamplingConfig& c, schema::SamplingParams::Builder b)
   b.setJsonSchema(c.json_schema);
   auto choices = b.initGuidedChoice(static_cast<unsigned>(c.guided_choice.size()));
   for (unsigned i = 0; i < c.guided_choice.size(); ++i) choices.set(i, c.guided_choice[i]);
+  b.setRegex(c.regex);
 }
 
 step_plan_msg encode_step_plan(const PlannedStep& step) {

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/schema_formats.h"
+
 namespace brigade {
 
 namespace {
@@ -17,7 +19,8 @@ const std::set<std::string_view> kKeywords = {
     "type",     "properties",    "required",  "additionalProperties", "enum",          "const",
     "items",    "prefixItems",   "additionalItems", "minItems",       "maxItems",      "anyOf",
     "oneOf",    "allOf",         "$ref",      "$defs",                "definitions",   "minLength",
-    "maxLength", "minimum",      "maximum",   "exclusiveMinimum",     "exclusiveMaximum", "nullable"};
+    "maxLength", "minimum",      "maximum",   "exclusiveMinimum",     "exclusiveMaximum", "nullable",
+    "pattern",  "format"};
 
 // Keywords that may stand beside $ref, anyOf/oneOf, allOf and enum/const without changing them.
 const std::set<std::string_view> kInert = {"$defs", "definitions", "nullable"};
@@ -42,7 +45,7 @@ bool type_has(const Json& v, std::string_view type) {
 
 const std::vector<std::string_view>& CompiledSchema::annotations() {
   static const std::vector<std::string_view> kAnnotations = {
-      "title", "description", "default", "examples", "format", "$schema", "$id", "$comment",
+      "title", "description", "default", "examples", "$schema", "$id", "$comment",
       "deprecated", "readOnly", "writeOnly", "$anchor"};
   return kAnnotations;
 }
@@ -117,7 +120,8 @@ class SchemaCompiler {
       if (!kKeywords.contains(k) && !is_annotation(k))
         return error(path, "keyword '" + k + "' is not supported (supported: type, properties, required, "
                            "additionalProperties, enum, const, items, prefixItems, minItems, maxItems, anyOf, "
-                           "oneOf, allOf with one schema, $ref, minLength, maxLength, minimum/maximum on integers)");
+                           "oneOf, allOf with one schema, $ref, minLength, maxLength, pattern, format, "
+                           "minimum/maximum on integers)");
     }
     if (s.contains("$ref")) {
       BRIGADE_RETURN_IF_ERROR(only_beside(s, "$ref", {}, path));
@@ -186,7 +190,7 @@ class SchemaCompiler {
       };
       if (has({"properties", "required", "additionalProperties"})) types.push_back("object");
       if (has({"items", "prefixItems", "additionalItems", "minItems", "maxItems"})) types.push_back("array");
-      if (has({"minLength", "maxLength"})) types.push_back("string");
+      if (has({"minLength", "maxLength", "pattern"})) types.push_back("string");
       if (has({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) types.push_back("integer");
     }
     const bool has_number = std::find(types.begin(), types.end(), "number") != types.end();
@@ -205,6 +209,7 @@ class SchemaCompiler {
       n.kind = SchemaNode::Kind::string;
       BRIGADE_RETURN_IF_ERROR(read_count(s, "minLength", path, n.min_length));
       BRIGADE_RETURN_IF_ERROR(read_count(s, "maxLength", path, n.max_length));
+      BRIGADE_RETURN_IF_ERROR(string_regex(s, path, n));
     } else if (type == "number") {
       n.kind = SchemaNode::Kind::number;
       for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
@@ -214,6 +219,35 @@ class SchemaCompiler {
       BRIGADE_RETURN_IF_ERROR(integer_bounds(s, path, n));
     }
     return add(std::move(n));
+  }
+
+  // pattern and format (an enforced one) → n.regex, with minLength/maxLength folded in.
+  static Status string_regex(const Json& s, const std::string& path, SchemaNode& n) {
+    std::vector<std::pair<std::string, std::string>> parts;  // (what, regex)
+    if (s.contains("pattern")) {
+      if (!s["pattern"].is_string()) return error(path, "'pattern' must be a string (a regex)");
+      parts.emplace_back("pattern", s["pattern"].get<std::string>());
+    }
+    if (s.contains("format")) {
+      if (!s["format"].is_string()) return error(path, "'format' must be a string");
+      const std::string_view re = format_regex(s["format"].get<std::string>());
+      if (!re.empty()) parts.emplace_back("format " + s["format"].get<std::string>(), std::string(re));
+    }
+    if (parts.empty()) return Status::ok();
+    if (n.counted()) {
+      const std::string hi = n.max_length == UINT32_MAX ? "" : std::to_string(n.max_length);
+      parts.emplace_back("minLength/maxLength", "[\\s\\S]{" + std::to_string(n.min_length) + "," + hi + "}");
+    }
+    for (const auto& [what, pattern] : parts) {
+      auto re = CompiledRegex::compile(pattern, CompiledRegex::Mode::json_string);
+      if (!re.has_value()) return error(path, what + ": " + re.status().message());
+      if (n.regex) re = CompiledRegex::intersect(*n.regex, **re);
+      if (!re.has_value()) return error(path, "pattern, format and length bounds together: " + re.status().message());
+      n.regex = *re;
+    }
+    n.min_length = 0;
+    n.max_length = UINT32_MAX;
+    return Status::ok();
   }
 
   static Status read_count(const Json& s, const char* key, const std::string& path, uint32_t& out) {

@@ -6,13 +6,17 @@
 // properties, required, additionalProperties (false / true / a schema), enum, const, items,
 // prefixItems (and draft 7's items array + additionalItems), minItems/maxItems, anyOf, oneOf
 // (as anyOf), allOf with one member, $ref to #/$defs/... and #/definitions/... (recursive too),
-// minLength/maxLength, minimum/maximum/exclusiveMinimum/exclusiveMaximum on integers, nullable.
-// Annotations are ignored (kAnnotations): they never change what is valid; `format` is one of
-// them, as draft 2020-12 makes it by default. Every other keyword is refused with its name.
+// minLength/maxLength, minimum/maximum/exclusiveMinimum/exclusiveMaximum on integers, nullable,
+// and on strings `pattern` (a regex, core/regex_syntax.h, that the whole decoded content must
+// match, as outlines and xgrammar read it: not JSON Schema's unanchored search) and `format`
+// date, time, date-time, uuid and email (core/schema_formats.h; any other format is ignored).
+// Annotations are ignored (kAnnotations): they never change what is valid. Every other keyword
+// is refused with its name.
 //
 // The matcher accepts a canonical subset of the valid instances (docs/architecture.md "Schema
 // output"): properties in schema order, keys and enum values written as compact JSON without
-// escapes beyond the necessary, integers without fraction or exponent, no \u surrogate escapes;
+// escapes beyond the necessary, integers without fraction or exponent, no \u surrogate escapes,
+// no \u escapes at all in strings with a pattern or format (the characters are written as UTF-8);
 // an absent additionalProperties means false (OpenAI strict mode, xgrammar's default).
 #pragma once
 
@@ -22,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/regex_dfa.h"
 #include "core/status.h"
 
 namespace brigade {
@@ -52,6 +57,9 @@ struct SchemaNode {
   uint32_t min_items = 0, max_items = UINT32_MAX;
   // string: length in code points; counted when either bound is set.
   uint32_t min_length = 0, max_length = UINT32_MAX;
+  // string with pattern/format: the automaton over its decoded content (the length bounds are
+  // folded into it, and then not counted separately); null when none.
+  std::shared_ptr<const CompiledRegex> regex;
   // integer bounds (inclusive); bounded when either is set.
   bool has_min = false, has_max = false;
   int64_t min = 0, max = 0;

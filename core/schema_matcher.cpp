@@ -306,6 +306,7 @@ class SchemaStepper {
   void string(Thread& t, uint8_t b) {
     Frame& f = top(t);
     const SchemaNode& n = node_of(f);
+    if (n.regex) return pattern_string(t, b, *n.regex);
     auto take_char = [&] {
       if (!n.counted()) return true;  // uncounted: the state repeats inside the string
       if (f.n >= n.max_length) return false;
@@ -349,6 +350,54 @@ class SchemaStepper {
         if (f.mode == kStrChars) f.b = 0;
         emit(t);
         return;
+    }
+  }
+
+  // A string with a pattern/format: n is the automaton's state over the decoded content. Raw
+  // bytes and the one-letter escapes feed it their byte; \u escapes are refused (the characters
+  // are written as UTF-8), so every live state can still finish (CompiledRegex's json_string
+  // alphabet holds exactly the bytes these two ways can produce).
+  void pattern_string(Thread& t, uint8_t b, const CompiledRegex& re) {
+    Frame& f = top(t);
+    const auto state = static_cast<int32_t>(f.n);
+    auto take = [&](uint8_t content) {
+      const int32_t next = re.next(state, content);
+      if (next == CompiledRegex::kDead) return;
+      f.n = static_cast<uint32_t>(next);
+      f.mode = kStrChars;
+      emit(t);
+    };
+    if (f.mode == kStrEscape) {
+      const uint8_t decoded = json_unescape(b);
+      if (decoded != 0) take(decoded);
+      return;
+    }
+    if (b == '"') {
+      if (re.accepting(state)) end(t);
+      return;
+    }
+    if (b == '\\') {
+      for (char e : std::string_view("\"\\/bfnrt")) {
+        if (re.next(state, json_unescape(static_cast<uint8_t>(e))) != CompiledRegex::kDead) {
+          f.mode = kStrEscape;
+          return emit(t);
+        }
+      }
+      return;
+    }
+    if (b >= 0x20) take(b);
+  }
+
+  // The byte a one-letter JSON escape (\" \\ \/ \b \f \n \r \t) stands for; 0 for any other.
+  static uint8_t json_unescape(uint8_t letter) {
+    switch (letter) {
+      case '"': case '\\': case '/': return letter;
+      case 'b': return '\b';
+      case 'f': return '\f';
+      case 'n': return '\n';
+      case 'r': return '\r';
+      case 't': return '\t';
+      default: return 0;
     }
   }
 
@@ -455,11 +504,21 @@ SchemaMatcher& SchemaMatcher::operator=(const SchemaMatcher& o) {
 bool SchemaMatcher::feed(uint8_t byte) {
   if (failed_) return false;
   // The hot case (a mask walk inside a string visits nearly every trie node): one thread reading
-  // a plain ASCII character of a string, in place.
-  if (n_threads_ == 1 && threads_[0].depth > 0 && byte >= 0x20 && byte < 0x80 && byte != '"' && byte != '\\') {
+  // a plain character of a string, in place (for a pattern string, one automaton step).
+  if (n_threads_ == 1 && threads_[0].depth > 0 && byte >= 0x20 && byte != '"' && byte != '\\') {
     Frame& f = threads_[0].frames[threads_[0].depth - 1u];
-    if (f.kind == kString && f.mode == kStrChars && f.a == 0) {
-      const SchemaNode& n = schema_->node(f.node);
+    const SchemaNode& n = schema_->node(f.node);
+    if (f.kind == kString && f.mode == kStrChars && n.regex) {
+      const int32_t next = n.regex->next(static_cast<int32_t>(f.n), byte);
+      if (next != CompiledRegex::kDead) {
+        f.n = static_cast<uint32_t>(next);
+        return true;
+      }
+      n_threads_ = 0;
+      failed_ = true;
+      return false;
+    }
+    if (f.kind == kString && f.mode == kStrChars && f.a == 0 && byte < 0x80) {
       if (!n.counted()) return true;
       if (f.n < n.max_length) {
         ++f.n;

@@ -24,6 +24,7 @@ struct SamplingParams {
   promptLogprobs @16 :Int32 = -1;  # -1: none; k >= 0: each prompt token's logprob given the tokens
                                    # before it, and the top k (vLLM's prompt_logprobs). In a
                                    # SeqWork: compute them for this chunk (SeqWork.promptLogprobsFrom)
+  regex @17 :Text;                 # non-empty: the output matches this regex whole (guided_regex)
 }
 
 struct LogitBias {

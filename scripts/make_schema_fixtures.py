@@ -42,7 +42,7 @@ SCHEMAS = {
         "properties": {
             "name": {"type": "string", "minLength": 1, "maxLength": 6},
             "age": {"type": "integer", "minimum": 0, "maximum": 150},
-            "email": {"type": "string", "format": "email", "description": "ignored annotation"},
+            "email": {"type": "string", "format": "hostname", "description": "ignored annotation (a format brigade does not enforce)"},
             "tags": {"type": "array", "items": {"type": "string", "maxLength": 3}, "maxItems": 3},
             "active": {"type": "boolean"},
         },

@@ -46,7 +46,8 @@ Status read_response_format(const Json& rf, GenerateOptions& gen) {
     BRIGADE_RETURN_IF_ERROR(read_schema(*schema, "response_format.json_schema.schema", gen.json_schema));
     gen.response_format = ResponseFormat::json_schema;
   } else {
-    return invalid_argument("'response_format.type' must be text, json_object or json_schema (got " + type->dump() + ")");
+    return invalid_argument("'response_format.type' must be text, json_object or json_schema (got " +
+                            type->dump(-1, ' ', false, Json::error_handler_t::replace) + ")");
   }
   return Status::ok();
 }
@@ -64,12 +65,19 @@ Status read_guided_choice(const Json& v, GenerateOptions& gen) {
 }
 
 template <class Json>
+Status read_regex(const Json& v, const char* field, GenerateOptions& gen) {
+  if (!v.is_string() || v.template get<std::string>().empty())
+    return shape_error(field, "a non-empty string (a regex the whole output matches)", v);
+  gen.regex = v.template get<std::string>();
+  gen.response_format = ResponseFormat::regex;
+  return Status::ok();
+}
+
+template <class Json>
 Status read_guided(const Json& body, GenerateOptions& gen) {
-  for (const char* field : {"guided_regex", "guided_grammar"}) {
-    auto it = body.find(field);
-    if (it != body.end() && !it->is_null())
-      return unsupported(std::string("'") + field + "' is not supported (guided_json and guided_choice are)");
-  }
+  auto gg = body.find("guided_grammar");
+  if (gg != body.end() && !gg->is_null())
+    return unsupported("'guided_grammar' is not supported (guided_json, guided_choice and guided_regex are)");
   int n_constraints = 0;
   auto rf = body.find("response_format");
   if (rf != body.end() && !rf->is_null()) {
@@ -87,8 +95,15 @@ Status read_guided(const Json& body, GenerateOptions& gen) {
     BRIGADE_RETURN_IF_ERROR(read_guided_choice(*gc, gen));
     ++n_constraints;
   }
+  for (const char* field : {"guided_regex", "regex"}) {  // vLLM's, SGLang's
+    auto re = body.find(field);
+    if (re == body.end() || re->is_null()) continue;
+    BRIGADE_RETURN_IF_ERROR(read_regex(*re, field, gen));
+    ++n_constraints;
+  }
   if (n_constraints > 1)
-    return invalid_argument("give at most one of 'response_format' (json_object, json_schema), 'guided_json' and 'guided_choice'");
+    return invalid_argument("give at most one of 'response_format' (json_object, json_schema), 'guided_json', "
+                            "'guided_choice' and 'guided_regex' (or 'regex')");
   return Status::ok();
 }
 

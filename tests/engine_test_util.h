@@ -52,6 +52,31 @@ inline std::unique_ptr<Engine> create_engine(const EngineOptions& o) {
   return engine ? std::move(*engine) : nullptr;
 }
 
+// The executor variants a sampled token can come from.
+inline std::vector<std::pair<std::string, EngineOptions>> variants(const EngineOptions& base) {
+  std::vector<std::pair<std::string, EngineOptions>> out;
+  out.emplace_back("host", base);
+  EngineOptions device = base;
+  device.topology.instances.front().executors.front().step_path = "device";
+  device.topology.instances.front().scheduler.max_inflight_steps = 2;
+  out.emplace_back("device, depth 2", device);
+  EngineOptions spec = base;
+  spec.topology.instances.front().scheduler.speculative.method = "ngram";
+  spec.topology.instances.front().scheduler.speculative.num_tokens = 3;
+  out.emplace_back("ngram speculation", spec);
+  // Prefill/decode separation: the first token is sampled on the prefill instance, the rest on
+  // the decode instance, which rebuilds the penalty/JSON state from the hand-off.
+  EngineOptions pd = base;
+  InstanceConfig prefill = base.topology.instances.front(), decode = prefill;
+  prefill.name = "p0";
+  prefill.role = "prefill";
+  decode.name = "d0";
+  decode.role = "decode";
+  pd.topology.instances = {prefill, decode};
+  out.emplace_back("pd separation", pd);
+  return out;
+}
+
 // Greedy decoding of `ids` for max_tokens tokens, never stopping at EOS (outputs of a fixed length).
 inline GenerateOptions greedy_ids(std::vector<int32_t> ids, int max_tokens) {
   GenerateOptions r;

@@ -38,6 +38,7 @@ struct GenerateArgs {
   int min_tokens = 0;
   bool json_object = false;
   std::string json_schema_file;  // --json-schema: the output is an instance of this schema
+  std::string regex;             // --regex: the output matches this pattern whole
   bool score = false;            // --score: the prompt's log-likelihood and perplexity
   ExecutorFlags executor;
 };

@@ -51,9 +51,13 @@ void add_generate_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "Keep generating past end-of-sequence");
   cmd->add_option("--min-tokens", opts->min_tokens, "No end-of-sequence before this many tokens")->capture_default_str();
   auto* json_object = cmd->add_flag("--json-object", opts->json_object, "The output is one JSON object (enforced token by token)");
-  cmd->add_option("--json-schema", opts->json_schema_file,
-                  "A JSON Schema file: the output is an instance of it (enforced token by token)")
-      ->excludes(json_object);
+  auto* json_schema = cmd->add_option("--json-schema", opts->json_schema_file,
+                                      "A JSON Schema file: the output is an instance of it (enforced token by token)")
+                          ->excludes(json_object);
+  cmd->add_option("--regex", opts->regex,
+                  "A regex (Python re syntax) the whole output matches (enforced token by token; vLLM's guided_regex)")
+      ->excludes(json_object)
+      ->excludes(json_schema);
   cmd->add_flag("--score", opts->score,
                  "Print the prompt's log-likelihood and perplexity (its prompt logprobs); --max-tokens 0 scores only");
   cmd->callback([opts, &run] { run = [opts] { return run_generate(*opts); }; });
@@ -88,6 +92,10 @@ int run_generate(const GenerateArgs& a) {
     if (!in) return fail(not_found("cannot read the --json-schema file " + a.json_schema_file));
     req.json_schema.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     req.response_format = ResponseFormat::json_schema;
+  }
+  if (!a.regex.empty()) {
+    req.regex = a.regex;
+    req.response_format = ResponseFormat::regex;
   }
 
   const bool ids_mode = !req.prompt_ids.empty();

@@ -32,6 +32,7 @@
 #include "actors/tokenizer/tokenizer_actor.h"
 #include "core/json_schema.h"
 #include "core/logging.h"
+#include "core/regex_dfa.h"
 #include "messages/convert.h"
 #include "messages/registry.h"
 #include "models/chat_template.h"
@@ -63,15 +64,19 @@ caf::actor_system_config& prepared_config(caf::actor_system_config& cfg, bool ne
   return cfg;
 }
 
-// A schema or choice list is compiled here, so that no executor ever sees one it cannot compile.
+// A schema, choice list or regex is compiled here, so that no executor ever sees one it cannot compile.
 Status validate_output_format(const GenerateOptions& r, bool has_tokenizer) {
-  static constexpr const char* kNames[] = {"text", "json_object", "json_schema", "guided_choice"};
+  static constexpr const char* kNames[] = {"text", "json_object", "json_schema", "guided_choice", "guided_regex"};
   if (r.response_format == ResponseFormat::text) return Status::ok();
   if (!has_tokenizer)
     return invalid_argument(std::string("response_format ") + kNames[static_cast<int>(r.response_format)] +
                             " needs the model's tokenizer (this model has none)");
   if (r.response_format == ResponseFormat::json_schema) return CompiledSchema::compile(r.json_schema).status();
   if (r.response_format == ResponseFormat::choice) return CompiledSchema::choice(r.guided_choice).status();
+  if (r.response_format == ResponseFormat::regex) {
+    if (r.regex.empty()) return invalid_argument("guided_regex is empty (give a pattern; '' would match only an empty output)");
+    return CompiledRegex::compile(r.regex).status();
+  }
   return Status::ok();
 }
 
@@ -576,6 +581,7 @@ Expected<uint64_t> EngineImpl::submit(const GenerateOptions& request, EventCallb
                        .json_schema = request.response_format == ResponseFormat::json_schema ? request.json_schema : "",
                        .guided_choice = request.response_format == ResponseFormat::choice ? request.guided_choice
                                                                                         : std::vector<std::string>{},
+                       .regex = request.response_format == ResponseFormat::regex ? request.regex : "",
                        .end_ids = {}};
     auto s = b.initSampling();
     encode_sampling(cfg, s);

@@ -9,6 +9,7 @@ namespace {
 
 std::string key_of(const SamplingConfig& cfg) {
   if (!cfg.json_schema.empty()) return "s" + cfg.json_schema;
+  if (!cfg.regex.empty()) return "r" + cfg.regex;
   std::string key = "c";
   for (const std::string& c : cfg.guided_choice) {
     key += c;
@@ -25,14 +26,29 @@ std::shared_ptr<OutputConstraints::Schema> OutputConstraints::schema(const Sampl
     lru_.splice(lru_.begin(), lru_, std::find(lru_.begin(), lru_.end(), key));
     return it->second;
   }
-  auto compiled = cfg.json_schema.empty() ? CompiledSchema::choice(cfg.guided_choice) : CompiledSchema::compile(cfg.json_schema);
-  if (!compiled.has_value()) {
-    spdlog::error("executor: a plan carries a schema the engine should have refused ({}): output left unconstrained",
-                  compiled.status().to_string());
+  auto entry = std::make_shared<Schema>();
+  Status st;
+  if (!cfg.regex.empty() && cfg.json_schema.empty()) {
+    auto compiled = CompiledRegex::compile(cfg.regex);
+    st = compiled.status();
+    if (st.is_ok()) {
+      entry->regex = *compiled;
+      entry->regex_masks = std::make_unique<MaskCache<RegexMatcher>>(vocab_);
+    }
+  } else {
+    auto compiled = cfg.json_schema.empty() ? CompiledSchema::choice(cfg.guided_choice) : CompiledSchema::compile(cfg.json_schema);
+    st = compiled.status();
+    if (st.is_ok()) {
+      entry->schema = *compiled;
+      entry->masks = std::make_unique<MaskCache<SchemaMatcher>>(vocab_);
+    }
+  }
+  if (!st.is_ok()) {
+    spdlog::error("executor: a plan carries a schema or regex the engine should have refused ({}): output left "
+                  "unconstrained", st.to_string());
     return nullptr;
   }
   ++compiled_;
-  auto entry = std::make_shared<Schema>(Schema{*compiled, MaskCache<SchemaMatcher>(vocab_)});
   schemas_.emplace(key, entry);
   lru_.push_front(key);
   if (lru_.size() > kMaxSchemas) {  // sequences still using the oldest keep it alive
@@ -49,6 +65,7 @@ OutputConstraints::State* OutputConstraints::state(uint64_t seq_id, const Sampli
   std::shared_ptr<Schema> s = schema(cfg);
   if (!s) return nullptr;
   seq_schema_[seq_id] = s;
+  if (s->regex) return &seqs_.emplace(seq_id, RegexMatcher(*s->regex)).first->second;
   return &seqs_.emplace(seq_id, SchemaMatcher(*s->schema)).first->second;
 }
 
@@ -66,9 +83,14 @@ const std::vector<uint8_t>* OutputConstraints::allowed(uint64_t seq_id, const Sa
     complete = json->complete();
     return &json_masks_->allowed(*json);
   }
+  Schema& compiled = *seq_schema_.at(seq_id);
+  if (const auto* re = std::get_if<RegexMatcher>(st)) {
+    complete = re->complete();
+    return &compiled.regex_masks->allowed(*re);
+  }
   const SchemaMatcher& m = std::get<SchemaMatcher>(*st);
   complete = m.complete();
-  return &seq_schema_.at(seq_id)->masks.allowed(m);
+  return &compiled.masks->allowed(m);
 }
 
 void OutputConstraints::release(uint64_t seq_id) {

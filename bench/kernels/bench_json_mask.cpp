@@ -4,7 +4,8 @@
 // right after '{' (few do) and inside a number; and the json_schema mask (SchemaMatcher) over
 // kSchema in the same kinds of states, plus inside a length-bounded string (its state changes
 // with every character, so the cache cannot help) and inside an anyOf whose two alternatives
-// are both still alive (two matcher threads).
+// are both still alive (two matcher threads); and the guided_regex mask (RegexMatcher) for a few
+// patterns and states, a schema string with a `pattern`/`format`, and a regex's compile time.
 //   build/bench/kernels/bench_json_mask
 #include <benchmark/benchmark.h>
 
@@ -17,6 +18,8 @@
 
 #include "core/json_matcher.h"
 #include "core/json_schema.h"
+#include "core/regex_dfa.h"
+#include "core/regex_matcher.h"
 #include "core/schema_matcher.h"
 #include "core/token_trie.h"
 #include "models/synthetic_tokenizer.h"
@@ -102,6 +105,62 @@ void BM_SchemaMaskCached(benchmark::State& state) {
   state.counters["hit_rate"] = static_cast<double>(cache.hits()) / static_cast<double>(cache.hits() + cache.misses());
 }
 
+const CompiledRegex& regex(const char* pattern) {
+  static std::map<std::string, std::shared_ptr<const CompiledRegex>> cache;
+  auto& r = cache[pattern];
+  if (!r) r = *CompiledRegex::compile(pattern);
+  return *r;
+}
+
+// guided_regex: TokenTrie::allowed from the state after `prefix`, uncached.
+void BM_RegexMask(benchmark::State& state, const char* pattern, const char* prefix) {
+  RegexMatcher m(regex(pattern));
+  if (!m.feed(std::string_view(prefix))) state.SkipWithError("the prefix is not a match's beginning");
+  measure_mask(state, m);
+  state.counters["dfa_states"] = static_cast<double>(regex(pattern).n_states());
+}
+
+void BM_RegexMaskCached(benchmark::State& state) {
+  MaskCache<RegexMatcher> cache(std::shared_ptr<const TokenTrie>(&trie(static_cast<int>(state.range(0))), [](const TokenTrie*) {}));
+  RegexMatcher m(regex("[^\\n]*"));
+  m.feed(std::string_view("Some text"));
+  for (auto _ : state) benchmark::DoNotOptimize(cache.allowed(m).data());
+  state.counters["hit_rate"] = static_cast<double>(cache.hits()) / static_cast<double>(cache.hits() + cache.misses());
+}
+
+void BM_RegexCompile(benchmark::State& state, const char* pattern) {
+  for (auto _ : state) benchmark::DoNotOptimize(CompiledRegex::compile(pattern));
+  state.counters["dfa_states"] = static_cast<double>(regex(pattern).n_states());
+}
+
+constexpr const char* kFree = "[^\\n]*";  // one line of anything: nearly every token continues it
+constexpr const char* kPhone = "\\(\\d{3}\\) \\d{3}-\\d{4}";
+constexpr const char* kWords = "[A-Z][a-z]+( [a-z]+){0,20}\\.";
+constexpr const char* kEmail = "[a-z0-9._%+-]+@[a-z0-9.-]+\\.[a-z]{2,4}";
+
+// A schema string with a pattern, and one with format: email (a product with the JSON escapes).
+constexpr const char* kPatternSchema = R"({"type": "object", "properties": {
+    "sku": {"type": "string", "pattern": "^[A-Z]{3}-\\d{4}$"}, "contact": {"type": "string", "format": "email"},
+    "note": {"type": "string", "pattern": "[^\\n]*"}}, "required": ["sku", "contact", "note"]})";
+
+void BM_SchemaPatternMask(benchmark::State& state, const char* prefix) {
+  static const std::shared_ptr<const CompiledSchema> s = *CompiledSchema::compile(kPatternSchema);
+  SchemaMatcher m(*s);
+  if (!m.feed(std::string_view(prefix))) state.SkipWithError("the prefix is not an instance's beginning");
+  measure_mask(state, m);
+}
+
+BENCHMARK(BM_RegexMaskCached)->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_RegexMask, free_line, kFree, "Some text")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_RegexMask, words, kWords, "The cat sat")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_RegexMask, phone_start, kPhone, "")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_RegexMask, email_local, kEmail, "alice.b")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SchemaPatternMask, in_sku, R"({"sku": "AB)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SchemaPatternMask, in_email, R"({"sku": "ABC-1234", "contact": "alice)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SchemaPatternMask, in_free_pattern, R"({"sku": "ABC-1234", "contact": "a@b.co", "note": "some)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_RegexCompile, phone, kPhone)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_RegexCompile, email, kEmail)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_RegexCompile, words, kWords)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SchemaMaskCached)->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_SchemaMask, in_string, R"({"title": "ab)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_SchemaMask, in_bounded_string, R"({"title": "a", "summary": "ab)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);

@@ -1,5 +1,5 @@
 // OutputConstraints: masks per constrained sequence, each distinct schema compiled once, at most
-// kMaxSchemas kept (a sequence keeps its own alive), and a schema it cannot compile leaves the
+// kMaxSchemas kept (a sequence keeps its own alive), and a schema (or regex) it cannot compile leaves the
 // sequence unconstrained instead of failing the executor.
 #include "actors/executor/output_constraints.h"
 
@@ -50,6 +50,19 @@ TEST(OutputConstraints, MasksFollowEachSequencesSchema) {
   EXPECT_EQ(c.n_compiled(), 2u);
   c.allowed(3, small, complete);  // the same text: compiled once
   EXPECT_EQ(c.n_compiled(), 2u);
+
+  SamplingConfig regex;  // guided_regex: a RegexMatcher over the same vocabulary
+  regex.regex = "(ab|n)[0-9]{2}";
+  mask = c.allowed(4, regex, complete);
+  EXPECT_FALSE(complete);
+  EXPECT_EQ((*mask)[static_cast<size_t>(id('a'))], 1);
+  EXPECT_EQ((*mask)[static_cast<size_t>(id('n'))], 1);
+  EXPECT_EQ((*mask)[static_cast<size_t>(id('b'))], 0);
+  for (char ch : std::string("n42")) c.feed(4, regex, id(ch));
+  mask = c.allowed(4, regex, complete);
+  EXPECT_TRUE(complete);
+  EXPECT_EQ(std::count(mask->begin(), mask->end(), 1), 0) << "n42 is complete and nothing extends it";
+  EXPECT_EQ(c.n_compiled(), 3u);
 }
 
 TEST(OutputConstraints, KeepsABoundedNumberOfSchemas) {
@@ -70,9 +83,12 @@ TEST(OutputConstraints, KeepsABoundedNumberOfSchemas) {
 TEST(OutputConstraints, AnUncompilableSchemaLeavesTheSequenceUnconstrained) {
   OutputConstraints c(vocab());
   SamplingConfig bad;
-  bad.json_schema = R"({"type": "string", "pattern": "x"})";
+  bad.json_schema = R"({"type": "string", "not": {}})";
   bool complete = false;
   EXPECT_EQ(c.allowed(1, bad, complete), nullptr);
+  SamplingConfig bad_regex;
+  bad_regex.regex = "a(?=b)";
+  EXPECT_EQ(c.allowed(2, bad_regex, complete), nullptr);
   EXPECT_EQ(OutputConstraints(nullptr).allowed(1, schema_config(3), complete), nullptr) << "no vocabulary";
 }
 

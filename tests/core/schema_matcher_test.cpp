@@ -260,7 +260,7 @@ TEST(CompiledSchema, RefusesWhatItDoesNotEnforceByName) {
     const char* says;
   };
   const Case cases[] = {
-      {R"({"type": "string", "pattern": "^a"})", "'pattern'"},
+      {R"({"type": "string", "pattern": "(a)\\1"})", "pattern: regex: backreferences"},
       {R"({"not": {"type": "null"}})", "'not'"},
       {R"({"if": {}, "then": {}})", "'if'"},
       {R"({"type": "number", "minimum": 0})", "'minimum' is supported on type integer only"},
@@ -284,10 +284,10 @@ TEST(CompiledSchema, RefusesWhatItDoesNotEnforceByName) {
     ASSERT_FALSE(s.has_value()) << c.schema;
     EXPECT_NE(s.status().to_string().find(c.says), std::string::npos) << s.status().to_string();
   }
-  auto annotated = compile_ok(R"({"title": "T", "description": "d", "type": "string", "format": "date-time",
+  auto annotated = compile_ok(R"({"title": "T", "description": "d", "type": "string", "format": "hostname",
                                   "default": "x", "examples": ["y"], "$schema": "https://json-schema.org/draft/2020-12/schema"})");
   ASSERT_TRUE(annotated);
-  EXPECT_TRUE(accepts(*annotated, "\"not a date\"")) << "format is an annotation";
+  EXPECT_TRUE(accepts(*annotated, "\"not a host\"")) << "a format brigade does not enforce is an annotation";
 }
 
 }  // namespace

@@ -135,6 +135,13 @@ TEST(OpenaiParse, BadInputsAreInvalidArgument) {
       R"({"prompt":"x","guided_choice":["a",1]})",
       R"({"prompt":"x","guided_choice":["a"],"guided_json":{}})",
       R"({"prompt":"x","guided_choice":["a"],"response_format":{"type":"json_object"}})",
+      R"({"prompt":"x","guided_regex":""})",
+      R"({"prompt":"x","guided_regex":["a"]})",
+      R"({"prompt":"x","regex":5})",
+      R"({"prompt":"x","guided_regex":"a","regex":"b"})",
+      R"({"prompt":"x","guided_regex":"a","guided_choice":["a"]})",
+      R"({"prompt":"x","regex":"a","response_format":{"type":"json_object"}})",
+      R"({"prompt":"x","response_format":{"type":"regex","regex":"a"}})",
   };
   for (const char* b : bad) {
     auto r = parse(b);
@@ -172,6 +179,14 @@ TEST(OpenaiParse, StructuredOutputFields) {
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->gen.response_format, ResponseFormat::choice);
   EXPECT_EQ(r->gen.guided_choice, (std::vector<std::string>{"yes", "no"}));
+  r = parse(R"({"prompt":"x","guided_regex":"\\d{3}-[a-z]+","response_format":{"type":"text"}})");  // vLLM
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->gen.response_format, ResponseFormat::regex);
+  EXPECT_EQ(r->gen.regex, "\\d{3}-[a-z]+");
+  r = parse(R"x({"messages":[{"role":"user","content":"hi"}],"regex":"(yes|no)"})x", Endpoint::chat);  // SGLang
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->gen.response_format, ResponseFormat::regex);
+  EXPECT_EQ(r->gen.regex, "(yes|no)");
 }
 
 // lm-evaluation-harness scores with echo + logprobs + max_tokens 0; vLLM's prompt_logprobs too.
@@ -214,8 +229,7 @@ TEST(OpenaiParse, EchoAndPromptLogprobs) {
 
 TEST(OpenaiParse, UnsupportedFieldsAreRefused) {
   for (const char* b : {R"({"prompt":"x","best_of":2})",
-                        R"({"prompt":["a","b"]})", R"({"prompt":"x","guided_regex":"a+"})",
-                        R"({"prompt":"x","guided_grammar":"root ::= x"})"}) {
+                        R"({"prompt":["a","b"]})", R"({"prompt":"x","guided_grammar":"root ::= x"})"}) {
     auto r = parse(b);
     ASSERT_FALSE(r.has_value()) << b;
     EXPECT_EQ(r.status().code(), StatusCode::unsupported) << b;
@@ -258,7 +272,7 @@ json random_body(std::mt19937_64& rng) {
                                  "logprobs", "top_logprobs", "presence_penalty", "frequency_penalty",
                                  "repetition_penalty", "ignore_eos", "user", "echo", "best_of", "logit_bias",
                                  "min_tokens", "stop_token_ids", "response_format", "guided_json",
-                                 "guided_choice", "prompt_logprobs"};
+                                 "guided_choice", "prompt_logprobs", "guided_regex", "regex"};
   json body = json::object();
   if (rng() % 4 != 0) body["prompt"] = "hello";
   if (rng() % 4 != 0) body["messages"] = json::array({{{"role", "user"}, {"content", "hi"}}});

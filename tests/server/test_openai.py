@@ -273,12 +273,41 @@ def test_guided_choice(client):
         assert r.choices[0].finish_reason == "stop"
 
 
+def test_guided_regex(client):
+    # vLLM's guided_regex on completions and chat, SGLang's top-level regex: the output fullmatches
+    # (Python's re is the reference), greedy and sampled, and a pattern in a schema too.
+    pattern = r"(\d{3}-[a-z]{2,5}|none)( [A-Z]\w*)?"
+    eos_bias = {"2": 100}
+    for seed in range(4):
+        r = client.completions.create(model="tiny", prompt="Code:", max_tokens=24, temperature=1.0, seed=seed,
+                                      logit_bias=eos_bias, extra_body={"guided_regex": pattern})
+        assert r.choices[0].finish_reason == "stop", r.choices[0].text
+        assert re.fullmatch(pattern, r.choices[0].text, re.ASCII), r.choices[0].text
+    chat = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "Answer"}],
+                                          max_tokens=16, temperature=0, logit_bias=eos_bias,
+                                          extra_body={"regex": "(yes|no)!?"})
+    assert re.fullmatch("(yes|no)!?", chat.choices[0].message.content), chat.choices[0].message.content
+    schema = {"type": "object", "properties": {"day": {"type": "string", "format": "date"},
+                                               "code": {"type": "string", "pattern": "^[A-Z]{3}$"}},
+              "required": ["day", "code"], "additionalProperties": False}
+    r = client.completions.create(model="tiny", prompt="Record:", max_tokens=64, temperature=0,
+                                  logit_bias={**eos_bias, **{str(3 + ord(c)): -100 for c in " \t\r\n"}},
+                                  extra_body={"guided_json": schema}).choices[0]
+    assert r.finish_reason == "stop", r.text
+    doc = json.loads(r.text)
+    jsonschema.validate(doc, schema)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", doc["day"]) and re.fullmatch("[A-Z]{3}", doc["code"]), doc
+
+
 def test_bad_schema_is_400(client):
-    for body, says in [({"guided_json": {"type": "string", "pattern": "^a"}}, "'pattern'"),
+    for body, says in [({"guided_json": {"type": "string", "pattern": "a(?=b)"}}, "lookaround"),
                        ({"guided_json": {"$ref": "#/$defs/nope"}}, "$ref"),
                        ({"guided_json": "{not json"}, "not valid JSON"),
                        ({"guided_choice": []}, "guided_choice"),
-                       ({"guided_regex": "a+"}, "guided_regex")]:
+                       ({"guided_regex": "(a)\\1"}, "backreference"),
+                       ({"guided_regex": "(a{1000}){1000}"}, "too large"),
+                       ({"regex": "a", "guided_choice": ["a"]}, "at most one"),
+                       ({"guided_grammar": "root ::= x"}, "guided_grammar")]:
         with pytest.raises(openai.BadRequestError) as e:
             client.completions.create(model="tiny", prompt="x", max_tokens=2, extra_body=body)
         assert says in str(e.value), (body, str(e.value))
