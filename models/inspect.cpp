@@ -97,6 +97,11 @@ std::string format_model_info(const ModelInfo& m) {
     if (c.is_mla()) s += "routing:       " + deepseek_routing(c) + "\n";
     s += "sparse layers: " + std::to_string(c.n_moe_layers()) + " of " + std::to_string(c.n_layers) + dense + "\n";
   }
+  if (c.quant.quantized()) {
+    s += "quantization:  " + c.quant.describe() + ", dequantized at load";
+    for (size_t i = 0; i < c.quant.ignore.size(); ++i) s += (i ? ", " : "; unquantized: ") + c.quant.ignore[i];
+    s += "\n";
+  }
   s += std::string("tied embed:    ") + (c.tie_embeddings ? "yes" : "no") + "\n";
   s += "parameters:    " + human(static_cast<double>(m.n_params), "") + " (" + std::to_string(m.n_params) + ")\n";
   s += "weight bytes:  " + human(static_cast<double>(m.n_bytes), "B") + "\n";

@@ -133,13 +133,7 @@ std::string QuantConfig::describe() const {
     case WeightScaling::channel: s = "fp8 e4m3, per-channel scales"; break;
     case WeightScaling::tensor: s = "fp8 e4m3, per-tensor scales"; break;
   }
-  s += " (quant_method " + method + ")";
-  if (!ignore.empty()) {
-    s += ", unquantized:";
-    for (size_t i = 0; i < ignore.size() && i < 4; ++i) s += " " + ignore[i];
-    if (ignore.size() > 4) s += " +" + std::to_string(ignore.size() - 4) + " more";
-  }
-  return s;
+  return s + " (quant_method " + method + ")";
 }
 
 Expected<QuantConfig> parse_quant_config(const json& q) {

@@ -46,7 +46,7 @@ struct QuantConfig {
   // transformers' rule (the module is an entry, or lies under one) and compressed-tensors'
   // "re:" entries (a regex matched at the start of the module name).
   bool ignored(const std::string& weight) const;
-  // One line for `brigade inspect` and the load progress: "fp8 e4m3, 128x128 block scales
+  // A few words for `brigade inspect` and the load progress: "fp8 e4m3, 128x128 block scales
   // (quant_method fp8)"; "none" when not quantized.
   std::string describe() const;
 };

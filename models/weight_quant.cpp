@@ -62,6 +62,29 @@ DType fp8_staging_dtype(std::optional<DType> want) {
   return want && is_float_type(*want) ? *want : DType::f32;
 }
 
+std::vector<float> quantize_fp8(const float* w, int64_t rows, int64_t cols, WeightScaling scaling, int64_t br,
+                                int64_t bc, uint8_t* q) {
+  BRIGADE_CHECK(scaling != WeightScaling::none, "quantize_fp8 needs a scaling");
+  if (scaling == WeightScaling::channel) br = 1, bc = cols;
+  if (scaling == WeightScaling::tensor) br = rows, bc = cols;
+  BRIGADE_CHECK(br > 0 && bc > 0, "positive block sizes");
+  const int64_t nrb = ceil_div(rows, br), ncb = ceil_div(cols, bc);
+  std::vector<float> scales(static_cast<size_t>(nrb * ncb));
+  for (int64_t i = 0; i < nrb; ++i) {
+    for (int64_t j = 0; j < ncb; ++j) {
+      const int64_t r1 = std::min(rows, (i + 1) * br), c1 = std::min(cols, (j + 1) * bc);
+      float amax = 0.0f;
+      for (int64_t r = i * br; r < r1; ++r)
+        for (int64_t c = j * bc; c < c1; ++c) amax = std::max(amax, std::fabs(w[r * cols + c]));
+      const float s = amax > 0.0f ? amax / kE4m3Max : 1.0f;
+      scales[static_cast<size_t>(i * ncb + j)] = s;
+      for (int64_t r = i * br; r < r1; ++r)
+        for (int64_t c = j * bc; c < c1; ++c) q[r * cols + c] = f32_to_e4m3(w[r * cols + c] / s);
+    }
+  }
+  return scales;
+}
+
 Expected<StoredWeight> StoredWeight::open(const Checkpoint& ck, const std::string& name,
                                           const std::vector<int64_t>& shape) {
   BRIGADE_CHECK(shape.size() == 2 || shape.size() == 3, "a stored weight is a matrix or a stack of matrices");

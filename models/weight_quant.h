@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "core/status.h"
@@ -23,6 +24,14 @@ const std::array<float, 256>& e4m3_table();
 // Element type one FP8 weight is staged in for `want` (LoadOptions::weight_dtype): the float
 // type asked for (f32, bf16, f16), else f32 (auto, or fp8 re-quantized by the backend).
 DType fp8_staging_dtype(std::optional<DType> want);
+
+// Quantizes w [rows, cols] (f32, row-major) to FP8 E4M3 codes `q` [rows, cols] and the scales
+// [n_row_blocks, n_col_blocks] of `scaling` (block: br x bc, the grid's last blocks partial):
+// scale = amax(block) / 448 (1 for an all-zero block), q = e4m3(w / scale) rounded to nearest
+// even, so q * scale dequantizes. transformers' FineGrainedFP8 quantizer stores this scale as
+// weight_scale_inv, compressed-tensors as weight_scale. For synthetic checkpoints (make-model).
+std::vector<float> quantize_fp8(const float* w, int64_t rows, int64_t cols, WeightScaling scaling, int64_t br,
+                                int64_t bc, uint8_t* q);
 
 // One stored weight: `items` matrices of [rows, cols] (items = 1 for a plain matrix; n for
 // transformers 5's stacked experts [n, rows, cols]).
