@@ -126,24 +126,6 @@ def quantize(state, quant):
     return stored, dequant
 
 
-def run_cases(model, vocab_size, deepseek):
-    import torch
-    cases = []
-    with torch.no_grad():
-        for prompt in mf.prompts_for(vocab_size):
-            ids = torch.tensor([prompt])
-            logits = model(ids).logits[0].to(torch.float32)
-            gen = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                                 max_new_tokens=mf.N_GREEDY, min_new_tokens=mf.N_GREEDY, pad_token_id=0,
-                                 eos_token_id=None, output_logits=True, return_dict_in_generate=True)
-            case = {"prompt": prompt, "logits": [[float(f"{v:.7g}") for v in row.tolist()] for row in logits],
-                    "greedy": gen.sequences[0, len(prompt):].tolist()}
-            if deepseek:
-                case["decode_logits"] = [[float(f"{v:.7g}") for v in step[0].tolist()] for step in gen.logits[1:]]
-            cases.append(case)
-    return cases
-
-
 def load_fp32(model_cls, path, quantization_config=None):
     import torch
     import transformers
@@ -189,7 +171,7 @@ def make(name, config_cls, model_cls, kw, quant, seed):
         config_json = json.loads((Path(tmp) / "config.json").read_text())
         stored, dequant = quantize(state, quant)
         save_file(dequant, str(Path(tmp) / "model.safetensors"), metadata={"format": "pt"})
-        reference = run_cases(load_fp32(model_cls, tmp), kw["vocab_size"], "deepseek" in name)
+        reference = mf.run_cases(load_fp32(model_cls, tmp), kw["vocab_size"], "deepseek" in name)
     config_json["dtype"] = "bfloat16"
     config_json["quantization_config"] = quant
     (out_dir / "config.json").write_text(json.dumps(config_json, indent=2, sort_keys=True) + "\n")
@@ -203,7 +185,7 @@ def make(name, config_cls, model_cls, kw, quant, seed):
         theirs = load_fp32(model_cls, str(out_dir), qc)
         scale_dtype = check_weights(theirs, stored, dequant)
         if scale_dtype == torch.float32:
-            got = run_cases(theirs, kw["vocab_size"], "deepseek" in name)
+            got = mf.run_cases(theirs, kw["vocab_size"], "deepseek" in name)
             diff = max_logit_diff(got, reference)
             print(f"{name}: transformers loading the fp8 checkpoint itself: max |logit diff| {diff:.3g}")
             assert diff < 1e-4, diff
@@ -214,7 +196,7 @@ def make(name, config_cls, model_cls, kw, quant, seed):
             generator = ("dequantized in torch in fp32 (q * scale); transformers + compressed-tensors "
                          "decompresses to the same weights rounded to bf16 (checked)")
         if ct:
-            fake = run_cases(load_fp32(model_cls, str(out_dir)), kw["vocab_size"], False)
+            fake = mf.run_cases(load_fp32(model_cls, str(out_dir)), kw["vocab_size"], False)
             print(f"{name}: with fp8 activations (run_compressed=True): max |logit diff| "
                   f"{max_logit_diff(fake, reference):.3g}")
     except Exception as e:  # noqa: BLE001 (reported: transformers refuses block grids with a partial tail)

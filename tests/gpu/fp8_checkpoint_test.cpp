@@ -11,16 +11,6 @@ namespace {
 
 using namespace gpu_test;
 
-double cosine(const float* a, const float* b, int n) {
-  double ab = 0.0, aa = 0.0, bb = 0.0;
-  for (int i = 0; i < n; ++i) {
-    ab += static_cast<double>(a[i]) * b[i];
-    aa += static_cast<double>(a[i]) * a[i];
-    bb += static_cast<double>(b[i]) * b[i];
-  }
-  return ab / std::sqrt(std::max(aa * bb, 1e-300));
-}
-
 // Every prompt position's logits of every case against transformers'. bf16 weights and
 // activations move logits by a few percent (model_test.cpp's bound); fp8 GEMMs by a few more
 // (fp8_model_test.cpp), hence cosine 0.995 / 0.99.

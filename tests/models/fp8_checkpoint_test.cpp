@@ -1,5 +1,5 @@
-// FP8 checkpoints end to end: tiny checkpoints in the Hub's FP8 layouts (scripts/make_fp8_fixtures.py)
-// load and match transformers' logits and greedy tokens; they load as f32 on the CPU unless bf16 is
+// FP8 checkpoints end to end (the fixtures of scripts/make_fp8_fixtures.py; their logits and greedy
+// tokens against transformers run in hf_fixture_test.cpp): they load as f32 on the CPU unless bf16 is
 // asked for; make-model writes them; missing, misshapen or corrupt scales and contradictory
 // configs fail the load with a message naming the tensor. (Tensor-parallel slices of them:
 // tensor_parallel_test.cpp; the decode and every slice path: weight_quant_test.cpp.)
@@ -30,27 +30,6 @@ using testing::read_fixture_cases;
 using testing::run_fixture_case;
 using testing::StEntry;
 using testing::TempDir;
-
-class Fp8Fixture : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(Fp8Fixture, LogitsAndGreedyMatchTransformers) {
-  auto backend = make_cpu_backend({.n_threads = 2});
-  auto model = load_or_fail(fixture_dir(GetParam()), *backend);
-  ASSERT_NE(model, nullptr);
-  EXPECT_TRUE(model->config().quant.quantized());
-  const auto cases = read_fixture_cases(GetParam());
-  ASSERT_FALSE(cases.empty());
-  for (const auto& fc : cases) {
-    const FixtureRun run = run_fixture_case(*model, *backend, fc);
-    EXPECT_LE(run.max_abs_diff, kLogitTol) << "prompt of " << fc.prompt.size() << " tokens";
-    EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size() << " tokens";
-    RecordProperty("max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(run.max_abs_diff));
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Formats, Fp8Fixture,
-                         ::testing::Values("qwen3_fp8_block", "deepseek_v3_fp8_block", "llama_ct_channel",
-                                           "llama_ct_tensor"));
 
 // weights auto: fp8 matrices become f32 on the CPU (tensors stored bf16 stay bf16); weights bf16:
 // bf16, and the model still follows transformers closely (bf16 weights, f32 activations).
