@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "models/config_json.h"
+
 namespace brigade {
 namespace {
 
@@ -53,7 +55,8 @@ Status parse_fp8(const json& q, QuantConfig& c) {
 Expected<QuantConfig> parse_ct_weights(const std::string& group, const json& w) {
   const std::string where = "config.json: quantization_config.config_groups." + group + ".weights";
   if (!w.is_object()) return corrupt(where + " must be an object");
-  const int bits = w.value("num_bits", 0);
+  int bits = 0;
+  BRIGADE_RETURN_IF_ERROR(read_int(w, "num_bits", bits, false));
   const std::string type = string_or(w, "type", "int"), strategy = string_or(w, "strategy", "");
   if (bits != 8 || type != "float")
     return unsupported(where + ": num_bits " + std::to_string(bits) + ", type '" + type +

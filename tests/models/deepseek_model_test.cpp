@@ -288,6 +288,8 @@ TEST(DeepseekConfig, HubConfigs) {
   auto j = nlohmann::json::parse(v2_lite);
   j["architectures"] = {"DeepseekV3ForCausalLM"};
   j["model_type"] = "deepseek_v3";
+  j["scoring_func"] = "sigmoid";
+  j["topk_method"] = "noaux_tc";
   j["quantization_config"] = {{"activation_scheme", "dynamic"}, {"fmt", "e4m3"}, {"quant_method", "fp8"},
                               {"weight_block_size", {128, 128}}};
   auto v3 = parse_hf_config(j.dump());  // DeepSeek-V3's own fp8 checkpoint: dequantized at load

@@ -28,7 +28,8 @@ std::vector<double> torch_e4m3() {
   EXPECT_TRUE(text.has_value()) << text.status().to_string();
   std::vector<double> out;
   if (!text) return out;
-  for (const auto& v : nlohmann::json::parse(*text).at("values")) out.push_back(v.is_string() ? NAN : v.get<double>());
+  const auto j = nlohmann::json::parse(*text);
+  for (const auto& v : j.at("values")) out.push_back(v.is_string() ? NAN : v.get<double>());
   return out;
 }
 
