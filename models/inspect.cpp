@@ -28,9 +28,11 @@ Expected<ModelInfo> inspect_model(const std::string& path) {
   info.path = path;
   info.format = ck->format();
   info.config = ck->config();
+  const bool quantized = ck->config().quant.quantized();
   for (const auto& [name, t] : ck->tensors()) {
     ++info.n_tensors;
-    info.n_params += t.numel();
+    // An fp8 checkpoint's scales (weight_scale(_inv), input_scale) are not parameters of the model.
+    if (!quantized || !(name.ends_with("_scale_inv") || name.ends_with("_scale"))) info.n_params += t.numel();
     info.n_bytes += static_cast<int64_t>(t.bytes.size());
     ++info.n_tensors_by_dtype[dtype_name(t.dtype)];
   }

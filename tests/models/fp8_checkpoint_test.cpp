@@ -63,6 +63,9 @@ TEST(Fp8Checkpoint, InspectAndLoadProgressNameTheFormat) {
   EXPECT_NE(text.find("quantization:  fp8 e4m3, 24x40 block scales (quant_method fp8), dequantized at load; "
                       "unquantized: lm_head"), std::string::npos) << text;
   EXPECT_GT(info->n_tensors_by_dtype.at("f8e4m3"), 0);
+  auto whole = load_or_fail(fixture_dir("deepseek_v3_fp8_block"), *make_cpu_backend({.n_threads = 1}));
+  ASSERT_NE(whole, nullptr);
+  EXPECT_EQ(info->n_params, whole->n_params());  // the scales are not parameters
   auto ck = Checkpoint::open(fixture_dir("llama_ct_channel"));
   ASSERT_TRUE(ck.has_value());
   EXPECT_EQ(load_progress_name(**ck), fixture_dir("llama_ct_channel") +
