@@ -95,6 +95,14 @@ TEST(Fp8Checkpoint, MakeModelWritesFp8BlockAndCompressedTensorsCheckpoints) {
   c.fp8_compressed = "channel";
   ASSERT_TRUE(write_synthetic_model(c, ct_dir.str()).is_ok());
 
+  SyntheticModelSpec both = b;
+  both.fp8_compressed = "tensor";
+  EXPECT_FALSE(write_synthetic_model(both, ct_dir.str()).is_ok());  // one scheme at a time
+  SyntheticModelSpec group = s;
+  group.fp8_compressed = "group";
+  const Status st = write_synthetic_model(group, ct_dir.str());
+  EXPECT_NE(st.message().find("is not one of: channel, tensor"), std::string::npos) << st.to_string();
+
   auto ck = Checkpoint::open(block_dir.str());
   ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
   const auto& t = (*ck)->tensors();
