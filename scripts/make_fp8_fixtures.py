@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the FP8 checkpoint fixtures that tests/models/fp8_checkpoint_test.cpp reads.
+"""Writes the FP8 checkpoint fixtures that tests/models (hf_fixture_test.cpp, fp8_checkpoint_test.cpp,
+weight_quant_test.cpp, tensor_parallel_test.cpp) and tests/gpu/fp8_checkpoint_test.cpp read.
 
 Each fixture is a tiny random transformers model (as scripts/make_fixtures.py builds them) whose
 linear weights are stored the way the Hub's FP8 checkpoints store them, in
@@ -21,8 +22,10 @@ expected.json with the logits and greedy tokens of the dequantized model (fp32, 
 For compressed-tensors the reference is transformers with the compressed-tensors package
 decompressing the checkpoint (run_compressed=False: weight = q * scale in the fp32 model); the
 script also prints how far transformers' default run_compressed=True (fp8 activations per token,
-what vLLM computes) is from it. Every transformers reference is checked against the script's own
-torch dequantization (within 1e-4), which is what the deepseek fixture uses.
+what vLLM computes) is from it. transformers' dequantized weights are checked equal to the
+script's own torch dequantization rounded to the scales' dtype (transformers multiplies in it);
+with F32 scales its logits are the reference (checked within 1e-4 of the script's), with BF16
+scales (llama_ct_channel) and for deepseek the script's exact fp32 product is.
 Quantization itself follows transformers' FineGrainedFP8 quantizer (scale = 448 / amax per
 block, q = clamp(w * scale).to(float8_e4m3fn), stored scale_inv = 1 / scale) and
 compressed-tensors' (scale = amax / 448, q = clamp(w / scale)). Tensors that stay unquantized are
