@@ -167,7 +167,7 @@ Status DeepseekModel::load(const Checkpoint& ck) {
   WeightLoader w(ck, backend_, options_.weight_dtype);
   BRIGADE_RETURN_IF_ERROR(ends_.load_embedding(w, c));
   BRIGADE_RETURN_IF_ERROR(load_layers_with_progress(
-      ck.path(), c.n_layers, options_.progress,
+      load_progress_name(ck), c.n_layers, options_.progress,
       [&](int l) { return load_layer(w, l, layers_.emplace_back()); }, [&] { return w.n_bytes(); }));
   BRIGADE_RETURN_IF_ERROR(ends_.load_head(w, c, /*with_head=*/rank_ == 0));  // only rank 0 computes logits
   n_params_ = w.n_params();
@@ -319,8 +319,8 @@ Status check_deepseek_support(const ModelConfig& c, const Backend& backend, cons
     return unsupported("backend '" + backend.name() + "' has no MLA / mixture-of-experts ops; " + c.arch +
                        " runs on the CPU and CUDA backends");
   if (options.weight_dtype == DType::f8e4m3)
-    return unsupported("fp8 weights are not supported for " + c.arch + " (neither fp8 checkpoints nor fp8 made at "
-                       "load); load with weights: bf16 or auto");
+    return unsupported("fp8 weights made at load (weights: fp8) are not supported for " + c.arch +
+                       "; load with weights: bf16 or auto (fp8 checkpoints load dequantized either way)");
   if (options.weight_dtype && *options.weight_dtype != DType::f32 && *options.weight_dtype != DType::bf16 &&
       *options.weight_dtype != DType::f16)
     return unsupported(std::string("weight dtype ") + dtype_name(*options.weight_dtype) +

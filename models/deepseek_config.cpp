@@ -93,9 +93,6 @@ Status read_routing(const json& j, ModelConfig& c, bool v3) {
 
 Status read_deepseek(const json& j, ModelConfig& c) {
   const bool v3 = c.arch == "deepseek_v3";
-  if (auto it = j.find("quantization_config"); it != j.end() && !it->is_null())
-    return unsupported("config.json: quantization_config is set (fp8 block-quantized weights); brigade loads "
-                       "bf16/f16/f32 DeepSeek checkpoints only: convert the weights to bf16 first");
   std::string act = "silu";
   BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
   if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported; supported: silu");

@@ -11,7 +11,7 @@ namespace brigade {
 // Reads the MLA and routing fields of a deepseek_v2 / deepseek_v3 config (c.arch set, the common
 // fields and rope scaling read already). Defaults are transformers' DeepseekV2Config /
 // DeepseekV3Config's. Refuses what transformers' implementation does not run (with the reason):
-// fp8 block-quantized checkpoints (quantization_config), moe_layer_freq != 1, a scoring function or
+// moe_layer_freq != 1, a scoring function or
 // top-k method other than the architecture's, and deepseek_v2 with norm_topk_prob (transformers'
 // DeepseekV2 ignores it; the original remote code would renormalise).
 Status read_deepseek(const nlohmann::json& j, ModelConfig& c);

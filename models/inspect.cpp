@@ -28,9 +28,11 @@ Expected<ModelInfo> inspect_model(const std::string& path) {
   info.path = path;
   info.format = ck->format();
   info.config = ck->config();
+  const bool quantized = ck->config().quant.quantized();
   for (const auto& [name, t] : ck->tensors()) {
     ++info.n_tensors;
-    info.n_params += t.numel();
+    // An fp8 checkpoint's scales (weight_scale(_inv), input_scale) are not parameters of the model.
+    if (!quantized || !(name.ends_with("_scale_inv") || name.ends_with("_scale"))) info.n_params += t.numel();
     info.n_bytes += static_cast<int64_t>(t.bytes.size());
     ++info.n_tensors_by_dtype[dtype_name(t.dtype)];
   }
@@ -96,6 +98,11 @@ std::string format_model_info(const ModelInfo& m) {
     s += ", expert intermediate " + std::to_string(c.moe_intermediate_size) + "\n";
     if (c.is_mla()) s += "routing:       " + deepseek_routing(c) + "\n";
     s += "sparse layers: " + std::to_string(c.n_moe_layers()) + " of " + std::to_string(c.n_layers) + dense + "\n";
+  }
+  if (c.quant.quantized()) {
+    s += "quantization:  " + c.quant.describe() + ", dequantized at load";
+    for (size_t i = 0; i < c.quant.ignore.size(); ++i) s += (i ? ", " : "; unquantized: ") + c.quant.ignore[i];
+    s += "\n";
   }
   s += std::string("tied embed:    ") + (c.tie_embeddings ? "yes" : "no") + "\n";
   s += "parameters:    " + human(static_cast<double>(m.n_params), "") + " (" + std::to_string(m.n_params) + ")\n";

@@ -16,7 +16,7 @@ struct ModelInfo {
   std::string format;  // "safetensors", "llama2.c" or "gguf"
   ModelConfig config;
   int n_tensors = 0;
-  int64_t n_params = 0;  // elements over all stored tensors
+  int64_t n_params = 0;  // elements over all stored tensors (an fp8 checkpoint's scales excepted)
   int64_t n_bytes = 0;   // bytes of all stored tensors
   std::map<std::string, int> n_tensors_by_dtype;  // dtype name ("bf16") -> count
 };

@@ -191,7 +191,7 @@ Status LlamaModel::load(const Checkpoint& ck) {
   // Sizes from the config (layer count, head_dim) are trusted for allocation only once the
   // tensors have confirmed them: a corrupt header cannot ask for memory the weights do not back.
   BRIGADE_RETURN_IF_ERROR(load_layers_with_progress(
-      ck.path(), c.n_layers, options_.progress,
+      load_progress_name(ck), c.n_layers, options_.progress,
       [&](int l) { return load_layer(w, l, layers_.emplace_back()); }, [&] { return w.n_bytes(); }));
   BRIGADE_RETURN_IF_ERROR(ends_.load_head(w, c, shard_.rank == 0));  // only rank 0 computes logits
   n_params_ = w.n_params();

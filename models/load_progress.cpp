@@ -8,6 +8,11 @@
 
 namespace brigade {
 
+std::string load_progress_name(const Checkpoint& ck) {
+  const QuantConfig& q = ck.config().quant;
+  return q.quantized() ? ck.path() + " (" + q.describe() + ")" : ck.path();
+}
+
 std::string format_load_progress(const std::string& name, int done, int total, int64_t bytes, int width) {
   total = std::max(total, 1);
   done = std::clamp(done, 0, total);

@@ -6,11 +6,16 @@
 #include <string>
 
 #include "core/status.h"
+#include "models/checkpoint.h"
 
 namespace brigade {
 
 // The bar's text for `done` of `total` steps (clamped), `bytes` loaded so far; `width` cells.
 std::string format_load_progress(const std::string& name, int done, int total, int64_t bytes, int width = 30);
+
+// The bar's name for checkpoint `ck`: its path, and for an fp8 checkpoint its weight format
+// ("/m/DeepSeek-V3 (fp8 e4m3, 128x128 block scales (quant_method fp8))").
+std::string load_progress_name(const Checkpoint& ck);
 
 class LoadProgress {
  public:

@@ -11,6 +11,7 @@
 
 #include "models/model_config.h"
 #include "models/synthetic_tokenizer.h"
+#include "models/weight_quant.h"
 
 namespace brigade {
 namespace {
@@ -135,6 +136,50 @@ std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, const ModelCon
   return p;
 }
 
+// The spec's FP8 scheme (scaling none when the checkpoint is not quantized).
+QuantConfig fp8_scheme(const SyntheticModelSpec& s) {
+  QuantConfig q;
+  if (s.fp8_block > 0) {
+    q.scaling = WeightScaling::block;
+    q.method = "fp8";
+    q.block_rows = q.block_cols = s.fp8_block;
+  } else if (!s.fp8_compressed.empty()) {
+    q.scaling = s.fp8_compressed == "channel" ? WeightScaling::channel : WeightScaling::tensor;
+    q.method = "compressed-tensors";
+    q.scale_is_inverse = false;
+  }
+  q.ignore = {"lm_head"};
+  return q;
+}
+
+ojson quantization_config_json(const QuantConfig& q) {
+  if (q.method == "fp8")
+    return {{"quant_method", "fp8"}, {"fmt", "e4m3"}, {"activation_scheme", "dynamic"},
+            {"weight_block_size", {q.block_rows, q.block_cols}}, {"modules_to_not_convert", q.ignore}};
+  const ojson weights{{"num_bits", 8}, {"type", "float"}, {"symmetric", true}, {"dynamic", false},
+                      {"strategy", q.scaling == WeightScaling::channel ? "channel" : "tensor"},
+                      {"group_size", nullptr}, {"block_structure", nullptr}};
+  const ojson inputs{{"num_bits", 8}, {"type", "float"}, {"symmetric", true}, {"dynamic", true}, {"strategy", "token"}};
+  return {{"quant_method", "compressed-tensors"}, {"format", "float-quantized"}, {"quantization_status", "compressed"},
+          {"config_groups", {{"group_0", {{"targets", {"Linear"}}, {"weights", weights}, {"input_activations", inputs}}}}},
+          {"ignore", q.ignore}};
+}
+
+// The nn.Linear weights a quantizer converts: projections, not routers (mlp.gate) or tables.
+bool is_quantized(const TensorPlan& t, const QuantConfig& q) {
+  return q.quantized() && t.kind == TensorPlan::matrix && !q.ignored(t.name) &&
+         (t.name.ends_with("_proj.weight") || t.name.ends_with("_proj_with_mqa.weight"));
+}
+
+// The scale tensor's shape beside quantized weight t (quantize_fp8's grid; [1] per tensor).
+std::vector<int64_t> scale_shape(const TensorPlan& t, const QuantConfig& q) {
+  const int64_t rows = t.shape[0], cols = t.shape[1];
+  if (q.scaling == WeightScaling::block)
+    return {(rows + q.block_rows - 1) / q.block_rows, (cols + q.block_cols - 1) / q.block_cols};
+  if (q.scaling == WeightScaling::channel) return {rows, 1};
+  return {1};
+}
+
 const char* st_dtype(DType d) { return d == DType::f32 ? "F32" : d == DType::f16 ? "F16" : "BF16"; }
 const char* torch_dtype(DType d) { return d == DType::f32 ? "float32" : d == DType::f16 ? "float16" : "bfloat16"; }
 
@@ -158,12 +203,34 @@ void write_values(std::ofstream& out, const TensorPlan& t, const SyntheticModelS
   }
 }
 
+// A quantized weight: its values as write_values draws them, quantized whole, then the codes and
+// the F32 scales (the next tensor of the header).
+void write_fp8_values(std::ofstream& out, const TensorPlan& t, const SyntheticModelSpec& s, const QuantConfig& q) {
+  Rng rng(name_seed(s.seed, t.name));
+  std::vector<float> w(static_cast<size_t>(t.numel()));
+  for (float& f : w) f = static_cast<float>(t.std * rng.normal());
+  std::vector<uint8_t> codes(w.size());
+  const std::vector<float> scales =
+      quantize_fp8(w.data(), t.shape[0], t.shape[1], q.scaling, q.block_rows, q.block_cols, codes.data());
+  out.write(reinterpret_cast<const char*>(codes.data()), static_cast<std::streamsize>(codes.size()));
+  out.write(reinterpret_cast<const char*>(scales.data()), static_cast<std::streamsize>(scales.size() * 4));
+}
+
 Status write_safetensors(const SyntheticModelSpec& s, const std::vector<TensorPlan>& plan, const fs::path& path) {
   ojson header = ojson::object();
   header["__metadata__"] = {{"format", "pt"}};
   uint64_t offset = 0;
   const size_t elem = dtype_size(s.dtype);
+  const QuantConfig q = fp8_scheme(s);
   for (const auto& t : plan) {
+    if (is_quantized(t, q)) {
+      const std::vector<int64_t> ss = scale_shape(t, q);
+      const uint64_t bytes = static_cast<uint64_t>(t.numel()), scale_bytes = static_cast<uint64_t>(ss[0] * (ss.size() > 1 ? ss[1] : 1)) * 4;
+      header[t.name] = {{"dtype", "F8_E4M3"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+      header[q.scale_name(t.name)] = {{"dtype", "F32"}, {"shape", ss}, {"data_offsets", {offset + bytes, offset + bytes + scale_bytes}}};
+      offset += bytes + scale_bytes;
+      continue;
+    }
     const uint64_t bytes = static_cast<uint64_t>(t.numel()) * elem;
     header[t.name] = {{"dtype", st_dtype(s.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
@@ -175,7 +242,10 @@ Status write_safetensors(const SyntheticModelSpec& s, const std::vector<TensorPl
   const uint64_t n = text.size();
   out.write(reinterpret_cast<const char*>(&n), 8);
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  for (const auto& t : plan) write_values(out, t, s);
+  for (const auto& t : plan) {
+    if (is_quantized(t, q)) write_fp8_values(out, t, s, q);
+    else write_values(out, t, s);
+  }
   out.close();
   if (!out) return io_error("error while writing " + path.string() + " (disk full?)");
   return Status::ok();
@@ -244,6 +314,7 @@ ojson config_json(const SyntheticModelSpec& s, int head_dim) {
     c["router_aux_loss_coef"] = 0.001;
   }
   if (is_deepseek(s.arch)) deepseek_config_json(s, c);
+  if (const QuantConfig q = fp8_scheme(s); q.quantized()) c["quantization_config"] = quantization_config_json(q);
   return c;
 }
 
@@ -264,6 +335,10 @@ Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& out
                             "' is not supported; supported: llama, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3");
   if (s.dtype != DType::f32 && s.dtype != DType::f16 && s.dtype != DType::bf16)
     return invalid_argument(std::string("make-model: dtype ") + dtype_name(s.dtype) + " is not supported; use f32, f16 or bf16");
+  if (s.fp8_block < 0 || (s.fp8_block > 0 && !s.fp8_compressed.empty()))
+    return invalid_argument("make-model: --fp8-block must be > 0 and not combined with --fp8-compressed");
+  if (!s.fp8_compressed.empty() && s.fp8_compressed != "channel" && s.fp8_compressed != "tensor")
+    return invalid_argument("make-model: --fp8-compressed '" + s.fp8_compressed + "' is not one of: channel, tensor");
   if (s.vocab_size < kSyntheticMinVocab)
     return invalid_argument("make-model: vocab_size must be >= 259 (3 special tokens + 256 bytes), got " +
                             std::to_string(s.vocab_size));

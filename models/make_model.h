@@ -48,7 +48,14 @@ struct SyntheticModelSpec {
   int n_group = 1;  // > 1: group-limited routing (v3 noaux_tc; v2 group_limited_greedy)
   int topk_group = 1;
   float routed_scaling_factor = 1.0f;
-  DType dtype = DType::bf16;  // f32, f16 or bf16
+  DType dtype = DType::bf16;  // f32, f16 or bf16 (fp8 checkpoints: of the tensors left unquantized)
+  // FP8 checkpoints in the Hub's layouts (models/quant_config.h): the linear weights (attention and
+  // MLP/expert projections; not the embedding, lm_head or routers) stored F8_E4M3 with F32 scales.
+  // fp8_block > 0: quant_method fp8 (DeepSeek-V3, Qwen3-FP8), weight_scale_inv per
+  // fp8_block x fp8_block block, modules_to_not_convert [lm_head]. Or fp8_compressed "channel" /
+  // "tensor": quant_method compressed-tensors with that weight strategy, ignore [lm_head].
+  int fp8_block = 0;
+  std::string fp8_compressed;
   uint64_t seed = 0;          // same spec and seed => byte-identical files
 };
 
@@ -57,6 +64,7 @@ struct SyntheticModelSpec {
 // Weights stream to disk one chunk at a time; memory use does not grow with the model.
 // Matrices ~ N(0, 1/fan_in) (o_proj and down_proj further scaled by 1/sqrt(2 n_layers)), the
 // embedding ~ N(0, 0.02^2), norm weights 1 + N(0, 0.02^2). invalid_argument for a bad spec.
+// FP8 weights are those values quantized (quantize_fp8), one tensor in f32 memory at a time.
 Status write_synthetic_model(const SyntheticModelSpec& spec, const std::string& out_dir);
 
 }  // namespace brigade

@@ -47,7 +47,8 @@ struct StepCost {
 };
 
 struct LoadOptions {
-  // Weight element type after load; nullopt keeps the checkpoint's (f16 is kept as f16).
+  // Weight element type after load; nullopt keeps the checkpoint's (f16 is kept as f16; the FP8
+  // matrices of an fp8 checkpoint are dequantized to f32, models/weight_quant.h; a GPU keeps bf16).
   // f8e4m3 quantizes the linear layers (q|k|v, o, gate|up, down) to fp8 with a per-tensor scale
   // (core/backend.h) and keeps the embedding table and lm_head bf16; only a backend whose
   // supports_weight_dtype(f8e4m3) is true takes it (a CUDA GPU of compute capability >= 8.9),

@@ -263,6 +263,9 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "mlp_bias", mlp_bias));
   if (mlp_bias) return unsupported("config.json: mlp_bias = true is not supported; set it to false");
   BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));
+  if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null()) {
+    BRIGADE_ASSIGN_OR_RETURN(c.quant, parse_quant_config(*q));
+  }
   BRIGADE_RETURN_IF_ERROR(c.validate());
   return c;
 }

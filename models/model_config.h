@@ -9,6 +9,7 @@
 #include "core/backend.h"
 #include "core/dtype.h"
 #include "core/status.h"
+#include "models/quant_config.h"
 #include "models/rope_scaling.h"
 
 namespace brigade {
@@ -36,7 +37,9 @@ struct ModelConfig {
   int sliding_window = 0;       // 0 = none
   int bos_id = -1;              // -1 = none
   std::vector<int> eos_ids;
-  DType dtype = DType::f32;     // element type of the weights as stored
+  DType dtype = DType::f32;     // element type of the weights as stored (torch_dtype; fp8 checkpoints: of the
+                                // unquantized tensors)
+  QuantConfig quant;            // quantization_config: FP8 linear weights and their scales (none by default)
   // Mixture of experts (qwen3_moe). n_experts == 0: every layer is a dense MLP.
   int n_experts = 0;                 // num_experts (transformers 5 writes num_local_experts)
   int n_experts_per_tok = 0;         // num_experts_per_tok: k of the top-k routing

@@ -12,7 +12,11 @@ Expected<DType> safetensors_dtype(const std::string& s, const std::string& where
   if (s == "F32") return DType::f32;
   if (s == "F16") return DType::f16;
   if (s == "BF16") return DType::bf16;
-  return unsupported(where + ": dtype '" + s + "' is not supported; supported: F32, F16, BF16");
+  if (s == "F8_E4M3") return DType::f8e4m3;  // fp8 weights: dequantized at load with their scales (weight_quant.h)
+  if (s == "F8_E5M2")
+    return unsupported(where + ": dtype F8_E5M2 (fp8 e5m2) is not supported; brigade loads fp8 checkpoints stored "
+                       "as F8_E4M3 (quant_method fp8 or compressed-tensors)");
+  return unsupported(where + ": dtype '" + s + "' is not supported; supported: F32, F16, BF16, F8_E4M3");
 }
 
 Expected<RawTensor> parse_entry(const MappedFile& file, const std::string& name, const json& e,

@@ -18,7 +18,7 @@ namespace brigade {
 constexpr uint64_t kMaxSafetensorsHeader = 100ull << 20;
 
 // Adds every tensor of `file` to `out`. Checks: header length inside the file and under the
-// limit, valid JSON, dtype F32/F16/BF16 (others: unsupported), shape × dtype == byte range,
+// limit, valid JSON, dtype F32/F16/BF16/F8_E4M3 (others: unsupported), shape × dtype == byte range,
 // range inside the data area. A name already in `out` is corrupt (duplicated across shards).
 // Errors name the file and the tensor.
 Status read_safetensors(const std::shared_ptr<MappedFile>& file, std::map<std::string, RawTensor>& out);

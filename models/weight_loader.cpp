@@ -28,29 +28,35 @@ void WeightLoader::count(const std::string& name, int64_t numel) {
   if (counted_.insert(name).second) n_params_ += numel;
 }
 
+DType WeightLoader::staging_dtype(const StoredWeight& w) const {
+  return w.quantized() ? fp8_staging_dtype(want_) : w.raw().dtype;
+}
+
 Expected<OwnedTensor> WeightLoader::row_blocks(const std::string& name, int64_t rows, int64_t cols, int64_t period,
                                                Slice within, bool transpose_blocks, Slice blocks) {
-  BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, {rows, cols}));
-  count(name, t.numel());
+  BRIGADE_ASSIGN_OR_RETURN(StoredWeight t, StoredWeight::open(ck_, name, {rows, cols}));
+  count(name, t.raw().numel());
   BRIGADE_CHECK(period > 0 && rows % period == 0, "row_blocks: rows are whole blocks (the model checks the config)");
   check_slice(within, period);
   check_slice(blocks, rows / period);
   const int64_t n_blocks = blocks.length(rows / period), keep = within.length(period);
-  const size_t es = dtype_size(t.dtype);
-  std::vector<uint8_t> host(static_cast<size_t>(n_blocks * keep * cols) * es);
+  const DType staged = staging_dtype(t);
+  const size_t es = dtype_size(staged);
+  std::vector<uint8_t> host(static_cast<size_t>(n_blocks * keep * cols) * es), row(static_cast<size_t>(cols) * es);
   for (int64_t b = 0; b < n_blocks; ++b) {
     for (int64_t r = 0; r < keep; ++r) {
-      const uint8_t* src = t.bytes.data() + static_cast<size_t>(((blocks.begin + b) * period + within.begin + r) * cols) * es;
+      const int64_t src_row = (blocks.begin + b) * period + within.begin + r;
       if (!transpose_blocks) {
-        std::memcpy(host.data() + static_cast<size_t>((b * keep + r) * cols) * es, src, static_cast<size_t>(cols) * es);
+        t.read_row(0, src_row, 0, cols, staged, host.data() + static_cast<size_t>((b * keep + r) * cols) * es);
         continue;
       }
+      t.read_row(0, src_row, 0, cols, staged, row.data());
       for (int64_t c = 0; c < cols; ++c)  // element (r, c) of block b goes to row b * cols + c, column r
-        std::memcpy(host.data() + static_cast<size_t>((b * cols + c) * keep + r) * es, src + static_cast<size_t>(c) * es, es);
+        std::memcpy(host.data() + static_cast<size_t>((b * cols + c) * keep + r) * es, row.data() + static_cast<size_t>(c) * es, es);
     }
   }
-  const Tensor view = transpose_blocks ? Tensor(host.data(), t.dtype, {n_blocks * cols, keep})
-                                       : Tensor(host.data(), t.dtype, {n_blocks * keep, cols});
+  const Tensor view = transpose_blocks ? Tensor(host.data(), staged, {n_blocks * cols, keep})
+                                       : Tensor(host.data(), staged, {n_blocks * keep, cols});
   return prepare(view, want_);
 }
 
@@ -66,28 +72,27 @@ Expected<OwnedTensor> WeightLoader::table(const std::string& name, int64_t rows,
 
 Expected<OwnedTensor> WeightLoader::load_matrix(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
                                                 Slice col_slice, std::optional<DType> want) {
-  BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, {rows, cols}));
-  count(name, t.numel());
+  BRIGADE_ASSIGN_OR_RETURN(StoredWeight t, StoredWeight::open(ck_, name, {rows, cols}));
+  count(name, t.raw().numel());
   check_slice(row_slice, rows);
   check_slice(col_slice, cols);
   const int64_t n_rows = row_slice.length(rows), n_cols = col_slice.length(cols);
-  const size_t es = dtype_size(t.dtype);
-  const uint8_t* first = t.bytes.data() + static_cast<size_t>(row_slice.begin * cols) * es;
-  if (n_cols == cols) {  // whole rows are contiguous: a view of the mapping, no copy
-    return prepare(Tensor(const_cast<uint8_t*>(first), t.dtype, {n_rows, n_cols}), want);
+  if (n_cols == cols && !t.quantized()) {  // whole rows are contiguous: a view of the mapping, no copy
+    const uint8_t* first = t.raw().bytes.data() + static_cast<size_t>(row_slice.begin * cols) * dtype_size(t.raw().dtype);
+    return prepare(Tensor(const_cast<uint8_t*>(first), t.raw().dtype, {n_rows, n_cols}), want);
   }
+  const DType staged = t.quantized() ? fp8_staging_dtype(want) : t.raw().dtype;
+  const size_t es = dtype_size(staged);
   std::vector<uint8_t> host(static_cast<size_t>(n_rows * n_cols) * es);
-  for (int64_t r = 0; r < n_rows; ++r) {
-    std::memcpy(host.data() + static_cast<size_t>(r * n_cols) * es,
-                first + static_cast<size_t>(r * cols + col_slice.begin) * es, static_cast<size_t>(n_cols) * es);
-  }
-  return prepare(Tensor(host.data(), t.dtype, {n_rows, n_cols}), want);
+  for (int64_t r = 0; r < n_rows; ++r)
+    t.read_row(0, row_slice.begin + r, col_slice.begin, n_cols, staged, host.data() + static_cast<size_t>(r * n_cols) * es);
+  return prepare(Tensor(host.data(), staged, {n_rows, n_cols}), want);
 }
 
 Expected<OwnedTensor> WeightLoader::stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols, Slice items,
                                             const std::vector<Slice>& row_slices, Slice col_slice) {
-  BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, {n, rows, cols}));
-  count(name, t.numel());
+  BRIGADE_ASSIGN_OR_RETURN(StoredWeight t, StoredWeight::open(ck_, name, {n, rows, cols}));
+  count(name, t.raw().numel());
   check_slice(items, n);
   check_slice(col_slice, cols);
   const std::vector<Slice> within = row_slices.empty() ? std::vector<Slice>{Slice{}} : row_slices;
@@ -97,18 +102,19 @@ Expected<OwnedTensor> WeightLoader::stacked(const std::string& name, int64_t n, 
     kept_rows += s.length(rows);
   }
   const int64_t n_items = items.length(n), n_cols = col_slice.length(cols);
-  const size_t es = dtype_size(t.dtype);
-  const uint8_t* first = t.bytes.data() + static_cast<size_t>(items.begin * rows * cols) * es;
-  if (kept_rows == rows && n_cols == cols)  // whole matrices are contiguous: a view of the mapping
-    return prepare(Tensor(const_cast<uint8_t*>(first), t.dtype, {n_items * rows, cols}), want_);
+  if (kept_rows == rows && n_cols == cols && !t.quantized()) {  // whole matrices are contiguous: a view of the mapping
+    const uint8_t* first = t.raw().bytes.data() + static_cast<size_t>(items.begin * rows * cols) * dtype_size(t.raw().dtype);
+    return prepare(Tensor(const_cast<uint8_t*>(first), t.raw().dtype, {n_items * rows, cols}), want_);
+  }
+  const DType staged = staging_dtype(t);
+  const size_t es = dtype_size(staged);
   std::vector<uint8_t> host(static_cast<size_t>(n_items * kept_rows * n_cols) * es);
   uint8_t* dst = host.data();
   for (int64_t i = 0; i < n_items; ++i)
     for (const Slice& s : within)
       for (int64_t r = s.begin; r < s.begin + s.length(rows); ++r, dst += static_cast<size_t>(n_cols) * es)
-        std::memcpy(dst, first + static_cast<size_t>((i * rows + r) * cols + col_slice.begin) * es,
-                    static_cast<size_t>(n_cols) * es);
-  return prepare(Tensor(host.data(), t.dtype, {n_items * kept_rows, n_cols}), want_);
+        t.read_row(items.begin + i, r, col_slice.begin, n_cols, staged, dst);
+  return prepare(Tensor(host.data(), staged, {n_items * kept_rows, n_cols}), want_);
 }
 
 Status WeightLoader::skip(const std::string& name, const std::vector<int64_t>& shape) {
@@ -122,36 +128,25 @@ Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names,
   BRIGADE_CHECK(names.size() == rows.size() && !names.empty(), "one row count per part");
   check_slice(col_slice, cols);
   const int64_t n_cols = col_slice.length(cols);
-  std::vector<RawTensor> parts;
+  std::vector<StoredWeight> parts;
   int64_t total_rows = 0;
   for (size_t i = 0; i < names.size(); ++i) {
-    BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(names[i], {rows[i], cols}));
+    BRIGADE_ASSIGN_OR_RETURN(StoredWeight t, StoredWeight::open(ck_, names[i], {rows[i], cols}));
     check_slice(part_slice(row_slices, i), rows[i]);
     total_rows += part_slice(row_slices, i).length(rows[i]);
     parts.push_back(std::move(t));
   }
-  bool same = true;
-  for (const auto& p : parts) same = same && p.dtype == parts[0].dtype;
-  const DType staged = same ? parts[0].dtype : DType::f32;
-  std::vector<uint8_t> host(static_cast<size_t>(total_rows * n_cols) * dtype_size(staged));
+  // Parts staged alike keep that type (fp8 parts: the float type asked for); mixed parts go f32.
+  DType staged = staging_dtype(parts[0]);
+  for (const auto& p : parts) staged = staging_dtype(p) == staged ? staged : DType::f32;
+  const size_t es = dtype_size(staged);
+  std::vector<uint8_t> host(static_cast<size_t>(total_rows * n_cols) * es);
   uint8_t* dst = host.data();
   for (size_t i = 0; i < parts.size(); ++i) {
-    const RawTensor& p = parts[i];
-    count(names[i], p.numel());
+    count(names[i], parts[i].raw().numel());
     const Slice s = part_slice(row_slices, i);
-    for (int64_t r = s.begin; r < s.begin + s.length(rows[i]); ++r) {
-      const int64_t begin = r * cols + col_slice.begin;  // elements
-      if (same) {
-        const size_t es = dtype_size(p.dtype);
-        std::memcpy(dst, p.bytes.data() + static_cast<size_t>(begin) * es, static_cast<size_t>(n_cols) * es);
-        dst += static_cast<size_t>(n_cols) * es;
-      } else {
-        for (int64_t k = begin; k < begin + n_cols; ++k, dst += 4) {
-          const float f = static_cast<float>(p.at(k));
-          std::memcpy(dst, &f, 4);
-        }
-      }
-    }
+    for (int64_t r = s.begin; r < s.begin + s.length(rows[i]); ++r, dst += static_cast<size_t>(n_cols) * es)
+      parts[i].read_row(0, r, col_slice.begin, n_cols, staged, dst);
   }
   Tensor view(host.data(), staged, {total_rows, n_cols});
   // Without an explicit target, keep what the checkpoint stores (mixed parts fall back to f32).
@@ -164,6 +159,9 @@ Expected<OwnedTensor> WeightLoader::vector_f32(const std::vector<std::string>& n
   std::vector<float> host;
   for (size_t i = 0; i < names.size(); ++i) {
     BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(names[i], {sizes[i]}));
+    if (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16)
+      return corrupt(t.file + ": tensor '" + names[i] + "' is stored " + dtype_name(t.dtype) +
+                     "; norm weights and biases must be F32, BF16 or F16 (only linear weights may be fp8)");
     count(names[i], t.numel());
     const Slice s = part_slice(slices, i);
     check_slice(s, sizes[i]);

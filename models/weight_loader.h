@@ -1,5 +1,8 @@
 // WeightLoader: turns checkpoint tensors into backend weights, checking every shape against the
 // config, fusing projections that run as one matmul, and counting parameters and bytes.
+// FP8 checkpoints (ModelConfig::quant): every matrix stored F8_E4M3 is dequantized with its
+// scales (models/weight_quant.h) while it is staged, one weight at a time, into the float type
+// asked for (f32 when none is: an fp8 checkpoint loads as f32 on the CPU with weights auto).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +13,7 @@
 
 #include "core/backend.h"
 #include "models/checkpoint.h"
+#include "models/weight_quant.h"
 
 namespace brigade {
 
@@ -74,6 +78,7 @@ class WeightLoader {
 
  private:
   Expected<OwnedTensor> prepare(const Tensor& host, std::optional<DType> want);
+  DType staging_dtype(const StoredWeight& w) const;  // the stored type, or fp8's (fp8_staging_dtype)
   void count(const std::string& name, int64_t numel);
   Expected<OwnedTensor> load_matrix(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
                                     Slice col_slice, std::optional<DType> want);

@@ -155,6 +155,32 @@ def randomize(model, seed):
                 b.copy_(0.3 * torch.randn(b.shape, generator=g))
 
 
+def run_cases(model, vocab_size, decode_logits):
+    """expected.json's cases: for each prompt, the logits of every position and the greedy
+    continuation; with decode_logits, the logits of the cached decode steps (step i >= 1 fed
+    greedy token i - 1)."""
+    import torch
+    cases = []
+    with torch.no_grad():
+        for prompt in prompts_for(vocab_size):
+            ids = torch.tensor([prompt])
+            logits = model(ids).logits[0].to(torch.float32)
+            gen = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                 max_new_tokens=N_GREEDY, min_new_tokens=N_GREEDY,
+                                 pad_token_id=0, eos_token_id=None, output_logits=True,
+                                 return_dict_in_generate=True)
+            case = {
+                "prompt": prompt,
+                "logits": [[float(f"{v:.7g}") for v in row.tolist()] for row in logits],
+                "greedy": gen.sequences[0, len(prompt):].tolist(),
+            }
+            if decode_logits:
+                case["decode_logits"] = [[float(f"{v:.7g}") for v in step[0].tolist()]
+                                         for step in gen.logits[1:]]
+            cases.append(case)
+    return cases
+
+
 def make(name, config_cls, model_cls, kw, seed):
     import torch
     import transformers
@@ -168,25 +194,7 @@ def make(name, config_cls, model_cls, kw, seed):
     model.save_pretrained(out_dir, safe_serialization=True)
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
-    cases = []
-    with torch.no_grad():
-        for prompt in prompts_for(kw["vocab_size"]):
-            ids = torch.tensor([prompt])
-            logits = model(ids).logits[0].to(torch.float32)
-            gen = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                                 max_new_tokens=N_GREEDY, min_new_tokens=N_GREEDY,
-                                 pad_token_id=0, eos_token_id=None, output_logits=True,
-                                 return_dict_in_generate=True)
-            case = {
-                "prompt": prompt,
-                "logits": [[float(f"{v:.7g}") for v in row.tolist()] for row in logits],
-                "greedy": gen.sequences[0, len(prompt):].tolist(),
-            }
-            if "deepseek" in name:
-                # Logits of the cached decode steps: step i (>= 1) fed greedy token i - 1.
-                case["decode_logits"] = [[float(f"{v:.7g}") for v in step[0].tolist()]
-                                         for step in gen.logits[1:]]
-            cases.append(case)
+    cases = run_cases(model, kw["vocab_size"], decode_logits="deepseek" in name)
     expected = {
         "generator": f"transformers {transformers.__version__}, torch {torch.__version__}, "
                      f"{model_cls}, fp32, eager attention, seed {seed}",

@@ -18,8 +18,9 @@ namespace brigade::tools {
 void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags) {
   cmd->add_option("--device", flags.device, "Executor device: cpu, cuda or cuda:N (default: the topology's, cpu)");
   cmd->add_option("--weights", flags.weights,
-                  "Matrix weights: auto (the checkpoint's; bf16 on a GPU), bf16, or fp8 (E4M3 linear layers; a CUDA "
-                  "GPU of compute capability >= 8.9) (default: the topology's, auto)")
+                  "Matrix weights: auto (the checkpoint's; fp8 checkpoints dequantized to f32 on the CPU; bf16 on a "
+                  "GPU), bf16, or fp8 (E4M3 linear layers; a CUDA GPU of compute capability >= 8.9) (default: the "
+                  "topology's, auto)")
       ->check(CLI::IsMember({"auto", "bf16", "fp8"}));
 }
 

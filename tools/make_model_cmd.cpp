@@ -43,8 +43,15 @@ void add_make_model_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--routed-scaling-factor", spec->routed_scaling_factor, "deepseek: routed_scaling_factor")
       ->capture_default_str();
   cmd->add_option("--max-position", spec->max_position, "Context length")->capture_default_str();
-  cmd->add_option("--dtype", *dtype, "f32, bf16 or f16")->capture_default_str();
+  cmd->add_option("--dtype", *dtype, "f32, bf16 or f16 (fp8 checkpoints: of the unquantized tensors)")->capture_default_str();
   cmd->add_option("--seed", spec->seed, "Weight seed")->capture_default_str();
+  cmd->add_option("--fp8-block", spec->fp8_block,
+                  "FP8 checkpoint as DeepSeek-V3 / Qwen3-FP8 ship them: linear weights F8_E4M3 with a "
+                  "weight_scale_inv per NxN block (quant_method fp8); 0 = not quantized")
+      ->capture_default_str();
+  cmd->add_option("--fp8-compressed", spec->fp8_compressed,
+                  "FP8 checkpoint in compressed-tensors' layout (RedHat *-FP8): weight_scale per channel or tensor")
+      ->check(CLI::IsMember({"channel", "tensor"}));
   cmd->add_flag("--untied{false},--tied", spec->tie_embeddings, "Separate lm_head (default: tied to the embedding)");
   cmd->add_option("--out", *out, "Output directory")->required();
   cmd->callback([=, &run] {

@@ -31,16 +31,6 @@ Side load(const std::string& dir, std::optional<DType> weights) {
   return s;
 }
 
-double cosine(const float* a, const float* b, int n) {
-  double ab = 0.0, aa = 0.0, bb = 0.0;
-  for (int i = 0; i < n; ++i) {
-    ab += static_cast<double>(a[i]) * b[i];
-    aa += static_cast<double>(a[i]) * a[i];
-    bb += static_cast<double>(b[i]) * b[i];
-  }
-  return ab / std::sqrt(std::max(aa * bb, 1e-300));
-}
-
 // Compares logits rows [rows, vocab] of the fp8 model with the bf16 model's and returns bf16's
 // greedy tokens. Bounds: fp8 rounds each matmul operand by about 2.6% rms (fp8_test.cpp), so a
 // matmul is off by about 3.6% and the logits by a few percent after the residual stream mixes the

@@ -153,6 +153,17 @@ inline double rel_error(const std::vector<float>& got, const std::vector<float>&
   return std::sqrt(num / std::max(den, 1e-30));
 }
 
+// Cosine similarity of a [n] and b [n] (1 = same direction), in double.
+inline double cosine(const float* a, const float* b, int n) {
+  double ab = 0.0, aa = 0.0, bb = 0.0;
+  for (int i = 0; i < n; ++i) {
+    ab += static_cast<double>(a[i]) * b[i];
+    aa += static_cast<double>(a[i]) * a[i];
+    bb += static_cast<double>(b[i]) * b[i];
+  }
+  return ab / std::sqrt(std::max(aa * bb, 1e-300));
+}
+
 // bf16 keeps 8 significant bits (relative rounding <= 2^-9 = 0.2%); an op that rounds its output
 // once stays near that, a few roundings of intermediates within 1%.
 constexpr double kBf16Tol = 1e-2;

@@ -190,7 +190,7 @@ TEST(DeepseekConfig, BadConfigsAreRefused) {
       {"moe_layer_freq", 2, "moe_layer_freq"},
       {"scoring_func", "softmax", "scoring_func"},
       {"topk_method", "greedy", "topk_method"},
-      {"quantization_config", nlohmann::json{{"quant_method", "fp8"}}, "quantization_config"},
+      {"quantization_config", nlohmann::json{{"quant_method", "awq"}}, "quantization_config"},
       {"hidden_act", "gelu", "hidden_act"},
       {"attention_bias", true, "attention_bias"},
   };
@@ -260,8 +260,8 @@ TEST(DeepseekConfig, StepCostCountsMlaAndActiveExperts) {
 
 // The Hub's DeepSeek-V2-Lite config.json (its fields as published) parses into the V2-Lite shape:
 // q_proj, latent 512 + 64, yarn x40 whose mscale_all_dim scales the softmax, 64 experts top-6
-// softmax greedy, two shared, layer 0 dense. DeepSeek-V3's (fp8 block-quantized) is refused with
-// the reason.
+// softmax greedy, two shared, layer 0 dense. DeepSeek-V3's fp8 quantization_config (128x128
+// blocks) parses into ModelConfig::quant.
 TEST(DeepseekConfig, HubConfigs) {
   const char* v2_lite = R"({"architectures": ["DeepseekV2ForCausalLM"], "attention_bias": false,
     "attention_dropout": 0.0, "aux_loss_alpha": 0.001, "bos_token_id": 100000, "eos_token_id": 100001,
@@ -288,12 +288,14 @@ TEST(DeepseekConfig, HubConfigs) {
   auto j = nlohmann::json::parse(v2_lite);
   j["architectures"] = {"DeepseekV3ForCausalLM"};
   j["model_type"] = "deepseek_v3";
+  j["scoring_func"] = "sigmoid";
+  j["topk_method"] = "noaux_tc";
   j["quantization_config"] = {{"activation_scheme", "dynamic"}, {"fmt", "e4m3"}, {"quant_method", "fp8"},
                               {"weight_block_size", {128, 128}}};
-  auto v3 = parse_hf_config(j.dump());
-  ASSERT_FALSE(v3.has_value());
-  EXPECT_EQ(v3.status().code(), StatusCode::unsupported);
-  EXPECT_NE(v3.status().message().find("bf16"), std::string::npos) << v3.status().to_string();
+  auto v3 = parse_hf_config(j.dump());  // DeepSeek-V3's own fp8 checkpoint: dequantized at load
+  ASSERT_TRUE(v3.has_value()) << v3.status().to_string();
+  EXPECT_EQ(v3->quant.scaling, WeightScaling::block);
+  EXPECT_EQ(v3->quant.block_rows, 128);
 }
 
 TEST(DeepseekConfig, Fp8WeightsAreRefused) {

@@ -47,6 +47,13 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "qwen2", "qwen3", "tinyllama", "smollm2", "qwen3_moe",
                                            "qwen3_moe_step", "deepseek_v3", "deepseek_v2", "deepseek_v3_step"));
 
+// FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
+// fp8 with 32x32 blocks (Qwen3-FP8) and with 24x40 blocks partial at the tail (DeepSeek-V3),
+// compressed-tensors with channel and tensor scales (RedHat *-FP8).
+INSTANTIATE_TEST_SUITE_P(Fp8Checkpoints, HfFixture,
+                         ::testing::Values("qwen3_fp8_block", "deepseek_v3_fp8_block", "llama_ct_channel",
+                                           "llama_ct_tensor"));
+
 TEST(HfFixtureConfig, ArchitectureFlags) {
   auto backend = make_cpu_backend({.n_threads = 1});
   auto qwen2 = load_or_fail(fixture_dir("qwen2"), *backend);

@@ -270,6 +270,18 @@ SyntheticModelSpec synthetic_moe(int n_layers, int n_experts) {
   return s;
 }
 
+// FP8 checkpoints: each rank dequantizes only its slices, with their own scales (blocks of
+// 24 x 40 in deepseek_v3_fp8_block end inside the ranks' column and head slices).
+TEST(TensorParallel, Fp8CheckpointsMatchUnsharded) {
+  expect_same_as_unsharded(testing::fixture_dir("qwen3_fp8_block"), 2);
+  expect_same_as_unsharded(testing::fixture_dir("llama_ct_channel"), 2);
+}
+
+TEST(ExpertParallel, Fp8DeepseekMatchesTransformersAtTp2) {
+  expect_split_matches_transformers("deepseek_v3_fp8_block", 2, /*expert_parallel=*/false);
+  expect_split_matches_transformers("deepseek_v3_fp8_block", 2, /*expert_parallel=*/true);
+}
+
 TEST(ExpertParallel, EachRankHoldsItsShareOfTheExperts) {
   TempDir dir("ep_synthetic");
   ASSERT_TRUE(write_synthetic_model(synthetic_moe(2, 8), dir.str()).is_ok());

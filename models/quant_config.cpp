@@ -1,0 +1,165 @@
+#include "models/quant_config.h"
+
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "models/config_json.h"
+
+namespace brigade {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kSupported =
+    "quant_method 'fp8' (fmt e4m3, with or without weight_block_size) and 'compressed-tensors' "
+    "(weights num_bits 8, type float, strategy tensor, channel or block)";
+
+Status read_names(const json& q, const char* key, std::vector<std::string>& out) {
+  auto it = q.find(key);
+  if (it == q.end() || it->is_null()) return Status::ok();
+  if (!it->is_array()) return corrupt(std::string("config.json: quantization_config.") + key + " must be a list of module names");
+  for (const auto& e : *it) {
+    if (!e.is_string()) return corrupt(std::string("config.json: quantization_config.") + key + " must hold strings");
+    out.push_back(e.get<std::string>());
+  }
+  return Status::ok();
+}
+
+std::string string_or(const json& j, const char* key, const std::string& fallback) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+// transformers' FineGrainedFP8Config (weight_block_size) or vLLM's Fp8Config (per tensor).
+Status parse_fp8(const json& q, QuantConfig& c) {
+  const std::string fmt = string_or(q, "fmt", "e4m3");
+  if (fmt != "e4m3")
+    return unsupported("config.json: quantization_config fmt '" + fmt + "' is not supported; supported: e4m3");
+  auto bs = q.find("weight_block_size");
+  if (bs == q.end() || bs->is_null()) {
+    c.scaling = WeightScaling::tensor;
+    c.scale_is_inverse = false;
+  } else {
+    if (!bs->is_array() || bs->size() != 2 || !(*bs)[0].is_number_integer() || !(*bs)[1].is_number_integer() ||
+        (*bs)[0].get<int64_t>() < 1 || (*bs)[1].get<int64_t>() < 1 || (*bs)[0].get<int64_t>() > (1 << 20) ||
+        (*bs)[1].get<int64_t>() > (1 << 20))
+      return corrupt("config.json: quantization_config.weight_block_size must be two positive integers [rows, cols]");
+    c.scaling = WeightScaling::block;
+    c.block_rows = (*bs)[0].get<int>();
+    c.block_cols = (*bs)[1].get<int>();
+  }
+  return read_names(q, "modules_to_not_convert", c.ignore);
+}
+
+// One config group's weight scheme as a QuantConfig (block sizes, scaling).
+Expected<QuantConfig> parse_ct_weights(const std::string& group, const json& w) {
+  const std::string where = "config.json: quantization_config.config_groups." + group + ".weights";
+  if (!w.is_object()) return corrupt(where + " must be an object");
+  int bits = 0;
+  BRIGADE_RETURN_IF_ERROR(read_int(w, "num_bits", bits, false));
+  const std::string type = string_or(w, "type", "int"), strategy = string_or(w, "strategy", "");
+  if (bits != 8 || type != "float")
+    return unsupported(where + ": num_bits " + std::to_string(bits) + ", type '" + type +
+                       "' is not supported; supported: " + kSupported);
+  QuantConfig c;
+  c.method = "compressed-tensors";
+  c.scale_is_inverse = false;
+  if (strategy == "tensor") {
+    c.scaling = WeightScaling::tensor;
+  } else if (strategy == "channel") {
+    c.scaling = WeightScaling::channel;
+  } else if (strategy == "block") {
+    auto bs = w.find("block_structure");
+    if (bs == w.end() || !bs->is_array() || bs->size() != 2 || !(*bs)[0].is_number_integer() ||
+        !(*bs)[1].is_number_integer() || (*bs)[0].get<int64_t>() < 1 || (*bs)[1].get<int64_t>() < 1 ||
+        (*bs)[0].get<int64_t>() > (1 << 20) || (*bs)[1].get<int64_t>() > (1 << 20))
+      return corrupt(where + ": strategy 'block' needs block_structure [rows, cols] of positive integers");
+    c.scaling = WeightScaling::block;
+    c.block_rows = (*bs)[0].get<int>();
+    c.block_cols = (*bs)[1].get<int>();
+  } else {
+    return unsupported(where + ": strategy '" + strategy + "' is not supported; supported: tensor, channel, block");
+  }
+  return c;
+}
+
+// compressed-tensors' QuantizationConfig: every group must quantize weights the same way.
+Status parse_compressed_tensors(const json& q, QuantConfig& c) {
+  const std::string format = string_or(q, "format", "float-quantized");
+  if (format != "float-quantized" && format != "naive-quantized")
+    return unsupported("config.json: compressed-tensors format '" + format +
+                       "' is not supported; supported: float-quantized, naive-quantized (" + kSupported + ")");
+  auto groups = q.find("config_groups");
+  if (groups == q.end() || !groups->is_object() || groups->empty())
+    return corrupt("config.json: compressed-tensors quantization_config needs a config_groups object");
+  bool first = true;
+  for (const auto& [name, g] : groups->items()) {
+    if (!g.is_object() || !g.contains("weights") || g["weights"].is_null())
+      return unsupported("config.json: quantization_config.config_groups." + name +
+                         " quantizes no weights; supported: " + kSupported);
+    BRIGADE_ASSIGN_OR_RETURN(QuantConfig gc, parse_ct_weights(name, g["weights"]));
+    if (!first && (gc.scaling != c.scaling || gc.block_rows != c.block_rows || gc.block_cols != c.block_cols))
+      return unsupported("config.json: compressed-tensors config_groups quantize weights in different ways; "
+                         "brigade supports one weight scheme per checkpoint");
+    c = gc;
+    first = false;
+  }
+  return read_names(q, "ignore", c.ignore);
+}
+
+}  // namespace
+
+std::string QuantConfig::scale_name(const std::string& weight) const {
+  return weight + (scale_is_inverse ? "_scale_inv" : "_scale");
+}
+
+bool QuantConfig::ignored(const std::string& weight) const {
+  const std::string module = weight.ends_with(".weight") ? weight.substr(0, weight.size() - 7) : weight;
+  for (const std::string& e : ignore) {
+    if (e.starts_with("re:")) {
+      std::regex re(e.substr(3), std::regex::ECMAScript);  // corrupt patterns are refused at parse time
+      if (std::regex_search(module, re, std::regex_constants::match_continuous)) return true;
+      continue;
+    }
+    if (module == e || module.find(e + ".") != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::string QuantConfig::describe() const {
+  std::string s;
+  switch (scaling) {
+    case WeightScaling::none: return "none";
+    case WeightScaling::block:
+      s = "fp8 e4m3, " + std::to_string(block_rows) + "x" + std::to_string(block_cols) + " block scales";
+      break;
+    case WeightScaling::channel: s = "fp8 e4m3, per-channel scales"; break;
+    case WeightScaling::tensor: s = "fp8 e4m3, per-tensor scales"; break;
+  }
+  return s + " (quant_method " + method + ")";
+}
+
+Expected<QuantConfig> parse_quant_config(const json& q) {
+  if (!q.is_object()) return corrupt("config.json: quantization_config must be an object");
+  QuantConfig c;
+  c.method = string_or(q, "quant_method", "");
+  if (c.method == "fp8") {
+    BRIGADE_RETURN_IF_ERROR(parse_fp8(q, c));
+  } else if (c.method == "compressed-tensors") {
+    BRIGADE_RETURN_IF_ERROR(parse_compressed_tensors(q, c));
+  } else {
+    return unsupported("config.json: quantization_config quant_method '" + c.method +
+                       "' is not supported; supported: " + kSupported);
+  }
+  for (const std::string& e : c.ignore) {
+    if (!e.starts_with("re:")) continue;
+    try {
+      std::regex re(e.substr(3), std::regex::ECMAScript);
+    } catch (const std::regex_error&) {
+      return corrupt("config.json: quantization_config ignore pattern '" + e + "' is not a valid regex");
+    }
+  }
+  return c;
+}
+
+}  // namespace brigade
