@@ -70,6 +70,9 @@ else
   ln -sf "$bdir"/tests/gpu/gpu_ops_test "$bdir"/tests/gpu/gpu_model_test "$bdir"/bench/gpu/bench_gpu "$bin/"
 fi
 
+# Packed binaries carry this machine's source path: the fixtures are read from the tree here.
+export BRIGADE_FIXTURES_DIR=$root/tests/fixtures
+
 # Runs test binary $1 into $logs/$1.log. A test that kills the process (a failed CUDA check stops
 # it) is named in a "CRASHED: <test>" line and the binary runs again without it, up to 5 times,
 # so one crash does not hide the results of the tests after it.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -21,7 +22,12 @@ namespace brigade::testing {
 // brigade against transformers, fp32 both sides (hf_fixture_test.cpp says how it was chosen).
 constexpr float kLogitTol = 2e-4f;
 
-inline std::string fixture_dir(const std::string& name) { return std::string(BRIGADE_FIXTURES) + "/" + name; }
+// BRIGADE_FIXTURES_DIR, when set, takes the place of the source tree's tests/fixtures: binaries
+// packed on one machine and run on another (scripts/gpu_check.sh) find the fixtures there.
+inline std::string fixture_dir(const std::string& name) {
+  const char* moved = std::getenv("BRIGADE_FIXTURES_DIR");
+  return std::string(moved && *moved ? moved : BRIGADE_FIXTURES) + "/" + name;
+}
 
 struct FixtureCase {
   std::vector<int32_t> prompt;
