@@ -155,6 +155,35 @@ TEST_F(EngineStations, HeldRequestsRunWhenReleasedWithTheSameTokens) {
   EXPECT_EQ(testing::generate_all(*engine, held), plain);
 }
 
+// Before a router of two instances: the router's events come back through the station, and
+// requests the station held and released are routed as any other.
+TEST_F(EngineStations, StationsStandBeforeTheRouterOfSeveralInstances) {
+  EngineOptions o = options({probe("p")});
+  o.topology.instances.front().kv.memory_mb = 16;
+  o.topology.instances.push_back(o.topology.instances.front());
+  o.topology.instances[0].name = "i0";
+  o.topology.instances[1].name = "i1";
+  o.topology.router.policy = "round_robin";
+  auto engine = create_engine(o);
+  ASSERT_TRUE(engine);
+  std::vector<GenerateOptions> reqs;
+  for (int i = 0; i < 4; ++i)
+    reqs.push_back(labelled(greedy_ids(prompt(20 + i, 6), 5), {{"hold", i % 2 ? "timer" : ""}}));
+  const auto tokens = testing::generate_all(*engine, reqs);
+  for (const auto& t : tokens) EXPECT_EQ(t.size(), 5u);
+  const auto per = engine->instance_stats();
+  ASSERT_EQ(per.size(), 2u);
+  EXPECT_EQ(per[0].stats.requests_done + per[1].stats.requests_done, 4u);
+  EXPECT_GT(per[0].stats.requests_done, 0u);
+  EXPECT_GT(per[1].stats.requests_done, 0u);
+  std::lock_guard<std::mutex> lock(seen_->mu);
+  for (const auto& [id, n] : seen_->tokens) EXPECT_EQ(n, 5) << id;
+  EXPECT_EQ(seen_->finals.size(), 4u);
+  const auto stats = engine->station_stats();
+  EXPECT_EQ(stats[0].passed, 2u);
+  EXPECT_EQ(stats[0].released, 2u);
+}
+
 TEST_F(EngineStations, RejectedRequestsEndWithTheStationsErrorAndOthersServe) {
   auto engine = create_engine(options({probe("gate")}));
   ASSERT_TRUE(engine);
