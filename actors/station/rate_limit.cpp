@@ -17,12 +17,13 @@ RateLimiter::Bucket RateLimiter::current(const std::string& client, double now) 
   return b;
 }
 
-double RateLimiter::wait_s(const std::string& client, int64_t tokens, double now) const {
+double RateLimiter::wait_s(const std::string& client, int64_t tokens, double now, int n_requests) const {
   const bool limit_requests = config_.requests_per_minute > 0, limit_tokens = config_.tokens_per_minute > 0;
-  if (limit_tokens && static_cast<double>(tokens) > cap_tokens()) return -1.0;
+  if (n_requests == 1 && limit_tokens && static_cast<double>(tokens) > cap_tokens()) return -1.0;
   const Bucket b = current(client, now);
   double wait = 0.0;
-  if (limit_requests && b.requests < 1.0) wait = std::max(wait, (1.0 - b.requests) * 60.0 / config_.requests_per_minute);
+  if (limit_requests && b.requests < n_requests)
+    wait = std::max(wait, (n_requests - b.requests) * 60.0 / config_.requests_per_minute);
   if (limit_tokens && b.tokens < static_cast<double>(tokens))
     wait = std::max(wait, (static_cast<double>(tokens) - b.tokens) * 60.0 / config_.tokens_per_minute);
   return wait;
@@ -114,10 +115,17 @@ class RateLimitStation final : public Station {
                                     "rate limit for " + who(client) + " reached (" + describe() + "); retry in " +
                                         seconds_text(wait) + " s",
                                     static_cast<int64_t>(std::ceil(wait * 1000.0)));
-    if (found != queues_.end() && static_cast<int>(found->second.size()) >= config_.max_queue)
+    if (found != queues_.end() && static_cast<int>(found->second.size()) >= config_.max_queue) {
+      // Retry when the queue ahead and this request could all have been admitted.
+      int64_t queued_tokens = tokens;
+      for (const Waiting& q : found->second) queued_tokens += q.tokens;
+      const int n = static_cast<int>(found->second.size()) + 1;
+      const double drained = limiter_.wait_s(client, queued_tokens, now, n);
       return StationVerdict::reject(StatusCode::out_of_resources,
                                     "rate limit for " + who(client) + ": " + std::to_string(found->second.size()) +
-                                        " requests already wait (max_queue); retry later");
+                                        " requests already wait (max_queue); retry in " + seconds_text(drained) + " s",
+                                    static_cast<int64_t>(std::ceil(drained * 1000.0)));
+    }
     queues_[client].push_back(w);
     schedule(client, wait, ctx);
     return StationVerdict::hold();

@@ -43,7 +43,9 @@ class RateLimiter {
 
   // Seconds from `now` until `client` can be admitted at a cost of `tokens` (0: now), or a
   // negative value when it never can (tokens above a full bucket). Const: a check.
-  double wait_s(const std::string& client, int64_t tokens, double now) const;
+  // With n_requests > 1: until that many requests costing `tokens` together could be admitted
+  // one after another (the wait of the last of a queue), ignoring the bucket size.
+  double wait_s(const std::string& client, int64_t tokens, double now, int n_requests = 1) const;
   // Takes one request and `tokens` from the client's buckets (which may go below zero only if
   // the caller skipped wait_s).
   void admit(const std::string& client, int64_t tokens, double now);

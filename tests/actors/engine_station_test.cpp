@@ -263,7 +263,10 @@ TEST_F(EngineStations, RateLimitQueuesAndRefusesPastMaxQueue) {
   EXPECT_EQ(events[0].back().finish, FinishReason::length);
   EXPECT_EQ(events[1].back().finish, FinishReason::length);
   ASSERT_EQ(events[2].size(), 1u);
-  EXPECT_NE(events[2][0].error.find("1 requests already wait (max_queue)"), std::string::npos);
+  EXPECT_NE(events[2][0].error.find("1 requests already wait (max_queue); retry in"), std::string::npos);
+  // The one waiting and this one: two more requests, one a second.
+  EXPECT_GT(events[2][0].retry_after_ms, 1000);
+  EXPECT_LE(events[2][0].retry_after_ms, 2000);
   const auto stats = engine->station_stats();
   ASSERT_EQ(stats.size(), 1u);
   EXPECT_EQ(stats[0].name, "rl");

@@ -46,6 +46,15 @@ TEST(RateLimiter, TokensAreTakenAtAdmissionAndTheUnusedPartComesBack) {
   EXPECT_LT(rl.wait_s("a", 601, 0.0), 0.0);  // above a full bucket: never
 }
 
+TEST(RateLimiter, TheWaitOfTheLastOfAQueue) {
+  RateLimiter rl(limits(/*rpm=*/6, /*tpm=*/60));  // a request every 10 s, a token a second
+  for (int i = 0; i < 6; ++i) rl.admit("a", 0, 0.0);  // the request bucket is empty
+  EXPECT_DOUBLE_EQ(rl.wait_s("a", 0, 0.0), 10.0);
+  EXPECT_DOUBLE_EQ(rl.wait_s("a", 0, 0.0, /*n_requests=*/3), 30.0);
+  // Tokens of the whole queue may exceed one bucket: the wait is still the refill time.
+  EXPECT_DOUBLE_EQ(rl.wait_s("a", 120, 0.0, 3), 60.0);
+}
+
 TEST(RateLimiter, BurstSetsTheBucketSize) {
   RateLimiter rl(limits(/*rpm=*/1200, 0, /*burst_s=*/0.05));  // holds one request; 20 per second
   rl.admit("a", 0, 1.0);
