@@ -1,5 +1,8 @@
 #include "actors/step_codec.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "messages/convert.h"
 
 namespace brigade {
@@ -228,12 +231,13 @@ token_event_msg encode_event(const SeqEvent& ev) {
   });
 }
 
-token_event_msg error_event(uint64_t request_id, const Status& error) {
+token_event_msg error_event(uint64_t request_id, const Status& error, int64_t retry_after_ms) {
   return token_event_msg::build([&](schema::TokenEvent::Builder b) {
     b.setRequestId(request_id);
     b.setFinishReason(schema::FinishReason::ERROR);
     b.setError(error.message());
     b.setErrorCode(static_cast<uint16_t>(error.code()));
+    b.setRetryAfterMs(static_cast<uint32_t>(std::clamp<int64_t>(retry_after_ms, 0, UINT32_MAX)));
   });
 }
 

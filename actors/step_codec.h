@@ -37,7 +37,8 @@ void encode_sampling(const SamplingConfig& c, schema::SamplingParams::Builder b)
 
 token_event_msg encode_event(const SeqEvent& ev);
 // The one event of a request that ends before any token: finish error, the status's message and code.
-token_event_msg error_event(uint64_t request_id, const Status& error);
+// `retry_after_ms` > 0: when the client may retry (TokenEvent.retryAfterMs; a station's rate limit).
+token_event_msg error_event(uint64_t request_id, const Status& error, int64_t retry_after_ms = 0);
 schema::FinishReason to_schema(Finish f);
 
 }  // namespace brigade

@@ -23,6 +23,13 @@ std::vector<std::string> to_vector(capnp::List<capnp::Text>::Reader list);
 void fill_list(capnp::List<int32_t>::Builder list, std::span<const int32_t> values);
 void fill_list(capnp::List<uint64_t>::Builder list, std::span<const uint64_t> values);
 
+// Message bytes (capnp Data) as a string, and a string's bytes as Data for a setter (valid while
+// `s` lives).
+inline std::string to_string(capnp::Data::Reader d) { return {reinterpret_cast<const char*>(d.begin()), d.size()}; }
+inline capnp::Data::Reader as_data(const std::string& s) {
+  return {reinterpret_cast<const kj::byte*>(s.data()), s.size()};
+}
+
 // A view of message text; valid while the message lives.
 inline std::string_view to_string_view(capnp::Text::Reader text) {
   return {text.begin(), text.size()};

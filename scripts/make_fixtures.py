@@ -195,12 +195,13 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     cases = run_cases(model, kw["vocab_size"], decode_logits="deepseek" in name)
-    expected = {
-        "generator": f"transformers {transformers.__version__}, torch {torch.__version__}, "
-                     f"{model_cls}, fp32, eager attention, seed {seed}",
-        "vocab_size": kw["vocab_size"],
-        "cases": cases,
-    }
+    write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
+                                  f"{model_cls}, fp32, eager attention, seed {seed}", kw["vocab_size"], cases)
+
+
+def write_expected(out_dir, name, generator, vocab_size, cases):
+    """Writes a fixture's expected.json (what the C++ HfFixture tests read) and reports its size."""
+    expected = {"generator": generator, "vocab_size": vocab_size, "cases": cases}
     (out_dir / "expected.json").write_text(json.dumps(expected, separators=(",", ":")) + "\n")
     size = sum(f.stat().st_size for f in out_dir.iterdir())
     print(f"{name}: {size / 1024:.0f} KiB")

@@ -206,15 +206,9 @@ def make(name, config_cls, model_cls, kw, quant, seed):
         print(f"{name}: transformers cannot load the fp8 checkpoint itself: {type(e).__name__}: {str(e)[:200]}")
         if "deepseek" not in name:
             raise
-    expected = {
-        "generator": f"transformers {transformers.__version__}, torch {torch.__version__}, {model_cls}, fp32, "
-                     f"eager attention, seed {seed}; weights {generator}",
-        "vocab_size": kw["vocab_size"],
-        "cases": reference,
-    }
-    (out_dir / "expected.json").write_text(json.dumps(expected, separators=(",", ":")) + "\n")
-    size = sum(f.stat().st_size for f in out_dir.iterdir())
-    print(f"{name}: {size / 1024:.0f} KiB")
+    mf.write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, {model_cls}, "
+                                     f"fp32, eager attention, seed {seed}; weights {generator}",
+                      kw["vocab_size"], reference)
 
 
 def write_e4m3_table():

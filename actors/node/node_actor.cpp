@@ -7,6 +7,7 @@
 
 #include "actors/engine/instance_stats.h"
 #include "actors/node/node_auth.h"
+#include "messages/convert.h"
 #include "messages/error.h"
 
 namespace brigade {
@@ -43,8 +44,6 @@ bool from_front_process(node_ptr self) {
   return sender->node() == self->node() || (self->state.front && sender->node() == self->state.front_node);
 }
 
-std::string bytes_of(capnp::Data::Reader d) { return std::string(reinterpret_cast<const char*>(d.begin()), d.size()); }
-
 // (info): what the node serves, with a fresh challenge when it authenticates.
 node_info_msg on_info(node_ptr self) {
   auto& st = self->state;
@@ -52,7 +51,7 @@ node_info_msg on_info(node_ptr self) {
   const std::string challenge = st.challenges.issue();
   return st.setup.info.edited([&](schema::NodeInfo::Builder b) {
     b.setAuthRequired(true);
-    b.setChallenge(capnp::Data::Reader(reinterpret_cast<const kj::byte*>(challenge.data()), challenge.size()));
+    b.setChallenge(as_data(challenge));
   });
 }
 
@@ -90,9 +89,9 @@ caf::result<node_info_msg> on_connect(node_ptr self, const node_hello_msg& hello
   if (!sink || !handoffs) return to_caf_error(invalid_argument("the hello names no event sink"));
   node_info_msg answer = st.setup.info;
   if (!st.setup.token.empty()) {
-    const std::string challenge = bytes_of(h.getChallenge());
+    const std::string challenge = to_string(h.getChallenge());
     const bool fresh = st.challenges.redeem(challenge);
-    if (!fresh || !same_proof(bytes_of(h.getProof()), hello_proof(st.setup.token, challenge, std::string(h.getInstance()),
+    if (!fresh || !same_proof(to_string(h.getProof()), hello_proof(st.setup.token, challenge, std::string(h.getInstance()),
                                                                     std::string(h.getRole())))) {
       spdlog::warn("node '{}': refused front '{}': {}", st.instance, front,
                    fresh ? "it did not prove the node token" : "its challenge is unknown or spent");
@@ -100,10 +99,10 @@ caf::result<node_info_msg> on_connect(node_ptr self, const node_hello_msg& hello
                                            "': it did not prove the node token (node_token_file must name the "
                                            "same secret on both sides)"));
     }
-    const std::string proof = answer_proof(st.setup.token, bytes_of(h.getNonce()), st.instance);
+    const std::string proof = answer_proof(st.setup.token, to_string(h.getNonce()), st.instance);
     answer = answer.edited([&](schema::NodeInfo::Builder b) {
       b.setAuthRequired(true);
-      b.setProof(capnp::Data::Reader(reinterpret_cast<const kj::byte*>(proof.data()), proof.size()));
+      b.setProof(as_data(proof));
     });
   }
   st.front = std::move(sink);

@@ -103,13 +103,8 @@ bool guarded(station_ptr self, const char* what, F&& f) {
 void reject_request(station_ptr self, uint64_t id, StatusCode code, const std::string& message,
                     int64_t retry_after_ms = 0) {
   self->state.counters->rejected++;
-  self->send(self->state.upstream, token_event_msg::build([&](schema::TokenEvent::Builder b) {
-    b.setRequestId(id);
-    b.setFinishReason(schema::FinishReason::ERROR);
-    b.setError(message);
-    b.setErrorCode(static_cast<uint16_t>(code == StatusCode::ok ? StatusCode::invalid_argument : code));
-    b.setRetryAfterMs(static_cast<uint32_t>(std::clamp<int64_t>(retry_after_ms, 0, UINT32_MAX)));
-  }));
+  self->send(self->state.upstream,
+             error_event(id, Status(code == StatusCode::ok ? StatusCode::invalid_argument : code, message), retry_after_ms));
 }
 
 void on_request(station_ptr self, const generate_request_msg& msg) {

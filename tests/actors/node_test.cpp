@@ -63,14 +63,20 @@ class NodeCluster : public testing::TinyModelTest {
     return o.topology;
   }
 
-  // A node serving instance `name` of `topo` on a free port of 127.0.0.1.
-  std::unique_ptr<Node> start_node(const TopologyConfig& topo, const std::string& name) const {
+  // Options of a node serving instance `name` of `topo` at `listen` (default: a free port).
+  NodeOptions node_options(const TopologyConfig& topo, const std::string& name,
+                           const std::string& listen = "127.0.0.1:0") const {
     NodeOptions no;
     no.engine = testing::test_engine_options(model(), 1);
     no.engine.topology = topo;
     no.instance = name;
-    no.listen = "127.0.0.1:0";
-    auto node = Node::start(no);
+    no.listen = listen;
+    return no;
+  }
+
+  // A node serving instance `name` of `topo` on a free port of 127.0.0.1.
+  std::unique_ptr<Node> start_node(const TopologyConfig& topo, const std::string& name) const {
+    auto node = Node::start(node_options(topo, name));
     EXPECT_TRUE(node.has_value()) << node.status().to_string();
     return node ? std::move(*node) : nullptr;
   }
@@ -243,12 +249,7 @@ TEST_F(NodeCluster, ANodeThatComesBackIsServedAgain) {
   }
   EXPECT_FALSE((*cluster)->instance_stats()[0].serving);
 
-  NodeOptions no;
-  no.engine = testing::test_engine_options(model(), 1);
-  no.engine.topology = topo;
-  no.instance = "a";
-  no.listen = "127.0.0.1:" + std::to_string(port);
-  auto again = Node::start(no);
+  auto again = Node::start(node_options(topo, "a", "127.0.0.1:" + std::to_string(port)));
   ASSERT_TRUE(again.has_value()) << again.status().to_string();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (!(*cluster)->instance_stats()[0].serving && std::chrono::steady_clock::now() < deadline)
@@ -323,11 +324,7 @@ TEST_F(NodeCluster, MisconfigurationsFailClearly) {
   ASSERT_FALSE(role.has_value());
   EXPECT_NE(role.status().message().find("with role both, the front's topology says decode"), std::string::npos) << role.status().message();
 
-  NodeOptions no;
-  no.engine = testing::test_engine_options(model(), 1);
-  no.engine.topology = topo;
-  no.instance = "nope";
-  no.listen = "127.0.0.1:0";
+  NodeOptions no = node_options(topo, "nope");
   auto unknown = Node::start(no);
   ASSERT_FALSE(unknown.has_value());
   EXPECT_NE(unknown.status().message().find("no instance 'nope' (it has: a)"), std::string::npos)
@@ -384,12 +381,7 @@ TEST_F(NodeCluster, ANodeTokenAuthenticatesFrontAndNode) {
 
   // A token file that is too short is refused at start, by either side.
   topo.node_token_file = token_file("short", "abc");
-  NodeOptions no;
-  no.engine = testing::test_engine_options(model(), 1);
-  no.engine.topology = topo;
-  no.instance = "a";
-  no.listen = "127.0.0.1:0";
-  auto short_node = Node::start(no);
+  auto short_node = Node::start(node_options(topo, "a"));
   ASSERT_FALSE(short_node.has_value());
   EXPECT_NE(short_node.status().message().find("use at least 16"), std::string::npos) << short_node.status().message();
 }
