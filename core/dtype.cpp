@@ -14,6 +14,10 @@ const char* dtype_name(DType t) {
     case DType::i8: return "i8";
     case DType::u8: return "u8";
     case DType::f8e4m3: return "f8e4m3";
+    case DType::q8_0: return "q8_0";
+    case DType::q4_0: return "q4_0";
+    case DType::q4_k: return "q4_k";
+    case DType::q6_k: return "q6_k";
   }
   return "?";
 }
@@ -27,6 +31,10 @@ std::optional<DType> parse_dtype(std::string_view n) {
   if (n == "i8" || n == "int8" || n == "I8") return DType::i8;
   if (n == "u8" || n == "uint8" || n == "U8") return DType::u8;
   if (n == "f8e4m3" || n == "fp8") return DType::f8e4m3;
+  if (n == "q8_0" || n == "Q8_0") return DType::q8_0;
+  if (n == "q4_0" || n == "Q4_0") return DType::q4_0;
+  if (n == "q4_k" || n == "Q4_K") return DType::q4_k;
+  if (n == "q6_k" || n == "Q6_K") return DType::q6_k;
   return std::nullopt;
 }
 

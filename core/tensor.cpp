@@ -20,7 +20,7 @@ Tensor Tensor::rows(int64_t begin, int64_t n) const {
   BRIGADE_CHECK(ndim >= 1 && begin >= 0 && begin + n <= shape[0], "row range inside the tensor");
   Tensor t = *this;
   t.shape[0] = n;
-  t.data = static_cast<char*>(data) + static_cast<size_t>(begin * row_numel()) * dtype_size(dtype);
+  t.data = static_cast<char*>(data) + dtype_bytes(dtype, begin * row_numel());
   return t;
 }
 

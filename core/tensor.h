@@ -31,7 +31,8 @@ struct Tensor {
   // Product of the dims; 0 for an empty Tensor (no data, no dims: what Tensor() is), so an
   // absent optional weight counts no bytes. A Tensor with data and no dims is a scalar: 1.
   int64_t numel() const;
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  // Block-quantized types (core/quant.h): whole blocks per row, so nbytes counts blocks.
+  size_t nbytes() const { return dtype_bytes(dtype, numel()); }
   bool empty() const { return data == nullptr; }
   // Elements in one index of the first dimension (product of the other dims).
   int64_t row_numel() const { return ndim == 0 ? 1 : numel() / shape[0]; }
