@@ -26,7 +26,7 @@ Expected<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& path) 
   if (path.ends_with(".gguf")) {
     BRIGADE_ASSIGN_OR_RETURN(auto gguf, GgufFile::open(path));
     ck->format_ = "gguf";
-    BRIGADE_RETURN_IF_ERROR(read_gguf_checkpoint(*gguf, ck->config_, ck->tensors_, ck->owned_));
+    BRIGADE_RETURN_IF_ERROR(read_gguf_checkpoint(*gguf, ck->config_, ck->tensors_));
     ck->files_.push_back(gguf->file());
     return ck;
   }

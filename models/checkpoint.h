@@ -5,7 +5,8 @@
 //   - a directory with config.json and model.safetensors, or model.safetensors.index.json
 //     ({"weight_map": {tensor name: shard file}}) naming several shard files beside it;
 //   - a llama2.c .bin file (tensors exposed under Hugging Face names, see llama2c.h);
-//   - a GGUF file (*.gguf; llama, qwen2, qwen3; F32/F16/BF16/Q8_0, see gguf_checkpoint.h).
+//   - a GGUF file (*.gguf; llama, qwen2, qwen3; F32/F16/BF16 and the ggml quantized types of
+//     models/ggml_quant.h, see gguf_checkpoint.h).
 #pragma once
 
 #include <map>
@@ -45,7 +46,6 @@ class Checkpoint {
   std::string format_;
   ModelConfig config_;
   std::vector<std::shared_ptr<MappedFile>> files_;  // keep the mappings alive
-  std::vector<std::vector<uint8_t>> owned_;         // tensors converted at open (GGUF Q8_0)
   std::map<std::string, RawTensor> tensors_;
 };
 

@@ -97,27 +97,6 @@ Status read_value(Cursor& c, GgufValue& v, const std::string& what) {
 
 }  // namespace
 
-std::optional<uint64_t> ggml_type_bytes(uint32_t type, int64_t n) {
-  const auto un = static_cast<uint64_t>(n);
-  switch (static_cast<GgmlType>(type)) {
-    case GgmlType::f32: return un * 4;
-    case GgmlType::f16:
-    case GgmlType::bf16: return un * 2;
-    case GgmlType::q8_0: return n % 32 == 0 ? std::optional<uint64_t>(un / 32 * 34) : std::nullopt;
-  }
-  return std::nullopt;
-}
-
-const char* ggml_type_name(uint32_t type) {
-  switch (static_cast<GgmlType>(type)) {
-    case GgmlType::f32: return "F32";
-    case GgmlType::f16: return "F16";
-    case GgmlType::q8_0: return "Q8_0";
-    case GgmlType::bf16: return "BF16";
-  }
-  return "unsupported";
-}
-
 Expected<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path) {
   std::unique_ptr<GgufFile> g(new GgufFile());
   BRIGADE_ASSIGN_OR_RETURN(g->file_, MappedFile::open(path));
@@ -168,11 +147,18 @@ Status GgufFile::parse() {
       t.info.dims.push_back(static_cast<int64_t>(n));
       numel *= static_cast<int64_t>(n);
     }
-    BRIGADE_RETURN_IF_ERROR(c.read(t.info.type, what));
+    uint32_t type = 0;
+    BRIGADE_RETURN_IF_ERROR(c.read(type, what));
     BRIGADE_RETURN_IF_ERROR(c.read(t.offset, what));
-    if (!ggml_type_bytes(t.info.type, t.info.dims[0]))
-      return unsupported(p + ": " + what + " has ggml type " + std::to_string(t.info.type) +
-                         ", which is not supported; supported: F32, F16, BF16, Q8_0");
+    t.info.type = ggml_type_info(type);
+    if (!t.info.type)
+      return unsupported(p + ": " + what + " has ggml type " + ggml_type_name_of(type) + " (" + std::to_string(type) +
+                         "), which brigade cannot read; supported: " + ggml_supported_types() +
+                         " (re-quantize the model to one of them, e.g. Q4_K_M)");
+    if (t.info.dims[0] % t.info.type->block_elems != 0)
+      return corrupt(p + ": " + what + " has rows of " + std::to_string(t.info.dims[0]) + " elements, which " +
+                     t.info.type->name + " (blocks of " + std::to_string(t.info.type->block_elems) +
+                     ") cannot hold; the file is corrupt");
     pending.push_back(std::move(t));
   }
   BRIGADE_ASSIGN_OR_RETURN(const int64_t alignment, get_int_or("general.alignment", 32));
@@ -183,7 +169,7 @@ Status GgufFile::parse() {
   for (auto& t : pending) {
     int64_t numel = 1;
     for (int64_t d : t.info.dims) numel *= d;
-    const uint64_t n = *ggml_type_bytes(t.info.type, numel);
+    const uint64_t n = static_cast<uint64_t>(numel / t.info.type->block_elems) * t.info.type->block_bytes;
     if (t.offset % a != 0) return corrupt(p + ": tensor '" + t.info.name + "' offset is not aligned");
     if (t.offset > std::numeric_limits<uint64_t>::max() - data_start)  // the sum below would wrap
       return corrupt(p + ": tensor '" + t.info.name + "' offset " + std::to_string(t.offset) + " is past the end of the file");

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "models/ggml_quant.h"
 #include "models/mapped_file.h"
 
 namespace brigade {
@@ -38,21 +39,19 @@ struct GgufValue {
   std::vector<double> numbers;
 };
 
-// The ggml element types brigade reads.
-enum class GgmlType : uint32_t { f32 = 0, f16 = 1, q8_0 = 8, bf16 = 30 };
-
 struct GgufTensorInfo {
   std::string name;
   std::vector<int64_t> dims;  // ggml order: dims[0] is the innermost (row length)
-  uint32_t type = 0;          // ggml type id (GgmlType for the supported ones)
+  const GgmlTypeInfo* type = nullptr;  // its ggml type (models/ggml_quant.h), one brigade reads
   std::span<const uint8_t> bytes;  // the tensor's data in the mapping (checked to fit the file)
 };
 
 class GgufFile {
  public:
   // Parses the header, metadata and tensor table of `path`; corrupt (naming the file and the
-  // offending key or tensor) on truncation or inconsistency; unsupported for versions other
-  // than 2 and 3 and for tensor types other than F32, F16, BF16 and Q8_0 (listed).
+  // offending key or tensor) on truncation or inconsistency, a row length that is not a whole
+  // number of its type's blocks included; unsupported for versions other than 2 and 3 and for
+  // tensor types other than ggml_supported_types() (the type named, the supported ones listed).
   static Expected<std::unique_ptr<GgufFile>> open(const std::string& path);
 
   const std::string& path() const { return file_->path(); }
@@ -77,10 +76,5 @@ class GgufFile {
   std::map<std::string, GgufValue> kv_;
   std::vector<GgufTensorInfo> tensors_;
 };
-
-// Bytes of n elements of ggml type `type` (n a multiple of the block size); nullopt for
-// unsupported types.
-std::optional<uint64_t> ggml_type_bytes(uint32_t type, int64_t n);
-const char* ggml_type_name(uint32_t type);
 
 }  // namespace brigade

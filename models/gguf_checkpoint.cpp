@@ -87,20 +87,6 @@ Status read_config(const GgufFile& g, ModelConfig& c) {
   return Status::ok();
 }
 
-// Q8_0 block: f16 scale d, then 32 int8 q; value = d * q.
-std::vector<uint8_t> dequantize_q8_0(std::span<const uint8_t> src, int64_t numel) {
-  std::vector<uint8_t> out(static_cast<size_t>(numel) * 4);
-  float* dst = reinterpret_cast<float*>(out.data());
-  for (int64_t b = 0; b < numel / 32; ++b) {
-    const uint8_t* block = src.data() + b * 34;
-    uint16_t h = 0;
-    std::memcpy(&h, block, 2);
-    const float d = f16_to_f32(h);
-    for (int i = 0; i < 32; ++i) dst[b * 32 + i] = d * static_cast<float>(static_cast<int8_t>(block[2 + i]));
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string gguf_to_hf_name(const std::string& n) {
@@ -124,8 +110,7 @@ std::string gguf_to_hf_name(const std::string& n) {
   return it == kLayer.end() ? "" : "model.layers." + n.substr(4, dot - 4) + "." + it->second;
 }
 
-Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::string, RawTensor>& tensors,
-                            std::vector<std::vector<uint8_t>>& owned) {
+Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::string, RawTensor>& tensors) {
   BRIGADE_RETURN_IF_ERROR(read_config(g, c));
   for (const auto& t : g.tensors()) {
     const bool rope_freqs = t.name == "rope_freqs.weight";
@@ -135,16 +120,9 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
     r.name = name;
     r.file = g.path();
     r.shape.assign(t.dims.rbegin(), t.dims.rend());
-    switch (static_cast<GgmlType>(t.type)) {
-      case GgmlType::f32: r.dtype = DType::f32; r.bytes = t.bytes; break;
-      case GgmlType::f16: r.dtype = DType::f16; r.bytes = t.bytes; break;
-      case GgmlType::bf16: r.dtype = DType::bf16; r.bytes = t.bytes; break;
-      case GgmlType::q8_0:
-        owned.push_back(dequantize_q8_0(t.bytes, r.numel()));
-        r.dtype = DType::f32;
-        r.bytes = std::span<const uint8_t>(owned.back());
-        break;
-    }
+    r.bytes = t.bytes;
+    r.dtype = t.type->dtype.value_or(DType::u8);
+    if (t.type->block_elems > 1) r.ggml = t.type;
     if (rope_freqs) {
       BRIGADE_RETURN_IF_ERROR(read_rope_freqs(g, r, c));
       continue;
@@ -156,7 +134,8 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
     return corrupt(g.path() + ": tensor 'token_embd.weight' (2-D) is missing");
   c.vocab_size = static_cast<int>(embed->second.shape[0]);
   c.tie_embeddings = tensors.find("lm_head.weight") == tensors.end();
-  c.dtype = embed->second.dtype;
+  // The float type of the weights (a default for the KV cache): the table's, f32 when quantized.
+  c.dtype = embed->second.block_quantized() ? DType::f32 : embed->second.dtype;
   const Status v = c.validate();
   if (!v.is_ok()) return Status(v.code(), g.path() + ": " + v.message());
   return Status::ok();

@@ -7,9 +7,9 @@
 //   - llama.cpp's converter permutes the q/k rows of llama models so that RoPE rotates adjacent
 //     pairs; brigade runs those with RopeStyle::interleaved instead of undoing the permutation.
 //     qwen2/qwen3 are stored unpermuted and run with neox RoPE, as in llama.cpp.
-//   - F32, F16 and BF16 tensors are views of the mapping. Q8_0 (blocks of 32: f16 scale + 32
-//     int8) is dequantized to f32 at open into memory the checkpoint owns: exact (a f16 scale
-//     times an int8 fits f32's mantissa), at 4 bytes per weight until a backend has Q8_0 kernels.
+//   - Every tensor is a view of the mapping, block-quantized ones (Q4_K, ...) included
+//     (RawTensor::ggml says how): whether a weight stays quantized or is dequantized is decided
+//     by WeightLoader, which knows the backend and the weight type asked for.
 //   - RoPE: {arch}.rope.freq_base, rope.scaling.type none or linear (+ rope.scaling.factor), and
 //     rope_freqs.weight [head_dim / 2], the per-frequency divisors in which llama.cpp's converter
 //     stores llama3 scaling (RopeScaling::freq_factors).
@@ -28,11 +28,9 @@
 
 namespace brigade {
 
-// Fills config and tensors from `gguf`; dequantized data goes to `owned` (which must outlive the
-// tensors). unsupported for other architectures (listed) or rope scaling types; corrupt for
+// Fills config and tensors (views of gguf's mapping) from `gguf`. unsupported for other architectures (listed) or rope scaling types; corrupt for
 // missing keys or tensors of the wrong size (rope_freqs.weight included), naming them.
-Status read_gguf_checkpoint(const GgufFile& gguf, ModelConfig& config, std::map<std::string, RawTensor>& tensors,
-                            std::vector<std::vector<uint8_t>>& owned);
+Status read_gguf_checkpoint(const GgufFile& gguf, ModelConfig& config, std::map<std::string, RawTensor>& tensors);
 
 // Hugging Face name of a llama.cpp tensor name, or "" when it has none.
 std::string gguf_to_hf_name(const std::string& gguf_name);

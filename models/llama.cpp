@@ -171,7 +171,11 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.k_norm, w.vector_f32({layer_name(l, "self_attn.k_norm.weight")}, {c.head_dim}));
   }
   if (c.is_moe_layer(l)) {
-    BRIGADE_ASSIGN_OR_RETURN(layer.moe, load_moe_block(w, c, l, s.moe));
+    w.quantize_linear(false);  // under weights: q8_0 / q4_0 the router and experts stay float
+    auto moe = load_moe_block(w, c, l, s.moe);
+    w.quantize_linear(true);
+    if (!moe) return moe.status();
+    layer.moe = std::move(*moe);
     expert_params_ += int64_t{3} * c.n_experts * c.moe_intermediate_size * hidden;
     expert_bytes_ += static_cast<int64_t>(layer.moe.gate_up.tensor.nbytes() + layer.moe.down.tensor.nbytes());
     return Status::ok();
@@ -289,17 +293,23 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   return Status::ok();
 }
 
-// The matrices' element type: a float type, or f8e4m3 for the linear layers where the backend
-// multiplies fp8 (the embedding table and lm_head then stay bf16, as vLLM keeps them).
+// The matrices' element type: a float type; f8e4m3 for the linear layers where the backend
+// multiplies fp8 (the embedding table and lm_head then stay bf16, as vLLM keeps them); q8_0 or
+// q4_0 for the linear layers where the backend multiplies them (the CPU; tables stay as stored).
+// Checked before any weight is read.
 Status check_weight_dtype(std::optional<DType> want, const Backend& backend) {
   if (!want) return Status::ok();
   const DType t = *want;
-  if (t != DType::f32 && t != DType::f16 && t != DType::bf16 && t != DType::f8e4m3)
+  if (t != DType::f32 && t != DType::f16 && t != DType::bf16 && t != DType::f8e4m3 && t != DType::q8_0 &&
+      t != DType::q4_0)
     return unsupported(std::string("weight dtype ") + dtype_name(t) +
-                       " is not supported; supported: f32, f16, bf16, f8e4m3 (fp8)");
+                       " is not supported; supported: f32, f16, bf16, f8e4m3 (fp8), q8_0, q4_0");
   if (t == DType::f8e4m3 && !backend.supports_weight_dtype(t))
     return unsupported("fp8 weights need a CUDA GPU with compute capability >= 8.9; backend '" + backend.name() +
                        "' cannot run them (load with weights: bf16 or auto)");
+  if (is_block_quantized(t) && !backend.supports_weight_dtype(t))
+    return unsupported(std::string(dtype_name(t)) + " weights run on the CPU backend; backend '" + backend.name() +
+                       "' cannot multiply them (load with weights: auto or bf16)");
   return Status::ok();
 }
 

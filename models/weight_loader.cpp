@@ -15,6 +15,13 @@ Slice part_slice(const std::vector<Slice>& slices, size_t i) {
   return slices.empty() ? Slice{} : slices[i];
 }
 
+bool is_block_type(std::optional<DType> t) { return t && is_block_quantized(*t); }
+
+// prepare_weight's `want` for a weight staged as `staged`: a block type staged is kept as it is.
+std::optional<DType> target(DType staged, std::optional<DType> want) {
+  return is_block_quantized(staged) ? std::nullopt : want;
+}
+
 }  // namespace
 
 Expected<OwnedTensor> WeightLoader::prepare(const Tensor& host, std::optional<DType> want) {
@@ -28,8 +35,22 @@ void WeightLoader::count(const std::string& name, int64_t numel) {
   if (counted_.insert(name).second) n_params_ += numel;
 }
 
-DType WeightLoader::staging_dtype(const StoredWeight& w) const {
-  return w.quantized() ? fp8_staging_dtype(want_) : w.raw().dtype;
+std::optional<DType> WeightLoader::linear_want() const {
+  return !quantize_linear_ && is_block_type(want_) ? std::nullopt : want_;
+}
+
+std::optional<DType> WeightLoader::float_want() const { return is_block_type(want_) ? std::nullopt : want_; }
+
+DType WeightLoader::staging_dtype(const StoredWeight& w, std::optional<DType> want, Slice cols, int64_t full,
+                                  bool keep_blocks) const {
+  if (!w.quantized() && !w.blocks()) return w.raw().dtype;
+  const RawTensor& r = w.raw();
+  const int64_t b = r.block_elems();
+  const bool whole_blocks = cols.begin % b == 0 && cols.length(full) % b == 0;
+  if (keep_blocks && w.blocks() && is_block_quantized(r.dtype) && (!want || *want == r.dtype) && whole_blocks &&
+      backend_.supports_weight_dtype(r.dtype))
+    return r.dtype;
+  return fp8_staging_dtype(want);  // the float type asked for, else f32
 }
 
 Expected<OwnedTensor> WeightLoader::row_blocks(const std::string& name, int64_t rows, int64_t cols, int64_t period,
@@ -40,7 +61,7 @@ Expected<OwnedTensor> WeightLoader::row_blocks(const std::string& name, int64_t 
   check_slice(within, period);
   check_slice(blocks, rows / period);
   const int64_t n_blocks = blocks.length(rows / period), keep = within.length(period);
-  const DType staged = staging_dtype(t);
+  const DType staged = staging_dtype(t, float_want(), {}, cols, /*keep_blocks=*/false);
   const size_t es = dtype_size(staged);
   std::vector<uint8_t> host(static_cast<size_t>(n_blocks * keep * cols) * es), row(static_cast<size_t>(cols) * es);
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -57,17 +78,18 @@ Expected<OwnedTensor> WeightLoader::row_blocks(const std::string& name, int64_t 
   }
   const Tensor view = transpose_blocks ? Tensor(host.data(), staged, {n_blocks * cols, keep})
                                        : Tensor(host.data(), staged, {n_blocks * keep, cols});
-  return prepare(view, want_);
+  return prepare(view, float_want());
 }
 
 Expected<OwnedTensor> WeightLoader::matrix(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
                                            Slice col_slice) {
-  return load_matrix(name, rows, cols, row_slice, col_slice, want_);
+  return load_matrix(name, rows, cols, row_slice, col_slice, linear_want());
 }
 
 Expected<OwnedTensor> WeightLoader::table(const std::string& name, int64_t rows, int64_t cols) {
+  // fp8 linear layers leave the tables bf16; q8_0 / q4_0 ones leave them as stored.
   const bool fp8 = want_ == DType::f8e4m3;
-  return load_matrix(name, rows, cols, {}, {}, fp8 ? std::optional<DType>(DType::bf16) : want_);
+  return load_matrix(name, rows, cols, {}, {}, fp8 ? std::optional<DType>(DType::bf16) : float_want());
 }
 
 Expected<OwnedTensor> WeightLoader::load_matrix(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
@@ -77,16 +99,16 @@ Expected<OwnedTensor> WeightLoader::load_matrix(const std::string& name, int64_t
   check_slice(row_slice, rows);
   check_slice(col_slice, cols);
   const int64_t n_rows = row_slice.length(rows), n_cols = col_slice.length(cols);
-  if (n_cols == cols && !t.quantized()) {  // whole rows are contiguous: a view of the mapping, no copy
-    const uint8_t* first = t.raw().bytes.data() + static_cast<size_t>(row_slice.begin * cols) * dtype_size(t.raw().dtype);
-    return prepare(Tensor(const_cast<uint8_t*>(first), t.raw().dtype, {n_rows, n_cols}), want);
+  const DType staged = staging_dtype(t, want, col_slice, cols, /*keep_blocks=*/true);
+  if (n_cols == cols && staged == t.raw().dtype) {  // whole rows as stored are contiguous: a view of the mapping
+    const uint8_t* first = t.raw().bytes.data() + t.raw().row_bytes(cols) * static_cast<size_t>(row_slice.begin);
+    return prepare(Tensor(const_cast<uint8_t*>(first), staged, {n_rows, n_cols}), target(staged, want));
   }
-  const DType staged = t.quantized() ? fp8_staging_dtype(want) : t.raw().dtype;
-  const size_t es = dtype_size(staged);
-  std::vector<uint8_t> host(static_cast<size_t>(n_rows * n_cols) * es);
+  const size_t row_bytes = dtype_bytes(staged, n_cols);
+  std::vector<uint8_t> host(static_cast<size_t>(n_rows) * row_bytes);
   for (int64_t r = 0; r < n_rows; ++r)
-    t.read_row(0, row_slice.begin + r, col_slice.begin, n_cols, staged, host.data() + static_cast<size_t>(r * n_cols) * es);
-  return prepare(Tensor(host.data(), staged, {n_rows, n_cols}), want);
+    t.read_row(0, row_slice.begin + r, col_slice.begin, n_cols, staged, host.data() + static_cast<size_t>(r) * row_bytes);
+  return prepare(Tensor(host.data(), staged, {n_rows, n_cols}), target(staged, want));
 }
 
 Expected<OwnedTensor> WeightLoader::stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols, Slice items,
@@ -102,11 +124,11 @@ Expected<OwnedTensor> WeightLoader::stacked(const std::string& name, int64_t n, 
     kept_rows += s.length(rows);
   }
   const int64_t n_items = items.length(n), n_cols = col_slice.length(cols);
-  if (kept_rows == rows && n_cols == cols && !t.quantized()) {  // whole matrices are contiguous: a view of the mapping
-    const uint8_t* first = t.raw().bytes.data() + static_cast<size_t>(items.begin * rows * cols) * dtype_size(t.raw().dtype);
-    return prepare(Tensor(const_cast<uint8_t*>(first), t.raw().dtype, {n_items * rows, cols}), want_);
+  const DType staged = staging_dtype(t, float_want(), col_slice, cols, /*keep_blocks=*/false);
+  if (kept_rows == rows && n_cols == cols && staged == t.raw().dtype) {  // whole matrices are contiguous: a view
+    const uint8_t* first = t.raw().bytes.data() + static_cast<size_t>(items.begin * rows * cols) * dtype_size(staged);
+    return prepare(Tensor(const_cast<uint8_t*>(first), staged, {n_items * rows, cols}), float_want());
   }
-  const DType staged = staging_dtype(t);
   const size_t es = dtype_size(staged);
   std::vector<uint8_t> host(static_cast<size_t>(n_items * kept_rows * n_cols) * es);
   uint8_t* dst = host.data();
@@ -114,7 +136,7 @@ Expected<OwnedTensor> WeightLoader::stacked(const std::string& name, int64_t n, 
     for (const Slice& s : within)
       for (int64_t r = s.begin; r < s.begin + s.length(rows); ++r, dst += static_cast<size_t>(n_cols) * es)
         t.read_row(items.begin + i, r, col_slice.begin, n_cols, staged, dst);
-  return prepare(Tensor(host.data(), staged, {n_items * kept_rows, n_cols}), want_);
+  return prepare(Tensor(host.data(), staged, {n_items * kept_rows, n_cols}), float_want());
 }
 
 Status WeightLoader::skip(const std::string& name, const std::vector<int64_t>& shape) {
@@ -136,21 +158,24 @@ Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names,
     total_rows += part_slice(row_slices, i).length(rows[i]);
     parts.push_back(std::move(t));
   }
-  // Parts staged alike keep that type (fp8 parts: the float type asked for); mixed parts go f32.
-  DType staged = staging_dtype(parts[0]);
-  for (const auto& p : parts) staged = staging_dtype(p) == staged ? staged : DType::f32;
-  const size_t es = dtype_size(staged);
-  std::vector<uint8_t> host(static_cast<size_t>(total_rows * n_cols) * es);
+  // Parts staged alike keep that type (a block type the backend multiplies, or fp8 parts: the
+  // float type asked for); mixed parts go f32.
+  const std::optional<DType> want = linear_want();
+  DType staged = staging_dtype(parts[0], want, col_slice, cols, /*keep_blocks=*/true);
+  for (const auto& p : parts)
+    staged = staging_dtype(p, want, col_slice, cols, /*keep_blocks=*/true) == staged ? staged : DType::f32;
+  const size_t row_bytes = dtype_bytes(staged, n_cols);
+  std::vector<uint8_t> host(static_cast<size_t>(total_rows) * row_bytes);
   uint8_t* dst = host.data();
   for (size_t i = 0; i < parts.size(); ++i) {
     count(names[i], parts[i].raw().numel());
     const Slice s = part_slice(row_slices, i);
-    for (int64_t r = s.begin; r < s.begin + s.length(rows[i]); ++r, dst += static_cast<size_t>(n_cols) * es)
+    for (int64_t r = s.begin; r < s.begin + s.length(rows[i]); ++r, dst += row_bytes)
       parts[i].read_row(0, r, col_slice.begin, n_cols, staged, dst);
   }
   Tensor view(host.data(), staged, {total_rows, n_cols});
   // Without an explicit target, keep what the checkpoint stores (mixed parts fall back to f32).
-  return prepare(view, want_.has_value() ? want_ : std::optional<DType>(staged));
+  return prepare(view, target(staged, want.has_value() ? want : std::optional<DType>(staged)));
 }
 
 Expected<OwnedTensor> WeightLoader::vector_f32(const std::vector<std::string>& names,

@@ -3,6 +3,16 @@
 // FP8 checkpoints (ModelConfig::quant): every matrix stored F8_E4M3 is dequantized with its
 // scales (models/weight_quant.h) while it is staged, one weight at a time, into the float type
 // asked for (f32 when none is: an fp8 checkpoint loads as f32 on the CPU with weights auto).
+//
+// GGUF block-quantized weights (q8_0, q4_0, q4_k, q6_k and the types only dequantized, see
+// models/ggml_quant.h): a matrix or table (or a fused stack of parts of one such type) stays as
+// stored, a view of the mapping for prepare_weight, when no type is asked for (or that one),
+// backend.supports_weight_dtype says yes and a column slice falls on block boundaries; in every
+// other case it is dequantized to the float type asked for (f32 when none is). Stacked experts
+// and row_blocks (MoE, MLA) are always dequantized.
+// want = q8_0 / q4_0 (`weights: q8_0`): the linear layers are quantized by prepare_weight (rows
+// whole blocks of 32); tables (embedding, lm_head) stay as stored, and so does whatever is
+// loaded while quantize_linear(false) (MoE blocks) or through stacked/row_blocks.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +38,8 @@ struct Slice {
 class WeightLoader {
  public:
   // `want` is LoadOptions::weight_dtype for matrices (nullopt keeps the stored type). Tables
-  // (table()) get the same, except that fp8 linear layers leave them bf16.
+  // (table()) get the same, except that fp8 linear layers leave them bf16 and q8_0 / q4_0 ones
+  // as stored.
   WeightLoader(const Checkpoint& checkpoint, Backend& backend, std::optional<DType> want)
       : ck_(checkpoint), backend_(backend), want_(want) {}
 
@@ -63,6 +74,9 @@ class WeightLoader {
   // `blocks` keeps only those blocks (a tensor-parallel rank's heads).
   Expected<OwnedTensor> row_blocks(const std::string& name, int64_t rows, int64_t cols, int64_t period, Slice within,
                                    bool transpose_blocks = false, Slice blocks = {});
+  // While false, matrix() and fused() load as if want were nullopt when it is a block type (a
+  // MoE block's router and experts stay float under `weights: q8_0`). True by default.
+  void quantize_linear(bool on) { quantize_linear_ = on; }
   // Whether the checkpoint holds a tensor called `name` (to tell one layout from another).
   bool has(const std::string& name) const { return ck_.tensors().count(name) > 0; }
   // Vectors names[i] [sizes[i]] (checked), of each the elements slices[i] (all when slices is
@@ -78,13 +92,20 @@ class WeightLoader {
 
  private:
   Expected<OwnedTensor> prepare(const Tensor& host, std::optional<DType> want);
-  DType staging_dtype(const StoredWeight& w) const;  // the stored type, or fp8's (fp8_staging_dtype)
+  // The type weight w is staged in on the host for `want` when columns `cols` of its `full` are
+  // kept: the stored type for float weights; for block types the stored one where keep_blocks
+  // and the rules above allow, else (and for fp8) the float type asked for or f32.
+  DType staging_dtype(const StoredWeight& w, std::optional<DType> want, Slice cols, int64_t full,
+                      bool keep_blocks) const;
+  std::optional<DType> linear_want() const;  // want_, less a block type while !quantize_linear_
+  std::optional<DType> float_want() const;   // want_ unless it is a block type
   void count(const std::string& name, int64_t numel);
   Expected<OwnedTensor> load_matrix(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
                                     Slice col_slice, std::optional<DType> want);
   const Checkpoint& ck_;
   Backend& backend_;
   std::optional<DType> want_;
+  bool quantize_linear_ = true;
   int64_t n_params_ = 0;
   std::set<std::string> counted_;  // names already in n_params_
   int64_t n_bytes_ = 0;

@@ -144,6 +144,21 @@ Status StoredWeight::load_scales(const Checkpoint& ck, const std::string& name) 
   return Status::ok();
 }
 
+void StoredWeight::read_blocks(int64_t row, int64_t col, int64_t n, DType out, uint8_t* dst) const {
+  const int64_t b = raw_.block_elems();
+  const uint8_t* src = raw_.bytes.data() + raw_.row_bytes(cols_) * static_cast<size_t>(row);
+  if (out == raw_.dtype) {
+    BRIGADE_CHECK(col % b == 0 && n % b == 0, "a quantized row is copied in whole blocks (the loader checks)");
+    std::memcpy(dst, src + raw_.row_bytes(col), raw_.row_bytes(n));
+    return;
+  }
+  BRIGADE_CHECK(is_float_type(out), "quantized weights are dequantized to f32, bf16 or f16");
+  const int64_t first = col / b * b, last = (col + n + b - 1) / b * b;  // the blocks [col, col + n) lies in
+  std::vector<float> values(static_cast<size_t>(last - first));
+  raw_.dequantize(row * cols_ + first, last - first, values.data());
+  store_floats(out, n, dst, [&](int64_t i) { return values[static_cast<size_t>(col - first + i)]; });
+}
+
 float StoredWeight::scale(int64_t item, int64_t row, int64_t col_block) const {
   const int64_t i = (item * n_row_blocks_ + row / block_rows_) * n_col_blocks_ + col_block;
   return scales_[static_cast<size_t>(i)];
@@ -152,6 +167,10 @@ float StoredWeight::scale(int64_t item, int64_t row, int64_t col_block) const {
 void StoredWeight::read_row(int64_t item, int64_t row, int64_t col, int64_t n, DType out, uint8_t* dst) const {
   BRIGADE_CHECK(item >= 0 && item < items_ && row >= 0 && row < rows_ && col >= 0 && n >= 0 && col + n <= cols_,
                 "read_row inside the weight (the loader checks its slices)");
+  if (raw_.block_quantized()) {
+    read_blocks(item * rows_ + row, col, n, out, dst);
+    return;
+  }
   const size_t es = dtype_size(raw_.dtype);
   const uint8_t* src = raw_.bytes.data() + static_cast<size_t>((item * rows_ + row) * cols_ + col) * es;
   if (out == raw_.dtype) {

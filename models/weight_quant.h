@@ -1,5 +1,5 @@
-// Weight dequantization at load: a stored weight, plain or FP8 E4M3 with scales (QuantConfig),
-// read back row by row as floats, so every WeightLoader path (slices of rows and columns, fused
+// Weight dequantization at load: a stored weight, plain, FP8 E4M3 with scales (QuantConfig) or a
+// GGUF block type (models/ggml_quant.h), read back row by row as floats (or as stored), so every WeightLoader path (slices of rows and columns, fused
 // parts, stacked experts, row blocks) picks exactly the scales its elements were quantized with.
 // Nothing is dequantized ahead of need: a caller stages one tensor (or one slice) at a time.
 #pragma once
@@ -46,13 +46,17 @@ class StoredWeight {
 
   const RawTensor& raw() const { return raw_; }
   bool quantized() const { return raw_.dtype == DType::f8e4m3; }
+  // Whether the weight is a GGUF block-quantized one (raw().ggml).
+  bool blocks() const { return raw_.block_quantized(); }
   // Writes elements [col, col + n) of row `row` of matrix `item` into `dst` as `out`: out equal
-  // to the stored type copies the bytes; otherwise the values are converted (fp8: q * scale,
-  // rounded once to `out`); out must be a float type (f32, bf16, f16).
+  // to the stored type copies the bytes (of a block type: col and n whole blocks); otherwise the
+  // values are converted (fp8: q * scale; ggml blocks: dequantized; rounded once to `out`); out
+  // must then be a float type (f32, bf16, f16).
   void read_row(int64_t item, int64_t row, int64_t col, int64_t n, DType out, uint8_t* dst) const;
 
  private:
   Status load_scales(const Checkpoint& ck, const std::string& name);
+  void read_blocks(int64_t row, int64_t col, int64_t n, DType out, uint8_t* dst) const;  // row of all rows
   float scale(int64_t item, int64_t row, int64_t col_block) const;
   RawTensor raw_;
   int64_t items_ = 1, rows_ = 0, cols_ = 0;

@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Writes the quantized GGUF model fixtures that tests/models/gguf_quant_test.cpp reads:
+tests/fixtures/<name>/model.gguf (written with llama.cpp's gguf-py, PyPI `gguf`) and
+expected.json with transformers' logits for it. transformers loads the file itself
+(from_pretrained(dir, gguf_file=...), which dequantizes every tensor with gguf-py and undoes
+llama.cpp's q/k row permutation), so the reference shares no code with brigade.
+
+  gguf_llama_q4_k_m  llama laid out as llama.cpp's Q4_K_M: Q4_K token_embd, attn_q/k/output and
+                     ffn_gate/up; Q6_K attn_v, ffn_down and output.
+  gguf_qwen2_q4_0    qwen2 (q/k/v biases) of the 32-element types, quantized from random float
+                     weights by gguf-py's quantize: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (token_embd Q8_0).
+  gguf_qwen3_k       qwen3 (q/k norms) with the other K-quants: Q2_K, Q3_K, Q5_K, Q6_K, and a Q6_K
+                     token_embd tied to the lm_head (no output.weight).
+
+gguf-py cannot make K-quants (quantize raises NotImplementedError for them), so those tensors are
+random valid blocks (random bytes with finite f16 scales sized for values of about 0.1, the
+mins set to cancel each sub-block's mean): the model need not be meaningful, only the same in both runtimes. Rows are 256 elements (K-quant
+super-blocks): hidden 256, 4 heads of 64 and 2 KV heads (qwen3: 2 of 128 and 1), intermediate
+256, 2 layers, vocab 256.
+
+expected.json also records, per prompt, `act_q8_max_diff`: how far the logits move when every
+linear layer's input is rounded to Q8_0 (int8 per block of 32, d = absmax / 127, as llama.cpp's
+CPU kernels quantize activations) in the same transformers run. That is the error native
+quantized kernels are expected to add, and the test's tolerance for them is derived from it.
+
+Run: python3 scripts/make_gguf_fixtures.py [NAME...] (make_fixtures.py's virtual environment,
+plus `gguf` and `accelerate` from PyPI, installed on first use).
+"""
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_fixtures as mf  # noqa: E402
+
+HIDDEN, INTER, LAYERS, VOCAB = 256, 256, 2, 256
+
+
+def heads(arch):
+    """(heads, kv heads, head_dim): transformers' GGUF loader ignores qwen3's attention.key_length
+    and takes Qwen3Config's default head_dim, 128 (as the real Qwen3 models have)."""
+    return (2, 1, 128) if arch == "qwen3" else (4, 2, 64)
+
+# Per K-type: byte offsets of the f16 scales, and their magnitude for values of about 0.1.
+K_SCALES = {"Q2_K": ([80, 82], 1.5e-2), "Q3_K": ([108], 2.5e-3), "Q4_K": ([0, 2], 4e-3),
+            "Q5_K": ([0, 2], 4e-3), "Q6_K": ([208], 7.5e-5)}
+
+
+def pack_k4_scales(np, sc, m):
+    """Q4_K/Q5_K's scales[12] of eight 6-bit scales sc and mins m ([n, 8] each), ggml's packing."""
+    s = np.zeros((sc.shape[0], 12), dtype=np.uint8)
+    s[:, 0:4] = (sc[:, 0:4] & 63) | ((sc[:, 4:8] >> 4) << 6)
+    s[:, 4:8] = (m[:, 0:4] & 63) | ((m[:, 4:8] >> 4) << 6)
+    s[:, 8:12] = (sc[:, 4:8] & 15) | ((m[:, 4:8] & 15) << 4)
+    return s
+
+
+def zero_mean_scales(np, rng, type_name, raw):
+    """Sets the scales of the types with mins (x = d * sc * q - dmin * m, q >= 0) so that each
+    sub-block's min is about its mean (m = sc * mean(q)), as a quantizer of zero-mean weights
+    would: a random network with biased weights has activations too large to compare."""
+    n = raw.shape[0]
+    if type_name == "Q2_K":  # 16 bytes: scale in the low nibble, min in the high; q in 0..3
+        sc = rng.integers(1, 11, size=(n, 16))
+        raw[:, 0:16] = sc | (np.rint(1.5 * sc).clip(0, 15).astype(np.int64) << 4)
+    elif type_name in ("Q4_K", "Q5_K"):  # q in 0..15 or 0..31
+        top = 15.5 if type_name == "Q5_K" else 7.5
+        sc = rng.integers(1, int(63 / top) + 1, size=(n, 8))
+        m = np.rint(top * sc).clip(0, 63).astype(np.int64)
+        raw[:, 4:16] = pack_k4_scales(np, sc, m)
+
+
+def layout(name):
+    """name -> (arch, {gguf tensor suffix or top-level name: ggml type name}, tied)."""
+    if name == "gguf_llama_q4_k_m":
+        return "llama", {"token_embd": "Q4_K", "output": "Q6_K", "attn_q": "Q4_K", "attn_k": "Q4_K",
+                         "attn_v": "Q6_K", "attn_output": "Q4_K", "ffn_gate": "Q4_K", "ffn_up": "Q4_K",
+                         "ffn_down": "Q6_K"}, False
+    if name == "gguf_qwen2_q4_0":
+        return "qwen2", {"token_embd": "Q8_0", "output": "Q4_0", "attn_q": "Q4_0", "attn_k": "Q4_1",
+                         "attn_v": "Q8_0", "attn_output": "Q5_0", "ffn_gate": "Q4_0", "ffn_up": "Q5_1",
+                         "ffn_down": "Q5_0", "blk.1.ffn_down": "Q5_1", "blk.1.attn_output": "Q4_1"}, False
+    if name == "gguf_qwen3_k":
+        return "qwen3", {"token_embd": "Q6_K", "attn_q": "Q2_K", "attn_k": "Q3_K", "attn_v": "Q5_K",
+                         "attn_output": "Q3_K", "ffn_gate": "Q5_K", "ffn_up": "Q2_K", "ffn_down": "Q6_K"}, True
+    raise KeyError(name)
+
+
+NAMES = ["gguf_llama_q4_k_m", "gguf_qwen2_q4_0", "gguf_qwen3_k"]
+
+
+def random_k_blocks(np, gguf, rng, type_name, rows, cols):
+    t = gguf.GGMLQuantizationType[type_name]
+    block_elems, block_bytes = gguf.GGML_QUANT_SIZES[t]
+    n = rows * cols // block_elems
+    raw = rng.integers(0, 256, size=(n, block_bytes), dtype=np.uint8)
+    zero_mean_scales(np, rng, type_name, raw)
+    offsets, mag = K_SCALES[type_name]
+    d = (mag * rng.uniform(0.5, 1.5, n)).astype(np.float16)
+    for off in offsets:  # dmin = d, so that the mins cancel the mean
+        raw[:, off:off + 2] = d.view(np.uint8).reshape(n, 2)
+    return raw.reshape(rows, cols // block_elems * block_bytes)
+
+
+def quantized(np, gguf, rng, type_name, rows, cols):
+    """(uint8 [rows, row bytes], ggml type) of a random [rows, cols] weight of type_name."""
+    t = gguf.GGMLQuantizationType[type_name]
+    if type_name in K_SCALES:
+        return random_k_blocks(np, gguf, rng, type_name, rows, cols), t
+    w = (0.1 * rng.standard_normal((rows, cols))).astype(np.float32)
+    return gguf.quants.quantize(w, t), t
+
+
+def write_gguf(np, gguf, rng, name, path):
+    arch, types, tied = layout(name)
+    HEADS, KV_HEADS, HEAD_DIM = heads(arch)  # noqa: N806
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_context_length(256)
+    w.add_embedding_length(HIDDEN)
+    w.add_block_count(LAYERS)
+    w.add_feed_forward_length(INTER)
+    w.add_head_count(HEADS)
+    w.add_head_count_kv(KV_HEADS)
+    w.add_key_length(HEAD_DIM)
+    w.add_value_length(HEAD_DIM)
+    w.add_rope_dimension_count(HEAD_DIM)
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_vocab_size(VOCAB)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+
+    def matrix(gguf_name, key, rows, cols):
+        data, t = quantized(np, gguf, rng, types[key], rows, cols)
+        w.add_tensor(gguf_name, data, raw_dtype=t)
+
+    def vector(gguf_name, n, around):
+        w.add_tensor(gguf_name, (around + 0.1 * rng.standard_normal(n)).astype(np.float32))
+
+    matrix("token_embd.weight", "token_embd", VOCAB, HIDDEN)
+    for l in range(LAYERS):
+        p = f"blk.{l}."
+        vector(p + "attn_norm.weight", HIDDEN, 1.0)
+        vector(p + "ffn_norm.weight", HIDDEN, 1.0)
+        shapes = {"attn_q": (HEADS * HEAD_DIM, HIDDEN), "attn_k": (KV_HEADS * HEAD_DIM, HIDDEN),
+                  "attn_v": (KV_HEADS * HEAD_DIM, HIDDEN), "attn_output": (HIDDEN, HEADS * HEAD_DIM),
+                  "ffn_gate": (INTER, HIDDEN), "ffn_up": (INTER, HIDDEN), "ffn_down": (HIDDEN, INTER)}
+        for part, (rows, cols) in shapes.items():
+            matrix(p + part + ".weight", p + part if p + part in types else part, rows, cols)
+        if arch == "qwen2":
+            for part, n in (("attn_q", HEADS * HEAD_DIM), ("attn_k", KV_HEADS * HEAD_DIM),
+                            ("attn_v", KV_HEADS * HEAD_DIM)):
+                vector(p + part + ".bias", n, 0.0)
+        if arch == "qwen3":
+            vector(p + "attn_q_norm.weight", HEAD_DIM, 1.0)
+            vector(p + "attn_k_norm.weight", HEAD_DIM, 1.0)
+    vector("output_norm.weight", HIDDEN, 1.0)
+    if not tied:
+        matrix("output.weight", "output", VOCAB, HIDDEN)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def q8_0_round_trip(x):
+    """x with its last dimension rounded to Q8_0 blocks of 32 (ggml's quantize_row_q8_0_ref)."""
+    import torch
+    b = x.reshape(*x.shape[:-1], -1, 32)
+    d = b.abs().amax(dim=-1, keepdim=True) / 127.0
+    inv = torch.where(d > 0, 1.0 / d, torch.zeros_like(d))
+    q = torch.round(b * inv)  # ties away from zero in ggml; exact ties do not occur in float data
+    return (q * d.to(torch.float16).to(torch.float32)).reshape(x.shape)
+
+
+def act_q8_diffs(model, cases):
+    """Per case: max |logit change| when every Linear's input is rounded to Q8_0."""
+    import torch
+    hooks = [m.register_forward_pre_hook(lambda _m, args: (q8_0_round_trip(args[0]),) + args[1:])
+             for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    out = []
+    with torch.no_grad():
+        for c in cases:
+            logits = model(torch.tensor([c["prompt"]])).logits[0].to(torch.float32)
+            out.append(float((logits - torch.tensor(c["logits"])).abs().max()))
+    for h in hooks:
+        h.remove()
+    return out
+
+
+def make(name):
+    import gguf
+    import numpy as np
+    import torch
+    import transformers
+    from importlib.metadata import version
+    rng = np.random.default_rng(NAMES.index(name) + 7000)
+    out_dir = mf.OUT / name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "model.gguf"
+    write_gguf(np, gguf, rng, name, path)
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        str(out_dir), gguf_file="model.gguf", dtype=torch.float32, attn_implementation="eager").eval()
+    cases = mf.run_cases(model, VOCAB, decode_logits=False)
+    for c, d in zip(cases, act_q8_diffs(model, cases)):
+        c["act_q8_max_diff"] = d
+        scale = max(abs(v) for row in c["logits"] for v in row)
+        print(f"{name}: prompt of {len(c['prompt'])}: max |logit| {scale:.3f}, Q8_0 activations move "
+              f"them by {d:.4f} ({100 * d / scale:.2f}%)")
+    mf.write_expected(out_dir, name, f"transformers {transformers.__version__} from_pretrained(gguf_file) "
+                                     f"(gguf-py {version('gguf')} dequantization), torch {torch.__version__}, fp32, "
+                                     f"eager attention", VOCAB, cases)
+
+
+def ensure_extras(*modules):
+    """pip-installs the PyPI packages of these modules into the running venv when missing."""
+    import importlib.util
+    import subprocess
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        subprocess.check_call([sys.executable, "-m", "pip", "install", *missing])
+
+
+def main():
+    mf.ensure_venv(__file__)
+    ensure_extras("gguf", "accelerate")
+    names = sys.argv[1:] or NAMES
+    unknown = set(names) - set(NAMES)
+    if unknown:
+        sys.exit(f"unknown fixtures {sorted(unknown)}; known: {', '.join(NAMES)}")
+    for name in names:
+        make(name)
+
+
+if __name__ == "__main__":
+    main()
