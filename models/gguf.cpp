@@ -152,8 +152,8 @@ Status GgufFile::parse() {
     BRIGADE_RETURN_IF_ERROR(c.read(t.offset, what));
     t.info.type = ggml_type_info(type);
     if (!t.info.type)
-      return unsupported(p + ": " + what + " has ggml type " + ggml_type_name_of(type) + " (" + std::to_string(type) +
-                         "), which brigade cannot read; supported: " + ggml_supported_types() +
+      return unsupported(p + ": " + what + " has " + (ggml_type_name_of(type).starts_with("type ") ? "unknown ggml " : "ggml type ") +
+                         ggml_type_name_of(type) + ", which brigade cannot read; supported: " + ggml_supported_types() +
                          " (re-quantize the model to one of them, e.g. Q4_K_M)");
     if (t.info.dims[0] % t.info.type->block_elems != 0)
       return corrupt(p + ": " + what + " has rows of " + std::to_string(t.info.dims[0]) + " elements, which " +

@@ -34,7 +34,8 @@ Expected<ModelInfo> inspect_model(const std::string& path) {
     // An fp8 checkpoint's scales (weight_scale(_inv), input_scale) are not parameters of the model.
     if (!quantized || !(name.ends_with("_scale_inv") || name.ends_with("_scale"))) info.n_params += t.numel();
     info.n_bytes += static_cast<int64_t>(t.bytes.size());
-    ++info.n_tensors_by_dtype[dtype_name(t.dtype)];
+    ++info.n_tensors_by_dtype[t.type_name()];
+    info.n_bytes_by_dtype[t.type_name()] += static_cast<int64_t>(t.bytes.size());
   }
   return info;
 }
@@ -108,7 +109,10 @@ std::string format_model_info(const ModelInfo& m) {
   s += "parameters:    " + human(static_cast<double>(m.n_params), "") + " (" + std::to_string(m.n_params) + ")\n";
   s += "weight bytes:  " + human(static_cast<double>(m.n_bytes), "B") + "\n";
   s += "tensors:       " + std::to_string(m.n_tensors);
-  for (const auto& [dt, n] : m.n_tensors_by_dtype) s += ", " + std::to_string(n) + " " + dt;
+  for (const auto& [dt, n] : m.n_tensors_by_dtype) {
+    s += ", " + std::to_string(n) + " " + dt;
+    if (m.n_tensors_by_dtype.size() > 1) s += " (" + human(static_cast<double>(m.n_bytes_by_dtype.at(dt)), "B") + ")";
+  }
   return s + "\n";
 }
 

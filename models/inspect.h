@@ -18,7 +18,9 @@ struct ModelInfo {
   int n_tensors = 0;
   int64_t n_params = 0;  // elements over all stored tensors (an fp8 checkpoint's scales excepted)
   int64_t n_bytes = 0;   // bytes of all stored tensors
-  std::map<std::string, int> n_tensors_by_dtype;  // dtype name ("bf16") -> count
+  // Stored type ("bf16", or a GGUF block type's ggml name: "Q4_K") -> tensors, and their bytes.
+  std::map<std::string, int> n_tensors_by_dtype;
+  std::map<std::string, int64_t> n_bytes_by_dtype;
 };
 
 // Opens the checkpoint (same path rules and errors as Model::load) and summarises it.

@@ -5,12 +5,24 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <vector>
 
 namespace brigade {
 
 std::string load_progress_name(const Checkpoint& ck) {
   const QuantConfig& q = ck.config().quant;
-  return q.quantized() ? ck.path() + " (" + q.describe() + ")" : ck.path();
+  if (q.quantized()) return ck.path() + " (" + q.describe() + ")";
+  std::map<std::string, size_t> block_bytes;  // GGUF block types -> their bytes
+  for (const auto& [name, t] : ck.tensors())
+    if (t.block_quantized()) block_bytes[t.type_name()] += t.bytes.size();
+  if (block_bytes.empty()) return ck.path();
+  std::vector<std::pair<size_t, std::string>> by_size;
+  for (const auto& [type, bytes] : block_bytes) by_size.emplace_back(bytes, type);
+  std::sort(by_size.rbegin(), by_size.rend());
+  std::string types;
+  for (const auto& [bytes, type] : by_size) types += (types.empty() ? "" : ", ") + type;
+  return ck.path() + " (" + types + ")";
 }
 
 std::string format_load_progress(const std::string& name, int done, int total, int64_t bytes, int width) {

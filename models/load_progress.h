@@ -14,7 +14,8 @@ namespace brigade {
 std::string format_load_progress(const std::string& name, int done, int total, int64_t bytes, int width = 30);
 
 // The bar's name for checkpoint `ck`: its path, and for an fp8 checkpoint its weight format
-// ("/m/DeepSeek-V3 (fp8 e4m3, 128x128 block scales (quant_method fp8))").
+// ("/m/DeepSeek-V3 (fp8 e4m3, 128x128 block scales (quant_method fp8))"), for a GGUF file its
+// block-quantized types, most bytes first ("/m/llama-q4_k_m.gguf (Q4_K, Q6_K)").
 std::string load_progress_name(const Checkpoint& ck);
 
 class LoadProgress {

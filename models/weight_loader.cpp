@@ -184,9 +184,10 @@ Expected<OwnedTensor> WeightLoader::vector_f32(const std::vector<std::string>& n
   std::vector<float> host;
   for (size_t i = 0; i < names.size(); ++i) {
     BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(names[i], {sizes[i]}));
-    if (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16)
-      return corrupt(t.file + ": tensor '" + names[i] + "' is stored " + dtype_name(t.dtype) +
-                     "; norm weights and biases must be F32, BF16 or F16 (only linear weights may be fp8)");
+    if (t.block_quantized() || (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16))
+      return corrupt(t.file + ": tensor '" + names[i] + "' is stored " + t.type_name() +
+                     "; norm weights and biases must be F32, BF16 or F16 (only linear weights may be fp8 or "
+                     "block-quantized)");
     count(names[i], t.numel());
     const Slice s = part_slice(slices, i);
     check_slice(s, sizes[i]);

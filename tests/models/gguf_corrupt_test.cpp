@@ -13,6 +13,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "gguf_writer.h"
+#include "hf_fixture.h"
 #include "model_test_util.h"
 #include "models/gguf.h"
 #include "models/inspect.h"
@@ -104,10 +105,50 @@ TEST_F(GgufCorrupt, TensorDataPastTheEnd) {
 TEST_F(GgufCorrupt, UnknownGgmlTypeAndValueType) {
   const size_t at = after_name(good_, "output_norm.weight");
   const size_t type_at = at + 4 + 8;
-  expect_refused(with<uint32_t>(good_, type_at, 99), StatusCode::unsupported, "ggml type 99");
-  expect_refused(with<uint32_t>(good_, type_at, 2), StatusCode::unsupported, "supported: F32, F16, BF16, Q8_0");
+  expect_refused(with<uint32_t>(good_, type_at, 99), StatusCode::unsupported, "unknown ggml type 99");
+  // ggml types brigade does not read are named, with the ones it does.
+  expect_refused(with<uint32_t>(good_, type_at, 17), StatusCode::unsupported, "ggml type IQ2_XS");
+  expect_refused(with<uint32_t>(good_, type_at, 15), StatusCode::unsupported,
+                 "supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K");
   // The first key's value type follows "general.architecture" (u64 length, 20 bytes).
   expect_refused(with<uint32_t>(good_, 24 + 8 + 20, 77), StatusCode::corrupt, "unknown value type 77");
+}
+
+// output_norm.weight holds hidden_size (16) elements: no whole number of blocks of 32 or 256.
+TEST_F(GgufCorrupt, ABlockTypeTheRowLengthCannotHoldIsCorrupt) {
+  const size_t type_at = after_name(good_, "output_norm.weight") + 4 + 8;
+  expect_refused(with<uint32_t>(good_, type_at, 12), StatusCode::corrupt, "Q4_K (blocks of 256) cannot hold");
+  expect_refused(with<uint32_t>(good_, type_at, 2), StatusCode::corrupt, "rows of 16 elements, which Q4_0");
+}
+
+// A quantized fixture's output_norm.weight (256 elements) made Q4_0 fits the bytes (144 of the
+// 1024 its F32 data spans) but is no norm weight's type: the load says so.
+TEST_F(GgufCorrupt, ABlockQuantizedNormWeightIsRefusedAtLoad) {
+  std::vector<uint8_t> bytes = testing::read_bytes(testing::fixture_dir("gguf_qwen2_q4_0") + "/model.gguf");
+  ASSERT_FALSE(bytes.empty());
+  const size_t type_at = after_name(bytes, "output_norm.weight") + 4 + 8;
+  ASSERT_EQ(bytes[type_at], 0) << "stored F32";
+  testing::write_bytes(dir_.file("q4_0_norm.gguf"), with<uint32_t>(bytes, type_at, 2));
+  auto backend = make_cpu_backend({.n_threads = 1});
+  LoadOptions opts;
+  opts.progress = false;
+  auto m = Model::load(dir_.file("q4_0_norm.gguf"), *backend, opts);
+  ASSERT_FALSE(m.has_value());
+  EXPECT_EQ(m.status().code(), StatusCode::corrupt) << m.status().to_string();
+  EXPECT_NE(m.status().message().find("model.norm.weight' is stored Q4_0"), std::string::npos) << m.status().to_string();
+}
+
+// Block data cut short: every quantized fixture, truncated anywhere in its tensor data, is refused
+// naming a tensor.
+TEST_F(GgufCorrupt, TruncatedBlockDataIsCorrupt) {
+  for (const std::string fixture : {"gguf_llama_q4_k_m", "gguf_qwen2_q4_0", "gguf_qwen3_k"}) {
+    const std::vector<uint8_t> whole = testing::read_bytes(testing::fixture_dir(fixture) + "/model.gguf");
+    ASSERT_GT(whole.size(), 100000u);
+    for (size_t cut : {size_t{1}, size_t{100}, size_t{20000}, whole.size() / 2}) {
+      const std::vector<uint8_t> part(whole.begin(), whole.end() - static_cast<std::ptrdiff_t>(cut));
+      expect_refused(part, StatusCode::corrupt, "data");
+    }
+  }
 }
 
 TEST_F(GgufCorrupt, PartialRotaryIsRefused) {
