@@ -173,9 +173,8 @@ Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names,
     for (int64_t r = s.begin; r < s.begin + s.length(rows[i]); ++r, dst += row_bytes)
       parts[i].read_row(0, r, col_slice.begin, n_cols, staged, dst);
   }
-  Tensor view(host.data(), staged, {total_rows, n_cols});
-  // Without an explicit target, keep what the checkpoint stores (mixed parts fall back to f32).
-  return prepare(view, target(staged, want.has_value() ? want : std::optional<DType>(staged)));
+  // Without an explicit target the backend keeps the staged type (a GPU makes it bf16).
+  return prepare(Tensor(host.data(), staged, {total_rows, n_cols}), target(staged, want));
 }
 
 Expected<OwnedTensor> WeightLoader::vector_f32(const std::vector<std::string>& names,

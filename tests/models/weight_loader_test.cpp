@@ -1,9 +1,17 @@
 // WeightLoader: which element type each kind of weight is asked for. With fp8 weights the linear
 // layers go to the backend as f8e4m3 and the tables (embedding, lm_head) as bf16; the GPU test
 // (tests/gpu/fp8_model_test.cpp) checks the bytes this leaves on a device that takes fp8.
+// GGUF block types reach a backend that multiplies them as views of the file (whole blocks per
+// row kept), and are dequantized for every other backend, slice and mix (the quantized fixtures
+// of tests/fixtures/gguf_*); q8_0 / q4_0 are asked for the linear layers only.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
 #include "cpu/cpu_backend.h"
+#include "hf_fixture.h"
 #include "model_test_util.h"
 #include "models/checkpoint.h"
 #include "models/make_model.h"
@@ -11,6 +19,199 @@
 
 namespace brigade {
 namespace {
+
+// Memory only: says yes to the block types it is given and records what prepare_weight receives
+// (the host tensor, its bytes, the type asked for), keeping the bytes as they came.
+class BlockWeightBackend final : public Backend {
+ public:
+  struct Prepared {
+    Tensor host;
+    std::vector<uint8_t> bytes;
+    std::optional<DType> want;
+  };
+  explicit BlockWeightBackend(std::set<DType> blocks) : blocks_(std::move(blocks)) {}
+  std::vector<Prepared> prepared;
+
+  std::string name() const override { return "blocks"; }
+  DType activation_dtype() const override { return DType::f32; }
+  bool supports_weight_dtype(DType t) const override { return Backend::supports_weight_dtype(t) || blocks_.count(t); }
+  Expected<Buffer> allocate(size_t bytes) override {
+    return Buffer(std::malloc(std::max<size_t>(bytes, 1)), bytes, [](void* p) { std::free(p); });
+  }
+  void upload(const Tensor& dst, const void* src) override { std::memcpy(dst.data, src, dst.nbytes()); }
+  void download(void* dst, const Tensor& src) override { std::memcpy(dst, src.data, src.nbytes()); }
+  Expected<OwnedTensor> prepare_weight(const Tensor& host, std::optional<DType> want) override {
+    const auto* p = static_cast<const uint8_t*>(host.data);
+    prepared.push_back({host, std::vector<uint8_t>(p, p + host.nbytes()), want});
+    BRIGADE_ASSIGN_OR_RETURN(Buffer buf, allocate(host.nbytes()));
+    Tensor t = host;
+    t.data = buf.data();
+    std::memcpy(t.data, host.data, host.nbytes());
+    return OwnedTensor{std::move(buf), t};
+  }
+  void synchronize() override {}
+  void embedding(const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
+  void matmul(const Tensor&, const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
+  void rms_norm(const Tensor&, const Tensor&, float, const Tensor&) override { FAIL(); }
+  void add_rms_norm(const Tensor&, const Tensor&, const Tensor&, float, const Tensor&) override { FAIL(); }
+  void add(const Tensor&, const Tensor&) override { FAIL(); }
+  void silu_mul(const Tensor&, const Tensor&) override { FAIL(); }
+  void qk_head_norm(const Tensor&, const QkvLayout&, const Tensor&, const Tensor&, float) override { FAIL(); }
+  void rope(const Tensor&, const QkvLayout&, const Tensor&, const RopeConfig&) override { FAIL(); }
+  void write_kv(const KvLayer&, const Tensor&, const QkvLayout&, const Tensor&) override { FAIL(); }
+  void attention(const Tensor&, const QkvLayout&, const KvLayer&, const AttentionMeta&, float, const Tensor&) override {
+    FAIL();
+  }
+  void gather_rows(const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
+  void argmax(const Tensor&, const Tensor&) override { FAIL(); }
+  void sample(const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
+  void gather_tokens(const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
+  void scatter_tokens(const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
+
+ private:
+  std::set<DType> blocks_;
+};
+
+std::unique_ptr<Checkpoint> open_fixture(const std::string& name) {
+  auto ck = Checkpoint::open(testing::fixture_dir(name) + "/model.gguf");
+  EXPECT_TRUE(ck.has_value()) << ck.status().to_string();
+  return ck ? std::move(*ck) : nullptr;
+}
+
+// Rows [r0, r0 + n) and columns [c0, c0 + m) of tensor t dequantized to f32 (the reference for
+// what the loader staged).
+std::vector<float> dequantized(const RawTensor& t, int64_t r0, int64_t n, int64_t c0, int64_t m) {
+  const int64_t cols = t.shape.back();
+  std::vector<float> row(static_cast<size_t>(cols)), out;
+  for (int64_t r = r0; r < r0 + n; ++r) {
+    t.dequantize(r * cols, cols, row.data());
+    out.insert(out.end(), row.begin() + c0, row.begin() + c0 + m);
+  }
+  return out;
+}
+
+std::vector<float> as_floats(const BlockWeightBackend::Prepared& p) {
+  EXPECT_EQ(p.host.dtype, DType::f32);
+  std::vector<float> f(p.bytes.size() / 4);
+  std::memcpy(f.data(), p.bytes.data(), p.bytes.size());
+  return f;
+}
+
+const std::string kL0 = "model.layers.0.";
+
+TEST(WeightLoaderBlocks, NativeTypesReachTheBackendAsViewsOfTheFile) {
+  auto ck = open_fixture("gguf_llama_q4_k_m");
+  ASSERT_NE(ck, nullptr);
+  BlockWeightBackend backend({DType::q4_k, DType::q6_k});
+  WeightLoader w(*ck, backend, std::nullopt);
+  const auto& tensors = ck->tensors();
+
+  ASSERT_TRUE(w.table("model.embed_tokens.weight", 256, 256).has_value());
+  const RawTensor& embed = tensors.at("model.embed_tokens.weight");
+  EXPECT_EQ(backend.prepared.back().host.dtype, DType::q4_k);
+  EXPECT_EQ(backend.prepared.back().host.data, embed.bytes.data()) << "no copy: the mapping itself";
+  EXPECT_EQ(backend.prepared.back().want, std::nullopt);
+
+  // A row slice of whole rows: a view at that row.
+  const RawTensor& v = tensors.at(kL0 + "self_attn.v_proj.weight");
+  ASSERT_TRUE(w.matrix(kL0 + "self_attn.v_proj.weight", 128, 256, {64, 64}).has_value());
+  EXPECT_EQ(backend.prepared.back().host.dtype, DType::q6_k);
+  EXPECT_EQ(backend.prepared.back().host.data, v.bytes.data() + 64 * 210);
+  EXPECT_EQ(backend.prepared.back().host.dim(0), 64);
+
+  // gate|up, both Q4_K: stacked as quantized rows, byte for byte.
+  ASSERT_TRUE(w.fused({kL0 + "mlp.gate_proj.weight", kL0 + "mlp.up_proj.weight"}, {256, 256}, 256).has_value());
+  EXPECT_EQ(backend.prepared.back().host.dtype, DType::q4_k);
+  std::vector<uint8_t> want(tensors.at(kL0 + "mlp.gate_proj.weight").bytes.begin(),
+                            tensors.at(kL0 + "mlp.gate_proj.weight").bytes.end());
+  want.insert(want.end(), tensors.at(kL0 + "mlp.up_proj.weight").bytes.begin(), tensors.at(kL0 + "mlp.up_proj.weight").bytes.end());
+  EXPECT_EQ(backend.prepared.back().bytes, want);
+
+  // q|k|v mixes Q4_K and Q6_K: staged f32, the dequantized values.
+  ASSERT_TRUE(w.fused({kL0 + "self_attn.q_proj.weight", kL0 + "self_attn.k_proj.weight", kL0 + "self_attn.v_proj.weight"},
+                      {256, 128, 128}, 256).has_value());
+  std::vector<float> qkv = dequantized(tensors.at(kL0 + "self_attn.q_proj.weight"), 0, 256, 0, 256);
+  for (const char* part : {"self_attn.k_proj.weight", "self_attn.v_proj.weight"}) {
+    const auto p = dequantized(tensors.at(kL0 + part), 0, 128, 0, 256);
+    qkv.insert(qkv.end(), p.begin(), p.end());
+  }
+  EXPECT_EQ(as_floats(backend.prepared.back()), qkv);
+  EXPECT_EQ(backend.prepared.back().want, std::nullopt) << "f32 kept";
+
+  // A column slice inside a 256-element block (a tensor-parallel rank's half of o_proj): dequantized.
+  ASSERT_TRUE(w.matrix(kL0 + "self_attn.o_proj.weight", 256, 256, {}, {128, 128}).has_value());
+  EXPECT_EQ(as_floats(backend.prepared.back()), dequantized(tensors.at(kL0 + "self_attn.o_proj.weight"), 0, 256, 128, 128));
+}
+
+TEST(WeightLoaderBlocks, ColumnSlicesOnBlockBoundariesStayQuantized) {
+  auto ck = open_fixture("gguf_qwen2_q4_0");
+  ASSERT_NE(ck, nullptr);
+  BlockWeightBackend backend({DType::q4_0, DType::q8_0});
+  WeightLoader w(*ck, backend, std::nullopt);
+  const RawTensor& gate = ck->tensors().at(kL0 + "mlp.gate_proj.weight");  // Q4_0
+  ASSERT_TRUE(w.matrix(kL0 + "mlp.gate_proj.weight", 256, 256, {}, {128, 96}).has_value());
+  const auto& p = backend.prepared.back();
+  EXPECT_EQ(p.host.dtype, DType::q4_0);
+  ASSERT_EQ(p.bytes.size(), 256u * 3 * 18);
+  for (int64_t r = 0; r < 256; ++r)  // blocks 4, 5, 6 of every row
+    EXPECT_EQ(std::memcmp(p.bytes.data() + r * 54, gate.bytes.data() + r * 8 * 18 + 4 * 18, 54), 0) << "row " << r;
+  // Q5_0 (o_proj) has no DType: dequantized whatever the slice.
+  ASSERT_TRUE(w.matrix(kL0 + "self_attn.o_proj.weight", 256, 256).has_value());
+  EXPECT_EQ(as_floats(backend.prepared.back()), dequantized(ck->tensors().at(kL0 + "self_attn.o_proj.weight"), 0, 256, 0, 256));
+}
+
+TEST(WeightLoaderBlocks, OtherBackendsAndExplicitTypesGetDequantizedWeights) {
+  auto ck = open_fixture("gguf_llama_q4_k_m");
+  ASSERT_NE(ck, nullptr);
+  const RawTensor& down = ck->tensors().at(kL0 + "mlp.down_proj.weight");  // Q6_K
+  {
+    BlockWeightBackend floats_only({});
+    WeightLoader w(*ck, floats_only, std::nullopt);
+    ASSERT_TRUE(w.matrix(kL0 + "mlp.down_proj.weight", 256, 256).has_value());
+    EXPECT_EQ(as_floats(floats_only.prepared.back()), dequantized(down, 0, 256, 0, 256));
+    EXPECT_EQ(floats_only.prepared.back().want, std::nullopt);
+  }
+  BlockWeightBackend backend({DType::q4_k, DType::q6_k});
+  WeightLoader bf16(*ck, backend, DType::bf16);
+  ASSERT_TRUE(bf16.table("model.embed_tokens.weight", 256, 256).has_value());
+  EXPECT_EQ(backend.prepared.back().host.dtype, DType::bf16) << "staged in the type asked for";
+  ASSERT_TRUE(bf16.matrix(kL0 + "mlp.down_proj.weight", 256, 256).has_value());
+  EXPECT_EQ(backend.prepared.back().host.dtype, DType::bf16);
+  // Asking for the stored type keeps it.
+  WeightLoader q6(*ck, backend, DType::q6_k);
+  ASSERT_TRUE(q6.matrix(kL0 + "mlp.down_proj.weight", 256, 256).has_value());
+  EXPECT_EQ(backend.prepared.back().host.data, down.bytes.data());
+}
+
+TEST(WeightLoaderBlocks, Q8_0QuantizesLinearLayersOnly) {
+  testing::TempDir dir("loader_q8_0");
+  SyntheticModelSpec spec;
+  spec.hidden_size = 64;
+  spec.n_layers = 1;
+  spec.n_heads = 4;
+  spec.n_kv_heads = 2;
+  spec.intermediate_size = 128;
+  spec.vocab_size = 300;
+  spec.tie_embeddings = false;
+  spec.dtype = DType::bf16;
+  ASSERT_TRUE(write_synthetic_model(spec, dir.str()).is_ok());
+  auto ck = Checkpoint::open(dir.str());
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  BlockWeightBackend backend({DType::q8_0});
+  WeightLoader w(**ck, backend, DType::q8_0);
+  ASSERT_TRUE(w.matrix(kL0 + "mlp.down_proj.weight", 64, 128).has_value());
+  EXPECT_EQ(backend.prepared.back().want, DType::q8_0);
+  EXPECT_EQ(backend.prepared.back().host.dtype, DType::bf16) << "the stored rows, quantized by prepare_weight";
+  ASSERT_TRUE(w.fused({kL0 + "mlp.gate_proj.weight", kL0 + "mlp.up_proj.weight"}, {128, 128}, 64).has_value());
+  EXPECT_EQ(backend.prepared.back().want, DType::q8_0);
+  for (const char* table : {"model.embed_tokens.weight", "lm_head.weight"}) {
+    ASSERT_TRUE(w.table(table, 300, 64).has_value());
+    EXPECT_EQ(backend.prepared.back().want, std::nullopt) << table << " stays as stored";
+  }
+  w.quantize_linear(false);  // a MoE block's router and experts
+  ASSERT_TRUE(w.matrix(kL0 + "mlp.down_proj.weight", 64, 128).has_value());
+  EXPECT_EQ(backend.prepared.back().want, std::nullopt);
+}
 
 TEST(WeightLoader, Fp8AsksForFp8MatricesAndBf16Tables) {
   testing::TempDir dir("loader_fp8");
