@@ -23,6 +23,9 @@ linear layer's input is rounded to Q8_0 (int8 per block of 32, d = absmax / 127,
 CPU kernels quantize activations) in the same transformers run. That is the error native
 quantized kernels are expected to add, and the test's tolerance for them is derived from it.
 
+Also writes tests/fixtures/quantized_weights/bounds.json (weights_option_bounds): the same
+measure for `weights: q8_0` and `q4_0` on make_fixtures.py's llama, qwen2 and qwen3 checkpoints.
+
 Run: python3 scripts/make_gguf_fixtures.py [NAME...] (make_fixtures.py's virtual environment,
 plus `gguf` and `accelerate` from PyPI, installed on first use).
 """
@@ -221,15 +224,59 @@ def ensure_extras(*modules):
         subprocess.check_call([sys.executable, "-m", "pip", "install", *missing])
 
 
+# The safetensors fixtures of make_fixtures.py that `weights: q8_0 / q4_0` is checked on.
+WEIGHTS_FIXTURES = ["llama", "qwen2", "qwen3"]
+
+
+def weights_option_bounds():
+    """tests/fixtures/quantized_weights/bounds.json: for each of WEIGHTS_FIXTURES and q8_0, q4_0,
+    per prompt, how far transformers' logits move when the linear layers (not embedding or
+    lm_head) are quantized by gguf-py and dequantized, and their inputs rounded to Q8_0, as
+    brigade's `weights: q8_0` computes on the CPU: the bound of its test."""
+    import gguf
+    import numpy as np
+    import torch
+    import transformers
+    bounds = {}
+    for name in WEIGHTS_FIXTURES:
+        cases = json.loads((mf.OUT / name / "expected.json").read_text())["cases"]
+        for qtype in ("Q8_0", "Q4_0"):
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                str(mf.OUT / name), dtype=torch.float32, attn_implementation="eager").eval()
+            t = gguf.GGMLQuantizationType[qtype]
+            hooks = []
+            for mod_name, m in model.named_modules():
+                if isinstance(m, torch.nn.Linear) and not mod_name.endswith("lm_head"):
+                    w = m.weight.detach().numpy().astype(np.float32)
+                    m.weight.data = torch.from_numpy(gguf.quants.dequantize(gguf.quants.quantize(w, t), t).copy())
+                    hooks.append(m.register_forward_pre_hook(
+                        lambda _m, args: (q8_0_round_trip(args[0]),) + args[1:]))
+            diffs = []
+            with torch.no_grad():
+                for c in cases:
+                    logits = model(torch.tensor([c["prompt"]])).logits[0].to(torch.float32)
+                    diffs.append(float((logits - torch.tensor(c["logits"])).abs().max()))
+            bounds.setdefault(name, {})[qtype.lower()] = diffs
+            print(f"weights {qtype.lower()} on {name}: logits move by {', '.join(f'{d:.4f}' for d in diffs)}")
+    out = mf.OUT / "quantized_weights"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bounds.json").write_text(json.dumps({
+        "generator": f"transformers {transformers.__version__}, gguf-py quantize/dequantize, Q8_0 activations",
+        "bounds": bounds}, indent=1) + "\n")
+
+
 def main():
     mf.ensure_venv(__file__)
     ensure_extras("gguf", "accelerate")
-    names = sys.argv[1:] or NAMES
-    unknown = set(names) - set(NAMES)
+    names = sys.argv[1:] or NAMES + ["quantized_weights"]
+    unknown = set(names) - set(NAMES) - {"quantized_weights"}
     if unknown:
-        sys.exit(f"unknown fixtures {sorted(unknown)}; known: {', '.join(NAMES)}")
+        sys.exit(f"unknown fixtures {sorted(unknown)}; known: {', '.join(NAMES)}, quantized_weights")
     for name in names:
-        make(name)
+        if name == "quantized_weights":
+            weights_option_bounds()
+        else:
+            make(name)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -39,7 +40,8 @@ struct Rank {
 };
 
 // tp = 0: one unsharded model without a communicator.
-Expected<std::vector<Rank>> load_ranks(const std::string& dir, int tp, bool expert_parallel = false) {
+Expected<std::vector<Rank>> load_ranks(const std::string& dir, int tp, bool expert_parallel = false,
+                                       std::optional<DType> weights = std::nullopt) {
   std::vector<std::unique_ptr<Communicator>> comms;
   if (tp > 0) {
     BRIGADE_ASSIGN_OR_RETURN(comms, make_in_process_group({tp, std::chrono::seconds(60)}));
@@ -54,6 +56,7 @@ Expected<std::vector<Rank>> load_ranks(const std::string& dir, int tp, bool expe
     opts.progress = false;
     opts.communicator = k.comm.get();
     opts.expert_parallel = expert_parallel;
+    opts.weight_dtype = weights;
     BRIGADE_ASSIGN_OR_RETURN(k.model, Model::load(dir, *k.backend, opts));
     BRIGADE_ASSIGN_OR_RETURN(KvCache kv, KvCache::allocate(*k.backend, k.model->kv_layout(4 * kPagesPerSeq, kPageSize, DType::f32)));
     k.kv = std::make_unique<KvCache>(std::move(kv));
@@ -91,10 +94,10 @@ std::vector<StepBatch> steps() {
           make_step({{0, {77}, 7, false}, {1, {3}, 12, false}}, kPageSize, kPagesPerSeq)};
 }
 
-void expect_same_as_unsharded(const std::string& dir, int tp) {
-  auto whole = load_ranks(dir, 0);
+void expect_same_as_unsharded(const std::string& dir, int tp, std::optional<DType> weights = std::nullopt) {
+  auto whole = load_ranks(dir, 0, false, weights);
   ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
-  auto sharded = load_ranks(dir, tp);
+  auto sharded = load_ranks(dir, tp, false, weights);
   ASSERT_TRUE(sharded.has_value()) << sharded.status().to_string();
   const ModelConfig& c = (*whole)[0].model->config();
   EXPECT_EQ((*sharded)[1].kv->layout().n_kv_heads, c.n_kv_heads / tp);  // each rank caches its heads only
@@ -275,6 +278,15 @@ SyntheticModelSpec synthetic_moe(int n_layers, int n_experts) {
 TEST(TensorParallel, Fp8CheckpointsMatchUnsharded) {
   expect_same_as_unsharded(testing::fixture_dir("qwen3_fp8_block"), 2);
   expect_same_as_unsharded(testing::fixture_dir("llama_ct_channel"), 2);
+}
+
+// Quantized GGUF: Q4_0 / Q8_0 rows split on 32-element block boundaries stay quantized on every
+// rank where the backend multiplies them (the same int8 activation blocks as unsharded); rows
+// of 256-element K-quants split mid-block (o_proj's and down_proj's 128 columns per rank) are
+// dequantized, so that model is compared dequantized throughout (weights f32).
+TEST(TensorParallel, QuantizedGgufMatchesUnsharded) {
+  expect_same_as_unsharded(testing::fixture_dir("gguf_qwen2_q4_0") + "/model.gguf", 2);
+  expect_same_as_unsharded(testing::fixture_dir("gguf_llama_q4_k_m") + "/model.gguf", 2, DType::f32);
 }
 
 TEST(ExpertParallel, Fp8DeepseekMatchesTransformersAtTp2) {

@@ -1,0 +1,105 @@
+// `weights: q8_0 / q4_0` (LoadOptions::weight_dtype) on float checkpoints: the linear layers are
+// quantized at load where the backend multiplies those types (the CPU), and the logits stay
+// within twice what the same quantization (gguf-py's, with Q8_0 activations) moves transformers'
+// (tests/fixtures/quantized_weights/bounds.json, scripts/make_gguf_fixtures.py); a backend that
+// cannot is refused before any weight is read. weights f32 / bf16 on a quantized GGUF is
+// gguf_quant_test.cpp's.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "block_weight_backend.h"
+#include "cpu/cpu_backend.h"
+#include "hf_fixture.h"
+
+namespace brigade {
+namespace {
+
+using testing::fixture_dir;
+
+std::vector<double> bounds(const std::string& fixture, const std::string& type) {
+  auto text = read_text_file(fixture_dir("quantized_weights") + "/bounds.json");
+  EXPECT_TRUE(text.has_value()) << text.status().to_string();
+  if (!text) return {};
+  const nlohmann::json j = nlohmann::json::parse(*text);
+  return j.at("bounds").at(fixture).at(type).get<std::vector<double>>();
+}
+
+Expected<std::unique_ptr<Model>> load(const std::string& path, Backend& backend, DType weights) {
+  LoadOptions opts;
+  opts.max_batch_tokens = 64;
+  opts.progress = false;
+  opts.weight_dtype = weights;
+  return Model::load(path, backend, opts);
+}
+
+class QuantizedWeights : public ::testing::TestWithParam<std::tuple<std::string, DType>> {};
+
+TEST_P(QuantizedWeights, MatchTransformersWithinTheQuantizationError) {
+  const auto& [fixture, type] = GetParam();
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load(fixture_dir(fixture), *backend, type);
+  if (!backend->supports_weight_dtype(type)) {  // refused with the reason
+    ASSERT_FALSE(model.has_value());
+    EXPECT_EQ(model.status().code(), StatusCode::unsupported);
+    EXPECT_NE(model.status().message().find(std::string(dtype_name(type)) + " weights run on the CPU backend"),
+              std::string::npos) << model.status().to_string();
+    GTEST_SKIP() << "the CPU backend has no " << dtype_name(type) << " matmul yet";
+  }
+  ASSERT_TRUE(model.has_value()) << model.status().to_string();
+  auto f32 = load(fixture_dir(fixture), *backend, DType::f32);
+  ASSERT_TRUE(f32.has_value());
+  EXPECT_LT((*model)->weight_bytes(), (*f32)->weight_bytes() * 6 / 10) << "linear layers quantized";
+  const auto cases = testing::read_fixture_cases(fixture);
+  const auto bound = bounds(fixture, dtype_name(type));
+  ASSERT_EQ(cases.size(), bound.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto run = testing::run_fixture_case(**model, *backend, cases[i]);
+    EXPECT_LE(run.max_abs_diff, 2.0 * bound[i] + 1e-3) << fixture << " prompt of " << cases[i].prompt.size();
+    size_t same = 0;
+    while (same < cases[i].greedy.size() && run.greedy[same] == cases[i].greedy[same]) ++same;
+    EXPECT_GE(same, cases[i].greedy.size() / 2) << fixture << ": greedy tokens diverge early";
+    ::testing::Test::RecordProperty("max_abs_diff_" + std::to_string(i), std::to_string(run.max_abs_diff));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, QuantizedWeights,
+                         ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3"),
+                                            ::testing::Values(DType::q8_0, DType::q4_0)),
+                         [](const auto& p) {
+                           return std::get<0>(p.param) + "_" + dtype_name(std::get<1>(p.param));
+                         });
+
+// A backend without the type (the GPU) refuses it before a single weight reaches it.
+TEST(QuantizedWeightsRefused, BeforeAnyWeightIsRead) {
+  for (DType t : {DType::q8_0, DType::q4_0}) {
+    testing::BlockWeightBackend floats_only({});
+    auto model = load(fixture_dir("llama"), floats_only, t);
+    ASSERT_FALSE(model.has_value());
+    EXPECT_EQ(model.status().code(), StatusCode::unsupported);
+    EXPECT_NE(model.status().message().find("backend 'blocks' cannot multiply them"), std::string::npos)
+        << model.status().to_string();
+    EXPECT_TRUE(floats_only.prepared.empty());
+  }
+  // DeepSeek keeps its MLA projections and experts float: refused by name.
+  auto cpu = make_cpu_backend({.n_threads = 1});
+  auto ds = load(fixture_dir("deepseek_v2"), *cpu, DType::q8_0);
+  ASSERT_FALSE(ds.has_value());
+  EXPECT_NE(ds.status().message().find("weight dtype q8_0 is not supported for deepseek"), std::string::npos)
+      << ds.status().to_string();
+}
+
+// On a backend that takes q8_0, a MoE model's experts and routers stay float while attention and
+// dense MLPs are quantized (qwen3_moe: 3 layers, layer 1 dense).
+TEST(QuantizedWeightsRefused, MoeExpertsAndRoutersStayFloat) {
+  testing::BlockWeightBackend q8({DType::q8_0});
+  auto model = load(fixture_dir("qwen3_moe"), q8, DType::q8_0);
+  ASSERT_TRUE(model.has_value()) << model.status().to_string();
+  int quantized = 0, kept = 0;
+  for (const auto& p : q8.prepared) (p.want == DType::q8_0 ? quantized : kept) += 1;
+  EXPECT_EQ(quantized, 3 * 2 + 2) << "q|k|v and o per layer, gate|up and down of the dense layer";
+  EXPECT_EQ(kept, 2 * 3 + 2) << "router, experts' gate|up and down per MoE layer; embedding, lm_head";
+}
+
+}  // namespace
+}  // namespace brigade
