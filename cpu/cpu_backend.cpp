@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/quant.h"
 #include "core/sampling.h"
 #include "core/thread_pool.h"
 #include "cpu/ops.h"
@@ -30,6 +31,8 @@ class CpuBackend final : public Backend {
   }
   DType activation_dtype() const override { return DType::f32; }
   bool supports_kv_dtype(DType t) const override { return is_float(t) || t == DType::i8; }
+  // Float weights, and the block-quantized ones matmul and embedding read in place (core/quant.h).
+  bool supports_weight_dtype(DType t) const override { return is_float(t) || is_block_quantized(t); }
 
   Expected<Buffer> allocate(size_t bytes) override {
     const size_t rounded = (std::max<size_t>(bytes, 1) + 63) & ~size_t{63};
@@ -47,9 +50,21 @@ class CpuBackend final : public Backend {
 
   Expected<OwnedTensor> prepare_weight(const Tensor& host, std::optional<DType> want) override {
     const DType to = want.value_or(host.dtype);
-    if (to != host.dtype && !(is_float(to) && is_float(host.dtype)))
-      return unsupported(std::string("cannot convert a ") + dtype_name(host.dtype) + " weight to " +
-                         dtype_name(to) + "; weights convert between f32, bf16 and f16");
+    if (to != host.dtype) {
+      const bool dequantize = is_float(to) && (is_float(host.dtype) || is_block_quantized(host.dtype));
+      const bool quantize = is_float(host.dtype) && quant::can_quantize_to(to);
+      if (!dequantize && !quantize)
+        return unsupported(std::string("cannot convert a ") + dtype_name(host.dtype) + " weight to " +
+                           dtype_name(to) + "; weights convert between f32, bf16 and f16, dequantize from " +
+                           "q8_0, q4_0, q4_k and q6_k, and quantize to q8_0 and q4_0 (q4_k and q6_k come " +
+                           "only from GGUF files)");
+    }
+    const DType blocked = is_block_quantized(to) ? to : host.dtype;
+    const int64_t row = host.ndim == 0 ? 1 : host.shape[static_cast<size_t>(host.ndim - 1)];
+    if (row % dtype_block_elems(blocked) != 0)
+      return unsupported("a " + host.shape_string() + " weight cannot be " + dtype_name(blocked) + ": its rows of " +
+                         std::to_string(row) + " elements are not whole blocks of " +
+                         std::to_string(dtype_block_elems(blocked)));
     Tensor dst = host;
     dst.dtype = to;
     auto buf = allocate(dst.nbytes());
@@ -169,10 +184,26 @@ class CpuBackend final : public Backend {
       BRIGADE_CHECK(index.as<const int32_t>()[i] < table.numel(), "token index inside the table");
   }
 
-  // dst = src element-wise (same shape); float types convert through f32 in blocks.
+  // dst = src element-wise (same shape); float types convert through f32 in blocks, and
+  // block-quantized ones row by row (their rows are whole blocks).
   void convert(const Tensor& src, const Tensor& dst) {
     if (src.dtype == dst.dtype) {
       std::memcpy(dst.data, src.data, src.nbytes());
+      return;
+    }
+    if (is_block_quantized(src.dtype) || is_block_quantized(dst.dtype)) {
+      const int64_t len = src.ndim == 0 ? 1 : src.shape[static_cast<size_t>(src.ndim - 1)];
+      pool_.parallel_for(src.numel() / len, std::max<int64_t>(1, 16384 / len), [&](int64_t b, int64_t e, int) {
+        std::vector<float> tmp(static_cast<size_t>(len));
+        for (int64_t r = b; r < e; ++r) {
+          const char* in = static_cast<const char*>(src.data) + dtype_bytes(src.dtype, r * len);
+          char* out = static_cast<char*>(dst.data) + dtype_bytes(dst.dtype, r * len);
+          if (is_block_quantized(src.dtype)) quant::dequantize_row(in, src.dtype, tmp.data(), len);
+          else kernels_.to_f32(in, src.dtype, tmp.data(), len);
+          if (is_block_quantized(dst.dtype)) quant::quantize_row(tmp.data(), dst.dtype, out, len);
+          else kernels_.from_f32(tmp.data(), dst.dtype, out, len);
+        }
+      });
       return;
     }
     constexpr int64_t kBlock = 4096;

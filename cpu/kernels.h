@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "cpu/quant_kernels.h"
 
 namespace brigade::cpu {
 
@@ -52,6 +53,10 @@ struct Kernels {
                       float* scores) = nullptr;
   // dst[i] = src[i] * scale: an int8 KV row read back (cpu/kv_int8.h); n elements.
   void (*dequantize_i8)(const int8_t* src, float scale, float* dst, int64_t n) = nullptr;
+  // Block-quantized weights (cpu/quant_kernels.h): activations to BlockQ8 (k a multiple of 32),
+  // and the decode matmul over them.
+  void (*quantize_q8)(const float* x, BlockQ8* y, int64_t k) = nullptr;
+  void (*qmatmul_rows)(const QMatmulArgs& a, int64_t m_begin, int64_t m_end) = nullptr;
 };
 
 // The table for `level`; levels this build or CPU cannot run fall back to the next lower one.

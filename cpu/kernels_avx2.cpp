@@ -71,6 +71,8 @@ const Kernels& avx2_kernels() {
     t.scale_axpy = avx2::scale_axpy;
     t.attend_tile = avx2::attend_tile;
     t.dequantize_i8 = avx2::dequantize_i8;
+    t.quantize_q8 = avx2_q::quantize_q8;
+    t.qmatmul_rows = avx2_q::qmatmul_rows;
     return t;
   }();
   return table;

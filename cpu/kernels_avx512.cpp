@@ -72,6 +72,8 @@ const Kernels& avx512_kernels() {
     t.scale_axpy = avx512::scale_axpy;
     t.attend_tile = avx512::attend_tile;
     t.dequantize_i8 = avx512::dequantize_i8;
+    t.quantize_q8 = avx2_q::quantize_q8;  // AVX-512 CPUs run the AVX2 integer kernels
+    t.qmatmul_rows = avx2_q::qmatmul_rows;
     return t;
   }();
   return table;

@@ -4,12 +4,15 @@
 // (weight rows) and the register-blocked kernel streams each weight row once per 4 activation rows.
 // Prefill (n >= kBlasMinRows) is bound by FLOPs: threads split the weight rows into panels, widen
 // each panel to f32 in a thread-local buffer and run single-threaded OpenBLAS sgemm on it.
+// Block-quantized weights (core/quant.h) decode through the integer kernels of
+// cpu/quant_kernels.h over activations quantized per block of 32; prefill dequantizes panels.
 #include <cblas.h>
 
 #include <algorithm>
 #include <mutex>
 #include <vector>
 
+#include "core/quant.h"
 #include "cpu/ops.h"
 
 namespace brigade::cpu {
@@ -39,18 +42,45 @@ void blas_rows(const CpuContext& c, const MatmulArgs& a, int64_t r0, int64_t r1)
   for (int64_t p = r0; p < r1; p += kPanelRows) {
     const int64_t rows = std::min(kPanelRows, r1 - p);
     const float* w = nullptr;
+    const char* src = static_cast<const char*>(a.w) + dtype_bytes(a.w_dtype, p * a.k);
     if (a.w_dtype == DType::f32) {
-      w = static_cast<const float*>(a.w) + p * a.k;
+      w = reinterpret_cast<const float*>(src);
     } else {
       panel.resize(static_cast<size_t>(rows * a.k));
-      c.kernels->to_f32(static_cast<const uint16_t*>(a.w) + p * a.k, a.w_dtype, panel.data(),
-                        rows * a.k);
+      if (is_block_quantized(a.w_dtype)) quant::dequantize_row(src, a.w_dtype, panel.data(), rows * a.k);
+      else c.kernels->to_f32(src, a.w_dtype, panel.data(), rows * a.k);
       w = panel.data();
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(a.n),
                 static_cast<int>(rows), static_cast<int>(a.k), 1.0f, a.x, static_cast<int>(a.k), w,
                 static_cast<int>(a.k), 0.0f, a.out + p, static_cast<int>(a.m));
   }
+}
+
+// Decode with a block-quantized weight: the n activation rows quantized once (BlockQ8), then
+// threads split the weight rows as for float weights.
+void quant_matmul(const CpuContext& c, const MatmulArgs& a, const Tensor& bias) {
+  thread_local std::vector<BlockQ8> xq;
+  const int64_t nb = a.k / 32;
+  xq.resize(static_cast<size_t>(a.n * nb));
+  BlockQ8* xqp = xq.data();
+  c.pool->parallel_for(a.n, 1, [&](int64_t i0, int64_t i1, int) {
+    for (int64_t i = i0; i < i1; ++i) c.kernels->quantize_q8(a.x + i * a.k, xqp + i * nb, a.k);
+  });
+  QMatmulArgs q;
+  q.x = xqp;
+  q.n = a.n;
+  q.nb = nb;
+  q.w = a.w;
+  q.w_dtype = a.w_dtype;
+  q.row_bytes = dtype_bytes(a.w_dtype, a.k);
+  q.m = a.m;
+  q.out = a.out;
+  const int64_t grain = std::max<int64_t>(4, (65536 / std::max<int64_t>(1, static_cast<int64_t>(q.row_bytes))) & ~int64_t{3});
+  c.pool->parallel_for(a.m, grain, [&](int64_t r0, int64_t r1, int) {
+    c.kernels->qmatmul_rows(q, r0, r1);
+    if (!bias.empty()) add_bias(c, bias, a.out, a.n, a.m, r0, r1);
+  });
 }
 
 }  // namespace
@@ -71,6 +101,10 @@ void matmul(const CpuContext& c, const Tensor& x, const Tensor& w, const Tensor&
   a.out = out.as<float>();
   if (a.n == 0 || a.m == 0) return;
   const bool use_blas = a.n >= kBlasMinRows;
+  if (is_block_quantized(a.w_dtype)) {
+    BRIGADE_CHECK(a.k % dtype_block_elems(a.w_dtype) == 0, "a quantized weight's rows are whole blocks");
+    if (!use_blas) return quant_matmul(c, a, bias);
+  }
   if (use_blas) {
     // Each worker calls sgemm itself; OpenBLAS must not start its own threads inside ours.
     static std::once_flag once;
@@ -78,7 +112,7 @@ void matmul(const CpuContext& c, const Tensor& x, const Tensor& w, const Tensor&
   }
   // Chunks of at least ~64 KiB of weights (decode) or one panel (prefill), in multiples of 4 rows
   // so the kernels' 2- and 4-row tiles are rarely split.
-  const int64_t row_bytes = a.k * static_cast<int64_t>(dtype_size(a.w_dtype));
+  const auto row_bytes = static_cast<int64_t>(dtype_bytes(a.w_dtype, a.k));
   const int64_t grain = use_blas ? kPanelRows
                                  : std::max<int64_t>(4, (65536 / std::max<int64_t>(1, row_bytes)) & ~int64_t{3});
   c.pool->parallel_for(a.m, grain, [&](int64_t r0, int64_t r1, int) {

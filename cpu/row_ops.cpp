@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/quant.h"
 #include "cpu/kv_int8.h"
 #include "cpu/ops.h"
 
@@ -17,12 +18,14 @@ void embedding(const CpuContext& c, const Tensor& table, const Tensor& ids, cons
   const int64_t n = ids.numel(), d = table.row_numel(), vocab = table.dim(0);
   BRIGADE_CHECK(out.dtype == DType::f32 && out.numel() == n * d, "embedding: out [n, d] f32");
   const auto* id = ids.as<const int32_t>();
-  const size_t row_bytes = static_cast<size_t>(d) * dtype_size(table.dtype);
+  const size_t row_bytes = dtype_bytes(table.dtype, d);
+  const bool quantized = is_block_quantized(table.dtype);
   c.pool->parallel_for(n, row_grain(d), [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i) {
       BRIGADE_CHECK(id[i] >= 0 && id[i] < vocab, "embedding: token id inside the vocabulary");
       const char* src = static_cast<const char*>(table.data) + static_cast<size_t>(id[i]) * row_bytes;
-      c.kernels->to_f32(src, table.dtype, out.as<float>() + i * d, d);
+      if (quantized) quant::dequantize_row(src, table.dtype, out.as<float>() + i * d, d);
+      else c.kernels->to_f32(src, table.dtype, out.as<float>() + i * d, d);
     }
   });
 }

@@ -1,0 +1,49 @@
+// Portable quantized matmul: the reference the AVX2 kernels are tested against. The weight row is
+// dequantized with core/quant.h and multiplied with the activation blocks read back as d * qs,
+// which is the same sum the integer kernels compute, in another order.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/quant.h"
+#include "cpu/quant_kernels.h"
+
+namespace brigade::cpu::scalar_q {
+
+void quantize_q8(const float* x, BlockQ8* y, int64_t k) {
+  for (int64_t b = 0; b < k / 32; ++b, x += 32) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 127.0f / amax : 0.0f;
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) {
+      const int q = static_cast<int>(std::nearbyint(x[j] * id));
+      y[b].qs[j] = static_cast<int8_t>(q);
+      sum += q;
+    }
+    y[b].d = d;
+    y[b].s = d * static_cast<float>(sum);
+  }
+}
+
+void qmatmul_rows(const QMatmulArgs& a, int64_t m_begin, int64_t m_end) {
+  const int64_t k = a.nb * 32;
+  thread_local std::vector<float> w;
+  w.resize(static_cast<size_t>(k));
+  for (int64_t r = m_begin; r < m_end; ++r) {
+    quant::dequantize_row(static_cast<const char*>(a.w) + static_cast<size_t>(r) * a.row_bytes, a.w_dtype, w.data(), k);
+    for (int64_t i = 0; i < a.n; ++i) {
+      const BlockQ8* x = a.x + i * a.nb;
+      float s = 0.0f;
+      for (int64_t b = 0; b < a.nb; ++b) {
+        float p = 0.0f;
+        for (int j = 0; j < 32; ++j) p += w[static_cast<size_t>(b * 32 + j)] * static_cast<float>(x[b].qs[j]);
+        s += p * x[b].d;
+      }
+      a.out[i * a.m + r] = s;
+    }
+  }
+}
+
+}  // namespace brigade::cpu::scalar_q

@@ -1,0 +1,198 @@
+// matmul and embedding with block-quantized weights (core/quant.h), every SIMD level runnable here.
+//
+// The reference is the weight dequantized by quant::dequantize_row (itself checked against
+// llama.cpp's gguf-py in tests/core) times the f32 activations, in double. The kernels quantize
+// each block of 32 activations to int8 with d = absmax / 127 (round to nearest), which moves an
+// activation by at most d / 2, so |out - ref| <= sum_j |w_j| * d(j) / 2 (+ float rounding): the
+// bound the tests allow, computed per output. A wrong nibble, scale or offset breaks it by far.
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "core/quant.h"
+#include "cpu/ops.h"
+#include "tests/cpu/cpu_test_util.h"
+
+namespace brigade {
+namespace {
+
+using test::backend_at;
+using test::make;
+
+// Random valid blocks of `t` for an [m, k] weight: codes uniform, f16 scales small and positive
+// (q4_k's 6-bit scales and mins, q6_k's int8 scales random), as a quantizer would leave them.
+std::vector<uint8_t> random_weight(DType t, int64_t m, int64_t k, std::mt19937& rng) {
+  std::vector<uint8_t> bytes(dtype_bytes(t, m * k));
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (auto& b : bytes) b = static_cast<uint8_t>(byte(rng));
+  std::uniform_real_distribution<float> scale(0.002f, 0.02f);
+  const size_t bb = dtype_block_bytes(t);
+  for (size_t off = 0; off < bytes.size(); off += bb) {
+    uint8_t* blk = bytes.data() + off;
+    auto put_f16 = [&](size_t at, float v) {
+      const uint16_t h = f32_to_f16(v);
+      std::memcpy(blk + at, &h, 2);
+    };
+    switch (t) {
+      case DType::q8_0: case DType::q4_0: put_f16(0, scale(rng)); break;
+      case DType::q4_k: put_f16(0, scale(rng)); put_f16(2, scale(rng) * 0.5f); break;
+      case DType::q6_k: put_f16(208, scale(rng) * 0.05f); break;
+      default: ADD_FAILURE();
+    }
+  }
+  return bytes;
+}
+
+std::vector<float> dequantized(const std::vector<uint8_t>& w, DType t, int64_t m, int64_t k) {
+  std::vector<float> out(static_cast<size_t>(m * k));
+  quant::dequantize_row(w.data(), t, out.data(), m * k);
+  return out;
+}
+
+struct QCase {
+  DType t;
+  int64_t n, m, k;
+};
+
+class QuantMatmul : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(QuantMatmul, MatchesTheDequantizedWeightWithinTheActivationRounding) {
+  auto b = backend_at(GetParam());
+  std::mt19937 rng(7);
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k}) {
+    const int64_t kb = dtype_block_elems(t);
+    for (const QCase& c : {QCase{t, 1, 37, 2 * kb}, QCase{t, 3, 8, 3 * kb}, QCase{t, 5, 64, kb}, QCase{t, 8, 21, 4 * kb},
+                           QCase{t, 33, 16, 2 * kb}, QCase{t, 64, 70, 2 * kb}}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(c.n) + " m=" + std::to_string(c.m) +
+                   " k=" + std::to_string(c.k));
+      auto wbytes = random_weight(t, c.m, c.k, rng);
+      const Tensor w_host(wbytes.data(), t, {c.m, c.k});
+      auto w = b->prepare_weight(w_host, std::nullopt);
+      ASSERT_TRUE(w.has_value()) << w.status().message();
+      ASSERT_EQ(w->tensor.dtype, t);
+      auto x = make(*b, DType::f32, {c.n, c.k});
+      test::fill_uniform(x.tensor, rng);
+      auto bias = make(*b, DType::f32, {c.m});
+      test::fill_uniform(bias.tensor, rng);
+      auto out = make(*b, DType::f32, {c.n, c.m});
+      b->matmul(x.tensor, w->tensor, bias.tensor, out.tensor);
+      const auto wf = dequantized(wbytes, t, c.m, c.k);
+      const float* xp = x.tensor.as<float>();
+      for (int64_t i = 0; i < c.n; ++i) {
+        std::vector<double> half_step(static_cast<size_t>(c.k));  // d / 2 of each activation's block
+        for (int64_t blk = 0; blk < c.k / 32; ++blk) {
+          float amax = 0.0f;
+          for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xp[i * c.k + blk * 32 + j]));
+          for (int j = 0; j < 32; ++j) half_step[static_cast<size_t>(blk * 32 + j)] = amax / 127.0 / 2.0;
+        }
+        for (int64_t r = 0; r < c.m; ++r) {
+          double ref = bias.tensor.as<float>()[r], bound = 0.0, mag = std::fabs(ref);
+          for (int64_t j = 0; j < c.k; ++j) {
+            const double wv = wf[static_cast<size_t>(r * c.k + j)];
+            ref += wv * xp[i * c.k + j];
+            bound += std::fabs(wv) * half_step[static_cast<size_t>(j)];
+            mag += std::fabs(wv * xp[i * c.k + j]);
+          }
+          // Prefill (n >= kBlasMinRows) multiplies the dequantized weight in f32: no activation rounding.
+          const double allowed = (c.n >= cpu::kBlasMinRows ? 0.0 : bound * 1.001) + 1e-5 * mag + 1e-6;
+          ASSERT_NEAR(out.tensor.as<float>()[i * c.m + r], ref, allowed) << "row " << i << " col " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(QuantMatmul, EmbeddingOfAQuantizedTableIsTheDequantizedRow) {
+  auto b = backend_at(GetParam());
+  std::mt19937 rng(11);
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k}) {
+    const int64_t vocab = 9, d = 2 * dtype_block_elems(t);
+    auto bytes = random_weight(t, vocab, d, rng);
+    auto table = b->prepare_weight(Tensor(bytes.data(), t, {vocab, d}), std::nullopt);
+    ASSERT_TRUE(table.has_value());
+    auto ids = make(*b, DType::i32, {3});
+    const int32_t want[3] = {8, 0, 4};
+    std::memcpy(ids.tensor.data, want, sizeof(want));
+    auto out = make(*b, DType::f32, {3, d});
+    b->embedding(table->tensor, ids.tensor, out.tensor);
+    const auto wf = dequantized(bytes, t, vocab, d);
+    for (int i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < d; ++j)
+        ASSERT_EQ(out.tensor.as<float>()[i * d + j], wf[static_cast<size_t>(want[i] * d + j)]) << dtype_name(t);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, QuantMatmul, ::testing::ValuesIn(test::simd_levels()));
+
+// The SIMD kernels against the scalar ones on the same quantized activations: the same sums in
+// another order, so they agree to float rounding, and the activations quantize to the same bytes.
+TEST(QuantKernels, EveryLevelAgreesWithScalar) {
+  std::mt19937 rng(3);
+  const auto& ref = cpu::kernels_for(cpu::SimdLevel::scalar);
+  for (int l = 1; l <= static_cast<int>(cpu::detect_simd_level()); ++l) {
+    const auto& simd = cpu::kernels_for(static_cast<cpu::SimdLevel>(l));
+    for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k}) {
+      const int64_t n = 5, m = 13, k = 4 * dtype_block_elems(t), nb = k / 32;
+      std::vector<float> x(static_cast<size_t>(n * k));
+      std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+      for (auto& v : x) v = u(rng);
+      x[5] = 0.0f;
+      std::fill(x.begin() + 64, x.begin() + 96, 0.0f);  // an all-zero block: d = 0
+      std::vector<cpu::BlockQ8> xa(static_cast<size_t>(n * nb)), xb(xa.size());
+      for (int64_t i = 0; i < n; ++i) {
+        ref.quantize_q8(x.data() + i * k, xa.data() + i * nb, k);
+        simd.quantize_q8(x.data() + i * k, xb.data() + i * nb, k);
+      }
+      ASSERT_EQ(std::memcmp(xa.data(), xb.data(), xa.size() * sizeof(cpu::BlockQ8)), 0) << dtype_name(t);
+      auto w = random_weight(t, m, k, rng);
+      std::vector<float> oa(static_cast<size_t>(n * m)), ob(oa.size());
+      cpu::QMatmulArgs a{xa.data(), n, nb, w.data(), t, dtype_bytes(t, k), m, oa.data()};
+      ref.qmatmul_rows(a, 0, m);
+      a.out = ob.data();
+      simd.qmatmul_rows(a, 0, m);
+      for (size_t i = 0; i < oa.size(); ++i) ASSERT_NEAR(ob[i], oa[i], 1e-4 * (1.0 + std::fabs(oa[i]))) << dtype_name(t) << " " << i;
+    }
+  }
+}
+
+TEST(QuantWeights, FloatWeightsQuantizeAtPrepareAsTheReferenceRounds) {
+  auto b = backend_at("scalar");
+  std::mt19937 rng(5);
+  const int64_t m = 6, k = 96;
+  auto w = make(*b, DType::f32, {m, k});
+  test::fill_uniform(w.tensor, rng);
+  for (DType t : {DType::q8_0, DType::q4_0}) {
+    auto q = b->prepare_weight(w.tensor, t);
+    ASSERT_TRUE(q.has_value()) << q.status().message();
+    ASSERT_EQ(q->tensor.dtype, t);
+    ASSERT_EQ(q->tensor.nbytes(), dtype_bytes(t, m * k));
+    std::vector<uint8_t> want(dtype_bytes(t, m * k));
+    quant::quantize_row(w.tensor.as<float>(), t, want.data(), m * k);
+    EXPECT_EQ(std::memcmp(q->tensor.data, want.data(), want.size()), 0) << dtype_name(t);
+    // And back: dequantized to bf16 through prepare_weight.
+    auto back = b->prepare_weight(q->tensor, DType::f32);
+    ASSERT_TRUE(back.has_value());
+    std::vector<float> f(static_cast<size_t>(m * k));
+    quant::dequantize_row(want.data(), t, f.data(), m * k);
+    EXPECT_EQ(std::memcmp(back->tensor.data, f.data(), f.size() * 4), 0);
+  }
+}
+
+TEST(QuantWeights, ImpossibleConversionsAreRefusedWithTheReason) {
+  auto b = backend_at("scalar");
+  EXPECT_TRUE(b->supports_weight_dtype(DType::q4_k));
+  std::vector<float> data(5 * 48, 0.5f);
+  auto r = b->prepare_weight(Tensor(data.data(), DType::f32, {5, 48}), DType::q8_0);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.status().message().find("not whole blocks of 32"), std::string::npos) << r.status().message();
+  std::vector<float> ok(4 * 256, 0.5f);
+  r = b->prepare_weight(Tensor(ok.data(), DType::f32, {4, 256}), DType::q4_k);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.status().message().find("only from GGUF"), std::string::npos) << r.status().message();
+  std::vector<uint8_t> q(dtype_bytes(DType::q4_0, 64));
+  r = b->prepare_weight(Tensor(q.data(), DType::q4_0, {2, 32}), DType::q8_0);
+  ASSERT_FALSE(r.has_value());
+}
+
+}  // namespace
+}  // namespace brigade
