@@ -20,8 +20,9 @@ super-blocks): hidden 256, 4 heads of 64 and 2 KV heads (qwen3: 2 of 128 and 1),
 
 expected.json also records, per prompt, `act_q8_max_diff`: how far the logits move when every
 linear layer's input is rounded to Q8_0 (int8 per block of 32, d = absmax / 127, as llama.cpp's
-CPU kernels quantize activations) in the same transformers run. That is the error native
-quantized kernels are expected to add, and the test's tolerance for them is derived from it.
+CPU kernels quantize activations) in the same transformers run, and `act_q8_greedy`, that run's
+greedy tokens. That is the error native quantized kernels are expected to add, and the test's
+tolerance for them is derived from it.
 
 Also writes tests/fixtures/quantized_weights/bounds.json (weights_option_bounds): the same
 measure for `weights: q8_0` and `q4_0` on make_fixtures.py's llama, qwen2 and qwen3 checkpoints.
@@ -176,16 +177,25 @@ def q8_0_round_trip(x):
     return (q * d.to(torch.float16).to(torch.float32)).reshape(x.shape)
 
 
-def act_q8_diffs(model, cases):
-    """Per case: max |logit change| when every Linear's input is rounded to Q8_0."""
+def generate_greedy(model, prompt):
+    import torch
+    ids = torch.tensor([prompt])
+    gen = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=mf.N_GREEDY,
+                         min_new_tokens=mf.N_GREEDY, pad_token_id=0, eos_token_id=None)
+    return gen[0, len(prompt):].tolist()
+
+
+def act_q8_runs(model, cases, linear=lambda name: True):
+    """Per case: (max |logit change|, greedy tokens) when the inputs of the Linear layers that
+    `linear(name)` selects are rounded to Q8_0."""
     import torch
     hooks = [m.register_forward_pre_hook(lambda _m, args: (q8_0_round_trip(args[0]),) + args[1:])
-             for m in model.modules() if isinstance(m, torch.nn.Linear)]
+             for name, m in model.named_modules() if isinstance(m, torch.nn.Linear) and linear(name)]
     out = []
     with torch.no_grad():
         for c in cases:
             logits = model(torch.tensor([c["prompt"]])).logits[0].to(torch.float32)
-            out.append(float((logits - torch.tensor(c["logits"])).abs().max()))
+            out.append((float((logits - torch.tensor(c["logits"])).abs().max()), generate_greedy(model, c["prompt"])))
     for h in hooks:
         h.remove()
     return out
@@ -205,8 +215,9 @@ def make(name):
     model = transformers.AutoModelForCausalLM.from_pretrained(
         str(out_dir), gguf_file="model.gguf", dtype=torch.float32, attn_implementation="eager").eval()
     cases = mf.run_cases(model, VOCAB, decode_logits=False)
-    for c, d in zip(cases, act_q8_diffs(model, cases)):
+    for c, (d, greedy) in zip(cases, act_q8_runs(model, cases)):
         c["act_q8_max_diff"] = d
+        c["act_q8_greedy"] = greedy
         scale = max(abs(v) for row in c["logits"] for v in row)
         print(f"{name}: prompt of {len(c['prompt'])}: max |logit| {scale:.3f}, Q8_0 activations move "
               f"them by {d:.4f} ({100 * d / scale:.2f}%)")
@@ -232,7 +243,8 @@ def weights_option_bounds():
     """tests/fixtures/quantized_weights/bounds.json: for each of WEIGHTS_FIXTURES and q8_0, q4_0,
     per prompt, how far transformers' logits move when the linear layers (not embedding or
     lm_head) are quantized by gguf-py and dequantized, and their inputs rounded to Q8_0, as
-    brigade's `weights: q8_0` computes on the CPU: the bound of its test."""
+    brigade's `weights: q8_0` computes on the CPU (the bound of its test), and that model's
+    greedy tokens (<type>_greedy)."""
     import gguf
     import numpy as np
     import torch
@@ -244,20 +256,14 @@ def weights_option_bounds():
             model = transformers.AutoModelForCausalLM.from_pretrained(
                 str(mf.OUT / name), dtype=torch.float32, attn_implementation="eager").eval()
             t = gguf.GGMLQuantizationType[qtype]
-            hooks = []
             for mod_name, m in model.named_modules():
                 if isinstance(m, torch.nn.Linear) and not mod_name.endswith("lm_head"):
                     w = m.weight.detach().numpy().astype(np.float32)
                     m.weight.data = torch.from_numpy(gguf.quants.dequantize(gguf.quants.quantize(w, t), t).copy())
-                    hooks.append(m.register_forward_pre_hook(
-                        lambda _m, args: (q8_0_round_trip(args[0]),) + args[1:]))
-            diffs = []
-            with torch.no_grad():
-                for c in cases:
-                    logits = model(torch.tensor([c["prompt"]])).logits[0].to(torch.float32)
-                    diffs.append(float((logits - torch.tensor(c["logits"])).abs().max()))
-            bounds.setdefault(name, {})[qtype.lower()] = diffs
-            print(f"weights {qtype.lower()} on {name}: logits move by {', '.join(f'{d:.4f}' for d in diffs)}")
+            runs = act_q8_runs(model, cases, lambda mod_name: not mod_name.endswith("lm_head"))
+            bounds.setdefault(name, {})[qtype.lower()] = [d for d, _ in runs]
+            bounds[name][qtype.lower() + "_greedy"] = [g for _, g in runs]
+            print(f"weights {qtype.lower()} on {name}: logits move by {', '.join(f'{d:.4f}' for d, _ in runs)}")
     out = mf.OUT / "quantized_weights"
     out.mkdir(parents=True, exist_ok=True)
     (out / "bounds.json").write_text(json.dumps({

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -88,6 +89,28 @@ inline FixtureRun run_fixture_case(Model& model, Backend& backend, const Fixture
     ++n_past;
   }
   return run;
+}
+
+// Whether a run with quantized weights or activations follows greedy references (`refs`: the
+// fixture's tokens and those of the reference run quantized alike): its longest common prefix
+// with one of them is at least half the tokens, or its first token differs where the reference's
+// top two logits at the last prompt position are within `tol` of each other (a near tie that any
+// error of that size may flip; the continuation then goes its own way).
+inline ::testing::AssertionResult greedy_follows(const FixtureRun& run, const FixtureCase& fc,
+                                                 const std::vector<std::vector<int32_t>>& refs, double tol) {
+  size_t best = 0;
+  for (const auto& ref : refs) {
+    size_t n = 0;
+    while (n < run.greedy.size() && n < ref.size() && run.greedy[n] == ref[n]) ++n;
+    best = std::max(best, n);
+  }
+  if (best >= fc.greedy.size() / 2) return ::testing::AssertionSuccess();
+  std::vector<float> last = fc.logits.back();
+  std::partial_sort(last.begin(), last.begin() + 2, last.end(), std::greater<float>());
+  const double margin = last[0] - last[1];
+  if (best == 0 && margin <= tol) return ::testing::AssertionSuccess() << "near tie of " << margin;
+  return ::testing::AssertionFailure() << "greedy tokens follow the reference for " << best << " of " << fc.greedy.size()
+                                       << " (first-token margin " << margin << ", tolerance " << tol << ")";
 }
 
 inline std::unique_ptr<Model> load_or_fail(const std::string& path, Backend& backend) {
