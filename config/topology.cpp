@@ -228,9 +228,6 @@ Status validate_executor(const ExecutorConfig& ex, const std::string& w) {
   const std::set<std::string> weights = {"auto", "f32", "bf16", "fp8", "q8_0", "q4_0"};
   if (!weights.count(ex.weights))
     return invalid_argument(w + ": weights '" + ex.weights + "' is not one of: " + join(weights));
-  if (device->cuda && (ex.weights == "q8_0" || ex.weights == "q4_0" || ex.weights == "f32"))
-    return unsupported(w + ": weights: " + ex.weights + " runs on the CPU backend (device: cpu); on a GPU use "
-                       "weights: auto, bf16 or fp8");
   if (ex.threads < 0) return invalid_argument(w + ": threads must be >= 0 (0 = all cores)");
   if (ex.tp < 1 || ex.tp > kMaxTp)
     return invalid_argument(w + ": tp must be in [1, " + std::to_string(kMaxTp) + "] (got " + std::to_string(ex.tp) + ")");

@@ -310,6 +310,9 @@ Status check_weight_dtype(std::optional<DType> want, const Backend& backend) {
   if (is_block_quantized(t) && !backend.supports_weight_dtype(t))
     return unsupported(std::string(dtype_name(t)) + " weights run on the CPU backend; backend '" + backend.name() +
                        "' cannot multiply them (load with weights: auto or bf16)");
+  if (!backend.supports_weight_dtype(t))
+    return unsupported(std::string("backend '") + backend.name() + "' does not keep " + dtype_name(t) +
+                       " weights (load with weights: auto or bf16)");
   return Status::ok();
 }
 

@@ -149,17 +149,18 @@ TEST(Topology, DevicesAndStepPaths) {
 
 TEST(Topology, WeightsKey) {
   EXPECT_EQ(default_topology().instances[0].executors[0].weights, "auto");
-  for (const char* w : {"auto", "bf16", "fp8"}) {
+  for (const char* w : {"auto", "f32", "bf16", "fp8", "q8_0", "q4_0"}) {
     auto t = parse_topology(std::string("instances: [{executors: [{device: cuda, weights: ") + w + "}]}]");
     ASSERT_TRUE(t.has_value()) << w << ": " << t.status().to_string();
     EXPECT_EQ(t->instances[0].executors[0].weights, w);
   }
-  // Whether the backend runs fp8 is the load's question (LoadOptions), not the topology's.
+  // Whether the backend runs fp8 (q8_0) is the load's question (LoadOptions), not the topology's.
   EXPECT_TRUE(parse_topology("instances: [{executors: [{weights: fp8}]}]").has_value());
-  for (const char* bad : {"f8e4m3", "int8", "FP8", "f32"}) {
+  for (const char* bad : {"f8e4m3", "int8", "FP8", "q4_k", "Q8_0", "f16"}) {
     auto t = parse_topology(std::string("instances: [{executors: [{weights: ") + bad + "}]}]");
     ASSERT_FALSE(t.has_value()) << bad;
-    EXPECT_NE(t.status().message().find("is not one of: auto, bf16, fp8"), std::string::npos) << t.status().message();
+    EXPECT_NE(t.status().message().find("is not one of: auto, bf16, f32, fp8, q4_0, q8_0"), std::string::npos)
+        << t.status().message();
   }
 }
 
