@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cpu/cpu_backend.h"
+#include "tests/memory_only_backend.h"
 
 namespace brigade {
 namespace {
@@ -164,34 +165,9 @@ TEST(KvCache, Int8AllocatesZeroScales) {
 }
 
 // A backend with the default KV dtypes (no int8, as the CUDA backend): memory only, no ops.
-class NoInt8Backend final : public Backend {
+class NoInt8Backend final : public testing::MemoryOnlyBackend {
  public:
   std::string name() const override { return "no-int8"; }
-  DType activation_dtype() const override { return DType::f32; }
-  Expected<Buffer> allocate(size_t bytes) override {
-    return Buffer(std::malloc(bytes), bytes, [](void* p) { std::free(p); });
-  }
-  void upload(const Tensor& dst, const void* src) override { std::memcpy(dst.data, src, dst.nbytes()); }
-  void download(void* dst, const Tensor& src) override { std::memcpy(dst, src.data, src.nbytes()); }
-  Expected<OwnedTensor> prepare_weight(const Tensor&, std::optional<DType>) override { return unsupported("no ops"); }
-  void synchronize() override {}
-  void embedding(const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
-  void matmul(const Tensor&, const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
-  void rms_norm(const Tensor&, const Tensor&, float, const Tensor&) override { FAIL(); }
-  void add_rms_norm(const Tensor&, const Tensor&, const Tensor&, float, const Tensor&) override { FAIL(); }
-  void add(const Tensor&, const Tensor&) override { FAIL(); }
-  void silu_mul(const Tensor&, const Tensor&) override { FAIL(); }
-  void qk_head_norm(const Tensor&, const QkvLayout&, const Tensor&, const Tensor&, float) override { FAIL(); }
-  void rope(const Tensor&, const QkvLayout&, const Tensor&, const RopeConfig&) override { FAIL(); }
-  void write_kv(const KvLayer&, const Tensor&, const QkvLayout&, const Tensor&) override { FAIL(); }
-  void attention(const Tensor&, const QkvLayout&, const KvLayer&, const AttentionMeta&, float, const Tensor&) override {
-    FAIL();
-  }
-  void gather_rows(const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
-  void argmax(const Tensor&, const Tensor&) override { FAIL(); }
-  void sample(const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
-  void gather_tokens(const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
-  void scatter_tokens(const Tensor&, const Tensor&, const Tensor&) override { FAIL(); }
 };
 
 TEST(KvCache, BackendWithoutInt8KvRefusesItWithAClearError) {

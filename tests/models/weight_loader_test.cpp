@@ -48,6 +48,21 @@ std::vector<float> as_floats(const BlockWeightBackend::Prepared& p) {
 
 const std::string kL0 = "model.layers.0.";
 
+// A one-layer synthetic llama (hidden 64, intermediate 128, vocab 300, untied) stored as `dtype`.
+Expected<std::unique_ptr<Checkpoint>> tiny_llama(const testing::TempDir& dir, DType dtype) {
+  SyntheticModelSpec spec;
+  spec.hidden_size = 64;
+  spec.n_layers = 1;
+  spec.n_heads = 4;
+  spec.n_kv_heads = 2;
+  spec.intermediate_size = 128;
+  spec.vocab_size = 300;
+  spec.tie_embeddings = false;
+  spec.dtype = dtype;
+  BRIGADE_RETURN_IF_ERROR(write_synthetic_model(spec, dir.str()));
+  return Checkpoint::open(dir.str());
+}
+
 TEST(WeightLoaderBlocks, NativeTypesReachTheBackendAsViewsOfTheFile) {
   auto ck = open_fixture("gguf_llama_q4_k_m");
   ASSERT_NE(ck, nullptr);
@@ -134,17 +149,7 @@ TEST(WeightLoaderBlocks, OtherBackendsAndExplicitTypesGetDequantizedWeights) {
 
 TEST(WeightLoaderBlocks, Q8_0QuantizesLinearLayersOnly) {
   testing::TempDir dir("loader_q8_0");
-  SyntheticModelSpec spec;
-  spec.hidden_size = 64;
-  spec.n_layers = 1;
-  spec.n_heads = 4;
-  spec.n_kv_heads = 2;
-  spec.intermediate_size = 128;
-  spec.vocab_size = 300;
-  spec.tie_embeddings = false;
-  spec.dtype = DType::bf16;
-  ASSERT_TRUE(write_synthetic_model(spec, dir.str()).is_ok());
-  auto ck = Checkpoint::open(dir.str());
+  auto ck = tiny_llama(dir, DType::bf16);
   ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
   BlockWeightBackend backend({DType::q8_0});
   WeightLoader w(**ck, backend, DType::q8_0);
@@ -164,17 +169,7 @@ TEST(WeightLoaderBlocks, Q8_0QuantizesLinearLayersOnly) {
 
 TEST(WeightLoader, Fp8AsksForFp8MatricesAndBf16Tables) {
   testing::TempDir dir("loader_fp8");
-  SyntheticModelSpec spec;
-  spec.hidden_size = 64;
-  spec.n_layers = 1;
-  spec.n_heads = 4;
-  spec.n_kv_heads = 2;
-  spec.intermediate_size = 128;
-  spec.vocab_size = 300;
-  spec.tie_embeddings = false;
-  spec.dtype = DType::f32;
-  ASSERT_TRUE(write_synthetic_model(spec, dir.str()).is_ok());
-  auto ck = Checkpoint::open(dir.str());
+  auto ck = tiny_llama(dir, DType::f32);
   ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
   auto backend = make_cpu_backend({.n_threads = 1});
 
