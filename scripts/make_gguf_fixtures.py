@@ -27,7 +27,8 @@ tolerance for them is derived from it.
 Also writes tests/fixtures/quantized_weights/bounds.json (weights_option_bounds): the same
 measure for `weights: q8_0` and `q4_0` on make_fixtures.py's llama, qwen2 and qwen3 checkpoints.
 
-Run: python3 scripts/make_gguf_fixtures.py [NAME...] (make_fixtures.py's virtual environment,
+Run: python3 scripts/make_gguf_fixtures.py [NAME...]; `--bench PATH [NAME]` writes a fixture's
+layout at ~110M parameters for benchmarks instead (make_fixtures.py's virtual environment,
 plus `gguf` and `accelerate` from PyPI, installed on first use).
 """
 import json
@@ -115,9 +116,12 @@ def quantized(np, gguf, rng, type_name, rows, cols):
     return gguf.quants.quantize(w, t), t
 
 
-def write_gguf(np, gguf, rng, name, path):
+def write_gguf(np, gguf, rng, name, path, dims=None):
+    """The fixture `name` at `path`; dims (hidden, intermediate, layers, vocab, (heads, kv heads,
+    head_dim)) override the fixtures' sizes (--bench)."""
     arch, types, tied = layout(name)
-    HEADS, KV_HEADS, HEAD_DIM = heads(arch)  # noqa: N806
+    HIDDEN, INTER, LAYERS, VOCAB, (HEADS, KV_HEADS, HEAD_DIM) = dims or (  # noqa: N806
+        globals()["HIDDEN"], globals()["INTER"], globals()["LAYERS"], globals()["VOCAB"], heads(arch))
     w = gguf.GGUFWriter(str(path), arch)
     w.add_context_length(256)
     w.add_embedding_length(HIDDEN)
@@ -271,9 +275,22 @@ def weights_option_bounds():
         "bounds": bounds}, indent=1) + "\n")
 
 
+def write_bench(path, name):
+    """--bench PATH [NAME]: the fixture layout NAME (default gguf_llama_q4_k_m) at the default
+    synthetic model's size (hidden 768, 12 layers, 12 heads of 64, 4 KV heads, intermediate 2048,
+    vocab 32000: ~110M parameters), for docs/perf.md's decode measurements; no reference."""
+    import gguf
+    import numpy as np
+    write_gguf(np, gguf, np.random.default_rng(1), name, Path(path), (768, 2048, 12, 32000, (12, 4, 64)))
+    print(f"{path}: {Path(path).stat().st_size / 2**20:.1f} MiB")
+
+
 def main():
     mf.ensure_venv(__file__)
     ensure_extras("gguf", "accelerate")
+    if sys.argv[1:2] == ["--bench"]:
+        write_bench(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "gguf_llama_q4_k_m")
+        return
     names = sys.argv[1:] or NAMES + ["quantized_weights"]
     unknown = set(names) - set(NAMES) - {"quantized_weights"}
     if unknown:

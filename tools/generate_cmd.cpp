@@ -37,7 +37,7 @@ Expected<std::vector<int32_t>> parse_ids(const std::string& text) {
 void add_generate_command(CLI::App& app, std::function<int()>& run) {
   auto* cmd = app.add_subcommand("generate", "Generate text (or token ids) from a prompt");
   auto opts = std::make_shared<GenerateArgs>();
-  cmd->add_option("--model", opts->model, "Checkpoint: a directory (config.json + safetensors) or a llama2.c .bin")->required();
+  cmd->add_option("--model", opts->model, "Checkpoint: a directory (config.json + safetensors), a .gguf file or a llama2.c .bin")->required();
   cmd->add_option("--prompt", opts->prompt, "Prompt text");
   cmd->add_option("--prompt-ids", opts->prompt_ids, "Prompt token ids, comma-separated; prints generated ids");
   cmd->add_option("--max-tokens", opts->max_tokens, "Tokens to generate")->capture_default_str();
