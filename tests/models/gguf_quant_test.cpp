@@ -17,6 +17,7 @@
 #include "models/checkpoint.h"
 #include "models/ggml_quant.h"
 #include "models/inspect.h"
+#include "models/load_progress.h"
 
 namespace brigade {
 namespace {
@@ -104,7 +105,8 @@ TEST_P(GgufQuant, AutoMatchesTransformersWithinTheActivationQuantizationError) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufQuant, ::testing::ValuesIn(kFixtures),
                          [](const auto& p) { return p.param; });
 
-// The stored types reach RawTensor as they are (no conversion at open), and inspect names them.
+// The stored types reach RawTensor as they are (no conversion at open); inspect and the load bar
+// name them.
 TEST(GgufQuantTensors, BlockTypesAreViewsOfTheFileAndInspectNamesThem) {
   auto ck = Checkpoint::open(gguf_path("gguf_llama_q4_k_m"));
   ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
@@ -120,6 +122,7 @@ TEST(GgufQuantTensors, BlockTypesAreViewsOfTheFileAndInspectNamesThem) {
   EXPECT_EQ(q5.type_name(), "Q5_K");
   EXPECT_EQ(q5.dtype, DType::u8) << "no DType: only ever dequantized";
   EXPECT_TRUE((*qwen3)->config().tie_embeddings);
+  EXPECT_EQ(load_progress_name(**ck), gguf_path("gguf_llama_q4_k_m") + " (Q4_K, Q6_K)") << "most bytes first";
 
   auto info = inspect_model(gguf_path("gguf_llama_q4_k_m"));
   ASSERT_TRUE(info.has_value()) << info.status().to_string();
