@@ -194,15 +194,15 @@ size_t header_end(const std::string& path) {
   return end;
 }
 
-TEST_F(GgufCorrupt, RandomMutationsOfAModelLoadOrFail) {
-  const size_t end = header_end(path());
-  ASSERT_GT(end, 100u);
+// Opens `n` mutations of `good` (its header, tensor table and types; data from `end` on kept):
+// each is refused with a message or loads / fails to load with one. Returns {loaded, refused}.
+std::pair<int, int> fuzz(const std::vector<uint8_t>& good, size_t end, int n, const TempDir& dir) {
   auto backend = make_cpu_backend({.n_threads = 1});
   std::mt19937_64 rng(20261130);  // fixed: a failure reproduces
   int n_loaded = 0, n_refused = 0;
-  for (int i = 0; i < 400; ++i) {
-    const std::string p = dir_.file("fuzz.gguf");
-    testing::write_bytes(p, mutate(good_, end, rng));
+  for (int i = 0; i < n; ++i) {
+    const std::string p = dir.file("fuzz.gguf");
+    testing::write_bytes(p, mutate(good, end, rng));
     auto ck = Checkpoint::open(p);
     if (!ck) {
       EXPECT_FALSE(ck.status().message().empty()) << "iteration " << i;
@@ -220,7 +220,28 @@ TEST_F(GgufCorrupt, RandomMutationsOfAModelLoadOrFail) {
     (void)inspect_model(p);
     ++n_loaded;
   }
+  return {n_loaded, n_refused};
+}
+
+TEST_F(GgufCorrupt, RandomMutationsOfAModelLoadOrFail) {
+  const size_t end = header_end(path());
+  ASSERT_GT(end, 100u);
+  const auto [n_loaded, n_refused] = fuzz(good_, end, 400, dir_);
   EXPECT_GT(n_refused, 100) << "the mutations reach the structure";
+  RecordProperty("loaded", n_loaded);
+  RecordProperty("refused", n_refused);
+}
+
+// The same over a file of block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): a mutated type id or row
+// length must be refused or read with the blocks the file holds, never past them.
+TEST_F(GgufCorrupt, RandomMutationsOfAQuantizedModelLoadOrFail) {
+  const std::string src = testing::fixture_dir("gguf_qwen2_q4_0") + "/model.gguf";
+  const std::vector<uint8_t> good = testing::read_bytes(src);
+  const size_t end = header_end(src);
+  ASSERT_GT(end, 100u);
+  const auto [n_loaded, n_refused] = fuzz(good, end, 150, dir_);
+  EXPECT_GT(n_refused, 30) << "the mutations reach the structure";
+  EXPECT_GT(n_loaded, 10);
   RecordProperty("loaded", n_loaded);
   RecordProperty("refused", n_refused);
 }
