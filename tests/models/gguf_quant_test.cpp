@@ -31,13 +31,7 @@ const std::vector<std::string> kFixtures = {"gguf_llama_q4_k_m", "gguf_qwen2_q4_
 std::string gguf_path(const std::string& fixture) { return fixture_dir(fixture) + "/model.gguf"; }
 
 std::unique_ptr<Model> load(const std::string& path, Backend& backend, std::optional<DType> weights) {
-  LoadOptions opts;
-  opts.max_batch_tokens = 64;
-  opts.progress = false;
-  opts.weight_dtype = weights;
-  auto m = Model::load(path, backend, opts);
-  EXPECT_TRUE(m.has_value()) << m.status().to_string();
-  return m ? std::move(*m) : nullptr;
+  return testing::load_or_fail(path, backend, weights);
 }
 
 // What the fixture's script measured of transformers with Q8_0 activations, per case.

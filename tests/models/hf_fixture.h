@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -113,10 +114,12 @@ inline ::testing::AssertionResult greedy_follows(const FixtureRun& run, const Fi
                                        << " (first-token margin " << margin << ", tolerance " << tol << ")";
 }
 
-inline std::unique_ptr<Model> load_or_fail(const std::string& path, Backend& backend) {
+inline std::unique_ptr<Model> load_or_fail(const std::string& path, Backend& backend,
+                                           std::optional<DType> weights = std::nullopt) {
   LoadOptions opts;
   opts.max_batch_tokens = 64;
   opts.progress = false;
+  opts.weight_dtype = weights;
   auto m = Model::load(path, backend, opts);
   EXPECT_TRUE(m.has_value()) << m.status().to_string();
   return m ? std::move(*m) : nullptr;
