@@ -12,8 +12,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-bool all_space(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
-
 // {"name": string, <key>: object} → the call (arguments in Python's json.dumps form).
 std::optional<ToolCallDelta> call_of(std::string_view text, std::initializer_list<const char*> keys) {
   const ojson j = ojson::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
@@ -35,15 +33,16 @@ class Base : public ToolCallParser {
   int n_calls() const override { return n_calls_; }
 
  protected:
+  // Trailing whitespace is held, so that the content is the same however the text is split.
   void content(std::string_view text, ToolParse& out) {
-    if (text.empty()) return;
-    if (all_space(text)) {
+    const size_t last = text.find_last_not_of(" \t\r\n");
+    if (last == std::string_view::npos) {
       space_.append(text);
       return;
     }
     out.content += space_;
-    out.content.append(text);
-    space_.clear();
+    out.content.append(text.substr(0, last + 1));
+    space_.assign(text.substr(last + 1));
   }
   void call(ToolCallDelta d, ToolParse& out) {
     if (n_calls_ >= max_calls_) return;

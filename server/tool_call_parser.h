@@ -5,7 +5,8 @@
 //                number, anywhere in the text. A block whose JSON is malformed (or lacks a string
 //                "name" and an object "arguments") stays in the content, tags and all; a final
 //                block without its closing tag still counts when its JSON is whole. Whitespace
-//                between calls is not content.
+//                at the end of content is held until more content comes, and is dropped when
+//                calls were made (so the content is the same however the text is split).
 //   llama3_json  (llama-3): the whole output is one or more {"name": .., "parameters": {..}}
 //                objects ("arguments" accepted too), separated by ';' or whitespace, optionally
 //                after <|python_tag|>; anything else (or any malformed object) and the whole
