@@ -18,13 +18,17 @@ BIN = os.environ.get("BRIGADE_BIN", os.path.join(ROOT, "build", "tools", "brigad
 KEY = "test-key"
 
 
+def make_tiny_model(path, max_position=512):
+    subprocess.run([BIN, "make-model", "--hidden", "64", "--layers", "2", "--heads", "4", "--kv-heads", "2",
+                    "--intermediate", "128", "--vocab", "512", "--max-position", str(max_position), "--dtype", "f32",
+                    "--out", path], check=True, stdout=subprocess.DEVNULL)
+
+
 @pytest.fixture(scope="module")
 def server():
     tmp = tempfile.TemporaryDirectory()
     model = os.path.join(tmp.name, "tiny")
-    subprocess.run([BIN, "make-model", "--hidden", "64", "--layers", "2", "--heads", "4", "--kv-heads", "2",
-                    "--intermediate", "128", "--vocab", "512", "--max-position", "512", "--dtype", "f32",
-                    "--out", model], check=True, stdout=subprocess.DEVNULL)
+    make_tiny_model(model)
     proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
                              "--served-model-name", "tiny", "--api-key", KEY],
                             stdout=subprocess.PIPE, text=True)
@@ -317,9 +321,7 @@ def test_rate_limit_station_is_a_429_the_client_understands(tmp_path):
     """A topology's rate_limit station keyed by OpenAI's `user` field: the client's second request
     within the minute gets openai.RateLimitError with a Retry-After header; another user is served."""
     model = str(tmp_path / "tiny")
-    subprocess.run([BIN, "make-model", "--hidden", "64", "--layers", "2", "--heads", "4", "--kv-heads", "2",
-                    "--intermediate", "128", "--vocab", "512", "--max-position", "512", "--dtype", "f32",
-                    "--out", model], check=True, stdout=subprocess.DEVNULL)
+    make_tiny_model(model)
     topology = tmp_path / "limited.yaml"
     topology.write_text("stations:\n  - type: rate_limit\n    options: {requests_per_minute: 1}\n")
     proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
@@ -360,9 +362,7 @@ def tool_client():
     """`brigade serve` on a tiny model whose tokenizer_config.json names a chatml (Qwen) template."""
     tmp = tempfile.TemporaryDirectory()
     model = os.path.join(tmp.name, "tiny-chatml")
-    subprocess.run([BIN, "make-model", "--hidden", "64", "--layers", "2", "--heads", "4", "--kv-heads", "2",
-                    "--intermediate", "128", "--vocab", "512", "--max-position", "2048", "--dtype", "f32",
-                    "--out", model], check=True, stdout=subprocess.DEVNULL)
+    make_tiny_model(model, max_position=2048)
     config_path = os.path.join(model, "tokenizer_config.json")
     with open(config_path) as f:
         config = json.load(f)
