@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/schema_matcher.h"
+
 namespace brigade::server {
 
 namespace {
@@ -128,13 +130,25 @@ void force_tool_choice(const ToolRequest& tools, ToolFormat format, GenerateOpti
       if (f.name == tools.named) gen.json_schema = parameters_of(f);
     }
   } else if (tools.choice == ToolChoice::required) {
-    const char* key = format == ToolFormat::hermes ? "arguments" : "parameters";
+    const std::string key = format == ToolFormat::hermes ? "arguments" : "parameters";
+    const auto call_schema = [&](const std::string& name_schema, const std::string& arguments_schema) {
+      return R"({"type":"object","properties":{"name":)" + name_schema + ",\"" + key + "\":" + arguments_schema +
+             "},\"required\":[\"name\",\"" + key + "\"]}";
+    };
     // Built as text: each parameters schema goes in verbatim (its key order is the output's).
     std::string alts;
-    for (const auto& f : tools.functions) {
-      if (!alts.empty()) alts += ",";
-      alts += R"({"type":"object","properties":{"name":{"const":)" + nlohmann::json(f.name).dump() + "},\"" + key +
-              "\":" + parameters_of(f) + "},\"required\":[\"name\",\"" + key + "\"]}";
+    if (tools.functions.size() <= static_cast<size_t>(SchemaMatcher::kMaxThreads)) {
+      for (const auto& f : tools.functions) {
+        if (!alts.empty()) alts += ",";
+        alts += call_schema(R"({"const":)" + nlohmann::json(f.name).dump() + "}", parameters_of(f));
+      }
+    } else {
+      // The matcher follows kMaxThreads anyOf alternatives at once, and one per tool would all be
+      // alive until the names differ: the later tools could never be called. Then: any tool's
+      // name, with an object of arguments (its own schema is not enforced).
+      nlohmann::json names = nlohmann::json::array();
+      for (const auto& f : tools.functions) names.push_back(f.name);
+      alts = call_schema(R"({"enum":)" + names.dump() + "}", R"({"type":"object","additionalProperties":true})");
     }
     gen.json_schema = R"({"type":"array","minItems":1,)" + std::string(tools.parallel ? "" : R"("maxItems":1,)") +
                       R"("items":{"anyOf":[)" + alts + "]}}";

@@ -7,7 +7,10 @@
 //   required: the output is an array of calls [{"name": .., "<key>": {..}}, ...] (anyOf over the
 //             tools, each name a const with its parameters schema), at most one with
 //             parallel_tool_calls false. <key> is the family's own: "arguments" (hermes, chatml)
-//             or "parameters" (llama-3 JSON).
+//             or "parameters" (llama-3 JSON). With more tools than the schema matcher follows
+//             alternatives at once (SchemaMatcher::kMaxThreads, 4), the name is one of the
+//             tools' and the arguments any object: every tool stays callable, but its
+//             arguments' schema is not enforced.
 // The server turns that output into tool_calls (server/tool_call_parser.h).
 #pragma once
 

@@ -161,6 +161,24 @@ TEST(OpenaiTools, RequiredIsAnArrayOfTheToolsCallsInTheFamilysKeys) {
   EXPECT_FALSE(admits(**o, R"([{"name":"get_time","arguments":{"tz":"UTC"}},{"name":"get_time","arguments":{"tz":"UTC"}}])"));
 }
 
+TEST(OpenaiTools, RequiredWithManyToolsKeepsEveryToolCallable) {
+  std::string tools;
+  for (int i = 0; i < 6; ++i) {
+    if (i > 0) tools += ",";
+    tools += R"({"type": "function", "function": {"name": "t)" + std::to_string(i) +
+             R"(", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}}})";
+  }
+  auto r = parse(R"({"messages": [{"role": "user", "content": "hi"}], "tool_choice": "required", "tools": [)" + tools + "]}");
+  ASSERT_TRUE(r) << r.status().to_string();
+  force_tool_choice(r->tools, ToolFormat::hermes, r->gen);
+  auto schema = CompiledSchema::compile(r->gen.json_schema);
+  ASSERT_TRUE(schema) << schema.status().to_string();
+  for (int i = 0; i < 6; ++i)
+    EXPECT_TRUE(admits(**schema, R"([{"name":"t)" + std::to_string(i) + R"(","arguments":{"x":1}}])")) << "tool " << i;
+  EXPECT_FALSE(admits(**schema, R"([{"name":"t6","arguments":{"x":1}}])"));
+  EXPECT_FALSE(admits(**schema, R"([{"name":"t0","arguments":[]}])"));
+}
+
 TEST(OpenaiTools, AutoAndNoneDoNotConstrain) {
   for (const char* choice : {R"("auto")", R"("none")"}) {
     auto r = parse(chat_body(std::string(R"(, "tool_choice": )") + choice));
