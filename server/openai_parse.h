@@ -40,7 +40,7 @@ struct CompletionRequest {
   int prompt_logprobs = -1;           // vLLM's `prompt_logprobs` field (>= 0: a `prompt_logprobs`
                                       // list in the response)
   ToolRequest tools;                  // chat: tools, tool_choice, parallel_tool_calls
-  ToolFormat tool_format = ToolFormat::hermes;  // chat with tools: how this model writes calls (set by the router)
+  ToolFormat tool_format = ToolFormat::hermes;  // chat with tools: how this model writes calls (set by route())
 };
 
 // Limits a request is checked against.

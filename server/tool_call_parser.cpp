@@ -213,7 +213,10 @@ class ForcedArrayParser final : public Base {
       pos_ = all_.find_first_not_of(" \t\r\n,", pos_);
       if (pos_ == std::string::npos) break;
       if (!opened_) {
-        if (all_[pos_] != '[') return bad();
+        if (all_[pos_] != '[') {
+          done_ = true;  // not a call array; finish() makes it content
+          break;
+        }
         opened_ = true;
         ++pos_;
         continue;
@@ -225,7 +228,10 @@ class ForcedArrayParser final : public Base {
       const size_t e = json_value_end(all_, pos_);
       if (e == std::string::npos) break;
       auto c = call_of(std::string_view(all_).substr(pos_, e - pos_), {key_.c_str()});
-      if (!c) return bad();
+      if (!c) {
+        done_ = true;  // the calls before it stand
+        break;
+      }
       call(std::move(*c), out);
       pos_ = e;
     }
@@ -240,11 +246,6 @@ class ForcedArrayParser final : public Base {
   }
 
  private:
-  ToolParse bad() {
-    done_ = true;
-    return {};
-  }
-
   std::string key_;
   std::string all_;
   size_t pos_ = 0;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <random>
 #include <string>
 
 #include "core/json_schema.h"
@@ -177,6 +178,41 @@ TEST(OpenaiTools, RequiredWithManyToolsKeepsEveryToolCallable) {
     EXPECT_TRUE(admits(**schema, R"([{"name":"t)" + std::to_string(i) + R"(","arguments":{"x":1}}])")) << "tool " << i;
   EXPECT_FALSE(admits(**schema, R"([{"name":"t6","arguments":{"x":1}}])"));
   EXPECT_FALSE(admits(**schema, R"([{"name":"t0","arguments":[]}])"));
+}
+
+// Byte mutations of a body with tools, a call and a result: an answer (a request or an error
+// naming what was wrong), never a crash.
+TEST(OpenaiTools, FuzzMutatedBodies) {
+  const std::string seed = chat_body(R"(, "tool_choice": {"type": "function", "function": {"name": "get_time"}},
+    "parallel_tool_calls": false)").insert(14, R"({"role": "assistant", "tool_calls": [{"id": "c", "type": "function",
+    "function": {"name": "get_time", "arguments": "{\"tz\": \"UTC\"}"}}]}, {"role": "tool", "tool_call_id": "c",
+    "content": "12:00"}, )");
+  ASSERT_TRUE(parse(seed)) << parse(seed).status().to_string();
+  std::mt19937_64 rng(99);
+  int n_ok = 0, n_err = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = seed;
+    for (int m = 0; m < 2; ++m) {
+      const size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0: text[at] = static_cast<char>(rng() % 256); break;
+        case 1: text.erase(at, rng() % 8); break;
+        default: text.insert(at, 1, "{}[]\",:0-e\\"[rng() % 11]); break;
+      }
+    }
+    auto r = parse(text);
+    if (r) {
+      ++n_ok;
+      if (r->tools.choice == ToolChoice::named) {
+        EXPECT_FALSE(r->tools.named.empty());
+      }
+    } else {
+      ++n_err;
+      EXPECT_FALSE(r.status().message().empty());
+    }
+  }
+  EXPECT_GT(n_ok, 100);
+  EXPECT_GT(n_err, 100);
 }
 
 TEST(OpenaiTools, AutoAndNoneDoNotConstrain) {

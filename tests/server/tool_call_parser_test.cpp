@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <climits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -161,6 +162,29 @@ TEST(ToolCallParser, ForcedArray) {
   Result cut = run(ToolParserKind::forced_array, R"([{"name":"a","argu)");
   EXPECT_EQ(cut.content, R"([{"name":"a","argu)");
   EXPECT_TRUE(cut.calls.empty());
+}
+
+// Random texts of tags, JSON pieces and text: every parser gives the same content and calls
+// however the text is split (and never crashes).
+TEST(ToolCallParser, FuzzSplitsAgree) {
+  const char* kPieces[] = {"<tool_call>", "</tool_call>", R"({"name": "f", "arguments": {"a": [1, "}"]}})",
+                           R"({"name": "g", "parameters": {}})", "<|python_tag|>", "[", "]", ",", ";", "{", "}", "\"",
+                           "\\", " ", "\n", "x", "ü", "<", "<tool", "_call>", "</tool"};
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 3000; ++i) {
+    std::string text;
+    const int n = static_cast<int>(rng() % 12);
+    for (int k = 0; k < n; ++k) text += kPieces[rng() % std::size(kPieces)];
+    for (ToolParserKind kind : {ToolParserKind::hermes, ToolParserKind::llama3_json, ToolParserKind::forced_named,
+                                ToolParserKind::forced_array}) {
+      const Result whole = run(kind, text, 0, INT_MAX, "f");
+      for (size_t step : {size_t{1}, size_t{4}}) {
+        const Result split = run(kind, text, step, INT_MAX, "f");
+        ASSERT_EQ(split.content, whole.content) << "kind " << static_cast<int>(kind) << " text " << text;
+        ASSERT_EQ(split.calls, whole.calls) << "kind " << static_cast<int>(kind) << " text " << text;
+      }
+    }
+  }
 }
 
 TEST(ToolCallParser, JsonValueEnd) {
