@@ -303,8 +303,8 @@ json CompletionState::chat_message(const Choice& c) const {
   return m;
 }
 
-json CompletionState::choice_finish(const Choice& c) {
-  if (c.finish == FinishReason::stop && !c.calls.empty()) return "tool_calls";
+json CompletionState::choice_finish(const Choice& c) const {
+  if (c.finish == FinishReason::stop && !c.calls.empty() && request_.tools.choice != ToolChoice::named) return "tool_calls";
   return finish_json(c.finish);
 }
 

@@ -31,7 +31,8 @@ std::string sse_done();
 // the server feeds it from the connection's strand. A chat request with tools (tool_choice other
 // than none) runs each choice's text through a ToolCallParser: calls become `tool_calls` (with
 // ids "call_" + 24 random alphanumerics; streamed as delta.tool_calls), the rest stays content
-// (null when empty and calls were made), and finish_reason "stop" becomes "tool_calls".
+// (null when empty and calls were made), and finish_reason "stop" becomes "tool_calls" (but for
+// a tool_choice naming the function, where OpenAI and vLLM keep "stop").
 class CompletionState {
  public:
   CompletionState(const CompletionRequest& request, std::string id, std::string model, int64_t created);
@@ -71,8 +72,9 @@ class CompletionState {
   std::string chat_chunks(const Event& ev, Choice& c, const ToolParse& parsed, nlohmann::ordered_json ch,
                           nlohmann::ordered_json body) const;
   nlohmann::ordered_json chat_message(const Choice& c) const;
-  // finish_reason: "tool_calls" for a choice that stopped after making calls.
-  static nlohmann::ordered_json choice_finish(const Choice& c);
+  // finish_reason: "tool_calls" for a choice that stopped after making calls, except a forced
+  // named call ("stop", as OpenAI and vLLM answer).
+  nlohmann::ordered_json choice_finish(const Choice& c) const;
   // The legacy completions / chat logprobs of generated tokens [from, to), the text of `from`
   // starting at text_offset; with_prompt (echo) puts the prompt's tokens first.
   std::string logprobs_json(const Choice& c, size_t from, size_t to, size_t text_offset, bool with_prompt) const;

@@ -280,7 +280,7 @@ TEST(OpenaiFormat, ForcedNamedStreamsArgumentsAsTheyCome) {
   ASSERT_EQ(last.size(), 1u);
   EXPECT_EQ(last[0]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"], "\"Oslo\"}");
   EXPECT_FALSE(last[0]["choices"][0]["delta"]["tool_calls"][0].contains("id")) << "id and name come once";
-  EXPECT_EQ(last[0]["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_EQ(last[0]["choices"][0]["finish_reason"], "stop") << "a named call: stop, as OpenAI and vLLM";
 }
 
 }  // namespace
