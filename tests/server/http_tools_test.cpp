@@ -153,6 +153,20 @@ TEST(ServerTools, ForcedCallsComeBackAsToolCalls) {
       << "the tools are rendered into the prompt";
 }
 
+// llama-3 writes {"name", "parameters"}: the forced output and its parsing agree on the key.
+TEST(ServerTools, Llama3RequiredCallParses) {
+  ToolServer s(model_with_template("llama3", "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>' }}"));
+  json one = request("required");
+  one["parallel_tool_calls"] = false;
+  one["max_tokens"] = 128;
+  auto r = s.chat(one);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json choice = json::parse(r.body)["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls") << choice.dump();
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << choice.dump();
+  EXPECT_TRUE(json::parse(choice["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()).is_object());
+}
+
 TEST(ServerTools, AModelWithoutAToolFormatAnswers400) {
   ToolServer s(model_with_template("llama2", "{{ bos_token + '[INST] ' + content + ' [/INST]' }}"));
   auto r = s.chat(request("auto"));
