@@ -15,7 +15,7 @@
 //   chatml:  Qwen2.5's "hermes" format: a "# Tools" system block listing the tools inside
 //            <tools></tools>, calls as <tool_call>\n{"name": .., "arguments": ..}\n</tool_call>,
 //            results as <tool_response> blocks in a user turn. Unlike Qwen2.5 no default system
-//            text is added when there is no system message (Qwen3's template does the same).
+//            text is added when there is no system message (as Qwen3's template does).
 //   llama-3: Llama 3.1's JSON tool calling: the date system header, the tools (indented JSON) in
 //            the first user message, a call as {"name": .., "parameters": ..}, a result as an
 //            `ipython` turn holding the content as a JSON string. One call per assistant turn.
