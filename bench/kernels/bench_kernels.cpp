@@ -123,6 +123,7 @@ void big_matmul_args(benchmark::internal::Benchmark* b) {
   for (int64_t n : {1, 4, 16, 64})
     for (auto [m, k] : {std::pair<int64_t, int64_t>{4096, 4096}, {14336, 4096}, {4096, 14336}})
       b->Args({n, m, k});
+  b->Args({512, 4096, 4096});  // prefill
   b->ArgNames({"n", "m", "k"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 BENCHMARK(BM_Matmul<DType::bf16>)->Name("BM_Matmul8B<bf16>")->Apply(big_matmul_args);

@@ -93,8 +93,7 @@ TEST_P(QuantMatmul, MatchesTheDequantizedWeightWithinTheActivationRounding) {
             bound += std::fabs(wv) * half_step[static_cast<size_t>(j)];
             mag += std::fabs(wv * xp[i * c.k + j]);
           }
-          // Prefill (n >= kBlasMinRows) multiplies the dequantized weight in f32: no activation rounding.
-          const double allowed = (c.n >= cpu::kBlasMinRows ? 0.0 : bound * 1.001) + 1e-5 * mag + 1e-6;
+          const double allowed = bound * 1.001 + 1e-5 * mag + 1e-6;
           ASSERT_NEAR(out.tensor.as<float>()[i * c.m + r], ref, allowed) << "row " << i << " col " << r;
         }
       }
