@@ -72,8 +72,9 @@ const Kernels& avx512_kernels() {
     t.scale_axpy = avx512::scale_axpy;
     t.attend_tile = avx512::attend_tile;
     t.dequantize_i8 = avx512::dequantize_i8;
-    t.quantize_q8 = avx2_q::quantize_q8;  // AVX-512 CPUs run the AVX2 integer kernels
-    t.qmatmul_rows = avx2_q::qmatmul_rows;
+    // 256-bit integer kernels: with VNNI's vpdpbusd where the CPU has it, else AVX2's.
+    t.quantize_q8 = vnni_q::available() ? vnni_q::quantize_q8 : avx2_q::quantize_q8;
+    t.qmatmul_rows = vnni_q::available() ? vnni_q::qmatmul_rows : avx2_q::qmatmul_rows;
     return t;
   }();
   return table;

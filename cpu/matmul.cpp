@@ -4,15 +4,15 @@
 // (weight rows) and the register-blocked kernel streams each weight row once per 4 activation rows.
 // Prefill (n >= kBlasMinRows) is bound by FLOPs: threads split the weight rows into panels, widen
 // each panel to f32 in a thread-local buffer and run single-threaded OpenBLAS sgemm on it.
-// Block-quantized weights (core/quant.h) decode through the integer kernels of
-// cpu/quant_kernels.h over activations quantized per block of 32; prefill dequantizes panels.
+// Block-quantized weights (core/quant.h) take the integer kernels of cpu/quant_kernels.h over
+// activations quantized per block of 32, at every n: measured faster than dequantized panels
+// through sgemm at n = 64 and no slower at 512 (docs/perf.md, "Block-quantized weights").
 #include <cblas.h>
 
 #include <algorithm>
 #include <mutex>
 #include <vector>
 
-#include "core/quant.h"
 #include "cpu/ops.h"
 
 namespace brigade::cpu {
@@ -47,8 +47,7 @@ void blas_rows(const CpuContext& c, const MatmulArgs& a, int64_t r0, int64_t r1)
       w = reinterpret_cast<const float*>(src);
     } else {
       panel.resize(static_cast<size_t>(rows * a.k));
-      if (is_block_quantized(a.w_dtype)) quant::dequantize_row(src, a.w_dtype, panel.data(), rows * a.k);
-      else c.kernels->to_f32(src, a.w_dtype, panel.data(), rows * a.k);
+      c.kernels->to_f32(src, a.w_dtype, panel.data(), rows * a.k);
       w = panel.data();
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(a.n),
@@ -57,8 +56,8 @@ void blas_rows(const CpuContext& c, const MatmulArgs& a, int64_t r0, int64_t r1)
   }
 }
 
-// Decode with a block-quantized weight: the n activation rows quantized once (BlockQ8), then
-// threads split the weight rows as for float weights.
+// A block-quantized weight: the n activation rows quantized once (BlockQ8), then threads split
+// the weight rows as for float weights' decode.
 void quant_matmul(const CpuContext& c, const MatmulArgs& a, const Tensor& bias) {
   thread_local std::vector<BlockQ8> xq;
   const int64_t nb = a.k / 32;
@@ -103,7 +102,7 @@ void matmul(const CpuContext& c, const Tensor& x, const Tensor& w, const Tensor&
   const bool use_blas = a.n >= kBlasMinRows;
   if (is_block_quantized(a.w_dtype)) {
     BRIGADE_CHECK(a.k % dtype_block_elems(a.w_dtype) == 0, "a quantized weight's rows are whole blocks");
-    if (!use_blas) return quant_matmul(c, a, bias);
+    return quant_matmul(c, a, bias);
   }
   if (use_blas) {
     // Each worker calls sgemm itself; OpenBLAS must not start its own threads inside ours.

@@ -44,5 +44,11 @@ namespace avx2_q {
 void quantize_q8(const float* x, BlockQ8* y, int64_t k);
 void qmatmul_rows(const QMatmulArgs& a, int64_t m_begin, int64_t m_end);
 }  // namespace avx2_q
+// AVX-512 VNNI on 256-bit vectors; only valid where vnni_q::available().
+namespace vnni_q {
+bool available();
+void quantize_q8(const float* x, BlockQ8* y, int64_t k);
+void qmatmul_rows(const QMatmulArgs& a, int64_t m_begin, int64_t m_end);
+}  // namespace vnni_q
 
 }  // namespace brigade::cpu

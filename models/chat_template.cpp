@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "models/chat_template_tools.h"
 #include "models/mapped_file.h"
 #include "models/utf8.h"
 
@@ -107,25 +108,44 @@ Expected<ChatFamily> chat_family_for_model(const std::string& model_dir, const s
   return family;
 }
 
+bool chat_family_has_tools(ChatFamily family) { return family == ChatFamily::chatml || family == ChatFamily::llama3; }
+
 Expected<std::string> apply_chat_template(ChatFamily family, std::span<const ChatMessage> messages,
-                                          bool add_generation_prompt) {
+                                          std::span<const std::string> tools, bool add_generation_prompt) {
+  bool uses_tools = !tools.empty();
   for (size_t i = 0; i < messages.size(); ++i) {
     const auto& m = messages[i];
-    if (m.role != "system" && m.role != "user" && m.role != "assistant")
-      return invalid_argument("chat message " + std::to_string(i) + ": role '" + m.role +
-                              "' is not one of system, user, assistant");
-    if (m.role == "system" && i != 0)
-      return invalid_argument("chat message " + std::to_string(i) + ": a system message must come first");
-    if (!is_valid_utf8(m.content))
-      return invalid_argument("chat message " + std::to_string(i) + ": content is not valid UTF-8");
+    const std::string at = "chat message " + std::to_string(i) + ": ";
+    if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool")
+      return invalid_argument(at + "role '" + m.role + "' is not one of system, user, assistant, tool");
+    if (m.role == "system" && i != 0) return invalid_argument(at + "a system message must come first");
+    if (!is_valid_utf8(m.content)) return invalid_argument(at + "content is not valid UTF-8");
+    if (!m.tool_calls.empty() && m.role != "assistant") return invalid_argument(at + "only assistant messages carry tool calls");
+    for (const auto& call : m.tool_calls) {
+      if (!is_valid_utf8(call.name) || !is_valid_utf8(call.arguments))
+        return invalid_argument(at + "a tool call is not valid UTF-8");
+    }
+    uses_tools = uses_tools || m.role == "tool" || !m.tool_calls.empty();
   }
-  switch (family) {
-    case ChatFamily::llama2: return render_llama2(messages, add_generation_prompt);
-    case ChatFamily::llama3: return render_llama3(messages, add_generation_prompt);
-    case ChatFamily::chatml: return render_chatml(messages, add_generation_prompt);
-    case ChatFamily::deepseek: return render_deepseek(messages, add_generation_prompt);
+  if (!uses_tools) {
+    switch (family) {
+      case ChatFamily::llama2: return render_llama2(messages, add_generation_prompt);
+      case ChatFamily::llama3: return render_llama3(messages, add_generation_prompt);
+      case ChatFamily::chatml: return render_chatml(messages, add_generation_prompt);
+      case ChatFamily::deepseek: return render_deepseek(messages, add_generation_prompt);
+    }
+    return invalid_argument("unknown chat family");
   }
-  return invalid_argument("unknown chat family");
+  if (family == ChatFamily::chatml) return render_chatml_tools(messages, tools, add_generation_prompt);
+  if (family == ChatFamily::llama3) return render_llama3_tools(messages, tools, add_generation_prompt);
+  return unsupported(std::string("the ") + chat_family_name(family) +
+                     " chat template has no tool-calling format (tools, tool calls and tool results work with "
+                     "chatml (Qwen) and llama-3 models)");
+}
+
+Expected<std::string> apply_chat_template(ChatFamily family, std::span<const ChatMessage> messages,
+                                          bool add_generation_prompt) {
+  return apply_chat_template(family, messages, {}, add_generation_prompt);
 }
 
 }  // namespace brigade

@@ -8,10 +8,23 @@
 //   chatml:   <|im_start|>{role}\n{content}<|im_end|>\n...   (Qwen2/Qwen3; no default system)
 //   deepseek: <｜begin▁of▁sentence｜>{system}\n\nUser: {user}\n\nAssistant: {assistant}<｜end▁of▁sentence｜>...
 // Contents are trimmed of surrounding whitespace for llama-2 and llama-3, as their templates do.
+//
+// Tool calling (OpenAI `tools`, assistant `tool_calls`, `role: tool` results) is rendered by the
+// families that have a tool format, as their Hugging Face templates render it (given the tools as
+// the client sent them and each call's arguments as a parsed object, as vLLM passes them):
+//   chatml:  Qwen2.5's "hermes" format: a "# Tools" system block listing the tools inside
+//            <tools></tools>, calls as <tool_call>\n{"name": .., "arguments": ..}\n</tool_call>,
+//            results as <tool_response> blocks in a user turn. Unlike Qwen2.5 no default system
+//            text is added when there is no system message (as Qwen3's template does).
+//   llama-3: Llama 3.1's JSON tool calling: the date system header, the tools (indented JSON) in
+//            the first user message, a call as {"name": .., "parameters": ..}, a result as an
+//            `ipython` turn holding the content as a JSON string. One call per assistant turn.
+// llama-2 and deepseek have no tool format here and refuse them (unsupported).
 #pragma once
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -19,9 +32,17 @@ namespace brigade {
 
 enum class ChatFamily { llama2, llama3, chatml, deepseek };
 
+struct ChatToolCall {
+  std::string id;         // the client's id (no supported template renders it)
+  std::string name;       // the function called
+  std::string arguments;  // the arguments object as JSON text (OpenAI's `arguments` string)
+};
+
 struct ChatMessage {
-  std::string role;  // "system", "user" or "assistant"
+  std::string role;  // "system", "user", "assistant" or "tool"
   std::string content;
+  std::vector<ChatToolCall> tool_calls = {};  // assistant: the calls it made
+  std::string tool_call_id = {};              // tool: the call this result answers
 };
 
 // "llama-2", "llama-3", "chatml" (alias "qwen"), "deepseek"; unsupported listing them otherwise.
@@ -36,9 +57,18 @@ Expected<ChatFamily> detect_chat_family(const std::string& jinja_template);
 // tokenizer_config.json's chat_template. not_found when neither gives one.
 Expected<ChatFamily> chat_family_for_model(const std::string& model_dir, const std::string& configured);
 
-// Renders messages; add_generation_prompt appends the opening of the assistant's turn.
-// invalid_argument for an unknown role, a system message that is not first, or invalid UTF-8.
+// Renders messages; add_generation_prompt appends the opening of the assistant's turn. `tools`:
+// each one tool object's JSON text ({"type": "function", "function": {...}}), keys in the order
+// the client sent them (the templates print them). invalid_argument for an unknown role, a system
+// message that is not first, invalid UTF-8, a call's arguments that are not a JSON object, or what
+// the family's template refuses (Llama 3.1: several calls in one turn, tools without a user
+// message); unsupported for tools, calls or results given to a family without a tool format.
+Expected<std::string> apply_chat_template(ChatFamily family, std::span<const ChatMessage> messages,
+                                          std::span<const std::string> tools, bool add_generation_prompt);
 Expected<std::string> apply_chat_template(ChatFamily family, std::span<const ChatMessage> messages,
                                           bool add_generation_prompt);
+
+// Whether the family renders tools and parses calls (chatml, llama-3).
+bool chat_family_has_tools(ChatFamily family);
 
 }  // namespace brigade

@@ -3,7 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <random>
 
 namespace brigade::server {
 
@@ -43,6 +45,29 @@ json finish_json(FinishReason f) {
   return n ? json(n) : json(nullptr);
 }
 
+// OpenAI's form of a tool call id: "call_" and 24 alphanumerics.
+std::string new_call_id() {
+  static constexpr char kAlnum[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::string id = "call_";
+  for (int i = 0; i < 24; ++i) id += kAlnum[rng() % (sizeof(kAlnum) - 1)];
+  return id;
+}
+
+std::unique_ptr<ToolCallParser> tool_parser_for(const CompletionRequest& r) {
+  if (r.endpoint != Endpoint::chat || r.tools.choice == ToolChoice::none) return nullptr;
+  const int max_calls = r.tools.parallel ? INT_MAX : 1;
+  switch (r.tools.choice) {
+    case ToolChoice::named: return make_tool_call_parser(ToolParserKind::forced_named, max_calls, r.tools.named);
+    case ToolChoice::required:
+      return make_tool_call_parser(ToolParserKind::forced_array, max_calls, "",
+                                   r.tool_format == ToolFormat::hermes ? "arguments" : "parameters");
+    default:
+      return make_tool_call_parser(r.tool_format == ToolFormat::hermes ? ToolParserKind::hermes : ToolParserKind::llama3_json,
+                                   max_calls);
+  }
+}
+
 }  // namespace
 
 int http_status_for(StatusCode code) {
@@ -69,7 +94,25 @@ std::string sse_done() { return "data: [DONE]\n\n"; }
 
 CompletionState::CompletionState(const CompletionRequest& request, std::string id, std::string model, int64_t created)
     : request_(request), id_(std::move(id)), model_(std::move(model)), created_(created),
-      choices_(static_cast<size_t>(request.n)) {}
+      choices_(static_cast<size_t>(request.n)) {
+  for (Choice& c : choices_) c.tool_parser = tool_parser_for(request_);
+}
+
+ToolParse CompletionState::split_tools(const Event& ev, Choice& c) {
+  if (!c.tool_parser) return {ev.text, {}};
+  ToolParse out = c.tool_parser->feed(ev.text);
+  if (ev.finish != FinishReason::none) {
+    ToolParse tail = c.tool_parser->finish();
+    out.content += tail.content;
+    out.calls.insert(out.calls.end(), tail.calls.begin(), tail.calls.end());
+  }
+  c.content += out.content;
+  for (const ToolCallDelta& d : out.calls) {
+    if (!d.name.empty()) c.calls.push_back({new_call_id(), d.name, ""});
+    c.calls[static_cast<size_t>(d.index)].arguments += d.arguments;
+  }
+  return out;
+}
 
 std::string CompletionState::on_event(int choice, const Event& ev) {
   Choice& c = choices_[static_cast<size_t>(choice)];
@@ -93,9 +136,10 @@ std::string CompletionState::on_event(int choice, const Event& ev) {
     c.finish = ev.finish;
     ++n_done_;
   }
+  const ToolParse parsed = split_tools(ev, c);
   if (!request_.stream || ev.finish == FinishReason::error) return "";
   if (ev.text.empty() && ev.finish == FinishReason::none && from == c.token_ids.size()) return "";
-  return chunk(choice, ev, c);
+  return chunk(choice, ev, c, parsed);
 }
 
 std::string CompletionState::logprobs_json(const Choice& c, size_t from, size_t to, size_t text_offset,
@@ -182,7 +226,7 @@ std::string CompletionState::prompt_logprobs_json(const Choice& c) const {
   return dump(out);
 }
 
-std::string CompletionState::chunk(int choice, const Event& ev, Choice& c) const {
+std::string CompletionState::chunk(int choice, const Event& ev, Choice& c, const ToolParse& parsed) const {
   const size_t to = c.token_ids.size(), from = to - ev.token_ids.size();
   json ch = {{"index", choice}};
   // echo: the choice's first chunk carries the prompt (and with logprobs its tokens' logprobs).
@@ -190,22 +234,78 @@ std::string CompletionState::chunk(int choice, const Event& ev, Choice& c) const
   c.echoed = c.echoed || echo_now;
   const size_t text_offset = c.text.size() - ev.text.size() + (request_.echo ? request_.echo_text.size() : 0);
   ch["logprobs"] = json::parse(logprobs_json(c, from, to, text_offset, echo_now));
-  ch["finish_reason"] = finish_json(ev.finish);
+  ch["finish_reason"] = ev.finish == FinishReason::none ? json(nullptr) : choice_finish(c);
   if (!ev.prompt_logprobs.empty() && request_.prompt_logprobs >= 0) ch["prompt_logprobs"] = json::parse(prompt_logprobs_json(c));
   json body = {{"id", id_}, {"created", created_}, {"model", model_}};
-  if (request_.endpoint == Endpoint::chat) {
+  if (request_.endpoint == Endpoint::chat) return chat_chunks(ev, c, parsed, std::move(ch), std::move(body));
+  ch["text"] = echo_now ? request_.echo_text + ev.text : ev.text;
+  body["object"] = "text_completion";
+  body["choices"] = json::array({ch});
+  return sse_data(dump(body));
+}
+
+// One chunk per delta: the content, then each tool call piece (vLLM's delta.tool_calls: index,
+// id, type and name first, then arguments). Logprobs ride on the first, finish_reason on the last.
+std::string CompletionState::chat_chunks(const Event& ev, Choice& c, const ToolParse& parsed, json ch, json body) const {
+  std::vector<json> deltas;
+  if (!c.tool_parser) {
+    if (!ev.text.empty() || ev.finish == FinishReason::none) deltas.push_back({{"content", ev.text}});
+  } else {
+    if (!parsed.content.empty()) deltas.push_back({{"content", parsed.content}});
+    for (const ToolCallDelta& d : parsed.calls) {
+      json call = {{"index", d.index}};
+      json fn = json::object();
+      if (!d.name.empty()) {
+        call["id"] = c.calls[static_cast<size_t>(d.index)].id;
+        call["type"] = "function";
+        fn["name"] = d.name;
+      }
+      fn["arguments"] = d.arguments;
+      call["function"] = fn;
+      deltas.push_back({{"tool_calls", json::array({call})}});
+    }
+    // Text held back (it may be a call): nothing to send unless the role, logprobs or the end is due.
+    if (deltas.empty() && c.sent_role && ch["logprobs"].is_null() && ev.finish == FinishReason::none) return "";
+  }
+  if (deltas.empty()) deltas.push_back(json::object());
+  body["object"] = "chat.completion.chunk";
+  std::string out;
+  for (size_t i = 0; i < deltas.size(); ++i) {
     json delta = json::object();
     if (!c.sent_role) delta["role"] = "assistant";
     c.sent_role = true;
-    if (!ev.text.empty() || ev.finish == FinishReason::none) delta["content"] = ev.text;
-    ch["delta"] = delta;
-    body["object"] = "chat.completion.chunk";
-  } else {
-    ch["text"] = echo_now ? request_.echo_text + ev.text : ev.text;
-    body["object"] = "text_completion";
+    delta.update(deltas[i]);
+    json piece = ch;
+    if (i > 0) piece["logprobs"] = nullptr;
+    if (i + 1 < deltas.size()) piece["finish_reason"] = nullptr;
+    piece["delta"] = std::move(delta);
+    body["choices"] = json::array({std::move(piece)});
+    out += sse_data(dump(body));
   }
-  body["choices"] = json::array({ch});
-  return sse_data(dump(body));
+  return out;
+}
+
+json CompletionState::chat_message(const Choice& c) const {
+  json m = {{"role", "assistant"}};
+  if (!c.tool_parser) {
+    m["content"] = c.text;
+    return m;
+  }
+  m["content"] = c.content.empty() && !c.calls.empty() ? json(nullptr) : json(c.content);
+  if (c.calls.empty()) return m;
+  json calls = json::array();
+  for (const auto& call : c.calls) {
+    calls.push_back({{"id", call.id},
+                     {"type", "function"},
+                     {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+  }
+  m["tool_calls"] = std::move(calls);
+  return m;
+}
+
+json CompletionState::choice_finish(const Choice& c) const {
+  if (c.finish == FinishReason::stop && !c.calls.empty() && request_.tools.choice != ToolChoice::named) return "tool_calls";
+  return finish_json(c.finish);
 }
 
 std::string CompletionState::usage_json() const {
@@ -222,13 +322,13 @@ std::string CompletionState::final_body() const {
     const Choice& c = choices_[i];
     json ch = {{"index", i}};
     if (request_.endpoint == Endpoint::chat) {
-      ch["message"] = {{"role", "assistant"}, {"content", c.text}};
+      ch["message"] = chat_message(c);
     } else {
       ch["text"] = request_.echo ? request_.echo_text + c.text : c.text;
     }
     const size_t text_offset = request_.echo ? request_.echo_text.size() : 0;
     ch["logprobs"] = json::parse(logprobs_json(c, 0, c.token_ids.size(), text_offset, request_.echo));
-    ch["finish_reason"] = finish_json(c.finish);
+    ch["finish_reason"] = choice_finish(c);
     if (request_.endpoint == Endpoint::completions && request_.prompt_logprobs >= 0)
       ch["prompt_logprobs"] = json::parse(prompt_logprobs_json(c));
     choices.push_back(ch);

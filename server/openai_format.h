@@ -3,12 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "brigade/engine.h"
 #include "core/status.h"
 #include "server/openai_parse.h"
+#include "server/tool_call_parser.h"
 
 namespace brigade::server {
 
@@ -24,7 +28,11 @@ std::string sse_data(const std::string& json_text);
 std::string sse_done();
 
 // Collects the events of one HTTP completion request and renders OpenAI JSON. Not thread-safe:
-// the server feeds it from the connection's strand.
+// the server feeds it from the connection's strand. A chat request with tools (tool_choice other
+// than none) runs each choice's text through a ToolCallParser: calls become `tool_calls` (with
+// ids "call_" + 24 random alphanumerics; streamed as delta.tool_calls), the rest stays content
+// (null when empty and calls were made), and finish_reason "stop" becomes "tool_calls" (but for
+// a tool_choice naming the function, where OpenAI and vLLM keep "stop").
 class CompletionState {
  public:
   CompletionState(const CompletionRequest& request, std::string id, std::string model, int64_t created);
@@ -51,8 +59,22 @@ class CompletionState {
     FinishReason finish = FinishReason::none;
     bool sent_role = false;
     int completion_tokens = 0;
+    std::unique_ptr<ToolCallParser> tool_parser;  // chat with tools: splits text into content and calls
+    std::string content;                          // with a parser: the content released so far
+    struct Call {
+      std::string id, name, arguments;
+    };
+    std::vector<Call> calls;
   };
-  std::string chunk(int choice, const Event& ev, Choice& c) const;
+  // Feeds the event's text to the choice's parser (when it has one), recording what it releases.
+  ToolParse split_tools(const Event& ev, Choice& c);
+  std::string chunk(int choice, const Event& ev, Choice& c, const ToolParse& parsed) const;
+  std::string chat_chunks(const Event& ev, Choice& c, const ToolParse& parsed, nlohmann::ordered_json ch,
+                          nlohmann::ordered_json body) const;
+  nlohmann::ordered_json chat_message(const Choice& c) const;
+  // finish_reason: "tool_calls" for a choice that stopped after making calls, except a forced
+  // named call ("stop", as OpenAI and vLLM answer).
+  nlohmann::ordered_json choice_finish(const Choice& c) const;
   // The legacy completions / chat logprobs of generated tokens [from, to), the text of `from`
   // starting at text_offset; with_prompt (echo) puts the prompt's tokens first.
   std::string logprobs_json(const Choice& c, size_t from, size_t to, size_t text_offset, bool with_prompt) const;

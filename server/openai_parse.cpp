@@ -132,37 +132,81 @@ Status read_prompt(const json& body, GenerateOptions& gen) {
   return wrong_type("prompt", "a string or an array of token ids", *p);
 }
 
+// An assistant message's tool_calls: [{"id", "type": "function", "function": {"name", "arguments"}}],
+// arguments being the JSON text of an object (OpenAI's form; the template renders it parsed).
+Status read_tool_calls(const json& calls, const std::string& at, ChatMessage& msg) {
+  if (!calls.is_array()) return wrong_type(at + ".tool_calls", "an array of {id, type, function}", calls);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const json& c = calls[i];
+    const std::string here = cat({at, ".tool_calls[", std::to_string(i), "]"});
+    if (!c.is_object()) return wrong_type(here, "an object {id, type, function}", c);
+    auto type = c.find("type");
+    if (type != c.end() && *type != "function") return invalid_argument("'" + here + ".type' must be \"function\"");
+    auto id = c.find("id");
+    if (id != c.end() && !id->is_string()) return wrong_type(here + ".id", "a string", *id);
+    auto fn = c.find("function");
+    if (fn == c.end() || !fn->is_object()) return invalid_argument("'" + here + ".function' is required: {name, arguments}");
+    auto name = fn->find("name");
+    auto args = fn->find("arguments");
+    if (name == fn->end() || !name->is_string()) return invalid_argument("'" + here + ".function.name' must be a string");
+    if (args == fn->end() || !args->is_string())
+      return invalid_argument("'" + here + ".function.arguments' must be a string holding a JSON object");
+    const json parsed = json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+    if (!parsed.is_object())
+      return invalid_argument("'" + here + ".function.arguments' is not a JSON object: " + args->get<std::string>());
+    msg.tool_calls.push_back({id != c.end() ? id->get<std::string>() : "", name->get<std::string>(), args->get<std::string>()});
+  }
+  return Status::ok();
+}
+
+Status read_content(const json& m, ChatMessage& msg) {
+  auto content = m.find("content");
+  if (content == m.end() || content->is_null()) {
+    // An assistant turn with tool calls may have no content.
+  } else if (content->is_string()) {
+    msg.content = content->get<std::string>();
+  } else if (content->is_array()) {
+    for (const auto& part : *content) {
+      auto type = part.is_object() ? part.find("type") : part.end();
+      auto text = part.is_object() ? part.find("text") : part.end();
+      if (!part.is_object() || type == part.end() || *type != "text" || text == part.end() || !text->is_string()) {
+        return invalid_argument("'messages[].content' parts must be {\"type\": \"text\", \"text\": string}");
+      }
+      msg.content += text->get<std::string>();
+    }
+  } else {
+    return wrong_type("messages[].content", "a string or an array of text parts", *content);
+  }
+  return Status::ok();
+}
+
 Status read_messages(const json& body, std::vector<ChatMessage>& out) {
   auto it = body.find("messages");
   if (it == body.end() || it->is_null()) return invalid_argument("'messages' is required: an array of {role, content}");
   if (!it->is_array()) return wrong_type("messages", "an array of {role, content}", *it);
   if (it->empty()) return invalid_argument("'messages' is empty: give at least one message");
-  for (const auto& m : *it) {
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& m = (*it)[i];
+    const std::string at = cat({"messages[", std::to_string(i), "]"});
     if (!m.is_object()) return wrong_type("messages[]", "an object {role, content}", m);
     auto role = m.find("role");
     if (role == m.end() || !role->is_string()) return invalid_argument("'messages[].role' must be a string");
-    ChatMessage msg;
-    msg.role = role->get<std::string>();
+    ChatMessage msg{role->get<std::string>(), ""};
     if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool" &&
         msg.role != "developer") {
       return invalid_argument(cat({"'messages[].role' '", msg.role, "' is not one of: system, user, assistant, tool, developer"}));
     }
-    auto content = m.find("content");
-    if (content == m.end() || content->is_null()) {
-      // An assistant turn with tool calls may have no content; it contributes no text.
-    } else if (content->is_string()) {
-      msg.content = content->get<std::string>();
-    } else if (content->is_array()) {
-      for (const auto& part : *content) {
-        auto type = part.is_object() ? part.find("type") : part.end();
-        auto text = part.is_object() ? part.find("text") : part.end();
-        if (!part.is_object() || type == part.end() || *type != "text" || text == part.end() || !text->is_string()) {
-          return invalid_argument("'messages[].content' parts must be {\"type\": \"text\", \"text\": string}");
-        }
-        msg.content += text->get<std::string>();
-      }
-    } else {
-      return wrong_type("messages[].content", "a string or an array of text parts", *content);
+    BRIGADE_RETURN_IF_ERROR(read_content(m, msg));
+    auto calls = m.find("tool_calls");
+    if (calls != m.end() && !calls->is_null()) {
+      if (msg.role != "assistant") return invalid_argument("'" + at + ".tool_calls' is only valid on assistant messages");
+      BRIGADE_RETURN_IF_ERROR(read_tool_calls(*calls, at, msg));
+    }
+    if (msg.role == "tool") {
+      auto id = m.find("tool_call_id");
+      if (id == m.end() || !id->is_string())
+        return invalid_argument("'" + at + ".tool_call_id' is required on a tool message: the id of the call it answers");
+      msg.tool_call_id = id->get<std::string>();
     }
     out.push_back(std::move(msg));
   }
@@ -330,6 +374,7 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   BRIGADE_RETURN_IF_ERROR(read_logit_bias(body, limits, r.gen.sampling));
   BRIGADE_RETURN_IF_ERROR(read_int(body, "min_tokens", 0, max_int, r.gen.min_tokens));
   BRIGADE_RETURN_IF_ERROR(read_guided_output(body, r.gen));
+  if (endpoint == Endpoint::chat) BRIGADE_RETURN_IF_ERROR(read_tools(body, r.gen, r.tools));
   BRIGADE_RETURN_IF_ERROR(read_logprobs(body, endpoint, limits, r));
   BRIGADE_RETURN_IF_ERROR(read_bool(body, "ignore_eos", r.gen.ignore_eos));
   BRIGADE_RETURN_IF_ERROR(read_prompt_scoring(body, endpoint, limits, r));
@@ -349,8 +394,11 @@ Expected<CompletionRequest> parse_completion_body(std::string_view body, Endpoin
   json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return invalid_argument("the request body is not valid JSON");
   BRIGADE_ASSIGN_OR_RETURN(CompletionRequest r, parse_completion_request(j, endpoint, limits));
-  if (r.gen.response_format == ResponseFormat::json_schema) {  // again, keeping the schema's key order
-    BRIGADE_RETURN_IF_ERROR(read_guided_output(nlohmann::ordered_json::parse(body.begin(), body.end(), nullptr, false), r.gen));
+  // Again, keeping the body's key order: a schema's is its output's, and the template prints tools as sent.
+  if (r.gen.response_format == ResponseFormat::json_schema || !r.tools.tools.empty()) {
+    const auto ordered = nlohmann::ordered_json::parse(body.begin(), body.end(), nullptr, false);
+    if (r.gen.response_format == ResponseFormat::json_schema) BRIGADE_RETURN_IF_ERROR(read_guided_output(ordered, r.gen));
+    if (!r.tools.tools.empty()) BRIGADE_RETURN_IF_ERROR(read_tools(ordered, r.gen, r.tools));
   }
   return r;
 }

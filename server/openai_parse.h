@@ -13,15 +13,15 @@
 
 #include "brigade/engine.h"
 #include "core/status.h"
+#include "server/openai_tools.h"
 
 namespace brigade::server {
 
 enum class Endpoint { completions, chat };
 
-struct ChatMessage {
-  std::string role;     // system, user, assistant, tool or developer
-  std::string content;  // text parts joined
-};
+// role (system, user, assistant, tool or developer), content (text parts joined), an assistant's
+// tool_calls and a tool result's tool_call_id.
+using ChatMessage = brigade::ChatMessage;
 
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::completions;
@@ -39,6 +39,8 @@ struct CompletionRequest {
                                       // text (filled by the router, which has the tokenizer)
   int prompt_logprobs = -1;           // vLLM's `prompt_logprobs` field (>= 0: a `prompt_logprobs`
                                       // list in the response)
+  ToolRequest tools;                  // chat: tools, tool_choice, parallel_tool_calls
+  ToolFormat tool_format = ToolFormat::hermes;  // chat with tools: how this model writes calls (set by route())
 };
 
 // Limits a request is checked against.

@@ -30,6 +30,19 @@ SimpleResponse tokenize_route(ServerContext& ctx, std::string_view body, bool de
   return SimpleResponse{200, "application/json", tokenize_body(*ids, ctx.engine.model().max_context)};
 }
 
+// With tools: how this model writes calls (its chat family), and the constraint that forces one.
+Status setup_tools(ServerContext& ctx, CompletionRequest& r) {
+  if (r.tools.tools.empty()) return Status::ok();
+  auto family = ctx.engine.chat_family();
+  if (!family) return family.status();
+  if (!chat_family_has_tools(*family))
+    return unsupported(std::string("this model's chat template (") + chat_family_name(*family) +
+                       ") has no tool-calling format; tools work with chatml (Qwen) and llama-3 models");
+  r.tool_format = *family == ChatFamily::llama3 ? ToolFormat::llama3_json : ToolFormat::hermes;
+  force_tool_choice(r.tools, r.tool_format, r.gen);
+  return Status::ok();
+}
+
 }  // namespace
 
 SimpleResponse error_response(int status, const std::string& message, StatusCode code) {
@@ -85,15 +98,14 @@ std::variant<SimpleResponse, CompletionRequest> route(ServerContext& ctx, const 
   }
   if (chat) {
     // The model's own chat template renders the conversation; brigade never guesses a format.
-    std::vector<ChatTurn> turns;
-    for (const auto& m : parsed->messages) turns.push_back({m.role, m.content});
-    auto prompt = ctx.engine.format_chat(turns, /*add_generation_prompt=*/true);
+    auto prompt = ctx.engine.format_chat(parsed->messages, parsed->tools.tools, /*add_generation_prompt=*/true);
     if (!prompt) {
       const std::string why = prompt.status().code() == StatusCode::not_found
                                   ? "this model has no chat template: use /v1/completions with a prompt"
                                   : prompt.status().message();
       return error_response(400, why, prompt.status().code());
     }
+    if (auto st = setup_tools(ctx, *parsed); !st.is_ok()) return error_response(400, st.message(), st.code());
     parsed->gen.prompt = std::move(*prompt);
     parsed->gen.prompt_ids.clear();
     parsed->gen.add_bos = false;  // the template carries the BOS marker

@@ -241,13 +241,13 @@ class EngineImpl final : public Engine {
     caf::anon_send(tokenizer_, abort_msg::build([&](schema::Abort::Builder b) { b.setRequestId(request_id); }));
   }
   const ModelSummary& model() const override { return summary_; }
-  Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, bool add_generation_prompt) const override {
+  using Engine::format_chat;
+  Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, const std::vector<std::string>& tools,
+                                    bool add_generation_prompt) const override {
     if (!chat_family_) return chat_family_.status();
-    std::vector<ChatMessage> turns;
-    turns.reserve(messages.size());
-    for (const auto& m : messages) turns.push_back({m.role, m.content});
-    return apply_chat_template(*chat_family_, turns, add_generation_prompt);
+    return apply_chat_template(*chat_family_, messages, tools, add_generation_prompt);
   }
+  Expected<ChatFamily> chat_family() const override { return chat_family_; }
   Expected<std::vector<int32_t>> tokenize(const std::string& text, bool add_bos) const override {
     if (!tokenizer_model_) return not_found("this model has no tokenizer");
     return tokenizer_model_->encode(text, add_bos);

@@ -3,7 +3,7 @@
 // machine's ceilings measured in the same run (read bandwidth, f32 GEMM rate); and the time the
 // actors add per step, with the model on a no-op backend.
 //
-//   build/bench/e2e/bench_engine [--model DIR] [--threads N] [--json FILE]
+//   build/bench/e2e/bench_engine [--model DIR|FILE.gguf] [--threads N] [--weights q8_0] [--json FILE]
 //   build/bench/e2e/bench_engine --kv-context 1984   (bf16 vs int8 KV at a long context only)
 //   build/bench/e2e/bench_engine --spec 4 [--model ../shared/testdata/models/stories260K.bin]
 //                                    (n-gram speculative decoding on vs off only)
@@ -104,6 +104,9 @@ class PassThrough final : public Station {
   int64_t n_tokens_ = 0;
 };
 
+// --weights: the executor's weight type for every engine the run makes ("auto" keeps the checkpoint's).
+std::string g_weights = "auto";
+
 std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool null_backend, int max_running,
                                     const std::string& kv_dtype = "auto", int spec_tokens = 0,
                                     const std::string& draft_model = "", bool radix = true, int n_stations = 0) {
@@ -116,6 +119,7 @@ std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool 
   o.progress = false;
   auto& inst = o.topology.instances.front();
   inst.executors.front().threads = threads;
+  inst.executors.front().weights = g_weights;
   inst.scheduler.max_running = max_running;
   inst.scheduler.max_step_tokens = 512;
   inst.kv.memory_mb = 512;
@@ -298,6 +302,9 @@ int main(int argc, char** argv) {
   app.add_option("--prompt-logprobs", prompt_logprobs,
                  "Only compare prefill with these top-k prompt logprobs against prefill without (runs: --kv-repeats)");
   app.add_option("--stations", n_stations, "Only compare orchestration without and with this many pass-through stations");
+  app.add_option("--weights", g_weights,
+                 "Weight type after load (auto, f32, bf16, q8_0, q4_0): e.g. the default model's decode quantized")
+      ->capture_default_str();
   app.add_option("--prompt-len", prompt_len, "With --prompt-logprobs: the prompt's tokens")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 

@@ -1,5 +1,6 @@
-// CPU kernel benchmarks: matmul (GEMV/GEMM, f32 and bf16 weights) and decode attention (bf16
-// and int8 KV).
+// CPU kernel benchmarks: matmul (GEMV/GEMM, f32 and bf16 weights; q8_0/q4_0/q4_k/q6_k block-
+// quantized weights at Llama-3-8B's shapes, beside bf16 at the same shapes) and decode attention
+// (bf16 and int8 KV).
 //
 // Counters: bytes_per_second = weight (or KV) bytes read per second; `roofline` = that rate over
 // the machine's measured read bandwidth (cpu/membw.h), so 1.0 means the kernel reads memory as
@@ -15,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "core/quant.h"
 #include "core/thread_pool.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/membw.h"
@@ -62,6 +64,16 @@ OwnedTensor zeroed_tensor(DType t, std::initializer_list<int64_t> dims) {
 OwnedTensor random_tensor(DType t, std::initializer_list<int64_t> dims, uint32_t seed) {
   OwnedTensor o = zeroed_tensor(t, dims);
   std::mt19937 rng(seed);
+  if (is_block_quantized(t)) {  // random codes; every block's f16 scales set to small values
+    for (size_t i = 0; i < o.tensor.nbytes(); ++i) static_cast<uint8_t*>(o.tensor.data)[i] = static_cast<uint8_t>(rng());
+    const size_t bb = dtype_block_bytes(t), at = t == DType::q6_k ? 208 : 0;
+    const uint16_t h = f32_to_f16(0.01f);
+    for (size_t off = 0; off < o.tensor.nbytes(); off += bb) {
+      std::memcpy(static_cast<char*>(o.tensor.data) + off + at, &h, 2);
+      if (t == DType::q4_k) std::memcpy(static_cast<char*>(o.tensor.data) + off + 2, &h, 2);
+    }
+    return o;
+  }
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
   for (int64_t i = 0; i < o.tensor.numel(); ++i) {
     const float v = d(rng);
@@ -104,6 +116,21 @@ void matmul_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_Matmul<DType::bf16>)->Apply(matmul_args);
 BENCHMARK(BM_Matmul<DType::f32>)->Apply(matmul_args);
+
+// Llama-3-8B's projections (o_proj [4096, 4096], gate|up [28672, 4096] halved, down [4096, 14336]):
+// weights far beyond the caches, so decode (small n) reads them from DRAM each call.
+void big_matmul_args(benchmark::internal::Benchmark* b) {
+  for (int64_t n : {1, 4, 16, 64})
+    for (auto [m, k] : {std::pair<int64_t, int64_t>{4096, 4096}, {14336, 4096}, {4096, 14336}})
+      b->Args({n, m, k});
+  b->Args({512, 4096, 4096});  // prefill
+  b->ArgNames({"n", "m", "k"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+BENCHMARK(BM_Matmul<DType::bf16>)->Name("BM_Matmul8B<bf16>")->Apply(big_matmul_args);
+BENCHMARK(BM_Matmul<DType::q8_0>)->Name("BM_Matmul8B<q8_0>")->Apply(big_matmul_args);
+BENCHMARK(BM_Matmul<DType::q4_0>)->Name("BM_Matmul8B<q4_0>")->Apply(big_matmul_args);
+BENCHMARK(BM_Matmul<DType::q4_k>)->Name("BM_Matmul8B<q4_k>")->Apply(big_matmul_args);
+BENCHMARK(BM_Matmul<DType::q6_k>)->Name("BM_Matmul8B<q6_k>")->Apply(big_matmul_args);
 
 // Decode attention: n_seqs sequences of one query each over ctx cached tokens; 12 query heads,
 // 4 kv heads, head_dim 64, KV of dtype T (bf16, or int8 with one scale per token and kv head) in

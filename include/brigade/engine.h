@@ -24,6 +24,7 @@
 #include "brigade/topology.h"
 #include "core/backend.h"
 #include "core/status.h"
+#include "models/chat_template.h"
 
 namespace brigade {
 
@@ -129,11 +130,9 @@ struct Completion {
 
 using EventCallback = std::function<void(const Event&)>;
 
-// One turn of a conversation for Engine::format_chat.
-struct ChatTurn {
-  std::string role;  // "system", "user" or "assistant"
-  std::string content;
-};
+// One turn of a conversation for Engine::format_chat: role, content, and for tool calling the
+// assistant's tool_calls and a tool result's tool_call_id (models/chat_template.h).
+using ChatTurn = ChatMessage;
 
 struct ModelSummary {
   std::string arch;
@@ -279,8 +278,16 @@ class Engine {
   // from tokenizer_config.json's chat_template). The text carries the family's BOS marker, so
   // submit it with add_bos = false. not_found when the model has no chat template; unsupported
   // when its template is of no known family; invalid_argument for a bad role or order.
-  virtual Expected<std::string> format_chat(const std::vector<ChatTurn>& messages,
+  // `tools`: each a tool object's JSON text ({"type": "function", "function": {...}}), rendered by
+  // the families that have a tool format; unsupported for the others.
+  virtual Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, const std::vector<std::string>& tools,
                                             bool add_generation_prompt) const = 0;
+  Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, bool add_generation_prompt) const {
+    return format_chat(messages, {}, add_generation_prompt);
+  }
+  // The model's chat template family (what format_chat renders with; it also decides how tool
+  // calls are written and parsed); the format_chat errors when there is none.
+  virtual Expected<ChatFamily> chat_family() const = 0;
   // The model's tokenizer, outside any request: the ids a text prompt is encoded to (add_bos as
   // in GenerateOptions; special-token text becomes its id), and the text of ids (special tokens
   // as their text). What vLLM's /tokenize and /detokenize answer. not_found when the model has no

@@ -56,7 +56,7 @@ TEST(ChatTemplate, DetectedFromTokenizerConfig) {
 }
 
 TEST(ChatTemplate, BadMessagesAreRejected) {
-  EXPECT_EQ(apply_chat_template(ChatFamily::chatml, std::vector<ChatMessage>{{"tool", "x"}}, true).status().code(),
+  EXPECT_EQ(apply_chat_template(ChatFamily::chatml, std::vector<ChatMessage>{{"robot", "x"}}, true).status().code(),
             StatusCode::invalid_argument);
   EXPECT_EQ(apply_chat_template(ChatFamily::llama3, std::vector<ChatMessage>{{"user", "a"}, {"system", "b"}}, true).status().code(),
             StatusCode::invalid_argument);

@@ -190,5 +190,98 @@ TEST(OpenaiFormat, PromptLogprobsInVllmsFormat) {
   EXPECT_FALSE(body["choices"][0].contains("prompt_logprobs"));
 }
 
+CompletionRequest tool_request(ToolChoice choice, bool stream) {
+  CompletionRequest req;
+  req.endpoint = Endpoint::chat;
+  req.stream = stream;
+  req.tools.tools = {R"({"type":"function","function":{"name":"get_weather"}})"};
+  req.tools.functions = {{"get_weather", ""}};
+  req.tools.choice = choice;
+  req.tools.named = choice == ToolChoice::named ? "get_weather" : "";
+  return req;
+}
+
+const char* kPieces[] = {"Checking.\n<tool", "_call>\n{\"name\": \"get_weather\", ", "\"arguments\": {\"city\": \"Zürich\"}}",
+                         "\n</tool_call>"};
+
+TEST(OpenaiFormat, ToolCallsInTheMessage) {
+  CompletionState st(tool_request(ToolChoice::automatic, false), "chatcmpl-1", "m", 7);
+  for (int i = 0; i < 4; ++i) st.on_event(0, token_event(10 + i, kPieces[i], i == 3 ? FinishReason::stop : FinishReason::none));
+  json body = json::parse(st.final_body());
+  const json& choice = body["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_EQ(choice["message"]["content"], "Checking.");
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+  const json& call = choice["message"]["tool_calls"][0];
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_EQ(call["id"].get<std::string>().rfind("call_", 0), 0u);
+  EXPECT_EQ(call["id"].get<std::string>().size(), 29u);
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>()), json({{"city", "Zürich"}}));
+
+  // tool_choice none: the same text is plain content.
+  CompletionState none(tool_request(ToolChoice::none, false), "chatcmpl-2", "m", 7);
+  std::string all;
+  for (int i = 0; i < 4; ++i) {
+    none.on_event(0, token_event(10 + i, kPieces[i], i == 3 ? FinishReason::stop : FinishReason::none));
+    all += kPieces[i];
+  }
+  json plain = json::parse(none.final_body())["choices"][0];
+  EXPECT_EQ(plain["message"]["content"], all);
+  EXPECT_FALSE(plain["message"].contains("tool_calls"));
+  EXPECT_EQ(plain["finish_reason"], "stop");
+}
+
+// The chunks of an SSE stream, as JSON.
+std::vector<json> chunks_of(const std::string& sse) {
+  std::vector<json> out;
+  for (size_t at = sse.find("data: "); at != std::string::npos; at = sse.find("data: ", at + 1)) {
+    const size_t end = sse.find("\n\n", at);
+    const std::string data = sse.substr(at + 6, end - at - 6);
+    if (data != "[DONE]") out.push_back(json::parse(data));
+  }
+  return out;
+}
+
+TEST(OpenaiFormat, ToolCallsStreamAsDeltas) {
+  CompletionState st(tool_request(ToolChoice::automatic, true), "chatcmpl-3", "m", 7);
+  std::string sse;
+  for (int i = 0; i < 4; ++i) sse += st.on_event(0, token_event(10 + i, kPieces[i], i == 3 ? FinishReason::stop : FinishReason::none));
+  const std::vector<json> chunks = chunks_of(sse);
+  ASSERT_GE(chunks.size(), 2u);
+  EXPECT_EQ(chunks.front()["choices"][0]["delta"]["role"], "assistant");
+  std::string content, name, arguments, id;
+  for (const json& c : chunks) {
+    const json& delta = c["choices"][0]["delta"];
+    if (delta.contains("content")) content += delta["content"].get<std::string>();
+    if (!delta.contains("tool_calls")) continue;
+    const json& call = delta["tool_calls"][0];
+    EXPECT_EQ(call["index"], 0);
+    if (call.contains("id")) id = call["id"];
+    if (call["function"].contains("name")) name += call["function"]["name"].get<std::string>();
+    arguments += call["function"]["arguments"].get<std::string>();
+  }
+  EXPECT_EQ(content, "Checking.");
+  EXPECT_EQ(name, "get_weather");
+  EXPECT_EQ(id.rfind("call_", 0), 0u);
+  EXPECT_EQ(json::parse(arguments), json({{"city", "Zürich"}}));
+  EXPECT_EQ(chunks.back()["choices"][0]["finish_reason"], "tool_calls");
+  for (size_t i = 0; i + 1 < chunks.size(); ++i) EXPECT_TRUE(chunks[i]["choices"][0]["finish_reason"].is_null());
+}
+
+TEST(OpenaiFormat, ForcedNamedStreamsArgumentsAsTheyCome) {
+  CompletionState st(tool_request(ToolChoice::named, true), "chatcmpl-4", "m", 7);
+  std::vector<json> first = chunks_of(st.on_event(0, token_event(1, "{\"city\":")));
+  ASSERT_EQ(first.size(), 1u);
+  const json& call = first[0]["choices"][0]["delta"]["tool_calls"][0];
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  EXPECT_EQ(call["function"]["arguments"], "{\"city\":");
+  std::vector<json> last = chunks_of(st.on_event(0, token_event(2, "\"Oslo\"}", FinishReason::stop)));
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"], "\"Oslo\"}");
+  EXPECT_FALSE(last[0]["choices"][0]["delta"]["tool_calls"][0].contains("id")) << "id and name come once";
+  EXPECT_EQ(last[0]["choices"][0]["finish_reason"], "stop") << "a named call: stop, as OpenAI and vLLM";
+}
+
 }  // namespace
 }  // namespace brigade::server

@@ -18,13 +18,17 @@ BIN = os.environ.get("BRIGADE_BIN", os.path.join(ROOT, "build", "tools", "brigad
 KEY = "test-key"
 
 
+def make_tiny_model(path, max_position=512):
+    subprocess.run([BIN, "make-model", "--hidden", "64", "--layers", "2", "--heads", "4", "--kv-heads", "2",
+                    "--intermediate", "128", "--vocab", "512", "--max-position", str(max_position), "--dtype", "f32",
+                    "--out", path], check=True, stdout=subprocess.DEVNULL)
+
+
 @pytest.fixture(scope="module")
 def server():
     tmp = tempfile.TemporaryDirectory()
     model = os.path.join(tmp.name, "tiny")
-    subprocess.run([BIN, "make-model", "--hidden", "64", "--layers", "2", "--heads", "4", "--kv-heads", "2",
-                    "--intermediate", "128", "--vocab", "512", "--max-position", "512", "--dtype", "f32",
-                    "--out", model], check=True, stdout=subprocess.DEVNULL)
+    make_tiny_model(model)
     proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
                              "--served-model-name", "tiny", "--api-key", KEY],
                             stdout=subprocess.PIPE, text=True)
@@ -317,9 +321,7 @@ def test_rate_limit_station_is_a_429_the_client_understands(tmp_path):
     """A topology's rate_limit station keyed by OpenAI's `user` field: the client's second request
     within the minute gets openai.RateLimitError with a Retry-After header; another user is served."""
     model = str(tmp_path / "tiny")
-    subprocess.run([BIN, "make-model", "--hidden", "64", "--layers", "2", "--heads", "4", "--kv-heads", "2",
-                    "--intermediate", "128", "--vocab", "512", "--max-position", "512", "--dtype", "f32",
-                    "--out", model], check=True, stdout=subprocess.DEVNULL)
+    make_tiny_model(model)
     topology = tmp_path / "limited.yaml"
     topology.write_text("stations:\n  - type: rate_limit\n    options: {requests_per_minute: 1}\n")
     proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
@@ -338,3 +340,103 @@ def test_rate_limit_station_is_a_429_the_client_understands(tmp_path):
     finally:
         proc.terminate()
         assert proc.wait(timeout=60) == 0
+
+
+WEATHER_PARAMS = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "maxLength": 5}, "days": {"type": "integer", "minimum": 1, "maximum": 9}},
+    "required": ["city", "days"],
+}
+TIME_PARAMS = {"type": "object", "properties": {"tz": {"enum": ["UTC", "CET"]}}, "required": ["tz"]}
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city", "parameters": WEATHER_PARAMS}},
+    {"type": "function", "function": {"name": "get_time", "description": "Time in a zone", "parameters": TIME_PARAMS}},
+]
+# Greedy with EOS (id 2) at +100: the output ends as soon as the forced call is complete; the tiny
+# model's favourite whitespace is banned (the synthetic vocabulary's byte b is token 3 + b).
+TOOL_BIAS = {"2": 100, **{str(3 + ord(c)): -100 for c in " \t\r\n"}}
+
+
+@pytest.fixture(scope="module")
+def tool_client():
+    """`brigade serve` on a tiny model whose tokenizer_config.json names a chatml (Qwen) template."""
+    tmp = tempfile.TemporaryDirectory()
+    model = os.path.join(tmp.name, "tiny-chatml")
+    make_tiny_model(model, max_position=2048)
+    config_path = os.path.join(model, "tokenizer_config.json")
+    with open(config_path) as f:
+        config = json.load(f)
+    config["chat_template"] = "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' }}{% endfor %}"
+    with open(config_path, "w") as f:
+        json.dump(config, f)
+    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
+                             "--served-model-name", "tiny"], stdout=subprocess.PIPE, text=True)
+    match = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stdout.readline())
+    assert match
+    yield openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
+    proc.terminate()
+    assert proc.wait(timeout=60) == 0
+    tmp.cleanup()
+
+
+def ask_tools(client, tool_choice, **kw):
+    return client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "Weather in Oslo?"}],
+                                          tools=TOOLS, tool_choice=tool_choice, max_tokens=48, temperature=0,
+                                          logit_bias=TOOL_BIAS, **kw)
+
+
+def test_tool_choice_named_returns_a_parseable_call(tool_client):
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    r = ask_tools(tool_client, named)
+    choice = r.choices[0]
+    assert choice.finish_reason == "stop"  # a named call, as OpenAI and vLLM answer
+    assert choice.message.content is None
+    [call] = choice.message.tool_calls
+    assert call.type == "function" and call.id.startswith("call_")
+    assert call.function.name == "get_weather"
+    jsonschema.validate(json.loads(call.function.arguments), WEATHER_PARAMS)
+
+    # Streamed: delta.tool_calls pieces that add up to the same call.
+    calls = {}
+    finish = None
+    for chunk in ask_tools(tool_client, named, stream=True):
+        for d in chunk.choices[0].delta.tool_calls or []:
+            entry = calls.setdefault(d.index, {"id": None, "name": "", "arguments": ""})
+            entry["id"] = d.id or entry["id"]
+            entry["name"] += d.function.name or ""
+            entry["arguments"] += d.function.arguments or ""
+        finish = chunk.choices[0].finish_reason or finish
+    assert finish == "stop"
+    assert list(calls) == [0]
+    assert calls[0]["name"] == "get_weather" and calls[0]["id"].startswith("call_")
+    assert json.loads(calls[0]["arguments"]) == json.loads(call.function.arguments)
+
+    # The call and its result go back into the conversation.
+    follow = tool_client.chat.completions.create(
+        model="tiny", max_tokens=4, temperature=0, tools=TOOLS,
+        messages=[{"role": "user", "content": "Weather in Oslo?"},
+                  choice.message.model_dump(exclude_none=True),
+                  {"role": "tool", "tool_call_id": call.id, "content": "-3 C, snow"}])
+    assert follow.choices[0].message.role == "assistant"
+
+
+def test_tool_choice_required_calls_one_of_the_tools(tool_client):
+    r = ask_tools(tool_client, "required", parallel_tool_calls=False)
+    assert r.choices[0].finish_reason == "tool_calls"
+    [call] = r.choices[0].message.tool_calls
+    schema = {"get_weather": WEATHER_PARAMS, "get_time": TIME_PARAMS}[call.function.name]
+    jsonschema.validate(json.loads(call.function.arguments), schema)
+
+
+def test_tool_choice_none_and_bad_tools(tool_client):
+    r = tool_client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "hi"}], tools=TOOLS,
+                                            tool_choice="none", max_tokens=4, temperature=0)
+    assert r.choices[0].message.tool_calls is None
+    assert isinstance(r.choices[0].message.content, str)
+    for kw, says in [({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "nope"}}}, "not in 'tools'"),
+                     ({"tool_choice": "required"}, "needs 'tools'"),
+                     ({"tools": [{"type": "function", "function": {"name": "bad name"}}]}, "tools[0].function.name")]:
+        with pytest.raises(openai.BadRequestError) as e:
+            tool_client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "hi"}],
+                                                max_tokens=2, **kw)
+        assert says in str(e.value), (kw, str(e.value))

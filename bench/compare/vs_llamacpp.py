@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""brigade against llama.cpp on the same GGUF files, on this machine, in one run.
+
+For each weight type it writes a GGUF file of TinyLlama-1.1B's shape (llama architecture, dim 2048,
+22 layers, 32 heads / 4 KV heads, FFN 5632, Llama 2's 32000-token SentencePiece vocabulary copied
+from ../shared/testdata/tokenizers/ggml-vocab-llama-spm.gguf) with random weights in that type, then
+measures, with the same number of threads:
+  - llama.cpp (through llama-cpp-python, built from source with GGML_NATIVE): a 16-token prompt,
+    then 64 decode steps of one token each; and a 512-token prompt (prefill, n_batch 512);
+  - brigade: build/bench/bench_engine --model FILE (batch-1 decode after a 16-token prompt, and the
+    512-token prefill), which also reports each against the machine's measured ceilings.
+It prints decode and prefill tokens/s side by side and the ratio brigade / llama.cpp.
+
+Usage: python3 bench/compare/vs_llamacpp.py [--types q4_0,q8_0,q4_k_m] [--threads 2] [--layers 22]
+The first run creates .brigade/llamacpp-venv (git-ignored) with llama-cpp-python (compiles
+llama.cpp: ~10 minutes on 2 cores), gguf and numpy, then re-runs itself inside it. The model files go
+to .brigade/bench-gguf/ (about 0.6-1.2 GB each). Build brigade first (scripts/build.sh).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV = ROOT / ".brigade" / "llamacpp-venv"
+OUT = ROOT / ".brigade" / "bench-gguf"
+VOCAB = ROOT.parent / "shared" / "testdata" / "tokenizers" / "ggml-vocab-llama-spm.gguf"
+PACKAGES = ["llama-cpp-python", "gguf", "numpy"]
+
+
+def ensure_venv():
+    python = VENV / "bin" / "python"
+    if Path(sys.prefix).resolve() == VENV.resolve():
+        return
+    if not python.exists():
+        subprocess.check_call([sys.executable, "-m", "venv", str(VENV)])
+    probe = subprocess.run([str(python), "-c", "import llama_cpp, gguf, numpy"], capture_output=True)
+    if probe.returncode != 0:
+        env = dict(os.environ, CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF")
+        subprocess.check_call([str(python), "-m", "pip", "install", "-q", *PACKAGES], env=env)
+    os.execv(str(python), [str(python), __file__, *sys.argv[1:]])
+
+
+SHAPE = dict(dim=2048, ffn=5632, heads=32, kv_heads=4, vocab=32000)
+
+
+def random_blocks(np, rng, qtype, rows, cols):
+    """rows x cols elements of `qtype` as raw blocks: random codes, small positive f16 scales."""
+    import gguf
+    block, nbytes = gguf.GGML_QUANT_SIZES[qtype]
+    nblocks = rows * cols // block
+    data = rng.integers(0, 256, size=(nblocks, nbytes), dtype=np.uint8)
+    scale = np.frombuffer(np.float16(0.004).tobytes(), dtype=np.uint8)
+    T = gguf.GGMLQuantizationType
+    if qtype in (T.Q4_0, T.Q8_0):
+        data[:, 0:2] = scale
+    elif qtype == T.Q4_K:
+        data[:, 0:2] = scale
+        data[:, 2:4] = scale
+    elif qtype == T.Q6_K:
+        data[:, 208:210] = np.frombuffer(np.float16(0.0003).tobytes(), dtype=np.uint8)
+    else:
+        raise ValueError(qtype)
+    return data.reshape(rows, cols // block * nbytes)
+
+
+def write_model(path, kind, layers):
+    import gguf
+    import numpy as np
+    T = gguf.GGMLQuantizationType
+    # Per tensor role: (embedding, attn q/k/o + ffn gate/up, attn v + ffn down, output)
+    mix = {
+        "q4_0": (T.Q4_0, T.Q4_0, T.Q4_0, T.Q4_0),
+        "q8_0": (T.Q8_0, T.Q8_0, T.Q8_0, T.Q8_0),
+        # llama.cpp's Q4_K_M keeps attn_v / ffn_down (some layers) and output at Q6_K.
+        "q4_k_m": (T.Q4_K, T.Q4_K, T.Q6_K, T.Q6_K),
+    }[kind]
+    rng = np.random.default_rng(0)
+    vocab = gguf.GGUFReader(str(VOCAB))
+
+    def field(name):
+        return vocab.fields[name].contents()
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    d, f, h, kvh = SHAPE["dim"], SHAPE["ffn"], SHAPE["heads"], SHAPE["kv_heads"]
+    w.add_name(f"brigade-bench-tinyllama-{kind}")
+    w.add_context_length(2048)
+    w.add_embedding_length(d)
+    w.add_block_count(layers)
+    w.add_feed_forward_length(f)
+    w.add_head_count(h)
+    w.add_head_count_kv(kvh)
+    w.add_rope_dimension_count(d // h)
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_tokenizer_model(field("tokenizer.ggml.model"))
+    w.add_token_list(field("tokenizer.ggml.tokens"))
+    w.add_token_scores(field("tokenizer.ggml.scores"))
+    w.add_token_types(field("tokenizer.ggml.token_type"))
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+    kv = d // h * kvh
+    w.add_tensor("token_embd.weight", random_blocks(np, rng, mix[0], SHAPE["vocab"], d), raw_dtype=mix[0])
+    for i in range(layers):
+        p = f"blk.{i}."
+        w.add_tensor(p + "attn_norm.weight", np.ones(d, dtype=np.float32))
+        w.add_tensor(p + "ffn_norm.weight", np.ones(d, dtype=np.float32))
+        for name, rows, cols, t in [("attn_q", d, d, mix[1]), ("attn_k", kv, d, mix[1]), ("attn_v", kv, d, mix[2]),
+                                    ("attn_output", d, d, mix[1]), ("ffn_gate", f, d, mix[1]),
+                                    ("ffn_up", f, d, mix[1]), ("ffn_down", d, f, mix[2])]:
+            w.add_tensor(p + name + ".weight", random_blocks(np, rng, t, rows, cols), raw_dtype=t)
+    w.add_tensor("output_norm.weight", np.ones(d, dtype=np.float32))
+    w.add_tensor("output.weight", random_blocks(np, rng, mix[3], SHAPE["vocab"], d), raw_dtype=mix[3])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def llamacpp_run(path, threads, decode_tokens):
+    import llama_cpp
+    llm = llama_cpp.Llama(model_path=str(path), n_threads=threads, n_threads_batch=threads, n_ctx=1024,
+                          n_batch=512, verbose=False)
+    prompt = [1] + [100 + (i * 17) % 20000 for i in range(15)]
+    best_decode = 0.0
+    for _ in range(2):  # the first pass warms the mapping and the threads
+        llm.reset()
+        llm.eval(prompt)
+        t0 = time.perf_counter()
+        for i in range(decode_tokens):
+            llm.eval([200 + (i * 31) % 20000])
+        best_decode = max(best_decode, decode_tokens / (time.perf_counter() - t0))
+    long_prompt = [1] + [100 + (i * 17) % 20000 for i in range(511)]
+    best_prefill = 0.0
+    for _ in range(2):
+        llm.reset()
+        t0 = time.perf_counter()
+        llm.eval(long_prompt)
+        best_prefill = max(best_prefill, len(long_prompt) / (time.perf_counter() - t0))
+    return {"decode_tokens_per_s": best_decode, "prefill_tokens_per_s": best_prefill,
+            "version": getattr(llama_cpp, "__version__", "?")}
+
+
+def brigade_run(path, threads, decode_tokens):
+    exe = ROOT / "build" / "bench" / "bench_engine"
+    out = OUT / (path.stem + ".brigade.json")
+    subprocess.check_call([str(exe), "--model", str(path), "--threads", str(threads), "--decode-tokens",
+                           str(decode_tokens), "--json", str(out)], stdout=subprocess.DEVNULL)
+    r = json.loads(out.read_text())
+    b1 = next(d for d in r["decode"] if d["batch"] == 1)
+    return {"decode_tokens_per_s": b1["tokens_per_s"], "decode_fraction_of_roofline": b1["fraction"],
+            "prefill_tokens_per_s": r["prefill"]["tokens_per_s"], "prefill_fraction": r["prefill"]["fraction"],
+            "decode_batch_32_tokens_per_s": next(d for d in r["decode"] if d["batch"] == 32)["tokens_per_s"],
+            "read_bandwidth_gbps": r["machine"]["read_bandwidth_gbps"]}
+
+
+def main():
+    ensure_venv()
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--types", default="q4_0,q8_0,q4_k_m")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--layers", type=int, default=22)
+    ap.add_argument("--decode-tokens", type=int, default=64)
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    results = []
+    for kind in a.types.split(","):
+        path = OUT / f"tinyllama-{a.layers}l-{kind}.gguf"
+        if not path.exists():
+            print(f"writing {path}", file=sys.stderr)
+            write_model(path, kind, a.layers)
+        ours = brigade_run(path, a.threads, a.decode_tokens)
+        theirs = llamacpp_run(path, a.threads, a.decode_tokens)
+        results.append({"type": kind, "file_mb": path.stat().st_size / 1e6, "brigade": ours, "llama.cpp": theirs})
+    print(f"threads {a.threads}, TinyLlama-1.1B shape ({a.layers} layers), llama-cpp-python "
+          f"{results[0]['llama.cpp']['version'] if results else '?'}")
+    print(f"{'type':8} {'MB':>7} | {'decode tok/s':>12} {'llama.cpp':>10} {'ratio':>6} {'of roof':>7} | "
+          f"{'prefill tok/s':>13} {'llama.cpp':>10} {'ratio':>6}")
+    for r in results:
+        b, l = r["brigade"], r["llama.cpp"]
+        print(f"{r['type']:8} {r['file_mb']:7.0f} | {b['decode_tokens_per_s']:12.2f} {l['decode_tokens_per_s']:10.2f} "
+              f"{b['decode_tokens_per_s'] / l['decode_tokens_per_s']:6.2f} {b['decode_fraction_of_roofline']:7.2f} | "
+              f"{b['prefill_tokens_per_s']:13.1f} {l['prefill_tokens_per_s']:10.1f} "
+              f"{b['prefill_tokens_per_s'] / l['prefill_tokens_per_s']:6.2f}")
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

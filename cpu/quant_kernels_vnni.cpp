@@ -1,0 +1,32 @@
+// AVX-512 VNNI quantized matmul on 256-bit vectors (cpu/quant_kernels.h): vpdpbusd multiplies u8 x s8
+// and sums four products into i32 in one instruction, without maddubs' i16 saturation.
+// The bodies are in quant_kernels_simd.inc.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/quant.h"
+#include "core/status.h"
+#include "cpu/quant_kernels.h"
+
+namespace brigade::cpu::vnni_q {
+
+#define BRIGADE_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+
+namespace {
+BRIGADE_TARGET inline __m256i dot_u8s8(__m256i u, __m256i s) {
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+}
+}  // namespace
+
+#include "cpu/quant_kernels_simd.inc"
+
+bool available() {
+  return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+}
+
+#undef BRIGADE_TARGET
+
+}  // namespace brigade::cpu::vnni_q

@@ -1,0 +1,291 @@
+#include "server/tool_call_parser.h"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+
+#include "models/py_json.h"
+
+namespace brigade::server {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// {"name": string, <key>: object} → the call (arguments in Python's json.dumps form).
+std::optional<ToolCallDelta> call_of(std::string_view text, std::initializer_list<const char*> keys) {
+  const ojson j = ojson::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  auto name = j.find("name");
+  if (name == j.end() || !name->is_string() || name->get_ref<const std::string&>().empty()) return std::nullopt;
+  for (const char* key : keys) {
+    auto args = j.find(key);
+    if (args != j.end() && args->is_object()) return ToolCallDelta{0, name->get<std::string>(), py_json_dumps(*args)};
+  }
+  return std::nullopt;
+}
+
+// Shared by the parsers: numbering, the call limit, and content whose whitespace-only pieces are
+// held until more content comes (dropped at the end when calls were made).
+class Base : public ToolCallParser {
+ public:
+  explicit Base(int max_calls) : max_calls_(max_calls) {}
+  int n_calls() const override { return n_calls_; }
+
+ protected:
+  // Trailing whitespace is held, so that the content is the same however the text is split.
+  void content(std::string_view text, ToolParse& out) {
+    const size_t last = text.find_last_not_of(" \t\r\n");
+    if (last == std::string_view::npos) {
+      space_.append(text);
+      return;
+    }
+    out.content += space_;
+    out.content.append(text.substr(0, last + 1));
+    space_.assign(text.substr(last + 1));
+  }
+  void call(ToolCallDelta d, ToolParse& out) {
+    if (n_calls_ >= max_calls_) return;
+    d.index = n_calls_++;
+    out.calls.push_back(std::move(d));
+  }
+  void end(ToolParse& out) {
+    if (n_calls_ == 0) out.content += space_;
+    space_.clear();
+  }
+
+ private:
+  int max_calls_;
+  int n_calls_ = 0;
+  std::string space_;
+};
+
+class HermesParser final : public Base {
+ public:
+  using Base::Base;
+  ToolParse feed(std::string_view text) override {
+    ToolParse out;
+    buf_.append(text);
+    while (true) {
+      if (!inside_) {
+        const size_t at = buf_.find(kOpen);
+        if (at == std::string::npos) {
+          const size_t keep = partial_open();
+          content(std::string_view(buf_).substr(0, buf_.size() - keep), out);
+          buf_.erase(0, buf_.size() - keep);
+          return out;
+        }
+        content(std::string_view(buf_).substr(0, at), out);
+        buf_.erase(0, at + kOpen.size());
+        inside_ = true;
+      } else {
+        const size_t at = buf_.find(kClose);
+        if (at == std::string::npos) return out;
+        block(std::string_view(buf_).substr(0, at), true, out);
+        buf_.erase(0, at + kClose.size());
+        inside_ = false;
+      }
+    }
+  }
+  ToolParse finish() override {
+    ToolParse out;
+    if (inside_) block(buf_, false, out);
+    else content(buf_, out);
+    buf_.clear();
+    inside_ = false;
+    end(out);
+    return out;
+  }
+
+ private:
+  static constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>";
+
+  // The longest end of buf_ that begins kOpen (it may be completed by the next piece).
+  size_t partial_open() const {
+    for (size_t n = std::min(buf_.size(), kOpen.size() - 1); n > 0; --n) {
+      if (std::string_view(buf_).substr(buf_.size() - n) == kOpen.substr(0, n)) return n;
+    }
+    return 0;
+  }
+  void block(std::string_view body, bool closed, ToolParse& out) {
+    if (auto c = call_of(body, {"arguments", "parameters"})) return call(std::move(*c), out);
+    std::string raw = std::string(kOpen) + std::string(body) + (closed ? std::string(kClose) : "");
+    content(raw, out);
+  }
+
+  std::string buf_;
+  bool inside_ = false;
+};
+
+class Llama3JsonParser final : public Base {
+ public:
+  using Base::Base;
+  ToolParse feed(std::string_view text) override {
+    ToolParse out;
+    if (mode_ == Mode::text) {
+      content(text, out);
+      return out;
+    }
+    buf_.append(text);
+    if (mode_ == Mode::undecided) {
+      const size_t b = buf_.find_first_not_of(" \t\r\n");
+      if (b == std::string::npos) return out;
+      const std::string_view rest = std::string_view(buf_).substr(b);
+      const size_t n = std::min(rest.size(), kTag.size());
+      if (rest[0] == '{' || rest.substr(0, n) == kTag.substr(0, n)) {
+        mode_ = rest[0] == '{' || n == kTag.size() ? Mode::calls : Mode::undecided;
+        return out;  // held: calls, or the tag still arriving
+      }
+      mode_ = Mode::text;
+      content(buf_, out);
+      buf_.clear();
+    }
+    return out;
+  }
+  ToolParse finish() override {
+    ToolParse out;
+    if (mode_ != Mode::text && !buf_.empty()) {
+      std::vector<ToolCallDelta> calls;
+      if (parse_all(calls)) {
+        for (auto& c : calls) call(std::move(c), out);
+      } else {
+        content(buf_, out);
+      }
+    }
+    buf_.clear();
+    end(out);
+    return out;
+  }
+
+ private:
+  static constexpr std::string_view kTag = "<|python_tag|>";
+  enum class Mode { undecided, calls, text };
+
+  bool parse_all(std::vector<ToolCallDelta>& calls) const {
+    std::string_view s = buf_;
+    size_t i = s.find_first_not_of(" \t\r\n");
+    if (i == std::string_view::npos) return false;
+    if (s.substr(i).starts_with(kTag)) i += kTag.size();
+    while (true) {
+      i = s.find_first_not_of(" \t\r\n;", i);
+      if (i == std::string_view::npos) return !calls.empty();
+      if (s[i] != '{') return false;
+      const size_t e = json_value_end(s, i);
+      if (e == std::string_view::npos) return false;
+      auto c = call_of(s.substr(i, e - i), {"parameters", "arguments"});
+      if (!c) return false;
+      calls.push_back(std::move(*c));
+      i = e;
+    }
+  }
+
+  std::string buf_;
+  Mode mode_ = Mode::undecided;
+};
+
+class ForcedNamedParser final : public Base {
+ public:
+  ForcedNamedParser(int max_calls, std::string name) : Base(max_calls), name_(std::move(name)) {}
+  ToolParse feed(std::string_view text) override {
+    ToolParse out;
+    if (text.empty()) return out;
+    if (n_calls() == 0) call({0, name_, std::string(text)}, out);
+    else out.calls.push_back({0, "", std::string(text)});
+    return out;
+  }
+  ToolParse finish() override {
+    ToolParse out;
+    if (n_calls() == 0) call({0, name_, ""}, out);
+    return out;
+  }
+
+ private:
+  std::string name_;
+};
+
+class ForcedArrayParser final : public Base {
+ public:
+  ForcedArrayParser(int max_calls, std::string key) : Base(max_calls), key_(std::move(key)) {}
+  ToolParse feed(std::string_view text) override {
+    ToolParse out;
+    all_.append(text);
+    while (!done_) {
+      pos_ = all_.find_first_not_of(" \t\r\n,", pos_);
+      if (pos_ == std::string::npos) break;
+      if (!opened_) {
+        if (all_[pos_] != '[') {
+          done_ = true;  // not a call array; finish() makes it content
+          break;
+        }
+        opened_ = true;
+        ++pos_;
+        continue;
+      }
+      if (all_[pos_] == ']') {
+        done_ = true;
+        break;
+      }
+      const size_t e = json_value_end(all_, pos_);
+      if (e == std::string::npos) break;
+      auto c = call_of(std::string_view(all_).substr(pos_, e - pos_), {key_.c_str()});
+      if (!c) {
+        done_ = true;  // the calls before it stand
+        break;
+      }
+      call(std::move(*c), out);
+      pos_ = e;
+    }
+    if (pos_ == std::string::npos) pos_ = all_.size();
+    return out;
+  }
+  ToolParse finish() override {
+    ToolParse out;
+    if (n_calls() == 0) content(all_, out);  // no whole call: the text is all there is
+    end(out);
+    return out;
+  }
+
+ private:
+  std::string key_;
+  std::string all_;
+  size_t pos_ = 0;
+  bool opened_ = false, done_ = false;
+};
+
+}  // namespace
+
+size_t json_value_end(std::string_view s, size_t from) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = from; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') {
+        in_string = false;
+        if (depth == 0) return i + 1;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '{' || c == '[') ++depth;
+    else if (c == '}' || c == ']') {
+      if (--depth <= 0) return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+std::unique_ptr<ToolCallParser> make_tool_call_parser(ToolParserKind kind, int max_calls, std::string named,
+                                                      std::string key) {
+  switch (kind) {
+    case ToolParserKind::hermes: return std::make_unique<HermesParser>(max_calls);
+    case ToolParserKind::llama3_json: return std::make_unique<Llama3JsonParser>(max_calls);
+    case ToolParserKind::forced_named: return std::make_unique<ForcedNamedParser>(max_calls, std::move(named));
+    case ToolParserKind::forced_array: return std::make_unique<ForcedArrayParser>(max_calls, std::move(key));
+  }
+  return nullptr;
+}
+
+}  // namespace brigade::server

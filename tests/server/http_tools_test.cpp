@@ -1,0 +1,184 @@
+// Tool calling through the HTTP server in-process, on a tiny synthetic model whose
+// tokenizer_config.json names a chatml template: a forced call (named or required) comes back as
+// tool_calls whose arguments fit the function's schema, streamed and not; tool_choice none leaves
+// the text alone; a model without a tool format answers 400.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "core/json_schema.h"
+#include "core/schema_matcher.h"
+#include "models/make_model.h"
+#include "server/http_client.h"
+#include "server/http_server.h"
+#include "tests/engine_test_util.h"
+
+namespace brigade::server {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const json kWeatherParams = json::parse(R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 5},
+  "days": {"type": "integer", "minimum": 1, "maximum": 9}}, "required": ["city", "days"]})");
+const json kTools = json::array(
+    {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"description", "Weather"}, {"parameters", kWeatherParams}}}},
+     {{"type", "function"}, {"function", {{"name", "get_time"}, {"parameters", {{"type", "object"}, {"properties", {{"tz", {{"enum", {"UTC", "CET"}}}}}}, {"required", {"tz"}}}}}}}});
+
+// A tiny model whose chat template is `chat_template`.
+std::string model_with_template(const std::string& name, const std::string& chat_template) {
+  const fs::path d = fs::temp_directory_path() / ("brigade_tools_test_" + name + "_" + std::to_string(::getpid()));
+  EXPECT_TRUE(write_synthetic_model(testing::tiny_llama(512, 2048, 11), d.string()).is_ok());
+  std::ifstream in(d / "tokenizer_config.json");
+  json config = json::parse(in);
+  config["chat_template"] = chat_template;
+  std::ofstream(d / "tokenizer_config.json") << config.dump();
+  return d.string();
+}
+
+class ToolServer {
+ public:
+  explicit ToolServer(const std::string& model) {
+    EngineOptions o = testing::test_engine_options(model, 1);
+    o.topology.instances.front().kv.memory_mb = 64;
+    auto e = Engine::create(o);
+    EXPECT_TRUE(e.has_value()) << e.status().to_string();
+    engine_ = std::move(*e);
+    ServerOptions options;
+    options.port = 0;
+    options.model_name = "tiny";
+    auto srv = HttpServer::start(*engine_, options);
+    EXPECT_TRUE(srv.has_value()) << srv.status().to_string();
+    server_ = std::move(*srv);
+  }
+  ~ToolServer() { server_.reset(); }  // before the engine it serves
+
+  ClientResponse chat(const json& body) const {
+    auto r = http_request("127.0.0.1", server_->port(), {"POST", "/v1/chat/completions", body.dump(), ""});
+    EXPECT_TRUE(r.has_value()) << r.status().to_string();
+    return r ? *r : ClientResponse{};
+  }
+  std::vector<json> chat_stream(json body) const {
+    body["stream"] = true;
+    SseSplitter split;
+    std::vector<std::string> events;
+    auto r = http_stream("127.0.0.1", server_->port(), {"POST", "/v1/chat/completions", body.dump(), ""},
+                         [&](std::string_view piece) {
+                           split.feed(piece, events);
+                           return true;
+                         });
+    EXPECT_TRUE(r.has_value() && r->status == 200);
+    std::vector<json> out;
+    for (const auto& e : events) {
+      if (e != "[DONE]") out.push_back(json::parse(e));
+    }
+    return out;
+  }
+
+ private:
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+// Greedy, EOS at +100 (the output ends as soon as the constraint lets it), whitespace banned.
+json request(const json& tool_choice) {
+  json bias = {{"2", 100}};
+  for (char c : std::string(" \t\r\n")) bias[std::to_string(3 + c)] = -100;
+  return {{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", "Weather in Oslo?"}}}}, {"tools", kTools},
+          {"tool_choice", tool_choice}, {"max_tokens", 48}, {"temperature", 0}, {"logit_bias", bias}};
+}
+
+bool fits(const json& schema, const std::string& text) {
+  auto compiled = CompiledSchema::compile(schema.dump());
+  EXPECT_TRUE(compiled) << compiled.status().to_string();
+  SchemaMatcher m(**compiled);
+  return m.feed(text) && m.complete();
+}
+
+TEST(ServerTools, ForcedCallsComeBackAsToolCalls) {
+  ToolServer s(model_with_template("chatml", "{% for m in messages %}{{'<|im_start|>' + m['role']}}{% endfor %}"));
+  const json named = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+  auto r = s.chat(request(named));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json choice = json::parse(r.body)["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "stop") << "a named call: stop, as OpenAI and vLLM";
+  EXPECT_TRUE(choice["message"]["content"].is_null());
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+  const json call = choice["message"]["tool_calls"][0];
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  const std::string args = call["function"]["arguments"];
+  EXPECT_TRUE(fits(kWeatherParams, args)) << args;
+
+  // Streamed: the same call, in pieces.
+  std::string streamed;
+  for (const json& c : s.chat_stream(request(named))) {
+    const json& delta = c["choices"][0]["delta"];
+    if (delta.contains("tool_calls")) streamed += delta["tool_calls"][0]["function"]["arguments"].get<std::string>();
+    EXPECT_FALSE(delta.contains("content") && !delta["content"].get<std::string>().empty());
+  }
+  EXPECT_EQ(streamed, args);
+
+  // required: a call of one of the tools with arguments fitting its schema (one: with parallel
+  // calls the greedy model goes on calling until max_tokens).
+  json one = request("required");
+  one["parallel_tool_calls"] = false;
+  auto req = s.chat(one);
+  ASSERT_EQ(req.status, 200) << req.body;
+  const json rc = json::parse(req.body)["choices"][0];
+  EXPECT_EQ(rc["finish_reason"], "tool_calls") << rc.dump();
+  ASSERT_EQ(rc["message"]["tool_calls"].size(), 1u) << rc.dump();
+  for (const json& c : rc["message"]["tool_calls"]) {
+    const std::string name = c["function"]["name"];
+    const json& params = name == "get_weather" ? kWeatherParams : kTools[1]["function"]["parameters"];
+    EXPECT_TRUE(name == "get_weather" || name == "get_time") << name;
+    EXPECT_TRUE(fits(params, json::parse(c["function"]["arguments"].get<std::string>()).dump())) << c.dump();
+  }
+
+  // none: the tools are in the prompt, the output is text.
+  json plain = request("none");
+  plain["logit_bias"] = json::object();
+  plain["max_tokens"] = 4;
+  auto none = s.chat(plain);
+  ASSERT_EQ(none.status, 200) << none.body;
+  const json nb = json::parse(none.body);
+  EXPECT_FALSE(nb["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_TRUE(nb["choices"][0]["message"]["content"].is_string());
+  plain.erase("tools");
+  plain.erase("tool_choice");
+  const json without = json::parse(s.chat(plain).body);
+  EXPECT_GT(nb["usage"]["prompt_tokens"].get<int>(), without["usage"]["prompt_tokens"].get<int>() + 100)
+      << "the tools are rendered into the prompt";
+}
+
+// llama-3 writes {"name", "parameters"}: the forced output and its parsing agree on the key.
+TEST(ServerTools, Llama3RequiredCallParses) {
+  ToolServer s(model_with_template("llama3", "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>' }}"));
+  json one = request("required");
+  one["parallel_tool_calls"] = false;
+  one["max_tokens"] = 128;
+  auto r = s.chat(one);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json choice = json::parse(r.body)["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls") << choice.dump();
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << choice.dump();
+  EXPECT_TRUE(json::parse(choice["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()).is_object());
+}
+
+TEST(ServerTools, AModelWithoutAToolFormatAnswers400) {
+  ToolServer s(model_with_template("llama2", "{{ bos_token + '[INST] ' + content + ' [/INST]' }}"));
+  auto r = s.chat(request("auto"));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("no tool-calling format"), std::string::npos) << r.body;
+  // A tool result in the history needs a tool format too.
+  json history = {{"model", "tiny"},
+                  {"messages", {{{"role", "user"}, {"content", "x"}}, {{"role", "tool"}, {"tool_call_id", "c"}, {"content", "1"}}}}};
+  auto h = s.chat(history);
+  EXPECT_EQ(h.status, 400);
+  EXPECT_NE(h.body.find("tool"), std::string::npos) << h.body;
+}
+
+}  // namespace
+}  // namespace brigade::server
