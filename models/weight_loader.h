@@ -97,6 +97,8 @@ class WeightLoader {
   // and the rules above allow, else (and for fp8) the float type asked for or f32.
   DType staging_dtype(const StoredWeight& w, std::optional<DType> want, Slice cols, int64_t full,
                       bool keep_blocks) const;
+  std::optional<DType> stored_blocks_target(bool all_blocks, DType staged, std::optional<DType> want,
+                                            int64_t n_cols) const;
   std::optional<DType> linear_want() const;  // want_, less a block type while !quantize_linear_
   std::optional<DType> float_want() const;   // want_ unless it is a block type
   void count(const std::string& name, int64_t numel);

@@ -119,9 +119,31 @@ TEST(WeightLoaderBlocks, ColumnSlicesOnBlockBoundariesStayQuantized) {
   ASSERT_EQ(p.bytes.size(), 256u * 3 * 18);
   for (int64_t r = 0; r < 256; ++r)  // blocks 4, 5, 6 of every row
     EXPECT_EQ(std::memcmp(p.bytes.data() + r * 54, gate.bytes.data() + r * 8 * 18 + 4 * 18, 54), 0) << "row " << r;
-  // Q5_0 (o_proj) has no DType: dequantized whatever the slice.
+  // Q5_0 (o_proj) has no DType: staged dequantized, and requantized to q8_0 by a backend that
+  // multiplies q8_0 (8.5 bits per weight rather than f32's 32).
   ASSERT_TRUE(w.matrix(kL0 + "self_attn.o_proj.weight", 256, 256).has_value());
   EXPECT_EQ(as_floats(backend.prepared.back()), dequantized(ck->tensors().at(kL0 + "self_attn.o_proj.weight"), 0, 256, 0, 256));
+  EXPECT_EQ(backend.prepared.back().want, DType::q8_0);
+  // Asked for f32 explicitly, it stays f32.
+  WeightLoader exact(*ck, backend, DType::f32);
+  ASSERT_TRUE(exact.matrix(kL0 + "self_attn.o_proj.weight", 256, 256).has_value());
+  EXPECT_EQ(backend.prepared.back().want, DType::f32);
+}
+
+TEST(WeightLoaderBlocks, MixedFusedTypesAreRequantizedToQ8_0WhereTheBackendHasIt) {
+  auto ck = open_fixture("gguf_llama_q4_k_m");
+  ASSERT_NE(ck, nullptr);
+  const std::vector<std::string> qkv = {kL0 + "self_attn.q_proj.weight", kL0 + "self_attn.k_proj.weight",
+                                        kL0 + "self_attn.v_proj.weight"};  // Q4_K, Q4_K, Q6_K
+  BlockWeightBackend with_q8({DType::q4_k, DType::q6_k, DType::q8_0});
+  WeightLoader w(*ck, with_q8, std::nullopt);
+  ASSERT_TRUE(w.fused(qkv, {256, 128, 128}, 256).has_value());
+  EXPECT_EQ(with_q8.prepared.back().host.dtype, DType::f32) << "staged as the dequantized values";
+  EXPECT_EQ(with_q8.prepared.back().want, DType::q8_0);
+  BlockWeightBackend without({DType::q4_k, DType::q6_k});
+  WeightLoader f(*ck, without, std::nullopt);
+  ASSERT_TRUE(f.fused(qkv, {256, 128, 128}, 256).has_value());
+  EXPECT_EQ(without.prepared.back().want, std::nullopt) << "no q8_0 kernels: kept f32";
 }
 
 TEST(WeightLoaderBlocks, OtherBackendsAndExplicitTypesGetDequantizedWeights) {
