@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "brigade/engine.h"
+#include "brigade/station.h"
 #include "tests/engine_test_util.h"
 #include "tests/models/hf_fixture.h"
 
@@ -184,13 +185,37 @@ TEST(PromptLogprobs, ARadixCacheHitDoesNotSkipPositions) {
   EXPECT_GT(engine->stats().cache_hit_tokens, hits_before) << "the cache still serves plain requests";
 }
 
+// Holds requests until `n` have arrived, then releases them all: they reach the scheduler
+// together, however slowly the test thread submits them on a loaded machine.
+class Gate final : public Station {
+ public:
+  explicit Gate(size_t n) : n_(n) {}
+  StationVerdict on_request(StationRequest& r, StationContext& ctx) override {
+    held_.push_back(r.id);
+    if (held_.size() < n_) return StationVerdict::hold();
+    for (size_t i = 0; i + 1 < held_.size(); ++i) ctx.release(held_[i]);
+    return StationVerdict::pass();
+  }
+
+ private:
+  size_t n_;
+  std::vector<uint64_t> held_;
+};
+
 // A KV pool too small for the batch: sequences are preempted (some mid-prompt, some after it)
 // and recomputed, yet each prompt position is reported once and equals the reference.
 TEST(PromptLogprobs, PreemptedSequencesReportEachPositionOnce) {
   EngineOptions o = options(testing::fixture_dir("llama"));
+  o.station_types["gate"] = [](const StationSpec&) -> Expected<std::unique_ptr<Station>> {
+    return std::unique_ptr<Station>(std::make_unique<Gate>(5));
+  };
+  o.topology.stations.push_back({"gate", "gate", false, {}});
   auto& inst = o.topology.instances.front();
   inst.kv.page_size = 4;
-  inst.kv.pages = 24;  // 96 positions; the batch wants 3 x 47 + 2 x 48
+  // 80 positions: the batch wants 3 x 47 + 2 x 48, and any two of its sequences run to the end
+  // together need 24 pages, so admitting more than one (the gate makes them wait together)
+  // forces a preemption whatever the order.
+  inst.kv.pages = 20;
   inst.cache.radix = false;
   inst.scheduler.max_step_tokens = 12;
   auto engine = testing::create_engine(o);
