@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstring>
+#include <string>
 
 #include "core/quant.h"
 #include "core/status.h"
@@ -12,7 +13,7 @@ namespace {
 constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ2_K = 10,
                    kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30;
 
-const std::array<GgmlTypeInfo, 13> kTypes = {{
+constexpr std::array<GgmlTypeInfo, 13> kTypes = {{
     {kF32, "F32", 1, 4, DType::f32},
     {kF16, "F16", 1, 2, DType::f16},
     {kBF16, "BF16", 1, 2, DType::bf16},
@@ -27,6 +28,15 @@ const std::array<GgmlTypeInfo, 13> kTypes = {{
     {kQ5_K, "Q5_K", 256, 176, std::nullopt},
     {kQ6_K, "Q6_K", 256, 210, DType::q6_k},
 }};
+
+// The types brigade has a DType for must agree with core/dtype.h's block sizes.
+constexpr bool agrees_with_dtypes() {
+  for (const auto& t : kTypes)
+    if (t.dtype && (t.block_elems != dtype_block_elems(*t.dtype) || t.block_bytes != dtype_block_bytes(*t.dtype)))
+      return false;
+  return true;
+}
+static_assert(agrees_with_dtypes(), "the ggml type table and core/dtype.h's block sizes agree");
 
 // ggml's names of the ids brigade refuses (ggml.h's enum ggml_type; gaps are removed types).
 const char* refused_name(uint32_t id) {
@@ -166,7 +176,14 @@ std::string ggml_type_name_of(uint32_t id) {
   return "type " + std::to_string(id);
 }
 
-const char* ggml_supported_types() { return "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K"; }
+const char* ggml_supported_types() {
+  static const std::string names = [] {
+    std::string s;
+    for (const auto& t : kTypes) s += (s.empty() ? "" : ", ") + std::string(t.name);
+    return s;
+  }();
+  return names.c_str();
+}
 
 const GgmlTypeInfo* ggml_type_of(DType d) {
   for (const auto& t : kTypes)
