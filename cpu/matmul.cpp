@@ -56,6 +56,12 @@ void blas_rows(const CpuContext& c, const MatmulArgs& a, int64_t r0, int64_t r1)
   }
 }
 
+// Weight rows per decode chunk: at least ~64 KiB of weights, in multiples of 4 rows so the
+// kernels' 2- and 4-row tiles are rarely split.
+int64_t decode_grain(size_t row_bytes) {
+  return std::max<int64_t>(4, (65536 / std::max<int64_t>(1, static_cast<int64_t>(row_bytes))) & ~int64_t{3});
+}
+
 // A block-quantized weight: the n activation rows quantized once (BlockQ8), then threads split
 // the weight rows as for float weights' decode.
 void quant_matmul(const CpuContext& c, const MatmulArgs& a, const Tensor& bias) {
@@ -75,8 +81,7 @@ void quant_matmul(const CpuContext& c, const MatmulArgs& a, const Tensor& bias) 
   q.row_bytes = dtype_bytes(a.w_dtype, a.k);
   q.m = a.m;
   q.out = a.out;
-  const int64_t grain = std::max<int64_t>(4, (65536 / std::max<int64_t>(1, static_cast<int64_t>(q.row_bytes))) & ~int64_t{3});
-  c.pool->parallel_for(a.m, grain, [&](int64_t r0, int64_t r1, int) {
+  c.pool->parallel_for(a.m, decode_grain(q.row_bytes), [&](int64_t r0, int64_t r1, int) {
     c.kernels->qmatmul_rows(q, r0, r1);
     if (!bias.empty()) add_bias(c, bias, a.out, a.n, a.m, r0, r1);
   });
@@ -99,21 +104,18 @@ void matmul(const CpuContext& c, const Tensor& x, const Tensor& w, const Tensor&
   a.m = w.dim(0);
   a.out = out.as<float>();
   if (a.n == 0 || a.m == 0) return;
-  const bool use_blas = a.n >= kBlasMinRows;
   if (is_block_quantized(a.w_dtype)) {
     BRIGADE_CHECK(a.k % dtype_block_elems(a.w_dtype) == 0, "a quantized weight's rows are whole blocks");
     return quant_matmul(c, a, bias);
   }
+  const bool use_blas = a.n >= kBlasMinRows;
   if (use_blas) {
     // Each worker calls sgemm itself; OpenBLAS must not start its own threads inside ours.
     static std::once_flag once;
     std::call_once(once, [] { openblas_set_num_threads(1); });
   }
-  // Chunks of at least ~64 KiB of weights (decode) or one panel (prefill), in multiples of 4 rows
-  // so the kernels' 2- and 4-row tiles are rarely split.
-  const auto row_bytes = static_cast<int64_t>(dtype_bytes(a.w_dtype, a.k));
-  const int64_t grain = use_blas ? kPanelRows
-                                 : std::max<int64_t>(4, (65536 / std::max<int64_t>(1, row_bytes)) & ~int64_t{3});
+  // Chunks of one panel (prefill) or decode_grain's rows.
+  const int64_t grain = use_blas ? kPanelRows : decode_grain(dtype_bytes(a.w_dtype, a.k));
   c.pool->parallel_for(a.m, grain, [&](int64_t r0, int64_t r1, int) {
     if (use_blas) blas_rows(c, a, r0, r1);
     else c.kernels->matmul_rows(a, r0, r1);
