@@ -54,9 +54,10 @@ struct Kernels {
   // dst[i] = src[i] * scale: an int8 KV row read back (cpu/kv_int8.h); n elements.
   void (*dequantize_i8)(const int8_t* src, float scale, float* dst, int64_t n) = nullptr;
   // Block-quantized weights (cpu/quant_kernels.h): activations to BlockQ8 (k a multiple of 32),
-  // and the decode matmul over them.
+  // the decode matmul over them (n < kBlasMinRows), and the prefill one (weights repacked per 8 rows).
   void (*quantize_q8)(const float* x, BlockQ8* y, int64_t k) = nullptr;
   void (*qmatmul_rows)(const QMatmulArgs& a, int64_t m_begin, int64_t m_end) = nullptr;
+  void (*qgemm_rows)(const QMatmulArgs& a, int64_t m_begin, int64_t m_end) = nullptr;
 };
 
 // The table for `level`; levels this build or CPU cannot run fall back to the next lower one.

@@ -73,6 +73,7 @@ const Kernels& avx2_kernels() {
     t.dequantize_i8 = avx2::dequantize_i8;
     t.quantize_q8 = avx2_q::quantize_q8;
     t.qmatmul_rows = avx2_q::qmatmul_rows;
+    t.qgemm_rows = avx2_q::qgemm_rows;
     return t;
   }();
   return table;

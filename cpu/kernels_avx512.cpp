@@ -75,6 +75,7 @@ const Kernels& avx512_kernels() {
     // 256-bit integer kernels: with VNNI's vpdpbusd where the CPU has it, else AVX2's.
     t.quantize_q8 = vnni_q::available() ? vnni_q::quantize_q8 : avx2_q::quantize_q8;
     t.qmatmul_rows = vnni_q::available() ? vnni_q::qmatmul_rows : avx2_q::qmatmul_rows;
+    t.qgemm_rows = vnni_q::available() ? vnni_q::qgemm_rows : avx2_q::qgemm_rows;
     return t;
   }();
   return table;

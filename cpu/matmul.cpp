@@ -5,8 +5,10 @@
 // Prefill (n >= kBlasMinRows) is bound by FLOPs: threads split the weight rows into panels, widen
 // each panel to f32 in a thread-local buffer and run single-threaded OpenBLAS sgemm on it.
 // Block-quantized weights (core/quant.h) take the integer kernels of cpu/quant_kernels.h over
-// activations quantized per block of 32, at every n: measured faster than dequantized panels
-// through sgemm at n = 64 and no slower at 512 (docs/perf.md, "Block-quantized weights").
+// activations quantized per block of 32: below kBlasMinRows the decode kernel, from it the
+// prefill kernel over weight rows repacked 8 at a time (docs/perf.md, "Block-quantized weights").
+// As with float weights, the two sum in different orders, so a row's last bits can depend on
+// which side of kBlasMinRows its step falls.
 #include <cblas.h>
 
 #include <algorithm>
@@ -56,14 +58,14 @@ void blas_rows(const CpuContext& c, const MatmulArgs& a, int64_t r0, int64_t r1)
   }
 }
 
-// Weight rows per decode chunk: at least ~64 KiB of weights, in multiples of 4 rows so the
-// kernels' 2- and 4-row tiles are rarely split.
+// Weight rows per decode chunk: at least ~64 KiB of weights, in multiples of 8 rows so the
+// kernels' 4-row (float) and 8-row (quantized) tiles are rarely split.
 int64_t decode_grain(size_t row_bytes) {
-  return std::max<int64_t>(4, (65536 / std::max<int64_t>(1, static_cast<int64_t>(row_bytes))) & ~int64_t{3});
+  return std::max<int64_t>(8, (65536 / std::max<int64_t>(1, static_cast<int64_t>(row_bytes))) & ~int64_t{7});
 }
 
 // A block-quantized weight: the n activation rows quantized once (BlockQ8), then threads split
-// the weight rows as for float weights' decode.
+// the weight rows: decode_grain's chunks for decode, 64-row chunks (8 packed panels) for prefill.
 void quant_matmul(const CpuContext& c, const MatmulArgs& a, const Tensor& bias) {
   thread_local std::vector<BlockQ8> xq;
   const int64_t nb = a.k / 32;
@@ -81,8 +83,10 @@ void quant_matmul(const CpuContext& c, const MatmulArgs& a, const Tensor& bias) 
   q.row_bytes = dtype_bytes(a.w_dtype, a.k);
   q.m = a.m;
   q.out = a.out;
-  c.pool->parallel_for(a.m, decode_grain(q.row_bytes), [&](int64_t r0, int64_t r1, int) {
-    c.kernels->qmatmul_rows(q, r0, r1);
+  const bool prefill = a.n >= kBlasMinRows;
+  c.pool->parallel_for(a.m, prefill ? kPanelRows : decode_grain(q.row_bytes), [&](int64_t r0, int64_t r1, int) {
+    if (prefill) c.kernels->qgemm_rows(q, r0, r1);
+    else c.kernels->qmatmul_rows(q, r0, r1);
     if (!bias.empty()) add_bias(c, bias, a.out, a.n, a.m, r0, r1);
   });
 }

@@ -1,10 +1,13 @@
-// Internal to cpu/: matmul with a block-quantized weight (core/quant.h) while decoding.
+// Internal to cpu/: matmul with a block-quantized weight (core/quant.h).
 //
 // As llama.cpp does, the activations are quantized too, per block of 32 (BlockQ8: one f32 scale,
 // 32 int8), so each weight block meets its activation block in integer multiply-adds and one
 // float multiply by the two scales. A weight block's offset (q4_0's 8, q4_k's min, q6_k's 32)
-// is applied through the activation block's sum `s`. Prefill takes the other path: weight panels
-// dequantized to f32 and sgemm (cpu/quant_matmul.cpp).
+// is applied through the activation block's sums. Decode (n < kBlasMinRows) takes qmatmul_rows,
+// which shares each unpacked weight block among up to 4 activation rows (quant_kernels_simd.inc);
+// prefill takes qgemm_rows, which repacks 8 weight rows at a time so that one vpdpbusd yields 8
+// rows' partial block sums (quant_gemm_simd.inc). Like sgemm for float weights, the two sum in
+// different orders.
 #pragma once
 
 #include <cstddef>
@@ -15,8 +18,8 @@
 namespace brigade::cpu {
 
 struct BlockQ8 {
-  float d;  // scale: x ~ d * qs
-  float s;  // d * sum(qs)
+  float d;         // scale: x ~ d * qs
+  int16_t sum[2];  // sum(qs[0..15]), sum(qs[16..31])
   int8_t qs[32];
 };
 static_assert(sizeof(BlockQ8) == 40);
@@ -34,7 +37,10 @@ struct QMatmulArgs {
   float* out = nullptr;
 };
 
-// Per-level implementations, filled into Kernels::quantize_q8 / qmatmul_rows.
+// d * sum(qs): the block's offset term.
+inline float block_sum(const BlockQ8& b) { return b.d * static_cast<float>(b.sum[0] + b.sum[1]); }
+
+// Per-level implementations, filled into Kernels::quantize_q8 / qmatmul_rows / qgemm_rows.
 namespace scalar_q {
 // y[b] for the k / 32 blocks of x: d = absmax / 127, qs = round-to-nearest-even(x / d).
 void quantize_q8(const float* x, BlockQ8* y, int64_t k);
@@ -43,12 +49,14 @@ void qmatmul_rows(const QMatmulArgs& a, int64_t m_begin, int64_t m_end);
 namespace avx2_q {
 void quantize_q8(const float* x, BlockQ8* y, int64_t k);
 void qmatmul_rows(const QMatmulArgs& a, int64_t m_begin, int64_t m_end);
+void qgemm_rows(const QMatmulArgs& a, int64_t m_begin, int64_t m_end);
 }  // namespace avx2_q
 // AVX-512 VNNI on 256-bit vectors; only valid where vnni_q::available().
 namespace vnni_q {
 bool available();
 void quantize_q8(const float* x, BlockQ8* y, int64_t k);
 void qmatmul_rows(const QMatmulArgs& a, int64_t m_begin, int64_t m_end);
+void qgemm_rows(const QMatmulArgs& a, int64_t m_begin, int64_t m_end);
 }  // namespace vnni_q
 
 }  // namespace brigade::cpu

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <vector>
 
 #include "core/quant.h"
 #include "core/status.h"
@@ -18,9 +20,13 @@ namespace {
 BRIGADE_TARGET inline __m256i dot_u8s8(__m256i u, __m256i s) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
+BRIGADE_TARGET inline __m256i dot_acc(__m256i acc, __m256i u, __m256i s) { return _mm256_add_epi32(acc, dot_u8s8(u, s)); }
 }  // namespace
 
+#define BRIGADE_VNNI 0
 #include "cpu/quant_kernels_simd.inc"
+#include "cpu/quant_gemm_simd.inc"
+#undef BRIGADE_VNNI
 
 #undef BRIGADE_TARGET
 

@@ -16,14 +16,15 @@ void quantize_q8(const float* x, BlockQ8* y, int64_t k) {
     for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 127.0f / amax : 0.0f;
-    int sum = 0;
+    int sum[2] = {0, 0};
     for (int j = 0; j < 32; ++j) {
       const int q = static_cast<int>(std::nearbyint(x[j] * id));
       y[b].qs[j] = static_cast<int8_t>(q);
-      sum += q;
+      sum[j / 16] += q;
     }
     y[b].d = d;
-    y[b].s = d * static_cast<float>(sum);
+    y[b].sum[0] = static_cast<int16_t>(sum[0]);
+    y[b].sum[1] = static_cast<int16_t>(sum[1]);
   }
 }
 

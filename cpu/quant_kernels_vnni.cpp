@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <vector>
 
 #include "core/quant.h"
 #include "core/status.h"
@@ -19,9 +21,13 @@ namespace {
 BRIGADE_TARGET inline __m256i dot_u8s8(__m256i u, __m256i s) {
   return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
 }
+BRIGADE_TARGET inline __m256i dot_acc(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
 }  // namespace
 
+#define BRIGADE_VNNI 1
 #include "cpu/quant_kernels_simd.inc"
+#include "cpu/quant_gemm_simd.inc"
+#undef BRIGADE_VNNI
 
 bool available() {
   return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");

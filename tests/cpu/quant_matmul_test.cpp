@@ -62,7 +62,8 @@ TEST_P(QuantMatmul, MatchesTheDequantizedWeightWithinTheActivationRounding) {
   for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k}) {
     const int64_t kb = dtype_block_elems(t);
     for (const QCase& c : {QCase{t, 1, 37, 2 * kb}, QCase{t, 3, 8, 3 * kb}, QCase{t, 5, 64, kb}, QCase{t, 8, 21, 4 * kb},
-                           QCase{t, 33, 16, 2 * kb}, QCase{t, 64, 70, 2 * kb}}) {
+                           QCase{t, 33, 16, 2 * kb}, QCase{t, 64, 70, 2 * kb},
+                           QCase{t, 50, 9, 3 * kb}, QCase{t, 48, 8, kb}}) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(c.n) + " m=" + std::to_string(c.m) +
                    " k=" + std::to_string(c.k));
       auto wbytes = random_weight(t, c.m, c.k, rng);
@@ -101,25 +102,35 @@ TEST_P(QuantMatmul, MatchesTheDequantizedWeightWithinTheActivationRounding) {
   }
 }
 
-// Each activation row is quantized alone and summed in the same order whatever the step's size, so
-// a row's output is bit-for-bit the same alone, in a decode batch, or in a prefill of 64 rows.
+// Each activation row is quantized alone and summed in the same order whatever the step's size
+// on each side of kBlasMinRows (the decode kernel below it, the packed prefill kernel from it, as
+// float weights' decode kernel and sgemm), so a row's output is bit-for-bit the same alone or in
+// a decode batch, and in any prefill step.
 TEST_P(QuantMatmul, ARowsOutputDoesNotDependOnTheOtherRows) {
   auto b = backend_at(GetParam());
   std::mt19937 rng(9);
   for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k}) {
-    const int64_t m = 19, k = 2 * dtype_block_elems(t), n = 64;
+    const int64_t m = 19, k = 2 * dtype_block_elems(t), n = 120;
     auto wbytes = random_weight(t, m, k, rng);
     auto w = b->prepare_weight(Tensor(wbytes.data(), t, {m, k}), std::nullopt);
     ASSERT_TRUE(w.has_value());
     auto x = make(*b, DType::f32, {n, k});
     test::fill_uniform(x.tensor, rng);
-    auto all = make(*b, DType::f32, {n, m});
-    b->matmul(x.tensor, w->tensor, Tensor(), all.tensor);
+    auto decode = make(*b, DType::f32, {cpu::kBlasMinRows - 1, m});
+    b->matmul(x.tensor.rows(0, cpu::kBlasMinRows - 1), w->tensor, Tensor(), decode.tensor);
     for (int64_t rows : {1, 3, 7}) {
       auto part = make(*b, DType::f32, {rows, m});
       b->matmul(x.tensor.rows(5, rows), w->tensor, Tensor(), part.tensor);
-      EXPECT_EQ(std::memcmp(part.tensor.data, all.tensor.as<float>() + 5 * m, static_cast<size_t>(rows * m) * 4), 0)
+      EXPECT_EQ(std::memcmp(part.tensor.data, decode.tensor.as<float>() + 5 * m, static_cast<size_t>(rows * m) * 4), 0)
           << dtype_name(t) << " rows " << rows;
+    }
+    auto prefill = make(*b, DType::f32, {n, m});
+    b->matmul(x.tensor, w->tensor, Tensor(), prefill.tensor);
+    for (int64_t rows : {cpu::kBlasMinRows, cpu::kBlasMinRows + 3, int64_t{64}}) {
+      auto part = make(*b, DType::f32, {rows, m});
+      b->matmul(x.tensor.rows(9, rows), w->tensor, Tensor(), part.tensor);
+      EXPECT_EQ(std::memcmp(part.tensor.data, prefill.tensor.as<float>() + 9 * m, static_cast<size_t>(rows * m) * 4), 0)
+          << dtype_name(t) << " prefill rows " << rows;
     }
   }
 }
@@ -146,8 +157,8 @@ TEST_P(QuantMatmul, EmbeddingOfAQuantizedTableIsTheDequantizedRow) {
 
 INSTANTIATE_TEST_SUITE_P(Levels, QuantMatmul, ::testing::ValuesIn(test::simd_levels()));
 
-// The SIMD kernels against the scalar ones on the same quantized activations: the same sums in
-// another order, so they agree to float rounding, and the activations quantize to the same bytes.
+// The SIMD kernels (decode and prefill) against the scalar ones on the same quantized activations:
+// the same sums in another order, so they agree to float rounding, and the activations quantize to the same bytes.
 TEST(QuantKernels, EveryLevelAgreesWithScalar) {
   std::mt19937 rng(3);
   const auto& ref = cpu::kernels_for(cpu::SimdLevel::scalar);
@@ -170,9 +181,14 @@ TEST(QuantKernels, EveryLevelAgreesWithScalar) {
       std::vector<float> oa(static_cast<size_t>(n * m)), ob(oa.size());
       cpu::QMatmulArgs a{xa.data(), n, nb, w.data(), t, dtype_bytes(t, k), m, oa.data()};
       ref.qmatmul_rows(a, 0, m);
-      a.out = ob.data();
-      simd.qmatmul_rows(a, 0, m);
-      for (size_t i = 0; i < oa.size(); ++i) ASSERT_NEAR(ob[i], oa[i], 1e-4 * (1.0 + std::fabs(oa[i]))) << dtype_name(t) << " " << i;
+      for (auto kernel : {simd.qmatmul_rows, simd.qgemm_rows}) {
+        std::fill(ob.begin(), ob.end(), -1.0f);
+        a.out = ob.data();
+        kernel(a, 0, m);
+        for (size_t i = 0; i < oa.size(); ++i)
+          ASSERT_NEAR(ob[i], oa[i], 1e-4 * (1.0 + std::fabs(oa[i]))) << dtype_name(t) << " " << i;
+        a.out = oa.data();
+      }
     }
   }
 }
