@@ -41,6 +41,23 @@ void dequant_q4k(const BlockQ4K* b, float* y, int64_t nb) {
   }
 }
 
+void dequant_q5k(const BlockQ5K* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
+    for (int s = 0; s < 8; ++s) {
+      uint8_t sc, m;
+      q4k_scale_min(s, b[i].scales, sc, m);
+      const float dl = d * sc, ml = dmin * m;
+      const uint8_t* q = b[i].qs + 32 * (s / 2);
+      const int shift = (s & 1) * 4;
+      for (int l = 0; l < 32; ++l) {
+        const int v = ((q[l] >> shift) & 15) | (((b[i].qh[l] >> s) & 1) << 4);
+        *y++ = dl * static_cast<float>(v) - ml;
+      }
+    }
+  }
+}
+
 void dequant_q6k(const BlockQ6K* b, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     const float d = f16_to_f32(b[i].d);
@@ -73,6 +90,7 @@ void dequantize_row(const void* src, DType t, float* dst, int64_t n) {
     case DType::q8_0: dequant_q8_0(static_cast<const BlockQ8_0*>(src), dst, nb); return;
     case DType::q4_0: dequant_q4_0(static_cast<const BlockQ4_0*>(src), dst, nb); return;
     case DType::q4_k: dequant_q4k(static_cast<const BlockQ4K*>(src), dst, nb); return;
+    case DType::q5_k: dequant_q5k(static_cast<const BlockQ5K*>(src), dst, nb); return;
     case DType::q6_k: dequant_q6k(static_cast<const BlockQ6K*>(src), dst, nb); return;
     case DType::f32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
     case DType::f16:

@@ -1,6 +1,6 @@
-// ggml's block-quantized weight formats (DType q8_0, q4_0, q4_k, q6_k), byte for byte as GGUF
-// files store them, so a GGUF tensor is used in place: the CPU backend multiplies them directly
-// (cpu/quant_matmul.cpp) and any other consumer dequantizes rows with dequantize_row.
+// ggml's block-quantized weight formats (DType q8_0, q4_0, q4_k, q5_k, q6_k), byte for byte as
+// GGUF files store them, so a GGUF tensor is used in place: the CPU backend multiplies them
+// directly (cpu/quant_kernels.h) and any other consumer dequantizes rows with dequantize_row.
 //
 //   q8_0  32 elements in 34 bytes:  f16 d, int8 q[32];                   x = d * q
 //   q4_0  32 elements in 18 bytes:  f16 d, u8 qs[16];                    x[j] = d * ((qs[j] & 15) - 8),
@@ -9,6 +9,8 @@
 //         of 32 with 6-bit scale sc and min m each (packed in scales[12], see q4k_scale_min);
 //         x = d * sc * q - dmin * m with q the 4-bit code. Sub-blocks 2i and 2i+1 share qs[32i,
 //         32i + 32): the low nibbles are sub-block 2i, the high ones 2i + 1.
+//   q5_k  256 elements in 176 bytes: f16 d, f16 dmin, u8 scales[12], u8 qh[32], u8 qs[128]: as q4_k
+//         with a 5-bit code q, whose bit 4 for element l of sub-block s is bit s of qh[l].
 //   q6_k  256 elements in 210 bytes: u8 ql[128] (low 4 bits), u8 qh[64] (high 2 bits), int8
 //         scales[16] (one per 16 elements), f16 d;  x = d * scale * (q - 32) with q 6-bit.
 //         Elements are in two halves of 128; in each, for l < 32, the four elements l, l + 32,
@@ -25,7 +27,7 @@ namespace brigade::quant {
 
 constexpr int kQ8_0Block = 32;
 constexpr int kQ4_0Block = 32;
-constexpr int kSuperBlock = 256;  // q4_k, q6_k
+constexpr int kSuperBlock = 256;  // q4_k, q5_k, q6_k
 
 struct BlockQ8_0 {
   uint16_t d;  // f16
@@ -41,6 +43,13 @@ struct BlockQ4K {
   uint8_t scales[12];
   uint8_t qs[128];
 };
+struct BlockQ5K {
+  uint16_t d;     // f16, multiplies the 6-bit scales
+  uint16_t dmin;  // f16, multiplies the 6-bit mins
+  uint8_t scales[12];
+  uint8_t qh[32];  // bit s of qh[l]: bit 4 of element l of sub-block s
+  uint8_t qs[128];
+};
 struct BlockQ6K {
   uint8_t ql[128];
   uint8_t qh[64];
@@ -48,7 +57,7 @@ struct BlockQ6K {
   uint16_t d;  // f16
 };
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18);
-static_assert(sizeof(BlockQ4K) == 144 && sizeof(BlockQ6K) == 210);
+static_assert(sizeof(BlockQ4K) == 144 && sizeof(BlockQ5K) == 176 && sizeof(BlockQ6K) == 210);
 static_assert(alignof(BlockQ8_0) == 2 && alignof(BlockQ6K) == 2);
 
 // Sub-block j's (0..7) 6-bit scale and min of a q4_k block's packed scales[12]: sub-blocks 0-3
@@ -74,7 +83,7 @@ void quantize_row_q8_0(const float* src, void* dst, int64_t n);
 void quantize_row_q4_0(const float* src, void* dst, int64_t n);
 
 // Whether quantize_row exists for t (q8_0, q4_0): the types a float weight can be quantized to at
-// load (`weights: q8_0`). q4_k and q6_k come only from GGUF files.
+// load (`weights: q8_0`). q4_k, q5_k and q6_k come only from GGUF files.
 bool can_quantize_to(DType t);
 void quantize_row(const float* src, DType t, void* dst, int64_t n);
 

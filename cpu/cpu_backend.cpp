@@ -56,7 +56,7 @@ class CpuBackend final : public Backend {
       if (!dequantize && !quantize)
         return unsupported(std::string("cannot convert a ") + dtype_name(host.dtype) + " weight to " +
                            dtype_name(to) + "; weights convert between f32, bf16 and f16, dequantize from " +
-                           "q8_0, q4_0, q4_k and q6_k, and quantize to q8_0 and q4_0 (q4_k and q6_k come " +
+                           "q8_0, q4_0, q4_k, q5_k and q6_k, and quantize to q8_0 and q4_0 (q4_k, q5_k and q6_k come " +
                            "only from GGUF files)");
     }
     const DType blocked = is_block_quantized(to) ? to : host.dtype;

@@ -58,6 +58,10 @@ struct Kernels {
   void (*quantize_q8)(const float* x, BlockQ8* y, int64_t k) = nullptr;
   void (*qmatmul_rows)(const QMatmulArgs& a, int64_t m_begin, int64_t m_end) = nullptr;
   void (*qgemm_rows)(const QMatmulArgs& a, int64_t m_begin, int64_t m_end) = nullptr;
+  // The int8 multiply-add ceiling, for roofline reports: `iters` rounds of 8 independent
+  // 32-product dot_acc (the quantized kernels' inner instruction); returns a value to keep.
+  // nullptr at the scalar level.
+  int64_t (*int8_dot_loop)(int64_t iters) = nullptr;
 };
 
 // The table for `level`; levels this build or CPU cannot run fall back to the next lower one.

@@ -76,6 +76,7 @@ const Kernels& avx512_kernels() {
     t.quantize_q8 = vnni_q::available() ? vnni_q::quantize_q8 : avx2_q::quantize_q8;
     t.qmatmul_rows = vnni_q::available() ? vnni_q::qmatmul_rows : avx2_q::qmatmul_rows;
     t.qgemm_rows = vnni_q::available() ? vnni_q::qgemm_rows : avx2_q::qgemm_rows;
+    t.int8_dot_loop = vnni_q::available() ? vnni_q::int8_dot_loop : avx2_q::int8_dot_loop;
     return t;
   }();
   return table;

@@ -1,5 +1,7 @@
 #include "cpu/membw.h"
 
+#include "cpu/kernels.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -64,6 +66,23 @@ double measure_f32_gemm_gflops(ThreadPool& pool, int size, int reps) {
     });
     const double flops = 2.0 * static_cast<double>(elems) * size * t;
     best = std::max(best, flops / seconds_since(t0) / 1e9);
+  }
+  return best;
+}
+
+double measure_int8_gops(ThreadPool& pool, int reps) {
+  const auto loop = cpu::kernels_for(cpu::simd_level_from_env()).int8_dot_loop;
+  if (loop == nullptr) return 0.0;
+  constexpr int64_t kIters = int64_t{1} << 22;  // 8 x 32 x 2^22 multiply-adds: ~10-30 ms a thread
+  std::atomic<int64_t> sink{0};
+  double best = 0.0;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.parallel_for(pool.size(), 1, [&](int64_t b, int64_t e, int) {
+      for (int64_t i = b; i < e; ++i) sink.fetch_add(loop(kIters), std::memory_order_relaxed);
+    });
+    const double ops = 2.0 * 8 * 32 * static_cast<double>(kIters) * pool.size();
+    best = std::max(best, ops / seconds_since(t0) / 1e9);
   }
   return best;
 }

@@ -50,6 +50,7 @@ namespace avx2_q {
 void quantize_q8(const float* x, BlockQ8* y, int64_t k);
 void qmatmul_rows(const QMatmulArgs& a, int64_t m_begin, int64_t m_end);
 void qgemm_rows(const QMatmulArgs& a, int64_t m_begin, int64_t m_end);
+int64_t int8_dot_loop(int64_t iters);
 }  // namespace avx2_q
 // AVX-512 VNNI on 256-bit vectors; only valid where vnni_q::available().
 namespace vnni_q {
@@ -57,6 +58,7 @@ bool available();
 void quantize_q8(const float* x, BlockQ8* y, int64_t k);
 void qmatmul_rows(const QMatmulArgs& a, int64_t m_begin, int64_t m_end);
 void qgemm_rows(const QMatmulArgs& a, int64_t m_begin, int64_t m_end);
+int64_t int8_dot_loop(int64_t iters);
 }  // namespace vnni_q
 
 }  // namespace brigade::cpu

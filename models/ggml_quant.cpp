@@ -25,7 +25,7 @@ constexpr std::array<GgmlTypeInfo, 13> kTypes = {{
     {kQ2_K, "Q2_K", 256, 84, std::nullopt},
     {kQ3_K, "Q3_K", 256, 110, std::nullopt},
     {kQ4_K, "Q4_K", 256, 144, DType::q4_k},
-    {kQ5_K, "Q5_K", 256, 176, std::nullopt},
+    {kQ5_K, "Q5_K", 256, 176, DType::q5_k},
     {kQ6_K, "Q6_K", 256, 210, DType::q6_k},
 }};
 
@@ -142,26 +142,6 @@ void dequant_q3_k(const uint8_t* b, float* y) {
   }
 }
 
-// Q5_K: as Q4_K (sub-block pairs share qs[32]) with bit 4 of sub-block s's elements in bit s of qh[l].
-void dequant_q5_k(const uint8_t* b, float* y) {
-  const float d = h(b), dmin = h(b + 2);
-  const uint8_t* scales = b + 4;
-  const uint8_t* qh = b + 16;
-  const uint8_t* ql = b + 48;
-  for (int pair = 0; pair < 4; ++pair, ql += 32) {
-    for (int s = 2 * pair; s < 2 * pair + 2; ++s) {
-      uint8_t sc, mn;
-      quant::q4k_scale_min(s, scales, sc, mn);
-      const float dl = d * static_cast<float>(sc), ml = dmin * static_cast<float>(mn);
-      const int shift = (s & 1) * 4;
-      for (int l = 0; l < 32; ++l) {
-        const int v = ((ql[l] >> shift) & 15) + (((qh[l] >> s) & 1) << 4);
-        *y++ = dl * static_cast<float>(v) - ml;
-      }
-    }
-  }
-}
-
 }  // namespace
 
 const GgmlTypeInfo* ggml_type_info(uint32_t id) {
@@ -204,7 +184,6 @@ void dequantize_ggml(const GgmlTypeInfo& type, const uint8_t* src, float* dst, i
       case kQ5_1: dequant_q5(src, dst, true); break;
       case kQ2_K: dequant_q2_k(src, dst); break;
       case kQ3_K: dequant_q3_k(src, dst); break;
-      case kQ5_K: dequant_q5_k(src, dst); break;
       default: BRIGADE_CHECK(false, "dequantize_ggml: a type ggml_type_info lists");
     }
   }

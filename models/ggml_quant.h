@@ -11,10 +11,10 @@
 //   Q2_K    256   84    scales[16], qs[64], d, dmin   d * (sc & 15) * q2 - dmin * (sc >> 4), per 16
 //   Q3_K    256  110    hmask[32], qs[64], scales[12], d     d * (s6 - 32) * (q3 - 4), per 16
 //   Q4_K    256  144    d, dmin, scales[12], qs[128]  d * sc * q4 - dmin * m, per 32  (core/quant.h)
-//   Q5_K    256  176    d, dmin, scales[12], qh[32], qs[128]   as Q4_K with a 5th bit from qh
+//   Q5_K    256  176    d, dmin, scales[12], qh[32], qs[128]   as Q4_K with a 5th bit from qh (core/quant.h)
 //   Q6_K    256  210    ql[128], qh[64], scales[16], d         (core/quant.h)
 //
-// Q4_0, Q8_0, Q4_K and Q6_K are DType q4_0, q8_0, q4_k, q6_k (a backend may multiply them as
+// Q4_0, Q8_0, Q4_K, Q5_K and Q6_K are DType q4_0, q8_0, q4_k, q5_k, q6_k (a backend may multiply them as
 // stored); the others are only ever dequantized. Refused (unsupported, by name): Q8_1 and Q8_K
 // (ggml's activation formats, never in a model file), the IQ* and TQ* types, MXFP4, NVFP4, Q1_0,
 // and the integer and F64 types.

@@ -25,7 +25,7 @@ std::optional<DType> target(DType staged, std::optional<DType> want) {
 
 }  // namespace
 
-// A GGUF block-quantized weight that cannot stay as stored (a type without kernels, such as Q5_K,
+// A GGUF block-quantized weight that cannot stay as stored (a type without kernels, such as Q5_0,
 // or a fused stack of different types, such as Q4_K_M's Q4_K q|k with a Q6_K v) is requantized to
 // q8_0 where the backend multiplies q8_0, instead of going to the backend as f32: 8.5 bits per
 // weight instead of 32, for at most half a q8_0 step of error per weight (weights: f32 keeps the

@@ -4,7 +4,7 @@
 // scales (models/weight_quant.h) while it is staged, one weight at a time, into the float type
 // asked for (f32 when none is: an fp8 checkpoint loads as f32 on the CPU with weights auto).
 //
-// GGUF block-quantized weights (q8_0, q4_0, q4_k, q6_k and the types only dequantized, see
+// GGUF block-quantized weights (q8_0, q4_0, q4_k, q5_k, q6_k and the types only dequantized, see
 // models/ggml_quant.h): a matrix or table (or a fused stack of parts of one such type) stays as
 // stored, a view of the mapping for prepare_weight, when no type is asked for (or that one),
 // backend.supports_weight_dtype says yes and a column slice falls on block boundaries; in every

@@ -1,4 +1,4 @@
-// CPU kernel benchmarks: matmul (GEMV/GEMM, f32 and bf16 weights; q8_0/q4_0/q4_k/q6_k block-
+// CPU kernel benchmarks: matmul (GEMV/GEMM, f32 and bf16 weights; q8_0/q4_0/q4_k/q5_k/q6_k block-
 // quantized weights at Llama-3-8B's shapes, beside bf16 at the same shapes) and decode attention
 // (bf16 and int8 KV).
 //
@@ -47,6 +47,14 @@ double sgemm_gflops() {
   return g;
 }
 
+double int8_gops() {
+  static const double g = [] {
+    ThreadPool pool(bench_threads());
+    return measure_int8_gops(pool, 5);
+  }();
+  return g;
+}
+
 Backend& backend() {
   static auto b = make_cpu_backend({bench_threads()});
   return *b;
@@ -70,7 +78,7 @@ OwnedTensor random_tensor(DType t, std::initializer_list<int64_t> dims, uint32_t
     const uint16_t h = f32_to_f16(0.01f);
     for (size_t off = 0; off < o.tensor.nbytes(); off += bb) {
       std::memcpy(static_cast<char*>(o.tensor.data) + off + at, &h, 2);
-      if (t == DType::q4_k) std::memcpy(static_cast<char*>(o.tensor.data) + off + 2, &h, 2);
+      if (t == DType::q4_k || t == DType::q5_k) std::memcpy(static_cast<char*>(o.tensor.data) + off + 2, &h, 2);
     }
     return o;
   }
@@ -105,6 +113,9 @@ void BM_Matmul(benchmark::State& state) {
   // Fraction of the compute ceiling: what matters once n is large enough to be compute bound.
   state.counters["of_sgemm"] = benchmark::Counter(iters * 2.0 * n * m * k / 1e9 / sgemm_gflops(),
                                                   benchmark::Counter::kIsRate);
+  // Block-quantized weights multiply in int8: the fraction of the int8 dot ceiling.
+  if (is_block_quantized(T) && int8_gops() > 0.0)
+    state.counters["of_int8"] = benchmark::Counter(iters * 2.0 * n * m * k / 1e9 / int8_gops(), benchmark::Counter::kIsRate);
 }
 
 void matmul_args(benchmark::internal::Benchmark* b) {
@@ -130,6 +141,7 @@ BENCHMARK(BM_Matmul<DType::bf16>)->Name("BM_Matmul8B<bf16>")->Apply(big_matmul_a
 BENCHMARK(BM_Matmul<DType::q8_0>)->Name("BM_Matmul8B<q8_0>")->Apply(big_matmul_args);
 BENCHMARK(BM_Matmul<DType::q4_0>)->Name("BM_Matmul8B<q4_0>")->Apply(big_matmul_args);
 BENCHMARK(BM_Matmul<DType::q4_k>)->Name("BM_Matmul8B<q4_k>")->Apply(big_matmul_args);
+BENCHMARK(BM_Matmul<DType::q5_k>)->Name("BM_Matmul8B<q5_k>")->Apply(big_matmul_args);
 BENCHMARK(BM_Matmul<DType::q6_k>)->Name("BM_Matmul8B<q6_k>")->Apply(big_matmul_args);
 
 // Decode attention: n_seqs sequences of one query each over ctx cached tokens; 12 query heads,
@@ -215,6 +227,7 @@ void BM_ReadBandwidth(benchmark::State& state) {
   for (auto _ : state) gbps = read_bandwidth_gbps();
   state.counters["GBps"] = gbps;
   state.counters["sgemm_GFLOPS"] = sgemm_gflops();
+  state.counters["int8_GOPS"] = int8_gops();
 }
 BENCHMARK(BM_ReadBandwidth)->Iterations(1);
 

@@ -91,14 +91,15 @@ TEST(Quant, QuantizeMatchesGgufPyByteForByte) {
 
 TEST(Quant, GgmlTypeTable) {
   // ggml.h's ids; every brigade DType of a block type maps to its GGUF type and back.
-  for (DType d : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k, DType::f32, DType::f16, DType::bf16}) {
+  for (DType d : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k, DType::f32, DType::f16, DType::bf16}) {
     const GgmlTypeInfo* t = ggml_type_of(d);
     ASSERT_NE(t, nullptr) << dtype_name(d);
     EXPECT_EQ(ggml_type_info(t->id), t);
     EXPECT_EQ(t->dtype, d);
   }
   EXPECT_EQ(ggml_type_info(13)->name, std::string("Q5_K"));
-  EXPECT_EQ(ggml_type_info(13)->dtype, std::nullopt);
+  EXPECT_EQ(ggml_type_info(10)->name, std::string("Q2_K"));
+  EXPECT_EQ(ggml_type_info(10)->dtype, std::nullopt) << "only ever dequantized";
   for (uint32_t refused : {9u, 15u, 16u, 20u, 23u, 24u, 28u, 34u, 39u, 40u, 41u}) {
     EXPECT_EQ(ggml_type_info(refused), nullptr) << refused;
     EXPECT_NE(ggml_type_name_of(refused).rfind("type ", 0), 0u) << "ggml's name for " << refused;

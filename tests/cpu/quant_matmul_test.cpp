@@ -20,7 +20,7 @@ using test::backend_at;
 using test::make;
 
 // Random valid blocks of `t` for an [m, k] weight: codes uniform, f16 scales small and positive
-// (q4_k's 6-bit scales and mins, q6_k's int8 scales random), as a quantizer would leave them.
+// (q4_k's and q5_k's 6-bit scales and mins, q6_k's int8 scales random), as a quantizer would leave them.
 std::vector<uint8_t> random_weight(DType t, int64_t m, int64_t k, std::mt19937& rng) {
   std::vector<uint8_t> bytes(dtype_bytes(t, m * k));
   std::uniform_int_distribution<int> byte(0, 255);
@@ -35,7 +35,7 @@ std::vector<uint8_t> random_weight(DType t, int64_t m, int64_t k, std::mt19937& 
     };
     switch (t) {
       case DType::q8_0: case DType::q4_0: put_f16(0, scale(rng)); break;
-      case DType::q4_k: put_f16(0, scale(rng)); put_f16(2, scale(rng) * 0.5f); break;
+      case DType::q4_k: case DType::q5_k: put_f16(0, scale(rng)); put_f16(2, scale(rng) * 0.5f); break;
       case DType::q6_k: put_f16(208, scale(rng) * 0.05f); break;
       default: ADD_FAILURE();
     }
@@ -59,7 +59,7 @@ class QuantMatmul : public ::testing::TestWithParam<std::string> {};
 TEST_P(QuantMatmul, MatchesTheDequantizedWeightWithinTheActivationRounding) {
   auto b = backend_at(GetParam());
   std::mt19937 rng(7);
-  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k}) {
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k}) {
     const int64_t kb = dtype_block_elems(t);
     for (const QCase& c : {QCase{t, 1, 37, 2 * kb}, QCase{t, 3, 8, 3 * kb}, QCase{t, 5, 64, kb}, QCase{t, 8, 21, 4 * kb},
                            QCase{t, 33, 16, 2 * kb}, QCase{t, 64, 70, 2 * kb},
@@ -109,7 +109,7 @@ TEST_P(QuantMatmul, MatchesTheDequantizedWeightWithinTheActivationRounding) {
 TEST_P(QuantMatmul, ARowsOutputDoesNotDependOnTheOtherRows) {
   auto b = backend_at(GetParam());
   std::mt19937 rng(9);
-  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k}) {
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k}) {
     const int64_t m = 19, k = 2 * dtype_block_elems(t), n = 120;
     auto wbytes = random_weight(t, m, k, rng);
     auto w = b->prepare_weight(Tensor(wbytes.data(), t, {m, k}), std::nullopt);
@@ -138,7 +138,7 @@ TEST_P(QuantMatmul, ARowsOutputDoesNotDependOnTheOtherRows) {
 TEST_P(QuantMatmul, EmbeddingOfAQuantizedTableIsTheDequantizedRow) {
   auto b = backend_at(GetParam());
   std::mt19937 rng(11);
-  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k}) {
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k}) {
     const int64_t vocab = 9, d = 2 * dtype_block_elems(t);
     auto bytes = random_weight(t, vocab, d, rng);
     auto table = b->prepare_weight(Tensor(bytes.data(), t, {vocab, d}), std::nullopt);
@@ -164,7 +164,7 @@ TEST(QuantKernels, EveryLevelAgreesWithScalar) {
   const auto& ref = cpu::kernels_for(cpu::SimdLevel::scalar);
   for (int l = 1; l <= static_cast<int>(cpu::detect_simd_level()); ++l) {
     const auto& simd = cpu::kernels_for(static_cast<cpu::SimdLevel>(l));
-    for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k}) {
+    for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k}) {
       const int64_t n = 5, m = 13, k = 4 * dtype_block_elems(t), nb = k / 32;
       std::vector<float> x(static_cast<size_t>(n * k));
       std::uniform_real_distribution<float> u(-3.0f, 3.0f);

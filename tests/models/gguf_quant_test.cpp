@@ -114,7 +114,10 @@ TEST(GgufQuantTensors, BlockTypesAreViewsOfTheFileAndInspectNamesThem) {
   ASSERT_TRUE(qwen3.has_value());
   const RawTensor& q5 = (*qwen3)->tensors().at("model.layers.0.self_attn.v_proj.weight");
   EXPECT_EQ(q5.type_name(), "Q5_K");
-  EXPECT_EQ(q5.dtype, DType::u8) << "no DType: only ever dequantized";
+  EXPECT_EQ(q5.dtype, DType::q5_k);
+  const RawTensor& q2 = (*qwen3)->tensors().at("model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(q2.type_name(), "Q2_K");
+  EXPECT_EQ(q2.dtype, DType::u8) << "no DType: only ever dequantized";
   EXPECT_TRUE((*qwen3)->config().tie_embeddings);
   EXPECT_EQ(load_progress_name(**ck), gguf_path("gguf_llama_q4_k_m") + " (Q4_K, Q6_K)") << "most bytes first";
 
