@@ -11,7 +11,7 @@ measures, with the same number of threads:
     512-token prefill), which also reports each against the machine's measured ceilings.
 It prints decode and prefill tokens/s side by side and the ratio brigade / llama.cpp.
 
-Usage: python3 bench/compare/vs_llamacpp.py [--types q4_0,q8_0,q4_k_m] [--threads 2] [--layers 22]
+Usage: python3 bench/compare/vs_llamacpp.py [--types q4_0,q8_0,q4_k_m,q5_k_m] [--threads 2] [--layers 22]
 The first run creates .brigade/llamacpp-venv (git-ignored) with llama-cpp-python (compiles
 llama.cpp: ~10 minutes on 2 cores), gguf and numpy, then re-runs itself inside it. The model files go
 to .brigade/bench-gguf/ (about 0.6-1.2 GB each). Build brigade first (scripts/build.sh).
@@ -57,7 +57,7 @@ def random_blocks(np, rng, qtype, rows, cols):
     T = gguf.GGMLQuantizationType
     if qtype in (T.Q4_0, T.Q8_0):
         data[:, 0:2] = scale
-    elif qtype == T.Q4_K:
+    elif qtype in (T.Q4_K, T.Q5_K):
         data[:, 0:2] = scale
         data[:, 2:4] = scale
     elif qtype == T.Q6_K:
@@ -77,6 +77,8 @@ def write_model(path, kind, layers):
         "q8_0": (T.Q8_0, T.Q8_0, T.Q8_0, T.Q8_0),
         # llama.cpp's Q4_K_M keeps attn_v / ffn_down (some layers) and output at Q6_K.
         "q4_k_m": (T.Q4_K, T.Q4_K, T.Q6_K, T.Q6_K),
+        # and Q5_K_M the same with Q5_K for the rest.
+        "q5_k_m": (T.Q5_K, T.Q5_K, T.Q6_K, T.Q6_K),
     }[kind]
     rng = np.random.default_rng(0)
     vocab = gguf.GGUFReader(str(VOCAB))
@@ -161,7 +163,7 @@ def brigade_run(path, threads, decode_tokens):
 def main():
     ensure_venv()
     ap = argparse.ArgumentParser()
-    ap.add_argument("--types", default="q4_0,q8_0,q4_k_m")
+    ap.add_argument("--types", default="q4_0,q8_0,q4_k_m,q5_k_m")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--layers", type=int, default=22)
     ap.add_argument("--decode-tokens", type=int, default=64)
