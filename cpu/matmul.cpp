@@ -6,7 +6,7 @@
 // each panel to f32 in a thread-local buffer and run single-threaded OpenBLAS sgemm on it.
 // Block-quantized weights (core/quant.h) take the integer kernels of cpu/quant_kernels.h over
 // activations quantized per block of 32: below kBlasMinRows the decode kernel, from it the
-// prefill kernel over weight rows repacked 8 at a time (docs/perf.md, "Block-quantized weights").
+// prefill kernel over weight rows repacked 8 at a time (docs/perf.md, "Quantized prefill").
 // As with float weights, the two sum in different orders, so a row's last bits can depend on
 // which side of kBlasMinRows its step falls.
 #include <cblas.h>
@@ -58,10 +58,10 @@ void blas_rows(const CpuContext& c, const MatmulArgs& a, int64_t r0, int64_t r1)
   }
 }
 
-// Weight rows per decode chunk: at least ~64 KiB of weights, in multiples of 8 rows so the
-// kernels' 4-row (float) and 8-row (quantized) tiles are rarely split.
+// Weight rows per decode chunk: at least ~64 KiB of weights, in multiples of 4 rows so the
+// kernels' 2- and 4-row tiles are rarely split.
 int64_t decode_grain(size_t row_bytes) {
-  return std::max<int64_t>(8, (65536 / std::max<int64_t>(1, static_cast<int64_t>(row_bytes))) & ~int64_t{7});
+  return std::max<int64_t>(4, (65536 / std::max<int64_t>(1, static_cast<int64_t>(row_bytes))) & ~int64_t{3});
 }
 
 // A block-quantized weight: the n activation rows quantized once (BlockQ8), then threads split
