@@ -1,5 +1,7 @@
-// Chat templates of the supported families, written out in C++ (no Jinja interpreter): the
-// prompt text a family's tokenizer_config.json "chat_template" renders for a list of messages.
+// Chat templates of the built-in families, written out in C++: the prompt text a family's
+// tokenizer_config.json "chat_template" renders for a list of messages. Any other template is
+// run by the Jinja interpreter (models/chat_template_jinja.h); models/model_chat_template.h
+// chooses between the two.
 // The text includes the family's BOS/EOS markers as special-token text, so encode it with
 // add_bos = false (the tokenizers turn special-token text into ids).
 //
@@ -31,6 +33,10 @@
 namespace brigade {
 
 enum class ChatFamily { llama2, llama3, chatml, deepseek };
+
+// How a model writes tool calls in its output (what the server parses): none, Hermes
+// <tool_call> JSON blocks, or Llama 3.1's bare JSON object.
+enum class ChatToolSyntax { none, hermes, llama3_json };
 
 struct ChatToolCall {
   std::string id;         // the client's id (no supported template renders it)
