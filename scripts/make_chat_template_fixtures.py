@@ -23,6 +23,7 @@ models/templates/*.jinja copies of them):
   deepseek-r1   deepseek-ai/DeepSeek-R1-Distill-Qwen-32B (llama.cpp models/templates copy)
   qwen2.5, qwen3, llama-3.1: from scripts/make_chat_tool_fixtures.py (sources named there)
 
+strftime_now is pinned to 2024-07-26 (the C++ tests pass the same clock).
 Messages are stored as an OpenAI client sends them (a tool call's `arguments` is a JSON string);
 like vLLM, the arguments are parsed into an object before rendering.
 
@@ -203,7 +204,15 @@ def main():
     import transformers
     from tokenizers import Tokenizer, models
     from transformers import PreTrainedTokenizerFast
+    from transformers.utils import chat_template_utils
     from transformers.utils.chat_template_utils import _compile_jinja_template
+
+    class FixedDatetime(chat_template_utils.datetime):  # strftime_now renders 26 Jul 2024, as the C++ test's clock
+        @classmethod
+        def now(cls, tz=None):
+            return cls(2024, 7, 26, 12, 0, 0)
+
+    chat_template_utils.datetime = FixedDatetime
 
     def apply(template, messages, tools, gen, bos, eos):
         tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"<unk>": 0}, unk_token="<unk>")),
