@@ -55,13 +55,10 @@ struct ChatMessage {
 Expected<ChatFamily> parse_chat_family(const std::string& name);
 const char* chat_family_name(ChatFamily family);
 
-// The family whose markers a Jinja chat_template contains; unsupported (saying to set the family
-// in the configuration) when none matches.
+// The family whose markers a Jinja chat_template contains; unsupported when none matches (the
+// template then runs as Jinja, models/model_chat_template.h).
 Expected<ChatFamily> detect_chat_family(const std::string& jinja_template);
 
-// The family of a model directory: `configured` when not empty, else detected from
-// tokenizer_config.json's chat_template. not_found when neither gives one.
-Expected<ChatFamily> chat_family_for_model(const std::string& model_dir, const std::string& configured);
 
 // Renders messages; add_generation_prompt appends the opening of the assistant's turn. `tools`:
 // each one tool object's JSON text ({"type": "function", "function": {...}}), keys in the order

@@ -178,10 +178,12 @@ class Evaluator {
     std::string name;
     std::vector<std::pair<std::string, const Node*>> params;  // name, default (may be null)
     const std::vector<NodePtr>* body;
+    std::vector<Frame> closure;  // the scopes below the top level where it was defined
   };
 
   // A macro as a callable value. A `caller` keyword argument (from a call block) becomes the
-  // macro's caller(); the body sees the top-level variables and its parameters.
+  // macro's caller(); the body sees the top-level variables, the scopes it was defined in (a
+  // loop's variables, for a call block's body) and its parameters.
   Value make_macro(MacroDef def) {
     return Value([this, def](CallArgs& a) {
       Depth d(*this);
@@ -196,11 +198,14 @@ class Evaluator {
       }
       ValueList varargs;
       for (size_t i = def.params.size(); i < a.args.size(); ++i) varargs.push_back(a.args[i]);
-      frame["varargs"] = Value(std::move(varargs));
+      frame["varargs"] = Value::tuple(std::move(varargs));
       for (const auto& [k, v] : a.kwargs)
         if (k == "caller") frame["caller"] = v;
       std::vector<Frame> saved = std::move(frames_);
-      frames_ = {std::move(saved.front()), std::move(frame)};
+      frames_.clear();
+      frames_.push_back(std::move(saved.front()));
+      frames_.insert(frames_.end(), def.closure.begin(), def.closure.end());
+      frames_.push_back(std::move(frame));
       std::string text;
       try {
         text = capture(*def.body);
@@ -215,7 +220,7 @@ class Evaluator {
     }, def.name);
   }
   Value make_macro(const Node& n) {
-    MacroDef def{n.name, {}, &n.body};
+    MacroDef def{n.name, {}, &n.body, {frames_.begin() + 1, frames_.end()}};
     for (const auto& [name, dflt] : n.kwargs) def.params.emplace_back(name, dflt.get());
     return make_macro(std::move(def));
   }
@@ -224,7 +229,7 @@ class Evaluator {
     const Node& call = *n.kids[0];
     const Value callee = eval(*call.kids[0]);
     if (!callee.is_function()) throw Error("{% call %} needs a macro, got '" + callee.type_name() + "'");
-    MacroDef caller{"caller", {}, &n.body};
+    MacroDef caller{"caller", {}, &n.body, {frames_.begin() + 1, frames_.end()}};
     for (const auto& p : n.names) caller.params.emplace_back(p, nullptr);
     CallArgs args = eval_args(call, 1);
     args.kwargs.emplace_back("caller", make_macro(std::move(caller)));
