@@ -17,8 +17,8 @@ Expected<Value> message_value(const ChatMessage& m, size_t index) {
     return invalid_argument(at + "not valid UTF-8");
   Value v = Value::new_dict();
   v.dict().set("role", Value(m.role));
-  const bool null_content = m.content.empty() && !m.tool_calls.empty();
-  v.dict().set("content", null_content ? Value::none() : Value(m.content));
+  // transformers drops the keys whose value is None: a calls-only turn has no content key.
+  if (!m.content.empty() || m.tool_calls.empty()) v.dict().set("content", Value(m.content));
   if (!m.tool_calls.empty()) {
     ValueList calls;
     for (const ChatToolCall& c : m.tool_calls) {
@@ -49,7 +49,9 @@ Expected<JinjaChatTemplate> JinjaChatTemplate::create(const std::string& source,
   t.template_ = std::move(parsed);
   t.bos_token_ = std::move(bos_token);
   t.eos_token_ = std::move(eos_token);
-  if (source.find("<tool_call>") != std::string::npos) t.tool_syntax_ = ChatToolSyntax::hermes;
+  // GLM writes <tool_call>name<arg_key>..., not Hermes JSON: its calls would not parse.
+  const bool xml_args = source.find("<arg_key>") != std::string::npos;
+  if (source.find("<tool_call>") != std::string::npos && !xml_args) t.tool_syntax_ = ChatToolSyntax::hermes;
   else if (source.find("<|python_tag|>") != std::string::npos || source.find("ipython") != std::string::npos)
     t.tool_syntax_ = ChatToolSyntax::llama3_json;
   return t;

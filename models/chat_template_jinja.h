@@ -3,7 +3,8 @@
 //   messages               [{role, content, tool_calls?, tool_call_id?}], each assistant call as
 //                          {"id", "type": "function", "function": {"name", "arguments": <object>}}
 //                          (the OpenAI arguments string parsed, as vLLM does); an assistant turn
-//                          with calls and no text has content none, as OpenAI clients send it
+//                          with calls and no text has no content key (clients send null, and
+//                          transformers drops the keys whose value is None)
 //   tools                  the tool objects as the client sent them (keys in order), or none
 //   add_generation_prompt  bool
 //   bos_token, eos_token   the model's special-token text
@@ -30,8 +31,9 @@ class JinjaChatTemplate {
   Expected<std::string> apply(std::span<const ChatMessage> messages, std::span<const std::string> tools,
                               bool add_generation_prompt, const jinja::RenderOptions& options = {}) const;
 
-  // How a model with this template writes tool calls: hermes when it mentions <tool_call>,
-  // llama3_json when it has <|python_tag|> or an ipython role, else none (tools are refused).
+  // How a model with this template writes tool calls: hermes when it mentions <tool_call> (and
+  // not GLM's <arg_key> XML arguments), llama3_json when it has <|python_tag|> or an ipython
+  // role, else none (tools are refused).
   ChatToolSyntax tool_syntax() const { return tool_syntax_; }
 
  private:

@@ -86,6 +86,7 @@ TEST(JinjaChatTemplate, ToolSyntaxFollowsTheTemplate) {
   EXPECT_EQ(syntax("{{ '<|python_tag|>' }}"), ChatToolSyntax::llama3_json);
   EXPECT_EQ(syntax("{% if m.role == 'ipython' %}{% endif %}"), ChatToolSyntax::llama3_json);
   EXPECT_EQ(syntax("{{ '[TOOL_CALLS]' }}"), ChatToolSyntax::none);
+  EXPECT_EQ(syntax("{{ '<tool_call>' + name }}<arg_key>{{ k }}</arg_key>"), ChatToolSyntax::none) << "GLM's XML calls";
 }
 
 TEST(JinjaChatTemplate, BadInputIsRefused) {
