@@ -11,6 +11,14 @@ using json = nlohmann::ordered_json;
 using jinja::Value;
 using jinja::ValueList;
 
+Expected<Value> from_json(const json& j, const std::string& what) {
+  try {
+    return Value::from_json(j);
+  } catch (const jinja::Error& e) {
+    return invalid_argument(what + ": " + e.what());
+  }
+}
+
 Expected<Value> message_value(const ChatMessage& m, size_t index) {
   const std::string at = "chat message " + std::to_string(index) + ": ";
   if (!is_valid_utf8(m.role) || !is_valid_utf8(m.content) || !is_valid_utf8(m.tool_call_id))
@@ -27,7 +35,8 @@ Expected<Value> message_value(const ChatMessage& m, size_t index) {
         return invalid_argument(at + "tool call '" + c.name + "': 'arguments' is not valid JSON (give the arguments object as JSON text)");
       Value fn = Value::new_dict();
       fn.dict().set("name", Value(c.name));
-      fn.dict().set("arguments", Value::from_json(args));
+      BRIGADE_ASSIGN_OR_RETURN(Value parsed, from_json(args, at + "tool call '" + c.name + "' arguments"));
+      fn.dict().set("arguments", std::move(parsed));
       Value call = Value::new_dict();
       call.dict().set("id", Value(c.id));
       call.dict().set("type", Value("function"));
@@ -70,7 +79,8 @@ Expected<std::string> JinjaChatTemplate::apply(std::span<const ChatMessage> mess
     for (const std::string& t : tools) {
       const json j = json::parse(t, nullptr, /*allow_exceptions=*/false);
       if (j.is_discarded() || !j.is_object()) return invalid_argument("a tool definition is not a JSON object");
-      l.push_back(Value::from_json(j));
+      BRIGADE_ASSIGN_OR_RETURN(Value tool, from_json(j, "a tool definition"));
+      l.push_back(std::move(tool));
     }
     tool_list = Value(std::move(l));
   }

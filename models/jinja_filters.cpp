@@ -390,7 +390,7 @@ bool apply_test(const std::string& name, const Value& v, CallArgs& args) {
   return it->second(v, args);
 }
 
-ValueDict make_globals(std::function<std::tm()> now) {
+ValueDict make_globals(std::function<std::tm()> now, std::function<void(const Value&)> on_namespace) {
   ValueDict g;
   g.set("range", Value([](CallArgs& a) {
     if (a.args.empty() || a.args.size() > 3) throw Error("range takes 1 to 3 integers");
@@ -416,7 +416,11 @@ ValueDict make_globals(std::function<std::tm()> now) {
     for (const auto& [k, v] : a.kwargs) d.dict().set(k, v);
     return ns ? Value(std::make_shared<ValueDict>(d.dict()), true) : d;
   };
-  g.set("namespace", Value([kw_dict](CallArgs& a) { return kw_dict(a, true); }, "namespace"));
+  g.set("namespace", Value([kw_dict, on_namespace](CallArgs& a) {
+    Value ns = kw_dict(a, true);
+    on_namespace(ns);
+    return ns;
+  }, "namespace"));
   g.set("dict", Value([kw_dict](CallArgs& a) { return kw_dict(a, false); }, "dict"));
   g.set("raise_exception", Value([](CallArgs& a) -> Value {
     throw RaisedError(a.args.empty() ? std::string("raise_exception") : a.args[0].str());

@@ -22,7 +22,9 @@ namespace brigade::jinja {
 Value apply_filter(const std::string& name, const Value& v, CallArgs& args);
 bool apply_test(const std::string& name, const Value& v, CallArgs& args);
 
-// The global functions; `now` gives the local time strftime_now formats.
-ValueDict make_globals(std::function<std::tm()> now);
+// The global functions; `now` gives the local time strftime_now formats; `on_namespace` sees each
+// namespace() made (the only mutable values, so the only way to a reference cycle: the renderer
+// clears them when it ends).
+ValueDict make_globals(std::function<std::tm()> now, std::function<void(const Value&)> on_namespace);
 
 }  // namespace brigade::jinja

@@ -24,10 +24,17 @@ std::tm local_now() {
 class Evaluator {
  public:
   Evaluator(const Value& context, const RenderOptions& o)
-      : opt_(o), globals_(make_globals(o.now ? o.now : std::function<std::tm()>(local_now))) {
+      : opt_(o),
+        globals_(make_globals(o.now ? o.now : std::function<std::tm()>(local_now),
+                              [this](const Value& ns) { namespaces_.push_back(ns); })) {
     frames_.emplace_back();
     if (context.is_dict())
       for (const auto& [k, v] : context.dict().items) frames_[0][k] = v;
+  }
+
+  // A namespace may hold itself (`set ns.me = ns`): emptying them all frees any cycle.
+  ~Evaluator() {
+    for (Value& ns : namespaces_) ns.dict().items.clear();
   }
 
   std::string run(const std::vector<NodePtr>& body) {
@@ -332,6 +339,7 @@ class Evaluator {
   const RenderOptions& opt_;
   ValueDict globals_;
   std::vector<Frame> frames_;
+  std::vector<Value> namespaces_;
   std::string out_;
   int64_t steps_ = 0;
   int depth_ = 0;

@@ -20,6 +20,7 @@ const Value* ValueDict::find(const std::string& key) const {
 }
 
 void ValueDict::set(const std::string& key, Value v) {
+  Value::check_nesting(v, 1);
   for (auto& [k, old] : items) {
     if (k == key) {
       old = std::move(v);
@@ -29,9 +30,24 @@ void ValueDict::set(const std::string& key, Value v) {
   items.emplace_back(key, std::move(v));
 }
 
+Value::Value(ValueList l) : kind_(Kind::list) {
+  for (const Value& e : l) check_nesting(e, 1);
+  list_ = std::make_shared<ValueList>(std::move(l));
+}
+
+void Value::check_nesting(const Value& v, int depth) {
+  check_nesting(depth);
+  if (v.kind_ == Kind::list) {
+    for (const Value& e : *v.list_) check_nesting(e, depth + 1);
+  } else if (v.kind_ == Kind::dict) {
+    for (const auto& [k, e] : v.dict_->items) check_nesting(e, depth + 1);
+  }
+}
+
 Value Value::new_dict() { return Value(std::make_shared<ValueDict>()); }
 
-Value Value::from_json(const nlohmann::ordered_json& j) {
+Value Value::from_json(const nlohmann::ordered_json& j, int depth) {
+  check_nesting(depth);
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return none();
     case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
@@ -41,19 +57,20 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::string: return Value(j.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
       ValueList l;
-      for (const auto& e : j) l.push_back(from_json(e));
+      for (const auto& e : j) l.push_back(from_json(e, depth + 1));
       return Value(std::move(l));
     }
     case nlohmann::ordered_json::value_t::object: {
       Value d = new_dict();
-      for (const auto& [k, v] : j.items()) d.dict().items.emplace_back(k, from_json(v));
+      for (const auto& [k, v] : j.items()) d.dict().items.emplace_back(k, from_json(v, depth + 1));
       return d;
     }
     default: return none();
   }
 }
 
-nlohmann::ordered_json Value::to_json() const {
+nlohmann::ordered_json Value::to_json(int depth) const {
+  check_nesting(depth);
   switch (kind_) {
     case Kind::none: return nullptr;
     case Kind::boolean: return as_bool();
@@ -62,12 +79,12 @@ nlohmann::ordered_json Value::to_json() const {
     case Kind::string: return s_;
     case Kind::list: {
       auto a = nlohmann::ordered_json::array();
-      for (const auto& e : *list_) a.push_back(e.to_json());
+      for (const auto& e : *list_) a.push_back(e.to_json(depth + 1));
       return a;
     }
     case Kind::dict: {
       auto o = nlohmann::ordered_json::object();
-      for (const auto& [k, v] : dict_->items) o[k] = v.to_json();
+      for (const auto& [k, v] : dict_->items) o[k] = v.to_json(depth + 1);
       return o;
     }
     case Kind::undefined: throw Error("tojson: " + undefined_message());
@@ -133,7 +150,8 @@ std::string Value::str() const {
   }
 }
 
-std::string Value::repr() const {
+std::string Value::repr(int depth) const {
+  check_nesting(depth);
   switch (kind_) {
     case Kind::undefined: return "";
     case Kind::none: return "None";
@@ -143,7 +161,7 @@ std::string Value::repr() const {
     case Kind::string: return py_str_repr(s_);
     case Kind::list: {
       std::string out = tuple_ ? "(" : "[";
-      for (size_t i = 0; i < list_->size(); ++i) out += (i ? ", " : "") + (*list_)[i].repr();
+      for (size_t i = 0; i < list_->size(); ++i) out += (i ? ", " : "") + (*list_)[i].repr(depth + 1);
       if (tuple_) return out + (list_->size() == 1 ? ",)" : ")");
       return out + "]";
     }
@@ -151,7 +169,7 @@ std::string Value::repr() const {
       std::string out = namespace_ ? "<Namespace {" : "{";
       bool first = true;
       for (const auto& [k, v] : dict_->items) {
-        out += (first ? "" : ", ") + py_str_repr(k) + ": " + v.repr();
+        out += (first ? "" : ", ") + py_str_repr(k) + ": " + v.repr(depth + 1);
         first = false;
       }
       return out + (namespace_ ? "}>" : "}");
@@ -161,7 +179,8 @@ std::string Value::repr() const {
   return "";
 }
 
-bool Value::equals(const Value& o) const {
+bool Value::equals(const Value& o, int depth) const {
+  check_nesting(depth);
   if (is_number() && o.is_number()) {
     if (kind_ == Kind::floating || o.kind_ == Kind::floating) return as_float() == o.as_float();
     return i_ == o.i_;
@@ -174,7 +193,7 @@ bool Value::equals(const Value& o) const {
     case Kind::list: {
       if (tuple_ != o.tuple_ || list_->size() != o.list_->size()) return false;
       for (size_t i = 0; i < list_->size(); ++i)
-        if (!(*list_)[i].equals((*o.list_)[i])) return false;
+        if (!(*list_)[i].equals((*o.list_)[i], depth + 1)) return false;
       return true;
     }
     case Kind::dict: {
@@ -182,7 +201,7 @@ bool Value::equals(const Value& o) const {
       if (dict_->items.size() != o.dict_->items.size()) return false;
       for (const auto& [k, v] : dict_->items) {
         const Value* w = o.dict_->find(k);
-        if (!w || !v.equals(*w)) return false;
+        if (!w || !v.equals(*w, depth + 1)) return false;
       }
       return true;
     }

@@ -63,7 +63,14 @@ class Value {
   Value(double v) : kind_(Kind::floating), f_(v) {}  // NOLINT
   Value(std::string s) : kind_(Kind::string), s_(std::move(s)) {}  // NOLINT
   Value(const char* s) : kind_(Kind::string), s_(s) {}  // NOLINT
-  Value(ValueList l) : kind_(Kind::list), list_(std::make_shared<ValueList>(std::move(l))) {}  // NOLINT
+  static void check_nesting(int depth) {
+    if (depth > kMaxNesting) throw Error("a value nests deeper than " + std::to_string(kMaxNesting) + " levels");
+  }
+  // Walks v's containers, Error past kMaxNesting levels below `depth`.
+  static void check_nesting(const Value& v, int depth);
+  // Error when an element nests kMaxNesting levels deep (so destruction, printing and
+  // comparison recurse a bounded depth).
+  Value(ValueList l);  // NOLINT
   Value(std::shared_ptr<ValueDict> d, bool is_namespace = false)  // NOLINT
       : kind_(Kind::dict), dict_(std::move(d)), namespace_(is_namespace) {}
   Value(Function f, std::string name)
@@ -76,9 +83,11 @@ class Value {
     return v;
   }
   // nlohmann JSON to Value (objects keep their order); and back, for tojson (Error for values
-  // JSON cannot hold).
-  static Value from_json(const nlohmann::ordered_json& j);
-  nlohmann::ordered_json to_json() const;
+  // JSON cannot hold). Error for nesting deeper than kMaxNesting, as for repr and equals: the
+  // recursion is bounded whatever a request or a template builds.
+  static constexpr int kMaxNesting = 256;
+  static Value from_json(const nlohmann::ordered_json& j, int depth = 0);
+  nlohmann::ordered_json to_json(int depth = 0) const;
 
   Kind kind() const { return kind_; }
   bool is_undefined() const { return kind_ == Kind::undefined; }
@@ -103,9 +112,9 @@ class Value {
   // Python's str(value): what {{ value }} prints (undefined prints "").
   std::string str() const;
   // Python's repr(value): how a value prints inside a printed list or dict.
-  std::string repr() const;
+  std::string repr(int depth = 0) const;
   // Python's ==.
-  bool equals(const Value& o) const;
+  bool equals(const Value& o, int depth = 0) const;
   // The Python type name used in error messages ("str", "dict", "int", "undefined", ...).
   std::string type_name() const;
   // Elements for iteration (a dict iterates its keys, a string its characters); Error if not
@@ -133,6 +142,7 @@ class Value {
 struct ValueDict {
   std::vector<std::pair<std::string, Value>> items;
   const Value* find(const std::string& key) const;
+  // Error when v nests too deep (Value::check_nesting).
   void set(const std::string& key, Value v);
 };
 

@@ -96,6 +96,8 @@ TEST(JinjaChatTemplate, BadInputIsRefused) {
   EXPECT_EQ(t->apply(bad_utf8, {}, true).status().code(), StatusCode::invalid_argument);
   std::vector<ChatMessage> bad_args{{"assistant", "", {{"id", "f", "{not json"}}}};
   EXPECT_EQ(t->apply(bad_args, {}, true).status().code(), StatusCode::invalid_argument);
+  std::vector<ChatMessage> deep{{"assistant", "", {{"id", "f", std::string(1000, '[') + std::string(1000, ']')}}}};
+  EXPECT_EQ(t->apply(deep, {}, true).status().code(), StatusCode::invalid_argument) << "nesting is bounded";
   std::vector<ChatMessage> ok{{"user", "x"}};
   std::vector<std::string> bad_tool{"[1]"};
   EXPECT_EQ(t->apply(ok, bad_tool, true).status().code(), StatusCode::invalid_argument);

@@ -100,6 +100,16 @@ TEST(JinjaTemplate, RunawayTemplatesStopAtTheLimits) {
   // Deep nesting in the source is refused by the parser, not by the stack.
   EXPECT_EQ(render("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}").status().code(), StatusCode::invalid_argument);
   EXPECT_EQ(render("{{ " + std::string(100000, '[')).status().code(), StatusCode::invalid_argument);
+  // Values nested past the limit (built by a loop) fail to print instead of exhausting the stack.
+  EXPECT_EQ(code("{% set ns = namespace(x=[]) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}"),
+            StatusCode::invalid_argument);
+  EXPECT_EQ(code("{% set ns = namespace(x=[]) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x | tojson }}"),
+            StatusCode::invalid_argument);
+  EXPECT_EQ(code("{% set ns = namespace(x=[]) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x == ns.x }}"),
+            StatusCode::invalid_argument);
+  // A namespace holding itself renders (and, under ASan, leaks nothing); printing it is bounded.
+  EXPECT_EQ(*render("{% set ns = namespace(a=1) %}{% set ns.me = ns %}{{ ns.me.me.a }}"), "1");
+  EXPECT_EQ(code("{% set ns = namespace(a=1) %}{% set ns.me = ns %}{{ ns }}"), StatusCode::invalid_argument);
   // Within the limits the same constructs work.
   EXPECT_EQ(*render("{% macro f(n) %}{% if n < 3 %}{{ n }}{{ f(n + 1) }}{% endif %}{% endmacro %}{{ f(0) }}"), "012");
 }
