@@ -354,38 +354,22 @@ class Parser {
     n->kids.push_back(std::move(b));
     return n;
   }
-  NodePtr math1() {
-    NodePtr e = concat();
-    while (is_op("+") || is_op("-")) {
+  // One left-associative level: next (op next)*.
+  NodePtr left_assoc(std::initializer_list<const char*> ops, NodePtr (Parser::*next)()) {
+    NodePtr e = (this->*next)();
+    for (;;) {
+      bool found = false;
+      for (const char* op : ops) found = found || is_op(op);
+      if (!found) return e;
       const Token& t = next_tok();
-      e = binary(t.text, std::move(e), concat(), t.line);
+      e = binary(t.text, std::move(e), (this->*next)(), t.line);
     }
-    return e;
   }
-  NodePtr concat() {
-    NodePtr e = math2();
-    while (is_op("~")) {
-      const Token& t = next_tok();
-      e = binary("~", std::move(e), math2(), t.line);
-    }
-    return e;
-  }
-  NodePtr math2() {
-    NodePtr e = power();
-    while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
-      const Token& t = next_tok();
-      e = binary(t.text, std::move(e), power(), t.line);
-    }
-    return e;
-  }
-  NodePtr power() {
-    NodePtr e = unary(true);
-    while (is_op("**")) {
-      const Token& t = next_tok();
-      e = binary("**", std::move(e), unary(true), t.line);
-    }
-    return e;
-  }
+  NodePtr math1() { return left_assoc({"+", "-"}, &Parser::concat); }
+  NodePtr concat() { return left_assoc({"~"}, &Parser::math2); }
+  NodePtr math2() { return left_assoc({"*", "/", "//", "%"}, &Parser::power); }
+  NodePtr power() { return left_assoc({"**"}, &Parser::filtered_unary); }
+  NodePtr filtered_unary() { return unary(true); }
   NodePtr unary(bool with_filter) {
     DepthGuard guard(*this);
     NodePtr e;

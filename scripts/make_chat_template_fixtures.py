@@ -202,20 +202,10 @@ def render_unit(compile_template):
     return out
 
 
-def ensure_venv(venv):
-    python = venv / "bin" / "python"
-    probe = subprocess.run([str(python), "-c", "import transformers, jinja2"], capture_output=True) \
-        if python.exists() else None
-    if probe is None or probe.returncode != 0:
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "transformers", "jinja2"], check=True)
-    return python
-
-
 def main():
     if os.environ.get("BRIGADE_CHAT_FIXTURES_IN_VENV") != "1":
         venv = Path(sys.argv[sys.argv.index("--venv") + 1]) if "--venv" in sys.argv else ROOT / ".brigade" / "chat-venv"
-        python = ensure_venv(venv)
+        python = _tools.ensure_venv(venv)
         env = dict(os.environ, BRIGADE_CHAT_FIXTURES_IN_VENV="1")
         sys.exit(subprocess.run([str(python), __file__], env=env).returncode)
     import jinja2

@@ -6,12 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "models/chat_template_jinja.h"
 #include "models/model_chat_template.h"
+#include "tests/models/chat_test_util.h"
 #include "tests/models/model_test_util.h"
 
 namespace brigade {
@@ -19,27 +18,8 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-ojson load_models() {
-  std::ifstream in(std::string(BRIGADE_FIXTURES) + "/chat_templates/models.json");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ojson::parse(ss.str(), nullptr, false);
-}
-
-// An OpenAI message (as the client sends it) → ChatMessage.
-ChatMessage message_of(const ojson& m) {
-  ChatMessage msg{m["role"].get<std::string>(), m["content"].is_string() ? m["content"].get<std::string>() : ""};
-  if (m.contains("tool_calls")) {
-    for (const auto& c : m["tool_calls"])
-      msg.tool_calls.push_back({c["id"].get<std::string>(), c["function"]["name"].get<std::string>(),
-                                c["function"]["arguments"].get<std::string>()});
-  }
-  if (m.contains("tool_call_id")) msg.tool_call_id = m["tool_call_id"].get<std::string>();
-  return msg;
-}
-
 TEST(JinjaChatTemplate, RealTemplatesRenderLikeTransformers) {
-  const ojson data = load_models();
+  const ojson data = testing::load_fixture_json("chat_templates/models.json");
   ASSERT_FALSE(data.is_discarded()) << "tests/fixtures/chat_templates/models.json: run scripts/make_chat_template_fixtures.py";
   std::set<std::string> templates, refused;
   for (const auto& c : data["cases"]) {
@@ -51,7 +31,7 @@ TEST(JinjaChatTemplate, RealTemplatesRenderLikeTransformers) {
                                           t["eos_token"].get<std::string>());
     ASSERT_TRUE(tmpl.has_value()) << tmpl.status().to_string();
     std::vector<ChatMessage> messages;
-    for (const auto& m : c["messages"]) messages.push_back(message_of(m));
+    for (const auto& m : c["messages"]) messages.push_back(testing::openai_message(m));
     std::vector<std::string> tools;
     if (c["tools"].is_array())
       for (const auto& tool : c["tools"]) tools.push_back(tool.dump());

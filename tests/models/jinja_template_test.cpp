@@ -6,22 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <sstream>
-
 #include "models/jinja_template.h"
+#include "tests/models/chat_test_util.h"
 
 namespace brigade::jinja {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-ojson load(const std::string& name) {
-  std::ifstream in(std::string(BRIGADE_FIXTURES) + "/chat_templates/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ojson::parse(ss.str(), nullptr, false);
-}
 
 Expected<std::string> render(const std::string& source, const ojson& context = ojson::object(),
                              const RenderOptions& options = {}) {
@@ -36,7 +27,7 @@ std::string error_of(const std::string& source, const RenderOptions& options = {
 }
 
 TEST(JinjaTemplate, RendersLikeJinja2) {
-  const ojson data = load("unit.json");
+  const ojson data = testing::load_fixture_json("chat_templates/unit.json");
   ASSERT_FALSE(data.is_discarded()) << "tests/fixtures/chat_templates/unit.json: run scripts/make_chat_template_fixtures.py";
   int n_rendered = 0, n_errors = 0;
   for (const auto& c : data["cases"]) {

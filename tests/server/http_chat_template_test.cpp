@@ -9,12 +9,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
-#include "models/make_model.h"
-#include "server/http_client.h"
-#include "server/http_server.h"
-#include "tests/engine_test_util.h"
+#include "tests/server/chat_server_util.h"
 
 namespace brigade::server {
 namespace {
@@ -31,42 +27,15 @@ constexpr const char* kGemma2 =
     "%}{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}{% endfor %}{% if "
     "add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}";
 
-std::string model_with_template(const std::string& name, const std::string& chat_template) {
-  const fs::path d = fs::temp_directory_path() / ("brigade_chat_template_test_" + name + "_" + std::to_string(::getpid()));
-  EXPECT_TRUE(write_synthetic_model(testing::tiny_llama(512, 2048, 11), d.string()).is_ok());
-  std::ifstream in(d / "tokenizer_config.json");
-  json config = json::parse(in);
-  config["chat_template"] = chat_template;
-  std::ofstream(d / "tokenizer_config.json") << config.dump();
-  return d.string();
-}
+using testing::model_with_template;
 
-class ChatServer {
+// The chat server, and the prompt token counts a check compares.
+class ChatServer : public testing::ChatTestServer {
  public:
-  explicit ChatServer(const std::string& model, const std::string& chat_template = "") {
-    EngineOptions o = testing::test_engine_options(model, 1);
-    o.topology.instances.front().kv.memory_mb = 64;
-    o.chat_template = chat_template;
-    engine_ = testing::create_engine(o);
-    if (!engine_) return;
-    ServerOptions options;
-    options.port = 0;
-    options.model_name = "tiny";
-    auto srv = HttpServer::start(*engine_, options);
-    EXPECT_TRUE(srv.has_value()) << srv.status().to_string();
-    server_ = std::move(*srv);
-  }
-  ~ChatServer() { server_.reset(); }  // before the engine it serves
-  bool ok() const { return server_ != nullptr; }
-
-  ClientResponse post(const std::string& path, const json& body) const {
-    auto r = http_request("127.0.0.1", server_->port(), {"POST", path, body.dump(), ""});
-    EXPECT_TRUE(r.has_value()) << r.status().to_string();
-    return r ? *r : ClientResponse{};
-  }
+  using ChatTestServer::ChatTestServer;
   // Prompt tokens the server counted for a chat, and for the text the template should give.
   int chat_prompt_tokens(const json& messages) const {
-    auto r = post("/v1/chat/completions", {{"messages", messages}, {"max_tokens", 1}, {"temperature", 0}});
+    auto r = chat({{"messages", messages}, {"max_tokens", 1}, {"temperature", 0}});
     EXPECT_EQ(r.status, 200) << r.body;
     return r.status == 200 ? json::parse(r.body)["usage"]["prompt_tokens"].get<int>() : -1;
   }
@@ -75,10 +44,6 @@ class ChatServer {
     EXPECT_EQ(r.status, 200) << r.body;
     return r.status == 200 ? json::parse(r.body)["count"].get<int>() : -2;
   }
-
- private:
-  std::unique_ptr<Engine> engine_;
-  std::unique_ptr<HttpServer> server_;
 };
 
 TEST(ServerChatTemplate, TheModelsOwnJinjaTemplateRendersThePrompt) {
@@ -119,7 +84,7 @@ TEST(ServerChatTemplate, ConfiguredTemplateOverridesTheModels) {
   const json chat = {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "hi"}}};
   EXPECT_EQ(s.chat_prompt_tokens(chat), s.text_tokens("<|system|>Be brief.<|user|>hi<|assistant|>"));
   // A configured template that cannot be used stops the engine from starting.
-  EngineOptions o = testing::test_engine_options(model, 1);
+  EngineOptions o = brigade::testing::test_engine_options(model, 1);
   o.chat_template = (fs::path(model) / "missing.jinja").string();
   auto e = Engine::create(o);
   ASSERT_FALSE(e.has_value());
