@@ -60,6 +60,16 @@ TEST(JinjaChatTemplate, RealTemplatesRenderLikeTransformers) {
   EXPECT_GE(refused.size(), 3u);
 }
 
+TEST(JinjaChatTemplate, MistralTemplatesAreNotTakenForLlama2) {
+  const ojson data = testing::load_fixture_json("chat_templates/models.json");
+  ASSERT_FALSE(data.is_discarded());
+  for (const char* name : {"mistral-v0.3", "mistral-small-3.1"}) {
+    auto t = make_chat_template(data["templates"][name]["template"].get<std::string>(), "test", {}, false);
+    ASSERT_TRUE(t.has_value()) << name;
+    EXPECT_FALSE(t->family.has_value()) << name << " must render as its own Jinja";
+  }
+}
+
 TEST(JinjaChatTemplate, ToolSyntaxFollowsTheTemplate) {
   auto syntax = [](const std::string& src) { return JinjaChatTemplate::create(src, "", "")->tool_syntax(); };
   EXPECT_EQ(syntax("{{ '<tool_call>' }}"), ChatToolSyntax::hermes);
