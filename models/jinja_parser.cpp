@@ -72,7 +72,7 @@ class Parser : public ExpressionParser {
     if (kw == "filter") return filter_stmt(line);
     if (kw == "break" || kw == "continue") {
       expect_block_end();
-      return make(kw == "break" ? NodeKind::break_ : NodeKind::continue_, line);
+      return make_node(kw == "break" ? NodeKind::break_ : NodeKind::continue_, line);
     }
     if (kw == "generation") {  // transformers' AssistantTracker: marks assistant text, renders as is
       expect_block_end();
