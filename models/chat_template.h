@@ -55,9 +55,8 @@ struct ChatMessage {
 Expected<ChatFamily> parse_chat_family(const std::string& name);
 const char* chat_family_name(ChatFamily family);
 
-// The family whose markers a Jinja chat_template contains (`[INST]` without Mistral's
-// [AVAILABLE_TOOLS]/[SYSTEM_PROMPT] is llama-2); unsupported when none matches (the template then
-// runs as Jinja, models/model_chat_template.h).
+// The family whose markers a Jinja chat_template contains; unsupported when none matches (the
+// template then runs as Jinja, models/model_chat_template.h).
 Expected<ChatFamily> detect_chat_family(const std::string& jinja_template);
 
 
