@@ -1,10 +1,6 @@
 #include "models/chat_template.h"
 
-#include <filesystem>
-#include <nlohmann/json.hpp>
-
 #include "models/chat_template_tools.h"
-#include "models/mapped_file.h"
 #include "models/utf8.h"
 
 namespace brigade {
@@ -87,25 +83,13 @@ const char* chat_family_name(ChatFamily family) {
 Expected<ChatFamily> detect_chat_family(const std::string& t) {
   if (t.find("<|im_start|>") != std::string::npos) return ChatFamily::chatml;
   if (t.find("<|start_header_id|>") != std::string::npos) return ChatFamily::llama3;
-  if (t.find("[INST]") != std::string::npos) return ChatFamily::llama2;
+  // Mistral's templates (v0.3, Nemo, Small) also write [INST] but differ from Llama 2's (no
+  // per-turn BOS, [AVAILABLE_TOOLS], [SYSTEM_PROMPT]): they run as Jinja.
+  const bool mistral = t.find("[AVAILABLE_TOOLS]") != std::string::npos || t.find("[SYSTEM_PROMPT]") != std::string::npos;
+  if (t.find("[INST]") != std::string::npos && !mistral) return ChatFamily::llama2;
   if (t.find("User: ") != std::string::npos && t.find("Assistant:") != std::string::npos) return ChatFamily::deepseek;
   return unsupported(std::string("chat_template matches no known family (") + kFamilies +
-                     "); set the family in the configuration");
-}
-
-Expected<ChatFamily> chat_family_for_model(const std::string& model_dir, const std::string& configured) {
-  if (!configured.empty()) return parse_chat_family(configured);
-  const std::string path = (std::filesystem::path(model_dir) / "tokenizer_config.json").string();
-  auto text = read_text_file(path);
-  if (!text) return not_found(path + ": no chat template (no tokenizer_config.json); set the family in the configuration");
-  const auto j = nlohmann::json::parse(*text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return corrupt(path + ": not a JSON object");
-  auto it = j.find("chat_template");
-  if (it == j.end() || !it->is_string())
-    return not_found(path + ": has no chat_template string; set the family in the configuration");
-  auto family = detect_chat_family(it->get<std::string>());
-  if (!family) return Status(family.status().code(), path + ": " + family.status().message());
-  return family;
+                     "); it renders as Jinja");
 }
 
 bool chat_family_has_tools(ChatFamily family) { return family == ChatFamily::chatml || family == ChatFamily::llama3; }

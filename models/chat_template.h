@@ -1,5 +1,7 @@
-// Chat templates of the supported families, written out in C++ (no Jinja interpreter): the
-// prompt text a family's tokenizer_config.json "chat_template" renders for a list of messages.
+// Chat templates of the built-in families, written out in C++: the prompt text a family's
+// tokenizer_config.json "chat_template" renders for a list of messages. Any other template is
+// run by the Jinja interpreter (models/chat_template_jinja.h); models/model_chat_template.h
+// chooses between the two.
 // The text includes the family's BOS/EOS markers as special-token text, so encode it with
 // add_bos = false (the tokenizers turn special-token text into ids).
 //
@@ -32,6 +34,10 @@ namespace brigade {
 
 enum class ChatFamily { llama2, llama3, chatml, deepseek };
 
+// How a model writes tool calls in its output (what the server parses): none, Hermes
+// <tool_call> JSON blocks, or Llama 3.1's bare JSON object.
+enum class ChatToolSyntax { none, hermes, llama3_json };
+
 struct ChatToolCall {
   std::string id;         // the client's id (no supported template renders it)
   std::string name;       // the function called
@@ -49,13 +55,10 @@ struct ChatMessage {
 Expected<ChatFamily> parse_chat_family(const std::string& name);
 const char* chat_family_name(ChatFamily family);
 
-// The family whose markers a Jinja chat_template contains; unsupported (saying to set the family
-// in the configuration) when none matches.
+// The family whose markers a Jinja chat_template contains; unsupported when none matches (the
+// template then runs as Jinja, models/model_chat_template.h).
 Expected<ChatFamily> detect_chat_family(const std::string& jinja_template);
 
-// The family of a model directory: `configured` when not empty, else detected from
-// tokenizer_config.json's chat_template. not_found when neither gives one.
-Expected<ChatFamily> chat_family_for_model(const std::string& model_dir, const std::string& configured);
 
 // Renders messages; add_generation_prompt appends the opening of the assistant's turn. `tools`:
 // each one tool object's JSON text ({"type": "function", "function": {...}}), keys in the order

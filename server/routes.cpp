@@ -30,15 +30,19 @@ SimpleResponse tokenize_route(ServerContext& ctx, std::string_view body, bool de
   return SimpleResponse{200, "application/json", tokenize_body(*ids, ctx.engine.model().max_context)};
 }
 
-// With tools: how this model writes calls (its chat family), and the constraint that forces one.
+// With tools: how this model writes calls (its chat template's tool syntax), and the constraint
+// that forces one. A template whose call syntax brigade cannot parse refuses tools: the calls
+// would come back as plain text.
 Status setup_tools(ServerContext& ctx, CompletionRequest& r) {
   if (r.tools.tools.empty()) return Status::ok();
-  auto family = ctx.engine.chat_family();
-  if (!family) return family.status();
-  if (!chat_family_has_tools(*family))
-    return unsupported(std::string("this model's chat template (") + chat_family_name(*family) +
-                       ") has no tool-calling format; tools work with chatml (Qwen) and llama-3 models");
-  r.tool_format = *family == ChatFamily::llama3 ? ToolFormat::llama3_json : ToolFormat::hermes;
+  auto tmpl = ctx.engine.chat_template();
+  if (!tmpl) return tmpl.status();
+  const ChatToolSyntax syntax = tmpl->tool_syntax();
+  if (syntax == ChatToolSyntax::none)
+    return unsupported("this model's chat template (" + tmpl->describe() +
+                       ") has no tool-call format brigade parses; tools work with templates that write Hermes "
+                       "<tool_call> blocks (Qwen, chatml) or Llama 3.1 JSON calls");
+  r.tool_format = syntax == ChatToolSyntax::llama3_json ? ToolFormat::llama3_json : ToolFormat::hermes;
   force_tool_choice(r.tools, r.tool_format, r.gen);
   return Status::ok();
 }

@@ -1,9 +1,11 @@
 // `brigade inspect PATH`: architecture, parameter count, bytes and dtypes of a checkpoint,
-// read from its headers (no weights are loaded); or the parsed form of a topology file.
+// read from its headers (no weights are loaded), and the chat template chat requests use; or the
+// parsed form of a topology file.
 #include <cstdio>
 
 #include "brigade/topology.h"
 #include "models/inspect.h"
+#include "models/model_chat_template.h"
 #include "tools/commands.h"
 
 namespace brigade::tools {
@@ -63,6 +65,9 @@ void add_inspect_command(CLI::App& app, std::function<int()>& run) {
       auto info = inspect_model(*path);
       if (!info) return fail(info.status());
       std::fputs(format_model_info(*info).c_str(), stdout);
+      // Which template /v1/chat/completions renders with (bos/eos text from tokenizer_config.json).
+      auto chat = load_chat_template(*path, "", {});
+      std::printf("chat template: %s\n", chat ? chat->describe().c_str() : chat.status().message().c_str());
       return 0;
     };
   });

@@ -21,6 +21,7 @@ struct ServeArgs {
   int port = 8000;
   std::string api_key;
   std::string served_model_name;
+  std::string chat_template;
   int threads = 0;
   int io_threads = 2;
   ExecutorFlags executor;
@@ -33,6 +34,7 @@ int run_serve(const ServeArgs& a) {
   if (!options) return fail(options.status());
   const std::string* model = &options->model_path;
   apply_executor_flags(a.executor, *options);
+  options->chat_template = a.chat_template;
   auto engine = Engine::create(*options);
   if (!engine) return fail(engine.status());
 
@@ -71,6 +73,9 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--port", a->port, "Port (0 = any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", a->api_key, "Require 'Authorization: Bearer KEY' on /v1/*");
   cmd->add_option("--served-model-name", a->served_model_name, "Model id in responses (default: the model folder name)");
+  cmd->add_option("--chat-template", a->chat_template,
+                  "Chat template for /v1/chat/completions instead of the model's own: a Jinja file (as vLLM's), "
+                  "or a built-in family (llama-2, llama-3, chatml, deepseek)");
   cmd->add_option("--threads", a->threads, "CPU threads for the executor (0 = all cores)");
   add_executor_flags(cmd, a->executor);
   cmd->add_option("--io-threads", a->io_threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 64));

@@ -244,10 +244,10 @@ class EngineImpl final : public Engine {
   using Engine::format_chat;
   Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, const std::vector<std::string>& tools,
                                     bool add_generation_prompt) const override {
-    if (!chat_family_) return chat_family_.status();
-    return apply_chat_template(*chat_family_, messages, tools, add_generation_prompt);
+    if (!chat_template_) return chat_template_.status();
+    return chat_template_->apply(messages, tools, add_generation_prompt);
   }
-  Expected<ChatFamily> chat_family() const override { return chat_family_; }
+  Expected<ChatTemplate> chat_template() const override { return chat_template_; }
   Expected<std::vector<int32_t>> tokenize(const std::string& text, bool add_bos) const override {
     if (!tokenizer_model_) return not_found("this model has no tokenizer");
     return tokenizer_model_->encode(text, add_bos);
@@ -339,7 +339,8 @@ class EngineImpl final : public Engine {
   FrontIdentity identity(const InstanceConfig& inst) const {
     return {"pid " + std::to_string(::getpid()), inst.name, inst.role, node_token_};
   }
-  void load_chat_family(const std::string& path);
+  // An error only for a configured template that cannot be used.
+  Status load_chat_template(const std::string& path, const std::string& configured);
 
   caf::actor_system_config cfg_;
   caf::actor_system system_;
@@ -362,24 +363,29 @@ class EngineImpl final : public Engine {
   // tokenize/detokenize calls need no round trip through the actor's queue.
   std::shared_ptr<const Tokenizer> tokenizer_model_;
   ModelSummary summary_;
-  Expected<ChatFamily> chat_family_ = not_found("this model has no chat template");
+  Expected<ChatTemplate> chat_template_ = not_found("this model has no chat template");
   std::atomic<uint64_t> next_id_{1};
   std::mt19937_64 seed_rng_{std::random_device{}()};
   std::mutex seed_mu_;
 };
 
-// The model's chat family (a directory's template, or the one a GGUF carries), once for all
-// instances.
-void EngineImpl::load_chat_family(const std::string& path) {
-  if (!tokenizer_model_) return;
-  if (std::filesystem::is_directory(path)) {
-    // A model with a template of no known family still serves completions; chat says why not.
-    chat_family_ = chat_family_for_model(path, "");
-  } else if (std::filesystem::path(path).extension() == ".gguf") {
-    if (auto file = GgufFile::open(path)) {
-      if (auto jinja = (*file)->get_string("tokenizer.chat_template")) chat_family_ = detect_chat_family(*jinja);
-    }
+// The model's chat template (models/model_chat_template.h), once for all instances. A model
+// without a usable one still serves completions; chat says why not.
+Status EngineImpl::load_chat_template(const std::string& path, const std::string& configured) {
+  if (!tokenizer_model_) return Status::ok();
+  ChatSpecialTokens tokens;
+  if (tokenizer_model_->bos_id() >= 0) tokens.bos = tokenizer_model_->token_to_piece(tokenizer_model_->bos_id());
+  if (!tokenizer_model_->eos_ids().empty()) tokens.eos = tokenizer_model_->token_to_piece(tokenizer_model_->eos_ids().front());
+  chat_template_ = brigade::load_chat_template(path, configured, tokens);
+  if (chat_template_) {
+    spdlog::info("engine: chat template: {}", chat_template_->describe());
+  } else if (!configured.empty()) {
+    return Status(chat_template_.status().code(), "--chat-template: " + chat_template_.status().message());
+  } else if (chat_template_.status().code() != StatusCode::not_found) {
+    spdlog::warn("engine: no usable chat template, /v1/chat/completions will answer 400: {}",
+                 chat_template_.status().message());
   }
+  return Status::ok();
 }
 
 Expected<std::pair<node_actor, node_info_msg>> EngineImpl::probe_node(const InstanceConfig& inst) {
@@ -447,7 +453,7 @@ Status EngineImpl::start(const EngineOptions& options) {
     progress = false;
   }
   BRIGADE_ASSIGN_OR_RETURN(tokenizer_model_, load_model_tokenizer(path));
-  load_chat_family(path);
+  BRIGADE_RETURN_IF_ERROR(load_chat_template(path, options.chat_template));
 
   auto frontend = spawn_frontend(system_, registry_);
   tokenizer_ = spawn_tokenizer(system_, tokenizer_model_, frontend);

@@ -25,6 +25,7 @@
 #include "core/backend.h"
 #include "core/status.h"
 #include "models/chat_template.h"
+#include "models/model_chat_template.h"
 
 namespace brigade {
 
@@ -150,6 +151,9 @@ struct EngineOptions {
   // application bring its own Backend (tests and benchmarks use a no-op backend this way).
   std::function<std::unique_ptr<Backend>()> backend_factory;
   bool progress = true;  // model loading progress on a terminal
+  // The chat template to serve with instead of the model's own (models/model_chat_template.h):
+  // a Jinja file's path, an inline Jinja template, or a built-in family name. Empty: the model's.
+  std::string chat_template;
   // The application's station types by the name a topology's `stations:` entry gives as
   // `type:` (include/brigade/station.h). A name here takes the place of a built-in of that name.
   std::map<std::string, StationFactory> station_types;
@@ -274,20 +278,22 @@ class Engine {
   // instance the router would send this prompt to now; 0 when the cache is off). What a request
   // with this prompt would not have to prefill.
   virtual Expected<int> cached_prefix_tokens(const std::vector<int32_t>& prompt_ids) const = 0;
-  // Renders a conversation into prompt text with the model's chat template (its family taken
-  // from tokenizer_config.json's chat_template). The text carries the family's BOS marker, so
-  // submit it with add_bos = false. not_found when the model has no chat template; unsupported
-  // when its template is of no known family; invalid_argument for a bad role or order.
-  // `tools`: each a tool object's JSON text ({"type": "function", "function": {...}}), rendered by
-  // the families that have a tool format; unsupported for the others.
+  // Renders a conversation into prompt text with the model's chat template (a built-in family, or
+  // its own Jinja template run by the interpreter; models/model_chat_template.h). The text carries
+  // the template's BOS marker, so submit it with add_bos = false. not_found when the model has no
+  // chat template; invalid_argument for a bad role or order, what the template refuses
+  // (raise_exception) or fails on, or a template that does not parse; out_of_resources when a
+  // Jinja template runs past its limits. `tools`: each a tool object's JSON text
+  // ({"type": "function", "function": {...}}); unsupported for a built-in family without a tool
+  // format.
   virtual Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, const std::vector<std::string>& tools,
                                             bool add_generation_prompt) const = 0;
   Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, bool add_generation_prompt) const {
     return format_chat(messages, {}, add_generation_prompt);
   }
-  // The model's chat template family (what format_chat renders with; it also decides how tool
-  // calls are written and parsed); the format_chat errors when there is none.
-  virtual Expected<ChatFamily> chat_family() const = 0;
+  // The model's chat template (what format_chat renders with; its tool_syntax() decides how tool
+  // calls are parsed); the format_chat errors when there is none.
+  virtual Expected<ChatTemplate> chat_template() const = 0;
   // The model's tokenizer, outside any request: the ids a text prompt is encoded to (add_bos as
   // in GenerateOptions; special-token text becomes its id), and the text of ids (special tokens
   // as their text). What vLLM's /tokenize and /detokenize answer. not_found when the model has no

@@ -5,7 +5,6 @@
 
 #include <vector>
 
-#include "model_test_util.h"
 #include "models/chat_template.h"
 
 namespace brigade {
@@ -46,13 +45,6 @@ TEST(ChatTemplate, DetectedFromTokenizerConfig) {
   EXPECT_EQ(unknown.status().code(), StatusCode::unsupported);
   EXPECT_NE(unknown.status().message().find("llama-3"), std::string::npos) << "lists the families";
 
-  const testing::TempDir dir("chat");
-  testing::write_text(dir.file("tokenizer_config.json"), R"({"chat_template": "{{'<|im_start|>'}}"})");
-  EXPECT_EQ(*chat_family_for_model(dir.str(), ""), ChatFamily::chatml);
-  EXPECT_EQ(*chat_family_for_model(dir.str(), "llama-2"), ChatFamily::llama2) << "configuration wins";
-  EXPECT_EQ(chat_family_for_model(dir.str(), "gemma").status().code(), StatusCode::unsupported);
-  const testing::TempDir empty("chat_none");
-  EXPECT_EQ(chat_family_for_model(empty.str(), "").status().code(), StatusCode::not_found);
 }
 
 TEST(ChatTemplate, BadMessagesAreRejected) {

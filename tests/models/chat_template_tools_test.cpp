@@ -6,44 +6,24 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "models/chat_template.h"
+#include "tests/models/chat_test_util.h"
 
 namespace brigade {
 namespace {
 
 using ojson = nlohmann::ordered_json;
 
-ojson load_cases() {
-  std::ifstream in(std::string(BRIGADE_FIXTURES) + "/chat_tools/cases.json");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ojson::parse(ss.str(), nullptr, false);
-}
-
-// An OpenAI message (as the client sends it) → ChatMessage.
-ChatMessage message_of(const ojson& m) {
-  ChatMessage msg{m["role"].get<std::string>(), m["content"].is_string() ? m["content"].get<std::string>() : ""};
-  if (m.contains("tool_calls")) {
-    for (const auto& c : m["tool_calls"])
-      msg.tool_calls.push_back({c["id"].get<std::string>(), c["function"]["name"].get<std::string>(),
-                                c["function"]["arguments"].get<std::string>()});
-  }
-  if (m.contains("tool_call_id")) msg.tool_call_id = m["tool_call_id"].get<std::string>();
-  return msg;
-}
-
 TEST(ChatTemplateTools, RendersLikeTheHuggingFaceTemplates) {
-  const ojson data = load_cases();
+  const ojson data = testing::load_fixture_json("chat_tools/cases.json");
   ASSERT_FALSE(data.is_discarded()) << "tests/fixtures/chat_tools/cases.json: run scripts/make_chat_tool_fixtures.py";
   ASSERT_GE(data["cases"].size(), 10u);
   for (const auto& c : data["cases"]) {
     SCOPED_TRACE(c["name"].get<std::string>());
     std::vector<ChatMessage> messages;
-    for (const auto& m : c["messages"]) messages.push_back(message_of(m));
+    for (const auto& m : c["messages"]) messages.push_back(testing::openai_message(m));
     std::vector<std::string> tools;
     for (const auto& t : c["tools"]) tools.push_back(t.dump());  // key order kept
     auto family = parse_chat_family(c["family"].get<std::string>());

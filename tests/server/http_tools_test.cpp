@@ -5,21 +5,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
-#include <fstream>
-#include <unistd.h>
 
 #include "core/json_schema.h"
 #include "core/schema_matcher.h"
-#include "models/make_model.h"
-#include "server/http_client.h"
-#include "server/http_server.h"
-#include "tests/engine_test_util.h"
+#include "tests/server/chat_server_util.h"
 
 namespace brigade::server {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 const json kWeatherParams = json::parse(R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 5},
@@ -28,60 +21,8 @@ const json kTools = json::array(
     {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"description", "Weather"}, {"parameters", kWeatherParams}}}},
      {{"type", "function"}, {"function", {{"name", "get_time"}, {"parameters", {{"type", "object"}, {"properties", {{"tz", {{"enum", {"UTC", "CET"}}}}}}, {"required", {"tz"}}}}}}}});
 
-// A tiny model whose chat template is `chat_template`.
-std::string model_with_template(const std::string& name, const std::string& chat_template) {
-  const fs::path d = fs::temp_directory_path() / ("brigade_tools_test_" + name + "_" + std::to_string(::getpid()));
-  EXPECT_TRUE(write_synthetic_model(testing::tiny_llama(512, 2048, 11), d.string()).is_ok());
-  std::ifstream in(d / "tokenizer_config.json");
-  json config = json::parse(in);
-  config["chat_template"] = chat_template;
-  std::ofstream(d / "tokenizer_config.json") << config.dump();
-  return d.string();
-}
-
-class ToolServer {
- public:
-  explicit ToolServer(const std::string& model) {
-    EngineOptions o = testing::test_engine_options(model, 1);
-    o.topology.instances.front().kv.memory_mb = 64;
-    auto e = Engine::create(o);
-    EXPECT_TRUE(e.has_value()) << e.status().to_string();
-    engine_ = std::move(*e);
-    ServerOptions options;
-    options.port = 0;
-    options.model_name = "tiny";
-    auto srv = HttpServer::start(*engine_, options);
-    EXPECT_TRUE(srv.has_value()) << srv.status().to_string();
-    server_ = std::move(*srv);
-  }
-  ~ToolServer() { server_.reset(); }  // before the engine it serves
-
-  ClientResponse chat(const json& body) const {
-    auto r = http_request("127.0.0.1", server_->port(), {"POST", "/v1/chat/completions", body.dump(), ""});
-    EXPECT_TRUE(r.has_value()) << r.status().to_string();
-    return r ? *r : ClientResponse{};
-  }
-  std::vector<json> chat_stream(json body) const {
-    body["stream"] = true;
-    SseSplitter split;
-    std::vector<std::string> events;
-    auto r = http_stream("127.0.0.1", server_->port(), {"POST", "/v1/chat/completions", body.dump(), ""},
-                         [&](std::string_view piece) {
-                           split.feed(piece, events);
-                           return true;
-                         });
-    EXPECT_TRUE(r.has_value() && r->status == 200);
-    std::vector<json> out;
-    for (const auto& e : events) {
-      if (e != "[DONE]") out.push_back(json::parse(e));
-    }
-    return out;
-  }
-
- private:
-  std::unique_ptr<Engine> engine_;
-  std::unique_ptr<HttpServer> server_;
-};
+using testing::model_with_template;
+using ToolServer = testing::ChatTestServer;
 
 // Greedy, EOS at +100 (the output ends as soon as the constraint lets it), whitespace banned.
 json request(const json& tool_choice) {

@@ -1,0 +1,97 @@
+#include "models/chat_template_jinja.h"
+
+#include <nlohmann/json.hpp>
+
+#include "models/utf8.h"
+
+namespace brigade {
+namespace {
+
+using json = nlohmann::ordered_json;
+using jinja::Value;
+using jinja::ValueList;
+
+Expected<Value> from_json(const json& j, const std::string& what) {
+  try {
+    return Value::from_json(j);
+  } catch (const jinja::Error& e) {
+    return invalid_argument(what + ": " + e.what());
+  }
+}
+
+Expected<Value> message_value(const ChatMessage& m, size_t index) {
+  const std::string at = "chat message " + std::to_string(index) + ": ";
+  if (!is_valid_utf8(m.role) || !is_valid_utf8(m.content) || !is_valid_utf8(m.tool_call_id))
+    return invalid_argument(at + "not valid UTF-8");
+  Value v = Value::new_dict();
+  v.dict().set("role", Value(m.role));
+  // transformers drops the keys whose value is None: a calls-only turn has no content key.
+  if (!m.content.empty() || m.tool_calls.empty()) v.dict().set("content", Value(m.content));
+  if (!m.tool_calls.empty()) {
+    ValueList calls;
+    for (const ChatToolCall& c : m.tool_calls) {
+      const json args = json::parse(c.arguments, nullptr, /*allow_exceptions=*/false);
+      if (args.is_discarded() || !is_valid_utf8(c.name))
+        return invalid_argument(at + "tool call '" + c.name + "': 'arguments' is not valid JSON (give the arguments object as JSON text)");
+      Value fn = Value::new_dict();
+      fn.dict().set("name", Value(c.name));
+      BRIGADE_ASSIGN_OR_RETURN(Value parsed, from_json(args, at + "tool call '" + c.name + "' arguments"));
+      fn.dict().set("arguments", std::move(parsed));
+      Value call = Value::new_dict();
+      call.dict().set("id", Value(c.id));
+      call.dict().set("type", Value("function"));
+      call.dict().set("function", fn);
+      calls.push_back(call);
+    }
+    v.dict().set("tool_calls", Value(std::move(calls)));
+  }
+  if (m.role == "tool" || !m.tool_call_id.empty()) v.dict().set("tool_call_id", Value(m.tool_call_id));
+  return v;
+}
+
+}  // namespace
+
+Expected<JinjaChatTemplate> JinjaChatTemplate::create(const std::string& source, std::string bos_token,
+                                                      std::string eos_token) {
+  BRIGADE_ASSIGN_OR_RETURN(jinja::JinjaTemplate parsed, jinja::JinjaTemplate::parse(source));
+  JinjaChatTemplate t;
+  t.template_ = std::move(parsed);
+  t.bos_token_ = std::move(bos_token);
+  t.eos_token_ = std::move(eos_token);
+  // GLM writes <tool_call>name<arg_key>..., not Hermes JSON: its calls would not parse.
+  const bool xml_args = source.find("<arg_key>") != std::string::npos;
+  if (source.find("<tool_call>") != std::string::npos && !xml_args) t.tool_syntax_ = ChatToolSyntax::hermes;
+  else if (source.find("<|python_tag|>") != std::string::npos || source.find("ipython") != std::string::npos)
+    t.tool_syntax_ = ChatToolSyntax::llama3_json;
+  return t;
+}
+
+Expected<std::string> JinjaChatTemplate::apply(std::span<const ChatMessage> messages, std::span<const std::string> tools,
+                                               bool add_generation_prompt, const jinja::RenderOptions& options) const {
+  ValueList msgs;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    BRIGADE_ASSIGN_OR_RETURN(Value m, message_value(messages[i], i));
+    msgs.push_back(std::move(m));
+  }
+  Value tool_list = Value::none();
+  if (!tools.empty()) {
+    ValueList l;
+    for (const std::string& t : tools) {
+      const json j = json::parse(t, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded() || !j.is_object()) return invalid_argument("a tool definition is not a JSON object");
+      BRIGADE_ASSIGN_OR_RETURN(Value tool, from_json(j, "a tool definition"));
+      l.push_back(std::move(tool));
+    }
+    tool_list = Value(std::move(l));
+  }
+  Value ctx = Value::new_dict();
+  ctx.dict().set("messages", Value(std::move(msgs)));
+  ctx.dict().set("tools", tool_list);
+  ctx.dict().set("documents", Value::none());
+  ctx.dict().set("add_generation_prompt", Value(add_generation_prompt));
+  ctx.dict().set("bos_token", Value(bos_token_));
+  ctx.dict().set("eos_token", Value(eos_token_));
+  return template_.render(ctx, options);
+}
+
+}  // namespace brigade

@@ -1,0 +1,45 @@
+// A model's own Jinja chat template (models/jinja_template.h), rendered with the variables
+// transformers' apply_chat_template gives it:
+//   messages               [{role, content, tool_calls?, tool_call_id?}], each assistant call as
+//                          {"id", "type": "function", "function": {"name", "arguments": <object>}}
+//                          (the OpenAI arguments string parsed, as vLLM does); an assistant turn
+//                          with calls and no text has no content key (clients send null, and
+//                          transformers drops the keys whose value is None)
+//   tools                  the tool objects as the client sent them (keys in order), or none
+//   add_generation_prompt  bool
+//   bos_token, eos_token   the model's special-token text
+//   documents              none
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "core/status.h"
+#include "models/chat_template.h"
+#include "models/jinja_template.h"
+
+namespace brigade {
+
+class JinjaChatTemplate {
+ public:
+  // invalid_argument (with the line) when the source does not parse.
+  static Expected<JinjaChatTemplate> create(const std::string& source, std::string bos_token, std::string eos_token);
+
+  // The prompt text. invalid_argument for invalid UTF-8, a call's arguments that are not JSON,
+  // a tool that is not a JSON object, or what the template refuses or fails on;
+  // out_of_resources when it runs past a render limit.
+  Expected<std::string> apply(std::span<const ChatMessage> messages, std::span<const std::string> tools,
+                              bool add_generation_prompt, const jinja::RenderOptions& options = {}) const;
+
+  // How a model with this template writes tool calls: hermes when it mentions <tool_call> (and
+  // not GLM's <arg_key> XML arguments), llama3_json when it has <|python_tag|> or an ipython
+  // role, else none (tools are refused).
+  ChatToolSyntax tool_syntax() const { return tool_syntax_; }
+
+ private:
+  jinja::JinjaTemplate template_;
+  std::string bos_token_, eos_token_;
+  ChatToolSyntax tool_syntax_ = ChatToolSyntax::none;
+};
+
+}  // namespace brigade

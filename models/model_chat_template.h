@@ -1,0 +1,57 @@
+// The chat template a model is served with: a built-in family (models/chat_template.h, whose
+// tool rendering and tool-call parsing are tested exactly) or a Jinja template run by the
+// interpreter (models/chat_template_jinja.h). Chosen in this order:
+//   1. the configured one (EngineOptions::chat_template, `brigade serve --chat-template`): a
+//      family name (llama-2, llama-3, chatml, deepseek), a Jinja file's path, or an inline
+//      template (text holding "{{" or "{%"), rendered as Jinja;
+//   2. the built-in family whose markers the model's template has;
+//   3. the model's own template as Jinja: tokenizer_config.json "chat_template" (a string, or
+//      the list form [{"name": "default", "template": ...}, {"name": "tool_use", ...}]),
+//      chat_template.jinja beside it, or the GGUF key tokenizer.chat_template.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "core/status.h"
+#include "models/chat_template.h"
+
+namespace brigade {
+
+class JinjaChatTemplate;
+
+struct ChatTemplate {
+  std::optional<ChatFamily> family;                         // set: the built-in family renders
+  std::shared_ptr<const JinjaChatTemplate> jinja;           // else this renders
+  std::shared_ptr<const JinjaChatTemplate> jinja_tool_use;  // the list form's "tool_use" (for requests with tools)
+  std::string origin;  // where it came from: "tokenizer_config.json", "GGUF tokenizer.chat_template", a file
+
+  // "built-in llama-3 (detected in tokenizer_config.json)" or "Jinja (tokenizer_config.json)".
+  std::string describe() const;
+  // How the model writes tool calls; none: tools are refused.
+  ChatToolSyntax tool_syntax() const;
+  // The prompt text (models/chat_template.h and chat_template_jinja.h give the errors).
+  Expected<std::string> apply(std::span<const ChatMessage> messages, std::span<const std::string> tools,
+                              bool add_generation_prompt) const;
+};
+
+// The special-token text a template's bos_token/eos_token stand for (tokenizer_config.json's,
+// else the tokenizer's).
+struct ChatSpecialTokens {
+  std::string bos, eos;
+};
+
+// A template from its text: the built-in family it matches, else Jinja (`force_jinja` skips the
+// family detection, for a configured template). invalid_argument when the Jinja does not parse.
+Expected<ChatTemplate> make_chat_template(const std::string& text, const std::string& origin,
+                                          const ChatSpecialTokens& tokens, bool force_jinja);
+
+// The chat template of the model at `model_path` (a directory or a .gguf file), `configured`
+// first when not empty. not_found when the model has none; `tokens` fills bos/eos where
+// tokenizer_config.json does not name them.
+Expected<ChatTemplate> load_chat_template(const std::string& model_path, const std::string& configured,
+                                          const ChatSpecialTokens& tokens);
+
+}  // namespace brigade

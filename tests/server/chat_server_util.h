@@ -1,0 +1,83 @@
+// Shared by the chat server tests: a tiny synthetic model with a given chat template, and the
+// HTTP server over an engine on it, in-process.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "models/make_model.h"
+#include "server/http_client.h"
+#include "server/http_server.h"
+#include "tests/engine_test_util.h"
+
+namespace brigade::server::testing {
+
+// A tiny synthetic model (under the temp dir, named by `tag`) whose tokenizer_config.json carries
+// `chat_template` (bos_token "<s>", eos_token "</s>").
+inline std::string model_with_template(const std::string& tag, const std::string& chat_template) {
+  namespace fs = std::filesystem;
+  const fs::path d = fs::temp_directory_path() / ("brigade_chat_server_" + tag + "_" + std::to_string(::getpid()));
+  EXPECT_TRUE(write_synthetic_model(brigade::testing::tiny_llama(512, 2048, 11), d.string()).is_ok());
+  std::ifstream in(d / "tokenizer_config.json");
+  nlohmann::json config = nlohmann::json::parse(in);
+  config["chat_template"] = chat_template;
+  std::ofstream(d / "tokenizer_config.json") << config.dump();
+  return d.string();
+}
+
+// The server (any port, model id "tiny") over an engine on `model`; `chat_template` as
+// EngineOptions::chat_template. ok() is false (and the test has failed) when either did not start.
+class ChatTestServer {
+ public:
+  explicit ChatTestServer(const std::string& model, const std::string& chat_template = "") {
+    EngineOptions o = brigade::testing::test_engine_options(model, 1);
+    o.topology.instances.front().kv.memory_mb = 64;
+    o.chat_template = chat_template;
+    engine_ = brigade::testing::create_engine(o);
+    if (!engine_) return;
+    ServerOptions options;
+    options.port = 0;
+    options.model_name = "tiny";
+    auto srv = HttpServer::start(*engine_, options);
+    EXPECT_TRUE(srv.has_value()) << srv.status().to_string();
+    if (srv) server_ = std::move(*srv);
+  }
+  ~ChatTestServer() { server_.reset(); }  // before the engine it serves
+  bool ok() const { return server_ != nullptr; }
+
+  ClientResponse post(const std::string& path, const nlohmann::json& body) const {
+    auto r = http_request("127.0.0.1", server_->port(), {"POST", path, body.dump(), ""});
+    EXPECT_TRUE(r.has_value()) << r.status().to_string();
+    return r ? *r : ClientResponse{};
+  }
+  ClientResponse chat(const nlohmann::json& body) const { return post("/v1/chat/completions", body); }
+  // The streamed chunks of a chat (without [DONE]).
+  std::vector<nlohmann::json> chat_stream(nlohmann::json body) const {
+    body["stream"] = true;
+    SseSplitter split;
+    std::vector<std::string> events;
+    auto r = http_stream("127.0.0.1", server_->port(), {"POST", "/v1/chat/completions", body.dump(), ""},
+                         [&](std::string_view piece) {
+                           split.feed(piece, events);
+                           return true;
+                         });
+    EXPECT_TRUE(r.has_value() && r->status == 200);
+    std::vector<nlohmann::json> out;
+    for (const auto& e : events) {
+      if (e != "[DONE]") out.push_back(nlohmann::json::parse(e));
+    }
+    return out;
+  }
+
+ private:
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+}  // namespace brigade::server::testing

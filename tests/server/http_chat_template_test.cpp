@@ -1,0 +1,137 @@
+// Chat through the HTTP server in-process with a model whose own chat template is of no built-in
+// family (Gemma 2's, run by the Jinja interpreter): the prompt is exactly what the template
+// renders (its token count matches /tokenize of the expected text), what the template refuses
+// answers 400 with its message, tools are refused for a template brigade cannot parse calls of
+// and work for one that writes <tool_call> blocks, and --chat-template (EngineOptions::
+// chat_template) overrides the model's template.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/server/chat_server_util.h"
+
+namespace brigade::server {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// google/gemma-2-2b-it's chat template, as in its tokenizer_config.json.
+constexpr const char* kGemma2 =
+    "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif "
+    "%}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ "
+    "raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if "
+    "(message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif "
+    "%}{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}{% endfor %}{% if "
+    "add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}";
+
+using testing::model_with_template;
+
+// The chat server, and the prompt token counts a check compares.
+class ChatServer : public testing::ChatTestServer {
+ public:
+  using ChatTestServer::ChatTestServer;
+  // Prompt tokens the server counted for a chat, and for the text the template should give.
+  int chat_prompt_tokens(const json& messages) const {
+    auto r = chat({{"messages", messages}, {"max_tokens", 1}, {"temperature", 0}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.status == 200 ? json::parse(r.body)["usage"]["prompt_tokens"].get<int>() : -1;
+  }
+  int text_tokens(const std::string& text) const {
+    auto r = post("/tokenize", {{"prompt", text}, {"add_special_tokens", false}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.status == 200 ? json::parse(r.body)["count"].get<int>() : -2;
+  }
+};
+
+TEST(ServerChatTemplate, TheModelsOwnJinjaTemplateRendersThePrompt) {
+  ChatServer s(model_with_template("gemma", kGemma2));
+  ASSERT_TRUE(s.ok());
+  const json chat = {{{"role", "user"}, {"content", "  Hi there  "}},
+                     {{"role", "assistant"}, {"content", "Hello!"}},
+                     {{"role", "user"}, {"content", [] {
+                        json parts = json::array();
+                        parts.push_back({{"type", "text"}, {"text", "How are "}});
+                        parts.push_back({{"type", "text"}, {"text", "you?"}});
+                        return parts;
+                      }()}}};
+  // The synthetic tokenizer's bos_token is <s>; content parts reach the template joined.
+  const std::string expected =
+      "<s><start_of_turn>user\nHi there<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
+      "<start_of_turn>user\nHow are you?<end_of_turn>\n<start_of_turn>model\n";
+  EXPECT_EQ(s.chat_prompt_tokens(chat), s.text_tokens(expected));
+  EXPECT_NE(s.text_tokens(expected), s.text_tokens("<s>" + expected)) << "the check can tell prompts apart";
+
+  // What the template refuses is a 400 carrying its message.
+  auto sys = s.post("/v1/chat/completions", {{"messages", {{{"role", "system"}, {"content", "x"}}, {{"role", "user"}, {"content", "y"}}}}});
+  EXPECT_EQ(sys.status, 400);
+  EXPECT_NE(sys.body.find("System role not supported"), std::string::npos) << sys.body;
+  // Gemma's template writes no tool calls brigade can parse: tools are refused, not lost.
+  json tools = json::array({{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", {{"type", "object"}}}}}}});
+  auto t = s.post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "y"}}}}, {"tools", tools}});
+  EXPECT_EQ(t.status, 400);
+  EXPECT_NE(t.body.find("no tool-call format brigade parses"), std::string::npos) << t.body;
+}
+
+TEST(ServerChatTemplate, ConfiguredTemplateOverridesTheModels) {
+  const std::string model = model_with_template("override", kGemma2);
+  const fs::path file = fs::path(model) / "override.jinja";
+  std::ofstream(file) << "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}<|assistant|>\n";
+  ChatServer s(model, file.string());
+  ASSERT_TRUE(s.ok());
+  const json chat = {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "hi"}}};
+  EXPECT_EQ(s.chat_prompt_tokens(chat), s.text_tokens("<|system|>Be brief.<|user|>hi<|assistant|>"));
+  // A configured template that cannot be used stops the engine from starting.
+  EngineOptions o = brigade::testing::test_engine_options(model, 1);
+  o.chat_template = (fs::path(model) / "missing.jinja").string();
+  auto e = Engine::create(o);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.status().message().find("--chat-template"), std::string::npos) << e.status().message();
+}
+
+TEST(ServerChatTemplate, JinjaTemplateWithToolCallBlocksServesTools) {
+  const std::string hermes =
+      "{%- if tools %}{{ 'Tools: ' }}{% for t in tools %}{{ t.function.name }} {% endfor %}"
+      "{{- 'Answer with <tool_call>{\"name\": ..., \"arguments\": ...}</tool_call>\\n' }}{% endif %}"
+      "{%- for m in messages %}{{ m.role + ': ' + m.content + '\\n' }}{% endfor %}assistant: ";
+  ChatServer s(model_with_template("hermes", hermes));
+  ASSERT_TRUE(s.ok());
+  json tools = json::array({{{"type", "function"},
+                             {"function", {{"name", "get_time"}, {"parameters", {{"type", "object"},
+                                                                               {"properties", {{"tz", {{"enum", {"UTC", "CET"}}}}}},
+                                                                               {"required", {"tz"}}}}}}}});
+  // Greedy, EOS favoured and whitespace banned, so the forced call ends as soon as it may (as
+  // http_tools_test.cpp does).
+  json bias = {{"2", 100}};
+  for (char c : std::string(" \t\r\n")) bias[std::to_string(3 + c)] = -100;
+  json body = {{"messages", {{{"role", "user"}, {"content", "Time?"}}}}, {"tools", tools},
+               {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_time"}}}}},
+               {"max_tokens", 48}, {"temperature", 0}, {"logit_bias", bias}};
+  auto r = s.post("/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json msg = json::parse(r.body)["choices"][0]["message"];
+  ASSERT_EQ(msg["tool_calls"].size(), 1u) << msg.dump();
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "get_time");
+  const json args = json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>());
+  EXPECT_TRUE(args["tz"] == "UTC" || args["tz"] == "CET") << args.dump();
+  // The tools reached the template.
+  const json no_tools = {{{"role", "user"}, {"content", "Time?"}}};
+  EXPECT_EQ(json::parse(r.body)["usage"]["prompt_tokens"].get<int>(),
+            s.text_tokens("Tools: get_time Answer with <tool_call>{\"name\": ..., \"arguments\": ...}</tool_call>\n"
+                          "user: Time?\nassistant: "));
+  EXPECT_LT(s.chat_prompt_tokens(no_tools), json::parse(r.body)["usage"]["prompt_tokens"].get<int>());
+}
+
+TEST(ServerChatTemplate, ATemplateThatDoesNotParseAnswers400AndCompletionsStillWork) {
+  ChatServer s(model_with_template("broken", "{% for m in messages %}{{ m.content }}"));
+  ASSERT_TRUE(s.ok());
+  auto r = s.post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "y"}}}}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("does not parse"), std::string::npos) << r.body;
+  EXPECT_EQ(s.post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", 2}}).status, 200);
+}
+
+}  // namespace
+}  // namespace brigade::server
