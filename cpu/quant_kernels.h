@@ -19,10 +19,11 @@ namespace brigade::cpu {
 
 struct BlockQ8 {
   float d;         // scale: x ~ d * qs
-  int16_t sum[2];  // sum(qs[0..15]), sum(qs[16..31])
+  float s;         // d * sum(qs): the decode kernel's offset term, one load
+  int16_t sum[2];  // sum(qs[0..15]), sum(qs[16..31]): the prefill kernel's integer offsets
   int8_t qs[32];
 };
-static_assert(sizeof(BlockQ8) == 40);
+static_assert(sizeof(BlockQ8) == 44);
 
 // out[i, r] = sum_j x[i, j] * w[r, j] for i in [0, n), r in [m_begin, m_end), with x given as n
 // rows of nb BlockQ8 each and w [m, nb * 32] of type w_dtype (row r at w + r * row_bytes).
@@ -36,9 +37,6 @@ struct QMatmulArgs {
   int64_t m = 0;
   float* out = nullptr;
 };
-
-// d * sum(qs): the block's offset term.
-inline float block_sum(const BlockQ8& b) { return b.d * static_cast<float>(b.sum[0] + b.sum[1]); }
 
 // Per-level implementations, filled into Kernels::quantize_q8 / qmatmul_rows / qgemm_rows.
 namespace scalar_q {

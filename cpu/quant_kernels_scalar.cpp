@@ -25,6 +25,7 @@ void quantize_q8(const float* x, BlockQ8* y, int64_t k) {
     y[b].d = d;
     y[b].sum[0] = static_cast<int16_t>(sum[0]);
     y[b].sum[1] = static_cast<int16_t>(sum[1]);
+    y[b].s = d * static_cast<float>(sum[0] + sum[1]);
   }
 }
 
