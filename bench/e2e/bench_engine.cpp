@@ -345,7 +345,7 @@ int main(int argc, char** argv) {
   ThreadPool pool(threads);
   const double bw_gbps = measure_read_bandwidth_gbps(pool);
   const double f32_gflops = measure_f32_gemm_gflops(pool);
-  const double int8_gops = measure_int8_gops(pool);
+  const double int8_gops = measure_int8_gops(pool, 10);
   out["machine"] = {{"threads", pool.size()}, {"read_bandwidth_gbps", bw_gbps}, {"f32_gemm_gflops", f32_gflops},
                     {"int8_gops", int8_gops}};
   std::printf("machine: %d threads, read bandwidth %.2f GB/s, f32 GEMM %.1f GFLOP/s, int8 dot %.1f GOP/s\n",

@@ -50,7 +50,7 @@ double sgemm_gflops() {
 double int8_gops() {
   static const double g = [] {
     ThreadPool pool(bench_threads());
-    return measure_int8_gops(pool, 5);
+    return measure_int8_gops(pool, 20);
   }();
   return g;
 }
