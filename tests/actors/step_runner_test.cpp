@@ -494,6 +494,19 @@ TEST_F(StepRunnerPaths, JsonAndSchemaMatchersAreRebuiltFromTheHistory) {
     w.n_generated = static_cast<uint32_t>(out.size());
     return w;
   };
+  // The cached prefix itself: each block's positions before the fed token are written by an
+  // unconstrained prefill under another id (attention must not read unwritten KV).
+  for (int32_t block = 0; block < 4; ++block) {
+    SeqWorkItem w;
+    w.seq_id = 100 + static_cast<uint64_t>(block);
+    w.tokens = prompt;
+    w.tokens.insert(w.tokens.end(), out.begin(), out.end() - 1);
+    w.block_table = {block};
+    w.prompt_len = static_cast<int>(prompt.size());
+    PlannedStep p;
+    p.seqs = {w};
+    ASSERT_TRUE(runner.run(p).has_value());
+  }
   for (bool schema : {false, true}) {
     const uint64_t first = schema ? 2 : 0;
     PlannedStep p;
