@@ -321,6 +321,17 @@ class HttpServerImpl final : public HttpServer {
 
   int port() const override { return port_; }
 
+  // --reasoning-parser: `auto` looks for a `</think>` token in the model's vocabulary (Qwen3,
+  // QwQ, DeepSeek-R1 and V3.1, GLM-4.5 have one).
+  Status resolve_reasoning() {
+    auto think = engine_.tokenize("</think>", /*add_bos=*/false);
+    const bool has_tag = think.has_value() && think->size() == 1;
+    auto kind = parse_reasoning_kind(ctx_->options.reasoning_parser, has_tag);
+    if (!kind) return invalid_argument("--reasoning-parser: " + kind.status().message());
+    ctx_->reasoning = *kind;
+    return Status::ok();
+  }
+
   void stop() override {
     std::lock_guard<std::mutex> lock(stop_mu_);
     if (stopped_) return;
@@ -362,6 +373,7 @@ class HttpServerImpl final : public HttpServer {
 
 Expected<std::unique_ptr<HttpServer>> HttpServer::start(Engine& engine, const ServerOptions& options) {
   auto server = std::make_unique<HttpServerImpl>(engine, options);
+  BRIGADE_RETURN_IF_ERROR(server->resolve_reasoning());
   BRIGADE_RETURN_IF_ERROR(server->listen());
   return std::unique_ptr<HttpServer>(std::move(server));
 }

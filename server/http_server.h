@@ -26,6 +26,10 @@ struct ServerOptions {
   std::string model_name = "brigade";  // the id in /v1/models and in responses
   int n_threads = 2;                   // I/O threads (connections are multiplexed on them)
   size_t max_body_bytes = 4u << 20;    // larger bodies are answered 413
+  // Chat answers split `<think>` blocks into reasoning_content (server/reasoning_parser.h):
+  // deepseek_r1, qwen3, deepseek_v3, glm45, auto (qwen3's rule when the vocabulary has a
+  // `</think>` token) or none (the output stays whole, as vLLM without --reasoning-parser).
+  std::string reasoning_parser = "none";
 };
 
 class HttpServer {

@@ -95,13 +95,34 @@ std::string sse_done() { return "data: [DONE]\n\n"; }
 CompletionState::CompletionState(const CompletionRequest& request, std::string id, std::string model, int64_t created)
     : request_(request), id_(std::move(id)), model_(std::move(model)), created_(created),
       choices_(static_cast<size_t>(request.n)) {
-  for (Choice& c : choices_) c.tool_parser = tool_parser_for(request_);
+  for (Choice& c : choices_) {
+    c.tool_parser = tool_parser_for(request_);
+    if (request_.endpoint == Endpoint::chat && request_.reasoning != ReasoningKind::none)
+      c.reasoning_parser = std::make_unique<ReasoningSplitter>(request_.reasoning, request_.gen.prompt);
+  }
 }
 
-ToolParse CompletionState::split_tools(const Event& ev, Choice& c) {
-  if (!c.tool_parser) return {ev.text, {}};
-  ToolParse out = c.tool_parser->feed(ev.text);
-  if (ev.finish != FinishReason::none) {
+CompletionState::Split CompletionState::split_output(const Event& ev, Choice& c) {
+  const bool last = ev.finish != FinishReason::none;
+  if (!c.reasoning_parser) return {"", split_tools(ev.text, last, c)};
+  ReasoningParse r = c.reasoning_parser->feed(ev.text);
+  if (last) {
+    ReasoningParse tail = c.reasoning_parser->finish();
+    r.reasoning += tail.reasoning;
+    r.content += tail.content;
+  }
+  if (!request_.include_reasoning) r.reasoning.clear();
+  c.reasoning += r.reasoning;
+  return {std::move(r.reasoning), split_tools(r.content, last, c)};
+}
+
+ToolParse CompletionState::split_tools(std::string_view text, bool last, Choice& c) {
+  if (!c.tool_parser) {
+    if (c.reasoning_parser) c.content += text;
+    return {std::string(text), {}};
+  }
+  ToolParse out = c.tool_parser->feed(text);
+  if (last) {
     ToolParse tail = c.tool_parser->finish();
     out.content += tail.content;
     out.calls.insert(out.calls.end(), tail.calls.begin(), tail.calls.end());
@@ -136,7 +157,7 @@ std::string CompletionState::on_event(int choice, const Event& ev) {
     c.finish = ev.finish;
     ++n_done_;
   }
-  const ToolParse parsed = split_tools(ev, c);
+  const Split parsed = split_output(ev, c);
   if (!request_.stream || ev.finish == FinishReason::error) return "";
   if (ev.text.empty() && ev.finish == FinishReason::none && from == c.token_ids.size()) return "";
   return chunk(choice, ev, c, parsed);
@@ -226,7 +247,7 @@ std::string CompletionState::prompt_logprobs_json(const Choice& c) const {
   return dump(out);
 }
 
-std::string CompletionState::chunk(int choice, const Event& ev, Choice& c, const ToolParse& parsed) const {
+std::string CompletionState::chunk(int choice, const Event& ev, Choice& c, const Split& parsed) const {
   const size_t to = c.token_ids.size(), from = to - ev.token_ids.size();
   json ch = {{"index", choice}};
   // echo: the choice's first chunk carries the prompt (and with logprobs its tokens' logprobs).
@@ -244,15 +265,18 @@ std::string CompletionState::chunk(int choice, const Event& ev, Choice& c, const
   return sse_data(dump(body));
 }
 
-// One chunk per delta: the content, then each tool call piece (vLLM's delta.tool_calls: index,
-// id, type and name first, then arguments). Logprobs ride on the first, finish_reason on the last.
-std::string CompletionState::chat_chunks(const Event& ev, Choice& c, const ToolParse& parsed, json ch, json body) const {
+// One chunk per delta: the reasoning, the content, then each tool call piece (vLLM's
+// delta.tool_calls: index, id, type and name first, then arguments). Logprobs ride on the first,
+// finish_reason on the last.
+std::string CompletionState::chat_chunks(const Event& ev, Choice& c, const Split& parsed, json ch, json body) const {
   std::vector<json> deltas;
-  if (!c.tool_parser) {
+  if (!splits(c)) {
     if (!ev.text.empty() || ev.finish == FinishReason::none) deltas.push_back({{"content", ev.text}});
   } else {
-    if (!parsed.content.empty()) deltas.push_back({{"content", parsed.content}});
-    for (const ToolCallDelta& d : parsed.calls) {
+    if (!parsed.reasoning.empty())
+      deltas.push_back({{"reasoning_content", parsed.reasoning}, {"reasoning", parsed.reasoning}});
+    if (!parsed.tools.content.empty()) deltas.push_back({{"content", parsed.tools.content}});
+    for (const ToolCallDelta& d : parsed.tools.calls) {
       json call = {{"index", d.index}};
       json fn = json::object();
       if (!d.name.empty()) {
@@ -287,11 +311,18 @@ std::string CompletionState::chat_chunks(const Event& ev, Choice& c, const ToolP
 
 json CompletionState::chat_message(const Choice& c) const {
   json m = {{"role", "assistant"}};
-  if (!c.tool_parser) {
+  if (!splits(c)) {
     m["content"] = c.text;
     return m;
   }
-  m["content"] = c.content.empty() && !c.calls.empty() ? json(nullptr) : json(c.content);
+  if (c.reasoning_parser && request_.include_reasoning) {
+    const json reasoning = c.reasoning.empty() ? json(nullptr) : json(c.reasoning);
+    m["reasoning_content"] = reasoning;
+    m["reasoning"] = reasoning;
+  }
+  // No content: null after calls (OpenAI's form) or after reasoning alone (vLLM's).
+  const bool none = c.content.empty() && (!c.calls.empty() || c.reasoning_parser);
+  m["content"] = none ? json(nullptr) : json(c.content);
   if (c.calls.empty()) return m;
   json calls = json::array();
   for (const auto& call : c.calls) {

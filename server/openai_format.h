@@ -12,6 +12,7 @@
 #include "brigade/engine.h"
 #include "core/status.h"
 #include "server/openai_parse.h"
+#include "server/reasoning_parser.h"
 #include "server/tool_call_parser.h"
 
 namespace brigade::server {
@@ -32,7 +33,10 @@ std::string sse_done();
 // than none) runs each choice's text through a ToolCallParser: calls become `tool_calls` (with
 // ids "call_" + 24 random alphanumerics; streamed as delta.tool_calls), the rest stays content
 // (null when empty and calls were made), and finish_reason "stop" becomes "tool_calls" (but for
-// a tool_choice naming the function, where OpenAI and vLLM keep "stop").
+// a tool_choice naming the function, where OpenAI and vLLM keep "stop"). A chat request with a
+// reasoning parser first splits each choice's text with a ReasoningSplitter: the reasoning goes
+// out as `reasoning_content` (and vLLM's newer name `reasoning`; dropped with include_reasoning
+// false), the rest is the content the tool parser reads.
 class CompletionState {
  public:
   CompletionState(const CompletionRequest& request, std::string id, std::string model, int64_t created);
@@ -59,17 +63,26 @@ class CompletionState {
     FinishReason finish = FinishReason::none;
     bool sent_role = false;
     int completion_tokens = 0;
+    std::unique_ptr<ReasoningSplitter> reasoning_parser;  // chat with a reasoning parser
     std::unique_ptr<ToolCallParser> tool_parser;  // chat with tools: splits text into content and calls
-    std::string content;                          // with a parser: the content released so far
+    std::string reasoning;                        // with a reasoning parser: the reasoning so far
+    std::string content;                          // with either parser: the content released so far
     struct Call {
       std::string id, name, arguments;
     };
     std::vector<Call> calls;
   };
-  // Feeds the event's text to the choice's parser (when it has one), recording what it releases.
-  ToolParse split_tools(const Event& ev, Choice& c);
-  std::string chunk(int choice, const Event& ev, Choice& c, const ToolParse& parsed) const;
-  std::string chat_chunks(const Event& ev, Choice& c, const ToolParse& parsed, nlohmann::ordered_json ch,
+  // What one event's text released: reasoning, then content and calls.
+  struct Split {
+    std::string reasoning;
+    ToolParse tools;
+  };
+  bool splits(const Choice& c) const { return c.reasoning_parser || c.tool_parser; }
+  // Feeds the event's text through the choice's parsers (when it has them), recording what they release.
+  Split split_output(const Event& ev, Choice& c);
+  ToolParse split_tools(std::string_view text, bool last, Choice& c);
+  std::string chunk(int choice, const Event& ev, Choice& c, const Split& parsed) const;
+  std::string chat_chunks(const Event& ev, Choice& c, const Split& parsed, nlohmann::ordered_json ch,
                           nlohmann::ordered_json body) const;
   nlohmann::ordered_json chat_message(const Choice& c) const;
   // finish_reason: "tool_calls" for a choice that stopped after making calls, except a forced

@@ -378,6 +378,10 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   BRIGADE_RETURN_IF_ERROR(read_logprobs(body, endpoint, limits, r));
   BRIGADE_RETURN_IF_ERROR(read_bool(body, "ignore_eos", r.gen.ignore_eos));
   BRIGADE_RETURN_IF_ERROR(read_prompt_scoring(body, endpoint, limits, r));
+  if (endpoint == Endpoint::chat) {  // vLLM's and SGLang's switches for a server's reasoning parser
+    BRIGADE_RETURN_IF_ERROR(read_bool(body, "include_reasoning", r.include_reasoning));
+    BRIGADE_RETURN_IF_ERROR(read_bool(body, "separate_reasoning", r.separate_reasoning));
+  }
   auto user = body.find("user");
   if (user != body.end() && !user->is_null()) {
     if (!user->is_string()) return wrong_type("user", "a string", *user);

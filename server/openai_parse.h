@@ -14,6 +14,7 @@
 #include "brigade/engine.h"
 #include "core/status.h"
 #include "server/openai_tools.h"
+#include "server/reasoning_parser.h"
 
 namespace brigade::server {
 
@@ -41,6 +42,11 @@ struct CompletionRequest {
                                       // list in the response)
   ToolRequest tools;                  // chat: tools, tool_choice, parallel_tool_calls
   ToolFormat tool_format = ToolFormat::hermes;  // chat with tools: how this model writes calls (set by route())
+  // Chat: vLLM's `include_reasoning` (false: the reasoning is dropped from the answer) and
+  // SGLang's `separate_reasoning` (false: the output stays whole, as without a parser).
+  bool include_reasoning = true;
+  bool separate_reasoning = true;
+  ReasoningKind reasoning = ReasoningKind::none;  // chat: how <think> blocks are split (set by route())
 };
 
 // Limits a request is checked against.

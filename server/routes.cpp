@@ -110,6 +110,10 @@ std::variant<SimpleResponse, CompletionRequest> route(ServerContext& ctx, const 
       return error_response(400, why, prompt.status().code());
     }
     if (auto st = setup_tools(ctx, *parsed); !st.is_ok()) return error_response(400, st.message(), st.code());
+    // A constrained output (response_format, guided_*, a forced tool call) obeys its constraint
+    // from the first token: there is no reasoning in it to split.
+    const bool constrained = parsed->gen.response_format != ResponseFormat::text;
+    parsed->reasoning = parsed->separate_reasoning && !constrained ? ctx.reasoning : ReasoningKind::none;
     parsed->gen.prompt = std::move(*prompt);
     parsed->gen.prompt_ids.clear();
     parsed->gen.add_bos = false;  // the template carries the BOS marker

@@ -25,6 +25,7 @@ struct ServerContext {
   Inflight inflight;
   int64_t created = 0;  // unix seconds at start
   std::atomic<uint64_t> next_id{1};
+  ReasoningKind reasoning = ReasoningKind::none;  // options.reasoning_parser, resolved at start
 };
 
 struct SimpleResponse {

@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "server/http_server.h"
+#include "server/reasoning_parser.h"
 #include "tools/commands.h"
 
 namespace brigade::tools {
@@ -22,6 +23,7 @@ struct ServeArgs {
   std::string api_key;
   std::string served_model_name;
   std::string chat_template;
+  std::string reasoning_parser = "none";
   int threads = 0;
   int io_threads = 2;
   ExecutorFlags executor;
@@ -29,6 +31,9 @@ struct ServeArgs {
 
 int run_serve(const ServeArgs& a) {
   const sigset_t stop_signals = block_stop_signals();
+  // Before the model loads: a misspelt parser name should not cost a load.
+  if (auto kind = server::parse_reasoning_kind(a.reasoning_parser); !kind)
+    return fail(invalid_argument("--reasoning-parser: " + kind.status().message()));
 
   auto options = engine_options(a.topology, a.model, a.threads, /*default_model=*/true);
   if (!options) return fail(options.status());
@@ -43,6 +48,7 @@ int run_serve(const ServeArgs& a) {
   so.port = a.port;
   so.api_key = a.api_key;
   so.n_threads = a.io_threads;
+  so.reasoning_parser = a.reasoning_parser;
   so.model_name = a.served_model_name.empty() ? std::filesystem::path(*model).filename().string() : a.served_model_name;
   if (so.model_name.empty()) so.model_name = "brigade";
   auto server = server::HttpServer::start(**engine, so);
@@ -76,6 +82,10 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--chat-template", a->chat_template,
                   "Chat template for /v1/chat/completions instead of the model's own: a Jinja file (as vLLM's), "
                   "or a built-in family (llama-2, llama-3, chatml, deepseek)");
+  cmd->add_option("--reasoning-parser", a->reasoning_parser,
+                  "Split <think> blocks of chat answers into reasoning_content: deepseek_r1, qwen3, deepseek_v3, glm45, "
+                  "auto (when the vocabulary has a </think> token) or none")
+      ->capture_default_str();
   cmd->add_option("--threads", a->threads, "CPU threads for the executor (0 = all cores)");
   add_executor_flags(cmd, a->executor);
   cmd->add_option("--io-threads", a->io_threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 64));

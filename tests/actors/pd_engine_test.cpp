@@ -88,6 +88,9 @@ class PdEngine : public testing::TinyModelTest {
       EXPECT_EQ(inst.stats.n_running, 0) << inst.name;
       EXPECT_EQ(inst.stats.n_waiting, 0) << inst.name;
     }
+    // The last hand-off message may still be finishing in its actor's handler when the final
+    // token reaches the client (a loaded machine shows the gap): freed soon after, not leaked.
+    for (int i = 0; i < 5000 && n_live_blobs() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     EXPECT_EQ(n_live_blobs(), 0u) << "every hand-off buffer was freed with its messages";
   }
 

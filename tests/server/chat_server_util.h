@@ -32,10 +32,11 @@ inline std::string model_with_template(const std::string& tag, const std::string
 }
 
 // The server (any port, model id "tiny") over an engine on `model`; `chat_template` as
-// EngineOptions::chat_template. ok() is false (and the test has failed) when either did not start.
+// EngineOptions::chat_template, `reasoning_parser` as ServerOptions::reasoning_parser. ok() is false (and the test has failed) when either did not start.
 class ChatTestServer {
  public:
-  explicit ChatTestServer(const std::string& model, const std::string& chat_template = "") {
+  explicit ChatTestServer(const std::string& model, const std::string& chat_template = "",
+                          const std::string& reasoning_parser = "none") {
     EngineOptions o = brigade::testing::test_engine_options(model, 1);
     o.topology.instances.front().kv.memory_mb = 64;
     o.chat_template = chat_template;
@@ -44,6 +45,7 @@ class ChatTestServer {
     ServerOptions options;
     options.port = 0;
     options.model_name = "tiny";
+    options.reasoning_parser = reasoning_parser;
     auto srv = HttpServer::start(*engine_, options);
     EXPECT_TRUE(srv.has_value()) << srv.status().to_string();
     if (srv) server_ = std::move(*srv);

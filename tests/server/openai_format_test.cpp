@@ -283,5 +283,96 @@ TEST(OpenaiFormat, ForcedNamedStreamsArgumentsAsTheyCome) {
   EXPECT_EQ(last[0]["choices"][0]["finish_reason"], "stop") << "a named call: stop, as OpenAI and vLLM";
 }
 
+// A chat request under a reasoning parser (qwen3's rule), the prompt as the template left it.
+CompletionRequest reasoning_request(bool stream, bool include_reasoning = true) {
+  CompletionRequest req = tool_request(ToolChoice::none, stream);
+  req.tools = {};
+  req.reasoning = ReasoningKind::qwen3;
+  req.include_reasoning = include_reasoning;
+  req.gen.prompt = "<|im_start|>user\nWhy?<|im_end|>\n<|im_start|>assistant\n";
+  return req;
+}
+
+const char* kThought[] = {"<think>\nWhy", " not.</thi", "nk>\n\nBecause."};
+
+// Every delta's `key` text, concatenated; and whether `reasoning` always repeats `reasoning_content`.
+std::string deltas_of(const std::vector<json>& chunks, const std::string& key) {
+  std::string out;
+  for (const json& c : chunks) {
+    const json& delta = c["choices"][0]["delta"];
+    if (delta.contains("reasoning_content")) {
+      EXPECT_EQ(delta["reasoning"], delta["reasoning_content"]);
+    }
+    if (delta.contains(key)) out += delta[key].get<std::string>();
+  }
+  return out;
+}
+
+TEST(OpenaiFormat, ReasoningGoesToItsOwnField) {
+  for (bool include : {true, false}) {
+    CompletionState st(reasoning_request(false, include), "chatcmpl-5", "m", 7);
+    for (int i = 0; i < 3; ++i) st.on_event(0, token_event(20 + i, kThought[i], i == 2 ? FinishReason::stop : FinishReason::none));
+    const json message = json::parse(st.final_body())["choices"][0]["message"];
+    EXPECT_EQ(message["content"], "\n\nBecause.");
+    if (include) {
+      EXPECT_EQ(message["reasoning_content"], "\nWhy not.");
+      EXPECT_EQ(message["reasoning"], "\nWhy not.");
+    } else {
+      EXPECT_FALSE(message.contains("reasoning_content")) << "include_reasoning false drops it";
+      EXPECT_FALSE(message.contains("reasoning"));
+    }
+
+    CompletionState stream(reasoning_request(true, include), "chatcmpl-6", "m", 7);
+    std::string sse;
+    for (int i = 0; i < 3; ++i)
+      sse += stream.on_event(0, token_event(20 + i, kThought[i], i == 2 ? FinishReason::stop : FinishReason::none));
+    const std::vector<json> chunks = chunks_of(sse);
+    ASSERT_FALSE(chunks.empty());
+    EXPECT_EQ(chunks.front()["choices"][0]["delta"]["role"], "assistant");
+    EXPECT_EQ(deltas_of(chunks, "reasoning_content"), include ? "\nWhy not." : "");
+    EXPECT_EQ(deltas_of(chunks, "content"), "\n\nBecause.");
+    EXPECT_EQ(chunks.back()["choices"][0]["finish_reason"], "stop");
+  }
+}
+
+TEST(OpenaiFormat, OutputCutWhileThinkingHasNoContent) {
+  CompletionState st(reasoning_request(false), "chatcmpl-7", "m", 7);
+  st.on_event(0, token_event(20, "<think>Hmm, let"));
+  st.on_event(0, token_event(21, " me see", FinishReason::length));
+  const json choice = json::parse(st.final_body())["choices"][0];
+  EXPECT_EQ(choice["message"]["reasoning_content"], "Hmm, let me see");
+  EXPECT_TRUE(choice["message"]["content"].is_null());
+  EXPECT_EQ(choice["finish_reason"], "length");
+}
+
+// Tool calls are read from the content only: one written while thinking is reasoning text.
+TEST(OpenaiFormat, ToolCallsAfterTheReasoning) {
+  const std::string call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>";
+  for (bool stream : {false, true}) {
+    CompletionRequest req = tool_request(ToolChoice::automatic, stream);
+    req.reasoning = ReasoningKind::qwen3;
+    req.gen.prompt = "<|im_start|>assistant\n";
+    CompletionState st(req, "chatcmpl-8", "m", 7);
+    const std::string thought = "<think>Maybe " + call + "?</think>\n";
+    std::string sse = st.on_event(0, token_event(30, thought));
+    sse += st.on_event(0, token_event(31, call, FinishReason::stop));
+    if (!stream) {
+      const json choice = json::parse(st.final_body())["choices"][0];
+      EXPECT_EQ(choice["message"]["reasoning_content"], "Maybe " + call + "?");
+      EXPECT_TRUE(choice["message"]["content"].is_null());
+      ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+      EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+      EXPECT_EQ(choice["finish_reason"], "tool_calls");
+      continue;
+    }
+    const std::vector<json> chunks = chunks_of(sse);
+    EXPECT_EQ(deltas_of(chunks, "reasoning_content"), "Maybe " + call + "?");
+    int n_calls = 0;
+    for (const json& c : chunks) n_calls += c["choices"][0]["delta"].contains("tool_calls");
+    EXPECT_EQ(n_calls, 1);
+    EXPECT_EQ(chunks.back()["choices"][0]["finish_reason"], "tool_calls");
+  }
+}
+
 }  // namespace
 }  // namespace brigade::server

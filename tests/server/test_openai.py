@@ -440,3 +440,36 @@ def test_tool_choice_none_and_bad_tools(tool_client):
             tool_client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "hi"}],
                                                 max_tokens=2, **kw)
         assert says in str(e.value), (kw, str(e.value))
+
+
+@pytest.fixture(scope="module")
+def reasoning_client(tmp_path_factory):
+    """`brigade serve --reasoning-parser deepseek_r1` with a template that opens a <think> block, as R1's does."""
+    tmp = tmp_path_factory.mktemp("reasoning")
+    model = str(tmp / "tiny")
+    make_tiny_model(model)
+    template = tmp / "think.jinja"
+    template.write_text("{% for m in messages %}{{ m.role + ': ' + m.content + '\\n' }}{% endfor %}assistant: <think>\n")
+    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1", "--served-model-name",
+                             "tiny", "--chat-template", str(template), "--reasoning-parser", "deepseek_r1"],
+                            stdout=subprocess.PIPE, text=True)
+    match = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stdout.readline())
+    assert match
+    yield openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
+    proc.terminate()
+    assert proc.wait(timeout=60) == 0
+
+
+def test_reasoning_content(reasoning_client):
+    kw = dict(model="tiny", messages=[{"role": "user", "content": "Why?"}], max_tokens=10, temperature=0)
+    whole = reasoning_client.chat.completions.create(extra_body={"separate_reasoning": False}, **kw)
+    text = whole.choices[0].message.content
+    assert text and "</think>" not in text
+    r = reasoning_client.chat.completions.create(**kw)
+    assert r.choices[0].message.reasoning_content == text  # the block never closed: all of it is reasoning
+    assert r.choices[0].message.content is None
+    streamed = "".join(getattr(c.choices[0].delta, "reasoning_content", None) or ""
+                       for c in reasoning_client.chat.completions.create(stream=True, **kw) if c.choices)
+    assert streamed == text
+    dropped = reasoning_client.chat.completions.create(extra_body={"include_reasoning": False}, **kw)
+    assert getattr(dropped.choices[0].message, "reasoning_content", None) is None

@@ -1,0 +1,105 @@
+#include "server/reasoning_parser.h"
+
+#include <algorithm>
+
+namespace brigade::server {
+
+namespace {
+
+constexpr std::string_view kOpen = "<think>";
+constexpr std::string_view kClose = "</think>";
+
+bool is_blank(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+size_t leading_blanks(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size() && is_blank(s[i])) ++i;
+  return i;
+}
+
+// The length of the longest suffix of s that is a proper prefix of tag (text that may become it).
+size_t partial_tag_suffix(std::string_view s, std::string_view tag) {
+  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n) {
+    if (s.substr(s.size() - n) == tag.substr(0, n)) return n;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag) {
+  std::string n(name);
+  std::replace(n.begin(), n.end(), '-', '_');
+  if (n == "none" || n.empty()) return ReasoningKind::none;
+  if (n == "deepseek_r1") return ReasoningKind::deepseek_r1;
+  if (n == "qwen3" || n == "deepseek_v3" || n == "glm45") return ReasoningKind::qwen3;
+  if (n == "auto") return vocab_has_close_tag ? ReasoningKind::qwen3 : ReasoningKind::none;
+  return invalid_argument("unknown reasoning parser '" + std::string(name) +
+                          "' (valid: deepseek_r1, qwen3, deepseek_v3, glm45, auto, none)");
+}
+
+ReasoningSplitter::ReasoningSplitter(ReasoningKind kind, std::string_view prompt) {
+  const size_t open = prompt.rfind(kOpen);
+  const bool open_in_prompt = open != std::string_view::npos && prompt.find(kClose, open) == std::string_view::npos;
+  std::string_view trimmed = prompt;
+  while (!trimmed.empty() && is_blank(trimmed.back())) trimmed.remove_suffix(1);
+  if (open_in_prompt) {
+    state_ = State::reasoning;
+  } else if (kind == ReasoningKind::deepseek_r1) {
+    state_ = trimmed.ends_with(kClose) ? State::content : State::reasoning;
+  } else {
+    state_ = State::maybe;
+  }
+}
+
+ReasoningParse ReasoningSplitter::feed(std::string_view text) {
+  ReasoningParse out;
+  held_ += text;
+  for (;;) {
+    if (state_ == State::maybe || (state_ == State::reasoning && !released_)) {
+      // Before anything is released: blanks, then perhaps `<think>` (dropped with them when the
+      // block is already open: R1-0528 repeats the tag the template wrote).
+      const size_t blanks = leading_blanks(held_);
+      const std::string_view rest = std::string_view(held_).substr(blanks);
+      if (rest.size() < kOpen.size() && kOpen.starts_with(rest)) return out;  // blanks or "<thi": wait
+      if (rest.starts_with(kOpen)) {
+        held_.erase(0, blanks + kOpen.size());
+        state_ = State::reasoning;
+        released_ = true;
+        continue;
+      }
+      released_ = true;
+      if (state_ == State::maybe) state_ = State::content;
+      continue;
+    }
+    if (state_ == State::reasoning) {
+      const size_t close = held_.find(kClose);
+      if (close != std::string::npos) {
+        out.reasoning += held_.substr(0, close);
+        held_.erase(0, close + kClose.size());
+        state_ = State::content;
+        continue;
+      }
+      const size_t keep = partial_tag_suffix(held_, kClose);
+      out.reasoning += held_.substr(0, held_.size() - keep);
+      held_.erase(0, held_.size() - keep);
+      return out;
+    }
+    out.content += held_;
+    held_.clear();
+    return out;
+  }
+}
+
+ReasoningParse ReasoningSplitter::finish() {
+  ReasoningParse out;
+  if (state_ == State::reasoning) {
+    out.reasoning = std::move(held_);
+  } else {
+    out.content = std::move(held_);
+  }
+  held_.clear();
+  return out;
+}
+
+}  // namespace brigade::server

@@ -1,0 +1,64 @@
+// Model output → OpenAI `reasoning_content` and `content`, incrementally (vLLM's
+// `--reasoning-parser`, SGLang's "separate reasoning"): thinking models write their reasoning
+// between `<think>` and `</think>`, then the answer. The same splitter serves streaming (each
+// piece of text as it comes) and whole responses (all text, then finish()), and gives the same
+// result however the text is cut into pieces.
+//
+// Where the output starts is read from the prompt, since templates open or close the block
+// themselves (Qwen3 with enable_thinking=false ends the prompt with `<think>\n\n</think>\n\n`;
+// DeepSeek-R1 and QwQ end it with `<think>\n`):
+//   - the prompt's last `<think>` is still open: the output starts in the reasoning;
+//   - else deepseek_r1: the output starts in the reasoning (R1 may think without writing
+//     `<think>`), unless the prompt ends with a closed block (`</think>` then whitespace);
+//   - else qwen3: the output is content, unless (after whitespace) it starts with `<think>`.
+// The reasoning runs to the first `</think>`; both tags are dropped and nothing is trimmed (as
+// vLLM: content after `</think>\n\n` keeps its newlines). Output that ends inside the reasoning
+// (max_tokens) is all reasoning, with no content.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace brigade::server {
+
+enum class ReasoningKind { none, deepseek_r1, qwen3 };
+
+// A `--reasoning-parser` name: deepseek_r1 (also QwQ), qwen3, deepseek_v3 and glm45 (qwen3's
+// rule: they think only when the template opens the block or the model writes `<think>`), none.
+// `auto`: qwen3's rule when the model's vocabulary has `</think>` as one token
+// (`vocab_has_close_tag`), else none. invalid_argument lists the valid names.
+Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag = false);
+
+struct ReasoningParse {
+  std::string reasoning;  // text released as reasoning_content
+  std::string content;    // text released as content
+};
+
+class ReasoningSplitter {
+ public:
+  // kind must not be none.
+  ReasoningSplitter(ReasoningKind kind, std::string_view prompt);
+
+  // The next piece of generated text; returns what may be released now (a piece that could
+  // still be the start of a tag is held back).
+  ReasoningParse feed(std::string_view text);
+  // The output ended: releases what is held. Call once, after the last feed.
+  ReasoningParse finish();
+  // The reasoning block has been closed (what comes now is content).
+  bool reasoning_done() const { return state_ == State::content; }
+
+ private:
+  enum class State {
+    maybe,      // qwen3 before any non-blank text: `<think>` may still open the block
+    reasoning,  // inside the block: up to `</think>`
+    content,    // after the block, or no block: everything
+  };
+  State state_;
+  bool released_ = false;  // some text has been released (a leading `<think>` is no longer looked for)
+  std::string held_;       // text not yet released: blanks, or a possible tag's start
+};
+
+}  // namespace brigade::server

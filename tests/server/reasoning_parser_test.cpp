@@ -1,0 +1,127 @@
+// The reasoning splitter: vLLM's parsers' results (deepseek_r1, qwen3) for whole outputs, and the
+// same result however the output is cut into streamed pieces.
+#include "server/reasoning_parser.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace brigade::server {
+namespace {
+
+struct Case {
+  const char* name;
+  ReasoningKind kind;
+  std::string prompt, output, reasoning, content;
+};
+
+// Expected splits follow vLLM's DeepSeekR1ReasoningParser / Qwen3ReasoningParser (tags dropped,
+// nothing trimmed, an unclosed block is all reasoning) and where the prompt leaves the output.
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all = {
+      {"qwen3_writes_the_block", ReasoningKind::qwen3, "<|im_start|>assistant\n",
+       "<think>\nLet me think.\n</think>\n\nThe answer is 4.", "\nLet me think.\n", "\n\nThe answer is 4."},
+      {"qwen3_thinking_off_in_the_prompt", ReasoningKind::qwen3, "<|im_start|>assistant\n<think>\n\n</think>\n\n",
+       "Hi there </think> stays", "", "Hi there </think> stays"},
+      {"qwen3_block_opened_by_the_prompt", ReasoningKind::qwen3, "<|im_start|>assistant\n<think>\n",
+       "steps</think>answer", "steps", "answer"},
+      {"qwen3_no_block", ReasoningKind::qwen3, "<|im_start|>assistant\n", "Just an answer.", "", "Just an answer."},
+      {"qwen3_blanks_before_the_tag", ReasoningKind::qwen3, "assistant\n", "\n <think>x</think>y", "x", "y"},
+      {"qwen3_tag_later_is_content", ReasoningKind::qwen3, "assistant\n", "a<think>b</think>c", "",
+       "a<think>b</think>c"},
+      {"qwen3_cut_while_thinking", ReasoningKind::qwen3, "assistant\n", "<think>still thinking", "still thinking", ""},
+      {"qwen3_cut_inside_the_close_tag", ReasoningKind::qwen3, "assistant\n", "<think>abc</thi", "abc</thi", ""},
+      {"qwen3_empty_block", ReasoningKind::qwen3, "assistant\n", "<think></think>answer", "", "answer"},
+      {"qwen3_not_the_tag", ReasoningKind::qwen3, "assistant\n", "<thinking> is a word", "", "<thinking> is a word"},
+      {"qwen3_lone_angle", ReasoningKind::qwen3, "assistant\n", "<", "", "<"},
+      {"qwen3_only_blanks", ReasoningKind::qwen3, "assistant\n", "\n\n", "", "\n\n"},
+      {"qwen3_earlier_turn_closed", ReasoningKind::qwen3,
+       "<think>old</think>old answer<|im_end|>\n<|im_start|>assistant\n", "new", "", "new"},
+      {"qwen3_utf8", ReasoningKind::qwen3, "assistant\n", "<think>Zürich? 東京</think>→ Zürich", "Zürich? 東京",
+       "→ Zürich"},
+      {"r1_thinks_without_the_open_tag", ReasoningKind::deepseek_r1, "<｜Assistant｜>",
+       "reasoning here</think>\n\nanswer", "reasoning here", "\n\nanswer"},
+      {"r1_repeats_the_tag_of_the_prompt", ReasoningKind::deepseek_r1, "<｜Assistant｜><think>\n", "<think>\nxyz</think>ans",
+       "\nxyz", "ans"},
+      {"r1_never_closes", ReasoningKind::deepseek_r1, "<｜Assistant｜>", "all reasoning", "all reasoning", ""},
+      {"r1_block_closed_by_the_prompt", ReasoningKind::deepseek_r1, "<｜Assistant｜><think>\n\n</think>\n\n",
+       "direct answer", "", "direct answer"},
+      {"r1_close_tag_twice", ReasoningKind::deepseek_r1, "<｜Assistant｜>", "a</think>b</think>c", "a",
+       "b</think>c"},
+  };
+  return all;
+}
+
+ReasoningParse run(const Case& c, const std::vector<std::string>& pieces) {
+  ReasoningSplitter s(c.kind, c.prompt);
+  ReasoningParse all;
+  for (const std::string& p : pieces) {
+    ReasoningParse r = s.feed(p);
+    all.reasoning += r.reasoning;
+    all.content += r.content;
+  }
+  ReasoningParse tail = s.finish();
+  all.reasoning += tail.reasoning;
+  all.content += tail.content;
+  return all;
+}
+
+TEST(ReasoningSplitter, SplitsWholeOutputsAsVllm) {
+  for (const Case& c : cases()) {
+    const ReasoningParse r = run(c, {c.output});
+    EXPECT_EQ(r.reasoning, c.reasoning) << c.name;
+    EXPECT_EQ(r.content, c.content) << c.name;
+  }
+}
+
+TEST(ReasoningSplitter, AnyCutGivesTheSameSplit) {
+  for (const Case& c : cases()) {
+    std::vector<std::string> bytes;
+    for (char ch : c.output) bytes.emplace_back(1, ch);
+    ReasoningParse r = run(c, bytes);
+    EXPECT_EQ(r.reasoning, c.reasoning) << c.name << " byte by byte";
+    EXPECT_EQ(r.content, c.content) << c.name << " byte by byte";
+    for (size_t i = 0; i <= c.output.size(); ++i) {
+      for (size_t j = i; j <= c.output.size(); ++j) {
+        r = run(c, {c.output.substr(0, i), c.output.substr(i, j - i), c.output.substr(j)});
+        EXPECT_EQ(r.reasoning, c.reasoning) << c.name << " cut at " << i << ", " << j;
+        EXPECT_EQ(r.content, c.content) << c.name << " cut at " << i << ", " << j;
+      }
+    }
+  }
+}
+
+// Streaming releases text as soon as it cannot be a tag: a client sees the reasoning as it comes.
+TEST(ReasoningSplitter, HoldsBackOnlyWhatMayBeATag) {
+  ReasoningSplitter s(ReasoningKind::qwen3, "assistant\n");
+  EXPECT_EQ(s.feed("\n<th").reasoning, "");
+  ReasoningParse r = s.feed("ink>Step one. </");
+  EXPECT_EQ(r.reasoning, "Step one. ");
+  EXPECT_FALSE(s.reasoning_done());
+  r = s.feed("think>Done");
+  EXPECT_EQ(r.reasoning, "");
+  EXPECT_EQ(r.content, "Done");
+  EXPECT_TRUE(s.reasoning_done());
+  r = s.feed(" now.");
+  EXPECT_EQ(r.content, " now.");
+  EXPECT_EQ(s.finish().content, "");
+}
+
+TEST(ReasoningSplitter, ParserNames) {
+  EXPECT_EQ(*parse_reasoning_kind("deepseek_r1"), ReasoningKind::deepseek_r1);
+  EXPECT_EQ(*parse_reasoning_kind("deepseek-r1"), ReasoningKind::deepseek_r1);
+  EXPECT_EQ(*parse_reasoning_kind("qwen3"), ReasoningKind::qwen3);
+  EXPECT_EQ(*parse_reasoning_kind("deepseek_v3"), ReasoningKind::qwen3);
+  EXPECT_EQ(*parse_reasoning_kind("glm45"), ReasoningKind::qwen3);
+  EXPECT_EQ(*parse_reasoning_kind("none"), ReasoningKind::none);
+  EXPECT_EQ(*parse_reasoning_kind("auto", /*vocab_has_close_tag=*/true), ReasoningKind::qwen3);
+  EXPECT_EQ(*parse_reasoning_kind("auto", /*vocab_has_close_tag=*/false), ReasoningKind::none);
+  auto bad = parse_reasoning_kind("r1");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(bad.status().message().find("valid: deepseek_r1, qwen3"), std::string::npos) << bad.status().message();
+}
+
+}  // namespace
+}  // namespace brigade::server
