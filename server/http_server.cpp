@@ -103,12 +103,12 @@ class Session : public std::enable_shared_from_this<Session> {
     const uint64_t n = ctx_->next_id.fetch_add(1);
     const std::string id = (request.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-") + std::to_string(n);
     state_.emplace(request, id, ctx_->options.model_name, static_cast<int64_t>(std::time(nullptr)));
-    timing_.assign(static_cast<size_t>(request.n), {});
-    engine_ids_.assign(static_cast<size_t>(request.n), 0);
+    const int n_choices = request.n_choices();
+    timing_.assign(static_cast<size_t>(n_choices), {});
+    engine_ids_.assign(static_cast<size_t>(n_choices), 0);
     stream_.expires_never();  // generation may take long; a dead client shows up as a failed write
-    for (int i = 0; i < request.n; ++i) {
-      GenerateOptions gen = request.gen;
-      if (gen.sampling.seed) gen.sampling.seed = *gen.sampling.seed + static_cast<uint64_t>(i);
+    for (int i = 0; i < n_choices; ++i) {
+      const GenerateOptions gen = request.choice_request(i);
       uint64_t key = 0;
       if (!ctx_->inflight.begin(key)) {
         finish_choice_locally(i, Status(StatusCode::cancelled, "the server is shutting down"));

@@ -94,7 +94,7 @@ std::string sse_done() { return "data: [DONE]\n\n"; }
 
 CompletionState::CompletionState(const CompletionRequest& request, std::string id, std::string model, int64_t created)
     : request_(request), id_(std::move(id)), model_(std::move(model)), created_(created),
-      choices_(static_cast<size_t>(request.n)) {
+      choices_(static_cast<size_t>(request.n_choices())) {
   for (Choice& c : choices_) {
     c.tool_parser = tool_parser_for(request_);
     if (request_.endpoint == Endpoint::chat && request_.reasoning != ReasoningKind::none)
@@ -149,7 +149,7 @@ std::string CompletionState::on_event(int choice, const Event& ev) {
   if (!ev.prompt_logprobs.empty()) c.prompt_logprobs = ev.prompt_logprobs;
   c.completion_tokens = std::max(c.completion_tokens, ev.completion_tokens);
   if (ev.completion_tokens == 0) c.completion_tokens = static_cast<int>(c.token_ids.size());
-  if (ev.prompt_tokens > 0) prompt_tokens_ = ev.prompt_tokens;
+  if (ev.prompt_tokens > 0) c.prompt_tokens = ev.prompt_tokens;
   if (ev.finish == FinishReason::error && error_.is_ok()) {
     error_ = Status(ev.error_code == StatusCode::ok ? StatusCode::internal : ev.error_code, ev.error);
   }
@@ -253,13 +253,14 @@ std::string CompletionState::chunk(int choice, const Event& ev, Choice& c, const
   // echo: the choice's first chunk carries the prompt (and with logprobs its tokens' logprobs).
   const bool echo_now = request_.echo && !c.echoed;
   c.echoed = c.echoed || echo_now;
-  const size_t text_offset = c.text.size() - ev.text.size() + (request_.echo ? request_.echo_text.size() : 0);
+  const std::string& echo_text = request_.echo_of(choice);
+  const size_t text_offset = c.text.size() - ev.text.size() + echo_text.size();
   ch["logprobs"] = json::parse(logprobs_json(c, from, to, text_offset, echo_now));
   ch["finish_reason"] = ev.finish == FinishReason::none ? json(nullptr) : choice_finish(c);
   if (!ev.prompt_logprobs.empty() && request_.prompt_logprobs >= 0) ch["prompt_logprobs"] = json::parse(prompt_logprobs_json(c));
   json body = {{"id", id_}, {"created", created_}, {"model", model_}};
   if (request_.endpoint == Endpoint::chat) return chat_chunks(ev, c, parsed, std::move(ch), std::move(body));
-  ch["text"] = echo_now ? request_.echo_text + ev.text : ev.text;
+  ch["text"] = echo_now ? echo_text + ev.text : ev.text;
   body["object"] = "text_completion";
   body["choices"] = json::array({ch});
   return sse_data(dump(body));
@@ -339,12 +340,19 @@ json CompletionState::choice_finish(const Choice& c) const {
   return finish_json(c.finish);
 }
 
+// Each prompt counts once, however many choices it has (as OpenAI and vLLM count).
 std::string CompletionState::usage_json() const {
-  int completion = 0;
+  int completion = 0, prompt = 0;
   for (const auto& c : choices_) completion += c.completion_tokens;
-  return dump(json{{"prompt_tokens", prompt_tokens_},
+  const size_t n = static_cast<size_t>(request_.n);
+  for (size_t first = 0; first < choices_.size(); first += n) {
+    int tokens = 0;
+    for (size_t i = first; i < first + n && i < choices_.size(); ++i) tokens = std::max(tokens, choices_[i].prompt_tokens);
+    prompt += tokens;
+  }
+  return dump(json{{"prompt_tokens", prompt},
                    {"completion_tokens", completion},
-                   {"total_tokens", prompt_tokens_ + completion}});
+                   {"total_tokens", prompt + completion}});
 }
 
 std::string CompletionState::final_body() const {
@@ -355,9 +363,9 @@ std::string CompletionState::final_body() const {
     if (request_.endpoint == Endpoint::chat) {
       ch["message"] = chat_message(c);
     } else {
-      ch["text"] = request_.echo ? request_.echo_text + c.text : c.text;
+      ch["text"] = request_.echo_of(static_cast<int>(i)) + c.text;
     }
-    const size_t text_offset = request_.echo ? request_.echo_text.size() : 0;
+    const size_t text_offset = request_.echo_of(static_cast<int>(i)).size();
     ch["logprobs"] = json::parse(logprobs_json(c, 0, c.token_ids.size(), text_offset, request_.echo));
     ch["finish_reason"] = choice_finish(c);
     if (request_.endpoint == Endpoint::completions && request_.prompt_logprobs >= 0)

@@ -63,6 +63,7 @@ class CompletionState {
     FinishReason finish = FinishReason::none;
     bool sent_role = false;
     int completion_tokens = 0;
+    int prompt_tokens = 0;                        // as the engine counted this choice's prompt
     std::unique_ptr<ReasoningSplitter> reasoning_parser;  // chat with a reasoning parser
     std::unique_ptr<ToolCallParser> tool_parser;  // chat with tools: splits text into content and calls
     std::string reasoning;                        // with a reasoning parser: the reasoning so far
@@ -100,7 +101,6 @@ class CompletionState {
   int64_t created_;
   std::vector<Choice> choices_;
   int n_done_ = 0;
-  int prompt_tokens_ = 0;
   Status error_;
 };
 

@@ -108,28 +108,45 @@ Status read_token_ids(const json& arr, const std::string& field, std::vector<int
   return Status::ok();
 }
 
-// prompt: a string, an array of token ids, or a batch of exactly one of those.
-Status read_prompt(const json& body, GenerateOptions& gen) {
-  auto it = body.find("prompt");
-  if (it == body.end() || it->is_null()) return invalid_argument("'prompt' is required: a string or an array of token ids");
-  const json* p = &*it;
-  if (p->is_array() && !p->empty() && ((*p)[0].is_string() || (*p)[0].is_array())) {
-    if (p->size() != 1) {
-      return unsupported(cat({"'prompt' holds ", std::to_string(p->size()),
-                              " prompts; brigade takes one prompt per request (use `n` for several choices)"}));
-    }
-    p = &(*p)[0];
-  }
-  if (p->is_string()) {
-    gen.prompt = p->get<std::string>();
-    if (gen.prompt.empty()) return invalid_argument("'prompt' is empty: give some text or token ids");
+// One prompt: a string, or an array of token ids; `at` names it in errors.
+Status read_one_prompt(const json& p, const std::string& at, PromptInput& out) {
+  if (p.is_string()) {
+    out.text = p.get<std::string>();
+    if (out.text.empty()) return invalid_argument("'" + at + "' is empty: give some text or token ids");
     return Status::ok();
   }
-  if (p->is_array()) {
-    if (p->empty()) return invalid_argument("'prompt' is an empty array: give some text or token ids");
-    return read_token_ids(*p, "prompt", gen.prompt_ids);
+  if (p.is_array()) {
+    if (p.empty()) return invalid_argument("'" + at + "' is an empty array: give some text or token ids");
+    return read_token_ids(p, at, out.ids);
   }
-  return wrong_type("prompt", "a string or an array of token ids", *p);
+  return wrong_type(at, "a string or an array of token ids", p);
+}
+
+// prompt: a string, an array of token ids, or a batch of those (an array of strings, or of
+// arrays of token ids): one prompt per element, each answered with n choices.
+Status read_prompts(const json& body, const ParseLimits& limits, CompletionRequest& r) {
+  auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) return invalid_argument("'prompt' is required: a string or an array of token ids");
+  const json& p = *it;
+  r.prompts.clear();
+  if (p.is_array() && !p.empty() && (p[0].is_string() || p[0].is_array())) {
+    if (static_cast<int>(p.size()) > limits.max_prompts) {
+      return invalid_argument(cat({"'prompt' holds ", std::to_string(p.size()), " prompts; at most ",
+                                   std::to_string(limits.max_prompts), " are allowed in one request"}));
+    }
+    r.prompts.resize(p.size());
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (p[i].is_string() != p[0].is_string())
+        return invalid_argument("'prompt' mixes strings and token id arrays: give one kind");
+      BRIGADE_RETURN_IF_ERROR(read_one_prompt(p[i], "prompt[" + std::to_string(i) + "]", r.prompts[i]));
+    }
+  } else {
+    r.prompts.resize(1);
+    BRIGADE_RETURN_IF_ERROR(read_one_prompt(p, "prompt", r.prompts[0]));
+  }
+  r.gen.prompt = r.prompts[0].text;
+  r.gen.prompt_ids = r.prompts[0].ids;
+  return Status::ok();
 }
 
 // An assistant message's tool_calls: [{"id", "type": "function", "function": {"name", "arguments"}}],
@@ -353,7 +370,7 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
     r.model = model->get<std::string>();
   }
   if (endpoint == Endpoint::completions) {
-    BRIGADE_RETURN_IF_ERROR(read_prompt(body, r.gen));
+    BRIGADE_RETURN_IF_ERROR(read_prompts(body, limits, r));
   } else {
     BRIGADE_RETURN_IF_ERROR(read_messages(body, r.messages));
   }
@@ -363,6 +380,11 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   BRIGADE_RETURN_IF_ERROR(read_int(body, "max_completion_tokens", 0, max_int, r.gen.max_tokens));
   BRIGADE_RETURN_IF_ERROR(read_sampling(body, r.gen.sampling));
   BRIGADE_RETURN_IF_ERROR(read_int(body, "n", 1, limits.max_n, r.n));
+  if (r.n_choices() > limits.max_choices) {
+    return invalid_argument(cat({"'prompt' holds ", std::to_string(r.prompts.size()), " prompts and 'n' is ",
+                                 std::to_string(r.n), ": at most ", std::to_string(limits.max_choices),
+                                 " choices are allowed in one request"}));
+  }
   BRIGADE_RETURN_IF_ERROR(read_bool(body, "stream", r.stream));
   auto opts = body.find("stream_options");
   if (opts != body.end() && !opts->is_null()) {
@@ -392,6 +414,23 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   }
   BRIGADE_RETURN_IF_ERROR(refuse_unsupported(body));
   return r;
+}
+
+GenerateOptions CompletionRequest::choice_request(int c) const {
+  GenerateOptions g = gen;
+  if (!prompts.empty()) {
+    const PromptInput& p = prompts[static_cast<size_t>(c / n)];
+    g.prompt = p.text;
+    g.prompt_ids = p.ids;
+  }
+  if (g.sampling.seed) g.sampling.seed = *g.sampling.seed + static_cast<uint64_t>(c % n);
+  return g;
+}
+
+const std::string& CompletionRequest::echo_of(int c) const {
+  static const std::string none;
+  const size_t p = static_cast<size_t>(c / n);
+  return echo && p < echo_texts.size() ? echo_texts[p] : none;
 }
 
 Expected<CompletionRequest> parse_completion_body(std::string_view body, Endpoint endpoint, const ParseLimits& limits) {

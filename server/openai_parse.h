@@ -7,6 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,20 +25,29 @@ enum class Endpoint { completions, chat };
 // tool_calls and a tool result's tool_call_id.
 using ChatMessage = brigade::ChatMessage;
 
+// One completions prompt: text, or token ids.
+struct PromptInput {
+  std::string text;
+  std::vector<int32_t> ids;
+};
+
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::completions;
   std::string model;                  // as sent; not checked against the served name
-  GenerateOptions gen;                // prompt (completions), sampling, max_tokens, stop, logprobs
+  GenerateOptions gen;                // prompt (completions: the first), sampling, max_tokens, stop, logprobs
   std::vector<ChatMessage> messages;  // chat only
-  int n = 1;                          // choices; choice i runs with seed + i when a seed is given
+  // Completions: every prompt (OpenAI's batch form, `prompt: [p0, p1, ...]`, gives several; gen
+  // carries the first). Choice c of the response runs prompts[c / n].
+  std::vector<PromptInput> prompts;
+  int n = 1;                          // choices per prompt; choice i of a prompt runs with seed + i when a seed is given
   bool stream = false;
   bool include_usage = false;         // stream_options.include_usage: a last chunk with usage
   bool chat_logprobs = false;         // chat: `logprobs: true` (gen.logprobs = top_logprobs)
   // Completions `echo`: the prompt comes first in the choice's text, and with `logprobs` its
   // tokens come first in the choice's logprobs (gen.prompt_logprobs >= logprobs then).
   bool echo = false;
-  std::string echo_text;              // the prompt as echoed: the text sent, or the token ids'
-                                      // text (filled by the router, which has the tokenizer)
+  std::vector<std::string> echo_texts;  // per prompt, as echoed: the text sent, or the token ids'
+                                        // text (filled by the router, which has the tokenizer)
   int prompt_logprobs = -1;           // vLLM's `prompt_logprobs` field (>= 0: a `prompt_logprobs`
                                       // list in the response)
   ToolRequest tools;                  // chat: tools, tool_choice, parallel_tool_calls
@@ -47,11 +57,20 @@ struct CompletionRequest {
   bool include_reasoning = true;
   bool separate_reasoning = true;
   ReasoningKind reasoning = ReasoningKind::none;  // chat: how <think> blocks are split (set by route())
+
+  // The response's choices: n per prompt.
+  int n_choices() const { return n * std::max<int>(1, static_cast<int>(prompts.size())); }
+  // The engine request of choice c: its prompt (completions), and seed + c % n.
+  GenerateOptions choice_request(int c) const;
+  // The echoed prompt of choice c (empty without echo).
+  const std::string& echo_of(int c) const;
 };
 
 // Limits a request is checked against.
 struct ParseLimits {
   int max_n = 16;
+  int max_prompts = 256;  // completions prompts in one request
+  int max_choices = 256;  // prompts x n
   int max_stop = 16;  // stop strings
   int max_logprobs = 20;
   int max_logit_bias = 1024;  // logit_bias entries (each travels with every step of the request)
@@ -61,7 +80,7 @@ struct ParseLimits {
 
 // Validates one request body. invalid_argument for wrong types, missing prompt/messages and
 // out-of-range values; unsupported for fields brigade does not implement (best_of > 1, echo
-// on chat, several prompts in one request). `max_tokens` 0 is accepted with `echo` or
+// on chat). `max_tokens` 0 is accepted with `echo` or
 // `prompt_logprobs` (the prompt is scored, nothing generated).
 Expected<CompletionRequest> parse_completion_request(const nlohmann::json& body, Endpoint endpoint,
                                                      const ParseLimits& limits = {});

@@ -92,12 +92,14 @@ std::variant<SimpleResponse, CompletionRequest> route(ServerContext& ctx, const 
     return error_response(http_status_for(parsed.status().code()), parsed.status().message(), parsed.status().code());
   }
   if (parsed->echo) {
-    if (parsed->gen.prompt_ids.empty()) {
-      parsed->echo_text = parsed->gen.prompt;
-    } else {
-      auto text = ctx.engine.detokenize(parsed->gen.prompt_ids);
+    for (const PromptInput& p : parsed->prompts) {
+      if (p.ids.empty()) {
+        parsed->echo_texts.push_back(p.text);
+        continue;
+      }
+      auto text = ctx.engine.detokenize(p.ids);
       if (!text) return error_response(400, "'prompt': " + text.status().message(), text.status().code());
-      parsed->echo_text = std::move(*text);
+      parsed->echo_texts.push_back(std::move(*text));
     }
   }
   if (chat) {

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <future>
+#include <map>
 #include <thread>
 
 #include <unistd.h>
@@ -315,6 +316,50 @@ TEST_F(ServerTest, NChoicesUseSeedPlusIndex) {
     ASSERT_EQ(s.status, 200);
     EXPECT_EQ(json::parse(s.body)["choices"][0]["text"], body["choices"][i]["text"]) << "choice " << i;
   }
+}
+
+// OpenAI's batch form (lm-evaluation-harness sends one): choice p * n + j answers prompt p with
+// seed + j, exactly as a request of its own would; usage counts each prompt once; echo and
+// streaming carry each choice's own prompt and index.
+TEST_F(ServerTest, SeveralPromptsAnswerAsSeparateRequests) {
+  const std::vector<std::string> prompts = {"The actor model", "Once upon", "A kitchen brigade has"};
+  json req = {{"prompt", prompts}, {"max_tokens", 5}, {"temperature", 1.0}, {"n", 2}, {"seed", 9},
+              {"ignore_eos", true}, {"echo", true}};
+  auto r = post("/v1/completions", req.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json body = json::parse(r.body);
+  ASSERT_EQ(body["choices"].size(), 6u);
+  int prompt_tokens = 0;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    json one = req;
+    one["prompt"] = prompts[p];
+    auto alone = post("/v1/completions", one.dump());
+    ASSERT_EQ(alone.status, 200) << alone.body;
+    const json a = json::parse(alone.body);
+    prompt_tokens += a["usage"]["prompt_tokens"].get<int>();
+    for (size_t j = 0; j < 2; ++j) {
+      const json& c = body["choices"][p * 2 + j];
+      EXPECT_EQ(c["index"], p * 2 + j);
+      EXPECT_EQ(c["text"], a["choices"][j]["text"]) << "prompt " << p << ", choice " << j;
+      EXPECT_EQ(c["text"].get<std::string>().rfind(prompts[p], 0), 0u) << "echo puts the choice's own prompt first";
+    }
+  }
+  EXPECT_EQ(body["usage"]["prompt_tokens"], prompt_tokens);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 30);
+
+  json sreq = req;
+  sreq["stream"] = true;
+  std::map<int, std::string> texts;
+  int status = 0;
+  const auto events = stream(sreq, &status);
+  ASSERT_EQ(status, 200) << (events.empty() ? "" : events.front());
+  for (const auto& e : events) {
+    if (e == "[DONE]") continue;
+    const json chunk = json::parse(e);
+    for (const auto& c : chunk["choices"]) texts[c["index"].get<int>()] += c["text"].get<std::string>();
+  }
+  ASSERT_EQ(texts.size(), 6u) << events.size() << " events, first: " << (events.empty() ? "" : events.front());
+  for (int c = 0; c < 6; ++c) EXPECT_EQ(texts[c], body["choices"][c]["text"]) << "streamed choice " << c;
 }
 
 TEST_F(ServerTest, BadInputIs400AndServerKeepsServing) {

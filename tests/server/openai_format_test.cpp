@@ -116,7 +116,7 @@ Event event_with_prompt(FinishReason finish, bool with_token) {
 TEST(OpenaiFormat, EchoWithLogprobsPutsThePromptFirst) {
   CompletionRequest req;
   req.echo = true;
-  req.echo_text = "ab";
+  req.echo_texts = {"ab"};
   req.gen.logprobs = 1;
   req.gen.max_tokens = 0;
   CompletionState st(req, "cmpl-e", "m", 7);
@@ -151,7 +151,7 @@ TEST(OpenaiFormat, EchoWithLogprobsPutsThePromptFirst) {
 TEST(OpenaiFormat, EchoStreamsThePromptInTheFirstChunk) {
   CompletionRequest req;
   req.echo = true;
-  req.echo_text = "ab";
+  req.echo_texts = {"ab"};
   req.stream = true;
   CompletionState st(req, "cmpl-s", "m", 7);
   const std::string first = st.on_event(0, event_with_prompt(FinishReason::none, true));

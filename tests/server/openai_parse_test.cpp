@@ -50,6 +50,40 @@ TEST(OpenaiParse, FullCompletionRequest) {
   EXPECT_EQ(parse(R"({"prompt":"x","response_format":{"type":"text"}})")->gen.response_format, ResponseFormat::text);
 }
 
+// OpenAI's batch form: several prompts, n choices each; choice c runs prompt c / n with seed + c % n.
+TEST(OpenaiParse, SeveralPromptsGiveNChoicesEach) {
+  auto r = parse(R"({"prompt":["one","two","three"],"n":2,"seed":10})");
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  ASSERT_EQ(r->prompts.size(), 3u);
+  EXPECT_EQ(r->n_choices(), 6);
+  EXPECT_EQ(r->gen.prompt, "one");
+  for (int c = 0; c < 6; ++c) {
+    const GenerateOptions g = r->choice_request(c);
+    EXPECT_EQ(g.prompt, (std::vector<std::string>{"one", "two", "three"})[static_cast<size_t>(c / 2)]) << c;
+    EXPECT_EQ(g.sampling.seed, std::optional<uint64_t>(10 + c % 2)) << c;
+  }
+  auto ids = parse(R"({"prompt":[[1,2],[3]],"echo":true})");
+  ASSERT_TRUE(ids.has_value()) << ids.status().to_string();
+  EXPECT_EQ(ids->choice_request(1).prompt_ids, (std::vector<int32_t>{3}));
+  ids->echo_texts = {"ab", "c"};
+  EXPECT_EQ(ids->echo_of(1), "c");
+
+  ParseLimits limits;
+  limits.max_prompts = 2;
+  limits.max_choices = 5;
+  for (const auto& [body, says] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"prompt":["a",[1]]})", "mixes strings and token id arrays"},
+           {R"({"prompt":["a",""]})", "'prompt[1]' is empty"},
+           {R"({"prompt":[[1],[]]})", "'prompt[1]' is an empty array"},
+           {R"({"prompt":["a","b","c"]})", "at most 2 are allowed"},
+           {R"({"prompt":["a","b"],"n":3})", "at most 5 choices"}}) {
+    auto bad = parse_completion_body(body, Endpoint::completions, limits);
+    ASSERT_FALSE(bad.has_value()) << body;
+    EXPECT_EQ(bad.status().code(), StatusCode::invalid_argument) << body;
+    EXPECT_NE(bad.status().message().find(says), std::string::npos) << bad.status().message();
+  }
+}
+
 TEST(OpenaiParse, PromptForms) {
   EXPECT_EQ(parse(R"({"prompt":[1,2,3]})")->gen.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
   EXPECT_EQ(parse(R"({"prompt":["one"]})")->gen.prompt, "one");
@@ -228,8 +262,7 @@ TEST(OpenaiParse, EchoAndPromptLogprobs) {
 }
 
 TEST(OpenaiParse, UnsupportedFieldsAreRefused) {
-  for (const char* b : {R"({"prompt":"x","best_of":2})",
-                        R"({"prompt":["a","b"]})", R"({"prompt":"x","guided_grammar":"root ::= x"})"}) {
+  for (const char* b : {R"({"prompt":"x","best_of":2})", R"({"prompt":"x","guided_grammar":"root ::= x"})"}) {
     auto r = parse(b);
     ASSERT_FALSE(r.has_value()) << b;
     EXPECT_EQ(r.status().code(), StatusCode::unsupported) << b;

@@ -473,3 +473,11 @@ def test_reasoning_content(reasoning_client):
     assert streamed == text
     dropped = reasoning_client.chat.completions.create(extra_body={"include_reasoning": False}, **kw)
     assert getattr(dropped.choices[0].message, "reasoning_content", None) is None
+
+
+def test_several_prompts_in_one_request(client):
+    prompts = ["Once upon a time", "The kitchen brigade"]
+    r = greedy(client, prompts, 6)
+    assert [c.index for c in r.choices] == [0, 1]
+    for p, choice in zip(prompts, r.choices):
+        assert choice.text == greedy(client, p, 6).choices[0].text
