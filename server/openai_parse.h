@@ -8,6 +8,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,7 +77,9 @@ struct ParseLimits {
   int max_logprobs = 20;
   int max_logit_bias = 1024;  // logit_bias entries (each travels with every step of the request)
   int default_max_tokens_completions = 16;  // OpenAI's default
-  int default_max_tokens_chat = 256;
+  // Chat without max_tokens generates to the end of the context, as OpenAI's and vLLM's (the
+  // engine caps it to the context once the prompt is tokenized).
+  int default_max_tokens_chat = std::numeric_limits<int32_t>::max();
 };
 
 // Validates one request body. invalid_argument for wrong types, missing prompt/messages and

@@ -555,7 +555,7 @@ Status EngineImpl::start(const EngineOptions& options) {
     caf::anon_send(*it, wire_atom::value, entry);
     entry = *it;
   }
-  caf::anon_send(tokenizer_, wire_atom::value, entry);
+  caf::anon_send(tokenizer_, wire_atom::value, entry, static_cast<int32_t>(summary_.max_context));
   if (!station_actors.empty()) spdlog::info("engine: {} station(s) in the request path", station_actors.size());
   return Status::ok();
 }
@@ -593,7 +593,11 @@ Expected<uint64_t> EngineImpl::submit(const GenerateOptions& request, EventCallb
     encode_sampling(cfg, s);
     s.setLogprobs(request.logprobs);
     s.setPromptLogprobs(request.prompt_logprobs);
-    b.setMaxTokens(request.max_tokens);
+    // Token-id prompts are capped here; text prompts once the tokenizer has counted them.
+    b.setMaxTokens(request.prompt_ids.empty()
+                       ? request.max_tokens
+                       : max_tokens_within_context(request.max_tokens, static_cast<int64_t>(request.prompt_ids.size()),
+                                                   summary_.max_context));
     auto stop = b.initStop();
     fill_list(stop.initTokenIds(static_cast<unsigned>(request.stop_ids.size())), request.stop_ids);
     auto strs = stop.initStrings(static_cast<unsigned>(request.stop.size()));

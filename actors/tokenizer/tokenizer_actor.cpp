@@ -26,6 +26,7 @@ struct TokenizerState {
   token_sink_actor frontend;
   scheduler_actor scheduler;
   std::unordered_map<uint64_t, TextState> streams;
+  int max_context = 0;
   static inline const char* name = "brigade.tokenizer";
 };
 
@@ -33,13 +34,13 @@ using tokenizer_ptr = tokenizer_actor::stateful_pointer<TokenizerState>;
 
 // The request with its prompt as token ids (copying every other field; not msg::edited, whose
 // copy would keep the text's bytes, zeroed, in a message that may cross to a node).
-generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vector<int32_t>& ids) {
+generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vector<int32_t>& ids, int max_context) {
   return generate_request_msg::build([&](schema::GenerateRequest::Builder b) {
     b.setRequestId(r.getRequestId());
     fill_list(b.getPrompt().initTokenIds(static_cast<unsigned>(ids.size())), ids);
     b.setAddBos(r.getAddBos());
     b.setSampling(r.getSampling());
-    b.setMaxTokens(r.getMaxTokens());
+    b.setMaxTokens(max_tokens_within_context(r.getMaxTokens(), static_cast<int64_t>(ids.size()), max_context));
     b.setStop(r.getStop());
     b.setPriority(r.getPriority());
     b.setLabels(r.getLabels());
@@ -84,7 +85,7 @@ void on_request(tokenizer_ptr self, const generate_request_msg& msg) {
       self->send(st.frontend, error_event(id, ids.status()));
       return;
     }
-    forward = with_ids(r, *ids);
+    forward = with_ids(r, *ids, st.max_context);
   }
   TextState ts{st.tokenizer ? std::make_unique<IncrementalDetokenizer>(*st.tokenizer) : nullptr,
                StopFilter(to_vector(r.getStop().getStrings())), false, r.getSampling().getMinTokens(), 0};
@@ -162,7 +163,11 @@ tokenizer_actor::behavior_type tokenizer_fun(tokenizer_ptr self, std::shared_ptr
       [self](const generate_request_msg& msg) { on_request(self, msg); },
       [self](const token_event_msg& msg) { on_event(self, msg); },
       [self](const abort_msg& msg) { self->send(self->state.scheduler, msg); },
-      [self](wire_atom, scheduler_actor scheduler) { self->state.scheduler = std::move(scheduler); },
+      [self](wire_atom, scheduler_actor scheduler, int32_t max_context) {
+        BRIGADE_CHECK(max_context > 0, "the tokenizer caps max_tokens to a known context");
+        self->state.scheduler = std::move(scheduler);
+        self->state.max_context = max_context;
+      },
   };
 }
 
@@ -171,6 +176,12 @@ tokenizer_actor::behavior_type tokenizer_fun(tokenizer_ptr self, std::shared_ptr
 tokenizer_actor spawn_tokenizer(caf::actor_system& system, std::shared_ptr<const Tokenizer> tokenizer,
                                 token_sink_actor frontend) {
   return system.spawn(tokenizer_fun, std::move(tokenizer), std::move(frontend));
+}
+
+int max_tokens_within_context(int max_tokens, int64_t n_prompt, int max_context) {
+  if (max_tokens <= 0 || max_context <= 0) return max_tokens;  // prompt scoring; no context known
+  const int64_t room = std::max<int64_t>(1, static_cast<int64_t>(max_context) - n_prompt);
+  return static_cast<int>(std::min<int64_t>(max_tokens, room));
 }
 
 }  // namespace brigade

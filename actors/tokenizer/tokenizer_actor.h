@@ -18,12 +18,21 @@
 
 namespace brigade {
 
+// Wiring: (wire, downstream, the model's context length), sent once the instances are known.
 using tokenizer_actor = caf::typed_actor<caf::reacts_to<generate_request_msg>, caf::reacts_to<token_event_msg>,
-                                         caf::reacts_to<abort_msg>, caf::reacts_to<wire_atom, scheduler_actor>>;
+                                         caf::reacts_to<abort_msg>, caf::reacts_to<wire_atom, scheduler_actor, int32_t>>;
 
 // tokenizer may be null (a checkpoint without one): then only token-id prompts are accepted and
-// events carry no text.
+// events carry no text. Requests leave it with max_tokens capped to the context it is wired with
+// (below).
 tokenizer_actor spawn_tokenizer(caf::actor_system& system, std::shared_ptr<const Tokenizer> tokenizer,
                                 token_sink_actor frontend);
+
+// max_tokens as far as the context lets a prompt of n_prompt tokens generate: what the scheduler
+// would stop at anyway, said up front so that stations (a token rate limit) count what can
+// happen, and a request without a limit (INT32_MAX, the server's chat default) means "to the end
+// of the context". Never below 1 (a prompt that fills the context is refused by the scheduler,
+// with the reason); 0 (prompt scoring) stays 0.
+int max_tokens_within_context(int max_tokens, int64_t n_prompt, int max_context);
 
 }  // namespace brigade

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <set>
 
 #include "tests/engine_test_util.h"
@@ -25,6 +26,7 @@ struct Seen {
   std::map<uint64_t, int> tokens;          // ids seen in events, per request
   std::map<uint64_t, int> finals;          // final events, per request
   std::map<uint64_t, std::string> labels;  // the `tenant` label, per request
+  std::map<uint64_t, int> max_tokens_in;   // max_tokens as the request reached the probe
   void add(const std::string& line) {
     std::lock_guard<std::mutex> lock(mu);
     log.push_back(line);
@@ -44,6 +46,7 @@ class Probe final : public Station {
     {
       std::lock_guard<std::mutex> lock(seen_->mu);
       seen_->labels[r.id] = r.label("tenant");
+      seen_->max_tokens_in[r.id] = r.max_tokens;
     }
     if (max_tokens_ > 0) r.max_tokens = max_tokens_;
     r.priority = 5;
@@ -117,6 +120,29 @@ TEST_F(EngineStations, AStationLowersMaxTokensAndSeesEveryEvent) {
   EXPECT_EQ(seen_->labels[id], "t1");
   EXPECT_EQ(seen_->tokens[id], 3);
   EXPECT_EQ(seen_->finals[id], 1);
+}
+
+// A request without a limit (the server's chat default) reaches the stations with what the
+// context leaves it, for token-id prompts and text prompts alike; an explicit smaller one as given.
+TEST_F(EngineStations, UnlimitedMaxTokensReachStationsCappedToTheContext) {
+  auto engine = create_engine(options({probe("p")}, /*max_tokens=*/2));
+  ASSERT_TRUE(engine);
+  const int context = engine->model().max_context;
+  ASSERT_GT(context, 100);
+  constexpr int kUnlimited = std::numeric_limits<int32_t>::max();
+  ASSERT_TRUE(engine->generate(greedy_ids(prompt(2, 9), kUnlimited)).has_value());
+  GenerateOptions text = greedy_ids({}, kUnlimited);
+  text.prompt = "Once upon a time";
+  ASSERT_TRUE(engine->generate(text).has_value());
+  auto n_text = engine->tokenize(text.prompt, /*add_bos=*/true);
+  ASSERT_TRUE(n_text.has_value());
+  ASSERT_TRUE(engine->generate(greedy_ids(prompt(3, 9), 7)).has_value());
+  std::lock_guard<std::mutex> lock(seen_->mu);
+  ASSERT_EQ(seen_->max_tokens_in.size(), 3u);
+  auto it = seen_->max_tokens_in.begin();
+  EXPECT_EQ(it->second, context - 9) << "token ids";
+  EXPECT_EQ((++it)->second, context - static_cast<int>(n_text->size())) << "text";
+  EXPECT_EQ((++it)->second, 7) << "an explicit limit within the context";
 }
 
 TEST_F(EngineStations, RequestsPassStationsInOrderAndEventsInReverse) {

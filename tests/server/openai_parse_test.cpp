@@ -103,7 +103,7 @@ TEST(OpenaiParse, ChatMessagesAndLogprobs) {
   EXPECT_EQ(r->messages[1].content, "ab");
   EXPECT_TRUE(r->chat_logprobs);
   EXPECT_EQ(r->gen.logprobs, 3);
-  EXPECT_EQ(r->gen.max_tokens, 256);
+  EXPECT_EQ(r->gen.max_tokens, std::numeric_limits<int32_t>::max()) << "chat: to the end of the context";
 }
 
 TEST(OpenaiParse, BadInputsAreInvalidArgument) {
