@@ -62,6 +62,10 @@ struct Kernels {
   // 32-product dot_acc (the quantized kernels' inner instruction); returns a value to keep.
   // nullptr at the scalar level.
   int64_t (*int8_dot_loop)(int64_t iters) = nullptr;
+  // The K-quant decode matmul (decodes_with_q8k weights, n < kBlasMinRows) over BlockQ8K
+  // activations (k a multiple of 256).
+  void (*quantize_q8k)(const float* x, BlockQ8K* y, int64_t k) = nullptr;
+  void (*qkmatmul_rows)(const QMatmulArgs& a, int64_t m_begin, int64_t m_end) = nullptr;
 };
 
 // The table for `level`; levels this build or CPU cannot run fall back to the next lower one.

@@ -74,6 +74,8 @@ const Kernels& avx2_kernels() {
     t.quantize_q8 = avx2_q::quantize_q8;
     t.qmatmul_rows = avx2_q::qmatmul_rows;
     t.qgemm_rows = avx2_q::qgemm_rows;
+    t.quantize_q8k = avx2_q::quantize_q8k;
+    t.qkmatmul_rows = avx2_q::qkmatmul_rows;
     t.int8_dot_loop = avx2_q::int8_dot_loop;
     return t;
   }();

@@ -97,7 +97,8 @@ void dequantize_i8(const int8_t* src, float scale, float* dst, int64_t n) {
 const Kernels& scalar_kernels() {
   static const Kernels table{SimdLevel::scalar, matmul_rows, to_f32, from_f32, silu_mul, dot,
                              scale_axpy, attend_tile, dequantize_i8, scalar_q::quantize_q8,
-                             scalar_q::qmatmul_rows, scalar_q::qmatmul_rows, nullptr};
+                             scalar_q::qmatmul_rows, scalar_q::qmatmul_rows, nullptr,
+                             scalar_q::quantize_q8k, scalar_q::qkmatmul_rows};
   return table;
 }
 

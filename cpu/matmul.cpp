@@ -64,18 +64,31 @@ int64_t decode_grain(size_t row_bytes) {
   return std::max<int64_t>(4, (65536 / std::max<int64_t>(1, static_cast<int64_t>(row_bytes))) & ~int64_t{3});
 }
 
-// A block-quantized weight: the n activation rows quantized once (BlockQ8), then threads split
-// the weight rows: decode_grain's chunks for decode, 64-row chunks (8 packed panels) for prefill.
+// A block-quantized weight: the n activation rows quantized once (BlockQ8, or BlockQ8K for a
+// K-quant decode), then threads split the weight rows: decode_grain's chunks for decode, 64-row
+// chunks (8 packed panels) for prefill.
 void quant_matmul(const CpuContext& c, const MatmulArgs& a, const Tensor& bias) {
   thread_local std::vector<BlockQ8> xq;
+  thread_local std::vector<BlockQ8K> xqk;
   const int64_t nb = a.k / 32;
-  xq.resize(static_cast<size_t>(a.n * nb));
-  BlockQ8* xqp = xq.data();
-  c.pool->parallel_for(a.n, 1, [&](int64_t i0, int64_t i1, int) {
-    for (int64_t i = i0; i < i1; ++i) c.kernels->quantize_q8(a.x + i * a.k, xqp + i * nb, a.k);
-  });
+  const bool prefill = a.n >= kBlasMinRows;
+  const bool q8k = !prefill && decodes_with_q8k(a.w_dtype);
   QMatmulArgs q;
-  q.x = xqp;
+  if (q8k) {
+    xqk.resize(static_cast<size_t>(a.n * (nb / 8)));
+    BlockQ8K* xp = xqk.data();
+    c.pool->parallel_for(a.n, 1, [&](int64_t i0, int64_t i1, int) {
+      for (int64_t i = i0; i < i1; ++i) c.kernels->quantize_q8k(a.x + i * a.k, xp + i * (nb / 8), a.k);
+    });
+    q.xk = xp;
+  } else {
+    xq.resize(static_cast<size_t>(a.n * nb));
+    BlockQ8* xp = xq.data();
+    c.pool->parallel_for(a.n, 1, [&](int64_t i0, int64_t i1, int) {
+      for (int64_t i = i0; i < i1; ++i) c.kernels->quantize_q8(a.x + i * a.k, xp + i * nb, a.k);
+    });
+    q.x = xp;
+  }
   q.n = a.n;
   q.nb = nb;
   q.w = a.w;
@@ -83,9 +96,9 @@ void quant_matmul(const CpuContext& c, const MatmulArgs& a, const Tensor& bias) 
   q.row_bytes = dtype_bytes(a.w_dtype, a.k);
   q.m = a.m;
   q.out = a.out;
-  const bool prefill = a.n >= kBlasMinRows;
   c.pool->parallel_for(a.m, prefill ? kPanelRows : decode_grain(q.row_bytes), [&](int64_t r0, int64_t r1, int) {
     if (prefill) c.kernels->qgemm_rows(q, r0, r1);
+    else if (q8k) c.kernels->qkmatmul_rows(q, r0, r1);
     else c.kernels->qmatmul_rows(q, r0, r1);
     if (!bias.empty()) add_bias(c, bias, a.out, a.n, a.m, r0, r1);
   });

@@ -26,6 +26,7 @@ BRIGADE_TARGET inline __m256i dot_acc(__m256i acc, __m256i u, __m256i s) { retur
 
 #define BRIGADE_VNNI 0
 #include "cpu/quant_kernels_simd.inc"
+#include "cpu/quant_kdecode_simd.inc"
 #include "cpu/quant_gemm_simd.inc"
 #undef BRIGADE_VNNI
 

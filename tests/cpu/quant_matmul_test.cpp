@@ -80,11 +80,13 @@ TEST_P(QuantMatmul, MatchesTheDequantizedWeightWithinTheActivationRounding) {
       const auto wf = dequantized(wbytes, t, c.m, c.k);
       const float* xp = x.tensor.as<float>();
       for (int64_t i = 0; i < c.n; ++i) {
-        std::vector<double> half_step(static_cast<size_t>(c.k));  // d / 2 of each activation's block
-        for (int64_t blk = 0; blk < c.k / 32; ++blk) {
+        // d / 2 of each activation's block: of 32, or of 256 where a K-quant decode reads q8_K.
+        const int64_t ab = cpu::decodes_with_q8k(t) && c.n < cpu::kBlasMinRows ? 256 : 32;
+        std::vector<double> half_step(static_cast<size_t>(c.k));
+        for (int64_t blk = 0; blk < c.k / ab; ++blk) {
           float amax = 0.0f;
-          for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xp[i * c.k + blk * 32 + j]));
-          for (int j = 0; j < 32; ++j) half_step[static_cast<size_t>(blk * 32 + j)] = amax / 127.0 / 2.0;
+          for (int64_t j = 0; j < ab; ++j) amax = std::max(amax, std::fabs(xp[i * c.k + blk * ab + j]));
+          for (int64_t j = 0; j < ab; ++j) half_step[static_cast<size_t>(blk * ab + j)] = amax / 127.0 / 2.0;
         }
         for (int64_t r = 0; r < c.m; ++r) {
           double ref = bias.tensor.as<float>()[r], bound = 0.0, mag = std::fabs(ref);
@@ -188,6 +190,48 @@ TEST(QuantKernels, EveryLevelAgreesWithScalar) {
         for (size_t i = 0; i < oa.size(); ++i)
           ASSERT_NEAR(ob[i], oa[i], 1e-4 * (1.0 + std::fabs(oa[i]))) << dtype_name(t) << " " << i;
         a.out = oa.data();
+      }
+    }
+  }
+}
+
+// The K-quant decode kernels over q8_K activations against the scalar ones, as above.
+TEST(QuantKernels, Q8KDecodeAgreesWithScalarAtEveryLevel) {
+  std::mt19937 rng(4);
+  const auto& ref = cpu::kernels_for(cpu::SimdLevel::scalar);
+  for (int l = 1; l <= static_cast<int>(cpu::detect_simd_level()); ++l) {
+    const auto& simd = cpu::kernels_for(static_cast<cpu::SimdLevel>(l));
+    for (DType t : {DType::q4_k, DType::q5_k, DType::q6_k}) {
+      ASSERT_TRUE(cpu::decodes_with_q8k(t));
+      for (int64_t n : {1, 2, 3, 7}) {
+        const int64_t m = 13, k = 3 * 256, nsb = k / 256;
+        std::vector<float> x(static_cast<size_t>(n * k));
+        std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+        for (auto& v : x) v = u(rng);
+        std::fill(x.begin() + 256, x.begin() + 512, 0.0f);  // an all-zero superblock: d = 0
+        x[3] = 40.0f;                                        // one outlier sets a superblock's scale
+        std::vector<cpu::BlockQ8K> xa(static_cast<size_t>(n * nsb)), xb(xa.size());
+        for (int64_t i = 0; i < n; ++i) {
+          ref.quantize_q8k(x.data() + i * k, xa.data() + i * nsb, k);
+          simd.quantize_q8k(x.data() + i * k, xb.data() + i * nsb, k);
+        }
+        ASSERT_EQ(std::memcmp(xa.data(), xb.data(), xa.size() * sizeof(cpu::BlockQ8K)), 0) << dtype_name(t);
+        auto w = random_weight(t, m, k, rng);
+        std::vector<float> oa(static_cast<size_t>(n * m)), ob(oa.size(), -1.0f);
+        cpu::QMatmulArgs a{nullptr, n, k / 32, w.data(), t, dtype_bytes(t, k), m, oa.data(), xa.data()};
+        ref.qkmatmul_rows(a, 0, m);
+        a.out = ob.data();
+        simd.qkmatmul_rows(a, 2, m);  // rows from 2: the kernel writes only its rows
+        for (int64_t i = 0; i < n; ++i) {
+          for (int64_t r = 0; r < m; ++r) {
+            const size_t at = static_cast<size_t>(i * m + r);
+            if (r < 2) {
+              ASSERT_EQ(ob[at], -1.0f);
+            } else {
+              ASSERT_NEAR(ob[at], oa[at], 1e-4 * (1.0 + std::fabs(oa[at]))) << dtype_name(t) << " n " << n << " " << at;
+            }
+          }
+        }
       }
     }
   }
