@@ -147,8 +147,8 @@ TEST(ServerTools, AModelWithoutAToolFormatAnswers400) {
   ASSERT_TRUE(s.ok());
   auto r = s.chat(request("auto"));
   EXPECT_EQ(r.status, 400);
-  EXPECT_NE(r.body.find("no tool-calling format"), std::string::npos) << r.body;
-  // A tool result in the history needs a tool format too.
+  EXPECT_NE(r.body.find("no tool-call format"), std::string::npos) << r.body;
+  // A tool result in the history needs a tool format too (Llama 2's template would drop it).
   json history = {{"model", "tiny"},
                   {"messages", {{{"role", "user"}, {"content", "x"}}, {{"role", "tool"}, {"tool_call_id", "c"}, {"content", "1"}}}}};
   auto h = s.chat(history);
