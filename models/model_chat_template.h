@@ -1,4 +1,4 @@
-// The chat template a model is served with, chosen in this order (vLLM's and SGLang's):
+// The chat template a model is served with, chosen in the order vLLM and SGLang use:
 //   1. the configured one (EngineOptions::chat_template, `brigade serve --chat-template`): a
 //      built-in family's name (llama-2, llama-3, chatml, deepseek; rendered in C++,
 //      models/chat_template.h), a Jinja file's path, or an inline template (text holding "{{" or
