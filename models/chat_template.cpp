@@ -80,18 +80,6 @@ const char* chat_family_name(ChatFamily family) {
   return "?";
 }
 
-Expected<ChatFamily> detect_chat_family(const std::string& t) {
-  if (t.find("<|im_start|>") != std::string::npos) return ChatFamily::chatml;
-  if (t.find("<|start_header_id|>") != std::string::npos) return ChatFamily::llama3;
-  // Mistral's templates (v0.3, Nemo, Small) also write [INST] but differ from Llama 2's (no
-  // per-turn BOS, [AVAILABLE_TOOLS], [SYSTEM_PROMPT]): they run as Jinja.
-  const bool mistral = t.find("[AVAILABLE_TOOLS]") != std::string::npos || t.find("[SYSTEM_PROMPT]") != std::string::npos;
-  if (t.find("[INST]") != std::string::npos && !mistral) return ChatFamily::llama2;
-  if (t.find("User: ") != std::string::npos && t.find("Assistant:") != std::string::npos) return ChatFamily::deepseek;
-  return unsupported(std::string("chat_template matches no known family (") + kFamilies +
-                     "); it renders as Jinja");
-}
-
 bool chat_family_has_tools(ChatFamily family) { return family == ChatFamily::chatml || family == ChatFamily::llama3; }
 
 Expected<std::string> apply_chat_template(ChatFamily family, std::span<const ChatMessage> messages,

@@ -1,7 +1,7 @@
 // Chat templates of the built-in families, written out in C++: the prompt text a family's
-// tokenizer_config.json "chat_template" renders for a list of messages. Any other template is
-// run by the Jinja interpreter (models/chat_template_jinja.h); models/model_chat_template.h
-// chooses between the two.
+// tokenizer_config.json "chat_template" renders for a list of messages. They render only when
+// named explicitly (`--chat-template llama-3`); a model's own template always runs as Jinja
+// (models/chat_template_jinja.h, chosen by models/model_chat_template.h).
 // The text includes the family's BOS/EOS markers as special-token text, so encode it with
 // add_bos = false (the tokenizers turn special-token text into ids).
 //
@@ -54,11 +54,6 @@ struct ChatMessage {
 // "llama-2", "llama-3", "chatml" (alias "qwen"), "deepseek"; unsupported listing them otherwise.
 Expected<ChatFamily> parse_chat_family(const std::string& name);
 const char* chat_family_name(ChatFamily family);
-
-// The family whose markers a Jinja chat_template contains; unsupported when none matches (the
-// template then runs as Jinja, models/model_chat_template.h).
-Expected<ChatFamily> detect_chat_family(const std::string& jinja_template);
-
 
 // Renders messages; add_generation_prompt appends the opening of the assistant's turn. `tools`:
 // each one tool object's JSON text ({"type": "function", "function": {...}}), keys in the order

@@ -357,7 +357,7 @@ Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& out
   BRIGADE_RETURN_IF_ERROR(write_text(dir / "generation_config.json", gen.dump(2)));
   BRIGADE_ASSIGN_OR_RETURN(std::string tok, synthetic_tokenizer_json(s.vocab_size));
   BRIGADE_RETURN_IF_ERROR(write_text(dir / "tokenizer.json", tok));
-  BRIGADE_RETURN_IF_ERROR(write_text(dir / "tokenizer_config.json", synthetic_tokenizer_config_json(s.max_position)));
+  BRIGADE_RETURN_IF_ERROR(write_text(dir / "tokenizer_config.json", synthetic_tokenizer_config_json(s.max_position, s.arch)));
   return write_safetensors(s, plan_tensors(s, *parsed, head_dim), dir / "model.safetensors");
 }
 

@@ -43,7 +43,7 @@ Expected<ChatTemplate> load_from_directory(const fs::path& dir, const nlohmann::
                                            const ChatSpecialTokens& tokens) {
   const std::string path = (dir / "tokenizer_config.json").string();
   auto it = config.find("chat_template");
-  if (it != config.end() && it->is_string()) return make_chat_template(it->get<std::string>(), "tokenizer_config.json", tokens, false);
+  if (it != config.end() && it->is_string()) return make_chat_template(it->get<std::string>(), "tokenizer_config.json", tokens);
   if (it != config.end() && it->is_array()) {
     std::string main, tool_use;
     for (const auto& entry : *it) {
@@ -53,21 +53,21 @@ Expected<ChatTemplate> load_from_directory(const fs::path& dir, const nlohmann::
       if (entry["name"] == "tool_use") tool_use = entry["template"].get<std::string>();
     }
     if (main.empty()) return corrupt(path + ": the chat_template list has no \"default\" entry");
-    BRIGADE_ASSIGN_OR_RETURN(ChatTemplate t, make_chat_template(main, "tokenizer_config.json", tokens, true));
+    BRIGADE_ASSIGN_OR_RETURN(ChatTemplate t, make_chat_template(main, "tokenizer_config.json", tokens));
     if (!tool_use.empty()) {
       BRIGADE_ASSIGN_OR_RETURN(t.jinja_tool_use, jinja_of(tool_use, "tokenizer_config.json (tool_use)", tokens));
     }
     return t;
   }
   if (auto text = read_text_file((dir / "chat_template.jinja").string()))
-    return make_chat_template(*text, "chat_template.jinja", tokens, false);
+    return make_chat_template(*text, "chat_template.jinja", tokens);
   return not_found(path + ": no chat_template (and no chat_template.jinja); pass one with --chat-template FILE");
 }
 
 }  // namespace
 
 std::string ChatTemplate::describe() const {
-  if (family) return std::string("built-in ") + chat_family_name(*family) + " (detected in " + origin + ")";
+  if (family) return std::string("built-in ") + chat_family_name(*family) + " (" + origin + ")";
   return "Jinja (" + origin + ")";
 }
 
@@ -87,15 +87,9 @@ Expected<std::string> ChatTemplate::apply(std::span<const ChatMessage> messages,
 }
 
 Expected<ChatTemplate> make_chat_template(const std::string& text, const std::string& origin,
-                                          const ChatSpecialTokens& tokens, bool force_jinja) {
+                                          const ChatSpecialTokens& tokens) {
   ChatTemplate t;
   t.origin = origin;
-  if (!force_jinja) {
-    if (auto family = detect_chat_family(text)) {
-      t.family = *family;
-      return t;
-    }
-  }
   BRIGADE_ASSIGN_OR_RETURN(t.jinja, jinja_of(text, origin, tokens));
   return t;
 }
@@ -113,22 +107,22 @@ Expected<ChatTemplate> load_chat_template(const std::string& model_path, const s
     if (auto family = parse_chat_family(configured)) {
       ChatTemplate t;
       t.family = *family;
-      t.origin = "the configuration";
+      t.origin = "--chat-template";
       return t;
     }
     if (configured.find("{{") != std::string::npos || configured.find("{%") != std::string::npos)
-      return make_chat_template(configured, "the configured template", named, true);
+      return make_chat_template(configured, "the configured template", named);
     auto text = read_text_file(configured);
     if (!text)
       return not_found("chat template '" + configured + "': no such file (give a Jinja file, or one of llama-2, llama-3, chatml, deepseek)");
-    return make_chat_template(*text, configured, named, true);
+    return make_chat_template(*text, configured, named);
   }
   if (dir) return load_from_directory(model_path, config, named);
   if (fs::path(model_path).extension() == ".gguf") {
     BRIGADE_ASSIGN_OR_RETURN(auto file, GgufFile::open(model_path));
     auto jinja = file->get_string("tokenizer.chat_template");
     if (!jinja) return not_found(model_path + ": no tokenizer.chat_template; pass one with --chat-template FILE");
-    return make_chat_template(*jinja, "GGUF tokenizer.chat_template", tokens, false);
+    return make_chat_template(*jinja, "GGUF tokenizer.chat_template", tokens);
   }
   return not_found(model_path + ": no chat template; pass one with --chat-template FILE");
 }

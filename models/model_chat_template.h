@@ -1,13 +1,14 @@
-// The chat template a model is served with: a built-in family (models/chat_template.h, whose
-// tool rendering and tool-call parsing are tested exactly) or a Jinja template run by the
-// interpreter (models/chat_template_jinja.h). Chosen in this order:
+// The chat template a model is served with, chosen in the order vLLM and SGLang use:
 //   1. the configured one (EngineOptions::chat_template, `brigade serve --chat-template`): a
-//      family name (llama-2, llama-3, chatml, deepseek), a Jinja file's path, or an inline
-//      template (text holding "{{" or "{%"), rendered as Jinja;
-//   2. the built-in family whose markers the model's template has;
-//   3. the model's own template as Jinja: tokenizer_config.json "chat_template" (a string, or
-//      the list form [{"name": "default", "template": ...}, {"name": "tool_use", ...}]),
-//      chat_template.jinja beside it, or the GGUF key tokenizer.chat_template.
+//      built-in family's name (llama-2, llama-3, chatml, deepseek; rendered in C++,
+//      models/chat_template.h), a Jinja file's path, or an inline template (text holding "{{" or
+//      "{%");
+//   2. the model's own template, always run as Jinja (models/chat_template_jinja.h), so the prompt
+//      is the one the model was trained on: tokenizer_config.json "chat_template" (a string, or the
+//      list form [{"name": "default", "template": ...}, {"name": "tool_use", ...}]),
+//      chat_template.jinja beside it, or the GGUF key tokenizer.chat_template;
+//   3. none (not_found): a model that ships no template (a llama2.c .bin, a bare tokenizer) is
+//      not guessed one; chat answers 400 and `--chat-template` names one.
 #pragma once
 
 #include <memory>
@@ -23,12 +24,12 @@ namespace brigade {
 class JinjaChatTemplate;
 
 struct ChatTemplate {
-  std::optional<ChatFamily> family;                         // set: the built-in family renders
+  std::optional<ChatFamily> family;                         // set (configured by name): the built-in family renders
   std::shared_ptr<const JinjaChatTemplate> jinja;           // else this renders
   std::shared_ptr<const JinjaChatTemplate> jinja_tool_use;  // the list form's "tool_use" (for requests with tools)
   std::string origin;  // where it came from: "tokenizer_config.json", "GGUF tokenizer.chat_template", a file
 
-  // "built-in llama-3 (detected in tokenizer_config.json)" or "Jinja (tokenizer_config.json)".
+  // "Jinja (tokenizer_config.json)", or "built-in llama-3 (--chat-template)".
   std::string describe() const;
   // How the model writes tool calls; none: tools are refused.
   ChatToolSyntax tool_syntax() const;
@@ -43,10 +44,10 @@ struct ChatSpecialTokens {
   std::string bos, eos;
 };
 
-// A template from its text: the built-in family it matches, else Jinja (`force_jinja` skips the
-// family detection, for a configured template). invalid_argument when the Jinja does not parse.
+// A Jinja template from its text; `origin` names where it came from in describe() and errors.
+// invalid_argument when it does not parse.
 Expected<ChatTemplate> make_chat_template(const std::string& text, const std::string& origin,
-                                          const ChatSpecialTokens& tokens, bool force_jinja);
+                                          const ChatSpecialTokens& tokens);
 
 // The chat template of the model at `model_path` (a directory or a .gguf file), `configured`
 // first when not empty. not_found when the model has none; `tokens` fills bos/eos where

@@ -1,6 +1,7 @@
 #include "models/synthetic_tokenizer.h"
 
 #include <map>
+#include <string_view>
 #include <nlohmann/json.hpp>
 #include <unordered_set>
 #include <vector>
@@ -174,7 +175,21 @@ Expected<std::string> synthetic_tokenizer_json(int vocab_size) {
   return j.dump(2);
 }
 
-std::string synthetic_tokenizer_config_json(int max_position) {
+SyntheticChatTemplate synthetic_chat_template(const std::string& arch) {
+  static constexpr SyntheticChatTemplate kShipped[] = {
+#include "shipped_chat_templates.inc"
+  };
+  const char* name = "llama-2";
+  if (arch == "qwen2") name = "qwen2.5";
+  if (arch == "qwen3" || arch == "qwen3_moe") name = "qwen3";
+  if (arch.starts_with("deepseek")) name = "deepseek-v3.1";
+  for (const auto& t : kShipped)
+    if (std::string_view(t.name) == name) return t;
+  BRIGADE_CHECK(false, "every template make-model names is in models/chat_templates/");
+  return {};
+}
+
+std::string synthetic_tokenizer_config_json(int max_position, const std::string& arch) {
   ojson decoder = ojson::object();
   for (auto [id, s] : {std::pair<int, const char*>{kSyntheticUnkId, "<unk>"}, {kSyntheticBosId, "<s>"},
                        {kSyntheticEosId, "</s>"}}) {
@@ -186,9 +201,7 @@ std::string synthetic_tokenizer_config_json(int max_position) {
           {"bos_token", "<s>"}, {"clean_up_tokenization_spaces", false}, {"eos_token", "</s>"},
           {"model_max_length", max_position}, {"tokenizer_class", "PreTrainedTokenizerFast"},
           {"unk_token", "<unk>"}};
-  // Llama 2's chat template (the synthetic vocabulary has its <s> and </s>), so chat serving
-  // runs end to end on synthetic models.
-  j["chat_template"] = "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' ' + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}";
+  j["chat_template"] = synthetic_chat_template(arch).text;
   return j.dump(2);
 }
 

@@ -1,5 +1,7 @@
 #include "server/routes.h"
 
+#include <algorithm>
+
 #include "server/openai_format.h"
 
 namespace brigade::server {
@@ -31,17 +33,22 @@ SimpleResponse tokenize_route(ServerContext& ctx, std::string_view body, bool de
 }
 
 // With tools: how this model writes calls (its chat template's tool syntax), and the constraint
-// that forces one. A template whose call syntax brigade cannot parse refuses tools: the calls
-// would come back as plain text.
+// that forces one. A template whose call syntax brigade cannot parse refuses tools, and a history
+// with tool calls or results: the calls would come back as plain text, and a template without a
+// tool format may drop the results without a word (Llama 2's renders nothing for them).
 Status setup_tools(ServerContext& ctx, CompletionRequest& r) {
-  if (r.tools.tools.empty()) return Status::ok();
+  const bool tool_history = std::any_of(r.messages.begin(), r.messages.end(), [](const ChatTurn& m) {
+    return m.role == "tool" || !m.tool_calls.empty();
+  });
+  if (r.tools.tools.empty() && !tool_history) return Status::ok();
   auto tmpl = ctx.engine.chat_template();
   if (!tmpl) return tmpl.status();
   const ChatToolSyntax syntax = tmpl->tool_syntax();
   if (syntax == ChatToolSyntax::none)
     return unsupported("this model's chat template (" + tmpl->describe() +
-                       ") has no tool-call format brigade parses; tools work with templates that write Hermes "
-                       "<tool_call> blocks (Qwen, chatml) or Llama 3.1 JSON calls");
+                       ") has no tool-call format brigade parses, so tools, tool calls and tool results are refused; "
+                       "they work with templates that write Hermes <tool_call> blocks (Qwen) or Llama 3.1 JSON calls");
+  if (r.tools.tools.empty()) return Status::ok();
   r.tool_format = syntax == ChatToolSyntax::llama3_json ? ToolFormat::llama3_json : ToolFormat::hermes;
   force_tool_choice(r.tools, r.tool_format, r.gen);
   return Status::ok();

@@ -278,8 +278,8 @@ class Engine {
   // instance the router would send this prompt to now; 0 when the cache is off). What a request
   // with this prompt would not have to prefill.
   virtual Expected<int> cached_prefix_tokens(const std::vector<int32_t>& prompt_ids) const = 0;
-  // Renders a conversation into prompt text with the model's chat template (a built-in family, or
-  // its own Jinja template run by the interpreter; models/model_chat_template.h). The text carries
+  // Renders a conversation into prompt text with the model's own Jinja template, or the configured
+  // one (Jinja, or a built-in family by name; models/model_chat_template.h). The text carries
   // the template's BOS marker, so submit it with add_bos = false. not_found when the model has no
   // chat template; invalid_argument for a bad role or order, what the template refuses
   // (raise_exception) or fails on, or a template that does not parse; out_of_resources when a

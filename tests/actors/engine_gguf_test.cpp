@@ -2,18 +2,18 @@
 // template: the engine tokenizes and detokenizes exactly as the same vocabulary loaded the normal
 // way and as the references say (llama.cpp's vectors for Llama 2's SentencePiece vocabulary, Hugging
 // Face tokenizers' vectors for the Llama 3 / Qwen2 BPE fixtures), generates from a text prompt,
-// and picks its chat template family from tokenizer.chat_template. Corrupt vocabulary arrays are
-// refused by Engine::create with a message naming the key.
+// and renders the real chat template in tokenizer.chat_template as transformers does. Corrupt
+// vocabulary arrays are refused by Engine::create with a message naming the key.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "brigade/engine.h"
-#include "models/chat_template.h"
 #include "models/detokenizer.h"
 #include "models/mapped_file.h"
 #include "models/tokenizer.h"
+#include "tests/models/chat_test_util.h"
 #include "tests/models/gguf_vocab.h"
 #include "tests/models/model_test_util.h"
 #include "tests/models/vocab_vectors.h"
@@ -89,10 +89,18 @@ void expect_text_generation(Engine& engine, const Tokenizer& normal, const std::
   EXPECT_EQ(by_ids->token_ids, by_text->token_ids);
 }
 
-constexpr const char* kLlama2Jinja =
-    "{% for message in messages %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + "
-    "message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' ' + message['content'] + "
-    "' ' + eos_token }}{% endif %}{% endfor %}";
+// The engine renders a real template from tokenizer.chat_template as transformers does
+// (tests/fixtures/chat_templates/models.json, scripts/make_chat_template_fixtures.py).
+void expect_real_chat_template(const Engine& engine, const std::string& name) {
+  const auto c = testing::chat_template_case(name, "system_multi_turn", true);
+  ASSERT_TRUE(c.is_object()) << "tests/fixtures/chat_templates/models.json: run scripts/make_chat_template_fixtures.py";
+  auto tmpl = engine.chat_template();
+  ASSERT_TRUE(tmpl.has_value()) << tmpl.status().to_string();
+  EXPECT_EQ(tmpl->describe(), "Jinja (GGUF tokenizer.chat_template)");
+  auto rendered = engine.format_chat(testing::case_messages(c), true);
+  ASSERT_TRUE(rendered.has_value()) << rendered.status().to_string();
+  EXPECT_EQ(*rendered, c["expected"].get<std::string>());
+}
 
 TEST(EngineGguf, SentencePieceVocabularyTokenizesLikeTokenizerModelAndLlamaCpp) {
   const std::string model = kTokenizers + "llama2-tokenizer.model";
@@ -100,7 +108,7 @@ TEST(EngineGguf, SentencePieceVocabularyTokenizesLikeTokenizerModelAndLlamaCpp) 
     GTEST_SKIP() << "test data absent: " << kTokenizers;
   std::vector<GgufKv> vocab = testing::gguf_vocab_from_sentencepiece(model);
   ASSERT_FALSE(vocab.empty());
-  vocab.push_back(testing::gguf_str("tokenizer.chat_template", kLlama2Jinja));
+  vocab.push_back(testing::gguf_str("tokenizer.chat_template", testing::real_chat_template("llama-2")));
   const TempDir dir("engine_gguf_spm");
   auto engine = make_engine(write_gguf_model(dir, 32000, vocab));
   ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
@@ -112,9 +120,7 @@ TEST(EngineGguf, SentencePieceVocabularyTokenizesLikeTokenizerModelAndLlamaCpp) 
   expect_same_tokenization(**engine, **normal, cases);
   expect_text_generation(**engine, **normal, "Once upon a time, there was a llama");
 
-  const std::vector<ChatTurn> chat = {{"user", "Hi there"}};
-  const std::vector<ChatMessage> same = {{"user", "Hi there"}};
-  EXPECT_EQ(*(*engine)->format_chat(chat, true), *apply_chat_template(ChatFamily::llama2, same, true));
+  expect_real_chat_template(**engine, "llama-2");
 }
 
 // Hugging Face tokenizers' vectors for a fixture (tests/fixtures/tokenizers/<family>).
@@ -135,8 +141,7 @@ struct BpeCase {
   std::string pre;     // tokenizer.ggml.pre llama.cpp writes for it
   std::string bos, eos;
   bool add_bos;
-  std::string jinja;
-  ChatFamily chat;
+  std::string chat_template;  // the real template's name in models.json
 };
 
 class EngineGgufBpe : public ::testing::TestWithParam<BpeCase> {};
@@ -147,7 +152,7 @@ TEST_P(EngineGgufBpe, TokenizesLikeTokenizerJsonAndHfTokenizers) {
   ASSERT_TRUE(tokenizer_json.has_value()) << tokenizer_json.status().to_string();
   std::vector<GgufKv> vocab = testing::gguf_vocab_from_tokenizer_json(*tokenizer_json, p.pre, p.bos, p.eos, p.add_bos);
   ASSERT_FALSE(vocab.empty());
-  vocab.push_back(testing::gguf_str("tokenizer.chat_template", p.jinja));
+  vocab.push_back(testing::gguf_str("tokenizer.chat_template", testing::real_chat_template(p.chat_template)));
   auto normal = Tokenizer::load(kFixtures + p.family);
   ASSERT_TRUE(normal.has_value()) << normal.status().to_string();
   const TempDir dir("engine_gguf_bpe");
@@ -156,12 +161,10 @@ TEST_P(EngineGgufBpe, TokenizesLikeTokenizerJsonAndHfTokenizers) {
   expect_same_tokenization(**engine, **normal, hf_vectors(p.family));
   expect_text_generation(**engine, **normal, "Hello world, 12345 llamas 🦙 and 你好");
 
-  const std::vector<ChatTurn> chat = {{"system", "Be brief."}, {"user", "Hi there"}};
-  const std::vector<ChatMessage> same = {{"system", "Be brief."}, {"user", "Hi there"}};
-  auto rendered = (*engine)->format_chat(chat, true);
-  ASSERT_TRUE(rendered.has_value()) << rendered.status().to_string();
-  EXPECT_EQ(*rendered, *apply_chat_template(p.chat, same, true));
+  expect_real_chat_template(**engine, p.chat_template);
   // The rendered markers are special tokens of this vocabulary.
+  auto rendered = (*engine)->format_chat(std::vector<ChatTurn>{{"user", "Hi there"}}, true);
+  ASSERT_TRUE(rendered.has_value()) << rendered.status().to_string();
   auto ids = (*engine)->tokenize(*rendered, false);
   ASSERT_TRUE(ids.has_value());
   EXPECT_TRUE((*normal)->is_special(ids->front())) << *rendered;
@@ -170,14 +173,8 @@ TEST_P(EngineGgufBpe, TokenizesLikeTokenizerJsonAndHfTokenizers) {
 INSTANTIATE_TEST_SUITE_P(
     Families, EngineGgufBpe,
     ::testing::Values(
-        BpeCase{"llama3", "llama-bpe", "<|begin_of_text|>", "<|end_of_text|>", true,
-                "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + "
-                "'<|end_header_id|>\n\n' + message['content'] | trim + '<|eot_id|>' }}{% endfor %}",
-                ChatFamily::llama3},
-        BpeCase{"qwen2", "qwen2", "<|endoftext|>", "<|endoftext|>", false,
-                "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + "
-                "'<|im_end|>' + '\n'}}{% endfor %}",
-                ChatFamily::chatml}),
+        BpeCase{"llama3", "llama-bpe", "<|begin_of_text|>", "<|end_of_text|>", true, "llama-3.1"},
+        BpeCase{"qwen2", "qwen2", "<|endoftext|>", "<|endoftext|>", false, "qwen2.5"}),
     [](const ::testing::TestParamInfo<BpeCase>& i) { return i.param.family; });
 
 // Corrupt vocabulary arrays: Engine::create fails with corrupt naming the key; never a crash.

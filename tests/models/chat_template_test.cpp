@@ -1,6 +1,6 @@
-// Chat templates: each family renders what its Hugging Face Jinja template renders for the
-// same conversation (expected strings written from those templates), detection from a
-// chat_template, and bad input.
+// The built-in chat templates (rendered when configured by name): each family renders what its
+// Hugging Face Jinja template renders for the same conversation (expected strings written from
+// those templates), the names, and bad input.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -36,15 +36,14 @@ TEST(ChatTemplate, FamiliesRenderLikeTheirJinjaTemplates) {
             "User: 2+2?\n\nAssistant:");
 }
 
-TEST(ChatTemplate, DetectedFromTokenizerConfig) {
-  EXPECT_EQ(*detect_chat_family("{% for m in messages %}{{'<|im_start|>' + m['role']}}{% endfor %}"), ChatFamily::chatml);
-  EXPECT_EQ(*detect_chat_family("{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>' }}"), ChatFamily::llama3);
-  EXPECT_EQ(*detect_chat_family("{{ bos_token + '[INST] ' + content + ' [/INST]' }}"), ChatFamily::llama2);
-  EXPECT_EQ(*detect_chat_family("{{ 'User: ' + m['content'] }}{{ 'Assistant:' }}"), ChatFamily::deepseek);
-  auto unknown = detect_chat_family("{{ '<start_of_turn>' + role }}");
+TEST(ChatTemplate, NamedByTheConfiguration) {
+  EXPECT_EQ(*parse_chat_family("llama-2"), ChatFamily::llama2);
+  EXPECT_EQ(*parse_chat_family("llama-3"), ChatFamily::llama3);
+  EXPECT_EQ(*parse_chat_family("qwen"), ChatFamily::chatml);
+  EXPECT_EQ(*parse_chat_family("deepseek"), ChatFamily::deepseek);
+  auto unknown = parse_chat_family("gemma");
   EXPECT_EQ(unknown.status().code(), StatusCode::unsupported);
   EXPECT_NE(unknown.status().message().find("llama-3"), std::string::npos) << "lists the families";
-
 }
 
 TEST(ChatTemplate, BadMessagesAreRejected) {

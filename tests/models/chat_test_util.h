@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "models/chat_template.h"
 
@@ -30,6 +31,42 @@ inline ChatMessage openai_message(const nlohmann::ordered_json& m) {
   }
   if (m.contains("tool_call_id")) msg.tool_call_id = m["tool_call_id"].get<std::string>();
   return msg;
+}
+
+// tests/fixtures/chat_templates/models.json (scripts/make_chat_template_fixtures.py): real
+// templates ("templates": name → {template, bos_token, eos_token}) and what transformers renders
+// with them ("cases").
+inline const nlohmann::ordered_json& chat_template_fixtures() {
+  static const nlohmann::ordered_json data = load_fixture_json("chat_templates/models.json");
+  return data;
+}
+
+// A real template's source by name ("qwen2.5", "llama-3.1", ...); empty when absent.
+inline std::string real_chat_template(const std::string& name) {
+  const auto& t = chat_template_fixtures()["templates"];
+  return t.contains(name) ? t[name]["template"].get<std::string>() : "";
+}
+
+// The models.json case of `name` rendering `conversation`; null when there is none.
+inline nlohmann::ordered_json chat_template_case(const std::string& name, const std::string& conversation,
+                                                 bool add_generation_prompt) {
+  for (const auto& c : chat_template_fixtures()["cases"])
+    if (c["template"] == name && c["conversation"] == conversation && c["add_generation_prompt"] == add_generation_prompt)
+      return c;
+  return nullptr;
+}
+
+// A case's messages and tools (each tool's JSON text) as the template renderers take them.
+inline std::vector<ChatMessage> case_messages(const nlohmann::ordered_json& c) {
+  std::vector<ChatMessage> out;
+  for (const auto& m : c["messages"]) out.push_back(openai_message(m));
+  return out;
+}
+inline std::vector<std::string> case_tools(const nlohmann::ordered_json& c) {
+  std::vector<std::string> out;
+  if (c["tools"].is_array())
+    for (const auto& t : c["tools"]) out.push_back(t.dump());
+  return out;
 }
 
 }  // namespace brigade::testing

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctime>
 #include <set>
 
 #include "models/chat_template_jinja.h"
@@ -30,18 +31,13 @@ TEST(JinjaChatTemplate, RealTemplatesRenderLikeTransformers) {
     auto tmpl = JinjaChatTemplate::create(t["template"].get<std::string>(), t["bos_token"].get<std::string>(),
                                           t["eos_token"].get<std::string>());
     ASSERT_TRUE(tmpl.has_value()) << tmpl.status().to_string();
-    std::vector<ChatMessage> messages;
-    for (const auto& m : c["messages"]) messages.push_back(testing::openai_message(m));
-    std::vector<std::string> tools;
-    if (c["tools"].is_array())
-      for (const auto& tool : c["tools"]) tools.push_back(tool.dump());
     jinja::RenderOptions opts;
     opts.now = [] {
       std::tm tm{};
       tm.tm_year = 124, tm.tm_mon = 6, tm.tm_mday = 26;
       return tm;
     };
-    auto text = tmpl->apply(messages, tools, c["add_generation_prompt"].get<bool>(), opts);
+    auto text = tmpl->apply(testing::case_messages(c), testing::case_tools(c), c["add_generation_prompt"].get<bool>(), opts);
     if (c.contains("expected")) {
       ASSERT_TRUE(text.has_value()) << text.status().to_string();
       EXPECT_EQ(*text, c["expected"].get<std::string>());
@@ -58,16 +54,6 @@ TEST(JinjaChatTemplate, RealTemplatesRenderLikeTransformers) {
   }
   EXPECT_GE(templates.size(), 9u);
   EXPECT_GE(refused.size(), 3u);
-}
-
-TEST(JinjaChatTemplate, MistralTemplatesAreNotTakenForLlama2) {
-  const ojson data = testing::load_fixture_json("chat_templates/models.json");
-  ASSERT_FALSE(data.is_discarded());
-  for (const char* name : {"mistral-v0.3", "mistral-small-3.1"}) {
-    auto t = make_chat_template(data["templates"][name]["template"].get<std::string>(), "test", {}, false);
-    ASSERT_TRUE(t.has_value()) << name;
-    EXPECT_FALSE(t->family.has_value()) << name << " must render as its own Jinja";
-  }
 }
 
 TEST(JinjaChatTemplate, ToolSyntaxFollowsTheTemplate) {
@@ -98,11 +84,11 @@ constexpr const char* kGemma =
     "{{ bos_token }}{% for message in messages %}{{ '<start_of_turn>' + message['role'] + '\\n' + message['content'] | trim "
     "+ '<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}";
 
-TEST(ModelChatTemplate, ChoosesConfiguredThenBuiltInThenJinja) {
+TEST(ModelChatTemplate, ChoosesConfiguredThenTheModelsOwnAsJinja) {
   testing::TempDir dir("chat_template_choice");
   const ChatSpecialTokens fallback{"<fb>", "</fb>"};
   const std::vector<ChatMessage> chat{{"user", " hi "}};
-  // A template of no built-in family: the interpreter, with tokenizer_config.json's bos_token.
+  // The model's template, with tokenizer_config.json's bos_token.
   testing::write_text(dir.file("tokenizer_config.json"),
                       ojson{{"chat_template", kGemma}, {"bos_token", {{"content", "<bos>"}}}, {"eos_token", "<eos>"}}.dump());
   auto t = load_chat_template(dir.str(), "", fallback);
@@ -110,15 +96,24 @@ TEST(ModelChatTemplate, ChoosesConfiguredThenBuiltInThenJinja) {
   EXPECT_FALSE(t->family.has_value());
   EXPECT_EQ(t->describe(), "Jinja (tokenizer_config.json)");
   EXPECT_EQ(*t->apply(chat, {}, true), "<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n");
-  // A built-in family's markers: the built-in rendering.
-  testing::write_text(dir.file("tokenizer_config.json"), R"({"chat_template": "{{'<|im_start|>' + m}}"})");
+  // A template with a built-in family's markers (Qwen2.5's ChatML) still runs as itself: its
+  // default system line is in the prompt, as transformers renders it.
+  const ojson qwen = testing::chat_template_case("qwen2.5", "one_user", true);
+  ASSERT_TRUE(qwen.is_object()) << "tests/fixtures/chat_templates/models.json: run scripts/make_chat_template_fixtures.py";
+  testing::write_text(dir.file("tokenizer_config.json"), ojson{{"chat_template", testing::real_chat_template("qwen2.5")}}.dump());
   t = load_chat_template(dir.str(), "", fallback);
-  ASSERT_TRUE(t.has_value());
-  EXPECT_EQ(t->family, ChatFamily::chatml);
-  EXPECT_EQ(t->describe(), "built-in chatml (detected in tokenizer_config.json)");
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  EXPECT_FALSE(t->family.has_value());
+  EXPECT_EQ(t->describe(), "Jinja (tokenizer_config.json)");
   EXPECT_EQ(t->tool_syntax(), ChatToolSyntax::hermes);
-  // Configured: a family name, a file (always Jinja), an inline template; a missing file fails.
-  EXPECT_EQ(load_chat_template(dir.str(), "llama-3", fallback)->family, ChatFamily::llama3);
+  EXPECT_EQ(*t->apply(testing::case_messages(qwen), {}, true), qwen["expected"].get<std::string>());
+  EXPECT_NE(qwen["expected"].get<std::string>().find("You are Qwen, created by Alibaba Cloud."), std::string::npos);
+  // Configured: a family name (the built-in renderer), a file (Jinja), an inline template; a
+  // missing file fails.
+  t = load_chat_template(dir.str(), "llama-3", fallback);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->family, ChatFamily::llama3);
+  EXPECT_EQ(t->describe(), "built-in llama-3 (--chat-template)");
   testing::write_text(dir.file("mine.jinja"), "[{{ bos_token }}{{ messages[0].content }}]\n");
   t = load_chat_template(dir.str(), dir.file("mine.jinja"), fallback);
   ASSERT_TRUE(t.has_value());
@@ -126,6 +121,62 @@ TEST(ModelChatTemplate, ChoosesConfiguredThenBuiltInThenJinja) {
   EXPECT_EQ(*t->apply(chat, {}, true), "[<fb> hi ]");
   EXPECT_EQ(*load_chat_template(dir.str(), "{{ eos_token }}", fallback)->apply(chat, {}, true), "</fb>");
   EXPECT_EQ(load_chat_template(dir.str(), dir.file("nope.jinja"), fallback).status().code(), StatusCode::not_found);
+}
+
+// Today's date as Llama 3.2's template writes it: strftime_now("%d %b %Y"), local time.
+std::string today_as_llama_writes_it() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%d %b %Y", &tm);
+  return buf;
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  return s;
+}
+
+// Every real template served from a model directory (as tokenizer_config.json names it) renders
+// what transformers renders, whatever family markers it has; how calls are parsed follows it.
+TEST(ModelChatTemplate, ServesEveryRealTemplateAsTransformersRendersIt) {
+  const ojson& data = testing::chat_template_fixtures();
+  ASSERT_FALSE(data.is_discarded()) << "tests/fixtures/chat_templates/models.json: run scripts/make_chat_template_fixtures.py";
+  testing::TempDir dir("chat_template_served");
+  const std::string today = today_as_llama_writes_it();
+  ASSERT_NE(today, "26 Jul 2024") << "the fixtures' pinned date must differ from the clock's";
+  int n_compared = 0;
+  for (const auto& [name, t] : data["templates"].items()) {
+    const std::string source = t["template"].get<std::string>();
+    // Llama 3.2's header holds strftime_now's date (the fixtures' pinned 26 Jul 2024); the
+    // other templates that call it are rendered with a pinned clock in the test above.
+    const bool dated = source.find("strftime_now") != std::string::npos;
+    if (dated && name != "llama-3.2") continue;
+    testing::write_text(dir.file("tokenizer_config.json"),
+                        ojson{{"chat_template", source}, {"bos_token", t["bos_token"]}, {"eos_token", t["eos_token"]}}.dump());
+    auto served = load_chat_template(dir.str(), "", {});
+    ASSERT_TRUE(served.has_value()) << name << ": " << served.status().to_string();
+    EXPECT_FALSE(served->family.has_value()) << name;
+    for (const auto& c : data["cases"]) {
+      if (c["template"] != name || !c.contains("expected")) continue;
+      SCOPED_TRACE(name + " / " + c["conversation"].get<std::string>());
+      auto text = served->apply(testing::case_messages(c), testing::case_tools(c), c["add_generation_prompt"].get<bool>());
+      ASSERT_TRUE(text.has_value()) << text.status().to_string();
+      const std::string expected = c["expected"].get<std::string>();
+      EXPECT_EQ(*text, dated ? replace_all(expected, "Today Date: 26 Jul 2024", "Today Date: " + today) : expected);
+      ++n_compared;
+    }
+  }
+  EXPECT_GT(n_compared, 150);
+  auto syntax = [&](const std::string& name) {
+    return make_chat_template(testing::real_chat_template(name), name, {})->tool_syntax();
+  };
+  EXPECT_EQ(syntax("qwen2.5"), ChatToolSyntax::hermes);
+  EXPECT_EQ(syntax("qwen3"), ChatToolSyntax::hermes);
+  EXPECT_EQ(syntax("llama-3.1"), ChatToolSyntax::llama3_json);
+  EXPECT_EQ(syntax("llama-3.2"), ChatToolSyntax::llama3_json);
+  EXPECT_EQ(syntax("llama-2"), ChatToolSyntax::none);
 }
 
 TEST(ModelChatTemplate, ListFormAndTemplateFile) {

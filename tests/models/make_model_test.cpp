@@ -10,7 +10,10 @@
 #include "model_test_util.h"
 #include "models/checkpoint.h"
 #include "models/make_model.h"
+#include "models/model_chat_template.h"
 #include "models/model_config.h"
+#include "models/synthetic_tokenizer.h"
+#include "tests/models/chat_test_util.h"
 
 namespace brigade {
 namespace {
@@ -136,6 +139,33 @@ TEST(MakeModel, EveryArchitectureLoadsAndRuns) {
     EXPECT_EQ((*ck)->tensors().count("model.layers.0.self_attn.k_norm.weight"), std::string(arch) == "qwen3" ? 1u : 0u);
 
     expect_loads_and_runs(dir.str(), arch);
+  }
+}
+
+// Each family gets its real chat template (the text models.json's references were rendered
+// from), and the model serves it: the prompt is transformers' rendering.
+TEST(MakeModel, WritesTheFamilysRealChatTemplate) {
+  const std::vector<std::pair<const char*, const char*>> families = {
+      {"llama", "llama-2"}, {"qwen2", "qwen2.5"}, {"qwen3", "qwen3"}, {"qwen3_moe", "qwen3"},
+      {"deepseek_v2", "deepseek-v3.1"}, {"deepseek_v3", "deepseek-v3.1"}};
+  for (const auto& [arch, name] : families) {
+    SCOPED_TRACE(arch);
+    EXPECT_EQ(std::string(synthetic_chat_template(arch).name), name);
+    const std::string real = testing::real_chat_template(name);
+    ASSERT_FALSE(real.empty()) << "tests/fixtures/chat_templates/models.json: run scripts/make_chat_template_fixtures.py";
+    EXPECT_EQ(synthetic_chat_template(arch).text, real);
+  }
+  for (const char* arch : {"llama", "qwen2"}) {
+    testing::TempDir dir(std::string("mm_chat_") + arch);
+    SyntheticModelSpec s = spec(1);
+    s.arch = arch;
+    ASSERT_TRUE(write_synthetic_model(s, dir.str()).is_ok());
+    auto served = load_chat_template(dir.str(), "", {});
+    ASSERT_TRUE(served.has_value()) << served.status().to_string();
+    EXPECT_EQ(served->describe(), "Jinja (tokenizer_config.json)");
+    const auto c = testing::chat_template_case(synthetic_chat_template(arch).name, "system_multi_turn", true);
+    ASSERT_TRUE(c.contains("expected"));
+    EXPECT_EQ(*served->apply(testing::case_messages(c), {}, true), c["expected"].get<std::string>());
   }
 }
 

@@ -24,7 +24,7 @@ class BpeTokenizerTest : public ::testing::Test {
     auto json = synthetic_tokenizer_json(kVocab);
     ASSERT_TRUE(json.has_value());
     testing::write_text(dir_->file("tokenizer.json"), *json);
-    testing::write_text(dir_->file("tokenizer_config.json"), synthetic_tokenizer_config_json(64));
+    testing::write_text(dir_->file("tokenizer_config.json"), synthetic_tokenizer_config_json(64, "llama"));
     auto tok = Tokenizer::load(dir_->str());
     ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
     tok_ = tok->release();

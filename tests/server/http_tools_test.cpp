@@ -1,13 +1,16 @@
 // Tool calling through the HTTP server in-process, on a tiny synthetic model whose
-// tokenizer_config.json names a chatml template: a forced call (named or required) comes back as
+// tokenizer_config.json carries a real template (Qwen2.5's, Llama 3.1's, Llama 2's; from
+// tests/fixtures/chat_templates/models.json): a forced call (named or required) comes back as
 // tool_calls whose arguments fit the function's schema, streamed and not; tool_choice none leaves
-// the text alone; a model without a tool format answers 400.
+// the text alone; a conversation with calls and results reaches the template as transformers
+// passes it (the prompt is the reference rendering); a model without a tool format answers 400.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 
 #include "core/json_schema.h"
 #include "core/schema_matcher.h"
+#include "tests/models/chat_test_util.h"
 #include "tests/server/chat_server_util.h"
 
 namespace brigade::server {
@@ -40,7 +43,8 @@ bool fits(const json& schema, const std::string& text) {
 }
 
 TEST(ServerTools, ForcedCallsComeBackAsToolCalls) {
-  ToolServer s(model_with_template("chatml", "{% for m in messages %}{{'<|im_start|>' + m['role']}}{% endfor %}"));
+  ToolServer s(model_with_template("qwen25", brigade::testing::real_chat_template("qwen2.5")));
+  ASSERT_TRUE(s.ok());
   const json named = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
   auto r = s.chat(request(named));
   ASSERT_EQ(r.status, 200) << r.body;
@@ -94,9 +98,10 @@ TEST(ServerTools, ForcedCallsComeBackAsToolCalls) {
       << "the tools are rendered into the prompt";
 }
 
-// llama-3 writes {"name", "parameters"}: the forced output and its parsing agree on the key.
+// Llama 3.1 writes {"name", "parameters"}: the forced output and its parsing agree on the key.
 TEST(ServerTools, Llama3RequiredCallParses) {
-  ToolServer s(model_with_template("llama3", "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>' }}"));
+  ToolServer s(model_with_template("llama31", brigade::testing::real_chat_template("llama-3.1")));
+  ASSERT_TRUE(s.ok());
   json one = request("required");
   one["parallel_tool_calls"] = false;
   one["max_tokens"] = 128;
@@ -108,12 +113,42 @@ TEST(ServerTools, Llama3RequiredCallParses) {
   EXPECT_TRUE(json::parse(choice["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()).is_object());
 }
 
+// The tools, an assistant's call (arguments as a JSON string, as clients send it) and the tool's
+// result, sent over HTTP, make the prompt transformers renders with the real template. Compared
+// by token count against /tokenize of the reference text (hundreds of tokens, one per byte of
+// most markup).
+TEST(ServerTools, CallsAndResultsReachTheRealTemplateAsTransformersPassesThem) {
+  for (const char* name : {"qwen2.5", "llama-3.1"}) {
+    SCOPED_TRACE(name);
+    const std::string source = brigade::testing::real_chat_template(name);
+    ASSERT_FALSE(source.empty()) << "tests/fixtures/chat_templates/models.json: run scripts/make_chat_template_fixtures.py";
+    ToolServer s(model_with_template(std::string("history_") + name, source));
+    ASSERT_TRUE(s.ok());
+    for (const char* conversation : {"tools_call_and_result", "tools_full_exchange"}) {
+      SCOPED_TRACE(conversation);
+      const auto c = brigade::testing::chat_template_case(name, conversation, true);
+      ASSERT_TRUE(c.contains("expected"));
+      // The synthetic tokenizer's bos_token is <s>; Llama 3.1's template writes it first.
+      std::string expected = c["expected"].get<std::string>();
+      const std::string llama_bos = "<|begin_of_text|>";
+      if (expected.starts_with(llama_bos)) expected = "<s>" + expected.substr(llama_bos.size());
+      auto tokens = s.post("/tokenize", {{"prompt", expected}, {"add_special_tokens", false}});
+      ASSERT_EQ(tokens.status, 200) << tokens.body;
+      auto r = s.chat({{"model", "tiny"}, {"messages", json::parse(c["messages"].dump())},
+                       {"tools", json::parse(c["tools"].dump())}, {"max_tokens", 1}, {"temperature", 0}});
+      ASSERT_EQ(r.status, 200) << r.body;
+      EXPECT_EQ(json::parse(r.body)["usage"]["prompt_tokens"], json::parse(tokens.body)["count"]);
+    }
+  }
+}
+
 TEST(ServerTools, AModelWithoutAToolFormatAnswers400) {
-  ToolServer s(model_with_template("llama2", "{{ bos_token + '[INST] ' + content + ' [/INST]' }}"));
+  ToolServer s(model_with_template("llama2", brigade::testing::real_chat_template("llama-2")));
+  ASSERT_TRUE(s.ok());
   auto r = s.chat(request("auto"));
   EXPECT_EQ(r.status, 400);
-  EXPECT_NE(r.body.find("no tool-calling format"), std::string::npos) << r.body;
-  // A tool result in the history needs a tool format too.
+  EXPECT_NE(r.body.find("no tool-call format"), std::string::npos) << r.body;
+  // A tool result in the history needs a tool format too (Llama 2's template would drop it).
   json history = {{"model", "tiny"},
                   {"messages", {{{"role", "user"}, {"content", "x"}}, {{"role", "tool"}, {"tool_call_id", "c"}, {"content", "1"}}}}};
   auto h = s.chat(history);

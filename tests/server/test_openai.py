@@ -18,10 +18,10 @@ BIN = os.environ.get("BRIGADE_BIN", os.path.join(ROOT, "build", "tools", "brigad
 KEY = "test-key"
 
 
-def make_tiny_model(path, max_position=512):
-    subprocess.run([BIN, "make-model", "--hidden", "64", "--layers", "2", "--heads", "4", "--kv-heads", "2",
-                    "--intermediate", "128", "--vocab", "512", "--max-position", str(max_position), "--dtype", "f32",
-                    "--out", path], check=True, stdout=subprocess.DEVNULL)
+def make_tiny_model(path, max_position=512, arch="llama"):
+    subprocess.run([BIN, "make-model", "--arch", arch, "--hidden", "64", "--layers", "2", "--heads", "4",
+                    "--kv-heads", "2", "--intermediate", "128", "--vocab", "512", "--max-position", str(max_position),
+                    "--dtype", "f32", "--out", path], check=True, stdout=subprocess.DEVNULL)
 
 
 @pytest.fixture(scope="module")
@@ -359,16 +359,13 @@ TOOL_BIAS = {"2": 100, **{str(3 + ord(c)): -100 for c in " \t\r\n"}}
 
 @pytest.fixture(scope="module")
 def tool_client():
-    """`brigade serve` on a tiny model whose tokenizer_config.json names a chatml (Qwen) template."""
+    """`brigade serve` on a tiny qwen2 model: make-model writes Qwen2.5's real chat template (Hermes
+    <tool_call> blocks)."""
     tmp = tempfile.TemporaryDirectory()
-    model = os.path.join(tmp.name, "tiny-chatml")
-    make_tiny_model(model, max_position=2048)
-    config_path = os.path.join(model, "tokenizer_config.json")
-    with open(config_path) as f:
-        config = json.load(f)
-    config["chat_template"] = "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' }}{% endfor %}"
-    with open(config_path, "w") as f:
-        json.dump(config, f)
+    model = os.path.join(tmp.name, "tiny-qwen2")
+    make_tiny_model(model, max_position=2048, arch="qwen2")
+    with open(os.path.join(model, "tokenizer_config.json")) as f:
+        assert "You are Qwen, created by Alibaba Cloud." in json.load(f)["chat_template"]
     proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
                              "--served-model-name", "tiny"], stdout=subprocess.PIPE, text=True)
     match = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stdout.readline())
