@@ -237,6 +237,38 @@ void expect_split_matches_transformers(const std::string& fixture, int tp, bool 
   }
 }
 
+// Phi-3 stores q|k|v and gate|up fused (qkv_proj, gate_up_proj): each rank takes its rows of q,
+// k and v and of gate and up out of the one tensor, as it does from separate ones. tp=2 equals
+// tp=1 and transformers (phi3: sliding window; phi3_longrope: partial rotary, long factors,
+// tied); a synthetic phi3 of 8 heads over 4 kv heads equals tp=1 at tp=2 and tp=4.
+TEST(TensorParallel, Phi3FusedWeightsMatchUnshardedAndTransformers) {
+  expect_same_as_unsharded(testing::fixture_dir("phi3"), 2);
+  expect_same_as_unsharded(testing::fixture_dir("phi3_longrope"), 2);
+  auto ranks = load_ranks(testing::fixture_dir("phi3"), 2);
+  ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
+  for (const testing::FixtureCase& fc : testing::read_fixture_cases("phi3")) {
+    const testing::FixtureRun run = run_fixture_on_ranks(*ranks, fc);
+    EXPECT_LE(run.max_abs_diff, testing::kLogitTol) << "prompt of " << fc.prompt.size();
+    EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size();
+  }
+  TempDir dir("tp_phi3");
+  SyntheticModelSpec s;
+  s.arch = "phi3";
+  s.hidden_size = 64;
+  s.n_layers = 2;
+  s.n_heads = 8;
+  s.n_kv_heads = 4;
+  s.intermediate_size = 128;
+  s.vocab_size = 300;
+  s.max_position = 64;
+  s.tie_embeddings = false;
+  s.dtype = DType::f32;
+  s.seed = 13;
+  ASSERT_TRUE(write_synthetic_model(s, dir.str()).is_ok());
+  expect_same_as_unsharded(dir.str(), 2);
+  expect_same_as_unsharded(dir.str(), 4);
+}
+
 TEST(ExpertParallel, Qwen3MoeMatchesTransformersWithExpertsSplitByColumnsOrByExpert) {
   for (const bool ep : {false, true}) {
     expect_split_matches_transformers("qwen3_moe", 2, ep);       // 8 experts, top-2, a dense layer
