@@ -123,8 +123,9 @@ TEST(ModelConfig, RejectsRopeScalingMissingFieldsAndBadNumbers) {
 std::string phi3_config(const std::string& extra, int n_factors = 48) {
   std::string shorts, longs;
   for (int i = 0; i < n_factors; ++i) {
-    shorts += (i ? ", " : "") + std::to_string(1.0 + 0.01 * i);
-    longs += (i ? ", " : "") + std::to_string(1.0 + 1.5 * i);
+    const std::string sep = i > 0 ? ", " : "";
+    shorts.append(sep).append(std::to_string(1.0 + 0.01 * i));
+    longs.append(sep).append(std::to_string(1.0 + 1.5 * i));
   }
   return R"({"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_size": 3072,
     "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 8192,

@@ -99,8 +99,11 @@ TEST(Phi3Longrope, LongFactorsMatchTransformersPastTheOriginalContext) {
   for (const auto& fc : read_fixture_cases("phi3_longrope")) {
     const testing::FixtureRun run = testing::run_fixture_case(*model, *backend, fc);
     if (fc.prompt.size() <= kOriginalContext) {
-      // transformers ran this one on the short factors: the choice is visible in the logits.
-      EXPECT_GT(run.max_abs_diff, 100 * kLogitTol) << "prompt of " << fc.prompt.size() << " tokens";
+      // transformers ran this one on the short factors: the choice shows in the logits of a prompt
+      // of more than one token (position 0 rotates by nothing).
+      if (fc.prompt.size() > 1) {
+        EXPECT_GT(run.max_abs_diff, 100 * kLogitTol) << "prompt of " << fc.prompt.size();
+      }
       continue;
     }
     ++n_long;
