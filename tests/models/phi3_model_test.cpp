@@ -13,6 +13,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "hf_fixture.h"
+#include "models/inspect.h"
 #include "models/model_config.h"
 #include "models/rope_scaling.h"
 
@@ -137,6 +138,17 @@ TEST(Phi3Longrope, ShortFactorsMatchTransformersWithinTheOriginalContext) {
     EXPECT_LE(decode_max_diff(*model, *backend, fc), kLogitTol);
   }
   EXPECT_GT(n_short, 0);
+}
+
+// `brigade inspect` names the architecture and says which longrope list the model runs.
+TEST(Phi3Longrope, InspectNamesTheArchitectureAndTheFactorList) {
+  auto info = inspect_model(fixture_dir("phi3_longrope"));
+  ASSERT_TRUE(info.has_value()) << info.status().to_string();
+  const std::string text = format_model_info(*info);
+  EXPECT_NE(text.find("architecture:  phi3"), std::string::npos) << text;
+  EXPECT_NE(text.find("scaling longrope x4 (long factors, original context 16)"), std::string::npos) << text;
+  EXPECT_NE(text.find("rotary dims 12 of 16"), std::string::npos) << text;
+  EXPECT_NE(text.find("stored fused"), std::string::npos) << text;
 }
 
 }  // namespace
