@@ -73,8 +73,11 @@ TEST(Phi3, DecodeStepsMatchTransformers) {
   EXPECT_EQ(model->config().arch, "phi3");
   EXPECT_TRUE(model->config().fused_weights);
   EXPECT_EQ(model->config().sliding_window, 8);
-  for (const auto& fc : read_fixture_cases("phi3"))
-    EXPECT_LE(decode_max_diff(*model, *backend, fc), kLogitTol) << "prompt of " << fc.prompt.size() << " tokens";
+  for (const auto& fc : read_fixture_cases("phi3")) {
+    const float d = decode_max_diff(*model, *backend, fc);
+    EXPECT_LE(d, kLogitTol) << "prompt of " << fc.prompt.size() << " tokens";
+    RecordProperty("decode_max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(d));
+  }
 }
 
 // transformers' Phi3 masks attention to the last sliding_window tokens (mistral_sliding's rule):
@@ -110,7 +113,10 @@ TEST(Phi3Longrope, LongFactorsMatchTransformersPastTheOriginalContext) {
     ++n_long;
     EXPECT_LE(run.max_abs_diff, kLogitTol);
     EXPECT_EQ(run.greedy, fc.greedy);
-    EXPECT_LE(decode_max_diff(*model, *backend, fc), kLogitTol);
+    const float d = decode_max_diff(*model, *backend, fc);
+    EXPECT_LE(d, kLogitTol);
+    RecordProperty("max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(run.max_abs_diff));
+    RecordProperty("decode_max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(d));
   }
   EXPECT_GT(n_long, 0);
 }
@@ -135,7 +141,10 @@ TEST(Phi3Longrope, ShortFactorsMatchTransformersWithinTheOriginalContext) {
     const testing::FixtureRun run = testing::run_fixture_case(*model, *backend, fc);
     EXPECT_LE(run.max_abs_diff, kLogitTol) << "prompt of " << fc.prompt.size() << " tokens";
     EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size() << " tokens";
-    EXPECT_LE(decode_max_diff(*model, *backend, fc), kLogitTol);
+    const float d = decode_max_diff(*model, *backend, fc);
+    EXPECT_LE(d, kLogitTol);
+    RecordProperty("max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(run.max_abs_diff));
+    RecordProperty("decode_max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(d));
   }
   EXPECT_GT(n_short, 0);
 }
