@@ -55,6 +55,18 @@ float decode_max_diff(Model& model, Backend& backend, const FixtureCase& fc) {
   return worst;
 }
 
+// A fixture case's prefill logits (`run`), greedy tokens and cached decode steps equal
+// transformers'; the differences are recorded as test properties.
+void expect_matches_transformers(Model& model, Backend& backend, const FixtureCase& fc, const testing::FixtureRun& run) {
+  const std::string n = std::to_string(fc.prompt.size());
+  EXPECT_LE(run.max_abs_diff, kLogitTol) << "prompt of " << n << " tokens";
+  EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << n << " tokens";
+  const float d = decode_max_diff(model, backend, fc);
+  EXPECT_LE(d, kLogitTol) << "prompt of " << n << " tokens";
+  ::testing::Test::RecordProperty("max_abs_diff_" + n, std::to_string(run.max_abs_diff));
+  ::testing::Test::RecordProperty("decode_max_abs_diff_" + n, std::to_string(d));
+}
+
 // phi3_longrope with config.json edited by `edit`, in a temporary directory.
 template <typename Edit>
 std::unique_ptr<Model> load_edited(const testing::TempDir& dir, Backend& backend, Edit edit) {
@@ -111,12 +123,7 @@ TEST(Phi3Longrope, LongFactorsMatchTransformersPastTheOriginalContext) {
       continue;
     }
     ++n_long;
-    EXPECT_LE(run.max_abs_diff, kLogitTol);
-    EXPECT_EQ(run.greedy, fc.greedy);
-    const float d = decode_max_diff(*model, *backend, fc);
-    EXPECT_LE(d, kLogitTol);
-    RecordProperty("max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(run.max_abs_diff));
-    RecordProperty("decode_max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(d));
+    expect_matches_transformers(*model, *backend, fc, run);
   }
   EXPECT_GT(n_long, 0);
 }
@@ -138,13 +145,7 @@ TEST(Phi3Longrope, ShortFactorsMatchTransformersWithinTheOriginalContext) {
   for (const auto& fc : read_fixture_cases("phi3_longrope")) {
     if (fc.prompt.size() + fc.greedy.size() > kOriginalContext) continue;
     ++n_short;
-    const testing::FixtureRun run = testing::run_fixture_case(*model, *backend, fc);
-    EXPECT_LE(run.max_abs_diff, kLogitTol) << "prompt of " << fc.prompt.size() << " tokens";
-    EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size() << " tokens";
-    const float d = decode_max_diff(*model, *backend, fc);
-    EXPECT_LE(d, kLogitTol);
-    RecordProperty("max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(run.max_abs_diff));
-    RecordProperty("decode_max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(d));
+    expect_matches_transformers(*model, *backend, fc, testing::run_fixture_case(*model, *backend, fc));
   }
   EXPECT_GT(n_short, 0);
 }
