@@ -5,7 +5,7 @@
 //   - a directory with config.json and model.safetensors, or model.safetensors.index.json
 //     ({"weight_map": {tensor name: shard file}}) naming several shard files beside it;
 //   - a llama2.c .bin file (tensors exposed under Hugging Face names, see llama2c.h);
-//   - a GGUF file (*.gguf; llama, qwen2, qwen3; F32/F16/BF16 and the ggml quantized types of
+//   - a GGUF file (*.gguf; llama, qwen2, qwen3, phi3; F32/F16/BF16 and the ggml quantized types of
 //     models/ggml_quant.h, see gguf_checkpoint.h).
 #pragma once
 

@@ -6,16 +6,17 @@
 namespace brigade {
 namespace {
 
-constexpr const char* kSupportedArchs = "llama, qwen2, qwen3";
+constexpr const char* kSupportedArchs = "llama, qwen2, qwen3, phi3";
 
-// {arch}.attention.sliding_window: honoured for llama (Mistral), as transformers does; 0 means
-// none. llama.cpp's llama architecture never reads the key (full causal attention), so a
-// Mistral GGUF without it runs unwindowed there and here alike. qwen2/qwen3 ignore it as both
-// llama.cpp and transformers do (transformers applies Qwen's window only with
-// use_sliding_window, which GGUF has no key for).
+// {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
+// 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
+// Mistral GGUF without it runs unwindowed there and here alike; llama.cpp reads phi3's but turns
+// the window off (its PR 13676), where brigade keeps transformers' window, as for the same model
+// from safetensors. qwen2/qwen3 ignore it as both llama.cpp and transformers do (transformers
+// applies Qwen's window only with use_sliding_window, which GGUF has no key for).
 Status read_sliding_window(const GgufFile& g, const std::string& a, ModelConfig& c) {
   const std::string key = a + "attention.sliding_window";
-  if (c.arch != "llama" || !g.find(key)) return Status::ok();
+  if ((c.arch != "llama" && c.arch != "phi3") || !g.find(key)) return Status::ok();
   BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int(key));
   if (v < 0 || v > INT32_MAX) return corrupt(g.path() + ": metadata '" + key + "' is out of range");
   c.sliding_window = static_cast<int>(v);
@@ -23,12 +24,12 @@ Status read_sliding_window(const GgufFile& g, const std::string& a, ModelConfig&
 }
 
 // rope_freqs.weight: llama.cpp's per-frequency divisors (how its converter stores llama3 RoPE
-// scaling), [head_dim / 2] finite positive values.
+// scaling), [rotary dims / 2] finite positive values.
 Status read_rope_freqs(const GgufFile& g, const RawTensor& t, ModelConfig& c) {
-  const int64_t want = c.head_dim / 2;
+  const int64_t want = c.rope_dims() / 2;
   if (t.shape.size() != 1 || t.shape[0] != want)
     return corrupt(g.path() + ": tensor 'rope_freqs.weight' has shape " + t.shape_string() + "; expected [" +
-                   std::to_string(want) + "] (head_dim / 2)");
+                   std::to_string(want) + "] (head_dim / 2, of the rotated dims)");
   std::vector<float> f(static_cast<size_t>(want));
   for (int64_t i = 0; i < want; ++i) {
     f[static_cast<size_t>(i)] = static_cast<float>(t.at(i));
@@ -41,7 +42,7 @@ Status read_rope_freqs(const GgufFile& g, const RawTensor& t, ModelConfig& c) {
 
 Status read_config(const GgufFile& g, ModelConfig& c) {
   BRIGADE_ASSIGN_OR_RETURN(std::string arch, g.get_string("general.architecture"));
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3")
     return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " + kSupportedArchs);
   c.arch = arch;
   const std::string a = arch + ".";
@@ -60,11 +61,13 @@ Status read_config(const GgufFile& g, ModelConfig& c) {
   if (g.find(a + "attention.head_count_kv")) BRIGADE_RETURN_IF_ERROR(get("attention.head_count_kv", c.n_kv_heads));
   c.head_dim = c.hidden_size / c.n_heads;
   if (g.find(a + "attention.key_length")) BRIGADE_RETURN_IF_ERROR(get("attention.key_length", c.head_dim));
-  // llama.cpp's converter records the rotary width; these architectures rotate whole heads.
+  // llama.cpp's converter records the rotary width; phi3 may rotate part of each head
+  // (Phi-4-mini), the others rotate whole heads.
   BRIGADE_ASSIGN_OR_RETURN(int64_t n_rot, g.get_int_or(a + "rope.dimension_count", c.head_dim));
-  if (n_rot != c.head_dim)
+  if (arch == "phi3" && n_rot > 0 && n_rot <= c.head_dim) c.rotary_dim = static_cast<int>(n_rot);
+  else if (n_rot != c.head_dim)
     return unsupported(g.path() + ": " + a + "rope.dimension_count " + std::to_string(n_rot) + " differs from head_dim " +
-                       std::to_string(c.head_dim) + "; partial rotary embeddings are not supported");
+                       std::to_string(c.head_dim) + "; partial rotary embeddings are supported for phi3 only");
   BRIGADE_ASSIGN_OR_RETURN(double eps, g.get_number_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
   BRIGADE_ASSIGN_OR_RETURN(double theta, g.get_number_or(a + "rope.freq_base", 10000.0));
   c.rms_eps = static_cast<float>(eps);
@@ -80,6 +83,7 @@ Status read_config(const GgufFile& g, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_sliding_window(g, a, c));
   c.qkv_bias = arch == "qwen2";
   c.qk_norm = arch == "qwen3";
+  c.fused_weights = arch == "phi3";  // blk.N.attn_qkv, and ffn_up holding gate|up
   BRIGADE_ASSIGN_OR_RETURN(int64_t bos, g.get_int_or("tokenizer.ggml.bos_token_id", -1));
   BRIGADE_ASSIGN_OR_RETURN(int64_t eos, g.get_int_or("tokenizer.ggml.eos_token_id", -1));
   c.bos_id = static_cast<int>(bos);
@@ -89,7 +93,7 @@ Status read_config(const GgufFile& g, ModelConfig& c) {
 
 }  // namespace
 
-std::string gguf_to_hf_name(const std::string& n) {
+std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
   static const std::map<std::string, std::string> kTop = {{"token_embd.weight", "model.embed_tokens.weight"},
                                                           {"output_norm.weight", "model.norm.weight"},
                                                           {"output.weight", "lm_head.weight"}};
@@ -102,19 +106,26 @@ std::string gguf_to_hf_name(const std::string& n) {
       {"attn_v.bias", "self_attn.v_proj.bias"},         {"attn_output.bias", "self_attn.o_proj.bias"},
       {"attn_q_norm.weight", "self_attn.q_norm.weight"}, {"attn_k_norm.weight", "self_attn.k_norm.weight"},
       {"ffn_gate.weight", "mlp.gate_proj.weight"},      {"ffn_up.weight", "mlp.up_proj.weight"},
-      {"ffn_down.weight", "mlp.down_proj.weight"}};
+      {"ffn_down.weight", "mlp.down_proj.weight"},      {"attn_qkv.weight", "self_attn.qkv_proj.weight"}};
   if (!n.starts_with("blk.")) return "";
   const size_t dot = n.find('.', 4);
   if (dot == std::string::npos || dot == 4 || n.find_first_not_of("0123456789", 4) != dot) return "";
-  auto it = kLayer.find(n.substr(dot + 1));
-  return it == kLayer.end() ? "" : "model.layers." + n.substr(4, dot - 4) + "." + it->second;
+  const std::string suffix = n.substr(dot + 1);
+  // llama.cpp's converter writes phi3's gate_up_proj unsplit as ffn_up (ggml_swiglu splits it).
+  const bool gate_up = arch == "phi3" && suffix == "ffn_up.weight";
+  auto it = kLayer.find(suffix);
+  if (it == kLayer.end()) return "";
+  return "model.layers." + n.substr(4, dot - 4) + "." + (gate_up ? std::string("mlp.gate_up_proj.weight") : it->second);
 }
 
 Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::string, RawTensor>& tensors) {
   BRIGADE_RETURN_IF_ERROR(read_config(g, c));
   for (const auto& t : g.tensors()) {
+    if (t.name == "rope_factors_long.weight" || t.name == "rope_factors_short.weight")
+      return unsupported(g.path() + ": LongRoPE factors (" + t.name + ") are not supported in GGUF; load the Hugging "
+                         "Face checkpoint (config.json with rope_scaling longrope), which brigade runs");
     const bool rope_freqs = t.name == "rope_freqs.weight";
-    const std::string name = rope_freqs ? t.name : gguf_to_hf_name(t.name);
+    const std::string name = rope_freqs ? t.name : gguf_to_hf_name(t.name, c.arch);
     if (name.empty()) continue;  // a tensor no supported layout uses
     RawTensor r;
     r.name = name;

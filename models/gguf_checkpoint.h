@@ -1,12 +1,15 @@
 // GGUF weights as a Checkpoint: llama.cpp's metadata keys ({arch}.embedding_length, ...) become a
 // ModelConfig and its tensor names (blk.N.attn_q.weight, ...) Hugging Face names, so one loader
-// serves every format. Architectures: llama, qwen2, qwen3.
+// serves every format. Architectures: llama, qwen2, qwen3, phi3.
 //
 // Layout notes:
 //   - GGUF dims are innermost first; RawTensor shapes are outermost first (HF order).
 //   - llama.cpp's converter permutes the q/k rows of llama models so that RoPE rotates adjacent
 //     pairs; brigade runs those with RopeStyle::interleaved instead of undoing the permutation.
-//     qwen2/qwen3 are stored unpermuted and run with neox RoPE, as in llama.cpp.
+//     qwen2/qwen3/phi3 are stored unpermuted and run with neox RoPE, as in llama.cpp.
+//   - phi3: blk.N.attn_qkv.weight is qkv_proj and blk.N.ffn_up.weight gate_up_proj (gate rows,
+//     then up), loaded fused (ModelConfig::fused_weights); rope.dimension_count below head_dim
+//     is its partial rotary. LongRoPE factor tensors (rope_factors_long/short) are refused.
 //   - Every tensor is a view of the mapping, block-quantized ones (Q4_K, ...) included
 //     (RawTensor::ggml says how): whether a weight stays quantized or is dequantized is decided
 //     by WeightLoader, which knows the backend and the weight type asked for.
@@ -14,7 +17,8 @@
 //     rope_freqs.weight [head_dim / 2], the per-frequency divisors in which llama.cpp's converter
 //     stores llama3 scaling (RopeScaling::freq_factors).
 //   - llama.attention.sliding_window (Mistral) is honoured, 0 meaning none; without it attention
-//     is full causal, as in llama.cpp. qwen2/qwen3 ignore the key, as llama.cpp does.
+//     is full causal, as in llama.cpp. phi3.attention.sliding_window is honoured as transformers
+//     does (llama.cpp turns Phi's window off). qwen2/qwen3 ignore the key, as llama.cpp does.
 #pragma once
 
 #include <map>
@@ -32,7 +36,8 @@ namespace brigade {
 // missing keys or tensors of the wrong size (rope_freqs.weight included), naming them.
 Status read_gguf_checkpoint(const GgufFile& gguf, ModelConfig& config, std::map<std::string, RawTensor>& tensors);
 
-// Hugging Face name of a llama.cpp tensor name, or "" when it has none.
-std::string gguf_to_hf_name(const std::string& gguf_name);
+// Hugging Face name of a llama.cpp tensor name in a GGUF of `arch`, or "" when it has none
+// (phi3's ffn_up is gate_up_proj; elsewhere up_proj).
+std::string gguf_to_hf_name(const std::string& gguf_name, const std::string& arch);
 
 }  // namespace brigade

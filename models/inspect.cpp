@@ -68,13 +68,18 @@ std::string format_model_info(const ModelInfo& m) {
     char factor[32];
     std::snprintf(factor, sizeof(factor), "%g", static_cast<double>(c.rope_scaling.factor));
     s += std::string(", scaling ") + rope_scaling_name(c.rope_scaling.type) + " x" + factor;
+    if (c.rope_scaling.type == RopeScalingType::longrope)
+      s += std::string(c.rope_scaling.longrope_long ? " (long" : " (short") + " factors, original context " +
+           std::to_string(c.rope_scaling.original_max_position) + ")";
   }
+  if (c.rope_dims() < c.head_dim) s += ", rotary dims " + std::to_string(c.rope_dims()) + " of " + std::to_string(c.head_dim);
   if (!c.rope_scaling.freq_factors.empty()) s += ", per-frequency factors (rope_freqs)";
   s += "\n";
   std::string attn;
   if (c.qkv_bias) attn += ", qkv bias";
   if (c.o_bias) attn += ", o bias";
   if (c.qk_norm) attn += ", q/k norm";
+  if (c.fused_weights) attn += ", q|k|v and gate|up stored fused";
   if (c.sliding_window > 0) attn += ", sliding window " + std::to_string(c.sliding_window);
   if (c.is_mla()) {
     char scale[32];

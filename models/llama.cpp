@@ -96,6 +96,10 @@ class LlamaModel final : public Model {
 
  private:
   Status load_layer(WeightLoader& w, int l, DecoderLayer& layer);
+  // This rank's q|k|v [(H + 2 KV) * hd, hidden] and gate|up [2 I, hidden] of layer l, from separate
+  // tensors or, with ModelConfig::fused_weights, from the fused ones.
+  Expected<OwnedTensor> load_qkv(WeightLoader& w, int l);
+  Expected<OwnedTensor> load_gate_up(WeightLoader& w, int l);
   Status allocate_scratch();
   Status run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta, int n);
   Status run_mlp(const DecoderLayer& layer, int n);
@@ -142,6 +146,32 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
   return c;
 }
 
+// A fused stored tensor (phi3) is read as its parts: part i is rows [offset_i, offset_i + rows_i)
+// of it, and a rank takes the same rows of each part as from separate tensors.
+Expected<OwnedTensor> LlamaModel::load_qkv(WeightLoader& w, int l) {
+  const auto& c = config_;
+  const int64_t hidden = c.hidden_size, q = int64_t{c.n_heads} * c.head_dim, kv = int64_t{c.n_kv_heads} * c.head_dim;
+  const Slice qr = shard_.q_rows(), kvr = shard_.kv_rows();
+  if (!c.fused_weights)
+    return w.fused({layer_name(l, "self_attn.q_proj.weight"), layer_name(l, "self_attn.k_proj.weight"),
+                    layer_name(l, "self_attn.v_proj.weight")},
+                   {q, kv, kv}, hidden, {qr, kvr, kvr});
+  const std::string name = layer_name(l, "self_attn.qkv_proj.weight");  // [q + 2 kv, hidden]: q, k, v rows
+  const int64_t rows = q + 2 * kv;
+  return w.fused({name, name, name}, {rows, rows, rows}, hidden,
+                 {qr, {q + kvr.begin, kvr.size}, {q + kv + kvr.begin, kvr.size}});
+}
+
+Expected<OwnedTensor> LlamaModel::load_gate_up(WeightLoader& w, int l) {
+  const int64_t hidden = config_.hidden_size, inter = config_.intermediate_size;
+  const Slice ir = shard_.inter_rows();
+  if (!config_.fused_weights)
+    return w.fused({layer_name(l, "mlp.gate_proj.weight"), layer_name(l, "mlp.up_proj.weight")}, {inter, inter}, hidden,
+                   {ir, ir});
+  const std::string name = layer_name(l, "mlp.gate_up_proj.weight");  // [2 I, hidden]: gate rows, then up rows
+  return w.fused({name, name}, {2 * inter, 2 * inter}, hidden, {ir, {inter + ir.begin, ir.size}});
+}
+
 Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   const auto& c = config_;
   const int64_t hidden = c.hidden_size, q = int64_t{c.n_heads} * c.head_dim, kv = int64_t{c.n_kv_heads} * c.head_dim;
@@ -150,11 +180,7 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   const std::vector<Slice> qkv_rows = {s.q_rows(), s.kv_rows(), s.kv_rows()};
   BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, w.vector_f32({layer_name(l, "input_layernorm.weight")}, {hidden}));
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, w.vector_f32({layer_name(l, "post_attention_layernorm.weight")}, {hidden}));
-  BRIGADE_ASSIGN_OR_RETURN(
-      layer.attn.qkv,
-      w.fused({layer_name(l, "self_attn.q_proj.weight"), layer_name(l, "self_attn.k_proj.weight"),
-               layer_name(l, "self_attn.v_proj.weight")},
-              {q, kv, kv}, hidden, qkv_rows));
+  BRIGADE_ASSIGN_OR_RETURN(layer.attn.qkv, load_qkv(w, l));
   BRIGADE_ASSIGN_OR_RETURN(layer.attn.o, w.matrix(layer_name(l, "self_attn.o_proj.weight"), hidden, q, {}, s.q_rows()));
   if (c.qkv_bias) {
     BRIGADE_ASSIGN_OR_RETURN(
@@ -180,9 +206,7 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
     expert_bytes_ += static_cast<int64_t>(layer.moe.gate_up.tensor.nbytes() + layer.moe.down.tensor.nbytes());
     return Status::ok();
   }
-  BRIGADE_ASSIGN_OR_RETURN(layer.mlp.gate_up,
-                           w.fused({layer_name(l, "mlp.gate_proj.weight"), layer_name(l, "mlp.up_proj.weight")},
-                                   {inter, inter}, hidden, {s.inter_rows(), s.inter_rows()}));
+  BRIGADE_ASSIGN_OR_RETURN(layer.mlp.gate_up, load_gate_up(w, l));
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp.down,
                            w.matrix(layer_name(l, "mlp.down_proj.weight"), hidden, inter, {}, s.inter_rows()));
   return Status::ok();
@@ -201,8 +225,9 @@ Status LlamaModel::load(const Checkpoint& ck) {
   n_params_ = w.n_params();
   weight_bytes_ = w.n_bytes();
   rope_.style = c.rope_style;
-  rope_.rotary_dim = c.head_dim;
-  rope_.inv_freq = rope_inv_freq_scaled(c.rope_theta, c.head_dim, c.rope_scaling);
+  rope_.rotary_dim = c.rope_dims();
+  rope_.inv_freq = rope_inv_freq_scaled(c.rope_theta, c.rope_dims(), c.rope_scaling);
+  rope_.attention_factor = rope_attention_factor(c.rope_scaling);
   BRIGADE_RETURN_IF_ERROR(allocate_scratch());
   backend_.synchronize();  // uploads from staging memory have finished before it is freed
   return Status::ok();

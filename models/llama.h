@@ -1,5 +1,6 @@
 // The Llama-family decoder (Llama 2/3, TinyLlama, SmolLM2, Mistral, llama2.c checkpoints), which
-// also runs qwen2 and qwen3 (config flags qkv_bias, qk_norm).
+// also runs qwen2 and qwen3 (config flags qkv_bias, qk_norm) and phi3 (Phi-3, Phi-4: q|k|v and
+// gate|up stored fused, fused_weights; partial rotary, rotary_dim).
 //
 // A decoder layer is an attention block and an MLP block, each behind an RMSNorm, with optional
 // pieces (qkv/o bias; per-head q/k norm) so qwen2/qwen3 can reuse it by loading those pieces.

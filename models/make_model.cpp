@@ -92,6 +92,9 @@ std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, const ModelCon
     p.push_back({pre + "input_layernorm.weight", {h}, TensorPlan::norm, 0.0});
     if (is_deepseek(s.arch)) {
       plan_mla(s, pre, out_scale, p);
+    } else if (s.arch == "phi3") {  // Phi3Attention: one qkv_proj, q rows then k then v
+      p.push_back(mat(pre + "self_attn.qkv_proj.weight", q + 2 * kv, h, 1.0));
+      p.push_back(mat(pre + "self_attn.o_proj.weight", h, q, out_scale));
     } else {
       p.push_back(mat(pre + "self_attn.q_proj.weight", q, h, 1.0));
       p.push_back(mat(pre + "self_attn.k_proj.weight", kv, h, 1.0));
@@ -127,8 +130,12 @@ std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, const ModelCon
       }
       continue;
     }
-    p.push_back(mat(pre + "mlp.gate_proj.weight", inter, h, 1.0));
-    p.push_back(mat(pre + "mlp.up_proj.weight", inter, h, 1.0));
+    if (s.arch == "phi3") {  // Phi3MLP: one gate_up_proj, gate rows then up
+      p.push_back(mat(pre + "mlp.gate_up_proj.weight", 2 * inter, h, 1.0));
+    } else {
+      p.push_back(mat(pre + "mlp.gate_proj.weight", inter, h, 1.0));
+      p.push_back(mat(pre + "mlp.up_proj.weight", inter, h, 1.0));
+    }
     p.push_back(mat(pre + "mlp.down_proj.weight", h, inter, out_scale));
   }
   p.push_back({"model.norm.weight", {h}, TensorPlan::norm, 0.0});
@@ -301,7 +308,13 @@ ojson config_json(const SyntheticModelSpec& s, int head_dim) {
                {"rms_norm_eps", clean(s.rms_eps)}, {"rope_scaling", nullptr}, {"rope_theta", clean(s.rope_theta)},
                {"tie_word_embeddings", s.tie_embeddings}, {"torch_dtype", torch_dtype(s.dtype)},
                {"transformers_version", "4.44.0"}, {"use_cache", true}, {"vocab_size", s.vocab_size}};
-  if (s.arch != "llama") c["use_sliding_window"] = false;
+  if (s.arch == "phi3") {  // Phi3Config: no attention_bias; the window, when set, always applies
+    c["architectures"] = {"Phi3ForCausalLM"};
+    c.erase("attention_bias");
+    c["sliding_window"] = nullptr;
+  } else if (s.arch != "llama") {
+    c["use_sliding_window"] = false;
+  }
   if (s.arch == "qwen3_moe") {  // the Hub's Qwen3-MoE config names (num_experts, not num_local_experts)
     c["architectures"] = {"Qwen3MoeForCausalLM"};
     c["num_experts"] = s.n_experts;
@@ -330,9 +343,11 @@ Status write_text(const fs::path& path, const std::string& text) {
 }  // namespace
 
 Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& out_dir) {
-  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3_moe" && !is_deepseek(s.arch))
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3_moe" && s.arch != "phi3" &&
+      !is_deepseek(s.arch))
     return invalid_argument("make-model: arch '" + s.arch +
-                            "' is not supported; supported: llama, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3");
+                            "' is not supported; supported: llama, qwen2, qwen3, qwen3_moe, phi3, deepseek_v2, "
+                            "deepseek_v3");
   if (s.dtype != DType::f32 && s.dtype != DType::f16 && s.dtype != DType::bf16)
     return invalid_argument(std::string("make-model: dtype ") + dtype_name(s.dtype) + " is not supported; use f32, f16 or bf16");
   if (s.fp8_block < 0 || (s.fp8_block > 0 && !s.fp8_compressed.empty()))

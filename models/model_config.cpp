@@ -15,7 +15,7 @@ using json = nlohmann::json;
 constexpr const char* kSupported =
     "LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral), Qwen2ForCausalLM (qwen2), "
     "Qwen3ForCausalLM (qwen3), Qwen3MoeForCausalLM (qwen3_moe), DeepseekV2ForCausalLM (deepseek_v2), "
-    "DeepseekV3ForCausalLM (deepseek_v3)";
+    "DeepseekV3ForCausalLM (deepseek_v3), Phi3ForCausalLM (phi3)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -33,10 +33,11 @@ Expected<std::string> detect_arch(const json& j) {
   if (arch_name == "Qwen3MoeForCausalLM") return std::string("qwen3_moe");
   if (arch_name == "DeepseekV2ForCausalLM") return std::string("deepseek_v2");
   if (arch_name == "DeepseekV3ForCausalLM") return std::string("deepseek_v3");
+  if (arch_name == "Phi3ForCausalLM") return std::string("phi3");
   if (arch_name.empty()) {
     if (model_type == "llama" || model_type == "mistral") return std::string("llama");
     if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe" || model_type == "deepseek_v2" ||
-        model_type == "deepseek_v3")
+        model_type == "deepseek_v3" || model_type == "phi3")
       return model_type;
   }
   const std::string what = !arch_name.empty() ? "architecture '" + arch_name + "'"
@@ -75,19 +76,35 @@ Status read_dtype(const json& j, DType& out) {
 }
 
 // RoPE theta and scaling: "rope_theta" + "rope_scaling" (transformers < 5), or one
-// "rope_parameters" object holding rope_theta and rope_type (transformers >= 5).
+// "rope_parameters" object holding rope_theta and rope_type (transformers >= 5). phi3 also reads
+// partial_rotary_factor (top level, or in either object as transformers 5 writes it) and
+// longrope's original_max_position_embeddings (top level unless in the object; Phi3Config's
+// default 4096). Needs head_dim and max_position read.
 Status read_rope(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_float(j, "rope_theta", c.rope_theta));
+  float partial = 1.0f;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "partial_rotary_factor", partial));
+  std::string where = "config.json: rope_scaling";
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) continue;
-    const std::string where = std::string("config.json: ") + key;
-    if (!it->is_object()) return corrupt(where + " must be an object");
+    if (!it->is_object()) return corrupt(std::string("config.json: ") + key + " must be an object");
     BRIGADE_RETURN_IF_ERROR(read_float(*it, "rope_theta", c.rope_theta));
+    BRIGADE_RETURN_IF_ERROR(read_float(*it, "partial_rotary_factor", partial));
     if (!it->contains("rope_type") && !it->contains("type")) continue;
+    where = std::string("config.json: ") + key;
     BRIGADE_ASSIGN_OR_RETURN(c.rope_scaling, parse_rope_scaling(it->dump(), where));
   }
-  return Status::ok();
+  if (c.arch != "phi3") return Status::ok();
+  if (!(partial > 0.0f && partial <= 1.0f))
+    return invalid_argument("config.json: partial_rotary_factor must be in (0, 1] (got " + std::to_string(partial) + ")");
+  c.rotary_dim = static_cast<int>(static_cast<float>(c.head_dim) * partial);  // int(head_dim * factor)
+  if (c.rope_scaling.type != RopeScalingType::longrope) return Status::ok();
+  if (c.rope_scaling.original_max_position <= 0) {
+    c.rope_scaling.original_max_position = 4096;
+    BRIGADE_RETURN_IF_ERROR(read_int(j, "original_max_position_embeddings", c.rope_scaling.original_max_position, false));
+  }
+  return finish_longrope(c.rope_scaling, c.max_position, c.rope_dims(), where);
 }
 
 // The per-architecture pieces of attention: biases, q/k norms and the sliding window.
@@ -96,6 +113,10 @@ Status read_attention_shape(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
   if (c.arch == "llama") {
     c.qkv_bias = c.o_bias = c.attention_bias;
+    return Status::ok();
+  }
+  if (c.arch == "phi3") {  // Phi3Attention: qkv_proj and o_proj without biases; the window applies
+    c.fused_weights = true;
     return Status::ok();
   }
   if (is_deepseek(c.arch)) {
@@ -214,8 +235,12 @@ Status ModelConfig::validate() const {
   if (!(rope_theta > 0.0f) || !std::isfinite(rope_theta))
     return invalid_argument("model config: rope_theta must be a positive number");
   if (sliding_window < 0) return invalid_argument("model config: sliding_window must be >= 0");
-  if (!rope_scaling.freq_factors.empty() && rope_scaling.freq_factors.size() != static_cast<size_t>(head_dim / 2))
-    return invalid_argument("model config: rope frequency factors must number head_dim / 2 = " + std::to_string(head_dim / 2));
+  if (rotary_dim < 0 || rotary_dim > head_dim || rope_dims() % 2 != 0)
+    return invalid_argument("model config: the rotary dims (head_dim * partial_rotary_factor = " +
+                            std::to_string(rope_dims()) + ") must be even and at most head_dim");
+  if (!rope_scaling.freq_factors.empty() && rope_scaling.freq_factors.size() != static_cast<size_t>(rope_dims() / 2))
+    return invalid_argument("model config: rope frequency factors must number rotary dims / 2 = " +
+                            std::to_string(rope_dims() / 2));
   if (bos_id >= vocab_size) return invalid_argument("model config: bos_token_id is outside the vocabulary");
   for (int e : eos_ids)
     if (e < 0 || e >= vocab_size)
@@ -251,7 +276,10 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   if (is_deepseek(c.arch)) BRIGADE_RETURN_IF_ERROR(read_deepseek(j, c));
   else if (c.rope_scaling.type == RopeScalingType::yarn)
     return unsupported("config.json: rope_type 'yarn' is supported for deepseek_v2/v3 only; " + c.arch +
-                       " supports default, linear, dynamic, llama3");
+                       " supports default, linear, dynamic, llama3" + (c.arch == "phi3" ? ", longrope" : ""));
+  if (c.rope_scaling.type == RopeScalingType::longrope && c.arch != "phi3")
+    return unsupported("config.json: rope_type 'longrope' is supported for phi3 only; " + c.arch +
+                       " supports default, linear, dynamic, llama3" + (is_deepseek(c.arch) ? ", yarn" : ""));
   // Absent ids take transformers' LlamaConfig defaults (bos 1, eos 2; Qwen configs have none);
   // null means none.
   const bool llama_defaults = c.arch == "llama";

@@ -15,7 +15,7 @@
 namespace brigade {
 
 struct ModelConfig {
-  std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe" (the decoder they share: llama.h),
+  std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "phi3" (the decoder they share: llama.h),
                                 // "deepseek_v2" or "deepseek_v3" (models/deepseek.h)
   int hidden_size = 0;
   int n_layers = 0;
@@ -28,12 +28,16 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   float rope_theta = 10000.0f;
   RopeStyle rope_style = RopeStyle::neox;
+  int rotary_dim = 0;           // dims of each head RoPE rotates, head_dim * partial_rotary_factor (phi3);
+                                // 0 = head_dim (rope_dims())
   RopeScaling rope_scaling;     // folded into the RoPE frequencies at load (rope_scaling.h)
   bool tie_embeddings = false;  // lm_head is the token embedding (no lm_head.weight stored)
   bool attention_bias = false;  // config.json's attention_bias (llama: q/k/v and o biases)
   bool qkv_bias = false;        // q/k/v projections carry biases (qwen2; llama attention_bias)
   bool o_bias = false;          // o projection carries a bias (llama attention_bias)
   bool qk_norm = false;         // per-head RMSNorm of q and k before RoPE (qwen3)
+  bool fused_weights = false;   // q|k|v and gate|up stored as one tensor each (phi3: self_attn.qkv_proj,
+                                // mlp.gate_up_proj) rather than q/k/v_proj and gate/up_proj
   int sliding_window = 0;       // 0 = none
   int bos_id = -1;              // -1 = none
   std::vector<int> eos_ids;
@@ -75,6 +79,7 @@ struct ModelConfig {
   int n_moe_layers() const;
 
   QkvLayout qkv_layout() const { return {n_heads, n_kv_heads, head_dim}; }
+  int rope_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
   // Checks the numbers fit together (heads divide, sizes positive); says which one does not.
   Status validate() const;
 };

@@ -11,7 +11,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* kSupportedScaling = "default, linear, dynamic, llama3, yarn";
+constexpr const char* kSupportedScaling = "default, linear, dynamic, llama3, yarn, longrope";
 
 Status read_number(const json& j, const char* key, float& out, bool required, const std::string& where) {
   auto it = j.find(key);
@@ -66,6 +66,28 @@ void apply_yarn(std::vector<float>& inv, float theta, int rotary_dim, const Rope
   }
 }
 
+// longrope's fields: both factor lists (checked against rotary_dim in finish_longrope); factor,
+// attention_factor and original_max_position_embeddings are optional here.
+Status read_longrope(const json& j, RopeScaling& s, const std::string& where) {
+  for (auto [key, out] : {std::pair{"short_factor", &s.short_factor}, std::pair{"long_factor", &s.long_factor}}) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_array())
+      return corrupt(where + ": longrope needs '" + key + "', a list of numbers (one per rotary frequency)");
+    for (const auto& e : *it) {
+      if (!e.is_number() || !std::isfinite(e.get<float>()) || e.get<float>() <= 0.0f)
+        return corrupt(where + ": '" + key + "' must hold positive numbers");
+      out->push_back(e.get<float>());
+    }
+  }
+  s.factor = 0.0f;  // absent: max_position_embeddings / original_max_position_embeddings
+  BRIGADE_RETURN_IF_ERROR(read_number(j, "factor", s.factor, false, where));
+  BRIGADE_RETURN_IF_ERROR(read_number(j, "attention_factor", s.attention_factor, false, where));
+  float original = 0.0f;
+  BRIGADE_RETURN_IF_ERROR(read_number(j, "original_max_position_embeddings", original, false, where));
+  s.original_max_position = static_cast<int>(original);
+  return Status::ok();
+}
+
 }  // namespace
 
 const char* rope_scaling_name(RopeScalingType type) {
@@ -75,6 +97,7 @@ const char* rope_scaling_name(RopeScalingType type) {
     case RopeScalingType::dynamic: return "dynamic";
     case RopeScalingType::llama3: return "llama3";
     case RopeScalingType::yarn: return "yarn";
+    case RopeScalingType::longrope: return "longrope";
   }
   return "?";
 }
@@ -97,7 +120,12 @@ Expected<RopeScaling> parse_rope_scaling(const std::string& json_text, const std
   else if (type == "dynamic") s.type = RopeScalingType::dynamic;
   else if (type == "llama3") s.type = RopeScalingType::llama3;
   else if (type == "yarn") s.type = RopeScalingType::yarn;
+  else if (type == "longrope" || type == "su") s.type = RopeScalingType::longrope;  // "su": its older name
   else return unsupported(where + ": rope_type '" + type + "' is not supported; supported: " + kSupportedScaling);
+  if (s.type == RopeScalingType::longrope) {
+    BRIGADE_RETURN_IF_ERROR(read_longrope(j, s, where));
+    return s;
+  }
   BRIGADE_RETURN_IF_ERROR(read_number(j, "factor", s.factor, true, where));
   if (s.type == RopeScalingType::llama3) {
     BRIGADE_RETURN_IF_ERROR(read_number(j, "low_freq_factor", s.low_freq_factor, true, where));
@@ -117,6 +145,7 @@ float yarn_mscale(float factor, float m) {
 }
 
 float rope_attention_factor(const RopeScaling& s) {
+  if (s.type == RopeScalingType::longrope) return s.attention_factor > 0.0f ? s.attention_factor : 1.0f;
   if (s.type != RopeScalingType::yarn) return 1.0f;
   if (s.attention_factor > 0.0f) return s.attention_factor;
   if (s.mscale > 0.0f && s.mscale_all_dim > 0.0f)
@@ -154,12 +183,39 @@ std::vector<float> rope_inv_freq_scaled(float theta, int rotary_dim, const RopeS
     case RopeScalingType::yarn:
       apply_yarn(inv, theta, rotary_dim, scaling);
       break;
+    case RopeScalingType::longrope: {
+      const std::vector<float>& ext = scaling.longrope_long ? scaling.long_factor : scaling.short_factor;
+      BRIGADE_CHECK(ext.size() == inv.size(), "longrope factors are [rotary_dim / 2] (finish_longrope checks)");
+      // transformers' order: 1 / (ext * theta^(2i / dim)), all in f32.
+      for (size_t i = 0; i < inv.size(); ++i)
+        inv[i] = 1.0f / (ext[i] * powf(theta, static_cast<float>(2 * i) / static_cast<float>(rotary_dim)));
+      break;
+    }
   }
   if (!scaling.freq_factors.empty()) {
     BRIGADE_CHECK(scaling.freq_factors.size() == inv.size(), "rope freq_factors must be [rotary_dim / 2]");
     for (size_t i = 0; i < inv.size(); ++i) inv[i] /= scaling.freq_factors[i];
   }
   return inv;
+}
+
+Status finish_longrope(RopeScaling& s, int max_position, int rotary_dim, const std::string& where) {
+  if (s.type != RopeScalingType::longrope) return Status::ok();
+  if (s.original_max_position <= 0)
+    return corrupt(where + ": longrope needs original_max_position_embeddings (in rope_scaling or at the top level)");
+  const size_t n = static_cast<size_t>(rotary_dim / 2);
+  if (s.short_factor.size() != n || s.long_factor.size() != n)
+    return corrupt(where + ": longrope short_factor and long_factor must each hold rotary_dim / 2 = " +
+                   std::to_string(n) + " numbers (got " + std::to_string(s.short_factor.size()) + " and " +
+                   std::to_string(s.long_factor.size()) + ")");
+  // In double, as transformers computes it in Python (math.sqrt, math.log).
+  const double original = s.original_max_position;
+  const double factor = s.factor > 0.0f ? static_cast<double>(s.factor) : max_position / original;
+  s.factor = static_cast<float>(factor);
+  if (!(s.attention_factor > 0.0f))
+    s.attention_factor = factor <= 1.0 ? 1.0f : static_cast<float>(std::sqrt(1.0 + std::log(factor) / std::log(original)));
+  s.longrope_long = max_position > s.original_max_position;
+  return Status::ok();
 }
 
 }  // namespace brigade

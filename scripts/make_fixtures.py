@@ -121,7 +121,26 @@ def fixtures():
         "deepseek_v3_step": ("DeepseekV3Config", "DeepseekV3ForCausalLM", deepseek_config(
             num_hidden_layers=2, q_lora_rank=None, n_group=1, topk_group=1, norm_topk_prob=False,
             first_k_dense_replace=0, rope_interleave=False, routed_scaling_factor=1.0)),
+        # Phi-3-mini-4k's layout: qkv_proj and gate_up_proj fused, untied, a sliding window (2047
+        # there; 8 here, so the long prompt crosses it). expected.json adds decode_logits.
+        "phi3": ("Phi3Config", "Phi3ForCausalLM", phi3_config(sliding_window=8)),
+        # Phi-4-mini's: partial rotary (0.75: 12 of 16 dims), tied embeddings, longrope with
+        # original_max_position_embeddings 16 of 64 (factor 4, attention factor sqrt(1.5)). Prompts
+        # up to 16 tokens (with their greedy tokens) run the short factors in transformers, the long
+        # prompt the long ones.
+        "phi3_longrope": ("Phi3Config", "Phi3ForCausalLM", phi3_config(
+            tie_word_embeddings=True, partial_rotary_factor=0.75, max_position_embeddings=64,
+            original_max_position_embeddings=16,
+            rope_scaling={"rope_type": "longrope", "short_factor": [1.0, 1.1, 1.3, 1.6, 2.0, 2.5],
+                          "long_factor": [1.0, 1.7, 3.0, 5.0, 7.5, 11.0]})),
     }
+
+
+def phi3_config(**kw):
+    """A tiny Phi3Config (pad_token_id 0: its default 32000 lies outside the vocabulary)."""
+    c = base_config(pad_token_id=0)
+    c.update(kw)
+    return c
 
 
 def deepseek_config(**kw):
@@ -194,7 +213,7 @@ def make(name, config_cls, model_cls, kw, seed):
     model.save_pretrained(out_dir, safe_serialization=True)
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
-    cases = run_cases(model, kw["vocab_size"], decode_logits="deepseek" in name)
+    cases = run_cases(model, kw["vocab_size"], decode_logits="deepseek" in name or "phi3" in name)
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", kw["vocab_size"], cases)
 

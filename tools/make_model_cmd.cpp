@@ -11,7 +11,7 @@ void add_make_model_command(CLI::App& app, std::function<int()>& run) {
   auto spec = std::make_shared<SyntheticModelSpec>();
   auto out = std::make_shared<std::string>();
   auto dtype = std::make_shared<std::string>("bf16");
-  cmd->add_option("--arch", spec->arch, "Architecture: llama, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3")->capture_default_str();
+  cmd->add_option("--arch", spec->arch, "Architecture: llama, qwen2, qwen3, qwen3_moe, phi3, deepseek_v2, deepseek_v3")->capture_default_str();
   cmd->add_option("--hidden", spec->hidden_size, "Hidden size")->capture_default_str();
   cmd->add_option("--layers", spec->n_layers, "Layers")->capture_default_str();
   cmd->add_option("--heads", spec->n_heads, "Attention heads")->capture_default_str();

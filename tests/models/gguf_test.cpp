@@ -111,7 +111,7 @@ TEST_P(GgufWeights, Q8_0WithinTolerance) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GgufWeights,
                          ::testing::Values("llama", "llama_rope_linear", "llama_rope_llama3", "mistral_sliding",
-                                           "qwen2", "qwen3"));
+                                           "qwen2", "qwen3", "phi3"));
 
 // The fixture's prompts that are longer than `n` tokens (the ones a window or a RoPE band shows in).
 std::vector<testing::FixtureCase> cases_longer_than(const std::string& fixture, size_t n) {
@@ -227,6 +227,21 @@ TEST(GgufRopeFreqs, WrongLengthOrBadFactorIsRefused) {
   st = Checkpoint::open(dir.file("negative.gguf")).status();
   EXPECT_EQ(st.code(), StatusCode::corrupt) << st.to_string();
   EXPECT_NE(st.message().find("rope_freqs.weight"), std::string::npos) << st.to_string();
+}
+
+// Phi-3: blk.N.attn_qkv and ffn_up (gate|up) load as the fused weights, the window key is
+// honoured (GgufWeights/phi3 matches transformers on the 40-token prompt, 5 windows long), and
+// LongRoPE factor tensors are refused, pointing to the Hugging Face checkpoint.
+TEST(GgufFile, Phi3FusedWeightsAndLongropeRefused) {
+  const testing::TempDir dir("gguf_phi3");
+  auto info = inspect_model(write_gguf("phi3", dir, GgufOut::f32));
+  ASSERT_TRUE(info.has_value()) << info.status().to_string();
+  EXPECT_EQ(info->config.arch, "phi3");
+  EXPECT_TRUE(info->config.fused_weights);
+  EXPECT_EQ(info->config.sliding_window, 8);
+  const Status st = Checkpoint::open(write_gguf("phi3_longrope", dir, GgufOut::f32)).status();
+  EXPECT_EQ(st.code(), StatusCode::unsupported) << st.to_string();
+  EXPECT_NE(st.message().find("rope_factors_long"), std::string::npos) << st.to_string();
 }
 
 TEST(GgufFile, InspectShowsTheFormatAndArchitecture) {

@@ -110,7 +110,8 @@ inline std::string hf_to_gguf_name(const std::string& hf) {
       {"self_attn.q_proj.bias", "attn_q.bias"},       {"self_attn.k_proj.bias", "attn_k.bias"},
       {"self_attn.v_proj.bias", "attn_v.bias"},       {"self_attn.q_norm.weight", "attn_q_norm.weight"},
       {"self_attn.k_norm.weight", "attn_k_norm.weight"}, {"mlp.gate_proj.weight", "ffn_gate.weight"},
-      {"mlp.up_proj.weight", "ffn_up.weight"},        {"mlp.down_proj.weight", "ffn_down.weight"}};
+      {"mlp.up_proj.weight", "ffn_up.weight"},        {"mlp.down_proj.weight", "ffn_down.weight"},
+      {"self_attn.qkv_proj.weight", "attn_qkv.weight"}, {"mlp.gate_up_proj.weight", "ffn_up.weight"}};
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";
   if (hf == "lm_head.weight") return "output.weight";
@@ -187,7 +188,7 @@ inline void write_gguf_from_checkpoint(const Checkpoint& ck, const std::string& 
                             {a + "attention.head_count", 4, static_cast<uint32_t>(c.n_heads)},
                             {a + "attention.head_count_kv", 4, static_cast<uint32_t>(c.n_kv_heads)},
                             {a + "attention.key_length", 4, static_cast<uint32_t>(c.head_dim)},
-                            {a + "rope.dimension_count", 4, static_cast<uint32_t>(c.head_dim)},
+                            {a + "rope.dimension_count", 4, static_cast<uint32_t>(c.rope_dims())},
                             {a + "attention.layer_norm_rms_epsilon", 6, 0, c.rms_eps},
                             {a + "rope.freq_base", 6, 0, c.rope_theta}};
   if (c.rope_scaling.type == RopeScalingType::linear) {
@@ -199,11 +200,15 @@ inline void write_gguf_from_checkpoint(const Checkpoint& ck, const std::string& 
   kv.insert(kv.end(), extra.begin(), extra.end());
   struct Out { std::string name; std::vector<int64_t> shape; uint32_t type; std::vector<uint8_t> data; };
   std::vector<Out> outs;
-  if (c.rope_scaling.type == RopeScalingType::llama3) {
-    const std::vector<float> f = llama3_rope_freq_factors(c);
-    Out o{"rope_freqs.weight", {static_cast<int64_t>(f.size())}, 0, std::vector<uint8_t>(f.size() * 4)};
+  auto factors = [&](const char* name, const std::vector<float>& f) {
+    Out o{name, {static_cast<int64_t>(f.size())}, 0, std::vector<uint8_t>(f.size() * 4)};
     std::memcpy(o.data.data(), f.data(), o.data.size());
     outs.push_back(std::move(o));
+  };
+  if (c.rope_scaling.type == RopeScalingType::llama3) factors("rope_freqs.weight", llama3_rope_freq_factors(c));
+  if (c.rope_scaling.type == RopeScalingType::longrope) {  // as llama.cpp's Phi3MiniModel writes them
+    factors("rope_factors_long.weight", c.rope_scaling.long_factor);
+    factors("rope_factors_short.weight", c.rope_scaling.short_factor);
   }
   for (const auto& [name, t] : ck.tensors()) {
     std::vector<float> x(static_cast<size_t>(t.numel()));

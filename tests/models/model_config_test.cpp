@@ -118,5 +118,86 @@ TEST(ModelConfig, RejectsRopeScalingMissingFieldsAndBadNumbers) {
   EXPECT_EQ(parse_hf_config(dtype).status().code(), StatusCode::unsupported);
 }
 
+// Phi-3-mini-128k-instruct's config.json shape (factor lists shortened to a pattern): longrope
+// with original_max_position_embeddings at the top level, fused weights, its sliding_window.
+std::string phi3_config(const std::string& extra, int n_factors = 48) {
+  std::string shorts, longs;
+  for (int i = 0; i < n_factors; ++i) {
+    const std::string sep = i > 0 ? ", " : "";
+    shorts.append(sep).append(std::to_string(1.0 + 0.01 * i));
+    longs.append(sep).append(std::to_string(1.0 + 1.5 * i));
+  }
+  return R"({"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_size": 3072,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 8192,
+    "vocab_size": 32064, "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+    "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 262144, "tie_word_embeddings": false,
+    "bos_token_id": 1, "eos_token_id": 32000, "pad_token_id": 32000, "torch_dtype": "bfloat16",
+    "rope_scaling": {"type": "longrope", "short_factor": [)" + shorts + R"(], "long_factor": [)" + longs + "]}" +
+         extra + "}";
+}
+
+TEST(ModelConfig, ParsesPhi3LongropeAndPartialRotary) {
+  auto c = parse_hf_config(phi3_config(""));
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "phi3");
+  EXPECT_TRUE(c->fused_weights);
+  EXPECT_FALSE(c->qkv_bias || c->o_bias || c->tie_embeddings);
+  EXPECT_EQ(c->sliding_window, 262144);
+  EXPECT_EQ(c->rope_dims(), 96);
+  const RopeScaling& r = c->rope_scaling;
+  EXPECT_EQ(r.type, RopeScalingType::longrope);
+  EXPECT_EQ(r.original_max_position, 4096);
+  EXPECT_TRUE(r.longrope_long);  // a 131072 context runs the long factors
+  EXPECT_FLOAT_EQ(r.factor, 32.0f);
+  // transformers' default: sqrt(1 + ln(131072 / 4096) / ln(4096)).
+  EXPECT_FLOAT_EQ(rope_attention_factor(r), 1.1902380714238083f);
+  const auto inv = rope_inv_freq_scaled(1e4f, 96, r);
+  EXPECT_FLOAT_EQ(inv[2], 1.0f / (4.0f * powf(1e4f, 4.0f / 96.0f)));  // long_factor[2] = 1 + 1.5 * 2
+
+  // A context within the original one runs the short factors; a given attention_factor wins.
+  std::string within = phi3_config("");
+  within.replace(within.find("131072"), 6, "4096");
+  auto w = parse_hf_config(within);
+  ASSERT_TRUE(w.has_value()) << w.status().to_string();
+  EXPECT_FALSE(w->rope_scaling.longrope_long);
+  EXPECT_FLOAT_EQ(rope_attention_factor(w->rope_scaling), 1.0f);  // factor 1
+  EXPECT_FLOAT_EQ(rope_inv_freq_scaled(1e4f, 96, w->rope_scaling)[2], 1.0f / (1.02f * powf(1e4f, 4.0f / 96.0f)));
+
+  // Phi-4-mini: head_dim 128, partial_rotary_factor 0.75: 96 rotated dims, 48 factors each.
+  std::string mini = phi3_config(R"(, "partial_rotary_factor": 0.75, "head_dim": 128)");
+  mini.replace(mini.find("\"num_attention_heads\": 32"), 25, "\"num_attention_heads\": 24");
+  mini.replace(mini.find("\"num_key_value_heads\": 32"), 25, "\"num_key_value_heads\": 8");
+  auto m = parse_hf_config(mini);
+  ASSERT_TRUE(m.has_value()) << m.status().to_string();
+  EXPECT_EQ(m->head_dim, 128);
+  EXPECT_EQ(m->rope_dims(), 96);
+
+  // Phi-3-mini-4k: no scaling, full rotary, the window from config.json.
+  auto plain = parse_hf_config(R"({"architectures": ["Phi3ForCausalLM"], "hidden_size": 64, "num_hidden_layers": 1,
+    "num_attention_heads": 4, "intermediate_size": 10, "vocab_size": 300, "sliding_window": 2047,
+    "rope_scaling": null})");
+  ASSERT_TRUE(plain.has_value()) << plain.status().to_string();
+  EXPECT_EQ(plain->rope_scaling.type, RopeScalingType::none);
+  EXPECT_EQ(plain->rope_dims(), 16);
+  EXPECT_EQ(plain->sliding_window, 2047);
+}
+
+TEST(ModelConfig, RejectsBadPhi3Rope) {
+  auto short_list = parse_hf_config(phi3_config("", 40));
+  EXPECT_EQ(short_list.status().code(), StatusCode::corrupt);
+  EXPECT_NE(short_list.status().message().find("rotary_dim / 2 = 48"), std::string::npos) << short_list.status().to_string();
+  auto partial = parse_hf_config(phi3_config(R"(, "partial_rotary_factor": 0.0)"));
+  EXPECT_EQ(partial.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(partial.status().message().find("partial_rotary_factor"), std::string::npos);
+  std::string no_lists = phi3_config("");
+  no_lists.replace(no_lists.find("\"long_factor\""), 13, "\"lung_factor\"");
+  EXPECT_NE(parse_hf_config(no_lists).status().message().find("long_factor"), std::string::npos);
+  std::string llama = kLlama;
+  llama.insert(1, R"("rope_scaling": {"rope_type": "longrope", "short_factor": [1], "long_factor": [1]},)");
+  auto l = parse_hf_config(llama);
+  EXPECT_EQ(l.status().code(), StatusCode::unsupported);
+  EXPECT_NE(l.status().message().find("phi3 only"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace brigade

@@ -114,8 +114,10 @@ void expect_same_as_unsharded(const std::string& dir, int tp, std::optional<DTyp
   }
 }
 
-std::string synthetic_llama(const TempDir& dir) {
+// A synthetic llama-decoder model (8 heads over 4 kv heads, untied, f32) of `arch`.
+std::string synthetic_llama(const TempDir& dir, const std::string& arch = "llama") {
   SyntheticModelSpec s;
+  s.arch = arch;
   s.hidden_size = 64;
   s.n_layers = 2;
   s.n_heads = 8;
@@ -235,6 +237,27 @@ void expect_split_matches_transformers(const std::string& fixture, int tp, bool 
     EXPECT_LE(run.max_abs_diff, testing::kLogitTol) << "prompt of " << fc.prompt.size();
     EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size();
   }
+}
+
+// Phi-3 stores q|k|v and gate|up fused (qkv_proj, gate_up_proj): each rank takes its rows of q,
+// k and v and of gate and up out of the one tensor, as it does from separate ones. tp=2 equals
+// tp=1 and transformers (phi3: sliding window; phi3_longrope: partial rotary, long factors,
+// tied); a synthetic phi3 of 8 heads over 4 kv heads equals tp=1 at tp=2 and tp=4.
+TEST(TensorParallel, Phi3FusedWeightsMatchUnshardedAndTransformers) {
+  expect_same_as_unsharded(testing::fixture_dir("phi3"), 2);
+  expect_same_as_unsharded(testing::fixture_dir("phi3_longrope"), 2);
+  auto ranks = load_ranks(testing::fixture_dir("phi3"), 2);
+  ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
+  for (const testing::FixtureCase& fc : testing::read_fixture_cases("phi3")) {
+    const testing::FixtureRun run = run_fixture_on_ranks(*ranks, fc);
+    EXPECT_LE(run.max_abs_diff, testing::kLogitTol) << "prompt of " << fc.prompt.size();
+    EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size();
+  }
+  TempDir dir("tp_phi3");
+  const std::string path = synthetic_llama(dir, "phi3");
+  ASSERT_TRUE(Checkpoint::open(path).value()->tensors().count("model.layers.0.self_attn.qkv_proj.weight"));
+  expect_same_as_unsharded(path, 2);
+  expect_same_as_unsharded(path, 4);
 }
 
 TEST(ExpertParallel, Qwen3MoeMatchesTransformersWithExpertsSplitByColumnsOrByExpert) {
