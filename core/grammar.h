@@ -17,7 +17,9 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -26,6 +28,29 @@
 #include "core/status.h"
 
 namespace brigade {
+
+// The steps GrammarMatchers of one grammar took, (state, byte) → state: a trie walk meets the
+// same states again and again (inside a string every plain character leads back to the same
+// one), and a step that expands references costs far more than a lookup. Bounded: past
+// kMaxEntries it starts over. Thread-safe (one mutex).
+struct GrammarStepCache {
+  static constexpr size_t kMaxEntries = 8192;
+  struct State {
+    std::vector<int32_t> stacks;
+    uint32_t partial = 0;
+    int n_remain = 0;
+    bool operator==(const State&) const = default;
+  };
+  struct Entry {
+    State from;
+    uint8_t byte = 0;
+    State to;
+    bool overflowed = false;
+  };
+  std::mutex mutex;
+  std::unordered_map<uint64_t, std::vector<Entry>> entries;  // by a hash of (from, byte)
+  size_t n_entries = 0;
+};
 
 class CompiledGrammar {
  public:
@@ -56,6 +81,9 @@ class CompiledGrammar {
   // also refuse, byte by byte, tokens that complete the character to an allowed one).
   bool may_match_partial(int32_t pos, uint32_t value, int n_remain) const;
 
+  // The matchers' shared step cache (mutable state behind a const grammar; thread-safe).
+  GrammarStepCache& step_cache() const { return steps_; }
+
  private:
   struct CharClass {
     bool any = false, negated = false;
@@ -70,6 +98,7 @@ class CompiledGrammar {
   std::vector<std::string> names_;          // [rule]
   std::vector<CharClass> classes_;
   int32_t root_ = 0;
+  mutable GrammarStepCache steps_;
 };
 
 }  // namespace brigade

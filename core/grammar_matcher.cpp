@@ -21,6 +21,39 @@ bool GrammarMatcher::fail() {
 
 bool GrammarMatcher::feed(uint8_t byte) {
   if (stacks_.empty()) return false;
+  GrammarStepCache& cache = grammar_->step_cache();
+  const uint64_t key = (hash() ^ byte) * 0x9E3779B97F4A7C15ull;
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    if (auto it = cache.entries.find(key); it != cache.entries.end()) {
+      for (const GrammarStepCache::Entry& e : it->second) {
+        if (e.byte != byte || e.from.partial != partial_ || e.from.n_remain != n_remain_ || e.from.stacks != stacks_) continue;
+        stacks_ = e.to.stacks;
+        partial_ = e.to.partial;
+        n_remain_ = e.to.n_remain;
+        overflowed_ = overflowed_ || e.overflowed;
+        return !stacks_.empty();
+      }
+    }
+  }
+  GrammarStepCache::Entry e{.from = {stacks_, partial_, n_remain_}, .byte = byte};
+  const bool overflowed_before = overflowed_;
+  overflowed_ = false;
+  const bool ok = step(byte);
+  e.to = {stacks_, partial_, n_remain_};
+  e.overflowed = overflowed_;
+  overflowed_ = overflowed_ || overflowed_before;
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  if (cache.n_entries >= GrammarStepCache::kMaxEntries) {
+    cache.entries.clear();
+    cache.n_entries = 0;
+  }
+  cache.entries[key].push_back(std::move(e));
+  ++cache.n_entries;
+  return ok;
+}
+
+bool GrammarMatcher::step(uint8_t byte) {
   if (n_remain_ > 0) {
     if ((byte & 0xC0) != 0x80) return fail();
     partial_ = (partial_ << 6) | (byte & 0x3Fu);

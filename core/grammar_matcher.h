@@ -41,7 +41,7 @@ class GrammarMatcher {
   explicit GrammarMatcher(const CompiledGrammar& grammar);
 
   // True when the bytes read so far are still a prefix of a derivation (the state moves on);
-  // false when not, and then for good.
+  // false when not, and then for good. Steps are cached in the grammar (GrammarStepCache).
   bool feed(uint8_t byte);
   bool feed(std::string_view bytes) {
     for (char c : bytes)
@@ -64,6 +64,7 @@ class GrammarMatcher {
 
  private:
   using Stack = std::vector<int32_t>;  // bottom first; top is a terminal position
+  bool step(uint8_t byte);             // feed without the cache
   bool advance(uint32_t cp);           // a whole character
   bool keep_partial();                 // an unfinished one
   bool fail();
