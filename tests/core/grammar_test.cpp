@@ -180,6 +180,11 @@ TEST(GrammarTest, AmbiguityIsBounded) {
   EXPECT_TRUE(m.finished());
 }
 
+TEST(GrammarTest, AGrammarTooAmbiguousAtItsStartIsRefused) {
+  // 1000 nested optional copies of an item that may be empty: every count of them is a parse.
+  EXPECT_NE(error_of("root ::= x{0,1000} \"b\"\nx ::= \"a\"?").find("too ambiguous"), std::string::npos);
+}
+
 TEST(GrammarTest, StatesAreValuesAndMaskTokens) {
   auto g = compile_ok(R"(root ::= "yes" | "no" | "maybe" [!]*)");
   ASSERT_TRUE(g);

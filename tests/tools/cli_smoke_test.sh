@@ -33,7 +33,7 @@ for seed in 1 2 3; do
   "$bin" generate --model "$dir/m" --prompt "Q:" --grammar "$dir/answer.gbnf" --max-tokens 32 --seed $seed --threads 1 \
     >"$dir/grammar.txt" 2>"$dir/grammar.err"
   grep -q "finish: stop" "$dir/grammar.err"
-  python3 -c 'import re, sys; t = open(sys.argv[1], encoding="utf-8").read(); assert re.fullmatch("Q:(yes|no|maybe)!{0,3}", t), t' "$dir/grammar.txt"
+  python3 -c 'import re, sys; t = open(sys.argv[1], encoding="utf-8").read().rstrip("\n"); assert re.fullmatch("Q:(yes|no|maybe)!{0,3}", t), t' "$dir/grammar.txt"
 done
 printf 'root ::= "a" b\n' >"$dir/bad.gbnf"
 if "$bin" generate --model "$dir/m" --prompt "Q:" --grammar "$dir/bad.gbnf" --threads 1 >/dev/null 2>"$dir/bad.err"; then
