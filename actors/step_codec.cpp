@@ -25,6 +25,7 @@ SamplingConfig decode_sampling(schema::SamplingParams::Reader p) {
   c.json_schema = p.getJsonSchema();
   for (auto choice : p.getGuidedChoice()) c.guided_choice.emplace_back(choice);
   c.regex = p.getRegex();
+  c.grammar = p.getGrammar();
   return c;
 }
 
@@ -50,6 +51,7 @@ void encode_sampling(const SamplingConfig& c, schema::SamplingParams::Builder b)
   auto choices = b.initGuidedChoice(static_cast<unsigned>(c.guided_choice.size()));
   for (unsigned i = 0; i < c.guided_choice.size(); ++i) choices.set(i, c.guided_choice[i]);
   b.setRegex(c.regex);
+  b.setGrammar(c.grammar);
 }
 
 step_plan_msg encode_step_plan(const PlannedStep& step) {

@@ -41,6 +41,9 @@ struct SamplingConfig {
   // The output must match this regex whole (vLLM's guided_regex, SGLang's regex; checked by the
   // engine: core/regex_dfa.h). Masked like json_schema.
   std::string regex;
+  // The output must be a whole derivation of this GBNF grammar's `root` (vLLM's guided_grammar,
+  // llama.cpp's grammar, SGLang's ebnf; checked by the engine: core/grammar.h). Masked likewise.
+  std::string grammar;
   // The ids that end the output: the model's EOS unless ignore_eos, and the request's stop ids.
   // The scheduler fills them for min_tokens and constrained output.
   std::vector<int32_t> end_ids;
@@ -50,8 +53,10 @@ struct SamplingConfig {
   }
   // Whether sampling changes the logits first (apply_logit_rules, apply_penalties): the device
   // sampler does not, so such a sequence samples on the host.
-  // The output is constrained (json_object, json_schema, guided_choice or regex): tokens are masked.
-  bool constrained() const { return json_object || !json_schema.empty() || !guided_choice.empty() || !regex.empty(); }
+  // The output is constrained (json_object, json_schema, guided_choice, regex or grammar): tokens are masked.
+  bool constrained() const {
+    return json_object || !json_schema.empty() || !guided_choice.empty() || !regex.empty() || !grammar.empty();
+  }
   bool shapes_logits() const { return has_penalties() || !logit_bias.empty() || min_tokens > 0 || constrained(); }
 };
 

@@ -25,6 +25,7 @@ struct SamplingParams {
                                    # before it, and the top k (vLLM's prompt_logprobs). In a
                                    # SeqWork: compute them for this chunk (SeqWork.promptLogprobsFrom)
   regex @17 :Text;                 # non-empty: the output matches this regex whole (guided_regex)
+  grammar @18 :Text;               # non-empty: the output derives from this GBNF grammar's root
 }
 
 struct LogitBias {

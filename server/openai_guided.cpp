@@ -53,11 +53,11 @@ Status read_response_format(const Json& rf, GenerateOptions& gen) {
 }
 
 template <class Json>
-Status read_guided_choice(const Json& v, GenerateOptions& gen) {
-  if (!v.is_array() || v.empty()) return shape_error("guided_choice", "a non-empty array of strings", v);
+Status read_guided_choice(const Json& v, const std::string& field, GenerateOptions& gen) {
+  if (!v.is_array() || v.empty()) return shape_error(field, "a non-empty array of strings", v);
   gen.guided_choice.clear();
   for (const auto& c : v) {
-    if (!c.is_string()) return shape_error("guided_choice[]", "a string", c);
+    if (!c.is_string()) return shape_error(field + "[]", "a string", c);
     gen.guided_choice.push_back(c.template get<std::string>());
   }
   gen.response_format = ResponseFormat::choice;
@@ -65,7 +65,7 @@ Status read_guided_choice(const Json& v, GenerateOptions& gen) {
 }
 
 template <class Json>
-Status read_regex(const Json& v, const char* field, GenerateOptions& gen) {
+Status read_regex(const Json& v, const std::string& field, GenerateOptions& gen) {
   if (!v.is_string() || v.template get<std::string>().empty())
     return shape_error(field, "a non-empty string (a regex the whole output matches)", v);
   gen.regex = v.template get<std::string>();
@@ -74,10 +74,45 @@ Status read_regex(const Json& v, const char* field, GenerateOptions& gen) {
 }
 
 template <class Json>
+Status read_grammar(const Json& v, const std::string& field, GenerateOptions& gen) {
+  if (!v.is_string() || v.template get<std::string>().empty())
+    return shape_error(field, "a non-empty string (a GBNF grammar; the whole output derives from its root rule)", v);
+  gen.grammar = v.template get<std::string>();
+  gen.response_format = ResponseFormat::grammar;
+  return Status::ok();
+}
+
+// vLLM's structured_outputs (which replaced its guided_* fields in v0.12): one of json, regex,
+// choice, grammar or json_object. n_constraints counts the keys set.
+template <class Json>
+Status read_structured_outputs(const Json& so, GenerateOptions& gen, int& n_constraints) {
+  if (!so.is_object()) return shape_error("structured_outputs", "an object", so);
+  for (const auto& [key, value] : so.items()) {
+    if (value.is_null()) continue;
+    const std::string field = "structured_outputs." + key;
+    if (key == "json") {
+      BRIGADE_RETURN_IF_ERROR(read_schema(value, field, gen.json_schema));
+      gen.response_format = ResponseFormat::json_schema;
+    } else if (key == "json_object") {
+      if (!value.is_boolean()) return shape_error(field, "a boolean", value);
+      if (!value.template get<bool>()) continue;
+      gen.response_format = ResponseFormat::json_object;
+    } else if (key == "regex") {
+      BRIGADE_RETURN_IF_ERROR(read_regex(value, field, gen));
+    } else if (key == "choice") {
+      BRIGADE_RETURN_IF_ERROR(read_guided_choice(value, field, gen));
+    } else if (key == "grammar") {
+      BRIGADE_RETURN_IF_ERROR(read_grammar(value, field, gen));
+    } else {
+      return invalid_argument("'" + field + "' is not supported (structured_outputs takes json, json_object, regex, choice or grammar)");
+    }
+    ++n_constraints;
+  }
+  return Status::ok();
+}
+
+template <class Json>
 Status read_guided(const Json& body, GenerateOptions& gen) {
-  auto gg = body.find("guided_grammar");
-  if (gg != body.end() && !gg->is_null())
-    return unsupported("'guided_grammar' is not supported (guided_json, guided_choice and guided_regex are)");
   int n_constraints = 0;
   auto rf = body.find("response_format");
   if (rf != body.end() && !rf->is_null()) {
@@ -92,7 +127,7 @@ Status read_guided(const Json& body, GenerateOptions& gen) {
   }
   auto gc = body.find("guided_choice");
   if (gc != body.end() && !gc->is_null()) {
-    BRIGADE_RETURN_IF_ERROR(read_guided_choice(*gc, gen));
+    BRIGADE_RETURN_IF_ERROR(read_guided_choice(*gc, "guided_choice", gen));
     ++n_constraints;
   }
   for (const char* field : {"guided_regex", "regex"}) {  // vLLM's, SGLang's
@@ -101,9 +136,18 @@ Status read_guided(const Json& body, GenerateOptions& gen) {
     BRIGADE_RETURN_IF_ERROR(read_regex(*re, field, gen));
     ++n_constraints;
   }
+  for (const char* field : {"guided_grammar", "grammar", "ebnf"}) {  // vLLM's, llama.cpp's, SGLang's
+    auto g = body.find(field);
+    if (g == body.end() || g->is_null()) continue;
+    BRIGADE_RETURN_IF_ERROR(read_grammar(*g, field, gen));
+    ++n_constraints;
+  }
+  auto so = body.find("structured_outputs");
+  if (so != body.end() && !so->is_null()) BRIGADE_RETURN_IF_ERROR(read_structured_outputs(*so, gen, n_constraints));
   if (n_constraints > 1)
     return invalid_argument("give at most one of 'response_format' (json_object, json_schema), 'guided_json', "
-                            "'guided_choice' and 'guided_regex' (or 'regex')");
+                            "'guided_choice', 'guided_regex' (or 'regex'), 'guided_grammar' (or 'grammar', 'ebnf') "
+                            "and one key of 'structured_outputs'");
   return Status::ok();
 }
 

@@ -39,6 +39,7 @@ struct GenerateArgs {
   bool json_object = false;
   std::string json_schema_file;  // --json-schema: the output is an instance of this schema
   std::string regex;             // --regex: the output matches this pattern whole
+  std::string grammar_file;      // --grammar: the output derives from this GBNF file's root rule
   bool score = false;            // --score: the prompt's log-likelihood and perplexity
   ExecutorFlags executor;
 };

@@ -54,10 +54,16 @@ void add_generate_command(CLI::App& app, std::function<int()>& run) {
   auto* json_schema = cmd->add_option("--json-schema", opts->json_schema_file,
                                       "A JSON Schema file: the output is an instance of it (enforced token by token)")
                           ->excludes(json_object);
-  cmd->add_option("--regex", opts->regex,
-                  "A regex (Python re syntax) the whole output matches (enforced token by token; vLLM's guided_regex)")
+  auto* regex = cmd->add_option("--regex", opts->regex,
+                                "A regex (Python re syntax) the whole output matches (enforced token by token; vLLM's guided_regex)")
+                    ->excludes(json_object)
+                    ->excludes(json_schema);
+  cmd->add_option("--grammar", opts->grammar_file,
+                  "A GBNF grammar file (llama.cpp's format): the whole output derives from its root rule (enforced "
+                  "token by token; llama.cpp's --grammar-file, vLLM's guided_grammar)")
       ->excludes(json_object)
-      ->excludes(json_schema);
+      ->excludes(json_schema)
+      ->excludes(regex);
   cmd->add_flag("--score", opts->score,
                  "Print the prompt's log-likelihood and perplexity (its prompt logprobs); --max-tokens 0 scores only");
   cmd->callback([opts, &run] { run = [opts] { return run_generate(*opts); }; });
@@ -96,6 +102,12 @@ int run_generate(const GenerateArgs& a) {
   if (!a.regex.empty()) {
     req.regex = a.regex;
     req.response_format = ResponseFormat::regex;
+  }
+  if (!a.grammar_file.empty()) {
+    std::ifstream in(a.grammar_file, std::ios::binary);
+    if (!in) return fail(not_found("cannot read the --grammar file " + a.grammar_file));
+    req.grammar.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    req.response_format = ResponseFormat::grammar;
   }
 
   const bool ids_mode = !req.prompt_ids.empty();

@@ -32,6 +32,7 @@
 #include "actors/tokenizer/tokenizer_actor.h"
 #include "core/json_schema.h"
 #include "core/logging.h"
+#include "core/grammar.h"
 #include "core/regex_dfa.h"
 #include "messages/convert.h"
 #include "messages/registry.h"
@@ -64,9 +65,9 @@ caf::actor_system_config& prepared_config(caf::actor_system_config& cfg, bool ne
   return cfg;
 }
 
-// A schema, choice list or regex is compiled here, so that no executor ever sees one it cannot compile.
+// A schema, choice list, regex or grammar is compiled here, so that no executor ever sees one it cannot compile.
 Status validate_output_format(const GenerateOptions& r, bool has_tokenizer) {
-  static constexpr const char* kNames[] = {"text", "json_object", "json_schema", "guided_choice", "guided_regex"};
+  static constexpr const char* kNames[] = {"text", "json_object", "json_schema", "guided_choice", "guided_regex", "guided_grammar"};
   if (r.response_format == ResponseFormat::text) return Status::ok();
   if (!has_tokenizer)
     return invalid_argument(std::string("response_format ") + kNames[static_cast<int>(r.response_format)] +
@@ -77,6 +78,7 @@ Status validate_output_format(const GenerateOptions& r, bool has_tokenizer) {
     if (r.regex.empty()) return invalid_argument("guided_regex is empty (give a pattern; '' would match only an empty output)");
     return CompiledRegex::compile(r.regex).status();
   }
+  if (r.response_format == ResponseFormat::grammar) return CompiledGrammar::compile(r.grammar).status();
   return Status::ok();
 }
 
@@ -588,6 +590,7 @@ Expected<uint64_t> EngineImpl::submit(const GenerateOptions& request, EventCallb
                        .guided_choice = request.response_format == ResponseFormat::choice ? request.guided_choice
                                                                                         : std::vector<std::string>{},
                        .regex = request.response_format == ResponseFormat::regex ? request.regex : "",
+                       .grammar = request.response_format == ResponseFormat::grammar ? request.grammar : "",
                        .end_ids = {}};
     auto s = b.initSampling();
     encode_sampling(cfg, s);

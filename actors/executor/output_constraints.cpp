@@ -10,6 +10,7 @@ namespace {
 std::string key_of(const SamplingConfig& cfg) {
   if (!cfg.json_schema.empty()) return "s" + cfg.json_schema;
   if (!cfg.regex.empty()) return "r" + cfg.regex;
+  if (!cfg.grammar.empty()) return "g" + cfg.grammar;
   std::string key = "c";
   for (const std::string& c : cfg.guided_choice) {
     key += c;
@@ -28,7 +29,14 @@ std::shared_ptr<OutputConstraints::Schema> OutputConstraints::schema(const Sampl
   }
   auto entry = std::make_shared<Schema>();
   Status st;
-  if (!cfg.regex.empty() && cfg.json_schema.empty()) {
+  if (!cfg.grammar.empty() && cfg.regex.empty() && cfg.json_schema.empty()) {
+    auto compiled = CompiledGrammar::compile(cfg.grammar);
+    st = compiled.status();
+    if (st.is_ok()) {
+      entry->grammar = *compiled;
+      entry->grammar_masks = std::make_unique<MaskCache<GrammarMatcher>>(vocab_);
+    }
+  } else if (!cfg.regex.empty() && cfg.json_schema.empty()) {
     auto compiled = CompiledRegex::compile(cfg.regex);
     st = compiled.status();
     if (st.is_ok()) {
@@ -44,7 +52,7 @@ std::shared_ptr<OutputConstraints::Schema> OutputConstraints::schema(const Sampl
     }
   }
   if (!st.is_ok()) {
-    spdlog::error("executor: a plan carries a schema or regex the engine should have refused ({}): output left "
+    spdlog::error("executor: a plan carries a schema, regex or grammar the engine should have refused ({}): output left "
                   "unconstrained", st.to_string());
     return nullptr;
   }
@@ -66,13 +74,20 @@ OutputConstraints::State* OutputConstraints::state(uint64_t seq_id, const Sampli
   if (!s) return nullptr;
   seq_schema_[seq_id] = s;
   if (s->regex) return &seqs_.emplace(seq_id, RegexMatcher(*s->regex)).first->second;
+  if (s->grammar) return &seqs_.emplace(seq_id, GrammarMatcher(*s->grammar)).first->second;
   return &seqs_.emplace(seq_id, SchemaMatcher(*s->schema)).first->second;
 }
 
 void OutputConstraints::feed(uint64_t seq_id, const SamplingConfig& cfg, int32_t token) {
   // A token the mask allowed always feeds; one it did not (a plan from elsewhere) breaks the
   // matcher for good, and the mask then lets only the end ids through.
-  if (State* st = state(seq_id, cfg)) std::visit([&](auto& m) { m.feed(vocab_->piece(token)); }, *st);
+  State* st = state(seq_id, cfg);
+  if (!st) return;
+  std::visit([&](auto& m) { m.feed(vocab_->piece(token)); }, *st);
+  if (auto* g = std::get_if<GrammarMatcher>(st); g && g->overflowed() && warned_.insert(seq_id).second)
+    spdlog::warn("executor: seq {}: the grammar's parses passed a bound ({} stacks, {} deep, {} expansions a byte); "
+                 "continuations past it are cut off", seq_id, GrammarMatcher::kMaxStacks, GrammarMatcher::kMaxDepth,
+                 GrammarMatcher::kMaxExpansions);
 }
 
 const std::vector<uint8_t>* OutputConstraints::allowed(uint64_t seq_id, const SamplingConfig& cfg, bool& complete) {
@@ -88,6 +103,10 @@ const std::vector<uint8_t>* OutputConstraints::allowed(uint64_t seq_id, const Sa
     complete = re->complete();
     return &compiled.regex_masks->allowed(*re);
   }
+  if (const auto* g = std::get_if<GrammarMatcher>(st)) {
+    complete = g->complete();
+    return &compiled.grammar_masks->allowed(*g);
+  }
   const SchemaMatcher& m = std::get<SchemaMatcher>(*st);
   complete = m.complete();
   return &compiled.masks->allowed(m);
@@ -96,6 +115,7 @@ const std::vector<uint8_t>* OutputConstraints::allowed(uint64_t seq_id, const Sa
 void OutputConstraints::release(uint64_t seq_id) {
   seqs_.erase(seq_id);
   seq_schema_.erase(seq_id);
+  warned_.erase(seq_id);
 }
 
 }  // namespace brigade

@@ -1,10 +1,11 @@
 // OutputConstraints: the structured-output state of an executor's sequences — a JsonMatcher per
 // json_object sequence, a SchemaMatcher per json_schema / guided_choice one, a RegexMatcher per
-// guided_regex one — and the masks they allow (docs/architecture.md "Logit rules", "Schema
-// output", "Regex output"). StepRunner owns one; it feeds each generated token and asks for a
-// row's mask; a plain class, tested through StepRunner.
+// guided_regex one, a GrammarMatcher per guided_grammar one — and the masks they allow
+// (docs/architecture.md "Logit rules", "Schema output", "Regex output", "Grammar output").
+// StepRunner owns one; it feeds each generated token and asks for a row's mask; a plain class,
+// tested through StepRunner.
 //
-// Each distinct schema (or choice list, or regex) is compiled once and kept, with its mask cache, in a
+// Each distinct schema (or choice list, regex, grammar) is compiled once and kept, with its mask cache, in a
 // bounded cache keyed by its text; the engine compiled it before accepting the request, so a
 // compile error here is an invariant broken (a plan from elsewhere), and the sequence is then
 // left unconstrained rather than the executor failing.
@@ -15,9 +16,12 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
+#include "core/grammar.h"
+#include "core/grammar_matcher.h"
 #include "core/json_matcher.h"
 #include "core/json_schema.h"
 #include "core/regex_matcher.h"
@@ -45,14 +49,16 @@ class OutputConstraints {
   size_t n_compiled() const { return compiled_; }  // schemas compiled so far (cache misses)
 
  private:
-  // A compiled schema or regex with its masks (one of the two pairs is set).
+  // A compiled schema, regex or grammar with its masks (one of the three pairs is set).
   struct Schema {
     std::shared_ptr<const CompiledSchema> schema;
     std::unique_ptr<MaskCache<SchemaMatcher>> masks;
     std::shared_ptr<const CompiledRegex> regex;
     std::unique_ptr<MaskCache<RegexMatcher>> regex_masks;
+    std::shared_ptr<const CompiledGrammar> grammar;
+    std::unique_ptr<MaskCache<GrammarMatcher>> grammar_masks;
   };
-  using State = std::variant<JsonMatcher, SchemaMatcher, RegexMatcher>;
+  using State = std::variant<JsonMatcher, SchemaMatcher, RegexMatcher, GrammarMatcher>;
 
   // The sequence's matcher, made on first use (with the schema it needs).
   State* state(uint64_t seq_id, const SamplingConfig& cfg);
@@ -61,11 +67,12 @@ class OutputConstraints {
   std::shared_ptr<const TokenTrie> vocab_;
   std::unique_ptr<JsonMaskCache> json_masks_;
   std::unordered_map<uint64_t, State> seqs_;
-  // key: "s" + schema text, "c" + the choices joined by NUL or "r" + regex; lru_ front = most recent. A
+  // key: "s" + schema text, "c" + the choices joined by NUL, "r" + regex or "g" + grammar; lru_ front = most recent. A
   // matcher points into its Schema, so entries are shared_ptrs that sequences keep alive.
   std::unordered_map<std::string, std::shared_ptr<Schema>> schemas_;
   std::unordered_map<uint64_t, std::shared_ptr<Schema>> seq_schema_;
   std::list<std::string> lru_;
+  std::unordered_set<uint64_t> warned_;  // sequences whose grammar overflowed (warned once)
   size_t compiled_ = 0;
 };
 

@@ -5,7 +5,9 @@
 // kSchema in the same kinds of states, plus inside a length-bounded string (its state changes
 // with every character, so the cache cannot help) and inside an anyOf whose two alternatives
 // are both still alive (two matcher threads); and the guided_regex mask (RegexMatcher) for a few
-// patterns and states, a schema string with a `pattern`/`format`, and a regex's compile time.
+// patterns and states, a schema string with a `pattern`/`format`, and a regex's compile time;
+// and the guided_grammar mask (GrammarMatcher) for llama.cpp's json.gbnf in the json_object
+// states and a one-line grammar, and a grammar's compile time.
 //   build/bench/kernels/bench_json_mask
 #include <benchmark/benchmark.h>
 
@@ -16,6 +18,8 @@
 #include <map>
 #include <memory>
 
+#include "core/grammar.h"
+#include "core/grammar_matcher.h"
 #include "core/json_matcher.h"
 #include "core/json_schema.h"
 #include "core/regex_dfa.h"
@@ -133,6 +137,44 @@ void BM_RegexCompile(benchmark::State& state, const char* pattern) {
   state.counters["dfa_states"] = static_cast<double>(regex(pattern).n_states());
 }
 
+// llama.cpp's grammars/json.gbnf.
+constexpr const char* kJsonGbnf = R"gbnf(root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+object ::= "{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}" ws
+array  ::= "[" ws ( value ("," ws value)* )? "]" ws
+string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4}) )* "\"" ws
+number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
+ws ::= | " " | "\n" [ \t]{0,20}
+)gbnf";
+
+const CompiledGrammar& grammar(const char* text) {
+  static std::map<std::string, std::shared_ptr<const CompiledGrammar>> cache;
+  auto& g = cache[text];
+  if (!g) g = *CompiledGrammar::compile(text);
+  return *g;
+}
+
+// guided_grammar: TokenTrie::allowed from the state after `prefix`, uncached.
+void BM_GrammarMask(benchmark::State& state, const char* text, const char* prefix) {
+  GrammarMatcher m(grammar(text));
+  if (!m.feed(std::string_view(prefix))) state.SkipWithError("the prefix is not a derivation's beginning");
+  measure_mask(state, m);
+  state.counters["stacks"] = static_cast<double>(m.n_stacks());
+}
+
+void BM_GrammarMaskCached(benchmark::State& state) {
+  MaskCache<GrammarMatcher> cache(std::shared_ptr<const TokenTrie>(&trie(static_cast<int>(state.range(0))), [](const TokenTrie*) {}));
+  GrammarMatcher m(grammar(kJsonGbnf));
+  m.feed(std::string_view(R"({"name": "ab)"));
+  for (auto _ : state) benchmark::DoNotOptimize(cache.allowed(m).data());
+  state.counters["hit_rate"] = static_cast<double>(cache.hits()) / static_cast<double>(cache.hits() + cache.misses());
+}
+
+void BM_GrammarCompile(benchmark::State& state, const char* text) {
+  for (auto _ : state) benchmark::DoNotOptimize(CompiledGrammar::compile(text));
+  state.counters["positions"] = static_cast<double>(grammar(text).n_positions());
+}
+
 constexpr const char* kFree = "[^\\n]*";  // one line of anything: nearly every token continues it
 constexpr const char* kPhone = "\\(\\d{3}\\) \\d{3}-\\d{4}";
 constexpr const char* kWords = "[A-Z][a-z]+( [a-z]+){0,20}\\.";
@@ -150,6 +192,13 @@ void BM_SchemaPatternMask(benchmark::State& state, const char* prefix) {
   measure_mask(state, m);
 }
 
+BENCHMARK(BM_GrammarMaskCached)->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GrammarMask, json_in_string, kJsonGbnf, R"({"name": "ab)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GrammarMask, json_after_open, kJsonGbnf, R"({)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GrammarMask, json_in_number, kJsonGbnf, R"({"n": 12)")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GrammarMask, json_nested_value, kJsonGbnf, R"({"a": [{"b": [1, {"c": )")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GrammarMask, free_line, "root ::= [^\n]*", "Some text")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GrammarCompile, json, kJsonGbnf)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RegexMaskCached)->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_RegexMask, free_line, kFree, "Some text")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_RegexMask, words, kWords, "The cat sat")->Arg(32000)->Arg(128000)->Unit(benchmark::kMicrosecond);

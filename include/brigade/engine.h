@@ -44,12 +44,13 @@ struct SamplingOptions {
 };
 
 // What the output must be (OpenAI's response_format, vLLM's guided_json/guided_choice/
-// guided_regex): free text, one JSON object, an instance of GenerateOptions::json_schema, exactly
-// one of GenerateOptions::guided_choice, or a whole match of GenerateOptions::regex (Python `re`
-// syntax, core/regex_syntax.h) (tokens that would break it are masked while sampling; the
+// guided_regex/guided_grammar): free text, one JSON object, an instance of
+// GenerateOptions::json_schema, exactly one of GenerateOptions::guided_choice, a whole match of
+// GenerateOptions::regex (Python `re` syntax, core/regex_syntax.h), or a whole derivation of
+// GenerateOptions::grammar (GBNF, llama.cpp's format: core/grammar_syntax.h) (tokens that would break it are masked while sampling; the
 // output ends once it is complete, at the model's EOS or a stop id). Needs a model with a
 // tokenizer. docs/architecture.md "Schema output" lists the schema keywords enforced.
-enum class ResponseFormat { text, json_object, json_schema, choice, regex };
+enum class ResponseFormat { text, json_object, json_schema, choice, regex, grammar };
 
 struct GenerateOptions {
   std::string prompt;                // text, tokenized by the model's tokenizer...
@@ -62,6 +63,7 @@ struct GenerateOptions {
   std::string json_schema;                 // ResponseFormat::json_schema: the schema's JSON text
   std::vector<std::string> guided_choice;  // ResponseFormat::choice: the strings allowed (>= 1)
   std::string regex;                       // ResponseFormat::regex: the pattern the output matches whole
+  std::string grammar;                     // ResponseFormat::grammar: GBNF text; output derives from `root`
   int min_tokens = 0;                // [0, max_tokens]: neither EOS, a stop id nor a stop string
                                      // ends the output before this many tokens
   std::vector<int32_t> stop_ids;     // extra stop tokens besides the model's EOS

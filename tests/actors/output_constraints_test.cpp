@@ -1,5 +1,5 @@
 // OutputConstraints: masks per constrained sequence, each distinct schema compiled once, at most
-// kMaxSchemas kept (a sequence keeps its own alive), and a schema (or regex) it cannot compile leaves the
+// kMaxSchemas kept (a sequence keeps its own alive), and a schema (or regex, grammar) it cannot compile leaves the
 // sequence unconstrained instead of failing the executor.
 #include "actors/executor/output_constraints.h"
 
@@ -63,6 +63,24 @@ TEST(OutputConstraints, MasksFollowEachSequencesSchema) {
   EXPECT_TRUE(complete);
   EXPECT_EQ(std::count(mask->begin(), mask->end(), 1), 0) << "n42 is complete and nothing extends it";
   EXPECT_EQ(c.n_compiled(), 3u);
+
+  SamplingConfig grammar;  // guided_grammar: a GrammarMatcher over the same vocabulary
+  grammar.grammar = "root ::= \"{\" item (\",\" item)* \"}\"\nitem ::= [0-9] | root";
+  mask = c.allowed(5, grammar, complete);
+  EXPECT_FALSE(complete);
+  EXPECT_EQ(std::count(mask->begin(), mask->end(), 1), 1);
+  EXPECT_EQ((*mask)[static_cast<size_t>(id('{'))], 1);
+  for (char ch : std::string("{1,{2")) c.feed(5, grammar, id(ch));
+  mask = c.allowed(5, grammar, complete);
+  EXPECT_FALSE(complete);
+  EXPECT_EQ((*mask)[static_cast<size_t>(id(','))], 1);
+  EXPECT_EQ((*mask)[static_cast<size_t>(id('}'))], 1);
+  EXPECT_EQ((*mask)[static_cast<size_t>(id('3'))], 0);
+  for (char ch : std::string("}}")) c.feed(5, grammar, id(ch));
+  mask = c.allowed(5, grammar, complete);
+  EXPECT_TRUE(complete);
+  EXPECT_EQ(std::count(mask->begin(), mask->end(), 1), 0) << "{1,{2}} is complete and nothing extends it";
+  EXPECT_EQ(c.n_compiled(), 4u);
 }
 
 TEST(OutputConstraints, KeepsABoundedNumberOfSchemas) {
@@ -89,6 +107,9 @@ TEST(OutputConstraints, AnUncompilableSchemaLeavesTheSequenceUnconstrained) {
   SamplingConfig bad_regex;
   bad_regex.regex = "a(?=b)";
   EXPECT_EQ(c.allowed(2, bad_regex, complete), nullptr);
+  SamplingConfig bad_grammar;
+  bad_grammar.grammar = "root ::= root \"a\"";
+  EXPECT_EQ(c.allowed(3, bad_grammar, complete), nullptr);
   EXPECT_EQ(OutputConstraints(nullptr).allowed(1, schema_config(3), complete), nullptr) << "no vocabulary";
 }
 

@@ -223,6 +223,54 @@ TEST(OpenaiParse, StructuredOutputFields) {
   EXPECT_EQ(r->gen.regex, "(yes|no)");
 }
 
+// A GBNF grammar under each name servers use: vLLM's guided_grammar and structured_outputs.grammar,
+// llama.cpp's grammar, SGLang's ebnf; vLLM's structured_outputs for the other kinds too.
+TEST(OpenaiParse, GrammarFields) {
+  const std::string g = R"(root ::= \"yes\" | \"no\")";  // JSON-escaped
+  for (const std::string field : {"guided_grammar", "grammar", "ebnf"}) {
+    auto r = parse(R"({"prompt":"x",")" + field + R"(":")" + g + R"("})");
+    ASSERT_TRUE(r.has_value()) << field << ": " << r.status().to_string();
+    EXPECT_EQ(r->gen.response_format, ResponseFormat::grammar) << field;
+    EXPECT_EQ(r->gen.grammar, "root ::= \"yes\" | \"no\"") << field;
+  }
+  auto r = parse(R"({"messages":[{"role":"user","content":"hi"}],"structured_outputs":{"grammar":")" + g + R"("}})", Endpoint::chat);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->gen.response_format, ResponseFormat::grammar);
+  EXPECT_EQ(r->gen.grammar, "root ::= \"yes\" | \"no\"");
+  r = parse(R"({"prompt":"x","structured_outputs":{"json":{"b":1,"a":2}}})");
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->gen.response_format, ResponseFormat::json_schema);
+  EXPECT_EQ(r->gen.json_schema, R"({"b":1,"a":2})") << "the schema keeps its key order";
+  r = parse(R"({"prompt":"x","structured_outputs":{"regex":"a+","grammar":null}})");
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->gen.response_format, ResponseFormat::regex);
+  r = parse(R"({"prompt":"x","structured_outputs":{"choice":["a","b"]}})");
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->gen.guided_choice, (std::vector<std::string>{"a", "b"}));
+  r = parse(R"({"prompt":"x","structured_outputs":{"json_object":true}})");
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->gen.response_format, ResponseFormat::json_object);
+}
+
+TEST(OpenaiParse, GrammarFieldErrors) {
+  for (const auto& [body, says] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"prompt":"x","guided_grammar":""})", "'guided_grammar' must be a non-empty string"},
+           {R"({"prompt":"x","grammar":5})", "'grammar' must be a non-empty string"},
+           {R"({"prompt":"x","ebnf":["root"]})", "'ebnf' must be a non-empty string"},
+           {R"({"prompt":"x","structured_outputs":{"grammar":{}}})", "'structured_outputs.grammar' must be"},
+           {R"({"prompt":"x","structured_outputs":"root ::= x"})", "'structured_outputs' must be an object"},
+           {R"({"prompt":"x","structured_outputs":{"structural_tag":"x"}})", "'structured_outputs.structural_tag' is not supported"},
+           {R"({"prompt":"x","guided_grammar":"root ::= x","regex":"a"})", "at most one"},
+           {R"({"prompt":"x","grammar":"root ::= x","ebnf":"root ::= x"})", "at most one"},
+           {R"({"prompt":"x","structured_outputs":{"grammar":"root ::= x","regex":"a"}})", "at most one"},
+           {R"({"prompt":"x","structured_outputs":{"grammar":"root ::= x"},"response_format":{"type":"json_object"}})", "at most one"}}) {
+    auto r = parse(body);
+    ASSERT_FALSE(r.has_value()) << body;
+    EXPECT_EQ(r.status().code(), StatusCode::invalid_argument) << body;
+    EXPECT_NE(r.status().message().find(says), std::string::npos) << body << " -> " << r.status().message();
+  }
+}
+
 // lm-evaluation-harness scores with echo + logprobs + max_tokens 0; vLLM's prompt_logprobs too.
 TEST(OpenaiParse, EchoAndPromptLogprobs) {
   auto r = parse(R"({"prompt":[1,2,3],"echo":true,"logprobs":1,"max_tokens":0})");
@@ -262,7 +310,7 @@ TEST(OpenaiParse, EchoAndPromptLogprobs) {
 }
 
 TEST(OpenaiParse, UnsupportedFieldsAreRefused) {
-  for (const char* b : {R"({"prompt":"x","best_of":2})", R"({"prompt":"x","guided_grammar":"root ::= x"})"}) {
+  for (const char* b : {R"({"prompt":"x","best_of":2})"}) {
     auto r = parse(b);
     ASSERT_FALSE(r.has_value()) << b;
     EXPECT_EQ(r.status().code(), StatusCode::unsupported) << b;

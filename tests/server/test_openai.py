@@ -303,6 +303,32 @@ def test_guided_regex(client):
     assert re.fullmatch(r"\d{4}-\d\d-\d\d", doc["day"]) and re.fullmatch("[A-Z]{3}", doc["code"]), doc
 
 
+ARRAYS_GBNF = r"""root ::= "[" ws (item (ws "," ws item)*)? ws "]"
+item ::= "-"? [1-9] [0-9]{0,3} | "0" | "\"" [a-z]{1,8} "\""
+ws ::= " "?
+"""
+
+
+def test_guided_grammar(client):
+    # vLLM's guided_grammar (and structured_outputs.grammar), llama.cpp's grammar and SGLang's ebnf
+    # through the real openai client: the output parses as JSON (Python's json is the reference),
+    # greedy and sampled, on completions and chat.
+    eos_bias = {"2": 100}
+    for seed in range(4):
+        r = client.completions.create(model="tiny", prompt="List:", max_tokens=48, temperature=1.0, seed=seed,
+                                      logit_bias={**eos_bias, str(3 + ord("]")): 5},
+                                      extra_body={"guided_grammar": ARRAYS_GBNF}).choices[0]
+        assert r.finish_reason == "stop", r.text
+        doc = json.loads(r.text)
+        assert isinstance(doc, list) and all(isinstance(x, (int, str)) for x in doc), r.text
+    for body in ({"grammar": ARRAYS_GBNF}, {"ebnf": ARRAYS_GBNF}, {"structured_outputs": {"grammar": ARRAYS_GBNF}}):
+        chat = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "List"}],
+                                              max_tokens=48, temperature=0, logit_bias={**eos_bias, str(3 + ord("]")): 5},
+                                              extra_body=body).choices[0]
+        assert chat.finish_reason == "stop", chat.message.content
+        assert isinstance(json.loads(chat.message.content), list), (body, chat.message.content)
+
+
 def test_bad_schema_is_400(client):
     for body, says in [({"guided_json": {"type": "string", "pattern": "a(?=b)"}}, "lookaround"),
                        ({"guided_json": {"$ref": "#/$defs/nope"}}, "$ref"),
@@ -311,7 +337,11 @@ def test_bad_schema_is_400(client):
                        ({"guided_regex": "(a)\\1"}, "backreference"),
                        ({"guided_regex": "(a{1000}){1000}"}, "too large"),
                        ({"regex": "a", "guided_choice": ["a"]}, "at most one"),
-                       ({"guided_grammar": "root ::= x"}, "guided_grammar")]:
+                       ({"guided_grammar": "root ::= x"}, "rule 'x' is used but never defined"),
+                       ({"grammar": 'root ::= "a" | "b'}, "grammar line 1, column 16: unterminated literal"),
+                       ({"ebnf": 'root ::= e\ne ::= e "+" "1" | "1"'}, "left recursion"),
+                       ({"structured_outputs": {"grammar": "item ::= [a-z]"}}, "no 'root' rule"),
+                       ({"guided_grammar": 'root ::= "a"', "regex": "a"}, "at most one")]:
         with pytest.raises(openai.BadRequestError) as e:
             client.completions.create(model="tiny", prompt="x", max_tokens=2, extra_body=body)
         assert says in str(e.value), (body, str(e.value))

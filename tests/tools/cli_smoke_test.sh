@@ -25,6 +25,22 @@ for seed in 1 2 3 4; do
 done
 [ "$n_whole" -ge 1 ]
 
+# generate --grammar FILE: the output derives from the GBNF grammar's root (Python's re checks
+# this regular one); it can only be a few characters long, so the model always ends it. A grammar
+# that does not parse fails with its line and column.
+printf '# answers\nroot ::= answer "!"{0,3}\nanswer ::= "yes" | "no" |\n  "maybe"\n' >"$dir/answer.gbnf"
+for seed in 1 2 3; do
+  "$bin" generate --model "$dir/m" --prompt "Q:" --grammar "$dir/answer.gbnf" --max-tokens 32 --seed $seed --threads 1 \
+    >"$dir/grammar.txt" 2>"$dir/grammar.err"
+  grep -q "finish: stop" "$dir/grammar.err"
+  python3 -c 'import re, sys; t = open(sys.argv[1], encoding="utf-8").read().rstrip("\n"); assert re.fullmatch("Q:(yes|no|maybe)!{0,3}", t), t' "$dir/grammar.txt"
+done
+printf 'root ::= "a" b\n' >"$dir/bad.gbnf"
+if "$bin" generate --model "$dir/m" --prompt "Q:" --grammar "$dir/bad.gbnf" --threads 1 >/dev/null 2>"$dir/bad.err"; then
+  echo "an undefined rule should fail"; exit 1
+fi
+grep -q "grammar line 1, column 14: rule 'b' is used but never defined" "$dir/bad.err"
+
 # generate --score --max-tokens 0: the prompt's log-likelihood (its prompt logprobs, 4 of the 5
 # tokens scored) and the perplexity that follows from it; --max-tokens 0 alone generates nothing.
 "$bin" generate --model "$dir/m" --prompt-ids 1,20,30,40,50 --max-tokens 0 --score --threads 1 >/dev/null 2>"$dir/score.err"
