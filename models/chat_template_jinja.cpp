@@ -67,7 +67,8 @@ Expected<JinjaChatTemplate> JinjaChatTemplate::create(const std::string& source,
 }
 
 Expected<std::string> JinjaChatTemplate::apply(std::span<const ChatMessage> messages, std::span<const std::string> tools,
-                                               bool add_generation_prompt, const jinja::RenderOptions& options) const {
+                                               bool add_generation_prompt, const std::string& template_kwargs,
+                                               const jinja::RenderOptions& options) const {
   ValueList msgs;
   for (size_t i = 0; i < messages.size(); ++i) {
     BRIGADE_ASSIGN_OR_RETURN(Value m, message_value(messages[i], i));
@@ -91,6 +92,16 @@ Expected<std::string> JinjaChatTemplate::apply(std::span<const ChatMessage> mess
   ctx.dict().set("add_generation_prompt", Value(add_generation_prompt));
   ctx.dict().set("bos_token", Value(bos_token_));
   ctx.dict().set("eos_token", Value(eos_token_));
+  if (!template_kwargs.empty()) {
+    const json kwargs = json::parse(template_kwargs, nullptr, /*allow_exceptions=*/false);
+    if (kwargs.is_discarded() || !kwargs.is_object()) return invalid_argument("chat_template_kwargs must be a JSON object");
+    for (const auto& [key, value] : kwargs.items()) {
+      if (ctx.dict().find(key))
+        return invalid_argument("chat_template_kwargs may not set '" + key + "': the request sets it");
+      BRIGADE_ASSIGN_OR_RETURN(Value v, from_json(value, "chat_template_kwargs." + key));
+      ctx.dict().set(key, std::move(v));
+    }
+  }
   return template_.render(ctx, options);
 }
 

@@ -28,8 +28,12 @@ class JinjaChatTemplate {
   // The prompt text. invalid_argument for invalid UTF-8, a call's arguments that are not JSON,
   // a tool that is not a JSON object, or what the template refuses or fails on;
   // out_of_resources when it runs past a render limit.
+  // template_kwargs: empty, or a JSON object's text whose members are set as template variables
+  // (vLLM's chat_template_kwargs); invalid_argument when it is not one or sets a variable the
+  // render sets itself (messages, tools, documents, add_generation_prompt, bos_token, eos_token).
   Expected<std::string> apply(std::span<const ChatMessage> messages, std::span<const std::string> tools,
-                              bool add_generation_prompt, const jinja::RenderOptions& options = {}) const;
+                              bool add_generation_prompt, const std::string& template_kwargs = "",
+                              const jinja::RenderOptions& options = {}) const;
 
   // How a model with this template writes tool calls: hermes when it mentions <tool_call> (and
   // not GLM's <arg_key> XML arguments), llama3_json when it has <|python_tag|> or an ipython

@@ -80,10 +80,15 @@ ChatToolSyntax ChatTemplate::tool_syntax() const {
 }
 
 Expected<std::string> ChatTemplate::apply(std::span<const ChatMessage> messages, std::span<const std::string> tools,
-                                          bool add_generation_prompt) const {
-  if (family) return apply_chat_template(*family, messages, tools, add_generation_prompt);
+                                          bool add_generation_prompt, const std::string& template_kwargs) const {
+  if (family) {
+    if (!template_kwargs.empty())
+      return invalid_argument(std::string("chat_template_kwargs need a Jinja template; the built-in ") +
+                              chat_family_name(*family) + " family takes none");
+    return apply_chat_template(*family, messages, tools, add_generation_prompt);
+  }
   const auto& t = !tools.empty() && jinja_tool_use ? jinja_tool_use : jinja;
-  return t->apply(messages, tools, add_generation_prompt);
+  return t->apply(messages, tools, add_generation_prompt, template_kwargs);
 }
 
 Expected<ChatTemplate> make_chat_template(const std::string& text, const std::string& origin,

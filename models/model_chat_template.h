@@ -34,8 +34,10 @@ struct ChatTemplate {
   // How the model writes tool calls; none: tools are refused.
   ChatToolSyntax tool_syntax() const;
   // The prompt text (models/chat_template.h and chat_template_jinja.h give the errors).
+  // template_kwargs: extra template variables as a JSON object's text (JinjaChatTemplate::apply);
+  // a built-in family takes none.
   Expected<std::string> apply(std::span<const ChatMessage> messages, std::span<const std::string> tools,
-                              bool add_generation_prompt) const;
+                              bool add_generation_prompt, const std::string& template_kwargs = "") const;
 };
 
 // The special-token text a template's bos_token/eos_token stand for (tokenizer_config.json's,

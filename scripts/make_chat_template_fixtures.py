@@ -107,19 +107,30 @@ def conversations(with_tools):
     return out
 
 
+# Template variables a request may pass (vLLM's chat_template_kwargs), per template: each is
+# rendered over every conversation with the generation prompt, beside the plain cases.
+TEMPLATE_KWARGS = {
+    "glm-4.6": [{"enable_thinking": False}],
+    "deepseek-v3.1": [{"thinking": True}],
+    "llama-3.1": [{"tools_in_user_message": False}, {"date_string": "04 Jul 2025"}],
+}
+
+
 def render_models(apply):
     cases = []
     for name, template, bos, eos, with_tools in TEMPLATES:
         for conv_name, messages, tools in conversations(with_tools):
-            for gen in (True, False):
+            for gen, kwargs in [(True, {}), (False, {})] + [(True, k) for k in TEMPLATE_KWARGS.get(name, [])]:
                 rendered_messages = copy.deepcopy(messages)
                 for m in rendered_messages:  # vLLM's _postprocess_messages
                     for c in m.get("tool_calls", []):
                         c["function"]["arguments"] = json.loads(c["function"]["arguments"])
                 case = {"template": name, "conversation": conv_name, "messages": messages, "tools": tools,
                         "add_generation_prompt": gen}
+                if kwargs:
+                    case["template_kwargs"] = kwargs
                 try:
-                    case["expected"] = apply(template, rendered_messages, tools, gen, bos, eos)
+                    case["expected"] = apply(template, rendered_messages, tools, gen, bos, eos, kwargs)
                 except Exception as e:  # the template refused (raise_exception) or failed
                     case["error"] = f"{type(e).__name__}: {e}"
                 cases.append(case)
@@ -209,11 +220,11 @@ def main():
 
     chat_template_utils.datetime = FixedDatetime
 
-    def apply(template, messages, tools, gen, bos, eos):
+    def apply(template, messages, tools, gen, bos, eos, kwargs=None):
         tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"<unk>": 0}, unk_token="<unk>")),
                                       bos_token=bos or None, eos_token=eos)
         return tok.apply_chat_template(messages, tools=tools, chat_template=template, tokenize=False,
-                                       add_generation_prompt=gen)
+                                       add_generation_prompt=gen, **(kwargs or {}))
 
     generator = f"scripts/make_chat_template_fixtures.py (transformers {transformers.__version__}, jinja2 {jinja2.__version__})"
     OUT.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,7 @@
 #include "server/http_server.h"
 
+#include <nlohmann/json.hpp>
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -372,6 +374,11 @@ class HttpServerImpl final : public HttpServer {
 }  // namespace
 
 Expected<std::unique_ptr<HttpServer>> HttpServer::start(Engine& engine, const ServerOptions& options) {
+  if (!options.default_chat_template_kwargs.empty()) {
+    const auto kwargs = nlohmann::json::parse(options.default_chat_template_kwargs, nullptr, /*allow_exceptions=*/false);
+    if (kwargs.is_discarded() || !kwargs.is_object())
+      return invalid_argument("--default-chat-template-kwargs must be a JSON object (e.g. '{\"enable_thinking\": false}')");
+  }
   auto server = std::make_unique<HttpServerImpl>(engine, options);
   BRIGADE_RETURN_IF_ERROR(server->resolve_reasoning());
   BRIGADE_RETURN_IF_ERROR(server->listen());

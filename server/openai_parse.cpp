@@ -403,6 +403,11 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   if (endpoint == Endpoint::chat) {  // vLLM's and SGLang's switches for a server's reasoning parser
     BRIGADE_RETURN_IF_ERROR(read_bool(body, "include_reasoning", r.include_reasoning));
     BRIGADE_RETURN_IF_ERROR(read_bool(body, "separate_reasoning", r.separate_reasoning));
+    auto kwargs = body.find("chat_template_kwargs");
+    if (kwargs != body.end() && !kwargs->is_null()) {
+      if (!kwargs->is_object()) return wrong_type("chat_template_kwargs", "an object of template variables", *kwargs);
+      if (!kwargs->empty()) r.chat_template_kwargs = kwargs->dump();
+    }
   }
   auto user = body.find("user");
   if (user != body.end() && !user->is_null()) {

@@ -58,6 +58,7 @@ struct CompletionRequest {
   // SGLang's `separate_reasoning` (false: the output stays whole, as without a parser).
   bool include_reasoning = true;
   bool separate_reasoning = true;
+  std::string chat_template_kwargs;  // chat: vLLM's extra template variables, a JSON object's text (or empty)
   ReasoningKind reasoning = ReasoningKind::none;  // chat: how <think> blocks are split (set by route())
 
   // The response's choices: n per prompt.

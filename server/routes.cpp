@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 #include "server/openai_format.h"
 
 namespace brigade::server {
@@ -52,6 +54,16 @@ Status setup_tools(ServerContext& ctx, CompletionRequest& r) {
   r.tool_format = syntax == ChatToolSyntax::llama3_json ? ToolFormat::llama3_json : ToolFormat::hermes;
   force_tool_choice(r.tools, r.tool_format, r.gen);
   return Status::ok();
+}
+
+// The server's default template variables with the request's over them, key by key (both JSON
+// objects' text, checked when read).
+std::string template_kwargs(const std::string& defaults, const std::string& request) {
+  if (defaults.empty()) return request;
+  if (request.empty()) return defaults;
+  nlohmann::json merged = nlohmann::json::parse(defaults);
+  merged.update(nlohmann::json::parse(request));
+  return merged.dump();
 }
 
 }  // namespace
@@ -111,7 +123,9 @@ std::variant<SimpleResponse, CompletionRequest> route(ServerContext& ctx, const 
   }
   if (chat) {
     // The model's own chat template renders the conversation; brigade never guesses a format.
-    auto prompt = ctx.engine.format_chat(parsed->messages, parsed->tools.tools, /*add_generation_prompt=*/true);
+    auto prompt = ctx.engine.format_chat(parsed->messages, parsed->tools.tools, /*add_generation_prompt=*/true,
+                                         template_kwargs(ctx.options.default_chat_template_kwargs,
+                                                         parsed->chat_template_kwargs));
     if (!prompt) {
       const std::string why = prompt.status().code() == StatusCode::not_found
                                   ? "this model has no chat template: use /v1/completions with a prompt"

@@ -7,6 +7,8 @@
 
 #include <pthread.h>
 
+#include <nlohmann/json.hpp>
+
 #include "server/http_server.h"
 #include "server/reasoning_parser.h"
 #include "tools/commands.h"
@@ -24,6 +26,7 @@ struct ServeArgs {
   std::string served_model_name;
   std::string chat_template;
   std::string reasoning_parser = "none";
+  std::string default_chat_template_kwargs;
   int threads = 0;
   int io_threads = 2;
   ExecutorFlags executor;
@@ -34,6 +37,11 @@ int run_serve(const ServeArgs& a) {
   // Before the model loads: a misspelt parser name should not cost a load.
   if (auto kind = server::parse_reasoning_kind(a.reasoning_parser); !kind)
     return fail(invalid_argument("--reasoning-parser: " + kind.status().message()));
+  if (!a.default_chat_template_kwargs.empty()) {
+    const auto kwargs = nlohmann::json::parse(a.default_chat_template_kwargs, nullptr, /*allow_exceptions=*/false);
+    if (kwargs.is_discarded() || !kwargs.is_object())
+      return fail(invalid_argument("--default-chat-template-kwargs must be a JSON object (e.g. '{\"enable_thinking\": false}')"));
+  }
 
   auto options = engine_options(a.topology, a.model, a.threads, /*default_model=*/true);
   if (!options) return fail(options.status());
@@ -49,6 +57,7 @@ int run_serve(const ServeArgs& a) {
   so.api_key = a.api_key;
   so.n_threads = a.io_threads;
   so.reasoning_parser = a.reasoning_parser;
+  so.default_chat_template_kwargs = a.default_chat_template_kwargs;
   so.model_name = a.served_model_name.empty() ? std::filesystem::path(*model).filename().string() : a.served_model_name;
   if (so.model_name.empty()) so.model_name = "brigade";
   auto server = server::HttpServer::start(**engine, so);
@@ -86,6 +95,9 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
                   "Split <think> blocks of chat answers into reasoning_content: deepseek_r1, qwen3, deepseek_v3, glm45, "
                   "auto (when the vocabulary has a </think> token) or none")
       ->capture_default_str();
+  cmd->add_option("--default-chat-template-kwargs", a->default_chat_template_kwargs,
+                  "Template variables for every chat, as a JSON object (e.g. '{\"enable_thinking\": false}'); a "
+                  "request's chat_template_kwargs override them");
   cmd->add_option("--threads", a->threads, "CPU threads for the executor (0 = all cores)");
   add_executor_flags(cmd, a->executor);
   cmd->add_option("--io-threads", a->io_threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 64));

@@ -245,9 +245,9 @@ class EngineImpl final : public Engine {
   const ModelSummary& model() const override { return summary_; }
   using Engine::format_chat;
   Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, const std::vector<std::string>& tools,
-                                    bool add_generation_prompt) const override {
+                                    bool add_generation_prompt, const std::string& template_kwargs) const override {
     if (!chat_template_) return chat_template_.status();
-    return chat_template_->apply(messages, tools, add_generation_prompt);
+    return chat_template_->apply(messages, tools, add_generation_prompt, template_kwargs);
   }
   Expected<ChatTemplate> chat_template() const override { return chat_template_; }
   Expected<std::vector<int32_t>> tokenize(const std::string& text, bool add_bos) const override {

@@ -287,11 +287,18 @@ class Engine {
   // (raise_exception) or fails on, or a template that does not parse; out_of_resources when a
   // Jinja template runs past its limits. `tools`: each a tool object's JSON text
   // ({"type": "function", "function": {...}}); unsupported for a built-in family without a tool
-  // format.
+  // format. `template_kwargs`: empty, or a JSON object whose members become template variables
+  // (vLLM's chat_template_kwargs: enable_thinking, tools_in_user_message, ...); invalid_argument
+  // when it is not an object, names a variable the render sets itself (messages, tools,
+  // add_generation_prompt, bos_token, eos_token, documents), or meets a built-in family.
   virtual Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, const std::vector<std::string>& tools,
-                                            bool add_generation_prompt) const = 0;
+                                            bool add_generation_prompt, const std::string& template_kwargs) const = 0;
+  Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, const std::vector<std::string>& tools,
+                                    bool add_generation_prompt) const {
+    return format_chat(messages, tools, add_generation_prompt, "");
+  }
   Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, bool add_generation_prompt) const {
-    return format_chat(messages, {}, add_generation_prompt);
+    return format_chat(messages, {}, add_generation_prompt, "");
   }
   // The model's chat template (what format_chat renders with; its tool_syntax() decides how tool
   // calls are parsed); the format_chat errors when there is none.

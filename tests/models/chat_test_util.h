@@ -47,11 +47,13 @@ inline std::string real_chat_template(const std::string& name) {
   return t.contains(name) ? t[name]["template"].get<std::string>() : "";
 }
 
-// The models.json case of `name` rendering `conversation`; null when there is none.
+// The models.json case of `name` rendering `conversation` (without template variables); null when
+// there is none.
 inline nlohmann::ordered_json chat_template_case(const std::string& name, const std::string& conversation,
                                                  bool add_generation_prompt) {
   for (const auto& c : chat_template_fixtures()["cases"])
-    if (c["template"] == name && c["conversation"] == conversation && c["add_generation_prompt"] == add_generation_prompt)
+    if (c["template"] == name && c["conversation"] == conversation && c["add_generation_prompt"] == add_generation_prompt &&
+        !c.contains("template_kwargs"))
       return c;
   return nullptr;
 }

@@ -25,8 +25,10 @@ TEST(JinjaChatTemplate, RealTemplatesRenderLikeTransformers) {
   std::set<std::string> templates, refused;
   for (const auto& c : data["cases"]) {
     const std::string name = c["template"].get<std::string>();
+    // A case may pass template variables (vLLM's chat_template_kwargs; transformers' **kwargs).
+    const std::string kwargs = c.contains("template_kwargs") ? c["template_kwargs"].dump() : "";
     SCOPED_TRACE(name + " / " + c["conversation"].get<std::string>() +
-                 (c["add_generation_prompt"].get<bool>() ? " / gen" : ""));
+                 (c["add_generation_prompt"].get<bool>() ? " / gen" : "") + (kwargs.empty() ? "" : " / " + kwargs));
     const ojson& t = data["templates"][name];
     auto tmpl = JinjaChatTemplate::create(t["template"].get<std::string>(), t["bos_token"].get<std::string>(),
                                           t["eos_token"].get<std::string>());
@@ -37,7 +39,8 @@ TEST(JinjaChatTemplate, RealTemplatesRenderLikeTransformers) {
       tm.tm_year = 124, tm.tm_mon = 6, tm.tm_mday = 26;
       return tm;
     };
-    auto text = tmpl->apply(testing::case_messages(c), testing::case_tools(c), c["add_generation_prompt"].get<bool>(), opts);
+    auto text = tmpl->apply(testing::case_messages(c), testing::case_tools(c), c["add_generation_prompt"].get<bool>(),
+                            kwargs, opts);
     if (c.contains("expected")) {
       ASSERT_TRUE(text.has_value()) << text.status().to_string();
       EXPECT_EQ(*text, c["expected"].get<std::string>());
@@ -78,6 +81,23 @@ TEST(JinjaChatTemplate, BadInputIsRefused) {
   std::vector<std::string> bad_tool{"[1]"};
   EXPECT_EQ(t->apply(ok, bad_tool, true).status().code(), StatusCode::invalid_argument);
   EXPECT_EQ(JinjaChatTemplate::create("{% if %}", "", "").status().code(), StatusCode::invalid_argument);
+  // Template variables: a JSON object that sets none of the render's own.
+  for (const char* kwargs : {"[1]", "{", R"({"messages": []})", R"({"add_generation_prompt": false})"})
+    EXPECT_EQ(t->apply(ok, {}, true, kwargs).status().code(), StatusCode::invalid_argument) << kwargs;
+  auto with = JinjaChatTemplate::create("{{ flag }}|{{ n.k }}", "", "");
+  ASSERT_TRUE(with.has_value());
+  EXPECT_EQ(*with->apply(ok, {}, true, R"({"flag": false, "n": {"k": [1, "x"]}})"), "False|[1, 'x']");
+}
+
+TEST(ModelChatTemplate, ABuiltInFamilyTakesNoTemplateKwargs) {
+  auto t = load_chat_template("/nonexistent", "chatml", {});
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  ASSERT_TRUE(t->family.has_value());
+  const std::vector<ChatMessage> chat{{"user", "hi"}};
+  EXPECT_TRUE(t->apply(chat, {}, true).has_value());
+  auto refused = t->apply(chat, {}, true, R"({"enable_thinking": false})");
+  EXPECT_EQ(refused.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(refused.status().message().find("Jinja template"), std::string::npos) << refused.status().message();
 }
 
 constexpr const char* kGemma =
@@ -160,8 +180,10 @@ TEST(ModelChatTemplate, ServesEveryRealTemplateAsTransformersRendersIt) {
     EXPECT_FALSE(served->family.has_value()) << name;
     for (const auto& c : data["cases"]) {
       if (c["template"] != name || !c.contains("expected")) continue;
-      SCOPED_TRACE(name + " / " + c["conversation"].get<std::string>());
-      auto text = served->apply(testing::case_messages(c), testing::case_tools(c), c["add_generation_prompt"].get<bool>());
+      const std::string kwargs = c.contains("template_kwargs") ? c["template_kwargs"].dump() : "";
+      SCOPED_TRACE(name + " / " + c["conversation"].get<std::string>() + " " + kwargs);
+      auto text = served->apply(testing::case_messages(c), testing::case_tools(c), c["add_generation_prompt"].get<bool>(),
+                                kwargs);
       ASSERT_TRUE(text.has_value()) << text.status().to_string();
       const std::string expected = c["expected"].get<std::string>();
       EXPECT_EQ(*text, dated ? replace_all(expected, "Today Date: 26 Jul 2024", "Today Date: " + today) : expected);

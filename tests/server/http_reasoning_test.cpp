@@ -28,6 +28,13 @@ json request(json extra = json::object()) {
   return body;
 }
 
+// An engine on `model` for a server the test starts with its own options.
+std::unique_ptr<Engine> engine_on(const std::string& model) {
+  EngineOptions o = brigade::testing::test_engine_options(model, 1);
+  o.topology.instances.front().kv.memory_mb = 64;
+  return brigade::testing::create_engine(o);
+}
+
 json message_of(const ClientResponse& r) {
   EXPECT_EQ(r.status, 200) << r.body;
   return r.status == 200 ? json::parse(r.body)["choices"][0]["message"] : json();
@@ -87,10 +94,58 @@ TEST(ServerReasoning, WithoutAParserTheOutputStaysWhole) {
   EXPECT_NE(bad.body.find("include_reasoning"), std::string::npos) << bad.body;
 }
 
+// Qwen3's switch: enable_thinking false (chat_template_kwargs, or the server's default) makes
+// the template close an empty block, and the whole answer is content.
+constexpr const char* kSwitch =
+    "{%- for m in messages %}{{ m.role + ': ' + m.content + '\\n' }}{% endfor %}assistant: "
+    "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% else %}<think>\n{% endif %}";
+
+TEST(ServerReasoning, ChatTemplateKwargsReachTheTemplate) {
+  const std::string model = model_with_template("reason_switch", kSwitch);
+  testing::ChatTestServer s(model, "", "qwen3");
+  ASSERT_TRUE(s.ok());
+  const json thinking = message_of(s.chat(request()));
+  EXPECT_TRUE(thinking["reasoning_content"].is_string());
+  EXPECT_TRUE(thinking["content"].is_null());
+  const json off_kwargs = {{"chat_template_kwargs", {{"enable_thinking", false}}}};
+  const json off = message_of(s.chat(request(off_kwargs)));
+  EXPECT_TRUE(off["reasoning_content"].is_null());
+  json whole = off_kwargs;
+  whole["separate_reasoning"] = false;
+  EXPECT_EQ(off["content"], message_of(s.chat(request(whole)))["content"]) << "the whole answer is content";
+  for (const json& bad : {json{{"chat_template_kwargs", "enable_thinking"}},
+                          json{{"chat_template_kwargs", {{"messages", json::array()}}}}}) {
+    auto r = s.chat(request(bad));
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_NE(r.body.find("chat_template_kwargs"), std::string::npos) << r.body;
+  }
+}
+
+TEST(ServerReasoning, TheServersDefaultTemplateKwargsGiveWayToTheRequests) {
+  auto engine = engine_on(model_with_template("reason_default", kSwitch));
+  ASSERT_TRUE(engine);
+  ServerOptions options;
+  options.port = 0;
+  options.reasoning_parser = "qwen3";
+  options.default_chat_template_kwargs = "[1]";
+  auto bad = HttpServer::start(*engine, options);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.status().message().find("--default-chat-template-kwargs"), std::string::npos);
+  options.default_chat_template_kwargs = R"({"enable_thinking": false})";
+  auto srv = HttpServer::start(*engine, options);
+  ASSERT_TRUE(srv.has_value()) << srv.status().to_string();
+  const auto chat = [&](const json& body) {
+    auto r = http_request("127.0.0.1", (*srv)->port(), {"POST", "/v1/chat/completions", body.dump(), ""});
+    EXPECT_TRUE(r.has_value());
+    return message_of(*r);
+  };
+  EXPECT_TRUE(chat(request())["reasoning_content"].is_null()) << "the default turns thinking off";
+  EXPECT_TRUE(chat(request({{"chat_template_kwargs", {{"enable_thinking", true}}}}))["reasoning_content"].is_string())
+      << "the request's value wins";
+}
+
 TEST(ServerReasoning, AnUnknownParserStopsTheServer) {
-  EngineOptions o = brigade::testing::test_engine_options(model_with_template("reason_bad", kOpens), 1);
-  o.topology.instances.front().kv.memory_mb = 64;
-  auto engine = brigade::testing::create_engine(o);
+  auto engine = engine_on(model_with_template("reason_bad", kOpens));
   ASSERT_TRUE(engine);
   ServerOptions options;
   options.port = 0;
