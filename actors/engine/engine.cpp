@@ -596,11 +596,7 @@ Expected<uint64_t> EngineImpl::submit(const GenerateOptions& request, EventCallb
     encode_sampling(cfg, s);
     s.setLogprobs(request.logprobs);
     s.setPromptLogprobs(request.prompt_logprobs);
-    // Token-id prompts are capped here; text prompts once the tokenizer has counted them.
-    b.setMaxTokens(request.prompt_ids.empty()
-                       ? request.max_tokens
-                       : max_tokens_within_context(request.max_tokens, static_cast<int64_t>(request.prompt_ids.size()),
-                                                   summary_.max_context));
+    b.setMaxTokens(request.max_tokens);  // capped to the context by the tokenizer
     auto stop = b.initStop();
     fill_list(stop.initTokenIds(static_cast<unsigned>(request.stop_ids.size())), request.stop_ids);
     auto strs = stop.initStrings(static_cast<unsigned>(request.stop.size()));

@@ -86,6 +86,10 @@ void on_request(tokenizer_ptr self, const generate_request_msg& msg) {
       return;
     }
     forward = with_ids(r, *ids, st.max_context);
+  } else if (const int capped = max_tokens_within_context(r.getMaxTokens(), r.getPrompt().getTokenIds().size(),
+                                                          st.max_context);
+             capped != r.getMaxTokens()) {
+    forward = msg.edited([&](schema::GenerateRequest::Builder b) { b.setMaxTokens(capped); });
   }
   TextState ts{st.tokenizer ? std::make_unique<IncrementalDetokenizer>(*st.tokenizer) : nullptr,
                StopFilter(to_vector(r.getStop().getStrings())), false, r.getSampling().getMinTokens(), 0};

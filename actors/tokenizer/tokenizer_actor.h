@@ -23,8 +23,8 @@ using tokenizer_actor = caf::typed_actor<caf::reacts_to<generate_request_msg>, c
                                          caf::reacts_to<abort_msg>, caf::reacts_to<wire_atom, scheduler_actor, int32_t>>;
 
 // tokenizer may be null (a checkpoint without one): then only token-id prompts are accepted and
-// events carry no text. Requests leave it with max_tokens capped to the context it is wired with
-// (below).
+// events carry no text. Requests leave it (text or token-id prompts) with max_tokens capped to
+// the context it is wired with (below).
 tokenizer_actor spawn_tokenizer(caf::actor_system& system, std::shared_ptr<const Tokenizer> tokenizer,
                                 token_sink_actor frontend);
 

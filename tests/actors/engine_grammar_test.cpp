@@ -16,6 +16,7 @@
 #include "core/grammar.h"
 #include "core/grammar_matcher.h"
 #include "models/synthetic_tokenizer.h"
+#include "tests/actors/constrained_output_util.h"
 #include "tests/engine_test_util.h"
 #include "tests/models/gguf_vocab.h"
 #include "tests/models/gguf_writer.h"
@@ -56,36 +57,16 @@ bool is_prefix(const std::string& grammar, const std::string& text) {
 // every output that ends parses as JSON arrays of integers, one cut by max_tokens is a prefix of
 // a derivation, and the same seeds give the same tokens on every path.
 TEST_F(GrammarOutput, OutputParsesOnEveryPath) {
-  std::vector<std::vector<int32_t>> first;
-  for (auto& [name, o] : testing::variants(options())) {
-    auto engine = testing::create_engine(o);
-    ASSERT_NE(engine, nullptr);
-    std::vector<std::vector<int32_t>> outs;
-    int n_closed = 0;
-    for (uint64_t seed = 0; seed < 10; ++seed) {
-      GenerateOptions r = testing::greedy_ids({9, 10, 11}, 32);
-      r.ignore_eos = false;
-      r.response_format = ResponseFormat::grammar;
-      r.grammar = kArrays;
-      r.sampling.temperature = seed == 0 ? 0.0f : 1.0f;
-      r.sampling.seed = seed;
-      r.sampling.logit_bias = {{kSyntheticEosId, seed % 2 == 0 ? 100.0f : 0.0f}, {byte_id(']'), 4.0f}};
-      auto out = engine->generate(r);
-      ASSERT_TRUE(out.has_value()) << name << ": " << out.status().to_string();
-      if (out->finish == FinishReason::stop) {
-        ++n_closed;
-        const auto doc = nlohmann::json::parse(out->text, nullptr, /*allow_exceptions=*/false);
-        EXPECT_TRUE(doc.is_array()) << name << ": '" << out->text << "'";
-      } else {
-        EXPECT_EQ(out->finish, FinishReason::length) << name;
-        EXPECT_TRUE(is_prefix(kArrays, out->text)) << name << ": '" << out->text << "'";
-      }
-      outs.push_back(out->token_ids);
-    }
-    EXPECT_GE(n_closed, 5) << name;
-    if (first.empty()) first = outs;
-    EXPECT_EQ(outs, first) << name << ": the same seeds give the same tokens on every path";
-  }
+  testing::expect_constrained_on_every_path(
+      options(), {[](GenerateOptions& r) {
+                    r.response_format = ResponseFormat::grammar;
+                    r.grammar = kArrays;
+                  },
+                  32, {byte_id(']'), 4.0f},
+                  [](const std::string& text) {
+                    return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false).is_array();
+                  },
+                  [](const std::string& text) { return is_prefix(kArrays, text); }});
 }
 
 // EOS held at -100 never ends the output early, yet once nothing can extend the derivation the

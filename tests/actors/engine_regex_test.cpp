@@ -14,6 +14,7 @@
 #include "core/regex_dfa.h"
 #include "core/regex_matcher.h"
 #include "models/synthetic_tokenizer.h"
+#include "tests/actors/constrained_output_util.h"
 #include "tests/engine_test_util.h"
 #include "tests/models/gguf_vocab.h"
 #include "tests/models/gguf_writer.h"
@@ -50,35 +51,14 @@ bool is_prefix(const std::string& pattern, const std::string& text) {
 TEST_F(RegexOutput, OutputFullmatchesOnEveryPath) {
   const std::string pattern = R"((\d{3}-[a-z]{2,6}|none)( [A-Z]\w*)?)";
   const std::regex reference(pattern);
-  std::vector<std::vector<int32_t>> first;
-  for (auto& [name, o] : testing::variants(options())) {
-    auto engine = testing::create_engine(o);
-    ASSERT_NE(engine, nullptr);
-    std::vector<std::vector<int32_t>> outs;
-    int n_closed = 0;
-    for (uint64_t seed = 0; seed < 10; ++seed) {
-      GenerateOptions r = testing::greedy_ids({9, 10, 11}, 24);
-      r.ignore_eos = false;
-      r.response_format = ResponseFormat::regex;
-      r.regex = pattern;
-      r.sampling.temperature = seed == 0 ? 0.0f : 1.0f;
-      r.sampling.seed = seed;
-      r.sampling.logit_bias = {{kSyntheticEosId, seed % 2 == 0 ? 100.0f : 0.0f}, {byte_id(' '), 3.0f}};
-      auto out = engine->generate(r);
-      ASSERT_TRUE(out.has_value()) << name << ": " << out.status().to_string();
-      if (out->finish == FinishReason::stop) {
-        ++n_closed;
-        EXPECT_TRUE(std::regex_match(out->text, reference)) << name << ": '" << out->text << "'";
-      } else {
-        EXPECT_EQ(out->finish, FinishReason::length) << name;
-        EXPECT_TRUE(is_prefix(pattern, out->text)) << name << ": '" << out->text << "'";
-      }
-      outs.push_back(out->token_ids);
-    }
-    EXPECT_GE(n_closed, 5) << name;
-    if (first.empty()) first = outs;
-    EXPECT_EQ(outs, first) << name << ": the same seeds give the same tokens on every path";
-  }
+  testing::expect_constrained_on_every_path(
+      options(), {[&](GenerateOptions& r) {
+                    r.response_format = ResponseFormat::regex;
+                    r.regex = pattern;
+                  },
+                  24, {byte_id(' '), 3.0f},
+                  [&](const std::string& text) { return std::regex_match(text, reference); },
+                  [&](const std::string& text) { return is_prefix(pattern, text); }});
 }
 
 // EOS held at -100 never ends the output early, yet once no byte can extend the match the end
