@@ -26,6 +26,8 @@ SamplingConfig decode_sampling(schema::SamplingParams::Reader p) {
   for (auto choice : p.getGuidedChoice()) c.guided_choice.emplace_back(choice);
   c.regex = p.getRegex();
   c.grammar = p.getGrammar();
+  c.reasoning_end = p.getReasoningEnd();
+  c.reasoning_start = p.getReasoningStart();
   return c;
 }
 
@@ -52,6 +54,8 @@ void encode_sampling(const SamplingConfig& c, schema::SamplingParams::Builder b)
   for (unsigned i = 0; i < c.guided_choice.size(); ++i) choices.set(i, c.guided_choice[i]);
   b.setRegex(c.regex);
   b.setGrammar(c.grammar);
+  b.setReasoningEnd(c.reasoning_end);
+  b.setReasoningStart(c.reasoning_start);
 }
 
 step_plan_msg encode_step_plan(const PlannedStep& step) {

@@ -44,6 +44,13 @@ struct SamplingConfig {
   // The output must be a whole derivation of this GBNF grammar's `root` (vLLM's guided_grammar,
   // llama.cpp's grammar, SGLang's ebnf; checked by the engine: core/grammar.h). Masked likewise.
   std::string grammar;
+  // Reasoning before the constraint (vLLM's and SGLang's structured output with a reasoning
+  // parser): with reasoning_end >= 0 the constraint applies only once the model has generated
+  // that token (`</think>`); until then the output is free. reasoning_start >= 0: the output
+  // starts constrained unless its first token is this one (`<think>`), which opens the
+  // reasoning; -1: the output starts inside the reasoning. Both -1: constrained from the start.
+  int32_t reasoning_end = -1;
+  int32_t reasoning_start = -1;
   // The ids that end the output: the model's EOS unless ignore_eos, and the request's stop ids.
   // The scheduler fills them for min_tokens and constrained output.
   std::vector<int32_t> end_ids;

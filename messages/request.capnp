@@ -26,6 +26,9 @@ struct SamplingParams {
                                    # SeqWork: compute them for this chunk (SeqWork.promptLogprobsFrom)
   regex @17 :Text;                 # non-empty: the output matches this regex whole (guided_regex)
   grammar @18 :Text;               # non-empty: the output derives from this GBNF grammar's root
+  reasoningEnd @19 :Int32 = -1;    # >= 0: the constraint starts after this token (`</think>`)
+  reasoningStart @20 :Int32 = -1;  # >= 0: the output starts constrained unless its first token is
+                                   # this one (`<think>`); -1: it starts inside the reasoning
 }
 
 struct LogitBias {

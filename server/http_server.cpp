@@ -326,9 +326,13 @@ class HttpServerImpl final : public HttpServer {
   // --reasoning-parser: `auto` looks for a `</think>` token in the model's vocabulary (Qwen3,
   // QwQ, DeepSeek-R1 and V3.1, GLM-4.5 have one).
   Status resolve_reasoning() {
-    auto think = engine_.tokenize("</think>", /*add_bos=*/false);
-    const bool has_tag = think.has_value() && think->size() == 1;
-    auto kind = parse_reasoning_kind(ctx_->options.reasoning_parser, has_tag);
+    auto one_token = [this](const char* tag) {
+      auto ids = engine_.tokenize(tag, /*add_bos=*/false);
+      return ids.has_value() && ids->size() == 1 ? (*ids)[0] : -1;
+    };
+    ctx_->think_open_id = one_token("<think>");
+    ctx_->think_close_id = one_token("</think>");
+    auto kind = parse_reasoning_kind(ctx_->options.reasoning_parser, ctx_->think_close_id >= 0);
     if (!kind) return invalid_argument("--reasoning-parser: " + kind.status().message());
     ctx_->reasoning = *kind;
     return Status::ok();

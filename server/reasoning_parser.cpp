@@ -38,17 +38,25 @@ Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_h
                           "' (valid: deepseek_r1, qwen3, deepseek_v3, glm45, auto, none)");
 }
 
-ReasoningSplitter::ReasoningSplitter(ReasoningKind kind, std::string_view prompt) {
+bool prompt_closes_reasoning(std::string_view prompt) {
+  while (!prompt.empty() && is_blank(prompt.back())) prompt.remove_suffix(1);
+  return prompt.ends_with(kClose);
+}
+
+ReasoningStart reasoning_start(ReasoningKind kind, std::string_view prompt) {
   const size_t open = prompt.rfind(kOpen);
   const bool open_in_prompt = open != std::string_view::npos && prompt.find(kClose, open) == std::string_view::npos;
-  std::string_view trimmed = prompt;
-  while (!trimmed.empty() && is_blank(trimmed.back())) trimmed.remove_suffix(1);
-  if (open_in_prompt) {
-    state_ = State::reasoning;
-  } else if (kind == ReasoningKind::deepseek_r1) {
-    state_ = trimmed.ends_with(kClose) ? State::content : State::reasoning;
-  } else {
-    state_ = State::maybe;
+  if (open_in_prompt) return ReasoningStart::reasoning;
+  if (kind == ReasoningKind::deepseek_r1)
+    return prompt_closes_reasoning(prompt) ? ReasoningStart::content : ReasoningStart::reasoning;
+  return ReasoningStart::maybe;
+}
+
+ReasoningSplitter::ReasoningSplitter(ReasoningKind kind, std::string_view prompt) {
+  switch (reasoning_start(kind, prompt)) {
+    case ReasoningStart::maybe: state_ = State::maybe; break;
+    case ReasoningStart::reasoning: state_ = State::reasoning; break;
+    case ReasoningStart::content: state_ = State::content; break;
   }
 }
 

@@ -32,6 +32,17 @@ enum class ReasoningKind { none, deepseek_r1, qwen3 };
 // (`vocab_has_close_tag`), else none. invalid_argument lists the valid names.
 Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag = false);
 
+// Where a model's output starts, read from the prompt as above.
+enum class ReasoningStart {
+  maybe,      // content, unless it opens with `<think>` (after blanks)
+  reasoning,  // inside the block
+  content,    // the prompt closed the block
+};
+// kind must not be none.
+ReasoningStart reasoning_start(ReasoningKind kind, std::string_view prompt);
+// The prompt ends with a closed block (`</think>`, then blanks): Qwen3's enable_thinking=false.
+bool prompt_closes_reasoning(std::string_view prompt);
+
 struct ReasoningParse {
   std::string reasoning;  // text released as reasoning_content
   std::string content;    // text released as content

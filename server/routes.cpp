@@ -66,6 +66,24 @@ std::string template_kwargs(const std::string& defaults, const std::string& requ
   return merged.dump();
 }
 
+// With a reasoning parser, a constrained answer (response_format, guided_*, a forced tool call)
+// comes after the reasoning, as vLLM and SGLang do: the constraint waits for `</think>` when the
+// output may think (the prompt left the block open, or the model may open it with its first
+// token). Returns how the output is split: none when `</think>` is not one token (the constraint
+// then applies from the first token and the output stays whole, since it cannot hold a block).
+ReasoningKind delay_constraint(const ServerContext& ctx, std::string_view prompt, GenerateOptions& gen) {
+  if (ctx.reasoning == ReasoningKind::none || gen.response_format == ResponseFormat::text) return ctx.reasoning;
+  if (ctx.think_close_id < 0) return ReasoningKind::none;
+  const ReasoningStart start = reasoning_start(ctx.reasoning, prompt);
+  if (start == ReasoningStart::reasoning) {
+    gen.reasoning_end_id = ctx.think_close_id;
+  } else if (start == ReasoningStart::maybe && ctx.think_open_id >= 0 && !prompt_closes_reasoning(prompt)) {
+    gen.reasoning_end_id = ctx.think_close_id;
+    gen.reasoning_start_id = ctx.think_open_id;
+  }
+  return ctx.reasoning;
+}
+
 }  // namespace
 
 SimpleResponse error_response(int status, const std::string& message, StatusCode code) {
@@ -133,10 +151,8 @@ std::variant<SimpleResponse, CompletionRequest> route(ServerContext& ctx, const 
       return error_response(400, why, prompt.status().code());
     }
     if (auto st = setup_tools(ctx, *parsed); !st.is_ok()) return error_response(400, st.message(), st.code());
-    // A constrained output (response_format, guided_*, a forced tool call) obeys its constraint
-    // from the first token: there is no reasoning in it to split.
-    const bool constrained = parsed->gen.response_format != ResponseFormat::text;
-    parsed->reasoning = parsed->separate_reasoning && !constrained ? ctx.reasoning : ReasoningKind::none;
+    const ReasoningKind kind = delay_constraint(ctx, *prompt, parsed->gen);
+    parsed->reasoning = parsed->separate_reasoning ? kind : ReasoningKind::none;
     parsed->gen.prompt = std::move(*prompt);
     parsed->gen.prompt_ids.clear();
     parsed->gen.add_bos = false;  // the template carries the BOS marker

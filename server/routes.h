@@ -26,6 +26,10 @@ struct ServerContext {
   int64_t created = 0;  // unix seconds at start
   std::atomic<uint64_t> next_id{1};
   ReasoningKind reasoning = ReasoningKind::none;  // options.reasoning_parser, resolved at start
+  // The tags' token ids when each is one token of the vocabulary, else -1: a constrained answer
+  // waits for `</think>` only when it is one token (OutputConstraints watches ids, not text).
+  int32_t think_open_id = -1;
+  int32_t think_close_id = -1;
 };
 
 struct SimpleResponse {

@@ -82,6 +82,21 @@ Status validate_output_format(const GenerateOptions& r, bool has_tokenizer) {
   return Status::ok();
 }
 
+Status validate_reasoning_ids(const GenerateOptions& r, int vocab_size) {
+  if (r.reasoning_end_id < 0 && r.reasoning_start_id < 0) return Status::ok();
+  if (r.response_format == ResponseFormat::text)
+    return invalid_argument("reasoning_end_id/reasoning_start_id delay a response_format; this request has none");
+  if (r.reasoning_end_id < 0) return invalid_argument("reasoning_start_id needs a reasoning_end_id (the token that ends it)");
+  for (int32_t t : {r.reasoning_end_id, r.reasoning_start_id}) {
+    if (t >= vocab_size || t < -1)
+      return invalid_argument("reasoning token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                              std::to_string(vocab_size) + ")");
+  }
+  if (r.reasoning_start_id == r.reasoning_end_id)
+    return invalid_argument("reasoning_start_id and reasoning_end_id are the same token");
+  return Status::ok();
+}
+
 Status validate_labels(const std::vector<std::pair<std::string, std::string>>& labels) {
   if (labels.size() > 16) return invalid_argument("at most 16 labels (got " + std::to_string(labels.size()) + ")");
   std::unordered_set<std::string> keys;
@@ -125,6 +140,7 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
     return invalid_argument("prompt_logprobs must be at most 20 (got " + std::to_string(r.prompt_logprobs) + ")");
   if (r.prompt_ids.empty() && r.prompt.empty()) return invalid_argument("the prompt is empty: give text or token ids");
   BRIGADE_RETURN_IF_ERROR(validate_output_format(r, m.has_tokenizer));
+  BRIGADE_RETURN_IF_ERROR(validate_reasoning_ids(r, m.vocab_size));
   if (r.prompt_ids.empty() && !m.has_tokenizer)
     return invalid_argument("this model has no tokenizer: send the prompt as token ids");
   for (int32_t t : r.prompt_ids) {
@@ -591,6 +607,8 @@ Expected<uint64_t> EngineImpl::submit(const GenerateOptions& request, EventCallb
                                                                                         : std::vector<std::string>{},
                        .regex = request.response_format == ResponseFormat::regex ? request.regex : "",
                        .grammar = request.response_format == ResponseFormat::grammar ? request.grammar : "",
+                       .reasoning_end = request.reasoning_end_id,
+                       .reasoning_start = request.reasoning_start_id,
                        .end_ids = {}};
     auto s = b.initSampling();
     encode_sampling(cfg, s);

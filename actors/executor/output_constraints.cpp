@@ -78,7 +78,26 @@ OutputConstraints::State* OutputConstraints::state(uint64_t seq_id, const Sampli
   return &seqs_.emplace(seq_id, SchemaMatcher(*s->schema)).first->second;
 }
 
+OutputConstraints::Phase OutputConstraints::phase(uint64_t seq_id, const SamplingConfig& cfg) {
+  if (cfg.reasoning_end < 0) return Phase::answer;
+  auto it = phases_.find(seq_id);
+  if (it == phases_.end())
+    it = phases_.emplace(seq_id, cfg.reasoning_start >= 0 ? Phase::may_open : Phase::reasoning).first;
+  return it->second;
+}
+
 void OutputConstraints::feed(uint64_t seq_id, const SamplingConfig& cfg, int32_t token) {
+  switch (phase(seq_id, cfg)) {
+    case Phase::reasoning:
+      if (token == cfg.reasoning_end) phases_[seq_id] = Phase::answer;
+      return;
+    case Phase::may_open:
+      phases_[seq_id] = token == cfg.reasoning_start ? Phase::reasoning : Phase::answer;
+      if (token == cfg.reasoning_start) return;
+      break;  // the answer's first token
+    case Phase::answer:
+      break;
+  }
   // A token the mask allowed always feeds; one it did not (a plan from elsewhere) breaks the
   // matcher for good, and the mask then lets only the end ids through.
   State* st = state(seq_id, cfg);
@@ -91,6 +110,17 @@ void OutputConstraints::feed(uint64_t seq_id, const SamplingConfig& cfg, int32_t
 }
 
 const std::vector<uint8_t>* OutputConstraints::allowed(uint64_t seq_id, const SamplingConfig& cfg, bool& complete) {
+  const Phase p = phase(seq_id, cfg);
+  if (p == Phase::reasoning) return nullptr;
+  const std::vector<uint8_t>* mask = answer_mask(seq_id, cfg, complete);
+  if (!mask || p == Phase::answer) return mask;
+  opened_ = *mask;
+  const auto open = static_cast<size_t>(cfg.reasoning_start);
+  if (open < opened_.size()) opened_[open] = 1;
+  return &opened_;
+}
+
+const std::vector<uint8_t>* OutputConstraints::answer_mask(uint64_t seq_id, const SamplingConfig& cfg, bool& complete) {
   State* st = state(seq_id, cfg);
   if (!st) return nullptr;
   if (auto* json = std::get_if<JsonMatcher>(st)) {
@@ -116,6 +146,7 @@ void OutputConstraints::release(uint64_t seq_id) {
   seqs_.erase(seq_id);
   seq_schema_.erase(seq_id);
   warned_.erase(seq_id);
+  phases_.erase(seq_id);
 }
 
 }  // namespace brigade

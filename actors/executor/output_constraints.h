@@ -3,7 +3,12 @@
 // guided_regex one, a GrammarMatcher per guided_grammar one — and the masks they allow
 // (docs/architecture.md "Logit rules", "Schema output", "Regex output", "Grammar output").
 // StepRunner owns one; it feeds each generated token and asks for a row's mask; a plain class,
-// tested through StepRunner.
+// tested directly and through StepRunner.
+//
+// A sequence with SamplingConfig::reasoning_end runs a reasoning block first (the output is free
+// until that token), or, with reasoning_start, may open one with its first token; the matcher
+// sees only the tokens after the block (docs/architecture.md "Structured output after the
+// reasoning").
 //
 // Each distinct schema (or choice list, regex, grammar) is compiled once and kept, with its mask cache, in a
 // bounded cache keyed by its text; the engine compiled it before accepting the request, so a
@@ -42,7 +47,8 @@ class OutputConstraints {
   // Token `token` was generated for seq_id (cfg.constrained()): its bytes move the matcher.
   void feed(uint64_t seq_id, const SamplingConfig& cfg, int32_t token);
   // The tokens allowed next for seq_id (allowed[id] = 1), valid until the next call; complete:
-  // the output may end here. Null when nothing constrains it (no vocabulary).
+  // the output may end here. Null when nothing constrains it (no vocabulary, or inside the
+  // reasoning block).
   const std::vector<uint8_t>* allowed(uint64_t seq_id, const SamplingConfig& cfg, bool& complete);
   void release(uint64_t seq_id);
 
@@ -59,6 +65,15 @@ class OutputConstraints {
     std::unique_ptr<MaskCache<GrammarMatcher>> grammar_masks;
   };
   using State = std::variant<JsonMatcher, SchemaMatcher, RegexMatcher, GrammarMatcher>;
+  // Where a sequence with a reasoning block stands (cfg.reasoning_end >= 0).
+  enum class Phase {
+    may_open,   // no token yet: reasoning_start opens the block, anything else is the answer
+    reasoning,  // inside the block: free until reasoning_end
+    answer,     // the constraint applies
+  };
+  Phase phase(uint64_t seq_id, const SamplingConfig& cfg);
+  // The constraint's own mask (what allowed() gives in the answer).
+  const std::vector<uint8_t>* answer_mask(uint64_t seq_id, const SamplingConfig& cfg, bool& complete);
 
   // The sequence's matcher, made on first use (with the schema it needs).
   State* state(uint64_t seq_id, const SamplingConfig& cfg);
@@ -73,6 +88,8 @@ class OutputConstraints {
   std::unordered_map<uint64_t, std::shared_ptr<Schema>> seq_schema_;
   std::list<std::string> lru_;
   std::unordered_set<uint64_t> warned_;  // sequences whose grammar overflowed (warned once)
+  std::unordered_map<uint64_t, Phase> phases_;  // sequences with a reasoning block
+  std::vector<uint8_t> opened_;                 // may_open: the answer's mask plus reasoning_start
   size_t compiled_ = 0;
 };
 

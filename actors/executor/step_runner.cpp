@@ -282,7 +282,7 @@ SampledResult StepRunner::sample_row(const SeqWorkItem& w, std::span<float> row,
 void StepRunner::mask_output(const SeqWorkItem& w, std::span<float> row) {
   bool done = false;
   const std::vector<uint8_t>* mask = constraints_.allowed(w.seq_id, w.sampling, done);
-  if (!mask) return;  // the engine refuses constrained output without a tokenizer
+  if (!mask) return;  // inside a reasoning block (the engine refuses constrained output without a tokenizer)
   const std::vector<uint8_t>& allowed = *mask;
   ends_.clear();  // the end ids' logits after the logit rules (min_tokens may hold them off)
   for (int32_t t : w.sampling.end_ids) {

@@ -64,6 +64,15 @@ struct GenerateOptions {
   std::vector<std::string> guided_choice;  // ResponseFormat::choice: the strings allowed (>= 1)
   std::string regex;                       // ResponseFormat::regex: the pattern the output matches whole
   std::string grammar;                     // ResponseFormat::grammar: GBNF text; output derives from `root`
+  // A thinking model's reasoning before the constrained answer (vLLM's and SGLang's structured
+  // output with a reasoning parser): the response_format applies only after the model generates
+  // reasoning_end_id (`</think>`), the output before it is free. reasoning_start_id >= 0: the
+  // output starts as the answer unless its first token is this id (`<think>`), which opens the
+  // reasoning; -1: the output starts inside the reasoning (the prompt opened it). Both -1: the
+  // constraint applies from the first token. Ids inside the vocabulary, distinct; a
+  // reasoning_start_id needs a reasoning_end_id, and either needs a response_format other than text.
+  int32_t reasoning_end_id = -1;
+  int32_t reasoning_start_id = -1;
   int min_tokens = 0;                // [0, max_tokens]: neither EOS, a stop id nor a stop string
                                      // ends the output before this many tokens
   std::vector<int32_t> stop_ids;     // extra stop tokens besides the model's EOS

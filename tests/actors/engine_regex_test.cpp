@@ -97,6 +97,65 @@ TEST_F(RegexOutput, BadPatternsAreRefusedAtSubmit) {
   }
 }
 
+// A thinking model's reasoning comes before the constraint (GenerateOptions::reasoning_end_id):
+// with '#' standing in for `</think>` and pushed to +100, the output is '#' and then a whole match,
+// on every executor path (the prefill/decode hand-off replays the block to the decode instance).
+// Without the '#', the output stays free: greedy bytes that are no prefix of the pattern.
+TEST_F(RegexOutput, TheRegexAppliesAfterTheReasoningEnds) {
+  const std::string pattern = "(yes|no|maybe)!";
+  std::vector<int32_t> first;
+  for (auto& [name, o] : testing::variants(options())) {
+    auto engine = testing::create_engine(o);
+    ASSERT_NE(engine, nullptr);
+    GenerateOptions r = testing::greedy_ids({5, 6, 7}, 24);
+    r.ignore_eos = false;
+    r.response_format = ResponseFormat::regex;
+    r.regex = pattern;
+    r.reasoning_end_id = byte_id('#');
+    r.sampling.logit_bias = {{byte_id('#'), 100.0f}};
+    auto out = engine->generate(r);
+    ASSERT_TRUE(out.has_value()) << name << ": " << out.status().to_string();
+    ASSERT_FALSE(out->token_ids.empty()) << name;
+    EXPECT_EQ(out->token_ids[0], byte_id('#')) << name << ": free inside the block, so the +100 wins";
+    EXPECT_EQ(out->finish, FinishReason::stop) << name;
+    EXPECT_TRUE(std::regex_match(out->text.substr(1), std::regex(pattern))) << name << ": '" << out->text << "'";
+    if (first.empty()) first = out->token_ids;
+    EXPECT_EQ(out->token_ids, first) << name << ": the same tokens on every path";
+
+    r.sampling.logit_bias = {{byte_id('#'), -100.0f}, {kSyntheticEosId, -100.0f}};
+    out = engine->generate(r);
+    ASSERT_TRUE(out.has_value()) << name;
+    EXPECT_EQ(out->finish, FinishReason::length) << name;
+    EXPECT_FALSE(is_prefix(pattern, out->text)) << name << ": the block never ended, so nothing was masked: '"
+                                                << out->text << "'";
+  }
+}
+
+TEST_F(RegexOutput, ReasoningIdsAreChecked) {
+  auto engine = testing::create_engine(options());
+  ASSERT_NE(engine, nullptr);
+  auto refused = [&](const GenerateOptions& r, const std::string& says) {
+    auto id = engine->submit(r, [](const Event&) {});
+    ASSERT_FALSE(id.has_value()) << says;
+    EXPECT_EQ(id.status().code(), StatusCode::invalid_argument);
+    EXPECT_NE(id.status().message().find(says), std::string::npos) << id.status().message();
+  };
+  GenerateOptions r = testing::greedy_ids({5, 6}, 4);
+  r.reasoning_end_id = byte_id('#');
+  refused(r, "has none");  // no response_format to delay
+  r.response_format = ResponseFormat::regex;
+  r.regex = "a+";
+  r.reasoning_end_id = 512;
+  refused(r, "outside the vocabulary");
+  r.reasoning_end_id = -1;
+  r.reasoning_start_id = byte_id('<');
+  refused(r, "needs a reasoning_end_id");
+  r.reasoning_end_id = byte_id('<');
+  refused(r, "the same token");
+  r.reasoning_end_id = byte_id('#');
+  EXPECT_TRUE(engine->generate(r).has_value());
+}
+
 // A real vocabulary: Llama 2's 32000 SentencePiece pieces (words with their leading space,
 // byte fallback) in a GGUF with tiny synthetic weights; stories260K has no tokenizer here
 // (shared/testdata/README.md), so it cannot take text constraints. Greedy and sampled.

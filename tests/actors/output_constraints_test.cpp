@@ -11,13 +11,18 @@ namespace {
 // Ids: 0 "" (special), then one token per character of kChars.
 constexpr std::string_view kChars = "{}\":,0123456789abn ";
 
+// ...then the reasoning tags.
 std::shared_ptr<const TokenTrie> vocab() {
   std::vector<std::string> pieces = {""};
   for (char c : kChars) pieces.emplace_back(1, c);
+  pieces.emplace_back("<think>");
+  pieces.emplace_back("</think>");
   return std::make_shared<const TokenTrie>(pieces);
 }
 
 int32_t id(char c) { return 1 + static_cast<int32_t>(kChars.find(c)); }
+constexpr int32_t kOpen = 1 + static_cast<int32_t>(kChars.size());
+constexpr int32_t kClose = kOpen + 1;
 
 SamplingConfig schema_config(int max) {
   SamplingConfig cfg;
@@ -81,6 +86,69 @@ TEST(OutputConstraints, MasksFollowEachSequencesSchema) {
   EXPECT_TRUE(complete);
   EXPECT_EQ(std::count(mask->begin(), mask->end(), 1), 0) << "{1,{2}} is complete and nothing extends it";
   EXPECT_EQ(c.n_compiled(), 4u);
+}
+
+// vLLM's structured output with a reasoning parser: free until `</think>`, then the constraint
+// from its start, whatever the reasoning held.
+TEST(OutputConstraints, TheConstraintStartsAfterTheReasoning) {
+  OutputConstraints c(vocab());
+  bool complete = true;
+  SamplingConfig cfg = schema_config(5);
+  cfg.reasoning_end = kClose;
+  EXPECT_EQ(c.allowed(1, cfg, complete), nullptr) << "inside the block: no mask";
+  for (char ch : std::string("{9}ab 7")) c.feed(1, cfg, id(ch));  // what the constraint would refuse
+  c.feed(1, cfg, kOpen);
+  EXPECT_EQ(c.allowed(1, cfg, complete), nullptr) << "a second <think> does not end the block";
+  c.feed(1, cfg, kClose);
+  const std::vector<uint8_t>* mask = c.allowed(1, cfg, complete);
+  ASSERT_NE(mask, nullptr);
+  EXPECT_FALSE(complete);
+  for (char ch : std::string("012345")) EXPECT_EQ((*mask)[static_cast<size_t>(id(ch))], 1) << ch;
+  EXPECT_EQ((*mask)[static_cast<size_t>(id('7'))], 0) << "the reasoning's 7 was not fed to the schema";
+  EXPECT_EQ((*mask)[static_cast<size_t>(kOpen)], 0);
+  EXPECT_EQ((*mask)[static_cast<size_t>(kClose)], 0);
+  c.feed(1, cfg, id('4'));
+  c.allowed(1, cfg, complete);
+  EXPECT_TRUE(complete);
+  c.feed(1, cfg, kClose);  // a second </think> in the answer is answer text, which breaks it
+  mask = c.allowed(1, cfg, complete);
+  EXPECT_EQ(std::count(mask->begin(), mask->end(), 1), 0);
+
+  c.release(1);
+  EXPECT_EQ(c.allowed(1, cfg, complete), nullptr) << "a released sequence id starts over, in the block";
+}
+
+TEST(OutputConstraints, TheFirstTokenMayOpenTheReasoning) {
+  OutputConstraints c(vocab());
+  bool complete = true;
+  SamplingConfig cfg = schema_config(5);
+  cfg.reasoning_end = kClose;
+  cfg.reasoning_start = kOpen;
+  const std::vector<uint8_t>* mask = c.allowed(1, cfg, complete);
+  ASSERT_NE(mask, nullptr);
+  EXPECT_FALSE(complete);
+  EXPECT_EQ((*mask)[static_cast<size_t>(kOpen)], 1) << "the answer, or <think>";
+  EXPECT_EQ((*mask)[static_cast<size_t>(id('3'))], 1);
+  EXPECT_EQ((*mask)[static_cast<size_t>(id('7'))], 0);
+  EXPECT_EQ((*mask)[static_cast<size_t>(kClose)], 0);
+  std::vector<uint8_t> opened = *mask;
+  opened[static_cast<size_t>(kOpen)] = 0;
+  EXPECT_EQ(opened, *c.allowed(9, schema_config(5), complete)) << "else the schema's own mask";
+
+  c.feed(1, cfg, kOpen);  // opened: free until </think>
+  EXPECT_EQ(c.allowed(1, cfg, complete), nullptr);
+  c.feed(1, cfg, id('9'));
+  c.feed(1, cfg, kClose);
+  mask = c.allowed(1, cfg, complete);
+  ASSERT_NE(mask, nullptr);
+  EXPECT_EQ((*mask)[static_cast<size_t>(kOpen)], 0) << "the block is over";
+  EXPECT_EQ((*mask)[static_cast<size_t>(id('3'))], 1);
+
+  c.feed(2, cfg, id('3'));  // the answer at once: <think> is no longer possible
+  mask = c.allowed(2, cfg, complete);
+  ASSERT_NE(mask, nullptr);
+  EXPECT_TRUE(complete);
+  EXPECT_EQ(std::count(mask->begin(), mask->end(), 1), 0) << "3 was the schema's, and complete";
 }
 
 TEST(OutputConstraints, KeepsABoundedNumberOfSchemas) {

@@ -31,6 +31,38 @@ inline std::string model_with_template(const std::string& tag, const std::string
   return d.string();
 }
 
+// model_with_template's model whose two last vocabulary entries are `<think>` and `</think>`,
+// added tokens as in Qwen3's tokenizer (not special: they stay in the text); returns their ids.
+inline std::pair<int32_t, int32_t> add_think_tokens(const std::string& model) {
+  namespace fs = std::filesystem;
+  const fs::path path = fs::path(model) / "tokenizer.json";
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
+  nlohmann::json& vocab = j["model"]["vocab"];
+  const int32_t open = static_cast<int32_t>(vocab.size()) - 2, close = open + 1;
+  nlohmann::json& merges = j["model"]["merges"];
+  for (int32_t id : {open, close}) {
+    std::string piece;
+    for (auto it = vocab.begin(); it != vocab.end(); ++it)
+      if (it.value() == id) piece = it.key();
+    vocab.erase(piece);
+    // The merge that made the piece goes too (the last pieces are nobody's parts).
+    for (size_t m = 0; m < merges.size(); ++m) {
+      std::string pair = merges[m];
+      pair.erase(pair.find(' '), 1);
+      if (pair == piece) {
+        merges.erase(m);
+        break;
+      }
+    }
+    const std::string tag = id == open ? "<think>" : "</think>";
+    vocab[tag] = id;
+    j["added_tokens"].push_back({{"id", id}, {"content", tag}, {"single_word", false}, {"lstrip", false},
+                                 {"rstrip", false}, {"normalized", false}, {"special", false}});
+  }
+  std::ofstream(path) << j.dump();
+  return {open, close};
+}
+
 // The server (any port, model id "tiny") over an engine on `model`; `chat_template` as
 // EngineOptions::chat_template, `reasoning_parser` as ServerOptions::reasoning_parser. ok() is false (and the test has failed) when either did not start.
 class ChatTestServer {

@@ -68,10 +68,66 @@ TEST(ServerReasoning, AnOpenBlockMakesTheOutputReasoning) {
   EXPECT_EQ(streamed, text);
   EXPECT_EQ(content, "");
 
-  // A constrained output obeys its constraint from the first token: all of it is content.
+  // The synthetic vocabulary has no `</think>` token, so a constrained output cannot wait for the
+  // block to close: it obeys its constraint from the first token, and all of it is content.
   const json constrained = message_of(s.chat(request({{"response_format", {{"type", "json_object"}}}})));
   EXPECT_TRUE(constrained["content"].is_string());
   EXPECT_FALSE(constrained.contains("reasoning_content"));
+}
+
+// With `</think>` one token of the vocabulary, a constrained answer comes after the reasoning, as
+// vLLM's and SGLang's structured output with a reasoning parser.
+TEST(ServerReasoning, AConstrainedAnswerComesAfterTheReasoning) {
+  const std::string model = model_with_template("reason_constrained", kOpens);
+  const auto [open, close] = testing::add_think_tokens(model);
+  testing::ChatTestServer s(model, "", "auto");
+  ASSERT_TRUE(s.ok());
+  const std::vector<std::string> colors = {"red", "green", "blue"};
+  const json choice = {{"guided_choice", colors}};
+  auto is_color = [&](const json& v) {
+    return v.is_string() && std::find(colors.begin(), colors.end(), v.get<std::string>()) != colors.end();
+  };
+
+  // Free inside the block: cut by max_tokens while thinking, no answer yet.
+  json m = message_of(s.chat(request(choice)));
+  ASSERT_TRUE(m["reasoning_content"].is_string()) << m;
+  EXPECT_TRUE(m["content"].is_null()) << m;
+  const std::string reasoning = m["reasoning_content"];
+  EXPECT_FALSE(is_color(m["reasoning_content"])) << "12 tokens of free text: " << reasoning;
+  EXPECT_GE(reasoning.size(), 12u) << reasoning;
+
+  // `</think>` pushed up closes the block at once; the answer is then one of the choices.
+  json closing = choice;
+  closing["logit_bias"] = {{std::to_string(close), 100}};
+  m = message_of(s.chat(request(closing)));
+  EXPECT_TRUE(is_color(m["content"])) << m;
+  EXPECT_TRUE(m["reasoning_content"].is_null()) << m;
+  std::string streamed;
+  for (const json& chunk : s.chat_stream(request(closing))) {
+    const json& delta = chunk["choices"][0]["delta"];
+    if (delta.contains("content") && delta["content"].is_string()) streamed += delta["content"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, m["content"]);
+  closing["separate_reasoning"] = false;  // not split, yet still answered after the block
+  m = message_of(s.chat(request(closing)));
+  ASSERT_TRUE(m["content"].is_string()) << m;
+  const std::string whole = m["content"];
+  ASSERT_TRUE(whole.starts_with("</think>")) << whole;
+  EXPECT_TRUE(is_color(whole.substr(8))) << whole;
+
+  // A prompt that leaves no block open (the qwen3 rule): the first token may open one...
+  testing::ChatTestServer plain(model, "{%- for m in messages %}{{ m.content }}{% endfor %}", "qwen3");
+  ASSERT_TRUE(plain.ok());
+  json opening = choice;
+  opening["logit_bias"] = {{std::to_string(open), 100}};
+  m = message_of(plain.chat(request(opening)));
+  EXPECT_TRUE(m["content"].is_null()) << m;
+  EXPECT_TRUE(m["reasoning_content"].is_string()) << m;
+  // ...and otherwise the answer starts at once.
+  opening["logit_bias"] = {{std::to_string(open), -100}};
+  m = message_of(plain.chat(request(opening)));
+  EXPECT_TRUE(is_color(m["content"])) << m;
+  EXPECT_TRUE(m["reasoning_content"].is_null()) << m;
 }
 
 TEST(ServerReasoning, AClosedBlockMakesTheOutputContent) {
