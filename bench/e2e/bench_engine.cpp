@@ -42,6 +42,28 @@ struct RunStats {
   int n_prompt_logprobs = 0;  // entries received (one per prompt token when asked)
 };
 
+// A run that has not finished after this long reports the engine's state and exits (status 3):
+// a lost final event must show up as an error with what was pending, never as a silent hang.
+std::chrono::seconds g_watchdog{900};
+
+[[noreturn]] void report_hang(Engine& engine, const std::vector<double>& first, const std::vector<double>& finish,
+                              size_t n_tokens) {
+  std::fprintf(stderr, "bench_engine: no final event after %lld s (%zu tokens received); pending requests:",
+               static_cast<long long>(g_watchdog.count()), n_tokens);
+  for (size_t b = 0; b < finish.size(); ++b) {
+    if (finish[b] == 0) std::fprintf(stderr, " #%zu (first token %s)", b, first[b] < 0 ? "never" : "seen");
+  }
+  const EngineStats st = engine.stats();
+  std::fprintf(stderr,
+               "\nengine: running %d, waiting %d, steps %llu, done %llu, generated %llu, preemptions %llu, "
+               "kv pages %d/%d, cache pages %d\n",
+               st.n_running, st.n_waiting, static_cast<unsigned long long>(st.steps),
+               static_cast<unsigned long long>(st.requests_done), static_cast<unsigned long long>(st.generated_tokens),
+               static_cast<unsigned long long>(st.preemptions), st.kv_pages_used, st.kv_pages_total, st.cache_pages);
+  std::fflush(stderr);
+  std::_Exit(3);
+}
+
 // B concurrent requests of prompt_len tokens each, generating max_tokens greedily. period > 0:
 // each prompt repeats its first `period` tokens (a workload whose output may copy its input).
 RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, int period = 0, int prompt_logprobs = -1) {
@@ -78,7 +100,7 @@ RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, in
     }
   }
   std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return n_done == batch; });
+  if (!cv.wait_for(lock, g_watchdog, [&] { return n_done == batch; })) report_hang(engine, first, finish, token_times.size());
   RunStats s;
   s.wall_s = since();
   s.n_tokens = static_cast<int>(token_times.size());
@@ -306,7 +328,13 @@ int main(int argc, char** argv) {
                  "Weight type after load (auto, f32, bf16, q8_0, q4_0): e.g. the default model's decode quantized")
       ->capture_default_str();
   app.add_option("--prompt-len", prompt_len, "With --prompt-logprobs: the prompt's tokens")->capture_default_str();
+  int watchdog_s = static_cast<int>(g_watchdog.count());
+  app.add_option("--watchdog-s", watchdog_s,
+                 "A run without its final events after this many seconds prints what is pending and exits 3")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
+  g_watchdog = std::chrono::seconds(watchdog_s);
 
   if (model.empty()) {
     model = ".brigade/models/default-llama-100m";
