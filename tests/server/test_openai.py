@@ -469,12 +469,36 @@ def test_tool_choice_none_and_bad_tools(tool_client):
         assert says in str(e.value), (kw, str(e.value))
 
 
+def add_think_tokens(model):
+    """The model's two last vocabulary entries become `<think>` and `</think>`, added tokens as in
+    Qwen3's and R1's tokenizers (not special: they stay in the text). Returns their ids."""
+    path = os.path.join(model, "tokenizer.json")
+    with open(path) as f:
+        tok = json.load(f)
+    vocab, merges = tok["model"]["vocab"], tok["model"]["merges"]
+    piece_of = {i: p for p, i in vocab.items()}
+    ids = (len(vocab) - 2, len(vocab) - 1)
+    for tag, i in zip(("<think>", "</think>"), ids):
+        piece = piece_of[i]
+        del vocab[piece]
+        # The merge that made the piece goes too (the last pieces are nobody's parts).
+        merges[:] = [m for m in merges if (m if isinstance(m, str) else " ".join(m)).replace(" ", "", 1) != piece]
+        vocab[tag] = i
+        tok["added_tokens"].append({"id": i, "content": tag, "single_word": False, "lstrip": False,
+                                    "rstrip": False, "normalized": False, "special": False})
+    with open(path, "w") as f:
+        json.dump(tok, f)
+    return ids
+
+
 @pytest.fixture(scope="module")
 def reasoning_client(tmp_path_factory):
-    """`brigade serve --reasoning-parser deepseek_r1` with a template that opens a <think> block, as R1's does."""
+    """`brigade serve --reasoning-parser deepseek_r1` with a template that opens a <think> block, as R1's does,
+    on a model whose vocabulary has the tags as tokens."""
     tmp = tmp_path_factory.mktemp("reasoning")
     model = str(tmp / "tiny")
     make_tiny_model(model)
+    _, close = add_think_tokens(model)
     template = tmp / "think.jinja"
     template.write_text("{% for m in messages %}{{ m.role + ': ' + m.content + '\\n' }}{% endfor %}assistant: <think>\n")
     proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1", "--served-model-name",
@@ -482,9 +506,29 @@ def reasoning_client(tmp_path_factory):
                             stdout=subprocess.PIPE, text=True)
     match = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stdout.readline())
     assert match
-    yield openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
+    client.think_close_id = close
+    yield client
     proc.terminate()
     assert proc.wait(timeout=60) == 0
+
+
+def test_structured_output_after_the_reasoning(reasoning_client):
+    schema = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}}, "required": ["answer"],
+              "additionalProperties": False}
+    kw = dict(model="tiny", messages=[{"role": "user", "content": "Why?"}], max_tokens=40, temperature=0,
+              response_format={"type": "json_schema", "json_schema": {"name": "a", "schema": schema}})
+    # Free while thinking: cut by max_tokens inside the block, there is no answer yet.
+    thinking = reasoning_client.chat.completions.create(**{**kw, "max_tokens": 8})
+    assert thinking.choices[0].message.content is None
+    assert thinking.choices[0].message.reasoning_content
+    # `</think>` pushed up closes the block at once: the answer follows the schema.
+    # (The tiny model's favourite whitespace is banned so that the object closes within max_tokens.)
+    bias = {str(reasoning_client.think_close_id): 100, **{str(3 + ord(c)): -100 for c in " \t\r\n"}}
+    r = reasoning_client.chat.completions.create(logit_bias=bias, **kw)
+    assert r.choices[0].finish_reason == "stop", r.choices[0].message
+    jsonschema.validate(json.loads(r.choices[0].message.content), schema)
+    assert r.choices[0].message.reasoning_content is None
 
 
 def test_reasoning_content(reasoning_client):
