@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "server/openai_format.h"
+#include "server/responses_state.h"
 #include "server/routes.h"
 
 namespace brigade::server {
@@ -103,8 +104,13 @@ class Session : public std::enable_shared_from_this<Session> {
     ended_ = false;
     retry_after_ms_ = 0;
     const uint64_t n = ctx_->next_id.fetch_add(1);
-    const std::string id = (request.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-") + std::to_string(n);
-    state_.emplace(request, id, ctx_->options.model_name, static_cast<int64_t>(std::time(nullptr)));
+    const auto now = static_cast<int64_t>(std::time(nullptr));
+    if (request.responses) {
+      state_ = std::make_unique<ResponsesState>(request, "resp_" + std::to_string(n), ctx_->options.model_name, now);
+    } else {
+      const std::string id = (request.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-") + std::to_string(n);
+      state_ = std::make_unique<CompletionState>(request, id, ctx_->options.model_name, now);
+    }
     const int n_choices = request.n_choices();
     timing_.assign(static_cast<size_t>(n_choices), {});
     engine_ids_.assign(static_cast<size_t>(n_choices), 0);
@@ -181,9 +187,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     if (!headers_sent_) start_stream();
-    if (ev.finish == FinishReason::error) {
-      out = sse_data(error_body(http_status_for(ev.error_code), ev.error, ev.error_code));
-    }
+    if (ev.finish == FinishReason::error) out = state_->stream_error(ev);
     if (!out.empty()) queue_write(std::move(out));
     if (state_->done()) {
       ended_ = true;
@@ -280,7 +284,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Clock::time_point arrival_;
   // The completion in progress (one at a time per connection).
   uint64_t generation_ = 0;  // events of an earlier generation are dropped
-  std::optional<CompletionState> state_;
+  std::unique_ptr<ResponseWriter> state_;
   std::vector<ChoiceTiming> timing_;
   std::vector<uint64_t> engine_ids_;  // per choice; 0 once finished
   bool stream_mode_ = false, headers_sent_ = false, ended_ = false;

@@ -384,7 +384,11 @@ std::string CompletionState::final_body() const {
   return dump(body);
 }
 
-std::string CompletionState::stream_tail() const {
+std::string ResponseWriter::stream_error(const Event& ev) {
+  return sse_data(error_body(http_status_for(ev.error_code), ev.error, ev.error_code));
+}
+
+std::string CompletionState::stream_tail() {
   std::string out;
   if (request_.include_usage) {
     json body = {{"id", id_},

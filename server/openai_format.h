@@ -28,6 +28,26 @@ std::string error_body(int http_status, const std::string& message, StatusCode c
 std::string sse_data(const std::string& json_text);
 std::string sse_done();
 
+// What a connection feeds one request's engine events to, and sends: CompletionState for
+// completions and chat, ResponsesState (server/responses_state.h) for the Responses API. Not
+// thread-safe: the server calls it from the connection's strand.
+class ResponseWriter {
+ public:
+  virtual ~ResponseWriter() = default;
+  // Applies one event of choice `choice`. In stream mode returns the text to send now (may be
+  // empty); in non-stream mode returns "".
+  virtual std::string on_event(int choice, const Event& ev) = 0;
+  virtual bool done() const = 0;
+  // The first error event seen (ok when none).
+  virtual const Status& error() const = 0;
+  // Non-stream: the whole response body.
+  virtual std::string final_body() const = 0;
+  // Stream: what is sent after the last event.
+  virtual std::string stream_tail() = 0;
+  // Stream: an error event of a choice after the stream began.
+  virtual std::string stream_error(const Event& ev);
+};
+
 // Collects the events of one HTTP completion request and renders OpenAI JSON. Not thread-safe:
 // the server feeds it from the connection's strand. A chat request with tools (tool_choice other
 // than none) runs each choice's text through a ToolCallParser: calls become `tool_calls` (with
@@ -37,19 +57,16 @@ std::string sse_done();
 // reasoning parser first splits each choice's text with a ReasoningSplitter: the reasoning goes
 // out as `reasoning_content` (and vLLM's newer name `reasoning`; dropped with include_reasoning
 // false), the rest is the content the tool parser reads.
-class CompletionState {
+class CompletionState final : public ResponseWriter {
  public:
   CompletionState(const CompletionRequest& request, std::string id, std::string model, int64_t created);
 
-  // Applies one event of choice `choice`. In stream mode returns the SSE text to send now (may be
-  // empty); in non-stream mode returns "".
-  std::string on_event(int choice, const Event& ev);
-  bool done() const { return n_done_ == static_cast<int>(choices_.size()); }
-  // The first error event seen (ok when none).
-  const Status& error() const { return error_; }
-  // Non-stream: the whole response body. Stream: the usage chunk (when asked) and [DONE].
-  std::string final_body() const;
-  std::string stream_tail() const;
+  std::string on_event(int choice, const Event& ev) override;
+  bool done() const override { return n_done_ == static_cast<int>(choices_.size()); }
+  const Status& error() const override { return error_; }
+  std::string final_body() const override;
+  // The usage chunk (when asked) and [DONE].
+  std::string stream_tail() override;
 
  private:
   struct Choice {

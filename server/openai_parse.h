@@ -60,6 +60,10 @@ struct CompletionRequest {
   bool separate_reasoning = true;
   std::string chat_template_kwargs;  // chat: vLLM's extra template variables, a JSON object's text (or empty)
   ReasoningKind reasoning = ReasoningKind::none;  // chat: how <think> blocks are split (set by route())
+  // The Responses API (POST /v1/responses) runs as this chat request; its output is rendered by
+  // ResponsesState, which repeats these request fields (responses_echo's JSON text).
+  bool responses = false;
+  std::string responses_echo;
 
   // The response's choices: n per prompt.
   int n_choices() const { return n * std::max<int>(1, static_cast<int>(prompts.size())); }

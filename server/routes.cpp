@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/openai_format.h"
+#include "server/responses_request.h"
 
 namespace brigade::server {
 
@@ -117,17 +118,31 @@ std::variant<SimpleResponse, CompletionRequest> route(ServerContext& ctx, const 
                           models_body(ctx.options.model_name, ctx.created, ctx.engine.model().max_context)};
   }
   const bool completions = path == "/v1/completions", chat = path == "/v1/chat/completions";
-  if (!completions && !chat) {
+  const bool responses = path == "/v1/responses";
+  if (!completions && !chat && !responses) {
     return error_response(404, "no route " + std::string(path) +
-                                   " (valid: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, "
-                                   "POST /tokenize, POST /detokenize, GET /health, GET /metrics)",
+                                   " (valid: POST /v1/completions, POST /v1/chat/completions, POST /v1/responses, "
+                                   "GET /v1/models, POST /tokenize, POST /detokenize, GET /health, GET /metrics)",
                           StatusCode::not_found);
   }
   if (!post) return error_response(405, std::string(path) + " takes POST", StatusCode::invalid_argument);
-  auto parsed = parse_completion_body(req.body, chat ? Endpoint::chat : Endpoint::completions);
-  if (!parsed) {
-    return error_response(http_status_for(parsed.status().code()), parsed.status().message(), parsed.status().code());
+  auto fail = [](const Status& st) { return error_response(http_status_for(st.code()), st.message(), st.code()); };
+  Expected<CompletionRequest> parsed = invalid_argument("unreachable");
+  if (responses) {
+    // The Responses API is a view of chat (server/responses_request.h).
+    const nlohmann::json body = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded()) return fail(invalid_argument("the request body is not valid JSON"));
+    auto as_chat = responses_to_chat(body);
+    if (!as_chat) return fail(as_chat.status());
+    parsed = parse_completion_request(*as_chat, Endpoint::chat);
+    if (parsed) {
+      parsed->responses = true;
+      parsed->responses_echo = responses_echo(body).dump();
+    }
+  } else {
+    parsed = parse_completion_body(req.body, chat ? Endpoint::chat : Endpoint::completions);
   }
+  if (!parsed) return fail(parsed.status());
   if (parsed->echo) {
     for (const PromptInput& p : parsed->prompts) {
       if (p.ids.empty()) {
@@ -139,7 +154,7 @@ std::variant<SimpleResponse, CompletionRequest> route(ServerContext& ctx, const 
       parsed->echo_texts.push_back(std::move(*text));
     }
   }
-  if (chat) {
+  if (parsed->endpoint == Endpoint::chat) {
     // The model's own chat template renders the conversation; brigade never guesses a format.
     auto prompt = ctx.engine.format_chat(parsed->messages, parsed->tools.tools, /*add_generation_prompt=*/true,
                                          template_kwargs(ctx.options.default_chat_template_kwargs,

@@ -85,12 +85,23 @@ class ChatTestServer {
   ~ChatTestServer() { server_.reset(); }  // before the engine it serves
   bool ok() const { return server_ != nullptr; }
 
-  ClientResponse post(const std::string& path, const nlohmann::json& body) const {
-    auto r = http_request("127.0.0.1", server_->port(), {"POST", path, body.dump(), ""});
+  ClientResponse post(const std::string& path, const nlohmann::json& body) const { return post_raw(path, body.dump()); }
+  ClientResponse post_raw(const std::string& path, const std::string& body) const {
+    auto r = http_request("127.0.0.1", server_->port(), {"POST", path, body, ""});
     EXPECT_TRUE(r.has_value()) << r.status().to_string();
     return r ? *r : ClientResponse{};
   }
   ClientResponse chat(const nlohmann::json& body) const { return post("/v1/chat/completions", body); }
+  // The raw body of a streamed POST to `path`.
+  std::string stream_raw(const std::string& path, const nlohmann::json& body) const {
+    std::string raw;
+    auto r = http_stream("127.0.0.1", server_->port(), {"POST", path, body.dump(), ""}, [&](std::string_view piece) {
+      raw += piece;
+      return true;
+    });
+    EXPECT_TRUE(r.has_value() && r->status == 200) << raw;
+    return raw;
+  }
   // The streamed chunks of a chat (without [DONE]).
   std::vector<nlohmann::json> chat_stream(nlohmann::json body) const {
     body["stream"] = true;

@@ -552,3 +552,35 @@ def test_several_prompts_in_one_request(client):
     assert [c.index for c in r.choices] == [0, 1]
     for p, choice in zip(prompts, r.choices):
         assert choice.text == greedy(client, p, 6).choices[0].text
+
+
+def test_responses_api(client):
+    """POST /v1/responses through the client's own Responses types: the answer is chat's."""
+    kw = dict(model="tiny", input="Once upon a time", instructions="Tell a story.", max_output_tokens=6, temperature=0)
+    r = client.responses.create(**kw)
+    assert r.object == "response" and r.id.startswith("resp_")
+    assert r.status == "incomplete" and r.incomplete_details.reason == "max_output_tokens"
+    chat = client.chat.completions.create(model="tiny", max_tokens=6, temperature=0,
+                                          messages=[{"role": "system", "content": "Tell a story."},
+                                                    {"role": "user", "content": "Once upon a time"}])
+    assert r.output_text == chat.choices[0].message.content
+    assert r.usage.input_tokens == chat.usage.prompt_tokens and r.usage.output_tokens == 6
+
+    events = list(client.responses.create(stream=True, **kw))
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    assert events[0].type == "response.created" and events[-1].type == "response.incomplete"
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == r.output_text
+    assert events[-1].response.output_text == r.output_text
+
+    # text.format: a schema-constrained answer (the tiny model's whitespace banned so that it closes).
+    schema = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}}, "required": ["answer"],
+              "additionalProperties": False}
+    fmt = {"format": {"type": "json_schema", "name": "a", "schema": schema, "strict": True}}
+    bias = {str(3 + ord(c)): -100 for c in " \t\r\n"}
+    s = client.responses.create(model="tiny", input="Yes?", text=fmt, max_output_tokens=40, temperature=0,
+                                extra_body={"logit_bias": bias})
+    assert s.status == "completed", s.output
+    jsonschema.validate(json.loads(s.output_text), schema)
+
+    with pytest.raises(openai.BadRequestError, match="previous_response_id"):
+        client.responses.create(model="tiny", input="x", previous_response_id="resp_1")

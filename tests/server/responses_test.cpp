@@ -1,0 +1,267 @@
+// The Responses API (POST /v1/responses): the body's translation into a chat request
+// (responses_to_chat), and the in-process server's Response objects and streamed events, checked
+// against the chat answer to the same conversation (the Responses API is a view of chat).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "server/responses_request.h"
+#include "tests/models/chat_test_util.h"
+#include "tests/server/chat_server_util.h"
+
+namespace brigade::server {
+namespace {
+
+using nlohmann::json;
+
+Expected<json> chat_of(const std::string& body) { return responses_to_chat(json::parse(body)); }
+
+TEST(ResponsesRequest, InputItemsBecomeChatMessages) {
+  auto chat = chat_of(R"({"model": "m", "instructions": "Be brief.", "max_output_tokens": 7, "temperature": 0.5,
+    "input": [
+      {"role": "developer", "content": "Use tools."},
+      {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather "},
+                                                       {"type": "input_text", "text": "in Oslo?"}]},
+      {"type": "reasoning", "id": "rs_1", "summary": []},
+      {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"},
+      {"type": "function_call", "call_id": "call_2", "name": "get_time", "arguments": "{}"},
+      {"type": "function_call_output", "call_id": "call_1", "output": "rain"},
+      {"role": "assistant", "content": [{"type": "output_text", "text": "Rain."}]}]})");
+  ASSERT_TRUE(chat.has_value()) << chat.status().to_string();
+  const json want = json::parse(R"([
+    {"role": "system", "content": "Be brief."},
+    {"role": "system", "content": "Use tools."},
+    {"role": "user", "content": "Weather in Oslo?"},
+    {"role": "assistant", "content": null, "tool_calls": [
+      {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}},
+      {"id": "call_2", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "rain"},
+    {"role": "assistant", "content": "Rain."}])");
+  EXPECT_EQ((*chat)["messages"], want) << (*chat)["messages"].dump(1);
+  EXPECT_EQ((*chat)["max_tokens"], 7);
+  EXPECT_EQ((*chat)["temperature"], 0.5);
+  EXPECT_EQ((*chat)["model"], "m");
+  EXPECT_EQ(chat_of(R"({"input": "Hi"})")->at("messages"), json::parse(R"([{"role": "user", "content": "Hi"}])"));
+}
+
+TEST(ResponsesRequest, ToolsAndTextFormatBecomeTheirChatForms) {
+  auto chat = chat_of(R"({"input": "x", "parallel_tool_calls": false,
+    "tools": [{"type": "function", "name": "f", "description": "d", "parameters": {"type": "object"}, "strict": true}],
+    "tool_choice": {"type": "function", "name": "f"},
+    "text": {"format": {"type": "json_schema", "name": "s", "schema": {"type": "integer"}, "strict": true}}})");
+  ASSERT_TRUE(chat.has_value()) << chat.status().to_string();
+  EXPECT_EQ((*chat)["tools"], json::parse(R"([{"type": "function", "function": {"name": "f", "description": "d",
+    "parameters": {"type": "object"}, "strict": true}}])"));
+  EXPECT_EQ((*chat)["tool_choice"], json::parse(R"({"type": "function", "function": {"name": "f"}})"));
+  EXPECT_EQ((*chat)["parallel_tool_calls"], false);
+  EXPECT_EQ((*chat)["response_format"], json::parse(R"({"type": "json_schema", "json_schema":
+    {"name": "s", "schema": {"type": "integer"}, "strict": true}})"));
+  EXPECT_EQ(chat_of(R"({"input": "x", "text": {"format": {"type": "json_object"}}})")->at("response_format"),
+            json::parse(R"({"type": "json_object"})"));
+  EXPECT_FALSE(chat_of(R"({"input": "x", "text": {"format": {"type": "text"}}, "tool_choice": "required"})")
+                   ->contains("response_format"));
+}
+
+TEST(ResponsesRequest, WhatItCannotDoIsRefusedNamingTheField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"input": "x", "previous_response_id": "resp_1"})", "previous_response_id"},
+      {R"({"input": "x", "background": true})", "background"},
+      {R"({"input": "x", "conversation": "conv_1"})", "conversation"},
+      {R"({"input": "x", "truncation": "auto"})", "truncation"},
+      {R"({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]})", "input_image"},
+      {R"({"input": [{"type": "item_reference", "id": "msg_1"}]})", "item_reference"},
+      {R"({"input": [{"type": "web_search_call"}]})", "web_search_call"},
+      {R"({"input": "x", "tools": [{"type": "web_search"}]})", "web_search"},
+  };
+  for (const auto& [body, says] : cases) {
+    auto chat = chat_of(body);
+    ASSERT_FALSE(chat.has_value()) << body;
+    EXPECT_EQ(chat.status().code(), StatusCode::unsupported) << body;
+    EXPECT_NE(chat.status().message().find(says), std::string::npos) << body << " -> " << chat.status().message();
+  }
+  const std::vector<std::pair<std::string, std::string>> malformed = {
+      {R"({"model": "m"})", "'input' is missing"},
+      {R"({"input": []})", "'input'"},
+      {R"({"input": [{"role": "robot", "content": "x"}]})", "input[0].role"},
+      {R"({"input": [{"type": "function_call", "name": "f", "arguments": "{}"}]})", "input[0].call_id"},
+      {R"({"input": "x", "instructions": 3})", "'instructions'"},
+      {R"({"input": "x", "text": {"format": {"type": "yaml"}}})", "text.format.type"},
+      {R"({"input": "x", "metadata": {"k": 1}})", "metadata.k"},
+      {R"([1, 2])", "JSON object"},
+  };
+  for (const auto& [body, says] : malformed) {
+    auto chat = chat_of(body);
+    ASSERT_FALSE(chat.has_value()) << body;
+    EXPECT_EQ(chat.status().code(), StatusCode::invalid_argument) << body;
+    EXPECT_NE(chat.status().message().find(says), std::string::npos) << chat.status().message();
+  }
+}
+
+// The streamed events of a raw SSE body: each `event:` name with its data.
+std::vector<json> events_of(const std::string& raw) {
+  std::vector<json> out;
+  size_t pos = 0;
+  while ((pos = raw.find("event: ", pos)) != std::string::npos) {
+    const size_t eol = raw.find('\n', pos);
+    const std::string name = raw.substr(pos + 7, eol - pos - 7);
+    const size_t data = raw.find("data: ", eol);
+    const size_t end = raw.find("\n\n", data);
+    json e = json::parse(raw.substr(data + 6, end - data - 6));
+    EXPECT_EQ(e["type"], name) << "the SSE event name is the event's type";
+    out.push_back(std::move(e));
+    pos = end;
+  }
+  EXPECT_EQ(raw.find("[DONE]"), std::string::npos);
+  return out;
+}
+
+// A text answer: the Response's message is the chat answer to the same conversation, cut by
+// max_output_tokens (incomplete); streamed, the events come in OpenAI's order and their deltas
+// make the same text.
+TEST(ServerResponses, TextAnswersAreTheChatAnswer) {
+  testing::ChatTestServer s(testing::model_with_template("responses_text", brigade::testing::real_chat_template("qwen2.5")));
+  ASSERT_TRUE(s.ok());
+  const json body = {{"model", "tiny"}, {"input", "Why is the sky blue?"}, {"instructions", "Be brief."},
+                     {"max_output_tokens", 6}, {"temperature", 0}, {"metadata", {{"k", "v"}}}};
+  auto r = s.post("/v1/responses", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json resp = json::parse(r.body);
+  auto chat = s.chat({{"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Why is the sky blue?"}}}},
+                      {"max_tokens", 6}, {"temperature", 0}});
+  const json c = json::parse(chat.body);
+  EXPECT_EQ(resp["object"], "response");
+  EXPECT_TRUE(resp["id"].get<std::string>().starts_with("resp_"));
+  EXPECT_EQ(resp["status"], "incomplete");
+  EXPECT_EQ(resp["incomplete_details"]["reason"], "max_output_tokens");
+  EXPECT_EQ(resp["instructions"], "Be brief.");
+  EXPECT_EQ(resp["metadata"], body["metadata"]);
+  EXPECT_EQ(resp["store"], false);
+  ASSERT_EQ(resp["output"].size(), 1u) << resp.dump(1);
+  const json& msg = resp["output"][0];
+  EXPECT_EQ(msg["type"], "message");
+  EXPECT_EQ(msg["role"], "assistant");
+  EXPECT_EQ(msg["status"], "incomplete");
+  EXPECT_EQ(msg["content"][0]["type"], "output_text");
+  EXPECT_EQ(msg["content"][0]["text"], c["choices"][0]["message"]["content"]);
+  EXPECT_EQ(resp["usage"]["input_tokens"], c["usage"]["prompt_tokens"]);
+  EXPECT_EQ(resp["usage"]["output_tokens"], 6);
+  EXPECT_EQ(resp["usage"]["total_tokens"], c["usage"]["total_tokens"]);
+
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  const std::vector<json> events = events_of(s.stream_raw("/v1/responses", streamed_body));
+  ASSERT_GE(events.size(), 8u);
+  std::vector<std::string> types;
+  std::string text;
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i]["sequence_number"], i);
+    const std::string type = events[i]["type"];
+    if (type == "response.output_text.delta") {
+      text += events[i]["delta"].get<std::string>();
+      if (types.back() == type) continue;
+    }
+    types.push_back(type);
+  }
+  const std::vector<std::string> want = {"response.created", "response.in_progress", "response.output_item.added",
+                                         "response.content_part.added", "response.output_text.delta",
+                                         "response.output_text.done", "response.content_part.done",
+                                         "response.output_item.done", "response.incomplete"};
+  EXPECT_EQ(types, want);
+  EXPECT_EQ(text, msg["content"][0]["text"]);
+  ASSERT_EQ(events.back()["response"]["output"].size(), 1u);
+  EXPECT_EQ(events.back()["response"]["output"][0]["content"], msg["content"]);
+  EXPECT_EQ(events.back()["response"]["output"][0]["status"], "incomplete");
+  EXPECT_EQ(events.front()["response"]["status"], "in_progress");
+}
+
+// A forced function call comes back as a function_call item (call_id, name, arguments), streamed
+// as argument deltas; a conversation with the call and its result renders the prompt chat renders.
+TEST(ServerResponses, FunctionCallsAreItems) {
+  testing::ChatTestServer s(testing::model_with_template("responses_tools", brigade::testing::real_chat_template("qwen2.5")));
+  ASSERT_TRUE(s.ok());
+  json bias = {{"2", 100}};  // EOS as soon as the call is whole; whitespace banned
+  for (char ch : std::string(" \t\r\n")) bias[std::to_string(3 + ch)] = -100;
+  const json params = json::parse(R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 5}},
+    "required": ["city"]})");
+  const json body = {{"input", "Weather in Oslo?"}, {"temperature", 0}, {"max_output_tokens", 48}, {"logit_bias", bias},
+                     {"tools", {{{"type", "function"}, {"name", "get_weather"}, {"parameters", params}}}},
+                     {"tool_choice", {{"type", "function"}, {"name", "get_weather"}}}};
+  auto r = s.post("/v1/responses", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json resp = json::parse(r.body);
+  EXPECT_EQ(resp["status"], "completed") << resp.dump(1);
+  ASSERT_EQ(resp["output"].size(), 1u) << resp.dump(1);
+  const json& call = resp["output"][0];
+  EXPECT_EQ(call["type"], "function_call");
+  EXPECT_EQ(call["name"], "get_weather");
+  EXPECT_TRUE(call["call_id"].get<std::string>().starts_with("call_"));
+  const json args = json::parse(call["arguments"].get<std::string>());
+  EXPECT_TRUE(args["city"].is_string()) << args;
+  EXPECT_EQ(resp["tools"], body["tools"]) << "the request's tools, as sent";
+
+  json streamed = body;
+  streamed["stream"] = true;
+  std::string arguments;
+  for (const json& e : events_of(s.stream_raw("/v1/responses", streamed))) {
+    if (e["type"] == "response.function_call_arguments.delta") arguments += e["delta"].get<std::string>();
+    if (e["type"] == "response.function_call_arguments.done") {
+      EXPECT_EQ(e["arguments"], call["arguments"]);
+    }
+  }
+  EXPECT_EQ(arguments, call["arguments"]);
+
+  // The next turn: the call and its output as items give the prompt chat gives.
+  const json turn = {{"input", {{{"role", "user"}, {"content", "Weather in Oslo?"}}, call,
+                                {{"type", "function_call_output"}, {"call_id", call["call_id"]}, {"output", "rain"}}}},
+                     {"max_output_tokens", 1}, {"tools", body["tools"]}};
+  auto next = s.post("/v1/responses", turn);
+  ASSERT_EQ(next.status, 200) << next.body;
+  const json chat_turn = {
+      {"messages", {{{"role", "user"}, {"content", "Weather in Oslo?"}},
+                    {{"role", "assistant"}, {"content", nullptr},
+                     {"tool_calls", {{{"id", call["call_id"]}, {"type", "function"},
+                                      {"function", {{"name", "get_weather"}, {"arguments", call["arguments"]}}}}}}},
+                    {{"role", "tool"}, {"tool_call_id", call["call_id"]}, {"content", "rain"}}}},
+      {"max_tokens", 1},
+      {"tools", {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", params}}}}}}};
+  auto chat = s.chat(chat_turn);
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  EXPECT_EQ(json::parse(next.body)["usage"]["input_tokens"], json::parse(chat.body)["usage"]["prompt_tokens"]);
+}
+
+// With a reasoning parser, the thinking is a reasoning item before the message.
+TEST(ServerResponses, ReasoningIsAnItem) {
+  const std::string opens =
+      "{%- for m in messages %}{{ m.role + ': ' + m.content + '\\n' }}{% endfor %}assistant: <think>\n";
+  testing::ChatTestServer s(testing::model_with_template("responses_reasoning", opens), "", "deepseek_r1");
+  ASSERT_TRUE(s.ok());
+  auto r = s.post("/v1/responses", {{"input", "Why?"}, {"max_output_tokens", 5}, {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json resp = json::parse(r.body);
+  ASSERT_EQ(resp["output"].size(), 1u) << resp.dump(1);
+  const json& item = resp["output"][0];
+  EXPECT_EQ(item["type"], "reasoning");
+  EXPECT_EQ(item["summary"], json::array());
+  EXPECT_FALSE(item["content"][0]["text"].get<std::string>().empty());
+  EXPECT_EQ(item["content"][0]["type"], "reasoning_text");
+  EXPECT_EQ(resp["status"], "incomplete");
+}
+
+TEST(ServerResponses, BadRequestsAre400) {
+  testing::ChatTestServer s(testing::model_with_template("responses_bad", brigade::testing::real_chat_template("qwen2.5")));
+  ASSERT_TRUE(s.ok());
+  for (const json& body : {json{{"input", "x"}, {"previous_response_id", "resp_1"}}, json{{"model", "tiny"}},
+                           json{{"input", "x"}, {"max_output_tokens", -1}}, json{{"input", "x"}, {"temperature", "hot"}}}) {
+    auto r = s.post("/v1/responses", body);
+    EXPECT_EQ(r.status, 400) << body.dump() << " -> " << r.body;
+    EXPECT_TRUE(json::parse(r.body)["error"]["message"].is_string());
+  }
+  auto bad_json = s.post_raw("/v1/responses", "{\"input\": ");
+  EXPECT_EQ(bad_json.status, 400) << bad_json.body;
+  EXPECT_NE(bad_json.body.find("not valid JSON"), std::string::npos) << bad_json.body;
+}
+
+}  // namespace
+}  // namespace brigade::server
