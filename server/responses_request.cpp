@@ -137,7 +137,7 @@ Expected<json> chat_tools(const json& tools) {
 
 Expected<json> chat_tool_choice(const json& choice) {
   if (choice.is_string()) return choice;
-  if (choice.is_object() && choice.value("type", "") == "function") {
+  if (choice.is_object() && choice.contains("type") && choice["type"] == "function") {
     if (!choice.contains("name") || !choice["name"].is_string()) return bad("tool_choice.name", "must be a string");
     return json{{"type", "function"}, {"function", {{"name", choice["name"]}}}};
   }
@@ -218,6 +218,7 @@ json responses_echo(const json& body) {
     return it == body.end() || it->is_null() ? fallback : *it;
   };
   json text = field("text", json::object());
+  if (!text.is_object()) text = json::object();  // refused by responses_to_chat
   if (!text.contains("format") || text["format"].is_null()) text["format"] = {{"type", "text"}};
   return {{"instructions", field("instructions", nullptr)},
           {"max_output_tokens", field("max_output_tokens", nullptr)},

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <random>
 #include <string>
 #include <vector>
 
+#include "server/openai_parse.h"
 #include "server/responses_request.h"
 #include "tests/models/chat_test_util.h"
 #include "tests/server/chat_server_util.h"
@@ -97,6 +99,79 @@ TEST(ResponsesRequest, WhatItCannotDoIsRefusedNamingTheField) {
     EXPECT_EQ(chat.status().code(), StatusCode::invalid_argument) << body;
     EXPECT_NE(chat.status().message().find(says), std::string::npos) << chat.status().message();
   }
+}
+
+// Random Responses bodies: each field present or not, with a value of the right shape or of a
+// random type, nested items likewise.
+json random_value(std::mt19937_64& rng) {
+  switch (rng() % 7) {
+    case 0: return nullptr;
+    case 1: return rng() % 2 == 0;
+    case 2: return static_cast<int>(rng() % 200) - 50;
+    case 3: return "s" + std::to_string(rng() % 3);
+    case 4: return json::array({static_cast<int>(rng() % 5)});
+    case 5: return json::object({{"type", "function"}});
+    default: return 0.5;
+  }
+}
+
+json random_responses_body(std::mt19937_64& rng) {
+  auto pick = [&](json good) { return rng() % 4 == 0 ? random_value(rng) : std::move(good); };
+  json body = json::object();
+  const json part = {{"type", rng() % 5 == 0 ? "input_image" : "input_text"}, {"text", "hi"}};
+  const std::vector<json> items = {
+      {{"role", "user"}, {"content", pick("hello")}},
+      {{"type", "message"}, {"role", pick("assistant")}, {"content", pick(json::array({part}))}},
+      {{"type", "function_call"}, {"call_id", pick("c1")}, {"name", pick("f")}, {"arguments", pick("{}")}},
+      {{"type", "function_call_output"}, {"call_id", pick("c1")}, {"output", pick("ok")}},
+      {{"type", pick("reasoning")}, {"summary", json::array()}},
+  };
+  if (rng() % 8 != 0) {
+    if (rng() % 3 == 0) {
+      body["input"] = pick("a prompt");
+    } else {
+      json list = json::array();
+      for (int i = static_cast<int>(rng() % 5); i > 0; --i) list.push_back(pick(items[rng() % items.size()]));
+      body["input"] = list;
+    }
+  }
+  const std::vector<std::pair<const char*, json>> fields = {
+      {"instructions", "sys"}, {"max_output_tokens", 8}, {"temperature", 0.7}, {"top_p", 0.9}, {"stream", true},
+      {"tools", json::array({{{"type", "function"}, {"name", "f"}, {"parameters", {{"type", "object"}}}}})},
+      {"tool_choice", json{{"type", "function"}, {"name", "f"}}}, {"parallel_tool_calls", false},
+      {"text", {{"format", {{"type", "json_schema"}, {"name", "n"}, {"schema", {{"type", "integer"}}}}}}},
+      {"metadata", {{"k", "v"}}}, {"reasoning", {{"effort", "low"}}}, {"store", true}, {"truncation", "disabled"},
+      {"previous_response_id", "resp_1"}, {"background", false}, {"user", "u"}, {"seed", 3}};
+  for (const auto& [key, good] : fields) {
+    if (rng() % 3 == 0) body[key] = pick(good);
+  }
+  return body;
+}
+
+// Any body gets an answer, never an exception: the chat request it means (which the chat parser
+// then checks, never throwing either) or an error naming what is wrong.
+TEST(ResponsesRequest, FuzzRandomBodies) {
+  std::mt19937_64 rng(2026);
+  int n_ok = 0, n_err = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const json body = random_responses_body(rng);
+    Expected<json> chat = invalid_argument("not run");
+    ASSERT_NO_THROW(chat = responses_to_chat(body)) << body.dump();
+    ASSERT_NO_THROW(responses_echo(body)) << body.dump();
+    if (!chat) {
+      ++n_err;
+      EXPECT_FALSE(chat.status().message().empty());
+      continue;
+    }
+    Expected<CompletionRequest> parsed = invalid_argument("not run");
+    ASSERT_NO_THROW(parsed = parse_completion_request(*chat, Endpoint::chat)) << chat->dump();
+    if (parsed) {
+      ++n_ok;
+      EXPECT_FALSE(parsed->messages.empty());
+    }
+  }
+  EXPECT_GT(n_ok, 100);
+  EXPECT_GT(n_err, 100);
 }
 
 // The streamed events of a raw SSE body: each `event:` name with its data.
