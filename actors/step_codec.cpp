@@ -234,6 +234,7 @@ token_event_msg encode_event(const SeqEvent& ev) {
     b.setErrorCode(static_cast<uint16_t>(ev.error_code));
     b.setPromptTokens(ev.prompt_tokens);
     b.setCompletionTokens(ev.completion_tokens);
+    b.setCachedTokens(ev.cached_tokens);
   });
 }
 

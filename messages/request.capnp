@@ -99,6 +99,8 @@ struct TokenEvent {
                                    # the first has rank 0 and no logprob
   retryAfterMs @10 :UInt32;        # an error the client may retry later (a rate limit): how long
                                    # to wait; 0 = not said
+  cachedTokens @12 :Int32;         # prompt tokens the prefix cache (or a lower tier) served at
+                                   # admission (vLLM's num_cached_tokens)
 }
 
 struct Abort {

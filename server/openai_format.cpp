@@ -150,6 +150,7 @@ std::string CompletionState::on_event(int choice, const Event& ev) {
   c.completion_tokens = std::max(c.completion_tokens, ev.completion_tokens);
   if (ev.completion_tokens == 0) c.completion_tokens = static_cast<int>(c.token_ids.size());
   if (ev.prompt_tokens > 0) c.prompt_tokens = ev.prompt_tokens;
+  if (ev.cached_tokens > 0) c.cached_tokens = ev.cached_tokens;
   if (ev.finish == FinishReason::error && error_.is_ok()) {
     error_ = Status(ev.error_code == StatusCode::ok ? StatusCode::internal : ev.error_code, ev.error);
   }
@@ -340,19 +341,22 @@ json CompletionState::choice_finish(const Choice& c) const {
   return finish_json(c.finish);
 }
 
-// Each prompt counts once, however many choices it has (as OpenAI and vLLM count).
+// Each prompt counts once, however many choices it has (as OpenAI and vLLM count); its cached
+// tokens are its first choice's (the others run after it and may hit what it computed).
 std::string CompletionState::usage_json() const {
-  int completion = 0, prompt = 0;
+  int completion = 0, prompt = 0, cached = 0;
   for (const auto& c : choices_) completion += c.completion_tokens;
   const size_t n = static_cast<size_t>(request_.n);
   for (size_t first = 0; first < choices_.size(); first += n) {
     int tokens = 0;
     for (size_t i = first; i < first + n && i < choices_.size(); ++i) tokens = std::max(tokens, choices_[i].prompt_tokens);
     prompt += tokens;
+    cached += choices_[first].cached_tokens;
   }
   return dump(json{{"prompt_tokens", prompt},
                    {"completion_tokens", completion},
-                   {"total_tokens", prompt + completion}});
+                   {"total_tokens", prompt + completion},
+                   {"prompt_tokens_details", {{"cached_tokens", cached}}}});
 }
 
 std::string CompletionState::final_body() const {

@@ -81,6 +81,7 @@ class CompletionState final : public ResponseWriter {
     bool sent_role = false;
     int completion_tokens = 0;
     int prompt_tokens = 0;                        // as the engine counted this choice's prompt
+    int cached_tokens = 0;                        // of those, served from the prefix cache
     std::unique_ptr<ReasoningSplitter> reasoning_parser;  // chat with a reasoning parser
     std::unique_ptr<ToolCallParser> tool_parser;  // chat with tools: splits text into content and calls
     std::string reasoning;                        // with a reasoning parser: the reasoning so far

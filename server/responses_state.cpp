@@ -67,6 +67,7 @@ std::string ResponsesState::on_event(int choice, const Event& ev) {
       if (chunk.contains("usage") && chunk["usage"].is_object()) {
         const json& u = chunk["usage"];
         usage_ = {{"input_tokens", u["prompt_tokens"]},
+                  {"input_tokens_details", {{"cached_tokens", u["prompt_tokens_details"]["cached_tokens"]}}},
                   {"output_tokens", u["completion_tokens"]},
                   {"total_tokens", u["total_tokens"]}};
       }

@@ -658,6 +658,7 @@ Expected<Completion> Engine::generate(const GenerateOptions& request) {
     sh->c.logprobs.insert(sh->c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
     if (!ev.prompt_logprobs.empty()) sh->c.prompt_logprobs = ev.prompt_logprobs;
     sh->c.prompt_tokens = ev.prompt_tokens;
+    sh->c.cached_tokens = ev.cached_tokens;
     if (ev.finish != FinishReason::none) {
       sh->c.finish = ev.finish;
       sh->error = ev.error;

@@ -57,6 +57,7 @@ Event to_event(schema::TokenEvent::Reader r) {
   ev.error_code = static_cast<StatusCode>(r.getErrorCode());
   ev.retry_after_ms = static_cast<int64_t>(r.getRetryAfterMs());
   ev.prompt_tokens = r.getPromptTokens();
+  ev.cached_tokens = r.getCachedTokens();
   ev.completion_tokens = r.getCompletionTokens();
   return ev;
 }

@@ -179,6 +179,7 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
   s.cache_node = m.node;
   s.n_cache_checked = static_cast<int>(m.pages.size());
   s.n_computed = s.n_scheduled = m.n_tokens;
+  if (!s.was_preempted) s.n_cached = m.n_tokens;
   s.send_history = m.n_tokens > 0;
   if (cache_) {
     ++cache_stats_.lookups;
@@ -266,6 +267,7 @@ std::vector<SeqEvent> SchedulerPolicy::loaded(uint64_t seq_id, int n_loaded, Pag
   if (s.ended == Finish::none) {
     const int n = std::clamp(n_loaded, 0, s.n_load_pages);
     s.n_computed = s.n_scheduled = s.n_computed + n * limits_.page_size;
+    if (!s.was_preempted) s.n_cached += n * limits_.page_size;
     cache_stats_.loaded_tokens += static_cast<uint64_t>(n) * static_cast<uint64_t>(limits_.page_size);
     cache_computed(s, /*save=*/false);  // they came from the tiers
   }
@@ -286,6 +288,7 @@ bool SchedulerPolicy::preempt_one(uint64_t except, PageSource& pages) {
   retire_pages(*victim, pages, true);  // its computed pages stay cached: re-admission may match them
   released_.push_back(id);  // the executor forgets its sampled token and penalty history
   victim->n_computed = victim->n_scheduled = 0;
+  victim->was_preempted = true;
   Seq s = std::move(*victim);
   running_.erase(id);
   enqueue(std::move(s));
@@ -479,6 +482,7 @@ SeqEvent SchedulerPolicy::final_event(Seq& s) {
   ev.error_code = s.ended == Finish::error ? StatusCode::internal : StatusCode::ok;
   ev.prompt_tokens = static_cast<int>(s.req.prompt.size());
   ev.completion_tokens = s.n_generated;
+  ev.cached_tokens = s.n_cached;
   if (s.ended != Finish::error && s.ended != Finish::abort) attach_prompt_logprobs(s, ev);
   return ev;
 }
@@ -519,6 +523,7 @@ int SchedulerPolicy::append_tokens(Seq& s, std::span<const SampledResult* const>
   }
   ev.prompt_tokens = static_cast<int>(s.req.prompt.size());
   ev.completion_tokens = s.n_generated;
+  ev.cached_tokens = s.n_cached;
   attach_prompt_logprobs(s, ev);
   if (s.ended != Finish::none) {
     ev.finish = s.ended;

@@ -194,6 +194,7 @@ struct SeqEvent {
   // SeqRequest::prompt_logprobs >= 0, in the request's first event only (the one with its first
   // token, or its final event): one entry per prompt token, the first with rank 0 (no logprob).
   std::vector<TokenLogprobEntry> prompt_logprobs;
+  int cached_tokens = 0;  // prompt tokens the prefix cache (or a lower tier) served at admission
 };
 
 class SchedulerPolicy {
@@ -303,6 +304,10 @@ class SchedulerPolicy {
     bool send_history = false;                // next work item carries tokens [0, start) for penalties
     bool loading = false;                     // waiting for a lower-tier load
     int n_load_pages = 0;
+    // Prompt tokens served from the prefix cache and the lower tiers at the first admission
+    // (a preempted sequence re-admitted over its own pages does not count them again).
+    int n_cached = 0;
+    bool was_preempted = false;
     bool drafting = false;     // a step verifying its drafts is in flight: until it returns, its
                                // length is unknown and it is not planned again
     double spec_rate = 1.0;    // EWMA of the fraction of drafts accepted per drafting attempt

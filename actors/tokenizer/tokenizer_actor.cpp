@@ -147,6 +147,7 @@ void on_event(tokenizer_ptr self, const token_event_msg& msg) {
     b.setErrorCode(r.getErrorCode());
     b.setRetryAfterMs(r.getRetryAfterMs());
     b.setPromptTokens(r.getPromptTokens());
+    b.setCachedTokens(r.getCachedTokens());
     b.setCompletionTokens(r.getCompletionTokens() - n_cut);
     copy_prompt_logprobs(st.tokenizer.get(), r.getPromptLogprobs(), b);
   });

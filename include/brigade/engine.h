@@ -128,6 +128,10 @@ struct Event {
                                    // it names (the server's Retry-After); 0 = not said
   int prompt_tokens = 0;
   int completion_tokens = 0;
+  // Prompt tokens whose KV the prefix cache (or a HiCache tier) served at admission, so they were
+  // not computed (vLLM's num_cached_tokens; OpenAI's usage.prompt_tokens_details.cached_tokens).
+  // Counted at the first admission; a prefill/decode decode instance counts none.
+  int cached_tokens = 0;
 };
 
 // A whole finished request, from Engine::generate.
@@ -138,6 +142,7 @@ struct Completion {
   std::vector<PromptLogprob> prompt_logprobs;  // when asked
   FinishReason finish = FinishReason::none;
   int prompt_tokens = 0;
+  int cached_tokens = 0;  // Event::cached_tokens
 };
 
 using EventCallback = std::function<void(const Event&)>;

@@ -199,5 +199,38 @@ TEST_F(EngineCache, ARestartedEngineServesEarlierPrefixesFromDisk) {
   EXPECT_EQ(st.tier_host_hit_pages, 0u);
 }
 
+// Each request reports the prompt tokens it did not compute (Event/Completion::cached_tokens,
+// the server's usage.prompt_tokens_details.cached_tokens): none cold, the shared prefix's pages
+// from the device cache, and after a restart what the disk tier loaded; equal to what the
+// engine's counters saw served.
+TEST_F(EngineCache, EachRequestReportsItsCachedPromptTokens) {
+  const auto family = prefix_family();  // a 48-token shared prefix
+  CacheConfig tiers;
+  tiers.disk_path = (dir_ / "tier_cached").string();
+  tiers.host_bytes = 0;
+  {
+    auto engine = Engine::create(options_for(dir_ / "model", tiers, 64));
+    ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+    auto cold = (*engine)->generate(family[0]);
+    ASSERT_TRUE(cold.has_value());
+    EXPECT_EQ(cold->cached_tokens, 0);
+    const uint64_t hits = (*engine)->stats().cache_hit_tokens;
+    auto warm = (*engine)->generate(family[1]);
+    ASSERT_TRUE(warm.has_value());
+    EXPECT_EQ(warm->cached_tokens, 48) << "the three pages of the shared prefix";
+    EXPECT_EQ(static_cast<uint64_t>(warm->cached_tokens), (*engine)->stats().cache_hit_tokens - hits);
+    auto again = (*engine)->generate(family[1]);  // its whole prompt is cached but for the last token
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(again->token_ids, warm->token_ids);
+    EXPECT_EQ(again->cached_tokens, 64) << "48 + 20 prompt tokens: four whole pages";
+  }
+  auto restarted = Engine::create(options_for(dir_ / "model", tiers, 64));
+  ASSERT_TRUE(restarted.has_value()) << restarted.status().to_string();
+  auto loaded = (*restarted)->generate(family[2]);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->cached_tokens, 48) << "the prefix came back from disk";
+  EXPECT_EQ(static_cast<uint64_t>(loaded->cached_tokens), (*restarted)->stats().cache_loaded_tokens);
+}
+
 }  // namespace
 }  // namespace brigade

@@ -277,6 +277,23 @@ TEST_F(ServerTest, TokenizeAndDetokenizeRoundTrip) {
   EXPECT_EQ(get("/health").status, 200) << "the server keeps serving";
 }
 
+// usage.prompt_tokens_details.cached_tokens (OpenAI's field): a repeated long prompt reports
+// the whole pages the prefix cache served.
+TEST_F(ServerTest, UsageCountsCachedPromptTokens) {
+  std::string prompt;
+  for (int i = 0; i < 12; ++i) prompt += "The kitchen brigade cooks " + std::to_string(i) + ". ";
+  auto first = post("/v1/completions", greedy(prompt, 2).dump());
+  ASSERT_EQ(first.status, 200) << first.body;
+  const json a = json::parse(first.body)["usage"];
+  auto second = post("/v1/completions", greedy(prompt, 2).dump());
+  const json b = json::parse(second.body)["usage"];
+  EXPECT_EQ(a["prompt_tokens_details"]["cached_tokens"], 0);
+  const int cached = b["prompt_tokens_details"]["cached_tokens"];
+  EXPECT_GT(cached, 0);
+  EXPECT_LT(cached, b["prompt_tokens"].get<int>());
+  EXPECT_EQ(cached % 16, 0) << "whole pages";
+}
+
 TEST_F(ServerTest, CompletionNonStreamingAndStreamingAgree) {
   auto r = post("/v1/completions", greedy("Once upon a time", 12).dump());
   ASSERT_EQ(r.status, 200) << r.body;
