@@ -34,8 +34,9 @@ Status read_layer_types(const json& j, ModelConfig& c) {
                             std::to_string(c.n_layers) + ")");
   for (size_t l = 0; l < it->size(); ++l) {
     const json& t = (*it)[l];
-    if (t == "sliding_attention") c.sliding_layers[l] = true;
-    else if (t != "full_attention")
+    const std::string name = t.is_string() ? t.get<std::string>() : std::string();
+    if (name == "sliding_attention") c.sliding_layers[l] = true;
+    else if (name != "full_attention")
       return unsupported("config.json: layer_types[" + std::to_string(l) + "] = " + t.dump() +
                          " is not supported; supported: sliding_attention, full_attention");
   }

@@ -76,7 +76,7 @@ TEST(Gemma, ConfigRules) {
 // layer rules when layer_types is absent; what the decoder does not run is refused by name.
 TEST(Gemma, OlderConfigFormsAndRefusals) {
   auto base = [] {
-    return nlohmann::json{{"architectures", {"Gemma3ForCausalLM"}}, {"model_type", "gemma3_text"},
+    return nlohmann::json{{"architectures", nlohmann::json::array({"Gemma3ForCausalLM"})}, {"model_type", "gemma3_text"},
                           {"hidden_size", 64}, {"num_hidden_layers", 7}, {"num_attention_heads", 4},
                           {"num_key_value_heads", 1}, {"head_dim", 16}, {"intermediate_size", 128},
                           {"vocab_size", 256}, {"query_pre_attn_scalar", 16}};
@@ -94,7 +94,7 @@ TEST(Gemma, OlderConfigFormsAndRefusals) {
   EXPECT_TRUE(c->tie_embeddings);                                                 // absent: tied
 
   j = base();
-  j["architectures"] = {"Gemma2ForCausalLM"};
+  j["architectures"] = nlohmann::json::array({"Gemma2ForCausalLM"});
   j["model_type"] = "gemma2";
   c = parse_hf_config(j.dump());
   ASSERT_TRUE(c.has_value()) << c.status().to_string();
@@ -111,9 +111,9 @@ TEST(Gemma, OlderConfigFormsAndRefusals) {
   };
   refused([](auto& k) { k["hidden_activation"] = "gelu"; }, "hidden_activation");
   refused([](auto& k) { k["use_bidirectional_attention"] = true; }, "use_bidirectional_attention");
-  refused([](auto& k) { k["layer_types"] = {"full_attention"}; }, "layer_types");
+  refused([](auto& k) { k["layer_types"] = nlohmann::json::array({"full_attention"}); }, "layer_types");
   refused([](auto& k) { k["attn_logit_softcapping"] = -1.0; }, "attn_logit_softcapping");
-  refused([](auto& k) { k["architectures"] = {"Gemma3ForConditionalGeneration"}; }, "Gemma3ForCausalLM");
+  refused([](auto& k) { k["architectures"] = nlohmann::json::array({"Gemma3ForConditionalGeneration"}); }, "Gemma3ForCausalLM");
 }
 
 TEST(Gemma, DecodeStepsMatchTransformers) {
