@@ -4,9 +4,9 @@
 //
 // Tolerance: fp32 on both sides, but a different summation order (blocked SIMD GEMM, fused
 // norms, online-softmax attention) than PyTorch's, and expected.json keeps 7 significant digits.
-// Logits here reach |45|; the measured worst difference over all fixtures is 6.1e-5 (gemma3; 1.9e-5
-// before it, qwen2), so kLogitTol = 2e-4 absolute leaves 3x headroom, while a wrong RoPE band, bias or norm moves
-// logits by whole units (RopeScalingChangesTheResult).
+// Logits here reach |45|; the measured worst difference over all fixtures is 6.1e-5 (gemma3;
+// qwen2's 1.9e-5 before it), so kLogitTol = 2e-4 absolute leaves 3x headroom, while a wrong RoPE
+// band, bias or norm moves logits by whole units (RopeScalingChangesTheResult).
 #include <gtest/gtest.h>
 
 #include <filesystem>
