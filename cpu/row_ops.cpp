@@ -40,19 +40,28 @@ void add(const CpuContext& c, const Tensor& a, const Tensor& b) {
   });
 }
 
-void silu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out) {
+namespace {
+
+// out [n, I] = act(gate_up[:, :I]) * gate_up[:, I:], rows split over the pool; row(gate, up, out,
+// I) does one row.
+template <class Row>
+void gated_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out, Row row) {
   const int64_t n = gate_up.dim(0), inter = gate_up.row_numel() / 2;
-  BRIGADE_CHECK(gate_up.row_numel() == 2 * inter && out.numel() == n * inter,
-                "silu_mul: gate_up [n, 2I], out [n, I]");
+  BRIGADE_CHECK(gate_up.row_numel() == 2 * inter && out.numel() == n * inter && gate_up.dtype == DType::f32 &&
+                    out.dtype == DType::f32,
+                "silu_mul / gelu_tanh_mul: gate_up [n, 2I], out [n, I] f32");
   const float* g = gate_up.as<const float>();
   float* o = out.as<float>();
   c.pool->parallel_for(n, row_grain(inter), [&](int64_t b, int64_t e, int) {
-    for (int64_t i = b; i < e; ++i) {
-      const float* gr = g + i * 2 * inter;
-      const float* ur = gr + inter;
-      c.kernels->silu_mul(gr, ur, o + i * inter, inter);
-    }
+    for (int64_t i = b; i < e; ++i) row(g + i * 2 * inter, g + i * 2 * inter + inter, o + i * inter, inter);
   });
+}
+
+}  // namespace
+
+void silu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out) {
+  gated_mul(c, gate_up, out,
+            [&](const float* g, const float* u, float* o, int64_t k) { c.kernels->silu_mul(g, u, o, k); });
 }
 
 // torch's gelu(approximate='tanh') in f32: 0.5 x (1 + tanh(kBeta (x + kKappa x^3))).
@@ -64,18 +73,8 @@ float gelu_tanh(float x) {
 }
 
 void gelu_tanh_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out) {
-  const int64_t n = gate_up.dim(0), inter = gate_up.row_numel() / 2;
-  BRIGADE_CHECK(gate_up.row_numel() == 2 * inter && out.numel() == n * inter && gate_up.dtype == DType::f32 &&
-                    out.dtype == DType::f32,
-                "gelu_tanh_mul: gate_up [n, 2I], out [n, I] f32");
-  const float* g = gate_up.as<const float>();
-  float* o = out.as<float>();
-  c.pool->parallel_for(n, row_grain(inter), [&](int64_t b, int64_t e, int) {
-    for (int64_t i = b; i < e; ++i) {
-      const float* gr = g + i * 2 * inter;
-      const float* ur = gr + inter;
-      for (int64_t j = 0; j < inter; ++j) o[i * inter + j] = gelu_tanh(gr[j]) * ur[j];
-    }
+  gated_mul(c, gate_up, out, [](const float* g, const float* u, float* o, int64_t k) {
+    for (int64_t j = 0; j < k; ++j) o[j] = gelu_tanh(g[j]) * u[j];
   });
 }
 
