@@ -72,6 +72,47 @@ Status read_gemma3_rope(const json& j, ModelConfig& c) {
 
 bool is_gemma(const std::string& arch) { return arch == "gemma2" || arch == "gemma3_text"; }
 
+bool is_gemma3_multimodal(const json& j) {
+  auto a = j.find("architectures");
+  if (a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string())
+    return (*a)[0].get<std::string>() == "Gemma3ForConditionalGeneration";
+  auto t = j.find("model_type");
+  return t != j.end() && t->is_string() && t->get<std::string>() == "gemma3";
+}
+
+Expected<json> gemma3_text_config(const json& j) {
+  auto it = j.find("text_config");
+  if (it == j.end() || !it->is_object())
+    return unsupported("config.json: Gemma3ForConditionalGeneration without a text_config object; brigade runs "
+                       "its language model (text_config) or the text-only Gemma3ForCausalLM (model_type gemma3_text)");
+  // Gemma3TextConfig's defaults (transformers), which the Hub's configs rely on.
+  json t = {{"vocab_size", 262208},      {"hidden_size", 2304},         {"intermediate_size", 9216},
+            {"num_hidden_layers", 26},   {"num_attention_heads", 8},    {"num_key_value_heads", 4},
+            {"head_dim", 256},           {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-6},
+            {"query_pre_attn_scalar", 256}, {"sliding_window", 4096},   {"bos_token_id", 2},
+            {"eos_token_id", 1}};
+  for (const char* key : {"bos_token_id", "eos_token_id", "torch_dtype", "dtype"})
+    if (j.contains(key) && !it->contains(key)) t[key] = j[key];
+  t.update(*it);
+  t["architectures"] = json::array({"Gemma3ForCausalLM"});
+  t["model_type"] = "gemma3_text";
+  return t;
+}
+
+std::map<std::string, RawTensor> gemma3_text_tensors(std::map<std::string, RawTensor> tensors) {
+  std::map<std::string, RawTensor> out;
+  for (auto& [name, t] : tensors) {
+    std::string to;
+    for (const char* prefix : {"language_model.model.", "model.language_model."})
+      if (name.starts_with(prefix)) to = "model." + name.substr(std::string(prefix).size());
+    if (name == "language_model.lm_head.weight" || name == "lm_head.weight") to = "lm_head.weight";
+    if (to.empty()) continue;  // the vision tower and the projector
+    t.name = to;
+    out.emplace(to, std::move(t));
+  }
+  return out;
+}
+
 Status read_gemma(const json& j, ModelConfig& c) {
   if (c.attention_bias)
     return unsupported("config.json: attention_bias = true is not supported for " + c.arch + "; set it to false");

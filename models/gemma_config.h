@@ -2,9 +2,12 @@
 // parse_hf_config (models/model_config.cpp). Both run on the Llama decoder (models/llama.h).
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "models/model_config.h"
+#include "models/raw_tensor.h"
 
 namespace brigade {
 
@@ -20,5 +23,18 @@ bool is_gemma(const std::string& arch);
 // decoder does not run (another hidden_activation, bidirectional attention, a layer type other
 // than sliding_attention / full_attention, scaling of the local RoPE).
 Status read_gemma(const nlohmann::json& j, ModelConfig& c);
+
+// Whether config.json is a Gemma3ForConditionalGeneration (model_type gemma3: text and vision).
+bool is_gemma3_multimodal(const nlohmann::json& j);
+// Its language model's config as a Gemma3ForCausalLM config.json: text_config with
+// Gemma3TextConfig's defaults for the fields the Hub's configs leave out (heads, head_dim, vocab,
+// context, ...) and the top level's dtype and bos/eos ids where text_config has none. Refused,
+// naming Gemma3ForCausalLM, without a text_config object.
+Expected<nlohmann::json> gemma3_text_config(const nlohmann::json& j);
+// The language model's tensors of a Gemma3ForConditionalGeneration checkpoint under
+// Gemma3ForCausalLM's names: language_model.model.* (the Hub's and save_pretrained's) or
+// model.language_model.* (transformers 5 in memory) become model.*, language_model.lm_head.weight
+// lm_head.weight; the vision tower and projector are left out.
+std::map<std::string, RawTensor> gemma3_text_tensors(std::map<std::string, RawTensor> tensors);
 
 }  // namespace brigade

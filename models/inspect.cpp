@@ -53,7 +53,8 @@ std::string format_model_info(const ModelInfo& m) {
   std::string s;
   s += "path:          " + m.path + "\n";
   s += "format:        " + m.format + "\n";
-  s += "architecture:  " + c.arch + "\n";
+  s += "architecture:  " + c.arch + (c.multimodal_text ? " (the language model of Gemma3ForConditionalGeneration; "
+                                                         "text only)" : "") + "\n";
   s += "layers:        " + std::to_string(c.n_layers) + "\n";
   s += "hidden:        " + std::to_string(c.hidden_size) + " (intermediate " + std::to_string(c.intermediate_size) + ")\n";
   s += "heads:         " + std::to_string(c.n_heads) + " q, " + std::to_string(c.n_kv_heads) + " kv, head_dim " +

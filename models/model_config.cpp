@@ -17,7 +17,7 @@ constexpr const char* kSupported =
     "LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral), Qwen2ForCausalLM (qwen2), "
     "Qwen3ForCausalLM (qwen3), Qwen3MoeForCausalLM (qwen3_moe), DeepseekV2ForCausalLM (deepseek_v2), "
     "DeepseekV3ForCausalLM (deepseek_v3), Phi3ForCausalLM (phi3), Gemma2ForCausalLM (gemma2), "
-    "Gemma3ForCausalLM (gemma3_text)";
+    "Gemma3ForCausalLM (gemma3_text), Gemma3ForConditionalGeneration (gemma3: its language model)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -38,9 +38,6 @@ Expected<std::string> detect_arch(const json& j) {
   if (arch_name == "Phi3ForCausalLM") return std::string("phi3");
   if (arch_name == "Gemma2ForCausalLM") return std::string("gemma2");
   if (arch_name == "Gemma3ForCausalLM") return std::string("gemma3_text");
-  if (arch_name == "Gemma3ForConditionalGeneration" || (arch_name.empty() && model_type == "gemma3"))
-    return unsupported("config.json: Gemma3ForConditionalGeneration (model_type gemma3, text and vision) is not "
-                       "supported; brigade runs the text-only Gemma3ForCausalLM (model_type gemma3_text)");
   if (arch_name.empty()) {
     if (model_type == "llama" || model_type == "mistral") return std::string("llama");
     if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe" || model_type == "deepseek_v2" ||
@@ -262,6 +259,12 @@ Status ModelConfig::validate() const {
 Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return corrupt("config.json is not a valid JSON object");
+  if (is_gemma3_multimodal(j)) {  // its language model, text only (models/gemma_config.h)
+    BRIGADE_ASSIGN_OR_RETURN(json text, gemma3_text_config(j));
+    BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
+    c.multimodal_text = true;
+    return c;
+  }
   BRIGADE_ASSIGN_OR_RETURN(std::string arch, detect_arch(j));
   ModelConfig c;
   c.arch = arch;

@@ -147,6 +147,16 @@ def fixtures():
             layer_types=["sliding_attention", "sliding_attention", "full_attention"],
             rope_theta=1000000.0, rope_local_base_freq=10000.0,
             rope_scaling={"rope_type": "linear", "factor": 4.0})),
+        # Gemma 3 4B+'s form: Gemma3ForConditionalGeneration (a tiny SigLIP tower beside the text
+        # model); brigade loads its language model. The prompts are text only.
+        "gemma3_mm": ("Gemma3Config", "Gemma3ForConditionalGeneration", dict(
+            text_config=gemma_config(
+                layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+                rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                rope_scaling={"rope_type": "linear", "factor": 8.0}),
+            vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                               num_attention_heads=2, image_size=28, patch_size=14),
+            mm_tokens_per_image=4, boi_token_index=250, eoi_token_index=251, image_token_index=252)),
     }
 
 
@@ -236,9 +246,10 @@ def make(name, config_cls, model_cls, kw, seed):
     model.save_pretrained(out_dir, safe_serialization=True)
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
-    cases = run_cases(model, kw["vocab_size"], decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma")))
+    vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
-                                  f"{model_cls}, fp32, eager attention, seed {seed}", kw["vocab_size"], cases)
+                                  f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 
 
 def write_expected(out_dir, name, generator, vocab_size, cases):

@@ -113,12 +113,58 @@ TEST(Gemma, OlderConfigFormsAndRefusals) {
   refused([](auto& k) { k["use_bidirectional_attention"] = true; }, "use_bidirectional_attention");
   refused([](auto& k) { k["layer_types"] = nlohmann::json::array({"full_attention"}); }, "layer_types");
   refused([](auto& k) { k["attn_logit_softcapping"] = -1.0; }, "attn_logit_softcapping");
-  refused([](auto& k) { k["architectures"] = nlohmann::json::array({"Gemma3ForConditionalGeneration"}); }, "Gemma3ForCausalLM");
+  refused([](auto& k) { k["architectures"] = nlohmann::json::array({"Gemma3ForConditionalGeneration"}); }, "text_config");
+}
+
+// Gemma 3 4B+'s form (Gemma3ForConditionalGeneration, model_type gemma3): the language model's
+// config from text_config, with Gemma3TextConfig's defaults for what the Hub's configs leave out
+// (gemma-3-4b-it's text_config has six fields), and its language_model.* tensors.
+TEST(Gemma, MultimodalCheckpointLoadsItsLanguageModel) {
+  auto ck = Checkpoint::open(fixture_dir("gemma3_mm"));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  const ModelConfig& c = (*ck)->config();
+  EXPECT_EQ(c.arch, "gemma3_text");
+  EXPECT_TRUE(c.multimodal_text);
+  EXPECT_EQ(c.rope_scaling.factor, 8.0f);
+  EXPECT_TRUE((*ck)->tensors().count("model.embed_tokens.weight"));
+  for (const auto& [name, t] : (*ck)->tensors()) EXPECT_TRUE(name.starts_with("model.")) << name;
+  auto info = inspect_model(fixture_dir("gemma3_mm"));
+  ASSERT_TRUE(info.has_value()) << info.status().to_string();
+  EXPECT_NE(format_model_info(*info).find("language model of Gemma3ForConditionalGeneration"), std::string::npos);
+
+  const nlohmann::json hub = {{"architectures", nlohmann::json::array({"Gemma3ForConditionalGeneration"})},
+                              {"model_type", "gemma3"},
+                              {"torch_dtype", "bfloat16"},
+                              {"eos_token_id", nlohmann::json::array({1, 106})},
+                              {"text_config",
+                               {{"hidden_size", 2560},
+                                {"intermediate_size", 10240},
+                                {"model_type", "gemma3_text"},
+                                {"num_hidden_layers", 34},
+                                {"rope_scaling", {{"factor", 8.0}, {"rope_type", "linear"}}},
+                                {"sliding_window", 1024}}},
+                              {"vision_config", {{"model_type", "siglip_vision_model"}}}};
+  auto h = parse_hf_config(hub.dump());
+  ASSERT_TRUE(h.has_value()) << h.status().to_string();
+  EXPECT_EQ(h->n_heads, 8);
+  EXPECT_EQ(h->n_kv_heads, 4);
+  EXPECT_EQ(h->head_dim, 256);
+  EXPECT_EQ(h->vocab_size, 262208);
+  EXPECT_EQ(h->max_position, 131072);
+  EXPECT_EQ(h->dtype, DType::bf16);
+  EXPECT_EQ(h->eos_ids, std::vector<int>({1, 106}));
+  EXPECT_EQ(h->bos_id, 2);
+  EXPECT_EQ(h->rope_theta, 1000000.0f);
+  EXPECT_EQ(h->rope_local_theta, 10000.0f);
+  EXPECT_FLOAT_EQ(h->attn_scale, 1.0f / 16.0f);
+  EXPECT_EQ(h->layer_window(4), 1024);
+  EXPECT_EQ(h->layer_window(5), 0);
+  EXPECT_TRUE(h->tie_embeddings);
 }
 
 TEST(Gemma, DecodeStepsMatchTransformers) {
   auto backend = make_cpu_backend({.n_threads = 2});
-  for (const char* name : {"gemma2", "gemma3"}) {
+  for (const char* name : {"gemma2", "gemma3", "gemma3_mm"}) {
     auto model = load_or_fail(fixture_dir(name), *backend);
     ASSERT_NE(model, nullptr) << name;
     for (const auto& fc : read_fixture_cases(name)) {

@@ -46,7 +46,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                          ::testing::Values("llama", "llama_rope_llama3", "llama_rope_linear", "mistral_sliding",
                                            "qwen2", "qwen3", "tinyllama", "smollm2", "qwen3_moe",
                                            "qwen3_moe_step", "deepseek_v3", "deepseek_v2", "deepseek_v3_step",
-                                           "phi3", "gemma2", "gemma3"));
+                                           "phi3", "gemma2", "gemma3", "gemma3_mm"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8) and with 24x40 blocks partial at the tail (DeepSeek-V3),
