@@ -86,6 +86,8 @@ struct AttentionMeta {
   int max_q_len = 0;
   int max_ctx_len = 0;
   int sliding_window = 0;  // attend to the last `sliding_window` positions only; 0 = unlimited
+  float softcap = 0.0f;    // > 0: each score s (after the scale) becomes tanh(s / softcap) * softcap
+                           // before the softmax (Gemma 2's attn_logit_softcapping); 0 = none
 };
 
 // How moe_route picks a token's experts (Qwen3-MoE: softmax top-k; DeepSeek-V2: softmax with
@@ -190,6 +192,13 @@ class Backend {
   virtual void add(const Tensor& a, const Tensor& b) = 0;
   // out [n, I] = silu(gate_up[:, :I]) * gate_up[:, I:]; gate_up [n, 2I].
   virtual void silu_mul(const Tensor& gate_up, const Tensor& out) = 0;
+  // out [n, I] = gelu_tanh(gate_up[:, :I]) * gate_up[:, I:] (Gemma's gelu_pytorch_tanh:
+  // gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3)))); gate_up [n, 2I].
+  virtual void gelu_tanh_mul(const Tensor& gate_up, const Tensor& out) = 0;
+  // x [n, d] *= s in place (activations; Gemma's embedding scale).
+  virtual void scale(const Tensor& x, float s) = 0;
+  // x = tanh(x / cap) * cap elementwise in place; x [n, m] f32 (Gemma 2's final_logit_softcapping).
+  virtual void softcap(const Tensor& x, float cap) = 0;
   // Per-head RMSNorm of the q and k heads of qkv, in place (Qwen3); weights [head_dim].
   virtual void qk_head_norm(const Tensor& qkv, const QkvLayout& l, const Tensor& q_weight,
                             const Tensor& k_weight, float eps) = 0;
@@ -204,7 +213,8 @@ class Backend {
   virtual void write_kv(const KvLayer& cache, const Tensor& qkv, const QkvLayout& l,
                         const Tensor& slots) = 0;
   // out [n, n_heads * head_dim] = softmax(q·Kᵀ · scale) · V over each row's causal context
-  // (AttentionMeta). GQA: query head h reads kv head h / (n_heads / n_kv_heads).
+  // (AttentionMeta; the scores soft-capped first where meta.softcap > 0). GQA: query head h
+  // reads kv head h / (n_heads / n_kv_heads).
   virtual void attention(const Tensor& qkv, const QkvLayout& l, const KvLayer& cache,
                          const AttentionMeta& meta, float scale, const Tensor& out) = 0;
   // out [r, d] = x [n, d] rows listed in rows [r] i32.

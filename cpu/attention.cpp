@@ -35,6 +35,7 @@ struct Shape {
   int64_t out_width;  // out row stride
   int sliding_window;
   float scale;
+  float softcap;  // AttentionMeta::softcap
 };
 
 // KV positions a query row at some position may attend to (causal, sliding window).
@@ -149,7 +150,7 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
         const int64_t qi = r * s.group + h;
         kn.attend_tile(sc.q.data() + qi * d, k_base + (a - p0) * kv_stride,
                        v_base + (a - p0) * kv_stride, kv_stride, e - a, d, &sc.m[static_cast<size_t>(qi)],
-                       &sc.l[static_cast<size_t>(qi)], sc.acc.data() + qi * d, sc.scores.data());
+                       &sc.l[static_cast<size_t>(qi)], sc.acc.data() + qi * d, sc.scores.data(), s.softcap);
       }
     }
   }
@@ -208,6 +209,7 @@ void paged_attention(const CpuContext& c, const PagedAttentionArgs& a, const KvL
   s.out_width = a.out_width;
   s.sliding_window = meta.sliding_window;
   s.scale = a.scale;
+  s.softcap = meta.softcap;
   std::vector<Item> items;
   for (int seq = 0; seq < meta.n_seqs; ++seq) {
     const int n_q = q_start[seq + 1] - q_start[seq];

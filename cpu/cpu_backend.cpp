@@ -92,6 +92,9 @@ class CpuBackend final : public Backend {
   void silu_mul(const Tensor& gate_up, const Tensor& out) override {
     cpu::silu_mul(ctx_, gate_up, out);
   }
+  void gelu_tanh_mul(const Tensor& gate_up, const Tensor& out) override { cpu::gelu_tanh_mul(ctx_, gate_up, out); }
+  void scale(const Tensor& x, float s) override { cpu::scale(ctx_, x, s); }
+  void softcap(const Tensor& x, float cap) override { cpu::softcap(ctx_, x, cap); }
   void qk_head_norm(const Tensor& qkv, const QkvLayout& l, const Tensor& q_weight,
                     const Tensor& k_weight, float eps) override {
     cpu::qk_head_norm(ctx_, qkv, l, q_weight, k_weight, eps);

@@ -48,9 +48,10 @@ struct Kernels {
   // One online-softmax step of attention for one query over n_pos keys/values (a KV tile):
   // q [d] (already scaled), key t at k + t * stride, value t at v + t * stride (t < n_pos >= 1);
   // updates the running max *m, sum *l and unnormalised output acc [d]. `scores` has n_pos floats.
+  // softcap > 0: each score s becomes tanh(s / softcap) * softcap first (AttentionMeta::softcap).
   void (*attend_tile)(const float* q, const float* k, const float* v, int64_t stride,
                       int64_t n_pos, int64_t d, float* m, float* l, float* acc,
-                      float* scores) = nullptr;
+                      float* scores, float softcap) = nullptr;
   // dst[i] = src[i] * scale: an int8 KV row read back (cpu/kv_int8.h); n elements.
   void (*dequantize_i8)(const int8_t* src, float scale, float* dst, int64_t n) = nullptr;
   // Block-quantized weights (cpu/quant_kernels.h): activations to BlockQ8 (k a multiple of 32),

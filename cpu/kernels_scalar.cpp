@@ -65,10 +65,11 @@ void scale_axpy(float* y, float scale, float a, const float* x, int64_t n) {
 }
 
 void attend_tile(const float* q, const float* k, const float* v, int64_t stride, int64_t n_pos,
-                 int64_t d, float* m, float* l, float* acc, float* scores) {
+                 int64_t d, float* m, float* l, float* acc, float* scores, float softcap) {
   float tile_max = -std::numeric_limits<float>::infinity();
   for (int64_t t = 0; t < n_pos; ++t) {
     scores[t] = dot(q, k + t * stride, d);
+    if (softcap > 0.0f) scores[t] = std::tanh(scores[t] / softcap) * softcap;
     tile_max = std::max(tile_max, scores[t]);
   }
   const float new_m = std::max(*m, tile_max);

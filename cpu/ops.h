@@ -65,6 +65,10 @@ void rope(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tens
 void embedding(const CpuContext& c, const Tensor& table, const Tensor& ids, const Tensor& out);
 void add(const CpuContext& c, const Tensor& a, const Tensor& b);
 void silu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out);
+float gelu_tanh(float x);  // torch's gelu(approximate='tanh'), f32
+void gelu_tanh_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out);
+void scale(const CpuContext& c, const Tensor& x, float s);
+void softcap(const CpuContext& c, const Tensor& x, float cap);
 void write_kv(const CpuContext& c, const KvLayer& cache, const Tensor& qkv, const QkvLayout& l,
               const Tensor& slots);
 void gather_rows(const CpuContext& c, const Tensor& x, const Tensor& rows, const Tensor& out);

@@ -1,4 +1,4 @@
-// Row-wise ops: embedding, add, silu_mul, write_kv, gather_rows.
+// Row-wise ops: embedding, add, silu_mul, gelu_tanh_mul, scale, softcap, write_kv, gather_rows.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -40,18 +40,57 @@ void add(const CpuContext& c, const Tensor& a, const Tensor& b) {
   });
 }
 
-void silu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out) {
+namespace {
+
+// out [n, I] = act(gate_up[:, :I]) * gate_up[:, I:], rows split over the pool; row(gate, up, out,
+// I) does one row.
+template <class Row>
+void gated_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out, Row row) {
   const int64_t n = gate_up.dim(0), inter = gate_up.row_numel() / 2;
-  BRIGADE_CHECK(gate_up.row_numel() == 2 * inter && out.numel() == n * inter,
-                "silu_mul: gate_up [n, 2I], out [n, I]");
+  BRIGADE_CHECK(gate_up.row_numel() == 2 * inter && out.numel() == n * inter && gate_up.dtype == DType::f32 &&
+                    out.dtype == DType::f32,
+                "silu_mul / gelu_tanh_mul: gate_up [n, 2I], out [n, I] f32");
   const float* g = gate_up.as<const float>();
   float* o = out.as<float>();
   c.pool->parallel_for(n, row_grain(inter), [&](int64_t b, int64_t e, int) {
-    for (int64_t i = b; i < e; ++i) {
-      const float* gr = g + i * 2 * inter;
-      const float* ur = gr + inter;
-      c.kernels->silu_mul(gr, ur, o + i * inter, inter);
-    }
+    for (int64_t i = b; i < e; ++i) row(g + i * 2 * inter, g + i * 2 * inter + inter, o + i * inter, inter);
+  });
+}
+
+}  // namespace
+
+void silu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out) {
+  gated_mul(c, gate_up, out,
+            [&](const float* g, const float* u, float* o, int64_t k) { c.kernels->silu_mul(g, u, o, k); });
+}
+
+// torch's gelu(approximate='tanh') in f32: 0.5 x (1 + tanh(kBeta (x + kKappa x^3))).
+float gelu_tanh(float x) {
+  constexpr float kBeta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
+  constexpr float kKappa = 0.044715f;
+  const float inner = kBeta * (x + kKappa * x * x * x);
+  return 0.5f * x * (1.0f + std::tanh(inner));
+}
+
+void gelu_tanh_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out) {
+  gated_mul(c, gate_up, out, [](const float* g, const float* u, float* o, int64_t k) {
+    for (int64_t j = 0; j < k; ++j) o[j] = gelu_tanh(g[j]) * u[j];
+  });
+}
+
+void scale(const CpuContext& c, const Tensor& x, float s) {
+  BRIGADE_CHECK(x.dtype == DType::f32, "scale: x f32");
+  float* p = x.as<float>();
+  c.pool->parallel_for(x.numel(), 16384, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) p[i] *= s;
+  });
+}
+
+void softcap(const CpuContext& c, const Tensor& x, float cap) {
+  BRIGADE_CHECK(x.dtype == DType::f32 && cap > 0.0f, "softcap: x f32, cap > 0");
+  float* p = x.as<float>();
+  c.pool->parallel_for(x.numel(), 16384, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) p[i] = std::tanh(p[i] / cap) * cap;
   });
 }
 

@@ -5,7 +5,8 @@
 // them). Per tile of kTile KV positions, K and V are widened to f32 in shared memory; each warp
 // takes one query at a time: lane p scores position p, the warp reduces the tile max and sum
 // (online softmax: running max m, sum l, unnormalised acc), then lanes own output dims for the
-// P·V product. Scores, m, l and acc stay f32. Rows are causal with an optional sliding window.
+// P·V product. Scores, m, l and acc stay f32. Rows are causal with an optional sliding window;
+// scores are soft-capped where AttentionArgs::softcap > 0.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -142,7 +143,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionArgs a,
         const float* kr = s.k + lane * (d + 1);
         float acc = 0.0f;
         for (int j = 0; j < d; ++j) acc = fmaf(qr[j], kr[j], acc);
-        score = acc;
+        score = a.softcap > 0.0f ? tanhf(acc / a.softcap) * a.softcap : acc;
       }
       const float m_old = s.m[qi];
       const float m_new = fmaxf(m_old, warp_max(score));

@@ -38,7 +38,7 @@ using gpu::HeadShape;
 using gpu::Sig;
 
 // Op ids in step signatures.
-enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, kSiluMul, kQkNorm, kRope, kWriteKv,
+enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, kSiluMul, kGeluTanhMul, kScale, kSoftcap, kQkNorm, kRope, kWriteKv,
                 kAttention, kGather, kArgmax, kSample, kGatherTokens, kScatterTokens, kMoeRoute, kMoeExperts,
                 kHeadMatmul, kWriteMlaKv, kMlaAttention };
 
@@ -271,6 +271,25 @@ class CudaBackendImpl final : public CudaBackend {
     bind();
     graphs_->record(Sig() << kSiluMul << gate_up << out,
                     [=, this] { gpu::launch_silu_mul(gate_up.data, out.data, n, inter, stream_); });
+  }
+  void gelu_tanh_mul(const Tensor& gate_up, const Tensor& out) override {
+    const int64_t n = gate_up.dim(0), inter = gate_up.row_numel() / 2;
+    BRIGADE_CHECK(gate_up.row_numel() == 2 * inter && out.numel() == n * inter && out.dtype == DType::bf16 &&
+                      gate_up.dtype == DType::bf16, "gelu_tanh_mul: gate_up [n, 2I], out [n, I] bf16");
+    bind();
+    graphs_->record(Sig() << kGeluTanhMul << gate_up << out,
+                    [=, this] { gpu::launch_gelu_tanh_mul(gate_up.data, out.data, n, inter, stream_); });
+  }
+  void scale(const Tensor& x, float s) override {
+    BRIGADE_CHECK(x.dtype == DType::bf16, "scale: x [n, d] bf16");
+    bind();
+    graphs_->record(Sig() << kScale << x << s, [=, this] { gpu::launch_scale(x.data, s, x.numel(), stream_); });
+  }
+  void softcap(const Tensor& x, float cap) override {
+    BRIGADE_CHECK(x.dtype == DType::f32 && cap > 0.0f, "softcap: x [n, m] f32, cap > 0");
+    bind();
+    graphs_->record(Sig() << kSoftcap << x << cap,
+                    [=, this] { gpu::launch_softcap(x.as<float>(), cap, x.numel(), stream_); });
   }
   void qk_head_norm(const Tensor& qkv, const QkvLayout& l, const Tensor& q_weight, const Tensor& k_weight,
                     float eps) override {
@@ -644,6 +663,7 @@ void CudaBackendImpl::attention(const Tensor& qkv, const QkvLayout& l, const KvL
   a.n_rows = static_cast<int>(qkv.dim(0));
   a.sliding_window = meta.sliding_window;
   a.scale = scale;
+  a.softcap = meta.softcap;
   a.out = out.data;
   // Flash decoding: split the KV range when the (sequence, kv head, row block) blocks alone
   // would leave SMs idle, keeping at least 4 tiles (128 positions) per split.
@@ -662,7 +682,7 @@ void CudaBackendImpl::attention(const Tensor& qkv, const QkvLayout& l, const KvL
     a.partial = static_cast<float*>(partial_.data());
   }
   graphs_->record(Sig() << kAttention << qkv << cache.k << cache.v << meta.q_start << meta.ctx_len << meta.block_table
-                        << a.n_seqs << a.max_q_len << a.sliding_window << scale << out << a.n_splits << a.partial
+                        << a.n_seqs << a.max_q_len << a.sliding_window << scale << a.softcap << out << a.n_splits << a.partial
                         << l.n_heads << l.n_kv_heads << l.head_dim,
                   [a, this] { gpu::launch_attention(a, stream_); });
 }

@@ -25,6 +25,12 @@ void launch_rms_norm(void* residual, const void* x, const void* w, DType w_t, fl
 void launch_add(void* a, const void* b, int64_t count, cudaStream_t stream);
 // out [n, inter] = silu(gate_up[:, :inter]) * gate_up[:, inter:].
 void launch_silu_mul(const void* gate_up, void* out, int64_t n, int64_t inter, cudaStream_t stream);
+// out [n, inter] = gelu_tanh(gate_up[:, :inter]) * gate_up[:, inter:] (Backend::gelu_tanh_mul).
+void launch_gelu_tanh_mul(const void* gate_up, void* out, int64_t n, int64_t inter, cudaStream_t stream);
+// x [count] bf16 *= s.
+void launch_scale(void* x, float s, int64_t count, cudaStream_t stream);
+// x [count] f32 = tanh(x / cap) * cap.
+void launch_softcap(float* x, float cap, int64_t count, cudaStream_t stream);
 // out [n, m] (+)= bias [m]; out bf16 or f32, bias f32 or bf16.
 void launch_add_bias(void* out, DType out_t, const void* bias, DType bias_t, int64_t n, int64_t m,
                      cudaStream_t stream);
@@ -70,6 +76,7 @@ struct AttentionArgs {
   int n_rows = 0;             // rows of qkv (= q_start[n_seqs])
   int sliding_window = 0;
   float scale = 1.0f;
+  float softcap = 0.0f;       // > 0: scores become tanh(s / softcap) * softcap (AttentionMeta::softcap)
   void* out = nullptr;        // [n_rows, n_heads * head_dim] bf16
   int n_splits = 1;
   float* partial = nullptr;   // [n_splits, n_rows, n_heads, head_dim + 2] f32 when n_splits > 1

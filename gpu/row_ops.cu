@@ -1,4 +1,4 @@
-// Row-wise kernels: embedding, rms_norm / add_rms_norm, add, silu_mul, bias, qk_head_norm, rope,
+// Row-wise kernels: embedding, rms_norm / add_rms_norm, add, silu_mul, gelu_tanh_mul, scale, softcap, bias, qk_head_norm, rope,
 // write_kv, gather_rows, conversion to bf16. All are memory bound: one pass over their rows,
 // f32 arithmetic, bf16 storage.
 #include <cuda_bf16.h>
@@ -61,6 +61,30 @@ __global__ void silu_mul_kernel(const bf16* gate_up, bf16* out, int64_t n, int64
     const float u = __bfloat162float(gate_up[r * 2 * inter + inter + j]);
     out[i] = __float2bfloat16_rn(g / (1.0f + expf(-g)) * u);
   }
+}
+
+// torch's gelu(approximate='tanh') of a bf16 gate, rounded to bf16 as torch's op leaves it; the
+// product with up is rounded again, as transformers' act_fn(gate) * up is in bf16.
+__global__ void gelu_tanh_mul_kernel(const bf16* gate_up, bf16* out, int64_t n, int64_t inter) {
+  const float kBeta = 0.7978845608028654f, kKappa = 0.044715f;  // sqrt(2 / pi)
+  const int64_t total = n * inter;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / inter, j = i - r * inter;
+    const float g = __bfloat162float(gate_up[r * 2 * inter + j]);
+    const float u = __bfloat162float(gate_up[r * 2 * inter + inter + j]);
+    const float act = __bfloat162float(__float2bfloat16_rn(0.5f * g * (1.0f + tanhf(kBeta * (g + kKappa * g * g * g)))));
+    out[i] = __float2bfloat16_rn(act * u);
+  }
+}
+
+__global__ void scale_kernel(bf16* x, float s, int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x)
+    x[i] = __float2bfloat16_rn(__bfloat162float(x[i]) * s);
+}
+
+__global__ void softcap_kernel(float* x, float cap, int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x)
+    x[i] = tanhf(x[i] / cap) * cap;
 }
 
 template <class T>
@@ -182,6 +206,25 @@ void launch_silu_mul(const void* gate_up, void* out, int64_t n, int64_t inter, c
   if (n * inter == 0) return;
   silu_mul_kernel<<<stride_grid(n * inter), kThreads, 0, stream>>>(static_cast<const bf16*>(gate_up),
                                                                     static_cast<bf16*>(out), n, inter);
+  BRIGADE_CUDA_CHECK_LAUNCH();
+}
+
+void launch_gelu_tanh_mul(const void* gate_up, void* out, int64_t n, int64_t inter, cudaStream_t stream) {
+  if (n * inter == 0) return;
+  gelu_tanh_mul_kernel<<<stride_grid(n * inter), kThreads, 0, stream>>>(static_cast<const bf16*>(gate_up),
+                                                                         static_cast<bf16*>(out), n, inter);
+  BRIGADE_CUDA_CHECK_LAUNCH();
+}
+
+void launch_scale(void* x, float s, int64_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  scale_kernel<<<stride_grid(count), kThreads, 0, stream>>>(static_cast<bf16*>(x), s, count);
+  BRIGADE_CUDA_CHECK_LAUNCH();
+}
+
+void launch_softcap(float* x, float cap, int64_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  softcap_kernel<<<stride_grid(count), kThreads, 0, stream>>>(x, cap, count);
   BRIGADE_CUDA_CHECK_LAUNCH();
 }
 

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "models/gemma_config.h"
 #include "models/gguf_checkpoint.h"
 #include "models/llama2c.h"
 #include "models/safetensors.h"
@@ -73,6 +74,7 @@ Status Checkpoint::open_directory() {
     BRIGADE_RETURN_IF_ERROR(read_safetensors(file, tensors_));
     files_.push_back(std::move(file));
   }
+  if (config_.multimodal_text) tensors_ = gemma3_text_tensors(std::move(tensors_));
   return Status::ok();
 }
 

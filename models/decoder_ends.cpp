@@ -8,7 +8,7 @@ Status DecoderEnds::load_embedding(WeightLoader& w, const ModelConfig& c) {
 }
 
 Status DecoderEnds::load_head(WeightLoader& w, const ModelConfig& c, bool with_head) {
-  BRIGADE_ASSIGN_OR_RETURN(final_norm, w.vector_f32({"model.norm.weight"}, {c.hidden_size}));
+  BRIGADE_ASSIGN_OR_RETURN(final_norm, w.vector_f32({"model.norm.weight"}, {c.hidden_size}, {}, c.norm_offset));
   if (c.tie_embeddings) return Status::ok();
   if (!with_head)  // checked and counted, so every tensor-parallel rank reports the model's size
     return w.skip("lm_head.weight", {c.vocab_size, c.hidden_size});
@@ -21,6 +21,7 @@ void DecoderEnds::logits(Backend& b, const ModelConfig& c, const Tensor& residua
   b.add_rms_norm(residual, delta, final_norm.tensor, c.rms_eps, normed);
   b.gather_rows(normed, rows, selected);
   b.matmul(selected, head(c), Tensor(), out);
+  if (c.final_softcap > 0.0f) b.softcap(out, c.final_softcap);
 }
 
 double DecoderEnds::loaded_bytes() const {

@@ -22,7 +22,8 @@ struct DecoderEnds {
   // The tied embedding or the lm_head.
   const Tensor& head(const ModelConfig& c) const { return c.tie_embeddings ? embed.tensor : lm_head.tensor; }
   // residual [n, hidden] += delta; normed = final_norm(residual); logits [r, vocab] f32 =
-  // head · normed[rows] through selected [r, hidden] (r = rows.numel()).
+  // head · normed[rows] through selected [r, hidden] (r = rows.numel()), soft-capped where
+  // ModelConfig::final_softcap says.
   void logits(Backend& b, const ModelConfig& c, const Tensor& residual, const Tensor& delta, const Tensor& normed,
               const Tensor& selected, const Tensor& rows, const Tensor& logits) const;
   // Bytes of these weights as loaded (part of the model's weight bytes) ...

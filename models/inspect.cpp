@@ -53,7 +53,8 @@ std::string format_model_info(const ModelInfo& m) {
   std::string s;
   s += "path:          " + m.path + "\n";
   s += "format:        " + m.format + "\n";
-  s += "architecture:  " + c.arch + "\n";
+  s += "architecture:  " + c.arch + (c.multimodal_text ? " (the language model of Gemma3ForConditionalGeneration; "
+                                                         "text only)" : "") + "\n";
   s += "layers:        " + std::to_string(c.n_layers) + "\n";
   s += "hidden:        " + std::to_string(c.hidden_size) + " (intermediate " + std::to_string(c.intermediate_size) + ")\n";
   s += "heads:         " + std::to_string(c.n_heads) + " q, " + std::to_string(c.n_kv_heads) + " kv, head_dim " +
@@ -74,13 +75,26 @@ std::string format_model_info(const ModelInfo& m) {
   }
   if (c.rope_dims() < c.head_dim) s += ", rotary dims " + std::to_string(c.rope_dims()) + " of " + std::to_string(c.head_dim);
   if (!c.rope_scaling.freq_factors.empty()) s += ", per-frequency factors (rope_freqs)";
+  auto num = [](float v) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", static_cast<double>(v));
+    return std::string(buf);
+  };
+  if (c.rope_local_theta > 0.0f) s += "; sliding layers theta " + num(c.rope_local_theta) + " unscaled";
   s += "\n";
   std::string attn;
   if (c.qkv_bias) attn += ", qkv bias";
   if (c.o_bias) attn += ", o bias";
   if (c.qk_norm) attn += ", q/k norm";
   if (c.fused_weights) attn += ", q|k|v and gate|up stored fused";
-  if (c.sliding_window > 0) attn += ", sliding window " + std::to_string(c.sliding_window);
+  if (c.sliding_window > 0) {
+    attn += ", sliding window " + std::to_string(c.sliding_window);
+    int n_sliding = 0;
+    for (int l = 0; l < c.n_layers; ++l) n_sliding += c.layer_window(l) > 0 ? 1 : 0;
+    if (n_sliding < c.n_layers) attn += " on " + std::to_string(n_sliding) + " of " + std::to_string(c.n_layers) + " layers";
+  }
+  if (c.attn_softcap > 0.0f) attn += ", score softcap " + num(c.attn_softcap);
+  if (!c.is_mla() && c.attn_scale > 0.0f) attn += ", softmax scale " + num(c.attn_scale);
   if (c.is_mla()) {
     char scale[32];
     std::snprintf(scale, sizeof(scale), "%g", static_cast<double>(c.attn_scale));
@@ -109,6 +123,15 @@ std::string format_model_info(const ModelInfo& m) {
     s += "quantization:  " + c.quant.describe() + ", dequantized at load";
     for (size_t i = 0; i < c.quant.ignore.size(); ++i) s += (i ? ", " : "; unquantized: ") + c.quant.ignore[i];
     s += "\n";
+  }
+  if (c.sandwich_norms || c.mlp_activation != MlpActivation::silu || c.embed_scale > 0.0f || c.final_softcap > 0.0f) {
+    std::string g;
+    if (c.norm_offset != 0.0f) g += ", norms scale by " + num(c.norm_offset) + " + w";
+    if (c.sandwich_norms) g += ", post-attention and post-MLP norms";
+    if (c.embed_scale > 0.0f) g += ", embeddings x " + num(c.embed_scale);
+    if (c.mlp_activation == MlpActivation::gelu_tanh) g += ", gelu_tanh MLP";
+    if (c.final_softcap > 0.0f) g += ", logit softcap " + num(c.final_softcap);
+    s += "decoder:       " + g.substr(2) + "\n";
   }
   s += std::string("tied embed:    ") + (c.tie_embeddings ? "yes" : "no") + "\n";
   s += "parameters:    " + human(static_cast<double>(m.n_params), "") + " (" + std::to_string(m.n_params) + ")\n";

@@ -47,9 +47,11 @@ struct Shard {
 };
 
 struct DecoderLayer {
-  OwnedTensor attn_norm;  // [hidden] f32
+  OwnedTensor attn_norm;       // [hidden] f32
   AttentionBlock attn;
-  OwnedTensor mlp_norm;   // [hidden] f32
+  OwnedTensor post_attn_norm;  // [hidden] f32 on the attention output (ModelConfig::sandwich_norms), or empty
+  OwnedTensor mlp_norm;        // [hidden] f32
+  OwnedTensor post_mlp_norm;   // [hidden] f32 on the MLP output (sandwich_norms), or empty
   MlpBlock mlp;           // empty in a sparse layer
   MoeBlock moe;           // qwen3_moe's sparse layers (ModelConfig::is_moe_layer); empty otherwise
 };
@@ -67,6 +69,13 @@ struct Scratch {
   MoeScratch moe;        // allocated when the model has sparse layers
 };
 
+
+// v as the activation dtype t holds it (transformers rounds Gemma's embedding normalizer so).
+float round_to(float v, DType t) {
+  if (t == DType::bf16) return bf16_to_f32(f32_to_bf16(v));
+  if (t == DType::f16) return f16_to_f32(f32_to_f16(v));
+  return v;
+}
 
 std::string layer_name(int l, const char* suffix) { return "model.layers." + std::to_string(l) + "." + suffix; }
 
@@ -101,7 +110,8 @@ class LlamaModel final : public Model {
   Expected<OwnedTensor> load_qkv(WeightLoader& w, int l);
   Expected<OwnedTensor> load_gate_up(WeightLoader& w, int l);
   Status allocate_scratch();
-  Status run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta, int n);
+  Status run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta,
+                       const RopeConfig& rope, int n);
   Status run_mlp(const DecoderLayer& layer, int n);
   // Sums a block's partial output over the tensor-parallel ranks (nothing to do without TP).
   Status reduce(const Tensor& delta) { return comm_ != nullptr ? comm_->all_reduce_sum(delta) : Status::ok(); }
@@ -112,10 +122,12 @@ class LlamaModel final : public Model {
   Communicator* comm_;  // nullptr without tensor parallelism
   Shard shard_;
   RopeConfig rope_;
+  RopeConfig rope_local_;  // the sliding layers' (ModelConfig::rope_local_theta > 0), else unused
   DecoderEnds ends_;      // lm_head empty when tied and on ranks other than 0
   std::vector<DecoderLayer> layers_;
   Scratch scratch_;
   StepInputs ints_;
+  float embed_scale_ = 0.0f;  // ModelConfig::embed_scale rounded to the activation dtype, as transformers does
   int64_t n_params_ = 0;
   int64_t weight_bytes_ = 0;
   int64_t expert_params_ = 0;  // parameters of every expert of every sparse layer (in n_params_)
@@ -125,7 +137,6 @@ class LlamaModel final : public Model {
 StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) const {
   const double n = b.n_tokens(), rows = static_cast<double>(b.logit_rows.size());
   const double table = static_cast<double>(config_.vocab_size) * config_.hidden_size;
-  const int window = config_.sliding_window;
   // n_params counts the whole checkpoint on every rank; a rank's linear layers are 1/size of it.
   const double linear_params = static_cast<double>(n_params_) - table - (config_.tie_embeddings ? 0.0 : table);
   // Sparse layers: a token runs k of the E experts (flops; a rank runs 1/size of that, by columns
@@ -136,11 +147,15 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
   const double active = n_experts > 0 ? config_.n_experts_per_tok / n_experts : 0.0;
   const double touched = held > 0 ? std::min(held, n * config_.n_experts_per_tok) / held : 0.0;
   const double dense_params = (linear_params - static_cast<double>(expert_params_) * (1.0 - active)) / shard_.size;
-  const AttentionWork work = attention_work(b, window);
-  const double pairs = work.pairs, kv_read = work.kv_read;
+  // Attention summed over the layers (their windows may differ), as per layer.
+  double pairs = 0.0, kv_read = 0.0;
+  for (int l = 0; l < config_.n_layers; ++l) {
+    const AttentionWork work = attention_work(b, config_.layer_window(l));
+    pairs += work.pairs;
+    kv_read += work.kv_read / config_.n_layers;
+  }
   StepCost c;
-  c.flops = 2.0 * dense_params * n + 2.0 * table * rows +
-            4.0 * config_.n_layers * shard_.qkv.n_heads * config_.head_dim * pairs;
+  c.flops = 2.0 * dense_params * n + 2.0 * table * rows + 4.0 * shard_.qkv.n_heads * config_.head_dim * pairs;
   c.bytes = static_cast<double>(weight_bytes_) - static_cast<double>(expert_bytes_) * (1.0 - touched) -
             ends_.loaded_bytes() + ends_.step_bytes(config_, n, rows > 0) + kv_bytes_per_token * (kv_read + n);
   return c;
@@ -178,8 +193,15 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   const int64_t inter = c.intermediate_size;
   const Shard& s = shard_;
   const std::vector<Slice> qkv_rows = {s.q_rows(), s.kv_rows(), s.kv_rows()};
-  BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, w.vector_f32({layer_name(l, "input_layernorm.weight")}, {hidden}));
-  BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, w.vector_f32({layer_name(l, "post_attention_layernorm.weight")}, {hidden}));
+  auto norm = [&](const char* name, int64_t size) { return w.vector_f32({layer_name(l, name)}, {size}, {}, c.norm_offset); };
+  BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("input_layernorm.weight", hidden));
+  if (c.sandwich_norms) {  // Gemma: post_attention_layernorm is on the attention output
+    BRIGADE_ASSIGN_OR_RETURN(layer.post_attn_norm, norm("post_attention_layernorm.weight", hidden));
+    BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm("pre_feedforward_layernorm.weight", hidden));
+    BRIGADE_ASSIGN_OR_RETURN(layer.post_mlp_norm, norm("post_feedforward_layernorm.weight", hidden));
+  } else {
+    BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm("post_attention_layernorm.weight", hidden));
+  }
   BRIGADE_ASSIGN_OR_RETURN(layer.attn.qkv, load_qkv(w, l));
   BRIGADE_ASSIGN_OR_RETURN(layer.attn.o, w.matrix(layer_name(l, "self_attn.o_proj.weight"), hidden, q, {}, s.q_rows()));
   if (c.qkv_bias) {
@@ -193,8 +215,8 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.o_bias, w.vector_f32({layer_name(l, "self_attn.o_proj.bias")}, {hidden}));
   }
   if (c.qk_norm) {
-    BRIGADE_ASSIGN_OR_RETURN(layer.attn.q_norm, w.vector_f32({layer_name(l, "self_attn.q_norm.weight")}, {c.head_dim}));
-    BRIGADE_ASSIGN_OR_RETURN(layer.attn.k_norm, w.vector_f32({layer_name(l, "self_attn.k_norm.weight")}, {c.head_dim}));
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.q_norm, norm("self_attn.q_norm.weight", c.head_dim));
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.k_norm, norm("self_attn.k_norm.weight", c.head_dim));
   }
   if (c.is_moe_layer(l)) {
     w.quantize_linear(false);  // under weights: q8_0 / q4_0 the router and experts stay float
@@ -228,6 +250,12 @@ Status LlamaModel::load(const Checkpoint& ck) {
   rope_.rotary_dim = c.rope_dims();
   rope_.inv_freq = rope_inv_freq_scaled(c.rope_theta, c.rope_dims(), c.rope_scaling);
   rope_.attention_factor = rope_attention_factor(c.rope_scaling);
+  rope_local_ = rope_;
+  if (c.rope_local_theta > 0.0f) {
+    rope_local_.inv_freq = rope_inv_freq(c.rope_local_theta, c.rope_dims());
+    rope_local_.attention_factor = 1.0f;
+  }
+  embed_scale_ = round_to(c.embed_scale, backend_.activation_dtype());
   BRIGADE_RETURN_IF_ERROR(allocate_scratch());
   backend_.synchronize();  // uploads from staging memory have finished before it is freed
   return Status::ok();
@@ -254,7 +282,8 @@ Status LlamaModel::allocate_scratch() {
   return ints_.allocate(backend_, t);
 }
 
-Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta, int n) {
+Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta,
+                                 const RopeConfig& rope, int n) {
   const QkvLayout l = shard_.qkv;
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor qkv = scratch_.qkv.tensor.rows(0, n);
@@ -264,9 +293,10 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
   backend_.matmul(normed, layer.attn.qkv.tensor, layer.attn.qkv_bias.tensor, qkv);
   if (!layer.attn.q_norm.tensor.empty())
     backend_.qk_head_norm(qkv, l, layer.attn.q_norm.tensor, layer.attn.k_norm.tensor, config_.rms_eps);
-  backend_.rope(qkv, l, positions, rope_);
+  backend_.rope(qkv, l, positions, rope);
   backend_.write_kv(cache, qkv, l, slots);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
+  const float scale =
+      config_.attn_scale > 0.0f ? config_.attn_scale : 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
   backend_.attention(qkv, l, cache, meta, scale, attn);
   backend_.matmul(attn, layer.attn.o.tensor, layer.attn.o_bias.tensor, scratch_.delta.tensor.rows(0, n));
   return reduce(scratch_.delta.tensor.rows(0, n));
@@ -281,7 +311,8 @@ Status LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
   const Tensor gate_up = scratch_.gate_up.tensor.rows(0, n);
   const Tensor act = scratch_.act.tensor.rows(0, n);
   backend_.matmul(scratch_.normed.tensor.rows(0, n), layer.mlp.gate_up.tensor, Tensor(), gate_up);
-  backend_.silu_mul(gate_up, act);
+  if (config_.mlp_activation == MlpActivation::gelu_tanh) backend_.gelu_tanh_mul(gate_up, act);
+  else backend_.silu_mul(gate_up, act);
   backend_.matmul(act, layer.mlp.down.tensor, Tensor(), scratch_.delta.tensor.rows(0, n));
   return reduce(scratch_.delta.tensor.rows(0, n));
 }
@@ -297,20 +328,27 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   BRIGADE_ASSIGN_OR_RETURN(StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
   BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch));
   const int n = batch.n_tokens();
-  const AttentionMeta meta = ints_.meta(batch, bounds, config_.sliding_window);
+  // Full-attention layers and sliding ones (every layer where ModelConfig::sliding_layers is empty).
+  AttentionMeta full = ints_.meta(batch, bounds, 0), sliding = ints_.meta(batch, bounds, config_.sliding_window);
+  full.softcap = sliding.softcap = config_.attn_softcap;
 
   const Tensor residual = scratch_.residual.tensor.rows(0, n);
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor delta = scratch_.delta.tensor.rows(0, n);
+  const float eps = config_.rms_eps;
   backend_.embedding(ends_.embed.tensor, ints_.tokens(batch), residual);
+  if (config_.embed_scale > 0.0f) backend_.scale(residual, embed_scale_);
   for (int l = 0; l < config_.n_layers; ++l) {
     const DecoderLayer& layer = layers_[static_cast<size_t>(l)];
+    const bool local = config_.layer_window(l) > 0;
     // The previous block's output joins the residual in the same pass as the next norm.
-    if (l == 0) backend_.rms_norm(residual, layer.attn_norm.tensor, config_.rms_eps, normed);
-    else backend_.add_rms_norm(residual, delta, layer.attn_norm.tensor, config_.rms_eps, normed);
-    BRIGADE_RETURN_IF_ERROR(run_attention(layer, kv.layer(l), meta, n));
-    backend_.add_rms_norm(residual, delta, layer.mlp_norm.tensor, config_.rms_eps, normed);
+    if (l == 0) backend_.rms_norm(residual, layer.attn_norm.tensor, eps, normed);
+    else backend_.add_rms_norm(residual, delta, layer.attn_norm.tensor, eps, normed);
+    BRIGADE_RETURN_IF_ERROR(run_attention(layer, kv.layer(l), local ? sliding : full, local ? rope_local_ : rope_, n));
+    if (!layer.post_attn_norm.tensor.empty()) backend_.rms_norm(delta, layer.post_attn_norm.tensor, eps, delta);
+    backend_.add_rms_norm(residual, delta, layer.mlp_norm.tensor, eps, normed);
     BRIGADE_RETURN_IF_ERROR(run_mlp(layer, n));
+    if (!layer.post_mlp_norm.tensor.empty()) backend_.rms_norm(delta, layer.post_mlp_norm.tensor, eps, delta);
   }
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size());
   if (r == 0) return Status::ok();

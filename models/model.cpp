@@ -26,13 +26,15 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   const std::string& arch = checkpoint->config().arch;
   // qwen2 (q/k/v biases) and qwen3 (q/k head norms) are the Llama decoder with optional pieces.
   // qwen3_moe is qwen3 with sparse expert blocks in some layers (models/moe_block.h); phi3 stores
-  // q|k|v and gate|up fused and may rotate part of each head.
-  if (arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "qwen3_moe" || arch == "phi3")
+  // q|k|v and gate|up fused and may rotate part of each head. gemma2 / gemma3_text add sandwich
+  // norms, gelu, soft-capping and per-layer windows and RoPE bases (models/gemma_config.h).
+  if (arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "qwen3_moe" || arch == "phi3" ||
+      arch == "gemma2" || arch == "gemma3_text")
     return load_llama(*checkpoint, backend, options);
   // MLA attention and the MoE with shared experts (models/deepseek.h).
   if (arch == "deepseek_v2" || arch == "deepseek_v3") return load_deepseek(*checkpoint, backend, options);
   return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3, "
-                     "qwen3_moe, phi3, deepseek_v2, deepseek_v3");
+                     "qwen3_moe, phi3, gemma2, gemma3_text, deepseek_v2, deepseek_v3");
 }
 
 }  // namespace brigade

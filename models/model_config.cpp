@@ -6,6 +6,7 @@
 
 #include "models/config_json.h"
 #include "models/deepseek_config.h"
+#include "models/gemma_config.h"
 
 namespace brigade {
 namespace {
@@ -15,7 +16,8 @@ using json = nlohmann::json;
 constexpr const char* kSupported =
     "LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral), Qwen2ForCausalLM (qwen2), "
     "Qwen3ForCausalLM (qwen3), Qwen3MoeForCausalLM (qwen3_moe), DeepseekV2ForCausalLM (deepseek_v2), "
-    "DeepseekV3ForCausalLM (deepseek_v3), Phi3ForCausalLM (phi3)";
+    "DeepseekV3ForCausalLM (deepseek_v3), Phi3ForCausalLM (phi3), Gemma2ForCausalLM (gemma2), "
+    "Gemma3ForCausalLM (gemma3_text), Gemma3ForConditionalGeneration (gemma3: its language model)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -34,10 +36,12 @@ Expected<std::string> detect_arch(const json& j) {
   if (arch_name == "DeepseekV2ForCausalLM") return std::string("deepseek_v2");
   if (arch_name == "DeepseekV3ForCausalLM") return std::string("deepseek_v3");
   if (arch_name == "Phi3ForCausalLM") return std::string("phi3");
+  if (arch_name == "Gemma2ForCausalLM") return std::string("gemma2");
+  if (arch_name == "Gemma3ForCausalLM") return std::string("gemma3_text");
   if (arch_name.empty()) {
     if (model_type == "llama" || model_type == "mistral") return std::string("llama");
     if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe" || model_type == "deepseek_v2" ||
-        model_type == "deepseek_v3" || model_type == "phi3")
+        model_type == "deepseek_v3" || model_type == "phi3" || model_type == "gemma2" || model_type == "gemma3_text")
       return model_type;
   }
   const std::string what = !arch_name.empty() ? "architecture '" + arch_name + "'"
@@ -115,6 +119,7 @@ Status read_attention_shape(const json& j, ModelConfig& c) {
     c.qkv_bias = c.o_bias = c.attention_bias;
     return Status::ok();
   }
+  if (is_gemma(c.arch)) return read_gemma(j, c);
   if (c.arch == "phi3") {  // Phi3Attention: qkv_proj and o_proj without biases; the window applies
     c.fused_weights = true;
     return Status::ok();
@@ -235,6 +240,8 @@ Status ModelConfig::validate() const {
   if (!(rope_theta > 0.0f) || !std::isfinite(rope_theta))
     return invalid_argument("model config: rope_theta must be a positive number");
   if (sliding_window < 0) return invalid_argument("model config: sliding_window must be >= 0");
+  if (!sliding_layers.empty() && sliding_layers.size() != static_cast<size_t>(n_layers))
+    return invalid_argument("model config: layer_types must list one type per layer");
   if (rotary_dim < 0 || rotary_dim > head_dim || rope_dims() % 2 != 0)
     return invalid_argument("model config: the rotary dims (head_dim * partial_rotary_factor = " +
                             std::to_string(rope_dims()) + ") must be even and at most head_dim");
@@ -252,6 +259,12 @@ Status ModelConfig::validate() const {
 Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return corrupt("config.json is not a valid JSON object");
+  if (is_gemma3_multimodal(j)) {  // its language model, text only (models/gemma_config.h)
+    BRIGADE_ASSIGN_OR_RETURN(json text, gemma3_text_config(j));
+    BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
+    c.multimodal_text = true;
+    return c;
+  }
   BRIGADE_ASSIGN_OR_RETURN(std::string arch, detect_arch(j));
   ModelConfig c;
   c.arch = arch;
@@ -270,6 +283,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   c.rms_eps = 1e-6f;
   BRIGADE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", c.rms_eps));
   BRIGADE_RETURN_IF_ERROR(read_rope(j, c));
+  c.tie_embeddings = is_gemma(c.arch);  // Gemma2Config / Gemma3TextConfig tie by default; the Hub's omit the field
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
   BRIGADE_RETURN_IF_ERROR(read_attention_shape(j, c));
   BRIGADE_RETURN_IF_ERROR(read_moe(j, c));

@@ -14,8 +14,13 @@
 
 namespace brigade {
 
+// The MLP's gate activation: silu (SwiGLU) or torch's gelu(approximate='tanh') (Gemma's
+// gelu_pytorch_tanh).
+enum class MlpActivation : uint8_t { silu, gelu_tanh };
+
 struct ModelConfig {
-  std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "phi3" (the decoder they share: llama.h),
+  std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "phi3", "gemma2", "gemma3_text"
+                                // (the decoder they share: llama.h),
                                 // "deepseek_v2" or "deepseek_v3" (models/deepseek.h)
   int hidden_size = 0;
   int n_layers = 0;
@@ -67,9 +72,29 @@ struct ModelConfig {
   MoeGroupScore moe_group_score = MoeGroupScore::none;
   bool moe_score_bias = false;       // e_score_correction_bias (V3) shifts the selection
   float routed_scaling_factor = 1.0f;
-  float attn_scale = 0.0f;           // MLA softmax scale incl. yarn's mscale; 0 = 1/sqrt(head_dim)
+  float attn_scale = 0.0f;           // softmax scale: MLA's incl. yarn's mscale, Gemma's query_pre_attn_scalar^-0.5;
+                                     // 0 = 1/sqrt(head_dim)
+
+  // Gemma 2 / Gemma 3 text (models/gemma_config.h), run by the Llama decoder.
+  float norm_offset = 0.0f;          // added to every RMSNorm weight at load (Gemma: 1, its norms scale by 1 + w)
+  bool sandwich_norms = false;       // post_attention_layernorm normalises the attention output, and
+                                     // pre_/post_feedforward_layernorm wrap the MLP (Gemma)
+  float embed_scale = 0.0f;          // > 0: the embeddings are multiplied by it (Gemma: sqrt(hidden_size)); 0 = none
+  MlpActivation mlp_activation = MlpActivation::silu;
+  float attn_softcap = 0.0f;         // attn_logit_softcapping (AttentionMeta::softcap); 0 = none
+  float final_softcap = 0.0f;        // final_logit_softcapping of the logits; 0 = none
+  std::vector<bool> sliding_layers;  // layer_types: the layers sliding_window applies to; empty = all of them
+  float rope_local_theta = 0.0f;     // > 0: the sliding layers' RoPE base, unscaled (Gemma 3's
+                                     // rope_local_base_freq); 0 = every layer uses rope_theta and rope_scaling
+  bool multimodal_text = false;      // the language model of a Gemma3ForConditionalGeneration checkpoint: its
+                                     // language_model.* tensors load as Gemma3ForCausalLM's; the vision tower
+                                     // is not loaded (text prompts only)
 
   bool is_mla() const { return kv_lora_rank > 0; }
+  // The sliding window of layer l's attention (0 = full attention).
+  int layer_window(int l) const {
+    return sliding_layers.empty() || sliding_layers[static_cast<size_t>(l)] ? sliding_window : 0;
+  }
   // The routing rule of the sparse layers (its bias tensor, a weight, is left empty).
   MoeRouting moe_routing() const;
 

@@ -192,7 +192,8 @@ Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names,
 }
 
 Expected<OwnedTensor> WeightLoader::vector_f32(const std::vector<std::string>& names,
-                                               const std::vector<int64_t>& sizes, const std::vector<Slice>& slices) {
+                                               const std::vector<int64_t>& sizes, const std::vector<Slice>& slices,
+                                               float offset) {
   BRIGADE_CHECK(names.size() == sizes.size() && !names.empty(), "one size per part");
   std::vector<float> host;
   for (size_t i = 0; i < names.size(); ++i) {
@@ -204,7 +205,7 @@ Expected<OwnedTensor> WeightLoader::vector_f32(const std::vector<std::string>& n
     count(names[i], t.numel());
     const Slice s = part_slice(slices, i);
     check_slice(s, sizes[i]);
-    for (int64_t k = s.begin; k < s.begin + s.length(sizes[i]); ++k) host.push_back(static_cast<float>(t.at(k)));
+    for (int64_t k = s.begin; k < s.begin + s.length(sizes[i]); ++k) host.push_back(static_cast<float>(t.at(k)) + offset);
   }
   const size_t bytes = host.size() * sizeof(float);
   BRIGADE_ASSIGN_OR_RETURN(Buffer buf, backend_.allocate(bytes));

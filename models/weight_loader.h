@@ -80,9 +80,10 @@ class WeightLoader {
   // Whether the checkpoint holds a tensor called `name` (to tell one layout from another).
   bool has(const std::string& name) const { return ck_.tensors().count(name) > 0; }
   // Vectors names[i] [sizes[i]] (checked), of each the elements slices[i] (all when slices is
-  // empty), concatenated and uploaded as f32 (norm weights, biases).
+  // empty), concatenated and uploaded as f32 (norm weights, biases), each element plus `offset`
+  // (added in f32: Gemma's norms scale by 1 + w).
   Expected<OwnedTensor> vector_f32(const std::vector<std::string>& names, const std::vector<int64_t>& sizes,
-                                   const std::vector<Slice>& slices = {});
+                                   const std::vector<Slice>& slices = {}, float offset = 0.0f);
 
   // Elements of the checkpoint tensors loaded, counted whole even when only a slice is kept (so
   // every tensor-parallel rank reports the model's size) and once however many parts of a

@@ -133,12 +133,45 @@ def fixtures():
             original_max_position_embeddings=16,
             rope_scaling={"rope_type": "longrope", "short_factor": [1.0, 1.1, 1.3, 1.6, 2.0, 2.5],
                           "long_factor": [1.0, 1.7, 3.0, 5.0, 7.5, 11.0]})),
+        # Gemma 2's rules at tiny size: (1 + w) sandwich norms, embeddings times sqrt(hidden),
+        # gelu_pytorch_tanh, query_pre_attn_scalar 24 (not head_dim 16), softcaps small enough to
+        # bind (attention 2, logits 3), layers 0 and 2 sliding with a window of 8 (the long prompt
+        # crosses it), layer 1 global. expected.json adds decode_logits.
+        "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", gemma_config(
+            attn_logit_softcapping=2.0, final_logit_softcapping=3.0,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"])),
+        # Gemma 3 (text): (1 + w) q/k head norms, no softcaps, layers 0 and 1 sliding with
+        # rope_local_base_freq 10000, layer 2 global with rope_theta 1e6 and linear scaling 4 (as
+        # the 4B+ models scale by 8).
+        "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", gemma_config(
+            layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+            rope_theta=1000000.0, rope_local_base_freq=10000.0,
+            rope_scaling={"rope_type": "linear", "factor": 4.0})),
+        # Gemma 3 4B+'s form: Gemma3ForConditionalGeneration (a tiny SigLIP tower beside the text
+        # model); brigade loads its language model. The prompts are text only.
+        "gemma3_mm": ("Gemma3Config", "Gemma3ForConditionalGeneration", dict(
+            text_config=gemma_config(
+                layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+                rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                rope_scaling={"rope_type": "linear", "factor": 8.0}),
+            vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                               num_attention_heads=2, image_size=28, patch_size=14),
+            mm_tokens_per_image=4, boi_token_index=250, eoi_token_index=251, image_token_index=252)),
     }
 
 
 def phi3_config(**kw):
     """A tiny Phi3Config (pad_token_id 0: its default 32000 lies outside the vocabulary)."""
     c = base_config(pad_token_id=0)
+    c.update(kw)
+    return c
+
+
+def gemma_config(**kw):
+    """A tiny Gemma 2 / 3 config: 3 layers, head_dim 16, window 8, tied (the models' default)."""
+    c = base_config(num_hidden_layers=3, head_dim=16, query_pre_attn_scalar=24, sliding_window=8,
+                    rms_norm_eps=1e-6, tie_word_embeddings=True, hidden_activation="gelu_pytorch_tanh",
+                    pad_token_id=0)
     c.update(kw)
     return c
 
@@ -213,9 +246,10 @@ def make(name, config_cls, model_cls, kw, seed):
     model.save_pretrained(out_dir, safe_serialization=True)
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
-    cases = run_cases(model, kw["vocab_size"], decode_logits="deepseek" in name or "phi3" in name)
+    vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
-                                  f"{model_cls}, fp32, eager attention, seed {seed}", kw["vocab_size"], cases)
+                                  f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 
 
 def write_expected(out_dir, name, generator, vocab_size, cases):

@@ -30,6 +30,9 @@ class MemoryOnlyBackend : public Backend {
   void add_rms_norm(const Tensor&, const Tensor&, const Tensor&, float, const Tensor&) override { FAIL(); }
   void add(const Tensor&, const Tensor&) override { FAIL(); }
   void silu_mul(const Tensor&, const Tensor&) override { FAIL(); }
+  void gelu_tanh_mul(const Tensor&, const Tensor&) override { FAIL(); }
+  void scale(const Tensor&, float) override { FAIL(); }
+  void softcap(const Tensor&, float) override { FAIL(); }
   void qk_head_norm(const Tensor&, const QkvLayout&, const Tensor&, const Tensor&, float) override { FAIL(); }
   void rope(const Tensor&, const QkvLayout&, const Tensor&, const RopeConfig&) override { FAIL(); }
   void write_kv(const KvLayer&, const Tensor&, const QkvLayout&, const Tensor&) override { FAIL(); }

@@ -32,6 +32,9 @@ class NullBackend final : public Backend {
   void add_rms_norm(const Tensor&, const Tensor&, const Tensor&, float, const Tensor&) override {}
   void add(const Tensor&, const Tensor&) override {}
   void silu_mul(const Tensor&, const Tensor&) override {}
+  void gelu_tanh_mul(const Tensor&, const Tensor&) override {}
+  void scale(const Tensor&, float) override {}
+  void softcap(const Tensor&, float) override {}
   void qk_head_norm(const Tensor&, const QkvLayout&, const Tensor&, const Tensor&, float) override {}
   void rope(const Tensor&, const QkvLayout&, const Tensor&, const RopeConfig&) override {}
   void write_kv(const KvLayer&, const Tensor&, const QkvLayout&, const Tensor&) override {}

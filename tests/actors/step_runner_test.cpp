@@ -111,6 +111,9 @@ class RecordingBackend final : public Backend {
   }
   void add(const Tensor& a, const Tensor& b) override { cpu_->add(a, b); }
   void silu_mul(const Tensor& g, const Tensor& out) override { cpu_->silu_mul(g, out); }
+  void gelu_tanh_mul(const Tensor& g, const Tensor& out) override { cpu_->gelu_tanh_mul(g, out); }
+  void scale(const Tensor& x, float s) override { cpu_->scale(x, s); }
+  void softcap(const Tensor& x, float cap) override { cpu_->softcap(x, cap); }
   void qk_head_norm(const Tensor& qkv, const QkvLayout& l, const Tensor& q, const Tensor& k, float eps) override {
     cpu_->qk_head_norm(qkv, l, q, k, eps);
   }

@@ -29,6 +29,7 @@ struct Problem {
   DType kv_dtype;
   int window;
   std::vector<Seq> seqs;
+  float softcap = 0.0f;  // AttentionMeta::softcap
 };
 
 struct Built {
@@ -80,6 +81,7 @@ Built build(Backend& b, const Problem& p, std::mt19937& rng) {
   o.meta.block_table = o.table.tensor;
   o.meta.n_seqs = static_cast<int>(p.seqs.size());
   o.meta.sliding_window = p.window;
+  o.meta.softcap = p.softcap;
   for (const Seq& s : p.seqs) {
     o.meta.max_q_len = std::max(o.meta.max_q_len, s.n_q);
     o.meta.max_ctx_len = std::max(o.meta.max_ctx_len, s.ctx);
@@ -109,7 +111,8 @@ std::vector<double> reference(const Problem& p, const Built& o, float scale) {
           double dot = 0;
           for (int64_t e = 0; e < d; ++e)
             dot += get(o.qkv.tensor, row * l.row_width() + h * d + e) * kv_at(o.k.tensor, t, g, e);
-          sc.push_back(dot * scale);
+          dot *= scale;
+          sc.push_back(p.softcap > 0 ? std::tanh(dot / p.softcap) * p.softcap : dot);
         }
         const double mx = *std::max_element(sc.begin(), sc.end());
         double sum = 0;
@@ -161,6 +164,28 @@ TEST(CpuAttention, MixedBatchGqaAllKvDtypes) {
 TEST(CpuAttention, SlidingWindow) {
   check({{6, 3, 20}, 4, DType::f32, 7, {{1, 30}, {12, 25}, {3, 3}}}, 5);
   check({{4, 1, 16}, 16, DType::bf16, 16, {{40, 70}, {1, 100}}}, 6);
+}
+
+// Gemma 2's attn_logit_softcapping: tanh(s / cap) * cap on every score before the softmax, with
+// and without a window, prefill and decode rows; a cap this small changes the result far past
+// the tolerance (checked against the uncapped reference).
+TEST(CpuAttention, SoftcapBoundsTheScores) {
+  Problem p{{4, 2, 32}, 8, DType::f32, 0, {{1, 30}, {20, 50}}, 0.3f};
+  check(p, 12);
+  p.window = 9;
+  p.kv_dtype = DType::bf16;
+  check(p, 13);
+  std::mt19937 rng(12);
+  auto host = backend_at("scalar", 1);
+  Problem q = p;
+  const Built o = build(*host, q, rng);
+  const float scale = 1.0f / std::sqrt(32.0f);
+  const std::vector<double> capped = reference(q, o, scale);
+  q.softcap = 0.0f;
+  const std::vector<double> plain = reference(q, o, scale);
+  double most = 0;
+  for (size_t i = 0; i < capped.size(); ++i) most = std::max(most, std::fabs(capped[i] - plain[i]));
+  EXPECT_GT(most, 1e-2);
 }
 
 TEST(CpuAttention, WriteKvThenAttend) {

@@ -130,6 +130,48 @@ TEST(CpuOps, AddAndSiluMul) {
     }
 }
 
+// gelu_tanh_mul against torch's gelu(approximate='tanh') (values printed by torch 2.15 in f32)
+// and against the formula in double over many gates; scale and softcap against the formula.
+TEST(CpuOps, GeluTanhMulScaleAndSoftcap) {
+  const std::vector<float> gates = {-6.0f, -3.0f, -1.0f, -0.5f, 0.0f, 0.5f, 1.0f, 2.0f, 5.0f};
+  const std::vector<double> torch_gelu = {-0.0,       -0.00363743305, -0.158807993, -0.154285997, 0.0,
+                                          0.345714003, 0.841192007,   1.95459771,   4.99999952};
+  std::mt19937 rng(5);
+  auto b = backend_at(test::simd_levels().back());
+  const int64_t k = static_cast<int64_t>(gates.size());
+  auto gu = make(*b, DType::f32, {1, 2 * k});
+  auto out = make(*b, DType::f32, {1, k});
+  for (int64_t j = 0; j < k; ++j) {
+    gu.tensor.as<float>()[j] = gates[static_cast<size_t>(j)];
+    gu.tensor.as<float>()[k + j] = 1.0f;
+  }
+  b->gelu_tanh_mul(gu.tensor, out.tensor);
+  for (int64_t j = 0; j < k; ++j)
+    EXPECT_NEAR(out.tensor.as<float>()[j], torch_gelu[static_cast<size_t>(j)], 1e-6) << gates[static_cast<size_t>(j)];
+  const int64_t n = 5, inter = 41;
+  auto gu2 = make(*b, DType::f32, {n, 2 * inter});
+  auto out2 = make(*b, DType::f32, {n, inter});
+  test::fill_uniform(gu2.tensor, rng, -8, 8);
+  b->gelu_tanh_mul(gu2.tensor, out2.tensor);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < inter; ++j) {
+      const double g = get(gu2.tensor, i * 2 * inter + j), u = get(gu2.tensor, i * 2 * inter + inter + j);
+      const double want = 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g))) * u;
+      EXPECT_NEAR(get(out2.tensor, i * inter + j), want, 1e-5 * (1 + std::fabs(want)));
+    }
+  auto x = make(*b, DType::f32, {n, inter});
+  test::fill_uniform(x.tensor, rng, -50, 50);
+  const std::vector<float> x0 = test::to_vector(x.tensor);
+  b->scale(x.tensor, 3.5f);
+  for (int64_t i = 0; i < x.tensor.numel(); ++i) EXPECT_EQ(x.tensor.as<float>()[i], x0[static_cast<size_t>(i)] * 3.5f);
+  b->softcap(x.tensor, 30.0f);
+  for (int64_t i = 0; i < x.tensor.numel(); ++i) {
+    const double want = std::tanh(x0[static_cast<size_t>(i)] * 3.5 / 30.0) * 30.0;
+    EXPECT_NEAR(x.tensor.as<float>()[i], want, 1e-5 * 30.0);
+    EXPECT_LT(std::fabs(x.tensor.as<float>()[i]), 30.0f);
+  }
+}
+
 TEST(CpuOps, EmbeddingAllDtypes) {
   std::mt19937 rng(4);
   auto b = backend_at(test::simd_levels().back());

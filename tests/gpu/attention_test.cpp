@@ -1,5 +1,6 @@
 // Paged attention on the GPU against the CPU backend: decode batches (flash-decoding splits),
-// prefill chunks over cached prefixes, GQA groups, sliding windows, bf16 and f32 caches. Pages
+// prefill chunks over cached prefixes, GQA groups, sliding windows, score soft-capping, bf16 and
+// f32 caches. Pages
 // are shuffled so a wrong page or slot computation shows up as a large error.
 #include <algorithm>
 #include <numeric>
@@ -23,6 +24,7 @@ struct Problem {
   DType kv;
   int window;
   std::vector<Seq> seqs;
+  float softcap = 0.0f;  // AttentionMeta::softcap (Gemma 2)
 };
 
 struct Side {
@@ -57,6 +59,7 @@ Side build(Backend& b, const Problem& p, const std::vector<float>& qkv, const st
   s.meta.max_q_len = max_q;
   s.meta.max_ctx_len = max_ctx;
   s.meta.sliding_window = p.window;
+  s.meta.softcap = p.softcap;
   return s;
 }
 
@@ -101,6 +104,9 @@ TEST(GpuAttention, MatchesCpu) {
       {"prefill chunks over cached prefixes", {8, 2, 64}, 16, DType::bf16, 0, {{40, 300}, {1, 50}, {65, 65}, {3, 1000}}},
       {"sliding window, mixed", {16, 4, 128}, 16, DType::bf16, 64, {{50, 400}, {1, 300}, {1, 10}}},
       {"GQA 8, head_dim 256", {16, 2, 256}, 32, DType::bf16, 0, {{5, 90}, {1, 513}}},
+      {"softcap, Gemma 2's shape: head_dim 256, window, splits", {8, 4, 256}, 16, DType::bf16, 100,
+       {{30, 230}, {1, 2000}, {1, 7}}, 0.5f},
+      {"softcap, no window", {8, 2, 64}, 16, DType::bf16, 0, {{40, 300}, {1, 900}}, 0.5f},
   };
   for (const Problem& p : problems) check(p, rng);
 }

@@ -4,6 +4,7 @@
 // same greedy tokens wherever the CPU's choice is decisive.
 #include "models/make_model.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/models/hf_fixture.h"
 #include "tests/models/model_test_util.h"
 
 namespace brigade {
@@ -124,6 +125,27 @@ TEST_P(GpuModel, LogitsAndGreedyTokensMatchCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, GpuModel, ::testing::Values("llama", "qwen3_moe", "deepseek_v3"));
+
+// Gemma 2 (soft-capped scores and logits, alternating windows) and Gemma 3 (q/k norms, local and
+// global RoPE) from the transformers fixtures: the GPU's prefill of the long prompt (past the
+// window) and its decode steps equal the CPU's within bf16 tolerance.
+TEST(GpuModel, GemmaFixturesMatchCpu) {
+  BRIGADE_REQUIRE_GPU();
+  for (const char* name : {"gemma2", "gemma3"}) {
+    SCOPED_TRACE(name);
+    Side c = load(cpu(), testing::fixture_dir(name)), g = load(*gpu(), testing::fixture_dir(name));
+    const testing::FixtureCase fc = testing::read_fixture_cases(name).back();
+    StepBatch prefill = testing::make_step({{0, fc.prompt, 0, true}}, 16, 16);
+    EXPECT_LT(rel_error(testing::run_step(*g.model, *gpu(), *g.kv, prefill), testing::run_step(*c.model, cpu(), *c.kv, prefill)),
+              kLogitsTol);
+    int n = static_cast<int>(fc.prompt.size());
+    for (const int32_t t : fc.greedy) {
+      StepBatch b = testing::make_step({{0, {t}, n++, false}}, 16, 16);
+      EXPECT_LT(rel_error(testing::run_step(*g.model, *gpu(), *g.kv, b), testing::run_step(*c.model, cpu(), *c.kv, b)),
+                kLogitsTol);
+    }
+  }
+}
 
 }  // namespace
 }  // namespace brigade

@@ -96,6 +96,31 @@ TEST(GpuOps, AddAndSiluMul) {
   EXPECT_LT(rel_error(get(*gpu(), og.tensor), get(cpu(), oc.tensor)), kBf16Tol);
 }
 
+// Gemma's ops: gelu_tanh_mul (bf16 activations), scale (bf16) and softcap (f32 logits).
+TEST(GpuOps, GeluTanhMulScaleAndSoftcap) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(11);
+  const int64_t n = 13, inter = 700;
+  const auto gu = random_values(rng, n * 2 * inter, -6, 6);
+  const auto gc = put(cpu(), DType::f32, {n, 2 * inter}, gu), gg = put(*gpu(), DType::bf16, {n, 2 * inter}, gu);
+  const auto oc = empty(cpu(), DType::f32, {n, inter}), og = empty(*gpu(), DType::bf16, {n, inter});
+  cpu().gelu_tanh_mul(gc.tensor, oc.tensor);
+  gpu()->gelu_tanh_mul(gg.tensor, og.tensor);
+  EXPECT_LT(rel_error(get(*gpu(), og.tensor), get(cpu(), oc.tensor)), kBf16Tol);
+
+  const auto x = random_values(rng, n * inter, -4, 4);
+  const auto xc = put(cpu(), DType::f32, {n, inter}, x), xg = put(*gpu(), DType::bf16, {n, inter}, x);
+  cpu().scale(xc.tensor, 48.0f);
+  gpu()->scale(xg.tensor, 48.0f);
+  EXPECT_LT(rel_error(get(*gpu(), xg.tensor), get(cpu(), xc.tensor)), kBf16Tol);
+
+  const auto logits = random_values(rng, n * inter, -100, 100);
+  const auto lc = put(cpu(), DType::f32, {n, inter}, logits), lg = put(*gpu(), DType::f32, {n, inter}, logits);
+  cpu().softcap(lc.tensor, 30.0f);
+  gpu()->softcap(lg.tensor, 30.0f);
+  EXPECT_LT(rel_error(get(*gpu(), lg.tensor), get(cpu(), lc.tensor)), 1e-5);
+}
+
 TEST(GpuOps, QkHeadNormAndRope) {
   BRIGADE_REQUIRE_GPU();
   std::mt19937 rng(5);

@@ -92,6 +92,28 @@ inline FixtureRun run_fixture_case(Model& model, Backend& backend, const Fixture
   return run;
 }
 
+// Prefill, then one decode step per greedy token of transformers' (fed the same tokens, pages of 4
+// so steps cross pages); returns the worst difference of a decode step's logits from the
+// fixture's decode_logits (transformers' cached decode) and expects each step's argmax to be the
+// next greedy token.
+inline float decode_max_diff(Model& model, Backend& backend, const FixtureCase& fc) {
+  constexpr int kPageSize = 4, kPagesPerSeq = 16;
+  EXPECT_EQ(fc.decode_logits.size(), fc.greedy.size() - 1);
+  auto kv = KvCache::allocate(backend, model.kv_layout(kPagesPerSeq, kPageSize, DType::f32));
+  EXPECT_TRUE(kv.has_value());
+  if (!kv) return INFINITY;
+  run_step(model, backend, *kv, make_step({{0, fc.prompt, 0, false}}, kPageSize, kPagesPerSeq));
+  int n_past = static_cast<int>(fc.prompt.size());
+  float worst = 0.0f;
+  for (size_t i = 0; i < fc.decode_logits.size(); ++i, ++n_past) {
+    const auto logits = run_step(model, backend, *kv, make_step({{0, {fc.greedy[i]}, n_past, false}}, kPageSize, kPagesPerSeq));
+    for (size_t v = 0; v < fc.decode_logits[i].size(); ++v)
+      worst = std::max(worst, std::fabs(logits[v] - fc.decode_logits[i][v]));
+    EXPECT_EQ(argmax(logits.data(), model.config().vocab_size), fc.greedy[i + 1]) << "step " << i;
+  }
+  return worst;
+}
+
 // Whether a run with quantized weights or activations follows greedy references (`refs`: the
 // fixture's tokens and those of the reference run quantized alike): its longest common prefix
 // with one of them is at least half the tokens, or its first token differs where the reference's

@@ -27,33 +27,9 @@ using testing::load_or_fail;
 using testing::make_step;
 using testing::read_fixture_cases;
 using testing::run_step;
+using testing::decode_max_diff;
 
-constexpr int kPageSize = 4, kPagesPerSeq = 16;
 constexpr size_t kOriginalContext = 16;  // phi3_longrope's original_max_position_embeddings
-
-float max_abs_diff(const float* got, const std::vector<float>& want) {
-  float d = 0.0f;
-  for (size_t i = 0; i < want.size(); ++i) d = std::max(d, std::fabs(got[i] - want[i]));
-  return d;
-}
-
-// Prefill, then one decode step per greedy token of transformers' (fed the same tokens); returns
-// the worst difference of a decode step's logits from transformers' cached decode.
-float decode_max_diff(Model& model, Backend& backend, const FixtureCase& fc) {
-  EXPECT_EQ(fc.decode_logits.size(), fc.greedy.size() - 1);
-  auto kv = KvCache::allocate(backend, model.kv_layout(kPagesPerSeq, kPageSize, DType::f32));
-  EXPECT_TRUE(kv.has_value());
-  if (!kv) return INFINITY;
-  run_step(model, backend, *kv, make_step({{0, fc.prompt, 0, false}}, kPageSize, kPagesPerSeq));
-  int n_past = static_cast<int>(fc.prompt.size());
-  float worst = 0.0f;
-  for (size_t i = 0; i < fc.decode_logits.size(); ++i, ++n_past) {
-    const auto logits = run_step(model, backend, *kv, make_step({{0, {fc.greedy[i]}, n_past, false}}, kPageSize, kPagesPerSeq));
-    worst = std::max(worst, max_abs_diff(logits.data(), fc.decode_logits[i]));
-    EXPECT_EQ(testing::argmax(logits.data(), model.config().vocab_size), fc.greedy[i + 1]) << "step " << i;
-  }
-  return worst;
-}
 
 // A fixture case's prefill logits (`run`), greedy tokens and cached decode steps equal
 // transformers'; the differences are recorded as test properties.

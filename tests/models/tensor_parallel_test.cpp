@@ -260,6 +260,21 @@ TEST(TensorParallel, Phi3FusedWeightsMatchUnshardedAndTransformers) {
   expect_same_as_unsharded(path, 4);
 }
 
+// Gemma 2 / 3: the post norms and soft-capping act on whole (all-reduced) rows, the per-layer
+// windows and RoPE bases per head: tp=2 equals tp=1 and transformers.
+TEST(TensorParallel, GemmaMatchesUnshardedAndTransformers) {
+  for (const char* name : {"gemma2", "gemma3"}) {
+    expect_same_as_unsharded(testing::fixture_dir(name), 2);
+    auto ranks = load_ranks(testing::fixture_dir(name), 2);
+    ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
+    for (const testing::FixtureCase& fc : testing::read_fixture_cases(name)) {
+      const testing::FixtureRun run = run_fixture_on_ranks(*ranks, fc);
+      EXPECT_LE(run.max_abs_diff, testing::kLogitTol) << name << ", prompt of " << fc.prompt.size();
+      EXPECT_EQ(run.greedy, fc.greedy) << name << ", prompt of " << fc.prompt.size();
+    }
+  }
+}
+
 TEST(ExpertParallel, Qwen3MoeMatchesTransformersWithExpertsSplitByColumnsOrByExpert) {
   for (const bool ep : {false, true}) {
     expect_split_matches_transformers("qwen3_moe", 2, ep);       // 8 experts, top-2, a dense layer

@@ -1,0 +1,40 @@
+// Internal to models/: the Gemma 2 / Gemma 3 (text) fields of config.json, read into ModelConfig by
+// parse_hf_config (models/model_config.cpp). Both run on the Llama decoder (models/llama.h).
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "models/model_config.h"
+#include "models/raw_tensor.h"
+
+namespace brigade {
+
+bool is_gemma(const std::string& arch);
+
+// Reads a gemma2 / gemma3_text config's fields (c.arch set, the common fields and rope scaling
+// read already) as transformers' Gemma2Config / Gemma3TextConfig defaults and modeling code use
+// them: norms scale by 1 + w and sandwich both blocks, the embeddings are scaled by
+// sqrt(hidden_size), the MLP gate is gelu_pytorch_tanh, the softmax scale is
+// query_pre_attn_scalar^-0.5, attn/final_logit_softcapping (null = none), layer_types (or the
+// default rule: gemma2 even layers sliding, gemma3 all but every sliding_window_pattern-th) and
+// gemma3's rope_local_base_freq for the sliding layers. Refuses, naming the field, what the
+// decoder does not run (another hidden_activation, bidirectional attention, a layer type other
+// than sliding_attention / full_attention, scaling of the local RoPE).
+Status read_gemma(const nlohmann::json& j, ModelConfig& c);
+
+// Whether config.json is a Gemma3ForConditionalGeneration (model_type gemma3: text and vision).
+bool is_gemma3_multimodal(const nlohmann::json& j);
+// Its language model's config as a Gemma3ForCausalLM config.json: text_config with
+// Gemma3TextConfig's defaults for the fields the Hub's configs leave out (heads, head_dim, vocab,
+// context, ...) and the top level's dtype and bos/eos ids where text_config has none. Refused,
+// naming Gemma3ForCausalLM, without a text_config object.
+Expected<nlohmann::json> gemma3_text_config(const nlohmann::json& j);
+// The language model's tensors of a Gemma3ForConditionalGeneration checkpoint under
+// Gemma3ForCausalLM's names: language_model.model.* (the Hub's and save_pretrained's) or
+// model.language_model.* (transformers 5 in memory) become model.*, language_model.lm_head.weight
+// lm_head.weight; the vision tower and projector are left out.
+std::map<std::string, RawTensor> gemma3_text_tensors(std::map<std::string, RawTensor> tensors);
+
+}  // namespace brigade
