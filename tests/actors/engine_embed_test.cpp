@@ -29,7 +29,8 @@ std::vector<EmbedCase> read_cases() {
   EXPECT_TRUE(text.has_value()) << text.status().to_string();
   if (!text) return {};
   std::vector<EmbedCase> out;
-  for (const auto& c : nlohmann::json::parse(*text).at("cases")) {
+  const nlohmann::json doc = nlohmann::json::parse(*text);
+  for (const auto& c : doc.at("cases")) {
     EmbedCase e;
     e.prompt = c.at("prompt").get<std::vector<int32_t>>();
     for (const auto& [k, v] : c.at("raw").items()) e.raw[k] = v.get<std::vector<float>>();
