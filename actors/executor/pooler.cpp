@@ -29,20 +29,27 @@ Status Pooler::plan_item(const SeqWorkItem& w, int first_batch_row, std::vector<
     return invalid_argument(seq + " pools a prompt of " + std::to_string(w.prompt_len) + " tokens but its chunk ends at " +
                             std::to_string(end));
   Item item{w.seq_id, w.pooling, static_cast<int>(hidden_rows.size()), 0, w.start_pos, end == w.prompt_len, w.prompt_len};
-  if (w.pooling == Pooling::mean || w.pooling == Pooling::cls) {
+  if ((w.pooling == Pooling::mean || w.pooling == Pooling::cls) && w.start_pos > 0) {
+    // mean has summed positions [0, n); cls holds row 0 once its first chunk ran.
     auto it = states_.find(w.seq_id);
-    const int pooled = w.start_pos == 0 ? 0 : it == states_.end() ? -1 : w.pooling == Pooling::mean ? it->second.n : w.start_pos;
-    if (w.start_pos > 0 && (it == states_.end() || pooled != w.start_pos))
+    const bool continues = it != states_.end() && (w.pooling == Pooling::cls || it->second.n == w.start_pos);
+    if (!continues)
       return invalid_argument(seq + " pools (" + std::string(pooling_name(w.pooling)) + ") a chunk at position " +
                               std::to_string(w.start_pos) + " that does not continue its pooled positions: " +
                               pooling_name(w.pooling) + " pooling needs the prompt from position 0");
   }
   switch (w.pooling) {
     case Pooling::last:
-      if (item.ends) item.n_rows = 1, hidden_rows.push_back(first_batch_row + n - 1);
+      if (item.ends) {
+        item.n_rows = 1;
+        hidden_rows.push_back(first_batch_row + n - 1);
+      }
       break;
     case Pooling::cls:
-      if (w.start_pos == 0) item.n_rows = 1, hidden_rows.push_back(first_batch_row);
+      if (w.start_pos == 0) {
+        item.n_rows = 1;
+        hidden_rows.push_back(first_batch_row);
+      }
       break;
     case Pooling::mean:
       item.n_rows = n;
