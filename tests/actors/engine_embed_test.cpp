@@ -1,8 +1,9 @@
 // Embedding requests (Engine::submit_embed / embed) through the whole engine, against
 // transformers: AutoModel's last_hidden_state of the committed qwen3 fixture pooled last / mean /
 // cls (tests/fixtures/qwen3/embeddings.json, scripts/make_fixtures.py --embeddings). On the host
-// and device paths, in chunks of 4 and 16 tokens, with a radix-cache hit, beside generation
-// requests in the same steps, and the errors a client can cause.
+// and device paths, under tensor parallelism and PD separation, in chunks of 4 and 16 tokens,
+// with a radix-cache hit, beside generation requests in the same steps, and the errors a client
+// can cause.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -105,6 +106,30 @@ TEST(Embeddings, EqualTransformersOnTheDevicePathWithTwoStepsInFlight) {
     o.topology.instances.front().scheduler.max_inflight_steps = 2;
     expect_transformers(o, mode, "device");
   }
+}
+
+// Tensor parallelism: rank 0 gathers the rows (every rank holds the whole residual), followers
+// run the chunks as ever.
+TEST(Embeddings, UnderTensorParallelismRankZeroPools) {
+  for (auto [mode, p] : {std::pair{"mean", Pooling::mean}, {"cls", Pooling::cls}}) {
+    EngineOptions o = options(p);
+    o.topology.instances.front().executors.front().tp = 2;
+    expect_transformers(o, mode, "tp 2");
+  }
+}
+
+// PD separation: the prefill instance runs the prompt and answers; nothing is handed off.
+TEST(Embeddings, ThePrefillInstanceOfPdSeparationPools) {
+  EngineOptions o = options(Pooling::last);
+  InstanceConfig proto = o.topology.instances.front();
+  o.topology.instances.clear();
+  for (const char* role : {"prefill", "decode"}) {
+    InstanceConfig inst = proto;
+    inst.name = role;
+    inst.role = role;
+    o.topology.instances.push_back(inst);
+  }
+  expect_transformers(o, "last", "pd");
 }
 
 // Chunks of 4 tokens (mean sums ten chunks' rows) against the whole 40-token prompt in one step.
