@@ -80,6 +80,7 @@ step_plan_msg encode_step_plan(const PlannedStep& step) {
       s.getSampling().setPromptLogprobs(w.prompt_logprobs);
       s.setPromptLogprobsFrom(w.prompt_lp_from);
       s.setNextToken(w.next_token);
+      s.setPooling(static_cast<schema::Pooling>(w.pooling));
     }
     auto rel = b.initReleased(static_cast<unsigned>(step.released.size()));
     for (unsigned i = 0; i < step.released.size(); ++i) rel.set(i, step.released[i]);
@@ -106,6 +107,7 @@ PlannedStep decode_step_plan(schema::StepPlan::Reader plan) {
     w.prompt_logprobs = s.getSampling().getPromptLogprobs();
     w.prompt_lp_from = s.getPromptLogprobsFrom();
     w.next_token = s.getNextToken();
+    w.pooling = static_cast<Pooling>(s.getPooling());
     step.n_tokens += static_cast<int>(w.tokens.size());
     step.seqs.push_back(std::move(w));
   }
@@ -139,7 +141,8 @@ TokenLogprobEntry read_entry(schema::TokenLogprob::Reader r) {
 }  // namespace
 
 step_result_msg encode_step_result(uint64_t step_id, const std::vector<SampledResult>& sampled,
-                                   const StepReport& report, const std::vector<PromptLogprobRun>& prompt_logprobs) {
+                                   const StepReport& report, const std::vector<PromptLogprobRun>& prompt_logprobs,
+                                   const std::vector<PooledEmbedding>& embeddings) {
   return step_result_msg::build([&](schema::StepResult::Builder b) {
     b.setStepId(step_id);
     auto list = b.initSampled(static_cast<unsigned>(sampled.size()));
@@ -159,6 +162,13 @@ step_result_msg encode_step_result(uint64_t step_id, const std::vector<SampledRe
         runs[i].setFirstPos(run.first_pos);
         auto entries = runs[i].initEntries(static_cast<unsigned>(run.entries.size()));
         for (unsigned j = 0; j < run.entries.size(); ++j) fill_entry(entries[j], run.entries[j]);
+      }
+    }
+    if (!embeddings.empty()) {
+      auto pooled = b.initEmbeddings(static_cast<unsigned>(embeddings.size()));
+      for (unsigned i = 0; i < embeddings.size(); ++i) {
+        pooled[i].setSeqId(embeddings[i].seq_id);
+        fill_list(pooled[i].initValues(static_cast<unsigned>(embeddings[i].values.size())), embeddings[i].values);
       }
     }
     b.setNTokens(report.n_tokens);
@@ -198,6 +208,7 @@ DecodedStepResult decode_step_result(schema::StepResult::Reader result) {
     for (auto e : run.getEntries()) p.entries.push_back(read_entry(e));
     out.prompt_logprobs.push_back(std::move(p));
   }
+  for (auto e : result.getEmbeddings()) out.embeddings.push_back(PooledEmbedding{e.getSeqId(), to_vector(e.getValues())});
   return out;
 }
 
@@ -230,6 +241,7 @@ token_event_msg encode_event(const SeqEvent& ev) {
       auto pl = b.initPromptLogprobs(static_cast<unsigned>(ev.prompt_logprobs.size()));
       for (unsigned i = 0; i < ev.prompt_logprobs.size(); ++i) fill_entry(pl[i], ev.prompt_logprobs[i]);
     }
+    if (!ev.embedding.empty()) fill_list(b.initEmbedding(static_cast<unsigned>(ev.embedding.size())), ev.embedding);
     if (!ev.error.empty()) b.setError(ev.error);
     b.setErrorCode(static_cast<uint16_t>(ev.error_code));
     b.setPromptTokens(ev.prompt_tokens);

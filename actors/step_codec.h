@@ -17,7 +17,8 @@ PlannedStep decode_step_plan(schema::StepPlan::Reader plan);
 
 step_result_msg encode_step_result(uint64_t step_id, const std::vector<SampledResult>& sampled,
                                    const StepReport& report,
-                                   const std::vector<PromptLogprobRun>& prompt_logprobs = {});
+                                   const std::vector<PromptLogprobRun>& prompt_logprobs = {},
+                                   const std::vector<PooledEmbedding>& embeddings = {});
 step_result_msg encode_step_error(uint64_t step_id, const std::string& error);
 struct DecodedStepResult {
   uint64_t step_id = 0;
@@ -29,6 +30,7 @@ struct DecodedStepResult {
   double roofline_us = 0.0;
   bool compute_bound = false;
   std::vector<PromptLogprobRun> prompt_logprobs;
+  std::vector<PooledEmbedding> embeddings;
 };
 DecodedStepResult decode_step_result(schema::StepResult::Reader result);
 

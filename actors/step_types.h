@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/sampling.h"
+#include "models/pooling.h"
 
 namespace brigade {
 
@@ -33,6 +34,15 @@ struct SeqWorkItem {
   int prompt_logprobs = -1;
   int prompt_lp_from = 1;
   int32_t next_token = -1;
+  // A pooling request's prompt chunk (SeqWork.pooling; actors/executor/pooler.h): never samples;
+  // the chunk that ends the prompt returns the pooled embedding (StepResult.embeddings).
+  Pooling pooling = Pooling::none;
+};
+
+// A pooling request's embedding, pooled but not normalized (mirrors schema::PooledEmbedding).
+struct PooledEmbedding {
+  uint64_t seq_id = 0;
+  std::vector<float> values;  // [hidden_size] f32
 };
 
 // One token's logprob with its rank and the most likely alternatives (prompt logprobs).

@@ -29,6 +29,10 @@ std::vector<uint64_t> to_vector(capnp::List<uint64_t>::Reader list) {
   return copy_primitive<uint64_t>(list);
 }
 
+std::vector<float> to_vector(capnp::List<float>::Reader list) {
+  return copy_primitive<float>(list);
+}
+
 std::vector<std::string> to_vector(capnp::List<capnp::Text>::Reader list) {
   std::vector<std::string> out;
   out.reserve(list.size());
@@ -42,6 +46,10 @@ void fill_list(capnp::List<int32_t>::Builder list, std::span<const int32_t> valu
 
 void fill_list(capnp::List<uint64_t>::Builder list, std::span<const uint64_t> values) {
   fill_primitive<uint64_t>(list, values);
+}
+
+void fill_list(capnp::List<float>::Builder list, std::span<const float> values) {
+  fill_primitive<float>(list, values);
 }
 
 }  // namespace brigade

@@ -15,6 +15,7 @@ namespace brigade {
 // Copies a list of ids (tokens, pages) out of a message.
 std::vector<int32_t> to_vector(capnp::List<int32_t>::Reader list);
 std::vector<uint64_t> to_vector(capnp::List<uint64_t>::Reader list);
+std::vector<float> to_vector(capnp::List<float>::Reader list);  // embeddings
 // Copies a list of texts (e.g. stop strings) out of a message.
 std::vector<std::string> to_vector(capnp::List<capnp::Text>::Reader list);
 
@@ -22,6 +23,7 @@ std::vector<std::string> to_vector(capnp::List<capnp::Text>::Reader list);
 // values.size() elements (`fill_list(b.initTokenIds(ids.size()), ids)`); a size mismatch is a bug.
 void fill_list(capnp::List<int32_t>::Builder list, std::span<const int32_t> values);
 void fill_list(capnp::List<uint64_t>::Builder list, std::span<const uint64_t> values);
+void fill_list(capnp::List<float>::Builder list, std::span<const float> values);
 
 // Message bytes (capnp Data) as a string, and a string's bytes as Data for a setter (valid while
 // `s` lives).

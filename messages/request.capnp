@@ -54,6 +54,17 @@ struct GenerateRequest {
   stop @6 :StopConditions;
   priority @7 :Int32;              # higher runs first
   labels @8 :List(Label);          # the client's key/value tags (stations read them)
+  pooling @9 :Pooling;             # not none: an embedding request (maxTokens 0): the prompt is
+                                   # prefilled, nothing is sampled, and its final event carries
+                                   # the pooled hidden state (TokenEvent.embedding)
+}
+
+# How a pooling request's final-norm hidden states become one vector (models/pooling.h).
+enum Pooling {
+  none @0;
+  last @1;       # the last prompt token's
+  mean @2;       # the mean over the prompt
+  cls @3;        # the first token's
 }
 
 struct Label {
@@ -99,6 +110,8 @@ struct TokenEvent {
                                    # the first has rank 0 and no logprob
   retryAfterMs @10 :UInt32;        # an error the client may retry later (a rate limit): how long
                                    # to wait; 0 = not said
+  embedding @11 :List(Float32);    # a pooling request's final event: the pooled vector, not
+                                   # normalized ([hidden_size])
   cachedTokens @12 :Int32;         # prompt tokens the prefix cache (or a lower tier) served at
                                    # admission (vLLM's num_cached_tokens)
 }

@@ -33,6 +33,9 @@ struct SeqWork {
                                    # promptLen - 1)] (the result's PromptLogprobs)
   nextToken @12 :Int32 = -1;       # the prompt token at startPos + len, when the chunk ends
                                    # inside the prompt (its logprob comes from this chunk)
+  pooling @13 :Req.Pooling;        # not none: a pooling request's prompt chunk (sample is false);
+                                   # the chunk that ends the prompt returns the pooled vector
+                                   # (StepResult.embeddings; actors/executor/pooler.h)
 }
 
 struct StepPlan {
@@ -62,6 +65,13 @@ struct StepResult {
   rooflineMicros @7 :Float64;      # 0: the ceilings were not measured
   computeBound @8 :Bool;           # flops / peak took longer than bytes / bandwidth
   promptLogprobs @9 :List(PromptLogprobs);  # one per work item that asked for them
+  embeddings @10 :List(PooledEmbedding);    # one per pooling sequence whose prompt ended here
+}
+
+# A pooling sequence's pooled final-norm hidden state, not normalized.
+struct PooledEmbedding {
+  seqId @0 :UInt64;
+  values @1 :List(Float32);        # [hidden_size]
 }
 
 # The logprobs of consecutive prompt tokens of one sequence: entries[i] is the token at position

@@ -21,11 +21,13 @@ struct DecoderEnds {
   Status load_head(WeightLoader& w, const ModelConfig& c, bool with_head);
   // The tied embedding or the lm_head.
   const Tensor& head(const ModelConfig& c) const { return c.tie_embeddings ? embed.tensor : lm_head.tensor; }
-  // residual [n, hidden] += delta; normed = final_norm(residual); logits [r, vocab] f32 =
-  // head · normed[rows] through selected [r, hidden] (r = rows.numel()), soft-capped where
-  // ModelConfig::final_softcap says.
+  // residual [n, hidden] += delta; normed = final_norm(residual); hidden [h, hidden] =
+  // normed[hidden_rows] (the pooling hook; h = hidden_rows.numel(), nothing when 0); logits
+  // [r, vocab] f32 = head · normed[rows] through selected [r, hidden] (r = rows.numel(), nothing
+  // when 0), soft-capped where ModelConfig::final_softcap says.
   void logits(Backend& b, const ModelConfig& c, const Tensor& residual, const Tensor& delta, const Tensor& normed,
-              const Tensor& selected, const Tensor& rows, const Tensor& logits) const;
+              const Tensor& selected, const Tensor& rows, const Tensor& logits, const Tensor& hidden_rows = Tensor(),
+              const Tensor& hidden = Tensor()) const;
   // Bytes of these weights as loaded (part of the model's weight bytes) ...
   double loaded_bytes() const;
   // ... and what a step of n tokens reads of them: the n embedding rows, the head when any row

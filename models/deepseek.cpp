@@ -262,10 +262,11 @@ Status DeepseekModel::forward(const StepBatch& batch, const KvCache& kv, const T
     return invalid_argument("a DeepSeek (MLA) model needs its latent KV layout (Model::kv_layout)");
   // Checked before the first collective, as check_step is, so a refused step never leaves a peer
   // waiting.
-  if (rank_ != 0 && !batch.logit_rows.empty())
+  if (rank_ != 0 && (!batch.logit_rows.empty() || !batch.hidden_rows.empty()))
     return invalid_argument("tensor-parallel rank " + std::to_string(rank_) +
                             " computes no logits (rank 0 does): pass a step without logit rows");
   BRIGADE_ASSIGN_OR_RETURN(StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
+  BRIGADE_RETURN_IF_ERROR(check_hidden_rows(batch, options_.max_batch_tokens, config_.hidden_size, backend_.activation_dtype()));
   BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch));
   const int n = batch.n_tokens();
   const AttentionMeta meta = ints_.meta(batch, bounds, 0);
@@ -281,9 +282,10 @@ Status DeepseekModel::forward(const StepBatch& batch, const KvCache& kv, const T
     backend_.add_rms_norm(residual, delta, layer.mlp_norm.tensor, config_.rms_eps, normed);
     BRIGADE_RETURN_IF_ERROR(run_mlp(layer, n));
   }
-  const int64_t r = static_cast<int64_t>(batch.logit_rows.size());
-  if (r == 0) return Status::ok();
-  ends_.logits(backend_, config_, residual, delta, normed, scratch_.selected.tensor.rows(0, r), ints_.logit_rows(r), logits);
+  const int64_t r = static_cast<int64_t>(batch.logit_rows.size()), h = static_cast<int64_t>(batch.hidden_rows.size());
+  if (r == 0 && h == 0) return Status::ok();
+  ends_.logits(backend_, config_, residual, delta, normed, scratch_.selected.tensor.rows(0, r), ints_.logit_rows(r), logits,
+               ints_.hidden_rows(h), batch.hidden);
   return Status::ok();
 }
 

@@ -322,10 +322,11 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
                           config_.n_layers, shard_.qkv.n_kv_heads, config_.head_dim};
   // Checked before the first collective, as check_step is, so a refused step never leaves a peer
   // waiting.
-  if (shard_.rank != 0 && !batch.logit_rows.empty())
+  if (shard_.rank != 0 && (!batch.logit_rows.empty() || !batch.hidden_rows.empty()))
     return invalid_argument("tensor-parallel rank " + std::to_string(shard_.rank) +
                             " computes no logits (rank 0 does): pass a step without logit rows");
   BRIGADE_ASSIGN_OR_RETURN(StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
+  BRIGADE_RETURN_IF_ERROR(check_hidden_rows(batch, options_.max_batch_tokens, config_.hidden_size, backend_.activation_dtype()));
   BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch));
   const int n = batch.n_tokens();
   // Full-attention layers and sliding ones (every layer where ModelConfig::sliding_layers is empty).
@@ -350,9 +351,10 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
     BRIGADE_RETURN_IF_ERROR(run_mlp(layer, n));
     if (!layer.post_mlp_norm.tensor.empty()) backend_.rms_norm(delta, layer.post_mlp_norm.tensor, eps, delta);
   }
-  const int64_t r = static_cast<int64_t>(batch.logit_rows.size());
-  if (r == 0) return Status::ok();
-  ends_.logits(backend_, config_, residual, delta, normed, scratch_.selected.tensor.rows(0, r), ints_.logit_rows(r), logits);
+  const int64_t r = static_cast<int64_t>(batch.logit_rows.size()), h = static_cast<int64_t>(batch.hidden_rows.size());
+  if (r == 0 && h == 0) return Status::ok();
+  ends_.logits(backend_, config_, residual, delta, normed, scratch_.selected.tensor.rows(0, r), ints_.logit_rows(r), logits,
+               ints_.hidden_rows(h), batch.hidden);
   return Status::ok();
 }
 

@@ -16,6 +16,8 @@ void StepBatch::clear() {
   block_table.clear();
   max_blocks = 0;
   logit_rows.clear();
+  hidden_rows.clear();
+  hidden = Tensor();
   device_tokens = Tensor();
 }
 

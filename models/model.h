@@ -28,6 +28,11 @@ struct StepBatch {
   std::vector<int32_t> block_table;  // [n_seqs * max_blocks] page ids, row-major
   int max_blocks = 0;
   std::vector<int32_t> logit_rows;   // token rows whose logits are wanted, in output order
+  // Token rows whose final-norm hidden state is wanted (pooling: embeddings), in output order,
+  // and where forward() writes them: [hidden_rows.size(), hidden_size] in the backend's
+  // activation dtype, device memory. Tensor-parallel ranks other than 0 pass none (as logits).
+  std::vector<int32_t> hidden_rows;
+  Tensor hidden;
   // When not empty: the step's token ids already on the backend, i32 [n_tokens], which the
   // forward reads instead of uploading `tokens` (the executor feeds tokens it sampled on the
   // device this way). `tokens` is then still checked (any valid ids as placeholders will do).
@@ -80,7 +85,7 @@ class Model {
   // KV layout for n_pages pages of page_size tokens in dtype (this rank's kv heads only).
   virtual KvLayout kv_layout(int n_pages, int page_size, DType dtype) const = 0;
   // Runs one step: writes the step's K/V into `kv` and fills logits [logit_rows.size(), vocab]
-  // (f32, device memory of this backend). Fails (invalid_argument) on ids outside the vocabulary
+  // (f32, device memory of this backend) and batch.hidden (StepBatch::hidden_rows). Fails (invalid_argument) on ids outside the vocabulary
   // or a step larger than max_batch_tokens; the KV cache is then unchanged. Under tensor
   // parallelism every rank runs the same step at the same time (the collectives pair them up);
   // only rank 0 computes logits, so other ranks must pass a batch without logit_rows. A failed

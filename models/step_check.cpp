@@ -97,4 +97,17 @@ Expected<StepBounds> check_step(const StepBatch& b, const StepLimits& lim, const
   return bounds;
 }
 
+Status check_hidden_rows(const StepBatch& b, int max_batch_tokens, int64_t hidden_size, DType activation) {
+  const int64_t h = static_cast<int64_t>(b.hidden_rows.size());
+  if (h == 0) return Status::ok();
+  if (h > max_batch_tokens) return invalid_argument("step asks for more hidden rows than max_batch_tokens");
+  for (int32_t r : b.hidden_rows)
+    if (r < 0 || r >= b.n_tokens())
+      return invalid_argument("hidden row " + str(r) + " is outside the step's " + str(b.n_tokens()) + " rows");
+  if (b.hidden.dtype != activation || b.hidden.ndim != 2 || b.hidden.dim(0) != h || b.hidden.dim(1) != hidden_size)
+    return invalid_argument(std::string("hidden must be ") + dtype_name(activation) + " [" + str(h) + ", " +
+                            str(hidden_size) + "] (got " + b.hidden.shape_string() + ")");
+  return Status::ok();
+}
+
 }  // namespace brigade

@@ -31,5 +31,8 @@ struct StepBounds {
 // Returns invalid_argument naming the first offending value.
 Expected<StepBounds> check_step(const StepBatch& batch, const StepLimits& limits, const KvLayout& kv,
                                 const Tensor& logits);
+// The pooling hook's rows (StepBatch::hidden_rows): inside the step, at most max_batch_tokens,
+// and batch.hidden is `activation` [hidden_rows.size(), hidden_size]. invalid_argument otherwise.
+Status check_hidden_rows(const StepBatch& batch, int max_batch_tokens, int64_t hidden_size, DType activation);
 
 }  // namespace brigade

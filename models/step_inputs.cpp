@@ -28,7 +28,7 @@ AttentionWork attention_work(const StepBatch& b, int window) {
 }
 
 Status StepInputs::allocate(Backend& backend, int64_t max_tokens) {
-  for (OwnedTensor* p : {&tokens_, &positions_, &slots_, &ctx_len_, &logit_rows_}) {
+  for (OwnedTensor* p : {&tokens_, &positions_, &slots_, &ctx_len_, &logit_rows_, &hidden_rows_}) {
     BRIGADE_ASSIGN_OR_RETURN(*p, alloc_tensor(backend, DType::i32, 1, max_tokens));
   }
   BRIGADE_ASSIGN_OR_RETURN(q_start_, alloc_tensor(backend, DType::i32, 1, max_tokens + 1));
@@ -50,6 +50,7 @@ Status StepInputs::upload(Backend& backend, const StepBatch& b) {
   put(q_start_, b.q_start);
   put(ctx_len_, b.ctx_len);
   put(logit_rows_, b.logit_rows);
+  put(hidden_rows_, b.hidden_rows);
   put(block_table_, b.block_table);
   return Status::ok();
 }

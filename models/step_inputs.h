@@ -1,5 +1,5 @@
 // Internal to models/: the device copies of a step's integer arrays (tokens, positions, slots,
-// attention metadata, logit rows) that every decoder uploads once per step, and the scratch
+// attention metadata, logit and hidden rows) that every decoder uploads once per step, and the scratch
 // allocation helper the decoders share.
 #pragma once
 
@@ -34,9 +34,10 @@ class StepInputs {
   Tensor positions(int64_t n) const { return Tensor(positions_.tensor.data, DType::i32, {n}); }
   Tensor slots(int64_t n) const { return Tensor(slots_.tensor.data, DType::i32, {n}); }
   Tensor logit_rows(int64_t r) const { return Tensor(logit_rows_.tensor.data, DType::i32, {r}); }
+  Tensor hidden_rows(int64_t h) const { return Tensor(hidden_rows_.tensor.data, DType::i32, {h}); }
 
  private:
-  OwnedTensor tokens_, positions_, slots_, q_start_, ctx_len_, logit_rows_, block_table_;
+  OwnedTensor tokens_, positions_, slots_, q_start_, ctx_len_, logit_rows_, hidden_rows_, block_table_;
 };
 
 }  // namespace brigade

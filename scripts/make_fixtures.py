@@ -7,7 +7,10 @@ expected.json: for a few prompts of token ids, transformers' fp32 logits at ever
 greedy continuation (model.generate, do_sample=False).
 
 Run from anywhere: python3 scripts/make_fixtures.py [NAME...] (the named fixtures, default all;
-regenerating one leaves the others' bytes alone). It creates its own virtual environment in
+regenerating one leaves the others' bytes alone). `--embeddings NAME...` leaves the checkpoints
+alone and writes tests/fixtures/<name>/embeddings.json instead: the pooled final hidden states
+(AutoModel's last_hidden_state, pooled last / mean / cls, raw and L2-normalized) that
+tests/models/pooling_reference_test.cpp compares with. It creates its own virtual environment in
 .brigade/fixtures-venv (git-ignored) and installs torch, transformers, tokenizers, safetensors and numpy from
 PyPI there on first use; then it re-runs itself inside that environment. CI never runs it: the
 fixtures it writes are committed (a few hundred KB each).
@@ -260,10 +263,44 @@ def write_expected(out_dir, name, generator, vocab_size, cases):
     print(f"{name}: {size / 1024:.0f} KiB")
 
 
+EMBED_PROMPTS = PROMPTS + [[1, 5, 9, 200, 31, 31, 8, 250, 4, 66, 17, 3, 120, 45, 91, 2, 77, 18, 140, 60]]
+
+
+def write_embeddings(name):
+    """embeddings.json for an existing fixture: per prompt, AutoModel's last_hidden_state (the
+    final norm's output, fp32) pooled as sentence-transformers does: last token, mean over the
+    prompt, first (cls) token; each raw and divided by its L2 norm (torch.nn.functional.normalize)."""
+    import torch
+    import transformers
+    out_dir = OUT / name
+    model = transformers.AutoModel.from_pretrained(out_dir, torch_dtype=torch.float32,
+                                                   attn_implementation="eager").eval()
+    fmt = lambda t: [float(f"{v:.8g}") for v in t.tolist()]
+    cases = []
+    with torch.no_grad():
+        for prompt in EMBED_PROMPTS:
+            ids = torch.tensor([prompt])
+            hidden = model(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state[0]
+            pooled = {"last": hidden[-1], "mean": hidden.mean(dim=0), "cls": hidden[0]}
+            cases.append({"prompt": prompt,
+                          "raw": {k: fmt(v) for k, v in pooled.items()},
+                          "normalized": {k: fmt(torch.nn.functional.normalize(v, dim=0)) for k, v in pooled.items()}})
+    doc = {"generator": f"transformers {transformers.__version__}, torch {torch.__version__}, "
+                        f"AutoModel ({type(model).__name__}) last_hidden_state, fp32, eager attention",
+           "hidden_size": model.config.hidden_size, "cases": cases}
+    (out_dir / "embeddings.json").write_text(json.dumps(doc, separators=(",", ":")) + "\n")
+    print(f"{name}/embeddings.json: {len(cases)} prompts")
+
+
 def main():
-    """python3 scripts/make_fixtures.py [NAME...]: the named fixtures, or all of them."""
+    """python3 scripts/make_fixtures.py [NAME...]: the named fixtures, or all of them;
+    --embeddings NAME...: the named fixtures' embeddings.json."""
     ensure_venv()
     names = sys.argv[1:]
+    if names[:1] == ["--embeddings"]:
+        for name in names[1:] or ["qwen3"]:
+            write_embeddings(name)
+        return
     unknown = set(names) - set(fixtures())
     if unknown:
         sys.exit(f"unknown fixtures {sorted(unknown)}; known: {', '.join(fixtures())}")

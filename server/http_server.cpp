@@ -13,6 +13,7 @@
 #include <deque>
 #include <thread>
 
+#include "server/embeddings_route.h"
 #include "server/openai_format.h"
 #include "server/responses_state.h"
 #include "server/routes.h"
@@ -73,6 +74,13 @@ class Session : public std::enable_shared_from_this<Session> {
     HttpRequestView view{sv(req.method_string()), sv(req.target()), sv(req[http::field::authorization]), req.body()};
     auto routed = route(*ctx_, view);
     if (auto* simple = std::get_if<SimpleResponse>(&routed)) return send(*simple);
+    if (auto* embed = std::get_if<EmbeddingsRequest>(&routed)) {
+      stream_.expires_never();  // the engine answers; a dead client shows up as a failed write
+      auto self = shared_from_this();
+      return run_embeddings(ctx_, std::move(*embed), [self](SimpleResponse r) {
+        net::post(self->stream_.get_executor(), [self, r = std::move(r)] { self->send(r); });
+      });
+    }
     start_generation(std::get<CompletionRequest>(std::move(routed)));
   }
 

@@ -122,28 +122,36 @@ Status read_one_prompt(const json& p, const std::string& at, PromptInput& out) {
   return wrong_type(at, "a string or an array of token ids", p);
 }
 
+}  // namespace
+
+Status read_prompt_batch(const json& p, const std::string& field, int max_prompts, std::vector<PromptInput>& out) {
+  out.clear();
+  if (p.is_array() && !p.empty() && (p[0].is_string() || p[0].is_array())) {
+    if (static_cast<int>(p.size()) > max_prompts) {
+      return invalid_argument(cat({"'", field, "' holds ", std::to_string(p.size()), " prompts; at most ",
+                                   std::to_string(max_prompts), " are allowed in one request"}));
+    }
+    out.resize(p.size());
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (p[i].is_string() != p[0].is_string())
+        return invalid_argument("'" + field + "' mixes strings and token id arrays: give one kind");
+      BRIGADE_RETURN_IF_ERROR(read_one_prompt(p[i], field + "[" + std::to_string(i) + "]", out[i]));
+    }
+  } else {
+    out.resize(1);
+    BRIGADE_RETURN_IF_ERROR(read_one_prompt(p, field, out[0]));
+  }
+  return Status::ok();
+}
+
+namespace {
+
 // prompt: a string, an array of token ids, or a batch of those (an array of strings, or of
 // arrays of token ids): one prompt per element, each answered with n choices.
 Status read_prompts(const json& body, const ParseLimits& limits, CompletionRequest& r) {
   auto it = body.find("prompt");
   if (it == body.end() || it->is_null()) return invalid_argument("'prompt' is required: a string or an array of token ids");
-  const json& p = *it;
-  r.prompts.clear();
-  if (p.is_array() && !p.empty() && (p[0].is_string() || p[0].is_array())) {
-    if (static_cast<int>(p.size()) > limits.max_prompts) {
-      return invalid_argument(cat({"'prompt' holds ", std::to_string(p.size()), " prompts; at most ",
-                                   std::to_string(limits.max_prompts), " are allowed in one request"}));
-    }
-    r.prompts.resize(p.size());
-    for (size_t i = 0; i < p.size(); ++i) {
-      if (p[i].is_string() != p[0].is_string())
-        return invalid_argument("'prompt' mixes strings and token id arrays: give one kind");
-      BRIGADE_RETURN_IF_ERROR(read_one_prompt(p[i], "prompt[" + std::to_string(i) + "]", r.prompts[i]));
-    }
-  } else {
-    r.prompts.resize(1);
-    BRIGADE_RETURN_IF_ERROR(read_one_prompt(p, "prompt", r.prompts[0]));
-  }
+  BRIGADE_RETURN_IF_ERROR(read_prompt_batch(*it, "prompt", limits.max_prompts, r.prompts));
   r.gen.prompt = r.prompts[0].text;
   r.gen.prompt_ids = r.prompts[0].ids;
   return Status::ok();

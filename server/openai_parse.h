@@ -73,6 +73,12 @@ struct CompletionRequest {
   const std::string& echo_of(int c) const;
 };
 
+// A prompt field's one prompt or batch (OpenAI's completions `prompt`, embeddings `input`): a
+// string, an array of token ids, or an array of either (not mixed), at most max_prompts of them;
+// none empty. invalid_argument naming `field` (and the element) otherwise.
+Status read_prompt_batch(const nlohmann::json& p, const std::string& field, int max_prompts,
+                         std::vector<PromptInput>& out);
+
 // Limits a request is checked against.
 struct ParseLimits {
   int max_n = 16;

@@ -91,7 +91,7 @@ SimpleResponse error_response(int status, const std::string& message, StatusCode
   return {status, "application/json", error_body(status, message, code)};
 }
 
-std::variant<SimpleResponse, CompletionRequest> route(ServerContext& ctx, const HttpRequestView& req) {
+std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerContext& ctx, const HttpRequestView& req) {
   std::string_view path = req.target.substr(0, req.target.find('?'));
   const bool get = req.method == "GET", post = req.method == "POST";
   if (path == "/health") {
@@ -117,12 +117,19 @@ std::variant<SimpleResponse, CompletionRequest> route(ServerContext& ctx, const 
     return SimpleResponse{200, "application/json",
                           models_body(ctx.options.model_name, ctx.created, ctx.engine.model().max_context)};
   }
+  if (path == "/v1/embeddings") {
+    if (!post) return error_response(405, "/v1/embeddings takes POST", StatusCode::invalid_argument);
+    auto parsed = parse_embeddings_body(req.body);
+    if (!parsed) return error_response(400, parsed.status().message(), parsed.status().code());
+    return std::move(*parsed);
+  }
   const bool completions = path == "/v1/completions", chat = path == "/v1/chat/completions";
   const bool responses = path == "/v1/responses";
   if (!completions && !chat && !responses) {
     return error_response(404, "no route " + std::string(path) +
                                    " (valid: POST /v1/completions, POST /v1/chat/completions, POST /v1/responses, "
-                                   "GET /v1/models, POST /tokenize, POST /detokenize, GET /health, GET /metrics)",
+                                   "POST /v1/embeddings, GET /v1/models, POST /tokenize, POST /detokenize, GET /health, "
+                                   "GET /metrics)",
                           StatusCode::not_found);
   }
   if (!post) return error_response(405, std::string(path) + " takes POST", StatusCode::invalid_argument);

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "brigade/engine.h"
+#include "server/embeddings_format.h"
 #include "server/http_server.h"
 #include "server/inflight.h"
 #include "server/metrics.h"
@@ -48,7 +49,7 @@ struct HttpRequestView {
 
 // A JSON error response with the OpenAI body.
 SimpleResponse error_response(int status, const std::string& message, StatusCode code);
-// The answer to one request, or the completion request to run.
-std::variant<SimpleResponse, CompletionRequest> route(ServerContext& ctx, const HttpRequestView& req);
+// The answer to one request, or the completion or embeddings request to run.
+std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerContext& ctx, const HttpRequestView& req);
 
 }  // namespace brigade::server

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include <pthread.h>
 
@@ -27,6 +28,8 @@ struct ServeArgs {
   std::string chat_template;
   std::string reasoning_parser = "none";
   std::string default_chat_template_kwargs;
+  std::string pooling;    // empty: the model's (sentence-transformers files), else last
+  std::string normalize;  // empty: the model's; true | false
   int threads = 0;
   int io_threads = 2;
   ExecutorFlags executor;
@@ -43,8 +46,17 @@ int run_serve(const ServeArgs& a) {
       return fail(invalid_argument("--default-chat-template-kwargs must be a JSON object (e.g. '{\"enable_thinking\": false}')"));
   }
 
+  std::optional<Pooling> pooling;
+  if (!a.pooling.empty()) {
+    auto p = parse_pooling(a.pooling);
+    if (!p) return fail(invalid_argument("--pooling: " + p.status().message()));
+    pooling = *p;
+  }
+
   auto options = engine_options(a.topology, a.model, a.threads, /*default_model=*/true);
   if (!options) return fail(options.status());
+  options->pooling = pooling;
+  if (!a.normalize.empty()) options->normalize_embeddings = a.normalize == "true";
   const std::string* model = &options->model_path;
   apply_executor_flags(a.executor, *options);
   options->chat_template = a.chat_template;
@@ -62,7 +74,7 @@ int run_serve(const ServeArgs& a) {
   if (so.model_name.empty()) so.model_name = "brigade";
   auto server = server::HttpServer::start(**engine, so);
   if (!server) return fail(server.status());
-  std::printf("serving %s as '%s' on http://%s:%d (POST /v1/completions, /v1/chat/completions; GET /v1/models, "
+  std::printf("serving %s as '%s' on http://%s:%d (POST /v1/completions, /v1/chat/completions, /v1/embeddings; GET /v1/models, "
               "/health, /metrics)%s\n",
               model->c_str(), so.model_name.c_str(), a.host.c_str(), (*server)->port(),
               a.api_key.empty() ? "" : "; /v1 needs the API key");
@@ -98,6 +110,14 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--default-chat-template-kwargs", a->default_chat_template_kwargs,
                   "Template variables for every chat, as a JSON object (e.g. '{\"enable_thinking\": false}'); a "
                   "request's chat_template_kwargs override them");
+  cmd->add_option("--pooling", a->pooling,
+                  "How /v1/embeddings pools the final hidden states: last (the last token), mean or cls (the first "
+                  "token); default: the model dir's sentence-transformers modules.json + 1_Pooling/config.json, else last")
+      ->check(CLI::IsMember({"last", "mean", "cls"}));
+  cmd->add_option("--normalize-embeddings", a->normalize,
+                  "L2-normalize embeddings: true or false (default: true when modules.json has a Normalize module or "
+                  "there is no modules.json)")
+      ->check(CLI::IsMember({"true", "false"}));
   cmd->add_option("--threads", a->threads, "CPU threads for the executor (0 = all cores)");
   add_executor_flags(cmd, a->executor);
   cmd->add_option("--io-threads", a->io_threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 64));

@@ -18,6 +18,7 @@
 
 #include <unistd.h>
 
+#include "actors/engine/engine_embed.h"
 #include "actors/engine/engine_testing.h"
 #include "actors/engine/instance.h"
 #include "actors/engine/instance_stats.h"
@@ -230,6 +231,8 @@ class EngineImpl final : public Engine {
   }
 
   Status start(const EngineOptions& options);
+  // Queues a validated request; pooling not none makes it an embedding request.
+  Expected<uint64_t> submit_as(const GenerateOptions& request, Pooling pooling, EventCallback on_event);
 
   // Sends `xs` to `dest` and waits up to `timeout` for its Reply; a CAF error (the timeout, a
   // dead actor, the receiver's own Status) comes back as a Status. Blocks the calling thread (a
@@ -254,7 +257,15 @@ class EngineImpl final : public Engine {
     return r->reader().getCachedTokens();
   }
 
-  Expected<uint64_t> submit(const GenerateOptions& request, EventCallback on_event) override;
+  Expected<uint64_t> submit(const GenerateOptions& request, EventCallback on_event) override {
+    BRIGADE_RETURN_IF_ERROR(validate_request(request, summary_));
+    return submit_as(request, Pooling::none, std::move(on_event));
+  }
+  Expected<uint64_t> submit_embed(const EmbedOptions& request, EmbedCallback on_done) override {
+    BRIGADE_RETURN_IF_ERROR(validate_embed(request, summary_));
+    BRIGADE_RETURN_IF_ERROR(validate_labels(request.labels));
+    return submit_as(embed_as_generate(request), summary_.pooling, embed_events(request, summary_, std::move(on_done)));
+  }
   void cancel(uint64_t request_id) override {
     caf::anon_send(tokenizer_, abort_msg::build([&](schema::Abort::Builder b) { b.setRequestId(request_id); }));
   }
@@ -532,6 +543,9 @@ Status EngineImpl::start(const EngineOptions& options) {
   if (tokenizer_model_) BRIGADE_RETURN_IF_ERROR(check_tokenizer_fits(*tokenizer_model_, model.vocab_size));
   summary_ = {model.arch, model.vocab_size, model.max_position, static_cast<int64_t>(model.n_params),
               static_cast<int64_t>(model.weight_bytes), tokenizer_model_ != nullptr};
+  for (const auto& l : loaded)
+    if (l) summary_.hidden_size = l->ranks.front()->model->config().hidden_size;
+  resolve_pooling(options, path, summary_);
   if (tokenizer_model_) {  // the bytes of every token, for constrained output
     auto trie = std::make_shared<const TokenTrie>(token_pieces(*tokenizer_model_));
     for (auto& l : loaded)
@@ -578,8 +592,7 @@ Status EngineImpl::start(const EngineOptions& options) {
   return Status::ok();
 }
 
-Expected<uint64_t> EngineImpl::submit(const GenerateOptions& request, EventCallback on_event) {
-  BRIGADE_RETURN_IF_ERROR(validate_request(request, summary_));
+Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling pooling, EventCallback on_event) {
   const uint64_t id = next_id_.fetch_add(1);
   uint64_t seed = 0;
   if (request.sampling.seed) {
@@ -626,6 +639,7 @@ Expected<uint64_t> EngineImpl::submit(const GenerateOptions& request, EventCallb
       labels[i].setKey(request.labels[i].first);
       labels[i].setValue(request.labels[i].second);
     }
+    b.setPooling(static_cast<schema::Pooling>(pooling));
   });
   registry_->add(id, std::move(on_event));
   caf::anon_send(tokenizer_, msg);

@@ -12,7 +12,7 @@ StepRunner::StepRunner(Backend& backend, Model& model, KvCache kv, StepRunnerOpt
 
 // On the device path a use_last_sampled row gets a placeholder id and a feed_ entry naming the
 // sequence's slot in the device token table; on the host path the id itself.
-Status StepRunner::build_batch(const PlannedStep& step) {
+Status StepRunner::build_batch(const PlannedStep& step, bool with_pooling) {
   batch_.clear();
   sample_items_.clear();
   feed_.clear();
@@ -70,6 +70,7 @@ Status StepRunner::build_batch(const PlannedStep& step) {
     }
   }
   BRIGADE_RETURN_IF_ERROR(plan_prompt_rows(step));
+  if (with_pooling) BRIGADE_RETURN_IF_ERROR(plan_hidden_rows(step));
   const KvLayout& kv = kv_.layout();
   cost_ = model_.step_cost(batch_, static_cast<double>(kv.page_bytes()) / kv.page_size);
   return Status::ok();
@@ -83,6 +84,48 @@ Status StepRunner::plan_prompt_rows(const PlannedStep& step) {
     if (item) prompt_items_.push_back(std::move(*item));
   }
   return Status::ok();
+}
+
+Status StepRunner::plan_hidden_rows(const PlannedStep& step) {
+  BRIGADE_RETURN_IF_ERROR(pooler_.plan(step.seqs, batch_.q_start, batch_.hidden_rows));
+  const int64_t h = static_cast<int64_t>(batch_.hidden_rows.size());
+  if (h == 0) return Status::ok();
+  const DType a = backend_.activation_dtype();
+  const int64_t hidden = model_.config().hidden_size;
+  const size_t bytes = dtype_bytes(a, h * hidden);
+  if (hidden_buf_.bytes() < bytes) {
+    auto buf = backend_.allocate(std::max(bytes, 2 * hidden_buf_.bytes()));
+    if (!buf) return buf.status();
+    hidden_buf_ = std::move(*buf);
+  }
+  batch_.hidden = hidden_buf_.view(a, {h, hidden});
+  return Status::ok();
+}
+
+std::vector<PooledEmbedding> StepRunner::pool_hidden_rows() {
+  if (!pooler_.planned()) return {};
+  const Tensor& hidden = batch_.hidden;
+  const int64_t h = hidden.empty() ? 0 : hidden.dim(0), width = model_.config().hidden_size;
+  if (h > 0) {
+    host_hidden_.resize(hidden.nbytes());
+    backend_.download(host_hidden_.data(), hidden);
+  }
+  hidden_row_.resize(static_cast<size_t>(width));
+  return pooler_.collect([&](int r) {
+    const size_t first = static_cast<size_t>(r) * static_cast<size_t>(width);
+    for (size_t k = 0; k < hidden_row_.size(); ++k) {
+      switch (hidden.dtype) {
+        case DType::bf16:
+          hidden_row_[k] = bf16_to_f32(reinterpret_cast<const uint16_t*>(host_hidden_.data())[first + k]);
+          break;
+        case DType::f16:
+          hidden_row_[k] = f16_to_f32(reinterpret_cast<const uint16_t*>(host_hidden_.data())[first + k]);
+          break;
+        default: hidden_row_[k] = reinterpret_cast<const float*>(host_hidden_.data())[first + k];
+      }
+    }
+    return std::span<const float>(hidden_row_);
+  });
 }
 
 std::vector<PromptLogprobRun> StepRunner::score_prompt_rows(const std::function<std::span<const float>(int)>& row) const {
@@ -135,6 +178,7 @@ Expected<InFlightStep> StepRunner::start(const PlannedStep& step) {
   } else {
     BRIGADE_ASSIGN_OR_RETURN(s.results_, run_on_host(step, s.prompt_logprobs_));
   }
+  s.embeddings_ = pool_hidden_rows();  // batch_ is still this step's
   s.cost_ = cost_;
   return s;
 }
@@ -224,7 +268,7 @@ Status StepRunner::resolve_last_sampled(PlannedStep& step) {
 Status StepRunner::run_forward_only(const PlannedStep& step) {
   release(step.released);
   if (step.seqs.empty()) return Status::ok();
-  BRIGADE_RETURN_IF_ERROR(build_batch(step));
+  BRIGADE_RETURN_IF_ERROR(build_batch(step, /*with_pooling=*/false));
   batch_.logit_rows.clear();
   return model_.forward(batch_, kv_, Tensor());
 }
@@ -309,6 +353,7 @@ void StepRunner::release(std::span<const uint64_t> seq_ids) {
   for (uint64_t id : seq_ids) {
     last_sampled_.erase(id);
     history_.erase(id);
+    pooler_.release(std::span<const uint64_t>(&id, 1));
     constraints_.release(id);
     if (auto it = slot_of_.find(id); it != slot_of_.end()) {
       free_slots_.push_back(it->second);

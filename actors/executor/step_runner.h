@@ -43,6 +43,7 @@
 #include "actors/step_types.h"
 #include "core/backend.h"
 #include "actors/executor/output_constraints.h"
+#include "actors/executor/pooler.h"
 #include "actors/executor/prompt_logprobs.h"
 #include "core/token_trie.h"
 #include "core/status.h"
@@ -71,11 +72,15 @@ class InFlightStep {
   // The prompt logprobs the step computed (one run per work item that asked; prompt_logprobs.h).
   // A step with such items completes inside start(), so they are here before finish().
   std::vector<PromptLogprobRun> take_prompt_logprobs() { return std::move(prompt_logprobs_); }
+  // The embeddings of pooling sequences whose prompt ended in the step (pooler.h); like prompt
+  // logprobs, here once start() returns.
+  std::vector<PooledEmbedding> take_embeddings() { return std::move(embeddings_); }
 
  private:
   friend class StepRunner;
   std::vector<SampledResult> results_;  // a complete step's results
   std::vector<PromptLogprobRun> prompt_logprobs_;
+  std::vector<PooledEmbedding> embeddings_;
   bool pending_ = false;                // true: the tokens are still on their way
   uint64_t ticket_ = 0;                 // Backend::download_async
   int buffer_ = 0;                      // which of the runner's host token buffers
@@ -124,7 +129,12 @@ class StepRunner {
   bool device_steps() const { return options_.device_steps; }
 
  private:
-  Status build_batch(const PlannedStep& step);
+  // with_pooling: plan the pooling items' hidden rows (not on a tensor-parallel follower).
+  Status build_batch(const PlannedStep& step, bool with_pooling = true);
+  // The hidden rows of the step just run, to the host as f32, folded by the pooler.
+  std::vector<PooledEmbedding> pool_hidden_rows();
+  // Plans the pooling items' hidden rows (batch_.hidden_rows, batch_.hidden).
+  Status plan_hidden_rows(const PlannedStep& step);
   // Appends the logits rows of the step's prompt logprobs after the sampling rows.
   Status plan_prompt_rows(const PlannedStep& step);
   // Scores the prompt rows (logits rows from n_sample_rows_ on); row(r) is logits row r [vocab].
@@ -181,6 +191,10 @@ class StepRunner {
   // so a step's logits hold [sampling rows + prompt rows, vocab] f32, at most its tokens' rows.
   int n_sample_rows_ = 0;
   std::vector<PromptLogprobItem> prompt_items_;
+  Pooler pooler_;
+  Buffer hidden_buf_;                // [hidden rows, hidden_size] in the activation dtype
+  std::vector<uint8_t> host_hidden_;
+  std::vector<float> hidden_row_;
   Buffer logits_buf_;
   size_t logits_rows_cap_ = 0;
   std::vector<float> host_logits_;

@@ -158,7 +158,7 @@ Expected<InFlightStep> StepRunner::start_on_device(const PlannedStep& step) {
     sampled = sampled || params_[static_cast<size_t>(r)].temperature > 0.0f;
   }
   std::optional<uint64_t> key;
-  auto bucket = prompt_items_.empty() ? pick_bucket(batch_, options_.buckets, options_.max_step_tokens) : std::nullopt;
+  auto bucket = prompt_items_.empty() && !pooler_.planned() ? pick_bucket(batch_, options_.buckets, options_.max_step_tokens) : std::nullopt;
   if (bucket) {
     pad_to_bucket(batch_, *bucket, feed_);
     params_.resize(static_cast<size_t>(bucket->rows));

@@ -59,6 +59,7 @@ Event to_event(schema::TokenEvent::Reader r) {
   ev.prompt_tokens = r.getPromptTokens();
   ev.cached_tokens = r.getCachedTokens();
   ev.completion_tokens = r.getCompletionTokens();
+  if (r.hasEmbedding()) ev.embedding = to_vector(r.getEmbedding());
   return ev;
 }
 

@@ -42,11 +42,19 @@ SchedulerPolicy::SchedulerPolicy(const SchedulerLimits& limits, int pool_pages, 
 Status SchedulerPolicy::add(SeqRequest request) {
   const int n_prompt = static_cast<int>(request.prompt.size());
   if (n_prompt == 0) return invalid_argument("the prompt is empty: give at least one token");
-  // max_tokens 0: the prompt runs for its logprobs, nothing is generated.
-  if (request.max_tokens < 1 && !(request.max_tokens == 0 && request.prompt_logprobs >= 0))
+  // max_tokens 0: the prompt runs for its logprobs or its embedding, nothing is generated.
+  const bool pooling = request.pooling != Pooling::none;
+  if (pooling && request.max_tokens != 0)
+    return invalid_argument("a pooling request generates nothing: max_tokens must be 0 (got " +
+                            std::to_string(request.max_tokens) + ")");
+  if (request.max_tokens < 1 && !(request.max_tokens == 0 && (request.prompt_logprobs >= 0 || pooling)))
     return invalid_argument("max_tokens must be >= 1, or 0 with prompt_logprobs (got " +
                             std::to_string(request.max_tokens) + ")");
-  if (n_prompt >= limits_.max_context) {
+  if (pooling && n_prompt > limits_.max_context) {
+    return invalid_argument("the input has " + std::to_string(n_prompt) + " tokens; the model's context is " +
+                            std::to_string(limits_.max_context) + " tokens: shorten the input");
+  }
+  if (!pooling && n_prompt >= limits_.max_context) {
     return invalid_argument("the prompt has " + std::to_string(n_prompt) + " tokens; the model's context is " +
                             std::to_string(limits_.max_context) + " tokens and generation needs at least one more");
   }
@@ -185,7 +193,7 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
     ++cache_stats_.lookups;
     cache_stats_.hit_tokens += static_cast<uint64_t>(m.n_tokens);
   }
-  if (cache_ && limits_.lower_tiers && !needs_prompt_logprobs(s)) {
+  if (cache_ && limits_.lower_tiers && !needs_prompt_logprobs(s) && !pools_whole_prompt(s)) {
     auto keys = cache_->continue_keys(m, s.tokens, (known - 1) / limits_.page_size);
     // Load when cheaper than recomputing by the measured estimates (unknown: load); every 8th
     // candidate loads anyway, so an estimate inflated by a busy moment can come back down.
@@ -365,6 +373,7 @@ void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vec
   s.send_history = false;
   StepEntry e{s.req.id, n_tokens, w.sample, n_draft, s.n_scheduled};
   plan_prompt_logprobs(s, w, e);
+  plan_pooling(s, w, e);
   entries.push_back(e);
   s.n_scheduled += n_tokens;
   if (w.sample) ++s.n_pending;
@@ -483,7 +492,10 @@ SeqEvent SchedulerPolicy::final_event(Seq& s) {
   ev.prompt_tokens = static_cast<int>(s.req.prompt.size());
   ev.completion_tokens = s.n_generated;
   ev.cached_tokens = s.n_cached;
-  if (s.ended != Finish::error && s.ended != Finish::abort) attach_prompt_logprobs(s, ev);
+  if (s.ended != Finish::error && s.ended != Finish::abort) {
+    attach_prompt_logprobs(s, ev);
+    ev.embedding = std::move(s.embedding);
+  }
   return ev;
 }
 
@@ -534,7 +546,8 @@ int SchedulerPolicy::append_tokens(Seq& s, std::span<const SampledResult* const>
 }
 
 std::vector<SeqEvent> SchedulerPolicy::complete(uint64_t step_id, std::span<const SampledResult> sampled,
-                                                PageSource& pages, std::span<const PromptLogprobRun> prompt_logprobs) {
+                                                PageSource& pages, std::span<const PromptLogprobRun> prompt_logprobs,
+                                                std::span<const PooledEmbedding> embeddings) {
   BRIGADE_CHECK(!inflight_.empty() && inflight_.begin()->first == step_id, "steps complete in the order planned");
   std::vector<StepEntry> entries = std::move(inflight_.begin()->second);
   inflight_.erase(inflight_.begin());
@@ -554,9 +567,10 @@ std::vector<SeqEvent> SchedulerPolicy::complete(uint64_t step_id, std::span<cons
     s.n_computed += e.n_tokens;
     if (s.ended == Finish::none) cache_computed(s);  // shares its prompt with later requests
     if (s.ended == Finish::none && !take_prompt_logprobs(s, e, prompt_logprobs)) s.ended = Finish::error;
-    // max_tokens 0: the prompt ran, nothing is sampled.
+    if (s.ended == Finish::none && !take_embedding(s, e, embeddings)) s.ended = Finish::error;
+    // max_tokens 0: the prompt ran, nothing is sampled (a pooling request has what it asked for).
     if (s.ended == Finish::none && s.req.max_tokens == 0 && s.n_computed >= static_cast<int>(s.req.prompt.size()))
-      s.ended = Finish::length;
+      s.ended = s.req.pooling != Pooling::none ? Finish::stop : Finish::length;
     if (e.sample) {
       --s.n_pending;
       if (s.ended == Finish::none && (!got || got->size() != 1)) {

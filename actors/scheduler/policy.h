@@ -45,6 +45,14 @@
 // still enter the cache. After a preemption a recomputed chunk scores only what is missing, so
 // each position is reported once. max_tokens 0 runs the prompt only and ends with length.
 //
+// Pooling (SeqRequest::pooling, policy_pooling.cpp; docs/architecture.md "Embeddings"): the
+// prompt runs in chunks beside other sequences' decodes and chunks, nothing is sampled
+// (max_tokens is 0), and the chunk that ends the prompt brings back the pooled vector, which the
+// final event (finish stop) carries; the sequence's pages then go back (to the prefix cache when
+// whole). last pooling takes prefix-cache hits like generation (the last token is always
+// computed); mean and cls need every prompt position's hidden state, so they take none and load
+// nothing from lower tiers (their pages still enter the cache).
+//
 // PD separation (`role`, policy_pd.cpp; docs/architecture.md "PD separation"): a prefill
 // instance never decodes. When a sequence's prompt has run and its first token is sampled, the
 // policy asks for its KV pages to be read (take_exports); once they are (exported()), the
@@ -123,6 +131,7 @@ struct SeqRequest {
   std::vector<int32_t> eos_ids;
   bool ignore_eos = false;
   int priority = 0;                  // higher first
+  Pooling pooling = Pooling::none;   // not none: an embedding request (max_tokens 0; above)
 };
 
 // Where the policy gets pages and gives them back (the scheduler's lease on the KV pool).
@@ -195,6 +204,7 @@ struct SeqEvent {
   // token, or its final event): one entry per prompt token, the first with rank 0 (no logprob).
   std::vector<TokenLogprobEntry> prompt_logprobs;
   int cached_tokens = 0;  // prompt tokens the prefix cache (or a lower tier) served at admission
+  std::vector<float> embedding;  // a pooling request's final event: the pooled vector (raw)
 };
 
 class SchedulerPolicy {
@@ -241,8 +251,11 @@ class SchedulerPolicy {
   // sampled or ended.
   // prompt_logprobs: the step's PromptLogprobRuns (a run the plan did not ask for, or one of the
   // wrong positions, ends its sequence with an error).
+  // embeddings: the pooled vectors of pooling sequences whose prompt ended in the step (a
+  // missing or unasked one ends its sequence with an error).
   std::vector<SeqEvent> complete(uint64_t step_id, std::span<const SampledResult> sampled, PageSource& pages,
-                                 std::span<const PromptLogprobRun> prompt_logprobs = {});
+                                 std::span<const PromptLogprobRun> prompt_logprobs = {},
+                                 std::span<const PooledEmbedding> embeddings = {});
   // A step failed as a whole: every sequence in it ends with `error`.
   std::vector<SeqEvent> fail(uint64_t step_id, const std::string& error, PageSource& pages);
 
@@ -318,6 +331,7 @@ class SchedulerPolicy {
     int prompt_lp_next = 1;    // prompt logprobs: the next prompt position to score
     std::vector<TokenLogprobEntry> prompt_lps;  // scored so far (positions 1..prompt_lp_next-1)
     bool prompt_lps_sent = false;
+    std::vector<float> embedding;  // pooling: the pooled vector, once the prompt has run
   };
   struct StepEntry {
     uint64_t seq_id;
@@ -326,6 +340,7 @@ class SchedulerPolicy {
     int n_draft = 0;  // drafts among the tokens (the sequence's last token comes first)
     int start = 0;    // the work item's start position
     int prompt_lp_first = 0, prompt_lp_last = -1;  // prompt positions the item scores (none: first > last)
+    bool pools = false;  // a pooling chunk that ends the prompt: its embedding comes back
   };
 
   void enqueue(Seq s);
@@ -368,6 +383,12 @@ class SchedulerPolicy {
   bool take_prompt_logprobs(Seq& s, const StepEntry& e, std::span<const PromptLogprobRun> runs);
   // Moves the whole prompt's logprobs into the request's first event (once, when complete).
   void attach_prompt_logprobs(Seq& s, SeqEvent& ev);
+  // ---- pooling (policy_pooling.cpp) ----
+  // mean / cls pooling: every prompt position's hidden state is needed (no cache hits, no loads).
+  bool pools_whole_prompt(const Seq& s) const;
+  void plan_pooling(const Seq& s, SeqWorkItem& w, StepEntry& e) const;
+  // Takes the item's embedding; false (with s.error set) when it is missing or unasked.
+  bool take_embedding(Seq& s, const StepEntry& e, std::span<const PooledEmbedding> embeddings);
   bool wants_decode(const Seq& s) const;
   bool wants_chunk(const Seq& s) const;
   Finish finish_of(const Seq& s) const;

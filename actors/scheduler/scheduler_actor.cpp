@@ -351,7 +351,7 @@ void on_step_done(scheduler_ptr self, const DecodedStepResult& r) {
     }
   }
   if (r.error.empty()) st.policy->note_step_bound(r.roofline_us > 0.0 && r.compute_bound);  // the load rule
-  std::vector<SeqEvent> events = r.error.empty() ? st.policy->complete(r.step_id, r.sampled, st.lease, r.prompt_logprobs)
+  std::vector<SeqEvent> events = r.error.empty() ? st.policy->complete(r.step_id, r.sampled, st.lease, r.prompt_logprobs, r.embeddings)
                                                  : st.policy->fail(r.step_id, r.error, st.lease);
   if (!r.error.empty()) spdlog::error("scheduler: step {} failed: {}", r.step_id, r.error);
   // The next plan goes out before the events: the executor starts the next step while the
@@ -447,6 +447,7 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
           if (!req.ignore_eos || must_end) ends.insert(ends.end(), req.eos_ids.begin(), req.eos_ids.end());
         }
         req.priority = r.getPriority();
+        req.pooling = static_cast<Pooling>(r.getPooling());
         const int n_prompt = static_cast<int>(req.prompt.size());
         Status added = self->state.policy->add(std::move(req));
         if (!added.is_ok()) {

@@ -44,6 +44,7 @@ generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vect
     b.setStop(r.getStop());
     b.setPriority(r.getPriority());
     b.setLabels(r.getLabels());
+    b.setPooling(r.getPooling());
   });
 }
 
@@ -150,6 +151,7 @@ void on_event(tokenizer_ptr self, const token_event_msg& msg) {
     b.setCachedTokens(r.getCachedTokens());
     b.setCompletionTokens(r.getCompletionTokens() - n_cut);
     copy_prompt_logprobs(st.tokenizer.get(), r.getPromptLogprobs(), b);
+    if (r.hasEmbedding()) b.setEmbedding(r.getEmbedding());
   });
   self->send(st.frontend, out);
   if (hit_stop && !final_event) {

@@ -26,6 +26,7 @@
 #include "core/status.h"
 #include "models/chat_template.h"
 #include "models/model_chat_template.h"
+#include "models/pooling.h"
 
 namespace brigade {
 
@@ -132,7 +133,35 @@ struct Event {
   // not computed (vLLM's num_cached_tokens; OpenAI's usage.prompt_tokens_details.cached_tokens).
   // Counted at the first admission; a prefill/decode decode instance counts none.
   int cached_tokens = 0;
+  // An embedding request's final event (Engine::submit_embed): the pooled vector, not normalized.
+  std::vector<float> embedding;
 };
+
+// An embedding request (OpenAI's /v1/embeddings, vLLM's pooling runner): the prompt is prefilled
+// like a generation's (chunked, sharing steps, the prefix cache, the KV pool), nothing is
+// sampled, and its final-norm hidden states are pooled into one vector by the engine's pooling
+// (ModelSummary::pooling: last, mean or cls; models/pooling.h).
+struct EmbedOptions {
+  std::string prompt;               // text, tokenized by the model's tokenizer...
+  std::vector<int32_t> prompt_ids;  // ...or token ids (when non-empty, `prompt` is ignored)
+  bool add_bos = true;              // prepend BOS to a text prompt
+  // > 0: keep the first `dimensions` values (Matryoshka truncation), then normalize them (as
+  // sentence-transformers' truncate_dim). At most the hidden size. 0: all of them.
+  int dimensions = 0;
+  std::optional<bool> normalize;    // L2-normalize; unset: the model's (ModelSummary)
+  int priority = 0;                 // higher is scheduled first
+  std::vector<std::pair<std::string, std::string>> labels;  // as GenerateOptions::labels
+};
+
+struct Embedding {
+  std::vector<float> values;  // [dimensions or hidden_size] f32
+  int prompt_tokens = 0;
+};
+
+// Called once per embedding request, on an engine thread: the embedding or what went wrong
+// (invalid_argument: the request was bad, e.g. too long for the context; out_of_resources: the
+// engine is full, retry later; cancelled: Engine::cancel).
+using EmbedCallback = std::function<void(Expected<Embedding>)>;
 
 // A whole finished request, from Engine::generate.
 struct Completion {
@@ -158,6 +187,13 @@ struct ModelSummary {
   int64_t n_params = 0;
   int64_t weight_bytes = 0;
   bool has_tokenizer = false;
+  int hidden_size = 0;  // an embedding's size; 0 when unknown (instances in other processes)
+  // Embedding requests: the pooling and normalization (EngineOptions::pooling, else the model
+  // dir's sentence-transformers files, else last + normalize); pooling none when the model's
+  // files ask for a pooling brigade does not run (pooling_error says which).
+  Pooling pooling = Pooling::last;
+  bool normalize_embeddings = true;
+  std::string pooling_error;
 };
 
 struct EngineOptions {
@@ -173,6 +209,10 @@ struct EngineOptions {
   // The application's station types by the name a topology's `stations:` entry gives as
   // `type:` (include/brigade/station.h). A name here takes the place of a built-in of that name.
   std::map<std::string, StationFactory> station_types;
+  // Embedding requests' pooling and normalization; unset: what the model dir's
+  // sentence-transformers files say (models/pooling.h read_pooling_config).
+  std::optional<Pooling> pooling;
+  std::optional<bool> normalize_embeddings;
 };
 
 // Counters since the engine started (monotonic; read them twice and subtract for a window).
@@ -283,6 +323,12 @@ class Engine {
   virtual void cancel(uint64_t request_id) = 0;
   // Submits and waits for the whole completion.
   Expected<Completion> generate(const GenerateOptions& request);
+  // Validates and queues an embedding request; returns its id (Engine::cancel takes it). on_done
+  // runs once, on an engine thread. Parameter errors are returned here; errors found later (a
+  // prompt too long once tokenized) reach on_done.
+  virtual Expected<uint64_t> submit_embed(const EmbedOptions& request, EmbedCallback on_done) = 0;
+  // Submits and waits for the embedding.
+  Expected<Embedding> embed(const EmbedOptions& request);
 
   virtual const ModelSummary& model() const = 0;
   virtual EngineStats stats() const = 0;

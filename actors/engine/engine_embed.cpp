@@ -1,0 +1,95 @@
+#include "actors/engine/engine_embed.h"
+
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+
+namespace brigade {
+
+Status validate_embed(const EmbedOptions& r, const ModelSummary& m) {
+  if (m.pooling == Pooling::none)
+    return unsupported("this model serves no embeddings: " + m.pooling_error + " (serve it with --pooling last|mean|cls)");
+  if (r.prompt_ids.empty() && r.prompt.empty()) return invalid_argument("the input is empty: give text or token ids");
+  if (r.prompt_ids.empty() && !m.has_tokenizer)
+    return invalid_argument("this model has no tokenizer: send the input as token ids");
+  for (int32_t t : r.prompt_ids) {
+    if (t < 0 || t >= m.vocab_size)
+      return invalid_argument("input token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                              std::to_string(m.vocab_size) + ")");
+  }
+  if (r.dimensions < 0 || (m.hidden_size > 0 && r.dimensions > m.hidden_size))
+    return invalid_argument("dimensions must be in [1, " + std::to_string(m.hidden_size) +
+                            "] (the model's embedding size; got " + std::to_string(r.dimensions) + ")");
+  return Status::ok();
+}
+
+GenerateOptions embed_as_generate(const EmbedOptions& r) {
+  GenerateOptions g;
+  g.prompt = r.prompt;
+  g.prompt_ids = r.prompt_ids;
+  g.add_bos = r.add_bos;
+  g.max_tokens = 0;
+  g.sampling.temperature = 0.0f;
+  g.sampling.seed = 0;  // nothing is sampled: no seed needs drawing
+  g.priority = r.priority;
+  g.labels = r.labels;
+  return g;
+}
+
+EventCallback embed_events(const EmbedOptions& r, const ModelSummary& m, EmbedCallback on_done) {
+  const int dimensions = r.dimensions;
+  const bool normalize = r.normalize.value_or(m.normalize_embeddings);
+  return [dimensions, normalize, on_done = std::move(on_done)](const Event& ev) {
+    if (ev.finish == FinishReason::none) return;
+    if (ev.finish == FinishReason::abort) return on_done(Status(StatusCode::cancelled, "the request was cancelled"));
+    if (ev.finish == FinishReason::error || ev.embedding.empty()) {
+      const StatusCode code = ev.error_code == StatusCode::ok ? StatusCode::internal : ev.error_code;
+      return on_done(Status(code, ev.error.empty() ? "the request ended without an embedding" : ev.error));
+    }
+    if (dimensions > static_cast<int>(ev.embedding.size()))
+      return on_done(invalid_argument("dimensions must be at most the model's embedding size " +
+                                      std::to_string(ev.embedding.size()) + " (got " + std::to_string(dimensions) + ")"));
+    on_done(Embedding{finish_embedding(ev.embedding, dimensions, normalize), ev.prompt_tokens});
+  };
+}
+
+void resolve_pooling(const EngineOptions& options, const std::string& model_path, ModelSummary& m) {
+  auto from_model = read_pooling_config(model_path);
+  if (options.pooling) {
+    m.pooling = *options.pooling;
+    m.normalize_embeddings = options.normalize_embeddings.value_or(from_model ? from_model->normalize : true);
+  } else if (from_model) {
+    m.pooling = from_model->mode;
+    m.normalize_embeddings = options.normalize_embeddings.value_or(from_model->normalize);
+  } else {
+    m.pooling = Pooling::none;
+    m.pooling_error = from_model.status().message();
+    spdlog::warn("engine: embeddings are off: {}", m.pooling_error);
+    return;
+  }
+  spdlog::debug("engine: embeddings pool {} ({}), {}", pooling_name(m.pooling),
+                options.pooling ? "--pooling" : from_model->source,
+                m.normalize_embeddings ? "normalized" : "not normalized");
+}
+
+Expected<Embedding> Engine::embed(const EmbedOptions& request) {
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<Expected<Embedding>> result;
+  };
+  auto sh = std::make_shared<Shared>();
+  auto id = submit_embed(request, [sh](Expected<Embedding> e) {
+    std::lock_guard<std::mutex> lock(sh->mu);
+    sh->result.emplace(std::move(e));
+    sh->cv.notify_all();
+  });
+  if (!id) return id.status();
+  std::unique_lock<std::mutex> lock(sh->mu);
+  sh->cv.wait(lock, [&] { return sh->result.has_value(); });
+  return std::move(*sh->result);
+}
+
+}  // namespace brigade

@@ -1,0 +1,93 @@
+#include "server/embeddings_route.h"
+
+#include <mutex>
+#include <optional>
+
+#include "server/openai_format.h"
+
+namespace brigade::server {
+
+namespace {
+
+// What the inputs' callbacks share. `done` runs once: when every input has its embedding, or at
+// the first error.
+struct Batch {
+  std::mutex mu;
+  EmbeddingsRequest request;
+  std::vector<Embedding> results;
+  std::vector<uint64_t> ids;  // engine ids, 0 until known or once finished
+  size_t n_left = 0;
+  bool answered = false;
+  std::function<void(SimpleResponse)> done;
+};
+
+// The inputs still running once the batch failed.
+std::vector<uint64_t> fail(Batch& b, const Status& st, std::optional<SimpleResponse>& answer) {
+  if (b.answered) return {};
+  b.answered = true;
+  answer = error_response(http_status_for(st.code()), st.message(), st.code());
+  std::vector<uint64_t> running;
+  for (uint64_t id : b.ids)
+    if (id != 0) running.push_back(id);
+  return running;
+}
+
+void on_result(const std::shared_ptr<ServerContext>& ctx, const std::shared_ptr<Batch>& b, size_t i,
+               Expected<Embedding> e) {
+  std::optional<SimpleResponse> answer;
+  std::vector<uint64_t> cancel;
+  {
+    std::lock_guard<std::mutex> lock(b->mu);
+    b->ids[i] = 0;
+    if (!e) {
+      cancel = fail(*b, e.status(), answer);
+    } else if (!b->answered) {
+      b->results[i] = std::move(*e);
+      if (--b->n_left == 0) {
+        b->answered = true;
+        answer = SimpleResponse{200, "application/json",
+                                embeddings_body(b->results, b->request.encoding, b->request.model)};
+      }
+    }
+  }
+  for (uint64_t id : cancel) ctx->engine.cancel(id);
+  if (answer) b->done(std::move(*answer));
+}
+
+}  // namespace
+
+void run_embeddings(const std::shared_ptr<ServerContext>& ctx, EmbeddingsRequest request,
+                    std::function<void(SimpleResponse)> done) {
+  auto b = std::make_shared<Batch>();
+  const size_t n = request.inputs.size();
+  b->request = std::move(request);
+  b->results.resize(n);
+  b->ids.assign(n, 0);
+  b->n_left = n;
+  b->done = std::move(done);
+  for (size_t i = 0; i < n; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(b->mu);
+      if (b->answered) break;  // an earlier input failed: the rest are not sent
+    }
+    uint64_t key = 0;
+    if (!ctx->inflight.begin(key)) {
+      on_result(ctx, b, i, Status(StatusCode::cancelled, "the server is shutting down"));
+      break;
+    }
+    auto submitted = ctx->engine.submit_embed(b->request.embed_options(i), [ctx, b, i, key](Expected<Embedding> e) {
+      on_result(ctx, b, i, std::move(e));
+      ctx->inflight.end(key);
+    });
+    if (!submitted) {
+      ctx->inflight.end(key);
+      on_result(ctx, b, i, submitted.status());
+      break;
+    }
+    ctx->inflight.set_id(key, *submitted);
+    std::lock_guard<std::mutex> lock(b->mu);
+    if (!b->answered && b->results[i].values.empty()) b->ids[i] = *submitted;
+  }
+}
+
+}  // namespace brigade::server
