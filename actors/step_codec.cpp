@@ -80,6 +80,7 @@ step_plan_msg encode_step_plan(const PlannedStep& step) {
       s.getSampling().setPromptLogprobs(w.prompt_logprobs);
       s.setPromptLogprobsFrom(w.prompt_lp_from);
       s.setNextToken(w.next_token);
+      s.setLora(w.lora);
     }
     auto rel = b.initReleased(static_cast<unsigned>(step.released.size()));
     for (unsigned i = 0; i < step.released.size(); ++i) rel.set(i, step.released[i]);
@@ -106,6 +107,7 @@ PlannedStep decode_step_plan(schema::StepPlan::Reader plan) {
     w.prompt_logprobs = s.getSampling().getPromptLogprobs();
     w.prompt_lp_from = s.getPromptLogprobsFrom();
     w.next_token = s.getNextToken();
+    w.lora = s.getLora();
     step.n_tokens += static_cast<int>(w.tokens.size());
     step.seqs.push_back(std::move(w));
   }

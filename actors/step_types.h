@@ -33,6 +33,7 @@ struct SeqWorkItem {
   int prompt_logprobs = -1;
   int prompt_lp_from = 1;
   int32_t next_token = -1;
+  uint32_t lora = 0;              // LoRA adapter id (SeqWork.lora; StepBatch::lora)
 };
 
 // One token's logprob with its rank and the most likely alternatives (prompt logprobs).

@@ -54,6 +54,7 @@ struct GenerateRequest {
   stop @6 :StopConditions;
   priority @7 :Int32;              # higher runs first
   labels @8 :List(Label);          # the client's key/value tags (stations read them)
+  lora @9 :UInt32;                 # LoRA adapter id (0 = base; i = EngineOptions::lora_modules[i - 1])
 }
 
 struct Label {

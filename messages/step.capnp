@@ -33,6 +33,7 @@ struct SeqWork {
                                    # promptLen - 1)] (the result's PromptLogprobs)
   nextToken @12 :Int32 = -1;       # the prompt token at startPos + len, when the chunk ends
                                    # inside the prompt (its logprob comes from this chunk)
+  lora @13 :UInt32;                # LoRA adapter id the sequence runs under (0 = the base model)
 }
 
 struct StepPlan {

@@ -87,6 +87,35 @@ Status check_pair_shape(const RawTensor& t, int64_t rows, int64_t cols, const st
 
 }  // namespace
 
+Expected<LoraModule> parse_lora_module(const std::string& spec) {
+  LoraModule m;
+  if (!spec.empty() && spec.front() == '{') {
+    try {
+      const json j = json::parse(spec);
+      m.name = j.value("name", "");
+      m.path = j.contains("path") ? j.at("path").get<std::string>() : j.value("lora_path", "");
+    } catch (const json::exception& e) {
+      return invalid_argument("LoRA module " + spec + " is not valid JSON (" + e.what() + ")");
+    }
+  } else if (const size_t eq = spec.find('='); eq != std::string::npos) {
+    m.name = spec.substr(0, eq);
+    m.path = spec.substr(eq + 1);
+  }
+  if (m.name.empty() || m.path.empty())
+    return invalid_argument("LoRA module '" + spec + "' needs a name and a path: name=path or "
+                            "{\"name\": ..., \"path\": ...}");
+  return m;
+}
+
+Expected<int32_t> lora_module_id(const std::vector<LoraModule>& modules, const std::string& name) {
+  if (name.empty()) return 0;
+  for (size_t i = 0; i < modules.size(); ++i)
+    if (modules[i].name == name) return static_cast<int32_t>(i + 1);
+  std::string list;
+  for (const LoraModule& m : modules) list += (list.empty() ? "" : ", ") + m.name;
+  return invalid_argument("LoRA adapter '" + name + "' is not loaded; loaded: " + (list.empty() ? "none" : list));
+}
+
 const char* lora_target_name(LoraTarget t) { return kTargetNames[static_cast<int>(t)]; }
 
 float LoraAdapterConfig::scale() const {

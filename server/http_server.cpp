@@ -104,7 +104,8 @@ class Session : public std::enable_shared_from_this<Session> {
     retry_after_ms_ = 0;
     const uint64_t n = ctx_->next_id.fetch_add(1);
     const std::string id = (request.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-") + std::to_string(n);
-    state_.emplace(request, id, ctx_->options.model_name, static_cast<int64_t>(std::time(nullptr)));
+    state_.emplace(request, id, request.gen.lora.empty() ? ctx_->options.model_name : request.gen.lora,
+                   static_cast<int64_t>(std::time(nullptr)));
     const int n_choices = request.n_choices();
     timing_.assign(static_cast<size_t>(n_choices), {});
     engine_ids_.assign(static_cast<size_t>(n_choices), 0);

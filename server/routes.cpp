@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/lora_models.h"
 #include "server/openai_format.h"
 
 namespace brigade::server {
@@ -114,7 +115,8 @@ std::variant<SimpleResponse, CompletionRequest> route(ServerContext& ctx, const 
   if (path == "/v1/models") {
     if (!get) return error_response(405, "/v1/models takes GET", StatusCode::invalid_argument);
     return SimpleResponse{200, "application/json",
-                          models_body(ctx.options.model_name, ctx.created, ctx.engine.model().max_context)};
+                          models_body_with_loras(ctx.options.model_name, ctx.created, ctx.engine.model().max_context,
+                                                 ctx.engine.model().loras)};
   }
   const bool completions = path == "/v1/completions", chat = path == "/v1/chat/completions";
   if (!completions && !chat) {
@@ -128,6 +130,8 @@ std::variant<SimpleResponse, CompletionRequest> route(ServerContext& ctx, const 
   if (!parsed) {
     return error_response(http_status_for(parsed.status().code()), parsed.status().message(), parsed.status().code());
   }
+  if (auto st = select_lora(ctx.options.model_name, ctx.engine.model().loras, *parsed); !st.is_ok())
+    return error_response(400, st.message(), st.code());
   if (parsed->echo) {
     for (const PromptInput& p : parsed->prompts) {
       if (p.ids.empty()) {

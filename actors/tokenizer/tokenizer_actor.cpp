@@ -44,6 +44,7 @@ generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vect
     b.setStop(r.getStop());
     b.setPriority(r.getPriority());
     b.setLabels(r.getLabels());
+    b.setLora(r.getLora());
   });
 }
 

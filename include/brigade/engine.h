@@ -25,6 +25,7 @@
 #include "core/backend.h"
 #include "core/status.h"
 #include "models/chat_template.h"
+#include "models/lora_adapter.h"
 #include "models/model_chat_template.h"
 
 namespace brigade {
@@ -89,6 +90,9 @@ struct GenerateOptions {
   // Key/value tags the topology's stations read (StationRequest::label), e.g. a tenant for a
   // rate limit. At most 16; keys 1-64 bytes and distinct, values at most 256 bytes.
   std::vector<std::pair<std::string, std::string>> labels;
+  // The LoRA adapter to run under (EngineOptions::lora_modules' name; vLLM's model=<adapter>);
+  // empty: the base model. An unknown name is refused naming the loaded ones.
+  std::string lora;
 };
 
 // One prompt token's logprob (Event::prompt_logprobs).
@@ -153,6 +157,7 @@ struct ModelSummary {
   int64_t n_params = 0;
   int64_t weight_bytes = 0;
   bool has_tokenizer = false;
+  std::vector<LoraModule> loras;  // the served LoRA adapters (EngineOptions::lora_modules)
 };
 
 struct EngineOptions {
@@ -168,6 +173,12 @@ struct EngineOptions {
   // The application's station types by the name a topology's `stations:` entry gives as
   // `type:` (include/brigade/station.h). A name here takes the place of a built-in of that name.
   std::map<std::string, StationFactory> station_types;
+  // LoRA adapters every instance serves (vLLM's --enable-lora --lora-modules; models/lora.h):
+  // loaded at start, at most max_loras of them, each of rank <= max_lora_rank. In-process
+  // instances of dense Llama-family models without tensor parallelism.
+  std::vector<LoraModule> lora_modules;
+  int max_loras = 8;
+  int max_lora_rank = 16;
 };
 
 // Counters since the engine started (monotonic; read them twice and subtract for a window).
