@@ -81,6 +81,7 @@ step_plan_msg encode_step_plan(const PlannedStep& step) {
       s.setPromptLogprobsFrom(w.prompt_lp_from);
       s.setNextToken(w.next_token);
       s.setPooling(static_cast<schema::Pooling>(w.pooling));
+      s.setLora(w.lora);
     }
     auto rel = b.initReleased(static_cast<unsigned>(step.released.size()));
     for (unsigned i = 0; i < step.released.size(); ++i) rel.set(i, step.released[i]);
@@ -108,6 +109,7 @@ PlannedStep decode_step_plan(schema::StepPlan::Reader plan) {
     w.prompt_lp_from = s.getPromptLogprobsFrom();
     w.next_token = s.getNextToken();
     w.pooling = static_cast<Pooling>(s.getPooling());
+    w.lora = s.getLora();
     step.n_tokens += static_cast<int>(w.tokens.size());
     step.seqs.push_back(std::move(w));
   }

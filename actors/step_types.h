@@ -37,6 +37,7 @@ struct SeqWorkItem {
   // A pooling request's prompt chunk (SeqWork.pooling; actors/executor/pooler.h): never samples;
   // the chunk that ends the prompt returns the pooled embedding (StepResult.embeddings).
   Pooling pooling = Pooling::none;
+  uint32_t lora = 0;              // LoRA adapter id (SeqWork.lora; StepBatch::lora)
 };
 
 // A pooling request's embedding, pooled but not normalized (mirrors schema::PooledEmbedding).

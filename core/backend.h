@@ -219,6 +219,13 @@ class Backend {
                          const AttentionMeta& meta, float scale, const Tensor& out) = 0;
   // out [r, d] = x [n, d] rows listed in rows [r] i32.
   virtual void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& out) = 0;
+  // y[rows[i]] += src[i] for i < r: y [n, d] and src [r, d] activations, rows [r] i32 distinct,
+  // inside [0, n). How a LoRA adapter's delta joins the rows of its sequences (models/lora.h).
+  // Implemented by the CPU and CUDA backends; others fail the check.
+  virtual void scatter_add_rows(const Tensor& y, const Tensor& rows, const Tensor& src) {
+    (void)y, (void)rows, (void)src;
+    BRIGADE_CHECK(false, "scatter_add_rows on a backend without it (LoRA adapters need the CPU or CUDA backend)");
+  }
 
   // ---- mixture of experts (qwen3_moe, deepseek_v2/v3; docs/architecture.md "Mixture of experts") ----
   // Whether moe_route / moe_experts are implemented; a MoE model refuses to load otherwise.

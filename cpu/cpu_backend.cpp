@@ -114,6 +114,9 @@ class CpuBackend final : public Backend {
   void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& out) override {
     cpu::gather_rows(ctx_, x, rows, out);
   }
+  void scatter_add_rows(const Tensor& y, const Tensor& rows, const Tensor& src) override {
+    cpu::scatter_add_rows(ctx_, y, rows, src);
+  }
   bool supports_moe() const override { return true; }
   void moe_route(const Tensor& router_logits, const MoeRouting& r, const Tensor& ids,
                  const Tensor& weights) override {

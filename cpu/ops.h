@@ -73,6 +73,9 @@ void write_kv(const CpuContext& c, const KvLayer& cache, const Tensor& qkv, cons
               const Tensor& slots);
 void gather_rows(const CpuContext& c, const Tensor& x, const Tensor& rows, const Tensor& out);
 
+// lora_ops.cpp
+void scatter_add_rows(const CpuContext& c, const Tensor& y, const Tensor& rows, const Tensor& src);
+
 // moe.cpp
 void moe_route(const CpuContext& c, const Tensor& router_logits, const MoeRouting& r, const Tensor& ids,
                const Tensor& weights);

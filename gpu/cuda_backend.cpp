@@ -347,6 +347,16 @@ class CudaBackendImpl final : public CudaBackend {
       gpu::launch_gather_rows(x.data, x.row_numel() * 2, rows.as<const int32_t>(), r, x.dim(0), out.data, stream_);
     });
   }
+  void scatter_add_rows(const Tensor& y, const Tensor& rows, const Tensor& src) override {
+    constexpr int kScatterAddRows = 1000;  // outside enum Op: the LoRA op keeps to its own lines
+    const int64_t r = rows.numel(), d = y.row_numel();
+    BRIGADE_CHECK(y.dtype == DType::bf16 && src.dtype == DType::bf16 && src.numel() == r * d,
+                  "scatter_add_rows: y [n, d] and src [r, d] bf16");
+    bind();
+    graphs_->record(Sig() << kScatterAddRows << y << rows << src, [=, this] {
+      gpu::launch_scatter_add_rows(y.data, d, rows.as<const int32_t>(), r, y.dim(0), src.data, stream_);
+    });
+  }
 
   bool supports_moe() const override { return true; }
   void moe_route(const Tensor& router_logits, const MoeRouting& r, const Tensor& ids, const Tensor& weights) override {

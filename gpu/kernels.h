@@ -54,6 +54,9 @@ void launch_write_kv(void* k, void* v, DType kv_t, const void* qkv, int64_t n, H
 // out [r] rows = x rows[i] (row_bytes each, a multiple of 2); indices outside [0, n) give zeros.
 void launch_gather_rows(const void* x, int64_t row_bytes, const int32_t* rows, int64_t r, int64_t n,
                         void* out, cudaStream_t stream);
+// y [n, d] bf16 rows rows[i] += src [r, d] bf16 row i (lora_ops.cu); indices outside [0, n) skipped.
+void launch_scatter_add_rows(void* y, int64_t d, const int32_t* rows, int64_t r, int64_t n, const void* src,
+                             cudaStream_t stream);
 
 // Paged attention (AttentionMeta in core/backend.h), decode and prefill in one kernel: a block
 // owns (sequence, kv head, block of query rows, KV split) and walks its KV range tile by tile

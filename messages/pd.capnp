@@ -78,4 +78,5 @@ struct KvHandoff {
   sentAtMicros @14 :Int64;         # steady clock of the sending process when the bytes were read
                                    # (transfer latency; meaningful in the same process only)
   fromInstance @15 :Text;          # the prefill instance (logs)
+  lora @16 :UInt32;                # the request's LoRA adapter id (0 = base)
 }

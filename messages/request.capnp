@@ -57,6 +57,7 @@ struct GenerateRequest {
   pooling @9 :Pooling;             # not none: an embedding request (maxTokens 0): the prompt is
                                    # prefilled, nothing is sampled, and its final event carries
                                    # the pooled hidden state (TokenEvent.embedding)
+  lora @10 :UInt32;                # LoRA adapter id (0 = base; i = EngineOptions::lora_modules[i - 1])
 }
 
 # How a pooling request's final-norm hidden states become one vector (models/pooling.h).

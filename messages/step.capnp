@@ -36,6 +36,7 @@ struct SeqWork {
   pooling @13 :Req.Pooling;        # not none: a pooling request's prompt chunk (sample is false);
                                    # the chunk that ends the prompt returns the pooled vector
                                    # (StepResult.embeddings; actors/executor/pooler.h)
+  lora @14 :UInt32;                # LoRA adapter id the sequence runs under (0 = the base model)
 }
 
 struct StepPlan {

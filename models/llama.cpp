@@ -5,6 +5,7 @@
 
 #include "models/load_progress.h"
 #include "models/decoder_ends.h"
+#include "models/lora.h"
 #include "models/moe_block.h"
 #include "models/tensor_parallel.h"
 #include "models/rope_scaling.h"
@@ -114,6 +115,7 @@ class LlamaModel final : public Model {
                        const RopeConfig& rope, int n);
   Status run_mlp(const DecoderLayer& layer, int n);
   // Sums a block's partial output over the tensor-parallel ranks (nothing to do without TP).
+  int layer_index(const DecoderLayer& layer) const { return static_cast<int>(&layer - layers_.data()); }
   Status reduce(const Tensor& delta) { return comm_ != nullptr ? comm_->all_reduce_sum(delta) : Status::ok(); }
 
   ModelConfig config_;
@@ -128,6 +130,7 @@ class LlamaModel final : public Model {
   Scratch scratch_;
   StepInputs ints_;
   float embed_scale_ = 0.0f;  // ModelConfig::embed_scale rounded to the activation dtype, as transformers does
+  std::unique_ptr<LoraSet> lora_;  // the served LoRA adapters; null when none
   int64_t n_params_ = 0;
   int64_t weight_bytes_ = 0;
   int64_t expert_params_ = 0;  // parameters of every expert of every sparse layer (in n_params_)
@@ -257,6 +260,10 @@ Status LlamaModel::load(const Checkpoint& ck) {
   }
   embed_scale_ = round_to(c.embed_scale, backend_.activation_dtype());
   BRIGADE_RETURN_IF_ERROR(allocate_scratch());
+  if (!options_.loras.empty()) {
+    BRIGADE_ASSIGN_OR_RETURN(lora_, LoraSet::load(options_.loras, c, backend_, options_.max_batch_tokens,
+                                                  options_.max_lora_rank));
+  }
   backend_.synchronize();  // uploads from staging memory have finished before it is freed
   return Status::ok();
 }
@@ -291,6 +298,7 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
   const Tensor positions = ints_.positions(n);
   const Tensor slots = ints_.slots(n);
   backend_.matmul(normed, layer.attn.qkv.tensor, layer.attn.qkv_bias.tensor, qkv);
+  if (lora_) lora_->apply(layer_index(layer), LoraProj::qkv, normed, qkv);
   if (!layer.attn.q_norm.tensor.empty())
     backend_.qk_head_norm(qkv, l, layer.attn.q_norm.tensor, layer.attn.k_norm.tensor, config_.rms_eps);
   backend_.rope(qkv, l, positions, rope);
@@ -299,6 +307,7 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
       config_.attn_scale > 0.0f ? config_.attn_scale : 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
   backend_.attention(qkv, l, cache, meta, scale, attn);
   backend_.matmul(attn, layer.attn.o.tensor, layer.attn.o_bias.tensor, scratch_.delta.tensor.rows(0, n));
+  if (lora_) lora_->apply(layer_index(layer), LoraProj::o, attn, scratch_.delta.tensor.rows(0, n));
   return reduce(scratch_.delta.tensor.rows(0, n));
 }
 
@@ -311,9 +320,11 @@ Status LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
   const Tensor gate_up = scratch_.gate_up.tensor.rows(0, n);
   const Tensor act = scratch_.act.tensor.rows(0, n);
   backend_.matmul(scratch_.normed.tensor.rows(0, n), layer.mlp.gate_up.tensor, Tensor(), gate_up);
+  if (lora_) lora_->apply(layer_index(layer), LoraProj::gate_up, scratch_.normed.tensor.rows(0, n), gate_up);
   if (config_.mlp_activation == MlpActivation::gelu_tanh) backend_.gelu_tanh_mul(gate_up, act);
   else backend_.silu_mul(gate_up, act);
   backend_.matmul(act, layer.mlp.down.tensor, Tensor(), scratch_.delta.tensor.rows(0, n));
+  if (lora_) lora_->apply(layer_index(layer), LoraProj::down, act, scratch_.delta.tensor.rows(0, n));
   return reduce(scratch_.delta.tensor.rows(0, n));
 }
 
@@ -327,6 +338,7 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
                             " computes no logits (rank 0 does): pass a step without logit rows");
   BRIGADE_ASSIGN_OR_RETURN(StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
   BRIGADE_RETURN_IF_ERROR(check_hidden_rows(batch, options_.max_batch_tokens, config_.hidden_size, backend_.activation_dtype()));
+  BRIGADE_RETURN_IF_ERROR(lora_ ? lora_->begin_step(batch) : check_no_lora(batch));
   BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch));
   const int n = batch.n_tokens();
   // Full-attention layers and sliding ones (every layer where ModelConfig::sliding_layers is empty).
@@ -409,6 +421,7 @@ Expected<std::unique_ptr<Model>> load_llama(const Checkpoint& checkpoint, Backen
   BRIGADE_RETURN_IF_ERROR(check_moe_support(checkpoint.config(), options.weight_dtype, backend));
   BRIGADE_RETURN_IF_ERROR(check_weight_dtype(options.weight_dtype, backend));
   BRIGADE_RETURN_IF_ERROR(check_tensor_parallel(checkpoint.config(), options, /*split_kv_heads=*/true));
+  BRIGADE_RETURN_IF_ERROR(check_lora_support(checkpoint.config(), options));
   auto model = std::make_unique<LlamaModel>(checkpoint.config(), backend, options);
   BRIGADE_RETURN_IF_ERROR(model->load(checkpoint));
   return std::unique_ptr<Model>(std::move(model));

@@ -19,6 +19,7 @@ void StepBatch::clear() {
   hidden_rows.clear();
   hidden = Tensor();
   device_tokens = Tensor();
+  lora.clear();
 }
 
 Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& backend, const LoadOptions& options) {
@@ -34,6 +35,9 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
       arch == "gemma2" || arch == "gemma3_text")
     return load_llama(*checkpoint, backend, options);
   // MLA attention and the MoE with shared experts (models/deepseek.h).
+  if ((arch == "deepseek_v2" || arch == "deepseek_v3") && !options.loras.empty())
+    return unsupported(path + ": LoRA adapters are not supported for " + arch + " (MLA attention); they run on the "
+                       "dense Llama-family decoders (llama, qwen2, qwen3, phi3)");
   if (arch == "deepseek_v2" || arch == "deepseek_v3") return load_deepseek(*checkpoint, backend, options);
   return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3, "
                      "qwen3_moe, phi3, gemma2, gemma3_text, deepseek_v2, deepseek_v3");

@@ -14,6 +14,7 @@
 #include "core/communicator.h"
 #include "core/status.h"
 #include "kvstore/kv_layout.h"
+#include "models/lora_adapter.h"
 #include "models/model_config.h"
 
 namespace brigade {
@@ -37,6 +38,9 @@ struct StepBatch {
   // forward reads instead of uploading `tokens` (the executor feeds tokens it sampled on the
   // device this way). `tokens` is then still checked (any valid ids as placeholders will do).
   Tensor device_tokens;
+  // LoRA adapter of each sequence ([n_seqs]; 0 = the base model, i = LoadOptions::loras[i - 1]);
+  // empty: every sequence runs the base (models/lora.h).
+  std::vector<int32_t> lora;
 
   int n_tokens() const { return static_cast<int>(tokens.size()); }
   int n_seqs() const { return static_cast<int>(ctx_len.size()); }
@@ -70,6 +74,10 @@ struct LoadOptions {
   // experts (expert parallelism: a rank runs only the tokens routed to its experts). Attention
   // and dense layers are split by heads and columns either way; ignored without a communicator.
   bool expert_parallel = false;
+  // LoRA adapters to serve (models/lora.h; Llama-family dense decoders, no tensor parallelism):
+  // StepBatch::lora id i + 1 is loras[i]. Each adapter's r must be <= max_lora_rank.
+  std::vector<LoraModule> loras;
+  int max_lora_rank = 16;
 };
 
 class Model {

@@ -114,10 +114,11 @@ class Session : public std::enable_shared_from_this<Session> {
     const uint64_t n = ctx_->next_id.fetch_add(1);
     const auto now = static_cast<int64_t>(std::time(nullptr));
     if (request.responses) {
-      state_ = std::make_unique<ResponsesState>(request, "resp_" + std::to_string(n), ctx_->options.model_name, now);
+      state_ = std::make_unique<ResponsesState>(request, "resp_" + std::to_string(n), request.gen.lora.empty() ? ctx_->options.model_name : request.gen.lora, now);
     } else {
       const std::string id = (request.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-") + std::to_string(n);
-      state_ = std::make_unique<CompletionState>(request, id, ctx_->options.model_name, now);
+      state_ = std::make_unique<CompletionState>(
+          request, id, request.gen.lora.empty() ? ctx_->options.model_name : request.gen.lora, now);
     }
     const int n_choices = request.n_choices();
     timing_.assign(static_cast<size_t>(n_choices), {});

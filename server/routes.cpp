@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/lora_models.h"
 #include "server/openai_format.h"
 #include "server/responses_request.h"
 
@@ -115,7 +116,8 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
   if (path == "/v1/models") {
     if (!get) return error_response(405, "/v1/models takes GET", StatusCode::invalid_argument);
     return SimpleResponse{200, "application/json",
-                          models_body(ctx.options.model_name, ctx.created, ctx.engine.model().max_context)};
+                          models_body_with_loras(ctx.options.model_name, ctx.created, ctx.engine.model().max_context,
+                                                 ctx.engine.model().loras)};
   }
   if (path == "/v1/embeddings") {
     if (!post) return error_response(405, "/v1/embeddings takes POST", StatusCode::invalid_argument);
@@ -150,6 +152,8 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
     parsed = parse_completion_body(req.body, chat ? Endpoint::chat : Endpoint::completions);
   }
   if (!parsed) return fail(parsed.status());
+  if (auto st = select_lora(ctx.options.model_name, ctx.engine.model().loras, *parsed); !st.is_ok())
+    return error_response(400, st.message(), st.code());
   if (parsed->echo) {
     for (const PromptInput& p : parsed->prompts) {
       if (p.ids.empty()) {

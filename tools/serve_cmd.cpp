@@ -33,6 +33,10 @@ struct ServeArgs {
   int threads = 0;
   int io_threads = 2;
   ExecutorFlags executor;
+  std::vector<std::string> lora_modules;  // name=path or {"name": ..., "path": ...}
+  int max_loras = 8;
+  int max_lora_rank = 16;
+  bool enable_lora = false;  // vLLM's switch; the modules alone decide here
 };
 
 int run_serve(const ServeArgs& a) {
@@ -59,6 +63,13 @@ int run_serve(const ServeArgs& a) {
   if (!a.normalize.empty()) options->normalize_embeddings = a.normalize == "true";
   const std::string* model = &options->model_path;
   apply_executor_flags(a.executor, *options);
+  for (const std::string& spec : a.lora_modules) {
+    auto m = parse_lora_module(spec);
+    if (!m) return fail(invalid_argument("--lora-modules: " + m.status().message()));
+    options->lora_modules.push_back(std::move(*m));
+  }
+  options->max_loras = a.max_loras;
+  options->max_lora_rank = a.max_lora_rank;
   options->chat_template = a.chat_template;
   auto engine = Engine::create(*options);
   if (!engine) return fail(engine.status());
@@ -120,6 +131,14 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
       ->check(CLI::IsMember({"true", "false"}));
   cmd->add_option("--threads", a->threads, "CPU threads for the executor (0 = all cores)");
   add_executor_flags(cmd, a->executor);
+  cmd->add_option("--lora-modules", a->lora_modules,
+                  "LoRA adapters (PEFT directories) to serve: name=path ... or JSON {\"name\": ..., \"path\": ...}; "
+                  "a request selects one by its name in `model`");
+  cmd->add_flag("--enable-lora", a->enable_lora, "Accepted for vLLM compatibility (--lora-modules enables LoRA)");
+  cmd->add_option("--max-loras", a->max_loras, "Most LoRA adapters loaded (all stay resident)")
+      ->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->add_option("--max-lora-rank", a->max_lora_rank, "Largest adapter rank r accepted")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_option("--io-threads", a->io_threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 64));
   cmd->callback([a, &run] { run = [a] { return run_serve(*a); }; });
 }

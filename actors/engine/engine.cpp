@@ -215,6 +215,20 @@ bool has_remote(const TopologyConfig& t) {
   return std::any_of(t.instances.begin(), t.instances.end(), [](const InstanceConfig& i) { return !i.remote.empty(); });
 }
 
+// LoRA adapters load into the local executors (models/lora.h): a node's executor would not have them.
+Status check_lora_options(const EngineOptions& o) {
+  if (o.lora_modules.empty()) return Status::ok();
+  if (o.max_loras < 1 || o.max_lora_rank < 1)
+    return invalid_argument("max_loras and max_lora_rank must be >= 1 (got " + std::to_string(o.max_loras) + ", " +
+                            std::to_string(o.max_lora_rank) + ")");
+  if (static_cast<int>(o.lora_modules.size()) > o.max_loras)
+    return invalid_argument(std::to_string(o.lora_modules.size()) + " LoRA modules exceed max_loras " +
+                            std::to_string(o.max_loras) + " (every adapter stays loaded; raise --max-loras)");
+  if (has_remote(o.topology))
+    return unsupported("LoRA adapters are served by in-process instances only; this topology has remote instances");
+  return Status::ok();
+}
+
 class EngineImpl final : public Engine {
  public:
   // `network`: load CAF's middleman (remote instances); an engine of local instances opens no
@@ -458,6 +472,7 @@ Status EngineImpl::start(const EngineOptions& options) {
   if (!options.topology.node_token_file.empty() && has_remote(options.topology)) {
     BRIGADE_ASSIGN_OR_RETURN(node_token_, load_node_token(options.topology.node_token_file));
   }
+  BRIGADE_RETURN_IF_ERROR(check_lora_options(options));
   // The stations are made before any weights load: a bad station fails fast.
   BRIGADE_ASSIGN_OR_RETURN(auto stations, make_stations(options.topology.stations, options.station_types));
   station_configs_ = options.topology.stations;
@@ -546,6 +561,7 @@ Status EngineImpl::start(const EngineOptions& options) {
   for (const auto& l : loaded)
     if (l) summary_.hidden_size = l->ranks.front()->model->config().hidden_size;
   resolve_pooling(options, path, summary_);
+  summary_.loras = options.lora_modules;
   if (tokenizer_model_) {  // the bytes of every token, for constrained output
     auto trie = std::make_shared<const TokenTrie>(token_pieces(*tokenizer_model_));
     for (auto& l : loaded)
@@ -593,6 +609,7 @@ Status EngineImpl::start(const EngineOptions& options) {
 }
 
 Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling pooling, EventCallback on_event) {
+  BRIGADE_ASSIGN_OR_RETURN(const int32_t lora, lora_module_id(summary_.loras, request.lora));
   const uint64_t id = next_id_.fetch_add(1);
   uint64_t seed = 0;
   if (request.sampling.seed) {
@@ -634,6 +651,7 @@ Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling
     for (unsigned i = 0; i < request.stop.size(); ++i) strs.set(i, request.stop[i]);
     stop.setIgnoreEos(request.ignore_eos);
     b.setPriority(request.priority);
+    b.setLora(static_cast<uint32_t>(lora));
     auto labels = b.initLabels(static_cast<unsigned>(request.labels.size()));
     for (unsigned i = 0; i < request.labels.size(); ++i) {
       labels[i].setKey(request.labels[i].first);

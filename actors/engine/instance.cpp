@@ -176,6 +176,8 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   lo.progress = progress;
   lo.weight_dtype = weight_dtype_for(exe.weights);
   lo.expert_parallel = exe.expert_parallel;
+  lo.loras = options.lora_modules;
+  lo.max_lora_rank = options.max_lora_rank;
   // Every rank's backend first: a GPU rank's communicator is bound to its backend's stream.
   std::vector<std::unique_ptr<Backend>> backends;
   for (int r = 0; r < exe.tp; ++r) {

@@ -60,6 +60,7 @@ Status StepRunner::build_batch(const PlannedStep& step, bool with_pooling) {
     }
     batch_.q_start.push_back(batch_.n_tokens());
     batch_.ctx_len.push_back(ctx);
+    batch_.lora.push_back(static_cast<int32_t>(w.lora));
     batch_.block_table.insert(batch_.block_table.end(), w.block_table.begin(), w.block_table.end());
     batch_.block_table.resize(static_cast<size_t>(batch_.n_seqs()) * static_cast<size_t>(max_blocks), 0);
     if (w.sample) {  // the last position, or with drafts the last n_draft + 1

@@ -171,8 +171,10 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
     return true;
   }
   RadixTree::Match m;
+  std::vector<int32_t> key_buf;
+  const std::span<const int32_t> key = cache_key(s, key_buf);
   if (cache_) {
-    m = cache_->match(s.tokens, cache_match_limit(s));
+    m = cache_->match(key, cache_match_limit(s));
     cache_->lock(m.node);                    // so that making room below cannot evict it
   }
   auto got = take_pages(s.blocks.pages_needed(known + 1) - static_cast<int>(m.pages.size()), pages);
@@ -194,7 +196,7 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
     cache_stats_.hit_tokens += static_cast<uint64_t>(m.n_tokens);
   }
   if (cache_ && limits_.lower_tiers && !needs_prompt_logprobs(s) && !pools_whole_prompt(s)) {
-    auto keys = cache_->continue_keys(m, s.tokens, (known - 1) / limits_.page_size);
+    auto keys = cache_->continue_keys(m, key, (known - 1) / limits_.page_size);
     // Load when cheaper than recomputing by the measured estimates (unknown: load); every 8th
     // candidate loads anyway, so an estimate inflated by a busy moment can come back down.
     const bool cheaper = limits_.tier_load_us_per_page <= 0 || limits_.prefill_us_per_token <= 0 ||
@@ -227,8 +229,9 @@ void SchedulerPolicy::cache_computed(Seq& s, bool save) {
   if (n_full <= s.n_cache_checked) return;
   BRIGADE_CHECK(cache_->depth(s.cache_node) == s.n_cache_checked, "the locked node ends where the checked pages do");
   RadixTree::NodeRef end = nullptr;
+  std::vector<int32_t> key_buf;
   const auto fates = cache_->insert_from(
-      s.cache_node, std::span<const int32_t>(s.tokens).first(static_cast<size_t>(n_full) * static_cast<size_t>(limits_.page_size)),
+      s.cache_node, cache_key(s, key_buf).first(static_cast<size_t>(n_full) * static_cast<size_t>(limits_.page_size)),
       std::span<const int32_t>(s.blocks.pages()).first(static_cast<size_t>(n_full)), s.req.priority, &end);
   const auto fate = [&](int page) { return fates[static_cast<size_t>(page - s.n_cache_checked)]; };
   for (int i = s.n_cache_checked; i < n_full; ++i) {
@@ -366,6 +369,7 @@ void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vec
   w.n_generated = static_cast<uint32_t>(s.n_generated + s.n_pending);  // index of the token sampled
   w.logprobs = s.req.logprobs;
   w.prompt_len = static_cast<int>(s.req.prompt.size());
+  w.lora = s.req.lora;
   // Starting after a cached prefix: penalties and the output matcher need the tokens the executor
   // did not see.
   if (s.send_history && (w.sampling.has_penalties() || w.sampling.constrained()))

@@ -132,6 +132,7 @@ struct SeqRequest {
   bool ignore_eos = false;
   int priority = 0;                  // higher first
   Pooling pooling = Pooling::none;   // not none: an embedding request (max_tokens 0; above)
+  uint32_t lora = 0;                 // LoRA adapter id (0 = base); keys its prefix-cache pages
 };
 
 // Where the policy gets pages and gives them back (the scheduler's lease on the KV pool).
@@ -373,6 +374,11 @@ class SchedulerPolicy {
   void note_acceptance(Seq& s, double fraction);
   void complete_drafts(Seq& s, const StepEntry& e, const std::vector<const SampledResult*>* got,
                        std::vector<SeqEvent>& events, PageSource& pages);
+  // ---- LoRA adapters (policy_lora.cpp) ----
+  // The tokens the prefix cache keys s by: s.tokens for the base model; a copy in `buf` with the
+  // first token salted by the adapter under a LoRA adapter, so no adapter shares pages with
+  // another or with the base (the same tokens give other K/V under an adapter).
+  std::span<const int32_t> cache_key(const Seq& s, std::vector<int32_t>& buf) const;
   // ---- prompt logprobs (policy_prompt_logprobs.cpp) ----
   bool needs_prompt_logprobs(const Seq& s) const;
   // The most leading tokens admission may take from the prefix cache.

@@ -203,6 +203,7 @@ void on_exported(scheduler_ptr self, uint64_t seq_id, const kv_exported_msg& res
       fill_list(b.initEosIds(static_cast<unsigned>(req.eos_ids.size())), req.eos_ids);
       b.setIgnoreEos(req.ignore_eos);
       b.setPriority(req.priority);
+      b.setLora(req.lora);
       b.setPageSize(st.setup.limits.page_size);
       b.setPageBytes(r.getPageBytes());
       b.setNPages(static_cast<int32_t>(r.getPageBytes() == 0 ? 0 : r.getBlob().getNBytes() / r.getPageBytes()));
@@ -310,6 +311,7 @@ void on_handoff(scheduler_ptr self, const kv_handoff_msg& m) {
     t.req.eos_ids = to_vector(r.getEosIds());
     t.req.ignore_eos = r.getIgnoreEos();
     t.req.priority = r.getPriority();
+    t.req.lora = r.getLora();
     t.generated = to_vector(r.getGenerated());
     t.n_kv_tokens = r.getNKvTokens();
     added = st.policy->add_transferred(std::move(t));
@@ -448,6 +450,7 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
         }
         req.priority = r.getPriority();
         req.pooling = static_cast<Pooling>(r.getPooling());
+        req.lora = r.getLora();
         const int n_prompt = static_cast<int>(req.prompt.size());
         Status added = self->state.policy->add(std::move(req));
         if (!added.is_ok()) {

@@ -45,6 +45,7 @@ generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vect
     b.setPriority(r.getPriority());
     b.setLabels(r.getLabels());
     b.setPooling(r.getPooling());
+    b.setLora(r.getLora());
   });
 }
 

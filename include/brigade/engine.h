@@ -25,6 +25,7 @@
 #include "core/backend.h"
 #include "core/status.h"
 #include "models/chat_template.h"
+#include "models/lora_adapter.h"
 #include "models/model_chat_template.h"
 #include "models/pooling.h"
 
@@ -90,6 +91,9 @@ struct GenerateOptions {
   // Key/value tags the topology's stations read (StationRequest::label), e.g. a tenant for a
   // rate limit. At most 16; keys 1-64 bytes and distinct, values at most 256 bytes.
   std::vector<std::pair<std::string, std::string>> labels;
+  // The LoRA adapter to run under (EngineOptions::lora_modules' name; vLLM's model=<adapter>);
+  // empty: the base model. An unknown name is refused naming the loaded ones.
+  std::string lora;
 };
 
 // One prompt token's logprob (Event::prompt_logprobs).
@@ -194,6 +198,7 @@ struct ModelSummary {
   Pooling pooling = Pooling::last;
   bool normalize_embeddings = true;
   std::string pooling_error;
+  std::vector<LoraModule> loras;  // the served LoRA adapters (EngineOptions::lora_modules)
 };
 
 struct EngineOptions {
@@ -213,6 +218,12 @@ struct EngineOptions {
   // sentence-transformers files say (models/pooling.h read_pooling_config).
   std::optional<Pooling> pooling;
   std::optional<bool> normalize_embeddings;
+  // LoRA adapters every instance serves (vLLM's --enable-lora --lora-modules; models/lora.h):
+  // loaded at start, at most max_loras of them, each of rank <= max_lora_rank. In-process
+  // instances of dense Llama-family models without tensor parallelism.
+  std::vector<LoraModule> lora_modules;
+  int max_loras = 8;
+  int max_lora_rank = 16;
 };
 
 // Counters since the engine started (monotonic; read them twice and subtract for a window).

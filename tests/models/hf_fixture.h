@@ -56,6 +56,14 @@ inline std::vector<FixtureCase> read_fixture_cases(const std::string& name) {
   return out;
 }
 
+// log p(token) under a reference logits row (log_softmax in double).
+inline double reference_logprob(const std::vector<float>& logits, int32_t token) {
+  double mx = -INFINITY, sum = 0.0;
+  for (float v : logits) mx = std::max(mx, static_cast<double>(v));
+  for (float v : logits) sum += std::exp(static_cast<double>(v) - mx);
+  return static_cast<double>(logits[static_cast<size_t>(token)]) - mx - std::log(sum);
+}
+
 // What one model produced on one case.
 struct FixtureRun {
   float max_abs_diff = 0.0f;  // over every prompt position's logits

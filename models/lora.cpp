@@ -1,0 +1,170 @@
+#include "models/lora.h"
+
+#include <algorithm>
+#include <set>
+
+#include "models/step_inputs.h"
+
+namespace brigade {
+namespace {
+
+// The parts of each fused projection, in the order of its output rows.
+const std::vector<LoraTarget>& proj_parts(LoraProj p) {
+  static const std::array<std::vector<LoraTarget>, kLoraProjs> parts = {
+      std::vector<LoraTarget>{LoraTarget::q, LoraTarget::k, LoraTarget::v}, {LoraTarget::o},
+      {LoraTarget::gate, LoraTarget::up}, {LoraTarget::down}};
+  return parts[static_cast<size_t>(p)];
+}
+
+int64_t proj_out(const ModelConfig& c, LoraProj p) {
+  int64_t out = 0;
+  for (LoraTarget t : proj_parts(p)) out += lora_target_shape(c, t).first;
+  return out;
+}
+
+int64_t proj_in(const ModelConfig& c, LoraProj p) { return lora_target_shape(c, proj_parts(p).front()).second; }
+
+}  // namespace
+
+Status check_lora_support(const ModelConfig& c, const LoadOptions& options) {
+  if (options.loras.empty()) return Status::ok();
+  if (options.communicator != nullptr && options.communicator->size() > 1)
+    return unsupported("LoRA adapters are not supported with tensor parallelism yet (tp = " +
+                       std::to_string(options.communicator->size()) + "); serve them with tp 1");
+  if (c.n_moe_layers() > 0)
+    return unsupported("LoRA adapters are not supported for mixture-of-experts models (" + c.arch +
+                       "): brigade applies them to dense q/k/v/o/gate/up/down projections only");
+  return Status::ok();
+}
+
+Status check_no_lora(const StepBatch& batch) {
+  for (int32_t id : batch.lora) {
+    if (id != 0) return invalid_argument("the step names LoRA adapter " + std::to_string(id) + " but the model serves none");
+  }
+  return Status::ok();
+}
+
+Expected<std::unique_ptr<LoraSet>> LoraSet::load(const std::vector<LoraModule>& modules, const ModelConfig& base,
+                                                 Backend& backend, int max_batch_tokens, int max_rank) {
+  std::unique_ptr<LoraSet> set(new LoraSet(backend));
+  std::set<std::string> names;
+  for (const LoraModule& m : modules) {
+    if (m.name.empty()) return invalid_argument("a LoRA module needs a name (name=path)");
+    if (!names.insert(m.name).second) return invalid_argument("LoRA module name '" + m.name + "' is given twice");
+    BRIGADE_ASSIGN_OR_RETURN(LoraAdapter host, read_lora_adapter(m, base, max_rank));
+    BRIGADE_RETURN_IF_ERROR(set->upload(host, base));
+  }
+  BRIGADE_RETURN_IF_ERROR(set->allocate_scratch(base, max_batch_tokens));
+  backend.synchronize();  // uploads from host memory have finished before it is freed
+  return set;
+}
+
+// Builds each fused A_cat [R, in] and scaled block-diagonal B [out, R] on the host (f32) and
+// converts them to the backend's activation type.
+Status LoraSet::upload(const LoraAdapter& host, const ModelConfig& base) {
+  Adapter& dev = adapters_.emplace_back();
+  dev.layers.resize(host.layers.size());
+  const int64_t r = host.config.r;
+  const float scale = host.config.scale();
+  for (size_t l = 0; l < host.layers.size(); ++l) {
+    for (int p = 0; p < kLoraProjs; ++p) {
+      const auto proj = static_cast<LoraProj>(p);
+      std::vector<const LoraPair*> pairs;
+      std::vector<int64_t> offsets;
+      int64_t row = 0;
+      for (LoraTarget t : proj_parts(proj)) {
+        const LoraPair& pair = host.layers[l][static_cast<size_t>(t)];
+        if (!pair.empty()) {
+          pairs.push_back(&pair);
+          offsets.push_back(row);
+        }
+        row += lora_target_shape(base, t).first;
+      }
+      if (pairs.empty()) continue;
+      const int64_t in = proj_in(base, proj), out = proj_out(base, proj), rank = r * static_cast<int64_t>(pairs.size());
+      std::vector<float> a(static_cast<size_t>(rank * in)), b(static_cast<size_t>(out * rank), 0.0f);
+      for (size_t j = 0; j < pairs.size(); ++j) {
+        const LoraPair& pair = *pairs[j];
+        std::copy(pair.a.begin(), pair.a.end(), a.begin() + static_cast<std::ptrdiff_t>(static_cast<int64_t>(j) * r * in));
+        for (int64_t i = 0; i < pair.out; ++i) {
+          for (int64_t c = 0; c < r; ++c)
+            b[static_cast<size_t>((offsets[j] + i) * rank + static_cast<int64_t>(j) * r + c)] =
+                scale * pair.b[static_cast<size_t>(i * r + c)];
+        }
+      }
+      Fused& f = dev.layers[l][static_cast<size_t>(p)];
+      const DType act = backend_.activation_dtype();
+      BRIGADE_ASSIGN_OR_RETURN(f.a, backend_.prepare_weight(Tensor(a.data(), DType::f32, {rank, in}), act));
+      BRIGADE_ASSIGN_OR_RETURN(f.b, backend_.prepare_weight(Tensor(b.data(), DType::f32, {out, rank}), act));
+      backend_.synchronize();  // a and b are freed at the end of this iteration
+    }
+  }
+  return Status::ok();
+}
+
+Status LoraSet::allocate_scratch(const ModelConfig& base, int max_batch_tokens) {
+  int64_t in = 0, out = 0, rank = 0;
+  for (int p = 0; p < kLoraProjs; ++p) {
+    in = std::max(in, proj_in(base, static_cast<LoraProj>(p)));
+    out = std::max(out, proj_out(base, static_cast<LoraProj>(p)));
+  }
+  for (const Adapter& a : adapters_) {
+    for (const auto& layer : a.layers)
+      for (const Fused& f : layer)
+        if (!f.a.tensor.empty()) rank = std::max(rank, f.a.tensor.dim(0));
+  }
+  const DType act = backend_.activation_dtype();
+  const int64_t t = max_batch_tokens;
+  BRIGADE_ASSIGN_OR_RETURN(rows_, alloc_tensor(backend_, DType::i32, 1, t));
+  BRIGADE_ASSIGN_OR_RETURN(xs_, alloc_tensor(backend_, act, t, in));
+  BRIGADE_ASSIGN_OR_RETURN(u_, alloc_tensor(backend_, act, t, std::max<int64_t>(rank, 1)));
+  BRIGADE_ASSIGN_OR_RETURN(d_, alloc_tensor(backend_, act, t, out));
+  host_rows_.reserve(static_cast<size_t>(t));
+  return Status::ok();
+}
+
+Status LoraSet::begin_step(const StepBatch& batch) {
+  groups_.clear();
+  host_rows_.clear();
+  if (batch.lora.empty()) return Status::ok();
+  if (static_cast<int>(batch.lora.size()) != batch.n_seqs())
+    return invalid_argument("the step has " + std::to_string(batch.lora.size()) + " LoRA ids for " +
+                            std::to_string(batch.n_seqs()) + " sequences");
+  for (int32_t id : batch.lora) {
+    if (id < 0 || id > n_adapters())
+      return invalid_argument("LoRA adapter id " + std::to_string(id) + " is outside [0, " +
+                              std::to_string(n_adapters()) + "]");
+  }
+  for (int id = 1; id <= n_adapters(); ++id) {
+    Group g{id - 1, static_cast<int64_t>(host_rows_.size()), 0};
+    for (int s = 0; s < batch.n_seqs(); ++s) {
+      if (batch.lora[static_cast<size_t>(s)] != id) continue;
+      for (int32_t row = batch.q_start[static_cast<size_t>(s)]; row < batch.q_start[static_cast<size_t>(s) + 1]; ++row)
+        host_rows_.push_back(row);
+    }
+    g.n = static_cast<int64_t>(host_rows_.size()) - g.first;
+    if (g.n > 0) groups_.push_back(g);
+  }
+  if (!host_rows_.empty())
+    backend_.upload(Tensor(rows_.tensor.data, DType::i32, {static_cast<int64_t>(host_rows_.size())}), host_rows_.data());
+  return Status::ok();
+}
+
+void LoraSet::apply(int layer, LoraProj p, const Tensor& x, const Tensor& y) {
+  const DType act = backend_.activation_dtype();
+  const int64_t in = x.row_numel(), out = y.row_numel();
+  for (const Group& g : groups_) {
+    const Fused& f = adapters_[static_cast<size_t>(g.adapter)].layers[static_cast<size_t>(layer)][static_cast<size_t>(p)];
+    if (f.a.tensor.empty()) continue;
+    const int64_t rank = f.a.tensor.dim(0);
+    BRIGADE_CHECK(f.a.tensor.dim(1) == in && f.b.tensor.dim(0) == out, "LoRA weights match the projection's shape");
+    const Tensor rows(static_cast<int32_t*>(rows_.tensor.data) + g.first, DType::i32, {g.n});
+    const Tensor xs(xs_.tensor.data, act, {g.n, in}), u(u_.tensor.data, act, {g.n, rank}), d(d_.tensor.data, act, {g.n, out});
+    backend_.gather_rows(x, rows, xs);
+    backend_.matmul(xs, f.a.tensor, Tensor(), u);
+    backend_.matmul(u, f.b.tensor, Tensor(), d);
+    backend_.scatter_add_rows(y, rows, d);
+  }
+}
+
+}  // namespace brigade
