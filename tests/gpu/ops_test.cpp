@@ -55,6 +55,25 @@ TEST(GpuOps, EmbeddingAndGatherRows) {
   EXPECT_EQ(get(*gpu(), gg.tensor), get(cpu(), gc.tensor));
 }
 
+// LoRA's delta: src rows added into the rows of y that `rows` names (distinct indices, as
+// LoraSet passes them), the rest of y untouched.
+TEST(GpuOps, ScatterAddRows) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(21);
+  const int64_t n = 13, d = 640;
+  const auto y = random_values(rng, n * d, -2, 2), src = random_values(rng, 5 * d, -2, 2);
+  const std::vector<int32_t> rows = {12, 0, 7, 3, 8};
+  const auto yc = put(cpu(), DType::f32, {n, d}, y), yg = put(*gpu(), DType::bf16, {n, d}, y);
+  const auto sc = put(cpu(), DType::f32, {5, d}, src), sg = put(*gpu(), DType::bf16, {5, d}, src);
+  const auto rc = put_i32(cpu(), {5}, rows), rg = put_i32(*gpu(), {5}, rows);
+  cpu().scatter_add_rows(yc.tensor, rc.tensor, sc.tensor);
+  gpu()->scatter_add_rows(yg.tensor, rg.tensor, sg.tensor);
+  EXPECT_LT(rel_error(get(*gpu(), yg.tensor), get(cpu(), yc.tensor)), kBf16Tol);
+  const auto untouched = get(*gpu(), yg.tensor);
+  const auto before = get(*gpu(), put(*gpu(), DType::bf16, {n, d}, y).tensor);
+  for (int64_t c = 0; c < d; ++c) EXPECT_EQ(untouched[static_cast<size_t>(1 * d + c)], before[static_cast<size_t>(1 * d + c)]);
+}
+
 TEST(GpuOps, RmsNormAndAddRmsNorm) {
   BRIGADE_REQUIRE_GPU();
   std::mt19937 rng(3);
