@@ -52,6 +52,16 @@ inline std::unique_ptr<Engine> create_engine(const EngineOptions& o) {
   return engine ? std::move(*engine) : nullptr;
 }
 
+// base's (first) instance as a prefill instance "prefill" and a decode instance "decode" (PD
+// separation).
+inline EngineOptions prefill_decode(EngineOptions base) {
+  InstanceConfig prefill = base.topology.instances.front(), decode = prefill;
+  prefill.name = prefill.role = "prefill";
+  decode.name = decode.role = "decode";
+  base.topology.instances = {prefill, decode};
+  return base;
+}
+
 // The executor variants a sampled token can come from.
 inline std::vector<std::pair<std::string, EngineOptions>> variants(const EngineOptions& base) {
   std::vector<std::pair<std::string, EngineOptions>> out;
@@ -66,14 +76,7 @@ inline std::vector<std::pair<std::string, EngineOptions>> variants(const EngineO
   out.emplace_back("ngram speculation", spec);
   // Prefill/decode separation: the first token is sampled on the prefill instance, the rest on
   // the decode instance, which rebuilds the penalty/JSON state from the hand-off.
-  EngineOptions pd = base;
-  InstanceConfig prefill = base.topology.instances.front(), decode = prefill;
-  prefill.name = "p0";
-  prefill.role = "prefill";
-  decode.name = "d0";
-  decode.role = "decode";
-  pd.topology.instances = {prefill, decode};
-  out.emplace_back("pd separation", pd);
+  out.emplace_back("pd separation", prefill_decode(base));
   return out;
 }
 

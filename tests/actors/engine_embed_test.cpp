@@ -120,15 +120,7 @@ TEST(Embeddings, UnderTensorParallelismRankZeroPools) {
 
 // PD separation: the prefill instance runs the prompt and answers; nothing is handed off.
 TEST(Embeddings, ThePrefillInstanceOfPdSeparationPools) {
-  EngineOptions o = options(Pooling::last);
-  InstanceConfig proto = o.topology.instances.front();
-  o.topology.instances.clear();
-  for (const char* role : {"prefill", "decode"}) {
-    InstanceConfig inst = proto;
-    inst.name = role;
-    inst.role = role;
-    o.topology.instances.push_back(inst);
-  }
+  const EngineOptions o = testing::prefill_decode(options(Pooling::last));
   expect_transformers(o, "last", "pd");
 }
 

@@ -157,15 +157,7 @@ TEST(PromptLogprobs, WithNgramSpeculationOn) {
 }
 
 TEST(PromptLogprobs, ThePrefillInstanceOfPdSeparationScoresThem) {
-  EngineOptions o = options(testing::fixture_dir("llama"));
-  InstanceConfig proto = o.topology.instances.front();
-  o.topology.instances.clear();
-  for (const char* role : {"prefill", "decode"}) {
-    InstanceConfig inst = proto;
-    inst.name = role;
-    inst.role = role;
-    o.topology.instances.push_back(inst);
-  }
+  const EngineOptions o = testing::prefill_decode(options(testing::fixture_dir("llama")));
   expect_fixture(o, "llama", "pd");
 }
 

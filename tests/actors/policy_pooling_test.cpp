@@ -12,17 +12,7 @@ namespace {
 
 using testing::PoolSource;
 
-SchedulerLimits limits(bool cache = false) {
-  SchedulerLimits l;
-  l.max_running = 4;
-  l.max_waiting = 8;
-  l.max_step_tokens = 4;  // a 10-token prompt: chunks [0,4) [4,8) [8,10)
-  l.max_context = 16;
-  l.page_size = 4;
-  l.vocab_size = 100;
-  l.prefix_cache = cache;
-  return l;
-}
+SchedulerLimits limits(bool cache = false) { return testing::chunked_limits(16, cache); }
 
 SeqRequest pooled(uint64_t id, int n_prompt, Pooling p) {
   SeqRequest r;

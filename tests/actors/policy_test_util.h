@@ -31,4 +31,18 @@ class PoolSource final : public PageSource {
   int obtainable_;
 };
 
+// Limits of the chunked-prefill policy tests: 4 running, 8 waiting, chunks of 4 tokens (a
+// 10-token prompt runs as [0,4) [4,8) [8,10)), pages of 4, a vocabulary of 100.
+inline SchedulerLimits chunked_limits(int max_context, bool cache) {
+  SchedulerLimits l;
+  l.max_running = 4;
+  l.max_waiting = 8;
+  l.max_step_tokens = 4;
+  l.max_context = max_context;
+  l.page_size = 4;
+  l.vocab_size = 100;
+  l.prefix_cache = cache;
+  return l;
+}
+
 }  // namespace brigade::testing
