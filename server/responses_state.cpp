@@ -114,9 +114,8 @@ void ResponsesState::apply(const json& chunk, std::string& out) {
         item.name = fn.value("name", "");
         items_.push_back(std::move(item));
         if (stream_) {
-          Item opened = items_.back();
           out += event({{"type", "response.output_item.added"}, {"output_index", items_.size() - 1},
-                        {"item", item_json(opened)}});
+                        {"item", item_json(items_.back())}});
         }
       }
       if (items_.empty() || items_.back().kind != Kind::function_call) continue;  // CompletionState never does this
