@@ -183,6 +183,16 @@ class Backend {
   // out [n, m] = x [n, k] · w[m, k]ᵀ (+ bias [m] when bias is not empty). w may be an f8e4m3
   // weight from prepare_weight (see "fp8 weights" above).
   virtual void matmul(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) = 0;
+  // One projection whose weight rows come in groups of different block types, multiplied as one
+  // matmul: out [n, m_1 + m_2 + ...] = x [n, k] · [w_1; w_2; ...]ᵀ (+ bias [m_1 + m_2 + ...]),
+  // group i filling columns [m_1 + ... + m_(i-1), ... + m_i). A GGUF's fused q|k|v of Q4_K q|k
+  // and Q6_K v stays as stored this way, x is quantized once and the threads split all rows.
+  // Where supports_stacked_matmul() is false (and the loader then never asks), one group only.
+  virtual bool supports_stacked_matmul() const { return false; }
+  virtual void matmul_stacked(const Tensor& x, std::span<const Tensor> ws, const Tensor& bias, const Tensor& out) {
+    BRIGADE_CHECK(ws.size() == 1, "matmul_stacked of several weights on a backend without it (supports_stacked_matmul)");
+    matmul(x, ws[0], bias, out);
+  }
   // out [n, d] = x / rms(x) * weight, rms over d with eps.
   virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) = 0;
   // residual [n, d] += x; out = rms_norm(residual). Fusing saves one pass over the activations.

@@ -81,6 +81,10 @@ class CpuBackend final : public Backend {
   void matmul(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) override {
     cpu::matmul(ctx_, x, w, bias, out);
   }
+  bool supports_stacked_matmul() const override { return true; }
+  void matmul_stacked(const Tensor& x, std::span<const Tensor> ws, const Tensor& bias, const Tensor& out) override {
+    cpu::matmul_stacked(ctx_, x, ws, bias, out);
+  }
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override {
     cpu::rms_norm(ctx_, x, weight, eps, out);
   }

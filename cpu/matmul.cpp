@@ -64,43 +64,64 @@ int64_t decode_grain(size_t row_bytes) {
   return std::max<int64_t>(4, (65536 / std::max<int64_t>(1, static_cast<int64_t>(row_bytes))) & ~int64_t{3});
 }
 
-// A block-quantized weight: the n activation rows quantized once (BlockQ8, or BlockQ8K for a
-// K-quant decode), then threads split the weight rows: decode_grain's chunks for decode, 64-row
-// chunks (8 packed panels) for prefill.
-void quant_matmul(const CpuContext& c, const MatmulArgs& a, const Tensor& bias) {
+// One row group of a block-quantized weight: rows [offset, offset + rows) of the output's columns.
+struct QuantPart {
+  const void* w = nullptr;
+  DType dtype = DType::q8_0;
+  int64_t offset = 0;
+  int64_t rows = 0;
+};
+
+// Block-quantized weights (one, or the row groups of matmul_stacked): the n activation rows
+// quantized once per format the groups read (BlockQ8, and BlockQ8K for a K-quant decode), then
+// threads split all m weight rows: decode_grain's chunks for decode, 64-row chunks (8 packed
+// panels) for prefill; a chunk that spans groups runs each group's kernel on its share.
+void quant_matmul(const CpuContext& c, const float* x, int64_t n, int64_t k, std::span<const QuantPart> parts,
+                  int64_t m, float* out, const Tensor& bias) {
   thread_local std::vector<BlockQ8> xq;
   thread_local std::vector<BlockQ8K> xqk;
-  const int64_t nb = a.k / 32;
-  const bool prefill = a.n >= kBlasMinRows;
-  const bool q8k = !prefill && decodes_with_q8k(a.w_dtype);
-  QMatmulArgs q;
-  if (q8k) {
-    xqk.resize(static_cast<size_t>(a.n * (nb / 8)));
-    BlockQ8K* xp = xqk.data();
-    c.pool->parallel_for(a.n, 1, [&](int64_t i0, int64_t i1, int) {
-      for (int64_t i = i0; i < i1; ++i) c.kernels->quantize_q8k(a.x + i * a.k, xp + i * (nb / 8), a.k);
-    });
-    q.xk = xp;
-  } else {
-    xq.resize(static_cast<size_t>(a.n * nb));
-    BlockQ8* xp = xq.data();
-    c.pool->parallel_for(a.n, 1, [&](int64_t i0, int64_t i1, int) {
-      for (int64_t i = i0; i < i1; ++i) c.kernels->quantize_q8(a.x + i * a.k, xp + i * nb, a.k);
-    });
-    q.x = xp;
+  const int64_t nb = k / 32;
+  const bool prefill = n >= kBlasMinRows;
+  bool want_q8 = prefill, want_q8k = false;
+  size_t min_row_bytes = SIZE_MAX;
+  for (const QuantPart& p : parts) {
+    (!prefill && decodes_with_q8k(p.dtype) ? want_q8k : want_q8) = true;
+    min_row_bytes = std::min(min_row_bytes, dtype_bytes(p.dtype, k));
   }
-  q.n = a.n;
-  q.nb = nb;
-  q.w = a.w;
-  q.w_dtype = a.w_dtype;
-  q.row_bytes = dtype_bytes(a.w_dtype, a.k);
-  q.m = a.m;
-  q.out = a.out;
-  c.pool->parallel_for(a.m, prefill ? kPanelRows : decode_grain(q.row_bytes), [&](int64_t r0, int64_t r1, int) {
-    if (prefill) c.kernels->qgemm_rows(q, r0, r1);
-    else if (q8k) c.kernels->qkmatmul_rows(q, r0, r1);
-    else c.kernels->qmatmul_rows(q, r0, r1);
-    if (!bias.empty()) add_bias(c, bias, a.out, a.n, a.m, r0, r1);
+  if (want_q8k) xqk.resize(static_cast<size_t>(n * (nb / 8)));
+  if (want_q8) xq.resize(static_cast<size_t>(n * nb));
+  BlockQ8K* xkp = xqk.data();
+  BlockQ8* xp = xq.data();
+  c.pool->parallel_for(n, 1, [&](int64_t i0, int64_t i1, int) {
+    for (int64_t i = i0; i < i1; ++i) {
+      if (want_q8k) c.kernels->quantize_q8k(x + i * k, xkp + i * (nb / 8), k);
+      if (want_q8) c.kernels->quantize_q8(x + i * k, xp + i * nb, k);
+    }
+  });
+  c.pool->parallel_for(m, prefill ? kPanelRows : decode_grain(min_row_bytes), [&](int64_t r0, int64_t r1, int) {
+    for (const QuantPart& p : parts) {
+      const int64_t b = std::max(r0, p.offset) - p.offset, e = std::min(r1, p.offset + p.rows) - p.offset;
+      if (b >= e) continue;
+      QMatmulArgs q;
+      q.n = n;
+      q.nb = nb;
+      q.w = p.w;
+      q.w_dtype = p.dtype;
+      q.row_bytes = dtype_bytes(p.dtype, k);
+      q.m = m;
+      q.out = out + p.offset;
+      if (prefill) {
+        q.x = xp;
+        c.kernels->qgemm_rows(q, b, e);
+      } else if (decodes_with_q8k(p.dtype)) {
+        q.xk = xkp;
+        c.kernels->qkmatmul_rows(q, b, e);
+      } else {
+        q.x = xp;
+        c.kernels->qmatmul_rows(q, b, e);
+      }
+    }
+    if (!bias.empty()) add_bias(c, bias, out, n, m, r0, r1);
   });
 }
 
@@ -123,7 +144,8 @@ void matmul(const CpuContext& c, const Tensor& x, const Tensor& w, const Tensor&
   if (a.n == 0 || a.m == 0) return;
   if (is_block_quantized(a.w_dtype)) {
     BRIGADE_CHECK(a.k % dtype_block_elems(a.w_dtype) == 0, "a quantized weight's rows are whole blocks");
-    return quant_matmul(c, a, bias);
+    const QuantPart part{a.w, a.w_dtype, 0, a.m};
+    return quant_matmul(c, a.x, a.n, a.k, {&part, 1}, a.m, a.out, bias);
   }
   const bool use_blas = a.n >= kBlasMinRows;
   if (use_blas) {
@@ -138,6 +160,26 @@ void matmul(const CpuContext& c, const Tensor& x, const Tensor& w, const Tensor&
     else c.kernels->matmul_rows(a, r0, r1);
     if (!bias.empty()) add_bias(c, bias, a.out, a.n, a.m, r0, r1);
   });
+}
+
+void matmul_stacked(const CpuContext& c, const Tensor& x, std::span<const Tensor> ws, const Tensor& bias,
+                    const Tensor& out) {
+  BRIGADE_CHECK(!ws.empty(), "matmul_stacked has at least one weight");
+  if (ws.size() == 1) return matmul(c, x, ws[0], bias, out);
+  BRIGADE_CHECK(x.dtype == DType::f32 && out.dtype == DType::f32, "matmul activations are f32");
+  std::vector<QuantPart> parts;
+  int64_t m = 0;
+  for (const Tensor& w : ws) {
+    BRIGADE_CHECK(w.ndim == 2 && x.row_numel() == w.dim(1), "x [n, k] and every w [m_i, k] agree on k");
+    BRIGADE_CHECK(is_block_quantized(w.dtype) && w.dim(1) % dtype_block_elems(w.dtype) == 0,
+                  "matmul_stacked's weights are block-quantized, rows of whole blocks");
+    parts.push_back({w.data, w.dtype, m, w.dim(0)});
+    m += w.dim(0);
+  }
+  BRIGADE_CHECK(out.numel() == x.dim(0) * m, "out is [n, m_1 + m_2 + ...]");
+  BRIGADE_CHECK(bias.empty() || bias.numel() == m, "bias is [m_1 + m_2 + ...]");
+  if (x.dim(0) == 0 || m == 0) return;
+  quant_matmul(c, x.as<float>(), x.dim(0), x.row_numel(), parts, m, out.as<float>(), bias);
 }
 
 }  // namespace brigade::cpu

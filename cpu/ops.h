@@ -3,6 +3,8 @@
 // Each op splits its work over ctx.pool and calls the SIMD kernels of ctx.kernels.
 #pragma once
 
+#include <span>
+
 #include "core/backend.h"
 #include "core/thread_pool.h"
 #include "cpu/kernels.h"
@@ -21,6 +23,9 @@ constexpr int64_t kBlasMinRows = 48;
 // matmul_*.cpp
 void matmul(const CpuContext& c, const Tensor& x, const Tensor& w, const Tensor& bias,
             const Tensor& out);
+// Backend::matmul_stacked: every weight block-quantized, all of x's width k.
+void matmul_stacked(const CpuContext& c, const Tensor& x, std::span<const Tensor> ws, const Tensor& bias,
+                    const Tensor& out);
 
 // attention.cpp
 void attention(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const KvLayer& cache,

@@ -21,7 +21,7 @@ namespace {
 
 // Attention block weights. Optional pieces are empty tensors when the architecture lacks them.
 struct AttentionBlock {
-  OwnedTensor qkv;       // [(H + 2 KV) * hd, hidden]: q rows, then k, then v
+  LinearWeight qkv;      // [(H + 2 KV) * hd, hidden]: q rows, then k, then v
   OwnedTensor qkv_bias;  // [(H + 2 KV) * hd] f32, or empty
   OwnedTensor q_norm;    // [hd] f32 per-head norm (Qwen3), or empty
   OwnedTensor k_norm;    // [hd] f32, or empty
@@ -30,7 +30,7 @@ struct AttentionBlock {
 };
 
 struct MlpBlock {
-  OwnedTensor gate_up;  // [2 I, hidden]: gate rows, then up rows
+  LinearWeight gate_up;  // [2 I, hidden]: gate rows, then up rows
   OwnedTensor down;     // [hidden, I]
 };
 
@@ -108,8 +108,8 @@ class LlamaModel final : public Model {
   Status load_layer(WeightLoader& w, int l, DecoderLayer& layer);
   // This rank's q|k|v [(H + 2 KV) * hd, hidden] and gate|up [2 I, hidden] of layer l, from separate
   // tensors or, with ModelConfig::fused_weights, from the fused ones.
-  Expected<OwnedTensor> load_qkv(WeightLoader& w, int l);
-  Expected<OwnedTensor> load_gate_up(WeightLoader& w, int l);
+  Expected<LinearWeight> load_qkv(WeightLoader& w, int l);
+  Expected<LinearWeight> load_gate_up(WeightLoader& w, int l);
   Status allocate_scratch();
   Status run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta,
                        const RopeConfig& rope, int n);
@@ -166,28 +166,28 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
 
 // A fused stored tensor (phi3) is read as its parts: part i is rows [offset_i, offset_i + rows_i)
 // of it, and a rank takes the same rows of each part as from separate tensors.
-Expected<OwnedTensor> LlamaModel::load_qkv(WeightLoader& w, int l) {
+Expected<LinearWeight> LlamaModel::load_qkv(WeightLoader& w, int l) {
   const auto& c = config_;
   const int64_t hidden = c.hidden_size, q = int64_t{c.n_heads} * c.head_dim, kv = int64_t{c.n_kv_heads} * c.head_dim;
   const Slice qr = shard_.q_rows(), kvr = shard_.kv_rows();
   if (!c.fused_weights)
-    return w.fused({layer_name(l, "self_attn.q_proj.weight"), layer_name(l, "self_attn.k_proj.weight"),
+    return w.fused_linear({layer_name(l, "self_attn.q_proj.weight"), layer_name(l, "self_attn.k_proj.weight"),
                     layer_name(l, "self_attn.v_proj.weight")},
                    {q, kv, kv}, hidden, {qr, kvr, kvr});
   const std::string name = layer_name(l, "self_attn.qkv_proj.weight");  // [q + 2 kv, hidden]: q, k, v rows
   const int64_t rows = q + 2 * kv;
-  return w.fused({name, name, name}, {rows, rows, rows}, hidden,
+  return w.fused_linear({name, name, name}, {rows, rows, rows}, hidden,
                  {qr, {q + kvr.begin, kvr.size}, {q + kv + kvr.begin, kvr.size}});
 }
 
-Expected<OwnedTensor> LlamaModel::load_gate_up(WeightLoader& w, int l) {
+Expected<LinearWeight> LlamaModel::load_gate_up(WeightLoader& w, int l) {
   const int64_t hidden = config_.hidden_size, inter = config_.intermediate_size;
   const Slice ir = shard_.inter_rows();
   if (!config_.fused_weights)
-    return w.fused({layer_name(l, "mlp.gate_proj.weight"), layer_name(l, "mlp.up_proj.weight")}, {inter, inter}, hidden,
+    return w.fused_linear({layer_name(l, "mlp.gate_proj.weight"), layer_name(l, "mlp.up_proj.weight")}, {inter, inter}, hidden,
                    {ir, ir});
   const std::string name = layer_name(l, "mlp.gate_up_proj.weight");  // [2 I, hidden]: gate rows, then up rows
-  return w.fused({name, name}, {2 * inter, 2 * inter}, hidden, {ir, {inter + ir.begin, ir.size}});
+  return w.fused_linear({name, name}, {2 * inter, 2 * inter}, hidden, {ir, {inter + ir.begin, ir.size}});
 }
 
 Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
@@ -297,7 +297,7 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
   const Tensor attn = scratch_.attn.tensor.rows(0, n);
   const Tensor positions = ints_.positions(n);
   const Tensor slots = ints_.slots(n);
-  backend_.matmul(normed, layer.attn.qkv.tensor, layer.attn.qkv_bias.tensor, qkv);
+  layer.attn.qkv.matmul(backend_, normed, layer.attn.qkv_bias.tensor, qkv);
   if (lora_) lora_->apply(layer_index(layer), LoraProj::qkv, normed, qkv);
   if (!layer.attn.q_norm.tensor.empty())
     backend_.qk_head_norm(qkv, l, layer.attn.q_norm.tensor, layer.attn.k_norm.tensor, config_.rms_eps);
@@ -319,7 +319,7 @@ Status LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
   }
   const Tensor gate_up = scratch_.gate_up.tensor.rows(0, n);
   const Tensor act = scratch_.act.tensor.rows(0, n);
-  backend_.matmul(scratch_.normed.tensor.rows(0, n), layer.mlp.gate_up.tensor, Tensor(), gate_up);
+  layer.mlp.gate_up.matmul(backend_, scratch_.normed.tensor.rows(0, n), Tensor(), gate_up);
   if (lora_) lora_->apply(layer_index(layer), LoraProj::gate_up, scratch_.normed.tensor.rows(0, n), gate_up);
   if (config_.mlp_activation == MlpActivation::gelu_tanh) backend_.gelu_tanh_mul(gate_up, act);
   else backend_.silu_mul(gate_up, act);

@@ -26,8 +26,8 @@ std::optional<DType> target(DType staged, std::optional<DType> want) {
 }  // namespace
 
 // A GGUF block-quantized weight that cannot stay as stored (a type without kernels, such as Q5_0,
-// or a fused stack of different types, such as Q4_K_M's Q4_K q|k with a Q6_K v) is requantized to
-// q8_0 where the backend multiplies q8_0, instead of going to the backend as f32: 8.5 bits per
+// or a fused stack of different types, such as Q4_K_M's Q4_K q|k with a Q6_K v, loaded by fused()
+// rather than fused_linear()) is requantized to q8_0 where the backend multiplies q8_0, instead of going to the backend as f32: 8.5 bits per
 // weight instead of 32, for at most half a q8_0 step of error per weight (weights: f32 keeps the
 // dequantized values exactly). Only under weights: auto; a GPU still gets bf16.
 std::optional<DType> WeightLoader::stored_blocks_target(bool all_blocks, DType staged, std::optional<DType> want,
@@ -189,6 +189,53 @@ Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names,
   // Without an explicit target the backend keeps the staged type (a GPU makes it bf16).
   const bool all_blocks = std::all_of(parts.begin(), parts.end(), [](const StoredWeight& p) { return p.blocks(); });
   return prepare(Tensor(host.data(), staged, {total_rows, n_cols}), stored_blocks_target(all_blocks, staged, want, n_cols));
+}
+
+Expected<LinearWeight> WeightLoader::fused_linear(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
+                                                  int64_t cols, const std::vector<Slice>& row_slices) {
+  BRIGADE_CHECK(names.size() == rows.size() && !names.empty(), "one row count per part");
+  const std::optional<DType> want = linear_want();
+  // Each part's staged type, and the groups of consecutive parts staged alike.
+  std::vector<DType> staged;
+  bool all_blocks = true;
+  for (size_t i = 0; i < names.size(); ++i) {
+    BRIGADE_ASSIGN_OR_RETURN(StoredWeight t, StoredWeight::open(ck_, names[i], {rows[i], cols}));
+    all_blocks = all_blocks && t.blocks();
+    staged.push_back(staging_dtype(t, want, {}, cols, /*keep_blocks=*/true));
+  }
+  const bool mixed = std::any_of(staged.begin(), staged.end(), [&](DType t) { return t != staged[0]; });
+  auto block_target = [&](DType t) {
+    const std::optional<DType> to = is_block_quantized(t) ? t : stored_blocks_target(true, t, want, cols);
+    return to && is_block_quantized(*to);
+  };
+  LinearWeight out;
+  if (!mixed || want || !all_blocks || !backend_.supports_stacked_matmul() ||
+      !std::all_of(staged.begin(), staged.end(), block_target)) {
+    BRIGADE_ASSIGN_OR_RETURN(OwnedTensor w, fused(names, rows, cols, row_slices));
+    out.groups.push_back(std::move(w));
+  } else {
+    for (size_t b = 0; b < names.size();) {
+      size_t e = b + 1;
+      while (e < names.size() && staged[e] == staged[b]) ++e;
+      const auto part = [&](const auto& v) { return std::vector(v.begin() + static_cast<std::ptrdiff_t>(b), v.begin() + static_cast<std::ptrdiff_t>(e)); };
+      BRIGADE_ASSIGN_OR_RETURN(OwnedTensor w, fused(part(names), part(rows), cols, row_slices.empty() ? row_slices : part(row_slices)));
+      out.groups.push_back(std::move(w));
+      b = e;
+    }
+  }
+  for (const OwnedTensor& g : out.groups) out.views.push_back(g.tensor);
+  return out;
+}
+
+size_t LinearWeight::nbytes() const {
+  size_t n = 0;
+  for (const OwnedTensor& g : groups) n += g.tensor.nbytes();
+  return n;
+}
+
+void LinearWeight::matmul(Backend& backend, const Tensor& x, const Tensor& bias, const Tensor& out) const {
+  if (views.size() == 1) backend.matmul(x, views[0], bias, out);
+  else backend.matmul_stacked(x, views, bias, out);
 }
 
 Expected<OwnedTensor> WeightLoader::vector_f32(const std::vector<std::string>& names,

@@ -35,6 +35,20 @@ struct Slice {
   int64_t length(int64_t full) const { return size < 0 ? full : size; }
 };
 
+// A projection's prepared weight: one tensor, or (a fused projection whose parts the backend keeps
+// in different block types, such as Q4_K_M's Q4_K q|k with a Q6_K v, where
+// Backend::supports_stacked_matmul) its row groups in order, one per type, that matmul multiplies
+// as one projection.
+struct LinearWeight {
+  std::vector<OwnedTensor> groups;
+  std::vector<Tensor> views;  // groups[i].tensor, as matmul_stacked takes them
+
+  bool empty() const { return groups.empty(); }
+  size_t nbytes() const;
+  // out [n, rows] = x · wᵀ (+ bias): Backend::matmul for one group, matmul_stacked for several.
+  void matmul(Backend& backend, const Tensor& x, const Tensor& bias, const Tensor& out) const;
+};
+
 class WeightLoader {
  public:
   // `want` is LoadOptions::weight_dtype for matrices (nullopt keeps the stored type). Tables
@@ -57,6 +71,12 @@ class WeightLoader {
   // expert's down_proj).
   Expected<OwnedTensor> fused(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
                               int64_t cols, const std::vector<Slice>& row_slices = {}, Slice col_slice = {});
+  // fused(), except that block-quantized parts of different types stay as they are (or q8_0 for
+  // a type the backend does not multiply) in row groups of one type each, where the backend
+  // supports_stacked_matmul and no type is asked for: Q4_K_M's q|k|v keeps its 4.5 and 6.5 bits
+  // per weight instead of becoming 8.5-bit q8_0.
+  Expected<LinearWeight> fused_linear(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
+                                      int64_t cols, const std::vector<Slice>& row_slices = {});
   // Tensor `name` of shape [n, rows, cols] (checked: n matrices stacked, as transformers 5 keeps a
   // layer's experts) prepared as one matrix: of the matrices `items`, of each the rows
   // row_slices (concatenated in their order; all rows when empty) and the columns col_slice.

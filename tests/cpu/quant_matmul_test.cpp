@@ -137,6 +137,47 @@ TEST_P(QuantMatmul, ARowsOutputDoesNotDependOnTheOtherRows) {
   }
 }
 
+// matmul_stacked (a fused projection whose row groups keep different block types): each group's
+// columns are bit for bit its own matmul's, decode and prefill, with chunks that span groups.
+TEST_P(QuantMatmul, StackedGroupsEqualEachGroupsOwnMatmulInItsColumns) {
+  auto b = backend_at(GetParam());
+  ASSERT_TRUE(b->supports_stacked_matmul());
+  std::mt19937 rng(13);
+  const int64_t k = 512;
+  const std::vector<std::pair<DType, int64_t>> groups = {{DType::q4_k, 40}, {DType::q6_k, 24}, {DType::q8_0, 17}, {DType::q4_0, 9}};
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<OwnedTensor> ws;
+  std::vector<Tensor> views;
+  int64_t m = 0;
+  for (const auto& [t, rows] : groups) {
+    bytes.push_back(random_weight(t, rows, k, rng));
+    auto w = b->prepare_weight(Tensor(bytes.back().data(), t, {rows, k}), std::nullopt);
+    ASSERT_TRUE(w.has_value());
+    views.push_back(w->tensor);
+    ws.push_back(std::move(*w));
+    m += rows;
+  }
+  for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{5}, cpu::kBlasMinRows, int64_t{70}}) {
+    auto x = make(*b, DType::f32, {n, k});
+    test::fill_uniform(x.tensor, rng);
+    auto bias = make(*b, DType::f32, {m});
+    test::fill_uniform(bias.tensor, rng);
+    auto out = make(*b, DType::f32, {n, m});
+    b->matmul_stacked(x.tensor, views, bias.tensor, out.tensor);
+    int64_t col = 0;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const int64_t rows = groups[g].second;
+      auto own = make(*b, DType::f32, {n, rows});
+      b->matmul(x.tensor, views[g], Tensor(bias.tensor.as<float>() + col, DType::f32, {rows}), own.tensor);
+      for (int64_t i = 0; i < n; ++i)
+        EXPECT_EQ(std::memcmp(own.tensor.as<float>() + i * rows, out.tensor.as<float>() + i * m + col,
+                              static_cast<size_t>(rows) * 4), 0)
+            << dtype_name(groups[g].first) << " n=" << n << " row " << i;
+      col += rows;
+    }
+  }
+}
+
 TEST_P(QuantMatmul, EmbeddingOfAQuantizedTableIsTheDequantizedRow) {
   auto b = backend_at(GetParam());
   std::mt19937 rng(11);

@@ -20,12 +20,14 @@ class BlockWeightBackend final : public MemoryOnlyBackend {
     std::vector<uint8_t> bytes;
     std::optional<DType> want;
   };
-  explicit BlockWeightBackend(std::set<DType> blocks) : blocks_(std::move(blocks)) {}
+  // `stacked`: whether it says it multiplies row groups of different types (matmul_stacked).
+  explicit BlockWeightBackend(std::set<DType> blocks, bool stacked = false) : blocks_(std::move(blocks)), stacked_(stacked) {}
   std::vector<Prepared> prepared;
 
   std::string name() const override { return "blocks"; }
   bool supports_weight_dtype(DType t) const override { return Backend::supports_weight_dtype(t) || blocks_.count(t); }
   bool supports_moe() const override { return true; }  // loads MoE models (runs nothing)
+  bool supports_stacked_matmul() const override { return stacked_; }
   Expected<OwnedTensor> prepare_weight(const Tensor& host, std::optional<DType> want) override {
     const auto* p = static_cast<const uint8_t*>(host.data);
     prepared.push_back({host, std::vector<uint8_t>(p, p + host.nbytes()), want});
@@ -38,6 +40,7 @@ class BlockWeightBackend final : public MemoryOnlyBackend {
 
  private:
   std::set<DType> blocks_;
+  bool stacked_ = false;
 };
 
 }  // namespace brigade::testing

@@ -146,6 +146,65 @@ TEST(WeightLoaderBlocks, MixedFusedTypesAreRequantizedToQ8_0WhereTheBackendHasIt
   EXPECT_EQ(without.prepared.back().want, std::nullopt) << "no q8_0 kernels: kept f32";
 }
 
+// Where the backend multiplies row groups of different types as one projection, a fused
+// projection of mixed types keeps each part as stored (consecutive parts of one type together),
+// and a part of a type without kernels alone goes to q8_0.
+TEST(WeightLoaderBlocks, MixedFusedTypesStayAsStoredInRowGroupsWhereTheBackendStacksThem) {
+  auto ck = open_fixture("gguf_llama_q4_k_m");
+  ASSERT_NE(ck, nullptr);
+  const auto& tensors = ck->tensors();
+  const std::vector<std::string> qkv = {kL0 + "self_attn.q_proj.weight", kL0 + "self_attn.k_proj.weight",
+                                        kL0 + "self_attn.v_proj.weight"};  // Q4_K, Q4_K, Q6_K
+  BlockWeightBackend stacking({DType::q4_k, DType::q6_k, DType::q8_0}, /*stacked=*/true);
+  WeightLoader w(*ck, stacking, std::nullopt);
+  auto whole = w.fused_linear(qkv, {256, 128, 128}, 256);
+  ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
+  ASSERT_EQ(whole->groups.size(), 2u);
+  ASSERT_EQ(whole->views.size(), 2u);
+  EXPECT_EQ(whole->groups[0].tensor.dtype, DType::q4_k);
+  EXPECT_EQ(whole->groups[0].tensor.dim(0), 256 + 128);
+  EXPECT_EQ(whole->groups[1].tensor.dtype, DType::q6_k);
+  EXPECT_EQ(whole->nbytes(), tensors.at(qkv[0]).bytes.size() + tensors.at(qkv[1]).bytes.size() + tensors.at(qkv[2]).bytes.size());
+  const auto& prepared = stacking.prepared;
+  std::vector<uint8_t> qk(tensors.at(qkv[0]).bytes.begin(), tensors.at(qkv[0]).bytes.end());
+  qk.insert(qk.end(), tensors.at(qkv[1]).bytes.begin(), tensors.at(qkv[1]).bytes.end());
+  EXPECT_EQ(prepared[prepared.size() - 2].bytes, qk) << "q|k byte for byte";
+  EXPECT_EQ(prepared.back().bytes, std::vector<uint8_t>(tensors.at(qkv[2]).bytes.begin(), tensors.at(qkv[2]).bytes.end()));
+  EXPECT_EQ(prepared.back().want, std::nullopt);
+  // A tensor-parallel rank's rows of each part.
+  auto half = w.fused_linear(qkv, {256, 128, 128}, 256, {{128, 128}, {64, 64}, {64, 64}});
+  ASSERT_TRUE(half.has_value());
+  ASSERT_EQ(half->groups.size(), 2u);
+  EXPECT_EQ(half->groups[0].tensor.dim(0), 128 + 64);
+  EXPECT_EQ(prepared.back().bytes, std::vector<uint8_t>(tensors.at(qkv[2]).bytes.begin() + 64 * 210,
+                                                        tensors.at(qkv[2]).bytes.begin() + 128 * 210));
+
+  // Without stacking, or with a type asked for, one weight as fused() makes it.
+  BlockWeightBackend plain({DType::q4_k, DType::q6_k, DType::q8_0});
+  WeightLoader p(*ck, plain, std::nullopt);
+  auto one = p.fused_linear(qkv, {256, 128, 128}, 256);
+  ASSERT_TRUE(one.has_value());
+  ASSERT_EQ(one->groups.size(), 1u);
+  EXPECT_EQ(plain.prepared.back().want, DType::q8_0);
+  WeightLoader f32(*ck, stacking, DType::f32);
+  auto floats = f32.fused_linear(qkv, {256, 128, 128}, 256);
+  ASSERT_TRUE(floats.has_value());
+  EXPECT_EQ(floats->groups.size(), 1u);
+
+  // qwen2_q4_0's q|k|v: Q4_0, Q4_1 (no kernels: alone, to q8_0), Q8_0.
+  auto qwen = open_fixture("gguf_qwen2_q4_0");
+  ASSERT_NE(qwen, nullptr);
+  BlockWeightBackend q40({DType::q4_0, DType::q8_0}, /*stacked=*/true);
+  WeightLoader q(*qwen, q40, std::nullopt);
+  auto three = q.fused_linear(qkv, {256, 128, 128}, 256);
+  ASSERT_TRUE(three.has_value());
+  ASSERT_EQ(three->groups.size(), 3u);
+  EXPECT_EQ(three->groups[0].tensor.dtype, DType::q4_0);
+  EXPECT_EQ(q40.prepared[q40.prepared.size() - 2].host.dtype, DType::f32) << "Q4_1 staged dequantized";
+  EXPECT_EQ(q40.prepared[q40.prepared.size() - 2].want, DType::q8_0);
+  EXPECT_EQ(three->groups[2].tensor.dtype, DType::q8_0);
+}
+
 TEST(WeightLoaderBlocks, OtherBackendsAndExplicitTypesGetDequantizedWeights) {
   auto ck = open_fixture("gguf_llama_q4_k_m");
   ASSERT_NE(ck, nullptr);
