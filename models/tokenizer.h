@@ -24,8 +24,10 @@ class Tokenizer {
   // not_found when there is no tokenizer; unsupported for tokenizer types not implemented.
   static Expected<std::unique_ptr<Tokenizer>> load(const std::string& path);
 
-  // Encodes UTF-8 text; special/added tokens in the text become their ids. add_bos prepends
-  // bos_id() (when there is one). invalid_argument when text is not valid UTF-8.
+  // Encodes UTF-8 text; special/added tokens in the text become their ids. add_bos adds the
+  // special tokens Hugging Face's add_special_tokens does: a tokenizer.json post-processor's
+  // (Llama 3's BOS first, Qwen3-Embedding's <|endoftext|> last), else bos_id() first (when
+  // there is one). invalid_argument when text is not valid UTF-8.
   // Thread-safe: may be called concurrently.
   virtual Expected<std::vector<int32_t>> encode(std::string_view text, bool add_bos) const = 0;
   // The bytes of one token (special tokens give their text; may be a partial UTF-8 sequence).

@@ -47,6 +47,7 @@ class BpeTokenizer final : public Tokenizer {
   Status parse_added(const json& j, const std::string& origin);
   void resolve_bos_eos(const json& config);
   Status parse_pre_tokenizer(const json& pre, const std::string& origin);
+  Status parse_post_processor(const json& post, const std::string& origin);
   void encode_segment(std::string_view text, std::vector<int32_t>& out) const;
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
   std::vector<int32_t> bpe(std::string_view word) const;
@@ -62,6 +63,10 @@ class BpeTokenizer final : public Tokenizer {
   bool ignore_merges_ = false;
   int32_t bos_ = -1;
   std::vector<int32_t> eos_;
+  // What encode(add_bos) puts around the text: the post-processor's special tokens when it has a
+  // template (prefix_/suffix_ set, templated_), else bos_ first.
+  bool templated_ = false;
+  std::vector<int32_t> prefix_, suffix_;
   mutable std::mutex cache_mu_;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;  // word bytes -> ids
 };
@@ -160,6 +165,66 @@ void BpeTokenizer::resolve_bos_eos(const json& config) {
   if (!eos.empty() && id_of(eos) >= 0) eos_ = {id_of(eos)};
 }
 
+// tokenizer.json's post_processor, what Hugging Face adds with add_special_tokens: a
+// TemplateProcessing's `single` (special tokens around $A: Llama 3's "<|begin_of_text|> $A",
+// Qwen3-Embedding's "$A <|endoftext|>"), BertProcessing/RobertaProcessing's cls $A sep, each
+// alone or in a Sequence (Llama 3 puts a ByteLevel before its template). ByteLevel alone (offsets
+// only) or none leaves bos_ to encode.
+Status BpeTokenizer::parse_post_processor(const json& post, const std::string& origin) {
+  if (post.is_null()) return Status::ok();
+  const std::string type = post.is_object() ? post.value("type", "") : "";
+  auto bad = [&](const std::string& why) { return corrupt(origin + ": post_processor " + why + ": " + post.dump().substr(0, 200)); };
+  if (type == "Sequence") {
+    if (!post.contains("processors") || !post["processors"].is_array()) return bad("Sequence has no processors");
+    for (const auto& p : post["processors"]) BRIGADE_RETURN_IF_ERROR(parse_post_processor(p, origin));
+    return Status::ok();
+  }
+  if (type == "ByteLevel") return Status::ok();
+  if (templated_) return bad("has two templates");
+  auto id_of = [&](const json& v) -> Expected<int32_t> {  // ["[CLS]", 101]
+    if (!v.is_array() || v.size() != 2 || !v[1].is_number_integer()) return bad("names a token as [text, id]");
+    const int64_t id = v[1].get<int64_t>();
+    if (id < 0 || id >= vocab_size()) return bad("token id " + std::to_string(id) + " is outside the vocabulary");
+    return static_cast<int32_t>(id);
+  };
+  if (type == "BertProcessing" || type == "RobertaProcessing") {
+    BRIGADE_ASSIGN_OR_RETURN(int32_t cls, id_of(post.value("cls", json())));
+    BRIGADE_ASSIGN_OR_RETURN(int32_t sep, id_of(post.value("sep", json())));
+    prefix_ = {cls};
+    suffix_ = {sep};
+    templated_ = true;
+    return Status::ok();
+  }
+  if (type != "TemplateProcessing")
+    return unsupported(origin + ": post_processor type '" + type +
+                       "' is not supported (TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel, Sequence)");
+  const json& single = post.value("single", json());
+  const json& specials = post.value("special_tokens", json::object());
+  if (!single.is_array() || !specials.is_object()) return bad("TemplateProcessing has no single template");
+  bool seen_a = false;
+  for (const auto& item : single) {
+    if (item.is_object() && item.contains("Sequence")) {
+      if (seen_a || item["Sequence"].value("id", "") != "A") return bad("single template holds one sequence, $A");
+      seen_a = true;
+      continue;
+    }
+    if (!item.is_object() || !item.contains("SpecialToken") || !item["SpecialToken"].is_object())
+      return bad("template item is neither a Sequence nor a SpecialToken");
+    const std::string name = item["SpecialToken"].value("id", "");
+    if (!specials.contains(name) || !specials[name].is_object() || !specials[name].contains("ids") ||
+        !specials[name]["ids"].is_array())
+      return bad("special token '" + name + "' has no ids");
+    for (const auto& id : specials[name]["ids"]) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab_size())
+        return bad("special token '" + name + "' has an id outside the vocabulary");
+      (seen_a ? suffix_ : prefix_).push_back(id.get<int32_t>());
+    }
+  }
+  if (!seen_a) return bad("single template has no $A");
+  templated_ = true;
+  return Status::ok();
+}
+
 // ByteLevel alone (GPT-2), or a Sequence of Split{Regex, Isolated} steps ending in ByteLevel
 // with use_regex false (Llama 3, Qwen2/3, DeepSeek). Each step splits every piece further.
 Status BpeTokenizer::parse_pre_tokenizer(const json& pre, const std::string& origin) {
@@ -207,7 +272,7 @@ Status BpeTokenizer::parse(const json& j, const json& config, const std::string&
   special_.assign(pieces_.size(), 0);
   BRIGADE_RETURN_IF_ERROR(parse_added(j, origin));
   resolve_bos_eos(config);
-  return Status::ok();
+  return parse_post_processor(j.value("post_processor", json()), origin);
 }
 
 std::vector<int32_t> BpeTokenizer::bpe(std::string_view word) const {
@@ -291,7 +356,8 @@ Expected<std::vector<int32_t>> BpeTokenizer::encode(std::string_view text, bool 
   if (bad != text.size())
     return invalid_argument("text is not valid UTF-8 (first bad byte at offset " + std::to_string(bad) + ")");
   std::vector<int32_t> out;
-  if (add_bos && bos_ >= 0) out.push_back(bos_);
+  if (add_bos && templated_) out = prefix_;
+  else if (add_bos && bos_ >= 0) out.push_back(bos_);
   size_t segment = 0, i = 0;
   while (i < text.size()) {
     const AddedToken* hit = nullptr;
@@ -304,6 +370,7 @@ Expected<std::vector<int32_t>> BpeTokenizer::encode(std::string_view text, bool 
     segment = i;
   }
   encode_segment(text.substr(segment), out);
+  if (add_bos && templated_) out.insert(out.end(), suffix_.begin(), suffix_.end());
   return out;
 }
 

@@ -21,6 +21,10 @@ runs, contractions in any case, CJK, emoji and ZWJ sequences, whitespace runs an
 newlines, mixed scripts, code, and llama.cpp's own tokenizer test inputs when ../shared/testdata is
 present) the pre-tokenizer's pieces, the ids (no special tokens added) and the decoded text.
 
+Also tests/fixtures/tokenizers/post_processor/: the fixture tokenizers with the post-processors of
+Llama 3 (BOS first) and Qwen3-Embedding (<|endoftext|> last), and each text's ids with and without
+special tokens (`python3 scripts/make_tokenizer_fixtures.py post_processor` writes only these).
+
 Run from anywhere: python3 scripts/make_tokenizer_fixtures.py. It uses make_fixtures.py's virtual
 environment (.brigade/fixtures-venv; `tokenizers` comes with transformers). The output is
 committed (about 30 KB per family); CI never runs this.
@@ -172,10 +176,49 @@ def bytes_to_unicode():
     return [chr(table[b]) for b in range(256)]
 
 
+# Post-processors as the real tokenizer.json files hold them (what `add_special_tokens=True` adds):
+# Llama 3's Sequence[ByteLevel, TemplateProcessing "<|begin_of_text|> $A"], and Qwen3-Embedding's
+# TemplateProcessing "$A <|endoftext|>" (the token its last-token pooling reads).
+POST_PROCESSORS = {
+    "llama3_bos": ("llama3", "<|begin_of_text|>", True),
+    "qwen3_embedding": ("qwen2", "<|endoftext|>", False),
+}
+
+
+def write_post_processors():
+    """tests/fixtures/tokenizers/post_processor/<name>.json (the family's fixture tokenizer with the
+    post-processor) and vectors.json: each text's ids without and with special tokens."""
+    from tokenizers import Tokenizer, processors
+    out_dir = OUT / "post_processor"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    vectors = {}
+    for name, (family, special, before) in POST_PROCESSORS.items():
+        tok = Tokenizer.from_file(str(OUT / family / "tokenizer.json"))
+        sid = tok.token_to_id(special)
+        single = f"{special} $A" if before else f"$A:0 {special}:0"
+        pair = f"{special} $A {special}:1 $B:1" if before else f"$A:0 {special}:0 $B:1 {special}:1"
+        template = processors.TemplateProcessing(single=single, pair=pair, special_tokens=[(special, sid)])
+        tok.post_processor = processors.Sequence([processors.ByteLevel(trim_offsets=False), template]) if before else template
+        tok.save(str(out_dir / f"{name}.json"))
+        vectors[name] = [{"text": t, "plain": tok.encode(t, add_special_tokens=False).ids,
+                          "special": tok.encode(t, add_special_tokens=True).ids}
+                         for t in ["", "Hello world", "a sentence to embed.", "<|im_start|>user", "12345 !!"]]
+    (out_dir / "vectors.json").write_text(json.dumps(vectors, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print(f"post_processor: {', '.join(vectors)}")
+
+
 def main():
+    if sys.argv[1:] == ["post_processor"]:  # needs only `tokenizers`
+        try:
+            import tokenizers  # noqa: F401
+        except ImportError:
+            ensure_venv(__file__)
+        write_post_processors()
+        return
     ensure_venv(__file__)
     for family in PATTERNS:
         write(family)
+    write_post_processors()
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ enum class ResponseFormat { text, json_object, json_schema, choice, regex, gramm
 struct GenerateOptions {
   std::string prompt;                // text, tokenized by the model's tokenizer...
   std::vector<int32_t> prompt_ids;   // ...or token ids (when non-empty, `prompt` is ignored)
-  bool add_bos = true;               // prepend BOS to a text prompt
+  bool add_bos = true;               // add the tokenizer's special tokens to a text prompt (BOS first; Tokenizer::encode)
   SamplingOptions sampling;
   int max_tokens = 16;               // >= 1 (0 with prompt_logprobs: score the prompt only, finish
                                      // length); generation also stops at the context length
@@ -148,7 +148,7 @@ struct Event {
 struct EmbedOptions {
   std::string prompt;               // text, tokenized by the model's tokenizer...
   std::vector<int32_t> prompt_ids;  // ...or token ids (when non-empty, `prompt` is ignored)
-  bool add_bos = true;              // prepend BOS to a text prompt
+  bool add_bos = true;              // add the tokenizer's special tokens to a text prompt (BOS first; Tokenizer::encode)
   // > 0: keep the first `dimensions` values (Matryoshka truncation), then normalize them (as
   // sentence-transformers' truncate_dim). At most the hidden size. 0: all of them.
   int dimensions = 0;

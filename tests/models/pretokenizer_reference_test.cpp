@@ -9,6 +9,7 @@
 #include "models/mapped_file.h"
 #include "models/pretokenizer.h"
 #include "models/tokenizer.h"
+#include "model_test_util.h"
 
 namespace brigade {
 namespace {
@@ -71,6 +72,54 @@ TEST_P(HfPreTokenizer, EncodesAndDecodesEveryTextExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, HfPreTokenizer, ::testing::Values("llama3", "qwen2"));
+
+// add_bos adds what Hugging Face's add_special_tokens=True adds under the tokenizer.json
+// post-processor (tokenizers/post_processor/: Llama 3's BOS first inside a Sequence, and
+// Qwen3-Embedding's <|endoftext|> last, the token its last-token pooling reads), and nothing
+// without it.
+TEST(HfPostProcessor, AddsWhatAddSpecialTokensAdds) {
+  const json vectors = read_json(kDir + "post_processor/vectors.json");
+  ASSERT_TRUE(vectors.is_object());
+  for (const std::string name : {"llama3_bos", "qwen3_embedding"}) {
+    auto tok = Tokenizer::load(kDir + "post_processor/" + name + ".json");
+    ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+    ASSERT_TRUE(vectors.contains(name));
+    for (const json& c : vectors[name]) {
+      const std::string text = c["text"];
+      auto plain = (*tok)->encode(text, /*add_bos=*/false);
+      auto special = (*tok)->encode(text, /*add_bos=*/true);
+      ASSERT_TRUE(plain.has_value() && special.has_value());
+      EXPECT_EQ(*plain, c["plain"].get<std::vector<int32_t>>()) << name << " " << escaped(text);
+      EXPECT_EQ(*special, c["special"].get<std::vector<int32_t>>()) << name << " " << escaped(text);
+    }
+  }
+}
+
+TEST(HfPostProcessor, MalformedOnesAreRefusedWithTheReason) {
+  auto base = read_text_file(kDir + "post_processor/qwen3_embedding.json");
+  ASSERT_TRUE(base.has_value());
+  const json good = json::parse(*base);
+  const testing::TempDir dir("post_processor");
+  auto refused = [&](json post, const std::string& why) {
+    json t = good;
+    t["post_processor"] = std::move(post);
+    testing::write_text(dir.file("tokenizer.json"), t.dump());
+    auto tok = Tokenizer::load(dir.file("tokenizer.json"));
+    ASSERT_FALSE(tok.has_value()) << why;
+    EXPECT_NE(tok.status().message().find(why), std::string::npos) << tok.status().message();
+  };
+  json outside = good["post_processor"];
+  outside["special_tokens"]["<|endoftext|>"]["ids"] = {1 << 20};
+  refused(outside, "outside the vocabulary");
+  json no_a = good["post_processor"];
+  no_a["single"] = json::array({no_a["single"][1]});
+  refused(no_a, "no $A");
+  refused(json{{"type", "WordPieceProcessing"}}, "is not supported");
+  refused(json{{"type", "BertProcessing"}, {"cls", json::array({"<s>", 1 << 20})}, {"sep", json::array({"</s>", 0})}},
+          "outside the vocabulary");
+  json two = json{{"type", "Sequence"}, {"processors", json::array({good["post_processor"], good["post_processor"]})}};
+  refused(two, "two templates");
+}
 
 }  // namespace
 }  // namespace brigade
