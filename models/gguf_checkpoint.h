@@ -37,8 +37,9 @@ namespace brigade {
 // missing keys or tensors of the wrong size (rope_freqs.weight included), naming them.
 Status read_gguf_checkpoint(const GgufFile& gguf, ModelConfig& config, std::map<std::string, RawTensor>& tensors);
 
-// Hugging Face name of a llama.cpp tensor name in a GGUF of `arch`, or "" when it has none
-// (phi3's ffn_up is gate_up_proj; elsewhere up_proj).
+// Hugging Face name of a llama.cpp tensor name in a GGUF of `arch` (general.architecture), or ""
+// when it has none (phi3's ffn_up is gate_up_proj, elsewhere up_proj; gemma2/gemma3's ffn_norm
+// is pre_feedforward_layernorm, elsewhere post_attention_layernorm).
 std::string gguf_to_hf_name(const std::string& gguf_name, const std::string& arch);
 
 }  // namespace brigade
