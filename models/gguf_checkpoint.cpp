@@ -3,10 +3,12 @@
 #include <cmath>
 #include <cstring>
 
+#include "models/gguf_gemma.h"
+
 namespace brigade {
 namespace {
 
-constexpr const char* kSupportedArchs = "llama, qwen2, qwen3, phi3";
+constexpr const char* kSupportedArchs = "llama, qwen2, qwen3, phi3, gemma2, gemma3";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -40,9 +42,8 @@ Status read_rope_freqs(const GgufFile& g, const RawTensor& t, ModelConfig& c) {
   return Status::ok();
 }
 
-Status read_config(const GgufFile& g, ModelConfig& c) {
-  BRIGADE_ASSIGN_OR_RETURN(std::string arch, g.get_string("general.architecture"));
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3")
+Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && !is_gguf_gemma(arch))
     return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " + kSupportedArchs);
   c.arch = arch;
   const std::string a = arch + ".";
@@ -86,8 +87,12 @@ Status read_config(const GgufFile& g, ModelConfig& c) {
   c.fused_weights = arch == "phi3";  // blk.N.attn_qkv, and ffn_up holding gate|up
   BRIGADE_ASSIGN_OR_RETURN(int64_t bos, g.get_int_or("tokenizer.ggml.bos_token_id", -1));
   BRIGADE_ASSIGN_OR_RETURN(int64_t eos, g.get_int_or("tokenizer.ggml.eos_token_id", -1));
+  BRIGADE_ASSIGN_OR_RETURN(int64_t eot, g.get_int_or("tokenizer.ggml.eot_token_id", -1));
   c.bos_id = static_cast<int>(bos);
   if (eos >= 0) c.eos_ids = {static_cast<int>(eos)};
+  // The end of a chat turn ends generation too, as in llama.cpp (Gemma's <end_of_turn>).
+  if (eot >= 0 && eot != eos) c.eos_ids.push_back(static_cast<int>(eot));
+  if (is_gguf_gemma(arch)) BRIGADE_RETURN_IF_ERROR(read_gguf_gemma(g, arch, c));
   return Status::ok();
 }
 
@@ -111,6 +116,9 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
   const size_t dot = n.find('.', 4);
   if (dot == std::string::npos || dot == 4 || n.find_first_not_of("0123456789", 4) != dot) return "";
   const std::string suffix = n.substr(dot + 1);
+  // Gemma's sandwich norms (ffn_norm is its pre_feedforward_layernorm).
+  if (const std::string gemma = is_gguf_gemma(arch) ? gguf_gemma_layer_name(suffix) : ""; !gemma.empty())
+    return "model.layers." + n.substr(4, dot - 4) + "." + gemma;
   // llama.cpp's converter writes phi3's gate_up_proj unsplit as ffn_up (ggml_swiglu splits it).
   const bool gate_up = arch == "phi3" && suffix == "ffn_up.weight";
   auto it = kLayer.find(suffix);
@@ -119,13 +127,14 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
 }
 
 Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::string, RawTensor>& tensors) {
-  BRIGADE_RETURN_IF_ERROR(read_config(g, c));
+  BRIGADE_ASSIGN_OR_RETURN(std::string arch, g.get_string("general.architecture"));
+  BRIGADE_RETURN_IF_ERROR(read_config(g, arch, c));
   for (const auto& t : g.tensors()) {
     if (t.name == "rope_factors_long.weight" || t.name == "rope_factors_short.weight")
       return unsupported(g.path() + ": LongRoPE factors (" + t.name + ") are not supported in GGUF; load the Hugging "
                          "Face checkpoint (config.json with rope_scaling longrope), which brigade runs");
     const bool rope_freqs = t.name == "rope_freqs.weight";
-    const std::string name = rope_freqs ? t.name : gguf_to_hf_name(t.name, c.arch);
+    const std::string name = rope_freqs ? t.name : gguf_to_hf_name(t.name, arch);
     if (name.empty()) continue;  // a tensor no supported layout uses
     RawTensor r;
     r.name = name;

@@ -1,6 +1,7 @@
 // GGUF weights as a Checkpoint: llama.cpp's metadata keys ({arch}.embedding_length, ...) become a
 // ModelConfig and its tensor names (blk.N.attn_q.weight, ...) Hugging Face names, so one loader
-// serves every format. Architectures: llama, qwen2, qwen3, phi3.
+// serves every format. Architectures: llama, qwen2, qwen3, phi3, and gemma2 / gemma3 (their keys and
+// rules: models/gguf_gemma.h).
 //
 // Layout notes:
 //   - GGUF dims are innermost first; RawTensor shapes are outermost first (HF order).
@@ -36,8 +37,9 @@ namespace brigade {
 // missing keys or tensors of the wrong size (rope_freqs.weight included), naming them.
 Status read_gguf_checkpoint(const GgufFile& gguf, ModelConfig& config, std::map<std::string, RawTensor>& tensors);
 
-// Hugging Face name of a llama.cpp tensor name in a GGUF of `arch`, or "" when it has none
-// (phi3's ffn_up is gate_up_proj; elsewhere up_proj).
+// Hugging Face name of a llama.cpp tensor name in a GGUF of `arch` (general.architecture), or ""
+// when it has none (phi3's ffn_up is gate_up_proj, elsewhere up_proj; gemma2/gemma3's ffn_norm
+// is pre_feedforward_layernorm, elsewhere post_attention_layernorm).
 std::string gguf_to_hf_name(const std::string& gguf_name, const std::string& arch);
 
 }  // namespace brigade

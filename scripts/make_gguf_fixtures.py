@@ -11,6 +11,10 @@ llama.cpp's q/k row permutation), so the reference shares no code with brigade.
                      weights by gguf-py's quantize: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (token_embd Q8_0).
   gguf_qwen3_k       qwen3 (q/k norms) with the other K-quants: Q2_K, Q3_K, Q5_K, Q6_K, and a Q6_K
                      token_embd tied to the lm_head (no output.weight).
+  gguf_gemma2        gemma2 / gemma3 as llama.cpp's converter writes them (GEMMA below), with
+  gguf_gemma3        decode_logits; transformers' GGUF loader leaves some settings at the config
+                     class's defaults (the soft-caps, query_pre_attn_scalar, gemma3's rope scaling),
+                     so those are set as llama.cpp reads the file and recorded in the generator.
 
 gguf-py cannot make K-quants (quantize raises NotImplementedError for them), so those tensors are
 random valid blocks (random bytes with finite f16 scales sized for values of about 0.1, the
@@ -27,7 +31,8 @@ tolerance for them is derived from it.
 Also writes tests/fixtures/quantized_weights/bounds.json (weights_option_bounds): the same
 measure for `weights: q8_0` and `q4_0` on make_fixtures.py's llama, qwen2 and qwen3 checkpoints.
 
-Run: python3 scripts/make_gguf_fixtures.py [NAME...]; `--bench PATH [NAME]` writes a fixture's
+Run: python3 scripts/make_gguf_fixtures.py [NAME...]; then `--llamacpp` for the Gemma fixtures'
+llamacpp.json (llama.cpp's tokenization, and a check of its logits); `--bench PATH [NAME]` writes a fixture's
 layout at ~110M parameters for benchmarks instead (make_fixtures.py's virtual environment,
 plus `gguf` and `accelerate` from PyPI, installed on first use).
 """
@@ -91,7 +96,147 @@ def layout(name):
     raise KeyError(name)
 
 
-NAMES = ["gguf_llama_q4_k_m", "gguf_qwen2_q4_0", "gguf_qwen3_k"]
+NAMES = ["gguf_llama_q4_k_m", "gguf_qwen2_q4_0", "gguf_qwen3_k", "gguf_gemma2", "gguf_gemma3"]
+
+# Gemma fixtures, laid out as llama.cpp's convert_hf_to_gguf.py (Gemma2Model / Gemma3Model) writes
+# them: norms stored as 1 + w, q/k rows unpermuted, no output.weight (tied). Each: sizes, the ggml
+# type per tensor, and the metadata the converter writes (None: a key it leaves out).
+#   gguf_gemma2  2 layers (layer 0 sliding, 1 global), heads of 256 (query_pre_attn_scalar 256 as
+#                in transformers' default), window 8, soft-caps 5 (attention) and 3 (final) that
+#                bite; Q8_0, Q4_0, Q4_K, Q6_K.
+#   gguf_gemma3  6 layers (the 6th global), heads of 128 (llama.cpp's softmax scale 1/sqrt(128),
+#                where transformers' loader would take query_pre_attn_scalar 256), q/k norms,
+#                window 8, global RoPE base 1e6 with linear scaling 8, local base 10000; Q8_0,
+#                Q4_0, Q4_1, Q5_0, Q5_1.
+GEMMA = {
+    "gguf_gemma2": dict(arch="gemma2", hidden=128, inter=256, layers=2, heads=(2, 1, 256), window=8,
+                        attn_softcap=5.0, final_softcap=3.0, freq_base=None, rope_scale=None,
+                        types={"token_embd": "Q8_0", "attn_q": "Q4_0", "attn_k": "Q8_0", "attn_v": "Q8_0",
+                               "attn_output": "Q4_K", "ffn_gate": "Q4_0", "ffn_up": "Q8_0", "ffn_down": "Q6_K"}),
+    "gguf_gemma3": dict(arch="gemma3", hidden=128, inter=128, layers=6, heads=(2, 1, 128), window=8,
+                        attn_softcap=None, final_softcap=None, freq_base=1e6, rope_scale=8.0,
+                        types={"token_embd": "Q8_0", "attn_q": "Q4_0", "attn_k": "Q4_1", "attn_v": "Q8_0",
+                               "attn_output": "Q5_0", "ffn_gate": "Q4_0", "ffn_up": "Q5_1", "ffn_down": "Q4_0",
+                               "blk.5.attn_q": "Q8_0"}),
+}
+
+
+def gemma_vocab():
+    """A toy vocabulary (VOCAB pieces) of Gemma's form: <pad> <eos> <bos> <unk>, the turn markers as
+    control tokens, then SentencePiece pieces ("\u2581" for a space) with falling scores."""
+    sp = "\u2581"
+    pieces = ["\n", sp] + [chr(c) for c in range(ord("a"), ord("z") + 1)] + \
+             [chr(c) for c in range(ord("A"), ord("Z") + 1)] + list("0123456789!?.,:'-")
+    pieces += ["user", "model", "Hello", sp + "there", sp + "the", sp + "is", "He", "ll", "llo", "er", "th", "re",
+               "in", "an", "on", "at", "en", "es", "or", "ou", "it", "is", "he", "ha", "ma", "us"]
+    pieces += [sp + chr(c) for c in range(ord("a"), ord("z") + 1)] + [sp + chr(c) for c in range(ord("A"), ord("Z") + 1)]
+    pieces += [a + b for a in "etaoinsrhldcu" for b in "etaoinsrhldcu" if a + b not in pieces]
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"]
+    tokens = (specials + pieces)[:VOCAB]
+    types = [3, 3, 3, 2, 3, 3] + [1] * (len(tokens) - len(specials))
+    scores = [0.0] * len(specials) + [-float(i) for i in range(len(tokens) - len(specials))]
+    assert len(tokens) == VOCAB and len(set(tokens)) == VOCAB
+    return tokens, scores, types
+
+
+def add_gemma_vocab(gguf, w):
+    """The tokenizer.ggml.* keys as Gemma2Model.set_vocab writes them (_set_vocab_sentencepiece,
+    SpecialVocab, add_space_prefix false), with tests/fixtures/chat_templates' gemma-2 template."""
+    tokens, scores, types = gemma_vocab()
+    w.add_tokenizer_model("llama")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(tokens)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    w.add_bos_token_id(2)
+    w.add_eos_token_id(1)
+    w.add_unk_token_id(3)
+    w.add_pad_token_id(0)
+    w.add_add_bos_token(True)
+    w.add_add_eos_token(False)
+    w.add_chat_template((mf.OUT / "chat_templates" / "templates" / "gemma-2.jinja").read_text())
+    w.add_add_space_prefix(False)
+
+
+def write_gemma_gguf(np, gguf, rng, name, path):
+    """The Gemma fixture `name` at `path`, keys and tensors in the order of llama.cpp's converter."""
+    g = GEMMA[name]
+    heads, kv_heads, head_dim = g["heads"]
+    hidden, inter, layers, types = g["hidden"], g["inter"], g["layers"], g["types"]
+    w = gguf.GGUFWriter(str(path), g["arch"])
+    w.add_context_length(256)
+    w.add_embedding_length(hidden)
+    w.add_block_count(layers)
+    w.add_feed_forward_length(inter)
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv_heads)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+    if g["freq_base"] is not None:
+        w.add_rope_freq_base(g["freq_base"])
+    if g["rope_scale"] is not None:  # TextModel.set_gguf_parameters for rope_scaling linear
+        w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(g["rope_scale"])
+    if g["attn_softcap"] is not None:
+        w.add_attn_logit_softcapping(g["attn_softcap"])
+    if g["final_softcap"] is not None:
+        w.add_final_logit_softcapping(g["final_softcap"])
+    w.add_sliding_window(g["window"])
+    add_gemma_vocab(gguf, w)
+
+    def matrix(gguf_name, key, rows, cols):
+        data, t = quantized(np, gguf, rng, types.get(key, types[key.split(".")[-1]]), rows, cols)
+        w.add_tensor(gguf_name, data, raw_dtype=t)
+
+    def norm(gguf_name, n):  # Gemma's w (scale 1 + w), stored + 1 as the converter does
+        w.add_tensor(gguf_name, (0.1 * rng.standard_normal(n)).astype(np.float32) + np.float32(1))
+
+    matrix("token_embd.weight", "token_embd", VOCAB, hidden)
+    for l in range(layers):
+        p = f"blk.{l}."
+        shapes = {"attn_q": (heads * head_dim, hidden), "attn_k": (kv_heads * head_dim, hidden),
+                  "attn_v": (kv_heads * head_dim, hidden), "attn_output": (hidden, heads * head_dim),
+                  "ffn_gate": (inter, hidden), "ffn_up": (inter, hidden), "ffn_down": (hidden, inter)}
+        norm(p + "attn_norm.weight", hidden)
+        for part, (rows, cols) in shapes.items():
+            matrix(p + part + ".weight", p + part, rows, cols)
+        if g["arch"] == "gemma3":
+            norm(p + "attn_q_norm.weight", head_dim)
+            norm(p + "attn_k_norm.weight", head_dim)
+        norm(p + "post_attention_norm.weight", hidden)
+        norm(p + "ffn_norm.weight", hidden)
+        norm(p + "post_ffw_norm.weight", hidden)
+    norm("output_norm.weight", hidden)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def gemma_reference_config(name, out_dir):
+    """transformers' config of a Gemma fixture: what its GGUF loader reads (sizes, key_length as
+    head_dim, rms eps, rope.freq_base, sliding_window), plus what it leaves at Gemma2Config /
+    Gemma3TextConfig's defaults though the file or llama.cpp's rules say otherwise: the soft-caps
+    (keys it does not map), query_pre_attn_scalar (llama.cpp: key_length below 27B) and gemma3's
+    rope.scaling (linear, for the global layers). Returns (config, {field: value set})."""
+    import transformers
+    g = GEMMA[name]
+    cfg = transformers.AutoConfig.from_pretrained(str(out_dir), gguf_file="model.gguf")
+    overrides = {"query_pre_attn_scalar": g["heads"][2]}
+    if g["arch"] == "gemma2":
+        overrides["attn_logit_softcapping"] = g["attn_softcap"]
+        overrides["final_logit_softcapping"] = g["final_softcap"]
+    for k, v in overrides.items():
+        setattr(cfg, k, v)
+    if g["rope_scale"] is not None:
+        full = dict(cfg.rope_parameters["full_attention"])
+        assert full.get("rope_type", "default") == "default", f"the loader read rope scaling now: {full}"
+        full.update(rope_type="linear", factor=g["rope_scale"])
+        cfg.rope_parameters["full_attention"] = full
+        overrides["rope_parameters.full_attention"] = full
+    assert cfg.sliding_window == g["window"] and cfg.head_dim == g["heads"][2], "the loader's own reading"
+    return cfg, overrides
 
 
 def random_k_blocks(np, gguf, rng, type_name, rows, cols):
@@ -215,19 +360,25 @@ def make(name):
     out_dir = mf.OUT / name
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "model.gguf"
-    write_gguf(np, gguf, rng, name, path)
+    extra, gemma = {}, name in GEMMA
+    if gemma:
+        write_gemma_gguf(np, gguf, rng, name, path)
+        extra["config"], overrides = gemma_reference_config(name, out_dir)
+    else:
+        write_gguf(np, gguf, rng, name, path)
     model = transformers.AutoModelForCausalLM.from_pretrained(
-        str(out_dir), gguf_file="model.gguf", dtype=torch.float32, attn_implementation="eager").eval()
-    cases = mf.run_cases(model, VOCAB, decode_logits=False)
+        str(out_dir), gguf_file="model.gguf", dtype=torch.float32, attn_implementation="eager", **extra).eval()
+    cases = mf.run_cases(model, VOCAB, decode_logits=gemma)
     for c, (d, greedy) in zip(cases, act_q8_runs(model, cases)):
         c["act_q8_max_diff"] = d
         c["act_q8_greedy"] = greedy
         scale = max(abs(v) for row in c["logits"] for v in row)
         print(f"{name}: prompt of {len(c['prompt'])}: max |logit| {scale:.3f}, Q8_0 activations move "
               f"them by {d:.4f} ({100 * d / scale:.2f}%)")
+    settings = f", config set as llama.cpp reads the file: {json.dumps(overrides)}" if gemma else ""
     mf.write_expected(out_dir, name, f"transformers {transformers.__version__} from_pretrained(gguf_file) "
                                      f"(gguf-py {version('gguf')} dequantization), torch {torch.__version__}, fp32, "
-                                     f"eager attention", VOCAB, cases)
+                                     f"eager attention{settings}", VOCAB, cases)
 
 
 def ensure_extras(*modules):
@@ -285,7 +436,49 @@ def write_bench(path, name):
     print(f"{path}: {Path(path).stat().st_size / 2**20:.1f} MiB")
 
 
+# Strings llama.cpp tokenizes on the Gemma fixtures' vocabulary (with add_bos): a chat prompt as the
+# gemma-2 template renders it (its own <bos>), and plain text.
+TOKENIZE = [("<bos><start_of_turn>user\nHello there!<end_of_turn>\n<start_of_turn>model\n", False),
+            ("Hello there! He is the user.", True), ("  two  spaces\nand a new line", True),
+            ("<start_of_turn>model\nHi<end_of_turn>", True)]
+
+
+def llamacpp_pass(names):
+    """--llamacpp [NAME...]: tests/fixtures/<gemma fixture>/llamacpp.json from llama.cpp itself
+    (llama-cpp-python, in the venv make_grammar_fixtures.py uses: LLAMACPP_VENV, default
+    .brigade/llamacpp-venv): its tokenization of TOKENIZE (special tokens parsed) and, per prompt,
+    how far its logits (F32 KV cache) are from transformers' in expected.json, which must stay
+    within its own quantized activations' error (about act_q8_max_diff): llama.cpp reads the file
+    as the settings transformers was given say."""
+    import os
+    venv = Path(os.environ.get("LLAMACPP_VENV", mf.ROOT / ".brigade" / "llamacpp-venv"))
+    if Path(sys.prefix).resolve() != venv.resolve():
+        os.execv(str(venv / "bin" / "python"), [str(venv / "bin" / "python"), __file__, "--llamacpp", *names])
+    import llama_cpp
+    import numpy as np
+    for name in names or list(GEMMA):
+        out_dir = mf.OUT / name
+        m = llama_cpp.Llama(str(out_dir / "model.gguf"), n_ctx=64, logits_all=True, verbose=False, n_threads=2,
+                            type_k=0, type_v=0)
+        doc = {"generator": f"llama-cpp-python {llama_cpp.__version__}", "tokenize": [], "logits_max_diff": []}
+        for text, add_bos in TOKENIZE:
+            doc["tokenize"].append({"text": text, "add_bos": add_bos,
+                                    "ids": m.tokenize(text.encode(), add_bos=add_bos, special=True)})
+        for c in json.loads((out_dir / "expected.json").read_text())["cases"]:
+            m.reset()
+            m.eval(c["prompt"])
+            d = float(np.abs(np.array(m.scores[:len(c["prompt"])]) - np.array(c["logits"])).max())
+            assert d <= 1.5 * c["act_q8_max_diff"] + 1e-3, f"{name}: llama.cpp differs from transformers by {d}"
+            doc["logits_max_diff"].append(d)
+            print(f"{name}: prompt of {len(c['prompt'])}: llama.cpp's logits within {d:.4f} of transformers' "
+                  f"(Q8_0 activations: {c['act_q8_max_diff']:.4f})")
+        (out_dir / "llamacpp.json").write_text(json.dumps(doc) + "\n")
+
+
 def main():
+    if sys.argv[1:2] == ["--llamacpp"]:
+        llamacpp_pass(sys.argv[2:])
+        return
     mf.ensure_venv(__file__)
     ensure_extras("gguf", "accelerate")
     if sys.argv[1:2] == ["--bench"]:

@@ -21,25 +21,8 @@ using testing::fixture_dir;
 using testing::kLogitTol;
 using testing::load_or_fail;
 using testing::max_diff_with_config;
+using testing::max_diff_with_rules;
 using testing::read_fixture_cases;
-
-// The fixture's long prompt run with the checkpoint's config changed by `edit` after parsing (a
-// rule that no config.json field turns off: the +1 of the norms, the embedding scale).
-float max_diff_with_rules(const std::string& fixture, const std::function<void(ModelConfig&)>& edit) {
-  auto ck = Checkpoint::open(fixture_dir(fixture));
-  EXPECT_TRUE(ck.has_value()) << ck.status().to_string();
-  if (!ck) return 0;
-  ModelConfig c = (*ck)->config();
-  edit(c);
-  auto edited = Checkpoint::from_memory((*ck)->path(), c, (*ck)->tensors());
-  auto backend = make_cpu_backend({.n_threads = 1});
-  LoadOptions opts;
-  opts.max_batch_tokens = 64;
-  auto model = load_llama(*edited, *backend, opts);
-  EXPECT_TRUE(model.has_value()) << model.status().to_string();
-  if (!model) return 0;
-  return testing::run_fixture_case(**model, *backend, read_fixture_cases(fixture).back()).max_abs_diff;
-}
 
 TEST(Gemma, ConfigRules) {
   auto g2 = Checkpoint::open(fixture_dir("gemma2"));

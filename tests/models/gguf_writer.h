@@ -40,7 +40,7 @@ class GgufBytes {
 enum class GgufOut { f32, f16, bf16, q8_0 };
 
 // One metadata entry. Scalars: type 4 u32, 6 f32, 7 bool (u), 8 string. Arrays (type 9) hold elements of
-// elem_type 8 (strs), 6 (f32s) or 5 (i32s); the count written is that vector's size.
+// elem_type 8 (strs), 6 (f32s), 5 (i32s) or 7 (bools, from i32s); the count written is that vector's size.
 struct GgufKv {
   std::string key;
   uint32_t type;
@@ -94,6 +94,9 @@ inline void put_kv(GgufBytes& b, const GgufKv& e) {
     } else if (e.elem_type == 6) {
       b.put<uint64_t>(e.f32s.size());
       for (float x : e.f32s) b.put<float>(x);
+    } else if (e.elem_type == 7) {  // bools, from i32s
+      b.put<uint64_t>(e.i32s.size());
+      for (int32_t x : e.i32s) b.put<uint8_t>(x != 0 ? 1 : 0);
     } else {
       b.put<uint64_t>(e.i32s.size());
       for (int32_t x : e.i32s) b.put<int32_t>(x);

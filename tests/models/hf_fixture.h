@@ -17,6 +17,8 @@
 
 #include "model_test_util.h"
 #include "cpu/cpu_backend.h"
+#include "models/checkpoint.h"
+#include "models/llama.h"
 #include "models/mapped_file.h"
 
 namespace brigade::testing {
@@ -188,6 +190,26 @@ float max_diff_with_config(const std::string& fixture, Edit edit) {
   EXPECT_FALSE(cases.empty());
   if (!model || cases.empty()) return 0;
   return run_fixture_case(*model, *backend, cases.back()).max_abs_diff;
+}
+
+// Max |Δlogit| on `fixture`'s longest prompt with the checkpoint at `path` (default: the fixture's
+// directory) loaded with its config changed by `edit` after parsing (a rule that no config field
+// turns off: Gemma's +1 of the norms, the embedding scale).
+inline float max_diff_with_rules(const std::string& fixture, const std::function<void(ModelConfig&)>& edit,
+                                 const std::string& path = "") {
+  auto ck = Checkpoint::open(path.empty() ? fixture_dir(fixture) : path);
+  EXPECT_TRUE(ck.has_value()) << ck.status().to_string();
+  if (!ck) return 0;
+  ModelConfig c = (*ck)->config();
+  edit(c);
+  auto edited = Checkpoint::from_memory((*ck)->path(), c, (*ck)->tensors());
+  auto backend = make_cpu_backend({.n_threads = 1});
+  LoadOptions opts;
+  opts.max_batch_tokens = 64;
+  auto model = load_llama(*edited, *backend, opts);
+  EXPECT_TRUE(model.has_value()) << model.status().to_string();
+  if (!model) return 0;
+  return run_fixture_case(**model, *backend, read_fixture_cases(fixture).back()).max_abs_diff;
 }
 
 }  // namespace brigade::testing

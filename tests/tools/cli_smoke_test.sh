@@ -52,6 +52,20 @@ if "$bin" generate --model "$dir/m" --prompt-ids 1,2 --max-tokens 0 --threads 1 
   echo "--max-tokens 0 without --score should fail"; exit 1
 fi
 
+# A Gemma 3 GGUF (tests/fixtures/gguf_gemma3, scripts/make_gguf_fixtures.py): inspect reads its
+# rules and embedded template, and generate's greedy ids on the fixture's long prompt are
+# transformers' (expected.json).
+gguf=$(cd "$(dirname "$0")/../fixtures/gguf_gemma3" && pwd)
+"$bin" inspect "$gguf/model.gguf" >"$dir/gemma.txt"
+grep -q "^architecture:  gemma3_text$" "$dir/gemma.txt"
+grep -q "q/k norm, sliding window 8 on 5 of 6 layers" "$dir/gemma.txt"
+grep -q "^chat template: Jinja (GGUF tokenizer.chat_template)$" "$dir/gemma.txt"
+read -r ids want < <(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["cases"][-1]
+print(",".join(map(str, c["prompt"])), ",".join(map(str, c["greedy"])))' "$gguf/expected.json")
+"$bin" generate --model "$gguf/model.gguf" --prompt-ids "$ids" --max-tokens 8 --temperature 0 --ignore-eos \
+  --weights f32 --threads 1 >"$dir/gemma_ids.txt" 2>/dev/null
+[ "$(tr ' ' ',' <"$dir/gemma_ids.txt")" = "$want" ] || { echo "gemma3 GGUF greedy: $(cat "$dir/gemma_ids.txt"), want $want"; exit 1; }
+
 "$bin" demo --model "$dir/m" --requests 6 --concurrency 3 --threads 1 >"$dir/demo.txt"
 grep -q "POST /v1/chat/completions ->" "$dir/demo.txt"
 grep -q "online: 6 requests (0 errors)" "$dir/demo.txt"

@@ -1,0 +1,90 @@
+#include "models/gguf_gemma.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace brigade {
+namespace {
+
+// A float key, `fallback` when absent; corrupt unless finite and >= 0.
+Status read_nonnegative(const GgufFile& g, const std::string& key, float fallback, float& out) {
+  BRIGADE_ASSIGN_OR_RETURN(double v, g.get_number_or(key, fallback));
+  if (!std::isfinite(v) || v < 0.0) return corrupt(g.path() + ": metadata '" + key + "' must be a number >= 0");
+  out = static_cast<float>(v);
+  return Status::ok();
+}
+
+// The sliding layers: attention.sliding_window_pattern when present (n: layer l slides when
+// l % n < n - 1, 0 meaning all, as llama.cpp's set_swa_pattern; or one bool per layer), else
+// llama.cpp's fixed rule for the architecture.
+Status read_sliding_layers(const GgufFile& g, const std::string& a, int default_pattern, ModelConfig& c) {
+  const std::string key = a + "attention.sliding_window_pattern";
+  c.sliding_layers.assign(static_cast<size_t>(c.n_layers), false);
+  const GgufValue* v = g.find(key);
+  if (v && v->type == GgufType::array) {
+    if (v->numbers.size() != static_cast<size_t>(c.n_layers))
+      return corrupt(g.path() + ": metadata '" + key + "' must hold one value per layer (" + std::to_string(c.n_layers) +
+                     "), not " + std::to_string(v->numbers.size()));
+    for (size_t l = 0; l < v->numbers.size(); ++l) c.sliding_layers[l] = v->numbers[l] != 0.0;
+    return Status::ok();
+  }
+  BRIGADE_ASSIGN_OR_RETURN(int64_t n, g.get_int_or(key, default_pattern));
+  if (n < 0 || n > INT32_MAX) return corrupt(g.path() + ": metadata '" + key + "' is out of range");
+  for (int l = 0; l < c.n_layers; ++l) c.sliding_layers[static_cast<size_t>(l)] = n == 0 || l % n < n - 1;
+  return Status::ok();
+}
+
+}  // namespace
+
+bool is_gguf_gemma(const std::string& gguf_arch) { return gguf_arch == "gemma2" || gguf_arch == "gemma3"; }
+
+std::string gguf_gemma_layer_name(const std::string& suffix) {
+  if (suffix == "post_attention_norm.weight") return "post_attention_layernorm.weight";
+  if (suffix == "ffn_norm.weight") return "pre_feedforward_layernorm.weight";
+  if (suffix == "post_ffw_norm.weight") return "post_feedforward_layernorm.weight";
+  return "";
+}
+
+Status read_gguf_gemma(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c) {
+  const std::string a = gguf_arch + ".";
+  const bool gemma2 = gguf_arch == "gemma2";
+  c.arch = gemma2 ? "gemma2" : "gemma3_text";
+  if (const GgufValue* v = g.find(a + "attention.value_length"); v && v->integer != c.head_dim)
+    return unsupported(g.path() + ": " + a + "attention.value_length " + std::to_string(v->integer) +
+                       " differs from key_length " + std::to_string(c.head_dim) + "; brigade runs equal q/k and v heads");
+  c.rope_style = RopeStyle::neox;
+  c.mlp_activation = MlpActivation::gelu_tanh;
+  c.norm_offset = 0.0f;  // the converter stored 1 + w
+  c.sandwich_norms = true;
+  c.embed_scale = std::sqrt(static_cast<float>(c.hidden_size));
+  c.qk_norm = !gemma2;
+  const bool is_27b = c.n_layers == (gemma2 ? 46 : 62);
+  const double scalar = is_27b ? static_cast<double>(c.hidden_size / c.n_heads) : static_cast<double>(c.head_dim);
+  c.attn_scale = static_cast<float>(1.0 / std::sqrt(scalar));
+  BRIGADE_RETURN_IF_ERROR(read_nonnegative(g, a + "attn_logit_softcapping", gemma2 ? 50.0f : 0.0f, c.attn_softcap));
+  BRIGADE_RETURN_IF_ERROR(read_nonnegative(g, a + "final_logit_softcapping", gemma2 ? 30.0f : 0.0f, c.final_softcap));
+  BRIGADE_ASSIGN_OR_RETURN(int64_t window, g.get_int_or(a + "attention.sliding_window", gemma2 ? 4096 : 0));
+  if (window < 0 || window > INT32_MAX) return corrupt(g.path() + ": metadata '" + a + "attention.sliding_window' is out of range");
+  c.sliding_window = static_cast<int>(window);
+  // llama.cpp ends generation at the vocabulary's <end_of_turn> (by its text) besides eos.
+  if (const GgufValue* tokens = g.find("tokenizer.ggml.tokens")) {
+    for (size_t id = 0; id < tokens->strs.size(); ++id)
+      if (tokens->strs[id] == "<end_of_turn>" && std::find(c.eos_ids.begin(), c.eos_ids.end(), static_cast<int>(id)) == c.eos_ids.end())
+        c.eos_ids.push_back(static_cast<int>(id));
+  }
+  c.rope_local_theta = 0.0f;
+  if (c.sliding_window == 0) {  // gemma3 without a window: every layer global, as llama.cpp's LLAMA_SWA_TYPE_NONE
+    c.sliding_layers.clear();
+    return Status::ok();
+  }
+  BRIGADE_RETURN_IF_ERROR(read_sliding_layers(g, a, gemma2 ? 2 : 6, c));
+  if (!gemma2) {
+    BRIGADE_ASSIGN_OR_RETURN(double local, g.get_number_or(a + "rope.freq_base_swa", 10000.0));
+    if (!(local > 0.0) || !std::isfinite(local))
+      return corrupt(g.path() + ": metadata '" + a + "rope.freq_base_swa' must be a positive number");
+    c.rope_local_theta = static_cast<float>(local);
+  }
+  return Status::ok();
+}
+
+}  // namespace brigade
