@@ -55,6 +55,13 @@ Expected<bool> add_bos_token(const GgufFile& g, bool fallback) {
   return v != 0;
 }
 
+// tokenizer.ggml.add_eos_token: llama.cpp appends EOS to a prompt it adds special tokens to
+// (Qwen3-Embedding's files, whose tokenizer.json post-processor ends with <|endoftext|>).
+Expected<bool> add_eos_token(const GgufFile& g) {
+  BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int_or("tokenizer.ggml.add_eos_token", 0));
+  return v != 0;
+}
+
 Expected<std::unique_ptr<Tokenizer>> load_bpe(const GgufFile& g, const std::vector<std::string>& tokens,
                                               const std::vector<double>& types) {
   const GgufValue* merges = g.find("tokenizer.ggml.merges");
@@ -82,11 +89,27 @@ Expected<std::unique_ptr<Tokenizer>> load_bpe(const GgufFile& g, const std::vect
   // Prompts start with BOS only where llama.cpp would add it (Qwen2 files name <|endoftext|> as
   // BOS but say add_bos_token false).
   BRIGADE_ASSIGN_OR_RETURN(bool add_bos, add_bos_token(g, /*fallback=*/ignore_merges));
+  BRIGADE_ASSIGN_OR_RETURN(bool add_eos, add_eos_token(g));
   json config = json::object();
+  int64_t bos_id = -1, eos_id = -1;  // the special tokens a prompt gets before and after its text
   for (const auto& [key, name] : {std::pair{"tokenizer.ggml.bos_token_id", "bos_token"}, {"tokenizer.ggml.eos_token_id", "eos_token"}}) {
     BRIGADE_ASSIGN_OR_RETURN(int64_t id, g.get_int_or(key, -1));
     if (id >= static_cast<int64_t>(tokens.size())) return corrupt(g.path() + ": " + key + " is outside the vocabulary");
-    if (id >= 0 && (add_bos || std::string(name) != "bos_token")) config[name] = tokens[static_cast<size_t>(id)];
+    const bool bos = std::string(name) == "bos_token";
+    if (id >= 0 && (add_bos || !bos)) config[name] = tokens[static_cast<size_t>(id)];
+    (bos ? bos_id : eos_id) = id >= 0 && (bos ? add_bos : add_eos) ? id : -1;
+  }
+  if (eos_id >= 0) {  // add_eos_token: as the tokenizer.json post-processor that says so
+    json single = json::array(), specials = json::object();
+    auto special = [&](int64_t id) {
+      const std::string& text = tokens[static_cast<size_t>(id)];
+      single.push_back({{"SpecialToken", {{"id", text}, {"type_id", 0}}}});
+      specials[text] = {{"id", text}, {"ids", {id}}, {"tokens", {text}}};
+    };
+    if (bos_id >= 0) special(bos_id);
+    single.push_back({{"Sequence", {{"id", "A"}, {"type_id", 0}}}});
+    special(eos_id);
+    j["post_processor"] = {{"type", "TemplateProcessing"}, {"single", std::move(single)}, {"special_tokens", std::move(specials)}};
   }
   return load_bpe_tokenizer(j.dump(), config.dump(), g.path());
 }
@@ -113,6 +136,7 @@ Expected<std::unique_ptr<Tokenizer>> load_spm(const GgufFile& g, const std::vect
   BRIGADE_ASSIGN_OR_RETURN(bool add_bos, add_bos_token(g, /*fallback=*/true));
   v.bos_id = add_bos ? static_cast<int32_t>(bos) : -1;
   v.eos_id = static_cast<int32_t>(eos);
+  BRIGADE_ASSIGN_OR_RETURN(v.add_eos, add_eos_token(g));
   v.unk_id = static_cast<int32_t>(unk);
   v.add_space_prefix = prefix != 0;
   return make_spm_tokenizer(std::move(v), g.path());

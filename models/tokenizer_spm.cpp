@@ -184,6 +184,7 @@ Expected<std::vector<int32_t>> SpmTokenizer::encode(std::string_view text, bool 
     segment = i;
   }
   raw(text.substr(segment));
+  if (add_bos && v_.add_eos && v_.eos_id >= 0) out.push_back(v_.eos_id);
   return out;
 }
 

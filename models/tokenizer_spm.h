@@ -29,6 +29,7 @@ struct SpmVocab {
   int32_t bos_id = -1;
   int32_t eos_id = -1;
   int32_t unk_id = -1;
+  bool add_eos = false;  // encode(add_bos) also appends eos_id (a GGUF's tokenizer.ggml.add_eos_token)
 };
 
 // Checks the vocabulary (sizes agree, ids in range) and builds the tokenizer; `origin` names the

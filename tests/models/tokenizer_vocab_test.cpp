@@ -92,6 +92,50 @@ TEST(TokenizerFiles, GgufAddBosTokenIsHonoured) {
   }
 }
 
+// tokenizer.ggml.add_eos_token (llama.cpp appends EOS to a prompt it adds special tokens to; the
+// converter writes it for Qwen3-Embedding, whose tokenizer.json post-processor ends with
+// <|endoftext|>): a gpt2 vocabulary made from that tokenizer.json encodes as Hugging Face's
+// add_special_tokens=True does (tests/fixtures/tokenizers/post_processor/vectors.json), and a
+// llama (SentencePiece) one appends its EOS after the BOS-led prompt.
+TEST(TokenizerFiles, GgufAddEosTokenAppendsEos) {
+  const std::string fixtures = std::string(BRIGADE_FIXTURES) + "/tokenizers/post_processor/";
+  auto text = read_text_file(fixtures + "qwen3_embedding.json");
+  auto vectors_text = read_text_file(fixtures + "vectors.json");
+  ASSERT_TRUE(text.has_value() && vectors_text.has_value());
+  nlohmann::json j = nlohmann::json::parse(*text);
+  j.erase("post_processor");  // the GGUF says it with add_eos_token instead
+  const testing::TempDir dir("add_eos");
+  for (const bool add_eos : {false, true}) {
+    std::vector<testing::GgufKv> kvs = testing::gguf_vocab_from_tokenizer_json(j.dump(), "qwen2", "", "<|endoftext|>", false);
+    ASSERT_FALSE(kvs.empty());
+    kvs.push_back(testing::gguf_bool("tokenizer.ggml.add_eos_token", add_eos));
+    const std::string path = dir.file(std::string("qwen_") + (add_eos ? "eos" : "plain") + ".gguf");
+    const int vocab = static_cast<int>(j["model"]["vocab"].size() + j["added_tokens"].size());
+    ASSERT_TRUE(testing::write_tiny_llama_gguf(dir.file("hf"), path, vocab, kvs).is_ok());
+    auto tok = Tokenizer::load(path);
+    ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+    for (const auto& c : nlohmann::json::parse(*vectors_text)["qwen3_embedding"]) {
+      auto ids = (*tok)->encode(c["text"].get<std::string>(), /*add_bos=*/true);
+      ASSERT_TRUE(ids.has_value());
+      EXPECT_EQ(*ids, c[add_eos ? "special" : "plain"].get<std::vector<int32_t>>()) << c["text"];
+      EXPECT_EQ(*(*tok)->encode(c["text"].get<std::string>(), false), c["plain"].get<std::vector<int32_t>>());
+    }
+  }
+  const std::string spm = kDir + "llama2-tokenizer.model";
+  if (!std::filesystem::exists(spm)) GTEST_SKIP() << "test data absent: " << spm;
+  std::vector<testing::GgufKv> kvs = testing::gguf_vocab_from_sentencepiece(spm);
+  kvs.push_back(testing::gguf_bool("tokenizer.ggml.add_eos_token", true));
+  ASSERT_TRUE(testing::write_tiny_llama_gguf(dir.file("hf_spm"), dir.file("spm.gguf"), 32000, kvs).is_ok());
+  auto tok = Tokenizer::load(dir.file("spm.gguf"));
+  ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+  auto plain = (*tok)->encode("Hi there", false), with = (*tok)->encode("Hi there", true);
+  ASSERT_TRUE(plain.has_value() && with.has_value());
+  std::vector<int32_t> want = {1};
+  want.insert(want.end(), plain->begin(), plain->end());
+  want.push_back(2);
+  EXPECT_EQ(*with, want);
+}
+
 // A gpt2 GGUF vocabulary with `pre` whose tokens are the 256 bytes, "ab" and "abc", and whose
 // only merge is "a b": no merge sequence builds "abc".
 std::unique_ptr<Tokenizer> abc_vocabulary(const testing::TempDir& dir, const std::string& pre) {
