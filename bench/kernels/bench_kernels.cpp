@@ -144,6 +144,46 @@ BENCHMARK(BM_Matmul<DType::q4_k>)->Name("BM_Matmul8B<q4_k>")->Apply(big_matmul_a
 BENCHMARK(BM_Matmul<DType::q5_k>)->Name("BM_Matmul8B<q5_k>")->Apply(big_matmul_args);
 BENCHMARK(BM_Matmul<DType::q6_k>)->Name("BM_Matmul8B<q6_k>")->Apply(big_matmul_args);
 
+// A Q4_K_M file's q|k|v at Llama-3-8B's shape ([4096 + 1024 + 1024, 4096]: q|k Q4_K, v Q6_K in the
+// layers llama.cpp gives more bits): `stacked` multiplies the parts as stored (matmul_stacked's
+// two row groups), `q8_0` the whole projection requantized to q8_0 (what a fused load of mixed
+// types makes where the backend cannot stack). Each call takes the next of enough copies to
+// fill 256 MB, so the weights come from DRAM as a model's layers do (one 14-27 MB projection
+// alone would sit in a large L3). Same counters as BM_Matmul, bytes as loaded.
+void BM_QkvQ4KM(benchmark::State& state) {
+  const int64_t n = state.range(0), k = 4096, qk = 4096 + 1024, v = 1024;
+  const bool stacked = state.range(1) != 0;
+  const double bw = read_bandwidth_gbps();
+  auto x = random_tensor(DType::f32, {n, k}, 1);
+  auto out = random_tensor(DType::f32, {n, qk + v}, 3);
+  const size_t bytes = stacked ? dtype_bytes(DType::q4_k, qk * k) + dtype_bytes(DType::q6_k, v * k)
+                               : dtype_bytes(DType::q8_0, (qk + v) * k);
+  const size_t copies = (size_t{256} << 20) / bytes + 1;
+  std::vector<OwnedTensor> ws;
+  std::vector<std::vector<Tensor>> views(copies);
+  for (size_t c = 0; c < copies; ++c) {
+    const auto seed = static_cast<uint32_t>(2 + 2 * c);
+    if (stacked) {
+      ws.push_back(random_tensor(DType::q4_k, {qk, k}, seed));
+      ws.push_back(random_tensor(DType::q6_k, {v, k}, seed + 1));
+      views[c] = {ws[ws.size() - 2].tensor, ws.back().tensor};
+    } else {
+      ws.push_back(random_tensor(DType::q8_0, {qk + v, k}, seed));
+      views[c] = {ws.back().tensor};
+    }
+  }
+  size_t next = 0;
+  for (auto _ : state) {
+    backend().matmul_stacked(x.tensor, views[next], Tensor(), out.tensor);
+    next = (next + 1) % copies;
+    benchmark::DoNotOptimize(out.tensor.data);
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.SetBytesProcessed(static_cast<int64_t>(iters * static_cast<double>(bytes)));
+  state.counters["roofline"] = benchmark::Counter(iters * static_cast<double>(bytes) / (bw * 1e9), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_QkvQ4KM)->ArgsProduct({{1, 4, 64}, {0, 1}})->ArgNames({"n", "stacked"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+
 // Decode attention: n_seqs sequences of one query each over ctx cached tokens; 12 query heads,
 // 4 kv heads, head_dim 64, KV of dtype T (bf16, or int8 with one scale per token and kv head) in
 // 16-token pages laid out in order. Bytes counted are the KV bytes read, scales included.
