@@ -1,7 +1,9 @@
 #include "actors/router/router_policy.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <tuple>
+#include <vector>
 
 namespace brigade {
 
@@ -78,7 +80,20 @@ int RouterPolicy::next_round_robin() const {
   return -1;
 }
 
-Expected<RouteDecision> RouterPolicy::choose(std::span<const int32_t> prompt) const {
+namespace {
+// The tree key of a prompt: an adapter's prompts start with a token no vocabulary has (-adapter),
+// so they share tree paths only with the same adapter's.
+std::span<const int32_t> tree_key(std::span<const int32_t> prompt, uint32_t lora, std::vector<int32_t>& storage) {
+  if (lora == 0) return prompt;
+  storage.assign(1, -static_cast<int32_t>(std::min<uint32_t>(lora, INT32_MAX)));
+  storage.insert(storage.end(), prompt.begin(), prompt.end());
+  return storage;
+}
+}  // namespace
+
+Expected<RouteDecision> RouterPolicy::choose(std::span<const int32_t> prompt, uint32_t lora) const {
+  std::vector<int32_t> storage;
+  const std::span<const int32_t> key = tree_key(prompt, lora, storage);
   const int least = least_loaded();
   if (least < 0) {
     if (std::any_of(roles_.begin(), roles_.end(), [](PdRole r) { return r == PdRole::prefill; }))
@@ -87,18 +102,21 @@ Expected<RouteDecision> RouterPolicy::choose(std::span<const int32_t> prompt) co
   }
   if (kind_ == Kind::round_robin) return RouteDecision{next_round_robin(), RouteReason::round_robin, 0};
   if (kind_ == Kind::least_load) return RouteDecision{least, RouteReason::load, 0};
-  return cache_aware(prompt, least);
+  RouteDecision d = cache_aware(key, least);
+  d.matched_tokens = std::max(0, d.matched_tokens - (lora == 0 ? 0 : 1));  // the adapter's marker is no prompt token
+  return d;
 }
 
-Expected<RouteDecision> RouterPolicy::route(uint64_t request_id, std::span<const int32_t> prompt) {
+Expected<RouteDecision> RouterPolicy::route(uint64_t request_id, std::span<const int32_t> prompt, uint32_t lora) {
   if (inflight_.count(request_id))
     return invalid_argument("request " + std::to_string(request_id) + " is already in flight");
-  BRIGADE_ASSIGN_OR_RETURN(RouteDecision d, choose(prompt));
+  BRIGADE_ASSIGN_OR_RETURN(RouteDecision d, choose(prompt, lora));
   InstanceLoad& l = loads_[static_cast<size_t>(d.instance)];
   l.n_requests++;
   l.n_pending_prompt_tokens += static_cast<int64_t>(prompt.size());
   inflight_[request_id] = {d.instance, static_cast<int64_t>(prompt.size())};
-  trees_[static_cast<size_t>(d.instance)].insert(prompt);
+  std::vector<int32_t> storage;
+  trees_[static_cast<size_t>(d.instance)].insert(tree_key(prompt, lora, storage));
   if (kind_ == Kind::round_robin) next_rr_ = (d.instance + 1) % n_instances();
   return d;
 }

@@ -52,10 +52,13 @@ class RouterPolicy {
   RouterPolicy(const RouterConfig& config, int n_instances, std::vector<PdRole> roles = {});
 
   // Where a prompt would go now, and why; changes nothing. internal when every instance is down.
-  Expected<RouteDecision> choose(std::span<const int32_t> prompt) const;
+  // `lora` (0 = the base model) is the request's LoRA adapter: each instance caches an adapter's
+  // pages apart from the base model's and the other adapters', so the trees match a prompt only
+  // against prompts of the same adapter.
+  Expected<RouteDecision> choose(std::span<const int32_t> prompt, uint32_t lora = 0) const;
   // choose, then commit: the request counts as in flight there and its prompt enters that
   // instance's tree. invalid_argument for an id already in flight.
-  Expected<RouteDecision> route(uint64_t request_id, std::span<const int32_t> prompt);
+  Expected<RouteDecision> route(uint64_t request_id, std::span<const int32_t> prompt, uint32_t lora = 0);
   // The request's first token came back: its prompt no longer counts as pending prefill.
   // Unknown ids are ignored (as are repeats).
   void prefilled(uint64_t request_id);

@@ -85,6 +85,34 @@ TEST(RouterPolicy, CacheHitsGoToTheSameInstance) {
   EXPECT_EQ(p.load(1 - a->instance).n_requests, 0);
 }
 
+// Each instance caches a LoRA adapter's pages apart from the base model's and the other
+// adapters': a prompt is matched only against prompts of its own adapter.
+TEST(RouterPolicy, AdaptersMatchOnlyTheirOwnPrompts) {
+  RouterPolicy p(cache_aware(), 2);
+  const auto prompt = seq(0, 64);
+  auto base = p.route(1, prompt);
+  ASSERT_TRUE(base.has_value());
+  auto choice = p.choose(prompt, /*lora=*/1);
+  ASSERT_TRUE(choice.has_value());
+  EXPECT_EQ(choice->reason, RouteReason::load) << "adapter 1 has cached nothing anywhere";
+  EXPECT_EQ(choice->matched_tokens, 0);
+  auto first = p.route(2, prompt, 1);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_NE(first->instance, base->instance) << "the least loaded, not the base prompt's instance";
+  auto again = p.route(3, concat(prompt, seq(900, 8)), 1);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->reason, RouteReason::cache);
+  EXPECT_EQ(again->instance, first->instance);
+  EXPECT_EQ(again->matched_tokens, 64) << "prompt tokens only";
+  auto other = p.choose(prompt, 2);
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->matched_tokens, 0) << "adapter 2 shares nothing with adapter 1";
+  auto base_again = p.choose(prompt);
+  ASSERT_TRUE(base_again.has_value());
+  EXPECT_EQ(base_again->instance, base->instance);
+  EXPECT_EQ(base_again->matched_tokens, 64);
+}
+
 TEST(RouterPolicy, DistinctPromptsSpread) {
   RouterPolicy p(cache_aware(), 2);
   int n[2] = {0, 0};
