@@ -64,11 +64,12 @@ inline std::pair<int32_t, int32_t> add_think_tokens(const std::string& model) {
 }
 
 // The server (any port, model id "tiny") over an engine on `model`; `chat_template` as
-// EngineOptions::chat_template, `reasoning_parser` as ServerOptions::reasoning_parser. ok() is false (and the test has failed) when either did not start.
+// EngineOptions::chat_template, `reasoning_parser` and `tool_call_parser` as ServerOptions'.
+// ok() is false (and the test has failed) when either did not start.
 class ChatTestServer {
  public:
   explicit ChatTestServer(const std::string& model, const std::string& chat_template = "",
-                          const std::string& reasoning_parser = "none") {
+                          const std::string& reasoning_parser = "none", const std::string& tool_call_parser = "") {
     EngineOptions o = brigade::testing::test_engine_options(model, 1);
     o.topology.instances.front().kv.memory_mb = 64;
     o.chat_template = chat_template;
@@ -78,6 +79,7 @@ class ChatTestServer {
     options.port = 0;
     options.model_name = "tiny";
     options.reasoning_parser = reasoning_parser;
+    options.tool_call_parser = tool_call_parser;
     auto srv = HttpServer::start(*engine_, options);
     EXPECT_TRUE(srv.has_value()) << srv.status().to_string();
     if (srv) server_ = std::move(*srv);
