@@ -85,28 +85,12 @@ Attempt read_calls(std::string_view s) {
   return {Attempt::done, s.size() - rest.size() + e, {ToolCallDelta{0, std::string(name), std::move(*args), id}}};
 }
 
-class MistralParser final : public Base {
+class MistralParser final : public Stepper {
  public:
-  using Base::Base;
-  ToolParse feed(std::string_view text) override {
-    ToolParse out;
-    buf_.append(text);
-    while (step(out, false)) {
-    }
-    return out;
-  }
-  ToolParse finish() override {
-    ToolParse out;
-    while (step(out, true)) {
-    }
-    buf_.clear();
-    end(out);
-    return out;
-  }
+  using Stepper::Stepper;
 
  private:
-  // One move over buf_; false when it needs more text (at the end: when all is consumed).
-  bool step(ToolParse& out, bool last) {
+  bool step(ToolParse& out, bool last) override {
     const std::string_view buf = buf_;
     if (!calling_) {
       const size_t at = buf.find(kCalls);
@@ -134,7 +118,6 @@ class MistralParser final : public Base {
     return true;
   }
 
-  std::string buf_;
   bool calling_ = false;
 };
 

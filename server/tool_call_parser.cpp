@@ -89,6 +89,23 @@ void Base::end(ToolParse& out) {
   space_.clear();
 }
 
+ToolParse Stepper::feed(std::string_view text) {
+  ToolParse out;
+  buf_.append(text);
+  while (step(out, false)) {
+  }
+  return out;
+}
+
+ToolParse Stepper::finish() {
+  ToolParse out;
+  while (step(out, true)) {
+  }
+  buf_.clear();
+  end(out);
+  return out;
+}
+
 }  // namespace tool_parse
 
 namespace {
@@ -96,9 +113,11 @@ namespace {
 using tool_parse::Base;
 using tool_parse::call_of;
 
-class Llama3JsonParser final : public Base {
+// All calls or all content, decided at the end (llama3_json, pythonic).
+class WholeOutputParser final : public Base {
  public:
-  using Base::Base;
+  WholeOutputParser(int max_calls, char first, std::string_view tag, tool_parse::WholeResolver resolve)
+      : Base(max_calls), first_(first), tag_(tag), resolve_(std::move(resolve)) {}
   ToolParse feed(std::string_view text) override {
     ToolParse out;
     if (mode_ == Mode::text) {
@@ -107,12 +126,12 @@ class Llama3JsonParser final : public Base {
     }
     buf_.append(text);
     if (mode_ == Mode::undecided) {
-      const size_t b = buf_.find_first_not_of(" \t\r\n");
+      const size_t b = buf_.find_first_not_of(tool_parse::kSpace);
       if (b == std::string::npos) return out;
       const std::string_view rest = std::string_view(buf_).substr(b);
-      const size_t n = std::min(rest.size(), kTag.size());
-      if (rest[0] == '{' || rest.substr(0, n) == kTag.substr(0, n)) {
-        mode_ = rest[0] == '{' || n == kTag.size() ? Mode::calls : Mode::undecided;
+      const size_t n = std::min(rest.size(), tag_.size());
+      if (rest[0] == first_ || rest.substr(0, n) == tag_.substr(0, n)) {
+        mode_ = rest[0] == first_ || n == tag_.size() ? Mode::calls : Mode::undecided;
         return out;  // held: calls, or the tag still arriving
       }
       mode_ = Mode::text;
@@ -124,9 +143,8 @@ class Llama3JsonParser final : public Base {
   ToolParse finish() override {
     ToolParse out;
     if (mode_ != Mode::text && !buf_.empty()) {
-      std::vector<ToolCallDelta> calls;
-      if (parse_all(calls)) {
-        for (auto& c : calls) call(std::move(c), out);
+      if (auto calls = resolve_(buf_)) {
+        for (auto& c : *calls) call(std::move(c), out);
       } else {
         content(buf_, out);
       }
@@ -137,30 +155,36 @@ class Llama3JsonParser final : public Base {
   }
 
  private:
-  static constexpr std::string_view kTag = "<|python_tag|>";
   enum class Mode { undecided, calls, text };
-
-  bool parse_all(std::vector<ToolCallDelta>& calls) const {
-    std::string_view s = buf_;
-    size_t i = s.find_first_not_of(" \t\r\n");
-    if (i == std::string_view::npos) return false;
-    if (s.substr(i).starts_with(kTag)) i += kTag.size();
-    while (true) {
-      i = s.find_first_not_of(" \t\r\n;", i);
-      if (i == std::string_view::npos) return !calls.empty();
-      if (s[i] != '{') return false;
-      const size_t e = json_value_end(s, i);
-      if (e == std::string_view::npos) return false;
-      auto c = call_of(s.substr(i, e - i), {"parameters", "arguments"});
-      if (!c) return false;
-      calls.push_back(std::move(*c));
-      i = e;
-    }
-  }
-
+  char first_;
+  std::string_view tag_;
+  tool_parse::WholeResolver resolve_;
   std::string buf_;
   Mode mode_ = Mode::undecided;
 };
+
+// Llama 3.1: {"name", "parameters"} objects separated by ';' or whitespace, after an optional
+// <|python_tag|>.
+constexpr std::string_view kPythonTag = "<|python_tag|>";
+std::optional<std::vector<ToolCallDelta>> llama3_calls(std::string_view s) {
+  std::vector<ToolCallDelta> calls;
+  size_t i = s.find_first_not_of(tool_parse::kSpace);
+  if (i == std::string_view::npos) return std::nullopt;
+  if (s.substr(i).starts_with(kPythonTag)) i += kPythonTag.size();
+  while (true) {
+    i = s.find_first_not_of(" \t\r\n;", i);
+    if (i == std::string_view::npos) break;
+    if (s[i] != '{') return std::nullopt;
+    const size_t e = json_value_end(s, i);
+    if (e == std::string_view::npos) return std::nullopt;
+    auto c = call_of(s.substr(i, e - i), {"parameters", "arguments"});
+    if (!c) return std::nullopt;
+    calls.push_back(std::move(*c));
+    i = e;
+  }
+  if (calls.empty()) return std::nullopt;
+  return calls;
+}
 
 class ForcedNamedParser final : public Base {
  public:
@@ -265,7 +289,9 @@ std::unique_ptr<ToolCallParser> make_tool_call_parser(ToolParserKind kind, int m
     case ToolParserKind::glm45:
       return tool_parse::make_tagged_parser(max_calls, tool_parse::tagged_syntax(kind, std::move(functions)));
     case ToolParserKind::mistral: return tool_parse::make_mistral_parser(max_calls);
-    case ToolParserKind::llama3_json: return std::make_unique<Llama3JsonParser>(max_calls);
+    case ToolParserKind::llama3_json: return std::make_unique<WholeOutputParser>(max_calls, '{', kPythonTag, llama3_calls);
+    case ToolParserKind::pythonic:
+      return std::make_unique<WholeOutputParser>(max_calls, '[', "<|python_start|>", tool_parse::pythonic_calls);
     case ToolParserKind::forced_named: return std::make_unique<ForcedNamedParser>(max_calls, std::move(named));
     case ToolParserKind::forced_array: return std::make_unique<ForcedArrayParser>(max_calls, std::move(key));
   }

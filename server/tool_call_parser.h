@@ -27,6 +27,10 @@
 //                blocks, as hermes's. A value is a string when the tool's parameters schema
 //                types the key "string" (taken as written), else JSON when it parses (trimmed),
 //                else the trimmed text (as vLLM's glm45, without its Python-literal step).
+//   pythonic     (Llama 3.2/4 pythonic templates): the whole output is a Python list of calls with
+//                keyword arguments, [f(a=1, b="x"), g()], optionally in <|python_start|> ..
+//                <|python_end|>; values are Python literals (as vLLM's ast.literal_eval reads
+//                them; no expressions). Held like llama3_json from a first '['; all calls or all content.
 //   forced_named (tool_choice naming a function): all the output is that call's arguments,
 //                streamed as it comes.
 //   forced_array (tool_choice "required"): the output is a JSON array of {"name", <key>} calls;
@@ -59,7 +63,7 @@ struct ToolParse {
   std::vector<ToolCallDelta> calls;
 };
 
-enum class ToolParserKind { hermes, llama3_json, mistral, deepseek_v3, kimi_k2, glm45, forced_named, forced_array };
+enum class ToolParserKind { hermes, llama3_json, mistral, deepseek_v3, kimi_k2, glm45, pythonic, forced_named, forced_array };
 
 // A tool the request offers: its name and its parameters JSON schema's text ("" when absent).
 struct ToolFunction {

@@ -52,6 +52,20 @@ class Base : public ToolCallParser {
   std::string space_;
 };
 
+// A parser that buffers the text and moves over it step by step (tagged syntaxes, mistral).
+class Stepper : public Base {
+ public:
+  using Base::Base;
+  ToolParse feed(std::string_view text) final;
+  ToolParse finish() final;
+
+ protected:
+  // One move over buf_; false when it needs more text (last: the output ended; false once all
+  // of buf_ is consumed).
+  virtual bool step(ToolParse& out, bool last) = 0;
+  std::string buf_;
+};
+
 // A syntax whose calls are marked blocks, optionally inside a marked section:
 //   [section_open] ws* (call_open BODY call_close ws*)* [section_close]
 // Without section markers the blocks stand anywhere in the text (hermes, glm45). `body` turns a
@@ -69,5 +83,10 @@ std::unique_ptr<ToolCallParser> make_tagged_parser(int max_calls, TaggedSyntax s
 TaggedSyntax tagged_syntax(ToolParserKind kind, std::vector<ToolFunction> functions);
 
 std::unique_ptr<ToolCallParser> make_mistral_parser(int max_calls);
+
+// The calls of an output that is all calls (llama3_json, pythonic), or nullopt: it is content.
+using WholeResolver = std::function<std::optional<std::vector<ToolCallDelta>>(std::string_view text)>;
+// Pythonic calls: [f(a=1, b="x"), g()] (optionally inside <|python_start|> .. <|python_end|>).
+std::optional<std::vector<ToolCallDelta>> pythonic_calls(std::string_view text);
 
 }  // namespace brigade::server::tool_parse

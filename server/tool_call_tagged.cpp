@@ -14,35 +14,19 @@ namespace {
 using ojson = nlohmann::ordered_json;
 constexpr size_t npos = std::string_view::npos;
 
-class TaggedParser final : public Base {
+class TaggedParser final : public Stepper {
  public:
-  TaggedParser(int max_calls, TaggedSyntax syntax) : Base(max_calls), s_(std::move(syntax)) {
+  TaggedParser(int max_calls, TaggedSyntax syntax) : Stepper(max_calls), s_(std::move(syntax)) {
     sectioned_ = !s_.section_open.empty();
     openers_ = sectioned_ ? s_.section_open : std::vector<std::string_view>{s_.call_open};
     inside_ = s_.section_close;
     inside_.push_back(s_.call_open);
   }
-  ToolParse feed(std::string_view text) override {
-    ToolParse out;
-    buf_.append(text);
-    while (step(out, false)) {
-    }
-    return out;
-  }
-  ToolParse finish() override {
-    ToolParse out;
-    while (step(out, true)) {
-    }
-    buf_.clear();
-    end(out);
-    return out;
-  }
 
  private:
   enum class Mode { text, section, call };
 
-  // One move over buf_; false when it needs more text (at the end: when all is consumed).
-  bool step(ToolParse& out, bool last) {
+  bool step(ToolParse& out, bool last) override {
     const std::string_view buf = buf_;
     switch (mode_) {
       case Mode::text: {
@@ -117,7 +101,6 @@ class TaggedParser final : public Base {
   bool sectioned_ = false;
   std::vector<std::string_view> openers_;  // what leaves the text: a section's or a call's opening
   std::vector<std::string_view> inside_;   // the markers inside a section
-  std::string buf_;
   Mode mode_ = Mode::text;
 };
 

@@ -216,10 +216,11 @@ TEST(ModelChatTemplate, ServesEveryRealTemplateAsTransformersRendersIt) {
 TEST(ModelChatTemplate, ToolSyntaxNames) {
   for (ChatToolSyntax s : {ChatToolSyntax::hermes, ChatToolSyntax::llama3_json, ChatToolSyntax::mistral,
                            ChatToolSyntax::deepseek_v3, ChatToolSyntax::deepseek_v31, ChatToolSyntax::glm45,
-                           ChatToolSyntax::kimi_k2})
+                           ChatToolSyntax::kimi_k2, ChatToolSyntax::pythonic})
     EXPECT_EQ(*parse_tool_syntax(tool_syntax_name(s)), s);
   EXPECT_EQ(*parse_tool_syntax("glm47"), ChatToolSyntax::glm45);
-  auto unknown = parse_tool_syntax("pythonic");
+  EXPECT_EQ(*parse_tool_syntax("llama4_pythonic"), ChatToolSyntax::pythonic);
+  auto unknown = parse_tool_syntax("qwen3_coder");
   EXPECT_EQ(unknown.status().code(), StatusCode::unsupported);
   EXPECT_NE(unknown.status().message().find("kimi_k2"), std::string::npos) << "lists the parsers brigade has";
   EXPECT_FALSE(parse_tool_syntax("none").has_value());

@@ -138,6 +138,39 @@ TEST(ServerToolSyntaxes, TextBeforeTheCallIsContent) {
   EXPECT_FALSE(choice["message"].contains("tool_calls"));
 }
 
+// A forced call is JSON whatever the syntax (guided decoding), read by the forced parsers.
+TEST(ServerToolSyntaxes, ForcedCallsAreJsonInEverySyntax) {
+  for (const char* tmpl : {"mistral-v0.3", "glm-4.6"}) {
+    SCOPED_TRACE(tmpl);
+    ChatTestServer s(model_with_template(std::string("syntax_forced_") + tmpl, brigade::testing::real_chat_template(tmpl)));
+    ASSERT_TRUE(s.ok());
+    json bias = {{"2", 100}};  // EOS as soon as the constraint allows; no whitespace
+    for (char c : std::string(" \t\r\n")) bias[std::to_string(3 + c)] = -100;
+    for (const json& choice : {json{{"type", "function"}, {"function", {{"name", "get_time"}}}}, json("required")}) {
+      json body = forced("unused");
+      body.erase("guided_choice");
+      body["tools"] = json::array({kTools[1]});  // get_time: its arguments are {} (short, whatever the model)
+      body["tool_choice"] = choice;
+      body["parallel_tool_calls"] = false;
+      body["logit_bias"] = bias;
+      body["max_tokens"] = 64;
+      auto r = s.chat(body);
+      ASSERT_EQ(r.status, 200) << r.body;
+      const json m = json::parse(r.body)["choices"][0]["message"];
+      ASSERT_EQ(m["tool_calls"].size(), 1u) << m.dump();
+      const json& call = m["tool_calls"][0];
+      EXPECT_TRUE(json::parse(call["function"]["arguments"].get<std::string>()).is_object()) << call.dump();
+      if (choice.is_object()) {
+        EXPECT_EQ(call["function"]["name"], "get_time");
+      }
+      const std::string id = call["id"].get<std::string>();
+      if (std::string(tmpl) == "mistral-v0.3") {
+        EXPECT_TRUE(id.size() == 9 && alnum(id)) << id;
+      }
+    }
+  }
+}
+
 TEST(ServerToolSyntaxes, ToolCallParserOverridesTheTemplate) {
   // Qwen2.5's template teaches Hermes calls; --tool-call-parser glm45 reads GLM's instead.
   ChatTestServer s(model_with_template("syntax_override", brigade::testing::real_chat_template("qwen2.5")), "", "none", "glm45");
@@ -158,7 +191,7 @@ TEST(ServerToolSyntaxes, AnUnknownParserFailsTheStart) {
   ASSERT_TRUE(engine);
   ServerOptions options;
   options.port = 0;
-  options.tool_call_parser = "pythonic";
+  options.tool_call_parser = "qwen3_coder";
   auto srv = HttpServer::start(*engine, options);
   ASSERT_FALSE(srv.has_value());
   EXPECT_EQ(srv.status().code(), StatusCode::invalid_argument);

@@ -396,8 +396,14 @@ def tool_client():
     make_tiny_model(model, max_position=2048, arch="qwen2")
     with open(os.path.join(model, "tokenizer_config.json")) as f:
         assert "You are Qwen, created by Alibaba Cloud." in json.load(f)["chat_template"]
+    yield from serve_tiny(model, tmp)
+
+
+def serve_tiny(model, tmp, *args):
+    """`brigade serve` on `model` as "tiny" with `args`: yields an openai client, then stops it and
+    removes `tmp`."""
     proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
-                             "--served-model-name", "tiny"], stdout=subprocess.PIPE, text=True)
+                             "--served-model-name", "tiny", *args], stdout=subprocess.PIPE, text=True)
     match = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stdout.readline())
     assert match
     yield openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
@@ -594,15 +600,8 @@ def mistral_client():
     model = os.path.join(tmp.name, "tiny-mistral")
     make_tiny_model(model, max_position=2048)
     template = os.path.join(ROOT, "tests", "fixtures", "chat_templates", "templates", "mistral-v0.3.jinja")
-    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1", "--served-model-name", "tiny",
-                             "--chat-template", template, "--tool-call-parser", "mistral", "--enable-auto-tool-choice"],
-                            stdout=subprocess.PIPE, text=True)
-    match = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stdout.readline())
-    assert match
-    yield openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
-    proc.terminate()
-    assert proc.wait(timeout=60) == 0
-    tmp.cleanup()
+    yield from serve_tiny(model, tmp, "--chat-template", template, "--tool-call-parser", "mistral",
+                          "--enable-auto-tool-choice")
 
 
 # What a Mistral model writes for two calls (the tiny model is forced to write it: guided_choice).

@@ -149,6 +149,26 @@ TEST(ToolCallSyntaxes, Glm45MalformedStaysContent) {
   }
 }
 
+TEST(ToolCallSyntaxes, Pythonic) {
+  constexpr ToolParserKind kPy = ToolParserKind::pythonic;
+  // Values as Python's ast.literal_eval reads them, written as json.dumps writes them.
+  expect_every_split(kPy,
+                     "[get_weather(city='San Francisco', metric=True, days=2, ratio=0.50, tags=['a', \"b\"], "
+                     "extra=None, opts={'k': (1, 2)}, q=\"it's \\u00e9\\n\"), get_time()]",
+                     "",
+                     {{"get_weather", R"({"city": "San Francisco", "metric": true, "days": 2, "ratio": 0.5, "tags": ["a", "b"], )"
+                                      R"("extra": null, "opts": {"k": [1, 2]}, "q": "it's é\n"})"},
+                      {"get_time", "{}"}});
+  // Llama 4's wrapper, whitespace around.
+  expect_every_split(kPy, " <|python_start|>[f(x=-1.5e3)]<|python_end|>\n", "", {{"f", R"({"x": -1500.0})"}});
+  // Anything else is content, whole: text, positional arguments, expressions, an unclosed list.
+  for (const std::string text : {"Sure, [1, 2] is a list.", "[f(1)]", "[f(x=1+2)]", "[f(x=1)", "[f(x=1)] and more",
+                                 "[]", "[f(x=open('/etc'))]", "[f(x='a\nb')]", "<|python_st"}) {
+    SCOPED_TRACE(text);
+    expect_every_split(kPy, text, text, {});
+  }
+}
+
 TEST(ToolCallSyntaxes, ParallelFalseKeepsTheFirstCall) {
   testing::RunOptions one{.max_calls = 1};
   expect_every_split(kMistral, "[TOOL_CALLS]a[ARGS]{}[TOOL_CALLS]b[ARGS]{}", "", {{"a", "{}"}}, one);
@@ -166,14 +186,15 @@ TEST(ToolCallSyntaxes, FuzzSplitsAgree) {
                            "<｜tool▁calls▁end｜>", "\n```json\n", "\n```", "function", "<|tool_calls_section_begin|>",
                            "<|tool_call_begin|>", "functions.f:0", "<|tool_call_argument_begin|>", "<|tool_call_end|>",
                            "<|tool_calls_section_end|>", "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>",
-                           "<arg_value>", "</arg_value>", "{", "}", "[", "]", "\"", " ", "\n", "x", "ü", "<", "<｜"};
+                           "<arg_value>", "</arg_value>", "{", "}", "[", "]", "\"", " ", "\n", "x", "ü", "<", "<｜",
+                           "f(", "a=1", ")", "'s'", ",", "<|python_start|>"};
   std::mt19937_64 rng(11);
   testing::RunOptions o{.functions = kGlmTools};
   for (int i = 0; i < 2000; ++i) {
     std::string text;
     const int n = static_cast<int>(rng() % 14);
     for (int k = 0; k < n; ++k) text += kPieces[rng() % std::size(kPieces)];
-    for (ToolParserKind kind : {kMistral, kDeepSeek, kKimi, kGlm}) {
+    for (ToolParserKind kind : {kMistral, kDeepSeek, kKimi, kGlm, ToolParserKind::pythonic}) {
       const Result whole = testing::run(kind, text, 0, o);
       for (size_t step : {size_t{1}, size_t{5}}) {
         const Result split = testing::run(kind, text, step, o);
