@@ -43,8 +43,9 @@ class TaggedParser final : public Stepper {
         return true;
       }
       case Mode::section: {
-        const size_t b = buf.find_first_not_of(kSpace);
-        if (b == npos) {  // whitespace between calls is no one's
+        // Whitespace between markers is no one's; after stray text it is part of that text.
+        const size_t b = stray_ ? 0 : buf.find_first_not_of(kSpace);
+        if (b == npos) {
           if (last) buf_.clear();
           return false;
         }
@@ -52,12 +53,14 @@ class TaggedParser final : public Stepper {
         if (rest.starts_with(s_.call_open)) {
           buf_.erase(0, b + s_.call_open.size());
           mode_ = Mode::call;
+          stray_ = false;
           return true;
         }
         for (std::string_view close : s_.section_close) {
           if (!rest.starts_with(close)) continue;
           buf_.erase(0, b + close.size());
           mode_ = Mode::text;
+          stray_ = false;
           return true;
         }
         // Not a marker (nor the beginning of one): content up to the next marker.
@@ -65,12 +68,14 @@ class TaggedParser final : public Stepper {
         if (next != npos) {
           content(rest.substr(0, next), out);
           buf_.erase(0, b + next);
+          stray_ = true;
           return true;
         }
         const size_t keep = last ? 0 : partial_marker(rest, inside_);
         if (keep == rest.size()) return false;
         content(rest.substr(0, rest.size() - keep), out);
         buf_.erase(0, buf.size() - keep);
+        stray_ = true;
         return false;
       }
       case Mode::call: {
@@ -99,6 +104,7 @@ class TaggedParser final : public Stepper {
 
   TaggedSyntax s_;
   bool sectioned_ = false;
+  bool stray_ = false;  // in a section, the last thing read was text that is no call
   std::vector<std::string_view> openers_;  // what leaves the text: a section's or a call's opening
   std::vector<std::string_view> inside_;   // the markers inside a section
   Mode mode_ = Mode::text;
