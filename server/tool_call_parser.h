@@ -35,7 +35,7 @@
 //                streamed as it comes.
 //   forced_array (tool_choice "required"): the output is a JSON array of {"name", <key>} calls;
 //                each call goes out when its object is complete.
-// The tagged syntaxes (all but llama3_json and the forced ones) release a call when its end
+// The tagged syntaxes (hermes, mistral, deepseek_v3, kimi_k2, glm45) release a call when its end
 // marker arrives (or at the end of the output, when the text up to there is a whole call), text
 // outside calls as it comes (a possible partial marker held back). Arguments of a parsed call
 // are rewritten as Python's json.dumps writes them (vLLM's form); forced_named passes the
