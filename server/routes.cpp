@@ -55,6 +55,9 @@ Status setup_tools(ServerContext& ctx, CompletionRequest& r) {
                        "Kimi-K2 calls, or name the syntax with `brigade serve --tool-call-parser`");
   if (r.tools.tools.empty()) return Status::ok();
   r.tool_format = syntax;
+  // [TOOL_CALLS] is a special token of Mistral's tokenizers: the parser must see it (vLLM's
+  // mistral parser does the same).
+  if (syntax == ChatToolSyntax::mistral && r.tools.choice == ToolChoice::automatic) r.gen.skip_special_tokens = false;
   force_tool_choice(r.tools, r.tool_format, r.gen);
   return Status::ok();
 }

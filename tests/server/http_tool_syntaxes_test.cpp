@@ -171,6 +171,31 @@ TEST(ServerToolSyntaxes, ForcedCallsAreJsonInEverySyntax) {
   }
 }
 
+// Mistral's [TOOL_CALLS] is a special token of its tokenizers, which the output drops by default
+// (skip_special_tokens): with tools the mistral parser gets it, as vLLM's does.
+TEST(ServerToolSyntaxes, MistralKeepsItsSpecialMarker) {
+  const std::string model = model_with_template("syntax_special", brigade::testing::real_chat_template("mistral-v0.3"));
+  const int32_t marker = testing::add_tokens(model, {"[TOOL_CALLS]"}, /*special=*/true)[0];
+  ChatTestServer s(model);
+  ASSERT_TRUE(s.ok());
+  json body = forced("unused");
+  body.erase("guided_choice");
+  body["logit_bias"] = {{std::to_string(marker), 100}};
+  body["max_tokens"] = 1;
+  auto r = s.chat(body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  // The marker alone is no call: content, which shows it reached the parser.
+  EXPECT_EQ(json::parse(r.body)["choices"][0]["message"]["content"], "[TOOL_CALLS]") << r.body;
+  body.erase("tools");
+  body.erase("tool_choice");
+  r = s.chat(body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["choices"][0]["message"]["content"], "") << "without tools it is skipped";
+  body["skip_special_tokens"] = false;
+  r = s.chat(body);
+  EXPECT_EQ(json::parse(r.body)["choices"][0]["message"]["content"], "[TOOL_CALLS]") << "as asked";
+}
+
 TEST(ServerToolSyntaxes, ToolCallParserOverridesTheTemplate) {
   // Qwen2.5's template teaches Hermes calls; --tool-call-parser glm45 reads GLM's instead.
   ChatTestServer s(model_with_template("syntax_override", brigade::testing::real_chat_template("qwen2.5")), "", "none", "glm45");
