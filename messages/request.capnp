@@ -58,6 +58,7 @@ struct GenerateRequest {
                                    # prefilled, nothing is sampled, and its final event carries
                                    # the pooled hidden state (TokenEvent.embedding)
   lora @10 :UInt32;                # LoRA adapter id (0 = base; i = EngineOptions::lora_modules[i - 1])
+  skipSpecialTokens @11 :Bool = true;  # false: special tokens' text (but EOS's) stays in the output
 }
 
 # How a pooling request's final-norm hidden states become one vector (models/pooling.h).

@@ -82,6 +82,39 @@ const char* chat_family_name(ChatFamily family) {
 
 bool chat_family_has_tools(ChatFamily family) { return family == ChatFamily::chatml || family == ChatFamily::llama3; }
 
+namespace {
+constexpr ChatToolSyntax kToolSyntaxes[] = {ChatToolSyntax::hermes,       ChatToolSyntax::llama3_json,
+                                            ChatToolSyntax::mistral,      ChatToolSyntax::deepseek_v3,
+                                            ChatToolSyntax::deepseek_v31, ChatToolSyntax::glm45,
+                                            ChatToolSyntax::kimi_k2,      ChatToolSyntax::pythonic};
+}  // namespace
+
+const char* tool_syntax_name(ChatToolSyntax syntax) {
+  switch (syntax) {
+    case ChatToolSyntax::none: return "none";
+    case ChatToolSyntax::hermes: return "hermes";
+    case ChatToolSyntax::llama3_json: return "llama3_json";
+    case ChatToolSyntax::mistral: return "mistral";
+    case ChatToolSyntax::deepseek_v3: return "deepseek_v3";
+    case ChatToolSyntax::deepseek_v31: return "deepseek_v31";
+    case ChatToolSyntax::glm45: return "glm45";
+    case ChatToolSyntax::kimi_k2: return "kimi_k2";
+    case ChatToolSyntax::pythonic: return "pythonic";
+  }
+  return "none";
+}
+
+Expected<ChatToolSyntax> parse_tool_syntax(const std::string& name) {
+  if (name == "glm47") return ChatToolSyntax::glm45;
+  if (name == "llama4_pythonic") return ChatToolSyntax::pythonic;
+  std::string names;
+  for (ChatToolSyntax s : kToolSyntaxes) {
+    if (name == tool_syntax_name(s)) return s;
+    names += std::string(names.empty() ? "" : ", ") + tool_syntax_name(s);
+  }
+  return unsupported("no tool-call parser '" + name + "' (brigade has: " + names + ", glm47, llama4_pythonic)");
+}
+
 Expected<std::string> apply_chat_template(ChatFamily family, std::span<const ChatMessage> messages,
                                           std::span<const std::string> tools, bool add_generation_prompt) {
   bool uses_tools = !tools.empty();

@@ -34,9 +34,26 @@ namespace brigade {
 
 enum class ChatFamily { llama2, llama3, chatml, deepseek };
 
-// How a model writes tool calls in its output (what the server parses): none, Hermes
-// <tool_call> JSON blocks, or Llama 3.1's bare JSON object.
-enum class ChatToolSyntax { none, hermes, llama3_json };
+// How a model writes tool calls in its output (what the server parses; vLLM's
+// --tool-call-parser names in parentheses):
+//   hermes        <tool_call>{"name", "arguments"}</tool_call> (Qwen2.5, Qwen3)
+//   llama3_json   a bare {"name", "parameters"} object (Llama 3.1/3.2)
+//   mistral       [TOOL_CALLS][{"name", "arguments"}, ...] (v0.3) or [TOOL_CALLS]name[ARGS]{..} (v11+)
+//   deepseek_v3   <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>name\n```json\n{..}\n```<｜tool▁call▁end｜>..
+//   deepseek_v31  the same section, each call name<｜tool▁sep｜>{..}
+//   glm45         <tool_call>name\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>..</tool_call> (GLM-4.5/4.6)
+//   kimi_k2       <|tool_calls_section_begin|><|tool_call_begin|>functions.name:i<|tool_call_argument_begin|>{..}<|tool_call_end|>..
+//   pythonic      [name(key=value, ...), ...] (Llama 3.2/4 pythonic templates; only by name: no
+//                 template detection)
+// none: the template has no call syntax brigade parses (tools are refused).
+enum class ChatToolSyntax { none, hermes, llama3_json, mistral, deepseek_v3, deepseek_v31, glm45, kimi_k2, pythonic };
+
+// vLLM's parser name of a syntax ("none" for none), and back: each name above, "glm47" (GLM-4.7
+// writes the GLM-4.5 syntax without the newline, which glm45 reads too), "llama4_pythonic" (as
+// pythonic, which reads Llama 4's <|python_start|> wrapper); unsupported listing the names for
+// any other.
+const char* tool_syntax_name(ChatToolSyntax syntax);
+Expected<ChatToolSyntax> parse_tool_syntax(const std::string& name);
 
 struct ChatToolCall {
   std::string id;         // the client's id (no supported template renders it)

@@ -51,6 +51,18 @@ Expected<Value> message_value(const ChatMessage& m, size_t index) {
 
 }  // namespace
 
+ChatToolSyntax detect_tool_syntax(std::string_view source) {
+  auto has = [&](std::string_view marker) { return source.find(marker) != std::string_view::npos; };
+  if (has("[TOOL_CALLS]")) return ChatToolSyntax::mistral;
+  if (has("<｜tool▁calls▁begin｜>")) return has("```json") ? ChatToolSyntax::deepseek_v3 : ChatToolSyntax::deepseek_v31;
+  if (has("<|tool_calls_section_begin|>") || has("<|im_system|>tool_declare")) return ChatToolSyntax::kimi_k2;
+  // GLM writes <tool_call>name<arg_key>..., not Hermes JSON.
+  if (has("<arg_key>")) return ChatToolSyntax::glm45;
+  if (has("<tool_call>")) return ChatToolSyntax::hermes;
+  if (has("<|python_tag|>") || has("ipython")) return ChatToolSyntax::llama3_json;
+  return ChatToolSyntax::none;
+}
+
 Expected<JinjaChatTemplate> JinjaChatTemplate::create(const std::string& source, std::string bos_token,
                                                       std::string eos_token) {
   BRIGADE_ASSIGN_OR_RETURN(jinja::JinjaTemplate parsed, jinja::JinjaTemplate::parse(source));
@@ -58,11 +70,7 @@ Expected<JinjaChatTemplate> JinjaChatTemplate::create(const std::string& source,
   t.template_ = std::move(parsed);
   t.bos_token_ = std::move(bos_token);
   t.eos_token_ = std::move(eos_token);
-  // GLM writes <tool_call>name<arg_key>..., not Hermes JSON: its calls would not parse.
-  const bool xml_args = source.find("<arg_key>") != std::string::npos;
-  if (source.find("<tool_call>") != std::string::npos && !xml_args) t.tool_syntax_ = ChatToolSyntax::hermes;
-  else if (source.find("<|python_tag|>") != std::string::npos || source.find("ipython") != std::string::npos)
-    t.tool_syntax_ = ChatToolSyntax::llama3_json;
+  t.tool_syntax_ = detect_tool_syntax(source);
   return t;
 }
 

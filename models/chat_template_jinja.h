@@ -13,12 +13,20 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "core/status.h"
 #include "models/chat_template.h"
 #include "models/jinja_template.h"
 
 namespace brigade {
+
+// The tool-call syntax a template's source teaches, by the markers it writes: mistral for
+// [TOOL_CALLS]; deepseek_v3 for <｜tool▁calls▁begin｜> with ```json fences (V3, R1), deepseek_v31
+// without them; kimi_k2 for <|tool_calls_section_begin|> or Kimi's tool_declare system turn;
+// glm45 for <arg_key>; hermes for <tool_call>; llama3_json for <|python_tag|> or an ipython
+// role; else none (tools are refused).
+ChatToolSyntax detect_tool_syntax(std::string_view source);
 
 class JinjaChatTemplate {
  public:
@@ -35,9 +43,7 @@ class JinjaChatTemplate {
                               bool add_generation_prompt, const std::string& template_kwargs = "",
                               const jinja::RenderOptions& options = {}) const;
 
-  // How a model with this template writes tool calls: hermes when it mentions <tool_call> (and
-  // not GLM's <arg_key> XML arguments), llama3_json when it has <|python_tag|> or an ipython
-  // role, else none (tools are refused).
+  // How a model with this template writes tool calls (detect_tool_syntax of its source).
   ChatToolSyntax tool_syntax() const { return tool_syntax_; }
 
  private:

@@ -1,5 +1,7 @@
 #include "models/detokenizer.h"
 
+#include <algorithm>
+
 #include "models/utf8.h"
 
 namespace brigade {
@@ -23,7 +25,10 @@ size_t append_valid_utf8(std::string& out, std::string_view bytes, bool hold_tai
 
 std::string IncrementalDetokenizer::push(int32_t id) {
   if (id < 0 || id >= tokenizer_.vocab_size()) return {};
-  if (skip_special_ && tokenizer_.is_special(id)) return {};
+  if (tokenizer_.is_special(id)) {
+    const auto& eos = tokenizer_.eos_ids();
+    if (skip_special_ || std::find(eos.begin(), eos.end(), id) != eos.end()) return {};
+  }
   pending_ += tokenizer_.token_to_piece(id);
   std::string out;
   const size_t held = append_valid_utf8(out, pending_, /*hold_tail=*/true);

@@ -11,7 +11,8 @@ namespace brigade {
 
 class IncrementalDetokenizer {
  public:
-  // `tokenizer` must outlive this object. skip_special drops special tokens (bos/eos) from text.
+  // `tokenizer` must outlive this object. skip_special drops special tokens (bos/eos) from text;
+  // without it special tokens' text stays, but for the EOS ids' (the end of the output is no text).
   explicit IncrementalDetokenizer(const Tokenizer& tokenizer, bool skip_special = true)
       : tokenizer_(tokenizer), skip_special_(skip_special) {}
 

@@ -99,10 +99,16 @@ def conversations(with_tools):
                  "tool_calls": [call("abcDEF123", "get_weather", {"city": "Zürich", "days": 2})]}
         result = {"role": "tool", "tool_call_id": "abcDEF123", "content": "{\"temp\": 21.5, \"sky\": \"sunny ☀\"}"}
         answer = {"role": "assistant", "content": "It is 21.5 °C and sunny."}
+        # Parallel calls with text before them, their results in order (ids of Mistral's 9 characters).
+        two = {"role": "assistant", "content": "Checking both.",
+               "tool_calls": [call("abcDEF123", "get_weather", {"city": "Zürich", "unit": "celsius"}),
+                              call("XyZ987wvu", "search_docs", {"query": "föhn", "score": 0.75, "filters": {}})]}
+        result2 = {"role": "tool", "tool_call_id": "XyZ987wvu", "content": "no \"föhn\" today\n"}
         out += [
             ("tools_first_turn", [system, ask], TOOLS),
             ("tools_call_and_result", [system, ask, calls, result], [WEATHER]),
             ("tools_full_exchange", [ask, calls, result, answer, {"role": "user", "content": "Thanks"}], [WEATHER]),
+            ("tools_parallel_calls", [ask, two, result, result2, answer, {"role": "user", "content": "Thanks"}], TOOLS),
         ]
     return out
 

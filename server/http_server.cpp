@@ -351,6 +351,15 @@ class HttpServerImpl final : public HttpServer {
     return Status::ok();
   }
 
+  // --tool-call-parser: a vLLM parser name overrides the syntax the chat template teaches.
+  Status resolve_tool_parser() {
+    if (ctx_->options.tool_call_parser.empty()) return Status::ok();
+    auto syntax = parse_tool_syntax(ctx_->options.tool_call_parser);
+    if (!syntax) return invalid_argument("--tool-call-parser: " + syntax.status().message());
+    ctx_->tool_syntax = *syntax;
+    return Status::ok();
+  }
+
   void stop() override {
     std::lock_guard<std::mutex> lock(stop_mu_);
     if (stopped_) return;
@@ -398,6 +407,7 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(Engine& engine, const Se
   }
   auto server = std::make_unique<HttpServerImpl>(engine, options);
   BRIGADE_RETURN_IF_ERROR(server->resolve_reasoning());
+  BRIGADE_RETURN_IF_ERROR(server->resolve_tool_parser());
   BRIGADE_RETURN_IF_ERROR(server->listen());
   return std::unique_ptr<HttpServer>(std::move(server));
 }

@@ -30,6 +30,10 @@ struct ServerOptions {
   // deepseek_r1, qwen3, deepseek_v3, glm45, auto (qwen3's rule when the vocabulary has a
   // `</think>` token) or none (the output stays whole, as vLLM without --reasoning-parser).
   std::string reasoning_parser = "none";
+  // How chat answers' tool calls are parsed (vLLM's --tool-call-parser names, models/chat_template.h
+  // ChatToolSyntax): empty = the syntax the model's chat template teaches; a name overrides it.
+  // An unknown name fails start() listing the names brigade has.
+  std::string tool_call_parser;
   // Template variables every chat request gets (vLLM's --default-chat-template-kwargs), as a JSON
   // object's text; a request's chat_template_kwargs override them key by key.
   std::string default_chat_template_kwargs;

@@ -45,12 +45,14 @@ json finish_json(FinishReason f) {
   return n ? json(n) : json(nullptr);
 }
 
-// OpenAI's form of a tool call id: "call_" and 24 alphanumerics.
-std::string new_call_id() {
+// A new call's id: OpenAI's "call_" and 24 alphanumerics, or Mistral's 9 alphanumerics (its
+// templates refuse other ids).
+std::string new_call_id(ToolFormat format) {
   static constexpr char kAlnum[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
   thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::string id = "call_";
-  for (int i = 0; i < 24; ++i) id += kAlnum[rng() % (sizeof(kAlnum) - 1)];
+  const bool mistral = format == ToolFormat::mistral;
+  std::string id = mistral ? "" : "call_";
+  for (int i = 0; i < (mistral ? 9 : 24); ++i) id += kAlnum[rng() % (sizeof(kAlnum) - 1)];
   return id;
 }
 
@@ -60,11 +62,9 @@ std::unique_ptr<ToolCallParser> tool_parser_for(const CompletionRequest& r) {
   switch (r.tools.choice) {
     case ToolChoice::named: return make_tool_call_parser(ToolParserKind::forced_named, max_calls, r.tools.named);
     case ToolChoice::required:
-      return make_tool_call_parser(ToolParserKind::forced_array, max_calls, "",
-                                   r.tool_format == ToolFormat::hermes ? "arguments" : "parameters");
+      return make_tool_call_parser(ToolParserKind::forced_array, max_calls, "", forced_arguments_key(r.tool_format));
     default:
-      return make_tool_call_parser(r.tool_format == ToolFormat::hermes ? ToolParserKind::hermes : ToolParserKind::llama3_json,
-                                   max_calls);
+      return make_tool_call_parser(tool_parser_kind(r.tool_format), max_calls, "", "arguments", r.tools.functions);
   }
 }
 
@@ -129,7 +129,7 @@ ToolParse CompletionState::split_tools(std::string_view text, bool last, Choice&
   }
   c.content += out.content;
   for (const ToolCallDelta& d : out.calls) {
-    if (!d.name.empty()) c.calls.push_back({new_call_id(), d.name, ""});
+    if (!d.name.empty()) c.calls.push_back({d.id.empty() ? new_call_id(request_.tool_format) : d.id, d.name, ""});
     c.calls[static_cast<size_t>(d.index)].arguments += d.arguments;
   }
   return out;

@@ -51,7 +51,8 @@ class ResponseWriter {
 // Collects the events of one HTTP completion request and renders OpenAI JSON. Not thread-safe:
 // the server feeds it from the connection's strand. A chat request with tools (tool_choice other
 // than none) runs each choice's text through a ToolCallParser: calls become `tool_calls` (with
-// ids "call_" + 24 random alphanumerics; streamed as delta.tool_calls), the rest stays content
+// the id the model wrote (Kimi K2's functions.NAME:IDX), else "call_" + 24 random alphanumerics,
+// or 9 for mistral, whose templates take no other; streamed as delta.tool_calls), the rest stays content
 // (null when empty and calls were made), and finish_reason "stop" becomes "tool_calls" (but for
 // a tool_choice naming the function, where OpenAI and vLLM keep "stop"). A chat request with a
 // reasoning parser first splits each choice's text with a ReasoningSplitter: the reasoning goes

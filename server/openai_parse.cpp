@@ -407,6 +407,7 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   if (endpoint == Endpoint::chat) BRIGADE_RETURN_IF_ERROR(read_tools(body, r.gen, r.tools));
   BRIGADE_RETURN_IF_ERROR(read_logprobs(body, endpoint, limits, r));
   BRIGADE_RETURN_IF_ERROR(read_bool(body, "ignore_eos", r.gen.ignore_eos));
+  BRIGADE_RETURN_IF_ERROR(read_bool(body, "skip_special_tokens", r.gen.skip_special_tokens));
   BRIGADE_RETURN_IF_ERROR(read_prompt_scoring(body, endpoint, limits, r));
   if (endpoint == Endpoint::chat) {  // vLLM's and SGLang's switches for a server's reasoning parser
     BRIGADE_RETURN_IF_ERROR(read_bool(body, "include_reasoning", r.include_reasoning));

@@ -124,13 +124,32 @@ Status read_tools(const nlohmann::ordered_json& body, const GenerateOptions& gen
   return read(body, gen, out);
 }
 
+const char* forced_arguments_key(ToolFormat format) {
+  return format == ToolFormat::llama3_json ? "parameters" : "arguments";
+}
+
+ToolParserKind tool_parser_kind(ToolFormat format) {
+  switch (format) {
+    case ToolFormat::llama3_json: return ToolParserKind::llama3_json;
+    case ToolFormat::mistral: return ToolParserKind::mistral;
+    case ToolFormat::deepseek_v3:
+    case ToolFormat::deepseek_v31: return ToolParserKind::deepseek_v3;
+    case ToolFormat::glm45: return ToolParserKind::glm45;
+    case ToolFormat::kimi_k2: return ToolParserKind::kimi_k2;
+    case ToolFormat::pythonic: return ToolParserKind::pythonic;
+    case ToolFormat::hermes:
+    case ToolFormat::none: break;
+  }
+  return ToolParserKind::hermes;
+}
+
 void force_tool_choice(const ToolRequest& tools, ToolFormat format, GenerateOptions& gen) {
   if (tools.choice == ToolChoice::named) {
     for (const auto& f : tools.functions) {
       if (f.name == tools.named) gen.json_schema = parameters_of(f);
     }
   } else if (tools.choice == ToolChoice::required) {
-    const std::string key = format == ToolFormat::hermes ? "arguments" : "parameters";
+    const std::string key = forced_arguments_key(format);
     const auto call_schema = [&](const std::string& name_schema, const std::string& arguments_schema) {
       return R"({"type":"object","properties":{"name":)" + name_schema + ",\"" + key + "\":" + arguments_schema +
              "},\"required\":[\"name\",\"" + key + "\"]}";

@@ -6,8 +6,10 @@
 //   named:    the output is the function's arguments object (its `parameters` schema);
 //   required: the output is an array of calls [{"name": .., "<key>": {..}}, ...] (anyOf over the
 //             tools, each name a const with its parameters schema), at most one with
-//             parallel_tool_calls false. <key> is the family's own: "arguments" (hermes, chatml)
-//             or "parameters" (llama-3 JSON). With more tools than the schema matcher follows
+//             parallel_tool_calls false. <key> is "parameters" for llama3_json (Llama 3.1's
+//             own) and "arguments" for every other syntax. The forced output is this JSON
+//             whatever syntax the model writes unforced (mistral, deepseek, glm45, kimi_k2
+//             included), as vLLM forces it. With more tools than the schema matcher follows
 //             alternatives at once (SchemaMatcher::kMaxThreads, 4), the name is one of the
 //             tools' and the arguments any object: every tool stays callable, but its
 //             arguments' schema is not enforced.
@@ -21,15 +23,12 @@
 
 #include "brigade/engine.h"
 #include "core/status.h"
+#include "models/chat_template.h"
+#include "server/tool_call_parser.h"
 
 namespace brigade::server {
 
 enum class ToolChoice { none, automatic, required, named };
-
-struct ToolFunction {
-  std::string name;
-  std::string parameters;  // the parameters JSON schema's text in the body's key order ("" when absent)
-};
 
 struct ToolRequest {
   std::vector<std::string> tools;       // each tool object's JSON text as sent (the template prints it)
@@ -39,8 +38,15 @@ struct ToolRequest {
   bool parallel = true;                  // parallel_tool_calls: more than one call per turn
 };
 
-// How the model writes calls, by chat family: chatml → hermes <tool_call> tags, llama-3 → JSON.
-enum class ToolFormat { hermes, llama3_json };
+// How the model writes calls: its chat template's syntax (models/chat_template.h), or the one
+// --tool-call-parser names.
+using ToolFormat = ChatToolSyntax;
+
+// The arguments member of a forced "required" call array: Llama 3.1's "parameters" for
+// llama3_json, else "arguments".
+const char* forced_arguments_key(ToolFormat format);
+// The parser of a syntax's calls (both deepseek syntaxes share one); hermes for none.
+ToolParserKind tool_parser_kind(ToolFormat format);
 
 // Reads the three fields. invalid_argument naming the field for: a malformed tool (not
 // {"type": "function", "function": {"name", "description"?, "parameters"?, "strict"?}}), a name

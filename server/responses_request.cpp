@@ -12,7 +12,7 @@ using json = nlohmann::json;
 // temperature/top_p/parallel_tool_calls/user, and the extra sampling fields vLLM takes in both).
 constexpr const char* kPassThrough[] = {"model", "temperature", "top_p", "top_k", "min_p", "seed",
                                         "repetition_penalty", "presence_penalty", "frequency_penalty",
-                                        "stop", "logit_bias", "min_tokens", "ignore_eos", "parallel_tool_calls",
+                                        "stop", "logit_bias", "min_tokens", "ignore_eos", "skip_special_tokens", "parallel_tool_calls",
                                         "user", "chat_template_kwargs", "include_reasoning", "stream"};
 
 // Fields that need state brigade does not keep, or features it does not have.

@@ -47,13 +47,17 @@ Status setup_tools(ServerContext& ctx, CompletionRequest& r) {
   if (r.tools.tools.empty() && !tool_history) return Status::ok();
   auto tmpl = ctx.engine.chat_template();
   if (!tmpl) return tmpl.status();
-  const ChatToolSyntax syntax = tmpl->tool_syntax();
+  const ChatToolSyntax syntax = ctx.tool_syntax.value_or(tmpl->tool_syntax());
   if (syntax == ChatToolSyntax::none)
     return unsupported("this model's chat template (" + tmpl->describe() +
                        ") has no tool-call format brigade parses, so tools, tool calls and tool results are refused; "
-                       "they work with templates that write Hermes <tool_call> blocks (Qwen) or Llama 3.1 JSON calls");
+                       "they work with templates that write Hermes, Llama 3.1 JSON, Mistral, DeepSeek, GLM-4.5 or "
+                       "Kimi-K2 calls, or name the syntax with `brigade serve --tool-call-parser`");
   if (r.tools.tools.empty()) return Status::ok();
-  r.tool_format = syntax == ChatToolSyntax::llama3_json ? ToolFormat::llama3_json : ToolFormat::hermes;
+  r.tool_format = syntax;
+  // [TOOL_CALLS] is a special token of Mistral's tokenizers: the parser must see it (vLLM's
+  // mistral parser does the same).
+  if (syntax == ChatToolSyntax::mistral && r.tools.choice == ToolChoice::automatic) r.gen.skip_special_tokens = false;
   force_tool_choice(r.tools, r.tool_format, r.gen);
   return Status::ok();
 }

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -27,6 +28,7 @@ struct ServerContext {
   int64_t created = 0;  // unix seconds at start
   std::atomic<uint64_t> next_id{1};
   ReasoningKind reasoning = ReasoningKind::none;  // options.reasoning_parser, resolved at start
+  std::optional<ChatToolSyntax> tool_syntax;      // options.tool_call_parser, resolved at start (none: the template's)
   // The tags' token ids when each is one token of the vocabulary, else -1: a constrained answer
   // waits for `</think>` only when it is one token (OutputConstraints watches ids, not text).
   int32_t think_open_id = -1;

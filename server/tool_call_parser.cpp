@@ -2,17 +2,24 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <optional>
 
 #include "models/py_json.h"
+#include "server/tool_call_parser_base.h"
 
 namespace brigade::server {
 
-namespace {
+namespace tool_parse {
 
 using ojson = nlohmann::ordered_json;
 
-// {"name": string, <key>: object} → the call (arguments in Python's json.dumps form).
+std::string_view trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(kSpace);
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(kSpace) - b + 1);
+}
+
 std::optional<ToolCallDelta> call_of(std::string_view text, std::initializer_list<const char*> keys) {
   const ojson j = ojson::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return std::nullopt;
@@ -25,101 +32,92 @@ std::optional<ToolCallDelta> call_of(std::string_view text, std::initializer_lis
   return std::nullopt;
 }
 
-// Shared by the parsers: numbering, the call limit, and content whose whitespace-only pieces are
-// held until more content comes (dropped at the end when calls were made).
-class Base : public ToolCallParser {
- public:
-  explicit Base(int max_calls) : max_calls_(max_calls) {}
-  int n_calls() const override { return n_calls_; }
+std::optional<std::string> object_arguments(std::string_view text) {
+  const ojson j = ojson::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  return py_json_dumps(j);
+}
 
- protected:
-  // Trailing whitespace is held, so that the content is the same however the text is split.
-  void content(std::string_view text, ToolParse& out) {
-    const size_t last = text.find_last_not_of(" \t\r\n");
-    if (last == std::string_view::npos) {
-      space_.append(text);
-      return;
-    }
-    out.content += space_;
-    out.content.append(text.substr(0, last + 1));
-    space_.assign(text.substr(last + 1));
-  }
-  void call(ToolCallDelta d, ToolParse& out) {
-    if (n_calls_ >= max_calls_) return;
-    d.index = n_calls_++;
-    out.calls.push_back(std::move(d));
-  }
-  void end(ToolParse& out) {
-    if (n_calls_ == 0) out.content += space_;
-    space_.clear();
-  }
+bool valid_function_name(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+}
 
- private:
-  int max_calls_;
-  int n_calls_ = 0;
-  std::string space_;
-};
+std::pair<size_t, size_t> find_first(std::string_view s, const std::vector<std::string_view>& markers) {
+  std::pair<size_t, size_t> best{std::string_view::npos, 0};
+  for (std::string_view m : markers) {
+    const size_t at = s.find(m);
+    if (at < best.first) best = {at, m.size()};
+  }
+  return best;
+}
 
-class HermesParser final : public Base {
- public:
-  using Base::Base;
-  ToolParse feed(std::string_view text) override {
-    ToolParse out;
-    buf_.append(text);
-    while (true) {
-      if (!inside_) {
-        const size_t at = buf_.find(kOpen);
-        if (at == std::string::npos) {
-          const size_t keep = partial_open();
-          content(std::string_view(buf_).substr(0, buf_.size() - keep), out);
-          buf_.erase(0, buf_.size() - keep);
-          return out;
-        }
-        content(std::string_view(buf_).substr(0, at), out);
-        buf_.erase(0, at + kOpen.size());
-        inside_ = true;
-      } else {
-        const size_t at = buf_.find(kClose);
-        if (at == std::string::npos) return out;
-        block(std::string_view(buf_).substr(0, at), true, out);
-        buf_.erase(0, at + kClose.size());
-        inside_ = false;
+size_t partial_marker(std::string_view s, const std::vector<std::string_view>& markers) {
+  size_t keep = 0;
+  for (std::string_view m : markers) {
+    for (size_t n = std::min(s.size(), m.size() - 1); n > keep; --n) {
+      if (s.substr(s.size() - n) == m.substr(0, n)) {
+        keep = n;
+        break;
       }
     }
   }
-  ToolParse finish() override {
-    ToolParse out;
-    if (inside_) block(buf_, false, out);
-    else content(buf_, out);
-    buf_.clear();
-    inside_ = false;
-    end(out);
-    return out;
+  return keep;
+}
+
+void Base::content(std::string_view text, ToolParse& out) {
+  const size_t last = text.find_last_not_of(kSpace);
+  if (last == std::string_view::npos) {
+    space_.append(text);
+    return;
   }
+  out.content += space_;
+  out.content.append(text.substr(0, last + 1));
+  space_.assign(text.substr(last + 1));
+}
 
- private:
-  static constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>";
+void Base::call(ToolCallDelta d, ToolParse& out) {
+  if (n_calls_ >= max_calls_) return;
+  d.index = n_calls_++;
+  out.calls.push_back(std::move(d));
+}
 
-  // The longest end of buf_ that begins kOpen (it may be completed by the next piece).
-  size_t partial_open() const {
-    for (size_t n = std::min(buf_.size(), kOpen.size() - 1); n > 0; --n) {
-      if (std::string_view(buf_).substr(buf_.size() - n) == kOpen.substr(0, n)) return n;
-    }
-    return 0;
+void Base::end(ToolParse& out) {
+  if (n_calls_ == 0) out.content += space_;
+  space_.clear();
+}
+
+ToolParse Stepper::feed(std::string_view text) {
+  ToolParse out;
+  buf_.append(text);
+  while (step(out, false)) {
   }
-  void block(std::string_view body, bool closed, ToolParse& out) {
-    if (auto c = call_of(body, {"arguments", "parameters"})) return call(std::move(*c), out);
-    std::string raw = std::string(kOpen) + std::string(body) + (closed ? std::string(kClose) : "");
-    content(raw, out);
+  return out;
+}
+
+ToolParse Stepper::finish() {
+  ToolParse out;
+  while (step(out, true)) {
   }
+  buf_.clear();
+  end(out);
+  return out;
+}
 
-  std::string buf_;
-  bool inside_ = false;
-};
+}  // namespace tool_parse
 
-class Llama3JsonParser final : public Base {
+namespace {
+
+using tool_parse::Base;
+using tool_parse::call_of;
+
+// All calls or all content, decided at the end (llama3_json, pythonic).
+class WholeOutputParser final : public Base {
  public:
-  using Base::Base;
+  WholeOutputParser(int max_calls, char first, std::string_view tag, tool_parse::WholeResolver resolve)
+      : Base(max_calls), first_(first), tag_(tag), resolve_(std::move(resolve)) {}
   ToolParse feed(std::string_view text) override {
     ToolParse out;
     if (mode_ == Mode::text) {
@@ -128,12 +126,12 @@ class Llama3JsonParser final : public Base {
     }
     buf_.append(text);
     if (mode_ == Mode::undecided) {
-      const size_t b = buf_.find_first_not_of(" \t\r\n");
+      const size_t b = buf_.find_first_not_of(tool_parse::kSpace);
       if (b == std::string::npos) return out;
       const std::string_view rest = std::string_view(buf_).substr(b);
-      const size_t n = std::min(rest.size(), kTag.size());
-      if (rest[0] == '{' || rest.substr(0, n) == kTag.substr(0, n)) {
-        mode_ = rest[0] == '{' || n == kTag.size() ? Mode::calls : Mode::undecided;
+      const size_t n = std::min(rest.size(), tag_.size());
+      if (rest[0] == first_ || rest.substr(0, n) == tag_.substr(0, n)) {
+        mode_ = rest[0] == first_ || n == tag_.size() ? Mode::calls : Mode::undecided;
         return out;  // held: calls, or the tag still arriving
       }
       mode_ = Mode::text;
@@ -145,9 +143,8 @@ class Llama3JsonParser final : public Base {
   ToolParse finish() override {
     ToolParse out;
     if (mode_ != Mode::text && !buf_.empty()) {
-      std::vector<ToolCallDelta> calls;
-      if (parse_all(calls)) {
-        for (auto& c : calls) call(std::move(c), out);
+      if (auto calls = resolve_(buf_)) {
+        for (auto& c : *calls) call(std::move(c), out);
       } else {
         content(buf_, out);
       }
@@ -158,30 +155,36 @@ class Llama3JsonParser final : public Base {
   }
 
  private:
-  static constexpr std::string_view kTag = "<|python_tag|>";
   enum class Mode { undecided, calls, text };
-
-  bool parse_all(std::vector<ToolCallDelta>& calls) const {
-    std::string_view s = buf_;
-    size_t i = s.find_first_not_of(" \t\r\n");
-    if (i == std::string_view::npos) return false;
-    if (s.substr(i).starts_with(kTag)) i += kTag.size();
-    while (true) {
-      i = s.find_first_not_of(" \t\r\n;", i);
-      if (i == std::string_view::npos) return !calls.empty();
-      if (s[i] != '{') return false;
-      const size_t e = json_value_end(s, i);
-      if (e == std::string_view::npos) return false;
-      auto c = call_of(s.substr(i, e - i), {"parameters", "arguments"});
-      if (!c) return false;
-      calls.push_back(std::move(*c));
-      i = e;
-    }
-  }
-
+  char first_;
+  std::string_view tag_;
+  tool_parse::WholeResolver resolve_;
   std::string buf_;
   Mode mode_ = Mode::undecided;
 };
+
+// Llama 3.1: {"name", "parameters"} objects separated by ';' or whitespace, after an optional
+// <|python_tag|>.
+constexpr std::string_view kPythonTag = "<|python_tag|>";
+std::optional<std::vector<ToolCallDelta>> llama3_calls(std::string_view s) {
+  std::vector<ToolCallDelta> calls;
+  size_t i = s.find_first_not_of(tool_parse::kSpace);
+  if (i == std::string_view::npos) return std::nullopt;
+  if (s.substr(i).starts_with(kPythonTag)) i += kPythonTag.size();
+  while (true) {
+    i = s.find_first_not_of(" \t\r\n;", i);
+    if (i == std::string_view::npos) break;
+    if (s[i] != '{') return std::nullopt;
+    const size_t e = json_value_end(s, i);
+    if (e == std::string_view::npos) return std::nullopt;
+    auto c = call_of(s.substr(i, e - i), {"parameters", "arguments"});
+    if (!c) return std::nullopt;
+    calls.push_back(std::move(*c));
+    i = e;
+  }
+  if (calls.empty()) return std::nullopt;
+  return calls;
+}
 
 class ForcedNamedParser final : public Base {
  public:
@@ -278,10 +281,17 @@ size_t json_value_end(std::string_view s, size_t from) {
 }
 
 std::unique_ptr<ToolCallParser> make_tool_call_parser(ToolParserKind kind, int max_calls, std::string named,
-                                                      std::string key) {
+                                                      std::string key, std::vector<ToolFunction> functions) {
   switch (kind) {
-    case ToolParserKind::hermes: return std::make_unique<HermesParser>(max_calls);
-    case ToolParserKind::llama3_json: return std::make_unique<Llama3JsonParser>(max_calls);
+    case ToolParserKind::hermes:
+    case ToolParserKind::deepseek_v3:
+    case ToolParserKind::kimi_k2:
+    case ToolParserKind::glm45:
+      return tool_parse::make_tagged_parser(max_calls, tool_parse::tagged_syntax(kind, std::move(functions)));
+    case ToolParserKind::mistral: return tool_parse::make_mistral_parser(max_calls);
+    case ToolParserKind::llama3_json: return std::make_unique<WholeOutputParser>(max_calls, '{', kPythonTag, llama3_calls);
+    case ToolParserKind::pythonic:
+      return std::make_unique<WholeOutputParser>(max_calls, '[', "<|python_start|>", tool_parse::pythonic_calls);
     case ToolParserKind::forced_named: return std::make_unique<ForcedNamedParser>(max_calls, std::move(named));
     case ToolParserKind::forced_array: return std::make_unique<ForcedArrayParser>(max_calls, std::move(key));
   }

@@ -1,5 +1,6 @@
 // Model output → OpenAI tool calls, incrementally: the same parser serves streaming (each piece
-// of generated text as it comes) and whole responses (all text, then finish()).
+// of generated text as it comes) and whole responses (all text, then finish()). Every parser
+// gives the same content and calls however the text is split.
 //
 //   hermes       (chatml / Qwen): <tool_call>{"name": .., "arguments": {..}}</tool_call>, any
 //                number, anywhere in the text. A block whose JSON is malformed (or lacks a string
@@ -11,12 +12,34 @@
 //                objects ("arguments" accepted too), separated by ';' or whitespace, optionally
 //                after <|python_tag|>; anything else (or any malformed object) and the whole
 //                output is content. Held until the end once it starts with '{' or the tag.
+//   mistral      [TOOL_CALLS] then a JSON array of {"name", "arguments"} objects (or one such
+//                object; pre-v11 tokenizers), or [TOOL_CALLS]name[ARGS]{..} per call, optionally
+//                name[CALL_ID]id[ARGS] (v11+). Calls may be anywhere; a malformed one stays
+//                content, [TOOL_CALLS] and all.
+//   deepseek_v3  <｜tool▁calls▁begin｜> then calls <｜tool▁call▁begin｜>BODY<｜tool▁call▁end｜>
+//                (whitespace between), then <｜tool▁calls▁end｜>. BODY is V3's
+//                function<｜tool▁sep｜>name\n```json\n{..}\n``` or V3.1's name<｜tool▁sep｜>{..}
+//                (both read either). A malformed call stays content, its markers and all.
+//   kimi_k2      <|tool_calls_section_begin|> then <|tool_call_begin|>functions.NAME:IDX
+//                <|tool_call_argument_begin|>{..}<|tool_call_end|> calls, then
+//                <|tool_calls_section_end|>. The model's "functions.NAME:IDX" is the call's id.
+//   glm45        <tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>..</tool_call>
+//                blocks, as hermes's. A value is a string when the tool's parameters schema
+//                types the key "string" (taken as written), else JSON when it parses (trimmed),
+//                else the trimmed text (as vLLM's glm45, without its Python-literal step).
+//   pythonic     (Llama 3.2/4 pythonic templates): the whole output is a Python list of calls with
+//                keyword arguments, [f(a=1, b="x"), g()], optionally in <|python_start|> ..
+//                <|python_end|>; values are Python literals (as vLLM's ast.literal_eval reads
+//                them; no expressions). Held like llama3_json from a first '['; all calls or all content.
 //   forced_named (tool_choice naming a function): all the output is that call's arguments,
 //                streamed as it comes.
 //   forced_array (tool_choice "required"): the output is a JSON array of {"name", <key>} calls;
 //                each call goes out when its object is complete.
-// Arguments of a parsed call are rewritten as Python's json.dumps writes them (vLLM's form);
-// forced_named passes the model's text through.
+// The tagged syntaxes (hermes, mistral, deepseek_v3, kimi_k2, glm45) release a call when its end
+// marker arrives (or at the end of the output, when the text up to there is a whole call), text
+// outside calls as it comes (a possible partial marker held back). Arguments of a parsed call
+// are rewritten as Python's json.dumps writes them (vLLM's form); forced_named passes the
+// model's text through.
 #pragma once
 
 #include <memory>
@@ -32,6 +55,7 @@ struct ToolCallDelta {
   int index = 0;
   std::string name;       // non-empty on the call's first delta only
   std::string arguments;  // JSON text (a piece of it for forced_named)
+  std::string id;         // on the first delta: the id the model wrote (kimi_k2, mistral's [CALL_ID]), or empty
 };
 
 struct ToolParse {
@@ -39,7 +63,13 @@ struct ToolParse {
   std::vector<ToolCallDelta> calls;
 };
 
-enum class ToolParserKind { hermes, llama3_json, forced_named, forced_array };
+enum class ToolParserKind { hermes, llama3_json, mistral, deepseek_v3, kimi_k2, glm45, pythonic, forced_named, forced_array };
+
+// A tool the request offers: its name and its parameters JSON schema's text ("" when absent).
+struct ToolFunction {
+  std::string name;
+  std::string parameters;  // in the body's key order
+};
 
 class ToolCallParser {
  public:
@@ -55,9 +85,10 @@ class ToolCallParser {
 
 // named: the function (forced_named); key: the arguments member of forced_array's objects
 // ("arguments" or "parameters"). max_calls: calls after that many are dropped
-// (parallel_tool_calls false: 1).
+// (parallel_tool_calls false: 1). functions: the request's tools (glm45 types values by them).
 std::unique_ptr<ToolCallParser> make_tool_call_parser(ToolParserKind kind, int max_calls, std::string named = "",
-                                                      std::string key = "arguments");
+                                                      std::string key = "arguments",
+                                                      std::vector<ToolFunction> functions = {});
 
 // The end of the JSON value starting at s[from] (an object, array or string; brackets counted
 // outside strings), exclusive; npos when s ends first. Syntax is not checked.

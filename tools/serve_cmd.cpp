@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/chat_template.h"
 #include "server/http_server.h"
 #include "server/reasoning_parser.h"
 #include "tools/commands.h"
@@ -27,6 +28,8 @@ struct ServeArgs {
   std::string served_model_name;
   std::string chat_template;
   std::string reasoning_parser = "none";
+  std::string tool_call_parser;  // empty: the chat template's syntax
+  bool enable_auto_tool_choice = false;  // vLLM's switch; brigade parses calls whenever tools are given
   std::string default_chat_template_kwargs;
   std::string pooling;    // empty: the model's (sentence-transformers files), else last
   std::string normalize;  // empty: the model's; true | false
@@ -44,6 +47,10 @@ int run_serve(const ServeArgs& a) {
   // Before the model loads: a misspelt parser name should not cost a load.
   if (auto kind = server::parse_reasoning_kind(a.reasoning_parser); !kind)
     return fail(invalid_argument("--reasoning-parser: " + kind.status().message()));
+  if (!a.tool_call_parser.empty()) {
+    if (auto syntax = parse_tool_syntax(a.tool_call_parser); !syntax)
+      return fail(invalid_argument("--tool-call-parser: " + syntax.status().message()));
+  }
   if (!a.default_chat_template_kwargs.empty()) {
     const auto kwargs = nlohmann::json::parse(a.default_chat_template_kwargs, nullptr, /*allow_exceptions=*/false);
     if (kwargs.is_discarded() || !kwargs.is_object())
@@ -80,6 +87,7 @@ int run_serve(const ServeArgs& a) {
   so.api_key = a.api_key;
   so.n_threads = a.io_threads;
   so.reasoning_parser = a.reasoning_parser;
+  so.tool_call_parser = a.tool_call_parser;
   so.default_chat_template_kwargs = a.default_chat_template_kwargs;
   so.model_name = a.served_model_name.empty() ? std::filesystem::path(*model).filename().string() : a.served_model_name;
   if (so.model_name.empty()) so.model_name = "brigade";
@@ -118,6 +126,13 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
                   "Split <think> blocks of chat answers into reasoning_content: deepseek_r1, qwen3, deepseek_v3, glm45, "
                   "auto (when the vocabulary has a </think> token) or none")
       ->capture_default_str();
+  cmd->add_option("--tool-call-parser", a->tool_call_parser,
+                  "How tool calls in chat answers are read (vLLM's names): hermes, llama3_json, mistral, deepseek_v3, "
+                  "deepseek_v31, glm45 (glm47), kimi_k2, pythonic (llama4_pythonic); default: the syntax the model's chat "
+                  "template writes");
+  cmd->add_flag("--enable-auto-tool-choice", a->enable_auto_tool_choice,
+                "Accepted for vLLM compatibility: tool_choice auto is always served when the chat template (or "
+                "--tool-call-parser) has a call syntax");
   cmd->add_option("--default-chat-template-kwargs", a->default_chat_template_kwargs,
                   "Template variables for every chat, as a JSON object (e.g. '{\"enable_thinking\": false}'); a "
                   "request's chat_template_kwargs override them");

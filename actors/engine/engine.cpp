@@ -650,6 +650,7 @@ Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling
     auto strs = stop.initStrings(static_cast<unsigned>(request.stop.size()));
     for (unsigned i = 0; i < request.stop.size(); ++i) strs.set(i, request.stop[i]);
     stop.setIgnoreEos(request.ignore_eos);
+    b.setSkipSpecialTokens(request.skip_special_tokens);
     b.setPriority(request.priority);
     b.setLora(static_cast<uint32_t>(lora));
     auto labels = b.initLabels(static_cast<unsigned>(request.labels.size()));

@@ -93,7 +93,7 @@ void on_request(tokenizer_ptr self, const generate_request_msg& msg) {
              capped != r.getMaxTokens()) {
     forward = msg.edited([&](schema::GenerateRequest::Builder b) { b.setMaxTokens(capped); });
   }
-  TextState ts{st.tokenizer ? std::make_unique<IncrementalDetokenizer>(*st.tokenizer) : nullptr,
+  TextState ts{st.tokenizer ? std::make_unique<IncrementalDetokenizer>(*st.tokenizer, r.getSkipSpecialTokens()) : nullptr,
                StopFilter(to_vector(r.getStop().getStrings())), false, r.getSampling().getMinTokens(), 0};
   st.streams.insert_or_assign(id, std::move(ts));
   self->send(st.scheduler, forward);

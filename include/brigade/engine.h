@@ -80,6 +80,9 @@ struct GenerateOptions {
   std::vector<int32_t> stop_ids;     // extra stop tokens besides the model's EOS
   std::vector<std::string> stop;     // stop strings (never streamed, even in part)
   bool ignore_eos = false;
+  // vLLM's skip_special_tokens: false keeps special tokens' text in the output (a tool-call
+  // marker such as Mistral's [TOOL_CALLS]), all but the model's EOS.
+  bool skip_special_tokens = true;
   int priority = 0;                  // higher is scheduled first
   int logprobs = -1;                 // >= 0: report each sampled token's logprob and the
                                      // `logprobs` most likely alternatives (at most 20)

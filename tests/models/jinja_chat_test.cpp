@@ -64,8 +64,12 @@ TEST(JinjaChatTemplate, ToolSyntaxFollowsTheTemplate) {
   EXPECT_EQ(syntax("{{ '<tool_call>' }}"), ChatToolSyntax::hermes);
   EXPECT_EQ(syntax("{{ '<|python_tag|>' }}"), ChatToolSyntax::llama3_json);
   EXPECT_EQ(syntax("{% if m.role == 'ipython' %}{% endif %}"), ChatToolSyntax::llama3_json);
-  EXPECT_EQ(syntax("{{ '[TOOL_CALLS]' }}"), ChatToolSyntax::none);
-  EXPECT_EQ(syntax("{{ '<tool_call>' + name }}<arg_key>{{ k }}</arg_key>"), ChatToolSyntax::none) << "GLM's XML calls";
+  EXPECT_EQ(syntax("{{ '[TOOL_CALLS]' }}"), ChatToolSyntax::mistral);
+  EXPECT_EQ(syntax("{{ '<tool_call>' + name }}<arg_key>{{ k }}</arg_key>"), ChatToolSyntax::glm45) << "GLM's XML calls";
+  EXPECT_EQ(syntax("{{ '<｜tool▁calls▁begin｜>' + name + '\\n```json\\n' }}"), ChatToolSyntax::deepseek_v3);
+  EXPECT_EQ(syntax("{{ '<｜tool▁calls▁begin｜>' + name + '<｜tool▁sep｜>' }}"), ChatToolSyntax::deepseek_v31);
+  EXPECT_EQ(syntax("{{ '<|tool_calls_section_begin|>' }}"), ChatToolSyntax::kimi_k2);
+  EXPECT_EQ(syntax("{{ 'plain' }}"), ChatToolSyntax::none);
 }
 
 TEST(JinjaChatTemplate, BadInputIsRefused) {
@@ -199,6 +203,27 @@ TEST(ModelChatTemplate, ServesEveryRealTemplateAsTransformersRendersIt) {
   EXPECT_EQ(syntax("llama-3.1"), ChatToolSyntax::llama3_json);
   EXPECT_EQ(syntax("llama-3.2"), ChatToolSyntax::llama3_json);
   EXPECT_EQ(syntax("llama-2"), ChatToolSyntax::none);
+  EXPECT_EQ(syntax("mistral-v0.3"), ChatToolSyntax::mistral);
+  EXPECT_EQ(syntax("mistral-small-3.1"), ChatToolSyntax::mistral);
+  EXPECT_EQ(syntax("deepseek-r1-distill"), ChatToolSyntax::deepseek_v3);
+  EXPECT_EQ(syntax("deepseek-v3.1"), ChatToolSyntax::deepseek_v31);
+  EXPECT_EQ(syntax("glm-4.6"), ChatToolSyntax::glm45);
+  EXPECT_EQ(syntax("kimi-k2"), ChatToolSyntax::kimi_k2);
+  EXPECT_EQ(syntax("gemma-2"), ChatToolSyntax::none);
+  EXPECT_EQ(syntax("smollm2"), ChatToolSyntax::none);
+}
+
+TEST(ModelChatTemplate, ToolSyntaxNames) {
+  for (ChatToolSyntax s : {ChatToolSyntax::hermes, ChatToolSyntax::llama3_json, ChatToolSyntax::mistral,
+                           ChatToolSyntax::deepseek_v3, ChatToolSyntax::deepseek_v31, ChatToolSyntax::glm45,
+                           ChatToolSyntax::kimi_k2, ChatToolSyntax::pythonic})
+    EXPECT_EQ(*parse_tool_syntax(tool_syntax_name(s)), s);
+  EXPECT_EQ(*parse_tool_syntax("glm47"), ChatToolSyntax::glm45);
+  EXPECT_EQ(*parse_tool_syntax("llama4_pythonic"), ChatToolSyntax::pythonic);
+  auto unknown = parse_tool_syntax("qwen3_coder");
+  EXPECT_EQ(unknown.status().code(), StatusCode::unsupported);
+  EXPECT_NE(unknown.status().message().find("kimi_k2"), std::string::npos) << "lists the parsers brigade has";
+  EXPECT_FALSE(parse_tool_syntax("none").has_value());
 }
 
 TEST(ModelChatTemplate, ListFormAndTemplateFile) {

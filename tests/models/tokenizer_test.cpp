@@ -201,6 +201,17 @@ TEST_F(BpeTokenizerTest, IncrementalDetokenizerEmitsOnlyCompleteUtf8) {
   EXPECT_EQ(detok.n_pending(), 0u);
 }
 
+// skip_special false (vLLM's skip_special_tokens=False): special tokens' text stays, but the
+// EOS that ends the output is no text.
+TEST_F(BpeTokenizerTest, IncrementalDetokenizerCanKeepSpecialTokens) {
+  IncrementalDetokenizer keep(*tok_, /*skip_special=*/false);
+  ASSERT_TRUE(tok_->is_special(kSyntheticBosId));
+  EXPECT_EQ(keep.push(kSyntheticBosId), tok_->token_to_piece(kSyntheticBosId));
+  EXPECT_FALSE(tok_->token_to_piece(kSyntheticBosId).empty());
+  EXPECT_EQ(keep.push(3 + 'a'), "a");
+  EXPECT_EQ(keep.push(kSyntheticEosId), "");
+}
+
 TEST(Tokenizer, LoadErrors) {
   testing::TempDir dir("tokerr");
   EXPECT_EQ(Tokenizer::load(dir.str()).status().code(), StatusCode::not_found);

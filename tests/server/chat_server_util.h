@@ -31,16 +31,17 @@ inline std::string model_with_template(const std::string& tag, const std::string
   return d.string();
 }
 
-// model_with_template's model whose two last vocabulary entries are `<think>` and `</think>`,
-// added tokens as in Qwen3's tokenizer (not special: they stay in the text); returns their ids.
-inline std::pair<int32_t, int32_t> add_think_tokens(const std::string& model) {
+// model_with_template's model whose last vocabulary entries become `tags`, added tokens as in the
+// real tokenizers (`special` as their tokenizer.json marks them); returns their ids.
+inline std::vector<int32_t> add_tokens(const std::string& model, const std::vector<std::string>& tags, bool special) {
   namespace fs = std::filesystem;
   const fs::path path = fs::path(model) / "tokenizer.json";
   nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
   nlohmann::json& vocab = j["model"]["vocab"];
-  const int32_t open = static_cast<int32_t>(vocab.size()) - 2, close = open + 1;
   nlohmann::json& merges = j["model"]["merges"];
-  for (int32_t id : {open, close}) {
+  std::vector<int32_t> ids;
+  for (size_t t = 0; t < tags.size(); ++t) {
+    const int32_t id = static_cast<int32_t>(vocab.size() - tags.size() + t);
     std::string piece;
     for (auto it = vocab.begin(); it != vocab.end(); ++it)
       if (it.value() == id) piece = it.key();
@@ -54,21 +55,28 @@ inline std::pair<int32_t, int32_t> add_think_tokens(const std::string& model) {
         break;
       }
     }
-    const std::string tag = id == open ? "<think>" : "</think>";
-    vocab[tag] = id;
-    j["added_tokens"].push_back({{"id", id}, {"content", tag}, {"single_word", false}, {"lstrip", false},
-                                 {"rstrip", false}, {"normalized", false}, {"special", false}});
+    vocab[tags[t]] = id;
+    j["added_tokens"].push_back({{"id", id}, {"content", tags[t]}, {"single_word", false}, {"lstrip", false},
+                                 {"rstrip", false}, {"normalized", false}, {"special", special}});
+    ids.push_back(id);
   }
   std::ofstream(path) << j.dump();
-  return {open, close};
+  return ids;
+}
+
+// `<think>` and `</think>` as in Qwen3's tokenizer (not special: they stay in the text).
+inline std::pair<int32_t, int32_t> add_think_tokens(const std::string& model) {
+  const auto ids = add_tokens(model, {"<think>", "</think>"}, /*special=*/false);
+  return {ids[0], ids[1]};
 }
 
 // The server (any port, model id "tiny") over an engine on `model`; `chat_template` as
-// EngineOptions::chat_template, `reasoning_parser` as ServerOptions::reasoning_parser. ok() is false (and the test has failed) when either did not start.
+// EngineOptions::chat_template, `reasoning_parser` and `tool_call_parser` as ServerOptions'.
+// ok() is false (and the test has failed) when either did not start.
 class ChatTestServer {
  public:
   explicit ChatTestServer(const std::string& model, const std::string& chat_template = "",
-                          const std::string& reasoning_parser = "none") {
+                          const std::string& reasoning_parser = "none", const std::string& tool_call_parser = "") {
     EngineOptions o = brigade::testing::test_engine_options(model, 1);
     o.topology.instances.front().kv.memory_mb = 64;
     o.chat_template = chat_template;
@@ -78,6 +86,7 @@ class ChatTestServer {
     options.port = 0;
     options.model_name = "tiny";
     options.reasoning_parser = reasoning_parser;
+    options.tool_call_parser = tool_call_parser;
     auto srv = HttpServer::start(*engine_, options);
     EXPECT_TRUE(srv.has_value()) << srv.status().to_string();
     if (srv) server_ = std::move(*srv);

@@ -113,21 +113,24 @@ TEST(ServerTools, Llama3RequiredCallParses) {
   EXPECT_TRUE(json::parse(choice["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()).is_object());
 }
 
-// The tools, an assistant's call (arguments as a JSON string, as clients send it) and the tool's
-// result, sent over HTTP, make the prompt transformers renders with the real template. Compared
+// The tools, an assistant's calls (arguments as a JSON string, as clients send it) and the tools'
+// results, sent over HTTP, make the prompt transformers renders with the real template (Qwen2.5's,
+// Llama 3.1's, and the Mistral, GLM and Kimi templates whose call syntaxes brigade parses). Compared
 // by token count against /tokenize of the reference text (hundreds of tokens, one per byte of
 // most markup).
 TEST(ServerTools, CallsAndResultsReachTheRealTemplateAsTransformersPassesThem) {
-  for (const char* name : {"qwen2.5", "llama-3.1"}) {
+  int n_compared = 0;
+  for (const char* name : {"qwen2.5", "llama-3.1", "mistral-v0.3", "glm-4.6", "kimi-k2"}) {
     SCOPED_TRACE(name);
     const std::string source = brigade::testing::real_chat_template(name);
     ASSERT_FALSE(source.empty()) << "tests/fixtures/chat_templates/models.json: run scripts/make_chat_template_fixtures.py";
     ToolServer s(model_with_template(std::string("history_") + name, source));
     ASSERT_TRUE(s.ok());
-    for (const char* conversation : {"tools_call_and_result", "tools_full_exchange"}) {
+    for (const char* conversation : {"tools_call_and_result", "tools_full_exchange", "tools_parallel_calls"}) {
       SCOPED_TRACE(conversation);
       const auto c = brigade::testing::chat_template_case(name, conversation, true);
-      ASSERT_TRUE(c.contains("expected"));
+      ASSERT_TRUE(c.is_object()) << "tests/fixtures/chat_templates/models.json: run scripts/make_chat_template_fixtures.py";
+      if (!c.contains("expected")) continue;  // the template refuses it (Llama 3.1: one call per turn)
       // The synthetic tokenizer's bos_token is <s>; Llama 3.1's template writes it first.
       std::string expected = c["expected"].get<std::string>();
       const std::string llama_bos = "<|begin_of_text|>";
@@ -138,8 +141,10 @@ TEST(ServerTools, CallsAndResultsReachTheRealTemplateAsTransformersPassesThem) {
                        {"tools", json::parse(c["tools"].dump())}, {"max_tokens", 1}, {"temperature", 0}});
       ASSERT_EQ(r.status, 200) << r.body;
       EXPECT_EQ(json::parse(r.body)["usage"]["prompt_tokens"], json::parse(tokens.body)["count"]);
+      ++n_compared;
     }
   }
+  EXPECT_EQ(n_compared, 14) << "every template's three conversations, but Llama 3.1's parallel calls";
 }
 
 TEST(ServerTools, AModelWithoutAToolFormatAnswers400) {

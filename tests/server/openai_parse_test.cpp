@@ -40,6 +40,9 @@ TEST(OpenaiParse, FullCompletionRequest) {
   EXPECT_FLOAT_EQ(r->gen.sampling.frequency_penalty, -0.5f);
   EXPECT_FLOAT_EQ(r->gen.sampling.repetition_penalty, 1.1f);
   EXPECT_TRUE(r->gen.ignore_eos);
+  EXPECT_TRUE(r->gen.skip_special_tokens) << "vLLM's default";
+  EXPECT_FALSE(parse(R"({"prompt":"x","skip_special_tokens":false})")->gen.skip_special_tokens);
+  EXPECT_EQ(parse(R"({"prompt":"x","skip_special_tokens":1})").status().code(), StatusCode::invalid_argument);
   EXPECT_EQ(r->gen.labels, (std::vector<std::pair<std::string, std::string>>{{"user", "u"}}));
   auto bias = r->gen.sampling.logit_bias;
   std::sort(bias.begin(), bias.end());
@@ -351,7 +354,7 @@ json random_body(std::mt19937_64& rng) {
   static const char* fields[] = {"model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature",
                                  "top_p", "top_k", "min_p", "n", "stream", "stream_options", "stop", "seed",
                                  "logprobs", "top_logprobs", "presence_penalty", "frequency_penalty",
-                                 "repetition_penalty", "ignore_eos", "user", "echo", "best_of", "logit_bias",
+                                 "repetition_penalty", "ignore_eos", "skip_special_tokens", "user", "echo", "best_of", "logit_bias",
                                  "min_tokens", "stop_token_ids", "response_format", "guided_json",
                                  "guided_choice", "prompt_logprobs", "guided_regex", "regex"};
   json body = json::object();

@@ -396,8 +396,14 @@ def tool_client():
     make_tiny_model(model, max_position=2048, arch="qwen2")
     with open(os.path.join(model, "tokenizer_config.json")) as f:
         assert "You are Qwen, created by Alibaba Cloud." in json.load(f)["chat_template"]
+    yield from serve_tiny(model, tmp)
+
+
+def serve_tiny(model, tmp, *args):
+    """`brigade serve` on `model` as "tiny" with `args`: yields an openai client, then stops it and
+    removes `tmp`."""
     proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
-                             "--served-model-name", "tiny"], stdout=subprocess.PIPE, text=True)
+                             "--served-model-name", "tiny", *args], stdout=subprocess.PIPE, text=True)
     match = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stdout.readline())
     assert match
     yield openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
@@ -584,3 +590,61 @@ def test_responses_api(client):
 
     with pytest.raises(openai.BadRequestError, match="previous_response_id"):
         client.responses.create(model="tiny", input="x", previous_response_id="resp_1")
+
+
+@pytest.fixture(scope="module")
+def mistral_client():
+    """`brigade serve` on a tiny llama model with Mistral 7B v0.3's real chat template, as vLLM users
+    start a Mistral model: --tool-call-parser mistral --enable-auto-tool-choice."""
+    tmp = tempfile.TemporaryDirectory()
+    model = os.path.join(tmp.name, "tiny-mistral")
+    make_tiny_model(model, max_position=2048)
+    template = os.path.join(ROOT, "tests", "fixtures", "chat_templates", "templates", "mistral-v0.3.jinja")
+    yield from serve_tiny(model, tmp, "--chat-template", template, "--tool-call-parser", "mistral",
+                          "--enable-auto-tool-choice")
+
+
+# What a Mistral model writes for two calls (the tiny model is forced to write it: guided_choice).
+MISTRAL_CALLS = ('[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}, '
+                 '{"name": "get_time", "arguments": {"tz": "CET"}}]')
+
+
+def test_mistral_tool_calls(mistral_client):
+    ask = [{"role": "user", "content": "Weather in Oslo?"}]
+    kw = dict(model="tiny", messages=ask, tools=TOOLS, tool_choice="auto", max_tokens=200, temperature=0,
+              extra_body={"guided_choice": [MISTRAL_CALLS]})
+    r = mistral_client.chat.completions.create(**kw)
+    choice = r.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.content is None
+    calls = choice.message.tool_calls
+    assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == \
+        [("get_weather", {"city": "Oslo", "days": 2}), ("get_time", {"tz": "CET"})]
+    for c in calls:  # Mistral's ids: its template refuses any other
+        assert c.type == "function" and re.fullmatch(r"[A-Za-z0-9]{9}", c.id), c.id
+
+    streamed = {}
+    for chunk in mistral_client.chat.completions.create(stream=True, **kw):
+        for d in chunk.choices[0].delta.tool_calls or []:
+            entry = streamed.setdefault(d.index, {"id": None, "name": "", "arguments": ""})
+            entry["id"] = d.id or entry["id"]
+            entry["name"] += d.function.name or ""
+            entry["arguments"] += d.function.arguments or ""
+    assert [(e["name"], e["arguments"]) for e in streamed.values()] == \
+        [(c.function.name, c.function.arguments) for c in calls]
+    assert all(re.fullmatch(r"[A-Za-z0-9]{9}", e["id"]) for e in streamed.values())
+
+    # The calls and their results go back: the template takes the ids brigade made.
+    follow = mistral_client.chat.completions.create(
+        model="tiny", max_tokens=4, temperature=0, tools=TOOLS,
+        messages=ask + [choice.message.model_dump(exclude_none=True)] +
+        [{"role": "tool", "tool_call_id": c.id, "content": "-3 C"} for c in calls])
+    assert follow.choices[0].message.role == "assistant"
+    # An id of another shape is refused by the template, with its message.
+    with pytest.raises(openai.BadRequestError) as e:
+        mistral_client.chat.completions.create(
+            model="tiny", max_tokens=4, tools=TOOLS,
+            messages=ask + [{"role": "assistant", "tool_calls": [{"id": "call_x", "type": "function",
+                                                                  "function": {"name": "get_time", "arguments": "{}"}}]},
+                            {"role": "tool", "tool_call_id": "call_x", "content": "noon"}])
+    assert "length 9" in str(e.value)

@@ -3,6 +3,7 @@
 // writes them), with brigade's documented differences: a malformed block stays content instead
 // of turning the whole output into content.
 #include "server/tool_call_parser.h"
+#include "tests/server/tool_parse_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -14,47 +15,13 @@
 namespace brigade::server {
 namespace {
 
-struct Call {
-  std::string name, arguments;
-  bool operator==(const Call&) const = default;
-};
-struct Result {
-  std::string content;
-  std::vector<Call> calls;
-};
+using testing::Call;
+using testing::expect_any_split;
+using testing::Result;
 
-void apply(const ToolParse& p, Result& r) {
-  r.content += p.content;
-  for (const auto& d : p.calls) {
-    if (!d.name.empty()) {
-      ASSERT_EQ(d.index, static_cast<int>(r.calls.size())) << "calls are numbered in order";
-      r.calls.push_back({d.name, ""});
-    }
-    ASSERT_LT(d.index, static_cast<int>(r.calls.size()));
-    r.calls[static_cast<size_t>(d.index)].arguments += d.arguments;
-  }
-}
-
-// Feeds `text` in pieces of `step` bytes (0: whole).
 Result run(ToolParserKind kind, const std::string& text, size_t step = 0, int max_calls = INT_MAX,
            const std::string& named = "", const std::string& key = "arguments") {
-  auto parser = make_tool_call_parser(kind, max_calls, named, key);
-  Result r;
-  if (step == 0) step = text.size() + 1;
-  for (size_t i = 0; i < text.size(); i += step) apply(parser->feed(text.substr(i, step)), r);
-  apply(parser->finish(), r);
-  return r;
-}
-
-// Every split gives the same result as the whole text.
-void expect_any_split(ToolParserKind kind, const std::string& text, const std::string& content,
-                      const std::vector<Call>& calls, int max_calls = INT_MAX) {
-  for (size_t step : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{7}, size_t{13}}) {
-    SCOPED_TRACE("step " + std::to_string(step));
-    Result r = run(kind, text, step, max_calls);
-    EXPECT_EQ(r.content, content);
-    EXPECT_EQ(r.calls, calls);
-  }
+  return testing::run(kind, text, step, {max_calls, named, key, {}});
 }
 
 TEST(ToolCallParser, HermesCallsAndContent) {
@@ -91,7 +58,7 @@ TEST(ToolCallParser, HermesMalformedBlocksStayContent) {
 TEST(ToolCallParser, HermesParallelFalseKeepsTheFirstCall) {
   expect_any_split(ToolParserKind::hermes,
                    "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>",
-                   "", {{"a", "{}"}}, /*max_calls=*/1);
+                   "", {{"a", "{}"}}, {.max_calls = 1});
 }
 
 TEST(ToolCallParser, HermesStreamsContentBeforeTheCallEnds) {

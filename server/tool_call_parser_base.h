@@ -1,0 +1,92 @@
+// What the tool-call parsers (server/tool_call_parser.h) share: the numbering and content rules
+// (Base), JSON helpers, and the factories of the parsers that live in their own files. Not an
+// interface for the rest of the server.
+#pragma once
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/tool_call_parser.h"
+
+namespace brigade::server::tool_parse {
+
+constexpr std::string_view kSpace = " \t\r\n";
+
+std::string_view trim(std::string_view s);
+
+// {"name": string, <key>: object} → the call (arguments in Python's json.dumps form).
+std::optional<ToolCallDelta> call_of(std::string_view text, std::initializer_list<const char*> keys);
+// A JSON object's text → its json.dumps form; nullopt when the text is not one object.
+std::optional<std::string> object_arguments(std::string_view text);
+// OpenAI's rule for function names (the only names a request's tools can have): 1 to 64 of
+// a-z, A-Z, 0-9, '_' and '-'.
+bool valid_function_name(std::string_view name);
+
+// The earliest occurrence in s of any marker: its position and the marker's length; npos when none.
+std::pair<size_t, size_t> find_first(std::string_view s, const std::vector<std::string_view>& markers);
+// The length of the longest end of s that is a proper beginning of one of the markers (it may be
+// completed by the next piece of text).
+size_t partial_marker(std::string_view s, const std::vector<std::string_view>& markers);
+
+// Numbering, the call limit, and content whose whitespace-only pieces are held until more
+// content comes (dropped at the end when calls were made).
+class Base : public ToolCallParser {
+ public:
+  explicit Base(int max_calls) : max_calls_(max_calls) {}
+  int n_calls() const override { return n_calls_; }
+
+ protected:
+  // Trailing whitespace is held, so that the content is the same however the text is split.
+  void content(std::string_view text, ToolParse& out);
+  void call(ToolCallDelta d, ToolParse& out);
+  void end(ToolParse& out);
+
+ private:
+  int max_calls_;
+  int n_calls_ = 0;
+  std::string space_;
+};
+
+// A parser that buffers the text and moves over it step by step (tagged syntaxes, mistral).
+class Stepper : public Base {
+ public:
+  using Base::Base;
+  ToolParse feed(std::string_view text) final;
+  ToolParse finish() final;
+
+ protected:
+  // One move over buf_; false when it needs more text (last: the output ended; false once all
+  // of buf_ is consumed).
+  virtual bool step(ToolParse& out, bool last) = 0;
+  std::string buf_;
+};
+
+// A syntax whose calls are marked blocks, optionally inside a marked section:
+//   [section_open] ws* (call_open BODY call_close ws*)* [section_close]
+// Without section markers the blocks stand anywhere in the text (hermes, glm45). `body` turns a
+// block's BODY into a call; nullopt: malformed (the block stays content, its markers and all).
+// Text in a section that is not a block is content; a block cut off by the end of the output
+// is a call when its BODY so far is one.
+struct TaggedSyntax {
+  std::vector<std::string_view> section_open, section_close;  // each: any of these
+  std::string_view call_open, call_close;
+  std::function<std::optional<ToolCallDelta>(std::string_view body)> body;
+};
+std::unique_ptr<ToolCallParser> make_tagged_parser(int max_calls, TaggedSyntax syntax);
+
+// The syntaxes' TaggedSyntax (hermes, deepseek_v3, kimi_k2, glm45); functions: the request's tools.
+TaggedSyntax tagged_syntax(ToolParserKind kind, std::vector<ToolFunction> functions);
+
+std::unique_ptr<ToolCallParser> make_mistral_parser(int max_calls);
+
+// The calls of an output that is all calls (llama3_json, pythonic), or nullopt: it is content.
+using WholeResolver = std::function<std::optional<std::vector<ToolCallDelta>>(std::string_view text)>;
+// Pythonic calls: [f(a=1, b="x"), g()] (optionally inside <|python_start|> .. <|python_end|>).
+std::optional<std::vector<ToolCallDelta>> pythonic_calls(std::string_view text);
+
+}  // namespace brigade::server::tool_parse

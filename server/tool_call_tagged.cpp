@@ -1,0 +1,217 @@
+// The tagged tool-call syntaxes (hermes, deepseek_v3/v31, kimi_k2, glm45): one state machine over
+// section and call markers (TaggedSyntax), and each syntax's reading of a call's body.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "models/py_json.h"
+#include "server/tool_call_parser_base.h"
+
+namespace brigade::server::tool_parse {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+constexpr size_t npos = std::string_view::npos;
+
+class TaggedParser final : public Stepper {
+ public:
+  TaggedParser(int max_calls, TaggedSyntax syntax) : Stepper(max_calls), s_(std::move(syntax)) {
+    sectioned_ = !s_.section_open.empty();
+    openers_ = sectioned_ ? s_.section_open : std::vector<std::string_view>{s_.call_open};
+    inside_ = s_.section_close;
+    inside_.push_back(s_.call_open);
+  }
+
+ private:
+  enum class Mode { text, section, call };
+
+  bool step(ToolParse& out, bool last) override {
+    const std::string_view buf = buf_;
+    switch (mode_) {
+      case Mode::text: {
+        const auto [at, len] = find_first(buf, openers_);
+        if (at == npos) {
+          const size_t keep = last ? 0 : partial_marker(buf, openers_);
+          content(buf.substr(0, buf.size() - keep), out);
+          buf_.erase(0, buf.size() - keep);
+          return false;
+        }
+        content(buf.substr(0, at), out);
+        buf_.erase(0, at + len);
+        mode_ = sectioned_ ? Mode::section : Mode::call;
+        return true;
+      }
+      case Mode::section: {
+        // Whitespace between markers is no one's; after stray text it is part of that text.
+        const size_t b = stray_ ? 0 : buf.find_first_not_of(kSpace);
+        if (b == npos) {
+          if (last) buf_.clear();
+          return false;
+        }
+        const std::string_view rest = buf.substr(b);
+        if (rest.starts_with(s_.call_open)) {
+          buf_.erase(0, b + s_.call_open.size());
+          mode_ = Mode::call;
+          stray_ = false;
+          return true;
+        }
+        for (std::string_view close : s_.section_close) {
+          if (!rest.starts_with(close)) continue;
+          buf_.erase(0, b + close.size());
+          mode_ = Mode::text;
+          stray_ = false;
+          return true;
+        }
+        // Not a marker (nor the beginning of one): content up to the next marker.
+        const size_t next = find_first(rest, inside_).first;
+        if (next != npos) {
+          content(rest.substr(0, next), out);
+          buf_.erase(0, b + next);
+          stray_ = true;
+          return true;
+        }
+        const size_t keep = last ? 0 : partial_marker(rest, inside_);
+        if (keep == rest.size()) return false;
+        content(rest.substr(0, rest.size() - keep), out);
+        buf_.erase(0, buf.size() - keep);
+        stray_ = true;
+        return false;
+      }
+      case Mode::call: {
+        const size_t at = buf.find(s_.call_close);
+        if (at == npos) {
+          if (!last) return false;
+          block(buf, false, out);
+          buf_.clear();
+          mode_ = Mode::text;
+          return false;
+        }
+        block(buf.substr(0, at), true, out);
+        buf_.erase(0, at + s_.call_close.size());
+        mode_ = sectioned_ ? Mode::section : Mode::text;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void block(std::string_view body, bool closed, ToolParse& out) {
+    if (auto c = s_.body(body)) return call(std::move(*c), out);
+    std::string raw = std::string(s_.call_open) + std::string(body) + (closed ? std::string(s_.call_close) : "");
+    content(raw, out);
+  }
+
+  TaggedSyntax s_;
+  bool sectioned_ = false;
+  bool stray_ = false;  // in a section, the last thing read was text that is no call
+  std::vector<std::string_view> openers_;  // what leaves the text: a section's or a call's opening
+  std::vector<std::string_view> inside_;   // the markers inside a section
+  Mode mode_ = Mode::text;
+};
+
+// DeepSeek V3 (and R1): function<｜tool▁sep｜>NAME\n```json\n{..}\n```; V3.1: NAME<｜tool▁sep｜>{..}.
+std::optional<ToolCallDelta> deepseek_call(std::string_view body) {
+  static constexpr std::string_view kSep = "<｜tool▁sep｜>", kFence = "```json", kFenceEnd = "```";
+  const size_t sep = body.find(kSep);
+  if (sep == npos) return std::nullopt;
+  const std::string_view head = trim(body.substr(0, sep)), tail = trim(body.substr(sep + kSep.size()));
+  std::string_view name = head, args = tail;
+  if (!tail.starts_with('{')) {  // V3: the type before the separator, the name and a fenced object after
+    const size_t fence = tail.find(kFence);
+    if (fence == npos) return std::nullopt;
+    name = trim(tail.substr(0, fence));
+    args = trim(tail.substr(fence + kFence.size()));
+    if (!args.ends_with(kFenceEnd)) return std::nullopt;
+    args = trim(args.substr(0, args.size() - kFenceEnd.size()));
+  }
+  if (!valid_function_name(name)) return std::nullopt;
+  auto a = object_arguments(args);
+  if (!a) return std::nullopt;
+  return ToolCallDelta{0, std::string(name), std::move(*a), ""};
+}
+
+// Kimi K2: functions.NAME:IDX<|tool_call_argument_begin|>{..}; the whole id is the call's id.
+std::optional<ToolCallDelta> kimi_call(std::string_view body) {
+  static constexpr std::string_view kArgs = "<|tool_call_argument_begin|>";
+  const size_t sep = body.find(kArgs);
+  if (sep == npos) return std::nullopt;
+  const std::string_view id = trim(body.substr(0, sep));
+  std::string_view name = id.substr(0, id.find(':'));
+  if (const size_t dot = name.rfind('.'); dot != npos) name = name.substr(dot + 1);
+  if (!valid_function_name(name)) return std::nullopt;
+  auto a = object_arguments(trim(body.substr(sep + kArgs.size())));
+  if (!a) return std::nullopt;
+  return ToolCallDelta{0, std::string(name), std::move(*a), std::string(id)};
+}
+
+// Whether the tool's parameters schema types `key` as "string".
+bool string_typed(const std::vector<ToolFunction>& functions, std::string_view tool, const std::string& key) {
+  for (const ToolFunction& f : functions) {
+    if (f.name != tool) continue;
+    const ojson schema = ojson::parse(f.parameters, nullptr, /*allow_exceptions=*/false);
+    if (!schema.is_object() || !schema.contains("properties") || !schema["properties"].is_object()) return false;
+    const ojson& props = schema["properties"];
+    auto p = props.find(key);
+    return p != props.end() && p->is_object() && p->value("type", ojson()) == "string";
+  }
+  return false;
+}
+
+// GLM-4.5: NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>... (whitespace between).
+std::optional<ToolCallDelta> glm_call(std::string_view body, const std::vector<ToolFunction>& functions) {
+  static constexpr std::string_view kKey = "<arg_key>", kKeyEnd = "</arg_key>", kValue = "<arg_value>",
+                                    kValueEnd = "</arg_value>";
+  const size_t cut = std::min(body.find('\n'), body.find(kKey));
+  const std::string_view name = trim(body.substr(0, cut));
+  if (!valid_function_name(name)) return std::nullopt;
+  std::string_view rest = cut == npos ? std::string_view() : body.substr(cut);
+  ojson args = ojson::object();
+  while (!(rest = trim(rest)).empty()) {
+    if (!rest.starts_with(kKey)) return std::nullopt;
+    const size_t key_end = rest.find(kKeyEnd);
+    if (key_end == npos) return std::nullopt;
+    const std::string key(trim(rest.substr(kKey.size(), key_end - kKey.size())));
+    rest = trim(rest.substr(key_end + kKeyEnd.size()));
+    if (!rest.starts_with(kValue)) return std::nullopt;
+    const size_t value_end = rest.find(kValueEnd);
+    if (value_end == npos) return std::nullopt;
+    const std::string_view value = rest.substr(kValue.size(), value_end - kValue.size());
+    rest = rest.substr(value_end + kValueEnd.size());
+    if (string_typed(functions, name, key)) {
+      args[key] = std::string(value);
+    } else {
+      const std::string_view v = trim(value);
+      ojson parsed = ojson::parse(v.begin(), v.end(), nullptr, /*allow_exceptions=*/false);
+      args[key] = parsed.is_discarded() ? ojson(std::string(v)) : std::move(parsed);
+    }
+  }
+  return ToolCallDelta{0, std::string(name), py_json_dumps(args), ""};
+}
+
+}  // namespace
+
+std::unique_ptr<ToolCallParser> make_tagged_parser(int max_calls, TaggedSyntax syntax) {
+  return std::make_unique<TaggedParser>(max_calls, std::move(syntax));
+}
+
+TaggedSyntax tagged_syntax(ToolParserKind kind, std::vector<ToolFunction> functions) {
+  switch (kind) {
+    case ToolParserKind::deepseek_v3:
+      return {{"<｜tool▁calls▁begin｜>"}, {"<｜tool▁calls▁end｜>"}, "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", deepseek_call};
+    case ToolParserKind::kimi_k2:
+      return {{"<|tool_calls_section_begin|>", "<|tool_call_section_begin|>"},
+              {"<|tool_calls_section_end|>", "<|tool_call_section_end|>"},
+              "<|tool_call_begin|>",
+              "<|tool_call_end|>",
+              kimi_call};
+    case ToolParserKind::glm45:
+      return {{}, {}, "<tool_call>", "</tool_call>",
+              [functions = std::move(functions)](std::string_view body) { return glm_call(body, functions); }};
+    default:
+      return {{}, {}, "<tool_call>", "</tool_call>",
+              [](std::string_view body) { return call_of(body, {"arguments", "parameters"}); }};
+  }
+}
+
+}  // namespace brigade::server::tool_parse

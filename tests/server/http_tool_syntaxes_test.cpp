@@ -1,0 +1,228 @@
+// Tool calls in the syntaxes beyond Hermes and Llama 3 JSON, through the HTTP server in-process:
+// a tiny synthetic model served with a real template (Mistral v0.3's, DeepSeek V3.1's, GLM-4.6's,
+// Kimi-K2's, from tests/fixtures/chat_templates/models.json) has its output forced to a call in
+// that template's syntax (guided_choice of the one text, tool_choice auto); the answer carries
+// it as message.tool_calls, and streamed as delta.tool_calls, with the ids each syntax wants.
+// --tool-call-parser overrides the template's syntax, and an unknown parser fails the start.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+#include "tests/models/chat_test_util.h"
+#include "tests/server/chat_server_util.h"
+
+namespace brigade::server {
+namespace {
+
+using nlohmann::json;
+using testing::ChatTestServer;
+using testing::model_with_template;
+
+const json kTools = json::array(
+    {{{"type", "function"},
+      {"function", {{"name", "get_weather"}, {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}, {"days", {{"type", "integer"}}}}}}}}}},
+     {{"type", "function"}, {"function", {{"name", "get_time"}, {"parameters", {{"type", "object"}, {"properties", json::object()}}}}}}});
+
+// The model writes exactly `output` (greedy, one guided choice), with the tools offered.
+json forced(const std::string& output) {
+  return {{"model", "tiny"},
+          {"messages", {{{"role", "user"}, {"content", "Weather in Oslo?"}}}},
+          {"tools", kTools},
+          {"tool_choice", "auto"},
+          {"guided_choice", {output}},
+          {"max_tokens", 400},
+          {"temperature", 0}};
+}
+
+struct Expected {
+  std::string content;  // "" → null
+  std::vector<std::pair<std::string, std::string>> calls;  // name, arguments
+};
+
+// The answer, whole and streamed, has the calls; returns the ids (whole answer's).
+std::vector<std::string> expect_calls(const ChatTestServer& s, const std::string& output, const Expected& want) {
+  std::vector<std::string> ids;
+  auto r = s.chat(forced(output));
+  EXPECT_EQ(r.status, 200) << r.body;
+  if (r.status != 200) return ids;
+  const json choice = json::parse(r.body)["choices"][0];
+  const json& m = choice["message"];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls") << choice.dump();
+  EXPECT_EQ(m["content"], want.content.empty() ? json(nullptr) : json(want.content)) << m.dump();
+  EXPECT_EQ(m["tool_calls"].size(), want.calls.size()) << m.dump();
+  for (size_t i = 0; i < std::min(m["tool_calls"].size(), want.calls.size()); ++i) {
+    const json& c = m["tool_calls"][i];
+    EXPECT_EQ(c["type"], "function");
+    EXPECT_EQ(c["function"]["name"], want.calls[i].first);
+    EXPECT_EQ(c["function"]["arguments"], want.calls[i].second);
+    ids.push_back(c["id"].get<std::string>());
+  }
+  // Streamed: the same content and calls, in deltas.
+  std::string content, finish;
+  std::vector<std::pair<std::string, std::string>> calls;
+  std::vector<std::string> stream_ids;
+  for (const json& chunk : s.chat_stream(forced(output))) {
+    const json& ch = chunk["choices"][0];
+    if (ch["finish_reason"].is_string()) finish = ch["finish_reason"].get<std::string>();
+    const json& d = ch["delta"];
+    if (d.contains("content") && d["content"].is_string()) content += d["content"].get<std::string>();
+    if (!d.contains("tool_calls")) continue;
+    for (const json& c : d["tool_calls"]) {
+      const size_t index = c["index"].get<size_t>();
+      if (c.contains("id")) {
+        EXPECT_EQ(index, calls.size());
+        calls.push_back({c["function"]["name"].get<std::string>(), ""});
+        stream_ids.push_back(c["id"].get<std::string>());
+      }
+      if (index < calls.size()) calls[index].second += c["function"]["arguments"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(finish, "tool_calls");
+  EXPECT_EQ(content, want.content);
+  EXPECT_EQ(calls, want.calls);
+  EXPECT_EQ(stream_ids.size(), ids.size());
+  return ids;
+}
+
+bool alnum(const std::string& s) { return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); }); }
+
+TEST(ServerToolSyntaxes, EachTemplatesCallsComeBackAsToolCalls) {
+  struct Case {
+    const char* tmpl;
+    std::string output;
+  };
+  const Expected both{"", {{"get_weather", R"({"city": "Oslo", "days": 2})"}, {"get_time", "{}"}}};
+  const Case cases[] = {
+      {"mistral-v0.3", R"([TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}, {"name": "get_time", "arguments": {}}])"},
+      {"deepseek-v3.1",
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Oslo\", \"days\": 2}<｜tool▁call▁end｜>"
+       "<｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
+      {"glm-4.6",
+       "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n<arg_key>days</arg_key>\n"
+       "<arg_value>2</arg_value>\n</tool_call>\n<tool_call>get_time\n</tool_call>"},
+      {"kimi-k2",
+       "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+       "{\"city\": \"Oslo\", \"days\": 2}<|tool_call_end|><|tool_call_begin|>functions.get_time:1"
+       "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.tmpl);
+    const std::string source = brigade::testing::real_chat_template(c.tmpl);
+    ASSERT_FALSE(source.empty()) << "tests/fixtures/chat_templates/models.json: run scripts/make_chat_template_fixtures.py";
+    ChatTestServer s(model_with_template(std::string("syntax_") + c.tmpl, source));
+    ASSERT_TRUE(s.ok());
+    const auto ids = expect_calls(s, c.output, both);
+    ASSERT_EQ(ids.size(), 2u);
+    if (std::string(c.tmpl) == "mistral-v0.3") {
+      for (const auto& id : ids) EXPECT_TRUE(id.size() == 9 && alnum(id)) << id << ": Mistral's template takes 9 alphanumerics";
+    } else if (std::string(c.tmpl) == "kimi-k2") {
+      EXPECT_EQ(ids, (std::vector<std::string>{"functions.get_weather:0", "functions.get_time:1"}));
+    } else {
+      for (const auto& id : ids) EXPECT_TRUE(id.starts_with("call_") && id.size() == 29) << id;
+    }
+  }
+}
+
+TEST(ServerToolSyntaxes, TextBeforeTheCallIsContent) {
+  ChatTestServer s(model_with_template("syntax_text", brigade::testing::real_chat_template("mistral-v0.3")));
+  ASSERT_TRUE(s.ok());
+  expect_calls(s, "Let me check.[TOOL_CALLS]get_time[ARGS]{}", {"Let me check.", {{"get_time", "{}"}}});
+  // A malformed call stays content (finish_reason stop).
+  auto r = s.chat(forced("[TOOL_CALLS] [{\"name\": \"get_time\"}]"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json choice = json::parse(r.body)["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "stop");
+  EXPECT_EQ(choice["message"]["content"], "[TOOL_CALLS] [{\"name\": \"get_time\"}]");
+  EXPECT_FALSE(choice["message"].contains("tool_calls"));
+}
+
+// A forced call is JSON whatever the syntax (guided decoding), read by the forced parsers.
+TEST(ServerToolSyntaxes, ForcedCallsAreJsonInEverySyntax) {
+  for (const char* tmpl : {"mistral-v0.3", "glm-4.6"}) {
+    SCOPED_TRACE(tmpl);
+    ChatTestServer s(model_with_template(std::string("syntax_forced_") + tmpl, brigade::testing::real_chat_template(tmpl)));
+    ASSERT_TRUE(s.ok());
+    json bias = {{"2", 100}};  // EOS as soon as the constraint allows; no whitespace
+    for (char c : std::string(" \t\r\n")) bias[std::to_string(3 + c)] = -100;
+    for (const json& choice : {json{{"type", "function"}, {"function", {{"name", "get_time"}}}}, json("required")}) {
+      json body = forced("unused");
+      body.erase("guided_choice");
+      body["tools"] = json::array({kTools[1]});  // get_time: its arguments are {} (short, whatever the model)
+      body["tool_choice"] = choice;
+      body["parallel_tool_calls"] = false;
+      body["logit_bias"] = bias;
+      body["max_tokens"] = 64;
+      auto r = s.chat(body);
+      ASSERT_EQ(r.status, 200) << r.body;
+      const json m = json::parse(r.body)["choices"][0]["message"];
+      ASSERT_EQ(m["tool_calls"].size(), 1u) << m.dump();
+      const json& call = m["tool_calls"][0];
+      EXPECT_TRUE(json::parse(call["function"]["arguments"].get<std::string>()).is_object()) << call.dump();
+      if (choice.is_object()) {
+        EXPECT_EQ(call["function"]["name"], "get_time");
+      }
+      const std::string id = call["id"].get<std::string>();
+      if (std::string(tmpl) == "mistral-v0.3") {
+        EXPECT_TRUE(id.size() == 9 && alnum(id)) << id;
+      }
+    }
+  }
+}
+
+// Mistral's [TOOL_CALLS] is a special token of its tokenizers, which the output drops by default
+// (skip_special_tokens): with tools the mistral parser gets it, as vLLM's does.
+TEST(ServerToolSyntaxes, MistralKeepsItsSpecialMarker) {
+  const std::string model = model_with_template("syntax_special", brigade::testing::real_chat_template("mistral-v0.3"));
+  const int32_t marker = testing::add_tokens(model, {"[TOOL_CALLS]"}, /*special=*/true)[0];
+  ChatTestServer s(model);
+  ASSERT_TRUE(s.ok());
+  json body = forced("unused");
+  body.erase("guided_choice");
+  body["logit_bias"] = {{std::to_string(marker), 100}};
+  body["max_tokens"] = 1;
+  auto r = s.chat(body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  // The marker alone is no call: content, which shows it reached the parser.
+  EXPECT_EQ(json::parse(r.body)["choices"][0]["message"]["content"], "[TOOL_CALLS]") << r.body;
+  body.erase("tools");
+  body.erase("tool_choice");
+  r = s.chat(body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["choices"][0]["message"]["content"], "") << "without tools it is skipped";
+  body["skip_special_tokens"] = false;
+  r = s.chat(body);
+  EXPECT_EQ(json::parse(r.body)["choices"][0]["message"]["content"], "[TOOL_CALLS]") << "as asked";
+}
+
+TEST(ServerToolSyntaxes, ToolCallParserOverridesTheTemplate) {
+  // Qwen2.5's template teaches Hermes calls; --tool-call-parser glm45 reads GLM's instead.
+  ChatTestServer s(model_with_template("syntax_override", brigade::testing::real_chat_template("qwen2.5")), "", "none", "glm45");
+  ASSERT_TRUE(s.ok());
+  expect_calls(s, "<tool_call>get_weather\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
+               {"", {{"get_weather", R"({"days": 3})"}}});
+  // A Llama 2 template has no call syntax; a named parser makes tools usable.
+  ChatTestServer llama2(model_with_template("syntax_llama2", brigade::testing::real_chat_template("llama-2")), "", "none", "kimi_k2");
+  ASSERT_TRUE(llama2.ok());
+  expect_calls(llama2, "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_time:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>",
+               {"", {{"get_time", "{}"}}});
+}
+
+TEST(ServerToolSyntaxes, AnUnknownParserFailsTheStart) {
+  EngineOptions o = brigade::testing::test_engine_options(model_with_template("syntax_unknown", "{{ 'x' }}"), 1);
+  o.topology.instances.front().kv.memory_mb = 64;
+  auto engine = brigade::testing::create_engine(o);
+  ASSERT_TRUE(engine);
+  ServerOptions options;
+  options.port = 0;
+  options.tool_call_parser = "qwen3_coder";
+  auto srv = HttpServer::start(*engine, options);
+  ASSERT_FALSE(srv.has_value());
+  EXPECT_EQ(srv.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(srv.status().message().find("--tool-call-parser"), std::string::npos) << srv.status().message();
+  EXPECT_NE(srv.status().message().find("mistral, deepseek_v3"), std::string::npos) << srv.status().message();
+}
+
+}  // namespace
+}  // namespace brigade::server
