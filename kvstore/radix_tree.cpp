@@ -50,6 +50,10 @@ bool RadixTree::page_equal(const int32_t* a, const int32_t* b) const {
   return std::memcmp(a, b, static_cast<size_t>(page_size_) * sizeof(int32_t)) == 0;
 }
 
+PageKey RadixTree::root_for(std::span<const int32_t> tokens) const {
+  return root_key_of_ && !tokens.empty() ? root_key_of_(tokens[0]) : root_key_;
+}
+
 RadixTree::Node* RadixTree::find_child(Node* node, const int32_t* first_page) const {
   for (auto& c : node->children)
     if (page_equal(c->tokens.data(), first_page)) return c.get();
@@ -97,7 +101,7 @@ void RadixTree::touch_path(Node* node, int priority, bool count_use) {
 
 RadixTree::Match RadixTree::match(std::span<const int32_t> tokens, int max_tokens, bool touch) {
   Match m;
-  m.last_key = root_key_;
+  m.last_key = root_for(tokens);
   const int n_full = std::min(static_cast<int>(tokens.size()), max_tokens) / page_size_;
   Node* node = root_.get();
   int i = 0;  // pages matched
@@ -152,7 +156,7 @@ std::vector<RadixTree::PageFate> RadixTree::insert_from(NodeRef from, std::span<
       auto fresh = std::make_unique<Node>();
       fresh->parent = node;
       fresh->hits = 1;
-      PageKey k = node == root_.get() ? root_key_ : node->keys.back();
+      PageKey k = node == root_.get() ? root_for(tokens) : node->keys.back();
       for (int p = i; p < n; ++p) {
         std::span<const int32_t> page_tokens(tokens.data() + static_cast<size_t>(p) * static_cast<size_t>(page_size_),
                                              static_cast<size_t>(page_size_));
@@ -267,6 +271,41 @@ std::vector<RadixTree::Evicted> RadixTree::evict(int n) {
     if (parent != root_.get() && parent->children.empty() && parent->lock_ref == 0) heap.push(rank(parent));
   }
   n_evicted_ += out.size();
+  return out;
+}
+
+std::vector<RadixTree::Evicted> RadixTree::erase_first_token_if(const std::function<bool(int32_t)>& pred,
+                                                                int* n_kept) {
+  std::vector<Evicted> out;
+  int kept = 0;
+  auto& top = root_->children;
+  for (auto it = top.begin(); it != top.end();) {
+    Node* sub = it->get();
+    if (!pred(sub->tokens.front())) {
+      ++it;
+      continue;
+    }
+    std::vector<Node*> stack{sub}, nodes;
+    bool locked = false;
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      nodes.push_back(n);
+      locked = locked || n->lock_ref > 0;
+      for (auto& c : n->children) stack.push_back(c.get());
+    }
+    if (locked) {
+      ++kept;
+      ++it;
+      continue;
+    }
+    for (const Node* n : nodes) {
+      for (int p = 0; p < n->n_pages(); ++p) out.push_back({n->pages[static_cast<size_t>(p)], n->keys[static_cast<size_t>(p)]});
+      n_pages_ -= n->n_pages();
+    }
+    it = top.erase(it);  // frees the subtree
+  }
+  if (n_kept) *n_kept = kept;
   return out;
 }
 

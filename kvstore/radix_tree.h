@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -56,6 +57,13 @@ class RadixTree {
   RadixTree(const RadixTree&) = delete;
   RadixTree& operator=(const RadixTree&) = delete;
 
+  // Where a prompt's hash chain starts, by its first token: the tree's root key unless set. The
+  // scheduler roots each LoRA adapter's prompts (first token salted by the adapter) in a key of
+  // the adapter's identity, so the lower tiers never give one adapter's pages to another, even
+  // across restarts or when a slot is reloaded with another adapter.
+  using RootKeyOf = std::function<PageKey(int32_t first_token)>;
+  void set_root_key_of(RootKeyOf f) { root_key_of_ = std::move(f); }
+
   int page_size() const { return page_size_; }
   EvictionPolicy policy() const { return policy_; }
   const PageKey& root_key() const { return root_key_; }
@@ -95,6 +103,11 @@ class RadixTree {
   // parent becoming a leaf in turn); returns them with their keys, to free (or demote).
   std::vector<Evicted> evict(int n);
 
+  // Removes every subtree below the root whose first token satisfies `pred` (an unloaded LoRA
+  // adapter's prefixes) and returns its pages to free. A subtree with a locked node (a sequence
+  // still uses it) stays; *n_kept counts those subtrees when given. Not counted as evictions.
+  std::vector<Evicted> erase_first_token_if(const std::function<bool(int32_t)>& pred, int* n_kept = nullptr);
+
   int n_pages() const { return n_pages_; }
   // Pages in unlocked nodes (what evict could free).
   int n_evictable() const { return n_pages_ - n_locked_pages_; }
@@ -105,10 +118,12 @@ class RadixTree {
   void touch_path(Node* node, int priority, bool count_use);
   bool page_equal(const int32_t* a, const int32_t* b) const;
   Node* find_child(Node* node, const int32_t* first_page) const;  // the child starting with that page
+  PageKey root_for(std::span<const int32_t> tokens) const;
 
   int page_size_;
   EvictionPolicy policy_;
   PageKey root_key_;
+  RootKeyOf root_key_of_;
   std::unique_ptr<Node> root_;
   uint64_t clock_ = 0;
   int n_pages_ = 0;

@@ -11,6 +11,8 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<abort_msg>("brigade.Abort");
   cfg.add_message_type<step_plan_msg>("brigade.StepPlan");
   cfg.add_message_type<step_result_msg>("brigade.StepResult");
+  cfg.add_message_type<lora_update_msg>("brigade.LoraUpdate");
+  cfg.add_message_type<lora_updated_msg>("brigade.LoraUpdated");
   cfg.add_message_type<page_lease_request_msg>("brigade.PageLeaseRequest");
   cfg.add_message_type<page_lease_grant_msg>("brigade.PageLeaseGrant");
   cfg.add_message_type<page_free_msg>("brigade.PageFree");

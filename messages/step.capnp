@@ -83,3 +83,20 @@ struct PromptLogprobs {
   firstPos @1 :Int32;
   entries @2 :List(Req.TokenLogprob);
 }
+
+# Engine -> executor and scheduler: a LoRA adapter slot changes at run time (vLLM's
+# /v1/load_lora_adapter; docs/architecture.md "LoRA adapters"). The executor reads the adapter
+# into the slot (or frees it); the scheduler drops the slot's cached prefixes and roots the
+# page keys of the slot's prompts in the adapter's identity.
+struct LoraUpdate {
+  slot @0 :UInt32;                 # 1-based: the lora id requests carry
+  load @1 :Bool;                   # true: load `path` into the slot; false: free the slot
+  name @2 :Text;
+  path @3 :Text;
+  identity @4 :Text;               # what the adapter's files hold (lora_identity)
+}
+
+struct LoraUpdated {
+  error @0 :Text;                  # empty: done
+  code @1 :UInt8;                  # the error's StatusCode (core/status.h)
+}

@@ -20,6 +20,8 @@ using abort_msg = msg<schema::Abort>;
 // Scheduler <-> executor (step.capnp).
 using step_plan_msg = msg<schema::StepPlan>;
 using step_result_msg = msg<schema::StepResult>;
+using lora_update_msg = msg<schema::LoraUpdate>;    // engine -> executor, scheduler
+using lora_updated_msg = msg<schema::LoraUpdated>;
 // Scheduler <-> KV page manager (kv.capnp).
 using page_lease_request_msg = msg<schema::PageLeaseRequest>;
 using page_lease_grant_msg = msg<schema::PageLeaseGrant>;

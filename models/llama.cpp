@@ -103,6 +103,14 @@ class LlamaModel final : public Model {
   int64_t n_params() const override { return n_params_; }
   int64_t weight_bytes() const override { return weight_bytes_; }
   StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const override;
+  Status load_lora(int slot, const LoraModule& module) override {
+    if (!lora_) return Model::load_lora(slot, module);
+    return lora_->add(slot, module);
+  }
+  Status unload_lora(int slot) override {
+    if (!lora_) return Model::unload_lora(slot);
+    return lora_->remove(slot);
+  }
 
  private:
   Status load_layer(WeightLoader& w, int l, DecoderLayer& layer);
@@ -260,9 +268,9 @@ Status LlamaModel::load(const Checkpoint& ck) {
   }
   embed_scale_ = round_to(c.embed_scale, backend_.activation_dtype());
   BRIGADE_RETURN_IF_ERROR(allocate_scratch());
-  if (!options_.loras.empty()) {
+  if (options_.lora_enabled()) {
     BRIGADE_ASSIGN_OR_RETURN(lora_, LoraSet::load(options_.loras, c, backend_, options_.max_batch_tokens,
-                                                  options_.max_lora_rank));
+                                                  options_.max_lora_rank, options_.max_loras));
   }
   backend_.synchronize();  // uploads from staging memory have finished before it is freed
   return Status::ok();

@@ -27,7 +27,7 @@ int64_t proj_in(const ModelConfig& c, LoraProj p) { return lora_target_shape(c, 
 }  // namespace
 
 Status check_lora_support(const ModelConfig& c, const LoadOptions& options) {
-  if (options.loras.empty()) return Status::ok();
+  if (!options.lora_enabled()) return Status::ok();
   if (options.communicator != nullptr && options.communicator->size() > 1)
     return unsupported("LoRA adapters are not supported with tensor parallelism yet (tp = " +
                        std::to_string(options.communicator->size()) + "); serve them with tp 1");
@@ -45,24 +45,51 @@ Status check_no_lora(const StepBatch& batch) {
 }
 
 Expected<std::unique_ptr<LoraSet>> LoraSet::load(const std::vector<LoraModule>& modules, const ModelConfig& base,
-                                                 Backend& backend, int max_batch_tokens, int max_rank) {
-  std::unique_ptr<LoraSet> set(new LoraSet(backend));
+                                                 Backend& backend, int max_batch_tokens, int max_rank,
+                                                 int max_slots) {
+  if (max_rank < 1) return invalid_argument("max_lora_rank must be >= 1 (got " + std::to_string(max_rank) + ")");
+  std::unique_ptr<LoraSet> set(new LoraSet(backend, base, max_rank));
+  set->adapters_.resize(std::max(static_cast<size_t>(std::max(max_slots, 0)), modules.size()));
   std::set<std::string> names;
-  for (const LoraModule& m : modules) {
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const LoraModule& m = modules[i];
     if (m.name.empty()) return invalid_argument("a LoRA module needs a name (name=path)");
     if (!names.insert(m.name).second) return invalid_argument("LoRA module name '" + m.name + "' is given twice");
-    BRIGADE_ASSIGN_OR_RETURN(LoraAdapter host, read_lora_adapter(m, base, max_rank));
-    BRIGADE_RETURN_IF_ERROR(set->upload(host, base));
+    BRIGADE_RETURN_IF_ERROR(set->add(static_cast<int>(i) + 1, m));
   }
-  BRIGADE_RETURN_IF_ERROR(set->allocate_scratch(base, max_batch_tokens));
-  backend.synchronize();  // uploads from host memory have finished before it is freed
+  BRIGADE_RETURN_IF_ERROR(set->allocate_scratch(max_batch_tokens));
   return set;
+}
+
+Status LoraSet::add(int slot, const LoraModule& module) {
+  if (slot < 1 || slot > n_slots())
+    return invalid_argument("LoRA slot " + std::to_string(slot) + " is outside [1, " + std::to_string(n_slots()) +
+                            "] (max_loras)");
+  Adapter& dev = adapters_[static_cast<size_t>(slot - 1)];
+  backend_.synchronize();  // no step in flight still reads the slot's old weights
+  dev = Adapter{};         // they go before the new ones are read
+  BRIGADE_ASSIGN_OR_RETURN(LoraAdapter host, read_lora_adapter(module, base_, max_rank_));
+  if (Status s = upload(host, dev); !s.is_ok()) {
+    dev = Adapter{};
+    return s;
+  }
+  dev.loaded = true;
+  backend_.synchronize();  // uploads from host memory have finished before it is freed
+  return Status::ok();
+}
+
+Status LoraSet::remove(int slot) {
+  if (slot < 1 || slot > n_slots())
+    return invalid_argument("LoRA slot " + std::to_string(slot) + " is outside [1, " + std::to_string(n_slots()) + "]");
+  backend_.synchronize();  // no step in flight still reads the weights
+  adapters_[static_cast<size_t>(slot - 1)] = Adapter{};
+  return Status::ok();
 }
 
 // Builds each fused A_cat [R, in] and scaled block-diagonal B [out, R] on the host (f32) and
 // converts them to the backend's activation type.
-Status LoraSet::upload(const LoraAdapter& host, const ModelConfig& base) {
-  Adapter& dev = adapters_.emplace_back();
+Status LoraSet::upload(const LoraAdapter& host, Adapter& dev) {
+  const ModelConfig& base = base_;
   dev.layers.resize(host.layers.size());
   const int64_t r = host.config.r;
   const float scale = host.config.scale();
@@ -102,17 +129,17 @@ Status LoraSet::upload(const LoraAdapter& host, const ModelConfig& base) {
   return Status::ok();
 }
 
-Status LoraSet::allocate_scratch(const ModelConfig& base, int max_batch_tokens) {
-  int64_t in = 0, out = 0, rank = 0;
+// Sized for any adapter a slot may take: rank up to max_rank in each part of the widest fused
+// projection (q|k|v has three).
+Status LoraSet::allocate_scratch(int max_batch_tokens) {
+  int64_t in = 0, out = 0;
+  size_t parts = 0;
   for (int p = 0; p < kLoraProjs; ++p) {
-    in = std::max(in, proj_in(base, static_cast<LoraProj>(p)));
-    out = std::max(out, proj_out(base, static_cast<LoraProj>(p)));
+    in = std::max(in, proj_in(base_, static_cast<LoraProj>(p)));
+    out = std::max(out, proj_out(base_, static_cast<LoraProj>(p)));
+    parts = std::max(parts, proj_parts(static_cast<LoraProj>(p)).size());
   }
-  for (const Adapter& a : adapters_) {
-    for (const auto& layer : a.layers)
-      for (const Fused& f : layer)
-        if (!f.a.tensor.empty()) rank = std::max(rank, f.a.tensor.dim(0));
-  }
+  const int64_t rank = static_cast<int64_t>(max_rank_) * static_cast<int64_t>(parts);
   const DType act = backend_.activation_dtype();
   const int64_t t = max_batch_tokens;
   BRIGADE_ASSIGN_OR_RETURN(rows_, alloc_tensor(backend_, DType::i32, 1, t));
@@ -131,11 +158,13 @@ Status LoraSet::begin_step(const StepBatch& batch) {
     return invalid_argument("the step has " + std::to_string(batch.lora.size()) + " LoRA ids for " +
                             std::to_string(batch.n_seqs()) + " sequences");
   for (int32_t id : batch.lora) {
-    if (id < 0 || id > n_adapters())
+    if (id < 0 || id > n_slots())
       return invalid_argument("LoRA adapter id " + std::to_string(id) + " is outside [0, " +
-                              std::to_string(n_adapters()) + "]");
+                              std::to_string(n_slots()) + "]");
+    if (id != 0 && !occupied(id))
+      return invalid_argument("LoRA adapter id " + std::to_string(id) + " names a free slot (unloaded)");
   }
-  for (int id = 1; id <= n_adapters(); ++id) {
+  for (int id = 1; id <= n_slots(); ++id) {
     Group g{id - 1, static_cast<int64_t>(host_rows_.size()), 0};
     for (int s = 0; s < batch.n_seqs(); ++s) {
       if (batch.lora[static_cast<size_t>(s)] != id) continue;

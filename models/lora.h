@@ -29,16 +29,29 @@ constexpr int kLoraProjs = 4;
 
 class LoraSet {
  public:
-  // Reads and uploads `modules` (adapter id i + 1 is modules[i]; 0 is the base). Steps of up to
+  // Reads and uploads `modules` (adapter id i + 1 is modules[i]; 0 is the base) into a set of
+  // max(max_slots, modules.size()) slots; the others stay free for add(). Steps of up to
   // max_batch_tokens rows. Errors as read_lora_adapter, and invalid_argument for duplicate or
   // empty names.
   static Expected<std::unique_ptr<LoraSet>> load(const std::vector<LoraModule>& modules, const ModelConfig& base,
-                                                 Backend& backend, int max_batch_tokens, int max_rank);
+                                                 Backend& backend, int max_batch_tokens, int max_rank,
+                                                 int max_slots = 0);
 
-  int n_adapters() const { return static_cast<int>(adapters_.size()); }
+  // Adapter ids are slots 1..n_slots(); a step may name only occupied ones.
+  int n_slots() const { return static_cast<int>(adapters_.size()); }
+  bool occupied(int slot) const {
+    return slot >= 1 && slot <= n_slots() && adapters_[static_cast<size_t>(slot - 1)].loaded;
+  }
+  // Reads `module` and uploads it into `slot` (1..n_slots()), replacing what the slot held
+  // (vLLM's /v1/load_lora_adapter at run time). Errors as read_lora_adapter; invalid_argument for
+  // a slot outside the set. On error the slot is left free.
+  Status add(int slot, const LoraModule& module);
+  // Frees the slot's weights; a step naming it afterwards is refused. A free slot is a no-op.
+  Status remove(int slot);
 
   // Groups the batch's rows by adapter (StepBatch::lora) and uploads the row lists; the
-  // apply() calls of this step use them. invalid_argument for an id outside [0, n_adapters()].
+  // apply() calls of this step use them. invalid_argument for an id outside [0, n_slots()] or
+  // a free slot.
   Status begin_step(const StepBatch& batch);
   // y [n, out] += the delta of projection p of `layer` for every row whose sequence chose an
   // adapter targeting it; x [n, in] is the projection's input. After begin_step.
@@ -50,6 +63,7 @@ class LoraSet {
     OwnedTensor b;          // [out, R], times the scale
   };
   struct Adapter {
+    bool loaded = false;
     std::vector<std::array<Fused, kLoraProjs>> layers;
   };
   struct Group {            // the rows of one adapter in the current step
@@ -58,11 +72,14 @@ class LoraSet {
     int64_t n = 0;
   };
 
-  LoraSet(Backend& backend) : backend_(backend) {}
-  Status upload(const LoraAdapter& host, const ModelConfig& base);
-  Status allocate_scratch(const ModelConfig& base, int max_batch_tokens);
+  LoraSet(Backend& backend, const ModelConfig& base, int max_rank)
+      : backend_(backend), base_(base), max_rank_(max_rank) {}
+  Status upload(const LoraAdapter& host, Adapter& dev);
+  Status allocate_scratch(int max_batch_tokens);
 
   Backend& backend_;
+  ModelConfig base_;
+  int max_rank_ = 0;
   std::vector<Adapter> adapters_;
   std::vector<Group> groups_;      // this step's
   std::vector<int32_t> host_rows_;
@@ -70,7 +87,8 @@ class LoraSet {
   OwnedTensor xs_, u_, d_;         // [T * widest in], [T * widest R], [T * widest out] activations
 };
 
-// unsupported when options.loras cannot run on this model: tensor parallelism, sparse (MoE) layers.
+// unsupported when options.loras (or max_loras slots for adapters loaded at run time) cannot run
+// on this model: tensor parallelism, sparse (MoE) layers.
 Status check_lora_support(const ModelConfig& base, const LoadOptions& options);
 
 // invalid_argument when the batch names an adapter and the model has none.

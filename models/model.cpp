@@ -35,7 +35,7 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
       arch == "gemma2" || arch == "gemma3_text")
     return load_llama(*checkpoint, backend, options);
   // MLA attention and the MoE with shared experts (models/deepseek.h).
-  if ((arch == "deepseek_v2" || arch == "deepseek_v3") && !options.loras.empty())
+  if ((arch == "deepseek_v2" || arch == "deepseek_v3") && options.lora_enabled())
     return unsupported(path + ": LoRA adapters are not supported for " + arch + " (MLA attention); they run on the "
                        "dense Llama-family decoders (llama, qwen2, qwen3, phi3)");
   if (arch == "deepseek_v2" || arch == "deepseek_v3") return load_deepseek(*checkpoint, backend, options);

@@ -75,9 +75,13 @@ struct LoadOptions {
   // and dense layers are split by heads and columns either way; ignored without a communicator.
   bool expert_parallel = false;
   // LoRA adapters to serve (models/lora.h; Llama-family dense decoders, no tensor parallelism):
-  // StepBatch::lora id i + 1 is loras[i]. Each adapter's r must be <= max_lora_rank.
+  // StepBatch::lora id i + 1 is loras[i]. Each adapter's r must be <= max_lora_rank. max_loras > 0
+  // keeps that many slots (at least loras.size()) for adapters loaded at run time
+  // (Model::load_lora), even when loras is empty; 0: just loras.
   std::vector<LoraModule> loras;
   int max_lora_rank = 16;
+  int max_loras = 0;
+  bool lora_enabled() const { return !loras.empty() || max_loras > 0; }
 };
 
 class Model {
@@ -115,6 +119,17 @@ class Model {
   // 2 (R + rope) + 2 R flops per pair and head over the latent cache rows (models/deepseek.cpp).
   // Norms, RoPE and activations are left out: they add under 1% at any batch.
   virtual StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const = 0;
+
+  // LoRA adapters at run time (LoadOptions::max_loras slots): reads `module` and uploads it into
+  // slot (1..max_loras), or frees a slot. Between steps, on the executor's thread. unsupported for
+  // a model loaded without LoRA slots; the errors of read_lora_adapter.
+  virtual Status load_lora(int slot, const LoraModule& module) {
+    (void)slot;
+    return unsupported("this model was loaded without LoRA slots: cannot load adapter '" + module.name + "'");
+  }
+  virtual Status unload_lora(int slot) {
+    return unsupported("this model was loaded without LoRA slots (slot " + std::to_string(slot) + ")");
+  }
 };
 
 }  // namespace brigade

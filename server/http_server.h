@@ -37,6 +37,11 @@ struct ServerOptions {
   // Template variables every chat request gets (vLLM's --default-chat-template-kwargs), as a JSON
   // object's text; a request's chat_template_kwargs override them key by key.
   std::string default_chat_template_kwargs;
+  // Serves POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's routes under
+  // VLLM_ALLOW_RUNTIME_LORA_UPDATING): clients may then make the server read any adapter path it
+  // can see, so it is off unless asked for (and behind api_key when one is set). The engine needs
+  // LoRA slots (EngineOptions::enable_lora).
+  bool allow_runtime_lora_updating = false;
 };
 
 class HttpServer {

@@ -121,7 +121,12 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
     if (!get) return error_response(405, "/v1/models takes GET", StatusCode::invalid_argument);
     return SimpleResponse{200, "application/json",
                           models_body_with_loras(ctx.options.model_name, ctx.created, ctx.engine.model().max_context,
-                                                 ctx.engine.model().loras)};
+                                                 ctx.engine.loras())};
+  }
+  if (ctx.options.allow_runtime_lora_updating &&
+      (path == "/v1/load_lora_adapter" || path == "/v1/unload_lora_adapter")) {
+    if (!post) return error_response(405, std::string(path) + " takes POST", StatusCode::invalid_argument);
+    return lora_update_route(ctx, req.body, path == "/v1/load_lora_adapter");
   }
   if (path == "/v1/embeddings") {
     if (!post) return error_response(405, "/v1/embeddings takes POST", StatusCode::invalid_argument);
@@ -135,7 +140,11 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
     return error_response(404, "no route " + std::string(path) +
                                    " (valid: POST /v1/completions, POST /v1/chat/completions, POST /v1/responses, "
                                    "POST /v1/embeddings, GET /v1/models, POST /tokenize, POST /detokenize, GET /health, "
-                                   "GET /metrics)",
+                                   "GET /metrics" +
+                                   std::string(ctx.options.allow_runtime_lora_updating
+                                                   ? ", POST /v1/load_lora_adapter, POST /v1/unload_lora_adapter"
+                                                   : "") +
+                                   ")",
                           StatusCode::not_found);
   }
   if (!post) return error_response(405, std::string(path) + " takes POST", StatusCode::invalid_argument);
@@ -156,7 +165,8 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
     parsed = parse_completion_body(req.body, chat ? Endpoint::chat : Endpoint::completions);
   }
   if (!parsed) return fail(parsed.status());
-  if (auto st = select_lora(ctx.options.model_name, ctx.engine.model().loras, *parsed); !st.is_ok())
+  if (auto st = select_lora(ctx.options.model_name, ctx.engine.loras(), ctx.engine.model().max_loras > 0, *parsed);
+      !st.is_ok())
     return error_response(400, st.message(), st.code());
   if (parsed->echo) {
     for (const PromptInput& p : parsed->prompts) {

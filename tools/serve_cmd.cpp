@@ -1,7 +1,10 @@
 // `brigade serve`: the OpenAI-compatible HTTP server (server/http_server.h) over one engine.
 // SIGINT/SIGTERM stop it gracefully: no new connections, requests in flight cancelled and their
 // pages freed, then the engine shuts down.
+#include <algorithm>
+#include <cctype>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -39,8 +42,18 @@ struct ServeArgs {
   std::vector<std::string> lora_modules;  // name=path or {"name": ..., "path": ...}
   int max_loras = 8;
   int max_lora_rank = 16;
-  bool enable_lora = false;  // vLLM's switch; the modules alone decide here
+  bool enable_lora = false;  // LoRA slots even without --lora-modules (adapters loaded at run time)
+  bool allow_runtime_lora_updating = false;  // or VLLM_ALLOW_RUNTIME_LORA_UPDATING=true|1
 };
+
+// vLLM's switch for the runtime adapter routes is an environment variable.
+bool runtime_lora_env() {
+  const char* v = std::getenv("VLLM_ALLOW_RUNTIME_LORA_UPDATING");
+  if (v == nullptr) return false;
+  std::string s(v);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s == "1" || s == "true";
+}
 
 int run_serve(const ServeArgs& a) {
   const sigset_t stop_signals = block_stop_signals();
@@ -77,6 +90,11 @@ int run_serve(const ServeArgs& a) {
   }
   options->max_loras = a.max_loras;
   options->max_lora_rank = a.max_lora_rank;
+  options->enable_lora = a.enable_lora;
+  const bool runtime_lora = a.allow_runtime_lora_updating || runtime_lora_env();
+  if (runtime_lora && !options->lora_enabled())
+    return fail(invalid_argument("runtime LoRA updating (--allow-runtime-lora-updating or "
+                                 "VLLM_ALLOW_RUNTIME_LORA_UPDATING) needs --enable-lora (or --lora-modules)"));
   options->chat_template = a.chat_template;
   auto engine = Engine::create(*options);
   if (!engine) return fail(engine.status());
@@ -89,6 +107,7 @@ int run_serve(const ServeArgs& a) {
   so.reasoning_parser = a.reasoning_parser;
   so.tool_call_parser = a.tool_call_parser;
   so.default_chat_template_kwargs = a.default_chat_template_kwargs;
+  so.allow_runtime_lora_updating = runtime_lora;
   so.model_name = a.served_model_name.empty() ? std::filesystem::path(*model).filename().string() : a.served_model_name;
   if (so.model_name.empty()) so.model_name = "brigade";
   auto server = server::HttpServer::start(**engine, so);
@@ -149,8 +168,14 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--lora-modules", a->lora_modules,
                   "LoRA adapters (PEFT directories) to serve: name=path ... or JSON {\"name\": ..., \"path\": ...}; "
                   "a request selects one by its name in `model`");
-  cmd->add_flag("--enable-lora", a->enable_lora, "Accepted for vLLM compatibility (--lora-modules enables LoRA)");
-  cmd->add_option("--max-loras", a->max_loras, "Most LoRA adapters loaded (all stay resident)")
+  cmd->add_flag("--enable-lora", a->enable_lora,
+                "Keep --max-loras adapter slots, so adapters can be loaded while serving (--lora-modules enables "
+                "LoRA too)");
+  cmd->add_flag("--allow-runtime-lora-updating", a->allow_runtime_lora_updating,
+                "Serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's "
+                "VLLM_ALLOW_RUNTIME_LORA_UPDATING=true does the same); clients can then load any adapter path the "
+                "server can read");
+  cmd->add_option("--max-loras", a->max_loras, "Most LoRA adapters loaded at once (all stay resident)")
       ->capture_default_str()->check(CLI::Range(1, 1024));
   cmd->add_option("--max-lora-rank", a->max_lora_rank, "Largest adapter rank r accepted")
       ->capture_default_str()->check(CLI::Range(1, 4096));

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <thread>
 #include <unordered_set>
 #include <utility>
 
@@ -22,6 +23,7 @@
 #include "actors/engine/engine_testing.h"
 #include "actors/engine/instance.h"
 #include "actors/engine/instance_stats.h"
+#include "actors/engine/lora_slots.h"
 #include "actors/frontend/frontend_actor.h"
 #include "actors/node/front_hello.h"
 #include "actors/node/node_actor.h"
@@ -217,7 +219,7 @@ bool has_remote(const TopologyConfig& t) {
 
 // LoRA adapters load into the local executors (models/lora.h): a node's executor would not have them.
 Status check_lora_options(const EngineOptions& o) {
-  if (o.lora_modules.empty()) return Status::ok();
+  if (!o.lora_enabled()) return Status::ok();
   if (o.max_loras < 1 || o.max_lora_rank < 1)
     return invalid_argument("max_loras and max_lora_rank must be >= 1 (got " + std::to_string(o.max_loras) + ", " +
                             std::to_string(o.max_lora_rank) + ")");
@@ -284,6 +286,36 @@ class EngineImpl final : public Engine {
     caf::anon_send(tokenizer_, abort_msg::build([&](schema::Abort::Builder b) { b.setRequestId(request_id); }));
   }
   const ModelSummary& model() const override { return summary_; }
+
+  Status load_lora(const LoraModule& module) override {
+    BRIGADE_ASSIGN_OR_RETURN(const int slot, lora_slots_.reserve(module));
+    Status s = update_lora_slot(slot, true, module);
+    if (!s.is_ok()) {
+      // Whatever instance took it lets it go again (a failed load left its own slot free).
+      if (Status undo = update_lora_slot(slot, false, module); !undo.is_ok())
+        spdlog::warn("engine: freeing LoRA slot {} after a failed load: {}", slot, undo.to_string());
+      lora_slots_.abandon(slot);
+      return s;
+    }
+    lora_slots_.commit(slot);
+    spdlog::info("engine: LoRA adapter '{}' ({}) loaded into slot {}", module.name, module.path, slot);
+    return Status::ok();
+  }
+
+  Status unload_lora(const std::string& name) override {
+    bool idle = false;
+    BRIGADE_ASSIGN_OR_RETURN(const int slot, lora_slots_.retire(name, &idle));
+    if (idle) {
+      if (Status s = update_lora_slot(slot, false, LoraModule{name, ""}); !s.is_ok())
+        spdlog::warn("engine: freeing LoRA slot {} of '{}': {}", slot, name, s.to_string());
+      lora_slots_.abandon(slot);
+    }
+    spdlog::info("engine: LoRA adapter '{}' unloaded (slot {}{})", name, slot,
+                 idle ? " freed" : ", freed once its running requests end");
+    return Status::ok();
+  }
+
+  std::vector<LoraModule> loras() const override { return lora_slots_.live(); }
   using Engine::format_chat;
   Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, const std::vector<std::string>& tools,
                                     bool add_generation_prompt, const std::string& template_kwargs) const override {
@@ -343,6 +375,42 @@ class EngineImpl final : public Engine {
   }
 
  private:
+  // Loads `m` into (or frees) `slot` on every instance: the scheduler first (it drops the slot's
+  // cached prefixes and refuses while a request under the slot's old adapter is still there: an
+  // aborted one finishing its last step; asked again for up to 5 s), then the executor.
+  Status update_lora_slot(int slot, bool load, const LoraModule& m) {
+    const std::string identity = load ? lora_identity(m) : "";
+    auto build = [&] {
+      return lora_update_msg::build([&](schema::LoraUpdate::Builder b) {
+        b.setSlot(static_cast<uint32_t>(slot));
+        b.setLoad(load);
+        b.setName(m.name);
+        b.setPath(m.path);
+        b.setIdentity(identity);
+      });
+    };
+    auto run = [&](const lora_slots_actor& dest, const std::string& who) -> Status {
+      auto r = ask<lora_updated_msg>(dest, std::chrono::seconds(120), build());
+      if (!r) return internal_error(who + ": " + r.status().message());
+      const std::string err = r->reader().getError();
+      if (err.empty()) return Status::ok();
+      const auto code = static_cast<StatusCode>(r->reader().getCode());
+      return Status(code == StatusCode::ok ? StatusCode::internal : code, who + ": " + err);
+    };
+    for (size_t i = 0; i < instances_.size(); ++i) {
+      const SpawnedInstance& inst = instances_[i];
+      Status s = Status::ok();
+      for (int attempt = 0; attempt < 250; ++attempt) {
+        s = run(caf::actor_cast<lora_slots_actor>(inst.scheduler), "instance '" + inst.name + "' scheduler");
+        if (s.is_ok() || !load) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (!s.is_ok()) return s;
+      BRIGADE_RETURN_IF_ERROR(run(caf::actor_cast<lora_slots_actor>(inst.executor), "instance '" + inst.name + "'"));
+    }
+    return Status::ok();
+  }
+
   // One instance's counters as EngineStats (the scheduler's, its tiers', its ceilings and pool).
   EngineStats scheduler_stats(const SpawnedInstance& inst) const {
     EngineStats s = counter_stats(inst);
@@ -406,6 +474,7 @@ class EngineImpl final : public Engine {
   // tokenize/detokenize calls need no round trip through the actor's queue.
   std::shared_ptr<const Tokenizer> tokenizer_model_;
   ModelSummary summary_;
+  LoraSlots lora_slots_;  // adapter ids of requests (slots), their adapters and running requests
   Expected<ChatTemplate> chat_template_ = not_found("this model has no chat template");
   std::atomic<uint64_t> next_id_{1};
   std::mt19937_64 seed_rng_{std::random_device{}()};
@@ -562,6 +631,8 @@ Status EngineImpl::start(const EngineOptions& options) {
     if (l) summary_.hidden_size = l->ranks.front()->model->config().hidden_size;
   resolve_pooling(options, path, summary_);
   summary_.loras = options.lora_modules;
+  summary_.max_loras = options.lora_enabled() ? options.max_loras : 0;
+  lora_slots_.init(options.lora_enabled() ? options.max_loras : 0, options.lora_modules);
   if (tokenizer_model_) {  // the bytes of every token, for constrained output
     auto trie = std::make_shared<const TokenTrie>(token_pieces(*tokenizer_model_));
     for (auto& l : loaded)
@@ -609,7 +680,15 @@ Status EngineImpl::start(const EngineOptions& options) {
 }
 
 Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling pooling, EventCallback on_event) {
-  BRIGADE_ASSIGN_OR_RETURN(const int32_t lora, lora_module_id(summary_.loras, request.lora));
+  BRIGADE_ASSIGN_OR_RETURN(const int32_t lora, lora_slots_.acquire(request.lora));
+  if (lora != 0) {  // the slot counts the request until its last event (LoraSlots)
+    on_event = [this, lora, cb = std::move(on_event)](const Event& ev) {
+      // Released before the caller hears the end: a load right after it may take the slot (the
+      // scheduler still refuses while the sequence is there, and the load asks again).
+      if (ev.finish != FinishReason::none) lora_slots_.release(lora);
+      cb(ev);
+    };
+  }
   const uint64_t id = next_id_.fetch_add(1);
   uint64_t seed = 0;
   if (request.sampling.seed) {

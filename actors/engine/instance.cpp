@@ -37,6 +37,19 @@ std::optional<DType> weight_dtype_for(const std::string& weights) {
   return parse_dtype(weights);                 // fp8, f32, bf16, q8_0, q4_0
 }
 
+// A file by content: its name, size and a hash of its first and last MiB.
+std::string file_identity(const std::filesystem::path& f) {
+  std::error_code ec;
+  std::ifstream in(f, std::ios::binary);
+  const auto size = std::filesystem::file_size(f, ec);
+  if (ec) return f.filename().string() + ":missing";
+  std::string head(std::min<uintmax_t>(size, 1 << 20), '\0'), tail(head.size(), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  in.seekg(static_cast<std::streamoff>(size - tail.size()));
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  return f.filename().string() + ':' + std::to_string(size) + ':' + root_key(head + tail).hex();
+}
+
 // What names the model's weights for the KV fingerprint: architecture, parameter count, and each
 // checkpoint file by content (name, size, hash of its first and last MiB), so the same weights
 // copied elsewhere keep their cached pages and weights rewritten in place (a new make-model
@@ -60,15 +73,7 @@ std::string model_identity(const std::string& path, const ModelConfig& mc, int64
   } else {
     id << '|' << path;
   }
-  for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    const auto size = fs::file_size(f, ec);
-    std::string head(std::min<uintmax_t>(size, 1 << 20), '\0'), tail(head.size(), '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    in.seekg(static_cast<std::streamoff>(size - tail.size()));
-    in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
-    id << '|' << f.filename().string() << ':' << size << ':' << root_key(head + tail).hex();
-  }
+  for (const auto& f : files) id << '|' << file_identity(f);
   return id.str();
 }
 
@@ -161,6 +166,11 @@ Expected<std::shared_ptr<ExecutorResources>> load_rank(const ExecutorConfig& exe
 
 }  // namespace
 
+std::string lora_identity(const LoraModule& m) {
+  const std::filesystem::path dir(m.path);
+  return "lora|" + file_identity(dir / "adapter_config.json") + '|' + file_identity(dir / "adapter_model.safetensors");
+}
+
 int rank_threads(const ExecutorConfig& exe, int n_cpu_ranks) {
   if (exe.threads > 0 || n_cpu_ranks <= 1) return exe.threads;
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / n_cpu_ranks);
@@ -178,6 +188,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   lo.expert_parallel = exe.expert_parallel;
   lo.loras = options.lora_modules;
   lo.max_lora_rank = options.max_lora_rank;
+  lo.max_loras = options.lora_enabled() ? options.max_loras : 0;
   // Every rank's backend first: a GPU rank's communicator is bound to its backend's stream.
   std::vector<std::unique_ptr<Backend>> backends;
   for (int r = 0; r < exe.tp; ++r) {
@@ -228,6 +239,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   setup.max_inflight_steps = inst.scheduler.max_inflight_steps;
   setup.pool_pages = n_pages;
   setup.eos_ids = mc.eos_ids;
+  for (const LoraModule& m : options.lora_modules) setup.lora_identities.push_back(lora_identity(m));
   setup.counters = std::make_shared<SchedulerCounters>();
   setup.limits.chunked_prefill = inst.scheduler.chunked_prefill;
   setup.limits.prefix_cache = inst.cache.radix;

@@ -59,6 +59,10 @@ int rank_threads(const ExecutorConfig& exe, int n_cpu_ranks);
 Expected<LoadedInstance> load_instance(const EngineOptions& options, const InstanceConfig& inst,
                                        const std::string& model_path, int n_cpu_ranks, bool progress);
 
+// What a LoRA adapter's files hold (names, sizes, hashes of their first and last MiB): the
+// scheduler roots the page keys of the adapter's prompts in it (SchedulerPolicy::set_lora_identity).
+std::string lora_identity(const LoraModule& m);
+
 // The model's tokenizer: a directory's tokenizer files, or the vocabulary a GGUF carries; null
 // when the model has none (a llama2.c .bin). Errors: tokenizer files that do not load. Check it
 // against the model's vocabulary with check_tokenizer_fits.

@@ -22,7 +22,7 @@ namespace {
 
 // The executor's own message: look again whether the step in flight has finished.
 using step_poll_atom = caf::atom_constant<caf::atom("steppoll")>;
-using executor_impl_actor = executor_actor::extend<caf::reacts_to<step_poll_atom, uint64_t>>;
+using executor_impl_actor = executor_actor::extend<caf::reacts_to<step_poll_atom, uint64_t>>::extend_with<lora_slots_actor>;
 
 // A step started on the backend whose tokens have not been handed back yet.
 struct PendingStep {
@@ -457,6 +457,22 @@ void poll_step(executor_ptr self, uint64_t step_id) {
   }
 }
 
+// A LoRA slot loaded or freed between steps (Model::load_lora synchronizes with a step still in
+// flight on the device before it touches the slot's weights).
+lora_updated_msg update_lora(executor_ptr self, const lora_update_msg& m) {
+  auto r = m.reader();
+  Model& model = *self->state.resources->model;
+  const int slot = static_cast<int>(r.getSlot());
+  const Status s = r.getLoad() ? model.load_lora(slot, LoraModule{r.getName(), r.getPath()}) : model.unload_lora(slot);
+  if (s.is_ok()) {
+    spdlog::info("executor: LoRA slot {} {}", slot, r.getLoad() ? "loaded '" + std::string(r.getName().cStr()) + "'" : "freed");
+  }
+  return lora_updated_msg::build([&](schema::LoraUpdated::Builder b) {
+    b.setError(s.is_ok() ? "" : s.message());
+    b.setCode(static_cast<uint8_t>(s.code()));
+  });
+}
+
 executor_impl_actor::behavior_type executor_fun(executor_ptr self, std::shared_ptr<ExecutorResources> resources,
                                                 hicache_actor tiers, std::vector<tp_follower_actor> followers) {
   init_state(self->state, self, std::move(resources));
@@ -469,6 +485,7 @@ executor_impl_actor::behavior_type executor_fun(executor_ptr self, std::shared_p
       [self](const kv_load_msg& m) -> caf::result<kv_loaded_msg> { return load_pages(self, m); },
       [self](const kv_export_msg& m) -> caf::result<kv_exported_msg> { return export_pages(self, m); },
       [self](const kv_import_msg& m) -> caf::result<kv_imported_msg> { return import_pages(self, m); },
+      [self](const lora_update_msg& m) -> caf::result<lora_updated_msg> { return update_lora(self, m); },
   };
 }
 

@@ -64,6 +64,10 @@ using executor_actor = caf::typed_actor<caf::replies_to<step_plan_msg>::with<ste
                                         caf::replies_to<kv_load_msg>::with<kv_loaded_msg>,
                                         caf::replies_to<kv_export_msg>::with<kv_exported_msg>,
                                         caf::replies_to<kv_import_msg>::with<kv_imported_msg>>;
+// The engine's handle on what holds LoRA adapter slots at run time: the executor (the weights)
+// and the scheduler (the slot's cached prefixes and page-key root). The actors spawn_executor and
+// spawn_scheduler make take it besides their own interface (caf::actor_cast to this type).
+using lora_slots_actor = caf::typed_actor<caf::replies_to<lora_update_msg>::with<lora_updated_msg>>;
 // A tensor-parallel rank other than 0: runs the (resolved) plans rank 0 forwards (no replies),
 // and reads or writes its part of KV pages for rank 0 (its own page bytes; a local BlobRef).
 using tp_follower_actor = caf::typed_actor<caf::reacts_to<step_plan_msg>,

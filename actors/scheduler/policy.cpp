@@ -30,7 +30,7 @@ const char* finish_name(Finish f) {
 
 SchedulerPolicy::SchedulerPolicy(const SchedulerLimits& limits, int pool_pages, PageKey cache_root,
                                  std::shared_ptr<Drafter> drafter)
-    : limits_(limits), pool_pages_(pool_pages) {
+    : limits_(limits), pool_pages_(pool_pages), cache_root_(cache_root) {
   BRIGADE_CHECK(limits_.validate().is_ok(), "limits are validated by the caller");
   BRIGADE_CHECK(pool_pages_ >= 1, "a KV pool has at least one page");
   if (limits_.prefix_cache) cache_ = std::make_unique<RadixTree>(limits_.page_size, limits_.eviction, cache_root);

@@ -224,6 +224,17 @@ class SchedulerPolicy {
   // Returns the events to send now (possibly none). Unknown ids are ignored.
   std::vector<SeqEvent> abort(uint64_t id, PageSource& pages);
 
+  // LoRA adapters (policy_lora.cpp; docs/architecture.md "LoRA adapters"). The adapter in `slot`
+  // (1-based: a request's lora id) is named by `identity` (what its files hold): its prompts'
+  // hash chains start from a key of the model's root and that identity, so pages computed under
+  // one adapter never reach another through the lower tiers. Empty: the model's root.
+  void set_lora_identity(int slot, const std::string& identity);
+  // Drops the prefix cache's pages of the adapter in `slot` (unloaded, or about to take another
+  // adapter) and forgets its identity. out_of_resources, changing nothing, while a request of the
+  // slot is still queued or running here; out_of_resources too when a cached prefix of it is still
+  // locked (those stay).
+  Status drop_lora(int slot, PageSource& pages);
+
   bool has_work() const { return !waiting_.empty() || !running_.empty(); }
   int n_waiting() const { return static_cast<int>(waiting_.size()); }
   int n_running() const { return static_cast<int>(running_.size()); }
@@ -379,6 +390,8 @@ class SchedulerPolicy {
   // first token salted by the adapter under a LoRA adapter, so no adapter shares pages with
   // another or with the base (the same tokens give other K/V under an adapter).
   std::span<const int32_t> cache_key(const Seq& s, std::vector<int32_t>& buf) const;
+  // The adapter slot a salted first token names (0 for a real token id).
+  int lora_slot_of(int32_t first_token) const;
   // ---- prompt logprobs (policy_prompt_logprobs.cpp) ----
   bool needs_prompt_logprobs(const Seq& s) const;
   // The most leading tokens admission may take from the prefix cache.
@@ -414,6 +427,9 @@ class SchedulerPolicy {
   int pages_wanted_ = 0;
   uint64_t n_load_skips_ = 0;  // pages a sequence of the last plan waited for (to lease)
   std::unique_ptr<RadixTree> cache_;
+  PageKey cache_root_;
+  std::vector<PageKey> lora_roots_;  // [slot - 1]: the chain root of the adapter's prompts
+  std::vector<bool> lora_rooted_;    // whether set_lora_identity gave the slot one
   PrefixCacheStats cache_stats_;
   std::vector<KvLoadRequest> loads_;
   std::vector<RadixTree::Evicted> saves_;

@@ -63,7 +63,8 @@ struct SchedulerState {
   static inline const char* name = "brigade.scheduler";
 };
 
-using scheduler_ptr = scheduler_actor::stateful_pointer<SchedulerState>;
+using scheduler_impl_actor = scheduler_actor::extend_with<lora_slots_actor>;
+using scheduler_ptr = scheduler_impl_actor::stateful_pointer<SchedulerState>;
 
 // Publishes the gauges the Engine reports (running, waiting, pages held).
 void update_gauges(scheduler_ptr self) {
@@ -409,13 +410,15 @@ void pump(scheduler_ptr self) {
   request_pages(self, st.policy->pages_short(st.lease));
 }
 
-scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup setup, executor_actor executor,
+scheduler_impl_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup setup, executor_actor executor,
                                              kv_manager_actor kv_manager, token_sink_actor sink,
                                              handoff_sink_actor handoffs) {
   auto& st = self->state;
   st.setup = std::move(setup);
   st.policy = std::make_unique<SchedulerPolicy>(st.setup.limits, st.setup.pool_pages, st.setup.cache_root,
                                                 st.setup.drafter);
+  for (size_t i = 0; i < st.setup.lora_identities.size(); ++i)
+    st.policy->set_lora_identity(static_cast<int>(i) + 1, st.setup.lora_identities[i]);
   st.lease.set_pool_free(st.setup.pool_pages);  // the pool starts empty of leases
   st.executor = std::move(executor);
   st.kv_manager = std::move(kv_manager);
@@ -471,6 +474,20 @@ scheduler_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerSetup 
         });
       },
       [self](const kv_handoff_msg& msg) { on_handoff(self, msg); },
+      [self](const lora_update_msg& msg) {
+        auto r = msg.reader();
+        auto& state = self->state;
+        const int slot = static_cast<int>(r.getSlot());
+        Status s = slot >= 1 ? state.policy->drop_lora(slot, state.lease)
+                             : invalid_argument("LoRA slot " + std::to_string(slot) + " (slots start at 1)");
+        if (s.is_ok() && r.getLoad()) state.policy->set_lora_identity(slot, r.getIdentity());
+        return_surplus(self);
+        update_gauges(self);
+        return lora_updated_msg::build([&](schema::LoraUpdated::Builder b) {
+          b.setError(s.is_ok() ? "" : s.message());
+          b.setCode(static_cast<uint8_t>(s.code()));
+        });
+      },
       [self](const abort_msg& msg) {
         const uint64_t id = msg.reader().getRequestId();
         emit(self, self->state.policy->abort(id, self->state.lease));

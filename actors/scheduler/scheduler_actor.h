@@ -98,8 +98,15 @@ struct SchedulerSetup {
   // forwards inside the scheduler's handlers, so the scheduler then gets a thread of its own
   // (detached) instead of blocking one of CAF's shared workers.
   std::shared_ptr<Drafter> drafter;
+  // The identity (lora_identity) of the LoRA adapter in slot i + 1 when the engine starts; the
+  // engine's LoraUpdate messages change them later (SchedulerPolicy::set_lora_identity).
+  std::vector<std::string> lora_identities;
 };
 
+// The scheduler spawn_scheduler makes also takes LoraUpdate (lora_slots_actor, through
+// caf::actor_cast): a load drops the slot's cached prefixes and roots its page keys in the new
+// adapter's identity; an unload drops them. Replies with an error when a running request still
+// holds the slot's cached pages.
 // `handoffs`: where a prefill-role scheduler (setup.limits.role) sends its KvHandoffs; required
 // for that role, unused otherwise.
 scheduler_actor spawn_scheduler(caf::actor_system& system, const SchedulerSetup& setup,

@@ -94,8 +94,9 @@ struct GenerateOptions {
   // Key/value tags the topology's stations read (StationRequest::label), e.g. a tenant for a
   // rate limit. At most 16; keys 1-64 bytes and distinct, values at most 256 bytes.
   std::vector<std::pair<std::string, std::string>> labels;
-  // The LoRA adapter to run under (EngineOptions::lora_modules' name; vLLM's model=<adapter>);
-  // empty: the base model. An unknown name is refused naming the loaded ones.
+  // The LoRA adapter to run under (EngineOptions::lora_modules' name, or one Engine::load_lora
+  // loaded; vLLM's model=<adapter>); empty: the base model. An unknown name is refused naming the
+  // loaded ones.
   std::string lora;
 };
 
@@ -201,7 +202,9 @@ struct ModelSummary {
   Pooling pooling = Pooling::last;
   bool normalize_embeddings = true;
   std::string pooling_error;
-  std::vector<LoraModule> loras;  // the served LoRA adapters (EngineOptions::lora_modules)
+  std::vector<LoraModule> loras;  // the LoRA adapters served at start (EngineOptions::lora_modules);
+                                  // Engine::loras() says which are served now
+  int max_loras = 0;              // adapter slots (0: LoRA off; EngineOptions::lora_enabled)
 };
 
 struct EngineOptions {
@@ -227,6 +230,10 @@ struct EngineOptions {
   std::vector<LoraModule> lora_modules;
   int max_loras = 8;
   int max_lora_rank = 16;
+  // Keeps max_loras adapter slots so that Engine::load_lora can add adapters while serving
+  // (vLLM's --enable-lora), with or without lora_modules at start. lora_modules alone enable it too.
+  bool enable_lora = false;
+  bool lora_enabled() const { return enable_lora || !lora_modules.empty(); }
 };
 
 // Counters since the engine started (monotonic; read them twice and subtract for a window).
@@ -345,6 +352,22 @@ class Engine {
   Expected<Embedding> embed(const EmbedOptions& request);
 
   virtual const ModelSummary& model() const = 0;
+
+  // LoRA adapters while serving (vLLM's /v1/load_lora_adapter and /v1/unload_lora_adapter;
+  // EngineOptions::enable_lora). load_lora reads the adapter into a free slot of every instance
+  // and returns once requests can name it; errors: unsupported when the engine was started
+  // without LoRA slots or has remote instances, invalid_argument for an empty name or one
+  // already loaded, out_of_resources when max_loras adapters are loaded (or a slot is still
+  // draining), and read_lora_adapter's errors for the files (nothing changes then).
+  // unload_lora takes the name away at once: new requests naming it are refused, requests
+  // already running finish under it, and its slot (weights, cached prefixes) is freed when the
+  // last of them ends (or when a later load takes the slot). not_found for a name not loaded.
+  // Both block the calling thread (not an engine callback's).
+  virtual Status load_lora(const LoraModule& module) = 0;
+  virtual Status unload_lora(const std::string& name) = 0;
+  // The adapters requests can name now, in slot order.
+  virtual std::vector<LoraModule> loras() const = 0;
+
   virtual EngineStats stats() const = 0;
   // Per instance, in topology order (one entry for a single-instance engine).
   virtual std::vector<InstanceStats> instance_stats() const = 0;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "brigade/engine.h"
+#include "tests/actors/lora_test_util.h"
 #include "tests/engine_test_util.h"
 #include "tests/models/hf_fixture.h"
 
@@ -17,36 +18,16 @@ EngineOptions lora_options() {
   return o;
 }
 
-GenerateOptions greedy_under(const std::vector<int32_t>& prompt, int n, const std::string& lora) {
-  GenerateOptions r = testing::greedy_ids(prompt, n);
-  r.lora = lora;
-  return r;
-}
+using testing::greedy_under;
 
 // Base, adapter "all" and adapter "rs" on every fixture prompt, all submitted together so they
 // share steps; each must give its own reference's greedy tokens.
 TEST(EngineLora, MixedRequestsMatchTheirReferencesOnEveryPath) {
-  const auto base = testing::read_fixture_cases("llama"), all = testing::read_fixture_cases("lora/all_r4"),
-             rs = testing::read_fixture_cases("lora/rslora_qv");
-  ASSERT_FALSE(base.empty());
   for (const auto& [name, options] : testing::variants(lora_options())) {
     SCOPED_TRACE(name);
     auto engine = testing::create_engine(options);
     ASSERT_NE(engine, nullptr);
-    std::vector<GenerateOptions> reqs;
-    std::vector<const std::vector<int32_t>*> want;
-    for (size_t i = 0; i < base.size(); ++i) {
-      const int n = static_cast<int>(base[i].greedy.size());
-      reqs.push_back(greedy_under(base[i].prompt, n, ""));
-      want.push_back(&base[i].greedy);
-      reqs.push_back(greedy_under(all[i].prompt, n, "all"));
-      want.push_back(&all[i].greedy);
-      reqs.push_back(greedy_under(rs[i].prompt, n, "rs"));
-      want.push_back(&rs[i].greedy);
-    }
-    const auto got = testing::generate_all(*engine, reqs);
-    for (size_t i = 0; i < reqs.size(); ++i)
-      EXPECT_EQ(got[i], *want[i]) << "request " << i << " (lora '" << reqs[i].lora << "')";
+    testing::expect_lora_mix(*engine);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <vector>
@@ -48,6 +49,56 @@ TEST(RadixTree, MatchesWholePagesOfTheLongestCachedPrefix) {
   // continue_keys extends the chain past a match.
   auto m1 = t.match(seq({10}), 100);
   EXPECT_EQ(t.continue_keys(m1, seq({10, 20, 30}), 3), (std::vector<PageKey>{want[1], want[2]}));
+}
+
+// A root per first token (LoRA adapters: the scheduler's salted first tokens): chains of prompts
+// that start with a negative token start from their own root, in match, insert and continue_keys.
+TEST(RadixTree, RootKeyOfTheFirstTokenStartsTheChain) {
+  RadixTree t(kPage, EvictionPolicy::lru, root_key("m"));
+  const PageKey other = root_key("m|lora=x");
+  t.set_root_key_of([&](int32_t first) { return first < 0 ? other : root_key("m"); });
+  auto salted = seq({-100, 20});
+  EXPECT_EQ(t.match(salted, 100).last_key, other) << "nothing matched: the chain's root";
+  t.insert(salted, std::vector<int32_t>{1, 2}, 0, nullptr);
+  t.insert(seq({10, 20}), std::vector<int32_t>{3, 4}, 0, nullptr);
+  auto m = t.match(salted, 100);
+  ASSERT_EQ(m.keys.size(), 2u);
+  PageKey k = other;
+  EXPECT_EQ(m.keys[0], k = chain_key(k, seq({-100})));
+  EXPECT_EQ(m.keys[1], chain_key(k, seq({20})));
+  EXPECT_EQ(t.match(seq({10, 20}), 100).keys[0], chain_key(root_key("m"), seq({10})));
+  auto none = t.match(seq({-200}), 100);
+  EXPECT_EQ(t.continue_keys(none, seq({-200}), 1), (std::vector<PageKey>{chain_key(other, seq({-200}))}));
+}
+
+// erase_first_token_if drops whole subtrees by their first token (an unloaded adapter's
+// prefixes), except those a sequence holds locked; other prompts stay.
+TEST(RadixTree, EraseFirstTokenIfDropsUnlockedSubtrees) {
+  RadixTree t(kPage, EvictionPolicy::lru, root_key("m"));
+  t.insert(seq({-100, 20, 30}), std::vector<int32_t>{1, 2, 3}, 0, nullptr);
+  t.insert(seq({-100, 21}), std::vector<int32_t>{1, 4}, 0, nullptr);
+  RadixTree::NodeRef held = nullptr;
+  t.insert(seq({-300, 20}), std::vector<int32_t>{5, 6}, 0, &held);
+  t.lock(held);
+  t.insert(seq({10, 20}), std::vector<int32_t>{7, 8}, 0, nullptr);
+  ASSERT_EQ(t.n_pages(), 8);
+  int kept = -1;
+  auto gone = t.erase_first_token_if([](int32_t first) { return first < 0; }, &kept);
+  std::vector<int32_t> pages;
+  for (const auto& e : gone) pages.push_back(e.page);
+  std::sort(pages.begin(), pages.end());
+  EXPECT_EQ(pages, (std::vector<int32_t>{1, 2, 3, 4}));
+  EXPECT_EQ(kept, 1) << "the locked subtree stays";
+  EXPECT_EQ(t.n_pages(), 4);
+  EXPECT_EQ(t.n_evicted(), 0u);
+  EXPECT_EQ(t.match(seq({-100, 20}), 100).n_tokens, 0);
+  EXPECT_EQ(t.match(seq({-300, 20}), 100).n_tokens, 8);
+  EXPECT_EQ(t.match(seq({10, 20}), 100).n_tokens, 8);
+  t.unlock(held);
+  EXPECT_EQ(t.erase_first_token_if([](int32_t first) { return first == -300; }, &kept).size(), 2u);
+  EXPECT_EQ(kept, 0);
+  EXPECT_EQ(t.n_pages(), 2);
+  EXPECT_EQ(t.n_evictable(), 2);
 }
 
 TEST(RadixTree, InsertReportsPagesItTookAlreadyHadOrDuplicates) {

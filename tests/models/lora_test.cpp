@@ -18,11 +18,13 @@ std::vector<LoraModule> fixture_loras() {
   return {{"all", fixture_dir("lora/all_r4")}, {"rs", fixture_dir("lora/rslora_qv")}};
 }
 
-std::unique_ptr<Model> load_with(const std::vector<LoraModule>& loras, Backend& backend, std::string* error = nullptr) {
+std::unique_ptr<Model> load_with(const std::vector<LoraModule>& loras, Backend& backend, std::string* error = nullptr,
+                                 int max_loras = 0) {
   LoadOptions opts;
   opts.max_batch_tokens = 160;
   opts.progress = false;
   opts.loras = loras;
+  opts.max_loras = max_loras;
   auto m = Model::load(fixture_dir("llama"), backend, opts);
   if (error != nullptr) *error = m ? "" : m.status().to_string();
   return m ? std::move(*m) : nullptr;
@@ -122,6 +124,60 @@ TEST(Lora, StepWithUnknownAdapterIdIsRefused) {
   const Status st = model->forward(b, *kv, buf->view(DType::f32, {1, 256}));
   EXPECT_EQ(st.code(), StatusCode::invalid_argument);
   EXPECT_NE(st.message().find("outside [0, 2]"), std::string::npos) << st.to_string();
+}
+
+// Slots for adapters loaded at run time (LoadOptions::max_loras, Model::load_lora): a model
+// loaded with none takes both adapters later, each matching PEFT from its slot; a freed slot is
+// refused, and taking another adapter it serves that one (nothing of the old one stays).
+TEST(Lora, AdaptersLoadedIntoSlotsAtRunTimeMatchPeft) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = load_with({}, *backend, nullptr, /*max_loras=*/2);
+  ASSERT_NE(model, nullptr);
+  const auto all = read_fixture_cases("lora/all_r4"), rs = read_fixture_cases("lora/rslora_qv");
+  const auto base = read_fixture_cases("llama");
+  // Empty slots: the base runs as without LoRA, and a step naming a slot is refused.
+  FixtureRun plain = run_adapter_case(*model, *backend, base[0], 0);
+  EXPECT_LT(plain.max_abs_diff, kLogitTol);
+  auto kv = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
+  StepBatch b = make_step({{0, {1, 2, 3}, 0, false}}, kPageSize, kPages);
+  b.lora = {2};
+  auto buf = backend->allocate(256 * sizeof(float));
+  Status st = model->forward(b, *kv, buf->view(DType::f32, {1, 256}));
+  EXPECT_EQ(st.code(), StatusCode::invalid_argument);
+  EXPECT_NE(st.message().find("free slot"), std::string::npos) << st.to_string();
+
+  ASSERT_TRUE(model->load_lora(2, {"rs", fixture_dir("lora/rslora_qv")}).is_ok());
+  ASSERT_TRUE(model->load_lora(1, {"all", fixture_dir("lora/all_r4")}).is_ok());
+  for (size_t i = 0; i < all.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const FixtureRun a = run_adapter_case(*model, *backend, all[i], 1), r = run_adapter_case(*model, *backend, rs[i], 2);
+    EXPECT_LT(a.max_abs_diff, kLogitTol);
+    EXPECT_EQ(a.greedy, all[i].greedy);
+    EXPECT_LT(r.max_abs_diff, kLogitTol);
+    EXPECT_EQ(r.greedy, rs[i].greedy);
+  }
+  // Slot 1 freed: refused; then slot 1 takes "rs" too and serves it exactly.
+  ASSERT_TRUE(model->unload_lora(1).is_ok());
+  b.lora = {1};
+  st = model->forward(b, *kv, buf->view(DType::f32, {1, 256}));
+  EXPECT_EQ(st.code(), StatusCode::invalid_argument) << st.to_string();
+  ASSERT_TRUE(model->load_lora(1, {"rs", fixture_dir("lora/rslora_qv")}).is_ok());
+  const FixtureRun again = run_adapter_case(*model, *backend, rs[0], 1);
+  EXPECT_LT(again.max_abs_diff, kLogitTol);
+  EXPECT_EQ(again.greedy, rs[0].greedy);
+  // Outside the slots, or a bad adapter: refused, and a failed load leaves the slot free.
+  EXPECT_EQ(model->load_lora(3, {"x", fixture_dir("lora/all_r4")}).code(), StatusCode::invalid_argument);
+  EXPECT_FALSE(model->load_lora(1, {"x", fixture_dir("llama")}).is_ok());  // no adapter files
+  st = model->forward(b, *kv, buf->view(DType::f32, {1, 256}));
+  EXPECT_EQ(st.code(), StatusCode::invalid_argument) << "the failed load left slot 1 free";
+}
+
+TEST(Lora, ModelWithoutSlotsRefusesRuntimeLoads) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = load_with({}, *backend);
+  ASSERT_NE(model, nullptr);
+  const Status st = model->load_lora(1, {"all", fixture_dir("lora/all_r4")});
+  EXPECT_EQ(st.code(), StatusCode::unsupported) << st.to_string();
 }
 
 TEST(LoraConfig, RefusesWhatItCannotRun) {
