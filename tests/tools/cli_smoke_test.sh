@@ -107,6 +107,12 @@ PY
 kill $server 2>/dev/null || true
 wait $server 2>/dev/null || true
 
+# The runtime LoRA routes need LoRA slots: refused before the model loads, by flag or vLLM's variable.
+if "$bin" serve --model "$dir/m" --allow-runtime-lora-updating >"$dir/lora.txt" 2>&1; then exit 1; fi
+grep -q "needs --enable-lora" "$dir/lora.txt"
+if VLLM_ALLOW_RUNTIME_LORA_UPDATING=True "$bin" serve --model "$dir/m" >"$dir/lora.txt" 2>&1; then exit 1; fi
+grep -q "needs --enable-lora" "$dir/lora.txt"
+
 # Two instances behind the router (the shipped topology): a shared-prefix load is served, and
 # /metrics labels each instance and counts the router's decisions.
 topology=$(dirname "$0")/../../config/two_cpu_instances.yaml
