@@ -1,9 +1,10 @@
 // LoraSlots: the engine's book of LoRA adapter slots while serving (docs/architecture.md "LoRA
 // adapters"). Slot k (1..n) is the adapter id requests carry to the scheduler and executor. A slot
 // is free, loading (a load_lora reserved it and is reading the files), live (requests may name
-// it), or draining (unloaded while requests under it still run: its name is gone, its weights and
-// cached prefixes stay until the last of them ends). A load may take a free slot, or a draining
-// one whose requests have all ended (the load replaces what the slot held).
+// it), draining (unloaded while requests under it still run: its name is gone; its weights and
+// cached prefixes stay until a later load takes the slot, which it may once they have all ended:
+// the load replaces what the slot held), or being freed (unloaded with nothing running: the
+// unload frees the slot's weights and prefixes, then abandon()s it).
 //
 // Thread-safe: submit (any client thread), the requests' last events (engine threads) and
 // load/unload (a client thread) meet here.

@@ -65,7 +65,7 @@ Status SchedulerPolicy::drop_lora(int slot, PageSource& pages) {
   pages.give_back(freed);
   if (kept > 0)
     return out_of_resources("LoRA slot " + std::to_string(slot) + ": " + std::to_string(kept) +
-                               " cached prefix(es) are still in use by running requests");
+                            " cached prefix(es) are still in use by running requests");
   return Status::ok();
 }
 

@@ -105,8 +105,8 @@ struct SchedulerSetup {
 
 // The scheduler spawn_scheduler makes also takes LoraUpdate (lora_slots_actor, through
 // caf::actor_cast): a load drops the slot's cached prefixes and roots its page keys in the new
-// adapter's identity; an unload drops them. Replies with an error when a running request still
-// holds the slot's cached pages.
+// adapter's identity; an unload drops them. Replies with an error (out_of_resources, nothing
+// changed) while a request of the slot is still queued or running here.
 // `handoffs`: where a prefill-role scheduler (setup.limits.role) sends its KvHandoffs; required
 // for that role, unused otherwise.
 scheduler_actor spawn_scheduler(caf::actor_system& system, const SchedulerSetup& setup,
