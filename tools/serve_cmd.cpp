@@ -112,9 +112,10 @@ int run_serve(const ServeArgs& a) {
   if (so.model_name.empty()) so.model_name = "brigade";
   auto server = server::HttpServer::start(**engine, so);
   if (!server) return fail(server.status());
-  std::printf("serving %s as '%s' on http://%s:%d (POST /v1/completions, /v1/chat/completions, /v1/embeddings; GET /v1/models, "
-              "/health, /metrics)%s\n",
+  std::printf("serving %s as '%s' on http://%s:%d (POST /v1/completions, /v1/chat/completions, /v1/embeddings%s; GET "
+              "/v1/models, /health, /metrics)%s\n",
               model->c_str(), so.model_name.c_str(), a.host.c_str(), (*server)->port(),
+              runtime_lora ? ", /v1/load_lora_adapter, /v1/unload_lora_adapter" : "",
               a.api_key.empty() ? "" : "; /v1 needs the API key");
   std::fflush(stdout);
 
