@@ -4,6 +4,7 @@ Run through ctest (scripts/python-env.sh run-pytest); BRIGADE_BIN names the brig
 (default build/tools/brigade).
 """
 import json
+import math
 import os
 import re
 import subprocess
@@ -648,3 +649,48 @@ def test_mistral_tool_calls(mistral_client):
                                                                   "function": {"name": "get_time", "arguments": "{}"}}]},
                             {"role": "tool", "tool_call_id": "call_x", "content": "noon"}])
     assert "length 9" in str(e.value)
+
+
+@pytest.fixture(scope="module")
+def lora_client():
+    """`brigade serve` on the transformers fixture tests/fixtures/llama with LoRA slots and vLLM's
+    runtime adapter routes (as VLLM_ALLOW_RUNTIME_LORA_UPDATING=True with --enable-lora)."""
+    model = os.path.join(ROOT, "tests", "fixtures", "llama")
+    env_proc = dict(os.environ, VLLM_ALLOW_RUNTIME_LORA_UPDATING="True")
+    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
+                             "--served-model-name", "tiny", "--enable-lora", "--max-loras", "1"],
+                            stdout=subprocess.PIPE, text=True, env=env_proc)
+    match = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stdout.readline())
+    assert match
+    yield openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
+    proc.terminate()
+    assert proc.wait(timeout=60) == 0
+
+
+def reference_first_logprob(fixture):
+    """The PEFT reference's logprob of the greedy first token of the fixture's first prompt."""
+    with open(os.path.join(ROOT, "tests", "fixtures", fixture, "expected.json")) as f:
+        case = json.load(f)["cases"][0]
+    last = case["logits"][-1]
+    top = max(last)
+    log_z = top + math.log(sum(math.exp(v - top) for v in last))
+    return case["prompt"], case["greedy"][0], last[case["greedy"][0]] - log_z
+
+
+def test_lora_adapters_load_and_unload_at_run_time(lora_client):
+    path = os.path.join(ROOT, "tests", "fixtures", "lora", "all_r4")
+    r = lora_client.post("/load_lora_adapter", cast_to=str, body={"lora_name": "all", "lora_path": path})
+    assert r == "Success: LoRA adapter 'all' added successfully."
+    assert [m.id for m in lora_client.models.list().data] == ["tiny", "all"]
+    prompt, token, logprob = reference_first_logprob("lora/all_r4")
+    c = lora_client.completions.create(model="all", prompt=prompt, max_tokens=1, temperature=0, logprobs=0,
+                                       extra_body={"ignore_eos": True})
+    assert abs(c.choices[0].logprobs.token_logprobs[0] - logprob) < 4e-4
+    with pytest.raises(openai.BadRequestError, match="already loaded"):
+        lora_client.post("/load_lora_adapter", cast_to=str, body={"lora_name": "all", "lora_path": path})
+    r = lora_client.post("/unload_lora_adapter", cast_to=str, body={"lora_name": "all"})
+    assert r == "Success: LoRA adapter 'all' removed successfully."
+    with pytest.raises(openai.BadRequestError, match="not served"):
+        lora_client.completions.create(model="all", prompt=prompt, max_tokens=1)
+    with pytest.raises(openai.NotFoundError):
+        lora_client.post("/unload_lora_adapter", cast_to=str, body={"lora_name": "all"})
