@@ -56,7 +56,11 @@ SimpleResponse lora_update_route(ServerContext& ctx, std::string_view body, bool
   if (!load && name.empty()) return fail(400, invalid_argument("'lora_name' must be provided (a non-empty string)"));
   if (load && name == ctx.options.model_name)
     return fail(400, invalid_argument("'" + name + "' is the served model's name; give the adapter another"));
-  const Status st = load ? ctx.engine.load_lora(LoraModule{name, path}) : ctx.engine.unload_lora(name);
+  auto inplace = j.find("load_inplace");
+  if (inplace != j.end() && !inplace->is_boolean())
+    return fail(400, invalid_argument("'load_inplace' must be a boolean"));
+  const bool replace = inplace != j.end() && inplace->get<bool>();
+  const Status st = load ? ctx.engine.load_lora(LoraModule{name, path}, replace) : ctx.engine.unload_lora(name);
   if (!st.is_ok()) {
     // A full set of slots is the request's to fix (unload one), not a rate limit to wait out.
     const int status = st.code() == StatusCode::not_found ? 404 : st.code() == StatusCode::internal ? 500 : 400;

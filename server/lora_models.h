@@ -21,7 +21,8 @@ namespace brigade::server {
 Status select_lora(const std::string& served_name, const std::vector<LoraModule>& loras, bool checked,
                    CompletionRequest& r);
 
-// POST /v1/load_lora_adapter {"lora_name", "lora_path"} (load) and /v1/unload_lora_adapter
+// POST /v1/load_lora_adapter {"lora_name", "lora_path", "load_inplace"?} (load; load_inplace
+// replaces a loaded adapter of that name, Engine::load_lora's replace) and /v1/unload_lora_adapter
 // {"lora_name"}, as vLLM answers them: 200 with a text/plain "Success: ..." line; 400 for a bad
 // body, a name already loaded or the served model's name, no free slot, or files that are not
 // an adapter of this model; 404 for unloading a name not loaded or a path without the files.

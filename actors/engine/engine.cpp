@@ -287,8 +287,8 @@ class EngineImpl final : public Engine {
   }
   const ModelSummary& model() const override { return summary_; }
 
-  Status load_lora(const LoraModule& module) override {
-    BRIGADE_ASSIGN_OR_RETURN(const int slot, lora_slots_.reserve(module));
+  Status load_lora(const LoraModule& module, bool replace) override {
+    BRIGADE_ASSIGN_OR_RETURN(const int slot, lora_slots_.reserve(module, replace));
     Status s = update_lora_slot(slot, true, module);
     if (!s.is_ok()) {
       // Whatever instance took it lets it go again (a failed load left its own slot free).
@@ -297,8 +297,13 @@ class EngineImpl final : public Engine {
       lora_slots_.abandon(slot);
       return s;
     }
-    lora_slots_.commit(slot);
-    spdlog::info("engine: LoRA adapter '{}' ({}) loaded into slot {}", module.name, module.path, slot);
+    if (const int old = lora_slots_.commit(slot); old != 0) {  // replaced, and nothing runs under the old one
+      if (Status freed = update_lora_slot(old, false, module); !freed.is_ok())
+        spdlog::warn("engine: freeing LoRA slot {} of the replaced '{}': {}", old, module.name, freed.to_string());
+      lora_slots_.abandon(old);
+    }
+    spdlog::info("engine: LoRA adapter '{}' ({}) loaded into slot {}{}", module.name, module.path, slot,
+                 replace ? " (in place of any earlier one)" : "");
     return Status::ok();
   }
 

@@ -40,7 +40,7 @@ void LoraSlots::release(int32_t slot) {
   if (s.running > 0) --s.running;
 }
 
-Expected<int> LoraSlots::reserve(const LoraModule& m) {
+Expected<int> LoraSlots::reserve(const LoraModule& m, bool replace) {
   std::lock_guard<std::mutex> lock(mu_);
   if (slots_.empty())
     return unsupported("LoRA adapters cannot be loaded: the engine was started without LoRA slots "
@@ -51,9 +51,11 @@ Expected<int> LoraSlots::reserve(const LoraModule& m) {
   bool draining_busy = false;
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
-    if ((s.state == State::live || s.state == State::loading) && s.module.name == m.name)
-      return invalid_argument("LoRA adapter '" + m.name + "' is already loaded" +
-                              (s.state == State::loading ? " (its load is in progress)" : ""));
+    if (s.module.name != m.name) continue;
+    if (s.state == State::loading)
+      return invalid_argument("LoRA adapter '" + m.name + "' is already being loaded");
+    if (s.state == State::live && !replace)
+      return invalid_argument("LoRA adapter '" + m.name + "' is already loaded (load it in place to replace it)");
   }
   for (size_t i = 0; i < slots_.size() && pick == 0; ++i)
     if (slots_[i].state == State::free) pick = static_cast<int>(i + 1);
@@ -76,9 +78,23 @@ Expected<int> LoraSlots::reserve(const LoraModule& m) {
   return pick;
 }
 
-void LoraSlots::commit(int slot) {
+int LoraSlots::commit(int slot) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (slot >= 1 && static_cast<size_t>(slot) <= slots_.size()) slots_[static_cast<size_t>(slot - 1)].state = State::live;
+  if (slot < 1 || static_cast<size_t>(slot) > slots_.size()) return 0;
+  Slot& fresh = slots_[static_cast<size_t>(slot - 1)];
+  int to_free = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& old = slots_[i];
+    if (static_cast<int>(i + 1) == slot || old.state != State::live || old.module.name != fresh.module.name) continue;
+    if (old.running == 0) {
+      old.state = State::freeing;
+      to_free = static_cast<int>(i + 1);
+    } else {
+      old.state = State::draining;
+    }
+  }
+  fresh.state = State::live;
+  return to_free;
 }
 
 void LoraSlots::abandon(int slot) {

@@ -34,10 +34,13 @@ class LoraSlots {
 
   // Reserves a slot for a new adapter: a free one, else a draining one with no request left
   // (lowest first). unsupported with no slots; invalid_argument for an empty name or one that
-  // is live or loading; out_of_resources when every slot is live, loading or still draining.
-  Expected<int> reserve(const LoraModule& m);
-  // The reserved slot's adapter is loaded: it goes live.
-  void commit(int slot);
+  // is loading, or live unless `replace`; out_of_resources when every slot is live, loading or
+  // still draining.
+  Expected<int> reserve(const LoraModule& m, bool replace = false);
+  // The reserved slot's adapter is loaded: it goes live. A live slot of the same name (a replace)
+  // stops being live in the same step: it drains, or, with no request running under it, it is
+  // held for the caller to free and abandon(): that slot is returned (0: none).
+  int commit(int slot);
   // The load failed (or an idle retire's resources are freed): the slot is free again.
   void abandon(int slot);
 

@@ -362,8 +362,11 @@ class Engine {
   // unload_lora takes the name away at once: new requests naming it are refused, requests
   // already running finish under it, and its slot (weights, cached prefixes) is freed when the
   // last of them ends (or when a later load takes the slot). not_found for a name not loaded.
+  // `replace` (vLLM's load_inplace) takes a loaded name too: the new adapter loads into another
+  // slot (one must be free), then takes the name in one step, so requests never find the name
+  // missing; requests already running finish under the old one, which then drains as unloaded.
   // Both block the calling thread (not an engine callback's).
-  virtual Status load_lora(const LoraModule& module) = 0;
+  virtual Status load_lora(const LoraModule& module, bool replace = false) = 0;
   virtual Status unload_lora(const std::string& name) = 0;
   // The adapters requests can name now, in slot order.
   virtual std::vector<LoraModule> loras() const = 0;

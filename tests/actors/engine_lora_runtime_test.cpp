@@ -139,6 +139,29 @@ TEST(EngineLoraRuntime, UnloadWhileARequestRunsLetsItFinish) {
   expect_reference(*engine, testing::read_fixture_cases("lora/rslora_qv").back(), "rs", "rs after the drain");
 }
 
+// vLLM's load_inplace: "x" is "all", then is replaced by "rs" while serving; requests naming "x"
+// then get rs's reference, never a refusal in between, and the old slot is freed for the next load.
+TEST(EngineLoraRuntime, ReplacingAnAdapterInPlaceKeepsItsName) {
+  const testing::FixtureCase all = testing::read_fixture_cases("lora/all_r4").back();
+  const testing::FixtureCase rs = testing::read_fixture_cases("lora/rslora_qv").back();
+  auto engine = testing::create_engine(slots_options(2));
+  ASSERT_NE(engine, nullptr);
+  ASSERT_TRUE(engine->load_lora(all_r4("x")).is_ok());
+  expect_reference(*engine, all, "x", "x = all");
+  EXPECT_EQ(engine->load_lora(rslora_qv("x")).code(), StatusCode::invalid_argument) << "not without replace";
+  ASSERT_TRUE(engine->load_lora(rslora_qv("x"), /*replace=*/true).is_ok());
+  ASSERT_EQ(engine->loras().size(), 1u);
+  EXPECT_EQ(engine->loras()[0].path, testing::fixture_dir("lora/rslora_qv"));
+  expect_reference(*engine, rs, "x", "x = rs");
+  // The replaced adapter's slot was freed: both slots can be used again.
+  ASSERT_TRUE(engine->load_lora(all_r4("y")).is_ok());
+  expect_reference(*engine, all, "y", "y = all in the freed slot");
+  // With no slot free, a replace is refused and the old adapter keeps serving.
+  const Status full = engine->load_lora(all_r4("x"), /*replace=*/true);
+  EXPECT_EQ(full.code(), StatusCode::out_of_resources) << full.to_string();
+  expect_reference(*engine, rs, "x", "x still rs");
+}
+
 TEST(EngineLoraRuntime, LoadErrorsChangeNothing) {
   auto engine = testing::create_engine(slots_options(1));
   ASSERT_NE(engine, nullptr);
@@ -256,6 +279,27 @@ TEST(LoraSlots, StatesAndRefusals) {
   EXPECT_EQ(slots.reserve({"w", "/p"}).status().code(), StatusCode::out_of_resources) << "slot 2 is being freed";
   slots.abandon(2);
   EXPECT_EQ(*slots.reserve({"w", "/p"}), 2);
+  // A replace: the new slot takes the name at commit; the old one drains, or is handed back to
+  // free when nothing runs under it.
+  slots.abandon(1);
+  slots.abandon(2);
+  slots.init(3, {all_r4("x"), rslora_qv("y")});
+  EXPECT_EQ(slots.reserve(rslora_qv("x")).status().code(), StatusCode::invalid_argument);
+  auto fresh = slots.reserve(rslora_qv("x"), /*replace=*/true);
+  ASSERT_TRUE(fresh.has_value());
+  EXPECT_EQ(*fresh, 3);
+  EXPECT_EQ(*slots.acquire("x"), 1) << "the old one serves until the commit";
+  EXPECT_EQ(slots.commit(*fresh), 0) << "the old slot has a request: it drains";
+  EXPECT_EQ(*slots.acquire("x"), 3);
+  EXPECT_EQ(slots.live().size(), 2u);
+  slots.release(1);
+  EXPECT_EQ(*slots.reserve(all_r4("x"), true), 1) << "the drained slot is taken again";
+  EXPECT_EQ(slots.commit(1), 0) << "slot 3 has a request running";
+  slots.release(3);
+  EXPECT_EQ(*slots.reserve(all_r4("z")), 3);
+  slots.abandon(3);
+  EXPECT_EQ(*slots.reserve(rslora_qv("x"), true), 3);
+  EXPECT_EQ(slots.commit(3), 1) << "nothing runs under slot 1: the caller frees it";
   LoraSlots none;
   none.init(0, {});
   EXPECT_EQ(none.reserve(all_r4()).status().code(), StatusCode::unsupported);

@@ -134,6 +134,15 @@ TEST(HttpLora, AdaptersLoadAndUnloadOverHttp) {
   // The slot is free again: rs loads into it.
   r = post("/v1/load_lora_adapter", {{"lora_name", "rs"}, {"lora_path", testing::fixture_dir("lora/rslora_qv")}});
   EXPECT_EQ(r.status, 200) << r.body;
+  // load_inplace replaces an adapter of that name, which needs a second slot (this server has one).
+  r = post("/v1/load_lora_adapter",
+           {{"lora_name", "rs"}, {"lora_path", testing::fixture_dir("lora/all_r4")}, {"load_inplace", true}});
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("max_loras"), std::string::npos) << r.body;
+  EXPECT_EQ(post("/v1/load_lora_adapter",
+                 {{"lora_name", "rs"}, {"lora_path", testing::fixture_dir("lora/all_r4")}, {"load_inplace", "yes"}})
+                .status,
+            400);
   auto get = http_request("127.0.0.1", port, {"GET", "/v1/load_lora_adapter", "", ""});
   ASSERT_TRUE(get.has_value());
   EXPECT_EQ(get->status, 405);
