@@ -57,9 +57,13 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
   const Slice experts{sh.first_expert, sh.n_experts}, cols{sh.inter_begin, sh.inter};
   if (w.has(pre + "experts.gate_proj")) {  // GGUF's: gate and up apart, in their stored block types
     const std::vector<Slice> rows{cols};
-    BRIGADE_ASSIGN_OR_RETURN(b.gate, w.stacked(pre + "experts.gate_proj", c.n_experts, inter, hidden, experts, rows, {}, true));
-    BRIGADE_ASSIGN_OR_RETURN(b.up, w.stacked(pre + "experts.up_proj", c.n_experts, inter, hidden, experts, rows, {}, true));
-    BRIGADE_ASSIGN_OR_RETURN(b.down, w.stacked(pre + "experts.down_proj", c.n_experts, hidden, inter, experts, {}, cols, true));
+    const bool keep_blocks = true;
+    BRIGADE_ASSIGN_OR_RETURN(b.gate, w.stacked(pre + "experts.gate_proj", c.n_experts, inter, hidden, experts, rows, {},
+                                               keep_blocks));
+    BRIGADE_ASSIGN_OR_RETURN(b.up, w.stacked(pre + "experts.up_proj", c.n_experts, inter, hidden, experts, rows, {},
+                                             keep_blocks));
+    BRIGADE_ASSIGN_OR_RETURN(b.down, w.stacked(pre + "experts.down_proj", c.n_experts, hidden, inter, experts, {}, cols,
+                                               keep_blocks));
     return b;
   }
   if (w.has(pre + "experts.gate_up_proj")) {  // transformers 5's fused layout: already ours

@@ -95,20 +95,7 @@ TEST(GgufMoe, DecodeStepsMatchTransformers) {
 
 // Max |Δlogit| on the longest prompt, weights f32, with the config changed by `edit`.
 float f32_max_diff_with(const std::function<void(ModelConfig&)>& edit) {
-  auto ck = Checkpoint::open(gguf_path());
-  EXPECT_TRUE(ck.has_value());
-  if (!ck) return 0;
-  ModelConfig c = (*ck)->config();
-  edit(c);
-  auto edited = Checkpoint::from_memory((*ck)->path(), c, (*ck)->tensors());
-  auto backend = make_cpu_backend({.n_threads = 1});
-  LoadOptions opts;
-  opts.max_batch_tokens = 64;
-  opts.weight_dtype = DType::f32;
-  auto model = load_llama(*edited, *backend, opts);
-  EXPECT_TRUE(model.has_value()) << model.status().to_string();
-  if (!model) return 0;
-  return testing::run_fixture_case(**model, *backend, read_fixture_cases(kFixture).back()).max_abs_diff;
+  return testing::max_diff_with_rules(kFixture, edit, gguf_path(), DType::f32);
 }
 
 // What llama.cpp decides for qwen3moe (renormalised top-k) is what transformers was given, and the
