@@ -263,7 +263,8 @@ class Backend {
   }
   // The routed SwiGLU experts, summed with their weights:
   //   out[t] = sum_j weights[t, j] * down_e · (silu(gate_e · x[t]) * (up_e · x[t])), e = ids[t, j].
-  // x [n, d] and out [n, d] activations; gate_up [E * 2I, d] prepared (not fp8): expert e's rows
+  // x [n, d] and out [n, d] activations; gate_up [E * 2I, d] prepared (not fp8; block-quantized
+  // where supports_weight_dtype says yes, on the CPU, multiplied as matmul multiplies it): expert e's rows
   // [2eI, 2eI + I) are its gate rows and [2eI + I, 2(e+1)I) its up rows; down [E * d, I]: expert
   // e's rows [e d, (e+1) d); ids and weights [n, k] as moe_route leaves them. An id outside
   // [0, E) names an expert another expert-parallel rank holds: its term is skipped (a token none
@@ -277,6 +278,17 @@ class Backend {
                            const Tensor& weights, const Tensor& workspace, const Tensor& out) {
     (void)x, (void)gate_up, (void)down, (void)ids, (void)weights, (void)workspace, (void)out;
     BRIGADE_CHECK(false, "moe_experts on a backend without MoE ops (supports_moe() is false)");
+  }
+  // moe_experts with each expert's gate and up rows in two tensors, as GGUF stores them
+  // (ffn_gate_exps, ffn_up_exps: each may be its own block type, so they are not interleaved into
+  // one gate_up at load): gate [E * I, d] and up [E * I, d], expert e's rows [eI, (e+1)I) of
+  // each; everything else as moe_experts. Where supports_split_experts() is false, a model whose
+  // experts are stored so refuses to load.
+  virtual bool supports_split_experts() const { return false; }
+  virtual void moe_experts_split(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& down,
+                                 const Tensor& ids, const Tensor& weights, const Tensor& workspace, const Tensor& out) {
+    (void)x, (void)gate, (void)up, (void)down, (void)ids, (void)weights, (void)workspace, (void)out;
+    BRIGADE_CHECK(false, "moe_experts_split on a backend without it (supports_split_experts() is false)");
   }
 
   // ---- multi-head latent attention (deepseek_v2/v3; docs/architecture.md "DeepSeek") ----

@@ -133,6 +133,11 @@ class CpuBackend final : public Backend {
                    const Tensor& weights, const Tensor& workspace, const Tensor& out) override {
     cpu::moe_experts(ctx_, x, gate_up, down, ids, weights, workspace, out);
   }
+  bool supports_split_experts() const override { return true; }
+  void moe_experts_split(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& down, const Tensor& ids,
+                         const Tensor& weights, const Tensor& workspace, const Tensor& out) override {
+    cpu::moe_experts_split(ctx_, x, gate, up, down, ids, weights, workspace, out);
+  }
   bool supports_mla() const override { return true; }
   void head_matmul(const Tensor& x, const Tensor& w, int n_heads, const Tensor& out) override {
     cpu::head_matmul(ctx_, x, w, n_heads, out);

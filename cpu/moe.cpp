@@ -3,16 +3,18 @@
 //
 // moe_experts groups the step's (token, slot) pairs by expert on the host (on the CPU the routing
 // is already in host memory), gathers each expert's tokens into contiguous rows and runs that
-// expert's two matmuls on them with the ordinary matmul (SIMD kernels and threads; OpenBLAS from
-// kBlasMinRows rows), so each expert's weights are read once per step however many tokens chose
-// it. Steps of fewer pairs than kBlasMinRows (decode) run every expert's rows of a projection in
-// one parallel_for instead (a dispatch per expert cost 1.5-2x the decode speed of the dense
-// model with the same active weights). The weighted sum per token then runs in slot order,
-// independent of the grouping.
+// expert's projections on them with the ordinary matmul (SIMD kernels and threads; OpenBLAS from
+// kBlasMinRows rows; the integer kernels for block-quantized experts), so each expert's weights
+// are read once per step however many tokens chose it. Steps of fewer pairs than kBlasMinRows
+// (decode) run every expert's rows of a projection in one parallel_for instead (a dispatch per
+// expert cost 1.5-2x the decode speed of the dense model with the same active weights), block-
+// quantized weights meeting the gathered rows quantized once per step as matmul quantizes them.
+// The weighted sum per token then runs in slot order, independent of the grouping.
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <span>
 #include <vector>
 
 #include "cpu/ops.h"
@@ -21,7 +23,9 @@ namespace brigade::cpu {
 namespace {
 
 // Workspace rows of moe_experts, f32, for P = n * k pairs: xs [P, d] (gathered inputs),
-// gate_up [P, 2I], act [P, I], ys [P, d] (each pair's expert output, in grouped order).
+// gate_up [P, 2I] (fused experts: per pair its gate then its up values; gate and up apart: the
+// gate values of all pairs [P, I], then their up values [P, I]), act [P, I], ys [P, d] (each
+// pair's expert output, in grouped order).
 struct MoeWorkspace {
   float* xs;
   float* gate_up;
@@ -39,30 +43,199 @@ MoeWorkspace split_workspace(const Tensor& ws, int64_t pairs, int64_t d, int64_t
   return w;
 }
 
-// out rows of the grouped pairs = in rows · w_eᵀ for every expert e with pairs, where w_e is rows
-// [e m, (e + 1) m) of w [E m, k]: all experts' weight rows in one parallel_for (the decode case,
-// where a pool dispatch per expert would cost more than its few rows). in [P, k], out [P, m] f32.
-void project_grouped(const CpuContext& c, const std::vector<int64_t>& start, const Tensor& w, int64_t m,
-                     const float* in, float* out) {
-  const int64_t k = w.row_numel(), row_bytes = k * static_cast<int64_t>(dtype_size(w.dtype));
+// One projection of every expert: w [E m, k], expert e's rows [e m, (e + 1) m); the grouped
+// pairs' outputs go to out [P, m] (row stride m), expert e's pairs at rows [start[e], start[e+1]).
+struct ExpertProjection {
+  Tensor w;
+  int64_t m = 0;
+  float* out = nullptr;
+};
+
+// The grouped input rows in [P, k] quantized for the block-quantized projections among `ps`:
+// BlockQ8 per 32 (q8_0, q4_0) and BlockQ8K per 256 (K-quant decode), as matmul quantizes them.
+struct QuantizedRows {
+  const BlockQ8* q8 = nullptr;
+  const BlockQ8K* q8k = nullptr;
+};
+
+QuantizedRows quantize_rows(const CpuContext& c, std::span<const ExpertProjection> ps, const float* in, int64_t rows,
+                            int64_t k) {
+  thread_local std::vector<BlockQ8> q8;
+  thread_local std::vector<BlockQ8K> q8k;
+  bool want_q8 = false, want_q8k = false;
+  for (const ExpertProjection& p : ps)
+    if (is_block_quantized(p.w.dtype)) (decodes_with_q8k(p.w.dtype) ? want_q8k : want_q8) = true;
+  const int64_t nb = k / 32;
+  if (want_q8) q8.resize(static_cast<size_t>(rows * nb));
+  if (want_q8k) q8k.resize(static_cast<size_t>(rows * (nb / 8)));
+  BlockQ8* x8 = q8.data();
+  BlockQ8K* x8k = q8k.data();
+  c.pool->parallel_for(rows, 1, [&](int64_t i0, int64_t i1, int) {
+    for (int64_t i = i0; i < i1; ++i) {
+      if (want_q8) c.kernels->quantize_q8(in + i * k, x8 + i * nb, k);
+      if (want_q8k) c.kernels->quantize_q8k(in + i * k, x8k + i * (nb / 8), k);
+    }
+  });
+  return {want_q8 ? x8 : nullptr, want_q8k ? x8k : nullptr};
+}
+
+// Rows [r0, r1) of expert e's part of projection p for its pairs' rows of in [P, k] (or of their
+// quantized copies xq).
+void project_rows(const CpuContext& c, const std::vector<int64_t>& start, const ExpertProjection& p, int64_t e,
+                  const float* in, int64_t k, const QuantizedRows& xq, int64_t r0, int64_t r1) {
+  const int64_t s0 = start[static_cast<size_t>(e)], rows = start[static_cast<size_t>(e) + 1] - s0;
+  const size_t row_bytes = dtype_bytes(p.w.dtype, k);
+  const char* w = static_cast<const char*>(p.w.data) + static_cast<size_t>(e * p.m) * row_bytes;
+  if (!is_block_quantized(p.w.dtype)) {
+    MatmulArgs a;
+    a.x = in + s0 * k;
+    a.n = rows;
+    a.k = k;
+    a.w = w;
+    a.w_dtype = p.w.dtype;
+    a.m = p.m;
+    a.out = p.out + s0 * p.m;
+    c.kernels->matmul_rows(a, r0, r1);
+    return;
+  }
+  const int64_t nb = k / 32;
+  QMatmulArgs q;
+  q.n = rows;
+  q.nb = nb;
+  q.w = w;
+  q.w_dtype = p.w.dtype;
+  q.row_bytes = row_bytes;
+  q.m = p.m;
+  q.out = p.out + s0 * p.m;
+  if (decodes_with_q8k(p.w.dtype)) {
+    q.xk = xq.q8k + s0 * (nb / 8);
+    c.kernels->qkmatmul_rows(q, r0, r1);
+  } else {
+    q.x = xq.q8 + s0 * nb;
+    c.kernels->qmatmul_rows(q, r0, r1);
+  }
+}
+
+// The projections `ps` of every expert with pairs for the grouped rows in [P, k]: all of their
+// weight rows in one parallel_for (the decode case, where a pool dispatch per expert would cost
+// more than its few rows).
+void project_grouped(const CpuContext& c, const std::vector<int64_t>& start, std::span<const ExpertProjection> ps,
+                     const float* in, int64_t k) {
   std::vector<int64_t> active;
   for (size_t e = 0; e + 1 < start.size(); ++e)
     if (start[e + 1] > start[e]) active.push_back(static_cast<int64_t>(e));
+  const QuantizedRows xq = quantize_rows(c, ps, in, start.back(), k);
+  // Work item g counts the rows of ps[0] of every active expert, then those of ps[1], ...
+  int64_t total = 0, min_row_bytes = INT64_MAX;
+  for (const ExpertProjection& p : ps) {
+    total += static_cast<int64_t>(active.size()) * p.m;
+    min_row_bytes = std::min(min_row_bytes, static_cast<int64_t>(dtype_bytes(p.w.dtype, k)));
+  }
   // Chunks of ~64 KiB of weights in multiples of 4 rows, as matmul's decode path takes them.
-  const int64_t grain = std::max<int64_t>(4, (65536 / std::max<int64_t>(1, row_bytes)) & ~int64_t{3});
-  c.pool->parallel_for(static_cast<int64_t>(active.size()) * m, grain, [&](int64_t g0, int64_t g1, int) {
+  const int64_t grain = std::max<int64_t>(4, (65536 / std::max<int64_t>(1, min_row_bytes)) & ~int64_t{3});
+  c.pool->parallel_for(total, grain, [&](int64_t g0, int64_t g1, int) {
     for (int64_t g = g0; g < g1;) {
-      const int64_t e = active[static_cast<size_t>(g / m)], r0 = g % m, r1 = std::min(m, r0 + (g1 - g));
-      MatmulArgs a;
-      a.x = in + start[static_cast<size_t>(e)] * k;
-      a.n = start[static_cast<size_t>(e) + 1] - start[static_cast<size_t>(e)];
-      a.k = k;
-      a.w = static_cast<const char*>(w.data) + e * m * row_bytes;
-      a.w_dtype = w.dtype;
-      a.m = m;
-      a.out = out + start[static_cast<size_t>(e)] * m;
-      c.kernels->matmul_rows(a, r0, r1);
+      size_t i = 0;
+      int64_t h = g;  // g's index within ps[i]
+      while (h >= static_cast<int64_t>(active.size()) * ps[i].m) h -= static_cast<int64_t>(active.size()) * ps[i++].m;
+      const ExpertProjection& p = ps[i];
+      const int64_t r0 = h % p.m, r1 = std::min(p.m, r0 + (g1 - g));
+      project_rows(c, start, p, active[static_cast<size_t>(h / p.m)], in, k, xq, r0, r1);
       g += r1 - r0;
+    }
+  });
+}
+
+// Each expert's projections `ps` on its own pairs' rows of in [P, k] through matmul (the prefill
+// case: OpenBLAS or the quantized prefill kernel from kBlasMinRows rows, one dispatch per expert).
+void project_each(const CpuContext& c, const std::vector<int64_t>& start, std::span<const ExpertProjection> ps,
+                  const float* in, int64_t k) {
+  for (size_t e = 0; e + 1 < start.size(); ++e) {
+    const int64_t s0 = start[e], rows = start[e + 1] - s0;
+    if (rows == 0) continue;
+    const Tensor x(const_cast<float*>(in) + s0 * k, DType::f32, {rows, k});
+    for (const ExpertProjection& p : ps)
+      matmul(c, x, p.w.rows(static_cast<int64_t>(e) * p.m, p.m), Tensor(), Tensor(p.out + s0 * p.m, DType::f32, {rows, p.m}));
+  }
+}
+
+// What moe_experts and moe_experts_split share: the projections (gate|up fused or apart) and
+// where each pair's gate and up values land in the workspace.
+struct ExpertWeights {
+  Tensor gate_up;  // fused [E * 2I, d], or empty
+  Tensor gate;     // apart: [E * I, d] each
+  Tensor up;
+  Tensor down;     // [E * d, I]
+};
+
+void run_experts(const CpuContext& c, const Tensor& x, const ExpertWeights& ew, const Tensor& ids,
+                 const Tensor& weights, const Tensor& workspace, const Tensor& out) {
+  const bool fused = !ew.gate_up.empty();
+  const Tensor& first = fused ? ew.gate_up : ew.gate;
+  const int64_t n = x.dim(0), d = x.row_numel(), inter = ew.down.row_numel();
+  const int64_t k = n > 0 ? ids.numel() / n : 0, pairs = n * k;
+  BRIGADE_CHECK(x.dtype == DType::f32 && out.dtype == DType::f32 && out.numel() == n * d,
+                "moe_experts: x and out [n, d] f32");
+  const int64_t per_expert = fused ? 2 * inter : inter;
+  BRIGADE_CHECK(inter > 0 && first.row_numel() == d && first.dim(0) % per_expert == 0,
+                "moe_experts: gate_up [E * 2I, d] (or gate and up [E * I, d]), down [E * d, I]");
+  const int64_t n_experts = first.dim(0) / per_expert;
+  BRIGADE_CHECK(fused || (ew.up.row_numel() == d && ew.up.dim(0) == n_experts * inter),
+                "moe_experts_split: gate and up [E * I, d]");
+  BRIGADE_CHECK(ew.down.dim(0) == n_experts * d && weights.numel() == pairs && ids.dtype == DType::i32 &&
+                    weights.dtype == DType::f32, "moe_experts: down [E * d, I], ids and weights [n, k]");
+  BRIGADE_CHECK(workspace.nbytes() >= moe_workspace_bytes(n, static_cast<int>(k), d, inter),
+                "moe_experts: workspace of moe_workspace_bytes");
+  for (const Tensor* t : {&ew.gate_up, &ew.gate, &ew.up, &ew.down})
+    BRIGADE_CHECK(t->empty() || !is_block_quantized(t->dtype) || t->row_numel() % dtype_block_elems(t->dtype) == 0,
+                  "moe_experts: a block-quantized expert's rows are whole blocks");
+  if (n == 0) return;
+  const int32_t* id = ids.as<const int32_t>();
+  // Pairs p = t * k + j of the experts held here, ordered by expert (stable: by token within an
+  // expert); slot_of[p] is where pair p's rows sit in the grouped order, -1 for a pair whose
+  // expert another expert-parallel rank holds.
+  auto here = [&](int64_t p) { return id[p] >= 0 && id[p] < n_experts; };
+  std::vector<int64_t> start(static_cast<size_t>(n_experts) + 1, 0);
+  for (int64_t p = 0; p < pairs; ++p)
+    if (here(p)) ++start[static_cast<size_t>(id[p]) + 1];
+  std::partial_sum(start.begin(), start.end(), start.begin());
+  const int64_t local = start.back();
+  std::vector<int64_t> fill(start.begin(), start.end() - 1), slot_of(static_cast<size_t>(pairs), -1);
+  for (int64_t p = 0; p < pairs; ++p)
+    if (here(p)) slot_of[static_cast<size_t>(p)] = fill[static_cast<size_t>(id[p])]++;
+  const MoeWorkspace w = split_workspace(workspace, pairs, d, inter);
+  const float* xp = x.as<const float>();
+  c.pool->parallel_for(pairs, std::max<int64_t>(1, 16384 / d), [&](int64_t b, int64_t e, int) {
+    for (int64_t p = b; p < e; ++p)
+      if (slot_of[static_cast<size_t>(p)] >= 0) std::copy_n(xp + (p / k) * d, d, w.xs + slot_of[static_cast<size_t>(p)] * d);
+  });
+  // Pair s's gate values at gate + s * stride, its up values at up + s * stride.
+  float* gate = w.gate_up;
+  float* up = fused ? w.gate_up + inter : w.gate_up + pairs * inter;
+  const int64_t stride = fused ? 2 * inter : inter;
+  std::vector<ExpertProjection> first_ps;
+  if (fused) first_ps = {{ew.gate_up, 2 * inter, w.gate_up}};
+  else first_ps = {{ew.gate, inter, gate}, {ew.up, inter, up}};
+  const ExpertProjection down{ew.down, d, w.ys};
+  // No expert can reach the BLAS path below kBlasMinRows pairs: the same kernels matmul would
+  // run, in one dispatch per projection.
+  const bool decode = local < kBlasMinRows;
+  if (decode) project_grouped(c, start, first_ps, w.xs, d);
+  else project_each(c, start, first_ps, w.xs, d);
+  c.pool->parallel_for(local, std::max<int64_t>(1, 16384 / inter), [&](int64_t b, int64_t e, int) {
+    for (int64_t s = b; s < e; ++s) c.kernels->silu_mul(gate + s * stride, up + s * stride, w.act + s * inter, inter);
+  });
+  if (decode) project_grouped(c, start, {&down, 1}, w.act, inter);
+  else project_each(c, start, {&down, 1}, w.act, inter);
+  const float* wt = weights.as<const float>();
+  c.pool->parallel_for(n, std::max<int64_t>(1, 16384 / (d * k)), [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t) {
+      float* o = out.as<float>() + t * d;
+      std::fill_n(o, d, 0.0f);
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t p = t * k + j, slot = slot_of[static_cast<size_t>(p)];
+        if (slot >= 0) c.kernels->scale_axpy(o, 1.0f, wt[p], w.ys + slot * d, d);
+      }
     }
   });
 }
@@ -145,66 +318,13 @@ void moe_route(const CpuContext& c, const Tensor& router_logits, const MoeRoutin
 
 void moe_experts(const CpuContext& c, const Tensor& x, const Tensor& gate_up, const Tensor& down, const Tensor& ids,
                  const Tensor& weights, const Tensor& workspace, const Tensor& out) {
-  const int64_t n = x.dim(0), d = x.row_numel(), inter = down.row_numel();
-  const int64_t k = n > 0 ? ids.numel() / n : 0, pairs = n * k;
-  BRIGADE_CHECK(x.dtype == DType::f32 && out.dtype == DType::f32 && out.numel() == n * d,
-                "moe_experts: x and out [n, d] f32");
-  BRIGADE_CHECK(inter > 0 && gate_up.row_numel() == d && gate_up.dim(0) % (2 * inter) == 0,
-                "moe_experts: gate_up [E * 2I, d], down [E * d, I]");
-  const int64_t n_experts = gate_up.dim(0) / (2 * inter);
-  BRIGADE_CHECK(down.dim(0) == n_experts * d && weights.numel() == pairs && ids.dtype == DType::i32 &&
-                    weights.dtype == DType::f32, "moe_experts: down [E * d, I], ids and weights [n, k]");
-  BRIGADE_CHECK(workspace.nbytes() >= moe_workspace_bytes(n, static_cast<int>(k), d, inter),
-                "moe_experts: workspace of moe_workspace_bytes");
-  if (n == 0) return;
-  const int32_t* id = ids.as<const int32_t>();
-  // Pairs p = t * k + j of the experts held here, ordered by expert (stable: by token within an
-  // expert); slot_of[p] is where pair p's rows sit in the grouped order, -1 for a pair whose
-  // expert another expert-parallel rank holds.
-  auto here = [&](int64_t p) { return id[p] >= 0 && id[p] < n_experts; };
-  std::vector<int64_t> start(static_cast<size_t>(n_experts) + 1, 0);
-  for (int64_t p = 0; p < pairs; ++p)
-    if (here(p)) ++start[static_cast<size_t>(id[p]) + 1];
-  std::partial_sum(start.begin(), start.end(), start.begin());
-  const int64_t local = start.back();
-  std::vector<int64_t> fill(start.begin(), start.end() - 1), slot_of(static_cast<size_t>(pairs), -1);
-  for (int64_t p = 0; p < pairs; ++p)
-    if (here(p)) slot_of[static_cast<size_t>(p)] = fill[static_cast<size_t>(id[p])]++;
-  const MoeWorkspace w = split_workspace(workspace, pairs, d, inter);
-  const float* xp = x.as<const float>();
-  c.pool->parallel_for(pairs, std::max<int64_t>(1, 16384 / d), [&](int64_t b, int64_t e, int) {
-    for (int64_t p = b; p < e; ++p)
-      if (slot_of[static_cast<size_t>(p)] >= 0) std::copy_n(xp + (p / k) * d, d, w.xs + slot_of[static_cast<size_t>(p)] * d);
-  });
-  if (local < kBlasMinRows) {
-    // No expert can reach the BLAS path: the same kernels matmul would run, in two dispatches.
-    project_grouped(c, start, gate_up, 2 * inter, w.xs, w.gate_up);
-    for (int64_t p = 0; p < local; ++p)
-      c.kernels->silu_mul(w.gate_up + p * 2 * inter, w.gate_up + p * 2 * inter + inter, w.act + p * inter, inter);
-    project_grouped(c, start, down, d, w.act, w.ys);
-  }
-  for (int64_t ex = 0; ex < n_experts && local >= kBlasMinRows; ++ex) {
-    const int64_t s0 = start[static_cast<size_t>(ex)], rows = start[static_cast<size_t>(ex) + 1] - s0;
-    if (rows == 0) continue;
-    const Tensor xs(w.xs + s0 * d, DType::f32, {rows, d});
-    const Tensor gu(w.gate_up + s0 * 2 * inter, DType::f32, {rows, 2 * inter});
-    const Tensor act(w.act + s0 * inter, DType::f32, {rows, inter});
-    const Tensor ys(w.ys + s0 * d, DType::f32, {rows, d});
-    matmul(c, xs, gate_up.rows(ex * 2 * inter, 2 * inter), Tensor(), gu);
-    silu_mul(c, gu, act);
-    matmul(c, act, down.rows(ex * d, d), Tensor(), ys);
-  }
-  const float* wt = weights.as<const float>();
-  c.pool->parallel_for(n, std::max<int64_t>(1, 16384 / (d * k)), [&](int64_t b, int64_t e, int) {
-    for (int64_t t = b; t < e; ++t) {
-      float* o = out.as<float>() + t * d;
-      std::fill_n(o, d, 0.0f);
-      for (int64_t j = 0; j < k; ++j) {
-        const int64_t p = t * k + j, slot = slot_of[static_cast<size_t>(p)];
-        if (slot >= 0) c.kernels->scale_axpy(o, 1.0f, wt[p], w.ys + slot * d, d);
-      }
-    }
-  });
+  run_experts(c, x, {gate_up, Tensor(), Tensor(), down}, ids, weights, workspace, out);
+}
+
+void moe_experts_split(const CpuContext& c, const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& down,
+                       const Tensor& ids, const Tensor& weights, const Tensor& workspace, const Tensor& out) {
+  BRIGADE_CHECK(!gate.empty() && !up.empty(), "moe_experts_split: gate and up");
+  run_experts(c, x, {Tensor(), gate, up, down}, ids, weights, workspace, out);
 }
 
 }  // namespace brigade::cpu

@@ -152,7 +152,7 @@ Status DeepseekModel::load_layer(WeightLoader& w, int l, DeepseekLayer& layer) {
   if (c.is_moe_layer(l)) {
     BRIGADE_ASSIGN_OR_RETURN(layer.moe, load_moe_block(w, c, l, moe_));
     expert_params_ += int64_t{3} * c.n_experts * c.moe_intermediate_size * hidden;
-    expert_bytes_ += static_cast<int64_t>(layer.moe.gate_up.tensor.nbytes() + layer.moe.down.tensor.nbytes());
+    expert_bytes_ += static_cast<int64_t>(layer.moe.expert_bytes());
     return Status::ok();
   }
   const Slice cols{rank_ * inter_, inter_};

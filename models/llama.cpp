@@ -236,7 +236,7 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
     if (!moe) return moe.status();
     layer.moe = std::move(*moe);
     expert_params_ += int64_t{3} * c.n_experts * c.moe_intermediate_size * hidden;
-    expert_bytes_ += static_cast<int64_t>(layer.moe.gate_up.tensor.nbytes() + layer.moe.down.tensor.nbytes());
+    expert_bytes_ += static_cast<int64_t>(layer.moe.expert_bytes());
     return Status::ok();
   }
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp.gate_up, load_gate_up(w, l));
@@ -401,12 +401,19 @@ Status check_weight_dtype(std::optional<DType> want, const Backend& backend) {
   return Status::ok();
 }
 
-// Experts run through Backend::moe_route / moe_experts, in the backend's float weight type.
-Status check_moe_support(const ModelConfig& c, std::optional<DType> want, const Backend& backend) {
+// Experts run through Backend::moe_route / moe_experts, in the backend's float weight type or,
+// on the CPU, their GGUF block types; GGUF's gate and up apart through moe_experts_split.
+Status check_moe_support(const Checkpoint& ck, std::optional<DType> want, const Backend& backend) {
+  const ModelConfig& c = ck.config();
   if (c.n_moe_layers() == 0) return Status::ok();
   if (!backend.supports_moe())
     return unsupported("backend '" + backend.name() + "' has no mixture-of-experts ops; " + c.arch +
                        " runs on the CPU and CUDA backends");
+  for (int l = 0; l < c.n_layers; ++l)
+    if (c.is_moe_layer(l) && ck.tensors().count(layer_name(l, "mlp.experts.gate_proj")) > 0 &&
+        !backend.supports_split_experts())
+      return unsupported("the experts of this GGUF file (ffn_gate_exps and ffn_up_exps apart) run on the CPU backend; "
+                         "backend '" + backend.name() + "' multiplies only experts fused from Hugging Face checkpoints");
   if (want == DType::f8e4m3)
     return unsupported("fp8 weights are not supported for mixture-of-experts models (" + c.arch +
                        "); load with weights: bf16 or auto");
@@ -426,7 +433,7 @@ Expected<std::unique_ptr<Model>> load_llama(const Checkpoint& checkpoint, Backen
                                             const LoadOptions& options) {
   if (options.max_batch_tokens < 1)
     return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
-  BRIGADE_RETURN_IF_ERROR(check_moe_support(checkpoint.config(), options.weight_dtype, backend));
+  BRIGADE_RETURN_IF_ERROR(check_moe_support(checkpoint, options.weight_dtype, backend));
   BRIGADE_RETURN_IF_ERROR(check_weight_dtype(options.weight_dtype, backend));
   BRIGADE_RETURN_IF_ERROR(check_tensor_parallel(checkpoint.config(), options, /*split_kv_heads=*/true));
   BRIGADE_RETURN_IF_ERROR(check_lora_support(checkpoint.config(), options));

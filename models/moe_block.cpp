@@ -55,6 +55,17 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
   // Of each held expert, its gate rows then its up rows (this rank's columns of I), and its
   // down_proj's matching columns.
   const Slice experts{sh.first_expert, sh.n_experts}, cols{sh.inter_begin, sh.inter};
+  if (w.has(pre + "experts.gate_proj")) {  // GGUF's: gate and up apart, in their stored block types
+    const std::vector<Slice> rows{cols};
+    const bool keep_blocks = true;
+    BRIGADE_ASSIGN_OR_RETURN(b.gate, w.stacked(pre + "experts.gate_proj", c.n_experts, inter, hidden, experts, rows, {},
+                                               keep_blocks));
+    BRIGADE_ASSIGN_OR_RETURN(b.up, w.stacked(pre + "experts.up_proj", c.n_experts, inter, hidden, experts, rows, {},
+                                             keep_blocks));
+    BRIGADE_ASSIGN_OR_RETURN(b.down, w.stacked(pre + "experts.down_proj", c.n_experts, hidden, inter, experts, {}, cols,
+                                               keep_blocks));
+    return b;
+  }
   if (w.has(pre + "experts.gate_up_proj")) {  // transformers 5's fused layout: already ours
     BRIGADE_ASSIGN_OR_RETURN(b.gate_up, w.stacked(pre + "experts.gate_up_proj", c.n_experts, 2 * inter, hidden, experts,
                                                   {cols, {inter + sh.inter_begin, sh.inter}}));
@@ -111,7 +122,11 @@ void run_moe_block(Backend& backend, const ModelConfig& c, const MoeShard& shard
   routing.first_expert = shard.first_expert;
   backend.matmul(normed, block.router.tensor, Tensor(), logits);
   backend.moe_route(logits, routing, ids, weights);
-  backend.moe_experts(normed, block.gate_up.tensor, block.down.tensor, ids, weights, s.workspace.tensor, delta);
+  if (block.gate_up.tensor.empty())
+    backend.moe_experts_split(normed, block.gate.tensor, block.up.tensor, block.down.tensor, ids, weights,
+                              s.workspace.tensor, delta);
+  else
+    backend.moe_experts(normed, block.gate_up.tensor, block.down.tensor, ids, weights, s.workspace.tensor, delta);
   if (block.shared_gate_up.tensor.empty()) return;
   // DeepseekV3MoE: experts(x) + shared_experts(x).
   const Tensor gate_up = s.shared_gate_up.tensor.rows(0, n), act = s.shared_act.tensor.rows(0, n);

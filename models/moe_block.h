@@ -40,11 +40,17 @@ std::string moe_split_fields(const ModelConfig& c, bool expert_parallel);
 struct MoeBlock {
   OwnedTensor router;   // [E, hidden] (mlp.gate.weight)
   OwnedTensor bias;     // [E] f32 (mlp.gate.e_score_correction_bias, DeepSeek-V3), or empty
-  OwnedTensor gate_up;  // [E * 2I, hidden]: per expert its gate rows, then its up rows
+  OwnedTensor gate_up;  // [E * 2I, hidden]: per expert its gate rows, then its up rows; or empty, and
+  OwnedTensor gate;     // [E * I, hidden] and
+  OwnedTensor up;       // [E * I, hidden]: GGUF's experts, each in its stored type (Backend::moe_experts_split)
   OwnedTensor down;     // [E * hidden, I]: per expert its down_proj
   OwnedTensor shared_gate_up;  // [2 Is, hidden] (mlp.shared_experts), Is = n_shared * I; or empty
   OwnedTensor shared_down;     // [hidden, Is]
   bool empty() const { return router.tensor.empty(); }
+  // Bytes of the routed experts as loaded (gate_up or gate and up, and down).
+  size_t expert_bytes() const {
+    return gate_up.tensor.nbytes() + gate.tensor.nbytes() + up.tensor.nbytes() + down.tensor.nbytes();
+  }
 };
 
 // Per-step buffers for up to T tokens, allocated once with the model's scratch (for a rank's part).
@@ -66,7 +72,9 @@ Expected<MoeScratch> allocate_moe_scratch(Backend& backend, const ModelConfig& c
 // layout: mlp.experts.{e}.{gate,up,down}_proj.weight (what save_pretrained writes, and the Hub's
 // checkpoints), stacked at load into the tensors above, or transformers 5's fused
 // mlp.experts.gate_up_proj [E, 2I, hidden] and mlp.experts.down_proj [E, hidden, I], which are
-// that layout already. DeepSeek adds mlp.gate.e_score_correction_bias [E] (V3) and
+// that layout already; or GGUF's (models/gguf_checkpoint.h), mlp.experts.{gate,up}_proj [E, I,
+// hidden] and mlp.experts.down_proj [E, hidden, I], kept apart and block-quantized as stored where
+// the backend multiplies the type (else q8_0, or the float type asked for). DeepSeek adds mlp.gate.e_score_correction_bias [E] (V3) and
 // mlp.shared_experts.{gate,up,down}_proj.weight. Shapes are checked against the config.
 // Only the rank's part (`shard`) is loaded; the experts other ranks hold are checked and counted
 // (WeightLoader::skip).

@@ -125,7 +125,7 @@ Expected<OwnedTensor> WeightLoader::load_matrix(const std::string& name, int64_t
 }
 
 Expected<OwnedTensor> WeightLoader::stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols, Slice items,
-                                            const std::vector<Slice>& row_slices, Slice col_slice) {
+                                            const std::vector<Slice>& row_slices, Slice col_slice, bool keep_blocks) {
   BRIGADE_ASSIGN_OR_RETURN(StoredWeight t, StoredWeight::open(ck_, name, {n, rows, cols}));
   count(name, t.raw().numel());
   check_slice(items, n);
@@ -137,19 +137,21 @@ Expected<OwnedTensor> WeightLoader::stacked(const std::string& name, int64_t n, 
     kept_rows += s.length(rows);
   }
   const int64_t n_items = items.length(n), n_cols = col_slice.length(cols);
-  const DType staged = staging_dtype(t, float_want(), col_slice, cols, /*keep_blocks=*/false);
+  const std::optional<DType> want = float_want();
+  const DType staged = staging_dtype(t, want, col_slice, cols, keep_blocks);
   if (kept_rows == rows && n_cols == cols && staged == t.raw().dtype) {  // whole matrices are contiguous: a view
-    const uint8_t* first = t.raw().bytes.data() + static_cast<size_t>(items.begin * rows * cols) * dtype_size(staged);
-    return prepare(Tensor(const_cast<uint8_t*>(first), staged, {n_items * rows, cols}), float_want());
+    const uint8_t* first = t.raw().bytes.data() + t.raw().row_bytes(cols) * static_cast<size_t>(items.begin * rows);
+    return prepare(Tensor(const_cast<uint8_t*>(first), staged, {n_items * rows, cols}), target(staged, want));
   }
-  const size_t es = dtype_size(staged);
-  std::vector<uint8_t> host(static_cast<size_t>(n_items * kept_rows * n_cols) * es);
+  const size_t row_bytes = dtype_bytes(staged, n_cols);
+  std::vector<uint8_t> host(static_cast<size_t>(n_items * kept_rows) * row_bytes);
   uint8_t* dst = host.data();
   for (int64_t i = 0; i < n_items; ++i)
     for (const Slice& s : within)
-      for (int64_t r = s.begin; r < s.begin + s.length(rows); ++r, dst += static_cast<size_t>(n_cols) * es)
+      for (int64_t r = s.begin; r < s.begin + s.length(rows); ++r, dst += row_bytes)
         t.read_row(items.begin + i, r, col_slice.begin, n_cols, staged, dst);
-  return prepare(Tensor(host.data(), staged, {n_items * kept_rows, n_cols}), float_want());
+  const std::optional<DType> to = keep_blocks ? stored_blocks_target(t.blocks(), staged, want, n_cols) : want;
+  return prepare(Tensor(host.data(), staged, {n_items * kept_rows, n_cols}), to);
 }
 
 Status WeightLoader::skip(const std::string& name, const std::vector<int64_t>& shape) {

@@ -8,8 +8,8 @@
 // models/ggml_quant.h): a matrix or table (or a fused stack of parts of one such type) stays as
 // stored, a view of the mapping for prepare_weight, when no type is asked for (or that one),
 // backend.supports_weight_dtype says yes and a column slice falls on block boundaries; in every
-// other case it is dequantized to the float type asked for (f32 when none is). Stacked experts
-// and row_blocks (MoE, MLA) are always dequantized.
+// other case it is dequantized to the float type asked for (f32 when none is). row_blocks (MLA)
+// are always dequantized, stacked experts unless keep_blocks (GGUF's, for moe_experts).
 // want = q8_0 / q4_0 (`weights: q8_0`): the linear layers are quantized by prepare_weight (rows
 // whole blocks of 32); tables (embedding, lm_head) stay as stored, and so does whatever is
 // loaded while quantize_linear(false) (MoE blocks) or through stacked/row_blocks.
@@ -80,9 +80,11 @@ class WeightLoader {
   // Tensor `name` of shape [n, rows, cols] (checked: n matrices stacked, as transformers 5 keeps a
   // layer's experts) prepared as one matrix: of the matrices `items`, of each the rows
   // row_slices (concatenated in their order; all rows when empty) and the columns col_slice.
-  // The whole tensor by default: [n * rows, cols].
+  // The whole tensor by default: [n * rows, cols]. keep_blocks: a block-quantized tensor stays as
+  // stored (as matrix() keeps one; q8_0 for a type without kernels), else it is dequantized.
   Expected<OwnedTensor> stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols, Slice items = {},
-                                const std::vector<Slice>& row_slices = {}, Slice col_slice = {});
+                                const std::vector<Slice>& row_slices = {}, Slice col_slice = {},
+                                bool keep_blocks = false);
   // Checks that tensor `name` has `shape` and counts its parameters without loading it: an
   // expert that another expert-parallel rank holds, so every rank reports the model's size.
   Status skip(const std::string& name, const std::vector<int64_t>& shape);

@@ -11,6 +11,12 @@ llama.cpp's q/k row permutation), so the reference shares no code with brigade.
                      weights by gguf-py's quantize: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (token_embd Q8_0).
   gguf_qwen3_k       qwen3 (q/k norms) with the other K-quants: Q2_K, Q3_K, Q5_K, Q6_K, and a Q6_K
                      token_embd tied to the lm_head (no output.weight).
+  gguf_qwen3moe_q4_k_m  qwen3moe (q/k norms; MOE below: 4 experts, top 2) as llama.cpp's Q4_K_M lays
+                     out an MoE file: F32 router (llama-quantize keeps ffn_gate_inp), Q4_K gate/up
+                     experts, Q6_K down experts; layer 1 mixes Q8_0 gate, Q4_K up and Q4_K down. Its
+                     act_q8 runs round the experts' inputs too (transformers' experts are not Linear
+                     modules), and it has decode_logits. transformers' GGUF loader does not read
+                     expert_feed_forward_length, so moe_intermediate_size is set as llama.cpp reads it.
   gguf_gemma2        gemma2 / gemma3 as llama.cpp's converter writes them (GEMMA below), with
   gguf_gemma3        decode_logits; transformers' GGUF loader leaves some settings at the config
                      class's defaults (the soft-caps, query_pre_attn_scalar, gemma3's rope scaling),
@@ -93,10 +99,22 @@ def layout(name):
     if name == "gguf_qwen3_k":
         return "qwen3", {"token_embd": "Q6_K", "attn_q": "Q2_K", "attn_k": "Q3_K", "attn_v": "Q5_K",
                          "attn_output": "Q3_K", "ffn_gate": "Q5_K", "ffn_up": "Q2_K", "ffn_down": "Q6_K"}, True
+    if name == "gguf_qwen3moe_q4_k_m":
+        return "qwen3moe", {"token_embd": "Q4_K", "output": "Q6_K", "attn_q": "Q4_K", "attn_k": "Q4_K",
+                            "attn_v": "Q6_K", "attn_output": "Q4_K", "ffn_gate_exps": "Q4_K", "ffn_up_exps": "Q4_K",
+                            "ffn_down_exps": "Q6_K", "blk.1.ffn_gate_exps": "Q8_0",
+                            "blk.1.ffn_down_exps": "Q4_K"}, False
     raise KeyError(name)
 
 
-NAMES = ["gguf_llama_q4_k_m", "gguf_qwen2_q4_0", "gguf_qwen3_k", "gguf_gemma2", "gguf_gemma3"]
+NAMES = ["gguf_llama_q4_k_m", "gguf_qwen2_q4_0", "gguf_qwen3_k", "gguf_gemma2", "gguf_gemma3", "gguf_qwen3moe_q4_k_m"]
+
+# The experts of gguf_qwen3moe_q4_k_m: count, used per token, width (a whole K-quant super-block,
+# so that ffn_down_exps' rows can be Q4_K / Q6_K), the dense feed_forward_length the converter
+# writes beside it (unused by qwen3moe), the router's weight scale (router logits of about 16)
+# and the smallest gap between any token's k-th and (k+1)-th router logit that the fixture's
+# weights must show (else the next seed is drawn), so that no expert choice is near a tie.
+MOE = dict(experts=4, used=2, inter=256, dense_inter=512, router_std=1.0, min_margin=0.3)
 
 # Gemma fixtures, laid out as llama.cpp's convert_hf_to_gguf.py (Gemma2Model / Gemma3Model) writes
 # them: norms stored as 1 + w, q/k rows unpermuted, no output.weight (tied). Each: sizes, the ggml
@@ -271,7 +289,7 @@ def write_gguf(np, gguf, rng, name, path, dims=None):
     w.add_context_length(256)
     w.add_embedding_length(HIDDEN)
     w.add_block_count(LAYERS)
-    w.add_feed_forward_length(INTER)
+    w.add_feed_forward_length(MOE["dense_inter"] if arch == "qwen3moe" else INTER)
     w.add_head_count(HEADS)
     w.add_head_count_kv(KV_HEADS)
     w.add_key_length(HEAD_DIM)
@@ -282,10 +300,18 @@ def write_gguf(np, gguf, rng, name, path, dims=None):
     w.add_vocab_size(VOCAB)
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
+    if arch == "qwen3moe":  # Qwen2MoeModel.set_gguf_parameters
+        w.add_expert_count(MOE["experts"])
+        w.add_expert_used_count(MOE["used"])
+        w.add_expert_feed_forward_length(MOE["inter"])
 
     def matrix(gguf_name, key, rows, cols):
         data, t = quantized(np, gguf, rng, types[key], rows, cols)
         w.add_tensor(gguf_name, data, raw_dtype=t)
+
+    def experts(gguf_name, key, rows, cols):  # [E, rows, cols], each expert's matrix quantized alike
+        data, t = quantized(np, gguf, rng, types[key], MOE["experts"] * rows, cols)
+        w.add_tensor(gguf_name, data.reshape(MOE["experts"], rows, -1), raw_dtype=t)
 
     def vector(gguf_name, n, around):
         w.add_tensor(gguf_name, (around + 0.1 * rng.standard_normal(n)).astype(np.float32))
@@ -298,13 +324,23 @@ def write_gguf(np, gguf, rng, name, path, dims=None):
         shapes = {"attn_q": (HEADS * HEAD_DIM, HIDDEN), "attn_k": (KV_HEADS * HEAD_DIM, HIDDEN),
                   "attn_v": (KV_HEADS * HEAD_DIM, HIDDEN), "attn_output": (HIDDEN, HEADS * HEAD_DIM),
                   "ffn_gate": (INTER, HIDDEN), "ffn_up": (INTER, HIDDEN), "ffn_down": (HIDDEN, INTER)}
+        if arch == "qwen3moe":  # the router, then the stacked experts, in the converter's order
+            for dense in ("ffn_gate", "ffn_up", "ffn_down"):
+                del shapes[dense]
         for part, (rows, cols) in shapes.items():
             matrix(p + part + ".weight", p + part if p + part in types else part, rows, cols)
+        if arch == "qwen3moe":
+            router = MOE["router_std"] * rng.standard_normal((MOE["experts"], HIDDEN))
+            w.add_tensor(p + "ffn_gate_inp.weight", router.astype(np.float32))
+            inter = MOE["inter"]
+            for part, (rows, cols) in (("ffn_gate_exps", (inter, HIDDEN)), ("ffn_down_exps", (HIDDEN, inter)),
+                                       ("ffn_up_exps", (inter, HIDDEN))):
+                experts(p + part + ".weight", p + part if p + part in types else part, rows, cols)
         if arch == "qwen2":
             for part, n in (("attn_q", HEADS * HEAD_DIM), ("attn_k", KV_HEADS * HEAD_DIM),
                             ("attn_v", KV_HEADS * HEAD_DIM)):
                 vector(p + part + ".bias", n, 0.0)
-        if arch == "qwen3":
+        if arch in ("qwen3", "qwen3moe"):
             vector(p + "attn_q_norm.weight", HEAD_DIM, 1.0)
             vector(p + "attn_k_norm.weight", HEAD_DIM, 1.0)
     vector("output_norm.weight", HIDDEN, 1.0)
@@ -334,12 +370,31 @@ def generate_greedy(model, prompt):
     return gen[0, len(prompt):].tolist()
 
 
+def experts_q8_forward(self, hidden_states, top_k_index, top_k_weights):
+    """Qwen3MoeExperts.forward (transformers 5: gate_up_proj [E, 2I, d], down_proj [E, d, I]) with
+    both matmuls' inputs rounded to Q8_0, token by token, slot by slot."""
+    import torch
+    out = torch.zeros_like(hidden_states)
+    for t in range(hidden_states.shape[0]):
+        x = q8_0_round_trip(hidden_states[t])
+        for j in range(top_k_index.shape[1]):
+            e = int(top_k_index[t, j])
+            gate, up = torch.nn.functional.linear(x, self.gate_up_proj[e]).chunk(2, dim=-1)
+            y = torch.nn.functional.linear(q8_0_round_trip(self.act_fn(gate) * up), self.down_proj[e])
+            out[t] += y * top_k_weights[t, j]
+    return out
+
+
 def act_q8_runs(model, cases, linear=lambda name: True):
     """Per case: (max |logit change|, greedy tokens) when the inputs of the Linear layers that
-    `linear(name)` selects are rounded to Q8_0."""
+    `linear(name)` selects, and of every MoE expert, are rounded to Q8_0."""
+    import types
     import torch
     hooks = [m.register_forward_pre_hook(lambda _m, args: (q8_0_round_trip(args[0]),) + args[1:])
              for name, m in model.named_modules() if isinstance(m, torch.nn.Linear) and linear(name)]
+    patched = [m for m in model.modules() if type(m).__name__.endswith("MoeExperts")]
+    for m in patched:
+        m.forward = types.MethodType(experts_q8_forward, m)
     out = []
     with torch.no_grad():
         for c in cases:
@@ -347,7 +402,40 @@ def act_q8_runs(model, cases, linear=lambda name: True):
             out.append((float((logits - torch.tensor(c["logits"])).abs().max()), generate_greedy(model, c["prompt"])))
     for h in hooks:
         h.remove()
+    for m in patched:
+        del m.forward
     return out
+
+
+def moe_reference_config(out_dir):
+    """transformers' config of the qwen3moe fixture: what its GGUF loader reads, plus
+    moe_intermediate_size (expert_feed_forward_length, which it does not map). Returns (config,
+    {field: value set})."""
+    import transformers
+    cfg = transformers.AutoConfig.from_pretrained(str(out_dir), gguf_file="model.gguf")
+    assert cfg.num_experts == MOE["experts"] and cfg.num_experts_per_tok == MOE["used"] and cfg.norm_topk_prob, \
+        "the loader's own reading, norm_topk_prob as llama.cpp"
+    assert cfg.decoder_sparse_step == 1 and not cfg.mlp_only_layers, "every layer sparse, as llama.cpp"
+    cfg.moe_intermediate_size = MOE["inter"]
+    return cfg, {"moe_intermediate_size": MOE["inter"]}
+
+
+def router_margin(model, cases):
+    """The smallest gap, over every token and sparse layer of the cases' prompts, between the k-th
+    and the (k+1)-th largest router logit: how far from a tie the expert choice is."""
+    import torch
+    gaps = []
+
+    def hook(m, args, out):
+        top = torch.topk(out[0], m.top_k + 1, dim=-1).values
+        gaps.append(float((top[:, -2] - top[:, -1]).min()))
+    hooks = [m.register_forward_hook(hook) for m in model.modules() if type(m).__name__.endswith("TopKRouter")]
+    with torch.no_grad():
+        for c in cases:
+            model(torch.tensor([c["prompt"]]))
+    for h in hooks:
+        h.remove()
+    return min(gaps)
 
 
 def make(name):
@@ -361,21 +449,36 @@ def make(name):
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "model.gguf"
     extra, gemma = {}, name in GEMMA
-    if gemma:
-        write_gemma_gguf(np, gguf, rng, name, path)
-        extra["config"], overrides = gemma_reference_config(name, out_dir)
+    moe = layout(name)[0] == "qwen3moe" if not gemma else False
+    for attempt in range(50 if moe else 1):
+        if gemma:
+            write_gemma_gguf(np, gguf, rng, name, path)
+            extra["config"], overrides = gemma_reference_config(name, out_dir)
+        else:
+            write_gguf(np, gguf, rng, name, path)
+        if moe:
+            extra["config"], overrides = moe_reference_config(out_dir)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(out_dir), gguf_file="model.gguf", dtype=torch.float32, attn_implementation="eager", **extra).eval()
+        if not moe:
+            break
+        # Expert choices far from ties on every prompt and greedy continuation, so that rounding
+        # (of the reference's Q8_0 run, or of brigade's kernels) moves logits, not routes.
+        margin = router_margin(model, [{"prompt": p + generate_greedy(model, p)} for p in mf.prompts_for(VOCAB)])
+        print(f"{name}: weights #{attempt}: smallest router margin (k-th vs (k+1)-th logit) {margin:.3f}")
+        if margin >= MOE["min_margin"]:
+            break
+        rng = np.random.default_rng(NAMES.index(name) + 7000 + 1000 * (attempt + 1))
     else:
-        write_gguf(np, gguf, rng, name, path)
-    model = transformers.AutoModelForCausalLM.from_pretrained(
-        str(out_dir), gguf_file="model.gguf", dtype=torch.float32, attn_implementation="eager", **extra).eval()
-    cases = mf.run_cases(model, VOCAB, decode_logits=gemma)
+        sys.exit(f"{name}: no weights with router margins >= {MOE['min_margin']}")
+    cases = mf.run_cases(model, VOCAB, decode_logits=gemma or moe)
     for c, (d, greedy) in zip(cases, act_q8_runs(model, cases)):
         c["act_q8_max_diff"] = d
         c["act_q8_greedy"] = greedy
         scale = max(abs(v) for row in c["logits"] for v in row)
         print(f"{name}: prompt of {len(c['prompt'])}: max |logit| {scale:.3f}, Q8_0 activations move "
               f"them by {d:.4f} ({100 * d / scale:.2f}%)")
-    settings = f", config set as llama.cpp reads the file: {json.dumps(overrides)}" if gemma else ""
+    settings = f", config set as llama.cpp reads the file: {json.dumps(overrides)}" if gemma or moe else ""
     mf.write_expected(out_dir, name, f"transformers {transformers.__version__} from_pretrained(gguf_file) "
                                      f"(gguf-py {version('gguf')} dequantization), torch {torch.__version__}, fp32, "
                                      f"eager attention{settings}", VOCAB, cases)
@@ -429,9 +532,13 @@ def weights_option_bounds():
 def write_bench(path, name):
     """--bench PATH [NAME]: the fixture layout NAME (default gguf_llama_q4_k_m) at the default
     synthetic model's size (hidden 768, 12 layers, 12 heads of 64, 4 KV heads, intermediate 2048,
-    vocab 32000: ~110M parameters), for docs/perf.md's decode measurements; no reference."""
+    vocab 32000: ~110M parameters), for docs/perf.md's decode measurements; no reference.
+    gguf_qwen3moe_q4_k_m: 8 experts of 768 (Qwen3-30B-A3B's expert width), top 2, in place of the
+    dense MLP: ~240M parameters, a quarter of the experts' active per token."""
     import gguf
     import numpy as np
+    if layout(name)[0] == "qwen3moe":
+        MOE.update(experts=8, inter=768)
     write_gguf(np, gguf, np.random.default_rng(1), name, Path(path), (768, 2048, 12, 32000, (12, 4, 64)))
     print(f"{path}: {Path(path).stat().st_size / 2**20:.1f} MiB")
 

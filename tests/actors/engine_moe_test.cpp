@@ -2,7 +2,8 @@
 // of prompts submitted together (sharing steps, chunked prefill, steps in flight) equal those of
 // each prompt alone, with the dense layer of mlp_only_layers in the loop; the transformers
 // fixture serves transformers' greedy tokens; under tp 2, with experts split by columns or by
-// expert (expert_parallel), the tokens are those of tp 1.
+// expert (expert_parallel), the tokens are those of tp 1; llama.cpp's qwen3moe GGUF serves with
+// its experts in their stored block types.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -105,6 +106,28 @@ TEST(MoeEngine, TheTransformersFixtureServesWithExpertParallelism) {
   auto c = (*engine)->generate(testing::greedy_ids({1, 20, 45, 102, 78, 6, 80}, 8));
   ASSERT_TRUE(c.has_value()) << c.status().to_string();
   EXPECT_EQ(c->token_ids, (std::vector<int32_t>{60, 116, 104, 104, 120, 16, 33, 116}));
+}
+
+// llama.cpp's qwen3moe GGUF (tests/fixtures/gguf_qwen3moe_q4_k_m: Q4_K / Q6_K / Q8_0 experts kept
+// as stored) serves transformers' greedy tokens of its long prompt (the case whose tokens its
+// run with Q8_0 activations keeps too): a prefill in chunks of 32 tokens (64 expert pairs: the
+// per-expert prefill kernels), then decode steps (the grouped decode kernels); alone, at tp 2 by
+// expert, and batched with other prompts.
+TEST(MoeEngine, TheGgufFixtureServesWithItsExpertsQuantized) {
+  const std::string gguf = std::string(BRIGADE_FIXTURES) + "/gguf_qwen3moe_q4_k_m/model.gguf";
+  std::vector<int32_t> prompt = {1};
+  for (int i = 0; i < 39; ++i) prompt.push_back((i * 37 + 11) % 250 + 3);
+  const std::vector<int32_t> want = {197, 202, 84, 48, 54, 167, 201, 13};
+  for (const bool ep : {false, true}) {
+    auto engine = Engine::create(options(gguf, ep ? 2 : 1, ep));
+    ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+    auto c = (*engine)->generate(testing::greedy_ids(prompt, 8));
+    ASSERT_TRUE(c.has_value()) << c.status().to_string();
+    EXPECT_EQ(c->token_ids, want) << (ep ? "tp 2, expert_parallel" : "tp 1");
+    std::vector<GenerateOptions> together = {testing::greedy_ids(prompt, 8)};
+    for (const auto& p : kPrompts) together.push_back(testing::greedy_ids(p, 4));
+    EXPECT_EQ(testing::generate_all(**engine, together).front(), want) << "batched";
+  }
 }
 
 TEST(MoeEngine, AGroupThatDoesNotSplitTheModelIsRefusedAtCreate) {

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/backend.h"
+#include "core/quant.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/kernels.h"
 
@@ -71,6 +73,36 @@ inline std::vector<float> to_vector(const Tensor& t) {
   std::vector<float> v(static_cast<size_t>(t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = static_cast<float>(get(t, i));
   return v;
+}
+
+// Random valid blocks of `t` for an [m, k] weight: codes uniform, f16 scales small and positive
+// (q4_k's and q5_k's 6-bit scales and mins, q6_k's int8 scales random), as a quantizer would leave them.
+inline std::vector<uint8_t> random_weight(DType t, int64_t m, int64_t k, std::mt19937& rng) {
+  std::vector<uint8_t> bytes(dtype_bytes(t, m * k));
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (auto& b : bytes) b = static_cast<uint8_t>(byte(rng));
+  std::uniform_real_distribution<float> scale(0.002f, 0.02f);
+  const size_t bb = dtype_block_bytes(t);
+  for (size_t off = 0; off < bytes.size(); off += bb) {
+    uint8_t* blk = bytes.data() + off;
+    auto put_f16 = [&](size_t at, float v) {
+      const uint16_t h = f32_to_f16(v);
+      std::memcpy(blk + at, &h, 2);
+    };
+    switch (t) {
+      case DType::q8_0: case DType::q4_0: put_f16(0, scale(rng)); break;
+      case DType::q4_k: case DType::q5_k: put_f16(0, scale(rng)); put_f16(2, scale(rng) * 0.5f); break;
+      case DType::q6_k: put_f16(208, scale(rng) * 0.05f); break;
+      default: ADD_FAILURE();
+    }
+  }
+  return bytes;
+}
+
+inline std::vector<float> dequantized(const std::vector<uint8_t>& w, DType t, int64_t m, int64_t k) {
+  std::vector<float> out(static_cast<size_t>(m * k));
+  quant::dequantize_row(w.data(), t, out.data(), m * k);
+  return out;
 }
 
 }  // namespace brigade::test

@@ -1,9 +1,11 @@
 // The MoE ops against plain references: moe_route against softmax + a sort in double (ties, the
 // normalisation on and off, k = E), moe_experts against a loop over each token's k experts in
-// double, at every SIMD level, with f32 and bf16 weights, below and above the BLAS row count.
+// double, at every SIMD level, with f32 and bf16 weights, below and above the BLAS row count;
+// moe_experts_split over block-quantized experts against moe_experts over them dequantized.
 #include <algorithm>
 #include <utility>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "cpu/ops.h"
@@ -247,6 +249,76 @@ TEST(CpuMoe, ExpertsMatchAPlainLoop) {
       }
       EXPECT_LT(worst, 1e-5 * std::max(1.0, scale));
       EXPECT_GT(scale, 0.01);  // the outputs are not trivially zero
+    }
+  }
+}
+
+// GGUF's experts (moe_experts_split): gate, up and down block-quantized, each in its own type, in
+// decode-sized and prefill-sized steps at every SIMD level, against moe_experts over the same
+// weights dequantized to f32 (checked against the plain loop above). The quantized kernels round
+// the activations to int8 per block of 32 or 256 (d = absmax / 127: about 0.4% of a block's
+// largest value), so the outputs agree to 2% of their scale; gate and up swapped, or an expert's
+// rows read from another expert, are off by far more (checked for the swap).
+TEST(CpuMoe, SplitQuantizedExpertsMatchTheDequantizedFusedOnes) {
+  const int64_t d = 256, inter = 256, n_experts = 4;
+  const int k = 2;
+  struct Types {
+    DType gate, up, down;
+  };
+  for (const std::string& level : test::simd_levels()) {
+    auto b = backend_at(level);
+    for (const Types t : {Types{DType::q4_k, DType::q4_k, DType::q6_k}, Types{DType::q8_0, DType::q4_k, DType::q4_0},
+                          Types{DType::q5_k, DType::q6_k, DType::q8_0}}) {
+      for (const int64_t n : {int64_t{3}, int64_t{60}}) {
+        SCOPED_TRACE(testing::Message() << level << " n=" << n << " " << dtype_name(t.gate) << "/" << dtype_name(t.up)
+                                        << "/" << dtype_name(t.down));
+        std::mt19937 rng(static_cast<uint32_t>(n * 7 + static_cast<int>(t.gate)));
+        auto quantized = [&](DType type, int64_t rows, int64_t cols, std::vector<float>& values) {
+          const std::vector<uint8_t> bytes = test::random_weight(type, rows, cols, rng);
+          values = test::dequantized(bytes, type, rows, cols);
+          auto w = make(*b, type, {rows, cols});
+          std::memcpy(w.tensor.data, bytes.data(), bytes.size());
+          return w;
+        };
+        std::vector<float> gate_f, up_f, down_f;
+        auto gate = quantized(t.gate, n_experts * inter, d, gate_f);
+        auto up = quantized(t.up, n_experts * inter, d, up_f);
+        auto down = quantized(t.down, n_experts * d, inter, down_f);
+        auto gu32 = make(*b, DType::f32, {n_experts * 2 * inter, d});
+        auto down32 = make(*b, DType::f32, {n_experts * d, inter});
+        for (int64_t e = 0; e < n_experts; ++e) {  // per expert its gate rows, then its up rows
+          float* dst = gu32.tensor.as<float>() + e * 2 * inter * d;
+          std::copy_n(gate_f.data() + e * inter * d, inter * d, dst);
+          std::copy_n(up_f.data() + e * inter * d, inter * d, dst + inter * d);
+        }
+        std::copy(down_f.begin(), down_f.end(), down32.tensor.as<float>());
+        auto x = make(*b, DType::f32, {n, d});
+        test::fill_uniform(x.tensor, rng, -1, 1);
+        std::vector<float> logits(static_cast<size_t>(n * n_experts));
+        std::uniform_real_distribution<float> u(-3, 3);
+        for (float& v : logits) v = u(rng);
+        const Routed r = route(*b, logits, n, n_experts, k, true);
+        auto ids = make(*b, DType::i32, {n, k}), wts = make(*b, DType::f32, {n, k});
+        std::copy(r.ids.begin(), r.ids.end(), ids.tensor.as<int32_t>());
+        std::copy(r.weights.begin(), r.weights.end(), wts.tensor.as<float>());
+        auto ws = make(*b, DType::u8, {static_cast<int64_t>(b->moe_workspace_bytes(n, k, d, inter))});
+        auto want = make(*b, DType::f32, {n, d}), got = make(*b, DType::f32, {n, d});
+        b->moe_experts(x.tensor, gu32.tensor, down32.tensor, ids.tensor, wts.tensor, ws.tensor, want.tensor);
+        auto worst_of = [&](const Tensor& gate_w, const Tensor& up_w) {
+          b->moe_experts_split(x.tensor, gate_w, up_w, down.tensor, ids.tensor, wts.tensor, ws.tensor, got.tensor);
+          double worst = 0.0, scale = 0.0;
+          for (int64_t i = 0; i < n * d; ++i) {
+            worst = std::max(worst, std::abs(get(got.tensor, i) - get(want.tensor, i)));
+            scale = std::max(scale, std::abs(get(want.tensor, i)));
+          }
+          EXPECT_GT(scale, 0.01);  // the outputs are not trivially zero
+          return worst / scale;
+        };
+        EXPECT_LT(worst_of(gate.tensor, up.tensor), 0.02);
+        if (t.gate == t.up) {
+          EXPECT_GT(worst_of(up.tensor, gate.tensor), 0.1) << "gate and up swapped";
+        }
+      }
     }
   }
 }

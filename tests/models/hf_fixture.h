@@ -194,9 +194,9 @@ float max_diff_with_config(const std::string& fixture, Edit edit) {
 
 // Max |Δlogit| on `fixture`'s longest prompt with the checkpoint at `path` (default: the fixture's
 // directory) loaded with its config changed by `edit` after parsing (a rule that no config field
-// turns off: Gemma's +1 of the norms, the embedding scale).
+// turns off: Gemma's +1 of the norms, the embedding scale), weights as stored or `weights`.
 inline float max_diff_with_rules(const std::string& fixture, const std::function<void(ModelConfig&)>& edit,
-                                 const std::string& path = "") {
+                                 const std::string& path = "", std::optional<DType> weights = std::nullopt) {
   auto ck = Checkpoint::open(path.empty() ? fixture_dir(fixture) : path);
   EXPECT_TRUE(ck.has_value()) << ck.status().to_string();
   if (!ck) return 0;
@@ -206,6 +206,7 @@ inline float max_diff_with_rules(const std::string& fixture, const std::function
   auto backend = make_cpu_backend({.n_threads = 1});
   LoadOptions opts;
   opts.max_batch_tokens = 64;
+  opts.weight_dtype = weights;
   auto model = load_llama(*edited, *backend, opts);
   EXPECT_TRUE(model.has_value()) << model.status().to_string();
   if (!model) return 0;

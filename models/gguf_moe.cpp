@@ -1,0 +1,92 @@
+#include "models/gguf_moe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace brigade {
+namespace {
+
+// A count key in [1, INT32_MAX]; `fallback` when absent (0: required).
+Status read_count(const GgufFile& g, const std::string& key, int64_t fallback, int& out) {
+  if (fallback == 0 && !g.find(key)) return corrupt(g.path() + ": metadata '" + key + "' is missing");
+  BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int_or(key, fallback));
+  if (v <= 0 || v > INT32_MAX) return corrupt(g.path() + ": metadata '" + key + "' is out of range");
+  out = static_cast<int>(v);
+  return Status::ok();
+}
+
+std::string dims_string(const std::vector<int64_t>& dims) {  // outermost first, as RawTensor shapes
+  std::string s = "[";
+  for (size_t i = dims.size(); i-- > 0;) s += std::to_string(dims[i]) + (i > 0 ? ", " : "");
+  return s + "]";
+}
+
+}  // namespace
+
+bool is_gguf_moe(const std::string& gguf_arch) { return gguf_arch == "qwen3moe"; }
+
+Status read_gguf_moe(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c) {
+  const std::string a = gguf_arch + ".";
+  c.arch = "qwen3_moe";
+  c.qk_norm = true;
+  BRIGADE_RETURN_IF_ERROR(read_count(g, a + "expert_count", 0, c.n_experts));
+  BRIGADE_RETURN_IF_ERROR(read_count(g, a + "expert_used_count", 0, c.n_experts_per_tok));
+  if (c.n_experts_per_tok > c.n_experts)
+    return corrupt(g.path() + ": metadata '" + a + "expert_used_count' (" + std::to_string(c.n_experts_per_tok) +
+                   ") exceeds '" + a + "expert_count' (" + std::to_string(c.n_experts) + ")");
+  BRIGADE_RETURN_IF_ERROR(read_count(g, a + "expert_feed_forward_length",
+                                     std::max(1, c.intermediate_size / c.n_experts_per_tok), c.moe_intermediate_size));
+  for (const char* shared : {"expert_shared_count", "expert_shared_feed_forward_length"}) {
+    BRIGADE_ASSIGN_OR_RETURN(int64_t n, g.get_int_or(a + shared, 0));
+    if (n != 0)
+      return unsupported(g.path() + ": metadata '" + a + shared + "' names shared experts, which " + gguf_arch +
+                         " does not have (Qwen2-MoE's shared expert is not supported)");
+  }
+  BRIGADE_ASSIGN_OR_RETURN(double scale, g.get_number_or(a + "expert_weights_scale", 0.0));
+  if (!std::isfinite(scale) || scale < 0.0)
+    return corrupt(g.path() + ": metadata '" + a + "expert_weights_scale' must be a number >= 0");
+  c.routed_scaling_factor = scale == 0.0 ? 1.0f : static_cast<float>(scale);
+  c.norm_topk_prob = true;
+  c.decoder_sparse_step = 1;
+  c.mlp_only_layers.clear();
+  return Status::ok();
+}
+
+std::string gguf_moe_layer_name(const std::string& suffix) {
+  static const std::map<std::string, std::string> kNames = {{"ffn_gate_inp.weight", "mlp.gate.weight"},
+                                                            {"ffn_gate_exps.weight", "mlp.experts.gate_proj"},
+                                                            {"ffn_up_exps.weight", "mlp.experts.up_proj"},
+                                                            {"ffn_down_exps.weight", "mlp.experts.down_proj"}};
+  auto it = kNames.find(suffix);
+  return it == kNames.end() ? "" : it->second;
+}
+
+Status check_gguf_moe_tensors(const GgufFile& g, const ModelConfig& c) {
+  std::map<std::string, const GgufTensorInfo*> by_name;
+  for (const GgufTensorInfo& t : g.tensors()) by_name[t.name] = &t;
+  const int64_t hidden = c.hidden_size, inter = c.moe_intermediate_size, e = c.n_experts;
+  // ggml dims, innermost first.
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> want = {
+      {"ffn_gate_inp.weight", {hidden, e}},
+      {"ffn_gate_exps.weight", {hidden, inter, e}},
+      {"ffn_up_exps.weight", {hidden, inter, e}},
+      {"ffn_down_exps.weight", {inter, hidden, e}}};
+  for (int l = 0; l < c.n_layers; ++l) {
+    for (const auto& [suffix, dims] : want) {
+      const std::string name = "blk." + std::to_string(l) + "." + suffix;
+      auto it = by_name.find(name);
+      if (it == by_name.end())
+        return corrupt(g.path() + ": tensor '" + name + "' is missing (every " + c.arch + " layer has its experts)");
+      if (it->second->dims != dims)
+        return corrupt(g.path() + ": tensor '" + name + "' has shape " + dims_string(it->second->dims) + "; expected " +
+                       dims_string(dims) + " from expert_count " + std::to_string(e) + ", embedding_length " +
+                       std::to_string(hidden) + " and expert_feed_forward_length " + std::to_string(inter));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace brigade

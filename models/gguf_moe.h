@@ -1,0 +1,48 @@
+// Internal to models/: llama.cpp's `qwen3moe` GGUF architecture (Qwen3-30B-A3B, Qwen3-235B-A22B),
+// read into the ModelConfig the safetensors path builds for qwen3_moe (models/moe_block.h), as
+// llama.cpp's loader (src/models/qwen3moe.cpp) reads it.
+//
+// What llama.cpp's converter (convert_hf_to_gguf.py Qwen3MoeModel, by way of Qwen2MoeModel) writes:
+//   - qwen3moe.expert_count (num_experts), expert_used_count (num_experts_per_tok),
+//     expert_feed_forward_length (moe_intermediate_size); feed_forward_length is the dense
+//     intermediate_size, which no qwen3moe layer uses;
+//   - blk.N.ffn_gate_inp.weight [E, hidden] (the router, mlp.gate), and each layer's experts
+//     stacked: ffn_gate_exps and ffn_up_exps [E, I, hidden], ffn_down_exps [E, hidden, I]
+//     (outermost first), each in its own ggml type (a Q4_K_M file: Q4_K gate and up, Q4_K or Q6_K
+//     down; the router is kept F32 by llama-quantize);
+//   - q/k norms as qwen3; no norm_topk_prob, decoder_sparse_step or mlp_only_layers.
+// What llama.cpp decides rather than reads (and brigade with it):
+//   - every layer is sparse;
+//   - the k routing weights are renormalised (build_moe_ffn's norm_w is true for qwen3moe), as
+//     every published Qwen3-MoE config's norm_topk_prob says;
+//   - expert_feed_forward_length, when absent, is feed_forward_length / expert_used_count;
+//   - expert_weights_scale, when present and not 0 or 1, scales the routing weights.
+// The experts load as GGUF keeps them, gate and up apart (Backend::moe_experts_split).
+// qwen2moe is refused (its shared expert's sigmoid gate, ffn_gate_inp_shexp, is not built).
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+#include "models/gguf.h"
+#include "models/model_config.h"
+
+namespace brigade {
+
+bool is_gguf_moe(const std::string& gguf_arch);
+
+// Fills the MoE fields of c (arch becomes qwen3_moe, with qwen3's q/k norms), the common keys
+// read already. corrupt naming the key for counts out of range (expert_used_count above
+// expert_count included).
+Status read_gguf_moe(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c);
+
+// The Hugging Face name (under model.layers.N.) of a MoE block tensor's suffix, or "": the router
+// is mlp.gate.weight, the stacked experts mlp.experts.{gate,up,down}_proj (3-D, not a name any
+// transformers checkpoint uses).
+std::string gguf_moe_layer_name(const std::string& suffix);
+
+// corrupt naming the GGUF tensor when a layer's router or experts are missing or of the wrong
+// shape for c.
+Status check_gguf_moe_tensors(const GgufFile& g, const ModelConfig& c);
+
+}  // namespace brigade
