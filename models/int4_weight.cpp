@@ -25,15 +25,9 @@ uint32_t word(const RawTensor& t, int64_t i) {
 int nibble(uint32_t w, int k) { return static_cast<int>((w >> (4 * k)) & 15u); }
 
 float float_at(const RawTensor& t, int64_t i) {
-  const uint8_t* p = t.bytes.data() + static_cast<size_t>(i) * dtype_size(t.dtype);
-  if (t.dtype == DType::f32) {
-    float f;
-    std::memcpy(&f, p, 4);
-    return f;
-  }
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return t.dtype == DType::bf16 ? bf16_to_f32(h) : f16_to_f32(h);
+  float f;
+  t.dequantize(i, 1, &f);
+  return f;
 }
 
 int64_t int_at(const RawTensor& t, int64_t i) {

@@ -38,10 +38,6 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   if ((arch == "deepseek_v2" || arch == "deepseek_v3") && !options.loras.empty())
     return unsupported(path + ": LoRA adapters are not supported for " + arch + " (MLA attention); they run on the "
                        "dense Llama-family decoders (llama, qwen2, qwen3, phi3)");
-  if ((arch == "deepseek_v2" || arch == "deepseek_v3") && checkpoint->config().quant.int4())
-    return unsupported(path + ": int4 checkpoints (" + checkpoint->config().quant.describe() + ") are not supported "
-                       "for " + arch + " (MLA attention); they load for llama, qwen2, qwen3, qwen3_moe, phi3, gemma2 "
-                       "and gemma3_text");
   if (arch == "deepseek_v2" || arch == "deepseek_v3") return load_deepseek(*checkpoint, backend, options);
   return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3, "
                      "qwen3_moe, phi3, gemma2, gemma3_text, deepseek_v2, deepseek_v3");

@@ -291,19 +291,12 @@ def check_ct_weights(model, dequant):
 def make(name, config_cls, model_cls, kw, quant, seed):
     import torch
     import transformers
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import save_file
     import make_gguf_fixtures as mg
-    config = getattr(transformers, config_cls)(**kw)
-    config._attn_implementation = "eager"
-    torch.manual_seed(seed)
-    model = getattr(transformers, model_cls)(config).to(torch.float32).eval()
-    mf.randomize(model, seed)
     out_dir = mf.OUT / name
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        model.save_pretrained(tmp, safe_serialization=True)  # the Hub layout (one tensor per expert)
-        state = load_file(str(Path(tmp) / "model.safetensors"))
-        config_json = json.loads((Path(tmp) / "config.json").read_text())
+        state, config_json = mf.hub_checkpoint(config_cls, model_cls, kw, seed, tmp)
         stored, dequant = quantize(state, quant, seed)
         save_file(dequant, str(Path(tmp) / "model.safetensors"), metadata={"format": "pt"})
         reference = getattr(transformers, model_cls).from_pretrained(tmp, dtype=torch.float32,

@@ -35,7 +35,6 @@ using testing::kLogitTol;
 using testing::read_fixture_cases;
 using testing::run_fixture_case;
 using testing::StEntry;
-using testing::TempDir;
 
 // The fixtures whose every quantized group repacks exactly to Q4_0 (symmetric, groups of 32, f16 or
 // bf16 scales); the others have zero points.
@@ -173,38 +172,11 @@ TEST(Int4Checkpoint, InspectAndLoadProgressReportTheQuantization) {
             fixture_dir("llama_ct_w4a16") + " (int4, groups of 32, symmetric (quant_method compressed-tensors))");
 }
 
-// `fixture`'s tensors with `edit` applied, written beside its config.json (changed by
-// `edit_config`); the load's error message.
+using testing::st_entry;
+
 std::string load_error(const std::string& fixture, const std::function<void(std::vector<StEntry>&)>& edit,
                        const std::function<void(nlohmann::json&)>& edit_config = {}) {
-  const TempDir dir("int4_bad");
-  auto ck = Checkpoint::open(fixture_dir(fixture));
-  EXPECT_TRUE(ck.has_value());
-  if (!ck) return "";
-  std::vector<StEntry> entries;
-  for (const auto& [name, t] : (*ck)->tensors()) {
-    const char* dt = t.dtype == DType::bf16 ? "BF16" : t.dtype == DType::f16 ? "F16" : t.dtype == DType::i32 ? "I32"
-                   : t.dtype == DType::i64 ? "I64" : t.dtype == DType::i8 ? "I8" : "F32";
-    entries.push_back({name, dt, t.shape, std::vector<uint8_t>(t.bytes.begin(), t.bytes.end())});
-  }
-  edit(entries);
-  testing::write_safetensors_file(dir.file("model.safetensors"), entries);
-  auto config = nlohmann::json::parse(read_text_file(fixture_dir(fixture) + "/config.json").value());
-  if (edit_config) edit_config(config);
-  testing::write_text(dir.file("config.json"), config.dump());
-  auto backend = make_cpu_backend({.n_threads = 1});
-  LoadOptions o;
-  o.progress = false;
-  auto m = Model::load(dir.str(), *backend, o);
-  EXPECT_FALSE(m.has_value());
-  return m ? "" : m.status().message();
-}
-
-StEntry& entry(std::vector<StEntry>& es, const std::string& name) {
-  for (auto& e : es)
-    if (e.name == name) return e;
-  ADD_FAILURE() << "no tensor " << name;
-  return es.front();
+  return testing::edited_fixture_load_error(fixture, edit, edit_config);
 }
 
 void expect_has(const std::string& msg, const std::string& what) { EXPECT_NE(msg.find(what), std::string::npos) << msg; }
@@ -216,30 +188,30 @@ TEST(Int4Checkpoint, MissingMisshapenOrCorruptPackedTensorsFailNamingThem) {
   };
   expect_has(load_error("qwen3_gptq_g32", drop(m + ".qzeros")), "tensor '" + m + ".qzeros' of int4 layer '" + m + "' is missing");
   expect_has(load_error("qwen3_gptq_g32", [&](auto& es) {
-               StEntry& e = entry(es, m + ".qweight");
+               StEntry& e = st_entry(es, m + ".qweight");
                e.shape = {e.shape[1], e.shape[0]};  // [8, 64] stored as [64, 8]
              }),
              "'" + m + ".qweight' has shape [64, 8] but int4 layer '" + m + "' needs [8, 64]");
-  expect_has(load_error("qwen3_awq_g32", [&](auto& es) { entry(es, m + ".scales").dtype = "I32"; entry(es, m + ".scales").shape = {2, 32}; }),
+  expect_has(load_error("qwen3_awq_g32", [&](auto& es) { st_entry(es, m + ".scales").dtype = "I32"; st_entry(es, m + ".scales").shape = {2, 32}; }),
              "'" + m + ".scales' is i32; int4 layer '" + m + "' needs it f16 or bf16 or f32");
   expect_has(load_error("qwen3_awq_g32", [&](auto& es) {
                const uint16_t nan = 0x7e00;  // f16 NaN
-               std::memcpy(entry(es, m + ".scales").bytes.data() + 6, &nan, 2);
+               std::memcpy(st_entry(es, m + ".scales").bytes.data() + 6, &nan, 2);
              }),
              "scales must be finite");
   expect_has(load_error("llama_gptq_act_order", [&](auto& es) {
                const int32_t g = 7;  // 64 columns in groups of 32: 2 groups
-               std::memcpy(entry(es, m + ".g_idx").bytes.data() + 4 * 5, &g, 4);
+               std::memcpy(st_entry(es, m + ".g_idx").bytes.data() + 4 * 5, &g, 4);
              }),
              "'" + m + ".g_idx' holds group 7 at column 5; the layer has 2 groups");
   expect_has(load_error("llama_ct_w4a16", [&](auto& es) {
                const int64_t wrong = 65;
-               std::memcpy(entry(es, m + ".weight_shape").bytes.data() + 8, &wrong, 8);
+               std::memcpy(st_entry(es, m + ".weight_shape").bytes.data() + 8, &wrong, 8);
              }),
              "'" + m + ".weight_shape' says [64, 65] but the config needs [64, 64]");
   expect_has(load_error("qwen3_ct_w4a16_asym", drop(m + ".weight_zero_point")), m + ".weight_zero_point");
   // a truncated file: the packed tensor's bytes run past the end
-  expect_has(load_error("llama_ct_w4a16", [&](auto& es) { entry(es, m + ".weight_packed").bytes.resize(100); }),
+  expect_has(load_error("llama_ct_w4a16", [&](auto& es) { st_entry(es, m + ".weight_packed").bytes.resize(100); }),
              m + ".weight_packed");
 }
 
