@@ -54,6 +54,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_fixtures as mf  # noqa: E402
+import make_fp8_fixtures as fp8  # noqa: E402
 
 PKGS = mf.ROOT / ".brigade" / "int4-pkgs"
 AUTO_GPTQ = "auto-gptq==0.7.1"
@@ -328,17 +329,9 @@ def make(name, config_cls, model_cls, kw, quant, seed):
                                      f"on their exact fp32 dequantization s * (q - z)", kw["vocab_size"], cases)
 
 
-EXTRA_PACKAGES = ["accelerate", "compressed-tensors"]
-
-
-def ensure_extra_packages():
-    if not all(importlib.util.find_spec(m) for m in ("accelerate", "compressed_tensors")):
-        subprocess.check_call([sys.executable, "-m", "pip", "install", *EXTRA_PACKAGES])
-
-
 def main():
     mf.ensure_venv(__file__)
-    ensure_extra_packages()
+    fp8.ensure_extra_packages()  # accelerate and compressed-tensors, as for the fp8 fixtures
     import importlib.metadata  # noqa: F401 (used in make)
     names = sys.argv[1:]
     unknown = set(names) - set(fixtures())
