@@ -175,16 +175,13 @@ inline const char* safetensors_dtype(DType t) {
   }
 }
 
-// Fixture `fixture`'s tensors, with `edit` applied, written beside its config.json (changed by
-// `edit_config`) into a temporary directory; Model::load's error message there (a test failure,
-// and "", when it loads).
-inline std::string edited_fixture_load_error(const std::string& fixture,
-                                             const std::function<void(std::vector<StEntry>&)>& edit,
-                                             const std::function<void(nlohmann::json&)>& edit_config = {}) {
-  const TempDir dir("edited_" + fixture);
+// Writes fixture `fixture`'s tensors, with `edit` applied, and its config.json (changed by
+// `edit_config`) into `dir`.
+inline void write_edited_fixture(const std::string& fixture, const TempDir& dir,
+                                 const std::function<void(std::vector<StEntry>&)>& edit,
+                                 const std::function<void(nlohmann::json&)>& edit_config = {}) {
   auto ck = Checkpoint::open(fixture_dir(fixture));
-  EXPECT_TRUE(ck.has_value());
-  if (!ck) return "";
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
   std::vector<StEntry> entries;
   for (const auto& [name, t] : (*ck)->tensors())
     entries.push_back({name, safetensors_dtype(t.dtype), t.shape, std::vector<uint8_t>(t.bytes.begin(), t.bytes.end())});
@@ -193,6 +190,15 @@ inline std::string edited_fixture_load_error(const std::string& fixture,
   auto config = nlohmann::json::parse(read_text_file(fixture_dir(fixture) + "/config.json").value());
   if (edit_config) edit_config(config);
   write_text(dir.file("config.json"), config.dump());
+}
+
+// Model::load's error message on the fixture edited as write_edited_fixture does (a test failure,
+// and "", when it loads).
+inline std::string edited_fixture_load_error(const std::string& fixture,
+                                             const std::function<void(std::vector<StEntry>&)>& edit,
+                                             const std::function<void(nlohmann::json&)>& edit_config = {}) {
+  const TempDir dir("edited_" + fixture);
+  write_edited_fixture(fixture, dir, edit, edit_config);
   auto backend = make_cpu_backend({.n_threads = 1});
   LoadOptions o;
   o.progress = false;

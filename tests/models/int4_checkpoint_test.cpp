@@ -35,6 +35,7 @@ using testing::kLogitTol;
 using testing::read_fixture_cases;
 using testing::run_fixture_case;
 using testing::StEntry;
+using testing::TempDir;
 
 // The fixtures whose every quantized group repacks exactly to Q4_0 (symmetric, groups of 32, f16 or
 // bf16 scales); the others have zero points.
@@ -149,6 +150,66 @@ TEST(Int4Checkpoint, WeightsOptionChoosesTheType) {
   ASSERT_NE(model, nullptr);
   const auto fc = read_fixture_cases("qwen3_awq_g32").front();
   EXPECT_LT(run_fixture_case(*model, *backend, fc).max_abs_diff, 0.2f);
+}
+
+// `fixture` rewritten by `edit` / `edit_config` into an equivalent checkpoint of another variant
+// loads (weights f32) to transformers' logits of the original.
+void expect_variant_matches(const std::string& fixture, const std::function<void(std::vector<StEntry>&)>& edit,
+                            const std::function<void(nlohmann::json&)>& edit_config) {
+  const TempDir dir("int4_variant");
+  testing::write_edited_fixture(fixture, dir, edit, edit_config);
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = testing::load_or_fail(dir.str(), *backend, DType::f32);
+  ASSERT_NE(model, nullptr);
+  for (const auto& fc : read_fixture_cases(fixture)) {
+    const auto run = run_fixture_case(*model, *backend, fc);
+    EXPECT_LE(run.max_abs_diff, kLogitTol) << fixture << ", prompt of " << fc.prompt.size();
+    EXPECT_EQ(run.greedy, fc.greedy) << fixture;
+  }
+}
+
+// GPTQModel's gptq_v2 stores the zero points themselves (the original format stores zero - 1):
+// qwen3_gptq_g32 with every qzeros nibble + 1 under checkpoint_format gptq_v2 is the same model.
+TEST(Int4Checkpoint, GptqV2ZeroPointsAreStoredAsThey) {
+  expect_variant_matches(
+      "qwen3_gptq_g32",
+      [](std::vector<StEntry>& es) {
+        for (StEntry& e : es) {
+          if (!e.name.ends_with(".qzeros")) continue;
+          for (size_t i = 0; i < e.bytes.size(); i += 4) {
+            uint32_t w;
+            std::memcpy(&w, e.bytes.data() + i, 4);
+            ASSERT_EQ(w, 0x77777777u) << e.name << ": a symmetric fixture stores zero 8 as 7";
+            w += 0x11111111u;
+            std::memcpy(e.bytes.data() + i, &w, 4);
+          }
+        }
+      },
+      [](nlohmann::json& j) { j["quantization_config"]["checkpoint_format"] = "gptq_v2"; });
+}
+
+// Older compressed-tensors wrote asymmetric zero points unpacked, int8 [rows, groups]: the packed
+// ones of qwen3_ct_w4a16_asym ([ceil(rows / 8), groups] int32, nibble = zero + 8) rewritten so.
+TEST(Int4Checkpoint, CompressedTensorsInt8ZeroPointsAreReadToo) {
+  expect_variant_matches(
+      "qwen3_ct_w4a16_asym",
+      [](std::vector<StEntry>& es) {
+        for (StEntry& e : es) {
+          if (!e.name.ends_with(".weight_zero_point")) continue;
+          ASSERT_EQ(e.dtype, "I32");
+          const int64_t groups = e.shape[1], rows = e.shape[0] * 8;
+          std::vector<uint8_t> unpacked(static_cast<size_t>(rows * groups));
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t g = 0; g < groups; ++g) {
+              uint32_t w;
+              std::memcpy(&w, e.bytes.data() + static_cast<size_t>((r / 8) * groups + g) * 4, 4);
+              unpacked[static_cast<size_t>(r * groups + g)] = static_cast<uint8_t>(static_cast<int>((w >> (4 * (r % 8))) & 15u) - 8);
+            }
+          }
+          e = {e.name, "I8", {rows, groups}, unpacked};
+        }
+      },
+      {});
 }
 
 TEST(Int4Checkpoint, InspectAndLoadProgressReportTheQuantization) {
