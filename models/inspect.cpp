@@ -20,6 +20,17 @@ std::string deepseek_routing(const ModelConfig& c) {
   return r;
 }
 
+// The parameters a stored tensor of `numel` elements holds: fp8 and int4 scales, zero points,
+// g_idx and shapes are not parameters of the model; an int4 layer's packed int32s hold 8 each.
+int64_t quant_params(const QuantConfig& q, const std::string& name, int64_t numel) {
+  if (!q.quantized()) return numel;
+  if (name.ends_with("_scale_inv") || name.ends_with("_scale")) return 0;
+  if (!q.int4()) return numel;
+  for (const char* aux : {".qzeros", ".scales", ".g_idx", ".weight_zero_point", ".weight_shape", ".weight_g_idx"})
+    if (name.ends_with(aux)) return 0;
+  return name.ends_with(".qweight") || name.ends_with(".weight_packed") ? 8 * numel : numel;
+}
+
 }  // namespace
 
 Expected<ModelInfo> inspect_model(const std::string& path) {
@@ -28,11 +39,10 @@ Expected<ModelInfo> inspect_model(const std::string& path) {
   info.path = path;
   info.format = ck->format();
   info.config = ck->config();
-  const bool quantized = ck->config().quant.quantized();
+  const QuantConfig& q = ck->config().quant;
   for (const auto& [name, t] : ck->tensors()) {
     ++info.n_tensors;
-    // An fp8 checkpoint's scales (weight_scale(_inv), input_scale) are not parameters of the model.
-    if (!quantized || !(name.ends_with("_scale_inv") || name.ends_with("_scale"))) info.n_params += t.numel();
+    info.n_params += quant_params(q, name, t.numel());
     info.n_bytes += static_cast<int64_t>(t.bytes.size());
     ++info.n_tensors_by_dtype[t.type_name()];
     info.n_bytes_by_dtype[t.type_name()] += static_cast<int64_t>(t.bytes.size());
@@ -120,7 +130,9 @@ std::string format_model_info(const ModelInfo& m) {
     s += "sparse layers: " + std::to_string(c.n_moe_layers()) + " of " + std::to_string(c.n_layers) + dense + "\n";
   }
   if (c.quant.quantized()) {
-    s += "quantization:  " + c.quant.describe() + ", dequantized at load";
+    s += "quantization:  " + c.quant.describe() +
+         (c.quant.int4() ? ", Q4_0 on the CPU where exact (symmetric groups of 32k, f16 scales), else dequantized at load"
+                         : ", dequantized at load");
     for (size_t i = 0; i < c.quant.ignore.size(); ++i) s += (i ? ", " : "; unquantized: ") + c.quant.ignore[i];
     s += "\n";
   }

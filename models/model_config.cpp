@@ -307,6 +307,10 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));
   if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null()) {
     BRIGADE_ASSIGN_OR_RETURN(c.quant, parse_quant_config(*q));
+    if (c.quant.int4() && is_deepseek(c.arch))
+      return unsupported("config.json: quantization_config " + c.quant.describe() + " is not supported for " + c.arch +
+                         " (MLA attention); int4 checkpoints load for llama, qwen2, qwen3, qwen3_moe, phi3, gemma2 and "
+                         "gemma3_text");
   }
   BRIGADE_RETURN_IF_ERROR(c.validate());
   return c;

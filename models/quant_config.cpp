@@ -4,15 +4,18 @@
 #include <regex>
 
 #include "models/config_json.h"
+#include "models/quant_config_int4.h"
 
 namespace brigade {
 namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* kSupported =
+constexpr const char* kFp8Supported =
     "quant_method 'fp8' (fmt e4m3, with or without weight_block_size) and 'compressed-tensors' "
     "(weights num_bits 8, type float, strategy tensor, channel or block)";
+
+std::string supported() { return std::string(kFp8Supported) + "; int4: " + kInt4Supported; }
 
 Status read_names(const json& q, const char* key, std::vector<std::string>& out) {
   auto it = q.find(key);
@@ -51,16 +54,24 @@ Status parse_fp8(const json& q, QuantConfig& c) {
   return read_names(q, "modules_to_not_convert", c.ignore);
 }
 
-// One config group's weight scheme as a QuantConfig (block sizes, scaling).
-Expected<QuantConfig> parse_ct_weights(const std::string& group, const json& w) {
+// One config group's weight scheme as a QuantConfig (block sizes, scaling); `packed`: the
+// checkpoint's format is pack-quantized (int4).
+Expected<QuantConfig> parse_ct_weights(const std::string& group, const json& w, bool packed) {
   const std::string where = "config.json: quantization_config.config_groups." + group + ".weights";
   if (!w.is_object()) return corrupt(where + " must be an object");
+  if (packed) {
+    QuantConfig c;
+    c.method = "compressed-tensors";
+    BRIGADE_RETURN_IF_ERROR(parse_ct_int4(where, w, c));
+    return c;
+  }
   int bits = 0;
   BRIGADE_RETURN_IF_ERROR(read_int(w, "num_bits", bits, false));
   const std::string type = string_or(w, "type", "int"), strategy = string_or(w, "strategy", "");
   if (bits != 8 || type != "float")
     return unsupported(where + ": num_bits " + std::to_string(bits) + ", type '" + type +
-                       "' is not supported; supported: " + kSupported);
+                       "' is not supported with format " + (bits == 4 ? "other than pack-quantized" : "float-quantized") +
+                       "; supported: " + supported());
   QuantConfig c;
   c.method = "compressed-tensors";
   c.scale_is_inverse = false;
@@ -86,9 +97,11 @@ Expected<QuantConfig> parse_ct_weights(const std::string& group, const json& w) 
 // compressed-tensors' QuantizationConfig: every group must quantize weights the same way.
 Status parse_compressed_tensors(const json& q, QuantConfig& c) {
   const std::string format = string_or(q, "format", "float-quantized");
-  if (format != "float-quantized" && format != "naive-quantized")
+  if (format != "float-quantized" && format != "naive-quantized" && format != "pack-quantized")
     return unsupported("config.json: compressed-tensors format '" + format +
-                       "' is not supported; supported: float-quantized, naive-quantized (" + kSupported + ")");
+                       "' is not supported; supported: float-quantized, naive-quantized, pack-quantized (" +
+                       supported() + ")");
+  const bool packed = format == "pack-quantized";
   auto groups = q.find("config_groups");
   if (groups == q.end() || !groups->is_object() || groups->empty())
     return corrupt("config.json: compressed-tensors quantization_config needs a config_groups object");
@@ -96,9 +109,13 @@ Status parse_compressed_tensors(const json& q, QuantConfig& c) {
   for (const auto& [name, g] : groups->items()) {
     if (!g.is_object() || !g.contains("weights") || g["weights"].is_null())
       return unsupported("config.json: quantization_config.config_groups." + name +
-                         " quantizes no weights; supported: " + kSupported);
-    BRIGADE_ASSIGN_OR_RETURN(QuantConfig gc, parse_ct_weights(name, g["weights"]));
-    if (!first && (gc.scaling != c.scaling || gc.block_rows != c.block_rows || gc.block_cols != c.block_cols))
+                         " quantizes no weights; supported: " + supported());
+    if (packed && g.contains("input_activations") && !g["input_activations"].is_null())
+      return unsupported("config.json: quantization_config.config_groups." + name +
+                         " quantizes activations too (W4A8); supported: int4 weights with float activations (W4A16)");
+    BRIGADE_ASSIGN_OR_RETURN(QuantConfig gc, parse_ct_weights(name, g["weights"], packed));
+    if (!first && (gc.scaling != c.scaling || gc.block_rows != c.block_rows || gc.block_cols != c.block_cols ||
+                   gc.group_size != c.group_size || gc.symmetric != c.symmetric))
       return unsupported("config.json: compressed-tensors config_groups quantize weights in different ways; "
                          "brigade supports one weight scheme per checkpoint");
     c = gc;
@@ -135,6 +152,10 @@ std::string QuantConfig::describe() const {
       break;
     case WeightScaling::channel: s = "fp8 e4m3, per-channel scales"; break;
     case WeightScaling::tensor: s = "fp8 e4m3, per-tensor scales"; break;
+    case WeightScaling::group:
+      s = std::string("int4, ") + (group_size < 0 ? "per-channel scales" : "groups of " + std::to_string(group_size)) +
+          (symmetric ? ", symmetric" : ", zero points") + (act_order ? ", act-order" : "");
+      break;
   }
   return s + " (quant_method " + method + ")";
 }
@@ -147,9 +168,14 @@ Expected<QuantConfig> parse_quant_config(const json& q) {
     BRIGADE_RETURN_IF_ERROR(parse_fp8(q, c));
   } else if (c.method == "compressed-tensors") {
     BRIGADE_RETURN_IF_ERROR(parse_compressed_tensors(q, c));
+  } else if (c.method == "gptq") {
+    BRIGADE_RETURN_IF_ERROR(parse_gptq(q, c));
+  } else if (c.method == "awq") {
+    BRIGADE_RETURN_IF_ERROR(parse_awq(q, c));
+    BRIGADE_RETURN_IF_ERROR(read_names(q, "modules_to_not_convert", c.ignore));
   } else {
     return unsupported("config.json: quantization_config quant_method '" + c.method +
-                       "' is not supported; supported: " + kSupported);
+                       "' is not supported; supported: " + supported());
   }
   for (const std::string& e : c.ignore) {
     if (!e.starts_with("re:")) continue;

@@ -9,6 +9,18 @@
 //     whose weights are {num_bits 8, type float} with strategy tensor (`<W>_scale` of one element),
 //     channel (`<W>_scale` [rows, 1]) or block (block_structure [br, bc], `<W>_scale` as above);
 //     W = q * scale. `ignore` lists unquantized modules (names, or "re:" + a regex).
+// int4 weight-only (W4A16; scaling group, models/int4_weight.h reads them):
+//   - quant_method "gptq" (AutoGPTQ / GPTQModel): `qweight` [in / 8, out] int32, 8 nibbles along
+//     the input dim; `qzeros` [groups, out / 8] along the output dim; `scales` [groups, out];
+//     `g_idx` [in] (each input column's group; desc_act permutes it). W = s * (q - z), z the stored
+//     nibble + 1 in the original format (checkpoint_format gptq), as stored in gptq_v2.
+//   - quant_method "awq" (AutoAWQ, version gemm): `qweight` [in, out / 8] and `qzeros`
+//     [in / group, out / 8], 8 nibbles along the output dim in AWQ's order 0,2,4,6,1,3,5,7;
+//     `scales` [in / group, out]. W = s * (q - z).
+//   - quant_method "compressed-tensors", format pack-quantized (RedHat *-quantized.w4a16):
+//     `weight_packed` [out, in / 8] int32 (nibble = q + 8, q signed), `weight_scale` [out, groups],
+//     `weight_zero_point` (asymmetric; packed [out / 8, groups] int32 or [out, groups] int8),
+//     `weight_shape` [2]; strategy group or channel; optional `weight_g_idx` (actorder).
 // Activation quantization (input_activations, activation_scheme, input_scale tensors) is not
 // applied: brigade computes activations in the backend's float type (f32/bf16), which is what
 // transformers does with the dequantized model, not what an fp8 GEMM in vLLM/SGLang does.
@@ -28,7 +40,11 @@ enum class WeightScaling {
   block,    // one scale per [block_rows, block_cols] block (the last ones may be partial)
   channel,  // one scale per output row
   tensor,   // one scale for the whole matrix
+  group,    // int4: one scale (and zero point) per output row and group of input columns
 };
+
+// How an int4 checkpoint packs its linear layers (scaling == group).
+enum class Int4Packing { none, gptq, awq, pack_quantized };
 
 struct QuantConfig {
   WeightScaling scaling = WeightScaling::none;
@@ -37,8 +53,15 @@ struct QuantConfig {
   int block_cols = 0;
   bool scale_is_inverse = true;  // the scale tensor is named "_scale_inv" (fp8 blocks) rather than "_scale"
   std::vector<std::string> ignore;  // modules stored unquantized (modules_to_not_convert / ignore)
+  // int4 (scaling == group):
+  Int4Packing packing = Int4Packing::none;
+  int group_size = -1;       // input columns per group; -1: one group per row (per channel)
+  bool symmetric = true;     // zero point 8 everywhere (gptq sym, compressed-tensors symmetric)
+  bool zero_plus_one = false;  // gptq's original format: z = stored nibble + 1
+  bool act_order = false;    // gptq desc_act / compressed-tensors actorder: g_idx names the groups
 
   bool quantized() const { return scaling != WeightScaling::none; }
+  bool int4() const { return scaling == WeightScaling::group; }
   // The scale tensor of the stored weight `weight` ("x.weight" -> "x.weight_scale_inv" or
   // "x.weight_scale"; transformers 5's stacked "x.gate_up_proj" -> "x.gate_up_proj_scale_inv").
   std::string scale_name(const std::string& weight) const;
@@ -47,7 +70,8 @@ struct QuantConfig {
   // "re:" entries (a regex matched at the start of the module name).
   bool ignored(const std::string& weight) const;
   // A few words for `brigade inspect` and the load progress: "fp8 e4m3, 128x128 block scales
-  // (quant_method fp8)"; "none" when not quantized.
+  // (quant_method fp8)", "int4, groups of 128, symmetric (quant_method gptq)"; "none" when not
+  // quantized.
   std::string describe() const;
 };
 

@@ -57,6 +57,11 @@ std::optional<DType> WeightLoader::float_want() const { return is_block_type(wan
 DType WeightLoader::staging_dtype(const StoredWeight& w, std::optional<DType> want, Slice cols, int64_t full,
                                   bool keep_blocks) const {
   if (!w.quantized() && !w.blocks()) return w.raw().dtype;
+  // int4 columns that are exactly Q4_0 repack to it where the backend multiplies Q4_0 and no
+  // other type is asked for (nor float experts: quantize_linear(false)).
+  if (w.int4() && keep_blocks && quantize_linear_ && (!want || *want == DType::q4_0) &&
+      w.q4_0_exact(cols.begin, cols.length(full)) && backend_.supports_weight_dtype(DType::q4_0))
+    return DType::q4_0;
   const RawTensor& r = w.raw();
   const int64_t b = r.block_elems();
   const bool whole_blocks = cols.begin % b == 0 && cols.length(full) % b == 0;
@@ -69,7 +74,7 @@ DType WeightLoader::staging_dtype(const StoredWeight& w, std::optional<DType> wa
 Expected<OwnedTensor> WeightLoader::row_blocks(const std::string& name, int64_t rows, int64_t cols, int64_t period,
                                                Slice within, bool transpose_blocks, Slice blocks) {
   BRIGADE_ASSIGN_OR_RETURN(StoredWeight t, StoredWeight::open(ck_, name, {rows, cols}));
-  count(name, t.raw().numel());
+  count(name, t.numel());
   BRIGADE_CHECK(period > 0 && rows % period == 0, "row_blocks: rows are whole blocks (the model checks the config)");
   check_slice(within, period);
   check_slice(blocks, rows / period);
@@ -108,7 +113,7 @@ Expected<OwnedTensor> WeightLoader::table(const std::string& name, int64_t rows,
 Expected<OwnedTensor> WeightLoader::load_matrix(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
                                                 Slice col_slice, std::optional<DType> want) {
   BRIGADE_ASSIGN_OR_RETURN(StoredWeight t, StoredWeight::open(ck_, name, {rows, cols}));
-  count(name, t.raw().numel());
+  count(name, t.numel());
   check_slice(row_slice, rows);
   check_slice(col_slice, cols);
   const int64_t n_rows = row_slice.length(rows), n_cols = col_slice.length(cols);
@@ -127,7 +132,7 @@ Expected<OwnedTensor> WeightLoader::load_matrix(const std::string& name, int64_t
 Expected<OwnedTensor> WeightLoader::stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols, Slice items,
                                             const std::vector<Slice>& row_slices, Slice col_slice, bool keep_blocks) {
   BRIGADE_ASSIGN_OR_RETURN(StoredWeight t, StoredWeight::open(ck_, name, {n, rows, cols}));
-  count(name, t.raw().numel());
+  count(name, t.numel());
   check_slice(items, n);
   check_slice(col_slice, cols);
   const std::vector<Slice> within = row_slices.empty() ? std::vector<Slice>{Slice{}} : row_slices;
@@ -155,6 +160,11 @@ Expected<OwnedTensor> WeightLoader::stacked(const std::string& name, int64_t n, 
 }
 
 Status WeightLoader::skip(const std::string& name, const std::vector<int64_t>& shape) {
+  if (shape.size() == 2 && Int4Weight::stored(ck_, name)) {  // checks the packed tensors' shapes
+    BRIGADE_ASSIGN_OR_RETURN(StoredWeight w, StoredWeight::open(ck_, name, shape));
+    count(name, w.numel());
+    return Status::ok();
+  }
   BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, shape));
   count(name, t.numel());
   return Status::ok();
@@ -183,7 +193,7 @@ Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names,
   std::vector<uint8_t> host(static_cast<size_t>(total_rows) * row_bytes);
   uint8_t* dst = host.data();
   for (size_t i = 0; i < parts.size(); ++i) {
-    count(names[i], parts[i].raw().numel());
+    count(names[i], parts[i].numel());
     const Slice s = part_slice(row_slices, i);
     for (int64_t r = s.begin; r < s.begin + s.length(rows[i]); ++r, dst += row_bytes)
       parts[i].read_row(0, r, col_slice.begin, n_cols, staged, dst);

@@ -4,6 +4,13 @@
 // scales (models/weight_quant.h) while it is staged, one weight at a time, into the float type
 // asked for (f32 when none is: an fp8 checkpoint loads as f32 on the CPU with weights auto).
 //
+// int4 checkpoints (GPTQ, AWQ, compressed-tensors pack-quantized: models/int4_weight.h): a matrix
+// whose 32-column blocks are exactly Q4_0 (symmetric groups of a multiple of 32, f16 scales) is
+// repacked to Q4_0 bit for bit when no type or q4_0 is asked for and the backend multiplies it
+// (column slices on block boundaries; matrix, fused and fused_linear, not MoE experts); every
+// other int4 matrix is dequantized like fp8 (to the float type asked for, else f32; q8_0 asked
+// for: f32 then quantized by prepare_weight).
+//
 // GGUF block-quantized weights (q8_0, q4_0, q4_k, q5_k, q6_k and the types only dequantized, see
 // models/ggml_quant.h): a matrix or table (or a fused stack of parts of one such type) stays as
 // stored, a view of the mapping for prepare_weight, when no type is asked for (or that one),
@@ -100,7 +107,7 @@ class WeightLoader {
   // MoE block's router and experts stay float under `weights: q8_0`). True by default.
   void quantize_linear(bool on) { quantize_linear_ = on; }
   // Whether the checkpoint holds a tensor called `name` (to tell one layout from another).
-  bool has(const std::string& name) const { return ck_.tensors().count(name) > 0; }
+  bool has(const std::string& name) const { return ck_.tensors().count(name) > 0 || Int4Weight::stored(ck_, name); }
   // Vectors names[i] [sizes[i]] (checked), of each the elements slices[i] (all when slices is
   // empty), concatenated and uploaded as f32 (norm weights, biases), each element plus `offset`
   // (added in f32: Gemma's norms scale by 1 + w).

@@ -89,20 +89,29 @@ Expected<StoredWeight> StoredWeight::open(const Checkpoint& ck, const std::strin
                                           const std::vector<int64_t>& shape) {
   BRIGADE_CHECK(shape.size() == 2 || shape.size() == 3, "a stored weight is a matrix or a stack of matrices");
   StoredWeight w;
-  BRIGADE_ASSIGN_OR_RETURN(w.raw_, ck.tensor(name, shape));
   w.items_ = shape.size() == 3 ? shape[0] : 1;
   w.rows_ = shape[shape.size() - 2];
   w.cols_ = shape.back();
+  if (shape.size() == 2 && !ck.tensors().count(name) && Int4Weight::stored(ck, name)) {
+    BRIGADE_ASSIGN_OR_RETURN(w.int4_, Int4Weight::open(ck, name, w.rows_, w.cols_));
+    w.raw_ = w.int4_->packed();
+    return w;
+  }
+  BRIGADE_ASSIGN_OR_RETURN(w.raw_, ck.tensor(name, shape));
   if (w.raw_.dtype == DType::f8e4m3) BRIGADE_RETURN_IF_ERROR(w.load_scales(ck, name));
+  else if (!w.raw_.block_quantized() && !is_float_type(w.raw_.dtype))
+    return corrupt(w.raw_.file + ": tensor '" + name + "' is stored " + w.raw_.type_name() +
+                   "; a weight matrix must be F32, BF16, F16, F8_E4M3 or (GGUF) block-quantized");
   return w;
 }
 
 Status StoredWeight::load_scales(const Checkpoint& ck, const std::string& name) {
   const QuantConfig& q = ck.config().quant;
   const std::string where = raw_.file + ": tensor '" + name + "'";
-  if (!q.quantized())
-    return corrupt(where + " is stored F8_E4M3 but config.json has no quantization_config; add the one the "
-                   "checkpoint was made with (quant_method fp8 or compressed-tensors)");
+  if (!q.quantized() || q.int4())
+    return corrupt(where + " is stored F8_E4M3 but config.json has " +
+                   (q.int4() ? "an int4 quantization_config (" + q.describe() + ")" : "no quantization_config") +
+                   "; add the one the checkpoint was made with (quant_method fp8 or compressed-tensors)");
   if (q.ignored(name))
     return corrupt(where + " is stored F8_E4M3 but quantization_config lists its module as not quantized "
                    "(modules_to_not_convert / ignore); the checkpoint and its config.json disagree");
@@ -167,6 +176,10 @@ float StoredWeight::scale(int64_t item, int64_t row, int64_t col_block) const {
 void StoredWeight::read_row(int64_t item, int64_t row, int64_t col, int64_t n, DType out, uint8_t* dst) const {
   BRIGADE_CHECK(item >= 0 && item < items_ && row >= 0 && row < rows_ && col >= 0 && n >= 0 && col + n <= cols_,
                 "read_row inside the weight (the loader checks its slices)");
+  if (int4_) {
+    int4_->read_row(row, col, n, out, dst);
+    return;
+  }
   if (raw_.block_quantized()) {
     read_blocks(item * rows_ + row, col, n, out, dst);
     return;

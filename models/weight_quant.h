@@ -1,5 +1,6 @@
-// Weight dequantization at load: a stored weight, plain, FP8 E4M3 with scales (QuantConfig) or a
-// GGUF block type (models/ggml_quant.h), read back row by row as floats (or as stored), so every WeightLoader path (slices of rows and columns, fused
+// Weight dequantization at load: a stored weight, plain, FP8 E4M3 with scales (QuantConfig), int4
+// packed (GPTQ / AWQ / compressed-tensors, models/int4_weight.h) or a GGUF block type
+// (models/ggml_quant.h), read back row by row as floats (or as stored), so every WeightLoader path (slices of rows and columns, fused
 // parts, stacked experts, row blocks) picks exactly the scales its elements were quantized with.
 // Nothing is dequantized ahead of need: a caller stages one tensor (or one slice) at a time.
 #pragma once
@@ -12,6 +13,7 @@
 
 #include "core/status.h"
 #include "models/checkpoint.h"
+#include "models/int4_weight.h"
 #include "models/quant_config.h"
 
 namespace brigade {
@@ -41,17 +43,24 @@ class StoredWeight {
   // (config.quant.scale_name(name)): F32/BF16/F16, of the shape the scaling needs
   // (block: [items..., ceil(rows / br), ceil(cols / bc)]; channel: [items..., rows] or
   // [items..., rows, 1]; tensor: one element per item, shaped [], [1], [items] or [items, 1]),
-  // every scale finite and >= 0. Errors name the tensor, what was wrong and what to do.
+  // every scale finite and >= 0. A matrix "x.weight" that an int4 checkpoint stores packed
+  // (Int4Weight::stored) opens those tensors instead. Errors name the tensor, what was wrong and
+  // what to do.
   static Expected<StoredWeight> open(const Checkpoint& ck, const std::string& name, const std::vector<int64_t>& shape);
 
+  // The stored tensor (an int4 layer's: its packed qweight / weight_packed).
   const RawTensor& raw() const { return raw_; }
-  bool quantized() const { return raw_.dtype == DType::f8e4m3; }
+  bool quantized() const { return raw_.dtype == DType::f8e4m3 || int4(); }
+  bool int4() const { return int4_.has_value(); }
+  // Whether columns [col, col + n) of every row are exactly Q4_0 (int4 only: Int4Weight).
+  bool q4_0_exact(int64_t col, int64_t n) const { return int4_ && int4_->q4_0_exact(col, n); }
+  int64_t numel() const { return items_ * rows_ * cols_; }  // the weight's elements (parameters)
   // Whether the weight is a GGUF block-quantized one (raw().ggml).
   bool blocks() const { return raw_.block_quantized(); }
   // Writes elements [col, col + n) of row `row` of matrix `item` into `dst` as `out`: out equal
   // to the stored type copies the bytes (of a block type: col and n whole blocks); otherwise the
   // values are converted (fp8: q * scale; ggml blocks: dequantized; rounded once to `out`); out
-  // must then be a float type (f32, bf16, f16).
+  // must then be a float type (f32, bf16, f16). int4: float types, or q4_0 where q4_0_exact.
   void read_row(int64_t item, int64_t row, int64_t col, int64_t n, DType out, uint8_t* dst) const;
 
  private:
@@ -59,6 +68,7 @@ class StoredWeight {
   void read_blocks(int64_t row, int64_t col, int64_t n, DType out, uint8_t* dst) const;  // row of all rows
   float scale(int64_t item, int64_t row, int64_t col_block) const;
   RawTensor raw_;
+  std::optional<Int4Weight> int4_;
   int64_t items_ = 1, rows_ = 0, cols_ = 0;
   WeightScaling scaling_ = WeightScaling::none;
   int64_t block_rows_ = 0, block_cols_ = 0;   // block: the block; channel: 1 x cols; tensor: rows x cols

@@ -210,6 +210,21 @@ def randomize(model, seed):
                 b.copy_(0.3 * torch.randn(b.shape, generator=g))
 
 
+def hub_checkpoint(config_cls, model_cls, kw, seed, out):
+    """A tiny random transformers model (randomize) saved into directory `out` in the Hub layout
+    (save_pretrained: one tensor per expert); returns its state dict and config.json."""
+    import torch
+    import transformers
+    from safetensors.torch import load_file
+    config = getattr(transformers, config_cls)(**kw)
+    config._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = getattr(transformers, model_cls)(config).to(torch.float32).eval()
+    randomize(model, seed)
+    model.save_pretrained(out, safe_serialization=True)
+    return load_file(str(Path(out) / "model.safetensors")), json.loads((Path(out) / "config.json").read_text())
+
+
 def run_cases(model, vocab_size, decode_logits):
     """expected.json's cases: for each prompt, the logits of every position and the greedy
     continuation; with decode_logits, the logits of the cached decode steps (step i >= 1 fed

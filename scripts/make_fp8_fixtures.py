@@ -160,18 +160,11 @@ def max_logit_diff(a, b):
 def make(name, config_cls, model_cls, kw, quant, seed):
     import torch
     import transformers
-    from safetensors.torch import load_file, save_file
-    config = getattr(transformers, config_cls)(**kw)
-    config._attn_implementation = "eager"
-    torch.manual_seed(seed)
-    model = getattr(transformers, model_cls)(config).to(torch.float32).eval()
-    mf.randomize(model, seed)
+    from safetensors.torch import save_file
     out_dir = mf.OUT / name
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        model.save_pretrained(tmp, safe_serialization=True)  # the Hub layout (one tensor per expert)
-        state = load_file(str(Path(tmp) / "model.safetensors"))
-        config_json = json.loads((Path(tmp) / "config.json").read_text())
+        state, config_json = mf.hub_checkpoint(config_cls, model_cls, kw, seed, tmp)
         stored, dequant = quantize(state, quant)
         save_file(dequant, str(Path(tmp) / "model.safetensors"), metadata={"format": "pt"})
         reference = mf.run_cases(load_fp32(model_cls, tmp), kw["vocab_size"], "deepseek" in name)

@@ -113,9 +113,9 @@ TEST_F(BadSafetensors, ShapeDisagreesWithByteRange) {
 
 TEST_F(BadSafetensors, UnknownDtype) {
   auto e = entries(dir_.str());
-  e.push_back({"model.extra", "I64", {2}, std::vector<uint8_t>(16, 0)});
+  e.push_back({"model.extra", "F64", {2}, std::vector<uint8_t>(16, 0)});
   testing::write_safetensors_file(file(), e);
-  expect_error(load_status(dir_.str()), StatusCode::unsupported, "'I64'");
+  expect_error(load_status(dir_.str()), StatusCode::unsupported, "'F64'");
 }
 
 TEST_F(BadSafetensors, UnknownArchitectureAndBadConfig) {

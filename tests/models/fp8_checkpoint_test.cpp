@@ -132,38 +132,13 @@ TEST(Fp8Checkpoint, MakeModelWritesFp8BlockAndCompressedTensorsCheckpoints) {
   }
 }
 
-// The qwen3_fp8_block fixture's tensors, with `edit` applied, written beside its config.json
-// (changed by `edit_config`); the load's error message.
+// The qwen3_fp8_block fixture edited; the load's error message.
 std::string load_error(const std::function<void(std::vector<StEntry>&)>& edit,
                        const std::function<void(nlohmann::json&)>& edit_config = {}) {
-  const TempDir dir("fp8_bad");
-  auto ck = Checkpoint::open(fixture_dir("qwen3_fp8_block"));
-  EXPECT_TRUE(ck.has_value());
-  if (!ck) return "";
-  std::vector<StEntry> entries;
-  for (const auto& [name, t] : (*ck)->tensors()) {
-    const char* dt = t.dtype == DType::f32 ? "F32" : t.dtype == DType::bf16 ? "BF16" : "F8_E4M3";
-    entries.push_back({name, dt, t.shape, std::vector<uint8_t>(t.bytes.begin(), t.bytes.end())});
-  }
-  edit(entries);
-  testing::write_safetensors_file(dir.file("model.safetensors"), entries);
-  auto config = nlohmann::json::parse(read_text_file(fixture_dir("qwen3_fp8_block") + "/config.json").value());
-  if (edit_config) edit_config(config);
-  testing::write_text(dir.file("config.json"), config.dump());
-  auto backend = make_cpu_backend({.n_threads = 1});
-  LoadOptions o;
-  o.progress = false;
-  auto m = Model::load(dir.str(), *backend, o);
-  EXPECT_FALSE(m.has_value());
-  return m ? "" : m.status().message();
+  return testing::edited_fixture_load_error("qwen3_fp8_block", edit, edit_config);
 }
 
-StEntry& entry(std::vector<StEntry>& es, const std::string& name) {
-  for (auto& e : es)
-    if (e.name == name) return e;
-  ADD_FAILURE() << "no tensor " << name;
-  return es.front();
-}
+StEntry& entry(std::vector<StEntry>& es, const std::string& name) { return testing::st_entry(es, name); }
 
 void set_scale(std::vector<StEntry>& es, const std::string& name, float v) {
   std::memcpy(entry(es, name).bytes.data() + 4, &v, 4);  // the second block's scale

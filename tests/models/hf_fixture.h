@@ -161,6 +161,60 @@ inline ::testing::AssertionResult greedy_follows(const FixtureRun& run, const Fi
                                        << later_margin << ", tolerance " << tol << ")";
 }
 
+// safetensors' name of a dtype a fixture stores.
+inline const char* safetensors_dtype(DType t) {
+  switch (t) {
+    case DType::f16: return "F16";
+    case DType::bf16: return "BF16";
+    case DType::f8e4m3: return "F8_E4M3";
+    case DType::i32: return "I32";
+    case DType::i64: return "I64";
+    case DType::i8: return "I8";
+    case DType::u8: return "U8";
+    default: return "F32";
+  }
+}
+
+// Writes fixture `fixture`'s tensors, with `edit` applied, and its config.json (changed by
+// `edit_config`) into `dir`.
+inline void write_edited_fixture(const std::string& fixture, const TempDir& dir,
+                                 const std::function<void(std::vector<StEntry>&)>& edit,
+                                 const std::function<void(nlohmann::json&)>& edit_config = {}) {
+  auto ck = Checkpoint::open(fixture_dir(fixture));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  std::vector<StEntry> entries;
+  for (const auto& [name, t] : (*ck)->tensors())
+    entries.push_back({name, safetensors_dtype(t.dtype), t.shape, std::vector<uint8_t>(t.bytes.begin(), t.bytes.end())});
+  edit(entries);
+  write_safetensors_file(dir.file("model.safetensors"), entries);
+  auto config = nlohmann::json::parse(read_text_file(fixture_dir(fixture) + "/config.json").value());
+  if (edit_config) edit_config(config);
+  write_text(dir.file("config.json"), config.dump());
+}
+
+// Model::load's error message on the fixture edited as write_edited_fixture does (a test failure,
+// and "", when it loads).
+inline std::string edited_fixture_load_error(const std::string& fixture,
+                                             const std::function<void(std::vector<StEntry>&)>& edit,
+                                             const std::function<void(nlohmann::json&)>& edit_config = {}) {
+  const TempDir dir("edited_" + fixture);
+  write_edited_fixture(fixture, dir, edit, edit_config);
+  auto backend = make_cpu_backend({.n_threads = 1});
+  LoadOptions o;
+  o.progress = false;
+  auto m = Model::load(dir.str(), *backend, o);
+  EXPECT_FALSE(m.has_value());
+  return m ? "" : m.status().message();
+}
+
+// The entry called `name` (a test failure, and the first, when there is none).
+inline StEntry& st_entry(std::vector<StEntry>& es, const std::string& name) {
+  for (auto& e : es)
+    if (e.name == name) return e;
+  ADD_FAILURE() << "no tensor " << name;
+  return es.front();
+}
+
 inline std::unique_ptr<Model> load_or_fail(const std::string& path, Backend& backend,
                                            std::optional<DType> weights = std::nullopt) {
   LoadOptions opts;

@@ -221,11 +221,12 @@ testing::FixtureRun run_fixture_on_ranks(std::vector<Rank>& ranks, const testing
 // tp ranks of `fixture`, experts split by columns or by expert, equal transformers on every case
 // (logits within the fixtures' tolerance, greedy tokens equal). Every rank reports the whole
 // model's parameters and holds less than all of its weights.
-void expect_split_matches_transformers(const std::string& fixture, int tp, bool expert_parallel) {
+void expect_split_matches_transformers(const std::string& fixture, int tp, bool expert_parallel,
+                                       std::optional<DType> weights = std::nullopt) {
   SCOPED_TRACE(fixture + " tp=" + std::to_string(tp) + (expert_parallel ? " expert_parallel" : " experts by columns"));
-  auto whole = load_ranks(testing::fixture_dir(fixture), 0);
+  auto whole = load_ranks(testing::fixture_dir(fixture), 0, false, weights);
   ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
-  auto ranks = load_ranks(testing::fixture_dir(fixture), tp, expert_parallel);
+  auto ranks = load_ranks(testing::fixture_dir(fixture), tp, expert_parallel, weights);
   ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
   ASSERT_GT((*ranks)[0].model->config().n_moe_layers(), 0);
   for (const Rank& r : *ranks) {
@@ -362,6 +363,32 @@ TEST(TensorParallel, Fp8CheckpointsMatchUnsharded) {
 TEST(TensorParallel, QuantizedGgufMatchesUnsharded) {
   expect_same_as_unsharded(testing::fixture_dir("gguf_qwen2_q4_0") + "/model.gguf", 2);
   expect_same_as_unsharded(testing::fixture_dir("gguf_llama_q4_k_m") + "/model.gguf", 2, DType::f32);
+}
+
+// int4 checkpoints (scripts/make_int4_fixtures.py): each rank unpacks its rows and columns of the
+// packed layers. Q4_0-repacked GPTQ and compressed-tensors groups of 32 split on block boundaries
+// (o_proj's 32 and down_proj's 64 columns per rank) stay Q4_0; AWQ and act-order GPTQ (groups
+// named by g_idx) dequantize exactly, so tp 2 also matches transformers.
+TEST(TensorParallel, Int4CheckpointsMatchUnsharded) {
+  for (const std::string fixture : {"qwen3_gptq_g32", "llama_ct_w4a16", "qwen3_awq_g32", "llama_gptq_act_order",
+                                    "qwen3_ct_w4a16_asym"})
+    expect_same_as_unsharded(testing::fixture_dir(fixture), 2);
+  for (const std::string fixture : {"qwen3_awq_g32", "llama_gptq_act_order"}) {
+    auto ranks = load_ranks(testing::fixture_dir(fixture), 2);
+    ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
+    for (const testing::FixtureCase& fc : testing::read_fixture_cases(fixture)) {
+      const testing::FixtureRun run = run_fixture_on_ranks(*ranks, fc);
+      EXPECT_LE(run.max_abs_diff, testing::kLogitTol) << fixture << ", prompt of " << fc.prompt.size();
+      EXPECT_EQ(run.greedy, fc.greedy) << fixture << ", prompt of " << fc.prompt.size();
+    }
+  }
+}
+
+// qwen3_moe with every expert packed int4: experts split by columns or by expert (the other
+// ranks' experts are checked and counted, not loaded), against transformers (weights f32).
+TEST(ExpertParallel, Int4MoeMatchesTransformersAtTp2) {
+  expect_split_matches_transformers("qwen3_moe_ct_w4a16", 2, /*expert_parallel=*/false, DType::f32);
+  expect_split_matches_transformers("qwen3_moe_ct_w4a16", 2, /*expert_parallel=*/true, DType::f32);
 }
 
 TEST(ExpertParallel, Fp8DeepseekMatchesTransformersAtTp2) {
