@@ -270,7 +270,8 @@ Status LlamaModel::load(const Checkpoint& ck) {
   BRIGADE_RETURN_IF_ERROR(allocate_scratch());
   if (options_.lora_enabled()) {
     BRIGADE_ASSIGN_OR_RETURN(lora_, LoraSet::load(options_.loras, c, backend_, options_.max_batch_tokens,
-                                                  options_.max_lora_rank, options_.max_loras));
+                                                  options_.max_lora_rank, options_.max_loras, shard_.rank,
+                                                  shard_.size));
   }
   backend_.synchronize();  // uploads from staging memory have finished before it is freed
   return Status::ok();

@@ -28,9 +28,6 @@ int64_t proj_in(const ModelConfig& c, LoraProj p) { return lora_target_shape(c, 
 
 Status check_lora_support(const ModelConfig& c, const LoadOptions& options) {
   if (!options.lora_enabled()) return Status::ok();
-  if (options.communicator != nullptr && options.communicator->size() > 1)
-    return unsupported("LoRA adapters are not supported with tensor parallelism yet (tp = " +
-                       std::to_string(options.communicator->size()) + "); serve them with tp 1");
   if (c.n_moe_layers() > 0)
     return unsupported("LoRA adapters are not supported for mixture-of-experts models (" + c.arch +
                        "): brigade applies them to dense q/k/v/o/gate/up/down projections only");
@@ -46,9 +43,13 @@ Status check_no_lora(const StepBatch& batch) {
 
 Expected<std::unique_ptr<LoraSet>> LoraSet::load(const std::vector<LoraModule>& modules, const ModelConfig& base,
                                                  Backend& backend, int max_batch_tokens, int max_rank,
-                                                 int max_slots) {
+                                                 int max_slots, int tp_rank, int tp_size) {
   if (max_rank < 1) return invalid_argument("max_lora_rank must be >= 1 (got " + std::to_string(max_rank) + ")");
+  if (tp_size < 1 || tp_rank < 0 || tp_rank >= tp_size)
+    return invalid_argument("LoRA: tensor-parallel rank " + std::to_string(tp_rank) + " of " + std::to_string(tp_size));
   std::unique_ptr<LoraSet> set(new LoraSet(backend, base, max_rank));
+  set->tp_rank_ = tp_rank;
+  set->tp_size_ = tp_size;
   set->adapters_.resize(std::max(static_cast<size_t>(std::max(max_slots, 0)), modules.size()));
   std::set<std::string> names;
   for (size_t i = 0; i < modules.size(); ++i) {
@@ -119,10 +120,36 @@ Status LoraSet::upload(const LoraAdapter& host, Adapter& dev) {
                 scale * pair.b[static_cast<size_t>(i * r + c)];
         }
       }
+      // Tensor parallelism: this rank's part of the delta. q|k|v and gate|up are split by output
+      // rows (each part's rows, as the base weights are): B keeps those rows, A is whole. o and down
+      // are split by input columns, their partial outputs summed by the layer's all-reduce, and
+      // B (A_r x_r) summed over the ranks is B (A x): A keeps the rank's columns, B is whole.
+      int64_t in_r = in, out_r = out;
+      if (tp_size_ > 1) {
+        if (proj == LoraProj::o || proj == LoraProj::down) {
+          in_r = in / tp_size_;
+          std::vector<float> a_r(static_cast<size_t>(rank * in_r));
+          for (int64_t i = 0; i < rank; ++i)
+            std::copy_n(a.begin() + static_cast<std::ptrdiff_t>(i * in + tp_rank_ * in_r), in_r,
+                        a_r.begin() + static_cast<std::ptrdiff_t>(i * in_r));
+          a = std::move(a_r);
+        } else {
+          std::vector<float> b_r;
+          int64_t part_off = 0;
+          for (LoraTarget t : proj_parts(proj)) {
+            const int64_t part_rows = lora_target_shape(base, t).first, mine = part_rows / tp_size_;
+            const auto first = b.begin() + static_cast<std::ptrdiff_t>((part_off + tp_rank_ * mine) * rank);
+            b_r.insert(b_r.end(), first, first + static_cast<std::ptrdiff_t>(mine * rank));
+            part_off += part_rows;
+          }
+          out_r = static_cast<int64_t>(b_r.size()) / rank;
+          b = std::move(b_r);
+        }
+      }
       Fused& f = dev.layers[l][static_cast<size_t>(p)];
       const DType act = backend_.activation_dtype();
-      BRIGADE_ASSIGN_OR_RETURN(f.a, backend_.prepare_weight(Tensor(a.data(), DType::f32, {rank, in}), act));
-      BRIGADE_ASSIGN_OR_RETURN(f.b, backend_.prepare_weight(Tensor(b.data(), DType::f32, {out, rank}), act));
+      BRIGADE_ASSIGN_OR_RETURN(f.a, backend_.prepare_weight(Tensor(a.data(), DType::f32, {rank, in_r}), act));
+      BRIGADE_ASSIGN_OR_RETURN(f.b, backend_.prepare_weight(Tensor(b.data(), DType::f32, {out_r, rank}), act));
       backend_.synchronize();  // a and b are freed at the end of this iteration
     }
   }

@@ -33,9 +33,12 @@ class LoraSet {
   // max(max_slots, modules.size()) slots; the others stay free for add(). Steps of up to
   // max_batch_tokens rows. Errors as read_lora_adapter, and invalid_argument for duplicate or
   // empty names.
+  // Under tensor parallelism (tp_size > 1) each rank keeps its part of every adapter: the output
+  // rows of q|k|v and gate|up its base shard has, the input columns of o and down (their partial
+  // deltas are summed by the layer's all-reduce, as the base's are).
   static Expected<std::unique_ptr<LoraSet>> load(const std::vector<LoraModule>& modules, const ModelConfig& base,
                                                  Backend& backend, int max_batch_tokens, int max_rank,
-                                                 int max_slots = 0);
+                                                 int max_slots = 0, int tp_rank = 0, int tp_size = 1);
 
   // Adapter ids are slots 1..n_slots(); a step may name only occupied ones.
   int n_slots() const { return static_cast<int>(adapters_.size()); }
@@ -80,6 +83,7 @@ class LoraSet {
   Backend& backend_;
   ModelConfig base_;
   int max_rank_ = 0;
+  int tp_rank_ = 0, tp_size_ = 1;
   std::vector<Adapter> adapters_;
   std::vector<Group> groups_;      // this step's
   std::vector<int32_t> host_rows_;
@@ -88,7 +92,7 @@ class LoraSet {
 };
 
 // unsupported when options.loras (or max_loras slots for adapters loaded at run time) cannot run
-// on this model: tensor parallelism, sparse (MoE) layers.
+// on this model: sparse (MoE) layers.
 Status check_lora_support(const ModelConfig& base, const LoadOptions& options);
 
 // invalid_argument when the batch names an adapter and the model has none.

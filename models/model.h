@@ -74,7 +74,7 @@ struct LoadOptions {
   // experts (expert parallelism: a rank runs only the tokens routed to its experts). Attention
   // and dense layers are split by heads and columns either way; ignored without a communicator.
   bool expert_parallel = false;
-  // LoRA adapters to serve (models/lora.h; Llama-family dense decoders, no tensor parallelism):
+  // LoRA adapters to serve (models/lora.h; Llama-family dense decoders, each tp rank its part):
   // StepBatch::lora id i + 1 is loras[i]. Each adapter's r must be <= max_lora_rank. max_loras > 0
   // keeps that many slots (at least loras.size()) for adapters loaded at run time
   // (Model::load_lora), even when loras is empty; 0: just loras.

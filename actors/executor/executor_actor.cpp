@@ -457,20 +457,52 @@ void poll_step(executor_ptr self, uint64_t step_id) {
   }
 }
 
-// A LoRA slot loaded or freed between steps (Model::load_lora synchronizes with a step still in
-// flight on the device before it touches the slot's weights).
-lora_updated_msg update_lora(executor_ptr self, const lora_update_msg& m) {
-  auto r = m.reader();
-  Model& model = *self->state.resources->model;
-  const int slot = static_cast<int>(r.getSlot());
-  const Status s = r.getLoad() ? model.load_lora(slot, LoraModule{r.getName(), r.getPath()}) : model.unload_lora(slot);
-  if (s.is_ok()) {
-    spdlog::info("executor: LoRA slot {} {}", slot, r.getLoad() ? "loaded '" + std::string(r.getName().cStr()) + "'" : "freed");
-  }
+lora_updated_msg lora_reply(const Status& s) {
   return lora_updated_msg::build([&](schema::LoraUpdated::Builder b) {
     b.setError(s.is_ok() ? "" : s.message());
     b.setCode(static_cast<uint8_t>(s.code()));
   });
+}
+
+// A LoRA slot loaded or freed between steps (Model::load_lora synchronizes with a step still in
+// flight on the device before it touches the slot's weights), on this rank.
+Status update_own_lora(const ExecutorState& st, const lora_update_msg& m) {
+  auto r = m.reader();
+  Model& model = *st.resources->model;
+  const int slot = static_cast<int>(r.getSlot());
+  const Status s = r.getLoad() ? model.load_lora(slot, LoraModule{r.getName(), r.getPath()}) : model.unload_lora(slot);
+  if (s.is_ok())
+    spdlog::info("executor: LoRA slot {} {}", slot, r.getLoad() ? "loaded '" + std::string(r.getName().cStr()) + "'" : "freed");
+  return s;
+}
+
+// Rank 0 updates its own part, then every follower's, and answers once all have: the engine makes
+// the adapter's name live only then, so no step names the slot before every rank holds it.
+caf::result<lora_updated_msg> update_lora(executor_ptr self, const lora_update_msg& m) {
+  const Status own = update_own_lora(self->state, m);
+  if (self->state.followers.empty() || !own.is_ok()) return lora_reply(own);
+  auto promise = self->make_response_promise<lora_updated_msg>();
+  struct Gather {
+    size_t left;
+    Status first_error = Status::ok();
+  };
+  auto gather = std::make_shared<Gather>(Gather{self->state.followers.size()});
+  auto done = [promise, gather](const Status& s) mutable {
+    if (!s.is_ok() && gather->first_error.is_ok()) gather->first_error = s;
+    if (--gather->left == 0) promise.deliver(lora_reply(gather->first_error));
+  };
+  for (size_t i = 0; i < self->state.followers.size(); ++i) {
+    const std::string who = "tp rank " + std::to_string(i + 1) + ": ";
+    self->request(self->state.followers[i], std::chrono::seconds(120), m)
+        .then(
+            [done, who](const lora_updated_msg& r) mutable {
+              const std::string err = r.reader().getError();
+              done(err.empty() ? Status::ok()
+                               : Status(static_cast<StatusCode>(r.reader().getCode()), who + err));
+            },
+            [done, who](const caf::error& e) mutable { done(internal_error(who + caf::to_string(e))); });
+  }
+  return promise;
 }
 
 executor_impl_actor::behavior_type executor_fun(executor_ptr self, std::shared_ptr<ExecutorResources> resources,
@@ -503,6 +535,7 @@ tp_follower_actor::behavior_type follower_fun(tp_follower_actor::stateful_pointe
                         step.step_id, st.to_string());
         abort_group_on_failure(*self->state.resources, st);
       },
+      [self](const lora_update_msg& m) { return lora_reply(update_own_lora(self->state, m)); },
       [self](const kv_export_msg& m) { return follower_export(self->state, m); },
       [self](const kv_import_msg& m) { return follower_import(self->state, m); },
   };

@@ -70,7 +70,9 @@ using executor_actor = caf::typed_actor<caf::replies_to<step_plan_msg>::with<ste
 using lora_slots_actor = caf::typed_actor<caf::replies_to<lora_update_msg>::with<lora_updated_msg>>;
 // A tensor-parallel rank other than 0: runs the (resolved) plans rank 0 forwards (no replies),
 // and reads or writes its part of KV pages for rank 0 (its own page bytes; a local BlobRef).
+// Rank 0 forwards the engine's LoraUpdate to them (each rank holds its part of an adapter).
 using tp_follower_actor = caf::typed_actor<caf::reacts_to<step_plan_msg>,
+                                           caf::replies_to<lora_update_msg>::with<lora_updated_msg>,
                                            caf::replies_to<kv_export_msg>::with<kv_exported_msg>,
                                            caf::replies_to<kv_import_msg>::with<kv_imported_msg>>;
 

@@ -72,6 +72,22 @@ TEST(EngineLoraRuntime, AdaptersLoadedWhileServingMatchTheirReferences) {
   }
 }
 
+// Tensor parallelism 2 on the CPU: the adapters given at start and one loaded while serving
+// (rank 0 forwards the load to the other rank) give their PEFT references' tokens.
+TEST(EngineLoraRuntime, TensorParallelRanksEachLoadTheirPart) {
+  EngineOptions o = slots_options(2);
+  o.lora_modules = {all_r4()};
+  o.topology.instances.front().executors.front().tp = 2;
+  auto engine = testing::create_engine(o);
+  ASSERT_NE(engine, nullptr);
+  ASSERT_TRUE(engine->load_lora(rslora_qv()).is_ok());
+  testing::expect_lora_mix(*engine);
+  expect_reference(*engine, testing::read_fixture_cases("lora/rslora_qv").back(), "rs", "rs at tp 2");
+  ASSERT_TRUE(engine->unload_lora("rs").is_ok());
+  ASSERT_TRUE(engine->load_lora(rslora_qv("rs2")).is_ok());
+  expect_reference(*engine, testing::read_fixture_cases("lora/rslora_qv").back(), "rs2", "rs2 in rs's slot at tp 2");
+}
+
 // One slot: "all" runs (and caches its prompt's pages), is unloaded, and "rs" takes the slot.
 // The same prompt under "rs" must not be served from the pages "all" left in the slot's part of
 // the prefix cache (the load drops them): its logprob is rs's PEFT reference.

@@ -41,7 +41,8 @@ struct Rank {
 
 // tp = 0: one unsharded model without a communicator.
 Expected<std::vector<Rank>> load_ranks(const std::string& dir, int tp, bool expert_parallel = false,
-                                       std::optional<DType> weights = std::nullopt) {
+                                       std::optional<DType> weights = std::nullopt,
+                                       const std::vector<LoraModule>& loras = {}) {
   std::vector<std::unique_ptr<Communicator>> comms;
   if (tp > 0) {
     BRIGADE_ASSIGN_OR_RETURN(comms, make_in_process_group({tp, std::chrono::seconds(60)}));
@@ -57,6 +58,7 @@ Expected<std::vector<Rank>> load_ranks(const std::string& dir, int tp, bool expe
     opts.communicator = k.comm.get();
     opts.expert_parallel = expert_parallel;
     opts.weight_dtype = weights;
+    opts.loras = loras;
     BRIGADE_ASSIGN_OR_RETURN(k.model, Model::load(dir, *k.backend, opts));
     BRIGADE_ASSIGN_OR_RETURN(KvCache kv, KvCache::allocate(*k.backend, k.model->kv_layout(4 * kPagesPerSeq, kPageSize, DType::f32)));
     k.kv = std::make_unique<KvCache>(std::move(kv));
@@ -272,6 +274,32 @@ TEST(TensorParallel, GemmaMatchesUnshardedAndTransformers) {
       const testing::FixtureRun run = run_fixture_on_ranks(*ranks, fc);
       EXPECT_LE(run.max_abs_diff, testing::kLogitTol) << name << ", prompt of " << fc.prompt.size();
       EXPECT_EQ(run.greedy, fc.greedy) << name << ", prompt of " << fc.prompt.size();
+    }
+  }
+}
+
+// LoRA adapters under tensor parallelism: each rank holds the rows of q|k|v and gate|up and the
+// columns of o and down its shard has; a step mixing both adapters gives the unsharded model's
+// logits (which tests/models/lora_test.cpp checks against PEFT).
+TEST(TensorParallel, LoraAdaptersMatchUnsharded) {
+  const std::vector<LoraModule> loras = {{"all", testing::fixture_dir("lora/all_r4")},
+                                         {"rs", testing::fixture_dir("lora/rslora_qv")}};
+  const std::string dir = testing::fixture_dir("llama");
+  auto whole = load_ranks(dir, 0, false, std::nullopt, loras);
+  ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
+  auto sharded = load_ranks(dir, 2, false, std::nullopt, loras);
+  ASSERT_TRUE(sharded.has_value()) << sharded.status().to_string();
+  auto base_only = load_ranks(dir, 0);
+  ASSERT_TRUE(base_only.has_value());
+  for (const std::vector<int32_t>& ids : {std::vector<int32_t>{1, 2}, std::vector<int32_t>{2, 0}}) {
+    for (StepBatch b : steps()) {
+      b.lora = ids;
+      const std::vector<float> want = run_ranks(*whole, b), got = run_ranks(*sharded, b);
+      EXPECT_LE(max_abs_diff(want, got), kLogitTol) << "adapters " << ids[0] << "," << ids[1];
+      b.lora.clear();
+      if (ids[0] != 0) {
+        EXPECT_GT(max_abs_diff(want, run_ranks(*base_only, b)), 100 * kLogitTol) << "the adapter shows";
+      }
     }
   }
 }
