@@ -107,15 +107,6 @@ Expected<LoraModule> parse_lora_module(const std::string& spec) {
   return m;
 }
 
-Expected<int32_t> lora_module_id(const std::vector<LoraModule>& modules, const std::string& name) {
-  if (name.empty()) return 0;
-  for (size_t i = 0; i < modules.size(); ++i)
-    if (modules[i].name == name) return static_cast<int32_t>(i + 1);
-  std::string list;
-  for (const LoraModule& m : modules) list += (list.empty() ? "" : ", ") + m.name;
-  return invalid_argument("LoRA adapter '" + name + "' is not loaded; loaded: " + (list.empty() ? "none" : list));
-}
-
 const char* lora_target_name(LoraTarget t) { return kTargetNames[static_cast<int>(t)]; }
 
 float LoraAdapterConfig::scale() const {

@@ -64,9 +64,6 @@ Expected<LoraAdapter> read_lora_adapter(const LoraModule& module, const ModelCon
 // "name=path" (vLLM's --lora-modules syntax) or its JSON form {"name": ..., "path": ...}
 // (vLLM also names the key lora_path; base_model_name is accepted and ignored).
 Expected<LoraModule> parse_lora_module(const std::string& spec);
-// The adapter id a request's name selects: 0 for "" (the base model), i + 1 for modules[i];
-// invalid_argument naming the served adapters otherwise.
-Expected<int32_t> lora_module_id(const std::vector<LoraModule>& modules, const std::string& name);
 
 // The [out, in] of target t's weight in the base model.
 std::pair<int64_t, int64_t> lora_target_shape(const ModelConfig& base, LoraTarget t);

@@ -45,6 +45,19 @@ inline EngineOptions test_engine_options(const std::string& model, int threads) 
   return o;
 }
 
+// test_engine_options with a small pool of 8-token pages and 32-token steps (a long prompt takes
+// several chunked-prefill steps), at tensor parallelism tp (expert parallelism for MoE layers).
+inline EngineOptions chunked_engine_options(const std::string& model, int tp = 1, bool expert_parallel = false) {
+  EngineOptions o = test_engine_options(model, 1);
+  auto& inst = o.topology.instances.front();
+  inst.kv.memory_mb = 16;
+  inst.kv.page_size = 8;
+  inst.scheduler.max_step_tokens = 32;
+  inst.executors.front().tp = tp;
+  inst.executors.front().expert_parallel = expert_parallel;
+  return o;
+}
+
 // Engine::create that fails the test, and returns null, when the engine does not start.
 inline std::unique_ptr<Engine> create_engine(const EngineOptions& o) {
   auto engine = Engine::create(o);

@@ -15,14 +15,8 @@ namespace {
 
 std::string fixture(const std::string& name) { return std::string(BRIGADE_FIXTURES) + "/" + name; }
 
-EngineOptions options(const std::string& model, int tp = 1) {
-  EngineOptions o = testing::test_engine_options(model, 1);
-  auto& inst = o.topology.instances.front();
-  inst.kv.memory_mb = 16;
-  inst.kv.page_size = 8;
-  inst.scheduler.max_step_tokens = 32;  // the long prompt takes several chunked-prefill steps
-  inst.executors.front().tp = tp;
-  return o;
+EngineOptions options(const std::string& model, int tp = 1, bool expert_parallel = false) {
+  return testing::chunked_engine_options(model, tp, expert_parallel);
 }
 
 // expected.json's prompts and transformers' greedy tokens.

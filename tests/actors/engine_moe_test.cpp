@@ -38,14 +38,7 @@ std::string synthetic_moe() {
 }
 
 EngineOptions options(const std::string& model, int tp = 1, bool expert_parallel = false) {
-  EngineOptions o = testing::test_engine_options(model, 1);
-  auto& inst = o.topology.instances.front();
-  inst.kv.memory_mb = 16;
-  inst.kv.page_size = 8;
-  inst.scheduler.max_step_tokens = 32;  // the long prompt takes several chunked-prefill steps
-  inst.executors.front().tp = tp;
-  inst.executors.front().expert_parallel = expert_parallel;
-  return o;
+  return testing::chunked_engine_options(model, tp, expert_parallel);
 }
 
 const std::vector<std::vector<int32_t>> kPrompts = {

@@ -18,6 +18,13 @@ namespace {
 
 using nlohmann::json;
 
+// POST `body` to `path` on the local server (a failed request fails the test, and answers status 0).
+ClientResponse post_json(int port, const std::string& path, const json& body) {
+  auto r = http_request("127.0.0.1", port, {"POST", path, body.dump(), ""});
+  EXPECT_TRUE(r.has_value());
+  return r ? *r : ClientResponse{};
+}
+
 TEST(HttpLora, ModelNameSelectsTheAdapter) {
   EngineOptions o = testing::test_engine_options(testing::fixture_dir("llama"), 1);
   o.lora_modules = {{"all", testing::fixture_dir("lora/all_r4")}, {"rs", testing::fixture_dir("lora/rslora_qv")}};
@@ -29,11 +36,7 @@ TEST(HttpLora, ModelNameSelectsTheAdapter) {
   auto srv = HttpServer::start(*engine, so);
   ASSERT_TRUE(srv.has_value()) << srv.status().to_string();
   const int port = (*srv)->port();
-  auto post = [&](const json& body) {
-    auto r = http_request("127.0.0.1", port, {"POST", "/v1/completions", body.dump(), ""});
-    EXPECT_TRUE(r.has_value());
-    return r ? *r : ClientResponse{};
-  };
+  auto post = [&](const json& body) { return post_json(port, "/v1/completions", body); };
   const char* fixtures[] = {"llama", "lora/all_r4", "lora/rslora_qv"};
   const char* names[] = {"base", "all", "rs"};
   for (int k = 0; k < 3; ++k) {
@@ -88,11 +91,7 @@ TEST(HttpLora, AdaptersLoadAndUnloadOverHttp) {
   auto srv = HttpServer::start(*engine, so);
   ASSERT_TRUE(srv.has_value()) << srv.status().to_string();
   const int port = (*srv)->port();
-  auto post = [&](const char* path, const json& body) {
-    auto r = http_request("127.0.0.1", port, {"POST", path, body.dump(), ""});
-    EXPECT_TRUE(r.has_value());
-    return r ? *r : ClientResponse{};
-  };
+  auto post = [&](const char* path, const json& body) { return post_json(port, path, body); };
   const testing::FixtureCase fc = testing::read_fixture_cases("lora/all_r4").front();
   const json completion = {{"model", "all"}, {"prompt", fc.prompt}, {"max_tokens", 1},
                            {"temperature", 0}, {"logprobs", 0},    {"ignore_eos", true}};
