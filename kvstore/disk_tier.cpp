@@ -3,6 +3,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
+#include <spdlog/spdlog.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -276,6 +277,37 @@ bool DiskTier::erase(const PageKey& key) {
   if (!d.write(batch, "deleting a page")) return false;
   d.forget(key);
   return true;
+}
+
+Expected<uint64_t> DiskTier::clear() {
+  Impl& d = *impl_;
+  if (d.stats.degraded)
+    return io_error("the disk tier in " + d.path + " is off after an I/O error; its pages stay until it is reopened");
+  const uint64_t n = d.index.size();
+  // Each prefix's range ends at the prefix with its ':' raised to ';', the next byte.
+  auto range_end = [](std::string_view prefix) {
+    std::string e(prefix);
+    e.back() = static_cast<char>(e.back() + 1);
+    return e;
+  };
+  const std::string p_end = range_end(kValuePrefix), i_end = range_end(kIndexPrefix);
+  rocksdb::WriteBatch batch;
+  auto* cf = d.db->DefaultColumnFamily();
+  if (!batch.DeleteRange(cf, rocksdb::Slice(kValuePrefix.data(), kValuePrefix.size()), p_end).ok() ||
+      !batch.DeleteRange(cf, rocksdb::Slice(kIndexPrefix.data(), kIndexPrefix.size()), i_end).ok())
+    return internal_error("building the deletion of every page in " + d.path);
+  if (!d.write(batch, "deleting every page")) return take_error();
+  d.lru.clear();
+  d.index.clear();
+  d.used = 0;
+  // The range deletions are tombstones until compaction; compacting now returns the space.
+  const rocksdb::Slice p_begin(kValuePrefix.data(), kValuePrefix.size()), p_last(p_end);
+  const rocksdb::Slice i_begin(kIndexPrefix.data(), kIndexPrefix.size()), i_last(i_end);
+  for (const auto& [b, e] : {std::pair{&p_begin, &p_last}, std::pair{&i_begin, &i_last}}) {
+    const rocksdb::Status s = d.db->CompactRange(rocksdb::CompactRangeOptions(), b, e);
+    if (!s.ok()) spdlog::warn("disk tier {}: compacting after clearing it: {}", d.path, s.ToString());
+  }
+  return n;
 }
 
 Status DiskTier::take_error() { return std::exchange(impl_->unreported, Status::ok()); }

@@ -81,6 +81,11 @@ class DiskTier {
   bool contains(const PageKey& key) const;
   // Removes the page; false when it was not there.
   bool erase(const PageKey& key);
+  // Removes every page (the model fingerprint stays) and compacts the freed range so the space
+  // goes back to the file system; returns how many pages there were. An I/O error degrades the
+  // tier as a failed put does and is returned; a tier already degraded is left as it is
+  // (io_error: its pages stay on disk until it is reopened and cleared).
+  Expected<uint64_t> clear();
 
   size_t capacity_bytes() const;
   bool degraded() const;

@@ -52,6 +52,14 @@ bool HostTier::erase(const PageKey& key) {
   return true;
 }
 
+uint64_t HostTier::clear() {
+  const uint64_t n = index_.size();
+  index_.clear();
+  lru_.clear();
+  used_ = 0;
+  return n;
+}
+
 HostTierStats HostTier::stats() const {
   HostTierStats s = stats_;
   s.n_entries = index_.size();

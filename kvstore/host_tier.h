@@ -51,6 +51,8 @@ class HostTier {
   bool contains(const PageKey& key) const { return index_.count(key) != 0; }
   // Removes the page; false when it was not there.
   bool erase(const PageKey& key);
+  // Removes every page; returns how many there were.
+  uint64_t clear();
 
   size_t capacity_bytes() const { return capacity_; }
   size_t bytes_used() const { return used_; }

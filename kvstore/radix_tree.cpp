@@ -239,6 +239,14 @@ void RadixTree::move_lock(NodeRef from, NodeRef to) {
 }
 
 std::vector<RadixTree::Evicted> RadixTree::evict(int n) {
+  std::vector<Evicted> out = take_leaves(n);
+  n_evicted_ += out.size();
+  return out;
+}
+
+std::vector<RadixTree::Evicted> RadixTree::clear_unlocked() { return take_leaves(n_evictable()); }
+
+std::vector<RadixTree::Evicted> RadixTree::take_leaves(int n) {
   std::vector<Evicted> out;
   if (n <= 0) return out;
   using Rank = std::tuple<int64_t, uint64_t, Node*>;  // (policy key, last access, node): smallest first
@@ -270,7 +278,6 @@ std::vector<RadixTree::Evicted> RadixTree::evict(int n) {
     parent->children.erase(it);  // frees leaf
     if (parent != root_.get() && parent->children.empty() && parent->lock_ref == 0) heap.push(rank(parent));
   }
-  n_evicted_ += out.size();
   return out;
 }
 

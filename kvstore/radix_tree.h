@@ -102,6 +102,9 @@ class RadixTree {
   // Evicts at least n pages if that many are evictable (whole unlocked leaves, by policy, a
   // parent becoming a leaf in turn); returns them with their keys, to free (or demote).
   std::vector<Evicted> evict(int n);
+  // Removes every unlocked node (all that evict(n_evictable()) would take) and returns its pages
+  // to free: a cache reset. A locked node and the path to it stay. Not counted as evictions.
+  std::vector<Evicted> clear_unlocked();
 
   // Removes every subtree below the root whose first token satisfies `pred` (an unloaded LoRA
   // adapter's prefixes) and returns its pages to free. A subtree with a locked node (a sequence
@@ -114,6 +117,7 @@ class RadixTree {
   uint64_t n_evicted() const { return n_evicted_; }
 
  private:
+  std::vector<Evicted> take_leaves(int n);  // evict without the count
   Node* split(Node* node, int n_pages);  // node keeps its first n_pages; the rest moves to a child
   void touch_path(Node* node, int priority, bool count_use);
   bool page_equal(const int32_t* a, const int32_t* b) const;

@@ -66,6 +66,17 @@ Status TierStack::take_error() {
   return disk_ ? disk_->take_error() : Status::ok();
 }
 
+TierClearResult TierStack::clear(bool disk) {
+  TierClearResult r;
+  r.host_entries = host_.clear();
+  if (disk && disk_) {
+    Expected<uint64_t> n = disk_->clear();
+    if (n) r.disk_entries = *n;
+    else r.disk_status = n.status();
+  }
+  return r;
+}
+
 TierStackStats TierStack::stats() const {
   TierStackStats s;
   s.host = host_.stats();

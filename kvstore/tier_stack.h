@@ -37,6 +37,13 @@ struct TierRun {
   std::vector<Tier> from;
 };
 
+// What TierStack::clear removed.
+struct TierClearResult {
+  uint64_t host_entries = 0;
+  uint64_t disk_entries = 0;
+  Status disk_status;  // the disk tier's error, if clearing it failed (host is cleared anyway)
+};
+
 struct TierStackStats {
   HostTierStats host;
   DiskTierStats disk;
@@ -55,6 +62,8 @@ class TierStack {
   TierRun get_run(std::span<const PageKey> keys);
   // An I/O error that turned the disk tier off during a lookup, once (see DiskTier::take_error).
   Status take_error();
+  // Drops every page of the host tier, and of the disk tier when `disk` (DiskTier::clear).
+  TierClearResult clear(bool disk);
 
   WritePolicy policy() const { return policy_; }
   bool has_disk() const { return disk_ != nullptr; }

@@ -80,3 +80,15 @@ struct TierStats {
   hasDisk @15 :Bool;               # a disk tier is configured and opened
   diskDegraded @16 :Bool;          # an I/O error turned it off
 }
+
+# Anyone -> tier actor: drop every page of the host tier, and of the disk tier with `disk`
+# (a prefix cache reset). Answered by TierCleared.
+struct TierClear {
+  disk @0 :Bool;
+}
+
+struct TierCleared {
+  hostEntries @0 :UInt64;
+  diskEntries @1 :UInt64;
+  error @2 :Text;                  # the disk tier's error, if clearing it failed
+}

@@ -13,6 +13,8 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<step_result_msg>("brigade.StepResult");
   cfg.add_message_type<lora_update_msg>("brigade.LoraUpdate");
   cfg.add_message_type<lora_updated_msg>("brigade.LoraUpdated");
+  cfg.add_message_type<cache_reset_msg>("brigade.CacheReset");
+  cfg.add_message_type<cache_reset_done_msg>("brigade.CacheResetDone");
   cfg.add_message_type<page_lease_request_msg>("brigade.PageLeaseRequest");
   cfg.add_message_type<page_lease_grant_msg>("brigade.PageLeaseGrant");
   cfg.add_message_type<page_free_msg>("brigade.PageFree");
@@ -26,6 +28,8 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<tier_pages_msg>("brigade.TierPages");
   cfg.add_message_type<tier_stats_request_msg>("brigade.TierStatsRequest");
   cfg.add_message_type<tier_stats_msg>("brigade.TierStats");
+  cfg.add_message_type<tier_clear_msg>("brigade.TierClear");
+  cfg.add_message_type<tier_cleared_msg>("brigade.TierCleared");
   cfg.add_message_type<kv_export_msg>("brigade.KvExport");
   cfg.add_message_type<kv_exported_msg>("brigade.KvExported");
   cfg.add_message_type<kv_import_msg>("brigade.KvImport");

@@ -100,3 +100,19 @@ struct LoraUpdated {
   error @0 :Text;                  # empty: done
   code @1 :UInt8;                  # the error's StatusCode (core/status.h)
 }
+
+# Engine -> scheduler (local instances), node actor (remote ones) and router: a prefix cache
+# reset (Engine::reset_prefix_cache). The scheduler drops every cached prefix no running
+# sequence shares; a node also clears its instance's HiCache tiers (the host tier, and the disk
+# tier with `disk`); the router forgets the prompts it routed. Answered by CacheResetDone.
+struct CacheReset {
+  disk @0 :Bool;
+}
+
+struct CacheResetDone {
+  freedPages @0 :UInt32;           # device pages the cache held and gave back
+  keptPages @1 :UInt32;            # cached pages still shared by running sequences (they stay)
+  hostEntries @2 :UInt64;          # pages dropped from the host tier (a node's answer)
+  diskEntries @3 :UInt64;          # pages dropped from the disk tier (a node's answer)
+  error @4 :Text;                  # non-empty: what could not be cleared (the rest was)
+}

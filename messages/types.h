@@ -22,6 +22,8 @@ using step_plan_msg = msg<schema::StepPlan>;
 using step_result_msg = msg<schema::StepResult>;
 using lora_update_msg = msg<schema::LoraUpdate>;    // engine -> executor, scheduler
 using lora_updated_msg = msg<schema::LoraUpdated>;
+using cache_reset_msg = msg<schema::CacheReset>;  // engine -> scheduler, node, router
+using cache_reset_done_msg = msg<schema::CacheResetDone>;
 // Scheduler <-> KV page manager (kv.capnp).
 using page_lease_request_msg = msg<schema::PageLeaseRequest>;
 using page_lease_grant_msg = msg<schema::PageLeaseGrant>;
@@ -37,6 +39,8 @@ using tier_get_msg = msg<schema::TierGet>;
 using tier_pages_msg = msg<schema::TierPages>;
 using tier_stats_request_msg = msg<schema::TierStatsRequest>;
 using tier_stats_msg = msg<schema::TierStats>;
+using tier_clear_msg = msg<schema::TierClear>;
+using tier_cleared_msg = msg<schema::TierCleared>;
 // PD separation (pd.capnp): scheduler <-> executor, prefill scheduler -> router -> decode scheduler.
 using kv_export_msg = msg<schema::KvExport>;
 using kv_exported_msg = msg<schema::KvExported>;

@@ -42,6 +42,10 @@ struct ServerOptions {
   // can see, so it is off unless asked for (and behind api_key when one is set). The engine needs
   // LoRA slots (EngineOptions::enable_lora).
   bool allow_runtime_lora_updating = false;
+  // Serves POST /reset_prefix_cache (vLLM's, under VLLM_SERVER_DEV_MODE) and GET/POST
+  // /flush_cache (SGLang's): any client could then empty the prefix cache, so it is off unless
+  // asked for (and behind api_key when one is set). `?disk=true` clears the disk tiers too.
+  bool allow_cache_reset = false;
 };
 
 class HttpServer {

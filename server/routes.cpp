@@ -1,6 +1,8 @@
 #include "server/routes.h"
 
 #include <algorithm>
+#include <optional>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +36,41 @@ SimpleResponse tokenize_route(ServerContext& ctx, std::string_view body, bool de
   auto ids = ctx.engine.tokenize(req->prompt, req->add_special_tokens);
   if (!ids) return error_response(400, ids.status().message(), ids.status().code());
   return SimpleResponse{200, "application/json", tokenize_body(*ids, ctx.engine.model().max_context)};
+}
+
+// The value of query parameter `name` in the request target ("/path?a=1&b=2"); nullopt when absent.
+std::optional<std::string_view> query_param(std::string_view target, std::string_view name) {
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const size_t amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == name) return eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    if (amp == std::string_view::npos) break;
+    rest.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
+}
+
+// vLLM's POST /reset_prefix_cache and SGLang's /flush_cache: Engine::reset_prefix_cache, the
+// disk tiers too with `?disk=true`. 200 with what was dropped; 400 for a bad `disk`; 500 naming
+// what could not be reset (the rest was).
+SimpleResponse cache_reset_route(ServerContext& ctx, std::string_view target) {
+  bool disk = false;
+  if (auto d = query_param(target, "disk")) {
+    if (*d != "true" && *d != "false")
+      return error_response(400, "disk=" + std::string(*d) + ": expected true or false", StatusCode::invalid_argument);
+    disk = *d == "true";
+  }
+  auto r = ctx.engine.reset_prefix_cache(disk);
+  if (!r) return error_response(http_status_for(r.status().code()), r.status().message(), r.status().code());
+  nlohmann::json body = {{"freed_pages", r->freed_pages},
+                         {"kept_pages", r->kept_pages},
+                         {"host_tier_pages", r->host_entries},
+                         {"disk_tier_pages", r->disk_entries}};
+  return SimpleResponse{200, "application/json", body.dump()};
 }
 
 // With tools: how this model writes calls (its chat template's tool syntax), and the constraint
@@ -112,6 +149,15 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
     if (!post) return error_response(405, std::string(path) + " takes POST", StatusCode::invalid_argument);
     return tokenize_route(ctx, req.body, path == "/detokenize");
   }
+  if (ctx.options.allow_cache_reset && (path == "/reset_prefix_cache" || path == "/flush_cache")) {
+    // Not under /v1, yet it changes the server's state: the API key applies when one is set.
+    if (!authorized(ctx, req.authorization))
+      return error_response(401, "missing or wrong API key: send the header 'Authorization: Bearer <key>'",
+                            StatusCode::invalid_argument);
+    if (!post && !(get && path == "/flush_cache"))
+      return error_response(405, std::string(path) + " takes POST", StatusCode::invalid_argument);
+    return cache_reset_route(ctx, req.target);
+  }
   const bool v1 = path.starts_with("/v1/");
   if (v1 && !authorized(ctx, req.authorization)) {
     return error_response(401, "missing or wrong API key: send the header 'Authorization: Bearer <key>'",
@@ -143,6 +189,9 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
                                    "GET /metrics" +
                                    std::string(ctx.options.allow_runtime_lora_updating
                                                    ? ", POST /v1/load_lora_adapter, POST /v1/unload_lora_adapter"
+                                                   : "") +
+                                   std::string(ctx.options.allow_cache_reset
+                                                   ? ", POST /reset_prefix_cache, POST /flush_cache"
                                                    : "") +
                                    ")",
                           StatusCode::not_found);

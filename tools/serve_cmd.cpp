@@ -44,11 +44,13 @@ struct ServeArgs {
   int max_lora_rank = 16;
   bool enable_lora = false;  // LoRA slots even without --lora-modules (adapters loaded at run time)
   bool allow_runtime_lora_updating = false;  // or VLLM_ALLOW_RUNTIME_LORA_UPDATING=true|1
+  bool allow_cache_reset = false;            // or VLLM_SERVER_DEV_MODE=1|true
 };
 
 // vLLM's switch for the runtime adapter routes is an environment variable.
-bool runtime_lora_env() {
-  const char* v = std::getenv("VLLM_ALLOW_RUNTIME_LORA_UPDATING");
+// Whether environment variable `name` is 1 or true (any case), as vLLM reads its switches.
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
   if (v == nullptr) return false;
   std::string s(v);
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -91,7 +93,7 @@ int run_serve(const ServeArgs& a) {
   options->max_loras = a.max_loras;
   options->max_lora_rank = a.max_lora_rank;
   options->enable_lora = a.enable_lora;
-  const bool runtime_lora = a.allow_runtime_lora_updating || runtime_lora_env();
+  const bool runtime_lora = a.allow_runtime_lora_updating || env_flag("VLLM_ALLOW_RUNTIME_LORA_UPDATING");
   if (runtime_lora && !options->lora_enabled())
     return fail(invalid_argument("runtime LoRA updating (--allow-runtime-lora-updating or "
                                  "VLLM_ALLOW_RUNTIME_LORA_UPDATING) needs --enable-lora (or --lora-modules)"));
@@ -108,6 +110,7 @@ int run_serve(const ServeArgs& a) {
   so.tool_call_parser = a.tool_call_parser;
   so.default_chat_template_kwargs = a.default_chat_template_kwargs;
   so.allow_runtime_lora_updating = runtime_lora;
+  so.allow_cache_reset = a.allow_cache_reset || env_flag("VLLM_SERVER_DEV_MODE");
   so.model_name = a.served_model_name.empty() ? std::filesystem::path(*model).filename().string() : a.served_model_name;
   if (so.model_name.empty()) so.model_name = "brigade";
   auto server = server::HttpServer::start(**engine, so);
@@ -115,7 +118,9 @@ int run_serve(const ServeArgs& a) {
   std::printf("serving %s as '%s' on http://%s:%d (POST /v1/completions, /v1/chat/completions, /v1/embeddings%s; GET "
               "/v1/models, /health, /metrics)%s\n",
               model->c_str(), so.model_name.c_str(), a.host.c_str(), (*server)->port(),
-              runtime_lora ? ", /v1/load_lora_adapter, /v1/unload_lora_adapter" : "",
+              (std::string(runtime_lora ? ", /v1/load_lora_adapter, /v1/unload_lora_adapter" : "") +
+               (so.allow_cache_reset ? ", /reset_prefix_cache, /flush_cache" : ""))
+                  .c_str(),
               a.api_key.empty() ? "" : "; /v1 needs the API key");
   std::fflush(stdout);
 
@@ -176,6 +181,10 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
                 "Serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's "
                 "VLLM_ALLOW_RUNTIME_LORA_UPDATING=true does the same); clients can then load any adapter path the "
                 "server can read");
+  cmd->add_flag("--allow-cache-reset", a->allow_cache_reset,
+                "Serve POST /reset_prefix_cache (vLLM's, VLLM_SERVER_DEV_MODE=1 does the same) and GET/POST "
+                "/flush_cache (SGLang's), which empty the prefix cache and HiCache tiers (?disk=true: the disk tier "
+                "too); clients can then drop everything cached");
   cmd->add_option("--max-loras", a->max_loras, "Most LoRA adapters loaded at once (all stay resident)")
       ->capture_default_str()->check(CLI::Range(1, 1024));
   cmd->add_option("--max-lora-rank", a->max_lora_rank, "Largest adapter rank r accepted")

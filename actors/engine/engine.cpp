@@ -273,6 +273,51 @@ class EngineImpl final : public Engine {
     return r->reader().getCachedTokens();
   }
 
+  Expected<PrefixCacheReset> reset_prefix_cache(bool disk) override {
+    PrefixCacheReset sum;
+    std::string errors;
+    auto fail = [&](const std::string& who, const std::string& what) {
+      errors += (errors.empty() ? "" : "; ") + who + ": " + what;
+    };
+    const auto msg = cache_reset_msg::build([&](schema::CacheReset::Builder b) { b.setDisk(disk); });
+    const auto clear = tier_clear_msg::build([&](schema::TierClear::Builder b) { b.setDisk(disk); });
+    for (size_t i = 0; i < instances_.size(); ++i) {
+      const SpawnedInstance& inst = instances_[i];
+      const std::string who = "instance '" + inst.name + "'";
+      // A node resets its own tiers; a local instance's tier actor is asked here, after its scheduler.
+      const auto dest = caf::actor_cast<cache_reset_actor>(remote_[i] ? caf::actor_cast<caf::actor>(nodes_->get(i))
+                                                                       : caf::actor_cast<caf::actor>(inst.scheduler));
+      if (!dest) {
+        fail(who, "its node is not connected");
+        continue;
+      }
+      auto done = ask<cache_reset_done_msg>(dest, std::chrono::seconds(remote_[i] ? 150 : 30), msg);
+      if (done && !remote_[i] && inst.tiers) {
+        auto c = ask<tier_cleared_msg>(inst.tiers, std::chrono::seconds(120), clear);
+        if (c) done = with_tiers_cleared(*done, c->reader());
+        else fail(who + " tiers", c.status().message());
+      }
+      if (!done) {
+        fail(who, done.status().message());
+        continue;
+      }
+      const auto r = done->reader();
+      sum.freed_pages += static_cast<int>(r.getFreedPages());
+      sum.kept_pages += static_cast<int>(r.getKeptPages());
+      sum.host_entries += r.getHostEntries();
+      sum.disk_entries += r.getDiskEntries();
+      if (r.getError().size() > 0) fail(who, r.getError());
+    }
+    if (router_) {
+      if (auto r = ask<cache_reset_done_msg>(router_, std::chrono::seconds(10), msg); !r) fail("router", r.status().message());
+    }
+    spdlog::info("engine: prefix cache reset: {} page(s) freed, {} kept by running requests, {} host and {} disk tier "
+                 "page(s) dropped{}",
+                 sum.freed_pages, sum.kept_pages, sum.host_entries, sum.disk_entries, errors.empty() ? "" : "; " + errors);
+    if (!errors.empty()) return io_error("prefix cache reset incomplete: " + errors);
+    return sum;
+  }
+
   Expected<uint64_t> submit(const GenerateOptions& request, EventCallback on_event) override {
     BRIGADE_RETURN_IF_ERROR(validate_request(request, summary_));
     return submit_as(request, Pooling::none, std::move(on_event));

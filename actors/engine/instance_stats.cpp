@@ -214,4 +214,12 @@ EngineStats decode_node_stats(schema::NodeStats::Reader r) {
   return s;
 }
 
+cache_reset_done_msg with_tiers_cleared(const cache_reset_done_msg& done, schema::TierCleared::Reader tiers) {
+  return done.edited([&](schema::CacheResetDone::Builder b) {
+    b.setHostEntries(tiers.getHostEntries());
+    b.setDiskEntries(tiers.getDiskEntries());
+    if (tiers.getError().size() > 0) b.setError(tiers.getError());
+  });
+}
+
 }  // namespace brigade

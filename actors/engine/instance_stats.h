@@ -24,4 +24,8 @@ void accumulate(EngineStats& to, const EngineStats& from);
 node_stats_msg encode_node_stats(const EngineStats& s);
 EngineStats decode_node_stats(schema::NodeStats::Reader r);
 
+// A scheduler's CacheResetDone with the instance's tiers' TierCleared folded in (a cache reset
+// of a whole instance: the engine's for local ones, a node's for its own).
+cache_reset_done_msg with_tiers_cleared(const cache_reset_done_msg& done, schema::TierCleared::Reader tiers);
+
 }  // namespace brigade

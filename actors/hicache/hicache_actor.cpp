@@ -99,6 +99,17 @@ hicache_actor::behavior_type hicache_fun(hicache_actor::stateful_pointer<HiCache
         });
       },
       [self](const tier_stats_request_msg&) -> tier_stats_msg { return encode_stats(self->state.tiers->stats()); },
+      [self](const tier_clear_msg& m) -> tier_cleared_msg {
+        const TierClearResult r = self->state.tiers->clear(m->getDisk());
+        warn_if_degraded(r.disk_status);
+        spdlog::info("hicache: cleared {} host page(s){}", r.host_entries,
+                     m->getDisk() ? " and " + std::to_string(r.disk_entries) + " disk page(s)" : std::string());
+        return tier_cleared_msg::build([&](schema::TierCleared::Builder b) {
+          b.setHostEntries(r.host_entries);
+          b.setDiskEntries(r.disk_entries);
+          b.setError(r.disk_status.is_ok() ? "" : r.disk_status.to_string());
+        });
+      },
   };
 }
 

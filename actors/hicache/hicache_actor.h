@@ -7,6 +7,8 @@
 //               each with the tier it came from; disk hits are promoted into host.
 //   TierStatsRequest -> TierStats: hits, misses, bytes moved, evictions per tier; corrupt
 //               entries dropped; whether the disk tier is on.
+//   TierClear -> TierCleared: drops every host page, and every disk page when asked (a prefix
+//               cache reset); a disk tier that fails to clear is reported in the answer.
 // No error ever reaches a requester: a disk tier that cannot be opened, or that an I/O error
 // turns off, is logged once as a warning and then behaves as a tier that misses.
 #pragma once
@@ -26,7 +28,8 @@ namespace brigade {
 
 using hicache_actor = caf::typed_actor<caf::reacts_to<tier_put_msg>,
                                        caf::replies_to<tier_get_msg>::with<tier_pages_msg>,
-                                       caf::replies_to<tier_stats_request_msg>::with<tier_stats_msg>>;
+                                       caf::replies_to<tier_stats_request_msg>::with<tier_stats_msg>,
+                                       caf::replies_to<tier_clear_msg>::with<tier_cleared_msg>>;
 
 struct HiCacheSetup {
   size_t host_bytes = 0;  // 0 = no host tier

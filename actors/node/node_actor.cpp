@@ -144,6 +144,34 @@ caf::typed_response_promise<node_stats_msg> on_stats(node_ptr self) {
   return rp;
 }
 
+// The instance's cache reset: the scheduler's device cache, then its tiers (the host tier, and the
+// disk tier when asked), one answer for both.
+caf::typed_response_promise<cache_reset_done_msg> on_cache_reset(node_ptr self, const cache_reset_msg& msg) {
+  const bool allowed = from_front_process(self);  // before the promise takes the sender away
+  auto rp = self->make_response_promise<cache_reset_done_msg>();
+  auto& st = self->state;
+  if (!allowed || !st.scheduler) {
+    rp.deliver(to_caf_error(allowed ? internal_error("the node is not wired yet")
+                                    : invalid_argument("cache resets come from the connected front only")));
+    return rp;
+  }
+  const bool disk = msg.reader().getDisk();
+  self->request(caf::actor_cast<cache_reset_actor>(st.scheduler), std::chrono::seconds(30), msg)
+      .then(
+          [self, rp, disk](const cache_reset_done_msg& done) mutable {
+            const hicache_actor& tiers = self->state.tiers;
+            if (!tiers) {
+              rp.deliver(done);
+              return;
+            }
+            self->request(tiers, std::chrono::seconds(120), tier_clear_msg::build([&](auto b) { b.setDisk(disk); }))
+                .then([rp, done](const tier_cleared_msg& c) mutable { rp.deliver(with_tiers_cleared(done, c.reader())); },
+                      [rp](const caf::error& err) mutable { rp.deliver(err); });
+          },
+          [rp](const caf::error& err) mutable { rp.deliver(err); });
+  return rp;
+}
+
 node_actor::behavior_type node_fun(node_ptr self, NodeSetup setup) {
   self->state.instance = setup.info.reader().getInstance();
   self->state.setup = std::move(setup);
@@ -197,6 +225,7 @@ node_actor::behavior_type node_fun(node_ptr self, NodeSetup setup) {
         if (msg.reader().getFinishReason() != schema::FinishReason::NONE) st.in_flight.erase(msg.reader().getRequestId());
         if (st.front) self->send(st.front, msg);
       },
+      [self](const cache_reset_msg& msg) { return on_cache_reset(self, msg); },
       [self](info_atom) { return on_info(self); },
       [self](hello_atom, const node_hello_msg& hello, token_sink_actor sink, handoff_sink_actor handoffs) {
         return on_connect(self, hello, std::move(sink), std::move(handoffs));

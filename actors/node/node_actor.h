@@ -24,6 +24,8 @@
 //   its scheduler along), the node actor exits with the same reason, and the front, which
 //   monitors it, fails that instance's requests in flight.
 // - NodeStatsRequest is answered with the instance's EngineStats (NodeStats).
+// - CacheReset (from the front's process) resets the instance's prefix cache, then clears its
+//   HiCache tiers (the host tier; the disk tier when asked): one CacheResetDone for both.
 #pragma once
 
 #include <caf/all.hpp>
@@ -41,13 +43,15 @@ namespace brigade {
 
 // Fronts and nodes of different protocols refuse each other at the hello. 2: NodeInfo.kvLayout
 // (page layouts under tensor parallelism). 3: authentication fields (actors/node/node_auth.h).
-inline constexpr uint32_t kNodeProtocol = 3;
+// 4: CacheReset.
+inline constexpr uint32_t kNodeProtocol = 4;
 
 using node_actor = scheduler_actor::extend<
     caf::reacts_to<token_event_msg>,
     caf::replies_to<info_atom>::with<node_info_msg>,
     caf::replies_to<hello_atom, node_hello_msg, token_sink_actor, handoff_sink_actor>::with<node_info_msg>,
     caf::replies_to<node_stats_request_msg>::with<node_stats_msg>,
+    caf::replies_to<cache_reset_msg>::with<cache_reset_done_msg>,
     caf::reacts_to<wire_atom, scheduler_actor, hicache_actor>>;
 
 struct NodeSetup {

@@ -136,6 +136,10 @@ router_actor::behavior_type router_fun(router_ptr self, RouterSetup setup, token
       [self](const abort_msg& msg) { on_abort(self, msg); },
       [self](const kv_handoff_msg& msg) { on_handoff(self, msg); },
       [self](const prefix_query_msg& msg) { return on_prefix_query(self, msg); },
+      [self](const cache_reset_msg&) {  // the engine resets the instances' caches: affinity starts over
+        self->state.policy->forget_prefixes();
+        return cache_reset_done_msg::build([](auto) {});
+      },
       [self](wire_atom, int32_t index, scheduler_actor scheduler) {
         auto& s = self->state;
         BRIGADE_CHECK(index >= 0 && static_cast<size_t>(index) < s.instances.size(), "router wired to an unknown instance");

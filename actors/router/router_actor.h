@@ -17,6 +17,9 @@
 // handed the request off is ignored there; the router remembers it and drops the hand-off when it
 // arrives, ending the request with finish abort. A hand-off with no decode instance serving ends
 // its request with an error event.
+//
+// A CacheReset (the engine resets its instances' caches) empties the router's prefix trees: cache
+// affinity starts over. It changes nothing else and is answered with an empty CacheResetDone.
 #pragma once
 
 #include <caf/all.hpp>
@@ -37,7 +40,8 @@ namespace brigade {
 using router_actor =
     caf::typed_actor<caf::reacts_to<generate_request_msg>, caf::reacts_to<abort_msg>, caf::reacts_to<token_event_msg>,
                      caf::replies_to<prefix_query_msg>::with<prefix_query_result_msg>,
-                     caf::reacts_to<kv_handoff_msg>, caf::reacts_to<wire_atom, int32_t, scheduler_actor>>;
+                     caf::reacts_to<kv_handoff_msg>, caf::reacts_to<wire_atom, int32_t, scheduler_actor>,
+                     caf::replies_to<cache_reset_msg>::with<cache_reset_done_msg>>;
 
 // What the router counts per instance, for the Engine's stats (read from other threads).
 struct RouterCounters {

@@ -153,6 +153,10 @@ void RouterPolicy::instance_up(int instance) {
   trees_[i] = PrefixTree(config_.max_tree_tokens);
 }
 
+void RouterPolicy::forget_prefixes() {
+  for (auto& t : trees_) t = PrefixTree(config_.max_tree_tokens);
+}
+
 Expected<int> RouterPolicy::choose_decode() const {
   int best = -1;
   for (int i = 0; i < n_instances(); ++i) {

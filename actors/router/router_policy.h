@@ -70,6 +70,8 @@ class RouterPolicy {
   // The instance serves again (a remote node came back): prompts may go there; its prefix tree
   // starts empty (the node's cache is cold).
   void instance_up(int instance);
+  // The instances' caches were reset (Engine::reset_prefix_cache): every prefix tree starts empty.
+  void forget_prefixes();
 
   // PD: the decode instance for a hand-off now: the one with the fewest requests in flight (then
   // the lowest index) that is up; internal when none is.

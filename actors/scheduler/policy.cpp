@@ -156,6 +156,17 @@ std::optional<std::vector<int32_t>> SchedulerPolicy::take_pages(int n, PageSourc
   return pages.take(n);
 }
 
+std::pair<int, int> SchedulerPolicy::reset_cache(PageSource& pages) {
+  if (!cache_) return {0, 0};
+  auto gone = cache_->clear_unlocked();
+  std::vector<int32_t> freed;
+  freed.reserve(gone.size());
+  for (const auto& e : gone) freed.push_back(e.page);
+  pages.give_back(freed);
+  saves_.clear();
+  return {static_cast<int>(gone.size()), cache_->n_pages()};
+}
+
 bool SchedulerPolicy::admit_next(PageSource& pages) {
   if (waiting_.empty() || static_cast<int>(running_.size()) >= limits_.max_running) return false;
   Seq& s = waiting_.front();

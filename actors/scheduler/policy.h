@@ -70,6 +70,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "actors/drafter/drafter.h"
@@ -234,6 +235,11 @@ class SchedulerPolicy {
   // slot is still queued or running here; out_of_resources too when a cached prefix of it is still
   // locked (those stay).
   Status drop_lora(int slot, PageSource& pages);
+
+  // A cache reset: drops every cached prefix no sequence uses (RadixTree::clear_unlocked) and
+  // gives its pages to `pages`, with the write-back saves still queued (those pages are gone).
+  // Returns {pages freed, cached pages kept because running sequences share them}.
+  std::pair<int, int> reset_cache(PageSource& pages);
 
   bool has_work() const { return !waiting_.empty() || !running_.empty(); }
   int n_waiting() const { return static_cast<int>(waiting_.size()); }

@@ -63,7 +63,7 @@ struct SchedulerState {
   static inline const char* name = "brigade.scheduler";
 };
 
-using scheduler_impl_actor = scheduler_actor::extend_with<lora_slots_actor>;
+using scheduler_impl_actor = scheduler_actor::extend_with<lora_slots_actor>::extend_with<cache_reset_actor>;
 using scheduler_ptr = scheduler_impl_actor::stateful_pointer<SchedulerState>;
 
 // Publishes the gauges the Engine reports (running, waiting, pages held).
@@ -486,6 +486,19 @@ scheduler_impl_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerS
         return lora_updated_msg::build([&](schema::LoraUpdated::Builder b) {
           b.setError(s.is_ok() ? "" : s.message());
           b.setCode(static_cast<uint8_t>(s.code()));
+        });
+      },
+      [self](const cache_reset_msg&) {
+        auto& state = self->state;
+        const auto [freed, kept] = state.policy->reset_cache(state.lease);
+        spdlog::info("scheduler {}: prefix cache reset: {} page(s) freed, {} kept (shared by running requests)",
+                     state.setup.instance_name, freed, kept);
+        return_surplus(self);
+        update_gauges(self);
+        pump(self);  // waiting requests may fit now
+        return cache_reset_done_msg::build([&](schema::CacheResetDone::Builder b) {
+          b.setFreedPages(static_cast<uint32_t>(freed));
+          b.setKeptPages(static_cast<uint32_t>(kept));
         });
       },
       [self](const abort_msg& msg) {

@@ -34,6 +34,11 @@ using scheduler_actor = caf::typed_actor<caf::reacts_to<generate_request_msg>, c
                                          caf::replies_to<prefix_query_msg>::with<prefix_query_result_msg>,
                                          caf::reacts_to<kv_handoff_msg>>;
 
+// What takes a prefix cache reset (Engine::reset_prefix_cache; CacheReset in step.capnp), through
+// caf::actor_cast: the scheduler spawn_scheduler makes (its device cache), a node actor (its
+// instance's cache and tiers) and the router (its per-instance prompt trees).
+using cache_reset_actor = caf::typed_actor<caf::replies_to<cache_reset_msg>::with<cache_reset_done_msg>>;
+
 // Step counters the scheduler keeps for its owner (the Engine reads them from another thread).
 struct SchedulerCounters {
   std::atomic<uint64_t> steps{0};

@@ -329,6 +329,14 @@ struct StationStats {
   int held = 0;            // held now
 };
 
+// What Engine::reset_prefix_cache removed, summed over the instances.
+struct PrefixCacheReset {
+  int freed_pages = 0;        // KV pool pages the prefix caches held, given back
+  int kept_pages = 0;         // cached pages that running requests still share: they stay cached
+  uint64_t host_entries = 0;  // pages dropped from the HiCache host tiers
+  uint64_t disk_entries = 0;  // pages dropped from the disk tiers (with disk only)
+};
+
 class Engine {
  public:
   // Loads the model and starts the topology. Errors: a bad topology, a missing or corrupt model.
@@ -380,6 +388,13 @@ class Engine {
   // instance the router would send this prompt to now; 0 when the cache is off). What a request
   // with this prompt would not have to prefill.
   virtual Expected<int> cached_prefix_tokens(const std::vector<int32_t>& prompt_ids) const = 0;
+  // Empties every instance's prefix cache (vLLM's /reset_prefix_cache, SGLang's /flush_cache):
+  // the cached prefixes no running request shares give their pages back to the KV pool, the
+  // HiCache host tiers are emptied and, with `disk`, the disk tiers too (whose pages otherwise
+  // outlive restarts); the router's affinity starts over. Requests keep running; later prompts
+  // are computed afresh. Errors: an instance (or node) that does not answer, or a disk tier that
+  // fails to clear; the message names them, and every other part is reset all the same.
+  virtual Expected<PrefixCacheReset> reset_prefix_cache(bool disk = false) = 0;
   // Renders a conversation into prompt text with the model's own Jinja template, or the configured
   // one (Jinja, or a built-in family by name; models/model_chat_template.h). The text carries
   // the template's BOS marker, so submit it with add_bos = false. not_found when the model has no

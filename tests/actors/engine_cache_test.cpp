@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <thread>
 
 #include "brigade/engine.h"
 #include "models/make_model.h"
@@ -230,6 +234,125 @@ TEST_F(EngineCache, EachRequestReportsItsCachedPromptTokens) {
   ASSERT_TRUE(loaded.has_value());
   EXPECT_EQ(loaded->cached_tokens, 48) << "the prefix came back from disk";
   EXPECT_EQ(static_cast<uint64_t>(loaded->cached_tokens), (*restarted)->stats().cache_loaded_tokens);
+}
+
+// Waits (bounded) until `pred` holds for the engine's stats; false if it never does.
+bool eventually(const Engine& e, const std::function<bool(const EngineStats&)>& pred) {
+  for (int i = 0; i < 5000; ++i) {
+    if (pred(e.stats())) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
+}
+
+// Engine::reset_prefix_cache (vLLM's /reset_prefix_cache): the device cache gives its pages back
+// and the host tier empties; the disk tier keeps its pages (the next run of the prompt loads
+// them) until a reset asks for it too. The tokens never change.
+TEST_F(EngineCache, ResetEmptiesTheCacheAndHostTierAndTheDiskTierWhenAsked) {
+  const auto family = prefix_family();
+  CacheConfig tiers;
+  tiers.disk_path = (dir_ / "tier_reset").string();
+  tiers.host_bytes = 1 << 20;  // write_through: pages entering the cache go to host and disk
+  auto engine = Engine::create(options_for(dir_ / "model", tiers, 64));
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  Engine& e = **engine;
+  auto first = e.generate(family[0]);
+  ASSERT_TRUE(first.has_value()) << first.status().to_string();
+  ASSERT_TRUE(eventually(e, [](const EngineStats& s) { return s.tier_host_bytes_used > 0 && s.tier_disk_bytes_used > 0; }));
+  const EngineStats before = e.stats();
+  ASSERT_GT(before.cache_pages, 0);
+  ASSERT_EQ(*e.cached_prefix_tokens(family[0].prompt_ids), 48);
+
+  auto r = e.reset_prefix_cache();
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->freed_pages, before.cache_pages);
+  EXPECT_EQ(r->kept_pages, 0);
+  EXPECT_GT(r->host_entries, 0u);
+  EXPECT_EQ(r->disk_entries, 0u) << "the disk tier only when asked";
+  const EngineStats after = e.stats();
+  EXPECT_EQ(after.cache_pages, 0);
+  EXPECT_EQ(after.kv_pages_used, 0);
+  EXPECT_EQ(*e.cached_prefix_tokens(family[0].prompt_ids), 0);
+  EXPECT_GT(after.tier_disk_bytes_used, 0u);
+
+  auto from_disk = e.generate(family[0]);
+  ASSERT_TRUE(from_disk.has_value());
+  EXPECT_EQ(from_disk->token_ids, first->token_ids);
+  EXPECT_EQ(from_disk->cached_tokens, 48) << "the prefix came back from disk";
+  const EngineStats loaded = e.stats();
+  EXPECT_GT(loaded.tier_disk_hit_pages, before.tier_disk_hit_pages);
+  EXPECT_EQ(loaded.tier_host_hit_pages, before.tier_host_hit_pages) << "the host tier held nothing after the reset";
+
+  r = e.reset_prefix_cache(/*disk=*/true);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_GT(r->freed_pages, 0);
+  EXPECT_GE(r->disk_entries, 3u) << "the prefix's three pages at least";
+  auto cold = e.generate(family[0]);
+  ASSERT_TRUE(cold.has_value());
+  EXPECT_EQ(cold->token_ids, first->token_ids);
+  EXPECT_EQ(cold->cached_tokens, 0) << "nothing left in any tier";
+  EXPECT_EQ(e.stats().tier_disk_hit_pages, loaded.tier_disk_hit_pages);
+}
+
+// Resets racing with running requests (SchedulerPolicyCache.AResetFreesWhatNoSequenceUsesAndKeepsTheRest
+// checks what a reset keeps, step by step): no request's tokens change, and when all have ended
+// every page the pool lent is in the cache, none leaked.
+TEST_F(EngineCache, ResetsRacingWithRequestsChangeNoTokensAndLeakNoPage) {
+  auto engine = Engine::create(options_for(dir_ / "model", CacheConfig{}, 64));
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  Engine& e = **engine;
+  std::vector<GenerateOptions> reqs = prefix_family();
+  for (auto& r : reqs) r.max_tokens = 30;
+  const auto want = run_in_order(e, reqs);
+  testing::Outcomes out;
+  std::vector<uint64_t> ids;
+  int kept = 0;
+  for (int round = 0; round < 4; ++round) {
+    for (const auto& r : reqs) {
+      auto id = e.submit(r, out.callback());
+      ASSERT_TRUE(id.has_value());
+      ids.push_back(*id);
+    }
+    for (int k = 0; k < 3; ++k) {
+      auto res = e.reset_prefix_cache();
+      ASSERT_TRUE(res.has_value()) << res.status().to_string();
+      kept += res->kept_pages;
+    }
+  }
+  ASSERT_TRUE(out.wait(ids.size()));
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(out.get(ids[i]).token_ids, want[i % reqs.size()]) << i;
+  const EngineStats s = e.stats();
+  EXPECT_EQ(s.kv_pages_used, s.cache_pages) << "pages outside the cache leaked";
+  auto last = e.reset_prefix_cache();
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->kept_pages, 0);
+  EXPECT_EQ(e.stats().kv_pages_used, 0);
+  std::printf("(resets kept %d page(s) of running requests in all)\n", kept);
+}
+
+// With several instances every one is reset (and the router's affinity starts over).
+TEST_F(EngineCache, AResetReachesEveryInstance) {
+  EngineOptions o = options_for(dir_ / "model", CacheConfig{}, 64);
+  InstanceConfig second = o.topology.instances.front();
+  o.topology.instances.front().name = "a";
+  second.name = "b";
+  o.topology.instances.push_back(second);
+  o.topology.router.policy = "round_robin";
+  auto engine = Engine::create(o);
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  Engine& e = **engine;
+  const auto family = prefix_family();
+  ASSERT_TRUE(e.generate(family[0]).has_value());
+  ASSERT_TRUE(e.generate(family[1]).has_value());
+  const auto per = e.instance_stats();
+  ASSERT_EQ(per.size(), 2u);
+  ASSERT_GT(per[0].stats.cache_pages, 0);
+  ASSERT_GT(per[1].stats.cache_pages, 0);
+  auto r = e.reset_prefix_cache();
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->freed_pages, per[0].stats.cache_pages + per[1].stats.cache_pages);
+  for (const auto& inst : e.instance_stats()) EXPECT_EQ(inst.stats.cache_pages, 0) << inst.name;
+  EXPECT_EQ(*e.cached_prefix_tokens(family[0].prompt_ids), 0);
 }
 
 }  // namespace

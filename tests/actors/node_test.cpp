@@ -153,6 +153,31 @@ TEST_F(NodeCluster, TwoNodesGiveOneLocalInstancesTokens) {
   EXPECT_TRUE(cached.has_value()) << "prefix queries cross to the node";
 }
 
+// A front's cache reset crosses to every node: each empties its device cache and its host tier.
+TEST_F(NodeCluster, ACacheResetCrossesToEveryNode) {
+  TopologyConfig topo = topology({"a", "b"});
+  topo.instances[0].cache.host_bytes = 1 << 20;  // node a has a host tier (write_through)
+  auto a = start_node(topo, "a");
+  auto b = start_node(topo, "b");
+  ASSERT_TRUE(a && b);
+  auto cluster = front({a.get(), b.get()});
+  ASSERT_TRUE(cluster.has_value()) << cluster.status().to_string();
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE((*cluster)->generate(testing::greedy_ids(prompt(i, 40), 8)).has_value());
+  for (int i = 0; i < 500 && a->stats().tier_host_bytes_used == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const int pages = a->stats().cache_pages + b->stats().cache_pages;
+  ASSERT_GT(a->stats().cache_pages, 0);
+  ASSERT_GT(b->stats().cache_pages, 0);
+  ASSERT_GT(a->stats().tier_host_bytes_used, 0u);
+  auto r = (*cluster)->reset_prefix_cache();
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->freed_pages, pages);
+  EXPECT_GT(r->host_entries, 0u);
+  EXPECT_EQ(a->stats().cache_pages, 0);
+  EXPECT_EQ(b->stats().cache_pages, 0);
+  EXPECT_EQ(a->stats().tier_host_bytes_used, 0u);
+}
+
 // An abort crosses to the node that owns the request; a front that goes away ends its requests
 // on the node (their pages come back) and a new front is served.
 TEST_F(NodeCluster, AbortsAndAFrontThatGoesAway) {

@@ -125,6 +125,40 @@ TEST(SchedulerPolicyCache, CachedPagesAreEvictedBeforeAnyPreemption) {
   EXPECT_EQ(drain(p, pages).at(7).start_pos, 12);
 }
 
+// A cache reset (Engine::reset_prefix_cache): the cached pages no sequence uses go back to the
+// pool; a running sequence's path stays (kept) and it runs on to the end, caching again.
+TEST(SchedulerPolicyCache, AResetFreesWhatNoSequenceUsesAndKeepsTheRest) {
+  SchedulerPolicy p(cache_limits(), 64, root_key("m"));
+  PoolSource pages(64);
+  ASSERT_TRUE(p.add(prompt_req(1, range(100, 13), 3)).is_ok());
+  drain(p, pages);  // 15 tokens computed: 3 whole pages cached
+  ASSERT_EQ(p.cache_stats().cached_pages, 3);
+  auto b = range(100, 8);  // shares 2 pages with request 1, then its own
+  b.insert(b.end(), {300, 301, 302, 303, 304});
+  ASSERT_TRUE(p.add(prompt_req(2, b, 10)).is_ok());
+  auto step = p.plan(pages);
+  ASSERT_TRUE(step.has_value());
+  ASSERT_EQ(step->seqs.size(), 1u);
+  EXPECT_EQ(step->seqs[0].start_pos, 8);
+  p.complete(step->step_id, one(2), pages);  // its third page (300..303) is cached and locked now
+  ASSERT_EQ(p.cache_stats().cached_pages, 4);
+  const int used = pages.pool.n_used();
+  const auto [freed, kept] = p.reset_cache(pages);
+  EXPECT_EQ(freed, 1) << "request 1's own third page";
+  EXPECT_EQ(kept, 3) << "request 2's path: the two shared pages and its own";
+  EXPECT_EQ(pages.pool.n_used(), used - 1);
+  EXPECT_EQ(p.cache_stats().evicted_pages, 0u) << "not counted as evictions";
+  EXPECT_EQ(p.cached_prefix(range(100, 13)), 8) << "only the shared pages are left of request 1's prompt";
+  drain(p, pages);
+  EXPECT_FALSE(p.has_work());
+  EXPECT_GE(p.cache_stats().cached_pages, 3);
+  EXPECT_EQ(pages.pool.n_used(), p.cache_stats().cached_pages) << "no page leaked";
+  const auto [freed_after, kept_after] = p.reset_cache(pages);
+  EXPECT_GE(freed_after, 3);
+  EXPECT_EQ(kept_after, 0);
+  EXPECT_EQ(pages.pool.n_used(), 0);
+}
+
 TEST(SchedulerPolicyCache, WaitsForTheLeaseInsteadOfPreempting) {
   SchedulerLimits l = cache_limits();
   l.prefix_cache = false;

@@ -10,7 +10,9 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace brigade {
 namespace {
@@ -94,6 +96,42 @@ TEST(DiskTier, RoundTripAndCounters) {
   EXPECT_TRUE(t->erase(key(1)));
   EXPECT_FALSE(t->contains(key(1)));
   EXPECT_FALSE(t->get(key(1)).has_value());
+}
+
+// A prefix cache reset of the disk tier: every page goes (from the database too, not just the
+// in-memory index), the fingerprint stays, and the tier takes pages again.
+TEST(DiskTier, ClearRemovesEveryPageFromTheDatabase) {
+  TempDir dir;
+  {
+    auto t = open_ok(dir.str(), 1 << 22);
+    ASSERT_TRUE(t);
+    for (uint64_t i = 0; i < 40; ++i) ASSERT_TRUE(t->put(key(i), payload(i, 3000)).is_ok());
+    auto n = t->clear();
+    ASSERT_TRUE(n.has_value()) << n.status().to_string();
+    EXPECT_EQ(*n, 40u);
+    EXPECT_EQ(t->stats().n_entries, 0u);
+    EXPECT_EQ(t->stats().bytes_used, 0u);
+    EXPECT_FALSE(t->get(key(3)).has_value());
+    ASSERT_TRUE(t->put(key(100), payload(100, 3000)).is_ok());
+    EXPECT_EQ(*t->clear(), 1u);
+    ASSERT_TRUE(t->put(key(101), payload(101, 3000)).is_ok());
+  }
+  {
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir.str(), &db).ok());
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+    std::vector<std::string> left;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) left.push_back(it->key().ToString().substr(0, 2));
+    it.reset();
+    delete db;
+    EXPECT_EQ(left, (std::vector<std::string>{"i:", "m:", "p:"})) << "page 101's index and value, and the fingerprint";
+  }
+  auto t = open_ok(dir.str(), 1 << 22);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->stats().n_entries, 1u);
+  auto got = t->get(key(101));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(*got, payload(101, 3000));
 }
 
 TEST(DiskTier, ReopenServesEarlierPagesAndKeepsRecency) {

@@ -71,6 +71,18 @@ TEST(HostTier, ZeroCapacityOrOversizedPageComesStraightBack) {
   EXPECT_TRUE(small.contains(key(2))) << "an oversized page evicts nothing";
 }
 
+TEST(HostTier, ClearDropsEveryPage) {
+  HostTier t(100);
+  (void)t.put(key(1), bytes(30, 1));
+  (void)t.put(key(2), bytes(30, 2));
+  EXPECT_EQ(t.clear(), 2u);
+  EXPECT_EQ(t.bytes_used(), 0u);
+  EXPECT_EQ(t.n_entries(), 0u);
+  EXPECT_FALSE(t.get(key(2)).has_value());
+  EXPECT_TRUE(t.put(key(3), bytes(100, 3)).empty()) << "the whole capacity is free again";
+  EXPECT_EQ(t.clear(), 1u);
+}
+
 TEST(HostTier, Erase) {
   HostTier t(100);
   (void)t.put(key(1), bytes(30, 1));

@@ -101,6 +101,34 @@ TEST(RadixTree, EraseFirstTokenIfDropsUnlockedSubtrees) {
   EXPECT_EQ(t.n_evictable(), 2);
 }
 
+// A cache reset: every unlocked node goes, also the unlocked branches below a locked path's
+// nodes; the locked path stays whole and matchable.
+TEST(RadixTree, ClearUnlockedKeepsOnlyLockedPaths) {
+  RadixTree t(kPage, EvictionPolicy::lru, root_key("m"));
+  RadixTree::NodeRef held = nullptr;
+  t.insert(seq({1, 2, 3}), std::vector<int32_t>{10, 11, 12}, 0, &held);
+  t.lock(held);
+  t.insert(seq({1, 2, 4, 5}), std::vector<int32_t>{10, 11, 13, 14}, 0, nullptr);  // branches off the held path
+  t.insert(seq({1, 6}), std::vector<int32_t>{10, 15}, 0, nullptr);
+  t.insert(seq({7, 8}), std::vector<int32_t>{16, 17}, 0, nullptr);
+  ASSERT_EQ(t.n_pages(), 8);
+  auto gone = t.clear_unlocked();
+  std::vector<int32_t> pages;
+  for (const auto& e : gone) pages.push_back(e.page);
+  std::sort(pages.begin(), pages.end());
+  EXPECT_EQ(pages, (std::vector<int32_t>{13, 14, 15, 16, 17}));
+  EXPECT_EQ(t.n_pages(), 3);
+  EXPECT_EQ(t.n_evictable(), 0);
+  EXPECT_EQ(t.n_evicted(), 0u) << "a reset is not counted as evictions";
+  EXPECT_EQ(t.match(seq({1, 2, 3}), 100).n_tokens, 3 * kPage);
+  EXPECT_EQ(t.match(seq({1, 2, 4, 5}), 100).n_tokens, 2 * kPage);
+  EXPECT_EQ(t.match(seq({7, 8}), 100).n_tokens, 0);
+  t.unlock(held);
+  EXPECT_EQ(t.clear_unlocked().size(), 3u);
+  EXPECT_EQ(t.n_pages(), 0);
+  EXPECT_TRUE(t.clear_unlocked().empty());
+}
+
 TEST(RadixTree, InsertReportsPagesItTookAlreadyHadOrDuplicates) {
   RadixTree t(kPage, EvictionPolicy::lru, root_key("m"));
   t.insert(seq({1, 2}), std::vector<int32_t>{100, 101}, 0, nullptr);

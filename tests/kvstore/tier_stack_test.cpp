@@ -60,6 +60,29 @@ TEST_F(TierStackTest, WriteThroughStoresInBothTiers) {
   EXPECT_EQ(st.disk.bytes_in, kPage);
 }
 
+TEST_F(TierStackTest, ClearEmptiesHostAndDiskOnlyWhenAsked) {
+  TierStack s(10 * kPage, disk(1 << 20), WritePolicy::write_through);
+  for (uint64_t i = 1; i <= 3; ++i) ASSERT_TRUE(s.put(key(i), page(i)).is_ok());
+  TierClearResult r = s.clear(/*disk=*/false);
+  EXPECT_EQ(r.host_entries, 3u);
+  EXPECT_EQ(r.disk_entries, 0u);
+  EXPECT_TRUE(r.disk_status.is_ok());
+  EXPECT_EQ(s.stats().host.n_entries, 0u);
+  EXPECT_EQ(s.stats().host.bytes_used, 0u);
+  TierRun run = s.get_run(keys({1, 2}));
+  ASSERT_EQ(run.from, (std::vector<Tier>{Tier::disk, Tier::disk})) << "disk kept its pages";
+  EXPECT_EQ(run.pages[1], page(2));
+  r = s.clear(/*disk=*/true);
+  EXPECT_EQ(r.host_entries, 2u) << "the two promoted by the lookup";
+  EXPECT_EQ(r.disk_entries, 3u);
+  EXPECT_TRUE(s.get_run(keys({1})).pages.empty());
+  TierStack host_only(10 * kPage, nullptr, WritePolicy::write_back);
+  ASSERT_TRUE(host_only.put(key(1), page(1)).is_ok());
+  r = host_only.clear(/*disk=*/true);
+  EXPECT_EQ(r.host_entries, 1u);
+  EXPECT_EQ(r.disk_entries, 0u);
+}
+
 TEST_F(TierStackTest, WriteBackReachesDiskOnlyOnEviction) {
   TierStack s(2 * kPage, disk(1 << 20), WritePolicy::write_back);
   ASSERT_TRUE(s.put(key(1), page(1)).is_ok());

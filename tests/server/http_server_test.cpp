@@ -488,6 +488,53 @@ TEST(ServerAuth, ApiKeyRequiredOnV1) {
   s.server.reset();
 }
 
+// vLLM's POST /reset_prefix_cache and SGLang's /flush_cache: 404 unless allowed; then the next
+// run of a prompt reports no cached tokens; the API key applies when one is set.
+TEST(ServerCacheReset, RoutesEmptyThePrefixCacheWhenAllowed) {
+  {
+    Served off = serve();
+    EXPECT_EQ(http_request(kHost, off.port, {"POST", "/reset_prefix_cache", "", ""})->status, 404);
+    EXPECT_EQ(http_request(kHost, off.port, {"GET", "/flush_cache", "", ""})->status, 404);
+    off.server.reset();
+  }
+  ServerOptions o;
+  o.allow_cache_reset = true;
+  o.api_key = "sekret";
+  Served s = serve(o);
+  std::string prompt;
+  for (int i = 0; i < 12; ++i) prompt += "The kitchen brigade cooks " + std::to_string(i) + ". ";
+  auto call = [&](const std::string& method, const std::string& target, const std::string& key = "sekret") {
+    auto r = http_request(kHost, s.port, {method, target, method == "POST" ? "{}" : "", key});
+    EXPECT_TRUE(r.has_value()) << r.status().to_string();
+    return r ? *r : ClientResponse{};
+  };
+  auto cached = [&] {
+    auto r = http_request(kHost, s.port, {"POST", "/v1/completions", greedy(prompt, 2).dump(), "sekret"});
+    EXPECT_TRUE(r.has_value() && r->status == 200);
+    return r ? json::parse(r->body)["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>() : -1;
+  };
+  EXPECT_EQ(cached(), 0);
+  EXPECT_GT(cached(), 0);
+  EXPECT_EQ(call("POST", "/reset_prefix_cache", "").status, 401);
+  const ClientResponse reset = call("POST", "/reset_prefix_cache");
+  ASSERT_EQ(reset.status, 200) << reset.body;
+  const json j = json::parse(reset.body);
+  EXPECT_GT(j["freed_pages"].get<int>(), 0);
+  EXPECT_EQ(j["kept_pages"], 0);
+  EXPECT_EQ(cached(), 0) << "computed afresh";
+  EXPECT_GT(cached(), 0);
+  const ClientResponse flush = call("GET", "/flush_cache");
+  ASSERT_EQ(flush.status, 200) << flush.body;
+  EXPECT_GT(json::parse(flush.body)["freed_pages"].get<int>(), 0);
+  EXPECT_EQ(cached(), 0);
+  EXPECT_EQ(call("GET", "/reset_prefix_cache").status, 405);
+  EXPECT_EQ(call("POST", "/flush_cache?disk=yes").status, 400);
+  const ClientResponse no_disk = call("POST", "/reset_prefix_cache?disk=true");
+  EXPECT_EQ(no_disk.status, 200) << "no disk tier: nothing to clear";
+  EXPECT_EQ(json::parse(no_disk.body)["disk_tier_pages"], 0);
+  s.server.reset();
+}
+
 TEST(ServerOverload, FullQueueAnswers429ThenRecovers) {
   Served s = serve({}, /*max_running=*/1, /*max_waiting=*/1);
   const std::string body = greedy("busy", 600).dump();
