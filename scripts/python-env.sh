@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Python environment for the client tests: .brigade/venv (git-ignored) with `openai` and
-# `pytest` from PyPI, and `jsonschema` (the reference validator of the schema tests).
+# `pytest` from PyPI, `jsonschema` (the reference validator of the schema tests) and
+# `prometheus_client` (the reference parser of /metrics).
 #
 #   scripts/python-env.sh setup              # create/refresh the venv (idempotent, quiet)
 #   scripts/python-env.sh run-pytest ARGS... # setup, then run pytest; exit 77 (ctest: skipped)
@@ -11,10 +12,10 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${BRIGADE_VENV:-$root/.brigade/venv}
-packages=(openai pytest jsonschema)
+packages=(openai pytest jsonschema prometheus_client)
 
 setup() {
-  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import openai, pytest, jsonschema" 2>/dev/null; then
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import openai, pytest, jsonschema, prometheus_client" 2>/dev/null; then
     return 0
   fi
   if ! python3 -m venv "$venv" >/dev/null 2>&1; then

@@ -170,12 +170,18 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ev.finish == FinishReason::error) retry_after_ms_ = std::max(retry_after_ms_, ev.retry_after_ms);
     if (ev.finish != FinishReason::none) {
       engine_ids_[static_cast<size_t>(i)] = 0;
-      if (ev.finish != FinishReason::error && t.n_tokens > 0) {
-        const bool has_tpot = t.n_tokens > 1;
-        ctx_->metrics.observe_request(seconds(t.first - arrival_),
-                                      has_tpot ? seconds(t.last - t.first) / (t.n_tokens - 1) : 0.0, has_tpot,
-                                      seconds(t.last - arrival_));
+      ChoiceEnd end;
+      end.finish = ev.finish;
+      end.prompt_tokens = ev.prompt_tokens;
+      end.completion_tokens = ev.completion_tokens;
+      end.timed = t.n_tokens > 0;
+      if (end.timed) {
+        end.ttft_s = seconds(t.first - arrival_);
+        end.e2e_s = seconds(t.last - arrival_);
+        end.has_tpot = t.n_tokens > 1;
+        if (end.has_tpot) end.tpot_s = seconds(t.last - t.first) / (t.n_tokens - 1);
       }
+      ctx_->metrics.observe_choice(end);
     }
     const Status& err = state_->error();
     if (!err.is_ok() && !headers_sent_) {

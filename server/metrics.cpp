@@ -34,6 +34,29 @@ void per_instance(std::string& out, const char* name, const char* type, const ch
     out += std::string(name) + "{instance=\"" + inst.name + "\"} " + number(static_cast<double>(value(inst))) + "\n";
 }
 
+// A Prometheus label value: backslash, double quote and newline escaped.
+std::string label_value(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+// vLLM's 1-2-5 buckets (build_1_2_5_buckets) up to `max`.
+std::vector<double> buckets_1_2_5(double max) {
+  std::vector<double> b;
+  for (double e = 1; e <= max; e *= 10)
+    for (double m : {1.0, 2.0, 5.0})
+      if (m * e <= max) b.push_back(m * e);
+  return b;
+}
+
 void render_instances(std::string& out, const std::vector<InstanceStats>& instances) {
   per_instance(out, "brigade_instance_up", "gauge", "1 while the instance serves; 0 once its actors stopped.", instances,
                [](const InstanceStats& i) { return i.serving ? 1 : 0; });
@@ -114,28 +137,79 @@ void Histogram::observe(double seconds) {
   ++n_;
 }
 
-void Histogram::render(const std::string& name, const std::string& help, std::string& out) const {
+void Histogram::render(const std::string& name, const std::string& help, std::string& out,
+                       const std::string& labels) const {
   out += "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n";
+  const std::string pre = labels.empty() ? "" : labels + ",";
+  const std::string own = labels.empty() ? "" : "{" + labels + "}";
   uint64_t cumulative = 0;
   for (size_t i = 0; i < bounds_.size(); ++i) {
     cumulative += counts_[i];
-    out += name + "_bucket{le=\"" + number(bounds_[i]) + "\"} " + std::to_string(cumulative) + "\n";
+    out += name + "_bucket{" + pre + "le=\"" + number(bounds_[i]) + "\"} " + std::to_string(cumulative) + "\n";
   }
   cumulative += counts_.back();
-  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(cumulative) + "\n";
-  out += name + "_sum " + number(sum_) + "\n" + name + "_count " + std::to_string(n_) + "\n";
+  out += name + "_bucket{" + pre + "le=\"+Inf\"} " + std::to_string(cumulative) + "\n";
+  out += name + "_sum" + own + " " + number(sum_) + "\n" + name + "_count" + own + " " + std::to_string(n_) + "\n";
 }
 
-ServerMetrics::ServerMetrics()
-    : ttft_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}),
+ServerMetrics::ServerMetrics(std::string model_name)
+    : vllm_labels_("model_name=\"" + label_value(model_name) + "\",engine=\"0\""),
+      ttft_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}),
       tpot_({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5}),
-      e2e_({0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}) {}
+      e2e_({0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}),
+      prompt_tokens_(buckets_1_2_5(1e6)),
+      generation_tokens_(buckets_1_2_5(1e6)) {}
 
-void ServerMetrics::observe_request(double ttft_s, double tpot_s, bool has_tpot, double e2e_s) {
+void ServerMetrics::observe_choice(const ChoiceEnd& c) {
   std::lock_guard<std::mutex> lock(mu_);
-  ttft_.observe(ttft_s);
-  if (has_tpot) tpot_.observe(tpot_s);
-  e2e_.observe(e2e_s);
+  ++finished_[c.finish];
+  if (c.finish == FinishReason::error) return;
+  prompt_tokens_.observe(c.prompt_tokens);
+  generation_tokens_.observe(c.completion_tokens);
+  if (!c.timed) return;
+  ttft_.observe(c.ttft_s);
+  if (c.has_tpot) tpot_.observe(c.tpot_s);
+  e2e_.observe(c.e2e_s);
+}
+
+// vLLM's names for what it has too (vllm/v1/metrics/loggers.py), each series labelled with the
+// served model and engine 0, so vLLM's Grafana dashboards, KEDA/HPA rules on
+// vllm:num_requests_waiting and the gateways that route by queue and KV usage (the Gateway API
+// inference extension, vLLM's production-stack router) read brigade as they read vLLM.
+void ServerMetrics::render_vllm(const EngineStats& s, std::string& out) const {
+  const std::string& l = vllm_labels_;
+  auto one = [&](const char* name, const char* type, const char* help, double v) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + "{" + l +
+           "} " + number(v) + "\n";
+  };
+  one("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", s.n_running);
+  one("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", s.n_waiting);
+  // As vLLM counts blocks: a cached page no request uses is free (evictable at once).
+  const double busy = s.kv_pages_total > 0 ? static_cast<double>(s.kv_pages_used - s.cache_idle_pages) / s.kv_pages_total : 0.0;
+  one("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", busy);
+  one("vllm:gpu_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage (vLLM's older name).", busy);
+  one("vllm:num_preemptions_total", "counter", "Cumulative number of preemption from the engine.",
+      static_cast<double>(s.preemptions));
+  one("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", static_cast<double>(s.prompt_tokens));
+  one("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.",
+      static_cast<double>(s.generated_tokens));
+  one("vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.",
+      static_cast<double>(s.cache_lookup_tokens));
+  one("vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.",
+      static_cast<double>(s.cache_hit_tokens + s.cache_loaded_tokens));
+  out += "# HELP vllm:request_success_total Count of successfully processed requests.\n"
+         "# TYPE vllm:request_success_total counter\n";
+  for (FinishReason r : {FinishReason::stop, FinishReason::length, FinishReason::abort, FinishReason::error}) {
+    const auto it = finished_.find(r);
+    out += "vllm:request_success_total{" + l + ",finished_reason=\"" + finish_reason_name(r) + "\"} " +
+           std::to_string(it == finished_.end() ? 0 : it->second) + "\n";
+  }
+  ttft_.render("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", out, l);
+  tpot_.render("vllm:request_time_per_output_token_seconds",
+               "Histogram of time_per_output_token_seconds per request.", out, l);
+  e2e_.render("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", out, l);
+  prompt_tokens_.render("vllm:request_prompt_tokens", "Number of prefill tokens processed.", out, l);
+  generation_tokens_.render("vllm:request_generation_tokens", "Number of generation tokens processed.", out, l);
 }
 
 void ServerMetrics::count_response(int http_status) {
@@ -250,6 +324,7 @@ std::string ServerMetrics::render(const EngineStats& s, const std::vector<Instan
   }
   metric(out, "brigade_client_disconnects_total", "counter", "Streams whose client went away; their requests were cancelled.",
          static_cast<double>(disconnects_));
+  render_vllm(s, out);
   return out;
 }
 

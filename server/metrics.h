@@ -1,6 +1,9 @@
 // Server-side metrics: latency histograms the server measures itself (TTFT, TPOT, end-to-end),
 // response counts per HTTP status, and the Prometheus text rendering that joins them with the
-// engine's own counters and gauges (Engine::stats()).
+// engine's own counters and gauges (Engine::stats()). Besides brigade's own families, the
+// rendering repeats the ones vLLM's dashboards, autoscalers and load-aware routers read under
+// vLLM's names and labels (`vllm:num_requests_waiting{model_name="..",engine="0"}`, ...; the
+// list is in docs/architecture.md "Metrics").
 #pragma once
 
 #include <array>
@@ -20,7 +23,9 @@ class Histogram {
   explicit Histogram(std::vector<double> bounds);
   void observe(double seconds);
   // Appends `# TYPE`, the _bucket lines (cumulative, with le="+Inf"), _sum and _count.
-  void render(const std::string& name, const std::string& help, std::string& out) const;
+  // `labels`: extra labels of every series ("a=\"x\",b=\"y\"", or empty).
+  void render(const std::string& name, const std::string& help, std::string& out,
+              const std::string& labels = "") const;
   uint64_t count() const { return n_; }
 
  private:
@@ -30,13 +35,27 @@ class Histogram {
   uint64_t n_ = 0;
 };
 
+// One choice of a request that ended (ServerMetrics::observe_choice).
+struct ChoiceEnd {
+  FinishReason finish = FinishReason::stop;
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  // When it produced a token: seconds from the HTTP request's arrival to its first token and to
+  // its last, and (with two or more tokens) the mean seconds between its later tokens.
+  bool timed = false;
+  double ttft_s = 0.0, e2e_s = 0.0;
+  bool has_tpot = false;
+  double tpot_s = 0.0;
+};
+
 // Thread-safe: observed from the server's I/O threads, rendered for GET /metrics.
 class ServerMetrics {
  public:
-  ServerMetrics();
-  // One finished choice: seconds from the HTTP request's arrival to its first token, the mean
-  // seconds between its later tokens (only when it had >= 2 tokens), and the total.
-  void observe_request(double ttft_s, double tpot_s, bool has_tpot, double e2e_s);
+  // `model_name`: the served name, vLLM's model_name label.
+  explicit ServerMetrics(std::string model_name = "");
+  // One ended choice: its latencies (timed ones that did not fail), its token counts and its
+  // finish reason (every one).
+  void observe_choice(const ChoiceEnd& c);
   void count_response(int http_status);
   void count_disconnect();
   // Prometheus text exposition (version 0.0.4) of these and the engine's stats: the unlabelled
@@ -49,8 +68,12 @@ class ServerMetrics {
                      const std::vector<StationStats>& stations = {}) const;
 
  private:
+  void render_vllm(const EngineStats& s, std::string& out) const;  // mu_ held
+
+  const std::string vllm_labels_;  // model_name="..",engine="0"
   mutable std::mutex mu_;
-  Histogram ttft_, tpot_, e2e_;
+  Histogram ttft_, tpot_, e2e_, prompt_tokens_, generation_tokens_;
+  std::map<FinishReason, uint64_t> finished_;  // choices by finish reason
   std::map<int, uint64_t> responses_;  // by HTTP status
   uint64_t disconnects_ = 0;
 };

@@ -20,7 +20,7 @@ namespace brigade::server {
 
 // What every connection shares; lives as long as the last connection.
 struct ServerContext {
-  ServerContext(Engine& e, ServerOptions o) : engine(e), options(std::move(o)) {}
+  ServerContext(Engine& e, ServerOptions o) : engine(e), options(std::move(o)), metrics(options.model_name) {}
   Engine& engine;
   const ServerOptions options;
   ServerMetrics metrics;

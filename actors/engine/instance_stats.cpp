@@ -23,6 +23,7 @@ constexpr Field<uint64_t> kCounts[] = {
     {"generated_tokens", &EngineStats::generated_tokens},
     {"preemptions", &EngineStats::preemptions},
     {"cache_lookups", &EngineStats::cache_lookups},
+    {"cache_lookup_tokens", &EngineStats::cache_lookup_tokens},
     {"cache_hit_tokens", &EngineStats::cache_hit_tokens},
     {"cache_loaded_tokens", &EngineStats::cache_loaded_tokens},
     {"cache_evicted_pages", &EngineStats::cache_evicted_pages},
@@ -62,7 +63,7 @@ constexpr Field<uint64_t> kCounts[] = {
 constexpr Field<int> kGauges[] = {
     {"n_running", &EngineStats::n_running},     {"n_waiting", &EngineStats::n_waiting},
     {"kv_pages_used", &EngineStats::kv_pages_used}, {"kv_pages_total", &EngineStats::kv_pages_total},
-    {"cache_pages", &EngineStats::cache_pages},
+    {"cache_pages", &EngineStats::cache_pages},     {"cache_idle_pages", &EngineStats::cache_idle_pages},
 };
 constexpr Field<double> kReals[] = {
     {"peak_bytes_per_s", &EngineStats::peak_bytes_per_s},
@@ -87,6 +88,7 @@ constexpr CounterField<uint64_t> kCounterTotals[] = {
     {&EngineStats::generated_tokens, &SchedulerCounters::generated_tokens},
     {&EngineStats::preemptions, &SchedulerCounters::preemptions},
     {&EngineStats::cache_lookups, &SchedulerCounters::cache_lookups},
+    {&EngineStats::cache_lookup_tokens, &SchedulerCounters::cache_lookup_tokens},
     {&EngineStats::cache_hit_tokens, &SchedulerCounters::cache_hit_tokens},
     {&EngineStats::cache_loaded_tokens, &SchedulerCounters::cache_loaded_tokens},
     {&EngineStats::cache_evicted_pages, &SchedulerCounters::cache_evicted_pages},
@@ -117,6 +119,7 @@ constexpr CounterField<int> kCounterGauges[] = {
     {&EngineStats::n_waiting, &SchedulerCounters::n_waiting},
     {&EngineStats::kv_pages_used, &SchedulerCounters::kv_pages_used},
     {&EngineStats::cache_pages, &SchedulerCounters::cache_pages},
+    {&EngineStats::cache_idle_pages, &SchedulerCounters::cache_idle_pages},
 };
 // Per bound, memory then compute (SchedulerCounters::bound_*).
 constexpr std::pair<uint64_t EngineStats::*, uint64_t EngineStats::*> kBoundFields[] = {

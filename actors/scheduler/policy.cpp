@@ -124,6 +124,7 @@ int SchedulerPolicy::n_pages_held() const {
 PrefixCacheStats SchedulerPolicy::cache_stats() const {
   PrefixCacheStats st = cache_stats_;
   st.cached_pages = cache_ ? cache_->n_pages() : 0;
+  st.idle_pages = cache_ ? cache_->n_evictable() : 0;
   return st;
 }
 
@@ -204,6 +205,7 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
   s.send_history = m.n_tokens > 0;
   if (cache_) {
     ++cache_stats_.lookups;
+    cache_stats_.lookup_tokens += static_cast<uint64_t>(known);
     cache_stats_.hit_tokens += static_cast<uint64_t>(m.n_tokens);
   }
   if (cache_ && limits_.lower_tiers && !needs_prompt_logprobs(s) && !pools_whole_prompt(s)) {

@@ -173,10 +173,13 @@ struct TransferredSeq {
 
 struct PrefixCacheStats {
   uint64_t lookups = 0;         // admissions that consulted the cache
+  uint64_t lookup_tokens = 0;   // the tokens those admissions looked up (prompt, or prompt +
+                                // generated for a preempted sequence)
   uint64_t hit_tokens = 0;      // prompt tokens served from the device tier (prefill saved)
   uint64_t loaded_tokens = 0;   // prompt tokens loaded from the lower tiers
   uint64_t evicted_pages = 0;
   int cached_pages = 0;         // pages the tree holds now
+  int idle_pages = 0;           // of those, the ones no sequence uses (eviction could take them)
 };
 
 // Speculative decoding counters (EngineStats spec_*, /metrics brigade_spec_*).

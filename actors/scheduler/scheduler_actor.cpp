@@ -76,10 +76,12 @@ void update_gauges(scheduler_ptr self) {
   st.setup.counters->preemptions = st.policy->n_preemptions();
   const PrefixCacheStats cs = st.policy->cache_stats();
   st.setup.counters->cache_lookups = cs.lookups;
+  st.setup.counters->cache_lookup_tokens = cs.lookup_tokens;
   st.setup.counters->cache_hit_tokens = cs.hit_tokens;
   st.setup.counters->cache_loaded_tokens = cs.loaded_tokens;
   st.setup.counters->cache_evicted_pages = cs.evicted_pages;
   st.setup.counters->cache_pages = cs.cached_pages;
+  st.setup.counters->cache_idle_pages = cs.idle_pages;
   const SpecStats sp = st.policy->spec_stats();
   st.setup.counters->spec_draft_tokens = sp.draft_tokens;
   st.setup.counters->spec_accepted_tokens = sp.accepted_tokens;

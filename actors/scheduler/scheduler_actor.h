@@ -52,10 +52,12 @@ struct SchedulerCounters {
   std::atomic<int> n_waiting{0};
   std::atomic<int> kv_pages_used{0};
   std::atomic<uint64_t> cache_lookups{0};
+  std::atomic<uint64_t> cache_lookup_tokens{0};
   std::atomic<uint64_t> cache_hit_tokens{0};
   std::atomic<uint64_t> cache_loaded_tokens{0};
   std::atomic<uint64_t> cache_evicted_pages{0};
   std::atomic<int> cache_pages{0};
+  std::atomic<int> cache_idle_pages{0};
   std::atomic<uint64_t> tier_saved_pages{0};     // pages sent down to the HiCache tiers
   std::atomic<uint64_t> tier_host_hit_pages{0};  // pages loaded back from the host tier
   std::atomic<uint64_t> tier_disk_hit_pages{0};  // pages loaded back from the disk tier

@@ -255,10 +255,12 @@ struct EngineStats {
   int kv_pages_total = 0;
   // Prefix cache (radix tree over the KV pool):
   uint64_t cache_lookups = 0;        // admissions that consulted it
+  uint64_t cache_lookup_tokens = 0;  // the tokens they looked up (vLLM's prefix_cache_queries)
   uint64_t cache_hit_tokens = 0;     // prompt tokens served from cached pages (prefill saved)
   uint64_t cache_loaded_tokens = 0;  // prompt tokens loaded from lower tiers
   uint64_t cache_evicted_pages = 0;
   int cache_pages = 0;               // pages the cache holds now (part of kv_pages_used)
+  int cache_idle_pages = 0;          // of those, the ones no running request uses (evictable)
   // HiCache tiers below the device (all 0 when none is configured):
   bool tiers = false;
   uint64_t tier_saved_pages = 0;     // pages sent down from the device

@@ -195,6 +195,66 @@ TEST(ServerMetrics, RooflineLinesFollowTheEngineStats) {
   EXPECT_NE(text.find("\nbrigade_roofline_allowed_seconds_total{bound=\"memory\"} 1.5\n"), std::string::npos);
 }
 
+// vLLM's families: the engine's gauges and counters under vLLM's names, labelled with the served
+// model (escaped) and engine 0; KV usage counts cached pages no request uses as free, as vLLM
+// counts its blocks; finish reasons and the token histograms from the observed choices.
+TEST(ServerMetrics, VllmNamedFamiliesRepeatTheStatsWithVllmsLabels) {
+  server::ServerMetrics m("my \"model\"");
+  server::ChoiceEnd a;
+  a.finish = FinishReason::length;
+  a.prompt_tokens = 7;
+  a.completion_tokens = 16;
+  a.timed = true;
+  a.ttft_s = 0.02;
+  a.e2e_s = 0.3;
+  a.has_tpot = true;
+  a.tpot_s = 0.01;
+  m.observe_choice(a);
+  server::ChoiceEnd b;
+  b.finish = FinishReason::stop;
+  b.prompt_tokens = 300;
+  b.completion_tokens = 1;
+  m.observe_choice(b);
+  server::ChoiceEnd failed;
+  failed.finish = FinishReason::error;
+  m.observe_choice(failed);
+  EngineStats s;
+  s.n_running = 2;
+  s.n_waiting = 3;
+  s.kv_pages_total = 100;
+  s.kv_pages_used = 60;
+  s.cache_pages = 50;
+  s.cache_idle_pages = 40;
+  s.prompt_tokens = 307;
+  s.generated_tokens = 17;
+  s.preemptions = 1;
+  s.cache_lookup_tokens = 400;
+  s.cache_hit_tokens = 64;
+  s.cache_loaded_tokens = 16;
+  const std::string text = m.render(s);
+  const std::string l = "{model_name=\"my \\\"model\\\"\",engine=\"0\"";
+  for (const std::string& line :
+       {"vllm:num_requests_running" + l + "} 2", "vllm:num_requests_waiting" + l + "} 3",
+        "vllm:kv_cache_usage_perc" + l + "} 0.2", "vllm:gpu_cache_usage_perc" + l + "} 0.2",
+        "vllm:num_preemptions_total" + l + "} 1", "vllm:prompt_tokens_total" + l + "} 307",
+        "vllm:generation_tokens_total" + l + "} 17", "vllm:prefix_cache_queries_total" + l + "} 400",
+        "vllm:prefix_cache_hits_total" + l + "} 80", "vllm:request_success_total" + l + ",finished_reason=\"stop\"} 1",
+        "vllm:request_success_total" + l + ",finished_reason=\"length\"} 1",
+        "vllm:request_success_total" + l + ",finished_reason=\"abort\"} 0",
+        "vllm:request_success_total" + l + ",finished_reason=\"error\"} 1",
+        "vllm:time_to_first_token_seconds_count" + l + "} 1", "vllm:e2e_request_latency_seconds_sum" + l + "} 0.3",
+        "vllm:request_time_per_output_token_seconds_count" + l + "} 1",
+        "vllm:request_prompt_tokens_bucket" + l + ",le=\"5\"} 0", "vllm:request_prompt_tokens_bucket" + l + ",le=\"10\"} 1",
+        "vllm:request_prompt_tokens_bucket" + l + ",le=\"500\"} 2", "vllm:request_prompt_tokens_count" + l + "} 2",
+        "vllm:request_generation_tokens_bucket" + l + ",le=\"1\"} 1",
+        "vllm:request_generation_tokens_bucket" + l + ",le=\"+Inf\"} 2"}) {
+    EXPECT_NE(text.find("\n" + line + "\n"), std::string::npos) << line << "\n" << text;
+  }
+  EXPECT_NE(text.find("# TYPE vllm:request_success_total counter\n"), std::string::npos);
+  EXPECT_NE(text.find("\nbrigade_time_to_first_token_seconds_count 1\n"), std::string::npos)
+      << "brigade's own families are unchanged";
+}
+
 // /metrics of an engine with two instances behind a round-robin router: the unlabelled totals
 // as before, and per-instance and router lines labelled with the instance names.
 TEST(ServerMetrics, TwoInstancesGetLabelledLinesBesideTheTotals) {

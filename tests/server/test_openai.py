@@ -64,6 +64,34 @@ def test_completion_non_streaming(client):
     assert r.usage.prompt_tokens > 0
 
 
+def test_metrics_parse_as_prometheus_with_vllm_names(server, client):
+    # prometheus_client's parser reads the whole exposition; the vLLM-named families carry
+    # vLLM's labels and count what this server did.
+    import urllib.request
+    from prometheus_client.parser import text_string_to_metric_families
+    greedy(client, "Count me", 5)
+    text = urllib.request.urlopen(server[: -len("/v1")] + "/metrics", timeout=30).read().decode()
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    labels = {"model_name": "tiny", "engine": "0"}
+
+    def value(family, sample, **extra):
+        got = [s.value for s in fams[family].samples if s.name == sample and s.labels == {**labels, **extra}]
+        assert len(got) == 1, (family, sample, extra, fams[family].samples)
+        return got[0]
+
+    assert fams["vllm:num_requests_waiting"].type == "gauge"
+    assert value("vllm:num_requests_waiting", "vllm:num_requests_waiting") == 0
+    assert 0 <= value("vllm:kv_cache_usage_perc", "vllm:kv_cache_usage_perc") <= 1
+    assert fams["vllm:request_success"].type == "counter"
+    assert value("vllm:request_success", "vllm:request_success_total", finished_reason="length") >= 1
+    assert value("vllm:generation_tokens", "vllm:generation_tokens_total") >= 5
+    assert value("vllm:prompt_tokens", "vllm:prompt_tokens_total") > 0
+    assert fams["vllm:time_to_first_token_seconds"].type == "histogram"
+    assert value("vllm:time_to_first_token_seconds", "vllm:time_to_first_token_seconds_count") >= 1
+    assert value("vllm:request_generation_tokens", "vllm:request_generation_tokens_bucket", le="5") >= 1
+    assert fams["brigade_requests_running"].type == "gauge"
+
+
 def test_completion_streaming_matches(client):
     whole = greedy(client, "The kitchen brigade", 12).choices[0].text
     chunks = list(greedy(client, "The kitchen brigade", 12, stream=True))
