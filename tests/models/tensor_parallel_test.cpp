@@ -311,6 +311,11 @@ TEST(ExpertParallel, Qwen3MoeMatchesTransformersWithExpertsSplitByColumnsOrByExp
   }
 }
 
+// Mixtral (block_sparse_moe, experts w1 / w3 / w2; 4 experts of 64, top-2, a sliding window).
+TEST(ExpertParallel, MixtralMatchesTransformersWithExpertsSplitByColumnsOrByExpert) {
+  for (const bool ep : {false, true}) expect_split_matches_transformers("mixtral", 2, ep);
+}
+
 // GGUF's experts (gate and up apart, Q4_K / Q6_K / Q8_0) at tp 2, by columns or by expert.
 // Dequantized (weights f32) the ranks equal transformers; as stored (auto) each rank keeps its
 // experts' blocks where its slice is whole blocks (by expert: all of them; by columns, each
