@@ -53,27 +53,33 @@ TEST(MoeConfig, ParsesQwen3MoeAndItsSparseLayers) {
   EXPECT_EQ(dense->n_moe_layers(), 0);
 }
 
-TEST(MoeConfig, ImpossibleExpertNumbersAreRefusedNamingTheField) {
-  struct Bad {
-    const char* key;
-    nlohmann::json value;
-    const char* says;
-  };
-  for (const Bad& b : {Bad{"num_experts_per_tok", 9, "num_experts_per_tok must be in [1, num_experts = 8]"},
-                       Bad{"num_experts_per_tok", 0, "num_experts_per_tok"},
-                       Bad{"num_experts", 0, "num_experts must be >= 1"},
-                       Bad{"moe_intermediate_size", 0, "moe_intermediate_size must be > 0"},
-                       Bad{"decoder_sparse_step", 0, "decoder_sparse_step must be >= 1"},
-                       Bad{"mlp_only_layers", {4}, "mlp_only_layers entry 4"},
-                       Bad{"mlp_only_layers", "all", "mlp_only_layers must be a list"},
-                       Bad{"num_experts", nullptr, "num_local_experts"},
-                       Bad{"shared_expert_intermediate_size", 64, "shared expert"}}) {
-    auto j = moe_config();
+// A config field set to a value parse_hf_config refuses, and what the refusal must say.
+struct BadField {
+  const char* key;
+  nlohmann::json value;
+  const char* says;
+};
+
+void expect_refused(const nlohmann::json& good, std::initializer_list<BadField> bad) {
+  for (const BadField& b : bad) {
+    auto j = good;
     j[b.key] = b.value;
     auto c = parse_hf_config(j.dump());
     ASSERT_FALSE(c.has_value()) << b.key;
     EXPECT_NE(c.status().message().find(b.says), std::string::npos) << c.status().message();
   }
+}
+
+TEST(MoeConfig, ImpossibleExpertNumbersAreRefusedNamingTheField) {
+  expect_refused(moe_config(), {{"num_experts_per_tok", 9, "num_experts_per_tok must be in [1, num_experts = 8]"},
+                                {"num_experts_per_tok", 0, "num_experts_per_tok"},
+                                {"num_experts", 0, "num_experts must be >= 1"},
+                                {"moe_intermediate_size", 0, "moe_intermediate_size must be > 0"},
+                                {"decoder_sparse_step", 0, "decoder_sparse_step must be >= 1"},
+                                {"mlp_only_layers", {4}, "mlp_only_layers entry 4"},
+                                {"mlp_only_layers", "all", "mlp_only_layers must be a list"},
+                                {"num_experts", nullptr, "num_local_experts"},
+                                {"shared_expert_intermediate_size", 64, "shared expert"}});
 }
 
 // Mixtral-8x7B's config.json keys (MixtralConfig), at tiny size.
@@ -109,21 +115,11 @@ TEST(MoeConfig, ParsesMixtral) {
 }
 
 TEST(MoeConfig, ImpossibleMixtralConfigsAreRefusedNamingTheField) {
-  struct Bad {
-    const char* key;
-    nlohmann::json value;
-    const char* says;
-  };
-  for (const Bad& b : {Bad{"num_experts_per_tok", 9, "num_experts_per_tok must be in [1, num_local_experts = 8] (got 9)"},
-                       Bad{"num_local_experts", 0, "num_local_experts must be >= 1"},
-                       Bad{"intermediate_size", 0, "intermediate_size must be > 0"},
-                       Bad{"attention_bias", true, "attention_bias = true is not part of mixtral"}}) {
-    auto j = mixtral_config();
-    j[b.key] = b.value;
-    auto c = parse_hf_config(j.dump());
-    ASSERT_FALSE(c.has_value()) << b.key;
-    EXPECT_NE(c.status().message().find(b.says), std::string::npos) << c.status().message();
-  }
+  expect_refused(mixtral_config(),
+                 {{"num_experts_per_tok", 9, "num_experts_per_tok must be in [1, num_local_experts = 8] (got 9)"},
+                  {"num_local_experts", 0, "num_local_experts must be >= 1"},
+                  {"intermediate_size", 0, "intermediate_size must be > 0"},
+                  {"attention_bias", true, "attention_bias = true is not part of mixtral"}});
 }
 
 SyntheticModelSpec moe_spec() {
