@@ -40,7 +40,8 @@ greedy tokens. That is the error native quantized kernels are expected to add, a
 tolerance for them is derived from it.
 
 Also writes tests/fixtures/quantized_weights/bounds.json (weights_option_bounds): the same
-measure for `weights: q8_0` and `q4_0` on make_fixtures.py's llama, qwen2 and qwen3 checkpoints.
+measure for `weights: q8_0` and `q4_0` on make_fixtures.py's llama, qwen2, qwen3, qwen3_moe and
+mixtral checkpoints (their MoE experts quantized too, as brigade quantizes them).
 
 Run: python3 scripts/make_gguf_fixtures.py [NAME...]; then `--llamacpp` for the Gemma fixtures'
 llamacpp.json (llama.cpp's tokenization, and a check of its logits); `--bench PATH [NAME]` writes a fixture's
