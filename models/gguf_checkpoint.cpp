@@ -9,7 +9,7 @@
 namespace brigade {
 namespace {
 
-constexpr const char* kSupportedArchs = "llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3";
+constexpr const char* kSupportedArchs = "llama (Mixtral included), qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -52,13 +52,12 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
     return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " + kSupportedArchs);
   c.arch = arch;
   const std::string a = arch + ".";
-  // llama.cpp writes Mixtral as llama with experts (ffn_gate_exps ...), which only qwen3moe runs here.
-  if (!is_gguf_moe(arch) && g.find(a + "expert_count") != nullptr) {
-    BRIGADE_ASSIGN_OR_RETURN(int64_t n, g.get_int(a + "expert_count"));
-    if (n > 0)
-      return unsupported(g.path() + ": " + a + "expert_count " + std::to_string(n) + ": mixture-of-experts GGUF files are "
-                         "supported for qwen3moe only");
-  }
+  // llama.cpp writes Mixtral as llama with experts (ffn_gate_exps ...); the other dense
+  // architectures have no MoE form here.
+  BRIGADE_ASSIGN_OR_RETURN(const bool experts, gguf_has_experts(g, arch));
+  if (experts && !is_gguf_moe(arch) && arch != "llama")
+    return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for qwen3moe and "
+                       "llama (Mixtral) only");
   auto get = [&](const std::string& key, int& out) -> Status {
     BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int(a + key));
     if (v <= 0 || v > INT32_MAX) return corrupt(g.path() + ": metadata '" + a + key + "' is out of range");
@@ -105,7 +104,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   // The end of a chat turn ends generation too, as in llama.cpp (Gemma's <end_of_turn>).
   if (eot >= 0 && eot != eos) c.eos_ids.push_back(static_cast<int>(eot));
   if (is_gguf_gemma(arch)) BRIGADE_RETURN_IF_ERROR(read_gguf_gemma(g, arch, c));
-  if (is_gguf_moe(arch)) BRIGADE_RETURN_IF_ERROR(read_gguf_moe(g, arch, c));
+  if (is_gguf_moe(arch) || experts) BRIGADE_RETURN_IF_ERROR(read_gguf_moe(g, arch, c));
   return Status::ok();
 }
 
@@ -132,7 +131,7 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
   // Gemma's sandwich norms (ffn_norm is its pre_feedforward_layernorm).
   if (const std::string gemma = is_gguf_gemma(arch) ? gguf_gemma_layer_name(suffix) : ""; !gemma.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + gemma;
-  if (const std::string moe = is_gguf_moe(arch) ? gguf_moe_layer_name(suffix) : ""; !moe.empty())
+  if (const std::string moe = is_gguf_moe(arch) || arch == "llama" ? gguf_moe_layer_name(suffix) : ""; !moe.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + moe;
   // llama.cpp's converter writes phi3's gate_up_proj unsplit as ffn_up (ggml_swiglu splits it).
   const bool gate_up = arch == "phi3" && suffix == "ffn_up.weight";
@@ -171,7 +170,7 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
   c.tie_embeddings = tensors.find("lm_head.weight") == tensors.end();
   // The float type of the weights (a default for the KV cache): the table's, f32 when quantized.
   c.dtype = embed->second.block_quantized() ? DType::f32 : embed->second.dtype;
-  if (c.arch == "qwen3_moe") BRIGADE_RETURN_IF_ERROR(check_gguf_moe_tensors(g, c));
+  if (c.n_experts > 0) BRIGADE_RETURN_IF_ERROR(check_gguf_moe_tensors(g, c));
   const Status v = c.validate();
   if (!v.is_ok()) return Status(v.code(), g.path() + ": " + v.message());
   return Status::ok();

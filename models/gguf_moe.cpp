@@ -28,17 +28,28 @@ std::string dims_string(const std::vector<int64_t>& dims) {  // outermost first,
 
 bool is_gguf_moe(const std::string& gguf_arch) { return gguf_arch == "qwen3moe"; }
 
+Expected<bool> gguf_has_experts(const GgufFile& g, const std::string& gguf_arch) {
+  const std::string key = gguf_arch + ".expert_count";
+  if (!g.find(key)) return false;
+  BRIGADE_ASSIGN_OR_RETURN(int64_t n, g.get_int(key));
+  return n > 0;
+}
+
 Status read_gguf_moe(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c) {
   const std::string a = gguf_arch + ".";
-  c.arch = "qwen3_moe";
-  c.qk_norm = true;
+  const bool mixtral = gguf_arch == "llama";
+  c.arch = mixtral ? "mixtral" : "qwen3_moe";
+  c.qk_norm = !mixtral;
   BRIGADE_RETURN_IF_ERROR(read_count(g, a + "expert_count", 0, c.n_experts));
   BRIGADE_RETURN_IF_ERROR(read_count(g, a + "expert_used_count", 0, c.n_experts_per_tok));
   if (c.n_experts_per_tok > c.n_experts)
     return corrupt(g.path() + ": metadata '" + a + "expert_used_count' (" + std::to_string(c.n_experts_per_tok) +
                    ") exceeds '" + a + "expert_count' (" + std::to_string(c.n_experts) + ")");
-  BRIGADE_RETURN_IF_ERROR(read_count(g, a + "expert_feed_forward_length",
-                                     std::max(1, c.intermediate_size / c.n_experts_per_tok), c.moe_intermediate_size));
+  if (mixtral)  // llama.cpp's llama experts are feed_forward_length wide
+    c.moe_intermediate_size = c.intermediate_size;
+  else
+    BRIGADE_RETURN_IF_ERROR(read_count(g, a + "expert_feed_forward_length",
+                                       std::max(1, c.intermediate_size / c.n_experts_per_tok), c.moe_intermediate_size));
   for (const char* shared : {"expert_shared_count", "expert_shared_feed_forward_length"}) {
     BRIGADE_ASSIGN_OR_RETURN(int64_t n, g.get_int_or(a + shared, 0));
     if (n != 0)
@@ -75,6 +86,10 @@ Status check_gguf_moe_tensors(const GgufFile& g, const ModelConfig& c) {
       {"ffn_up_exps.weight", {hidden, inter, e}},
       {"ffn_down_exps.weight", {inter, hidden, e}}};
   for (int l = 0; l < c.n_layers; ++l) {
+    // llama.cpp's converter wrote Mixtral's experts one tensor each before it stacked them.
+    if (const std::string old = "blk." + std::to_string(l) + ".ffn_gate.0.weight"; by_name.count(old) > 0)
+      return unsupported(g.path() + ": tensor '" + old + "': experts stored one tensor each (llama.cpp's layout "
+                         "before ffn_gate_exps) are not supported; convert the model again with a current llama.cpp");
     for (const auto& [suffix, dims] : want) {
       const std::string name = "blk." + std::to_string(l) + "." + suffix;
       auto it = by_name.find(name);

@@ -19,6 +19,13 @@
 //   - expert_weights_scale, when present and not 0 or 1, scales the routing weights.
 // The experts load as GGUF keeps them, gate and up apart (Backend::moe_experts_split).
 // qwen2moe is refused (its shared expert's sigmoid gate, ffn_gate_inp_shexp, is not built).
+//
+// Mixtral (convert_hf_to_gguf.py LlamaModel) is arch `llama` with llama.expert_count and
+// expert_used_count, the same stacked tensors, experts feed_forward_length wide (llama.cpp's
+// llama reads no expert_feed_forward_length), no q/k norms, q/k rows permuted as llama's; it
+// routes by softmax top-k renormalised (build_moe_ffn's norm_w, true for llama). It becomes
+// arch mixtral. Files from before llama.cpp stacked the experts (blk.N.ffn_gate.E.weight, one
+// tensor per expert) are refused by name.
 #pragma once
 
 #include <string>
@@ -30,10 +37,12 @@
 namespace brigade {
 
 bool is_gguf_moe(const std::string& gguf_arch);
+// Whether a file of gguf_arch has experts ({arch}.expert_count > 0): qwen3moe, or llama (Mixtral).
+Expected<bool> gguf_has_experts(const GgufFile& g, const std::string& gguf_arch);
 
-// Fills the MoE fields of c (arch becomes qwen3_moe, with qwen3's q/k norms), the common keys
-// read already. corrupt naming the key for counts out of range (expert_used_count above
-// expert_count included).
+// Fills the MoE fields of c (arch becomes qwen3_moe, with qwen3's q/k norms, or, from llama,
+// mixtral), the common keys read already. corrupt naming the key for counts out of range
+// (expert_used_count above expert_count included).
 Status read_gguf_moe(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c);
 
 // The Hugging Face name (under model.layers.N.) of a MoE block tensor's suffix, or "": the router
@@ -42,7 +51,7 @@ Status read_gguf_moe(const GgufFile& g, const std::string& gguf_arch, ModelConfi
 std::string gguf_moe_layer_name(const std::string& suffix);
 
 // corrupt naming the GGUF tensor when a layer's router or experts are missing or of the wrong
-// shape for c.
+// shape for c; unsupported for experts stored one tensor each.
 Status check_gguf_moe_tensors(const GgufFile& g, const ModelConfig& c);
 
 }  // namespace brigade

@@ -230,11 +230,11 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.k_norm, norm("self_attn.k_norm.weight", c.head_dim));
   }
   if (c.is_moe_layer(l)) {
-    w.quantize_linear(false);  // under weights: q8_0 / q4_0 the router and experts stay float
-    auto moe = load_moe_block(w, c, l, s.moe);
-    w.quantize_linear(true);
-    if (!moe) return moe.status();
-    layer.moe = std::move(*moe);
+    // Under weights: q8_0 / q4_0 the experts are quantized where the backend's moe_experts
+    // multiplies the type (Backend::moe_experts); the router stays float.
+    const std::optional<DType> want = options_.weight_dtype;
+    const bool quantize = want && is_block_quantized(*want) && backend_.supports_weight_dtype(*want);
+    BRIGADE_ASSIGN_OR_RETURN(layer.moe, load_moe_block(w, c, l, s.moe, quantize ? want : std::nullopt));
     expert_params_ += int64_t{3} * c.n_experts * c.moe_intermediate_size * hidden;
     expert_bytes_ += static_cast<int64_t>(layer.moe.expert_bytes());
     return Status::ok();

@@ -1,5 +1,6 @@
 #include "models/make_model.h"
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -111,9 +112,15 @@ std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, const ModelCon
       p.push_back({pre + "self_attn.k_norm.weight", {head_dim}, TensorPlan::norm, 0.0});
     }
     p.push_back({pre + "post_attention_layernorm.weight", {h}, TensorPlan::norm, 0.0});
-    if (moe_layer(l)) {  // Qwen3MoeSparseMoeBlock as save_pretrained writes it: one tensor per expert
-      const int64_t mi = s.moe_intermediate_size;
-      p.push_back(mat(pre + "mlp.gate.weight", s.n_experts, h, 1.0));
+    if (moe_layer(l)) {  // the sparse block as the Hub stores it: one tensor per expert
+      // Qwen3MoeSparseMoeBlock's (and DeepSeek's) names, or MixtralSparseMoeBlock's with its
+      // experts intermediate_size wide.
+      const bool mixtral = s.arch == "mixtral";
+      const std::string block = pre + (mixtral ? "block_sparse_moe." : "mlp.");
+      const std::array<const char*, 3> names = mixtral ? std::array{"w1", "w3", "w2"}
+                                                       : std::array{"gate_proj", "up_proj", "down_proj"};
+      const int64_t mi = mixtral ? inter : s.moe_intermediate_size;
+      p.push_back(mat(block + "gate.weight", s.n_experts, h, 1.0));
       if (s.arch == "deepseek_v3")  // DeepseekV3TopkRouter's selection bias
         p.push_back({pre + "mlp.gate.e_score_correction_bias", {s.n_experts}, TensorPlan::embedding, 0.02});
       if (is_deepseek(s.arch) && s.n_shared_experts > 0) {  // DeepseekV3MoE.shared_experts
@@ -123,10 +130,10 @@ std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, const ModelCon
         p.push_back(mat(pre + "mlp.shared_experts.down_proj.weight", h, si, out_scale));
       }
       for (int e = 0; e < s.n_experts; ++e) {
-        const std::string ex = pre + "mlp.experts." + std::to_string(e) + ".";
-        p.push_back(mat(ex + "gate_proj.weight", mi, h, 1.0));
-        p.push_back(mat(ex + "up_proj.weight", mi, h, 1.0));
-        p.push_back(mat(ex + "down_proj.weight", h, mi, out_scale));
+        const std::string ex = block + "experts." + std::to_string(e) + ".";
+        p.push_back(mat(ex + names[0] + ".weight", mi, h, 1.0));
+        p.push_back(mat(ex + names[1] + ".weight", mi, h, 1.0));
+        p.push_back(mat(ex + names[2] + ".weight", h, mi, out_scale));
       }
       continue;
     }
@@ -312,6 +319,17 @@ ojson config_json(const SyntheticModelSpec& s, int head_dim) {
     c["architectures"] = {"Phi3ForCausalLM"};
     c.erase("attention_bias");
     c["sliding_window"] = nullptr;
+  } else if (s.arch == "mixtral") {  // MixtralConfig (the Hub's Mixtral-8x7B names)
+    c["architectures"] = {"MixtralForCausalLM"};
+    c.erase("attention_bias");
+    c.erase("mlp_bias");
+    c.erase("pretraining_tp");
+    c["sliding_window"] = nullptr;
+    c["num_local_experts"] = s.n_experts;
+    c["num_experts_per_tok"] = s.n_experts_per_tok;
+    c["output_router_logits"] = false;
+    c["router_aux_loss_coef"] = 0.02;
+    c["router_jitter_noise"] = 0.0;
   } else if (s.arch != "llama") {
     c["use_sliding_window"] = false;
   }
@@ -343,10 +361,10 @@ Status write_text(const fs::path& path, const std::string& text) {
 }  // namespace
 
 Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& out_dir) {
-  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3_moe" && s.arch != "phi3" &&
-      !is_deepseek(s.arch))
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3_moe" && s.arch != "mixtral" &&
+      s.arch != "phi3" && !is_deepseek(s.arch))
     return invalid_argument("make-model: arch '" + s.arch +
-                            "' is not supported; supported: llama, qwen2, qwen3, qwen3_moe, phi3, deepseek_v2, "
+                            "' is not supported; supported: llama, qwen2, qwen3, qwen3_moe, mixtral, phi3, deepseek_v2, "
                             "deepseek_v3");
   if (s.dtype != DType::f32 && s.dtype != DType::f16 && s.dtype != DType::bf16)
     return invalid_argument(std::string("make-model: dtype ") + dtype_name(s.dtype) + " is not supported; use f32, f16 or bf16");

@@ -13,6 +13,7 @@ namespace brigade {
 
 struct SyntheticModelSpec {
   // supported: llama, qwen2 (q/k/v biases), qwen3 (q/k norms), qwen3_moe (qwen3 + experts),
+  // mixtral (llama + experts in every layer, each of intermediate_size; Llama 2's chat template),
   // phi3 (llama with qkv_proj and gate_up_proj stored fused),
   // deepseek_v2, deepseek_v3 (MLA + experts with shared experts; n_kv_heads and head_dim unused)
   std::string arch = "llama";

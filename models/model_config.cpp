@@ -15,11 +15,15 @@ using json = nlohmann::json;
 
 constexpr const char* kSupported =
     "LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral), Qwen2ForCausalLM (qwen2), "
-    "Qwen3ForCausalLM (qwen3), Qwen3MoeForCausalLM (qwen3_moe), DeepseekV2ForCausalLM (deepseek_v2), "
-    "DeepseekV3ForCausalLM (deepseek_v3), Phi3ForCausalLM (phi3), Gemma2ForCausalLM (gemma2), "
-    "Gemma3ForCausalLM (gemma3_text), Gemma3ForConditionalGeneration (gemma3: its language model)";
+    "Qwen3ForCausalLM (qwen3), Qwen3MoeForCausalLM (qwen3_moe), MixtralForCausalLM (mixtral), "
+    "DeepseekV2ForCausalLM (deepseek_v2), DeepseekV3ForCausalLM (deepseek_v3), Phi3ForCausalLM (phi3), "
+    "Gemma2ForCausalLM (gemma2), Gemma3ForCausalLM (gemma3_text), Gemma3ForConditionalGeneration (gemma3: its "
+    "language model)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
+
+// The architectures whose MoE fields read_moe parses (DeepSeek's: models/deepseek_config.h).
+bool is_sparse_moe(const std::string& arch) { return arch == "qwen3_moe" || arch == "mixtral"; }
 
 // Which family a config describes: architectures[0] wins, model_type otherwise.
 Expected<std::string> detect_arch(const json& j) {
@@ -33,6 +37,7 @@ Expected<std::string> detect_arch(const json& j) {
   if (arch_name == "Qwen2ForCausalLM") return std::string("qwen2");
   if (arch_name == "Qwen3ForCausalLM") return std::string("qwen3");
   if (arch_name == "Qwen3MoeForCausalLM") return std::string("qwen3_moe");
+  if (arch_name == "MixtralForCausalLM") return std::string("mixtral");
   if (arch_name == "DeepseekV2ForCausalLM") return std::string("deepseek_v2");
   if (arch_name == "DeepseekV3ForCausalLM") return std::string("deepseek_v3");
   if (arch_name == "Phi3ForCausalLM") return std::string("phi3");
@@ -40,8 +45,9 @@ Expected<std::string> detect_arch(const json& j) {
   if (arch_name == "Gemma3ForCausalLM") return std::string("gemma3_text");
   if (arch_name.empty()) {
     if (model_type == "llama" || model_type == "mistral") return std::string("llama");
-    if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe" || model_type == "deepseek_v2" ||
-        model_type == "deepseek_v3" || model_type == "phi3" || model_type == "gemma2" || model_type == "gemma3_text")
+    if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe" || model_type == "mixtral" ||
+        model_type == "deepseek_v2" || model_type == "deepseek_v3" || model_type == "phi3" || model_type == "gemma2" ||
+        model_type == "gemma3_text")
       return model_type;
   }
   const std::string what = !arch_name.empty() ? "architecture '" + arch_name + "'"
@@ -115,7 +121,9 @@ Status read_rope(const json& j, ModelConfig& c) {
 Status read_attention_shape(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", c.attention_bias));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
-  if (c.arch == "llama") {
+  if (c.arch == "llama" || c.arch == "mixtral") {  // MixtralAttention is LlamaAttention's, without biases
+    if (c.arch == "mixtral" && c.attention_bias)
+      return unsupported("config.json: attention_bias = true is not part of mixtral and is not supported");
     c.qkv_bias = c.o_bias = c.attention_bias;
     return Status::ok();
   }
@@ -147,10 +155,25 @@ Status read_attention_shape(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// MixtralConfig's expert fields: num_local_experts (default 8) experts of intermediate_size,
+// num_experts_per_tok (default 2), every layer sparse, the k softmax weights always renormalised
+// (MixtralSparseMoeBlock). router_jitter_noise only perturbs training; output_router_logits and
+// router_aux_loss_coef only add a loss.
+Status read_mixtral_moe(const json& j, ModelConfig& c) {
+  c.n_experts = 8;
+  c.n_experts_per_tok = 2;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_local_experts", c.n_experts, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, false));
+  c.moe_intermediate_size = c.intermediate_size;
+  c.norm_topk_prob = true;
+  return Status::ok();
+}
+
 // Qwen3MoeConfig's expert fields. The experts' count is `num_experts` in the Hub's configs and
 // `num_local_experts` in what transformers 5 writes (its attribute_map aliases the two).
 // qwen2_moe's shared expert (shared_expert_intermediate_size) does not exist in Qwen3-MoE.
 Status read_moe(const json& j, ModelConfig& c) {
+  if (c.arch == "mixtral") return read_mixtral_moe(j, c);
   if (c.arch != "qwen3_moe") return Status::ok();
   const bool has_num_experts = j.contains("num_experts") && !j["num_experts"].is_null();
   BRIGADE_RETURN_IF_ERROR(read_int(j, has_num_experts ? "num_experts" : "num_local_experts", c.n_experts, true));
@@ -173,11 +196,13 @@ Status read_moe(const json& j, ModelConfig& c) {
 
 // The experts' numbers fit together; names the field that does not.
 Status validate_moe(const ModelConfig& c) {
-  if (c.arch != "qwen3_moe") return Status::ok();
+  if (!is_sparse_moe(c.arch)) return Status::ok();
   const std::string e = std::to_string(c.n_experts), k = std::to_string(c.n_experts_per_tok);
-  if (c.n_experts < 1) return invalid_argument("model config: num_experts must be >= 1 (got " + e + ")");
+  const std::string experts = c.arch == "mixtral" ? "num_local_experts" : "num_experts";
+  if (c.n_experts < 1) return invalid_argument("model config: " + experts + " must be >= 1 (got " + e + ")");
   if (c.n_experts_per_tok < 1 || c.n_experts_per_tok > c.n_experts)
-    return invalid_argument("model config: num_experts_per_tok must be in [1, num_experts = " + e + "] (got " + k + ")");
+    return invalid_argument("model config: num_experts_per_tok must be in [1, " + experts + " = " + e + "] (got " + k +
+                            ")");
   if (c.moe_intermediate_size < 1)
     return invalid_argument("model config: moe_intermediate_size must be > 0 (got " +
                             std::to_string(c.moe_intermediate_size) + ")");
@@ -296,7 +321,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
                        " supports default, linear, dynamic, llama3" + (is_deepseek(c.arch) ? ", yarn" : ""));
   // Absent ids take transformers' LlamaConfig defaults (bos 1, eos 2; Qwen configs have none);
   // null means none.
-  const bool llama_defaults = c.arch == "llama";
+  const bool llama_defaults = c.arch == "llama" || c.arch == "mixtral";  // MixtralConfig's are Llama's
   c.bos_id = !j.contains("bos_token_id") && llama_defaults ? 1 : -1;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "bos_token_id", c.bos_id, false));
   if (!j.contains("eos_token_id") && llama_defaults) c.eos_ids = {2};

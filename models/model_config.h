@@ -19,7 +19,7 @@ namespace brigade {
 enum class MlpActivation : uint8_t { silu, gelu_tanh };
 
 struct ModelConfig {
-  std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "phi3", "gemma2", "gemma3_text"
+  std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "phi3", "gemma2", "gemma3_text"
                                 // (the decoder they share: llama.h),
                                 // "deepseek_v2" or "deepseek_v3" (models/deepseek.h)
   int hidden_size = 0;
@@ -49,7 +49,7 @@ struct ModelConfig {
   DType dtype = DType::f32;     // element type of the weights as stored (torch_dtype; fp8 checkpoints: of the
                                 // unquantized tensors)
   QuantConfig quant;            // quantization_config: FP8 linear weights and their scales (none by default)
-  // Mixture of experts (qwen3_moe). n_experts == 0: every layer is a dense MLP.
+  // Mixture of experts (qwen3_moe, mixtral). n_experts == 0: every layer is a dense MLP.
   int n_experts = 0;                 // num_experts (transformers 5 writes num_local_experts)
   int n_experts_per_tok = 0;         // num_experts_per_tok: k of the top-k routing
   int moe_intermediate_size = 0;     // each expert's SwiGLU width

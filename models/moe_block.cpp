@@ -35,10 +35,37 @@ std::string moe_split_fields(const ModelConfig& c, bool expert_parallel) {
   return f;
 }
 
-Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, const MoeShard& sh) {
-  const std::string pre = "model.layers." + std::to_string(l) + ".mlp.";
+namespace {
+
+// Where layer l's block and its experts' projections are named: Mixtral's Hub names
+// (block_sparse_moe, experts' w1 / w3 / w2) or everyone else's (mlp, gate/up/down_proj; GGUF's
+// are renamed to these).
+struct MoeNames {
+  std::string pre;
+  const char* gate;
+  const char* up;
+  const char* down;
+};
+
+MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
+  const std::string layer = "model.layers." + std::to_string(l) + ".";
+  if (c.arch == "mixtral" && w.has(layer + "block_sparse_moe.gate.weight"))
+    return {layer + "block_sparse_moe.", "w1", "w3", "w2"};
+  return {layer + "mlp.", "gate_proj", "up_proj", "down_proj"};
+}
+
+// Whether rows of `cols` elements are quantized to `q` (whole blocks of it only).
+bool quantizes(std::optional<DType> q, int64_t cols) { return q && cols % dtype_block_elems(*q) == 0; }
+
+}  // namespace
+
+Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, const MoeShard& sh,
+                                  std::optional<DType> quantize_experts) {
+  const MoeNames names = moe_names(w, c, l);
+  const std::string& pre = names.pre;
   const int64_t hidden = c.hidden_size, inter = c.moe_intermediate_size;
   MoeBlock b;
+  w.quantize_linear(false);  // the router and shared experts stay float under weights: q8_0
   BRIGADE_ASSIGN_OR_RETURN(b.router, w.matrix(pre + "gate.weight", c.n_experts, hidden));
   if (c.moe_score_bias) {
     BRIGADE_ASSIGN_OR_RETURN(b.bias, w.vector_f32({pre + "gate.e_score_correction_bias"}, {c.n_experts}));
@@ -64,32 +91,41 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
                                              keep_blocks));
     BRIGADE_ASSIGN_OR_RETURN(b.down, w.stacked(pre + "experts.down_proj", c.n_experts, hidden, inter, experts, {}, cols,
                                                keep_blocks));
+    w.quantize_linear(true);
     return b;
   }
+  const bool quantize_gate_up = quantizes(quantize_experts, hidden), quantize_down = quantizes(quantize_experts, sh.inter);
   if (w.has(pre + "experts.gate_up_proj")) {  // transformers 5's fused layout: already ours
+    w.quantize_linear(quantize_gate_up);
     BRIGADE_ASSIGN_OR_RETURN(b.gate_up, w.stacked(pre + "experts.gate_up_proj", c.n_experts, 2 * inter, hidden, experts,
                                                   {cols, {inter + sh.inter_begin, sh.inter}}));
+    w.quantize_linear(quantize_down);
     BRIGADE_ASSIGN_OR_RETURN(b.down, w.stacked(pre + "experts.down_proj", c.n_experts, hidden, inter, experts, {}, cols));
+    w.quantize_linear(true);
     return b;
   }
   std::vector<std::string> gate_up_names, down_names;
   std::vector<int64_t> gate_up_rows, down_rows;
   for (int e = 0; e < c.n_experts; ++e) {
     const std::string ex = pre + "experts." + std::to_string(e) + ".";
+    const std::string gate = ex + names.gate + ".weight", up = ex + names.up + ".weight", down = ex + names.down + ".weight";
     if (e < sh.first_expert || e >= sh.first_expert + sh.n_experts) {  // another expert-parallel rank's
-      BRIGADE_RETURN_IF_ERROR(w.skip(ex + "gate_proj.weight", {inter, hidden}));
-      BRIGADE_RETURN_IF_ERROR(w.skip(ex + "up_proj.weight", {inter, hidden}));
-      BRIGADE_RETURN_IF_ERROR(w.skip(ex + "down_proj.weight", {hidden, inter}));
+      BRIGADE_RETURN_IF_ERROR(w.skip(gate, {inter, hidden}));
+      BRIGADE_RETURN_IF_ERROR(w.skip(up, {inter, hidden}));
+      BRIGADE_RETURN_IF_ERROR(w.skip(down, {hidden, inter}));
       continue;
     }
-    gate_up_names.insert(gate_up_names.end(), {ex + "gate_proj.weight", ex + "up_proj.weight"});
+    gate_up_names.insert(gate_up_names.end(), {gate, up});
     gate_up_rows.insert(gate_up_rows.end(), {inter, inter});
-    down_names.push_back(ex + "down_proj.weight");
+    down_names.push_back(down);
     down_rows.push_back(hidden);
   }
   const std::vector<Slice> gate_up_slices(gate_up_names.size(), cols);
+  w.quantize_linear(quantize_gate_up);
   BRIGADE_ASSIGN_OR_RETURN(b.gate_up, w.fused(gate_up_names, gate_up_rows, hidden, gate_up_slices));
+  w.quantize_linear(quantize_down);
   BRIGADE_ASSIGN_OR_RETURN(b.down, w.fused(down_names, down_rows, inter, {}, cols));
+  w.quantize_linear(true);
   return b;
 }
 

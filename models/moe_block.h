@@ -1,11 +1,14 @@
-// The sparse MoE block of Qwen3-MoE (Qwen3MoeSparseMoeBlock) and DeepSeek-V2/V3 (DeepseekV3MoE):
-// a router picks each token's top-k experts (Backend::moe_route with ModelConfig::moe_routing:
-// softmax top-k for Qwen3; DeepSeek's softmax/sigmoid scoring, score-correction bias, expert
-// groups and routed_scaling_factor), and the token's output is the routing-weighted sum of those
+// The sparse MoE block of Qwen3-MoE (Qwen3MoeSparseMoeBlock), Mixtral (MixtralSparseMoeBlock) and
+// DeepSeek-V2/V3 (DeepseekV3MoE): a router picks each token's top-k experts (Backend::moe_route
+// with ModelConfig::moe_routing: softmax top-k for Qwen3 and Mixtral; DeepSeek's softmax/sigmoid
+// scoring, score-correction bias, expert groups and routed_scaling_factor), and the token's
+// output is the routing-weighted sum of those
 // experts' SwiGLU MLPs (Backend::moe_experts), plus DeepSeek's shared experts: one dense SwiGLU
 // of n_shared_experts * moe_intermediate_size that every token runs. It replaces the dense MLP in
 // the layers that ModelConfig::is_moe_layer names (models/llama.cpp, models/deepseek.cpp).
 #pragma once
+
+#include <optional>
 
 #include "core/backend.h"
 #include "models/model_config.h"
@@ -74,11 +77,19 @@ Expected<MoeScratch> allocate_moe_scratch(Backend& backend, const ModelConfig& c
 // mlp.experts.gate_up_proj [E, 2I, hidden] and mlp.experts.down_proj [E, hidden, I], which are
 // that layout already; or GGUF's (models/gguf_checkpoint.h), mlp.experts.{gate,up}_proj [E, I,
 // hidden] and mlp.experts.down_proj [E, hidden, I], kept apart and block-quantized as stored where
-// the backend multiplies the type (else q8_0, or the float type asked for). DeepSeek adds mlp.gate.e_score_correction_bias [E] (V3) and
+// the backend multiplies the type (else q8_0, or the float type asked for). Mixtral's Hub names
+// are block_sparse_moe.gate.weight and block_sparse_moe.experts.{e}.w1 (gate), w3 (up) and w2
+// (down). DeepSeek adds mlp.gate.e_score_correction_bias [E] (V3) and
 // mlp.shared_experts.{gate,up,down}_proj.weight. Shapes are checked against the config.
 // Only the rank's part (`shard`) is loaded; the experts other ranks hold are checked and counted
 // (WeightLoader::skip).
-Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, const MoeShard& shard);
+// quantize_experts (`weights: q8_0` / q4_0 where the backend multiplies the type, and the
+// backend's moe_experts takes it): the float routed experts are quantized to the loader's block
+// type, gate_up and down each when its rows are whole blocks (a rank's columns of down_proj
+// included), else kept float; the router, the shared experts and GGUF's experts (already block
+// types) are loaded as without it. w's quantize_linear is left on.
+Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, const MoeShard& shard,
+                                  std::optional<DType> quantize_experts = std::nullopt);
 
 // delta [n, hidden] = the sparse block applied to normed [n, hidden] (n <= the scratch's T): this
 // rank's part of it, to be all-reduced by the caller when the model is split.

@@ -142,7 +142,7 @@ Expected<OwnedTensor> WeightLoader::stacked(const std::string& name, int64_t n, 
     kept_rows += s.length(rows);
   }
   const int64_t n_items = items.length(n), n_cols = col_slice.length(cols);
-  const std::optional<DType> want = float_want();
+  const std::optional<DType> want = linear_want();
   const DType staged = staging_dtype(t, want, col_slice, cols, keep_blocks);
   if (kept_rows == rows && n_cols == cols && staged == t.raw().dtype) {  // whole matrices are contiguous: a view
     const uint8_t* first = t.raw().bytes.data() + t.raw().row_bytes(cols) * static_cast<size_t>(items.begin * rows);

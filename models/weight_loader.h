@@ -18,8 +18,9 @@
 // other case it is dequantized to the float type asked for (f32 when none is). row_blocks (MLA)
 // are always dequantized, stacked experts unless keep_blocks (GGUF's, for moe_experts).
 // want = q8_0 / q4_0 (`weights: q8_0`): the linear layers are quantized by prepare_weight (rows
-// whole blocks of 32); tables (embedding, lm_head) stay as stored, and so does whatever is
-// loaded while quantize_linear(false) (MoE blocks) or through stacked/row_blocks.
+// whole blocks of 32), and so are stacked experts (transformers 5's fused layout); tables
+// (embedding, lm_head) stay as stored, and so does whatever is loaded while
+// quantize_linear(false) (MoE routers, GGUF's experts) or through row_blocks.
 #pragma once
 
 #include <cstdint>
@@ -103,8 +104,8 @@ class WeightLoader {
   // `blocks` keeps only those blocks (a tensor-parallel rank's heads).
   Expected<OwnedTensor> row_blocks(const std::string& name, int64_t rows, int64_t cols, int64_t period, Slice within,
                                    bool transpose_blocks = false, Slice blocks = {});
-  // While false, matrix() and fused() load as if want were nullopt when it is a block type (a
-  // MoE block's router and experts stay float under `weights: q8_0`). True by default.
+  // While false, matrix(), fused() and stacked() load as if want were nullopt when it is a block
+  // type (a MoE block's router stays float under `weights: q8_0`). True by default.
   void quantize_linear(bool on) { quantize_linear_ = on; }
   // Whether the checkpoint holds a tensor called `name` (to tell one layout from another).
   bool has(const std::string& name) const { return ck_.tensors().count(name) > 0 || Int4Weight::stored(ck_, name); }

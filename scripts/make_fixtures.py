@@ -160,6 +160,12 @@ def fixtures():
             vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                                num_attention_heads=2, image_size=28, patch_size=14),
             mm_tokens_per_image=4, boi_token_index=250, eoi_token_index=251, image_token_index=252)),
+        # Mixtral-8x7B's layout at tiny size: Llama attention (GQA, a sliding window of 8 that the
+        # long prompt crosses), every layer sparse with 4 experts of intermediate_size 64 (whole
+        # Q8_0 blocks at tp 2), top-2 softmax renormalised; router_jitter_noise only in training.
+        "mixtral": ("MixtralConfig", "MixtralForCausalLM", base_config(
+            vocab_size=128, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2,
+            sliding_window=8, router_jitter_noise=0.0)),
     }
 
 

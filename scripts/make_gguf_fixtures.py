@@ -17,6 +17,11 @@ llama.cpp's q/k row permutation), so the reference shares no code with brigade.
                      act_q8 runs round the experts' inputs too (transformers' experts are not Linear
                      modules), and it has decode_logits. transformers' GGUF loader does not read
                      expert_feed_forward_length, so moe_intermediate_size is set as llama.cpp reads it.
+  gguf_mixtral_q8_0  make_fixtures.py's mixtral checkpoint as llama.cpp writes Mixtral (arch llama
+                     with experts; MIXTRAL_TYPES below: Q8_0 / Q4_0 experts, quantized by gguf-py from
+                     its weights); transformers' GGUF loader cannot read Mixtral (it would load a
+                     dense llama), so the reference is transformers' Mixtral with gguf-py's round
+                     trip of every quantized tensor, and the window off as llama.cpp runs it.
   gguf_gemma2        gemma2 / gemma3 as llama.cpp's converter writes them (GEMMA below), with
   gguf_gemma3        decode_logits; transformers' GGUF loader leaves some settings at the config
                      class's defaults (the soft-caps, query_pre_attn_scalar, gemma3's rope scaling),
@@ -35,7 +40,8 @@ greedy tokens. That is the error native quantized kernels are expected to add, a
 tolerance for them is derived from it.
 
 Also writes tests/fixtures/quantized_weights/bounds.json (weights_option_bounds): the same
-measure for `weights: q8_0` and `q4_0` on make_fixtures.py's llama, qwen2 and qwen3 checkpoints.
+measure for `weights: q8_0` and `q4_0` on make_fixtures.py's llama, qwen2, qwen3, qwen3_moe and
+mixtral checkpoints (their MoE experts quantized too, as brigade quantizes them).
 
 Run: python3 scripts/make_gguf_fixtures.py [NAME...]; then `--llamacpp` for the Gemma fixtures'
 llamacpp.json (llama.cpp's tokenization, and a check of its logits); `--bench PATH [NAME]` writes a fixture's
@@ -107,7 +113,18 @@ def layout(name):
     raise KeyError(name)
 
 
-NAMES = ["gguf_llama_q4_k_m", "gguf_qwen2_q4_0", "gguf_qwen3_k", "gguf_gemma2", "gguf_gemma3", "gguf_qwen3moe_q4_k_m"]
+NAMES = ["gguf_llama_q4_k_m", "gguf_qwen2_q4_0", "gguf_qwen3_k", "gguf_gemma2", "gguf_gemma3", "gguf_qwen3moe_q4_k_m",
+         "gguf_mixtral_q8_0"]
+
+# gguf_mixtral_q8_0: make_fixtures.py's mixtral checkpoint (its weights, not random blocks) as
+# llama.cpp's converter (LlamaModel) writes Mixtral: arch llama with expert_count and
+# expert_used_count, q/k rows permuted, the router ffn_gate_inp F32, the experts stacked. Its rows
+# of 64 rule out K-quants, so gguf-py quantizes: the ggml type per tensor (blk.1's experts differ).
+# llama.cpp's llama never reads a sliding window (nor does the converter write Mixtral's), so the
+# reference runs the checkpoint without one.
+MIXTRAL_TYPES = {"token_embd": "Q8_0", "output": "Q8_0", "attn_q": "Q8_0", "attn_k": "Q4_0", "attn_v": "Q8_0",
+                 "attn_output": "Q4_0", "ffn_gate_exps": "Q8_0", "ffn_up_exps": "Q4_0", "ffn_down_exps": "Q8_0",
+                 "blk.1.ffn_gate_exps": "Q4_0", "blk.1.ffn_down_exps": "Q4_0"}
 
 # The experts of gguf_qwen3moe_q4_k_m: count, used per token, width (a whole K-quant super-block,
 # so that ffn_down_exps' rows can be Q4_K / Q6_K), the dense feed_forward_length the converter
@@ -371,16 +388,18 @@ def generate_greedy(model, prompt):
 
 
 def experts_q8_forward(self, hidden_states, top_k_index, top_k_weights):
-    """Qwen3MoeExperts.forward (transformers 5: gate_up_proj [E, 2I, d], down_proj [E, d, I]) with
-    both matmuls' inputs rounded to Q8_0, token by token, slot by slot."""
+    """Qwen3MoeExperts.forward / MixtralExperts.forward (transformers 5: gate_up_proj [E, 2I, d],
+    down_proj [E, d, I]) with both matmuls' inputs rounded to Q8_0, token by token, slot by slot;
+    down_proj's only where `down_q8` (default True) says it runs quantized."""
     import torch
     out = torch.zeros_like(hidden_states)
+    down_in = q8_0_round_trip if getattr(self, "down_q8", True) else (lambda v: v)
     for t in range(hidden_states.shape[0]):
         x = q8_0_round_trip(hidden_states[t])
         for j in range(top_k_index.shape[1]):
             e = int(top_k_index[t, j])
             gate, up = torch.nn.functional.linear(x, self.gate_up_proj[e]).chunk(2, dim=-1)
-            y = torch.nn.functional.linear(q8_0_round_trip(self.act_fn(gate) * up), self.down_proj[e])
+            y = torch.nn.functional.linear(down_in(self.act_fn(gate) * up), self.down_proj[e])
             out[t] += y * top_k_weights[t, j]
     return out
 
@@ -392,7 +411,7 @@ def act_q8_runs(model, cases, linear=lambda name: True):
     import torch
     hooks = [m.register_forward_pre_hook(lambda _m, args: (q8_0_round_trip(args[0]),) + args[1:])
              for name, m in model.named_modules() if isinstance(m, torch.nn.Linear) and linear(name)]
-    patched = [m for m in model.modules() if type(m).__name__.endswith("MoeExperts")]
+    patched = [m for m in model.modules() if type(m).__name__ in ("Qwen3MoeExperts", "MixtralExperts")]
     for m in patched:
         m.forward = types.MethodType(experts_q8_forward, m)
     out = []
@@ -436,6 +455,103 @@ def router_margin(model, cases):
     for h in hooks:
         h.remove()
     return min(gaps)
+
+
+def llama_permute(np, w, n_head):
+    """convert_hf_to_gguf.py LlamaModel.permute: q/k rows from Hugging Face's rotate-half order to
+    ggml's interleaved pairs."""
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def write_mixtral_gguf(np, gguf, torch, path):
+    """gguf_mixtral_q8_0 (MIXTRAL_TYPES) from tests/fixtures/mixtral; returns the reference model:
+    transformers' Mixtral from that checkpoint, window off, with every tensor the file quantizes
+    replaced by gguf-py's dequantization of it (rows are quantized independently, so the q/k
+    permutation commutes with the round trip)."""
+    import transformers
+    src = mf.OUT / "mixtral"
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(src), dtype=torch.float32, sliding_window=None,
+                                                              attn_implementation="eager").eval()
+    cfg = model.config
+    heads, kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
+    head_dim = cfg.hidden_size // heads
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv_heads)
+    w.add_rope_dimension_count(head_dim)
+    w.add_rope_freq_base(float(cfg.rope_parameters["rope_theta"]) if getattr(cfg, "rope_parameters", None)
+                         else float(cfg.rope_theta))
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_vocab_size(cfg.vocab_size)
+    w.add_bos_token_id(cfg.bos_token_id)
+    w.add_eos_token_id(cfg.eos_token_id)
+    w.add_expert_count(cfg.num_local_experts)
+    w.add_expert_used_count(cfg.num_experts_per_tok)
+
+    def put(gguf_name, key, param, stored=None):
+        """param's tensor quantized as the file stores it (after `stored`, e.g. the q/k permutation,
+        which commutes with the row-wise round trip), and param set to its round trip."""
+        t = gguf.GGMLQuantizationType[MIXTRAL_TYPES[key]]
+        x = param.detach().numpy().astype(np.float32)
+        x2 = x.reshape(-1, x.shape[-1])
+        q = gguf.quants.quantize(stored(x2) if stored else x2, t)
+        w.add_tensor(gguf_name, q.reshape(*x.shape[:-1], -1), raw_dtype=t)
+        param.data = torch.from_numpy(gguf.quants.dequantize(gguf.quants.quantize(x2, t), t).reshape(x.shape).copy())
+
+    def f32(gguf_name, param):
+        w.add_tensor(gguf_name, param.detach().numpy().astype(np.float32))
+
+    put("token_embd.weight", "token_embd", model.model.embed_tokens.weight)
+    for l, layer in enumerate(model.model.layers):
+        p = f"blk.{l}."
+        key = lambda part: p + part if p + part in MIXTRAL_TYPES else part  # noqa: E731
+        attn, moe = layer.self_attn, layer.mlp
+        f32(p + "attn_norm.weight", layer.input_layernorm.weight)
+        put(p + "attn_q.weight", key("attn_q"), attn.q_proj.weight, lambda x: llama_permute(np, x, heads))
+        put(p + "attn_k.weight", key("attn_k"), attn.k_proj.weight, lambda x: llama_permute(np, x, kv_heads))
+        put(p + "attn_v.weight", key("attn_v"), attn.v_proj.weight)
+        put(p + "attn_output.weight", key("attn_output"), attn.o_proj.weight)
+        f32(p + "ffn_norm.weight", layer.post_attention_layernorm.weight)
+        f32(p + "ffn_gate_inp.weight", moe.gate.weight)
+        inter = cfg.intermediate_size
+        gate_up = moe.experts.gate_up_proj  # [E, 2I, d]: each expert's gate rows, then its up rows
+        gate = torch.nn.Parameter(gate_up.data[:, :inter].clone())
+        up = torch.nn.Parameter(gate_up.data[:, inter:].clone())
+        put(p + "ffn_gate_exps.weight", key("ffn_gate_exps"), gate)
+        put(p + "ffn_down_exps.weight", key("ffn_down_exps"), moe.experts.down_proj)
+        put(p + "ffn_up_exps.weight", key("ffn_up_exps"), up)
+        gate_up.data = torch.cat([gate.data, up.data], dim=1)
+    f32("output_norm.weight", model.model.norm.weight)
+    put("output.weight", "output", model.lm_head.weight)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return model
+
+
+def make_mixtral(name):
+    import gguf
+    import numpy as np
+    import torch
+    import transformers
+    from importlib.metadata import version
+    out_dir = mf.OUT / name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model = write_mixtral_gguf(np, gguf, torch, out_dir / "model.gguf")
+    cases = mf.run_cases(model, model.config.vocab_size, decode_logits=True)
+    for c, (d, greedy) in zip(cases, act_q8_runs(model, cases, lambda n: not n.endswith(".gate"))):
+        c["act_q8_max_diff"] = d
+        c["act_q8_greedy"] = greedy
+        print(f"{name}: prompt of {len(c['prompt'])}: Q8_0 activations move the logits by {d:.4f}")
+    mf.write_expected(out_dir, name, f"transformers {transformers.__version__} MixtralForCausalLM from "
+                                     f"tests/fixtures/mixtral (sliding_window None) with gguf-py {version('gguf')}'s "
+                                     f"quantize/dequantize round trip of every tensor the file quantizes, torch "
+                                     f"{torch.__version__}, fp32, eager attention", model.config.vocab_size, cases)
 
 
 def make(name):
@@ -494,15 +610,29 @@ def ensure_extras(*modules):
 
 
 # The safetensors fixtures of make_fixtures.py that `weights: q8_0 / q4_0` is checked on.
-WEIGHTS_FIXTURES = ["llama", "qwen2", "qwen3"]
+WEIGHTS_FIXTURES = ["llama", "qwen2", "qwen3", "qwen3_moe", "mixtral"]
+
+
+def quantize_experts(gguf, np, torch, model, t):
+    """The routed experts of a MoE model (transformers 5 keeps each layer's stacked: gate_up_proj
+    [E, 2I, d], down_proj [E, d, I]) quantized by gguf-py as brigade's `weights:` quantizes them:
+    by rows of whole 32-blocks, so down_proj only when I is a multiple of 32 (else it stays
+    float, and so do its inputs; qwen3_moe's I is 16). The router stays float."""
+    for m in model.modules():
+        if type(m).__name__ not in ("Qwen3MoeExperts", "MixtralExperts"):
+            continue
+        m.down_q8 = m.down_proj.shape[-1] % 32 == 0
+        for p in (m.gate_up_proj, m.down_proj) if m.down_q8 else (m.gate_up_proj,):
+            w = p.detach().numpy().astype(np.float32)
+            p.data = torch.from_numpy(gguf.quants.dequantize(gguf.quants.quantize(w, t), t).copy())
 
 
 def weights_option_bounds():
     """tests/fixtures/quantized_weights/bounds.json: for each of WEIGHTS_FIXTURES and q8_0, q4_0,
-    per prompt, how far transformers' logits move when the linear layers (not embedding or
-    lm_head) are quantized by gguf-py and dequantized, and their inputs rounded to Q8_0, as
-    brigade's `weights: q8_0` computes on the CPU (the bound of its test), and that model's
-    greedy tokens (<type>_greedy)."""
+    per prompt, how far transformers' logits move when the linear layers (not embedding, lm_head
+    or MoE routers) and the MoE experts (quantize_experts) are quantized by gguf-py and
+    dequantized, and their inputs rounded to Q8_0, as brigade's `weights: q8_0` computes on the
+    CPU (the bound of its test), and that model's greedy tokens (<type>_greedy)."""
     import gguf
     import numpy as np
     import torch
@@ -514,11 +644,13 @@ def weights_option_bounds():
             model = transformers.AutoModelForCausalLM.from_pretrained(
                 str(mf.OUT / name), dtype=torch.float32, attn_implementation="eager").eval()
             t = gguf.GGMLQuantizationType[qtype]
+            linear = lambda mod_name: not mod_name.endswith("lm_head") and not mod_name.endswith(".gate")  # noqa: E731
             for mod_name, m in model.named_modules():
-                if isinstance(m, torch.nn.Linear) and not mod_name.endswith("lm_head"):
+                if isinstance(m, torch.nn.Linear) and linear(mod_name):
                     w = m.weight.detach().numpy().astype(np.float32)
                     m.weight.data = torch.from_numpy(gguf.quants.dequantize(gguf.quants.quantize(w, t), t).copy())
-            runs = act_q8_runs(model, cases, lambda mod_name: not mod_name.endswith("lm_head"))
+            quantize_experts(gguf, np, torch, model, t)
+            runs = act_q8_runs(model, cases, linear)
             bounds.setdefault(name, {})[qtype.lower()] = [d for d, _ in runs]
             bounds[name][qtype.lower() + "_greedy"] = [g for _, g in runs]
             print(f"weights {qtype.lower()} on {name}: logits move by {', '.join(f'{d:.4f}' for d, _ in runs)}")
@@ -598,6 +730,8 @@ def main():
     for name in names:
         if name == "quantized_weights":
             weights_option_bounds()
+        elif name == "gguf_mixtral_q8_0":
+            make_mixtral(name)
         else:
             make(name)
 

@@ -36,8 +36,8 @@ struct ExecutorConfig {
   // bf16), "f32" or "bf16" (everything dequantized / converted; f32 on the CPU only), "fp8" (E4M3
   // linear layers with per-tensor scales, embedding and lm_head bf16; a CUDA GPU of compute
   // capability >= 8.9, refused at load elsewhere), or "q8_0" / "q4_0" (ggml's block formats:
-  // linear layers of a float checkpoint quantized at load, embedding and lm_head as stored, MoE
-  // experts and routers float; the CPU only, refused for DeepSeek).
+  // linear layers and MoE experts of a float checkpoint quantized at load, embedding, lm_head and
+  // MoE routers as stored; the CPU only, refused for DeepSeek).
   std::string weights = "auto";
   // Measure the device's ceilings at start (CPU: read bandwidth and f32 GEMM rate, under a
   // second; GPU: HBM copy bandwidth and bf16 GEMM rate) and report every step against them

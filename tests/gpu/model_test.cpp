@@ -1,5 +1,7 @@
 // Whole-model check: a small synthetic Llama, the same shape as qwen3_moe (8 experts, all
-// taken, one dense layer) and as deepseek_v3 (MLA, shared expert, first layer dense), written by write_synthetic_model and loaded on the CPU and on the GPU; a
+// taken, one dense layer), as mixtral (8 experts, all taken, every layer sparse) and as
+// deepseek_v3 (MLA, shared expert, first layer dense), written by write_synthetic_model and
+// loaded on the CPU and on the GPU; a
 // mixed prefill step and greedy decode steps give the same logits within bf16 tolerance and the
 // same greedy tokens wherever the CPU's choice is decisive.
 #include "models/make_model.h"
@@ -50,6 +52,17 @@ SyntheticModelSpec spec_for(const std::string& arch) {
     spec.qk_rope_head_dim = 32;
     spec.v_head_dim = 32;
     spec.routed_scaling_factor = 2.5f;
+    return spec;
+  }
+  if (arch == "mixtral") {
+    // Mixtral's layout (block_sparse_moe, w1 / w3 / w2, every layer sparse, experts
+    // intermediate_size wide), every expert taken for the reason below.
+    SyntheticModelSpec spec = small_gpu_moe_model(11);
+    spec.arch = "mixtral";
+    spec.mlp_only_layers.clear();
+    spec.n_experts = 8;
+    spec.n_experts_per_tok = 8;
+    spec.intermediate_size = spec.moe_intermediate_size;
     return spec;
   }
   if (arch != "qwen3_moe") return small_gpu_model(11);
@@ -124,7 +137,7 @@ TEST_P(GpuModel, LogitsAndGreedyTokensMatchCpu) {
   EXPECT_EQ(static_cast<int>(dev[1]), testing::argmax(lg.data() + (lg.size() - vocab), vocab));
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, GpuModel, ::testing::Values("llama", "qwen3_moe", "deepseek_v3"));
+INSTANTIATE_TEST_SUITE_P(Archs, GpuModel, ::testing::Values("llama", "qwen3_moe", "deepseek_v3", "mixtral"));
 
 // Gemma 2 (soft-capped scores and logits, alternating windows) and Gemma 3 (q/k norms, local and
 // global RoPE) from the transformers fixtures: the GPU's prefill of the long prompt (past the

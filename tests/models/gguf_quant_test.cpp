@@ -27,7 +27,7 @@ using testing::read_fixture_cases;
 using testing::run_fixture_case;
 
 const std::vector<std::string> kFixtures = {"gguf_llama_q4_k_m", "gguf_qwen2_q4_0", "gguf_qwen3_k", "gguf_gemma2",
-                                           "gguf_gemma3", "gguf_qwen3moe_q4_k_m"};
+                                           "gguf_gemma3", "gguf_qwen3moe_q4_k_m", "gguf_mixtral_q8_0"};
 
 std::string gguf_path(const std::string& fixture) { return fixture_dir(fixture) + "/model.gguf"; }
 

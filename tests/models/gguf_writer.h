@@ -115,6 +115,18 @@ inline std::string hf_to_gguf_name(const std::string& hf) {
       {"self_attn.k_norm.weight", "attn_k_norm.weight"}, {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},        {"mlp.down_proj.weight", "ffn_down.weight"},
       {"self_attn.qkv_proj.weight", "attn_qkv.weight"}, {"mlp.gate_up_proj.weight", "ffn_up.weight"}};
+  // Mixtral's experts one tensor each, as llama.cpp's converter wrote them before it stacked them
+  // (blk.N.ffn_gate.E.weight; w1 gate, w3 up, w2 down), and its router.
+  static const std::vector<std::pair<std::string, std::string>> kExpert = {{"w1", "ffn_gate"}, {"w3", "ffn_up"},
+                                                                          {"w2", "ffn_down"}};
+  if (const size_t at = hf.find(".block_sparse_moe."); at != std::string::npos) {
+    const std::string blk = "blk." + hf.substr(13, at - 13) + ".", rest = hf.substr(at + 18);
+    if (rest == "gate.weight") return blk + "ffn_gate_inp.weight";
+    const size_t e = rest.find('.', 8);  // experts.E.wN.weight
+    for (const auto& [from, to] : kExpert)
+      if (rest.substr(e + 1) == from + ".weight") return blk + to + "." + rest.substr(8, e - 8) + ".weight";
+    return "";
+  }
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";
   if (hf == "lm_head.weight") return "output.weight";
@@ -182,8 +194,9 @@ inline std::vector<float> llama3_rope_freq_factors(const ModelConfig& c) {
 inline void write_gguf_from_checkpoint(const Checkpoint& ck, const std::string& path, GgufOut out_type,
                                        bool sliding_window_key = true, const std::vector<GgufKv>& extra = {}) {
   const ModelConfig& c = ck.config();
-  const std::string a = c.arch + ".";
-  std::vector<GgufKv> kv = {{"general.architecture", 8, 0, 0, c.arch},
+  const bool llama = c.arch == "llama" || c.arch == "mixtral";  // llama.cpp writes Mixtral as llama
+  const std::string arch = llama ? "llama" : c.arch, a = arch + ".";
+  std::vector<GgufKv> kv = {{"general.architecture", 8, 0, 0, arch},
                             {a + "context_length", 4, static_cast<uint32_t>(c.max_position)},
                             {a + "embedding_length", 4, static_cast<uint32_t>(c.hidden_size)},
                             {a + "block_count", 4, static_cast<uint32_t>(c.n_layers)},
@@ -217,8 +230,8 @@ inline void write_gguf_from_checkpoint(const Checkpoint& ck, const std::string& 
     std::vector<float> x(static_cast<size_t>(t.numel()));
     for (int64_t i = 0; i < t.numel(); ++i) x[static_cast<size_t>(i)] = static_cast<float>(t.at(i));
     const int64_t cols = t.shape.back();
-    if (c.arch == "llama" && name.ends_with("q_proj.weight")) x = permute_rows(x, c.n_heads, cols);
-    if (c.arch == "llama" && name.ends_with("k_proj.weight")) x = permute_rows(x, c.n_kv_heads, cols);
+    if (llama && name.ends_with("q_proj.weight")) x = permute_rows(x, c.n_heads, cols);
+    if (llama && name.ends_with("k_proj.weight")) x = permute_rows(x, c.n_kv_heads, cols);
     Out o{hf_to_gguf_name(name), t.shape, 0, {}};
     if (t.shape.size() == 1 || out_type == GgufOut::f32) {
       o.data.resize(x.size() * 4);

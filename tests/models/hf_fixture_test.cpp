@@ -46,7 +46,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                          ::testing::Values("llama", "llama_rope_llama3", "llama_rope_linear", "mistral_sliding",
                                            "qwen2", "qwen3", "tinyllama", "smollm2", "qwen3_moe",
                                            "qwen3_moe_step", "deepseek_v3", "deepseek_v2", "deepseek_v3_step",
-                                           "phi3", "gemma2", "gemma3", "gemma3_mm"));
+                                           "phi3", "gemma2", "gemma3", "gemma3_mm", "mixtral"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -112,6 +112,24 @@ TEST(HfFixtureConfig, Qwen3MoeLayers) {
   EXPECT_TRUE(step->config().is_moe_layer(1));
 }
 
+// Mixtral as loaded: llama attention with its window, every layer sparse, the experts
+// intermediate_size wide, the k softmax weights renormalised (MixtralSparseMoeBlock always does).
+TEST(HfFixtureConfig, MixtralLayers) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = load_or_fail(fixture_dir("mixtral"), *backend);
+  ASSERT_NE(model, nullptr);
+  const ModelConfig& c = model->config();
+  EXPECT_EQ(c.arch, "mixtral");
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_EQ(c.sliding_window, 8);
+  EXPECT_EQ(c.n_experts, 4);
+  EXPECT_EQ(c.n_experts_per_tok, 2);
+  EXPECT_EQ(c.moe_intermediate_size, 64);
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_EQ(c.n_moe_layers(), c.n_layers);
+}
+
 // transformers 5 keeps a layer's experts fused (mlp.experts.gate_up_proj [E, 2I, hidden],
 // down_proj [E, hidden, I]); a checkpoint stored that way loads to the same model: the qwen3_moe
 // fixture's (and deepseek_v3's, shared experts left as they are) experts rewritten fused match
@@ -155,6 +173,13 @@ TEST_P(FusedExperts, FusedExpertLayoutLoads) {
     EXPECT_LE(run.max_abs_diff, kLogitTol);
     EXPECT_EQ(run.greedy, fc.greedy);
   }
+  if (GetParam() != "qwen3_moe") return;  // DeepSeek refuses weights: q8_0
+  // Under weights: q8_0 the fused experts are quantized as the per-expert ones are: the same bytes.
+  auto fused_q8 = load_or_fail(dir.str(), *backend, DType::q8_0);
+  auto hub_q8 = load_or_fail(src, *backend, DType::q8_0);
+  ASSERT_TRUE(fused_q8 && hub_q8);
+  EXPECT_EQ(fused_q8->weight_bytes(), hub_q8->weight_bytes());
+  EXPECT_LT(hub_q8->weight_bytes(), model->weight_bytes() * 6 / 10);
 }
 
 INSTANTIATE_TEST_SUITE_P(Moe, FusedExperts, ::testing::Values("qwen3_moe", "deepseek_v3"));
@@ -179,6 +204,9 @@ TEST(HfFixtureConfig, MoeRoutingChangesTheResult) {
   EXPECT_GT(max_diff_with_config("qwen3_moe_step", [](nlohmann::json& j) { j["norm_topk_prob"] = true; }),
             100 * kLogitTol);
   EXPECT_GT(max_diff_with_config("qwen3_moe", [](nlohmann::json& j) { j["num_experts_per_tok"] = 1; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("mixtral", [](nlohmann::json& j) { j["num_experts_per_tok"] = 1; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("mixtral", [](nlohmann::json& j) { j["num_experts_per_tok"] = 3; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("mixtral", [](nlohmann::json& j) { j["sliding_window"] = nullptr; }), 100 * kLogitTol);
 }
 
 }  // namespace

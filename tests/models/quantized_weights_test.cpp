@@ -70,7 +70,7 @@ TEST_P(QuantizedWeights, MatchTransformersWithinTheQuantizationError) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, QuantizedWeights,
-                         ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3"),
+                         ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3", "qwen3_moe", "mixtral"),
                                             ::testing::Values(DType::q8_0, DType::q4_0)),
                          [](const auto& p) {
                            return std::get<0>(p.param) + "_" + dtype_name(std::get<1>(p.param));
@@ -95,16 +95,39 @@ TEST(QuantizedWeightsRefused, BeforeAnyWeightIsRead) {
       << ds.status().to_string();
 }
 
-// On a backend that takes q8_0, a MoE model's experts and routers stay float while attention and
-// dense MLPs are quantized (qwen3_moe: 3 layers, layer 1 dense).
-TEST(QuantizedWeightsRefused, MoeExpertsAndRoutersStayFloat) {
+// On a backend that takes q8_0, a MoE model's experts are quantized with attention and the
+// dense MLPs, and its routers stay float (qwen3_moe: 3 layers, layer 1 dense; its experts'
+// down_proj rows of moe_intermediate_size 16 are not whole blocks of 32, so they stay float).
+TEST(QuantizedWeightsRefused, MoeExpertsQuantizedRoutersStayFloat) {
   testing::BlockWeightBackend q8({DType::q8_0});
   auto model = load(fixture_dir("qwen3_moe"), q8, DType::q8_0);
   ASSERT_TRUE(model.has_value()) << model.status().to_string();
   int quantized = 0, kept = 0;
   for (const auto& p : q8.prepared) (p.want == DType::q8_0 ? quantized : kept) += 1;
-  EXPECT_EQ(quantized, 3 * 2 + 2) << "q|k|v and o per layer, gate|up and down of the dense layer";
-  EXPECT_EQ(kept, 2 * 3 + 2) << "router, experts' gate|up and down per MoE layer; embedding, lm_head";
+  EXPECT_EQ(quantized, 3 * 2 + 2 + 2) << "q|k|v and o per layer, gate|up and down of the dense layer, the experts' "
+                                         "gate|up per MoE layer";
+  EXPECT_EQ(kept, 2 * 2 + 2) << "router and experts' down per MoE layer; embedding, lm_head";
+}
+
+// Mixtral's bytes as loaded: its attention and experts (rows of 64, so gate|up and down are all
+// whole blocks) at 34 bytes per 32 weights under q8_0 and 18 under q4_0, everything else (tables,
+// routers, norms) f32 as in the f32 load.
+TEST(QuantizedWeights, MixtralExpertsAreStoredInTheAskedType) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto f32 = load(fixture_dir("mixtral"), *backend, DType::f32);
+  ASSERT_TRUE(f32.has_value()) << f32.status().to_string();
+  const ModelConfig& c = (*f32)->config();
+  const int64_t h = c.hidden_size, kv = int64_t{c.n_kv_heads} * c.head_dim, q = int64_t{c.n_heads} * c.head_dim;
+  const int64_t attention = (2 * h * q + 2 * h * kv) * c.n_layers;
+  const int64_t experts = 3 * h * c.moe_intermediate_size * c.n_experts * c.n_layers;
+  for (const auto& [type, block_bytes] : {std::pair{DType::q8_0, int64_t{34}}, std::pair{DType::q4_0, int64_t{18}}}) {
+    if (!backend->supports_weight_dtype(type)) continue;
+    auto quantized = load(fixture_dir("mixtral"), *backend, type);
+    ASSERT_TRUE(quantized.has_value()) << quantized.status().to_string();
+    const int64_t blocks = attention + experts;
+    EXPECT_EQ((*quantized)->weight_bytes(), (*f32)->weight_bytes() - 4 * blocks + blocks / 32 * block_bytes)
+        << dtype_name(type);
+  }
 }
 
 }  // namespace

@@ -311,20 +311,25 @@ TEST(ExpertParallel, Qwen3MoeMatchesTransformersWithExpertsSplitByColumnsOrByExp
   }
 }
 
-// GGUF's experts (gate and up apart, Q4_K / Q6_K / Q8_0) at tp 2, by columns or by expert.
+// Mixtral (block_sparse_moe, experts w1 / w3 / w2; 4 experts of 64, top-2, a sliding window).
+TEST(ExpertParallel, MixtralMatchesTransformersWithExpertsSplitByColumnsOrByExpert) {
+  for (const bool ep : {false, true}) expect_split_matches_transformers("mixtral", 2, ep);
+}
+
+// GGUF's experts (gate and up apart, in their block types) at tp 2, by columns or by expert.
 // Dequantized (weights f32) the ranks equal transformers; as stored (auto) each rank keeps its
 // experts' blocks where its slice is whole blocks (by expert: all of them; by columns, each
-// expert's gate and up rows, and its down columns when they are whole super-blocks, else q8_0)
-// and the logits of the long prompt stay within twice what Q8_0 activations cost the reference
-// (1.5 and 1.6 against 2 x 0.99 measured), the q8_0 rounding of the sliced rows (o_proj's
-// columns, down's columns of 128 of 256) included.
-TEST(ExpertParallel, GgufQwen3MoeExpertsSplitAtTp2) {
-  const std::string path = testing::fixture_dir("gguf_qwen3moe_q4_k_m") + "/model.gguf";
-  const auto cases = testing::read_fixture_cases("gguf_qwen3moe_q4_k_m");
+// expert's gate and up rows, and its down columns when they are whole blocks, else q8_0) and the
+// logits of the long prompt stay within twice what Q8_0 activations cost the reference, the q8_0
+// rounding of the sliced rows included.
+void expect_gguf_moe_split_matches(const std::string& fixture) {
+  SCOPED_TRACE(fixture);
+  const std::string path = testing::fixture_dir(fixture) + "/model.gguf";
+  const auto cases = testing::read_fixture_cases(fixture);
   auto whole = load_ranks(path, 0);
   ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
   // How far transformers' logits of the long prompt move with Q8_0 activations (the script's).
-  auto text = read_text_file(testing::fixture_dir("gguf_qwen3moe_q4_k_m") + "/expected.json");
+  auto text = read_text_file(testing::fixture_dir(fixture) + "/expected.json");
   ASSERT_TRUE(text.has_value());
   const double act_q8_long = nlohmann::json::parse(*text).at("cases").back().at("act_q8_max_diff").get<double>();
   for (const bool ep : {false, true}) {
@@ -344,7 +349,39 @@ TEST(ExpertParallel, GgufQwen3MoeExpertsSplitAtTp2) {
     }
     const testing::FixtureRun run = run_fixture_on_ranks(*native, cases.back());
     EXPECT_LE(run.max_abs_diff, 2.0 * act_q8_long + 5e-4) << "the long prompt";
-    ::testing::Test::RecordProperty(std::string("native_max_abs_diff_") + (ep ? "ep" : "columns"), std::to_string(run.max_abs_diff));
+    ::testing::Test::RecordProperty(fixture + "_native_max_abs_diff_" + (ep ? "ep" : "columns"),
+                                    std::to_string(run.max_abs_diff));
+  }
+}
+
+// Qwen3-MoE's Q4_K / Q6_K / Q8_0 experts (1.5 and 1.6 against 2 x 0.99 measured: o_proj's columns
+// and down's columns of 128 of 256 become q8_0) and Mixtral's Q8_0 / Q4_0 ones (down's columns of
+// 32 of 64 are whole blocks).
+TEST(ExpertParallel, GgufMoeExpertsSplitAtTp2) {
+  expect_gguf_moe_split_matches("gguf_qwen3moe_q4_k_m");
+  expect_gguf_moe_split_matches("gguf_mixtral_q8_0");
+}
+
+// weights: q8_0 on the Mixtral checkpoint at tp 2: each rank quantizes its experts' part (by
+// columns, down's 32 of 64 columns are whole blocks), and the logits stay within twice what the
+// same quantization moves transformers' (tests/fixtures/quantized_weights/bounds.json).
+TEST(ExpertParallel, QuantizedMixtralExpertsSplitAtTp2) {
+  auto text = read_text_file(testing::fixture_dir("quantized_weights") + "/bounds.json");
+  ASSERT_TRUE(text.has_value());
+  const auto bound = nlohmann::json::parse(*text).at("bounds").at("mixtral").at("q8_0").get<std::vector<double>>();
+  const auto cases = testing::read_fixture_cases("mixtral");
+  ASSERT_EQ(cases.size(), bound.size());
+  auto whole = load_ranks(testing::fixture_dir("mixtral"), 0, false, DType::q8_0);
+  ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
+  for (const bool ep : {false, true}) {
+    SCOPED_TRACE(ep ? "by expert" : "by columns");
+    auto ranks = load_ranks(testing::fixture_dir("mixtral"), 2, ep, DType::q8_0);
+    ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
+    for (const Rank& r : *ranks) EXPECT_LT(r.model->weight_bytes(), (*whole)[0].model->weight_bytes() * 3 / 4);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const testing::FixtureRun run = run_fixture_on_ranks(*ranks, cases[i]);
+      EXPECT_LE(run.max_abs_diff, 2.0 * bound[i] + 1e-3) << "prompt of " << cases[i].prompt.size();
+    }
   }
 }
 
