@@ -35,7 +35,7 @@ struct ExecutorConfig {
   // quantized where the backend multiplies them, the CPU; the CUDA backend makes every weight
   // bf16), "f32" or "bf16" (everything dequantized / converted; f32 on the CPU only), "fp8" (E4M3
   // linear layers with per-tensor scales, embedding and lm_head bf16; a CUDA GPU of compute
-  // capability >= 8.9, refused at load elsewhere), or "q8_0" / "q4_0" (ggml's block formats:
+  // capability >= 8.9, refused at load elsewhere), or "q8_0" / "q4_0" / "q4_1" (ggml's block formats:
   // linear layers of a float checkpoint quantized at load, embedding and lm_head as stored, MoE
   // experts and routers float; the CPU only, refused for DeepSeek).
   std::string weights = "auto";
