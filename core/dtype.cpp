@@ -16,6 +16,7 @@ const char* dtype_name(DType t) {
     case DType::f8e4m3: return "f8e4m3";
     case DType::q8_0: return "q8_0";
     case DType::q4_0: return "q4_0";
+    case DType::q4_1: return "q4_1";
     case DType::q4_k: return "q4_k";
     case DType::q5_k: return "q5_k";
     case DType::q6_k: return "q6_k";
@@ -34,6 +35,7 @@ std::optional<DType> parse_dtype(std::string_view n) {
   if (n == "f8e4m3" || n == "fp8") return DType::f8e4m3;
   if (n == "q8_0" || n == "Q8_0") return DType::q8_0;
   if (n == "q4_0" || n == "Q4_0") return DType::q4_0;
+  if (n == "q4_1" || n == "Q4_1") return DType::q4_1;
   if (n == "q4_k" || n == "Q4_K") return DType::q4_k;
   if (n == "q5_k" || n == "Q5_K") return DType::q5_k;
   if (n == "q6_k" || n == "Q6_K") return DType::q6_k;

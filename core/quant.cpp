@@ -1,5 +1,6 @@
 #include "core/quant.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -21,6 +22,16 @@ void dequant_q4_0(const BlockQ4_0* b, float* y, int64_t nb) {
     for (int j = 0; j < 16; ++j) {
       y[j] = d * static_cast<float>((b[i].qs[j] & 0xF) - 8);
       y[j + 16] = d * static_cast<float>((b[i].qs[j] >> 4) - 8);
+    }
+  }
+}
+
+void dequant_q4_1(const BlockQ4_1* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += 32) {
+    const float d = f16_to_f32(b[i].d), m = f16_to_f32(b[i].m);
+    for (int j = 0; j < 16; ++j) {
+      y[j] = d * static_cast<float>(b[i].qs[j] & 0xF) + m;
+      y[j + 16] = d * static_cast<float>(b[i].qs[j] >> 4) + m;
     }
   }
 }
@@ -89,6 +100,7 @@ void dequantize_row(const void* src, DType t, float* dst, int64_t n) {
   switch (t) {
     case DType::q8_0: dequant_q8_0(static_cast<const BlockQ8_0*>(src), dst, nb); return;
     case DType::q4_0: dequant_q4_0(static_cast<const BlockQ4_0*>(src), dst, nb); return;
+    case DType::q4_1: dequant_q4_1(static_cast<const BlockQ4_1*>(src), dst, nb); return;
     case DType::q4_k: dequant_q4k(static_cast<const BlockQ4K*>(src), dst, nb); return;
     case DType::q5_k: dequant_q5k(static_cast<const BlockQ5K*>(src), dst, nb); return;
     case DType::q6_k: dequant_q6k(static_cast<const BlockQ6K*>(src), dst, nb); return;
@@ -137,12 +149,31 @@ void quantize_row_q4_0(const float* x, void* dst, int64_t n) {
   }
 }
 
-bool can_quantize_to(DType t) { return t == DType::q8_0 || t == DType::q4_0; }
+void quantize_row_q4_1(const float* x, void* dst, int64_t n) {
+  BRIGADE_CHECK(n % 32 == 0, "q4_1 rows are whole blocks of 32");
+  auto* b = static_cast<BlockQ4_1*>(dst);
+  for (int64_t i = 0; i < n / 32; ++i, x += 32) {
+    float min = x[0], max = x[0];
+    for (int j = 1; j < 32; ++j) min = std::min(min, x[j]), max = std::max(max, x[j]);
+    const float d = (max - min) / 15.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    b[i].d = f32_to_f16(d);
+    b[i].m = f32_to_f16(min);
+    for (int j = 0; j < 16; ++j) {
+      const int q0 = std::min(15, static_cast<int>((x[j] - min) * id + 0.5f));
+      const int q1 = std::min(15, static_cast<int>((x[j + 16] - min) * id + 0.5f));
+      b[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+bool can_quantize_to(DType t) { return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_1; }
 
 void quantize_row(const float* src, DType t, void* dst, int64_t n) {
   if (t == DType::q8_0) return quantize_row_q8_0(src, dst, n);
   if (t == DType::q4_0) return quantize_row_q4_0(src, dst, n);
-  BRIGADE_CHECK(false, "quantize_row to q8_0 or q4_0");
+  if (t == DType::q4_1) return quantize_row_q4_1(src, dst, n);
+  BRIGADE_CHECK(false, "quantize_row to q8_0, q4_0 or q4_1");
 }
 
 }  // namespace brigade::quant

@@ -1,10 +1,12 @@
-// ggml's block-quantized weight formats (DType q8_0, q4_0, q4_k, q5_k, q6_k), byte for byte as
+// ggml's block-quantized weight formats (DType q8_0, q4_0, q4_1, q4_k, q5_k, q6_k), byte for byte as
 // GGUF files store them, so a GGUF tensor is used in place: the CPU backend multiplies them
 // directly (cpu/quant_kernels.h) and any other consumer dequantizes rows with dequantize_row.
 //
 //   q8_0  32 elements in 34 bytes:  f16 d, int8 q[32];                   x = d * q
 //   q4_0  32 elements in 18 bytes:  f16 d, u8 qs[16];                    x[j] = d * ((qs[j] & 15) - 8),
 //                                                                        x[j + 16] = d * ((qs[j] >> 4) - 8)
+//   q4_1  32 elements in 20 bytes:  f16 d, f16 m, u8 qs[16];             x[j] = d * (qs[j] & 15) + m,
+//                                                                        x[j + 16] = d * (qs[j] >> 4) + m
 //   q4_k  256 elements in 144 bytes: f16 d, f16 dmin, u8 scales[12], u8 qs[128]: eight sub-blocks
 //         of 32 with 6-bit scale sc and min m each (packed in scales[12], see q4k_scale_min);
 //         x = d * sc * q - dmin * m with q the 4-bit code. Sub-blocks 2i and 2i+1 share qs[32i,
@@ -27,6 +29,7 @@ namespace brigade::quant {
 
 constexpr int kQ8_0Block = 32;
 constexpr int kQ4_0Block = 32;
+constexpr int kQ4_1Block = 32;
 constexpr int kSuperBlock = 256;  // q4_k, q5_k, q6_k
 
 struct BlockQ8_0 {
@@ -35,6 +38,11 @@ struct BlockQ8_0 {
 };
 struct BlockQ4_0 {
   uint16_t d;  // f16
+  uint8_t qs[16];
+};
+struct BlockQ4_1 {
+  uint16_t d;  // f16
+  uint16_t m;  // f16: the value of code 0
   uint8_t qs[16];
 };
 struct BlockQ4K {
@@ -56,7 +64,7 @@ struct BlockQ6K {
   int8_t scales[16];
   uint16_t d;  // f16
 };
-static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ4K) == 144 && sizeof(BlockQ5K) == 176 && sizeof(BlockQ6K) == 210);
 static_assert(alignof(BlockQ8_0) == 2 && alignof(BlockQ6K) == 2);
 
@@ -78,11 +86,14 @@ inline void q4k_scale_min(int j, const uint8_t* s, uint8_t& sc, uint8_t& m) {
 void dequantize_row(const void* src, DType t, float* dst, int64_t n);
 
 // Round-to-nearest quantization as ggml's reference (quantize_row_*_ref): q8_0 takes d = absmax / 127;
-// q4_0 takes d = -max / 8 with max the element of largest magnitude (its sign kept). n a multiple of 32.
+// q4_0 takes d = -max / 8 with max the element of largest magnitude (its sign kept); q4_1 takes
+// m = min, d = (max - min) / 15 per block and codes trunc((x - min) / d + 0.5) (at most 15). n a
+// multiple of 32.
 void quantize_row_q8_0(const float* src, void* dst, int64_t n);
 void quantize_row_q4_0(const float* src, void* dst, int64_t n);
+void quantize_row_q4_1(const float* src, void* dst, int64_t n);
 
-// Whether quantize_row exists for t (q8_0, q4_0): the types a float weight can be quantized to at
+// Whether quantize_row exists for t (q8_0, q4_0, q4_1): the types a float weight can be quantized to at
 // load (`weights: q8_0`). q4_k, q5_k and q6_k come only from GGUF files.
 bool can_quantize_to(DType t);
 void quantize_row(const float* src, DType t, void* dst, int64_t n);

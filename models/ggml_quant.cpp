@@ -18,7 +18,7 @@ constexpr std::array<GgmlTypeInfo, 13> kTypes = {{
     {kF16, "F16", 1, 2, DType::f16},
     {kBF16, "BF16", 1, 2, DType::bf16},
     {kQ4_0, "Q4_0", 32, 18, DType::q4_0},
-    {kQ4_1, "Q4_1", 32, 20, std::nullopt},
+    {kQ4_1, "Q4_1", 32, 20, DType::q4_1},
     {kQ5_0, "Q5_0", 32, 22, std::nullopt},
     {kQ5_1, "Q5_1", 32, 24, std::nullopt},
     {kQ8_0, "Q8_0", 32, 34, DType::q8_0},
@@ -72,16 +72,8 @@ float h(const uint8_t* p) {
   return f16_to_f32(v);
 }
 
-// Q4_1 / Q5_0 / Q5_1: 32 elements; element j < 16 is the low nibble of qs[j], j + 16 the high one;
-// the 5-bit types take bit 4 of element e from bit e of the little-endian u32 qh.
-void dequant_q4_1(const uint8_t* b, float* y) {
-  const float d = h(b), m = h(b + 2);
-  const uint8_t* qs = b + 4;
-  for (int j = 0; j < 16; ++j) {
-    y[j] = static_cast<float>(qs[j] & 15) * d + m;
-    y[j + 16] = static_cast<float>(qs[j] >> 4) * d + m;
-  }
-}
+// Q5_0 / Q5_1: 32 elements; element j < 16 is the low nibble of qs[j], j + 16 the high one, and
+// bit 4 of element e is bit e of the little-endian u32 qh.
 
 void dequant_q5(const uint8_t* b, float* y, bool with_min) {
   const float d = h(b), m = with_min ? h(b + 2) : 0.0f;
@@ -179,7 +171,6 @@ void dequantize_ggml(const GgmlTypeInfo& type, const uint8_t* src, float* dst, i
   const int64_t blocks = n / type.block_elems;
   for (int64_t i = 0; i < blocks; ++i, src += type.block_bytes, dst += type.block_elems) {
     switch (type.id) {
-      case kQ4_1: dequant_q4_1(src, dst); break;
       case kQ5_0: dequant_q5(src, dst, false); break;
       case kQ5_1: dequant_q5(src, dst, true); break;
       case kQ2_K: dequant_q2_k(src, dst); break;

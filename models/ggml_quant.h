@@ -4,7 +4,7 @@
 //
 //   type  block elems bytes  layout (f16 scales; value per element)
 //   Q4_0     32   18    d, qs[16]                     d * (q4 - 8)            (core/quant.h)
-//   Q4_1     32   20    d, m, qs[16]                  d * q4 + m
+//   Q4_1     32   20    d, m, qs[16]                  d * q4 + m              (core/quant.h)
 //   Q5_0     32   22    d, qh[4], qs[16]              d * (q5 - 16); bit 4 of element j is bit j of qh
 //   Q5_1     32   24    d, m, qh[4], qs[16]           d * q5 + m
 //   Q8_0     32   34    d, qs[32] int8                d * q8                  (core/quant.h)
@@ -14,7 +14,7 @@
 //   Q5_K    256  176    d, dmin, scales[12], qh[32], qs[128]   as Q4_K with a 5th bit from qh (core/quant.h)
 //   Q6_K    256  210    ql[128], qh[64], scales[16], d         (core/quant.h)
 //
-// Q4_0, Q8_0, Q4_K, Q5_K and Q6_K are DType q4_0, q8_0, q4_k, q5_k, q6_k (a backend may multiply them as
+// Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K are DType q4_0, q4_1, q8_0, q4_k, q5_k, q6_k (a backend may multiply them as
 // stored); the others are only ever dequantized. Refused (unsupported, by name): Q8_1 and Q8_K
 // (ggml's activation formats, never in a model file), the IQ* and TQ* types, MXFP4, NVFP4, Q1_0,
 // and the integer and F64 types.

@@ -131,7 +131,8 @@ std::string format_model_info(const ModelInfo& m) {
   }
   if (c.quant.quantized()) {
     s += "quantization:  " + c.quant.describe() +
-         (c.quant.int4() ? ", Q4_0 on the CPU where exact (symmetric groups of 32k, f16 scales), else dequantized at load"
+         (c.quant.int4() ? ", Q4_0 (symmetric) or Q4_1 on the CPU where groups of 32k with f16 scales hold them, else "
+                           "dequantized at load"
                          : ", dequantized at load");
     for (size_t i = 0; i < c.quant.ignore.size(); ++i) s += (i ? ", " : "; unquantized: ") + c.quant.ignore[i];
     s += "\n";

@@ -1,5 +1,6 @@
 #include "models/int4_weight.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -95,7 +96,7 @@ Expected<Int4Weight> Int4Weight::open(const Checkpoint& ck, const std::string& w
   w.n_groups_ = q.group_size < 0 ? 1 : ceil_div(cols, q.group_size);
   BRIGADE_RETURN_IF_ERROR(w.open_tensors(ck, weight));
   BRIGADE_RETURN_IF_ERROR(w.load_groups(ck, weight));
-  w.find_q4_0_blocks();
+  w.find_blocks();
   return w;
 }
 
@@ -169,30 +170,40 @@ Status Int4Weight::load_groups(const Checkpoint& ck, const std::string& weight) 
   return Status::ok();
 }
 
-// A 32-column block is Q4_0 when one group covers it, and that group's zero points are all 8 and
-// its scales all exact in f16 (ggml's d).
-void Int4Weight::find_q4_0_blocks() {
-  std::vector<uint8_t> group_ok(static_cast<size_t>(n_groups_), 1);
+// What a 32-column block repacks to: Q4_1 when one group covers it and that group's scales are
+// all exact in f16 (ggml's d) with offsets s * z that f16 holds; Q4_0 when its zero points are
+// also all 8.
+constexpr uint8_t kFloat = 0, kQ4_1 = 1, kQ4_0 = 2;
+
+void Int4Weight::find_blocks() {
+  std::vector<uint8_t> group_kind(static_cast<size_t>(n_groups_), kQ4_0);
   for (int64_t g = 0; g < n_groups_; ++g) {
-    for (int64_t r = 0; r < rows_ && group_ok[static_cast<size_t>(g)]; ++r) {
+    uint8_t& kind = group_kind[static_cast<size_t>(g)];
+    for (int64_t r = 0; r < rows_ && kind != kFloat; ++r) {
       const float s = scale(r, g);
-      if (zero(r, g) != 8 || f16_to_f32(f32_to_f16(s)) != s) group_ok[static_cast<size_t>(g)] = 0;
+      const int z = zero(r, g);
+      if (f16_to_f32(f32_to_f16(s)) != s || !std::isfinite(f16_to_f32(f32_to_f16(s * static_cast<float>(z)))))
+        kind = kFloat;
+      else if (z != 8)
+        kind = kQ4_1;
     }
   }
-  q4_0_block_.assign(static_cast<size_t>(cols_ / quant::kQ4_0Block), 0);
-  for (size_t b = 0; b < q4_0_block_.size(); ++b) {
+  block_kind_.assign(static_cast<size_t>(cols_ / quant::kQ4_0Block), kFloat);
+  for (size_t b = 0; b < block_kind_.size(); ++b) {
     const int64_t first = static_cast<int64_t>(b) * quant::kQ4_0Block;
-    bool ok = group_ok[static_cast<size_t>(group(first))] != 0;
-    for (int64_t c = first + 1; c < first + quant::kQ4_0Block && ok; ++c) ok = group(c) == group(first);
-    q4_0_block_[b] = ok ? 1 : 0;
+    bool one_group = true;
+    for (int64_t c = first + 1; c < first + quant::kQ4_0Block && one_group; ++c) one_group = group(c) == group(first);
+    block_kind_[b] = one_group ? group_kind[static_cast<size_t>(group(first))] : kFloat;
   }
 }
 
-bool Int4Weight::q4_0_exact(int64_t col, int64_t n) const {
-  if (col % quant::kQ4_0Block != 0 || n % quant::kQ4_0Block != 0 || col + n > cols_) return false;
+std::optional<DType> Int4Weight::block_type(int64_t col, int64_t n) const {
+  if (col % quant::kQ4_0Block != 0 || n % quant::kQ4_0Block != 0 || col + n > cols_ || n == 0) return std::nullopt;
+  uint8_t kind = kQ4_0;
   for (int64_t b = col / quant::kQ4_0Block; b < (col + n) / quant::kQ4_0Block; ++b)
-    if (!q4_0_block_[static_cast<size_t>(b)]) return false;
-  return true;
+    kind = std::min(kind, block_kind_[static_cast<size_t>(b)]);
+  if (kind == kFloat) return std::nullopt;
+  return kind == kQ4_0 ? DType::q4_0 : DType::q4_1;
 }
 
 int Int4Weight::code(int64_t row, int64_t col) const {
@@ -221,19 +232,27 @@ float Int4Weight::scale(int64_t row, int64_t group) const {
 
 void Int4Weight::read_row(int64_t row, int64_t col, int64_t n, DType out, uint8_t* dst) const {
   BRIGADE_CHECK(row >= 0 && row < rows_ && col >= 0 && n >= 0 && col + n <= cols_, "read_row inside the layer");
-  if (out == DType::q4_0) {
-    BRIGADE_CHECK(q4_0_exact(col, n), "Q4_0 rows only where they hold exactly (the loader checks)");
+  if (out == DType::q4_0 || out == DType::q4_1) {
+    const std::optional<DType> fits = block_type(col, n);
+    BRIGADE_CHECK(fits && (out == DType::q4_1 || *fits == DType::q4_0),
+                  "Q4_0 / Q4_1 rows only where the blocks hold them (the loader checks)");
+    const size_t block_bytes = dtype_block_bytes(out), codes = block_bytes - 16;  // the 16 code bytes end a block
     for (int64_t b = 0; b < n / quant::kQ4_0Block; ++b) {
       const int64_t first = col + b * quant::kQ4_0Block, g = group(first);
-      uint8_t* block = dst + static_cast<size_t>(b) * dtype_block_bytes(DType::q4_0);
-      const uint16_t d = f32_to_f16(scale(row, g));
+      uint8_t* block = dst + static_cast<size_t>(b) * block_bytes;
+      const float s = scale(row, g);
+      const uint16_t d = f32_to_f16(s);
       std::memcpy(block, &d, 2);
+      if (out == DType::q4_1) {
+        const uint16_t m = f32_to_f16(-s * static_cast<float>(zero(row, g)));  // s * z exact in f32; one rounding
+        std::memcpy(block + 2, &m, 2);
+      }
       for (int j = 0; j < 16; ++j)
-        block[2 + j] = static_cast<uint8_t>(code(row, first + j) | (code(row, first + j + 16) << 4));
+        block[codes + j] = static_cast<uint8_t>(code(row, first + j) | (code(row, first + j + 16) << 4));
     }
     return;
   }
-  BRIGADE_CHECK(is_float_type(out), "int4 weights are read as f32, bf16, f16 or q4_0");
+  BRIGADE_CHECK(is_float_type(out), "int4 weights are read as f32, bf16, f16, q4_0 or q4_1");
   const size_t es = dtype_size(out);
   int64_t g = -1;
   float s = 0.0f;

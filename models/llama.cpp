@@ -230,7 +230,7 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.k_norm, norm("self_attn.k_norm.weight", c.head_dim));
   }
   if (c.is_moe_layer(l)) {
-    // Under weights: q8_0 / q4_0 the experts are quantized where the backend's moe_experts
+    // Under weights: q8_0 / q4_0 / q4_1 the experts are quantized where the backend's moe_experts
     // multiplies the type (Backend::moe_experts); the router stays float.
     const std::optional<DType> want = options_.weight_dtype;
     const bool quantize = want && is_block_quantized(*want) && backend_.supports_weight_dtype(*want);
@@ -380,16 +380,16 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
 }
 
 // The matrices' element type: a float type; f8e4m3 for the linear layers where the backend
-// multiplies fp8 (the embedding table and lm_head then stay bf16, as vLLM keeps them); q8_0 or
-// q4_0 for the linear layers where the backend multiplies them (the CPU; tables stay as stored).
+// multiplies fp8 (the embedding table and lm_head then stay bf16, as vLLM keeps them); q8_0,
+// q4_0 or q4_1 for the linear layers where the backend multiplies them (the CPU; tables stay as stored).
 // Checked before any weight is read.
 Status check_weight_dtype(std::optional<DType> want, const Backend& backend) {
   if (!want) return Status::ok();
   const DType t = *want;
   if (t != DType::f32 && t != DType::f16 && t != DType::bf16 && t != DType::f8e4m3 && t != DType::q8_0 &&
-      t != DType::q4_0)
+      t != DType::q4_0 && t != DType::q4_1)
     return unsupported(std::string("weight dtype ") + dtype_name(t) +
-                       " is not supported; supported: f32, f16, bf16, f8e4m3 (fp8), q8_0, q4_0");
+                       " is not supported; supported: f32, f16, bf16, f8e4m3 (fp8), q8_0, q4_0, q4_1");
   if (t == DType::f8e4m3 && !backend.supports_weight_dtype(t))
     return unsupported("fp8 weights need a CUDA GPU with compute capability >= 8.9; backend '" + backend.name() +
                        "' cannot run them (load with weights: bf16 or auto)");

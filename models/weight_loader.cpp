@@ -57,11 +57,14 @@ std::optional<DType> WeightLoader::float_want() const { return is_block_type(wan
 DType WeightLoader::staging_dtype(const StoredWeight& w, std::optional<DType> want, Slice cols, int64_t full,
                                   bool keep_blocks) const {
   if (!w.quantized() && !w.blocks()) return w.raw().dtype;
-  // int4 columns that are exactly Q4_0 repack to it where the backend multiplies Q4_0 and no
-  // other type is asked for (nor float experts: quantize_linear(false)).
-  if (w.int4() && keep_blocks && quantize_linear_ && (!want || *want == DType::q4_0) &&
-      w.q4_0_exact(cols.begin, cols.length(full)) && backend_.supports_weight_dtype(DType::q4_0))
-    return DType::q4_0;
+  // int4 columns repack to the block type they fit (Q4_0 where exact, else Q4_1: Int4Weight)
+  // where the backend multiplies it and no other type is asked for (nor float experts:
+  // quantize_linear(false)); Q4_0 columns go to q4_1 when that is asked for.
+  if (w.int4() && keep_blocks && quantize_linear_) {
+    std::optional<DType> to = w.int4_block_type(cols.begin, cols.length(full));
+    if (to && want == DType::q4_1) to = DType::q4_1;  // Q4_0 blocks are Q4_1 ones with m = -8 d
+    if (to && (!want || want == to) && backend_.supports_weight_dtype(*to)) return *to;
+  }
   const RawTensor& r = w.raw();
   const int64_t b = r.block_elems();
   const bool whole_blocks = cols.begin % b == 0 && cols.length(full) % b == 0;
@@ -105,7 +108,7 @@ Expected<OwnedTensor> WeightLoader::matrix(const std::string& name, int64_t rows
 }
 
 Expected<OwnedTensor> WeightLoader::table(const std::string& name, int64_t rows, int64_t cols) {
-  // fp8 linear layers leave the tables bf16; q8_0 / q4_0 ones leave them as stored.
+  // fp8 linear layers leave the tables bf16; q8_0 / q4_0 / q4_1 ones leave them as stored.
   const bool fp8 = want_ == DType::f8e4m3;
   return load_matrix(name, rows, cols, {}, {}, fp8 ? std::optional<DType>(DType::bf16) : float_want());
 }

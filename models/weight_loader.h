@@ -5,19 +5,21 @@
 // asked for (f32 when none is: an fp8 checkpoint loads as f32 on the CPU with weights auto).
 //
 // int4 checkpoints (GPTQ, AWQ, compressed-tensors pack-quantized: models/int4_weight.h): a matrix
-// whose 32-column blocks are exactly Q4_0 (symmetric groups of a multiple of 32, f16 scales) is
-// repacked to Q4_0 bit for bit when no type or q4_0 is asked for and the backend multiplies it
-// (column slices on block boundaries; matrix, fused and fused_linear, not MoE experts); every
-// other int4 matrix is dequantized like fp8 (to the float type asked for, else f32; q8_0 asked
+// whose 32-column blocks each lie in one group with f16-exact scales is repacked, when the
+// backend multiplies the type (column slices on block boundaries; matrix, fused and fused_linear,
+// not MoE experts): to Q4_0 bit for bit where every zero point is 8 (symmetric) and no type or
+// q4_0 is asked for; else to Q4_1 (any zero point; the offset -s * z rounded once to f16) when no
+// type or q4_1 is asked for (weights: q4_1 takes the symmetric ones as Q4_1 too). Every other
+// int4 matrix is dequantized like fp8 (to the float type asked for, else f32; q8_0 / q4_0 asked
 // for: f32 then quantized by prepare_weight).
 //
-// GGUF block-quantized weights (q8_0, q4_0, q4_k, q5_k, q6_k and the types only dequantized, see
+// GGUF block-quantized weights (q8_0, q4_0, q4_1, q4_k, q5_k, q6_k and the types only dequantized, see
 // models/ggml_quant.h): a matrix or table (or a fused stack of parts of one such type) stays as
 // stored, a view of the mapping for prepare_weight, when no type is asked for (or that one),
 // backend.supports_weight_dtype says yes and a column slice falls on block boundaries; in every
 // other case it is dequantized to the float type asked for (f32 when none is). row_blocks (MLA)
 // are always dequantized, stacked experts unless keep_blocks (GGUF's, for moe_experts).
-// want = q8_0 / q4_0 (`weights: q8_0`): the linear layers are quantized by prepare_weight (rows
+// want = q8_0 / q4_0 / q4_1 (`weights: q8_0`): the linear layers are quantized by prepare_weight (rows
 // whole blocks of 32), and so are stacked experts (transformers 5's fused layout); tables
 // (embedding, lm_head) stay as stored, and so does whatever is loaded while
 // quantize_linear(false) (MoE routers, GGUF's experts) or through row_blocks.
@@ -60,8 +62,8 @@ struct LinearWeight {
 class WeightLoader {
  public:
   // `want` is LoadOptions::weight_dtype for matrices (nullopt keeps the stored type). Tables
-  // (table()) get the same, except that fp8 linear layers leave them bf16 and q8_0 / q4_0 ones
-  // as stored.
+  // (table()) get the same, except that fp8 linear layers leave them bf16 and q8_0 / q4_0 / q4_1
+  // ones as stored.
   WeightLoader(const Checkpoint& checkpoint, Backend& backend, std::optional<DType> want)
       : ck_(checkpoint), backend_(backend), want_(want) {}
 

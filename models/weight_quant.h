@@ -52,15 +52,18 @@ class StoredWeight {
   const RawTensor& raw() const { return raw_; }
   bool quantized() const { return raw_.dtype == DType::f8e4m3 || int4(); }
   bool int4() const { return int4_.has_value(); }
-  // Whether columns [col, col + n) of every row are exactly Q4_0 (int4 only: Int4Weight).
-  bool q4_0_exact(int64_t col, int64_t n) const { return int4_ && int4_->q4_0_exact(col, n); }
+  // The block type (q4_0, q4_1) columns [col, col + n) of every row repack to (int4 only:
+  // Int4Weight::block_type).
+  std::optional<DType> int4_block_type(int64_t col, int64_t n) const {
+    return int4_ ? int4_->block_type(col, n) : std::nullopt;
+  }
   int64_t numel() const { return items_ * rows_ * cols_; }  // the weight's elements (parameters)
   // Whether the weight is a GGUF block-quantized one (raw().ggml).
   bool blocks() const { return raw_.block_quantized(); }
   // Writes elements [col, col + n) of row `row` of matrix `item` into `dst` as `out`: out equal
   // to the stored type copies the bytes (of a block type: col and n whole blocks); otherwise the
   // values are converted (fp8: q * scale; ggml blocks: dequantized; rounded once to `out`); out
-  // must then be a float type (f32, bf16, f16). int4: float types, or q4_0 where q4_0_exact.
+  // must then be a float type (f32, bf16, f16). int4: float types, or q4_0 / q4_1 as int4_block_type.
   void read_row(int64_t item, int64_t row, int64_t col, int64_t n, DType out, uint8_t* dst) const;
 
  private:

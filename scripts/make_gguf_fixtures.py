@@ -40,8 +40,8 @@ greedy tokens. That is the error native quantized kernels are expected to add, a
 tolerance for them is derived from it.
 
 Also writes tests/fixtures/quantized_weights/bounds.json (weights_option_bounds): the same
-measure for `weights: q8_0` and `q4_0` on make_fixtures.py's llama, qwen2, qwen3, qwen3_moe and
-mixtral checkpoints (their MoE experts quantized too, as brigade quantizes them).
+measure for `weights: q8_0`, `q4_0` and `q4_1` on make_fixtures.py's llama, qwen2, qwen3,
+qwen3_moe and mixtral checkpoints (their MoE experts quantized too, as brigade quantizes them).
 
 Run: python3 scripts/make_gguf_fixtures.py [NAME...]; then `--llamacpp` for the Gemma fixtures'
 llamacpp.json (llama.cpp's tokenization, and a check of its logits); `--bench PATH [NAME]` writes a fixture's
@@ -609,7 +609,7 @@ def ensure_extras(*modules):
         subprocess.check_call([sys.executable, "-m", "pip", "install", *missing])
 
 
-# The safetensors fixtures of make_fixtures.py that `weights: q8_0 / q4_0` is checked on.
+# The safetensors fixtures of make_fixtures.py that `weights: q8_0 / q4_0 / q4_1` is checked on.
 WEIGHTS_FIXTURES = ["llama", "qwen2", "qwen3", "qwen3_moe", "mixtral"]
 
 
@@ -629,7 +629,7 @@ def quantize_experts(gguf, np, torch, model, t):
 
 def weights_option_bounds():
     """tests/fixtures/quantized_weights/bounds.json: for each of WEIGHTS_FIXTURES and q8_0, q4_0,
-    per prompt, how far transformers' logits move when the linear layers (not embedding, lm_head
+    q4_1, per prompt, how far transformers' logits move when the linear layers (not embedding, lm_head
     or MoE routers) and the MoE experts (quantize_experts) are quantized by gguf-py and
     dequantized, and their inputs rounded to Q8_0, as brigade's `weights: q8_0` computes on the
     CPU (the bound of its test), and that model's greedy tokens (<type>_greedy)."""
@@ -640,7 +640,7 @@ def weights_option_bounds():
     bounds = {}
     for name in WEIGHTS_FIXTURES:
         cases = json.loads((mf.OUT / name / "expected.json").read_text())["cases"]
-        for qtype in ("Q8_0", "Q4_0"):
+        for qtype in ("Q8_0", "Q4_0", "Q4_1"):
             model = transformers.AutoModelForCausalLM.from_pretrained(
                 str(mf.OUT / name), dtype=torch.float32, attn_implementation="eager").eval()
             t = gguf.GGMLQuantizationType[qtype]

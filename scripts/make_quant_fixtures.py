@@ -7,8 +7,8 @@ gguf.quants.dequantize / quantize, a numpy port of ggml's reference code).
               Q4_K, Q5_K, Q6_K): random valid blocks (random bytes with finite f16 scales: a few
               of each sign and magnitude, one zero) and gguf-py's dequantized f32 values.
   quantize    random rows (and a zero row, a row whose largest magnitude is negative, rows of
-              repeated maxima) quantized by gguf-py to Q8_0 and Q4_0, which quant::quantize_row_*
-              must match byte for byte.
+              repeated maxima) quantized by gguf-py to Q8_0, Q4_0 and Q4_1, which
+              quant::quantize_row_* must match byte for byte.
 
 Run: python3 scripts/make_quant_fixtures.py (make_fixtures.py's virtual environment, plus `gguf`
 from PyPI, installed on first use).
@@ -68,7 +68,8 @@ def main():
     fixture = {
         "generator": f"gguf-py {version('gguf')} (gguf.quants)",
         "dequantize": [random_blocks(np, rng, gguf, n, offs) for n, offs in TYPES],
-        "quantize": quantize_rows(np, rng, gguf, "Q8_0") + quantize_rows(np, rng, gguf, "Q4_0"),
+        "quantize": (quantize_rows(np, rng, gguf, "Q8_0") + quantize_rows(np, rng, gguf, "Q4_0") +
+                     quantize_rows(np, rng, gguf, "Q4_1")),
     }
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / "quant.json"

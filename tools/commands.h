@@ -16,7 +16,7 @@ namespace brigade::tools {
 // Flags that override the topology's (first) executor; empty keeps the topology's value.
 struct ExecutorFlags {
   std::string device;   // cpu, cuda, cuda:N
-  std::string weights;  // auto, f32, bf16, fp8, q8_0, q4_0
+  std::string weights;  // auto, f32, bf16, fp8, q8_0, q4_0, q4_1
 };
 // Registers --device and --weights on `cmd`.
 void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags);

@@ -34,7 +34,7 @@ Expected<DType> kv_dtype_for(const std::string& name, DType weights) {
 // The executor's `weights` key (validated by the topology) as LoadOptions::weight_dtype.
 std::optional<DType> weight_dtype_for(const std::string& weights) {
   if (weights == "auto") return std::nullopt;  // the checkpoint's
-  return parse_dtype(weights);                 // fp8, f32, bf16, q8_0, q4_0
+  return parse_dtype(weights);                 // fp8, f32, bf16, q8_0, q4_0, q4_1
 }
 
 // A file by content: its name, size and a hash of its first and last MiB.
@@ -268,7 +268,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   // beyond this process only through the tiers; without them the device cache is born and dies
   // with the engine, so a constant root serves, and the checkpoint is not read again to hash it.
   const bool tiers_on = inst.cache.tiers_enabled();
-  // fp8, q8_0 and q4_0 weights compute other K/V than the same checkpoint in bf16 (and f32 other
+  // fp8, q8_0, q4_0 and q4_1 weights compute other K/V than the same checkpoint in bf16 (and f32 other
   // than a quantized GGUF's native kernels): their pages must not meet.
   const std::string weights_id = exe.weights == "auto" || exe.weights == "bf16" ? "" : "|weights=" + exe.weights;
   const std::string kv_fp = tiers_on ? model_identity(path, mc, res->model->n_params()) + weights_id + out.kv_layout : "";

@@ -35,9 +35,9 @@ struct ExecutorConfig {
   // quantized where the backend multiplies them, the CPU; the CUDA backend makes every weight
   // bf16), "f32" or "bf16" (everything dequantized / converted; f32 on the CPU only), "fp8" (E4M3
   // linear layers with per-tensor scales, embedding and lm_head bf16; a CUDA GPU of compute
-  // capability >= 8.9, refused at load elsewhere), or "q8_0" / "q4_0" (ggml's block formats:
-  // linear layers and MoE experts of a float checkpoint quantized at load, embedding, lm_head and
-  // MoE routers as stored; the CPU only, refused for DeepSeek).
+  // capability >= 8.9, refused at load elsewhere), or "q8_0" / "q4_0" / "q4_1" (ggml's block
+  // formats: linear layers and MoE experts of a float checkpoint quantized at load, embedding,
+  // lm_head and MoE routers as stored; the CPU only, refused for DeepSeek).
   std::string weights = "auto";
   // Measure the device's ceilings at start (CPU: read bandwidth and f32 GEMM rate, under a
   // second; GPU: HBM copy bandwidth and bf16 GEMM rate) and report every step against them

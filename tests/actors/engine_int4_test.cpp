@@ -1,5 +1,5 @@
 // An int4 checkpoint (scripts/make_int4_fixtures.py) serves through the whole engine: AutoAWQ's
-// GEMM layout dequantized at load gives transformers' greedy tokens of every fixture prompt, at tp
+// GEMM layout repacked to Q4_1 at load gives transformers' greedy tokens of every fixture prompt, at tp
 // 1 and with two executor ranks (each unpacking its rows and columns of the packed layers), with
 // the prompts submitted together; a GPTQ checkpoint repacked to Q4_0 serves too.
 #include <gtest/gtest.h>

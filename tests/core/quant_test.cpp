@@ -1,6 +1,6 @@
 // core/quant and models/ggml_quant against llama.cpp's gguf-py: tests/fixtures/quant/quant.json
 // (scripts/make_quant_fixtures.py) holds random valid blocks of every ggml block type brigade
-// reads with gguf.quants.dequantize's values, and rows gguf.quants.quantize made Q8_0 and Q4_0.
+// reads with gguf.quants.dequantize's values, and rows gguf.quants.quantize made Q8_0, Q4_0 and Q4_1.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -45,7 +45,7 @@ TEST(Quant, FixtureIsThere) {
   const nlohmann::json f = load_fixture();
   ASSERT_FALSE(f.is_discarded()) << "tests/fixtures/quant/quant.json is missing or not JSON";
   EXPECT_EQ(f["dequantize"].size(), 10u);  // every block type brigade reads
-  EXPECT_EQ(f["quantize"].size(), 14u);
+  EXPECT_EQ(f["quantize"].size(), 21u);
 }
 
 TEST(Quant, DequantizeMatchesGgufPy) {
@@ -91,7 +91,7 @@ TEST(Quant, QuantizeMatchesGgufPyByteForByte) {
 
 TEST(Quant, GgmlTypeTable) {
   // ggml.h's ids; every brigade DType of a block type maps to its GGUF type and back.
-  for (DType d : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k, DType::f32, DType::f16, DType::bf16}) {
+  for (DType d : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q4_k, DType::q5_k, DType::q6_k, DType::f32, DType::f16, DType::bf16}) {
     const GgmlTypeInfo* t = ggml_type_of(d);
     ASSERT_NE(t, nullptr) << dtype_name(d);
     EXPECT_EQ(ggml_type_info(t->id), t);

@@ -76,12 +76,13 @@ inline std::vector<float> to_vector(const Tensor& t) {
 }
 
 // Random valid blocks of `t` for an [m, k] weight: codes uniform, f16 scales small and positive
-// (q4_k's and q5_k's 6-bit scales and mins, q6_k's int8 scales random), as a quantizer would leave them.
+// (q4_1's m = -z d with z in [2, 13]: asymmetric blocks; q4_k's and q5_k's 6-bit scales and mins,
+// q6_k's int8 scales random), as a quantizer would leave them.
 inline std::vector<uint8_t> random_weight(DType t, int64_t m, int64_t k, std::mt19937& rng) {
   std::vector<uint8_t> bytes(dtype_bytes(t, m * k));
   std::uniform_int_distribution<int> byte(0, 255);
   for (auto& b : bytes) b = static_cast<uint8_t>(byte(rng));
-  std::uniform_real_distribution<float> scale(0.002f, 0.02f);
+  std::uniform_real_distribution<float> scale(0.002f, 0.02f), zero(2.0f, 13.0f);
   const size_t bb = dtype_block_bytes(t);
   for (size_t off = 0; off < bytes.size(); off += bb) {
     uint8_t* blk = bytes.data() + off;
@@ -91,6 +92,12 @@ inline std::vector<uint8_t> random_weight(DType t, int64_t m, int64_t k, std::mt
     };
     switch (t) {
       case DType::q8_0: case DType::q4_0: put_f16(0, scale(rng)); break;
+      case DType::q4_1: {
+        const float d = scale(rng);
+        put_f16(0, d);
+        put_f16(2, -zero(rng) * d);
+        break;
+      }
       case DType::q4_k: case DType::q5_k: put_f16(0, scale(rng)); put_f16(2, scale(rng) * 0.5f); break;
       case DType::q6_k: put_f16(208, scale(rng) * 0.05f); break;
       default: ADD_FAILURE();

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "cpu/cpu_backend.h"
 #include "hf_fixture.h"
@@ -18,6 +19,7 @@
 #include "models/ggml_quant.h"
 #include "models/inspect.h"
 #include "models/load_progress.h"
+#include "models/weight_loader.h"
 
 namespace brigade {
 namespace {
@@ -157,6 +159,46 @@ TEST(GgufQuantTensors, WeightBytesFollowTheLoadedTypes) {
   EXPECT_EQ(automatic->weight_bytes(), kept + 4 * widened);
   EXPECT_GT(kept, 0) << "the CPU backend multiplies Q4_K and Q6_K";
   EXPECT_LT(bf16->weight_bytes(), f32->weight_bytes() * 6 / 10);
+}
+
+// gguf_qwen2_q4_0's Q4_1 tensors (attn_k) stay Q4_1 on the CPU, views of the file's bytes; a
+// column slice inside a block (a tensor-parallel rank's) requantizes to q8_0 as for the other
+// block types. The whole model's bytes: Q4_0, Q4_1 and Q8_0 as stored, Q5_0 and Q5_1 (no kernels)
+// at q8_0's 34 bytes per 32, the norms and biases f32.
+TEST(GgufQuantTensors, Q4_1TensorsStayQ4_1) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  ASSERT_TRUE(backend->supports_weight_dtype(DType::q4_1));
+  auto ck = Checkpoint::open(gguf_path("gguf_qwen2_q4_0"));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  const std::string k = "model.layers.0.self_attn.k_proj.weight";
+  const RawTensor& stored = (*ck)->tensors().at(k);
+  EXPECT_EQ(stored.type_name(), "Q4_1");
+  EXPECT_EQ(stored.dtype, DType::q4_1);
+  WeightLoader w(**ck, *backend, std::nullopt);
+  auto whole = w.matrix(k, 128, 256);
+  ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
+  EXPECT_EQ(whole->tensor.dtype, DType::q4_1);
+  ASSERT_EQ(whole->tensor.nbytes(), stored.bytes.size());
+  EXPECT_EQ(std::memcmp(whole->tensor.data, stored.bytes.data(), stored.bytes.size()), 0);
+  auto mid_block = w.matrix(k, 128, 256, {}, {16, 128});
+  ASSERT_TRUE(mid_block.has_value());
+  EXPECT_EQ(mid_block->tensor.dtype, DType::q8_0);
+  auto on_blocks = w.matrix(k, 128, 256, {}, {128, 128});
+  ASSERT_TRUE(on_blocks.has_value());
+  EXPECT_EQ(on_blocks->tensor.dtype, DType::q4_1);
+
+  auto automatic = load(gguf_path("gguf_qwen2_q4_0"), *backend, std::nullopt);
+  ASSERT_NE(automatic, nullptr);
+  int64_t kept = 0, requantized = 0, widened = 0, q4_1 = 0;
+  for (const auto& [name, t] : (*ck)->tensors()) {
+    if (t.block_quantized() && backend->supports_weight_dtype(t.dtype)) kept += static_cast<int64_t>(t.bytes.size());
+    else if (t.block_quantized()) requantized += t.numel();
+    else widened += t.numel();
+    q4_1 += t.type_name() == "Q4_1";
+  }
+  EXPECT_EQ(q4_1, 3) << "attn_k of both layers, layer 1's attn_output";
+  EXPECT_GT(requantized, 0);
+  EXPECT_EQ(automatic->weight_bytes(), kept + requantized / 32 * 34 + 4 * widened);
 }
 
 }  // namespace

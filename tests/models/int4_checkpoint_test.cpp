@@ -3,9 +3,11 @@
 // exact dequantization):
 //   - weights f32: every layer dequantized, so the logits match transformers within fp32 noise;
 //   - weights auto: symmetric groups of 32 with f16-exact scales are repacked to Q4_0 (bit for bit:
-//     the Q4_0 rows decode to the f32 dequantization) and run on the CPU's Q4_0 kernels, whose int8
-//     activations move the logits by about the fixture's act_q8_max_diff; the others dequantize to
-//     f32 and match as above;
+//     the Q4_0 rows decode to the f32 dequantization), groups of 32k with zero points (AWQ,
+//     compressed-tensors asymmetric) to Q4_1 (d and codes exact, the offset -s * z rounded once to
+//     f16: measured), and run on the CPU's Q4_0 / Q4_1 kernels, whose int8 activations move the
+//     logits by about the fixture's act_q8_max_diff; act-order groups dequantize to f32 and match
+//     as above;
 //   - inspect reports the quantization and the unpacked parameter count;
 //   - missing, misshapen and corrupt packed tensors fail the load naming the tensor.
 // (The engine serving them: tests/actors/engine_int4_test.cpp.)
@@ -37,10 +39,14 @@ using testing::run_fixture_case;
 using testing::StEntry;
 using testing::TempDir;
 
-// The fixtures whose every quantized group repacks exactly to Q4_0 (symmetric, groups of 32, f16 or
-// bf16 scales); the others have zero points.
-bool repacks_to_q4_0(const std::string& fixture) {
-  return fixture == "qwen3_gptq_g32" || fixture == "llama_ct_w4a16" || fixture == "qwen3_moe_ct_w4a16";
+// What each fixture's linear layers repack to under weights auto on the CPU: Q4_0 where every
+// group is symmetric (groups of 32, f16 or bf16 scales), Q4_1 where groups of 32k have zero points
+// (AWQ's groups of 32, compressed-tensors' asymmetric channels), f32 for act-order (g_idx splits
+// the blocks).
+DType repacks_to(const std::string& fixture) {
+  if (fixture == "qwen3_gptq_g32" || fixture == "llama_ct_w4a16" || fixture == "qwen3_moe_ct_w4a16") return DType::q4_0;
+  if (fixture == "qwen3_awq_g32" || fixture == "qwen3_ct_w4a16_asym") return DType::q4_1;
+  return DType::f32;
 }
 
 // act_q8_max_diff / act_q8_greedy of each case (make_gguf_fixtures.py's measure).
@@ -66,21 +72,22 @@ TEST_P(Int4Fixture, DequantizedToF32MatchesTransformers) {
   }
 }
 
-// Auto: Q4_0 where exact (within twice the reference's own int8-activation error, greedy
-// following it), else f32 (as above).
+// Auto: Q4_0 or Q4_1 where the groups hold them (within twice the reference's own int8-activation
+// error, greedy following it), else f32 (as above).
 TEST_P(Int4Fixture, AutoMatchesTransformers) {
   auto backend = make_cpu_backend({.n_threads = 2});
   auto model = testing::load_or_fail(fixture_dir(GetParam()), *backend);
   ASSERT_NE(model, nullptr);
-  const bool q4_0 = repacks_to_q4_0(GetParam()) && backend->supports_weight_dtype(DType::q4_0);
+  const DType type = repacks_to(GetParam());
+  const bool native = type != DType::f32 && backend->supports_weight_dtype(type);
   const auto cases = read_fixture_cases(GetParam());
   const auto act = act_q8(GetParam());
   ASSERT_EQ(cases.size(), act.size());
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto run = run_fixture_case(*model, *backend, cases[i]);
-    const double bound = q4_0 ? 2.0 * act[i].first + kLogitTol : kLogitTol;
+    const double bound = native ? 2.0 * act[i].first + kLogitTol : kLogitTol;
     EXPECT_LE(run.max_abs_diff, bound) << "prompt of " << cases[i].prompt.size();
-    if (q4_0) EXPECT_TRUE(testing::greedy_follows(run, cases[i], {cases[i].greedy, act[i].second}, bound));
+    if (native) EXPECT_TRUE(testing::greedy_follows(run, cases[i], {cases[i].greedy, act[i].second}, bound));
     else EXPECT_EQ(run.greedy, cases[i].greedy);
     RecordProperty("auto_max_abs_diff_" + std::to_string(cases[i].prompt.size()), std::to_string(run.max_abs_diff));
   }
@@ -124,7 +131,66 @@ TEST(Int4Checkpoint, Q4_0RepackIsBitExact) {
   }
 }
 
-// What each layout loads as: Q4_0 only where exact and no other type is asked for.
+// Q4_1 rows (AWQ's groups of 32 and compressed-tensors' asymmetric channels) against the f32 load
+// (s * (q - z) exactly): d and the codes are exact, so every element of a block is off by the same
+// amount, the offset's one f16 rounding: |m - (-s z)| <= 2^-11 |s z| (half an f16 ulp), at most
+// s / 128 for z <= 16. The model's weight bytes are 20 per 32 elements of each packed layer.
+TEST(Int4Checkpoint, Q4_1RepackIsExactButForTheOffsetsRounding) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  if (!backend->supports_weight_dtype(DType::q4_1)) GTEST_SKIP() << "the backend has no Q4_1 kernels";
+  for (const std::string fixture : {"qwen3_awq_g32", "qwen3_ct_w4a16_asym"}) {
+    auto ck = Checkpoint::open(fixture_dir(fixture));
+    ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+    WeightLoader automatic(**ck, *backend, std::nullopt), f32(**ck, *backend, DType::f32);
+    double worst_in_steps = 0.0;  // the largest |error| / d over every element
+    for (const auto& [name, rows, cols] : std::vector<std::tuple<std::string, int64_t, int64_t>>{
+             {"model.layers.0.self_attn.k_proj.weight", 32, 64}, {"model.layers.1.mlp.down_proj.weight", 64, 128},
+             {"model.layers.1.mlp.gate_proj.weight", 128, 64}}) {
+      auto q = automatic.matrix(name, rows, cols);
+      auto f = f32.matrix(name, rows, cols);
+      ASSERT_TRUE(q.has_value() && f.has_value()) << fixture << " " << name;
+      ASSERT_EQ(q->tensor.dtype, DType::q4_1) << fixture << " " << name;
+      const size_t row_bytes = dtype_bytes(DType::q4_1, cols);
+      std::vector<float> row(static_cast<size_t>(cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        const auto* blocks = reinterpret_cast<const quant::BlockQ4_1*>(static_cast<const uint8_t*>(q->tensor.data) + r * row_bytes);
+        quant::dequantize_row(blocks, DType::q4_1, row.data(), cols);
+        const float* want = static_cast<const float*>(f->tensor.data) + r * cols;
+        for (int64_t b = 0; b < cols / 32; ++b) {
+          const float d = f16_to_f32(blocks[b].d), m = f16_to_f32(blocks[b].m);
+          // -s z from the f32 values: code 0 decodes to m; an element x with code c is d * c - s z.
+          const int code0 = blocks[b].qs[0] & 15;
+          const double offset = static_cast<double>(want[b * 32]) - static_cast<double>(d) * code0;
+          ASSERT_LE(std::fabs(m - offset), std::ldexp(std::fabs(offset), -11) + std::ldexp(1.0, -25)) << fixture << " " << name << " row " << r;
+          for (int64_t j = 0; j < 32; ++j) {
+            const int64_t c = b * 32 + j;
+            const double err = std::fabs(static_cast<double>(row[static_cast<size_t>(c)]) - want[c]);
+            // the same offset error on every element, up to the f32 rounding of d * q + m
+            ASSERT_LE(err, std::fabs(m - offset) + 2 * std::numeric_limits<float>::epsilon() * (std::fabs(want[c]) + std::fabs(m)))
+                << fixture << " " << name << " row " << r << " col " << c;
+            if (d > 0) worst_in_steps = std::max(worst_in_steps, err / d);
+          }
+        }
+      }
+    }
+    EXPECT_LE(worst_in_steps, 1.0 / 128 + 1e-6) << fixture;
+    RecordProperty("q4_1_max_error_in_steps_" + fixture, std::to_string(worst_in_steps));
+
+    // weight_bytes: each packed layer's elements at 20 bytes per 32 where the bf16 load has 2 bytes
+    // each; the rest (16-bit tables, f32 norms) the same in both.
+    auto bf16_model = testing::load_or_fail(fixture_dir(fixture), *backend, DType::bf16);
+    auto auto_model = testing::load_or_fail(fixture_dir(fixture), *backend);
+    ASSERT_TRUE(bf16_model && auto_model);
+    int64_t packed = 0;  // int4 elements: 8 per packed int32
+    for (const auto& [name, t] : (*ck)->tensors())
+      if (name.ends_with(".qweight") || name.ends_with(".weight_packed")) packed += 8 * t.numel();
+    ASSERT_GT(packed, 0);
+    EXPECT_EQ(bf16_model->weight_bytes() - auto_model->weight_bytes(), packed * 2 - packed / 32 * 20) << fixture;
+  }
+}
+
+// What each layout loads as: Q4_0 where exact and no other type is asked for; Q4_1 where groups
+// of 32k with zero points hold it (or weights: q4_1 is asked for).
 TEST(Int4Checkpoint, WeightsOptionChoosesTheType) {
   auto backend = make_cpu_backend({.n_threads = 1});
   auto type_of = [&](const std::string& fixture, std::optional<DType> want) {
@@ -138,11 +204,18 @@ TEST(Int4Checkpoint, WeightsOptionChoosesTheType) {
   const bool q4 = backend->supports_weight_dtype(DType::q4_0);
   EXPECT_EQ(type_of("qwen3_gptq_g32", std::nullopt), q4 ? DType::q4_0 : DType::f32);
   EXPECT_EQ(type_of("qwen3_gptq_g32", DType::bf16), DType::bf16);
-  EXPECT_EQ(type_of("qwen3_awq_g32", std::nullopt), DType::f32);
+  const bool q41 = backend->supports_weight_dtype(DType::q4_1);
+  EXPECT_EQ(type_of("qwen3_awq_g32", std::nullopt), q41 ? DType::q4_1 : DType::f32);
   EXPECT_EQ(type_of("llama_gptq_act_order", std::nullopt), DType::f32);
-  EXPECT_EQ(type_of("qwen3_ct_w4a16_asym", std::nullopt), DType::f32);
+  EXPECT_EQ(type_of("qwen3_ct_w4a16_asym", std::nullopt), q41 ? DType::q4_1 : DType::f32);
+  EXPECT_EQ(type_of("qwen3_awq_g32", DType::f32), DType::f32);
   if (backend->supports_weight_dtype(DType::q8_0)) {
     EXPECT_EQ(type_of("qwen3_awq_g32", DType::q8_0), DType::q8_0);
+  }
+  if (q4 && q41) {
+    EXPECT_EQ(type_of("qwen3_awq_g32", DType::q4_0), DType::q4_0) << "f32, then quantized to q4_0";
+    EXPECT_EQ(type_of("qwen3_gptq_g32", DType::q4_1), DType::q4_1) << "Q4_0 blocks written as Q4_1";
+    EXPECT_EQ(type_of("llama_gptq_act_order", DType::q4_1), DType::q4_1) << "f32, then quantized to q4_1";
   }
 
   // weights: q8_0 requantizes the dequantized values, within the fixture's reference closely.
@@ -216,8 +289,8 @@ TEST(Int4Checkpoint, InspectAndLoadProgressReportTheQuantization) {
   auto info = inspect_model(fixture_dir("llama_gptq_act_order"));
   ASSERT_TRUE(info.has_value()) << info.status().to_string();
   const std::string text = format_model_info(*info);
-  EXPECT_NE(text.find("quantization:  int4, groups of 32, zero points, act-order (quant_method gptq), Q4_0 on the CPU "
-                      "where exact"), std::string::npos) << text;
+  EXPECT_NE(text.find("quantization:  int4, groups of 32, zero points, act-order (quant_method gptq), Q4_0 "
+                      "(symmetric) or Q4_1 on the CPU where groups of 32k"), std::string::npos) << text;
   EXPECT_GT(info->n_tensors_by_dtype.at("i32"), 0);
   auto backend = make_cpu_backend({.n_threads = 1});
   for (const std::string fixture : {"llama_gptq_act_order", "qwen3_awq_g32", "qwen3_ct_w4a16_asym"}) {

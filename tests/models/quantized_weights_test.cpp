@@ -1,4 +1,4 @@
-// `weights: q8_0 / q4_0` (LoadOptions::weight_dtype) on float checkpoints: the linear layers are
+// `weights: q8_0 / q4_0 / q4_1` (LoadOptions::weight_dtype) on float checkpoints: the linear layers are
 // quantized at load where the backend multiplies those types (the CPU), and the logits stay
 // within twice what the same quantization (gguf-py's, with Q8_0 activations) moves transformers'
 // (tests/fixtures/quantized_weights/bounds.json, scripts/make_gguf_fixtures.py); a backend that
@@ -8,9 +8,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstring>
+
 #include "block_weight_backend.h"
+#include "core/quant.h"
 #include "cpu/cpu_backend.h"
 #include "hf_fixture.h"
+#include "models/checkpoint.h"
+#include "models/weight_loader.h"
 
 namespace brigade {
 namespace {
@@ -71,14 +76,43 @@ TEST_P(QuantizedWeights, MatchTransformersWithinTheQuantizationError) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, QuantizedWeights,
                          ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3", "qwen3_moe", "mixtral"),
-                                            ::testing::Values(DType::q8_0, DType::q4_0)),
+                                            ::testing::Values(DType::q8_0, DType::q4_0, DType::q4_1)),
                          [](const auto& p) {
                            return std::get<0>(p.param) + "_" + dtype_name(std::get<1>(p.param));
                          });
 
+// weights: q4_1 quantizes the linear layers as ggml's quantize_row_q4_1_ref does (which
+// quant_test checks byte for byte against gguf-py) and keeps the tables as stored, 2 bytes per 32
+// weights more than q4_0.
+TEST(QuantizedWeightsQ4_1, LinearLayersAreGgmlsQ4_1OfTheFloatWeights) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto ck = Checkpoint::open(fixture_dir("llama"));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  WeightLoader q(**ck, *backend, DType::q4_1), f(**ck, *backend, DType::f32);
+  for (const auto& [name, rows, cols] : std::vector<std::tuple<std::string, int64_t, int64_t>>{
+           {"model.layers.0.self_attn.q_proj.weight", 64, 64}, {"model.layers.1.mlp.down_proj.weight", 64, 128}}) {
+    auto w = q.matrix(name, rows, cols);
+    auto ref = f.matrix(name, rows, cols);
+    ASSERT_TRUE(w.has_value() && ref.has_value()) << name;
+    ASSERT_EQ(w->tensor.dtype, DType::q4_1) << name;
+    std::vector<uint8_t> want(dtype_bytes(DType::q4_1, rows * cols));
+    quant::quantize_row_q4_1(ref->tensor.as<float>(), want.data(), rows * cols);
+    ASSERT_EQ(w->tensor.nbytes(), want.size());
+    EXPECT_EQ(std::memcmp(w->tensor.data, want.data(), want.size()), 0) << name;
+  }
+  auto table = q.table("model.embed_tokens.weight", 256, 64);
+  ASSERT_TRUE(table.has_value());
+  EXPECT_NE(table->tensor.dtype, DType::q4_1) << "the embedding stays as stored";
+
+  auto model = load(fixture_dir("llama"), *backend, DType::q4_1);
+  auto q4_0 = load(fixture_dir("llama"), *backend, DType::q4_0);
+  ASSERT_TRUE(model.has_value() && q4_0.has_value());
+  EXPECT_GT((*model)->weight_bytes(), (*q4_0)->weight_bytes());
+}
+
 // A backend without the type (the GPU) refuses it before a single weight reaches it.
 TEST(QuantizedWeightsRefused, BeforeAnyWeightIsRead) {
-  for (DType t : {DType::q8_0, DType::q4_0}) {
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_1}) {
     testing::BlockWeightBackend floats_only({});
     auto model = load(fixture_dir("llama"), floats_only, t);
     ASSERT_FALSE(model.has_value());

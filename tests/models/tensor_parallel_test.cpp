@@ -431,19 +431,31 @@ TEST(TensorParallel, QuantizedGgufMatchesUnsharded) {
 }
 
 // int4 checkpoints (scripts/make_int4_fixtures.py): each rank unpacks its rows and columns of the
-// packed layers. Q4_0-repacked GPTQ and compressed-tensors groups of 32 split on block boundaries
-// (o_proj's 32 and down_proj's 64 columns per rank) stay Q4_0; AWQ and act-order GPTQ (groups
-// named by g_idx) dequantize exactly, so tp 2 also matches transformers.
+// packed layers. Q4_0-repacked GPTQ and compressed-tensors groups of 32, and Q4_1-repacked AWQ and
+// asymmetric compressed-tensors ones, split on block boundaries (o_proj's 32 and down_proj's 64
+// columns per rank) stay Q4_0 / Q4_1; act-order GPTQ (groups named by g_idx) dequantizes exactly,
+// so tp 2 also matches transformers. qwen3_ct_w4a16_asym (Q4_1 channels) is compared with
+// transformers instead of unsharded: the all-reduce sums the ranks' partial outputs in another
+// float order, and on its 19-token step that last-bit difference flips the int8 rounding of an
+// activation in a later layer, which moves its logits by 0.009 (measured, one activation step
+// times its weights; the scalar kernels, summing in yet another order, do not flip): within the
+// int8 activation error both runs have, as Int4Fixture.AutoMatchesTransformers bounds it.
 TEST(TensorParallel, Int4CheckpointsMatchUnsharded) {
-  for (const std::string fixture : {"qwen3_gptq_g32", "llama_ct_w4a16", "qwen3_awq_g32", "llama_gptq_act_order",
-                                    "qwen3_ct_w4a16_asym"})
+  for (const std::string fixture : {"qwen3_gptq_g32", "llama_ct_w4a16", "qwen3_awq_g32", "llama_gptq_act_order"})
     expect_same_as_unsharded(testing::fixture_dir(fixture), 2);
-  for (const std::string fixture : {"qwen3_awq_g32", "llama_gptq_act_order"}) {
+  for (const std::string fixture : {"llama_gptq_act_order", "qwen3_ct_w4a16_asym"}) {
     auto ranks = load_ranks(testing::fixture_dir(fixture), 2);
     ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
+    auto text = read_text_file(testing::fixture_dir(fixture) + "/expected.json");
+    ASSERT_TRUE(text.has_value());
+    const auto cases = nlohmann::json::parse(*text).at("cases");
+    const bool native = fixture == "qwen3_ct_w4a16_asym";
+    size_t i = 0;
     for (const testing::FixtureCase& fc : testing::read_fixture_cases(fixture)) {
+      const double act_q8 = cases.at(i++).at("act_q8_max_diff").get<double>();
       const testing::FixtureRun run = run_fixture_on_ranks(*ranks, fc);
-      EXPECT_LE(run.max_abs_diff, testing::kLogitTol) << fixture << ", prompt of " << fc.prompt.size();
+      EXPECT_LE(run.max_abs_diff, native ? 2.0 * act_q8 + testing::kLogitTol : testing::kLogitTol)
+          << fixture << ", prompt of " << fc.prompt.size();
       EXPECT_EQ(run.greedy, fc.greedy) << fixture << ", prompt of " << fc.prompt.size();
     }
   }

@@ -191,7 +191,7 @@ TEST(WeightLoaderBlocks, MixedFusedTypesStayAsStoredInRowGroupsWhereTheBackendSt
   ASSERT_TRUE(floats.has_value());
   EXPECT_EQ(floats->groups.size(), 1u);
 
-  // qwen2_q4_0's q|k|v: Q4_0, Q4_1 (no kernels: alone, to q8_0), Q8_0.
+  // qwen2_q4_0's q|k|v: Q4_0, Q4_1 (which this backend does not multiply: alone, to q8_0), Q8_0.
   auto qwen = open_fixture("gguf_qwen2_q4_0");
   ASSERT_NE(qwen, nullptr);
   BlockWeightBackend q40({DType::q4_0, DType::q8_0}, /*stacked=*/true);
