@@ -75,8 +75,9 @@ void run_embeddings(const std::shared_ptr<ServerContext>& ctx, EmbeddingsRequest
       on_result(ctx, b, i, Status(StatusCode::cancelled, "the server is shutting down"));
       break;
     }
-    auto submitted = ctx->engine.submit_embed(b->request.embed_options(i), [ctx, b, i, key](Expected<Embedding> e) {
+    auto submitted = ctx->engine.submit_embed(b->request.embed_options(i), [ctx, b, i, key](Expected<Embedding> e) mutable {
       on_result(ctx, b, i, std::move(e));
+      b.reset();  // the batch (and the session its `done` holds) before Inflight lets stop() go on
       ctx->inflight.end(key);
     });
     if (!submitted) {

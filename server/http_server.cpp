@@ -134,10 +134,15 @@ class Session : public std::enable_shared_from_this<Session> {
       auto self = shared_from_this();
       auto ctx = ctx_;
       const uint64_t gen_no = generation_;
-      auto submitted = ctx_->engine.submit(gen, [self, ctx, gen_no, i, key](const Event& ev) {
+      auto submitted = ctx_->engine.submit(gen, [self, ctx, gen_no, i, key](const Event& ev) mutable {
         const auto at = Clock::now();
         net::post(self->stream_.get_executor(), [self, gen_no, i, ev, at] { self->on_event(gen_no, i, ev, at); });
-        if (ev.finish != FinishReason::none) ctx->inflight.end(key);  // after the post: see Inflight
+        if (ev.finish == FinishReason::none) return;
+        // This callback's hold on the session goes before the request leaves Inflight: once the
+        // last one has, stop() may destroy the io_context, and a session destroyed after that
+        // (the engine drops the callback later, on its own thread) would touch freed timers.
+        self.reset();
+        ctx->inflight.end(key);  // after the post: see Inflight
       });
       if (!submitted) {
         ctx_->inflight.end(key);
