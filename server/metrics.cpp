@@ -13,9 +13,11 @@ std::string number(double v) {
   return buf;
 }
 
-void metric(std::string& out, const char* name, const char* type, const char* help, double value) {
-  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " +
-         number(value) + "\n";
+// `labels`: the series' labels ("a=\"x\",b=\"y\"") or empty.
+void metric(std::string& out, const char* name, const char* type, const char* help, double value,
+            const std::string& labels = "") {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name +
+         (labels.empty() ? "" : "{" + labels + "}") + " " + number(value) + "\n";
 }
 
 void labelled(std::string& out, const char* name, const char* type, const char* help, const char* label,
@@ -178,10 +180,7 @@ void ServerMetrics::observe_choice(const ChoiceEnd& c) {
 // inference extension, vLLM's production-stack router) read brigade as they read vLLM.
 void ServerMetrics::render_vllm(const EngineStats& s, std::string& out) const {
   const std::string& l = vllm_labels_;
-  auto one = [&](const char* name, const char* type, const char* help, double v) {
-    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + "{" + l +
-           "} " + number(v) + "\n";
-  };
+  auto one = [&](const char* name, const char* type, const char* help, double v) { metric(out, name, type, help, v, l); };
   one("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", s.n_running);
   one("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", s.n_waiting);
   // As vLLM counts blocks: a cached page no request uses is free (evictable at once).
