@@ -88,6 +88,10 @@ struct AttentionMeta {
   int sliding_window = 0;  // attend to the last `sliding_window` positions only; 0 = unlimited
   float softcap = 0.0f;    // > 0: each score s (after the scale) becomes tanh(s / softcap) * softcap
                            // before the softmax (Gemma 2's attn_logit_softcapping); 0 = none
+  // [n_heads] f32 (the heads of the qkv passed to attention), or empty: a learned "attention
+  // sink" logit per query head (gpt-oss) that joins each row's softmax as one more score with no
+  // value: out = sum_p exp(s_p) v_p / (sum_p exp(s_p) + exp(sink)). Set per layer by the model.
+  Tensor sinks;
 };
 
 // How moe_route picks a token's experts (Qwen3-MoE: softmax top-k; DeepSeek-V2: softmax with
@@ -111,6 +115,20 @@ struct MoeRouting {
   // (id - first_expert), so the ids of the experts a rank holds fall in [0, its expert count) and
   // the others outside it, which moe_experts skips. 0 without expert parallelism.
   int first_expert = 0;
+};
+
+// What the routed experts compute beyond plain SwiGLU (gpt-oss's experts; the default is
+// Qwen3-MoE's, Mixtral's and DeepSeek's): biases on the gate|up and down projections, and the
+// clamped SwiGLU. With swiglu_limit > 0, per intermediate column, g and u the gate and up values
+// (biases added):
+//   g' = min(g, limit),  u' = clamp(u, -limit, limit),  act = (u' + 1) * g' * sigmoid(alpha * g')
+// else act = silu(g) * u.
+struct MoeExpertMlp {
+  Tensor gate_up_bias;  // [E * 2I] f32, expert e's I gate biases then its I up biases (as gate_up's rows), or empty
+  Tensor down_bias;     // [E * d] f32, or empty (added to each expert's output before its routing weight)
+  float swiglu_limit = 0.0f;
+  float swiglu_alpha = 1.0f;
+  bool plain() const { return gate_up_bias.empty() && down_bias.empty() && swiglu_limit <= 0.0f; }
 };
 
 // MLA (DeepSeek multi-head latent attention) shapes: H query heads; each KV cache row (one per
@@ -223,7 +241,8 @@ class Backend {
   virtual void write_kv(const KvLayer& cache, const Tensor& qkv, const QkvLayout& l,
                         const Tensor& slots) = 0;
   // out [n, n_heads * head_dim] = softmax(q·Kᵀ · scale) · V over each row's causal context
-  // (AttentionMeta; the scores soft-capped first where meta.softcap > 0). GQA: query head h
+  // (AttentionMeta; the scores soft-capped first where meta.softcap > 0; meta.sinks, when set,
+  // one more term in each head's denominator). GQA: query head h
   // reads kv head h / (n_heads / n_kv_heads).
   virtual void attention(const Tensor& qkv, const QkvLayout& l, const KvLayer& cache,
                          const AttentionMeta& meta, float scale, const Tensor& out) = 0;
@@ -269,25 +288,27 @@ class Backend {
   // e's rows [e d, (e+1) d); ids and weights [n, k] as moe_route leaves them. An id outside
   // [0, E) names an expert another expert-parallel rank holds: its term is skipped (a token none
   // of whose experts are here gets out[t] = 0), and the ranks' outputs are summed by the
-  // caller's all-reduce. workspace of at least moe_workspace_bytes(n, k, d, I) bytes of this backend's memory. The
+  // caller's all-reduce. `mlp` adds biases and the clamped SwiGLU (MoeExpertMlp; its tensors hold
+  // the same E experts as gate_up and down). workspace of at least moe_workspace_bytes(n, k, d, I) bytes of this backend's memory. The
   // k terms of a token are added in slot order j = 0..k-1, whatever the grouping of the step's
   // tokens by expert (on the CPU an expert's matmul still takes the BLAS path from kBlasMinRows
   // rows, as any matmul does). No backend reads the routing back to the host inside the op on a
   // device of its own (the GPU's runs in captured step graphs).
   virtual void moe_experts(const Tensor& x, const Tensor& gate_up, const Tensor& down, const Tensor& ids,
-                           const Tensor& weights, const Tensor& workspace, const Tensor& out) {
-    (void)x, (void)gate_up, (void)down, (void)ids, (void)weights, (void)workspace, (void)out;
+                           const Tensor& weights, const MoeExpertMlp& mlp, const Tensor& workspace, const Tensor& out) {
+    (void)x, (void)gate_up, (void)down, (void)ids, (void)weights, (void)mlp, (void)workspace, (void)out;
     BRIGADE_CHECK(false, "moe_experts on a backend without MoE ops (supports_moe() is false)");
   }
   // moe_experts with each expert's gate and up rows in two tensors, as GGUF stores them
   // (ffn_gate_exps, ffn_up_exps: each may be its own block type, so they are not interleaved into
   // one gate_up at load): gate [E * I, d] and up [E * I, d], expert e's rows [eI, (e+1)I) of
-  // each; everything else as moe_experts. Where supports_split_experts() is false, a model whose
-  // experts are stored so refuses to load.
+  // each; everything else as moe_experts (mlp.gate_up_bias keeps its [E * 2I] layout). Where
+  // supports_split_experts() is false, a model whose experts are stored so refuses to load.
   virtual bool supports_split_experts() const { return false; }
   virtual void moe_experts_split(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& down,
-                                 const Tensor& ids, const Tensor& weights, const Tensor& workspace, const Tensor& out) {
-    (void)x, (void)gate, (void)up, (void)down, (void)ids, (void)weights, (void)workspace, (void)out;
+                                 const Tensor& ids, const Tensor& weights, const MoeExpertMlp& mlp,
+                                 const Tensor& workspace, const Tensor& out) {
+    (void)x, (void)gate, (void)up, (void)down, (void)ids, (void)weights, (void)mlp, (void)workspace, (void)out;
     BRIGADE_CHECK(false, "moe_experts_split on a backend without it (supports_split_experts() is false)");
   }
 

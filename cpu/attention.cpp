@@ -36,6 +36,7 @@ struct Shape {
   int sliding_window;
   float scale;
   float softcap;  // AttentionMeta::softcap
+  const float* sinks;  // [n_kv * group] AttentionMeta::sinks, or null
 };
 
 // KV positions a query row at some position may attend to (causal, sliding window).
@@ -158,7 +159,9 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
     float* dst_row = out + (q_start[it.seq] + it.row_begin + r) * s.out_width;
     for (int64_t h = 0; h < s.group; ++h) {
       const int64_t qi = r * s.group + h;
-      const float inv = 1.0f / sc.l[static_cast<size_t>(qi)];
+      // A sink adds exp(sink) to the denominator: with the running max m, l + exp(sink - m).
+      const float sink = s.sinks != nullptr ? std::exp(s.sinks[it.kv_head * s.group + h] - sc.m[static_cast<size_t>(qi)]) : 0.0f;
+      const float inv = 1.0f / (sc.l[static_cast<size_t>(qi)] + sink);
       const float* acc = sc.acc.data() + qi * d;
       float* dst = dst_row + (it.kv_head * s.group + h) * s.out_dim;
       for (int64_t j = 0; j < s.out_dim; ++j) dst[j] = acc[j] * inv;
@@ -192,6 +195,9 @@ void attention(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const
   a.out = out.as<float>();
   a.out_width = l.q_width();
   a.scale = scale;
+  BRIGADE_CHECK(meta.sinks.empty() || (meta.sinks.dtype == DType::f32 && meta.sinks.numel() == l.n_heads),
+                "attention: sinks [n_heads] f32");
+  a.sinks = meta.sinks.empty() ? nullptr : meta.sinks.as<const float>();
   paged_attention(c, a, cache, meta);
 }
 
@@ -210,6 +216,7 @@ void paged_attention(const CpuContext& c, const PagedAttentionArgs& a, const KvL
   s.sliding_window = meta.sliding_window;
   s.scale = a.scale;
   s.softcap = meta.softcap;
+  s.sinks = a.sinks;
   std::vector<Item> items;
   for (int seq = 0; seq < meta.n_seqs; ++seq) {
     const int n_q = q_start[seq + 1] - q_start[seq];

@@ -130,13 +130,14 @@ class CpuBackend final : public Backend {
     return cpu::moe_workspace_bytes(n, k, d, inter);
   }
   void moe_experts(const Tensor& x, const Tensor& gate_up, const Tensor& down, const Tensor& ids,
-                   const Tensor& weights, const Tensor& workspace, const Tensor& out) override {
-    cpu::moe_experts(ctx_, x, gate_up, down, ids, weights, workspace, out);
+                   const Tensor& weights, const MoeExpertMlp& mlp, const Tensor& workspace, const Tensor& out) override {
+    cpu::moe_experts(ctx_, x, gate_up, down, ids, weights, mlp, workspace, out);
   }
   bool supports_split_experts() const override { return true; }
   void moe_experts_split(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& down, const Tensor& ids,
-                         const Tensor& weights, const Tensor& workspace, const Tensor& out) override {
-    cpu::moe_experts_split(ctx_, x, gate, up, down, ids, weights, workspace, out);
+                         const Tensor& weights, const MoeExpertMlp& mlp, const Tensor& workspace,
+                         const Tensor& out) override {
+    cpu::moe_experts_split(ctx_, x, gate, up, down, ids, weights, mlp, workspace, out);
   }
   bool supports_mla() const override { return true; }
   void head_matmul(const Tensor& x, const Tensor& w, int n_heads, const Tensor& out) override {

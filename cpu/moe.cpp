@@ -9,7 +9,8 @@
 // (decode) run every expert's rows of a projection in one parallel_for instead (a dispatch per
 // expert cost 1.5-2x the decode speed of the dense model with the same active weights), block-
 // quantized weights meeting the gathered rows quantized once per step as matmul quantizes them.
-// The weighted sum per token then runs in slot order, independent of the grouping.
+// The weighted sum per token then runs in slot order, independent of the grouping. gpt-oss's
+// biases and clamped SwiGLU (MoeExpertMlp) join the activation pass and the expert outputs.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -168,8 +169,29 @@ struct ExpertWeights {
   Tensor down;     // [E * d, I]
 };
 
+// act [inter] = the experts' activation of one pair's gate and up values (MoeExpertMlp), with
+// its expert's gate and up biases (gb, ub: null without them).
+void activate(const CpuContext& c, const MoeExpertMlp& mlp, const float* gate, const float* up, const float* gb,
+              const float* ub, float* act, int64_t inter) {
+  if (mlp.swiglu_limit <= 0.0f && gb == nullptr) {
+    c.kernels->silu_mul(gate, up, act, inter);
+    return;
+  }
+  const float limit = mlp.swiglu_limit, alpha = mlp.swiglu_alpha;
+  for (int64_t i = 0; i < inter; ++i) {
+    float g = gate[i] + (gb != nullptr ? gb[i] : 0.0f), u = up[i] + (ub != nullptr ? ub[i] : 0.0f);
+    if (limit <= 0.0f) {
+      act[i] = g / (1.0f + std::exp(-g)) * u;
+      continue;
+    }
+    g = std::min(g, limit);
+    u = std::clamp(u, -limit, limit);
+    act[i] = (u + 1.0f) * (g / (1.0f + std::exp(-alpha * g)));
+  }
+}
+
 void run_experts(const CpuContext& c, const Tensor& x, const ExpertWeights& ew, const Tensor& ids,
-                 const Tensor& weights, const Tensor& workspace, const Tensor& out) {
+                 const Tensor& weights, const MoeExpertMlp& mlp, const Tensor& workspace, const Tensor& out) {
   const bool fused = !ew.gate_up.empty();
   const Tensor& first = fused ? ew.gate_up : ew.gate;
   const int64_t n = x.dim(0), d = x.row_numel(), inter = ew.down.row_numel();
@@ -186,6 +208,11 @@ void run_experts(const CpuContext& c, const Tensor& x, const ExpertWeights& ew, 
                     weights.dtype == DType::f32, "moe_experts: down [E * d, I], ids and weights [n, k]");
   BRIGADE_CHECK(workspace.nbytes() >= moe_workspace_bytes(n, static_cast<int>(k), d, inter),
                 "moe_experts: workspace of moe_workspace_bytes");
+  BRIGADE_CHECK((mlp.gate_up_bias.empty() ||
+                 (mlp.gate_up_bias.dtype == DType::f32 && mlp.gate_up_bias.numel() == n_experts * 2 * inter)) &&
+                    (mlp.down_bias.empty() ||
+                     (mlp.down_bias.dtype == DType::f32 && mlp.down_bias.numel() == n_experts * d)),
+                "moe_experts: gate_up_bias [E * 2I] and down_bias [E * d] f32");
   for (const Tensor* t : {&ew.gate_up, &ew.gate, &ew.up, &ew.down})
     BRIGADE_CHECK(t->empty() || !is_block_quantized(t->dtype) || t->row_numel() % dtype_block_elems(t->dtype) == 0,
                   "moe_experts: a block-quantized expert's rows are whole blocks");
@@ -222,11 +249,30 @@ void run_experts(const CpuContext& c, const Tensor& x, const ExpertWeights& ew, 
   const bool decode = local < kBlasMinRows;
   if (decode) project_grouped(c, start, first_ps, w.xs, d);
   else project_each(c, start, first_ps, w.xs, d);
+  // The expert of grouped slot s, for its biases.
+  std::vector<int32_t> expert_of(static_cast<size_t>(local));
+  for (size_t e = 0; e + 1 < start.size(); ++e)
+    std::fill(expert_of.begin() + start[e], expert_of.begin() + start[e + 1], static_cast<int32_t>(e));
+  const float* gu_bias = mlp.gate_up_bias.empty() ? nullptr : mlp.gate_up_bias.as<const float>();
   c.pool->parallel_for(local, std::max<int64_t>(1, 16384 / inter), [&](int64_t b, int64_t e, int) {
-    for (int64_t s = b; s < e; ++s) c.kernels->silu_mul(gate + s * stride, up + s * stride, w.act + s * inter, inter);
+    for (int64_t s = b; s < e; ++s) {
+      const float* gb = gu_bias != nullptr ? gu_bias + expert_of[static_cast<size_t>(s)] * 2 * inter : nullptr;
+      activate(c, mlp, gate + s * stride, up + s * stride, gb, gb != nullptr ? gb + inter : nullptr, w.act + s * inter,
+               inter);
+    }
   });
   if (decode) project_grouped(c, start, {&down, 1}, w.act, inter);
   else project_each(c, start, {&down, 1}, w.act, inter);
+  if (!mlp.down_bias.empty()) {
+    const float* db = mlp.down_bias.as<const float>();
+    c.pool->parallel_for(local, std::max<int64_t>(1, 16384 / d), [&](int64_t b, int64_t e, int) {
+      for (int64_t s = b; s < e; ++s) {
+        const float* bias = db + expert_of[static_cast<size_t>(s)] * d;
+        float* y = w.ys + s * d;
+        for (int64_t i = 0; i < d; ++i) y[i] += bias[i];
+      }
+    });
+  }
   const float* wt = weights.as<const float>();
   c.pool->parallel_for(n, std::max<int64_t>(1, 16384 / (d * k)), [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; ++t) {
@@ -317,14 +363,15 @@ void moe_route(const CpuContext& c, const Tensor& router_logits, const MoeRoutin
 }
 
 void moe_experts(const CpuContext& c, const Tensor& x, const Tensor& gate_up, const Tensor& down, const Tensor& ids,
-                 const Tensor& weights, const Tensor& workspace, const Tensor& out) {
-  run_experts(c, x, {gate_up, Tensor(), Tensor(), down}, ids, weights, workspace, out);
+                 const Tensor& weights, const MoeExpertMlp& mlp, const Tensor& workspace, const Tensor& out) {
+  run_experts(c, x, {gate_up, Tensor(), Tensor(), down}, ids, weights, mlp, workspace, out);
 }
 
 void moe_experts_split(const CpuContext& c, const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& down,
-                       const Tensor& ids, const Tensor& weights, const Tensor& workspace, const Tensor& out) {
+                       const Tensor& ids, const Tensor& weights, const MoeExpertMlp& mlp, const Tensor& workspace,
+                       const Tensor& out) {
   BRIGADE_CHECK(!gate.empty() && !up.empty(), "moe_experts_split: gate and up");
-  run_experts(c, x, {Tensor(), gate, up, down}, ids, weights, workspace, out);
+  run_experts(c, x, {Tensor(), gate, up, down}, ids, weights, mlp, workspace, out);
 }
 
 }  // namespace brigade::cpu

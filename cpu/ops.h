@@ -46,6 +46,7 @@ struct PagedAttentionArgs {
   float* out = nullptr;
   int64_t out_width = 0;
   float scale = 1.0f;
+  const float* sinks = nullptr;  // [n_kv * group] (AttentionMeta::sinks), or null
 };
 void paged_attention(const CpuContext& c, const PagedAttentionArgs& a, const KvLayer& cache, const AttentionMeta& meta);
 
@@ -86,9 +87,10 @@ void moe_route(const CpuContext& c, const Tensor& router_logits, const MoeRoutin
                const Tensor& weights);
 size_t moe_workspace_bytes(int64_t n, int k, int64_t d, int64_t inter);
 void moe_experts(const CpuContext& c, const Tensor& x, const Tensor& gate_up, const Tensor& down, const Tensor& ids,
-                 const Tensor& weights, const Tensor& workspace, const Tensor& out);
+                 const Tensor& weights, const MoeExpertMlp& mlp, const Tensor& workspace, const Tensor& out);
 void moe_experts_split(const CpuContext& c, const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& down,
-                       const Tensor& ids, const Tensor& weights, const Tensor& workspace, const Tensor& out);
+                       const Tensor& ids, const Tensor& weights, const MoeExpertMlp& mlp, const Tensor& workspace,
+                       const Tensor& out);
 
 // A [n] f32 copy of a small vector parameter (norm weight, bias) of dtype f32, bf16 or f16,
 // into `dst`; returns a pointer to it (or to the tensor itself when it is already f32).

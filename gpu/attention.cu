@@ -6,7 +6,8 @@
 // takes one query at a time: lane p scores position p, the warp reduces the tile max and sum
 // (online softmax: running max m, sum l, unnormalised acc), then lanes own output dims for the
 // P·V product. Scores, m, l and acc stay f32. Rows are causal with an optional sliding window;
-// scores are soft-capped where AttentionArgs::softcap > 0.
+// scores are soft-capped where AttentionArgs::softcap > 0. A head's sink (AttentionArgs::sinks)
+// joins the denominator where the output is normalised: l + exp(sink - m).
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -175,7 +176,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionArgs a,
     const int qi = i / d, j = i - qi * d;
     const int row = q0 + r0 + qi / group, head = kv_head * group + qi % group;
     if (a.n_splits == 1) {
-      const float l = s.l[qi];
+      const float l = s.l[qi] + (a.sinks != nullptr ? __expf(a.sinks[head] - s.m[qi]) : 0.0f);
       out[int64_t{row} * out_width + head * d + j] = __float2bfloat16_rn(l > 0.0f ? s.acc[i] / l : 0.0f);
     } else {
       float* part = a.partial + ((int64_t{split} * a.n_rows + row) * a.h.n_heads + head) * (d + 2);
@@ -202,6 +203,7 @@ __global__ void combine_kernel(AttentionArgs a) {
     const float ms = base[s * split_stride + d];
     if (ms != -INFINITY) l += base[s * split_stride + d + 1] * __expf(ms - m);
   }
+  if (a.sinks != nullptr) l += __expf(a.sinks[item % a.h.n_heads] - m);
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;
   auto* out = static_cast<bf16*>(a.out) + item * d;  // [row, head] is item in [n_rows, n_heads]
   for (int j = lane; j < d; j += 32) {

@@ -394,7 +394,7 @@ class CudaBackendImpl final : public CudaBackend {
     return gpu::moe_workspace_bytes(n, k, d, inter);
   }
   void moe_experts(const Tensor& x, const Tensor& gate_up, const Tensor& down, const Tensor& ids, const Tensor& weights,
-                   const Tensor& workspace, const Tensor& out) override {
+                   const MoeExpertMlp& mlp, const Tensor& workspace, const Tensor& out) override {
     const int64_t n = x.dim(0), d = x.row_numel(), inter = down.row_numel();
     const int64_t k = n > 0 ? ids.numel() / n : 0;
     BRIGADE_CHECK(x.dtype == DType::bf16 && out.dtype == DType::bf16 && out.numel() == n * d,
@@ -405,12 +405,24 @@ class CudaBackendImpl final : public CudaBackend {
     BRIGADE_CHECK(down.dim(0) == n_experts * d && ids.dtype == DType::i32 && weights.dtype == DType::f32 &&
                       weights.numel() == n * k && workspace.nbytes() >= gpu::moe_workspace_bytes(n, static_cast<int>(k), d, inter),
                   "moe_experts: down [E * d, I], ids and weights [n, k], workspace of moe_workspace_bytes");
+    BRIGADE_CHECK((mlp.gate_up_bias.empty() ||
+                   (mlp.gate_up_bias.dtype == DType::f32 && mlp.gate_up_bias.numel() == n_experts * 2 * inter)) &&
+                      (mlp.down_bias.empty() ||
+                       (mlp.down_bias.dtype == DType::f32 && mlp.down_bias.numel() == n_experts * d)),
+                  "moe_experts: gate_up_bias [E * 2I] and down_bias [E * d] f32");
+    gpu::ExpertMlpArgs m;
+    m.gate_up_bias = mlp.gate_up_bias.empty() ? nullptr : mlp.gate_up_bias.as<const float>();
+    m.down_bias = mlp.down_bias.empty() ? nullptr : mlp.down_bias.as<const float>();
+    m.swiglu_limit = mlp.swiglu_limit;
+    m.swiglu_alpha = mlp.swiglu_alpha;
     bind();
-    graphs_->record(Sig() << kMoeExperts << x << gate_up << down << ids << weights << workspace << out, [=, this] {
-      gpu::launch_moe_experts(x.data, gate_up.data, down.data, ids.as<const int32_t>(), weights.as<const float>(), n,
-                              static_cast<int>(k), d, inter, static_cast<int>(n_experts), workspace.data, out.data,
-                              stream_);
-    });
+    graphs_->record(Sig() << kMoeExperts << x << gate_up << down << ids << weights << mlp.gate_up_bias << mlp.down_bias
+                          << m.swiglu_limit << m.swiglu_alpha << workspace << out,
+                    [=, this] {
+                      gpu::launch_moe_experts(x.data, gate_up.data, down.data, ids.as<const int32_t>(),
+                                              weights.as<const float>(), m, n, static_cast<int>(k), d, inter,
+                                              static_cast<int>(n_experts), workspace.data, out.data, stream_);
+                    });
   }
 
   void begin_step(uint64_t key) override {
@@ -674,6 +686,9 @@ void CudaBackendImpl::attention(const Tensor& qkv, const QkvLayout& l, const KvL
   a.sliding_window = meta.sliding_window;
   a.scale = scale;
   a.softcap = meta.softcap;
+  BRIGADE_CHECK(meta.sinks.empty() || (meta.sinks.dtype == DType::f32 && meta.sinks.numel() == l.n_heads),
+                "attention: sinks [n_heads] f32");
+  a.sinks = meta.sinks.empty() ? nullptr : meta.sinks.as<const float>();
   a.out = out.data;
   // Flash decoding: split the KV range when the (sequence, kv head, row block) blocks alone
   // would leave SMs idle, keeping at least 4 tiles (128 positions) per split.
@@ -692,7 +707,8 @@ void CudaBackendImpl::attention(const Tensor& qkv, const QkvLayout& l, const KvL
     a.partial = static_cast<float*>(partial_.data());
   }
   graphs_->record(Sig() << kAttention << qkv << cache.k << cache.v << meta.q_start << meta.ctx_len << meta.block_table
-                        << a.n_seqs << a.max_q_len << a.sliding_window << scale << a.softcap << out << a.n_splits << a.partial
+                        << a.n_seqs << a.max_q_len << a.sliding_window << scale << a.softcap << meta.sinks << out
+                        << a.n_splits << a.partial
                         << l.n_heads << l.n_kv_heads << l.head_dim,
                   [a, this] { gpu::launch_attention(a, stream_); });
 }

@@ -80,6 +80,7 @@ struct AttentionArgs {
   int sliding_window = 0;
   float scale = 1.0f;
   float softcap = 0.0f;       // > 0: scores become tanh(s / softcap) * softcap (AttentionMeta::softcap)
+  const float* sinks = nullptr;  // [n_heads] f32 (AttentionMeta::sinks), or null
   void* out = nullptr;        // [n_rows, n_heads * head_dim] bf16
   int n_splits = 1;
   float* partial = nullptr;   // [n_splits, n_rows, n_heads, head_dim + 2] f32 when n_splits > 1
@@ -133,9 +134,16 @@ struct RouteArgs {
   float* weights = nullptr; // [n, k]
 };
 void launch_moe_route(const RouteArgs& a, int64_t n, cudaStream_t stream);
+// The experts' biases and clamped SwiGLU (MoeExpertMlp in core/backend.h); null / 0 = none.
+struct ExpertMlpArgs {
+  const float* gate_up_bias = nullptr;  // [E * 2I]
+  const float* down_bias = nullptr;     // [E * d]
+  float swiglu_limit = 0.0f;
+  float swiglu_alpha = 1.0f;
+};
 void launch_moe_experts(const void* x, const void* gate_up, const void* down, const int32_t* ids, const float* weights,
-                        int64_t n, int k, int64_t d, int64_t inter, int n_experts, void* workspace, void* out,
-                        cudaStream_t stream);
+                        const ExpertMlpArgs& mlp, int64_t n, int k, int64_t d, int64_t inter, int n_experts,
+                        void* workspace, void* out, cudaStream_t stream);
 
 // MLA (mla.cu; contracts of Backend::head_matmul / write_mla_kv / mla_attention). bf16
 // activations and weights; the latent cache bf16 or f32 [n_pages, page_size, 1, R + rope_dim].

@@ -140,25 +140,37 @@ __device__ void for_routed_pairs(const int32_t* ids, int64_t pairs, int e, int64
   }
 }
 
-// act [pairs, I] bf16 = silu(gate_e · x[t]) * (up_e · x[t]) for each pair (t, j) routed to e.
+// act [pairs, I] bf16 = silu(gate_e · x[t]) * (up_e · x[t]) for each pair (t, j) routed to e, or
+// with gpt-oss's biases and clamped SwiGLU (ExpertMlpArgs).
 __global__ void experts_gate_up_kernel(const bf16* x, const bf16* gate_up, const int32_t* ids, int64_t pairs, int k,
-                                       int64_t d, int64_t inter, bf16* act) {
+                                       int64_t d, int64_t inter, ExpertMlpArgs mlp, bf16* act) {
   const bf16* w = gate_up + int64_t{blockIdx.x} * 2 * inter * d;
+  const float* bias = mlp.gate_up_bias != nullptr ? mlp.gate_up_bias + int64_t{blockIdx.x} * 2 * inter : nullptr;
   for_routed_pairs(ids, pairs, blockIdx.x, int64_t{blockIdx.y} * kRowsPerBlock, inter, [&](int64_t c, int64_t pair) {
     const bf16* xr = x + (pair / k) * d;
     // Rounded to bf16 as the dense MLP's GEMM output is before silu_mul.
-    const float g = __bfloat162float(__float2bfloat16_rn(warp_dot(w + c * d, xr, d)));
-    const float u = __bfloat162float(__float2bfloat16_rn(warp_dot(w + (inter + c) * d, xr, d)));
-    if ((threadIdx.x & 31) == 0) act[pair * inter + c] = __float2bfloat16_rn(g / (1.0f + expf(-g)) * u);
+    float g = __bfloat162float(__float2bfloat16_rn(warp_dot(w + c * d, xr, d) + (bias != nullptr ? bias[c] : 0.0f)));
+    float u = __bfloat162float(
+        __float2bfloat16_rn(warp_dot(w + (inter + c) * d, xr, d) + (bias != nullptr ? bias[inter + c] : 0.0f)));
+    float a;
+    if (mlp.swiglu_limit > 0.0f) {
+      g = fminf(g, mlp.swiglu_limit);
+      u = fminf(fmaxf(u, -mlp.swiglu_limit), mlp.swiglu_limit);
+      a = (u + 1.0f) * (g / (1.0f + expf(-mlp.swiglu_alpha * g)));
+    } else {
+      a = g / (1.0f + expf(-g)) * u;
+    }
+    if ((threadIdx.x & 31) == 0) act[pair * inter + c] = __float2bfloat16_rn(a);
   });
 }
 
-// ys [pairs, d] f32 = down_e · act[pair] for each pair routed to e.
+// ys [pairs, d] f32 = down_e · act[pair] (+ the expert's down bias) for each pair routed to e.
 __global__ void experts_down_kernel(const bf16* act, const bf16* down, const int32_t* ids, int64_t pairs, int64_t d,
-                                    int64_t inter, float* ys) {
+                                    int64_t inter, const float* down_bias, float* ys) {
   const bf16* w = down + int64_t{blockIdx.x} * d * inter;
+  const float* bias = down_bias != nullptr ? down_bias + int64_t{blockIdx.x} * d : nullptr;
   for_routed_pairs(ids, pairs, blockIdx.x, int64_t{blockIdx.y} * kRowsPerBlock, d, [&](int64_t h, int64_t pair) {
-    const float y = warp_dot(w + h * inter, act + pair * inter, inter);
+    const float y = warp_dot(w + h * inter, act + pair * inter, inter) + (bias != nullptr ? bias[h] : 0.0f);
     if ((threadIdx.x & 31) == 0) ys[pair * d + h] = y;
   });
 }
@@ -198,18 +210,19 @@ void launch_moe_route(const RouteArgs& a, int64_t n, cudaStream_t stream) {
 }
 
 void launch_moe_experts(const void* x, const void* gate_up, const void* down, const int32_t* ids, const float* weights,
-                        int64_t n, int k, int64_t d, int64_t inter, int n_experts, void* workspace, void* out,
-                        cudaStream_t stream) {
+                        const ExpertMlpArgs& mlp, int64_t n, int k, int64_t d, int64_t inter, int n_experts,
+                        void* workspace, void* out, cudaStream_t stream) {
   if (n == 0) return;
   const int64_t pairs = n * k;
   bf16* act = static_cast<bf16*>(workspace);
   float* ys = reinterpret_cast<float*>(static_cast<char*>(workspace) + act_bytes(pairs, inter));
   const dim3 gu_grid(static_cast<unsigned>(n_experts), ceil_div(inter, kRowsPerBlock));
   experts_gate_up_kernel<<<gu_grid, kThreads, 0, stream>>>(static_cast<const bf16*>(x), static_cast<const bf16*>(gate_up),
-                                                           ids, pairs, k, d, inter, act);
+                                                           ids, pairs, k, d, inter, mlp, act);
   BRIGADE_CUDA_CHECK_LAUNCH();
   const dim3 down_grid(static_cast<unsigned>(n_experts), ceil_div(d, kRowsPerBlock));
-  experts_down_kernel<<<down_grid, kThreads, 0, stream>>>(act, static_cast<const bf16*>(down), ids, pairs, d, inter, ys);
+  experts_down_kernel<<<down_grid, kThreads, 0, stream>>>(act, static_cast<const bf16*>(down), ids, pairs, d, inter,
+                                                          mlp.down_bias, ys);
   BRIGADE_CUDA_CHECK_LAUNCH();
   experts_combine_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(ys, weights, ids, n_experts, k, d,
                                                                             static_cast<bf16*>(out));

@@ -17,32 +17,6 @@ Status read_softcap(const json& j, const char* key, float& out) {
   return Status::ok();
 }
 
-// layer_types, or the rule transformers derives it by when absent: Gemma2Config makes even
-// layers (0, 2, ...) sliding; Gemma3TextConfig every layer but each sliding_window_pattern-th.
-Status read_layer_types(const json& j, ModelConfig& c) {
-  c.sliding_layers.assign(static_cast<size_t>(c.n_layers), false);
-  auto it = j.find("layer_types");
-  if (it == j.end() || it->is_null()) {
-    int pattern = c.arch == "gemma2" ? 2 : 6;
-    BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window_pattern", pattern, false));
-    if (pattern < 1) return invalid_argument("config.json: sliding_window_pattern must be >= 1");
-    for (int l = 0; l < c.n_layers; ++l) c.sliding_layers[static_cast<size_t>(l)] = (l + 1) % pattern != 0;
-    return Status::ok();
-  }
-  if (!it->is_array() || it->size() != static_cast<size_t>(c.n_layers))
-    return invalid_argument("config.json: layer_types must list one type per layer (num_hidden_layers = " +
-                            std::to_string(c.n_layers) + ")");
-  for (size_t l = 0; l < it->size(); ++l) {
-    const json& t = (*it)[l];
-    const std::string name = t.is_string() ? t.get<std::string>() : std::string();
-    if (name == "sliding_attention") c.sliding_layers[l] = true;
-    else if (name != "full_attention")
-      return unsupported("config.json: layer_types[" + std::to_string(l) + "] = " + t.dump() +
-                         " is not supported; supported: sliding_attention, full_attention");
-  }
-  return Status::ok();
-}
-
 // Gemma 3's two RoPEs: the global layers' rope_theta and rope_scaling (read by parse_hf_config
 // from the flat fields), the local layers' rope_local_base_freq unscaled. transformers 5 writes
 // them as rope_parameters {"full_attention": {...}, "sliding_attention": {...}} instead.
@@ -69,6 +43,30 @@ Status read_gemma3_rope(const json& j, ModelConfig& c) {
 }
 
 }  // namespace
+
+Status read_layer_types(const json& j, ModelConfig& c, int default_pattern) {
+  c.sliding_layers.assign(static_cast<size_t>(c.n_layers), false);
+  auto it = j.find("layer_types");
+  if (it == j.end() || it->is_null()) {
+    int pattern = default_pattern;
+    BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window_pattern", pattern, false));
+    if (pattern < 1) return invalid_argument("config.json: sliding_window_pattern must be >= 1");
+    for (int l = 0; l < c.n_layers; ++l) c.sliding_layers[static_cast<size_t>(l)] = (l + 1) % pattern != 0;
+    return Status::ok();
+  }
+  if (!it->is_array() || it->size() != static_cast<size_t>(c.n_layers))
+    return invalid_argument("config.json: layer_types must list one type per layer (num_hidden_layers = " +
+                            std::to_string(c.n_layers) + ")");
+  for (size_t l = 0; l < it->size(); ++l) {
+    const json& t = (*it)[l];
+    const std::string name = t.is_string() ? t.get<std::string>() : std::string();
+    if (name == "sliding_attention") c.sliding_layers[l] = true;
+    else if (name != "full_attention")
+      return unsupported("config.json: layer_types[" + std::to_string(l) + "] = " + t.dump() +
+                         " is not supported; supported: sliding_attention, full_attention");
+  }
+  return Status::ok();
+}
 
 bool is_gemma(const std::string& arch) { return arch == "gemma2" || arch == "gemma3_text"; }
 
@@ -144,7 +142,7 @@ Status read_gemma(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_softcap(j, "final_logit_softcapping", c.final_softcap));
   c.sliding_window = 4096;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
-  BRIGADE_RETURN_IF_ERROR(read_layer_types(j, c));
+  BRIGADE_RETURN_IF_ERROR(read_layer_types(j, c, gemma2 ? 2 : 6));
   if (!gemma2) BRIGADE_RETURN_IF_ERROR(read_gemma3_rope(j, c));
   return Status::ok();
 }

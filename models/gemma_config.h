@@ -24,6 +24,12 @@ bool is_gemma(const std::string& arch);
 // than sliding_attention / full_attention, scaling of the local RoPE).
 Status read_gemma(const nlohmann::json& j, ModelConfig& c);
 
+// layer_types (sliding_attention / full_attention, one per layer) into c.sliding_layers, or when
+// absent the rule transformers derives them by: every layer but each sliding_window_pattern-th
+// (default_pattern when that field is absent too) slides: Gemma2Config and GptOssConfig 2 (even
+// layers slide), Gemma3TextConfig 6. Needs c.n_layers.
+Status read_layer_types(const nlohmann::json& j, ModelConfig& c, int default_pattern);
+
 // Whether config.json is a Gemma3ForConditionalGeneration (model_type gemma3: text and vision).
 bool is_gemma3_multimodal(const nlohmann::json& j);
 // Its language model's config as a Gemma3ForCausalLM config.json: text_config with

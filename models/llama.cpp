@@ -27,6 +27,7 @@ struct AttentionBlock {
   OwnedTensor k_norm;    // [hd] f32, or empty
   OwnedTensor o;         // [hidden, H * hd]
   OwnedTensor o_bias;    // [hidden] f32, or empty (and empty on ranks other than 0: added once)
+  OwnedTensor sinks;     // [H] f32 attention sink logits (gpt-oss), or empty
 };
 
 struct MlpBlock {
@@ -224,6 +225,13 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   }
   if (c.o_bias && s.rank == 0) {
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.o_bias, w.vector_f32({layer_name(l, "self_attn.o_proj.bias")}, {hidden}));
+  } else if (c.o_bias) {  // rank 0 adds it; the others check and count it
+    BRIGADE_RETURN_IF_ERROR(w.skip(layer_name(l, "self_attn.o_proj.bias"), {hidden}));
+  }
+  if (c.attn_sinks) {  // one per query head: this rank's heads
+    const int64_t heads = s.qkv.n_heads;
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.sinks, w.vector_f32({layer_name(l, "self_attn.sinks")}, {c.n_heads},
+                                                            {{s.rank * heads, heads}}));
   }
   if (c.qk_norm) {
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.q_norm, norm("self_attn.q_norm.weight", c.head_dim));
@@ -314,7 +322,13 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
   backend_.write_kv(cache, qkv, l, slots);
   const float scale =
       config_.attn_scale > 0.0f ? config_.attn_scale : 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
-  backend_.attention(qkv, l, cache, meta, scale, attn);
+  if (layer.attn.sinks.tensor.empty()) {
+    backend_.attention(qkv, l, cache, meta, scale, attn);
+  } else {
+    AttentionMeta with_sinks = meta;
+    with_sinks.sinks = layer.attn.sinks.tensor;
+    backend_.attention(qkv, l, cache, with_sinks, scale, attn);
+  }
   backend_.matmul(attn, layer.attn.o.tensor, layer.attn.o_bias.tensor, scratch_.delta.tensor.rows(0, n));
   if (lora_) lora_->apply(layer_index(layer), LoraProj::o, attn, scratch_.delta.tensor.rows(0, n));
   return reduce(scratch_.delta.tensor.rows(0, n));

@@ -102,6 +102,13 @@ std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, const ModelCon
       p.push_back(mat(pre + "self_attn.v_proj.weight", kv, h, 1.0));
       p.push_back(mat(pre + "self_attn.o_proj.weight", h, q, out_scale));
     }
+    if (s.arch == "gpt_oss") {  // GptOssAttention: q/k/v/o biases and a sink logit per head
+      p.push_back({pre + "self_attn.q_proj.bias", {q}, TensorPlan::embedding, 0.02});
+      p.push_back({pre + "self_attn.k_proj.bias", {kv}, TensorPlan::embedding, 0.02});
+      p.push_back({pre + "self_attn.v_proj.bias", {kv}, TensorPlan::embedding, 0.02});
+      p.push_back({pre + "self_attn.o_proj.bias", {h}, TensorPlan::embedding, 0.02});
+      p.push_back({pre + "self_attn.sinks", {int64_t{s.n_heads}}, TensorPlan::embedding, 1.0});
+    }
     if (s.arch == "qwen2") {  // Qwen2Attention: q/k/v carry biases
       p.push_back({pre + "self_attn.q_proj.bias", {q}, TensorPlan::embedding, 0.02});
       p.push_back({pre + "self_attn.k_proj.bias", {kv}, TensorPlan::embedding, 0.02});
@@ -112,6 +119,16 @@ std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, const ModelCon
       p.push_back({pre + "self_attn.k_norm.weight", {head_dim}, TensorPlan::norm, 0.0});
     }
     p.push_back({pre + "post_attention_layernorm.weight", {h}, TensorPlan::norm, 0.0});
+    if (s.arch == "gpt_oss") {  // GptOssMLP: a biased router; experts stacked, transposed, gate/up interleaved
+      const int64_t e = s.n_experts;
+      p.push_back(mat(pre + "mlp.router.weight", e, h, 1.0));
+      p.push_back({pre + "mlp.router.bias", {e}, TensorPlan::embedding, 0.02});
+      p.push_back({pre + "mlp.experts.gate_up_proj", {e, h, 2 * inter}, TensorPlan::matrix, 1.0 / std::sqrt(double(h))});
+      p.push_back({pre + "mlp.experts.gate_up_proj_bias", {e, 2 * inter}, TensorPlan::embedding, 0.02});
+      p.push_back({pre + "mlp.experts.down_proj", {e, inter, h}, TensorPlan::matrix, out_scale / std::sqrt(double(inter))});
+      p.push_back({pre + "mlp.experts.down_proj_bias", {e, h}, TensorPlan::embedding, 0.02});
+      continue;
+    }
     if (moe_layer(l)) {  // the sparse block as the Hub stores it: one tensor per expert
       // Qwen3MoeSparseMoeBlock's (and DeepSeek's) names, or MixtralSparseMoeBlock's with its
       // experts intermediate_size wide.
@@ -330,6 +347,24 @@ ojson config_json(const SyntheticModelSpec& s, int head_dim) {
     c["output_router_logits"] = false;
     c["router_aux_loss_coef"] = 0.02;
     c["router_jitter_noise"] = 0.0;
+  } else if (s.arch == "gpt_oss") {  // GptOssConfig as the Hub's gpt-oss-20b/120b configs write it
+    c["architectures"] = {"GptOssForCausalLM"};
+    c["attention_bias"] = true;
+    c.erase("mlp_bias");
+    c.erase("pretraining_tp");
+    c["num_local_experts"] = s.n_experts;
+    c["num_experts_per_tok"] = s.n_experts_per_tok;
+    c["experts_per_token"] = s.n_experts_per_tok;
+    c["sliding_window"] = 128;
+    ojson types = ojson::array();
+    for (int l = 0; l < s.n_layers; ++l) types.push_back(l % 2 == 0 ? "sliding_attention" : "full_attention");
+    c["layer_types"] = types;
+    c["rope_theta"] = 150000;
+    c["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 32.0}, {"beta_fast", 32.0}, {"beta_slow", 1.0},
+                         {"original_max_position_embeddings", 4096}, {"truncate", false}};
+    c["swiglu_limit"] = 7.0;
+    c["output_router_logits"] = false;
+    c["router_aux_loss_coef"] = 0.9;
   } else if (s.arch != "llama") {
     c["use_sliding_window"] = false;
   }
@@ -362,10 +397,12 @@ Status write_text(const fs::path& path, const std::string& text) {
 
 Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& out_dir) {
   if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3_moe" && s.arch != "mixtral" &&
-      s.arch != "phi3" && !is_deepseek(s.arch))
+      s.arch != "phi3" && s.arch != "gpt_oss" && !is_deepseek(s.arch))
     return invalid_argument("make-model: arch '" + s.arch +
-                            "' is not supported; supported: llama, qwen2, qwen3, qwen3_moe, mixtral, phi3, deepseek_v2, "
-                            "deepseek_v3");
+                            "' is not supported; supported: llama, qwen2, qwen3, qwen3_moe, mixtral, phi3, gpt_oss, "
+                            "deepseek_v2, deepseek_v3");
+  if (s.arch == "gpt_oss" && (s.fp8_block > 0 || !s.fp8_compressed.empty()))
+    return invalid_argument("make-model: gpt_oss is not written as an FP8 checkpoint (its experts are MXFP4 on the Hub)");
   if (s.dtype != DType::f32 && s.dtype != DType::f16 && s.dtype != DType::bf16)
     return invalid_argument(std::string("make-model: dtype ") + dtype_name(s.dtype) + " is not supported; use f32, f16 or bf16");
   if (s.fp8_block < 0 || (s.fp8_block > 0 && !s.fp8_compressed.empty()))

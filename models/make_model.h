@@ -15,6 +15,9 @@ struct SyntheticModelSpec {
   // supported: llama, qwen2 (q/k/v biases), qwen3 (q/k norms), qwen3_moe (qwen3 + experts),
   // mixtral (llama + experts in every layer, each of intermediate_size; Llama 2's chat template),
   // phi3 (llama with qkv_proj and gate_up_proj stored fused),
+  // gpt_oss (biased attention with sinks, alternating 128-token windows, YaRN; every layer sparse
+  // with intermediate_size-wide biased experts stacked as the Hub's bf16 checkpoints store them;
+  // Llama 2's chat template, since the synthetic vocabulary has no harmony tokens),
   // deepseek_v2, deepseek_v3 (MLA + experts with shared experts; n_kv_heads and head_dim unused)
   std::string arch = "llama";
   // Defaults give a ~100M-parameter Llama (tied embeddings).

@@ -18,12 +18,12 @@ constexpr const char* kSupported =
     "Qwen3ForCausalLM (qwen3), Qwen3MoeForCausalLM (qwen3_moe), MixtralForCausalLM (mixtral), "
     "DeepseekV2ForCausalLM (deepseek_v2), DeepseekV3ForCausalLM (deepseek_v3), Phi3ForCausalLM (phi3), "
     "Gemma2ForCausalLM (gemma2), Gemma3ForCausalLM (gemma3_text), Gemma3ForConditionalGeneration (gemma3: its "
-    "language model)";
+    "language model), GptOssForCausalLM (gpt_oss)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
 // The architectures whose MoE fields read_moe parses (DeepSeek's: models/deepseek_config.h).
-bool is_sparse_moe(const std::string& arch) { return arch == "qwen3_moe" || arch == "mixtral"; }
+bool is_sparse_moe(const std::string& arch) { return arch == "qwen3_moe" || arch == "mixtral" || arch == "gpt_oss"; }
 
 // Which family a config describes: architectures[0] wins, model_type otherwise.
 Expected<std::string> detect_arch(const json& j) {
@@ -43,11 +43,12 @@ Expected<std::string> detect_arch(const json& j) {
   if (arch_name == "Phi3ForCausalLM") return std::string("phi3");
   if (arch_name == "Gemma2ForCausalLM") return std::string("gemma2");
   if (arch_name == "Gemma3ForCausalLM") return std::string("gemma3_text");
+  if (arch_name == "GptOssForCausalLM") return std::string("gpt_oss");
   if (arch_name.empty()) {
     if (model_type == "llama" || model_type == "mistral") return std::string("llama");
     if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe" || model_type == "mixtral" ||
         model_type == "deepseek_v2" || model_type == "deepseek_v3" || model_type == "phi3" || model_type == "gemma2" ||
-        model_type == "gemma3_text")
+        model_type == "gemma3_text" || model_type == "gpt_oss")
       return model_type;
   }
   const std::string what = !arch_name.empty() ? "architecture '" + arch_name + "'"
@@ -128,6 +129,15 @@ Status read_attention_shape(const json& j, ModelConfig& c) {
     return Status::ok();
   }
   if (is_gemma(c.arch)) return read_gemma(j, c);
+  if (c.arch == "gpt_oss") {  // GptOssAttention: q/k/v/o biases (attention_bias, true by default), sinks
+    c.attention_bias = true;
+    BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", c.attention_bias));
+    c.qkv_bias = c.o_bias = c.attention_bias;
+    c.attn_sinks = true;
+    c.sliding_window = 128;
+    BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
+    return read_layer_types(j, c, 2);
+  }
   if (c.arch == "phi3") {  // Phi3Attention: qkv_proj and o_proj without biases; the window applies
     c.fused_weights = true;
     return Status::ok();
@@ -172,8 +182,33 @@ Status read_mixtral_moe(const json& j, ModelConfig& c) {
 // Qwen3MoeConfig's expert fields. The experts' count is `num_experts` in the Hub's configs and
 // `num_local_experts` in what transformers 5 writes (its attribute_map aliases the two).
 // qwen2_moe's shared expert (shared_expert_intermediate_size) does not exist in Qwen3-MoE.
+// GptOssConfig's expert fields: num_local_experts (default 128) experts of intermediate_size,
+// num_experts_per_tok (default 4; the Hub's configs also write experts_per_token), every layer
+// sparse. GptOssTopKRouter adds a bias to the router logits and softmaxes the top k of them,
+// which is the softmax over all experts renormalised over the k (norm_topk_prob). The experts'
+// gate|up and down carry biases, and their SwiGLU is clamped (swiglu_limit, swiglu_alpha:
+// MoeExpertMlp).
+Status read_gpt_oss_moe(const json& j, ModelConfig& c) {
+  c.n_experts = 128;
+  c.n_experts_per_tok = 4;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_local_experts", c.n_experts, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "experts_per_token", c.n_experts_per_tok, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, false));
+  c.moe_intermediate_size = c.intermediate_size;
+  c.norm_topk_prob = true;
+  c.moe_biases = true;
+  c.swiglu_limit = 7.0f;
+  c.swiglu_alpha = 1.702f;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "swiglu_limit", c.swiglu_limit));
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "swiglu_alpha", c.swiglu_alpha));
+  if (!(c.swiglu_limit > 0.0f) || !std::isfinite(c.swiglu_limit) || !std::isfinite(c.swiglu_alpha))
+    return invalid_argument("config.json: swiglu_limit must be a positive number and swiglu_alpha a number");
+  return Status::ok();
+}
+
 Status read_moe(const json& j, ModelConfig& c) {
   if (c.arch == "mixtral") return read_mixtral_moe(j, c);
+  if (c.arch == "gpt_oss") return read_gpt_oss_moe(j, c);
   if (c.arch != "qwen3_moe") return Status::ok();
   const bool has_num_experts = j.contains("num_experts") && !j["num_experts"].is_null();
   BRIGADE_RETURN_IF_ERROR(read_int(j, has_num_experts ? "num_experts" : "num_local_experts", c.n_experts, true));
@@ -198,7 +233,7 @@ Status read_moe(const json& j, ModelConfig& c) {
 Status validate_moe(const ModelConfig& c) {
   if (!is_sparse_moe(c.arch)) return Status::ok();
   const std::string e = std::to_string(c.n_experts), k = std::to_string(c.n_experts_per_tok);
-  const std::string experts = c.arch == "mixtral" ? "num_local_experts" : "num_experts";
+  const std::string experts = c.arch == "mixtral" || c.arch == "gpt_oss" ? "num_local_experts" : "num_experts";
   if (c.n_experts < 1) return invalid_argument("model config: " + experts + " must be >= 1 (got " + e + ")");
   if (c.n_experts_per_tok < 1 || c.n_experts_per_tok > c.n_experts)
     return invalid_argument("model config: num_experts_per_tok must be in [1, " + experts + " = " + e + "] (got " + k +
@@ -313,8 +348,8 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_attention_shape(j, c));
   BRIGADE_RETURN_IF_ERROR(read_moe(j, c));
   if (is_deepseek(c.arch)) BRIGADE_RETURN_IF_ERROR(read_deepseek(j, c));
-  else if (c.rope_scaling.type == RopeScalingType::yarn)
-    return unsupported("config.json: rope_type 'yarn' is supported for deepseek_v2/v3 only; " + c.arch +
+  else if (c.rope_scaling.type == RopeScalingType::yarn && c.arch != "gpt_oss")
+    return unsupported("config.json: rope_type 'yarn' is supported for deepseek_v2/v3 and gpt_oss only; " + c.arch +
                        " supports default, linear, dynamic, llama3" + (c.arch == "phi3" ? ", longrope" : ""));
   if (c.rope_scaling.type == RopeScalingType::longrope && c.arch != "phi3")
     return unsupported("config.json: rope_type 'longrope' is supported for phi3 only; " + c.arch +

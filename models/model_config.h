@@ -19,7 +19,8 @@ namespace brigade {
 enum class MlpActivation : uint8_t { silu, gelu_tanh };
 
 struct ModelConfig {
-  std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "phi3", "gemma2", "gemma3_text"
+  std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "phi3", "gemma2", "gemma3_text",
+                                // "gpt_oss"
                                 // (the decoder they share: llama.h),
                                 // "deepseek_v2" or "deepseek_v3" (models/deepseek.h)
   int hidden_size = 0;
@@ -49,13 +50,19 @@ struct ModelConfig {
   DType dtype = DType::f32;     // element type of the weights as stored (torch_dtype; fp8 checkpoints: of the
                                 // unquantized tensors)
   QuantConfig quant;            // quantization_config: FP8 linear weights and their scales (none by default)
-  // Mixture of experts (qwen3_moe, mixtral). n_experts == 0: every layer is a dense MLP.
+  // Mixture of experts (qwen3_moe, mixtral, gpt_oss). n_experts == 0: every layer is a dense MLP.
   int n_experts = 0;                 // num_experts (transformers 5 writes num_local_experts)
   int n_experts_per_tok = 0;         // num_experts_per_tok: k of the top-k routing
   int moe_intermediate_size = 0;     // each expert's SwiGLU width
   bool norm_topk_prob = false;       // renormalise the k routing weights to sum to 1
   int decoder_sparse_step = 1;       // layer l is sparse when (l + 1) % step == 0 ...
   std::vector<int> mlp_only_layers;  // ... and l is not listed here
+  // gpt-oss: the router and every expert's gate|up and down carry biases, and the experts'
+  // SwiGLU is clamped (MoeExpertMlp in core/backend.h); swiglu_limit 0 = plain SwiGLU.
+  bool moe_biases = false;
+  float swiglu_limit = 0.0f;
+  float swiglu_alpha = 1.0f;
+  bool attn_sinks = false;           // a learned sink logit per query head (self_attn.sinks; AttentionMeta::sinks)
 
   // DeepSeek-V2/V3 (MLA attention, MoE with shared experts; models/deepseek.h). head_dim is
   // qk_rope_head_dim there (the rotary part), as transformers sets it.

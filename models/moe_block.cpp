@@ -1,5 +1,6 @@
 #include "models/moe_block.h"
 
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,7 @@ namespace {
 // are renamed to these).
 struct MoeNames {
   std::string pre;
+  const char* router;
   const char* gate;
   const char* up;
   const char* down;
@@ -50,8 +52,41 @@ struct MoeNames {
 MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
   const std::string layer = "model.layers." + std::to_string(l) + ".";
   if (c.arch == "mixtral" && w.has(layer + "block_sparse_moe.gate.weight"))
-    return {layer + "block_sparse_moe.", "w1", "w3", "w2"};
-  return {layer + "mlp.", "gate_proj", "up_proj", "down_proj"};
+    return {layer + "block_sparse_moe.", "gate", "w1", "w3", "w2"};
+  if (c.arch == "gpt_oss") return {layer + "mlp.", "router", "gate_proj", "up_proj", "down_proj"};
+  return {layer + "mlp.", "gate", "gate_proj", "up_proj", "down_proj"};
+}
+
+// gpt-oss's experts (moe_block.h): transposed and interleaved, with biases. The rank's experts,
+// and of each its columns [inter_begin, + inter): gate rows 2j, then up rows 2j + 1.
+Status load_gpt_oss_experts(WeightLoader& w, const ModelConfig& c, const std::string& pre, const MoeShard& sh,
+                            bool quantize_gate_up, bool quantize_down, MoeBlock& b) {
+  const int64_t hidden = c.hidden_size, inter = c.moe_intermediate_size;
+  const Slice experts{sh.first_expert, sh.n_experts}, cols{sh.inter_begin, sh.inter};
+  std::vector<int64_t> gate_up_rows;
+  for (int part = 0; part < 2; ++part)
+    for (int64_t j = 0; j < sh.inter; ++j) gate_up_rows.push_back(2 * (sh.inter_begin + j) + part);
+  std::vector<int64_t> all_hidden(static_cast<size_t>(hidden));
+  std::iota(all_hidden.begin(), all_hidden.end(), 0);
+  w.quantize_linear(quantize_gate_up);
+  BRIGADE_ASSIGN_OR_RETURN(b.gate_up, w.stacked_transposed(pre + "experts.gate_up_proj", c.n_experts, 2 * inter, hidden,
+                                                           experts, gate_up_rows));
+  w.quantize_linear(quantize_down);
+  BRIGADE_ASSIGN_OR_RETURN(b.down, w.stacked_transposed(pre + "experts.down_proj", c.n_experts, hidden, inter, experts,
+                                                        all_hidden, cols));
+  w.quantize_linear(true);
+  BRIGADE_ASSIGN_OR_RETURN(b.gate_up_bias, w.gathered_f32(pre + "experts.gate_up_proj_bias", c.n_experts, 2 * inter,
+                                                          experts, gate_up_rows));
+  // Cut by columns, every rank holds a part of each expert and rank 0 adds its down bias (as the
+  // o_proj bias); cut by experts (first_expert > 0 or a rank's whole I), each rank its own.
+  const bool adds_down_bias = sh.inter == inter || sh.inter_begin == 0;
+  if (adds_down_bias) {
+    BRIGADE_ASSIGN_OR_RETURN(b.down_bias, w.gathered_f32(pre + "experts.down_proj_bias", c.n_experts, hidden, experts,
+                                                         all_hidden));
+  } else {
+    BRIGADE_RETURN_IF_ERROR(w.skip(pre + "experts.down_proj_bias", {c.n_experts, hidden}));
+  }
+  return Status::ok();
 }
 
 // Whether rows of `cols` elements are quantized to `q` (whole blocks of it only).
@@ -66,7 +101,10 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
   const int64_t hidden = c.hidden_size, inter = c.moe_intermediate_size;
   MoeBlock b;
   w.quantize_linear(false);  // the router and shared experts stay float under weights: q8_0
-  BRIGADE_ASSIGN_OR_RETURN(b.router, w.matrix(pre + "gate.weight", c.n_experts, hidden));
+  BRIGADE_ASSIGN_OR_RETURN(b.router, w.matrix(pre + names.router + ".weight", c.n_experts, hidden));
+  if (c.moe_biases) {
+    BRIGADE_ASSIGN_OR_RETURN(b.router_bias, w.vector_f32({pre + names.router + ".bias"}, {c.n_experts}));
+  }
   if (c.moe_score_bias) {
     BRIGADE_ASSIGN_OR_RETURN(b.bias, w.vector_f32({pre + "gate.e_score_correction_bias"}, {c.n_experts}));
   }
@@ -95,6 +133,10 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
     return b;
   }
   const bool quantize_gate_up = quantizes(quantize_experts, hidden), quantize_down = quantizes(quantize_experts, sh.inter);
+  if (c.arch == "gpt_oss") {
+    BRIGADE_RETURN_IF_ERROR(load_gpt_oss_experts(w, c, pre, sh, quantize_gate_up, quantize_down, b));
+    return b;
+  }
   if (w.has(pre + "experts.gate_up_proj")) {  // transformers 5's fused layout: already ours
     w.quantize_linear(quantize_gate_up);
     BRIGADE_ASSIGN_OR_RETURN(b.gate_up, w.stacked(pre + "experts.gate_up_proj", c.n_experts, 2 * inter, hidden, experts,
@@ -156,13 +198,18 @@ void run_moe_block(Backend& backend, const ModelConfig& c, const MoeShard& shard
   MoeRouting routing = c.moe_routing();
   routing.bias = block.bias.tensor;
   routing.first_expert = shard.first_expert;
-  backend.matmul(normed, block.router.tensor, Tensor(), logits);
+  backend.matmul(normed, block.router.tensor, block.router_bias.tensor, logits);
   backend.moe_route(logits, routing, ids, weights);
+  MoeExpertMlp mlp;
+  mlp.gate_up_bias = block.gate_up_bias.tensor;
+  mlp.down_bias = block.down_bias.tensor;
+  mlp.swiglu_limit = c.swiglu_limit;
+  mlp.swiglu_alpha = c.swiglu_alpha;
   if (block.gate_up.tensor.empty())
-    backend.moe_experts_split(normed, block.gate.tensor, block.up.tensor, block.down.tensor, ids, weights,
+    backend.moe_experts_split(normed, block.gate.tensor, block.up.tensor, block.down.tensor, ids, weights, mlp,
                               s.workspace.tensor, delta);
   else
-    backend.moe_experts(normed, block.gate_up.tensor, block.down.tensor, ids, weights, s.workspace.tensor, delta);
+    backend.moe_experts(normed, block.gate_up.tensor, block.down.tensor, ids, weights, mlp, s.workspace.tensor, delta);
   if (block.shared_gate_up.tensor.empty()) return;
   // DeepseekV3MoE: experts(x) + shared_experts(x).
   const Tensor gate_up = s.shared_gate_up.tensor.rows(0, n), act = s.shared_act.tensor.rows(0, n);

@@ -41,12 +41,15 @@ std::string moe_split_fields(const ModelConfig& c, bool expert_parallel);
 
 // One sparse layer's weights (a rank's part: MoeShard); E experts, I = moe_intermediate_size.
 struct MoeBlock {
-  OwnedTensor router;   // [E, hidden] (mlp.gate.weight)
+  OwnedTensor router;   // [E, hidden] (mlp.gate.weight; gpt-oss: mlp.router.weight)
+  OwnedTensor router_bias;  // [E] f32 added to the router logits (gpt-oss: mlp.router.bias), or empty
   OwnedTensor bias;     // [E] f32 (mlp.gate.e_score_correction_bias, DeepSeek-V3), or empty
   OwnedTensor gate_up;  // [E * 2I, hidden]: per expert its gate rows, then its up rows; or empty, and
   OwnedTensor gate;     // [E * I, hidden] and
   OwnedTensor up;       // [E * I, hidden]: GGUF's experts, each in its stored type (Backend::moe_experts_split)
   OwnedTensor down;     // [E * hidden, I]: per expert its down_proj
+  OwnedTensor gate_up_bias;  // [E * 2I] f32 per held expert its gate then up biases (gpt-oss), or empty
+  OwnedTensor down_bias;     // [E * hidden] f32 (gpt-oss; empty on ranks but 0 when the experts are cut by columns)
   OwnedTensor shared_gate_up;  // [2 Is, hidden] (mlp.shared_experts), Is = n_shared * I; or empty
   OwnedTensor shared_down;     // [hidden, Is]
   bool empty() const { return router.tensor.empty(); }
@@ -79,7 +82,10 @@ Expected<MoeScratch> allocate_moe_scratch(Backend& backend, const ModelConfig& c
 // hidden] and mlp.experts.down_proj [E, hidden, I], kept apart and block-quantized as stored where
 // the backend multiplies the type (else q8_0, or the float type asked for). Mixtral's Hub names
 // are block_sparse_moe.gate.weight and block_sparse_moe.experts.{e}.w1 (gate), w3 (up) and w2
-// (down). DeepSeek adds mlp.gate.e_score_correction_bias [E] (V3) and
+// (down). gpt-oss's are mlp.router.{weight,bias} and mlp.experts.gate_up_proj [E, hidden, 2I]
+// (transposed, each expert's gate and up columns interleaved: gate j at 2j, up j at 2j + 1),
+// gate_up_proj_bias [E, 2I] (interleaved alike), down_proj [E, I, hidden] (transposed) and
+// down_proj_bias [E, hidden]. DeepSeek adds mlp.gate.e_score_correction_bias [E] (V3) and
 // mlp.shared_experts.{gate,up,down}_proj.weight. Shapes are checked against the config.
 // Only the rank's part (`shard`) is loaded; the experts other ranks hold are checked and counted
 // (WeightLoader::skip).

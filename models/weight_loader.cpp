@@ -162,6 +162,33 @@ Expected<OwnedTensor> WeightLoader::stacked(const std::string& name, int64_t n, 
   return prepare(Tensor(host.data(), staged, {n_items * kept_rows, n_cols}), to);
 }
 
+Expected<OwnedTensor> WeightLoader::stacked_transposed(const std::string& name, int64_t n, int64_t rows, int64_t cols,
+                                                       Slice items, const std::vector<int64_t>& rows_kept,
+                                                       Slice col_slice) {
+  BRIGADE_ASSIGN_OR_RETURN(StoredWeight t, StoredWeight::open(ck_, name, {n, cols, rows}));
+  count(name, t.numel());
+  if (t.quantized() || t.blocks())
+    return unsupported(name + ": a transposed expert tensor must be stored as floats (got " +
+                       dtype_name(t.raw().dtype) + ")");
+  check_slice(items, n);
+  check_slice(col_slice, cols);
+  for (int64_t r : rows_kept) BRIGADE_CHECK(r >= 0 && r < rows, "stacked_transposed: kept rows lie inside the matrix");
+  const int64_t n_items = items.length(n), n_cols = col_slice.length(cols), kept = static_cast<int64_t>(rows_kept.size());
+  const DType staged = t.raw().dtype;
+  const size_t es = dtype_size(staged);
+  std::vector<uint8_t> host(static_cast<size_t>(n_items * kept * n_cols) * es), stored_row(static_cast<size_t>(rows) * es);
+  for (int64_t i = 0; i < n_items; ++i) {
+    uint8_t* matrix = host.data() + static_cast<size_t>(i * kept * n_cols) * es;
+    for (int64_t c = 0; c < n_cols; ++c) {  // stored row c is column c of the matrix
+      t.read_row(items.begin + i, col_slice.begin + c, 0, rows, staged, stored_row.data());
+      for (int64_t r = 0; r < kept; ++r)
+        std::memcpy(matrix + static_cast<size_t>(r * n_cols + c) * es,
+                    stored_row.data() + static_cast<size_t>(rows_kept[static_cast<size_t>(r)]) * es, es);
+    }
+  }
+  return prepare(Tensor(host.data(), staged, {n_items * kept, n_cols}), linear_want());
+}
+
 Status WeightLoader::skip(const std::string& name, const std::vector<int64_t>& shape) {
   if (shape.size() == 2 && Int4Weight::stored(ck_, name)) {  // checks the packed tensors' shapes
     BRIGADE_ASSIGN_OR_RETURN(StoredWeight w, StoredWeight::open(ck_, name, shape));
@@ -251,6 +278,30 @@ size_t LinearWeight::nbytes() const {
 void LinearWeight::matmul(Backend& backend, const Tensor& x, const Tensor& bias, const Tensor& out) const {
   if (views.size() == 1) backend.matmul(x, views[0], bias, out);
   else backend.matmul_stacked(x, views, bias, out);
+}
+
+Expected<OwnedTensor> WeightLoader::gathered_f32(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
+                                                 const std::vector<int64_t>& kept) {
+  BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, {rows, cols}));
+  if (t.block_quantized() || (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16))
+    return corrupt(t.file + ": tensor '" + name + "' is stored " + t.type_name() + "; biases must be F32, BF16 or F16");
+  count(name, t.numel());
+  check_slice(row_slice, rows);
+  std::vector<float> host;
+  host.reserve(static_cast<size_t>(row_slice.length(rows)) * kept.size());
+  for (int64_t r = row_slice.begin; r < row_slice.begin + row_slice.length(rows); ++r)
+    for (int64_t c : kept) {
+      BRIGADE_CHECK(c >= 0 && c < cols, "gathered_f32: kept columns lie inside the matrix");
+      host.push_back(static_cast<float>(t.at(r * cols + c)));
+    }
+  const size_t bytes = host.size() * sizeof(float);
+  BRIGADE_ASSIGN_OR_RETURN(Buffer buf, backend_.allocate(std::max<size_t>(bytes, 1)));
+  OwnedTensor out;
+  out.tensor = buf.view(DType::f32, {static_cast<int64_t>(host.size())});
+  out.buffer = std::move(buf);
+  backend_.upload(out.tensor, host.data());
+  n_bytes_ += static_cast<int64_t>(bytes);
+  return out;
 }
 
 Expected<OwnedTensor> WeightLoader::vector_f32(const std::vector<std::string>& names,

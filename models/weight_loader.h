@@ -95,6 +95,13 @@ class WeightLoader {
   Expected<OwnedTensor> stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols, Slice items = {},
                                 const std::vector<Slice>& row_slices = {}, Slice col_slice = {},
                                 bool keep_blocks = false);
+  // Tensor `name` of shape [n, cols, rows] holding n matrices [rows, cols] transposed (gpt-oss
+  // keeps its experts so, for x · W) prepared as [rows, cols] matrices stacked: of the matrices
+  // `items`, of each the rows listed in `rows_kept` (indices in [0, rows), in that order: a
+  // rank's columns, gpt-oss's interleaved gate and up columns taken apart) and the columns
+  // col_slice. Float tensors only; quantized under weights: q8_0 / q4_0 / q4_1 as stacked() is.
+  Expected<OwnedTensor> stacked_transposed(const std::string& name, int64_t n, int64_t rows, int64_t cols, Slice items,
+                                           const std::vector<int64_t>& rows_kept, Slice col_slice = {});
   // Checks that tensor `name` has `shape` and counts its parameters without loading it: an
   // expert that another expert-parallel rank holds, so every rank reports the model's size.
   Status skip(const std::string& name, const std::vector<int64_t>& shape);
@@ -116,6 +123,12 @@ class WeightLoader {
   // (added in f32: Gemma's norms scale by 1 + w).
   Expected<OwnedTensor> vector_f32(const std::vector<std::string>& names, const std::vector<int64_t>& sizes,
                                    const std::vector<Slice>& slices = {}, float offset = 0.0f);
+
+  // Matrix `name` [rows, cols] (checked; floats) uploaded as f32: of the rows `row_slice`, of each
+  // the elements `kept` (column indices, in that order), concatenated: [row_slice rows * kept].
+  // gpt-oss's per-expert biases [E, 2I] (gate and up interleaved) and [E, hidden].
+  Expected<OwnedTensor> gathered_f32(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
+                                     const std::vector<int64_t>& kept);
 
   // Elements of the checkpoint tensors loaded, counted whole even when only a slice is kept (so
   // every tensor-parallel rank reports the model's size) and once however many parts of a

@@ -166,6 +166,18 @@ def fixtures():
         "mixtral": ("MixtralConfig", "MixtralForCausalLM", base_config(
             vocab_size=128, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2,
             sliding_window=8, router_jitter_noise=0.0)),
+        # gpt-oss-20b's layout at tiny size: q/k/v/o with biases, a learned attention sink per
+        # head, layers alternating sliding (window 8, crossed by the long prompt) and full,
+        # YaRN RoPE without truncation (factor 4 over 64 positions), every layer sparse with 4
+        # experts of 96 (not the hidden size, so a transposed load shows), a router with a bias, top-2 softmaxed, and
+        # the experts' clamped SwiGLU with biases; swiglu_limit 1 (7 in the real models) so the
+        # clamp binds with these activations. expected.json adds decode_logits.
+        "gpt_oss": ("GptOssConfig", "GptOssForCausalLM", base_config(
+            vocab_size=128, head_dim=16, intermediate_size=96, num_local_experts=4, num_experts_per_tok=2,
+            sliding_window=8, layer_types=["sliding_attention", "full_attention"], swiglu_limit=1.0,
+            attention_bias=True, rms_norm_eps=1e-5, max_position_embeddings=256,
+            rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 4.0, "beta_fast": 32.0,
+                             "beta_slow": 1.0, "truncate": False, "original_max_position_embeddings": 64})),
     }
 
 
@@ -204,8 +216,12 @@ def randomize(model, seed):
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() >= 2:
-                std = 1.0 if "embed" in name else p.shape[-1] ** -0.5
+                # gpt-oss keeps its experts transposed, [E, fan_in, out].
+                fan_in = p.shape[-2] if model.config.model_type == "gpt_oss" and ".experts." in name else p.shape[-1]
+                std = 1.0 if "embed" in name else fan_in ** -0.5
                 p.copy_(torch.randn(p.shape, generator=g) * std)
+            elif name.endswith("sinks"):  # gpt-oss's attention sinks: logits as large as the scores
+                p.copy_(torch.randn(p.shape, generator=g))
             elif "norm" in name:
                 p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
             else:
@@ -271,7 +287,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 
@@ -282,6 +298,68 @@ def write_expected(out_dir, name, generator, vocab_size, cases):
     (out_dir / "expected.json").write_text(json.dumps(expected, separators=(",", ":")) + "\n")
     size = sum(f.stat().st_size for f in out_dir.iterdir())
     print(f"{name}: {size / 1024:.0f} KiB")
+
+
+def make_gpt_oss_mxfp4(name="gpt_oss_mxfp4"):
+    """The gpt_oss fixture as the Hub ships gpt-oss (quant_method mxfp4): every expert matrix
+    quantized to MXFP4 by gguf-py's reference quantizer (ggml's block_mxfp4: E8M0 scale byte,
+    element j and j + 16 in byte j) and repacked into transformers' layout, W [rows, cols] as
+    <name>_blocks u8 [rows, cols / 32, 16] (element 2k in the low nibble of byte k, 2k + 1 in
+    the high one) and <name>_scales u8 [rows, cols / 32] (the same E8M0 byte: transformers
+    computes fp4 * 2^(s - 127), ggml kvalue (2 fp4) * 2^(e - 128)); rows are the output features,
+    so gate_up's are gate/up interleaved. The rest of the tensors as in gpt_oss. The reference is
+    transformers loading this directory, which dequantizes MXFP4 on the CPU."""
+    import numpy as np
+    import torch
+    import transformers
+    from safetensors.numpy import load_file, save_file
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "gguf"]) if not _has("gguf") else None
+    import gguf
+    src, out_dir = OUT / "gpt_oss", OUT / name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tensors = load_file(str(src / "model.safetensors"))
+    config = json.loads((src / "config.json").read_text())
+
+    def hf_mxfp4(w):  # w [E, rows, cols] f32 -> (blocks [E, rows, cols/32, 16], scales [E, rows, cols/32])
+        e, rows, cols = w.shape
+        q = gguf.quants.quantize(np.ascontiguousarray(w.reshape(-1, cols)), gguf.GGMLQuantizationType.MXFP4)
+        q = q.reshape(e * rows * (cols // 32), 17)
+        scales, qs = q[:, 0], q[:, 1:]
+        codes = np.concatenate([qs & 0x0F, qs >> 4], axis=1)  # ggml: element j, then j + 16
+        blocks = (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
+        return blocks.reshape(e, rows, cols // 32, 16), scales.reshape(e, rows, cols // 32).astype(np.uint8)
+
+    stored = {}
+    for key, value in tensors.items():
+        if key.endswith("experts.gate_up_proj") or key.endswith("experts.down_proj"):
+            blocks, scales = hf_mxfp4(np.ascontiguousarray(value.transpose(0, 2, 1)))  # [E, in, out] -> [E, out, in]
+            stored[key + "_blocks"], stored[key + "_scales"] = blocks, scales
+        else:
+            stored[key] = value
+    save_file(stored, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+    config["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    (out_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    model = transformers.GptOssForCausalLM.from_pretrained(out_dir, dtype=torch.float32,
+                                                           attn_implementation="eager").eval()
+    # The dequantized experts are gguf-py's dequantization of the same blocks (the layouts agree).
+    for key, value in tensors.items():
+        if key.endswith("experts.gate_up_proj") or key.endswith("experts.down_proj"):
+            w = value.transpose(0, 2, 1)
+            q = gguf.quants.quantize(np.ascontiguousarray(w.reshape(-1, w.shape[-1])), gguf.GGMLQuantizationType.MXFP4)
+            want = gguf.quants.dequantize(q, gguf.GGMLQuantizationType.MXFP4).reshape(w.shape).transpose(0, 2, 1)
+            got = model.state_dict()[key].to(torch.float32).numpy()
+            assert np.array_equal(got, want), key
+    cases = run_cases(model, config["vocab_size"], decode_logits=True)
+    write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
+                                  f"GptOssForCausalLM from the mxfp4 checkpoint (dequantized to fp32 by transformers), "
+                                  f"experts quantized by gguf-py {getattr(gguf, '__version__', '')} MXFP4, eager attention",
+                   config["vocab_size"], cases)
+
+
+def _has(module):
+    import importlib.util
+    return importlib.util.find_spec(module) is not None
 
 
 EMBED_PROMPTS = PROMPTS + [[1, 5, 9, 200, 31, 31, 8, 250, 4, 66, 17, 3, 120, 45, 91, 2, 77, 18, 140, 60]]
@@ -322,12 +400,14 @@ def main():
         for name in names[1:] or ["qwen3"]:
             write_embeddings(name)
         return
-    unknown = set(names) - set(fixtures())
+    unknown = set(names) - set(fixtures()) - {"gpt_oss_mxfp4"}
     if unknown:
-        sys.exit(f"unknown fixtures {sorted(unknown)}; known: {', '.join(fixtures())}")
+        sys.exit(f"unknown fixtures {sorted(unknown)}; known: {', '.join(fixtures())}, gpt_oss_mxfp4")
     for seed, (name, (config_cls, model_cls, kw)) in enumerate(fixtures().items()):
         if not names or name in names:
             make(name, config_cls, model_cls, kw, 1000 + seed)
+    if not names or "gpt_oss_mxfp4" in names:  # from the gpt_oss fixture written above
+        make_gpt_oss_mxfp4()
 
 
 if __name__ == "__main__":

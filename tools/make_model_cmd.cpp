@@ -11,7 +11,7 @@ void add_make_model_command(CLI::App& app, std::function<int()>& run) {
   auto spec = std::make_shared<SyntheticModelSpec>();
   auto out = std::make_shared<std::string>();
   auto dtype = std::make_shared<std::string>("bf16");
-  cmd->add_option("--arch", spec->arch, "Architecture: llama, qwen2, qwen3, qwen3_moe, mixtral, phi3, deepseek_v2, deepseek_v3")->capture_default_str();
+  cmd->add_option("--arch", spec->arch, "Architecture: llama, qwen2, qwen3, qwen3_moe, mixtral, phi3, gpt_oss, deepseek_v2, deepseek_v3")->capture_default_str();
   cmd->add_option("--hidden", spec->hidden_size, "Hidden size")->capture_default_str();
   cmd->add_option("--layers", spec->n_layers, "Layers")->capture_default_str();
   cmd->add_option("--heads", spec->n_heads, "Attention heads")->capture_default_str();
@@ -19,8 +19,8 @@ void add_make_model_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--head-dim", spec->head_dim, "Head dim (0 = hidden / heads)")->capture_default_str();
   cmd->add_option("--intermediate", spec->intermediate_size, "MLP intermediate size")->capture_default_str();
   cmd->add_option("--vocab", spec->vocab_size, "Vocabulary size")->capture_default_str();
-  cmd->add_option("--experts", spec->n_experts, "qwen3_moe, mixtral, deepseek: (routed) experts per sparse layer")->capture_default_str();
-  cmd->add_option("--experts-per-tok", spec->n_experts_per_tok, "qwen3_moe, mixtral, deepseek: experts each token is routed to (top-k)")
+  cmd->add_option("--experts", spec->n_experts, "qwen3_moe, mixtral, gpt_oss, deepseek: (routed) experts per sparse layer")->capture_default_str();
+  cmd->add_option("--experts-per-tok", spec->n_experts_per_tok, "qwen3_moe, mixtral, gpt_oss, deepseek: experts each token is routed to (top-k)")
       ->capture_default_str();
   cmd->add_option("--moe-intermediate", spec->moe_intermediate_size, "qwen3_moe, deepseek: each expert's MLP width")
       ->capture_default_str();

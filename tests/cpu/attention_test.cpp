@@ -30,10 +30,11 @@ struct Problem {
   int window;
   std::vector<Seq> seqs;
   float softcap = 0.0f;  // AttentionMeta::softcap
+  std::vector<float> sinks;  // AttentionMeta::sinks, one per query head, or none
 };
 
 struct Built {
-  OwnedTensor qkv, k, v, q_start, ctx_len, table;
+  OwnedTensor qkv, k, v, q_start, ctx_len, table, sinks;
   AttentionMeta meta;
   std::vector<std::vector<int>> pages;  // per sequence, page of each block
 };
@@ -82,6 +83,11 @@ Built build(Backend& b, const Problem& p, std::mt19937& rng) {
   o.meta.n_seqs = static_cast<int>(p.seqs.size());
   o.meta.sliding_window = p.window;
   o.meta.softcap = p.softcap;
+  if (!p.sinks.empty()) {
+    o.sinks = make(b, DType::f32, {static_cast<int64_t>(p.sinks.size())});
+    std::copy(p.sinks.begin(), p.sinks.end(), o.sinks.tensor.as<float>());
+    o.meta.sinks = o.sinks.tensor;
+  }
   for (const Seq& s : p.seqs) {
     o.meta.max_q_len = std::max(o.meta.max_q_len, s.n_q);
     o.meta.max_ctx_len = std::max(o.meta.max_ctx_len, s.ctx);
@@ -115,7 +121,7 @@ std::vector<double> reference(const Problem& p, const Built& o, float scale) {
           sc.push_back(p.softcap > 0 ? std::tanh(dot / p.softcap) * p.softcap : dot);
         }
         const double mx = *std::max_element(sc.begin(), sc.end());
-        double sum = 0;
+        double sum = p.sinks.empty() ? 0.0 : std::exp(p.sinks[static_cast<size_t>(h)] - mx);  // gpt-oss's sink term
         for (double& v : sc) sum += (v = std::exp(v - mx));
         for (int64_t e = 0; e < d; ++e) {
           double acc = 0;
@@ -185,6 +191,29 @@ TEST(CpuAttention, SoftcapBoundsTheScores) {
   const std::vector<double> plain = reference(q, o, scale);
   double most = 0;
   for (size_t i = 0; i < capped.size(); ++i) most = std::max(most, std::fabs(capped[i] - plain[i]));
+  EXPECT_GT(most, 1e-2);
+}
+
+// gpt-oss's attention sinks: one more exp(sink) in each head's denominator, with and without a
+// window, prefill and decode rows, sinks below and above the scores (one far above, so the
+// head's output nearly vanishes); leaving them out moves the result past the tolerance.
+TEST(CpuAttention, SinksJoinTheDenominator) {
+  Problem p{{8, 2, 16}, 8, DType::f32, 0, {{1, 30}, {20, 50}, {3, 3}}};
+  p.sinks = {-2.0f, -0.5f, 0.0f, 0.3f, 1.0f, 2.5f, 6.0f, 40.0f};
+  check(p, 14);
+  p.window = 9;
+  p.kv_dtype = DType::bf16;
+  check(p, 15);
+  std::mt19937 rng(14);
+  auto host = backend_at("scalar", 1);
+  Problem q = p;
+  const Built o = build(*host, q, rng);
+  const float scale = 0.25f;
+  const std::vector<double> with = reference(q, o, scale);
+  q.sinks.clear();
+  const std::vector<double> without = reference(q, o, scale);
+  double most = 0;
+  for (size_t i = 0; i < with.size(); ++i) most = std::max(most, std::fabs(with[i] - without[i]));
   EXPECT_GT(most, 1e-2);
 }
 

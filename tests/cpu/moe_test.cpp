@@ -188,9 +188,18 @@ struct ExpertCase {
   DType w_dtype;
 };
 
-// out[t] = sum_j w[t,j] * down_e (silu(gate_e x) * up_e x) in double from the weights as stored.
+// gpt-oss's additions (MoeExpertMlp) as the reference applies them; empty / 0 = none.
+struct RefMlp {
+  std::vector<float> gate_up_bias;  // [E * 2I]
+  std::vector<float> down_bias;     // [E * d]
+  float limit = 0.0f;
+  float alpha = 1.0f;
+};
+
+// out[t] = sum_j w[t,j] * down_e (silu(gate_e x) * up_e x) in double from the weights as stored
+// (with RefMlp: biases added, transformers' GptOssExperts._apply_gate as the activation).
 std::vector<double> experts_reference(const Tensor& x, const Tensor& gu, const Tensor& down, const std::vector<int32_t>& ids,
-                                      const std::vector<float>& wts, const ExpertCase& c) {
+                                      const std::vector<float>& wts, const ExpertCase& c, const RefMlp& m = {}) {
   std::vector<double> out(static_cast<size_t>(c.n * c.d), 0.0);
   std::vector<double> act(static_cast<size_t>(c.inter));
   for (int64_t t = 0; t < c.n; ++t) {
@@ -203,10 +212,20 @@ std::vector<double> experts_reference(const Tensor& x, const Tensor& gu, const T
           g += xv * get(gu, (e * 2 * c.inter + i) * c.d + h);
           u += xv * get(gu, (e * 2 * c.inter + c.inter + i) * c.d + h);
         }
-        act[static_cast<size_t>(i)] = g / (1.0 + std::exp(-g)) * u;
+        if (!m.gate_up_bias.empty()) {
+          g += m.gate_up_bias[static_cast<size_t>(e * 2 * c.inter + i)];
+          u += m.gate_up_bias[static_cast<size_t>(e * 2 * c.inter + c.inter + i)];
+        }
+        if (m.limit > 0.0f) {
+          g = std::min<double>(g, m.limit);
+          u = std::clamp<double>(u, -m.limit, m.limit);
+          act[static_cast<size_t>(i)] = (u + 1.0) * g / (1.0 + std::exp(-m.alpha * g));
+        } else {
+          act[static_cast<size_t>(i)] = g / (1.0 + std::exp(-g)) * u;
+        }
       }
       for (int64_t h = 0; h < c.d; ++h) {
-        double y = 0.0;
+        double y = m.down_bias.empty() ? 0.0 : m.down_bias[static_cast<size_t>(e * c.d + h)];
         for (int64_t i = 0; i < c.inter; ++i) y += get(down, (e * c.d + h) * c.inter + i) * act[static_cast<size_t>(i)];
         out[static_cast<size_t>(t * c.d + h)] += wts[static_cast<size_t>(t * c.k + j)] * y;
       }
@@ -240,7 +259,7 @@ TEST(CpuMoe, ExpertsMatchAPlainLoop) {
       const size_t ws_bytes = b->moe_workspace_bytes(c.n, c.k, c.d, c.inter);
       auto ws = make(*b, DType::u8, {static_cast<int64_t>(ws_bytes)});
       auto out = make(*b, DType::f32, {c.n, c.d});
-      b->moe_experts(x.tensor, gu.tensor, down.tensor, ids.tensor, wts.tensor, ws.tensor, out.tensor);
+      b->moe_experts(x.tensor, gu.tensor, down.tensor, ids.tensor, wts.tensor, MoeExpertMlp{}, ws.tensor, out.tensor);
       const auto ref = experts_reference(x.tensor, gu.tensor, down.tensor, r.ids, r.weights, c);
       double worst = 0.0, scale = 0.0;
       for (size_t i = 0; i < ref.size(); ++i) {
@@ -249,6 +268,66 @@ TEST(CpuMoe, ExpertsMatchAPlainLoop) {
       }
       EXPECT_LT(worst, 1e-5 * std::max(1.0, scale));
       EXPECT_GT(scale, 0.01);  // the outputs are not trivially zero
+    }
+  }
+}
+
+// gpt-oss's experts: gate|up and down biases and the clamped SwiGLU (MoeExpertMlp), decode- and
+// prefill-sized steps at every SIMD level, against the plain loop; a limit this small (0.4 here,
+// 7 in the real models) clamps many values, and leaving the biases out moves the result.
+TEST(CpuMoe, ExpertBiasesAndClampedSwiGluMatchAPlainLoop) {
+  for (const std::string& level : test::simd_levels()) {
+    auto b = backend_at(level);
+    for (const ExpertCase c : {ExpertCase{1, 32, 16, 8, 4, DType::f32}, ExpertCase{60, 64, 24, 4, 2, DType::bf16}}) {
+      SCOPED_TRACE(testing::Message() << level << " n=" << c.n);
+      std::mt19937 rng(static_cast<uint32_t>(c.n * 7 + 3));
+      auto x = make(*b, DType::f32, {c.n, c.d});
+      auto gu = make(*b, c.w_dtype, {c.n_experts * 2 * c.inter, c.d});
+      auto down = make(*b, c.w_dtype, {c.n_experts * c.d, c.inter});
+      test::fill_uniform(x.tensor, rng, -2, 2);
+      test::fill_uniform(gu.tensor, rng, -0.3f, 0.3f);
+      test::fill_uniform(down.tensor, rng, -0.3f, 0.3f);
+      RefMlp m;
+      m.gate_up_bias.resize(static_cast<size_t>(c.n_experts * 2 * c.inter));
+      m.down_bias.resize(static_cast<size_t>(c.n_experts * c.d));
+      std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+      for (float& v : m.gate_up_bias) v = u(rng);
+      for (float& v : m.down_bias) v = u(rng);
+      m.limit = 0.4f;
+      m.alpha = 1.702f;
+      auto gub = make(*b, DType::f32, {static_cast<int64_t>(m.gate_up_bias.size())});
+      auto db = make(*b, DType::f32, {static_cast<int64_t>(m.down_bias.size())});
+      std::copy(m.gate_up_bias.begin(), m.gate_up_bias.end(), gub.tensor.as<float>());
+      std::copy(m.down_bias.begin(), m.down_bias.end(), db.tensor.as<float>());
+      std::vector<float> logits(static_cast<size_t>(c.n * c.n_experts));
+      std::uniform_real_distribution<float> l(-3, 3);
+      for (float& v : logits) v = l(rng);
+      const Routed r = route(*b, logits, c.n, c.n_experts, c.k, true);
+      auto ids = make(*b, DType::i32, {c.n, c.k});
+      auto wts = make(*b, DType::f32, {c.n, c.k});
+      std::copy(r.ids.begin(), r.ids.end(), ids.tensor.as<int32_t>());
+      std::copy(r.weights.begin(), r.weights.end(), wts.tensor.as<float>());
+      auto ws = make(*b, DType::u8, {static_cast<int64_t>(b->moe_workspace_bytes(c.n, c.k, c.d, c.inter))});
+      auto out = make(*b, DType::f32, {c.n, c.d});
+      MoeExpertMlp mlp;
+      mlp.gate_up_bias = gub.tensor;
+      mlp.down_bias = db.tensor;
+      mlp.swiglu_limit = m.limit;
+      mlp.swiglu_alpha = m.alpha;
+      b->moe_experts(x.tensor, gu.tensor, down.tensor, ids.tensor, wts.tensor, mlp, ws.tensor, out.tensor);
+      const auto ref = experts_reference(x.tensor, gu.tensor, down.tensor, r.ids, r.weights, c, m);
+      RefMlp unbiased = m;
+      unbiased.gate_up_bias.clear();
+      unbiased.down_bias.clear();
+      const auto ref_unbiased = experts_reference(x.tensor, gu.tensor, down.tensor, r.ids, r.weights, c, unbiased);
+      double worst = 0.0, scale = 0.0, bias_effect = 0.0;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        worst = std::max(worst, std::abs(get(out.tensor, static_cast<int64_t>(i)) - ref[i]));
+        scale = std::max(scale, std::abs(ref[i]));
+        bias_effect = std::max(bias_effect, std::abs(ref[i] - ref_unbiased[i]));
+      }
+      EXPECT_LT(worst, 1e-5 * std::max(1.0, scale));
+      EXPECT_GT(bias_effect, 0.05);
     }
   }
 }
@@ -303,9 +382,9 @@ TEST(CpuMoe, SplitQuantizedExpertsMatchTheDequantizedFusedOnes) {
         std::copy(r.weights.begin(), r.weights.end(), wts.tensor.as<float>());
         auto ws = make(*b, DType::u8, {static_cast<int64_t>(b->moe_workspace_bytes(n, k, d, inter))});
         auto want = make(*b, DType::f32, {n, d}), got = make(*b, DType::f32, {n, d});
-        b->moe_experts(x.tensor, gu32.tensor, down32.tensor, ids.tensor, wts.tensor, ws.tensor, want.tensor);
+        b->moe_experts(x.tensor, gu32.tensor, down32.tensor, ids.tensor, wts.tensor, MoeExpertMlp{}, ws.tensor, want.tensor);
         auto worst_of = [&](const Tensor& gate_w, const Tensor& up_w) {
-          b->moe_experts_split(x.tensor, gate_w, up_w, down.tensor, ids.tensor, wts.tensor, ws.tensor, got.tensor);
+          b->moe_experts_split(x.tensor, gate_w, up_w, down.tensor, ids.tensor, wts.tensor, MoeExpertMlp{}, ws.tensor, got.tensor);
           double worst = 0.0, scale = 0.0;
           for (int64_t i = 0; i < n * d; ++i) {
             worst = std::max(worst, std::abs(get(got.tensor, i) - get(want.tensor, i)));
@@ -343,8 +422,8 @@ TEST(CpuMoe, ATokensResultDoesNotDependOnItsBatch) {
   auto ws = make(*b, DType::u8, {static_cast<int64_t>(b->moe_workspace_bytes(n, k, d, inter))});
   auto all = make(*b, DType::f32, {n, d});
   auto one = make(*b, DType::f32, {1, d});
-  b->moe_experts(x.tensor, gu.tensor, down.tensor, ids.tensor, wts.tensor, ws.tensor, all.tensor);
-  b->moe_experts(x.tensor.rows(0, 1), gu.tensor, down.tensor, ids.tensor.rows(0, 1), wts.tensor.rows(0, 1), ws.tensor,
+  b->moe_experts(x.tensor, gu.tensor, down.tensor, ids.tensor, wts.tensor, MoeExpertMlp{}, ws.tensor, all.tensor);
+  b->moe_experts(x.tensor.rows(0, 1), gu.tensor, down.tensor, ids.tensor.rows(0, 1), wts.tensor.rows(0, 1), MoeExpertMlp{}, ws.tensor,
                  one.tensor);
   for (int64_t h = 0; h < d; ++h) EXPECT_EQ(one.tensor.as<float>()[h], all.tensor.as<float>()[h]);
 }
@@ -378,14 +457,14 @@ TEST(CpuMoe, ExpertParallelSlicesAddUpToTheWholeLayer) {
     r.normalize = true;
     b->moe_route(l.tensor, r, ids.tensor, wts.tensor);
     const std::vector<int32_t> global(ids.tensor.as<int32_t>(), ids.tensor.as<int32_t>() + n * k);
-    b->moe_experts(x.tensor, gu.tensor, down.tensor, ids.tensor, wts.tensor, ws.tensor, whole.tensor);
+    b->moe_experts(x.tensor, gu.tensor, down.tensor, ids.tensor, wts.tensor, MoeExpertMlp{}, ws.tensor, whole.tensor);
     std::vector<double> sum(static_cast<size_t>(n * d), 0.0);
     for (int s = 0; s < slices; ++s) {
       r.first_expert = static_cast<int>(s * per);
       b->moe_route(l.tensor, r, ids.tensor, wts.tensor);
       for (int64_t i = 0; i < n * k; ++i) ASSERT_EQ(ids.tensor.as<int32_t>()[i], global[static_cast<size_t>(i)] - s * per);
       b->moe_experts(x.tensor, gu.tensor.rows(s * per * 2 * inter, per * 2 * inter), down.tensor.rows(s * per * d, per * d),
-                     ids.tensor, wts.tensor, ws.tensor, part.tensor);
+                     ids.tensor, wts.tensor, MoeExpertMlp{}, ws.tensor, part.tensor);
       for (int64_t t = 0; t < n; ++t) {
         bool here = false;
         for (int j = 0; j < k; ++j) here = here || global[static_cast<size_t>(t * k + j)] / per == s;

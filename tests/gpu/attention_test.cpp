@@ -25,15 +25,17 @@ struct Problem {
   int window;
   std::vector<Seq> seqs;
   float softcap = 0.0f;  // AttentionMeta::softcap (Gemma 2)
+  bool sinks = false;    // AttentionMeta::sinks (gpt-oss), one random logit per query head
 };
 
 struct Side {
-  OwnedTensor qkv, k, v, q_start, ctx_len, table, out;
+  OwnedTensor qkv, k, v, q_start, ctx_len, table, out, sinks;
   AttentionMeta meta;
 };
 
 Side build(Backend& b, const Problem& p, const std::vector<float>& qkv, const std::vector<float>& kv_k,
-           const std::vector<float>& kv_v, const std::vector<int32_t>& table, int n_pages, int max_blocks) {
+           const std::vector<float>& kv_v, const std::vector<int32_t>& table, int n_pages, int max_blocks,
+           const std::vector<float>& sinks) {
   Side s;
   int n = 0, max_q = 0, max_ctx = 0;
   std::vector<int32_t> q_start = {0}, ctx;
@@ -60,6 +62,10 @@ Side build(Backend& b, const Problem& p, const std::vector<float>& qkv, const st
   s.meta.max_ctx_len = max_ctx;
   s.meta.sliding_window = p.window;
   s.meta.softcap = p.softcap;
+  if (!sinks.empty()) {
+    s.sinks = put(b, DType::f32, {p.l.n_heads}, sinks);
+    s.meta.sinks = s.sinks.tensor;
+  }
   return s;
 }
 
@@ -85,8 +91,9 @@ void check(const Problem& p, std::mt19937& rng) {
   // Queries span [-2, 2) so scores reach several units and the softmax is not flat.
   const auto qkv = random_values(rng, int64_t{n} * p.l.row_width(), -2, 2);
   const auto k = random_values(rng, cache), v = random_values(rng, cache);
-  Side c = build(cpu(), p, qkv, k, v, table, n_pages, max_blocks);
-  Side g = build(*gpu(), p, qkv, k, v, table, n_pages, max_blocks);
+  const auto sinks = p.sinks ? random_values(rng, p.l.n_heads, -1, 4) : std::vector<float>{};
+  Side c = build(cpu(), p, qkv, k, v, table, n_pages, max_blocks, sinks);
+  Side g = build(*gpu(), p, qkv, k, v, table, n_pages, max_blocks, sinks);
   const float scale = 1.0f / std::sqrt(static_cast<float>(p.l.head_dim));
   cpu().attention(c.qkv.tensor, p.l, {c.k.tensor, c.v.tensor}, c.meta, scale, c.out.tensor);
   gpu()->attention(g.qkv.tensor, p.l, {g.k.tensor, g.v.tensor}, g.meta, scale, g.out.tensor);
@@ -107,6 +114,9 @@ TEST(GpuAttention, MatchesCpu) {
       {"softcap, Gemma 2's shape: head_dim 256, window, splits", {8, 4, 256}, 16, DType::bf16, 100,
        {{30, 230}, {1, 2000}, {1, 7}}, 0.5f},
       {"softcap, no window", {8, 2, 64}, 16, DType::bf16, 0, {{40, 300}, {1, 900}}, 0.5f},
+      {"sinks, gpt-oss's shape: GQA 8, head_dim 64, window 128, splits", {64, 8, 64}, 16, DType::bf16, 128,
+       {{30, 230}, {1, 2000}, {1, 7}}, 0.0f, true},
+      {"sinks, no window, one split", {8, 2, 64}, 16, DType::bf16, 0, {{40, 60}, {1, 20}}, 0.0f, true},
   };
   for (const Problem& p : problems) check(p, rng);
 }

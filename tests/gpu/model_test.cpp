@@ -139,12 +139,13 @@ TEST_P(GpuModel, LogitsAndGreedyTokensMatchCpu) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, GpuModel, ::testing::Values("llama", "qwen3_moe", "deepseek_v3", "mixtral"));
 
-// Gemma 2 (soft-capped scores and logits, alternating windows) and Gemma 3 (q/k norms, local and
-// global RoPE) from the transformers fixtures: the GPU's prefill of the long prompt (past the
-// window) and its decode steps equal the CPU's within bf16 tolerance.
-TEST(GpuModel, GemmaFixturesMatchCpu) {
+// Gemma 2 (soft-capped scores and logits, alternating windows), Gemma 3 (q/k norms, local and
+// global RoPE) and gpt-oss (attention sinks, YaRN, biased experts with the clamped SwiGLU) from
+// the transformers fixtures: the GPU's prefill of the long prompt (past the window) and its
+// decode steps equal the CPU's within bf16 tolerance.
+TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
-  for (const char* name : {"gemma2", "gemma3"}) {
+  for (const char* name : {"gemma2", "gemma3", "gpt_oss"}) {
     SCOPED_TRACE(name);
     Side c = load(cpu(), testing::fixture_dir(name)), g = load(*gpu(), testing::fixture_dir(name));
     const testing::FixtureCase fc = testing::read_fixture_cases(name).back();

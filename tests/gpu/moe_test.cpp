@@ -50,8 +50,15 @@ struct ExpertCase {
 };
 
 // out on `b` for the given inputs; graph_key > 0 runs the op three times inside step graphs.
+// gpt-oss's biases and clamp (MoeExpertMlp) as host values; empty / 0 = none.
+struct HostMlp {
+  std::vector<float> gate_up_bias, down_bias;
+  float limit = 0.0f, alpha = 1.0f;
+};
+
 std::vector<float> run_experts(Backend& b, const ExpertCase& c, const std::vector<float>& x, const std::vector<float>& gu,
-                               const std::vector<float>& down, const Routing& r, uint64_t graph_key = 0) {
+                               const std::vector<float>& down, const Routing& r, uint64_t graph_key = 0,
+                               const HostMlp& m = {}) {
   const DType act = b.activation_dtype();
   const auto xt = put(b, act, {c.n, c.d}, x);
   const auto gut = weight(b, c.n_experts * 2 * c.inter, c.d, gu);
@@ -59,9 +66,19 @@ std::vector<float> run_experts(Backend& b, const ExpertCase& c, const std::vecto
   const auto ids = put(b, DType::i32, {c.n, c.k}, r.ids), w = put(b, DType::f32, {c.n, c.k}, r.weights);
   const auto ws = empty(b, DType::u8, {static_cast<int64_t>(b.moe_workspace_bytes(c.n, c.k, c.d, c.inter))});
   const auto out = empty(b, act, {c.n, c.d});
+  MoeExpertMlp mlp;
+  OwnedTensor gub, db;
+  if (!m.gate_up_bias.empty()) {
+    gub = put(b, DType::f32, {static_cast<int64_t>(m.gate_up_bias.size())}, m.gate_up_bias);
+    db = put(b, DType::f32, {static_cast<int64_t>(m.down_bias.size())}, m.down_bias);
+    mlp.gate_up_bias = gub.tensor;
+    mlp.down_bias = db.tensor;
+  }
+  mlp.swiglu_limit = m.limit;
+  mlp.swiglu_alpha = m.alpha;
   for (int i = 0; i < (graph_key > 0 ? 3 : 1); ++i) {
     if (graph_key > 0) b.begin_step(graph_key);
-    b.moe_experts(xt.tensor, gut.tensor, dt.tensor, ids.tensor, w.tensor, ws.tensor, out.tensor);
+    b.moe_experts(xt.tensor, gut.tensor, dt.tensor, ids.tensor, w.tensor, mlp, ws.tensor, out.tensor);
     if (graph_key > 0) b.end_step();
   }
   return get(b, out.tensor);
@@ -93,6 +110,25 @@ TEST(GpuMoe, ExpertsMatchCpu) {
     const ExpertInputs in = random_inputs(rng, c, true);
     const auto want = run_experts(cpu(), c, in.x, in.gu, in.down, in.routing);
     EXPECT_LT(rel_error(run_experts(*gpu(), c, in.x, in.gu, in.down, in.routing), want), kBf16Tol);
+  }
+}
+
+// gpt-oss's experts: gate|up and down biases and the clamped SwiGLU, decode- and prefill-sized.
+TEST(GpuMoe, ExpertBiasesAndClampedSwiGluMatchCpu) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(25);
+  for (const ExpertCase c : {ExpertCase{1, 256, 96, 32, 4}, ExpertCase{200, 128, 64, 8, 4}}) {
+    SCOPED_TRACE(testing::Message() << "n=" << c.n);
+    const ExpertInputs in = random_inputs(rng, c, true);
+    HostMlp m;
+    m.gate_up_bias = random_values(rng, c.n_experts * 2 * c.inter, -0.5f, 0.5f);
+    m.down_bias = random_values(rng, c.n_experts * c.d, -0.5f, 0.5f);
+    m.limit = 0.7f;
+    m.alpha = 1.702f;
+    const auto want = run_experts(cpu(), c, in.x, in.gu, in.down, in.routing, 0, m);
+    EXPECT_LT(rel_error(run_experts(*gpu(), c, in.x, in.gu, in.down, in.routing, 0, m), want), kBf16Tol);
+    EXPECT_EQ(run_experts(*gpu(), c, in.x, in.gu, in.down, in.routing, 0x6f7373, m),
+              run_experts(*gpu(), c, in.x, in.gu, in.down, in.routing, 0, m));
   }
 }
 

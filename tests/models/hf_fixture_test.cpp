@@ -46,7 +46,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                          ::testing::Values("llama", "llama_rope_llama3", "llama_rope_linear", "mistral_sliding",
                                            "qwen2", "qwen3", "tinyllama", "smollm2", "qwen3_moe",
                                            "qwen3_moe_step", "deepseek_v3", "deepseek_v2", "deepseek_v3_step",
-                                           "phi3", "gemma2", "gemma3", "gemma3_mm", "mixtral"));
+                                           "phi3", "gemma2", "gemma3", "gemma3_mm", "mixtral", "gpt_oss"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -128,6 +128,41 @@ TEST(HfFixtureConfig, MixtralLayers) {
   EXPECT_EQ(c.moe_intermediate_size, 64);
   EXPECT_TRUE(c.norm_topk_prob);
   EXPECT_EQ(c.n_moe_layers(), c.n_layers);
+}
+
+// gpt-oss as loaded: q/k/v/o biases, attention sinks, alternating sliding layers, YaRN without
+// truncation, every layer sparse with biased router and experts and the clamped SwiGLU.
+TEST(HfFixtureConfig, GptOssLayers) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = load_or_fail(fixture_dir("gpt_oss"), *backend);
+  ASSERT_NE(model, nullptr);
+  const ModelConfig& c = model->config();
+  EXPECT_EQ(c.arch, "gpt_oss");
+  EXPECT_TRUE(c.qkv_bias && c.o_bias && c.attn_sinks && c.moe_biases);
+  EXPECT_EQ(c.sliding_window, 8);
+  EXPECT_EQ(c.layer_window(0), 8);
+  EXPECT_EQ(c.layer_window(1), 0);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::yarn);
+  EXPECT_FALSE(c.rope_scaling.truncate);
+  EXPECT_EQ(c.n_experts, 4);
+  EXPECT_EQ(c.n_experts_per_tok, 2);
+  EXPECT_EQ(c.moe_intermediate_size, 96);
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_EQ(c.swiglu_limit, 1.0f);
+  EXPECT_FLOAT_EQ(c.swiglu_alpha, 1.702f);
+  EXPECT_EQ(c.n_moe_layers(), c.n_layers);
+}
+
+// Each of gpt-oss's parts shows in the logits: the sinks (left out), the experts' biases (left
+// out), the clamp (the real models' limit 7, which these activations never reach), alpha, the
+// window, and YaRN's truncation.
+TEST(HfFixtureConfig, GptOssPartsChangeTheResult) {
+  EXPECT_GT(testing::max_diff_with_rules("gpt_oss", [](ModelConfig& c) { c.attn_sinks = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("gpt_oss", [](nlohmann::json& j) { j["swiglu_limit"] = 7.0; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("gpt_oss", [](nlohmann::json& j) { j["swiglu_alpha"] = 1.0; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("gpt_oss", [](nlohmann::json& j) { j["sliding_window"] = 64; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("gpt_oss", [](nlohmann::json& j) { j["rope_parameters"]["truncate"] = true; }),
+            100 * kLogitTol);
 }
 
 // transformers 5 keeps a layer's experts fused (mlp.experts.gate_up_proj [E, 2I, hidden],

@@ -247,6 +247,58 @@ TEST(MoeModel, WhatCannotRunIsRefusedAtLoad) {
       << missing.status().message();
 }
 
+// make-model's gpt_oss is the Hub's bf16 gpt-oss layout (GptOssConfig's fields, the router with
+// its bias, experts stacked transposed with biases, sinks); it loads and runs, and without the
+// sinks the load fails naming them.
+TEST(MoeMakeModel, WritesGptOssInTheHubLayout) {
+  TempDir dir("gpt_oss_layout");
+  SyntheticModelSpec s = moe_spec();
+  s.arch = "gpt_oss";
+  s.n_layers = 2;
+  s.intermediate_size = 96;
+  s.n_experts = 4;
+  s.mlp_only_layers.clear();
+  ASSERT_TRUE(write_synthetic_model(s, dir.str()).is_ok());
+  const auto config = nlohmann::json::parse(testing::read_bytes(dir.file("config.json")));
+  EXPECT_EQ(config["architectures"], nlohmann::json::array({"GptOssForCausalLM"}));
+  EXPECT_EQ(config["num_local_experts"], 4);
+  EXPECT_EQ(config["layer_types"], nlohmann::json::array({"sliding_attention", "full_attention"}));
+  EXPECT_EQ(config["rope_scaling"]["rope_type"], "yarn");
+  auto ck = Checkpoint::open(dir.str());
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  const auto& t = (*ck)->tensors();
+  const int64_t h = s.hidden_size;
+  EXPECT_EQ(t.at("model.layers.1.mlp.router.weight").shape, (std::vector<int64_t>{4, h}));
+  EXPECT_EQ(t.at("model.layers.1.mlp.experts.gate_up_proj").shape, (std::vector<int64_t>{4, h, 192}));
+  EXPECT_EQ(t.at("model.layers.1.mlp.experts.down_proj").shape, (std::vector<int64_t>{4, 96, h}));
+  EXPECT_EQ(t.at("model.layers.1.self_attn.sinks").shape, (std::vector<int64_t>{s.n_heads}));
+  EXPECT_TRUE(t.count("model.layers.0.self_attn.o_proj.bias"));
+
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load(dir.str(), *backend);
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->config().arch, "gpt_oss");
+  EXPECT_EQ(model->config().n_moe_layers(), 2);
+  auto kv = KvCache::allocate(*backend, model->kv_layout(8, 16, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  const auto logits = testing::run_step(*model, *backend, *kv, testing::make_step({{0, {1, 2, 3}, 0, false}}, 16, 4));
+  ASSERT_EQ(logits.size(), static_cast<size_t>(s.vocab_size));
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+
+  TempDir cut("gpt_oss_cut");
+  std::filesystem::copy_file(dir.file("config.json"), cut.file("config.json"));
+  std::vector<testing::StEntry> entries;
+  for (const auto& [name, tensor] : t) {
+    if (name == "model.layers.1.self_attn.sinks") continue;
+    entries.push_back({name, "F32", tensor.shape, std::vector<uint8_t>(tensor.bytes.begin(), tensor.bytes.end())});
+  }
+  testing::write_safetensors_file(cut.file("model.safetensors"), entries);
+  auto missing = Model::load(cut.str(), *backend, LoadOptions{.progress = false});
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_NE(missing.status().message().find("model.layers.1.self_attn.sinks"), std::string::npos)
+      << missing.status().message();
+}
+
 // make-model's mixtral is the Hub's Mixtral layout (block_sparse_moe, experts' w1 / w3 / w2 of
 // intermediate_size, no dense MLP); it loads and runs, and without one expert's tensor the load
 // fails naming it.

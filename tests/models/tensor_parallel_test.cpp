@@ -316,6 +316,13 @@ TEST(ExpertParallel, MixtralMatchesTransformersWithExpertsSplitByColumnsOrByExpe
   for (const bool ep : {false, true}) expect_split_matches_transformers("mixtral", 2, ep);
 }
 
+// gpt-oss: each rank its heads' sinks and biases; its columns of every expert (gate and up rows
+// taken out of the interleaved, transposed gate_up_proj, their biases alike, rank 0 adding the
+// down biases) or its whole experts with their biases.
+TEST(ExpertParallel, GptOssMatchesTransformersWithExpertsSplitByColumnsOrByExpert) {
+  for (const bool ep : {false, true}) expect_split_matches_transformers("gpt_oss", 2, ep);
+}
+
 // GGUF's experts (gate and up apart, in their block types) at tp 2, by columns or by expert.
 // Dequantized (weights f32) the ranks equal transformers; as stored (auto) each rank keeps its
 // experts' blocks where its slice is whole blocks (by expert: all of them; by columns, each
