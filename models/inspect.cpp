@@ -24,6 +24,7 @@ std::string deepseek_routing(const ModelConfig& c) {
 // g_idx and shapes are not parameters of the model; an int4 layer's packed int32s hold 8 each.
 int64_t quant_params(const QuantConfig& q, const std::string& name, int64_t numel) {
   if (!q.quantized()) return numel;
+  if (q.mxfp4()) return name.ends_with("_blocks") ? 2 * numel : name.ends_with("_scales") ? 0 : numel;
   if (name.ends_with("_scale_inv") || name.ends_with("_scale")) return 0;
   if (!q.int4()) return numel;
   for (const char* aux : {".qzeros", ".scales", ".g_idx", ".weight_zero_point", ".weight_shape", ".weight_g_idx"})

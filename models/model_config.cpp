@@ -367,6 +367,9 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));
   if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null()) {
     BRIGADE_ASSIGN_OR_RETURN(c.quant, parse_quant_config(*q));
+    if (c.quant.mxfp4() && c.arch != "gpt_oss")
+      return unsupported("config.json: quantization_config quant_method 'mxfp4' is supported for gpt_oss only (its "
+                         "experts); " + c.arch + " has none stored so");
     if (c.quant.int4() && is_deepseek(c.arch))
       return unsupported("config.json: quantization_config " + c.quant.describe() + " is not supported for " + c.arch +
                          " (MLA attention); int4 checkpoints load for llama, qwen2, qwen3, qwen3_moe, phi3, gemma2 and "

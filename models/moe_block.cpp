@@ -68,12 +68,17 @@ Status load_gpt_oss_experts(WeightLoader& w, const ModelConfig& c, const std::st
     for (int64_t j = 0; j < sh.inter; ++j) gate_up_rows.push_back(2 * (sh.inter_begin + j) + part);
   std::vector<int64_t> all_hidden(static_cast<size_t>(hidden));
   std::iota(all_hidden.begin(), all_hidden.end(), 0);
+  const std::string gate_up = pre + "experts.gate_up_proj", down = pre + "experts.down_proj";
+  // The Hub's MXFP4 checkpoints store the experts untransposed, [E, 2I, hidden] and [E, hidden, I].
+  const bool mxfp4 = w.has(gate_up + "_blocks");
   w.quantize_linear(quantize_gate_up);
-  BRIGADE_ASSIGN_OR_RETURN(b.gate_up, w.stacked_transposed(pre + "experts.gate_up_proj", c.n_experts, 2 * inter, hidden,
-                                                           experts, gate_up_rows));
+  BRIGADE_ASSIGN_OR_RETURN(b.gate_up, mxfp4 ? w.stacked_mxfp4(gate_up, c.n_experts, 2 * inter, hidden, experts, gate_up_rows)
+                                            : w.stacked_transposed(gate_up, c.n_experts, 2 * inter, hidden, experts,
+                                                                   gate_up_rows));
   w.quantize_linear(quantize_down);
-  BRIGADE_ASSIGN_OR_RETURN(b.down, w.stacked_transposed(pre + "experts.down_proj", c.n_experts, hidden, inter, experts,
-                                                        all_hidden, cols));
+  BRIGADE_ASSIGN_OR_RETURN(b.down, mxfp4 ? w.stacked_mxfp4(down, c.n_experts, hidden, inter, experts, all_hidden, cols)
+                                         : w.stacked_transposed(down, c.n_experts, hidden, inter, experts, all_hidden,
+                                                                cols));
   w.quantize_linear(true);
   BRIGADE_ASSIGN_OR_RETURN(b.gate_up_bias, w.gathered_f32(pre + "experts.gate_up_proj_bias", c.n_experts, 2 * inter,
                                                           experts, gate_up_rows));

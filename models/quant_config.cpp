@@ -15,7 +15,9 @@ constexpr const char* kFp8Supported =
     "quant_method 'fp8' (fmt e4m3, with or without weight_block_size) and 'compressed-tensors' "
     "(weights num_bits 8, type float, strategy tensor, channel or block)";
 
-std::string supported() { return std::string(kFp8Supported) + "; int4: " + kInt4Supported; }
+std::string supported() {
+  return std::string(kFp8Supported) + "; int4: " + kInt4Supported + "; 'mxfp4' (gpt-oss's experts)";
+}
 
 Status read_names(const json& q, const char* key, std::vector<std::string>& out) {
   auto it = q.find(key);
@@ -156,6 +158,7 @@ std::string QuantConfig::describe() const {
       s = std::string("int4, ") + (group_size < 0 ? "per-channel scales" : "groups of " + std::to_string(group_size)) +
           (symmetric ? ", symmetric" : ", zero points") + (act_order ? ", act-order" : "");
       break;
+    case WeightScaling::mxfp4: s = "mxfp4 experts, 32-value blocks with E8M0 scales"; break;
   }
   return s + " (quant_method " + method + ")";
 }
@@ -172,6 +175,9 @@ Expected<QuantConfig> parse_quant_config(const json& q) {
     BRIGADE_RETURN_IF_ERROR(parse_gptq(q, c));
   } else if (c.method == "awq") {
     BRIGADE_RETURN_IF_ERROR(parse_awq(q, c));
+    BRIGADE_RETURN_IF_ERROR(read_names(q, "modules_to_not_convert", c.ignore));
+  } else if (c.method == "mxfp4") {  // gpt-oss: which tensors are MXFP4 is told by their _blocks names
+    c.scaling = WeightScaling::mxfp4;
     BRIGADE_RETURN_IF_ERROR(read_names(q, "modules_to_not_convert", c.ignore));
   } else {
     return unsupported("config.json: quantization_config quant_method '" + c.method +

@@ -41,6 +41,8 @@ enum class WeightScaling {
   channel,  // one scale per output row
   tensor,   // one scale for the whole matrix
   group,    // int4: one scale (and zero point) per output row and group of input columns
+  mxfp4,    // quant_method mxfp4 (gpt-oss): the MoE experts as <name>_blocks / <name>_scales, OCP
+            // microscaling FP4 (32 E2M1 values per E8M0 power-of-two scale); the rest is stored float
 };
 
 // How an int4 checkpoint packs its linear layers (scaling == group).
@@ -62,6 +64,7 @@ struct QuantConfig {
 
   bool quantized() const { return scaling != WeightScaling::none; }
   bool int4() const { return scaling == WeightScaling::group; }
+  bool mxfp4() const { return scaling == WeightScaling::mxfp4; }
   // The scale tensor of the stored weight `weight` ("x.weight" -> "x.weight_scale_inv" or
   // "x.weight_scale"; transformers 5's stacked "x.gate_up_proj" -> "x.gate_up_proj_scale_inv").
   std::string scale_name(const std::string& weight) const;

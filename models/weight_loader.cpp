@@ -1,6 +1,7 @@
 #include "models/weight_loader.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace brigade {
@@ -187,6 +188,48 @@ Expected<OwnedTensor> WeightLoader::stacked_transposed(const std::string& name, 
     }
   }
   return prepare(Tensor(host.data(), staged, {n_items * kept, n_cols}), linear_want());
+}
+
+namespace {
+
+// E2M1 (OCP MXFP4) code -> value: sign bit 3, then {0, 0.5, 1, 1.5, 2, 3, 4, 6}.
+constexpr float kE2m1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+                             -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+}  // namespace
+
+Expected<OwnedTensor> WeightLoader::stacked_mxfp4(const std::string& name, int64_t n, int64_t rows, int64_t cols,
+                                                  Slice items, const std::vector<int64_t>& rows_kept, Slice col_slice) {
+  if (cols % 32 != 0) return corrupt(name + ": MXFP4 rows are whole blocks of 32 values (got " + std::to_string(cols) + ")");
+  const int64_t groups = cols / 32;
+  BRIGADE_ASSIGN_OR_RETURN(RawTensor blocks, ck_.tensor(name + "_blocks", {n, rows, groups, 16}));
+  BRIGADE_ASSIGN_OR_RETURN(RawTensor scales, ck_.tensor(name + "_scales", {n, rows, groups}));
+  for (const RawTensor* t : {&blocks, &scales})
+    if (t->dtype != DType::u8 && t->dtype != DType::i8)
+      return corrupt(t->file + ": tensor '" + t->name + "' is stored " + t->type_name() + "; MXFP4 blocks and scales are U8");
+  count(name, n * rows * cols);
+  counted_.insert(name + "_scales");
+  check_slice(items, n);
+  check_slice(col_slice, cols);
+  for (int64_t r : rows_kept) BRIGADE_CHECK(r >= 0 && r < rows, "stacked_mxfp4: kept rows lie inside the matrix");
+  const int64_t n_items = items.length(n), n_cols = col_slice.length(cols), kept = static_cast<int64_t>(rows_kept.size());
+  std::vector<float> host(static_cast<size_t>(n_items * kept * n_cols)), row(static_cast<size_t>(cols));
+  for (int64_t i = 0; i < n_items; ++i) {
+    for (int64_t r = 0; r < kept; ++r) {
+      const int64_t src = (items.begin + i) * rows + rows_kept[static_cast<size_t>(r)];
+      const uint8_t* b = blocks.bytes.data() + src * groups * 16;
+      const uint8_t* s = scales.bytes.data() + src * groups;
+      for (int64_t g = 0; g < groups; ++g) {
+        const int e = static_cast<int>(s[g]) - 127;
+        for (int64_t k = 0; k < 16; ++k) {
+          row[static_cast<size_t>(g * 32 + 2 * k)] = std::ldexp(kE2m1[b[g * 16 + k] & 15], e);
+          row[static_cast<size_t>(g * 32 + 2 * k + 1)] = std::ldexp(kE2m1[b[g * 16 + k] >> 4], e);
+        }
+      }
+      std::copy_n(row.begin() + col_slice.begin, n_cols, host.begin() + (i * kept + r) * n_cols);
+    }
+  }
+  return prepare(Tensor(host.data(), DType::f32, {n_items * kept, n_cols}), linear_want());
 }
 
 Status WeightLoader::skip(const std::string& name, const std::vector<int64_t>& shape) {

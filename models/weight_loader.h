@@ -102,6 +102,14 @@ class WeightLoader {
   // col_slice. Float tensors only; quantized under weights: q8_0 / q4_0 / q4_1 as stacked() is.
   Expected<OwnedTensor> stacked_transposed(const std::string& name, int64_t n, int64_t rows, int64_t cols, Slice items,
                                            const std::vector<int64_t>& rows_kept, Slice col_slice = {});
+  // gpt-oss's MXFP4 experts (quant_method mxfp4): W [n, rows, cols] stored as `name`_blocks u8
+  // [n, rows, cols / 32, 16] and `name`_scales u8 [n, rows, cols / 32], transformers' layout
+  // (element 2k of a block in the low nibble of byte k, 2k + 1 in the high one; value =
+  // E2M1(nibble) * 2^(scale - 127)), prepared as stacked() prepares a float tensor: of the
+  // matrices `items`, of each the rows `rows_kept` in that order and the columns col_slice.
+  // Dequantized exactly to f32 while staged (then quantized when a block type is asked for).
+  Expected<OwnedTensor> stacked_mxfp4(const std::string& name, int64_t n, int64_t rows, int64_t cols, Slice items,
+                                      const std::vector<int64_t>& rows_kept, Slice col_slice = {});
   // Checks that tensor `name` has `shape` and counts its parameters without loading it: an
   // expert that another expert-parallel rank holds, so every rank reports the model's size.
   Status skip(const std::string& name, const std::vector<int64_t>& shape);

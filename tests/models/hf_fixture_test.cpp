@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "cpu/cpu_backend.h"
 #include "models/checkpoint.h"
@@ -54,6 +55,55 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
 INSTANTIATE_TEST_SUITE_P(Fp8Checkpoints, HfFixture,
                          ::testing::Values("qwen3_fp8_block", "deepseek_v3_fp8_block", "llama_ct_channel",
                                            "llama_ct_tensor"));
+
+// gpt-oss as the Hub ships it (quant_method mxfp4: the experts as _blocks / _scales), made from the
+// gpt_oss fixture with gguf-py's MXFP4 quantizer (scripts/make_fixtures.py gpt_oss_mxfp4); the
+// reference is transformers dequantizing that checkpoint.
+INSTANTIATE_TEST_SUITE_P(Mxfp4Checkpoints, HfFixture, ::testing::Values("gpt_oss_mxfp4"));
+
+// An MXFP4 checkpoint missing an expert's scales, or with blocks of the wrong shape, is refused
+// naming the tensor; quant_method mxfp4 on another architecture is refused by name.
+TEST(HfFixtureConfig, BrokenMxfp4CheckpointsAreRefusedNamingTheTensor) {
+  const std::string src = fixture_dir("gpt_oss_mxfp4");
+  auto ck = Checkpoint::open(src);
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  EXPECT_EQ((*ck)->config().quant.describe(), "mxfp4 experts, 32-value blocks with E8M0 scales (quant_method mxfp4)");
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto rewrite = [&](const std::string& dir, const std::function<bool(const std::string&, testing::StEntry&)>& keep) {
+    std::filesystem::copy_file(src + "/config.json", dir + "/config.json");
+    std::vector<testing::StEntry> entries;
+    for (const auto& [name, t] : (*ck)->tensors()) {
+      testing::StEntry e{name, t.dtype == DType::u8 ? "U8" : "F32", t.shape,
+                         std::vector<uint8_t>(t.bytes.begin(), t.bytes.end())};
+      if (keep(name, e)) entries.push_back(std::move(e));
+    }
+    testing::write_safetensors_file(dir + "/model.safetensors", entries);
+    LoadOptions o;
+    o.progress = false;
+    auto m = Model::load(dir, *backend, o);
+    return m ? std::string() : m.status().message();
+  };
+  const testing::TempDir a("mxfp4_no_scales"), b("mxfp4_bad_blocks");
+  const std::string missing = rewrite(a.str(), [](const std::string& name, testing::StEntry&) {
+    return name != "model.layers.1.mlp.experts.down_proj_scales";
+  });
+  EXPECT_NE(missing.find("model.layers.1.mlp.experts.down_proj_scales"), std::string::npos) << missing;
+  const std::string bad = rewrite(b.str(), [](const std::string& name, testing::StEntry& e) {
+    if (name == "model.layers.0.mlp.experts.gate_up_proj_blocks") {  // one group per row instead of two
+      e.shape = {e.shape[0], e.shape[1], 1, 16};
+      e.bytes.resize(static_cast<size_t>(e.shape[0] * e.shape[1] * 16));
+    }
+    return true;
+  });
+  EXPECT_NE(bad.find("model.layers.0.mlp.experts.gate_up_proj_blocks"), std::string::npos) << bad;
+  auto text = read_text_file(fixture_dir("llama") + "/config.json");
+  ASSERT_TRUE(text.has_value());
+  auto j = nlohmann::json::parse(*text);
+  j["quantization_config"] = {{"quant_method", "mxfp4"}};
+  auto refused = parse_hf_config(j.dump());
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("mxfp4"), std::string::npos) << refused.status().message();
+}
 
 TEST(HfFixtureConfig, ArchitectureFlags) {
   auto backend = make_cpu_backend({.n_threads = 1});
