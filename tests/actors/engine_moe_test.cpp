@@ -75,6 +75,32 @@ TEST(MoeEngine, TheTransformersFixtureServes) {
   EXPECT_EQ(c->token_ids, (std::vector<int32_t>{60, 116, 104, 104, 120, 16, 33, 116}));
 }
 
+// gpt-oss's fixtures (bf16 layout, and the Hub's MXFP4 one): the long prompt (past the sliding
+// window of 8) prefilled in chunks beside other prompts, then decoded, gives transformers' greedy
+// tokens; the MXFP4 one also at tp 2 by expert, and the bf16 one by columns.
+TEST(MoeEngine, TheGptOssFixturesServe) {
+  const std::vector<int32_t> prompt = {1,  17, 54, 91, 3,   40, 77, 114, 26, 63, 100, 12, 49, 86,  123, 35, 72, 109, 21, 58,
+                                       95, 7,  44, 81, 118, 30, 67, 104, 16, 53, 90,  127, 39, 76, 113, 25, 62, 99,  11, 48};
+  struct Run {
+    const char* fixture;
+    int tp;
+    bool expert_parallel;
+    std::vector<int32_t> want;
+  };
+  for (const Run& r : {Run{"gpt_oss", 1, false, {110, 37, 11, 91, 52, 27, 72, 58}},
+                       Run{"gpt_oss", 2, false, {110, 37, 11, 91, 52, 27, 72, 58}},
+                       Run{"gpt_oss_mxfp4", 1, false, {79, 102, 110, 37, 11, 89, 102, 10}},
+                       Run{"gpt_oss_mxfp4", 2, true, {79, 102, 110, 37, 11, 89, 102, 10}}}) {
+    SCOPED_TRACE(std::string(r.fixture) + " tp " + std::to_string(r.tp));
+    auto engine = Engine::create(options(std::string(BRIGADE_FIXTURES) + "/" + r.fixture, r.tp, r.expert_parallel));
+    ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+    std::vector<GenerateOptions> together = {testing::greedy_ids(prompt, 8), testing::greedy_ids({1, 5, 9}, 8)};
+    const auto got = testing::generate_all(**engine, together);
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0], r.want);
+  }
+}
+
 std::vector<std::vector<int32_t>> generate_together(const EngineOptions& o) {
   auto engine = Engine::create(o);
   EXPECT_TRUE(engine.has_value()) << engine.status().to_string();
