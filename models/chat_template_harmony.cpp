@@ -223,6 +223,11 @@ Expected<std::string> render_harmony(std::span<const ChatMessage> m, std::span<c
   if (!m.empty() && (m[0].role == "system" || m[0].role == "developer")) instructions = m[i++].content;
   BRIGADE_ASSIGN_OR_RETURN(std::string developer, developer_message(instructions, tools));
   out += developer;
+  // The guide drops earlier chains of thought once an answer followed them: the text beside a
+  // turn's calls is kept only while no final answer comes after it (as gpt-oss's template does).
+  size_t last_answer = m.size();
+  for (size_t j = i; j < m.size(); ++j)
+    if (m[j].role == "assistant" && m[j].tool_calls.empty()) last_answer = j;
   for (; i < m.size(); ++i) {
     const ChatMessage& msg = m[i];
     if (msg.role == "user") {
@@ -233,7 +238,9 @@ Expected<std::string> render_harmony(std::span<const ChatMessage> m, std::span<c
     } else if (msg.tool_calls.empty()) {
       out += "<|start|>assistant<|channel|>final<|message|>" + msg.content + "<|end|>";
     } else {
-      if (!msg.content.empty()) out += "<|start|>assistant<|channel|>analysis<|message|>" + msg.content + "<|end|>";
+      const bool answered = last_answer != m.size() && last_answer > i;
+      if (!msg.content.empty() && !answered)
+        out += "<|start|>assistant<|channel|>analysis<|message|>" + msg.content + "<|end|>";
       for (const ChatToolCall& c : msg.tool_calls) {
         BRIGADE_ASSIGN_OR_RETURN(std::string call, call_message(c));
         out += call;

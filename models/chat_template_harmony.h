@@ -22,7 +22,8 @@
 // type the harmony renderer writes (comments for descriptions, `?` for optional keys, enums as
 // unions, `// default: ..`); a tool without parameters (or with no properties) is `() => any`.
 // An assistant's text beside its calls is its chain of thought, as gpt-oss's own template
-// renders it; earlier answers carry no analysis (the guide drops it after a final answer).
+// renders it, kept until a final answer follows (the guide drops chains of thought then);
+// earlier answers carry no analysis.
 // A result names its function by its tool_call_id (else by its place after the calls).
 #pragma once
 

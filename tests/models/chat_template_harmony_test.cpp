@@ -8,6 +8,8 @@
 
 #include "models/chat_template.h"
 #include "models/chat_template_harmony.h"
+#include "models/chat_template_jinja.h"
+#include "models/model_chat_template.h"
 
 namespace brigade {
 namespace {
@@ -161,6 +163,39 @@ TEST(ChatTemplateHarmony, SeveralCallsAndResultsByPlace) {
       << s;
 }
 
+TEST(ChatTemplateHarmony, AChainOfThoughtIsDroppedOnceAnswered) {
+  std::vector<ChatMessage> m = {{"user", "Weather?"}};
+  m.push_back({"assistant", "Need get_weather.", {{"a", "get_weather", "{}"}}});
+  m.push_back({"tool", "rain", {}, "a"});
+  const std::string pending = render(m, {}, {"", "2025-06-28"});
+  EXPECT_NE(pending.find("<|channel|>analysis<|message|>Need get_weather.<|end|>"), std::string::npos) << pending;
+  m.push_back({"assistant", "It rains."});
+  m.push_back({"user", "Thanks"});
+  const std::string answered = render(m, {}, {"", "2025-06-28"});
+  EXPECT_EQ(answered.find("Need get_weather."), std::string::npos) << answered;
+  EXPECT_NE(answered.find("<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{}<|call|>"
+                          "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>rain<|end|>"
+                          "<|start|>assistant<|channel|>final<|message|>It rains.<|end|>"),
+            std::string::npos)
+      << answered;
+}
+
+TEST(ChatTemplateHarmony, TheConfiguredFamilyTakesReasoningEffort) {
+  auto t = load_chat_template("", "harmony", {});
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  EXPECT_EQ(t->tool_syntax(), ChatToolSyntax::openai);
+  const std::vector<ChatMessage> m = {{"user", "Hi"}};
+  auto high = t->apply(m, {}, true, R"({"reasoning_effort": "high"})");
+  ASSERT_TRUE(high.has_value()) << high.status().to_string();
+  EXPECT_NE(high->find("\n\nReasoning: high\n\n"), std::string::npos) << *high;
+  EXPECT_FALSE(t->apply(m, {}, true, R"({"reasoning_effort": "max"})").has_value());
+  EXPECT_FALSE(t->apply(m, {}, true, R"({"enable_thinking": false})").has_value());
+  // The other built-in families ignore it.
+  auto llama = load_chat_template("", "llama-3", {});
+  ASSERT_TRUE(llama.has_value());
+  EXPECT_EQ(*llama->apply(m, {}, true, R"({"reasoning_effort": "high"})"), *llama->apply(m, {}, true));
+}
+
 TEST(ChatTemplateHarmony, SchemaTypesAsTheHarmonyRendererWritesThem) {
   const auto schema = nlohmann::ordered_json::parse(R"({"type": "object", "properties": {
       "n": {"type": "integer", "default": 3},
@@ -189,6 +224,18 @@ TEST(ChatTemplateHarmony, SchemaTypesAsTheHarmonyRendererWritesThem) {
             " | number // A count.\n"
             ",\n"
             "}");
+}
+
+TEST(ChatTemplateHarmony, GptOssOwnTemplateTeachesTheOpenAISyntax) {
+  // Lines of gpt-oss's chat_template.jinja (openai/gpt-oss-120b, llama.cpp's models/templates copy):
+  // the call and the result it renders.
+  const std::string excerpt =
+      R"({{- "<|start|>assistant to=" }}
+            {{- "functions." + tool_call.name + "<|channel|>commentary " }}
+        {{- "<|start|>functions." + last_tool_call.name }}
+        {{- " to=assistant<|channel|>commentary<|message|>" + message.content|tojson + "<|end|>" }})";
+  EXPECT_EQ(detect_tool_syntax(excerpt), ChatToolSyntax::openai);
+  EXPECT_EQ(detect_tool_syntax("{{ '<|channel|>final<|message|>' }}"), ChatToolSyntax::none);
 }
 
 TEST(ChatTemplateHarmony, BadInputIsRefused) {
