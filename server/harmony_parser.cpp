@@ -73,7 +73,10 @@ HarmonyParser::HarmonyParser(std::string_view prompt, bool calls, int max_calls)
   // The prompt began a message's body (a template that writes `<|channel|>final<|message|>`).
   HarmonyParse unused;
   open_message(tail.substr(0, message), unused);
-  if (route_ == Route::call) route_ = Route::drop;  // no call is started by the prompt
+  if (route_ == Route::call) {  // a call the prompt began is not the output's: its body is dropped
+    route_ = Route::drop;
+    n_calls_ = 0;
+  }
   state_ = State::body;
   first_header_ = false;
 }

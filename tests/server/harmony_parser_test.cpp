@@ -142,6 +142,13 @@ TEST(HarmonyParser, APromptThatOpensTheFinalMessageMakesTheOutputContent) {
   EXPECT_EQ(analysis.content, "ok");
 }
 
+TEST(HarmonyParser, ACallThePromptBeganIsNotTheOutputs) {
+  const Split s = run({"{\"a\": 1}<|call|><|start|>assistant<|channel|>commentary to=functions.g<|message|>{}<|call|>"}, true,
+                      INT_MAX, "<|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>");
+  EXPECT_EQ(s.calls, (std::vector<Call>{{"g", "{}"}}));
+  EXPECT_EQ(s.content, "");
+}
+
 TEST(HarmonyParser, AClosedPromptStillReadsTheOutputsHeader) {
   // No open header in the prompt (a template of another shape): the output's own header decides.
   const Split s = run({"<|channel|>final<|message|>hi"}, true, INT_MAX, "User: hi\nAssistant:");
