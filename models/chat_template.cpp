@@ -1,12 +1,13 @@
 #include "models/chat_template.h"
 
+#include "models/chat_template_harmony.h"
 #include "models/chat_template_tools.h"
 #include "models/utf8.h"
 
 namespace brigade {
 namespace {
 
-constexpr const char* kFamilies = "llama-2, llama-3, chatml (qwen), deepseek";
+constexpr const char* kFamilies = "llama-2, llama-3, chatml (qwen), deepseek, harmony (gpt-oss)";
 
 std::string trim(const std::string& s) {
   const size_t b = s.find_first_not_of(" \t\r\n");
@@ -67,6 +68,7 @@ Expected<ChatFamily> parse_chat_family(const std::string& name) {
   if (name == "llama-3" || name == "llama3") return ChatFamily::llama3;
   if (name == "chatml" || name == "qwen") return ChatFamily::chatml;
   if (name == "deepseek") return ChatFamily::deepseek;
+  if (name == "harmony" || name == "gpt-oss") return ChatFamily::harmony;
   return unsupported("chat template '" + name + "' is not supported; supported: " + kFamilies);
 }
 
@@ -76,17 +78,21 @@ const char* chat_family_name(ChatFamily family) {
     case ChatFamily::llama3: return "llama-3";
     case ChatFamily::chatml: return "chatml";
     case ChatFamily::deepseek: return "deepseek";
+    case ChatFamily::harmony: return "harmony";
   }
   return "?";
 }
 
-bool chat_family_has_tools(ChatFamily family) { return family == ChatFamily::chatml || family == ChatFamily::llama3; }
+bool chat_family_has_tools(ChatFamily family) {
+  return family == ChatFamily::chatml || family == ChatFamily::llama3 || family == ChatFamily::harmony;
+}
 
 namespace {
 constexpr ChatToolSyntax kToolSyntaxes[] = {ChatToolSyntax::hermes,       ChatToolSyntax::llama3_json,
                                             ChatToolSyntax::mistral,      ChatToolSyntax::deepseek_v3,
                                             ChatToolSyntax::deepseek_v31, ChatToolSyntax::glm45,
-                                            ChatToolSyntax::kimi_k2,      ChatToolSyntax::pythonic};
+                                            ChatToolSyntax::kimi_k2,      ChatToolSyntax::pythonic,
+                                            ChatToolSyntax::openai};
 }  // namespace
 
 const char* tool_syntax_name(ChatToolSyntax syntax) {
@@ -100,6 +106,7 @@ const char* tool_syntax_name(ChatToolSyntax syntax) {
     case ChatToolSyntax::glm45: return "glm45";
     case ChatToolSyntax::kimi_k2: return "kimi_k2";
     case ChatToolSyntax::pythonic: return "pythonic";
+    case ChatToolSyntax::openai: return "openai";
   }
   return "none";
 }
@@ -116,14 +123,19 @@ Expected<ChatToolSyntax> parse_tool_syntax(const std::string& name) {
 }
 
 Expected<std::string> apply_chat_template(ChatFamily family, std::span<const ChatMessage> messages,
-                                          std::span<const std::string> tools, bool add_generation_prompt) {
+                                          std::span<const std::string> tools, bool add_generation_prompt,
+                                          const ChatRenderOptions& options) {
   bool uses_tools = !tools.empty();
+  const bool harmony = family == ChatFamily::harmony;
   for (size_t i = 0; i < messages.size(); ++i) {
     const auto& m = messages[i];
     const std::string at = "chat message " + std::to_string(i) + ": ";
-    if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool")
-      return invalid_argument(at + "role '" + m.role + "' is not one of system, user, assistant, tool");
-    if (m.role == "system" && i != 0) return invalid_argument(at + "a system message must come first");
+    const bool developer = harmony && m.role == "developer";
+    if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool" && !developer)
+      return invalid_argument(at + "role '" + m.role + "' is not one of system, user, assistant, tool" +
+                              (harmony ? ", developer" : ""));
+    if ((m.role == "system" || developer) && i != 0)
+      return invalid_argument(at + "a " + m.role + " message must come first");
     if (!is_valid_utf8(m.content)) return invalid_argument(at + "content is not valid UTF-8");
     if (!m.tool_calls.empty() && m.role != "assistant") return invalid_argument(at + "only assistant messages carry tool calls");
     for (const auto& call : m.tool_calls) {
@@ -132,12 +144,14 @@ Expected<std::string> apply_chat_template(ChatFamily family, std::span<const Cha
     }
     uses_tools = uses_tools || m.role == "tool" || !m.tool_calls.empty();
   }
+  if (harmony) return render_harmony(messages, tools, add_generation_prompt, options);
   if (!uses_tools) {
     switch (family) {
       case ChatFamily::llama2: return render_llama2(messages, add_generation_prompt);
       case ChatFamily::llama3: return render_llama3(messages, add_generation_prompt);
       case ChatFamily::chatml: return render_chatml(messages, add_generation_prompt);
       case ChatFamily::deepseek: return render_deepseek(messages, add_generation_prompt);
+      case ChatFamily::harmony: break;
     }
     return invalid_argument("unknown chat family");
   }

@@ -9,6 +9,9 @@
 //   llama-3:  <|begin_of_text|><|start_header_id|>{role}<|end_header_id|>\n\n{content}<|eot_id|>...
 //   chatml:   <|im_start|>{role}\n{content}<|im_end|>\n...   (Qwen2/Qwen3; no default system)
 //   deepseek: <｜begin▁of▁sentence｜>{system}\n\nUser: {user}\n\nAssistant: {assistant}<｜end▁of▁sentence｜>...
+//   harmony:  gpt-oss (OpenAI's harmony format, models/chat_template_harmony.h):
+//             <|start|>system<|message|>{identity, dates, Reasoning: effort, channels}<|end|>
+//             <|start|>developer<|message|># Instructions\n\n{system}<|end|><|start|>user<|message|>..
 // Contents are trimmed of surrounding whitespace for llama-2 and llama-3, as their templates do.
 //
 // Tool calling (OpenAI `tools`, assistant `tool_calls`, `role: tool` results) is rendered by the
@@ -21,6 +24,9 @@
 //   llama-3: Llama 3.1's JSON tool calling: the date system header, the tools (indented JSON) in
 //            the first user message, a call as {"name": .., "parameters": ..}, a result as an
 //            `ipython` turn holding the content as a JSON string. One call per assistant turn.
+//   harmony: the tools as TypeScript-like types in the developer message's `namespace functions`,
+//            calls as commentary messages to=functions.NAME ending <|call|>, results as
+//            <|start|>functions.NAME to=assistant<|channel|>commentary<|message|>..<|end|>.
 // llama-2 and deepseek have no tool format here and refuse them (unsupported).
 #pragma once
 
@@ -32,7 +38,7 @@
 
 namespace brigade {
 
-enum class ChatFamily { llama2, llama3, chatml, deepseek };
+enum class ChatFamily { llama2, llama3, chatml, deepseek, harmony };
 
 // How a model writes tool calls in its output (what the server parses; vLLM's
 // --tool-call-parser names in parentheses):
@@ -43,10 +49,12 @@ enum class ChatFamily { llama2, llama3, chatml, deepseek };
 //   deepseek_v31  the same section, each call name<｜tool▁sep｜>{..}
 //   glm45         <tool_call>name\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>..</tool_call> (GLM-4.5/4.6)
 //   kimi_k2       <|tool_calls_section_begin|><|tool_call_begin|>functions.name:i<|tool_call_argument_begin|>{..}<|tool_call_end|>..
+//   openai        gpt-oss's harmony: <|start|>assistant<|channel|>commentary to=functions.name
+//                 <|constrain|>json<|message|>{..}<|call|> (server/harmony_parser.h)
 //   pythonic      [name(key=value, ...), ...] (Llama 3.2/4 pythonic templates; only by name: no
 //                 template detection)
 // none: the template has no call syntax brigade parses (tools are refused).
-enum class ChatToolSyntax { none, hermes, llama3_json, mistral, deepseek_v3, deepseek_v31, glm45, kimi_k2, pythonic };
+enum class ChatToolSyntax { none, hermes, llama3_json, mistral, deepseek_v3, deepseek_v31, glm45, kimi_k2, pythonic, openai };
 
 // vLLM's parser name of a syntax ("none" for none), and back: each name above, "glm47" (GLM-4.7
 // writes the GLM-4.5 syntax without the newline, which glm45 reads too), "llama4_pythonic" (as
@@ -62,13 +70,14 @@ struct ChatToolCall {
 };
 
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant" or "tool"
+  std::string role;  // "system", "user", "assistant" or "tool" ("developer": harmony only)
   std::string content;
   std::vector<ChatToolCall> tool_calls = {};  // assistant: the calls it made
   std::string tool_call_id = {};              // tool: the call this result answers
 };
 
-// "llama-2", "llama-3", "chatml" (alias "qwen"), "deepseek"; unsupported listing them otherwise.
+// "llama-2", "llama-3", "chatml" (alias "qwen"), "deepseek", "harmony" (alias "gpt-oss");
+// unsupported listing them otherwise.
 Expected<ChatFamily> parse_chat_family(const std::string& name);
 const char* chat_family_name(ChatFamily family);
 
@@ -78,12 +87,19 @@ const char* chat_family_name(ChatFamily family);
 // message that is not first, invalid UTF-8, a call's arguments that are not a JSON object, or what
 // the family's template refuses (Llama 3.1: several calls in one turn, tools without a user
 // message); unsupported for tools, calls or results given to a family without a tool format.
+// What the harmony rendering takes besides the messages (the other families take nothing).
+struct ChatRenderOptions {
+  std::string reasoning_effort;  // low, medium or high; empty: medium (gpt-oss's default)
+  std::string date;              // "Current date:" (YYYY-MM-DD); empty: today's (UTC)
+};
+
 Expected<std::string> apply_chat_template(ChatFamily family, std::span<const ChatMessage> messages,
-                                          std::span<const std::string> tools, bool add_generation_prompt);
+                                          std::span<const std::string> tools, bool add_generation_prompt,
+                                          const ChatRenderOptions& options = {});
 Expected<std::string> apply_chat_template(ChatFamily family, std::span<const ChatMessage> messages,
                                           bool add_generation_prompt);
 
-// Whether the family renders tools and parses calls (chatml, llama-3).
+// Whether the family renders tools and parses calls (chatml, llama-3, harmony).
 bool chat_family_has_tools(ChatFamily family);
 
 }  // namespace brigade

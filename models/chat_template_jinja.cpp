@@ -54,6 +54,9 @@ Expected<Value> message_value(const ChatMessage& m, size_t index) {
 ChatToolSyntax detect_tool_syntax(std::string_view source) {
   auto has = [&](std::string_view marker) { return source.find(marker) != std::string_view::npos; };
   if (has("[TOOL_CALLS]")) return ChatToolSyntax::mistral;
+  // gpt-oss's harmony: calls are commentary messages to=functions.NAME (gpt-oss's own template
+  // writes "to=" and "functions." + name apart).
+  if (has("<|channel|>") && has("to=") && has("functions.")) return ChatToolSyntax::openai;
   if (has("<｜tool▁calls▁begin｜>")) return has("```json") ? ChatToolSyntax::deepseek_v3 : ChatToolSyntax::deepseek_v31;
   if (has("<|tool_calls_section_begin|>") || has("<|im_system|>tool_declare")) return ChatToolSyntax::kimi_k2;
   // GLM writes <tool_call>name<arg_key>..., not Hermes JSON.

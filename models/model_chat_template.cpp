@@ -64,6 +64,23 @@ Expected<ChatTemplate> load_from_directory(const fs::path& dir, const nlohmann::
   return not_found(path + ": no chat_template (and no chat_template.jinja); pass one with --chat-template FILE");
 }
 
+// The template variables a built-in family takes: `reasoning_effort` (harmony reads it, the
+// others ignore it, as a Jinja template that never names it does); any other is refused.
+Expected<ChatRenderOptions> built_in_options(ChatFamily family, const std::string& template_kwargs) {
+  ChatRenderOptions options;
+  if (template_kwargs.empty()) return options;
+  const nlohmann::json kwargs = nlohmann::json::parse(template_kwargs, nullptr, /*allow_exceptions=*/false);
+  if (!kwargs.is_object()) return invalid_argument("chat_template_kwargs must be a JSON object");
+  for (const auto& [key, value] : kwargs.items()) {
+    if (key != "reasoning_effort")
+      return invalid_argument(std::string("chat_template_kwargs need a Jinja template; the built-in ") +
+                              chat_family_name(family) + " family takes only reasoning_effort (got '" + key + "')");
+    if (!value.is_string()) return invalid_argument("reasoning_effort must be a string: low, medium or high");
+    if (family == ChatFamily::harmony) options.reasoning_effort = value.get<std::string>();
+  }
+  return options;
+}
+
 }  // namespace
 
 std::string ChatTemplate::describe() const {
@@ -74,6 +91,7 @@ std::string ChatTemplate::describe() const {
 ChatToolSyntax ChatTemplate::tool_syntax() const {
   if (family) {
     if (!chat_family_has_tools(*family)) return ChatToolSyntax::none;
+    if (*family == ChatFamily::harmony) return ChatToolSyntax::openai;
     return *family == ChatFamily::llama3 ? ChatToolSyntax::llama3_json : ChatToolSyntax::hermes;
   }
   return (jinja_tool_use ? jinja_tool_use : jinja)->tool_syntax();
@@ -82,10 +100,8 @@ ChatToolSyntax ChatTemplate::tool_syntax() const {
 Expected<std::string> ChatTemplate::apply(std::span<const ChatMessage> messages, std::span<const std::string> tools,
                                           bool add_generation_prompt, const std::string& template_kwargs) const {
   if (family) {
-    if (!template_kwargs.empty())
-      return invalid_argument(std::string("chat_template_kwargs need a Jinja template; the built-in ") +
-                              chat_family_name(*family) + " family takes none");
-    return apply_chat_template(*family, messages, tools, add_generation_prompt);
+    BRIGADE_ASSIGN_OR_RETURN(ChatRenderOptions options, built_in_options(*family, template_kwargs));
+    return apply_chat_template(*family, messages, tools, add_generation_prompt, options);
   }
   const auto& t = !tools.empty() && jinja_tool_use ? jinja_tool_use : jinja;
   return t->apply(messages, tools, add_generation_prompt, template_kwargs);
@@ -119,7 +135,7 @@ Expected<ChatTemplate> load_chat_template(const std::string& model_path, const s
       return make_chat_template(configured, "the configured template", named);
     auto text = read_text_file(configured);
     if (!text)
-      return not_found("chat template '" + configured + "': no such file (give a Jinja file, or one of llama-2, llama-3, chatml, deepseek)");
+      return not_found("chat template '" + configured + "': no such file (give a Jinja file, or one of llama-2, llama-3, chatml, deepseek, harmony)");
     return make_chat_template(*text, configured, named);
   }
   if (dir) return load_from_directory(model_path, config, named);

@@ -1,6 +1,6 @@
 // The chat template a model is served with, chosen in the order vLLM and SGLang use:
 //   1. the configured one (EngineOptions::chat_template, `brigade serve --chat-template`): a
-//      built-in family's name (llama-2, llama-3, chatml, deepseek; rendered in C++,
+//      built-in family's name (llama-2, llama-3, chatml, deepseek, harmony; rendered in C++,
 //      models/chat_template.h), a Jinja file's path, or an inline template (text holding "{{" or
 //      "{%");
 //   2. the model's own template, always run as Jinja (models/chat_template_jinja.h), so the prompt
@@ -35,7 +35,7 @@ struct ChatTemplate {
   ChatToolSyntax tool_syntax() const;
   // The prompt text (models/chat_template.h and chat_template_jinja.h give the errors).
   // template_kwargs: extra template variables as a JSON object's text (JinjaChatTemplate::apply);
-  // a built-in family takes none.
+  // a built-in family takes only `reasoning_effort` (harmony renders it, the others ignore it).
   Expected<std::string> apply(std::span<const ChatMessage> messages, std::span<const std::string> tools,
                               bool add_generation_prompt, const std::string& template_kwargs = "") const;
 };

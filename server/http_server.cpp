@@ -347,8 +347,8 @@ class HttpServerImpl final : public HttpServer {
 
   int port() const override { return port_; }
 
-  // --reasoning-parser: `auto` looks for a `</think>` token in the model's vocabulary (Qwen3,
-  // QwQ, DeepSeek-R1 and V3.1, GLM-4.5 have one).
+  // --reasoning-parser: `auto` looks for harmony's `<|channel|>` (gpt-oss), then for a `</think>`
+  // token in the model's vocabulary (Qwen3, QwQ, DeepSeek-R1 and V3.1, GLM-4.5 have one).
   Status resolve_reasoning() {
     auto one_token = [this](const char* tag) {
       auto ids = engine_.tokenize(tag, /*add_bos=*/false);
@@ -356,7 +356,10 @@ class HttpServerImpl final : public HttpServer {
     };
     ctx_->think_open_id = one_token("<think>");
     ctx_->think_close_id = one_token("</think>");
-    auto kind = parse_reasoning_kind(ctx_->options.reasoning_parser, ctx_->think_close_id >= 0);
+    for (const char* end : {"<|return|>", "<|call|>"}) {
+      if (const int32_t id = one_token(end); id >= 0) ctx_->harmony_stop_ids.push_back(id);
+    }
+    auto kind = parse_reasoning_kind(ctx_->options.reasoning_parser, ctx_->think_close_id >= 0, one_token("<|channel|>") >= 0);
     if (!kind) return invalid_argument("--reasoning-parser: " + kind.status().message());
     ctx_->reasoning = *kind;
     return Status::ok();

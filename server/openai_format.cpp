@@ -95,15 +95,47 @@ std::string sse_done() { return "data: [DONE]\n\n"; }
 CompletionState::CompletionState(const CompletionRequest& request, std::string id, std::string model, int64_t created)
     : request_(request), id_(std::move(id)), model_(std::move(model)), created_(created),
       choices_(static_cast<size_t>(request.n_choices())) {
+  const bool chat = request_.endpoint == Endpoint::chat;
+  const bool harmony_calls = chat && request_.tools.choice == ToolChoice::automatic && !request_.tools.tools.empty() &&
+                             request_.tool_format == ToolFormat::openai;
   for (Choice& c : choices_) {
+    if (chat && request_.reasoning == ReasoningKind::openai_gptoss) {
+      c.harmony = std::make_unique<HarmonyParser>(request_.gen.prompt, harmony_calls, request_.tools.parallel ? INT_MAX : 1);
+      if (!harmony_calls) c.tool_parser = tool_parser_for(request_);  // another syntax reads the final channel
+      continue;
+    }
     c.tool_parser = tool_parser_for(request_);
-    if (request_.endpoint == Endpoint::chat && request_.reasoning != ReasoningKind::none)
+    if (chat && request_.reasoning != ReasoningKind::none)
       c.reasoning_parser = std::make_unique<ReasoningSplitter>(request_.reasoning, request_.gen.prompt);
+  }
+}
+
+CompletionState::Split CompletionState::split_harmony(const Event& ev, Choice& c) {
+  HarmonyParse h = c.harmony->feed(ev.text);
+  if (ev.finish != FinishReason::none) {
+    HarmonyParse tail = c.harmony->finish();
+    h.reasoning += tail.reasoning;
+    h.content += tail.content;
+    h.calls.insert(h.calls.end(), tail.calls.begin(), tail.calls.end());
+  }
+  if (!request_.include_reasoning) h.reasoning.clear();
+  c.reasoning += h.reasoning;
+  ToolParse tools = split_tools(h.content, ev.finish != FinishReason::none, c);
+  record_calls(h.calls, c);
+  tools.calls.insert(tools.calls.end(), h.calls.begin(), h.calls.end());
+  return {std::move(h.reasoning), std::move(tools)};
+}
+
+void CompletionState::record_calls(const std::vector<ToolCallDelta>& calls, Choice& c) {
+  for (const ToolCallDelta& d : calls) {
+    if (!d.name.empty()) c.calls.push_back({d.id.empty() ? new_call_id(request_.tool_format) : d.id, d.name, ""});
+    c.calls[static_cast<size_t>(d.index)].arguments += d.arguments;
   }
 }
 
 CompletionState::Split CompletionState::split_output(const Event& ev, Choice& c) {
   const bool last = ev.finish != FinishReason::none;
+  if (c.harmony) return split_harmony(ev, c);
   if (!c.reasoning_parser) return {"", split_tools(ev.text, last, c)};
   ReasoningParse r = c.reasoning_parser->feed(ev.text);
   if (last) {
@@ -118,7 +150,7 @@ CompletionState::Split CompletionState::split_output(const Event& ev, Choice& c)
 
 ToolParse CompletionState::split_tools(std::string_view text, bool last, Choice& c) {
   if (!c.tool_parser) {
-    if (c.reasoning_parser) c.content += text;
+    if (reasons(c)) c.content += text;
     return {std::string(text), {}};
   }
   ToolParse out = c.tool_parser->feed(text);
@@ -128,10 +160,7 @@ ToolParse CompletionState::split_tools(std::string_view text, bool last, Choice&
     out.calls.insert(out.calls.end(), tail.calls.begin(), tail.calls.end());
   }
   c.content += out.content;
-  for (const ToolCallDelta& d : out.calls) {
-    if (!d.name.empty()) c.calls.push_back({d.id.empty() ? new_call_id(request_.tool_format) : d.id, d.name, ""});
-    c.calls[static_cast<size_t>(d.index)].arguments += d.arguments;
-  }
+  record_calls(out.calls, c);
   return out;
 }
 
@@ -317,13 +346,13 @@ json CompletionState::chat_message(const Choice& c) const {
     m["content"] = c.text;
     return m;
   }
-  if (c.reasoning_parser && request_.include_reasoning) {
+  if (reasons(c) && request_.include_reasoning) {
     const json reasoning = c.reasoning.empty() ? json(nullptr) : json(c.reasoning);
     m["reasoning_content"] = reasoning;
     m["reasoning"] = reasoning;
   }
   // No content: null after calls (OpenAI's form) or after reasoning alone (vLLM's).
-  const bool none = c.content.empty() && (!c.calls.empty() || c.reasoning_parser);
+  const bool none = c.content.empty() && (!c.calls.empty() || reasons(c));
   m["content"] = none ? json(nullptr) : json(c.content);
   if (c.calls.empty()) return m;
   json calls = json::array();

@@ -12,6 +12,7 @@
 #include "brigade/engine.h"
 #include "core/status.h"
 #include "server/openai_parse.h"
+#include "server/harmony_parser.h"
 #include "server/reasoning_parser.h"
 #include "server/tool_call_parser.h"
 
@@ -57,7 +58,9 @@ class ResponseWriter {
 // a tool_choice naming the function, where OpenAI and vLLM keep "stop"). A chat request with a
 // reasoning parser first splits each choice's text with a ReasoningSplitter: the reasoning goes
 // out as `reasoning_content` (and vLLM's newer name `reasoning`; dropped with include_reasoning
-// false), the rest is the content the tool parser reads.
+// false), the rest is the content the tool parser reads. With openai_gptoss (gpt-oss's harmony)
+// one HarmonyParser splits each choice's text into reasoning, content and (with the openai tool
+// syntax and tool_choice auto) calls.
 class CompletionState final : public ResponseWriter {
  public:
   CompletionState(const CompletionRequest& request, std::string id, std::string model, int64_t created);
@@ -83,7 +86,8 @@ class CompletionState final : public ResponseWriter {
     int completion_tokens = 0;
     int prompt_tokens = 0;                        // as the engine counted this choice's prompt
     int cached_tokens = 0;                        // of those, served from the prefix cache
-    std::unique_ptr<ReasoningSplitter> reasoning_parser;  // chat with a reasoning parser
+    std::unique_ptr<ReasoningSplitter> reasoning_parser;  // chat with a `<think>` reasoning parser
+    std::unique_ptr<HarmonyParser> harmony;               // chat with openai_gptoss: reasoning, content and its calls
     std::unique_ptr<ToolCallParser> tool_parser;  // chat with tools: splits text into content and calls
     std::string reasoning;                        // with a reasoning parser: the reasoning so far
     std::string content;                          // with either parser: the content released so far
@@ -97,10 +101,14 @@ class CompletionState final : public ResponseWriter {
     std::string reasoning;
     ToolParse tools;
   };
-  bool splits(const Choice& c) const { return c.reasoning_parser || c.tool_parser; }
+  bool splits(const Choice& c) const { return c.reasoning_parser || c.tool_parser || c.harmony; }
+  bool reasons(const Choice& c) const { return c.reasoning_parser || c.harmony; }
   // Feeds the event's text through the choice's parsers (when it has them), recording what they release.
   Split split_output(const Event& ev, Choice& c);
   ToolParse split_tools(std::string_view text, bool last, Choice& c);
+  Split split_harmony(const Event& ev, Choice& c);
+  // Records released calls in the choice (ids for new ones).
+  void record_calls(const std::vector<ToolCallDelta>& calls, Choice& c);
   std::string chunk(int choice, const Event& ev, Choice& c, const Split& parsed) const;
   std::string chat_chunks(const Event& ev, Choice& c, const Split& parsed, nlohmann::ordered_json ch,
                           nlohmann::ordered_json body) const;

@@ -412,6 +412,13 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   if (endpoint == Endpoint::chat) {  // vLLM's and SGLang's switches for a server's reasoning parser
     BRIGADE_RETURN_IF_ERROR(read_bool(body, "include_reasoning", r.include_reasoning));
     BRIGADE_RETURN_IF_ERROR(read_bool(body, "separate_reasoning", r.separate_reasoning));
+    auto effort = body.find("reasoning_effort");
+    if (effort != body.end() && !effort->is_null()) {
+      if (!effort->is_string()) return wrong_type("reasoning_effort", "one of \"low\", \"medium\", \"high\"", *effort);
+      r.reasoning_effort = effort->get<std::string>();
+      if (r.reasoning_effort != "low" && r.reasoning_effort != "medium" && r.reasoning_effort != "high")
+        return invalid_argument("'reasoning_effort' must be one of low, medium, high (got '" + r.reasoning_effort + "')");
+    }
     auto kwargs = body.find("chat_template_kwargs");
     if (kwargs != body.end() && !kwargs->is_null()) {
       if (!kwargs->is_object()) return wrong_type("chat_template_kwargs", "an object of template variables", *kwargs);

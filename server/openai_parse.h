@@ -59,6 +59,7 @@ struct CompletionRequest {
   bool include_reasoning = true;
   bool separate_reasoning = true;
   std::string chat_template_kwargs;  // chat: vLLM's extra template variables, a JSON object's text (or empty)
+  std::string reasoning_effort;      // chat: OpenAI's low, medium or high (empty: not given); a template variable
   ReasoningKind reasoning = ReasoningKind::none;  // chat: how <think> blocks are split (set by route())
   // The Responses API (POST /v1/responses) runs as this chat request; its output is rendered by
   // ResponsesState, which repeats these request fields (responses_echo's JSON text).

@@ -27,15 +27,19 @@ size_t partial_tag_suffix(std::string_view s, std::string_view tag) {
 
 }  // namespace
 
-Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag) {
+Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag, bool vocab_has_channel) {
   std::string n(name);
   std::replace(n.begin(), n.end(), '-', '_');
   if (n == "none" || n.empty()) return ReasoningKind::none;
   if (n == "deepseek_r1") return ReasoningKind::deepseek_r1;
   if (n == "qwen3" || n == "deepseek_v3" || n == "glm45") return ReasoningKind::qwen3;
-  if (n == "auto") return vocab_has_close_tag ? ReasoningKind::qwen3 : ReasoningKind::none;
+  if (n == "openai_gptoss") return ReasoningKind::openai_gptoss;
+  if (n == "auto") {
+    if (vocab_has_channel) return ReasoningKind::openai_gptoss;
+    return vocab_has_close_tag ? ReasoningKind::qwen3 : ReasoningKind::none;
+  }
   return invalid_argument("unknown reasoning parser '" + std::string(name) +
-                          "' (valid: deepseek_r1, qwen3, deepseek_v3, glm45, auto, none)");
+                          "' (valid: deepseek_r1, qwen3, deepseek_v3, glm45, openai_gptoss, auto, none)");
 }
 
 bool prompt_closes_reasoning(std::string_view prompt) {
@@ -53,6 +57,8 @@ ReasoningStart reasoning_start(ReasoningKind kind, std::string_view prompt) {
 }
 
 ReasoningSplitter::ReasoningSplitter(ReasoningKind kind, std::string_view prompt) {
+  BRIGADE_CHECK(kind != ReasoningKind::none && kind != ReasoningKind::openai_gptoss,
+                "harmony output is split by a HarmonyParser");
   switch (reasoning_start(kind, prompt)) {
     case ReasoningStart::maybe: state_ = State::maybe; break;
     case ReasoningStart::reasoning: state_ = State::reasoning; break;

@@ -24,15 +24,19 @@
 
 namespace brigade::server {
 
-enum class ReasoningKind { none, deepseek_r1, qwen3 };
+// openai_gptoss: gpt-oss's harmony channels (server/harmony_parser.h), not `<think>` blocks: the
+// server splits those with a HarmonyParser, never with a ReasoningSplitter.
+enum class ReasoningKind { none, deepseek_r1, qwen3, openai_gptoss };
 
 // A `--reasoning-parser` name: deepseek_r1 (also QwQ), qwen3, deepseek_v3 and glm45 (qwen3's
-// rule: they think only when the template opens the block or the model writes `<think>`), none.
-// `auto`: qwen3's rule when the model's vocabulary has `</think>` as one token
-// (`vocab_has_close_tag`), else none. invalid_argument lists the valid names.
-Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag = false);
+// rule: they think only when the template opens the block or the model writes `<think>`),
+// openai_gptoss, none. `auto`: openai_gptoss when the model's vocabulary has harmony's
+// `<|channel|>` as one token (`vocab_has_channel`), else qwen3's rule when it has `</think>` as one
+// token (`vocab_has_close_tag`), else none. invalid_argument lists the valid names.
+Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag = false,
+                                             bool vocab_has_channel = false);
 
-// Where a model's output starts, read from the prompt as above.
+// Where a model's output starts, read from the prompt as above (kind: a `<think>` kind).
 enum class ReasoningStart {
   maybe,      // content, unless it opens with `<think>` (after blanks)
   reasoning,  // inside the block
@@ -50,7 +54,7 @@ struct ReasoningParse {
 
 class ReasoningSplitter {
  public:
-  // kind must not be none.
+  // kind: a `<think>` kind (not none, not openai_gptoss).
   ReasoningSplitter(ReasoningKind kind, std::string_view prompt);
 
   // The next piece of generated text; returns what may be released now (a piece that could

@@ -207,8 +207,11 @@ Expected<json> responses_to_chat(const json& body) {
       if (!v.is_string()) return bad("metadata." + k, "must be a string");
     }
   }
-  if (auto it = body.find("reasoning"); it != body.end() && !it->is_null() && !it->is_object())
-    return bad("reasoning", "must be an object");
+  if (auto it = body.find("reasoning"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) return bad("reasoning", "must be an object");
+    // The effort is chat's reasoning_effort (a template variable: gpt-oss's `Reasoning:` line).
+    if (auto effort = it->find("effort"); effort != it->end() && !effort->is_null()) chat["reasoning_effort"] = *effort;
+  }
   return chat;
 }
 

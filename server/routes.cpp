@@ -88,10 +88,13 @@ Status setup_tools(ServerContext& ctx, CompletionRequest& r) {
   if (syntax == ChatToolSyntax::none)
     return unsupported("this model's chat template (" + tmpl->describe() +
                        ") has no tool-call format brigade parses, so tools, tool calls and tool results are refused; "
-                       "they work with templates that write Hermes, Llama 3.1 JSON, Mistral, DeepSeek, GLM-4.5 or "
-                       "Kimi-K2 calls, or name the syntax with `brigade serve --tool-call-parser`");
+                       "they work with templates that write Hermes, Llama 3.1 JSON, Mistral, DeepSeek, GLM-4.5, "
+                       "Kimi-K2 or gpt-oss (harmony) calls, or name the syntax with `brigade serve --tool-call-parser`");
   if (r.tools.tools.empty()) return Status::ok();
   r.tool_format = syntax;
+  if (syntax == ChatToolSyntax::openai && r.tools.choice != ToolChoice::automatic && r.tools.choice != ToolChoice::none)
+    return unsupported("tool_choice \"required\" or a named function is not supported with gpt-oss's harmony calls "
+                       "(the constraint would have to wait for the commentary header); use tool_choice \"auto\"");
   // [TOOL_CALLS] is a special token of Mistral's tokenizers: the parser must see it (vLLM's
   // mistral parser does the same).
   if (syntax == ChatToolSyntax::mistral && r.tools.choice == ToolChoice::automatic) r.gen.skip_special_tokens = false;
@@ -99,14 +102,25 @@ Status setup_tools(ServerContext& ctx, CompletionRequest& r) {
   return Status::ok();
 }
 
-// The server's default template variables with the request's over them, key by key (both JSON
-// objects' text, checked when read).
-std::string template_kwargs(const std::string& defaults, const std::string& request) {
-  if (defaults.empty()) return request;
-  if (request.empty()) return defaults;
-  nlohmann::json merged = nlohmann::json::parse(defaults);
-  merged.update(nlohmann::json::parse(request));
+// The server's default template variables, the request's reasoning_effort (as transformers passes
+// it to gpt-oss's template), then the request's chat_template_kwargs over them, key by key (the
+// JSON objects' text, checked when read).
+std::string template_kwargs(const std::string& defaults, const std::string& reasoning_effort, const std::string& request) {
+  if (reasoning_effort.empty() && (defaults.empty() || request.empty())) return defaults.empty() ? request : defaults;
+  nlohmann::json merged = defaults.empty() ? nlohmann::json::object() : nlohmann::json::parse(defaults);
+  if (!reasoning_effort.empty()) merged["reasoning_effort"] = reasoning_effort;
+  if (!request.empty()) merged.update(nlohmann::json::parse(request));
   return merged.dump();
+}
+
+// Harmony output (gpt-oss) is read from its special tokens' text, and ends at `<|return|>` or
+// `<|call|>` (neither's text reaches the answer: the parser drops the markers).
+void read_harmony(const ServerContext& ctx, CompletionRequest& r) {
+  const bool calls = !r.tools.tools.empty() && r.tool_format == ChatToolSyntax::openai;
+  if (r.reasoning != ReasoningKind::openai_gptoss && !calls) return;
+  r.gen.skip_special_tokens = false;
+  for (int32_t id : ctx.harmony_stop_ids)
+    if (std::find(r.gen.stop_ids.begin(), r.gen.stop_ids.end(), id) == r.gen.stop_ids.end()) r.gen.stop_ids.push_back(id);
 }
 
 // With a reasoning parser, a constrained answer (response_format, guided_*, a forced tool call)
@@ -116,6 +130,9 @@ std::string template_kwargs(const std::string& defaults, const std::string& requ
 // then applies from the first token and the output stays whole, since it cannot hold a block).
 ReasoningKind delay_constraint(const ServerContext& ctx, std::string_view prompt, GenerateOptions& gen) {
   if (ctx.reasoning == ReasoningKind::none || gen.response_format == ResponseFormat::text) return ctx.reasoning;
+  // Harmony: the constraint applies from the first token (brigade does not wait for the final
+  // channel's header); an output that is then not harmony is all content (HarmonyParser).
+  if (ctx.reasoning == ReasoningKind::openai_gptoss) return ctx.reasoning;
   if (ctx.think_close_id < 0) return ReasoningKind::none;
   const ReasoningStart start = reasoning_start(ctx.reasoning, prompt);
   if (start == ReasoningStart::reasoning) {
@@ -232,7 +249,7 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
     // The model's own chat template renders the conversation; brigade never guesses a format.
     auto prompt = ctx.engine.format_chat(parsed->messages, parsed->tools.tools, /*add_generation_prompt=*/true,
                                          template_kwargs(ctx.options.default_chat_template_kwargs,
-                                                         parsed->chat_template_kwargs));
+                                                         parsed->reasoning_effort, parsed->chat_template_kwargs));
     if (!prompt) {
       const std::string why = prompt.status().code() == StatusCode::not_found
                                   ? "this model has no chat template: use /v1/completions with a prompt"
@@ -242,6 +259,7 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
     if (auto st = setup_tools(ctx, *parsed); !st.is_ok()) return error_response(400, st.message(), st.code());
     const ReasoningKind kind = delay_constraint(ctx, *prompt, parsed->gen);
     parsed->reasoning = parsed->separate_reasoning ? kind : ReasoningKind::none;
+    read_harmony(ctx, *parsed);
     parsed->gen.prompt = std::move(*prompt);
     parsed->gen.prompt_ids.clear();
     parsed->gen.add_bos = false;  // the template carries the BOS marker

@@ -33,6 +33,9 @@ struct ServerContext {
   // waits for `</think>` only when it is one token (OutputConstraints watches ids, not text).
   int32_t think_open_id = -1;
   int32_t think_close_id = -1;
+  // harmony's `<|return|>` and `<|call|>` where each is one token: a harmony chat stops at them
+  // (gpt-oss's generation_config names them EOS; a tokenizer alone may not).
+  std::vector<int32_t> harmony_stop_ids;
 };
 
 struct SimpleResponse {

@@ -31,6 +31,10 @@
 //                keyword arguments, [f(a=1, b="x"), g()], optionally in <|python_start|> ..
 //                <|python_end|>; values are Python literals (as vLLM's ast.literal_eval reads
 //                them; no expressions). Held like llama3_json from a first '['; all calls or all content.
+//   openai       (gpt-oss's harmony): commentary messages addressed to=functions.NAME, the body
+//                the arguments as written (streamed as it comes); final-channel text is content,
+//                the analysis channel is dropped (server/harmony_parser.h has the rules; with the
+//                openai_gptoss reasoning parser the server reads calls and reasoning in one pass).
 //   forced_named (tool_choice naming a function): all the output is that call's arguments,
 //                streamed as it comes.
 //   forced_array (tool_choice "required"): the output is a JSON array of {"name", <key>} calls;
@@ -63,7 +67,7 @@ struct ToolParse {
   std::vector<ToolCallDelta> calls;
 };
 
-enum class ToolParserKind { hermes, llama3_json, mistral, deepseek_v3, kimi_k2, glm45, pythonic, forced_named, forced_array };
+enum class ToolParserKind { hermes, llama3_json, mistral, deepseek_v3, kimi_k2, glm45, pythonic, openai, forced_named, forced_array };
 
 // A tool the request offers: its name and its parameters JSON schema's text ("" when absent).
 struct ToolFunction {

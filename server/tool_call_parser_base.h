@@ -83,6 +83,9 @@ std::unique_ptr<ToolCallParser> make_tagged_parser(int max_calls, TaggedSyntax s
 TaggedSyntax tagged_syntax(ToolParserKind kind, std::vector<ToolFunction> functions);
 
 std::unique_ptr<ToolCallParser> make_mistral_parser(int max_calls);
+// gpt-oss's harmony calls (server/harmony_parser.h), from an output that starts in the header
+// the prompt opened.
+std::unique_ptr<ToolCallParser> make_harmony_parser(int max_calls);
 
 // The calls of an output that is all calls (llama3_json, pythonic), or nullopt: it is content.
 using WholeResolver = std::function<std::optional<std::vector<ToolCallDelta>>(std::string_view text)>;

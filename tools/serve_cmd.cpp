@@ -146,14 +146,15 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--served-model-name", a->served_model_name, "Model id in responses (default: the model folder name)");
   cmd->add_option("--chat-template", a->chat_template,
                   "Chat template for /v1/chat/completions instead of the model's own: a Jinja file (as vLLM's), "
-                  "or a built-in family (llama-2, llama-3, chatml, deepseek)");
+                  "or a built-in family (llama-2, llama-3, chatml, deepseek, harmony)");
   cmd->add_option("--reasoning-parser", a->reasoning_parser,
                   "Split <think> blocks of chat answers into reasoning_content: deepseek_r1, qwen3, deepseek_v3, glm45, "
-                  "auto (when the vocabulary has a </think> token) or none")
+                  "openai_gptoss (gpt-oss's harmony analysis channel), auto (openai_gptoss when the vocabulary has a "
+                  "<|channel|> token, qwen3's rule when it has a </think> token) or none")
       ->capture_default_str();
   cmd->add_option("--tool-call-parser", a->tool_call_parser,
                   "How tool calls in chat answers are read (vLLM's names): hermes, llama3_json, mistral, deepseek_v3, "
-                  "deepseek_v31, glm45 (glm47), kimi_k2, pythonic (llama4_pythonic); default: the syntax the model's chat "
+                  "deepseek_v31, glm45 (glm47), kimi_k2, pythonic (llama4_pythonic), openai (gpt-oss's harmony); default: the syntax the model's chat "
                   "template writes");
   cmd->add_flag("--enable-auto-tool-choice", a->enable_auto_tool_choice,
                 "Accepted for vLLM compatibility: tool_choice auto is always served when the chat template (or "

@@ -379,6 +379,27 @@ void check_accepted(const CompletionRequest& r) {
   EXPECT_TRUE(!r.gen.prompt.empty() || !r.gen.prompt_ids.empty() || !r.messages.empty());
 }
 
+TEST(OpenaiParse, ReasoningEffort) {
+  const char* chat = R"({"messages": [{"role": "user", "content": "hi"}], "reasoning_effort": %s})";
+  auto with = [&](const std::string& v) {
+    std::string body = chat;
+    body.replace(body.find("%s"), 2, v);
+    return parse_completion_body(body, Endpoint::chat);
+  };
+  for (const char* effort : {"low", "medium", "high"}) {
+    auto r = with(std::string("\"") + effort + "\"");
+    ASSERT_TRUE(r.has_value()) << r.status().to_string();
+    EXPECT_EQ(r->reasoning_effort, effort);
+  }
+  EXPECT_EQ(with("null")->reasoning_effort, "");
+  for (const char* bad : {"\"max\"", "\"\"", "2", "[\"low\"]"}) {
+    auto r = with(bad);
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::invalid_argument);
+    EXPECT_NE(r.status().message().find("reasoning_effort"), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(OpenaiParse, TokenizeAndDetokenizeBodies) {
   auto t = parse_tokenize_body(R"({"prompt": "hi", "add_special_tokens": false})");
   ASSERT_TRUE(t.has_value()) << t.status().to_string();

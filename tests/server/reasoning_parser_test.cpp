@@ -117,6 +117,10 @@ TEST(ReasoningSplitter, ParserNames) {
   EXPECT_EQ(*parse_reasoning_kind("none"), ReasoningKind::none);
   EXPECT_EQ(*parse_reasoning_kind("auto", /*vocab_has_close_tag=*/true), ReasoningKind::qwen3);
   EXPECT_EQ(*parse_reasoning_kind("auto", /*vocab_has_close_tag=*/false), ReasoningKind::none);
+  // gpt-oss: harmony's channels (server/harmony_parser.h), picked by auto before `</think>`.
+  EXPECT_EQ(*parse_reasoning_kind("openai_gptoss"), ReasoningKind::openai_gptoss);
+  EXPECT_EQ(*parse_reasoning_kind("auto", false, /*vocab_has_channel=*/true), ReasoningKind::openai_gptoss);
+  EXPECT_EQ(*parse_reasoning_kind("auto", true, true), ReasoningKind::openai_gptoss);
   auto bad = parse_reasoning_kind("r1");
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.status().code(), StatusCode::invalid_argument);

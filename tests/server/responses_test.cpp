@@ -64,6 +64,8 @@ TEST(ResponsesRequest, ToolsAndTextFormatBecomeTheirChatForms) {
             json::parse(R"({"type": "json_object"})"));
   EXPECT_FALSE(chat_of(R"({"input": "x", "text": {"format": {"type": "text"}}, "tool_choice": "required"})")
                    ->contains("response_format"));
+  EXPECT_EQ(chat_of(R"({"input": "x", "reasoning": {"effort": "high"}})")->at("reasoning_effort"), "high");
+  EXPECT_FALSE(chat_of(R"({"input": "x", "reasoning": {"effort": null}})")->contains("reasoning_effort"));
 }
 
 TEST(ResponsesRequest, WhatItCannotDoIsRefusedNamingTheField) {

@@ -169,6 +169,26 @@ TEST(ToolCallSyntaxes, Pythonic) {
   }
 }
 
+// gpt-oss's harmony calls (--tool-call-parser openai alone): the guide's call, the recipient in
+// the role, several calls; final-channel text is content and the analysis channel is dropped.
+TEST(ToolCallSyntaxes, OpenAIHarmony) {
+  constexpr ToolParserKind kOpenAI = ToolParserKind::openai;
+  expect_every_split(kOpenAI,
+                     "<|channel|>analysis<|message|>Need to use function get_weather.<|end|><|start|>assistant"
+                     "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+                     "{\"location\":\"San Francisco\"}<|call|>",
+                     "", {{"get_weather", R"({"location":"San Francisco"})"}});
+  expect_every_split(kOpenAI,
+                     "<|channel|>analysis<|message|>x<|end|><|start|>assistant to=functions.a<|channel|>commentary json"
+                     "<|message|>{\"k\": [1, 2]}<|end|><|start|>assistant<|channel|>commentary to=functions.b "
+                     "<|constrain|>json<|message|>{}<|call|>",
+                     "", {{"a", R"({"k": [1, 2]})"}, {"b", "{}"}});
+  expect_every_split(kOpenAI, "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|>4.",
+                     "4.", {});
+  expect_every_split(kOpenAI, "<|channel|>commentary to=functions.a<|message|>{}<|call|>", "", {},
+                     testing::RunOptions{.max_calls = 0});
+}
+
 TEST(ToolCallSyntaxes, ParallelFalseKeepsTheFirstCall) {
   testing::RunOptions one{.max_calls = 1};
   expect_every_split(kMistral, "[TOOL_CALLS]a[ARGS]{}[TOOL_CALLS]b[ARGS]{}", "", {{"a", "{}"}}, one);
@@ -187,14 +207,16 @@ TEST(ToolCallSyntaxes, FuzzSplitsAgree) {
                            "<|tool_call_begin|>", "functions.f:0", "<|tool_call_argument_begin|>", "<|tool_call_end|>",
                            "<|tool_calls_section_end|>", "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>",
                            "<arg_value>", "</arg_value>", "{", "}", "[", "]", "\"", " ", "\n", "x", "ü", "<", "<｜",
-                           "f(", "a=1", ")", "'s'", ",", "<|python_start|>"};
+                           "f(", "a=1", ")", "'s'", ",", "<|python_start|>", "<|start|>", "<|channel|>", "<|message|>",
+                           "<|end|>", "<|call|>", "<|return|>", "<|constrain|>", "analysis", "final", " to=functions.f",
+                           "commentary", "json"};
   std::mt19937_64 rng(11);
   testing::RunOptions o{.functions = kGlmTools};
   for (int i = 0; i < 2000; ++i) {
     std::string text;
     const int n = static_cast<int>(rng() % 14);
     for (int k = 0; k < n; ++k) text += kPieces[rng() % std::size(kPieces)];
-    for (ToolParserKind kind : {kMistral, kDeepSeek, kKimi, kGlm, ToolParserKind::pythonic}) {
+    for (ToolParserKind kind : {kMistral, kDeepSeek, kKimi, kGlm, ToolParserKind::pythonic, ToolParserKind::openai}) {
       const Result whole = testing::run(kind, text, 0, o);
       for (size_t step : {size_t{1}, size_t{5}}) {
         const Result split = testing::run(kind, text, step, o);

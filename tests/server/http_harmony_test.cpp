@@ -1,0 +1,235 @@
+// gpt-oss's harmony format through the HTTP server in-process: a tiny synthetic model with the
+// harmony tokens in its vocabulary, served with the built-in `harmony` chat template, has its
+// output forced (guided_choice of one harmony text; the tokens are added as plain tokens here so
+// that guided decoding can spell them). The openai_gptoss reasoning parser puts the analysis
+// channel in reasoning_content, the final channel in content, and commentary messages to
+// functions.NAME become tool_calls (finish_reason tool_calls), whole and streamed; a model whose
+// harmony tokens are special tokens (as gpt-oss's) gets `auto` resolved to openai_gptoss and
+// stops at `<|call|>` / `<|return|>`.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/server/chat_server_util.h"
+
+namespace brigade::server {
+namespace {
+
+using nlohmann::json;
+using testing::ChatTestServer;
+using testing::model_with_template;
+
+const std::vector<std::string> kHarmonyTokens = {"<|start|>", "<|end|>", "<|message|>", "<|channel|>",
+                                                 "<|constrain|>", "<|return|>", "<|call|>"};
+
+// model_with_template's model (its own template never used: `--chat-template harmony`) with the
+// harmony tokens; returns the path and the tokens' ids (in kHarmonyTokens' order).
+std::pair<std::string, std::vector<int32_t>> harmony_model(const std::string& tag, bool special) {
+  const std::string model = model_with_template(tag, "{{ 'unused' }}");
+  return {model, testing::add_tokens(model, kHarmonyTokens, special)};
+}
+
+const json kTools = json::array(
+    {{{"type", "function"},
+      {"function", {{"name", "get_weather"}, {"description", "Weather of a city."},
+                    {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}, {"required", {"city"}}}}}}},
+     {{"type", "function"}, {"function", {{"name", "get_time"}}}}});
+
+json forced(const std::string& output, bool tools) {
+  json body = {{"model", "tiny"},
+               {"messages", {{{"role", "user"}, {"content", "Weather in Oslo?"}}}},
+               {"guided_choice", {output}},
+               {"max_tokens", 400},
+               {"temperature", 0}};
+  if (tools) body["tools"] = kTools;
+  return body;
+}
+
+struct Answer {
+  json reasoning = nullptr, content = nullptr;  // null: absent or null
+  std::vector<std::pair<std::string, std::string>> calls;
+  std::string finish;
+};
+
+Answer whole(const ChatTestServer& s, const json& body) {
+  Answer a;
+  auto r = s.chat(body);
+  EXPECT_EQ(r.status, 200) << r.body;
+  if (r.status != 200) return a;
+  const json choice = json::parse(r.body)["choices"][0];
+  const json& m = choice["message"];
+  if (m.contains("reasoning_content")) {
+    a.reasoning = m["reasoning_content"];
+    EXPECT_EQ(m["reasoning"], m["reasoning_content"]);
+  }
+  a.content = m["content"];
+  if (m.contains("tool_calls")) {
+    for (const json& c : m["tool_calls"]) {
+      EXPECT_TRUE(c["id"].get<std::string>().starts_with("call_")) << c;
+      a.calls.push_back({c["function"]["name"], c["function"]["arguments"]});
+    }
+  }
+  a.finish = choice["finish_reason"];
+  return a;
+}
+
+Answer streamed(const ChatTestServer& s, const json& body) {
+  Answer a;
+  std::string reasoning, content;
+  for (const json& chunk : s.chat_stream(body)) {
+    const json& ch = chunk["choices"][0];
+    if (ch["finish_reason"].is_string()) a.finish = ch["finish_reason"];
+    const json& d = ch["delta"];
+    if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
+    if (d.contains("content") && d["content"].is_string()) content += d["content"].get<std::string>();
+    if (!d.contains("tool_calls")) continue;
+    for (const json& c : d["tool_calls"]) {
+      const size_t index = c["index"];
+      if (c.contains("id")) a.calls.push_back({c["function"]["name"], ""});
+      if (index < a.calls.size()) a.calls[index].second += c["function"]["arguments"].get<std::string>();
+    }
+  }
+  if (!reasoning.empty()) a.reasoning = reasoning;
+  if (!content.empty()) a.content = content;
+  return a;
+}
+
+void expect_both(const ChatTestServer& s, const json& body, const Answer& want) {
+  for (const Answer& got : {whole(s, body), streamed(s, body)}) {
+    EXPECT_EQ(got.reasoning, want.reasoning);
+    EXPECT_EQ(got.content, want.content);
+    EXPECT_EQ(got.calls, want.calls);
+    EXPECT_EQ(got.finish, want.finish);
+  }
+}
+
+constexpr const char* kAnswer =
+    "<|channel|>analysis<|message|>User asks about Oslo. Answer.<|end|>"
+    "<|start|>assistant<|channel|>final<|message|>It is cold in Oslo.<|return|>";
+constexpr const char* kCalls =
+    "<|channel|>analysis<|message|>Need get_weather.<|end|><|start|>assistant<|channel|>commentary "
+    "to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Oslo\"}<|end|><|start|>assistant to=functions.get_time"
+    "<|channel|>commentary json<|message|>{}<|call|>";
+
+TEST(ServerHarmony, AnalysisIsReasoningAndFinalIsContent) {
+  ChatTestServer s(harmony_model("harmony_answer", false).first, "harmony", "openai_gptoss");
+  ASSERT_TRUE(s.ok());
+  expect_both(s, forced(kAnswer, false), {"User asks about Oslo. Answer.", "It is cold in Oslo.", {}, "stop"});
+  json dropped = forced(kAnswer, false);
+  dropped["include_reasoning"] = false;
+  expect_both(s, dropped, {nullptr, "It is cold in Oslo.", {}, "stop"});
+}
+
+TEST(ServerHarmony, CommentaryCallsBecomeToolCalls) {
+  ChatTestServer s(harmony_model("harmony_calls", false).first, "harmony", "openai_gptoss");
+  ASSERT_TRUE(s.ok());
+  expect_both(s, forced(kCalls, true),
+              {"Need get_weather.", nullptr, {{"get_weather", "{\"city\":\"Oslo\"}"}, {"get_time", "{}"}}, "tool_calls"});
+  // parallel_tool_calls false: the first call only.
+  json one = forced(kCalls, true);
+  one["parallel_tool_calls"] = false;
+  expect_both(s, one, {"Need get_weather.", nullptr, {{"get_weather", "{\"city\":\"Oslo\"}"}}, "tool_calls"});
+  // A final answer with tools offered is content.
+  expect_both(s, forced(kAnswer, true), {"User asks about Oslo. Answer.", "It is cold in Oslo.", {}, "stop"});
+  // Forcing a call would constrain the header too: refused by name.
+  json required = forced(kCalls, true);
+  required.erase("guided_choice");
+  required["tool_choice"] = "required";
+  auto r = s.chat(required);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("harmony"), std::string::npos) << r.body;
+}
+
+TEST(ServerHarmony, ToolParserAloneReadsTheCalls) {
+  // --tool-call-parser openai without a reasoning parser: the analysis is neither content nor a call.
+  ChatTestServer s(harmony_model("harmony_tools_only", false).first, "harmony", "none", "openai");
+  ASSERT_TRUE(s.ok());
+  expect_both(s, forced(kCalls, true), {nullptr, nullptr, {{"get_weather", "{\"city\":\"Oslo\"}"}, {"get_time", "{}"}}, "tool_calls"});
+}
+
+TEST(ServerHarmony, OutputCutByMaxTokensKeepsItsField) {
+  ChatTestServer s(harmony_model("harmony_cut", false).first, "harmony", "openai_gptoss");
+  ASSERT_TRUE(s.ok());
+  const std::string analysis = "<|channel|>analysis<|message|>", final = "<|start|>assistant<|channel|>final<|message|>";
+  int n_in_analysis = 0, n_in_final = 0;
+  // The model spells most of the harmony tokens byte by byte here (guided decoding lets it): cuts
+  // fall inside markers too.
+  for (int max_tokens = 1; max_tokens <= 160; max_tokens += 3) {
+    SCOPED_TRACE(max_tokens);
+    json body = forced(kAnswer, false);
+    body["max_tokens"] = max_tokens;
+    // The raw text of the first tokens (separate_reasoning false: the output stays whole).
+    json raw_body = body;
+    raw_body["separate_reasoning"] = false;
+    auto raw = s.chat(raw_body);
+    ASSERT_EQ(raw.status, 200) << raw.body;
+    const std::string text = json::parse(raw.body)["choices"][0]["message"]["content"];
+    if (text.find("<|return|>") != std::string::npos) break;
+    if (!text.starts_with(analysis) || text.size() == analysis.size()) continue;  // in a header: nothing yet
+    const size_t end = text.find("<|end|>");
+    if (end == std::string::npos) {  // in the analysis: a marker's start that never completed is body text
+      ++n_in_analysis;
+      expect_both(s, body, {text.substr(analysis.size()), nullptr, {}, "length"});
+      continue;
+    }
+    const size_t body_at = text.find(final);
+    if (body_at == std::string::npos || text.size() == body_at + final.size()) continue;
+    ++n_in_final;
+    expect_both(s, body, {text.substr(analysis.size(), end - analysis.size()), text.substr(body_at + final.size()), {}, "length"});
+  }
+  EXPECT_GT(n_in_analysis, 2);
+  EXPECT_GT(n_in_final, 2);
+}
+
+TEST(ServerHarmony, ReasoningEffortIsATemplateVariable) {
+  // A Jinja template that shows what it was given (as transformers passes reasoning_effort to gpt-oss's).
+  const std::string model = model_with_template(
+      "harmony_effort", "{%- if reasoning_effort is defined %}{{ raise_exception('effort ' + reasoning_effort) }}{% endif %}"
+                        "{%- for m in messages %}{{ m.content }}{% endfor %}");
+  ChatTestServer s(model);
+  ASSERT_TRUE(s.ok());
+  json body = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 1}};
+  EXPECT_EQ(s.chat(body).status, 200);
+  body["reasoning_effort"] = "high";
+  auto r = s.chat(body);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("effort high"), std::string::npos) << r.body;
+  body["reasoning_effort"] = "extreme";
+  r = s.chat(body);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("low, medium, high"), std::string::npos) << r.body;
+  // The built-in harmony family takes it (and no other variable).
+  ChatTestServer h(harmony_model("harmony_effort_builtin", false).first, "harmony");
+  ASSERT_TRUE(h.ok());
+  body["reasoning_effort"] = "low";
+  EXPECT_EQ(h.chat(body).status, 200);
+  body["chat_template_kwargs"] = {{"enable_thinking", false}};
+  r = h.chat(body);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("only reasoning_effort"), std::string::npos) << r.body;
+}
+
+// gpt-oss's harmony tokens are special tokens: `auto` finds `<|channel|>` in the vocabulary, and
+// the output ends at `<|call|>` or `<|return|>` (stop tokens a harmony chat adds), whose text never
+// reaches the answer.
+TEST(ServerHarmony, SpecialTokensAutoAndStops) {
+  const auto [model, ids] = harmony_model("harmony_special", true);
+  ChatTestServer s(model, "harmony", "auto");
+  ASSERT_TRUE(s.ok());
+  json body = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 5}, {"temperature", 0}};
+  auto r = s.chat(body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(json::parse(r.body)["choices"][0]["message"].contains("reasoning_content")) << "auto: openai_gptoss";
+  for (const int32_t stop : {ids[5], ids[6]}) {  // <|return|>, <|call|>
+    SCOPED_TRACE(stop);
+    body["logit_bias"] = {{std::to_string(stop), 100}};
+    r = s.chat(body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json j = json::parse(r.body);
+    EXPECT_EQ(j["usage"]["completion_tokens"], 1) << "stopped at the token";
+    EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+    EXPECT_TRUE(j["choices"][0]["message"]["content"].is_null()) << j;
+  }
+}
+
+}  // namespace
+}  // namespace brigade::server
