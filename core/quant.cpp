@@ -195,7 +195,7 @@ void quantize_row_mxfp4(const float* x, void* dst, int64_t n) {
   for (int64_t i = 0; i < n / 32; ++i, x += 32) {
     float amax = 0.0f;
     for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
-    // absmax < 2^131 always, so e <= 255; below 2^-125 the exponent would be negative: clamp to 0.
+    // A finite absmax is below 2^128, so e <= 252; below 2^-125 e would be negative: clamped to 0.
     const float e = amax > 0.0f ? std::floor(std::log2(amax)) - 2.0f + 127.0f : 0.0f;
     b[i].e = static_cast<uint8_t>(std::max(e, 0.0f));
     const float h = e8m0_to_f32_half(b[i].e);
