@@ -95,6 +95,11 @@ TEST(Quant, QuantizeMatchesGgufPyByteForByte) {
   }
 }
 
+// Half an E8M0 scale is 2^(e - 128) for every byte, the f32 subnormals of e = 0 and 1 included.
+TEST(Quant, E8m0HalfIsTwoToTheEMinus128) {
+  for (int e = 0; e < 256; ++e) EXPECT_EQ(quant::e8m0_to_f32_half(static_cast<uint8_t>(e)), std::ldexp(1.0f, e - 128)) << e;
+}
+
 // transformers' gpt-oss layout repacked to ggml's blocks: the dequantized blocks are
 // convert_moe_packed_tensors' values exactly (leading expert dim folded into the rows).
 TEST(Quant, HfMxfp4RepackIsTransformersDequantizerExactly) {
