@@ -20,6 +20,7 @@ const char* dtype_name(DType t) {
     case DType::q4_k: return "q4_k";
     case DType::q5_k: return "q5_k";
     case DType::q6_k: return "q6_k";
+    case DType::mxfp4: return "mxfp4";
   }
   return "?";
 }
@@ -39,6 +40,7 @@ std::optional<DType> parse_dtype(std::string_view n) {
   if (n == "q4_k" || n == "Q4_K") return DType::q4_k;
   if (n == "q5_k" || n == "Q5_K") return DType::q5_k;
   if (n == "q6_k" || n == "Q6_K") return DType::q6_k;
+  if (n == "mxfp4" || n == "MXFP4") return DType::mxfp4;
   return std::nullopt;
 }
 

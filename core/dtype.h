@@ -12,11 +12,12 @@ namespace brigade {
 // fp8-quantized weight matrices on GPUs that multiply it natively (compute capability >= 8.9);
 // such a weight carries its scale with it (core/backend.h, "fp8 weights").
 //
-// q8_0, q4_0, q4_1, q4_k, q5_k, q6_k: ggml's block-quantized weight formats, byte for byte as GGUF stores them
+// q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, mxfp4: ggml's block-quantized weight formats, byte for byte as GGUF
+// stores them
 // (core/quant.h): a row of k elements is k / block elements blocks of dtype_block_bytes bytes.
 // Only matmul weights (and embedding tables) have them, on a backend whose supports_weight_dtype
 // says yes; they have no per-element size (dtype_size is 0), so sizes go through dtype_bytes.
-enum class DType : uint8_t { f32, f16, bf16, i32, i64, i8, u8, f8e4m3, q8_0, q4_0, q4_k, q6_k, q5_k, q4_1 };
+enum class DType : uint8_t { f32, f16, bf16, i32, i64, i8, u8, f8e4m3, q8_0, q4_0, q4_k, q6_k, q5_k, q4_1, mxfp4 };
 
 // Bytes of one element; 0 for the block-quantized types.
 constexpr size_t dtype_size(DType t) {
@@ -25,15 +26,16 @@ constexpr size_t dtype_size(DType t) {
     case DType::f16: case DType::bf16: return 2;
     case DType::i64: return 8;
     case DType::i8: case DType::u8: case DType::f8e4m3: return 1;
-    case DType::q8_0: case DType::q4_0: case DType::q4_1: case DType::q4_k: case DType::q5_k: case DType::q6_k: return 0;
+    case DType::q8_0: case DType::q4_0: case DType::q4_1: case DType::q4_k: case DType::q5_k: case DType::q6_k:
+    case DType::mxfp4: return 0;
   }
   return 0;
 }
 
-// Elements per block: 1 for the element types, 32 (q8_0, q4_0, q4_1) or 256 (q4_k, q5_k, q6_k).
+// Elements per block: 1 for the element types, 32 (q8_0, q4_0, q4_1, mxfp4) or 256 (q4_k, q5_k, q6_k).
 constexpr int64_t dtype_block_elems(DType t) {
   switch (t) {
-    case DType::q8_0: case DType::q4_0: case DType::q4_1: return 32;
+    case DType::q8_0: case DType::q4_0: case DType::q4_1: case DType::mxfp4: return 32;
     case DType::q4_k: case DType::q5_k: case DType::q6_k: return 256;
     default: return 1;
   }
@@ -44,6 +46,7 @@ constexpr size_t dtype_block_bytes(DType t) {
     case DType::q8_0: return 34;
     case DType::q4_0: return 18;
     case DType::q4_1: return 20;
+    case DType::mxfp4: return 17;
     case DType::q4_k: return 144;
     case DType::q5_k: return 176;
     case DType::q6_k: return 210;
@@ -58,7 +61,7 @@ constexpr size_t dtype_bytes(DType t, int64_t n) {
 
 const char* dtype_name(DType t);
 // Parses "f32"/"float32", "f16"/"float16", "bf16"/"bfloat16", "i32", "i64", "i8", "u8",
-// "f8e4m3"/"fp8", "q8_0", "q4_0", "q4_1", "q4_k", "q5_k", "q6_k" (GGUF's upper-case names too).
+// "f8e4m3"/"fp8", "q8_0", "q4_0", "q4_1", "q4_k", "q5_k", "q6_k", "mxfp4" (GGUF's upper-case names too).
 std::optional<DType> parse_dtype(std::string_view name);
 
 // bf16 <-> f32. Rounding is round-to-nearest-even; NaN stays NaN.

@@ -36,6 +36,27 @@ void dequant_q4_1(const BlockQ4_1* b, float* y, int64_t nb) {
   }
 }
 
+void dequant_mxfp4(const BlockMxfp4* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += 32) {
+    const float h = e8m0_to_f32_half(b[i].e);
+    for (int j = 0; j < 16; ++j) {
+      y[j] = h * static_cast<float>(kMxfp4Values[b[i].qs[j] & 0xF]);
+      y[j + 16] = h * static_cast<float>(kMxfp4Values[b[i].qs[j] >> 4]);
+    }
+  }
+}
+
+// The first code whose value v * h is nearest x (ggml's best_index_mxfp4).
+int nearest_mxfp4(float x, float h) {
+  int best = 0;
+  float best_err = std::fabs(static_cast<float>(kMxfp4Values[0]) * h - x);
+  for (int i = 1; i < 16; ++i) {
+    const float err = std::fabs(static_cast<float>(kMxfp4Values[i]) * h - x);
+    if (err < best_err) best = i, best_err = err;
+  }
+  return best;
+}
+
 void dequant_q4k(const BlockQ4K* b, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
@@ -101,6 +122,7 @@ void dequantize_row(const void* src, DType t, float* dst, int64_t n) {
     case DType::q8_0: dequant_q8_0(static_cast<const BlockQ8_0*>(src), dst, nb); return;
     case DType::q4_0: dequant_q4_0(static_cast<const BlockQ4_0*>(src), dst, nb); return;
     case DType::q4_1: dequant_q4_1(static_cast<const BlockQ4_1*>(src), dst, nb); return;
+    case DType::mxfp4: dequant_mxfp4(static_cast<const BlockMxfp4*>(src), dst, nb); return;
     case DType::q4_k: dequant_q4k(static_cast<const BlockQ4K*>(src), dst, nb); return;
     case DType::q5_k: dequant_q5k(static_cast<const BlockQ5K*>(src), dst, nb); return;
     case DType::q6_k: dequant_q6k(static_cast<const BlockQ6K*>(src), dst, nb); return;
@@ -167,13 +189,47 @@ void quantize_row_q4_1(const float* x, void* dst, int64_t n) {
   }
 }
 
-bool can_quantize_to(DType t) { return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_1; }
+void quantize_row_mxfp4(const float* x, void* dst, int64_t n) {
+  BRIGADE_CHECK(n % 32 == 0, "mxfp4 rows are whole blocks of 32");
+  auto* b = static_cast<BlockMxfp4*>(dst);
+  for (int64_t i = 0; i < n / 32; ++i, x += 32) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+    // A finite absmax is below 2^128, so e <= 252; below 2^-125 e would be negative: clamped to 0.
+    const float e = amax > 0.0f ? std::floor(std::log2(amax)) - 2.0f + 127.0f : 0.0f;
+    b[i].e = static_cast<uint8_t>(std::max(e, 0.0f));
+    const float h = e8m0_to_f32_half(b[i].e);
+    for (int j = 0; j < 16; ++j)
+      b[i].qs[j] = static_cast<uint8_t>(nearest_mxfp4(x[j], h) | (nearest_mxfp4(x[j + 16], h) << 4));
+  }
+}
+
+bool can_quantize_to(DType t) {
+  return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_1 || t == DType::mxfp4;
+}
 
 void quantize_row(const float* src, DType t, void* dst, int64_t n) {
   if (t == DType::q8_0) return quantize_row_q8_0(src, dst, n);
   if (t == DType::q4_0) return quantize_row_q4_0(src, dst, n);
   if (t == DType::q4_1) return quantize_row_q4_1(src, dst, n);
-  BRIGADE_CHECK(false, "quantize_row to q8_0, q4_0 or q4_1");
+  if (t == DType::mxfp4) return quantize_row_mxfp4(src, dst, n);
+  BRIGADE_CHECK(false, "quantize_row to q8_0, q4_0, q4_1 or mxfp4");
+}
+
+void repack_hf_mxfp4(const uint8_t* blocks, const uint8_t* scales, int64_t rows, int64_t cols, void* dst) {
+  BRIGADE_CHECK(cols % 32 == 0, "an MXFP4 row is whole blocks of 32");
+  auto* b = static_cast<BlockMxfp4*>(dst);
+  const int64_t nb = rows * (cols / 32);
+  for (int64_t i = 0; i < nb; ++i, blocks += 16) {
+    b[i].e = scales[i];
+    // ggml's element j (j < 16) is HF's byte j / 2, nibble j % 2; element j + 16 is byte 8 + j / 2.
+    for (int j = 0; j < 16; ++j) {
+      const int shift = (j & 1) * 4;
+      const int lo = (blocks[j / 2] >> shift) & 0xF;
+      const int hi = (blocks[8 + j / 2] >> shift) & 0xF;
+      b[i].qs[j] = static_cast<uint8_t>(lo | (hi << 4));
+    }
+  }
 }
 
 }  // namespace brigade::quant

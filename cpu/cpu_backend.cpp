@@ -56,8 +56,8 @@ class CpuBackend final : public Backend {
       if (!dequantize && !quantize)
         return unsupported(std::string("cannot convert a ") + dtype_name(host.dtype) + " weight to " +
                            dtype_name(to) + "; weights convert between f32, bf16 and f16, dequantize from " +
-                           "q8_0, q4_0, q4_1, q4_k, q5_k and q6_k, and quantize to q8_0, q4_0 and q4_1 (q4_k, q5_k and q6_k " +
-                           "come only from GGUF files)");
+                           "q8_0, q4_0, q4_1, q4_k, q5_k, q6_k and mxfp4, and quantize to q8_0, q4_0, q4_1 and mxfp4 " +
+                           "(q4_k, q5_k and q6_k come only from GGUF files)");
     }
     const DType blocked = is_block_quantized(to) ? to : host.dtype;
     const int64_t row = host.ndim == 0 ? 1 : host.shape[static_cast<size_t>(host.ndim - 1)];

@@ -53,7 +53,7 @@ struct ExpertProjection {
 };
 
 // The grouped input rows in [P, k] quantized for the block-quantized projections among `ps`:
-// BlockQ8 per 32 (q8_0, q4_0, q4_1) and BlockQ8K per 256 (K-quant decode), as matmul quantizes them.
+// BlockQ8 per 32 (q8_0, q4_0, q4_1, mxfp4) and BlockQ8K per 256 (K-quant decode), as matmul quantizes them.
 struct QuantizedRows {
   const BlockQ8* q8 = nullptr;
   const BlockQ8K* q8k = nullptr;

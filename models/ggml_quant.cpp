@@ -11,9 +11,9 @@ namespace brigade {
 namespace {
 
 constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ2_K = 10,
-                   kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30;
+                   kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30, kMXFP4 = 39;
 
-constexpr std::array<GgmlTypeInfo, 13> kTypes = {{
+constexpr std::array<GgmlTypeInfo, 14> kTypes = {{
     {kF32, "F32", 1, 4, DType::f32},
     {kF16, "F16", 1, 2, DType::f16},
     {kBF16, "BF16", 1, 2, DType::bf16},
@@ -27,6 +27,7 @@ constexpr std::array<GgmlTypeInfo, 13> kTypes = {{
     {kQ4_K, "Q4_K", 256, 144, DType::q4_k},
     {kQ5_K, "Q5_K", 256, 176, DType::q5_k},
     {kQ6_K, "Q6_K", 256, 210, DType::q6_k},
+    {kMXFP4, "MXFP4", 32, 17, DType::mxfp4},
 }};
 
 // The types brigade has a DType for must agree with core/dtype.h's block sizes.
@@ -59,7 +60,6 @@ const char* refused_name(uint32_t id) {
     case 29: return "IQ1_M";
     case 34: return "TQ1_0";
     case 35: return "TQ2_0";
-    case 39: return "MXFP4";
     case 40: return "NVFP4";
     case 41: return "Q1_0";
     default: return nullptr;

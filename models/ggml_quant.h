@@ -13,11 +13,12 @@
 //   Q4_K    256  144    d, dmin, scales[12], qs[128]  d * sc * q4 - dmin * m, per 32  (core/quant.h)
 //   Q5_K    256  176    d, dmin, scales[12], qh[32], qs[128]   as Q4_K with a 5th bit from qh (core/quant.h)
 //   Q6_K    256  210    ql[128], qh[64], scales[16], d         (core/quant.h)
+//   MXFP4    32   17    e (E8M0), qs[16]              e2m1(q4) * 2^(e - 127)  (core/quant.h)
 //
-// Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K are DType q4_0, q4_1, q8_0, q4_k, q5_k, q6_k (a backend may multiply them as
-// stored); the others are only ever dequantized. Refused (unsupported, by name): Q8_1 and Q8_K
-// (ggml's activation formats, never in a model file), the IQ* and TQ* types, MXFP4, NVFP4, Q1_0,
-// and the integer and F64 types.
+// Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K and MXFP4 are DType q4_0, q4_1, q8_0, q4_k, q5_k, q6_k, mxfp4 (a
+// backend may multiply them as stored); the others are only ever dequantized. Refused
+// (unsupported, by name): Q8_1 and Q8_K (ggml's activation formats, never in a model file), the
+// IQ* and TQ* types, NVFP4, Q1_0, and the integer and F64 types.
 #pragma once
 
 #include <cstdint>

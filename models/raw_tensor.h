@@ -21,7 +21,7 @@ struct RawTensor {
   std::span<const uint8_t> bytes;  // exactly the bytes of numel() elements (row_bytes per row)
   // GGUF tensors of a block-quantized ggml type (models/ggml_quant.h): how `bytes` encode the
   // elements, whole blocks per row. dtype is then that type's DType where brigade has one
-  // (q8_0, q4_0, q4_1, q4_k, q5_k, q6_k), else u8: such data is only read through dequantize. nullptr for
+  // (q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, mxfp4), else u8: such data is only read through dequantize. nullptr for
   // element types.
   const GgmlTypeInfo* ggml = nullptr;
 

@@ -13,7 +13,7 @@
 // int4 matrix is dequantized like fp8 (to the float type asked for, else f32; q8_0 / q4_0 asked
 // for: f32 then quantized by prepare_weight).
 //
-// GGUF block-quantized weights (q8_0, q4_0, q4_1, q4_k, q5_k, q6_k and the types only dequantized, see
+// GGUF block-quantized weights (q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, mxfp4 and the types only dequantized, see
 // models/ggml_quant.h): a matrix or table (or a fused stack of parts of one such type) stays as
 // stored, a view of the mapping for prepare_weight, when no type is asked for (or that one),
 // backend.supports_weight_dtype says yes and a column slice falls on block boundaries; in every

@@ -22,6 +22,9 @@ llama.cpp's q/k row permutation), so the reference shares no code with brigade.
                      its weights); transformers' GGUF loader cannot read Mixtral (it would load a
                      dense llama), so the reference is transformers' Mixtral with gguf-py's round
                      trip of every quantized tensor, and the window off as llama.cpp runs it.
+  gguf_llama_mxfp4   llama whose linear layers are MXFP4 (gpt-oss's expert type; gguf-py quantizes
+                     random float weights), but layer 0's attn_v Q8_0 (a q|k|v of two types) and a
+                     Q8_0 token_embd; MXFP4 output.
   gguf_gemma2        gemma2 / gemma3 as llama.cpp's converter writes them (GEMMA below), with
   gguf_gemma3        decode_logits; transformers' GGUF loader leaves some settings at the config
                      class's defaults (the soft-caps, query_pre_attn_scalar, gemma3's rope scaling),
@@ -110,11 +113,15 @@ def layout(name):
                             "attn_v": "Q6_K", "attn_output": "Q4_K", "ffn_gate_exps": "Q4_K", "ffn_up_exps": "Q4_K",
                             "ffn_down_exps": "Q6_K", "blk.1.ffn_gate_exps": "Q8_0",
                             "blk.1.ffn_down_exps": "Q4_K"}, False
+    if name == "gguf_llama_mxfp4":
+        return "llama", {"token_embd": "Q8_0", "output": "MXFP4", "attn_q": "MXFP4", "attn_k": "MXFP4",
+                         "attn_v": "MXFP4", "blk.0.attn_v": "Q8_0", "attn_output": "MXFP4", "ffn_gate": "MXFP4",
+                         "ffn_up": "MXFP4", "ffn_down": "MXFP4"}, False
     raise KeyError(name)
 
 
 NAMES = ["gguf_llama_q4_k_m", "gguf_qwen2_q4_0", "gguf_qwen3_k", "gguf_gemma2", "gguf_gemma3", "gguf_qwen3moe_q4_k_m",
-         "gguf_mixtral_q8_0"]
+         "gguf_mixtral_q8_0", "gguf_llama_mxfp4"]
 
 # gguf_mixtral_q8_0: make_fixtures.py's mixtral checkpoint (its weights, not random blocks) as
 # llama.cpp's converter (LlamaModel) writes Mixtral: arch llama with expert_count and

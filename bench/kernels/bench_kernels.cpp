@@ -1,4 +1,4 @@
-// CPU kernel benchmarks: matmul (GEMV/GEMM, f32 and bf16 weights; q8_0/q4_0/q4_1/q4_k/q5_k/q6_k block-
+// CPU kernel benchmarks: matmul (GEMV/GEMM, f32 and bf16 weights; q8_0/q4_0/q4_1/q4_k/q5_k/q6_k/mxfp4 block-
 // quantized weights at Llama-3-8B's shapes, beside bf16 at the same shapes) and decode attention
 // (bf16 and int8 KV).
 //
@@ -77,6 +77,10 @@ OwnedTensor random_tensor(DType t, std::initializer_list<int64_t> dims, uint32_t
     const size_t bb = dtype_block_bytes(t), at = t == DType::q6_k ? 208 : 0;
     const uint16_t h = f32_to_f16(0.01f), m = f32_to_f16(-0.08f);
     for (size_t off = 0; off < o.tensor.nbytes(); off += bb) {
+      if (t == DType::mxfp4) {  // the E8M0 scale: 2^(121 - 127), values up to 0.09
+        static_cast<uint8_t*>(o.tensor.data)[off] = 121;
+        continue;
+      }
       std::memcpy(static_cast<char*>(o.tensor.data) + off + at, &h, 2);
       if (t == DType::q4_k || t == DType::q5_k) std::memcpy(static_cast<char*>(o.tensor.data) + off + 2, &h, 2);
       if (t == DType::q4_1) std::memcpy(static_cast<char*>(o.tensor.data) + off + 2, &m, 2);  // m = -8 d
@@ -142,6 +146,7 @@ BENCHMARK(BM_Matmul<DType::bf16>)->Name("BM_Matmul8B<bf16>")->Apply(big_matmul_a
 BENCHMARK(BM_Matmul<DType::q8_0>)->Name("BM_Matmul8B<q8_0>")->Apply(big_matmul_args);
 BENCHMARK(BM_Matmul<DType::q4_0>)->Name("BM_Matmul8B<q4_0>")->Apply(big_matmul_args);
 BENCHMARK(BM_Matmul<DType::q4_1>)->Name("BM_Matmul8B<q4_1>")->Apply(big_matmul_args);
+BENCHMARK(BM_Matmul<DType::mxfp4>)->Name("BM_Matmul8B<mxfp4>")->Apply(big_matmul_args);
 BENCHMARK(BM_Matmul<DType::q4_k>)->Name("BM_Matmul8B<q4_k>")->Apply(big_matmul_args);
 BENCHMARK(BM_Matmul<DType::q5_k>)->Name("BM_Matmul8B<q5_k>")->Apply(big_matmul_args);
 BENCHMARK(BM_Matmul<DType::q6_k>)->Name("BM_Matmul8B<q6_k>")->Apply(big_matmul_args);

@@ -17,6 +17,18 @@ TEST(Dtype, Fp8NameSizeAndParse) {
   EXPECT_FALSE(parse_dtype("f8").has_value());
 }
 
+// ggml's MXFP4 block: 32 elements in 17 bytes, named as brigade and GGUF name it.
+TEST(Dtype, Mxfp4BlockNameAndParse) {
+  EXPECT_EQ(dtype_size(DType::mxfp4), 0u);
+  EXPECT_EQ(dtype_block_elems(DType::mxfp4), 32);
+  EXPECT_EQ(dtype_block_bytes(DType::mxfp4), 17u);
+  EXPECT_EQ(dtype_bytes(DType::mxfp4, 2880), 90u * 17u);  // a gpt-oss row: 90 blocks
+  EXPECT_TRUE(is_block_quantized(DType::mxfp4));
+  EXPECT_STREQ(dtype_name(DType::mxfp4), "mxfp4");
+  EXPECT_TRUE(parse_dtype("mxfp4") == DType::mxfp4);
+  EXPECT_TRUE(parse_dtype("MXFP4") == DType::mxfp4);
+}
+
 // Every code decodes to the E4M3 value its bits spell (bias 7, subnormals m * 2^-9, no
 // infinities, S.1111.111 NaN), and encoding that value gives the code back.
 TEST(Dtype, E4m3DecodesEveryCodeAndRoundTrips) {

@@ -77,7 +77,7 @@ inline std::vector<float> to_vector(const Tensor& t) {
 
 // Random valid blocks of `t` for an [m, k] weight: codes uniform, f16 scales small and positive
 // (q4_1's m = -z d with z in [2, 13]: asymmetric blocks; q4_k's and q5_k's 6-bit scales and mins,
-// q6_k's int8 scales random), as a quantizer would leave them.
+// q6_k's int8 scales random; mxfp4's E8M0 scales 2^-11..2^-3), as a quantizer would leave them.
 inline std::vector<uint8_t> random_weight(DType t, int64_t m, int64_t k, std::mt19937& rng) {
   std::vector<uint8_t> bytes(dtype_bytes(t, m * k));
   std::uniform_int_distribution<int> byte(0, 255);
@@ -100,6 +100,7 @@ inline std::vector<uint8_t> random_weight(DType t, int64_t m, int64_t k, std::mt
       }
       case DType::q4_k: case DType::q5_k: put_f16(0, scale(rng)); put_f16(2, scale(rng) * 0.5f); break;
       case DType::q6_k: put_f16(208, scale(rng) * 0.05f); break;
+      case DType::mxfp4: blk[0] = static_cast<uint8_t>(std::uniform_int_distribution<int>(116, 124)(rng)); break;
       default: ADD_FAILURE();
     }
   }

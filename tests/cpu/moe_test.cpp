@@ -347,7 +347,8 @@ TEST(CpuMoe, SplitQuantizedExpertsMatchTheDequantizedFusedOnes) {
   for (const std::string& level : test::simd_levels()) {
     auto b = backend_at(level);
     for (const Types t : {Types{DType::q4_k, DType::q4_k, DType::q6_k}, Types{DType::q8_0, DType::q4_k, DType::q4_0},
-                          Types{DType::q5_k, DType::q6_k, DType::q8_0}, Types{DType::q4_1, DType::q4_0, DType::q4_1}}) {
+                          Types{DType::q5_k, DType::q6_k, DType::q8_0}, Types{DType::q4_1, DType::q4_0, DType::q4_1},
+                          Types{DType::mxfp4, DType::mxfp4, DType::mxfp4}}) {
       for (const int64_t n : {int64_t{3}, int64_t{60}}) {
         SCOPED_TRACE(testing::Message() << level << " n=" << n << " " << dtype_name(t.gate) << "/" << dtype_name(t.up)
                                         << "/" << dtype_name(t.down));

@@ -32,7 +32,7 @@ class QuantMatmul : public ::testing::TestWithParam<std::string> {};
 TEST_P(QuantMatmul, MatchesTheDequantizedWeightWithinTheActivationRounding) {
   auto b = backend_at(GetParam());
   std::mt19937 rng(7);
-  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q4_k, DType::q5_k, DType::q6_k}) {
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q4_k, DType::q5_k, DType::q6_k, DType::mxfp4}) {
     const int64_t kb = dtype_block_elems(t);
     for (const QCase& c : {QCase{t, 1, 37, 2 * kb}, QCase{t, 3, 8, 3 * kb}, QCase{t, 5, 64, kb}, QCase{t, 8, 21, 4 * kb},
                            QCase{t, 33, 16, 2 * kb}, QCase{t, 64, 70, 2 * kb},
@@ -84,7 +84,7 @@ TEST_P(QuantMatmul, MatchesTheDequantizedWeightWithinTheActivationRounding) {
 TEST_P(QuantMatmul, ARowsOutputDoesNotDependOnTheOtherRows) {
   auto b = backend_at(GetParam());
   std::mt19937 rng(9);
-  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q4_k, DType::q5_k, DType::q6_k}) {
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q4_k, DType::q5_k, DType::q6_k, DType::mxfp4}) {
     const int64_t m = 19, k = 2 * dtype_block_elems(t), n = 120;
     auto wbytes = random_weight(t, m, k, rng);
     auto w = b->prepare_weight(Tensor(wbytes.data(), t, {m, k}), std::nullopt);
@@ -117,7 +117,8 @@ TEST_P(QuantMatmul, StackedGroupsEqualEachGroupsOwnMatmulInItsColumns) {
   ASSERT_TRUE(b->supports_stacked_matmul());
   std::mt19937 rng(13);
   const int64_t k = 512;
-  const std::vector<std::pair<DType, int64_t>> groups = {{DType::q4_k, 40}, {DType::q6_k, 24}, {DType::q8_0, 17}, {DType::q4_0, 9}, {DType::q4_1, 11}};
+  const std::vector<std::pair<DType, int64_t>> groups = {{DType::q4_k, 40}, {DType::q6_k, 24}, {DType::q8_0, 17}, {DType::q4_0, 9}, {DType::q4_1, 11},
+                                                            {DType::mxfp4, 13}};
   std::vector<std::vector<uint8_t>> bytes;
   std::vector<OwnedTensor> ws;
   std::vector<Tensor> views;
@@ -154,7 +155,7 @@ TEST_P(QuantMatmul, StackedGroupsEqualEachGroupsOwnMatmulInItsColumns) {
 TEST_P(QuantMatmul, EmbeddingOfAQuantizedTableIsTheDequantizedRow) {
   auto b = backend_at(GetParam());
   std::mt19937 rng(11);
-  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q4_k, DType::q5_k, DType::q6_k}) {
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q4_k, DType::q5_k, DType::q6_k, DType::mxfp4}) {
     const int64_t vocab = 9, d = 2 * dtype_block_elems(t);
     auto bytes = random_weight(t, vocab, d, rng);
     auto table = b->prepare_weight(Tensor(bytes.data(), t, {vocab, d}), std::nullopt);
@@ -180,7 +181,7 @@ TEST(QuantKernels, EveryLevelAgreesWithScalar) {
   const auto& ref = cpu::kernels_for(cpu::SimdLevel::scalar);
   for (int l = 1; l <= static_cast<int>(cpu::detect_simd_level()); ++l) {
     const auto& simd = cpu::kernels_for(static_cast<cpu::SimdLevel>(l));
-    for (DType t : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q4_k, DType::q5_k, DType::q6_k}) {
+    for (DType t : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q4_k, DType::q5_k, DType::q6_k, DType::mxfp4}) {
       const int64_t n = 5, m = 13, k = 4 * dtype_block_elems(t), nb = k / 32;
       std::vector<float> x(static_cast<size_t>(n * k));
       std::uniform_real_distribution<float> u(-3.0f, 3.0f);
@@ -257,7 +258,7 @@ TEST(QuantWeights, FloatWeightsQuantizeAtPrepareAsTheReferenceRounds) {
   const int64_t m = 6, k = 96;
   auto w = make(*b, DType::f32, {m, k});
   test::fill_uniform(w.tensor, rng);
-  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_1}) {
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_1, DType::mxfp4}) {
     auto q = b->prepare_weight(w.tensor, t);
     ASSERT_TRUE(q.has_value()) << q.status().message();
     ASSERT_EQ(q->tensor.dtype, t);

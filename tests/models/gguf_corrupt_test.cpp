@@ -109,7 +109,7 @@ TEST_F(GgufCorrupt, UnknownGgmlTypeAndValueType) {
   // ggml types brigade does not read are named, with the ones it does.
   expect_refused(with<uint32_t>(good_, type_at, 17), StatusCode::unsupported, "ggml type IQ2_XS");
   expect_refused(with<uint32_t>(good_, type_at, 15), StatusCode::unsupported,
-                 "supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K");
+                 "supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4");
   // The first key's value type follows "general.architecture" (u64 length, 20 bytes).
   expect_refused(with<uint32_t>(good_, 24 + 8 + 20, 77), StatusCode::corrupt, "unknown value type 77");
 }

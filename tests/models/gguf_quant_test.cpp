@@ -1,6 +1,6 @@
 // Quantized GGUF models against transformers: tests/fixtures/gguf_* (scripts/make_gguf_fixtures.py)
 // are tiny llama / qwen2 / qwen3 / gemma2 / gemma3 / qwen3moe files whose matrices are Q4_K and Q6_K (as Q4_K_M lays them
-// out), Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K and Q5_K, with the logits transformers computes
+// out), Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q5_K and MXFP4, with the logits transformers computes
 // after dequantizing them with gguf-py.
 //   - weights f32: every tensor dequantized at load, so the logits match within fp32 noise.
 //   - weights auto: the block types the backend multiplies stay as stored (the CPU backend once it
@@ -29,7 +29,7 @@ using testing::read_fixture_cases;
 using testing::run_fixture_case;
 
 const std::vector<std::string> kFixtures = {"gguf_llama_q4_k_m", "gguf_qwen2_q4_0", "gguf_qwen3_k", "gguf_gemma2",
-                                           "gguf_gemma3", "gguf_qwen3moe_q4_k_m", "gguf_mixtral_q8_0"};
+                                           "gguf_gemma3", "gguf_qwen3moe_q4_k_m", "gguf_mixtral_q8_0", "gguf_llama_mxfp4"};
 
 std::string gguf_path(const std::string& fixture) { return fixture_dir(fixture) + "/model.gguf"; }
 
@@ -161,31 +161,37 @@ TEST(GgufQuantTensors, WeightBytesFollowTheLoadedTypes) {
   EXPECT_LT(bf16->weight_bytes(), f32->weight_bytes() * 6 / 10);
 }
 
-// gguf_qwen2_q4_0's Q4_1 tensors (attn_k) stay Q4_1 on the CPU, views of the file's bytes; a
-// column slice inside a block (a tensor-parallel rank's) requantizes to q8_0 as for the other
-// block types. The whole model's bytes: Q4_0, Q4_1 and Q8_0 as stored, Q5_0 and Q5_1 (no kernels)
-// at q8_0's 34 bytes per 32, the norms and biases f32.
-TEST(GgufQuantTensors, Q4_1TensorsStayQ4_1) {
-  auto backend = make_cpu_backend({.n_threads = 1});
-  ASSERT_TRUE(backend->supports_weight_dtype(DType::q4_1));
-  auto ck = Checkpoint::open(gguf_path("gguf_qwen2_q4_0"));
-  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
-  const std::string k = "model.layers.0.self_attn.k_proj.weight";
-  const RawTensor& stored = (*ck)->tensors().at(k);
-  EXPECT_EQ(stored.type_name(), "Q4_1");
-  EXPECT_EQ(stored.dtype, DType::q4_1);
-  WeightLoader w(**ck, *backend, std::nullopt);
-  auto whole = w.matrix(k, 128, 256);
+// Matrix `name` [128, 256] of `ck`, stored as ggml type `type` (DType t), loads as stored on the
+// CPU, a view of the file's bytes, and so does a column slice on block boundaries; a slice inside
+// a block (a tensor-parallel rank's) requantizes to q8_0 as for the other block types.
+void expect_kept_as_stored(const Checkpoint& ck, Backend& backend, const std::string& name, const std::string& type,
+                           DType t) {
+  ASSERT_TRUE(backend.supports_weight_dtype(t));
+  const RawTensor& stored = ck.tensors().at(name);
+  EXPECT_EQ(stored.type_name(), type);
+  EXPECT_EQ(stored.dtype, t);
+  WeightLoader w(ck, backend, std::nullopt);
+  auto whole = w.matrix(name, 128, 256);
   ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
-  EXPECT_EQ(whole->tensor.dtype, DType::q4_1);
+  EXPECT_EQ(whole->tensor.dtype, t);
   ASSERT_EQ(whole->tensor.nbytes(), stored.bytes.size());
   EXPECT_EQ(std::memcmp(whole->tensor.data, stored.bytes.data(), stored.bytes.size()), 0);
-  auto mid_block = w.matrix(k, 128, 256, {}, {16, 128});
+  auto mid_block = w.matrix(name, 128, 256, {}, {16, 128});
   ASSERT_TRUE(mid_block.has_value());
   EXPECT_EQ(mid_block->tensor.dtype, DType::q8_0);
-  auto on_blocks = w.matrix(k, 128, 256, {}, {128, 128});
+  auto on_blocks = w.matrix(name, 128, 256, {}, {128, 128});
   ASSERT_TRUE(on_blocks.has_value());
-  EXPECT_EQ(on_blocks->tensor.dtype, DType::q4_1);
+  EXPECT_EQ(on_blocks->tensor.dtype, t);
+}
+
+// gguf_qwen2_q4_0's Q4_1 tensors (attn_k) stay Q4_1 on the CPU (expect_kept_as_stored). The whole
+// model's bytes: Q4_0, Q4_1 and Q8_0 as stored, Q5_0 and Q5_1 (no kernels) at q8_0's 34 bytes per
+// 32, the norms and biases f32.
+TEST(GgufQuantTensors, Q4_1TensorsStayQ4_1) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto ck = Checkpoint::open(gguf_path("gguf_qwen2_q4_0"));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  expect_kept_as_stored(**ck, *backend, "model.layers.0.self_attn.k_proj.weight", "Q4_1", DType::q4_1);
 
   auto automatic = load(gguf_path("gguf_qwen2_q4_0"), *backend, std::nullopt);
   ASSERT_NE(automatic, nullptr);
@@ -199,6 +205,36 @@ TEST(GgufQuantTensors, Q4_1TensorsStayQ4_1) {
   EXPECT_EQ(q4_1, 3) << "attn_k of both layers, layer 1's attn_output";
   EXPECT_GT(requantized, 0);
   EXPECT_EQ(automatic->weight_bytes(), kept + requantized / 32 * 34 + 4 * widened);
+}
+
+// gguf_llama_mxfp4's MXFP4 tensors stay mxfp4 on the CPU (expect_kept_as_stored); layer 0's
+// q|k|v (MXFP4 q and k, Q8_0 v) is two row groups. The whole model's bytes: every block type as
+// stored, the norms f32.
+TEST(GgufQuantTensors, Mxfp4TensorsStayMxfp4) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto ck = Checkpoint::open(gguf_path("gguf_llama_mxfp4"));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  expect_kept_as_stored(**ck, *backend, "model.layers.1.self_attn.k_proj.weight", "MXFP4", DType::mxfp4);
+  WeightLoader w(**ck, *backend, std::nullopt);
+  auto qkv = w.fused_linear({"model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+                             "model.layers.0.self_attn.v_proj.weight"}, {256, 128, 128}, 256);
+  ASSERT_TRUE(qkv.has_value()) << qkv.status().to_string();
+  ASSERT_EQ(qkv->groups.size(), 2u);
+  EXPECT_EQ(qkv->views[0].dtype, DType::mxfp4);
+  EXPECT_EQ(qkv->views[0].dim(0), 256 + 128);
+  EXPECT_EQ(qkv->views[1].dtype, DType::q8_0);
+
+  auto automatic = load(gguf_path("gguf_llama_mxfp4"), *backend, std::nullopt);
+  ASSERT_NE(automatic, nullptr);
+  int64_t kept = 0, widened = 0, mxfp4 = 0;
+  for (const auto& [name, t] : (*ck)->tensors()) {
+    ASSERT_TRUE(!t.block_quantized() || backend->supports_weight_dtype(t.dtype)) << name;
+    if (t.block_quantized()) kept += static_cast<int64_t>(t.bytes.size());
+    else widened += t.numel();
+    mxfp4 += t.type_name() == "MXFP4";
+  }
+  EXPECT_EQ(mxfp4, 2 * 7 - 1 + 1) << "every linear layer but layer 0's v, and the output";
+  EXPECT_EQ(automatic->weight_bytes(), kept + 4 * widened);
 }
 
 }  // namespace
