@@ -225,7 +225,7 @@ Status validate_executor(const ExecutorConfig& ex, const std::string& w) {
   if (ex.tp > 1 && ex.step_path == "device")
     return unsupported(w + ": step_path: device needs tp: 1 (under tensor parallelism rank 0 samples on the host); "
                        "use step_path: auto or host");
-  const std::set<std::string> weights = {"auto", "f32", "bf16", "fp8", "q8_0", "q4_0", "q4_1"};
+  const std::set<std::string> weights = {"auto", "f32", "bf16", "fp8", "q8_0", "q4_0", "q4_1", "mxfp4"};
   if (!weights.count(ex.weights))
     return invalid_argument(w + ": weights '" + ex.weights + "' is not one of: " + join(weights));
   if (ex.threads < 0) return invalid_argument(w + ": threads must be >= 0 (0 = all cores)");

@@ -401,9 +401,9 @@ Status check_weight_dtype(std::optional<DType> want, const Backend& backend) {
   if (!want) return Status::ok();
   const DType t = *want;
   if (t != DType::f32 && t != DType::f16 && t != DType::bf16 && t != DType::f8e4m3 && t != DType::q8_0 &&
-      t != DType::q4_0 && t != DType::q4_1)
+      t != DType::q4_0 && t != DType::q4_1 && t != DType::mxfp4)
     return unsupported(std::string("weight dtype ") + dtype_name(t) +
-                       " is not supported; supported: f32, f16, bf16, f8e4m3 (fp8), q8_0, q4_0, q4_1");
+                       " is not supported; supported: f32, f16, bf16, f8e4m3 (fp8), q8_0, q4_0, q4_1, mxfp4");
   if (t == DType::f8e4m3 && !backend.supports_weight_dtype(t))
     return unsupported("fp8 weights need a CUDA GPU with compute capability >= 8.9; backend '" + backend.name() +
                        "' cannot run them (load with weights: bf16 or auto)");

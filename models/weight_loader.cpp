@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/quant.h"
+
 namespace brigade {
 namespace {
 
@@ -190,14 +192,6 @@ Expected<OwnedTensor> WeightLoader::stacked_transposed(const std::string& name, 
   return prepare(Tensor(host.data(), staged, {n_items * kept, n_cols}), linear_want());
 }
 
-namespace {
-
-// E2M1 (OCP MXFP4) code -> value: sign bit 3, then {0, 0.5, 1, 1.5, 2, 3, 4, 6}.
-constexpr float kE2m1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
-                             -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
-
-}  // namespace
-
 Expected<OwnedTensor> WeightLoader::stacked_mxfp4(const std::string& name, int64_t n, int64_t rows, int64_t cols,
                                                   Slice items, const std::vector<int64_t>& rows_kept, Slice col_slice) {
   if (cols % 32 != 0) return corrupt(name + ": MXFP4 rows are whole blocks of 32 values (got " + std::to_string(cols) + ")");
@@ -213,23 +207,33 @@ Expected<OwnedTensor> WeightLoader::stacked_mxfp4(const std::string& name, int64
   check_slice(col_slice, cols);
   for (int64_t r : rows_kept) BRIGADE_CHECK(r >= 0 && r < rows, "stacked_mxfp4: kept rows lie inside the matrix");
   const int64_t n_items = items.length(n), n_cols = col_slice.length(cols), kept = static_cast<int64_t>(rows_kept.size());
-  std::vector<float> host(static_cast<size_t>(n_items * kept * n_cols)), row(static_cast<size_t>(cols));
+  // Kept as MXFP4 where the backend multiplies it, no other type is asked for and the columns are
+  // whole blocks (each row repacked into ggml's blocks, exactly); else dequantized to f32.
+  const std::optional<DType> want = linear_want();
+  const bool native = (!want || *want == DType::mxfp4) && backend_.supports_weight_dtype(DType::mxfp4) &&
+                      col_slice.begin % 32 == 0 && n_cols % 32 == 0;
+  const size_t row_bytes = dtype_bytes(DType::mxfp4, n_cols), full_row_bytes = dtype_bytes(DType::mxfp4, cols);
+  std::vector<uint8_t> repacked(full_row_bytes);
+  std::vector<uint8_t> host(static_cast<size_t>(n_items * kept) * (native ? row_bytes : n_cols * sizeof(float)));
   for (int64_t i = 0; i < n_items; ++i) {
     for (int64_t r = 0; r < kept; ++r) {
       const int64_t src = (items.begin + i) * rows + rows_kept[static_cast<size_t>(r)];
-      const uint8_t* b = blocks.bytes.data() + src * groups * 16;
-      const uint8_t* s = scales.bytes.data() + src * groups;
-      for (int64_t g = 0; g < groups; ++g) {
-        const int e = static_cast<int>(s[g]) - 127;
-        for (int64_t k = 0; k < 16; ++k) {
-          row[static_cast<size_t>(g * 32 + 2 * k)] = std::ldexp(kE2m1[b[g * 16 + k] & 15], e);
-          row[static_cast<size_t>(g * 32 + 2 * k + 1)] = std::ldexp(kE2m1[b[g * 16 + k] >> 4], e);
-        }
+      quant::repack_hf_mxfp4(blocks.bytes.data() + src * groups * 16, scales.bytes.data() + src * groups, 1, cols,
+                             repacked.data());
+      const int64_t dst = i * kept + r;
+      if (native) {
+        std::memcpy(host.data() + static_cast<size_t>(dst) * row_bytes,
+                    repacked.data() + dtype_bytes(DType::mxfp4, col_slice.begin), row_bytes);
+        continue;
       }
-      std::copy_n(row.begin() + col_slice.begin, n_cols, host.begin() + (i * kept + r) * n_cols);
+      std::vector<float> row(static_cast<size_t>(cols));
+      quant::dequantize_row(repacked.data(), DType::mxfp4, row.data(), cols);
+      std::memcpy(host.data() + static_cast<size_t>(dst * n_cols) * sizeof(float), row.data() + col_slice.begin,
+                  static_cast<size_t>(n_cols) * sizeof(float));
     }
   }
-  return prepare(Tensor(host.data(), DType::f32, {n_items * kept, n_cols}), linear_want());
+  if (native) return prepare(Tensor(host.data(), DType::mxfp4, {n_items * kept, n_cols}), std::nullopt);
+  return prepare(Tensor(host.data(), DType::f32, {n_items * kept, n_cols}), want);
 }
 
 Status WeightLoader::skip(const std::string& name, const std::vector<int64_t>& shape) {

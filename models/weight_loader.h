@@ -107,7 +107,9 @@ class WeightLoader {
   // (element 2k of a block in the low nibble of byte k, 2k + 1 in the high one; value =
   // E2M1(nibble) * 2^(scale - 127)), prepared as stacked() prepares a float tensor: of the
   // matrices `items`, of each the rows `rows_kept` in that order and the columns col_slice.
-  // Dequantized exactly to f32 while staged (then quantized when a block type is asked for).
+  // Each row is repacked exactly into ggml's MXFP4 blocks (quant::repack_hf_mxfp4) and kept so
+  // where the backend multiplies mxfp4, no other type is asked for and col_slice is whole
+  // blocks; else dequantized exactly to f32 (then quantized when a block type is asked for).
   Expected<OwnedTensor> stacked_mxfp4(const std::string& name, int64_t n, int64_t rows, int64_t cols, Slice items,
                                       const std::vector<int64_t>& rows_kept, Slice col_slice = {});
   // Checks that tensor `name` has `shape` and counts its parameters without loading it: an

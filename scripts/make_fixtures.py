@@ -351,10 +351,59 @@ def make_gpt_oss_mxfp4(name="gpt_oss_mxfp4"):
             got = model.state_dict()[key].to(torch.float32).numpy()
             assert np.array_equal(got, want), key
     cases = run_cases(model, config["vocab_size"], decode_logits=True)
+    # What brigade's native MXFP4 kernels add: their inputs rounded to Q8_0 blocks (as ggml's
+    # quantize_row_q8_0_ref), every expert's gate_up and down input; per case the logits' move
+    # and that run's greedy tokens (act_q8_max_diff / act_q8_greedy, as the GGUF fixtures).
+    for case, (diff, greedy) in zip(cases, gpt_oss_act_q8_runs(model, cases)):
+        case["act_q8_max_diff"], case["act_q8_greedy"] = diff, greedy
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"GptOssForCausalLM from the mxfp4 checkpoint (dequantized to fp32 by transformers), "
                                   f"experts quantized by gguf-py {getattr(gguf, '__version__', '')} MXFP4, eager attention",
                    config["vocab_size"], cases)
+
+
+def q8_0_round_trip(x):
+    """x with its last dimension rounded to Q8_0 blocks of 32 (ggml's quantize_row_q8_0_ref)."""
+    import torch
+    b = x.reshape(*x.shape[:-1], -1, 32)
+    d = b.abs().amax(dim=-1, keepdim=True) / 127.0
+    inv = torch.where(d > 0, 1.0 / d, torch.zeros_like(d))
+    return (torch.round(b * inv) * d.to(torch.float16).to(torch.float32)).reshape(x.shape)
+
+
+def gpt_oss_experts_q8_forward(self, hidden_states, router_indices=None, routing_weights=None):
+    """GptOssExperts.forward with both matmuls' inputs rounded to Q8_0, token by token, slot by slot."""
+    import torch
+    out = torch.zeros_like(hidden_states)
+    for t in range(hidden_states.shape[0]):
+        x = q8_0_round_trip(hidden_states[t])
+        for j in range(router_indices.shape[1]):
+            e = int(router_indices[t, j])
+            act = self._apply_gate(x @ self.gate_up_proj[e] + self.gate_up_proj_bias[e])
+            y = q8_0_round_trip(act) @ self.down_proj[e] + self.down_proj_bias[e]
+            out[t] += y * routing_weights[t, j]
+    return out
+
+
+def gpt_oss_act_q8_runs(model, cases):
+    """Per case: (max |logit change|, greedy tokens) with the experts' inputs rounded to Q8_0."""
+    import types
+    import torch
+    experts = [m for m in model.modules() if type(m).__name__ == "GptOssExperts"]
+    assert experts
+    for m in experts:
+        m.forward = types.MethodType(gpt_oss_experts_q8_forward, m)
+    out = []
+    with torch.no_grad():
+        for c in cases:
+            ids = torch.tensor([c["prompt"]])
+            logits = model(ids).logits[0].to(torch.float32)
+            gen = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=N_GREEDY,
+                                 min_new_tokens=N_GREEDY, pad_token_id=0, eos_token_id=None)
+            out.append((float((logits - torch.tensor(c["logits"])).abs().max()), gen[0, len(c["prompt"]):].tolist()))
+    for m in experts:
+        del m.forward
+    return out
 
 
 def _has(module):

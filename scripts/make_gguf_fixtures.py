@@ -647,7 +647,7 @@ def weights_option_bounds():
     bounds = {}
     for name in WEIGHTS_FIXTURES:
         cases = json.loads((mf.OUT / name / "expected.json").read_text())["cases"]
-        for qtype in ("Q8_0", "Q4_0", "Q4_1"):
+        for qtype in ("Q8_0", "Q4_0", "Q4_1", "MXFP4"):
             model = transformers.AutoModelForCausalLM.from_pretrained(
                 str(mf.OUT / name), dtype=torch.float32, attn_implementation="eager").eval()
             t = gguf.GGMLQuantizationType[qtype]

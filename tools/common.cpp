@@ -20,9 +20,9 @@ void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags) {
   cmd->add_option("--weights", flags.weights,
                   "Matrix weights: auto (the checkpoint's: GGUF Q4_K, Q8_0, ... stay quantized on the CPU; fp8 "
                   "checkpoints dequantized to f32 on the CPU; bf16 on a GPU), f32 or bf16 (dequantized), fp8 (E4M3 "
-                  "linear layers; a CUDA GPU of compute capability >= 8.9), or q8_0 / q4_0 / q4_1 (linear layers quantized "
+                  "linear layers; a CUDA GPU of compute capability >= 8.9), or q8_0 / q4_0 / q4_1 / mxfp4 (linear layers quantized "
                   "at load; the CPU) (default: the topology's, auto)")
-      ->check(CLI::IsMember({"auto", "f32", "bf16", "fp8", "q8_0", "q4_0", "q4_1"}));
+      ->check(CLI::IsMember({"auto", "f32", "bf16", "fp8", "q8_0", "q4_0", "q4_1", "mxfp4"}));
 }
 
 // Flags apply to every instance's executor (two instances on one --device GPU are refused by

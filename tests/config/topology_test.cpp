@@ -149,7 +149,7 @@ TEST(Topology, DevicesAndStepPaths) {
 
 TEST(Topology, WeightsKey) {
   EXPECT_EQ(default_topology().instances[0].executors[0].weights, "auto");
-  for (const char* w : {"auto", "f32", "bf16", "fp8", "q8_0", "q4_0", "q4_1"}) {
+  for (const char* w : {"auto", "f32", "bf16", "fp8", "q8_0", "q4_0", "q4_1", "mxfp4"}) {
     auto t = parse_topology(std::string("instances: [{executors: [{device: cuda, weights: ") + w + "}]}]");
     ASSERT_TRUE(t.has_value()) << w << ": " << t.status().to_string();
     EXPECT_EQ(t->instances[0].executors[0].weights, w);
@@ -159,7 +159,7 @@ TEST(Topology, WeightsKey) {
   for (const char* bad : {"f8e4m3", "int8", "FP8", "q4_k", "Q8_0", "f16"}) {
     auto t = parse_topology(std::string("instances: [{executors: [{weights: ") + bad + "}]}]");
     ASSERT_FALSE(t.has_value()) << bad;
-    EXPECT_NE(t.status().message().find("is not one of: auto, bf16, f32, fp8, q4_0, q4_1, q8_0"), std::string::npos)
+    EXPECT_NE(t.status().message().find("is not one of: auto, bf16, f32, fp8, mxfp4, q4_0, q4_1, q8_0"), std::string::npos)
         << t.status().message();
   }
 }

@@ -58,8 +58,50 @@ INSTANTIATE_TEST_SUITE_P(Fp8Checkpoints, HfFixture,
 
 // gpt-oss as the Hub ships it (quant_method mxfp4: the experts as _blocks / _scales), made from the
 // gpt_oss fixture with gguf-py's MXFP4 quantizer (scripts/make_fixtures.py gpt_oss_mxfp4); the
-// reference is transformers dequantizing that checkpoint.
-INSTANTIATE_TEST_SUITE_P(Mxfp4Checkpoints, HfFixture, ::testing::Values("gpt_oss_mxfp4"));
+// reference is transformers dequantizing that checkpoint. Dequantized (weights: f32) brigade
+// matches it as any fp32 checkpoint does.
+TEST(GptOssMxfp4, DequantizedMatchesTransformers) {
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load_or_fail(fixture_dir("gpt_oss_mxfp4"), *backend, DType::f32);
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->weight_bytes(), model->n_params() * 4) << "every weight f32";
+  for (const auto& fc : read_fixture_cases("gpt_oss_mxfp4")) {
+    const FixtureRun run = run_fixture_case(*model, *backend, fc);
+    EXPECT_LE(run.max_abs_diff, kLogitTol) << "prompt of " << fc.prompt.size();
+    EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size();
+  }
+}
+
+// As stored (weights auto) the CPU keeps the experts MXFP4 (17 bytes per 32 weights, repacked
+// exactly from transformers' layout) and multiplies them with int8 activations: the logits stay
+// within twice what Q8_0 expert inputs cost the reference (act_q8_max_diff, recorded by the
+// script), and greedy decoding follows the reference or that run.
+TEST(GptOssMxfp4, NativeExpertsMatchTransformersWithinTheActivationQuantizationError) {
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto native = load_or_fail(fixture_dir("gpt_oss_mxfp4"), *backend);
+  auto f32 = load_or_fail(fixture_dir("gpt_oss_mxfp4"), *backend, DType::f32);
+  ASSERT_TRUE(native && f32);
+  const ModelConfig& c = native->config();
+  const int64_t expert_weights = int64_t{c.n_layers} * c.n_experts * 3 * c.moe_intermediate_size * c.hidden_size;
+  EXPECT_EQ(f32->weight_bytes() - native->weight_bytes(), expert_weights * 4 - expert_weights / 32 * 17)
+      << "the experts' f32 bytes replaced by MXFP4 blocks";
+  const auto text = read_text_file(fixture_dir("gpt_oss_mxfp4") + "/expected.json");
+  ASSERT_TRUE(text.has_value());
+  const auto doc = nlohmann::json::parse(*text);
+  const auto cases = read_fixture_cases("gpt_oss_mxfp4");
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& fc = cases[i];
+    const double act = doc.at("cases")[i].at("act_q8_max_diff").get<double>();
+    const auto act_greedy = doc.at("cases")[i].at("act_q8_greedy").get<std::vector<int32_t>>();
+    EXPECT_GT(act, 10 * kLogitTol) << "the activation error is visible";
+    const double bound = 2.0 * act + kLogitTol;
+    const FixtureRun run = run_fixture_case(*native, *backend, fc);
+    EXPECT_LE(run.max_abs_diff, bound) << "prompt of " << fc.prompt.size();
+    EXPECT_GT(run.max_abs_diff, kLogitTol) << "the native kernels ran (their int8 activations show)";
+    EXPECT_TRUE(testing::greedy_follows(run, fc, {fc.greedy, act_greedy}, bound)) << "prompt of " << fc.prompt.size();
+    RecordProperty("native_max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(run.max_abs_diff));
+  }
+}
 
 // An MXFP4 checkpoint missing an expert's scales, or with blocks of the wrong shape, is refused
 // naming the tensor; quant_method mxfp4 on another architecture is refused by name.

@@ -76,7 +76,7 @@ TEST_P(QuantizedWeights, MatchTransformersWithinTheQuantizationError) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, QuantizedWeights,
                          ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3", "qwen3_moe", "mixtral"),
-                                            ::testing::Values(DType::q8_0, DType::q4_0, DType::q4_1)),
+                                            ::testing::Values(DType::q8_0, DType::q4_0, DType::q4_1, DType::mxfp4)),
                          [](const auto& p) {
                            return std::get<0>(p.param) + "_" + dtype_name(std::get<1>(p.param));
                          });
