@@ -97,6 +97,7 @@ std::string format_model_info(const ModelInfo& m) {
   if (c.qkv_bias) attn += ", qkv bias";
   if (c.o_bias) attn += ", o bias";
   if (c.qk_norm) attn += ", q/k norm";
+  if (c.attn_sinks) attn += ", a sink logit per head";
   if (c.fused_weights) attn += ", q|k|v and gate|up stored fused";
   if (c.sliding_window > 0) {
     attn += ", sliding window " + std::to_string(c.sliding_window);
@@ -126,7 +127,11 @@ std::string format_model_info(const ModelInfo& m) {
     if (!dense.empty()) dense += ")";
     s += "experts:       " + std::to_string(c.n_experts) + " per sparse layer, top-" + std::to_string(c.n_experts_per_tok);
     s += c.norm_topk_prob ? " renormalised" : " not renormalised";
-    s += ", expert intermediate " + std::to_string(c.moe_intermediate_size) + "\n";
+    s += ", expert intermediate " + std::to_string(c.moe_intermediate_size);
+    if (c.moe_biases) s += ", router and expert biases";
+    if (c.swiglu_limit > 0.0f)
+      s += ", clamped SwiGLU (limit " + num(c.swiglu_limit) + ", alpha " + num(c.swiglu_alpha) + ")";
+    s += "\n";
     if (c.is_mla()) s += "routing:       " + deepseek_routing(c) + "\n";
     s += "sparse layers: " + std::to_string(c.n_moe_layers()) + " of " + std::to_string(c.n_layers) + dense + "\n";
   }
@@ -134,7 +139,8 @@ std::string format_model_info(const ModelInfo& m) {
     s += "quantization:  " + c.quant.describe() +
          (c.quant.int4() ? ", Q4_0 (symmetric) or Q4_1 on the CPU where groups of 32k with f16 scales hold them, else "
                            "dequantized at load"
-                         : ", dequantized at load");
+         : c.quant.mxfp4() ? ", kept MXFP4 on the CPU (repacked into ggml's blocks), else dequantized at load"
+                           : ", dequantized at load");
     for (size_t i = 0; i < c.quant.ignore.size(); ++i) s += (i ? ", " : "; unquantized: ") + c.quant.ignore[i];
     s += "\n";
   }
