@@ -114,7 +114,8 @@ TEST(TokenizerFiles, GgufAddEosTokenAppendsEos) {
     ASSERT_TRUE(testing::write_tiny_llama_gguf(dir.file("hf"), path, vocab, kvs).is_ok());
     auto tok = Tokenizer::load(path);
     ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
-    for (const auto& c : nlohmann::json::parse(*vectors_text)["qwen3_embedding"]) {
+    const nlohmann::json vectors = nlohmann::json::parse(*vectors_text);  // kept alive: the loop reads into it
+    for (const auto& c : vectors["qwen3_embedding"]) {
       auto ids = (*tok)->encode(c["text"].get<std::string>(), /*add_bos=*/true);
       ASSERT_TRUE(ids.has_value());
       EXPECT_EQ(*ids, c[add_eos ? "special" : "plain"].get<std::vector<int32_t>>()) << c["text"];
