@@ -214,6 +214,7 @@ Expected<OwnedTensor> WeightLoader::stacked_mxfp4(const std::string& name, int64
                       col_slice.begin % 32 == 0 && n_cols % 32 == 0;
   const size_t row_bytes = dtype_bytes(DType::mxfp4, n_cols), full_row_bytes = dtype_bytes(DType::mxfp4, cols);
   std::vector<uint8_t> repacked(full_row_bytes);
+  std::vector<float> row(native ? 0 : static_cast<size_t>(cols));
   std::vector<uint8_t> host(static_cast<size_t>(n_items * kept) * (native ? row_bytes : n_cols * sizeof(float)));
   for (int64_t i = 0; i < n_items; ++i) {
     for (int64_t r = 0; r < kept; ++r) {
@@ -226,7 +227,6 @@ Expected<OwnedTensor> WeightLoader::stacked_mxfp4(const std::string& name, int64
                     repacked.data() + dtype_bytes(DType::mxfp4, col_slice.begin), row_bytes);
         continue;
       }
-      std::vector<float> row(static_cast<size_t>(cols));
       quant::dequantize_row(repacked.data(), DType::mxfp4, row.data(), cols);
       std::memcpy(host.data() + static_cast<size_t>(dst * n_cols) * sizeof(float), row.data() + col_slice.begin,
                   static_cast<size_t>(n_cols) * sizeof(float));
@@ -327,6 +327,17 @@ void LinearWeight::matmul(Backend& backend, const Tensor& x, const Tensor& bias,
   else backend.matmul_stacked(x, views, bias, out);
 }
 
+Expected<OwnedTensor> WeightLoader::upload_f32(const std::vector<float>& host) {
+  const size_t bytes = host.size() * sizeof(float);
+  BRIGADE_ASSIGN_OR_RETURN(Buffer buf, backend_.allocate(std::max<size_t>(bytes, 1)));
+  OwnedTensor out;
+  out.tensor = buf.view(DType::f32, {static_cast<int64_t>(host.size())});
+  out.buffer = std::move(buf);
+  backend_.upload(out.tensor, host.data());
+  n_bytes_ += static_cast<int64_t>(bytes);
+  return out;
+}
+
 Expected<OwnedTensor> WeightLoader::gathered_f32(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
                                                  const std::vector<int64_t>& kept) {
   BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, {rows, cols}));
@@ -341,14 +352,7 @@ Expected<OwnedTensor> WeightLoader::gathered_f32(const std::string& name, int64_
       BRIGADE_CHECK(c >= 0 && c < cols, "gathered_f32: kept columns lie inside the matrix");
       host.push_back(static_cast<float>(t.at(r * cols + c)));
     }
-  const size_t bytes = host.size() * sizeof(float);
-  BRIGADE_ASSIGN_OR_RETURN(Buffer buf, backend_.allocate(std::max<size_t>(bytes, 1)));
-  OwnedTensor out;
-  out.tensor = buf.view(DType::f32, {static_cast<int64_t>(host.size())});
-  out.buffer = std::move(buf);
-  backend_.upload(out.tensor, host.data());
-  n_bytes_ += static_cast<int64_t>(bytes);
-  return out;
+  return upload_f32(host);
 }
 
 Expected<OwnedTensor> WeightLoader::vector_f32(const std::vector<std::string>& names,
@@ -367,14 +371,7 @@ Expected<OwnedTensor> WeightLoader::vector_f32(const std::vector<std::string>& n
     check_slice(s, sizes[i]);
     for (int64_t k = s.begin; k < s.begin + s.length(sizes[i]); ++k) host.push_back(static_cast<float>(t.at(k)) + offset);
   }
-  const size_t bytes = host.size() * sizeof(float);
-  BRIGADE_ASSIGN_OR_RETURN(Buffer buf, backend_.allocate(bytes));
-  OwnedTensor out;
-  out.tensor = buf.view(DType::f32, {static_cast<int64_t>(host.size())});
-  out.buffer = std::move(buf);
-  backend_.upload(out.tensor, host.data());
-  n_bytes_ += static_cast<int64_t>(bytes);
-  return out;
+  return upload_f32(host);
 }
 
 }  // namespace brigade

@@ -148,6 +148,8 @@ class WeightLoader {
 
  private:
   Expected<OwnedTensor> prepare(const Tensor& host, std::optional<DType> want);
+  // host uploaded as an f32 vector [host.size()] (norm weights, biases), its bytes counted.
+  Expected<OwnedTensor> upload_f32(const std::vector<float>& host);
   // The type weight w is staged in on the host for `want` when columns `cols` of its `full` are
   // kept: the stored type for float weights; for block types the stored one where keep_blocks
   // and the rules above allow, else (and for fp8) the float type asked for or f32.
