@@ -4,7 +4,9 @@
 For each architecture it builds a tiny random checkpoint with transformers (fp32), saves it with
 save_pretrained (config.json + model.safetensors) into tests/fixtures/<name>/, and writes
 expected.json: for a few prompts of token ids, transformers' fp32 logits at every position and the
-greedy continuation (model.generate, do_sample=False).
+greedy continuation (model.generate, do_sample=False). deepseek_v3_mtp adds DeepSeek-V3's MTP
+module to its checkpoint and holds that module's logits and chained drafts instead
+(make_deepseek_v3_mtp).
 
 Run from anywhere: python3 scripts/make_fixtures.py [NAME...] (the named fixtures, default all;
 regenerating one leaves the others' bytes alone). `--embeddings NAME...` leaves the checkpoints
@@ -109,11 +111,7 @@ def fixtures():
         # routed experts in 4 groups (top-2 groups by their two best sigmoid scores plus the
         # score-correction bias), top-2, renormalised, times routed_scaling_factor, one shared
         # expert. expected.json adds the logits of every cached decode step (decode_logits).
-        "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM", deepseek_config(
-            q_lora_rank=24, n_group=4, topk_group=2, norm_topk_prob=True, routed_scaling_factor=2.5,
-            rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
-                             "original_max_position_embeddings": 64, "beta_fast": 32.0, "beta_slow": 1.0,
-                             "mscale": 1.0, "mscale_all_dim": 0.7})),
+        "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM", deepseek_v3_config()),
         # DeepSeek-V2-Lite's layout: q_proj (q_lora_rank null), softmax routing, two shared
         # experts; group_limited_greedy over 2 groups (V2's other top-k method) to cover groups.
         "deepseek_v2": ("DeepseekV2Config", "DeepseekV2ForCausalLM", deepseek_config(
@@ -178,6 +176,13 @@ def fixtures():
             attention_bias=True, rms_norm_eps=1e-5, max_position_embeddings=256,
             rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 4.0, "beta_fast": 32.0,
                              "beta_slow": 1.0, "truncate": False, "original_max_position_embeddings": 64})),
+        # DeepSeek-V3's multi-token prediction (MTP) module beside the deepseek_v3 target cut to
+        # two layers (0 dense, 1 sparse), stored as the Hub's checkpoints store it: model.layers.2.*
+        # (num_nextn_predict_layers 1). transformers does not run it; expected.json holds the MTP's
+        # logits at every position and a 3-draft chain by SGLang's formula (make_deepseek_v3_mtp).
+        # Last in this list, so the entries above keep their seeds.
+        "deepseek_v3_mtp": ("DeepseekV3Config", "DeepseekV3ForCausalLM", deepseek_v3_config(
+            num_hidden_layers=2, num_nextn_predict_layers=1)),
     }
 
 
@@ -205,6 +210,16 @@ def deepseek_config(**kw):
                     n_shared_experts=1, first_k_dense_replace=1)
     c.update(kw)
     return c
+
+
+def deepseek_v3_config(**kw):
+    """The deepseek_v3 fixture's config: q_lora_rank, 8 experts in 4 groups (top-2 groups, top-2
+    renormalised, times 2.5), yarn RoPE whose mscale_all_dim scales the softmax."""
+    return deepseek_config(
+        q_lora_rank=24, n_group=4, topk_group=2, norm_topk_prob=True, routed_scaling_factor=2.5,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                         "original_max_position_embeddings": 64, "beta_fast": 32.0, "beta_slow": 1.0,
+                         "mscale": 1.0, "mscale_all_dim": 0.7}, **kw)
 
 
 def randomize(model, seed):
@@ -273,7 +288,8 @@ def run_cases(model, vocab_size, decode_logits):
     return cases
 
 
-def make(name, config_cls, model_cls, kw, seed):
+def new_model(config_cls, model_cls, kw, seed):
+    """A tiny fp32 transformers model (eager attention) with randomize()'d weights."""
     import torch
     import transformers
     config = getattr(transformers, config_cls)(**kw)
@@ -281,6 +297,13 @@ def make(name, config_cls, model_cls, kw, seed):
     torch.manual_seed(seed)
     model = getattr(transformers, model_cls)(config).to(torch.float32).eval()
     randomize(model, seed)
+    return model
+
+
+def make(name, config_cls, model_cls, kw, seed):
+    import torch
+    import transformers
+    model = new_model(config_cls, model_cls, kw, seed)
     out_dir = OUT / name
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir, safe_serialization=True)
@@ -292,12 +315,150 @@ def make(name, config_cls, model_cls, kw, seed):
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 
 
-def write_expected(out_dir, name, generator, vocab_size, cases):
-    """Writes a fixture's expected.json (what the C++ HfFixture tests read) and reports its size."""
-    expected = {"generator": generator, "vocab_size": vocab_size, "cases": cases}
+def write_expected(out_dir, name, generator, vocab_size, cases, **fields):
+    """Writes a fixture's expected.json (what the C++ HfFixture tests read) and reports its size;
+    `fields` go between vocab_size and cases."""
+    expected = {"generator": generator, "vocab_size": vocab_size, **fields, "cases": cases}
     (out_dir / "expected.json").write_text(json.dumps(expected, separators=(",", ":")) + "\n")
     size = sum(f.stat().st_size for f in out_dir.iterdir())
     print(f"{name}: {size / 1024:.0f} KiB")
+
+
+N_DRAFT = 3  # chained MTP drafts recorded per case
+
+
+def make_deepseek_v3_mtp(name, config_cls, model_cls, kw, seed):
+    """The deepseek_v3 target (num_hidden_layers L = 2) with one MTP module in the same
+    model.safetensors under model.layers.{L}. as DeepSeek-V3's Hub checkpoints ship it:
+    embed_tokens.weight (model.embed_tokens copied), enorm.weight, hnorm.weight [hidden],
+    eh_proj.weight [hidden, 2 hidden], a sparse decoder layer under its usual names (as
+    save_pretrained writes layer 1: one tensor per expert), shared_head.norm.weight [hidden] and
+    shared_head.head.weight (lm_head copied). transformers ignores these tensors.
+
+    The reference is SGLang's DeepseekModelNextN (deepseek_nextn.py), mtp_forward below. For the
+    sequence t = prompt + the target's N_GREEDY greedy tokens (n tokens), expected.json's case
+    holds mtp_logits [n - 1][V] (position i reads t_{i+1} and the target's final-norm hidden
+    state h_i) and the chain of N_DRAFT drafts from the last position: d_1 = argmax of
+    mtp_logits[n - 2]; draft k + 1 appends position n - 2 + k reading (d_k, the MTP's own
+    post-norm output g there) and reruns the module over the whole extended sequence;
+    chain_logits[k] are the logits draft k + 1 is the argmax of (chain_logits[0] = mtp_logits[n - 2])."""
+    import torch
+    import transformers
+    model = new_model(config_cls, model_cls, kw, seed)
+    mtp = new_mtp_module(model, seed + 1)
+    out_dir = OUT / name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir, safe_serialization=True)
+    (out_dir / "generation_config.json").unlink(missing_ok=True)
+    save_mtp_module(model, mtp, out_dir)
+    cases = []
+    with torch.no_grad():
+        for prompt in prompts_for(model.config.vocab_size):
+            if len(prompt) >= 2:  # the MTP reads the token after each position
+                cases.append(mtp_case(model, mtp, prompt))
+    top = {row.index(max(row)) for c in cases for row in c["mtp_logits"]}
+    assert len(top) > 1, f"degenerate MTP: every position's argmax is {top}"
+    write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
+                                  f"{model_cls} target (fp32, eager attention, seed {seed}) and DeepSeek-V3's MTP "
+                                  f"module (seed {seed + 1}) computed as SGLang's DeepseekModelNextN",
+                   model.config.vocab_size, cases, n_draft=N_DRAFT)
+
+
+def new_mtp_module(model, seed):
+    """DeepSeek-V3's MTP module for `model`, randomize()'d: enorm, hnorm, eh_proj, shared_head.norm
+    and the decoder layer `layer` (DeepseekV3DecoderLayer at index L = num_hidden_layers, sparse
+    since L >= first_k_dense_replace). The embedding and head are the target's."""
+    import torch
+    from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3DecoderLayer, DeepseekV3RMSNorm
+    c = model.config
+    h = c.hidden_size
+    torch.manual_seed(seed)
+    mtp = torch.nn.ModuleDict({
+        "enorm": DeepseekV3RMSNorm(h, eps=c.rms_norm_eps),
+        "hnorm": DeepseekV3RMSNorm(h, eps=c.rms_norm_eps),
+        "eh_proj": torch.nn.Linear(2 * h, h, bias=False),
+        "layer": DeepseekV3DecoderLayer(c, layer_idx=c.num_hidden_layers),
+        "shared_head": torch.nn.ModuleDict({"norm": DeepseekV3RMSNorm(h, eps=c.rms_norm_eps)}),
+    })
+    assert type(mtp["layer"].mlp).__name__ == "DeepseekV3MoE"
+    mtp.config = c  # randomize reads config.model_type
+    randomize(mtp, seed)
+    return mtp.to(torch.float32).eval()
+
+
+def save_mtp_module(model, mtp, out_dir):
+    """Adds the MTP module to out_dir/model.safetensors under model.layers.{L}. The decoder layer is
+    named by save_pretrained itself (a copy of the target with L + 1 layers whose last one is
+    `layer`), then read back by from_pretrained to check the names round-trip."""
+    import copy
+    import tempfile
+    import torch
+    from safetensors.torch import load_file, save_file
+    c = model.config
+    pre = f"model.layers.{c.num_hidden_layers}."
+    shell_config = copy.deepcopy(c)
+    shell_config.num_hidden_layers = c.num_hidden_layers + 1
+    shell = type(model)(shell_config)
+    shell.model.layers[c.num_hidden_layers] = mtp["layer"]
+    with tempfile.TemporaryDirectory() as tmp:
+        shell.save_pretrained(tmp, safe_serialization=True)
+        layer = {k: v for k, v in load_file(str(Path(tmp) / "model.safetensors")).items() if k.startswith(pre)}
+    path = out_dir / "model.safetensors"
+    tensors = load_file(str(path))
+    tensors.update(layer)
+    tensors[pre + "embed_tokens.weight"] = tensors["model.embed_tokens.weight"].clone()
+    tensors[pre + "shared_head.head.weight"] = tensors["lm_head.weight"].clone()
+    for key in ("enorm.weight", "hnorm.weight", "eh_proj.weight", "shared_head.norm.weight"):
+        tensors[pre + key] = mtp.state_dict()[key].detach().clone().contiguous()
+    save_file(tensors, str(path), metadata={"format": "pt"})
+    reread = type(model).from_pretrained(out_dir, num_hidden_layers=c.num_hidden_layers + 1, dtype=torch.float32)
+    want = mtp["layer"].state_dict()
+    got = reread.model.layers[c.num_hidden_layers].state_dict()
+    assert want.keys() == got.keys() and all(torch.equal(want[k], got[k]) for k in want), "MTP layer names"
+
+
+def mtp_forward(model, mtp, next_tokens, prev):
+    """SGLang's DeepseekModelNextN over positions 0..m-1 (causal, RoPE at those positions):
+    x_i = eh_proj([enorm(embed(next_tokens[i])); hnorm(prev[i])]), y = the decoder layer over x,
+    g = shared_head.norm(y), logits = the target's lm_head(g). prev [m, hidden]: the target's
+    final-norm hidden states, or for chained drafts the MTP's own g. Returns (g, logits [m, V])."""
+    import torch
+    from transformers.masking_utils import create_causal_mask
+    ids = torch.tensor([next_tokens])
+    e = mtp["enorm"](model.model.embed_tokens(ids))
+    x = mtp["eh_proj"](torch.cat([e, mtp["hnorm"](prev[None])], dim=-1))
+    pos = torch.arange(len(next_tokens))[None]
+    # As DeepseekV3Model.forward calls its layers.
+    mask = create_causal_mask(config=model.config, inputs_embeds=x, attention_mask=None, cache=None, position_ids=pos)
+    assert mask is not None  # eager attention is causal only through this mask
+    y = mtp["layer"](x, attention_mask=mask, position_ids=pos, position_embeddings=model.model.rotary_emb(x, pos))
+    g = mtp["shared_head"]["norm"](y[0])
+    return g, model.lm_head(g)
+
+
+def mtp_case(model, mtp, prompt):
+    """One expected.json case (make_deepseek_v3_mtp); checks causality: the MTP over a sequence
+    one token shorter, and each chain step's earlier rows, give the same logits."""
+    import torch
+    fmt = lambda rows: [[float(f"{v:.8g}") for v in row.tolist()] for row in rows]
+    ids = torch.tensor([prompt])
+    tokens = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=N_GREEDY,
+                            min_new_tokens=N_GREEDY, pad_token_id=0, eos_token_id=None)[0].tolist()
+    hidden = model.model(torch.tensor([tokens])).last_hidden_state[0]
+    nexts, prevs = tokens[1:], hidden[:-1]
+    g, logits = mtp_forward(model, mtp, nexts, prevs)
+    mtp_logits = logits
+    shorter = model.model(torch.tensor([tokens[:-1]])).last_hidden_state[0]
+    assert torch.allclose(mtp_forward(model, mtp, tokens[1:-1], shorter[:-1])[1], mtp_logits[:-1], rtol=0, atol=1e-5)
+    drafts, chain = [], []
+    for _ in range(N_DRAFT):
+        drafts.append(int(logits[-1].argmax()))
+        chain.append(logits[-1])
+        nexts, prevs = nexts + [drafts[-1]], torch.cat([prevs, g[-1:]])
+        g, logits = mtp_forward(model, mtp, nexts, prevs)
+        assert torch.allclose(logits[:len(mtp_logits)], mtp_logits, rtol=0, atol=1e-5)
+    return {"tokens": tokens, "target_greedy_from": len(prompt), "mtp_logits": fmt(mtp_logits),
+            "chain_drafts": drafts, "chain_logits": fmt(chain)}
 
 
 def make_gpt_oss_mxfp4(name="gpt_oss_mxfp4"):
@@ -454,7 +615,8 @@ def main():
         sys.exit(f"unknown fixtures {sorted(unknown)}; known: {', '.join(fixtures())}, gpt_oss_mxfp4")
     for seed, (name, (config_cls, model_cls, kw)) in enumerate(fixtures().items()):
         if not names or name in names:
-            make(name, config_cls, model_cls, kw, 1000 + seed)
+            maker = make_deepseek_v3_mtp if name == "deepseek_v3_mtp" else make
+            maker(name, config_cls, model_cls, kw, 1000 + seed)
     if not names or "gpt_oss_mxfp4" in names:  # from the gpt_oss fixture written above
         make_gpt_oss_mxfp4()
 
