@@ -82,6 +82,7 @@ step_plan_msg encode_step_plan(const PlannedStep& step) {
       s.setNextToken(w.next_token);
       s.setPooling(static_cast<schema::Pooling>(w.pooling));
       s.setLora(w.lora);
+      s.setMtpDrafts(w.mtp_drafts);
     }
     auto rel = b.initReleased(static_cast<unsigned>(step.released.size()));
     for (unsigned i = 0; i < step.released.size(); ++i) rel.set(i, step.released[i]);
@@ -110,6 +111,7 @@ PlannedStep decode_step_plan(schema::StepPlan::Reader plan) {
     w.next_token = s.getNextToken();
     w.pooling = static_cast<Pooling>(s.getPooling());
     w.lora = s.getLora();
+    w.mtp_drafts = s.getMtpDrafts();
     step.n_tokens += static_cast<int>(w.tokens.size());
     step.seqs.push_back(std::move(w));
   }
@@ -144,7 +146,8 @@ TokenLogprobEntry read_entry(schema::TokenLogprob::Reader r) {
 
 step_result_msg encode_step_result(uint64_t step_id, const std::vector<SampledResult>& sampled,
                                    const StepReport& report, const std::vector<PromptLogprobRun>& prompt_logprobs,
-                                   const std::vector<PooledEmbedding>& embeddings) {
+                                   const std::vector<PooledEmbedding>& embeddings,
+                                   const std::vector<SeqDrafts>& drafts) {
   return step_result_msg::build([&](schema::StepResult::Builder b) {
     b.setStepId(step_id);
     auto list = b.initSampled(static_cast<unsigned>(sampled.size()));
@@ -171,6 +174,13 @@ step_result_msg encode_step_result(uint64_t step_id, const std::vector<SampledRe
       for (unsigned i = 0; i < embeddings.size(); ++i) {
         pooled[i].setSeqId(embeddings[i].seq_id);
         fill_list(pooled[i].initValues(static_cast<unsigned>(embeddings[i].values.size())), embeddings[i].values);
+      }
+    }
+    if (!drafts.empty()) {
+      auto runs = b.initDrafts(static_cast<unsigned>(drafts.size()));
+      for (unsigned i = 0; i < drafts.size(); ++i) {
+        runs[i].setSeqId(drafts[i].seq_id);
+        fill_list(runs[i].initTokens(static_cast<unsigned>(drafts[i].tokens.size())), drafts[i].tokens);
       }
     }
     b.setNTokens(report.n_tokens);
@@ -211,6 +221,7 @@ DecodedStepResult decode_step_result(schema::StepResult::Reader result) {
     out.prompt_logprobs.push_back(std::move(p));
   }
   for (auto e : result.getEmbeddings()) out.embeddings.push_back(PooledEmbedding{e.getSeqId(), to_vector(e.getValues())});
+  for (auto d : result.getDrafts()) out.drafts.push_back(SeqDrafts{d.getSeqId(), to_vector(d.getTokens())});
   return out;
 }
 

@@ -18,7 +18,8 @@ PlannedStep decode_step_plan(schema::StepPlan::Reader plan);
 step_result_msg encode_step_result(uint64_t step_id, const std::vector<SampledResult>& sampled,
                                    const StepReport& report,
                                    const std::vector<PromptLogprobRun>& prompt_logprobs = {},
-                                   const std::vector<PooledEmbedding>& embeddings = {});
+                                   const std::vector<PooledEmbedding>& embeddings = {},
+                                   const std::vector<SeqDrafts>& drafts = {});
 step_result_msg encode_step_error(uint64_t step_id, const std::string& error);
 struct DecodedStepResult {
   uint64_t step_id = 0;
@@ -31,6 +32,7 @@ struct DecodedStepResult {
   bool compute_bound = false;
   std::vector<PromptLogprobRun> prompt_logprobs;
   std::vector<PooledEmbedding> embeddings;
+  std::vector<SeqDrafts> drafts;
 };
 DecodedStepResult decode_step_result(schema::StepResult::Reader result);
 

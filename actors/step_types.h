@@ -29,8 +29,9 @@ struct SeqWorkItem {
   // Prompt logprobs (SeqWork.sampling.promptLogprobs, .promptLogprobsFrom, .nextToken): with
   // prompt_logprobs = k >= 0 the chunk reports each prompt token at position q in
   // [max(prompt_lp_from, start_pos + 1), min(start_pos + tokens.size(), prompt_len - 1)]: its
-  // logprob given the tokens before it and the top k. next_token is the prompt token at
-  // start_pos + tokens.size() when the chunk ends inside the prompt (-1 otherwise).
+  // logprob given the tokens before it and the top k. next_token is the known token at
+  // start_pos + tokens.size() when the chunk ends before it (-1 otherwise): the prompt token
+  // scored last, and the input of an MTP module's entry at the chunk's last position.
   int prompt_logprobs = -1;
   int prompt_lp_from = 1;
   int32_t next_token = -1;
@@ -38,6 +39,13 @@ struct SeqWorkItem {
   // the chunk that ends the prompt returns the pooled embedding (StepResult.embeddings).
   Pooling pooling = Pooling::none;
   uint32_t lora = 0;              // LoRA adapter id (SeqWork.lora; StepBatch::lora)
+  int mtp_drafts = 0;             // MTP drafts to propose after the step (SeqWork.mtpDrafts)
+};
+
+// The MTP module's proposal for a sequence after a step (mirrors schema::SeqDrafts).
+struct SeqDrafts {
+  uint64_t seq_id = 0;
+  std::vector<int32_t> tokens;
 };
 
 // A pooling request's embedding, pooled but not normalized (mirrors schema::PooledEmbedding).

@@ -145,7 +145,7 @@ Status parse_scheduler(const YAML::Node& s, const std::string& where, SchedulerC
 }
 
 Status validate_speculative(const SpeculativeConfig& sp, const std::string& w) {
-  const std::set<std::string> methods = {"none", "ngram", "draft_model"};
+  const std::set<std::string> methods = {"none", "ngram", "draft_model", "mtp"};
   if (!methods.count(sp.method))
     return invalid_argument(w + ": scheduler.speculative.method '" + sp.method + "' is not one of: " + join(methods));
   if (sp.method == "none") return Status::ok();

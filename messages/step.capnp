@@ -31,12 +31,17 @@ struct SeqWork {
                                    # the logprob of each prompt token at position q in
                                    # [max(promptLogprobsFrom, startPos + 1), min(startPos + len,
                                    # promptLen - 1)] (the result's PromptLogprobs)
-  nextToken @12 :Int32 = -1;       # the prompt token at startPos + len, when the chunk ends
-                                   # inside the prompt (its logprob comes from this chunk)
+  nextToken @12 :Int32 = -1;       # the known token at startPos + len, when the chunk ends
+                                   # before it: with prompt logprobs, the prompt token whose
+                                   # logprob comes from this chunk; with an MTP module, the input
+                                   # of the module's entry at the chunk's last position
   pooling @13 :Req.Pooling;        # not none: a pooling request's prompt chunk (sample is false);
                                    # the chunk that ends the prompt returns the pooled vector
                                    # (StepResult.embeddings; actors/executor/pooler.h)
   lora @14 :UInt32;                # LoRA adapter id the sequence runs under (0 = the base model)
+  mtpDrafts @15 :Int32;            # an executor whose model runs its MTP module (speculative
+                                   # method mtp) drafts up to this many tokens after the step's
+                                   # last token for the sequence (StepResult.drafts); needs sample
 }
 
 struct StepPlan {
@@ -67,6 +72,14 @@ struct StepResult {
   computeBound @8 :Bool;           # flops / peak took longer than bytes / bandwidth
   promptLogprobs @9 :List(PromptLogprobs);  # one per work item that asked for them
   embeddings @10 :List(PooledEmbedding);    # one per pooling sequence whose prompt ended here
+  drafts @11 :List(SeqDrafts);              # MTP drafts (SeqWork.mtpDrafts), one per sequence
+}
+
+# What an executor's MTP module proposes to follow a sequence's tokens as they stand after the
+# step (its sampled tokens appended): the drafts its next step may verify.
+struct SeqDrafts {
+  seqId @0 :UInt64;
+  tokens @1 :List(Int32);
 }
 
 # A pooling sequence's pooled final-norm hidden state, not normalized.

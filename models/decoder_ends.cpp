@@ -19,7 +19,13 @@ Status DecoderEnds::load_head(WeightLoader& w, const ModelConfig& c, bool with_h
 void DecoderEnds::logits(Backend& b, const ModelConfig& c, const Tensor& residual, const Tensor& delta,
                          const Tensor& normed, const Tensor& selected, const Tensor& rows, const Tensor& out,
                          const Tensor& hidden_rows, const Tensor& hidden) const {
-  b.add_rms_norm(residual, delta, final_norm.tensor, c.rms_eps, normed);
+  logits_with(final_norm.tensor, b, c, residual, delta, normed, selected, rows, out, hidden_rows, hidden);
+}
+
+void DecoderEnds::logits_with(const Tensor& norm, Backend& b, const ModelConfig& c, const Tensor& residual,
+                              const Tensor& delta, const Tensor& normed, const Tensor& selected, const Tensor& rows,
+                              const Tensor& out, const Tensor& hidden_rows, const Tensor& hidden) const {
+  b.add_rms_norm(residual, delta, norm, c.rms_eps, normed);
   if (!hidden_rows.empty() && hidden_rows.numel() > 0) b.gather_rows(normed, hidden_rows, hidden);
   if (rows.empty() || rows.numel() == 0) return;
   b.gather_rows(normed, rows, selected);

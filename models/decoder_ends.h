@@ -28,6 +28,11 @@ struct DecoderEnds {
   void logits(Backend& b, const ModelConfig& c, const Tensor& residual, const Tensor& delta, const Tensor& normed,
               const Tensor& selected, const Tensor& rows, const Tensor& logits, const Tensor& hidden_rows = Tensor(),
               const Tensor& hidden = Tensor()) const;
+  // logits() with `norm` in place of final_norm (DeepSeek's MTP module: its shared_head.norm
+  // before the model's head).
+  void logits_with(const Tensor& norm, Backend& b, const ModelConfig& c, const Tensor& residual, const Tensor& delta,
+                   const Tensor& normed, const Tensor& selected, const Tensor& rows, const Tensor& logits,
+                   const Tensor& hidden_rows, const Tensor& hidden) const;
   // Bytes of these weights as loaded (part of the model's weight bytes) ...
   double loaded_bytes() const;
   // ... and what a step of n tokens reads of them: the n embedding rows, the head when any row

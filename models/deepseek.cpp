@@ -45,6 +45,18 @@ struct DeepseekLayer {
   MoeBlock moe;           // sparse layers
 };
 
+// DeepSeek-V3's MTP module (num_nextn_predict_layers; model.layers.{num_hidden_layers}.*), as
+// SGLang's DeepseekModelNextN runs it: x = eh_proj([enorm(embed(token)); hnorm(prev)]), one
+// decoder layer, shared_head.norm, then the model's own embedding and lm_head (the checkpoint's
+// embed_tokens / shared_head.head copies are not loaded).
+struct MtpModule {
+  OwnedTensor enorm, hnorm;  // [hidden] f32
+  OwnedTensor eh_embed;      // [hidden, hidden]: eh_proj's columns over the normed embedding
+  OwnedTensor eh_hidden;     // [hidden, hidden]: its columns over the normed previous hidden state
+  DeepseekLayer layer;
+  OwnedTensor head_norm;     // shared_head.norm [hidden] f32
+};
+
 // Activations for up to T rows, in the backend's activation dtype.
 struct Scratch {
   OwnedTensor residual, normed, delta, selected;  // [T, hidden]
@@ -79,11 +91,13 @@ class DeepseekModel final : public Model {
 
   const ModelConfig& config() const override { return config_; }
   KvLayout kv_layout(int n_pages, int page_size, DType dtype) const override {
-    KvLayout l{config_.n_layers, n_pages, page_size, 1, mla_.row_width(), dtype};
+    KvLayout l{n_kv_layers(), n_pages, page_size, 1, mla_.row_width(), dtype};
     l.latent = true;
     return l;
   }
   Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
+  int n_mtp_layers() const override { return with_mtp_ ? 1 : 0; }
+  Status forward_mtp(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
   int64_t n_params() const override { return n_params_; }
   int64_t weight_bytes() const override { return weight_bytes_; }
   StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const override;
@@ -91,6 +105,10 @@ class DeepseekModel final : public Model {
  private:
   Status load_attention(WeightLoader& w, int l, MlaBlock& a);
   Status load_layer(WeightLoader& w, int l, DeepseekLayer& layer);
+  Status load_mtp(WeightLoader& w);
+  int n_kv_layers() const { return config_.n_layers + n_mtp_layers(); }
+  // Checks shared by forward and forward_mtp; uploads the step's ints.
+  Expected<AttentionMeta> begin_step(const StepBatch& batch, const KvCache& kv, const Tensor& logits);
   Status allocate_scratch();
   Status run_attention(const MlaBlock& a, const KvLayer& cache, const AttentionMeta& meta, int n);
   Status run_mlp(const DeepseekLayer& layer, int n);
@@ -108,6 +126,9 @@ class DeepseekModel final : public Model {
   RopeConfig rope_;  // over the qk_rope_head_dim dims of q_pe's H heads and k_pe's one
   DecoderEnds ends_;
   std::vector<DeepseekLayer> layers_;
+  bool with_mtp_ = false;
+  MtpModule mtp_;
+  int64_t mtp_params_ = 0, mtp_bytes_ = 0;  // the module's part of n_params_ / weight_bytes_
   Scratch scratch_;
   StepInputs ints_;
   int64_t n_params_ = 0;
@@ -170,6 +191,7 @@ Status DeepseekModel::load(const Checkpoint& ck) {
       load_progress_name(ck), c.n_layers, options_.progress,
       [&](int l) { return load_layer(w, l, layers_.emplace_back()); }, [&] { return w.n_bytes(); }));
   BRIGADE_RETURN_IF_ERROR(ends_.load_head(w, c, /*with_head=*/rank_ == 0));  // only rank 0 computes logits
+  if (options_.mtp) BRIGADE_RETURN_IF_ERROR(load_mtp(w));
   n_params_ = w.n_params();
   weight_bytes_ = w.n_bytes();
   rope_.style = c.rope_style;
@@ -178,6 +200,35 @@ Status DeepseekModel::load(const Checkpoint& ck) {
   rope_.attention_factor = rope_attention_factor(c.rope_scaling);
   BRIGADE_RETURN_IF_ERROR(allocate_scratch());
   backend_.synchronize();  // uploads from staging memory have finished before it is freed
+  return Status::ok();
+}
+
+Status DeepseekModel::load_mtp(WeightLoader& w) {
+  const auto& c = config_;
+  const int l = c.n_layers;
+  const std::string at = "model.layers." + std::to_string(l) + ".";
+  if (c.n_mtp_layers < 1)
+    return invalid_argument("this " + c.arch + " checkpoint has no MTP module (num_nextn_predict_layers is 0 in config.json)");
+  if (comm_ != nullptr)
+    return unsupported("the MTP module runs on one rank: speculative method mtp needs tp 1 (got tp " +
+                       std::to_string(size_) + ")");
+  if (!w.has(at + "eh_proj.weight"))
+    return invalid_argument("config.json declares " + std::to_string(c.n_mtp_layers) +
+                            " MTP module(s) but the checkpoint has no " + at + "eh_proj.weight");
+  const int64_t params0 = w.n_params(), bytes0 = w.n_bytes(), expert_params0 = expert_params_, expert_bytes0 = expert_bytes_;
+  const int64_t hidden = c.hidden_size;
+  BRIGADE_ASSIGN_OR_RETURN(mtp_.enorm, w.vector_f32({at + "enorm.weight"}, {hidden}));
+  BRIGADE_ASSIGN_OR_RETURN(mtp_.hnorm, w.vector_f32({at + "hnorm.weight"}, {hidden}));
+  BRIGADE_ASSIGN_OR_RETURN(mtp_.eh_embed, w.matrix(at + "eh_proj.weight", hidden, 2 * hidden, {}, {0, hidden}));
+  BRIGADE_ASSIGN_OR_RETURN(mtp_.eh_hidden, w.matrix(at + "eh_proj.weight", hidden, 2 * hidden, {}, {hidden, hidden}));
+  BRIGADE_ASSIGN_OR_RETURN(mtp_.head_norm, w.vector_f32({at + "shared_head.norm.weight"}, {hidden}));
+  BRIGADE_RETURN_IF_ERROR(load_layer(w, l, mtp_.layer));
+  // The target's step cost leaves the module out (step_cost); it is counted in the model's size.
+  mtp_params_ = w.n_params() - params0;
+  mtp_bytes_ = w.n_bytes() - bytes0;
+  expert_params_ = expert_params0;
+  expert_bytes_ = expert_bytes0;
+  with_mtp_ = true;
   return Status::ok();
 }
 
@@ -203,11 +254,12 @@ Status DeepseekModel::allocate_scratch() {
   BRIGADE_RETURN_IF_ERROR(make(s.q_lat, h * r));
   BRIGADE_RETURN_IF_ERROR(make(s.o_lat, h * r));
   BRIGADE_RETURN_IF_ERROR(make(s.attn, h * c.v_head_dim));
-  if (c.n_moe_layers() < c.n_layers) {
+  const bool mtp_sparse = with_mtp_ && c.is_moe_layer(c.n_layers);
+  if (c.n_moe_layers() < c.n_layers || (with_mtp_ && !mtp_sparse)) {
     BRIGADE_RETURN_IF_ERROR(make(s.gate_up, 2 * inter_));
     BRIGADE_RETURN_IF_ERROR(make(s.act, inter_));
   }
-  if (c.n_moe_layers() > 0) {
+  if (c.n_moe_layers() > 0 || mtp_sparse) {
     BRIGADE_ASSIGN_OR_RETURN(s.moe, allocate_moe_scratch(backend_, c, moe_, t));
   }
   return ints_.allocate(backend_, t);
@@ -255,9 +307,9 @@ Status DeepseekModel::run_mlp(const DeepseekLayer& layer, int n) {
   return reduce(delta);
 }
 
-Status DeepseekModel::forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
+Expected<AttentionMeta> DeepseekModel::begin_step(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
   const StepLimits limits{config_.vocab_size, config_.max_position, options_.max_batch_tokens,
-                          config_.n_layers, 1, mla_.row_width()};
+                          n_kv_layers(), 1, mla_.row_width()};
   if (!kv.layout().latent)
     return invalid_argument("a DeepSeek (MLA) model needs its latent KV layout (Model::kv_layout)");
   // Checked before the first collective, as check_step is, so a refused step never leaves a peer
@@ -268,8 +320,12 @@ Status DeepseekModel::forward(const StepBatch& batch, const KvCache& kv, const T
   BRIGADE_ASSIGN_OR_RETURN(StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
   BRIGADE_RETURN_IF_ERROR(check_hidden_rows(batch, options_.max_batch_tokens, config_.hidden_size, backend_.activation_dtype()));
   BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch));
+  return ints_.meta(batch, bounds, 0);
+}
+
+Status DeepseekModel::forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
+  BRIGADE_ASSIGN_OR_RETURN(const AttentionMeta meta, begin_step(batch, kv, logits));
   const int n = batch.n_tokens();
-  const AttentionMeta meta = ints_.meta(batch, bounds, 0);
   const Tensor residual = scratch_.residual.tensor.rows(0, n);
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor delta = scratch_.delta.tensor.rows(0, n);
@@ -289,6 +345,36 @@ Status DeepseekModel::forward(const StepBatch& batch, const KvCache& kv, const T
   return Status::ok();
 }
 
+Status DeepseekModel::forward_mtp(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
+  if (!with_mtp_) return unsupported("this " + config_.arch + " model was loaded without its MTP module (LoadOptions::mtp)");
+  const int n = batch.n_tokens();
+  const Tensor& prev = batch.prev_hidden;
+  if (prev.empty() || prev.dtype != backend_.activation_dtype() || prev.ndim != 2 || prev.dim(0) != n ||
+      prev.dim(1) != config_.hidden_size)
+    return invalid_argument("an MTP step needs prev_hidden [" + std::to_string(n) + ", " +
+                            std::to_string(config_.hidden_size) + "] in the activation dtype");
+  BRIGADE_ASSIGN_OR_RETURN(const AttentionMeta meta, begin_step(batch, kv, logits));
+  const MtpModule& m = mtp_;
+  const Tensor residual = scratch_.residual.tensor.rows(0, n);
+  const Tensor normed = scratch_.normed.tensor.rows(0, n);
+  const Tensor delta = scratch_.delta.tensor.rows(0, n);
+  // eh_proj over the two normed halves is the sum of its two column blocks' products.
+  backend_.embedding(ends_.embed.tensor, ints_.tokens(batch), residual);
+  backend_.rms_norm(residual, m.enorm.tensor, config_.rms_eps, normed);
+  backend_.matmul(normed, m.eh_embed.tensor, Tensor(), delta);
+  backend_.rms_norm(prev, m.hnorm.tensor, config_.rms_eps, normed);
+  backend_.matmul(normed, m.eh_hidden.tensor, Tensor(), residual);
+  backend_.add_rms_norm(residual, delta, m.layer.attn_norm.tensor, config_.rms_eps, normed);
+  BRIGADE_RETURN_IF_ERROR(run_attention(m.layer.attn, kv.layer(config_.n_layers), meta, n));
+  backend_.add_rms_norm(residual, delta, m.layer.mlp_norm.tensor, config_.rms_eps, normed);
+  BRIGADE_RETURN_IF_ERROR(run_mlp(m.layer, n));
+  const int64_t r = static_cast<int64_t>(batch.logit_rows.size()), h = static_cast<int64_t>(batch.hidden_rows.size());
+  if (r == 0 && h == 0) return Status::ok();
+  ends_.logits_with(m.head_norm.tensor, backend_, config_, residual, delta, normed, scratch_.selected.tensor.rows(0, r),
+                    ints_.logit_rows(r), logits, ints_.hidden_rows(h), batch.hidden);
+  return Status::ok();
+}
+
 // The roofline rule of Model::step_cost with MLA's attention: per (query, visible key) pair and
 // head, 2 (R + dr) flops for the score and 2 R for the latent output; the absorbed W_UK / W_UV
 // products are kv_b_proj's weights once per token, counted with the linear layers. Bytes: the
@@ -300,7 +386,8 @@ StepCost DeepseekModel::step_cost(const StepBatch& b, double kv_bytes_per_token)
   // Per rank under tensor parallelism: 1/size of the linear layers' work (the latent projections,
   // replicated on every rank, are counted split too: a small overcount of the split), and the
   // experts it holds (MoeShard).
-  const double linear_params = static_cast<double>(n_params_) - table - (config_.tie_embeddings ? 0.0 : table);
+  const double linear_params =
+      static_cast<double>(n_params_ - mtp_params_) - table - (config_.tie_embeddings ? 0.0 : table);
   const double e = config_.n_experts, k = config_.n_experts_per_tok, held = moe_.n_experts;
   const double dense_params = (linear_params - static_cast<double>(expert_params_) * (1.0 - k / e)) / size_;
   const double touched = std::min(held, n * k) / held;
@@ -308,7 +395,7 @@ StepCost DeepseekModel::step_cost(const StepBatch& b, double kv_bytes_per_token)
   const double per_pair = 2.0 * (mla_.row_width() + mla_.kv_lora_rank);
   StepCost c;
   c.flops = 2.0 * dense_params * n + 2.0 * table * rows + per_pair * config_.n_layers * mla_.n_heads * work.pairs;
-  c.bytes = static_cast<double>(weight_bytes_) - static_cast<double>(expert_bytes_) * (1.0 - touched) -
+  c.bytes = static_cast<double>(weight_bytes_ - mtp_bytes_) - static_cast<double>(expert_bytes_) * (1.0 - touched) -
             ends_.loaded_bytes() + ends_.step_bytes(config_, n, rows > 0) + kv_bytes_per_token * (work.kv_read + n);
   return c;
 }

@@ -22,8 +22,8 @@ namespace brigade {
 
 // Builds a DeepSeek model from an opened checkpoint (config arch deepseek_v2 / deepseek_v3).
 // Refuses fp8 weights, tensor parallelism and backends without the MoE and MLA ops, with the
-// reason. MTP layers (num_nextn_predict_layers; weights model.layers.{num_hidden_layers}.*) are
-// not loaded: they are a drafter, not part of the forward.
+// reason. The MTP module (num_nextn_predict_layers; weights model.layers.{num_hidden_layers}.*) is
+// loaded with LoadOptions::mtp and runs in forward_mtp (models/model.h).
 Expected<std::unique_ptr<Model>> load_deepseek(const Checkpoint& checkpoint, Backend& backend,
                                                const LoadOptions& options);
 

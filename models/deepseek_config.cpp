@@ -49,6 +49,9 @@ Status read_routing(const json& j, ModelConfig& c, bool v3) {
   BRIGADE_RETURN_IF_ERROR(read_int_or(j, "moe_intermediate_size", v3 ? 2048 : 1407, c.moe_intermediate_size));
   BRIGADE_RETURN_IF_ERROR(read_int_or(j, "n_shared_experts", v3 ? 1 : 2, c.n_shared_experts));
   BRIGADE_RETURN_IF_ERROR(read_int_or(j, "first_k_dense_replace", v3 ? 3 : 0, c.first_k_dense_replace));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "num_nextn_predict_layers", 0, c.n_mtp_layers));
+  if (c.n_mtp_layers < 0)
+    return invalid_argument("model config: num_nextn_predict_layers must be >= 0 (got " + std::to_string(c.n_mtp_layers) + ")");
   BRIGADE_RETURN_IF_ERROR(read_int_or(j, "n_group", v3 ? 8 : 1, c.n_group));
   BRIGADE_RETURN_IF_ERROR(read_int_or(j, "topk_group", v3 ? 4 : 1, c.topk_group));
   c.norm_topk_prob = v3;

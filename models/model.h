@@ -38,6 +38,10 @@ struct StepBatch {
   // forward reads instead of uploading `tokens` (the executor feeds tokens it sampled on the
   // device this way). `tokens` is then still checked (any valid ids as placeholders will do).
   Tensor device_tokens;
+  // Model::forward_mtp only: row j's previous hidden state [n_tokens, hidden_size] in the
+  // activation dtype, device memory (the target's final-norm hidden state at positions[j], or
+  // the MTP module's own output for a chained draft).
+  Tensor prev_hidden;
   // LoRA adapter of each sequence ([n_seqs]; 0 = the base model, i = LoadOptions::loras[i - 1]);
   // empty: every sequence runs the base (models/lora.h).
   std::vector<int32_t> lora;
@@ -82,6 +86,10 @@ struct LoadOptions {
   int max_lora_rank = 16;
   int max_loras = 0;
   bool lora_enabled() const { return !loras.empty() || max_loras > 0; }
+  // Multi-token prediction: also load the checkpoint's MTP module (DeepSeek-V3's
+  // num_nextn_predict_layers, the first one), run by forward_mtp() to draft tokens. Its K/V is one
+  // more layer of kv_layout. Fails the load for a model without one, or under tensor parallelism.
+  bool mtp = false;
 };
 
 class Model {
@@ -103,6 +111,22 @@ class Model {
   // only rank 0 computes logits, so other ranks must pass a batch without logit_rows. A failed
   // collective (a peer stopped) returns its error and leaves this rank's KV cache undefined.
   virtual Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) = 0;
+  // The MTP module (LoadOptions::mtp; DeepSeek-V3's, as SGLang's DeepseekModelNextN runs it):
+  // 1 when loaded, else 0. Its K/V is the last layer of kv_layout (index config().n_layers), in
+  // the same pages as the sequence's own: position p's entry is computed from the token at
+  // p + 1 and the hidden state at p.
+  virtual int n_mtp_layers() const { return 0; }
+  // One forward of the MTP module. Row j feeds batch.tokens[j] (the token that FOLLOWS position
+  // positions[j]) with batch.prev_hidden row j: x = eh_proj([enorm(embed(token)); hnorm(prev)]),
+  // one decoder layer over the module's K/V (written at slots[j]), then shared_head.norm. Fills
+  // logits [logit_rows.size(), vocab] through the model's lm_head (row argmax: the token two
+  // places after the position) and batch.hidden (hidden_rows) with the normed output, which is
+  // the prev_hidden of a chained draft at the next position. Errors as forward(); unsupported
+  // without the module.
+  virtual Status forward_mtp(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
+    (void)batch, (void)kv, (void)logits;
+    return unsupported("this model has no MTP module loaded (LoadOptions::mtp)");
+  }
   // Total parameter count and weight bytes as loaded.
   virtual int64_t n_params() const = 0;
   virtual int64_t weight_bytes() const = 0;

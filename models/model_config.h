@@ -73,6 +73,7 @@ struct ModelConfig {
   int v_head_dim = 0;
   int n_shared_experts = 0;          // a dense SwiGLU of n_shared_experts * moe_intermediate_size
   int first_k_dense_replace = 0;     // layers [0, k) keep the dense MLP
+  int n_mtp_layers = 0;              // num_nextn_predict_layers: MTP modules stored after the layers
   int n_group = 1;                   // expert groups of the group-limited routing
   int topk_group = 1;                // groups a token may choose from
   MoeScoring moe_scoring = MoeScoring::softmax;

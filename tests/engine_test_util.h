@@ -121,6 +121,15 @@ inline std::vector<GenerateOptions> greedy_and_seeded(const std::vector<int32_t>
 }
 
 // Submits every request at once (one thread each) and waits for all of them.
+// Every request produced tokens, and the same ones in both runs (speculation against plain decoding).
+inline void expect_same_tokens(const std::vector<Completion>& got, const std::vector<Completion>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_FALSE(want[i].token_ids.empty());
+    EXPECT_EQ(got[i].token_ids, want[i].token_ids) << what << ", request " << i;
+  }
+}
+
 inline std::vector<Completion> run_concurrently(Engine& engine, const std::vector<GenerateOptions>& reqs) {
   std::vector<std::future<Expected<Completion>>> futures;
   for (const auto& r : reqs) futures.push_back(std::async(std::launch::async, [&engine, r] { return engine.generate(r); }));

@@ -44,6 +44,9 @@ class Drafter {
     for (const DraftQuery& q : queries) out.push_back(propose(q));
     return out;
   }
+  // A drafter whose proposals are made elsewhere (MTP: by the executor, with each step) receives
+  // them here: `tokens` would follow the sequence once it holds n_tokens tokens.
+  virtual void take_proposal(uint64_t /*seq_id*/, int /*n_tokens*/, std::vector<int32_t> /*tokens*/) {}
   // The sequence ended: drop whatever the drafter keeps for it.
   virtual void forget(uint64_t /*seq_id*/) {}
   virtual DrafterStats stats() const { return {}; }

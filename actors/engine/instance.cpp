@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "actors/drafter/draft_model_load.h"
+#include "actors/drafter/mtp_drafter.h"
 #include "actors/kv_manager/kv_manager_actor.h"
 #include "core/in_process_communicator.h"
 #include "cpu/cpu_backend.h"
@@ -158,8 +159,9 @@ Expected<std::shared_ptr<ExecutorResources>> load_rank(const ExecutorConfig& exe
   // Followers (rank > 0) never sample. Rank 0 keeps the tokens on the device when asked to, or
   // when its backend prefers that (a GPU), unless it leads a tensor-parallel group: it then
   // hands its followers plans with the tokens filled in, so it samples on the host.
-  res->runner.device_steps =
-      exe.tp == 1 && (exe.step_path == "device" || (exe.step_path == "auto" && res->backend->prefers_device_steps()));
+  // The MTP pass runs on the host path (actors/executor/step_runner.h).
+  res->runner.device_steps = exe.tp == 1 && !lo.mtp &&
+                             (exe.step_path == "device" || (exe.step_path == "auto" && res->backend->prefers_device_steps()));
   res->runner.max_step_tokens = lo.max_batch_tokens;
   return res;
 }
@@ -189,6 +191,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   lo.loras = options.lora_modules;
   lo.max_lora_rank = options.max_lora_rank;
   lo.max_loras = options.lora_enabled() ? options.max_loras : 0;
+  lo.mtp = inst.scheduler.speculative.method == "mtp";
   // Every rank's backend first: a GPU rank's communicator is bound to its backend's stream.
   std::vector<std::unique_ptr<Backend>> backends;
   for (int r = 0; r < exe.tp; ++r) {
@@ -250,6 +253,15 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
     setup.limits.spec = {sc.num_tokens, sc.ngram_min, sc.ngram_max, sc.min_acceptance, sc.disable_batch_size};
     spdlog::info("engine: speculative decoding: ngram {}..{}, {} drafts per step, min acceptance {}", sc.ngram_min,
                  sc.ngram_max, sc.num_tokens, sc.min_acceptance);
+  } else if (sc.method == "mtp") {
+    // The model loaded its MTP module (load_instance); its executor drafts with every step. A
+    // prefill instance still writes the module's K/V (the decode instance drafts from it) but
+    // asks for no drafts.
+    setup.limits.spec = {sc.num_tokens, 1, 1, sc.min_acceptance, sc.disable_batch_size};
+    setup.limits.spec.mtp = true;
+    if (setup.limits.role != PdRole::prefill) setup.drafter = std::make_unique<MtpDrafter>();
+    spdlog::info("engine: speculative decoding: the model's MTP module, {} drafts per step, min acceptance {}",
+                 sc.num_tokens, sc.min_acceptance);
   } else if (sc.method == "draft_model" && setup.limits.role != PdRole::prefill) {
     // (A prefill instance never decodes: it loads no draft.)
     setup.limits.spec = {sc.num_tokens, 1, 1, sc.min_acceptance, sc.disable_batch_size};

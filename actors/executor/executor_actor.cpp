@@ -407,7 +407,7 @@ void deliver_oldest(executor_ptr self) {
   const auto sampled = st.runner->finish(p.step);
   const uint64_t us = step_us(st, p.started);
   p.promise.deliver(encode_step_result(p.step_id, sampled, report(st, p.step.cost(), p.n_tokens, us),
-                                       p.step.take_prompt_logprobs(), p.step.take_embeddings()));
+                                       p.step.take_prompt_logprobs(), p.step.take_embeddings(), p.step.take_drafts()));
 }
 
 // Runs a plan. A device step whose rows all sample on the device stays in flight: the reply
@@ -436,7 +436,7 @@ caf::result<step_result_msg> run_step(executor_ptr self, const step_plan_msg& pl
     const auto sampled = st.runner->finish(*started);
     const uint64_t us = step_us(st, t0);
     return encode_step_result(step.step_id, sampled, report(st, started->cost(), step.n_tokens, us),
-                              started->take_prompt_logprobs(), started->take_embeddings());
+                              started->take_prompt_logprobs(), started->take_embeddings(), started->take_drafts());
   }
   auto promise = self->make_response_promise<step_result_msg>();
   st.pending.push_back(PendingStep{step.step_id, step.n_tokens, std::move(*started), promise, t0});

@@ -3,12 +3,17 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <string>
+
+#include <spdlog/spdlog.h>
 
 namespace brigade {
 
 StepRunner::StepRunner(Backend& backend, Model& model, KvCache kv, StepRunnerOptions options)
-    : backend_(backend), model_(model), kv_(std::move(kv)), options_(std::move(options)), constraints_(options_.vocab) {}
+    : backend_(backend), model_(model), kv_(std::move(kv)), options_(std::move(options)), constraints_(options_.vocab) {
+  BRIGADE_CHECK(!(options_.device_steps && mtp_on()), "an MTP model runs on the host step path");
+}
 
 // On the device path a use_last_sampled row gets a placeholder id and a feed_ entry naming the
 // sequence's slot in the device token table; on the host path the id itself.
@@ -89,6 +94,13 @@ Status StepRunner::plan_prompt_rows(const PlannedStep& step) {
 
 Status StepRunner::plan_hidden_rows(const PlannedStep& step) {
   BRIGADE_RETURN_IF_ERROR(pooler_.plan(step.seqs, batch_.q_start, batch_.hidden_rows));
+  mtp_hidden_first_ = static_cast<int>(batch_.hidden_rows.size());
+  if (mtp_on()) {
+    for (size_t i = 0; i < step.seqs.size(); ++i) {
+      if (step.seqs[i].pooling != Pooling::none) continue;
+      for (int r = batch_.q_start[i]; r < batch_.q_start[i + 1]; ++r) batch_.hidden_rows.push_back(r);
+    }
+  }
   const int64_t h = static_cast<int64_t>(batch_.hidden_rows.size());
   if (h == 0) return Status::ok();
   const DType a = backend_.activation_dtype();
@@ -178,6 +190,7 @@ Expected<InFlightStep> StepRunner::start(const PlannedStep& step) {
     BRIGADE_ASSIGN_OR_RETURN(s, start_on_device(step));
   } else {
     BRIGADE_ASSIGN_OR_RETURN(s.results_, run_on_host(step, s.prompt_logprobs_));
+    if (mtp_on()) s.drafts_ = run_mtp(step, s.results_);
   }
   s.embeddings_ = pool_hidden_rows();  // batch_ is still this step's
   s.cost_ = cost_;
@@ -231,6 +244,145 @@ Expected<std::vector<SampledResult>> StepRunner::run_on_host(const PlannedStep& 
     sample_item(w, [&](int j) { return row_at(r + j); }, out);
   }
   return out;
+}
+
+std::vector<SeqDrafts> StepRunner::run_mtp(const PlannedStep& step, const std::vector<SampledResult>& out) {
+  std::vector<SeqDrafts> drafts;
+  if (Status st = mtp_pass(step, out, drafts); !st.is_ok()) {
+    // The step's tokens stand; its sequences verify no drafts next (and a missing MTP entry only
+    // makes later drafts worse, never a token wrong).
+    spdlog::warn("executor: MTP pass failed, no drafts this step: {}", st.message());
+    drafts.clear();
+  }
+  return drafts;
+}
+
+Status StepRunner::ensure_mtp_hidden(int n) {
+  if (static_cast<size_t>(n) <= mtp_hidden_rows_) return Status::ok();
+  const size_t rows = std::max(static_cast<size_t>(n), 2 * mtp_hidden_rows_);
+  const size_t bytes = dtype_bytes(backend_.activation_dtype(), static_cast<int64_t>(rows) * model_.config().hidden_size);
+  for (Buffer& b : mtp_hidden_) {
+    auto buf = backend_.allocate(bytes);
+    if (!buf) return buf.status();
+    b = std::move(*buf);
+  }
+  mtp_hidden_rows_ = rows;
+  return Status::ok();
+}
+
+// Row j of an item feeds the token at position start + j + 1: the next fed token, then (a
+// sampling item) its sampled run or (a prompt chunk) next_token. Rows past what is known (a
+// rejected draft's, a chunk without next_token) still run, with their own token as a
+// placeholder: their entries sit at positions the sequence has not reached, which the step that
+// computes those positions overwrites (as the target's own K/V there).
+Status StepRunner::mtp_pass(const PlannedStep& step, const std::vector<SampledResult>& out,
+                            std::vector<SeqDrafts>& drafts) {
+  const int ps = kv_.layout().page_size;
+  const int max_pos = model_.config().max_position;
+  const int64_t vocab = model_.config().vocab_size, width = model_.config().hidden_size;
+  const DType act = backend_.activation_dtype();
+  StepBatch& b = mtp_batch_;
+  b.clear();
+  b.max_blocks = batch_.max_blocks;
+  b.q_start.push_back(0);
+  struct Chain {
+    size_t item;
+    int row;  // in b: the last valid row (its logits give the first draft)
+    int pos;  // its position
+    int k;    // drafts to make
+  };
+  std::vector<Chain> chains;
+  size_t next = 0;  // out holds each sampling item's run, in item order
+  for (size_t i = 0; i < step.seqs.size(); ++i) {
+    const SeqWorkItem& w = step.seqs[i];
+    const int n = static_cast<int>(w.tokens.size()), first = batch_.q_start[i];
+    size_t m = 0;
+    if (w.sample) {
+      while (next + m < out.size() && out[next + m].seq_id == w.seq_id) ++m;
+      BRIGADE_CHECK(m >= 1, "a sampling item has sampled tokens");
+    }
+    const size_t run = next;
+    next += m;
+    if (w.pooling != Pooling::none) continue;
+    const int fed = n - 1 - (w.sample ? w.n_draft : 0);  // rows whose next token is a fed one
+    int valid = 0;
+    for (int j = 0; j < n; ++j) {
+      int32_t tok = -1;
+      if (j < fed) {
+        tok = batch_.tokens[static_cast<size_t>(first + j + 1)];
+      } else if (w.sample) {
+        if (static_cast<size_t>(j - fed) < m) tok = out[run + static_cast<size_t>(j - fed)].token;
+      } else if (w.next_token >= 0 && w.next_token < vocab) {
+        tok = w.next_token;
+      }
+      if (tok >= 0 && valid == j) ++valid;
+      b.tokens.push_back(tok >= 0 ? tok : batch_.tokens[static_cast<size_t>(first + j)]);
+      b.positions.push_back(batch_.positions[static_cast<size_t>(first + j)]);
+      b.slots.push_back(batch_.slots[static_cast<size_t>(first + j)]);
+    }
+    if (w.sample && w.mtp_drafts > 0 && valid > 0) {
+      const int pos = w.start_pos + valid - 1;
+      // Draft j (1-based) is made at position pos + j - 1: those must be in the block table.
+      const int covered = static_cast<int>(w.block_table.size()) * ps;
+      const int k = std::min({w.mtp_drafts, covered - pos, max_pos - pos});
+      if (k >= 1) chains.push_back({i, b.n_tokens() - n + valid - 1, pos, k});
+    }
+    b.q_start.push_back(b.n_tokens());
+    b.ctx_len.push_back(w.start_pos + n);
+    const auto row = batch_.block_table.begin() + static_cast<std::ptrdiff_t>(i) * batch_.max_blocks;
+    b.block_table.insert(b.block_table.end(), row, row + batch_.max_blocks);
+  }
+  if (b.n_tokens() == 0) return Status::ok();
+  // Longest chains first: the sequences still drafting at each later step are then a prefix.
+  std::stable_sort(chains.begin(), chains.end(), [](const Chain& x, const Chain& y) { return x.k > y.k; });
+  const int d = static_cast<int>(chains.size());
+  for (const Chain& c : chains) b.logit_rows.push_back(c.row);
+  b.hidden_rows = b.logit_rows;
+  BRIGADE_RETURN_IF_ERROR(ensure_logits(std::max(d, 1)));
+  BRIGADE_RETURN_IF_ERROR(ensure_mtp_hidden(std::max(d, 1)));
+  b.prev_hidden = batch_.hidden.rows(mtp_hidden_first_, b.n_tokens());
+  b.hidden = mtp_hidden_[0].view(act, {d, width});
+  BRIGADE_RETURN_IF_ERROR(model_.forward_mtp(b, kv_, logits_buf_.view(DType::f32, {d, vocab})));
+  drafts.resize(chains.size());
+  const auto take = [&](int rows) {
+    host_logits_.resize(static_cast<size_t>(rows) * static_cast<size_t>(vocab));
+    backend_.download(host_logits_.data(), logits_buf_.view(DType::f32, {rows, vocab}));
+    for (int r = 0; r < rows; ++r) {
+      const std::span<const float> row(host_logits_.data() + static_cast<size_t>(r) * static_cast<size_t>(vocab),
+                                       static_cast<size_t>(vocab));
+      drafts[static_cast<size_t>(r)].tokens.push_back(argmax(row));
+    }
+  };
+  if (d == 0) return Status::ok();
+  take(d);
+  for (size_t r = 0; r < chains.size(); ++r) drafts[r].seq_id = step.seqs[chains[r].item].seq_id;
+  for (int j = 2;; ++j) {
+    const int c = static_cast<int>(std::count_if(chains.begin(), chains.end(), [&](const Chain& x) { return x.k >= j; }));
+    if (c == 0) break;
+    b.clear();
+    b.max_blocks = batch_.max_blocks;
+    b.q_start.push_back(0);
+    for (int r = 0; r < c; ++r) {
+      const Chain& ch = chains[static_cast<size_t>(r)];
+      const SeqWorkItem& w = step.seqs[ch.item];
+      const int pos = ch.pos + j - 1;
+      b.tokens.push_back(drafts[static_cast<size_t>(r)].tokens.back());
+      b.positions.push_back(pos);
+      b.slots.push_back(w.block_table[static_cast<size_t>(pos / ps)] * ps + pos % ps);
+      b.q_start.push_back(b.n_tokens());
+      b.ctx_len.push_back(pos + 1);
+      const auto row = batch_.block_table.begin() + static_cast<std::ptrdiff_t>(ch.item) * batch_.max_blocks;
+      b.block_table.insert(b.block_table.end(), row, row + batch_.max_blocks);
+    }
+    b.logit_rows.resize(static_cast<size_t>(c));
+    std::iota(b.logit_rows.begin(), b.logit_rows.end(), 0);
+    b.hidden_rows = b.logit_rows;
+    b.prev_hidden = mtp_hidden_[j % 2].view(act, {c, width});  // the previous forward's output
+    b.hidden = mtp_hidden_[(j + 1) % 2].view(act, {c, width});
+    BRIGADE_RETURN_IF_ERROR(model_.forward_mtp(b, kv_, logits_buf_.view(DType::f32, {c, vocab})));
+    take(c);
+  }
+  return Status::ok();
 }
 
 void StepRunner::sample_item(const SeqWorkItem& w, const std::function<std::span<float>(int)>& row,

@@ -22,6 +22,12 @@
 //           the tokens. The next step can start in between (it takes the tokens it reuses from
 //           the device table), so the device never waits for the host between steps. At most
 //           kMaxInFlight steps are started and not finished.
+// MTP (a model loaded with its MTP module, Model::n_mtp_layers; host path only): after sampling,
+// every non-pooling item's positions get the module's K/V entry (the token that follows each
+// position, the target's final-norm hidden state there), and an item with mtp_drafts = k > 0
+// that sampled gets up to k drafts: the module's argmax at its last valid position, then one
+// single-token forward per further draft on the module's own output (InFlightStep::take_drafts).
+// A failed MTP pass costs the step its drafts, never its tokens.
 // Speculative decoding: a work item with drafts (SeqWorkItem::n_draft = k) gets logits for its
 // k + 1 positions and returns the verified run (core/sampling.h verify_drafts); both paths use
 // the host sampler for it (the device path downloads its rows), and drafts enter a sequence's
@@ -75,12 +81,15 @@ class InFlightStep {
   // The embeddings of pooling sequences whose prompt ended in the step (pooler.h); like prompt
   // logprobs, here once start() returns.
   std::vector<PooledEmbedding> take_embeddings() { return std::move(embeddings_); }
+  // The MTP drafts of items that asked (SeqWorkItem::mtp_drafts); here once start() returns.
+  std::vector<SeqDrafts> take_drafts() { return std::move(drafts_); }
 
  private:
   friend class StepRunner;
   std::vector<SampledResult> results_;  // a complete step's results
   std::vector<PromptLogprobRun> prompt_logprobs_;
   std::vector<PooledEmbedding> embeddings_;
+  std::vector<SeqDrafts> drafts_;
   bool pending_ = false;                // true: the tokens are still on their way
   uint64_t ticket_ = 0;                 // Backend::download_async
   int buffer_ = 0;                      // which of the runner's host token buffers
@@ -133,8 +142,15 @@ class StepRunner {
   Status build_batch(const PlannedStep& step, bool with_pooling = true);
   // The hidden rows of the step just run, to the host as f32, folded by the pooler.
   std::vector<PooledEmbedding> pool_hidden_rows();
-  // Plans the pooling items' hidden rows (batch_.hidden_rows, batch_.hidden).
+  // Plans the pooling items' hidden rows and, with an MTP module, every other item's fed rows
+  // after them (batch_.hidden_rows, batch_.hidden; mtp_hidden_first_).
   Status plan_hidden_rows(const PlannedStep& step);
+  bool mtp_on() const { return model_.n_mtp_layers() > 0; }
+  // The MTP pass over the step just run on the host path (class comment); out is its results.
+  std::vector<SeqDrafts> run_mtp(const PlannedStep& step, const std::vector<SampledResult>& out);
+  Status mtp_pass(const PlannedStep& step, const std::vector<SampledResult>& out, std::vector<SeqDrafts>& drafts);
+  // Grows the MTP output buffers to n rows each.
+  Status ensure_mtp_hidden(int n);
   // Appends the logits rows of the step's prompt logprobs after the sampling rows.
   Status plan_prompt_rows(const PlannedStep& step);
   // Scores the prompt rows (logits rows from n_sample_rows_ on); row(r) is logits row r [vocab].
@@ -195,6 +211,10 @@ class StepRunner {
   Buffer hidden_buf_;                // [hidden rows, hidden_size] in the activation dtype
   std::vector<uint8_t> host_hidden_;
   std::vector<float> hidden_row_;
+  int mtp_hidden_first_ = 0;  // the first of the MTP rows in batch_.hidden
+  StepBatch mtp_batch_;
+  Buffer mtp_hidden_[2];      // [rows, hidden_size] activation dtype: chained drafts' prev_hidden / output
+  size_t mtp_hidden_rows_ = 0;
   Buffer logits_buf_;
   size_t logits_rows_cap_ = 0;
   std::vector<float> host_logits_;

@@ -187,6 +187,7 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
   const std::span<const int32_t> key = cache_key(s, key_buf);
   if (cache_) {
     m = cache_->match(key, cache_match_limit(s));
+    if (limits_.spec.mtp && m.n_tokens > 0) m = cache_->match(key, m.n_tokens - 1);  // SpeculativeLimits::mtp
     cache_->lock(m.node);                    // so that making room below cannot evict it
   }
   auto got = take_pages(s.blocks.pages_needed(known + 1) - static_cast<int>(m.pages.size()), pages);
@@ -391,6 +392,18 @@ void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vec
   StepEntry e{s.req.id, n_tokens, w.sample, n_draft, s.n_scheduled};
   plan_prompt_logprobs(s, w, e);
   plan_pooling(s, w, e);
+  if (limits_.spec.mtp) {  // SpeculativeLimits::mtp
+    const int end = s.n_scheduled + n_tokens - n_draft;
+    if (!w.sample && w.next_token < 0 && end < known) w.next_token = s.tokens[static_cast<size_t>(end)];
+    if (w.sample && spec_active(s)) {
+      w.mtp_drafts = limits_.spec.num_tokens;
+      // The executor drafts at positions up to start + n_tokens + k - 2: the pages the sequence
+      // holds for them go along (plan_decodes reserves them when the lease has room).
+      const int want = (s.n_scheduled + n_tokens + w.mtp_drafts - 1 + limits_.page_size - 1) / limits_.page_size;
+      const int n = std::min(want, s.blocks.n_pages());
+      if (n > static_cast<int>(w.block_table.size())) w.block_table.assign(s.blocks.pages().begin(), s.blocks.pages().begin() + n);
+    }
+  }
   entries.push_back(e);
   s.n_scheduled += n_tokens;
   if (w.sample) ++s.n_pending;
@@ -425,6 +438,9 @@ void SchedulerPolicy::plan_decodes(PlannedStep& step, std::vector<StepEntry>& en
     if (auto p = proposed.find(id); p != proposed.end()) drafts = std::move(p->second);
     if (!ensure_pages(s, s.n_scheduled + 1, pages)) continue;
     if (!drafts.empty() && !take_draft_pages(s, static_cast<int>(drafts.size()), pages)) drafts.clear();
+    // MTP: room for the next drafts the executor makes after this step (best effort).
+    if (limits_.spec.mtp && spec_active(s))
+      take_draft_pages(s, static_cast<int>(drafts.size()) + limits_.spec.num_tokens - 1, pages);
     const int n = 1 + static_cast<int>(drafts.size());
     if (!drafts.empty()) {
       spec_stats_.draft_tokens += drafts.size();
@@ -564,7 +580,8 @@ int SchedulerPolicy::append_tokens(Seq& s, std::span<const SampledResult* const>
 
 std::vector<SeqEvent> SchedulerPolicy::complete(uint64_t step_id, std::span<const SampledResult> sampled,
                                                 PageSource& pages, std::span<const PromptLogprobRun> prompt_logprobs,
-                                                std::span<const PooledEmbedding> embeddings) {
+                                                std::span<const PooledEmbedding> embeddings,
+                                                std::span<const SeqDrafts> drafts) {
   BRIGADE_CHECK(!inflight_.empty() && inflight_.begin()->first == step_id, "steps complete in the order planned");
   std::vector<StepEntry> entries = std::move(inflight_.begin()->second);
   inflight_.erase(inflight_.begin());
@@ -600,6 +617,11 @@ std::vector<SeqEvent> SchedulerPolicy::complete(uint64_t step_id, std::span<cons
       }
     }
     drop_if_drained(e.seq_id, pages, events);
+  }
+  for (const SeqDrafts& d : drafts) {  // MTP proposals for the sequences as they now stand
+    auto it = running_.find(d.seq_id);
+    if (drafter_ && it != running_.end() && it->second.ended == Finish::none)
+      drafter_->take_proposal(d.seq_id, static_cast<int>(it->second.tokens.size()), d.tokens);
   }
   return events;
 }

@@ -92,6 +92,12 @@ struct SpeculativeLimits {
   double min_acceptance = 0.2;  // a sequence whose measured acceptance falls below this stops
                                 // drafting for kSpecCooldownTokens tokens
   int disable_batch_size = 0;   // no drafts in a step with more decoding sequences (0 = no limit)
+  // MTP (speculative method mtp): the executor runs the model's MTP module with every step, so
+  // every chunk sends the token after it (SeqWorkItem::next_token) and, when a drafter is set
+  // (not on a prefill instance), every sampling item asks for num_tokens drafts
+  // (SeqWorkItem::mtp_drafts), which come back with the step (complete(): MtpDrafter). A radix
+  // match gives up its last page, whose last MTP entry was made from another sequence's next token.
+  bool mtp = false;
   Status validate() const;
 };
 
@@ -276,7 +282,8 @@ class SchedulerPolicy {
   // missing or unasked one ends its sequence with an error).
   std::vector<SeqEvent> complete(uint64_t step_id, std::span<const SampledResult> sampled, PageSource& pages,
                                  std::span<const PromptLogprobRun> prompt_logprobs = {},
-                                 std::span<const PooledEmbedding> embeddings = {});
+                                 std::span<const PooledEmbedding> embeddings = {},
+                                 std::span<const SeqDrafts> drafts = {});
   // A step failed as a whole: every sequence in it ends with `error`.
   std::vector<SeqEvent> fail(uint64_t step_id, const std::string& error, PageSource& pages);
 

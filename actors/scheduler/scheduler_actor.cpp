@@ -356,7 +356,7 @@ void on_step_done(scheduler_ptr self, const DecodedStepResult& r) {
     }
   }
   if (r.error.empty()) st.policy->note_step_bound(r.roofline_us > 0.0 && r.compute_bound);  // the load rule
-  std::vector<SeqEvent> events = r.error.empty() ? st.policy->complete(r.step_id, r.sampled, st.lease, r.prompt_logprobs, r.embeddings)
+  std::vector<SeqEvent> events = r.error.empty() ? st.policy->complete(r.step_id, r.sampled, st.lease, r.prompt_logprobs, r.embeddings, r.drafts)
                                                  : st.policy->fail(r.step_id, r.error, st.lease);
   if (!r.error.empty()) spdlog::error("scheduler: step {} failed: {}", r.step_id, r.error);
   // The next plan goes out before the events: the executor starts the next step while the

@@ -9,6 +9,7 @@
 //                                    (n-gram speculative decoding on vs off only)
 //   build/bench/e2e/bench_engine --spec 4 --draft-model D [--model M]
 //                                    (a draft model's speculative decoding on vs off only)
+//   build/bench/e2e/bench_engine --spec 3 --mtp --model M   (M's MTP module drafting vs off only)
 //   build/bench/e2e/bench_engine --prompt-logprobs 5 [--prompt-len 2048]
 //   build/bench/e2e/bench_engine --stations 2   (what stations add to a step: no-op backend)
 //                                    (prefill with prompt logprobs vs without only)
@@ -133,6 +134,8 @@ class PassThrough final : public Station {
 
 // --weights: the executor's weight type for every engine the run makes ("auto" keeps the checkpoint's).
 std::string g_weights = "auto";
+// --mtp: speculative decoding with the model's MTP module (method mtp) instead of n-grams.
+bool g_mtp = false;
 
 std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool null_backend, int max_running,
                                     const std::string& kv_dtype = "auto", int spec_tokens = 0,
@@ -154,7 +157,7 @@ std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool 
   inst.cache.radix = radix;
   if (null_backend) o.backend_factory = [] { return make_null_backend(); };
   if (spec_tokens > 0) {
-    inst.scheduler.speculative.method = draft_model.empty() ? "ngram" : "draft_model";
+    inst.scheduler.speculative.method = g_mtp ? "mtp" : draft_model.empty() ? "ngram" : "draft_model";
     inst.scheduler.speculative.model = draft_model;
     inst.scheduler.speculative.num_tokens = spec_tokens;
   }
@@ -225,7 +228,7 @@ nlohmann::json compare_speculation(const std::string& model, int threads, int sp
       // The draft model's forward time per generated token (all measured runs).
       const double draft_ms = static_cast<double>(a.spec_draft_forward_us - b.spec_draft_forward_us) * 1e-3 /
                               static_cast<double>(a.generated_tokens - b.generated_tokens);
-      const std::string name = i == 0 ? "off" : (draft_model.empty() ? "ngram" : "draft") + std::string(" k=") +
+      const std::string name = i == 0 ? "off" : (g_mtp ? "mtp" : draft_model.empty() ? "ngram" : "draft") + std::string(" k=") +
                                                     std::to_string(spec_tokens);
       std::printf("%-10s batch %-12d %12.1f %11.2fx %12.2f %12.2f %14llu %12.2f\n", name.c_str(), batch, best[i],
                   best[i] / best[0], per_step, acceptance, static_cast<unsigned long long>(off_steps), draft_ms);
@@ -325,6 +328,7 @@ int main(int argc, char** argv) {
                  "on prompts that repeat themselves (runs per setting: --kv-repeats)");
   std::string draft_model;
   app.add_option("--draft-model", draft_model, "With --spec: draft with this model instead of n-grams");
+  app.add_flag("--mtp", g_mtp, "With --spec: draft with the model's MTP module (DeepSeek-V3's; method mtp)");
   int prompt_logprobs = -1, prompt_len = 2048;
   app.add_option("--prompt-logprobs", prompt_logprobs,
                  "Only compare prefill with these top-k prompt logprobs against prefill without (runs: --kv-repeats)");

@@ -18,6 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::greedy_ids;
 using testing::create_engine;
+using testing::expect_same_tokens;
 using testing::run_concurrently;
 
 EngineOptions draft_options(const std::string& model, const std::string& draft, int depth,
@@ -48,14 +49,6 @@ std::vector<GenerateOptions> requests(bool sampled) {
       reqs.push_back(r);
   }
   return reqs;
-}
-
-void expect_same_tokens(const std::vector<Completion>& got, const std::vector<Completion>& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_FALSE(want[i].token_ids.empty());
-    EXPECT_EQ(got[i].token_ids, want[i].token_ids) << what << ", request " << i;
-  }
 }
 
 class DraftModelEngine : public ::testing::Test {

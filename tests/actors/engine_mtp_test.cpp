@@ -1,0 +1,291 @@
+// MTP speculative decoding (`method: mtp`): the executor's MTP pass (StepRunner) drafts what the
+// reference chain of scripts/make_fixtures.py deepseek_v3_mtp drafts, and after a verify step
+// with a rejected draft its drafts are those of a fresh runner over the accepted sequence (the
+// module's entries at rejected positions are overwritten, its cached ones reused). Through the
+// whole engine: no token changes with MTP on, greedy or seeded, with prefix-cache hits and
+// under preemption; a model whose MTP module predicts exactly what the target will say (a
+// "bigram" edit of the fixture) has every draft accepted in fewer steps; setups that cannot run
+// are refused at create.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include "actors/executor/step_runner.h"
+#include "brigade/engine.h"
+#include "cpu/cpu_backend.h"
+#include "models/mapped_file.h"
+#include "models/model.h"
+#include "tests/engine_test_util.h"
+
+namespace brigade {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::create_engine;
+using testing::expect_same_tokens;
+using testing::run_concurrently;
+
+std::string fixture() { return std::string(BRIGADE_FIXTURES) + "/deepseek_v3_mtp"; }
+
+struct MtpCase {
+  std::vector<int32_t> tokens;
+  int prompt_len = 0;
+  std::vector<int32_t> chain_drafts;
+};
+
+std::vector<MtpCase> read_cases() {
+  auto text = read_text_file(fixture() + "/expected.json");
+  EXPECT_TRUE(text.has_value());
+  std::vector<MtpCase> out;
+  if (!text) return out;
+  const auto doc = nlohmann::json::parse(*text);  // alive across the loop
+  for (const auto& c : doc.at("cases"))
+    out.push_back({c.at("tokens").get<std::vector<int32_t>>(), c.at("target_greedy_from").get<int>(),
+                   c.at("chain_drafts").get<std::vector<int32_t>>()});
+  return out;
+}
+
+constexpr int kPage = 4, kPages = 32;
+
+class MtpRunner {
+ public:
+  MtpRunner() : backend_(make_cpu_backend({.n_threads = 2})) {
+    LoadOptions lo;
+    lo.max_batch_tokens = 64;
+    lo.progress = false;
+    lo.mtp = true;
+    auto m = Model::load(fixture(), *backend_, lo);
+    EXPECT_TRUE(m.has_value()) << m.status().to_string();
+    model_ = std::move(*m);
+    auto kv = KvCache::allocate(*backend_, model_->kv_layout(kPages, kPage, DType::f32));
+    EXPECT_TRUE(kv.has_value());
+    runner_ = std::make_unique<StepRunner>(*backend_, *model_, std::move(*kv));
+  }
+  // One greedy sampling item of sequence 1 at start with the given drafts; returns its tokens and
+  // the MTP drafts that came back for it.
+  std::pair<std::vector<int32_t>, std::vector<int32_t>> step(std::vector<int32_t> tokens, int start, int n_draft, int k) {
+    SeqWorkItem w;
+    w.seq_id = 1;
+    w.tokens = std::move(tokens);
+    w.start_pos = start;
+    w.n_draft = n_draft;
+    for (int p = 0; p < kPages; ++p) w.block_table.push_back(p);
+    w.sample = true;
+    w.sampling.temperature = 0.0f;
+    w.prompt_len = start == 0 ? static_cast<int>(w.tokens.size()) : 0;
+    w.mtp_drafts = k;
+    PlannedStep s;
+    s.step_id = ++step_id_;
+    s.seqs.push_back(w);
+    auto started = runner_->start(s);
+    EXPECT_TRUE(started.has_value()) << started.status().to_string();
+    if (!started) return {};
+    std::vector<int32_t> got;
+    for (const SampledResult& r : runner_->finish(*started)) got.push_back(r.token);
+    std::vector<int32_t> drafts;
+    for (const SeqDrafts& d : started->take_drafts()) {
+      EXPECT_EQ(d.seq_id, 1u);
+      drafts = d.tokens;
+    }
+    return {got, drafts};
+  }
+
+ private:
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<StepRunner> runner_;
+  uint64_t step_id_ = 0;
+};
+
+TEST(MtpStepRunner, APromptStepDraftsTheReferenceChain) {
+  const std::vector<MtpCase> cases = read_cases();
+  ASSERT_EQ(cases.size(), 2u);
+  for (const MtpCase& c : cases) {
+    MtpRunner r;
+    const int n = static_cast<int>(c.tokens.size());
+    const auto [got, drafts] = r.step(std::vector<int32_t>(c.tokens.begin(), c.tokens.end() - 1), 0, 0, 3);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0], c.tokens.back()) << "the target's greedy token";
+    EXPECT_EQ(drafts, c.chain_drafts) << n << " tokens";
+  }
+}
+
+// Prompt, then a verify step whose first two drafts are the target's own greedy tokens and the
+// third is not: three tokens come back, and the drafts made after them equal those of a fresh
+// runner given the accepted sequence as one prompt.
+TEST(MtpStepRunner, AfterARejectedDraftTheDraftsAreThoseOfTheAcceptedSequence) {
+  const std::vector<MtpCase> cases = read_cases();
+  ASSERT_FALSE(cases.empty());
+  const MtpCase c = cases.back();
+  const int p = c.prompt_len;
+  ASSERT_GE(static_cast<int>(c.tokens.size()), p + 5);
+  MtpRunner a;
+  const auto [first, d0] = a.step(std::vector<int32_t>(c.tokens.begin(), c.tokens.begin() + p), 0, 0, 3);
+  ASSERT_EQ(first, std::vector<int32_t>{c.tokens[static_cast<size_t>(p)]});
+  EXPECT_EQ(d0.size(), 3u);
+  const int32_t wrong = (c.tokens[static_cast<size_t>(p + 3)] + 1) % 128;
+  const auto [verified, d1] = a.step({c.tokens[static_cast<size_t>(p)], c.tokens[static_cast<size_t>(p + 1)],
+                                      c.tokens[static_cast<size_t>(p + 2)], wrong}, p, 3, 3);
+  ASSERT_EQ(verified, (std::vector<int32_t>{c.tokens[static_cast<size_t>(p + 1)], c.tokens[static_cast<size_t>(p + 2)],
+                                            c.tokens[static_cast<size_t>(p + 3)]}));
+  MtpRunner fresh;
+  const auto [again, want] = fresh.step(std::vector<int32_t>(c.tokens.begin(), c.tokens.begin() + p + 3), 0, 0, 3);
+  ASSERT_EQ(again, std::vector<int32_t>{c.tokens[static_cast<size_t>(p + 3)]});
+  EXPECT_EQ(d1, want);
+  EXPECT_EQ(d1.size(), 3u);
+}
+
+// ---- the engine ----
+
+EngineOptions mtp_options(const std::string& model, bool on, int depth = 1) {
+  EngineOptions o = testing::test_engine_options(model, 2);
+  auto& inst = o.topology.instances.front();
+  inst.kv.memory_mb = 16;
+  inst.kv.page_size = 4;
+  inst.scheduler.max_step_tokens = 16;  // long prompts take several chunks
+  inst.scheduler.max_inflight_steps = depth;
+  if (on) {
+    auto& sp = inst.scheduler.speculative;
+    sp.method = "mtp";
+    sp.num_tokens = 3;
+    sp.min_acceptance = 0.0;  // keep drafting: the tests compare tokens
+  }
+  return o;
+}
+
+std::vector<GenerateOptions> requests(bool sampled) {
+  std::vector<GenerateOptions> reqs;
+  for (int n : {2, 7, 19, 33}) {
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < n; ++i) prompt.push_back((i * 37 + n) % 120 + 3);
+    for (const GenerateOptions& r : testing::greedy_and_seeded(prompt, 20 + n % 5, sampled ? 3 : 1, static_cast<uint64_t>(n)))
+      reqs.push_back(r);
+  }
+  return reqs;
+}
+
+TEST(MtpEngine, ChangesNoTokenGreedyOrSeeded) {
+  auto off = create_engine(mtp_options(fixture(), false));
+  ASSERT_TRUE(off);
+  const auto want = run_concurrently(*off, requests(true));
+  for (int depth : {1, 2}) {
+    auto on = create_engine(mtp_options(fixture(), true, depth));
+    ASSERT_TRUE(on);
+    expect_same_tokens(run_concurrently(*on, requests(true)), want, "depth " + std::to_string(depth));
+    // Again: the prompts now hit the prefix cache (its pages hold the module's entries too).
+    expect_same_tokens(run_concurrently(*on, requests(true)), want, "cached, depth " + std::to_string(depth));
+    const EngineStats st = on->stats();
+    EXPECT_GT(st.spec_draft_tokens, 0u) << "MTP drafts were verified";
+    EXPECT_GT(st.cache_hit_tokens, 0u);
+    EXPECT_EQ(st.kv_pages_used, st.cache_pages) << "only the prefix cache holds pages after the requests";
+  }
+}
+
+// The fixture edited so that every layer adds nothing (o_proj and every down projection zero):
+// the target's next token is a function f of the current one, and the MTP module (eh_proj = [I 0],
+// enorm ones, shared_head.norm = the final norm) predicts f of its input token, which is exactly
+// the token after next. Every greedy draft is then accepted.
+std::string bigram_copy() {
+  const fs::path dir = fs::temp_directory_path() / ("brigade_mtp_bigram_" + std::to_string(::getpid()));
+  if (fs::exists(dir / "model.safetensors")) return dir.string();
+  fs::create_directories(dir);
+  fs::copy_file(fixture() + "/config.json", dir / "config.json", fs::copy_options::overwrite_existing);
+  std::ifstream in(fixture() + "/model.safetensors", std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, bytes.data(), 8);
+  const auto header = nlohmann::json::parse(std::string(bytes.data() + 8, header_len));
+  const size_t base = 8 + header_len;
+  const auto data = [&](const std::string& name) {
+    const auto& t = header.at(name);
+    EXPECT_EQ(t.at("dtype"), "F32") << name;
+    const size_t begin = t.at("data_offsets")[0].get<size_t>(), end = t.at("data_offsets")[1].get<size_t>();
+    return std::span<float>(reinterpret_cast<float*>(bytes.data() + base + begin), (end - begin) / sizeof(float));
+  };
+  const auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  const std::string mtp = "model.layers.2.";
+  int zeroed = 0;
+  for (const auto& [name, t] : header.items()) {
+    if (name == "__metadata__") continue;
+    if (ends_with(name, "o_proj.weight") || name.find("down_proj") != std::string::npos) {
+      for (float& v : data(name)) v = 0.0f;
+      ++zeroed;
+    }
+  }
+  EXPECT_GE(zeroed, 4);
+  const auto eh = data(mtp + "eh_proj.weight");  // [hidden, 2 hidden]
+  const size_t hidden = data(mtp + "enorm.weight").size();
+  for (float& v : eh) v = 0.0f;
+  for (size_t i = 0; i < hidden; ++i) eh[i * 2 * hidden + i] = 1.0f;
+  for (float& v : data(mtp + "enorm.weight")) v = 1.0f;
+  const auto norm = data("model.norm.weight");
+  const auto head_norm = data(mtp + "shared_head.norm.weight");
+  std::copy(norm.begin(), norm.end(), head_norm.begin());
+  std::ofstream out(dir / "model.safetensors", std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return dir.string();
+}
+
+TEST(MtpEngine, AModuleThatKnowsTheNextTokensHasEveryDraftAccepted) {
+  const std::string model = bigram_copy();
+  auto off = create_engine(mtp_options(model, false));
+  auto on = create_engine(mtp_options(model, true));
+  ASSERT_TRUE(off && on);
+  const auto reqs = requests(false);
+  expect_same_tokens(run_concurrently(*on, reqs), run_concurrently(*off, reqs), "bigram");
+  const EngineStats st = on->stats();
+  EXPECT_GT(st.spec_draft_tokens, 0u);
+  EXPECT_EQ(st.spec_accepted_tokens, st.spec_draft_tokens);
+  EXPECT_LT(st.steps, off->stats().steps) << "accepted drafts save target steps";
+  fs::remove_all(model);
+}
+
+// A pool of 12 pages of 4 tokens for 4 sequences of up to 60: preempted and recomputed
+// sequences rebuild the module's entries with their own.
+TEST(MtpEngine, PreemptionChangesNoToken) {
+  std::vector<GenerateOptions> reqs;
+  for (int n = 0; n < 4; ++n) {
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 20 + n; ++i) prompt.push_back((i * 53 + n * 7) % 120 + 3);
+    GenerateOptions r = testing::greedy_ids(prompt, 30);
+    if (n % 2) {
+      r.sampling.temperature = 0.7f;
+      r.sampling.seed = static_cast<uint64_t>(n);
+    }
+    reqs.push_back(r);
+  }
+  EngineOptions o = mtp_options(fixture(), false, 2);
+  o.topology.instances.front().kv.pages = 20;
+  auto off = create_engine(o);
+  EngineOptions on_o = mtp_options(fixture(), true, 2);
+  on_o.topology.instances.front().kv.pages = 20;
+  auto on = create_engine(on_o);
+  ASSERT_TRUE(off && on);
+  expect_same_tokens(run_concurrently(*on, reqs), run_concurrently(*off, reqs), "tight pool");
+  EXPECT_GT(on->stats().preemptions, 0u) << "the pool is tight enough to preempt";
+  EXPECT_GT(on->stats().spec_draft_tokens, 0u);
+}
+
+TEST(MtpEngine, SetupsThatCannotRunAreRefused) {
+  // A DeepSeek checkpoint without MTP weights, and another architecture.
+  for (const std::string& m : {std::string(BRIGADE_FIXTURES) + "/deepseek_v3", std::string(BRIGADE_FIXTURES) + "/llama"}) {
+    auto e = Engine::create(mtp_options(m, true));
+    ASSERT_FALSE(e.has_value()) << m;
+    EXPECT_NE(e.status().message().find("MTP"), std::string::npos) << e.status().message();
+  }
+  EngineOptions tp = mtp_options(fixture(), true);
+  tp.topology.instances.front().executors.front().tp = 2;
+  auto e = Engine::create(tp);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.status().message().find("tp 1"), std::string::npos) << e.status().message();
+}
+
+}  // namespace
+}  // namespace brigade

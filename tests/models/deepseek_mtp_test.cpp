@@ -1,0 +1,233 @@
+// DeepSeek-V3's MTP module (Model::forward_mtp) against the reference that
+// scripts/make_fixtures.py deepseek_v3_mtp computes with transformers' own DeepseekV3 layers
+// composed as SGLang's DeepseekModelNextN runs them: per position i, the module's logits from
+// the token at i + 1 and the target's final-norm hidden state at i (teacher-forced over the
+// whole sequence), and a chain of three greedy drafts, each fed the module's own normed output.
+// Also: the module's K/V is the last layer of the pool, chunks over its cached entries equal one
+// pass, and what is refused.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cpu/cpu_backend.h"
+#include "hf_fixture.h"
+#include "models/model.h"
+
+namespace brigade {
+namespace {
+
+using testing::fixture_dir;
+using testing::make_step;
+
+constexpr int kPageSize = 4, kPages = 16;
+constexpr float kTol = 1e-4f;
+
+struct MtpCase {
+  std::vector<int32_t> tokens;
+  std::vector<std::vector<float>> mtp_logits;    // [n - 1][vocab]
+  std::vector<int32_t> chain_drafts;
+  std::vector<std::vector<float>> chain_logits;  // [3][vocab]
+};
+
+std::vector<MtpCase> read_cases() {
+  auto text = read_text_file(fixture_dir("deepseek_v3_mtp") + "/expected.json");
+  EXPECT_TRUE(text.has_value());
+  std::vector<MtpCase> out;
+  if (!text) return out;
+  const auto j = nlohmann::json::parse(*text);
+  for (const auto& c : j.at("cases")) {
+    out.push_back({c.at("tokens").get<std::vector<int32_t>>(), c.at("mtp_logits").get<std::vector<std::vector<float>>>(),
+                   c.at("chain_drafts").get<std::vector<int32_t>>(),
+                   c.at("chain_logits").get<std::vector<std::vector<float>>>()});
+  }
+  return out;
+}
+
+std::unique_ptr<Model> load_mtp(Backend& backend, const std::string& path = fixture_dir("deepseek_v3_mtp")) {
+  LoadOptions o;
+  o.max_batch_tokens = 64;
+  o.progress = false;
+  o.mtp = true;
+  auto m = Model::load(path, backend, o);
+  EXPECT_TRUE(m.has_value()) << m.status().to_string();
+  return m ? std::move(*m) : nullptr;
+}
+
+float row_diff(const float* got, const std::vector<float>& want) {
+  float d = 0.0f;
+  for (size_t i = 0; i < want.size(); ++i) d = std::max(d, std::fabs(got[i] - want[i]));
+  return d;
+}
+
+// Host helpers over one backend: a device buffer viewed as a tensor, its rows back as floats.
+struct Runner {
+  Backend& backend;
+  Model& model;
+  const KvCache& kv;
+  int64_t hidden() const { return model.config().hidden_size; }
+  Tensor alloc(DType t, int64_t rows, int64_t cols, std::vector<Buffer>& keep) {
+    auto buf = backend.allocate(dtype_bytes(t, rows * cols));
+    EXPECT_TRUE(buf.has_value());
+    keep.push_back(std::move(*buf));
+    return keep.back().view(t, {rows, cols});
+  }
+  // The target's forward over `b`, with every row's final-norm hidden state into `hidden_out`.
+  void target(StepBatch b, const Tensor& hidden_out) {
+    b.logit_rows.clear();
+    b.hidden_rows.resize(static_cast<size_t>(b.n_tokens()));
+    for (int r = 0; r < b.n_tokens(); ++r) b.hidden_rows[static_cast<size_t>(r)] = r;
+    b.hidden = hidden_out;
+    const Status st = model.forward(b, kv, Tensor());
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+  }
+  // forward_mtp; returns the logits of b.logit_rows on the host.
+  std::vector<float> mtp(const StepBatch& b, std::vector<Buffer>& keep) {
+    const int64_t vocab = model.config().vocab_size, r = static_cast<int64_t>(b.logit_rows.size());
+    const Tensor logits = alloc(DType::f32, r, vocab, keep);
+    const Status st = model.forward_mtp(b, kv, logits);
+    EXPECT_TRUE(st.is_ok()) << st.to_string();
+    std::vector<float> host(static_cast<size_t>(r * vocab));
+    backend.download(host.data(), logits);
+    return host;
+  }
+};
+
+// The MTP batch over positions [from, to) of `tokens`: each row feeds the token after its position.
+StepBatch shifted(const std::vector<int32_t>& tokens, int from, int to) {
+  const std::vector<int32_t> next(tokens.begin() + from + 1, tokens.begin() + to + 1);
+  return make_step({{0, next, from, true}}, kPageSize, kPages);
+}
+
+TEST(DeepseekMtp, TeacherForcedLogitsAndDraftChainMatchTheReference) {
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load_mtp(*backend);
+  ASSERT_NE(model, nullptr);
+  ASSERT_EQ(model->n_mtp_layers(), 1);
+  const int vocab = model->config().vocab_size;
+  const auto cases = read_cases();
+  ASSERT_FALSE(cases.empty());
+  for (const MtpCase& c : cases) {
+    const int n = static_cast<int>(c.tokens.size());
+    ASSERT_EQ(static_cast<int>(c.mtp_logits.size()), n - 1);
+    auto kv = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
+    ASSERT_TRUE(kv.has_value());
+    Runner run{*backend, *model, *kv};
+    std::vector<Buffer> keep;
+    const DType act = backend->activation_dtype();
+    // The target over positions 0..n-2 (its hidden states there), then the module over the same.
+    const Tensor h = run.alloc(act, n - 1, run.hidden(), keep);
+    const std::vector<int32_t> fed(c.tokens.begin(), c.tokens.end() - 1);
+    run.target(make_step({{0, fed, 0, true}}, kPageSize, kPages), h);
+    StepBatch b = shifted(c.tokens, 0, n - 1);
+    b.prev_hidden = h;
+    b.hidden_rows = {n - 2};
+    Tensor g = run.alloc(act, 1, run.hidden(), keep);
+    b.hidden = g;
+    const auto logits = run.mtp(b, keep);
+    float worst = 0.0f;
+    for (int i = 0; i < n - 1; ++i)
+      worst = std::max(worst, row_diff(logits.data() + static_cast<size_t>(i) * vocab, c.mtp_logits[static_cast<size_t>(i)]));
+    EXPECT_LE(worst, kTol) << n << " tokens";
+    RecordProperty("mtp_max_abs_diff_" + std::to_string(n), std::to_string(worst));
+    // The chain: draft 1 from the last position, then each draft fed back with the module's output.
+    std::vector<int32_t> drafts = {testing::argmax(logits.data() + static_cast<size_t>(n - 2) * vocab, vocab)};
+    for (int j = 1; j < static_cast<int>(c.chain_drafts.size()); ++j) {
+      StepBatch s = make_step({{0, {drafts.back()}, n - 2 + j, true}}, kPageSize, kPages);
+      s.prev_hidden = g;
+      const Tensor out = run.alloc(act, 1, run.hidden(), keep);
+      s.hidden_rows = {0};
+      s.hidden = out;
+      const auto row = run.mtp(s, keep);
+      EXPECT_LE(row_diff(row.data(), c.chain_logits[static_cast<size_t>(j)]), kTol) << "chain step " << j;
+      drafts.push_back(testing::argmax(row.data(), vocab));
+      g = out;
+    }
+    EXPECT_EQ(drafts, c.chain_drafts);
+  }
+}
+
+// The module over the sequence in chunks of 5, each over the entries the earlier ones cached
+// (what successive steps do), gives every row's logits as one pass.
+TEST(DeepseekMtp, ChunksOverCachedEntriesEqualOnePass) {
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load_mtp(*backend);
+  ASSERT_NE(model, nullptr);
+  const int vocab = model->config().vocab_size;
+  const MtpCase c = read_cases().back();
+  const int n = static_cast<int>(c.tokens.size());
+  auto kv = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  Runner run{*backend, *model, *kv};
+  std::vector<Buffer> keep;
+  float worst = 0.0f;
+  for (int at = 0; at < n - 1; at += 5) {
+    const int end = std::min(n - 1, at + 5);
+    const Tensor h = run.alloc(backend->activation_dtype(), end - at, run.hidden(), keep);
+    const std::vector<int32_t> fed(c.tokens.begin() + at, c.tokens.begin() + end);
+    run.target(make_step({{0, fed, at, true}}, kPageSize, kPages), h);
+    StepBatch b = shifted(c.tokens, at, end);
+    b.prev_hidden = h;
+    const auto logits = run.mtp(b, keep);
+    for (int i = at; i < end; ++i)
+      worst = std::max(worst, row_diff(logits.data() + static_cast<size_t>(i - at) * vocab, c.mtp_logits[static_cast<size_t>(i)]));
+  }
+  EXPECT_LE(worst, kTol);
+}
+
+TEST(DeepseekMtp, KvLayoutHasTheModuleAsItsLastLayer) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto with = load_mtp(*backend);
+  auto without = testing::load_or_fail(fixture_dir("deepseek_v3_mtp"), *backend);
+  ASSERT_NE(with, nullptr);
+  ASSERT_NE(without, nullptr);
+  EXPECT_EQ(with->kv_layout(4, 16, DType::bf16).n_layers, with->config().n_layers + 1);
+  EXPECT_EQ(without->kv_layout(4, 16, DType::bf16).n_layers, without->config().n_layers);
+  EXPECT_EQ(without->n_mtp_layers(), 0);
+  EXPECT_GT(with->n_params(), without->n_params());
+  // The target's own forward is unchanged by the module (same logits with either pool).
+  const MtpCase c = read_cases().front();
+  std::vector<std::vector<float>> got;
+  for (Model* m : {with.get(), without.get()}) {
+    auto kv = KvCache::allocate(*backend, m->kv_layout(kPages, kPageSize, DType::f32));
+    ASSERT_TRUE(kv.has_value());
+    got.push_back(testing::run_step(*m, *backend, *kv, make_step({{0, c.tokens, 0, true}}, kPageSize, kPages)));
+  }
+  EXPECT_EQ(got[0], got[1]);
+}
+
+TEST(DeepseekMtp, RefusesWhatItCannotRun) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  LoadOptions o;
+  o.max_batch_tokens = 64;
+  o.progress = false;
+  o.mtp = true;
+  // The deepseek_v3 fixture's config says num_nextn_predict_layers 1 (transformers' default), but
+  // transformers saved no MTP weights.
+  auto none = Model::load(fixture_dir("deepseek_v3"), *backend, o);
+  ASSERT_FALSE(none.has_value());
+  EXPECT_EQ(none.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(none.status().message().find("eh_proj"), std::string::npos) << none.status().message();
+  auto llama = Model::load(fixture_dir("llama"), *backend, o);
+  ASSERT_FALSE(llama.has_value());
+  EXPECT_EQ(llama.status().code(), StatusCode::unsupported);
+  EXPECT_NE(llama.status().message().find("MTP"), std::string::npos);
+  // forward_mtp without the module, and without prev_hidden.
+  auto plain = testing::load_or_fail(fixture_dir("deepseek_v3_mtp"), *backend);
+  ASSERT_NE(plain, nullptr);
+  auto kv = KvCache::allocate(*backend, plain->kv_layout(kPages, kPageSize, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  const StepBatch b = make_step({{0, {5, 6}, 0, false}}, kPageSize, kPages);
+  EXPECT_EQ(plain->forward_mtp(b, *kv, Tensor()).code(), StatusCode::unsupported);
+  auto model = load_mtp(*backend);
+  ASSERT_NE(model, nullptr);
+  auto kv2 = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
+  ASSERT_TRUE(kv2.has_value());
+  auto buf = backend->allocate(sizeof(float) * static_cast<size_t>(model->config().vocab_size));
+  ASSERT_TRUE(buf.has_value());
+  const Status st = model->forward_mtp(b, *kv2, buf->view(DType::f32, {1, model->config().vocab_size}));
+  EXPECT_EQ(st.code(), StatusCode::invalid_argument);
+  EXPECT_NE(st.message().find("prev_hidden"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace brigade
