@@ -190,6 +190,8 @@ TEST(MtpEngine, ChangesNoTokenGreedyOrSeeded) {
 // the target's next token is a function f of the current one, and the MTP module (eh_proj = [I 0],
 // enorm ones, shared_head.norm = the final norm) predicts f of its input token, which is exactly
 // the token after next. Every greedy draft is then accepted.
+// Written once per process (and left in the temp dir's pid-named folder, as the other engine
+// tests' synthetic models).
 std::string bigram_copy() {
   const fs::path dir = fs::temp_directory_path() / ("brigade_mtp_bigram_" + std::to_string(::getpid()));
   if (fs::exists(dir / "model.safetensors")) return dir.string();
@@ -244,7 +246,31 @@ TEST(MtpEngine, AModuleThatKnowsTheNextTokensHasEveryDraftAccepted) {
   EXPECT_GT(st.spec_draft_tokens, 0u);
   EXPECT_EQ(st.spec_accepted_tokens, st.spec_draft_tokens);
   EXPECT_LT(st.steps, off->stats().steps) << "accepted drafts save target steps";
-  fs::remove_all(model);
+}
+
+// PD separation: the prefill instance writes the module's entries with the prompt's pages; the
+// decode instance, which computed none of the prompt, drafts from them at once.
+TEST(MtpEngine, HandedOffSequencesDraftFromThePrefillInstancesEntries) {
+  const std::string model = bigram_copy();
+  EngineOptions o = mtp_options(model, true);
+  InstanceConfig prefill = o.topology.instances.front(), decode = prefill;
+  prefill.role = "prefill";
+  prefill.name = "p0";
+  decode.role = "decode";
+  decode.name = "d0";
+  o.topology.instances = {prefill, decode};
+  auto pd = create_engine(o);
+  auto off = create_engine(mtp_options(model, false));
+  ASSERT_TRUE(pd && off);
+  const auto reqs = requests(false);
+  expect_same_tokens(run_concurrently(*pd, reqs), run_concurrently(*off, reqs), "PD");
+  const auto per = pd->instance_stats();
+  ASSERT_EQ(per.size(), 2u);
+  EXPECT_EQ(per[0].stats.spec_draft_tokens, 0u) << "a prefill instance drafts nothing";
+  EXPECT_GT(per[1].stats.pd_transfers_in, 0u);
+  EXPECT_GT(per[1].stats.spec_draft_tokens, 0u);
+  EXPECT_EQ(per[1].stats.spec_accepted_tokens, per[1].stats.spec_draft_tokens)
+      << "the handed-off entries are the prompt's own";
 }
 
 // A pool of 12 pages of 4 tokens for 4 sequences of up to 60: preempted and recomputed

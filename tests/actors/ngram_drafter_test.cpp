@@ -1,4 +1,5 @@
 #include "actors/drafter/ngram_drafter.h"
+#include "actors/drafter/mtp_drafter.h"
 
 #include <gtest/gtest.h>
 
@@ -43,6 +44,27 @@ TEST(NgramDrafter, OptionsAreValidated) {
   EXPECT_FALSE((NgramDrafterOptions{0, 3}.validate().is_ok()));
   EXPECT_FALSE((NgramDrafterOptions{3, 2}.validate().is_ok()));
   EXPECT_TRUE((NgramDrafterOptions{2, 2}.validate().is_ok()));
+}
+
+// The MTP board: a proposal follows the sequence at the length it was made for, is cut to the
+// query's k, is used once, and is dropped when the sequence ends.
+TEST(MtpDrafter, AnswersOnlyForTheLengthItsProposalFollows) {
+  MtpDrafter d;
+  const std::vector<int32_t> t = {5, 6, 7};
+  EXPECT_TRUE(d.propose({1, t, 3}).tokens.empty()) << "nothing received yet";
+  d.take_proposal(1, 3, {8, 9, 10});
+  d.take_proposal(2, 4, {11});
+  EXPECT_TRUE(d.propose({2, t, 3}).tokens.empty()) << "made for 4 tokens, asked at 3: stale";
+  EXPECT_EQ(d.propose({1, t, 2}).tokens, (std::vector<int32_t>{8, 9})) << "cut to k";
+  EXPECT_TRUE(d.propose({1, t, 2}).tokens.empty()) << "verified once";
+  d.take_proposal(1, 3, {8});
+  d.take_proposal(1, 3, {12, 13});
+  EXPECT_EQ(d.propose({1, t, 4}).tokens, (std::vector<int32_t>{12, 13})) << "the latest proposal counts";
+  d.take_proposal(3, 3, {1});
+  EXPECT_EQ(d.n_tracked(), 2u);
+  d.forget(3);
+  d.forget(2);
+  EXPECT_EQ(d.n_tracked(), 0u);
 }
 
 }  // namespace

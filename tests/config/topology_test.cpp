@@ -214,6 +214,13 @@ TEST(Topology, SpeculativeKeys) {
   EXPECT_EQ(dm.model, "/models/small");
   EXPECT_EQ(dm.num_tokens, 3);
   EXPECT_EQ(dm.kv_tokens, 4096);
+
+  refused("method: mtp, model: /m", "model is the draft checkpoint of method draft_model");
+  refused("method: mtp, num_tokens: 0", "num_tokens must be in [1, 16]");
+  auto mtp = parse_topology("instances: [{scheduler: {speculative: {method: mtp, num_tokens: 2}}}]");
+  ASSERT_TRUE(mtp.has_value()) << mtp.status().to_string();
+  EXPECT_EQ(mtp->instances[0].scheduler.speculative.method, "mtp");
+  EXPECT_EQ(mtp->instances[0].scheduler.speculative.num_tokens, 2);
 }
 
 TEST(Topology, ErrorsListValidChoices) {
