@@ -25,6 +25,7 @@ struct TensorPlan {
   std::vector<int64_t> shape;
   enum Kind { matrix, embedding, norm } kind = matrix;
   double std = 0.0;  // matrices, embeddings and biases (stored as kind embedding): standard deviation
+  std::string values_of;  // non-empty: a copy of the tensor of that name (its values, drawn from its seed)
   int64_t numel() const { int64_t n = 1; for (auto d : shape) n *= d; return n; }
 };
 
@@ -64,6 +65,9 @@ TensorPlan mat(std::string n, int64_t rows, int64_t cols, double scale) {
   return TensorPlan{std::move(n), {rows, cols}, TensorPlan::matrix, scale / std::sqrt(static_cast<double>(cols))};
 }
 
+// o_proj's and down_proj's extra scale (GPT-2's), so the residual stream stays O(1) over the layers.
+double residual_scale(const SyntheticModelSpec& s) { return 1.0 / std::sqrt(2.0 * s.n_layers); }
+
 // DeepseekV3Attention's tensors (q_proj, or q_a_proj + q_a_layernorm + q_b_proj).
 void plan_mla(const SyntheticModelSpec& s, const std::string& pre, double out_scale, std::vector<TensorPlan>& p) {
   const int64_t h = s.hidden_size, heads = s.n_heads, r = s.kv_lora_rank, dr = s.qk_rope_head_dim;
@@ -81,89 +85,123 @@ void plan_mla(const SyntheticModelSpec& s, const std::string& pre, double out_sc
   p.push_back(mat(pre + "self_attn.o_proj.weight", h, heads * dv, out_scale));
 }
 
-std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, const ModelConfig& config, int head_dim) {
-  auto moe_layer = [&](int l) { return config.is_moe_layer(l); };
+// A layer's attention tensors under `pre` ("model.layers.{l}.").
+void plan_attention(const SyntheticModelSpec& s, int head_dim, const std::string& pre, std::vector<TensorPlan>& p) {
   const int64_t h = s.hidden_size, q = int64_t{s.n_heads} * head_dim, kv = int64_t{s.n_kv_heads} * head_dim;
-  const int64_t inter = s.intermediate_size, v = s.vocab_size;
-  const double out_scale = 1.0 / std::sqrt(2.0 * s.n_layers);
+  const double out_scale = residual_scale(s);
+  if (is_deepseek(s.arch)) {
+    plan_mla(s, pre, out_scale, p);
+  } else if (s.arch == "phi3") {  // Phi3Attention: one qkv_proj, q rows then k then v
+    p.push_back(mat(pre + "self_attn.qkv_proj.weight", q + 2 * kv, h, 1.0));
+    p.push_back(mat(pre + "self_attn.o_proj.weight", h, q, out_scale));
+  } else {
+    p.push_back(mat(pre + "self_attn.q_proj.weight", q, h, 1.0));
+    p.push_back(mat(pre + "self_attn.k_proj.weight", kv, h, 1.0));
+    p.push_back(mat(pre + "self_attn.v_proj.weight", kv, h, 1.0));
+    p.push_back(mat(pre + "self_attn.o_proj.weight", h, q, out_scale));
+  }
+  if (s.arch == "gpt_oss") {  // GptOssAttention: q/k/v/o biases and a sink logit per head
+    p.push_back({pre + "self_attn.q_proj.bias", {q}, TensorPlan::embedding, 0.02});
+    p.push_back({pre + "self_attn.k_proj.bias", {kv}, TensorPlan::embedding, 0.02});
+    p.push_back({pre + "self_attn.v_proj.bias", {kv}, TensorPlan::embedding, 0.02});
+    p.push_back({pre + "self_attn.o_proj.bias", {h}, TensorPlan::embedding, 0.02});
+    p.push_back({pre + "self_attn.sinks", {int64_t{s.n_heads}}, TensorPlan::embedding, 1.0});
+  }
+  if (s.arch == "qwen2") {  // Qwen2Attention: q/k/v carry biases
+    p.push_back({pre + "self_attn.q_proj.bias", {q}, TensorPlan::embedding, 0.02});
+    p.push_back({pre + "self_attn.k_proj.bias", {kv}, TensorPlan::embedding, 0.02});
+    p.push_back({pre + "self_attn.v_proj.bias", {kv}, TensorPlan::embedding, 0.02});
+  }
+  if (s.arch == "qwen3" || s.arch == "qwen3_moe") {  // per-head RMSNorm of q and k
+    p.push_back({pre + "self_attn.q_norm.weight", {head_dim}, TensorPlan::norm, 0.0});
+    p.push_back({pre + "self_attn.k_norm.weight", {head_dim}, TensorPlan::norm, 0.0});
+  }
+}
+
+// A layer's MLP under `pre`: the sparse block when `sparse`, else the dense MLP (gpt_oss: always
+// its stacked experts).
+void plan_mlp(const SyntheticModelSpec& s, const std::string& pre, bool sparse, std::vector<TensorPlan>& p) {
+  const int64_t h = s.hidden_size, inter = s.intermediate_size;
+  const double out_scale = residual_scale(s);
+  if (s.arch == "gpt_oss") {  // GptOssMLP: a biased router; experts stacked, transposed, gate/up interleaved
+    const int64_t e = s.n_experts;
+    p.push_back(mat(pre + "mlp.router.weight", e, h, 1.0));
+    p.push_back({pre + "mlp.router.bias", {e}, TensorPlan::embedding, 0.02});
+    p.push_back({pre + "mlp.experts.gate_up_proj", {e, h, 2 * inter}, TensorPlan::matrix, 1.0 / std::sqrt(double(h))});
+    p.push_back({pre + "mlp.experts.gate_up_proj_bias", {e, 2 * inter}, TensorPlan::embedding, 0.02});
+    p.push_back({pre + "mlp.experts.down_proj", {e, inter, h}, TensorPlan::matrix, out_scale / std::sqrt(double(inter))});
+    p.push_back({pre + "mlp.experts.down_proj_bias", {e, h}, TensorPlan::embedding, 0.02});
+    return;
+  }
+  if (sparse) {  // the sparse block as the Hub stores it: one tensor per expert
+    // Qwen3MoeSparseMoeBlock's (and DeepSeek's) names, or MixtralSparseMoeBlock's with its
+    // experts intermediate_size wide.
+    const bool mixtral = s.arch == "mixtral";
+    const std::string block = pre + (mixtral ? "block_sparse_moe." : "mlp.");
+    const std::array<const char*, 3> names = mixtral ? std::array{"w1", "w3", "w2"}
+                                                     : std::array{"gate_proj", "up_proj", "down_proj"};
+    const int64_t mi = mixtral ? inter : s.moe_intermediate_size;
+    p.push_back(mat(block + "gate.weight", s.n_experts, h, 1.0));
+    if (s.arch == "deepseek_v3")  // DeepseekV3TopkRouter's selection bias
+      p.push_back({pre + "mlp.gate.e_score_correction_bias", {s.n_experts}, TensorPlan::embedding, 0.02});
+    if (is_deepseek(s.arch) && s.n_shared_experts > 0) {  // DeepseekV3MoE.shared_experts
+      const int64_t si = int64_t{s.n_shared_experts} * mi;
+      p.push_back(mat(pre + "mlp.shared_experts.gate_proj.weight", si, h, 1.0));
+      p.push_back(mat(pre + "mlp.shared_experts.up_proj.weight", si, h, 1.0));
+      p.push_back(mat(pre + "mlp.shared_experts.down_proj.weight", h, si, out_scale));
+    }
+    for (int e = 0; e < s.n_experts; ++e) {
+      const std::string ex = block + "experts." + std::to_string(e) + ".";
+      p.push_back(mat(ex + names[0] + ".weight", mi, h, 1.0));
+      p.push_back(mat(ex + names[1] + ".weight", mi, h, 1.0));
+      p.push_back(mat(ex + names[2] + ".weight", h, mi, out_scale));
+    }
+    return;
+  }
+  if (s.arch == "phi3") {  // Phi3MLP: one gate_up_proj, gate rows then up
+    p.push_back(mat(pre + "mlp.gate_up_proj.weight", 2 * inter, h, 1.0));
+  } else {
+    p.push_back(mat(pre + "mlp.gate_proj.weight", inter, h, 1.0));
+    p.push_back(mat(pre + "mlp.up_proj.weight", inter, h, 1.0));
+  }
+  p.push_back(mat(pre + "mlp.down_proj.weight", h, inter, out_scale));
+}
+
+// One decoder layer's tensors under `pre`.
+void plan_layer(const SyntheticModelSpec& s, int head_dim, const std::string& pre, bool sparse, std::vector<TensorPlan>& p) {
+  p.push_back({pre + "input_layernorm.weight", {int64_t{s.hidden_size}}, TensorPlan::norm, 0.0});
+  plan_attention(s, head_dim, pre, p);
+  p.push_back({pre + "post_attention_layernorm.weight", {int64_t{s.hidden_size}}, TensorPlan::norm, 0.0});
+  plan_mlp(s, pre, sparse, p);
+}
+
+// DeepSeek-V3's MTP module j as the Hub's checkpoints store it, under model.layers.{n_layers + j}.:
+// copies of the model's embedding and lm_head, enorm and hnorm [h], eh_proj [h, 2h] (it maps
+// [enorm(embed(next token)); hnorm(hidden)]), a decoder layer by the checkpoint's rule for that
+// index (sparse past first_k_dense_replace, as in the Hub's models) and shared_head.norm [h].
+void plan_mtp_module(const SyntheticModelSpec& s, const ModelConfig& config, int head_dim, int j, std::vector<TensorPlan>& p) {
+  const int64_t h = s.hidden_size, v = s.vocab_size;
+  const int l = s.n_layers + j;
+  const std::string pre = "model.layers." + std::to_string(l) + ".";
+  p.push_back({pre + "embed_tokens.weight", {v, h}, TensorPlan::embedding, 0.02, "model.embed_tokens.weight"});
+  p.push_back({pre + "enorm.weight", {h}, TensorPlan::norm, 0.0});
+  p.push_back({pre + "hnorm.weight", {h}, TensorPlan::norm, 0.0});
+  p.push_back(mat(pre + "eh_proj.weight", h, 2 * h, 1.0));
+  plan_layer(s, head_dim, pre, config.is_moe_layer(l), p);
+  p.push_back({pre + "shared_head.norm.weight", {h}, TensorPlan::norm, 0.0});
+  p.push_back({pre + "shared_head.head.weight", {v, h}, TensorPlan::embedding, 0.02,
+               s.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"});
+}
+
+std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, const ModelConfig& config, int head_dim) {
+  const int64_t h = s.hidden_size, v = s.vocab_size;
   std::vector<TensorPlan> p;
   p.push_back({"model.embed_tokens.weight", {v, h}, TensorPlan::embedding, 0.02});
-  for (int l = 0; l < s.n_layers; ++l) {
-    const std::string pre = "model.layers." + std::to_string(l) + ".";
-    p.push_back({pre + "input_layernorm.weight", {h}, TensorPlan::norm, 0.0});
-    if (is_deepseek(s.arch)) {
-      plan_mla(s, pre, out_scale, p);
-    } else if (s.arch == "phi3") {  // Phi3Attention: one qkv_proj, q rows then k then v
-      p.push_back(mat(pre + "self_attn.qkv_proj.weight", q + 2 * kv, h, 1.0));
-      p.push_back(mat(pre + "self_attn.o_proj.weight", h, q, out_scale));
-    } else {
-      p.push_back(mat(pre + "self_attn.q_proj.weight", q, h, 1.0));
-      p.push_back(mat(pre + "self_attn.k_proj.weight", kv, h, 1.0));
-      p.push_back(mat(pre + "self_attn.v_proj.weight", kv, h, 1.0));
-      p.push_back(mat(pre + "self_attn.o_proj.weight", h, q, out_scale));
-    }
-    if (s.arch == "gpt_oss") {  // GptOssAttention: q/k/v/o biases and a sink logit per head
-      p.push_back({pre + "self_attn.q_proj.bias", {q}, TensorPlan::embedding, 0.02});
-      p.push_back({pre + "self_attn.k_proj.bias", {kv}, TensorPlan::embedding, 0.02});
-      p.push_back({pre + "self_attn.v_proj.bias", {kv}, TensorPlan::embedding, 0.02});
-      p.push_back({pre + "self_attn.o_proj.bias", {h}, TensorPlan::embedding, 0.02});
-      p.push_back({pre + "self_attn.sinks", {int64_t{s.n_heads}}, TensorPlan::embedding, 1.0});
-    }
-    if (s.arch == "qwen2") {  // Qwen2Attention: q/k/v carry biases
-      p.push_back({pre + "self_attn.q_proj.bias", {q}, TensorPlan::embedding, 0.02});
-      p.push_back({pre + "self_attn.k_proj.bias", {kv}, TensorPlan::embedding, 0.02});
-      p.push_back({pre + "self_attn.v_proj.bias", {kv}, TensorPlan::embedding, 0.02});
-    }
-    if (s.arch == "qwen3" || s.arch == "qwen3_moe") {  // per-head RMSNorm of q and k
-      p.push_back({pre + "self_attn.q_norm.weight", {head_dim}, TensorPlan::norm, 0.0});
-      p.push_back({pre + "self_attn.k_norm.weight", {head_dim}, TensorPlan::norm, 0.0});
-    }
-    p.push_back({pre + "post_attention_layernorm.weight", {h}, TensorPlan::norm, 0.0});
-    if (s.arch == "gpt_oss") {  // GptOssMLP: a biased router; experts stacked, transposed, gate/up interleaved
-      const int64_t e = s.n_experts;
-      p.push_back(mat(pre + "mlp.router.weight", e, h, 1.0));
-      p.push_back({pre + "mlp.router.bias", {e}, TensorPlan::embedding, 0.02});
-      p.push_back({pre + "mlp.experts.gate_up_proj", {e, h, 2 * inter}, TensorPlan::matrix, 1.0 / std::sqrt(double(h))});
-      p.push_back({pre + "mlp.experts.gate_up_proj_bias", {e, 2 * inter}, TensorPlan::embedding, 0.02});
-      p.push_back({pre + "mlp.experts.down_proj", {e, inter, h}, TensorPlan::matrix, out_scale / std::sqrt(double(inter))});
-      p.push_back({pre + "mlp.experts.down_proj_bias", {e, h}, TensorPlan::embedding, 0.02});
-      continue;
-    }
-    if (moe_layer(l)) {  // the sparse block as the Hub stores it: one tensor per expert
-      // Qwen3MoeSparseMoeBlock's (and DeepSeek's) names, or MixtralSparseMoeBlock's with its
-      // experts intermediate_size wide.
-      const bool mixtral = s.arch == "mixtral";
-      const std::string block = pre + (mixtral ? "block_sparse_moe." : "mlp.");
-      const std::array<const char*, 3> names = mixtral ? std::array{"w1", "w3", "w2"}
-                                                       : std::array{"gate_proj", "up_proj", "down_proj"};
-      const int64_t mi = mixtral ? inter : s.moe_intermediate_size;
-      p.push_back(mat(block + "gate.weight", s.n_experts, h, 1.0));
-      if (s.arch == "deepseek_v3")  // DeepseekV3TopkRouter's selection bias
-        p.push_back({pre + "mlp.gate.e_score_correction_bias", {s.n_experts}, TensorPlan::embedding, 0.02});
-      if (is_deepseek(s.arch) && s.n_shared_experts > 0) {  // DeepseekV3MoE.shared_experts
-        const int64_t si = int64_t{s.n_shared_experts} * mi;
-        p.push_back(mat(pre + "mlp.shared_experts.gate_proj.weight", si, h, 1.0));
-        p.push_back(mat(pre + "mlp.shared_experts.up_proj.weight", si, h, 1.0));
-        p.push_back(mat(pre + "mlp.shared_experts.down_proj.weight", h, si, out_scale));
-      }
-      for (int e = 0; e < s.n_experts; ++e) {
-        const std::string ex = block + "experts." + std::to_string(e) + ".";
-        p.push_back(mat(ex + names[0] + ".weight", mi, h, 1.0));
-        p.push_back(mat(ex + names[1] + ".weight", mi, h, 1.0));
-        p.push_back(mat(ex + names[2] + ".weight", h, mi, out_scale));
-      }
-      continue;
-    }
-    if (s.arch == "phi3") {  // Phi3MLP: one gate_up_proj, gate rows then up
-      p.push_back(mat(pre + "mlp.gate_up_proj.weight", 2 * inter, h, 1.0));
-    } else {
-      p.push_back(mat(pre + "mlp.gate_proj.weight", inter, h, 1.0));
-      p.push_back(mat(pre + "mlp.up_proj.weight", inter, h, 1.0));
-    }
-    p.push_back(mat(pre + "mlp.down_proj.weight", h, inter, out_scale));
-  }
+  for (int l = 0; l < s.n_layers; ++l)
+    plan_layer(s, head_dim, "model.layers." + std::to_string(l) + ".", config.is_moe_layer(l), p);
   p.push_back({"model.norm.weight", {h}, TensorPlan::norm, 0.0});
   if (!s.tie_embeddings) p.push_back({"lm_head.weight", {v, h}, TensorPlan::embedding, 0.02});
+  for (int j = 0; j < s.n_mtp_layers; ++j) plan_mtp_module(s, config, head_dim, j, p);
   return p;
 }
 
@@ -196,9 +234,11 @@ ojson quantization_config_json(const QuantConfig& q) {
           {"ignore", q.ignore}};
 }
 
-// The nn.Linear weights a quantizer converts: projections, not routers (mlp.gate) or tables.
+// The nn.Linear weights a quantizer converts: projections, not routers (mlp.gate) or tables, nor
+// the MTP's eh_proj (DeepSeek-V3's FP8 checkpoint keeps it bf16: SGLang and vLLM load it into a
+// plain nn.Linear).
 bool is_quantized(const TensorPlan& t, const QuantConfig& q) {
-  return q.quantized() && t.kind == TensorPlan::matrix && !q.ignored(t.name) &&
+  return q.quantized() && t.kind == TensorPlan::matrix && !q.ignored(t.name) && !t.name.ends_with(".eh_proj.weight") &&
          (t.name.ends_with("_proj.weight") || t.name.ends_with("_proj_with_mqa.weight"));
 }
 
@@ -214,9 +254,14 @@ std::vector<int64_t> scale_shape(const TensorPlan& t, const QuantConfig& q) {
 const char* st_dtype(DType d) { return d == DType::f32 ? "F32" : d == DType::f16 ? "F16" : "BF16"; }
 const char* torch_dtype(DType d) { return d == DType::f32 ? "float32" : d == DType::f16 ? "float16" : "bfloat16"; }
 
+// The stream of t's values: seeded by its name, or by the name of the tensor it copies.
+Rng values_rng(const TensorPlan& t, const SyntheticModelSpec& s) {
+  return Rng(name_seed(s.seed, t.values_of.empty() ? t.name : t.values_of));
+}
+
 // Generates one tensor's values and writes them in the spec's dtype, 64K elements at a time.
 void write_values(std::ofstream& out, const TensorPlan& t, const SyntheticModelSpec& s) {
-  Rng rng(name_seed(s.seed, t.name));
+  Rng rng = values_rng(t, s);
   constexpr int64_t kChunk = 1 << 16;
   std::vector<uint8_t> buf(static_cast<size_t>(kChunk) * 4);
   const size_t elem = dtype_size(s.dtype);
@@ -237,7 +282,7 @@ void write_values(std::ofstream& out, const TensorPlan& t, const SyntheticModelS
 // A quantized weight: its values as write_values draws them, quantized whole, then the codes and
 // the F32 scales (the next tensor of the header).
 void write_fp8_values(std::ofstream& out, const TensorPlan& t, const SyntheticModelSpec& s, const QuantConfig& q) {
-  Rng rng(name_seed(s.seed, t.name));
+  Rng rng = values_rng(t, s);
   std::vector<float> w(static_cast<size_t>(t.numel()));
   for (float& f : w) f = static_cast<float>(t.std * rng.normal());
   std::vector<uint8_t> codes(w.size());
@@ -317,7 +362,7 @@ void deepseek_config_json(const SyntheticModelSpec& s, ojson& c) {
   c["norm_topk_prob"] = v3 && s.norm_topk_prob;
   c["scoring_func"] = v3 ? "sigmoid" : "softmax";
   c["topk_method"] = v3 ? "noaux_tc" : s.n_group > 1 ? "group_limited_greedy" : "greedy";
-  c["num_nextn_predict_layers"] = 0;
+  c["num_nextn_predict_layers"] = v3 ? s.n_mtp_layers : 0;
   if (v3) c["rope_interleave"] = true;
 }
 
@@ -409,6 +454,11 @@ Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& out
     return invalid_argument("make-model: --fp8-block must be > 0 and not combined with --fp8-compressed");
   if (!s.fp8_compressed.empty() && s.fp8_compressed != "channel" && s.fp8_compressed != "tensor")
     return invalid_argument("make-model: --fp8-compressed '" + s.fp8_compressed + "' is not one of: channel, tensor");
+  if (s.n_mtp_layers < 0)
+    return invalid_argument("make-model: --mtp-layers must be >= 0, got " + std::to_string(s.n_mtp_layers));
+  if (s.n_mtp_layers > 0 && s.arch != "deepseek_v3")
+    return invalid_argument("make-model: --mtp-layers writes DeepSeek-V3's MTP modules (num_nextn_predict_layers): "
+                            "arch deepseek_v3 only, not '" + s.arch + "'");
   if (s.vocab_size < kSyntheticMinVocab)
     return invalid_argument("make-model: vocab_size must be >= 259 (3 special tokens + 256 bytes), got " +
                             std::to_string(s.vocab_size));

@@ -53,6 +53,12 @@ struct SyntheticModelSpec {
   int n_group = 1;  // > 1: group-limited routing (v3 noaux_tc; v2 group_limited_greedy)
   int topk_group = 1;
   float routed_scaling_factor = 1.0f;
+  // deepseek_v3 only: DeepSeek-V3's multi-token-prediction modules (num_nextn_predict_layers),
+  // module j stored as the Hub's checkpoints store it under model.layers.{n_layers + j}.:
+  // embed_tokens and shared_head.head (copies of the model's embedding and lm_head), enorm, hnorm,
+  // eh_proj [hidden, 2 hidden] (never FP8, as on the Hub), a decoder layer written as layer
+  // n_layers + j would be (sparse past first_k_dense_replace), shared_head.norm.
+  int n_mtp_layers = 0;
   DType dtype = DType::bf16;  // f32, f16 or bf16 (fp8 checkpoints: of the tensors left unquantized)
   // FP8 checkpoints in the Hub's layouts (models/quant_config.h): the linear weights (attention and
   // MLP/expert projections; not the embedding, lm_head or routers) stored F8_E4M3 with F32 scales.
