@@ -395,7 +395,8 @@ void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vec
   if (limits_.spec.mtp) {  // SpeculativeLimits::mtp
     const int end = s.n_scheduled + n_tokens - n_draft;
     if (!w.sample && w.next_token < 0 && end < known) w.next_token = s.tokens[static_cast<size_t>(end)];
-    if (w.sample && spec_active(s)) {
+    // Drafts cost the module's chain forwards: only while the load rule would verify them.
+    if (w.sample && spec_active(s) && draft_rule() == DraftRule::on) {
       w.mtp_drafts = limits_.spec.num_tokens;
       // The executor drafts at positions up to start + n_tokens + k - 2: the pages the sequence
       // holds for them go along (plan_decodes reserves them when the lease has room).

@@ -393,6 +393,9 @@ class SchedulerPolicy {
   static constexpr int kSpecCooldownTokens = 64;
   // Whether this step may carry drafts (the load rule), counting why not.
   bool drafting_this_step();
+  // The load rule itself (drafting_this_step counts the steps it turns drafts off).
+  enum class DraftRule { on, no_drafter, compute_bound, batch };
+  DraftRule draft_rule() const;
   bool spec_active(const Seq& s) const { return drafter_ && s.n_generated >= s.spec_off_until; }
   // Drafts for the decodes of running sequences `ids` (in plan order) within the step's budget,
   // max_tokens and the context; sequences without drafts are absent.

@@ -31,20 +31,21 @@ SpecStats SchedulerPolicy::spec_stats() const {
 // costs little. Once the last step came back compute-bound, or the batch is large, they would
 // only add work.
 bool SchedulerPolicy::drafting_this_step() {
-  if (!drafter_) return false;
-  if (last_step_compute_bound_) {
-    ++spec_stats_.off_compute_bound_steps;
-    return false;
-  }
+  const DraftRule r = draft_rule();
+  if (r == DraftRule::compute_bound) ++spec_stats_.off_compute_bound_steps;
+  if (r == DraftRule::batch) ++spec_stats_.off_batch_steps;
+  return r == DraftRule::on;
+}
+
+SchedulerPolicy::DraftRule SchedulerPolicy::draft_rule() const {
+  if (!drafter_) return DraftRule::no_drafter;
+  if (last_step_compute_bound_) return DraftRule::compute_bound;
   const int limit = limits_.spec.disable_batch_size;
   if (limit > 0) {
     const auto n = std::count_if(running_.begin(), running_.end(), [&](const auto& kv) { return wants_decode(kv.second); });
-    if (n > limit) {
-      ++spec_stats_.off_batch_steps;
-      return false;
-    }
+    if (n > limit) return DraftRule::batch;
   }
-  return true;
+  return DraftRule::on;
 }
 
 // One drafter call for the step's decodes (a draft model runs them as one batch). Each k stays
