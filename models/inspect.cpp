@@ -134,6 +134,9 @@ std::string format_model_info(const ModelInfo& m) {
     s += "\n";
     if (c.is_mla()) s += "routing:       " + deepseek_routing(c) + "\n";
     s += "sparse layers: " + std::to_string(c.n_moe_layers()) + " of " + std::to_string(c.n_layers) + dense + "\n";
+    if (c.n_mtp_layers > 0)
+      s += "mtp modules:   " + std::to_string(c.n_mtp_layers) +
+           " (num_nextn_predict_layers; speculative method mtp drafts with the first)\n";
   }
   if (c.quant.quantized()) {
     s += "quantization:  " + c.quant.describe() +

@@ -11,6 +11,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "hf_fixture.h"
+#include "models/inspect.h"
 #include "models/model.h"
 
 namespace brigade {
@@ -193,6 +194,9 @@ TEST(DeepseekMtp, KvLayoutHasTheModuleAsItsLastLayer) {
     got.push_back(testing::run_step(*m, *backend, *kv, make_step({{0, c.tokens, 0, true}}, kPageSize, kPages)));
   }
   EXPECT_EQ(got[0], got[1]);
+  const auto info = inspect_model(fixture_dir("deepseek_v3_mtp"));
+  ASSERT_TRUE(info.has_value());
+  EXPECT_NE(format_model_info(*info).find("mtp modules:   1 (num_nextn_predict_layers"), std::string::npos);
 }
 
 TEST(DeepseekMtp, RefusesWhatItCannotRun) {
