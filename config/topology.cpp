@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -517,6 +519,46 @@ Expected<TopologyConfig> load_topology_file(const std::string& path) {
   auto cfg = parse_topology(ss.str());
   if (!cfg) return Status(cfg.status().code(), path + ": " + cfg.status().message());
   return cfg;
+}
+
+Status parse_speculative_json(const std::string& json_text, SpeculativeConfig& out) {
+  using nlohmann::json;
+  const std::string at = "--speculative-config: ";
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    return invalid_argument(at + "not JSON: " + e.what());
+  }
+  if (!j.is_object()) return invalid_argument(at + "must be a JSON object, e.g. {\"method\": \"mtp\", \"num_speculative_tokens\": 2}");
+  const std::set<std::string> keys = {"method", "num_speculative_tokens", "model", "prompt_lookup_min",
+                                      "prompt_lookup_max", "disable_by_batch_size", "min_acceptance", "kv_tokens"};
+  for (const auto& [k, v] : j.items()) {
+    if (!keys.count(k)) return invalid_argument(at + "unknown key '" + k + "'; valid: " + join(keys));
+    const bool ok = k == "method" || k == "model" ? v.is_string() : k == "min_acceptance" ? v.is_number() : v.is_number_integer();
+    if (!ok) return invalid_argument(at + "'" + k + "' has the wrong type (" + v.type_name() + ")");
+  }
+  if (j.contains("model")) out.model = j["model"].get<std::string>();
+  if (j.contains("method")) {
+    const std::string m = j["method"].get<std::string>();
+    const std::map<std::string, std::string> methods = {
+        {"ngram", "ngram"}, {"draft_model", "draft_model"}, {"mtp", "mtp"}, {"deepseek_mtp", "mtp"}, {"none", "none"}};
+    auto it = methods.find(m);
+    if (it == methods.end())
+      return invalid_argument(at + "method '" + m + "' is not one of: deepseek_mtp, draft_model, mtp, ngram, none");
+    out.method = it->second;
+  } else if (j.contains("model")) {
+    out.method = "draft_model";
+  } else {
+    return invalid_argument(at + "needs a method (ngram, draft_model, mtp) or a draft model");
+  }
+  if (j.contains("num_speculative_tokens")) out.num_tokens = j["num_speculative_tokens"].get<int>();
+  if (j.contains("prompt_lookup_min")) out.ngram_min = j["prompt_lookup_min"].get<int>();
+  if (j.contains("prompt_lookup_max")) out.ngram_max = j["prompt_lookup_max"].get<int>();
+  if (j.contains("disable_by_batch_size")) out.disable_batch_size = j["disable_by_batch_size"].get<int>();
+  if (j.contains("min_acceptance")) out.min_acceptance = j["min_acceptance"].get<double>();
+  if (j.contains("kv_tokens")) out.kv_tokens = j["kv_tokens"].get<int>();
+  return Status::ok();
 }
 
 }  // namespace brigade

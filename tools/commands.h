@@ -17,11 +17,13 @@ namespace brigade::tools {
 struct ExecutorFlags {
   std::string device;   // cpu, cuda, cuda:N
   std::string weights;  // auto, f32, bf16, fp8, q8_0, q4_0, q4_1
+  std::string speculative_config;  // vLLM's --speculative-config JSON (parse_speculative_json)
 };
-// Registers --device and --weights on `cmd`.
+// Registers --device, --weights and --speculative-config on `cmd`.
 void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags);
-// Writes the flags given into options' topology (validated when the engine starts).
-void apply_executor_flags(const ExecutorFlags& flags, EngineOptions& options);
+// Writes the flags given into options' topology (validated when the engine starts); a malformed
+// --speculative-config is refused here.
+Status apply_executor_flags(const ExecutorFlags& flags, EngineOptions& options);
 
 struct GenerateArgs {
   std::string model;

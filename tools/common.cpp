@@ -23,16 +23,23 @@ void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags) {
                   "linear layers; a CUDA GPU of compute capability >= 8.9), or q8_0 / q4_0 / q4_1 / mxfp4 (linear layers quantized "
                   "at load; the CPU) (default: the topology's, auto)")
       ->check(CLI::IsMember({"auto", "f32", "bf16", "fp8", "q8_0", "q4_0", "q4_1", "mxfp4"}));
+  cmd->add_option("--speculative-config", flags.speculative_config,
+                  "Speculative decoding, as vLLM's flag: JSON with method (ngram, draft_model, mtp or deepseek_mtp: "
+                  "DeepSeek-V3's own MTP module), num_speculative_tokens, model (a draft checkpoint), "
+                  "prompt_lookup_min/max, disable_by_batch_size, min_acceptance, kv_tokens (default: the topology's)");
 }
 
 // Flags apply to every instance's executor (two instances on one --device GPU are refused by
 // the topology's validation; give each its own cuda:N in the file instead).
-void apply_executor_flags(const ExecutorFlags& flags, EngineOptions& options) {
+Status apply_executor_flags(const ExecutorFlags& flags, EngineOptions& options) {
   for (auto& inst : options.topology.instances) {
     ExecutorConfig& ex = inst.executors.front();
     if (!flags.device.empty()) ex.device = flags.device;
     if (!flags.weights.empty()) ex.weights = flags.weights;
+    if (!flags.speculative_config.empty())
+      BRIGADE_RETURN_IF_ERROR(parse_speculative_json(flags.speculative_config, inst.scheduler.speculative));
   }
+  return Status::ok();
 }
 
 sigset_t block_stop_signals() {

@@ -73,7 +73,7 @@ int run_generate(const GenerateArgs& a) {
   if (a.prompt.empty() == a.prompt_ids.empty()) return fail(invalid_argument("give exactly one of --prompt or --prompt-ids"));
   auto options = engine_options(a.topology, a.model, a.threads);
   if (!options) return fail(options.status());
-  apply_executor_flags(a.executor, *options);
+  if (Status st = apply_executor_flags(a.executor, *options); !st.is_ok()) return fail(st);
   auto engine = Engine::create(*options);
   if (!engine) return fail(engine.status());
 

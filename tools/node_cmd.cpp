@@ -27,7 +27,7 @@ int run_node(const NodeArgs& a) {
 
   auto options = engine_options(a.topology, a.model, a.threads, /*default_model=*/true);
   if (!options) return fail(options.status());
-  apply_executor_flags(a.executor, *options);
+  if (Status st = apply_executor_flags(a.executor, *options); !st.is_ok()) return fail(st);
   NodeOptions no;
   no.engine = std::move(*options);
   no.instance = a.instance;

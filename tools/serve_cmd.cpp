@@ -84,7 +84,7 @@ int run_serve(const ServeArgs& a) {
   options->pooling = pooling;
   if (!a.normalize.empty()) options->normalize_embeddings = a.normalize == "true";
   const std::string* model = &options->model_path;
-  apply_executor_flags(a.executor, *options);
+  if (Status st = apply_executor_flags(a.executor, *options); !st.is_ok()) return fail(st);
   for (const std::string& spec : a.lora_modules) {
     auto m = parse_lora_module(spec);
     if (!m) return fail(invalid_argument("--lora-modules: " + m.status().message()));

@@ -271,10 +271,12 @@ Status StepRunner::ensure_mtp_hidden(int n) {
 }
 
 // Row j of an item feeds the token at position start + j + 1: the next fed token, then (a
-// sampling item) its sampled run or (a prompt chunk) next_token. Rows past what is known (a
-// rejected draft's, a chunk without next_token) still run, with their own token as a
-// placeholder: their entries sit at positions the sequence has not reached, which the step that
-// computes those positions overwrites (as the target's own K/V there).
+// sampling item) its sampled run or (a prompt chunk) next_token. Rows past what is known still
+// run, with their own token as a placeholder. A rejected draft's entry sits at a position the
+// sequence has not reached, which the step that computes it overwrites (as the target's own K/V
+// there). A chunk without next_token (a prompt that samples nothing: the scheduler sends it
+// otherwise) keeps a placeholder entry at its last position: drafts that attend to it are worse,
+// never a token wrong.
 Status StepRunner::mtp_pass(const PlannedStep& step, const std::vector<SampledResult>& out,
                             std::vector<SeqDrafts>& drafts) {
   const int ps = kv_.layout().page_size;

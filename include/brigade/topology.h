@@ -84,7 +84,7 @@ struct CacheConfig {
 // Speculative decoding (DESIGN.md §7): `method: ngram` drafts by prompt lookup, `draft_model`
 // with a small model of the target's vocabulary (`model`); `none` is off.
 struct SpeculativeConfig {
-  std::string method = "none";  // none | ngram | draft_model
+  std::string method = "none";  // none | ngram | draft_model | mtp
   int num_tokens = 4;           // drafts verified per sequence and step, [1, 16]
   int ngram_min = 1;            // suffix lengths the drafter looks up, longest first
   int ngram_max = 3;
@@ -202,6 +202,12 @@ Expected<Endpoint> parse_endpoint(const std::string& text, bool allow_any_port =
 TopologyConfig default_topology();
 // Parses topology YAML; unknown keys and bad values are errors that list the valid choices.
 Expected<TopologyConfig> parse_topology(const std::string& yaml_text);
+// vLLM's --speculative-config: a JSON object over `out`. Keys: method (ngram, draft_model, mtp;
+// vLLM's deepseek_mtp is mtp; without method, a model means draft_model), num_speculative_tokens,
+// model, prompt_lookup_min / prompt_lookup_max (ngram), disable_by_batch_size, and brigade's
+// min_acceptance and kv_tokens. Unknown keys, methods and wrong types are refused by name; the
+// values are checked with the rest of the topology (TopologyConfig::validate).
+Status parse_speculative_json(const std::string& json_text, SpeculativeConfig& out);
 Expected<TopologyConfig> load_topology_file(const std::string& path);
 
 }  // namespace brigade

@@ -223,6 +223,38 @@ TEST(Topology, SpeculativeKeys) {
   EXPECT_EQ(mtp->instances[0].scheduler.speculative.num_tokens, 2);
 }
 
+// vLLM's --speculative-config JSON over the topology's speculative block.
+TEST(Topology, SpeculativeConfigJson) {
+  SpeculativeConfig sp;
+  ASSERT_TRUE(parse_speculative_json(R"({"method": "deepseek_mtp", "num_speculative_tokens": 2})", sp).is_ok());
+  EXPECT_EQ(sp.method, "mtp");
+  EXPECT_EQ(sp.num_tokens, 2);
+  sp = {};
+  ASSERT_TRUE(parse_speculative_json(R"({"model": "/m/draft", "num_speculative_tokens": 5, "kv_tokens": 64})", sp).is_ok());
+  EXPECT_EQ(sp.method, "draft_model") << "a model without a method is a draft model, as in vLLM";
+  EXPECT_EQ(sp.model, "/m/draft");
+  EXPECT_EQ(sp.kv_tokens, 64);
+  sp = {};
+  ASSERT_TRUE(parse_speculative_json(R"({"method": "ngram", "prompt_lookup_min": 2, "prompt_lookup_max": 4,
+                                         "disable_by_batch_size": 8, "min_acceptance": 0.5})", sp).is_ok());
+  EXPECT_EQ(sp.ngram_min, 2);
+  EXPECT_EQ(sp.ngram_max, 4);
+  EXPECT_EQ(sp.disable_batch_size, 8);
+  EXPECT_EQ(sp.min_acceptance, 0.5);
+  const auto refused = [](const std::string& text, const std::string& says) {
+    SpeculativeConfig c;
+    const Status st = parse_speculative_json(text, c);
+    EXPECT_FALSE(st.is_ok()) << text;
+    EXPECT_NE(st.message().find(says), std::string::npos) << st.message();
+  };
+  refused("{", "not JSON");
+  refused("[1]", "must be a JSON object");
+  refused(R"({"method": "eagle"})", "method 'eagle' is not one of");
+  refused(R"({"method": "mtp", "k": 2})", "unknown key 'k'");
+  refused(R"({"method": "mtp", "num_speculative_tokens": "2"})", "'num_speculative_tokens' has the wrong type");
+  refused(R"({"num_speculative_tokens": 2})", "needs a method");
+}
+
 TEST(Topology, ErrorsListValidChoices) {
   auto unknown = parse_topology("instances: [{schedular: {}}]");
   ASSERT_FALSE(unknown.has_value());

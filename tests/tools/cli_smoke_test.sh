@@ -158,4 +158,19 @@ test "$(head -1 "$dir/cluster_gen.txt")" = "$(head -1 "$dir/local_gen.txt")"
 kill -TERM $node_pid
 wait $node_pid
 
+# --speculative-config (vLLM's flag): DeepSeek-V3's MTP module drafting changes no greedy token; a
+# method brigade does not have is refused by name.
+"$bin" make-model --arch deepseek_v3 --out "$dir/ds" --hidden 64 --layers 2 --heads 4 --intermediate 128 --vocab 300 \
+  --experts 4 --moe-intermediate 32 --kv-lora-rank 32 --qk-nope-head-dim 16 --qk-rope-head-dim 8 --v-head-dim 16 \
+  --mtp-layers 1 --dtype f32 >/dev/null
+"$bin" generate --model "$dir/ds" --prompt-ids 1,2,3,4 --max-tokens 12 --temperature 0 --threads 1 \
+  --speculative-config '{"method": "deepseek_mtp", "num_speculative_tokens": 2}' >"$dir/mtp_gen.txt" 2>/dev/null
+"$bin" generate --model "$dir/ds" --prompt-ids 1,2,3,4 --max-tokens 12 --temperature 0 --threads 1 \
+  >"$dir/plain_gen.txt" 2>/dev/null
+test "$(head -1 "$dir/mtp_gen.txt")" = "$(head -1 "$dir/plain_gen.txt")"
+if "$bin" generate --model "$dir/ds" --prompt-ids 1 --speculative-config '{"method": "eagle"}' 2>"$dir/spec.err"; then
+  exit 1
+fi
+grep -q "method 'eagle' is not one of" "$dir/spec.err"
+
 echo "cli smoke: ok"
