@@ -440,7 +440,7 @@ void SchedulerPolicy::plan_decodes(PlannedStep& step, std::vector<StepEntry>& en
     if (!ensure_pages(s, s.n_scheduled + 1, pages)) continue;
     if (!drafts.empty() && !take_draft_pages(s, static_cast<int>(drafts.size()), pages)) drafts.clear();
     // MTP: room for the next drafts the executor makes after this step (best effort).
-    if (limits_.spec.mtp && spec_active(s))
+    if (limits_.spec.mtp && drafts_ok && spec_active(s))
       take_draft_pages(s, static_cast<int>(drafts.size()) + limits_.spec.num_tokens - 1, pages);
     const int n = 1 + static_cast<int>(drafts.size());
     if (!drafts.empty()) {
