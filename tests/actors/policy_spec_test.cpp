@@ -2,6 +2,7 @@
 // sequence (length, pages, stops, max_tokens), and the load rule.
 #include <gtest/gtest.h>
 
+#include "actors/drafter/mtp_drafter.h"
 #include "actors/scheduler/policy.h"
 #include "policy_test_util.h"
 
@@ -318,6 +319,48 @@ TEST(SchedulerSpec, AGivenDrafterIsAskedOnceAStepForEveryDecodeWithinTheBudget) 
   p.complete(s2->step_id, second, pages);
   EXPECT_EQ(drafter->forgotten, std::vector<uint64_t>{2}) << "the aborted sequence's draft state goes";
   EXPECT_EQ(p.spec_stats().accepted_tokens, 1u + 0u) << "the aborted sequence's tokens are dropped";
+}
+
+// MTP (SpeculativeLimits::mtp): every chunk that stops inside the known tokens sends the token
+// after it, every sampling item asks for k drafts and gets pages for them when the lease has
+// room; the drafts a result brings are the next decode's, and only for the length they follow.
+TEST(SchedulerSpec, MtpDraftsComeWithTheResultAndFeedTheNextDecode) {
+  SchedulerLimits l = spec_limits(3);
+  l.max_step_tokens = 4;  // the 6-token prompt takes two chunks
+  l.spec.mtp = true;
+  SchedulerPolicy p(l, 100, {}, std::make_shared<MtpDrafter>());
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(repeating(1, 20)).is_ok());
+  auto s1 = p.plan(pages);
+  ASSERT_TRUE(s1 && s1->seqs.size() == 1);
+  EXPECT_FALSE(s1->seqs[0].sample);
+  EXPECT_EQ(s1->seqs[0].next_token, 5) << "the token after the chunk, for the module's last entry";
+  EXPECT_EQ(s1->seqs[0].mtp_drafts, 0);
+  p.complete(s1->step_id, {}, pages);
+  auto s2 = p.plan(pages);
+  ASSERT_TRUE(s2 && s2->seqs.size() == 1);
+  const SeqWorkItem& w2 = s2->seqs[0];
+  EXPECT_TRUE(w2.sample);
+  EXPECT_EQ(w2.mtp_drafts, 3);
+  EXPECT_GE(static_cast<int>(w2.block_table.size()) * 4, 6 + 3 - 1) << "pages for the positions it drafts at";
+  // The prompt's last token samples 40; the module proposes 41 42 43 after it.
+  p.complete(s2->step_id, tokens_for(1, {40}), pages, {}, {}, std::vector<SeqDrafts>{{1, {41, 42, 43}}});
+  auto s3 = p.plan(pages);
+  ASSERT_TRUE(s3 && s3->seqs.size() == 1);
+  EXPECT_EQ(s3->seqs[0].tokens, (std::vector<int32_t>{40, 41, 42, 43}));
+  EXPECT_EQ(s3->seqs[0].n_draft, 3);
+  EXPECT_EQ(s3->seqs[0].mtp_drafts, 3);
+  // 41 accepted, then 50: the result's proposal follows 40 41 50.
+  p.complete(s3->step_id, tokens_for(1, {41, 50}), pages, {}, {}, std::vector<SeqDrafts>{{1, {51}}});
+  auto s4 = p.plan(pages);
+  ASSERT_TRUE(s4 && s4->seqs.size() == 1);
+  EXPECT_EQ(s4->seqs[0].tokens, (std::vector<int32_t>{50, 51}));
+  // A result without a proposal leaves the next decode without drafts (a miss), not stale ones.
+  p.complete(s4->step_id, tokens_for(1, {60}), pages);
+  auto s5 = p.plan(pages);
+  ASSERT_TRUE(s5 && s5->seqs.size() == 1);
+  EXPECT_EQ(s5->seqs[0].tokens, (std::vector<int32_t>{60}));
+  EXPECT_EQ(s5->seqs[0].n_draft, 0);
 }
 
 }  // namespace
