@@ -396,7 +396,7 @@ void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vec
     const int end = s.n_scheduled + n_tokens - n_draft;
     if (!w.sample && w.next_token < 0 && end < known) w.next_token = s.tokens[static_cast<size_t>(end)];
     // Drafts cost the module's chain forwards: only while the load rule would verify them.
-    if (w.sample && spec_active(s) && draft_rule() == DraftRule::on) {
+    if (w.sample && spec_active(s) && step_rule_ == DraftRule::on) {
       w.mtp_drafts = limits_.spec.num_tokens;
       // The executor drafts at positions up to start + n_tokens + k - 2: the pages the sequence
       // holds for them go along (plan_decodes reserves them when the lease has room).
@@ -458,6 +458,7 @@ std::optional<PlannedStep> SchedulerPolicy::plan(PageSource& pages) {
   std::vector<StepEntry> entries;
   int budget = limits_.max_step_tokens;
   pages_wanted_ = 0;
+  step_rule_ = draft_rule();  // one load-rule decision for every item of the step
   auto ids = [&] {
     std::vector<uint64_t> out;
     for (const auto& [id, s] : running_) out.push_back(id);

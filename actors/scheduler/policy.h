@@ -396,6 +396,7 @@ class SchedulerPolicy {
   // The load rule itself (drafting_this_step counts the steps it turns drafts off).
   enum class DraftRule { on, no_drafter, compute_bound, batch };
   DraftRule draft_rule() const;
+  DraftRule step_rule_ = DraftRule::no_drafter;  // draft_rule() for the step plan() is building
   bool spec_active(const Seq& s) const { return drafter_ && s.n_generated >= s.spec_off_until; }
   // Drafts for the decodes of running sequences `ids` (in plan order) within the step's budget,
   // max_tokens and the context; sequences without drafts are absent.

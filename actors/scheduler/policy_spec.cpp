@@ -31,7 +31,7 @@ SpecStats SchedulerPolicy::spec_stats() const {
 // costs little. Once the last step came back compute-bound, or the batch is large, they would
 // only add work.
 bool SchedulerPolicy::drafting_this_step() {
-  const DraftRule r = draft_rule();
+  const DraftRule r = step_rule_;
   if (r == DraftRule::compute_bound) ++spec_stats_.off_compute_bound_steps;
   if (r == DraftRule::batch) ++spec_stats_.off_batch_steps;
   return r == DraftRule::on;

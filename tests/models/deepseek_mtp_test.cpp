@@ -44,14 +44,10 @@ std::vector<MtpCase> read_cases() {
   return out;
 }
 
-std::unique_ptr<Model> load_mtp(Backend& backend, const std::string& path = fixture_dir("deepseek_v3_mtp")) {
-  LoadOptions o;
-  o.max_batch_tokens = 64;
-  o.progress = false;
+std::unique_ptr<Model> load_mtp(Backend& backend) {
+  LoadOptions o = testing::test_load_options();
   o.mtp = true;
-  auto m = Model::load(path, backend, o);
-  EXPECT_TRUE(m.has_value()) << m.status().to_string();
-  return m ? std::move(*m) : nullptr;
+  return testing::load_or_fail(fixture_dir("deepseek_v3_mtp"), backend, o);
 }
 
 float row_diff(const float* got, const std::vector<float>& want) {
@@ -201,9 +197,7 @@ TEST(DeepseekMtp, KvLayoutHasTheModuleAsItsLastLayer) {
 
 TEST(DeepseekMtp, RefusesWhatItCannotRun) {
   auto backend = make_cpu_backend({.n_threads = 1});
-  LoadOptions o;
-  o.max_batch_tokens = 64;
-  o.progress = false;
+  LoadOptions o = testing::test_load_options();
   o.mtp = true;
   // The deepseek_v3 fixture's config says num_nextn_predict_layers 1 (transformers' default), but
   // transformers saved no MTP weights.

@@ -215,15 +215,25 @@ inline StEntry& st_entry(std::vector<StEntry>& es, const std::string& name) {
   return es.front();
 }
 
-inline std::unique_ptr<Model> load_or_fail(const std::string& path, Backend& backend,
-                                           std::optional<DType> weights = std::nullopt) {
+// The tests' load options: steps of up to 64 tokens, no progress bar.
+inline LoadOptions test_load_options() {
   LoadOptions opts;
   opts.max_batch_tokens = 64;
   opts.progress = false;
-  opts.weight_dtype = weights;
+  return opts;
+}
+
+inline std::unique_ptr<Model> load_or_fail(const std::string& path, Backend& backend, const LoadOptions& opts) {
   auto m = Model::load(path, backend, opts);
   EXPECT_TRUE(m.has_value()) << m.status().to_string();
   return m ? std::move(*m) : nullptr;
+}
+
+inline std::unique_ptr<Model> load_or_fail(const std::string& path, Backend& backend,
+                                           std::optional<DType> weights = std::nullopt) {
+  LoadOptions opts = test_load_options();
+  opts.weight_dtype = weights;
+  return load_or_fail(path, backend, opts);
 }
 
 // Max |Δlogit| on `fixture`'s longest prompt with its weights but config.json changed by `edit`.
