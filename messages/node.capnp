@@ -46,6 +46,7 @@ struct NodeInfo {
   authRequired @15 :Bool;          # the node has a token: a hello must prove it
   challenge @16 :Data;             # (info) answer: a fresh single-use challenge for the hello
   proof @17 :Data;                 # hello answer: the node's proof over the hello's nonce
+  hostId @18 :Text;                # the node's host (its boot id): pd.transfer shm needs the front's
 }
 
 struct NodeStatsRequest {}

@@ -13,15 +13,17 @@ $Cxx.namespace("brigade::schema");
 
 using Req = import "request.capnp";
 
-# Bulk bytes of the data plane (DESIGN.md §3): inline in the message, or a handle to a
-# reference-counted host buffer of this process (messages/blob.h). A local handle names its
-# process, so one that crosses into another process is refused instead of misread; a sender
-# that may talk to another process sends inline.
+# Bulk bytes of the data plane (DESIGN.md §3): inline in the message, a handle to a
+# reference-counted host buffer of this process, or a POSIX shared-memory segment of this host
+# (messages/blob.h). A local handle names its process, so one that crosses into another process
+# is refused instead of misread; a sender that may talk to another process sends inline, or in
+# shared memory when every process is on one host (pd.transfer: shm).
 struct BlobRef {
   nBytes @0 :UInt64;
   union {
     inline @1 :Data;
     local @2 :LocalBlob;
+    shared @3 :SharedBlob;
   }
 }
 
@@ -30,11 +32,24 @@ struct LocalBlob {
   id @1 :UInt64;                   # the buffer's id in that process's blob registry
 }
 
+# A shared-memory segment (shm_open name /brigade-kv.<pid>.<nonce>.<n>, nBytes long). The
+# process that takes the message maps it and unlinks the name (adopt_blob).
+struct SharedBlob {
+  name @0 :Text;
+}
+
+# How a reply carries the bytes it is asked for.
+enum BlobTransport {
+  local @0;                        # a handle (the reply stays in this process)
+  inline @1;                       # the bytes in the message
+  shared @2;                       # a shared-memory segment
+}
+
 # Read device pages into one host buffer, page after page. Reply: KvExported.
 struct KvExport {
   requestId @0 :UInt64;
   pages @1 :List(Int32);
-  inline @2 :Bool;                 # put the bytes in the reply, not behind a local handle
+  transport @2 :BlobTransport;     # how the reply carries the bytes
 }
 
 struct KvExported {

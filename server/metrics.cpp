@@ -93,6 +93,9 @@ void render_instances(std::string& out, const std::vector<InstanceStats>& instan
                [](const InstanceStats& i) { return i.stats.pd_bytes_out; });
   per_instance(out, "brigade_pd_bytes_in_total", "counter", "KV bytes a decode instance received.", instances,
                [](const InstanceStats& i) { return i.stats.pd_bytes_in; });
+  per_instance(out, "brigade_pd_shm_transfers_in_total", "counter",
+               "Of the hand-offs a decode instance wrote, those whose KV bytes came in a shared-memory segment.",
+               instances, [](const InstanceStats& i) { return i.stats.pd_shm_transfers_in; });
   per_instance(out, "brigade_pd_transfer_seconds_total", "counter",
                "Summed seconds from a first token at the prefill scheduler to its pages written on the decode "
                "instance (mean = this / brigade_pd_transfers_in_total).",

@@ -37,6 +37,7 @@
 #include "core/logging.h"
 #include "core/grammar.h"
 #include "core/regex_dfa.h"
+#include "messages/blob.h"
 #include "messages/convert.h"
 #include "messages/registry.h"
 #include "models/chat_template.h"
@@ -659,6 +660,12 @@ Status EngineImpl::start(const EngineOptions& options) {
       continue;
     }
     BRIGADE_ASSIGN_OR_RETURN(auto connected, probe_node(configs[i]));
+    if (const std::string host = connected.second.reader().getHostId();
+        options.topology.pd.transfer == "shm" && options.topology.pd_separated() && host != blob_host_id())
+      return unsupported("instance '" + configs[i].name + "' (remote " + configs[i].remote +
+                         "): its node runs on another host (boot id '" + host + "', this front's '" + blob_host_id() +
+                         "'); pd.transfer: shm moves KV pages through this host's shared memory: run every PD "
+                         "node on this host, or use pd.transfer: inline");
     nodes_->nodes[i] = std::move(connected.first);
     remote_[i] = true;
     infos[i] = connected.second;

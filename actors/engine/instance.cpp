@@ -168,6 +168,16 @@ Expected<std::shared_ptr<ExecutorResources>> load_rank(const ExecutorConfig& exe
 
 }  // namespace
 
+BlobTransport pd_transport(const TopologyConfig& topology, bool in_node) {
+  const std::string& t = topology.pd.transfer;
+  if (t == "inline") return BlobTransport::inline_bytes;
+  const bool crosses = in_node || std::any_of(topology.instances.begin(), topology.instances.end(), [](const auto& i) {
+                         return !i.remote.empty() && i.role == "decode";
+                       });
+  if (!crosses) return BlobTransport::local;
+  return t == "shm" ? BlobTransport::shared : BlobTransport::inline_bytes;
+}
+
 std::string lora_identity(const LoraModule& m) {
   const std::filesystem::path dir(m.path);
   return "lora|" + file_identity(dir / "adapter_config.json") + '|' + file_identity(dir / "adapter_model.safetensors");
@@ -248,7 +258,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   setup.limits.prefix_cache = inst.cache.radix;
   BRIGADE_ASSIGN_OR_RETURN(setup.limits.role, parse_pd_role(inst.role));
   setup.instance_name = inst.name;
-  setup.pd_inline_bytes = options.topology.pd.transfer == "inline";
+  setup.pd_transport = pd_transport(options.topology, /*in_node=*/false);
   if (const SpeculativeConfig& sc = inst.scheduler.speculative; sc.method == "ngram") {
     setup.limits.spec = {sc.num_tokens, sc.ngram_min, sc.ngram_max, sc.min_acceptance, sc.disable_batch_size};
     spdlog::info("engine: speculative decoding: ngram {}..{}, {} drafts per step, min acceptance {}", sc.ngram_min,

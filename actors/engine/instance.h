@@ -63,6 +63,12 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
 // scheduler roots the page keys of the adapter's prompts in it (SchedulerPolicy::set_lora_identity).
 std::string lora_identity(const LoraModule& m);
 
+// How an instance's PD hand-offs carry their KV bytes (topology pd.transfer). In the engine's own
+// process (in_node false): a local handle, unless pd.transfer is inline or some decode instance
+// is a node, where the bytes must cross (inline; shm: a shared-memory segment). In a
+// `brigade node` (in_node true), every hand-off crosses to the front: inline, or shm's segment.
+BlobTransport pd_transport(const TopologyConfig& topology, bool in_node);
+
 // The model's tokenizer: a directory's tokenizer files, or the vocabulary a GGUF carries; null
 // when the model has none (a llama2.c .bin). Errors: tokenizer files that do not load. Check it
 // against the model's vocabulary with check_tokenizer_fits.

@@ -57,6 +57,7 @@ constexpr Field<uint64_t> kCounts[] = {
     {"pd_bytes_out", &EngineStats::pd_bytes_out},
     {"pd_transfers_in", &EngineStats::pd_transfers_in},
     {"pd_bytes_in", &EngineStats::pd_bytes_in},
+    {"pd_shm_transfers_in", &EngineStats::pd_shm_transfers_in},
     {"pd_transfer_us", &EngineStats::pd_transfer_us},
     {"pd_import_failures", &EngineStats::pd_import_failures},
 };
@@ -111,6 +112,7 @@ constexpr CounterField<uint64_t> kCounterTotals[] = {
     {&EngineStats::pd_bytes_out, &SchedulerCounters::pd_bytes_out},
     {&EngineStats::pd_transfers_in, &SchedulerCounters::pd_transfers_in},
     {&EngineStats::pd_bytes_in, &SchedulerCounters::pd_bytes_in},
+    {&EngineStats::pd_shm_transfers_in, &SchedulerCounters::pd_shm_transfers_in},
     {&EngineStats::pd_transfer_us, &SchedulerCounters::pd_transfer_us},
     {&EngineStats::pd_import_failures, &SchedulerCounters::pd_import_failures},
 };

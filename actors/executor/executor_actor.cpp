@@ -93,13 +93,25 @@ Status write_own_pages(ExecutorState& st, const Pages& pages, PageOf page_of) {
   return Status::ok();
 }
 
-// The group's bytes of `pages` (n x group_page_bytes): done(blob) once every rank's part is in,
-// or done(error). Calls done before returning when there is nothing to gather.
-void gather_pages(executor_ptr self, const std::vector<int32_t>& page_ids,
+// Host memory for n bytes: a shared-memory segment when `shared` (heap memory, with a warning,
+// when none can be made: the caller then sends the bytes inline), else heap memory.
+std::shared_ptr<HostBlob> host_bytes(size_t n, bool shared) {
+  if (shared && n > 0) {
+    auto seg = make_shared_blob(n);
+    if (seg) return std::move(*seg);
+    spdlog::warn("executor: {}; these bytes go inline", seg.status().message());
+  }
+  return std::make_shared<HostBlob>(n);
+}
+
+// The group's bytes of `pages` (n x group_page_bytes), in a shared-memory segment when `shared`:
+// done(blob) once every rank's part is in, or done(error). Calls done before returning when there
+// is nothing to gather.
+void gather_pages(executor_ptr self, const std::vector<int32_t>& page_ids, bool shared,
                   std::function<void(Expected<std::shared_ptr<HostBlob>>)> done) {
   ExecutorState& st = self->state;
   const size_t own = st.runner->kv().layout().page_bytes(), group = group_page_bytes(st);
-  auto blob = std::make_shared<HostBlob>(group * page_ids.size());
+  auto blob = host_bytes(group * page_ids.size(), shared);
   const auto ask = kv_export_msg::build([&](schema::KvExport::Builder b) {
     auto p = b.initPages(static_cast<unsigned>(page_ids.size()));
     for (unsigned i = 0; i < page_ids.size(); ++i) p.set(i, page_ids[i]);
@@ -167,7 +179,7 @@ void scatter_pages(executor_ptr self, const std::vector<int32_t>& page_ids, Page
     auto put = kv_import_msg::build_attached(bytes, [&](schema::KvImport::Builder b) {
       build_pages(b.initPages(static_cast<unsigned>(n)));
       b.setPageBytes(own);
-      fill_blob_ref(b.initBlob(), bytes, /*inline_bytes=*/false);
+      fill_blob_ref(b.initBlob(), bytes, BlobTransport::local);
     });
     self->request(st.followers[r], caf::infinite, std::move(put))
         .then(
@@ -198,7 +210,7 @@ void save_pages(executor_ptr self, const kv_save_msg& m) {
   }
   if (!st.tiers) return;  // no tiers below this pool: nothing keeps the pages
   const size_t group = group_page_bytes(st);
-  gather_pages(self, page_list(m->getPages()), [self, m, group](Expected<std::shared_ptr<HostBlob>> blob) {
+  gather_pages(self, page_list(m->getPages()), /*shared=*/false, [self, m, group](Expected<std::shared_ptr<HostBlob>> blob) {
     if (!blob) {
       spdlog::error("executor: dropping a KvSave: {}", blob.status().to_string());
       return;
@@ -276,18 +288,24 @@ kv_exported_msg exported_error(uint64_t id, const std::string& error) {
   });
 }
 
-kv_exported_msg exported(uint64_t id, std::shared_ptr<const HostBlob> bytes, size_t page_bytes, bool inline_bytes) {
+kv_exported_msg exported(uint64_t id, std::shared_ptr<const HostBlob> bytes, size_t page_bytes,
+                         BlobTransport transport) {
+  // A shared transport whose segment could not be made (host_bytes warned) sends inline.
+  if (transport == BlobTransport::shared && bytes->segment().empty()) transport = BlobTransport::inline_bytes;
   auto fill = [&](schema::KvExported::Builder b) {
     b.setRequestId(id);
     b.setPageBytes(page_bytes);
-    fill_blob_ref(b.initBlob(), bytes, inline_bytes);
+    fill_blob_ref(b.initBlob(), bytes, transport);
   };
-  // A local buffer lives as long as the reply (and each message it is forwarded in) does.
-  return inline_bytes ? kv_exported_msg::build(fill) : kv_exported_msg::build_attached(bytes, fill);
+  // A local buffer (or a segment's mapping) lives as long as the reply, and each message it is
+  // forwarded in, does.
+  return transport == BlobTransport::inline_bytes ? kv_exported_msg::build(fill)
+                                                  : kv_exported_msg::build_attached(bytes, fill);
 }
 
-// PD hand-off, prefill side: the pages' bytes (every rank's part) into one host buffer, named by
-// a BlobRef. A follower answers its own part the same way.
+// PD hand-off, prefill side: the pages' bytes (every rank's part) into one host buffer (a
+// shared-memory segment for a shared transport), named by a BlobRef. A follower answers its own
+// part the same way.
 caf::result<kv_exported_msg> export_pages(executor_ptr self, const kv_export_msg& m) {
   auto& st = self->state;
   const uint64_t id = m->getRequestId();
@@ -295,10 +313,10 @@ caf::result<kv_exported_msg> export_pages(executor_ptr self, const kv_export_msg
   const std::string bad = check_pages(st.runner->kv().layout(), pages, pages.size());
   if (!bad.empty()) return exported_error(id, "bad KvExport: " + bad);
   auto rp = self->make_response_promise<kv_exported_msg>();
-  gather_pages(self, page_list(pages),
-               [rp, id, group = group_page_bytes(st), inline_bytes = m->getInline()](
-                   Expected<std::shared_ptr<HostBlob>> blob) mutable {
-                 rp.deliver(blob ? exported(id, std::move(*blob), group, inline_bytes)
+  const BlobTransport transport = from_schema(m->getTransport());
+  gather_pages(self, page_list(pages), transport == BlobTransport::shared,
+               [rp, id, group = group_page_bytes(st), transport](Expected<std::shared_ptr<HostBlob>> blob) mutable {
+                 rp.deliver(blob ? exported(id, std::move(*blob), group, transport)
                                  : exported_error(id, blob.status().message()));
                });
   return rp;
@@ -347,7 +365,7 @@ kv_exported_msg follower_export(ExecutorState& st, const kv_export_msg& m) {
   auto blob = std::make_shared<HostBlob>(own * m->getPages().size());
   if (Status s = read_own_pages(st, m->getPages(), blob->data(), own); !s.is_ok())
     return exported_error(m->getRequestId(), s.message());
-  return exported(m->getRequestId(), std::move(blob), own, /*inline_bytes=*/false);
+  return exported(m->getRequestId(), std::move(blob), own, BlobTransport::local);
 }
 
 kv_imported_msg follower_import(ExecutorState& st, const kv_import_msg& m) {

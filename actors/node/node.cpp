@@ -13,6 +13,7 @@
 #include "actors/node/node_auth.h"
 #include "core/logging.h"
 #include "core/token_trie.h"
+#include "messages/blob.h"
 #include "messages/registry.h"
 
 namespace brigade {
@@ -91,8 +92,8 @@ Status NodeImpl::start(const NodeOptions& options) {
   BRIGADE_ASSIGN_OR_RETURN(LoadedInstance loaded, load_instance(options.engine, local, path, n_cpu_ranks,
                                                                 options.engine.progress));
   // Every hand-off of a node crosses a process (to the front's router), where a local blob handle
-  // means nothing: the KV bytes travel inline.
-  loaded.setup.pd_inline_bytes = true;
+  // means nothing: the KV bytes travel inline, or in shared memory (pd.transfer: shm).
+  loaded.setup.pd_transport = pd_transport(topo, /*in_node=*/true);
   const Model& model = *loaded.ranks.front()->model;
   BRIGADE_ASSIGN_OR_RETURN(auto tokenizer, load_model_tokenizer(path));
   if (tokenizer) {
@@ -117,6 +118,7 @@ Status NodeImpl::start(const NodeOptions& options) {
     b.setPeakBytesPerS(loaded.ceilings.bytes_per_s);
     b.setPeakFlopsPerS(loaded.ceilings.flops_per_s);
     b.setPid(static_cast<int64_t>(::getpid()));
+    b.setHostId(blob_host_id());
   });
   setup.counters = loaded.setup.counters;
   setup.ceilings = loaded.ceilings;

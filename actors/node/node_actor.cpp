@@ -5,6 +5,8 @@
 #include <string>
 #include <unordered_set>
 
+#include "messages/blob.h"
+
 #include "actors/engine/instance_stats.h"
 #include "actors/node/node_auth.h"
 #include "messages/convert.h"
@@ -212,10 +214,15 @@ node_actor::behavior_type node_fun(node_ptr self, NodeSetup setup) {
         const uint64_t id = msg.reader().getRequestId();
         if (sent_by(self, st.scheduler)) {  // prefilled here: the front's router picks a decode instance
           st.in_flight.erase(id);
-          if (st.front_handoffs) self->send(st.front_handoffs, msg);
+          if (st.front_handoffs) {
+            self->send(st.front_handoffs, msg);
+          } else {
+            discard_blob(msg.reader().getKv());  // no front: the hand-off (and its segment) is dropped
+          }
           return;
         }
-        if (!st.scheduler || !from_front_process(self)) return;
+        if (!from_front_process(self)) return;  // not the front's: its segment is not ours to free
+        if (!st.scheduler) return discard_blob(msg.reader().getKv());
         st.in_flight.insert(id);  // prefilled elsewhere: decoded here from now on
         self->send(st.scheduler, msg);
       },

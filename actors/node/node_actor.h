@@ -43,8 +43,8 @@ namespace brigade {
 
 // Fronts and nodes of different protocols refuse each other at the hello. 2: NodeInfo.kvLayout
 // (page layouts under tensor parallelism). 3: authentication fields (actors/node/node_auth.h).
-// 4: CacheReset.
-inline constexpr uint32_t kNodeProtocol = 4;
+// 4: CacheReset. 5: shared-memory BlobRefs (pd.transfer shm) and NodeInfo.hostId.
+inline constexpr uint32_t kNodeProtocol = 5;
 
 using node_actor = scheduler_actor::extend<
     caf::reacts_to<token_event_msg>,

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "actors/step_codec.h"
+#include "messages/blob.h"
 #include "messages/convert.h"
 #include "messages/error.h"
 
@@ -60,13 +61,15 @@ void on_abort(router_ptr self, const abort_msg& msg) {
 }
 
 // PD: a prefilled sequence goes on to a decode instance, unless it was aborted or its request
-// already ended (its prefill instance died and the request was failed).
+// already ended (its prefill instance died and the request was failed). A dropped hand-off's
+// bytes go with it (a shared-memory segment is unlinked here).
 void on_handoff(router_ptr self, const kv_handoff_msg& msg) {
   auto& st = self->state;
   auto r = msg.reader();
   const uint64_t id = r.getRequestId();
-  if (!st.policy->owner(id)) return;
+  if (!st.policy->owner(id)) return discard_blob(r.getKv());
   if (st.aborting.erase(id)) {
+    discard_blob(r.getKv());
     st.policy->finished(id);
     SeqEvent ev;
     ev.seq_id = id;
@@ -78,6 +81,7 @@ void on_handoff(router_ptr self, const kv_handoff_msg& msg) {
   }
   auto decode = st.policy->choose_decode();
   if (!decode) {
+    discard_blob(r.getKv());
     st.policy->finished(id);
     self->send(st.sink, error_event(id, decode.status()));
     return;

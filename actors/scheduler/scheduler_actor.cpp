@@ -58,8 +58,13 @@ struct SchedulerState {
   kv_manager_actor kv_manager;
   token_sink_actor sink;
   handoff_sink_actor handoffs;                   // PD prefill side: where hand-offs go
-  std::map<uint64_t, kv_handoff_msg> arriving;   // PD decode side: hand-offs (and their bytes)
-                                                 // queued until their pages are reserved
+  // PD decode side: hand-offs queued until their pages are reserved, with their bytes (a shared
+  // segment's mapping, taken on arrival; null for inline and local bytes, which the message holds).
+  struct Arriving {
+    kv_handoff_msg msg;
+    std::shared_ptr<const HostBlob> taken;
+  };
+  std::map<uint64_t, Arriving> arriving;
   static inline const char* name = "brigade.scheduler";
 };
 
@@ -226,12 +231,14 @@ void on_exported(scheduler_ptr self, uint64_t seq_id, const kv_exported_msg& res
 }
 
 // PD decode side: a hand-off's pages were written (or not: it then recomputes here).
-void on_imported(scheduler_ptr self, uint64_t seq_id, const std::string& error, int64_t sent_us, uint64_t n_bytes) {
+void on_imported(scheduler_ptr self, uint64_t seq_id, const std::string& error, int64_t sent_us, uint64_t n_bytes,
+                 bool shared) {
   auto& st = self->state;
   if (auto& c = st.setup.counters) {
     if (error.empty()) {
       c->pd_transfers_in++;
       c->pd_bytes_in += n_bytes;
+      c->pd_shm_transfers_in += shared;
       c->pd_transfer_us += static_cast<uint64_t>(std::max<int64_t>(0, steady_micros() - sent_us));
     } else {
       c->pd_import_failures++;
@@ -254,7 +261,7 @@ void send_pd_traffic(scheduler_ptr self) {
     auto msg = kv_export_msg::build([&](schema::KvExport::Builder b) {
       b.setRequestId(id);
       fill_list(b.initPages(static_cast<unsigned>(ex.pages.size())), ex.pages);
-      b.setInline(st.setup.pd_inline_bytes);
+      b.setTransport(to_schema(st.setup.pd_transport));
     });
     self->request(st.executor, caf::infinite, std::move(msg))
         .then([self, id, started](const kv_exported_msg& res) {
@@ -268,13 +275,15 @@ void send_pd_traffic(scheduler_ptr self) {
     const uint64_t id = im.seq_id;
     auto it = st.arriving.find(id);
     BRIGADE_CHECK(it != st.arriving.end(), "an admitted hand-off has its message");
-    const kv_handoff_msg h = std::move(it->second);
+    const kv_handoff_msg h = std::move(it->second.msg);
+    const auto taken = std::move(it->second.taken);  // keeps a shared segment resolvable below
     st.arriving.erase(it);
     const int64_t sent = h->getSentAtMicros();
     const uint64_t n_bytes = h->getKv().getNBytes();
+    const bool shared = h->getKv().isShared();
     auto view = resolve_blob(h->getKv());
     if (!view) {
-      on_imported(self, id, view.status().message(), sent, n_bytes);
+      on_imported(self, id, view.status().message(), sent, n_bytes, shared);
       continue;
     }
     auto msg = kv_import_msg::build_attached(view->keep, [&](schema::KvImport::Builder b) {
@@ -284,11 +293,11 @@ void send_pd_traffic(scheduler_ptr self) {
       b.setPageBytes(h->getPageBytes());
     });
     self->request(st.executor, caf::infinite, std::move(msg))
-        .then([self, id, sent, n_bytes](const kv_imported_msg& res) {
-                on_imported(self, id, std::string(to_string_view(res->getError())), sent, n_bytes);
+        .then([self, id, sent, n_bytes, shared](const kv_imported_msg& res) {
+                on_imported(self, id, std::string(to_string_view(res->getError())), sent, n_bytes, shared);
               },
-              [self, id, sent, n_bytes](const caf::error& err) {
-                on_imported(self, id, "executor failed: " + caf::to_string(err), sent, n_bytes);
+              [self, id, sent, n_bytes, shared](const caf::error& err) {
+                on_imported(self, id, "executor failed: " + caf::to_string(err), sent, n_bytes, shared);
               });
   }
 }
@@ -299,6 +308,11 @@ void on_handoff(scheduler_ptr self, const kv_handoff_msg& m) {
   auto r = m.reader();
   const uint64_t id = r.getRequestId();
   const int n_prompt = static_cast<int>(r.getPrompt().size());
+  // A shared-memory segment is taken at once: its name is freed whatever becomes of the hand-off,
+  // and the mapping waits with it. One that cannot be taken fails the import later (the sequence
+  // then recomputes here).
+  auto taken = adopt_blob(r.getKv());
+  if (!taken) spdlog::warn("scheduler: the KV bytes of hand-off {}: {}", id, taken.status().message());
   Status added = Status::ok();
   if (r.getPageSize() != st.setup.limits.page_size) {
     added = invalid_argument("the prefill instance's KV pages hold " + std::to_string(r.getPageSize()) +
@@ -324,7 +338,7 @@ void on_handoff(scheduler_ptr self, const kv_handoff_msg& m) {
     emit(self, {refusal(id, added, n_prompt)});
     return;
   }
-  st.arriving[id] = m;
+  st.arriving[id] = {m, taken ? taken->keep : nullptr};
   pump(self);
   update_gauges(self);
 }

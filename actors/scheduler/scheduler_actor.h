@@ -17,6 +17,7 @@
 #include "actors/executor/executor_actor.h"
 #include "actors/kv_manager/kv_manager_actor.h"
 #include "actors/scheduler/policy.h"
+#include "messages/blob.h"
 #include "messages/types.h"
 
 namespace brigade {
@@ -86,6 +87,7 @@ struct SchedulerCounters {
   std::atomic<uint64_t> pd_bytes_out{0};
   std::atomic<uint64_t> pd_transfers_in{0};
   std::atomic<uint64_t> pd_bytes_in{0};
+  std::atomic<uint64_t> pd_shm_transfers_in{0};  // of pd_transfers_in: through a shared-memory segment
   std::atomic<uint64_t> pd_transfer_us{0};
   std::atomic<uint64_t> pd_import_failures{0};
 };
@@ -100,7 +102,9 @@ struct SchedulerSetup {
   PageKey cache_root;                // names this model's KV pages (prefix cache, lower tiers)
   std::shared_ptr<SchedulerCounters> counters;  // may be null
   std::string instance_name;         // names the sender of hand-offs (logs)
-  bool pd_inline_bytes = false;      // hand-offs carry KV bytes inline, not by a local BlobRef
+  // How this instance's hand-offs carry their KV bytes: a local handle (they stay in the
+  // process), inline, or a shared-memory segment (they cross processes of one host).
+  BlobTransport pd_transport = BlobTransport::local;
   // The drafter of limits.spec (a draft model); null: the n-gram drafter. A draft model runs its
   // forwards inside the scheduler's handlers, so the scheduler then gets a thread of its own
   // (detached) instead of blocking one of CAF's shared workers.

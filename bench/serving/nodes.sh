@@ -20,11 +20,6 @@ INPUT_MAX=${INPUT_MAX:-256}
 OUTPUT=${OUTPUT:-64}
 mkdir -p "$OUT_DIR"
 ensure_bench_model "$MODEL"
-NODE_PIDS=()
-stop_nodes() {
-  for p in "${NODE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-  NODE_PIDS=()
-}
 trap 'stop_server; stop_nodes' EXIT
 
 run() {  # layout: in_process | nodes
@@ -40,13 +35,7 @@ run() {  # layout: in_process | nodes
     done
   } >"$file"
   if [ "$layout" = nodes ]; then
-    for i in 0 1; do
-      "$BRIGADE" node --model "$MODEL" --topology "$file" --instance "dp$i" >"$OUT_DIR/node$i.out" 2>"$OUT_DIR/node$i.log" &
-      NODE_PIDS+=($!)
-    done
-    for i in 0 1; do
-      for _ in $(seq 1 300); do grep -q '^node ' "$OUT_DIR/node$i.out" 2>/dev/null && break; sleep 0.1; done
-    done
+    for i in 0 1; do start_node "$MODEL" "$file" "dp$i" "$OUT_DIR/node$i"; done
   fi
   start_server "$MODEL" "$file" "$PORT" "$OUT_DIR/$layout.log"
   "$BRIGADE" bench --port "$PORT" --requests "$REQUESTS" --concurrency "$CONCURRENCY" --input-len "$INPUT_MIN" \

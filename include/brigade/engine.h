@@ -299,8 +299,10 @@ struct EngineStats {
   // by prefill instances and received by decode instances, their KV bytes, the summed transfer
   // latency (first token at the prefill scheduler -> pages written on the decode instance; mean
   // = pd_transfer_us / pd_transfers_in) and imports that failed (those sequences recomputed).
+  // pd_shm_transfers_in: of pd_transfers_in, those whose bytes came in a shared-memory segment
+  // (pd.transfer shm) rather than inline or by an in-process handle.
   uint64_t pd_transfers_out = 0, pd_bytes_out = 0;
-  uint64_t pd_transfers_in = 0, pd_bytes_in = 0;
+  uint64_t pd_transfers_in = 0, pd_bytes_in = 0, pd_shm_transfers_in = 0;
   uint64_t pd_transfer_us = 0;
   uint64_t pd_import_failures = 0;
 };

@@ -151,10 +151,13 @@ struct RouterConfig {
 };
 
 // PD separation's data plane: how a hand-off carries its KV bytes. local: a handle to a host
-// buffer of this process (no copy through the message; instances share the process); inline:
-// the bytes inside the message (what a transfer to another process needs).
+// buffer of this process where the hand-off stays in the process (no copy through the message),
+// the bytes inside the message where it crosses to another process (a `brigade node`); inline:
+// the bytes inside the message always; shm: where a hand-off crosses processes, a POSIX
+// shared-memory segment that the receiver maps (no bytes through the sockets; every instance on
+// the front's host, which connecting checks).
 struct PdConfig {
-  std::string transfer = "local";  // local | inline
+  std::string transfer = "local";  // local | inline | shm
 };
 
 // One actor of the application's (or brigade's own) in the request path, between the tokenizer

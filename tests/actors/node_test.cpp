@@ -20,6 +20,7 @@
 #include "brigade/engine.h"
 #include "actors/node/node_watch.h"
 #include "brigade/node.h"
+#include "messages/blob.h"
 #include "models/make_model.h"
 #include "tests/engine_test_util.h"
 
@@ -36,6 +37,15 @@ GenerateOptions seeded(std::vector<int32_t> ids, int max_tokens, uint64_t seed) 
   g.sampling.top_p = 0.95f;
   g.sampling.seed = seed;
   return g;
+}
+
+// Segments of process `pid` in /dev/shm (messages/blob.h names them brigade-kv.<pid>.*).
+size_t segments_of(pid_t pid) {
+  const std::string prefix = "brigade-kv." + std::to_string(pid) + ".";
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator("/dev/shm"))
+    n += e.path().filename().string().rfind(prefix, 0) == 0;
+  return n;
 }
 
 class NodeCluster : public testing::TinyModelTest {
@@ -104,6 +114,42 @@ class NodeCluster : public testing::TinyModelTest {
     return path;
   }
 
+  // Greedy and seeded outputs through a prefill and a decode node equal one in-process instance's,
+  // and the front's stats are the nodes' counters; nothing recomputes. pd.transfer shm: every
+  // hand-off carries its KV bytes in a shared-memory segment, which the decode node takes (none is
+  // left); otherwise inline bytes cross (a local handle would be refused there).
+  void expect_pd_nodes_give_colocated_tokens(const std::string& transfer) const {
+    TopologyConfig topo = topology({"p", "d"});
+    topo.instances[0].role = "prefill";
+    topo.instances[1].role = "decode";
+    topo.pd.transfer = transfer;
+    auto p = start_node(topo, "p");
+    auto d = start_node(topo, "d");
+    ASSERT_TRUE(p && d);
+    EngineOptions fo = testing::test_engine_options(model(), 1);
+    fo.topology = topo;
+    fo.topology.instances[0].remote = endpoint(*p);
+    fo.topology.instances[1].remote = endpoint(*d);
+    auto cluster = Engine::create(fo);
+    ASSERT_TRUE(cluster.has_value()) << cluster.status().to_string();
+    EngineOptions lo = testing::test_engine_options(model(), 1);
+    lo.topology = topology({"local"});
+    auto local = Engine::create(lo);
+    ASSERT_TRUE(local.has_value());
+    std::vector<GenerateOptions> reqs;
+    for (int i = 0; i < 4; ++i) reqs.push_back(testing::greedy_ids(prompt(i, 20 + 7 * i), 12));
+    for (int i = 0; i < 3; ++i) reqs.push_back(seeded(prompt(30 + i, 17), 12, 7 + i));
+    EXPECT_EQ(testing::generate_all(**cluster, reqs), testing::generate_all(**local, reqs));
+    const auto per = (*cluster)->instance_stats();
+    EXPECT_EQ(per[0].role, "prefill");
+    EXPECT_EQ(per[0].stats.pd_transfers_out, reqs.size());
+    EXPECT_EQ(per[1].stats.pd_transfers_in, reqs.size());
+    EXPECT_EQ(per[1].stats.pd_import_failures, 0u);
+    EXPECT_GT(per[1].stats.pd_bytes_in, 0u);
+    EXPECT_EQ(per[1].stats.pd_shm_transfers_in, transfer == "shm" ? reqs.size() : 0u);
+    EXPECT_EQ(n_unreceived_shared_blobs(), 0u) << "the decode node took every segment";
+    EXPECT_EQ(segments_of(::getpid()), 0u);
+  }
 };
 
 // Greedy and seeded outputs through two nodes equal one in-process instance's, and the front's
@@ -217,35 +263,47 @@ TEST_F(NodeCluster, AbortsAndAFrontThatGoesAway) {
   EXPECT_EQ(c->token_ids.size(), 6u);
 }
 
-// PD separation across processes: a prefill node hands each sequence, KV bytes inline, through
-// the front's router to a decode node; tokens equal a colocated instance's.
-TEST_F(NodeCluster, PrefillAndDecodeNodesGiveColocatedTokens) {
-  TopologyConfig topo = topology({"p", "d"});
-  topo.instances[0].role = "prefill";
-  topo.instances[1].role = "decode";
-  auto p = start_node(topo, "p");
-  auto d = start_node(topo, "d");
-  ASSERT_TRUE(p && d);
-  EngineOptions fo = testing::test_engine_options(model(), 1);
-  fo.topology = topo;
-  fo.topology.instances[0].remote = endpoint(*p);
-  fo.topology.instances[1].remote = endpoint(*d);
-  auto cluster = Engine::create(fo);
-  ASSERT_TRUE(cluster.has_value()) << cluster.status().to_string();
+TEST_F(NodeCluster, PrefillAndDecodeNodesGiveColocatedTokens) { expect_pd_nodes_give_colocated_tokens("local"); }
+
+TEST_F(NodeCluster, PrefillAndDecodeNodesMoveKvThroughSharedMemory) {
+  expect_pd_nodes_give_colocated_tokens("shm");
+}
+
+// A front's own prefill instance hands off to a decode node: its bytes must cross the process
+// (inline by default, a segment with shm), and a node's prefill to the front's own decode
+// instance likewise. Neither recomputes.
+TEST_F(NodeCluster, HandOffsBetweenTheFrontAndANodeCrossWithTheirBytes) {
   EngineOptions lo = testing::test_engine_options(model(), 1);
   lo.topology = topology({"local"});
   auto local = Engine::create(lo);
   ASSERT_TRUE(local.has_value());
   std::vector<GenerateOptions> reqs;
-  for (int i = 0; i < 4; ++i) reqs.push_back(testing::greedy_ids(prompt(i, 20 + 7 * i), 12));
-  for (int i = 0; i < 3; ++i) reqs.push_back(seeded(prompt(30 + i, 17), 12, 7 + i));
-  EXPECT_EQ(testing::generate_all(**cluster, reqs), testing::generate_all(**local, reqs));
-  const auto per = (*cluster)->instance_stats();
-  EXPECT_EQ(per[0].role, "prefill");
-  EXPECT_EQ(per[0].stats.pd_transfers_out, reqs.size());
-  EXPECT_EQ(per[1].stats.pd_transfers_in, reqs.size());
-  EXPECT_EQ(per[1].stats.pd_import_failures, 0u) << "inline bytes, not a local handle, crossed";
-  EXPECT_GT(per[1].stats.pd_bytes_in, 0u);
+  for (int i = 0; i < 3; ++i) reqs.push_back(testing::greedy_ids(prompt(60 + i, 19 + 5 * i), 8));
+  reqs.push_back(seeded(prompt(70, 23), 8, 3));
+  const auto want = testing::generate_all(**local, reqs);
+  for (const std::string transfer : {"local", "shm"}) {
+    for (const int remote_side : {0, 1}) {  // 0: the prefill instance is the node; 1: the decode instance
+      SCOPED_TRACE("pd.transfer " + transfer + ", node: " + (remote_side == 0 ? "prefill" : "decode"));
+      TopologyConfig topo = topology({"p", "d"});
+      topo.instances[0].role = "prefill";
+      topo.instances[1].role = "decode";
+      topo.pd.transfer = transfer;
+      const std::string name = topo.instances[static_cast<size_t>(remote_side)].name;
+      auto node = start_node(topo, name);
+      ASSERT_TRUE(node);
+      EngineOptions fo = testing::test_engine_options(model(), 1);
+      fo.topology = topo;
+      fo.topology.instances[static_cast<size_t>(remote_side)].remote = endpoint(*node);
+      auto front = Engine::create(fo);
+      ASSERT_TRUE(front.has_value()) << front.status().to_string();
+      EXPECT_EQ(testing::generate_all(**front, reqs), want);
+      const auto per = (*front)->instance_stats();
+      EXPECT_EQ(per[1].stats.pd_transfers_in, reqs.size());
+      EXPECT_EQ(per[1].stats.pd_import_failures, 0u);
+      EXPECT_EQ(per[1].stats.pd_shm_transfers_in, transfer == "shm" ? reqs.size() : 0u);
+      EXPECT_EQ(segments_of(::getpid()), 0u);
+    }
+  }
 }
 
 // A node that stops (SIGTERM, a restart) fails its requests in flight at the front, none hangs;
@@ -482,6 +540,51 @@ class NodeProcesses : public NodeCluster {
   }
   std::vector<Child> children_;
 };
+
+// Real processes with pd.transfer shm: the prefill process's segments are mapped by the decode
+// process (the bytes never pass through the front), tokens equal a local instance's, and when the
+// nodes exit no segment of theirs is left.
+TEST_F(NodeProcesses, PrefillAndDecodeProcessesShareKvPagesThroughSharedMemory) {
+  const std::string file = (dir_ / "pd_shm.yaml").string();
+  {
+    std::ofstream f(file);
+    f << "model: " << model() << "\npd: {transfer: shm}\ninstances:\n"
+      << "  - {name: p, role: prefill, executors: [{threads: 1}], kv: {memory_mb: 16}, scheduler: {max_step_tokens: 32}}\n"
+      << "  - {name: d, role: decode, executors: [{threads: 1}], kv: {memory_mb: 16}, scheduler: {max_step_tokens: 32}}\n";
+  }
+  const Child p = spawn(file, "p");
+  const Child d = spawn(file, "d");
+  ASSERT_TRUE(p.port > 0 && d.port > 0);
+  TopologyConfig topo = topology({"p", "d"}, {"127.0.0.1:" + std::to_string(p.port), "127.0.0.1:" + std::to_string(d.port)});
+  topo.instances[0].role = "prefill";
+  topo.instances[1].role = "decode";
+  topo.pd.transfer = "shm";
+  EngineOptions o = testing::test_engine_options(model(), 1);
+  o.topology = topo;
+  auto e = Engine::create(o);
+  ASSERT_TRUE(e.has_value()) << e.status().to_string();
+  EngineOptions lo = testing::test_engine_options(model(), 1);
+  lo.topology = topology({"local"});
+  auto local = Engine::create(lo);
+  ASSERT_TRUE(local.has_value());
+  std::vector<GenerateOptions> reqs;
+  for (int i = 0; i < 4; ++i) reqs.push_back(testing::greedy_ids(prompt(80 + i, 40 + 9 * i), 10));
+  reqs.push_back(seeded(prompt(90, 33), 10, 5));
+  EXPECT_EQ(testing::generate_all(**e, reqs), testing::generate_all(**local, reqs));
+  const auto per = (*e)->instance_stats();
+  EXPECT_EQ(per[1].stats.pd_transfers_in, reqs.size());
+  EXPECT_EQ(per[1].stats.pd_shm_transfers_in, reqs.size());
+  EXPECT_EQ(per[1].stats.pd_import_failures, 0u);
+  EXPECT_EQ(segments_of(p.pid), 0u) << "the decode process took every segment";
+  for (const Child& c : children_) {
+    ASSERT_EQ(::kill(c.pid, SIGTERM), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(c.pid, &status, 0), c.pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
+  children_.clear();
+  EXPECT_EQ(segments_of(p.pid) + segments_of(d.pid), 0u);
+}
 
 TEST_F(NodeProcesses, ANodeKilledMidGenerationFailsOnlyItsRequests) {
   const std::string file = (dir_ / "cluster.yaml").string();

@@ -355,10 +355,11 @@ TEST(Topology, PdErrorsSayWhatIsWrong) {
   // tp may differ between PD instances as far as the file goes; the engine compares the loaded
   // page layouts (a latent cache is the same at any tp).
   EXPECT_EQ(error("instances: [{name: a, role: prefill, executors: [{tp: 2}]}, {name: b, role: decode}]"), "(parsed)");
-  EXPECT_NE(error("instances: [{name: a, role: prefill}, {name: b, role: decode}]\npd: {transfer: shm}")
-                .find("not one of: inline, local"),
+  EXPECT_NE(error("instances: [{name: a, role: prefill}, {name: b, role: decode}]\npd: {transfer: nfs}")
+                .find("not one of: inline, local, shm"),
             std::string::npos);
   EXPECT_EQ(error("instances: [{name: a, role: prefill}, {name: b, role: decode}]\npd: {transfer: inline}"), "(parsed)");
+  EXPECT_EQ(error("instances: [{name: a, role: prefill}, {name: b, role: decode}]\npd: {transfer: shm}"), "(parsed)");
 }
 
 TEST(Topology, InstanceAndRouterErrorsSayWhatIsValid) {

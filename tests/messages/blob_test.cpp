@@ -1,7 +1,15 @@
 // BlobRef (messages/blob.h) and the PD messages' codec: inline bytes survive the flat encoding;
 // a local handle resolves while a message carries its buffer and frees it with the last copy;
-// a handle of another process, or of a freed buffer, is refused.
+// a handle of another process, or of a freed buffer, is refused. Shared-memory segments cross
+// to another (forked) process, which takes them and frees their names; every other way a
+// segment's life can end frees its name too.
 #include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
 
 #include "messages/blob.h"
 #include "messages/convert.h"
@@ -16,7 +24,7 @@ std::shared_ptr<const HostBlob> bytes(size_t n) {
   return b;
 }
 
-kv_handoff_msg handoff(std::shared_ptr<const HostBlob> blob, bool inline_bytes) {
+kv_handoff_msg handoff(std::shared_ptr<const HostBlob> blob, BlobTransport transport) {
   auto fill = [&](schema::KvHandoff::Builder b) {
     b.setRequestId(42);
     fill_list(b.initPrompt(3), std::vector<int32_t>{5, 6, 7});
@@ -27,14 +35,59 @@ kv_handoff_msg handoff(std::shared_ptr<const HostBlob> blob, bool inline_bytes) 
     b.setPageSize(16);
     b.setPageBytes(blob->size());
     b.setNPages(1);
-    fill_blob_ref(b.initKv(), blob, inline_bytes);
+    fill_blob_ref(b.initKv(), blob, transport);
   };
-  return inline_bytes ? kv_handoff_msg::build(fill) : kv_handoff_msg::build_attached(blob, fill);
+  return transport == BlobTransport::inline_bytes ? kv_handoff_msg::build(fill)
+                                                  : kv_handoff_msg::build_attached(blob, fill);
+}
+
+bool segment_exists(const std::string& name) {
+  struct stat sb;
+  return ::stat(("/dev/shm" + name).c_str(), &sb) == 0;
+}
+
+// A segment of n patterned bytes named by a flat hand-off, made in a child process that then
+// ends without cleaning up (_exit: a node whose message is still in flight, or one killed).
+// Returns the flat message; the child is gone when this returns.
+std::vector<uint8_t> handoff_from_a_dead_child(size_t n, size_t claimed = 0) {
+  int fds[2];
+  EXPECT_EQ(::pipe(fds), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    auto seg = make_shared_blob(n);
+    if (!seg) ::_exit(2);
+    for (size_t i = 0; i < n; ++i) (**seg)[i] = static_cast<std::byte>(i * 13);
+    auto m = handoff(*seg, BlobTransport::shared);
+    if (claimed) m = m.edited([&](schema::KvHandoff::Builder b) { b.getKv().setNBytes(claimed); });
+    const auto flat = m.to_bytes();
+    const size_t len = flat.size();
+    if (::write(fds[1], &len, sizeof len) != sizeof len) ::_exit(3);
+    if (::write(fds[1], flat.data(), len) != static_cast<ssize_t>(len)) ::_exit(3);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  size_t len = 0;
+  std::vector<uint8_t> flat;
+  if (::read(fds[0], &len, sizeof len) == sizeof len) {
+    flat.resize(len);
+    size_t got = 0;
+    while (got < len) {
+      const ssize_t r = ::read(fds[0], flat.data() + got, len - got);
+      if (r <= 0) break;
+      got += static_cast<size_t>(r);
+    }
+  }
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  return flat;
 }
 
 TEST(BlobRef, InlineBytesSurviveTheFlatEncoding) {
   auto blob = bytes(1000);
-  auto m = handoff(blob, /*inline_bytes=*/true);
+  auto m = handoff(blob, BlobTransport::inline_bytes);
   auto back = kv_handoff_msg::from_bytes(m.to_bytes());
   ASSERT_TRUE(back.has_value()) << back.status().to_string();
   EXPECT_EQ((*back)->getRequestId(), 42u);
@@ -50,7 +103,7 @@ TEST(BlobRef, ALocalHandleLivesExactlyAsLongAsAMessageCarriesIt) {
   const size_t before = n_live_blobs();
   const void* data = nullptr;
   {
-    auto m = handoff(bytes(4096), /*inline_bytes=*/false);
+    auto m = handoff(bytes(4096), BlobTransport::local);
     EXPECT_TRUE(m->getKv().isLocal());
     EXPECT_EQ(n_live_blobs(), before + 1);
     kv_handoff_msg copy = m;  // what CAF does in process
@@ -66,7 +119,7 @@ TEST(BlobRef, ALocalHandleLivesExactlyAsLongAsAMessageCarriesIt) {
 }
 
 TEST(BlobRef, AFreedOrForeignHandleIsRefused) {
-  auto m = handoff(bytes(64), /*inline_bytes=*/false);
+  auto m = handoff(bytes(64), BlobTransport::local);
   const auto flat = m.to_bytes();  // the handle without the attachment, as another process gets it
   m = kv_handoff_msg();
   auto orphan = kv_handoff_msg::from_bytes(flat);
@@ -91,6 +144,114 @@ TEST(BlobRef, AFreedOrForeignHandleIsRefused) {
     b.setInline(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>("12345678"), 8));
   });
   EXPECT_FALSE(resolve_blob(bad_size.reader()).has_value());
+}
+
+TEST(SharedBlob, ASegmentCrossesToAnotherProcessWhichTakesItAndFreesItsName) {
+  const size_t live = n_live_blobs();
+  const auto flat = handoff_from_a_dead_child(5000);
+  auto m = kv_handoff_msg::from_bytes(flat);
+  ASSERT_TRUE(m.has_value()) << m.status().to_string();
+  ASSERT_TRUE((*m)->getKv().isShared());
+  const std::string name = (*m)->getKv().getShared().getName();
+  EXPECT_LT(flat.size(), 1024u) << "the bytes are not in the message";
+  EXPECT_TRUE(segment_exists(name)) << "the maker is gone, its segment is not";
+  EXPECT_FALSE(resolve_blob((*m)->getKv()).has_value()) << "not taken yet";
+  {
+    auto view = adopt_blob((*m)->getKv());
+    ASSERT_TRUE(view.has_value()) << view.status().to_string();
+    EXPECT_FALSE(segment_exists(name)) << "taken: the name is freed at once";
+    ASSERT_EQ(view->bytes.size(), 5000u);
+    for (size_t i = 0; i < 5000; ++i) ASSERT_EQ(view->bytes[i], static_cast<std::byte>(i * 13)) << i;
+    auto again = resolve_blob((*m)->getKv());  // the executor's resolve of the forwarded ref
+    ASSERT_TRUE(again.has_value()) << again.status().to_string();
+    EXPECT_EQ(again->bytes.data(), view->bytes.data());
+    EXPECT_EQ(n_live_blobs(), live + 1);
+  }
+  EXPECT_EQ(n_live_blobs(), live) << "the mapping went with its last holder";
+  auto gone = adopt_blob((*m)->getKv());
+  ASSERT_FALSE(gone.has_value());
+  EXPECT_NE(gone.status().message().find("cannot be opened"), std::string::npos) << gone.status().message();
+}
+
+TEST(SharedBlob, ASegmentOfAKilledMakerIsSweptAndBadRefsTouchNothing) {
+  const auto flat = handoff_from_a_dead_child(100);
+  auto m = kv_handoff_msg::from_bytes(flat);
+  ASSERT_TRUE(m.has_value());
+  const std::string name = (*m)->getKv().getShared().getName();
+  ASSERT_TRUE(segment_exists(name));
+  EXPECT_GE(sweep_shared_blobs(kSharedBlobTtl), 1u);
+  EXPECT_FALSE(segment_exists(name)) << "its maker's pid is dead";
+
+  // A size that disagrees with the segment's is refused; the segment is left to its maker.
+  const auto lying = handoff_from_a_dead_child(100, /*claimed=*/99);
+  auto l = kv_handoff_msg::from_bytes(lying);
+  ASSERT_TRUE(l.has_value());
+  auto wrong = adopt_blob((*l)->getKv());
+  ASSERT_FALSE(wrong.has_value());
+  EXPECT_EQ(wrong.status().code(), StatusCode::corrupt);
+  EXPECT_NE(wrong.status().message().find("holds 100 bytes"), std::string::npos) << wrong.status().message();
+  sweep_shared_blobs(kSharedBlobTtl);
+  EXPECT_FALSE(segment_exists((*l)->getKv().getShared().getName()));
+
+  // Names this code does not make are neither opened nor unlinked.
+  for (const char* bad : {"/etc", "/brigade-kv.", "/brigade-kv.1/../x", "brigade-kv.1.2.3", "/other.1.2.3"}) {
+    auto ref = msg<schema::BlobRef>::build([&](schema::BlobRef::Builder b) {
+      b.setNBytes(8);
+      b.initShared().setName(bad);
+    });
+    auto r = adopt_blob(ref.reader());
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_NE(r.status().message().find("is not a brigade shared-memory blob name"), std::string::npos) << bad;
+  }
+}
+
+TEST(SharedBlob, EveryOtherEndOfASegmentFreesItsName) {
+  const size_t unreceived = n_unreceived_shared_blobs();
+  std::string name;
+  {  // made, never sent: its last holder frees the name
+    auto seg = make_shared_blob(64);
+    ASSERT_TRUE(seg.has_value()) << seg.status().to_string();
+    name = (*seg)->segment();
+    EXPECT_TRUE(segment_exists(name));
+  }
+  EXPECT_FALSE(segment_exists(name));
+  EXPECT_EQ(n_unreceived_shared_blobs(), unreceived);
+
+  {  // sent, then discarded on purpose (a router dropping an aborted hand-off)
+    auto m = handoff(*as_shared_blob(bytes(64)), BlobTransport::shared);
+    name = m->getKv().getShared().getName();
+    EXPECT_TRUE(segment_exists(name));
+    discard_blob(m->getKv());
+    EXPECT_FALSE(segment_exists(name));
+  }
+  {  // sent and never taken: the maker's sweep frees it after the TTL (0 here)
+    auto m = handoff(*as_shared_blob(bytes(64)), BlobTransport::shared);
+    name = m->getKv().getShared().getName();
+    auto own = resolve_blob(m->getKv());  // the maker resolves its own segment
+    ASSERT_TRUE(own.has_value()) << own.status().to_string();
+    EXPECT_EQ(own->bytes[3], static_cast<std::byte>(21));
+    m = kv_handoff_msg();
+    own = internal_error("dropped");
+    EXPECT_TRUE(segment_exists(name)) << "a sent name outlives its maker's mapping (the receiver takes it)";
+    EXPECT_EQ(n_unreceived_shared_blobs(), unreceived + 1);
+    sweep_shared_blobs(std::chrono::seconds(0));
+    EXPECT_FALSE(segment_exists(name));
+    EXPECT_EQ(n_unreceived_shared_blobs(), unreceived);
+  }
+  {  // taken in the maker's own process (nodes of one test process): the name is freed too
+    auto m = handoff(*as_shared_blob(bytes(300)), BlobTransport::shared);
+    name = m->getKv().getShared().getName();
+    auto view = adopt_blob(m->getKv());
+    ASSERT_TRUE(view.has_value()) << view.status().to_string();
+    EXPECT_FALSE(segment_exists(name));
+    EXPECT_EQ(view->bytes.size(), 300u);
+    EXPECT_EQ(n_unreceived_shared_blobs(), unreceived);
+  }
+  // An empty blob has no segment: it goes inline.
+  auto empty = handoff(*as_shared_blob(bytes(0)), BlobTransport::shared);
+  EXPECT_TRUE(empty->getKv().isInline());
+  EXPECT_FALSE(make_shared_blob(0).has_value());
+  EXPECT_FALSE(blob_host_id().empty());
 }
 
 }  // namespace
