@@ -8,7 +8,9 @@
 # prompts long (INPUT_MIN..INPUT_MAX tokens), so a hand-off is tens of MB. Reported per
 # transfer: hand-offs, MB moved, the mean transfer time (first token at the prefill scheduler ->
 # pages written on the decode instance: brigade_pd_transfer_seconds_total / transfers), its
-# throughput, and the clients' TTFT / TPOT. Each transfer on fresh processes.
+# throughput and its ratio to the copy bandwidth the nodes measured at start (a hand-off reads and
+# writes each byte at least twice: pages -> buffer -> pages), and the clients' TTFT / TPOT (a
+# sequence's second token waits for its hand-off). Each transfer on fresh processes.
 #   bash bench/serving/pd_transfer.sh        (needs a built build/tools/brigade)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -60,7 +62,7 @@ python3 - "$OUT_DIR" <<'PY'
 import json, os, re, sys
 d = sys.argv[1]
 print(f"{'transfer':<8} {'hand-offs':>9} {'via shm':>7} {'MB moved':>8} {'transfer ms':>11} {'GB/s':>6} "
-      f"{'TTFT p50':>9} {'TPOT p50':>9} {'errors':>6}")
+      f"{'of copy bw':>10} {'TTFT p50':>9} {'TPOT p50':>9} {'errors':>6}")
 for transfer in ["inline", "shm"]:
     j = json.load(open(os.path.join(d, transfer + ".json")))
     text = open(os.path.join(d, transfer + ".metrics")).read()
@@ -69,8 +71,11 @@ for transfer in ["inline", "shm"]:
     n = num("brigade_pd_transfers_in_total")
     mb = num("brigade_pd_bytes_in_total") / 1e6
     s = num("brigade_pd_transfer_seconds_total")
+    gbs = mb / 1e3 / s if s else 0.0
+    peak = num("brigade_device_peak_bytes_per_second") / 1e9
     t, f = j["tpot_s"], j["ttft_s"]
     print(f"{transfer:<8} {n:>9.0f} {num('brigade_pd_shm_transfers_in_total'):>7.0f} {mb:>8.1f} "
-          f"{1e3 * s / n if n else 0:>11.1f} {mb / 1e3 / s if s else 0:>6.2f} {f['p50']*1e3:>7.0f}ms "
+          f"{1e3 * s / n if n else 0:>11.1f} {gbs:>6.2f} {gbs / peak if peak else 0:>10.3f} {f['p50']*1e3:>7.0f}ms "
           f"{t['p50']*1e3:>7.2f}ms {j['errors']:>6}")
+print(f"copy bandwidth measured by the nodes at start: {peak:.1f} GB/s")
 PY
