@@ -660,12 +660,9 @@ Status EngineImpl::start(const EngineOptions& options) {
       continue;
     }
     BRIGADE_ASSIGN_OR_RETURN(auto connected, probe_node(configs[i]));
-    if (const std::string host = connected.second.reader().getHostId();
-        options.topology.pd.transfer == "shm" && options.topology.pd_separated() && host != blob_host_id())
-      return unsupported("instance '" + configs[i].name + "' (remote " + configs[i].remote +
-                         "): its node runs on another host (boot id '" + host + "', this front's '" + blob_host_id() +
-                         "'); pd.transfer: shm moves KV pages through this host's shared memory: run every PD "
-                         "node on this host, or use pd.transfer: inline");
+    if (const std::string elsewhere = other_host(connected.second.reader());
+        options.topology.pd.transfer == "shm" && options.topology.pd_separated() && !elsewhere.empty())
+      return unsupported("instance '" + configs[i].name + "' (remote " + configs[i].remote + "): " + elsewhere);
     nodes_->nodes[i] = std::move(connected.first);
     remote_[i] = true;
     infos[i] = connected.second;
@@ -700,7 +697,8 @@ Status EngineImpl::start(const EngineOptions& options) {
     if (!remote_[i]) continue;
     BRIGADE_RETURN_IF_ERROR(connect_node(configs[i], nodes_->nodes[i], infos[i]));
     const Endpoint ep = *parse_endpoint(configs[i].remote);
-    watched.push_back({static_cast<int>(i), ep.host, static_cast<uint16_t>(ep.port), infos[i], identity(configs[i])});
+    watched.push_back({static_cast<int>(i), ep.host, static_cast<uint16_t>(ep.port), infos[i], identity(configs[i]),
+                       options.topology.pd.transfer == "shm" && options.topology.pd_separated()});
     EngineStats& last = last_node_stats_[i];  // until the node's first answer
     last.kv_pages_total = facts[i].n_pages;
     last.peak_bytes_per_s = facts[i].ceilings.bytes_per_s;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "messages/blob.h"
 #include "messages/error.h"
 
 namespace brigade {
@@ -91,7 +92,8 @@ void retry(watch_ptr self, size_t k) {
             self->request(node, kAskTimeout, info_atom::value)
                 .then(
                     [self, k, node](const node_info_msg& now) {
-                      const std::string diff = node_mismatch(self->state.watched[k].w.info.reader(), now.reader());
+                      const std::string diff = node_mismatch(self->state.watched[k].w.info.reader(), now.reader(),
+                                                                    self->state.watched[k].w.same_host);
                       if (!diff.empty()) {
                         failed(self, k, diff);
                         return;
@@ -127,13 +129,20 @@ caf::behavior watch_fun(watch_ptr self, std::vector<WatchedInstance> watched, st
 
 }  // namespace
 
-std::string node_mismatch(schema::NodeInfo::Reader then, schema::NodeInfo::Reader now) {
+std::string node_mismatch(schema::NodeInfo::Reader then, schema::NodeInfo::Reader now, bool same_host) {
   if (Status serves = node_serves(now, std::string(then.getInstance()), std::string(then.getRole())); !serves.is_ok()) return serves.message();
   if (now.getArch() != then.getArch() || now.getVocabSize() != then.getVocabSize() ||
       now.getKvPageBytes() != then.getKvPageBytes())
     return "it serves another model or KV layout (" + std::string(now.getArch()) + ", " +
            std::to_string(now.getVocabSize()) + " ids, " + std::to_string(now.getKvPageBytes()) + "-byte pages)";
-  return {};
+  return same_host ? other_host(now) : std::string();
+}
+
+std::string other_host(schema::NodeInfo::Reader info) {
+  if (info.getHostId() == blob_host_id()) return {};
+  return "its node runs on another host (boot id '" + std::string(info.getHostId()) + "', this front's '" +
+         blob_host_id() + "'); pd.transfer: shm moves KV pages through this host's shared memory: run every PD "
+         "node on this host, or use pd.transfer: inline";
 }
 
 caf::actor spawn_node_watch(caf::actor_system& system, std::vector<WatchedInstance> watched,

@@ -39,6 +39,7 @@ struct WatchedInstance {
   uint16_t port = 0;
   node_info_msg info;     // what the node served at start; a node that comes back must match
   FrontIdentity who;      // how the front introduces itself (and its token)
+  bool same_host = false; // pd.transfer shm: a node that comes back must run on the front's host
 };
 
 // Watches every instance of `watched` (their nodes are in `nodes`, connected to the front).
@@ -46,7 +47,11 @@ caf::actor spawn_node_watch(caf::actor_system& system, std::vector<WatchedInstan
                             std::shared_ptr<RemoteNodes> nodes, router_actor router);
 
 // Whether a node that answers now serves what `then` described: the same instance, role and
-// model. Empty when it does; else what differs.
-std::string node_mismatch(schema::NodeInfo::Reader then, schema::NodeInfo::Reader now);
+// model, and with `same_host`, on this host (blob_host_id: its shared-memory segments are this
+// host's). Empty when it does; else what differs.
+std::string node_mismatch(schema::NodeInfo::Reader then, schema::NodeInfo::Reader now, bool same_host = false);
+
+// Empty when the node of `info` runs on this host; else why pd.transfer: shm cannot use it.
+std::string other_host(schema::NodeInfo::Reader info);
 
 }  // namespace brigade

@@ -346,8 +346,9 @@ TEST_F(NodeCluster, ANodeThatComesBackIsServedAgain) {
 }
 
 // What a node that answers after a loss must still serve; anything else is not reconnected.
-TEST(NodeWatch, AComebackMustServeTheSameInstanceRoleAndModel) {
-  const auto info = [](const char* instance, const char* role, const char* arch, int vocab, uint64_t page_bytes) {
+TEST(NodeWatch, AComebackMustServeTheSameInstanceRoleAndModelAndWithShmBeOnThisHost) {
+  const auto info = [](const char* instance, const char* role, const char* arch, int vocab, uint64_t page_bytes,
+                        const std::string& host = blob_host_id()) {
     return node_info_msg::build([&](schema::NodeInfo::Builder b) {
       b.setProtocol(kNodeProtocol);
       b.setInstance(instance);
@@ -355,6 +356,7 @@ TEST(NodeWatch, AComebackMustServeTheSameInstanceRoleAndModel) {
       b.setArch(arch);
       b.setVocabSize(vocab);
       b.setKvPageBytes(page_bytes);
+      b.setHostId(host);
     });
   };
   const auto then = info("a", "both", "llama", 300, 4096);
@@ -367,6 +369,14 @@ TEST(NodeWatch, AComebackMustServeTheSameInstanceRoleAndModel) {
             std::string::npos);
   EXPECT_NE(node_mismatch(then.reader(), info("a", "both", "llama", 301, 4096).reader()), "");
   EXPECT_NE(node_mismatch(then.reader(), info("a", "both", "llama", 300, 8192).reader()), "");
+  // pd.transfer shm: the same node on another host is refused; without shm it may move.
+  const auto elsewhere = info("a", "both", "llama", 300, 4096, "another-boot-id");
+  EXPECT_EQ(node_mismatch(then.reader(), elsewhere.reader()), "");
+  EXPECT_NE(node_mismatch(then.reader(), elsewhere.reader(), /*same_host=*/true).find("runs on another host"),
+            std::string::npos);
+  EXPECT_NE(other_host(elsewhere.reader()).find("use pd.transfer: inline"), std::string::npos);  // the front's start
+  EXPECT_EQ(other_host(then.reader()), "");
+  EXPECT_EQ(node_mismatch(then.reader(), info("a", "both", "llama", 300, 4096).reader(), /*same_host=*/true), "");
 }
 
 // Clear errors: nothing listening, a node serving another instance, a role that disagrees, a
