@@ -5,9 +5,11 @@
 
 #include <csignal>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "actors/node/node_launcher.h"
 #include "brigade/engine.h"
 #include "core/status.h"
 
@@ -44,6 +46,7 @@ struct GenerateArgs {
   std::string grammar_file;      // --grammar: the output derives from this GBNF file's root rule
   bool score = false;            // --score: the prompt's log-likelihood and perplexity
   ExecutorFlags executor;
+  bool launch_nodes = false;  // --launch-nodes
 };
 
 // Each registers its subcommand; when chosen, `run` is set to the function that runs it.
@@ -57,6 +60,16 @@ void add_bench_command(CLI::App& app, std::function<int()>& run);
 void add_node_command(CLI::App& app, std::function<int()>& run);
 
 int run_generate(const GenerateArgs& args);
+
+// --launch-nodes: starts a `brigade node` process (this executable) for every remote instance of
+// `options`' topology, read from `topology_file`, with the same model, --threads and executor
+// flags, and supervises them (actors/node/node_launcher.h). Null when `launch` is false. Keep it
+// alive longer than the engine that connects to the nodes.
+Expected<std::unique_ptr<NodeLauncher>> launch_nodes(bool launch, const std::string& topology_file,
+                                                     const EngineOptions& options, int threads,
+                                                     const ExecutorFlags& flags);
+// Registers --launch-nodes on `cmd`.
+void add_launch_flag(CLI::App* cmd, bool& launch);
 
 // Blocks SIGINT and SIGTERM in this thread and every thread started after it (engine, server),
 // so that only a sigwait on the returned set receives them (graceful stop of serve and node).

@@ -42,6 +42,34 @@ Status apply_executor_flags(const ExecutorFlags& flags, EngineOptions& options) 
   return Status::ok();
 }
 
+void add_launch_flag(CLI::App* cmd, bool& launch) {
+  cmd->add_flag("--launch-nodes", launch,
+                "Start a `brigade node` process for each remote instance of the --topology file (all on this host), "
+                "with this command's --model, --threads and executor flags; a node that dies is started again, and "
+                "all stop with this command (a local cluster in one command)");
+}
+
+Expected<std::unique_ptr<NodeLauncher>> launch_nodes(bool launch, const std::string& topology_file,
+                                                     const EngineOptions& options, int threads,
+                                                     const ExecutorFlags& flags) {
+  if (!launch) return std::unique_ptr<NodeLauncher>();
+  if (topology_file.empty())
+    return invalid_argument("--launch-nodes starts the nodes of a --topology file's remote instances; give one");
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return io_error("--launch-nodes: cannot find this executable (/proc/self/exe: " + ec.message() + ")");
+  LaunchOptions lo;
+  lo.brigade = self.string();
+  lo.topology_file = topology_file;
+  if (!options.model_path.empty()) lo.node_args.insert(lo.node_args.end(), {"--model", options.model_path});
+  if (threads > 0) lo.node_args.insert(lo.node_args.end(), {"--threads", std::to_string(threads)});
+  if (!flags.device.empty()) lo.node_args.insert(lo.node_args.end(), {"--device", flags.device});
+  if (!flags.weights.empty()) lo.node_args.insert(lo.node_args.end(), {"--weights", flags.weights});
+  if (!flags.speculative_config.empty())
+    lo.node_args.insert(lo.node_args.end(), {"--speculative-config", flags.speculative_config});
+  return NodeLauncher::start(options.topology, std::move(lo));
+}
+
 sigset_t block_stop_signals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -48,6 +48,7 @@ void add_generate_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--topology", opts->topology, "Topology YAML (default: one CPU executor)");
   cmd->add_option("--threads", opts->threads, "CPU threads (0 = all cores)")->capture_default_str();
   add_executor_flags(cmd, opts->executor);
+  add_launch_flag(cmd, opts->launch_nodes);
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "Keep generating past end-of-sequence");
   cmd->add_option("--min-tokens", opts->min_tokens, "No end-of-sequence before this many tokens")->capture_default_str();
   auto* json_object = cmd->add_flag("--json-object", opts->json_object, "The output is one JSON object (enforced token by token)");
@@ -74,6 +75,8 @@ int run_generate(const GenerateArgs& a) {
   auto options = engine_options(a.topology, a.model, a.threads);
   if (!options) return fail(options.status());
   if (Status st = apply_executor_flags(a.executor, *options); !st.is_ok()) return fail(st);
+  auto nodes = launch_nodes(a.launch_nodes, a.topology, *options, a.threads, a.executor);
+  if (!nodes) return fail(nodes.status());
   auto engine = Engine::create(*options);
   if (!engine) return fail(engine.status());
 

@@ -25,6 +25,7 @@ namespace {
 struct ServeArgs {
   std::string model;
   std::string topology;
+  bool launch_nodes = false;
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string api_key;
@@ -98,6 +99,8 @@ int run_serve(const ServeArgs& a) {
     return fail(invalid_argument("runtime LoRA updating (--allow-runtime-lora-updating or "
                                  "VLLM_ALLOW_RUNTIME_LORA_UPDATING) needs --enable-lora (or --lora-modules)"));
   options->chat_template = a.chat_template;
+  auto nodes = launch_nodes(a.launch_nodes, a.topology, *options, a.threads, a.executor);
+  if (!nodes) return fail(nodes.status());
   auto engine = Engine::create(*options);
   if (!engine) return fail(engine.status());
 
@@ -172,6 +175,7 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
       ->check(CLI::IsMember({"true", "false"}));
   cmd->add_option("--threads", a->threads, "CPU threads for the executor (0 = all cores)");
   add_executor_flags(cmd, a->executor);
+  add_launch_flag(cmd, a->launch_nodes);
   cmd->add_option("--lora-modules", a->lora_modules,
                   "LoRA adapters (PEFT directories) to serve: name=path ... or JSON {\"name\": ..., \"path\": ...}; "
                   "a request selects one by its name in `model`");

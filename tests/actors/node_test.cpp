@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "brigade/engine.h"
+#include "actors/node/node_launcher.h"
 #include "actors/node/node_watch.h"
 #include "brigade/node.h"
 #include "messages/blob.h"
@@ -642,6 +643,112 @@ TEST_F(NodeProcesses, ANodeKilledMidGenerationFailsOnlyItsRequests) {
   ASSERT_EQ(::waitpid(b.pid, &status, 0), b.pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   children_.pop_back();
+}
+
+// A free TCP port of 127.0.0.1 (bound, then released for a node to bind).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+// --launch-nodes (actors/node/node_launcher.h): the front starts a node process per remote
+// instance and serves through them; a node SIGKILLed mid-run is started again by the launcher and
+// the front's watch routes to it again; the launcher's end stops every node.
+TEST_F(NodeCluster, LaunchedNodesServeAndOneThatDiesIsStartedAgain) {
+  const std::string a = "127.0.0.1:" + std::to_string(free_port()), b = "127.0.0.1:" + std::to_string(free_port());
+  const std::string file = (dir_ / "launch.yaml").string();
+  std::ofstream(file) << "model: " << model() << "\ninstances:\n"
+                      << "  - {name: a, remote: '" << a << "', executors: [{threads: 1}], kv: {memory_mb: 16}, "
+                      << "scheduler: {max_step_tokens: 32}}\n"
+                      << "  - {name: b, remote: '" << b << "', executors: [{threads: 1}], kv: {memory_mb: 16}, "
+                      << "scheduler: {max_step_tokens: 32}}\n";
+  auto topo = load_topology_file(file);
+  ASSERT_TRUE(topo.has_value()) << topo.status().to_string();
+  LaunchOptions lo;
+  lo.brigade = std::string(BRIGADE_BINARY_DIR) + "/tools/brigade";
+  lo.topology_file = file;
+  auto launcher = NodeLauncher::start(*topo, lo);
+  ASSERT_TRUE(launcher.has_value()) << launcher.status().to_string();
+  auto launched = (*launcher)->nodes();
+  ASSERT_EQ(launched.size(), 2u);
+  EXPECT_EQ(launched[0].instance, "a");
+  EXPECT_EQ(launched[1].endpoint, b);
+  const pid_t first_a = launched[0].pid, first_b = launched[1].pid;
+  ASSERT_GT(first_a, 0);
+  ASSERT_GT(first_b, 0);
+
+  EngineOptions o = testing::test_engine_options(model(), 1);
+  o.topology = topology({"a", "b"}, {a, b});
+  auto front = Engine::create(o);
+  ASSERT_TRUE(front.has_value()) << front.status().to_string();
+  EngineOptions lo_local = testing::test_engine_options(model(), 1);
+  lo_local.topology = topology({"local"});
+  auto local = Engine::create(lo_local);
+  ASSERT_TRUE(local.has_value());
+  std::vector<GenerateOptions> reqs;
+  for (int i = 0; i < 4; ++i) reqs.push_back(testing::greedy_ids(prompt(100 + i, 12 + 3 * i), 6));
+  EXPECT_EQ(testing::generate_all(**front, reqs), testing::generate_all(**local, reqs));
+
+  ASSERT_EQ(::kill(first_a, SIGKILL), 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    launched = (*launcher)->nodes();
+    if (launched[0].restarts == 1 && launched[0].pid > 0 && (*front)->instance_stats()[0].serving) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(launched[0].restarts, 1);
+  EXPECT_NE(launched[0].pid, first_a);
+  EXPECT_EQ(launched[1].pid, first_b) << "b was not touched";
+  ASSERT_TRUE((*front)->instance_stats()[0].serving) << "the watch reconnected to the new node";
+  const uint64_t done_before = (*front)->instance_stats()[0].stats.requests_done;
+  EXPECT_EQ(testing::generate_all(**front, reqs), testing::generate_all(**local, reqs));
+  EXPECT_GT((*front)->instance_stats()[0].stats.requests_done, done_before) << "a serves again";
+
+  const pid_t second_a = launched[0].pid;
+  front->reset();
+  launcher->reset();
+  for (pid_t pid : {second_a, first_b}) EXPECT_NE(::kill(pid, 0), 0) << "stopped and reaped: " << pid;
+}
+
+TEST_F(NodeCluster, LaunchingRefusesWhatItCannotStartAndLeavesNothingRunning) {
+  LaunchOptions lo;
+  lo.brigade = std::string(BRIGADE_BINARY_DIR) + "/tools/brigade";
+  lo.topology_file = (dir_ / "refused.yaml").string();
+  const auto error = [&](const std::string& yaml, const LaunchOptions& opts) {
+    std::ofstream(opts.topology_file) << yaml;
+    auto topo = load_topology_file(opts.topology_file);
+    EXPECT_TRUE(topo.has_value()) << topo.status().to_string();
+    if (!topo) return std::string();
+    auto l = NodeLauncher::start(*topo, opts);
+    return l.has_value() ? std::string("(started)") : l.status().message();
+  };
+  EXPECT_NE(error("instances: [{name: a}]\n", lo).find("no remote instance"), std::string::npos);
+  EXPECT_NE(error("instances: [{name: a, remote: '10.1.2.3:7000'}]\n", lo).find("on this host only"),
+            std::string::npos);
+  LaunchOptions missing = lo;
+  missing.brigade = (dir_ / "no-such-brigade").string();
+  EXPECT_NE(error("instances: [{name: a, remote: '127.0.0.1:7000'}]\n", missing).find("is not there"),
+            std::string::npos);
+  // A node that cannot load its model exits: the error says so, with the node's own words.
+  LaunchOptions bad_model = lo;
+  bad_model.node_args = {"--model", (dir_ / "no-such-model").string()};
+  const std::string port = std::to_string(free_port());
+  const std::string why = error("instances: [{name: a, remote: '127.0.0.1:" + port + "'}, {name: b, remote: '127.0.0.1:" +
+                                    std::to_string(free_port()) + "'}]\n",
+                                bad_model);
+  EXPECT_NE(why.find("node 'a'"), std::string::npos) << why;
+  EXPECT_NE(why.find("exited before it listened"), std::string::npos) << why;
+  EXPECT_NE(why.find("no-such-model"), std::string::npos) << "the node's own error: " << why;
 }
 
 }  // namespace

@@ -157,6 +157,13 @@ sed "s/127.0.0.1:1/127.0.0.1:$node_port/" "$dir/remote.yaml" >"$dir/cluster.yaml
 test "$(head -1 "$dir/cluster_gen.txt")" = "$(head -1 "$dir/local_gen.txt")"
 kill -TERM $node_pid
 wait $node_pid
+# --launch-nodes: the same cluster in one command (the node's port is free again); the front
+# starts the node process, serves through it and stops it at exit.
+"$bin" generate --model "$dir/m" --topology "$dir/cluster.yaml" --launch-nodes --prompt-ids 1,2,3 --max-tokens 6 \
+  --temperature 0 >"$dir/launched_gen.txt" 2>"$dir/launched.err"
+test "$(head -1 "$dir/launched_gen.txt")" = "$(head -1 "$dir/local_gen.txt")"
+grep -q "^\[node far\] node 127.0.0.1:$node_port serving" "$dir/launched.err"
+if pgrep -f -- "--instance far" >/dev/null; then echo "a launched node outlived its front"; exit 1; fi
 
 # --speculative-config (vLLM's flag): DeepSeek-V3's MTP module drafting changes no greedy token; a
 # method brigade does not have is refused by name.
