@@ -11,10 +11,11 @@ ensure_bench_model() {
   fi
 }
 
-# start_server MODEL TOPOLOGY PORT LOG: starts the server in the background (pid in SERVER_PID)
+# start_server MODEL TOPOLOGY PORT LOG [FLAGS...]: starts the server in the background (pid in
+# SERVER_PID) with any further serve flags (--launch-nodes: it starts the topology's nodes too)
 # and waits until it accepts connections.
 start_server() {
-  "$BRIGADE" serve --model "$1" --topology "$2" --port "$3" >"$4" 2>&1 &
+  "$BRIGADE" serve --model "$1" --topology "$2" --port "$3" "${@:5}" >"$4" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 1 600); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$3") 2>/dev/null; then return 0; fi
@@ -51,20 +52,3 @@ fetch_metrics() {
   exec 3<&-
 }
 
-# `brigade node` processes of start_node (their pids), for stop_nodes.
-NODE_PIDS=()
-# start_node MODEL TOPOLOGY INSTANCE PREFIX: starts a node serving INSTANCE in the background
-# (stdout in PREFIX.out, its log in PREFIX.log) and waits until it listens.
-start_node() {
-  "$BRIGADE" node --model "$1" --topology "$2" --instance "$3" >"$4.out" 2>"$4.log" &
-  NODE_PIDS+=($!)
-  for _ in $(seq 1 300); do grep -q '^node ' "$4.out" 2>/dev/null && return 0; sleep 0.1; done
-  echo "node $3 did not come up:" >&2
-  cat "$4.log" >&2
-  return 1
-}
-
-stop_nodes() {
-  for p in "${NODE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-  NODE_PIDS=()
-}

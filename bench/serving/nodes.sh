@@ -20,7 +20,7 @@ INPUT_MAX=${INPUT_MAX:-256}
 OUTPUT=${OUTPUT:-64}
 mkdir -p "$OUT_DIR"
 ensure_bench_model "$MODEL"
-trap 'stop_server; stop_nodes' EXIT
+trap stop_server EXIT
 
 run() {  # layout: in_process | nodes
   local layout=$1 file="$OUT_DIR/$1.yaml"
@@ -34,14 +34,12 @@ run() {  # layout: in_process | nodes
       echo "    executors: [{device: cpu, threads: 1}]"
     done
   } >"$file"
-  if [ "$layout" = nodes ]; then
-    for i in 0 1; do start_node "$MODEL" "$file" "dp$i" "$OUT_DIR/node$i"; done
-  fi
-  start_server "$MODEL" "$file" "$PORT" "$OUT_DIR/$layout.log"
+  local launch=()
+  if [ "$layout" = nodes ]; then launch=(--launch-nodes); fi  # the front starts (and stops) the nodes
+  start_server "$MODEL" "$file" "$PORT" "$OUT_DIR/$layout.log" "${launch[@]}"
   "$BRIGADE" bench --port "$PORT" --requests "$REQUESTS" --concurrency "$CONCURRENCY" --input-len "$INPUT_MIN" \
     --input-len-max "$INPUT_MAX" --output-len "$OUTPUT" --seed 13 --json "$OUT_DIR/$layout.json" >"$OUT_DIR/$layout.txt"
   stop_server
-  stop_nodes
 }
 
 for layout in in_process nodes; do run "$layout"; done

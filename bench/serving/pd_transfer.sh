@@ -29,7 +29,7 @@ if [ ! -f "$MODEL/model.safetensors" ]; then
   "$BRIGADE" make-model --out "$MODEL" --hidden 256 --layers 16 --heads 8 --kv-heads 8 --head-dim 128 \
     --intermediate 512 --vocab 4096 --max-position 4096 --dtype bf16 >/dev/null
 fi
-trap 'stop_server; stop_nodes' EXIT
+trap stop_server EXIT
 
 run() {  # transfer: inline | shm
   local transfer=$1 file="$OUT_DIR/$1.yaml"
@@ -46,14 +46,12 @@ run() {  # transfer: inline | shm
       i=$((i + 1))
     done
   } >"$file"
-  for role in prefill decode; do start_node "$MODEL" "$file" "$role" "$OUT_DIR/$transfer.$role"; done
-  start_server "$MODEL" "$file" "$PORT" "$OUT_DIR/$transfer.log"
+  start_server "$MODEL" "$file" "$PORT" "$OUT_DIR/$transfer.log" --launch-nodes  # and its two nodes
   "$BRIGADE" bench --port "$PORT" --requests "$REQUESTS" --concurrency "$CONCURRENCY" --input-len "$INPUT_MIN" \
     --input-len-max "$INPUT_MAX" --output-len "$OUTPUT" --seed 17 --json "$OUT_DIR/$transfer.json" \
     >"$OUT_DIR/$transfer.txt"
   fetch_metrics "$PORT" "$OUT_DIR/$transfer.metrics"
   stop_server
-  stop_nodes
 }
 
 for transfer in inline shm; do run "$transfer"; done
