@@ -224,6 +224,8 @@ void on_exported(scheduler_ptr self, uint64_t seq_id, const kv_exported_msg& res
       c->pd_bytes_out += r.getBlob().getNBytes();
     }
     self->send(st.handoffs, std::move(handoff));
+  } else if (!res.empty()) {
+    discard_blob(res->getBlob());  // aborted while its pages were read: nobody takes its segment
   }
   return_surplus(self);
   pump(self);

@@ -270,6 +270,48 @@ TEST_F(NodeCluster, PrefillAndDecodeNodesMoveKvThroughSharedMemory) {
   expect_pd_nodes_give_colocated_tokens("shm");
 }
 
+// pd.transfer shm with aborts at every stage: at once, on the first token (the hand-off is being
+// exported or is in flight through the front) and later (on the decode node). Every request ends
+// once and no segment is left behind: the prefill node frees the segment of a sequence aborted
+// while its pages were read, the front's router one it drops, the decode node one it took.
+TEST_F(NodeCluster, AbortedShmHandOffsLeaveNoSegment) {
+  TopologyConfig topo = topology({"p", "d"});
+  topo.instances[0].role = "prefill";
+  topo.instances[1].role = "decode";
+  topo.pd.transfer = "shm";
+  auto p = start_node(topo, "p");
+  auto d = start_node(topo, "d");
+  ASSERT_TRUE(p && d);
+  EngineOptions fo = testing::test_engine_options(model(), 1);
+  fo.topology = topo;
+  fo.topology.instances[0].remote = endpoint(*p);
+  fo.topology.instances[1].remote = endpoint(*d);
+  auto cluster = Engine::create(fo);
+  ASSERT_TRUE(cluster.has_value()) << cluster.status().to_string();
+  Engine& engine = **cluster;
+  Outcomes out;
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 24; ++i) {
+    const int when = i % 4 == 0 ? -1 : i % 4 == 3 ? 3 : 1;  // events seen before cancelling (-1: at once)
+    auto seen = std::make_shared<int>(0);
+    auto id = engine.submit(testing::greedy_ids(prompt(200 + i, 24 + 11 * (i % 5)), 20),
+                            out.callback([&engine, when, seen](const Event& ev) {
+                              if (++*seen == when && ev.finish == FinishReason::none) engine.cancel(ev.request_id);
+                            }));
+    ASSERT_TRUE(id.has_value());
+    if (when < 0) engine.cancel(*id);
+    ids.push_back(*id);
+  }
+  ASSERT_TRUE(out.wait(ids.size())) << "every request ends, none hangs";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // late hand-offs would land now
+  for (uint64_t id : ids) EXPECT_EQ(out.n_final(id), 1) << "request " << id << " ends exactly once";
+  EXPECT_EQ(n_unreceived_shared_blobs(), 0u) << "a segment of an aborted hand-off is left";
+  EXPECT_EQ(segments_of(::getpid()), 0u);
+  auto c = engine.generate(testing::greedy_ids(prompt(299, 30), 5));
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->token_ids.size(), 5u);
+}
+
 // A front's own prefill instance hands off to a decode node: its bytes must cross the process
 // (inline by default, a segment with shm), and a node's prefill to the front's own decode
 // instance likewise. Neither recomputes.
