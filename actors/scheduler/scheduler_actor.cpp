@@ -223,6 +223,9 @@ void on_exported(scheduler_ptr self, uint64_t seq_id, const kv_exported_msg& res
       c->pd_transfers_out++;
       c->pd_bytes_out += r.getBlob().getNBytes();
     }
+    // As emit does for events: the sequence has left this instance before anyone hears of it
+    // again (the decode side may finish it before this handler ends).
+    update_gauges(self);
     self->send(st.handoffs, std::move(handoff));
   } else if (!res.empty()) {
     discard_blob(res->getBlob());  // aborted while its pages were read: nobody takes its segment
