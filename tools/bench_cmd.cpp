@@ -27,6 +27,7 @@ struct BenchArgs {
   bool offline = false;
   std::string model, topology;
   int threads = 0;
+  bool launch_nodes = false;
 };
 
 double since(Clock::time_point t0, Clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); }
@@ -52,6 +53,8 @@ int run_online(const BenchArgs& a) {
 int run_offline(const BenchArgs& a) {
   auto options = engine_options(a.topology, a.model, a.threads, /*default_model=*/true);
   if (!options) return fail(options.status());
+  auto nodes = launch_nodes(a.launch_nodes, a.topology, *options, a.threads, {});
+  if (!nodes) return fail(nodes.status());
   auto engine = Engine::create(*options);
   if (!engine) return fail(engine.status());
   std::vector<RequestSpec> reqs;
@@ -137,7 +140,14 @@ void add_bench_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--model", a->model, "Offline: checkpoint (default: the synthetic 100M model)");
   cmd->add_option("--topology", a->topology, "Offline: topology YAML");
   cmd->add_option("--threads", a->threads, "Offline: CPU threads (0 = all cores)");
-  cmd->callback([a, &run] { run = [a] { return a->offline ? run_offline(*a) : run_online(*a); }; });
+  add_launch_flag(cmd, a->launch_nodes);
+  cmd->callback([a, &run] {
+    run = [a] {
+      if (a->launch_nodes && !a->offline)
+        return fail(invalid_argument("--launch-nodes starts an offline run's nodes; a server given --port starts its own"));
+      return a->offline ? run_offline(*a) : run_online(*a);
+    };
+  });
 }
 
 }  // namespace brigade::tools

@@ -21,6 +21,7 @@ struct DemoArgs {
   std::string model;
   std::string topology;
   int threads = 0;
+  bool launch_nodes = false;
   OnlineLoad load;
 };
 
@@ -44,6 +45,8 @@ int run_demo(DemoArgs a) {
   auto options = engine_options(a.topology, a.model, a.threads, /*default_model=*/true);
   if (!options) return fail(options.status());
   const std::string* model = &options->model_path;
+  auto nodes = launch_nodes(a.launch_nodes, a.topology, *options, a.threads, {});
+  if (!nodes) return fail(nodes.status());
   const auto t_load = std::chrono::steady_clock::now();
   auto engine = Engine::create(*options);
   if (!engine) return fail(engine.status());
@@ -116,6 +119,7 @@ void add_demo_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--model", a->model, "Checkpoint (default: the synthetic 100M model, made when absent)");
   cmd->add_option("--topology", a->topology, "Topology YAML");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all cores)");
+  add_launch_flag(cmd, a->launch_nodes);
   cmd->add_option("--requests", w.n_requests, "Requests in all")->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--concurrency", a->load.concurrency, "Concurrent streaming clients")
       ->capture_default_str()->check(CLI::Range(1, 1024));
