@@ -23,6 +23,7 @@ int inspect_topology(const std::string& path) {
   for (const auto& inst : t->instances) {
     // A remote instance runs in its `brigade node`, with the sections below.
     if (!inst.remote.empty()) std::printf("instance %s: remote %s (brigade node)\n", inst.name.c_str(), inst.remote.c_str());
+    if (inst.role != "both") std::printf("instance %s: role %s\n", inst.name.c_str(), inst.role.c_str());
     std::printf("instance %s: scheduler max_running=%d max_waiting=%d max_step_tokens=%d max_inflight_steps=%d\n",
                 inst.name.c_str(), inst.scheduler.max_running, inst.scheduler.max_waiting,
                 inst.scheduler.max_step_tokens, inst.scheduler.max_inflight_steps);
@@ -47,6 +48,7 @@ int inspect_topology(const std::string& path) {
                 "max_tree_tokens=%lld\n",
                 r.policy.c_str(), r.cache_threshold, r.balance_abs_threshold, r.balance_rel_threshold,
                 static_cast<long long>(r.max_tree_tokens));
+  if (t->pd_separated()) std::printf("pd: transfer=%s\n", t->pd.transfer.c_str());
   for (const auto& st : t->stations) {  // in request order
     std::string options;
     for (const auto& [k, v] : st.options) options += " " + k + "=" + v;
