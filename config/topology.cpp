@@ -305,7 +305,7 @@ Status check_instances_apart(const std::vector<InstanceConfig>& instances) {
 // PD separation: prefill instances hand sequences with their KV pages to decode instances, so
 // both kinds must exist, and the page bytes one writes must mean the same to the other.
 Status validate_pd(const std::vector<InstanceConfig>& instances, const PdConfig& pd) {
-  const std::set<std::string> transfers = {"local", "inline", "shm"};
+  const std::set<std::string> transfers = {"auto", "local", "inline", "shm"};
   if (!transfers.count(pd.transfer))
     return invalid_argument("pd.transfer '" + pd.transfer + "' is not one of: " + join(transfers));
   int n_prefill = 0, n_decode = 0;

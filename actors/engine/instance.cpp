@@ -175,7 +175,12 @@ BlobTransport pd_transport(const TopologyConfig& topology, bool in_node) {
                          return !i.remote.empty() && i.role == "decode";
                        });
   if (!crosses) return BlobTransport::local;
-  return t == "shm" ? BlobTransport::shared : BlobTransport::inline_bytes;
+  const bool one_host = std::all_of(topology.instances.begin(), topology.instances.end(), [](const auto& i) {
+    if (i.remote.empty() || i.role == "both") return true;
+    auto ep = parse_endpoint(i.remote);
+    return ep.has_value() && ep->loopback();
+  });
+  return t == "shm" || (t == "auto" && one_host) ? BlobTransport::shared : BlobTransport::inline_bytes;
 }
 
 std::string lora_identity(const LoraModule& m) {

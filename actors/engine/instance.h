@@ -65,8 +65,9 @@ std::string lora_identity(const LoraModule& m);
 
 // How an instance's PD hand-offs carry their KV bytes (topology pd.transfer). In the engine's own
 // process (in_node false): a local handle, unless pd.transfer is inline or some decode instance
-// is a node, where the bytes must cross (inline; shm: a shared-memory segment). In a
-// `brigade node` (in_node true), every hand-off crosses to the front: inline, or shm's segment.
+// is a node, where the bytes must cross. In a `brigade node` (in_node true), every hand-off
+// crosses to the front. Crossing: a shared-memory segment for shm, and for auto when every PD
+// instance is on this host (loopback endpoints); else inline.
 BlobTransport pd_transport(const TopologyConfig& topology, bool in_node);
 
 // The model's tokenizer: a directory's tokenizer files, or the vocabulary a GGUF carries; null

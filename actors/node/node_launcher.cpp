@@ -21,10 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
-}
-
 std::string exit_text(int status) {
   if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return std::string("signal ") + strsignal(WTERMSIG(status));
@@ -87,7 +83,7 @@ class Impl final : public NodeLauncher {
     for (const auto& inst : topology.instances) {
       if (inst.remote.empty()) continue;
       BRIGADE_ASSIGN_OR_RETURN(Endpoint ep, parse_endpoint(inst.remote));
-      if (!loopback(ep.host))
+      if (!ep.loopback())
         return unsupported("instance '" + inst.name + "' is served at " + inst.remote +
                            ": launching starts nodes on this host only (a loopback endpoint); start that one "
                            "there: brigade node --topology FILE --instance " + inst.name);

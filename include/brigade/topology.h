@@ -150,14 +150,16 @@ struct RouterConfig {
   int64_t max_tree_tokens = int64_t{1} << 22;
 };
 
-// PD separation's data plane: how a hand-off carries its KV bytes. local: a handle to a host
-// buffer of this process where the hand-off stays in the process (no copy through the message),
-// the bytes inside the message where it crosses to another process (a `brigade node`); inline:
-// the bytes inside the message always; shm: where a hand-off crosses processes, a POSIX
-// shared-memory segment that the receiver maps (no bytes through the sockets; every instance on
-// the front's host, which connecting checks).
+// PD separation's data plane: how a hand-off carries its KV bytes. Where it stays in a process,
+// a handle to a host buffer (no copy through the message) unless `inline`; where it crosses to
+// another process (a `brigade node`):
+//   auto:   a POSIX shared-memory segment that the receiver maps when every PD instance is on
+//           this host (no remote: endpoint other than a loopback one), else the bytes inline;
+//   local:  the bytes inside the message;
+//   inline: the bytes inside the message (in the process too);
+//   shm:    a shared-memory segment (every PD node on the front's host, which connecting checks).
 struct PdConfig {
-  std::string transfer = "local";  // local | inline | shm
+  std::string transfer = "auto";  // auto | local | inline | shm
 };
 
 // One actor of the application's (or brigade's own) in the request path, between the tokenizer
@@ -198,6 +200,8 @@ struct TopologyConfig {
 struct Endpoint {
   std::string host;
   int port = 0;
+  // On this host: localhost or 127.0.0.0/8.
+  bool loopback() const { return host == "localhost" || host.rfind("127.", 0) == 0; }
 };
 Expected<Endpoint> parse_endpoint(const std::string& text, bool allow_any_port = false);
 

@@ -116,9 +116,10 @@ class NodeCluster : public testing::TinyModelTest {
   }
 
   // Greedy and seeded outputs through a prefill and a decode node equal one in-process instance's,
-  // and the front's stats are the nodes' counters; nothing recomputes. pd.transfer shm: every
-  // hand-off carries its KV bytes in a shared-memory segment, which the decode node takes (none is
-  // left); otherwise inline bytes cross (a local handle would be refused there).
+  // and the front's stats are the nodes' counters; nothing recomputes. pd.transfer shm, and auto
+  // with every node on this host: every hand-off carries its KV bytes in a shared-memory segment,
+  // which the decode node takes (none is left); local: inline bytes cross (a local handle would be
+  // refused there).
   void expect_pd_nodes_give_colocated_tokens(const std::string& transfer) const {
     TopologyConfig topo = topology({"p", "d"});
     topo.instances[0].role = "prefill";
@@ -147,7 +148,7 @@ class NodeCluster : public testing::TinyModelTest {
     EXPECT_EQ(per[1].stats.pd_transfers_in, reqs.size());
     EXPECT_EQ(per[1].stats.pd_import_failures, 0u);
     EXPECT_GT(per[1].stats.pd_bytes_in, 0u);
-    EXPECT_EQ(per[1].stats.pd_shm_transfers_in, transfer == "shm" ? reqs.size() : 0u);
+    EXPECT_EQ(per[1].stats.pd_shm_transfers_in, transfer == "local" ? 0u : reqs.size());
     EXPECT_EQ(n_unreceived_shared_blobs(), 0u) << "the decode node took every segment";
     EXPECT_EQ(segments_of(::getpid()), 0u);
   }
@@ -270,6 +271,8 @@ TEST_F(NodeCluster, PrefillAndDecodeNodesMoveKvThroughSharedMemory) {
   expect_pd_nodes_give_colocated_tokens("shm");
 }
 
+TEST_F(NodeCluster, NodesOfThisHostUseSharedMemoryByDefault) { expect_pd_nodes_give_colocated_tokens("auto"); }
+
 // pd.transfer shm with aborts at every stage: at once, on the first token (the hand-off is being
 // exported or is in flight through the front) and later (on the decode node). Every request ends
 // once and no segment is left behind: the prefill node frees the segment of a sequence aborted
@@ -313,8 +316,8 @@ TEST_F(NodeCluster, AbortedShmHandOffsLeaveNoSegment) {
 }
 
 // A front's own prefill instance hands off to a decode node: its bytes must cross the process
-// (inline by default, a segment with shm), and a node's prefill to the front's own decode
-// instance likewise. Neither recomputes.
+// (inline with local, a segment with shm and auto), and a node's prefill to the front's own
+// decode instance likewise. Neither recomputes.
 TEST_F(NodeCluster, HandOffsBetweenTheFrontAndANodeCrossWithTheirBytes) {
   EngineOptions lo = testing::test_engine_options(model(), 1);
   lo.topology = topology({"local"});
@@ -324,7 +327,7 @@ TEST_F(NodeCluster, HandOffsBetweenTheFrontAndANodeCrossWithTheirBytes) {
   for (int i = 0; i < 3; ++i) reqs.push_back(testing::greedy_ids(prompt(60 + i, 19 + 5 * i), 8));
   reqs.push_back(seeded(prompt(70, 23), 8, 3));
   const auto want = testing::generate_all(**local, reqs);
-  for (const std::string transfer : {"local", "shm"}) {
+  for (const std::string transfer : {"local", "shm", "auto"}) {
     for (const int remote_side : {0, 1}) {  // 0: the prefill instance is the node; 1: the decode instance
       SCOPED_TRACE("pd.transfer " + transfer + ", node: " + (remote_side == 0 ? "prefill" : "decode"));
       TopologyConfig topo = topology({"p", "d"});
@@ -343,7 +346,7 @@ TEST_F(NodeCluster, HandOffsBetweenTheFrontAndANodeCrossWithTheirBytes) {
       const auto per = (*front)->instance_stats();
       EXPECT_EQ(per[1].stats.pd_transfers_in, reqs.size());
       EXPECT_EQ(per[1].stats.pd_import_failures, 0u);
-      EXPECT_EQ(per[1].stats.pd_shm_transfers_in, transfer == "shm" ? reqs.size() : 0u);
+      EXPECT_EQ(per[1].stats.pd_shm_transfers_in, transfer == "local" ? 0u : reqs.size());
       EXPECT_EQ(segments_of(::getpid()), 0u);
     }
   }

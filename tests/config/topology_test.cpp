@@ -320,7 +320,7 @@ TEST(Topology, ShippedPdFileParses) {
   ASSERT_EQ(t->instances.size(), 2u);
   EXPECT_EQ(t->instances[0].role, "prefill");
   EXPECT_EQ(t->instances[1].role, "decode");
-  EXPECT_EQ(t->pd.transfer, "local");
+  EXPECT_EQ(t->pd.transfer, "auto");
   EXPECT_TRUE(t->pd_separated());
   EXPECT_FALSE(default_topology().pd_separated());
 }
@@ -356,7 +356,7 @@ TEST(Topology, PdErrorsSayWhatIsWrong) {
   // page layouts (a latent cache is the same at any tp).
   EXPECT_EQ(error("instances: [{name: a, role: prefill, executors: [{tp: 2}]}, {name: b, role: decode}]"), "(parsed)");
   EXPECT_NE(error("instances: [{name: a, role: prefill}, {name: b, role: decode}]\npd: {transfer: nfs}")
-                .find("not one of: inline, local, shm"),
+                .find("not one of: auto, inline, local, shm"),
             std::string::npos);
   EXPECT_EQ(error("instances: [{name: a, role: prefill}, {name: b, role: decode}]\npd: {transfer: inline}"), "(parsed)");
   EXPECT_EQ(error("instances: [{name: a, role: prefill}, {name: b, role: decode}]\npd: {transfer: shm}"), "(parsed)");

@@ -142,7 +142,7 @@ printf 'instances: [{name: far, remote: "127.0.0.1:1", executors: [{threads: 1}]
 "$bin" inspect "$dir/remote.yaml" | grep -q "^instance far: remote 127.0.0.1:1 (brigade node)$"
 "$bin" inspect "$(dirname "$0")/../../config/pd_cpu.yaml" >"$dir/pd_inspect.txt"
 grep -q "^instance decode0: role decode$" "$dir/pd_inspect.txt"
-grep -q "^pd: transfer=local$" "$dir/pd_inspect.txt"
+grep -q "^pd: transfer=auto$" "$dir/pd_inspect.txt"
 if "$bin" generate --model "$dir/m" --topology "$dir/remote.yaml" --prompt-ids 1,2,3 --max-tokens 4 >"$dir/remote.txt" 2>&1; then
   echo "generate against a missing node should fail"; exit 1
 fi
