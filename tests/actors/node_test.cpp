@@ -115,24 +115,36 @@ class NodeCluster : public testing::TinyModelTest {
     return path;
   }
 
+  // A prefill node and a decode node (in this process) with pd.transfer `transfer`, and a front
+  // connected to them.
+  struct PdCluster {
+    std::unique_ptr<Node> p, d;
+    Expected<std::unique_ptr<Engine>> front = internal_error("no nodes");
+  };
+  PdCluster pd_cluster(const std::string& transfer) const {
+    TopologyConfig topo = topology({"p", "d"});
+    topo.instances[0].role = "prefill";
+    topo.instances[1].role = "decode";
+    topo.pd.transfer = transfer;
+    PdCluster c;
+    c.p = start_node(topo, "p");
+    c.d = start_node(topo, "d");
+    if (!c.p || !c.d) return c;
+    EngineOptions fo = testing::test_engine_options(model(), 1);
+    fo.topology = topo;
+    fo.topology.instances[0].remote = endpoint(*c.p);
+    fo.topology.instances[1].remote = endpoint(*c.d);
+    c.front = Engine::create(fo);
+    return c;
+  }
+
   // Greedy and seeded outputs through a prefill and a decode node equal one in-process instance's,
   // and the front's stats are the nodes' counters; nothing recomputes. pd.transfer shm, and auto
   // with every node on this host: every hand-off carries its KV bytes in a shared-memory segment,
   // which the decode node takes (none is left); local: inline bytes cross (a local handle would be
   // refused there).
   void expect_pd_nodes_give_colocated_tokens(const std::string& transfer) const {
-    TopologyConfig topo = topology({"p", "d"});
-    topo.instances[0].role = "prefill";
-    topo.instances[1].role = "decode";
-    topo.pd.transfer = transfer;
-    auto p = start_node(topo, "p");
-    auto d = start_node(topo, "d");
-    ASSERT_TRUE(p && d);
-    EngineOptions fo = testing::test_engine_options(model(), 1);
-    fo.topology = topo;
-    fo.topology.instances[0].remote = endpoint(*p);
-    fo.topology.instances[1].remote = endpoint(*d);
-    auto cluster = Engine::create(fo);
+    auto [p, d, cluster] = pd_cluster(transfer);
     ASSERT_TRUE(cluster.has_value()) << cluster.status().to_string();
     EngineOptions lo = testing::test_engine_options(model(), 1);
     lo.topology = topology({"local"});
@@ -278,18 +290,7 @@ TEST_F(NodeCluster, NodesOfThisHostUseSharedMemoryByDefault) { expect_pd_nodes_g
 // once and no segment is left behind: the prefill node frees the segment of a sequence aborted
 // while its pages were read, the front's router one it drops, the decode node one it took.
 TEST_F(NodeCluster, AbortedShmHandOffsLeaveNoSegment) {
-  TopologyConfig topo = topology({"p", "d"});
-  topo.instances[0].role = "prefill";
-  topo.instances[1].role = "decode";
-  topo.pd.transfer = "shm";
-  auto p = start_node(topo, "p");
-  auto d = start_node(topo, "d");
-  ASSERT_TRUE(p && d);
-  EngineOptions fo = testing::test_engine_options(model(), 1);
-  fo.topology = topo;
-  fo.topology.instances[0].remote = endpoint(*p);
-  fo.topology.instances[1].remote = endpoint(*d);
-  auto cluster = Engine::create(fo);
+  auto [p, d, cluster] = pd_cluster("shm");
   ASSERT_TRUE(cluster.has_value()) << cluster.status().to_string();
   Engine& engine = **cluster;
   Outcomes out;
