@@ -20,6 +20,9 @@ struct DraftQuery {
 
 struct DraftProposal {
   std::vector<int32_t> tokens;  // the proposed continuation after query.tokens; may be empty
+  // false: the drafter did not try for this query (an MTP module not asked for drafts last step,
+  // a proposal gone stale): an empty answer then says nothing about how well it drafts.
+  bool attempted = true;
 };
 
 // What a drafter that runs a model spent (EngineStats spec_draft_*); zero for the n-gram drafter.

@@ -7,7 +7,10 @@ namespace brigade {
 DraftProposal MtpDrafter::propose(const DraftQuery& query) {
   DraftProposal out;
   auto it = board_.find(query.seq_id);
-  if (it == board_.end() || it->second.n_tokens != static_cast<int>(query.tokens.size())) return out;
+  if (it == board_.end() || it->second.n_tokens != static_cast<int>(query.tokens.size())) {
+    out.attempted = false;  // the module was not asked after these tokens: nothing to judge
+    return out;
+  }
   const std::vector<int32_t>& t = it->second.tokens;
   out.tokens.assign(t.begin(), t.begin() + std::min<std::ptrdiff_t>(std::max(query.max_tokens, 0),
                                                                     static_cast<std::ptrdiff_t>(t.size())));

@@ -4,7 +4,7 @@
 // step's tokens (StepResult.drafts). This drafter is the scheduler's side: it keeps the latest
 // proposal of each sequence with the token count it follows, and answers a query with it when
 // the sequence still has exactly those tokens (a step in flight, a stop or a preemption since
-// then make it stale: no drafts that step).
+// then make it stale: no drafts that step, and no judgement of the module's acceptance).
 //
 // Owned and called by one thread (the scheduler's); not thread-safe.
 #pragma once

@@ -77,7 +77,9 @@ std::map<uint64_t, std::vector<int32_t>> SchedulerPolicy::propose_drafts(const s
     p.erase(std::find_if(p.begin(), p.end(), [&](int32_t t) { return t < 0 || t >= limits_.vocab_size; }), p.end());
     if (p.empty()) {
       ++spec_stats_.misses;
-      note_acceptance(*seqs[i], 0.0);  // the attempt cost the sequence its overlap and gained nothing
+      // An attempt that found nothing cost the sequence its overlap and gained nothing; a drafter
+      // that did not try (MTP after a step without drafts) says nothing about its acceptance.
+      if (proposals[i].attempted) note_acceptance(*seqs[i], 0.0);
     } else {
       out[queries[i].seq_id] = std::move(p);
     }

@@ -52,6 +52,7 @@ TEST(MtpDrafter, AnswersOnlyForTheLengthItsProposalFollows) {
   MtpDrafter d;
   const std::vector<int32_t> t = {5, 6, 7};
   EXPECT_TRUE(d.propose({1, t, 3}).tokens.empty()) << "nothing received yet";
+  EXPECT_FALSE(d.propose({1, t, 3}).attempted) << "no proposal to judge the module by";
   d.take_proposal(1, 3, {8, 9, 10});
   d.take_proposal(2, 4, {11});
   EXPECT_TRUE(d.propose({2, t, 3}).tokens.empty()) << "made for 4 tokens, asked at 3: stale";

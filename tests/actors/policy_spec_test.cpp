@@ -361,6 +361,18 @@ TEST(SchedulerSpec, MtpDraftsComeWithTheResultAndFeedTheNextDecode) {
   ASSERT_TRUE(s5 && s5->seqs.size() == 1);
   EXPECT_EQ(s5->seqs[0].tokens, (std::vector<int32_t>{60}));
   EXPECT_EQ(s5->seqs[0].n_draft, 0);
+  // Misses the module did not try for (results without proposals, as after a step planned
+  // without drafts) do not count as rejections: drafting stays on (10 zeros would turn it off).
+  const uint64_t misses = p.spec_stats().misses;
+  auto step = s5;
+  for (int i = 0; i < 10; ++i) {
+    p.complete(step->step_id, tokens_for(1, {61 + i}), pages);
+    step = p.plan(pages);
+    ASSERT_TRUE(step && step->seqs.size() == 1);
+    EXPECT_EQ(step->seqs[0].mtp_drafts, 3) << "miss " << i;
+  }
+  EXPECT_EQ(p.spec_stats().misses, misses + 10);
+  EXPECT_EQ(p.spec_stats().seqs_turned_off, 0u);
 }
 
 }  // namespace
