@@ -5,10 +5,9 @@
 #include <string>
 #include <unordered_set>
 
-#include "messages/blob.h"
-
 #include "actors/engine/instance_stats.h"
 #include "actors/node/node_auth.h"
+#include "messages/blob.h"
 #include "messages/convert.h"
 #include "messages/error.h"
 
