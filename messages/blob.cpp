@@ -201,10 +201,15 @@ const std::string& blob_host_id() {
   static const std::string id = [] {
     std::string boot;
     std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
-    if (!boot.empty()) return boot;
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    return std::string("host:") + host;
+    if (boot.empty()) {
+      char host[256] = {};
+      ::gethostname(host, sizeof host - 1);
+      boot = std::string("host:") + host;
+    }
+    // Containers on one host share the boot id but may each mount a /dev/shm of their own.
+    struct stat sb;
+    const std::string shm = ::stat("/dev/shm", &sb) == 0 ? std::to_string(static_cast<unsigned long long>(sb.st_dev)) : "none";
+    return boot + " shm-dev " + shm;
   }();
   return id;
 }

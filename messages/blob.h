@@ -136,7 +136,8 @@ size_t n_unreceived_shared_blobs();
 // segment is made; tests pass 0), and segments whose maker process is dead. Returns how many.
 size_t sweep_shared_blobs(std::chrono::seconds age);
 
-// This host's identity (the kernel's boot id): processes that may share segments report equal ones.
+// This host's identity for shared segments (the kernel's boot id and the device of /dev/shm, which
+// a container may mount apart): processes that can share segments report equal ones.
 const std::string& blob_host_id();
 
 }  // namespace brigade

@@ -650,6 +650,9 @@ Status EngineImpl::start(const EngineOptions& options) {
                                                  : "");
   }
   std::vector<InstanceFacts> facts;
+  // PD nodes that hand off through shared memory (pd_transport) must share this process's.
+  const bool nodes_share_memory = options.topology.pd_separated() &&
+                                  pd_transport(options.topology, /*in_node=*/true) == BlobTransport::shared;
   nodes_->nodes.resize(configs.size());
   remote_.resize(configs.size());
   std::vector<node_info_msg> infos(configs.size());
@@ -660,8 +663,7 @@ Status EngineImpl::start(const EngineOptions& options) {
       continue;
     }
     BRIGADE_ASSIGN_OR_RETURN(auto connected, probe_node(configs[i]));
-    if (const std::string elsewhere = other_host(connected.second.reader());
-        options.topology.pd.transfer == "shm" && options.topology.pd_separated() && !elsewhere.empty())
+    if (const std::string elsewhere = other_host(connected.second.reader()); nodes_share_memory && !elsewhere.empty())
       return unsupported("instance '" + configs[i].name + "' (remote " + configs[i].remote + "): " + elsewhere);
     nodes_->nodes[i] = std::move(connected.first);
     remote_[i] = true;
@@ -698,7 +700,7 @@ Status EngineImpl::start(const EngineOptions& options) {
     BRIGADE_RETURN_IF_ERROR(connect_node(configs[i], nodes_->nodes[i], infos[i]));
     const Endpoint ep = *parse_endpoint(configs[i].remote);
     watched.push_back({static_cast<int>(i), ep.host, static_cast<uint16_t>(ep.port), infos[i], identity(configs[i]),
-                       options.topology.pd.transfer == "shm" && options.topology.pd_separated()});
+                       nodes_share_memory});
     EngineStats& last = last_node_stats_[i];  // until the node's first answer
     last.kv_pages_total = facts[i].n_pages;
     last.peak_bytes_per_s = facts[i].ceilings.bytes_per_s;

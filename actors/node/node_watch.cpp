@@ -140,9 +140,10 @@ std::string node_mismatch(schema::NodeInfo::Reader then, schema::NodeInfo::Reade
 
 std::string other_host(schema::NodeInfo::Reader info) {
   if (info.getHostId() == blob_host_id()) return {};
-  return "its node runs on another host (boot id '" + std::string(info.getHostId()) + "', this front's '" +
-         blob_host_id() + "'); pd.transfer: shm moves KV pages through this host's shared memory: run every PD "
-         "node on this host, or use pd.transfer: inline";
+  return "its node does not share this process's shared memory (host '" + std::string(info.getHostId()) +
+         "', this front's '" + blob_host_id() + "': another host, or a container with a /dev/shm of its own), "
+         "but its KV hand-offs would go through it (pd.transfer shm, or auto with every node on a loopback "
+         "endpoint): run the nodes beside this front, or set pd.transfer: inline";
 }
 
 caf::actor spawn_node_watch(caf::actor_system& system, std::vector<WatchedInstance> watched,

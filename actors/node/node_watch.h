@@ -39,7 +39,7 @@ struct WatchedInstance {
   uint16_t port = 0;
   node_info_msg info;     // what the node served at start; a node that comes back must match
   FrontIdentity who;      // how the front introduces itself (and its token)
-  bool same_host = false; // pd.transfer shm: a node that comes back must run on the front's host
+  bool same_host = false; // hand-offs in shared memory: a node that comes back must share the front's
 };
 
 // Watches every instance of `watched` (their nodes are in `nodes`, connected to the front).
@@ -51,7 +51,8 @@ caf::actor spawn_node_watch(caf::actor_system& system, std::vector<WatchedInstan
 // host's). Empty when it does; else what differs.
 std::string node_mismatch(schema::NodeInfo::Reader then, schema::NodeInfo::Reader now, bool same_host = false);
 
-// Empty when the node of `info` runs on this host; else why pd.transfer: shm cannot use it.
+// Empty when the node of `info` shares this process's shared memory (blob_host_id); else why its
+// hand-offs cannot go through it.
 std::string other_host(schema::NodeInfo::Reader info);
 
 }  // namespace brigade

@@ -416,12 +416,13 @@ TEST(NodeWatch, AComebackMustServeTheSameInstanceRoleAndModelAndWithShmBeOnThisH
             std::string::npos);
   EXPECT_NE(node_mismatch(then.reader(), info("a", "both", "llama", 301, 4096).reader()), "");
   EXPECT_NE(node_mismatch(then.reader(), info("a", "both", "llama", 300, 8192).reader()), "");
-  // pd.transfer shm: the same node on another host is refused; without shm it may move.
+  // Hand-offs in shared memory: the same node on another host (or /dev/shm) is refused; without
+  // them it may move.
   const auto elsewhere = info("a", "both", "llama", 300, 4096, "another-boot-id");
   EXPECT_EQ(node_mismatch(then.reader(), elsewhere.reader()), "");
-  EXPECT_NE(node_mismatch(then.reader(), elsewhere.reader(), /*same_host=*/true).find("runs on another host"),
+  EXPECT_NE(node_mismatch(then.reader(), elsewhere.reader(), /*same_host=*/true).find("does not share this process"),
             std::string::npos);
-  EXPECT_NE(other_host(elsewhere.reader()).find("use pd.transfer: inline"), std::string::npos);  // the front's start
+  EXPECT_NE(other_host(elsewhere.reader()).find("set pd.transfer: inline"), std::string::npos);  // the front's start
   EXPECT_EQ(other_host(then.reader()), "");
   EXPECT_EQ(node_mismatch(then.reader(), info("a", "both", "llama", 300, 4096).reader(), /*same_host=*/true), "");
 }
