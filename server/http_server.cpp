@@ -168,6 +168,7 @@ class Session : public std::enable_shared_from_this<Session> {
     ChoiceTiming& t = timing_[static_cast<size_t>(i)];
     if (!ev.token_ids.empty()) {
       if (t.n_tokens == 0) t.first = at;
+      if (t.n_tokens > 0) ctx_->metrics.observe_inter_token(seconds(at - t.last));
       t.last = at;
       t.n_tokens += static_cast<int>(ev.token_ids.size());
     }

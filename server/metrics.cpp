@@ -161,6 +161,9 @@ ServerMetrics::ServerMetrics(std::string model_name)
     : vllm_labels_("model_name=\"" + label_value(model_name) + "\",engine=\"0\""),
       ttft_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}),
       tpot_({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5}),
+      // vLLM's inter-token buckets, with CPU-sized ones below 10 ms.
+      itl_({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10,
+            20, 40, 80}),
       e2e_({0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}),
       prompt_tokens_(buckets_1_2_5(1e6)),
       generation_tokens_(buckets_1_2_5(1e6)) {}
@@ -209,9 +212,15 @@ void ServerMetrics::render_vllm(const EngineStats& s, std::string& out) const {
   ttft_.render("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", out, l);
   tpot_.render("vllm:request_time_per_output_token_seconds",
                "Histogram of time_per_output_token_seconds per request.", out, l);
+  itl_.render("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", out, l);
   e2e_.render("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", out, l);
   prompt_tokens_.render("vllm:request_prompt_tokens", "Number of prefill tokens processed.", out, l);
   generation_tokens_.render("vllm:request_generation_tokens", "Number of generation tokens processed.", out, l);
+}
+
+void ServerMetrics::observe_inter_token(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  itl_.observe(seconds);
 }
 
 void ServerMetrics::count_response(int http_status) {
@@ -319,6 +328,8 @@ std::string ServerMetrics::render(const EngineStats& s, const std::vector<Instan
   std::lock_guard<std::mutex> lock(mu_);
   ttft_.render("brigade_time_to_first_token_seconds", "Seconds from HTTP request arrival to the first token.", out);
   tpot_.render("brigade_time_per_output_token_seconds", "Mean seconds between output tokens after the first.", out);
+  itl_.render("brigade_inter_token_latency_seconds",
+              "Seconds between successive deliveries of a choice's tokens (a delivery may carry several).", out);
   e2e_.render("brigade_request_latency_seconds", "Seconds from HTTP request arrival to the last token.", out);
   out += "# HELP brigade_http_responses_total HTTP responses by status.\n# TYPE brigade_http_responses_total counter\n";
   for (const auto& [code, n] : responses_) {

@@ -56,6 +56,9 @@ class ServerMetrics {
   // One ended choice: its latencies (timed ones that did not fail), its token counts and its
   // finish reason (every one).
   void observe_choice(const ChoiceEnd& c);
+  // The seconds between two successive deliveries of tokens to one choice (vLLM's inter-token
+  // latency: one observation per delivery after the first, however many tokens it carried).
+  void observe_inter_token(double seconds);
   void count_response(int http_status);
   void count_disconnect();
   // Prometheus text exposition (version 0.0.4) of these and the engine's stats: the unlabelled
@@ -72,7 +75,7 @@ class ServerMetrics {
 
   const std::string vllm_labels_;  // model_name="..",engine="0"
   mutable std::mutex mu_;
-  Histogram ttft_, tpot_, e2e_, prompt_tokens_, generation_tokens_;
+  Histogram ttft_, tpot_, itl_, e2e_, prompt_tokens_, generation_tokens_;
   std::map<FinishReason, uint64_t> finished_;  // choices by finish reason
   std::map<int, uint64_t> responses_;  // by HTTP status
   uint64_t disconnects_ = 0;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <map>
@@ -143,6 +144,7 @@ TEST_F(ServerTest, HealthModelsMetrics) {
   for (const char* name : {"brigade_requests_running", "brigade_requests_waiting", "brigade_kv_pages_used",
                            "brigade_kv_pages_total", "brigade_generation_tokens_total", "brigade_preemptions_total",
                            "brigade_time_to_first_token_seconds_bucket", "brigade_time_per_output_token_seconds_count",
+                           "brigade_inter_token_latency_seconds_count",
                            "brigade_spec_draft_tokens_total", "brigade_spec_accepted_tokens_total",
                            "brigade_spec_off_steps_total{reason=\"compute_bound\"}"}) {
     EXPECT_NE(x.body.find(name), std::string::npos) << name;
@@ -218,6 +220,7 @@ TEST(ServerMetrics, VllmNamedFamiliesRepeatTheStatsWithVllmsLabels) {
   server::ChoiceEnd failed;
   failed.finish = FinishReason::error;
   m.observe_choice(failed);
+  for (double gap : {0.004, 0.012, 0.3}) m.observe_inter_token(gap);
   EngineStats s;
   s.n_running = 2;
   s.n_waiting = 3;
@@ -244,6 +247,10 @@ TEST(ServerMetrics, VllmNamedFamiliesRepeatTheStatsWithVllmsLabels) {
         "vllm:request_success_total" + l + ",finished_reason=\"error\"} 1",
         "vllm:time_to_first_token_seconds_count" + l + "} 1", "vllm:e2e_request_latency_seconds_sum" + l + "} 0.3",
         "vllm:request_time_per_output_token_seconds_count" + l + "} 1",
+        "vllm:inter_token_latency_seconds_bucket" + l + ",le=\"0.005\"} 1",
+        "vllm:inter_token_latency_seconds_bucket" + l + ",le=\"0.025\"} 2",
+        "vllm:inter_token_latency_seconds_bucket" + l + ",le=\"0.3\"} 3",
+        "vllm:inter_token_latency_seconds_count" + l + "} 3",
         "vllm:request_prompt_tokens_bucket" + l + ",le=\"5\"} 0", "vllm:request_prompt_tokens_bucket" + l + ",le=\"10\"} 1",
         "vllm:request_prompt_tokens_bucket" + l + ",le=\"500\"} 2", "vllm:request_prompt_tokens_count" + l + "} 2",
         "vllm:request_generation_tokens_bucket" + l + ",le=\"1\"} 1",
@@ -253,6 +260,7 @@ TEST(ServerMetrics, VllmNamedFamiliesRepeatTheStatsWithVllmsLabels) {
   EXPECT_NE(text.find("# TYPE vllm:request_success_total counter\n"), std::string::npos);
   EXPECT_NE(text.find("\nbrigade_time_to_first_token_seconds_count 1\n"), std::string::npos)
       << "brigade's own families are unchanged";
+  EXPECT_NE(text.find("\nbrigade_inter_token_latency_seconds_count 3\n"), std::string::npos);
 }
 
 // /metrics of an engine with two instances behind a round-robin router: the unlabelled totals
@@ -282,6 +290,12 @@ TEST(ServerMetrics, TwoInstancesGetLabelledLinesBesideTheTotals) {
         "\n# TYPE brigade_router_requests_total counter\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\nin\n" << text;
   }
+  // 3 tokens a completion: one to two gaps between deliveries each (a step may bring several).
+  const auto at = text.find("\nbrigade_inter_token_latency_seconds_count ");
+  ASSERT_NE(at, std::string::npos);
+  const int gaps = std::stoi(text.substr(at + std::strlen("\nbrigade_inter_token_latency_seconds_count ")));
+  EXPECT_GE(gaps, 4);
+  EXPECT_LE(gaps, 8);
 }
 
 // PD separation: each instance's role and the hand-offs between them.
