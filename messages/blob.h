@@ -24,6 +24,7 @@
 // Thread safety: every function may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -65,7 +66,7 @@ class HostBlob {
   size_t map_size_ = 0;
   std::string name_;
   bool made_here_ = false;  // this process made the segment (and unlinks it unless it was sent)
-  mutable bool sent_ = false;  // a BlobRef names it (fill_blob_ref): its name is the receiver's now
+  mutable std::atomic<bool> sent_{false};  // a BlobRef names it (fill_blob_ref): its name is the receiver's now
 };
 
 // How a BlobRef carries its bytes (schema::BlobTransport).
