@@ -24,6 +24,21 @@ namespace {
 
 constexpr const char* kSegmentPrefix = "brigade-kv.";
 
+// The live buffer `key` names in `map` (a dead entry is erased on the way), or null.
+template <class Map>
+std::shared_ptr<const HostBlob> find_live(Map& map, const typename Map::key_type& key) {
+  auto it = map.find(key);
+  if (it == map.end()) return nullptr;
+  auto blob = it->second.lock();
+  if (!blob) map.erase(it);
+  return blob;
+}
+
+template <class Map>
+void erase_expired(Map& map) {
+  for (auto it = map.begin(); it != map.end();) it = it->second.expired() ? map.erase(it) : std::next(it);
+}
+
 // Handles and segment names -> weak references. Expired entries are swept when a map has doubled
 // since the last sweep, so it stays proportional to the live buffers.
 class BlobRegistry {
@@ -37,11 +52,7 @@ class BlobRegistry {
   }
   std::shared_ptr<const HostBlob> find(uint64_t id) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = entries_.find(id);
-    if (it == entries_.end()) return nullptr;
-    auto blob = it->second.lock();
-    if (!blob) entries_.erase(it);
-    return blob;
+    return find_live(entries_, id);
   }
   void name(const std::shared_ptr<const HostBlob>& blob) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -50,11 +61,7 @@ class BlobRegistry {
   }
   std::shared_ptr<const HostBlob> find(const std::string& name) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = named_.find(name);
-    if (it == named_.end()) return nullptr;
-    auto blob = it->second.lock();
-    if (!blob) named_.erase(it);
-    return blob;
+    return find_live(named_, name);
   }
   size_t n_live() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -64,8 +71,8 @@ class BlobRegistry {
 
  private:
   void sweep() {
-    for (auto it = entries_.begin(); it != entries_.end();) it = it->second.expired() ? entries_.erase(it) : std::next(it);
-    for (auto it = named_.begin(); it != named_.end();) it = it->second.expired() ? named_.erase(it) : std::next(it);
+    erase_expired(entries_);
+    erase_expired(named_);
     swept_size_ = entries_.size();
     swept_named_ = named_.size();
   }

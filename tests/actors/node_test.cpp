@@ -596,6 +596,21 @@ class NodeProcesses : public NodeCluster {
     children_.back().port = c.port;
     return c;
   }
+  // Writes `instances` (YAML list items) under this test's model into NAME in the test's
+  // directory (with `extra` top-level lines) and starts a node for each of `names` from it.
+  std::vector<Child> spawn_nodes(const std::string& name, const std::string& extra, const std::string& instances,
+                                 const std::vector<std::string>& names) {
+    const std::string file = (dir_ / name).string();
+    std::ofstream(file) << "model: " << model() << "\n" << extra << "instances:\n" << instances;
+    std::vector<Child> out;
+    for (const auto& n : names) out.push_back(spawn(file, n));
+    return out;
+  }
+  static std::vector<std::string> endpoints(const std::vector<Child>& nodes) {
+    std::vector<std::string> out;
+    for (const Child& c : nodes) out.push_back("127.0.0.1:" + std::to_string(c.port));
+    return out;
+  }
   std::vector<Child> children_;
 };
 
@@ -603,17 +618,14 @@ class NodeProcesses : public NodeCluster {
 // process (the bytes never pass through the front), tokens equal a local instance's, and when the
 // nodes exit no segment of theirs is left.
 TEST_F(NodeProcesses, PrefillAndDecodeProcessesShareKvPagesThroughSharedMemory) {
-  const std::string file = (dir_ / "pd_shm.yaml").string();
-  {
-    std::ofstream f(file);
-    f << "model: " << model() << "\npd: {transfer: shm}\ninstances:\n"
-      << "  - {name: p, role: prefill, executors: [{threads: 1}], kv: {memory_mb: 16}, scheduler: {max_step_tokens: 32}}\n"
-      << "  - {name: d, role: decode, executors: [{threads: 1}], kv: {memory_mb: 16}, scheduler: {max_step_tokens: 32}}\n";
-  }
-  const Child p = spawn(file, "p");
-  const Child d = spawn(file, "d");
+  const auto nodes = spawn_nodes(
+      "pd_shm.yaml", "pd: {transfer: shm}\n",
+      "  - {name: p, role: prefill, executors: [{threads: 1}], kv: {memory_mb: 16}, scheduler: {max_step_tokens: 32}}\n"
+      "  - {name: d, role: decode, executors: [{threads: 1}], kv: {memory_mb: 16}, scheduler: {max_step_tokens: 32}}\n",
+      {"p", "d"});
+  const Child &p = nodes[0], &d = nodes[1];
   ASSERT_TRUE(p.port > 0 && d.port > 0);
-  TopologyConfig topo = topology({"p", "d"}, {"127.0.0.1:" + std::to_string(p.port), "127.0.0.1:" + std::to_string(d.port)});
+  TopologyConfig topo = topology({"p", "d"}, endpoints(nodes));
   topo.instances[0].role = "prefill";
   topo.instances[1].role = "decode";
   topo.pd.transfer = "shm";
@@ -645,18 +657,14 @@ TEST_F(NodeProcesses, PrefillAndDecodeProcessesShareKvPagesThroughSharedMemory) 
 }
 
 TEST_F(NodeProcesses, ANodeKilledMidGenerationFailsOnlyItsRequests) {
-  const std::string file = (dir_ / "cluster.yaml").string();
-  {
-    std::ofstream f(file);
-    f << "model: " << model() << "\ninstances:\n"
-      << "  - {name: a, executors: [{threads: 1}], kv: {memory_mb: 16}}\n"
-      << "  - {name: b, executors: [{threads: 1}], kv: {memory_mb: 16}}\n";
-  }
-  const Child a = spawn(file, "a");
-  const Child b = spawn(file, "b");
+  const auto nodes = spawn_nodes("cluster.yaml", "",
+                                 "  - {name: a, executors: [{threads: 1}], kv: {memory_mb: 16}}\n"
+                                 "  - {name: b, executors: [{threads: 1}], kv: {memory_mb: 16}}\n",
+                                 {"a", "b"});
+  const Child a = nodes[0], b = nodes[1];
   ASSERT_TRUE(a.port > 0 && b.port > 0);
   EngineOptions o = testing::test_engine_options(model(), 1);
-  o.topology = topology({"a", "b"}, {"127.0.0.1:" + std::to_string(a.port), "127.0.0.1:" + std::to_string(b.port)});
+  o.topology = topology({"a", "b"}, endpoints(nodes));
   auto e = Engine::create(o);
   ASSERT_TRUE(e.has_value()) << e.status().to_string();
   Outcomes out;
