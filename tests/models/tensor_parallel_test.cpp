@@ -96,7 +96,8 @@ std::vector<StepBatch> steps() {
           make_step({{0, {77}, 7, false}, {1, {3}, 12, false}}, kPageSize, kPagesPerSeq)};
 }
 
-void expect_same_as_unsharded(const std::string& dir, int tp, std::optional<DType> weights = std::nullopt) {
+void expect_same_as_unsharded(const std::string& dir, int tp, std::optional<DType> weights = std::nullopt,
+                              double tol = kLogitTol) {
   auto whole = load_ranks(dir, 0, false, weights);
   ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
   auto sharded = load_ranks(dir, tp, false, weights);
@@ -107,7 +108,7 @@ void expect_same_as_unsharded(const std::string& dir, int tp, std::optional<DTyp
   for (const StepBatch& b : steps()) {
     const std::vector<float> want = run_ranks(*whole, b), got = run_ranks(*sharded, b);
     const float d = max_abs_diff(want, got);
-    EXPECT_LE(d, kLogitTol) << dir << " tp=" << tp << " step of " << b.n_tokens() << " tokens";
+    EXPECT_LE(d, tol) << dir << " tp=" << tp << " step of " << b.n_tokens() << " tokens";
     ::testing::Test::RecordProperty("max_abs_diff_tp" + std::to_string(tp) + "_" + std::to_string(b.n_tokens()), std::to_string(d));
     const int vocab = c.vocab_size;
     for (size_t r = 0; r < b.logit_rows.size(); ++r)
@@ -432,8 +433,30 @@ TEST(TensorParallel, Fp8CheckpointsMatchUnsharded) {
 // rank where the backend multiplies them (the same int8 activation blocks as unsharded); rows
 // of 256-element K-quants split mid-block (o_proj's and down_proj's 128 columns per rank) are
 // dequantized, so that model is compared dequantized throughout (weights f32).
+// The Q4_0 model keeps int8 activations, and the all-reduce sums o_proj's and down_proj's partial
+// outputs in another float order: a last-bit difference there can flip one activation's int8
+// rounding in a later layer (as qwen3_ct_w4a16_asym's below; measured 0.07 on this model's steps
+// with the four-row q4_0 decode kernel, none with the one-row kernel). So it is held to the error
+// int8 activations cost the reference (the fixture's act_q8_max_diff) against unsharded, and to
+// transformers as the unsharded model is (gguf_quant_test.cpp), greedy tokens included.
 TEST(TensorParallel, QuantizedGgufMatchesUnsharded) {
-  expect_same_as_unsharded(testing::fixture_dir("gguf_qwen2_q4_0") + "/model.gguf", 2);
+  const std::string q4_0 = "gguf_qwen2_q4_0", q4_0_file = testing::fixture_dir(q4_0) + "/model.gguf";
+  auto text = read_text_file(testing::fixture_dir(q4_0) + "/expected.json");
+  ASSERT_TRUE(text.has_value());
+  const auto cases = nlohmann::json::parse(*text).at("cases");
+  double act_q8_worst = 0.0;
+  for (const auto& c : cases) act_q8_worst = std::max(act_q8_worst, c.at("act_q8_max_diff").get<double>());
+  expect_same_as_unsharded(q4_0_file, 2, std::nullopt, act_q8_worst);
+  auto ranks = load_ranks(q4_0_file, 2);
+  ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
+  size_t i = 0;
+  for (const testing::FixtureCase& fc : testing::read_fixture_cases(q4_0)) {
+    const double bound = 2.0 * cases.at(i).at("act_q8_max_diff").get<double>() + kLogitTol;
+    const auto act_q8_greedy = cases.at(i++).at("act_q8_greedy").get<std::vector<int32_t>>();
+    const testing::FixtureRun run = run_fixture_on_ranks(*ranks, fc);
+    EXPECT_LE(run.max_abs_diff, bound) << "prompt of " << fc.prompt.size();
+    EXPECT_TRUE(testing::greedy_follows(run, fc, {fc.greedy, act_q8_greedy}, bound)) << "prompt of " << fc.prompt.size();
+  }
   expect_same_as_unsharded(testing::fixture_dir("gguf_llama_q4_k_m") + "/model.gguf", 2, DType::f32);
 }
 
