@@ -73,7 +73,8 @@ int64_t int8_dot_loop(int64_t iters);
 void quantize_q8k(const float* x, BlockQ8K* y, int64_t k);
 void qkmatmul_rows(const QMatmulArgs& a, int64_t m_begin, int64_t m_end);
 }  // namespace avx2_q
-// AVX-512 VNNI on 256-bit vectors; only valid where vnni_q::available().
+// AVX-512 VNNI (256-bit vectors, and 512 for the q4_0 / q4_1 / mxfp4 decode); only valid where
+// vnni_q::available().
 namespace vnni_q {
 bool available();
 void quantize_q8(const float* x, BlockQ8* y, int64_t k);

@@ -1,4 +1,4 @@
-// AVX-512 VNNI quantized matmul, mostly on 256-bit vectors (cpu/quant_kernels.h; q4_0/q4_1 decode on 512): vpdpbusd multiplies u8 x s8
+// AVX-512 VNNI quantized matmul, mostly on 256-bit vectors (cpu/quant_kernels.h; q4_0/q4_1/mxfp4 decode on 512): vpdpbusd multiplies u8 x s8
 // and sums four products into i32 in one instruction, without maddubs' i16 saturation.
 // The bodies are in quant_kernels_simd.inc.
 // GCC 12's 512-bit intrinsics start from _mm512_undefined_*, which -Wuninitialized reports as an
@@ -20,7 +20,7 @@
 
 namespace brigade::cpu::vnni_q {
 
-#define BRIGADE_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+#define BRIGADE_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 // The inner loops' helpers are always inlined: GCC leaves some block steps out of line, and an
 // out-of-line step keeps its accumulators in memory, a store and reload on every block.
 #define BRIGADE_INLINE inline __attribute__((always_inline))
@@ -39,7 +39,7 @@ BRIGADE_TARGET BRIGADE_INLINE __m256i dot_acc(__m256i acc, __m256i u, __m256i s)
 #undef BRIGADE_VNNI
 
 bool available() {
-  return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+  return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
 }
 
 #undef BRIGADE_INLINE

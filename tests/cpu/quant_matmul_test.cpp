@@ -245,6 +245,38 @@ TEST(QuantKernels, ARowsDecodeOutputDoesNotDependOnItsRowRange) {
   }
 }
 
+// mxfp4's E8M0 scales at their edges (the subnormals 2^-128 and 2^-127 of e = 0 and 1, then 2^-126,
+// 1 and 2^72): row r's blocks all take exponent kExps[r], so a wrong scale for one of them moves
+// that row's output by a power of two, far beyond the relative tolerance, however small it is.
+TEST(QuantKernels, Mxfp4ScaleEdgesAgreeWithScalarAtEveryLevel) {
+  std::mt19937 rng(8);
+  const auto& ref = cpu::kernels_for(cpu::SimdLevel::scalar);
+  const uint8_t kExps[] = {0, 1, 2, 128, 200};
+  const int64_t m = 5, k = 4 * 32, nb = k / 32;
+  auto w = random_weight(DType::mxfp4, m, k, rng);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t b = 0; b < nb; ++b) w[static_cast<size_t>((r * nb + b) * 17)] = kExps[r];
+  for (int l = 1; l <= static_cast<int>(cpu::detect_simd_level()); ++l) {
+    const auto& simd = cpu::kernels_for(static_cast<cpu::SimdLevel>(l));
+    for (int64_t n : {1, 3}) {
+      std::vector<float> x(static_cast<size_t>(n * k));
+      std::uniform_real_distribution<float> u(0.5f, 3.0f);  // one sign: no cancellation to near zero
+      for (auto& v : x) v = u(rng);
+      std::vector<cpu::BlockQ8> xq(static_cast<size_t>(n * nb));
+      for (int64_t i = 0; i < n; ++i) ref.quantize_q8(x.data() + i * k, xq.data() + i * nb, k);
+      std::vector<float> oa(static_cast<size_t>(n * m)), ob(oa.size());
+      cpu::QMatmulArgs a{xq.data(), n, nb, w.data(), DType::mxfp4, dtype_bytes(DType::mxfp4, k), m, oa.data()};
+      ref.qmatmul_rows(a, 0, m);
+      a.out = ob.data();
+      simd.qmatmul_rows(a, 0, m);
+      for (size_t i = 0; i < oa.size(); ++i) {
+        ASSERT_NE(oa[i], 0.0f) << "row " << i % m;
+        ASSERT_NEAR(ob[i], oa[i], 1e-4 * std::fabs(oa[i])) << "level " << l << " e " << int{kExps[i % m]};
+      }
+    }
+  }
+}
+
 // The K-quant decode kernels over q8_K activations against the scalar ones, as above.
 TEST(QuantKernels, Q8KDecodeAgreesWithScalarAtEveryLevel) {
   std::mt19937 rng(4);
