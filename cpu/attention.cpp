@@ -3,8 +3,9 @@
 //
 // Work item = (sequence, kv head, block of up to kQBlock query rows). An item walks the KV pages
 // its rows can see once, page by page (a page is the tile): K and V of the page are widened to f32
-// once and used by all rows x the query heads sharing that kv head (GQA). Each query keeps an
-// online softmax (running max m, sum l, unnormalised output acc), so no [n_q, ctx] matrix exists.
+// once, K transposed, and used by all rows x the query heads sharing that kv head (GQA): a row's
+// heads score the keys together, kLanes keys per vector (Kernels::attend_tile). Each query keeps
+// an online softmax (running max m, sum l, unnormalised output acc), so no [n_q, ctx] matrix exists.
 //
 // The cache dtype is resolved once per call into a run_item instantiation (KvRead): f32 pages are
 // read in place, bf16/f16 pages are widened per tile, int8 pages are dequantized per tile with
@@ -73,7 +74,7 @@ void prefetch_page(const KvLayer& cache, const Shape& s, int64_t page, int64_t h
 enum class KvRead { f32_in_place, widen, dequantize_i8 };
 
 struct Scratch {
-  std::vector<float> q, acc, m, l, k_tile, v_tile, scores;
+  std::vector<float> q, acc, m, l, k_tile, v_tile, scores, kt;
 };
 
 template <KvRead kRead>
@@ -91,7 +92,6 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
   sc.acc.assign(static_cast<size_t>(nq * d), 0.0f);
   sc.m.assign(static_cast<size_t>(nq), -std::numeric_limits<float>::infinity());
   sc.l.assign(static_cast<size_t>(nq), 0.0f);
-  sc.scores.resize(static_cast<size_t>(s.page_size));
   for (int64_t r = 0; r < n_rows; ++r) {
     const float* row = qkv + (q_start[it.seq] + it.row_begin + r) * s.row_width;
     for (int64_t h = 0; h < s.group; ++h) {
@@ -106,6 +106,15 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
     sc.k_tile.resize(static_cast<size_t>(s.page_size * d));
     sc.v_tile.resize(static_cast<size_t>(s.page_size * d));
   }
+  // The tile's keys transposed ([d][ldk], Kernels::transpose_keys), plus the 16 floats
+  // attend_tile's last loads may read past a row's end. Zeroed when (re)sized so that every float
+  // it can read is finite; later tiles leave their (finite) keys behind in columns a shorter tile
+  // does not write. Every row, decode or prefill, takes this one path, so a row's output does not
+  // depend on how its sequence was split into steps (KvInt8Model.PagesAndLogitsDoNotDependOn...).
+  const int64_t ldk = (s.page_size + 15) / 16 * 16;
+  const size_t kt_size = static_cast<size_t>(d * ldk + 16);
+  if (sc.kt.size() != kt_size) sc.kt.assign(kt_size, 0.0f);
+  sc.scores.resize(static_cast<size_t>(std::min(s.group, kAttendTileMaxQueries) * ldk));
   const int32_t* table = block_table + it.seq * s.max_blocks;
   for (int64_t b = first.lo / s.page_size; b <= last.hi / s.page_size; ++b) {
     const int64_t page = table[b];
@@ -143,15 +152,16 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
       v_base = sc.v_tile.data();
       kv_stride = d;
     }
+    kn.transpose_keys(k_base, kv_stride, p1 - p0, d, sc.kt.data(), ldk);
     for (int64_t r = 0; r < n_rows; ++r) {
       const QueryRange qr = visible(first_pos + it.row_begin + r, s.sliding_window);
       const int64_t a = std::max(p0, qr.lo), e = std::min(p1, qr.hi + 1);
       if (a >= e) continue;
-      for (int64_t h = 0; h < s.group; ++h) {
-        const int64_t qi = r * s.group + h;
-        kn.attend_tile(sc.q.data() + qi * d, k_base + (a - p0) * kv_stride,
-                       v_base + (a - p0) * kv_stride, kv_stride, e - a, d, &sc.m[static_cast<size_t>(qi)],
-                       &sc.l[static_cast<size_t>(qi)], sc.acc.data() + qi * d, sc.scores.data(), s.softcap);
+      for (int64_t h0 = 0; h0 < s.group; h0 += kAttendTileMaxQueries) {  // the row's heads, 64 at most per call
+        const int64_t q0 = r * s.group + h0;
+        kn.attend_tile(sc.q.data() + q0 * d, std::min(s.group - h0, kAttendTileMaxQueries), sc.kt.data() + (a - p0), ldk,
+                       v_base + (a - p0) * kv_stride, kv_stride, e - a, d, &sc.m[static_cast<size_t>(q0)],
+                       &sc.l[static_cast<size_t>(q0)], sc.acc.data() + q0 * d, sc.scores.data(), s.softcap);
       }
     }
   }

@@ -45,13 +45,6 @@ struct Kernels {
   float (*dot)(const float* a, const float* b, int64_t n) = nullptr;
   // y[i] = y[i] * scale + a * x[i].
   void (*scale_axpy)(float* y, float scale, float a, const float* x, int64_t n) = nullptr;
-  // One online-softmax step of attention for one query over n_pos keys/values (a KV tile):
-  // q [d] (already scaled), key t at k + t * stride, value t at v + t * stride (t < n_pos >= 1);
-  // updates the running max *m, sum *l and unnormalised output acc [d]. `scores` has n_pos floats.
-  // softcap > 0: each score s becomes tanh(s / softcap) * softcap first (AttentionMeta::softcap).
-  void (*attend_tile)(const float* q, const float* k, const float* v, int64_t stride,
-                      int64_t n_pos, int64_t d, float* m, float* l, float* acc,
-                      float* scores, float softcap) = nullptr;
   // dst[i] = src[i] * scale: an int8 KV row read back (cpu/kv_int8.h); n elements.
   void (*dequantize_i8)(const int8_t* src, float scale, float* dst, int64_t n) = nullptr;
   // Block-quantized weights (cpu/quant_kernels.h): activations to BlockQ8 (k a multiple of 32),
@@ -67,7 +60,24 @@ struct Kernels {
   // activations (k a multiple of 256).
   void (*quantize_q8k)(const float* x, BlockQ8K* y, int64_t k) = nullptr;
   void (*qkmatmul_rows)(const QMatmulArgs& a, int64_t m_begin, int64_t m_end) = nullptr;
+  // kt[j * ldk + t] = k[t * stride + j] for t < n_t, j < d, and 0 for t in [n_t, n_t rounded up
+  // to kLanes) (ldk >= that, a multiple of 16): a tile's keys for attend_tile.
+  void (*transpose_keys)(const float* k, int64_t stride, int64_t n_t, int64_t d, float* kt, int64_t ldk) = nullptr;
+  // One online-softmax step of attention for nq <= kAttendTileMaxQueries queries over a tile of
+  // n_pos keys/values they all see: query i at q + i * d (already scaled), with its running max
+  // m[i], sum l[i] and unnormalised output acc + i * d; keys transposed (transpose_keys: element j
+  // of key t at kt[j * ldk + t], and the kLanes-wide loads may read up to 15 finite floats past t =
+  // n_pos - 1, whose scores are dropped); value t at v + t * stride. `scores` has nq * ldk floats,
+  // ldk >= n_pos rounded up to a multiple of 16. softcap > 0: each score s becomes
+  // tanh(s / softcap) * softcap first (AttentionMeta::softcap). With the keys vectorised across
+  // the tile, QK^T needs no horizontal sums and each loaded key vector serves several queries.
+  void (*attend_tile)(const float* q, int64_t nq, const float* kt, int64_t ldk, const float* v,
+                      int64_t stride, int64_t n_pos, int64_t d, float* m, float* l, float* acc,
+                      float* scores, float softcap) = nullptr;
 };
+
+// The most queries one Kernels::attend_tile call takes (its per-query scratch is on the stack).
+inline constexpr int64_t kAttendTileMaxQueries = 64;
 
 // The table for `level`; levels this build or CPU cannot run fall back to the next lower one.
 const Kernels& kernels_for(SimdLevel level);

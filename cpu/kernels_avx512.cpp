@@ -32,6 +32,34 @@ BRIGADE_TARGET inline vf vfmadd(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b,
 BRIGADE_TARGET inline vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
 BRIGADE_TARGET inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
 BRIGADE_TARGET inline float vhsum(vf v) { return _mm512_reduce_add_ps(v); }
+BRIGADE_TARGET inline float vhmax(vf v) { return _mm512_reduce_max_ps(v); }
+// r[0..16) as a 16 x 16 matrix, transposed in place: unpack pairs, then quads, then 128-bit
+// blocks twice.
+BRIGADE_TARGET inline void vtranspose(vf* r) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
+    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+    r[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88);
+    r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xDD);
+  }
+}
 BRIGADE_TARGET inline vf vload_bf16(const uint16_t* p) {
   const __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
@@ -71,6 +99,7 @@ const Kernels& avx512_kernels() {
     t.dot = avx512::dot;
     t.scale_axpy = avx512::scale_axpy;
     t.attend_tile = avx512::attend_tile;
+    t.transpose_keys = avx512::transpose_keys;
     t.dequantize_i8 = avx512::dequantize_i8;
     // 256-bit integer kernels: with VNNI's vpdpbusd where the CPU has it, else AVX2's.
     t.quantize_q8 = vnni_q::available() ? vnni_q::quantize_q8 : avx2_q::quantize_q8;

@@ -64,24 +64,33 @@ void scale_axpy(float* y, float scale, float a, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = y[i] * scale + a * x[i];
 }
 
-void attend_tile(const float* q, const float* k, const float* v, int64_t stride, int64_t n_pos,
-                 int64_t d, float* m, float* l, float* acc, float* scores, float softcap) {
-  float tile_max = -std::numeric_limits<float>::infinity();
-  for (int64_t t = 0; t < n_pos; ++t) {
-    scores[t] = dot(q, k + t * stride, d);
-    if (softcap > 0.0f) scores[t] = std::tanh(scores[t] / softcap) * softcap;
-    tile_max = std::max(tile_max, scores[t]);
-  }
-  const float new_m = std::max(*m, tile_max);
-  const float alpha = std::exp(*m - new_m);  // 0 on the first tile (m = -inf)
-  float sum = 0.0f;
-  for (int64_t t = 0; t < n_pos; ++t) sum += (scores[t] = std::exp(scores[t] - new_m));
-  *l = *l * alpha + sum;
-  *m = new_m;
-  for (int64_t j = 0; j < d; ++j) {
-    float a = acc[j] * alpha;
-    for (int64_t t = 0; t < n_pos; ++t) a += scores[t] * v[t * stride + j];
-    acc[j] = a;
+void transpose_keys(const float* k, int64_t stride, int64_t n_t, int64_t d, float* kt, int64_t ldk) {
+  for (int64_t j = 0; j < d; ++j)
+    for (int64_t t = 0; t < (n_t + 15) / 16 * 16; ++t) kt[j * ldk + t] = t < n_t ? k[t * stride + j] : 0.0f;
+}
+
+void attend_tile(const float* q, int64_t nq, const float* kt, int64_t ldk, const float* v, int64_t stride,
+                 int64_t n_pos, int64_t d, float* m, float* l, float* acc, float* scores, float softcap) {
+  for (int64_t i = 0; i < nq; ++i) {
+    float* sc = scores + i * ldk;
+    float tile_max = -std::numeric_limits<float>::infinity();
+    for (int64_t t = 0; t < n_pos; ++t) {
+      float s = 0.0f;
+      for (int64_t j = 0; j < d; ++j) s += q[i * d + j] * kt[j * ldk + t];
+      sc[t] = softcap > 0.0f ? std::tanh(s / softcap) * softcap : s;
+      tile_max = std::max(tile_max, sc[t]);
+    }
+    const float new_m = std::max(m[i], tile_max);
+    const float alpha = std::exp(m[i] - new_m);  // 0 on the first tile (m = -inf)
+    float sum = 0.0f;
+    for (int64_t t = 0; t < n_pos; ++t) sum += (sc[t] = std::exp(sc[t] - new_m));
+    l[i] = l[i] * alpha + sum;
+    m[i] = new_m;
+    for (int64_t j = 0; j < d; ++j) {
+      float a = acc[i * d + j] * alpha;
+      for (int64_t t = 0; t < n_pos; ++t) a += sc[t] * v[t * stride + j];
+      acc[i * d + j] = a;
+    }
   }
 }
 
@@ -97,9 +106,9 @@ void dequantize_i8(const int8_t* src, float scale, float* dst, int64_t n) {
 
 const Kernels& scalar_kernels() {
   static const Kernels table{SimdLevel::scalar, matmul_rows, to_f32, from_f32, silu_mul, dot,
-                             scale_axpy, attend_tile, dequantize_i8, scalar_q::quantize_q8,
+                             scale_axpy, dequantize_i8, scalar_q::quantize_q8,
                              scalar_q::qmatmul_rows, scalar_q::qmatmul_rows, nullptr,
-                             scalar_q::quantize_q8k, scalar_q::qkmatmul_rows};
+                             scalar_q::quantize_q8k, scalar_q::qkmatmul_rows, transpose_keys, attend_tile};
   return table;
 }
 

@@ -245,6 +245,42 @@ BENCHMARK(BM_AttentionDecode<DType::bf16>)->Args({1, 1024})->Args({8, 1024})->Ar
 BENCHMARK(BM_AttentionDecode<DType::i8>)->Args({1, 1024})->Args({8, 1024})->Args({8, 2048})->Args({8, 4096})
     ->Args({32, 512})->ArgNames({"seqs", "ctx"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 
+// Prefill attention: one sequence's n-token prompt over itself (causal), TinyLlama's heads (32
+// query heads over 4 kv heads, head_dim 64) and Llama-3-8B's (32 over 8, head_dim 128), bf16 KV
+// in 16-token pages, as the engine's first chunk of a prompt runs it. Compute bound: GFLOPS
+// counts QK^T and PV (2 * 2 * head_dim per visible query-key pair and head), of_sgemm is the
+// fraction of the f32 GEMM rate measured in the same run.
+void BM_AttentionPrefill(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const QkvLayout l{32, static_cast<int>(state.range(1)), static_cast<int>(state.range(2))};
+  const int page = 16, blocks = (n + page - 1) / page;
+  auto qkv = random_tensor(DType::f32, {n, l.row_width()}, 1);
+  auto out = random_tensor(DType::f32, {n, l.q_width()}, 4);
+  auto k = random_tensor(DType::bf16, {blocks, page, l.n_kv_heads, l.head_dim}, 2);
+  auto v = random_tensor(DType::bf16, {blocks, page, l.n_kv_heads, l.head_dim}, 3);
+  const KvLayer cache{k.tensor, v.tensor, Tensor(), Tensor()};
+  std::vector<int32_t> q_start = {0, n}, ctx_len = {n}, table(static_cast<size_t>(blocks));
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
+  AttentionMeta meta;
+  meta.q_start = Tensor(q_start.data(), DType::i32, {2});
+  meta.ctx_len = Tensor(ctx_len.data(), DType::i32, {1});
+  meta.block_table = Tensor(table.data(), DType::i32, {1, blocks});
+  meta.n_seqs = 1;
+  meta.max_q_len = n;
+  meta.max_ctx_len = n;
+  const double gflop = 4.0 * l.head_dim * l.n_heads * (static_cast<double>(n) * (n + 1) / 2.0) / 1e9;
+  sgemm_gflops();
+  for (auto _ : state) {
+    backend().attention(qkv.tensor, l, cache, meta, 0.125f, out.tensor);
+    benchmark::DoNotOptimize(out.tensor.data);
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["GFLOPS"] = benchmark::Counter(iters * gflop, benchmark::Counter::kIsRate);
+  state.counters["of_sgemm"] = benchmark::Counter(iters * gflop / sgemm_gflops(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AttentionPrefill)->Args({512, 4, 64})->Args({2048, 4, 64})->Args({512, 8, 128})
+    ->ArgNames({"n", "kv_heads", "head_dim"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+
 // Cost of one parallel_for whose chunks do nothing: the per-op hand-off paid ~100 times per
 // decoded token. Arg: pause between calls in microseconds (0 = back to back, workers spinning;
 // 200 = past the spin window, workers asleep on the condition variable).
