@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <xmmintrin.h>
 
 #include "tests/cpu/cpu_test_util.h"
 
@@ -172,6 +173,15 @@ TEST(CpuAttention, MixedBatchGqaAllKvDtypes) {
 TEST(CpuAttention, LargeGroupsAndOddHeadDims) {
   check({{66, 1, 16}, 4, DType::f32, 0, {{3, 10}, {1, 6}}}, 14);
   check({{6, 2, 24}, 8, DType::bf16, 0, {{9, 20}, {5, 5}, {6, 30}}}, 15);
+}
+
+// The tile kernel flushes denormals while it runs (a peaked softmax's underflowed exps would
+// otherwise cost a microcode assist per FMA) and gives the calling thread its MXCSR back.
+TEST(CpuAttention, LeavesTheCallersFloatingPointModeAsItWas) {
+  const unsigned before = _mm_getcsr();
+  ASSERT_EQ(before & 0x8040u, 0u) << "the test runs with denormals on";
+  check({{4, 2, 32}, 8, DType::f32, 0, {{20, 50}, {1, 9}}}, 16);
+  EXPECT_EQ(_mm_getcsr() & ~0x3Fu, before & ~0x3Fu);  // the control bits; 0-5 are sticky exception flags
 }
 
 TEST(CpuAttention, SlidingWindow) {
