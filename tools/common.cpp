@@ -12,6 +12,7 @@
 
 #include "models/make_model.h"
 #include "tools/commands.h"
+#include "cpu/openblas_core.h"
 
 namespace brigade::tools {
 
@@ -131,8 +132,8 @@ Expected<std::string> model_or_default(const std::string& model) {
 
 void print_roofline(const EngineStats& s) {
   if (s.peak_bytes_per_s <= 0.0) return;
-  std::printf("\nroofline (ceilings measured at start: %.1f GB/s memory, %.1f GFLOP/s GEMM):\n", s.peak_bytes_per_s / 1e9,
-              s.peak_flops_per_s / 1e9);
+  std::printf("\nroofline (ceilings measured at start: %.1f GB/s memory, %.1f GFLOP/s GEMM; OpenBLAS kernels: %s):\n",
+              s.peak_bytes_per_s / 1e9, s.peak_flops_per_s / 1e9, cpu::openblas_core().c_str());
   const auto line = [](const char* bound, uint64_t steps, uint64_t us, double allowed_us) {
     if (steps == 0) return;
     std::printf("  %-14s %6llu steps at %5.1f%% of the roofline (%.3f s allowed, %.3f s taken)\n", bound,

@@ -2,10 +2,12 @@
 #include <CLI/CLI.hpp>
 
 #include "core/logging.h"
+#include "cpu/openblas_core.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
   brigade::init_logging();
+  brigade::cpu::reexec_for_openblas_core(argv);  // OpenBLAS's own kernels where it did not know this CPU
   CLI::App app{"brigade: an LLM inference runtime built on actors"};
   app.require_subcommand(1);
   std::string log_level;

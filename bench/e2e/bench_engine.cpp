@@ -29,6 +29,7 @@
 #include "core/thread_pool.h"
 #include "cpu/membw.h"
 #include "models/make_model.h"
+#include "cpu/openblas_core.h"
 
 namespace brigade {
 namespace {
@@ -306,6 +307,7 @@ nlohmann::json compare_stations(const std::string& model, int threads, int n_sta
 
 int main(int argc, char** argv) {
   using namespace brigade;
+  cpu::reexec_for_openblas_core(argv);  // as the brigade command does (cpu/openblas_core.h)
   CLI::App app{"brigade end-to-end engine benchmark"};
   std::string model, json_path;
   int threads = 0;
@@ -385,8 +387,8 @@ int main(int argc, char** argv) {
   const double int8_gops = measure_int8_gops(pool, 10);
   out["machine"] = {{"threads", pool.size()}, {"read_bandwidth_gbps", bw_gbps}, {"f32_gemm_gflops", f32_gflops},
                     {"int8_gops", int8_gops}};
-  std::printf("machine: %d threads, read bandwidth %.2f GB/s, f32 GEMM %.1f GFLOP/s, int8 dot %.1f GOP/s\n",
-              pool.size(), bw_gbps, f32_gflops, int8_gops);
+  std::printf("machine: %d threads, read bandwidth %.2f GB/s, f32 GEMM %.1f GFLOP/s (OpenBLAS %s kernels), int8 dot %.1f GOP/s\n",
+              pool.size(), bw_gbps, f32_gflops, cpu::openblas_core().c_str(), int8_gops);
 
   auto engine = make_engine(model, threads, false, 64);
   const ModelSummary& m = engine->model();

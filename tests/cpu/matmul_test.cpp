@@ -5,7 +5,9 @@
 // sum_j |x_j * w_j|; we allow 2e-5 of that sum (k <= 300 here) plus 1e-6 absolute. The reference
 // reads the prepared (already rounded) weights, so bf16/f16 rounding is not part of the error.
 #include <cmath>
+#include <cstdlib>
 
+#include "cpu/openblas_core.h"
 #include "cpu/ops.h"
 #include "tests/cpu/cpu_test_util.h"
 
@@ -125,4 +127,16 @@ TEST(CpuMatmul, BatchRowsAreIndependent) {
 }
 
 }  // namespace
+// A core chosen by the caller (OPENBLAS_CORETYPE) is never second-guessed; the re-run itself is
+// checked end to end by cli_smoke (no Prescott kernels on an AVX-512 CPU).
+TEST(OpenblasCore, NothingIsRequestedWhereTheCallerChoseACore) {
+  const char* had = std::getenv("OPENBLAS_CORETYPE");
+  const std::string saved = had != nullptr ? had : "";
+  ::setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+  EXPECT_EQ(cpu::openblas_core_to_request(), "");
+  if (had != nullptr) ::setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
+  else ::unsetenv("OPENBLAS_CORETYPE");
+  EXPECT_FALSE(cpu::openblas_core().empty());
+}
+
 }  // namespace brigade

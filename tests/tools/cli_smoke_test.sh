@@ -72,6 +72,15 @@ grep -q "online: 6 requests (0 errors)" "$dir/demo.txt"
 grep -q "brigade_requests_finished_total 7" "$dir/demo.txt"  # the chat completion and the six
 # The roofline per step: ceilings measured at start, every step under one of the two bounds.
 grep -q "^roofline (ceilings measured at start: " "$dir/demo.txt"
+# OpenBLAS's kernels are named; where it fell back to its generic Prescott ones on a CPU with
+# AVX-512, brigade re-ran itself with OPENBLAS_CORETYPE=SkylakeX (cpu/openblas_core.h), unless the
+# caller chose a core.
+if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx512bw /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo; then
+  if grep -q "OpenBLAS kernels: Prescott)" "$dir/demo.txt"; then
+    echo "demo ran OpenBLAS's Prescott kernels on an AVX-512 CPU" >&2
+    exit 1
+  fi
+fi
 grep -qE "^  (memory|compute)-bound +[0-9]+ steps at +[0-9.]+% of the roofline" "$dir/demo.txt"
 
 "$bin" bench --offline --model "$dir/m" --threads 1 --requests 5 --input-len 8 --input-len-max 40 --output-len 7 \
