@@ -24,6 +24,7 @@
 //         bits 0-1, 2-3, 4-5, 6-7 of qh[l]; element e's scale is scales[e / 16] (within the half).
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -97,11 +98,8 @@ inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, 
 
 // 2^(e - 128) exactly, as ggml's GGML_E8M0_TO_FP32_HALF: half an E8M0 scale, to go with the doubled
 // kMxfp4Values. e < 2 gives the f32 subnormals 2^-128 and 2^-127; e = 255 (E8M0's NaN) gives 2^127.
-inline float e8m0_to_f32_half(uint8_t e) {
-  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+constexpr float e8m0_to_f32_half(uint8_t e) {
+  return std::bit_cast<float>(e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23);
 }
 
 // dst[0, n) = the values of n elements of type t at src (n a multiple of t's block). Float types

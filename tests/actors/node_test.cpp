@@ -74,6 +74,15 @@ class NodeCluster : public testing::TinyModelTest {
     return o.topology;
   }
 
+  // An engine of `topo` with the tests' options.
+  Expected<std::unique_ptr<Engine>> engine(const TopologyConfig& topo) const {
+    EngineOptions o = testing::test_engine_options(model(), 1);
+    o.topology = topo;
+    return Engine::create(o);
+  }
+  // The reference: one in-process instance of the same model.
+  Expected<std::unique_ptr<Engine>> local_engine() const { return engine(topology({"local"})); }
+
   // Options of a node serving instance `name` of `topo` at `listen` (default: a free port).
   NodeOptions node_options(const TopologyConfig& topo, const std::string& name,
                            const std::string& listen = "127.0.0.1:0") const {
@@ -101,10 +110,9 @@ class NodeCluster : public testing::TinyModelTest {
       names.push_back(n->instance());
       remote.push_back(endpoint(*n));
     }
-    EngineOptions o = testing::test_engine_options(model(), 1);
-    o.topology = topology(names, remote);
-    o.topology.node_token_file = token_file;
-    return Engine::create(o);
+    TopologyConfig topo = topology(names, remote);
+    topo.node_token_file = token_file;
+    return engine(topo);
   }
 
   // A token file (mode 600) under the test's directory.
@@ -130,11 +138,9 @@ class NodeCluster : public testing::TinyModelTest {
     c.p = start_node(topo, "p");
     c.d = start_node(topo, "d");
     if (!c.p || !c.d) return c;
-    EngineOptions fo = testing::test_engine_options(model(), 1);
-    fo.topology = topo;
-    fo.topology.instances[0].remote = endpoint(*c.p);
-    fo.topology.instances[1].remote = endpoint(*c.d);
-    c.front = Engine::create(fo);
+    topo.instances[0].remote = endpoint(*c.p);
+    topo.instances[1].remote = endpoint(*c.d);
+    c.front = engine(topo);
     return c;
   }
 
@@ -146,9 +152,7 @@ class NodeCluster : public testing::TinyModelTest {
   void expect_pd_nodes_give_colocated_tokens(const std::string& transfer) const {
     auto [p, d, cluster] = pd_cluster(transfer);
     ASSERT_TRUE(cluster.has_value()) << cluster.status().to_string();
-    EngineOptions lo = testing::test_engine_options(model(), 1);
-    lo.topology = topology({"local"});
-    auto local = Engine::create(lo);
+    auto local = local_engine();
     ASSERT_TRUE(local.has_value());
     std::vector<GenerateOptions> reqs;
     for (int i = 0; i < 4; ++i) reqs.push_back(testing::greedy_ids(prompt(i, 20 + 7 * i), 12));
@@ -178,9 +182,7 @@ TEST_F(NodeCluster, TwoNodesGiveOneLocalInstancesTokens) {
   EXPECT_EQ((*cluster)->model().vocab_size, 300);
   EXPECT_TRUE((*cluster)->model().has_tokenizer);
 
-  EngineOptions lo = testing::test_engine_options(model(), 1);
-  lo.topology = topology({"local"});
-  auto local = Engine::create(lo);
+  auto local = local_engine();
   ASSERT_TRUE(local.has_value()) << local.status().to_string();
 
   std::vector<GenerateOptions> reqs;
@@ -320,9 +322,7 @@ TEST_F(NodeCluster, AbortedShmHandOffsLeaveNoSegment) {
 // (inline with local, a segment with shm and auto), and a node's prefill to the front's own
 // decode instance likewise. Neither recomputes.
 TEST_F(NodeCluster, HandOffsBetweenTheFrontAndANodeCrossWithTheirBytes) {
-  EngineOptions lo = testing::test_engine_options(model(), 1);
-  lo.topology = topology({"local"});
-  auto local = Engine::create(lo);
+  auto local = local_engine();
   ASSERT_TRUE(local.has_value());
   std::vector<GenerateOptions> reqs;
   for (int i = 0; i < 3; ++i) reqs.push_back(testing::greedy_ids(prompt(60 + i, 19 + 5 * i), 8));
@@ -338,10 +338,8 @@ TEST_F(NodeCluster, HandOffsBetweenTheFrontAndANodeCrossWithTheirBytes) {
       const std::string name = topo.instances[static_cast<size_t>(remote_side)].name;
       auto node = start_node(topo, name);
       ASSERT_TRUE(node);
-      EngineOptions fo = testing::test_engine_options(model(), 1);
-      fo.topology = topo;
-      fo.topology.instances[static_cast<size_t>(remote_side)].remote = endpoint(*node);
-      auto front = Engine::create(fo);
+      topo.instances[static_cast<size_t>(remote_side)].remote = endpoint(*node);
+      auto front = engine(topo);
       ASSERT_TRUE(front.has_value()) << front.status().to_string();
       EXPECT_EQ(testing::generate_all(**front, reqs), want);
       const auto per = (*front)->instance_stats();
@@ -629,13 +627,9 @@ TEST_F(NodeProcesses, PrefillAndDecodeProcessesShareKvPagesThroughSharedMemory) 
   topo.instances[0].role = "prefill";
   topo.instances[1].role = "decode";
   topo.pd.transfer = "shm";
-  EngineOptions o = testing::test_engine_options(model(), 1);
-  o.topology = topo;
-  auto e = Engine::create(o);
+  auto e = engine(topo);
   ASSERT_TRUE(e.has_value()) << e.status().to_string();
-  EngineOptions lo = testing::test_engine_options(model(), 1);
-  lo.topology = topology({"local"});
-  auto local = Engine::create(lo);
+  auto local = local_engine();
   ASSERT_TRUE(local.has_value());
   std::vector<GenerateOptions> reqs;
   for (int i = 0; i < 4; ++i) reqs.push_back(testing::greedy_ids(prompt(80 + i, 40 + 9 * i), 10));
@@ -663,9 +657,7 @@ TEST_F(NodeProcesses, ANodeKilledMidGenerationFailsOnlyItsRequests) {
                                  {"a", "b"});
   const Child a = nodes[0], b = nodes[1];
   ASSERT_TRUE(a.port > 0 && b.port > 0);
-  EngineOptions o = testing::test_engine_options(model(), 1);
-  o.topology = topology({"a", "b"}, endpoints(nodes));
-  auto e = Engine::create(o);
+  auto e = engine(topology({"a", "b"}, endpoints(nodes)));
   ASSERT_TRUE(e.has_value()) << e.status().to_string();
   Outcomes out;
   const auto ids = submit_long(**e, 4, 1200, out);  // round robin: even positions on a, odd on b
@@ -742,13 +734,9 @@ TEST_F(NodeCluster, LaunchedNodesServeAndOneThatDiesIsStartedAgain) {
   ASSERT_GT(first_a, 0);
   ASSERT_GT(first_b, 0);
 
-  EngineOptions o = testing::test_engine_options(model(), 1);
-  o.topology = topology({"a", "b"}, {a, b});
-  auto front = Engine::create(o);
+  auto front = engine(topology({"a", "b"}, {a, b}));
   ASSERT_TRUE(front.has_value()) << front.status().to_string();
-  EngineOptions lo_local = testing::test_engine_options(model(), 1);
-  lo_local.topology = topology({"local"});
-  auto local = Engine::create(lo_local);
+  auto local = local_engine();
   ASSERT_TRUE(local.has_value());
   std::vector<GenerateOptions> reqs;
   for (int i = 0; i < 4; ++i) reqs.push_back(testing::greedy_ids(prompt(100 + i, 12 + 3 * i), 6));

@@ -175,7 +175,7 @@ TEST(CpuAttention, LargeGroupsAndOddHeadDims) {
   check({{6, 2, 24}, 8, DType::bf16, 0, {{9, 20}, {5, 5}, {6, 30}}}, 15);
 }
 
-// The tile kernel flushes denormals while it runs (a peaked softmax's underflowed exps would
+// Attention flushes denormals while its workers run (a peaked softmax's underflowed exps would
 // otherwise cost a microcode assist per FMA) and gives the calling thread its MXCSR back.
 TEST(CpuAttention, LeavesTheCallersFloatingPointModeAsItWas) {
   const unsigned before = _mm_getcsr();
