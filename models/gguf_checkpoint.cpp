@@ -4,12 +4,13 @@
 #include <cstring>
 
 #include "models/gguf_gemma.h"
+#include "models/gguf_gpt_oss.h"
 #include "models/gguf_moe.h"
 
 namespace brigade {
 namespace {
 
-constexpr const char* kSupportedArchs = "llama (Mixtral included), qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3";
+constexpr const char* kSupportedArchs = "llama (Mixtral included), qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3, gpt-oss";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -48,16 +49,16 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
     return unsupported(g.path() + ": general.architecture 'qwen2moe' is not supported: its shared expert's sigmoid "
                        "gate (ffn_gate_inp_shexp) is not built; supported: " + kSupportedArchs);
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && !is_gguf_gemma(arch) &&
-      !is_gguf_moe(arch))
+      !is_gguf_moe(arch) && !is_gguf_gpt_oss(arch))
     return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " + kSupportedArchs);
   c.arch = arch;
   const std::string a = arch + ".";
   // llama.cpp writes Mixtral as llama with experts (ffn_gate_exps ...); the other dense
   // architectures have no MoE form here.
   BRIGADE_ASSIGN_OR_RETURN(const bool experts, gguf_has_experts(g, arch));
-  if (experts && !is_gguf_moe(arch) && arch != "llama")
-    return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for qwen3moe and "
-                       "llama (Mixtral) only");
+  if (experts && !is_gguf_moe(arch) && arch != "llama" && !is_gguf_gpt_oss(arch))
+    return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for qwen3moe, "
+                       "gpt-oss and llama (Mixtral) only");
   auto get = [&](const std::string& key, int& out) -> Status {
     BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int(a + key));
     if (v <= 0 || v > INT32_MAX) return corrupt(g.path() + ": metadata '" + a + key + "' is out of range");
@@ -85,7 +86,8 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   c.rms_eps = static_cast<float>(eps);
   c.rope_theta = static_cast<float>(theta);
   c.rope_style = arch == "llama" ? RopeStyle::interleaved : RopeStyle::neox;
-  if (const GgufValue* s = g.find(a + "rope.scaling.type"); s && s->str != "none") {
+  // gpt-oss's YaRN is read with the rest of its keys.
+  if (const GgufValue* s = g.find(a + "rope.scaling.type"); s && s->str != "none" && !is_gguf_gpt_oss(arch)) {
     if (s->str != "linear")
       return unsupported(g.path() + ": rope.scaling.type '" + s->str + "' is not supported in GGUF; supported: none, linear");
     BRIGADE_ASSIGN_OR_RETURN(double f, g.get_number(a + "rope.scaling.factor"));
@@ -104,6 +106,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   // The end of a chat turn ends generation too, as in llama.cpp (Gemma's <end_of_turn>).
   if (eot >= 0 && eot != eos) c.eos_ids.push_back(static_cast<int>(eot));
   if (is_gguf_gemma(arch)) BRIGADE_RETURN_IF_ERROR(read_gguf_gemma(g, arch, c));
+  if (is_gguf_gpt_oss(arch)) return read_gguf_gpt_oss(g, c);
   if (is_gguf_moe(arch) || experts) BRIGADE_RETURN_IF_ERROR(read_gguf_moe(g, arch, c));
   return Status::ok();
 }
@@ -131,6 +134,8 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
   // Gemma's sandwich norms (ffn_norm is its pre_feedforward_layernorm).
   if (const std::string gemma = is_gguf_gemma(arch) ? gguf_gemma_layer_name(suffix) : ""; !gemma.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + gemma;
+  if (const std::string oss = is_gguf_gpt_oss(arch) ? gguf_gpt_oss_layer_name(suffix) : ""; !oss.empty())
+    return "model.layers." + n.substr(4, dot - 4) + "." + oss;
   if (const std::string moe = is_gguf_moe(arch) || arch == "llama" ? gguf_moe_layer_name(suffix) : ""; !moe.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + moe;
   // llama.cpp's converter writes phi3's gate_up_proj unsplit as ffn_up (ggml_swiglu splits it).

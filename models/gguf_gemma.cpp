@@ -14,10 +14,11 @@ Status read_nonnegative(const GgufFile& g, const std::string& key, float fallbac
   return Status::ok();
 }
 
-// The sliding layers: attention.sliding_window_pattern when present (n: layer l slides when
-// l % n < n - 1, 0 meaning all, as llama.cpp's set_swa_pattern; or one bool per layer), else
-// llama.cpp's fixed rule for the architecture.
-Status read_sliding_layers(const GgufFile& g, const std::string& a, int default_pattern, ModelConfig& c) {
+}  // namespace
+
+bool is_gguf_gemma(const std::string& gguf_arch) { return gguf_arch == "gemma2" || gguf_arch == "gemma3"; }
+
+Status read_gguf_sliding_layers(const GgufFile& g, const std::string& a, int default_pattern, ModelConfig& c) {
   const std::string key = a + "attention.sliding_window_pattern";
   c.sliding_layers.assign(static_cast<size_t>(c.n_layers), false);
   const GgufValue* v = g.find(key);
@@ -33,10 +34,6 @@ Status read_sliding_layers(const GgufFile& g, const std::string& a, int default_
   for (int l = 0; l < c.n_layers; ++l) c.sliding_layers[static_cast<size_t>(l)] = n == 0 || l % n < n - 1;
   return Status::ok();
 }
-
-}  // namespace
-
-bool is_gguf_gemma(const std::string& gguf_arch) { return gguf_arch == "gemma2" || gguf_arch == "gemma3"; }
 
 std::string gguf_gemma_layer_name(const std::string& suffix) {
   if (suffix == "post_attention_norm.weight") return "post_attention_layernorm.weight";
@@ -77,7 +74,7 @@ Status read_gguf_gemma(const GgufFile& g, const std::string& gguf_arch, ModelCon
     c.sliding_layers.clear();
     return Status::ok();
   }
-  BRIGADE_RETURN_IF_ERROR(read_sliding_layers(g, a, gemma2 ? 2 : 6, c));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_sliding_layers(g, a, gemma2 ? 2 : 6, c));
   if (!gemma2) {
     BRIGADE_ASSIGN_OR_RETURN(double local, g.get_number_or(a + "rope.freq_base_swa", 10000.0));
     if (!(local > 0.0) || !std::isfinite(local))

@@ -57,6 +57,26 @@ MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
   return {layer + "mlp.", "gate", "gate_proj", "up_proj", "down_proj"};
 }
 
+// gpt-oss's expert biases, of the rank's experts: gate_up_bias from the matrices `gate_up` [E,
+// cols] (the Hub's one interleaved [E, 2I], or GGUF's gate and up [E, I]), of each the columns
+// `kept` (moe_block.h's order: the rank's gate biases, then its up biases), and down_proj_bias
+// [E, hidden]. Cut by columns, every rank holds a part of each expert and rank 0 adds the down
+// bias (as the o_proj bias); cut by experts (first_expert > 0 or a rank's whole I), each rank its own.
+Status load_expert_biases(WeightLoader& w, const ModelConfig& c, const std::string& pre, const MoeShard& sh,
+                          const std::vector<std::string>& gate_up, int64_t cols, const std::vector<int64_t>& kept,
+                          MoeBlock& b) {
+  const int64_t hidden = c.hidden_size;
+  const Slice experts{sh.first_expert, sh.n_experts};
+  BRIGADE_ASSIGN_OR_RETURN(b.gate_up_bias, w.gathered_f32(gate_up, c.n_experts, cols, experts, kept));
+  const bool adds_down_bias = sh.inter == c.moe_intermediate_size || sh.inter_begin == 0;
+  if (!adds_down_bias) return w.skip(pre + "experts.down_proj_bias", {c.n_experts, hidden});
+  std::vector<int64_t> all_hidden(static_cast<size_t>(hidden));
+  std::iota(all_hidden.begin(), all_hidden.end(), 0);
+  BRIGADE_ASSIGN_OR_RETURN(b.down_bias, w.gathered_f32({pre + "experts.down_proj_bias"}, c.n_experts, hidden, experts,
+                                                       all_hidden));
+  return Status::ok();
+}
+
 // gpt-oss's experts (moe_block.h): transposed and interleaved, with biases. The rank's experts,
 // and of each its columns [inter_begin, + inter): gate rows 2j, then up rows 2j + 1.
 Status load_gpt_oss_experts(WeightLoader& w, const ModelConfig& c, const std::string& pre, const MoeShard& sh,
@@ -80,18 +100,7 @@ Status load_gpt_oss_experts(WeightLoader& w, const ModelConfig& c, const std::st
                                          : w.stacked_transposed(down, c.n_experts, hidden, inter, experts, all_hidden,
                                                                 cols));
   w.quantize_linear(true);
-  BRIGADE_ASSIGN_OR_RETURN(b.gate_up_bias, w.gathered_f32(pre + "experts.gate_up_proj_bias", c.n_experts, 2 * inter,
-                                                          experts, gate_up_rows));
-  // Cut by columns, every rank holds a part of each expert and rank 0 adds its down bias (as the
-  // o_proj bias); cut by experts (first_expert > 0 or a rank's whole I), each rank its own.
-  const bool adds_down_bias = sh.inter == inter || sh.inter_begin == 0;
-  if (adds_down_bias) {
-    BRIGADE_ASSIGN_OR_RETURN(b.down_bias, w.gathered_f32(pre + "experts.down_proj_bias", c.n_experts, hidden, experts,
-                                                         all_hidden));
-  } else {
-    BRIGADE_RETURN_IF_ERROR(w.skip(pre + "experts.down_proj_bias", {c.n_experts, hidden}));
-  }
-  return Status::ok();
+  return load_expert_biases(w, c, pre, sh, {pre + "experts.gate_up_proj_bias"}, 2 * inter, gate_up_rows, b);
 }
 
 // Whether rows of `cols` elements are quantized to `q` (whole blocks of it only).
@@ -135,6 +144,12 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
     BRIGADE_ASSIGN_OR_RETURN(b.down, w.stacked(pre + "experts.down_proj", c.n_experts, hidden, inter, experts, {}, cols,
                                                keep_blocks));
     w.quantize_linear(true);
+    if (c.moe_biases) {  // gpt-oss's: gate and up biases joined per expert as gate_up's rows
+      std::vector<int64_t> kept(static_cast<size_t>(sh.inter));
+      std::iota(kept.begin(), kept.end(), sh.inter_begin);
+      BRIGADE_RETURN_IF_ERROR(load_expert_biases(
+          w, c, pre, sh, {pre + "experts.gate_proj_bias", pre + "experts.up_proj_bias"}, inter, kept, b));
+    }
     return b;
   }
   const bool quantize_gate_up = quantizes(quantize_experts, hidden), quantize_down = quantizes(quantize_experts, sh.inter);

@@ -55,7 +55,7 @@ class BpeTokenizer final : public Tokenizer {
   std::unordered_map<std::string, int32_t> vocab_;  // byte-mapped token string -> id
   std::vector<std::string> pieces_;                 // id -> bytes
   std::vector<uint8_t> special_;                    // id -> is a special added token
-  std::array<int32_t, 256> byte_ids_{};             // byte -> id of its single-byte token
+  std::array<int32_t, 256> byte_ids_{};             // byte -> id of its single-byte token, -1 if none
   std::unordered_map<uint64_t, MergeResult> merges_;
   std::vector<AddedToken> added_;                   // longest content first
   std::vector<std::unique_ptr<PreTokenizer>> pre_;  // applied in order; empty: one word
@@ -89,11 +89,11 @@ Status BpeTokenizer::parse_model(const json& m, const std::string& origin) {
     auto bytes = unicode_string_to_bytes(tok);
     pieces_[static_cast<size_t>(id)] = bytes ? *bytes : tok;  // as HF's ByteLevel decoder does
   }
+  // A vocabulary may lack some bytes (a toy or trimmed one; llama.cpp loads such a vocabulary too):
+  // text holding one is refused by encode, naming it.
   for (int b = 0; b < 256; ++b) {
     auto it = vocab_.find(byte_to_unicode(static_cast<uint8_t>(b)));
-    if (it == vocab_.end())
-      return unsupported(origin + ": the vocabulary lacks byte " + std::to_string(b) + " (byte-level BPE needs all 256)");
-    byte_ids_[static_cast<size_t>(b)] = it->second;
+    byte_ids_[static_cast<size_t>(b)] = it == vocab_.end() ? -1 : it->second;
   }
   int32_t rank = 0;
   for (const auto& e : m["merges"]) {
@@ -358,18 +358,27 @@ Expected<std::vector<int32_t>> BpeTokenizer::encode(std::string_view text, bool 
   std::vector<int32_t> out;
   if (add_bos && templated_) out = prefix_;
   else if (add_bos && bos_ >= 0) out.push_back(bos_);
+  // The text between added tokens, each byte of which must have a token.
+  auto segment_of = [&](std::string_view seg) -> Status {
+    for (char ch : seg)
+      if (byte_ids_[static_cast<uint8_t>(ch)] < 0)
+        return invalid_argument("the text holds byte " + std::to_string(static_cast<uint8_t>(ch)) +
+                                ", which this vocabulary has no token for");
+    encode_segment(seg, out);
+    return Status::ok();
+  };
   size_t segment = 0, i = 0;
   while (i < text.size()) {
     const AddedToken* hit = nullptr;
     for (const auto& a : added_)
       if (text.compare(i, a.content.size(), a.content) == 0) { hit = &a; break; }
     if (!hit) { ++i; continue; }
-    encode_segment(text.substr(segment, i - segment), out);
+    BRIGADE_RETURN_IF_ERROR(segment_of(text.substr(segment, i - segment)));
     out.push_back(hit->id);
     i += hit->content.size();
     segment = i;
   }
-  encode_segment(text.substr(segment), out);
+  BRIGADE_RETURN_IF_ERROR(segment_of(text.substr(segment)));
   if (add_bos && templated_) out.insert(out.end(), suffix_.begin(), suffix_.end());
   return out;
 }

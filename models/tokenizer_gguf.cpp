@@ -16,6 +16,11 @@ constexpr const char* kLlama3Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// o200k (GPT-4o; gpt-oss's o200k_harmony) as its tokenizer.json writes it: words split at case
+// changes, marks kept with their letters, contractions case-insensitive, '/' kept with a run of
+// punctuation's line ends.
+constexpr const char* kGpt4oPattern =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 // DeepSeek LLM's tokenizer.json: newlines, then letters of the Latin/Greek/Cyrillic/... blocks,
 // ASCII and full-width punctuation, trailing whitespace, CJK runs, digit runs. Code points are
 // escaped: several of them (U+1FBE, U+2126, U+212A...) have canonical equivalents that an
@@ -149,7 +154,9 @@ Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string&
   if (name == "llama-bpe" || name == "llama3") return std::vector<std::string>{kLlama3Pattern};
   if (name == "qwen2") return std::vector<std::string>{kQwen2Pattern};
   if (name == "deepseek-llm") return kDeepseekLlmPatterns;
-  return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, llama-bpe, qwen2, deepseek-llm");
+  if (name == "gpt-4o" || name == "llama4") return std::vector<std::string>{kGpt4oPattern};  // as llama.cpp maps them
+  return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, llama-bpe, qwen2, deepseek-llm, "
+                     "gpt-4o, llama4");
 }
 
 Expected<std::unique_ptr<Tokenizer>> load_gguf_tokenizer(const GgufFile& g) {

@@ -338,20 +338,24 @@ Expected<OwnedTensor> WeightLoader::upload_f32(const std::vector<float>& host) {
   return out;
 }
 
-Expected<OwnedTensor> WeightLoader::gathered_f32(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
-                                                 const std::vector<int64_t>& kept) {
-  BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, {rows, cols}));
-  if (t.block_quantized() || (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16))
-    return corrupt(t.file + ": tensor '" + name + "' is stored " + t.type_name() + "; biases must be F32, BF16 or F16");
-  count(name, t.numel());
+Expected<OwnedTensor> WeightLoader::gathered_f32(const std::vector<std::string>& names, int64_t rows, int64_t cols,
+                                                 Slice row_slice, const std::vector<int64_t>& kept) {
+  BRIGADE_CHECK(!names.empty(), "gathered_f32: at least one matrix");
+  std::vector<RawTensor> parts;
+  for (const std::string& name : names) {
+    BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, {rows, cols}));
+    if (t.block_quantized() || (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16))
+      return corrupt(t.file + ": tensor '" + name + "' is stored " + t.type_name() + "; biases must be F32, BF16 or F16");
+    count(name, t.numel());
+    parts.push_back(std::move(t));
+  }
   check_slice(row_slice, rows);
+  for (int64_t c : kept) BRIGADE_CHECK(c >= 0 && c < cols, "gathered_f32: kept columns lie inside the matrix");
   std::vector<float> host;
-  host.reserve(static_cast<size_t>(row_slice.length(rows)) * kept.size());
+  host.reserve(static_cast<size_t>(row_slice.length(rows)) * kept.size() * parts.size());
   for (int64_t r = row_slice.begin; r < row_slice.begin + row_slice.length(rows); ++r)
-    for (int64_t c : kept) {
-      BRIGADE_CHECK(c >= 0 && c < cols, "gathered_f32: kept columns lie inside the matrix");
-      host.push_back(static_cast<float>(t.at(r * cols + c)));
-    }
+    for (const RawTensor& t : parts)
+      for (int64_t c : kept) host.push_back(static_cast<float>(t.at(r * cols + c)));
   return upload_f32(host);
 }
 

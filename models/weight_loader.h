@@ -134,11 +134,12 @@ class WeightLoader {
   Expected<OwnedTensor> vector_f32(const std::vector<std::string>& names, const std::vector<int64_t>& sizes,
                                    const std::vector<Slice>& slices = {}, float offset = 0.0f);
 
-  // Matrix `name` [rows, cols] (checked; floats) uploaded as f32: of the rows `row_slice`, of each
-  // the elements `kept` (column indices, in that order), concatenated: [row_slice rows * kept].
-  // gpt-oss's per-expert biases [E, 2I] (gate and up interleaved) and [E, hidden].
-  Expected<OwnedTensor> gathered_f32(const std::string& name, int64_t rows, int64_t cols, Slice row_slice,
-                                     const std::vector<int64_t>& kept);
+  // Matrices `names` [rows, cols] each (checked; floats) uploaded as f32: of the rows `row_slice`,
+  // row by row, of each matrix in turn the elements `kept` (column indices, in that order):
+  // [row_slice rows * names * kept]. gpt-oss's per-expert biases: the Hub's [E, 2I] (gate and up
+  // interleaved) and [E, hidden]; GGUF's gate and up [E, I] each, joined per expert.
+  Expected<OwnedTensor> gathered_f32(const std::vector<std::string>& names, int64_t rows, int64_t cols,
+                                     Slice row_slice, const std::vector<int64_t>& kept);
 
   // Elements of the checkpoint tensors loaded, counted whole even when only a slice is kept (so
   // every tensor-parallel rank reports the model's size) and once however many parts of a

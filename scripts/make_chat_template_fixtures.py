@@ -31,6 +31,8 @@ models/templates/*.jinja copies of them):
   glm-4.6       zai-org/GLM-4.6 (llama.cpp models/templates copy)
   kimi-k2       moonshotai/Kimi-K2-Instruct (llama.cpp models/templates copy)
   command-r7b   CohereForAI/c4ai-command-r7b-12-2024, its tool_use template (llama.cpp copy)
+  gpt-oss       openai/gpt-oss-120b (the same as gpt-oss-20b; llama.cpp models/templates copy):
+                harmony, rendered with its default reasoning_effort (medium)
 
 strftime_now is pinned to 2024-07-26 (the C++ tests pass the same clock).
 Messages are stored as an OpenAI client sends them (a tool call's `arguments` is a JSON string);
@@ -72,6 +74,7 @@ TEMPLATES = [(name, _tools.read_template(name), bos, eos, tools) for name, bos, 
     ("glm-4.6", "", "<|endoftext|>", True),
     ("kimi-k2", "", "<|im_end|>", True),
     ("command-r7b", "<BOS_TOKEN>", "<|END_OF_TURN_TOKEN|>", True),
+    ("gpt-oss", "<|startoftext|>", "<|return|>", True),
 ]]
 
 
@@ -119,6 +122,7 @@ TEMPLATE_KWARGS = {
     "glm-4.6": [{"enable_thinking": False}],
     "deepseek-v3.1": [{"thinking": True}],
     "llama-3.1": [{"tools_in_user_message": False}, {"date_string": "04 Jul 2025"}],
+    "gpt-oss": [{"reasoning_effort": "high"}, {"model_identity": "You are a test model."}],
 }
 
 

@@ -25,6 +25,12 @@ llama.cpp's q/k row permutation), so the reference shares no code with brigade.
   gguf_llama_mxfp4   llama whose linear layers are MXFP4 (gpt-oss's expert type; gguf-py quantizes
                      random float weights), but layer 0's attn_v Q8_0 (a q|k|v of two types) and a
                      Q8_0 token_embd; MXFP4 output.
+  gguf_gpt_oss       make_fixtures.py's gpt_oss_mxfp4 checkpoint (gpt-oss with MXFP4 experts, as the Hub
+                     ships it) as llama.cpp's converter writes gpt-oss (write_gpt_oss_gguf), with a toy
+                     o200k-style vocabulary and the gpt-oss chat template; decode_logits. The reference
+                     is transformers' GptOss from that checkpoint with the SwiGLU clamp at 7, as
+                     llama.cpp runs every gpt-oss file (the checkpoint's 1.0 is not in the file),
+                     and the file's routers, redrawn away from ties (GPT_OSS_ROUTER).
   gguf_gemma2        gemma2 / gemma3 as llama.cpp's converter writes them (GEMMA below), with
   gguf_gemma3        decode_logits; transformers' GGUF loader leaves some settings at the config
                      class's defaults (the soft-caps, query_pre_attn_scalar, gemma3's rope scaling),
@@ -46,8 +52,8 @@ Also writes tests/fixtures/quantized_weights/bounds.json (weights_option_bounds)
 measure for `weights: q8_0`, `q4_0` and `q4_1` on make_fixtures.py's llama, qwen2, qwen3,
 qwen3_moe and mixtral checkpoints (their MoE experts quantized too, as brigade quantizes them).
 
-Run: python3 scripts/make_gguf_fixtures.py [NAME...]; then `--llamacpp` for the Gemma fixtures'
-llamacpp.json (llama.cpp's tokenization, and a check of its logits); `--bench PATH [NAME]` writes a fixture's
+Run: python3 scripts/make_gguf_fixtures.py [NAME...]; then `--llamacpp` for the Gemma and gpt-oss
+fixtures' llamacpp.json (llama.cpp's tokenization, and a check of its logits); `--bench PATH [NAME]` writes a fixture's
 layout at ~110M parameters for benchmarks instead (make_fixtures.py's virtual environment,
 plus `gguf` and `accelerate` from PyPI, installed on first use).
 """
@@ -121,7 +127,7 @@ def layout(name):
 
 
 NAMES = ["gguf_llama_q4_k_m", "gguf_qwen2_q4_0", "gguf_qwen3_k", "gguf_gemma2", "gguf_gemma3", "gguf_qwen3moe_q4_k_m",
-         "gguf_mixtral_q8_0", "gguf_llama_mxfp4"]
+         "gguf_mixtral_q8_0", "gguf_llama_mxfp4", "gguf_gpt_oss"]
 
 # gguf_mixtral_q8_0: make_fixtures.py's mixtral checkpoint (its weights, not random blocks) as
 # llama.cpp's converter (LlamaModel) writes Mixtral: arch llama with expert_count and
@@ -561,6 +567,196 @@ def make_mixtral(name):
                                      f"{torch.__version__}, fp32, eager attention", model.config.vocab_size, cases)
 
 
+# gguf_gpt_oss's vocabulary: 128 ids (the checkpoint's vocab_size) of a byte-level BPE as
+# o200k_harmony lays one out (tokenizer.ggml.pre gpt-4o): the printable ASCII bytes, space and
+# newline in GPT-2's byte-to-unicode spelling, GPT_OSS_MERGES' tokens, then harmony's special
+# tokens (control type). Text made only of these bytes tokenizes in both runtimes.
+GPT_OSS_MERGES = ["Ġ t", "h e", "Ġt he", "i n", "e r", "a n", "o n", "Ġ a", "r e", "a s", "s t", "e n", "a l",
+                  "Ġ s", "Ġ w", "o r", "Ġ c", "Ġ i", "i s", "Ġ h", "a t", "Ġ o", "u s"]
+# gguf_gpt_oss's routers are drawn anew (std: router logits of about 16 on the RMS-normed inputs)
+# until no token's k-th and (k+1)-th router logit, over every prompt and its greedy continuation
+# and both layers, are within min_margin: the checkpoint's own routers have ties within 0.005,
+# which int8 activations (brigade's or llama.cpp's MXFP4 kernels) can flip, moving logits by ~1.
+GPT_OSS_ROUTER = dict(std=2.0, min_margin=0.3, attempts=80)
+GPT_OSS_SPECIALS = ["<|startoftext|>", "<|endoftext|>", "<|return|>", "<|constrain|>", "<|channel|>", "<|start|>",
+                    "<|end|>", "<|message|>", "<|call|>"]
+
+
+def gpt_oss_vocab():
+    tokens = [chr(c) for c in range(ord("!"), ord("~") + 1)] + ["Ġ", "Ċ"]
+    tokens += [m.replace(" ", "") for m in GPT_OSS_MERGES]
+    tokens += GPT_OSS_SPECIALS
+    types = [1] * (len(tokens) - len(GPT_OSS_SPECIALS)) + [3] * len(GPT_OSS_SPECIALS)
+    assert len(tokens) == 128 and len(set(tokens)) == len(tokens)
+    return tokens, types
+
+
+def gpt_oss_mxfp4_to_ggml(np, blocks, scales):
+    """The Hub's MXFP4 (blocks u8 [..., nb, 16]: element 2k in byte k's low nibble, 2k + 1 in its
+    high one; scales u8 [..., nb]) as ggml's block_mxfp4 rows [..., nb * 17] (the E8M0 byte, then
+    qs[j] = element j | element j + 16 << 4): what GptOssModel.repack_mxfp4 writes."""
+    codes = np.stack([blocks & 0x0F, blocks >> 4], axis=-1).reshape(*blocks.shape[:-1], 32)
+    qs = (codes[..., :16] | (codes[..., 16:] << 4)).astype(np.uint8)
+    out = np.concatenate([scales[..., None].astype(np.uint8), qs], axis=-1)
+    return out.reshape(*blocks.shape[:-2], -1)
+
+
+def write_gpt_oss_gguf(np, gguf, path, routers):
+    """gguf_gpt_oss from tests/fixtures/gpt_oss_mxfp4, keys and tensors in the order of llama.cpp's
+    converter (conversion/gpt_oss.py GptOssModel, --outtype f32): the MXFP4 experts repacked
+    bit for bit and split out of gate_up_proj (gate rows 2j, up rows 2j + 1), biases alike, the
+    sinks as attn_sinks.weight, the router as ffn_gate_inp; every other tensor F32. routers[l]:
+    layer l's router (weight [E, hidden], bias [E]) in place of the checkpoint's (GPT_OSS_ROUTER)."""
+    from safetensors.numpy import load_file
+    src = mf.OUT / "gpt_oss_mxfp4"
+    cfg = json.loads((src / "config.json").read_text())
+    t = load_file(str(src / "model.safetensors"))
+    rope = cfg["rope_parameters"]
+    w = gguf.GGUFWriter(str(path), "gpt-oss")
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_head_count_kv(cfg["num_key_value_heads"])
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(rope["factor"])
+    w.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
+    w.add_rope_scaling_yarn_beta_fast(rope["beta_fast"])
+    w.add_rope_scaling_yarn_beta_slow(rope["beta_slow"])
+    w.add_rope_freq_base(rope["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_expert_count(cfg["num_local_experts"])
+    w.add_expert_used_count(cfg["num_experts_per_tok"])
+    w.add_key_length(cfg["head_dim"])
+    w.add_value_length(cfg["head_dim"])
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_sliding_window(cfg["sliding_window"])
+    w.add_expert_feed_forward_length(cfg["intermediate_size"])
+    tokens, types = gpt_oss_vocab()
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("gpt-4o")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(GPT_OSS_MERGES)
+    w.add_bos_token_id(tokens.index("<|startoftext|>"))
+    w.add_eos_token_id(tokens.index("<|return|>"))
+    w.add_pad_token_id(tokens.index("<|endoftext|>"))
+    w.add_chat_template((mf.OUT / "chat_templates" / "templates" / "gpt-oss.jinja").read_text())
+
+    def f32(name, x):
+        w.add_tensor(name, np.ascontiguousarray(x, dtype=np.float32))
+
+    def mxfp4(name, key, rows):  # rows: which of the stored rows (gate ::2, up 1::2, down all)
+        q = gpt_oss_mxfp4_to_ggml(np, t[key + "_blocks"][:, rows], t[key + "_scales"][:, rows])
+        w.add_tensor(name, np.ascontiguousarray(q), raw_dtype=gguf.GGMLQuantizationType.MXFP4)
+
+    f32("token_embd.weight", t["model.embed_tokens.weight"])
+    for l in range(cfg["num_hidden_layers"]):
+        p, h = f"blk.{l}.", f"model.layers.{l}."
+        f32(p + "attn_norm.weight", t[h + "input_layernorm.weight"])
+        for part, proj in (("attn_q", "q_proj"), ("attn_k", "k_proj"), ("attn_v", "v_proj"), ("attn_output", "o_proj")):
+            f32(p + part + ".weight", t[h + f"self_attn.{proj}.weight"])
+            f32(p + part + ".bias", t[h + f"self_attn.{proj}.bias"])
+        f32(p + "attn_sinks.weight", t[h + "self_attn.sinks"])
+        f32(p + "post_attention_norm.weight", t[h + "post_attention_layernorm.weight"])
+        f32(p + "ffn_gate_inp.weight", routers[l][0])
+        f32(p + "ffn_gate_inp.bias", routers[l][1])
+        gate_up = h + "mlp.experts.gate_up_proj"
+        mxfp4(p + "ffn_gate_exps.weight", gate_up, slice(0, None, 2))
+        mxfp4(p + "ffn_up_exps.weight", gate_up, slice(1, None, 2))
+        mxfp4(p + "ffn_down_exps.weight", h + "mlp.experts.down_proj", slice(None))
+        f32(p + "ffn_gate_exps.bias", t[gate_up + "_bias"][:, 0::2])
+        f32(p + "ffn_up_exps.bias", t[gate_up + "_bias"][:, 1::2])
+        f32(p + "ffn_down_exps.bias", t[h + "mlp.experts.down_proj_bias"])
+    f32("output_norm.weight", t["model.norm.weight"])
+    f32("output.weight", t["lm_head.weight"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def gpt_oss_reference(torch, transformers, truncate=False):
+    """transformers' GptOss from tests/fixtures/gpt_oss_mxfp4 as llama.cpp reads gguf_gpt_oss:
+    the SwiGLU clamp at 7 (LLM_FFN_SWIGLU_OAI_MOE), the routers the file holds; YaRN unrounded
+    (the Hub's truncate: false), or rounded as llama.cpp always rounds it (truncate=True: the
+    --llamacpp check)."""
+    import gguf
+    import numpy as np
+    src = mf.OUT / "gpt_oss_mxfp4"
+    cfg = transformers.AutoConfig.from_pretrained(str(src))
+    cfg.swiglu_limit = 7.0
+    cfg.rope_parameters = dict(cfg.rope_parameters, truncate=truncate)
+    model = transformers.GptOssForCausalLM.from_pretrained(str(src), config=cfg, dtype=torch.float32,
+                                                           attn_implementation="eager").eval()
+    stored = {t.name: np.array(t.data) for t in gguf.GGUFReader(str(mf.OUT / "gguf_gpt_oss" / "model.gguf")).tensors}
+    for l, layer in enumerate(model.model.layers):
+        layer.mlp.router.weight.data = torch.from_numpy(stored[f"blk.{l}.ffn_gate_inp.weight"].copy())
+        layer.mlp.router.bias.data = torch.from_numpy(stored[f"blk.{l}.ffn_gate_inp.bias"].copy())
+    return model
+
+
+def make_gpt_oss(name):
+    import gguf
+    import numpy as np
+    import torch
+    import transformers
+    from importlib.metadata import version
+    out_dir = mf.OUT / name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "model.gguf"
+    cfg = json.loads((mf.OUT / "gpt_oss_mxfp4" / "config.json").read_text())
+    e, hidden = cfg["num_local_experts"], cfg["hidden_size"]
+    rng = np.random.default_rng(NAMES.index(name) + 7000)
+    for attempt in range(GPT_OSS_ROUTER["attempts"]):
+        routers = [((GPT_OSS_ROUTER["std"] * rng.standard_normal((e, hidden))).astype(np.float32),
+                    (0.1 * rng.standard_normal(e)).astype(np.float32)) for _ in range(cfg["num_hidden_layers"])]
+        write_gpt_oss_gguf(np, gguf, path, routers)
+        model = gpt_oss_reference(torch, transformers)
+        margin = router_margin(model, [{"prompt": p + generate_greedy(model, p)} for p in mf.prompts_for(cfg["vocab_size"])])
+        print(f"{name}: routers #{attempt}: smallest router margin (k-th vs (k+1)-th logit) {margin:.3f}")
+        if margin >= GPT_OSS_ROUTER["min_margin"]:
+            break
+    else:
+        sys.exit(f"{name}: no routers with margins >= {GPT_OSS_ROUTER['min_margin']}")
+    # The file's experts, dequantized by gguf-py, are the reference's weights exactly (the repack
+    # loses nothing); its float tensors are the checkpoint's.
+    reader = gguf.GGUFReader(str(path))
+    sd = model.state_dict()
+    for rt in reader.tensors:
+        if rt.tensor_type != gguf.GGMLQuantizationType.MXFP4:
+            continue
+        l, part = rt.name.split(".")[1], rt.name.split(".")[2]
+        got = gguf.quants.dequantize(np.array(rt.data), rt.tensor_type)  # [E, rows, cols]
+        ref = sd[f"model.layers.{l}.mlp.experts." + ("down_proj" if part == "ffn_down_exps" else "gate_up_proj")]
+        ref = ref.to(torch.float32).numpy().transpose(0, 2, 1)  # transformers keeps [E, in, out]
+        want = {"ffn_gate_exps": ref[:, 0::2], "ffn_up_exps": ref[:, 1::2], "ffn_down_exps": ref}[part]
+        assert np.array_equal(got.reshape(want.shape), want), rt.name
+    cases = mf.run_cases(model, model.config.vocab_size, decode_logits=True)
+    for c, (d, greedy) in zip(cases, mf.gpt_oss_act_q8_runs(model, cases)):
+        c["act_q8_max_diff"], c["act_q8_greedy"] = d, greedy
+        print(f"{name}: prompt of {len(c['prompt'])}: Q8_0 expert inputs move the logits by {d:.4f}")
+    mf.write_expected(out_dir, name, f"transformers {transformers.__version__} GptOssForCausalLM from "
+                                     f"tests/fixtures/gpt_oss_mxfp4 with swiglu_limit 7.0 (llama.cpp's fixed clamp), "
+                                     f"rope truncate false, torch {torch.__version__}, fp32, eager attention; the file "
+                                     f"written with gguf-py {version('gguf')}", model.config.vocab_size, cases)
+
+
+def gpt_oss_truncated_logits():
+    """--gpt-oss-truncated: per gguf_gpt_oss prompt, transformers' logits with YaRN rounded as
+    llama.cpp rounds it, as JSON on stdout (the --llamacpp pass, which runs in llama.cpp's venv,
+    asks for them)."""
+    import torch
+    import transformers
+    model = gpt_oss_reference(torch, transformers, truncate=True)
+    out = []
+    with torch.no_grad():
+        for c in json.loads((mf.OUT / "gguf_gpt_oss" / "expected.json").read_text())["cases"]:
+            out.append(model(torch.tensor([c["prompt"]])).logits[0].tolist())
+    print(json.dumps(out))
+
+
 def make(name):
     import gguf
     import numpy as np
@@ -689,35 +885,65 @@ TOKENIZE = [("<bos><start_of_turn>user\nHello there!<end_of_turn>\n<start_of_tur
             ("<start_of_turn>model\nHi<end_of_turn>", True)]
 
 
+# Strings llama.cpp tokenizes on gguf_gpt_oss's vocabulary (no BOS: the gpt-4o pre-tokenizer adds
+# none): a harmony prompt and reply (special tokens parsed), and text that exercises o200k's
+# pattern (case changes inside words, contractions in either case, digit runs of 1-3, '/' after
+# punctuation, runs of newlines and spaces).
+GPT_OSS_TOKENIZE = [("<|start|>user<|message|>Hello there!<|end|><|start|>assistant", False),
+                    ("<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>"
+                     "Hi<|return|>", False),
+                    ("HelloWorld isn't WE'LL camelCaseABC 1234567 a/b.//\n\n  x\n y", False),
+                    ("the other is as it was", False)]
+
+
 def llamacpp_pass(names):
-    """--llamacpp [NAME...]: tests/fixtures/<gemma fixture>/llamacpp.json from llama.cpp itself
-    (llama-cpp-python, in the venv make_grammar_fixtures.py uses: LLAMACPP_VENV, default
-    .brigade/llamacpp-venv): its tokenization of TOKENIZE (special tokens parsed) and, per prompt,
-    how far its logits (F32 KV cache) are from transformers' in expected.json, which must stay
-    within its own quantized activations' error (about act_q8_max_diff): llama.cpp reads the file
-    as the settings transformers was given say."""
+    """--llamacpp [NAME...]: tests/fixtures/<gemma or gpt-oss fixture>/llamacpp.json from llama.cpp
+    itself (llama-cpp-python, in the venv make_grammar_fixtures.py uses: LLAMACPP_VENV, default
+    .brigade/llamacpp-venv): its tokenization of TOKENIZE / GPT_OSS_TOKENIZE (special tokens
+    parsed) and, per prompt, how far its logits (F32 KV cache) are from transformers' in
+    expected.json, which must stay within its own quantized activations' error (about
+    act_q8_max_diff): llama.cpp reads the file as the settings transformers was given say. For
+    gguf_gpt_oss the bound holds against transformers with YaRN's range rounded as llama.cpp rounds
+    it (gpt_oss_truncated_logits, run in make_fixtures.py's venv); the distance to expected.json
+    (unrounded, as the Hub's config says) is recorded beside it, and so are llama.cpp's logits."""
     import os
+    import subprocess
     venv = Path(os.environ.get("LLAMACPP_VENV", mf.ROOT / ".brigade" / "llamacpp-venv"))
     if Path(sys.prefix).resolve() != venv.resolve():
         os.execv(str(venv / "bin" / "python"), [str(venv / "bin" / "python"), __file__, "--llamacpp", *names])
     import llama_cpp
     import numpy as np
-    for name in names or list(GEMMA):
+    for name in names or list(GEMMA) + ["gguf_gpt_oss"]:
         out_dir = mf.OUT / name
+        gpt_oss = name == "gguf_gpt_oss"
         m = llama_cpp.Llama(str(out_dir / "model.gguf"), n_ctx=64, logits_all=True, verbose=False, n_threads=2,
                             type_k=0, type_v=0)
         doc = {"generator": f"llama-cpp-python {llama_cpp.__version__}", "tokenize": [], "logits_max_diff": []}
-        for text, add_bos in TOKENIZE:
+        for text, add_bos in GPT_OSS_TOKENIZE if gpt_oss else TOKENIZE:
             doc["tokenize"].append({"text": text, "add_bos": add_bos,
                                     "ids": m.tokenize(text.encode(), add_bos=add_bos, special=True)})
-        for c in json.loads((out_dir / "expected.json").read_text())["cases"]:
+        cases = json.loads((out_dir / "expected.json").read_text())["cases"]
+        rounded = None
+        if gpt_oss:
+            python = mf.VENV / "bin" / "python"
+            rounded = json.loads(subprocess.run([str(python), __file__, "--gpt-oss-truncated"], check=True,
+                                                capture_output=True, text=True).stdout)
+            doc["unrounded_yarn_logits_max_diff"] = []
+        for i, c in enumerate(cases):
             m.reset()
             m.eval(c["prompt"])
-            d = float(np.abs(np.array(m.scores[:len(c["prompt"])]) - np.array(c["logits"])).max())
+            got = np.array(m.scores[:len(c["prompt"])])
+            ref = np.array(rounded[i] if gpt_oss else c["logits"])
+            d = float(np.abs(got - ref).max())
             assert d <= 1.5 * c["act_q8_max_diff"] + 1e-3, f"{name}: llama.cpp differs from transformers by {d}"
             doc["logits_max_diff"].append(d)
             print(f"{name}: prompt of {len(c['prompt'])}: llama.cpp's logits within {d:.4f} of transformers' "
                   f"(Q8_0 activations: {c['act_q8_max_diff']:.4f})")
+            if gpt_oss:  # llama.cpp's own logits too: brigade run with llama.cpp's rounding is held to them
+                doc.setdefault("logits", []).append([[float(f"{v:.7g}") for v in row] for row in got.tolist()])
+                u = float(np.abs(got - np.array(c["logits"])).max())
+                doc["unrounded_yarn_logits_max_diff"].append(u)
+                print(f"{name}: prompt of {len(c['prompt'])}: {u:.4f} from transformers' with YaRN unrounded")
         (out_dir / "llamacpp.json").write_text(json.dumps(doc) + "\n")
 
 
@@ -727,6 +953,9 @@ def main():
         return
     mf.ensure_venv(__file__)
     ensure_extras("gguf", "accelerate")
+    if sys.argv[1:2] == ["--gpt-oss-truncated"]:
+        gpt_oss_truncated_logits()
+        return
     if sys.argv[1:2] == ["--bench"]:
         write_bench(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "gguf_llama_q4_k_m")
         return
@@ -739,6 +968,8 @@ def main():
             weights_option_bounds()
         elif name == "gguf_mixtral_q8_0":
             make_mixtral(name)
+        elif name == "gguf_gpt_oss":
+            make_gpt_oss(name)
         else:
             make(name)
 

@@ -149,6 +149,38 @@ TEST(MoeEngine, TheGgufFixtureServesWithItsExpertsQuantized) {
   }
 }
 
+// llama.cpp's gpt-oss GGUF (tests/fixtures/gguf_gpt_oss: MXFP4 experts with biases, sinks,
+// alternating windows, YaRN) serves transformers' greedy tokens of its long prompt alone, at tp 2
+// by columns and by expert, and batched (ignoring eos: its 6th token is <|endoftext|>); and the
+// short prompt's continuation stops at its 7th, <|endoftext|> (a stop id the file names by its
+// text only), with finish stop.
+TEST(MoeEngine, TheGptOssGgufServesAndStopsAtItsHarmonyEnds) {
+  const std::string gguf = std::string(BRIGADE_FIXTURES) + "/gguf_gpt_oss/model.gguf";
+  std::vector<int32_t> prompt = {1};
+  for (int i = 0; i < 39; ++i) prompt.push_back(3 + ((i * 37 + 11) % 250 + 3) % 125);
+  const std::vector<int32_t> want = {57, 100, 102, 116, 48, 120, 59, 42};
+  for (const auto& [tp, ep] : {std::pair{1, false}, std::pair{2, false}, std::pair{2, true}}) {
+    SCOPED_TRACE("tp " + std::to_string(tp) + (ep ? ", expert_parallel" : ""));
+    auto engine = Engine::create(options(gguf, tp, ep));
+    ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+    auto c = (*engine)->generate(testing::greedy_ids(prompt, 8));
+    ASSERT_TRUE(c.has_value()) << c.status().to_string();
+    EXPECT_EQ(c->token_ids, want);
+    std::vector<GenerateOptions> together = {testing::greedy_ids(prompt, 8)};
+    for (auto p : kPrompts) {  // folded into the fixture's 128 ids
+      for (int32_t& t : p) t %= 128;
+      together.push_back(testing::greedy_ids(p, 4));
+    }
+    EXPECT_EQ(testing::generate_all(**engine, together).front(), want) << "batched";
+    GenerateOptions ends = testing::greedy_ids({1, 20, 45, 102, 78, 6, 80}, 12);
+    ends.ignore_eos = false;
+    auto stopped = (*engine)->generate(ends);
+    ASSERT_TRUE(stopped.has_value()) << stopped.status().to_string();
+    EXPECT_EQ(stopped->token_ids, (std::vector<int32_t>{0, 101, 9, 74, 13, 102, 120}));
+    EXPECT_EQ(stopped->finish, FinishReason::stop);
+  }
+}
+
 TEST(MoeEngine, AGroupThatDoesNotSplitTheModelIsRefusedAtCreate) {
   auto engine = Engine::create(options(synthetic_moe(), 4, true));  // 2 kv heads
   ASSERT_FALSE(engine.has_value());

@@ -1,5 +1,5 @@
 // Quantized GGUF models against transformers: tests/fixtures/gguf_* (scripts/make_gguf_fixtures.py)
-// are tiny llama / qwen2 / qwen3 / gemma2 / gemma3 / qwen3moe files whose matrices are Q4_K and Q6_K (as Q4_K_M lays them
+// are tiny llama / qwen2 / qwen3 / gemma2 / gemma3 / qwen3moe / gpt-oss files whose matrices are Q4_K and Q6_K (as Q4_K_M lays them
 // out), Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q5_K and MXFP4, with the logits transformers computes
 // after dequantizing them with gguf-py.
 //   - weights f32: every tensor dequantized at load, so the logits match within fp32 noise.
@@ -28,8 +28,9 @@ using testing::fixture_dir;
 using testing::read_fixture_cases;
 using testing::run_fixture_case;
 
-const std::vector<std::string> kFixtures = {"gguf_llama_q4_k_m", "gguf_qwen2_q4_0", "gguf_qwen3_k", "gguf_gemma2",
-                                           "gguf_gemma3", "gguf_qwen3moe_q4_k_m", "gguf_mixtral_q8_0", "gguf_llama_mxfp4"};
+const std::vector<std::string> kFixtures = {"gguf_llama_q4_k_m", "gguf_qwen2_q4_0",    "gguf_qwen3_k",
+                                           "gguf_gemma2",       "gguf_gemma3",        "gguf_qwen3moe_q4_k_m",
+                                           "gguf_mixtral_q8_0", "gguf_llama_mxfp4",   "gguf_gpt_oss"};
 
 std::string gguf_path(const std::string& fixture) { return fixture_dir(fixture) + "/model.gguf"; }
 

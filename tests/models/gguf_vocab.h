@@ -4,13 +4,18 @@
 // "gpt2" one. Pass the result to write_gguf_from_checkpoint's `extra`.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sentencepiece_processor.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "chat_test_util.h"
 #include "gguf_writer.h"
+#include "hf_fixture.h"
+#include "models/gguf.h"
+#include "models/tokenizer_gguf.h"
 
 namespace brigade::testing {
 
@@ -82,6 +87,26 @@ inline std::vector<GgufKv> gguf_vocab_from_tokenizer_json(const std::string& jso
   out.push_back(gguf_strs("tokenizer.ggml.merges", std::move(merges)));
   out.push_back(gguf_bool("tokenizer.ggml.add_bos_token", add_bos));
   return out;
+}
+
+// The GGUF test fixture `fixture`'s tokenizer (load_gguf_tokenizer) against llama.cpp's
+// tokenization of the same strings (tests/fixtures/<fixture>/llamacpp.json, written by
+// scripts/make_gguf_fixtures.py --llamacpp): `n` strings, each to the ids llama.cpp gave.
+inline void expect_tokenizes_as_llamacpp(const std::string& fixture, size_t n) {
+  SCOPED_TRACE(fixture);
+  auto g = GgufFile::open(fixture_dir(fixture) + "/model.gguf");
+  ASSERT_TRUE(g.has_value()) << g.status().to_string();
+  auto tok = load_gguf_tokenizer(**g);
+  ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+  const auto ref = load_fixture_json(fixture + "/llamacpp.json");
+  ASSERT_FALSE(ref.is_discarded()) << "run scripts/make_gguf_fixtures.py --llamacpp " << fixture;
+  ASSERT_EQ(ref["tokenize"].size(), n);
+  for (const auto& c : ref["tokenize"]) {
+    const std::string text = c["text"].get<std::string>();
+    auto ids = (*tok)->encode(text, c["add_bos"].get<bool>());
+    ASSERT_TRUE(ids.has_value()) << ids.status().to_string();
+    EXPECT_EQ(*ids, c["ids"].get<std::vector<int32_t>>()) << text;
+  }
 }
 
 }  // namespace brigade::testing

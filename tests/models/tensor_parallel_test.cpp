@@ -330,7 +330,7 @@ TEST(ExpertParallel, GptOssMatchesTransformersWithExpertsSplitByColumnsOrByExper
 // expert's gate and up rows, and its down columns when they are whole blocks, else q8_0) and the
 // logits of the long prompt stay within twice what Q8_0 activations cost the reference, the q8_0
 // rounding of the sliced rows included.
-void expect_gguf_moe_split_matches(const std::string& fixture) {
+void expect_gguf_moe_split_matches(const std::string& fixture, double max_rank_share = 0.75) {
   SCOPED_TRACE(fixture);
   const std::string path = testing::fixture_dir(fixture) + "/model.gguf";
   const auto cases = testing::read_fixture_cases(fixture);
@@ -353,7 +353,7 @@ void expect_gguf_moe_split_matches(const std::string& fixture) {
     ASSERT_TRUE(native.has_value()) << native.status().to_string();
     for (const Rank& r : *native) {
       EXPECT_EQ(r.model->n_params(), (*whole)[0].model->n_params());
-      EXPECT_LT(r.model->weight_bytes(), (*whole)[0].model->weight_bytes() * 3 / 4);
+      EXPECT_LT(static_cast<double>(r.model->weight_bytes()), static_cast<double>((*whole)[0].model->weight_bytes()) * max_rank_share);
     }
     const testing::FixtureRun run = run_fixture_on_ranks(*native, cases.back());
     EXPECT_LE(run.max_abs_diff, 2.0 * act_q8_long + 5e-4) << "the long prompt";
@@ -364,10 +364,14 @@ void expect_gguf_moe_split_matches(const std::string& fixture) {
 
 // Qwen3-MoE's Q4_K / Q6_K / Q8_0 experts (1.5 and 1.6 against 2 x 0.99 measured: o_proj's columns
 // and down's columns of 128 of 256 become q8_0) and Mixtral's Q8_0 / Q4_0 ones (down's columns of
-// 32 of 64 are whole blocks).
+// 32 of 64 are whole blocks), and gpt-oss's MXFP4 ones with their biases (down's columns of 48
+// of 96 are not whole blocks, so they load as f32; rank 0 adds the down biases when cut by
+// columns). gpt-oss's F32 tables and attention are most of its fixture's bytes, so a rank holds
+// nearly all of them.
 TEST(ExpertParallel, GgufMoeExpertsSplitAtTp2) {
   expect_gguf_moe_split_matches("gguf_qwen3moe_q4_k_m");
   expect_gguf_moe_split_matches("gguf_mixtral_q8_0");
+  expect_gguf_moe_split_matches("gguf_gpt_oss", 1.0);
 }
 
 // weights: q8_0 on the Mixtral checkpoint at tp 2: each rank quantizes its experts' part (by

@@ -229,5 +229,30 @@ TEST(Tokenizer, LoadErrors) {
   EXPECT_EQ(synthetic_tokenizer_json(258).status().code(), StatusCode::invalid_argument);
 }
 
+// A vocabulary without some bytes' tokens loads (llama.cpp loads one too); text holding such a
+// byte is refused naming it, while text and special tokens around it do not need it.
+TEST(Tokenizer, AVocabularyWithoutSomeBytesRefusesOnlyTextThatHoldsThem) {
+  testing::TempDir dir("tok_bytes");
+  auto json = nlohmann::json::parse(*synthetic_tokenizer_json(300));
+  auto& vocab = json["model"]["vocab"];
+  for (const char* gone : {"!", "#"}) vocab.erase(gone);  // bytes 33 and 35 (their own spelling)
+  nlohmann::json merges = nlohmann::json::array();
+  for (const auto& m : json["model"]["merges"]) {  // merges of the removed tokens go with them
+    const std::string text = m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>();
+    if (text.find('!') == std::string::npos && text.find('#') == std::string::npos) merges.push_back(m);
+  }
+  json["model"]["merges"] = merges;
+  testing::write_text(dir.file("tokenizer.json"), json.dump());
+  auto tok = Tokenizer::load(dir.str());
+  ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+  auto ok = (*tok)->encode("plain text, no bang", false);
+  ASSERT_TRUE(ok.has_value()) << ok.status().to_string();
+  EXPECT_EQ(*(*tok)->decode(*ok), "plain text, no bang");
+  auto refused = (*tok)->encode("hello!", false);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(refused.status().message().find("byte 33"), std::string::npos) << refused.status().to_string();
+}
+
 }  // namespace
 }  // namespace brigade
