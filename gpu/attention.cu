@@ -1,6 +1,6 @@
 // Paged attention for decode and prefill (kernels.h, AttentionArgs).
 //
-// Block = (KV split, kv head x block of query rows, sequence), 4 warps. The block's queries are
+// Block = (kv head x block of query rows, KV split, sequence), 4 warps. The block's queries are
 // its rows x the `group` query heads of its kv head (GQA: K/V tiles are loaded once for all of
 // them). Per tile of kTile KV positions, K and V are widened to f32 in shared memory; each warp
 // takes one query at a time: lane p scores position p, the warp reduces the tile max and sum
@@ -101,8 +101,8 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionArgs a,
   const int d = a.h.head_dim;
   const int group = a.h.n_heads / a.h.n_kv_heads;
   const Smem s = carve(smem, d, rows_per_block * group);
-  const int seq = blockIdx.z, split = blockIdx.x;
-  const int kv_head = blockIdx.y / n_row_blocks, row_block = blockIdx.y % n_row_blocks;
+  const int seq = blockIdx.z, split = blockIdx.y;
+  const int kv_head = blockIdx.x / n_row_blocks, row_block = blockIdx.x % n_row_blocks;
   const int q0 = a.q_start[seq], n_q = a.q_start[seq + 1] - q0;
   const int r0 = row_block * rows_per_block;
   if (r0 >= n_q) return;  // uniform over the block
@@ -243,7 +243,9 @@ void launch_attention(const AttentionArgs& a, cudaStream_t stream) {
   const int group = a.h.n_heads / a.h.n_kv_heads;
   const int rows = attention_rows_per_block(group, a.max_q_len);
   const int n_row_blocks = (a.max_q_len + rows - 1) / rows;
-  const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.h.n_kv_heads * n_row_blocks),
+  // kv heads x row blocks on x (up to 2^31 - 1): a long prefill has more than the 65535 that y
+  // allows (n_heads x max_q_len / 32 blocks); the splits (<= max_attention_splits) on y.
+  const dim3 grid(static_cast<unsigned>(a.h.n_kv_heads * n_row_blocks), static_cast<unsigned>(a.n_splits),
                   static_cast<unsigned>(a.n_seqs));
   const size_t smem = attention_smem_bytes(a.h.head_dim, rows * group);
   if (a.kv_t == DType::f32)

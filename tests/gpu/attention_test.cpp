@@ -117,6 +117,9 @@ TEST(GpuAttention, MatchesCpu) {
       {"sinks, gpt-oss's shape: GQA 8, head_dim 64, window 128, splits", {64, 8, 64}, 16, DType::bf16, 128,
        {{30, 230}, {1, 2000}, {1, 7}}, 0.0f, true},
       {"sinks, no window, one split", {8, 2, 64}, 16, DType::bf16, 0, {{40, 60}, {1, 20}}, 0.0f, true},
+      // 4 kv heads x 16384 one-row blocks (GQA 32) = 65536 blocks, past a grid's y limit of 65535;
+      // the window keeps the CPU reference cheap.
+      {"long prefill, more row blocks than a grid's y holds", {128, 4, 8}, 16, DType::bf16, 32, {{16384, 16384}}},
   };
   for (const Problem& p : problems) check(p, rng);
 }
