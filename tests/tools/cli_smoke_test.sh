@@ -66,6 +66,21 @@ print(",".join(map(str, c["prompt"])), ",".join(map(str, c["greedy"])))' "$gguf/
   --weights f32 --threads 1 >"$dir/gemma_ids.txt" 2>/dev/null
 [ "$(tr ' ' ',' <"$dir/gemma_ids.txt")" = "$want" ] || { echo "gemma3 GGUF greedy: $(cat "$dir/gemma_ids.txt"), want $want"; exit 1; }
 
+# A gpt-oss GGUF (tests/fixtures/gguf_gpt_oss): inspect names its rules and MXFP4 experts, and
+# generate's greedy ids with the experts as stored are transformers' (its Q8_0-activation run
+# keeps them too).
+gguf=$(cd "$(dirname "$0")/../fixtures/gguf_gpt_oss" && pwd)
+"$bin" inspect "$gguf/model.gguf" >"$dir/oss.txt"
+grep -q "^architecture:  gpt_oss$" "$dir/oss.txt"
+grep -q "a sink logit per head, sliding window 8 on 1 of 2 layers" "$dir/oss.txt"
+grep -q "clamped SwiGLU (limit 7, alpha 1.702)" "$dir/oss.txt"
+grep -q "6 MXFP4" "$dir/oss.txt"
+read -r ids want < <(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["cases"][-1]
+print(",".join(map(str, c["prompt"])), ",".join(map(str, c["act_q8_greedy"])))' "$gguf/expected.json")
+"$bin" generate --model "$gguf/model.gguf" --prompt-ids "$ids" --max-tokens 8 --temperature 0 --ignore-eos \
+  --threads 1 >"$dir/oss_ids.txt" 2>/dev/null
+[ "$(tr ' ' ',' <"$dir/oss_ids.txt")" = "$want" ] || { echo "gpt-oss GGUF greedy: $(cat "$dir/oss_ids.txt"), want $want"; exit 1; }
+
 "$bin" demo --model "$dir/m" --requests 6 --concurrency 3 --threads 1 >"$dir/demo.txt"
 grep -q "POST /v1/chat/completions ->" "$dir/demo.txt"
 grep -q "online: 6 requests (0 errors)" "$dir/demo.txt"
