@@ -11,7 +11,13 @@ measures, with the same number of threads:
     512-token prefill), which also reports each against the machine's measured ceilings.
 It prints decode and prefill tokens/s side by side and the ratio brigade / llama.cpp.
 
-Usage: python3 bench/compare/vs_llamacpp.py [--types q4_0,q8_0,q4_k_m,q5_k_m] [--threads 2] [--layers 22]
+Type gpt_oss_mxfp4 is a gpt-oss-20b layer instead (gpt-oss architecture: hidden 2880, 64 heads of 64
+over 8 KV heads with sinks, biases, 128-token windows on alternate layers, YaRN; 32 experts of 2880,
+top 4, MXFP4 with biases as llama.cpp's converter writes them; attention, router and tables Q8_0 /
+F32) with --layers of them (default 2 for it: 0.9 GB) and the same 32000-token vocabulary: a decode
+step reads 4 of 32 experts, so it measures the MoE path, not the dense one.
+
+Usage: python3 bench/compare/vs_llamacpp.py [--types q4_0,q8_0,q4_k_m,q5_k_m,gpt_oss_mxfp4] [--threads 2] [--layers 22]
 The first run creates .brigade/llamacpp-venv (git-ignored) with llama-cpp-python (compiles
 llama.cpp: ~10 minutes on 2 cores), gguf and numpy, then re-runs itself inside it. The model files go
 to .brigade/bench-gguf/ (about 0.6-1.2 GB each). Build brigade first (scripts/build.sh).
@@ -67,9 +73,86 @@ def random_blocks(np, rng, qtype, rows, cols):
     return data.reshape(rows, cols // block * nbytes)
 
 
+def mxfp4_blocks(np, rng, rows, cols):
+    """rows x cols MXFP4 blocks (ggml's: an E8M0 byte, then 16 bytes of two E2M1 codes): random
+    codes, scale 2^-8 (values up to 0.023)."""
+    data = rng.integers(0, 256, size=(rows * cols // 32, 17), dtype=np.uint8)
+    data[:, 0] = 119
+    return data.reshape(rows, cols // 32 * 17)
+
+
+GPT_OSS = dict(dim=2880, heads=64, kv_heads=8, head_dim=64, experts=32, used=4, window=128, vocab=32000)
+
+
+def write_gpt_oss(path, layers):
+    """gpt_oss_mxfp4: gpt-oss-20b's layers (GPT_OSS) as llama.cpp's converter writes them."""
+    import gguf
+    import numpy as np
+    T = gguf.GGMLQuantizationType
+    g = GPT_OSS
+    rng = np.random.default_rng(0)
+    vocab = gguf.GGUFReader(str(VOCAB))
+    w = gguf.GGUFWriter(str(path), "gpt-oss")
+    d, e, hd = g["dim"], g["experts"], g["head_dim"]
+    w.add_name("brigade-bench-gpt-oss-mxfp4")
+    w.add_block_count(layers)
+    w.add_context_length(131072)
+    w.add_embedding_length(d)
+    w.add_feed_forward_length(d)
+    w.add_head_count(g["heads"])
+    w.add_head_count_kv(g["kv_heads"])
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(32.0)
+    w.add_rope_scaling_orig_ctx_len(4096)
+    w.add_rope_freq_base(150000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_expert_count(e)
+    w.add_expert_used_count(g["used"])
+    w.add_key_length(hd)
+    w.add_value_length(hd)
+    w.add_sliding_window(g["window"])
+    w.add_expert_feed_forward_length(d)
+    for key, add in (("tokenizer.ggml.model", w.add_tokenizer_model), ("tokenizer.ggml.tokens", w.add_token_list),
+                     ("tokenizer.ggml.scores", w.add_token_scores), ("tokenizer.ggml.token_type", w.add_token_types)):
+        add(vocab.fields[key].contents())
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+
+    def q8(name, rows, cols):
+        w.add_tensor(name, random_blocks(np, rng, T.Q8_0, rows, cols), raw_dtype=T.Q8_0)
+
+    def f32(name, *shape, scale=0.01):
+        w.add_tensor(name, (scale * rng.standard_normal(shape)).astype(np.float32))
+
+    q8("token_embd.weight", g["vocab"], d)
+    q, kv = g["heads"] * hd, g["kv_heads"] * hd
+    for i in range(layers):
+        p = f"blk.{i}."
+        w.add_tensor(p + "attn_norm.weight", np.ones(d, dtype=np.float32))
+        for name, rows, cols in [("attn_q", q, d), ("attn_k", kv, d), ("attn_v", kv, d), ("attn_output", d, q)]:
+            q8(p + name + ".weight", rows, cols)
+            f32(p + name + ".bias", rows)
+        f32(p + "attn_sinks.weight", g["heads"], scale=1.0)
+        w.add_tensor(p + "post_attention_norm.weight", np.ones(d, dtype=np.float32))
+        f32(p + "ffn_gate_inp.weight", e, d, scale=0.05)
+        f32(p + "ffn_gate_inp.bias", e)
+        for name in ("ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"):
+            w.add_tensor(p + name + ".weight", mxfp4_blocks(np, rng, e * d, d).reshape(e, d, -1), raw_dtype=T.MXFP4)
+            f32(p + name + ".bias", e, d)
+    w.add_tensor("output_norm.weight", np.ones(d, dtype=np.float32))
+    q8("output.weight", g["vocab"], d)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def write_model(path, kind, layers):
     import gguf
     import numpy as np
+    if kind == "gpt_oss_mxfp4":
+        return write_gpt_oss(path, layers)
     T = gguf.GGMLQuantizationType
     # Per tensor role: (embedding, attn q/k/o + ffn gate/up, attn v + ffn down, output)
     mix = {
@@ -165,21 +248,24 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--types", default="q4_0,q8_0,q4_k_m,q5_k_m")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--layers", type=int, default=22)
+    ap.add_argument("--layers", type=int, default=None)  # 22 (TinyLlama), 2 for gpt_oss_mxfp4
     ap.add_argument("--decode-tokens", type=int, default=64)
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     results = []
     for kind in a.types.split(","):
-        path = OUT / f"tinyllama-{a.layers}l-{kind}.gguf"
+        oss = kind == "gpt_oss_mxfp4"
+        layers = a.layers if a.layers is not None else 2 if oss else 22
+        path = OUT / (f"gpt-oss-{layers}l-mxfp4.gguf" if oss else f"tinyllama-{layers}l-{kind}.gguf")
         if not path.exists():
             print(f"writing {path}", file=sys.stderr)
-            write_model(path, kind, a.layers)
+            write_model(path, kind, layers)
         ours = brigade_run(path, a.threads, a.decode_tokens)
         theirs = llamacpp_run(path, a.threads, a.decode_tokens)
         results.append({"type": kind, "file_mb": path.stat().st_size / 1e6, "brigade": ours, "llama.cpp": theirs})
-    print(f"threads {a.threads}, TinyLlama-1.1B shape ({a.layers} layers), llama-cpp-python "
+    print(f"threads {a.threads}, TinyLlama-1.1B shape ({a.layers or 22} layers; gpt_oss_mxfp4: gpt-oss-20b layers, "
+          f"{a.layers or 2}), llama-cpp-python "
           f"{results[0]['llama.cpp']['version'] if results else '?'}")
     print(f"{'type':8} {'MB':>7} | {'decode tok/s':>12} {'llama.cpp':>10} {'ratio':>6} {'of roof':>7} | "
           f"{'prefill tok/s':>13} {'llama.cpp':>10} {'ratio':>6}")
