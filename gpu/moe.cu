@@ -97,6 +97,12 @@ __global__ void route_kernel(RouteArgs a) {
     if (threadIdx.x == 0) {
       for (int w = 1; w < n_warps; ++w)
         if (better(best_v[w], best_i[w], bv, bi)) bv = best_v[w], bi = best_i[w];
+      // NaN scores (a NaN router input) win no comparison: take the first expert not taken yet,
+      // so ids stay in range and p / excluded are not indexed past their n_experts entries (the
+      // NaN weights then carry the failure to the logits, where the step's check sees it).
+      if (bi >= n_experts)
+        for (bi = 0; bi < n_experts - 1 && excluded[bi]; ++bi) {
+        }
       a.ids[t * k + j] = bi - a.first_expert;  // relative to this expert-parallel rank's experts
       a.weights[t * k + j] = p[bi];  // the unbiased score
       top += p[bi];
