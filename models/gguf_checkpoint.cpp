@@ -10,7 +10,8 @@
 namespace brigade {
 namespace {
 
-constexpr const char* kSupportedArchs = "llama (Mixtral included), qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3, gpt-oss";
+constexpr const char* kSupportedArchs =
+    "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma2, gemma3, gpt-oss";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -45,9 +46,6 @@ Status read_rope_freqs(const GgufFile& g, const RawTensor& t, ModelConfig& c) {
 }
 
 Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
-  if (arch == "qwen2moe")
-    return unsupported(g.path() + ": general.architecture 'qwen2moe' is not supported: its shared expert's sigmoid "
-                       "gate (ffn_gate_inp_shexp) is not built; supported: " + kSupportedArchs);
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && !is_gguf_gemma(arch) &&
       !is_gguf_moe(arch) && !is_gguf_gpt_oss(arch))
     return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " + kSupportedArchs);
@@ -95,7 +93,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
     c.rope_scaling.factor = static_cast<float>(f);
   }
   BRIGADE_RETURN_IF_ERROR(read_sliding_window(g, a, c));
-  c.qkv_bias = arch == "qwen2";
+  c.qkv_bias = arch == "qwen2" || arch == "qwen2moe";
   c.qk_norm = arch == "qwen3";
   c.fused_weights = arch == "phi3";  // blk.N.attn_qkv, and ffn_up holding gate|up
   BRIGADE_ASSIGN_OR_RETURN(int64_t bos, g.get_int_or("tokenizer.ggml.bos_token_id", -1));
@@ -166,6 +164,9 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
       BRIGADE_RETURN_IF_ERROR(read_rope_freqs(g, r, c));
       continue;
     }
+    // qwen2moe's shared-expert gate is a vector in the file (ffn_gate_inp_shexp [hidden]); the
+    // checkpoint's a [1, hidden] matrix.
+    if (name.ends_with(".shared_expert_gate.weight") && r.shape.size() == 1) r.shape.insert(r.shape.begin(), 1);
     if (!tensors.emplace(name, std::move(r)).second) return corrupt(g.path() + ": tensor '" + t.name + "' appears twice");
   }
   auto embed = tensors.find("model.embed_tokens.weight");

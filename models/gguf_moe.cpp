@@ -26,7 +26,7 @@ std::string dims_string(const std::vector<int64_t>& dims) {  // outermost first,
 
 }  // namespace
 
-bool is_gguf_moe(const std::string& gguf_arch) { return gguf_arch == "qwen3moe"; }
+bool is_gguf_moe(const std::string& gguf_arch) { return gguf_arch == "qwen3moe" || gguf_arch == "qwen2moe"; }
 
 Expected<bool> gguf_has_experts(const GgufFile& g, const std::string& gguf_arch) {
   const std::string key = gguf_arch + ".expert_count";
@@ -37,9 +37,9 @@ Expected<bool> gguf_has_experts(const GgufFile& g, const std::string& gguf_arch)
 
 Status read_gguf_moe(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c) {
   const std::string a = gguf_arch + ".";
-  const bool mixtral = gguf_arch == "llama";
-  c.arch = mixtral ? "mixtral" : "qwen3_moe";
-  c.qk_norm = !mixtral;
+  const bool mixtral = gguf_arch == "llama", qwen2 = gguf_arch == "qwen2moe";
+  c.arch = mixtral ? "mixtral" : qwen2 ? "qwen2_moe" : "qwen3_moe";
+  c.qk_norm = !mixtral && !qwen2;
   BRIGADE_RETURN_IF_ERROR(read_count(g, a + "expert_count", 0, c.n_experts));
   BRIGADE_RETURN_IF_ERROR(read_count(g, a + "expert_used_count", 0, c.n_experts_per_tok));
   if (c.n_experts_per_tok > c.n_experts)
@@ -50,27 +50,37 @@ Status read_gguf_moe(const GgufFile& g, const std::string& gguf_arch, ModelConfi
   else
     BRIGADE_RETURN_IF_ERROR(read_count(g, a + "expert_feed_forward_length",
                                        std::max(1, c.intermediate_size / c.n_experts_per_tok), c.moe_intermediate_size));
+  if (qwen2) {  // one shared expert, feed_forward_length wide unless the file says otherwise
+    BRIGADE_RETURN_IF_ERROR(read_count(g, a + "expert_shared_feed_forward_length", c.intermediate_size,
+                                       c.shared_expert_intermediate_size));
+    c.shared_gate = true;
+  }
   for (const char* shared : {"expert_shared_count", "expert_shared_feed_forward_length"}) {
     BRIGADE_ASSIGN_OR_RETURN(int64_t n, g.get_int_or(a + shared, 0));
-    if (n != 0)
+    if (n != 0 && !qwen2)
       return unsupported(g.path() + ": metadata '" + a + shared + "' names shared experts, which " + gguf_arch +
-                         " does not have (Qwen2-MoE's shared expert is not supported)");
+                         " does not have (Qwen2-MoE's are in qwen2moe files)");
   }
   BRIGADE_ASSIGN_OR_RETURN(double scale, g.get_number_or(a + "expert_weights_scale", 0.0));
   if (!std::isfinite(scale) || scale < 0.0)
     return corrupt(g.path() + ": metadata '" + a + "expert_weights_scale' must be a number >= 0");
   c.routed_scaling_factor = scale == 0.0 ? 1.0f : static_cast<float>(scale);
-  c.norm_topk_prob = true;
+  c.norm_topk_prob = !qwen2;  // llama.cpp's build_moe_ffn norm_w: false for qwen2moe
   c.decoder_sparse_step = 1;
   c.mlp_only_layers.clear();
   return Status::ok();
 }
 
 std::string gguf_moe_layer_name(const std::string& suffix) {
-  static const std::map<std::string, std::string> kNames = {{"ffn_gate_inp.weight", "mlp.gate.weight"},
-                                                            {"ffn_gate_exps.weight", "mlp.experts.gate_proj"},
-                                                            {"ffn_up_exps.weight", "mlp.experts.up_proj"},
-                                                            {"ffn_down_exps.weight", "mlp.experts.down_proj"}};
+  static const std::map<std::string, std::string> kNames = {
+      {"ffn_gate_inp.weight", "mlp.gate.weight"},
+      {"ffn_gate_exps.weight", "mlp.experts.gate_proj"},
+      {"ffn_up_exps.weight", "mlp.experts.up_proj"},
+      {"ffn_down_exps.weight", "mlp.experts.down_proj"},
+      {"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight"},  // qwen2moe
+      {"ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight"},
+      {"ffn_up_shexp.weight", "mlp.shared_expert.up_proj.weight"},
+      {"ffn_down_shexp.weight", "mlp.shared_expert.down_proj.weight"}};
   auto it = kNames.find(suffix);
   return it == kNames.end() ? "" : it->second;
 }

@@ -18,7 +18,13 @@
 //   - expert_feed_forward_length, when absent, is feed_forward_length / expert_used_count;
 //   - expert_weights_scale, when present and not 0 or 1, scales the routing weights.
 // The experts load as GGUF keeps them, gate and up apart (Backend::moe_experts_split).
-// qwen2moe is refused (its shared expert's sigmoid gate, ffn_gate_inp_shexp, is not built).
+//
+// qwen2moe (Qwen1.5-MoE-A2.7B, Qwen2-57B-A14B; convert_hf_to_gguf.py Qwen2MoeModel) is the same
+// with qwen2's attention (q/k/v biases, no q/k norms), the k routing weights not renormalised
+// (build_moe_ffn's norm_w is false for it), and one shared expert: ffn_{gate,up,down}_shexp of
+// expert_shared_feed_forward_length (llama.cpp's fallback: feed_forward_length) and its gate
+// ffn_gate_inp_shexp [hidden] (a vector; Qwen2MoeSparseMoeBlock's shared_expert_gate [1, hidden]).
+// It becomes arch qwen2_moe.
 //
 // Mixtral (convert_hf_to_gguf.py LlamaModel) is arch `llama` with llama.expert_count and
 // expert_used_count, the same stacked tensors, experts feed_forward_length wide (llama.cpp's
@@ -40,8 +46,8 @@ bool is_gguf_moe(const std::string& gguf_arch);
 // Whether a file of gguf_arch has experts ({arch}.expert_count > 0): qwen3moe, or llama (Mixtral).
 Expected<bool> gguf_has_experts(const GgufFile& g, const std::string& gguf_arch);
 
-// Fills the MoE fields of c (arch becomes qwen3_moe, with qwen3's q/k norms, or, from llama,
-// mixtral), the common keys read already. corrupt naming the key for counts out of range
+// Fills the MoE fields of c (arch becomes qwen3_moe, with qwen3's q/k norms; qwen2_moe, with its
+// gated shared expert; or, from llama, mixtral), the common keys read already. corrupt naming the key for counts out of range
 // (expert_used_count above expert_count included).
 Status read_gguf_moe(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c);
 

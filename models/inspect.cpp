@@ -131,6 +131,7 @@ std::string format_model_info(const ModelInfo& m) {
     if (c.moe_biases) s += ", router and expert biases";
     if (c.swiglu_limit > 0.0f)
       s += ", clamped SwiGLU (limit " + num(c.swiglu_limit) + ", alpha " + num(c.swiglu_alpha) + ")";
+    if (c.shared_gate) s += ", a shared expert of " + std::to_string(c.shared_width()) + " gated by sigmoid(x · w)";
     s += "\n";
     if (c.is_mla()) s += "routing:       " + deepseek_routing(c) + "\n";
     s += "sparse layers: " + std::to_string(c.n_moe_layers()) + " of " + std::to_string(c.n_layers) + dense + "\n";

@@ -15,7 +15,8 @@ using json = nlohmann::json;
 
 constexpr const char* kSupported =
     "LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral), Qwen2ForCausalLM (qwen2), "
-    "Qwen3ForCausalLM (qwen3), Qwen3MoeForCausalLM (qwen3_moe), MixtralForCausalLM (mixtral), "
+    "Qwen3ForCausalLM (qwen3), Qwen2MoeForCausalLM (qwen2_moe), Qwen3MoeForCausalLM (qwen3_moe), "
+    "MixtralForCausalLM (mixtral), "
     "DeepseekV2ForCausalLM (deepseek_v2), DeepseekV3ForCausalLM (deepseek_v3), Phi3ForCausalLM (phi3), "
     "Gemma2ForCausalLM (gemma2), Gemma3ForCausalLM (gemma3_text), Gemma3ForConditionalGeneration (gemma3: its "
     "language model), GptOssForCausalLM (gpt_oss)";
@@ -23,7 +24,9 @@ constexpr const char* kSupported =
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
 // The architectures whose MoE fields read_moe parses (DeepSeek's: models/deepseek_config.h).
-bool is_sparse_moe(const std::string& arch) { return arch == "qwen3_moe" || arch == "mixtral" || arch == "gpt_oss"; }
+bool is_sparse_moe(const std::string& arch) {
+  return arch == "qwen3_moe" || arch == "qwen2_moe" || arch == "mixtral" || arch == "gpt_oss";
+}
 
 // Which family a config describes: architectures[0] wins, model_type otherwise.
 Expected<std::string> detect_arch(const json& j) {
@@ -37,6 +40,7 @@ Expected<std::string> detect_arch(const json& j) {
   if (arch_name == "Qwen2ForCausalLM") return std::string("qwen2");
   if (arch_name == "Qwen3ForCausalLM") return std::string("qwen3");
   if (arch_name == "Qwen3MoeForCausalLM") return std::string("qwen3_moe");
+  if (arch_name == "Qwen2MoeForCausalLM") return std::string("qwen2_moe");
   if (arch_name == "MixtralForCausalLM") return std::string("mixtral");
   if (arch_name == "DeepseekV2ForCausalLM") return std::string("deepseek_v2");
   if (arch_name == "DeepseekV3ForCausalLM") return std::string("deepseek_v3");
@@ -46,7 +50,8 @@ Expected<std::string> detect_arch(const json& j) {
   if (arch_name == "GptOssForCausalLM") return std::string("gpt_oss");
   if (arch_name.empty()) {
     if (model_type == "llama" || model_type == "mistral") return std::string("llama");
-    if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe" || model_type == "mixtral" ||
+    if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe" || model_type == "qwen2_moe" ||
+        model_type == "mixtral" ||
         model_type == "deepseek_v2" || model_type == "deepseek_v3" || model_type == "phi3" || model_type == "gemma2" ||
         model_type == "gemma3_text" || model_type == "gpt_oss")
       return model_type;
@@ -156,8 +161,8 @@ Status read_attention_shape(const json& j, ModelConfig& c) {
     return unsupported("config.json: use_sliding_window = true is not supported for " + c.arch +
                        "; set it to false (full attention)");
   c.sliding_window = 0;
-  if (c.arch == "qwen2") {
-    c.qkv_bias = true;  // Qwen2Attention: q/k/v with bias, o without
+  if (c.arch == "qwen2" || c.arch == "qwen2_moe") {
+    c.qkv_bias = true;  // Qwen2Attention (and Qwen2MoeAttention): q/k/v with bias, o without
   } else {              // qwen3, qwen3_moe
     c.qk_norm = true;
     c.qkv_bias = c.o_bias = c.attention_bias;
@@ -181,7 +186,9 @@ Status read_mixtral_moe(const json& j, ModelConfig& c) {
 
 // Qwen3MoeConfig's expert fields. The experts' count is `num_experts` in the Hub's configs and
 // `num_local_experts` in what transformers 5 writes (its attribute_map aliases the two).
-// qwen2_moe's shared expert (shared_expert_intermediate_size) does not exist in Qwen3-MoE.
+// Qwen2MoeConfig's are the same, with its defaults (60 experts, top 4, 1408 wide, norm_topk_prob
+// false), plus one shared expert of shared_expert_intermediate_size (Qwen2MoeSparseMoeBlock:
+// scaled by sigmoid(x · shared_expert_gate)), which does not exist in Qwen3-MoE.
 // GptOssConfig's expert fields: num_local_experts (default 128) experts of intermediate_size,
 // num_experts_per_tok (default 4; the Hub's configs also write experts_per_token), every layer
 // sparse. GptOssTopKRouter adds a bias to the router logits and softmaxes the top k of them,
@@ -209,11 +216,20 @@ Status read_gpt_oss_moe(const json& j, ModelConfig& c) {
 Status read_moe(const json& j, ModelConfig& c) {
   if (c.arch == "mixtral") return read_mixtral_moe(j, c);
   if (c.arch == "gpt_oss") return read_gpt_oss_moe(j, c);
-  if (c.arch != "qwen3_moe") return Status::ok();
+  if (c.arch != "qwen3_moe" && c.arch != "qwen2_moe") return Status::ok();
+  const bool qwen2 = c.arch == "qwen2_moe";
+  if (qwen2) {  // Qwen2MoeConfig's defaults (Qwen1.5-MoE-A2.7B's numbers)
+    c.n_experts = 60;
+    c.n_experts_per_tok = 4;
+    c.moe_intermediate_size = 1408;
+    c.shared_expert_intermediate_size = 5632;
+    c.norm_topk_prob = false;
+    c.shared_gate = true;
+  }
   const bool has_num_experts = j.contains("num_experts") && !j["num_experts"].is_null();
-  BRIGADE_RETURN_IF_ERROR(read_int(j, has_num_experts ? "num_experts" : "num_local_experts", c.n_experts, true));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, true));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "moe_intermediate_size", c.moe_intermediate_size, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, has_num_experts ? "num_experts" : "num_local_experts", c.n_experts, !qwen2));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, !qwen2));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "moe_intermediate_size", c.moe_intermediate_size, !qwen2));
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "norm_topk_prob", c.norm_topk_prob));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "decoder_sparse_step", c.decoder_sparse_step, false));
   if (auto it = j.find("mlp_only_layers"); it != j.end() && !it->is_null()) {
@@ -223,9 +239,15 @@ Status read_moe(const json& j, ModelConfig& c) {
       c.mlp_only_layers.push_back(e.get<int>());
     }
   }
+  if (qwen2) {
+    BRIGADE_RETURN_IF_ERROR(read_int(j, "shared_expert_intermediate_size", c.shared_expert_intermediate_size, false));
+    if (c.shared_expert_intermediate_size <= 0)
+      return invalid_argument("config.json: shared_expert_intermediate_size must be > 0 (qwen2_moe's shared expert)");
+    return Status::ok();
+  }
   if (auto it = j.find("shared_expert_intermediate_size"); it != j.end() && it->is_number() && it->get<double>() > 0)
     return unsupported("config.json: a shared expert (shared_expert_intermediate_size) is not part of qwen3_moe "
-                       "and is not supported");
+                       "and is not supported; Qwen2MoeForCausalLM (qwen2_moe) has one");
   return Status::ok();
 }
 

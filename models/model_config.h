@@ -19,7 +19,7 @@ namespace brigade {
 enum class MlpActivation : uint8_t { silu, gelu_tanh };
 
 struct ModelConfig {
-  std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "phi3", "gemma2", "gemma3_text",
+  std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "mixtral", "phi3", "gemma2", "gemma3_text",
                                 // "gpt_oss"
                                 // (the decoder they share: llama.h),
                                 // "deepseek_v2" or "deepseek_v3" (models/deepseek.h)
@@ -50,7 +50,7 @@ struct ModelConfig {
   DType dtype = DType::f32;     // element type of the weights as stored (torch_dtype; fp8 checkpoints: of the
                                 // unquantized tensors)
   QuantConfig quant;            // quantization_config: FP8 linear weights and their scales (none by default)
-  // Mixture of experts (qwen3_moe, mixtral, gpt_oss). n_experts == 0: every layer is a dense MLP.
+  // Mixture of experts (qwen3_moe, qwen2_moe, mixtral, gpt_oss). n_experts == 0: every layer is a dense MLP.
   int n_experts = 0;                 // num_experts (transformers 5 writes num_local_experts)
   int n_experts_per_tok = 0;         // num_experts_per_tok: k of the top-k routing
   int moe_intermediate_size = 0;     // each expert's SwiGLU width
@@ -63,6 +63,11 @@ struct ModelConfig {
   float swiglu_limit = 0.0f;
   float swiglu_alpha = 1.0f;
   bool attn_sinks = false;           // a learned sink logit per query head (self_attn.sinks; AttentionMeta::sinks)
+  // qwen2_moe: one shared expert of shared_expert_intermediate_size every token runs, its output
+  // scaled by sigmoid(x · mlp.shared_expert_gate) (shared_gate); 0 = none, or DeepSeek's
+  // n_shared_experts * moe_intermediate_size (shared_width()).
+  int shared_expert_intermediate_size = 0;
+  bool shared_gate = false;
 
   // DeepSeek-V2/V3 (MLA attention, MoE with shared experts; models/deepseek.h). head_dim is
   // qk_rope_head_dim there (the rotary part), as transformers sets it.
@@ -71,7 +76,7 @@ struct ModelConfig {
   int qk_nope_head_dim = 0;
   int qk_rope_head_dim = 0;
   int v_head_dim = 0;
-  int n_shared_experts = 0;          // a dense SwiGLU of n_shared_experts * moe_intermediate_size
+  int n_shared_experts = 0;          // a dense SwiGLU of n_shared_experts * moe_intermediate_size (shared_width)
   int first_k_dense_replace = 0;     // layers [0, k) keep the dense MLP
   int n_mtp_layers = 0;              // num_nextn_predict_layers: MTP modules stored after the layers
   int n_group = 1;                   // expert groups of the group-limited routing
@@ -105,6 +110,11 @@ struct ModelConfig {
   }
   // The routing rule of the sparse layers (its bias tensor, a weight, is left empty).
   MoeRouting moe_routing() const;
+  // The shared experts' SwiGLU width every token of a sparse layer runs (0: none).
+  int64_t shared_width() const {
+    return shared_expert_intermediate_size > 0 ? int64_t{shared_expert_intermediate_size}
+                                               : int64_t{n_shared_experts} * moe_intermediate_size;
+  }
 
   // Whether layer l runs the experts block rather than the dense MLP: Qwen3MoeDecoderLayer's rule,
   // and DeepSeek's l >= first_k_dense_replace.

@@ -10,7 +10,7 @@ namespace brigade {
 
 MoeShard moe_shard(const ModelConfig& c, int rank, int size, bool expert_parallel) {
   MoeShard s;
-  const int64_t inter = c.moe_intermediate_size, shared = int64_t{c.n_shared_experts} * inter;
+  const int64_t inter = c.moe_intermediate_size, shared = c.shared_width();
   s.n_experts = expert_parallel ? c.n_experts / size : c.n_experts;
   s.first_expert = expert_parallel ? rank * s.n_experts : 0;
   s.inter = expert_parallel ? inter : inter / size;
@@ -22,7 +22,7 @@ MoeShard moe_shard(const ModelConfig& c, int rank, int size, bool expert_paralle
 
 bool moe_splits(const ModelConfig& c, int size, bool expert_parallel) {
   if (c.n_moe_layers() == 0 || size == 1) return true;
-  const int64_t shared = int64_t{c.n_shared_experts} * c.moe_intermediate_size;
+  const int64_t shared = c.shared_width();
   return (expert_parallel ? c.n_experts % size == 0 : c.moe_intermediate_size % size == 0) && shared % size == 0;
 }
 
@@ -30,9 +30,10 @@ std::string moe_split_fields(const ModelConfig& c, bool expert_parallel) {
   if (c.n_moe_layers() == 0) return "";
   std::string f = expert_parallel ? "the routed experts (" + std::to_string(c.n_experts) + ", expert_parallel)"
                                   : "moe_intermediate_size (" + std::to_string(c.moe_intermediate_size) + ")";
-  if (c.n_shared_experts > 0)
-    f += ", the shared experts' n_shared_experts * moe_intermediate_size (" +
-         std::to_string(int64_t{c.n_shared_experts} * c.moe_intermediate_size) + ")";
+  if (c.shared_expert_intermediate_size > 0)
+    f += ", the shared expert's shared_expert_intermediate_size (" + std::to_string(c.shared_width()) + ")";
+  else if (c.n_shared_experts > 0)
+    f += ", the shared experts' n_shared_experts * moe_intermediate_size (" + std::to_string(c.shared_width()) + ")";
   return f;
 }
 
@@ -122,14 +123,15 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
   if (c.moe_score_bias) {
     BRIGADE_ASSIGN_OR_RETURN(b.bias, w.vector_f32({pre + "gate.e_score_correction_bias"}, {c.n_experts}));
   }
-  if (c.n_shared_experts > 0) {
-    const int64_t shared = int64_t{c.n_shared_experts} * inter;
+  if (const int64_t shared = c.shared_width(); shared > 0) {
     const Slice cols{sh.shared_begin, sh.shared};
-    BRIGADE_ASSIGN_OR_RETURN(b.shared_gate_up, w.fused({pre + "shared_experts.gate_proj.weight",
-                                                        pre + "shared_experts.up_proj.weight"},
+    const std::string sp = pre + (c.shared_gate ? "shared_expert." : "shared_experts.");
+    BRIGADE_ASSIGN_OR_RETURN(b.shared_gate_up, w.fused({sp + "gate_proj.weight", sp + "up_proj.weight"},
                                                        {shared, shared}, hidden, {cols, cols}));
-    BRIGADE_ASSIGN_OR_RETURN(b.shared_down,
-                             w.matrix(pre + "shared_experts.down_proj.weight", hidden, shared, {}, cols));
+    BRIGADE_ASSIGN_OR_RETURN(b.shared_down, w.matrix(sp + "down_proj.weight", hidden, shared, {}, cols));
+    if (c.shared_gate) {
+      BRIGADE_ASSIGN_OR_RETURN(b.shared_gate, w.matrix(pre + "shared_expert_gate.weight", 1, hidden));
+    }
   }
   // Of each held expert, its gate rows then its up rows (this rank's columns of I), and its
   // down_proj's matching columns.
@@ -206,6 +208,13 @@ Expected<MoeScratch> allocate_moe_scratch(Backend& backend, const ModelConfig& c
     BRIGADE_ASSIGN_OR_RETURN(s.shared_act, alloc_tensor(backend, a, t, shared));
     BRIGADE_ASSIGN_OR_RETURN(s.shared_out, alloc_tensor(backend, a, t, hidden));
   }
+  if (shared > 0 && c.shared_gate) {
+    BRIGADE_ASSIGN_OR_RETURN(s.gate_logits, alloc_tensor(backend, DType::f32, t, 1));
+    BRIGADE_ASSIGN_OR_RETURN(s.gate_ids, alloc_tensor(backend, DType::i32, t, 1));
+    BRIGADE_ASSIGN_OR_RETURN(s.gate_weights, alloc_tensor(backend, DType::f32, t, 1));
+    const size_t gws = backend.moe_workspace_bytes(t, 1, hidden, shared);
+    BRIGADE_ASSIGN_OR_RETURN(s.gate_workspace, alloc_tensor(backend, DType::u8, 1, static_cast<int64_t>(gws)));
+  }
   return s;
 }
 
@@ -231,9 +240,25 @@ void run_moe_block(Backend& backend, const ModelConfig& c, const MoeShard& shard
   else
     backend.moe_experts(normed, block.gate_up.tensor, block.down.tensor, ids, weights, mlp, s.workspace.tensor, delta);
   if (block.shared_gate_up.tensor.empty()) return;
+  const Tensor out = s.shared_out.tensor.rows(0, n);
+  if (!block.shared_gate.tensor.empty()) {
+    // Qwen2MoeSparseMoeBlock: + sigmoid(x · shared_expert_gate) * shared_expert(x), run as one
+    // expert that every token takes with its sigmoid score as the weight (each rank its columns:
+    // the all-reduce sums the weighted parts).
+    const Tensor g_logits = s.gate_logits.tensor.rows(0, n), g_ids = s.gate_ids.tensor.rows(0, n);
+    const Tensor g_weights = s.gate_weights.tensor.rows(0, n);
+    MoeRouting one;
+    one.k = 1;
+    one.scoring = MoeScoring::sigmoid;
+    backend.matmul(normed, block.shared_gate.tensor, Tensor(), g_logits);
+    backend.moe_route(g_logits, one, g_ids, g_weights);
+    backend.moe_experts(normed, block.shared_gate_up.tensor, block.shared_down.tensor, g_ids, g_weights, MoeExpertMlp{},
+                        s.gate_workspace.tensor, out);
+    backend.add(delta, out);
+    return;
+  }
   // DeepseekV3MoE: experts(x) + shared_experts(x).
   const Tensor gate_up = s.shared_gate_up.tensor.rows(0, n), act = s.shared_act.tensor.rows(0, n);
-  const Tensor out = s.shared_out.tensor.rows(0, n);
   backend.matmul(normed, block.shared_gate_up.tensor, Tensor(), gate_up);
   backend.silu_mul(gate_up, act);
   backend.matmul(act, block.shared_down.tensor, Tensor(), out);

@@ -3,9 +3,13 @@
 // with ModelConfig::moe_routing: softmax top-k for Qwen3 and Mixtral; DeepSeek's softmax/sigmoid
 // scoring, score-correction bias, expert groups and routed_scaling_factor), and the token's
 // output is the routing-weighted sum of those
-// experts' SwiGLU MLPs (Backend::moe_experts), plus DeepSeek's shared experts: one dense SwiGLU
-// of n_shared_experts * moe_intermediate_size that every token runs. It replaces the dense MLP in
-// the layers that ModelConfig::is_moe_layer names (models/llama.cpp, models/deepseek.cpp).
+// experts' SwiGLU MLPs (Backend::moe_experts), plus shared experts: one dense SwiGLU that every
+// token runs, DeepSeek's of n_shared_experts * moe_intermediate_size, Qwen2-MoE's
+// (Qwen2MoeSparseMoeBlock) of shared_expert_intermediate_size with its output scaled by
+// sigmoid(x · shared_expert_gate) per token. That gated one runs as a one-expert MoE
+// (moe_route's sigmoid scoring, k 1, then moe_experts), so every backend with MoE ops runs it. It
+// replaces the dense MLP in the layers that ModelConfig::is_moe_layer names (models/llama.cpp,
+// models/deepseek.cpp).
 #pragma once
 
 #include <optional>
@@ -26,7 +30,7 @@ struct MoeShard {
   int n_experts = 0;
   int64_t inter_begin = 0; // this rank's columns of each routed expert: [inter_begin, inter_begin + inter)
   int64_t inter = 0;
-  int64_t shared_begin = 0;  // this rank's columns of the shared experts' n_shared * I
+  int64_t shared_begin = 0;  // this rank's columns of the shared experts' ModelConfig::shared_width()
   int64_t shared = 0;
 };
 
@@ -50,8 +54,10 @@ struct MoeBlock {
   OwnedTensor down;     // [E * hidden, I]: per expert its down_proj
   OwnedTensor gate_up_bias;  // [E * 2I] f32 per held expert its gate then up biases (gpt-oss), or empty
   OwnedTensor down_bias;     // [E * hidden] f32 (gpt-oss; empty on ranks but 0 when the experts are cut by columns)
-  OwnedTensor shared_gate_up;  // [2 Is, hidden] (mlp.shared_experts), Is = n_shared * I; or empty
+  OwnedTensor shared_gate_up;  // [2 Is, hidden] (mlp.shared_experts; qwen2_moe mlp.shared_expert), Is =
+                               // ModelConfig::shared_width(); or empty
   OwnedTensor shared_down;     // [hidden, Is]
+  OwnedTensor shared_gate;     // [1, hidden] (qwen2_moe mlp.shared_expert_gate), or empty
   bool empty() const { return router.tensor.empty(); }
   // Bytes of the routed experts as loaded (gate_up or gate and up, and down).
   size_t expert_bytes() const {
@@ -68,6 +74,10 @@ struct MoeScratch {
   OwnedTensor shared_gate_up; // [T, 2 Is] with shared experts
   OwnedTensor shared_act;     // [T, Is]
   OwnedTensor shared_out;     // [T, hidden]
+  OwnedTensor gate_logits;    // [T, 1] f32, with a gated shared expert: x · shared_expert_gate,
+  OwnedTensor gate_ids;       // [T, 1] i32 (all 0: the one expert)
+  OwnedTensor gate_weights;   // [T, 1] f32 (the sigmoid)
+  OwnedTensor gate_workspace; // moe_workspace_bytes(T, 1, hidden, Is)
 };
 
 // The scratch of up to max_tokens tokens for c's sparse layers.
@@ -86,7 +96,8 @@ Expected<MoeScratch> allocate_moe_scratch(Backend& backend, const ModelConfig& c
 // (transposed, each expert's gate and up columns interleaved: gate j at 2j, up j at 2j + 1),
 // gate_up_proj_bias [E, 2I] (interleaved alike), down_proj [E, I, hidden] (transposed) and
 // down_proj_bias [E, hidden]. DeepSeek adds mlp.gate.e_score_correction_bias [E] (V3) and
-// mlp.shared_experts.{gate,up,down}_proj.weight. Shapes are checked against the config.
+// mlp.shared_experts.{gate,up,down}_proj.weight; Qwen2-MoE mlp.shared_expert.{gate,up,down}_proj.weight
+// and mlp.shared_expert_gate.weight [1, hidden]. Shapes are checked against the config.
 // Only the rank's part (`shard`) is loaded; the experts other ranks hold are checked and counted
 // (WeightLoader::skip).
 // quantize_experts (`weights: q8_0` / q4_0 where the backend multiplies the type, and the

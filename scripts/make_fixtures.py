@@ -183,6 +183,14 @@ def fixtures():
         # Last in this list, so the entries above keep their seeds.
         "deepseek_v3_mtp": ("DeepseekV3Config", "DeepseekV3ForCausalLM", deepseek_v3_config(
             num_hidden_layers=2, num_nextn_predict_layers=1)),
+        # Qwen1.5-MoE / Qwen2-57B-A14B's layout at tiny size: Qwen2 attention (q/k/v biases),
+        # every layer sparse (as in the real models, and as llama.cpp's qwen2moe requires) with 8
+        # experts of 32, top-2 not renormalised (Qwen2MoeConfig's norm_topk_prob default), and a
+        # shared expert of 64 whose output a per-token sigmoid(x · shared_expert_gate) scales.
+        "qwen2_moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM", base_config(
+            vocab_size=128, num_hidden_layers=3, intermediate_size=64, rms_norm_eps=1e-6, num_experts=8,
+            num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=64,
+            norm_topk_prob=False, mlp_only_layers=[])),
     }
 
 

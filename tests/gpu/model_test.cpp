@@ -145,19 +145,24 @@ INSTANTIATE_TEST_SUITE_P(Archs, GpuModel, ::testing::Values("llama", "qwen3_moe"
 // Gemma 2 (soft-capped scores and logits, alternating windows), Gemma 3 (q/k norms, local and
 // global RoPE) and gpt-oss (attention sinks, YaRN, biased experts with the clamped SwiGLU) from
 // the transformers fixtures: the GPU's prefill of the long prompt (past the window) and its
-// decode steps equal the CPU's within bf16 tolerance. gpt-oss runs with every expert taken, as
-// the synthetic models above: its router logits hold near-ties (0.005 apart) that bf16
-// activations would flip, moving the logits by about 1 (not an error of either backend).
+// decode steps equal the CPU's within bf16 tolerance. Qwen2-MoE (its sigmoid-gated shared
+// expert) too. The MoE fixtures run with every expert taken, as the synthetic models above: the
+// gpt_oss router logits hold near-ties (0.005 apart) that bf16 activations would flip, moving the
+// logits by about 1 (not an error of either backend).
 TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
-  testing::TempDir every_expert("gpu_gpt_oss");
-  std::filesystem::copy_file(testing::fixture_dir("gpt_oss") + "/model.safetensors", every_expert.file("model.safetensors"));
-  auto config = nlohmann::json::parse(*read_text_file(testing::fixture_dir("gpt_oss") + "/config.json"));
-  config["num_experts_per_tok"] = config["num_local_experts"];
-  testing::write_text(every_expert.file("config.json"), config.dump());
-  for (const char* name : {"gemma2", "gemma3", "gpt_oss"}) {
+  testing::TempDir every_expert("gpu_every_expert");
+  for (const char* moe : {"gpt_oss", "qwen2_moe"}) {
+    std::filesystem::create_directories(every_expert.file(moe));
+    std::filesystem::copy_file(testing::fixture_dir(moe) + "/model.safetensors", every_expert.file(moe) + "/model.safetensors");
+    auto config = nlohmann::json::parse(*read_text_file(testing::fixture_dir(moe) + "/config.json"));
+    config["num_experts_per_tok"] = config.contains("num_local_experts") ? config["num_local_experts"] : config["num_experts"];
+    testing::write_text(every_expert.file(moe) + "/config.json", config.dump());
+  }
+  for (const char* name : {"gemma2", "gemma3", "gpt_oss", "qwen2_moe"}) {
     SCOPED_TRACE(name);
-    const std::string dir = std::string(name) == "gpt_oss" ? every_expert.str() : testing::fixture_dir(name);
+    const bool moe = std::string(name) == "gpt_oss" || std::string(name) == "qwen2_moe";
+    const std::string dir = moe ? every_expert.file(name) : testing::fixture_dir(name);
     Side c = load(cpu(), dir), g = load(*gpu(), dir);
     const testing::FixtureCase fc = testing::read_fixture_cases(name).back();
     StepBatch prefill = testing::make_step({{0, fc.prompt, 0, true}}, 16, 16);

@@ -12,6 +12,7 @@
 
 #include "block_weight_backend.h"
 #include "cpu/cpu_backend.h"
+#include "gguf_vocab.h"
 #include "gguf_writer.h"
 #include "hf_fixture.h"
 #include "models/checkpoint.h"
@@ -228,8 +229,8 @@ TEST_F(GgufMoeRefusals, CorruptCountsAndShapesNameTheKeyOrTensor) {
 TEST_F(GgufMoeRefusals, OtherMixturesOfExpertsAreRefusedByName) {
   // general.architecture's value (the keys keep their qwen3moe. prefix: the refusal comes first).
   const std::string arch_value = std::string("\x08\x00\x00\x00\x00\x00\x00\x00", 8) + "qwen3moe";
-  expect_refused(with_text(arch_value, std::string("\x08\x00\x00\x00\x00\x00\x00\x00", 8) + "qwen2moe"),
-                 StatusCode::unsupported, "'qwen2moe' is not supported: its shared expert's sigmoid gate");
+  expect_refused(with_text(arch_value, std::string("\x08\x00\x00\x00\x00\x00\x00\x00", 8) + "grovemoe"),
+                 StatusCode::unsupported, "general.architecture 'grovemoe' is not supported; supported: ");
   // Mixtral as llama.cpp's converter wrote it before it stacked the experts: one tensor each
   // (blk.N.ffn_gate.E.weight), from a make-model mixtral.
   SyntheticModelSpec s;
@@ -270,6 +271,39 @@ TEST(GgufMoe, ABackendWithoutSplitExpertsRefusesIt) {
             std::string::npos) << model.status().to_string();
   EXPECT_TRUE(blocks.prepared.empty());
   EXPECT_TRUE(make_cpu_backend({.n_threads = 1})->supports_split_experts());
+}
+
+// Qwen2-MoE as llama.cpp writes it (tests/fixtures/gguf_qwen2moe: the qwen2_moe checkpoint, F32,
+// its shared expert as ffn_*_shexp and the gate as the vector ffn_gate_inp_shexp): the config as
+// llama.cpp reads it (norm_w false, the shared width from its key), the logits and greedy tokens
+// of transformers on the same weights (llama.cpp's own are within 1e-5 of them: llamacpp.json's
+// check), the tokens of llama.cpp's tokenizer, and tp 2 by columns and by expert.
+TEST(GgufQwen2Moe, MatchesTransformersAsLlamaCppReadsIt) {
+  const std::string path = fixture_dir("gguf_qwen2moe") + "/model.gguf";
+  auto ck = Checkpoint::open(path);
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  const ModelConfig& c = (*ck)->config();
+  EXPECT_EQ(c.arch, "qwen2_moe");
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.rope_style, RopeStyle::neox);
+  EXPECT_FALSE(c.norm_topk_prob) << "build_moe_ffn's norm_w is false for qwen2moe";
+  EXPECT_TRUE(c.shared_gate);
+  EXPECT_EQ(c.shared_width(), 64);
+  EXPECT_EQ(c.moe_intermediate_size, 32);
+  EXPECT_EQ((*ck)->tensors().at("model.layers.0.mlp.shared_expert_gate.weight").shape, (std::vector<int64_t>{1, 64}));
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = testing::load_or_fail(path, *backend, std::nullopt);
+  ASSERT_NE(model, nullptr);
+  for (const auto& fc : read_fixture_cases("gguf_qwen2moe")) {
+    const auto run = testing::run_fixture_case(*model, *backend, fc);
+    EXPECT_LE(run.max_abs_diff, kDequantizedTol) << "prompt of " << fc.prompt.size();
+    EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size();
+    RecordProperty("max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(run.max_abs_diff));
+  }
+  testing::expect_tokenizes_as_llamacpp("gguf_qwen2moe", 4);
+  EXPECT_GT(testing::max_diff_with_rules("gguf_qwen2moe", [](ModelConfig& e) { e.norm_topk_prob = true; }, path),
+            100 * kDequantizedTol);
 }
 
 }  // namespace

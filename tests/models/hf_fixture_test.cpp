@@ -47,7 +47,8 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                          ::testing::Values("llama", "llama_rope_llama3", "llama_rope_linear", "mistral_sliding",
                                            "qwen2", "qwen3", "tinyllama", "smollm2", "qwen3_moe",
                                            "qwen3_moe_step", "deepseek_v3", "deepseek_v2", "deepseek_v3_step",
-                                           "phi3", "gemma2", "gemma3", "gemma3_mm", "mixtral", "gpt_oss"));
+                                           "phi3", "gemma2", "gemma3", "gemma3_mm", "mixtral", "gpt_oss",
+                                           "qwen2_moe"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -334,6 +335,40 @@ TEST(HfFixtureConfig, MoeRoutingChangesTheResult) {
   EXPECT_GT(max_diff_with_config("mixtral", [](nlohmann::json& j) { j["num_experts_per_tok"] = 1; }), 100 * kLogitTol);
   EXPECT_GT(max_diff_with_config("mixtral", [](nlohmann::json& j) { j["num_experts_per_tok"] = 3; }), 100 * kLogitTol);
   EXPECT_GT(max_diff_with_config("mixtral", [](nlohmann::json& j) { j["sliding_window"] = nullptr; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("qwen2_moe", [](nlohmann::json& j) { j["norm_topk_prob"] = true; }), 100 * kLogitTol);
+}
+
+// Qwen2-MoE as loaded (Qwen2MoeConfig): Qwen2's attention biases, the sparse layers, and the shared
+// expert (its own width, not n_shared * moe_intermediate_size), without which the logits move far.
+TEST(HfFixtureConfig, Qwen2MoeSharedExpert) {
+  auto ck = Checkpoint::open(fixture_dir("qwen2_moe"));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  const ModelConfig& c = (*ck)->config();
+  EXPECT_EQ(c.arch, "qwen2_moe");
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_FALSE(c.o_bias);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.n_experts, 8);
+  EXPECT_EQ(c.n_experts_per_tok, 2);
+  EXPECT_EQ(c.moe_intermediate_size, 32);
+  EXPECT_FALSE(c.norm_topk_prob);
+  EXPECT_TRUE(c.shared_gate);
+  EXPECT_EQ(c.shared_width(), 64);
+  EXPECT_EQ(c.n_moe_layers(), 3);
+  EXPECT_GT(testing::max_diff_with_rules("qwen2_moe", [](ModelConfig& e) {
+              e.shared_gate = false;
+              e.shared_expert_intermediate_size = 0;
+            }),
+            100 * kLogitTol);
+  // shared_expert_intermediate_size must be positive for qwen2_moe.
+  testing::TempDir dir("qwen2_moe_bad");
+  std::filesystem::copy_file(fixture_dir("qwen2_moe") + "/model.safetensors", dir.file("model.safetensors"));
+  auto j = nlohmann::json::parse(*read_text_file(fixture_dir("qwen2_moe") + "/config.json"));
+  j["shared_expert_intermediate_size"] = 0;
+  testing::write_text(dir.file("config.json"), j.dump());
+  auto bad = Checkpoint::open(dir.str());
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.status().message().find("shared_expert_intermediate_size"), std::string::npos) << bad.status().to_string();
 }
 
 }  // namespace

@@ -309,6 +309,7 @@ TEST(ExpertParallel, Qwen3MoeMatchesTransformersWithExpertsSplitByColumnsOrByExp
   for (const bool ep : {false, true}) {
     expect_split_matches_transformers("qwen3_moe", 2, ep);       // 8 experts, top-2, a dense layer
     expect_split_matches_transformers("qwen3_moe_step", 2, ep);  // 4 experts, top-3, decoder_sparse_step 2
+    expect_split_matches_transformers("qwen2_moe", 2, ep);       // and a gated shared expert cut by columns
   }
 }
 
@@ -372,6 +373,22 @@ TEST(ExpertParallel, GgufMoeExpertsSplitAtTp2) {
   expect_gguf_moe_split_matches("gguf_qwen3moe_q4_k_m");
   expect_gguf_moe_split_matches("gguf_mixtral_q8_0");
   expect_gguf_moe_split_matches("gguf_gpt_oss", 1.0);
+}
+
+// qwen2moe's F32 experts and gated shared expert (cut by columns either way) at tp 2: the ranks
+// equal transformers.
+TEST(ExpertParallel, GgufQwen2MoeMatchesTransformersAtTp2) {
+  const std::string path = testing::fixture_dir("gguf_qwen2moe") + "/model.gguf";
+  for (const bool ep : {false, true}) {
+    SCOPED_TRACE(ep ? "by expert" : "by columns");
+    auto ranks = load_ranks(path, 2, ep);
+    ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
+    for (const testing::FixtureCase& fc : testing::read_fixture_cases("gguf_qwen2moe")) {
+      const testing::FixtureRun run = run_fixture_on_ranks(*ranks, fc);
+      EXPECT_LE(run.max_abs_diff, 5e-4f) << "prompt of " << fc.prompt.size();
+      EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size();
+    }
+  }
 }
 
 // weights: q8_0 on the Mixtral checkpoint at tp 2: each rank quantizes its experts' part (by
