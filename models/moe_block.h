@@ -24,7 +24,7 @@ namespace brigade {
 // parallelism"). Without expert parallelism every rank holds all E experts, each cut to its
 // 1/size of the I intermediate columns (as a dense MLP is); with it, rank r holds E/size whole
 // experts, [r E/size, (r+1) E/size). Either way each rank's output is a partial sum that the
-// layer's all-reduce completes. Shared experts (DeepSeek) are always cut by columns.
+// layer's all-reduce completes. Shared experts (DeepSeek's, Qwen2-MoE's) are always cut by columns.
 struct MoeShard {
   int first_expert = 0;    // this rank's experts: [first_expert, first_expert + n_experts)
   int n_experts = 0;
