@@ -14,6 +14,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "models/checkpoint.h"
+#include "models/inspect.h"
 #include "hf_fixture.h"
 
 namespace brigade {
@@ -360,6 +361,10 @@ TEST(HfFixtureConfig, Qwen2MoeSharedExpert) {
               e.shared_expert_intermediate_size = 0;
             }),
             100 * kLogitTol);
+  auto info = inspect_model(fixture_dir("qwen2_moe"));
+  ASSERT_TRUE(info.has_value()) << info.status().to_string();
+  EXPECT_NE(format_model_info(*info).find("a shared expert of 64 gated by sigmoid(x · w)"), std::string::npos)
+      << format_model_info(*info);
   // shared_expert_intermediate_size must be positive for qwen2_moe.
   testing::TempDir dir("qwen2_moe_bad");
   std::filesystem::copy_file(fixture_dir("qwen2_moe") + "/model.safetensors", dir.file("model.safetensors"));
