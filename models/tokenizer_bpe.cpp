@@ -358,12 +358,15 @@ Expected<std::vector<int32_t>> BpeTokenizer::encode(std::string_view text, bool 
   std::vector<int32_t> out;
   if (add_bos && templated_) out = prefix_;
   else if (add_bos && bos_ >= 0) out.push_back(bos_);
-  // The text between added tokens, each byte of which must have a token.
+  // The text between added tokens, each byte of which (and the space add_prefix_space puts
+  // before it) must have a token.
   auto segment_of = [&](std::string_view seg) -> Status {
+    auto missing = [](uint8_t b) {
+      return invalid_argument("the text holds byte " + std::to_string(b) + ", which this vocabulary has no token for");
+    };
+    if (add_prefix_space_ && !seg.empty() && seg.front() != ' ' && byte_ids_[' '] < 0) return missing(' ');
     for (char ch : seg)
-      if (byte_ids_[static_cast<uint8_t>(ch)] < 0)
-        return invalid_argument("the text holds byte " + std::to_string(static_cast<uint8_t>(ch)) +
-                                ", which this vocabulary has no token for");
+      if (byte_ids_[static_cast<uint8_t>(ch)] < 0) return missing(static_cast<uint8_t>(ch));
     encode_segment(seg, out);
     return Status::ok();
   };
