@@ -56,7 +56,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   BRIGADE_ASSIGN_OR_RETURN(const bool experts, gguf_has_experts(g, arch));
   if (experts && !is_gguf_moe(arch) && arch != "llama" && !is_gguf_gpt_oss(arch))
     return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for qwen3moe, "
-                       "gpt-oss and llama (Mixtral) only");
+                       "qwen2moe, gpt-oss and llama (Mixtral) only");
   auto get = [&](const std::string& key, int& out) -> Status {
     BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int(a + key));
     if (v <= 0 || v > INT32_MAX) return corrupt(g.path() + ": metadata '" + a + key + "' is out of range");
