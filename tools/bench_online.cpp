@@ -84,6 +84,7 @@ Expected<BenchSummary> run_online_load(const OnlineLoad& a) {
     }
   };
   const auto t0 = Clock::now();
+  std::atomic<size_t> next{0};  // the closed-loop workers' next conversation; outlives them (joined below)
   std::vector<std::thread> threads;
   if (a.rate > 0) {
     std::mt19937_64 rng(a.workload.seed ^ 0x9e3779b97f4a7c15ull);
@@ -93,7 +94,6 @@ Expected<BenchSummary> run_online_load(const OnlineLoad& a) {
       threads.emplace_back(run_conversation, c);
     }
   } else {
-    std::atomic<size_t> next{0};
     for (int i = 0; i < a.concurrency; ++i) {
       threads.emplace_back([&] {
         for (size_t c = next++; c < convs.size(); c = next++) run_conversation(c);
