@@ -5,18 +5,10 @@
 #include <map>
 
 #include "models/gguf_gemma.h"
+#include "models/gguf_moe.h"
 
 namespace brigade {
 namespace {
-
-// A count key in [1, INT32_MAX], required.
-Status read_required_count(const GgufFile& g, const std::string& key, int& out) {
-  if (!g.find(key)) return corrupt(g.path() + ": metadata '" + key + "' is missing");
-  BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int(key));
-  if (v <= 0 || v > INT32_MAX) return corrupt(g.path() + ": metadata '" + key + "' is out of range");
-  out = static_cast<int>(v);
-  return Status::ok();
-}
 
 // A positive finite float key, `fallback` when absent.
 Status read_positive(const GgufFile& g, const std::string& key, double fallback, float& out) {
@@ -92,17 +84,13 @@ Status read_gguf_gpt_oss(const GgufFile& g, ModelConfig& c) {
   // GptOssAttention: q/k/v/o biases and a sink logit per head.
   c.attention_bias = c.qkv_bias = c.o_bias = true;
   c.attn_sinks = true;
-  BRIGADE_RETURN_IF_ERROR(read_required_count(g, a + "attention.sliding_window", c.sliding_window));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "attention.sliding_window", 0, c.sliding_window));
   BRIGADE_RETURN_IF_ERROR(read_gguf_sliding_layers(g, a, 2, c));
   BRIGADE_RETURN_IF_ERROR(read_rope_scaling(g, a, c));
   // GptOssMLP: every layer sparse, a biased router whose top k are softmaxed, biased experts with
   // the clamped SwiGLU.
-  BRIGADE_RETURN_IF_ERROR(read_required_count(g, a + "expert_count", c.n_experts));
-  BRIGADE_RETURN_IF_ERROR(read_required_count(g, a + "expert_used_count", c.n_experts_per_tok));
-  if (c.n_experts_per_tok > c.n_experts)
-    return corrupt(g.path() + ": metadata '" + a + "expert_used_count' (" + std::to_string(c.n_experts_per_tok) +
-                   ") exceeds '" + a + "expert_count' (" + std::to_string(c.n_experts) + ")");
-  BRIGADE_RETURN_IF_ERROR(read_required_count(g, a + "expert_feed_forward_length", c.moe_intermediate_size));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_expert_counts(g, a, c));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_feed_forward_length", 0, c.moe_intermediate_size));
   c.norm_topk_prob = true;
   c.moe_biases = true;
   c.decoder_sparse_step = 1;

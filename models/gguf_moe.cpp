@@ -7,16 +7,24 @@
 #include <vector>
 
 namespace brigade {
-namespace {
-
-// A count key in [1, INT32_MAX]; `fallback` when absent (0: required).
-Status read_count(const GgufFile& g, const std::string& key, int64_t fallback, int& out) {
+Status read_gguf_count(const GgufFile& g, const std::string& key, int64_t fallback, int& out) {
   if (fallback == 0 && !g.find(key)) return corrupt(g.path() + ": metadata '" + key + "' is missing");
   BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int_or(key, fallback));
   if (v <= 0 || v > INT32_MAX) return corrupt(g.path() + ": metadata '" + key + "' is out of range");
   out = static_cast<int>(v);
   return Status::ok();
 }
+
+Status read_gguf_expert_counts(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_count", 0, c.n_experts));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_used_count", 0, c.n_experts_per_tok));
+  if (c.n_experts_per_tok > c.n_experts)
+    return corrupt(g.path() + ": metadata '" + a + "expert_used_count' (" + std::to_string(c.n_experts_per_tok) +
+                   ") exceeds '" + a + "expert_count' (" + std::to_string(c.n_experts) + ")");
+  return Status::ok();
+}
+
+namespace {
 
 std::string dims_string(const std::vector<int64_t>& dims) {  // outermost first, as RawTensor shapes
   std::string s = "[";
@@ -40,18 +48,14 @@ Status read_gguf_moe(const GgufFile& g, const std::string& gguf_arch, ModelConfi
   const bool mixtral = gguf_arch == "llama", qwen2 = gguf_arch == "qwen2moe";
   c.arch = mixtral ? "mixtral" : qwen2 ? "qwen2_moe" : "qwen3_moe";
   c.qk_norm = !mixtral && !qwen2;
-  BRIGADE_RETURN_IF_ERROR(read_count(g, a + "expert_count", 0, c.n_experts));
-  BRIGADE_RETURN_IF_ERROR(read_count(g, a + "expert_used_count", 0, c.n_experts_per_tok));
-  if (c.n_experts_per_tok > c.n_experts)
-    return corrupt(g.path() + ": metadata '" + a + "expert_used_count' (" + std::to_string(c.n_experts_per_tok) +
-                   ") exceeds '" + a + "expert_count' (" + std::to_string(c.n_experts) + ")");
+  BRIGADE_RETURN_IF_ERROR(read_gguf_expert_counts(g, a, c));
   if (mixtral)  // llama.cpp's llama experts are feed_forward_length wide
     c.moe_intermediate_size = c.intermediate_size;
   else
-    BRIGADE_RETURN_IF_ERROR(read_count(g, a + "expert_feed_forward_length",
+    BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_feed_forward_length",
                                        std::max(1, c.intermediate_size / c.n_experts_per_tok), c.moe_intermediate_size));
   if (qwen2) {  // one shared expert, feed_forward_length wide unless the file says otherwise
-    BRIGADE_RETURN_IF_ERROR(read_count(g, a + "expert_shared_feed_forward_length", c.intermediate_size,
+    BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_shared_feed_forward_length", c.intermediate_size,
                                        c.shared_expert_intermediate_size));
     c.shared_gate = true;
   }

@@ -43,6 +43,13 @@
 namespace brigade {
 
 bool is_gguf_moe(const std::string& gguf_arch);
+
+// A count key in [1, INT32_MAX] into out; `fallback` when absent (0: required, corrupt naming the
+// key when missing). corrupt naming the key when out of range.
+Status read_gguf_count(const GgufFile& g, const std::string& key, int64_t fallback, int& out);
+// {a}expert_count and {a}expert_used_count (a: "qwen3moe." ...), both required, the second at
+// most the first; corrupt naming the key otherwise.
+Status read_gguf_expert_counts(const GgufFile& g, const std::string& a, ModelConfig& c);
 // Whether a file of gguf_arch has experts ({arch}.expert_count > 0): qwen3moe, or llama (Mixtral).
 Expected<bool> gguf_has_experts(const GgufFile& g, const std::string& gguf_arch);
 

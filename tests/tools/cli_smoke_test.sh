@@ -52,6 +52,19 @@ if "$bin" generate --model "$dir/m" --prompt-ids 1,2 --max-tokens 0 --threads 1 
   echo "--max-tokens 0 without --score should fail"; exit 1
 fi
 
+# expect_gguf_greedy DIR FIELD [ARGS...]: generate's 8 greedy ids on the long prompt of the GGUF
+# fixture in DIR (model.gguf, expected.json) equal that case's FIELD (greedy, act_q8_greedy).
+expect_gguf_greedy() {
+  local fixture=$1 field=$2 ids want got
+  shift 2
+  read -r ids want < <(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["cases"][-1]
+print(",".join(map(str, c["prompt"])), ",".join(map(str, c[sys.argv[2]])))' "$fixture/expected.json" "$field")
+  "$bin" generate --model "$fixture/model.gguf" --prompt-ids "$ids" --max-tokens 8 --temperature 0 --ignore-eos \
+    --threads 1 "$@" >"$dir/gguf_ids.txt" 2>/dev/null
+  got=$(tr ' ' ',' <"$dir/gguf_ids.txt")
+  [ "$got" = "$want" ] || { echo "$fixture greedy: $got, want $want"; exit 1; }
+}
+
 # A Gemma 3 GGUF (tests/fixtures/gguf_gemma3, scripts/make_gguf_fixtures.py): inspect reads its
 # rules and embedded template, and generate's greedy ids on the fixture's long prompt are
 # transformers' (expected.json).
@@ -60,11 +73,7 @@ gguf=$(cd "$(dirname "$0")/../fixtures/gguf_gemma3" && pwd)
 grep -q "^architecture:  gemma3_text$" "$dir/gemma.txt"
 grep -q "q/k norm, sliding window 8 on 5 of 6 layers" "$dir/gemma.txt"
 grep -q "^chat template: Jinja (GGUF tokenizer.chat_template)$" "$dir/gemma.txt"
-read -r ids want < <(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["cases"][-1]
-print(",".join(map(str, c["prompt"])), ",".join(map(str, c["greedy"])))' "$gguf/expected.json")
-"$bin" generate --model "$gguf/model.gguf" --prompt-ids "$ids" --max-tokens 8 --temperature 0 --ignore-eos \
-  --weights f32 --threads 1 >"$dir/gemma_ids.txt" 2>/dev/null
-[ "$(tr ' ' ',' <"$dir/gemma_ids.txt")" = "$want" ] || { echo "gemma3 GGUF greedy: $(cat "$dir/gemma_ids.txt"), want $want"; exit 1; }
+expect_gguf_greedy "$gguf" greedy --weights f32
 
 # A gpt-oss GGUF (tests/fixtures/gguf_gpt_oss): inspect names its rules and MXFP4 experts, and
 # generate's greedy ids with the experts as stored are transformers' (its Q8_0-activation run
@@ -75,11 +84,7 @@ grep -q "^architecture:  gpt_oss$" "$dir/oss.txt"
 grep -q "a sink logit per head, sliding window 8 on 1 of 2 layers" "$dir/oss.txt"
 grep -q "clamped SwiGLU (limit 7, alpha 1.702)" "$dir/oss.txt"
 grep -q "6 MXFP4" "$dir/oss.txt"
-read -r ids want < <(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["cases"][-1]
-print(",".join(map(str, c["prompt"])), ",".join(map(str, c["act_q8_greedy"])))' "$gguf/expected.json")
-"$bin" generate --model "$gguf/model.gguf" --prompt-ids "$ids" --max-tokens 8 --temperature 0 --ignore-eos \
-  --threads 1 >"$dir/oss_ids.txt" 2>/dev/null
-[ "$(tr ' ' ',' <"$dir/oss_ids.txt")" = "$want" ] || { echo "gpt-oss GGUF greedy: $(cat "$dir/oss_ids.txt"), want $want"; exit 1; }
+expect_gguf_greedy "$gguf" act_q8_greedy
 
 "$bin" demo --model "$dir/m" --requests 6 --concurrency 3 --threads 1 >"$dir/demo.txt"
 grep -q "POST /v1/chat/completions ->" "$dir/demo.txt"
