@@ -41,43 +41,72 @@ Status read_mla(const json& j, ModelConfig& c, bool v3) {
   return Status::ok();
 }
 
+// invalid_argument naming `name` unless v > 0.
+Status positive(const char* name, int v) {
+  if (v <= 0) return invalid_argument(std::string("model config: ") + name + " must be > 0 (got " + std::to_string(v) + ")");
+  return Status::ok();
+}
+
+// config.json's defaults for the routed and shared experts (transformers' configs).
+struct RoutingDefaults {
+  int experts, k, inter, shared, first_dense, n_group, topk_group;
+  bool norm_topk_prob;
+  float scale;
+};
+constexpr RoutingDefaults kV2Defaults{64, 0, 1407, 2, 0, 1, 1, false, 1.0f};
+constexpr RoutingDefaults kV3Defaults{256, 8, 2048, 1, 3, 8, 4, true, 2.5f};
+constexpr RoutingDefaults kGlm4MoeDefaults{128, 8, 1408, 1, 1, 1, 1, true, 1.0f};
+
+// The routed and shared experts' numbers and where the sparse layers start.
+Status read_experts(const json& j, ModelConfig& c, const RoutingDefaults& d) {
+  const char* experts_key = j.contains("n_routed_experts") ? "n_routed_experts" : "num_local_experts";
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, experts_key, d.experts, c.n_experts));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "num_experts_per_tok", d.k, c.n_experts_per_tok));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "moe_intermediate_size", d.inter, c.moe_intermediate_size));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "n_shared_experts", d.shared, c.n_shared_experts));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "first_k_dense_replace", d.first_dense, c.first_k_dense_replace));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "n_group", d.n_group, c.n_group));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "topk_group", d.topk_group, c.topk_group));
+  c.norm_topk_prob = d.norm_topk_prob;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "norm_topk_prob", c.norm_topk_prob));
+  c.routed_scaling_factor = d.scale;
+  return read_float(j, "routed_scaling_factor", c.routed_scaling_factor);
+}
+
+// DeepseekV3TopkRouter's rule (GLM-4.5's Glm4MoeTopkRouter is the same): sigmoid scores, the
+// e_score_correction_bias shifting the selection only, groups scored by their two best.
+Status read_sigmoid_routing(const json& j, ModelConfig& c) {
+  std::string scoring, method;
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "scoring_func", scoring));
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "topk_method", method));
+  if (!scoring.empty() && scoring != "sigmoid")
+    return unsupported("config.json: scoring_func '" + scoring + "' is not supported for " + c.arch +
+                       "; supported: sigmoid");
+  if (!method.empty() && method != "noaux_tc")
+    return unsupported("config.json: topk_method '" + method + "' is not supported for " + c.arch +
+                       "; supported: noaux_tc");
+  c.moe_scoring = MoeScoring::sigmoid;
+  c.moe_score_bias = true;
+  c.moe_group_score = c.n_group > 1 ? MoeGroupScore::top2_sum : MoeGroupScore::none;
+  return Status::ok();
+}
+
 // The routed experts, the shared ones and the routing rule.
 Status read_routing(const json& j, ModelConfig& c, bool v3) {
-  const char* experts_key = j.contains("n_routed_experts") ? "n_routed_experts" : "num_local_experts";
-  BRIGADE_RETURN_IF_ERROR(read_int_or(j, experts_key, v3 ? 256 : 64, c.n_experts));
-  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "num_experts_per_tok", v3 ? 8 : 0, c.n_experts_per_tok));
-  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "moe_intermediate_size", v3 ? 2048 : 1407, c.moe_intermediate_size));
-  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "n_shared_experts", v3 ? 1 : 2, c.n_shared_experts));
-  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "first_k_dense_replace", v3 ? 3 : 0, c.first_k_dense_replace));
+  BRIGADE_RETURN_IF_ERROR(read_experts(j, c, v3 ? kV3Defaults : kV2Defaults));
   BRIGADE_RETURN_IF_ERROR(read_int_or(j, "num_nextn_predict_layers", 0, c.n_mtp_layers));
   if (c.n_mtp_layers < 0)
     return invalid_argument("model config: num_nextn_predict_layers must be >= 0 (got " + std::to_string(c.n_mtp_layers) + ")");
-  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "n_group", v3 ? 8 : 1, c.n_group));
-  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "topk_group", v3 ? 4 : 1, c.topk_group));
-  c.norm_topk_prob = v3;
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "norm_topk_prob", c.norm_topk_prob));
-  c.routed_scaling_factor = v3 ? 2.5f : 1.0f;
-  BRIGADE_RETURN_IF_ERROR(read_float(j, "routed_scaling_factor", c.routed_scaling_factor));
   int freq = 1;
   BRIGADE_RETURN_IF_ERROR(read_int_or(j, "moe_layer_freq", 1, freq));
   if (freq != 1)
     return unsupported("config.json: moe_layer_freq = " + std::to_string(freq) +
                        " is not supported (transformers' DeepSeek makes every layer from first_k_dense_replace on "
                        "sparse); use 1");
+  if (v3) return read_sigmoid_routing(j, c);
   std::string scoring, method;
   BRIGADE_RETURN_IF_ERROR(read_string(j, "scoring_func", scoring));
   BRIGADE_RETURN_IF_ERROR(read_string(j, "topk_method", method));
-  if (v3) {
-    // transformers' DeepseekV3TopkRouter: sigmoid, e_score_correction_bias, top-2-sum groups.
-    if (!scoring.empty() && scoring != "sigmoid")
-      return unsupported("config.json: scoring_func '" + scoring + "' is not supported for deepseek_v3; supported: sigmoid");
-    if (!method.empty() && method != "noaux_tc")
-      return unsupported("config.json: topk_method '" + method + "' is not supported for deepseek_v3; supported: noaux_tc");
-    c.moe_scoring = MoeScoring::sigmoid;
-    c.moe_score_bias = true;
-    c.moe_group_score = c.n_group > 1 ? MoeGroupScore::top2_sum : MoeGroupScore::none;
-    return Status::ok();
-  }
   if (!scoring.empty() && scoring != "softmax")
     return unsupported("config.json: scoring_func '" + scoring + "' is not supported for deepseek_v2; supported: softmax");
   if (method.empty()) method = "greedy";
@@ -103,19 +132,18 @@ Status read_deepseek(const json& j, ModelConfig& c) {
   return read_routing(j, c, v3);
 }
 
-Status validate_deepseek(const ModelConfig& c) {
-  auto positive = [](const char* name, int v) -> Status {
-    if (v <= 0) return invalid_argument(std::string("model config: ") + name + " must be > 0 (got " + std::to_string(v) + ")");
-    return Status::ok();
-  };
-  BRIGADE_RETURN_IF_ERROR(positive("kv_lora_rank", c.kv_lora_rank));
-  BRIGADE_RETURN_IF_ERROR(positive("qk_nope_head_dim", c.qk_nope_head_dim));
-  BRIGADE_RETURN_IF_ERROR(positive("qk_rope_head_dim", c.qk_rope_head_dim));
-  BRIGADE_RETURN_IF_ERROR(positive("v_head_dim", c.v_head_dim));
+Status read_glm4_moe(const json& j, ModelConfig& c) {
+  std::string act = "silu";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
+  if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported; supported: silu");
+  BRIGADE_RETURN_IF_ERROR(read_experts(j, c, kGlm4MoeDefaults));
+  return read_sigmoid_routing(j, c);
+}
+
+Status validate_grouped_moe(const ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(positive("n_routed_experts", c.n_experts));
   BRIGADE_RETURN_IF_ERROR(positive("moe_intermediate_size", c.moe_intermediate_size));
   BRIGADE_RETURN_IF_ERROR(positive("n_group", c.n_group));
-  if (c.q_lora_rank < 0) return invalid_argument("model config: q_lora_rank must be > 0 or null");
   if (c.n_shared_experts < 0) return invalid_argument("model config: n_shared_experts must be >= 0");
   if (c.first_k_dense_replace < 0 || c.first_k_dense_replace > c.n_layers)
     return invalid_argument("model config: first_k_dense_replace must be in [0, num_hidden_layers = " +
@@ -130,13 +158,22 @@ Status validate_deepseek(const ModelConfig& c) {
     return invalid_argument("model config: topk_group must be in [1, n_group = " + std::to_string(g) + "] (got " +
                             std::to_string(c.topk_group) + ")");
   if (c.moe_group_score == MoeGroupScore::top2_sum && e / g < 2)
-    return invalid_argument("model config: deepseek_v3 scores a group by its two best experts; n_routed_experts / "
+    return invalid_argument("model config: " + c.arch + " scores a group by its two best experts; n_routed_experts / "
                             "n_group must be >= 2 (got " + std::to_string(e / g) + ")");
   const int allowed = c.moe_group_score == MoeGroupScore::none ? e : c.topk_group * (e / g);
   if (c.n_experts_per_tok < 1 || c.n_experts_per_tok > allowed)
     return invalid_argument("model config: num_experts_per_tok must be in [1, " + std::to_string(allowed) +
                             "] (the experts of topk_group groups; got " + std::to_string(c.n_experts_per_tok) + ")");
   return Status::ok();
+}
+
+Status validate_deepseek(const ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(positive("kv_lora_rank", c.kv_lora_rank));
+  BRIGADE_RETURN_IF_ERROR(positive("qk_nope_head_dim", c.qk_nope_head_dim));
+  BRIGADE_RETURN_IF_ERROR(positive("qk_rope_head_dim", c.qk_rope_head_dim));
+  BRIGADE_RETURN_IF_ERROR(positive("v_head_dim", c.v_head_dim));
+  if (c.q_lora_rank < 0) return invalid_argument("model config: q_lora_rank must be > 0 or null");
+  return validate_grouped_moe(c);
 }
 
 }  // namespace brigade

@@ -1,5 +1,6 @@
 // Internal to models/: the DeepSeek-V2/V3 fields of config.json (MLA attention and the MoE with
-// shared experts), read into ModelConfig by parse_hf_config (models/model_config.cpp).
+// shared experts), and GLM-4.5's (the same MoE beside GQA attention), read into ModelConfig by
+// parse_hf_config (models/model_config.cpp).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -18,5 +19,16 @@ Status read_deepseek(const nlohmann::json& j, ModelConfig& c);
 
 // The MLA and routing numbers fit together; names the field that does not.
 Status validate_deepseek(const ModelConfig& c);
+
+// Reads a glm4_moe config's experts and routing (Glm4MoeConfig's defaults: 128 routed experts of
+// 1408, top 8, one shared expert, layer 0 dense, no groups, renormalised, scale 1), routed as
+// DeepSeek-V3 routes (Glm4MoeTopkRouter is DeepseekV3TopkRouter: sigmoid, e_score_correction_bias,
+// groups by their two best). GLM-4.5's MTP layers (num_nextn_predict_layers) are not read: the
+// model loads without them.
+Status read_glm4_moe(const nlohmann::json& j, ModelConfig& c);
+
+// The routed experts, groups and shared experts of DeepSeek's and GLM-4.5's sparse layers fit
+// together; names the field that does not.
+Status validate_grouped_moe(const ModelConfig& c);
 
 }  // namespace brigade

@@ -133,7 +133,7 @@ std::string format_model_info(const ModelInfo& m) {
       s += ", clamped SwiGLU (limit " + num(c.swiglu_limit) + ", alpha " + num(c.swiglu_alpha) + ")";
     if (c.shared_gate) s += ", a shared expert of " + std::to_string(c.shared_width()) + " gated by sigmoid(x · w)";
     s += "\n";
-    if (c.is_mla()) s += "routing:       " + deepseek_routing(c) + "\n";
+    if (c.is_mla() || c.arch == "glm4_moe") s += "routing:       " + deepseek_routing(c) + "\n";
     s += "sparse layers: " + std::to_string(c.n_moe_layers()) + " of " + std::to_string(c.n_layers) + dense + "\n";
     if (c.n_mtp_layers > 0)
       s += "mtp modules:   " + std::to_string(c.n_mtp_layers) +

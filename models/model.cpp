@@ -35,9 +35,12 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   // qwen3_moe is qwen3 with sparse expert blocks in some layers (models/moe_block.h), qwen2_moe
   // qwen2 with them and a gated shared expert, mixtral llama with one in every layer; phi3 stores q|k|v and gate|up fused and may rotate part of
   // each head. gemma2 / gemma3_text add sandwich norms, gelu, soft-capping and per-layer windows
-  // and RoPE bases (models/gemma_config.h); gpt_oss attention sinks and biased, clamped experts.
+  // and RoPE bases (models/gemma_config.h); gpt_oss attention sinks and biased, clamped experts;
+  // glm4_moe (GLM-4.5/4.6) qwen2's biases or qwen3's norms, half-rotated heads and DeepSeek-V3's
+  // sigmoid-routed experts with a shared one.
   if (arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "qwen3_moe" || arch == "qwen2_moe" ||
-      arch == "mixtral" || arch == "phi3" || arch == "gemma2" || arch == "gemma3_text" || arch == "gpt_oss")
+      arch == "mixtral" || arch == "phi3" || arch == "gemma2" || arch == "gemma3_text" || arch == "gpt_oss" ||
+      arch == "glm4_moe")
     return load_llama(*checkpoint, backend, options);
   // MLA attention and the MoE with shared experts (models/deepseek.h).
   if ((arch == "deepseek_v2" || arch == "deepseek_v3") && options.lora_enabled())
@@ -45,7 +48,7 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
                        "dense Llama-family decoders (llama, qwen2, qwen3, phi3)");
   if (arch == "deepseek_v2" || arch == "deepseek_v3") return load_deepseek(*checkpoint, backend, options);
   return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3, "
-                     "qwen3_moe, qwen2_moe, mixtral, phi3, gemma2, gemma3_text, gpt_oss, deepseek_v2, deepseek_v3");
+                     "qwen3_moe, qwen2_moe, mixtral, phi3, gemma2, gemma3_text, gpt_oss, glm4_moe, deepseek_v2, deepseek_v3");
 }
 
 }  // namespace brigade

@@ -19,9 +19,12 @@ constexpr const char* kSupported =
     "MixtralForCausalLM (mixtral), "
     "DeepseekV2ForCausalLM (deepseek_v2), DeepseekV3ForCausalLM (deepseek_v3), Phi3ForCausalLM (phi3), "
     "Gemma2ForCausalLM (gemma2), Gemma3ForCausalLM (gemma3_text), Gemma3ForConditionalGeneration (gemma3: its "
-    "language model), GptOssForCausalLM (gpt_oss)";
+    "language model), GptOssForCausalLM (gpt_oss), Glm4MoeForCausalLM (glm4_moe)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
+
+// GLM-4.5 / 4.6 (Glm4MoeForCausalLM): GQA attention beside DeepSeek-V3's MoE (models/deepseek_config.h).
+bool is_glm4_moe(const std::string& arch) { return arch == "glm4_moe"; }
 
 // The architectures whose MoE fields read_moe parses (DeepSeek's: models/deepseek_config.h).
 bool is_sparse_moe(const std::string& arch) {
@@ -48,12 +51,13 @@ Expected<std::string> detect_arch(const json& j) {
   if (arch_name == "Gemma2ForCausalLM") return std::string("gemma2");
   if (arch_name == "Gemma3ForCausalLM") return std::string("gemma3_text");
   if (arch_name == "GptOssForCausalLM") return std::string("gpt_oss");
+  if (arch_name == "Glm4MoeForCausalLM") return std::string("glm4_moe");
   if (arch_name.empty()) {
     if (model_type == "llama" || model_type == "mistral") return std::string("llama");
     if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe" || model_type == "qwen2_moe" ||
         model_type == "mixtral" ||
         model_type == "deepseek_v2" || model_type == "deepseek_v3" || model_type == "phi3" || model_type == "gemma2" ||
-        model_type == "gemma3_text" || model_type == "gpt_oss")
+        model_type == "gemma3_text" || model_type == "gpt_oss" || model_type == "glm4_moe")
       return model_type;
   }
   const std::string what = !arch_name.empty() ? "architecture '" + arch_name + "'"
@@ -95,10 +99,11 @@ Status read_dtype(const json& j, DType& out) {
 // "rope_parameters" object holding rope_theta and rope_type (transformers >= 5). phi3 also reads
 // partial_rotary_factor (top level, or in either object as transformers 5 writes it) and
 // longrope's original_max_position_embeddings (top level unless in the object; Phi3Config's
-// default 4096). Needs head_dim and max_position read.
+// default 4096); glm4_moe reads partial_rotary_factor too, 0.5 when absent (Glm4MoeConfig's
+// default: GLM-4.5 rotates the first half of each head). Needs head_dim and max_position read.
 Status read_rope(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_float(j, "rope_theta", c.rope_theta));
-  float partial = 1.0f;
+  float partial = is_glm4_moe(c.arch) ? 0.5f : 1.0f;
   BRIGADE_RETURN_IF_ERROR(read_float(j, "partial_rotary_factor", partial));
   std::string where = "config.json: rope_scaling";
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
@@ -111,7 +116,7 @@ Status read_rope(const json& j, ModelConfig& c) {
     where = std::string("config.json: ") + key;
     BRIGADE_ASSIGN_OR_RETURN(c.rope_scaling, parse_rope_scaling(it->dump(), where));
   }
-  if (c.arch != "phi3") return Status::ok();
+  if (c.arch != "phi3" && !is_glm4_moe(c.arch)) return Status::ok();
   if (!(partial > 0.0f && partial <= 1.0f))
     return invalid_argument("config.json: partial_rotary_factor must be in (0, 1] (got " + std::to_string(partial) + ")");
   c.rotary_dim = static_cast<int>(static_cast<float>(c.head_dim) * partial);  // int(head_dim * factor)
@@ -145,6 +150,12 @@ Status read_attention_shape(const json& j, ModelConfig& c) {
   }
   if (c.arch == "phi3") {  // Phi3Attention: qkv_proj and o_proj without biases; the window applies
     c.fused_weights = true;
+    return Status::ok();
+  }
+  if (is_glm4_moe(c.arch)) {  // Glm4MoeAttention: q/k/v biases (attention_bias), o without; optional q/k norms
+    c.qkv_bias = c.attention_bias;
+    BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_qk_norm", c.qk_norm));
+    c.sliding_window = 0;  // Glm4MoeModel's mask has no window
     return Status::ok();
   }
   if (is_deepseek(c.arch)) {
@@ -335,6 +346,7 @@ Status ModelConfig::validate() const {
     if (e < 0 || e >= vocab_size)
       return invalid_argument("model config: eos_token_id " + std::to_string(e) + " is outside the vocabulary");
   if (is_deepseek(arch)) return validate_deepseek(*this);
+  if (is_glm4_moe(arch)) return validate_grouped_moe(*this);
   return validate_moe(*this);
 }
 
@@ -370,7 +382,8 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_attention_shape(j, c));
   BRIGADE_RETURN_IF_ERROR(read_moe(j, c));
   if (is_deepseek(c.arch)) BRIGADE_RETURN_IF_ERROR(read_deepseek(j, c));
-  else if (c.rope_scaling.type == RopeScalingType::yarn && c.arch != "gpt_oss")
+  if (is_glm4_moe(c.arch)) BRIGADE_RETURN_IF_ERROR(read_glm4_moe(j, c));
+  if (!is_deepseek(c.arch) && c.rope_scaling.type == RopeScalingType::yarn && c.arch != "gpt_oss")
     return unsupported("config.json: rope_type 'yarn' is supported for deepseek_v2/v3 and gpt_oss only; " + c.arch +
                        " supports default, linear, dynamic, llama3" + (c.arch == "phi3" ? ", longrope" : ""));
   if (c.rope_scaling.type == RopeScalingType::longrope && c.arch != "phi3")

@@ -20,7 +20,7 @@ enum class MlpActivation : uint8_t { silu, gelu_tanh };
 
 struct ModelConfig {
   std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "mixtral", "phi3", "gemma2", "gemma3_text",
-                                // "gpt_oss"
+                                // "gpt_oss", "glm4_moe"
                                 // (the decoder they share: llama.h),
                                 // "deepseek_v2" or "deepseek_v3" (models/deepseek.h)
   int hidden_size = 0;
@@ -34,7 +34,7 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   float rope_theta = 10000.0f;
   RopeStyle rope_style = RopeStyle::neox;
-  int rotary_dim = 0;           // dims of each head RoPE rotates, head_dim * partial_rotary_factor (phi3);
+  int rotary_dim = 0;           // dims of each head RoPE rotates, head_dim * partial_rotary_factor (phi3, glm4_moe);
                                 // 0 = head_dim (rope_dims())
   RopeScaling rope_scaling;     // folded into the RoPE frequencies at load (rope_scaling.h)
   bool tie_embeddings = false;  // lm_head is the token embedding (no lm_head.weight stored)

@@ -191,6 +191,26 @@ def fixtures():
             vocab_size=128, num_hidden_layers=3, intermediate_size=64, rms_norm_eps=1e-6, num_experts=8,
             num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=64,
             norm_topk_prob=False, mlp_only_layers=[])),
+        # GLM-4.5's layout at tiny size (Glm4MoeForCausalLM): q/k/v with biases and o without,
+        # per-head q/k RMSNorms (use_qk_norm), head_dim 32 over a hidden size of 64 (as 96 x 128
+        # over 5120), neox RoPE on the first half of each head (partial_rotary_factor 0.5); layer
+        # 0 dense (first_k_dense_replace), then 8 experts of 32 in 2 groups (top-1 group by its two
+        # best sigmoid scores plus the score-correction bias), top-2 renormalised, times
+        # routed_scaling_factor 2.5, and one shared expert. expected.json adds decode_logits.
+        "glm4_moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM", base_config(
+            vocab_size=128, num_hidden_layers=3, head_dim=32, intermediate_size=96, attention_bias=True,
+            use_qk_norm=True, partial_rotary_factor=0.5, n_routed_experts=8, num_experts_per_tok=2,
+            moe_intermediate_size=32, n_shared_experts=1, first_k_dense_replace=1, n_group=2, topk_group=1,
+            norm_topk_prob=True, routed_scaling_factor=2.5)),
+        # GLM-4.5-Air's other rules: no q/k norms, no attention biases, no groups, every layer
+        # sparse, top-3 of 4 not renormalised, two shared experts, partial_rotary_factor left to
+        # Glm4MoeConfig's default (0.5); the checkpoint also holds an MTP layer (model.layers.2.*,
+        # num_nextn_predict_layers 1) as the Hub's do, which transformers skips (make_glm4_moe_step).
+        "glm4_moe_step": ("Glm4MoeConfig", "Glm4MoeForCausalLM", base_config(
+            vocab_size=64, hidden_size=32, num_hidden_layers=2, head_dim=16, intermediate_size=48,
+            n_routed_experts=4, num_experts_per_tok=3, moe_intermediate_size=24, n_shared_experts=2,
+            first_k_dense_replace=0, norm_topk_prob=False, routed_scaling_factor=1.0,
+            num_nextn_predict_layers=1)),
     }
 
 
@@ -318,9 +338,35 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
+
+
+def make_glm4_moe_step(name, config_cls, model_cls, kw, seed):
+    """make(), then the MTP layer GLM-4.5's checkpoints store after the last layer
+    (model.layers.{L}.*: eh_proj, enorm, hnorm, shared_head.norm and a whole decoder layer with its
+    experts), random, added to model.safetensors. transformers ignores it
+    (_keys_to_ignore_on_load_unexpected), so the expected logits are those of the L layers."""
+    import torch
+    from safetensors.torch import load_file, save_file
+    make(name, config_cls, model_cls, kw, seed)
+    path = OUT / name / "model.safetensors"
+    tensors = load_file(str(path))
+    layers = kw["num_hidden_layers"]
+    g = torch.Generator().manual_seed(seed)
+    extra = {}
+    for key, t in tensors.items():
+        if key.startswith("model.layers.0."):
+            extra[key.replace("model.layers.0.", f"model.layers.{layers}.", 1)] = torch.randn(t.shape, generator=g)
+    h = kw["hidden_size"]
+    mtp = f"model.layers.{layers}."
+    extra[mtp + "eh_proj.weight"] = torch.randn((h, 2 * h), generator=g)
+    for norm in ("enorm.weight", "hnorm.weight", "shared_head.norm.weight"):
+        extra[mtp + norm] = torch.ones(h)
+    tensors.update(extra)
+    save_file(tensors, str(path), metadata={"format": "pt"})
+    print(f"{name}: {len(extra)} MTP tensors added")
 
 
 def write_expected(out_dir, name, generator, vocab_size, cases, **fields):
@@ -623,7 +669,7 @@ def main():
         sys.exit(f"unknown fixtures {sorted(unknown)}; known: {', '.join(fixtures())}, gpt_oss_mxfp4")
     for seed, (name, (config_cls, model_cls, kw)) in enumerate(fixtures().items()):
         if not names or name in names:
-            maker = make_deepseek_v3_mtp if name == "deepseek_v3_mtp" else make
+            maker = {"deepseek_v3_mtp": make_deepseek_v3_mtp, "glm4_moe_step": make_glm4_moe_step}.get(name, make)
             maker(name, config_cls, model_cls, kw, 1000 + seed)
     if not names or "gpt_oss_mxfp4" in names:  # from the gpt_oss fixture written above
         make_gpt_oss_mxfp4()

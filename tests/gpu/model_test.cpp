@@ -4,6 +4,7 @@
 // loaded on the CPU and on the GPU; a
 // mixed prefill step and greedy decode steps give the same logits within bf16 tolerance and the
 // same greedy tokens wherever the CPU's choice is decisive.
+#include <algorithm>
 #include <filesystem>
 
 #include "models/make_model.h"
@@ -146,22 +147,26 @@ INSTANTIATE_TEST_SUITE_P(Archs, GpuModel, ::testing::Values("llama", "qwen3_moe"
 // global RoPE) and gpt-oss (attention sinks, YaRN, biased experts with the clamped SwiGLU) from
 // the transformers fixtures: the GPU's prefill of the long prompt (past the window) and its
 // decode steps equal the CPU's within bf16 tolerance. Qwen2-MoE (its sigmoid-gated shared
-// expert) too. The MoE fixtures run with every expert taken, as the synthetic models above: the
+// expert) and GLM-4.5 (half-rotated heads with q/k norms and biases, sigmoid routing with the
+// selection bias and scaling, a shared expert) too. The MoE fixtures run with every expert taken, as the synthetic models above: the
 // gpt_oss router logits hold near-ties (0.005 apart) that bf16 activations would flip, moving the
 // logits by about 1 (not an error of either backend).
 TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir every_expert("gpu_every_expert");
-  for (const char* moe : {"gpt_oss", "qwen2_moe"}) {
+  const std::vector<std::string> moes{"gpt_oss", "qwen2_moe", "glm4_moe"};
+  for (const std::string& moe : moes) {
     std::filesystem::create_directories(every_expert.file(moe));
     std::filesystem::copy_file(testing::fixture_dir(moe) + "/model.safetensors", every_expert.file(moe) + "/model.safetensors");
     auto config = nlohmann::json::parse(*read_text_file(testing::fixture_dir(moe) + "/config.json"));
-    config["num_experts_per_tok"] = config.contains("num_local_experts") ? config["num_local_experts"] : config["num_experts"];
+    for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts"})
+      if (config.contains(key)) config["num_experts_per_tok"] = config[key];
+    if (config.contains("n_group")) config["topk_group"] = config["n_group"];  // glm4_moe: every group too
     testing::write_text(every_expert.file(moe) + "/config.json", config.dump());
   }
-  for (const char* name : {"gemma2", "gemma3", "gpt_oss", "qwen2_moe"}) {
+  for (const char* name : {"gemma2", "gemma3", "gpt_oss", "qwen2_moe", "glm4_moe"}) {
     SCOPED_TRACE(name);
-    const bool moe = std::string(name) == "gpt_oss" || std::string(name) == "qwen2_moe";
+    const bool moe = std::find(moes.begin(), moes.end(), name) != moes.end();
     const std::string dir = moe ? every_expert.file(name) : testing::fixture_dir(name);
     Side c = load(cpu(), dir), g = load(*gpu(), dir);
     const testing::FixtureCase fc = testing::read_fixture_cases(name).back();

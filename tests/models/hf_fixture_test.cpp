@@ -49,7 +49,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "qwen2", "qwen3", "tinyllama", "smollm2", "qwen3_moe",
                                            "qwen3_moe_step", "deepseek_v3", "deepseek_v2", "deepseek_v3_step",
                                            "phi3", "gemma2", "gemma3", "gemma3_mm", "mixtral", "gpt_oss",
-                                           "qwen2_moe"));
+                                           "qwen2_moe", "glm4_moe", "glm4_moe_step"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8) and with 24x40 blocks partial at the tail (DeepSeek-V3),

@@ -325,6 +325,16 @@ TEST(ExpertParallel, GptOssMatchesTransformersWithExpertsSplitByColumnsOrByExper
   for (const bool ep : {false, true}) expect_split_matches_transformers("gpt_oss", 2, ep);
 }
 
+// GLM-4.5: each rank its heads' q/k/v biases and q/k norms (of half-rotated heads), its part of
+// the sigmoid-routed experts (by columns or whole experts, groups and selection bias replicated)
+// and its columns of the shared experts (glm4_moe_step: two, 48 columns).
+TEST(ExpertParallel, Glm4MoeMatchesTransformersWithExpertsSplitByColumnsOrByExpert) {
+  for (const bool ep : {false, true}) {
+    expect_split_matches_transformers("glm4_moe", 2, ep);
+    expect_split_matches_transformers("glm4_moe_step", 2, ep);
+  }
+}
+
 // GGUF's experts (gate and up apart, in their block types) at tp 2, by columns or by expert.
 // Dequantized (weights f32) the ranks equal transformers; as stored (auto) each rank keeps its
 // experts' blocks where its slice is whole blocks (by expert: all of them; by columns, each
