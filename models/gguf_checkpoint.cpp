@@ -1,9 +1,11 @@
 #include "models/gguf_checkpoint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "models/gguf_gemma.h"
+#include "models/gguf_glm4moe.h"
 #include "models/gguf_gpt_oss.h"
 #include "models/gguf_moe.h"
 
@@ -11,7 +13,7 @@ namespace brigade {
 namespace {
 
 constexpr const char* kSupportedArchs =
-    "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma2, gemma3, gpt-oss";
+    "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma2, gemma3, gpt-oss, glm4moe";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -47,16 +49,16 @@ Status read_rope_freqs(const GgufFile& g, const RawTensor& t, ModelConfig& c) {
 
 Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && !is_gguf_gemma(arch) &&
-      !is_gguf_moe(arch) && !is_gguf_gpt_oss(arch))
+      !is_gguf_moe(arch) && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch))
     return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " + kSupportedArchs);
   c.arch = arch;
   const std::string a = arch + ".";
   // llama.cpp writes Mixtral as llama with experts (ffn_gate_exps ...); the other dense
   // architectures have no MoE form here.
   BRIGADE_ASSIGN_OR_RETURN(const bool experts, gguf_has_experts(g, arch));
-  if (experts && !is_gguf_moe(arch) && arch != "llama" && !is_gguf_gpt_oss(arch))
+  if (experts && !is_gguf_moe(arch) && arch != "llama" && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch))
     return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for qwen3moe, "
-                       "qwen2moe, gpt-oss and llama (Mixtral) only");
+                       "qwen2moe, gpt-oss, glm4moe and llama (Mixtral) only");
   auto get = [&](const std::string& key, int& out) -> Status {
     BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int(a + key));
     if (v <= 0 || v > INT32_MAX) return corrupt(g.path() + ": metadata '" + a + key + "' is out of range");
@@ -73,12 +75,12 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   c.head_dim = c.hidden_size / c.n_heads;
   if (g.find(a + "attention.key_length")) BRIGADE_RETURN_IF_ERROR(get("attention.key_length", c.head_dim));
   // llama.cpp's converter records the rotary width; phi3 may rotate part of each head
-  // (Phi-4-mini), the others rotate whole heads.
+  // (Phi-4-mini) and glm4moe rotates half of each, the others rotate whole heads.
   BRIGADE_ASSIGN_OR_RETURN(int64_t n_rot, g.get_int_or(a + "rope.dimension_count", c.head_dim));
-  if (arch == "phi3" && n_rot > 0 && n_rot <= c.head_dim) c.rotary_dim = static_cast<int>(n_rot);
+  if ((arch == "phi3" || is_gguf_glm4moe(arch)) && n_rot > 0 && n_rot <= c.head_dim) c.rotary_dim = static_cast<int>(n_rot);
   else if (n_rot != c.head_dim)
     return unsupported(g.path() + ": " + a + "rope.dimension_count " + std::to_string(n_rot) + " differs from head_dim " +
-                       std::to_string(c.head_dim) + "; partial rotary embeddings are supported for phi3 only");
+                       std::to_string(c.head_dim) + "; partial rotary embeddings are supported for phi3 and glm4moe only");
   BRIGADE_ASSIGN_OR_RETURN(double eps, g.get_number_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
   BRIGADE_ASSIGN_OR_RETURN(double theta, g.get_number_or(a + "rope.freq_base", 10000.0));
   c.rms_eps = static_cast<float>(eps);
@@ -99,12 +101,18 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   BRIGADE_ASSIGN_OR_RETURN(int64_t bos, g.get_int_or("tokenizer.ggml.bos_token_id", -1));
   BRIGADE_ASSIGN_OR_RETURN(int64_t eos, g.get_int_or("tokenizer.ggml.eos_token_id", -1));
   BRIGADE_ASSIGN_OR_RETURN(int64_t eot, g.get_int_or("tokenizer.ggml.eot_token_id", -1));
+  BRIGADE_ASSIGN_OR_RETURN(int64_t eom, g.get_int_or("tokenizer.ggml.eom_token_id", -1));
   c.bos_id = static_cast<int>(bos);
   if (eos >= 0) c.eos_ids = {static_cast<int>(eos)};
-  // The end of a chat turn ends generation too, as in llama.cpp (Gemma's <end_of_turn>).
-  if (eot >= 0 && eot != eos) c.eos_ids.push_back(static_cast<int>(eot));
+  // The end of a chat turn ends generation too, as in llama.cpp (Gemma's <end_of_turn>, GLM's
+  // <|user|>), and so does the end of a message to a tool (eom: GLM's <|observation|>, Llama
+  // 3.1's <|eom_id|>).
+  for (const int64_t end : {eot, eom})
+    if (end >= 0 && std::find(c.eos_ids.begin(), c.eos_ids.end(), static_cast<int>(end)) == c.eos_ids.end())
+      c.eos_ids.push_back(static_cast<int>(end));
   if (is_gguf_gemma(arch)) BRIGADE_RETURN_IF_ERROR(read_gguf_gemma(g, arch, c));
   if (is_gguf_gpt_oss(arch)) return read_gguf_gpt_oss(g, c);
+  if (is_gguf_glm4moe(arch)) return read_gguf_glm4moe(g, c);
   if (is_gguf_moe(arch) || experts) BRIGADE_RETURN_IF_ERROR(read_gguf_moe(g, arch, c));
   return Status::ok();
 }
@@ -134,6 +142,8 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
     return "model.layers." + n.substr(4, dot - 4) + "." + gemma;
   if (const std::string oss = is_gguf_gpt_oss(arch) ? gguf_gpt_oss_layer_name(suffix) : ""; !oss.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + oss;
+  if (const std::string glm = is_gguf_glm4moe(arch) ? gguf_glm4moe_layer_name(suffix) : ""; !glm.empty())
+    return "model.layers." + n.substr(4, dot - 4) + "." + glm;
   if (const std::string moe = is_gguf_moe(arch) || arch == "llama" ? gguf_moe_layer_name(suffix) : ""; !moe.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + moe;
   // llama.cpp's converter writes phi3's gate_up_proj unsplit as ffn_up (ggml_swiglu splits it).

@@ -100,6 +100,7 @@ Status check_gguf_moe_tensors(const GgufFile& g, const ModelConfig& c) {
       {"ffn_up_exps.weight", {hidden, inter, e}},
       {"ffn_down_exps.weight", {inter, hidden, e}}};
   for (int l = 0; l < c.n_layers; ++l) {
+    if (!c.is_moe_layer(l)) continue;  // glm4moe's leading dense layers
     // llama.cpp's converter wrote Mixtral's experts one tensor each before it stacked them.
     if (const std::string old = "blk." + std::to_string(l) + ".ffn_gate.0.weight"; by_name.count(old) > 0)
       return unsupported(g.path() + ": tensor '" + old + "': experts stored one tensor each (llama.cpp's layout "

@@ -86,7 +86,7 @@ Expected<std::unique_ptr<Tokenizer>> load_bpe(const GgufFile& g, const std::vect
   steps.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}});
   // llama.cpp treats a word that is a whole token as that token for Llama 3 (its tokenizer.json
   // sets model.ignore_merges), whatever the merges would make of it.
-  const bool ignore_merges = pre_name == "llama-bpe" || pre_name == "llama3";
+  const bool ignore_merges = pre_name == "llama-bpe" || pre_name == "llama3" || pre_name == "glm4" || pre_name == "glm5";
   json j = {{"model", {{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", merges->strs}, {"ignore_merges", ignore_merges}}},
             {"added_tokens", std::move(added)},
             {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", std::move(steps)}}},
@@ -155,8 +155,11 @@ Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string&
   if (name == "qwen2") return std::vector<std::string>{kQwen2Pattern};
   if (name == "deepseek-llm") return kDeepseekLlmPatterns;
   if (name == "gpt-4o" || name == "llama4") return std::vector<std::string>{kGpt4oPattern};  // as llama.cpp maps them
+  // GLM-4 / 4.5 / 5 (llama.cpp's CHATGLM4: Llama 3's pattern, its case-insensitive contractions
+  // spelled as classes; glm4 and glm5 also take whole-word tokens before merges).
+  if (name == "chatglm-bpe" || name == "glm4" || name == "glm5") return std::vector<std::string>{kLlama3Pattern};
   return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, llama-bpe, qwen2, deepseek-llm, "
-                     "gpt-4o, llama4");
+                     "gpt-4o, llama4, chatglm-bpe, glm4, glm5");
 }
 
 Expected<std::unique_ptr<Tokenizer>> load_gguf_tokenizer(const GgufFile& g) {

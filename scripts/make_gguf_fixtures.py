@@ -132,7 +132,7 @@ def layout(name):
 
 
 NAMES = ["gguf_llama_q4_k_m", "gguf_qwen2_q4_0", "gguf_qwen3_k", "gguf_gemma2", "gguf_gemma3", "gguf_qwen3moe_q4_k_m",
-         "gguf_mixtral_q8_0", "gguf_llama_mxfp4", "gguf_gpt_oss", "gguf_qwen2moe"]
+         "gguf_mixtral_q8_0", "gguf_llama_mxfp4", "gguf_gpt_oss", "gguf_qwen2moe", "gguf_glm4moe"]
 
 # gguf_mixtral_q8_0: make_fixtures.py's mixtral checkpoint (its weights, not random blocks) as
 # llama.cpp's converter (LlamaModel) writes Mixtral: arch llama with expert_count and
@@ -812,6 +812,117 @@ def make_qwen2moe(name):
     print(f"{name}: {(out_dir / 'model.gguf').stat().st_size / 1024:.0f} KiB")
 
 
+def glm4moe_reference(torch, transformers):
+    """transformers' Glm4Moe from tests/fixtures/glm4_moe as llama.cpp reads gguf_glm4moe: without
+    expert groups (n_group 1, topk_group 1), which llama.cpp's glm4moe neither writes nor runs."""
+    src = mf.OUT / "glm4_moe"
+    cfg = transformers.AutoConfig.from_pretrained(str(src))
+    cfg.n_group, cfg.topk_group = 1, 1
+    return transformers.Glm4MoeForCausalLM.from_pretrained(str(src), config=cfg, dtype=torch.float32,
+                                                           attn_implementation="eager").eval()
+
+
+def make_glm4moe(name):
+    """gguf_glm4moe from tests/fixtures/glm4_moe, keys and tensors as llama.cpp's converter
+    (conversion/glm.py Glm4MoeModel, --outtype f32) writes them: block_count counting the MTP layer
+    (nextn_predict_layers 1), rope.dimension_count head_dim * partial_rotary_factor, the experts'
+    counts, shared count, leading dense blocks, sigmoid gating, weights scale and norm; q/k/v
+    biases, attn_{q,k}_norm, post_attention_norm (the norm before the MLP), layer 0's dense MLP,
+    then per sparse layer the router ffn_gate_inp, the selection bias exp_probs_b.bias, the
+    experts stacked and the shared expert as ffn_*_shexp; the MTP layer blk.3 (a sparse layer's
+    tensors, random, and nextn.{eh_proj,enorm,hnorm,shared_head_norm}). The toy vocabulary with
+    pre-tokenizer glm4 (llama.cpp: no BOS, whole-word tokens before merges), eos, eot and eom as
+    GLM's _set_vocab_glm sets them (here <|endoftext|>, <|end|>, <|call|>), and a bos with
+    add_bos_token true that the glm4 pre-tokenizer drops. Writes expected.json: transformers on the
+    checkpoint without expert groups (glm4moe_reference), every decode step's logits too."""
+    from importlib.metadata import version
+    import gguf
+    import numpy as np
+    import torch
+    import transformers
+    from safetensors.numpy import load_file
+    src, out_dir = mf.OUT / "glm4_moe", mf.OUT / name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cfg = json.loads((src / "config.json").read_text())
+    t = load_file(str(src / "model.safetensors"))
+    layers, mtp = cfg["num_hidden_layers"], 1
+    w = gguf.GGUFWriter(str(out_dir / "model.gguf"), "glm4moe")
+    add_hf_sizes(w, dict(cfg, num_hidden_layers=layers + mtp))
+    w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_expert_used_count(cfg["num_experts_per_tok"])
+    w.add_key_length(cfg["head_dim"])
+    w.add_value_length(cfg["head_dim"])
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_rope_dimension_count(int(cfg["head_dim"] * cfg["rope_parameters"]["partial_rotary_factor"]))
+    w.add_expert_count(cfg["n_routed_experts"])
+    w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+    w.add_expert_shared_count(cfg["n_shared_experts"])
+    w.add_leading_dense_block_count(cfg["first_k_dense_replace"])
+    w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+    w.add_expert_weights_scale(cfg["routed_scaling_factor"])
+    w.add_expert_weights_norm(cfg["norm_topk_prob"])
+    w.add_nextn_predict_layers(mtp)
+    tokens = add_toy_bpe_vocab(w, "glm4")
+    w.add_bos_token_id(tokens.index("<|startoftext|>"))
+    w.add_add_bos_token(True)
+    w.add_eos_token_id(tokens.index("<|endoftext|>"))
+    w.add_eot_token_id(tokens.index("<|end|>"))
+    w.add_eom_token_id(tokens.index("<|call|>"))
+    rng = np.random.default_rng(7)
+
+    def f32(gguf_name, x):
+        w.add_tensor(gguf_name, np.ascontiguousarray(x, dtype=np.float32))
+
+    def sparse_mlp(p, h, noise):
+        f32(p + "ffn_gate_inp.weight", noise(t[h + "mlp.gate.weight"]))
+        f32(p + "exp_probs_b.bias", noise(t[h + "mlp.gate.e_score_correction_bias"]))
+        for part in ("gate", "up", "down"):  # save_pretrained's per-expert tensors, stacked
+            f32(p + f"ffn_{part}_exps.weight", noise(
+                np.stack([t[h + f"mlp.experts.{e}.{part}_proj.weight"] for e in range(cfg["n_routed_experts"])])))
+        for part in ("gate", "up", "down"):
+            f32(p + f"ffn_{part}_shexp.weight", noise(t[h + f"mlp.shared_experts.{part}_proj.weight"]))
+
+    def layer(l, h, noise=lambda x: x):
+        p = f"blk.{l}."
+        f32(p + "attn_norm.weight", noise(t[h + "input_layernorm.weight"]))
+        for part, proj in (("attn_q", "q_proj"), ("attn_k", "k_proj"), ("attn_v", "v_proj")):
+            f32(p + part + ".weight", noise(t[h + f"self_attn.{proj}.weight"]))
+            f32(p + part + ".bias", noise(t[h + f"self_attn.{proj}.bias"]))
+        f32(p + "attn_output.weight", noise(t[h + "self_attn.o_proj.weight"]))
+        f32(p + "attn_q_norm.weight", noise(t[h + "self_attn.q_norm.weight"]))
+        f32(p + "attn_k_norm.weight", noise(t[h + "self_attn.k_norm.weight"]))
+        f32(p + "post_attention_norm.weight", noise(t[h + "post_attention_layernorm.weight"]))
+        if h + "mlp.gate.weight" in t:
+            sparse_mlp(p, h, noise)
+        else:
+            for part in ("gate", "up", "down"):
+                f32(p + f"ffn_{part}.weight", t[h + f"mlp.{part}_proj.weight"])
+
+    f32("token_embd.weight", t["model.embed_tokens.weight"])
+    for l in range(layers):
+        layer(l, f"model.layers.{l}.")
+    # The MTP layer: a sparse layer's tensors drawn at random, and its own.
+    layer(layers, f"model.layers.{layers - 1}.", lambda x: rng.standard_normal(x.shape).astype(np.float32))
+    hidden = cfg["hidden_size"]
+    f32(f"blk.{layers}.nextn.eh_proj.weight", rng.standard_normal((hidden, 2 * hidden)) / np.sqrt(2 * hidden))
+    for norm in ("enorm", "hnorm", "shared_head_norm"):
+        f32(f"blk.{layers}.nextn.{norm}.weight", np.ones(hidden))
+    f32("output_norm.weight", t["model.norm.weight"])
+    f32("output.weight", t["lm_head.weight"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    model = glm4moe_reference(torch, transformers)
+    cases = mf.run_cases(model, model.config.vocab_size, decode_logits=True)
+    mf.write_expected(out_dir, name, f"transformers {transformers.__version__} Glm4MoeForCausalLM from "
+                                     f"tests/fixtures/glm4_moe with n_group 1, topk_group 1 (llama.cpp's glm4moe has no "
+                                     f"expert groups), torch {torch.__version__}, fp32, eager attention; the file "
+                                     f"written with gguf-py {version('gguf')}", model.config.vocab_size, cases)
+    print(f"{name}: {(out_dir / 'model.gguf').stat().st_size / 1024:.0f} KiB")
+
+
 def gpt_oss_truncated_logits():
     """--gpt-oss-truncated: per gguf_gpt_oss prompt, transformers' logits with YaRN rounded as
     llama.cpp rounds it, as JSON on stdout (the --llamacpp pass, which runs in llama.cpp's venv,
@@ -964,6 +1075,9 @@ GPT_OSS_TOKENIZE = [("<|start|>user<|message|>Hello there!<|end|><|start|>assist
                     ("HelloWorld isn't WE'LL camelCaseABC 1234567 a/b.//\n\n  x\n y", False),
                     ("the other is as it was", False)]
 
+# gguf_glm4moe's: the same, and a prompt asking for BOS, which the glm4 pre-tokenizer drops.
+GLM4_TOKENIZE = GPT_OSS_TOKENIZE + [("the other is as it was", True)]
+
 
 def llamacpp_pass(names):
     """--llamacpp [NAME...]: tests/fixtures/<gemma or gpt-oss fixture>/llamacpp.json from llama.cpp
@@ -982,13 +1096,14 @@ def llamacpp_pass(names):
         os.execv(str(venv / "bin" / "python"), [str(venv / "bin" / "python"), __file__, "--llamacpp", *names])
     import llama_cpp
     import numpy as np
-    for name in names or list(GEMMA) + ["gguf_gpt_oss", "gguf_qwen2moe"]:
+    for name in names or list(GEMMA) + ["gguf_gpt_oss", "gguf_qwen2moe", "gguf_glm4moe"]:
         out_dir = mf.OUT / name
         gpt_oss = name == "gguf_gpt_oss"
         m = llama_cpp.Llama(str(out_dir / "model.gguf"), n_ctx=64, logits_all=True, verbose=False, n_threads=2,
                             type_k=0, type_v=0)
         doc = {"generator": f"llama-cpp-python {llama_cpp.__version__}", "tokenize": [], "logits_max_diff": []}
-        for text, add_bos in GPT_OSS_TOKENIZE if gpt_oss or name == "gguf_qwen2moe" else TOKENIZE:
+        texts = {"gguf_gpt_oss": GPT_OSS_TOKENIZE, "gguf_qwen2moe": GPT_OSS_TOKENIZE, "gguf_glm4moe": GLM4_TOKENIZE}
+        for text, add_bos in texts.get(name, TOKENIZE):
             doc["tokenize"].append({"text": text, "add_bos": add_bos,
                                     "ids": m.tokenize(text.encode(), add_bos=add_bos, special=True)})
         cases = json.loads((out_dir / "expected.json").read_text())["cases"]
@@ -1042,6 +1157,8 @@ def main():
             make_gpt_oss(name)
         elif name == "gguf_qwen2moe":
             make_qwen2moe(name)
+        elif name == "gguf_glm4moe":
+            make_glm4moe(name)
         else:
             make(name)
 

@@ -166,26 +166,8 @@ std::string write_header(const TempDir& dir, const std::string& file, const std:
     tensors.push_back({p + "ffn_up_exps.weight", {64, 32, 4}});
     tensors.push_back({p + "ffn_down_exps.weight", {32, 64, 4}});
   }
-  testing::GgufBytes b;
-  b.put<uint32_t>(0x46554747);
-  b.put<uint32_t>(3);
-  b.put<uint64_t>(tensors.size());
-  b.put<uint64_t>(kv.size());
-  for (const auto& e : kv) testing::put_kv(b, e);
-  uint64_t offset = 0;
-  for (const auto& [name, dims] : tensors) {
-    b.put_string(name);
-    b.put<uint32_t>(static_cast<uint32_t>(dims.size()));
-    uint64_t n = 1;
-    for (uint64_t d : dims) b.put<uint64_t>(d), n *= d;
-    b.put<uint32_t>(0);  // F32
-    b.put<uint64_t>(offset);
-    offset += n * 4;  // multiples of 32 bytes
-  }
-  b.pad(32);
-  b.bytes().resize(b.bytes().size() + offset);
   const std::string path = dir.file(file);
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.bytes().data()), static_cast<std::streamsize>(b.bytes().size()));
+  testing::write_gguf_zeros(path, kv, tensors);
   return path;
 }
 

@@ -274,6 +274,32 @@ inline void write_gguf_from_checkpoint(const Checkpoint& ck, const std::string& 
   f.write(reinterpret_cast<const char*>(b.bytes().data()), static_cast<std::streamsize>(b.bytes().size()));
 }
 
+// A GGUF file at `path` of metadata `kv` and F32 tensors of ggml dims `tensors` (innermost first),
+// all zeros: enough for Checkpoint::open's config and shape checks.
+inline void write_gguf_zeros(const std::string& path, const std::vector<GgufKv>& kv,
+                             const std::vector<std::pair<std::string, std::vector<uint64_t>>>& tensors) {
+  GgufBytes b;
+  b.put<uint32_t>(0x46554747);
+  b.put<uint32_t>(3);
+  b.put<uint64_t>(tensors.size());
+  b.put<uint64_t>(kv.size());
+  for (const auto& e : kv) put_kv(b, e);
+  uint64_t offset = 0;
+  for (const auto& [name, dims] : tensors) {
+    b.put_string(name);
+    b.put<uint32_t>(static_cast<uint32_t>(dims.size()));
+    uint64_t n = 1;
+    for (uint64_t d : dims) b.put<uint64_t>(d), n *= d;
+    b.put<uint32_t>(0);  // F32
+    b.put<uint64_t>(offset);
+    offset += (n * 4 + 31) / 32 * 32;
+  }
+  b.pad(32);
+  b.bytes().resize(b.bytes().size() + offset);
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(b.bytes().data()), static_cast<std::streamsize>(b.bytes().size()));
+}
+
 // A tiny llama (make-model's weights: hidden 16, 1 layer, 2 heads, 1 KV head, F32; ~50 KB plus
 // 64 bytes per vocabulary row) written as a Hugging Face directory `hf_dir` and as GGUF at
 // `path` with `extra` metadata.

@@ -385,15 +385,16 @@ TEST(ExpertParallel, GgufMoeExpertsSplitAtTp2) {
   expect_gguf_moe_split_matches("gguf_gpt_oss", 1.0);
 }
 
-// qwen2moe's F32 experts and gated shared expert (cut by columns either way) at tp 2: the ranks
-// equal transformers.
-TEST(ExpertParallel, GgufQwen2MoeMatchesTransformersAtTp2) {
-  const std::string path = testing::fixture_dir("gguf_qwen2moe") + "/model.gguf";
-  for (const bool ep : {false, true}) {
-    SCOPED_TRACE(ep ? "by expert" : "by columns");
-    auto ranks = load_ranks(path, 2, ep);
+// qwen2moe's F32 experts and gated shared expert (cut by columns either way) at tp 2, and
+// glm4moe's (a dense layer 0, sigmoid routing with the selection bias, a shared expert, an MTP
+// layer left unread): the ranks equal transformers.
+TEST(ExpertParallel, GgufQwen2MoeAndGlm4MoeMatchTransformersAtTp2) {
+  for (const bool ep : {false, true})
+  for (const std::string fixture : {"gguf_qwen2moe", "gguf_glm4moe"}) {
+    SCOPED_TRACE(fixture + (ep ? " by expert" : " by columns"));
+    auto ranks = load_ranks(testing::fixture_dir(fixture) + "/model.gguf", 2, ep);
     ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
-    for (const testing::FixtureCase& fc : testing::read_fixture_cases("gguf_qwen2moe")) {
+    for (const testing::FixtureCase& fc : testing::read_fixture_cases(fixture)) {
       const testing::FixtureRun run = run_fixture_on_ranks(*ranks, fc);
       EXPECT_LE(run.max_abs_diff, 5e-4f) << "prompt of " << fc.prompt.size();
       EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size();
