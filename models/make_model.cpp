@@ -107,12 +107,12 @@ void plan_attention(const SyntheticModelSpec& s, int head_dim, const std::string
     p.push_back({pre + "self_attn.o_proj.bias", {h}, TensorPlan::embedding, 0.02});
     p.push_back({pre + "self_attn.sinks", {int64_t{s.n_heads}}, TensorPlan::embedding, 1.0});
   }
-  if (s.arch == "qwen2") {  // Qwen2Attention: q/k/v carry biases
+  if (s.arch == "qwen2" || s.arch == "qwen2_moe" || s.arch == "glm4_moe") {  // Qwen2Attention, Glm4MoeAttention: q/k/v biases
     p.push_back({pre + "self_attn.q_proj.bias", {q}, TensorPlan::embedding, 0.02});
     p.push_back({pre + "self_attn.k_proj.bias", {kv}, TensorPlan::embedding, 0.02});
     p.push_back({pre + "self_attn.v_proj.bias", {kv}, TensorPlan::embedding, 0.02});
   }
-  if (s.arch == "qwen3" || s.arch == "qwen3_moe") {  // per-head RMSNorm of q and k
+  if (s.arch == "qwen3" || s.arch == "qwen3_moe" || s.arch == "glm4_moe") {  // per-head RMSNorm of q and k
     p.push_back({pre + "self_attn.q_norm.weight", {head_dim}, TensorPlan::norm, 0.0});
     p.push_back({pre + "self_attn.k_norm.weight", {head_dim}, TensorPlan::norm, 0.0});
   }
@@ -142,13 +142,18 @@ void plan_mlp(const SyntheticModelSpec& s, const std::string& pre, bool sparse, 
                                                      : std::array{"gate_proj", "up_proj", "down_proj"};
     const int64_t mi = mixtral ? inter : s.moe_intermediate_size;
     p.push_back(mat(block + "gate.weight", s.n_experts, h, 1.0));
-    if (s.arch == "deepseek_v3")  // DeepseekV3TopkRouter's selection bias
+    if (s.arch == "deepseek_v3" || s.arch == "glm4_moe")  // DeepseekV3TopkRouter's selection bias
       p.push_back({pre + "mlp.gate.e_score_correction_bias", {s.n_experts}, TensorPlan::embedding, 0.02});
-    if (is_deepseek(s.arch) && s.n_shared_experts > 0) {  // DeepseekV3MoE.shared_experts
+    const bool qwen2 = s.arch == "qwen2_moe";
+    if ((is_deepseek(s.arch) || s.arch == "glm4_moe" || qwen2) && s.n_shared_experts > 0) {
+      // DeepseekV3MoE.shared_experts (Glm4MoeMoE's too), or Qwen2MoeSparseMoeBlock's one gated
+      // shared_expert (n_shared_experts * moe_intermediate_size wide here).
       const int64_t si = int64_t{s.n_shared_experts} * mi;
-      p.push_back(mat(pre + "mlp.shared_experts.gate_proj.weight", si, h, 1.0));
-      p.push_back(mat(pre + "mlp.shared_experts.up_proj.weight", si, h, 1.0));
-      p.push_back(mat(pre + "mlp.shared_experts.down_proj.weight", h, si, out_scale));
+      const std::string shared = pre + (qwen2 ? "mlp.shared_expert." : "mlp.shared_experts.");
+      p.push_back(mat(shared + "gate_proj.weight", si, h, 1.0));
+      p.push_back(mat(shared + "up_proj.weight", si, h, 1.0));
+      p.push_back(mat(shared + "down_proj.weight", h, si, out_scale));
+      if (qwen2) p.push_back(mat(pre + "mlp.shared_expert_gate.weight", 1, h, 1.0));
     }
     for (int e = 0; e < s.n_experts; ++e) {
       const std::string ex = block + "experts." + std::to_string(e) + ".";
@@ -338,6 +343,18 @@ double clean(float f) {
   return std::strtod(buf, nullptr);
 }
 
+// The routed and shared experts' fields DeepSeek's and GLM-4.5's configs share.
+void grouped_experts_json(const SyntheticModelSpec& s, ojson& c) {
+  c["n_routed_experts"] = s.n_experts;
+  c["num_experts_per_tok"] = s.n_experts_per_tok;
+  c["moe_intermediate_size"] = s.moe_intermediate_size;
+  c["n_shared_experts"] = s.n_shared_experts;
+  c["first_k_dense_replace"] = s.first_k_dense_replace;
+  c["n_group"] = s.n_group;
+  c["topk_group"] = s.topk_group;
+  c["routed_scaling_factor"] = clean(s.routed_scaling_factor);
+}
+
 // DeepseekV2Config / DeepseekV3Config's fields, named as the Hub's configs name them.
 void deepseek_config_json(const SyntheticModelSpec& s, ojson& c) {
   const bool v3 = s.arch == "deepseek_v3";
@@ -350,20 +367,28 @@ void deepseek_config_json(const SyntheticModelSpec& s, ojson& c) {
   c["qk_nope_head_dim"] = s.qk_nope_head_dim;
   c["qk_rope_head_dim"] = s.qk_rope_head_dim;
   c["v_head_dim"] = s.v_head_dim;
-  c["n_routed_experts"] = s.n_experts;
-  c["num_experts_per_tok"] = s.n_experts_per_tok;
-  c["moe_intermediate_size"] = s.moe_intermediate_size;
-  c["n_shared_experts"] = s.n_shared_experts;
-  c["first_k_dense_replace"] = s.first_k_dense_replace;
+  grouped_experts_json(s, c);
   c["moe_layer_freq"] = 1;
-  c["n_group"] = s.n_group;
-  c["topk_group"] = s.topk_group;
-  c["routed_scaling_factor"] = clean(s.routed_scaling_factor);
   c["norm_topk_prob"] = v3 && s.norm_topk_prob;
   c["scoring_func"] = v3 ? "sigmoid" : "softmax";
   c["topk_method"] = v3 ? "noaux_tc" : s.n_group > 1 ? "group_limited_greedy" : "greedy";
   c["num_nextn_predict_layers"] = v3 ? s.n_mtp_layers : 0;
   if (v3) c["rope_interleave"] = true;
+}
+
+// Glm4MoeConfig's fields as GLM-4.5's config.json writes them (q/k norms and attention biases
+// on, half of each head rotated, sigmoid routing; no MTP layers).
+void glm4_moe_config_json(const SyntheticModelSpec& s, ojson& c) {
+  c["architectures"] = {"Glm4MoeForCausalLM"};
+  c.erase("use_sliding_window");
+  c.erase("mlp_bias");
+  c.erase("pretraining_tp");
+  c["attention_bias"] = true;
+  c["use_qk_norm"] = true;
+  c["partial_rotary_factor"] = 0.5;
+  grouped_experts_json(s, c);
+  c["norm_topk_prob"] = s.norm_topk_prob;
+  c["num_nextn_predict_layers"] = 0;
 }
 
 ojson config_json(const SyntheticModelSpec& s, int head_dim) {
@@ -413,8 +438,8 @@ ojson config_json(const SyntheticModelSpec& s, int head_dim) {
   } else if (s.arch != "llama") {
     c["use_sliding_window"] = false;
   }
-  if (s.arch == "qwen3_moe") {  // the Hub's Qwen3-MoE config names (num_experts, not num_local_experts)
-    c["architectures"] = {"Qwen3MoeForCausalLM"};
+  if (s.arch == "qwen3_moe" || s.arch == "qwen2_moe") {  // the Hub's Qwen3-MoE / Qwen2-MoE config names
+    c["architectures"] = {s.arch == "qwen3_moe" ? "Qwen3MoeForCausalLM" : "Qwen2MoeForCausalLM"};
     c["num_experts"] = s.n_experts;
     c["num_experts_per_tok"] = s.n_experts_per_tok;
     c["moe_intermediate_size"] = s.moe_intermediate_size;
@@ -423,7 +448,9 @@ ojson config_json(const SyntheticModelSpec& s, int head_dim) {
     c["mlp_only_layers"] = s.mlp_only_layers;
     c["output_router_logits"] = false;
     c["router_aux_loss_coef"] = 0.001;
+    if (s.arch == "qwen2_moe") c["shared_expert_intermediate_size"] = s.n_shared_experts * s.moe_intermediate_size;
   }
+  if (s.arch == "glm4_moe") glm4_moe_config_json(s, c);
   if (is_deepseek(s.arch)) deepseek_config_json(s, c);
   if (const QuantConfig q = fp8_scheme(s); q.quantized()) c["quantization_config"] = quantization_config_json(q);
   return c;
@@ -441,11 +468,11 @@ Status write_text(const fs::path& path, const std::string& text) {
 }  // namespace
 
 Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& out_dir) {
-  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3_moe" && s.arch != "mixtral" &&
-      s.arch != "phi3" && s.arch != "gpt_oss" && !is_deepseek(s.arch))
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3_moe" && s.arch != "qwen2_moe" &&
+      s.arch != "mixtral" && s.arch != "phi3" && s.arch != "gpt_oss" && s.arch != "glm4_moe" && !is_deepseek(s.arch))
     return invalid_argument("make-model: arch '" + s.arch +
-                            "' is not supported; supported: llama, qwen2, qwen3, qwen3_moe, mixtral, phi3, gpt_oss, "
-                            "deepseek_v2, deepseek_v3");
+                            "' is not supported; supported: llama, qwen2, qwen3, qwen3_moe, qwen2_moe, mixtral, phi3, "
+                            "gpt_oss, glm4_moe, deepseek_v2, deepseek_v3");
   if (s.arch == "gpt_oss" && (s.fp8_block > 0 || !s.fp8_compressed.empty()))
     return invalid_argument("make-model: gpt_oss is not written as an FP8 checkpoint (its experts are MXFP4 on the Hub)");
   if (s.dtype != DType::f32 && s.dtype != DType::f16 && s.dtype != DType::bf16)

@@ -18,6 +18,11 @@ struct SyntheticModelSpec {
   // gpt_oss (biased attention with sinks, alternating 128-token windows, YaRN; every layer sparse
   // with intermediate_size-wide biased experts stacked as the Hub's bf16 checkpoints store them;
   // Llama 2's chat template, since the synthetic vocabulary has no harmony tokens),
+  // qwen2_moe (qwen2 + experts and a shared expert of n_shared_experts * moe_intermediate_size
+  // scaled by its sigmoid gate; Qwen2.5's chat template),
+  // glm4_moe (GLM-4.5: q/k/v biases, q/k norms, half of each head rotated, layers from
+  // first_k_dense_replace sparse with sigmoid routing, the selection bias and shared experts;
+  // GLM-4.6's chat template),
   // deepseek_v2, deepseek_v3 (MLA + experts with shared experts; n_kv_heads and head_dim unused)
   std::string arch = "llama";
   // Defaults give a ~100M-parameter Llama (tied embeddings).
@@ -42,7 +47,7 @@ struct SyntheticModelSpec {
   bool norm_topk_prob = true;
   int decoder_sparse_step = 1;
   std::vector<int> mlp_only_layers;
-  // deepseek_v2 / deepseek_v3 (DeepseekV3Config's fields)
+  // deepseek_v2 / deepseek_v3 (DeepseekV3Config's fields; glm4_moe's too, but the MLA ones)
   int q_lora_rank = 0;  // 0 = null (q_proj, as DeepSeek-V2-Lite)
   int kv_lora_rank = 64;
   int qk_nope_head_dim = 32;

@@ -180,7 +180,8 @@ SyntheticChatTemplate synthetic_chat_template(const std::string& arch) {
 #include "shipped_chat_templates.inc"
   };
   const char* name = "llama-2";
-  if (arch == "qwen2") name = "qwen2.5";
+  if (arch == "qwen2" || arch == "qwen2_moe") name = "qwen2.5";
+  if (arch == "glm4_moe") name = "glm-4.6";
   if (arch == "qwen3" || arch == "qwen3_moe") name = "qwen3";
   if (arch.starts_with("deepseek")) name = "deepseek-v3.1";
   for (const auto& t : kShipped)

@@ -11,7 +11,7 @@ void add_make_model_command(CLI::App& app, std::function<int()>& run) {
   auto spec = std::make_shared<SyntheticModelSpec>();
   auto out = std::make_shared<std::string>();
   auto dtype = std::make_shared<std::string>("bf16");
-  cmd->add_option("--arch", spec->arch, "Architecture: llama, qwen2, qwen3, qwen3_moe, mixtral, phi3, gpt_oss, deepseek_v2, deepseek_v3")->capture_default_str();
+  cmd->add_option("--arch", spec->arch, "Architecture: llama, qwen2, qwen3, qwen3_moe, qwen2_moe, mixtral, phi3, gpt_oss, glm4_moe, deepseek_v2, deepseek_v3")->capture_default_str();
   cmd->add_option("--hidden", spec->hidden_size, "Hidden size")->capture_default_str();
   cmd->add_option("--layers", spec->n_layers, "Layers")->capture_default_str();
   cmd->add_option("--heads", spec->n_heads, "Attention heads")->capture_default_str();
@@ -19,28 +19,28 @@ void add_make_model_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--head-dim", spec->head_dim, "Head dim (0 = hidden / heads)")->capture_default_str();
   cmd->add_option("--intermediate", spec->intermediate_size, "MLP intermediate size")->capture_default_str();
   cmd->add_option("--vocab", spec->vocab_size, "Vocabulary size")->capture_default_str();
-  cmd->add_option("--experts", spec->n_experts, "qwen3_moe, mixtral, gpt_oss, deepseek: (routed) experts per sparse layer")->capture_default_str();
-  cmd->add_option("--experts-per-tok", spec->n_experts_per_tok, "qwen3_moe, mixtral, gpt_oss, deepseek: experts each token is routed to (top-k)")
+  cmd->add_option("--experts", spec->n_experts, "MoE archs: (routed) experts per sparse layer")->capture_default_str();
+  cmd->add_option("--experts-per-tok", spec->n_experts_per_tok, "MoE archs: experts each token is routed to (top-k)")
       ->capture_default_str();
-  cmd->add_option("--moe-intermediate", spec->moe_intermediate_size, "qwen3_moe, deepseek: each expert's MLP width")
+  cmd->add_option("--moe-intermediate", spec->moe_intermediate_size, "qwen3_moe, qwen2_moe, glm4_moe, deepseek: each expert's MLP width")
       ->capture_default_str();
   cmd->add_flag("--no-norm-topk-prob{false},--norm-topk-prob", spec->norm_topk_prob,
-                "qwen3_moe, deepseek_v3: renormalise the top-k routing weights (norm_topk_prob)");
-  cmd->add_option("--decoder-sparse-step", spec->decoder_sparse_step, "qwen3_moe: layer l is sparse when (l+1) % step == 0")
+                "qwen3_moe, qwen2_moe, glm4_moe, deepseek_v3: renormalise the top-k routing weights (norm_topk_prob)");
+  cmd->add_option("--decoder-sparse-step", spec->decoder_sparse_step, "qwen3_moe, qwen2_moe: layer l is sparse when (l+1) % step == 0")
       ->capture_default_str();
-  cmd->add_option("--mlp-only-layers", spec->mlp_only_layers, "qwen3_moe: layers that keep a dense MLP");
+  cmd->add_option("--mlp-only-layers", spec->mlp_only_layers, "qwen3_moe, qwen2_moe: layers that keep a dense MLP");
   cmd->add_option("--q-lora-rank", spec->q_lora_rank, "deepseek: q_lora_rank (0 = null: q_proj, as V2-Lite)")
       ->capture_default_str();
   cmd->add_option("--kv-lora-rank", spec->kv_lora_rank, "deepseek: kv_lora_rank (the cached latent)")->capture_default_str();
   cmd->add_option("--qk-nope-head-dim", spec->qk_nope_head_dim, "deepseek: qk_nope_head_dim")->capture_default_str();
   cmd->add_option("--qk-rope-head-dim", spec->qk_rope_head_dim, "deepseek: qk_rope_head_dim")->capture_default_str();
   cmd->add_option("--v-head-dim", spec->v_head_dim, "deepseek: v_head_dim")->capture_default_str();
-  cmd->add_option("--shared-experts", spec->n_shared_experts, "deepseek: n_shared_experts")->capture_default_str();
-  cmd->add_option("--first-k-dense", spec->first_k_dense_replace, "deepseek: first_k_dense_replace (dense layers)")
+  cmd->add_option("--shared-experts", spec->n_shared_experts, "deepseek, glm4_moe: n_shared_experts; qwen2_moe: its shared expert is this many experts wide")->capture_default_str();
+  cmd->add_option("--first-k-dense", spec->first_k_dense_replace, "deepseek, glm4_moe: first_k_dense_replace (dense layers)")
       ->capture_default_str();
-  cmd->add_option("--n-group", spec->n_group, "deepseek: expert groups (n_group)")->capture_default_str();
-  cmd->add_option("--topk-group", spec->topk_group, "deepseek: groups a token may use (topk_group)")->capture_default_str();
-  cmd->add_option("--routed-scaling-factor", spec->routed_scaling_factor, "deepseek: routed_scaling_factor")
+  cmd->add_option("--n-group", spec->n_group, "deepseek, glm4_moe: expert groups (n_group)")->capture_default_str();
+  cmd->add_option("--topk-group", spec->topk_group, "deepseek, glm4_moe: groups a token may use (topk_group)")->capture_default_str();
+  cmd->add_option("--routed-scaling-factor", spec->routed_scaling_factor, "deepseek, glm4_moe: routed_scaling_factor")
       ->capture_default_str();
   cmd->add_option("--mtp-layers", spec->n_mtp_layers,
                   "deepseek_v3: MTP modules (num_nextn_predict_layers), written after the layers as "

@@ -149,7 +149,8 @@ TEST(MakeModel, EveryArchitectureLoadsAndRuns) {
 TEST(MakeModel, WritesTheFamilysRealChatTemplate) {
   const std::vector<std::pair<const char*, const char*>> families = {
       {"llama", "llama-2"}, {"qwen2", "qwen2.5"}, {"qwen3", "qwen3"}, {"qwen3_moe", "qwen3"},
-      {"deepseek_v2", "deepseek-v3.1"}, {"deepseek_v3", "deepseek-v3.1"}};
+      {"qwen2_moe", "qwen2.5"}, {"glm4_moe", "glm-4.6"}, {"deepseek_v2", "deepseek-v3.1"},
+      {"deepseek_v3", "deepseek-v3.1"}};
   for (const auto& [arch, name] : families) {
     SCOPED_TRACE(arch);
     EXPECT_EQ(std::string(synthetic_chat_template(arch).name), name);

@@ -152,6 +152,19 @@ std::unique_ptr<Model> load(const std::string& dir, Backend& backend, std::optio
   return m ? std::move(*m) : nullptr;
 }
 
+// moe_spec's vocabulary (300): a 5-token prefill of the checkpoint in `dir` gives finite logits that
+// differ per row (the tokens went through the blocks).
+void expect_prefill_runs(const std::string& dir, Backend& backend) {
+  auto model = load(dir, backend);
+  ASSERT_NE(model, nullptr);
+  auto kv = KvCache::allocate(backend, model->kv_layout(8, 16, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  const auto logits = testing::run_step(*model, backend, *kv, testing::make_step({{0, {1, 17, 250, 3, 99}, 0, true}}, 16, 4));
+  ASSERT_EQ(logits.size(), 5u * 300u);
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_NE(logits[0], logits[300]);
+}
+
 TEST(MoeMakeModel, WritesTheHubLayoutAndLoads) {
   TempDir dir("moe_layout");
   ASSERT_TRUE(write_synthetic_model(moe_spec(), dir.str()).is_ok());
@@ -173,15 +186,7 @@ TEST(MoeMakeModel, WritesTheHubLayoutAndLoads) {
   EXPECT_FALSE(t.count("model.layers.0.mlp.gate_proj.weight"));
 
   auto backend = make_cpu_backend({.n_threads = 2});
-  auto model = load(dir.str(), *backend);
-  ASSERT_NE(model, nullptr);
-  auto kv = KvCache::allocate(*backend, model->kv_layout(8, 16, DType::f32));
-  ASSERT_TRUE(kv.has_value());
-  const auto logits = testing::run_step(*model, *backend, *kv,
-                                        testing::make_step({{0, {1, 17, 250, 3, 99}, 0, true}}, 16, 4));
-  ASSERT_EQ(logits.size(), 5u * 300u);
-  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
-  EXPECT_NE(logits[0], logits[300]);  // rows differ: the tokens went through the blocks
+  expect_prefill_runs(dir.str(), *backend);
 
   const auto info = inspect_model(dir.str());
   ASSERT_TRUE(info.has_value());
@@ -189,6 +194,46 @@ TEST(MoeMakeModel, WritesTheHubLayoutAndLoads) {
   EXPECT_NE(text.find("experts:       8 per sparse layer, top-2 renormalised, expert intermediate 32"), std::string::npos)
       << text;
   EXPECT_NE(text.find("sparse layers: 2 of 3 (dense: 1)"), std::string::npos) << text;
+}
+
+// Qwen2-MoE (its gated shared expert, n_shared_experts * moe_intermediate_size wide) and GLM-4.5
+// (q/k/v biases and norms, half-rotated heads, a dense first layer, sigmoid routing with the
+// selection bias and shared experts) as make-model writes them: the Hub's names and config keys,
+// read back as the fixtures from transformers are read, and run.
+TEST(MoeMakeModel, Qwen2MoeAndGlm4MoeInTheHubLayout) {
+  auto backend = make_cpu_backend({.n_threads = 2});
+  for (const char* arch : {"qwen2_moe", "glm4_moe"}) {
+    SCOPED_TRACE(arch);
+    const bool glm = std::string(arch) == "glm4_moe";
+    TempDir dir(std::string("moe_layout_") + arch);
+    SyntheticModelSpec s = moe_spec();
+    s.arch = arch;
+    s.mlp_only_layers.clear();
+    s.n_shared_experts = 2;
+    s.head_dim = 32;
+    s.n_group = glm ? 2 : 1;
+    s.routed_scaling_factor = glm ? 2.5f : 1.0f;
+    ASSERT_TRUE(write_synthetic_model(s, dir.str()).is_ok());
+    auto ck = Checkpoint::open(dir.str());
+    ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+    const ModelConfig& c = (*ck)->config();
+    EXPECT_EQ(c.arch, arch);
+    EXPECT_TRUE(c.qkv_bias);
+    EXPECT_EQ(c.qk_norm, glm);
+    EXPECT_EQ(c.rope_dims(), glm ? 16 : 32);
+    EXPECT_EQ(c.shared_width(), 64);
+    EXPECT_EQ(c.shared_gate, !glm);
+    EXPECT_EQ(c.n_moe_layers(), glm ? 2 : 3) << "glm4_moe: layer 0 dense (first_k_dense_replace 1)";
+    EXPECT_EQ(c.moe_scoring, glm ? MoeScoring::sigmoid : MoeScoring::softmax);
+    EXPECT_EQ(c.moe_group_score, glm ? MoeGroupScore::top2_sum : MoeGroupScore::none);
+    const auto& t = (*ck)->tensors();
+    const std::string shared = glm ? "model.layers.1.mlp.shared_experts." : "model.layers.1.mlp.shared_expert.";
+    EXPECT_EQ(t.at(shared + "down_proj.weight").shape, (std::vector<int64_t>{64, 64}));
+    EXPECT_EQ(t.count("model.layers.1.mlp.shared_expert_gate.weight"), glm ? 0u : 1u);
+    EXPECT_EQ(t.count("model.layers.1.mlp.gate.e_score_correction_bias"), glm ? 1u : 0u);
+    EXPECT_EQ(t.count("model.layers.0.mlp.gate_proj.weight"), glm ? 1u : 0u);
+    expect_prefill_runs(dir.str(), *backend);
+  }
 }
 
 // Qwen3-30B-A3B's shape: every layer sparse (the dense MLP scratch is then not allocated).
