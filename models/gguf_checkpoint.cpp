@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "models/gguf_eog.h"
 #include "models/gguf_gemma.h"
 #include "models/gguf_glm4moe.h"
 #include "models/gguf_gpt_oss.h"
@@ -99,17 +100,9 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   c.qk_norm = arch == "qwen3";
   c.fused_weights = arch == "phi3";  // blk.N.attn_qkv, and ffn_up holding gate|up
   BRIGADE_ASSIGN_OR_RETURN(int64_t bos, g.get_int_or("tokenizer.ggml.bos_token_id", -1));
-  BRIGADE_ASSIGN_OR_RETURN(int64_t eos, g.get_int_or("tokenizer.ggml.eos_token_id", -1));
-  BRIGADE_ASSIGN_OR_RETURN(int64_t eot, g.get_int_or("tokenizer.ggml.eot_token_id", -1));
-  BRIGADE_ASSIGN_OR_RETURN(int64_t eom, g.get_int_or("tokenizer.ggml.eom_token_id", -1));
   c.bos_id = static_cast<int>(bos);
-  if (eos >= 0) c.eos_ids = {static_cast<int>(eos)};
-  // The end of a chat turn ends generation too, as in llama.cpp (Gemma's <end_of_turn>, GLM's
-  // <|user|>), and so does the end of a message to a tool (eom: GLM's <|observation|>, Llama
-  // 3.1's <|eom_id|>).
-  for (const int64_t end : {eot, eom})
-    if (end >= 0 && std::find(c.eos_ids.begin(), c.eos_ids.end(), static_cast<int>(end)) == c.eos_ids.end())
-      c.eos_ids.push_back(static_cast<int>(end));
+  // What ends generation: eos, eot, eom and the other ends llama.cpp finds (models/gguf_eog.h).
+  BRIGADE_ASSIGN_OR_RETURN(c.eos_ids, gguf_end_of_generation_ids(g));
   if (is_gguf_gemma(arch)) BRIGADE_RETURN_IF_ERROR(read_gguf_gemma(g, arch, c));
   if (is_gguf_gpt_oss(arch)) return read_gguf_gpt_oss(g, c);
   if (is_gguf_glm4moe(arch)) return read_gguf_glm4moe(g, c);

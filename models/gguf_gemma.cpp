@@ -63,12 +63,6 @@ Status read_gguf_gemma(const GgufFile& g, const std::string& gguf_arch, ModelCon
   BRIGADE_ASSIGN_OR_RETURN(int64_t window, g.get_int_or(a + "attention.sliding_window", gemma2 ? 4096 : 0));
   if (window < 0 || window > INT32_MAX) return corrupt(g.path() + ": metadata '" + a + "attention.sliding_window' is out of range");
   c.sliding_window = static_cast<int>(window);
-  // llama.cpp ends generation at the vocabulary's <end_of_turn> (by its text) besides eos.
-  if (const GgufValue* tokens = g.find("tokenizer.ggml.tokens")) {
-    for (size_t id = 0; id < tokens->strs.size(); ++id)
-      if (tokens->strs[id] == "<end_of_turn>" && std::find(c.eos_ids.begin(), c.eos_ids.end(), static_cast<int>(id)) == c.eos_ids.end())
-        c.eos_ids.push_back(static_cast<int>(id));
-  }
   c.rope_local_theta = 0.0f;
   if (c.sliding_window == 0) {  // gemma3 without a window: every layer global, as llama.cpp's LLAMA_SWA_TYPE_NONE
     c.sliding_layers.clear();

@@ -21,7 +21,7 @@
 // exist when their tensors do; gating without expert_gating_func is sigmoid; routing has no expert
 // groups (n_group 1: every published GLM-4.5 config says so); the MTP layers are not run. The
 // vocabulary's pre-tokenizer is glm4 (models/tokenizer_gguf.cpp); eos, eot (<|user|>) and eom
-// (<|observation|>) end generation, as every GGUF's eom does.
+// (<|observation|>) end generation (models/gguf_eog.h).
 #pragma once
 
 #include <string>

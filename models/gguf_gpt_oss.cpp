@@ -97,23 +97,6 @@ Status read_gguf_gpt_oss(const GgufFile& g, ModelConfig& c) {
   c.mlp_only_layers.clear();
   c.swiglu_limit = 7.0f;
   c.swiglu_alpha = 1.702f;
-  // The harmony ends llama.cpp stops at (its EOG list), by their text. <|end|> is not one where
-  // <|return|> and <|call|> exist, even when the file names it eos or eot.
-  const GgufValue* tokens = g.find("tokenizer.ggml.tokens");
-  if (!tokens) return Status::ok();
-  int end = -1;
-  for (size_t i = 0; i < tokens->strs.size(); ++i) {
-    const std::string& t = tokens->strs[i];
-    const int id = static_cast<int>(i);
-    if (t == "<|end|>") end = id;
-    if ((t == "<|return|>" || t == "<|call|>" || t == "<|endoftext|>") &&
-        std::find(c.eos_ids.begin(), c.eos_ids.end(), id) == c.eos_ids.end())
-      c.eos_ids.push_back(id);
-  }
-  const auto has = [&](const char* text) {
-    return std::find(tokens->strs.begin(), tokens->strs.end(), text) != tokens->strs.end();
-  };
-  if (end >= 0 && has("<|return|>") && has("<|call|>")) std::erase(c.eos_ids, end);
   return Status::ok();
 }
 

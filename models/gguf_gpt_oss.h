@@ -18,7 +18,8 @@
 //   - the experts' SwiGLU is clamped at 7 with alpha 1.702 (LLM_FFN_SWIGLU_OAI_MOE; the Hub's
 //     swiglu_limit), routing is softmax over the top k of the biased router logits;
 //   - <|return|>, <|call|> and <|endoftext|>, found by their text, end generation besides eos
-//     (<|end|> does not: it closes the analysis message before the final one).
+//     (<|end|> does not: it closes the analysis message before the final one); models/gguf_eog.h
+//     decides that for every vocabulary.
 // Where brigade follows transformers instead: YaRN's correction range is not rounded (the Hub's
 // rope_scaling says truncate: false, which the GGUF has no key for; llama.cpp always rounds it
 // outward, which moves the few frequencies at the range's ends).

@@ -1079,6 +1079,70 @@ GPT_OSS_TOKENIZE = [("<|start|>user<|message|>Hello there!<|end|><|start|>assist
 GLM4_TOKENIZE = GPT_OSS_TOKENIZE + [("the other is as it was", True)]
 
 
+def eog_ids(llama_cpp, m):
+    """The ids llama.cpp ends generation at (llama_vocab_is_eog) in m's vocabulary."""
+    vocab = llama_cpp.llama_model_get_vocab(m.model)
+    return [i for i in range(llama_cpp.llama_vocab_n_tokens(vocab)) if llama_cpp.llama_vocab_is_eog(vocab, i)]
+
+
+# Vocabularies (gpt_oss_vocab's pieces, then these control tokens) whose end-of-generation tokens
+# llama.cpp decides by the keys and by the tokens' texts (--eog): (name, specials, {key: special}).
+# a: ChatML's <|im_end|> named eos, every other listed end besides, Qwen's FIM tokens, no eot or
+#    eom key (found by text), <|end|> without harmony's <|return|> (so it stays an end), tokens
+#    that look special but end nothing; b: harmony's ends with <|end|> named eot (dropped:
+#    <|return|> and <|call|> exist), </s> beside <|tool_response> (dropped); c: solar-open's
+#    <|calls|> and <|flush|> (dropping <|end|>), eom and fim_pad named by key, Kimi's [EOT] and [EOS].
+EOG_VOCABS = [
+    ("a", ["<|im_start|>", "<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "</s>", "<|eom_id|>", "<EOT>",
+           "[EOS]", "<|end_of_text|>", "<eos>", "<turn|>", "<|fim_prefix|>", "<|fim_pad|>", "<|repo_name|>",
+           "<|file_sep|>", "<｜end▁of▁sentence｜>", "[e~[", "<end_of_utterance>", "<|endoftext|>", "<|user|>"],
+     {"eos": "<|im_end|>"}),
+    ("b", ["<|startoftext|>", "<|endoftext|>", "<|return|>", "<|call|>", "<|end|>", "<|start|>", "</s>",
+           "<|tool_response>", "<|observation|>"],
+     {"eos": "<|return|>", "eot": "<|end|>"}),
+    ("c", ["<|calls|>", "<|flush|>", "<|end|>", "[EOT]", "[EOS]", "<|observation|>", "<|user|>", "<PAD>", "_<EOT>"],
+     {"eos": "[EOS]", "eom": "<|observation|>", "fim_pad": "<|user|>"}),
+]
+
+
+def eog_pass():
+    """--eog: tests/fixtures/gguf_vocab_eog/{a,b,c}.gguf (EOG_VOCABS: vocabulary-only llama files,
+    model gpt2) and llamacpp.json: per file, the ids llama.cpp's vocabulary ends generation at
+    (run in the llama-cpp-python venv, as --llamacpp)."""
+    import os
+    venv = Path(os.environ.get("LLAMACPP_VENV", mf.ROOT / ".brigade" / "llamacpp-venv"))
+    if Path(sys.prefix).resolve() != venv.resolve():
+        os.execv(str(venv / "bin" / "python"), [str(venv / "bin" / "python"), __file__, "--eog"])
+    import gguf
+    import llama_cpp
+    out_dir = mf.OUT / "gguf_vocab_eog"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    doc = {"generator": f"llama-cpp-python {llama_cpp.__version__} (vocab_only), files by gguf-py", "files": {}}
+    for name, specials, keys in EOG_VOCABS:
+        base, _ = gpt_oss_vocab()
+        tokens = [t for t in base if t not in GPT_OSS_SPECIALS] + specials
+        types = [1] * (len(tokens) - len(specials)) + [3] * len(specials)
+        path = out_dir / f"{name}.gguf"
+        w = gguf.GGUFWriter(str(path), "llama")
+        add_hf_sizes(w, dict(num_hidden_layers=1, max_position_embeddings=64, hidden_size=64, intermediate_size=128,
+                             num_attention_heads=4, num_key_value_heads=4))
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre("gpt-2")
+        w.add_token_list(tokens)
+        w.add_token_types(types)
+        w.add_token_merges(GPT_OSS_MERGES)
+        for key, text in keys.items():
+            w.add_uint32(f"tokenizer.ggml.{key}_token_id", tokens.index(text))
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        m = llama_cpp.Llama(str(path), vocab_only=True, verbose=False)
+        doc["files"][name] = {"eog": eog_ids(llama_cpp, m), "texts": [tokens[i] for i in eog_ids(llama_cpp, m)]}
+        print(f"gguf_vocab_eog/{name}.gguf: llama.cpp ends at {doc['files'][name]['texts']}")
+    (out_dir / "llamacpp.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+
+
 def llamacpp_pass(names):
     """--llamacpp [NAME...]: tests/fixtures/<gemma or gpt-oss fixture>/llamacpp.json from llama.cpp
     itself (llama-cpp-python, in the venv make_grammar_fixtures.py uses: LLAMACPP_VENV, default
@@ -1101,7 +1165,8 @@ def llamacpp_pass(names):
         gpt_oss = name == "gguf_gpt_oss"
         m = llama_cpp.Llama(str(out_dir / "model.gguf"), n_ctx=64, logits_all=True, verbose=False, n_threads=2,
                             type_k=0, type_v=0)
-        doc = {"generator": f"llama-cpp-python {llama_cpp.__version__}", "tokenize": [], "logits_max_diff": []}
+        doc = {"generator": f"llama-cpp-python {llama_cpp.__version__}", "tokenize": [], "logits_max_diff": [],
+               "eog": eog_ids(llama_cpp, m)}
         texts = {"gguf_gpt_oss": GPT_OSS_TOKENIZE, "gguf_qwen2moe": GPT_OSS_TOKENIZE, "gguf_glm4moe": GLM4_TOKENIZE}
         for text, add_bos in texts.get(name, TOKENIZE):
             doc["tokenize"].append({"text": text, "add_bos": add_bos,
@@ -1135,6 +1200,9 @@ def llamacpp_pass(names):
 def main():
     if sys.argv[1:2] == ["--llamacpp"]:
         llamacpp_pass(sys.argv[2:])
+        return
+    if sys.argv[1:2] == ["--eog"]:
+        eog_pass()
         return
     mf.ensure_venv(__file__)
     ensure_extras("gguf", "accelerate")

@@ -51,8 +51,10 @@ TEST(GgufGlm4Moe, ConfigAsLlamaCppReadsIt) {
   EXPECT_EQ(c.moe_group_score, MoeGroupScore::none);
   EXPECT_TRUE(c.norm_topk_prob);
   EXPECT_FLOAT_EQ(c.routed_scaling_factor, 2.5f);
-  // eos <|endoftext|>, eot <|end|> and eom <|call|> (GLM's <|user|> and <|observation|>) all end generation.
-  EXPECT_EQ(c.eos_ids, (std::vector<int>{120, 125, 127}));
+  // eos <|endoftext|> and eom <|call|> (GLM's <|observation|>) end generation, and so does the toy
+  // vocabulary's <|return|> (llama.cpp's texts); its eot <|end|> does not, beside <|return|> and
+  // <|call|> (llama.cpp's harmony exception; gguf_eog_test.cpp).
+  EXPECT_EQ(c.eos_ids, (std::vector<int>{120, 127, 121}));
   const auto& tensors = (*ck)->tensors();
   EXPECT_TRUE(tensors.contains("model.layers.1.mlp.gate.e_score_correction_bias"));
   EXPECT_TRUE(tensors.contains("model.layers.1.mlp.shared_experts.down_proj.weight"));
