@@ -101,6 +101,14 @@ class CudaBackendImpl final : public CudaBackend {
       return out_of_resources("cannot allocate " + std::to_string(bytes) + " bytes of GPU memory: " +
                               gpu::cuda_error_string(err));
     }
+    // Zeroed, on the stream every later op and copy of it is queued on: memory is never read
+    // uninitialized. It matters for the KV pool: a decode step padded to its graph bucket
+    // (step_buckets.h) has rows that read page 0, position 0, whatever sequence holds it or none,
+    // and a stale NaN there would reach the other rows through the per-tensor absmax that scales
+    // the activations under weights: fp8. (No step allocates, so nothing is captured here.)
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    BRIGADE_CUDA_CHECK(cudaStreamIsCapturing(stream_, &capturing));
+    if (capturing == cudaStreamCaptureStatusNone) BRIGADE_CUDA_CHECK(cudaMemsetAsync(p, 0, std::max<size_t>(bytes, 1), stream_));
     const int device = options_.device;
     return Buffer(p, bytes, [device](void* q) {
       cudaSetDevice(device);
