@@ -11,6 +11,8 @@ expected.json with the logits and greedy tokens of the dequantized model (fp32, 
                       weight_scale_inv per 32x32 block, modules_to_not_convert [lm_head]. The
                       reference is transformers itself loading the fp8 checkpoint on the CPU
                       (its FineGrainedFP8 quantizer dequantizes there: weight = q * scale_inv).
+  glm4_moe_fp8_block  the same method with 32x32 blocks on GLM-4.5's layout (make_fixtures.py's
+                      glm4_moe config): q/k/v/o, the dense MLP, every expert and the shared expert.
   deepseek_v3_fp8_block  the same method with 24x40 blocks, so blocks end mid-matrix at the tail
                       (as DeepSeek-V3's 576-row kv_a_proj_with_mqa does with 128). transformers
                       refuses such grids, so the reference dequantizes in torch exactly as
@@ -71,6 +73,11 @@ def fixtures():
                              "mscale": 1.0, "mscale_all_dim": 0.7}), fp8(24, 40)),
         "llama_ct_channel": ("LlamaConfig", "LlamaForCausalLM", mf.base_config(), ct("channel")),
         "llama_ct_tensor": ("LlamaConfig", "LlamaForCausalLM", mf.base_config(), ct("tensor")),
+        # GLM-4.5-FP8 / GLM-4.5-Air-FP8's method (the DeepSeek-V3 one, 128x128 blocks there) on the
+        # glm4_moe fixture's layout: attention, dense MLP, every expert and the shared expert fp8;
+        # the router, its selection bias and lm_head not. Last here, so the entries above keep
+        # their seeds.
+        "glm4_moe_fp8_block": ("Glm4MoeConfig", "Glm4MoeForCausalLM", mf.fixtures()["glm4_moe"][2], fp8(32, 32)),
     }
 
 
@@ -167,7 +174,7 @@ def make(name, config_cls, model_cls, kw, quant, seed):
         state, config_json = mf.hub_checkpoint(config_cls, model_cls, kw, seed, tmp)
         stored, dequant = quantize(state, quant)
         save_file(dequant, str(Path(tmp) / "model.safetensors"), metadata={"format": "pt"})
-        reference = mf.run_cases(load_fp32(model_cls, tmp), kw["vocab_size"], "deepseek" in name)
+        reference = mf.run_cases(load_fp32(model_cls, tmp), kw["vocab_size"], "deepseek" in name or "glm4" in name)
     config_json["dtype"] = "bfloat16"
     config_json["quantization_config"] = quant
     (out_dir / "config.json").write_text(json.dumps(config_json, indent=2, sort_keys=True) + "\n")
@@ -181,7 +188,7 @@ def make(name, config_cls, model_cls, kw, quant, seed):
         theirs = load_fp32(model_cls, str(out_dir), qc)
         scale_dtype = check_weights(theirs, stored, dequant)
         if scale_dtype == torch.float32:
-            got = mf.run_cases(theirs, kw["vocab_size"], "deepseek" in name)
+            got = mf.run_cases(theirs, kw["vocab_size"], "deepseek" in name or "glm4" in name)
             diff = max_logit_diff(got, reference)
             print(f"{name}: transformers loading the fp8 checkpoint itself: max |logit diff| {diff:.3g}")
             assert diff < 1e-4, diff
@@ -197,7 +204,7 @@ def make(name, config_cls, model_cls, kw, quant, seed):
                   f"{max_logit_diff(fake, reference):.3g}")
     except Exception as e:  # noqa: BLE001 (reported: transformers refuses block grids with a partial tail)
         print(f"{name}: transformers cannot load the fp8 checkpoint itself: {type(e).__name__}: {str(e)[:200]}")
-        if "deepseek" not in name:
+        if "deepseek" not in name and "glm4" not in name:
             raise
     mf.write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, {model_cls}, "
                                      f"fp32, eager attention, seed {seed}; weights {generator}",

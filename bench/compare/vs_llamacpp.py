@@ -17,7 +17,14 @@ top 4, MXFP4 with biases as llama.cpp's converter writes them; attention, router
 F32) with --layers of them (default 2 for it: 0.9 GB) and the same 32000-token vocabulary: a decode
 step reads 4 of 32 experts, so it measures the MoE path, not the dense one.
 
-Usage: python3 bench/compare/vs_llamacpp.py [--types q4_0,q8_0,q4_k_m,q5_k_m,gpt_oss_mxfp4] [--threads 2] [--layers 22]
+Type glm4moe_q4_k_m is GLM-4.5-Air's layers (glm4moe architecture: hidden 4096, 96 heads of 128 over
+8 KV heads with q/k/v biases, half of each head rotated; layer 0 dense (FFN 10944), then 128
+experts of 1408, top 8 by sigmoid with the selection bias, renormalised, and one shared expert;
+Q4_K_M's mix: Q4_K with Q6_K attn_v, the down projections (1408 and 10944 columns, not whole Q6_K
+blocks) in llama-quantize's fallback Q8_0, routers F32) with --layers of them
+(default 2: one dense, one sparse, 1.6 GB): a decode step reads 8 of 128 experts plus the shared one.
+
+Usage: python3 bench/compare/vs_llamacpp.py [--types q4_0,q8_0,q4_k_m,q5_k_m,gpt_oss_mxfp4,glm4moe_q4_k_m] [--threads 2] [--layers 22]
 The first run creates .brigade/llamacpp-venv (git-ignored) with llama-cpp-python (compiles
 llama.cpp: ~10 minutes on 2 cores), gguf and numpy, then re-runs itself inside it. The model files go
 to .brigade/bench-gguf/ (about 0.6-1.2 GB each). Build brigade first (scripts/build.sh).
@@ -148,11 +155,93 @@ def write_gpt_oss(path, layers):
     w.close()
 
 
+GLM_AIR = dict(dim=4096, heads=96, kv_heads=8, head_dim=128, rot=64, ffn=10944, experts=128, used=8, expert_ffn=1408,
+               vocab=32000)
+
+
+def write_glm4moe(path, layers):
+    """glm4moe_q4_k_m: GLM-4.5-Air's layers (GLM_AIR) as llama.cpp's converter and llama-quantize's
+    Q4_K_M write them, the first dense (leading_dense_block_count 1)."""
+    import gguf
+    import numpy as np
+    T = gguf.GGMLQuantizationType
+    g = GLM_AIR
+    rng = np.random.default_rng(0)
+    vocab = gguf.GGUFReader(str(VOCAB))
+    w = gguf.GGUFWriter(str(path), "glm4moe")
+    d, e, hd, fe = g["dim"], g["experts"], g["head_dim"], g["expert_ffn"]
+    w.add_name("brigade-bench-glm-4.5-air-q4_k_m")
+    w.add_block_count(layers)
+    w.add_context_length(131072)
+    w.add_embedding_length(d)
+    w.add_feed_forward_length(g["ffn"])
+    w.add_head_count(g["heads"])
+    w.add_head_count_kv(g["kv_heads"])
+    w.add_rope_freq_base(1000000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_expert_used_count(g["used"])
+    w.add_key_length(hd)
+    w.add_value_length(hd)
+    w.add_rope_dimension_count(g["rot"])
+    w.add_expert_count(e)
+    w.add_expert_feed_forward_length(fe)
+    w.add_expert_shared_count(1)
+    w.add_leading_dense_block_count(1)
+    w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+    w.add_expert_weights_scale(1.0)
+    w.add_expert_weights_norm(True)
+    for key, add in (("tokenizer.ggml.model", w.add_tokenizer_model), ("tokenizer.ggml.tokens", w.add_token_list),
+                     ("tokenizer.ggml.scores", w.add_token_scores), ("tokenizer.ggml.token_type", w.add_token_types)):
+        add(vocab.fields[key].contents())
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+
+    def blocks(name, t, rows, cols, stack=None):
+        data = random_blocks(np, rng, t, rows * (stack or 1), cols)
+        w.add_tensor(name, data.reshape(stack, rows, -1) if stack else data, raw_dtype=t)
+
+    def f32(name, *shape, scale=0.01):
+        w.add_tensor(name, (scale * rng.standard_normal(shape)).astype(np.float32))
+
+    blocks("token_embd.weight", T.Q4_K, g["vocab"], d)
+    q, kv = g["heads"] * hd, g["kv_heads"] * hd
+    for i in range(layers):
+        p = f"blk.{i}."
+        w.add_tensor(p + "attn_norm.weight", np.ones(d, dtype=np.float32))
+        for name, rows, cols, t in [("attn_q", q, d, T.Q4_K), ("attn_k", kv, d, T.Q4_K), ("attn_v", kv, d, T.Q6_K)]:
+            blocks(p + name + ".weight", t, rows, cols)
+            f32(p + name + ".bias", rows)
+        blocks(p + "attn_output.weight", T.Q4_K, d, q)
+        w.add_tensor(p + "post_attention_norm.weight", np.ones(d, dtype=np.float32))
+        if i == 0:
+            blocks(p + "ffn_gate.weight", T.Q4_K, g["ffn"], d)
+            blocks(p + "ffn_up.weight", T.Q4_K, g["ffn"], d)
+            blocks(p + "ffn_down.weight", T.Q8_0, d, g["ffn"])  # 10944 columns: Q6_K's fallback
+            continue
+        f32(p + "ffn_gate_inp.weight", e, d, scale=0.05)
+        f32(p + "exp_probs_b.bias", e)
+        blocks(p + "ffn_gate_exps.weight", T.Q4_K, fe, d, stack=e)
+        blocks(p + "ffn_up_exps.weight", T.Q4_K, fe, d, stack=e)
+        blocks(p + "ffn_down_exps.weight", T.Q8_0, d, fe, stack=e)  # 1408 columns: Q6_K's fallback
+        blocks(p + "ffn_gate_shexp.weight", T.Q4_K, fe, d)
+        blocks(p + "ffn_up_shexp.weight", T.Q4_K, fe, d)
+        blocks(p + "ffn_down_shexp.weight", T.Q8_0, d, fe)
+    w.add_tensor("output_norm.weight", np.ones(d, dtype=np.float32))
+    blocks("output.weight", T.Q6_K, g["vocab"], d)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def write_model(path, kind, layers):
     import gguf
     import numpy as np
     if kind == "gpt_oss_mxfp4":
         return write_gpt_oss(path, layers)
+    if kind == "glm4moe_q4_k_m":
+        return write_glm4moe(path, layers)
     T = gguf.GGMLQuantizationType
     # Per tensor role: (embedding, attn q/k/o + ffn gate/up, attn v + ffn down, output)
     mix = {
@@ -248,16 +337,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--types", default="q4_0,q8_0,q4_k_m,q5_k_m")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--layers", type=int, default=None)  # 22 (TinyLlama), 2 for gpt_oss_mxfp4
+    ap.add_argument("--layers", type=int, default=None)  # 22 (TinyLlama), 2 for gpt_oss_mxfp4 and glm4moe_q4_k_m
     ap.add_argument("--decode-tokens", type=int, default=64)
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     results = []
     for kind in a.types.split(","):
-        oss = kind == "gpt_oss_mxfp4"
-        layers = a.layers if a.layers is not None else 2 if oss else 22
-        path = OUT / (f"gpt-oss-{layers}l-mxfp4.gguf" if oss else f"tinyllama-{layers}l-{kind}.gguf")
+        oss, glm = kind == "gpt_oss_mxfp4", kind == "glm4moe_q4_k_m"
+        layers = a.layers if a.layers is not None else 2 if oss or glm else 22
+        path = OUT / (f"gpt-oss-{layers}l-mxfp4.gguf" if oss else f"glm-4.5-air-{layers}l-q4_k_m.gguf" if glm
+                      else f"tinyllama-{layers}l-{kind}.gguf")
         if not path.exists():
             print(f"writing {path}", file=sys.stderr)
             write_model(path, kind, layers)
@@ -265,7 +355,7 @@ def main():
         theirs = llamacpp_run(path, a.threads, a.decode_tokens)
         results.append({"type": kind, "file_mb": path.stat().st_size / 1e6, "brigade": ours, "llama.cpp": theirs})
     print(f"threads {a.threads}, TinyLlama-1.1B shape ({a.layers or 22} layers; gpt_oss_mxfp4: gpt-oss-20b layers, "
-          f"{a.layers or 2}), llama-cpp-python "
+          f"glm4moe_q4_k_m: GLM-4.5-Air layers, {a.layers or 2}), llama-cpp-python "
           f"{results[0]['llama.cpp']['version'] if results else '?'}")
     print(f"{'type':8} {'MB':>7} | {'decode tok/s':>12} {'llama.cpp':>10} {'ratio':>6} {'of roof':>7} | "
           f"{'prefill tok/s':>13} {'llama.cpp':>10} {'ratio':>6}")

@@ -52,11 +52,11 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "qwen2_moe", "glm4_moe", "glm4_moe_step"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
-// fp8 with 32x32 blocks (Qwen3-FP8) and with 24x40 blocks partial at the tail (DeepSeek-V3),
+// fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
 // compressed-tensors with channel and tensor scales (RedHat *-FP8).
 INSTANTIATE_TEST_SUITE_P(Fp8Checkpoints, HfFixture,
                          ::testing::Values("qwen3_fp8_block", "deepseek_v3_fp8_block", "llama_ct_channel",
-                                           "llama_ct_tensor"));
+                                           "llama_ct_tensor", "glm4_moe_fp8_block"));
 
 // gpt-oss as the Hub ships it (quant_method mxfp4: the experts as _blocks / _scales), made from the
 // gpt_oss fixture with gguf-py's MXFP4 quantizer (scripts/make_fixtures.py gpt_oss_mxfp4); the

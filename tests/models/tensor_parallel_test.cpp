@@ -530,9 +530,12 @@ TEST(ExpertParallel, Int4MoeMatchesTransformersAtTp2) {
   expect_split_matches_transformers("qwen3_moe_ct_w4a16", 2, /*expert_parallel=*/true, DType::f32);
 }
 
-TEST(ExpertParallel, Fp8DeepseekMatchesTransformersAtTp2) {
-  expect_split_matches_transformers("deepseek_v3_fp8_block", 2, /*expert_parallel=*/false);
-  expect_split_matches_transformers("deepseek_v3_fp8_block", 2, /*expert_parallel=*/true);
+// GLM-4.5-FP8's layout too: its 32-wide experts cut by columns take half of each 32 x 32 block.
+TEST(ExpertParallel, Fp8DeepseekAndGlm4MoeMatchTransformersAtTp2) {
+  for (const char* fixture : {"deepseek_v3_fp8_block", "glm4_moe_fp8_block"}) {
+    expect_split_matches_transformers(fixture, 2, /*expert_parallel=*/false);
+    expect_split_matches_transformers(fixture, 2, /*expert_parallel=*/true);
+  }
 }
 
 TEST(ExpertParallel, EachRankHoldsItsShareOfTheExperts) {
