@@ -132,7 +132,8 @@ int32_t sample_like_device(std::span<const float> logits, const SampleParams& p)
 // other tokens. It is the coupling in which the random draw of each position is the one
 // non-speculative decoding uses, so with equal logits speculation changes no token, greedy or
 // seeded (what may differ is the logits themselves: a row verified in a k + 1 row step and the
-// same row decoded alone agree bit for bit on the CPU backend below cpu/ops.h kBlasMinRows).
+// same row decoded alone agree bit for bit on the CPU backend below cpu/ops.h kBlasMinRows rows, and
+// below kQuantGemmMinRows for block-quantized weights).
 // sample_row(j) is called in order and only while drafts are accepted, so it may extend the
 // penalty history with drafts[j - 1] when called for j >= 1.
 template <class SampleRow>

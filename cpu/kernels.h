@@ -48,7 +48,7 @@ struct Kernels {
   // dst[i] = src[i] * scale: an int8 KV row read back (cpu/kv_int8.h); n elements.
   void (*dequantize_i8)(const int8_t* src, float scale, float* dst, int64_t n) = nullptr;
   // Block-quantized weights (cpu/quant_kernels.h): activations to BlockQ8 (k a multiple of 32),
-  // the decode matmul over them (n < kBlasMinRows), and the prefill one (weights repacked per 8 rows).
+  // the decode matmul over them (n < kQuantGemmMinRows), and the prefill one (weights repacked per 8 rows).
   void (*quantize_q8)(const float* x, BlockQ8* y, int64_t k) = nullptr;
   void (*qmatmul_rows)(const QMatmulArgs& a, int64_t m_begin, int64_t m_end) = nullptr;
   void (*qgemm_rows)(const QMatmulArgs& a, int64_t m_begin, int64_t m_end) = nullptr;
@@ -56,7 +56,7 @@ struct Kernels {
   // 32-product dot_acc (the quantized kernels' inner instruction); returns a value to keep.
   // nullptr at the scalar level.
   int64_t (*int8_dot_loop)(int64_t iters) = nullptr;
-  // The K-quant decode matmul (decodes_with_q8k weights, n < kBlasMinRows) over BlockQ8K
+  // The K-quant decode matmul (decodes_with_q8k weights, n < kQuantGemmMinRows) over BlockQ8K
   // activations (k a multiple of 256).
   void (*quantize_q8k)(const float* x, BlockQ8K* y, int64_t k) = nullptr;
   void (*qkmatmul_rows)(const QMatmulArgs& a, int64_t m_begin, int64_t m_end) = nullptr;

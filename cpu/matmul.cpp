@@ -5,10 +5,10 @@
 // Prefill (n >= kBlasMinRows) is bound by FLOPs: threads split the weight rows into panels, widen
 // each panel to f32 in a thread-local buffer and run single-threaded OpenBLAS sgemm on it.
 // Block-quantized weights (core/quant.h) take the integer kernels of cpu/quant_kernels.h over
-// activations quantized per block of 32: below kBlasMinRows the decode kernel, from it the
-// prefill kernel over weight rows repacked 8 at a time (docs/perf.md, "Quantized prefill").
+// activations quantized per block of 32: below kQuantGemmMinRows (8) the decode kernel, from it
+// the prefill kernel over weight rows repacked 8 at a time (docs/perf.md, "Quantized prefill").
 // As with float weights, the two sum in different orders, so a row's last bits can depend on
-// which side of kBlasMinRows its step falls.
+// which side of the threshold its step falls.
 #include <cblas.h>
 
 #include <algorithm>
@@ -81,7 +81,7 @@ void quant_matmul(const CpuContext& c, const float* x, int64_t n, int64_t k, std
   thread_local std::vector<BlockQ8> xq;
   thread_local std::vector<BlockQ8K> xqk;
   const int64_t nb = k / 32;
-  const bool prefill = n >= kBlasMinRows;
+  const bool prefill = n >= kQuantGemmMinRows;
   bool want_q8 = prefill, want_q8k = false;
   size_t min_row_bytes = SIZE_MAX;
   for (const QuantPart& p : parts) {

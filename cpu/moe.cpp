@@ -4,7 +4,8 @@
 // moe_experts groups the step's (token, slot) pairs by expert on the host (on the CPU the routing
 // is already in host memory), gathers each expert's tokens into contiguous rows and runs that
 // expert's projections on them with the ordinary matmul (SIMD kernels and threads; OpenBLAS from
-// kBlasMinRows rows; the integer kernels for block-quantized experts), so each expert's weights
+// kBlasMinRows rows; the integer kernels for block-quantized experts, their GEMM from
+// kQuantGemmMinRows rows), so each expert's weights
 // are read once per step however many tokens chose it. Steps of fewer pairs than kBlasMinRows
 // (decode) run every expert's rows of a projection in one parallel_for instead (a dispatch per
 // expert cost 1.5-2x the decode speed of the dense model with the same active weights), block-
@@ -148,7 +149,8 @@ void project_grouped(const CpuContext& c, const std::vector<int64_t>& start, std
 }
 
 // Each expert's projections `ps` on its own pairs' rows of in [P, k] through matmul (the prefill
-// case: OpenBLAS or the quantized prefill kernel from kBlasMinRows rows, one dispatch per expert).
+// case: OpenBLAS from kBlasMinRows rows or the quantized prefill kernel from kQuantGemmMinRows, one
+// dispatch per expert).
 void project_each(const CpuContext& c, const std::vector<int64_t>& start, std::span<const ExpertProjection> ps,
                   const float* in, int64_t k) {
   for (size_t e = 0; e + 1 < start.size(); ++e) {

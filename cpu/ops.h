@@ -19,6 +19,11 @@ struct CpuContext {
 // Activation rows at or above this count take the packed-panel BLAS path (compute bound);
 // fewer rows stream the weights once through the register-blocked kernels (memory bound).
 constexpr int64_t kBlasMinRows = 48;
+// Block-quantized weights switch earlier: their prefill kernel (int8 panels of 8 repacked weight
+// rows) beats the decode kernel (4 activation rows per pass over a weight row) from 8 rows on,
+// about 2x at 8-47 rows (docs/perf.md "Quantized GEMM from 8 rows"), which batched decode and
+// MoE prefill (an expert's share of the tokens) run at.
+constexpr int64_t kQuantGemmMinRows = 8;
 
 // matmul_*.cpp
 void matmul(const CpuContext& c, const Tensor& x, const Tensor& w, const Tensor& bias,

@@ -4,7 +4,7 @@
 // 32 int8), so each weight block meets its activation block in integer multiply-adds and one
 // float multiply by the two scales. A weight block's offset (q4_0's 8, q4_k's min, q6_k's 32)
 // is applied through the activation block's sums. K-quant decodes take qkmatmul_rows over
-// BlockQ8K (one scale per 256; below). Other decodes (n < kBlasMinRows) take qmatmul_rows,
+// BlockQ8K (one scale per 256; below). Other decodes (n < kQuantGemmMinRows) take qmatmul_rows,
 // which shares each unpacked weight block among up to 4 activation rows (quant_kernels_simd.inc);
 // prefill takes qgemm_rows, which repacks 8 weight rows at a time so that one vpdpbusd yields 8
 // rows' partial block sums (quant_gemm_simd.inc). Like sgemm for float weights, the two sum in
@@ -26,7 +26,7 @@ struct BlockQ8 {
 };
 static_assert(sizeof(BlockQ8) == 44);
 
-// Activations for the K-quant decode kernels (q4_k, q5_k, q6_k weights, n < kBlasMinRows), as
+// Activations for the K-quant decode kernels (q4_k, q5_k, q6_k weights, n < kQuantGemmMinRows), as
 // llama.cpp's q8_K: one scale per superblock of 256, so a weight superblock meets its activations
 // in integer arithmetic (the sub-block scales applied as i16 multiplies) and one float FMA, and
 // the mins / q6_k's offset through the sums of 16.

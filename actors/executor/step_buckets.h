@@ -7,7 +7,8 @@
 // every step of a (bucket, width) pair then has one shape. Padding sequences have one token (id
 // 0, position 0), KV slot -1 (write_kv skips it), ctx_len 1 and page 0 in every block; their
 // rows are computed and thrown away, and rows of a step are independent, so real rows do not
-// change (on the CPU bit for bit below cpu/ops.h kBlasMinRows rows).
+// change (on the CPU bit for bit below cpu/ops.h kBlasMinRows rows; kQuantGemmMinRows for
+// block-quantized weights).
 #pragma once
 
 #include <cstdint>

@@ -33,7 +33,8 @@
 // the host sampler for it (the device path downloads its rows), and drafts enter a sequence's
 // penalty history only once accepted.
 // Greedy tokens are the same on both paths (the CPU backend's rows are independent bit for bit
-// below cpu/ops.h kBlasMinRows rows, so padding changes none).
+// below cpu/ops.h kBlasMinRows rows, kQuantGemmMinRows for block-quantized weights, so padding
+// changes none).
 //
 // Owned by one executor thread; not thread-safe.
 #pragma once

@@ -143,6 +143,18 @@ void big_matmul_args(benchmark::internal::Benchmark* b) {
   b->Args({512, 4096, 4096});  // prefill
   b->ArgNames({"n", "m", "k"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
+// GLM-4.5-Air's experts: gate / up [1408, 4096] (Q4_K_M: Q4_K) and down [4096, 1408] (1408 is not
+// whole K-quant blocks: Q8_0), at the rows a 512-token prefill gives an expert (8 of 128 per token:
+// 32 on average).
+void expert_args(benchmark::internal::Benchmark* b, int64_t m, int64_t k) {
+  for (int64_t n : {2, 4, 8, 16, 24, 32, 47, 64}) b->Args({n, m, k});
+  b->ArgNames({"n", "m", "k"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+BENCHMARK(BM_Matmul<DType::q4_k>)->Name("BM_MatmulExpert<q4_k>")->Apply([](auto* b) { expert_args(b, 1408, 4096); });
+BENCHMARK(BM_Matmul<DType::q8_0>)->Name("BM_MatmulExpert<q8_0>")->Apply([](auto* b) { expert_args(b, 4096, 1408); });
+BENCHMARK(BM_Matmul<DType::q4_0>)->Name("BM_MatmulExpert<q4_0>")->Apply([](auto* b) { expert_args(b, 1408, 4096); });
+BENCHMARK(BM_Matmul<DType::mxfp4>)->Name("BM_MatmulExpert<mxfp4>")->Apply([](auto* b) { expert_args(b, 1408, 4096); });
+BENCHMARK(BM_Matmul<DType::q6_k>)->Name("BM_MatmulExpert<q6_k>")->Apply([](auto* b) { expert_args(b, 1408, 4096); });
 BENCHMARK(BM_Matmul<DType::bf16>)->Name("BM_Matmul8B<bf16>")->Apply(big_matmul_args);
 BENCHMARK(BM_Matmul<DType::q8_0>)->Name("BM_Matmul8B<q8_0>")->Apply(big_matmul_args);
 BENCHMARK(BM_Matmul<DType::q4_0>)->Name("BM_Matmul8B<q4_0>")->Apply(big_matmul_args);

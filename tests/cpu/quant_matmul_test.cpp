@@ -54,7 +54,7 @@ TEST_P(QuantMatmul, MatchesTheDequantizedWeightWithinTheActivationRounding) {
       const float* xp = x.tensor.as<float>();
       for (int64_t i = 0; i < c.n; ++i) {
         // d / 2 of each activation's block: of 32, or of 256 where a K-quant decode reads q8_K.
-        const int64_t ab = cpu::decodes_with_q8k(t) && c.n < cpu::kBlasMinRows ? 256 : 32;
+        const int64_t ab = cpu::decodes_with_q8k(t) && c.n < cpu::kQuantGemmMinRows ? 256 : 32;
         std::vector<double> half_step(static_cast<size_t>(c.k));
         for (int64_t blk = 0; blk < c.k / ab; ++blk) {
           float amax = 0.0f;
@@ -78,7 +78,7 @@ TEST_P(QuantMatmul, MatchesTheDequantizedWeightWithinTheActivationRounding) {
 }
 
 // Each activation row is quantized alone and summed in the same order whatever the step's size
-// on each side of kBlasMinRows (the decode kernel below it, the packed prefill kernel from it, as
+// on each side of kQuantGemmMinRows (the decode kernel below it, the packed prefill kernel from it, as
 // float weights' decode kernel and sgemm), so a row's output is bit-for-bit the same alone or in
 // a decode batch, and in any prefill step.
 TEST_P(QuantMatmul, ARowsOutputDoesNotDependOnTheOtherRows) {
@@ -91,17 +91,20 @@ TEST_P(QuantMatmul, ARowsOutputDoesNotDependOnTheOtherRows) {
     ASSERT_TRUE(w.has_value());
     auto x = make(*b, DType::f32, {n, k});
     test::fill_uniform(x.tensor, rng);
-    auto decode = make(*b, DType::f32, {cpu::kBlasMinRows - 1, m});
-    b->matmul(x.tensor.rows(0, cpu::kBlasMinRows - 1), w->tensor, Tensor(), decode.tensor);
-    for (int64_t rows : {1, 3, 7}) {
+    // Below kQuantGemmMinRows (7 rows here) the decode kernel, from it the prefill kernel: within
+    // each, a row's output is the same whatever rows share its call.
+    const int64_t below = cpu::kQuantGemmMinRows - 1;
+    auto decode = make(*b, DType::f32, {below, m});
+    b->matmul(x.tensor.rows(0, below), w->tensor, Tensor(), decode.tensor);
+    for (auto [first, rows] : {std::pair<int64_t, int64_t>{5, 1}, {2, 3}, {0, below}}) {
       auto part = make(*b, DType::f32, {rows, m});
-      b->matmul(x.tensor.rows(5, rows), w->tensor, Tensor(), part.tensor);
-      EXPECT_EQ(std::memcmp(part.tensor.data, decode.tensor.as<float>() + 5 * m, static_cast<size_t>(rows * m) * 4), 0)
+      b->matmul(x.tensor.rows(first, rows), w->tensor, Tensor(), part.tensor);
+      EXPECT_EQ(std::memcmp(part.tensor.data, decode.tensor.as<float>() + first * m, static_cast<size_t>(rows * m) * 4), 0)
           << dtype_name(t) << " rows " << rows;
     }
     auto prefill = make(*b, DType::f32, {n, m});
     b->matmul(x.tensor, w->tensor, Tensor(), prefill.tensor);
-    for (int64_t rows : {cpu::kBlasMinRows, cpu::kBlasMinRows + 3, int64_t{64}}) {
+    for (int64_t rows : {cpu::kQuantGemmMinRows, cpu::kQuantGemmMinRows + 3, cpu::kBlasMinRows - 1, int64_t{64}}) {
       auto part = make(*b, DType::f32, {rows, m});
       b->matmul(x.tensor.rows(9, rows), w->tensor, Tensor(), part.tensor);
       EXPECT_EQ(std::memcmp(part.tensor.data, prefill.tensor.as<float>() + 9 * m, static_cast<size_t>(rows * m) * 4), 0)
@@ -131,7 +134,7 @@ TEST_P(QuantMatmul, StackedGroupsEqualEachGroupsOwnMatmulInItsColumns) {
     ws.push_back(std::move(*w));
     m += rows;
   }
-  for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{5}, cpu::kBlasMinRows, int64_t{70}}) {
+  for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{5}, cpu::kQuantGemmMinRows, int64_t{20}, cpu::kBlasMinRows, int64_t{70}}) {
     auto x = make(*b, DType::f32, {n, k});
     test::fill_uniform(x.tensor, rng);
     auto bias = make(*b, DType::f32, {m});
