@@ -6,9 +6,10 @@
 // expert's projections on them with the ordinary matmul (SIMD kernels and threads; OpenBLAS from
 // kBlasMinRows rows; the integer kernels for block-quantized experts, their GEMM from
 // kQuantGemmMinRows rows), so each expert's weights
-// are read once per step however many tokens chose it. Steps of fewer pairs than kBlasMinRows
-// (decode) run every expert's rows of a projection in one parallel_for instead (a dispatch per
-// expert cost 1.5-2x the decode speed of the dense model with the same active weights), block-
+// are read once per step however many tokens chose it. Experts with fewer rows than that GEMM
+// path takes (every expert of a decode step, most of a batched one's) run their rows of a
+// projection together in one parallel_for instead (a dispatch per expert cost 1.5-2x the decode
+// speed of the dense model with the same active weights), block-
 // quantized weights meeting the gathered rows quantized once per step as matmul quantizes them.
 // The weighted sum per token then runs in slot order, independent of the grouping. gpt-oss's
 // biases and clamped SwiGLU (MoeExpertMlp) join the activation pass and the expert outputs.
@@ -53,15 +54,17 @@ struct ExpertProjection {
   float* out = nullptr;
 };
 
-// The grouped input rows in [P, k] quantized for the block-quantized projections among `ps`:
+// The grouped input rows in [P, k] of the experts `active` (in the buffers' rows of all P pairs)
+// quantized for the block-quantized projections among `ps`:
 // BlockQ8 per 32 (q8_0, q4_0, q4_1, mxfp4) and BlockQ8K per 256 (K-quant decode), as matmul quantizes them.
 struct QuantizedRows {
   const BlockQ8* q8 = nullptr;
   const BlockQ8K* q8k = nullptr;
 };
 
-QuantizedRows quantize_rows(const CpuContext& c, std::span<const ExpertProjection> ps, const float* in, int64_t rows,
-                            int64_t k) {
+QuantizedRows quantize_rows(const CpuContext& c, std::span<const ExpertProjection> ps, const float* in,
+                            const std::vector<int64_t>& start, const std::vector<int64_t>& active, int64_t k) {
+  const int64_t rows = start.back();
   thread_local std::vector<BlockQ8> q8;
   thread_local std::vector<BlockQ8K> q8k;
   bool want_q8 = false, want_q8k = false;
@@ -72,8 +75,14 @@ QuantizedRows quantize_rows(const CpuContext& c, std::span<const ExpertProjectio
   if (want_q8k) q8k.resize(static_cast<size_t>(rows * (nb / 8)));
   BlockQ8* x8 = q8.data();
   BlockQ8K* x8k = q8k.data();
-  c.pool->parallel_for(rows, 1, [&](int64_t i0, int64_t i1, int) {
-    for (int64_t i = i0; i < i1; ++i) {
+  // Only the rows of the `active` experts (in grouped order, each expert's contiguous).
+  std::vector<int64_t> todo;
+  for (const int64_t e : active)
+    for (int64_t i = start[static_cast<size_t>(e)]; i < start[static_cast<size_t>(e) + 1]; ++i) todo.push_back(i);
+  if (!want_q8 && !want_q8k) todo.clear();
+  c.pool->parallel_for(static_cast<int64_t>(todo.size()), 1, [&](int64_t j0, int64_t j1, int) {
+    for (int64_t j = j0; j < j1; ++j) {
+      const int64_t i = todo[static_cast<size_t>(j)];
       if (want_q8) c.kernels->quantize_q8(in + i * k, x8 + i * nb, k);
       if (want_q8k) c.kernels->quantize_q8k(in + i * k, x8k + i * (nb / 8), k);
     }
@@ -118,15 +127,13 @@ void project_rows(const CpuContext& c, const std::vector<int64_t>& start, const 
   }
 }
 
-// The projections `ps` of every expert with pairs for the grouped rows in [P, k]: all of their
-// weight rows in one parallel_for (the decode case, where a pool dispatch per expert would cost
-// more than its few rows).
-void project_grouped(const CpuContext& c, const std::vector<int64_t>& start, std::span<const ExpertProjection> ps,
-                     const float* in, int64_t k) {
-  std::vector<int64_t> active;
-  for (size_t e = 0; e + 1 < start.size(); ++e)
-    if (start[e + 1] > start[e]) active.push_back(static_cast<int64_t>(e));
-  const QuantizedRows xq = quantize_rows(c, ps, in, start.back(), k);
+// The projections `ps` of the experts `active` (each with pairs) for the grouped rows in [P, k]:
+// all of their weight rows in one parallel_for, through the decode kernels (experts with fewer
+// rows than the GEMM paths take, where a pool dispatch per expert would cost more than its rows).
+void project_grouped(const CpuContext& c, const std::vector<int64_t>& start, const std::vector<int64_t>& active,
+                     std::span<const ExpertProjection> ps, const float* in, int64_t k) {
+  if (active.empty()) return;
+  const QuantizedRows xq = quantize_rows(c, ps, in, start, active, k);
   // Work item g counts the rows of ps[0] of every active expert, then those of ps[1], ...
   int64_t total = 0, min_row_bytes = INT64_MAX;
   for (const ExpertProjection& p : ps) {
@@ -151,11 +158,10 @@ void project_grouped(const CpuContext& c, const std::vector<int64_t>& start, std
 // Each expert's projections `ps` on its own pairs' rows of in [P, k] through matmul (the prefill
 // case: OpenBLAS from kBlasMinRows rows or the quantized prefill kernel from kQuantGemmMinRows, one
 // dispatch per expert).
-void project_each(const CpuContext& c, const std::vector<int64_t>& start, std::span<const ExpertProjection> ps,
-                  const float* in, int64_t k) {
-  for (size_t e = 0; e + 1 < start.size(); ++e) {
-    const int64_t s0 = start[e], rows = start[e + 1] - s0;
-    if (rows == 0) continue;
+void project_each(const CpuContext& c, const std::vector<int64_t>& start, const std::vector<int64_t>& experts,
+                  std::span<const ExpertProjection> ps, const float* in, int64_t k) {
+  for (const int64_t e : experts) {
+    const int64_t s0 = start[static_cast<size_t>(e)], rows = start[static_cast<size_t>(e) + 1] - s0;
     const Tensor x(const_cast<float*>(in) + s0 * k, DType::f32, {rows, k});
     for (const ExpertProjection& p : ps)
       matmul(c, x, p.w.rows(static_cast<int64_t>(e) * p.m, p.m), Tensor(), Tensor(p.out + s0 * p.m, DType::f32, {rows, p.m}));
@@ -246,11 +252,18 @@ void run_experts(const CpuContext& c, const Tensor& x, const ExpertWeights& ew, 
   if (fused) first_ps = {{ew.gate_up, 2 * inter, w.gate_up}};
   else first_ps = {{ew.gate, inter, gate}, {ew.up, inter, up}};
   const ExpertProjection down{ew.down, d, w.ys};
-  // No expert can reach the BLAS path below kBlasMinRows pairs: the same kernels matmul would
-  // run, in one dispatch per projection.
-  const bool decode = local < kBlasMinRows;
-  if (decode) project_grouped(c, start, first_ps, w.xs, d);
-  else project_each(c, start, first_ps, w.xs, d);
+  // Experts with fewer rows than matmul's GEMM path takes (kQuantGemmMinRows for block-quantized
+  // experts, kBlasMinRows for float ones) run the decode kernels matmul would run on them, all in
+  // one dispatch per projection (a decode step's experts, most of a batch's); the others one
+  // matmul each. Either way an expert's rows go through the kernel its own row count picks.
+  const int64_t gemm_rows = is_block_quantized(first.dtype) ? kQuantGemmMinRows : kBlasMinRows;
+  std::vector<int64_t> few, many;
+  for (int64_t e = 0; e < n_experts; ++e) {
+    const int64_t rows = start[static_cast<size_t>(e) + 1] - start[static_cast<size_t>(e)];
+    if (rows > 0) (rows < gemm_rows ? few : many).push_back(e);
+  }
+  project_grouped(c, start, few, first_ps, w.xs, d);
+  project_each(c, start, many, first_ps, w.xs, d);
   // The expert of grouped slot s, for its biases.
   std::vector<int32_t> expert_of(static_cast<size_t>(local));
   for (size_t e = 0; e + 1 < start.size(); ++e)
@@ -263,8 +276,8 @@ void run_experts(const CpuContext& c, const Tensor& x, const ExpertWeights& ew, 
                inter);
     }
   });
-  if (decode) project_grouped(c, start, {&down, 1}, w.act, inter);
-  else project_each(c, start, {&down, 1}, w.act, inter);
+  project_grouped(c, start, few, {&down, 1}, w.act, inter);
+  project_each(c, start, many, {&down, 1}, w.act, inter);
   if (!mlp.down_bias.empty()) {
     const float* db = mlp.down_bias.as<const float>();
     c.pool->parallel_for(local, std::max<int64_t>(1, 16384 / d), [&](int64_t b, int64_t e, int) {
