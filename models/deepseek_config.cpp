@@ -47,6 +47,14 @@ Status positive(const char* name, int v) {
   return Status::ok();
 }
 
+// hidden_act, which must be silu (the experts' and MLPs' SwiGLU) when present.
+Status read_silu(const json& j) {
+  std::string act = "silu";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
+  if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported; supported: silu");
+  return Status::ok();
+}
+
 // config.json's defaults for the routed and shared experts (transformers' configs).
 struct RoutingDefaults {
   int experts, k, inter, shared, first_dense, n_group, topk_group;
@@ -125,17 +133,13 @@ Status read_routing(const json& j, ModelConfig& c, bool v3) {
 
 Status read_deepseek(const json& j, ModelConfig& c) {
   const bool v3 = c.arch == "deepseek_v3";
-  std::string act = "silu";
-  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
-  if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported; supported: silu");
+  BRIGADE_RETURN_IF_ERROR(read_silu(j));
   BRIGADE_RETURN_IF_ERROR(read_mla(j, c, v3));
   return read_routing(j, c, v3);
 }
 
 Status read_glm4_moe(const json& j, ModelConfig& c) {
-  std::string act = "silu";
-  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
-  if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported; supported: silu");
+  BRIGADE_RETURN_IF_ERROR(read_silu(j));
   BRIGADE_RETURN_IF_ERROR(read_experts(j, c, kGlm4MoeDefaults));
   return read_sigmoid_routing(j, c);
 }
