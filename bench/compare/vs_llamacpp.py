@@ -88,6 +88,18 @@ def mxfp4_blocks(np, rng, rows, cols):
     return data.reshape(rows, cols // 32 * 17)
 
 
+def add_llama_vocab(w):
+    """VOCAB's 32000-token SentencePiece vocabulary (Llama 2's: <unk> 0, <s> 1, </s> 2) into writer w."""
+    import gguf
+    vocab = gguf.GGUFReader(str(VOCAB))
+    for key, add in (("tokenizer.ggml.model", w.add_tokenizer_model), ("tokenizer.ggml.tokens", w.add_token_list),
+                     ("tokenizer.ggml.scores", w.add_token_scores), ("tokenizer.ggml.token_type", w.add_token_types)):
+        add(vocab.fields[key].contents())
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+
+
 GPT_OSS = dict(dim=2880, heads=64, kv_heads=8, head_dim=64, experts=32, used=4, window=128, vocab=32000)
 
 
@@ -98,7 +110,6 @@ def write_gpt_oss(path, layers):
     T = gguf.GGMLQuantizationType
     g = GPT_OSS
     rng = np.random.default_rng(0)
-    vocab = gguf.GGUFReader(str(VOCAB))
     w = gguf.GGUFWriter(str(path), "gpt-oss")
     d, e, hd = g["dim"], g["experts"], g["head_dim"]
     w.add_name("brigade-bench-gpt-oss-mxfp4")
@@ -119,12 +130,7 @@ def write_gpt_oss(path, layers):
     w.add_value_length(hd)
     w.add_sliding_window(g["window"])
     w.add_expert_feed_forward_length(d)
-    for key, add in (("tokenizer.ggml.model", w.add_tokenizer_model), ("tokenizer.ggml.tokens", w.add_token_list),
-                     ("tokenizer.ggml.scores", w.add_token_scores), ("tokenizer.ggml.token_type", w.add_token_types)):
-        add(vocab.fields[key].contents())
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
+    add_llama_vocab(w)
 
     def q8(name, rows, cols):
         w.add_tensor(name, random_blocks(np, rng, T.Q8_0, rows, cols), raw_dtype=T.Q8_0)
@@ -167,7 +173,6 @@ def write_glm4moe(path, layers):
     T = gguf.GGMLQuantizationType
     g = GLM_AIR
     rng = np.random.default_rng(0)
-    vocab = gguf.GGUFReader(str(VOCAB))
     w = gguf.GGUFWriter(str(path), "glm4moe")
     d, e, hd, fe = g["dim"], g["experts"], g["head_dim"], g["expert_ffn"]
     w.add_name("brigade-bench-glm-4.5-air-q4_k_m")
@@ -190,12 +195,7 @@ def write_glm4moe(path, layers):
     w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
     w.add_expert_weights_scale(1.0)
     w.add_expert_weights_norm(True)
-    for key, add in (("tokenizer.ggml.model", w.add_tokenizer_model), ("tokenizer.ggml.tokens", w.add_token_list),
-                     ("tokenizer.ggml.scores", w.add_token_scores), ("tokenizer.ggml.token_type", w.add_token_types)):
-        add(vocab.fields[key].contents())
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
+    add_llama_vocab(w)
 
     def blocks(name, t, rows, cols, stack=None):
         data = random_blocks(np, rng, t, rows * (stack or 1), cols)
@@ -253,11 +253,6 @@ def write_model(path, kind, layers):
         "q5_k_m": (T.Q5_K, T.Q5_K, T.Q6_K, T.Q6_K),
     }[kind]
     rng = np.random.default_rng(0)
-    vocab = gguf.GGUFReader(str(VOCAB))
-
-    def field(name):
-        return vocab.fields[name].contents()
-
     w = gguf.GGUFWriter(str(path), "llama")
     d, f, h, kvh = SHAPE["dim"], SHAPE["ffn"], SHAPE["heads"], SHAPE["kv_heads"]
     w.add_name(f"brigade-bench-tinyllama-{kind}")
@@ -270,13 +265,7 @@ def write_model(path, kind, layers):
     w.add_rope_dimension_count(d // h)
     w.add_rope_freq_base(10000.0)
     w.add_layer_norm_rms_eps(1e-5)
-    w.add_tokenizer_model(field("tokenizer.ggml.model"))
-    w.add_token_list(field("tokenizer.ggml.tokens"))
-    w.add_token_scores(field("tokenizer.ggml.scores"))
-    w.add_token_types(field("tokenizer.ggml.token_type"))
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
+    add_llama_vocab(w)
     kv = d // h * kvh
     w.add_tensor("token_embd.weight", random_blocks(np, rng, mix[0], SHAPE["vocab"], d), raw_dtype=mix[0])
     for i in range(layers):
