@@ -1,6 +1,5 @@
 #include "models/gguf_checkpoint.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 

@@ -1,6 +1,5 @@
 #include "models/gguf_gemma.h"
 
-#include <algorithm>
 #include <cmath>
 
 namespace brigade {

@@ -1,6 +1,5 @@
 #include "models/gguf_gpt_oss.h"
 
-#include <algorithm>
 #include <cmath>
 #include <map>
 
