@@ -542,10 +542,12 @@ Status parse_speculative_json(const std::string& json_text, SpeculativeConfig& o
   if (j.contains("method")) {
     const std::string m = j["method"].get<std::string>();
     const std::map<std::string, std::string> methods = {
-        {"ngram", "ngram"}, {"draft_model", "draft_model"}, {"mtp", "mtp"}, {"deepseek_mtp", "mtp"}, {"none", "none"}};
+        {"ngram", "ngram"},        {"draft_model", "draft_model"}, {"mtp", "mtp"},
+        {"deepseek_mtp", "mtp"},   {"glm4_moe_mtp", "mtp"},        {"none", "none"}};
     auto it = methods.find(m);
     if (it == methods.end())
-      return invalid_argument(at + "method '" + m + "' is not one of: deepseek_mtp, draft_model, mtp, ngram, none");
+      return invalid_argument(at + "method '" + m +
+                              "' is not one of: deepseek_mtp, draft_model, glm4_moe_mtp, mtp, ngram, none");
     out.method = it->second;
   } else if (j.contains("model")) {
     out.method = "draft_model";

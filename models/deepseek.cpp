@@ -8,6 +8,7 @@
 #include "core/communicator.h"
 #include "models/decoder_ends.h"
 #include "models/load_progress.h"
+#include "models/mtp_module.h"
 #include "models/moe_block.h"
 #include "models/rope_scaling.h"
 #include "models/step_check.h"
@@ -46,15 +47,10 @@ struct DeepseekLayer {
 };
 
 // DeepSeek-V3's MTP module (num_nextn_predict_layers; model.layers.{num_hidden_layers}.*), as
-// SGLang's DeepseekModelNextN runs it: x = eh_proj([enorm(embed(token)); hnorm(prev)]), one
-// decoder layer, shared_head.norm, then the model's own embedding and lm_head (the checkpoint's
-// embed_tokens / shared_head.head copies are not loaded).
+// SGLang's DeepseekModelNextN runs it (models/mtp_module.h): its ends and one decoder layer.
 struct MtpModule {
-  OwnedTensor enorm, hnorm;  // [hidden] f32
-  OwnedTensor eh_embed;      // [hidden, hidden]: eh_proj's columns over the normed embedding
-  OwnedTensor eh_hidden;     // [hidden, hidden]: its columns over the normed previous hidden state
+  MtpEnds ends;
   DeepseekLayer layer;
-  OwnedTensor head_norm;     // shared_head.norm [hidden] f32
 };
 
 // Activations for up to T rows, in the backend's activation dtype.
@@ -204,30 +200,12 @@ Status DeepseekModel::load(const Checkpoint& ck) {
 }
 
 Status DeepseekModel::load_mtp(WeightLoader& w) {
-  const auto& c = config_;
-  const int l = c.n_layers;
-  const std::string at = "model.layers." + std::to_string(l) + ".";
-  if (c.n_mtp_layers < 1)
-    return invalid_argument("this " + c.arch + " checkpoint has no MTP module (num_nextn_predict_layers is 0 in config.json)");
-  if (comm_ != nullptr)
-    return unsupported("the MTP module runs on one rank: speculative method mtp needs tp 1 (got tp " +
-                       std::to_string(size_) + ")");
-  if (!w.has(at + "eh_proj.weight"))
-    return invalid_argument("config.json declares " + std::to_string(c.n_mtp_layers) +
-                            " MTP module(s) but the checkpoint has no " + at + "eh_proj.weight");
-  const int64_t params0 = w.n_params(), bytes0 = w.n_bytes(), expert_params0 = expert_params_, expert_bytes0 = expert_bytes_;
-  const int64_t hidden = c.hidden_size;
-  BRIGADE_ASSIGN_OR_RETURN(mtp_.enorm, w.vector_f32({at + "enorm.weight"}, {hidden}));
-  BRIGADE_ASSIGN_OR_RETURN(mtp_.hnorm, w.vector_f32({at + "hnorm.weight"}, {hidden}));
-  BRIGADE_ASSIGN_OR_RETURN(mtp_.eh_embed, w.matrix(at + "eh_proj.weight", hidden, 2 * hidden, {}, {0, hidden}));
-  BRIGADE_ASSIGN_OR_RETURN(mtp_.eh_hidden, w.matrix(at + "eh_proj.weight", hidden, 2 * hidden, {}, {hidden, hidden}));
-  BRIGADE_ASSIGN_OR_RETURN(mtp_.head_norm, w.vector_f32({at + "shared_head.norm.weight"}, {hidden}));
-  BRIGADE_RETURN_IF_ERROR(load_layer(w, l, mtp_.layer));
-  // The target's step cost leaves the module out (step_cost); it is counted in the model's size.
-  mtp_params_ = w.n_params() - params0;
-  mtp_bytes_ = w.n_bytes() - bytes0;
-  expert_params_ = expert_params0;
-  expert_bytes_ = expert_bytes0;
+  const int64_t expert_params = expert_params_, expert_bytes = expert_bytes_;  // the target's experts only
+  BRIGADE_ASSIGN_OR_RETURN(const MtpSize size, load_mtp_module(w, config_, size_, mtp_.ends, [&](int l) {
+                             return load_layer(w, l, mtp_.layer);
+                           }));
+  mtp_params_ = size.params, mtp_bytes_ = size.bytes;
+  expert_params_ = expert_params, expert_bytes_ = expert_bytes;
   with_mtp_ = true;
   return Status::ok();
 }
@@ -347,30 +325,21 @@ Status DeepseekModel::forward(const StepBatch& batch, const KvCache& kv, const T
 
 Status DeepseekModel::forward_mtp(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
   if (!with_mtp_) return unsupported("this " + config_.arch + " model was loaded without its MTP module (LoadOptions::mtp)");
-  const int n = batch.n_tokens();
-  const Tensor& prev = batch.prev_hidden;
-  if (prev.empty() || prev.dtype != backend_.activation_dtype() || prev.ndim != 2 || prev.dim(0) != n ||
-      prev.dim(1) != config_.hidden_size)
-    return invalid_argument("an MTP step needs prev_hidden [" + std::to_string(n) + ", " +
-                            std::to_string(config_.hidden_size) + "] in the activation dtype");
+  BRIGADE_RETURN_IF_ERROR(check_prev_hidden(batch, config_.hidden_size, backend_.activation_dtype()));
   BRIGADE_ASSIGN_OR_RETURN(const AttentionMeta meta, begin_step(batch, kv, logits));
+  const int n = batch.n_tokens();
   const MtpModule& m = mtp_;
   const Tensor residual = scratch_.residual.tensor.rows(0, n);
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor delta = scratch_.delta.tensor.rows(0, n);
-  // eh_proj over the two normed halves is the sum of its two column blocks' products.
-  backend_.embedding(ends_.embed.tensor, ints_.tokens(batch), residual);
-  backend_.rms_norm(residual, m.enorm.tensor, config_.rms_eps, normed);
-  backend_.matmul(normed, m.eh_embed.tensor, Tensor(), delta);
-  backend_.rms_norm(prev, m.hnorm.tensor, config_.rms_eps, normed);
-  backend_.matmul(normed, m.eh_hidden.tensor, Tensor(), residual);
+  m.ends.input(backend_, config_, ends_.embed.tensor, ints_.tokens(batch), batch.prev_hidden, residual, normed, delta);
   backend_.add_rms_norm(residual, delta, m.layer.attn_norm.tensor, config_.rms_eps, normed);
   BRIGADE_RETURN_IF_ERROR(run_attention(m.layer.attn, kv.layer(config_.n_layers), meta, n));
   backend_.add_rms_norm(residual, delta, m.layer.mlp_norm.tensor, config_.rms_eps, normed);
   BRIGADE_RETURN_IF_ERROR(run_mlp(m.layer, n));
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size()), h = static_cast<int64_t>(batch.hidden_rows.size());
   if (r == 0 && h == 0) return Status::ok();
-  ends_.logits_with(m.head_norm.tensor, backend_, config_, residual, delta, normed, scratch_.selected.tensor.rows(0, r),
+  ends_.logits_with(m.ends.head_norm.tensor, backend_, config_, residual, delta, normed, scratch_.selected.tensor.rows(0, r),
                     ints_.logit_rows(r), logits, ints_.hidden_rows(h), batch.hidden);
   return Status::ok();
 }

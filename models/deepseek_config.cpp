@@ -81,6 +81,14 @@ Status read_experts(const json& j, ModelConfig& c, const RoutingDefaults& d) {
   return read_float(j, "routed_scaling_factor", c.routed_scaling_factor);
 }
 
+// num_nextn_predict_layers: the MTP modules stored after the layers (DeepSeek-V3, GLM-4.5).
+Status read_mtp_layers(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "num_nextn_predict_layers", 0, c.n_mtp_layers));
+  if (c.n_mtp_layers < 0)
+    return invalid_argument("model config: num_nextn_predict_layers must be >= 0 (got " + std::to_string(c.n_mtp_layers) + ")");
+  return Status::ok();
+}
+
 // DeepseekV3TopkRouter's rule (GLM-4.5's Glm4MoeTopkRouter is the same): sigmoid scores, the
 // e_score_correction_bias shifting the selection only, groups scored by their two best.
 Status read_sigmoid_routing(const json& j, ModelConfig& c) {
@@ -102,9 +110,7 @@ Status read_sigmoid_routing(const json& j, ModelConfig& c) {
 // The routed experts, the shared ones and the routing rule.
 Status read_routing(const json& j, ModelConfig& c, bool v3) {
   BRIGADE_RETURN_IF_ERROR(read_experts(j, c, v3 ? kV3Defaults : kV2Defaults));
-  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "num_nextn_predict_layers", 0, c.n_mtp_layers));
-  if (c.n_mtp_layers < 0)
-    return invalid_argument("model config: num_nextn_predict_layers must be >= 0 (got " + std::to_string(c.n_mtp_layers) + ")");
+  BRIGADE_RETURN_IF_ERROR(read_mtp_layers(j, c));
   int freq = 1;
   BRIGADE_RETURN_IF_ERROR(read_int_or(j, "moe_layer_freq", 1, freq));
   if (freq != 1)
@@ -141,6 +147,7 @@ Status read_deepseek(const json& j, ModelConfig& c) {
 Status read_glm4_moe(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_silu(j));
   BRIGADE_RETURN_IF_ERROR(read_experts(j, c, kGlm4MoeDefaults));
+  BRIGADE_RETURN_IF_ERROR(read_mtp_layers(j, c));
   return read_sigmoid_routing(j, c);
 }
 

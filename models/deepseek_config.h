@@ -23,8 +23,8 @@ Status validate_deepseek(const ModelConfig& c);
 // Reads a glm4_moe config's experts and routing (Glm4MoeConfig's defaults: 128 routed experts of
 // 1408, top 8, one shared expert, layer 0 dense, no groups, renormalised, scale 1), routed as
 // DeepSeek-V3 routes (Glm4MoeTopkRouter is DeepseekV3TopkRouter: sigmoid, e_score_correction_bias,
-// groups by their two best). GLM-4.5's MTP layers (num_nextn_predict_layers) are not read: the
-// model loads without them.
+// groups by their two best), and its MTP layers (num_nextn_predict_layers; loaded only with
+// LoadOptions::mtp).
 Status read_glm4_moe(const nlohmann::json& j, ModelConfig& c);
 
 // The routed experts, groups and shared experts of DeepSeek's and GLM-4.5's sparse layers fit

@@ -6,6 +6,7 @@
 #include "models/load_progress.h"
 #include "models/decoder_ends.h"
 #include "models/lora.h"
+#include "models/mtp_module.h"
 #include "models/moe_block.h"
 #include "models/tensor_parallel.h"
 #include "models/rope_scaling.h"
@@ -98,9 +99,11 @@ class LlamaModel final : public Model {
 
   const ModelConfig& config() const override { return config_; }
   KvLayout kv_layout(int n_pages, int page_size, DType dtype) const override {
-    return KvLayout{config_.n_layers, n_pages, page_size, shard_.qkv.n_kv_heads, config_.head_dim, dtype};
+    return KvLayout{n_kv_layers(), n_pages, page_size, shard_.qkv.n_kv_heads, config_.head_dim, dtype};
   }
   Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
+  int n_mtp_layers() const override { return with_mtp_ ? 1 : 0; }
+  Status forward_mtp(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
   int64_t n_params() const override { return n_params_; }
   int64_t weight_bytes() const override { return weight_bytes_; }
   StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const override;
@@ -115,6 +118,10 @@ class LlamaModel final : public Model {
 
  private:
   Status load_layer(WeightLoader& w, int l, DecoderLayer& layer);
+  Status load_mtp(WeightLoader& w);
+  int n_kv_layers() const { return config_.n_layers + n_mtp_layers(); }
+  // Checks shared by forward and forward_mtp, the step's LoRA ids, uploads its ints.
+  Expected<StepBounds> begin_step(const StepBatch& batch, const KvCache& kv, const Tensor& logits);
   // This rank's q|k|v [(H + 2 KV) * hd, hidden] and gate|up [2 I, hidden] of layer l, from separate
   // tensors or, with ModelConfig::fused_weights, from the fused ones.
   Expected<LinearWeight> load_qkv(WeightLoader& w, int l);
@@ -136,6 +143,11 @@ class LlamaModel final : public Model {
   RopeConfig rope_local_;  // the sliding layers' (ModelConfig::rope_local_theta > 0), else unused
   DecoderEnds ends_;      // lm_head empty when tied and on ranks other than 0
   std::vector<DecoderLayer> layers_;
+  // GLM-4.5's MTP layer (LoadOptions::mtp; models/mtp_module.h): its K/V is layer n_layers.
+  bool with_mtp_ = false;
+  MtpEnds mtp_;
+  DecoderLayer mtp_layer_;
+  int64_t mtp_params_ = 0, mtp_bytes_ = 0;  // the module's part of n_params_ / weight_bytes_
   Scratch scratch_;
   StepInputs ints_;
   float embed_scale_ = 0.0f;  // ModelConfig::embed_scale rounded to the activation dtype, as transformers does
@@ -150,7 +162,9 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
   const double n = b.n_tokens(), rows = static_cast<double>(b.logit_rows.size());
   const double table = static_cast<double>(config_.vocab_size) * config_.hidden_size;
   // n_params counts the whole checkpoint on every rank; a rank's linear layers are 1/size of it.
-  const double linear_params = static_cast<double>(n_params_) - table - (config_.tie_embeddings ? 0.0 : table);
+  // The MTP module (forward_mtp) is not part of a forward step.
+  const double linear_params =
+      static_cast<double>(n_params_ - mtp_params_) - table - (config_.tie_embeddings ? 0.0 : table);
   // Sparse layers: a token runs k of the E experts (flops; a rank runs 1/size of that, by columns
   // or, with expert parallelism, on average by experts), and the step reads the experts its
   // tokens chose, at most min(E', n * k) of the E' experts a rank holds per layer: that upper
@@ -168,7 +182,7 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
   }
   StepCost c;
   c.flops = 2.0 * dense_params * n + 2.0 * table * rows + 4.0 * shard_.qkv.n_heads * config_.head_dim * pairs;
-  c.bytes = static_cast<double>(weight_bytes_) - static_cast<double>(expert_bytes_) * (1.0 - touched) -
+  c.bytes = static_cast<double>(weight_bytes_ - mtp_bytes_) - static_cast<double>(expert_bytes_) * (1.0 - touched) -
             ends_.loaded_bytes() + ends_.step_bytes(config_, n, rows > 0) + kv_bytes_per_token * (kv_read + n);
   return c;
 }
@@ -263,6 +277,7 @@ Status LlamaModel::load(const Checkpoint& ck) {
       load_progress_name(ck), c.n_layers, options_.progress,
       [&](int l) { return load_layer(w, l, layers_.emplace_back()); }, [&] { return w.n_bytes(); }));
   BRIGADE_RETURN_IF_ERROR(ends_.load_head(w, c, shard_.rank == 0));  // only rank 0 computes logits
+  if (options_.mtp) BRIGADE_RETURN_IF_ERROR(load_mtp(w));
   n_params_ = w.n_params();
   weight_bytes_ = w.n_bytes();
   rope_.style = c.rope_style;
@@ -285,6 +300,17 @@ Status LlamaModel::load(const Checkpoint& ck) {
   return Status::ok();
 }
 
+Status LlamaModel::load_mtp(WeightLoader& w) {
+  const int64_t expert_params = expert_params_, expert_bytes = expert_bytes_;  // the target's experts only
+  BRIGADE_ASSIGN_OR_RETURN(const MtpSize size, load_mtp_module(w, config_, shard_.size, mtp_, [&](int l) {
+                             return load_layer(w, l, mtp_layer_);
+                           }));
+  mtp_params_ = size.params, mtp_bytes_ = size.bytes;
+  expert_params_ = expert_params, expert_bytes_ = expert_bytes;
+  with_mtp_ = true;
+  return Status::ok();
+}
+
 Status LlamaModel::allocate_scratch() {
   const auto& c = config_;
   const DType a = backend_.activation_dtype();
@@ -295,12 +321,13 @@ Status LlamaModel::allocate_scratch() {
   BRIGADE_ASSIGN_OR_RETURN(s.delta, alloc_tensor(backend_, a, t, hidden));
   BRIGADE_ASSIGN_OR_RETURN(s.qkv, alloc_tensor(backend_, a, t, shard_.qkv.row_width()));
   BRIGADE_ASSIGN_OR_RETURN(s.attn, alloc_tensor(backend_, a, t, shard_.qkv.q_width()));
-  if (c.n_moe_layers() < c.n_layers) {  // some layer has a dense MLP
+  const bool mtp_sparse = with_mtp_ && c.is_moe_layer(c.n_layers);
+  if (c.n_moe_layers() < c.n_layers || (with_mtp_ && !mtp_sparse)) {  // some layer has a dense MLP
     BRIGADE_ASSIGN_OR_RETURN(s.gate_up, alloc_tensor(backend_, a, t, 2 * shard_.inter));
     BRIGADE_ASSIGN_OR_RETURN(s.act, alloc_tensor(backend_, a, t, shard_.inter));
   }
   BRIGADE_ASSIGN_OR_RETURN(s.selected, alloc_tensor(backend_, a, t, hidden));
-  if (c.n_moe_layers() > 0) {
+  if (c.n_moe_layers() > 0 || mtp_sparse) {
     BRIGADE_ASSIGN_OR_RETURN(s.moe, allocate_moe_scratch(backend_, c, shard_.moe, t));
   }
   return ints_.allocate(backend_, t);
@@ -351,9 +378,9 @@ Status LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
   return reduce(scratch_.delta.tensor.rows(0, n));
 }
 
-Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
+Expected<StepBounds> LlamaModel::begin_step(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
   const StepLimits limits{config_.vocab_size, config_.max_position, options_.max_batch_tokens,
-                          config_.n_layers, shard_.qkv.n_kv_heads, config_.head_dim};
+                          n_kv_layers(), shard_.qkv.n_kv_heads, config_.head_dim};
   // Checked before the first collective, as check_step is, so a refused step never leaves a peer
   // waiting.
   if (shard_.rank != 0 && (!batch.logit_rows.empty() || !batch.hidden_rows.empty()))
@@ -363,6 +390,11 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   BRIGADE_RETURN_IF_ERROR(check_hidden_rows(batch, options_.max_batch_tokens, config_.hidden_size, backend_.activation_dtype()));
   BRIGADE_RETURN_IF_ERROR(lora_ ? lora_->begin_step(batch) : check_no_lora(batch));
   BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch));
+  return bounds;
+}
+
+Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
+  BRIGADE_ASSIGN_OR_RETURN(const StepBounds bounds, begin_step(batch, kv, logits));
   const int n = batch.n_tokens();
   // Full-attention layers and sliding ones (every layer where ModelConfig::sliding_layers is empty).
   AttentionMeta full = ints_.meta(batch, bounds, 0), sliding = ints_.meta(batch, bounds, config_.sliding_window);
@@ -390,6 +422,32 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   if (r == 0 && h == 0) return Status::ok();
   ends_.logits(backend_, config_, residual, delta, normed, scratch_.selected.tensor.rows(0, r), ints_.logit_rows(r), logits,
                ints_.hidden_rows(h), batch.hidden);
+  return Status::ok();
+}
+
+// GLM-4.5's MTP layer: its input (models/mtp_module.h), one decoder layer of the model's kind
+// over the module's K/V (full attention, the model's RoPE), shared_head.norm, the model's head.
+Status LlamaModel::forward_mtp(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
+  if (!with_mtp_) return Model::forward_mtp(batch, kv, logits);
+  BRIGADE_RETURN_IF_ERROR(check_prev_hidden(batch, config_.hidden_size, backend_.activation_dtype()));
+  BRIGADE_ASSIGN_OR_RETURN(const StepBounds bounds, begin_step(batch, kv, logits));
+  const int n = batch.n_tokens();
+  AttentionMeta meta = ints_.meta(batch, bounds, 0);
+  meta.softcap = config_.attn_softcap;
+  const Tensor residual = scratch_.residual.tensor.rows(0, n);
+  const Tensor normed = scratch_.normed.tensor.rows(0, n);
+  const Tensor delta = scratch_.delta.tensor.rows(0, n);
+  const float eps = config_.rms_eps;
+  const DecoderLayer& layer = mtp_layer_;
+  mtp_.input(backend_, config_, ends_.embed.tensor, ints_.tokens(batch), batch.prev_hidden, residual, normed, delta);
+  backend_.add_rms_norm(residual, delta, layer.attn_norm.tensor, eps, normed);
+  BRIGADE_RETURN_IF_ERROR(run_attention(layer, kv.layer(config_.n_layers), meta, rope_, n));
+  backend_.add_rms_norm(residual, delta, layer.mlp_norm.tensor, eps, normed);
+  BRIGADE_RETURN_IF_ERROR(run_mlp(layer, n));
+  const int64_t r = static_cast<int64_t>(batch.logit_rows.size()), h = static_cast<int64_t>(batch.hidden_rows.size());
+  if (r == 0 && h == 0) return Status::ok();
+  ends_.logits_with(mtp_.head_norm.tensor, backend_, config_, residual, delta, normed,
+                    scratch_.selected.tensor.rows(0, r), ints_.logit_rows(r), logits, ints_.hidden_rows(h), batch.hidden);
   return Status::ok();
 }
 

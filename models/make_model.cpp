@@ -180,7 +180,7 @@ void plan_layer(const SyntheticModelSpec& s, int head_dim, const std::string& pr
   plan_mlp(s, pre, sparse, p);
 }
 
-// DeepSeek-V3's MTP module j as the Hub's checkpoints store it, under model.layers.{n_layers + j}.:
+// DeepSeek-V3's (GLM-4.5's) MTP module j as the Hub's checkpoints store it, under model.layers.{n_layers + j}.:
 // copies of the model's embedding and lm_head, enorm and hnorm [h], eh_proj [h, 2h] (it maps
 // [enorm(embed(next token)); hnorm(hidden)]), a decoder layer by the checkpoint's rule for that
 // index (sparse past first_k_dense_replace, as in the Hub's models) and shared_head.norm [h].
@@ -377,7 +377,7 @@ void deepseek_config_json(const SyntheticModelSpec& s, ojson& c) {
 }
 
 // Glm4MoeConfig's fields as GLM-4.5's config.json writes them (q/k norms and attention biases
-// on, half of each head rotated, sigmoid routing; no MTP layers).
+// on, half of each head rotated, sigmoid routing; SyntheticModelSpec::n_mtp_layers MTP layers).
 void glm4_moe_config_json(const SyntheticModelSpec& s, ojson& c) {
   c["architectures"] = {"Glm4MoeForCausalLM"};
   c.erase("use_sliding_window");
@@ -388,7 +388,7 @@ void glm4_moe_config_json(const SyntheticModelSpec& s, ojson& c) {
   c["partial_rotary_factor"] = 0.5;
   grouped_experts_json(s, c);
   c["norm_topk_prob"] = s.norm_topk_prob;
-  c["num_nextn_predict_layers"] = 0;
+  c["num_nextn_predict_layers"] = s.n_mtp_layers;
 }
 
 ojson config_json(const SyntheticModelSpec& s, int head_dim) {
@@ -483,9 +483,9 @@ Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& out
     return invalid_argument("make-model: --fp8-compressed '" + s.fp8_compressed + "' is not one of: channel, tensor");
   if (s.n_mtp_layers < 0)
     return invalid_argument("make-model: --mtp-layers must be >= 0, got " + std::to_string(s.n_mtp_layers));
-  if (s.n_mtp_layers > 0 && s.arch != "deepseek_v3")
-    return invalid_argument("make-model: --mtp-layers writes DeepSeek-V3's MTP modules (num_nextn_predict_layers): "
-                            "arch deepseek_v3 only, not '" + s.arch + "'");
+  if (s.n_mtp_layers > 0 && s.arch != "deepseek_v3" && s.arch != "glm4_moe")
+    return invalid_argument("make-model: --mtp-layers writes DeepSeek-V3's and GLM-4.5's MTP modules "
+                            "(num_nextn_predict_layers): arch deepseek_v3 or glm4_moe, not '" + s.arch + "'");
   if (s.vocab_size < kSyntheticMinVocab)
     return invalid_argument("make-model: vocab_size must be >= 259 (3 special tokens + 256 bytes), got " +
                             std::to_string(s.vocab_size));

@@ -58,7 +58,7 @@ struct SyntheticModelSpec {
   int n_group = 1;  // > 1: group-limited routing (v3 noaux_tc; v2 group_limited_greedy)
   int topk_group = 1;
   float routed_scaling_factor = 1.0f;
-  // deepseek_v3 only: DeepSeek-V3's multi-token-prediction modules (num_nextn_predict_layers),
+  // deepseek_v3 and glm4_moe: DeepSeek-V3's / GLM-4.5's multi-token-prediction modules (num_nextn_predict_layers),
   // module j stored as the Hub's checkpoints store it under model.layers.{n_layers + j}.:
   // embed_tokens and shared_head.head (copies of the model's embedding and lm_head), enorm, hnorm,
   // eh_proj [hidden, 2 hidden] (never FP8, as on the Hub), a decoder layer written as layer

@@ -28,9 +28,9 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   if (is_synthetic_spec(path)) return load_synthetic(path, backend, options);
   BRIGADE_ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::open(path));
   const std::string& arch = checkpoint->config().arch;
-  if (options.mtp && arch != "deepseek_v3" && arch != "deepseek_v2")
+  if (options.mtp && arch != "deepseek_v3" && arch != "deepseek_v2" && arch != "glm4_moe")
     return unsupported(path + ": '" + arch + "' has no MTP module to draft with (speculative method mtp runs "
-                       "DeepSeek-V3's, num_nextn_predict_layers)");
+                       "DeepSeek-V3's and GLM-4.5's, num_nextn_predict_layers)");
   // qwen2 (q/k/v biases) and qwen3 (q/k head norms) are the Llama decoder with optional pieces.
   // qwen3_moe is qwen3 with sparse expert blocks in some layers (models/moe_block.h), qwen2_moe
   // qwen2 with them and a gated shared expert, mixtral llama with one in every layer; phi3 stores q|k|v and gate|up fused and may rotate part of

@@ -86,7 +86,7 @@ struct LoadOptions {
   int max_lora_rank = 16;
   int max_loras = 0;
   bool lora_enabled() const { return !loras.empty() || max_loras > 0; }
-  // Multi-token prediction: also load the checkpoint's MTP module (DeepSeek-V3's
+  // Multi-token prediction: also load the checkpoint's MTP module (DeepSeek-V3's or GLM-4.5's
   // num_nextn_predict_layers, the first one), run by forward_mtp() to draft tokens. Its K/V is one
   // more layer of kv_layout. Fails the load for a model without one, or under tensor parallelism.
   bool mtp = false;
@@ -111,18 +111,18 @@ class Model {
   // only rank 0 computes logits, so other ranks must pass a batch without logit_rows. A failed
   // collective (a peer stopped) returns its error and leaves this rank's KV cache undefined.
   virtual Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) = 0;
-  // The MTP module (LoadOptions::mtp; DeepSeek-V3's, as SGLang's DeepseekModelNextN runs it):
-  // 1 when loaded, else 0. Its K/V is the last layer of kv_layout (index config().n_layers), in
-  // the same pages as the sequence's own: position p's entry is computed from the token at
-  // p + 1 and the hidden state at p.
+  // The MTP module (LoadOptions::mtp; DeepSeek-V3's or GLM-4.5's, as SGLang's DeepseekModelNextN
+  // and Glm4MoeModelNextN run them, models/mtp_module.h): 1 when loaded, else 0. Its K/V is the
+  // last layer of kv_layout (index config().n_layers), in the same pages as the sequence's own:
+  // position p's entry is computed from the token at p + 1 and the hidden state at p.
   virtual int n_mtp_layers() const { return 0; }
   // One forward of the MTP module. Row j feeds batch.tokens[j] (the token that FOLLOWS position
   // positions[j]) with batch.prev_hidden row j: x = eh_proj([enorm(embed(token)); hnorm(prev)]),
-  // one decoder layer over the module's K/V (written at slots[j]), then shared_head.norm. Fills
-  // logits [logit_rows.size(), vocab] through the model's lm_head (row argmax: the token two
-  // places after the position) and batch.hidden (hidden_rows) with the normed output, which is
-  // the prev_hidden of a chained draft at the next position. Errors as forward(); unsupported
-  // without the module.
+  // one decoder layer of the model's own kind over the module's K/V (written at slots[j]), then
+  // shared_head.norm. Fills logits [logit_rows.size(), vocab] through the model's lm_head (row
+  // argmax: the token two places after the position) and batch.hidden (hidden_rows) with the
+  // normed output, which is the prev_hidden of a chained draft at the next position. Errors as
+  // forward(); unsupported without the module.
   virtual Status forward_mtp(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
     (void)batch, (void)kv, (void)logits;
     return unsupported("this model has no MTP module loaded (LoadOptions::mtp)");

@@ -4,9 +4,9 @@
 For each architecture it builds a tiny random checkpoint with transformers (fp32), saves it with
 save_pretrained (config.json + model.safetensors) into tests/fixtures/<name>/, and writes
 expected.json: for a few prompts of token ids, transformers' fp32 logits at every position and the
-greedy continuation (model.generate, do_sample=False). deepseek_v3_mtp adds DeepSeek-V3's MTP
-module to its checkpoint and holds that module's logits and chained drafts instead
-(make_deepseek_v3_mtp).
+greedy continuation (model.generate, do_sample=False). deepseek_v3_mtp and glm4_moe_mtp add
+DeepSeek-V3's / GLM-4.5's MTP module to their checkpoints and hold that module's logits and
+chained drafts instead (make_mtp).
 
 Run from anywhere: python3 scripts/make_fixtures.py [NAME...] (the named fixtures, default all;
 regenerating one leaves the others' bytes alone). `--embeddings NAME...` leaves the checkpoints
@@ -179,7 +179,7 @@ def fixtures():
         # DeepSeek-V3's multi-token prediction (MTP) module beside the deepseek_v3 target cut to
         # two layers (0 dense, 1 sparse), stored as the Hub's checkpoints store it: model.layers.2.*
         # (num_nextn_predict_layers 1). transformers does not run it; expected.json holds the MTP's
-        # logits at every position and a 3-draft chain by SGLang's formula (make_deepseek_v3_mtp).
+        # logits at every position and a 3-draft chain by SGLang's formula (make_mtp).
         # Last in this list, so the entries above keep their seeds.
         "deepseek_v3_mtp": ("DeepseekV3Config", "DeepseekV3ForCausalLM", deepseek_v3_config(
             num_hidden_layers=2, num_nextn_predict_layers=1)),
@@ -197,11 +197,7 @@ def fixtures():
         # 0 dense (first_k_dense_replace), then 8 experts of 32 in 2 groups (top-1 group by its two
         # best sigmoid scores plus the score-correction bias), top-2 renormalised, times
         # routed_scaling_factor 2.5, and one shared expert. expected.json adds decode_logits.
-        "glm4_moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM", base_config(
-            vocab_size=128, num_hidden_layers=3, head_dim=32, intermediate_size=96, attention_bias=True,
-            use_qk_norm=True, partial_rotary_factor=0.5, n_routed_experts=8, num_experts_per_tok=2,
-            moe_intermediate_size=32, n_shared_experts=1, first_k_dense_replace=1, n_group=2, topk_group=1,
-            norm_topk_prob=True, routed_scaling_factor=2.5)),
+        "glm4_moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM", glm4_moe_config()),
         # GLM-4.5-Air's other rules: no q/k norms, no attention biases, no groups, every layer
         # sparse, top-3 of 4 not renormalised, two shared experts, partial_rotary_factor left to
         # Glm4MoeConfig's default (0.5); the checkpoint also holds an MTP layer (model.layers.2.*,
@@ -211,7 +207,26 @@ def fixtures():
             n_routed_experts=4, num_experts_per_tok=3, moe_intermediate_size=24, n_shared_experts=2,
             first_k_dense_replace=0, norm_topk_prob=False, routed_scaling_factor=1.0,
             num_nextn_predict_layers=1)),
+        # GLM-4.5's MTP layer (num_nextn_predict_layers 1) beside the glm4_moe target cut to two
+        # layers (0 dense, 1 sparse): model.layers.2.* holds enorm, hnorm, eh_proj,
+        # shared_head.norm and a whole sparse Glm4MoeDecoderLayer (q/k norms, biases, grouped
+        # sigmoid routing, a shared expert), without the embed_tokens / shared_head.head copies, as
+        # GLM-4.6's checkpoints leave them out. expected.json as deepseek_v3_mtp's, computed as
+        # SGLang's Glm4MoeModelNextN runs the layer (make_mtp).
+        "glm4_moe_mtp": ("Glm4MoeConfig", "Glm4MoeForCausalLM", glm4_moe_config(
+            num_hidden_layers=2, num_nextn_predict_layers=1)),
     }
+
+
+def glm4_moe_config(**kw):
+    """The glm4_moe fixture's config (GLM-4.5's layout at tiny size; fixtures())."""
+    c = base_config(
+        vocab_size=128, num_hidden_layers=3, head_dim=32, intermediate_size=96, attention_bias=True,
+        use_qk_norm=True, partial_rotary_factor=0.5, n_routed_experts=8, num_experts_per_tok=2,
+        moe_intermediate_size=32, n_shared_experts=1, first_k_dense_replace=1, n_group=2, topk_group=1,
+        norm_topk_prob=True, routed_scaling_factor=2.5)
+    c.update(kw)
+    return c
 
 
 def phi3_config(**kw):
@@ -381,15 +396,17 @@ def write_expected(out_dir, name, generator, vocab_size, cases, **fields):
 N_DRAFT = 3  # chained MTP drafts recorded per case
 
 
-def make_deepseek_v3_mtp(name, config_cls, model_cls, kw, seed):
-    """The deepseek_v3 target (num_hidden_layers L = 2) with one MTP module in the same
-    model.safetensors under model.layers.{L}. as DeepSeek-V3's Hub checkpoints ship it:
-    embed_tokens.weight (model.embed_tokens copied), enorm.weight, hnorm.weight [hidden],
-    eh_proj.weight [hidden, 2 hidden], a sparse decoder layer under its usual names (as
-    save_pretrained writes layer 1: one tensor per expert), shared_head.norm.weight [hidden] and
-    shared_head.head.weight (lm_head copied). transformers ignores these tensors.
+def make_mtp(name, config_cls, model_cls, kw, seed):
+    """The target (deepseek_v3 or glm4_moe, num_hidden_layers L = 2) with one MTP module in the
+    same model.safetensors under model.layers.{L}. as the Hub's checkpoints ship it: enorm.weight,
+    hnorm.weight [hidden], eh_proj.weight [hidden, 2 hidden], a sparse decoder layer under its
+    usual names (as save_pretrained writes layer 1: one tensor per expert),
+    shared_head.norm.weight [hidden] and, for DeepSeek-V3 only, embed_tokens.weight and
+    shared_head.head.weight (model.embed_tokens and lm_head copied; GLM-4.6 stores neither).
+    transformers ignores these tensors.
 
-    The reference is SGLang's DeepseekModelNextN (deepseek_nextn.py), mtp_forward below. For the
+    The reference is SGLang's DeepseekModelNextN (deepseek_nextn.py; Glm4MoeModelNextN in
+    glm4_moe_nextn.py is the same formula over a Glm4MoeDecoderLayer), mtp_forward below. For the
     sequence t = prompt + the target's N_GREEDY greedy tokens (n tokens), expected.json's case
     holds mtp_logits [n - 1][V] (position i reads t_{i+1} and the target's final-norm hidden
     state h_i) and the chain of N_DRAFT drafts from the last position: d_1 = argmax of
@@ -412,29 +429,37 @@ def make_deepseek_v3_mtp(name, config_cls, model_cls, kw, seed):
                 cases.append(mtp_case(model, mtp, prompt))
     top = {row.index(max(row)) for c in cases for row in c["mtp_logits"]}
     assert len(top) > 1, f"degenerate MTP: every position's argmax is {top}"
+    nextn = "DeepseekModelNextN" if model.config.model_type == "deepseek_v3" else "Glm4MoeModelNextN"
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
-                                  f"{model_cls} target (fp32, eager attention, seed {seed}) and DeepSeek-V3's MTP "
-                                  f"module (seed {seed + 1}) computed as SGLang's DeepseekModelNextN",
+                                  f"{model_cls} target (fp32, eager attention, seed {seed}) and its MTP "
+                                  f"module (seed {seed + 1}) computed as SGLang's {nextn}",
                    model.config.vocab_size, cases, n_draft=N_DRAFT)
 
 
 def new_mtp_module(model, seed):
-    """DeepSeek-V3's MTP module for `model`, randomize()'d: enorm, hnorm, eh_proj, shared_head.norm
-    and the decoder layer `layer` (DeepseekV3DecoderLayer at index L = num_hidden_layers, sparse
-    since L >= first_k_dense_replace). The embedding and head are the target's."""
+    """The MTP module for `model` (DeepSeek-V3's or GLM-4.5's), randomize()'d: enorm, hnorm,
+    eh_proj, shared_head.norm and the decoder layer `layer` (the model's own decoder layer class
+    at index L = num_hidden_layers, sparse since L >= first_k_dense_replace). The embedding and
+    head are the target's."""
     import torch
-    from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3DecoderLayer, DeepseekV3RMSNorm
+    if model.config.model_type == "deepseek_v3":
+        from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
+            DeepseekV3DecoderLayer as Layer, DeepseekV3RMSNorm as Norm)
+        sparse = "DeepseekV3MoE"
+    else:
+        from transformers.models.glm4_moe.modeling_glm4_moe import Glm4MoeDecoderLayer as Layer, Glm4MoeRMSNorm as Norm
+        sparse = "Glm4MoeMoE"
     c = model.config
     h = c.hidden_size
     torch.manual_seed(seed)
     mtp = torch.nn.ModuleDict({
-        "enorm": DeepseekV3RMSNorm(h, eps=c.rms_norm_eps),
-        "hnorm": DeepseekV3RMSNorm(h, eps=c.rms_norm_eps),
+        "enorm": Norm(h, eps=c.rms_norm_eps),
+        "hnorm": Norm(h, eps=c.rms_norm_eps),
         "eh_proj": torch.nn.Linear(2 * h, h, bias=False),
-        "layer": DeepseekV3DecoderLayer(c, layer_idx=c.num_hidden_layers),
-        "shared_head": torch.nn.ModuleDict({"norm": DeepseekV3RMSNorm(h, eps=c.rms_norm_eps)}),
+        "layer": Layer(c, layer_idx=c.num_hidden_layers),
+        "shared_head": torch.nn.ModuleDict({"norm": Norm(h, eps=c.rms_norm_eps)}),
     })
-    assert type(mtp["layer"].mlp).__name__ == "DeepseekV3MoE"
+    assert type(mtp["layer"].mlp).__name__ == sparse
     mtp.config = c  # randomize reads config.model_type
     randomize(mtp, seed)
     return mtp.to(torch.float32).eval()
@@ -460,8 +485,9 @@ def save_mtp_module(model, mtp, out_dir):
     path = out_dir / "model.safetensors"
     tensors = load_file(str(path))
     tensors.update(layer)
-    tensors[pre + "embed_tokens.weight"] = tensors["model.embed_tokens.weight"].clone()
-    tensors[pre + "shared_head.head.weight"] = tensors["lm_head.weight"].clone()
+    if c.model_type == "deepseek_v3":  # GLM-4.6's checkpoints leave these copies out
+        tensors[pre + "embed_tokens.weight"] = tensors["model.embed_tokens.weight"].clone()
+        tensors[pre + "shared_head.head.weight"] = tensors["lm_head.weight"].clone()
     for key in ("enorm.weight", "hnorm.weight", "eh_proj.weight", "shared_head.norm.weight"):
         tensors[pre + key] = mtp.state_dict()[key].detach().clone().contiguous()
     save_file(tensors, str(path), metadata={"format": "pt"})
@@ -472,7 +498,7 @@ def save_mtp_module(model, mtp, out_dir):
 
 
 def mtp_forward(model, mtp, next_tokens, prev):
-    """SGLang's DeepseekModelNextN over positions 0..m-1 (causal, RoPE at those positions):
+    """SGLang's DeepseekModelNextN (or Glm4MoeModelNextN) over positions 0..m-1 (causal, RoPE at those positions):
     x_i = eh_proj([enorm(embed(next_tokens[i])); hnorm(prev[i])]), y = the decoder layer over x,
     g = shared_head.norm(y), logits = the target's lm_head(g). prev [m, hidden]: the target's
     final-norm hidden states, or for chained drafts the MTP's own g. Returns (g, logits [m, V])."""
@@ -482,7 +508,7 @@ def mtp_forward(model, mtp, next_tokens, prev):
     e = mtp["enorm"](model.model.embed_tokens(ids))
     x = mtp["eh_proj"](torch.cat([e, mtp["hnorm"](prev[None])], dim=-1))
     pos = torch.arange(len(next_tokens))[None]
-    # As DeepseekV3Model.forward calls its layers.
+    # As DeepseekV3Model.forward (Glm4MoeModel.forward) calls its layers.
     mask = create_causal_mask(config=model.config, inputs_embeds=x, attention_mask=None, cache=None, position_ids=pos)
     assert mask is not None  # eager attention is causal only through this mask
     y = mtp["layer"](x, attention_mask=mask, position_ids=pos, position_embeddings=model.model.rotary_emb(x, pos))
@@ -491,7 +517,7 @@ def mtp_forward(model, mtp, next_tokens, prev):
 
 
 def mtp_case(model, mtp, prompt):
-    """One expected.json case (make_deepseek_v3_mtp); checks causality: the MTP over a sequence
+    """One expected.json case (make_mtp); checks causality: the MTP over a sequence
     one token shorter, and each chain step's earlier rows, give the same logits."""
     import torch
     fmt = lambda rows: [[float(f"{v:.8g}") for v in row.tolist()] for row in rows]
@@ -669,7 +695,7 @@ def main():
         sys.exit(f"unknown fixtures {sorted(unknown)}; known: {', '.join(fixtures())}, gpt_oss_mxfp4")
     for seed, (name, (config_cls, model_cls, kw)) in enumerate(fixtures().items()):
         if not names or name in names:
-            maker = {"deepseek_v3_mtp": make_deepseek_v3_mtp, "glm4_moe_step": make_glm4_moe_step}.get(name, make)
+            maker = {"deepseek_v3_mtp": make_mtp, "glm4_moe_mtp": make_mtp, "glm4_moe_step": make_glm4_moe_step}.get(name, make)
             maker(name, config_cls, model_cls, kw, 1000 + seed)
     if not names or "gpt_oss_mxfp4" in names:  # from the gpt_oss fixture written above
         make_gpt_oss_mxfp4()

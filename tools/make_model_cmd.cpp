@@ -43,8 +43,8 @@ void add_make_model_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--routed-scaling-factor", spec->routed_scaling_factor, "deepseek, glm4_moe: routed_scaling_factor")
       ->capture_default_str();
   cmd->add_option("--mtp-layers", spec->n_mtp_layers,
-                  "deepseek_v3: MTP modules (num_nextn_predict_layers), written after the layers as "
-                  "model.layers.{layers + j} in DeepSeek-V3's layout")
+                  "deepseek_v3, glm4_moe: MTP modules (num_nextn_predict_layers), written after the layers as "
+                  "model.layers.{layers + j} in DeepSeek-V3's / GLM-4.5's layout")
       ->capture_default_str();
   cmd->add_option("--max-position", spec->max_position, "Context length")->capture_default_str();
   cmd->add_option("--dtype", *dtype, "f32, bf16 or f16 (fp8 checkpoints: of the unquantized tensors)")->capture_default_str();

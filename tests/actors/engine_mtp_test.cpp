@@ -1,5 +1,6 @@
-// MTP speculative decoding (`method: mtp`): the executor's MTP pass (StepRunner) drafts what the
-// reference chain of scripts/make_fixtures.py deepseek_v3_mtp drafts, and after a verify step
+// MTP speculative decoding (`method: mtp`), for DeepSeek-V3's module and GLM-4.5's (each test runs
+// on both fixtures): the executor's MTP pass (StepRunner) drafts what the reference chain of
+// scripts/make_fixtures.py deepseek_v3_mtp / glm4_moe_mtp drafts, and after a verify step
 // with a rejected draft its drafts are those of a fresh runner over the accepted sequence (the
 // module's entries at rejected positions are overwritten, its cached ones reused). Through the
 // whole engine: no token changes with MTP on, greedy or seeded, with prefix-cache hits and
@@ -30,7 +31,13 @@ using testing::create_engine;
 using testing::expect_same_tokens;
 using testing::run_concurrently;
 
-std::string fixture() { return std::string(BRIGADE_FIXTURES) + "/deepseek_v3_mtp"; }
+std::string fixture_path(const std::string& name) { return std::string(BRIGADE_FIXTURES) + "/" + name; }
+
+// The fixtures' target has 2 layers: the module is model.layers.2.
+class Mtp : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::string fixture() const { return fixture_path(GetParam()); }
+};
 
 struct MtpCase {
   std::vector<int32_t> tokens;
@@ -38,8 +45,8 @@ struct MtpCase {
   std::vector<int32_t> chain_drafts;
 };
 
-std::vector<MtpCase> read_cases() {
-  auto text = read_text_file(fixture() + "/expected.json");
+std::vector<MtpCase> read_cases(const std::string& fixture) {
+  auto text = read_text_file(fixture + "/expected.json");
   EXPECT_TRUE(text.has_value());
   std::vector<MtpCase> out;
   if (!text) return out;
@@ -54,12 +61,12 @@ constexpr int kPage = 4, kPages = 32;
 
 class MtpRunner {
  public:
-  MtpRunner() : backend_(make_cpu_backend({.n_threads = 2})) {
+  explicit MtpRunner(const std::string& fixture) : backend_(make_cpu_backend({.n_threads = 2})) {
     LoadOptions lo;
     lo.max_batch_tokens = 64;
     lo.progress = false;
     lo.mtp = true;
-    auto m = Model::load(fixture(), *backend_, lo);
+    auto m = Model::load(fixture, *backend_, lo);
     EXPECT_TRUE(m.has_value()) << m.status().to_string();
     model_ = std::move(*m);
     auto kv = KvCache::allocate(*backend_, model_->kv_layout(kPages, kPage, DType::f32));
@@ -102,11 +109,11 @@ class MtpRunner {
   uint64_t step_id_ = 0;
 };
 
-TEST(MtpStepRunner, APromptStepDraftsTheReferenceChain) {
-  const std::vector<MtpCase> cases = read_cases();
+TEST_P(Mtp, APromptStepDraftsTheReferenceChain) {
+  const std::vector<MtpCase> cases = read_cases(fixture());
   ASSERT_EQ(cases.size(), 2u);
   for (const MtpCase& c : cases) {
-    MtpRunner r;
+    MtpRunner r(fixture());
     const int n = static_cast<int>(c.tokens.size());
     const auto [got, drafts] = r.step(std::vector<int32_t>(c.tokens.begin(), c.tokens.end() - 1), 0, 0, 3);
     ASSERT_EQ(got.size(), 1u);
@@ -118,13 +125,13 @@ TEST(MtpStepRunner, APromptStepDraftsTheReferenceChain) {
 // Prompt, then a verify step whose first two drafts are the target's own greedy tokens and the
 // third is not: three tokens come back, and the drafts made after them equal those of a fresh
 // runner given the accepted sequence as one prompt.
-TEST(MtpStepRunner, AfterARejectedDraftTheDraftsAreThoseOfTheAcceptedSequence) {
-  const std::vector<MtpCase> cases = read_cases();
+TEST_P(Mtp, AfterARejectedDraftTheDraftsAreThoseOfTheAcceptedSequence) {
+  const std::vector<MtpCase> cases = read_cases(fixture());
   ASSERT_FALSE(cases.empty());
   const MtpCase c = cases.back();
   const int p = c.prompt_len;
   ASSERT_GE(static_cast<int>(c.tokens.size()), p + 5);
-  MtpRunner a;
+  MtpRunner a(fixture());
   const auto [first, d0] = a.step(std::vector<int32_t>(c.tokens.begin(), c.tokens.begin() + p), 0, 0, 3);
   ASSERT_EQ(first, std::vector<int32_t>{c.tokens[static_cast<size_t>(p)]});
   EXPECT_EQ(d0.size(), 3u);
@@ -133,7 +140,7 @@ TEST(MtpStepRunner, AfterARejectedDraftTheDraftsAreThoseOfTheAcceptedSequence) {
                                       c.tokens[static_cast<size_t>(p + 2)], wrong}, p, 3, 3);
   ASSERT_EQ(verified, (std::vector<int32_t>{c.tokens[static_cast<size_t>(p + 1)], c.tokens[static_cast<size_t>(p + 2)],
                                             c.tokens[static_cast<size_t>(p + 3)]}));
-  MtpRunner fresh;
+  MtpRunner fresh(fixture());
   const auto [again, want] = fresh.step(std::vector<int32_t>(c.tokens.begin(), c.tokens.begin() + p + 3), 0, 0, 3);
   ASSERT_EQ(again, std::vector<int32_t>{c.tokens[static_cast<size_t>(p + 3)]});
   EXPECT_EQ(d1, want);
@@ -169,7 +176,7 @@ std::vector<GenerateOptions> requests(bool sampled) {
   return reqs;
 }
 
-TEST(MtpEngine, ChangesNoTokenGreedyOrSeeded) {
+TEST_P(Mtp, EngineChangesNoTokenGreedyOrSeeded) {
   auto off = create_engine(mtp_options(fixture(), false));
   ASSERT_TRUE(off);
   const auto want = run_concurrently(*off, requests(true));
@@ -192,12 +199,14 @@ TEST(MtpEngine, ChangesNoTokenGreedyOrSeeded) {
 // the token after next. Every greedy draft is then accepted.
 // Written once per process (and left in the temp dir's pid-named folder, as the other engine
 // tests' synthetic models).
-std::string bigram_copy() {
-  const fs::path dir = fs::temp_directory_path() / ("brigade_mtp_bigram_" + std::to_string(::getpid()));
+std::string bigram_copy(const std::string& fixture_name) {
+  const std::string fixture = fixture_path(fixture_name);
+  const fs::path dir =
+      fs::temp_directory_path() / ("brigade_mtp_bigram_" + fixture_name + "_" + std::to_string(::getpid()));
   if (fs::exists(dir / "model.safetensors")) return dir.string();
   fs::create_directories(dir);
-  fs::copy_file(fixture() + "/config.json", dir / "config.json", fs::copy_options::overwrite_existing);
-  std::ifstream in(fixture() + "/model.safetensors", std::ios::binary);
+  fs::copy_file(fixture + "/config.json", dir / "config.json", fs::copy_options::overwrite_existing);
+  std::ifstream in(fixture + "/model.safetensors", std::ios::binary);
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
   uint64_t header_len = 0;
   std::memcpy(&header_len, bytes.data(), 8);
@@ -235,8 +244,8 @@ std::string bigram_copy() {
   return dir.string();
 }
 
-TEST(MtpEngine, AModuleThatKnowsTheNextTokensHasEveryDraftAccepted) {
-  const std::string model = bigram_copy();
+TEST_P(Mtp, AModuleThatKnowsTheNextTokensHasEveryDraftAccepted) {
+  const std::string model = bigram_copy(GetParam());
   auto off = create_engine(mtp_options(model, false));
   auto on = create_engine(mtp_options(model, true));
   ASSERT_TRUE(off && on);
@@ -250,8 +259,8 @@ TEST(MtpEngine, AModuleThatKnowsTheNextTokensHasEveryDraftAccepted) {
 
 // PD separation: the prefill instance writes the module's entries with the prompt's pages; the
 // decode instance, which computed none of the prompt, drafts from them at once.
-TEST(MtpEngine, HandedOffSequencesDraftFromThePrefillInstancesEntries) {
-  const std::string model = bigram_copy();
+TEST_P(Mtp, HandedOffSequencesDraftFromThePrefillInstancesEntries) {
+  const std::string model = bigram_copy(GetParam());
   EngineOptions o = mtp_options(model, true);
   InstanceConfig prefill = o.topology.instances.front(), decode = prefill;
   prefill.role = "prefill";
@@ -275,7 +284,7 @@ TEST(MtpEngine, HandedOffSequencesDraftFromThePrefillInstancesEntries) {
 
 // A pool of 12 pages of 4 tokens for 4 sequences of up to 60: preempted and recomputed
 // sequences rebuild the module's entries with their own.
-TEST(MtpEngine, PreemptionChangesNoToken) {
+TEST_P(Mtp, PreemptionChangesNoToken) {
   std::vector<GenerateOptions> reqs;
   for (int n = 0; n < 4; ++n) {
     std::vector<int32_t> prompt;
@@ -299,9 +308,10 @@ TEST(MtpEngine, PreemptionChangesNoToken) {
   EXPECT_GT(on->stats().spec_draft_tokens, 0u);
 }
 
-TEST(MtpEngine, SetupsThatCannotRunAreRefused) {
-  // A DeepSeek checkpoint without MTP weights, and another architecture.
-  for (const std::string& m : {std::string(BRIGADE_FIXTURES) + "/deepseek_v3", std::string(BRIGADE_FIXTURES) + "/llama"}) {
+TEST_P(Mtp, SetupsThatCannotRunAreRefused) {
+  // A checkpoint of the architecture without MTP weights, and another architecture.
+  const std::string without = GetParam() == "deepseek_v3_mtp" ? "deepseek_v3" : "glm4_moe";
+  for (const std::string& m : {fixture_path(without), fixture_path("llama")}) {
     auto e = Engine::create(mtp_options(m, true));
     ASSERT_FALSE(e.has_value()) << m;
     EXPECT_NE(e.status().message().find("MTP"), std::string::npos) << e.status().message();
@@ -312,6 +322,9 @@ TEST(MtpEngine, SetupsThatCannotRunAreRefused) {
   ASSERT_FALSE(e.has_value());
   EXPECT_NE(e.status().message().find("tp 1"), std::string::npos) << e.status().message();
 }
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Mtp, ::testing::Values("deepseek_v3_mtp", "glm4_moe_mtp"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 }  // namespace
 }  // namespace brigade

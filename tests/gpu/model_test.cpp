@@ -69,6 +69,17 @@ SyntheticModelSpec spec_for(const std::string& arch) {
     spec.intermediate_size = spec.moe_intermediate_size;
     return spec;
   }
+  if (arch == "glm4_moe") {
+    // GLM-4.5's layout (q/k/v biases, q/k norms, half-rotated heads, layer 0 dense, sigmoid
+    // routing with the selection bias, a shared expert), every expert taken for the reason below.
+    SyntheticModelSpec spec = small_gpu_moe_model(11);
+    spec.arch = "glm4_moe";
+    spec.mlp_only_layers.clear();
+    spec.n_experts = 8;
+    spec.n_experts_per_tok = 8;
+    spec.routed_scaling_factor = 2.5f;
+    return spec;
+  }
   if (arch != "qwen3_moe") return small_gpu_model(11);
   // Every token takes all 8 experts: with top-k < E, bf16 router logits would pick another
   // expert than the CPU's f32 ones wherever two are within ~1% (a few routings per run), and
@@ -141,7 +152,7 @@ TEST_P(GpuModel, LogitsAndGreedyTokensMatchCpu) {
   EXPECT_EQ(static_cast<int>(dev[1]), testing::argmax(lg.data() + (lg.size() - vocab), vocab));
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, GpuModel, ::testing::Values("llama", "qwen3_moe", "deepseek_v3", "mixtral"));
+INSTANTIATE_TEST_SUITE_P(Archs, GpuModel, ::testing::Values("llama", "qwen3_moe", "deepseek_v3", "mixtral", "glm4_moe"));
 
 // Gemma 2 (soft-capped scores and logits, alternating windows), Gemma 3 (q/k norms, local and
 // global RoPE) and gpt-oss (attention sinks, YaRN, biased experts with the clamped SwiGLU) from
@@ -182,13 +193,9 @@ TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
   }
 }
 
-// DeepSeek-V3's MTP module (Model::forward_mtp) on the GPU: over the target's own hidden states
-// of a 40-token prompt (every row's logits), then a chained draft fed the module's own output,
-// the GPU's logits equal the CPU's within bf16 tolerance (every expert taken, as above).
-TEST(GpuModel, MtpModuleMatchesCpu) {
-  BRIGADE_REQUIRE_GPU();
+// The MTP module of `spec` given one MTP layer, GPU against CPU (MtpModuleMatchesCpu).
+void run_mtp_module_check(SyntheticModelSpec spec) {
   testing::TempDir dir("gpu_mtp");
-  SyntheticModelSpec spec = spec_for("deepseek_v3");
   spec.n_mtp_layers = 1;
   ASSERT_TRUE(write_synthetic_model(spec, dir.str()).is_ok());
   Side c = load(cpu(), dir.str(), true), g = load(*gpu(), dir.str(), true);
@@ -231,6 +238,17 @@ TEST(GpuModel, MtpModuleMatchesCpu) {
     out.push_back(std::move(host));
   }
   EXPECT_LT(rel_error(out[1], out[0]), kLogitsTol);
+}
+
+// DeepSeek-V3's and GLM-4.5's MTP modules (Model::forward_mtp) on the GPU: over the target's own
+// hidden states of a 40-token prompt (every row's logits), then a chained draft fed the module's
+// own output, the GPU's logits equal the CPU's within bf16 tolerance (every expert taken, as above).
+TEST(GpuModel, MtpModuleMatchesCpu) {
+  BRIGADE_REQUIRE_GPU();
+  for (const std::string arch : {"deepseek_v3", "glm4_moe"}) {
+    SCOPED_TRACE(arch);
+    run_mtp_module_check(spec_for(arch));
+  }
 }
 
 }  // namespace

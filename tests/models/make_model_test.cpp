@@ -242,48 +242,61 @@ TEST(MakeModel, DeepseekLayoutLoadsAndRuns) {
       << missing.status().message();
 }
 
-// deepseek_v3 with --mtp-layers 1: num_nextn_predict_layers 1 and DeepSeek-V3's MTP module under
-// model.layers.{n_layers}: its decoder layer named and shaped as the sparse layer 1, enorm, hnorm,
-// eh_proj [h, 2h], shared_head.norm, and copies of the embedding and lm_head. FP8 quantizes the
-// module's layer but not eh_proj; other archs and negative counts are refused naming the flag.
-TEST(MakeModel, DeepseekV3MtpModulesInTheHubLayout) {
+// deepseek_v3 and glm4_moe with --mtp-layers 1: num_nextn_predict_layers 1 and the MTP module
+// under model.layers.{n_layers}: its decoder layer named and shaped as the sparse layer 1, enorm,
+// hnorm, eh_proj [h, 2h], shared_head.norm, and copies of the embedding and lm_head; it loads
+// with LoadOptions::mtp. FP8 quantizes the module's layer but not eh_proj; other archs and
+// negative counts are refused naming the flag.
+TEST(MakeModel, MtpModulesInTheHubLayout) {
   testing::TempDir dir("mm_ds_mtp");
   SyntheticModelSpec s = spec(4);
-  s.arch = "deepseek_v3";
-  s.n_layers = 2;
-  s.q_lora_rank = 16;
-  s.tie_embeddings = false;
-  s.n_mtp_layers = 1;
-  ASSERT_TRUE(write_synthetic_model(s, dir.str()).is_ok());
-  const auto config = nlohmann::json::parse(testing::read_bytes(dir.file("config.json")));
-  EXPECT_EQ(config["num_nextn_predict_layers"], 1);
-  EXPECT_EQ(config["num_hidden_layers"], 2);
-  auto ck = Checkpoint::open(dir.str());
-  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
-  const auto& t = (*ck)->tensors();
-  const int64_t h = s.hidden_size, v = s.vocab_size;
-  const std::map<std::string, std::vector<int64_t>> own = {
-      {"embed_tokens.weight", {v, h}}, {"enorm.weight", {h}}, {"hnorm.weight", {h}},
-      {"eh_proj.weight", {h, 2 * h}}, {"shared_head.norm.weight", {h}}, {"shared_head.head.weight", {v, h}}};
-  std::map<std::string, std::vector<int64_t>> want;  // below "model.layers.2."
-  for (const auto& [name, shape] : own) want[name] = shape;
-  const std::string sparse = "model.layers.1.";
-  for (const auto& [name, tensor] : t)
-    if (name.starts_with(sparse)) want[name.substr(sparse.size())] = tensor.shape;
-  ASSERT_TRUE(want.count("mlp.experts.7.down_proj.weight") && want.count("mlp.gate.e_score_correction_bias") &&
-              want.count("self_attn.q_a_proj.weight") && want.count("mlp.shared_experts.up_proj.weight"));
-  std::map<std::string, std::vector<int64_t>> got;
-  for (const auto& [name, tensor] : t)
-    if (name.starts_with("model.layers.2.")) got[name.substr(15)] = tensor.shape;
-  EXPECT_EQ(got, want);
-  auto same_bytes = [&](const std::string& a, const std::string& b) {
-    return std::equal(t.at(a).bytes.begin(), t.at(a).bytes.end(), t.at(b).bytes.begin(), t.at(b).bytes.end());
-  };
-  EXPECT_TRUE(same_bytes("model.layers.2.embed_tokens.weight", "model.embed_tokens.weight"));
-  EXPECT_TRUE(same_bytes("model.layers.2.shared_head.head.weight", "lm_head.weight"));
-  EXPECT_FALSE(same_bytes("model.layers.2.self_attn.o_proj.weight", "model.layers.1.self_attn.o_proj.weight"));
-  EXPECT_FALSE(t.count("model.layers.3.enorm.weight"));
-  expect_loads_and_runs(dir.str(), "deepseek_v3 with an MTP module");
+  for (const std::string arch : {"glm4_moe", "deepseek_v3"}) {
+    s = spec(4);
+    s.arch = arch;
+    s.n_layers = 2;
+    s.q_lora_rank = 16;
+    s.tie_embeddings = false;
+    s.n_mtp_layers = 1;
+    ASSERT_TRUE(write_synthetic_model(s, dir.str()).is_ok()) << arch;
+    const auto config = nlohmann::json::parse(testing::read_bytes(dir.file("config.json")));
+    EXPECT_EQ(config["num_nextn_predict_layers"], 1);
+    EXPECT_EQ(config["num_hidden_layers"], 2);
+    auto ck = Checkpoint::open(dir.str());
+    ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+    const auto& t = (*ck)->tensors();
+    const int64_t h = s.hidden_size, v = s.vocab_size;
+    const std::map<std::string, std::vector<int64_t>> own = {
+        {"embed_tokens.weight", {v, h}}, {"enorm.weight", {h}}, {"hnorm.weight", {h}},
+        {"eh_proj.weight", {h, 2 * h}}, {"shared_head.norm.weight", {h}}, {"shared_head.head.weight", {v, h}}};
+    std::map<std::string, std::vector<int64_t>> want;  // below "model.layers.2."
+    for (const auto& [name, shape] : own) want[name] = shape;
+    const std::string sparse = "model.layers.1.";
+    for (const auto& [name, tensor] : t)
+      if (name.starts_with(sparse)) want[name.substr(sparse.size())] = tensor.shape;
+    ASSERT_TRUE(want.count("mlp.experts.7.down_proj.weight") && want.count("mlp.gate.e_score_correction_bias") &&
+                want.count(arch == "glm4_moe" ? "self_attn.q_norm.weight" : "self_attn.q_a_proj.weight") &&
+                want.count("mlp.shared_experts.up_proj.weight"));
+    std::map<std::string, std::vector<int64_t>> got;
+    for (const auto& [name, tensor] : t)
+      if (name.starts_with("model.layers.2.")) got[name.substr(15)] = tensor.shape;
+    EXPECT_EQ(got, want);
+    auto same_bytes = [&](const std::string& a, const std::string& b) {
+      return std::equal(t.at(a).bytes.begin(), t.at(a).bytes.end(), t.at(b).bytes.begin(), t.at(b).bytes.end());
+    };
+    EXPECT_TRUE(same_bytes("model.layers.2.embed_tokens.weight", "model.embed_tokens.weight"));
+    EXPECT_TRUE(same_bytes("model.layers.2.shared_head.head.weight", "lm_head.weight"));
+    EXPECT_FALSE(same_bytes("model.layers.2.self_attn.o_proj.weight", "model.layers.1.self_attn.o_proj.weight"));
+    EXPECT_FALSE(t.count("model.layers.3.enorm.weight"));
+    expect_loads_and_runs(dir.str(), arch + " with an MTP module");
+    auto backend = make_cpu_backend({.n_threads = 1});
+    LoadOptions opts;
+    opts.max_batch_tokens = 16;
+    opts.progress = false;
+    opts.mtp = true;
+    auto with = Model::load(dir.str(), *backend, opts);
+    ASSERT_TRUE(with.has_value()) << with.status().to_string();
+    EXPECT_EQ((*with)->n_mtp_layers(), 1) << arch;
+  }
 
   testing::TempDir fp8("mm_ds_mtp_fp8");
   s.fp8_block = 16;
@@ -305,7 +318,7 @@ TEST(MakeModel, DeepseekV3MtpModulesInTheHubLayout) {
   ASSERT_TRUE(plain.has_value());
   EXPECT_FALSE((*plain)->tensors().count("model.layers.2.input_layernorm.weight"));
 
-  for (const char* arch : {"deepseek_v2", "llama"}) {
+  for (const char* arch : {"deepseek_v2", "llama", "qwen3_moe"}) {
     s.arch = arch;
     s.n_mtp_layers = 1;
     const Status st = write_synthetic_model(s, dir.str());

@@ -1,10 +1,11 @@
-// DeepSeek-V3's MTP module (Model::forward_mtp) against the reference that
-// scripts/make_fixtures.py deepseek_v3_mtp computes with transformers' own DeepseekV3 layers
-// composed as SGLang's DeepseekModelNextN runs them: per position i, the module's logits from
-// the token at i + 1 and the target's final-norm hidden state at i (teacher-forced over the
-// whole sequence), and a chain of three greedy drafts, each fed the module's own normed output.
-// Also: the module's K/V is the last layer of the pool, chunks over its cached entries equal one
-// pass, and what is refused.
+// The MTP modules (Model::forward_mtp) of DeepSeek-V3 (MLA, models/deepseek.cpp) and GLM-4.5
+// (the Llama decoder, models/llama.cpp) against the references that scripts/make_fixtures.py
+// deepseek_v3_mtp / glm4_moe_mtp compute with transformers' own DeepseekV3 / Glm4Moe layers
+// composed as SGLang's DeepseekModelNextN / Glm4MoeModelNextN run them: per position i, the
+// module's logits from the token at i + 1 and the target's final-norm hidden state at i
+// (teacher-forced over the whole sequence), and a chain of three greedy drafts, each fed the
+// module's own normed output. Also: the module's K/V is the last layer of the pool, chunks over
+// its cached entries equal one pass, and what is refused.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -30,8 +31,8 @@ struct MtpCase {
   std::vector<std::vector<float>> chain_logits;  // [3][vocab]
 };
 
-std::vector<MtpCase> read_cases() {
-  auto text = read_text_file(fixture_dir("deepseek_v3_mtp") + "/expected.json");
+std::vector<MtpCase> read_cases(const std::string& fixture) {
+  auto text = read_text_file(fixture_dir(fixture) + "/expected.json");
   EXPECT_TRUE(text.has_value());
   std::vector<MtpCase> out;
   if (!text) return out;
@@ -44,11 +45,22 @@ std::vector<MtpCase> read_cases() {
   return out;
 }
 
-std::unique_ptr<Model> load_mtp(Backend& backend) {
+std::unique_ptr<Model> load_mtp(const std::string& fixture, Backend& backend) {
   LoadOptions o = testing::test_load_options();
   o.mtp = true;
-  return testing::load_or_fail(fixture_dir("deepseek_v3_mtp"), backend, o);
+  return testing::load_or_fail(fixture_dir(fixture), backend, o);
 }
+
+// The fixture with the module, and one of the same architecture whose config declares a module
+// that transformers did not save (num_nextn_predict_layers 1, no weights).
+struct MtpFixture {
+  std::string name;
+  std::string without_weights;
+};
+
+void PrintTo(const MtpFixture& f, std::ostream* os) { *os << f.name; }
+
+class MtpModule : public ::testing::TestWithParam<MtpFixture> {};
 
 float row_diff(const float* got, const std::vector<float>& want) {
   float d = 0.0f;
@@ -95,13 +107,13 @@ StepBatch shifted(const std::vector<int32_t>& tokens, int from, int to) {
   return make_step({{0, next, from, true}}, kPageSize, kPages);
 }
 
-TEST(DeepseekMtp, TeacherForcedLogitsAndDraftChainMatchTheReference) {
+TEST_P(MtpModule, TeacherForcedLogitsAndDraftChainMatchTheReference) {
   auto backend = make_cpu_backend({.n_threads = 2});
-  auto model = load_mtp(*backend);
+  auto model = load_mtp(GetParam().name, *backend);
   ASSERT_NE(model, nullptr);
   ASSERT_EQ(model->n_mtp_layers(), 1);
   const int vocab = model->config().vocab_size;
-  const auto cases = read_cases();
+  const auto cases = read_cases(GetParam().name);
   ASSERT_FALSE(cases.empty());
   for (const MtpCase& c : cases) {
     const int n = static_cast<int>(c.tokens.size());
@@ -145,12 +157,12 @@ TEST(DeepseekMtp, TeacherForcedLogitsAndDraftChainMatchTheReference) {
 
 // The module over the sequence in chunks of 5, each over the entries the earlier ones cached
 // (what successive steps do), gives every row's logits as one pass.
-TEST(DeepseekMtp, ChunksOverCachedEntriesEqualOnePass) {
+TEST_P(MtpModule, ChunksOverCachedEntriesEqualOnePass) {
   auto backend = make_cpu_backend({.n_threads = 2});
-  auto model = load_mtp(*backend);
+  auto model = load_mtp(GetParam().name, *backend);
   ASSERT_NE(model, nullptr);
   const int vocab = model->config().vocab_size;
-  const MtpCase c = read_cases().back();
+  const MtpCase c = read_cases(GetParam().name).back();
   const int n = static_cast<int>(c.tokens.size());
   auto kv = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
   ASSERT_TRUE(kv.has_value());
@@ -171,18 +183,19 @@ TEST(DeepseekMtp, ChunksOverCachedEntriesEqualOnePass) {
   EXPECT_LE(worst, kTol);
 }
 
-TEST(DeepseekMtp, KvLayoutHasTheModuleAsItsLastLayer) {
+TEST_P(MtpModule, KvLayoutHasTheModuleAsItsLastLayer) {
   auto backend = make_cpu_backend({.n_threads = 1});
-  auto with = load_mtp(*backend);
-  auto without = testing::load_or_fail(fixture_dir("deepseek_v3_mtp"), *backend);
+  auto with = load_mtp(GetParam().name, *backend);
+  auto without = testing::load_or_fail(fixture_dir(GetParam().name), *backend);
   ASSERT_NE(with, nullptr);
   ASSERT_NE(without, nullptr);
   EXPECT_EQ(with->kv_layout(4, 16, DType::bf16).n_layers, with->config().n_layers + 1);
   EXPECT_EQ(without->kv_layout(4, 16, DType::bf16).n_layers, without->config().n_layers);
   EXPECT_EQ(without->n_mtp_layers(), 0);
   EXPECT_GT(with->n_params(), without->n_params());
-  // The target's own forward is unchanged by the module (same logits with either pool).
-  const MtpCase c = read_cases().front();
+  // The target's own forward and its roofline cost are unchanged by the module (same logits with
+  // either pool).
+  const MtpCase c = read_cases(GetParam().name).front();
   std::vector<std::vector<float>> got;
   for (Model* m : {with.get(), without.get()}) {
     auto kv = KvCache::allocate(*backend, m->kv_layout(kPages, kPageSize, DType::f32));
@@ -190,18 +203,21 @@ TEST(DeepseekMtp, KvLayoutHasTheModuleAsItsLastLayer) {
     got.push_back(testing::run_step(*m, *backend, *kv, make_step({{0, c.tokens, 0, true}}, kPageSize, kPages)));
   }
   EXPECT_EQ(got[0], got[1]);
-  const auto info = inspect_model(fixture_dir("deepseek_v3_mtp"));
+  const StepBatch step = make_step({{0, c.tokens, 0, true}}, kPageSize, kPages);
+  EXPECT_EQ(with->step_cost(step, 64.0).bytes, without->step_cost(step, 64.0).bytes);
+  EXPECT_EQ(with->step_cost(step, 64.0).flops, without->step_cost(step, 64.0).flops);
+  const auto info = inspect_model(fixture_dir(GetParam().name));
   ASSERT_TRUE(info.has_value());
   EXPECT_NE(format_model_info(*info).find("mtp modules:   1 (num_nextn_predict_layers"), std::string::npos);
 }
 
-TEST(DeepseekMtp, RefusesWhatItCannotRun) {
+TEST_P(MtpModule, RefusesWhatItCannotRun) {
   auto backend = make_cpu_backend({.n_threads = 1});
   LoadOptions o = testing::test_load_options();
   o.mtp = true;
-  // The deepseek_v3 fixture's config says num_nextn_predict_layers 1 (transformers' default), but
-  // transformers saved no MTP weights.
-  auto none = Model::load(fixture_dir("deepseek_v3"), *backend, o);
+  // The deepseek_v3 / glm4_moe fixtures' configs say num_nextn_predict_layers 1 (transformers'
+  // default), but transformers saved no MTP weights.
+  auto none = Model::load(fixture_dir(GetParam().without_weights), *backend, o);
   ASSERT_FALSE(none.has_value());
   EXPECT_EQ(none.status().code(), StatusCode::invalid_argument);
   EXPECT_NE(none.status().message().find("eh_proj"), std::string::npos) << none.status().message();
@@ -210,13 +226,13 @@ TEST(DeepseekMtp, RefusesWhatItCannotRun) {
   EXPECT_EQ(llama.status().code(), StatusCode::unsupported);
   EXPECT_NE(llama.status().message().find("MTP"), std::string::npos);
   // forward_mtp without the module, and without prev_hidden.
-  auto plain = testing::load_or_fail(fixture_dir("deepseek_v3_mtp"), *backend);
+  auto plain = testing::load_or_fail(fixture_dir(GetParam().name), *backend);
   ASSERT_NE(plain, nullptr);
   auto kv = KvCache::allocate(*backend, plain->kv_layout(kPages, kPageSize, DType::f32));
   ASSERT_TRUE(kv.has_value());
   const StepBatch b = make_step({{0, {5, 6}, 0, false}}, kPageSize, kPages);
   EXPECT_EQ(plain->forward_mtp(b, *kv, Tensor()).code(), StatusCode::unsupported);
-  auto model = load_mtp(*backend);
+  auto model = load_mtp(GetParam().name, *backend);
   ASSERT_NE(model, nullptr);
   auto kv2 = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
   ASSERT_TRUE(kv2.has_value());
@@ -225,6 +241,34 @@ TEST(DeepseekMtp, RefusesWhatItCannotRun) {
   const Status st = model->forward_mtp(b, *kv2, buf->view(DType::f32, {1, model->config().vocab_size}));
   EXPECT_EQ(st.code(), StatusCode::invalid_argument);
   EXPECT_NE(st.message().find("prev_hidden"), std::string::npos) << st.message();
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, MtpModule,
+                         ::testing::Values(MtpFixture{"deepseek_v3_mtp", "deepseek_v3"},
+                                           MtpFixture{"glm4_moe_mtp", "glm4_moe"}),
+                         [](const ::testing::TestParamInfo<MtpFixture>& p) { return p.param.name; });
+
+// GLM-4.5-Air's form: the glm4_moe_step fixture stores an MTP layer of random tensors (no
+// reference) with two shared experts and no q/k norms or biases. It loads with the module and
+// runs it to finite logits.
+TEST(MtpModuleGlm, TheAirLayoutsModuleLoadsAndRuns) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = load_mtp("glm4_moe_step", *backend);
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->n_mtp_layers(), 1);
+  const int vocab = model->config().vocab_size, n = 6;
+  auto kv = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  Runner run{*backend, *model, *kv};
+  std::vector<Buffer> keep;
+  const std::vector<int32_t> tokens = {3, 9, 17, 33, 41, 50, 7};
+  const Tensor h = run.alloc(backend->activation_dtype(), n, run.hidden(), keep);
+  run.target(make_step({{0, std::vector<int32_t>(tokens.begin(), tokens.begin() + n), 0, true}}, kPageSize, kPages), h);
+  StepBatch b = shifted(tokens, 0, n);
+  b.prev_hidden = h;
+  const auto logits = run.mtp(b, keep);
+  ASSERT_EQ(static_cast<int>(logits.size()), n * vocab);
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
 }
 
 }  // namespace
