@@ -34,7 +34,12 @@ std::string gguf_glm4moe_layer_name(const std::string& suffix) {
       {"ffn_down_exps.weight", "mlp.experts.down_proj"},
       {"ffn_gate_shexp.weight", "mlp.shared_experts.gate_proj.weight"},
       {"ffn_up_shexp.weight", "mlp.shared_experts.up_proj.weight"},
-      {"ffn_down_shexp.weight", "mlp.shared_experts.down_proj.weight"}};
+      {"ffn_down_shexp.weight", "mlp.shared_experts.down_proj.weight"},
+      // The MTP layer's own tensors (its decoder layer's are named as any layer's).
+      {"nextn.eh_proj.weight", "eh_proj.weight"},
+      {"nextn.enorm.weight", "enorm.weight"},
+      {"nextn.hnorm.weight", "hnorm.weight"},
+      {"nextn.shared_head_norm.weight", "shared_head.norm.weight"}};
   auto it = kNames.find(suffix);
   return it == kNames.end() ? "" : it->second;
 }
@@ -52,6 +57,7 @@ Status read_gguf_glm4moe(const GgufFile& g, ModelConfig& c) {
     return corrupt(g.path() + ": metadata '" + a + "nextn_predict_layers' (" + std::to_string(nextn) +
                    ") must be in [0, block_count = " + std::to_string(c.n_layers) + ")");
   c.n_layers -= static_cast<int>(nextn);
+  c.n_mtp_layers = static_cast<int>(nextn);
   // Glm4MoeAttention: q/k/v biases (attention_bias) and q/k norms (use_qk_norm) where stored.
   c.qkv_bias = c.attention_bias = has_tensor(g, "blk.0.attn_q.bias");
   c.qk_norm = has_tensor(g, "blk.0.attn_q_norm.weight");

@@ -9,13 +9,15 @@ std::string MtpEnds::prefix(const ModelConfig& c) { return "model.layers." + std
 Status MtpEnds::load(WeightLoader& w, const ModelConfig& c, int tp_size) {
   const std::string at = prefix(c);
   if (c.n_mtp_layers < 1)
-    return invalid_argument("this " + c.arch + " checkpoint has no MTP module (num_nextn_predict_layers is 0 in config.json)");
+    return invalid_argument("this " + c.arch + " checkpoint has no MTP module (num_nextn_predict_layers is 0 in "
+                            "config.json; nextn_predict_layers in a GGUF file)");
   if (tp_size > 1)
     return unsupported("the MTP module runs on one rank: speculative method mtp needs tp 1 (got tp " +
                        std::to_string(tp_size) + ")");
   if (!w.has(at + "eh_proj.weight"))
-    return invalid_argument("config.json declares " + std::to_string(c.n_mtp_layers) +
-                            " MTP module(s) but the checkpoint has no " + at + "eh_proj.weight");
+    return invalid_argument("the model declares " + std::to_string(c.n_mtp_layers) +
+                            " MTP module(s) (num_nextn_predict_layers) but the checkpoint has no " + at +
+                            "eh_proj.weight (a GGUF file: blk." + std::to_string(c.n_layers) + ".nextn.eh_proj.weight)");
   const int64_t hidden = c.hidden_size;
   BRIGADE_ASSIGN_OR_RETURN(enorm, w.vector_f32({at + "enorm.weight"}, {hidden}));
   BRIGADE_ASSIGN_OR_RETURN(hnorm, w.vector_f32({at + "hnorm.weight"}, {hidden}));

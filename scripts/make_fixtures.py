@@ -465,14 +465,13 @@ def new_mtp_module(model, seed):
     return mtp.to(torch.float32).eval()
 
 
-def save_mtp_module(model, mtp, out_dir):
-    """Adds the MTP module to out_dir/model.safetensors under model.layers.{L}. The decoder layer is
-    named by save_pretrained itself (a copy of the target with L + 1 layers whose last one is
-    `layer`), then read back by from_pretrained to check the names round-trip."""
+def mtp_module_tensors(model, mtp):
+    """The MTP module's tensors as the Hub's checkpoints name them, under model.layers.{L}.: the
+    decoder layer named by save_pretrained itself (a copy of the target with L + 1 layers whose
+    last one is `layer`: one tensor per expert), then enorm, hnorm, eh_proj and shared_head.norm."""
     import copy
     import tempfile
-    import torch
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import load_file
     c = model.config
     pre = f"model.layers.{c.num_hidden_layers}."
     shell_config = copy.deepcopy(c)
@@ -481,15 +480,25 @@ def save_mtp_module(model, mtp, out_dir):
     shell.model.layers[c.num_hidden_layers] = mtp["layer"]
     with tempfile.TemporaryDirectory() as tmp:
         shell.save_pretrained(tmp, safe_serialization=True)
-        layer = {k: v for k, v in load_file(str(Path(tmp) / "model.safetensors")).items() if k.startswith(pre)}
+        tensors = {k: v for k, v in load_file(str(Path(tmp) / "model.safetensors")).items() if k.startswith(pre)}
+    for key in ("enorm.weight", "hnorm.weight", "eh_proj.weight", "shared_head.norm.weight"):
+        tensors[pre + key] = mtp.state_dict()[key].detach().clone().contiguous()
+    return tensors
+
+
+def save_mtp_module(model, mtp, out_dir):
+    """Adds the MTP module (mtp_module_tensors) to out_dir/model.safetensors under model.layers.{L}.,
+    then reads the layer back with from_pretrained to check the names round-trip."""
+    import torch
+    from safetensors.torch import load_file, save_file
+    c = model.config
+    pre = f"model.layers.{c.num_hidden_layers}."
     path = out_dir / "model.safetensors"
     tensors = load_file(str(path))
-    tensors.update(layer)
+    tensors.update(mtp_module_tensors(model, mtp))
     if c.model_type == "deepseek_v3":  # GLM-4.6's checkpoints leave these copies out
         tensors[pre + "embed_tokens.weight"] = tensors["model.embed_tokens.weight"].clone()
         tensors[pre + "shared_head.head.weight"] = tensors["lm_head.weight"].clone()
-    for key in ("enorm.weight", "hnorm.weight", "eh_proj.weight", "shared_head.norm.weight"):
-        tensors[pre + key] = mtp.state_dict()[key].detach().clone().contiguous()
     save_file(tensors, str(path), metadata={"format": "pt"})
     reread = type(model).from_pretrained(out_dir, num_hidden_layers=c.num_hidden_layers + 1, dtype=torch.float32)
     want = mtp["layer"].state_dict()

@@ -829,12 +829,16 @@ def make_glm4moe(name):
     counts, shared count, leading dense blocks, sigmoid gating, weights scale and norm; q/k/v
     biases, attn_{q,k}_norm, post_attention_norm (the norm before the MLP), layer 0's dense MLP,
     then per sparse layer the router ffn_gate_inp, the selection bias exp_probs_b.bias, the
-    experts stacked and the shared expert as ffn_*_shexp; the MTP layer blk.3 (a sparse layer's
-    tensors, random, and nextn.{eh_proj,enorm,hnorm,shared_head_norm}). The toy vocabulary with
+    experts stacked and the shared expert as ffn_*_shexp; the MTP layer blk.3 (GLM-4.5's MTP
+    module, make_fixtures.py's new_mtp_module over the reference below: a sparse layer's tensors
+    and nextn.{eh_proj,enorm,hnorm,shared_head_norm}; the converter's optional nextn.embed_tokens
+    and shared_head_head copies left out, as a GLM-4.6 source has none). The toy vocabulary with
     pre-tokenizer glm4 (llama.cpp: no BOS, whole-word tokens before merges), eos, eot and eom as
     GLM's _set_vocab_glm sets them (here <|endoftext|>, <|end|>, <|call|>), and a bos with
     add_bos_token true that the glm4 pre-tokenizer drops. Writes expected.json: transformers on the
-    checkpoint without expert groups (glm4moe_reference), every decode step's logits too."""
+    checkpoint without expert groups (glm4moe_reference), every decode step's logits too; and
+    mtp.json: the MTP module's teacher-forced logits and draft chains over that reference
+    (make_fixtures.py mtp_case, SGLang's Glm4MoeModelNextN), in deepseek_v3_mtp's format."""
     from importlib.metadata import version
     import gguf
     import numpy as np
@@ -846,6 +850,9 @@ def make_glm4moe(name):
     cfg = json.loads((src / "config.json").read_text())
     t = load_file(str(src / "model.safetensors"))
     layers, mtp = cfg["num_hidden_layers"], 1
+    model = glm4moe_reference(torch, transformers)
+    module = mf.new_mtp_module(model, 2024)
+    t.update({k: v.numpy() for k, v in mf.mtp_module_tensors(model, module).items()})
     w = gguf.GGUFWriter(str(out_dir / "model.gguf"), "glm4moe")
     add_hf_sizes(w, dict(cfg, num_hidden_layers=layers + mtp))
     w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
@@ -869,7 +876,6 @@ def make_glm4moe(name):
     w.add_eos_token_id(tokens.index("<|endoftext|>"))
     w.add_eot_token_id(tokens.index("<|end|>"))
     w.add_eom_token_id(tokens.index("<|call|>"))
-    rng = np.random.default_rng(7)
 
     def f32(gguf_name, x):
         w.add_tensor(gguf_name, np.ascontiguousarray(x, dtype=np.float32))
@@ -902,24 +908,29 @@ def make_glm4moe(name):
     f32("token_embd.weight", t["model.embed_tokens.weight"])
     for l in range(layers):
         layer(l, f"model.layers.{l}.")
-    # The MTP layer: a sparse layer's tensors drawn at random, and its own.
-    layer(layers, f"model.layers.{layers - 1}.", lambda x: rng.standard_normal(x.shape).astype(np.float32))
-    hidden = cfg["hidden_size"]
-    f32(f"blk.{layers}.nextn.eh_proj.weight", rng.standard_normal((hidden, 2 * hidden)) / np.sqrt(2 * hidden))
-    for norm in ("enorm", "hnorm", "shared_head_norm"):
-        f32(f"blk.{layers}.nextn.{norm}.weight", np.ones(hidden))
+    # The MTP layer: its decoder layer's tensors under the usual names, and its own.
+    at = f"model.layers.{layers}."
+    layer(layers, at)
+    for own, hf in (("eh_proj", "eh_proj"), ("enorm", "enorm"), ("hnorm", "hnorm"), ("shared_head_norm", "shared_head.norm")):
+        f32(f"blk.{layers}.nextn.{own}.weight", t[at + hf + ".weight"])
     f32("output_norm.weight", t["model.norm.weight"])
     f32("output.weight", t["lm_head.weight"])
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    model = glm4moe_reference(torch, transformers)
     cases = mf.run_cases(model, model.config.vocab_size, decode_logits=True)
-    mf.write_expected(out_dir, name, f"transformers {transformers.__version__} Glm4MoeForCausalLM from "
-                                     f"tests/fixtures/glm4_moe with n_group 1, topk_group 1 (llama.cpp's glm4moe has no "
-                                     f"expert groups), torch {torch.__version__}, fp32, eager attention; the file "
-                                     f"written with gguf-py {version('gguf')}", model.config.vocab_size, cases)
+    generator = (f"transformers {transformers.__version__} Glm4MoeForCausalLM from tests/fixtures/glm4_moe with "
+                 f"n_group 1, topk_group 1 (llama.cpp's glm4moe has no expert groups), torch {torch.__version__}, "
+                 f"fp32, eager attention; the file written with gguf-py {version('gguf')}")
+    mf.write_expected(out_dir, name, generator, model.config.vocab_size, cases)
+    with torch.no_grad():
+        mtp_cases = [mf.mtp_case(model, module, p) for p in mf.prompts_for(model.config.vocab_size) if len(p) >= 2]
+    top = {row.index(max(row)) for c in mtp_cases for row in c["mtp_logits"]}
+    assert len(top) > 1, f"degenerate MTP: every position's argmax is {top}"
+    doc = {"generator": generator + "; its MTP module (seed 2024) computed as SGLang's Glm4MoeModelNextN",
+           "vocab_size": model.config.vocab_size, "n_draft": mf.N_DRAFT, "cases": mtp_cases}
+    (out_dir / "mtp.json").write_text(json.dumps(doc, separators=(",", ":")) + "\n")
     print(f"{name}: {(out_dir / 'model.gguf').stat().st_size / 1024:.0f} KiB")
 
 

@@ -45,8 +45,8 @@ struct MtpCase {
   std::vector<int32_t> chain_drafts;
 };
 
-std::vector<MtpCase> read_cases(const std::string& fixture) {
-  auto text = read_text_file(fixture + "/expected.json");
+std::vector<MtpCase> read_cases_file(const std::string& path) {
+  auto text = read_text_file(path);
   EXPECT_TRUE(text.has_value());
   std::vector<MtpCase> out;
   if (!text) return out;
@@ -56,6 +56,8 @@ std::vector<MtpCase> read_cases(const std::string& fixture) {
                    c.at("chain_drafts").get<std::vector<int32_t>>()});
   return out;
 }
+
+std::vector<MtpCase> read_cases(const std::string& fixture) { return read_cases_file(fixture + "/expected.json"); }
 
 constexpr int kPage = 4, kPages = 32;
 
@@ -321,6 +323,26 @@ TEST_P(Mtp, SetupsThatCannotRunAreRefused) {
   auto e = Engine::create(tp);
   ASSERT_FALSE(e.has_value());
   EXPECT_NE(e.status().message().find("tp 1"), std::string::npos) << e.status().message();
+}
+
+// GLM's module from llama.cpp's GGUF (gguf_glm4moe: blk.3.nextn.*; reference mtp.json): a prompt
+// step drafts the reference chain, and through the engine no token changes.
+TEST(MtpGguf, Glm4MoeDraftsTheReferenceChainAndChangesNoToken) {
+  const std::string gguf = fixture_path("gguf_glm4moe") + "/model.gguf";
+  const std::vector<MtpCase> cases = read_cases_file(fixture_path("gguf_glm4moe") + "/mtp.json");
+  ASSERT_EQ(cases.size(), 2u);
+  for (const MtpCase& c : cases) {
+    MtpRunner r(gguf);
+    const auto [got, drafts] = r.step(std::vector<int32_t>(c.tokens.begin(), c.tokens.end() - 1), 0, 0, 3);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0], c.tokens.back());
+    EXPECT_EQ(drafts, c.chain_drafts);
+  }
+  auto off = create_engine(mtp_options(gguf, false));
+  auto on = create_engine(mtp_options(gguf, true, 2));
+  ASSERT_TRUE(off && on);
+  expect_same_tokens(run_concurrently(*on, requests(true)), run_concurrently(*off, requests(true)), "gguf");
+  EXPECT_GT(on->stats().spec_draft_tokens, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Mtp, ::testing::Values("deepseek_v3_mtp", "glm4_moe_mtp"),

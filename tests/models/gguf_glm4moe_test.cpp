@@ -1,6 +1,6 @@
 // llama.cpp's glm4moe GGUF (GLM-4.5 / 4.5-Air / 4.6): tests/fixtures/gguf_glm4moe is the glm4_moe
 // checkpoint written as llama.cpp's converter writes it (scripts/make_gguf_fixtures.py
-// gguf_glm4moe: F32, with the MTP layer the Hub's checkpoints carry as blk.3), and its reference
+// gguf_glm4moe: F32, with an MTP layer as blk.3, whose drafts tests/models/mtp_test.cpp checks), and its reference
 // is transformers on that checkpoint without expert groups, which llama.cpp's glm4moe neither
 // stores nor runs; llama.cpp itself reads the file within 3e-6 of it (llamacpp.json). Also: the
 // config as read, each part moving the logits, the vocabulary (pre-tokenizer glm4) tokenizing as
@@ -32,7 +32,7 @@ TEST(GgufGlm4Moe, ConfigAsLlamaCppReadsIt) {
   const ModelConfig& c = (*ck)->config();
   EXPECT_EQ(c.arch, "glm4_moe");
   EXPECT_EQ(c.n_layers, 3) << "block_count 4 less the MTP layer";
-  EXPECT_EQ(c.n_mtp_layers, 0);
+  EXPECT_EQ(c.n_mtp_layers, 1) << "nextn_predict_layers: drafts under speculative method mtp (tests/models/mtp_test.cpp)";
   EXPECT_EQ(c.head_dim, 32) << "attention.key_length";
   EXPECT_EQ(c.rope_dims(), 16) << "rope.dimension_count";
   EXPECT_EQ(c.rope_style, RopeStyle::neox);

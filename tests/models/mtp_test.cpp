@@ -4,8 +4,10 @@
 // composed as SGLang's DeepseekModelNextN / Glm4MoeModelNextN run them: per position i, the
 // module's logits from the token at i + 1 and the target's final-norm hidden state at i
 // (teacher-forced over the whole sequence), and a chain of three greedy drafts, each fed the
-// module's own normed output. Also: the module's K/V is the last layer of the pool, chunks over
-// its cached entries equal one pass, and what is refused.
+// module's own normed output. GLM's module also from llama.cpp's GGUF (gguf_glm4moe: blk.3.nextn.*
+// and a sparse layer, reference mtp.json over transformers' layers the same way). Also: the
+// module's K/V is the last layer of the pool, chunks over its cached entries equal one pass, and
+// what is refused.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -31,8 +33,8 @@ struct MtpCase {
   std::vector<std::vector<float>> chain_logits;  // [3][vocab]
 };
 
-std::vector<MtpCase> read_cases(const std::string& fixture) {
-  auto text = read_text_file(fixture_dir(fixture) + "/expected.json");
+std::vector<MtpCase> read_cases(const std::string& expected) {
+  auto text = read_text_file(expected);
   EXPECT_TRUE(text.has_value());
   std::vector<MtpCase> out;
   if (!text) return out;
@@ -45,18 +47,25 @@ std::vector<MtpCase> read_cases(const std::string& fixture) {
   return out;
 }
 
-std::unique_ptr<Model> load_mtp(const std::string& fixture, Backend& backend) {
+std::unique_ptr<Model> load_mtp(const std::string& model, Backend& backend) {
   LoadOptions o = testing::test_load_options();
   o.mtp = true;
-  return testing::load_or_fail(fixture_dir(fixture), backend, o);
+  return testing::load_or_fail(model, backend, o);
 }
 
-// The fixture with the module, and one of the same architecture whose config declares a module
-// that transformers did not save (num_nextn_predict_layers 1, no weights).
+// A checkpoint with the module, its reference, and a checkpoint of the same architecture whose
+// config declares a module that transformers did not save (num_nextn_predict_layers 1, no
+// weights), or "" for none.
 struct MtpFixture {
   std::string name;
+  std::string model;
+  std::string expected;
   std::string without_weights;
 };
+
+MtpFixture hf(const std::string& name, const std::string& without_weights) {
+  return {name, fixture_dir(name), fixture_dir(name) + "/expected.json", without_weights};
+}
 
 void PrintTo(const MtpFixture& f, std::ostream* os) { *os << f.name; }
 
@@ -109,11 +118,11 @@ StepBatch shifted(const std::vector<int32_t>& tokens, int from, int to) {
 
 TEST_P(MtpModule, TeacherForcedLogitsAndDraftChainMatchTheReference) {
   auto backend = make_cpu_backend({.n_threads = 2});
-  auto model = load_mtp(GetParam().name, *backend);
+  auto model = load_mtp(GetParam().model, *backend);
   ASSERT_NE(model, nullptr);
   ASSERT_EQ(model->n_mtp_layers(), 1);
   const int vocab = model->config().vocab_size;
-  const auto cases = read_cases(GetParam().name);
+  const auto cases = read_cases(GetParam().expected);
   ASSERT_FALSE(cases.empty());
   for (const MtpCase& c : cases) {
     const int n = static_cast<int>(c.tokens.size());
@@ -159,10 +168,10 @@ TEST_P(MtpModule, TeacherForcedLogitsAndDraftChainMatchTheReference) {
 // (what successive steps do), gives every row's logits as one pass.
 TEST_P(MtpModule, ChunksOverCachedEntriesEqualOnePass) {
   auto backend = make_cpu_backend({.n_threads = 2});
-  auto model = load_mtp(GetParam().name, *backend);
+  auto model = load_mtp(GetParam().model, *backend);
   ASSERT_NE(model, nullptr);
   const int vocab = model->config().vocab_size;
-  const MtpCase c = read_cases(GetParam().name).back();
+  const MtpCase c = read_cases(GetParam().expected).back();
   const int n = static_cast<int>(c.tokens.size());
   auto kv = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
   ASSERT_TRUE(kv.has_value());
@@ -185,8 +194,8 @@ TEST_P(MtpModule, ChunksOverCachedEntriesEqualOnePass) {
 
 TEST_P(MtpModule, KvLayoutHasTheModuleAsItsLastLayer) {
   auto backend = make_cpu_backend({.n_threads = 1});
-  auto with = load_mtp(GetParam().name, *backend);
-  auto without = testing::load_or_fail(fixture_dir(GetParam().name), *backend);
+  auto with = load_mtp(GetParam().model, *backend);
+  auto without = testing::load_or_fail(GetParam().model, *backend);
   ASSERT_NE(with, nullptr);
   ASSERT_NE(without, nullptr);
   EXPECT_EQ(with->kv_layout(4, 16, DType::bf16).n_layers, with->config().n_layers + 1);
@@ -195,7 +204,7 @@ TEST_P(MtpModule, KvLayoutHasTheModuleAsItsLastLayer) {
   EXPECT_GT(with->n_params(), without->n_params());
   // The target's own forward and its roofline cost are unchanged by the module (same logits with
   // either pool).
-  const MtpCase c = read_cases(GetParam().name).front();
+  const MtpCase c = read_cases(GetParam().expected).front();
   std::vector<std::vector<float>> got;
   for (Model* m : {with.get(), without.get()}) {
     auto kv = KvCache::allocate(*backend, m->kv_layout(kPages, kPageSize, DType::f32));
@@ -206,7 +215,7 @@ TEST_P(MtpModule, KvLayoutHasTheModuleAsItsLastLayer) {
   const StepBatch step = make_step({{0, c.tokens, 0, true}}, kPageSize, kPages);
   EXPECT_EQ(with->step_cost(step, 64.0).bytes, without->step_cost(step, 64.0).bytes);
   EXPECT_EQ(with->step_cost(step, 64.0).flops, without->step_cost(step, 64.0).flops);
-  const auto info = inspect_model(fixture_dir(GetParam().name));
+  const auto info = inspect_model(GetParam().model);
   ASSERT_TRUE(info.has_value());
   EXPECT_NE(format_model_info(*info).find("mtp modules:   1 (num_nextn_predict_layers"), std::string::npos);
 }
@@ -217,22 +226,24 @@ TEST_P(MtpModule, RefusesWhatItCannotRun) {
   o.mtp = true;
   // The deepseek_v3 / glm4_moe fixtures' configs say num_nextn_predict_layers 1 (transformers'
   // default), but transformers saved no MTP weights.
-  auto none = Model::load(fixture_dir(GetParam().without_weights), *backend, o);
-  ASSERT_FALSE(none.has_value());
-  EXPECT_EQ(none.status().code(), StatusCode::invalid_argument);
-  EXPECT_NE(none.status().message().find("eh_proj"), std::string::npos) << none.status().message();
+  if (!GetParam().without_weights.empty()) {
+    auto none = Model::load(fixture_dir(GetParam().without_weights), *backend, o);
+    ASSERT_FALSE(none.has_value());
+    EXPECT_EQ(none.status().code(), StatusCode::invalid_argument);
+    EXPECT_NE(none.status().message().find("eh_proj"), std::string::npos) << none.status().message();
+  }
   auto llama = Model::load(fixture_dir("llama"), *backend, o);
   ASSERT_FALSE(llama.has_value());
   EXPECT_EQ(llama.status().code(), StatusCode::unsupported);
   EXPECT_NE(llama.status().message().find("MTP"), std::string::npos);
   // forward_mtp without the module, and without prev_hidden.
-  auto plain = testing::load_or_fail(fixture_dir(GetParam().name), *backend);
+  auto plain = testing::load_or_fail(GetParam().model, *backend);
   ASSERT_NE(plain, nullptr);
   auto kv = KvCache::allocate(*backend, plain->kv_layout(kPages, kPageSize, DType::f32));
   ASSERT_TRUE(kv.has_value());
   const StepBatch b = make_step({{0, {5, 6}, 0, false}}, kPageSize, kPages);
   EXPECT_EQ(plain->forward_mtp(b, *kv, Tensor()).code(), StatusCode::unsupported);
-  auto model = load_mtp(GetParam().name, *backend);
+  auto model = load_mtp(GetParam().model, *backend);
   ASSERT_NE(model, nullptr);
   auto kv2 = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
   ASSERT_TRUE(kv2.has_value());
@@ -244,8 +255,11 @@ TEST_P(MtpModule, RefusesWhatItCannotRun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, MtpModule,
-                         ::testing::Values(MtpFixture{"deepseek_v3_mtp", "deepseek_v3"},
-                                           MtpFixture{"glm4_moe_mtp", "glm4_moe"}),
+                         ::testing::Values(hf("deepseek_v3_mtp", "deepseek_v3"), hf("glm4_moe_mtp", "glm4_moe"),
+                                           // llama.cpp's glm4moe file: blk.3.nextn.* beside a sparse
+                                           // layer (scripts/make_gguf_fixtures.py gguf_glm4moe, mtp.json).
+                                           MtpFixture{"gguf_glm4moe", fixture_dir("gguf_glm4moe") + "/model.gguf",
+                                                      fixture_dir("gguf_glm4moe") + "/mtp.json", ""}),
                          [](const ::testing::TestParamInfo<MtpFixture>& p) { return p.param.name; });
 
 // GLM-4.5-Air's form: the glm4_moe_step fixture stores an MTP layer of random tensors (no
@@ -253,7 +267,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, MtpModule,
 // runs it to finite logits.
 TEST(MtpModuleGlm, TheAirLayoutsModuleLoadsAndRuns) {
   auto backend = make_cpu_backend({.n_threads = 1});
-  auto model = load_mtp("glm4_moe_step", *backend);
+  auto model = load_mtp(fixture_dir("glm4_moe_step"), *backend);
   ASSERT_NE(model, nullptr);
   EXPECT_EQ(model->n_mtp_layers(), 1);
   const int vocab = model->config().vocab_size, n = 6;
