@@ -1154,6 +1154,91 @@ def eog_pass():
     (out_dir / "llamacpp.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
 
 
+def llamacpp_mtp(llama_cpp, path, mtp_cases):
+    """llama.cpp's own MTP graph (llama_model_glm4_moe::graph_mtp, a context of type MTP beside the
+    target's, driven as common/speculative.cpp's draft-mtp drives it) over each mtp.json case:
+    the target over the whole sequence gives every row's final-norm hidden state
+    (llama_get_embeddings_nextn); the MTP context then reads token t_{i+1} with hidden state h_i at
+    position i for every i, and chains N_DRAFT drafts from the last row, each fed the previous
+    draft and the module's own output there (llama_get_embeddings_nextn_ith). Flash attention off
+    and an F32 KV cache, as the logits pass. Returns per case the chain's drafts and how far the
+    logits are from mtp.json's. The nextn entry points are C++ symbols of libllama (llama-ext.h,
+    not bound by llama-cpp-python), called by their mangled names."""
+    import ctypes
+    import numpy as np
+    L = llama_cpp
+    lib = L.llama_cpp._lib
+    def fn(name, args, res):
+        f = getattr(lib, name)
+        f.argtypes, f.restype = args, res
+        return f
+    set_nextn = fn("_Z26llama_set_embeddings_nextnP13llama_contextbb", [ctypes.c_void_p, ctypes.c_bool, ctypes.c_bool], None)
+    get_nextn = fn("_Z26llama_get_embeddings_nextnP13llama_context", [ctypes.c_void_p], ctypes.POINTER(ctypes.c_float))
+    get_nextn_ith = fn("_Z30llama_get_embeddings_nextn_ithP13llama_contexti", [ctypes.c_void_p, ctypes.c_int32],
+                       ctypes.POINTER(ctypes.c_float))
+    L.llama_backend_init()
+    mp = L.llama_model_default_params()
+    mp.load_mtp = True
+    model = L.llama_model_load_from_file(str(path).encode(), mp)
+    assert model and L.llama_model_n_layer_nextn(model) == 1
+    n_embd, n_vocab = L.llama_model_n_embd(model), L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
+
+    def context(other=None):
+        cp = L.llama_context_default_params()
+        cp.n_ctx = cp.n_batch = cp.n_ubatch = 128
+        cp.n_threads = cp.n_threads_batch = 2
+        cp.type_k = cp.type_v = 0
+        cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        if other is not None:
+            cp.ctx_type, cp.ctx_other = L.LLAMA_CONTEXT_TYPE_MTP, other
+        ctx = L.llama_init_from_model(model, cp)
+        assert ctx
+        set_nextn(ctx, True, other is not None)
+        return ctx
+
+    def logits(ctx, i):
+        return np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, i), shape=(n_vocab,)).copy()
+
+    out = []
+    for case in mtp_cases:
+        toks, n = case["tokens"], len(case["tokens"])
+        tgt = context()
+        ids = (L.llama_token * n)(*toks)
+        assert L.llama_decode(tgt, L.llama_batch_get_one(ids, n)) == 0
+        hidden = np.ctypeslib.as_array(get_nextn(tgt), shape=(n * n_embd,)).reshape(n, n_embd).copy()
+        dft = context(tgt)
+        batch = L.llama_batch_ext_init(dft)
+        rows = []  # alive until each llama_process has read them
+
+        def add(token, pos, h):
+            idx = L.llama_batch_ext_add_token(batch, 0, token)
+            rows.append(np.ascontiguousarray(h, dtype=np.float32))
+            embd = L.llama_embd(rows[-1].ctypes.data_as(ctypes.POINTER(ctypes.c_float)), 1, n_embd)
+            assert idx >= 0 and L.llama_batch_ext_set_pos(batch, idx, (L.llama_pos * 1)(pos))
+            assert L.llama_batch_ext_set_embd_token(batch, idx, embd) and L.llama_batch_ext_set_output_logits(batch, idx, True)
+
+        for i in range(n - 1):
+            add(toks[i + 1], i, hidden[i])
+        assert L.llama_process(dft, L.LLAMA_PROCESS_TYPE_DECODE, batch) == 0
+        teacher = np.array([logits(dft, i) for i in range(n - 1)])
+        chain, last = [teacher[-1]], n - 2
+        for k in range(1, len(case["chain_drafts"])):
+            h = np.ctypeslib.as_array(get_nextn_ith(dft, last), shape=(n_embd,)).copy()
+            L.llama_batch_ext_clear(batch)
+            add(int(np.argmax(chain[-1])), n - 2 + k, h)
+            assert L.llama_process(dft, L.LLAMA_PROCESS_TYPE_DECODE, batch) == 0
+            chain.append(logits(dft, 0))
+            last = 0
+        out.append({"chain_drafts": [int(np.argmax(row)) for row in chain],
+                    "mtp_logits_max_diff": float(np.abs(teacher - np.array(case["mtp_logits"])).max()),
+                    "chain_logits_max_diff": float(np.abs(np.array(chain) - np.array(case["chain_logits"])).max())})
+        L.llama_batch_ext_free(batch)
+        L.llama_free(dft)
+        L.llama_free(tgt)
+    L.llama_model_free(model)
+    return out
+
+
 def llamacpp_pass(names):
     """--llamacpp [NAME...]: tests/fixtures/<gemma or gpt-oss fixture>/llamacpp.json from llama.cpp
     itself (llama-cpp-python, in the venv make_grammar_fixtures.py uses: LLAMACPP_VENV, default
@@ -1163,7 +1248,9 @@ def llamacpp_pass(names):
     act_q8_max_diff): llama.cpp reads the file as the settings transformers was given say. For
     gguf_gpt_oss the bound holds against transformers with YaRN's range rounded as llama.cpp rounds
     it (gpt_oss_truncated_logits, run in make_fixtures.py's venv); the distance to expected.json
-    (unrounded, as the Hub's config says) is recorded beside it, and so are llama.cpp's logits."""
+    (unrounded, as the Hub's config says) is recorded beside it, and so are llama.cpp's logits.
+    gguf_glm4moe's also holds llama.cpp's MTP drafts over mtp.json's cases (llamacpp_mtp), whose
+    logits must be within 1e-4 of mtp.json's."""
     import os
     import subprocess
     venv = Path(os.environ.get("LLAMACPP_VENV", mf.ROOT / ".brigade" / "llamacpp-venv"))
@@ -1205,6 +1292,13 @@ def llamacpp_pass(names):
                 u = float(np.abs(got - np.array(c["logits"])).max())
                 doc["unrounded_yarn_logits_max_diff"].append(u)
                 print(f"{name}: prompt of {len(c['prompt'])}: {u:.4f} from transformers' with YaRN unrounded")
+        if (out_dir / "mtp.json").exists():
+            doc["mtp"] = llamacpp_mtp(llama_cpp, out_dir / "model.gguf",
+                                      json.loads((out_dir / "mtp.json").read_text())["cases"])
+            for c in doc["mtp"]:
+                d = max(c["mtp_logits_max_diff"], c["chain_logits_max_diff"])
+                assert d <= 1e-4, f"{name}: llama.cpp's MTP differs from mtp.json by {d}"
+                print(f"{name}: llama.cpp's MTP within {d:.2g} of mtp.json, drafts {c['chain_drafts']}")
         (out_dir / "llamacpp.json").write_text(json.dumps(doc) + "\n")
 
 

@@ -326,17 +326,23 @@ TEST_P(Mtp, SetupsThatCannotRunAreRefused) {
 }
 
 // GLM's module from llama.cpp's GGUF (gguf_glm4moe: blk.3.nextn.*; reference mtp.json): a prompt
-// step drafts the reference chain, and through the engine no token changes.
+// step drafts the reference chain, which is also the chain llama.cpp's own MTP graph drafts
+// (llamacpp.json "mtp", scripts/make_gguf_fixtures.py --llamacpp), and through the engine no
+// token changes.
 TEST(MtpGguf, Glm4MoeDraftsTheReferenceChainAndChangesNoToken) {
   const std::string gguf = fixture_path("gguf_glm4moe") + "/model.gguf";
   const std::vector<MtpCase> cases = read_cases_file(fixture_path("gguf_glm4moe") + "/mtp.json");
+  const auto llamacpp = nlohmann::json::parse(read_text_file(fixture_path("gguf_glm4moe") + "/llamacpp.json").value());
   ASSERT_EQ(cases.size(), 2u);
-  for (const MtpCase& c : cases) {
+  ASSERT_EQ(llamacpp.at("mtp").size(), 2u);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const MtpCase& c = cases[i];
     MtpRunner r(gguf);
     const auto [got, drafts] = r.step(std::vector<int32_t>(c.tokens.begin(), c.tokens.end() - 1), 0, 0, 3);
     ASSERT_EQ(got.size(), 1u);
     EXPECT_EQ(got[0], c.tokens.back());
     EXPECT_EQ(drafts, c.chain_drafts);
+    EXPECT_EQ(drafts, llamacpp["mtp"][i].at("chain_drafts").get<std::vector<int32_t>>()) << "llama.cpp's chain";
   }
   auto off = create_engine(mtp_options(gguf, false));
   auto on = create_engine(mtp_options(gguf, true, 2));
