@@ -52,8 +52,9 @@ struct Kernels {
   void (*quantize_q8)(const float* x, BlockQ8* y, int64_t k) = nullptr;
   void (*qmatmul_rows)(const QMatmulArgs& a, int64_t m_begin, int64_t m_end) = nullptr;
   void (*qgemm_rows)(const QMatmulArgs& a, int64_t m_begin, int64_t m_end) = nullptr;
-  // The int8 multiply-add ceiling, for roofline reports: `iters` rounds of 8 independent
-  // 32-product dot_acc (the quantized kernels' inner instruction); returns a value to keep.
+  // The int8 multiply-add ceiling, for roofline reports: `iters` rounds of 8 x 32 products in
+  // independent dot_acc chains (the quantized kernels' inner instruction; on 512 bits with VNNI,
+  // as the prefill kernel runs it); returns a value to keep.
   // nullptr at the scalar level.
   int64_t (*int8_dot_loop)(int64_t iters) = nullptr;
   // The K-quant decode matmul (decodes_with_q8k weights, n < kQuantGemmMinRows) over BlockQ8K

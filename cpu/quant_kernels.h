@@ -6,9 +6,9 @@
 // is applied through the activation block's sums. K-quant decodes take qkmatmul_rows over
 // BlockQ8K (one scale per 256; below). Other decodes (n < kQuantGemmMinRows) take qmatmul_rows,
 // which shares each unpacked weight block among up to 4 activation rows (quant_kernels_simd.inc);
-// prefill takes qgemm_rows, which repacks 8 weight rows at a time so that one vpdpbusd yields 8
-// rows' partial block sums (quant_gemm_simd.inc). Like sgemm for float weights, the two sum in
-// different orders.
+// prefill takes qgemm_rows, which repacks 8 weight rows at a time (16 on AVX-512 VNNI) so that
+// one vpdpbusd yields 8 (16) rows' partial block sums (quant_gemm_simd.inc). Like sgemm for float
+// weights, the two sum in different orders.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,5 @@
-// AVX-512 VNNI quantized matmul, mostly on 256-bit vectors (cpu/quant_kernels.h; q4_0/q4_1/mxfp4 decode on 512): vpdpbusd multiplies u8 x s8
+// AVX-512 VNNI quantized matmul, mostly on 256-bit vectors (cpu/quant_kernels.h; q4_0/q4_1/mxfp4
+// decode and the prefill kernel's 16-row panels on 512): vpdpbusd multiplies u8 x s8
 // and sums four products into i32 in one instruction, without maddubs' i16 saturation.
 // The bodies are in quant_kernels_simd.inc.
 // GCC 12's 512-bit intrinsics start from _mm512_undefined_*, which -Wuninitialized reports as an

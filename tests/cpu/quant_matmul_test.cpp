@@ -213,6 +213,17 @@ TEST(QuantKernels, EveryLevelAgreesWithScalar) {
   }
 }
 
+// `got` ([n][m]) holds -1 outside rows [b, e) and, inside, want's bytes.
+void expect_rows_in_range(const std::vector<float>& got, const std::vector<float>& want, int64_t n, int64_t m, int64_t b,
+                          int64_t e, const std::string& what) {
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t r = 0; r < m; ++r) {
+      const size_t at = static_cast<size_t>(i * m + r);
+      if (r < b || r >= e) ASSERT_EQ(got[at], -1.0f) << what << " row " << r << " outside " << b << ".." << e;
+      else ASSERT_EQ(std::memcmp(&got[at], &want[at], 4), 0) << what << " n " << n << " row " << r << " in " << b << ".." << e;
+    }
+}
+
 // The decode kernel writes exactly the rows it is given, and each row's output is bit for bit the
 // same whatever range of rows it is computed in (AVX-512 VNNI takes q4_0 / q4_1 four rows at a
 // time and pads a short group), so the thread split and a stacked part's offset change nothing.
@@ -236,12 +247,40 @@ TEST(QuantKernels, ARowsDecodeOutputDoesNotDependOnItsRowRange) {
           std::vector<float> part(whole.size(), -1.0f);
           a.out = part.data();
           kern.qmatmul_rows(a, b, e);
-          for (int64_t i = 0; i < n; ++i)
-            for (int64_t r = 0; r < m; ++r) {
-              const size_t at = static_cast<size_t>(i * m + r);
-              if (r < b || r >= e) ASSERT_EQ(part[at], -1.0f) << dtype_name(t) << " row " << r << " outside " << b << ".." << e;
-              else ASSERT_EQ(std::memcmp(&part[at], &whole[at], 4), 0) << dtype_name(t) << " level " << l << " n " << n << " row " << r << " in " << b << ".." << e;
-            }
+          expect_rows_in_range(part, whole, n, m, b, e, std::string(dtype_name(t)) + " level " + std::to_string(l));
+        }
+      }
+    }
+  }
+}
+
+// The prefill kernel gives every output bit for bit the same at the AVX2 and AVX-512 levels (8-row
+// panels on 256 bits, or with VNNI 16-row panels on 512 bits whose lanes compute what the 8-row
+// kernel computes) and whatever range of rows it is given (a thread's share, a short last panel),
+// so a row's logits do not depend on the CPU's vector width or the thread split.
+TEST(QuantKernels, ThePrefillKernelIsBitForBitTheSameAtEveryLevelAndRowRange) {
+  if (cpu::detect_simd_level() < cpu::SimdLevel::avx2) GTEST_SKIP() << "no SIMD level to compare";
+  std::mt19937 rng(9);
+  const auto& ref = cpu::kernels_for(cpu::SimdLevel::avx2);
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q4_k, DType::q5_k, DType::q6_k, DType::mxfp4}) {
+    for (int64_t n : {1, 3, 4, 6, 9}) {
+      const int64_t m = 45, k = 2 * dtype_block_elems(t), nb = k / 32;
+      std::vector<float> x(static_cast<size_t>(n * k));
+      std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+      for (auto& v : x) v = u(rng);
+      std::vector<cpu::BlockQ8> xq(static_cast<size_t>(n * nb));
+      for (int64_t i = 0; i < n; ++i) ref.quantize_q8(x.data() + i * k, xq.data() + i * nb, k);
+      auto w = random_weight(t, m, k, rng);
+      std::vector<float> want(static_cast<size_t>(n * m), -1.0f);
+      cpu::QMatmulArgs a{xq.data(), n, nb, w.data(), t, dtype_bytes(t, k), m, want.data()};
+      ref.qgemm_rows(a, 0, m);
+      for (int l = static_cast<int>(cpu::SimdLevel::avx2); l <= static_cast<int>(cpu::detect_simd_level()); ++l) {
+        const auto& kern = cpu::kernels_for(static_cast<cpu::SimdLevel>(l));
+        for (const auto& [b, e] : {std::pair<int64_t, int64_t>{0, 45}, {8, 45}, {3, 29}, {16, 25}, {40, 45}}) {
+          std::vector<float> got(want.size(), -1.0f);
+          a.out = got.data();
+          kern.qgemm_rows(a, b, e);
+          expect_rows_in_range(got, want, n, m, b, e, std::string(dtype_name(t)) + " level " + std::to_string(l));
         }
       }
     }
