@@ -130,6 +130,10 @@ class LlamaModel final : public Model {
   Status run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta,
                        const RopeConfig& rope, int n);
   Status run_mlp(const DecoderLayer& layer, int n);
+  // A decoder layer after its input norm (scratch normed holds it): attention, the post-attention
+  // norm where the model has one, the MLP's norm, the MLP and its post norm; its output is left in
+  // delta for the next norm to add to the residual.
+  Status run_layer(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta, const RopeConfig& rope, int n);
   // Sums a block's partial output over the tensor-parallel ranks (nothing to do without TP).
   int layer_index(const DecoderLayer& layer) const { return static_cast<int>(&layer - layers_.data()); }
   Status reduce(const Tensor& delta) { return comm_ != nullptr ? comm_->all_reduce_sum(delta) : Status::ok(); }
@@ -378,6 +382,20 @@ Status LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
   return reduce(scratch_.delta.tensor.rows(0, n));
 }
 
+Status LlamaModel::run_layer(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta,
+                             const RopeConfig& rope, int n) {
+  const Tensor residual = scratch_.residual.tensor.rows(0, n);
+  const Tensor normed = scratch_.normed.tensor.rows(0, n);
+  const Tensor delta = scratch_.delta.tensor.rows(0, n);
+  const float eps = config_.rms_eps;
+  BRIGADE_RETURN_IF_ERROR(run_attention(layer, cache, meta, rope, n));
+  if (!layer.post_attn_norm.tensor.empty()) backend_.rms_norm(delta, layer.post_attn_norm.tensor, eps, delta);
+  backend_.add_rms_norm(residual, delta, layer.mlp_norm.tensor, eps, normed);
+  BRIGADE_RETURN_IF_ERROR(run_mlp(layer, n));
+  if (!layer.post_mlp_norm.tensor.empty()) backend_.rms_norm(delta, layer.post_mlp_norm.tensor, eps, delta);
+  return Status::ok();
+}
+
 Expected<StepBounds> LlamaModel::begin_step(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
   const StepLimits limits{config_.vocab_size, config_.max_position, options_.max_batch_tokens,
                           n_kv_layers(), shard_.qkv.n_kv_heads, config_.head_dim};
@@ -412,11 +430,7 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
     // The previous block's output joins the residual in the same pass as the next norm.
     if (l == 0) backend_.rms_norm(residual, layer.attn_norm.tensor, eps, normed);
     else backend_.add_rms_norm(residual, delta, layer.attn_norm.tensor, eps, normed);
-    BRIGADE_RETURN_IF_ERROR(run_attention(layer, kv.layer(l), local ? sliding : full, local ? rope_local_ : rope_, n));
-    if (!layer.post_attn_norm.tensor.empty()) backend_.rms_norm(delta, layer.post_attn_norm.tensor, eps, delta);
-    backend_.add_rms_norm(residual, delta, layer.mlp_norm.tensor, eps, normed);
-    BRIGADE_RETURN_IF_ERROR(run_mlp(layer, n));
-    if (!layer.post_mlp_norm.tensor.empty()) backend_.rms_norm(delta, layer.post_mlp_norm.tensor, eps, delta);
+    BRIGADE_RETURN_IF_ERROR(run_layer(layer, kv.layer(l), local ? sliding : full, local ? rope_local_ : rope_, n));
   }
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size()), h = static_cast<int64_t>(batch.hidden_rows.size());
   if (r == 0 && h == 0) return Status::ok();
@@ -437,13 +451,9 @@ Status LlamaModel::forward_mtp(const StepBatch& batch, const KvCache& kv, const 
   const Tensor residual = scratch_.residual.tensor.rows(0, n);
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor delta = scratch_.delta.tensor.rows(0, n);
-  const float eps = config_.rms_eps;
-  const DecoderLayer& layer = mtp_layer_;
   mtp_.input(backend_, config_, ends_.embed.tensor, ints_.tokens(batch), batch.prev_hidden, residual, normed, delta);
-  backend_.add_rms_norm(residual, delta, layer.attn_norm.tensor, eps, normed);
-  BRIGADE_RETURN_IF_ERROR(run_attention(layer, kv.layer(config_.n_layers), meta, rope_, n));
-  backend_.add_rms_norm(residual, delta, layer.mlp_norm.tensor, eps, normed);
-  BRIGADE_RETURN_IF_ERROR(run_mlp(layer, n));
+  backend_.add_rms_norm(residual, delta, mtp_layer_.attn_norm.tensor, config_.rms_eps, normed);
+  BRIGADE_RETURN_IF_ERROR(run_layer(mtp_layer_, kv.layer(config_.n_layers), meta, rope_, n));
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size()), h = static_cast<int64_t>(batch.hidden_rows.size());
   if (r == 0 && h == 0) return Status::ok();
   ends_.logits_with(mtp_.head_norm.tensor, backend_, config_, residual, delta, normed,
