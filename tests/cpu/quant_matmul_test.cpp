@@ -213,6 +213,17 @@ TEST(QuantKernels, EveryLevelAgreesWithScalar) {
   }
 }
 
+// n rows of k activations uniform in [-3, 3), quantized by `kern` (n * k / 32 blocks).
+std::vector<cpu::BlockQ8> random_q8_rows(const cpu::Kernels& kern, int64_t n, int64_t k, std::mt19937& rng) {
+  std::vector<float> x(static_cast<size_t>(n * k));
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  for (auto& v : x) v = u(rng);
+  const int64_t nb = k / 32;
+  std::vector<cpu::BlockQ8> xq(static_cast<size_t>(n * nb));
+  for (int64_t i = 0; i < n; ++i) kern.quantize_q8(x.data() + i * k, xq.data() + i * nb, k);
+  return xq;
+}
+
 // `got` ([n][m]) holds -1 outside rows [b, e) and, inside, want's bytes.
 void expect_rows_in_range(const std::vector<float>& got, const std::vector<float>& want, int64_t n, int64_t m, int64_t b,
                           int64_t e, const std::string& what) {
@@ -234,11 +245,7 @@ TEST(QuantKernels, ARowsDecodeOutputDoesNotDependOnItsRowRange) {
     for (DType t : {DType::q8_0, DType::q4_0, DType::q4_1, DType::mxfp4}) {
       for (int64_t n : {1, 2, 3, 5}) {
         const int64_t m = 11, k = 3 * 32, nb = k / 32;
-        std::vector<float> x(static_cast<size_t>(n * k));
-        std::uniform_real_distribution<float> u(-3.0f, 3.0f);
-        for (auto& v : x) v = u(rng);
-        std::vector<cpu::BlockQ8> xq(static_cast<size_t>(n * nb));
-        for (int64_t i = 0; i < n; ++i) kern.quantize_q8(x.data() + i * k, xq.data() + i * nb, k);
+        const std::vector<cpu::BlockQ8> xq = random_q8_rows(kern, n, k, rng);
         auto w = random_weight(t, m, k, rng);
         std::vector<float> whole(static_cast<size_t>(n * m), -1.0f);
         cpu::QMatmulArgs a{xq.data(), n, nb, w.data(), t, dtype_bytes(t, k), m, whole.data()};
@@ -265,11 +272,7 @@ TEST(QuantKernels, ThePrefillKernelIsBitForBitTheSameAtEveryLevelAndRowRange) {
   for (DType t : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q4_k, DType::q5_k, DType::q6_k, DType::mxfp4}) {
     for (int64_t n : {1, 3, 4, 6, 9}) {
       const int64_t m = 45, k = 2 * dtype_block_elems(t), nb = k / 32;
-      std::vector<float> x(static_cast<size_t>(n * k));
-      std::uniform_real_distribution<float> u(-3.0f, 3.0f);
-      for (auto& v : x) v = u(rng);
-      std::vector<cpu::BlockQ8> xq(static_cast<size_t>(n * nb));
-      for (int64_t i = 0; i < n; ++i) ref.quantize_q8(x.data() + i * k, xq.data() + i * nb, k);
+      const std::vector<cpu::BlockQ8> xq = random_q8_rows(ref, n, k, rng);
       auto w = random_weight(t, m, k, rng);
       std::vector<float> want(static_cast<size_t>(n * m), -1.0f);
       cpu::QMatmulArgs a{xq.data(), n, nb, w.data(), t, dtype_bytes(t, k), m, want.data()};
