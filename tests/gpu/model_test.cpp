@@ -41,53 +41,37 @@ Side load(Backend& b, const std::string& dir, bool mtp = false) {
   return s;
 }
 
+// small_gpu_moe_model's shape as `arch`, every layer's 8 experts taken by every token: with
+// top-k < E, bf16 router logits would pick another expert than the CPU's f32 ones wherever two
+// are within ~1% (a few routings per run), and one such token is past the logits tolerance. The
+// selection itself is compared exactly in GpuMoe.RouteMatchesCpu (and, for the grouped, biased
+// choice, GpuMla.DeepseekRoutingMatchesCpu); here the router, its weights and every expert run.
+SyntheticModelSpec every_expert(const std::string& arch) {
+  SyntheticModelSpec spec = small_gpu_moe_model(11);
+  spec.arch = arch;
+  spec.n_experts = 8;
+  spec.n_experts_per_tok = 8;
+  if (arch != "qwen3_moe") spec.mlp_only_layers.clear();  // qwen3_moe keeps layer 2 dense
+  return spec;
+}
+
 SyntheticModelSpec spec_for(const std::string& arch) {
-  if (arch == "deepseek_v3") {
-    // MLA (q_lora_rank 64, latent 128, rope 32) and the DeepSeek MoE with a shared expert, every
-    // expert taken for the reason below (the grouped, biased choice: GpuMla.DeepseekRoutingMatchesCpu).
-    SyntheticModelSpec spec = small_gpu_moe_model(11);
-    spec.arch = "deepseek_v3";
-    spec.mlp_only_layers.clear();
-    spec.n_experts = 8;
-    spec.n_experts_per_tok = 8;
+  if (arch == "qwen3_moe") return every_expert(arch);
+  SyntheticModelSpec spec = every_expert(arch);
+  if (arch == "deepseek_v3") {  // MLA (q_lora_rank 64, latent 128, rope 32), a shared expert
     spec.q_lora_rank = 64;
     spec.kv_lora_rank = 128;
     spec.qk_nope_head_dim = 32;
     spec.qk_rope_head_dim = 32;
     spec.v_head_dim = 32;
     spec.routed_scaling_factor = 2.5f;
-    return spec;
-  }
-  if (arch == "mixtral") {
-    // Mixtral's layout (block_sparse_moe, w1 / w3 / w2, every layer sparse, experts
-    // intermediate_size wide), every expert taken for the reason below.
-    SyntheticModelSpec spec = small_gpu_moe_model(11);
-    spec.arch = "mixtral";
-    spec.mlp_only_layers.clear();
-    spec.n_experts = 8;
-    spec.n_experts_per_tok = 8;
+  } else if (arch == "mixtral") {  // block_sparse_moe, w1 / w3 / w2, experts intermediate_size wide
     spec.intermediate_size = spec.moe_intermediate_size;
-    return spec;
-  }
-  if (arch == "glm4_moe") {
-    // GLM-4.5's layout (q/k/v biases, q/k norms, half-rotated heads, layer 0 dense, sigmoid
-    // routing with the selection bias, a shared expert), every expert taken for the reason below.
-    SyntheticModelSpec spec = small_gpu_moe_model(11);
-    spec.arch = "glm4_moe";
-    spec.mlp_only_layers.clear();
-    spec.n_experts = 8;
-    spec.n_experts_per_tok = 8;
+  } else if (arch == "glm4_moe") {  // q/k/v biases and norms, half-rotated heads, layer 0 dense
     spec.routed_scaling_factor = 2.5f;
-    return spec;
+  } else {
+    return small_gpu_model(11);
   }
-  if (arch != "qwen3_moe") return small_gpu_model(11);
-  // Every token takes all 8 experts: with top-k < E, bf16 router logits would pick another
-  // expert than the CPU's f32 ones wherever two are within ~1% (a few routings per run), and
-  // one such token is past the logits tolerance. The selection itself is compared exactly in
-  // GpuMoe.RouteMatchesCpu; here the router, its softmax weights and every expert run.
-  SyntheticModelSpec spec = small_gpu_moe_model(11);
-  spec.n_experts = 8;
-  spec.n_experts_per_tok = 8;
   return spec;
 }
 
