@@ -1,19 +1,19 @@
 // Paged attention for a batch of sequences, each a prefill chunk over a cached prefix or a
 // single decode token (AttentionMeta in core/backend.h).
 //
-// Work item = (sequence, kv head, block of up to kQBlock query rows). An item walks the KV pages
-// its rows can see once, page by page (a page is the tile): K and V of the page are widened to f32
-// once, K transposed, and used by all rows x the query heads sharing that kv head (GQA): a row's
-// heads score the keys together, kLanes keys per vector (Kernels::attend_tile). Each query keeps
-// an online softmax (running max m, sum l, unnormalised output acc), so no [n_q, ctx] matrix exists.
-//
-// The cache dtype is resolved once per call into a run_item instantiation (KvRead): f32 pages are
-// read in place, bf16/f16 pages are widened per tile, int8 pages are dequantized per tile with
-// each row's own scale (cpu/kv_int8.h). No per-element dtype branch runs in the loops.
+// Work item = (sequence, kv head, block of up to kQBlock query rows). An item walks the KV
+// positions its rows can see once, a tile of kTile positions at a time, reading the cache where
+// it is: the tile's keys are transposed straight from their pages, in the cache's dtype
+// (Kernels::transpose_keys: f32, bf16/f16 widened, int8 dequantized with each row's own scale,
+// cpu/kv_int8.h), and the values are read from their pages by the PV kernel. The rows that see
+// the whole tile (every tile before the diagonal) score it in one call with all their query
+// heads sharing that kv head (GQA), kLanes keys per vector (Kernels::attend_scores, then
+// Kernels::attend_values). Each query keeps an online softmax (running max m, sum l,
+// unnormalised output acc), so no [n_q, ctx] matrix exists.
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 #include <xmmintrin.h>
@@ -24,6 +24,9 @@ namespace brigade::cpu {
 namespace {
 
 constexpr int kQBlock = 16;
+// Keys per tile: positions [64 i, 64 i + 64), from however many pages hold them.
+constexpr int64_t kTile = 64;
+constexpr int64_t kLdk = kTile + 16;  // the transposed keys' row stride (Kernels::transpose_keys)
 
 struct Item {
   int seq;
@@ -57,23 +60,44 @@ const void* kv_row(const Tensor& t, const Shape& s, int64_t page, int64_t slot, 
   return static_cast<const char*>(t.data) + static_cast<size_t>(idx) * dtype_size(t.dtype);
 }
 
-// Pulls one kv head's K and V rows of `page` toward L1 while the current page is scored: the
-// rows are head_dim elements at a stride of n_kv_heads * head_dim, a pattern the hardware
-// prefetcher does not follow across pages (profiling showed half the time stalled there).
-void prefetch_page(const KvLayer& cache, const Shape& s, int64_t page, int64_t head) {
+// Pulls one kv head's K and V rows at positions [p0, p1) toward the caches while the current tile
+// is scored: the rows are head_dim elements at a stride of n_kv_heads * head_dim, across pages, a
+// pattern the hardware prefetcher does not follow (profiling showed half the time stalled there).
+void prefetch_rows(const KvLayer& cache, const Shape& s, const int32_t* table, int64_t p0, int64_t p1, int64_t head) {
   const int64_t row_bytes = s.head_dim * static_cast<int64_t>(dtype_size(cache.k.dtype));
-  for (int64_t slot = 0; slot < s.page_size; ++slot) {
-    const char* k = static_cast<const char*>(kv_row(cache.k, s, page, slot, head));
-    const char* v = static_cast<const char*>(kv_row(cache.v, s, page, slot, head));
-    for (int64_t off = 0; off < row_bytes; off += 64) {
-      __builtin_prefetch(k + off);
-      __builtin_prefetch(v + off);
-    }
+  const int64_t stride = s.n_kv * row_bytes;
+  for (int64_t p = p0; p < p1;) {
+    const int64_t slot = p % s.page_size, n = std::min(p1 - p, s.page_size - slot);
+    const char* k = static_cast<const char*>(kv_row(cache.k, s, table[p / s.page_size], slot, head));
+    const char* v = static_cast<const char*>(kv_row(cache.v, s, table[p / s.page_size], slot, head));
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t off = 0; off < row_bytes; off += 64) {
+        __builtin_prefetch(k + t * stride + off);
+        __builtin_prefetch(v + t * stride + off);
+      }
+    p += n;
   }
 }
 
-// How run_item reads a tile of K/V rows, chosen once per call from the cache dtype.
-enum class KvRead { f32_in_place, widen, dequantize_i8 };
+// One kv head's rows of K or V (`t`, int8 row scales `scale`) at positions [p0, p1): a run per
+// page, into runs (kTile of them at most, for pages of one position).
+KvRows rows_of(const Tensor& t, const Tensor& scale, const Shape& s, const int32_t* table, int64_t p0, int64_t p1,
+               int64_t head, KvRun* runs) {
+  KvRows r;
+  r.dtype = t.dtype;
+  r.stride = s.n_kv * s.head_dim;
+  r.scale_stride = s.n_kv;
+  r.runs = runs;
+  const size_t es = dtype_size(t.dtype);
+  for (int64_t p = p0; p < p1;) {
+    const int64_t page = table[p / s.page_size], slot = p % s.page_size, n = std::min(p1 - p, s.page_size - slot);
+    const int64_t at = (page * s.page_size + slot) * s.n_kv + head;  // the run's first row
+    runs[r.n_runs++] = {static_cast<const char*>(t.data) + static_cast<size_t>(at * s.head_dim) * es,
+                        t.dtype == DType::i8 ? scale.as<const float>() + at : nullptr, n};
+    p += n;
+  }
+  return r;
+}
 
 // Flush-to-zero and denormals-are-zero (MXCSR bits 15 and 6) while it lives, the thread's MXCSR
 // restored after; held by each worker over its items, not per tile (ldmxcsr twice a call). A key
@@ -90,13 +114,11 @@ struct FlushDenormals {
 };
 
 struct Scratch {
-  std::vector<float> q, acc, m, l, k_tile, v_tile, scores, kt;
+  std::vector<float> q, acc, m, l, scores, kt;
 };
 
-template <KvRead kRead>
-void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* qkv,
-              const KvLayer& cache, const int32_t* q_start, const int32_t* ctx_len,
-              const int32_t* block_table, float* out) {
+void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* qkv, const KvLayer& cache,
+              const int32_t* q_start, const int32_t* ctx_len, const int32_t* block_table, float* out) {
   thread_local Scratch sc;
   const Kernels& kn = *c.kernels;
   const int64_t d = s.head_dim;
@@ -118,67 +140,47 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
   }
   const QueryRange first = visible(first_pos + it.row_begin, s.sliding_window);
   const QueryRange last = visible(first_pos + it.row_end - 1, s.sliding_window);
-  if constexpr (kRead != KvRead::f32_in_place) {
-    sc.k_tile.resize(static_cast<size_t>(s.page_size * d));
-    sc.v_tile.resize(static_cast<size_t>(s.page_size * d));
-  }
-  // The tile's keys transposed ([d][ldk], Kernels::transpose_keys), plus the 16 floats
-  // attend_tile's last loads may read past a row's end. Zeroed when (re)sized so that every float
-  // it can read is finite; later tiles leave their (finite) keys behind in columns a shorter tile
-  // does not write. Every row, decode or prefill, takes this one path, so a row's output does not
-  // depend on how its sequence was split into steps (KvInt8Model.PagesAndLogitsDoNotDependOn...).
-  const int64_t ldk = (s.page_size + 15) / 16 * 16;
-  const size_t kt_size = static_cast<size_t>(d * ldk + 16);
+  // The tile's keys transposed ([d][kLdk], Kernels::transpose_keys): kTile columns, plus the 15 a
+  // page's zero padding or attend_scores' last loads may reach past them, plus 16 floats past the
+  // last row. Zeroed when (re)sized so that every float it can read is finite; later tiles leave
+  // their (finite) keys behind in columns a shorter tile does not write.
+  const size_t kt_size = static_cast<size_t>(d * kLdk + 16);
   if (sc.kt.size() != kt_size) sc.kt.assign(kt_size, 0.0f);
-  sc.scores.resize(static_cast<size_t>(std::min(s.group, kAttendTileMaxQueries) * ldk));
+  sc.scores.resize(static_cast<size_t>(kAttendMaxQueries * kLdk));
   const int32_t* table = block_table + it.seq * s.max_blocks;
-  for (int64_t b = first.lo / s.page_size; b <= last.hi / s.page_size; ++b) {
-    const int64_t page = table[b];
-    const int64_t p0 = std::max(first.lo, b * s.page_size);
-    const int64_t p1 = std::min(last.hi + 1, (b + 1) * s.page_size);  // tile positions [p0, p1)
-    const int64_t o0 = p0 - b * s.page_size;
-    if (b + 1 <= last.hi / s.page_size) prefetch_page(cache, s, table[b + 1], it.kv_head);
-    // Rows of this tile's K and V for our kv head, as f32, stride `kv_stride`.
-    const float* k_base;
-    const float* v_base;
-    int64_t kv_stride;
-    if constexpr (kRead == KvRead::f32_in_place) {
-      k_base = static_cast<const float*>(kv_row(cache.k, s, page, o0, it.kv_head));
-      v_base = static_cast<const float*>(kv_row(cache.v, s, page, o0, it.kv_head));
-      kv_stride = s.n_kv * d;
-    } else if constexpr (kRead == KvRead::widen) {
-      for (int64_t t = 0; t < p1 - p0; ++t) {
-        kn.to_f32(kv_row(cache.k, s, page, o0 + t, it.kv_head), cache.k.dtype, sc.k_tile.data() + t * d, d);
-        kn.to_f32(kv_row(cache.v, s, page, o0 + t, it.kv_head), cache.v.dtype, sc.v_tile.data() + t * d, d);
-      }
-      k_base = sc.k_tile.data();
-      v_base = sc.v_tile.data();
-      kv_stride = d;
-    } else {
-      // Row scales of (page, offset, kv head) at [(page * page_size + offset) * n_kv + kv head].
-      const float* ks = cache.k_scale.as<const float>() + (page * s.page_size + o0) * s.n_kv + it.kv_head;
-      const float* vs = cache.v_scale.as<const float>() + (page * s.page_size + o0) * s.n_kv + it.kv_head;
-      for (int64_t t = 0; t < p1 - p0; ++t) {
-        kn.dequantize_i8(static_cast<const int8_t*>(kv_row(cache.k, s, page, o0 + t, it.kv_head)), ks[t * s.n_kv],
-                         sc.k_tile.data() + t * d, d);
-        kn.dequantize_i8(static_cast<const int8_t*>(kv_row(cache.v, s, page, o0 + t, it.kv_head)), vs[t * s.n_kv],
-                         sc.v_tile.data() + t * d, d);
-      }
-      k_base = sc.k_tile.data();
-      v_base = sc.v_tile.data();
-      kv_stride = d;
-    }
-    kn.transpose_keys(k_base, kv_stride, p1 - p0, d, sc.kt.data(), ldk);
-    for (int64_t r = 0; r < n_rows; ++r) {
+  KvRun k_runs[kTile], v_runs[kTile];
+  alignas(64) float alpha[kAttendMaxQueries];
+  // Tiles are the positions [t0, t0 + kTile) for t0 a multiple of kTile, whatever the page size.
+  // A row sees the part [a, e) of a tile its causal range and window allow, so the keys it is
+  // scored against, their order and the tile boundaries of its online softmax depend only on its
+  // position: every row, decode or prefill, takes this one path, and its output does not depend
+  // on how its sequence was split into steps, on the rows it shares an item with, or on the page
+  // size (CpuAttention.ARowsOutputDependsOnItsPositionAloneBitForBit).
+  for (int64_t t0 = first.lo / kTile * kTile; t0 <= last.hi; t0 += kTile) {
+    const int64_t p0 = std::max(first.lo, t0), p1 = std::min(last.hi + 1, t0 + kTile);  // keys [p0, p1)
+    kn.transpose_keys(rows_of(cache.k, cache.k_scale, s, table, p0, p1, it.kv_head, k_runs), d, sc.kt.data(), kLdk);
+    if (t0 + kTile <= last.hi) prefetch_rows(cache, s, table, t0 + kTile, std::min(last.hi + 1, t0 + 2 * kTile), it.kv_head);
+    // Consecutive rows that see the same part of the tile are scored together: all of them on
+    // the tiles before the diagonal, one by one on it.
+    for (int64_t r = 0; r < n_rows;) {
       const QueryRange qr = visible(first_pos + it.row_begin + r, s.sliding_window);
       const int64_t a = std::max(p0, qr.lo), e = std::min(p1, qr.hi + 1);
-      if (a >= e) continue;
-      for (int64_t h0 = 0; h0 < s.group; h0 += kAttendTileMaxQueries) {  // the row's heads, 64 at most per call
-        const int64_t q0 = r * s.group + h0;
-        kn.attend_tile(sc.q.data() + q0 * d, std::min(s.group - h0, kAttendTileMaxQueries), sc.kt.data() + (a - p0), ldk,
-                       v_base + (a - p0) * kv_stride, kv_stride, e - a, d, &sc.m[static_cast<size_t>(q0)],
-                       &sc.l[static_cast<size_t>(q0)], sc.acc.data() + q0 * d, sc.scores.data(), s.softcap);
+      int64_t r_end = r + 1;
+      for (; r_end < n_rows; ++r_end) {
+        const QueryRange nr = visible(first_pos + it.row_begin + r_end, s.sliding_window);
+        if (std::max(p0, nr.lo) != a || std::min(p1, nr.hi + 1) != e) break;
       }
+      if (a < e) {
+        const KvRows v = rows_of(cache.v, cache.v_scale, s, table, a, e, it.kv_head, v_runs);
+        for (int64_t q0 = r * s.group; q0 < r_end * s.group; q0 += kAttendMaxQueries) {
+          const int64_t n = std::min(r_end * s.group - q0, kAttendMaxQueries);
+          kn.attend_scores(sc.q.data() + q0 * d, n, sc.kt.data() + (a - p0), kLdk, e - a, d,
+                           &sc.m[static_cast<size_t>(q0)], &sc.l[static_cast<size_t>(q0)], alpha, sc.scores.data(),
+                           s.softcap);
+          kn.attend_values(sc.scores.data(), kLdk, n, v, d, alpha, sc.acc.data() + q0 * d);
+        }
+      }
+      r = r_end;
     }
   }
   for (int64_t r = 0; r < n_rows; ++r) {
@@ -250,20 +252,13 @@ void paged_attention(const CpuContext& c, const PagedAttentionArgs& a, const KvL
     for (int g = 0; g < a.n_kv; ++g)
       for (int r = 0; r < n_q; r += kQBlock) items.push_back({seq, g, r, std::min(n_q, r + kQBlock)});
   }
-  auto run_all = [&](auto read) {
-    c.pool->parallel_for(static_cast<int64_t>(items.size()), 1, [&](int64_t b, int64_t e, int) {
-      const FlushDenormals ftz;
-      for (int64_t i = b; i < e; ++i)
-        run_item<decltype(read)::value>(c, items[static_cast<size_t>(i)], s, a.q, cache, q_start, ctx_len,
-                                        meta.block_table.as<const int32_t>(), a.out);
-    });
-  };
-  switch (cache.k.dtype) {
-    case DType::f32: run_all(std::integral_constant<KvRead, KvRead::f32_in_place>{}); break;
-    case DType::bf16: case DType::f16: run_all(std::integral_constant<KvRead, KvRead::widen>{}); break;
-    case DType::i8: run_all(std::integral_constant<KvRead, KvRead::dequantize_i8>{}); break;
-    default: BRIGADE_CHECK(false, "KV cache dtype is f32, bf16, f16 or i8");
-  }
+  BRIGADE_CHECK(cache.k.dtype == DType::f32 || cache.k.dtype == DType::bf16 || cache.k.dtype == DType::f16 ||
+                    cache.k.dtype == DType::i8, "KV cache dtype is f32, bf16, f16 or i8");
+  c.pool->parallel_for(static_cast<int64_t>(items.size()), 1, [&](int64_t b, int64_t e, int) {
+    const FlushDenormals ftz;
+    for (int64_t i = b; i < e; ++i)
+      run_item(c, items[static_cast<size_t>(i)], s, a.q, cache, q_start, ctx_len, meta.block_table.as<const int32_t>(), a.out);
+  });
 }
 
 }  // namespace brigade::cpu

@@ -33,6 +33,22 @@ struct MatmulArgs {
   float* out = nullptr;
 };
 
+// Rows of one kv head of a KV cache as attention reads them, in runs (one per page): run r holds
+// runs[r].n rows, row t at runs[r].base + t * stride elements of dtype (f32, bf16, f16 or i8);
+// i8 rows are scaled by runs[r].scales[t * scale_stride] (cpu/kv_int8.h).
+struct KvRun {
+  const void* base = nullptr;
+  const float* scales = nullptr;
+  int64_t n = 0;
+};
+struct KvRows {
+  DType dtype = DType::f32;
+  int64_t stride = 0;
+  int64_t scale_stride = 0;
+  const KvRun* runs = nullptr;
+  int64_t n_runs = 0;
+};
+
 struct Kernels {
   SimdLevel level = SimdLevel::scalar;
   void (*matmul_rows)(const MatmulArgs& a, int64_t m_begin, int64_t m_end) = nullptr;
@@ -61,24 +77,31 @@ struct Kernels {
   // activations (k a multiple of 256).
   void (*quantize_q8k)(const float* x, BlockQ8K* y, int64_t k) = nullptr;
   void (*qkmatmul_rows)(const QMatmulArgs& a, int64_t m_begin, int64_t m_end) = nullptr;
-  // kt[j * ldk + t] = k[t * stride + j] for t < n_t, j < d, and 0 for t in [n_t, n_t rounded up
-  // to kLanes) (ldk >= that, a multiple of 16): a tile's keys for attend_tile.
-  void (*transpose_keys)(const float* k, int64_t stride, int64_t n_t, int64_t d, float* kt, int64_t ldk) = nullptr;
-  // One online-softmax step of attention for nq <= kAttendTileMaxQueries queries over a tile of
-  // n_pos keys/values they all see: query i at q + i * d (already scaled), with its running max
-  // m[i], sum l[i] and unnormalised output acc + i * d; keys transposed (transpose_keys: element j
-  // of key t at kt[j * ldk + t], and the kLanes-wide loads may read up to 15 finite floats past t =
-  // n_pos - 1, whose scores are dropped); value t at v + t * stride. `scores` has nq * ldk floats,
-  // ldk >= n_pos rounded up to a multiple of 16. softcap > 0: each score s becomes
-  // tanh(s / softcap) * softcap first (AttentionMeta::softcap). With the keys vectorised across
-  // the tile, QK^T needs no horizontal sums and each loaded key vector serves several queries.
-  void (*attend_tile)(const float* q, int64_t nq, const float* kt, int64_t ldk, const float* v,
-                      int64_t stride, int64_t n_pos, int64_t d, float* m, float* l, float* acc,
-                      float* scores, float softcap) = nullptr;
+  // kt[j * ldk + t] = element j of k's row t (counted across the runs) for t < n_t (the rows of
+  // all runs), j < d, and 0 for t in [n_t, n_t rounded up to kLanes) (ldk >= that plus the start
+  // of the last run): a tile's keys for attend_scores, read from the cache in its own dtype.
+  void (*transpose_keys)(const KvRows& k, int64_t d, float* kt, int64_t ldk) = nullptr;
+  // The scores half of one online-softmax step of attention, for nq <= kAttendMaxQueries queries
+  // over a tile of n_pos keys they all see: query i at q + i * d (already scaled), with its
+  // running max m[i] and sum l[i]; keys transposed (transpose_keys: element j of key t at
+  // kt[j * ldk + t], and the kLanes-wide loads may read up to 15 finite floats past t = n_pos - 1,
+  // whose scores are dropped). Writes p_it = exp(s_it - new m_i) to scores[i * ldk + t] (ldk >=
+  // n_pos rounded up to a multiple of 16) and the rescale factor exp(m_i - new m_i) to alpha[i],
+  // and updates m and l. softcap > 0: each score s becomes tanh(s / softcap) * softcap first
+  // (AttentionMeta::softcap). With the keys vectorised across the tile, QK^T needs no horizontal
+  // sums and each loaded key vector serves several queries.
+  void (*attend_scores)(const float* q, int64_t nq, const float* kt, int64_t ldk, int64_t n_pos, int64_t d, float* m,
+                        float* l, float* alpha, float* scores, float softcap) = nullptr;
+  // The values half: acc_i[0, d) = alpha_i * acc_i + sum_t p_it v_t for nq queries (acc_i at
+  // acc + i * d, p_it at scores[i * ld_scores + t], v_t row t of v counted across its runs, read
+  // in its own dtype; the accumulators stay in registers across runs). alpha null: the factor is
+  // 1 and acc is not multiplied.
+  void (*attend_values)(const float* scores, int64_t ld_scores, int64_t nq, const KvRows& v, int64_t d,
+                        const float* alpha, float* acc) = nullptr;
 };
 
-// The most queries one Kernels::attend_tile call takes (its per-query scratch is on the stack).
-inline constexpr int64_t kAttendTileMaxQueries = 64;
+// The most queries one Kernels::attend_scores call takes (its per-query scratch is on the stack).
+inline constexpr int64_t kAttendMaxQueries = 64;
 
 // The table for `level`; levels this build or CPU cannot run fall back to the next lower one.
 const Kernels& kernels_for(SimdLevel level);

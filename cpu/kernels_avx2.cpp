@@ -94,7 +94,8 @@ const Kernels& avx2_kernels() {
     t.silu_mul = avx2::silu_mul;
     t.dot = avx2::dot;
     t.scale_axpy = avx2::scale_axpy;
-    t.attend_tile = avx2::attend_tile;
+    t.attend_scores = avx2::attend_scores;
+    t.attend_values = avx2::attend_values;
     t.transpose_keys = avx2::transpose_keys;
     t.dequantize_i8 = avx2::dequantize_i8;
     t.quantize_q8 = avx2_q::quantize_q8;

@@ -98,7 +98,8 @@ const Kernels& avx512_kernels() {
     t.silu_mul = avx512::silu_mul;
     t.dot = avx512::dot;
     t.scale_axpy = avx512::scale_axpy;
-    t.attend_tile = avx512::attend_tile;
+    t.attend_scores = avx512::attend_scores;
+    t.attend_values = avx512::attend_values;
     t.transpose_keys = avx512::transpose_keys;
     t.dequantize_i8 = avx512::dequantize_i8;
     // Integer kernels: with VNNI's vpdpbusd where the CPU has it (prefill panels on 512 bits), else AVX2's.

@@ -64,13 +64,41 @@ void scale_axpy(float* y, float scale, float a, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = y[i] * scale + a * x[i];
 }
 
-void transpose_keys(const float* k, int64_t stride, int64_t n_t, int64_t d, float* kt, int64_t ldk) {
-  for (int64_t j = 0; j < d; ++j)
-    for (int64_t t = 0; t < (n_t + 15) / 16 * 16; ++t) kt[j * ldk + t] = t < n_t ? k[t * stride + j] : 0.0f;
+// Element j of a KV row of type t as f32 (i8: times the row's scale).
+float kv_at(const char* row, DType t, float scale, int64_t j) {
+  switch (t) {
+    case DType::f32: return reinterpret_cast<const float*>(row)[j];
+    case DType::bf16: return bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[j]);
+    case DType::f16: return f16_to_f32(reinterpret_cast<const uint16_t*>(row)[j]);
+    case DType::i8: return static_cast<float>(reinterpret_cast<const int8_t*>(row)[j]) * scale;
+    default: BRIGADE_CHECK(false, "KV rows are f32, bf16, f16 or i8");
+  }
+  return 0.0f;
 }
 
-void attend_tile(const float* q, int64_t nq, const float* kt, int64_t ldk, const float* v, int64_t stride,
-                 int64_t n_pos, int64_t d, float* m, float* l, float* acc, float* scores, float softcap) {
+// Calls f(t, row, scale) for the rows of r's runs in order, t counted across them.
+template <typename F>
+void for_each_row(const KvRows& r, F&& f) {
+  const int64_t row_bytes = r.stride * static_cast<int64_t>(dtype_size(r.dtype));
+  int64_t t = 0;
+  for (int64_t k = 0; k < r.n_runs; ++k)
+    for (int64_t i = 0; i < r.runs[k].n; ++i, ++t)
+      f(t, static_cast<const char*>(r.runs[k].base) + i * row_bytes,
+        r.dtype == DType::i8 ? r.runs[k].scales[i * r.scale_stride] : 1.0f);
+}
+
+void transpose_keys(const KvRows& k, int64_t d, float* kt, int64_t ldk) {
+  int64_t n_t = 0;
+  for_each_row(k, [&](int64_t t, const char* row, float scale) {
+    for (int64_t j = 0; j < d; ++j) kt[j * ldk + t] = kv_at(row, k.dtype, scale, j);
+    n_t = t + 1;
+  });
+  for (int64_t j = 0; j < d; ++j)
+    for (int64_t t = n_t; t < (n_t + 15) / 16 * 16; ++t) kt[j * ldk + t] = 0.0f;
+}
+
+void attend_scores(const float* q, int64_t nq, const float* kt, int64_t ldk, int64_t n_pos, int64_t d, float* m,
+                   float* l, float* alpha, float* scores, float softcap) {
   for (int64_t i = 0; i < nq; ++i) {
     float* sc = scores + i * ldk;
     float tile_max = -std::numeric_limits<float>::infinity();
@@ -81,17 +109,22 @@ void attend_tile(const float* q, int64_t nq, const float* kt, int64_t ldk, const
       tile_max = std::max(tile_max, sc[t]);
     }
     const float new_m = std::max(m[i], tile_max);
-    const float alpha = std::exp(m[i] - new_m);  // 0 on the first tile (m = -inf)
+    alpha[i] = std::exp(m[i] - new_m);  // 0 on the first tile (m = -inf)
     float sum = 0.0f;
     for (int64_t t = 0; t < n_pos; ++t) sum += (sc[t] = std::exp(sc[t] - new_m));
-    l[i] = l[i] * alpha + sum;
+    l[i] = l[i] * alpha[i] + sum;
     m[i] = new_m;
+  }
+}
+
+void attend_values(const float* scores, int64_t ld_scores, int64_t nq, const KvRows& v, int64_t d, const float* alpha,
+                   float* acc) {
+  for (int64_t i = 0; i < nq; ++i)
     for (int64_t j = 0; j < d; ++j) {
-      float a = acc[i * d + j] * alpha;
-      for (int64_t t = 0; t < n_pos; ++t) a += sc[t] * v[t * stride + j];
+      float a = alpha != nullptr ? acc[i * d + j] * alpha[i] : acc[i * d + j];
+      for_each_row(v, [&](int64_t t, const char* row, float scale) { a += scores[i * ld_scores + t] * kv_at(row, v.dtype, scale, j); });
       acc[i * d + j] = a;
     }
-  }
 }
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
@@ -108,7 +141,8 @@ const Kernels& scalar_kernels() {
   static const Kernels table{SimdLevel::scalar, matmul_rows, to_f32, from_f32, silu_mul, dot,
                              scale_axpy, dequantize_i8, scalar_q::quantize_q8,
                              scalar_q::qmatmul_rows, scalar_q::qmatmul_rows, nullptr,
-                             scalar_q::quantize_q8k, scalar_q::qkmatmul_rows, transpose_keys, attend_tile};
+                             scalar_q::quantize_q8k, scalar_q::qkmatmul_rows, transpose_keys, attend_scores,
+                             attend_values};
   return table;
 }
 

@@ -7,6 +7,7 @@
 // compared against the rounded values they store).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <xmmintrin.h>
 
@@ -173,6 +174,75 @@ TEST(CpuAttention, MixedBatchGqaAllKvDtypes) {
 TEST(CpuAttention, LargeGroupsAndOddHeadDims) {
   check({{66, 1, 16}, 4, DType::f32, 0, {{3, 10}, {1, 6}}}, 14);
   check({{6, 2, 24}, 8, DType::bf16, 0, {{9, 20}, {5, 5}, {6, 30}}}, 15);
+}
+
+// Keys are scored in tiles of 64 positions gathered across pages: contexts of several tiles,
+// pages smaller than a tile, not dividing it, and larger than it, prefill chunks whose rows start
+// mid-tile next to decode rows, groups of 4 and 8 heads (whole 4-query blocks) and of 6 (a tail),
+// head_dim 40 (a column tail).
+TEST(CpuAttention, LongContextsAcrossTilesAndPages) {
+  for (int page : {5, 16, 100})
+    check({{8, 2, 64}, page, DType::bf16, 0, {{90, 200}, {1, 193}, {1, 64}, {65, 65}}}, 20 + page);
+  check({{12, 2, 40}, 16, DType::f32, 0, {{70, 200}, {1, 129}}}, 23);
+  check({{8, 1, 32}, 32, DType::f16, 90, {{100, 230}, {1, 260}}}, 24);  // a window across tiles
+}
+
+// A row's output depends on its position and the cache alone, bit for bit: a whole prompt
+// attended at once, in two chunks, and row by row as decode steps give the same floats, as does
+// the same cache laid out in pages of another size (the engine's chunked-equals-whole and
+// batched-equals-alone guarantees rest on this).
+TEST(CpuAttention, ARowsOutputDependsOnItsPositionAloneBitForBit) {
+  constexpr int kN = 200;
+  const QkvLayout l{8, 2, 64};
+  for (int window : {0, 75}) {
+    std::mt19937 rng(30 + window);
+    auto host = backend_at("scalar", 1);
+    Problem p{l, 16, DType::bf16, window, {{kN, kN}}};
+    const Built o = build(*host, p, rng);
+    // The same K/V rows in pages of 48 (in order), for the relaid run.
+    constexpr int kPage2 = 48, kBlocks2 = (kN + kPage2 - 1) / kPage2;
+    auto k2 = make(*host, DType::bf16, {kBlocks2, kPage2, l.n_kv_heads, l.head_dim});
+    auto v2 = make(*host, DType::bf16, {kBlocks2, kPage2, l.n_kv_heads, l.head_dim});
+    const int64_t row_bytes = l.kv_width() * 2;
+    for (int pos = 0; pos < kN; ++pos) {
+      const int64_t from = (static_cast<int64_t>(o.pages[0][static_cast<size_t>(pos / 16)]) * 16 + pos % 16) * row_bytes;
+      std::memcpy(static_cast<char*>(k2.tensor.data) + pos * row_bytes, static_cast<const char*>(o.k.tensor.data) + from, static_cast<size_t>(row_bytes));
+      std::memcpy(static_cast<char*>(v2.tensor.data) + pos * row_bytes, static_cast<const char*>(o.v.tensor.data) + from, static_cast<size_t>(row_bytes));
+    }
+    std::vector<int32_t> table2(kBlocks2);
+    std::iota(table2.begin(), table2.end(), 0);
+    for (const std::string& level : test::simd_levels()) {
+      auto b = backend_at(level, 2);
+      // Rows [r0, r1) of the prompt as one step over the first r1 positions.
+      auto run = [&](int r0, int r1, const KvLayer& cache, const Tensor& table, float* dst) {
+        std::vector<int32_t> q_start = {0, r1 - r0}, ctx = {r1};
+        AttentionMeta meta = o.meta;
+        meta.q_start = Tensor(q_start.data(), DType::i32, {2});
+        meta.ctx_len = Tensor(ctx.data(), DType::i32, {1});
+        meta.block_table = table;
+        meta.max_q_len = r1 - r0;
+        meta.max_ctx_len = r1;
+        const Tensor q(o.qkv.tensor.as<float>() + static_cast<int64_t>(r0) * l.row_width(), DType::f32, {r1 - r0, l.row_width()});
+        const Tensor out(dst + static_cast<int64_t>(r0) * l.q_width(), DType::f32, {r1 - r0, l.q_width()});
+        b->attention(q, l, cache, meta, 0.125f, out);
+        b->synchronize();
+      };
+      const KvLayer cache{o.k.tensor, o.v.tensor};
+      const Tensor table2_t(table2.data(), DType::i32, {1, kBlocks2});
+      std::vector<float> whole(static_cast<size_t>(kN * l.q_width())), chunks(whole.size()), steps(whole.size()),
+          relaid(whole.size());
+      run(0, kN, cache, o.table.tensor, whole.data());
+      run(0, 77, cache, o.table.tensor, chunks.data());
+      run(77, kN, cache, o.table.tensor, chunks.data());
+      for (int r = 0; r < kN; ++r) run(r, r + 1, cache, o.table.tensor, steps.data());
+      run(0, kN, KvLayer{k2.tensor, v2.tensor}, table2_t, relaid.data());
+      for (size_t i = 0; i < whole.size(); ++i) {
+        ASSERT_EQ(chunks[i], whole[i]) << level << " window " << window << " index " << i;
+        ASSERT_EQ(steps[i], whole[i]) << level << " window " << window << " index " << i;
+        ASSERT_EQ(relaid[i], whole[i]) << level << " window " << window << " index " << i;
+      }
+    }
+  }
 }
 
 // Attention flushes denormals while its workers run (a peaked softmax's underflowed exps would
