@@ -61,8 +61,6 @@ struct Kernels {
   float (*dot)(const float* a, const float* b, int64_t n) = nullptr;
   // y[i] = y[i] * scale + a * x[i].
   void (*scale_axpy)(float* y, float scale, float a, const float* x, int64_t n) = nullptr;
-  // dst[i] = src[i] * scale: an int8 KV row read back (cpu/kv_int8.h); n elements.
-  void (*dequantize_i8)(const int8_t* src, float scale, float* dst, int64_t n) = nullptr;
   // Block-quantized weights (cpu/quant_kernels.h): activations to BlockQ8 (k a multiple of 32),
   // the decode matmul over them (n < kQuantGemmMinRows), and the prefill one (weights repacked per 8 rows).
   void (*quantize_q8)(const float* x, BlockQ8* y, int64_t k) = nullptr;

@@ -97,7 +97,6 @@ const Kernels& avx2_kernels() {
     t.attend_scores = avx2::attend_scores;
     t.attend_values = avx2::attend_values;
     t.transpose_keys = avx2::transpose_keys;
-    t.dequantize_i8 = avx2::dequantize_i8;
     t.quantize_q8 = avx2_q::quantize_q8;
     t.qmatmul_rows = avx2_q::qmatmul_rows;
     t.qgemm_rows = avx2_q::qgemm_rows;

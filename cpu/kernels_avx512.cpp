@@ -101,7 +101,6 @@ const Kernels& avx512_kernels() {
     t.attend_scores = avx512::attend_scores;
     t.attend_values = avx512::attend_values;
     t.transpose_keys = avx512::transpose_keys;
-    t.dequantize_i8 = avx512::dequantize_i8;
     // Integer kernels: with VNNI's vpdpbusd where the CPU has it (prefill panels on 512 bits), else AVX2's.
     t.quantize_q8 = vnni_q::available() ? vnni_q::quantize_q8 : avx2_q::quantize_q8;
     t.qmatmul_rows = vnni_q::available() ? vnni_q::qmatmul_rows : avx2_q::qmatmul_rows;

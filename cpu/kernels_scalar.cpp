@@ -131,15 +131,11 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
-void dequantize_i8(const int8_t* src, float scale, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) * scale;
-}
-
 }  // namespace
 
 const Kernels& scalar_kernels() {
   static const Kernels table{SimdLevel::scalar, matmul_rows, to_f32, from_f32, silu_mul, dot,
-                             scale_axpy, dequantize_i8, scalar_q::quantize_q8,
+                             scale_axpy, scalar_q::quantize_q8,
                              scalar_q::qmatmul_rows, scalar_q::qmatmul_rows, nullptr,
                              scalar_q::quantize_q8k, scalar_q::qkmatmul_rows, transpose_keys, attend_scores,
                              attend_values};

@@ -169,7 +169,7 @@ TEST(CpuAttention, MixedBatchGqaAllKvDtypes) {
     check({{8, 2, 64}, 16, kv, 0, {{1, 70}, {37, 37}, {5, 9}, {1, 1}, {19, 52}}}, 4);
 }
 
-// Kernels::attend_tile takes at most 64 heads of a row per call: a group of 66 query heads over
+// Kernels::attend_scores takes at most 64 queries per call: a group of 66 query heads over
 // one kv head (as MLA's latent) is two calls per row; head_dim 24 is not a multiple of the lanes.
 TEST(CpuAttention, LargeGroupsAndOddHeadDims) {
   check({{66, 1, 16}, 4, DType::f32, 0, {{3, 10}, {1, 6}}}, 14);

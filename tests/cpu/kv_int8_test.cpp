@@ -67,16 +67,40 @@ TEST(KvInt8, RoundTripErrorIsAtMostHalfAStep) {
   }
 }
 
-TEST(KvInt8, DequantizeKernelMatchesTheScalarFormulaAtEveryLevel) {
-  std::vector<int8_t> q(37);
-  std::iota(q.begin(), q.end(), -128);
-  q[36] = 127;
-  for (const std::string& level : test::simd_levels()) {
-    const cpu::Kernels& kn = cpu::kernels_for(static_cast<cpu::SimdLevel>(
-        std::find(test::simd_levels().begin(), test::simd_levels().end(), level) - test::simd_levels().begin()));
-    std::vector<float> out(37);
-    kn.dequantize_i8(q.data(), 0.125f, out.data(), 37);
-    for (size_t i = 0; i < q.size(); ++i) EXPECT_EQ(out[i], kv_int8_dequantize(q[i], 0.125f)) << level << " " << i;
+// Attention reads int8 rows where they are: the key transposer and the PV kernel each dequantize
+// a row as kv_int8_dequantize does, at every level, over head_dim 37 (two whole vectors and a
+// tail on AVX2, one and a tail on AVX-512) and rows of two runs with their own scales.
+TEST(KvInt8, KernelsReadRowsAsTheScalarFormulaAtEveryLevel) {
+  constexpr int64_t kD = 37, kRows = 3, kStride = 2 * kD;  // rows of one kv head among two
+  std::vector<int8_t> q(static_cast<size_t>(kRows * kStride));
+  for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<int8_t>(static_cast<int>(i * 37 % 256) - 128);
+  q[5] = 127;
+  const std::vector<float> scales = {0.125f, -1.0f, 0.0173f, 2.5f, 0.3f, 7.0f};  // [row][head]
+  const cpu::KvRun runs[2] = {{q.data(), scales.data(), 2}, {q.data() + 2 * kStride, scales.data() + 4, 1}};
+  cpu::KvRows rows;
+  rows.dtype = DType::i8;
+  rows.stride = kStride;
+  rows.scale_stride = 2;
+  rows.runs = runs;
+  rows.n_runs = 2;
+  auto expected = [&](int64_t t, int64_t j) {
+    return kv_int8_dequantize(q[static_cast<size_t>(t * kStride + j)], scales[static_cast<size_t>(t * 2)]);
+  };
+  for (size_t li = 0; li < test::simd_levels().size(); ++li) {
+    const std::string& level = test::simd_levels()[li];
+    const cpu::Kernels& kn = cpu::kernels_for(static_cast<cpu::SimdLevel>(li));
+    constexpr int64_t kLdk = 32;
+    std::vector<float> kt(static_cast<size_t>(kD * kLdk + 16), -1.0f);
+    kn.transpose_keys(rows, kD, kt.data(), kLdk);
+    for (int64_t t = 0; t < kRows; ++t)
+      for (int64_t j = 0; j < kD; ++j) EXPECT_EQ(kt[static_cast<size_t>(j * kLdk + t)], expected(t, j)) << level;
+    // One query per row, weight 1 on it and 0 on the others: the output is the row.
+    for (int64_t t = 0; t < kRows; ++t) {
+      std::vector<float> p(kRows, 0.0f), acc(kD, 0.0f);
+      p[static_cast<size_t>(t)] = 1.0f;
+      kn.attend_values(p.data(), kRows, 1, rows, kD, nullptr, acc.data());
+      for (int64_t j = 0; j < kD; ++j) EXPECT_EQ(acc[static_cast<size_t>(j)], expected(t, j)) << level << " row " << t;
+    }
   }
 }
 
