@@ -6,9 +6,11 @@ For each weight type it writes a GGUF file of TinyLlama-1.1B's shape (llama arch
 from ../shared/testdata/tokenizers/ggml-vocab-llama-spm.gguf) with random weights in that type, then
 measures, with the same number of threads:
   - llama.cpp (through llama-cpp-python, built from source with GGML_NATIVE): a 16-token prompt,
-    then 64 decode steps of one token each; and a 512-token prompt (prefill, n_batch 512);
+    then 64 decode steps of one token each; and a 512-token prompt (prefill, n_batch 512;
+    --prefill-tokens N: N tokens, still 512 per batch);
   - brigade: build/bench/bench_engine --model FILE (batch-1 decode after a 16-token prompt, and the
-    512-token prefill), which also reports each against the machine's measured ceilings.
+    512-token prefill, --prefill-len N), which also reports each against the machine's measured
+    ceilings.
 It prints decode and prefill tokens/s side by side and the ratio brigade / llama.cpp.
 
 Type gpt_oss_mxfp4 is a gpt-oss-20b layer instead (gpt-oss architecture: hidden 2880, 64 heads of 64
@@ -25,6 +27,7 @@ blocks) in llama-quantize's fallback Q8_0, routers F32) with --layers of them
 (default 2: one dense, one sparse, 1.6 GB): a decode step reads 8 of 128 experts plus the shared one.
 
 Usage: python3 bench/compare/vs_llamacpp.py [--types q4_0,q8_0,q4_k_m,q5_k_m,gpt_oss_mxfp4,glm4moe_q4_k_m] [--threads 2] [--layers 22]
+                                           [--prefill-tokens 2048]
 The first run creates .brigade/llamacpp-venv (git-ignored) with llama-cpp-python (compiles
 llama.cpp: ~10 minutes on 2 cores), gguf and numpy, then re-runs itself inside it. The model files go
 to .brigade/bench-gguf/ (about 0.6-1.2 GB each). Build brigade first (scripts/build.sh).
@@ -284,10 +287,10 @@ def write_model(path, kind, layers):
     w.close()
 
 
-def llamacpp_run(path, threads, decode_tokens):
+def llamacpp_run(path, threads, decode_tokens, prefill_tokens):
     import llama_cpp
-    llm = llama_cpp.Llama(model_path=str(path), n_threads=threads, n_threads_batch=threads, n_ctx=1024,
-                          n_batch=512, verbose=False)
+    llm = llama_cpp.Llama(model_path=str(path), n_threads=threads, n_threads_batch=threads,
+                          n_ctx=max(1024, prefill_tokens + 16), n_batch=512, verbose=False)
     prompt = [1] + [100 + (i * 17) % 20000 for i in range(15)]
     best_decode = 0.0
     for _ in range(2):  # the first pass warms the mapping and the threads
@@ -297,7 +300,7 @@ def llamacpp_run(path, threads, decode_tokens):
         for i in range(decode_tokens):
             llm.eval([200 + (i * 31) % 20000])
         best_decode = max(best_decode, decode_tokens / (time.perf_counter() - t0))
-    long_prompt = [1] + [100 + (i * 17) % 20000 for i in range(511)]
+    long_prompt = [1] + [100 + (i * 17) % 20000 for i in range(prefill_tokens - 1)]
     best_prefill = 0.0
     for _ in range(2):
         llm.reset()
@@ -308,11 +311,12 @@ def llamacpp_run(path, threads, decode_tokens):
             "version": getattr(llama_cpp, "__version__", "?")}
 
 
-def brigade_run(path, threads, decode_tokens):
+def brigade_run(path, threads, decode_tokens, prefill_tokens):
     exe = ROOT / "build" / "bench" / "bench_engine"
     out = OUT / (path.stem + ".brigade.json")
     subprocess.check_call([str(exe), "--model", str(path), "--threads", str(threads), "--decode-tokens",
-                           str(decode_tokens), "--json", str(out)], stdout=subprocess.DEVNULL)
+                           str(decode_tokens), "--prefill-len", str(prefill_tokens), "--json", str(out)],
+                          stdout=subprocess.DEVNULL)
     r = json.loads(out.read_text())
     b1 = next(d for d in r["decode"] if d["batch"] == 1)
     return {"decode_tokens_per_s": b1["tokens_per_s"], "decode_fraction_of_roofline": b1["fraction"],
@@ -328,6 +332,8 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--layers", type=int, default=None)  # 22 (TinyLlama), 2 for gpt_oss_mxfp4 and glm4moe_q4_k_m
     ap.add_argument("--decode-tokens", type=int, default=64)
+    # The prefill prompt; both take it 512 tokens at a time (llama.cpp's n_batch, brigade's step).
+    ap.add_argument("--prefill-tokens", type=int, default=512)
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -340,12 +346,12 @@ def main():
         if not path.exists():
             print(f"writing {path}", file=sys.stderr)
             write_model(path, kind, layers)
-        ours = brigade_run(path, a.threads, a.decode_tokens)
-        theirs = llamacpp_run(path, a.threads, a.decode_tokens)
+        ours = brigade_run(path, a.threads, a.decode_tokens, a.prefill_tokens)
+        theirs = llamacpp_run(path, a.threads, a.decode_tokens, a.prefill_tokens)
         results.append({"type": kind, "file_mb": path.stat().st_size / 1e6, "brigade": ours, "llama.cpp": theirs})
     print(f"threads {a.threads}, TinyLlama-1.1B shape ({a.layers or 22} layers; gpt_oss_mxfp4: gpt-oss-20b layers, "
           f"glm4moe_q4_k_m: GLM-4.5-Air layers, {a.layers or 2}), llama-cpp-python "
-          f"{results[0]['llama.cpp']['version'] if results else '?'}")
+          f"{results[0]['llama.cpp']['version'] if results else '?'}, prefill of {a.prefill_tokens} tokens")
     print(f"{'type':8} {'MB':>7} | {'decode tok/s':>12} {'llama.cpp':>10} {'ratio':>6} {'of roof':>7} | "
           f"{'prefill tok/s':>13} {'llama.cpp':>10} {'ratio':>6}")
     for r in results:

@@ -1,7 +1,7 @@
 // End-to-end engine benchmark (issue: foundation): decode tokens/s at 1, 8 and 32 concurrent
-// sequences and prefill tokens/s for a 512-token prompt on the default model, each against the
-// machine's ceilings measured in the same run (read bandwidth, f32 GEMM rate); and the time the
-// actors add per step, with the model on a no-op backend.
+// sequences and prefill tokens/s for a 512-token prompt (--prefill-len N: N tokens) on the default
+// model, each against the machine's ceilings measured in the same run (read bandwidth, f32 GEMM
+// rate); and the time the actors add per step, with the model on a no-op backend.
 //
 //   build/bench/e2e/bench_engine [--model DIR|FILE.gguf] [--threads N] [--weights q8_0] [--json FILE]
 //   build/bench/e2e/bench_engine --kv-context 1984   (bf16 vs int8 KV at a long context only)
@@ -342,6 +342,11 @@ int main(int argc, char** argv) {
                  "Weight type after load (auto, f32, bf16, q8_0, q4_0): e.g. the default model's decode quantized")
       ->capture_default_str();
   app.add_option("--prompt-len", prompt_len, "With --prompt-logprobs: the prompt's tokens")->capture_default_str();
+  int prefill_len = 512;
+  app.add_option("--prefill-len", prefill_len,
+                 "The prefill section's prompt tokens (taken 512 per step: longer prompts are chunked)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16384));
   int watchdog_s = static_cast<int>(g_watchdog.count());
   app.add_option("--watchdog-s", watchdog_s,
                  "A run with no event for this many seconds prints what is pending and exits 3")
@@ -437,13 +442,14 @@ int main(int argc, char** argv) {
   }
 
   {
-    const auto [s, cost] = measured([&] { return run_batch(*engine, 1, 512, 1); });
-    const double tok_s = 512 / s.ttft_s;
-    // The run's steps: the prompt's (max_step_tokens 512: one), with 512 tokens' flops.
-    const double roofline = gemm_gflops * 1e9 * 512 / cost.flops;
+    const auto [s, cost] = measured([&] { return run_batch(*engine, 1, prefill_len, 1); });
+    const double tok_s = prefill_len / s.ttft_s;
+    // The run's steps: the prompt's (max_step_tokens 512 per step), with its tokens' flops.
+    const double roofline = gemm_gflops * 1e9 * prefill_len / cost.flops;
+    const std::string label = std::to_string(prefill_len) + "-token prompt";
     std::printf("\n%-22s %12s %14s %12s\n", "prefill", "tokens/s", "roofline tok/s", "fraction");
-    std::printf("%-22s %12.1f %14.1f %11.1f%%\n", "512-token prompt", tok_s, roofline, 100 * tok_s / roofline);
-    out["prefill"] = {{"prompt_tokens", 512}, {"ttft_s", s.ttft_s}, {"tokens_per_s", tok_s},
+    std::printf("%-22s %12.1f %14.1f %11.1f%%\n", label.c_str(), tok_s, roofline, 100 * tok_s / roofline);
+    out["prefill"] = {{"prompt_tokens", prefill_len}, {"ttft_s", s.ttft_s}, {"tokens_per_s", tok_s},
                       {"roofline_tokens_per_s", roofline}, {"fraction", tok_s / roofline}};
   }
   }

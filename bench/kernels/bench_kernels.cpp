@@ -204,13 +204,13 @@ void BM_QkvQ4KM(benchmark::State& state) {
 }
 BENCHMARK(BM_QkvQ4KM)->ArgsProduct({{1, 4, 64}, {0, 1}})->ArgNames({"n", "stacked"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 
-// Decode attention: n_seqs sequences of one query each over ctx cached tokens; 12 query heads,
-// 4 kv heads, head_dim 64, KV of dtype T (bf16, or int8 with one scale per token and kv head) in
+// Decode attention: n_seqs sequences of one query each over ctx cached tokens; 12 query heads
+// (groups of 3) or 32 (TinyLlama's groups of 8) over 4 kv heads, head_dim 64, KV of dtype T (bf16, or int8 with one scale per token and kv head) in
 // 16-token pages laid out in order. Bytes counted are the KV bytes read, scales included.
 template <DType T>
 void BM_AttentionDecode(benchmark::State& state) {
   const int n_seqs = static_cast<int>(state.range(0)), ctx = static_cast<int>(state.range(1));
-  const QkvLayout l{12, 4, 64};
+  const QkvLayout l{static_cast<int>(state.range(2)), 4, 64};
   const int page = 16, blocks = (ctx + page - 1) / page, n_pages = n_seqs * blocks;
   const double bw = read_bandwidth_gbps();
   auto qkv = random_tensor(DType::f32, {n_seqs, l.row_width()}, 1);
@@ -253,10 +253,13 @@ void BM_AttentionDecode(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(iters * kv_bytes));
   state.counters["roofline"] = benchmark::Counter(iters * kv_bytes / (bw * 1e9), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_AttentionDecode<DType::bf16>)->Args({1, 1024})->Args({8, 1024})->Args({8, 2048})->Args({8, 4096})
-    ->Args({32, 512})->ArgNames({"seqs", "ctx"})->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_AttentionDecode<DType::i8>)->Args({1, 1024})->Args({8, 1024})->Args({8, 2048})->Args({8, 4096})
-    ->Args({32, 512})->ArgNames({"seqs", "ctx"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+void attention_decode_args(benchmark::internal::Benchmark* b) {
+  for (auto [seqs, ctx] : {std::pair{1, 1024}, {8, 1024}, {8, 2048}, {8, 4096}, {32, 512}}) b->Args({seqs, ctx, 12});
+  b->Args({8, 1024, 32})->Args({32, 512, 32});
+  b->ArgNames({"seqs", "ctx", "heads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+BENCHMARK(BM_AttentionDecode<DType::bf16>)->Apply(attention_decode_args);
+BENCHMARK(BM_AttentionDecode<DType::i8>)->Apply(attention_decode_args);
 
 // Prefill attention: one sequence's n-token prompt over itself (causal), TinyLlama's heads (32
 // query heads over 4 kv heads, head_dim 64) and Llama-3-8B's (32 over 8, head_dim 128), bf16 KV
