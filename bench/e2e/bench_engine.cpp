@@ -92,6 +92,11 @@ RunStats run_batch(Engine& engine, int batch, int prompt_len, int max_tokens, in
       for (size_t k = 0; k < ev.token_ids.size(); ++k) token_times.push_back(now);
       n_prompt_logprobs += static_cast<int>(ev.prompt_logprobs.size());
       if (first[static_cast<size_t>(b)] < 0 && !ev.token_ids.empty()) first[static_cast<size_t>(b)] = now;
+      if (ev.finish == FinishReason::error) {
+        // A failed request would leave the run's numbers meaningless (no first token): say why.
+        std::fprintf(stderr, "request %d failed: %s\n", b, ev.error.c_str());
+        std::exit(1);
+      }
       if (ev.finish != FinishReason::none) {
         finish[static_cast<size_t>(b)] = now;
         ++n_done;
