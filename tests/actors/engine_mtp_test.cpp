@@ -22,6 +22,7 @@
 #include "models/mapped_file.h"
 #include "models/model.h"
 #include "tests/engine_test_util.h"
+#include "tests/models/mtp_cases.h"
 
 namespace brigade {
 namespace {
@@ -39,25 +40,10 @@ class Mtp : public ::testing::TestWithParam<std::string> {
   std::string fixture() const { return fixture_path(GetParam()); }
 };
 
-struct MtpCase {
-  std::vector<int32_t> tokens;
-  int prompt_len = 0;
-  std::vector<int32_t> chain_drafts;
-};
+using testing::MtpCase;
+using testing::read_mtp_cases;
 
-std::vector<MtpCase> read_cases_file(const std::string& path) {
-  auto text = read_text_file(path);
-  EXPECT_TRUE(text.has_value());
-  std::vector<MtpCase> out;
-  if (!text) return out;
-  const auto doc = nlohmann::json::parse(*text);  // alive across the loop
-  for (const auto& c : doc.at("cases"))
-    out.push_back({c.at("tokens").get<std::vector<int32_t>>(), c.at("target_greedy_from").get<int>(),
-                   c.at("chain_drafts").get<std::vector<int32_t>>()});
-  return out;
-}
-
-std::vector<MtpCase> read_cases(const std::string& fixture) { return read_cases_file(fixture + "/expected.json"); }
+std::vector<MtpCase> read_cases(const std::string& fixture) { return read_mtp_cases(fixture + "/expected.json"); }
 
 constexpr int kPage = 4, kPages = 32;
 
@@ -131,7 +117,7 @@ TEST_P(Mtp, AfterARejectedDraftTheDraftsAreThoseOfTheAcceptedSequence) {
   const std::vector<MtpCase> cases = read_cases(fixture());
   ASSERT_FALSE(cases.empty());
   const MtpCase c = cases.back();
-  const int p = c.prompt_len;
+  const int p = c.target_greedy_from;
   ASSERT_GE(static_cast<int>(c.tokens.size()), p + 5);
   MtpRunner a(fixture());
   const auto [first, d0] = a.step(std::vector<int32_t>(c.tokens.begin(), c.tokens.begin() + p), 0, 0, 3);
@@ -331,7 +317,7 @@ TEST_P(Mtp, SetupsThatCannotRunAreRefused) {
 // token changes.
 TEST(MtpGguf, Glm4MoeDraftsTheReferenceChainAndChangesNoToken) {
   const std::string gguf = fixture_path("gguf_glm4moe") + "/model.gguf";
-  const std::vector<MtpCase> cases = read_cases_file(fixture_path("gguf_glm4moe") + "/mtp.json");
+  const std::vector<MtpCase> cases = read_mtp_cases(fixture_path("gguf_glm4moe") + "/mtp.json");
   const auto llamacpp = nlohmann::json::parse(read_text_file(fixture_path("gguf_glm4moe") + "/llamacpp.json").value());
   ASSERT_EQ(cases.size(), 2u);
   ASSERT_EQ(llamacpp.at("mtp").size(), 2u);

@@ -10,10 +10,9 @@
 // what is refused.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include "cpu/cpu_backend.h"
 #include "hf_fixture.h"
+#include "mtp_cases.h"
 #include "models/inspect.h"
 #include "models/model.h"
 
@@ -26,26 +25,9 @@ using testing::make_step;
 constexpr int kPageSize = 4, kPages = 16;
 constexpr float kTol = 1e-4f;
 
-struct MtpCase {
-  std::vector<int32_t> tokens;
-  std::vector<std::vector<float>> mtp_logits;    // [n - 1][vocab]
-  std::vector<int32_t> chain_drafts;
-  std::vector<std::vector<float>> chain_logits;  // [3][vocab]
-};
+using testing::MtpCase;
 
-std::vector<MtpCase> read_cases(const std::string& expected) {
-  auto text = read_text_file(expected);
-  EXPECT_TRUE(text.has_value());
-  std::vector<MtpCase> out;
-  if (!text) return out;
-  const auto j = nlohmann::json::parse(*text);
-  for (const auto& c : j.at("cases")) {
-    out.push_back({c.at("tokens").get<std::vector<int32_t>>(), c.at("mtp_logits").get<std::vector<std::vector<float>>>(),
-                   c.at("chain_drafts").get<std::vector<int32_t>>(),
-                   c.at("chain_logits").get<std::vector<std::vector<float>>>()});
-  }
-  return out;
-}
+std::vector<MtpCase> read_cases(const std::string& expected) { return testing::read_mtp_cases(expected); }
 
 std::unique_ptr<Model> load_mtp(const std::string& model, Backend& backend) {
   LoadOptions o = testing::test_load_options();
