@@ -127,7 +127,9 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
   const int64_t n_rows = it.row_end - it.row_begin;
   const int64_t nq = n_rows * s.group;  // queries in this item: row-major over (row, head)
   sc.q.resize(static_cast<size_t>(nq * d));
-  sc.acc.assign(static_cast<size_t>(nq * d), 0.0f);
+  // Outputs: the first out_dim columns of each value (MLA: the latent, not its rope part).
+  const int64_t dv = s.out_dim;
+  sc.acc.assign(static_cast<size_t>(nq * dv), 0.0f);
   sc.m.assign(static_cast<size_t>(nq), -std::numeric_limits<float>::infinity());
   sc.l.assign(static_cast<size_t>(nq), 0.0f);
   for (int64_t r = 0; r < n_rows; ++r) {
@@ -177,7 +179,7 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
           kn.attend_scores(sc.q.data() + q0 * d, n, sc.kt.data() + (a - p0), kLdk, e - a, d,
                            &sc.m[static_cast<size_t>(q0)], &sc.l[static_cast<size_t>(q0)], alpha, sc.scores.data(),
                            s.softcap);
-          kn.attend_values(sc.scores.data(), kLdk, n, v, d, alpha, sc.acc.data() + q0 * d);
+          kn.attend_values(sc.scores.data(), kLdk, n, v, dv, alpha, sc.acc.data() + q0 * dv);
         }
       }
       r = r_end;
@@ -190,7 +192,7 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
       // A sink adds exp(sink) to the denominator: with the running max m, l + exp(sink - m).
       const float sink = s.sinks != nullptr ? std::exp(s.sinks[it.kv_head * s.group + h] - sc.m[static_cast<size_t>(qi)]) : 0.0f;
       const float inv = 1.0f / (sc.l[static_cast<size_t>(qi)] + sink);
-      const float* acc = sc.acc.data() + qi * d;
+      const float* acc = sc.acc.data() + qi * dv;
       float* dst = dst_row + (it.kv_head * s.group + h) * s.out_dim;
       for (int64_t j = 0; j < s.out_dim; ++j) dst[j] = acc[j] * inv;
     }
