@@ -76,8 +76,9 @@ struct Kernels {
   void (*quantize_q8k)(const float* x, BlockQ8K* y, int64_t k) = nullptr;
   void (*qkmatmul_rows)(const QMatmulArgs& a, int64_t m_begin, int64_t m_end) = nullptr;
   // kt[j * ldk + t] = element j of k's row t (counted across the runs) for t < n_t (the rows of
-  // all runs), j < d, and 0 for t in [n_t, n_t rounded up to kLanes) (ldk >= that plus the start
-  // of the last run): a tile's keys for attend_scores, read from the cache in its own dtype.
+  // all runs), j < d: a tile's keys for attend_scores, read from the cache in its own dtype. Runs
+  // are transposed in groups of kLanes keys, so up to 15 columns past a run's last key are written
+  // with zeros (the next run's keys then go there): ldk >= n_t + 15.
   void (*transpose_keys)(const KvRows& k, int64_t d, float* kt, int64_t ldk) = nullptr;
   // The scores half of one online-softmax step of attention, for nq <= kAttendMaxQueries queries
   // over a tile of n_pos keys they all see: query i at q + i * d (already scaled), with its
