@@ -48,10 +48,31 @@ bool segment_exists(const std::string& name) {
   return ::stat(("/dev/shm" + name).c_str(), &sb) == 0;
 }
 
+// A flat hand-off and the child process that made its segment.
+struct ChildHandoff {
+  std::vector<uint8_t> flat;
+  pid_t pid = -1;
+  // Collects the exited child: from then on its pid is dead to every process's sweep.
+  void reap() {
+    if (pid <= 0) return;
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    pid = -1;
+  }
+  ~ChildHandoff() { reap(); }
+  ChildHandoff() = default;
+  ChildHandoff(const ChildHandoff&) = delete;
+  ChildHandoff& operator=(const ChildHandoff&) = delete;
+};
+
 // A segment of n patterned bytes named by a flat hand-off, made in a child process that then
-// ends without cleaning up (_exit: a node whose message is still in flight, or one killed).
-// Returns the flat message; the child is gone when this returns.
-std::vector<uint8_t> handoff_from_a_dead_child(size_t n, size_t claimed = 0) {
+// ends without cleaning up (_exit: a node whose message is still in flight, or one killed). The
+// child has exited when this returns but is not reaped until reap(): until then its pid still
+// exists, so no process's sweep of dead makers' segments takes the segment (every process's
+// first make_shared_blob sweeps, and ctest runs other tests' processes beside this one, which
+// once swept a segment between its making and this test's checks).
+void handoff_from_a_dead_child(ChildHandoff& out, size_t n, size_t claimed = 0) {
   int fds[2];
   EXPECT_EQ(::pipe(fds), 0);
   const pid_t pid = ::fork();
@@ -68,23 +89,21 @@ std::vector<uint8_t> handoff_from_a_dead_child(size_t n, size_t claimed = 0) {
     if (::write(fds[1], flat.data(), len) != static_cast<ssize_t>(len)) ::_exit(3);
     ::_exit(0);
   }
+  out.pid = pid;
   ::close(fds[1]);
   size_t len = 0;
-  std::vector<uint8_t> flat;
   if (::read(fds[0], &len, sizeof len) == sizeof len) {
-    flat.resize(len);
+    out.flat.resize(len);
     size_t got = 0;
     while (got < len) {
-      const ssize_t r = ::read(fds[0], flat.data() + got, len - got);
+      const ssize_t r = ::read(fds[0], out.flat.data() + got, len - got);
       if (r <= 0) break;
       got += static_cast<size_t>(r);
     }
   }
   ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  return flat;
+  siginfo_t info{};
+  EXPECT_EQ(::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT), 0);  // exited, left unreaped
 }
 
 TEST(BlobRef, InlineBytesSurviveTheFlatEncoding) {
@@ -150,7 +169,9 @@ TEST(BlobRef, AFreedOrForeignHandleIsRefused) {
 
 TEST(SharedBlob, ASegmentCrossesToAnotherProcessWhichTakesItAndFreesItsName) {
   const size_t live = n_live_blobs();
-  const auto flat = handoff_from_a_dead_child(5000);
+  ChildHandoff child;
+  handoff_from_a_dead_child(child, 5000);
+  const auto& flat = child.flat;
   auto m = kv_handoff_msg::from_bytes(flat);
   ASSERT_TRUE(m.has_value()) << m.status().to_string();
   ASSERT_TRUE((*m)->getKv().isShared());
@@ -176,22 +197,29 @@ TEST(SharedBlob, ASegmentCrossesToAnotherProcessWhichTakesItAndFreesItsName) {
 }
 
 TEST(SharedBlob, ASegmentOfAKilledMakerIsSweptAndBadRefsTouchNothing) {
-  const auto flat = handoff_from_a_dead_child(100);
-  auto m = kv_handoff_msg::from_bytes(flat);
+  ChildHandoff child;
+  handoff_from_a_dead_child(child, 100);
+  auto m = kv_handoff_msg::from_bytes(child.flat);
   ASSERT_TRUE(m.has_value());
   const std::string name = (*m)->getKv().getShared().getName();
   ASSERT_TRUE(segment_exists(name));
-  EXPECT_GE(sweep_shared_blobs(kSharedBlobTtl), 1u);
+  sweep_shared_blobs(kSharedBlobTtl);
+  EXPECT_TRUE(segment_exists(name)) << "its maker's pid still exists (exited, not yet reaped)";
+  child.reap();
+  // (Another test process's first shared blob may sweep it first: either way it goes.)
+  sweep_shared_blobs(kSharedBlobTtl);
   EXPECT_FALSE(segment_exists(name)) << "its maker's pid is dead";
 
   // A size that disagrees with the segment's is refused; the segment is left to its maker.
-  const auto lying = handoff_from_a_dead_child(100, /*claimed=*/99);
-  auto l = kv_handoff_msg::from_bytes(lying);
+  ChildHandoff liar;
+  handoff_from_a_dead_child(liar, 100, /*claimed=*/99);
+  auto l = kv_handoff_msg::from_bytes(liar.flat);
   ASSERT_TRUE(l.has_value());
   auto wrong = adopt_blob((*l)->getKv());
   ASSERT_FALSE(wrong.has_value());
   EXPECT_EQ(wrong.status().code(), StatusCode::corrupt);
   EXPECT_NE(wrong.status().message().find("holds 100 bytes"), std::string::npos) << wrong.status().message();
+  liar.reap();
   sweep_shared_blobs(kSharedBlobTtl);
   EXPECT_FALSE(segment_exists((*l)->getKv().getShared().getName()));
 
