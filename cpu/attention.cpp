@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include <xmmintrin.h>
@@ -60,25 +61,6 @@ const void* kv_row(const Tensor& t, const Shape& s, int64_t page, int64_t slot, 
   return static_cast<const char*>(t.data) + static_cast<size_t>(idx) * dtype_size(t.dtype);
 }
 
-// Pulls one kv head's K and V rows at positions [p0, p1) toward the caches while the current tile
-// is scored: the rows are head_dim elements at a stride of n_kv_heads * head_dim, across pages, a
-// pattern the hardware prefetcher does not follow (profiling showed half the time stalled there).
-void prefetch_rows(const KvLayer& cache, const Shape& s, const int32_t* table, int64_t p0, int64_t p1, int64_t head) {
-  const int64_t row_bytes = s.head_dim * static_cast<int64_t>(dtype_size(cache.k.dtype));
-  const int64_t stride = s.n_kv * row_bytes;
-  for (int64_t p = p0; p < p1;) {
-    const int64_t slot = p % s.page_size, n = std::min(p1 - p, s.page_size - slot);
-    const char* k = static_cast<const char*>(kv_row(cache.k, s, table[p / s.page_size], slot, head));
-    const char* v = static_cast<const char*>(kv_row(cache.v, s, table[p / s.page_size], slot, head));
-    for (int64_t t = 0; t < n; ++t)
-      for (int64_t off = 0; off < row_bytes; off += 64) {
-        __builtin_prefetch(k + t * stride + off);
-        __builtin_prefetch(v + t * stride + off);
-      }
-    p += n;
-  }
-}
-
 // One kv head's rows of K or V (`t`, int8 row scales `scale`) at positions [p0, p1): a run per
 // page, into runs (kTile of them at most, for pages of one position).
 KvRows rows_of(const Tensor& t, const Tensor& scale, const Shape& s, const int32_t* table, int64_t p0, int64_t p1,
@@ -88,15 +70,29 @@ KvRows rows_of(const Tensor& t, const Tensor& scale, const Shape& s, const int32
   r.stride = s.n_kv * s.head_dim;
   r.scale_stride = s.n_kv;
   r.runs = runs;
-  const size_t es = dtype_size(t.dtype);
   for (int64_t p = p0; p < p1;) {
     const int64_t page = table[p / s.page_size], slot = p % s.page_size, n = std::min(p1 - p, s.page_size - slot);
     const int64_t at = (page * s.page_size + slot) * s.n_kv + head;  // the run's first row
-    runs[r.n_runs++] = {static_cast<const char*>(t.data) + static_cast<size_t>(at * s.head_dim) * es,
-                        t.dtype == DType::i8 ? scale.as<const float>() + at : nullptr, n};
+    runs[r.n_runs++] = {kv_row(t, s, page, slot, head), t.dtype == DType::i8 ? scale.as<const float>() + at : nullptr, n};
     p += n;
   }
   return r;
+}
+
+// Pulls one kv head's K and V rows at positions [p0, p1) toward the caches while the current tile
+// is scored: the rows are head_dim elements at a stride of n_kv_heads * head_dim, across pages, a
+// pattern the hardware prefetcher does not follow (profiling showed half the time stalled there).
+void prefetch_rows(const KvLayer& cache, const Shape& s, const int32_t* table, int64_t p0, int64_t p1, int64_t head) {
+  KvRun runs[kTile];
+  const int64_t row_bytes = s.head_dim * static_cast<int64_t>(dtype_size(cache.k.dtype));
+  for (const auto& [t, scale] : {std::pair{&cache.k, &cache.k_scale}, {&cache.v, &cache.v_scale}}) {
+    const KvRows r = rows_of(*t, *scale, s, table, p0, p1, head, runs);
+    const int64_t stride = r.stride_bytes();
+    for (int64_t i = 0; i < r.n_runs; ++i)
+      for (int64_t k = 0; k < runs[i].n; ++k)
+        for (int64_t off = 0; off < row_bytes; off += 64)
+          __builtin_prefetch(static_cast<const char*>(runs[i].base) + k * stride + off);
+  }
 }
 
 // Flush-to-zero and denormals-are-zero (MXCSR bits 15 and 6) while it lives, the thread's MXCSR

@@ -47,6 +47,7 @@ struct KvRows {
   int64_t scale_stride = 0;
   const KvRun* runs = nullptr;
   int64_t n_runs = 0;
+  int64_t stride_bytes() const { return stride * static_cast<int64_t>(dtype_size(dtype)); }  // row to row
 };
 
 struct Kernels {

@@ -79,7 +79,7 @@ float kv_at(const char* row, DType t, float scale, int64_t j) {
 // Calls f(t, row, scale) for the rows of r's runs in order, t counted across them.
 template <typename F>
 void for_each_row(const KvRows& r, F&& f) {
-  const int64_t row_bytes = r.stride * static_cast<int64_t>(dtype_size(r.dtype));
+  const int64_t row_bytes = r.stride_bytes();
   int64_t t = 0;
   for (int64_t k = 0; k < r.n_runs; ++k)
     for (int64_t i = 0; i < r.runs[k].n; ++i, ++t)
