@@ -92,6 +92,11 @@ struct AttentionMeta {
   // sink" logit per query head (gpt-oss) that joins each row's softmax as one more score with no
   // value: out = sum_p exp(s_p) v_p / (sum_p exp(s_p) + exp(sink)). Set per layer by the model.
   Tensor sinks;
+  // [n_tokens] i32, or empty (causal): row j attends to the KV positions up to
+  // max(its position, attend_until[j]), which must be written by this step or before it; the
+  // sliding window still bounds the range from below. Gemma 3's image tokens see their whole
+  // image, a vision encoder's patches see each other (Backend::supports_vision).
+  Tensor attend_until;
 };
 
 // How moe_route picks a token's experts (Qwen3-MoE: softmax top-k; DeepSeek-V2: softmax with
@@ -248,6 +253,27 @@ class Backend {
                          const AttentionMeta& meta, float scale, const Tensor& out) = 0;
   // out [r, d] = x [n, d] rows listed in rows [r] i32.
   virtual void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& out) = 0;
+
+  // ---- vision encoders (Gemma 3's SigLIP tower, models/gemma3_vision.h) ----
+  // Whether layer_norm, gelu_tanh, scatter_rows and attention's AttentionMeta::attend_until are
+  // implemented; a model loads its vision tower only where they are (else it serves text).
+  virtual bool supports_vision() const { return false; }
+  // out [n, d] = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias, over d; weight, bias [d] f32.
+  virtual void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, const Tensor& out) {
+    (void)x, (void)weight, (void)bias, (void)eps, (void)out;
+    BRIGADE_CHECK(false, "layer_norm on a backend without vision ops (supports_vision)");
+  }
+  // x [n, d] = gelu_tanh(x) in place (gelu_tanh_mul's gelu, ungated).
+  virtual void gelu_tanh(const Tensor& x) {
+    (void)x;
+    BRIGADE_CHECK(false, "gelu_tanh on a backend without vision ops (supports_vision)");
+  }
+  // y[rows[i]] = src[i] for i < r: y [n, d] and src [r, d] activations, rows [r] i32 inside
+  // [0, n) (an image's features replacing its tokens' embeddings).
+  virtual void scatter_rows(const Tensor& y, const Tensor& rows, const Tensor& src) {
+    (void)y, (void)rows, (void)src;
+    BRIGADE_CHECK(false, "scatter_rows on a backend without vision ops (supports_vision)");
+  }
   // y[rows[i]] += src[i] for i < r: y [n, d] and src [r, d] activations, rows [r] i32 distinct,
   // inside [0, n). How a LoRA adapter's delta joins the rows of its sequences (models/lora.h).
   // Implemented by the CPU and CUDA backends; others fail the check.

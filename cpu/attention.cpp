@@ -44,15 +44,19 @@ struct Shape {
   float scale;
   float softcap;  // AttentionMeta::softcap
   const float* sinks;  // [n_kv * group] AttentionMeta::sinks, or null
+  const int32_t* attend_until;  // [n_tokens] AttentionMeta::attend_until, or null (causal)
 };
 
-// KV positions a query row at some position may attend to (causal, sliding window).
+// KV positions a query row may attend to.
 struct QueryRange {
   int64_t lo, hi;  // visible KV positions [lo, hi], inclusive
 };
 
-QueryRange visible(int64_t pos, int window) {
-  return {window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0, pos};
+// Row `row` (of the step) at position pos: causal up to pos, or up to attend_until[row] where
+// that is later; the sliding window bounds it from below.
+QueryRange visible(const Shape& s, int64_t row, int64_t pos) {
+  const int64_t hi = s.attend_until != nullptr ? std::max<int64_t>(pos, s.attend_until[row]) : pos;
+  return {s.sliding_window > 0 ? std::max<int64_t>(0, pos - s.sliding_window + 1) : 0, hi};
 }
 
 // Address of the K or V vector [head_dim] of (page, slot, kv head), any cache dtype.
@@ -136,8 +140,12 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
       for (int64_t j = 0; j < d; ++j) dst[j] = src[j] * s.scale;
     }
   }
-  const QueryRange first = visible(first_pos + it.row_begin, s.sliding_window);
-  const QueryRange last = visible(first_pos + it.row_end - 1, s.sliding_window);
+  const int64_t row0 = q_start[it.seq] + it.row_begin;  // the item's first row in the step
+  auto range = [&](int64_t r) { return visible(s, row0 + r, first_pos + it.row_begin + r); };
+  // The rows' ranges start in position order; with attend_until they may end in any order.
+  const QueryRange first = range(0);
+  QueryRange last = range(n_rows - 1);
+  for (int64_t r = 0; r + 1 < n_rows; ++r) last.hi = std::max(last.hi, range(r).hi);
   // The tile's keys transposed ([d][kLdk], Kernels::transpose_keys): kTile columns, plus the 15 a
   // page's zero padding or attend_scores' last loads may reach past them, plus 16 floats past the
   // last row. Zeroed when (re)sized so that every float it can read is finite; later tiles leave
@@ -149,9 +157,9 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
   KvRun k_runs[kTile], v_runs[kTile];
   alignas(64) float alpha[kAttendMaxQueries];
   // Tiles are the positions [t0, t0 + kTile) for t0 a multiple of kTile, whatever the page size.
-  // A row sees the part [a, e) of a tile its causal range and window allow, so the keys it is
-  // scored against, their order and the tile boundaries of its online softmax depend only on its
-  // position: every row, decode or prefill, takes this one path, and its output does not depend
+  // A row sees the part [a, e) of a tile its range allows (causal or attend_until, and the
+  // window), so the keys it is scored against, their order and the tile boundaries of its online
+  // softmax depend only on that range: every row, decode or prefill, takes this one path, and its output does not depend
   // on how its sequence was split into steps, on the rows it shares an item with, or on the page
   // size (CpuAttention.ARowsOutputDependsOnItsPositionAloneBitForBit).
   for (int64_t t0 = first.lo / kTile * kTile; t0 <= last.hi; t0 += kTile) {
@@ -161,11 +169,11 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
     // Consecutive rows that see the same part of the tile are scored together: all of them on
     // the tiles before the diagonal, one by one on it.
     for (int64_t r = 0; r < n_rows;) {
-      const QueryRange qr = visible(first_pos + it.row_begin + r, s.sliding_window);
+      const QueryRange qr = range(r);
       const int64_t a = std::max(p0, qr.lo), e = std::min(p1, qr.hi + 1);
       int64_t r_end = r + 1;
       for (; r_end < n_rows; ++r_end) {
-        const QueryRange nr = visible(first_pos + it.row_begin + r_end, s.sliding_window);
+        const QueryRange nr = range(r_end);
         if (std::max(p0, nr.lo) != a || std::min(p1, nr.hi + 1) != e) break;
       }
       if (a < e) {
@@ -243,10 +251,13 @@ void paged_attention(const CpuContext& c, const PagedAttentionArgs& a, const KvL
   s.scale = a.scale;
   s.softcap = meta.softcap;
   s.sinks = a.sinks;
+  s.attend_until = meta.attend_until.empty() ? nullptr : meta.attend_until.as<const int32_t>();
   std::vector<Item> items;
   for (int seq = 0; seq < meta.n_seqs; ++seq) {
     const int n_q = q_start[seq + 1] - q_start[seq];
     BRIGADE_CHECK(n_q <= ctx_len[seq], "a sequence's query rows are the tail of its context");
+    for (int r = q_start[seq]; s.attend_until != nullptr && r < q_start[seq + 1]; ++r)
+      BRIGADE_CHECK(s.attend_until[r] < ctx_len[seq], "attend_until: positions this step or an earlier one wrote");
     for (int g = 0; g < a.n_kv; ++g)
       for (int r = 0; r < n_q; r += kQBlock) items.push_back({seq, g, r, std::min(n_q, r + kQBlock)});
   }

@@ -124,6 +124,14 @@ class CpuBackend final : public Backend {
   void scatter_add_rows(const Tensor& y, const Tensor& rows, const Tensor& src) override {
     cpu::scatter_add_rows(ctx_, y, rows, src);
   }
+  bool supports_vision() const override { return true; }
+  void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, const Tensor& out) override {
+    cpu::layer_norm(ctx_, x, weight, bias, eps, out);
+  }
+  void gelu_tanh(const Tensor& x) override { cpu::gelu_tanh(ctx_, x); }
+  void scatter_rows(const Tensor& y, const Tensor& rows, const Tensor& src) override {
+    cpu::scatter_rows(ctx_, y, rows, src);
+  }
   bool supports_moe() const override { return true; }
   void moe_route(const Tensor& router_logits, const MoeRouting& r, const Tensor& ids,
                  const Tensor& weights) override {

@@ -84,6 +84,12 @@ void write_kv(const CpuContext& c, const KvLayer& cache, const Tensor& qkv, cons
               const Tensor& slots);
 void gather_rows(const CpuContext& c, const Tensor& x, const Tensor& rows, const Tensor& out);
 
+// vision_ops.cpp (Backend::supports_vision)
+void layer_norm(const CpuContext& c, const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                const Tensor& out);
+void gelu_tanh(const CpuContext& c, const Tensor& x);
+void scatter_rows(const CpuContext& c, const Tensor& y, const Tensor& rows, const Tensor& src);
+
 // lora_ops.cpp
 void scatter_add_rows(const CpuContext& c, const Tensor& y, const Tensor& rows, const Tensor& src);
 

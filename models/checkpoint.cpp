@@ -74,7 +74,7 @@ Status Checkpoint::open_directory() {
     BRIGADE_RETURN_IF_ERROR(read_safetensors(file, tensors_));
     files_.push_back(std::move(file));
   }
-  if (config_.multimodal_text) tensors_ = gemma3_text_tensors(std::move(tensors_));
+  if (config_.multimodal_text) tensors_ = gemma3_tensors(std::move(tensors_));
   return Status::ok();
 }
 

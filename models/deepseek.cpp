@@ -297,6 +297,7 @@ Expected<AttentionMeta> DeepseekModel::begin_step(const StepBatch& batch, const 
                             " computes no logits (rank 0 does): pass a step without logit rows");
   BRIGADE_ASSIGN_OR_RETURN(StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
   BRIGADE_RETURN_IF_ERROR(check_hidden_rows(batch, options_.max_batch_tokens, config_.hidden_size, backend_.activation_dtype()));
+  BRIGADE_RETURN_IF_ERROR(check_step_images(batch, config_.vision, false).status());
   BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch));
   return ints_.meta(batch, bounds, 0);
 }

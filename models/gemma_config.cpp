@@ -97,14 +97,27 @@ Expected<json> gemma3_text_config(const json& j) {
   return t;
 }
 
-std::map<std::string, RawTensor> gemma3_text_tensors(std::map<std::string, RawTensor> tensors) {
+std::map<std::string, RawTensor> gemma3_tensors(std::map<std::string, RawTensor> tensors) {
   std::map<std::string, RawTensor> out;
   for (auto& [name, t] : tensors) {
     std::string to;
-    for (const char* prefix : {"language_model.model.", "model.language_model."})
-      if (name.starts_with(prefix)) to = "model." + name.substr(std::string(prefix).size());
+    auto strip = [&](std::initializer_list<const char*> prefixes, const std::string& as) {
+      for (const char* prefix : prefixes)
+        if (to.empty() && name.starts_with(prefix)) to = as + name.substr(std::string(prefix).size());
+    };
+    strip({"language_model.model.", "model.language_model."}, "model.");
+    strip({"vision_tower.vision_model.", "model.vision_tower.vision_model.", "model.vision_tower.", "vision_tower."},
+          "vision_tower.");
+    strip({"model.multi_modal_projector.", "multi_modal_projector."}, "multi_modal_projector.");
     if (name == "language_model.lm_head.weight" || name == "lm_head.weight") to = "lm_head.weight";
-    if (to.empty()) continue;  // the vision tower and the projector
+    if (to.empty()) continue;
+    // The patch embedding, a convolution [hidden, 3, p, p], is a matrix over c-major patches; the
+    // projection [vision hidden, text hidden] multiplies as x · W, so it loads transposed
+    // (WeightLoader::stacked_transposed, one matrix).
+    if (to == "vision_tower.embeddings.patch_embedding.weight" && t.shape.size() == 4)
+      t.shape = {t.shape[0], t.shape[1] * t.shape[2] * t.shape[3]};
+    if (to == "multi_modal_projector.mm_input_projection_weight" && t.shape.size() == 2)
+      t.shape.insert(t.shape.begin(), 1);
     t.name = to;
     out.emplace(to, std::move(t));
   }

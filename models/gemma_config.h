@@ -37,10 +37,13 @@ bool is_gemma3_multimodal(const nlohmann::json& j);
 // context, ...) and the top level's dtype and bos/eos ids where text_config has none. Refused,
 // naming Gemma3ForCausalLM, without a text_config object.
 Expected<nlohmann::json> gemma3_text_config(const nlohmann::json& j);
-// The language model's tensors of a Gemma3ForConditionalGeneration checkpoint under
-// Gemma3ForCausalLM's names: language_model.model.* (the Hub's and save_pretrained's) or
-// model.language_model.* (transformers 5 in memory) become model.*, language_model.lm_head.weight
-// lm_head.weight; the vision tower and projector are left out.
-std::map<std::string, RawTensor> gemma3_text_tensors(std::map<std::string, RawTensor> tensors);
+// The tensors of a Gemma3ForConditionalGeneration checkpoint under the names the loaders read:
+// the language model's as Gemma3ForCausalLM's (language_model.model.* (the Hub's and
+// save_pretrained's) or model.language_model.* (transformers 5 in memory) become model.*,
+// language_model.lm_head.weight lm_head.weight); the SigLIP tower's as vision_tower.* (from
+// vision_tower.vision_model.*, the Hub's, or vision_tower.*), the projector's as
+// multi_modal_projector.*, the patch embedding as a matrix [hidden, 3 p p] and the projection
+// as one stacked matrix [1, vision hidden, text hidden] (models/gemma3_vision.cpp).
+std::map<std::string, RawTensor> gemma3_tensors(std::map<std::string, RawTensor> tensors);
 
 }  // namespace brigade

@@ -64,8 +64,14 @@ std::string format_model_info(const ModelInfo& m) {
   std::string s;
   s += "path:          " + m.path + "\n";
   s += "format:        " + m.format + "\n";
-  s += "architecture:  " + c.arch + (c.multimodal_text ? " (the language model of Gemma3ForConditionalGeneration; "
-                                                         "text only)" : "") + "\n";
+  s += "architecture:  " + c.arch + (c.multimodal_text ? " (the language model of Gemma3ForConditionalGeneration)" : "") + "\n";
+  if (c.vision.present()) {
+    const VisionConfig& v = c.vision;
+    s += "vision:        SigLIP " + std::to_string(v.n_layers) + " layers, hidden " + std::to_string(v.hidden_size) +
+         ", " + std::to_string(v.image_size) + "x" + std::to_string(v.image_size) + " images in " +
+         std::to_string(v.patch_size) + "-pixel patches, " + std::to_string(v.tokens_per_image) +
+         " tokens per image (image token " + std::to_string(v.image_token) + "; the CPU backend runs it at tp 1)\n";
+  }
   s += "layers:        " + std::to_string(c.n_layers) + "\n";
   s += "hidden:        " + std::to_string(c.hidden_size) + " (intermediate " + std::to_string(c.intermediate_size) + ")\n";
   s += "heads:         " + std::to_string(c.n_heads) + " q, " + std::to_string(c.n_kv_heads) + " kv, head_dim " +

@@ -5,6 +5,7 @@
 
 #include "models/load_progress.h"
 #include "models/decoder_ends.h"
+#include "models/gemma3_vision.h"
 #include "models/lora.h"
 #include "models/mtp_module.h"
 #include "models/moe_block.h"
@@ -104,6 +105,7 @@ class LlamaModel final : public Model {
   Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
   int n_mtp_layers() const override { return with_mtp_ ? 1 : 0; }
   Status forward_mtp(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
+  bool has_vision() const override { return vision_ != nullptr; }
   int64_t n_params() const override { return n_params_; }
   int64_t weight_bytes() const override { return weight_bytes_; }
   StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const override;
@@ -119,6 +121,10 @@ class LlamaModel final : public Model {
  private:
   Status load_layer(WeightLoader& w, int l, DecoderLayer& layer);
   Status load_mtp(WeightLoader& w);
+  // Gemma 3's vision tower, where the backend runs it at tp 1 (else the model serves text).
+  Status load_vision(WeightLoader& w);
+  // The step's images encoded into the rows of their tokens in residual [n, hidden].
+  Status put_images(const StepBatch& batch, const Tensor& residual);
   int n_kv_layers() const { return config_.n_layers + n_mtp_layers(); }
   // Checks shared by forward and forward_mtp, the step's LoRA ids, uploads its ints.
   Expected<StepBounds> begin_step(const StepBatch& batch, const KvCache& kv, const Tensor& logits);
@@ -156,6 +162,10 @@ class LlamaModel final : public Model {
   StepInputs ints_;
   float embed_scale_ = 0.0f;  // ModelConfig::embed_scale rounded to the activation dtype, as transformers does
   std::unique_ptr<LoraSet> lora_;  // the served LoRA adapters; null when none
+  std::unique_ptr<Gemma3Vision> vision_;  // null: text only (Model::has_vision)
+  OwnedTensor image_feats_;               // [max_batch_tokens, hidden] a step's image features
+  OwnedTensor image_rows_;                // [max_batch_tokens] i32 the rows they replace
+  int64_t vision_params_ = 0, vision_bytes_ = 0;  // the tower's part of n_params_ / weight_bytes_
   int64_t n_params_ = 0;
   int64_t weight_bytes_ = 0;
   int64_t expert_params_ = 0;  // parameters of every expert of every sparse layer (in n_params_)
@@ -167,8 +177,8 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
   const double table = static_cast<double>(config_.vocab_size) * config_.hidden_size;
   // n_params counts the whole checkpoint on every rank; a rank's linear layers are 1/size of it.
   // The MTP module (forward_mtp) is not part of a forward step.
-  const double linear_params =
-      static_cast<double>(n_params_ - mtp_params_) - table - (config_.tie_embeddings ? 0.0 : table);
+  const double linear_params = static_cast<double>(n_params_ - mtp_params_ - vision_params_) - table -
+                               (config_.tie_embeddings ? 0.0 : table);
   // Sparse layers: a token runs k of the E experts (flops; a rank runs 1/size of that, by columns
   // or, with expert parallelism, on average by experts), and the step reads the experts its
   // tokens chose, at most min(E', n * k) of the E' experts a rank holds per layer: that upper
@@ -186,8 +196,13 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
   }
   StepCost c;
   c.flops = 2.0 * dense_params * n + 2.0 * table * rows + 4.0 * shard_.qkv.n_heads * config_.head_dim * pairs;
-  c.bytes = static_cast<double>(weight_bytes_ - mtp_bytes_) - static_cast<double>(expert_bytes_) * (1.0 - touched) -
-            ends_.loaded_bytes() + ends_.step_bytes(config_, n, rows > 0) + kv_bytes_per_token * (kv_read + n);
+  c.bytes = static_cast<double>(weight_bytes_ - mtp_bytes_ - vision_bytes_) -
+            static_cast<double>(expert_bytes_) * (1.0 - touched) - ends_.loaded_bytes() +
+            ends_.step_bytes(config_, n, rows > 0) + kv_bytes_per_token * (kv_read + n);
+  if (vision_ != nullptr && !b.images.empty()) {  // the tower reads its weights once per pass
+    c.flops += static_cast<double>(b.images.size()) * vision_->flops_per_image();
+    c.bytes += static_cast<double>(vision_bytes_);
+  }
   return c;
 }
 
@@ -282,6 +297,7 @@ Status LlamaModel::load(const Checkpoint& ck) {
       [&](int l) { return load_layer(w, l, layers_.emplace_back()); }, [&] { return w.n_bytes(); }));
   BRIGADE_RETURN_IF_ERROR(ends_.load_head(w, c, shard_.rank == 0));  // only rank 0 computes logits
   if (options_.mtp) BRIGADE_RETURN_IF_ERROR(load_mtp(w));
+  if (c.vision.present() && backend_.supports_vision() && shard_.size == 1) BRIGADE_RETURN_IF_ERROR(load_vision(w));
   n_params_ = w.n_params();
   weight_bytes_ = w.n_bytes();
   rope_.style = c.rope_style;
@@ -312,6 +328,31 @@ Status LlamaModel::load_mtp(WeightLoader& w) {
   mtp_params_ = size.params, mtp_bytes_ = size.bytes;
   expert_params_ = expert_params, expert_bytes_ = expert_bytes;
   with_mtp_ = true;
+  return Status::ok();
+}
+
+Status LlamaModel::load_vision(WeightLoader& w) {
+  const int64_t params = w.n_params(), bytes = w.n_bytes();
+  vision_ = std::make_unique<Gemma3Vision>();
+  BRIGADE_RETURN_IF_ERROR(vision_->load(w, backend_, config_.vision, config_.hidden_size));
+  vision_params_ = w.n_params() - params, vision_bytes_ = w.n_bytes() - bytes;
+  const int64_t t = options_.max_batch_tokens;
+  BRIGADE_ASSIGN_OR_RETURN(image_feats_, alloc_tensor(backend_, backend_.activation_dtype(), t, config_.hidden_size));
+  BRIGADE_ASSIGN_OR_RETURN(image_rows_, alloc_tensor(backend_, DType::i32, 1, t));
+  return Status::ok();
+}
+
+Status LlamaModel::put_images(const StepBatch& batch, const Tensor& residual) {
+  const int64_t t = config_.vision.tokens_per_image, n = static_cast<int64_t>(batch.images.size()) * t;
+  const Tensor feats = image_feats_.tensor.rows(0, n);
+  BRIGADE_RETURN_IF_ERROR(vision_->encode(batch.images, feats));
+  std::vector<int32_t> rows;
+  rows.reserve(static_cast<size_t>(n));
+  for (const StepImage& im : batch.images)
+    for (int64_t j = 0; j < t; ++j) rows.push_back(im.row + static_cast<int32_t>(j));
+  const Tensor row_ids(image_rows_.tensor.data, DType::i32, {n});
+  backend_.upload(row_ids, rows.data());
+  backend_.scatter_rows(residual, row_ids, feats);
   return Status::ok();
 }
 
@@ -407,7 +448,8 @@ Expected<StepBounds> LlamaModel::begin_step(const StepBatch& batch, const KvCach
   BRIGADE_ASSIGN_OR_RETURN(StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
   BRIGADE_RETURN_IF_ERROR(check_hidden_rows(batch, options_.max_batch_tokens, config_.hidden_size, backend_.activation_dtype()));
   BRIGADE_RETURN_IF_ERROR(lora_ ? lora_->begin_step(batch) : check_no_lora(batch));
-  BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch));
+  BRIGADE_ASSIGN_OR_RETURN(const std::vector<int32_t> attend_until, check_step_images(batch, config_.vision, has_vision()));
+  BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch, attend_until));
   return bounds;
 }
 
@@ -423,7 +465,8 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   const Tensor delta = scratch_.delta.tensor.rows(0, n);
   const float eps = config_.rms_eps;
   backend_.embedding(ends_.embed.tensor, ints_.tokens(batch), residual);
-  if (config_.embed_scale > 0.0f) backend_.scale(residual, embed_scale_);
+  if (config_.embed_scale > 0.0f) backend_.scale(residual, embed_scale_);  // the images' features are not scaled
+  if (!batch.images.empty()) BRIGADE_RETURN_IF_ERROR(put_images(batch, residual));
   for (int l = 0; l < config_.n_layers; ++l) {
     const DecoderLayer& layer = layers_[static_cast<size_t>(l)];
     const bool local = config_.layer_window(l) > 0;

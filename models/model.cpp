@@ -21,6 +21,7 @@ void StepBatch::clear() {
   device_tokens = Tensor();
   prev_hidden = Tensor();
   lora.clear();
+  images.clear();
 }
 
 Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& backend, const LoadOptions& options) {

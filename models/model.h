@@ -19,6 +19,18 @@
 
 namespace brigade {
 
+// An image in a step (a model whose ModelConfig::vision is loaded, Model::has_vision): its
+// tokens are the rows [row, row + tokens_per_image) of one sequence, each the image token, all in
+// this step. The model encodes the pixels, puts the image's features in those rows' place (not
+// their token embeddings) and lets those rows attend to one another (AttentionMeta::attend_until),
+// as Gemma 3 does; the rest of the sequence attends to them causally.
+struct StepImage {
+  int32_t row = 0;
+  // [3, image_size, image_size] f32, channels first, normalised as the model's image processor
+  // does (models/image_processor.h); shared, so a sequence's images are not copied per step.
+  std::shared_ptr<const std::vector<float>> pixels;
+};
+
 // One step, host-side. n_tokens rows, grouped by sequence (see AttentionMeta for the rules).
 struct StepBatch {
   std::vector<int32_t> tokens;       // [n_tokens] token ids
@@ -45,6 +57,8 @@ struct StepBatch {
   // LoRA adapter of each sequence ([n_seqs]; 0 = the base model, i = LoadOptions::loras[i - 1]);
   // empty: every sequence runs the base (models/lora.h).
   std::vector<int32_t> lora;
+  // Images whose tokens are rows of this step (StepImage), in any order; empty for text.
+  std::vector<StepImage> images;
 
   int n_tokens() const { return static_cast<int>(tokens.size()); }
   int n_seqs() const { return static_cast<int>(ctx_len.size()); }
@@ -127,6 +141,9 @@ class Model {
     (void)batch, (void)kv, (void)logits;
     return unsupported("this model has no MTP module loaded (LoadOptions::mtp)");
   }
+  // Whether forward() takes StepBatch::images: the checkpoint has a vision tower
+  // (ModelConfig::vision) and the backend runs it (Backend::supports_vision).
+  virtual bool has_vision() const { return false; }
   // Total parameter count and weight bytes as loaded.
   virtual int64_t n_params() const = 0;
   virtual int64_t weight_bytes() const = 0;

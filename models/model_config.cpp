@@ -357,6 +357,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
     BRIGADE_ASSIGN_OR_RETURN(json text, gemma3_text_config(j));
     BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
     c.multimodal_text = true;
+    BRIGADE_ASSIGN_OR_RETURN(c.vision, read_gemma3_vision(j, c.vocab_size));
     return c;
   }
   BRIGADE_ASSIGN_OR_RETURN(std::string arch, detect_arch(j));

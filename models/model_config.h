@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "models/quant_config.h"
 #include "models/rope_scaling.h"
+#include "models/vision_config.h"
 
 namespace brigade {
 
@@ -99,9 +100,10 @@ struct ModelConfig {
   std::vector<bool> sliding_layers;  // layer_types: the layers sliding_window applies to; empty = all of them
   float rope_local_theta = 0.0f;     // > 0: the sliding layers' RoPE base, unscaled (Gemma 3's
                                      // rope_local_base_freq); 0 = every layer uses rope_theta and rope_scaling
-  bool multimodal_text = false;      // the language model of a Gemma3ForConditionalGeneration checkpoint: its
-                                     // language_model.* tensors load as Gemma3ForCausalLM's; the vision tower
-                                     // is not loaded (text prompts only)
+  bool multimodal_text = false;      // a Gemma3ForConditionalGeneration checkpoint: its language_model.*
+                                     // tensors load as Gemma3ForCausalLM's, and `vision` describes its tower
+  VisionConfig vision;               // the vision tower and projector (models/gemma3_vision.h); absent
+                                     // (!present()) for text-only checkpoints
 
   bool is_mla() const { return kv_lora_rank > 0; }
   // The sliding window of layer l's attention (0 = full attention).

@@ -110,4 +110,34 @@ Status check_hidden_rows(const StepBatch& b, int max_batch_tokens, int64_t hidde
   return Status::ok();
 }
 
+Expected<std::vector<int32_t>> check_step_images(const StepBatch& b, const VisionConfig& v, bool loaded) {
+  if (b.images.empty()) return std::vector<int32_t>();
+  if (!loaded)
+    return unsupported(v.present() ? "this model's vision tower is not loaded here (it runs on the CPU backend at tp 1); "
+                                     "send text only"
+                                   : "this model takes text only: it has no vision tower");
+  const int n = b.n_tokens(), t = v.tokens_per_image;
+  std::vector<int32_t> until(b.positions.begin(), b.positions.end());
+  std::vector<bool> taken(static_cast<size_t>(n), false);
+  for (const StepImage& im : b.images) {
+    if (im.row < 0 || im.row + t > n)
+      return invalid_argument("an image at row " + str(im.row) + " needs rows up to " + str(int64_t{im.row} + t) +
+                              " of a step of " + str(n));
+    // The sequence whose rows hold the image's first row must hold its last.
+    const auto seq = std::upper_bound(b.q_start.begin(), b.q_start.end(), im.row) - b.q_start.begin() - 1;
+    if (im.row + t > b.q_start[static_cast<size_t>(seq) + 1])
+      return invalid_argument("the image at row " + str(im.row) + " runs past its sequence's rows: an image's " +
+                              str(t) + " tokens go into one step");
+    for (int r = im.row; r < im.row + t; ++r) {
+      if (b.tokens[static_cast<size_t>(r)] != v.image_token)
+        return invalid_argument("row " + str(r) + " of the image at row " + str(im.row) + " holds token " +
+                                str(b.tokens[static_cast<size_t>(r)]) + ", not the image token " + str(v.image_token));
+      if (taken[static_cast<size_t>(r)]) return invalid_argument("two images claim row " + str(r));
+      taken[static_cast<size_t>(r)] = true;
+      until[static_cast<size_t>(r)] = b.positions[static_cast<size_t>(im.row + t - 1)];
+    }
+  }
+  return until;
+}
+
 }  // namespace brigade

@@ -28,14 +28,14 @@ AttentionWork attention_work(const StepBatch& b, int window) {
 }
 
 Status StepInputs::allocate(Backend& backend, int64_t max_tokens) {
-  for (OwnedTensor* p : {&tokens_, &positions_, &slots_, &ctx_len_, &logit_rows_, &hidden_rows_}) {
+  for (OwnedTensor* p : {&tokens_, &positions_, &slots_, &ctx_len_, &logit_rows_, &hidden_rows_, &attend_until_}) {
     BRIGADE_ASSIGN_OR_RETURN(*p, alloc_tensor(backend, DType::i32, 1, max_tokens));
   }
   BRIGADE_ASSIGN_OR_RETURN(q_start_, alloc_tensor(backend, DType::i32, 1, max_tokens + 1));
   return Status::ok();
 }
 
-Status StepInputs::upload(Backend& backend, const StepBatch& b) {
+Status StepInputs::upload(Backend& backend, const StepBatch& b, const std::vector<int32_t>& attend_until) {
   const int64_t n_table = static_cast<int64_t>(b.block_table.size());
   if (block_table_.tensor.empty() || block_table_.tensor.numel() < n_table) {
     BRIGADE_ASSIGN_OR_RETURN(block_table_, alloc_tensor(backend, DType::i32, 1, std::max<int64_t>(n_table, 1024)));
@@ -52,6 +52,8 @@ Status StepInputs::upload(Backend& backend, const StepBatch& b) {
   put(logit_rows_, b.logit_rows);
   put(hidden_rows_, b.hidden_rows);
   put(block_table_, b.block_table);
+  put(attend_until_, attend_until);
+  has_attend_until_ = !attend_until.empty();
   return Status::ok();
 }
 
@@ -65,6 +67,7 @@ AttentionMeta StepInputs::meta(const StepBatch& batch, const StepBounds& bounds,
   meta.max_q_len = bounds.max_q_len;
   meta.max_ctx_len = bounds.max_ctx_len;
   meta.sliding_window = sliding_window;
+  if (has_attend_until_) meta.attend_until = Tensor(attend_until_.tensor.data, DType::i32, {batch.n_tokens()});
   return meta;
 }
 

@@ -26,8 +26,9 @@ class StepInputs {
  public:
   // Buffers for steps of up to max_tokens tokens (the block table grows on demand).
   Status allocate(Backend& backend, int64_t max_tokens);
-  // Uploads the batch's arrays (tokens only when the batch has no device_tokens).
-  Status upload(Backend& backend, const StepBatch& batch);
+  // Uploads the batch's arrays (tokens only when the batch has no device_tokens), and
+  // attend_until (check_step_images) when not empty, which meta() then passes on.
+  Status upload(Backend& backend, const StepBatch& batch, const std::vector<int32_t>& attend_until = {});
   // Views of the uploaded arrays for an n-token step.
   AttentionMeta meta(const StepBatch& batch, const StepBounds& bounds, int sliding_window) const;
   Tensor tokens(const StepBatch& batch) const;
@@ -37,7 +38,8 @@ class StepInputs {
   Tensor hidden_rows(int64_t h) const { return Tensor(hidden_rows_.tensor.data, DType::i32, {h}); }
 
  private:
-  OwnedTensor tokens_, positions_, slots_, q_start_, ctx_len_, logit_rows_, hidden_rows_, block_table_;
+  OwnedTensor tokens_, positions_, slots_, q_start_, ctx_len_, logit_rows_, hidden_rows_, block_table_, attend_until_;
+  bool has_attend_until_ = false;  // this step's upload had attend_until
 };
 
 }  // namespace brigade

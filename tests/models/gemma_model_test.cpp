@@ -110,7 +110,12 @@ TEST(Gemma, MultimodalCheckpointLoadsItsLanguageModel) {
   EXPECT_TRUE(c.multimodal_text);
   EXPECT_EQ(c.rope_scaling.factor, 8.0f);
   EXPECT_TRUE((*ck)->tensors().count("model.embed_tokens.weight"));
-  for (const auto& [name, t] : (*ck)->tensors()) EXPECT_TRUE(name.starts_with("model.")) << name;
+  for (const auto& [name, t] : (*ck)->tensors())
+    EXPECT_TRUE(name.starts_with("model.") || name.starts_with("vision_tower.") || name.starts_with("multi_modal_projector."))
+        << name;
+  EXPECT_TRUE((*ck)->tensors().count("vision_tower.encoder.layers.0.self_attn.q_proj.weight"));
+  EXPECT_EQ(c.vision.image_size, 28);
+  EXPECT_EQ(c.vision.tokens_per_image, 4);
   auto info = inspect_model(fixture_dir("gemma3_mm"));
   ASSERT_TRUE(info.has_value()) << info.status().to_string();
   EXPECT_NE(format_model_info(*info).find("language model of Gemma3ForConditionalGeneration"), std::string::npos);
@@ -126,7 +131,15 @@ TEST(Gemma, MultimodalCheckpointLoadsItsLanguageModel) {
                                 {"num_hidden_layers", 34},
                                 {"rope_scaling", {{"factor", 8.0}, {"rope_type", "linear"}}},
                                 {"sliding_window", 1024}}},
-                              {"vision_config", {{"model_type", "siglip_vision_model"}}}};
+                              {"vision_config",
+                               {{"hidden_size", 1152},
+                                {"image_size", 896},
+                                {"intermediate_size", 4304},
+                                {"model_type", "siglip_vision_model"},
+                                {"num_attention_heads", 16},
+                                {"num_hidden_layers", 27},
+                                {"patch_size", 14},
+                                {"vision_use_head", false}}}};
   auto h = parse_hf_config(hub.dump());
   ASSERT_TRUE(h.has_value()) << h.status().to_string();
   EXPECT_EQ(h->n_heads, 8);
@@ -143,6 +156,14 @@ TEST(Gemma, MultimodalCheckpointLoadsItsLanguageModel) {
   EXPECT_EQ(h->layer_window(4), 1024);
   EXPECT_EQ(h->layer_window(5), 0);
   EXPECT_TRUE(h->tie_embeddings);
+  // The tower's facts, with Gemma3Config's defaults for the projector and the token indices.
+  EXPECT_EQ(h->vision.n_patches(), 4096);
+  EXPECT_EQ(h->vision.tokens_per_image, 256);
+  EXPECT_EQ(h->vision.pool_kernel(), 4);
+  EXPECT_EQ(h->vision.head_dim(), 72);
+  EXPECT_EQ(h->vision.image_token, 262144);
+  EXPECT_EQ(h->vision.boi_token, 255999);
+  EXPECT_EQ(h->vision.eoi_token, 256000);
 }
 
 TEST(Gemma, DecodeStepsMatchTransformers) {

@@ -1,0 +1,66 @@
+// The CPU side of the vision encoder ops (Backend::supports_vision): layer_norm, gelu_tanh and
+// scatter_rows. Arithmetic in f32 in the order torch's CPU kernels use for these shapes (mean,
+// then the mean of squared deviations), so the SigLIP tower matches transformers closely.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "cpu/ops.h"
+
+namespace brigade::cpu {
+namespace {
+
+int64_t row_grain(int64_t row_elems) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_elems)); }
+
+}  // namespace
+
+void layer_norm(const CpuContext& c, const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                const Tensor& out) {
+  const int64_t n = x.dim(0), d = x.row_numel();
+  BRIGADE_CHECK(x.dtype == DType::f32 && out.dtype == DType::f32 && out.numel() == x.numel(),
+                "layer_norm: x and out [n, d] f32");
+  BRIGADE_CHECK(weight.numel() == d && bias.numel() == d, "layer_norm: weight and bias [d]");
+  std::vector<float> wbuf(static_cast<size_t>(d)), bbuf(static_cast<size_t>(d));
+  const float* w = as_f32(c, weight, wbuf.data());
+  const float* b = as_f32(c, bias, bbuf.data());
+  const float* xp = x.as<const float>();
+  float* op = out.as<float>();
+  c.pool->parallel_for(n, row_grain(d), [&](int64_t lo, int64_t hi, int) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const float* r = xp + i * d;
+      float sum = 0.0f;
+      for (int64_t j = 0; j < d; ++j) sum += r[j];
+      const float mean = sum / static_cast<float>(d);
+      float sq = 0.0f;
+      for (int64_t j = 0; j < d; ++j) sq += (r[j] - mean) * (r[j] - mean);
+      const float inv = 1.0f / std::sqrt(sq / static_cast<float>(d) + eps);
+      float* o = op + i * d;
+      for (int64_t j = 0; j < d; ++j) o[j] = (r[j] - mean) * inv * w[j] + b[j];
+    }
+  });
+}
+
+void gelu_tanh(const CpuContext& c, const Tensor& x) {
+  BRIGADE_CHECK(x.dtype == DType::f32, "gelu_tanh: x f32");
+  float* p = x.as<float>();
+  c.pool->parallel_for(x.numel(), 16384, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) p[i] = gelu_tanh(p[i]);
+  });
+}
+
+void scatter_rows(const CpuContext& c, const Tensor& y, const Tensor& rows, const Tensor& src) {
+  const int64_t r = rows.numel(), n = y.dim(0);
+  BRIGADE_CHECK(src.dtype == y.dtype && src.numel() == r * y.row_numel(), "scatter_rows: y [n, d], src [r, d]");
+  const size_t row_bytes = static_cast<size_t>(y.row_numel()) * dtype_size(y.dtype);
+  const auto* idx = rows.as<const int32_t>();
+  c.pool->parallel_for(r, row_grain(y.row_numel()), [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      BRIGADE_CHECK(idx[i] >= 0 && idx[i] < n, "scatter_rows: row index inside y");
+      std::memcpy(static_cast<char*>(y.data) + static_cast<size_t>(idx[i]) * row_bytes,
+                  static_cast<const char*>(src.data) + static_cast<size_t>(i) * row_bytes, row_bytes);
+    }
+  });
+}
+
+}  // namespace brigade::cpu

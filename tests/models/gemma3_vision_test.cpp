@@ -1,0 +1,275 @@
+// Gemma 3 with images (Gemma3ForConditionalGeneration) against transformers: the SigLIP tower and
+// projector's features, and the language model's logits on prompts whose image tokens take those
+// features and attend to their whole image (tests/fixtures/gemma3_vision, written by
+// scripts/make_vision_fixtures.py).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "hf_fixture.h"
+#include "models/gemma3_vision.h"
+#include "models/model.h"
+#include "models/weight_loader.h"
+
+namespace brigade {
+namespace {
+
+using testing::fixture_dir;
+using testing::make_step;
+using testing::run_step;
+using testing::SeqChunk;
+
+constexpr const char* kFixture = "gemma3_vision";
+constexpr int32_t kImageToken = 252;
+constexpr int kTokensPerImage = 16;
+// Logits pass through the tower, the projector and the language model: fp32 both sides, sums
+// in other orders.
+constexpr float kTol = 5e-4f;
+
+struct VisionCase {
+  std::vector<int32_t> prompt;
+  std::vector<int> images;  // which of the fixture's images, in the order of their blocks
+  std::vector<std::vector<float>> logits;
+  std::vector<int32_t> greedy;
+};
+
+struct VisionFixture {
+  std::vector<std::shared_ptr<const std::vector<float>>> pixels;  // [3, 56, 56] each
+  std::vector<std::vector<float>> features;                       // [16 * 64] each
+  std::vector<VisionCase> cases;
+};
+
+// Gemma3ImageProcessor's rescale and normalisation of the fixture's bytes, in f32 as torch does.
+VisionFixture read_vision_fixture() {
+  VisionFixture f;
+  auto text = read_text_file(fixture_dir(kFixture) + "/expected.json");
+  EXPECT_TRUE(text.has_value()) << text.status().to_string();
+  if (!text) return f;
+  const auto j = nlohmann::json::parse(*text);
+  for (const auto& img : j.at("images_u8")) {
+    auto px = std::make_shared<std::vector<float>>();
+    for (int v : img.get<std::vector<int>>()) px->push_back((static_cast<float>(v) / 255.0f - 0.5f) / 0.5f);
+    f.pixels.push_back(std::move(px));
+  }
+  f.features = j.at("image_features").get<std::vector<std::vector<float>>>();
+  for (const auto& c : j.at("cases"))
+    f.cases.push_back({c.at("prompt").get<std::vector<int32_t>>(), c.at("images").get<std::vector<int>>(),
+                       c.at("logits").get<std::vector<std::vector<float>>>(), c.at("greedy").get<std::vector<int32_t>>()});
+  return f;
+}
+
+// The StepImages of a prompt at rows [row0, ...): one per run of image tokens, in order.
+std::vector<StepImage> images_of(const VisionFixture& f, const VisionCase& c, int32_t row0) {
+  std::vector<StepImage> out;
+  size_t next = 0;
+  for (size_t r = 0; r < c.prompt.size(); ++r)
+    if (c.prompt[r] == kImageToken && (r == 0 || c.prompt[r - 1] != kImageToken))
+      out.push_back({row0 + static_cast<int32_t>(r), f.pixels[static_cast<size_t>(c.images[next++])]});
+  EXPECT_EQ(next, c.images.size());
+  return out;
+}
+
+float max_diff(const std::vector<float>& got, size_t row0, const std::vector<std::vector<float>>& want) {
+  float worst = 0.0f;
+  for (size_t r = 0; r < want.size(); ++r)
+    for (size_t v = 0; v < want[r].size(); ++v) {
+      const float d = std::fabs(got[(row0 + r) * want[r].size() + v] - want[r][v]);
+      worst = std::max(worst, std::isnan(d) ? INFINITY : d);
+    }
+  return worst;
+}
+
+std::unique_ptr<Model> load_fixture(Backend& backend) {
+  auto model = Model::load(fixture_dir(kFixture), backend, LoadOptions{.progress = false});
+  EXPECT_TRUE(model.has_value()) << model.status().to_string();
+  return model ? std::move(*model) : nullptr;
+}
+
+TEST(Gemma3Vision, TheTowerAndProjectorGiveTransformersImageFeatures) {
+  const VisionFixture f = read_vision_fixture();
+  ASSERT_EQ(f.pixels.size(), 3u);
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto ck = Checkpoint::open(fixture_dir(kFixture));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  const VisionConfig& v = (*ck)->config().vision;
+  ASSERT_TRUE(v.present());
+  EXPECT_EQ(v.n_patches(), 64);
+  EXPECT_EQ(v.pool_kernel(), 2);
+  WeightLoader w(**ck, *backend, std::nullopt);
+  Gemma3Vision tower;
+  ASSERT_TRUE(tower.load(w, *backend, v, 64).is_ok());
+  std::vector<StepImage> images;
+  for (const auto& px : f.pixels) images.push_back({0, px});
+  auto out = backend->allocate(3 * kTokensPerImage * 64 * sizeof(float));
+  ASSERT_TRUE(out.has_value());
+  const Tensor feats = out->view(DType::f32, {3 * kTokensPerImage, 64});
+  ASSERT_TRUE(tower.encode(images, feats).is_ok());
+  std::vector<float> got(static_cast<size_t>(feats.numel()));
+  backend->download(got.data(), feats);
+  for (size_t i = 0; i < 3; ++i) {
+    float worst = 0.0f;
+    for (size_t e = 0; e < f.features[i].size(); ++e)
+      worst = std::max(worst, std::fabs(got[i * f.features[i].size() + e] - f.features[i][e]));
+    EXPECT_LE(worst, 1e-4f) << "image " << i;
+  }
+}
+
+// Each prompt in one prefill: every position's logits, then transformers' greedy continuation
+// decoded a token at a time. The second prompt holds two images, the third a 16-token image that
+// the sliding layers' window of 8 cannot hold (a row still sees the image after it, not the part
+// of it beyond the window before it).
+TEST(Gemma3Vision, PromptsWithImagesMatchTransformersLogitsAndGreedyTokens) {
+  const VisionFixture f = read_vision_fixture();
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load_fixture(*backend);
+  ASSERT_NE(model, nullptr);
+  ASSERT_TRUE(model->has_vision());
+  constexpr int kPageSize = 16, kPages = 5;
+  for (const VisionCase& c : f.cases) {
+    auto kv = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
+    ASSERT_TRUE(kv.has_value());
+    StepBatch step = make_step({{0, c.prompt, 0, true}}, kPageSize, kPages);
+    step.images = images_of(f, c, 0);
+    const std::vector<float> logits = run_step(*model, *backend, *kv, step);
+    EXPECT_LE(max_diff(logits, 0, c.logits), kTol) << "prompt of " << c.prompt.size();
+    const int vocab = model->config().vocab_size;
+    int32_t next = testing::argmax(logits.data() + (c.prompt.size() - 1) * static_cast<size_t>(vocab), vocab);
+    std::vector<int32_t> greedy;
+    for (int n_past = static_cast<int>(c.prompt.size()); greedy.size() < c.greedy.size(); ++n_past) {
+      greedy.push_back(next);
+      const auto row = run_step(*model, *backend, *kv, make_step({{0, {next}, n_past, false}}, kPageSize, kPages));
+      next = testing::argmax(row.data(), vocab);
+    }
+    EXPECT_EQ(greedy, c.greedy);
+  }
+}
+
+// The three prompts as one step of three sequences, and each prompt in two chunks split between
+// its images: the same logits as each alone in one step.
+TEST(Gemma3Vision, BatchedAndChunkedPromptsGiveTheSameLogits) {
+  const VisionFixture f = read_vision_fixture();
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load_fixture(*backend);
+  ASSERT_NE(model, nullptr);
+  constexpr int kPageSize = 8, kPages = 10;
+  auto kv = KvCache::allocate(*backend, model->kv_layout(3 * kPages, kPageSize, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  std::vector<SeqChunk> chunks;
+  std::vector<StepImage> images;
+  int32_t row0 = 0;
+  for (size_t s = 0; s < f.cases.size(); ++s) {
+    chunks.push_back({static_cast<int>(s), f.cases[s].prompt, 0, true});
+    for (const StepImage& im : images_of(f, f.cases[s], row0)) images.push_back(im);
+    row0 += static_cast<int32_t>(f.cases[s].prompt.size());
+  }
+  StepBatch step = make_step(chunks, kPageSize, kPages);
+  step.images = images;
+  const std::vector<float> logits = run_step(*model, *backend, *kv, step);
+  size_t at = 0;
+  for (const VisionCase& c : f.cases) {
+    EXPECT_LE(max_diff(logits, at, c.logits), kTol) << "batched prompt of " << c.prompt.size();
+    at += c.prompt.size();
+  }
+
+  // Chunks: the second prompt cut after its first image block (row 19), the third before its image.
+  for (auto [which, cut] : {std::pair{size_t{1}, size_t{19}}, {size_t{2}, size_t{10}}}) {
+    const VisionCase& c = f.cases[which];
+    auto kv2 = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
+    ASSERT_TRUE(kv2.has_value());
+    const std::vector<int32_t> head(c.prompt.begin(), c.prompt.begin() + static_cast<long>(cut));
+    const std::vector<int32_t> tail(c.prompt.begin() + static_cast<long>(cut), c.prompt.end());
+    const std::vector<StepImage> all = images_of(f, c, 0);
+    StepBatch first = make_step({{0, head, 0, true}}, kPageSize, kPages), second = make_step({{0, tail, static_cast<int>(cut), true}}, kPageSize, kPages);
+    for (const StepImage& im : all) {
+      if (im.row < static_cast<int32_t>(cut)) first.images.push_back(im);
+      else second.images.push_back({im.row - static_cast<int32_t>(cut), im.pixels});
+    }
+    std::vector<float> got = run_step(*model, *backend, *kv2, first);
+    const std::vector<float> rest = run_step(*model, *backend, *kv2, second);
+    got.insert(got.end(), rest.begin(), rest.end());
+    EXPECT_LE(max_diff(got, 0, c.logits), kTol) << "prompt " << which << " in chunks cut at " << cut;
+  }
+}
+
+// A step whose images do not fit its rows is refused before anything runs, with what was wrong.
+TEST(Gemma3Vision, BadImageStepsAreRefusedNamingTheProblem) {
+  const VisionFixture f = read_vision_fixture();
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = load_fixture(*backend);
+  ASSERT_NE(model, nullptr);
+  constexpr int kPageSize = 16, kPages = 4;
+  auto kv = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  const VisionCase& c = f.cases[0];  // its image block is rows 3..21, the image tokens 4..19
+  auto refused = [&](StepBatch step, const std::string& why) {
+    auto buf = backend->allocate(step.logit_rows.size() * 256 * sizeof(float));
+    ASSERT_TRUE(buf.has_value());
+    const Status st = model->forward(step, *kv, buf->view(DType::f32, {static_cast<int64_t>(step.logit_rows.size()), 256}));
+    EXPECT_EQ(st.code(), StatusCode::invalid_argument) << why << ": " << st.to_string();
+    EXPECT_NE(st.message().find(why), std::string::npos) << st.message();
+  };
+  const StepBatch whole = make_step({{0, c.prompt, 0, false}}, kPageSize, kPages);
+  StepBatch split = make_step({{0, std::vector<int32_t>(c.prompt.begin(), c.prompt.begin() + 12), 0, false}}, kPageSize, kPages);
+  split.images = {{4, f.pixels[0]}};
+  refused(split, "needs rows up to 20");
+  StepBatch shifted = whole;
+  shifted.images = {{3, f.pixels[0]}};  // the begin-of-image token is not an image token
+  refused(shifted, "not the image token");
+  StepBatch twice = whole;
+  twice.images = {{4, f.pixels[0]}, {4, f.pixels[1]}};
+  refused(twice, "two images claim row 4");
+  StepBatch small = whole;
+  small.images = {{4, std::make_shared<const std::vector<float>>(3 * 28 * 28, 0.0f)}};
+  refused(small, "an image must be [3, 56, 56] pixels");
+  // Two sequences: the image of the first may not run into the second's rows.
+  StepBatch across = make_step({{0, std::vector<int32_t>(c.prompt.begin(), c.prompt.begin() + 10), 0, false},
+                                {1, std::vector<int32_t>(12, kImageToken), 0, false}},
+                               kPageSize, 2);
+  across.images = {{4, f.pixels[0]}};
+  refused(across, "runs past its sequence's rows");
+}
+
+// Images for a model without a vision tower, or whose backend lacks the vision ops, are refused
+// (unsupported); its text prompts run as before.
+TEST(Gemma3Vision, ATextModelRefusesImages) {
+  const VisionFixture f = read_vision_fixture();
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = Model::load(fixture_dir("gemma3"), *backend, LoadOptions{.progress = false});
+  ASSERT_TRUE(model.has_value()) << model.status().to_string();
+  EXPECT_FALSE((*model)->has_vision());
+  auto kv = KvCache::allocate(*backend, (*model)->kv_layout(4, 16, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  StepBatch step = make_step({{0, std::vector<int32_t>(20, kImageToken), 0, false}}, 16, 4);
+  step.images = {{2, f.pixels[0]}};
+  auto buf = backend->allocate(256 * sizeof(float));
+  ASSERT_TRUE(buf.has_value());
+  const Status st = (*model)->forward(step, *kv, buf->view(DType::f32, {1, 256}));
+  EXPECT_EQ(st.code(), StatusCode::unsupported) << st.to_string();
+  EXPECT_NE(st.message().find("text only"), std::string::npos) << st.message();
+}
+
+TEST(Gemma3Vision, VisionConfigsTheTowerCannotRunAreRefusedNamingTheField) {
+  auto config = nlohmann::json::parse(read_text_file(fixture_dir(kFixture) + "/config.json").value());
+  auto refused = [&](auto edit, const std::string& field) {
+    nlohmann::json j = config;
+    edit(j);
+    auto c = parse_hf_config(j.dump());
+    ASSERT_FALSE(c.has_value()) << field;
+    EXPECT_NE(c.status().message().find(field), std::string::npos) << c.status().message();
+  };
+  refused([](auto& j) { j["mm_tokens_per_image"] = 15; }, "mm_tokens_per_image");
+  refused([](auto& j) { j["mm_tokens_per_image"] = 9; }, "mm_tokens_per_image");  // 3 does not divide 8 patches
+  refused([](auto& j) { j["vision_config"]["patch_size"] = 5; }, "patch_size");
+  refused([](auto& j) { j["vision_config"]["hidden_act"] = "gelu"; }, "hidden_act");
+  refused([](auto& j) { j["vision_config"]["num_channels"] = 1; }, "num_channels");
+  refused([](auto& j) { j["vision_config"]["num_attention_heads"] = 3; }, "num_attention_heads");
+  refused([](auto& j) { j["image_token_index"] = 300; }, "image_token_index");
+}
+
+}  // namespace
+}  // namespace brigade
