@@ -1,6 +1,8 @@
 #include "actors/step_codec.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <cstdint>
 
 #include "messages/convert.h"
@@ -58,6 +60,28 @@ void encode_sampling(const SamplingConfig& c, schema::SamplingParams::Builder b)
   b.setReasoningStart(c.reasoning_start);
 }
 
+kj::ArrayPtr<const kj::byte> pixels_data(const std::vector<float>& pixels) {
+  static_assert(std::endian::native == std::endian::little, "pixels travel as little-endian f32");
+  return {reinterpret_cast<const kj::byte*>(pixels.data()), pixels.size() * sizeof(float)};
+}
+
+std::shared_ptr<const std::vector<float>> pixels_of(capnp::Data::Reader data) {
+  auto px = std::make_shared<std::vector<float>>(data.size() / sizeof(float));
+  std::memcpy(px->data(), data.begin(), px->size() * sizeof(float));
+  return px;
+}
+
+void encode_images(const std::vector<std::shared_ptr<const std::vector<float>>>& images,
+                   capnp::List<schema::ImageInput>::Builder out) {
+  for (unsigned k = 0; k < images.size(); ++k) out[k].setPixels(pixels_data(*images[k]));
+}
+
+std::vector<std::shared_ptr<const std::vector<float>>> decode_images(capnp::List<schema::ImageInput>::Reader in) {
+  std::vector<std::shared_ptr<const std::vector<float>>> out;
+  for (auto im : in) out.push_back(pixels_of(im.getPixels()));
+  return out;
+}
+
 step_plan_msg encode_step_plan(const PlannedStep& step) {
   return step_plan_msg::build([&](schema::StepPlan::Builder b) {
     b.setStepId(step.step_id);
@@ -83,6 +107,13 @@ step_plan_msg encode_step_plan(const PlannedStep& step) {
       s.setPooling(static_cast<schema::Pooling>(w.pooling));
       s.setLora(w.lora);
       s.setMtpDrafts(w.mtp_drafts);
+      if (!w.images.empty()) {
+        auto images = s.initImages(static_cast<unsigned>(w.images.size()));
+        for (unsigned k = 0; k < w.images.size(); ++k) {
+          images[k].setPosition(w.images[k].position);
+          images[k].setPixels(pixels_data(*w.images[k].pixels));
+        }
+      }
     }
     auto rel = b.initReleased(static_cast<unsigned>(step.released.size()));
     for (unsigned i = 0; i < step.released.size(); ++i) rel.set(i, step.released[i]);
@@ -112,6 +143,7 @@ PlannedStep decode_step_plan(schema::StepPlan::Reader plan) {
     w.pooling = static_cast<Pooling>(s.getPooling());
     w.lora = s.getLora();
     w.mtp_drafts = s.getMtpDrafts();
+    for (auto im : s.getImages()) w.images.push_back({im.getPosition(), pixels_of(im.getPixels())});
     step.n_tokens += static_cast<int>(w.tokens.size());
     step.seqs.push_back(std::move(w));
   }

@@ -3,6 +3,7 @@
 // the plain classes never see Cap'n Proto.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,16 @@
 #include "messages/types.h"
 
 namespace brigade {
+
+// An image's pixels as message bytes (little-endian f32), and back (a trailing partial float is
+// dropped: the model then refuses the image's size).
+kj::ArrayPtr<const kj::byte> pixels_data(const std::vector<float>& pixels);
+std::shared_ptr<const std::vector<float>> pixels_of(capnp::Data::Reader data);
+
+// A request's images (GenerateRequest.images, KvHandoff.images) as messages carry them.
+void encode_images(const std::vector<std::shared_ptr<const std::vector<float>>>& images,
+                   capnp::List<schema::ImageInput>::Builder out);
+std::vector<std::shared_ptr<const std::vector<float>>> decode_images(capnp::List<schema::ImageInput>::Reader in);
 
 step_plan_msg encode_step_plan(const PlannedStep& step);
 PlannedStep decode_step_plan(schema::StepPlan::Reader plan);

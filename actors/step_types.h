@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -10,6 +11,14 @@
 #include "models/pooling.h"
 
 namespace brigade {
+
+// An image of a prompt (mirrors schema::SeqImage): its tokens_per_image image tokens start at
+// `position`; pixels as models/model.h StepImage takes them, shared by the request, its
+// sequence and every chunk that carries it.
+struct SeqImage {
+  int32_t position = 0;
+  std::shared_ptr<const std::vector<float>> pixels;
+};
 
 // One sequence's part of a step (mirrors schema::SeqWork).
 struct SeqWorkItem {
@@ -40,6 +49,7 @@ struct SeqWorkItem {
   Pooling pooling = Pooling::none;
   uint32_t lora = 0;              // LoRA adapter id (SeqWork.lora; StepBatch::lora)
   int mtp_drafts = 0;             // MTP drafts to propose after the step (SeqWork.mtpDrafts)
+  std::vector<SeqImage> images;   // the images whose tokens the chunk holds, each whole (SeqWork.images)
 };
 
 // The MTP module's proposal for a sequence after a step (mirrors schema::SeqDrafts).

@@ -94,4 +94,5 @@ struct KvHandoff {
                                    # (transfer latency; meaningful in the same process only)
   fromInstance @15 :Text;          # the prefill instance (logs)
   lora @16 :UInt32;                # the request's LoRA adapter id (0 = base)
+  images @17 :List(Req.ImageInput);  # the prompt's images: a failed import recomputes the prompt
 }

@@ -42,6 +42,13 @@ struct SeqWork {
   mtpDrafts @15 :Int32;            # an executor whose model runs its MTP module (speculative
                                    # method mtp) drafts up to this many tokens after the step's
                                    # last token for the sequence (StepResult.drafts); needs sample
+  images @16 :List(SeqImage);      # the images whose tokens this chunk holds, each whole
+}
+
+# An image of a prompt chunk: its tokens_per_image image tokens start at `position`.
+struct SeqImage {
+  position @0 :Int32;
+  pixels @1 :Data;                 # as Req.ImageInput.pixels
 }
 
 struct StepPlan {

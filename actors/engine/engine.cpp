@@ -620,7 +620,11 @@ Status EngineImpl::start(const EngineOptions& options) {
   BRIGADE_RETURN_IF_ERROR(load_chat_template(path, options.chat_template));
 
   auto frontend = spawn_frontend(system_, registry_);
-  tokenizer_ = spawn_tokenizer(system_, tokenizer_model_, frontend);
+  ImageMarkers markers;  // from the first local instance that takes images
+  for (const auto& one : loaded)
+    if (one && markers.marker.empty() && one->ranks.front()->model->has_vision())
+      markers = image_markers(tokenizer_model_.get(), one->ranks.front()->model->config().vision);
+  tokenizer_ = spawn_tokenizer(system_, tokenizer_model_, frontend, std::move(markers));
   actors_ = {caf::actor_cast<caf::actor>(frontend), caf::actor_cast<caf::actor>(tokenizer_)};
   // One local instance: the tokenizer talks to its scheduler directly (no router hop, no
   // routing). A remote instance always has the router in front: it is what watches the node.
@@ -685,6 +689,11 @@ Status EngineImpl::start(const EngineOptions& options) {
               static_cast<int64_t>(model.weight_bytes), tokenizer_model_ != nullptr};
   for (const auto& l : loaded)
     if (l) summary_.hidden_size = l->ranks.front()->model->config().hidden_size;
+  for (const auto& l : loaded)
+    if (l && l->ranks.front()->model->has_vision()) {
+      summary_.image_size = l->ranks.front()->model->config().vision.image_size;
+      summary_.tokens_per_image = l->ranks.front()->model->config().vision.tokens_per_image;
+    }
   resolve_pooling(options, path, summary_);
   summary_.loras = options.lora_modules;
   summary_.max_loras = options.lora_enabled() ? options.max_loras : 0;
@@ -789,6 +798,7 @@ Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling
     b.setSkipSpecialTokens(request.skip_special_tokens);
     b.setPriority(request.priority);
     b.setLora(static_cast<uint32_t>(lora));
+    encode_images(request.images, b.initImages(static_cast<unsigned>(request.images.size())));
     auto labels = b.initLabels(static_cast<unsigned>(request.labels.size()));
     for (unsigned i = 0; i < request.labels.size(); ++i) {
       labels[i].setKey(request.labels[i].first);

@@ -261,6 +261,16 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   setup.counters = std::make_shared<SchedulerCounters>();
   setup.limits.chunked_prefill = inst.scheduler.chunked_prefill;
   setup.limits.prefix_cache = inst.cache.radix;
+  if (res->model->has_vision()) {  // requests with images; the others' images are refused
+    setup.limits.image_token = mc.vision.image_token;
+    setup.limits.tokens_per_image = mc.vision.tokens_per_image;
+    setup.limits.image_size = mc.vision.image_size;
+    spdlog::info("engine: instance '{}': images of {}x{} pixels, {} tokens each (vision tower on {})", inst.name,
+                 mc.vision.image_size, mc.vision.image_size, mc.vision.tokens_per_image, res->backend->name());
+  } else if (mc.vision.present()) {
+    spdlog::warn("engine: instance '{}': the checkpoint's vision tower runs on the CPU backend at tp 1; this instance "
+                 "serves text only", inst.name);
+  }
   BRIGADE_ASSIGN_OR_RETURN(setup.limits.role, parse_pd_role(inst.role));
   setup.instance_name = inst.name;
   setup.pd_transport = pd_transport(options.topology, /*in_node=*/false);

@@ -63,6 +63,13 @@ Status StepRunner::build_batch(const PlannedStep& step, bool with_pooling) {
       batch_.positions.push_back(pos);
       batch_.slots.push_back(w.block_table[static_cast<size_t>(pos / page_size)] * page_size + pos % page_size);
     }
+    for (const SeqImage& im : w.images) {  // the model checks that each lies whole in the chunk
+      if (im.position < w.start_pos || im.position >= ctx)
+        return invalid_argument("sequence " + std::to_string(w.seq_id) + " has an image at position " +
+                                std::to_string(im.position) + " outside its chunk [" + std::to_string(w.start_pos) +
+                                ", " + std::to_string(ctx) + ")");
+      batch_.images.push_back({batch_.q_start.back() + (im.position - w.start_pos), im.pixels});
+    }
     batch_.q_start.push_back(batch_.n_tokens());
     batch_.ctx_len.push_back(ctx);
     batch_.lora.push_back(static_cast<int32_t>(w.lora));

@@ -76,7 +76,9 @@ Status SchedulerPolicy::add(SeqRequest request) {
     return out_of_resources("the prompt needs " + std::to_string(n_prompt + 1) + " token slots but the whole KV pool holds " +
                             std::to_string(capacity) + "; shorten the prompt or enlarge the KV pool");
   }
-  enqueue(make_seq(std::move(request)));
+  Seq s = make_seq(std::move(request));
+  BRIGADE_RETURN_IF_ERROR(find_images(s));
+  enqueue(std::move(s));
   return Status::ok();
 }
 
@@ -188,6 +190,8 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
   if (cache_) {
     m = cache_->match(key, cache_match_limit(s));
     if (limits_.spec.mtp && m.n_tokens > 0) m = cache_->match(key, m.n_tokens - 1);  // SpeculativeLimits::mtp
+    // An image's rows are computed together: a match ending inside one stops before it.
+    if (const int safe = image_safe_prefix(s, m.n_tokens); safe < m.n_tokens) m = cache_->match(key, safe);
     cache_->lock(m.node);                    // so that making room below cannot evict it
   }
   auto got = take_pages(s.blocks.pages_needed(known + 1) - static_cast<int>(m.pages.size()), pages);
@@ -209,7 +213,8 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
     cache_stats_.lookup_tokens += static_cast<uint64_t>(known);
     cache_stats_.hit_tokens += static_cast<uint64_t>(m.n_tokens);
   }
-  if (cache_ && limits_.lower_tiers && !needs_prompt_logprobs(s) && !pools_whole_prompt(s)) {
+  // A load may deliver fewer pages than asked, ending anywhere: prompts with images do not load.
+  if (cache_ && limits_.lower_tiers && !needs_prompt_logprobs(s) && !pools_whole_prompt(s) && s.images.empty()) {
     auto keys = cache_->continue_keys(m, key, (known - 1) / limits_.page_size);
     // Load when cheaper than recomputing by the measured estimates (unknown: load); every 8th
     // candidate loads anyway, so an estimate inflated by a busy moment can come back down.
@@ -392,6 +397,7 @@ void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vec
   StepEntry e{s.req.id, n_tokens, w.sample, n_draft, s.n_scheduled};
   plan_prompt_logprobs(s, w, e);
   plan_pooling(s, w, e);
+  plan_images(s, w);
   if (limits_.spec.mtp) {  // SpeculativeLimits::mtp
     const int end = s.n_scheduled + n_tokens - n_draft;
     if (!w.sample && w.next_token < 0 && end < known) w.next_token = s.tokens[static_cast<size_t>(end)];
@@ -491,8 +497,8 @@ std::optional<PlannedStep> SchedulerPolicy::plan(PageSource& pages) {
     if (budget <= 0 || !limits_.chunked_prefill) break;
     if (it == running_.end() || !wants_chunk(it->second)) continue;
     Seq& s = it->second;
-    const int n = std::min(static_cast<int>(s.tokens.size()) - s.n_scheduled, budget);
-    if (!ensure_pages(s, s.n_scheduled + n, pages)) continue;
+    const int n = chunk_within_images(s, std::min(static_cast<int>(s.tokens.size()) - s.n_scheduled, budget));
+    if (n == 0 || !ensure_pages(s, s.n_scheduled + n, pages)) continue;
     add_work(s, n, step, entries);
     budget -= n;
   }

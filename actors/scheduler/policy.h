@@ -120,6 +120,11 @@ struct SchedulerLimits {
   double prefill_us_per_token = 0;
   SpeculativeLimits spec;
   PdRole role = PdRole::both;  // PD separation (brigade/topology.h)
+  // Images (policy_images.cpp): a run of tokens_per_image image_token ids in a prompt is one
+  // image of the request; 0 = the model takes text only.
+  int32_t image_token = -1;
+  int tokens_per_image = 0;
+  int image_size = 0;  // an image's pixels are [3, image_size, image_size] f32
   Status validate() const;
 };
 
@@ -140,6 +145,9 @@ struct SeqRequest {
   int priority = 0;                  // higher first
   Pooling pooling = Pooling::none;   // not none: an embedding request (max_tokens 0; above)
   uint32_t lora = 0;                 // LoRA adapter id (0 = base); keys its prefix-cache pages
+  // The prompt's images, in the order of their runs of image tokens (SchedulerLimits): pixels as
+  // models/model.h StepImage takes them.
+  std::vector<std::shared_ptr<const std::vector<float>>> images;
 };
 
 // Where the policy gets pages and gives them back (the scheduler's lease on the KV pool).
@@ -360,6 +368,8 @@ class SchedulerPolicy {
     std::vector<TokenLogprobEntry> prompt_lps;  // scored so far (positions 1..prompt_lp_next-1)
     bool prompt_lps_sent = false;
     std::vector<float> embedding;  // pooling: the pooled vector, once the prompt has run
+    std::vector<SeqImage> images;        // the prompt's images at their positions (find_images)
+    std::vector<uint64_t> image_hashes;  // XXH3 of each image's pixels: their prefix-cache keys
   };
   struct StepEntry {
     uint64_t seq_id;
@@ -405,6 +415,22 @@ class SchedulerPolicy {
   void note_acceptance(Seq& s, double fraction);
   void complete_drafts(Seq& s, const StepEntry& e, const std::vector<const SampledResult*>* got,
                        std::vector<SeqEvent>& events, PageSource& pages);
+  // ---- images (policy_images.cpp) ----
+  // Fills s.images from the prompt's runs of image tokens and s.req.images; invalid_argument when
+  // they disagree (a run of another length, another count) or an image cannot run in one step,
+  // unsupported for images to a text model.
+  Status find_images(Seq& s) const;
+  // A chunk of s from n_scheduled of at most n tokens, cut so that no image is split: it ends
+  // before an image it would split (0 when it starts at one that does not fit: the sequence waits
+  // for a step with room for it).
+  int chunk_within_images(const Seq& s, int n) const;
+  // The longest prefix of at most n tokens that does not end inside an image (a prefix-cache
+  // match is cut back to it, so the image's rows are computed together).
+  int image_safe_prefix(const Seq& s, int n) const;
+  // The item's images: those whose tokens its chunk holds.
+  void plan_images(const Seq& s, SeqWorkItem& w) const;
+  // Replaces the image tokens of a prefix-cache key with keys from each image's hash.
+  void key_images(const Seq& s, std::vector<int32_t>& key) const;
   // ---- LoRA adapters (policy_lora.cpp) ----
   // The tokens the prefix cache keys s by: s.tokens for the base model; a copy in `buf` with the
   // first token salted by the adapter under a LoRA adapter, so no adapter shares pages with

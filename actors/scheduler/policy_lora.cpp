@@ -10,11 +10,14 @@ namespace brigade {
 // and disk tiers keep them apart as well. Adapter ids stay below 2^31 / vocab (EngineOptions'
 // max_loras is far below that for any vocabulary).
 std::span<const int32_t> SchedulerPolicy::cache_key(const Seq& s, std::vector<int32_t>& buf) const {
-  if (s.req.lora == 0 || s.tokens.empty()) return s.tokens;
+  if ((s.req.lora == 0 && s.images.empty()) || s.tokens.empty()) return s.tokens;
   buf = s.tokens;
-  const int64_t salted = -1 - ((static_cast<int64_t>(s.req.lora) - 1) * limits_.vocab_size + buf[0]);
-  BRIGADE_CHECK(salted >= INT32_MIN, "LoRA adapter ids times the vocabulary fit in int32");
-  buf[0] = static_cast<int32_t>(salted);
+  if (s.req.lora != 0) {
+    const int64_t salted = -1 - ((static_cast<int64_t>(s.req.lora) - 1) * limits_.vocab_size + buf[0]);
+    BRIGADE_CHECK(salted >= INT32_MIN / 2, "LoRA adapter ids times the vocabulary fit in half of int32");
+    buf[0] = static_cast<int32_t>(salted);
+  }
+  key_images(s, buf);
   return buf;
 }
 

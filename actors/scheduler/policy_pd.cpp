@@ -34,6 +34,7 @@ Status SchedulerPolicy::add_transferred(TransferredSeq t) {
                             std::to_string(limits_.max_context) + ") or KV pool (" + std::to_string(capacity) +
                             " token slots)");
   Seq s = make_seq(std::move(t.req));
+  if (Status st = find_images(s); !st.is_ok()) return Status(st.code(), what + st.message());
   s.tokens.insert(s.tokens.end(), t.generated.begin(), t.generated.end());
   s.n_generated = n_gen;
   s.n_import_tokens = t.n_kv_tokens;

@@ -27,6 +27,7 @@ struct TokenizerState {
   scheduler_actor scheduler;
   std::unordered_map<uint64_t, TextState> streams;
   int max_context = 0;
+  ImageMarkers images;
   static inline const char* name = "brigade.tokenizer";
 };
 
@@ -46,7 +47,29 @@ generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vect
     b.setLabels(r.getLabels());
     b.setPooling(r.getPooling());
     b.setLora(r.getLora());
+    b.setSkipSpecialTokens(r.getSkipSpecialTokens());
+    b.setImages(r.getImages());
   });
+}
+
+// The prompt text with each image marker expanded; invalid_argument when the markers and the
+// request's n_images disagree, unsupported for images to a model that takes none.
+Expected<std::string> expand_image_markers(std::string_view text, unsigned n_images, const ImageMarkers& m) {
+  if (n_images == 0) return std::string(text);
+  if (m.marker.empty()) return unsupported("this model takes text only: it has no vision tower (send no images)");
+  std::string out;
+  unsigned n_markers = 0;
+  size_t at = 0;
+  for (size_t hit; (hit = text.find(m.marker, at)) != std::string_view::npos; at = hit + m.marker.size()) {
+    out.append(text.substr(at, hit - at));
+    out += m.expansion;
+    ++n_markers;
+  }
+  out.append(text.substr(at));
+  if (n_markers != n_images)
+    return invalid_argument("the prompt has " + std::to_string(n_markers) + " image marker(s) (" + m.marker +
+                            ") but the request " + std::to_string(n_images) + " image(s)");
+  return out;
 }
 
 // A token's piece as valid UTF-8 (a byte of a partial sequence becomes U+FFFD): the text of a
@@ -82,7 +105,12 @@ void on_request(tokenizer_ptr self, const generate_request_msg& msg) {
                  error_event(id, invalid_argument("this model has no tokenizer: send the prompt as token ids")));
       return;
     }
-    auto ids = st.tokenizer->encode(to_string_view(r.getPrompt().getText()), r.getAddBos());
+    auto text = expand_image_markers(to_string_view(r.getPrompt().getText()), r.getImages().size(), st.images);
+    if (!text) {
+      self->send(st.frontend, error_event(id, text.status()));
+      return;
+    }
+    auto ids = st.tokenizer->encode(*text, r.getAddBos());
     if (!ids) {
       self->send(st.frontend, error_event(id, ids.status()));
       return;
@@ -164,9 +192,10 @@ void on_event(tokenizer_ptr self, const token_event_msg& msg) {
 }
 
 tokenizer_actor::behavior_type tokenizer_fun(tokenizer_ptr self, std::shared_ptr<const Tokenizer> tokenizer,
-                                             token_sink_actor frontend) {
+                                             token_sink_actor frontend, ImageMarkers images) {
   self->state.tokenizer = std::move(tokenizer);
   self->state.frontend = std::move(frontend);
+  self->state.images = std::move(images);
   return {
       [self](const generate_request_msg& msg) { on_request(self, msg); },
       [self](const token_event_msg& msg) { on_event(self, msg); },
@@ -182,8 +211,21 @@ tokenizer_actor::behavior_type tokenizer_fun(tokenizer_ptr self, std::shared_ptr
 }  // namespace
 
 tokenizer_actor spawn_tokenizer(caf::actor_system& system, std::shared_ptr<const Tokenizer> tokenizer,
-                                token_sink_actor frontend) {
-  return system.spawn(tokenizer_fun, std::move(tokenizer), std::move(frontend));
+                                token_sink_actor frontend, ImageMarkers images) {
+  return system.spawn(tokenizer_fun, std::move(tokenizer), std::move(frontend), std::move(images));
+}
+
+ImageMarkers image_markers(const Tokenizer* tokenizer, const VisionConfig& v) {
+  if (tokenizer == nullptr || !v.present()) return {};
+  const int n = tokenizer->vocab_size();
+  for (int32_t id : {v.boi_token, v.eoi_token, v.image_token})
+    if (id < 0 || id >= n) return {};
+  ImageMarkers m;
+  m.marker = tokenizer->token_to_piece(v.boi_token);
+  std::string image;
+  for (int i = 0; i < v.tokens_per_image; ++i) image += tokenizer->token_to_piece(v.image_token);
+  m.expansion = "\n\n" + m.marker + image + tokenizer->token_to_piece(v.eoi_token) + "\n\n";
+  return m;
 }
 
 int max_tokens_within_context(int max_tokens, int64_t n_prompt, int max_context) {

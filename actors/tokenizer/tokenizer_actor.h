@@ -15,6 +15,7 @@
 #include "actors/scheduler/scheduler_actor.h"
 #include "messages/types.h"
 #include "models/tokenizer.h"
+#include "models/vision_config.h"
 
 namespace brigade {
 
@@ -22,11 +23,25 @@ namespace brigade {
 using tokenizer_actor = caf::typed_actor<caf::reacts_to<generate_request_msg>, caf::reacts_to<token_event_msg>,
                                          caf::reacts_to<abort_msg>, caf::reacts_to<wire_atom, scheduler_actor, int32_t>>;
 
+// How a text prompt's images become image tokens, as Gemma3Processor does: each `marker` (the
+// begin-of-image token's text, which the chat template writes per image) is replaced by
+// `expansion` ("\n\n" + marker + the image token's text tokens_per_image times + the
+// end-of-image token's text + "\n\n") before the text is tokenized. An empty marker: the
+// model takes no images (a request with some is refused).
+struct ImageMarkers {
+  std::string marker;
+  std::string expansion;
+};
+// Gemma 3's markers for a model with a vision tower (`v` present), from the tokenizer's pieces
+// of its special tokens; empty otherwise.
+ImageMarkers image_markers(const Tokenizer* tokenizer, const VisionConfig& v);
+
 // tokenizer may be null (a checkpoint without one): then only token-id prompts are accepted and
 // events carry no text. Requests leave it (text or token-id prompts) with max_tokens capped to
-// the context it is wired with (below).
+// the context it is wired with (below). A text prompt with images has its markers expanded
+// (ImageMarkers): the k-th marker takes the request's k-th image, and the counts must agree.
 tokenizer_actor spawn_tokenizer(caf::actor_system& system, std::shared_ptr<const Tokenizer> tokenizer,
-                                token_sink_actor frontend);
+                                token_sink_actor frontend, ImageMarkers images = {});
 
 // max_tokens as far as the context lets a prompt of n_prompt tokens generate: what the scheduler
 // would stop at anyway, said up front so that stations (a token rate limit) count what can

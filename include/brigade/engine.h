@@ -98,6 +98,13 @@ struct GenerateOptions {
   // loaded; vLLM's model=<adapter>); empty: the base model. An unknown name is refused naming the
   // loaded ones.
   std::string lora;
+  // Images for a model with a vision tower (Gemma 3; Engine::model().image_size > 0):
+  // each [3, S, S] f32, channels first, normalised as the model's image processor does
+  // (models/image_processor.h). A text prompt names where each goes
+  // with the model's image marker (`<start_of_image>`, which its chat template writes for an
+  // image part), the k-th marker the k-th image; a token-id prompt holds each image's run of
+  // image tokens itself. Refused for a model without images, or when the counts disagree.
+  std::vector<std::shared_ptr<const std::vector<float>>> images;
 };
 
 // One prompt token's logprob (Event::prompt_logprobs).
@@ -205,6 +212,10 @@ struct ModelSummary {
   std::vector<LoraModule> loras;  // the LoRA adapters served at start (EngineOptions::lora_modules);
                                   // Engine::loras() says which are served now
   int max_loras = 0;              // adapter slots (0: LoRA off; EngineOptions::lora_enabled)
+  // A local instance takes images (a vision tower it runs, GenerateOptions::images): their side
+  // in pixels and the tokens each becomes; 0 when no instance does.
+  int image_size = 0;
+  int tokens_per_image = 0;
 };
 
 struct EngineOptions {
