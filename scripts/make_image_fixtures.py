@@ -73,6 +73,19 @@ def raw_png(rows, width, height, bit_depth, color_type, extra=b""):
             png_chunk(b"IEND", b""))
 
 
+ADAM7 = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
+
+
+def adam7_png(rgb):
+    """An interlaced 8-bit RGB PNG (Pillow does not write interlaced PNGs)."""
+    h, w = rgb.shape[:2]
+    rows = [rgb[y0::dy, x0::dx][i].tobytes() for (x0, y0, dx, dy) in ADAM7
+            for i in range(len(range(y0, h, dy))) if x0 < w]
+    png = raw_png(rows, w, h, 8, 2)
+    ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 1)
+    return png[:8] + png_chunk(b"IHDR", ihdr) + png[8 + 25:]
+
+
 def pil_bytes(img, fmt, **kw):
     buf = io.BytesIO()
     img.save(buf, fmt, **kw)
@@ -121,6 +134,9 @@ def make_images():
                                         w, h, 16, 6)
     images["gray16_11x7.png"] = raw_png([v16[y, :, 0].astype(">u2").tobytes() for y in range(h)],
                                         w, h, 16, 0)
+    images["interlaced_37x23.png"] = adam7_png(rgb)
+    images["la16_11x7.png"] = raw_png([v16[y, :, [0, 3]].T.astype(">u2").tobytes() for y in range(h)],
+                                      w, h, 16, 4)
     g2 = rng.integers(0, 4, (h, 12), dtype=np.uint8)
     images["gray2_12x7.png"] = raw_png(
         [bytes((r[i] << 6) | (r[i + 1] << 4) | (r[i + 2] << 2) | r[i + 3] for i in range(0, 12, 4))
