@@ -8,7 +8,7 @@ packages=(
   libcaf-dev capnproto libcapnp-dev librocksdb-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev nlohmann-json3-dev
   libcli11-dev libpcre2-dev libsentencepiece-dev libboost-dev libboost-system-dev
-  libopenblas-dev libxxhash-dev libssl-dev
+  libopenblas-dev libxxhash-dev libssl-dev libpng-dev libjpeg-dev
 )
 
 missing=()

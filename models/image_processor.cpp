@@ -1,0 +1,180 @@
+#include "models/image_processor.h"
+
+#include <cstdint>
+#include <type_traits>
+
+namespace brigade {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kValidTypes[] = {"Gemma3ImageProcessor", "Gemma3ImageProcessorPil",
+                                       "Gemma3ImageProcessorFast"};
+
+Status field_error(const char* key, const std::string& what) {
+  return corrupt(std::string("preprocessor_config.json: field '") + key + "' " + what);
+}
+
+// The field, or nullptr when absent or null (the default applies).
+const json* field(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
+// A bool (T = bool) or a number (T = double); absent or null leaves `out` as it is.
+template <class T>
+Status read_value(const json& j, const char* key, T& out) {
+  constexpr bool is_flag = std::is_same_v<T, bool>;
+  const json* v = field(j, key);
+  if (!v) return Status::ok();
+  if (is_flag ? !v->is_boolean() : !v->is_number())
+    return field_error(key, is_flag ? "must be true, false or null" : "must be a number");
+  out = v->get<T>();
+  return Status::ok();
+}
+
+// A number (every channel) or a list of 3, as transformers accepts for image_mean / image_std.
+Status read_per_channel(const json& j, const char* key, std::array<double, 3>& out) {
+  const json* v = field(j, key);
+  if (!v) return Status::ok();
+  if (v->is_number()) {
+    out.fill(v->get<double>());
+    return Status::ok();
+  }
+  if (!v->is_array() || v->size() != 3) return field_error(key, "must be a number or a list of 3 numbers (R, G, B)");
+  for (size_t c = 0; c < 3; ++c) {
+    if (!(*v)[c].is_number()) return field_error(key, "must be a number or a list of 3 numbers (R, G, B)");
+    out[c] = (*v)[c].get<double>();
+  }
+  return Status::ok();
+}
+
+Status read_type(const json& j, std::string& out) {
+  const json* v = field(j, "image_processor_type");
+  if (!v) return Status::ok();
+  if (!v->is_string()) return field_error("image_processor_type", "must be a string");
+  out = v->get<std::string>();
+  for (const char* t : kValidTypes) {
+    if (out == t) return Status::ok();
+  }
+  return unsupported("preprocessor_config.json: image_processor_type '" + out +
+                     "' is not supported; valid: Gemma3ImageProcessor, Gemma3ImageProcessorPil, "
+                     "Gemma3ImageProcessorFast (brigade computes the PIL backend's result)");
+}
+
+Status read_size(const json& j, int& height, int& width) {
+  const json* v = field(j, "size");
+  if (!v) return Status::ok();
+  const char* want = "must be {\"height\": H, \"width\": W} with H and W integers in [1, 16384]";
+  if (!v->is_object() || !v->contains("height") || !v->contains("width")) return field_error("size", want);
+  const json& h = (*v)["height"];
+  const json& w = (*v)["width"];
+  if (!h.is_number_integer() || !w.is_number_integer()) return field_error("size", want);
+  const int64_t hv = h.get<int64_t>(), wv = w.get<int64_t>();
+  if (hv < 1 || wv < 1 || hv > kMaxImageSide || wv > kMaxImageSide) return field_error("size", want);
+  height = int(hv);
+  width = int(wv);
+  return Status::ok();
+}
+
+Status read_resample(const json& j, Resample& out) {
+  const json* v = field(j, "resample");
+  if (!v) return Status::ok();
+  const int64_t code = v->is_number_integer() ? v->get<int64_t>() : -1;
+  if (code == int(Resample::bilinear) || code == int(Resample::bicubic)) {
+    out = Resample(code);
+    return Status::ok();
+  }
+  return unsupported("preprocessor_config.json: resample " + v->dump() +
+                     " is not supported; valid: 2 (BILINEAR), 3 (BICUBIC)");
+}
+
+Status check_pan_and_scan(const json& j) {
+  bool pan_and_scan = false;
+  BRIGADE_RETURN_IF_ERROR(read_value(j, "do_pan_and_scan", pan_and_scan));
+  if (pan_and_scan) {
+    return unsupported("preprocessor_config.json: do_pan_and_scan=true (Gemma 3's pan-and-scan crops) is "
+                       "not supported; set it to false or null");
+  }
+  return Status::ok();
+}
+
+// PIL's integer "over" operator with an opaque white destination (AlphaComposite.c).
+uint8_t over_white(uint8_t src, uint32_t alpha) {
+  constexpr uint32_t kBits = 7, dst = 255, dst_alpha = 255;
+  const uint32_t out_alpha = alpha * 255 + dst_alpha * (255 - alpha);
+  const uint32_t coef_src = alpha * 255 * 255 * (1u << kBits) / out_alpha;
+  const uint32_t coef_dst = 255 * (1u << kBits) - coef_src;
+  const uint32_t v = src * coef_src + dst * coef_dst + (0x80u << kBits);
+  return uint8_t((((v >> 8) + v) >> 8) >> kBits);  // v / 255, rounded, then the 7 extra bits dropped
+}
+
+}  // namespace
+
+Expected<ImageProcessorConfig> parse_image_processor_config(const json& root) {
+  if (!root.is_object()) return corrupt("preprocessor_config.json: not a JSON object");
+  const auto nested = root.find("image_processor");  // processor_config.json nests it
+  const json& j = nested != root.end() && nested->is_object() ? *nested : root;
+  ImageProcessorConfig c;
+  BRIGADE_RETURN_IF_ERROR(read_type(j, c.image_processor_type));
+  BRIGADE_RETURN_IF_ERROR(check_pan_and_scan(j));
+  BRIGADE_RETURN_IF_ERROR(read_size(j, c.height, c.width));
+  BRIGADE_RETURN_IF_ERROR(read_resample(j, c.resample));
+  BRIGADE_RETURN_IF_ERROR(read_value(j, "do_resize", c.do_resize));
+  BRIGADE_RETURN_IF_ERROR(read_value(j, "do_rescale", c.do_rescale));
+  BRIGADE_RETURN_IF_ERROR(read_value(j, "rescale_factor", c.rescale_factor));
+  BRIGADE_RETURN_IF_ERROR(read_value(j, "do_normalize", c.do_normalize));
+  BRIGADE_RETURN_IF_ERROR(read_per_channel(j, "image_mean", c.image_mean));
+  BRIGADE_RETURN_IF_ERROR(read_per_channel(j, "image_std", c.image_std));
+  BRIGADE_RETURN_IF_ERROR(read_value(j, "do_convert_rgb", c.do_convert_rgb));
+  for (double s : c.image_std) {
+    if (float(s) == 0.0f) return field_error("image_std", "must be nonzero in every channel");
+  }
+  return c;
+}
+
+Expected<ImageProcessorConfig> parse_image_processor_config(const std::string& json_text) {
+  const json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return corrupt("preprocessor_config.json: not valid JSON");
+  return parse_image_processor_config(j);
+}
+
+Image composite_on_white(const Image& image) {
+  Image out{image.width, image.height, image.rgb, {}};
+  for (size_t i = 0; i < image.alpha.size(); ++i) {
+    const uint32_t a = image.alpha[i];
+    for (size_t c = 0; c < 3; ++c) {
+      uint8_t& v = out.rgb[i * 3 + c];
+      v = a == 0 ? 255 : over_white(v, a);
+    }
+  }
+  return out;
+}
+
+std::vector<float> preprocess(const Image& image, const ImageProcessorConfig& config) {
+  BRIGADE_CHECK(image.rgb.size() == size_t(image.width) * image.height * 3 && !image.rgb.empty(),
+                "image is decoded: rgb holds [height, width, 3]");
+  // Without do_convert_rgb transformers would keep 4 channels and fail on the 3 means; brigade
+  // has no 4-channel form, so it uses the RGB bytes (alpha dropped) there.
+  Image rgb = config.do_convert_rgb && image.has_alpha() ? composite_on_white(image) : image;
+  if (config.do_resize) rgb = resize_rgb(rgb, config.width, config.height, config.resample);
+
+  std::array<float, 3> mean{}, std_dev{};
+  for (size_t c = 0; c < 3; ++c) {
+    mean[c] = float(config.image_mean[c]);
+    std_dev[c] = float(config.image_std[c]);
+  }
+  const size_t n_pixels = size_t(rgb.width) * rgb.height;
+  std::vector<float> out(3 * n_pixels);  // [3, H, W]
+  for (size_t i = 0; i < n_pixels; ++i) {
+    for (size_t c = 0; c < 3; ++c) {
+      const uint8_t v = rgb.rgb[i * 3 + c];
+      float x = config.do_rescale ? float(double(v) * config.rescale_factor) : float(v);
+      if (config.do_normalize) x = (x - mean[c]) / std_dev[c];
+      out[c * n_pixels + i] = x;
+    }
+  }
+  return out;
+}
+
+}  // namespace brigade

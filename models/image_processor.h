@@ -1,0 +1,60 @@
+// Gemma 3's image preprocessing: a decoded Image to the pixel_values the vision encoder reads,
+// as transformers' slow (PIL backend) Gemma3ImageProcessor computes them:
+//   Gemma3ImageProcessorPil(**preprocessor_config)(images=pil_image, return_tensors="np")
+//       ["pixel_values"][0]                                   float32 [3, height, width]
+// The steps, in transformers' order and precision:
+//   1. convert_to_rgb (do_convert_rgb): an image with transparency is composited over white with
+//      PIL.Image.alpha_composite (integer arithmetic, reproduced exactly); else its RGB is used;
+//   2. resize (do_resize) to size {height, width} with Pillow's filter (image_resize.h);
+//   3. rescale (do_rescale): float32(double(v) * rescale_factor);
+//   4. normalize (do_normalize): (x - float32(mean[c])) / float32(std[c]) in float32.
+// Results equal transformers' bit for bit (the tests allow 1e-6).
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "models/image.h"
+#include "models/image_resize.h"
+
+namespace brigade {
+
+// The fields of a Hugging Face preprocessor_config.json that the Gemma 3 processor reads. A
+// field that is absent or null keeps the default below: Gemma 3's values (every Gemma 3
+// checkpoint states them). Note transformers' class default for `size` is 224x224; brigade uses
+// 896x896, the size Gemma 3's vision tower was trained at, so a config that omits it still fits
+// the encoder.
+struct ImageProcessorConfig {
+  std::string image_processor_type = "Gemma3ImageProcessor";
+  int height = 896, width = 896;               // size {height, width}, pixels
+  Resample resample = Resample::bilinear;      // `resample`: PIL code 2 or 3
+  bool do_resize = true;
+  bool do_rescale = true;
+  double rescale_factor = 1.0 / 255.0;
+  bool do_normalize = true;
+  std::array<double, 3> image_mean = {0.5, 0.5, 0.5};  // per channel R, G, B
+  std::array<double, 3> image_std = {0.5, 0.5, 0.5};
+  bool do_convert_rgb = true;
+};
+
+// Reads preprocessor_config.json (or a processor_config.json, whose "image_processor" object
+// holds the same fields). Errors (corrupt for wrong types, unsupported for features brigade does
+// not implement) name the field and the valid values: image_processor_type must be a Gemma 3
+// processor, resample 2 (BILINEAR) or 3 (BICUBIC), do_pan_and_scan false or null, size
+// {height, width} in [1, kMaxImageSide], image_std nonzero.
+Expected<ImageProcessorConfig> parse_image_processor_config(const nlohmann::json& j);
+Expected<ImageProcessorConfig> parse_image_processor_config(const std::string& json_text);
+
+// pixel_values [3, H, W] float32, channels first, for H x W = config's size (the image's own
+// size when do_resize is false). `image` must hold decoded pixels (decode_image's contract).
+std::vector<float> preprocess(const Image& image, const ImageProcessorConfig& config);
+
+// PIL.Image.alpha_composite(white, image.convert("RGBA")).convert("RGB"): the image over an
+// opaque white background; an image without alpha is returned unchanged.
+Image composite_on_white(const Image& image);
+
+}  // namespace brigade
