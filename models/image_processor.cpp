@@ -1,7 +1,10 @@
 #include "models/image_processor.h"
 
 #include <cstdint>
+#include <filesystem>
 #include <type_traits>
+
+#include "models/mapped_file.h"
 
 namespace brigade {
 namespace {
@@ -175,6 +178,34 @@ std::vector<float> preprocess(const Image& image, const ImageProcessorConfig& co
     }
   }
   return out;
+}
+
+Expected<ImageProcessorConfig> model_image_processor(const std::string& model_path, int image_size) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::is_directory(model_path, ec) ? fs::path(model_path) : fs::path(model_path).parent_path();
+  for (const char* name : {"preprocessor_config.json", "processor_config.json"}) {
+    const fs::path file = dir / name;
+    if (!fs::exists(file, ec)) continue;
+    auto text = read_text_file(file.string());
+    if (!text) return text.status();
+    auto config = parse_image_processor_config(*text);
+    if (!config) return Status(config.status().code(), file.string() + ": " + config.status().message());
+    if (!config->do_resize || config->height != image_size || config->width != image_size)
+      return invalid_argument(file.string() + ": the processor makes " + std::to_string(config->width) + "x" +
+                              std::to_string(config->height) + " images" + (config->do_resize ? "" : " (do_resize false)") +
+                              " but the vision tower takes " + std::to_string(image_size) + "x" +
+                              std::to_string(image_size));
+    return config;
+  }
+  ImageProcessorConfig config;
+  config.height = config.width = image_size;
+  return config;
+}
+
+Expected<std::vector<float>> image_pixels(std::span<const uint8_t> bytes, const ImageProcessorConfig& config) {
+  BRIGADE_ASSIGN_OR_RETURN(Image image, decode_image(bytes));
+  return preprocess(image, config);
 }
 
 }  // namespace brigade

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,16 @@ Expected<ImageProcessorConfig> parse_image_processor_config(const std::string& j
 // pixel_values [3, H, W] float32, channels first, for H x W = config's size (the image's own
 // size when do_resize is false). `image` must hold decoded pixels (decode_image's contract).
 std::vector<float> preprocess(const Image& image, const ImageProcessorConfig& config);
+
+// The processor of the model at `model_path` whose vision tower takes image_size x image_size
+// images: its preprocessor_config.json (or processor_config.json) when the directory has one,
+// else Gemma3ImageProcessor's defaults at that size. invalid_argument when the file's size is
+// not the tower's (or it does not resize), and parse_image_processor_config's errors.
+Expected<ImageProcessorConfig> model_image_processor(const std::string& model_path, int image_size);
+
+// decode_image then preprocess: the pixels GenerateOptions::images takes from a PNG or JPEG file's
+// bytes. decode_image's errors.
+Expected<std::vector<float>> image_pixels(std::span<const uint8_t> bytes, const ImageProcessorConfig& config);
 
 // PIL.Image.alpha_composite(white, image.convert("RGBA")).convert("RGB"): the image over an
 // opaque white background; an image without alpha is returned unchanged.

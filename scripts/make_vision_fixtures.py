@@ -15,7 +15,9 @@ normalised as Gemma3ImageProcessor does ((x / 255 - 0.5) / 0.5 in float32):
   - `cases`: prompts of token ids with images in them (the image token repeated 16 times between
     the begin- and end-of-image tokens, as Gemma3Processor expands `<start_of_image>`), the
     logits at every position (token_type_ids marking the image tokens, so each image attends to
-    itself bidirectionally as transformers' Gemma 3 does) and the greedy continuation.
+    itself bidirectionally as transformers' Gemma 3 does) and the greedy continuation;
+image0.png (the first image as a file) and preprocessor_config.json (Gemma3ImageProcessor at 56x56)
+let the file path be checked too: decoding and preprocessing it gives the first image's pixels.
 
 Run: python3 scripts/make_vision_fixtures.py (re-runs itself inside .brigade/fixtures-venv, as
 scripts/make_fixtures.py does). CI never runs it: the fixture is committed (about 800 KiB).
@@ -26,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_fixtures import OUT, ensure_venv, gemma_config, randomize  # noqa: E402
+from make_image_fixtures import ensure_pillow  # noqa: E402
 
 NAME = "gemma3_vision"
 SEED = 4242
@@ -64,6 +67,7 @@ PROMPTS = [
 
 def main():
     ensure_venv(__file__)
+    ensure_pillow()
     import torch
     import transformers
     config = transformers.Gemma3Config(**config_kw())
@@ -117,6 +121,15 @@ def main():
         "cases": cases,
     }
     (out_dir / "expected.json").write_text(json.dumps(expected, separators=(",", ":")) + "\n")
+    # The first image as a PNG file, and the processor at the tower's size: decoding and
+    # preprocessing the file gives exactly images_u8[0]'s pixel values (no resize at 56x56).
+    from PIL import Image
+    Image.fromarray(images_u8[0].permute(1, 2, 0).numpy(), "RGB").save(out_dir / "image0.png")
+    processor = {"image_processor_type": "Gemma3ImageProcessor", "size": {"height": 56, "width": 56},
+                 "resample": 2, "do_resize": True, "do_rescale": True, "rescale_factor": 1 / 255,
+                 "do_normalize": True, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
+                 "do_convert_rgb": True, "do_pan_and_scan": None}
+    (out_dir / "preprocessor_config.json").write_text(json.dumps(processor, indent=2) + "\n")
     size = sum(f.stat().st_size for f in out_dir.iterdir())
     print(f"{NAME}: {size / 1024:.0f} KiB")
 

@@ -45,6 +45,7 @@ struct GenerateArgs {
   std::string regex;             // --regex: the output matches this pattern whole
   std::string grammar_file;      // --grammar: the output derives from this GBNF file's root rule
   bool score = false;            // --score: the prompt's log-likelihood and perplexity
+  std::vector<std::string> images;  // --image: PNG/JPEG files for a model with a vision tower
   ExecutorFlags executor;
   bool launch_nodes = false;  // --launch-nodes
 };

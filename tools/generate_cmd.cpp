@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <sstream>
 
 #include "brigade/engine.h"
+#include "models/image_processor.h"
 
 namespace brigade::tools {
 
@@ -65,6 +67,9 @@ void add_generate_command(CLI::App& app, std::function<int()>& run) {
       ->excludes(json_object)
       ->excludes(json_schema)
       ->excludes(regex);
+  cmd->add_option("--image", opts->images,
+                  "A PNG or JPEG file for a model with a vision tower (Gemma 3); repeat for several. A text prompt "
+                  "places each with the model's image marker (<start_of_image>), the k-th marker the k-th image");
   cmd->add_flag("--score", opts->score,
                  "Print the prompt's log-likelihood and perplexity (its prompt logprobs); --max-tokens 0 scores only");
   cmd->callback([opts, &run] { run = [opts] { return run_generate(*opts); }; });
@@ -111,6 +116,21 @@ int run_generate(const GenerateArgs& a) {
     if (!in) return fail(not_found("cannot read the --grammar file " + a.grammar_file));
     req.grammar.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     req.response_format = ResponseFormat::grammar;
+  }
+
+  if (!a.images.empty()) {
+    const int size = (*engine)->model().image_size;
+    if (size == 0) return fail(unsupported("--image: this model takes text only (no vision tower it can run here)"));
+    auto processor = model_image_processor(options->model_path, size);
+    if (!processor) return fail(processor.status());
+    for (const std::string& path : a.images) {
+      std::ifstream in(path, std::ios::binary);
+      if (!in) return fail(not_found("cannot read the --image file " + path));
+      const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      auto pixels = image_pixels(bytes, *processor);
+      if (!pixels) return fail(Status(pixels.status().code(), path + ": " + pixels.status().message()));
+      req.images.push_back(std::make_shared<const std::vector<float>>(std::move(*pixels)));
+    }
   }
 
   const bool ids_mode = !req.prompt_ids.empty();

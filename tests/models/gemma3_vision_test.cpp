@@ -13,6 +13,7 @@
 
 #include "hf_fixture.h"
 #include "models/gemma3_vision.h"
+#include "models/image_processor.h"
 #include "models/model.h"
 #include "models/weight_loader.h"
 
@@ -251,6 +252,25 @@ TEST(Gemma3Vision, ATextModelRefusesImages) {
   const Status st = (*model)->forward(step, *kv, buf->view(DType::f32, {1, 256}));
   EXPECT_EQ(st.code(), StatusCode::unsupported) << st.to_string();
   EXPECT_NE(st.message().find("text only"), std::string::npos) << st.message();
+}
+
+// The model directory's processor and a PNG of the first image: decoding and preprocessing the
+// file gives the fixture's pixels exactly (what `brigade generate --image` sends).
+TEST(Gemma3Vision, AnImageFileBecomesThePixelsTransformersTook) {
+  const VisionFixture f = read_vision_fixture();
+  auto processor = model_image_processor(fixture_dir(kFixture), 56);
+  ASSERT_TRUE(processor.has_value()) << processor.status().to_string();
+  EXPECT_EQ(processor->height, 56);
+  auto pixels = image_pixels(testing::read_bytes(fixture_dir(kFixture) + "/image0.png"), *processor);
+  ASSERT_TRUE(pixels.has_value()) << pixels.status().to_string();
+  EXPECT_EQ(*pixels, *f.pixels[0]);
+  auto other_size = model_image_processor(fixture_dir(kFixture), 112);
+  ASSERT_FALSE(other_size.has_value());
+  EXPECT_NE(other_size.status().message().find("the vision tower takes 112x112"), std::string::npos)
+      << other_size.status().message();
+  auto defaults = model_image_processor(fixture_dir("gemma3"), 896);  // no processor file: Gemma 3's defaults
+  ASSERT_TRUE(defaults.has_value()) << defaults.status().to_string();
+  EXPECT_EQ(defaults->width, 896);
 }
 
 TEST(Gemma3Vision, VisionConfigsTheTowerCannotRunAreRefusedNamingTheField) {

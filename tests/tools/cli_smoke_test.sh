@@ -212,4 +212,26 @@ if "$bin" generate --model "$dir/ds" --prompt-ids 1 --speculative-config '{"meth
 fi
 grep -q "method 'eagle' is not one of" "$dir/spec.err"
 
+# Gemma 3 with an image (tests/fixtures/gemma3_vision, scripts/make_vision_fixtures.py): inspect
+# names the tower, and generate --image on the first prompt gives transformers' greedy ids; a
+# missing image, or an image to a text model, is refused with the reason.
+vision=$(cd "$(dirname "$0")/../fixtures/gemma3_vision" && pwd)
+"$bin" inspect "$vision" >"$dir/vision.txt"
+grep -q "^vision:        SigLIP 2 layers, hidden 32, 56x56 images in 7-pixel patches, 16 tokens per image" "$dir/vision.txt"
+read -r ids want < <(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["cases"][0]
+print(",".join(map(str, c["prompt"])), ",".join(map(str, c["greedy"])))' "$vision/expected.json")
+"$bin" generate --model "$vision" --prompt-ids "$ids" --image "$vision/image0.png" --max-tokens 8 --temperature 0 \
+  --threads 1 >"$dir/vision_ids.txt" 2>/dev/null
+got=$(tr ' ' ',' <"$dir/vision_ids.txt")
+[ "$got" = "$want" ] || { echo "gemma3_vision greedy: $got, want $want"; exit 1; }
+if "$bin" generate --model "$vision" --prompt-ids "$ids" --max-tokens 1 --threads 1 2>"$dir/vision.err" >/dev/null; then
+  exit 1
+fi
+grep -q "image(s) of image tokens but the request 0" "$dir/vision.err"
+if "$bin" generate --model "$gguf/model.gguf" --prompt-ids 1,2 --image "$vision/image0.png" --threads 1 \
+  2>"$dir/vision.err" >/dev/null; then
+  exit 1
+fi
+grep -q "this model takes text only" "$dir/vision.err"
+
 echo "cli smoke: ok"
