@@ -131,6 +131,10 @@ Expected<std::string> apply_chat_template(ChatFamily family, std::span<const Cha
     const auto& m = messages[i];
     const std::string at = "chat message " + std::to_string(i) + ": ";
     const bool developer = harmony && m.role == "developer";
+    for (const ChatPart& p : m.parts)
+      if (p.type != "text")
+        return invalid_argument(at + "an image part: the built-in " + std::string(chat_family_name(family)) +
+                                " rendering takes text only; images need the model's own (Jinja) chat template");
     if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool" && !developer)
       return invalid_argument(at + "role '" + m.role + "' is not one of system, user, assistant, tool" +
                               (harmony ? ", developer" : ""));

@@ -69,11 +69,22 @@ struct ChatToolCall {
   std::string arguments;  // the arguments object as JSON text (OpenAI's `arguments` string)
 };
 
+// A part of a message's content: "text" (with its text) or "image" (an image the request
+// carries; the template writes the model's image marker for it).
+struct ChatPart {
+  std::string type;
+  std::string text = {};
+};
+
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant" or "tool" ("developer": harmony only)
   std::string content;
   std::vector<ChatToolCall> tool_calls = {};  // assistant: the calls it made
   std::string tool_call_id = {};              // tool: the call this result answers
+  // Not empty when the content has images: its parts in order (content then holds the texts
+  // joined), which a Jinja template sees as the list [{type: text, text}, {type: image}] that
+  // transformers passes; the built-in families take no images.
+  std::vector<ChatPart> parts = {};
 };
 
 // "llama-2", "llama-3", "chatml" (alias "qwen"), "deepseek", "harmony" (alias "gpt-oss");

@@ -26,7 +26,19 @@ Expected<Value> message_value(const ChatMessage& m, size_t index) {
   Value v = Value::new_dict();
   v.dict().set("role", Value(m.role));
   // transformers drops the keys whose value is None: a calls-only turn has no content key.
-  if (!m.content.empty() || m.tool_calls.empty()) v.dict().set("content", Value(m.content));
+  if (!m.parts.empty()) {
+    ValueList parts;
+    for (const ChatPart& p : m.parts) {
+      if (!is_valid_utf8(p.text)) return invalid_argument(at + "not valid UTF-8");
+      Value part = Value::new_dict();
+      part.dict().set("type", Value(p.type));
+      if (p.type == "text") part.dict().set("text", Value(p.text));
+      parts.push_back(std::move(part));
+    }
+    v.dict().set("content", Value(std::move(parts)));
+  } else if (!m.content.empty() || m.tool_calls.empty()) {
+    v.dict().set("content", Value(m.content));
+  }
   if (!m.tool_calls.empty()) {
     ValueList calls;
     for (const ChatToolCall& c : m.tool_calls) {

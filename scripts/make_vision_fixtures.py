@@ -32,7 +32,7 @@ from make_image_fixtures import ensure_pillow  # noqa: E402
 
 NAME = "gemma3_vision"
 SEED = 4242
-BOI, EOI, IMAGE = 250, 251, 252
+BOI, EOI, IMAGE = 300, 301, 302  # past the 300 ids of a synthetic byte-level BPE vocabulary
 TOKENS_PER_IMAGE = 16
 N_IMAGES = 3
 N_GREEDY = 8
@@ -43,7 +43,7 @@ def config_kw():
         text_config=gemma_config(
             layer_types=["sliding_attention", "sliding_attention", "full_attention"],
             rope_theta=1000000.0, rope_local_base_freq=10000.0,
-            rope_scaling={"rope_type": "linear", "factor": 8.0}),
+            rope_scaling={"rope_type": "linear", "factor": 8.0}, vocab_size=320),
         vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                            num_attention_heads=2, image_size=56, patch_size=7,
                            vision_use_head=False, layer_norm_eps=1e-6),
@@ -57,7 +57,7 @@ def image_block():
     return [BOI] + [IMAGE] * TOKENS_PER_IMAGE + [EOI]
 
 
-# (prompt, which images, in order of their blocks). Text ids avoid 0..2 and 250..252.
+# (prompt, which images, in order of their blocks). Text ids avoid 0..2.
 PROMPTS = [
     ([1, 17, 42] + image_block() + [99, 200, 3, 77], [0]),
     ([1] + image_block() + [5, 6] + image_block() + [120, 33, 9, 14, 71, 48, 8, 200, 31, 64, 19], [1, 2]),

@@ -5,6 +5,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <spdlog/spdlog.h>
 
 #include <array>
 #include <chrono>
@@ -72,7 +73,16 @@ class Session : public std::enable_shared_from_this<Session> {
     arrival_ = Clock::now();
     auto sv = [](beast::string_view v) { return std::string_view(v.data(), v.size()); };
     HttpRequestView view{sv(req.method_string()), sv(req.target()), sv(req[http::field::authorization]), req.body()};
-    auto routed = route(*ctx_, view);
+    // A bug that throws while reading a request (a JSON misuse, say) answers 500 and leaves the
+    // server running, instead of taking every other connection down with it.
+    std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> routed = SimpleResponse{};
+    try {
+      routed = route(*ctx_, view);
+    } catch (const std::exception& e) {
+      spdlog::error("server: {} {} failed: {}", view.method, view.target, e.what());
+      return send(error_response(500, std::string("internal error while reading the request: ") + e.what(),
+                                 StatusCode::internal));
+    }
     if (auto* simple = std::get_if<SimpleResponse>(&routed)) return send(*simple);
     if (auto* embed = std::get_if<EmbeddingsRequest>(&routed)) {
       stream_.expires_never();  // the engine answers; a dead client shows up as a failed write

@@ -14,6 +14,10 @@ namespace brigade::server {
 
 namespace {
 
+// Images in one chat request (vLLM's --limit-mm-per-prompt is per server; this bounds the
+// pixels a request may make the server hold: 9.6 MB per 896x896 image).
+constexpr int kMaxImagesPerRequest = 16;
+
 using nlohmann::json;
 
 // Joins message pieces by appending (GCC 12 warns falsely, -Wrestrict, on "'" + std::string chains).
@@ -184,7 +188,23 @@ Status read_tool_calls(const json& calls, const std::string& at, ChatMessage& ms
   return Status::ok();
 }
 
-Status read_content(const json& m, ChatMessage& msg) {
+// An image part's URL: OpenAI's {"type": "image_url", "image_url": {"url": ...}} (also vLLM's
+// plain-string image_url).
+Expected<std::string> image_part_url(const json& part) {
+  const json* url = nullptr;
+  if (auto it = part.find("image_url"); it != part.end()) {
+    url = &*it;
+    if (url->is_object()) {
+      auto inner = url->find("url");
+      url = inner != url->end() ? &*inner : nullptr;
+    }
+  }
+  if (url == nullptr || !url->is_string())
+    return invalid_argument("'messages[].content' image parts must be {\"type\": \"image_url\", \"image_url\": {\"url\": string}}");
+  return url->get<std::string>();
+}
+
+Status read_content(const json& m, ChatMessage& msg, std::vector<std::string>& image_urls) {
   auto content = m.find("content");
   if (content == m.end() || content->is_null()) {
     // An assistant turn with tool calls may have no content.
@@ -193,19 +213,30 @@ Status read_content(const json& m, ChatMessage& msg) {
   } else if (content->is_array()) {
     for (const auto& part : *content) {
       auto type = part.is_object() ? part.find("type") : part.end();
+      if (type != part.end() && *type == "image_url") {
+        BRIGADE_ASSIGN_OR_RETURN(std::string url, image_part_url(part));
+        image_urls.push_back(std::move(url));
+        msg.parts.push_back({"image"});
+        continue;
+      }
       auto text = part.is_object() ? part.find("text") : part.end();
       if (!part.is_object() || type == part.end() || *type != "text" || text == part.end() || !text->is_string()) {
-        return invalid_argument("'messages[].content' parts must be {\"type\": \"text\", \"text\": string}");
+        return invalid_argument("'messages[].content' parts must be {\"type\": \"text\", \"text\": string} or "
+                                "{\"type\": \"image_url\", \"image_url\": {\"url\": string}}");
       }
       msg.content += text->get<std::string>();
+      msg.parts.push_back({"text", text->get<std::string>()});
     }
+    // Text only: the joined string, as before (templates that take a string keep working).
+    const bool images = std::any_of(msg.parts.begin(), msg.parts.end(), [](const ChatPart& p) { return p.type == "image"; });
+    if (!images) msg.parts.clear();
   } else {
-    return wrong_type("messages[].content", "a string or an array of text parts", *content);
+    return wrong_type("messages[].content", "a string or an array of text and image_url parts", *content);
   }
   return Status::ok();
 }
 
-Status read_messages(const json& body, std::vector<ChatMessage>& out) {
+Status read_messages(const json& body, std::vector<ChatMessage>& out, std::vector<std::string>& image_urls) {
   auto it = body.find("messages");
   if (it == body.end() || it->is_null()) return invalid_argument("'messages' is required: an array of {role, content}");
   if (!it->is_array()) return wrong_type("messages", "an array of {role, content}", *it);
@@ -221,7 +252,7 @@ Status read_messages(const json& body, std::vector<ChatMessage>& out) {
         msg.role != "developer") {
       return invalid_argument(cat({"'messages[].role' '", msg.role, "' is not one of: system, user, assistant, tool, developer"}));
     }
-    BRIGADE_RETURN_IF_ERROR(read_content(m, msg));
+    BRIGADE_RETURN_IF_ERROR(read_content(m, msg, image_urls));
     auto calls = m.find("tool_calls");
     if (calls != m.end() && !calls->is_null()) {
       if (msg.role != "assistant") return invalid_argument("'" + at + ".tool_calls' is only valid on assistant messages");
@@ -380,7 +411,10 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   if (endpoint == Endpoint::completions) {
     BRIGADE_RETURN_IF_ERROR(read_prompts(body, limits, r));
   } else {
-    BRIGADE_RETURN_IF_ERROR(read_messages(body, r.messages));
+    BRIGADE_RETURN_IF_ERROR(read_messages(body, r.messages, r.image_urls));
+    if (static_cast<int>(r.image_urls.size()) > kMaxImagesPerRequest)
+      return invalid_argument("the messages hold " + std::to_string(r.image_urls.size()) + " images; at most " +
+                              std::to_string(kMaxImagesPerRequest) + " are allowed in one request");
   }
   r.gen.max_tokens = endpoint == Endpoint::chat ? limits.default_max_tokens_chat : limits.default_max_tokens_completions;
   const int64_t max_int = std::numeric_limits<int32_t>::max();

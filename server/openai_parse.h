@@ -38,6 +38,9 @@ struct CompletionRequest {
   std::string model;                  // as sent; not checked against the served name
   GenerateOptions gen;                // prompt (completions: the first), sampling, max_tokens, stop, logprobs
   std::vector<ChatMessage> messages;  // chat only
+  // Chat: the `image_url` parts' URLs in message order (each a ChatPart "image" of its message;
+  // loaded into gen.images by route()).
+  std::vector<std::string> image_urls;
   // Completions: every prompt (OpenAI's batch form, `prompt: [p0, p1, ...]`, gives several; gen
   // carries the first). Choice c of the response runs prompts[c / n].
   std::vector<PromptInput> prompts;

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/image.h"
 #include "server/lora_models.h"
 #include "server/openai_format.h"
 #include "server/responses_request.h"
@@ -71,6 +72,24 @@ SimpleResponse cache_reset_route(ServerContext& ctx, std::string_view target) {
                          {"host_tier_pages", r->host_entries},
                          {"disk_tier_pages", r->disk_entries}};
   return SimpleResponse{200, "application/json", body.dump()};
+}
+
+// The chat's image parts as pixels (Engine::load_image): data: URLs only, since the server fetches
+// nothing; the model's own template wrote its image marker for each part.
+Status load_images(ServerContext& ctx, CompletionRequest& r) {
+  for (size_t i = 0; i < r.image_urls.size(); ++i) {
+    const std::string& url = r.image_urls[i];
+    const std::string at = "image " + std::to_string(i + 1) + " of the messages: ";
+    if (!url.starts_with("data:"))
+      return invalid_argument(at + "brigade fetches no URLs; send the image inline as a data: URL "
+                                   "(data:image/png;base64,... or data:image/jpeg;base64,...)");
+    auto bytes = decode_data_url(url);
+    if (!bytes) return Status(bytes.status().code(), at + bytes.status().message());
+    auto pixels = ctx.engine.load_image(*bytes);
+    if (!pixels) return Status(pixels.status().code(), at + pixels.status().message());
+    r.gen.images.push_back(std::move(*pixels));
+  }
+  return Status::ok();
 }
 
 // With tools: how this model writes calls (its chat template's tool syntax), and the constraint
@@ -256,6 +275,7 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
                                   : prompt.status().message();
       return error_response(400, why, prompt.status().code());
     }
+    if (auto st = load_images(ctx, *parsed); !st.is_ok()) return error_response(400, st.message(), st.code());
     if (auto st = setup_tools(ctx, *parsed); !st.is_ok()) return error_response(400, st.message(), st.code());
     const ReasoningKind kind = delay_constraint(ctx, *prompt, parsed->gen);
     parsed->reasoning = parsed->separate_reasoning ? kind : ReasoningKind::none;

@@ -10,7 +10,6 @@
 #include <sstream>
 
 #include "brigade/engine.h"
-#include "models/image_processor.h"
 
 namespace brigade::tools {
 
@@ -118,19 +117,13 @@ int run_generate(const GenerateArgs& a) {
     req.response_format = ResponseFormat::grammar;
   }
 
-  if (!a.images.empty()) {
-    const int size = (*engine)->model().image_size;
-    if (size == 0) return fail(unsupported("--image: this model takes text only (no vision tower it can run here)"));
-    auto processor = model_image_processor(options->model_path, size);
-    if (!processor) return fail(processor.status());
-    for (const std::string& path : a.images) {
-      std::ifstream in(path, std::ios::binary);
-      if (!in) return fail(not_found("cannot read the --image file " + path));
-      const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      auto pixels = image_pixels(bytes, *processor);
-      if (!pixels) return fail(Status(pixels.status().code(), path + ": " + pixels.status().message()));
-      req.images.push_back(std::make_shared<const std::vector<float>>(std::move(*pixels)));
-    }
+  for (const std::string& path : a.images) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return fail(not_found("cannot read the --image file " + path));
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto pixels = (*engine)->load_image(bytes);
+    if (!pixels) return fail(Status(pixels.status().code(), "--image " + path + ": " + pixels.status().message()));
+    req.images.push_back(std::move(*pixels));
   }
 
   const bool ids_mode = !req.prompt_ids.empty();

@@ -32,6 +32,7 @@
 #include "actors/router/router_actor.h"
 #include "actors/station/station_actor.h"
 #include "actors/step_codec.h"
+#include "models/image_processor.h"
 #include "actors/tokenizer/tokenizer_actor.h"
 #include "core/json_schema.h"
 #include "core/logging.h"
@@ -382,6 +383,11 @@ class EngineImpl final : public Engine {
     if (!tokenizer_model_) return not_found("this model has no tokenizer");
     return tokenizer_model_->decode(ids);
   }
+  Expected<std::shared_ptr<const std::vector<float>>> load_image(std::span<const uint8_t> bytes) const override {
+    if (!image_processor_) return image_processor_.status();
+    BRIGADE_ASSIGN_OR_RETURN(std::vector<float> pixels, image_pixels(bytes, *image_processor_));
+    return std::make_shared<const std::vector<float>>(std::move(pixels));
+  }
   EngineStats stats() const override {
     EngineStats sum;
     for (const auto& inst : instance_stats()) accumulate(sum, inst.stats);
@@ -524,6 +530,8 @@ class EngineImpl final : public Engine {
   // The tokenizer actor's tokenizer too (immutable and thread-safe, so sharing it is safe):
   // tokenize/detokenize calls need no round trip through the actor's queue.
   std::shared_ptr<const Tokenizer> tokenizer_model_;
+  // The model's image processor (load_image); the reason when no instance takes images.
+  Expected<ImageProcessorConfig> image_processor_ = unsupported("this model takes text only: no vision tower runs here");
   ModelSummary summary_;
   LoraSlots lora_slots_;  // adapter ids of requests (slots), their adapters and running requests
   Expected<ChatTemplate> chat_template_ = not_found("this model has no chat template");
@@ -694,6 +702,10 @@ Status EngineImpl::start(const EngineOptions& options) {
       summary_.image_size = l->ranks.front()->model->config().vision.image_size;
       summary_.tokens_per_image = l->ranks.front()->model->config().vision.tokens_per_image;
     }
+  if (summary_.image_size > 0) {
+    image_processor_ = model_image_processor(path, summary_.image_size);
+    if (!image_processor_) spdlog::warn("engine: images cannot be loaded from files: {}", image_processor_.status().message());
+  }
   resolve_pooling(options, path, summary_);
   summary_.loras = options.lora_modules;
   summary_.max_loras = options.lora_enabled() ? options.max_loras : 0;

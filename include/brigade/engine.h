@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <optional>
 #include <string>
 #include <vector>
@@ -440,6 +441,12 @@ class Engine {
   // Thread-safe; it does not wait for running requests.
   virtual Expected<std::vector<int32_t>> tokenize(const std::string& text, bool add_bos) const = 0;
   virtual Expected<std::string> detokenize(const std::vector<int32_t>& ids) const = 0;
+  // A PNG or JPEG file's bytes as GenerateOptions::images takes them: decoded and preprocessed as
+  // the model's image processor does (its preprocessor_config.json, else Gemma 3's at the
+  // tower's size; exact to Pillow and transformers' Gemma3ImageProcessor). unsupported when no
+  // instance takes images (or the model's processor file asks for what brigade lacks, named);
+  // invalid_argument for bytes that are not a whole PNG or JPEG (the reason named). Thread-safe.
+  virtual Expected<std::shared_ptr<const std::vector<float>>> load_image(std::span<const uint8_t> bytes) const = 0;
 };
 
 }  // namespace brigade

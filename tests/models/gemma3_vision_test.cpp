@@ -26,7 +26,7 @@ using testing::run_step;
 using testing::SeqChunk;
 
 constexpr const char* kFixture = "gemma3_vision";
-constexpr int32_t kImageToken = 252;
+constexpr int32_t kImageToken = 302;
 constexpr int kTokensPerImage = 16;
 // Logits pass through the tower, the projector and the language model: fp32 both sides, sums
 // in other orders.
@@ -208,9 +208,9 @@ TEST(Gemma3Vision, BadImageStepsAreRefusedNamingTheProblem) {
   ASSERT_TRUE(kv.has_value());
   const VisionCase& c = f.cases[0];  // its image block is rows 3..21, the image tokens 4..19
   auto refused = [&](StepBatch step, const std::string& why) {
-    auto buf = backend->allocate(step.logit_rows.size() * 256 * sizeof(float));
+    auto buf = backend->allocate(step.logit_rows.size() * 320 * sizeof(float));
     ASSERT_TRUE(buf.has_value());
-    const Status st = model->forward(step, *kv, buf->view(DType::f32, {static_cast<int64_t>(step.logit_rows.size()), 256}));
+    const Status st = model->forward(step, *kv, buf->view(DType::f32, {static_cast<int64_t>(step.logit_rows.size()), 320}));
     EXPECT_EQ(st.code(), StatusCode::invalid_argument) << why << ": " << st.to_string();
     EXPECT_NE(st.message().find(why), std::string::npos) << st.message();
   };
@@ -245,7 +245,7 @@ TEST(Gemma3Vision, ATextModelRefusesImages) {
   EXPECT_FALSE((*model)->has_vision());
   auto kv = KvCache::allocate(*backend, (*model)->kv_layout(4, 16, DType::f32));
   ASSERT_TRUE(kv.has_value());
-  StepBatch step = make_step({{0, std::vector<int32_t>(20, kImageToken), 0, false}}, 16, 4);
+  StepBatch step = make_step({{0, std::vector<int32_t>(20, 200), 0, false}}, 16, 4);  // its vocabulary is 256
   step.images = {{2, f.pixels[0]}};
   auto buf = backend->allocate(256 * sizeof(float));
   ASSERT_TRUE(buf.has_value());
@@ -288,7 +288,7 @@ TEST(Gemma3Vision, VisionConfigsTheTowerCannotRunAreRefusedNamingTheField) {
   refused([](auto& j) { j["vision_config"]["hidden_act"] = "gelu"; }, "hidden_act");
   refused([](auto& j) { j["vision_config"]["num_channels"] = 1; }, "num_channels");
   refused([](auto& j) { j["vision_config"]["num_attention_heads"] = 3; }, "num_attention_heads");
-  refused([](auto& j) { j["image_token_index"] = 300; }, "image_token_index");
+  refused([](auto& j) { j["image_token_index"] = 400; }, "image_token_index");
 }
 
 }  // namespace
