@@ -58,6 +58,12 @@ struct RopeConfig {
   int rotary_dim = 0;
   std::vector<float> inv_freq;
   float attention_factor = 1.0f;  // multiplies cos/sin (YaRN); 1 otherwise
+  // Multimodal RoPE (Qwen2-VL's M-RoPE; the Qwen vision towers' 2D rotary): empty = one position
+  // per row. Else positions holds sections.size() planes of n positions each ([k * n + row]), and
+  // frequency pair f takes its position from the plane whose range of sections covers it:
+  // pairs [0, sections[0]) plane 0, the next sections[1] pairs plane 1, ...; the sections sum to
+  // rotary_dim / 2. With every plane equal it is the one-position rotation.
+  std::vector<int> sections;
 };
 
 // One layer's paged KV memory: k and v [n_pages, page_size, n_kv_heads, head_dim] (DESIGN.md §5).
@@ -235,7 +241,8 @@ class Backend {
   // Per-head RMSNorm of the q and k heads of qkv, in place (Qwen3); weights [head_dim].
   virtual void qk_head_norm(const Tensor& qkv, const QkvLayout& l, const Tensor& q_weight,
                             const Tensor& k_weight, float eps) = 0;
-  // Rotates the q and k heads of qkv in place; positions [n] i32.
+  // Rotates the q and k heads of qkv in place; positions [n] i32 ([sections.size() * n] for a
+  // sectioned rotation, RopeConfig::sections; only a backend with supports_vision takes one).
   virtual void rope(const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
                     const RopeConfig& rope) = 0;
   // Copies the k and v heads of qkv [n, ...] into the pages: row i goes to slot slots[i]

@@ -91,8 +91,19 @@ void rope(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tens
   BRIGADE_CHECK(cfg.rotary_dim % 2 == 0 && cfg.rotary_dim <= l.head_dim &&
                     static_cast<int>(cfg.inv_freq.size()) == half,
                 "rope: even rotary_dim <= head_dim and inv_freq [rotary_dim / 2]");
-  BRIGADE_CHECK(qkv.row_numel() == l.row_width() && positions.numel() == n,
-                "rope: qkv [n, row_width], positions [n]");
+  const int64_t planes = cfg.sections.empty() ? 1 : static_cast<int64_t>(cfg.sections.size());
+  BRIGADE_CHECK(qkv.row_numel() == l.row_width() && positions.numel() == n * planes,
+                "rope: qkv [n, row_width], positions [n] (a plane of n per section)");
+  // plane_of[f]: the plane whose positions rotate frequency pair f (RopeConfig::sections).
+  std::vector<int64_t> plane_of(static_cast<size_t>(half), 0);
+  if (!cfg.sections.empty()) {
+    size_t f = 0;
+    for (size_t k = 0; k < cfg.sections.size(); ++k)
+      for (int j = 0; j < cfg.sections[k] && f < plane_of.size(); ++j) plane_of[f++] = static_cast<int64_t>(k) * n;
+    int sum = 0;
+    for (int s : cfg.sections) sum += s;
+    BRIGADE_CHECK(sum == half, "rope: sections sum to rotary_dim / 2");
+  }
   const auto* pos = positions.as<const int32_t>();
   float* base = qkv.as<float>();
   const bool neox = cfg.style == RopeStyle::neox;
@@ -103,7 +114,7 @@ void rope(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tens
     cs.resize(static_cast<size_t>(2 * half));
     for (int64_t i = b; i < e; ++i) {
       for (int f = 0; f < half; ++f) {
-        const float val = static_cast<float>(pos[i]) * cfg.inv_freq[static_cast<size_t>(f)];
+        const float val = static_cast<float>(pos[plane_of[static_cast<size_t>(f)] + i]) * cfg.inv_freq[static_cast<size_t>(f)];
         cs[static_cast<size_t>(2 * f)] = cosf(val) * cfg.attention_factor;
         cs[static_cast<size_t>(2 * f + 1)] = sinf(val) * cfg.attention_factor;
       }

@@ -316,6 +316,7 @@ class CudaBackendImpl final : public CudaBackend {
     BRIGADE_CHECK(cfg.rotary_dim % 2 == 0 && cfg.rotary_dim <= l.head_dim &&
                       static_cast<int>(cfg.inv_freq.size()) == cfg.rotary_dim / 2,
                   "rope: even rotary_dim <= head_dim and inv_freq [rotary_dim / 2]");
+    BRIGADE_CHECK(cfg.sections.empty(), "rope: sectioned (multimodal) rotation is CPU only (supports_vision)");
     BRIGADE_CHECK(qkv.row_numel() == l.row_width() && positions.numel() == qkv.dim(0),
                   "rope: qkv [n, row_width], positions [n]");
     bind();

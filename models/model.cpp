@@ -22,6 +22,7 @@ void StepBatch::clear() {
   prev_hidden = Tensor();
   lora.clear();
   images.clear();
+  rope_delta.clear();
 }
 
 Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& backend, const LoadOptions& options) {

@@ -20,15 +20,22 @@
 namespace brigade {
 
 // An image in a step (a model whose ModelConfig::vision is loaded, Model::has_vision): its
-// tokens are the rows [row, row + tokens_per_image) of one sequence, each the image token, all in
-// this step. The model encodes the pixels, puts the image's features in those rows' place (not
-// their token embeddings) and lets those rows attend to one another (AttentionMeta::attend_until),
-// as Gemma 3 does; the rest of the sequence attends to them causally.
+// tokens are the rows [row, row + VisionConfig::image_tokens(*this)) of one sequence, each the
+// image token, all in this step. The model encodes the pixels and puts the image's features in
+// those rows' place (not their token embeddings). Gemma 3 lets those rows attend to one another
+// (AttentionMeta::attend_until); the Qwen2-VL family places them in M-RoPE's 3D positions
+// (models/mrope.h). The rest of the sequence attends to them causally.
 struct StepImage {
   int32_t row = 0;
-  // [3, image_size, image_size] f32, channels first, normalised as the model's image processor
-  // does (models/image_processor.h); shared, so a sequence's images are not copied per step.
+  // Fixed-size images (Gemma 3, grid_h = grid_w = 0): [3, image_size, image_size] f32, channels
+  // first, normalised as the model's image processor does (models/image_processor.h).
+  // Dynamic-resolution images (Qwen2-VL family, VisionConfig::dynamic()): grid_h x grid_w patches
+  // as the processor flattens them, [grid_h * grid_w, VisionConfig::patch_width()] f32, and the
+  // image has (grid_h / merge) * (grid_w / merge) tokens. Shared, so a sequence's images are not
+  // copied per step.
   std::shared_ptr<const std::vector<float>> pixels;
+  int32_t grid_h = 0;
+  int32_t grid_w = 0;
 };
 
 // One step, host-side. n_tokens rows, grouped by sequence (see AttentionMeta for the rules).
@@ -59,6 +66,11 @@ struct StepBatch {
   std::vector<int32_t> lora;
   // Images whose tokens are rows of this step (StepImage), in any order; empty for text.
   std::vector<StepImage> images;
+  // M-RoPE models (ModelConfig::mrope_section; models/mrope.h): [n_seqs], how far sequence s's
+  // rotary positions run behind its token positions at its first row in this step, the sum of
+  // mrope_image_shift over its images before that row (each image of a merged h x w grid spans
+  // max(h, w) positions for its h * w tokens). Empty: 0 for every sequence.
+  std::vector<int32_t> rope_delta;
 
   int n_tokens() const { return static_cast<int>(tokens.size()); }
   int n_seqs() const { return static_cast<int>(ctx_len.size()); }

@@ -13,7 +13,8 @@ int VisionConfig::tokens_per_side() const {
 
 Expected<VisionConfig> read_gemma3_vision(const nlohmann::json& j, int text_vocab) {
   // SiglipVisionConfig's defaults; the Hub's Gemma 3 configs give the 400M tower's sizes.
-  VisionConfig v{768, 3072, 12, 12, 224, 16};
+  VisionConfig v;
+  v.hidden_size = 768, v.intermediate_size = 3072, v.n_layers = 12, v.n_heads = 12, v.image_size = 224, v.patch_size = 16;
   int tokens = 256, image = 262144, boi = 255999, eoi = 256000;  // Gemma3Config's defaults
   BRIGADE_RETURN_IF_ERROR(read_int(j, "mm_tokens_per_image", tokens, false));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "image_token_index", image, false));

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -11,7 +13,17 @@
 
 namespace brigade {
 
+// Which tower: Gemma 3's SigLIP (fixed-size square images, a fixed token count), or the Qwen2-VL
+// family's dynamic-resolution ViT (images of any size in multiples of merge * patch_size pixels,
+// (grid_h / merge) * (grid_w / merge) tokens, M-RoPE positions in the language model).
+enum class VisionKind : uint8_t {
+  gemma3_siglip,  // Gemma3ForConditionalGeneration (models/gemma3_vision.h)
+  qwen2_vl,       // Qwen2VLForConditionalGeneration: LayerNorm, fc1/quick_gelu/fc2, full attention
+  qwen2_5_vl,     // Qwen2_5_VLForConditionalGeneration: RMSNorm, gated SiLU MLP, window attention
+};
+
 struct VisionConfig {
+  VisionKind kind = VisionKind::gemma3_siglip;
   int hidden_size = 0;       // the tower's width; 0 = the checkpoint has no vision tower
   int intermediate_size = 0;
   int n_layers = 0;
@@ -23,14 +35,30 @@ struct VisionConfig {
   int32_t image_token = -1;  // image_token_index: the placeholder each image embedding replaces
   int32_t boi_token = -1;    // boi_token_index (<start_of_image>) and eoi_token_index around them
   int32_t eoi_token = -1;
+  // The Qwen2-VL family (kind != gemma3_siglip; image_size and tokens_per_image are then 0, and
+  // boi/eoi_token are vision_start_token_id / vision_end_token_id):
+  int merge = 0;                     // spatial_merge_size: merge x merge patches become one token
+  int temporal_patch = 0;            // temporal_patch_size: an image is repeated this many frames
+  int out_hidden_size = 0;           // the merger's output width (the language model's hidden)
+  int window_size = 0;               // Qwen2.5-VL: window attention over window_size^2 pixels
+  std::vector<int> fullatt_blocks;   // Qwen2.5-VL: the blocks that attend over the whole image
+  std::string hidden_act;            // the blocks' MLP activation (quick_gelu, silu, ...)
 
   bool present() const { return n_layers > 0; }
+  bool dynamic() const { return kind != VisionKind::gemma3_siglip; }
+  // The tokens of an image of grid_h x grid_w patches (dynamic), else tokens_per_image.
+  int image_tokens(int grid_h, int grid_w) const {
+    return dynamic() ? (grid_h / merge) * (grid_w / merge) : tokens_per_image;
+  }
   int patches_per_side() const { return image_size / patch_size; }
   int n_patches() const { return patches_per_side() * patches_per_side(); }
   int tokens_per_side() const;
   int pool_kernel() const { return patches_per_side() / tokens_per_side(); }  // average pool k x k
   int head_dim() const { return hidden_size / n_heads; }
-  int64_t patch_width() const { return int64_t{3} * patch_size * patch_size; }  // a patch's pixels, c-major
+  // A patch's pixels, c-major (the Qwen2-VL family's patches span temporal_patch frames too).
+  int64_t patch_width() const {
+    return int64_t{3} * (temporal_patch > 0 ? temporal_patch : 1) * patch_size * patch_size;
+  }
 };
 
 // config.json's vision_config, mm_tokens_per_image and token indices of a
