@@ -261,9 +261,11 @@ class Backend {
   // out [r, d] = x [n, d] rows listed in rows [r] i32.
   virtual void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& out) = 0;
 
-  // ---- vision encoders (Gemma 3's SigLIP tower, models/gemma3_vision.h) ----
-  // Whether layer_norm, gelu_tanh, scatter_rows and attention's AttentionMeta::attend_until are
-  // implemented; a model loads its vision tower only where they are (else it serves text).
+  // ---- vision encoders (Gemma 3's SigLIP tower, models/gemma3_vision.h; the Qwen2-VL family's
+  // towers, models/qwen_vision.h) ----
+  // Whether layer_norm, gelu_tanh, gelu, quick_gelu, scatter_rows, attention's
+  // AttentionMeta::attend_until and rope's RopeConfig::sections are implemented; a model loads
+  // its vision tower only where they are (else it serves text).
   virtual bool supports_vision() const { return false; }
   // out [n, d] = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias, over d; weight, bias [d] f32.
   virtual void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, const Tensor& out) {
@@ -274,6 +276,17 @@ class Backend {
   virtual void gelu_tanh(const Tensor& x) {
     (void)x;
     BRIGADE_CHECK(false, "gelu_tanh on a backend without vision ops (supports_vision)");
+  }
+  // x [n, d] = gelu(x) in place, the exact GELU 0.5 x (1 + erf(x / sqrt(2))) (torch's nn.GELU(),
+  // the Qwen2-VL family's merger).
+  virtual void gelu(const Tensor& x) {
+    (void)x;
+    BRIGADE_CHECK(false, "gelu on a backend without vision ops (supports_vision)");
+  }
+  // x [n, d] = x * sigmoid(1.702 x) in place (transformers' quick_gelu, Qwen2-VL's tower MLP).
+  virtual void quick_gelu(const Tensor& x) {
+    (void)x;
+    BRIGADE_CHECK(false, "quick_gelu on a backend without vision ops (supports_vision)");
   }
   // y[rows[i]] = src[i] for i < r: y [n, d] and src [r, d] activations, rows [r] i32 inside
   // [0, n) (an image's features replacing its tokens' embeddings).

@@ -88,6 +88,8 @@ void gather_rows(const CpuContext& c, const Tensor& x, const Tensor& rows, const
 void layer_norm(const CpuContext& c, const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                 const Tensor& out);
 void gelu_tanh(const CpuContext& c, const Tensor& x);
+void gelu(const CpuContext& c, const Tensor& x);
+void quick_gelu(const CpuContext& c, const Tensor& x);
 void scatter_rows(const CpuContext& c, const Tensor& y, const Tensor& rows, const Tensor& src);
 
 // lora_ops.cpp

@@ -1,6 +1,6 @@
-// The CPU side of the vision encoder ops (Backend::supports_vision): layer_norm, gelu_tanh and
-// scatter_rows. Arithmetic in f32 in the order torch's CPU kernels use for these shapes (mean,
-// then the mean of squared deviations), so the SigLIP tower matches transformers closely.
+// The CPU side of the vision encoder ops (Backend::supports_vision): layer_norm, gelu_tanh, gelu,
+// quick_gelu and scatter_rows. Arithmetic in f32 in the order torch's CPU kernels use for these
+// shapes (mean, then the mean of squared deviations), so the towers match transformers closely.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -12,6 +12,16 @@ namespace brigade::cpu {
 namespace {
 
 int64_t row_grain(int64_t row_elems) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_elems)); }
+
+// x = f(x) elementwise in place, x f32.
+template <typename F>
+void map_in_place(const CpuContext& c, const Tensor& x, const char* what, F f) {
+  BRIGADE_CHECK(x.dtype == DType::f32, what);
+  float* p = x.as<float>();
+  c.pool->parallel_for(x.numel(), 16384, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) p[i] = f(p[i]);
+  });
+}
 
 }  // namespace
 
@@ -41,12 +51,20 @@ void layer_norm(const CpuContext& c, const Tensor& x, const Tensor& weight, cons
   });
 }
 
+
 void gelu_tanh(const CpuContext& c, const Tensor& x) {
-  BRIGADE_CHECK(x.dtype == DType::f32, "gelu_tanh: x f32");
-  float* p = x.as<float>();
-  c.pool->parallel_for(x.numel(), 16384, [&](int64_t b, int64_t e, int) {
-    for (int64_t i = b; i < e; ++i) p[i] = gelu_tanh(p[i]);
-  });
+  map_in_place(c, x, "gelu_tanh: x f32", [](float v) { return gelu_tanh(v); });
+}
+
+// torch's CPU GELU (approximate='none') in f32: 0.5 x (1 + erf(x / sqrt(2))).
+void gelu(const CpuContext& c, const Tensor& x) {
+  constexpr float kInvSqrt2 = static_cast<float>(M_SQRT1_2);
+  map_in_place(c, x, "gelu: x f32", [](float v) { return 0.5f * v * (1.0f + std::erf(v * kInvSqrt2)); });
+}
+
+// transformers' QuickGELUActivation: x * sigmoid(1.702 x), the sigmoid 1 / (1 + exp(-z)) in f32.
+void quick_gelu(const CpuContext& c, const Tensor& x) {
+  map_in_place(c, x, "quick_gelu: x f32", [](float v) { return v * (1.0f / (1.0f + std::exp(-1.702f * v))); });
 }
 
 void scatter_rows(const CpuContext& c, const Tensor& y, const Tensor& rows, const Tensor& src) {

@@ -1,11 +1,16 @@
 #include "models/vision_config.h"
 
+#include <climits>
 #include <cmath>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "models/config_json.h"
 
 namespace brigade {
+
+using json = nlohmann::json;
 
 int VisionConfig::tokens_per_side() const {
   return static_cast<int>(std::lround(std::sqrt(static_cast<double>(tokens_per_image))));
@@ -59,6 +64,130 @@ Expected<VisionConfig> read_gemma3_vision(const nlohmann::json& j, int text_voca
                             " patches per side (image_size / patch_size)");
   if (image < 0 || image >= text_vocab)
     return unsupported("config.json: image_token_index " + std::to_string(image) +
+                       " lies outside the text vocabulary of " + std::to_string(text_vocab));
+  return v;
+}
+
+namespace {
+
+// The first of a field's names that the config has (transformers' attribute_map aliases:
+// num_heads / num_attention_heads, depth / num_hidden_layers, in_channels / in_chans).
+Status read_int_alias(const json& c, std::initializer_list<const char*> keys, int& out) {
+  for (const char* key : keys)
+    if (c.contains(key) && !c[key].is_null()) return read_int(c, key, out, false);
+  return Status::ok();
+}
+
+// Qwen2VLVisionConfig: embed_dim is the tower's width, hidden_size the merger's output.
+Status read_qwen2_vl_tower(const json& c, VisionConfig& v) {
+  v.n_layers = 32, v.hidden_size = 1280, v.out_hidden_size = 3584, v.n_heads = 16, v.hidden_act = "quick_gelu";
+  BRIGADE_RETURN_IF_ERROR(read_int_alias(c, {"depth", "num_hidden_layers"}, v.n_layers));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "embed_dim", v.hidden_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "hidden_size", v.out_hidden_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int_alias(c, {"num_heads", "num_attention_heads"}, v.n_heads));
+  BRIGADE_RETURN_IF_ERROR(read_string(c, "hidden_act", v.hidden_act));
+  float ratio = 4.0f;
+  BRIGADE_RETURN_IF_ERROR(read_float(c, "mlp_ratio", ratio));
+  if (!(ratio > 0.0f)) return invalid_argument("config.json: vision_config.mlp_ratio must be positive");
+  v.intermediate_size = static_cast<int>(static_cast<double>(v.hidden_size) * ratio);  // int(embed_dim * mlp_ratio)
+  if (v.hidden_act != "quick_gelu")
+    return unsupported("config.json: vision_config.hidden_act '" + v.hidden_act + "'; supported: quick_gelu");
+  return Status::ok();
+}
+
+// Qwen2_5_VLVisionConfig.
+Status read_qwen2_5_vl_tower(const json& c, VisionConfig& v) {
+  v.n_layers = 32, v.hidden_size = 3584, v.intermediate_size = 3420, v.out_hidden_size = 3584, v.n_heads = 16;
+  v.window_size = 112, v.fullatt_blocks = {7, 15, 23, 31}, v.hidden_act = "silu";
+  BRIGADE_RETURN_IF_ERROR(read_int_alias(c, {"depth", "num_hidden_layers"}, v.n_layers));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "hidden_size", v.hidden_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "intermediate_size", v.intermediate_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "out_hidden_size", v.out_hidden_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int_alias(c, {"num_heads", "num_attention_heads"}, v.n_heads));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "window_size", v.window_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_string(c, "hidden_act", v.hidden_act));
+  const auto it = c.find("fullatt_block_indexes");
+  if (it != c.end() && !it->is_null()) {
+    if (!it->is_array())
+      return corrupt("config.json: vision_config.fullatt_block_indexes must be a list of block indices");
+    v.fullatt_blocks.clear();
+    for (const json& b : *it) {
+      if (!b.is_number_integer() || b.get<int64_t>() < 0 || b.get<int64_t>() > INT32_MAX)
+        return corrupt("config.json: vision_config.fullatt_block_indexes holds " + b.dump() +
+                       "; block indices are integers >= 0");
+      v.fullatt_blocks.push_back(b.get<int>());
+    }
+  }
+  if (v.hidden_act != "silu")
+    return unsupported("config.json: vision_config.hidden_act '" + v.hidden_act + "'; supported: silu");
+  return Status::ok();
+}
+
+Status check_qwen_tower(const VisionConfig& v, bool qwen2_vl) {
+  const std::pair<const char*, int> sizes[] = {
+      {"depth", v.n_layers}, {qwen2_vl ? "embed_dim" : "hidden_size", v.hidden_size},
+      {qwen2_vl ? "embed_dim * mlp_ratio" : "intermediate_size", v.intermediate_size},
+      {qwen2_vl ? "hidden_size" : "out_hidden_size", v.out_hidden_size}, {"num_heads", v.n_heads},
+      {"patch_size", v.patch_size}, {"spatial_merge_size", v.merge}, {"temporal_patch_size", v.temporal_patch}};
+  for (const auto& [name, value] : sizes)
+    if (value <= 0)
+      return invalid_argument(std::string("config.json: vision_config.") + name + " must be positive; got " +
+                              std::to_string(value));
+  if (v.hidden_size % v.n_heads != 0 || v.head_dim() % 4 != 0)
+    return invalid_argument(std::string("config.json: vision_config.") + (qwen2_vl ? "embed_dim " : "hidden_size ") +
+                            std::to_string(v.hidden_size) + " / num_heads " + std::to_string(v.n_heads) +
+                            " must be a whole head_dim that is a multiple of 4 (the 2D rotary takes a quarter "
+                            "per axis)");
+  for (int b : v.fullatt_blocks)
+    if (b >= v.n_layers)
+      return invalid_argument("config.json: vision_config.fullatt_block_indexes holds " + std::to_string(b) +
+                              "; the blocks are [0, depth = " + std::to_string(v.n_layers) + ")");
+  if (!qwen2_vl && v.window_size < v.merge * v.patch_size)
+    return invalid_argument("config.json: vision_config.window_size " + std::to_string(v.window_size) +
+                            " is smaller than one merged token (spatial_merge_size * patch_size = " +
+                            std::to_string(v.merge * v.patch_size) + " pixels)");
+  return Status::ok();
+}
+
+// image_token_id, vision_start_token_id and vision_end_token_id: the top level's, else
+// text_config's (where transformers 5 may keep them), else Qwen2VLConfig's defaults.
+Status read_qwen_tokens(const json& j, VisionConfig& v) {
+  int image = 151655, start = 151652, end = 151653;
+  const auto text = j.find("text_config");
+  for (auto [key, out] :
+       {std::pair{"image_token_id", &image}, {"vision_start_token_id", &start}, {"vision_end_token_id", &end}}) {
+    if (text != j.end() && text->is_object()) BRIGADE_RETURN_IF_ERROR(read_int(*text, key, *out, false));
+    BRIGADE_RETURN_IF_ERROR(read_int(j, key, *out, false));
+  }
+  v.image_token = image, v.boi_token = start, v.eoi_token = end;
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<VisionConfig> read_qwen_vl_vision(const json& j, int text_vocab, VisionKind kind) {
+  BRIGADE_CHECK(kind == VisionKind::qwen2_vl || kind == VisionKind::qwen2_5_vl,
+                "read_qwen_vl_vision reads a Qwen tower");
+  const bool qwen2_vl = kind == VisionKind::qwen2_vl;
+  VisionConfig v;
+  v.kind = kind;
+  v.eps = 1e-6f;  // the blocks' and the merger's norms
+  v.patch_size = 14, v.merge = 2, v.temporal_patch = 2;
+  const auto it = j.find("vision_config");
+  const json c = it == j.end() || it->is_null() ? json::object() : *it;
+  if (!c.is_object()) return corrupt("config.json: vision_config is not an object");
+  BRIGADE_RETURN_IF_ERROR(qwen2_vl ? read_qwen2_vl_tower(c, v) : read_qwen2_5_vl_tower(c, v));
+  int channels = 3;
+  BRIGADE_RETURN_IF_ERROR(read_int_alias(c, {"in_channels", "in_chans"}, channels));
+  if (channels != 3)
+    return unsupported("config.json: vision_config.in_channels " + std::to_string(channels) + "; supported: 3");
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "patch_size", v.patch_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "spatial_merge_size", v.merge, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "temporal_patch_size", v.temporal_patch, false));
+  BRIGADE_RETURN_IF_ERROR(check_qwen_tower(v, qwen2_vl));
+  BRIGADE_RETURN_IF_ERROR(read_qwen_tokens(j, v));
+  if (v.image_token < 0 || v.image_token >= text_vocab)
+    return unsupported("config.json: image_token_id " + std::to_string(v.image_token) +
                        " lies outside the text vocabulary of " + std::to_string(text_vocab));
   return v;
 }

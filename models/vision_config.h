@@ -1,6 +1,7 @@
-// VisionConfig: the image side of a Gemma3ForConditionalGeneration checkpoint (Gemma 3 4B, 12B,
-// 27B): its SigLIP tower (config.json vision_config) and the projector that turns each image into
-// mm_tokens_per_image embeddings of the language model (models/gemma3_vision.h).
+// VisionConfig: the image side of a multimodal checkpoint: Gemma3ForConditionalGeneration's
+// (Gemma 3 4B, 12B, 27B) SigLIP tower and the projector that turns each image into
+// mm_tokens_per_image embeddings of the language model (models/gemma3_vision.h), or the Qwen2-VL
+// family's dynamic-resolution ViT and merger (models/qwen_vision.h); config.json's vision_config.
 #pragma once
 
 #include <cstdint>
@@ -67,5 +68,18 @@ struct VisionConfig {
 // a patch grid the pool does not divide), naming the field; image_token must lie inside the text
 // vocabulary text_vocab (it is embedded before its rows are replaced).
 Expected<VisionConfig> read_gemma3_vision(const nlohmann::json& config, int text_vocab);
+
+// config.json's vision_config and token ids of a Qwen2VLForConditionalGeneration (kind qwen2_vl)
+// or Qwen2_5_VLForConditionalGeneration (qwen2_5_vl), with the defaults of transformers'
+// Qwen2VLVisionConfig / Qwen2_5_VLVisionConfig and Qwen2VLConfig for the fields it leaves out.
+// Qwen2-VL names the tower's width embed_dim and the merger's output hidden_size, its MLP
+// embed_dim * mlp_ratio; Qwen2.5-VL names them hidden_size, out_hidden_size and
+// intermediate_size. image_token_id / vision_start_token_id / vision_end_token_id come from the
+// top level, else from text_config (boi_token / eoi_token are the vision start and end). Refuses,
+// naming the field, what the tower cannot run: another hidden_act (qwen2_vl: quick_gelu;
+// qwen2_5_vl: silu), in_channels other than 3, a head_dim not a multiple of 4 (the 2D rotary
+// splits it in quarters), a window smaller than one merged token, fullatt_block_indexes outside
+// the blocks, an image_token_id outside the text vocabulary text_vocab.
+Expected<VisionConfig> read_qwen_vl_vision(const nlohmann::json& config, int text_vocab, VisionKind kind);
 
 }  // namespace brigade

@@ -1,0 +1,370 @@
+#include "models/qwen_vision.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <string>
+
+#include "models/step_inputs.h"
+
+namespace brigade {
+
+// What one pass encodes, planned on the host: its rows in the order the blocks see them (window
+// by window for Qwen2.5-VL, else the processor's), their rotary positions, the attention
+// sequences and where each merged token goes.
+struct QwenVisionPass {
+  int64_t first_token = 0;  // the pass's first row of encode()'s out
+  int64_t n_rows = 0;
+  int64_t n_tokens = 0;
+  std::vector<float> pixels;           // [n_rows, patch_width]
+  std::vector<int32_t> positions;      // [2 n_rows]: each row's patch row (h), then its column (w)
+  std::vector<int32_t> image_lens;     // rows of each image: the full-attention sequences
+  std::vector<int32_t> window_lens;    // rows of each window (Qwen2.5-VL): the windowed sequences
+  std::vector<int32_t> unpermute;      // [n_tokens]: the merged row of the pass behind output token t
+};
+
+namespace {
+
+// Patch rows per pass: as many images as fit (one image may exceed it alone, up to kMaxPatches),
+// at most kImagesPerPass of them (bounding the attention's block table, images x pages).
+constexpr int64_t kRowsPerPass = 4096;
+constexpr size_t kImagesPerPass = 64;
+
+int64_t patches_of(const StepImage& im) { return int64_t{im.grid_h} * im.grid_w; }
+
+// Appends image im to plan p: its rows in window order (Qwen2.5-VL) or as the processor wrote
+// them, their row positions (p.positions) and column positions (wpos), its sequences and tokens.
+void plan_image(const VisionConfig& v, const StepImage& im, QwenVisionPass& p, std::vector<int32_t>& wpos) {
+  const int m = v.merge, unit = m * m, hm = im.grid_h / m, wm = im.grid_w / m;
+  const int64_t pw = v.patch_width();
+  std::vector<int32_t> order, lens;
+  if (v.kind == VisionKind::qwen2_5_vl) {
+    qwen_window_order(hm, wm, v.window_size / m / v.patch_size, order, lens);
+  } else {
+    order.resize(static_cast<size_t>(hm) * wm);
+    std::iota(order.begin(), order.end(), 0);
+  }
+  p.image_lens.push_back(hm * wm * unit);
+  for (int32_t len : lens) p.window_lens.push_back(len * unit);
+  const int64_t token0 = p.n_tokens;
+  p.unpermute.resize(static_cast<size_t>(token0 + int64_t{hm} * wm));
+  for (size_t k = 0; k < order.size(); ++k) {
+    const int32_t t = order[k];  // the image's merged token, row-major
+    p.unpermute[static_cast<size_t>(token0 + t)] = static_cast<int32_t>(token0 + static_cast<int64_t>(k));
+    for (int j = 0; j < unit; ++j) {  // its merge block's patches, row-major
+      const float* src = im.pixels->data() + (int64_t{t} * unit + j) * pw;
+      std::copy(src, src + pw, p.pixels.begin() + (p.n_rows++) * pw);
+      p.positions.push_back((t / wm) * m + j / m);
+      wpos.push_back((t % wm) * m + j % m);
+    }
+  }
+  p.n_tokens += int64_t{hm} * wm;
+}
+
+// The plan of images, whose first token is encode()'s out row first_token.
+QwenVisionPass plan_pass(const VisionConfig& v, std::span<const StepImage> images, int64_t first_token) {
+  QwenVisionPass p;
+  p.first_token = first_token;
+  int64_t total = 0;
+  for (const StepImage& im : images) total += patches_of(im);
+  p.pixels.resize(static_cast<size_t>(total * v.patch_width()));
+  std::vector<int32_t> wpos;
+  for (const StepImage& im : images) plan_image(v, im, p, wpos);
+  p.positions.insert(p.positions.end(), wpos.begin(), wpos.end());
+  return p;
+}
+
+}  // namespace
+
+void qwen_window_order(int hm, int wm, int side, std::vector<int32_t>& order, std::vector<int32_t>& lens) {
+  BRIGADE_CHECK(hm > 0 && wm > 0 && side > 0, "window order of a non-empty image, windows of at least one token");
+  order.clear();
+  lens.clear();
+  for (int wy = 0; wy < hm; wy += side)
+    for (int wx = 0; wx < wm; wx += side) {
+      const int h = std::min(side, hm - wy), w = std::min(side, wm - wx);
+      for (int y = wy; y < wy + h; ++y)
+        for (int x = wx; x < wx + w; ++x) order.push_back(y * wm + x);
+      lens.push_back(h * w);
+    }
+}
+
+void flatten_qwen_patch_embed(std::map<std::string, RawTensor>& tensors) {
+  for (const char* name : {"visual.patch_embed.proj.weight", "model.visual.patch_embed.proj.weight"}) {
+    const auto it = tensors.find(name);
+    if (it == tensors.end() || it->second.shape.size() < 2) continue;
+    std::vector<int64_t>& shape = it->second.shape;
+    const int64_t cols = std::accumulate(shape.begin() + 1, shape.end(), int64_t{1}, std::multiplies<>());
+    shape = {shape[0], cols};
+  }
+}
+
+Status QwenVision::load_block(WeightLoader& w, const std::string& prefix, int l, Layer& L) {
+  const int64_t h = v_.hidden_size, inter = v_.intermediate_size;
+  const std::string at = prefix + "blocks." + std::to_string(l) + ".";
+  auto vec = [&](const std::string& name, int64_t n) { return w.vector_f32({at + name}, {n}); };
+  L.full = !qwen2_5_ || std::find(v_.fullatt_blocks.begin(), v_.fullatt_blocks.end(), l) != v_.fullatt_blocks.end();
+  BRIGADE_ASSIGN_OR_RETURN(L.norm1_w, vec("norm1.weight", h));
+  BRIGADE_ASSIGN_OR_RETURN(L.norm2_w, vec("norm2.weight", h));
+  if (!qwen2_5_) {
+    BRIGADE_ASSIGN_OR_RETURN(L.norm1_b, vec("norm1.bias", h));
+    BRIGADE_ASSIGN_OR_RETURN(L.norm2_b, vec("norm2.bias", h));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.matrix(at + "attn.qkv.weight", 3 * h, h));  // q, k, v heads: the fused layout
+  BRIGADE_ASSIGN_OR_RETURN(L.qkv_b, vec("attn.qkv.bias", 3 * h));
+  BRIGADE_ASSIGN_OR_RETURN(L.proj, w.matrix(at + "attn.proj.weight", h, h));
+  BRIGADE_ASSIGN_OR_RETURN(L.proj_b, vec("attn.proj.bias", h));
+  if (qwen2_5_) {  // gate | up as one matmul for silu_mul
+    const std::string gate = at + "mlp.gate_proj.", up = at + "mlp.up_proj.";
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_in, w.fused({gate + "weight", up + "weight"}, {inter, inter}, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_in_b, w.vector_f32({gate + "bias", up + "bias"}, {inter, inter}));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_out, w.matrix(at + "mlp.down_proj.weight", h, inter));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_out_b, vec("mlp.down_proj.bias", h));
+  } else {
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_in, w.matrix(at + "mlp.fc1.weight", inter, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_in_b, vec("mlp.fc1.bias", inter));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_out, w.matrix(at + "mlp.fc2.weight", h, inter));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_out_b, vec("mlp.fc2.bias", h));
+  }
+  return Status::ok();
+}
+
+Status QwenVision::load(WeightLoader& w, Backend& backend, const VisionConfig& v, int text_hidden) {
+  if (!v.dynamic()) return invalid_argument("QwenVision loads a Qwen2-VL or Qwen2.5-VL tower");
+  if (backend.activation_dtype() != DType::f32 || !backend.supports_vision())
+    return unsupported("the Qwen2-VL vision towers run on a backend with vision ops and f32 activations; " +
+                       backend.name() + " does not");
+  const char* act = v.kind == VisionKind::qwen2_5_vl ? "silu" : "quick_gelu";
+  if (v.hidden_act != act)
+    return unsupported("config.json: vision_config.hidden_act '" + v.hidden_act + "'; supported: " + act);
+  if (v.out_hidden_size != text_hidden)
+    return invalid_argument("config.json: the vision merger's output width " + std::to_string(v.out_hidden_size) +
+                            " differs from the language model's hidden_size " + std::to_string(text_hidden));
+  backend_ = &backend;
+  sc_ = Scratch{};
+  v_ = v;
+  text_hidden_ = text_hidden;
+  qwen2_5_ = v.kind == VisionKind::qwen2_5_vl;
+  const int64_t h = v.hidden_size, wide = int64_t{v.merge} * v.merge * h;
+  const std::string prefix = w.has("visual.patch_embed.proj.weight") || !w.has("model.visual.patch_embed.proj.weight")
+                                 ? "visual." : "model.visual.";
+  w.quantize_linear(false);
+  const int64_t bytes_before = w.n_bytes();
+  BRIGADE_ASSIGN_OR_RETURN(patch_w_, w.matrix(prefix + "patch_embed.proj.weight", h, v.patch_width()));
+  layers_.clear();
+  layers_.resize(static_cast<size_t>(v.n_layers));
+  for (int l = 0; l < v.n_layers; ++l)
+    BRIGADE_RETURN_IF_ERROR(load_block(w, prefix, l, layers_[static_cast<size_t>(l)]));
+  const std::string merger = prefix + "merger.";
+  BRIGADE_ASSIGN_OR_RETURN(merger_norm_w_, w.vector_f32({merger + "ln_q.weight"}, {h}));
+  if (!qwen2_5_) {
+    BRIGADE_ASSIGN_OR_RETURN(merger_norm_b_, w.vector_f32({merger + "ln_q.bias"}, {h}));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(merger_in_, w.matrix(merger + "mlp.0.weight", wide, wide));
+  BRIGADE_ASSIGN_OR_RETURN(merger_in_b_, w.vector_f32({merger + "mlp.0.bias"}, {wide}));
+  BRIGADE_ASSIGN_OR_RETURN(merger_out_, w.matrix(merger + "mlp.2.weight", text_hidden, wide));
+  BRIGADE_ASSIGN_OR_RETURN(merger_out_b_, w.vector_f32({merger + "mlp.2.bias"}, {text_hidden}));
+  w.quantize_linear(true);
+  weight_bytes_ = static_cast<double>(w.n_bytes() - bytes_before);
+  // VisionRotaryEmbedding: inv_freq[i] = 1 / 10000^(2i / (d/2)) for i < d/4 (in f32, as torch),
+  // the first d/4 pairs rotated by the row, the next d/4 by the column.
+  const int d = v.head_dim(), quarter = d / 4;
+  rope_ = RopeConfig{};
+  rope_.rotary_dim = d;
+  rope_.sections = {quarter, quarter};
+  for (int axis = 0; axis < 2; ++axis)
+    for (int i = 0; i < quarter; ++i)
+      rope_.inv_freq.push_back(1.0f / std::pow(10000.0f, static_cast<float>(2 * i) / static_cast<float>(d / 2)));
+  return Status::ok();
+}
+
+double QwenVision::flops(int grid_h, int grid_w) const {
+  if (grid_h < v_.merge || grid_w < v_.merge) return 0.0;  // no such image: encode() refuses it
+  const double p = double{1} * grid_h * grid_w, h = v_.hidden_size, inter = v_.intermediate_size;
+  const double unit = double{1} * v_.merge * v_.merge, wide = unit * h, tokens = p / unit;
+  double window_pairs = p * p;
+  if (qwen2_5_) {
+    std::vector<int32_t> order, lens;
+    qwen_window_order(grid_h / v_.merge, grid_w / v_.merge, v_.window_size / v_.merge / v_.patch_size, order, lens);
+    window_pairs = 0.0;
+    for (int32_t len : lens) window_pairs += (len * unit) * (len * unit);
+  }
+  double total = 2.0 * p * h * static_cast<double>(v_.patch_width());
+  for (const Layer& L : layers_)
+    total += 2.0 * p * (4.0 * h * h + (qwen2_5_ ? 3.0 : 2.0) * h * inter) + 4.0 * h * (L.full ? p * p : window_pairs);
+  return total + 2.0 * tokens * (wide * wide + wide * text_hidden_);
+}
+
+Status QwenVision::check_images(std::span<const StepImage> images) const {
+  const int m = v_.merge;
+  for (size_t i = 0; i < images.size(); ++i) {
+    const StepImage& im = images[i];
+    const std::string grid = "image " + std::to_string(i) + ": a grid of " + std::to_string(im.grid_h) + " x " +
+                             std::to_string(im.grid_w) + " patches";
+    if (im.grid_h <= 0 || im.grid_w <= 0 || im.grid_h % m != 0 || im.grid_w % m != 0)
+      return invalid_argument(grid + "; grid_h and grid_w must be positive multiples of spatial_merge_size " +
+                              std::to_string(m));
+    if (patches_of(im) > kMaxPatches)
+      return invalid_argument(grid + " is more than the " + std::to_string(kMaxPatches) +
+                              " the vision tower takes; resize it smaller (max_pixels)");
+    const size_t want = static_cast<size_t>(patches_of(im) * v_.patch_width());
+    const size_t got = im.pixels == nullptr ? 0 : im.pixels->size();
+    if (got != want)
+      return invalid_argument(grid + " needs " + std::to_string(want) + " floats ([" + std::to_string(patches_of(im)) +
+                              ", " + std::to_string(v_.patch_width()) + "]); got " + std::to_string(got));
+  }
+  return Status::ok();
+}
+
+Status QwenVision::upload_i32(OwnedTensor& t, const std::vector<int32_t>& host) {
+  const auto n = static_cast<int64_t>(host.size());
+  if (t.tensor.numel() < n) {
+    BRIGADE_ASSIGN_OR_RETURN(t, alloc_tensor(*backend_, DType::i32, 1, n));
+  }
+  backend_->upload(Tensor(t.tensor.data, DType::i32, {n}), host.data());
+  return Status::ok();
+}
+
+Status QwenVision::allocate_scratch(int64_t rows) {
+  Backend& b = *backend_;
+  const int64_t h = v_.hidden_size, inter = v_.intermediate_size, unit = int64_t{v_.merge} * v_.merge;
+  const DType f32 = DType::f32;
+  sc_ = Scratch{};
+  for (auto [dst, cols] : {std::pair{&sc_.patches, v_.patch_width()}, {&sc_.x, h}, {&sc_.normed, h}, {&sc_.qkv, 3 * h},
+                           {&sc_.attn, h}, {&sc_.mlp, qwen2_5_ ? 2 * inter : inter}, {&sc_.k, h}, {&sc_.v, h}}) {
+    BRIGADE_ASSIGN_OR_RETURN(*dst, alloc_tensor(b, f32, rows, cols));
+  }
+  if (qwen2_5_) {
+    BRIGADE_ASSIGN_OR_RETURN(sc_.mlp_act, alloc_tensor(b, f32, rows, inter));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(sc_.merged, alloc_tensor(b, f32, rows / unit, text_hidden_));
+  BRIGADE_ASSIGN_OR_RETURN(sc_.positions, alloc_tensor(b, DType::i32, 1, 2 * rows));
+  std::vector<int32_t> slots(static_cast<size_t>(rows));  // K/V row i is the pass's row i
+  std::iota(slots.begin(), slots.end(), 0);
+  BRIGADE_RETURN_IF_ERROR(upload_i32(sc_.slots, slots));
+  sc_.rows = rows;
+  return Status::ok();
+}
+
+// Sequences of lens[s] consecutive rows, each row seeing its whole sequence: pages of the largest
+// size that divides every length, sequence s on the pages after those of the sequences before it.
+Status QwenVision::upload_layout(const std::vector<int32_t>& lens, SeqLayout& d) {
+  int page = 0, max_len = 0;
+  for (int32_t len : lens) page = std::gcd(page, len), max_len = std::max(max_len, len);
+  const int n = static_cast<int>(lens.size()), max_blocks = max_len / page;
+  std::vector<int32_t> q_start{0}, table(static_cast<size_t>(n) * max_blocks, 0), until;
+  for (int s = 0; s < n; ++s) {
+    const int32_t len = lens[static_cast<size_t>(s)], first_page = q_start.back() / page;
+    for (int i = 0; i < len / page; ++i) table[static_cast<size_t>(s) * max_blocks + i] = first_page + i;
+    until.insert(until.end(), static_cast<size_t>(len), len - 1);
+    q_start.push_back(q_start.back() + len);
+  }
+  BRIGADE_RETURN_IF_ERROR(upload_i32(d.q_start, q_start));
+  BRIGADE_RETURN_IF_ERROR(upload_i32(d.ctx_len, lens));
+  BRIGADE_RETURN_IF_ERROR(upload_i32(d.block_table, table));
+  BRIGADE_RETURN_IF_ERROR(upload_i32(d.attend_until, until));
+  d.page = page;
+  d.meta = AttentionMeta{};
+  d.meta.q_start = Tensor(d.q_start.tensor.data, DType::i32, {n + 1});
+  d.meta.ctx_len = Tensor(d.ctx_len.tensor.data, DType::i32, {n});
+  d.meta.block_table = Tensor(d.block_table.tensor.data, DType::i32, {n, max_blocks});
+  d.meta.attend_until = Tensor(d.attend_until.tensor.data, DType::i32, {q_start.back()});
+  d.meta.n_seqs = n;
+  d.meta.max_q_len = d.meta.max_ctx_len = max_len;
+  return Status::ok();
+}
+
+Status QwenVision::encode(std::span<const StepImage> images, const Tensor& out) {
+  BRIGADE_RETURN_IF_ERROR(check_images(images));
+  int64_t n_tokens = 0, total_rows = 0, largest = 0;
+  for (const StepImage& im : images) {
+    n_tokens += v_.image_tokens(im.grid_h, im.grid_w);
+    total_rows += patches_of(im);
+    largest = std::max(largest, patches_of(im));
+  }
+  BRIGADE_CHECK(out.ndim == 2 && out.dim(0) == n_tokens && out.dim(1) == text_hidden_,
+                "vision encode: out [the images' tokens, text hidden]");
+  const int64_t rows = std::max(largest, std::min(total_rows, kRowsPerPass));
+  if (rows > sc_.rows) BRIGADE_RETURN_IF_ERROR(allocate_scratch(rows));
+  int64_t first_token = 0;
+  for (size_t first = 0; first < images.size();) {
+    size_t end = first;
+    int64_t pass_rows = 0;
+    while (end < images.size() && end - first < kImagesPerPass && pass_rows + patches_of(images[end]) <= sc_.rows)
+      pass_rows += patches_of(images[end++]);
+    const QwenVisionPass pass = plan_pass(v_, images.subspan(first, end - first), first_token);
+    BRIGADE_RETURN_IF_ERROR(encode_pass(pass, out));
+    first_token += pass.n_tokens;
+    first = end;
+  }
+  return Status::ok();
+}
+
+Status QwenVision::encode_pass(const QwenVisionPass& p, const Tensor& out) {
+  Backend& b = *backend_;
+  const int64_t n = p.n_rows;
+  b.upload(sc_.patches.tensor.rows(0, n), p.pixels.data());
+  BRIGADE_RETURN_IF_ERROR(upload_i32(sc_.positions, p.positions));
+  BRIGADE_RETURN_IF_ERROR(upload_i32(sc_.unpermute, p.unpermute));
+  BRIGADE_RETURN_IF_ERROR(upload_layout(p.image_lens, sc_.full));
+  if (qwen2_5_) BRIGADE_RETURN_IF_ERROR(upload_layout(p.window_lens, sc_.window));
+  b.matmul(sc_.patches.tensor.rows(0, n), patch_w_.tensor, Tensor(), sc_.x.tensor.rows(0, n));
+  for (const Layer& L : layers_) run_block(L, n);
+  run_merger(n, out.rows(p.first_token, p.n_tokens));
+  return Status::ok();
+}
+
+void QwenVision::run_block(const Layer& L, int64_t n) {
+  Backend& b = *backend_;
+  const int heads = v_.n_heads, hd = v_.head_dim();
+  const float eps = v_.eps;
+  const Tensor x = sc_.x.tensor.rows(0, n), normed = sc_.normed.tensor.rows(0, n), qkv = sc_.qkv.tensor.rows(0, n);
+  const Tensor attn = sc_.attn.tensor.rows(0, n), mlp = sc_.mlp.tensor.rows(0, n);
+  auto norm = [&](const OwnedTensor& w, const OwnedTensor& bias) {
+    if (qwen2_5_) b.rms_norm(x, w.tensor, eps, normed);
+    else b.layer_norm(x, w.tensor, bias.tensor, eps, normed);
+  };
+  const SeqLayout& seqs = L.full ? sc_.full : sc_.window;
+  KvLayer kv;  // the pass's rows in order (slot i = row i), seen as pages of seqs.page rows
+  kv.k = Tensor(sc_.k.tensor.data, DType::f32, {n / seqs.page, seqs.page, heads, hd});
+  kv.v = Tensor(sc_.v.tensor.data, DType::f32, {n / seqs.page, seqs.page, heads, hd});
+  const QkvLayout layout{heads, heads, hd};
+  norm(L.norm1_w, L.norm1_b);
+  b.matmul(normed, L.qkv.tensor, L.qkv_b.tensor, qkv);
+  b.rope(qkv, layout, Tensor(sc_.positions.tensor.data, DType::i32, {2 * n}), rope_);
+  b.write_kv(kv, qkv, layout, Tensor(sc_.slots.tensor.data, DType::i32, {n}));
+  b.attention(qkv, layout, kv, seqs.meta, 1.0f / std::sqrt(static_cast<float>(hd)), attn);
+  b.matmul(attn, L.proj.tensor, L.proj_b.tensor, normed);
+  b.add(x, normed);
+  norm(L.norm2_w, L.norm2_b);
+  b.matmul(normed, L.mlp_in.tensor, L.mlp_in_b.tensor, mlp);
+  if (qwen2_5_) {
+    const Tensor act = sc_.mlp_act.tensor.rows(0, n);
+    b.silu_mul(mlp, act);
+    b.matmul(act, L.mlp_out.tensor, L.mlp_out_b.tensor, normed);
+  } else {
+    b.quick_gelu(mlp);
+    b.matmul(mlp, L.mlp_out.tensor, L.mlp_out_b.tensor, normed);
+  }
+  b.add(x, normed);
+}
+
+// ln_q, then each merge block's merge^2 rows as one row (consecutive rows: a view), Linear, GELU,
+// Linear; the merged rows, in pass order, gathered into the images' token order.
+void QwenVision::run_merger(int64_t n, const Tensor& out) {
+  Backend& b = *backend_;
+  const int64_t unit = int64_t{v_.merge} * v_.merge, tokens = n / unit, wide = unit * v_.hidden_size;
+  const Tensor x = sc_.x.tensor.rows(0, n), normed = sc_.normed.tensor.rows(0, n);
+  if (qwen2_5_) b.rms_norm(x, merger_norm_w_.tensor, v_.eps, normed);
+  else b.layer_norm(x, merger_norm_w_.tensor, merger_norm_b_.tensor, v_.eps, normed);
+  const Tensor grouped(sc_.normed.tensor.data, DType::f32, {tokens, wide});
+  const Tensor hidden(sc_.x.tensor.data, DType::f32, {tokens, wide});
+  b.matmul(grouped, merger_in_.tensor, merger_in_b_.tensor, hidden);
+  b.gelu(hidden);
+  const Tensor merged = sc_.merged.tensor.rows(0, tokens);
+  b.matmul(hidden, merger_out_.tensor, merger_out_b_.tensor, merged);
+  b.gather_rows(merged, Tensor(sc_.unpermute.tensor.data, DType::i32, {tokens}), out);
+}
+
+}  // namespace brigade

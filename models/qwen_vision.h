@@ -1,0 +1,112 @@
+// Internal to models/: the Qwen2-VL family's image encoders, written over the Backend ops
+// (Backend::supports_vision): transformers' Qwen2_5_VisionTransformerPretrainedModel and
+// Qwen2VisionTransformerPretrainedModel, their pooler_output (the merged features that replace an
+// image's tokens).
+//
+// An image of grid_h x grid_w patches arrives as the processor flattens it: [grid_h * grid_w,
+// 3 * temporal_patch * p * p] rows, each merge x merge block of patches merge^2 consecutive rows
+// (models/qwen_image_processor.h). The patch embedding (a Conv3d of stride equal to its kernel,
+// no bias) is one matmul over those rows. Each block is pre-norm: attention with biases over the
+// fused qkv, the 2D rotary (head_dim d: frequency pair f < d/4 rotated by the patch's row, the
+// next d/4 by its column, inv_freq 1 / 10000^(4f/d), neox halves; RopeConfig::sections), then
+// the MLP. The merger norms each patch, concatenates the merge^2 patches of a block into one row
+// and maps it through Linear, exact GELU, Linear into the language model's width.
+//   - Qwen2.5-VL: RMSNorm, gated SiLU MLP (gate_proj, up_proj, down_proj, with biases). Blocks in
+//     fullatt_block_indexes attend over the whole image, the others within windows of
+//     window_size / merge / patch_size merged tokens per side (smaller at the image's bottom and
+//     right edges): the patches are reordered window by window (whole merge blocks, as
+//     get_window_index orders them) before the blocks and the merged tokens put back after.
+//   - Qwen2-VL: LayerNorm, fc1 / quick_gelu / fc2, every block over the whole image.
+// Attention runs on the paged CPU kernel: each image (or window) is one sequence whose rows see
+// all of it (AttentionMeta::attend_until), its K/V rows in pages of the largest size that
+// divides every sequence of the pass.
+#pragma once
+
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "models/model.h"
+#include "models/raw_tensor.h"
+#include "models/vision_config.h"
+#include "models/weight_loader.h"
+
+namespace brigade {
+
+struct QwenVisionPass;  // a pass's host-side plan (qwen_vision.cpp)
+
+class QwenVision {
+ public:
+  // Loads the tower (the Hub's `visual.*` names and transformers 5's `model.visual.*`, whichever
+  // the checkpoint has), shape-checked against v; the patch embedding as the matrix [hidden,
+  // patch_width()] (flatten_qwen_patch_embed). Matrices as stored (never block-quantized: the
+  // 7B tower's MLP width 3420 is not whole blocks of 32), vectors f32. Refuses a backend whose
+  // activations are not f32 or without vision ops, another hidden_act than the kind's (silu,
+  // quick_gelu) and an out_hidden_size other than text_hidden.
+  Status load(WeightLoader& w, Backend& backend, const VisionConfig& v, int text_hidden);
+  // out [sum of images' tokens, text_hidden] (activation dtype) = each image's merged features,
+  // in images' order (image_tokens(grid_h, grid_w) rows each). Checks each image's grid
+  // (positive multiples of merge, at most kMaxPatches patches) and pixel count (grid_h * grid_w *
+  // patch_width() floats) before running anything. Images are encoded a few at a time, in
+  // scratch sized by the largest pass so far (allocated at the first call, regrown for a larger
+  // one). An image's features do not depend on the other images of the call (up to rounding).
+  Status encode(std::span<const StepImage> images, const Tensor& out);
+  // The work of encoding one image by the roofline rule (Model::step_cost): 2 flops per weight
+  // per patch row (merged row for the merger), the attention's 4 * hidden per (query, key) pair
+  // of each block's sequences (windows or the whole image).
+  double flops(int grid_h, int grid_w) const;
+  double weight_bytes() const { return weight_bytes_; }
+
+  static constexpr int kMaxPatches = 16384;  // an image's patches (3.2 Mpx at patch_size 14)
+
+ private:
+  struct Layer {
+    bool full = true;  // attends over the whole image (else within windows)
+    OwnedTensor norm1_w, norm1_b, qkv, qkv_b, proj, proj_b, norm2_w, norm2_b, mlp_in, mlp_in_b, mlp_out, mlp_out_b;
+  };
+  // Device copies of one layout of attention sequences (AttentionMeta), regrown as needed.
+  struct SeqLayout {
+    OwnedTensor q_start, ctx_len, block_table, attend_until;
+    AttentionMeta meta;
+    int page = 0;  // K/V rows per page: divides every sequence's length
+  };
+  struct Scratch {
+    int64_t rows = 0;  // patch rows per pass
+    OwnedTensor patches, x, normed, qkv, attn, mlp, mlp_act, k, v, merged, positions, slots, unpermute;
+    SeqLayout full, window;
+  };
+  Status check_images(std::span<const StepImage> images) const;
+  Status allocate_scratch(int64_t rows);
+  Status upload_layout(const std::vector<int32_t>& lens, SeqLayout& dst);
+  Status upload_i32(OwnedTensor& t, const std::vector<int32_t>& host);
+  Status encode_pass(const QwenVisionPass& pass, const Tensor& out);
+  void run_block(const Layer& L, int64_t n);
+  void run_merger(int64_t n, const Tensor& out);
+  Status load_block(WeightLoader& w, const std::string& prefix, int l, Layer& L);
+
+  Backend* backend_ = nullptr;
+  VisionConfig v_;
+  int text_hidden_ = 0;
+  bool qwen2_5_ = false;  // Qwen2.5-VL (RMSNorm, gated MLP, windows), else Qwen2-VL
+  OwnedTensor patch_w_, merger_norm_w_, merger_norm_b_, merger_in_, merger_in_b_, merger_out_, merger_out_b_;
+  std::vector<Layer> layers_;
+  RopeConfig rope_;
+  Scratch sc_;
+  double weight_bytes_ = 0.0;
+};
+
+// The checkpoint tensors with the patch embedding's Conv3d weight [hidden, 3, temporal_patch,
+// p, p] (visual.patch_embed.proj.weight, or model.visual.*) seen as the matrix [hidden,
+// 3 * temporal_patch * p * p] that QwenVision::load reads: its inputs in c, t, y, x order, as
+// the processor flattens a patch. Other tensors pass through unchanged.
+void flatten_qwen_patch_embed(std::map<std::string, RawTensor>& tensors);
+
+// Qwen2.5-VL's window order of one image of hm x wm merged tokens (get_window_index), windows of
+// side merged tokens: `order` gets the tokens (row-major indices) window by window, windows
+// row-major and tokens row-major inside each, and `lens` each window's token count (the last row
+// and column of windows are cut short where side does not divide hm or wm).
+void qwen_window_order(int hm, int wm, int side, std::vector<int32_t>& order, std::vector<int32_t>& lens);
+
+}  // namespace brigade

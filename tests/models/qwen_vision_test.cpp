@@ -1,0 +1,397 @@
+// The Qwen2.5-VL and Qwen2-VL vision towers against transformers (tests/fixtures/qwen2_5_vl and
+// qwen2_vl, written by scripts/make_qwen_vl_fixtures.py): each image's merged features, images
+// encoded one at a time and several in one call; mutations (the grid transposed, the windows
+// dropped) that the comparison must catch; refused grids and pixel counts; read_qwen_vl_vision
+// on the fixtures' configs and on bad ones.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "hf_fixture.h"
+#include "models/qwen_vision.h"
+#include "models/safetensors.h"
+#include "models/weight_loader.h"
+
+namespace brigade {
+namespace {
+
+using testing::fixture_dir;
+using testing::TempDir;
+
+constexpr int kTextHidden = 64;
+constexpr int kTextVocab = 320;
+// fp32 both sides, sums in other orders: the largest difference over an image's features,
+// relative to their largest magnitude.
+constexpr float kTol = 1e-4f;
+
+struct FixtureImage {
+  StepImage image;
+  std::vector<float> features;  // [tokens * 64]
+};
+
+std::vector<FixtureImage> read_images(const std::string& fixture) {
+  std::vector<FixtureImage> out;
+  auto text = read_text_file(fixture_dir(fixture) + "/expected.json");
+  EXPECT_TRUE(text.has_value()) << text.status().to_string();
+  if (!text) return out;
+  const auto j = nlohmann::json::parse(*text);
+  for (const auto& im : j.at("images")) {
+    FixtureImage f;
+    auto px = std::make_shared<std::vector<float>>();
+    for (const auto& row : im.at("pixel_values")) for (float v : row.get<std::vector<float>>()) px->push_back(v);
+    const auto thw = im.at("grid_thw").get<std::vector<int>>();
+    f.image = {0, std::move(px), thw.at(1), thw.at(2)};
+    for (const auto& row : im.at("features")) for (float v : row.get<std::vector<float>>()) f.features.push_back(v);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+nlohmann::json read_config(const std::string& fixture) {
+  return nlohmann::json::parse(read_text_file(fixture_dir(fixture) + "/config.json").value());
+}
+
+VisionKind kind_of(const std::string& fixture) {
+  return fixture == "qwen2_5_vl" ? VisionKind::qwen2_5_vl : VisionKind::qwen2_vl;
+}
+
+// A copy of the fixture's model.safetensors whose patch embedding, the Conv3d weight [h, 3, T, p,
+// p], is declared [h, 3 T, p, p] over the same bytes: read_safetensors takes at most 4
+// dimensions; flatten_qwen_patch_embed then makes it the matrix load() reads.
+std::string four_dim_copy(const std::string& fixture, const TempDir& tmp) {
+  std::ifstream in(fixture_dir(fixture) + "/model.safetensors", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), sizeof n);
+  auto header = nlohmann::json::parse(bytes.substr(8, n));
+  for (auto& [name, entry] : header.items()) {
+    if (!name.ends_with("patch_embed.proj.weight")) continue;
+    const auto s = entry.at("shape").get<std::vector<int64_t>>();
+    entry["shape"] = {s.at(0), s.at(1) * s.at(2), s.at(3), s.at(4)};
+  }
+  const std::string text = header.dump();
+  const uint64_t len = text.size();
+  std::ofstream out(tmp.file("model.safetensors"), std::ios::binary);
+  out.write(reinterpret_cast<const char*>(&len), sizeof len);
+  out << text << bytes.substr(8 + n);
+  return tmp.file("model.safetensors");
+}
+
+// A fixture's tower, loaded on the CPU backend.
+struct Tower {
+  std::unique_ptr<Backend> backend = make_cpu_backend({.n_threads = 2});
+  std::shared_ptr<MappedFile> file;
+  std::unique_ptr<Checkpoint> ck;
+  VisionConfig v;
+  QwenVision tower;
+};
+
+// v_override, when set, replaces the config's VisionConfig (a mutation of the model).
+std::unique_ptr<Tower> load_tower(const std::string& fixture, const VisionConfig* v_override = nullptr) {
+  auto t = std::make_unique<Tower>();
+  auto v = read_qwen_vl_vision(read_config(fixture), kTextVocab, kind_of(fixture));
+  EXPECT_TRUE(v.has_value()) << v.status().to_string();
+  if (!v) return nullptr;
+  t->v = v_override != nullptr ? *v_override : *v;
+  const TempDir tmp("qwen_vision");
+  auto file = MappedFile::open(four_dim_copy(fixture, tmp));
+  EXPECT_TRUE(file.has_value()) << file.status().to_string();
+  if (!file) return nullptr;
+  t->file = *file;
+  std::map<std::string, RawTensor> tensors;
+  const Status read = read_safetensors(t->file, tensors);
+  EXPECT_TRUE(read.is_ok()) << read.to_string();
+  flatten_qwen_patch_embed(tensors);
+  t->ck = Checkpoint::from_memory(fixture_dir(fixture), ModelConfig{}, std::move(tensors));
+  WeightLoader w(*t->ck, *t->backend, std::nullopt);
+  const Status loaded = t->tower.load(w, *t->backend, t->v, kTextHidden);
+  EXPECT_TRUE(loaded.is_ok()) << loaded.to_string();
+  return loaded.is_ok() ? std::move(t) : nullptr;
+}
+
+// Encodes images in one call; each image's features, in order.
+std::vector<std::vector<float>> encode(Tower& t, const std::vector<StepImage>& images) {
+  int64_t tokens = 0;
+  for (const StepImage& im : images) tokens += t.v.image_tokens(im.grid_h, im.grid_w);
+  auto buf = t.backend->allocate(static_cast<size_t>(tokens * kTextHidden) * sizeof(float));
+  EXPECT_TRUE(buf.has_value());
+  const Tensor out = buf->view(DType::f32, {tokens, kTextHidden});
+  const Status st = t.tower.encode(images, out);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  std::vector<float> all(static_cast<size_t>(tokens * kTextHidden));
+  t.backend->download(all.data(), out);
+  std::vector<std::vector<float>> each;
+  size_t at = 0;
+  for (const StepImage& im : images) {
+    const size_t n = static_cast<size_t>(t.v.image_tokens(im.grid_h, im.grid_w)) * kTextHidden;
+    each.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(at), all.begin() + static_cast<std::ptrdiff_t>(at + n));
+    at += n;
+  }
+  return each;
+}
+
+// max |got - want| / max |want|; infinite for a size mismatch or a NaN.
+float relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return INFINITY;
+  float diff = 0.0f, scale = 0.0f;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const float d = std::fabs(got[i] - want[i]);
+    diff = std::max(diff, std::isnan(d) ? INFINITY : d);
+    scale = std::max(scale, std::fabs(want[i]));
+  }
+  return diff / scale;
+}
+
+// A fixture's images and tower, for each of the two families.
+class QwenVisionFixture : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    images_ = read_images(GetParam());
+    ASSERT_EQ(images_.size(), 3u);
+    t_ = load_tower(GetParam());
+    ASSERT_NE(t_, nullptr);
+  }
+  // Encodes the fixture's images `which` in one call and compares each with transformers'.
+  void expect_features(const std::vector<size_t>& which) {
+    std::vector<StepImage> batch;
+    for (size_t i : which) batch.push_back(images_[i].image);
+    const auto got = encode(*t_, batch);
+    for (size_t k = 0; k < which.size(); ++k)
+      EXPECT_LE(relative_error(got.at(k), images_[which[k]].features), kTol) << "image " << which[k] << " at " << k;
+  }
+  std::vector<FixtureImage> images_;
+  std::unique_ptr<Tower> t_;
+};
+
+TEST_P(QwenVisionFixture, EachImageAloneGivesTransformersFeatures) {
+  for (size_t i = 0; i < images_.size(); ++i) expect_features({i});
+}
+
+// The three images in one call, in another order and one twice: one pass, each image's rows,
+// windows and merged tokens beside the others'.
+TEST_P(QwenVisionFixture, SeveralImagesInOneCallGiveEachImagesFeatures) { expect_features({2, 0, 1, 2}); }
+
+// A call with a larger image than the scratch was made for regrows it; a call of more images
+// than one pass takes (kImagesPerPass) runs in several, each image's features unchanged.
+TEST_P(QwenVisionFixture, ScratchRegrowsAndManyImagesRunInSeveralPasses) {
+  expect_features({2});
+  expect_features({0});
+  std::vector<size_t> many;
+  for (size_t k = 0; k < 70; ++k) many.push_back((k * 2 + 1) % 3);
+  expect_features(many);
+}
+
+// The comparison catches a tower that swaps the rotary's row and column positions: the same
+// pixels read as a transposed grid (its own positions and, for Qwen2.5-VL, windows) are far off.
+TEST_P(QwenVisionFixture, ATransposedGridMovesTheFeaturesBeyondTolerance) {
+  for (size_t i : {0, 1}) {  // non-square grids
+    StepImage swapped = images_[i].image;
+    std::swap(swapped.grid_h, swapped.grid_w);
+    EXPECT_GT(relative_error(encode(*t_, {swapped}).at(0), images_[i].features), 100 * kTol) << "image " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(QwenVision, QwenVisionFixture, ::testing::Values("qwen2_5_vl", "qwen2_vl"));
+
+// Qwen2.5-VL with every block attending over the whole image: images of several windows move
+// far beyond tolerance; the 6x6 image, one window, does not move.
+TEST(QwenVision, WithoutWindowsQwen25MovesImagesOfSeveralWindowsOnly) {
+  const auto images = read_images("qwen2_5_vl");
+  ASSERT_EQ(images.size(), 3u);
+  VisionConfig v = read_qwen_vl_vision(read_config("qwen2_5_vl"), kTextVocab, VisionKind::qwen2_5_vl).value();
+  v.fullatt_blocks = {0, 1, 2};
+  auto t = load_tower("qwen2_5_vl", &v);
+  ASSERT_NE(t, nullptr);
+  EXPECT_GT(relative_error(encode(*t, {images[0].image}).at(0), images[0].features), 100 * kTol);
+  EXPECT_GT(relative_error(encode(*t, {images[1].image}).at(0), images[1].features), 100 * kTol);
+  EXPECT_LE(relative_error(encode(*t, {images[2].image}).at(0), images[2].features), kTol);
+}
+
+TEST(QwenVision, WindowOrderFollowsGetWindowIndex) {
+  std::vector<int32_t> order, lens;
+  qwen_window_order(4, 6, 3, order, lens);  // windows 3x3, 3x3, 1x3, 1x3
+  EXPECT_EQ(lens, (std::vector<int32_t>{9, 9, 3, 3}));
+  EXPECT_EQ(std::vector<int32_t>(order.begin(), order.begin() + 9),
+            (std::vector<int32_t>{0, 1, 2, 6, 7, 8, 12, 13, 14}));
+  EXPECT_EQ(std::vector<int32_t>(order.begin() + 18, order.end()), (std::vector<int32_t>{18, 19, 20, 21, 22, 23}));
+  qwen_window_order(5, 2, 3, order, lens);  // 3x2, 2x2
+  EXPECT_EQ(lens, (std::vector<int32_t>{6, 4}));
+  qwen_window_order(3, 3, 3, order, lens);
+  EXPECT_EQ(lens, (std::vector<int32_t>{9}));
+}
+
+TEST(QwenVision, RefusesBadGridsAndPixelCountsNamingTheImage) {
+  const auto images = read_images("qwen2_5_vl");
+  ASSERT_EQ(images.size(), 3u);
+  auto t = load_tower("qwen2_5_vl");
+  ASSERT_NE(t, nullptr);
+  auto buf = t->backend->allocate(1024 * kTextHidden * sizeof(float));
+  ASSERT_TRUE(buf.has_value());
+  auto refused = [&](StepImage bad, const std::string& says) {
+    const std::vector<StepImage> batch = {images[2].image, bad};  // the bad one second: nothing runs
+    const Status st = t->tower.encode(batch, buf->view(DType::f32, {9 + 1, kTextHidden}));
+    EXPECT_FALSE(st.is_ok()) << says;
+    EXPECT_NE(st.message().find("image 1"), std::string::npos) << st.to_string();
+    EXPECT_NE(st.message().find(says), std::string::npos) << st.to_string();
+  };
+  StepImage odd = images[0].image;
+  odd.grid_h = 3, odd.grid_w = 32;  // 96 patches, but not whole merge blocks
+  refused(odd, "multiples of spatial_merge_size 2");
+  StepImage empty = images[0].image;
+  empty.grid_h = 0;
+  refused(empty, "multiples of spatial_merge_size 2");
+  StepImage huge = images[0].image;
+  huge.grid_h = 130, huge.grid_w = 130;
+  refused(huge, "more than the 16384");
+  StepImage short_pixels = images[0].image;
+  short_pixels.grid_w = 10;  // 80 patches' worth of floats wanted, 96 given
+  refused(short_pixels, "needs 7680 floats");
+  StepImage none = images[0].image;
+  none.pixels = nullptr;
+  refused(none, "got 0");
+}
+
+TEST(QwenVision, LoadRefusesAMergerOfAnotherWidth) {
+  VisionConfig v = read_qwen_vl_vision(read_config("qwen2_vl"), kTextVocab, VisionKind::qwen2_vl).value();
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto ck = Checkpoint::from_memory("none", ModelConfig{}, {});
+  WeightLoader w(*ck, *backend, std::nullopt);
+  QwenVision tower;
+  const Status st = tower.load(w, *backend, v, 128);
+  EXPECT_NE(st.message().find("differs from the language model's hidden_size 128"), std::string::npos)
+      << st.to_string();
+}
+
+TEST(QwenVision, FlopsCountWindowsAsSmallerSequences) {
+  auto t25 = load_tower("qwen2_5_vl");
+  ASSERT_NE(t25, nullptr);
+  VisionConfig full = t25->v;
+  full.fullatt_blocks = {0, 1, 2};
+  auto t_full = load_tower("qwen2_5_vl", &full);
+  ASSERT_NE(t_full, nullptr);
+  EXPECT_GT(t25->tower.flops(8, 12), 0.0);
+  EXPECT_LT(t25->tower.flops(8, 12), t_full->tower.flops(8, 12));
+  EXPECT_DOUBLE_EQ(t25->tower.flops(6, 6), t_full->tower.flops(6, 6));  // one window
+  EXPECT_GT(t25->tower.weight_bytes(), 0.0);
+}
+
+// ---- read_qwen_vl_vision ----
+
+TEST(QwenVisionConfig, ReadsTheFixtureConfigs) {
+  auto v = read_qwen_vl_vision(read_config("qwen2_5_vl"), kTextVocab, VisionKind::qwen2_5_vl);
+  ASSERT_TRUE(v.has_value()) << v.status().to_string();
+  EXPECT_EQ(v->kind, VisionKind::qwen2_5_vl);
+  EXPECT_TRUE(v->present() && v->dynamic());
+  EXPECT_EQ(std::make_tuple(v->n_layers, v->hidden_size, v->intermediate_size, v->n_heads, v->out_hidden_size),
+            std::make_tuple(3, 32, 48, 2, 64));
+  EXPECT_EQ(std::make_tuple(v->patch_size, v->merge, v->temporal_patch, v->window_size), std::make_tuple(4, 2, 2, 24));
+  EXPECT_EQ(v->fullatt_blocks, std::vector<int>{1});
+  EXPECT_EQ(v->hidden_act, "silu");
+  EXPECT_EQ(std::make_tuple(v->image_token, v->boi_token, v->eoi_token), std::make_tuple(302, 300, 301));
+  EXPECT_FLOAT_EQ(v->eps, 1e-6f);
+  EXPECT_EQ(v->patch_width(), 96);
+  EXPECT_EQ(v->image_tokens(8, 12), 24);
+
+  auto v2 = read_qwen_vl_vision(read_config("qwen2_vl"), kTextVocab, VisionKind::qwen2_vl);
+  ASSERT_TRUE(v2.has_value()) << v2.status().to_string();
+  EXPECT_EQ(v2->kind, VisionKind::qwen2_vl);
+  // embed_dim is the width, hidden_size the merger's output, the MLP embed_dim * mlp_ratio.
+  EXPECT_EQ(std::make_tuple(v2->n_layers, v2->hidden_size, v2->intermediate_size, v2->n_heads, v2->out_hidden_size),
+            std::make_tuple(2, 32, 64, 2, 64));
+  EXPECT_EQ(v2->hidden_act, "quick_gelu");  // absent from the config: Qwen2VLVisionConfig's default
+  EXPECT_TRUE(v2->fullatt_blocks.empty());
+  EXPECT_EQ(v2->image_token, 302);
+}
+
+TEST(QwenVisionConfig, LeftOutFieldsTakeTransformersDefaults) {
+  const auto j = nlohmann::json::parse(R"({"vision_config": {}})");
+  auto v = read_qwen_vl_vision(j, 152064, VisionKind::qwen2_5_vl);
+  ASSERT_TRUE(v.has_value()) << v.status().to_string();
+  EXPECT_EQ(std::make_tuple(v->n_layers, v->hidden_size, v->intermediate_size, v->n_heads, v->out_hidden_size),
+            std::make_tuple(32, 3584, 3420, 16, 3584));
+  EXPECT_EQ(std::make_tuple(v->patch_size, v->merge, v->temporal_patch, v->window_size),
+            std::make_tuple(14, 2, 2, 112));
+  EXPECT_EQ(v->fullatt_blocks, (std::vector<int>{7, 15, 23, 31}));
+  EXPECT_EQ(std::make_tuple(v->image_token, v->boi_token, v->eoi_token), std::make_tuple(151655, 151652, 151653));
+  auto v2 = read_qwen_vl_vision(nlohmann::json::object(), 152064, VisionKind::qwen2_vl);
+  ASSERT_TRUE(v2.has_value()) << v2.status().to_string();
+  EXPECT_EQ(std::make_tuple(v2->n_layers, v2->hidden_size, v2->intermediate_size, v2->out_hidden_size),
+            std::make_tuple(32, 1280, 5120, 3584));
+}
+
+TEST(QwenVisionConfig, TokenIdsComeFromTheTopLevelElseTextConfig) {
+  auto j = read_config("qwen2_5_vl");
+  j.erase("image_token_id");
+  j.erase("vision_end_token_id");
+  j["text_config"] = {{"image_token_id", 310}, {"vision_start_token_id", 311}, {"vision_end_token_id", 312}};
+  auto v = read_qwen_vl_vision(j, kTextVocab, VisionKind::qwen2_5_vl);
+  ASSERT_TRUE(v.has_value()) << v.status().to_string();
+  EXPECT_EQ(std::make_tuple(v->image_token, v->boi_token, v->eoi_token), std::make_tuple(310, 300, 312));
+}
+
+TEST(QwenVisionConfig, RefusesWhatTheTowerCannotRunNamingTheField) {
+  struct Bad {
+    std::string fixture;
+    nlohmann::json vision;  // merged into vision_config
+    nlohmann::json top;     // merged into the top level
+    std::string says;
+  };
+  const std::vector<Bad> bad = {
+      {"qwen2_5_vl", {{"hidden_act", "gelu"}}, {}, "vision_config.hidden_act 'gelu'; supported: silu"},
+      {"qwen2_vl", {{"hidden_act", "silu"}}, {}, "vision_config.hidden_act 'silu'; supported: quick_gelu"},
+      {"qwen2_vl", {{"in_chans", 4}}, {}, "vision_config.in_channels 4"},
+      {"qwen2_5_vl", {{"num_heads", 3}}, {}, "num_heads 3"},
+      {"qwen2_5_vl", {{"hidden_size", 24}, {"num_heads", 4}}, {}, "multiple of 4"},
+      {"qwen2_5_vl", {{"window_size", 4}}, {}, "vision_config.window_size 4"},
+      {"qwen2_5_vl", {{"fullatt_block_indexes", {1, 3}}}, {}, "vision_config.fullatt_block_indexes"},
+      {"qwen2_5_vl", {{"fullatt_block_indexes", 1}}, {}, "vision_config.fullatt_block_indexes"},
+      {"qwen2_5_vl", {{"depth", 0}}, {}, "vision_config.depth must be positive"},
+      {"qwen2_vl", {{"embed_dim", 0}}, {}, "vision_config.embed_dim must be positive"},
+      {"qwen2_vl", {{"mlp_ratio", "four"}}, {}, "'mlp_ratio'"},
+      {"qwen2_5_vl", {{"patch_size", {14, 14}}}, {}, "'patch_size'"},
+      {"qwen2_5_vl", {{"spatial_merge_size", 0}}, {}, "vision_config.spatial_merge_size"},
+      {"qwen2_5_vl", {}, {{"image_token_id", 400}}, "image_token_id 400"},
+      {"qwen2_5_vl", {}, {{"vision_config", 7}}, "vision_config is not an object"},
+  };
+  for (const Bad& b : bad) {
+    auto j = read_config(b.fixture);
+    if (!b.vision.is_null()) j["vision_config"].update(b.vision);
+    if (!b.top.is_null()) j.update(b.top);
+    auto v = read_qwen_vl_vision(j, kTextVocab, kind_of(b.fixture));
+    ASSERT_FALSE(v.has_value()) << b.says;
+    EXPECT_NE(v.status().message().find(b.says), std::string::npos) << v.status().to_string();
+  }
+}
+
+// ---- the Backend ops the towers added ----
+
+TEST(QwenVision, GeluAndQuickGeluMatchTheirFormulas) {
+  auto backend = make_cpu_backend({.n_threads = 2});
+  std::vector<float> x;
+  for (int i = -40; i <= 40; ++i) x.push_back(0.15f * static_cast<float>(i));
+  auto buf = backend->allocate(x.size() * sizeof(float));
+  ASSERT_TRUE(buf.has_value());
+  const Tensor t = buf->view(DType::f32, {1, static_cast<int64_t>(x.size())});
+  std::vector<float> got(x.size());
+  backend->upload(t, x.data());
+  backend->gelu(t);
+  backend->download(got.data(), t);
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(got[i], 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0))), 1e-6) << x[i];
+  backend->upload(t, x.data());
+  backend->quick_gelu(t);
+  backend->download(got.data(), t);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(got[i], x[i] / (1.0 + std::exp(-1.702 * x[i])), 1e-6) << x[i];
+}
+
+}  // namespace
+}  // namespace brigade
