@@ -71,14 +71,17 @@ std::shared_ptr<const std::vector<float>> pixels_of(capnp::Data::Reader data) {
   return px;
 }
 
-void encode_images(const std::vector<std::shared_ptr<const std::vector<float>>>& images,
-                   capnp::List<schema::ImageInput>::Builder out) {
-  for (unsigned k = 0; k < images.size(); ++k) out[k].setPixels(pixels_data(*images[k]));
+void encode_images(const std::vector<SeqImage>& images, capnp::List<schema::ImageInput>::Builder out) {
+  for (unsigned k = 0; k < images.size(); ++k) {
+    if (images[k].pixels != nullptr) out[k].setPixels(pixels_data(*images[k].pixels));
+    out[k].setGridH(images[k].grid_h);
+    out[k].setGridW(images[k].grid_w);
+  }
 }
 
-std::vector<std::shared_ptr<const std::vector<float>>> decode_images(capnp::List<schema::ImageInput>::Reader in) {
-  std::vector<std::shared_ptr<const std::vector<float>>> out;
-  for (auto im : in) out.push_back(pixels_of(im.getPixels()));
+std::vector<SeqImage> decode_images(capnp::List<schema::ImageInput>::Reader in) {
+  std::vector<SeqImage> out;
+  for (auto im : in) out.push_back({0, pixels_of(im.getPixels()), im.getGridH(), im.getGridW()});
   return out;
 }
 
@@ -112,8 +115,11 @@ step_plan_msg encode_step_plan(const PlannedStep& step) {
         for (unsigned k = 0; k < w.images.size(); ++k) {
           images[k].setPosition(w.images[k].position);
           images[k].setPixels(pixels_data(*w.images[k].pixels));
+          images[k].setGridH(w.images[k].grid_h);
+          images[k].setGridW(w.images[k].grid_w);
         }
       }
+      s.setRopeDelta(w.rope_delta);
     }
     auto rel = b.initReleased(static_cast<unsigned>(step.released.size()));
     for (unsigned i = 0; i < step.released.size(); ++i) rel.set(i, step.released[i]);
@@ -143,7 +149,9 @@ PlannedStep decode_step_plan(schema::StepPlan::Reader plan) {
     w.pooling = static_cast<Pooling>(s.getPooling());
     w.lora = s.getLora();
     w.mtp_drafts = s.getMtpDrafts();
-    for (auto im : s.getImages()) w.images.push_back({im.getPosition(), pixels_of(im.getPixels())});
+    for (auto im : s.getImages())
+      w.images.push_back({im.getPosition(), pixels_of(im.getPixels()), im.getGridH(), im.getGridW()});
+    w.rope_delta = s.getRopeDelta();
     step.n_tokens += static_cast<int>(w.tokens.size());
     step.seqs.push_back(std::move(w));
   }

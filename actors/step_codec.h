@@ -19,9 +19,9 @@ kj::ArrayPtr<const kj::byte> pixels_data(const std::vector<float>& pixels);
 std::shared_ptr<const std::vector<float>> pixels_of(capnp::Data::Reader data);
 
 // A request's images (GenerateRequest.images, KvHandoff.images) as messages carry them.
-void encode_images(const std::vector<std::shared_ptr<const std::vector<float>>>& images,
-                   capnp::List<schema::ImageInput>::Builder out);
-std::vector<std::shared_ptr<const std::vector<float>>> decode_images(capnp::List<schema::ImageInput>::Reader in);
+// Pixels and grid travel; positions do not (the scheduler finds them in the prompt).
+void encode_images(const std::vector<SeqImage>& images, capnp::List<schema::ImageInput>::Builder out);
+std::vector<SeqImage> decode_images(capnp::List<schema::ImageInput>::Reader in);
 
 step_plan_msg encode_step_plan(const PlannedStep& step);
 PlannedStep decode_step_plan(schema::StepPlan::Reader plan);

@@ -12,12 +12,15 @@
 
 namespace brigade {
 
-// An image of a prompt (mirrors schema::SeqImage): its tokens_per_image image tokens start at
-// `position`; pixels as models/model.h StepImage takes them, shared by the request, its
-// sequence and every chunk that carries it.
+// An image of a prompt (mirrors schema::SeqImage): its image tokens (VisionConfig::image_tokens
+// of its grid) start at `position`; pixels and grid as models/model.h StepImage takes them,
+// shared by the request, its sequence and every chunk that carries it. A request's images
+// (SeqRequest::images) have no position yet (0) until the scheduler finds their tokens.
 struct SeqImage {
   int32_t position = 0;
   std::shared_ptr<const std::vector<float>> pixels;
+  int32_t grid_h = 0;
+  int32_t grid_w = 0;
 };
 
 // One sequence's part of a step (mirrors schema::SeqWork).
@@ -50,6 +53,7 @@ struct SeqWorkItem {
   uint32_t lora = 0;              // LoRA adapter id (SeqWork.lora; StepBatch::lora)
   int mtp_drafts = 0;             // MTP drafts to propose after the step (SeqWork.mtpDrafts)
   std::vector<SeqImage> images;   // the images whose tokens the chunk holds, each whole (SeqWork.images)
+  int32_t rope_delta = 0;         // M-RoPE: rotary positions behind start_pos (SeqWork.ropeDelta)
 };
 
 // The MTP module's proposal for a sequence after a step (mirrors schema::SeqDrafts).

@@ -59,15 +59,19 @@ struct GenerateRequest {
                                    # the pooled hidden state (TokenEvent.embedding)
   lora @10 :UInt32;                # LoRA adapter id (0 = base; i = EngineOptions::lora_modules[i - 1])
   skipSpecialTokens @11 :Bool = true;  # false: special tokens' text (but EOS's) stays in the output
-  images @12 :List(ImageInput);    # a prompt's images (a model with a vision tower, Gemma 3): the
+  images @12 :List(ImageInput);    # a prompt's images (a model with a vision tower): the
                                    # k-th run of image tokens in the tokenized prompt is images[k];
                                    # a text prompt's k-th begin-of-image token is expanded into
-                                   # that run by the tokenizer (as Gemma3Processor does)
+                                   # that run by the tokenizer (as Gemma3Processor / Qwen2VLProcessor do)
 }
 
 struct ImageInput {
   pixels @0 :Data;                 # [3, S, S] f32 little-endian, channels first, normalised as the
-                                   # model's image processor does (models/image_processor.h)
+                                   # model's image processor does (models/image_processor.h); a
+                                   # dynamic-resolution image (Qwen2-VL family): the processor's
+                                   # patch rows [gridH * gridW, patch width] (models/model.h StepImage)
+  gridH @1 :Int32;                 # patches per column / row of a dynamic image; 0 for fixed-size
+  gridW @2 :Int32;
 }
 
 # How a pooling request's final-norm hidden states become one vector (models/pooling.h).

@@ -43,12 +43,16 @@ struct SeqWork {
                                    # method mtp) drafts up to this many tokens after the step's
                                    # last token for the sequence (StepResult.drafts); needs sample
   images @16 :List(SeqImage);      # the images whose tokens this chunk holds, each whole
+  ropeDelta @17 :Int32;            # M-RoPE models: how far the sequence's rotary positions run
+                                   # behind its token positions at startPos (models/mrope.h)
 }
 
-# An image of a prompt chunk: its tokens_per_image image tokens start at `position`.
+# An image of a prompt chunk: its image tokens (VisionConfig::image_tokens) start at `position`.
 struct SeqImage {
   position @0 :Int32;
   pixels @1 :Data;                 # as Req.ImageInput.pixels
+  gridH @2 :Int32;                 # as Req.ImageInput
+  gridW @3 :Int32;
 }
 
 struct StepPlan {

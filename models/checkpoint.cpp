@@ -5,6 +5,7 @@
 #include <set>
 
 #include "models/gemma_config.h"
+#include "models/qwen_vl_config.h"
 #include "models/gguf_checkpoint.h"
 #include "models/llama2c.h"
 #include "models/safetensors.h"
@@ -74,7 +75,8 @@ Status Checkpoint::open_directory() {
     BRIGADE_RETURN_IF_ERROR(read_safetensors(file, tensors_));
     files_.push_back(std::move(file));
   }
-  if (config_.multimodal_text) tensors_ = gemma3_tensors(std::move(tensors_));
+  if (config_.multimodal_text)
+    tensors_ = config_.vision.dynamic() ? qwen_vl_tensors(std::move(tensors_)) : gemma3_tensors(std::move(tensors_));
   return Status::ok();
 }
 

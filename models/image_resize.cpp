@@ -106,9 +106,8 @@ std::vector<uint8_t> resample_columns(const std::vector<uint8_t>& in, int w, int
   return out;
 }
 
-}  // namespace
-
-Image resize_rgb(const Image& src, int width, int height, Resample filter) {
+// The horizontal pass (when the width changes), then the vertical one (when the height does).
+Image resize_horizontal_first(const Image& src, int width, int height, Resample filter) {
   BRIGADE_CHECK(width >= 1 && height >= 1 && width <= kMaxImageSide && height <= kMaxImageSide,
                 "resize target within [1, kMaxImageSide] per side");
   BRIGADE_CHECK(src.rgb.size() == size_t(src.width) * src.height * 3 && !src.rgb.empty(),
@@ -132,6 +131,19 @@ Image resize_rgb(const Image& src, int width, int height, Resample filter) {
   }
   out.rgb = height != src.height ? resample_columns(rows, width, row_offset, vertical) : std::move(rows);
   return out;
+}
+
+}  // namespace
+
+// Pillow 13 (libImaging/Resample.c, ImagingResampleInner; 11.0 always ran the horizontal pass
+// first) runs the vertical pass first when the height shrinks by more than twice as many pixels
+// as the width. Each pass rounds to uint8, so the order shows in the bytes; a resize that keeps
+// a side runs only the other pass, so two calls make the vertical-first order.
+Image resize_rgb(const Image& src, int width, int height, Resample filter) {
+  const int shrink_h = src.height - height, shrink_w = src.width - width;
+  if (shrink_h > 0 && shrink_h > 2 * shrink_w)
+    return resize_horizontal_first(resize_horizontal_first(src, src.width, height, filter), width, height, filter);
+  return resize_horizontal_first(src, width, height, filter);
 }
 
 }  // namespace brigade

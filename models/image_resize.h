@@ -22,9 +22,9 @@ namespace brigade {
 // preprocessor_config.json's `resample` holds.
 enum class Resample : int { bilinear = 2, bicubic = 3 };
 
-// Image.resize((width, height), filter) of src's RGB pixels. The result has no alpha (composite
-// first: image_processor.h). width and height in [1, kMaxImageSide]; a resize to src's own size
-// returns a copy, as Pillow does.
+// Image.resize((width, height), filter) of src's RGB pixels, as Pillow 13 computes it (both
+// passes' order included). The result has no alpha (composite first: image_processor.h). width
+// and height in [1, kMaxImageSide]; a resize to src's own size returns a copy, as Pillow does.
 Image resize_rgb(const Image& src, int width, int height, Resample filter);
 
 }  // namespace brigade

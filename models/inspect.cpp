@@ -64,8 +64,20 @@ std::string format_model_info(const ModelInfo& m) {
   std::string s;
   s += "path:          " + m.path + "\n";
   s += "format:        " + m.format + "\n";
-  s += "architecture:  " + c.arch + (c.multimodal_text ? " (the language model of Gemma3ForConditionalGeneration)" : "") + "\n";
-  if (c.vision.present()) {
+  const char* whole = c.vision.kind == VisionKind::qwen2_5_vl ? "Qwen2_5_VLForConditionalGeneration"
+                      : c.vision.kind == VisionKind::qwen2_vl ? "Qwen2VLForConditionalGeneration"
+                                                              : "Gemma3ForConditionalGeneration";
+  s += "architecture:  " + c.arch + (c.multimodal_text ? std::string(" (the language model of ") + whole + ")" : "") + "\n";
+  if (c.vision.present() && c.vision.dynamic()) {
+    const VisionConfig& v = c.vision;
+    s += "vision:        " + std::string(whole).substr(0, std::string(whole).find("For")) + " ViT " +
+         std::to_string(v.n_layers) + " layers, hidden " + std::to_string(v.hidden_size) + ", images of any size in " +
+         std::to_string(v.patch_size) + "-pixel patches, a token per " + std::to_string(v.merge) + "x" +
+         std::to_string(v.merge) + " patches (image token " + std::to_string(v.image_token) +
+         "; M-RoPE sections " + std::to_string(c.mrope_section.size() == 3 ? c.mrope_section[0] : 0) + "/" +
+         std::to_string(c.mrope_section.size() == 3 ? c.mrope_section[1] : 0) + "/" +
+         std::to_string(c.mrope_section.size() == 3 ? c.mrope_section[2] : 0) + "; the CPU backend runs it at tp 1)\n";
+  } else if (c.vision.present()) {
     const VisionConfig& v = c.vision;
     s += "vision:        SigLIP " + std::to_string(v.n_layers) + " layers, hidden " + std::to_string(v.hidden_size) +
          ", " + std::to_string(v.image_size) + "x" + std::to_string(v.image_size) + " images in " +

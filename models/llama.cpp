@@ -6,6 +6,8 @@
 #include "models/load_progress.h"
 #include "models/decoder_ends.h"
 #include "models/gemma3_vision.h"
+#include "models/mrope.h"
+#include "models/qwen_vision.h"
 #include "models/lora.h"
 #include "models/mtp_module.h"
 #include "models/moe_block.h"
@@ -105,7 +107,7 @@ class LlamaModel final : public Model {
   Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
   int n_mtp_layers() const override { return with_mtp_ ? 1 : 0; }
   Status forward_mtp(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
-  bool has_vision() const override { return vision_ != nullptr; }
+  bool has_vision() const override { return vision_ != nullptr || qwen_vision_ != nullptr; }
   int64_t n_params() const override { return n_params_; }
   int64_t weight_bytes() const override { return weight_bytes_; }
   StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const override;
@@ -121,8 +123,13 @@ class LlamaModel final : public Model {
  private:
   Status load_layer(WeightLoader& w, int l, DecoderLayer& layer);
   Status load_mtp(WeightLoader& w);
-  // Gemma 3's vision tower, where the backend runs it at tp 1 (else the model serves text).
+  // Gemma 3's or the Qwen2-VL family's vision tower, where the backend runs it at tp 1 (else the
+  // model serves text).
   Status load_vision(WeightLoader& w);
+  // M-RoPE (ModelConfig::mrope_section): a step with images or shifted sequences has its three
+  // planes of rotary positions uploaded (models/mrope.h) and rotates with rope_m_; false: the
+  // step's own positions and rope_ (every plane would equal them).
+  Status begin_mrope(const StepBatch& batch);
   // The step's images encoded into the rows of their tokens in residual [n, hidden].
   Status put_images(const StepBatch& batch, const Tensor& residual);
   int n_kv_layers() const { return config_.n_layers + n_mtp_layers(); }
@@ -163,6 +170,10 @@ class LlamaModel final : public Model {
   float embed_scale_ = 0.0f;  // ModelConfig::embed_scale rounded to the activation dtype, as transformers does
   std::unique_ptr<LoraSet> lora_;  // the served LoRA adapters; null when none
   std::unique_ptr<Gemma3Vision> vision_;  // null: text only (Model::has_vision)
+  std::unique_ptr<QwenVision> qwen_vision_;  // the Qwen2-VL family's tower instead; null: none
+  RopeConfig rope_m_;                     // rope_ with ModelConfig::mrope_section as its sections
+  OwnedTensor mrope_pos_;                 // [3 * max_batch_tokens] i32: a step's planes (begin_mrope)
+  bool mrope_step_ = false;               // this step rotates by mrope_pos_ with rope_m_
   OwnedTensor image_feats_;               // [max_batch_tokens, hidden] a step's image features
   OwnedTensor image_rows_;                // [max_batch_tokens] i32 the rows they replace
   int64_t vision_params_ = 0, vision_bytes_ = 0;  // the tower's part of n_params_ / weight_bytes_
@@ -201,6 +212,10 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
             ends_.step_bytes(config_, n, rows > 0) + kv_bytes_per_token * (kv_read + n);
   if (vision_ != nullptr && !b.images.empty()) {  // the tower reads its weights once per pass
     c.flops += static_cast<double>(b.images.size()) * vision_->flops_per_image();
+    c.bytes += static_cast<double>(vision_bytes_);
+  }
+  if (qwen_vision_ != nullptr && !b.images.empty()) {
+    for (const StepImage& im : b.images) c.flops += qwen_vision_->flops(im.grid_h, im.grid_w);
     c.bytes += static_cast<double>(vision_bytes_);
   }
   return c;
@@ -305,6 +320,8 @@ Status LlamaModel::load(const Checkpoint& ck) {
   rope_.inv_freq = rope_inv_freq_scaled(c.rope_theta, c.rope_dims(), c.rope_scaling);
   rope_.attention_factor = rope_attention_factor(c.rope_scaling);
   rope_local_ = rope_;
+  rope_m_ = rope_;
+  rope_m_.sections = c.mrope_section;
   if (c.rope_local_theta > 0.0f) {
     rope_local_.inv_freq = rope_inv_freq(c.rope_local_theta, c.rope_dims());
     rope_local_.attention_factor = 1.0f;
@@ -333,8 +350,14 @@ Status LlamaModel::load_mtp(WeightLoader& w) {
 
 Status LlamaModel::load_vision(WeightLoader& w) {
   const int64_t params = w.n_params(), bytes = w.n_bytes();
-  vision_ = std::make_unique<Gemma3Vision>();
-  BRIGADE_RETURN_IF_ERROR(vision_->load(w, backend_, config_.vision, config_.hidden_size));
+  if (config_.vision.dynamic()) {
+    qwen_vision_ = std::make_unique<QwenVision>();
+    BRIGADE_RETURN_IF_ERROR(qwen_vision_->load(w, backend_, config_.vision, config_.hidden_size));
+    BRIGADE_ASSIGN_OR_RETURN(mrope_pos_, alloc_tensor(backend_, DType::i32, 1, 3 * int64_t{options_.max_batch_tokens}));
+  } else {
+    vision_ = std::make_unique<Gemma3Vision>();
+    BRIGADE_RETURN_IF_ERROR(vision_->load(w, backend_, config_.vision, config_.hidden_size));
+  }
   vision_params_ = w.n_params() - params, vision_bytes_ = w.n_bytes() - bytes;
   const int64_t t = options_.max_batch_tokens;
   BRIGADE_ASSIGN_OR_RETURN(image_feats_, alloc_tensor(backend_, backend_.activation_dtype(), t, config_.hidden_size));
@@ -343,16 +366,31 @@ Status LlamaModel::load_vision(WeightLoader& w) {
 }
 
 Status LlamaModel::put_images(const StepBatch& batch, const Tensor& residual) {
-  const int64_t t = config_.vision.tokens_per_image, n = static_cast<int64_t>(batch.images.size()) * t;
-  const Tensor feats = image_feats_.tensor.rows(0, n);
-  BRIGADE_RETURN_IF_ERROR(vision_->encode(batch.images, feats));
   std::vector<int32_t> rows;
-  rows.reserve(static_cast<size_t>(n));
-  for (const StepImage& im : batch.images)
-    for (int64_t j = 0; j < t; ++j) rows.push_back(im.row + static_cast<int32_t>(j));
+  for (const StepImage& im : batch.images) {
+    const int t = config_.vision.image_tokens(im.grid_h, im.grid_w);
+    for (int j = 0; j < t; ++j) rows.push_back(im.row + j);
+  }
+  const int64_t n = static_cast<int64_t>(rows.size());
+  const Tensor feats = image_feats_.tensor.rows(0, n);
+  if (qwen_vision_ != nullptr) BRIGADE_RETURN_IF_ERROR(qwen_vision_->encode(batch.images, feats));
+  else BRIGADE_RETURN_IF_ERROR(vision_->encode(batch.images, feats));
   const Tensor row_ids(image_rows_.tensor.data, DType::i32, {n});
   backend_.upload(row_ids, rows.data());
   backend_.scatter_rows(residual, row_ids, feats);
+  return Status::ok();
+}
+
+Status LlamaModel::begin_mrope(const StepBatch& batch) {
+  mrope_step_ = false;
+  if (config_.mrope_section.empty()) return Status::ok();
+  const bool shifted = std::any_of(batch.rope_delta.begin(), batch.rope_delta.end(), [](int32_t d) { return d != 0; });
+  if (batch.images.empty() && !shifted) return Status::ok();
+  if (qwen_vision_ == nullptr)  // only images shift the positions, and only a loaded tower takes them
+    return unsupported("this model's vision tower is not loaded here: a step with M-RoPE shifts is refused");
+  const std::vector<int32_t> planes = mrope_positions(batch, config_.vision.merge);
+  backend_.upload(Tensor(mrope_pos_.tensor.data, DType::i32, {static_cast<int64_t>(planes.size())}), planes.data());
+  mrope_step_ = true;
   return Status::ok();
 }
 
@@ -384,13 +422,13 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor qkv = scratch_.qkv.tensor.rows(0, n);
   const Tensor attn = scratch_.attn.tensor.rows(0, n);
-  const Tensor positions = ints_.positions(n);
+  const Tensor positions = mrope_step_ ? Tensor(mrope_pos_.tensor.data, DType::i32, {3 * int64_t{n}}) : ints_.positions(n);
   const Tensor slots = ints_.slots(n);
   layer.attn.qkv.matmul(backend_, normed, layer.attn.qkv_bias.tensor, qkv);
   if (lora_) lora_->apply(layer_index(layer), LoraProj::qkv, normed, qkv);
   if (!layer.attn.q_norm.tensor.empty())
     backend_.qk_head_norm(qkv, l, layer.attn.q_norm.tensor, layer.attn.k_norm.tensor, config_.rms_eps);
-  backend_.rope(qkv, l, positions, rope);
+  backend_.rope(qkv, l, positions, mrope_step_ ? rope_m_ : rope);
   backend_.write_kv(cache, qkv, l, slots);
   const float scale =
       config_.attn_scale > 0.0f ? config_.attn_scale : 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
@@ -450,6 +488,7 @@ Expected<StepBounds> LlamaModel::begin_step(const StepBatch& batch, const KvCach
   BRIGADE_RETURN_IF_ERROR(lora_ ? lora_->begin_step(batch) : check_no_lora(batch));
   BRIGADE_ASSIGN_OR_RETURN(const std::vector<int32_t> attend_until, check_step_images(batch, config_.vision, has_vision()));
   BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch, attend_until));
+  BRIGADE_RETURN_IF_ERROR(begin_mrope(batch));
   return bounds;
 }
 

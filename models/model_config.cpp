@@ -7,6 +7,7 @@
 #include "models/config_json.h"
 #include "models/deepseek_config.h"
 #include "models/gemma_config.h"
+#include "models/qwen_vl_config.h"
 
 namespace brigade {
 namespace {
@@ -19,7 +20,8 @@ constexpr const char* kSupported =
     "MixtralForCausalLM (mixtral), "
     "DeepseekV2ForCausalLM (deepseek_v2), DeepseekV3ForCausalLM (deepseek_v3), Phi3ForCausalLM (phi3), "
     "Gemma2ForCausalLM (gemma2), Gemma3ForCausalLM (gemma3_text), Gemma3ForConditionalGeneration (gemma3: its "
-    "language model), GptOssForCausalLM (gpt_oss), Glm4MoeForCausalLM (glm4_moe)";
+    "language model), GptOssForCausalLM (gpt_oss), Glm4MoeForCausalLM (glm4_moe), Qwen2VLForConditionalGeneration "
+    "(qwen2_vl), Qwen2_5_VLForConditionalGeneration (qwen2_5_vl)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -358,6 +360,20 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
     BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
     c.multimodal_text = true;
     BRIGADE_ASSIGN_OR_RETURN(c.vision, read_gemma3_vision(j, c.vocab_size));
+    return c;
+  }
+  if (is_qwen_vl(j)) {  // its language model, with M-RoPE, and its tower (models/qwen_vl_config.h)
+    std::vector<int> mrope;
+    BRIGADE_ASSIGN_OR_RETURN(json text, qwen_vl_text_config(j, &mrope));
+    BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
+    c.multimodal_text = true;
+    int sum = 0;
+    for (int s : mrope) sum += s;
+    if (mrope.size() != 3 || sum != c.rope_dims() / 2)
+      return invalid_argument("config.json: rope_scaling.mrope_section must be 3 sizes (temporal, height, width) summing "
+                              "to head_dim / 2 = " + std::to_string(c.rope_dims() / 2));
+    c.mrope_section = std::move(mrope);
+    BRIGADE_ASSIGN_OR_RETURN(c.vision, read_qwen_vl_vision(j, c.vocab_size, qwen_vl_kind(j)));
     return c;
   }
   BRIGADE_ASSIGN_OR_RETURN(std::string arch, detect_arch(j));

@@ -128,19 +128,6 @@ ImageProcessorConfig pixel_steps(const QwenImageProcessorConfig& c) {
           .do_convert_rgb = false};
 }
 
-// Image.resize((width, height), filter) as Pillow 13 computes it. Pillow 13 (a change after
-// 11.0, which always ran the horizontal pass first, as resize_rgb does) runs the vertical pass
-// first when the height shrinks by more than twice as many pixels as the width
-// (libImaging/Resample.c, ImagingResampleInner); each pass rounds to uint8, so the order shows.
-// A resize that keeps a side runs only the other pass, so two calls make that order.
-// TODO: move this rule into resize_rgb (Gemma 3's preprocessing needs it too), then drop this.
-Image resize_as_pillow(const Image& src, int width, int height, Resample filter) {
-  const int shrink_h = src.height - height, shrink_w = src.width - width;
-  if (shrink_h > 0 && shrink_h > 2 * shrink_w)
-    return resize_rgb(resize_rgb(src, src.width, height, filter), width, height, filter);
-  return resize_rgb(src, width, height, filter);
-}
-
 // The path of the model's preprocessor_config.json, else of its processor_config.json, in the
 // directory `model_path` is (or is in); empty when it has neither.
 std::string processor_config_file(const std::string& model_path) {
@@ -286,7 +273,7 @@ Expected<PatchedImage> preprocess_qwen(const Image& image, const QwenImageProces
   const Image rgb = config.do_convert_rgb && image.has_alpha() ? composite_on_white(image) : Image{};
   const Image& src = rgb.rgb.empty() ? image : rgb;
   const std::vector<float> chw =
-      config.do_resize ? preprocess(resize_as_pillow(src, width, height, config.resample), pixel_steps(config))
+      config.do_resize ? preprocess(resize_rgb(src, width, height, config.resample), pixel_steps(config))
                        : preprocess(src, pixel_steps(config));
   return patchify(chw, height, width, config);
 }
@@ -298,6 +285,20 @@ Expected<QwenImageProcessorConfig> model_qwen_image_processor(const std::string&
   auto config = parse_qwen_image_processor_config(text);
   if (!config) return Status(config.status().code(), file + ": " + config.status().message());
   return config;
+}
+
+Status bound_qwen_pixels(QwenImageProcessorConfig& c, int64_t min_pixels, int64_t max_pixels, int64_t max_tokens) {
+  if (min_pixels > 0 && max_pixels > 0 && min_pixels > max_pixels)
+    return invalid_argument("min_pixels " + std::to_string(min_pixels) + " exceeds max_pixels " + std::to_string(max_pixels));
+  if (min_pixels > 0) c.min_pixels = min_pixels;
+  if (max_pixels > 0) c.max_pixels = max_pixels;
+  const int64_t per_token = int64_t{c.factor()} * c.factor();
+  if (max_tokens > 0) {
+    if (max_tokens * per_token < per_token) return invalid_argument("an image needs room for at least one token");
+    c.max_pixels = std::min(c.max_pixels, max_tokens * per_token);
+  }
+  c.min_pixels = std::min(c.min_pixels, c.max_pixels);
+  return Status::ok();
 }
 
 Expected<PatchedImage> qwen_image_pixels(std::span<const uint8_t> bytes, const QwenImageProcessorConfig& config) {

@@ -107,6 +107,13 @@ Expected<PatchedImage> preprocess_qwen(const Image& image, const QwenImageProces
 // parse_qwen_image_processor_config's errors, prefixed with the file's path.
 Expected<QwenImageProcessorConfig> model_qwen_image_processor(const std::string& model_path);
 
+// Bounds a deployment sets on the processor file's (vLLM's --mm-processor-kwargs): min_pixels
+// and max_pixels replace the file's where > 0; then max_pixels is lowered so that no image has
+// more than max_tokens tokens (factor()^2 pixels each; 0 = no such bound), and min_pixels to at
+// most max_pixels. invalid_argument when max_tokens cannot hold one token or min exceeds max as
+// given.
+Status bound_qwen_pixels(QwenImageProcessorConfig& config, int64_t min_pixels, int64_t max_pixels, int64_t max_tokens);
+
 // decode_image then preprocess_qwen: a PNG or JPEG file's bytes to the encoder's input. Their errors.
 Expected<PatchedImage> qwen_image_pixels(std::span<const uint8_t> bytes, const QwenImageProcessorConfig& config);
 

@@ -37,8 +37,9 @@ Expected<RawTensor> parse_entry(const MappedFile& file, const std::string& name,
   t.name = name;
   t.file = file.path();
   BRIGADE_ASSIGN_OR_RETURN(t.dtype, safetensors_dtype(dt->get<std::string>(), where));
-  if (sh->size() > static_cast<size_t>(kMaxDims))
-    return unsupported(where + ": " + std::to_string(sh->size()) + " dimensions (at most 4 supported)");
+  // Up to 8 dimensions are read (a Conv3d weight has 5, the Qwen2-VL patch embedding's); the
+  // dimensions past the fourth fold into it, row-major, so that the tensor fits a Tensor.
+  if (sh->size() > 8) return unsupported(where + ": " + std::to_string(sh->size()) + " dimensions (at most 8 supported)");
   uint64_t numel = 1;
   for (const auto& d : *sh) {
     if (!d.is_number_unsigned()) return corrupt(where + ": shape must hold non-negative integers");
@@ -46,7 +47,8 @@ Expected<RawTensor> parse_entry(const MappedFile& file, const std::string& name,
     if (v > (1ull << 40) || (v != 0 && numel > (1ull << 40) / v))
       return corrupt(where + ": shape is implausibly large");
     numel *= v;
-    t.shape.push_back(static_cast<int64_t>(v));
+    if (t.shape.size() < static_cast<size_t>(kMaxDims)) t.shape.push_back(static_cast<int64_t>(v));
+    else t.shape.back() *= static_cast<int64_t>(v);
   }
   if (!(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned())
     return corrupt(where + ": data_offsets must be non-negative integers");

@@ -111,15 +111,22 @@ Status check_hidden_rows(const StepBatch& b, int max_batch_tokens, int64_t hidde
 }
 
 Expected<std::vector<int32_t>> check_step_images(const StepBatch& b, const VisionConfig& v, bool loaded) {
+  if (!b.rope_delta.empty() && b.rope_delta.size() != b.ctx_len.size())
+    return invalid_argument("rope_delta has " + str(static_cast<int64_t>(b.rope_delta.size())) + " entries for " +
+                            str(b.n_seqs()) + " sequences");
   if (b.images.empty()) return std::vector<int32_t>();
   if (!loaded)
     return unsupported(v.present() ? "this model's vision tower is not loaded here (it runs on the CPU backend at tp 1); "
                                      "send text only"
                                    : "this model takes text only: it has no vision tower");
-  const int n = b.n_tokens(), t = v.tokens_per_image;
+  const int n = b.n_tokens();
   std::vector<int32_t> until(b.positions.begin(), b.positions.end());
   std::vector<bool> taken(static_cast<size_t>(n), false);
   for (const StepImage& im : b.images) {
+    if (v.dynamic() && (im.grid_h <= 0 || im.grid_w <= 0 || im.grid_h % v.merge != 0 || im.grid_w % v.merge != 0))
+      return invalid_argument("the image at row " + str(im.row) + " has a grid of " + str(im.grid_h) + " x " +
+                              str(im.grid_w) + " patches; each side must be a positive multiple of " + str(v.merge));
+    const int t = v.image_tokens(im.grid_h, im.grid_w);
     if (im.row < 0 || im.row + t > n)
       return invalid_argument("an image at row " + str(im.row) + " needs rows up to " + str(int64_t{im.row} + t) +
                               " of a step of " + str(n));
@@ -137,6 +144,7 @@ Expected<std::vector<int32_t>> check_step_images(const StepBatch& b, const Visio
       until[static_cast<size_t>(r)] = b.positions[static_cast<size_t>(im.row + t - 1)];
     }
   }
+  if (v.dynamic()) return std::vector<int32_t>();  // the Qwen2-VL family's images attend causally
   return until;
 }
 

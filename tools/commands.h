@@ -20,6 +20,7 @@ struct ExecutorFlags {
   std::string device;   // cpu, cuda, cuda:N
   std::string weights;  // auto, f32, bf16, fp8, q8_0, q4_0, q4_1
   std::string speculative_config;  // vLLM's --speculative-config JSON (parse_speculative_json)
+  std::string mm_processor_kwargs;  // vLLM's --mm-processor-kwargs JSON: min_pixels, max_pixels
 };
 // Registers --device, --weights and --speculative-config on `cmd`.
 void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags);

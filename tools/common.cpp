@@ -10,6 +10,8 @@
 
 #include <pthread.h>
 
+#include <nlohmann/json.hpp>
+
 #include "models/make_model.h"
 #include "tools/commands.h"
 #include "cpu/openblas_core.h"
@@ -28,6 +30,28 @@ void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags) {
                   "Speculative decoding, as vLLM's flag: JSON with method (ngram, draft_model, mtp or deepseek_mtp: "
                   "DeepSeek-V3's own MTP module), num_speculative_tokens, model (a draft checkpoint), "
                   "prompt_lookup_min/max, disable_by_batch_size, min_acceptance, kv_tokens (default: the topology's)");
+  cmd->add_option("--mm-processor-kwargs", flags.mm_processor_kwargs,
+                  "Image processor settings, as vLLM's flag: JSON with min_pixels and/or max_pixels, the bounds of a "
+                  "Qwen2-VL / Qwen2.5-VL image's pixels after resizing (default: the model's preprocessor_config.json, "
+                  "max_pixels lowered to what one step can take)");
+}
+
+// --mm-processor-kwargs: {"min_pixels": N, "max_pixels": N}, positive integers; other keys are
+// refused by name (brigade's processors take no others).
+Status parse_mm_processor_kwargs(const std::string& text, EngineOptions& options) {
+  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return invalid_argument("--mm-processor-kwargs: not a JSON object: " + text);
+  for (const auto& [key, value] : j.items()) {
+    int64_t* field = key == "min_pixels" ? &options.image_min_pixels : key == "max_pixels" ? &options.image_max_pixels : nullptr;
+    if (field == nullptr)
+      return invalid_argument("--mm-processor-kwargs: '" + key + "' is not supported; supported: min_pixels, max_pixels");
+    if (!value.is_number_integer() || value.get<int64_t>() <= 0)
+      return invalid_argument("--mm-processor-kwargs: " + key + " must be a positive integer");
+    *field = value.get<int64_t>();
+  }
+  if (options.image_min_pixels > 0 && options.image_max_pixels > 0 && options.image_min_pixels > options.image_max_pixels)
+    return invalid_argument("--mm-processor-kwargs: min_pixels exceeds max_pixels");
+  return Status::ok();
 }
 
 // Flags apply to every instance's executor (two instances on one --device GPU are refused by
@@ -40,6 +64,7 @@ Status apply_executor_flags(const ExecutorFlags& flags, EngineOptions& options) 
     if (!flags.speculative_config.empty())
       BRIGADE_RETURN_IF_ERROR(parse_speculative_json(flags.speculative_config, inst.scheduler.speculative));
   }
+  if (!flags.mm_processor_kwargs.empty()) BRIGADE_RETURN_IF_ERROR(parse_mm_processor_kwargs(flags.mm_processor_kwargs, options));
   return Status::ok();
 }
 

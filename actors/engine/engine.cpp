@@ -33,6 +33,8 @@
 #include "actors/station/station_actor.h"
 #include "actors/step_codec.h"
 #include "models/image_processor.h"
+#include "models/qwen_image_processor.h"
+#include "models/qwen_vision.h"
 #include "actors/tokenizer/tokenizer_actor.h"
 #include "core/json_schema.h"
 #include "core/logging.h"
@@ -383,10 +385,14 @@ class EngineImpl final : public Engine {
     if (!tokenizer_model_) return not_found("this model has no tokenizer");
     return tokenizer_model_->decode(ids);
   }
-  Expected<std::shared_ptr<const std::vector<float>>> load_image(std::span<const uint8_t> bytes) const override {
+  Expected<ImagePixels> load_image(std::span<const uint8_t> bytes) const override {
+    if (qwen_image_processor_) {
+      BRIGADE_ASSIGN_OR_RETURN(PatchedImage image, qwen_image_pixels(bytes, *qwen_image_processor_));
+      return ImagePixels{std::make_shared<const std::vector<float>>(std::move(image.pixels)), image.grid_h, image.grid_w};
+    }
     if (!image_processor_) return image_processor_.status();
     BRIGADE_ASSIGN_OR_RETURN(std::vector<float> pixels, image_pixels(bytes, *image_processor_));
-    return std::make_shared<const std::vector<float>>(std::move(pixels));
+    return ImagePixels{std::make_shared<const std::vector<float>>(std::move(pixels))};
   }
   EngineStats stats() const override {
     EngineStats sum;
@@ -532,6 +538,7 @@ class EngineImpl final : public Engine {
   std::shared_ptr<const Tokenizer> tokenizer_model_;
   // The model's image processor (load_image); the reason when no instance takes images.
   Expected<ImageProcessorConfig> image_processor_ = unsupported("this model takes text only: no vision tower runs here");
+  std::optional<QwenImageProcessorConfig> qwen_image_processor_;  // the Qwen2-VL family's, when it loaded
   ModelSummary summary_;
   LoraSlots lora_slots_;  // adapter ids of requests (slots), their adapters and running requests
   Expected<ChatTemplate> chat_template_ = not_found("this model has no chat template");
@@ -699,10 +706,30 @@ Status EngineImpl::start(const EngineOptions& options) {
     if (l) summary_.hidden_size = l->ranks.front()->model->config().hidden_size;
   for (const auto& l : loaded)
     if (l && l->ranks.front()->model->has_vision()) {
-      summary_.image_size = l->ranks.front()->model->config().vision.image_size;
-      summary_.tokens_per_image = l->ranks.front()->model->config().vision.tokens_per_image;
+      const VisionConfig& v = l->ranks.front()->model->config().vision;
+      summary_.image_size = v.image_size;
+      summary_.tokens_per_image = v.tokens_per_image;
+      summary_.image_merge = v.dynamic() ? v.merge : 0;
     }
-  if (summary_.image_size > 0) {
+  if (summary_.image_merge > 0) {
+    // Every image load_image makes must run: in one step of each instance that takes images, and
+    // through the tower.
+    int64_t max_tokens = QwenVision::kMaxPatches / (int64_t{summary_.image_merge} * summary_.image_merge);
+    for (size_t i = 0; i < loaded.size(); ++i)
+      if (loaded[i] && loaded[i]->ranks.front()->model->has_vision())
+        max_tokens = std::min<int64_t>(max_tokens, configs[i].scheduler.max_step_tokens);
+    auto qwen = model_qwen_image_processor(path);
+    Status bounded = qwen ? bound_qwen_pixels(*qwen, options.image_min_pixels, options.image_max_pixels, max_tokens)
+                          : qwen.status();
+    if (bounded.is_ok()) {
+      qwen_image_processor_ = *qwen;
+      spdlog::info("engine: images are resized to {}..{} pixels ({} tokens at most: max_step_tokens and the tower)",
+                   qwen->min_pixels, qwen->max_pixels, qwen->max_pixels / (int64_t{qwen->factor()} * qwen->factor()));
+    } else {
+      image_processor_ = bounded;
+      spdlog::warn("engine: images cannot be loaded from files: {}", bounded.message());
+    }
+  } else if (summary_.image_size > 0) {
     image_processor_ = model_image_processor(path, summary_.image_size);
     if (!image_processor_) spdlog::warn("engine: images cannot be loaded from files: {}", image_processor_.status().message());
   }
@@ -810,7 +837,13 @@ Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling
     b.setSkipSpecialTokens(request.skip_special_tokens);
     b.setPriority(request.priority);
     b.setLora(static_cast<uint32_t>(lora));
-    encode_images(request.images, b.initImages(static_cast<unsigned>(request.images.size())));
+    auto images = b.initImages(static_cast<unsigned>(request.images.size()));
+    for (unsigned k = 0; k < request.images.size(); ++k) {
+      const ImagePixels& im = request.images[k];
+      if (im.pixels != nullptr) images[k].setPixels(pixels_data(*im.pixels));
+      images[k].setGridH(im.grid_h);
+      images[k].setGridW(im.grid_w);
+    }
     auto labels = b.initLabels(static_cast<unsigned>(request.labels.size()));
     for (unsigned i = 0; i < request.labels.size(); ++i) {
       labels[i].setKey(request.labels[i].first);

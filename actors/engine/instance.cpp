@@ -14,6 +14,7 @@
 #include "core/in_process_communicator.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/membw.h"
+#include "models/qwen_vision.h"
 #ifdef BRIGADE_HAVE_CUDA
 #include "gpu/cuda_backend.h"
 #include "gpu/roofline.h"
@@ -262,11 +263,21 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   setup.limits.chunked_prefill = inst.scheduler.chunked_prefill;
   setup.limits.prefix_cache = inst.cache.radix;
   if (res->model->has_vision()) {  // requests with images; the others' images are refused
-    setup.limits.image_token = mc.vision.image_token;
-    setup.limits.tokens_per_image = mc.vision.tokens_per_image;
-    setup.limits.image_size = mc.vision.image_size;
-    spdlog::info("engine: instance '{}': images of {}x{} pixels, {} tokens each (vision tower on {})", inst.name,
-                 mc.vision.image_size, mc.vision.image_size, mc.vision.tokens_per_image, res->backend->name());
+    const VisionConfig& v = mc.vision;
+    setup.limits.image_token = v.image_token;
+    if (v.dynamic()) {
+      setup.limits.image_merge = v.merge;
+      setup.limits.image_patch_width = v.patch_width();
+      setup.limits.max_image_patches = QwenVision::kMaxPatches;
+      spdlog::info("engine: instance '{}': images of any size in {}-pixel patches, a token per {}x{} patches, at most "
+                   "{} patches (vision tower on {})", inst.name, v.patch_size, v.merge, v.merge, QwenVision::kMaxPatches,
+                   res->backend->name());
+    } else {
+      setup.limits.tokens_per_image = v.tokens_per_image;
+      setup.limits.image_size = v.image_size;
+      spdlog::info("engine: instance '{}': images of {}x{} pixels, {} tokens each (vision tower on {})", inst.name,
+                   v.image_size, v.image_size, v.tokens_per_image, res->backend->name());
+    }
   } else if (mc.vision.present()) {
     spdlog::warn("engine: instance '{}': the checkpoint's vision tower runs on the CPU backend at tp 1; this instance "
                  "serves text only", inst.name);

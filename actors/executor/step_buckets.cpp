@@ -45,6 +45,7 @@ void pad_to_bucket(StepBatch& batch, const StepBucket& bucket, std::vector<int32
     batch.slots.push_back(-1);
     batch.ctx_len.push_back(1);
     if (!batch.lora.empty()) batch.lora.push_back(0);  // padding runs the base
+    if (!batch.rope_delta.empty()) batch.rope_delta.push_back(0);
     batch.q_start.push_back(s + 1);
     feed.push_back(-1);
   }

@@ -68,11 +68,12 @@ Status StepRunner::build_batch(const PlannedStep& step, bool with_pooling) {
         return invalid_argument("sequence " + std::to_string(w.seq_id) + " has an image at position " +
                                 std::to_string(im.position) + " outside its chunk [" + std::to_string(w.start_pos) +
                                 ", " + std::to_string(ctx) + ")");
-      batch_.images.push_back({batch_.q_start.back() + (im.position - w.start_pos), im.pixels});
+      batch_.images.push_back({batch_.q_start.back() + (im.position - w.start_pos), im.pixels, im.grid_h, im.grid_w});
     }
     batch_.q_start.push_back(batch_.n_tokens());
     batch_.ctx_len.push_back(ctx);
     batch_.lora.push_back(static_cast<int32_t>(w.lora));
+    batch_.rope_delta.push_back(w.rope_delta);
     batch_.block_table.insert(batch_.block_table.end(), w.block_table.begin(), w.block_table.end());
     batch_.block_table.resize(static_cast<size_t>(batch_.n_seqs()) * static_cast<size_t>(max_blocks), 0);
     if (w.sample) {  // the last position, or with drafts the last n_draft + 1

@@ -120,11 +120,18 @@ struct SchedulerLimits {
   double prefill_us_per_token = 0;
   SpeculativeLimits spec;
   PdRole role = PdRole::both;  // PD separation (brigade/topology.h)
-  // Images (policy_images.cpp): a run of tokens_per_image image_token ids in a prompt is one
-  // image of the request; 0 = the model takes text only.
+  // Images (policy_images.cpp): a run of image_token ids in a prompt is one image of the request:
+  // tokens_per_image of them for fixed-size images of [3, image_size, image_size] f32 pixels
+  // (Gemma 3); (grid_h / image_merge) * (grid_w / image_merge) for dynamic-resolution images of
+  // [grid_h * grid_w, image_patch_width] f32 patch rows (the Qwen2-VL family, whose M-RoPE
+  // positions SeqWorkItem::rope_delta carries). Neither set = the model takes text only.
   int32_t image_token = -1;
   int tokens_per_image = 0;
-  int image_size = 0;  // an image's pixels are [3, image_size, image_size] f32
+  int image_size = 0;
+  int image_merge = 0;
+  int64_t image_patch_width = 0;
+  int max_image_patches = 0;  // dynamic: the tower's bound on grid_h * grid_w (0 = none)
+  bool takes_images() const { return tokens_per_image > 0 || image_merge > 0; }
   Status validate() const;
 };
 
@@ -145,9 +152,9 @@ struct SeqRequest {
   int priority = 0;                  // higher first
   Pooling pooling = Pooling::none;   // not none: an embedding request (max_tokens 0; above)
   uint32_t lora = 0;                 // LoRA adapter id (0 = base); keys its prefix-cache pages
-  // The prompt's images, in the order of their runs of image tokens (SchedulerLimits): pixels as
-  // models/model.h StepImage takes them.
-  std::vector<std::shared_ptr<const std::vector<float>>> images;
+  // The prompt's images, in the order of their runs of image tokens (SchedulerLimits): pixels and
+  // grid as models/model.h StepImage takes them (positions unset).
+  std::vector<SeqImage> images;
 };
 
 // Where the policy gets pages and gives them back (the scheduler's lease on the KV pool).
@@ -370,6 +377,7 @@ class SchedulerPolicy {
     std::vector<float> embedding;  // pooling: the pooled vector, once the prompt has run
     std::vector<SeqImage> images;        // the prompt's images at their positions (find_images)
     std::vector<uint64_t> image_hashes;  // XXH3 of each image's pixels: their prefix-cache keys
+    std::vector<int32_t> image_tokens;   // each image's token count
   };
   struct StepEntry {
     uint64_t seq_id;
@@ -427,8 +435,10 @@ class SchedulerPolicy {
   // The longest prefix of at most n tokens that does not end inside an image (a prefix-cache
   // match is cut back to it, so the image's rows are computed together).
   int image_safe_prefix(const Seq& s, int n) const;
-  // The item's images: those whose tokens its chunk holds.
+  // The item's images (those whose tokens its chunk holds) and its rope_delta (M-RoPE).
   void plan_images(const Seq& s, SeqWorkItem& w) const;
+  // An image's token count (its grid's, or tokens_per_image).
+  int image_token_count(const SeqImage& im) const;
   // Replaces the image tokens of a prefix-cache key with keys from each image's hash.
   void key_images(const Seq& s, std::vector<int32_t>& key) const;
   // ---- LoRA adapters (policy_lora.cpp) ----

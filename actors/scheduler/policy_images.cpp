@@ -1,4 +1,4 @@
-// SchedulerPolicy with images (a model with a vision tower, Gemma 3; docs/architecture.md
+// SchedulerPolicy with images (a model with a vision tower: Gemma 3, the Qwen2-VL family; docs/architecture.md
 // "Images"): where a prompt's images lie, chunks that never split one, and prefix-cache keys
 // that tell one image from another.
 #include <xxhash.h>
@@ -7,20 +7,59 @@
 #include <climits>
 
 #include "actors/scheduler/policy.h"
+#include "models/mrope.h"
 
 namespace brigade {
 
+int SchedulerPolicy::image_token_count(const SeqImage& im) const {
+  if (limits_.image_merge <= 0) return limits_.tokens_per_image;
+  return (im.grid_h / limits_.image_merge) * (im.grid_w / limits_.image_merge);
+}
+
+namespace {
+
+// The request's image k as the scheduler checks it: pixels of the right size (fixed) or a grid
+// of whole merge blocks whose patch rows the pixels fill (dynamic).
+Status check_image(const SeqImage& im, size_t k, const SchedulerLimits& l) {
+  const std::string which = "image " + std::to_string(k);
+  const size_t got = im.pixels == nullptr ? 0 : im.pixels->size();
+  if (l.image_merge <= 0) {
+    const size_t n_floats = size_t{3} * static_cast<size_t>(l.image_size) * static_cast<size_t>(l.image_size);
+    if (got != n_floats)
+      return invalid_argument(which + " must be [3, " + std::to_string(l.image_size) + ", " + std::to_string(l.image_size) +
+                              "] pixels (" + std::to_string(n_floats) + " floats); got " + std::to_string(got));
+    return Status::ok();
+  }
+  const int m = l.image_merge;
+  if (im.grid_h <= 0 || im.grid_w <= 0 || im.grid_h % m != 0 || im.grid_w % m != 0)
+    return invalid_argument(which + " has a grid of " + std::to_string(im.grid_h) + " x " + std::to_string(im.grid_w) +
+                            " patches; each side must be a positive multiple of the merge size " + std::to_string(m));
+  const int64_t patches = int64_t{im.grid_h} * im.grid_w;
+  if (l.max_image_patches > 0 && patches > l.max_image_patches)
+    return invalid_argument(which + " has " + std::to_string(patches) + " patches; the vision tower takes at most " +
+                            std::to_string(l.max_image_patches) + " (resize it smaller)");
+  if (static_cast<int64_t>(got) != patches * l.image_patch_width)
+    return invalid_argument(which + " of " + std::to_string(im.grid_h) + " x " + std::to_string(im.grid_w) +
+                            " patches must be " + std::to_string(patches * l.image_patch_width) + " floats (" +
+                            std::to_string(l.image_patch_width) + " per patch); got " + std::to_string(got));
+  return Status::ok();
+}
+
+}  // namespace
+
 Status SchedulerPolicy::find_images(Seq& s) const {
   const auto& prompt = s.req.prompt;
-  const int t = limits_.tokens_per_image;
   s.images.clear();
   s.image_hashes.clear();
-  if (t <= 0) {
+  s.image_tokens.clear();
+  if (!limits_.takes_images()) {
     if (!s.req.images.empty()) return unsupported("this model takes text only: it has no vision tower (send no images)");
     return Status::ok();
   }
+  for (size_t k = 0; k < s.req.images.size(); ++k) BRIGADE_RETURN_IF_ERROR(check_image(s.req.images[k], k, limits_));
   // Runs of the image token, each one image's placeholders (the processor writes begin- and
   // end-of-image tokens around them, so two images never touch).
+  size_t n_runs = 0;
   for (size_t i = 0; i < prompt.size();) {
     if (prompt[i] != limits_.image_token) {
       ++i;
@@ -28,51 +67,63 @@ Status SchedulerPolicy::find_images(Seq& s) const {
     }
     size_t j = i;
     while (j < prompt.size() && prompt[j] == limits_.image_token) ++j;
-    if (static_cast<int>(j - i) != t)
-      return invalid_argument("the prompt has a run of " + std::to_string(j - i) + " image tokens at position " +
-                              std::to_string(i) + "; an image is exactly " + std::to_string(t) + " image tokens");
-    const size_t k = s.images.size();
-    if (k < s.req.images.size()) s.images.push_back({static_cast<int32_t>(i), s.req.images[k]});
-    else s.images.push_back({static_cast<int32_t>(i), nullptr});
+    const size_t k = n_runs++;
+    if (k < s.req.images.size()) {
+      SeqImage im = s.req.images[k];
+      im.position = static_cast<int32_t>(i);
+      const int t = image_token_count(im);
+      if (static_cast<int>(j - i) != t)
+        return invalid_argument("the prompt has a run of " + std::to_string(j - i) + " image tokens at position " +
+                                std::to_string(i) + "; image " + std::to_string(k) + " is exactly " + std::to_string(t) +
+                                " image tokens");
+      s.images.push_back(std::move(im));
+      s.image_tokens.push_back(t);
+    }
     i = j;
   }
-  if (s.images.size() != s.req.images.size())
-    return invalid_argument("the prompt has " + std::to_string(s.images.size()) + " image(s) of image tokens but the request " +
+  if (n_runs != s.req.images.size())
+    return invalid_argument("the prompt has " + std::to_string(n_runs) + " image(s) of image tokens but the request " +
                             std::to_string(s.req.images.size()) + " image(s)");
-  if (!s.images.empty() && t > limits_.max_step_tokens)
-    return invalid_argument("an image takes " + std::to_string(t) + " tokens, which must run in one step, but a step holds " +
-                            std::to_string(limits_.max_step_tokens) + " (max_step_tokens)");
-  const size_t n_floats = size_t{3} * static_cast<size_t>(limits_.image_size) * static_cast<size_t>(limits_.image_size);
-  for (const SeqImage& im : s.images) {
-    if (im.pixels == nullptr || im.pixels->size() != n_floats)
-      return invalid_argument("an image must be [3, " + std::to_string(limits_.image_size) + ", " +
-                              std::to_string(limits_.image_size) + "] pixels (" + std::to_string(n_floats) +
-                              " floats); got " + std::to_string(im.pixels == nullptr ? 0 : im.pixels->size()));
-    s.image_hashes.push_back(XXH3_64bits(im.pixels->data(), im.pixels->size() * sizeof(float)));
+  for (size_t k = 0; k < s.images.size(); ++k) {
+    if (s.image_tokens[k] > limits_.max_step_tokens)
+      return invalid_argument("image " + std::to_string(k) + " takes " + std::to_string(s.image_tokens[k]) +
+                              " tokens, which must run in one step, but a step holds " +
+                              std::to_string(limits_.max_step_tokens) + " (max_step_tokens)");
+    const SeqImage& im = s.images[k];
+    uint64_t h = XXH3_64bits(im.pixels->data(), im.pixels->size() * sizeof(float));
+    if (limits_.image_merge > 0) h = XXH3_64bits_withSeed(&im.grid_h, sizeof(im.grid_h), h ^ static_cast<uint64_t>(im.grid_w));
+    s.image_hashes.push_back(h);
   }
   return Status::ok();
 }
 
 int SchedulerPolicy::chunk_within_images(const Seq& s, int n) const {
-  const int start = s.n_scheduled, end = start + n, t = limits_.tokens_per_image;
-  for (const SeqImage& im : s.images) {
-    const int p = im.position;
-    if (p < end && end < p + t) return std::max(0, p - start);  // ends inside: stop before it, or wait
+  const int start = s.n_scheduled, end = start + n;
+  for (size_t k = 0; k < s.images.size(); ++k) {
+    const int p = s.images[k].position;
+    if (p < end && end < p + s.image_tokens[k]) return std::max(0, p - start);  // ends inside: stop before it, or wait
   }
   return n;
 }
 
 int SchedulerPolicy::image_safe_prefix(const Seq& s, int n) const {
-  for (const SeqImage& im : s.images)
-    if (im.position < n && n < im.position + limits_.tokens_per_image) return im.position;
+  for (size_t k = 0; k < s.images.size(); ++k)
+    if (s.images[k].position < n && n < s.images[k].position + s.image_tokens[k]) return s.images[k].position;
   return n;
 }
 
 void SchedulerPolicy::plan_images(const Seq& s, SeqWorkItem& w) const {
-  if (w.use_last_sampled) return;
   const int end = w.start_pos + static_cast<int>(w.tokens.size()) - w.n_draft;
-  for (const SeqImage& im : s.images)
-    if (im.position >= w.start_pos && im.position + limits_.tokens_per_image <= end) w.images.push_back(im);
+  for (size_t k = 0; k < s.images.size(); ++k) {
+    const SeqImage& im = s.images[k];
+    const int t = s.image_tokens[k];
+    if (im.position + t <= w.start_pos) {  // wholly before the chunk: M-RoPE shifts what follows
+      if (limits_.image_merge > 0)
+        w.rope_delta += mrope_image_shift(im.grid_h / limits_.image_merge, im.grid_w / limits_.image_merge);
+    } else if (!w.use_last_sampled && im.position >= w.start_pos && im.position + t <= end) {
+      w.images.push_back(im);
+    }
+  }
 }
 
 // Image token j of an image becomes INT32_MIN + a 30-bit mix of the image's pixel hash and j:
@@ -82,7 +133,7 @@ void SchedulerPolicy::plan_images(const Seq& s, SeqWorkItem& w) const {
 // the hash chains of the HiCache tiers.
 void SchedulerPolicy::key_images(const Seq& s, std::vector<int32_t>& key) const {
   for (size_t k = 0; k < s.images.size(); ++k)
-    for (int j = 0; j < limits_.tokens_per_image; ++j) {
+    for (int j = 0; j < s.image_tokens[k]; ++j) {
       const size_t pos = static_cast<size_t>(s.images[k].position + j);
       if (pos == 0 || pos >= key.size()) continue;
       uint64_t x = s.image_hashes[k] + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(j + 1);

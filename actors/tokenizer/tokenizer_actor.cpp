@@ -53,8 +53,10 @@ generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vect
 }
 
 // The prompt text with each image marker expanded; invalid_argument when the markers and the
-// request's n_images disagree, unsupported for images to a model that takes none.
-Expected<std::string> expand_image_markers(std::string_view text, unsigned n_images, const ImageMarkers& m) {
+// request's images disagree, unsupported for images to a model that takes none.
+Expected<std::string> expand_image_markers(std::string_view text, capnp::List<schema::ImageInput>::Reader images,
+                                           const ImageMarkers& m) {
+  const unsigned n_images = images.size();
   if (n_images == 0) return std::string(text);
   if (m.marker.empty()) return unsupported("this model takes text only: it has no vision tower (send no images)");
   std::string out;
@@ -62,7 +64,18 @@ Expected<std::string> expand_image_markers(std::string_view text, unsigned n_ima
   size_t at = 0;
   for (size_t hit; (hit = text.find(m.marker, at)) != std::string_view::npos; at = hit + m.marker.size()) {
     out.append(text.substr(at, hit - at));
-    out += m.expansion;
+    int tokens = m.tokens_per_image;
+    if (m.merge > 0 && n_markers < n_images) {
+      const auto im = images[n_markers];
+      if (im.getGridH() <= 0 || im.getGridW() <= 0 || im.getGridH() % m.merge != 0 || im.getGridW() % m.merge != 0)
+        return invalid_argument("image " + std::to_string(n_markers) + " has a grid of " + std::to_string(im.getGridH()) +
+                                " x " + std::to_string(im.getGridW()) +
+                                " patches; each side must be a positive multiple of the merge size " + std::to_string(m.merge));
+      tokens = (im.getGridH() / m.merge) * (im.getGridW() / m.merge);
+    }
+    out += m.before;
+    for (int i = 0; i < tokens; ++i) out += m.image_piece;
+    out += m.after;
     ++n_markers;
   }
   out.append(text.substr(at));
@@ -105,7 +118,7 @@ void on_request(tokenizer_ptr self, const generate_request_msg& msg) {
                  error_event(id, invalid_argument("this model has no tokenizer: send the prompt as token ids")));
       return;
     }
-    auto text = expand_image_markers(to_string_view(r.getPrompt().getText()), r.getImages().size(), st.images);
+    auto text = expand_image_markers(to_string_view(r.getPrompt().getText()), r.getImages(), st.images);
     if (!text) {
       self->send(st.frontend, error_event(id, text.status()));
       return;
@@ -221,10 +234,16 @@ ImageMarkers image_markers(const Tokenizer* tokenizer, const VisionConfig& v) {
   for (int32_t id : {v.boi_token, v.eoi_token, v.image_token})
     if (id < 0 || id >= n) return {};
   ImageMarkers m;
+  m.image_piece = tokenizer->token_to_piece(v.image_token);
+  if (v.dynamic()) {  // Qwen2VLProcessor: each <|image_pad|> becomes the image's tokens
+    m.marker = m.image_piece;
+    m.merge = v.merge;
+    return m;
+  }
   m.marker = tokenizer->token_to_piece(v.boi_token);
-  std::string image;
-  for (int i = 0; i < v.tokens_per_image; ++i) image += tokenizer->token_to_piece(v.image_token);
-  m.expansion = "\n\n" + m.marker + image + tokenizer->token_to_piece(v.eoi_token) + "\n\n";
+  m.before = "\n\n" + m.marker;
+  m.after = tokenizer->token_to_piece(v.eoi_token) + "\n\n";
+  m.tokens_per_image = v.tokens_per_image;
   return m;
 }
 

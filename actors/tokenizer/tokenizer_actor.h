@@ -23,17 +23,24 @@ namespace brigade {
 using tokenizer_actor = caf::typed_actor<caf::reacts_to<generate_request_msg>, caf::reacts_to<token_event_msg>,
                                          caf::reacts_to<abort_msg>, caf::reacts_to<wire_atom, scheduler_actor, int32_t>>;
 
-// How a text prompt's images become image tokens, as Gemma3Processor does: each `marker` (the
-// begin-of-image token's text, which the chat template writes per image) is replaced by
-// `expansion` ("\n\n" + marker + the image token's text tokens_per_image times + the
-// end-of-image token's text + "\n\n") before the text is tokenized. An empty marker: the
-// model takes no images (a request with some is refused).
+// How a text prompt's images become image tokens, as the model's processor does: each `marker`
+// (the text the chat template writes per image) is replaced by before + the image token's text
+// repeated for the image's token count + after. Gemma3Processor: marker = before's tail =
+// `<start_of_image>`, before "\n\n<start_of_image>", a fixed tokens_per_image, after
+// "<end_of_image>\n\n". Qwen2VLProcessor: marker `<|image_pad|>` (between the template's
+// `<|vision_start|>` and `<|vision_end|>`), nothing around it, and (grid_h / merge) *
+// (grid_w / merge) tokens per image. An empty marker: the model takes no images (a request with
+// some is refused).
 struct ImageMarkers {
   std::string marker;
-  std::string expansion;
+  std::string before;
+  std::string image_piece;
+  std::string after;
+  int tokens_per_image = 0;  // fixed count; 0 = each image's grid decides (merge)
+  int merge = 0;
 };
-// Gemma 3's markers for a model with a vision tower (`v` present), from the tokenizer's pieces
-// of its special tokens; empty otherwise.
+// The markers of a model with a vision tower (`v` present), from the tokenizer's pieces of its
+// special tokens; empty otherwise.
 ImageMarkers image_markers(const Tokenizer* tokenizer, const VisionConfig& v);
 
 // tokenizer may be null (a checkpoint without one): then only token-id prompts are accepted and

@@ -55,6 +55,17 @@ struct SamplingOptions {
 // tokenizer. docs/architecture.md "Schema output" lists the schema keywords enforced.
 enum class ResponseFormat { text, json_object, json_schema, choice, regex, grammar };
 
+// An image as the model's vision tower takes it, preprocessed as the model's image processor does
+// (models/image_processor.h, models/qwen_image_processor.h). Fixed-size images (Gemma 3):
+// pixels [3, S, S] f32, channels first (ModelSummary::image_size), grid 0 x 0. Dynamic-resolution
+// images (the Qwen2-VL family): the processor's patch rows [grid_h * grid_w, 3 * temporal *
+// patch * patch] f32 for a grid of grid_h x grid_w patches (multiples of image_merge).
+struct ImagePixels {
+  std::shared_ptr<const std::vector<float>> pixels;
+  int grid_h = 0;
+  int grid_w = 0;
+};
+
 struct GenerateOptions {
   std::string prompt;                // text, tokenized by the model's tokenizer...
   std::vector<int32_t> prompt_ids;   // ...or token ids (when non-empty, `prompt` is ignored)
@@ -99,13 +110,14 @@ struct GenerateOptions {
   // loaded; vLLM's model=<adapter>); empty: the base model. An unknown name is refused naming the
   // loaded ones.
   std::string lora;
-  // Images for a model with a vision tower (Gemma 3; Engine::model().image_size > 0):
-  // each [3, S, S] f32, channels first, normalised as the model's image processor does
-  // (models/image_processor.h). A text prompt names where each goes
-  // with the model's image marker (`<start_of_image>`, which its chat template writes for an
-  // image part), the k-th marker the k-th image; a token-id prompt holds each image's run of
-  // image tokens itself. Refused for a model without images, or when the counts disagree.
-  std::vector<std::shared_ptr<const std::vector<float>>> images;
+  // Images for a model with a vision tower (Engine::model().takes_images()), as
+  // Engine::load_image makes them from PNG/JPEG bytes (ImagePixels). A text prompt names where
+  // each goes with the model's image marker (Gemma 3's `<start_of_image>`, the Qwen2-VL family's
+  // `<|image_pad|>` between `<|vision_start|>` and `<|vision_end|>`; the chat template writes it
+  // for an image part), the k-th marker the k-th image; a token-id prompt holds each image's run
+  // of image tokens itself (as many as ModelSummary says). Refused for a model without images, or when
+  // the counts disagree.
+  std::vector<ImagePixels> images;
 };
 
 // One prompt token's logprob (Event::prompt_logprobs).
@@ -213,10 +225,14 @@ struct ModelSummary {
   std::vector<LoraModule> loras;  // the LoRA adapters served at start (EngineOptions::lora_modules);
                                   // Engine::loras() says which are served now
   int max_loras = 0;              // adapter slots (0: LoRA off; EngineOptions::lora_enabled)
-  // A local instance takes images (a vision tower it runs, GenerateOptions::images): their side
-  // in pixels and the tokens each becomes; 0 when no instance does.
+  // A local instance takes images (a vision tower it runs, GenerateOptions::images): fixed-size
+  // ones (Gemma 3) of image_size x image_size pixels, tokens_per_image tokens each; or
+  // dynamic-resolution ones (the Qwen2-VL family, image_merge > 0): (grid_h / image_merge) *
+  // (grid_w / image_merge) tokens each. All 0 when no instance does.
   int image_size = 0;
   int tokens_per_image = 0;
+  int image_merge = 0;
+  bool takes_images() const { return image_size > 0 || image_merge > 0; }
 };
 
 struct EngineOptions {
@@ -236,6 +252,13 @@ struct EngineOptions {
   // sentence-transformers files say (models/pooling.h read_pooling_config).
   std::optional<Pooling> pooling;
   std::optional<bool> normalize_embeddings;
+  // Dynamic-resolution images (the Qwen2-VL family's processor; vLLM's --mm-processor-kwargs
+  // min_pixels / max_pixels): bounds on an image's pixel count after smart_resize; 0 keeps the
+  // model's preprocessor_config.json. Engine::load_image then also lowers max_pixels to what one
+  // step (the image instances' smallest max_step_tokens) and the tower can take, so that every
+  // image it loads can run; it logs the bounds it uses at start.
+  int64_t image_min_pixels = 0;
+  int64_t image_max_pixels = 0;
   // LoRA adapters every instance serves (vLLM's --enable-lora --lora-modules; models/lora.h):
   // loaded at start, at most max_loras of them, each of rank <= max_lora_rank. In-process
   // instances of dense Llama-family models without tensor parallelism.
@@ -446,7 +469,7 @@ class Engine {
   // tower's size; exact to Pillow and transformers' Gemma3ImageProcessor). unsupported when no
   // instance takes images (or the model's processor file asks for what brigade lacks, named);
   // invalid_argument for bytes that are not a whole PNG or JPEG (the reason named). Thread-safe.
-  virtual Expected<std::shared_ptr<const std::vector<float>>> load_image(std::span<const uint8_t> bytes) const = 0;
+  virtual Expected<ImagePixels> load_image(std::span<const uint8_t> bytes) const = 0;
 };
 
 }  // namespace brigade

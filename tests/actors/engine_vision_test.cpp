@@ -13,6 +13,7 @@
 #include "brigade/engine.h"
 #include "core/status.h"
 #include "tests/engine_test_util.h"
+#include "tests/vision_fixture.h"
 #include "models/mapped_file.h"
 
 namespace brigade {
@@ -30,7 +31,7 @@ struct Case {
 };
 
 struct Fixture {
-  std::vector<std::shared_ptr<const std::vector<float>>> pixels;
+  std::vector<ImagePixels> pixels;
   std::vector<Case> cases;
 };
 
@@ -40,7 +41,7 @@ Fixture read_fixture() {
   for (const auto& img : j.at("images_u8")) {
     auto px = std::make_shared<std::vector<float>>();
     for (int v : img.get<std::vector<int>>()) px->push_back((static_cast<float>(v) / 255.0f - 0.5f) / 0.5f);
-    f.pixels.push_back(std::move(px));
+    f.pixels.push_back({std::move(px)});
   }
   for (const auto& c : j.at("cases"))
     f.cases.push_back({c.at("prompt").get<std::vector<int32_t>>(), c.at("images").get<std::vector<int>>(),
@@ -55,26 +56,6 @@ GenerateOptions request(const Fixture& f, const Case& c, int max_tokens = 8) {
   r.sampling.temperature = 0.0f;
   for (int k : c.images) r.images.push_back(f.pixels[static_cast<size_t>(k)]);
   return r;
-}
-
-// log p(token) under a logits row, in double.
-double logprob(const std::vector<float>& row, int32_t token) {
-  double mx = -INFINITY, sum = 0.0;
-  for (float v : row) mx = std::max(mx, static_cast<double>(v));
-  for (float v : row) sum += std::exp(static_cast<double>(v) - mx);
-  return row[static_cast<size_t>(token)] - mx - std::log(sum);
-}
-
-// The worst difference of the completion's prompt logprobs from transformers' logits.
-double prompt_logprob_error(const Completion& done, const Case& c) {
-  EXPECT_EQ(done.prompt_logprobs.size(), c.prompt.size());
-  double worst = 0.0;
-  for (size_t q = 1; q < done.prompt_logprobs.size() && q < c.prompt.size(); ++q) {
-    const auto& lp = done.prompt_logprobs[q].logprob;
-    if (!lp) return INFINITY;
-    worst = std::max(worst, std::fabs(*lp - logprob(c.logits[q - 1], c.prompt[q])));
-  }
-  return worst;
 }
 
 // Every prompt's tokens scored as transformers scores them (prompt logprobs: each position given
@@ -93,7 +74,7 @@ TEST(EngineVision, PromptsWithImagesScoreAndContinueAsTransformers) {
       r.prompt_logprobs = 0;
       auto done = engine->generate(r);
       ASSERT_TRUE(done.has_value()) << done.status().to_string();
-      EXPECT_LE(prompt_logprob_error(*done, c), 2e-3) << "chunked " << chunked << ", prompt of " << c.prompt.size();
+      EXPECT_LE(testing::prompt_logprob_error(done->prompt_logprobs, c.prompt, c.logits), 2e-3) << "chunked " << chunked << ", prompt of " << c.prompt.size();
       EXPECT_EQ(done->token_ids, c.greedy) << "chunked " << chunked << ", prompt of " << c.prompt.size();
     }
   }
@@ -141,7 +122,7 @@ TEST(EngineVision, ThePrefixCacheTellsImagesApart) {
   ASSERT_EQ(a.done.token_ids.size(), 1u);
   EXPECT_EQ(a.done.token_ids.front(), c.greedy.front());
   ASSERT_EQ(a.top.size(), 3u);
-  for (const auto& [token, lp] : a.top) EXPECT_NEAR(lp, logprob(c.logits.back(), token), 2e-3);
+  for (const auto& [token, lp] : a.top) EXPECT_NEAR(lp, testing::logprob(c.logits.back(), token), 2e-3);
 
   GenerateOptions other = request(f, c, 1);
   other.images = {f.pixels[0]};
@@ -193,8 +174,8 @@ TEST(EngineVision, BadImageRequestsAreRefusedNamingTheProblem) {
   short_run.prompt_ids.erase(short_run.prompt_ids.begin() + 5);
   refused(short_run, "a run of 15 image tokens at position 4");
   GenerateOptions small = request(f, f.cases[0]);
-  small.images = {std::make_shared<const std::vector<float>>(100, 0.0f)};
-  refused(small, "an image must be [3, 56, 56] pixels");
+  small.images = {ImagePixels{std::make_shared<const std::vector<float>>(100, 0.0f)}};
+  refused(small, "image 0 must be [3, 56, 56] pixels");
   auto ok = engine->generate(request(f, f.cases[0]));
   ASSERT_TRUE(ok.has_value()) << ok.status().to_string();
   EXPECT_EQ(ok->token_ids, f.cases[0].greedy);

@@ -292,6 +292,47 @@ TEST(CpuOps, NeoxRopePartialWithAttentionFactor) {
     }
 }
 
+// M-RoPE (RopeConfig::sections): frequency pair f rotates by the plane its section names; with
+// every plane equal it is the one-position rotation, bit for bit.
+TEST(CpuOps, SectionedRopeTakesEachPairsPositionFromItsPlane) {
+  std::mt19937 rng(8);
+  auto b = backend_at(test::simd_levels().back());
+  const QkvLayout l{2, 1, 16};
+  const int n = 3;
+  auto qkv = make(*b, DType::f32, {n, l.row_width()});
+  test::fill_uniform(qkv.tensor, rng);
+  const std::vector<float> before = test::to_vector(qkv.tensor);
+  RopeConfig cfg = llama_rope(16, 16, RopeStyle::neox);
+  cfg.sections = {2, 3, 3};  // pairs 0-1 plane 0, 2-4 plane 1, 5-7 plane 2
+  const int32_t planes[3][n] = {{4, 4, 9}, {4, 6, 9}, {4, 2, 12}};
+  auto pos = make(*b, DType::i32, {3 * n});
+  for (int k = 0; k < 3; ++k) std::copy_n(planes[k], n, pos.tensor.as<int32_t>() + k * n);
+  b->rope(qkv.tensor, l, pos.tensor, cfg);
+  const int plane_of[8] = {0, 0, 1, 1, 1, 2, 2, 2};
+  for (int64_t i = 0; i < n; ++i)
+    for (int h = 0; h < 4; ++h) {
+      const int64_t off = i * l.row_width() + h * 16;
+      for (int e = 0; e < 16; ++e) {
+        double want = before[static_cast<size_t>(off + e)];
+        if (h < 3) {
+          const int f = e % 8;
+          const double ang = static_cast<double>(planes[plane_of[f]][i]) * cfg.inv_freq[static_cast<size_t>(f)];
+          const double x0 = before[static_cast<size_t>(off + f)], x1 = before[static_cast<size_t>(off + f + 8)];
+          want = e < 8 ? x0 * std::cos(ang) - x1 * std::sin(ang) : x0 * std::sin(ang) + x1 * std::cos(ang);
+        }
+        EXPECT_NEAR(get(qkv.tensor, off + e), want, 1e-5) << i << " " << h << " " << e;
+      }
+    }
+  // Row 0's planes are all 4: exactly the plain rotation at position 4.
+  auto plain = make(*b, DType::f32, {1, l.row_width()});
+  std::copy_n(before.begin(), l.row_width(), plain.tensor.as<float>());
+  auto four = make(*b, DType::i32, {1});
+  four.tensor.as<int32_t>()[0] = 4;
+  cfg.sections.clear();
+  b->rope(plain.tensor, l, four.tensor, cfg);
+  for (int e = 0; e < l.row_width(); ++e) ASSERT_EQ(get(plain.tensor, e), get(qkv.tensor, e)) << e;
+}
+
 TEST(CpuOps, GatherRows) {
   auto b = backend_at(test::simd_levels().back());
   auto x = make(*b, DType::f32, {5, 3});

@@ -257,5 +257,26 @@ TEST(QwenImageProcessor, RefusesUnpatchableAndOversizedImages) {
   }
 }
 
+// A deployment's bounds (vLLM's --mm-processor-kwargs) replace the file's; max_pixels comes down
+// to what max_tokens tokens hold, and a 1920x1080 photo then resizes within it.
+TEST(QwenImageProcessor, BoundsReplaceTheFilesAndCapTheTokens) {
+  QwenImageProcessorConfig c;  // 3136..1003520 pixels, 28-pixel tokens
+  ASSERT_TRUE(bound_qwen_pixels(c, 0, 0, 0).is_ok());
+  EXPECT_EQ(c.min_pixels, 3136);
+  EXPECT_EQ(c.max_pixels, 1003520);
+  ASSERT_TRUE(bound_qwen_pixels(c, 784, 12845056, 0).is_ok());
+  EXPECT_EQ(c.min_pixels, 784);
+  EXPECT_EQ(c.max_pixels, 12845056);
+  ASSERT_TRUE(bound_qwen_pixels(c, 0, 0, 512).is_ok());
+  EXPECT_EQ(c.max_pixels, 512 * 28 * 28);
+  auto hw = smart_resize(1080, 1920, c.factor(), c.min_pixels, c.max_pixels);
+  ASSERT_TRUE(hw.has_value());
+  EXPECT_LE((hw->first / 28) * (hw->second / 28), 512);
+  ASSERT_TRUE(bound_qwen_pixels(c, 1 << 20, 0, 4).is_ok());  // min above the cap comes down to it
+  EXPECT_EQ(c.max_pixels, 4 * 784);
+  EXPECT_EQ(c.min_pixels, 4 * 784);
+  EXPECT_FALSE(bound_qwen_pixels(c, 1000, 999, 0).is_ok());
+}
+
 }  // namespace
 }  // namespace brigade

@@ -65,8 +65,9 @@ VisionKind kind_of(const std::string& fixture) {
 }
 
 // A copy of the fixture's model.safetensors whose patch embedding, the Conv3d weight [h, 3, T, p,
-// p], is declared [h, 3 T, p, p] over the same bytes: read_safetensors takes at most 4
-// dimensions; flatten_qwen_patch_embed then makes it the matrix load() reads.
+// p], is declared [h, 3 T, p, p] over the same bytes (read_safetensors would fold the fifth
+// dimension into the fourth the same way); flatten_qwen_patch_embed then makes it the matrix
+// load() reads.
 std::string four_dim_copy(const std::string& fixture, const TempDir& tmp) {
   std::ifstream in(fixture_dir(fixture) + "/model.safetensors", std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -13,12 +13,17 @@
 
 #include "models/synthetic_tokenizer.h"
 #include "tests/server/chat_server_util.h"
+#include "tests/server/vision_test_util.h"
 
 namespace brigade::server {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testing::base64;
+using testing::image_part;
+using testing::png_url;
+using testing::read_file;
 
 const std::string kFixture = std::string(BRIGADE_FIXTURES) + "/gemma3_vision";
 
@@ -30,29 +35,6 @@ constexpr const char* kTemplate =
     "item['type'] == 'image' %}{{ '<start_of_image>' }}{% elif item['type'] == 'text' %}{{ item['text'] | trim }}{% "
     "endif %}{% endfor %}{% endif %}{{ '<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ "
     "'<start_of_turn>model\\n' }}{% endif %}";
-
-std::string base64(const std::string& bytes) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
-    for (int s : {18, 12, 6, 0}) out += kAlphabet[(v >> s) & 63];
-  }
-  if (i < bytes.size()) {
-    const uint32_t v = (uint8_t(bytes[i]) << 16) | (i + 1 < bytes.size() ? uint8_t(bytes[i + 1]) << 8 : 0);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // The fixture's checkpoint and processor, a synthetic byte-level BPE of 300 ids whose added
 // tokens 300..302 are <start_of_image>, <end_of_image> and <image_soft_token>, and kTemplate.
@@ -72,8 +54,6 @@ std::string vision_model_dir() {
   std::ofstream(d / "tokenizer_config.json") << config.dump();
   return d.string();
 }
-
-json image_part(const std::string& url) { return {{"type", "image_url"}, {"image_url", {{"url", url}}}}; }
 
 json ask(const json& image, int top_logprobs = 0) {
   json body = {{"messages", {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", "What is it?"}}, image}}}}},

@@ -234,4 +234,27 @@ if "$bin" generate --model "$gguf/model.gguf" --prompt-ids 1,2 --image "$vision/
 fi
 grep -q "this model takes text only" "$dir/vision.err"
 
+# Qwen2.5-VL with an image of its own size (tests/fixtures/qwen2_5_vl): inspect names the ViT and
+# M-RoPE; generate --image gives transformers' greedy ids (the PNG preprocessed as
+# Qwen2VLImageProcessor does: 24 tokens); --mm-processor-kwargs max_pixels shrinks the image to
+# 12 tokens, which the prompt's run of 24 then refuses; unknown kwargs are refused by name.
+qwen=$(cd "$(dirname "$0")/../fixtures/qwen2_5_vl" && pwd)
+"$bin" inspect "$qwen" >"$dir/qwen.txt"
+grep -q "^vision:        Qwen2_5_VL ViT 3 layers, hidden 32, images of any size in 4-pixel patches, a token per 2x2 patches (image token 302; M-RoPE sections 2/3/3" "$dir/qwen.txt"
+read -r ids want < <(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["cases"][0]
+print(",".join(map(str, c["prompt"])), ",".join(map(str, c["greedy"])))' "$qwen/expected.json")
+"$bin" generate --model "$qwen" --prompt-ids "$ids" --image "$qwen/image0.png" --max-tokens 8 --temperature 0 \
+  --threads 1 >"$dir/qwen_ids.txt" 2>/dev/null
+got=$(tr ' ' ',' <"$dir/qwen_ids.txt")
+[ "$got" = "$want" ] || { echo "qwen2_5_vl greedy: $got, want $want"; exit 1; }
+if "$bin" generate --model "$qwen" --prompt-ids "$ids" --image "$qwen/image0.png" --max-tokens 1 --threads 1 \
+  --mm-processor-kwargs '{"max_pixels": 1024}' 2>"$dir/qwen.err" >/dev/null; then
+  exit 1
+fi
+grep -q "image 0 is exactly 12 image tokens" "$dir/qwen.err"
+if "$bin" generate --model "$qwen" --prompt-ids 1 --mm-processor-kwargs '{"fps": 2}' 2>"$dir/qwen.err" >/dev/null; then
+  exit 1
+fi
+grep -q "'fps' is not supported; supported: min_pixels, max_pixels" "$dir/qwen.err"
+
 echo "cli smoke: ok"

@@ -1,0 +1,92 @@
+#include "models/qwen_vl_config.h"
+
+#include <string>
+
+#include "models/qwen_vision.h"
+
+namespace brigade {
+
+using json = nlohmann::json;
+
+namespace {
+
+std::string first_arch(const json& j) {
+  auto a = j.find("architectures");
+  if (a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string()) return (*a)[0].get<std::string>();
+  return {};
+}
+
+std::string model_type(const json& j) {
+  auto t = j.find("model_type");
+  return t != j.end() && t->is_string() ? t->get<std::string>() : std::string();
+}
+
+// Moves an mrope_section out of a rope_scaling / rope_parameters object; the object stays only
+// when it asks for more than M-RoPE (which parse_rope_scaling then reads or refuses).
+Status take_mrope(json& text, const char* key, std::vector<int>* section) {
+  auto it = text.find(key);
+  if (it == text.end() || !it->is_object()) return Status::ok();
+  json& r = *it;
+  if (auto m = r.find("mrope_section"); m != r.end()) {
+    if (!m->is_array() || m->empty()) return corrupt(std::string("config.json: ") + key + ".mrope_section must be a list of integers");
+    section->clear();
+    for (const auto& e : *m) {
+      if (!e.is_number_integer() || e.get<int>() < 0)
+        return corrupt(std::string("config.json: ") + key + ".mrope_section must hold non-negative integers");
+      section->push_back(e.get<int>());
+    }
+    r.erase("mrope_section");
+  }
+  r.erase("mrope_interleaved");
+  for (const char* type_key : {"type", "rope_type"}) {
+    auto t = r.find(type_key);
+    if (t != r.end() && t->is_string() && (t->get<std::string>() == "mrope" || t->get<std::string>() == "default"))
+      r.erase(type_key);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+bool is_qwen_vl(const json& j) {
+  const std::string a = first_arch(j);
+  if (!a.empty()) return a == "Qwen2VLForConditionalGeneration" || a == "Qwen2_5_VLForConditionalGeneration";
+  const std::string t = model_type(j);
+  return t == "qwen2_vl" || t == "qwen2_5_vl";
+}
+
+VisionKind qwen_vl_kind(const json& j) {
+  const std::string a = first_arch(j);
+  if (a == "Qwen2_5_VLForConditionalGeneration" || (a.empty() && model_type(j) == "qwen2_5_vl"))
+    return VisionKind::qwen2_5_vl;
+  return VisionKind::qwen2_vl;
+}
+
+Expected<json> qwen_vl_text_config(const json& j, std::vector<int>* mrope_section) {
+  json text = j;
+  text.erase("vision_config");
+  text.erase("text_config");
+  if (auto it = j.find("text_config"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return corrupt("config.json: text_config is not an object");
+    text.update(*it);  // transformers 5 keeps the language model's fields here
+  }
+  text["architectures"] = json::array({"Qwen2ForCausalLM"});
+  text["model_type"] = "qwen2";
+  mrope_section->clear();
+  for (const char* key : {"rope_scaling", "rope_parameters"}) BRIGADE_RETURN_IF_ERROR(take_mrope(text, key, mrope_section));
+  return text;
+}
+
+std::map<std::string, RawTensor> qwen_vl_tensors(std::map<std::string, RawTensor> tensors) {
+  std::map<std::string, RawTensor> out;
+  for (auto& [name, t] : tensors) {
+    std::string to = name;
+    if (name.starts_with("model.language_model.")) to = "model." + name.substr(std::string("model.language_model.").size());
+    else if (name.starts_with("model.visual.")) to = "visual." + name.substr(std::string("model.visual.").size());
+    out.emplace(std::move(to), std::move(t));
+  }
+  flatten_qwen_patch_embed(out);  // the Conv3d [h, 3, T, p, p] as the matrix [h, 3 T p p]
+  return out;
+}
+
+}  // namespace brigade

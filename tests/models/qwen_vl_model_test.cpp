@@ -1,0 +1,274 @@
+// The Qwen2-VL family's language model with images (Qwen2VLForConditionalGeneration,
+// Qwen2_5_VLForConditionalGeneration) against transformers: the config read as a Qwen2 decoder
+// with M-RoPE, the rotary positions of prompts with images (get_rope_index), and the logits and
+// greedy tokens of prompts whose image tokens take the tower's features
+// (tests/fixtures/qwen2_vl and qwen2_5_vl, written by scripts/make_qwen_vl_fixtures.py).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "hf_fixture.h"
+#include "tests/vision_fixture.h"
+#include "models/model.h"
+#include "models/model_config.h"
+#include "models/mrope.h"
+
+namespace brigade {
+namespace {
+
+using testing::fixture_dir;
+using testing::make_step;
+using testing::run_step;
+using testing::SeqChunk;
+
+using testing::QwenVlCase;
+using testing::QwenVlFixture;
+using QwenImage = testing::QwenVlImage;
+
+constexpr int32_t kImageToken = testing::kQwenImageToken;
+constexpr int kMerge = 2;
+// Logits pass through the tower, the merger and the language model: fp32 both sides, sums in
+// other orders.
+constexpr float kTol = 5e-4f;
+
+QwenVlFixture read_fixture(const std::string& name) { return testing::read_qwen_vl_fixture(fixture_dir(name)); }
+
+// The StepImages of a prompt's rows [from, to) placed at rows row0 + (r - from): one per run of
+// image tokens, in order; those before `from` are skipped (their shift goes to rope_delta).
+std::vector<StepImage> images_of(const QwenVlFixture& f, const QwenVlCase& c, int32_t row0, size_t from = 0,
+                                 size_t to = SIZE_MAX) {
+  std::vector<StepImage> out;
+  size_t next = 0;
+  for (size_t r = 0; r < c.prompt.size(); ++r)
+    if (c.prompt[r] == kImageToken && (r == 0 || c.prompt[r - 1] != kImageToken)) {
+      const QwenImage& im = f.images[static_cast<size_t>(c.images[next++])];
+      if (r >= from && r < to) out.push_back({row0 + static_cast<int32_t>(r - from), im.pixels, im.grid_h, im.grid_w});
+    }
+  EXPECT_EQ(next, c.images.size());
+  return out;
+}
+
+// The rope_delta of a chunk starting at `from`: the shifts of the images wholly before it.
+int32_t delta_before(const QwenVlFixture& f, const QwenVlCase& c, size_t from) {
+  int32_t delta = 0;
+  size_t next = 0;
+  for (size_t r = 0; r < std::min(from, c.prompt.size()); ++r)
+    if (c.prompt[r] == kImageToken && (r == 0 || c.prompt[r - 1] != kImageToken)) {
+      const QwenImage& im = f.images[static_cast<size_t>(c.images[next++])];
+      delta += mrope_image_shift(im.grid_h / kMerge, im.grid_w / kMerge);
+    }
+  return delta;
+}
+
+float max_diff(const std::vector<float>& got, size_t row0, const std::vector<std::vector<float>>& want) {
+  float worst = 0.0f;
+  for (size_t r = 0; r < want.size(); ++r)
+    for (size_t v = 0; v < want[r].size(); ++v) {
+      const float d = std::fabs(got[(row0 + r) * want[r].size() + v] - want[r][v]);
+      worst = std::max(worst, std::isnan(d) ? INFINITY : d);
+    }
+  return worst;
+}
+
+class QwenVl : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(QwenVl, TheConfigIsAQwen2DecoderWithMropeBesideItsTower) {
+  auto text = read_text_file(fixture_dir(GetParam()) + "/config.json");
+  ASSERT_TRUE(text.has_value());
+  auto c = parse_hf_config(*text);
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "qwen2");
+  EXPECT_TRUE(c->multimodal_text);
+  EXPECT_EQ(c->mrope_section, (std::vector<int>{2, 3, 3}));
+  EXPECT_TRUE(c->vision.present());
+  EXPECT_TRUE(c->vision.dynamic());
+  EXPECT_EQ(c->vision.kind, std::string(GetParam()) == "qwen2_5_vl" ? VisionKind::qwen2_5_vl : VisionKind::qwen2_vl);
+  EXPECT_EQ(c->vision.merge, kMerge);
+  EXPECT_EQ(c->vision.image_token, kImageToken);
+  EXPECT_EQ(c->vision.image_tokens(8, 12), 24);
+
+  // transformers 5's form: the language model's fields under text_config, rope_parameters.
+  auto j = nlohmann::json::parse(*text);
+  nlohmann::json nested = {{"architectures", j["architectures"]}, {"vision_config", j["vision_config"]},
+                           {"image_token_id", j["image_token_id"]}, {"vision_start_token_id", j["vision_start_token_id"]},
+                           {"vision_end_token_id", j["vision_end_token_id"]}};
+  nlohmann::json t = j;
+  t.erase("vision_config");
+  t.erase("architectures");
+  t.erase("rope_scaling");
+  t["rope_parameters"] = {{"rope_type", "default"}, {"mrope_section", {2, 3, 3}}, {"rope_theta", j["rope_theta"]}};
+  nested["text_config"] = t;
+  auto c5 = parse_hf_config(nested.dump());
+  ASSERT_TRUE(c5.has_value()) << c5.status().to_string();
+  EXPECT_EQ(c5->hidden_size, c->hidden_size);
+  EXPECT_EQ(c5->n_layers, c->n_layers);
+  EXPECT_EQ(c5->rope_theta, c->rope_theta);
+  EXPECT_EQ(c5->mrope_section, c->mrope_section);
+
+  // An M-RoPE split that does not cover head_dim / 2 is refused, naming the field.
+  j["rope_scaling"]["mrope_section"] = {2, 3, 4};
+  auto bad = parse_hf_config(j.dump());
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.status().message().find("mrope_section"), std::string::npos) << bad.status().message();
+  j["rope_scaling"]["mrope_section"] = "16,24,24";
+  EXPECT_FALSE(parse_hf_config(j.dump()).has_value());
+}
+
+// mrope_positions of a whole prompt equal get_rope_index's position_ids, and its images' shifts
+// sum to transformers' rope_delta (with brigade's sign: positions run behind).
+TEST_P(QwenVl, RotaryPositionsAreTransformersGetRopeIndex) {
+  const QwenVlFixture f = read_fixture(GetParam());
+  ASSERT_FALSE(f.cases.empty());
+  for (const QwenVlCase& c : f.cases) {
+    StepBatch step = make_step({{0, c.prompt, 0, true}}, 64, 4);
+    step.images = images_of(f, c, 0);
+    const std::vector<int32_t> planes = mrope_positions(step, kMerge);
+    const size_t n = c.prompt.size();
+    ASSERT_EQ(planes.size(), 3 * n);
+    for (size_t k = 0; k < 3; ++k)
+      EXPECT_EQ(std::vector<int32_t>(planes.begin() + static_cast<long>(k * n), planes.begin() + static_cast<long>((k + 1) * n)),
+                c.position_ids[k])
+          << "plane " << k << " of a prompt of " << n;
+    EXPECT_EQ(delta_before(f, c, n), -c.rope_delta);
+    // A chunk after the images, shifted by rope_delta: the same positions as in the whole prompt.
+    const size_t tail = n - 3;
+    StepBatch last = make_step({{0, std::vector<int32_t>(c.prompt.begin() + static_cast<long>(tail), c.prompt.end()),
+                                 static_cast<int>(tail), true}},
+                               64, 4);
+    last.rope_delta = {delta_before(f, c, tail)};
+    const std::vector<int32_t> shifted = mrope_positions(last, kMerge);
+    for (size_t k = 0; k < 3; ++k)
+      for (size_t j = 0; j < 3; ++j) EXPECT_EQ(shifted[k * 3 + j], c.position_ids[k][tail + j]);
+  }
+}
+
+std::unique_ptr<Model> load_fixture(Backend& backend, const std::string& name) {
+  auto model = Model::load(fixture_dir(name), backend, LoadOptions{.progress = false});
+  EXPECT_TRUE(model.has_value()) << model.status().to_string();
+  return model ? std::move(*model) : nullptr;
+}
+
+// Each prompt in one prefill: every position's logits, then transformers' greedy continuation
+// decoded a token at a time, each decode step shifted by the prompt's images (rope_delta).
+TEST_P(QwenVl, PromptsWithImagesMatchTransformersLogitsAndGreedyTokens) {
+  const QwenVlFixture f = read_fixture(GetParam());
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load_fixture(*backend, GetParam());
+  ASSERT_NE(model, nullptr);
+  ASSERT_TRUE(model->has_vision());
+  constexpr int kPageSize = 16, kPages = 5;
+  for (const QwenVlCase& c : f.cases) {
+    auto kv = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
+    ASSERT_TRUE(kv.has_value());
+    StepBatch step = make_step({{0, c.prompt, 0, true}}, kPageSize, kPages);
+    step.images = images_of(f, c, 0);
+    const std::vector<float> logits = run_step(*model, *backend, *kv, step);
+    EXPECT_LE(max_diff(logits, 0, c.logits), kTol) << "prompt of " << c.prompt.size();
+    const int vocab = model->config().vocab_size;
+    int32_t next = testing::argmax(logits.data() + (c.prompt.size() - 1) * static_cast<size_t>(vocab), vocab);
+    std::vector<int32_t> greedy;
+    for (int n_past = static_cast<int>(c.prompt.size()); greedy.size() < c.greedy.size(); ++n_past) {
+      greedy.push_back(next);
+      StepBatch decode = make_step({{0, {next}, n_past, false}}, kPageSize, kPages);
+      decode.rope_delta = {-c.rope_delta};
+      const auto row = run_step(*model, *backend, *kv, decode);
+      next = testing::argmax(row.data(), vocab);
+    }
+    EXPECT_EQ(greedy, c.greedy);
+  }
+}
+
+// The prompts as one step of several sequences, and each prompt in two chunks (the second
+// starting after an image, shifted by rope_delta): the same logits as each alone in one step.
+// Without the shift the chunked logits move: the test can fail.
+TEST_P(QwenVl, BatchedAndChunkedPromptsGiveTheSameLogits) {
+  const QwenVlFixture f = read_fixture(GetParam());
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load_fixture(*backend, GetParam());
+  ASSERT_NE(model, nullptr);
+  constexpr int kPageSize = 8, kPages = 6;
+  const int n_seqs = static_cast<int>(f.cases.size());
+  auto kv = KvCache::allocate(*backend, model->kv_layout(n_seqs * kPages, kPageSize, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  std::vector<SeqChunk> chunks;
+  std::vector<StepImage> images;
+  int32_t row0 = 0;
+  for (int s = 0; s < n_seqs; ++s) {
+    chunks.push_back({s, f.cases[static_cast<size_t>(s)].prompt, 0, true});
+    for (const StepImage& im : images_of(f, f.cases[static_cast<size_t>(s)], row0)) images.push_back(im);
+    row0 += static_cast<int32_t>(f.cases[static_cast<size_t>(s)].prompt.size());
+  }
+  StepBatch step = make_step(chunks, kPageSize, kPages);
+  step.images = images;
+  const std::vector<float> logits = run_step(*model, *backend, *kv, step);
+  size_t at = 0;
+  for (const QwenVlCase& c : f.cases) {
+    EXPECT_LE(max_diff(logits, at, c.logits), kTol) << "batched prompt of " << c.prompt.size();
+    at += c.prompt.size();
+  }
+
+  for (const QwenVlCase& c : f.cases) {
+    // Cut right after the first image's run (its end-of-vision token goes to the second chunk).
+    const size_t first = static_cast<size_t>(std::find(c.prompt.begin(), c.prompt.end(), kImageToken) - c.prompt.begin());
+    size_t cut = first;
+    while (cut < c.prompt.size() && c.prompt[cut] == kImageToken) ++cut;
+    for (bool shifted : {true, false}) {
+      auto kv2 = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
+      ASSERT_TRUE(kv2.has_value());
+      const std::vector<int32_t> head(c.prompt.begin(), c.prompt.begin() + static_cast<long>(cut));
+      const std::vector<int32_t> tail(c.prompt.begin() + static_cast<long>(cut), c.prompt.end());
+      StepBatch one = make_step({{0, head, 0, true}}, kPageSize, kPages);
+      StepBatch two = make_step({{0, tail, static_cast<int>(cut), true}}, kPageSize, kPages);
+      one.images = images_of(f, c, 0, 0, cut);
+      two.images = images_of(f, c, 0, cut);
+      if (shifted) two.rope_delta = {delta_before(f, c, cut)};
+      std::vector<float> got = run_step(*model, *backend, *kv2, one);
+      const std::vector<float> rest = run_step(*model, *backend, *kv2, two);
+      got.insert(got.end(), rest.begin(), rest.end());
+      if (shifted) EXPECT_LE(max_diff(got, 0, c.logits), kTol) << "prompt of " << c.prompt.size() << " cut at " << cut;
+      else EXPECT_GT(max_diff(got, 0, c.logits), 1e-2f) << "the unshifted second chunk should rotate elsewhere";
+    }
+  }
+}
+
+// Steps whose images or shifts do not fit are refused before anything runs, naming the problem.
+TEST_P(QwenVl, BadImageStepsAreRefusedNamingTheProblem) {
+  const QwenVlFixture f = read_fixture(GetParam());
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = load_fixture(*backend, GetParam());
+  ASSERT_NE(model, nullptr);
+  constexpr int kPageSize = 16, kPages = 4;
+  auto kv = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  const QwenVlCase& c = f.cases[0];  // one image of 24 tokens at rows 4..27
+  const int vocab = model->config().vocab_size;
+  auto refused = [&](StepBatch step, const std::string& why) {
+    auto buf = backend->allocate(std::max<size_t>(1, step.logit_rows.size()) * static_cast<size_t>(vocab) * sizeof(float));
+    ASSERT_TRUE(buf.has_value());
+    const Status st =
+        model->forward(step, *kv, buf->view(DType::f32, {static_cast<int64_t>(step.logit_rows.size()), vocab}));
+    EXPECT_EQ(st.code(), StatusCode::invalid_argument) << why << ": " << st.to_string();
+    EXPECT_NE(st.message().find(why), std::string::npos) << st.message();
+  };
+  const StepBatch whole = make_step({{0, c.prompt, 0, false}}, kPageSize, kPages);
+  const QwenImage& im = f.images[static_cast<size_t>(c.images[0])];
+  StepBatch odd = whole;
+  odd.images = {{4, im.pixels, im.grid_h - 1, im.grid_w}};
+  refused(odd, "positive multiple of 2");
+  StepBatch wrong_grid = whole;  // 8 x 14 patches are 28 tokens: the image would take the end token
+  wrong_grid.images = {{4, im.pixels, im.grid_h, im.grid_w + 2}};
+  refused(wrong_grid, "not the image token");
+  StepBatch deltas = whole;
+  deltas.rope_delta = {0, 0};
+  refused(deltas, "rope_delta has 2 entries for 1 sequences");
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, QwenVl, ::testing::Values("qwen2_vl", "qwen2_5_vl"));
+
+}  // namespace
+}  // namespace brigade

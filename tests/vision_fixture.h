@@ -1,0 +1,87 @@
+// Shared by the image tests: the Qwen2-VL family's fixtures (tests/fixtures/qwen2_vl,
+// qwen2_5_vl; written by scripts/make_qwen_vl_fixtures.py: the images as the processor flattens
+// them, with their grids, and the prompts with transformers' logits, greedy tokens and rotary
+// positions), and logprobs under transformers' logits.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/mapped_file.h"
+
+namespace brigade::testing {
+
+constexpr int32_t kQwenImageToken = 302;
+
+struct QwenVlImage {
+  std::shared_ptr<const std::vector<float>> pixels;  // [grid_h * grid_w, patch width]
+  int grid_h = 0, grid_w = 0;
+};
+
+struct QwenVlCase {
+  std::vector<int32_t> prompt;
+  std::vector<int> images;  // which of the fixture's images, in the order of their runs
+  std::vector<std::vector<float>> logits;
+  std::vector<int32_t> greedy;
+  std::vector<std::vector<int32_t>> position_ids;  // [3][prompt] get_rope_index's
+  int32_t rope_delta = 0;                          // transformers' sign: max position + 1 - length
+};
+
+struct QwenVlFixture {
+  std::vector<QwenVlImage> images;
+  std::vector<QwenVlCase> cases;
+};
+
+// dir: the fixture directory (its expected.json).
+inline QwenVlFixture read_qwen_vl_fixture(const std::string& dir) {
+  QwenVlFixture f;
+  auto text = read_text_file(dir + "/expected.json");
+  EXPECT_TRUE(text.has_value()) << text.status().to_string();
+  if (!text) return f;
+  const auto j = nlohmann::json::parse(*text);
+  for (const auto& im : j.at("images")) {
+    auto px = std::make_shared<std::vector<float>>();
+    for (const auto& row : im.at("pixel_values"))
+      for (float v : row.get<std::vector<float>>()) px->push_back(v);
+    const auto thw = im.at("grid_thw").get<std::vector<int>>();
+    f.images.push_back({std::move(px), thw.at(1), thw.at(2)});
+  }
+  for (const auto& c : j.at("cases"))
+    f.cases.push_back({c.at("prompt").get<std::vector<int32_t>>(), c.at("images").get<std::vector<int>>(),
+                       c.at("logits").get<std::vector<std::vector<float>>>(), c.at("greedy").get<std::vector<int32_t>>(),
+                       c.at("position_ids").get<std::vector<std::vector<int32_t>>>(), c.at("rope_delta").get<int32_t>()});
+  return f;
+}
+
+// log p(token) under a logits row, in double.
+inline double logprob(const std::vector<float>& row, int32_t token) {
+  double mx = -INFINITY, sum = 0.0;
+  for (float v : row) mx = std::max(mx, static_cast<double>(v));
+  for (float v : row) sum += std::exp(static_cast<double>(v) - mx);
+  return row[static_cast<size_t>(token)] - mx - std::log(sum);
+}
+
+// The worst difference between a completion's prompt logprobs (each with .logprob an optional)
+// and those of the prompt's tokens under transformers' logits (row q - 1 scores token q).
+template <typename PromptLogprobs>
+double prompt_logprob_error(const PromptLogprobs& got, const std::vector<int32_t>& prompt,
+                            const std::vector<std::vector<float>>& logits) {
+  EXPECT_EQ(got.size(), prompt.size());
+  double worst = 0.0;
+  for (size_t q = 1; q < got.size() && q < prompt.size(); ++q) {
+    const auto& lp = got[q].logprob;
+    if (!lp) return INFINITY;
+    worst = std::max(worst, std::fabs(*lp - logprob(logits[q - 1], prompt[q])));
+  }
+  return worst;
+}
+
+}  // namespace brigade::testing
