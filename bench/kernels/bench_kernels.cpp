@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/quant.h"
+#include "bench/bench_ceilings.h"
 #include "core/thread_pool.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/membw.h"
@@ -25,10 +26,8 @@
 namespace brigade {
 namespace {
 
-int bench_threads() {
-  const char* env = std::getenv("BRIGADE_BENCH_THREADS");
-  return env ? std::atoi(env) : 0;
-}
+using bench::bench_threads;
+using bench::sgemm_gflops;
 
 // Measured once per process: the denominator of every `roofline` counter.
 double read_bandwidth_gbps() {
@@ -37,15 +36,6 @@ double read_bandwidth_gbps() {
     return measure_read_bandwidth_gbps(pool);
   }();
   return bw;
-}
-
-// The f32 GEMM ceiling (single-threaded OpenBLAS sgemm on every thread), for `of_sgemm`.
-double sgemm_gflops() {
-  static const double g = [] {
-    ThreadPool pool(bench_threads());
-    return measure_f32_gemm_gflops(pool, 512, 10);
-  }();
-  return g;
 }
 
 double int8_gops() {

@@ -1,4 +1,4 @@
-// The Gemma 3 vision tower on the CPU backend: one 896x896 image (4096 patches of 14 pixels)
+// The vision towers on the CPU backend. Gemma 3's: one 896x896 image (4096 patches of 14 pixels)
 // through SigLIP-400M-wide layers (hidden 1152, MLP 4304, 16 heads of 72) and the projector into
 // Gemma 3 4B's 2560 dims, bf16 weights as the Hub stores them. Gemma 3's tower has 27 layers; the
 // bench runs `layers` of them (the argument) to stay short, and reports:
@@ -7,6 +7,10 @@
 //   of_sgemm = that over the f32 GEMM ceiling measured in the same run (cpu/membw.h), the
 //              fraction of the machine's matmul rate the tower reaches;
 //   per_image_s_27 = the time a whole 27-layer tower would take at the measured time per layer.
+// Qwen2.5-VL 7B's: one 448x448 image (32x32 patches of 14 pixels, 256 tokens) through blocks of
+// its width (hidden 1280, gated MLP 3420, 16 heads of 80; windows of 112 pixels, every second
+// block here attending over the whole image, where the real tower has 4 of 32), its merger into
+// 3584 dims; per_image_s_32 = a whole 32-block tower at the measured time per block.
 // Run: BRIGADE_BENCH_THREADS=2 build/bench/bench_vision (threads default to all cores).
 #include <benchmark/benchmark.h>
 
@@ -19,29 +23,21 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_ceilings.h"
 #include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/membw.h"
 #include "models/checkpoint.h"
 #include "models/gemma3_vision.h"
+#include "models/qwen_vision.h"
 #include "models/weight_loader.h"
 
 namespace brigade {
 namespace {
 
-int bench_threads() {
-  const char* env = std::getenv("BRIGADE_BENCH_THREADS");
-  return env ? std::atoi(env) : 0;
-}
-
-double sgemm_gflops() {
-  static const double g = [] {
-    ThreadPool pool(bench_threads());
-    return measure_f32_gemm_gflops(pool, 512, 10);
-  }();
-  return g;
-}
+using bench::bench_threads;
+using bench::sgemm_gflops;
 
 constexpr int kTextHidden = 2560;
 
@@ -60,10 +56,12 @@ VisionConfig siglip_400m(int layers) {
 
 // bf16 tensors of the tower and projector, values ~ N(0, 1/fan_in) (norm weights ~1), kept in
 // `store` while the checkpoint is used.
-std::map<std::string, RawTensor> vision_tensors(const VisionConfig& v, std::vector<std::vector<uint16_t>>& store) {
-  std::mt19937 rng(7);
+// Random bf16 tensors for a synthetic checkpoint, kept in `store` while it is used.
+struct TensorMaker {
+  std::vector<std::vector<uint16_t>>& store;
   std::map<std::string, RawTensor> out;
-  auto add = [&](const std::string& name, std::vector<int64_t> shape, float mean, float stddev) {
+  std::mt19937 rng{7};
+  void operator()(const std::string& name, std::vector<int64_t> shape, float mean, float stddev) {
     RawTensor t;
     t.name = name;
     t.file = "bench";
@@ -74,7 +72,11 @@ std::map<std::string, RawTensor> vision_tensors(const VisionConfig& v, std::vect
     for (auto& x : buf) x = f32_to_bf16(d(rng));
     t.bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(buf.data()), buf.size() * 2);
     out.emplace(name, std::move(t));
-  };
+  }
+};
+
+std::map<std::string, RawTensor> vision_tensors(const VisionConfig& v, std::vector<std::vector<uint16_t>>& store) {
+  TensorMaker add{store, {}};
   const int64_t h = v.hidden_size, i = v.intermediate_size;
   const float sh = 1.0f / std::sqrt(static_cast<float>(h)), si = 1.0f / std::sqrt(static_cast<float>(i));
   add("vision_tower.embeddings.patch_embedding.weight", {h, v.patch_width()}, 0.0f, 0.04f);
@@ -99,7 +101,7 @@ std::map<std::string, RawTensor> vision_tensors(const VisionConfig& v, std::vect
   add("vision_tower.post_layernorm.bias", {h}, 0.0f, 0.1f);
   add("multi_modal_projector.mm_soft_emb_norm.weight", {h}, 0.0f, 0.1f);
   add("multi_modal_projector.mm_input_projection_weight", {1, h, kTextHidden}, 0.0f, sh);
-  return out;
+  return std::move(add.out);
 }
 
 void BM_Gemma3VisionImage(benchmark::State& state) {
@@ -139,6 +141,92 @@ void BM_Gemma3VisionImage(benchmark::State& state) {
   state.counters["per_image_s_27"] = seconds / iters * 27.0 / v.n_layers;
 }
 BENCHMARK(BM_Gemma3VisionImage)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+
+constexpr int kQwenTextHidden = 3584;  // Qwen2.5-VL 7B
+
+VisionConfig qwen25_vl_7b(int layers) {
+  VisionConfig v;
+  v.kind = VisionKind::qwen2_5_vl;
+  v.hidden_size = 1280;
+  v.intermediate_size = 3420;
+  v.n_layers = layers;
+  v.n_heads = 16;
+  v.patch_size = 14;
+  v.merge = 2;
+  v.temporal_patch = 2;
+  v.out_hidden_size = kQwenTextHidden;
+  v.window_size = 112;
+  for (int l = 1; l < layers; l += 2) v.fullatt_blocks.push_back(l);
+  v.hidden_act = "silu";
+  v.image_token = 0;
+  return v;
+}
+
+std::map<std::string, RawTensor> qwen_tensors(const VisionConfig& v, std::vector<std::vector<uint16_t>>& store) {
+  TensorMaker add{store, {}};
+  const int64_t h = v.hidden_size, i = v.intermediate_size, m = h * v.merge * v.merge;
+  const float sh = 1.0f / std::sqrt(static_cast<float>(h)), si = 1.0f / std::sqrt(static_cast<float>(i));
+  add("visual.patch_embed.proj.weight", {h, v.patch_width()}, 0.0f, 0.04f);
+  for (int l = 0; l < v.n_layers; ++l) {
+    const std::string p = "visual.blocks." + std::to_string(l) + ".";
+    add(p + "norm1.weight", {h}, 1.0f, 0.1f);
+    add(p + "norm2.weight", {h}, 1.0f, 0.1f);
+    add(p + "attn.qkv.weight", {3 * h, h}, 0.0f, sh);
+    add(p + "attn.qkv.bias", {3 * h}, 0.0f, 0.1f);
+    add(p + "attn.proj.weight", {h, h}, 0.0f, sh);
+    add(p + "attn.proj.bias", {h}, 0.0f, 0.1f);
+    for (const char* proj : {"gate_proj", "up_proj"}) {
+      add(p + "mlp." + proj + ".weight", {i, h}, 0.0f, sh);
+      add(p + "mlp." + proj + ".bias", {i}, 0.0f, 0.1f);
+    }
+    add(p + "mlp.down_proj.weight", {h, i}, 0.0f, si);
+    add(p + "mlp.down_proj.bias", {h}, 0.0f, 0.1f);
+  }
+  add("visual.merger.ln_q.weight", {h}, 1.0f, 0.1f);
+  add("visual.merger.mlp.0.weight", {m, m}, 0.0f, 1.0f / std::sqrt(static_cast<float>(m)));
+  add("visual.merger.mlp.0.bias", {m}, 0.0f, 0.1f);
+  add("visual.merger.mlp.2.weight", {kQwenTextHidden, m}, 0.0f, 1.0f / std::sqrt(static_cast<float>(m)));
+  add("visual.merger.mlp.2.bias", {kQwenTextHidden}, 0.0f, 0.1f);
+  return std::move(add.out);
+}
+
+void BM_Qwen25VisionImage(benchmark::State& state) {
+  const VisionConfig v = qwen25_vl_7b(static_cast<int>(state.range(0)));
+  std::vector<std::vector<uint16_t>> store;
+  ModelConfig mc;
+  mc.vision = v;
+  auto ck = Checkpoint::from_memory("bench", mc, qwen_tensors(v, store));
+  auto backend = make_cpu_backend({bench_threads()});
+  WeightLoader w(*ck, *backend, std::nullopt);
+  QwenVision tower;
+  if (Status st = tower.load(w, *backend, v, kQwenTextHidden); !st.is_ok()) {
+    state.SkipWithError(st.to_string().c_str());
+    return;
+  }
+  constexpr int kGrid = 32;  // 448 pixels a side
+  auto pixels = std::make_shared<std::vector<float>>(static_cast<size_t>(kGrid * kGrid * v.patch_width()));
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& x : *pixels) x = u(rng);
+  const std::vector<StepImage> images = {{0, pixels, kGrid, kGrid}};
+  const int tokens = v.image_tokens(kGrid, kGrid);
+  auto out = backend->allocate(static_cast<size_t>(tokens) * kQwenTextHidden * sizeof(float));
+  const Tensor feats = out->view(DType::f32, {tokens, kQwenTextHidden});
+  sgemm_gflops();
+  double seconds = 0.0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (Status st = tower.encode(images, feats); !st.is_ok()) state.SkipWithError(st.to_string().c_str());
+    backend->synchronize();
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  const double iters = static_cast<double>(state.iterations()), gflop = tower.flops(kGrid, kGrid) / 1e9;
+  state.counters["GFLOPS"] = benchmark::Counter(iters * gflop, benchmark::Counter::kIsRate);
+  state.counters["of_sgemm"] = benchmark::Counter(iters * gflop / sgemm_gflops(), benchmark::Counter::kIsRate);
+  state.counters["sgemm_GFLOPS"] = sgemm_gflops();
+  state.counters["per_image_s_32"] = seconds / iters * 32.0 / v.n_layers;
+}
+BENCHMARK(BM_Qwen25VisionImage)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
 
 }  // namespace
 }  // namespace brigade
