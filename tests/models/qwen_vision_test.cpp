@@ -7,8 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -25,7 +23,6 @@ namespace brigade {
 namespace {
 
 using testing::fixture_dir;
-using testing::TempDir;
 
 constexpr int kTextHidden = 64;
 constexpr int kTextVocab = 320;
@@ -64,29 +61,6 @@ VisionKind kind_of(const std::string& fixture) {
   return fixture == "qwen2_5_vl" ? VisionKind::qwen2_5_vl : VisionKind::qwen2_vl;
 }
 
-// A copy of the fixture's model.safetensors whose patch embedding, the Conv3d weight [h, 3, T, p,
-// p], is declared [h, 3 T, p, p] over the same bytes (read_safetensors would fold the fifth
-// dimension into the fourth the same way); flatten_qwen_patch_embed then makes it the matrix
-// load() reads.
-std::string four_dim_copy(const std::string& fixture, const TempDir& tmp) {
-  std::ifstream in(fixture_dir(fixture) + "/model.safetensors", std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  uint64_t n = 0;
-  std::memcpy(&n, bytes.data(), sizeof n);
-  auto header = nlohmann::json::parse(bytes.substr(8, n));
-  for (auto& [name, entry] : header.items()) {
-    if (!name.ends_with("patch_embed.proj.weight")) continue;
-    const auto s = entry.at("shape").get<std::vector<int64_t>>();
-    entry["shape"] = {s.at(0), s.at(1) * s.at(2), s.at(3), s.at(4)};
-  }
-  const std::string text = header.dump();
-  const uint64_t len = text.size();
-  std::ofstream out(tmp.file("model.safetensors"), std::ios::binary);
-  out.write(reinterpret_cast<const char*>(&len), sizeof len);
-  out << text << bytes.substr(8 + n);
-  return tmp.file("model.safetensors");
-}
-
 // A fixture's tower, loaded on the CPU backend.
 struct Tower {
   std::unique_ptr<Backend> backend = make_cpu_backend({.n_threads = 2});
@@ -103,8 +77,9 @@ std::unique_ptr<Tower> load_tower(const std::string& fixture, const VisionConfig
   EXPECT_TRUE(v.has_value()) << v.status().to_string();
   if (!v) return nullptr;
   t->v = v_override != nullptr ? *v_override : *v;
-  const TempDir tmp("qwen_vision");
-  auto file = MappedFile::open(four_dim_copy(fixture, tmp));
+  // The Conv3d patch weight [h, 3, T, p, p] reads as [h, 3, T, p p] (read_safetensors folds the
+  // fifth dimension into the fourth); flatten_qwen_patch_embed makes it the matrix load() reads.
+  auto file = MappedFile::open(fixture_dir(fixture) + "/model.safetensors");
   EXPECT_TRUE(file.has_value()) << file.status().to_string();
   if (!file) return nullptr;
   t->file = *file;
