@@ -1,5 +1,7 @@
 #include "server/responses_request.h"
 
+#include <algorithm>
+
 #include <string>
 
 namespace brigade::server {
@@ -31,7 +33,7 @@ constexpr Refused kRefused[] = {
 Status bad(const std::string& field, const std::string& what) { return invalid_argument("'" + field + "': " + what); }
 
 // A message's content: a string, or parts of type input_text / output_text (and refusal, kept as
-// text); other part types (images, files, audio) are unsupported.
+// text); other part types (files, audio; images outside message_content) are unsupported.
 Expected<std::string> content_text(const json& content, const std::string& where) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) return bad(where, "must be a string or an array of content parts");
@@ -50,10 +52,37 @@ Expected<std::string> content_text(const json& content, const std::string& where
       text += part["refusal"].get<std::string>();
     } else {
       return unsupported("'" + at + "': content of type '" + type +
-                         "' is not supported (brigade serves text models: input_text and output_text only)");
+                         "' is not supported (input_text, output_text and, in messages, input_image only)");
     }
   }
   return text;
+}
+
+// A message's content as chat takes it: its text (content_text) when it holds no image, else chat
+// parts, each input_image ({"type": "input_image", "image_url": URL}) an image_url part (the chat
+// path loads it: data: URLs only) and the text parts as text parts.
+Expected<json> message_content(const json& content, const std::string& where) {
+  const auto is_image = [](const json& p) { return p.is_object() && p.value("type", json()) == "input_image"; };
+  if (!content.is_array() || std::none_of(content.begin(), content.end(), is_image)) {
+    BRIGADE_ASSIGN_OR_RETURN(std::string text, content_text(content, where));
+    return json(std::move(text));
+  }
+  json parts = json::array();
+  for (size_t i = 0; i < content.size(); ++i) {
+    const json& part = content[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    if (!is_image(part)) {
+      BRIGADE_ASSIGN_OR_RETURN(std::string text, content_text(json::array({part}), where));
+      parts.push_back({{"type", "text"}, {"text", std::move(text)}});
+      continue;
+    }
+    if (part.contains("file_id") && !part["file_id"].is_null())
+      return unsupported("'" + at + ".file_id': brigade keeps no files: send the image as image_url (a data: URL)");
+    auto url = part.find("image_url");
+    if (url == part.end() || !url->is_string()) return bad(at + ".image_url", "must be a string (a data: URL)");
+    parts.push_back({{"type", "image_url"}, {"image_url", {{"url", url->get<std::string>()}}}});
+  }
+  return parts;
 }
 
 Expected<std::string> string_field(const json& item, const char* key, const std::string& where) {
@@ -83,8 +112,8 @@ Status add_input(const json& input, json& messages) {
       if (role != "user" && role != "system" && role != "developer" && role != "assistant")
         return bad(where + ".role", "must be user, system, developer or assistant (got '" + role + "')");
       if (!item.contains("content")) return bad(where + ".content", "is missing");
-      BRIGADE_ASSIGN_OR_RETURN(std::string text, content_text(item["content"], where + ".content"));
-      messages.push_back({{"role", role == "developer" ? "system" : role}, {"content", text}});
+      BRIGADE_ASSIGN_OR_RETURN(json content, message_content(item["content"], where + ".content"));
+      messages.push_back({{"role", role == "developer" ? "system" : role}, {"content", std::move(content)}});
     } else if (type == "function_call") {
       BRIGADE_ASSIGN_OR_RETURN(std::string call_id, string_field(item, "call_id", where));
       BRIGADE_ASSIGN_OR_RETURN(std::string name, string_field(item, "name", where));

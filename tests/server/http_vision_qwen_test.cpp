@@ -80,6 +80,26 @@ TEST(ServerVisionQwen, ImagesOfAnySizeBecomeTheirGridsTokens) {
   EXPECT_EQ(json::parse(big.body)["usage"]["prompt_tokens"], prompt_tokens(s, 234));
 }
 
+// The Responses API's input_image parts take the chat path: the same prompt tokens.
+TEST(ServerVisionQwen, ResponsesInputImagesCountAsChatImages) {
+  testing::ChatTestServer s(vision_model_dir());
+  ASSERT_TRUE(s.ok());
+  const json body = {{"input", {{{"role", "user"},
+                                 {"content", {{{"type", "input_text"}, {"text", "What is it?"}},
+                                              {{"type", "input_image"},
+                                               {"image_url", png_url(fs::path(BRIGADE_FIXTURES) / "qwen2_5_vl/image0.png")}}}}}}},
+                     {"max_output_tokens", 2},
+                     {"temperature", 0}};
+  auto r = s.post("/v1/responses", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["usage"]["input_tokens"], prompt_tokens(s, 24));
+  json http = body;
+  http["input"][0]["content"][1]["image_url"] = "https://example.com/cat.png";
+  auto refused = s.post("/v1/responses", http);
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(refused.body.find("fetches no URLs"), std::string::npos) << refused.body;
+}
+
 TEST(ServerVisionQwen, BadImagesAreAnswered400NamingTheProblem) {
   testing::ChatTestServer s(vision_model_dir());
   ASSERT_TRUE(s.ok());

@@ -68,13 +68,29 @@ TEST(ResponsesRequest, ToolsAndTextFormatBecomeTheirChatForms) {
   EXPECT_FALSE(chat_of(R"({"input": "x", "reasoning": {"effort": null}})")->contains("reasoning_effort"));
 }
 
+// input_image parts become chat's image_url parts beside the text (the chat path loads them).
+TEST(ResponsesRequest, InputImagesBecomeChatImageParts) {
+  auto chat = chat_of(R"({"input": [{"role": "user", "content": [{"type": "input_text", "text": "What is it?"},
+    {"type": "input_image", "image_url": "data:image/png;base64,AAAA", "detail": "auto"}]}]})");
+  ASSERT_TRUE(chat.has_value()) << chat.status().to_string();
+  EXPECT_EQ((*chat)["messages"][0]["content"], json::parse(R"([{"type": "text", "text": "What is it?"},
+    {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}])"));
+  auto no_url = chat_of(R"({"input": [{"role": "user", "content": [{"type": "input_image"}]}]})");
+  ASSERT_FALSE(no_url.has_value());
+  EXPECT_NE(no_url.status().message().find("image_url"), std::string::npos) << no_url.status().message();
+  // Text alone stays a string.
+  EXPECT_EQ(chat_of(R"({"input": [{"role": "user", "content": [{"type": "input_text", "text": "x"}]}]})")
+                ->at("messages")[0]["content"], "x");
+}
+
 TEST(ResponsesRequest, WhatItCannotDoIsRefusedNamingTheField) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"({"input": "x", "previous_response_id": "resp_1"})", "previous_response_id"},
       {R"({"input": "x", "background": true})", "background"},
       {R"({"input": "x", "conversation": "conv_1"})", "conversation"},
       {R"({"input": "x", "truncation": "auto"})", "truncation"},
-      {R"({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]})", "input_image"},
+      {R"({"input": [{"role": "user", "content": [{"type": "input_image", "file_id": "file_1"}]}]})", "file_id"},
+      {R"({"input": [{"type": "function_call_output", "call_id": "c", "output": [{"type": "input_image", "image_url": "u"}]}]})", "input_image"},
       {R"({"input": [{"type": "item_reference", "id": "msg_1"}]})", "item_reference"},
       {R"({"input": [{"type": "web_search_call"}]})", "web_search_call"},
       {R"({"input": "x", "tools": [{"type": "web_search"}]})", "web_search"},
