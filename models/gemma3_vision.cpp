@@ -93,10 +93,9 @@ double Gemma3Vision::flops_per_image() const {
          2.0 * v_.tokens_per_image * h * text_hidden_;
 }
 
-Status Gemma3Vision::upload_i32(const Tensor& t, const std::vector<int32_t>& host) {
+void Gemma3Vision::upload_i32(const Tensor& t, const std::vector<int32_t>& host) {
   BRIGADE_CHECK(static_cast<int64_t>(host.size()) <= t.numel(), "vision scratch: ints fit their buffer");
   backend_->upload(Tensor(t.data, DType::i32, {static_cast<int64_t>(host.size())}), host.data());
-  return Status::ok();
 }
 
 Status Gemma3Vision::allocate_scratch() {
@@ -170,12 +169,12 @@ Status Gemma3Vision::encode_pass(std::span<const StepImage> images, size_t first
         for (int ty = 0; ty < tside; ++ty)
           for (int tx = 0; tx < tside; ++tx)
             pool[at++] = static_cast<int32_t>(i * p + (ty * k + dy) * side + tx * k + dx);
-  BRIGADE_RETURN_IF_ERROR(upload_i32(sc_.q_start.tensor, q_start));
-  BRIGADE_RETURN_IF_ERROR(upload_i32(sc_.ctx_len.tensor, ctx));
-  BRIGADE_RETURN_IF_ERROR(upload_i32(sc_.block_table.tensor, table));
-  BRIGADE_RETURN_IF_ERROR(upload_i32(sc_.attend_until.tensor, until));
-  BRIGADE_RETURN_IF_ERROR(upload_i32(sc_.slots.tensor, slots));
-  BRIGADE_RETURN_IF_ERROR(upload_i32(sc_.pool_rows.tensor, pool));
+  upload_i32(sc_.q_start.tensor, q_start);
+  upload_i32(sc_.ctx_len.tensor, ctx);
+  upload_i32(sc_.block_table.tensor, table);
+  upload_i32(sc_.attend_until.tensor, until);
+  upload_i32(sc_.slots.tensor, slots);
+  upload_i32(sc_.pool_rows.tensor, pool);
 
   AttentionMeta meta;
   meta.q_start = Tensor(sc_.q_start.tensor.data, DType::i32, {n + 1});

@@ -46,7 +46,7 @@ class Gemma3Vision {
   Status allocate_scratch();
   // One pass over images [first, first + n) into out rows [first * T, (first + n) * T).
   Status encode_pass(std::span<const StepImage> images, size_t first, int n, const Tensor& out);
-  Status upload_i32(const Tensor& t, const std::vector<int32_t>& host);
+  void upload_i32(const Tensor& t, const std::vector<int32_t>& host);
 
   Backend* backend_ = nullptr;
   VisionConfig v_;

@@ -9,12 +9,21 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "models/model.h"
 
 namespace brigade {
+
+// invalid_argument unless a dynamic image's grid of grid_h x grid_w patches is whole merge x merge
+// blocks (positive sides, multiples of merge); `which` names the image in the message.
+inline Status check_merge_grid(int32_t grid_h, int32_t grid_w, int merge, const std::string& which) {
+  if (grid_h > 0 && grid_w > 0 && merge > 0 && grid_h % merge == 0 && grid_w % merge == 0) return Status::ok();
+  return invalid_argument(which + " has a grid of " + std::to_string(grid_h) + " x " + std::to_string(grid_w) +
+                          " patches; each side must be a positive multiple of the merge size " + std::to_string(merge));
+}
 
 // How far the rotary positions fall behind the token positions past an image of a merged grid
 // h x w (tokens). 0 for a 1-token image.

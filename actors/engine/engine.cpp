@@ -837,13 +837,9 @@ Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling
     b.setSkipSpecialTokens(request.skip_special_tokens);
     b.setPriority(request.priority);
     b.setLora(static_cast<uint32_t>(lora));
-    auto images = b.initImages(static_cast<unsigned>(request.images.size()));
-    for (unsigned k = 0; k < request.images.size(); ++k) {
-      const ImagePixels& im = request.images[k];
-      if (im.pixels != nullptr) images[k].setPixels(pixels_data(*im.pixels));
-      images[k].setGridH(im.grid_h);
-      images[k].setGridW(im.grid_w);
-    }
+    std::vector<SeqImage> images;
+    for (const ImagePixels& im : request.images) images.push_back({0, im.pixels, im.grid_h, im.grid_w});
+    encode_images(images, b.initImages(static_cast<unsigned>(images.size())));
     auto labels = b.initLabels(static_cast<unsigned>(request.labels.size()));
     for (unsigned i = 0; i < request.labels.size(); ++i) {
       labels[i].setKey(request.labels[i].first);

@@ -30,10 +30,7 @@ Status check_image(const SeqImage& im, size_t k, const SchedulerLimits& l) {
                               "] pixels (" + std::to_string(n_floats) + " floats); got " + std::to_string(got));
     return Status::ok();
   }
-  const int m = l.image_merge;
-  if (im.grid_h <= 0 || im.grid_w <= 0 || im.grid_h % m != 0 || im.grid_w % m != 0)
-    return invalid_argument(which + " has a grid of " + std::to_string(im.grid_h) + " x " + std::to_string(im.grid_w) +
-                            " patches; each side must be a positive multiple of the merge size " + std::to_string(m));
+  BRIGADE_RETURN_IF_ERROR(check_merge_grid(im.grid_h, im.grid_w, l.image_merge, which));
   const int64_t patches = int64_t{im.grid_h} * im.grid_w;
   if (l.max_image_patches > 0 && patches > l.max_image_patches)
     return invalid_argument(which + " has " + std::to_string(patches) + " patches; the vision tower takes at most " +

@@ -7,6 +7,7 @@
 #include "models/detokenizer.h"
 #include "actors/step_codec.h"
 #include "messages/convert.h"
+#include "models/mrope.h"
 
 namespace brigade {
 
@@ -67,10 +68,7 @@ Expected<std::string> expand_image_markers(std::string_view text, capnp::List<sc
     int tokens = m.tokens_per_image;
     if (m.merge > 0 && n_markers < n_images) {
       const auto im = images[n_markers];
-      if (im.getGridH() <= 0 || im.getGridW() <= 0 || im.getGridH() % m.merge != 0 || im.getGridW() % m.merge != 0)
-        return invalid_argument("image " + std::to_string(n_markers) + " has a grid of " + std::to_string(im.getGridH()) +
-                                " x " + std::to_string(im.getGridW()) +
-                                " patches; each side must be a positive multiple of the merge size " + std::to_string(m.merge));
+      BRIGADE_RETURN_IF_ERROR(check_merge_grid(im.getGridH(), im.getGridW(), m.merge, "image " + std::to_string(n_markers)));
       tokens = (im.getGridH() / m.merge) * (im.getGridW() / m.merge);
     }
     out += m.before;

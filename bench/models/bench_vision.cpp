@@ -104,26 +104,33 @@ std::map<std::string, RawTensor> vision_tensors(const VisionConfig& v, std::vect
   return std::move(add.out);
 }
 
-void BM_Gemma3VisionImage(benchmark::State& state) {
-  const VisionConfig v = siglip_400m(static_cast<int>(state.range(0)));
-  std::vector<std::vector<uint16_t>> store;
-  ModelConfig mc;
-  mc.vision = v;
-  auto ck = Checkpoint::from_memory("bench", mc, vision_tensors(v, store));
-  auto backend = make_cpu_backend({bench_threads()});
-  WeightLoader w(*ck, *backend, std::nullopt);
-  Gemma3Vision tower;
-  if (Status st = tower.load(w, *backend, v, kTextHidden); !st.is_ok()) {
-    state.SkipWithError(st.to_string().c_str());
-    return;
-  }
-  auto pixels = std::make_shared<std::vector<float>>(static_cast<size_t>(3) * v.image_size * v.image_size);
+// Uniform pixels in [-1, 1] (what normalised images span).
+std::shared_ptr<std::vector<float>> random_pixels(size_t n) {
+  auto pixels = std::make_shared<std::vector<float>>(n);
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (float& x : *pixels) x = u(rng);
-  const std::vector<StepImage> images = {{0, pixels}};
-  auto out = backend->allocate(static_cast<size_t>(v.tokens_per_image) * kTextHidden * sizeof(float));
-  const Tensor feats = out->view(DType::f32, {v.tokens_per_image, kTextHidden});
+  return pixels;
+}
+
+// Loads `tower` from the synthetic checkpoint and times encode(images) into [tokens, text_hidden]:
+// GFLOPS and of_sgemm for flops(tower) per pass (the loaded tower counts them), and `whole` = the
+// measured time times whole_scale (the whole tower from the layers run).
+template <typename Tower, typename Flops>
+void run_tower(benchmark::State& state, const VisionConfig& v, std::map<std::string, RawTensor> tensors, Tower& tower,
+               int text_hidden, const std::vector<StepImage>& images, int tokens, Flops flops, const char* whole,
+               double whole_scale) {
+  ModelConfig mc;
+  mc.vision = v;
+  auto ck = Checkpoint::from_memory("bench", mc, std::move(tensors));
+  auto backend = make_cpu_backend({bench_threads()});
+  WeightLoader w(*ck, *backend, std::nullopt);
+  if (Status st = tower.load(w, *backend, v, text_hidden); !st.is_ok()) {
+    state.SkipWithError(st.to_string().c_str());
+    return;
+  }
+  auto out = backend->allocate(static_cast<size_t>(tokens) * text_hidden * sizeof(float));
+  const Tensor feats = out->view(DType::f32, {tokens, text_hidden});
   sgemm_gflops();
   double seconds = 0.0;
   for (auto _ : state) {
@@ -132,13 +139,22 @@ void BM_Gemma3VisionImage(benchmark::State& state) {
     backend->synchronize();
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  const double iters = static_cast<double>(state.iterations()), gflop = tower.flops_per_image() / 1e9;
+  const double iters = static_cast<double>(state.iterations()), gflop = flops(tower) / 1e9;
   state.counters["GFLOPS"] = benchmark::Counter(iters * gflop, benchmark::Counter::kIsRate);
   state.counters["of_sgemm"] = benchmark::Counter(iters * gflop / sgemm_gflops(), benchmark::Counter::kIsRate);
   state.counters["sgemm_GFLOPS"] = sgemm_gflops();
+  state.counters[whole] = seconds / iters * whole_scale;
+}
+
+void BM_Gemma3VisionImage(benchmark::State& state) {
+  const VisionConfig v = siglip_400m(static_cast<int>(state.range(0)));
+  std::vector<std::vector<uint16_t>> store;
+  Gemma3Vision tower;
+  const std::vector<StepImage> images = {{0, random_pixels(size_t{3} * v.image_size * v.image_size)}};
   // Gemma 3's whole tower: the measured time per layer (the ends, patch embedding and projector,
   // counted in) times 27.
-  state.counters["per_image_s_27"] = seconds / iters * 27.0 / v.n_layers;
+  run_tower(state, v, vision_tensors(v, store), tower, kTextHidden, images, v.tokens_per_image,
+            [](const Gemma3Vision& t) { return t.flops_per_image(); }, "per_image_s_27", 27.0 / v.n_layers);
 }
 BENCHMARK(BM_Gemma3VisionImage)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
 
@@ -193,38 +209,11 @@ std::map<std::string, RawTensor> qwen_tensors(const VisionConfig& v, std::vector
 void BM_Qwen25VisionImage(benchmark::State& state) {
   const VisionConfig v = qwen25_vl_7b(static_cast<int>(state.range(0)));
   std::vector<std::vector<uint16_t>> store;
-  ModelConfig mc;
-  mc.vision = v;
-  auto ck = Checkpoint::from_memory("bench", mc, qwen_tensors(v, store));
-  auto backend = make_cpu_backend({bench_threads()});
-  WeightLoader w(*ck, *backend, std::nullopt);
   QwenVision tower;
-  if (Status st = tower.load(w, *backend, v, kQwenTextHidden); !st.is_ok()) {
-    state.SkipWithError(st.to_string().c_str());
-    return;
-  }
   constexpr int kGrid = 32;  // 448 pixels a side
-  auto pixels = std::make_shared<std::vector<float>>(static_cast<size_t>(kGrid * kGrid * v.patch_width()));
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (float& x : *pixels) x = u(rng);
-  const std::vector<StepImage> images = {{0, pixels, kGrid, kGrid}};
-  const int tokens = v.image_tokens(kGrid, kGrid);
-  auto out = backend->allocate(static_cast<size_t>(tokens) * kQwenTextHidden * sizeof(float));
-  const Tensor feats = out->view(DType::f32, {tokens, kQwenTextHidden});
-  sgemm_gflops();
-  double seconds = 0.0;
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
-    if (Status st = tower.encode(images, feats); !st.is_ok()) state.SkipWithError(st.to_string().c_str());
-    backend->synchronize();
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-  const double iters = static_cast<double>(state.iterations()), gflop = tower.flops(kGrid, kGrid) / 1e9;
-  state.counters["GFLOPS"] = benchmark::Counter(iters * gflop, benchmark::Counter::kIsRate);
-  state.counters["of_sgemm"] = benchmark::Counter(iters * gflop / sgemm_gflops(), benchmark::Counter::kIsRate);
-  state.counters["sgemm_GFLOPS"] = sgemm_gflops();
-  state.counters["per_image_s_32"] = seconds / iters * 32.0 / v.n_layers;
+  const std::vector<StepImage> images = {{0, random_pixels(static_cast<size_t>(kGrid * kGrid * v.patch_width())), kGrid, kGrid}};
+  run_tower(state, v, qwen_tensors(v, store), tower, kQwenTextHidden, images, v.image_tokens(kGrid, kGrid),
+            [](const QwenVision& t) { return t.flops(kGrid, kGrid); }, "per_image_s_32", 32.0 / v.n_layers);
 }
 BENCHMARK(BM_Qwen25VisionImage)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
 
