@@ -52,7 +52,7 @@ struct SeqWorkItem {
   Pooling pooling = Pooling::none;
   uint32_t lora = 0;              // LoRA adapter id (SeqWork.lora; StepBatch::lora)
   int mtp_drafts = 0;             // MTP drafts to propose after the step (SeqWork.mtpDrafts)
-  std::vector<SeqImage> images;   // the images whose tokens the chunk holds, each whole (SeqWork.images)
+  std::vector<SeqImage> images;   // the images whose tokens the chunk holds, whole or in part (SeqWork.images)
   int32_t rope_delta = 0;         // M-RoPE: rotary positions behind start_pos (SeqWork.ropeDelta)
 };
 

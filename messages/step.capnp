@@ -42,12 +42,15 @@ struct SeqWork {
   mtpDrafts @15 :Int32;            # an executor whose model runs its MTP module (speculative
                                    # method mtp) drafts up to this many tokens after the step's
                                    # last token for the sequence (StepResult.drafts); needs sample
-  images @16 :List(SeqImage);      # the images whose tokens this chunk holds, each whole
+  images @16 :List(SeqImage);      # the images whose tokens this chunk holds: each whole, or
+                                   # (dynamic images, which attend causally) the part of one the
+                                   # chunk cuts, its tokens from max(startPos, position) on
   ropeDelta @17 :Int32;            # M-RoPE models: how far the sequence's rotary positions run
                                    # behind its token positions at startPos (models/mrope.h)
 }
 
-# An image of a prompt chunk: its image tokens (VisionConfig::image_tokens) start at `position`.
+# An image of a prompt chunk: its image tokens (VisionConfig::image_tokens) start at `position`
+# (before the chunk's startPos when an earlier chunk holds its first tokens).
 struct SeqImage {
   position @0 :Int32;
   pixels @1 :Data;                 # as Req.ImageInput.pixels

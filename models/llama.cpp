@@ -6,6 +6,7 @@
 #include "models/load_progress.h"
 #include "models/decoder_ends.h"
 #include "models/gemma3_vision.h"
+#include "models/image_feature_cache.h"
 #include "models/mrope.h"
 #include "models/qwen_vision.h"
 #include "models/lora.h"
@@ -108,6 +109,7 @@ class LlamaModel final : public Model {
   int n_mtp_layers() const override { return with_mtp_ ? 1 : 0; }
   Status forward_mtp(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
   bool has_vision() const override { return vision_ != nullptr || qwen_vision_ != nullptr; }
+  VisionStats vision_stats() const override { return vision_stats_; }
   int64_t n_params() const override { return n_params_; }
   int64_t weight_bytes() const override { return weight_bytes_; }
   StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const override;
@@ -130,8 +132,12 @@ class LlamaModel final : public Model {
   // planes of rotary positions uploaded (models/mrope.h) and rotates with rope_m_; false: the
   // step's own positions and rope_ (every plane would equal them).
   Status begin_mrope(const StepBatch& batch);
-  // The step's images encoded into the rows of their tokens in residual [n, hidden].
+  // The step's images encoded into the rows of their tokens in residual [n, hidden]: those whole
+  // in the step together, each one split over steps through feature_cache_.
   Status put_images(const StepBatch& batch, const Tensor& residual);
+  Status put_split_image(const StepBatch& batch, const StepImage& im, const Tensor& residual, int64_t id_offset,
+                         std::vector<ImageKey>& done);
+  Status encode_images(std::span<const StepImage> images, const Tensor& out);
   int n_kv_layers() const { return config_.n_layers + n_mtp_layers(); }
   // Checks shared by forward and forward_mtp, the step's LoRA ids, uploads its ints.
   Expected<StepBounds> begin_step(const StepBatch& batch, const KvCache& kv, const Tensor& logits);
@@ -176,6 +182,8 @@ class LlamaModel final : public Model {
   bool mrope_step_ = false;               // this step rotates by mrope_pos_ with rope_m_
   OwnedTensor image_feats_;               // [max_batch_tokens, hidden] a step's image features
   OwnedTensor image_rows_;                // [max_batch_tokens] i32 the rows they replace
+  ImageFeatureCache feature_cache_;       // the features of images split over steps
+  VisionStats vision_stats_;
   int64_t vision_params_ = 0, vision_bytes_ = 0;  // the tower's part of n_params_ / weight_bytes_
   int64_t n_params_ = 0;
   int64_t weight_bytes_ = 0;
@@ -214,8 +222,11 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
     c.flops += static_cast<double>(b.images.size()) * vision_->flops_per_image();
     c.bytes += static_cast<double>(vision_bytes_);
   }
-  if (qwen_vision_ != nullptr && !b.images.empty()) {
-    for (const StepImage& im : b.images) c.flops += qwen_vision_->flops(im.grid_h, im.grid_w);
+  // An image split over steps is encoded at its first step; the later ones take its features
+  // from the cache (unless it was dropped: then this undercounts).
+  if (qwen_vision_ != nullptr && std::any_of(b.images.begin(), b.images.end(), [](const StepImage& im) { return im.first == 0; })) {
+    for (const StepImage& im : b.images)
+      if (im.first == 0) c.flops += qwen_vision_->flops(im.grid_h, im.grid_w);
     c.bytes += static_cast<double>(vision_bytes_);
   }
   return c;
@@ -362,22 +373,73 @@ Status LlamaModel::load_vision(WeightLoader& w) {
   const int64_t t = options_.max_batch_tokens;
   BRIGADE_ASSIGN_OR_RETURN(image_feats_, alloc_tensor(backend_, backend_.activation_dtype(), t, config_.hidden_size));
   BRIGADE_ASSIGN_OR_RETURN(image_rows_, alloc_tensor(backend_, DType::i32, 1, t));
+  // Room for two of the largest images or of the largest steps' worth of split images' features
+  // (an image in progress per prefilling sequence); beyond that a dropped image is encoded again.
+  if (qwen_vision_ != nullptr)
+    feature_cache_.set_capacity(2 * std::max<int64_t>(t, QwenVision::kMaxPatches / (int64_t{config_.vision.merge} * config_.vision.merge)));
+  return Status::ok();
+}
+
+Status LlamaModel::encode_images(std::span<const StepImage> images, const Tensor& out) {
+  if (qwen_vision_ != nullptr) BRIGADE_RETURN_IF_ERROR(qwen_vision_->encode(images, out));
+  else BRIGADE_RETURN_IF_ERROR(vision_->encode(images, out));
+  vision_stats_.images_encoded += static_cast<int64_t>(images.size());
   return Status::ok();
 }
 
 Status LlamaModel::put_images(const StepBatch& batch, const Tensor& residual) {
+  std::vector<StepImage> whole;
   std::vector<int32_t> rows;
   for (const StepImage& im : batch.images) {
     const int t = config_.vision.image_tokens(im.grid_h, im.grid_w);
+    if (im.first != 0 || step_image_rows(batch, im, t) != t) continue;
+    whole.push_back(im);
     for (int j = 0; j < t; ++j) rows.push_back(im.row + j);
   }
   const int64_t n = static_cast<int64_t>(rows.size());
-  const Tensor feats = image_feats_.tensor.rows(0, n);
-  if (qwen_vision_ != nullptr) BRIGADE_RETURN_IF_ERROR(qwen_vision_->encode(batch.images, feats));
-  else BRIGADE_RETURN_IF_ERROR(vision_->encode(batch.images, feats));
-  const Tensor row_ids(image_rows_.tensor.data, DType::i32, {n});
+  if (n > 0) {
+    const Tensor feats = image_feats_.tensor.rows(0, n);
+    BRIGADE_RETURN_IF_ERROR(encode_images(whole, feats));
+    const Tensor row_ids(image_rows_.tensor.data, DType::i32, {n});
+    backend_.upload(row_ids, rows.data());
+    backend_.scatter_rows(residual, row_ids, feats);
+  }
+  // Each split image's row ids go after the whole ones' in image_rows_ (no step has more image
+  // rows than tokens); its entry is dropped once the step has all it needs of it.
+  std::vector<ImageKey> done;
+  int64_t id_offset = n;
+  for (const StepImage& im : batch.images) {
+    const int t = config_.vision.image_tokens(im.grid_h, im.grid_w);
+    const int k = step_image_rows(batch, im, t);
+    if (im.first == 0 && k == t) continue;
+    BRIGADE_RETURN_IF_ERROR(put_split_image(batch, im, residual, id_offset, done));
+    id_offset += k;
+  }
+  for (const ImageKey& key : done) feature_cache_.erase(key);
+  return Status::ok();
+}
+
+Status LlamaModel::put_split_image(const StepBatch& batch, const StepImage& im, const Tensor& residual,
+                                   int64_t id_offset, std::vector<ImageKey>& done) {
+  const int t = config_.vision.image_tokens(im.grid_h, im.grid_w);
+  const int k = step_image_rows(batch, im, t);
+  const ImageKey key = image_key(im);
+  Tensor all;
+  if (const Tensor* cached = feature_cache_.find(key)) {
+    all = *cached;
+    ++vision_stats_.cache_hits;
+  } else {  // the image's first step, or its features were dropped: encode it whole
+    BRIGADE_ASSIGN_OR_RETURN(all, feature_cache_.insert(backend_, key, t, config_.hidden_size, backend_.activation_dtype()));
+    StepImage image = im;
+    image.first = 0;
+    BRIGADE_RETURN_IF_ERROR(encode_images(std::span<const StepImage>(&image, 1), all));
+  }
+  std::vector<int32_t> rows(static_cast<size_t>(k));
+  for (int j = 0; j < k; ++j) rows[static_cast<size_t>(j)] = im.row + j;
+  const Tensor row_ids(image_rows_.tensor.as<int32_t>() + id_offset, DType::i32, {int64_t{k}});
   backend_.upload(row_ids, rows.data());
-  backend_.scatter_rows(residual, row_ids, feats);
+  backend_.scatter_rows(residual, row_ids, all.rows(im.first, k));
+  if (im.first + k == t) done.push_back(key);
   return Status::ok();
 }
 

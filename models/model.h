@@ -5,6 +5,7 @@
 // flattened batch (prefill chunks and decode tokens together) against a paged KV cache.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,13 +21,17 @@
 namespace brigade {
 
 // An image in a step (a model whose ModelConfig::vision is loaded, Model::has_vision): its
-// tokens are the rows [row, row + VisionConfig::image_tokens(*this)) of one sequence, each the
-// image token, all in this step. The model encodes the pixels and puts the image's features in
-// those rows' place (not their token embeddings). Gemma 3 lets those rows attend to one another
-// (AttentionMeta::attend_until); the Qwen2-VL family places them in M-RoPE's 3D positions
-// (models/mrope.h). The rest of the sequence attends to them causally.
+// tokens first, first + 1, ... are the rows row, row + 1, ... of one sequence, each the image
+// token, up to the image's last token (VisionConfig::image_tokens of its grid) or the sequence's
+// last row in the step, whichever comes first. The model encodes the pixels and puts the image's
+// features in those rows' place (not their token embeddings). Gemma 3 lets those rows attend to
+// one another (AttentionMeta::attend_until), so its images lie whole in one step (first = 0);
+// the Qwen2-VL family's attend causally, so one image may be split over several steps (chunked
+// prefill): the model keeps the features of an image it has begun until its last token
+// (models/image_feature_cache.h), and places its rows in M-RoPE's 3D positions (models/mrope.h).
+// The rest of the sequence attends to them causally.
 struct StepImage {
-  int32_t row = 0;
+  int32_t row = 0;  // the step row of the image's token `first`
   // Fixed-size images (Gemma 3, grid_h = grid_w = 0): [3, image_size, image_size] f32, channels
   // first, normalised as the model's image processor does (models/image_processor.h).
   // Dynamic-resolution images (Qwen2-VL family, VisionConfig::dynamic()): grid_h x grid_w patches
@@ -36,6 +41,7 @@ struct StepImage {
   std::shared_ptr<const std::vector<float>> pixels;
   int32_t grid_h = 0;
   int32_t grid_w = 0;
+  int32_t first = 0;  // the image's tokens in earlier steps (its tokens before row)
 };
 
 // One step, host-side. n_tokens rows, grouped by sequence (see AttentionMeta for the rules).
@@ -76,6 +82,15 @@ struct StepBatch {
   int n_seqs() const { return static_cast<int>(ctx_len.size()); }
   void clear();
 };
+
+// How many rows of batch the image im holds (see StepImage): its tokens from im.first up to its
+// last (image_tokens in all) or up to its sequence's last row in the step, whichever comes
+// first. check_step_images checks the rest (im.row inside the step, first < image_tokens).
+inline int step_image_rows(const StepBatch& batch, const StepImage& im, int image_tokens) {
+  const auto next = std::upper_bound(batch.q_start.begin(), batch.q_start.end(), im.row);
+  const int seq_end = next == batch.q_start.end() ? batch.n_tokens() : *next;
+  return std::max(0, std::min(image_tokens - im.first, seq_end - im.row));
+}
 
 // The work of one forward step by the roofline model (DESIGN.md §9): the bytes it must move at
 // least and the floating-point operations it must do. The executor compares them with the
@@ -156,6 +171,14 @@ class Model {
   // Whether forward() takes StepBatch::images: the checkpoint has a vision tower
   // (ModelConfig::vision) and the backend runs it (Backend::supports_vision).
   virtual bool has_vision() const { return false; }
+  // What the vision tower did so far (has_vision): the images it encoded, and the steps that
+  // took an image's features from the encoder cache instead (an image split over steps,
+  // models/image_feature_cache.h).
+  struct VisionStats {
+    int64_t images_encoded = 0;
+    int64_t cache_hits = 0;
+  };
+  virtual VisionStats vision_stats() const { return {}; }
   // Total parameter count and weight bytes as loaded.
   virtual int64_t n_params() const = 0;
   virtual int64_t weight_bytes() const = 0;

@@ -24,15 +24,14 @@ std::vector<int32_t> mrope_positions(const StepBatch& batch, int merge) {
       }
       const StepImage& im = batch.images[static_cast<size_t>(image_at[j])];
       const int32_t h = im.grid_h / m, w = im.grid_w / m;
-      const int32_t base = batch.positions[j] - delta;
-      for (int32_t y = 0; y < h; ++y) {
-        for (int32_t x = 0; x < w && j < end; ++x, ++j) {
-          out[j] = base;
-          out[n + j] = base + y;
-          out[2 * n + j] = base + x;
-        }
+      // Token `first` sits at row j, so token 0 at position positions[j] - first (an earlier step).
+      const int32_t base = batch.positions[j] - im.first - delta;
+      for (int32_t i = im.first; i < h * w && j < end; ++i, ++j) {
+        out[j] = base;
+        out[n + j] = base + i / w;
+        out[2 * n + j] = base + i % w;
       }
-      delta += mrope_image_shift(h, w);
+      delta += mrope_image_shift(h, w);  // the rows after the image (none when it runs on)
     }
   }
   return out;

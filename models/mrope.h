@@ -33,8 +33,10 @@ inline int32_t mrope_image_shift(int32_t h, int32_t w) { return h * w - std::max
 // then width; RopeConfig::sections order), from batch.positions, batch.rope_delta (empty = 0) and
 // the dynamic images in batch.images (grid_h / grid_w in patches, merged merge x merge into
 // tokens). A text row j of sequence s has positions[j] - delta on every plane, where delta is
-// rope_delta[s] plus the shifts of the images of s before row j in this step. Images must lie
-// whole inside one sequence's rows (check_step_images checks it first).
+// rope_delta[s] plus the shifts of the images of s before row j in this step. An image's rows
+// may be a part of it (StepImage::first, the rest in other steps): their positions are those of
+// the same tokens in the whole image, and rope_delta counts only images wholly before the step
+// (check_step_images checks the images first).
 std::vector<int32_t> mrope_positions(const StepBatch& batch, int merge);
 
 }  // namespace brigade

@@ -127,21 +127,34 @@ Expected<std::vector<int32_t>> check_step_images(const StepBatch& b, const Visio
       return invalid_argument("the image at row " + str(im.row) + " has a grid of " + str(im.grid_h) + " x " +
                               str(im.grid_w) + " patches; each side must be a positive multiple of " + str(v.merge));
     const int t = v.image_tokens(im.grid_h, im.grid_w);
-    if (im.row < 0 || im.row + t > n)
+    if (im.first < 0 || im.first >= t)
+      return invalid_argument("the image at row " + str(im.row) + " starts at its token " + str(im.first) +
+                              " but has tokens 0.." + str(t - 1));
+    if (!v.dynamic() && im.first != 0)
+      return invalid_argument("the image at row " + str(im.row) + " starts at its token " + str(im.first) +
+                              ": this model's image tokens attend to one another, so an image's " + str(t) +
+                              " tokens go into one step");
+    if (im.row < 0 || im.row >= n || (!v.dynamic() && im.row + t > n))
       return invalid_argument("an image at row " + str(im.row) + " needs rows up to " + str(int64_t{im.row} + t) +
                               " of a step of " + str(n));
-    // The sequence whose rows hold the image's first row must hold its last.
     const auto seq = std::upper_bound(b.q_start.begin(), b.q_start.end(), im.row) - b.q_start.begin() - 1;
-    if (im.row + t > b.q_start[static_cast<size_t>(seq) + 1])
+    const int32_t seq_begin = b.q_start[static_cast<size_t>(seq)], seq_end = b.q_start[static_cast<size_t>(seq) + 1];
+    // Gemma's image lies whole in its sequence's rows; a Qwen image may run past them into later
+    // steps, and one begun in an earlier step continues at its sequence's first row.
+    if (!v.dynamic() && im.row + t > seq_end)
       return invalid_argument("the image at row " + str(im.row) + " runs past its sequence's rows: an image's " +
                               str(t) + " tokens go into one step");
-    for (int r = im.row; r < im.row + t; ++r) {
+    if (im.first > 0 && im.row != seq_begin)
+      return invalid_argument("the image at row " + str(im.row) + " continues from an earlier step (its token " +
+                              str(im.first) + ") but its sequence's rows begin at " + str(seq_begin));
+    const int rows = step_image_rows(b, im, t);
+    for (int r = im.row; r < im.row + rows; ++r) {
       if (b.tokens[static_cast<size_t>(r)] != v.image_token)
         return invalid_argument("row " + str(r) + " of the image at row " + str(im.row) + " holds token " +
                                 str(b.tokens[static_cast<size_t>(r)]) + ", not the image token " + str(v.image_token));
       if (taken[static_cast<size_t>(r)]) return invalid_argument("two images claim row " + str(r));
       taken[static_cast<size_t>(r)] = true;
-      until[static_cast<size_t>(r)] = b.positions[static_cast<size_t>(im.row + t - 1)];
+      until[static_cast<size_t>(r)] = b.positions[static_cast<size_t>(im.row + rows - 1)];
     }
   }
   if (v.dynamic()) return std::vector<int32_t>();  // the Qwen2-VL family's images attend causally

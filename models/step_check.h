@@ -35,12 +35,15 @@ Expected<StepBounds> check_step(const StepBatch& batch, const StepLimits& limits
 // and batch.hidden is `activation` [hidden_rows.size(), hidden_size]. invalid_argument otherwise.
 Status check_hidden_rows(const StepBatch& batch, int max_batch_tokens, int64_t hidden_size, DType activation);
 // StepBatch::images and rope_delta (after check_step): rope_delta empty or one per sequence; no
-// images unless the model's vision tower is loaded (else unsupported); each image's rows
-// (VisionConfig::image_tokens of its grid, a dynamic image's grid in whole merge blocks) lie
-// inside the step and inside one sequence's rows, are image_token each, and overlap no other
-// image's. Returns AttentionMeta::attend_until for the step: Gemma 3's [n_tokens], each row's own
-// position but an image's rows', which see to the image's last; empty when the step has no image
-// or the model's images attend causally (the Qwen2-VL family). invalid_argument otherwise.
+// images unless the model's vision tower is loaded (else unsupported); each image (a dynamic
+// image's grid in whole merge blocks) starts at one of its tokens (StepImage::first) at a row of
+// the step, and its rows (step_image_rows) are image_token each and overlap no other image's.
+// Gemma 3's images lie whole in one sequence's rows (first = 0); a Qwen2-VL family image may
+// run on past its sequence's last row into a later step, and one that continues an earlier
+// step's begins at its sequence's first row. Returns AttentionMeta::attend_until for the step:
+// Gemma 3's [n_tokens], each row's own position but an image's rows', which see to the image's
+// last; empty when the step has no image or the model's images attend causally (the Qwen2-VL
+// family). invalid_argument otherwise.
 Expected<std::vector<int32_t>> check_step_images(const StepBatch& batch, const VisionConfig& v, bool loaded);
 
 }  // namespace brigade

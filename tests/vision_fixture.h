@@ -19,6 +19,9 @@
 
 namespace brigade::testing {
 
+// The Qwen fixtures' vision token ids (scripts/make_qwen_vl_fixtures.py).
+constexpr int32_t kQwenVisionStart = 300;
+constexpr int32_t kQwenVisionEnd = 301;
 constexpr int32_t kQwenImageToken = 302;
 
 struct QwenVlImage {

@@ -712,18 +712,15 @@ Status EngineImpl::start(const EngineOptions& options) {
       summary_.image_merge = v.dynamic() ? v.merge : 0;
     }
   if (summary_.image_merge > 0) {
-    // Every image load_image makes must run: in one step of each instance that takes images, and
-    // through the tower.
-    int64_t max_tokens = QwenVision::kMaxPatches / (int64_t{summary_.image_merge} * summary_.image_merge);
-    for (size_t i = 0; i < loaded.size(); ++i)
-      if (loaded[i] && loaded[i]->ranks.front()->model->has_vision())
-        max_tokens = std::min<int64_t>(max_tokens, configs[i].scheduler.max_step_tokens);
+    // Every image load_image makes must go through the tower (chunked prefill splits its tokens
+    // over steps as it needs: they attend causally).
+    const int64_t max_tokens = QwenVision::kMaxPatches / (int64_t{summary_.image_merge} * summary_.image_merge);
     auto qwen = model_qwen_image_processor(path);
     Status bounded = qwen ? bound_qwen_pixels(*qwen, options.image_min_pixels, options.image_max_pixels, max_tokens)
                           : qwen.status();
     if (bounded.is_ok()) {
       qwen_image_processor_ = *qwen;
-      spdlog::info("engine: images are resized to {}..{} pixels ({} tokens at most: max_step_tokens and the tower)",
+      spdlog::info("engine: images are resized to {}..{} pixels ({} tokens at most)",
                    qwen->min_pixels, qwen->max_pixels, qwen->max_pixels / (int64_t{qwen->factor()} * qwen->factor()));
     } else {
       image_processor_ = bounded;

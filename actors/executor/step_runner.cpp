@@ -63,12 +63,15 @@ Status StepRunner::build_batch(const PlannedStep& step, bool with_pooling) {
       batch_.positions.push_back(pos);
       batch_.slots.push_back(w.block_table[static_cast<size_t>(pos / page_size)] * page_size + pos % page_size);
     }
-    for (const SeqImage& im : w.images) {  // the model checks that each lies whole in the chunk
-      if (im.position < w.start_pos || im.position >= ctx)
+    for (const SeqImage& im : w.images) {  // the model checks how they lie in the chunk
+      if (im.position >= ctx)
         return invalid_argument("sequence " + std::to_string(w.seq_id) + " has an image at position " +
-                                std::to_string(im.position) + " outside its chunk [" + std::to_string(w.start_pos) +
+                                std::to_string(im.position) + " after its chunk [" + std::to_string(w.start_pos) +
                                 ", " + std::to_string(ctx) + ")");
-      batch_.images.push_back({batch_.q_start.back() + (im.position - w.start_pos), im.pixels, im.grid_h, im.grid_w});
+      // An image begun in an earlier chunk continues at the chunk's first row.
+      const int32_t first = std::max(0, w.start_pos - im.position);
+      batch_.images.push_back({batch_.q_start.back() + (im.position + first - w.start_pos), im.pixels, im.grid_h,
+                               im.grid_w, first});
     }
     batch_.q_start.push_back(batch_.n_tokens());
     batch_.ctx_len.push_back(ctx);

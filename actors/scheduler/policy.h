@@ -132,6 +132,10 @@ struct SchedulerLimits {
   int64_t image_patch_width = 0;
   int max_image_patches = 0;  // dynamic: the tower's bound on grid_h * grid_w (0 = none)
   bool takes_images() const { return tokens_per_image > 0 || image_merge > 0; }
+  // Dynamic images attend causally (the Qwen2-VL family), so chunked prefill may cut one over
+  // several steps (the model keeps its features between them); Gemma 3's attend to one another
+  // within the image, so each runs whole in one step (at most max_step_tokens tokens).
+  bool images_split() const { return image_merge > 0; }
   Status validate() const;
 };
 
@@ -425,17 +429,18 @@ class SchedulerPolicy {
                        std::vector<SeqEvent>& events, PageSource& pages);
   // ---- images (policy_images.cpp) ----
   // Fills s.images from the prompt's runs of image tokens and s.req.images; invalid_argument when
-  // they disagree (a run of another length, another count) or an image cannot run in one step,
-  // unsupported for images to a text model.
+  // they disagree (a run of another length, another count) or an image that must run in one
+  // step (!images_split) cannot, unsupported for images to a text model.
   Status find_images(Seq& s) const;
-  // A chunk of s from n_scheduled of at most n tokens, cut so that no image is split: it ends
-  // before an image it would split (0 when it starts at one that does not fit: the sequence waits
+  // A chunk of s from n_scheduled of at most n tokens; unless images_split, cut so that no image
+  // is split: it ends before an image it would split (0 when it starts at one that does not fit: the sequence waits
   // for a step with room for it).
   int chunk_within_images(const Seq& s, int n) const;
   // The longest prefix of at most n tokens that does not end inside an image (a prefix-cache
-  // match is cut back to it, so the image's rows are computed together).
+  // match is cut back to it, so the image's rows are computed together); n when images_split.
   int image_safe_prefix(const Seq& s, int n) const;
-  // The item's images (those whose tokens its chunk holds) and its rope_delta (M-RoPE).
+  // The item's images (those whose tokens its chunk holds, in part when images_split) and its
+  // rope_delta (M-RoPE: the images wholly before the chunk).
   void plan_images(const Seq& s, SeqWorkItem& w) const;
   // An image's token count (its grid's, or tokens_per_image).
   int image_token_count(const SeqImage& im) const;

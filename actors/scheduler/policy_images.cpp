@@ -1,6 +1,7 @@
 // SchedulerPolicy with images (a model with a vision tower: Gemma 3, the Qwen2-VL family; docs/architecture.md
-// "Images"): where a prompt's images lie, chunks that never split one, and prefix-cache keys
-// that tell one image from another.
+// "Images"): where a prompt's images lie, chunks that split only images that attend causally
+// (the Qwen2-VL family's; never Gemma 3's), and prefix-cache keys that tell one image from
+// another.
 #include <xxhash.h>
 
 #include <algorithm>
@@ -82,7 +83,7 @@ Status SchedulerPolicy::find_images(Seq& s) const {
     return invalid_argument("the prompt has " + std::to_string(n_runs) + " image(s) of image tokens but the request " +
                             std::to_string(s.req.images.size()) + " image(s)");
   for (size_t k = 0; k < s.images.size(); ++k) {
-    if (s.image_tokens[k] > limits_.max_step_tokens)
+    if (!limits_.images_split() && s.image_tokens[k] > limits_.max_step_tokens)
       return invalid_argument("image " + std::to_string(k) + " takes " + std::to_string(s.image_tokens[k]) +
                               " tokens, which must run in one step, but a step holds " +
                               std::to_string(limits_.max_step_tokens) + " (max_step_tokens)");
@@ -95,6 +96,7 @@ Status SchedulerPolicy::find_images(Seq& s) const {
 }
 
 int SchedulerPolicy::chunk_within_images(const Seq& s, int n) const {
+  if (limits_.images_split()) return n;
   const int start = s.n_scheduled, end = start + n;
   for (size_t k = 0; k < s.images.size(); ++k) {
     const int p = s.images[k].position;
@@ -104,6 +106,7 @@ int SchedulerPolicy::chunk_within_images(const Seq& s, int n) const {
 }
 
 int SchedulerPolicy::image_safe_prefix(const Seq& s, int n) const {
+  if (limits_.images_split()) return n;
   for (size_t k = 0; k < s.images.size(); ++k)
     if (s.images[k].position < n && n < s.images[k].position + s.image_tokens[k]) return s.images[k].position;
   return n;
@@ -117,8 +120,9 @@ void SchedulerPolicy::plan_images(const Seq& s, SeqWorkItem& w) const {
     if (im.position + t <= w.start_pos) {  // wholly before the chunk: M-RoPE shifts what follows
       if (limits_.image_merge > 0)
         w.rope_delta += mrope_image_shift(im.grid_h / limits_.image_merge, im.grid_w / limits_.image_merge);
-    } else if (!w.use_last_sampled && im.position >= w.start_pos && im.position + t <= end) {
-      w.images.push_back(im);
+    } else if (!w.use_last_sampled && im.position < end &&
+               (limits_.images_split() || (im.position >= w.start_pos && im.position + t <= end))) {
+      w.images.push_back(im);  // the whole image, or (images_split) the part of it in the chunk
     }
   }
 }

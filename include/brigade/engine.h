@@ -254,9 +254,9 @@ struct EngineOptions {
   std::optional<bool> normalize_embeddings;
   // Dynamic-resolution images (the Qwen2-VL family's processor; vLLM's --mm-processor-kwargs
   // min_pixels / max_pixels): bounds on an image's pixel count after smart_resize; 0 keeps the
-  // model's preprocessor_config.json. Engine::load_image then also lowers max_pixels to what one
-  // step (the image instances' smallest max_step_tokens) and the tower can take, so that every
-  // image it loads can run; it logs the bounds it uses at start.
+  // model's preprocessor_config.json. Engine::load_image then also lowers max_pixels to what the
+  // tower takes (16384 patches: 4096 tokens), so that every image it loads can run (chunked
+  // prefill splits an image larger than a step over several); it logs the bounds it uses at start.
   int64_t image_min_pixels = 0;
   int64_t image_max_pixels = 0;
   // LoRA adapters every instance serves (vLLM's --enable-lora --lora-modules; models/lora.h):

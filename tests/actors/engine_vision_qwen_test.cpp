@@ -1,11 +1,14 @@
 // Prompts with images of any size through the engine (the Qwen2-VL family, tests/fixtures/qwen2_vl
-// and qwen2_5_vl): the scheduler finds each image's run of tokens by its grid, never splits an
-// image across chunks, keys the prefix cache by the image and its grid, and sends every chunk and
-// decode step the M-RoPE shift of the images before it. Checked against transformers' logits.
+// and qwen2_5_vl): the scheduler finds each image's run of tokens by its grid, splits an image
+// over chunks when a step has no room for it whole (its tokens attend causally), keys the prefix
+// cache by the image and its grid, and sends every chunk and decode step the M-RoPE shift of the
+// images before it. Checked against transformers' logits.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <future>
 #include <memory>
 #include <string>
@@ -48,15 +51,26 @@ GenerateOptions request(const Fixture& f, const QwenVlCase& c, int max_tokens = 
   return r;
 }
 
+// Runs c on engine expecting transformers' greedy tokens; cached_tokens of the run (-1 when it failed).
+int expect_greedy(Engine& engine, const Fixture& f, const QwenVlCase& c) {
+  auto done = engine.generate(request(f, c));
+  EXPECT_TRUE(done.has_value()) << done.status().to_string();
+  if (!done) return -1;
+  EXPECT_EQ(done->token_ids, c.greedy) << "prompt of " << c.prompt.size();
+  return done->cached_tokens;
+}
+
 class EngineVisionQwen : public ::testing::TestWithParam<const char*> {};
 
-// Whole prompts in a step, and chunks of at most 32 tokens (max_step_tokens) which must carry
-// each image whole: every prompt token scored as transformers scores it, and transformers'
-// greedy continuation (decode steps shifted by the images).
+// Whole prompts in a step, chunks of at most 32 tokens (each image whole in a chunk) and of at
+// most 7 (images of 24, 10 and 9 tokens cut over several steps): every prompt token scored as
+// transformers scores it, and transformers' greedy continuation (decode steps shifted by the
+// images).
 TEST_P(EngineVisionQwen, PromptsWithImagesScoreAndContinueAsTransformers) {
   const Fixture f = read_fixture(GetParam());
-  for (bool chunked : {false, true}) {
-    EngineOptions o = chunked ? testing::chunked_engine_options(fixture(GetParam())) : testing::test_engine_options(fixture(GetParam()), 2);
+  for (int step_tokens : {0, 32, 7}) {
+    EngineOptions o = step_tokens > 0 ? testing::chunked_engine_options(fixture(GetParam())) : testing::test_engine_options(fixture(GetParam()), 2);
+    if (step_tokens > 0) o.topology.instances.front().scheduler.max_step_tokens = step_tokens;
     auto engine = create_engine(o);
     ASSERT_NE(engine, nullptr);
     EXPECT_EQ(engine->model().image_merge, 2);
@@ -67,10 +81,34 @@ TEST_P(EngineVisionQwen, PromptsWithImagesScoreAndContinueAsTransformers) {
       r.prompt_logprobs = 0;
       auto done = engine->generate(r);
       ASSERT_TRUE(done.has_value()) << done.status().to_string();
-      EXPECT_LE(testing::prompt_logprob_error(done->prompt_logprobs, c.prompt, c.logits), 2e-3) << "chunked " << chunked << ", prompt of " << c.prompt.size();
-      EXPECT_EQ(done->token_ids, c.greedy) << "chunked " << chunked << ", prompt of " << c.prompt.size();
+      EXPECT_LE(testing::prompt_logprob_error(done->prompt_logprobs, c.prompt, c.logits), 2e-3) << "steps of " << step_tokens << ", prompt of " << c.prompt.size();
+      EXPECT_EQ(done->token_ids, c.greedy) << "steps of " << step_tokens << ", prompt of " << c.prompt.size();
     }
   }
+}
+
+// A prefix-cache match may end inside an image: the pages of a finished request's image tail are
+// evicted by a text request, and the same request again reuses the pages up to the middle of the
+// image; its chunk starts inside the image, whose features the tower computes again. The same
+// tokens as transformers'.
+TEST_P(EngineVisionQwen, APrefixMatchEndingInsideAnImageContinuesIt) {
+  const Fixture f = read_fixture(GetParam());
+  EngineOptions o = testing::chunked_engine_options(fixture(GetParam()));
+  auto& inst = o.topology.instances.front();
+  inst.kv.page_size = 4;
+  inst.kv.pages = 12;
+  inst.scheduler.max_step_tokens = 16;
+  auto engine = create_engine(o);
+  ASSERT_NE(engine, nullptr);
+  const QwenVlCase& c = f.cases[0];  // 4 text tokens, then its 24 image tokens at 4..27
+  expect_greedy(*engine, f, c);
+  GenerateOptions text;
+  text.prompt_ids = std::vector<int32_t>(28, 7);
+  text.max_tokens = 1;
+  ASSERT_TRUE(engine->generate(text).has_value());
+  const int cached = expect_greedy(*engine, f, c);
+  EXPECT_GT(cached, 4) << "the match should reach into the image";
+  EXPECT_LT(cached, 28) << "the match should end inside the image";
 }
 
 // The prefix cache: the same prompt again is served from the cache with the same tokens; the same
@@ -83,13 +121,8 @@ TEST_P(EngineVisionQwen, ThePrefixCacheTellsImagesApart) {
   auto engine = create_engine(o);
   ASSERT_NE(engine, nullptr);
   const QwenVlCase& c = f.cases[0];  // 4 text tokens, then its 24 image tokens at 4..27
-  auto first = engine->generate(request(f, c));
-  ASSERT_TRUE(first.has_value()) << first.status().to_string();
-  EXPECT_EQ(first->token_ids, c.greedy);
-  auto again = engine->generate(request(f, c));
-  ASSERT_TRUE(again.has_value()) << again.status().to_string();
-  EXPECT_EQ(again->token_ids, c.greedy);
-  EXPECT_EQ(again->cached_tokens, 32) << "every whole page, the image's included";
+  expect_greedy(*engine, f, c);
+  EXPECT_EQ(expect_greedy(*engine, f, c), 32) << "every whole page, the image's included";
 
   GenerateOptions transposed = request(f, c);
   const ImagePixels& im = transposed.images[0];
@@ -104,17 +137,15 @@ TEST_P(EngineVisionQwen, ThePrefixCacheTellsImagesApart) {
   EXPECT_EQ(other->token_ids, want->token_ids);
 }
 
-// A prefill instance hands the sequence (its images' grids with it) to a decode instance, which
-// decodes with the images' shift: the same tokens.
+// A prefill instance (in chunks of 8 tokens, cutting the images) hands the sequence (its images'
+// grids with it) to a decode instance, which decodes with the images' shift: the same tokens.
 TEST_P(EngineVisionQwen, PrefillDecodeSeparationKeepsTheShift) {
   const Fixture f = read_fixture(GetParam());
-  auto engine = create_engine(testing::prefill_decode(testing::test_engine_options(fixture(GetParam()), 1)));
+  EngineOptions o = testing::prefill_decode(testing::test_engine_options(fixture(GetParam()), 1));
+  o.topology.instances.front().scheduler.max_step_tokens = 8;  // the prefill instance cuts the images
+  auto engine = create_engine(o);
   ASSERT_NE(engine, nullptr);
-  for (const QwenVlCase& c : f.cases) {
-    auto done = engine->generate(request(f, c));
-    ASSERT_TRUE(done.has_value()) << done.status().to_string();
-    EXPECT_EQ(done->token_ids, c.greedy) << "prompt of " << c.prompt.size();
-  }
+  for (const QwenVlCase& c : f.cases) expect_greedy(*engine, f, c);
 }
 
 // Requests whose images cannot run are refused naming the problem; the engine keeps serving.
@@ -141,9 +172,33 @@ TEST_P(EngineVisionQwen, BadImageRequestsAreRefusedNamingTheProblem) {
   GenerateOptions none = request(f, c);
   none.images.clear();
   refused(none, "1 image(s) of image tokens but the request 0");
-  auto ok = engine->generate(request(f, c));
-  ASSERT_TRUE(ok.has_value()) << ok.status().to_string();
-  EXPECT_EQ(ok->token_ids, c.greedy);
+  expect_greedy(*engine, f, c);
+}
+
+// Engine::load_image keeps the processor's pixel bounds however small a step is: the 160 x 120
+// PNG becomes smart_resize's 144 x 104 (36 x 26 patches, 234 tokens) in an engine of 16-token
+// steps, and a prompt holding it runs, its image cut over 15 steps.
+TEST_P(EngineVisionQwen, ImagesLargerThanAStepKeepTheProcessorsSize) {
+  EngineOptions o = testing::chunked_engine_options(fixture(GetParam()));
+  o.topology.instances.front().scheduler.max_step_tokens = 16;
+  auto engine = create_engine(o);
+  ASSERT_NE(engine, nullptr);
+  std::ifstream in(fixture("images/large_160x120.png"), std::ios::binary);
+  const std::vector<uint8_t> png((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto image = engine->load_image(png);
+  ASSERT_TRUE(image.has_value()) << image.status().to_string();
+  EXPECT_EQ(image->grid_h, 26);
+  EXPECT_EQ(image->grid_w, 36);
+  GenerateOptions r;
+  r.prompt_ids = {1, 2, testing::kQwenVisionStart};
+  r.prompt_ids.insert(r.prompt_ids.end(), 13 * 18, testing::kQwenImageToken);
+  r.prompt_ids.push_back(testing::kQwenVisionEnd);
+  r.images = {*image};
+  r.max_tokens = 2;
+  auto done = engine->generate(r);
+  ASSERT_TRUE(done.has_value()) << done.status().to_string();
+  EXPECT_EQ(done->prompt_tokens, 238);
+  EXPECT_EQ(done->token_ids.size(), 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, EngineVisionQwen, ::testing::Values("qwen2_vl", "qwen2_5_vl"));

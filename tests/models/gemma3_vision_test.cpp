@@ -218,6 +218,11 @@ TEST(Gemma3Vision, BadImageStepsAreRefusedNamingTheProblem) {
   StepBatch split = make_step({{0, std::vector<int32_t>(c.prompt.begin(), c.prompt.begin() + 12), 0, false}}, kPageSize, kPages);
   split.images = {{4, f.pixels[0]}};
   refused(split, "needs rows up to 20");
+  // Nor may one continue from an earlier step: its tokens attend to one another.
+  StepBatch continued = make_step({{0, std::vector<int32_t>(c.prompt.begin() + 12, c.prompt.begin() + 20), 12, false}},
+                                  kPageSize, kPages);
+  continued.images = {{0, f.pixels[0], 0, 0, 8}};
+  refused(continued, "starts at its token 8: this model's image tokens attend to one another");
   StepBatch shifted = whole;
   shifted.images = {{3, f.pixels[0]}};  // the begin-of-image token is not an image token
   refused(shifted, "not the image token");

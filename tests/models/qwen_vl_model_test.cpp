@@ -39,7 +39,8 @@ constexpr float kTol = 5e-4f;
 QwenVlFixture read_fixture(const std::string& name) { return testing::read_qwen_vl_fixture(fixture_dir(name)); }
 
 // The StepImages of a prompt's rows [from, to) placed at rows row0 + (r - from): one per run of
-// image tokens, in order; those before `from` are skipped (their shift goes to rope_delta).
+// image tokens with tokens in [from, to), in order, an image begun before `from` continuing at
+// row0 (StepImage::first); those wholly before `from` are skipped (their shift goes to rope_delta).
 std::vector<StepImage> images_of(const QwenVlFixture& f, const QwenVlCase& c, int32_t row0, size_t from = 0,
                                  size_t to = SIZE_MAX) {
   std::vector<StepImage> out;
@@ -47,7 +48,12 @@ std::vector<StepImage> images_of(const QwenVlFixture& f, const QwenVlCase& c, in
   for (size_t r = 0; r < c.prompt.size(); ++r)
     if (c.prompt[r] == kImageToken && (r == 0 || c.prompt[r - 1] != kImageToken)) {
       const QwenImage& im = f.images[static_cast<size_t>(c.images[next++])];
-      if (r >= from && r < to) out.push_back({row0 + static_cast<int32_t>(r - from), im.pixels, im.grid_h, im.grid_w});
+      const size_t end = r + static_cast<size_t>((im.grid_h / kMerge) * (im.grid_w / kMerge));
+      if (r < to && end > from) {
+        const size_t first = from > r ? from - r : 0;
+        out.push_back({row0 + static_cast<int32_t>(r + first - from), im.pixels, im.grid_h, im.grid_w,
+                       static_cast<int32_t>(first)});
+      }
     }
   EXPECT_EQ(next, c.images.size());
   return out;
@@ -60,9 +66,20 @@ int32_t delta_before(const QwenVlFixture& f, const QwenVlCase& c, size_t from) {
   for (size_t r = 0; r < std::min(from, c.prompt.size()); ++r)
     if (c.prompt[r] == kImageToken && (r == 0 || c.prompt[r - 1] != kImageToken)) {
       const QwenImage& im = f.images[static_cast<size_t>(c.images[next++])];
-      delta += mrope_image_shift(im.grid_h / kMerge, im.grid_w / kMerge);
+      const int32_t h = im.grid_h / kMerge, w = im.grid_w / kMerge;
+      if (r + static_cast<size_t>(h * w) <= from) delta += mrope_image_shift(h, w);
     }
   return delta;
+}
+
+// The prompt's chunk [from, to) as the scheduler sends it: its rows, its images (in part where
+// the chunk cuts one) and the shift of the images before it.
+StepBatch chunk_step(const QwenVlFixture& f, const QwenVlCase& c, size_t from, size_t to, int page_size, int pages) {
+  const std::vector<int32_t> rows(c.prompt.begin() + static_cast<long>(from), c.prompt.begin() + static_cast<long>(to));
+  StepBatch step = make_step({{0, rows, static_cast<int>(from), true}}, page_size, pages);
+  step.images = images_of(f, c, 0, from, to);
+  step.rope_delta = {delta_before(f, c, from)};
+  return step;
 }
 
 float max_diff(const std::vector<float>& got, size_t row0, const std::vector<std::vector<float>>& want) {
@@ -144,6 +161,16 @@ TEST_P(QwenVl, RotaryPositionsAreTransformersGetRopeIndex) {
     const std::vector<int32_t> shifted = mrope_positions(last, kMerge);
     for (size_t k = 0; k < 3; ++k)
       for (size_t j = 0; j < 3; ++j) EXPECT_EQ(shifted[k * 3 + j], c.position_ids[k][tail + j]);
+    // Chunks of 5 and of 7 rows, cutting images anywhere: each row at its place in the whole prompt.
+    for (size_t size : {5, 7})
+      for (size_t from = 0; from < n; from += size) {
+        const size_t to = std::min(n, from + size);
+        const std::vector<int32_t> part = mrope_positions(chunk_step(f, c, from, to, 64, 4), kMerge);
+        for (size_t k = 0; k < 3; ++k)
+          for (size_t j = from; j < to; ++j)
+            EXPECT_EQ(part[k * (to - from) + (j - from)], c.position_ids[k][j])
+                << "plane " << k << ", row " << j << " of a prompt of " << n << " in chunks of " << size;
+      }
   }
 }
 
@@ -236,6 +263,59 @@ TEST_P(QwenVl, BatchedAndChunkedPromptsGiveTheSameLogits) {
   }
 }
 
+// Chunked prefill cutting images anywhere (chunks of 5 and 7 rows against images of 24, 10 and 9
+// tokens): each chunk's rows take their part of the image's features, at their M-RoPE positions,
+// so every position's logits are transformers'. The tower encodes each image once: the steps
+// after an image's first take its features from the encoder cache, which is empty at the end.
+TEST_P(QwenVl, ImagesSplitOverStepsGiveTransformersLogits) {
+  const QwenVlFixture f = read_fixture(GetParam());
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load_fixture(*backend, GetParam());
+  ASSERT_NE(model, nullptr);
+  constexpr int kPageSize = 8, kPages = 6;
+  for (size_t size : {5, 7})
+    for (const QwenVlCase& c : f.cases) {
+      auto kv = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
+      ASSERT_TRUE(kv.has_value());
+      const Model::VisionStats before = model->vision_stats();
+      int64_t later_steps = 0;  // steps that continue an image begun in an earlier one
+      std::vector<float> got;
+      for (size_t from = 0; from < c.prompt.size(); from += size) {
+        const StepBatch step = chunk_step(f, c, from, std::min(c.prompt.size(), from + size), kPageSize, kPages);
+        for (const StepImage& im : step.images) later_steps += im.first > 0 ? 1 : 0;
+        const std::vector<float> part = run_step(*model, *backend, *kv, step);
+        got.insert(got.end(), part.begin(), part.end());
+      }
+      ASSERT_GT(later_steps, 0) << "the chunks should cut an image";
+      EXPECT_LE(max_diff(got, 0, c.logits), kTol) << "prompt of " << c.prompt.size() << " in chunks of " << size;
+      const Model::VisionStats after = model->vision_stats();
+      EXPECT_EQ(after.images_encoded - before.images_encoded, static_cast<int64_t>(c.images.size()));
+      EXPECT_EQ(after.cache_hits - before.cache_hits, later_steps);
+    }
+}
+
+// A chunk that starts inside an image with nothing cached (a prefix-cache hit that ends inside
+// the image, or a preempted sequence) has the tower encode the image again: the same logits.
+TEST_P(QwenVl, AChunkInsideAnImageWithoutItsFeaturesEncodesItAgain) {
+  const QwenVlFixture f = read_fixture(GetParam());
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load_fixture(*backend, GetParam());
+  ASSERT_NE(model, nullptr);
+  constexpr int kPageSize = 8, kPages = 6;
+  const QwenVlCase& c = f.cases[0];  // 4 text tokens, then its 24 image tokens at 4..27
+  auto kv = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  std::vector<float> got = run_step(*model, *backend, *kv, chunk_step(f, c, 0, 10, kPageSize, kPages));
+  // Another model instance (an empty cache) takes the rest of the prompt on the same KV.
+  auto other = load_fixture(*backend, GetParam());
+  ASSERT_NE(other, nullptr);
+  const std::vector<float> rest = run_step(*other, *backend, *kv, chunk_step(f, c, 10, c.prompt.size(), kPageSize, kPages));
+  got.insert(got.end(), rest.begin(), rest.end());
+  EXPECT_LE(max_diff(got, 0, c.logits), kTol);
+  EXPECT_EQ(other->vision_stats().images_encoded, 1);
+  EXPECT_EQ(other->vision_stats().cache_hits, 0);
+}
+
 // Steps whose images or shifts do not fit are refused before anything runs, naming the problem.
 TEST_P(QwenVl, BadImageStepsAreRefusedNamingTheProblem) {
   const QwenVlFixture f = read_fixture(GetParam());
@@ -266,6 +346,12 @@ TEST_P(QwenVl, BadImageStepsAreRefusedNamingTheProblem) {
   StepBatch deltas = whole;
   deltas.rope_delta = {0, 0};
   refused(deltas, "rope_delta has 2 entries for 1 sequences");
+  StepBatch past_end = whole;  // the image has tokens 0..23
+  past_end.images = {{4, im.pixels, im.grid_h, im.grid_w, 24}};
+  refused(past_end, "starts at its token 24 but has tokens 0..23");
+  StepBatch mid_seq = whole;  // a continued image must begin the sequence's rows
+  mid_seq.images = {{4, im.pixels, im.grid_h, im.grid_w, 3}};
+  refused(mid_seq, "continues from an earlier step (its token 3) but its sequence's rows begin at 0");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, QwenVl, ::testing::Values("qwen2_vl", "qwen2_5_vl"));
