@@ -29,6 +29,63 @@ Status check_dimensions(const char* format, uint64_t width, uint64_t height) {
   return Status::ok();
 }
 
+// ---- EXIF orientation ------------------------------------------------------------------------
+
+// The Orientation tag (0x0112, a SHORT or LONG) of IFD0 in an EXIF block that starts at its TIFF
+// header ("II" or "MM", 42, the IFD's offset); 1 (as stored) when absent or unreadable.
+int exif_orientation(std::span<const uint8_t> tiff) {
+  if (tiff.size() < 8) return 1;
+  const bool le = tiff[0] == 'I' && tiff[1] == 'I';
+  if (!le && !(tiff[0] == 'M' && tiff[1] == 'M')) return 1;
+  auto u16 = [&](size_t at) -> uint32_t {
+    return le ? uint32_t(tiff[at]) | uint32_t(tiff[at + 1]) << 8 : uint32_t(tiff[at]) << 8 | uint32_t(tiff[at + 1]);
+  };
+  auto u32 = [&](size_t at) -> uint32_t { return le ? u16(at) | u16(at + 2) << 16 : u16(at) << 16 | u16(at + 2); };
+  if (u16(2) != 42) return 1;
+  const uint64_t ifd = u32(4);
+  if (ifd + 2 > tiff.size()) return 1;
+  const uint32_t n = u16(size_t(ifd));
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint64_t e = ifd + 2 + 12 * uint64_t{i};
+    if (e + 12 > tiff.size()) return 1;
+    if (u16(size_t(e)) != 0x0112) continue;
+    const uint32_t type = u16(size_t(e) + 2), count = u32(size_t(e) + 4);
+    if (count != 1) return 1;
+    if (type == 3) return int(u16(size_t(e) + 8));
+    if (type == 4) return int(std::min<uint32_t>(u32(size_t(e) + 8), 9));
+    return 1;
+  }
+  return 1;
+}
+
+// The image upright, as PIL's ImageOps.exif_transpose turns it for EXIF orientation o: 2 mirrors
+// it, 3 rotates it 180 degrees, 4 flips it, 5 transposes it, 6 rotates it 90 degrees clockwise,
+// 7 transverses it, 8 rotates it 90 degrees counter-clockwise; any other value leaves it.
+Image upright(Image src, int o) {
+  if (o < 2 || o > 8) return src;
+  const bool swap = o >= 5;
+  const int w = src.width, h = src.height;
+  Image out{swap ? h : w, swap ? w : h, std::vector<uint8_t>(src.rgb.size()), {}};
+  if (src.has_alpha()) out.alpha.resize(src.alpha.size());
+  for (int y = 0; y < out.height; ++y)
+    for (int x = 0; x < out.width; ++x) {
+      int sx = x, sy = y;  // the source pixel of output (x, y)
+      switch (o) {
+        case 2: sx = w - 1 - x; break;
+        case 3: sx = w - 1 - x, sy = h - 1 - y; break;
+        case 4: sy = h - 1 - y; break;
+        case 5: sx = y, sy = x; break;
+        case 6: sx = y, sy = h - 1 - x; break;
+        case 7: sx = w - 1 - y, sy = h - 1 - x; break;
+        default: sx = w - 1 - y, sy = x; break;  // 8
+      }
+      const size_t to = size_t(y) * out.width + x, from = size_t(sy) * w + sx;
+      std::memcpy(&out.rgb[to * 3], &src.rgb[from * 3], 3);
+      if (src.has_alpha()) out.alpha[to] = src.alpha[from];
+    }
+  return out;
+}
+
 // ---- PNG -------------------------------------------------------------------------------------
 
 struct PngSource {
@@ -118,6 +175,17 @@ Image png_to_image(int width, int height, const PngLayout& layout, const std::ve
   return img;
 }
 
+// The orientation in an eXIf chunk before the image data (one after it is not read); its data
+// is the TIFF block, which some writers prefix with JPEG's "Exif\0\0".
+int png_orientation(png_structp png, png_infop info) {
+  png_uint_32 n = 0;
+  png_bytep exif = nullptr;
+  if ((png_get_eXIf_1(png, info, &n, &exif) & PNG_INFO_eXIf) == 0 || exif == nullptr) return 1;
+  std::span<const uint8_t> tiff(exif, n);
+  if (tiff.size() >= 6 && std::memcmp(tiff.data(), "Exif\0\0", 6) == 0) tiff = tiff.subspan(6);
+  return exif_orientation(tiff);
+}
+
 Expected<Image> decode_png(std::span<const uint8_t> bytes) {
   PngHandle h;
   h.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &h, png_on_error, png_on_warning);
@@ -135,7 +203,7 @@ Expected<Image> decode_png(std::span<const uint8_t> bytes) {
   std::vector<png_bytep> row_ptrs(height);
   for (uint32_t y = 0; y < height; ++y) row_ptrs[y] = rows.data() + size_t(y) * layout.row_bytes;
   if (!png_guarded(h, [&] { png_read_image(h.png, row_ptrs.data()); })) return corrupt("PNG data: " + h.message);
-  return png_to_image(int(width), int(height), layout, rows);
+  return upright(png_to_image(int(width), int(height), layout, rows), png_orientation(h.png, h.info));
 }
 
 // ---- JPEG ------------------------------------------------------------------------------------
@@ -203,12 +271,19 @@ Expected<Image> decode_jpeg(std::span<const uint8_t> bytes) {
   if (!jpeg_guarded(h, [&] {
         jpeg_create_decompress(&h.cinfo);  // keeps err and client_data
         jpeg_mem_src(&h.cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
+        jpeg_save_markers(&h.cinfo, JPEG_APP0 + 1, 0xFFFF);  // APP1: EXIF
         jpeg_read_header(&h.cinfo, TRUE);
       })) {
     return jpeg_failure(h, "header");
   }
   BRIGADE_RETURN_IF_ERROR(check_dimensions("JPEG", h.cinfo.image_width, h.cinfo.image_height));
   BRIGADE_RETURN_IF_ERROR(jpeg_choose_output(h.cinfo));
+  int orientation = 1;  // the first APP1 "Exif" segment's, as Pillow keeps the first
+  for (jpeg_saved_marker_ptr m = h.cinfo.marker_list; m != nullptr; m = m->next)
+    if (m->marker == JPEG_APP0 + 1 && m->data_length >= 6 && std::memcmp(m->data, "Exif\0\0", 6) == 0) {
+      orientation = exif_orientation(std::span<const uint8_t>(m->data + 6, m->data_length - 6));
+      break;
+    }
   if (!jpeg_guarded(h, [&] { jpeg_start_decompress(&h.cinfo); })) return jpeg_failure(h, "decoder setup");
 
   const int width = int(h.cinfo.output_width), height = int(h.cinfo.output_height);
@@ -224,10 +299,10 @@ Expected<Image> decode_jpeg(std::span<const uint8_t> bytes) {
     return jpeg_failure(h, "data");
   }
   if (h.hit_eof) return corrupt("truncated JPEG data: the entropy-coded data ends before the image does");
-  if (n_comp == 3) return Image{width, height, std::move(pixels), {}};
+  if (n_comp == 3) return upright(Image{width, height, std::move(pixels), {}}, orientation);
   Image img{width, height, std::vector<uint8_t>(pixels.size() * 3), {}};
   for (size_t i = 0; i < pixels.size(); ++i) img.rgb[i * 3] = img.rgb[i * 3 + 1] = img.rgb[i * 3 + 2] = pixels[i];
-  return img;
+  return upright(std::move(img), orientation);
 }
 
 // ---- format sniffing and data URLs -----------------------------------------------------------

@@ -11,7 +11,10 @@
 //     16-bit grayscale becomes min(v, 255) (Pillow opens it as mode "I;16" and clips to 8 bits);
 //   - alpha is NOT composited into `rgb` (convert("RGB") drops it); it is kept in `alpha`, since
 //     transformers' convert_to_rgb composites on white (image_processor.h);
-//   - gAMA, iCCP, sRGB and EXIF orientation are ignored, as Image.open ignores them.
+//   - EXIF orientation (a JPEG's APP1 "Exif" segment, a PNG's eXIf chunk before the image data)
+//     is applied: the image comes upright, as transformers' load_image
+//     (PIL.ImageOps.exif_transpose) and vLLM's image loader give it; XMP orientation is not read;
+//   - gAMA, iCCP and sRGB are ignored, as Image.open ignores them.
 // Not handled: tRNS on 16-bit PNGs and on 1/2/4-bit grayscale PNGs (ignored: no alpha),
 // CMYK/YCCK JPEGs, GIF, WebP and other formats (refused with an error naming the formats accepted).
 #pragma once

@@ -2,9 +2,12 @@
 """Writes tests/fixtures/images/, which tests/models/image_test.cpp reads.
 
 References, never brigade's own code:
-- decode: Pillow's `Image.open(f).convert("RGB")` bytes (<name>.rgb, row-major RGB8) and, for
-  images with transparency (an alpha band or a tRNS chunk), the alpha band of `.convert("RGBA")`
-  (<name>.alpha), and transformers' convert_to_rgb of it, composited over white (<name>.white.rgb);
+- decode: Pillow's `ImageOps.exif_transpose(Image.open(f)).convert("RGB")` bytes (<name>.rgb,
+  row-major RGB8; upright by the EXIF orientation, as transformers' load_image and vLLM's loader
+  turn it) and, for images with transparency (an alpha band or a tRNS chunk), the alpha band of
+  `.convert("RGBA")` (<name>.alpha), and transformers' convert_to_rgb of it, composited over white
+  (<name>.white.rgb); exif<o>_* images carry each EXIF orientation o (JPEG APP1, big- and
+  little-endian; a PNG eXIf chunk);
 - resize: Pillow's `Image.resize((w, h), resample)` of the RGB image (<name>.<w>x<h>.<filter>.rgb);
 - preprocess: transformers' slow (PIL backend) Gemma 3 image processor,
   `Gemma3ImageProcessorPil(**config)(images=pil_image, return_tensors="np")["pixel_values"][0]`,
@@ -141,6 +144,19 @@ def make_images():
     images["gray2_12x7.png"] = raw_png(
         [bytes((r[i] << 6) | (r[i + 1] << 4) | (r[i + 2] << 2) | r[i + 3] for i in range(0, 12, 4))
          for r in g2], 12, h, 2, 0)
+    # EXIF orientations 1..8 (Pillow writes little-endian TIFF), one big-endian block written by
+    # hand, and an RGBA PNG's eXIf chunk: an asymmetric image, so every transform differs.
+    small = Image.fromarray(rgb[:4, :7])
+    for o in range(1, 9):
+        exif = Image.Exif()
+        exif[0x0112] = o
+        images[f"exif{o}_7x4.jpg"] = pil_bytes(small, "JPEG", quality=95, subsampling=0, exif=exif.tobytes())
+    be = (b"Exif\x00\x00" + b"MM\x00\x2a" + struct.pack(">I", 8) + struct.pack(">H", 1) +
+          struct.pack(">HHII", 0x0112, 3, 1, 6 << 16) + struct.pack(">I", 0))
+    images["exif6be_7x4.jpg"] = pil_bytes(small, "JPEG", quality=95, subsampling=0, exif=be)
+    exif = Image.Exif()
+    exif[0x0112] = 5
+    images["exif5_rgba_7x4.png"] = pil_bytes(Image.fromarray(rgba[:4, :7], "RGBA"), "PNG", exif=exif.tobytes())
     # CMYK JPEG: brigade refuses it (bad input tests), so only the file is written.
     images["cmyk_8x8.jpg"] = pil_bytes(Image.fromarray(rgb[:8, :8]).convert("CMYK"), "JPEG")
     return images
@@ -154,8 +170,11 @@ def write_image_case(name, data, cases):
     import numpy as np
     from PIL import Image
     from transformers.image_transforms import convert_to_rgb
+    from PIL import ImageOps
     (OUT / name).write_bytes(data)
     img = Image.open(io.BytesIO(data))
+    if not name.startswith("cmyk"):
+        img = ImageOps.exif_transpose(img)
     entry = {"file": name, "width": img.width, "height": img.height, "pil_mode": img.mode}
     if name.startswith("cmyk"):
         cases["refused"].append(entry)

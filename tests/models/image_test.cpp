@@ -3,6 +3,8 @@
 // scripts/make_image_fixtures.py), and every kind of bad input refused with an error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -276,13 +278,39 @@ TEST(ImageBadInput, HugeAndZeroDimensionsAreRefusedBeforeAllocating) {
   EXPECT_NE(img.status().message().find("too large"), std::string::npos) << img.status().to_string();
 }
 
+// An EXIF block that cannot be read (its IFD past the end, an orientation out of 1..8, a tag
+// count beyond the block) leaves the image as stored, as Pillow's exif_transpose does; a readable
+// one turns it (6: 90 degrees clockwise, so 7 x 4 becomes 4 x 7).
+TEST(ImageDecode, UnreadableExifLeavesTheImageAsStored) {
+  const std::vector<uint8_t> jpg = read_bytes(image_fixture("exif6be_7x4.jpg"));
+  const std::string marker("Exif\0\0MM", 8);
+  const auto at = std::search(jpg.begin(), jpg.end(), marker.begin(), marker.end());
+  ASSERT_NE(at, jpg.end());
+  const size_t tiff = size_t(at - jpg.begin()) + 6;  // MM, 42, IFD offset 8; 1 entry: tag, type, count, value
+  auto dims = [](const std::vector<uint8_t>& b) {
+    auto img = decode_image(b);
+    EXPECT_TRUE(img.has_value()) << img.status().to_string();
+    return img ? std::pair(img->width, img->height) : std::pair(0, 0);
+  };
+  EXPECT_EQ(dims(jpg), std::pair(4, 7));
+  std::vector<uint8_t> far = jpg;
+  far[tiff + 4] = far[tiff + 5] = 0xFF;  // IFD offset 0xFFFF0008
+  EXPECT_EQ(dims(far), std::pair(7, 4));
+  std::vector<uint8_t> nine = jpg;
+  nine[tiff + 8 + 2 + 9] = 9;  // the SHORT value 6 -> 9
+  EXPECT_EQ(dims(nine), std::pair(7, 4));
+  std::vector<uint8_t> untyped = jpg;
+  untyped[tiff + 8 + 2 + 2] = 0x00, untyped[tiff + 8 + 2 + 3] = 0x07;  // type 7 (UNDEFINED): not a number
+  EXPECT_EQ(dims(untyped), std::pair(7, 4));
+}
+
 // Random byte flips and random tails after a valid signature: the decoder may succeed (a flip in
 // JPEG entropy data only changes pixels) but must not crash, leak or read out of bounds (run
 // under scripts/asan.sh).
 TEST(ImageBadInput, FlippedBytesNeverCrash) {
   std::mt19937 rng(7);
   for (const char* file : {"rgb_37x23.png", "palette_trns_16x8.png", "gray16_11x7.png", "baseline_37x23.jpg",
-                           "progressive_37x23.jpg", "gray_19x11.jpg"}) {
+                           "progressive_37x23.jpg", "gray_19x11.jpg", "exif6be_7x4.jpg", "exif5_rgba_7x4.png"}) {
     const std::vector<uint8_t> bytes = read_bytes(image_fixture(file));
     for (int trial = 0; trial < 150; ++trial) {
       std::vector<uint8_t> b = bytes;
