@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Writes tests/fixtures/qwen3_vl/: a tiny random Qwen3VLForConditionalGeneration checkpoint and
+transformers' outputs on it, in the format of scripts/make_qwen_vl_fixtures.py (read its
+docstring), which the tower tests (tests/models/qwen_vision_test.cpp) and the language-model
+tests compare with.
+
+The checkpoint is the Hub's Qwen3-VL form at tiny size: config.json as Qwen/Qwen3-VL-8B-Instruct's
+(text fields under text_config with rope_scaling {mrope_interleaved, mrope_section, rope_type},
+vision_config beside it), model.safetensors under transformers 5's names, which the Hub
+checkpoints use (`model.visual.*`, `model.language_model.*`, `lm_head`); the script reloads the
+directory with from_pretrained and checks that it reproduces the logits. Text model: Qwen3 (q/k
+norms) of 3 layers, hidden 64, 4 query and 2 KV heads of 16, interleaved M-RoPE sections [2, 3, 3].
+Tower: 3 blocks of width 32 (2 heads of 16), LayerNorm, fc1 / gelu_pytorch_tanh / fc2 of 48,
+full attention, a 6 x 6 grid of learned position embeddings (resampled to each image's grid),
+patches of 4x4 pixels over 2 frames, merge 2, merger to 64, DeepStack taps after blocks 0 and 1
+(their features are added to the language model's image rows after its layers 0 and 1).
+The processor file is Qwen3-VL's form (size.shortest_edge / longest_edge, mean and std 0.5).
+
+expected.json: as make_qwen_vl_fixtures.py's, plus per image `deepstack`: one [tokens, 64] list
+per tap (get_image_features' deepstack_features).
+
+Run: python3 scripts/make_qwen3_vl_fixtures.py (re-runs itself inside .brigade/fixtures-venv).
+CI never runs it: the fixtures are committed.
+"""
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_fixtures import OUT, ensure_venv, randomize  # noqa: E402
+from make_image_fixtures import ensure_pillow  # noqa: E402
+import make_qwen_vl_fixtures as q2  # noqa: E402
+
+NAME, SEED, MODEL_CLS = "qwen3_vl", 5353, "Qwen3VLForConditionalGeneration"
+GRIDS, PATCH, MERGE, TEMPORAL = q2.GRIDS, q2.PATCH, q2.MERGE, q2.TEMPORAL
+IMAGE, VISION_START, VISION_END = q2.IMAGE, q2.VISION_START, q2.VISION_END
+
+CONFIG = {
+    "architectures": [MODEL_CLS], "model_type": "qwen3_vl", "image_token_id": IMAGE, "video_token_id": q2.VIDEO,
+    "vision_start_token_id": VISION_START, "vision_end_token_id": VISION_END, "tie_word_embeddings": False,
+    "text_config": {
+        "attention_bias": False, "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2, "head_dim": 16,
+        "hidden_act": "silu", "hidden_size": 64, "initializer_range": 0.02, "intermediate_size": 96,
+        "max_position_embeddings": 4096, "model_type": "qwen3_vl_text", "num_attention_heads": 4,
+        "num_hidden_layers": 3, "num_key_value_heads": 2, "rms_norm_eps": 1e-06,
+        "rope_scaling": {"mrope_interleaved": True, "mrope_section": [2, 3, 3], "rope_type": "default"},
+        "rope_theta": 5000000, "tie_word_embeddings": False, "use_cache": True, "vocab_size": 320,
+        "dtype": "float32"},
+    "vision_config": {
+        "deepstack_visual_indexes": [0, 1], "depth": 3, "hidden_act": "gelu_pytorch_tanh", "hidden_size": 32,
+        "in_channels": 3, "initializer_range": 0.02, "intermediate_size": 48, "model_type": "qwen3_vl",
+        "num_heads": 2, "num_position_embeddings": 36, "out_hidden_size": 64, "patch_size": PATCH,
+        "spatial_merge_size": MERGE, "temporal_patch_size": TEMPORAL},
+}
+
+PROCESSOR = {
+    "image_processor_type": "Qwen2VLImageProcessorFast", "processor_class": "Qwen3VLProcessor",
+    "size": {"shortest_edge": 16 * 16, "longest_edge": 128 * 128}, "patch_size": PATCH,
+    "temporal_patch_size": TEMPORAL, "merge_size": MERGE, "image_mean": [0.5, 0.5, 0.5],
+    "image_std": [0.5, 0.5, 0.5],
+}
+
+
+def preprocess(images_u8):
+    """pixel_values of each image by transformers' PIL Qwen2VLImageProcessor with PROCESSOR."""
+    import torch
+    from PIL import Image
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+    kw = {k: v for k, v in PROCESSOR.items() if k not in ("image_processor_type", "processor_class")}
+    proc = Qwen2VLImageProcessorPil(**kw)
+    out = []
+    for img, (h, w) in zip(images_u8, GRIDS):
+        p = proc(images=Image.fromarray(img, "RGB"), return_tensors="np")
+        assert p["image_grid_thw"].tolist() == [[1, h, w]], p["image_grid_thw"]
+        out.append(torch.from_numpy(p["pixel_values"]).to(torch.float32))
+    return out
+
+
+def build(out_dir):
+    import torch
+    import transformers
+    from safetensors.torch import save_file
+    (out_dir / "config.json").write_text(json.dumps(CONFIG, indent=2) + "\n")
+    config = transformers.AutoConfig.from_pretrained(out_dir)
+    config._attn_implementation = "eager"
+    for sub in (config.text_config, config.vision_config):
+        sub._attn_implementation = "eager"
+    torch.manual_seed(SEED)
+    model = getattr(transformers, MODEL_CLS)(config).to(torch.float32).eval()
+    randomize(model, SEED)
+    g = torch.Generator().manual_seed(SEED + 1)
+    visual = model.model.visual
+    with torch.no_grad():
+        # randomize() gives *embed* tensors unit variance: the patch embedding is a convolution
+        # over 96 inputs, and the position embeddings are added to its output.
+        w = visual.patch_embed.proj.weight
+        w.copy_(torch.randn(w.shape, generator=g) * w[0].numel() ** -0.5)
+        visual.pos_embed.weight.copy_(0.5 * torch.randn(visual.pos_embed.weight.shape, generator=g))
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    save_file(state, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+    return model
+
+
+def tower_features(model, pixels):
+    import torch
+    grids = torch.tensor([[1, h, w] for h, w in GRIDS])
+    with torch.no_grad():
+        each = [model.model.get_image_features(pv, grids[i:i + 1]) for i, pv in enumerate(pixels)]
+        together = model.model.get_image_features(torch.cat(pixels), grids)
+    out = []
+    for i, e in enumerate(each):
+        assert torch.allclose(e.pooler_output[0], together.pooler_output[i], atol=1e-5)
+        deep = [d[0] for d in e.deepstack_features]
+        for k, d in enumerate(deep):
+            assert torch.allclose(d, together.deepstack_features[k][i], atol=1e-5)
+        out.append((e.pooler_output[0], deep))
+    return out
+
+
+def main():
+    ensure_venv(__file__)
+    ensure_pillow()
+    import torch
+    import transformers
+    from PIL import Image
+    out_dir = OUT / NAME
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model = build(out_dir)
+    images_u8 = q2.random_images(SEED + 2)
+    pixels = preprocess(images_u8)
+    features = tower_features(model, pixels)
+    cases = [q2.run_case(model, pixels, prompt, which) for prompt, which in q2.PROMPTS]
+    with torch.no_grad():
+        ids = torch.tensor([cases[0]["prompt"]])
+        want = model(input_ids=ids, pixel_values=pixels[0], image_grid_thw=torch.tensor([[1, *GRIDS[0]]]),
+                     mm_token_type_ids=(ids == IMAGE).int()).logits[0]
+        # The DeepStack features matter: without them the logits move (so the tests can fail).
+        plain = model.model.language_model
+        saved = plain._deepstack_process
+        plain._deepstack_process = lambda h, m, e: h
+        without = model(input_ids=ids, pixel_values=pixels[0], image_grid_thw=torch.tensor([[1, *GRIDS[0]]]),
+                        mm_token_type_ids=(ids == IMAGE).int()).logits[0]
+        plain._deepstack_process = saved
+        assert (without - want).abs().max() > 1e-2, "DeepStack should move the logits"
+    q2.check_reload(out_dir, MODEL_CLS, pixels, cases[0], want)
+    expected = {
+        "generator": f"transformers {transformers.__version__}, torch {torch.__version__}, "
+                     f"{MODEL_CLS}, fp32, eager attention, seed {SEED}",
+        "vocab_size": CONFIG["text_config"]["vocab_size"],
+        "patch_size": PATCH, "merge": MERGE, "temporal_patch": TEMPORAL,
+        "image_token": IMAGE, "vision_start": VISION_START, "vision_end": VISION_END,
+        "images": [{"grid_thw": [1, h, w], "pixel_values": q2.rounded(pv.tolist(), 9),
+                    "features": q2.rounded(f.tolist()), "deepstack": [q2.rounded(d.tolist()) for d in deep]}
+                   for (h, w), pv, (f, deep) in zip(GRIDS, pixels, features)],
+        "cases": cases,
+    }
+    (out_dir / "expected.json").write_text(json.dumps(expected, separators=(",", ":")) + "\n")
+    Image.fromarray(images_u8[0], "RGB").save(out_dir / "image0.png")
+    (out_dir / "preprocessor_config.json").write_text(json.dumps(PROCESSOR, indent=2) + "\n")
+    size = sum(f.stat().st_size for f in out_dir.iterdir())
+    print(f"{NAME}: {size / 1024:.0f} KiB")
+
+
+if __name__ == "__main__":
+    main()
