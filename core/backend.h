@@ -64,6 +64,10 @@ struct RopeConfig {
   // pairs [0, sections[0]) plane 0, the next sections[1] pairs plane 1, ...; the sections sum to
   // rotary_dim / 2. With every plane equal it is the one-position rotation.
   std::vector<int> sections;
+  // Qwen3-VL's interleaved M-RoPE (mrope_interleaved; 3 sections): pair f takes plane 1 when
+  // f % 3 == 1 and f < 3 * sections[1], plane 2 when f % 3 == 2 and f < 3 * sections[2], else
+  // plane 0 (transformers' Qwen3VLTextRotaryEmbedding.recomposition_frequencies).
+  bool interleaved = false;
 };
 
 // One layer's paged KV memory: k and v [n_pages, page_size, n_kv_heads, head_dim] (DESIGN.md §5).

@@ -97,12 +97,18 @@ void rope(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tens
   // plane_of[f]: the plane whose positions rotate frequency pair f (RopeConfig::sections).
   std::vector<int64_t> plane_of(static_cast<size_t>(half), 0);
   if (!cfg.sections.empty()) {
-    size_t f = 0;
-    for (size_t k = 0; k < cfg.sections.size(); ++k)
-      for (int j = 0; j < cfg.sections[k] && f < plane_of.size(); ++j) plane_of[f++] = static_cast<int64_t>(k) * n;
     int sum = 0;
     for (int s : cfg.sections) sum += s;
     BRIGADE_CHECK(sum == half, "rope: sections sum to rotary_dim / 2");
+    BRIGADE_CHECK(!cfg.interleaved || cfg.sections.size() == 3, "rope: interleaved sections are 3 (t, h, w)");
+    size_t f = 0;
+    for (size_t k = 0; k < cfg.sections.size(); ++k)
+      for (int j = 0; j < cfg.sections[k] && f < plane_of.size(); ++j) plane_of[f++] = static_cast<int64_t>(k) * n;
+    if (cfg.interleaved)
+      for (int g = 0; g < half; ++g)
+        plane_of[static_cast<size_t>(g)] = (g % 3 == 1 && g < 3 * cfg.sections[1])   ? n
+                                           : (g % 3 == 2 && g < 3 * cfg.sections[2]) ? 2 * n
+                                                                                     : 0;
   }
   const auto* pos = positions.as<const int32_t>();
   float* base = qkv.as<float>();

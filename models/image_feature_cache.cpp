@@ -25,9 +25,10 @@ const Tensor* ImageFeatureCache::find(const ImageKey& key) {
 
 Expected<Tensor> ImageFeatureCache::insert(Backend& backend, const ImageKey& key, int64_t n_rows, int64_t cols, DType dtype) {
   erase(key);
-  while (!entries_.empty() && rows() + n_rows > capacity_rows_) {
+  while (rows() + n_rows > capacity_rows_) {
     const auto lru = std::min_element(entries_.begin(), entries_.end(),
                                       [](const Entry& a, const Entry& b) { return a.used < b.used; });
+    if (lru == entries_.end() || lru->used >= step_start_) break;  // none, or all in use by this step
     entries_.erase(lru);
   }
   BRIGADE_ASSIGN_OR_RETURN(OwnedTensor features, alloc_tensor(backend, dtype, n_rows, cols));

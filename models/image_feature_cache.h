@@ -36,8 +36,12 @@ class ImageFeatureCache {
 
   // The features [rows, hidden] of key, or nullptr; a hit makes it the most recently used.
   const Tensor* find(const ImageKey& key);
+  // Starts a step: entries found or inserted from now on are not dropped for room until the next
+  // begin_step (the step still reads them), so the cache may then hold more than its capacity.
+  void begin_step() { step_start_ = tick_ + 1; }
   // A new entry of [n_rows, cols] `dtype` for key in backend memory (for the caller to fill),
-  // after dropping key's old entry and the least recently used ones until the rows fit.
+  // after dropping key's old entry and the least recently used ones (of earlier steps) until the
+  // rows fit.
   Expected<Tensor> insert(Backend& backend, const ImageKey& key, int64_t n_rows, int64_t cols, DType dtype);
   void erase(const ImageKey& key);
 
@@ -52,6 +56,7 @@ class ImageFeatureCache {
   };
   int64_t capacity_rows_;
   uint64_t tick_ = 0;
+  uint64_t step_start_ = 0;  // entries used at or after this tick are this step's
   std::vector<Entry> entries_;  // a handful (images in flight): scanned
 };
 

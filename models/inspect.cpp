@@ -66,6 +66,7 @@ std::string format_model_info(const ModelInfo& m) {
   s += "format:        " + m.format + "\n";
   const char* whole = c.vision.kind == VisionKind::qwen2_5_vl ? "Qwen2_5_VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen2_vl ? "Qwen2VLForConditionalGeneration"
+                      : c.vision.kind == VisionKind::qwen3_vl ? "Qwen3VLForConditionalGeneration"
                                                               : "Gemma3ForConditionalGeneration";
   s += "architecture:  " + c.arch + (c.multimodal_text ? std::string(" (the language model of ") + whole + ")" : "") + "\n";
   if (c.vision.present() && c.vision.dynamic()) {
@@ -76,7 +77,12 @@ std::string format_model_info(const ModelInfo& m) {
          std::to_string(v.merge) + " patches (image token " + std::to_string(v.image_token) +
          "; M-RoPE sections " + std::to_string(c.mrope_section.size() == 3 ? c.mrope_section[0] : 0) + "/" +
          std::to_string(c.mrope_section.size() == 3 ? c.mrope_section[1] : 0) + "/" +
-         std::to_string(c.mrope_section.size() == 3 ? c.mrope_section[2] : 0) + "; the CPU backend runs it at tp 1)\n";
+         std::to_string(c.mrope_section.size() == 3 ? c.mrope_section[2] : 0) +
+         (c.mrope_interleaved ? " interleaved" : "") +
+         (v.deepstack_layers.empty() ? std::string()
+                                     : "; DeepStack features into the first " + std::to_string(v.deepstack_layers.size()) +
+                                           " layers") +
+         "; the CPU backend runs it at tp 1)\n";
   } else if (c.vision.present()) {
     const VisionConfig& v = c.vision;
     s += "vision:        SigLIP " + std::to_string(v.n_layers) + " layers, hidden " + std::to_string(v.hidden_size) +

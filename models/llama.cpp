@@ -135,9 +135,14 @@ class LlamaModel final : public Model {
   // The step's images encoded into the rows of their tokens in residual [n, hidden]: those whole
   // in the step together, each one split over steps through feature_cache_.
   Status put_images(const StepBatch& batch, const Tensor& residual);
-  Status put_split_image(const StepBatch& batch, const StepImage& im, const Tensor& residual, int64_t id_offset,
-                         std::vector<ImageKey>& done);
-  Status encode_images(std::span<const StepImage> images, const Tensor& out);
+  Status put_split_image(const StepBatch& batch, const StepImage& im, const Tensor& residual, int64_t id_offset);
+  Status encode_images(std::span<const StepImage> images, const Tensor& out, std::span<const Tensor> deepstack);
+  // Qwen3-VL's DeepStack: after decoder layer l < n_deepstack(), each image row of the step gets
+  // tap l's features added (put_images collects them in deepstack_).
+  int n_deepstack() const { return qwen_vision_ != nullptr ? qwen_vision_->n_deepstack() : 0; }
+  void add_deepstack(int layer, const Tensor& residual);
+  // After the step's layers: forgets its DeepStack rows and drops the images it finished.
+  void end_images();
   int n_kv_layers() const { return config_.n_layers + n_mtp_layers(); }
   // Checks shared by forward and forward_mtp, the step's LoRA ids, uploads its ints.
   Expected<StepBounds> begin_step(const StepBatch& batch, const KvCache& kv, const Tensor& logits);
@@ -183,6 +188,13 @@ class LlamaModel final : public Model {
   OwnedTensor image_feats_;               // [max_batch_tokens, hidden] a step's image features
   OwnedTensor image_rows_;                // [max_batch_tokens] i32 the rows they replace
   ImageFeatureCache feature_cache_;       // the features of images split over steps
+  OwnedTensor deepstack_feats_;           // [n_deepstack * max_batch_tokens, hidden]: whole images' taps
+  struct DeepstackRows {
+    Tensor rows;                          // i32 step rows (in image_rows_)
+    std::vector<Tensor> features;         // per tap [rows, hidden]
+  };
+  std::vector<DeepstackRows> deepstack_;  // this step's (put_images .. end_images)
+  std::vector<ImageKey> finished_images_;  // split images whose last token this step holds
   VisionStats vision_stats_;
   int64_t vision_params_ = 0, vision_bytes_ = 0;  // the tower's part of n_params_ / weight_bytes_
   int64_t n_params_ = 0;
@@ -333,6 +345,7 @@ Status LlamaModel::load(const Checkpoint& ck) {
   rope_local_ = rope_;
   rope_m_ = rope_;
   rope_m_.sections = c.mrope_section;
+  rope_m_.interleaved = c.mrope_interleaved;
   if (c.rope_local_theta > 0.0f) {
     rope_local_.inv_freq = rope_inv_freq(c.rope_local_theta, c.rope_dims());
     rope_local_.attention_factor = 1.0f;
@@ -375,19 +388,27 @@ Status LlamaModel::load_vision(WeightLoader& w) {
   BRIGADE_ASSIGN_OR_RETURN(image_rows_, alloc_tensor(backend_, DType::i32, 1, t));
   // Room for two of the largest images or of the largest steps' worth of split images' features
   // (an image in progress per prefilling sequence); beyond that a dropped image is encoded again.
-  if (qwen_vision_ != nullptr)
-    feature_cache_.set_capacity(2 * std::max<int64_t>(t, QwenVision::kMaxPatches / (int64_t{config_.vision.merge} * config_.vision.merge)));
+  if (qwen_vision_ != nullptr) {
+    const int n_ds = qwen_vision_->n_deepstack();
+    const int64_t most = QwenVision::kMaxPatches / (int64_t{config_.vision.merge} * config_.vision.merge);
+    feature_cache_.set_capacity(2 * (1 + n_ds) * std::max<int64_t>(t, most));
+    if (n_ds > 0) {
+      BRIGADE_ASSIGN_OR_RETURN(deepstack_feats_, alloc_tensor(backend_, backend_.activation_dtype(), n_ds * t, config_.hidden_size));
+    }
+  }
   return Status::ok();
 }
 
-Status LlamaModel::encode_images(std::span<const StepImage> images, const Tensor& out) {
-  if (qwen_vision_ != nullptr) BRIGADE_RETURN_IF_ERROR(qwen_vision_->encode(images, out));
+Status LlamaModel::encode_images(std::span<const StepImage> images, const Tensor& out, std::span<const Tensor> deepstack) {
+  if (qwen_vision_ != nullptr) BRIGADE_RETURN_IF_ERROR(qwen_vision_->encode(images, out, deepstack));
   else BRIGADE_RETURN_IF_ERROR(vision_->encode(images, out));
   vision_stats_.images_encoded += static_cast<int64_t>(images.size());
   return Status::ok();
 }
 
 Status LlamaModel::put_images(const StepBatch& batch, const Tensor& residual) {
+  feature_cache_.begin_step();
+  const int n_ds = n_deepstack();
   std::vector<StepImage> whole;
   std::vector<int32_t> rows;
   for (const StepImage& im : batch.images) {
@@ -399,48 +420,68 @@ Status LlamaModel::put_images(const StepBatch& batch, const Tensor& residual) {
   const int64_t n = static_cast<int64_t>(rows.size());
   if (n > 0) {
     const Tensor feats = image_feats_.tensor.rows(0, n);
-    BRIGADE_RETURN_IF_ERROR(encode_images(whole, feats));
+    std::vector<Tensor> ds;  // tap k's features: rows [k * max_batch_tokens, + n) of deepstack_feats_
+    for (int k = 0; k < n_ds; ++k) ds.push_back(deepstack_feats_.tensor.rows(k * int64_t{options_.max_batch_tokens}, n));
+    BRIGADE_RETURN_IF_ERROR(encode_images(whole, feats, ds));
     const Tensor row_ids(image_rows_.tensor.data, DType::i32, {n});
     backend_.upload(row_ids, rows.data());
     backend_.scatter_rows(residual, row_ids, feats);
+    if (n_ds > 0) deepstack_.push_back({row_ids, std::move(ds)});
   }
   // Each split image's row ids go after the whole ones' in image_rows_ (no step has more image
-  // rows than tokens); its entry is dropped once the step has all it needs of it.
-  std::vector<ImageKey> done;
+  // rows than tokens).
   int64_t id_offset = n;
   for (const StepImage& im : batch.images) {
     const int t = config_.vision.image_tokens(im.grid_h, im.grid_w);
     const int k = step_image_rows(batch, im, t);
     if (im.first == 0 && k == t) continue;
-    BRIGADE_RETURN_IF_ERROR(put_split_image(batch, im, residual, id_offset, done));
+    BRIGADE_RETURN_IF_ERROR(put_split_image(batch, im, residual, id_offset));
     id_offset += k;
   }
-  for (const ImageKey& key : done) feature_cache_.erase(key);
   return Status::ok();
 }
 
-Status LlamaModel::put_split_image(const StepBatch& batch, const StepImage& im, const Tensor& residual,
-                                   int64_t id_offset, std::vector<ImageKey>& done) {
+Status LlamaModel::put_split_image(const StepBatch& batch, const StepImage& im, const Tensor& residual, int64_t id_offset) {
   const int t = config_.vision.image_tokens(im.grid_h, im.grid_w);
   const int k = step_image_rows(batch, im, t);
+  const int n_ds = n_deepstack();
   const ImageKey key = image_key(im);
+  // The entry: the image's features, rows [0, t), then each DeepStack tap's, rows [(1 + j) t, +t).
   Tensor all;
   if (const Tensor* cached = feature_cache_.find(key)) {
     all = *cached;
     ++vision_stats_.cache_hits;
   } else {  // the image's first step, or its features were dropped: encode it whole
-    BRIGADE_ASSIGN_OR_RETURN(all, feature_cache_.insert(backend_, key, t, config_.hidden_size, backend_.activation_dtype()));
+    BRIGADE_ASSIGN_OR_RETURN(all, feature_cache_.insert(backend_, key, int64_t{t} * (1 + n_ds), config_.hidden_size,
+                                                        backend_.activation_dtype()));
     StepImage image = im;
     image.first = 0;
-    BRIGADE_RETURN_IF_ERROR(encode_images(std::span<const StepImage>(&image, 1), all));
+    std::vector<Tensor> ds;
+    for (int j = 0; j < n_ds; ++j) ds.push_back(all.rows(int64_t{t} * (1 + j), t));
+    BRIGADE_RETURN_IF_ERROR(encode_images(std::span<const StepImage>(&image, 1), all.rows(0, t), ds));
   }
   std::vector<int32_t> rows(static_cast<size_t>(k));
   for (int j = 0; j < k; ++j) rows[static_cast<size_t>(j)] = im.row + j;
   const Tensor row_ids(image_rows_.tensor.as<int32_t>() + id_offset, DType::i32, {int64_t{k}});
   backend_.upload(row_ids, rows.data());
   backend_.scatter_rows(residual, row_ids, all.rows(im.first, k));
-  if (im.first + k == t) done.push_back(key);
+  if (n_ds > 0) {
+    DeepstackRows d{row_ids, {}};
+    for (int j = 0; j < n_ds; ++j) d.features.push_back(all.rows(int64_t{t} * (1 + j) + im.first, k));
+    deepstack_.push_back(std::move(d));
+  }
+  if (im.first + k == t) finished_images_.push_back(key);  // dropped after the step (DeepStack reads it)
   return Status::ok();
+}
+
+void LlamaModel::add_deepstack(int layer, const Tensor& residual) {
+  for (const DeepstackRows& d : deepstack_) backend_.scatter_add_rows(residual, d.rows, d.features[static_cast<size_t>(layer)]);
+}
+
+void LlamaModel::end_images() {
+  deepstack_.clear();
+  for (const ImageKey& key : finished_images_) feature_cache_.erase(key);
+  finished_images_.clear();
 }
 
 Status LlamaModel::begin_mrope(const StepBatch& batch) {
@@ -567,6 +608,7 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   const float eps = config_.rms_eps;
   backend_.embedding(ends_.embed.tensor, ints_.tokens(batch), residual);
   if (config_.embed_scale > 0.0f) backend_.scale(residual, embed_scale_);  // the images' features are not scaled
+  end_images();
   if (!batch.images.empty()) BRIGADE_RETURN_IF_ERROR(put_images(batch, residual));
   for (int l = 0; l < config_.n_layers; ++l) {
     const DecoderLayer& layer = layers_[static_cast<size_t>(l)];
@@ -575,7 +617,10 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
     if (l == 0) backend_.rms_norm(residual, layer.attn_norm.tensor, eps, normed);
     else backend_.add_rms_norm(residual, delta, layer.attn_norm.tensor, eps, normed);
     BRIGADE_RETURN_IF_ERROR(run_layer(layer, kv.layer(l), local ? sliding : full, local ? rope_local_ : rope_, n));
+    // Qwen3-VL: the layer's output (residual + delta) plus the tap's features on the image rows.
+    if (l < n_deepstack()) add_deepstack(l, residual);
   }
+  end_images();
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size()), h = static_cast<int64_t>(batch.hidden_rows.size());
   if (r == 0 && h == 0) return Status::ok();
   ends_.logits(backend_, config_, residual, delta, normed, scratch_.selected.tensor.rows(0, r), ints_.logit_rows(r), logits,

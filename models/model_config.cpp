@@ -364,7 +364,8 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   }
   if (is_qwen_vl(j)) {  // its language model, with M-RoPE, and its tower (models/qwen_vl_config.h)
     std::vector<int> mrope;
-    BRIGADE_ASSIGN_OR_RETURN(json text, qwen_vl_text_config(j, &mrope));
+    bool interleaved = false;
+    BRIGADE_ASSIGN_OR_RETURN(json text, qwen_vl_text_config(j, &mrope, &interleaved));
     BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
     c.multimodal_text = true;
     int sum = 0;
@@ -373,7 +374,12 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
       return invalid_argument("config.json: rope_scaling.mrope_section must be 3 sizes (temporal, height, width) summing "
                               "to head_dim / 2 = " + std::to_string(c.rope_dims() / 2));
     c.mrope_section = std::move(mrope);
+    c.mrope_interleaved = interleaved;
     BRIGADE_ASSIGN_OR_RETURN(c.vision, read_qwen_vl_vision(j, c.vocab_size, qwen_vl_kind(j)));
+    if (static_cast<int>(c.vision.deepstack_layers.size()) > c.n_layers)
+      return invalid_argument("config.json: vision_config.deepstack_visual_indexes has " +
+                              std::to_string(c.vision.deepstack_layers.size()) + " taps for " +
+                              std::to_string(c.n_layers) + " decoder layers (one layer takes each)");
     return c;
   }
   BRIGADE_ASSIGN_OR_RETURN(std::string arch, detect_arch(j));

@@ -105,6 +105,7 @@ struct ModelConfig {
                                      // Qwen2ForCausalLM), and `vision` describes its tower
   std::vector<int> mrope_section;    // M-RoPE (the Qwen2-VL family; models/mrope.h): the frequency pairs
                                      // rotated by the temporal, height and width positions; empty = none
+  bool mrope_interleaved = false;    // Qwen3-VL: the sections interleave over the pairs (RopeConfig::interleaved)
   VisionConfig vision;               // the vision tower and projector (models/gemma3_vision.h); absent
                                      // (!present()) for text-only checkpoints
 

@@ -22,6 +22,7 @@ struct QwenVisionPass {
   std::vector<int32_t> image_lens;     // rows of each image: the full-attention sequences
   std::vector<int32_t> window_lens;    // rows of each window (Qwen2.5-VL): the windowed sequences
   std::vector<int32_t> unpermute;      // [n_tokens]: the merged row of the pass behind output token t
+  std::vector<float> pos_embed;        // Qwen3-VL: [n_rows, hidden] each row's resampled position embedding
 };
 
 namespace {
@@ -33,9 +34,55 @@ constexpr size_t kImagesPerPass = 64;
 
 int64_t patches_of(const StepImage& im) { return int64_t{im.grid_h} * im.grid_w; }
 
+// One axis of Qwen3-VL's bilinear resampling (align_corners) of a side-long axis of the position
+// table to n patches, in f32 as get_vision_interpolation_indices_and_weights: patch i's two taps
+// (floor(src) and the next, clamped to the table) and their weights.
+struct AxisTaps {
+  int tap[2];
+  float weight[2];
+};
+
+std::vector<AxisTaps> axis_taps(int n, int side) {
+  std::vector<AxisTaps> out(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const float src = static_cast<float>(i) * static_cast<float>(side - 1) / static_cast<float>(std::max(n - 1, 1));
+    const float floor = std::floor(src);
+    for (int o = 0; o < 2; ++o) {
+      out[static_cast<size_t>(i)].tap[o] = std::clamp(static_cast<int>(floor) + o, 0, side - 1);
+      out[static_cast<size_t>(i)].weight[o] = std::max(1.0f - std::fabs(src - floor - static_cast<float>(o)), 0.0f);
+    }
+  }
+  return out;
+}
+
+// Appends to p.pos_embed the resampled position embeddings of the image's rows [row0, p.n_rows),
+// whose patch rows are p.positions[r] and columns wpos[r]: the four taps' table rows times their
+// weights (row tap 0 with column taps 0, 1, then row tap 1 with both), summed in that order in
+// f32 as transformers sums them.
+void resample_positions(const VisionConfig& v, std::span<const float> table, const StepImage& im, int64_t row0,
+                        const std::vector<int32_t>& wpos, QwenVisionPass& p) {
+  const int64_t h = v.hidden_size;
+  const int side = static_cast<int>(std::lround(std::sqrt(static_cast<double>(v.num_position_embeddings))));
+  const std::vector<AxisTaps> ys = axis_taps(im.grid_h, side), xs = axis_taps(im.grid_w, side);
+  p.pos_embed.resize(static_cast<size_t>(p.n_rows * h), 0.0f);
+  for (int64_t r = row0; r < p.n_rows; ++r) {
+    const AxisTaps& y = ys[static_cast<size_t>(p.positions[static_cast<size_t>(r)])];
+    const AxisTaps& x = xs[static_cast<size_t>(wpos[static_cast<size_t>(r)])];
+    float* dst = p.pos_embed.data() + r * h;
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 2; ++b) {
+        const float weight = y.weight[a] * x.weight[b];
+        const float* src = table.data() + (int64_t{y.tap[a]} * side + x.tap[b]) * h;
+        for (int64_t c = 0; c < h; ++c) dst[c] += src[c] * weight;
+      }
+  }
+}
+
 // Appends image im to plan p: its rows in window order (Qwen2.5-VL) or as the processor wrote
-// them, their row positions (p.positions) and column positions (wpos), its sequences and tokens.
-void plan_image(const VisionConfig& v, const StepImage& im, QwenVisionPass& p, std::vector<int32_t>& wpos) {
+// them, their row positions (p.positions) and column positions (wpos), its sequences and tokens,
+// and (Qwen3-VL, a non-empty table) its position embeddings.
+void plan_image(const VisionConfig& v, std::span<const float> table, const StepImage& im, QwenVisionPass& p,
+                std::vector<int32_t>& wpos) {
   const int m = v.merge, unit = m * m, hm = im.grid_h / m, wm = im.grid_w / m;
   const int64_t pw = v.patch_width();
   std::vector<int32_t> order, lens;
@@ -47,7 +94,7 @@ void plan_image(const VisionConfig& v, const StepImage& im, QwenVisionPass& p, s
   }
   p.image_lens.push_back(hm * wm * unit);
   for (int32_t len : lens) p.window_lens.push_back(len * unit);
-  const int64_t token0 = p.n_tokens;
+  const int64_t token0 = p.n_tokens, row0 = p.n_rows;
   p.unpermute.resize(static_cast<size_t>(token0 + int64_t{hm} * wm));
   for (size_t k = 0; k < order.size(); ++k) {
     const int32_t t = order[k];  // the image's merged token, row-major
@@ -60,19 +107,36 @@ void plan_image(const VisionConfig& v, const StepImage& im, QwenVisionPass& p, s
     }
   }
   p.n_tokens += int64_t{hm} * wm;
+  if (!table.empty()) resample_positions(v, table, im, row0, wpos, p);
 }
 
-// The plan of images, whose first token is encode()'s out row first_token.
-QwenVisionPass plan_pass(const VisionConfig& v, std::span<const StepImage> images, int64_t first_token) {
+// The plan of images, whose first token is encode()'s out row first_token; table: Qwen3-VL's
+// position embeddings, else empty.
+QwenVisionPass plan_pass(const VisionConfig& v, std::span<const float> table, std::span<const StepImage> images,
+                         int64_t first_token) {
   QwenVisionPass p;
   p.first_token = first_token;
   int64_t total = 0;
   for (const StepImage& im : images) total += patches_of(im);
   p.pixels.resize(static_cast<size_t>(total * v.patch_width()));
   std::vector<int32_t> wpos;
-  for (const StepImage& im : images) plan_image(v, im, p, wpos);
+  for (const StepImage& im : images) plan_image(v, table, im, p, wpos);
   p.positions.insert(p.positions.end(), wpos.begin(), wpos.end());
   return p;
+}
+
+// VisionRotaryEmbedding: inv_freq[i] = 1 / theta^(2i / (d/2)) for i < d/4 (in f32, as torch),
+// the first d/4 pairs rotated by the row, the next d/4 by the column. Qwen3-VL's
+// Qwen3VLVisionRotaryEmbedding lays out its cos and sin the same way ([h, w, h, w] quarters).
+RopeConfig vision_rope(const VisionConfig& v) {
+  const int d = v.head_dim(), quarter = d / 4;
+  RopeConfig rope;
+  rope.rotary_dim = d;
+  rope.sections = {quarter, quarter};
+  for (int axis = 0; axis < 2; ++axis)
+    for (int i = 0; i < quarter; ++i)
+      rope.inv_freq.push_back(1.0f / std::pow(v.rope_theta, static_cast<float>(2 * i) / static_cast<float>(d / 2)));
+  return rope;
 }
 
 }  // namespace
@@ -105,6 +169,8 @@ Status QwenVision::load_block(WeightLoader& w, const std::string& prefix, int l,
   const std::string at = prefix + "blocks." + std::to_string(l) + ".";
   auto vec = [&](const std::string& name, int64_t n) { return w.vector_f32({at + name}, {n}); };
   L.full = !qwen2_5_ || std::find(v_.fullatt_blocks.begin(), v_.fullatt_blocks.end(), l) != v_.fullatt_blocks.end();
+  const auto tap = std::find(v_.deepstack_layers.begin(), v_.deepstack_layers.end(), l);
+  L.tap = tap == v_.deepstack_layers.end() ? -1 : static_cast<int>(tap - v_.deepstack_layers.begin());
   BRIGADE_ASSIGN_OR_RETURN(L.norm1_w, vec("norm1.weight", h));
   BRIGADE_ASSIGN_OR_RETURN(L.norm2_w, vec("norm2.weight", h));
   if (!qwen2_5_) {
@@ -122,20 +188,56 @@ Status QwenVision::load_block(WeightLoader& w, const std::string& prefix, int l,
     BRIGADE_ASSIGN_OR_RETURN(L.mlp_out, w.matrix(at + "mlp.down_proj.weight", h, inter));
     BRIGADE_ASSIGN_OR_RETURN(L.mlp_out_b, vec("mlp.down_proj.bias", h));
   } else {
-    BRIGADE_ASSIGN_OR_RETURN(L.mlp_in, w.matrix(at + "mlp.fc1.weight", inter, h));
-    BRIGADE_ASSIGN_OR_RETURN(L.mlp_in_b, vec("mlp.fc1.bias", inter));
-    BRIGADE_ASSIGN_OR_RETURN(L.mlp_out, w.matrix(at + "mlp.fc2.weight", h, inter));
-    BRIGADE_ASSIGN_OR_RETURN(L.mlp_out_b, vec("mlp.fc2.bias", h));
+    const std::string fc1 = qwen3_ ? "mlp.linear_fc1." : "mlp.fc1.", fc2 = qwen3_ ? "mlp.linear_fc2." : "mlp.fc2.";
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_in, w.matrix(at + fc1 + "weight", inter, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_in_b, vec(fc1 + "bias", inter));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_out, w.matrix(at + fc2 + "weight", h, inter));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_out_b, vec(fc2 + "bias", h));
   }
   return Status::ok();
 }
 
+// prefix: the merger's, ending in '.'. Qwen2-VL's ln_q, mlp.0, mlp.2 (Qwen2.5-VL's ln_q an
+// RMSNorm without bias); Qwen3-VL's norm, linear_fc1, linear_fc2.
+Status QwenVision::load_merger(WeightLoader& w, const std::string& prefix, bool postshuffle, Merger& m) {
+  const int64_t h = v_.hidden_size, wide = int64_t{v_.merge} * v_.merge * h, norm = postshuffle ? wide : h;
+  const std::string ln = qwen3_ ? "norm." : "ln_q.", fc1 = qwen3_ ? "linear_fc1." : "mlp.0.",
+                    fc2 = qwen3_ ? "linear_fc2." : "mlp.2.";
+  m.postshuffle = postshuffle;
+  BRIGADE_ASSIGN_OR_RETURN(m.norm_w, w.vector_f32({prefix + ln + "weight"}, {norm}));
+  if (!qwen2_5_) {
+    BRIGADE_ASSIGN_OR_RETURN(m.norm_b, w.vector_f32({prefix + ln + "bias"}, {norm}));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(m.in, w.matrix(prefix + fc1 + "weight", wide, wide));
+  BRIGADE_ASSIGN_OR_RETURN(m.in_b, w.vector_f32({prefix + fc1 + "bias"}, {wide}));
+  BRIGADE_ASSIGN_OR_RETURN(m.out, w.matrix(prefix + fc2 + "weight", text_hidden_, wide));
+  BRIGADE_ASSIGN_OR_RETURN(m.out_b, w.vector_f32({prefix + fc2 + "bias"}, {text_hidden_}));
+  return Status::ok();
+}
+
+// Qwen3-VL's pos_embed [num_position_embeddings, hidden], staged through the backend as f32 (the
+// loader's conversion of bf16 / f16) and kept on the host, where encode() resamples it.
+Status QwenVision::load_position_table(WeightLoader& w, const std::string& prefix) {
+  const int64_t n = v_.num_position_embeddings, h = v_.hidden_size;
+  const auto side = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(n))));
+  if (n <= 0 || side * side != n)
+    return invalid_argument("vision_config.num_position_embeddings " + std::to_string(n) + " is not a square");
+  std::vector<int64_t> columns(static_cast<size_t>(h));
+  std::iota(columns.begin(), columns.end(), int64_t{0});
+  BRIGADE_ASSIGN_OR_RETURN(OwnedTensor table, w.gathered_f32({prefix + "pos_embed.weight"}, n, h, Slice{}, columns));
+  pos_table_.resize(static_cast<size_t>(n * h));
+  backend_->download(pos_table_.data(), table.tensor);
+  return Status::ok();
+}
+
 Status QwenVision::load(WeightLoader& w, Backend& backend, const VisionConfig& v, int text_hidden) {
-  if (!v.dynamic()) return invalid_argument("QwenVision loads a Qwen2-VL or Qwen2.5-VL tower");
+  if (!v.dynamic()) return invalid_argument("QwenVision loads a Qwen2-VL, Qwen2.5-VL or Qwen3-VL tower");
   if (backend.activation_dtype() != DType::f32 || !backend.supports_vision())
     return unsupported("the Qwen2-VL vision towers run on a backend with vision ops and f32 activations; " +
                        backend.name() + " does not");
-  const char* act = v.kind == VisionKind::qwen2_5_vl ? "silu" : "quick_gelu";
+  const char* act = v.kind == VisionKind::qwen2_5_vl ? "silu"
+                    : v.kind == VisionKind::qwen3_vl ? "gelu_pytorch_tanh"
+                                                     : "quick_gelu";
   if (v.hidden_act != act)
     return unsupported("config.json: vision_config.hidden_act '" + v.hidden_act + "'; supported: " + act);
   if (v.out_hidden_size != text_hidden)
@@ -146,36 +248,33 @@ Status QwenVision::load(WeightLoader& w, Backend& backend, const VisionConfig& v
   v_ = v;
   text_hidden_ = text_hidden;
   qwen2_5_ = v.kind == VisionKind::qwen2_5_vl;
-  const int64_t h = v.hidden_size, wide = int64_t{v.merge} * v.merge * h;
+  qwen3_ = v.kind == VisionKind::qwen3_vl;
+  const int64_t h = v.hidden_size;
   const std::string prefix = w.has("visual.patch_embed.proj.weight") || !w.has("model.visual.patch_embed.proj.weight")
                                  ? "visual." : "model.visual.";
   w.quantize_linear(false);
   const int64_t bytes_before = w.n_bytes();
   BRIGADE_ASSIGN_OR_RETURN(patch_w_, w.matrix(prefix + "patch_embed.proj.weight", h, v.patch_width()));
+  patch_b_ = OwnedTensor{};
+  pos_table_.clear();
+  if (qwen3_) {
+    BRIGADE_ASSIGN_OR_RETURN(patch_b_, w.vector_f32({prefix + "patch_embed.proj.bias"}, {h}));
+    BRIGADE_RETURN_IF_ERROR(load_position_table(w, prefix));
+  }
   layers_.clear();
   layers_.resize(static_cast<size_t>(v.n_layers));
   for (int l = 0; l < v.n_layers; ++l)
     BRIGADE_RETURN_IF_ERROR(load_block(w, prefix, l, layers_[static_cast<size_t>(l)]));
-  const std::string merger = prefix + "merger.";
-  BRIGADE_ASSIGN_OR_RETURN(merger_norm_w_, w.vector_f32({merger + "ln_q.weight"}, {h}));
-  if (!qwen2_5_) {
-    BRIGADE_ASSIGN_OR_RETURN(merger_norm_b_, w.vector_f32({merger + "ln_q.bias"}, {h}));
+  BRIGADE_RETURN_IF_ERROR(load_merger(w, prefix + "merger.", false, merger_));
+  deepstack_.clear();
+  deepstack_.resize(v.deepstack_layers.size());
+  for (size_t k = 0; k < deepstack_.size(); ++k) {
+    const std::string at = prefix + "deepstack_merger_list." + std::to_string(k) + ".";
+    BRIGADE_RETURN_IF_ERROR(load_merger(w, at, true, deepstack_[k]));
   }
-  BRIGADE_ASSIGN_OR_RETURN(merger_in_, w.matrix(merger + "mlp.0.weight", wide, wide));
-  BRIGADE_ASSIGN_OR_RETURN(merger_in_b_, w.vector_f32({merger + "mlp.0.bias"}, {wide}));
-  BRIGADE_ASSIGN_OR_RETURN(merger_out_, w.matrix(merger + "mlp.2.weight", text_hidden, wide));
-  BRIGADE_ASSIGN_OR_RETURN(merger_out_b_, w.vector_f32({merger + "mlp.2.bias"}, {text_hidden}));
   w.quantize_linear(true);
   weight_bytes_ = static_cast<double>(w.n_bytes() - bytes_before);
-  // VisionRotaryEmbedding: inv_freq[i] = 1 / 10000^(2i / (d/2)) for i < d/4 (in f32, as torch),
-  // the first d/4 pairs rotated by the row, the next d/4 by the column.
-  const int d = v.head_dim(), quarter = d / 4;
-  rope_ = RopeConfig{};
-  rope_.rotary_dim = d;
-  rope_.sections = {quarter, quarter};
-  for (int axis = 0; axis < 2; ++axis)
-    for (int i = 0; i < quarter; ++i)
-      rope_.inv_freq.push_back(1.0f / std::pow(10000.0f, static_cast<float>(2 * i) / static_cast<float>(d / 2)));
+  rope_ = vision_rope(v);
   return Status::ok();
 }
 
@@ -193,7 +292,8 @@ double QwenVision::flops(int grid_h, int grid_w) const {
   double total = 2.0 * p * h * static_cast<double>(v_.patch_width());
   for (const Layer& L : layers_)
     total += 2.0 * p * (4.0 * h * h + (qwen2_5_ ? 3.0 : 2.0) * h * inter) + 4.0 * h * (L.full ? p * p : window_pairs);
-  return total + 2.0 * tokens * (wide * wide + wide * text_hidden_);
+  const double n_mergers = 1.0 + static_cast<double>(deepstack_.size());
+  return total + n_mergers * 2.0 * tokens * (wide * wide + wide * text_hidden_);
 }
 
 Status QwenVision::check_images(std::span<const StepImage> images) const {
@@ -238,6 +338,9 @@ Status QwenVision::allocate_scratch(int64_t rows) {
   if (qwen2_5_) {
     BRIGADE_ASSIGN_OR_RETURN(sc_.mlp_act, alloc_tensor(b, f32, rows, inter));
   }
+  if (qwen3_) {
+    BRIGADE_ASSIGN_OR_RETURN(sc_.pos_embed, alloc_tensor(b, f32, rows, h));
+  }
   BRIGADE_ASSIGN_OR_RETURN(sc_.merged, alloc_tensor(b, f32, rows / unit, text_hidden_));
   BRIGADE_ASSIGN_OR_RETURN(sc_.positions, alloc_tensor(b, DType::i32, 1, 2 * rows));
   std::vector<int32_t> slots(static_cast<size_t>(rows));  // K/V row i is the pass's row i
@@ -275,7 +378,10 @@ Status QwenVision::upload_layout(const std::vector<int32_t>& lens, SeqLayout& d)
   return Status::ok();
 }
 
-Status QwenVision::encode(std::span<const StepImage> images, const Tensor& out) {
+Status QwenVision::encode(std::span<const StepImage> images, const Tensor& out, std::span<const Tensor> deepstack) {
+  if (static_cast<int>(deepstack.size()) != n_deepstack())
+    return invalid_argument("vision encode: " + std::to_string(deepstack.size()) + " DeepStack outputs given; the " +
+                            "tower has " + std::to_string(n_deepstack()) + " (deepstack_visual_indexes)");
   BRIGADE_RETURN_IF_ERROR(check_images(images));
   int64_t n_tokens = 0, total_rows = 0, largest = 0;
   for (const StepImage& im : images) {
@@ -285,6 +391,9 @@ Status QwenVision::encode(std::span<const StepImage> images, const Tensor& out) 
   }
   BRIGADE_CHECK(out.ndim == 2 && out.dim(0) == n_tokens && out.dim(1) == text_hidden_,
                 "vision encode: out [the images' tokens, text hidden]");
+  for (const Tensor& d : deepstack)
+    BRIGADE_CHECK(d.ndim == 2 && d.dim(0) == n_tokens && d.dim(1) == text_hidden_,
+                  "vision encode: each DeepStack output [the images' tokens, text hidden]");
   const int64_t rows = std::max(largest, std::min(total_rows, kRowsPerPass));
   if (rows > sc_.rows) BRIGADE_RETURN_IF_ERROR(allocate_scratch(rows));
   int64_t first_token = 0;
@@ -293,15 +402,15 @@ Status QwenVision::encode(std::span<const StepImage> images, const Tensor& out) 
     int64_t pass_rows = 0;
     while (end < images.size() && end - first < kImagesPerPass && pass_rows + patches_of(images[end]) <= sc_.rows)
       pass_rows += patches_of(images[end++]);
-    const QwenVisionPass pass = plan_pass(v_, images.subspan(first, end - first), first_token);
-    BRIGADE_RETURN_IF_ERROR(encode_pass(pass, out));
+    const QwenVisionPass pass = plan_pass(v_, pos_table_, images.subspan(first, end - first), first_token);
+    BRIGADE_RETURN_IF_ERROR(encode_pass(pass, out, deepstack));
     first_token += pass.n_tokens;
     first = end;
   }
   return Status::ok();
 }
 
-Status QwenVision::encode_pass(const QwenVisionPass& p, const Tensor& out) {
+Status QwenVision::encode_pass(const QwenVisionPass& p, const Tensor& out, std::span<const Tensor> deepstack) {
   Backend& b = *backend_;
   const int64_t n = p.n_rows;
   b.upload(sc_.patches.tensor.rows(0, n), p.pixels.data());
@@ -309,9 +418,21 @@ Status QwenVision::encode_pass(const QwenVisionPass& p, const Tensor& out) {
   BRIGADE_RETURN_IF_ERROR(upload_i32(sc_.unpermute, p.unpermute));
   BRIGADE_RETURN_IF_ERROR(upload_layout(p.image_lens, sc_.full));
   if (qwen2_5_) BRIGADE_RETURN_IF_ERROR(upload_layout(p.window_lens, sc_.window));
-  b.matmul(sc_.patches.tensor.rows(0, n), patch_w_.tensor, Tensor(), sc_.x.tensor.rows(0, n));
-  for (const Layer& L : layers_) run_block(L, n);
-  run_merger(n, out.rows(p.first_token, p.n_tokens));
+  const Tensor x = sc_.x.tensor.rows(0, n);
+  b.matmul(sc_.patches.tensor.rows(0, n), patch_w_.tensor, patch_b_.tensor, x);
+  if (qwen3_) {
+    const Tensor pos = sc_.pos_embed.tensor.rows(0, n);
+    b.upload(pos, p.pos_embed.data());
+    b.add(x, pos);
+  }
+  for (const Layer& L : layers_) {
+    run_block(L, n);
+    if (L.tap >= 0) {
+      const auto k = static_cast<size_t>(L.tap);
+      run_merger(deepstack_[k], n, deepstack[k].rows(p.first_token, p.n_tokens));
+    }
+  }
+  run_merger(merger_, n, out.rows(p.first_token, p.n_tokens));
   return Status::ok();
 }
 
@@ -344,26 +465,32 @@ void QwenVision::run_block(const Layer& L, int64_t n) {
     b.silu_mul(mlp, act);
     b.matmul(act, L.mlp_out.tensor, L.mlp_out_b.tensor, normed);
   } else {
-    b.quick_gelu(mlp);
+    if (qwen3_) b.gelu_tanh(mlp);
+    else b.quick_gelu(mlp);
     b.matmul(mlp, L.mlp_out.tensor, L.mlp_out_b.tensor, normed);
   }
   b.add(x, normed);
 }
 
-// ln_q, then each merge block's merge^2 rows as one row (consecutive rows: a view), Linear, GELU,
-// Linear; the merged rows, in pass order, gathered into the images' token order.
-void QwenVision::run_merger(int64_t n, const Tensor& out) {
+// The merged rows, in pass order, gathered into the images' token order. Grouping a merge block's
+// merge^2 consecutive rows into one is a view; sc_.attn (n x hidden floats) holds the wide rows.
+void QwenVision::run_merger(const Merger& m, int64_t n, const Tensor& out) {
   Backend& b = *backend_;
   const int64_t unit = int64_t{v_.merge} * v_.merge, tokens = n / unit, wide = unit * v_.hidden_size;
-  const Tensor x = sc_.x.tensor.rows(0, n), normed = sc_.normed.tensor.rows(0, n);
-  if (qwen2_5_) b.rms_norm(x, merger_norm_w_.tensor, v_.eps, normed);
-  else b.layer_norm(x, merger_norm_w_.tensor, merger_norm_b_.tensor, v_.eps, normed);
   const Tensor grouped(sc_.normed.tensor.data, DType::f32, {tokens, wide});
-  const Tensor hidden(sc_.x.tensor.data, DType::f32, {tokens, wide});
-  b.matmul(grouped, merger_in_.tensor, merger_in_b_.tensor, hidden);
+  if (m.postshuffle) {
+    b.layer_norm(Tensor(sc_.x.tensor.data, DType::f32, {tokens, wide}), m.norm_w.tensor, m.norm_b.tensor, v_.eps,
+                 grouped);
+  } else {
+    const Tensor x = sc_.x.tensor.rows(0, n), normed = sc_.normed.tensor.rows(0, n);
+    if (qwen2_5_) b.rms_norm(x, m.norm_w.tensor, v_.eps, normed);
+    else b.layer_norm(x, m.norm_w.tensor, m.norm_b.tensor, v_.eps, normed);
+  }
+  const Tensor hidden(sc_.attn.tensor.data, DType::f32, {tokens, wide});
+  b.matmul(grouped, m.in.tensor, m.in_b.tensor, hidden);
   b.gelu(hidden);
   const Tensor merged = sc_.merged.tensor.rows(0, tokens);
-  b.matmul(hidden, merger_out_.tensor, merger_out_b_.tensor, merged);
+  b.matmul(hidden, m.out.tensor, m.out_b.tensor, merged);
   b.gather_rows(merged, Tensor(sc_.unpermute.tensor.data, DType::i32, {tokens}), out);
 }
 

@@ -1,7 +1,7 @@
 // Internal to models/: the Qwen2-VL family's image encoders, written over the Backend ops
-// (Backend::supports_vision): transformers' Qwen2_5_VisionTransformerPretrainedModel and
-// Qwen2VisionTransformerPretrainedModel, their pooler_output (the merged features that replace an
-// image's tokens).
+// (Backend::supports_vision): transformers' Qwen2_5_VisionTransformerPretrainedModel,
+// Qwen2VisionTransformerPretrainedModel and Qwen3VLVisionModel, their pooler_output (the merged
+// features that replace an image's tokens) and Qwen3-VL's deepstack_features.
 //
 // An image of grid_h x grid_w patches arrives as the processor flattens it: [grid_h * grid_w,
 // 3 * temporal_patch * p * p] rows, each merge x merge block of patches merge^2 consecutive rows
@@ -17,6 +17,11 @@
 //     right edges): the patches are reordered window by window (whole merge blocks, as
 //     get_window_index orders them) before the blocks and the merged tokens put back after.
 //   - Qwen2-VL: LayerNorm, fc1 / quick_gelu / fc2, every block over the whole image.
+//   - Qwen3-VL: as Qwen2-VL with linear_fc1 / gelu_pytorch_tanh / linear_fc2, a patch embedding
+//     with a bias, plus learned position embeddings (pos_embed, a side x side grid) bilinearly
+//     resampled (align_corners) to each image's grid on the host and added after the patch
+//     embedding. After each block of deepstack_visual_indexes a DeepStack merger of its own
+//     (LayerNorm over the concatenated merge^2 patches, then Linear, GELU, Linear) taps features.
 // Attention runs on the paged CPU kernel: each image (or window) is one sequence whose rows see
 // all of it (AttentionMeta::attend_until), its K/V rows in pages of the largest size that
 // divides every sequence of the pass.
@@ -42,9 +47,10 @@ class QwenVision {
   // Loads the tower (the Hub's `visual.*` names and transformers 5's `model.visual.*`, whichever
   // the checkpoint has), shape-checked against v; the patch embedding as the matrix [hidden,
   // patch_width()] (flatten_qwen_patch_embed). Matrices as stored (never block-quantized: the
-  // 7B tower's MLP width 3420 is not whole blocks of 32), vectors f32. Refuses a backend whose
-  // activations are not f32 or without vision ops, another hidden_act than the kind's (silu,
-  // quick_gelu) and an out_hidden_size other than text_hidden.
+  // 7B tower's MLP width 3420 is not whole blocks of 32), vectors f32, Qwen3-VL's position table
+  // kept on the host in f32. Refuses a backend whose activations are not f32 or without vision
+  // ops, another hidden_act than the kind's (silu, quick_gelu, gelu_pytorch_tanh) and an
+  // out_hidden_size other than text_hidden.
   Status load(WeightLoader& w, Backend& backend, const VisionConfig& v, int text_hidden);
   // out [sum of images' tokens, text_hidden] (activation dtype) = each image's merged features,
   // in images' order (image_tokens(grid_h, grid_w) rows each). Checks each image's grid
@@ -52,10 +58,14 @@ class QwenVision {
   // patch_width() floats) before running anything. Images are encoded a few at a time, in
   // scratch sized by the largest pass so far (allocated at the first call, regrown for a larger
   // one). An image's features do not depend on the other images of the call (up to rounding).
-  Status encode(std::span<const StepImage> images, const Tensor& out);
+  // Qwen3-VL also writes its DeepStack features: deepstack[k] [sum of tokens, text_hidden] from
+  // the merger of tap k (VisionConfig::deepstack_layers[k]), in the same rows as out; the span
+  // must hold one tensor per tap (none for the other kinds), else invalid_argument.
+  Status encode(std::span<const StepImage> images, const Tensor& out, std::span<const Tensor> deepstack = {});
+  int n_deepstack() const { return static_cast<int>(v_.deepstack_layers.size()); }
   // The work of encoding one image by the roofline rule (Model::step_cost): 2 flops per weight
-  // per patch row (merged row for the merger), the attention's 4 * hidden per (query, key) pair
-  // of each block's sequences (windows or the whole image).
+  // per patch row (merged row for the mergers, DeepStack's included), the attention's 4 * hidden
+  // per (query, key) pair of each block's sequences (windows or the whole image).
   double flops(int grid_h, int grid_w) const;
   double weight_bytes() const { return weight_bytes_; }
 
@@ -64,6 +74,7 @@ class QwenVision {
  private:
   struct Layer {
     bool full = true;  // attends over the whole image (else within windows)
+    int tap = -1;      // Qwen3-VL: the DeepStack merger run on this block's output, else -1
     OwnedTensor norm1_w, norm1_b, qkv, qkv_b, proj, proj_b, norm2_w, norm2_b, mlp_in, mlp_in_b, mlp_out, mlp_out_b;
   };
   // Device copies of one layout of attention sequences (AttentionMeta), regrown as needed.
@@ -72,25 +83,41 @@ class QwenVision {
     AttentionMeta meta;
     int page = 0;  // K/V rows per page: divides every sequence's length
   };
+  // Norm, each merge block's merge^2 rows as one row, Linear, exact GELU, Linear. The norm is over
+  // each patch (width hidden) before the merge, or over the merged row (postshuffle: Qwen3-VL's
+  // DeepStack mergers).
+  struct Merger {
+    bool postshuffle = false;
+    OwnedTensor norm_w, norm_b, in, in_b, out, out_b;
+  };
   struct Scratch {
     int64_t rows = 0;  // patch rows per pass
     OwnedTensor patches, x, normed, qkv, attn, mlp, mlp_act, k, v, merged, positions, slots, unpermute;
+    OwnedTensor pos_embed;  // Qwen3-VL: [rows, hidden] the resampled position embeddings
     SeqLayout full, window;
   };
   Status check_images(std::span<const StepImage> images) const;
   Status allocate_scratch(int64_t rows);
   Status upload_layout(const std::vector<int32_t>& lens, SeqLayout& dst);
   Status upload_i32(OwnedTensor& t, const std::vector<int32_t>& host);
-  Status encode_pass(const QwenVisionPass& pass, const Tensor& out);
+  Status encode_pass(const QwenVisionPass& pass, const Tensor& out, std::span<const Tensor> deepstack);
   void run_block(const Layer& L, int64_t n);
-  void run_merger(int64_t n, const Tensor& out);
+  // m over the pass's n rows of sc_.x (left unchanged) into out [n / merge^2, text_hidden], in
+  // the images' token order.
+  void run_merger(const Merger& m, int64_t n, const Tensor& out);
   Status load_block(WeightLoader& w, const std::string& prefix, int l, Layer& L);
+  Status load_merger(WeightLoader& w, const std::string& prefix, bool postshuffle, Merger& m);
+  Status load_position_table(WeightLoader& w, const std::string& prefix);
 
   Backend* backend_ = nullptr;
   VisionConfig v_;
   int text_hidden_ = 0;
-  bool qwen2_5_ = false;  // Qwen2.5-VL (RMSNorm, gated MLP, windows), else Qwen2-VL
-  OwnedTensor patch_w_, merger_norm_w_, merger_norm_b_, merger_in_, merger_in_b_, merger_out_, merger_out_b_;
+  bool qwen2_5_ = false;  // Qwen2.5-VL (RMSNorm, gated MLP, windows)
+  bool qwen3_ = false;    // Qwen3-VL (patch bias, position table, gelu_tanh MLP, DeepStack)
+  OwnedTensor patch_w_, patch_b_;
+  std::vector<float> pos_table_;  // Qwen3-VL: pos_embed [num_position_embeddings, hidden], host f32
+  Merger merger_;
+  std::vector<Merger> deepstack_;  // Qwen3-VL: deepstack_merger_list, one per tap
   std::vector<Layer> layers_;
   RopeConfig rope_;
   Scratch sc_;

@@ -23,7 +23,7 @@ std::string model_type(const json& j) {
 
 // Moves an mrope_section out of a rope_scaling / rope_parameters object; the object stays only
 // when it asks for more than M-RoPE (which parse_rope_scaling then reads or refuses).
-Status take_mrope(json& text, const char* key, std::vector<int>* section) {
+Status take_mrope(json& text, const char* key, std::vector<int>* section, bool* interleaved) {
   auto it = text.find(key);
   if (it == text.end() || !it->is_object()) return Status::ok();
   json& r = *it;
@@ -37,7 +37,11 @@ Status take_mrope(json& text, const char* key, std::vector<int>* section) {
     }
     r.erase("mrope_section");
   }
-  r.erase("mrope_interleaved");
+  if (auto i = r.find("mrope_interleaved"); i != r.end()) {
+    if (!i->is_boolean()) return corrupt(std::string("config.json: ") + key + ".mrope_interleaved must be true or false");
+    *interleaved = i->get<bool>();
+    r.erase(i);
+  }
   for (const char* type_key : {"type", "rope_type"}) {
     auto t = r.find(type_key);
     if (t != r.end() && t->is_string() && (t->get<std::string>() == "mrope" || t->get<std::string>() == "default"))
@@ -50,19 +54,22 @@ Status take_mrope(json& text, const char* key, std::vector<int>* section) {
 
 bool is_qwen_vl(const json& j) {
   const std::string a = first_arch(j);
-  if (!a.empty()) return a == "Qwen2VLForConditionalGeneration" || a == "Qwen2_5_VLForConditionalGeneration";
+  if (!a.empty())
+    return a == "Qwen2VLForConditionalGeneration" || a == "Qwen2_5_VLForConditionalGeneration" ||
+           a == "Qwen3VLForConditionalGeneration";
   const std::string t = model_type(j);
-  return t == "qwen2_vl" || t == "qwen2_5_vl";
+  return t == "qwen2_vl" || t == "qwen2_5_vl" || t == "qwen3_vl";
 }
 
 VisionKind qwen_vl_kind(const json& j) {
   const std::string a = first_arch(j);
   if (a == "Qwen2_5_VLForConditionalGeneration" || (a.empty() && model_type(j) == "qwen2_5_vl"))
     return VisionKind::qwen2_5_vl;
+  if (a == "Qwen3VLForConditionalGeneration" || (a.empty() && model_type(j) == "qwen3_vl")) return VisionKind::qwen3_vl;
   return VisionKind::qwen2_vl;
 }
 
-Expected<json> qwen_vl_text_config(const json& j, std::vector<int>* mrope_section) {
+Expected<json> qwen_vl_text_config(const json& j, std::vector<int>* mrope_section, bool* mrope_interleaved) {
   json text = j;
   text.erase("vision_config");
   text.erase("text_config");
@@ -70,10 +77,13 @@ Expected<json> qwen_vl_text_config(const json& j, std::vector<int>* mrope_sectio
     if (!it->is_object()) return corrupt("config.json: text_config is not an object");
     text.update(*it);  // transformers 5 keeps the language model's fields here
   }
-  text["architectures"] = json::array({"Qwen2ForCausalLM"});
-  text["model_type"] = "qwen2";
+  const bool qwen3 = qwen_vl_kind(j) == VisionKind::qwen3_vl;  // Qwen3's decoder: q/k norms, no qkv biases
+  text["architectures"] = json::array({qwen3 ? "Qwen3ForCausalLM" : "Qwen2ForCausalLM"});
+  text["model_type"] = qwen3 ? "qwen3" : "qwen2";
   mrope_section->clear();
-  for (const char* key : {"rope_scaling", "rope_parameters"}) BRIGADE_RETURN_IF_ERROR(take_mrope(text, key, mrope_section));
+  *mrope_interleaved = false;
+  for (const char* key : {"rope_scaling", "rope_parameters"})
+    BRIGADE_RETURN_IF_ERROR(take_mrope(text, key, mrope_section, mrope_interleaved));
   return text;
 }
 

@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "models/config_json.h"
 
@@ -78,6 +79,22 @@ Status read_int_alias(const json& c, std::initializer_list<const char*> keys, in
   return Status::ok();
 }
 
+// A list of block indices (fullatt_block_indexes, deepstack_visual_indexes), when present.
+Status read_blocks(const json& c, const char* key, std::vector<int>& out) {
+  const auto it = c.find(key);
+  if (it == c.end() || it->is_null()) return Status::ok();
+  if (!it->is_array())
+    return corrupt(std::string("config.json: vision_config.") + key + " must be a list of block indices");
+  out.clear();
+  for (const json& b : *it) {
+    if (!b.is_number_integer() || b.get<int64_t>() < 0 || b.get<int64_t>() > INT32_MAX)
+      return corrupt(std::string("config.json: vision_config.") + key + " holds " + b.dump() +
+                     "; block indices are integers >= 0");
+    out.push_back(b.get<int>());
+  }
+  return Status::ok();
+}
+
 // Qwen2VLVisionConfig: embed_dim is the tower's width, hidden_size the merger's output.
 Status read_qwen2_vl_tower(const json& c, VisionConfig& v) {
   v.n_layers = 32, v.hidden_size = 1280, v.out_hidden_size = 3584, v.n_heads = 16, v.hidden_act = "quick_gelu";
@@ -106,20 +123,38 @@ Status read_qwen2_5_vl_tower(const json& c, VisionConfig& v) {
   BRIGADE_RETURN_IF_ERROR(read_int_alias(c, {"num_heads", "num_attention_heads"}, v.n_heads));
   BRIGADE_RETURN_IF_ERROR(read_int(c, "window_size", v.window_size, false));
   BRIGADE_RETURN_IF_ERROR(read_string(c, "hidden_act", v.hidden_act));
-  const auto it = c.find("fullatt_block_indexes");
-  if (it != c.end() && !it->is_null()) {
-    if (!it->is_array())
-      return corrupt("config.json: vision_config.fullatt_block_indexes must be a list of block indices");
-    v.fullatt_blocks.clear();
-    for (const json& b : *it) {
-      if (!b.is_number_integer() || b.get<int64_t>() < 0 || b.get<int64_t>() > INT32_MAX)
-        return corrupt("config.json: vision_config.fullatt_block_indexes holds " + b.dump() +
-                       "; block indices are integers >= 0");
-      v.fullatt_blocks.push_back(b.get<int>());
-    }
-  }
+  BRIGADE_RETURN_IF_ERROR(read_blocks(c, "fullatt_block_indexes", v.fullatt_blocks));
   if (v.hidden_act != "silu")
     return unsupported("config.json: vision_config.hidden_act '" + v.hidden_act + "'; supported: silu");
+  return Status::ok();
+}
+
+// Qwen3VLVisionConfig. The 2D rotary's theta is rope_parameters.rope_theta, else rope_theta,
+// else 10000 (its rope_type must be axial, or default, which transformers makes axial).
+Status read_qwen3_vl_tower(const json& c, VisionConfig& v) {
+  v.n_layers = 27, v.hidden_size = 1152, v.intermediate_size = 4304, v.out_hidden_size = 3584, v.n_heads = 16;
+  v.patch_size = 16, v.num_position_embeddings = 2304, v.deepstack_layers = {8, 16, 24};
+  v.hidden_act = "gelu_pytorch_tanh";
+  BRIGADE_RETURN_IF_ERROR(read_int_alias(c, {"depth", "num_hidden_layers"}, v.n_layers));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "hidden_size", v.hidden_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "intermediate_size", v.intermediate_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "out_hidden_size", v.out_hidden_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int_alias(c, {"num_heads", "num_attention_heads"}, v.n_heads));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "num_position_embeddings", v.num_position_embeddings, false));
+  BRIGADE_RETURN_IF_ERROR(read_string(c, "hidden_act", v.hidden_act));
+  BRIGADE_RETURN_IF_ERROR(read_blocks(c, "deepstack_visual_indexes", v.deepstack_layers));
+  BRIGADE_RETURN_IF_ERROR(read_float(c, "rope_theta", v.rope_theta));
+  const auto rope = c.find("rope_parameters");
+  if (rope != c.end() && !rope->is_null()) {
+    if (!rope->is_object()) return corrupt("config.json: vision_config.rope_parameters is not an object");
+    BRIGADE_RETURN_IF_ERROR(read_float(*rope, "rope_theta", v.rope_theta));
+    std::string type = "axial";
+    BRIGADE_RETURN_IF_ERROR(read_string(*rope, "rope_type", type));
+    if (type != "axial" && type != "default")
+      return unsupported("config.json: vision_config.rope_parameters.rope_type '" + type + "'; supported: axial");
+  }
+  if (v.hidden_act != "gelu_pytorch_tanh")
+    return unsupported("config.json: vision_config.hidden_act '" + v.hidden_act + "'; supported: gelu_pytorch_tanh");
   return Status::ok();
 }
 
@@ -142,10 +177,30 @@ Status check_qwen_tower(const VisionConfig& v, bool qwen2_vl) {
     if (b >= v.n_layers)
       return invalid_argument("config.json: vision_config.fullatt_block_indexes holds " + std::to_string(b) +
                               "; the blocks are [0, depth = " + std::to_string(v.n_layers) + ")");
-  if (!qwen2_vl && v.window_size < v.merge * v.patch_size)
+  if (v.kind == VisionKind::qwen2_5_vl && v.window_size < v.merge * v.patch_size)
     return invalid_argument("config.json: vision_config.window_size " + std::to_string(v.window_size) +
                             " is smaller than one merged token (spatial_merge_size * patch_size = " +
                             std::to_string(v.merge * v.patch_size) + " pixels)");
+  return Status::ok();
+}
+
+// Qwen3-VL's position grid and DeepStack taps. The taps must increase: transformers collects the
+// features in block order and the language model adds the k-th collected after its layer k,
+// while tap k's merger is deepstack_merger_list[k] (the two orders agree only so).
+Status check_qwen3_vl_tower(const VisionConfig& v) {
+  const int n = v.num_position_embeddings, side = static_cast<int>(std::lround(std::sqrt(static_cast<double>(n))));
+  if (n <= 0 || side * side != n)
+    return invalid_argument("config.json: vision_config.num_position_embeddings " + std::to_string(n) +
+                            " must be a square (a side x side grid of learned position embeddings)");
+  for (size_t k = 0; k < v.deepstack_layers.size(); ++k) {
+    const int b = v.deepstack_layers[k];
+    if (b >= v.n_layers || (k > 0 && b <= v.deepstack_layers[k - 1]))
+      return invalid_argument("config.json: vision_config.deepstack_visual_indexes holds " + std::to_string(b) +
+                              " at " + std::to_string(k) + "; they must be increasing blocks of [0, depth = " +
+                              std::to_string(v.n_layers) + "), none repeated");
+  }
+  if (!(v.rope_theta > 0.0f))
+    return invalid_argument("config.json: vision_config.rope_parameters.rope_theta must be positive");
   return Status::ok();
 }
 
@@ -166,7 +221,7 @@ Status read_qwen_tokens(const json& j, VisionConfig& v) {
 }  // namespace
 
 Expected<VisionConfig> read_qwen_vl_vision(const json& j, int text_vocab, VisionKind kind) {
-  BRIGADE_CHECK(kind == VisionKind::qwen2_vl || kind == VisionKind::qwen2_5_vl,
+  BRIGADE_CHECK(kind == VisionKind::qwen2_vl || kind == VisionKind::qwen2_5_vl || kind == VisionKind::qwen3_vl,
                 "read_qwen_vl_vision reads a Qwen tower");
   const bool qwen2_vl = kind == VisionKind::qwen2_vl;
   VisionConfig v;
@@ -176,7 +231,9 @@ Expected<VisionConfig> read_qwen_vl_vision(const json& j, int text_vocab, Vision
   const auto it = j.find("vision_config");
   const json c = it == j.end() || it->is_null() ? json::object() : *it;
   if (!c.is_object()) return corrupt("config.json: vision_config is not an object");
-  BRIGADE_RETURN_IF_ERROR(qwen2_vl ? read_qwen2_vl_tower(c, v) : read_qwen2_5_vl_tower(c, v));
+  BRIGADE_RETURN_IF_ERROR(qwen2_vl                          ? read_qwen2_vl_tower(c, v)
+                          : kind == VisionKind::qwen2_5_vl ? read_qwen2_5_vl_tower(c, v)
+                                                           : read_qwen3_vl_tower(c, v));
   int channels = 3;
   BRIGADE_RETURN_IF_ERROR(read_int_alias(c, {"in_channels", "in_chans"}, channels));
   if (channels != 3)
@@ -185,6 +242,7 @@ Expected<VisionConfig> read_qwen_vl_vision(const json& j, int text_vocab, Vision
   BRIGADE_RETURN_IF_ERROR(read_int(c, "spatial_merge_size", v.merge, false));
   BRIGADE_RETURN_IF_ERROR(read_int(c, "temporal_patch_size", v.temporal_patch, false));
   BRIGADE_RETURN_IF_ERROR(check_qwen_tower(v, qwen2_vl));
+  if (kind == VisionKind::qwen3_vl) BRIGADE_RETURN_IF_ERROR(check_qwen3_vl_tower(v));
   BRIGADE_RETURN_IF_ERROR(read_qwen_tokens(j, v));
   if (v.image_token < 0 || v.image_token >= text_vocab)
     return unsupported("config.json: image_token_id " + std::to_string(v.image_token) +

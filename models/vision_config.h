@@ -21,6 +21,8 @@ enum class VisionKind : uint8_t {
   gemma3_siglip,  // Gemma3ForConditionalGeneration (models/gemma3_vision.h)
   qwen2_vl,       // Qwen2VLForConditionalGeneration: LayerNorm, fc1/quick_gelu/fc2, full attention
   qwen2_5_vl,     // Qwen2_5_VLForConditionalGeneration: RMSNorm, gated SiLU MLP, window attention
+  qwen3_vl,       // Qwen3VLForConditionalGeneration: LayerNorm, fc1/gelu_tanh/fc2 with biases, full
+                  // attention, learned position embeddings interpolated to the grid, DeepStack
 };
 
 struct VisionConfig {
@@ -44,6 +46,13 @@ struct VisionConfig {
   int window_size = 0;               // Qwen2.5-VL: window attention over window_size^2 pixels
   std::vector<int> fullatt_blocks;   // Qwen2.5-VL: the blocks that attend over the whole image
   std::string hidden_act;            // the blocks' MLP activation (quick_gelu, silu, ...)
+  // Qwen3-VL: num_position_embeddings learned embeddings (a square grid, bilinearly resampled to
+  // each image's grid), and deepstack_visual_indexes: the blocks after which a merger of their
+  // own (postshuffle norm) taps features that the language model adds to the image's rows after
+  // its decoder layers 0, 1, ... (one per tap).
+  int num_position_embeddings = 0;
+  std::vector<int> deepstack_layers;
+  float rope_theta = 10000.0f;  // the 2D rotary's base (Qwen3-VL: vision_config.rope_parameters)
 
   bool present() const { return n_layers > 0; }
   bool dynamic() const { return kind != VisionKind::gemma3_siglip; }
@@ -80,6 +89,12 @@ Expected<VisionConfig> read_gemma3_vision(const nlohmann::json& config, int text
 // qwen2_5_vl: silu), in_channels other than 3, a head_dim not a multiple of 4 (the 2D rotary
 // splits it in quarters), a window smaller than one merged token, fullatt_block_indexes outside
 // the blocks, an image_token_id outside the text vocabulary text_vocab.
+// Qwen3VLForConditionalGeneration (qwen3_vl): Qwen3VLVisionConfig's names and defaults (depth,
+// hidden_size, intermediate_size, num_heads, hidden_act gelu_pytorch_tanh, patch_size 16,
+// out_hidden_size, num_position_embeddings 2304, deepstack_visual_indexes [8, 16, 24], the
+// rotary's rope_parameters.rope_theta 10000); refuses a num_position_embeddings that is not a
+// square, deepstack indexes outside the blocks or not increasing (transformers orders the
+// features by block, the mergers by index).
 Expected<VisionConfig> read_qwen_vl_vision(const nlohmann::json& config, int text_vocab, VisionKind kind);
 
 }  // namespace brigade

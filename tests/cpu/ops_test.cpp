@@ -294,7 +294,10 @@ TEST(CpuOps, NeoxRopePartialWithAttentionFactor) {
 
 // M-RoPE (RopeConfig::sections): frequency pair f rotates by the plane its section names; with
 // every plane equal it is the one-position rotation, bit for bit.
-TEST(CpuOps, SectionedRopeTakesEachPairsPositionFromItsPlane) {
+// Qwen2-VL's sections (contiguous) and Qwen3-VL's interleaved ones.
+class SectionedRope : public ::testing::TestWithParam<bool> {};
+
+TEST_P(SectionedRope, TakesEachPairsPositionFromItsPlane) {
   std::mt19937 rng(8);
   auto b = backend_at(test::simd_levels().back());
   const QkvLayout l{2, 1, 16};
@@ -303,12 +306,17 @@ TEST(CpuOps, SectionedRopeTakesEachPairsPositionFromItsPlane) {
   test::fill_uniform(qkv.tensor, rng);
   const std::vector<float> before = test::to_vector(qkv.tensor);
   RopeConfig cfg = llama_rope(16, 16, RopeStyle::neox);
-  cfg.sections = {2, 3, 3};  // pairs 0-1 plane 0, 2-4 plane 1, 5-7 plane 2
+  cfg.sections = {2, 3, 3};
+  cfg.interleaved = GetParam();
   const int32_t planes[3][n] = {{4, 4, 9}, {4, 6, 9}, {4, 2, 12}};
   auto pos = make(*b, DType::i32, {3 * n});
   for (int k = 0; k < 3; ++k) std::copy_n(planes[k], n, pos.tensor.as<int32_t>() + k * n);
   b->rope(qkv.tensor, l, pos.tensor, cfg);
-  const int plane_of[8] = {0, 0, 1, 1, 1, 2, 2, 2};
+  // Contiguous: pairs 0-1 plane 0, 2-4 plane 1, 5-7 plane 2. Interleaved (transformers'
+  // recomposition_frequencies): plane 1 at 1, 4, 7 (< 3 * 3), plane 2 at 2, 5 (< 9; pair 8 is
+  // past the head), plane 0 elsewhere.
+  const int contiguous[8] = {0, 0, 1, 1, 1, 2, 2, 2}, interleaved[8] = {0, 1, 2, 0, 1, 2, 0, 1};
+  const int* plane_of = GetParam() ? interleaved : contiguous;
   for (int64_t i = 0; i < n; ++i)
     for (int h = 0; h < 4; ++h) {
       const int64_t off = i * l.row_width() + h * 16;
@@ -332,6 +340,9 @@ TEST(CpuOps, SectionedRopeTakesEachPairsPositionFromItsPlane) {
   b->rope(plain.tensor, l, four.tensor, cfg);
   for (int e = 0; e < l.row_width(); ++e) ASSERT_EQ(get(plain.tensor, e), get(qkv.tensor, e)) << e;
 }
+
+INSTANTIATE_TEST_SUITE_P(CpuOps, SectionedRope, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "Interleaved" : "Contiguous"; });
 
 TEST(CpuOps, GatherRows) {
   auto b = backend_at(test::simd_levels().back());

@@ -1,6 +1,7 @@
 // The encoder cache of images split over steps (models/image_feature_cache.h): keys tell images
-// apart by pixels and grid, entries are dropped least recently used first when a new image needs
-// room, and an image larger than the whole cache is still held alone.
+// apart by pixels and grid, entries of earlier steps are dropped least recently used first when a
+// new image needs room (never those the current step uses), and an image larger than the whole
+// cache is still held alone.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -37,6 +38,11 @@ TEST(ImageFeatureCache, DropsTheLeastRecentlyUsedImageForANewOne) {
   EXPECT_EQ(cache.rows(), 8);
   ASSERT_NE(cache.find(a), nullptr);  // a is now the most recently used
   EXPECT_EQ(cache.find(a)->as<float>()[0], 7.0f);
+  // In this step a and b are in use: c is held beside them, over the capacity.
+  ASSERT_TRUE(cache.insert(*backend, c, 4, 3, DType::f32).has_value());
+  EXPECT_EQ(cache.size(), 3u);
+  cache.erase(c);
+  cache.begin_step();  // a new step: earlier entries may go, least recently used first
   ASSERT_TRUE(cache.insert(*backend, c, 4, 3, DType::f32).has_value());  // 12 > 10: b goes
   EXPECT_EQ(cache.find(b), nullptr);
   EXPECT_NE(cache.find(a), nullptr);
@@ -46,6 +52,7 @@ TEST(ImageFeatureCache, DropsTheLeastRecentlyUsedImageForANewOne) {
   EXPECT_EQ(cache.find(a), nullptr);
   EXPECT_EQ(cache.rows(), 4);
   // Larger than the cache: everything else goes, and it is held alone.
+  cache.begin_step();
   const ImageKey big = image_key(image(4, 4, 8));
   ASSERT_TRUE(cache.insert(*backend, big, 32, 3, DType::f32).has_value());
   EXPECT_EQ(cache.size(), 1u);

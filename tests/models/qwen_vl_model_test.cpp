@@ -1,8 +1,10 @@
 // The Qwen2-VL family's language model with images (Qwen2VLForConditionalGeneration,
-// Qwen2_5_VLForConditionalGeneration) against transformers: the config read as a Qwen2 decoder
-// with M-RoPE, the rotary positions of prompts with images (get_rope_index), and the logits and
-// greedy tokens of prompts whose image tokens take the tower's features
-// (tests/fixtures/qwen2_vl and qwen2_5_vl, written by scripts/make_qwen_vl_fixtures.py).
+// Qwen2_5_VLForConditionalGeneration, Qwen3VLForConditionalGeneration) against transformers: the
+// config read as a Qwen2 (Qwen3) decoder with M-RoPE (interleaved for Qwen3-VL), the rotary
+// positions of prompts with images (get_rope_index), and the logits and greedy tokens of prompts
+// whose image tokens take the tower's features (and Qwen3-VL's DeepStack features after its first
+// layers) (tests/fixtures/qwen2_vl and qwen2_5_vl, written by scripts/make_qwen_vl_fixtures.py;
+// tests/fixtures/qwen3_vl by scripts/make_qwen3_vl_fixtures.py).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -99,18 +101,36 @@ TEST_P(QwenVl, TheConfigIsAQwen2DecoderWithMropeBesideItsTower) {
   ASSERT_TRUE(text.has_value());
   auto c = parse_hf_config(*text);
   ASSERT_TRUE(c.has_value()) << c.status().to_string();
-  EXPECT_EQ(c->arch, "qwen2");
+  const std::string name = GetParam();
   EXPECT_TRUE(c->multimodal_text);
   EXPECT_EQ(c->mrope_section, (std::vector<int>{2, 3, 3}));
   EXPECT_TRUE(c->vision.present());
   EXPECT_TRUE(c->vision.dynamic());
-  EXPECT_EQ(c->vision.kind, std::string(GetParam()) == "qwen2_5_vl" ? VisionKind::qwen2_5_vl : VisionKind::qwen2_vl);
   EXPECT_EQ(c->vision.merge, kMerge);
   EXPECT_EQ(c->vision.image_token, kImageToken);
   EXPECT_EQ(c->vision.image_tokens(8, 12), 24);
+  auto j = nlohmann::json::parse(*text);
+  if (name == "qwen3_vl") {
+    // Qwen3-VL (the Hub's form: text_config, rope_scaling with mrope_interleaved): a Qwen3
+    // decoder (q/k norms) with interleaved sections and DeepStack taps after blocks 0 and 1.
+    EXPECT_EQ(c->arch, "qwen3");
+    EXPECT_TRUE(c->mrope_interleaved);
+    EXPECT_EQ(c->vision.kind, VisionKind::qwen3_vl);
+    EXPECT_EQ(c->vision.deepstack_layers, (std::vector<int>{0, 1}));
+    j["text_config"]["rope_scaling"]["mrope_interleaved"] = "yes";
+    auto bad = parse_hf_config(j.dump());
+    ASSERT_FALSE(bad.has_value());
+    EXPECT_NE(bad.status().message().find("mrope_interleaved"), std::string::npos) << bad.status().message();
+    j["text_config"]["rope_scaling"]["mrope_interleaved"] = true;
+    j["vision_config"]["deepstack_visual_indexes"] = {0, 1, 2, 2};
+    EXPECT_FALSE(parse_hf_config(j.dump()).has_value()) << "more taps than decoder layers, or a repeated tap";
+    return;
+  }
+  EXPECT_EQ(c->arch, "qwen2");
+  EXPECT_FALSE(c->mrope_interleaved);
+  EXPECT_EQ(c->vision.kind, name == "qwen2_5_vl" ? VisionKind::qwen2_5_vl : VisionKind::qwen2_vl);
 
   // transformers 5's form: the language model's fields under text_config, rope_parameters.
-  auto j = nlohmann::json::parse(*text);
   nlohmann::json nested = {{"architectures", j["architectures"]}, {"vision_config", j["vision_config"]},
                            {"image_token_id", j["image_token_id"]}, {"vision_start_token_id", j["vision_start_token_id"]},
                            {"vision_end_token_id", j["vision_end_token_id"]}};
@@ -354,7 +374,7 @@ TEST_P(QwenVl, BadImageStepsAreRefusedNamingTheProblem) {
   refused(mid_seq, "continues from an earlier step (its token 3) but its sequence's rows begin at 0");
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, QwenVl, ::testing::Values("qwen2_vl", "qwen2_5_vl"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, QwenVl, ::testing::Values("qwen2_vl", "qwen2_5_vl", "qwen3_vl"));
 
 }  // namespace
 }  // namespace brigade

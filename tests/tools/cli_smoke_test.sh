@@ -215,15 +215,21 @@ grep -q "method 'eagle' is not one of" "$dir/spec.err"
 # Gemma 3 with an image (tests/fixtures/gemma3_vision, scripts/make_vision_fixtures.py): inspect
 # names the tower, and generate --image on the first prompt gives transformers' greedy ids; a
 # missing image, or an image to a text model, is refused with the reason.
+# expect_image_greedy MODEL_DIR: generate --image image0.png on expected.json's first case gives
+# transformers' greedy ids; sets ids to that case's prompt.
+expect_image_greedy() {
+  local want got
+  read -r ids want < <(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["cases"][0]
+print(",".join(map(str, c["prompt"])), ",".join(map(str, c["greedy"])))' "$1/expected.json")
+  "$bin" generate --model "$1" --prompt-ids "$ids" --image "$1/image0.png" --max-tokens 8 --temperature 0 \
+    --threads 1 >"$dir/image_ids.txt" 2>/dev/null
+  got=$(tr ' ' ',' <"$dir/image_ids.txt")
+  [ "$got" = "$want" ] || { echo "$1 greedy: $got, want $want"; exit 1; }
+}
 vision=$(cd "$(dirname "$0")/../fixtures/gemma3_vision" && pwd)
 "$bin" inspect "$vision" >"$dir/vision.txt"
 grep -q "^vision:        SigLIP 2 layers, hidden 32, 56x56 images in 7-pixel patches, 16 tokens per image" "$dir/vision.txt"
-read -r ids want < <(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["cases"][0]
-print(",".join(map(str, c["prompt"])), ",".join(map(str, c["greedy"])))' "$vision/expected.json")
-"$bin" generate --model "$vision" --prompt-ids "$ids" --image "$vision/image0.png" --max-tokens 8 --temperature 0 \
-  --threads 1 >"$dir/vision_ids.txt" 2>/dev/null
-got=$(tr ' ' ',' <"$dir/vision_ids.txt")
-[ "$got" = "$want" ] || { echo "gemma3_vision greedy: $got, want $want"; exit 1; }
+expect_image_greedy "$vision"
 if "$bin" generate --model "$vision" --prompt-ids "$ids" --max-tokens 1 --threads 1 2>"$dir/vision.err" >/dev/null; then
   exit 1
 fi
@@ -241,12 +247,7 @@ grep -q "this model takes text only" "$dir/vision.err"
 qwen=$(cd "$(dirname "$0")/../fixtures/qwen2_5_vl" && pwd)
 "$bin" inspect "$qwen" >"$dir/qwen.txt"
 grep -q "^vision:        Qwen2_5_VL ViT 3 layers, hidden 32, images of any size in 4-pixel patches, a token per 2x2 patches (image token 302; M-RoPE sections 2/3/3" "$dir/qwen.txt"
-read -r ids want < <(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["cases"][0]
-print(",".join(map(str, c["prompt"])), ",".join(map(str, c["greedy"])))' "$qwen/expected.json")
-"$bin" generate --model "$qwen" --prompt-ids "$ids" --image "$qwen/image0.png" --max-tokens 8 --temperature 0 \
-  --threads 1 >"$dir/qwen_ids.txt" 2>/dev/null
-got=$(tr ' ' ',' <"$dir/qwen_ids.txt")
-[ "$got" = "$want" ] || { echo "qwen2_5_vl greedy: $got, want $want"; exit 1; }
+expect_image_greedy "$qwen"
 if "$bin" generate --model "$qwen" --prompt-ids "$ids" --image "$qwen/image0.png" --max-tokens 1 --threads 1 \
   --mm-processor-kwargs '{"max_pixels": 1024}' 2>"$dir/qwen.err" >/dev/null; then
   exit 1
@@ -256,5 +257,14 @@ if "$bin" generate --model "$qwen" --prompt-ids 1 --mm-processor-kwargs '{"fps":
   exit 1
 fi
 grep -q "'fps' is not supported; supported: min_pixels, max_pixels" "$dir/qwen.err"
+
+# Qwen3-VL (tests/fixtures/qwen3_vl: interleaved M-RoPE, DeepStack, Qwen3-VL's processor file with
+# size.shortest_edge / longest_edge and mean / std 0.5): inspect, and generate --image gives
+# transformers' greedy ids.
+qwen3=$(cd "$(dirname "$0")/../fixtures/qwen3_vl" && pwd)
+"$bin" inspect "$qwen3" >"$dir/qwen3.txt"
+grep -q "^architecture:  qwen3 (the language model of Qwen3VLForConditionalGeneration)" "$dir/qwen3.txt"
+grep -q "^vision:        Qwen3VL ViT 3 layers, .*M-RoPE sections 2/3/3 interleaved; DeepStack features into the first 2 layers" "$dir/qwen3.txt"
+expect_image_greedy "$qwen3"
 
 echo "cli smoke: ok"
