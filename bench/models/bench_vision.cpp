@@ -11,6 +11,11 @@
 // its width (hidden 1280, gated MLP 3420, 16 heads of 80; windows of 112 pixels, every second
 // block here attending over the whole image, where the real tower has 4 of 32), its merger into
 // 3584 dims; per_image_s_32 = a whole 32-block tower at the measured time per block.
+// Qwen3-VL 8B's: the same image (28x28 patches of 16 pixels, 196 tokens) through blocks of its
+// width (hidden 1152, MLP 4304 with gelu_tanh, 16 heads of 72, full attention, learned position
+// embeddings resampled to the grid), a DeepStack tap after block 1 and the merger into 4096
+// dims; per_image_s_27 = a whole 27-block tower at the measured time per block (the real one
+// has 3 taps; the bench's one is counted 13.5 times, so it overstates by a few percent).
 // Run: BRIGADE_BENCH_THREADS=2 build/bench/bench_vision (threads default to all cores).
 #include <benchmark/benchmark.h>
 
@@ -131,11 +136,21 @@ void run_tower(benchmark::State& state, const VisionConfig& v, std::map<std::str
   }
   auto out = backend->allocate(static_cast<size_t>(tokens) * text_hidden * sizeof(float));
   const Tensor feats = out->view(DType::f32, {tokens, text_hidden});
+  std::vector<Buffer> taps;  // Qwen3-VL's DeepStack outputs
+  std::vector<Tensor> deepstack;
+  if constexpr (requires { tower.n_deepstack(); })
+    for (int k = 0; k < tower.n_deepstack(); ++k) {
+      taps.push_back(std::move(*backend->allocate(static_cast<size_t>(tokens) * text_hidden * sizeof(float))));
+      deepstack.push_back(taps.back().view(DType::f32, {tokens, text_hidden}));
+    }
   sgemm_gflops();
   double seconds = 0.0;
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (Status st = tower.encode(images, feats); !st.is_ok()) state.SkipWithError(st.to_string().c_str());
+    Status st;
+    if constexpr (requires { tower.n_deepstack(); }) st = tower.encode(images, feats, deepstack);
+    else st = tower.encode(images, feats);
+    if (!st.is_ok()) state.SkipWithError(st.to_string().c_str());
     backend->synchronize();
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -178,6 +193,15 @@ VisionConfig qwen25_vl_7b(int layers) {
   return v;
 }
 
+// A Qwen tower block's attention: fused q|k|v and the output projection, with biases.
+void add_attention(TensorMaker& add, const std::string& p, int64_t h) {
+  const float sh = 1.0f / std::sqrt(static_cast<float>(h));
+  add(p + "attn.qkv.weight", {3 * h, h}, 0.0f, sh);
+  add(p + "attn.qkv.bias", {3 * h}, 0.0f, 0.1f);
+  add(p + "attn.proj.weight", {h, h}, 0.0f, sh);
+  add(p + "attn.proj.bias", {h}, 0.0f, 0.1f);
+}
+
 std::map<std::string, RawTensor> qwen_tensors(const VisionConfig& v, std::vector<std::vector<uint16_t>>& store) {
   TensorMaker add{store, {}};
   const int64_t h = v.hidden_size, i = v.intermediate_size, m = h * v.merge * v.merge;
@@ -187,10 +211,7 @@ std::map<std::string, RawTensor> qwen_tensors(const VisionConfig& v, std::vector
     const std::string p = "visual.blocks." + std::to_string(l) + ".";
     add(p + "norm1.weight", {h}, 1.0f, 0.1f);
     add(p + "norm2.weight", {h}, 1.0f, 0.1f);
-    add(p + "attn.qkv.weight", {3 * h, h}, 0.0f, sh);
-    add(p + "attn.qkv.bias", {3 * h}, 0.0f, 0.1f);
-    add(p + "attn.proj.weight", {h, h}, 0.0f, sh);
-    add(p + "attn.proj.bias", {h}, 0.0f, 0.1f);
+    add_attention(add, p, h);
     for (const char* proj : {"gate_proj", "up_proj"}) {
       add(p + "mlp." + proj + ".weight", {i, h}, 0.0f, sh);
       add(p + "mlp." + proj + ".bias", {i}, 0.0f, 0.1f);
@@ -206,16 +227,84 @@ std::map<std::string, RawTensor> qwen_tensors(const VisionConfig& v, std::vector
   return std::move(add.out);
 }
 
-void BM_Qwen25VisionImage(benchmark::State& state) {
-  const VisionConfig v = qwen25_vl_7b(static_cast<int>(state.range(0)));
+// One square image of grid x grid patches through a Qwen tower of v's blocks from make_tensors;
+// `whole` scales the time to `blocks` blocks.
+template <typename MakeTensors>
+void run_qwen_tower(benchmark::State& state, const VisionConfig& v, MakeTensors make_tensors, int text_hidden, int grid,
+                    const char* whole, int blocks) {
   std::vector<std::vector<uint16_t>> store;
   QwenVision tower;
-  constexpr int kGrid = 32;  // 448 pixels a side
-  const std::vector<StepImage> images = {{0, random_pixels(static_cast<size_t>(kGrid * kGrid * v.patch_width())), kGrid, kGrid}};
-  run_tower(state, v, qwen_tensors(v, store), tower, kQwenTextHidden, images, v.image_tokens(kGrid, kGrid),
-            [](const QwenVision& t) { return t.flops(kGrid, kGrid); }, "per_image_s_32", 32.0 / v.n_layers);
+  const std::vector<StepImage> images = {{0, random_pixels(static_cast<size_t>(grid * grid * v.patch_width())), grid, grid}};
+  run_tower(state, v, make_tensors(v, store), tower, text_hidden, images, v.image_tokens(grid, grid),
+            [grid](const QwenVision& t) { return t.flops(grid, grid); }, whole, static_cast<double>(blocks) / v.n_layers);
+}
+
+void BM_Qwen25VisionImage(benchmark::State& state) {
+  // 32 patches of 14: 448 pixels a side.
+  run_qwen_tower(state, qwen25_vl_7b(static_cast<int>(state.range(0))), qwen_tensors, kQwenTextHidden, 32,
+                 "per_image_s_32", 32);
 }
 BENCHMARK(BM_Qwen25VisionImage)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+
+constexpr int kQwen3TextHidden = 4096;  // Qwen3-VL 8B
+
+VisionConfig qwen3_vl_8b(int layers) {
+  VisionConfig v;
+  v.kind = VisionKind::qwen3_vl;
+  v.hidden_size = 1152;
+  v.intermediate_size = 4304;
+  v.n_layers = layers;
+  v.n_heads = 16;
+  v.patch_size = 16;
+  v.merge = 2;
+  v.temporal_patch = 2;
+  v.out_hidden_size = kQwen3TextHidden;
+  v.num_position_embeddings = 2304;
+  v.deepstack_layers = {layers - 1};
+  v.hidden_act = "gelu_pytorch_tanh";
+  v.image_token = 0;
+  return v;
+}
+
+std::map<std::string, RawTensor> qwen3_tensors(const VisionConfig& v, std::vector<std::vector<uint16_t>>& store) {
+  TensorMaker add{store, {}};
+  const int64_t h = v.hidden_size, i = v.intermediate_size, m = h * v.merge * v.merge;
+  const float sh = 1.0f / std::sqrt(static_cast<float>(h)), si = 1.0f / std::sqrt(static_cast<float>(i)),
+              sm = 1.0f / std::sqrt(static_cast<float>(m));
+  add("visual.patch_embed.proj.weight", {h, v.patch_width()}, 0.0f, 0.04f);
+  add("visual.patch_embed.proj.bias", {h}, 0.0f, 0.1f);
+  add("visual.pos_embed.weight", {v.num_position_embeddings, h}, 0.0f, 0.5f);
+  for (int l = 0; l < v.n_layers; ++l) {
+    const std::string p = "visual.blocks." + std::to_string(l) + ".";
+    for (const char* norm : {"norm1", "norm2"}) {
+      add(p + norm + ".weight", {h}, 1.0f, 0.1f);
+      add(p + norm + ".bias", {h}, 0.0f, 0.1f);
+    }
+    add_attention(add, p, h);
+    add(p + "mlp.linear_fc1.weight", {i, h}, 0.0f, sh);
+    add(p + "mlp.linear_fc1.bias", {i}, 0.0f, 0.1f);
+    add(p + "mlp.linear_fc2.weight", {h, i}, 0.0f, si);
+    add(p + "mlp.linear_fc2.bias", {h}, 0.0f, 0.1f);
+  }
+  auto merger = [&](const std::string& p, int64_t norm) {
+    add(p + "norm.weight", {norm}, 1.0f, 0.1f);
+    add(p + "norm.bias", {norm}, 0.0f, 0.1f);
+    add(p + "linear_fc1.weight", {m, m}, 0.0f, sm);
+    add(p + "linear_fc1.bias", {m}, 0.0f, 0.1f);
+    add(p + "linear_fc2.weight", {kQwen3TextHidden, m}, 0.0f, sm);
+    add(p + "linear_fc2.bias", {kQwen3TextHidden}, 0.0f, 0.1f);
+  };
+  merger("visual.merger.", h);
+  for (size_t k = 0; k < v.deepstack_layers.size(); ++k) merger("visual.deepstack_merger_list." + std::to_string(k) + ".", m);
+  return std::move(add.out);
+}
+
+void BM_Qwen3VisionImage(benchmark::State& state) {
+  // 28 patches of 16: 448 pixels a side.
+  run_qwen_tower(state, qwen3_vl_8b(static_cast<int>(state.range(0))), qwen3_tensors, kQwen3TextHidden, 28,
+                 "per_image_s_27", 27);
+}
+BENCHMARK(BM_Qwen3VisionImage)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
 
 }  // namespace
 }  // namespace brigade
