@@ -375,6 +375,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
                               "to head_dim / 2 = " + std::to_string(c.rope_dims() / 2));
     c.mrope_section = std::move(mrope);
     c.mrope_interleaved = interleaved;
+    c.experts_transposed = is_qwen3_vl_moe(j);
     BRIGADE_ASSIGN_OR_RETURN(c.vision, read_qwen_vl_vision(j, c.vocab_size, qwen_vl_kind(j)));
     if (static_cast<int>(c.vision.deepstack_layers.size()) > c.n_layers)
       return invalid_argument("config.json: vision_config.deepstack_visual_indexes has " +

@@ -56,6 +56,9 @@ struct ModelConfig {
   int n_experts_per_tok = 0;         // num_experts_per_tok: k of the top-k routing
   int moe_intermediate_size = 0;     // each expert's SwiGLU width
   bool norm_topk_prob = false;       // renormalise the k routing weights to sum to 1
+  bool experts_transposed = false;   // Qwen3-VL-MoE's Hub layout: mlp.experts.gate_up_proj [E, hidden, 2 I]
+                                     // and down_proj [E, I, hidden] (transformers 5's in memory: [E, 2 I,
+                                     // hidden], [E, hidden, I])
   int decoder_sparse_step = 1;       // layer l is sparse when (l + 1) % step == 0 ...
   std::vector<int> mlp_only_layers;  // ... and l is not listed here
   // gpt-oss: the router and every expert's gate|up and down carry biases, and the experts'

@@ -159,6 +159,20 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
     BRIGADE_RETURN_IF_ERROR(load_gpt_oss_experts(w, c, pre, sh, quantize_gate_up, quantize_down, b));
     return b;
   }
+  if (c.experts_transposed) {  // Qwen3-VL-MoE's Hub layout: [E, hidden, 2 I] (gate, then up) and [E, I, hidden]
+    std::vector<int64_t> gate_up_rows, all_hidden(static_cast<size_t>(hidden));
+    for (int64_t part = 0; part < 2; ++part)
+      for (int64_t j = 0; j < sh.inter; ++j) gate_up_rows.push_back(part * inter + sh.inter_begin + j);
+    std::iota(all_hidden.begin(), all_hidden.end(), 0);
+    w.quantize_linear(quantize_gate_up);
+    BRIGADE_ASSIGN_OR_RETURN(b.gate_up, w.stacked_transposed(pre + "experts.gate_up_proj", c.n_experts, 2 * inter, hidden,
+                                                             experts, gate_up_rows));
+    w.quantize_linear(quantize_down);
+    BRIGADE_ASSIGN_OR_RETURN(b.down, w.stacked_transposed(pre + "experts.down_proj", c.n_experts, hidden, inter, experts,
+                                                          all_hidden, cols));
+    w.quantize_linear(true);
+    return b;
+  }
   if (w.has(pre + "experts.gate_up_proj")) {  // transformers 5's fused layout: already ours
     w.quantize_linear(quantize_gate_up);
     BRIGADE_ASSIGN_OR_RETURN(b.gate_up, w.stacked(pre + "experts.gate_up_proj", c.n_experts, 2 * inter, hidden, experts,

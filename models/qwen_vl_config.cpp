@@ -56,16 +56,23 @@ bool is_qwen_vl(const json& j) {
   const std::string a = first_arch(j);
   if (!a.empty())
     return a == "Qwen2VLForConditionalGeneration" || a == "Qwen2_5_VLForConditionalGeneration" ||
-           a == "Qwen3VLForConditionalGeneration";
+           a == "Qwen3VLForConditionalGeneration" || a == "Qwen3VLMoeForConditionalGeneration";
   const std::string t = model_type(j);
-  return t == "qwen2_vl" || t == "qwen2_5_vl" || t == "qwen3_vl";
+  return t == "qwen2_vl" || t == "qwen2_5_vl" || t == "qwen3_vl" || t == "qwen3_vl_moe";
+}
+
+bool is_qwen3_vl_moe(const json& j) {
+  const std::string a = first_arch(j);
+  return a.empty() ? model_type(j) == "qwen3_vl_moe" : a == "Qwen3VLMoeForConditionalGeneration";
 }
 
 VisionKind qwen_vl_kind(const json& j) {
   const std::string a = first_arch(j);
   if (a == "Qwen2_5_VLForConditionalGeneration" || (a.empty() && model_type(j) == "qwen2_5_vl"))
     return VisionKind::qwen2_5_vl;
-  if (a == "Qwen3VLForConditionalGeneration" || (a.empty() && model_type(j) == "qwen3_vl")) return VisionKind::qwen3_vl;
+  if (a == "Qwen3VLForConditionalGeneration" || a == "Qwen3VLMoeForConditionalGeneration" ||
+      (a.empty() && (model_type(j) == "qwen3_vl" || model_type(j) == "qwen3_vl_moe")))
+    return VisionKind::qwen3_vl;
   return VisionKind::qwen2_vl;
 }
 
@@ -78,8 +85,15 @@ Expected<json> qwen_vl_text_config(const json& j, std::vector<int>* mrope_sectio
     text.update(*it);  // transformers 5 keeps the language model's fields here
   }
   const bool qwen3 = qwen_vl_kind(j) == VisionKind::qwen3_vl;  // Qwen3's decoder: q/k norms, no qkv biases
-  text["architectures"] = json::array({qwen3 ? "Qwen3ForCausalLM" : "Qwen2ForCausalLM"});
-  text["model_type"] = qwen3 ? "qwen3" : "qwen2";
+  if (is_qwen3_vl_moe(j)) {
+    // Qwen3VLMoeTextTopKRouter renormalises its top-k weights whatever the config says.
+    text["architectures"] = json::array({"Qwen3MoeForCausalLM"});
+    text["model_type"] = "qwen3_moe";
+    text["norm_topk_prob"] = true;
+  } else {
+    text["architectures"] = json::array({qwen3 ? "Qwen3ForCausalLM" : "Qwen2ForCausalLM"});
+    text["model_type"] = qwen3 ? "qwen3" : "qwen2";
+  }
   mrope_section->clear();
   *mrope_interleaved = false;
   for (const char* key : {"rope_scaling", "rope_parameters"})

@@ -17,9 +17,13 @@ namespace brigade {
 // Whether config.json is one of the family (architectures[0], else model_type qwen2_vl /
 // qwen2_5_vl / qwen3_vl); which tower it has.
 bool is_qwen_vl(const nlohmann::json& j);
+// Qwen3VLMoeForConditionalGeneration: Qwen3-VL with a Qwen3-MoE language model, whose fused
+// experts the Hub stores transposed (ModelConfig::experts_transposed).
+bool is_qwen3_vl_moe(const nlohmann::json& j);
 VisionKind qwen_vl_kind(const nlohmann::json& j);
 
-// Its language model's config as a Qwen2ForCausalLM (Qwen3-VL: Qwen3ForCausalLM) config.json: the
+// Its language model's config as a Qwen2ForCausalLM (Qwen3-VL: Qwen3ForCausalLM; Qwen3-VL-MoE:
+// Qwen3MoeForCausalLM with norm_topk_prob, as its router always renormalises) config.json: the
 // Hub's flat form (text fields at the top level) or text_config (transformers 5, Qwen3-VL; over
 // the top level's), without vision_config, and with the M-RoPE rope_scaling ({"type": "mrope",
 // "mrope_section": [...]}, or rope_type "default" with mrope_section and Qwen3-VL's

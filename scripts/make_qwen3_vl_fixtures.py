@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Writes tests/fixtures/qwen3_vl/: a tiny random Qwen3VLForConditionalGeneration checkpoint and
-transformers' outputs on it, in the format of scripts/make_qwen_vl_fixtures.py (read its
+"""Writes tests/fixtures/qwen3_vl/ and tests/fixtures/qwen3_vl_moe/: tiny random
+Qwen3VLForConditionalGeneration and Qwen3VLMoeForConditionalGeneration checkpoints and
+transformers' outputs on them, in the format of scripts/make_qwen_vl_fixtures.py (read its
 docstring), which the tower tests (tests/models/qwen_vision_test.cpp) and the language-model
 tests compare with.
 
@@ -15,6 +16,12 @@ full attention, a 6 x 6 grid of learned position embeddings (resampled to each i
 patches of 4x4 pixels over 2 frames, merge 2, merger to 64, DeepStack taps after blocks 0 and 1
 (their features are added to the language model's image rows after its layers 0 and 1).
 The processor file is Qwen3-VL's form (size.shortest_edge / longest_edge, mean and std 0.5).
+Qwen3-VL-MoE: the same, its text model a Qwen3-MoE (4 experts of 48, top 2, every layer sparse;
+the router's top-k weights always renormalised), its experts stored as the Hub's checkpoints
+store them: fused and transposed, mlp.experts.gate_up_proj [E, hidden, 2 I] (gate columns, then
+up) and mlp.experts.down_proj [E, I, hidden] (transformers transposes both when it loads them;
+the reload check below goes through that; 2 I differs from hidden, or transformers could not tell
+the layouts apart).
 
 expected.json: as make_qwen_vl_fixtures.py's, plus per image `deepstack`: one [tokens, 64] list
 per tap (get_image_features' deepstack_features).
@@ -31,12 +38,11 @@ from make_fixtures import OUT, ensure_venv, randomize  # noqa: E402
 from make_image_fixtures import ensure_pillow  # noqa: E402
 import make_qwen_vl_fixtures as q2  # noqa: E402
 
-NAME, SEED, MODEL_CLS = "qwen3_vl", 5353, "Qwen3VLForConditionalGeneration"
 GRIDS, PATCH, MERGE, TEMPORAL = q2.GRIDS, q2.PATCH, q2.MERGE, q2.TEMPORAL
 IMAGE, VISION_START, VISION_END = q2.IMAGE, q2.VISION_START, q2.VISION_END
 
 CONFIG = {
-    "architectures": [MODEL_CLS], "model_type": "qwen3_vl", "image_token_id": IMAGE, "video_token_id": q2.VIDEO,
+    "architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl", "image_token_id": IMAGE, "video_token_id": q2.VIDEO,
     "vision_start_token_id": VISION_START, "vision_end_token_id": VISION_END, "tie_word_embeddings": False,
     "text_config": {
         "attention_bias": False, "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2, "head_dim": 16,
@@ -51,6 +57,19 @@ CONFIG = {
         "in_channels": 3, "initializer_range": 0.02, "intermediate_size": 48, "model_type": "qwen3_vl",
         "num_heads": 2, "num_position_embeddings": 36, "out_hidden_size": 64, "patch_size": PATCH,
         "spatial_merge_size": MERGE, "temporal_patch_size": TEMPORAL},
+}
+
+MOE_CONFIG = {
+    **CONFIG, "architectures": ["Qwen3VLMoeForConditionalGeneration"], "model_type": "qwen3_vl_moe",
+    "text_config": {**CONFIG["text_config"], "model_type": "qwen3_vl_moe_text", "num_experts": 4,
+                    "num_experts_per_tok": 2, "moe_intermediate_size": 48, "decoder_sparse_step": 1,
+                    "mlp_only_layers": []},
+    "vision_config": {**CONFIG["vision_config"], "model_type": "qwen3_vl_moe"},
+}
+
+FAMILIES = {
+    "qwen3_vl": dict(seed=5353, model_cls="Qwen3VLForConditionalGeneration", config=CONFIG),
+    "qwen3_vl_moe": dict(seed=5454, model_cls="Qwen3VLMoeForConditionalGeneration", config=MOE_CONFIG),
 }
 
 PROCESSOR = {
@@ -76,11 +95,19 @@ def preprocess(images_u8):
     return out
 
 
-def build(out_dir):
+def hub_layout(key, v):
+    """Qwen3-VL-MoE's fused experts as the Hub stores them: transposed."""
+    if key.endswith("mlp.experts.gate_up_proj") or key.endswith("mlp.experts.down_proj"):
+        return v.transpose(1, 2)
+    return v
+
+
+def build(out_dir, fam):
     import torch
     import transformers
     from safetensors.torch import save_file
-    (out_dir / "config.json").write_text(json.dumps(CONFIG, indent=2) + "\n")
+    SEED, MODEL_CLS = fam["seed"], fam["model_cls"]
+    (out_dir / "config.json").write_text(json.dumps(fam["config"], indent=2) + "\n")
     config = transformers.AutoConfig.from_pretrained(out_dir)
     config._attn_implementation = "eager"
     for sub in (config.text_config, config.vision_config):
@@ -96,7 +123,7 @@ def build(out_dir):
         w = visual.patch_embed.proj.weight
         w.copy_(torch.randn(w.shape, generator=g) * w[0].numel() ** -0.5)
         visual.pos_embed.weight.copy_(0.5 * torch.randn(visual.pos_embed.weight.shape, generator=g))
-    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    state = {k: hub_layout(k, v).contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
     return model
 
@@ -117,15 +144,14 @@ def tower_features(model, pixels):
     return out
 
 
-def main():
-    ensure_venv(__file__)
-    ensure_pillow()
+def make(NAME, fam):
     import torch
     import transformers
     from PIL import Image
+    SEED, MODEL_CLS = fam["seed"], fam["model_cls"]
     out_dir = OUT / NAME
     out_dir.mkdir(parents=True, exist_ok=True)
-    model = build(out_dir)
+    model = build(out_dir, fam)
     images_u8 = q2.random_images(SEED + 2)
     pixels = preprocess(images_u8)
     features = tower_features(model, pixels)
@@ -159,6 +185,13 @@ def main():
     (out_dir / "preprocessor_config.json").write_text(json.dumps(PROCESSOR, indent=2) + "\n")
     size = sum(f.stat().st_size for f in out_dir.iterdir())
     print(f"{NAME}: {size / 1024:.0f} KiB")
+
+
+def main():
+    ensure_venv(__file__)
+    ensure_pillow()
+    for name, fam in FAMILIES.items():
+        make(name, fam)
 
 
 if __name__ == "__main__":

@@ -201,7 +201,8 @@ TEST_P(EngineVisionQwen, ImagesLargerThanAStepKeepTheProcessorsSize) {
   EXPECT_EQ(done->token_ids.size(), 2u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, EngineVisionQwen, ::testing::Values("qwen2_vl", "qwen2_5_vl", "qwen3_vl"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, EngineVisionQwen,
+                         ::testing::Values("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"));
 
 }  // namespace
 }  // namespace brigade

@@ -4,7 +4,8 @@
 // positions of prompts with images (get_rope_index), and the logits and greedy tokens of prompts
 // whose image tokens take the tower's features (and Qwen3-VL's DeepStack features after its first
 // layers) (tests/fixtures/qwen2_vl and qwen2_5_vl, written by scripts/make_qwen_vl_fixtures.py;
-// tests/fixtures/qwen3_vl by scripts/make_qwen3_vl_fixtures.py).
+// tests/fixtures/qwen3_vl and qwen3_vl_moe, whose language model is a Qwen3-MoE, by
+// scripts/make_qwen3_vl_fixtures.py).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -110,10 +111,19 @@ TEST_P(QwenVl, TheConfigIsAQwen2DecoderWithMropeBesideItsTower) {
   EXPECT_EQ(c->vision.image_token, kImageToken);
   EXPECT_EQ(c->vision.image_tokens(8, 12), 24);
   auto j = nlohmann::json::parse(*text);
-  if (name == "qwen3_vl") {
+  if (name.starts_with("qwen3_vl")) {
     // Qwen3-VL (the Hub's form: text_config, rope_scaling with mrope_interleaved): a Qwen3
-    // decoder (q/k norms) with interleaved sections and DeepStack taps after blocks 0 and 1.
-    EXPECT_EQ(c->arch, "qwen3");
+    // decoder (q/k norms) with interleaved sections and DeepStack taps after blocks 0 and 1;
+    // Qwen3-VL-MoE's a Qwen3-MoE whose router always renormalises, its experts transposed.
+    if (name == "qwen3_vl_moe") {
+      EXPECT_EQ(c->arch, "qwen3_moe");
+      EXPECT_EQ(c->n_experts, 4);
+      EXPECT_TRUE(c->norm_topk_prob);
+      EXPECT_TRUE(c->experts_transposed);
+    } else {
+      EXPECT_EQ(c->arch, "qwen3");
+      EXPECT_FALSE(c->experts_transposed);
+    }
     EXPECT_TRUE(c->mrope_interleaved);
     EXPECT_EQ(c->vision.kind, VisionKind::qwen3_vl);
     EXPECT_EQ(c->vision.deepstack_layers, (std::vector<int>{0, 1}));
@@ -374,7 +384,7 @@ TEST_P(QwenVl, BadImageStepsAreRefusedNamingTheProblem) {
   refused(mid_seq, "continues from an earlier step (its token 3) but its sequence's rows begin at 0");
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, QwenVl, ::testing::Values("qwen2_vl", "qwen2_5_vl", "qwen3_vl"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, QwenVl, ::testing::Values("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"));
 
 }  // namespace
 }  // namespace brigade

@@ -266,5 +266,7 @@ qwen3=$(cd "$(dirname "$0")/../fixtures/qwen3_vl" && pwd)
 grep -q "^architecture:  qwen3 (the language model of Qwen3VLForConditionalGeneration)" "$dir/qwen3.txt"
 grep -q "^vision:        Qwen3VL ViT 3 layers, .*M-RoPE sections 2/3/3 interleaved; DeepStack features into the first 2 layers" "$dir/qwen3.txt"
 expect_image_greedy "$qwen3"
+# Qwen3-VL-MoE (its experts in the Hub's transposed layout): transformers' greedy ids too.
+expect_image_greedy "$(cd "$(dirname "$0")/../fixtures/qwen3_vl_moe" && pwd)"
 
 echo "cli smoke: ok"
