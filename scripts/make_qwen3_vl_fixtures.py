@@ -147,7 +147,6 @@ def tower_features(model, pixels):
 def make(NAME, fam):
     import torch
     import transformers
-    from PIL import Image
     SEED, MODEL_CLS = fam["seed"], fam["model_cls"]
     out_dir = OUT / NAME
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -180,11 +179,7 @@ def make(NAME, fam):
                    for (h, w), pv, (f, deep) in zip(GRIDS, pixels, features)],
         "cases": cases,
     }
-    (out_dir / "expected.json").write_text(json.dumps(expected, separators=(",", ":")) + "\n")
-    Image.fromarray(images_u8[0], "RGB").save(out_dir / "image0.png")
-    (out_dir / "preprocessor_config.json").write_text(json.dumps(PROCESSOR, indent=2) + "\n")
-    size = sum(f.stat().st_size for f in out_dir.iterdir())
-    print(f"{NAME}: {size / 1024:.0f} KiB")
+    q2.write_fixture(out_dir, NAME, expected, images_u8[0], PROCESSOR)
 
 
 def main():

@@ -212,10 +212,19 @@ def check_reload(out_dir, model_cls, pixels, case, want_logits):
     assert torch.allclose(logits, want_logits, atol=1e-5), "the Hub-layout checkpoint reloads to the same model"
 
 
+def write_fixture(out_dir, name, expected, image0_u8, processor):
+    """expected.json, the first image as image0.png and the processor file; prints the size."""
+    from PIL import Image
+    (out_dir / "expected.json").write_text(json.dumps(expected, separators=(",", ":")) + "\n")
+    Image.fromarray(image0_u8, "RGB").save(out_dir / "image0.png")
+    (out_dir / "preprocessor_config.json").write_text(json.dumps(processor, indent=2) + "\n")
+    size = sum(f.stat().st_size for f in out_dir.iterdir())
+    print(f"{name}: {size / 1024:.0f} KiB")
+
+
 def make(name, fam):
     import torch
     import transformers
-    from PIL import Image
     out_dir = OUT / name
     out_dir.mkdir(parents=True, exist_ok=True)
     model = build(name, fam, out_dir)
@@ -239,11 +248,7 @@ def make(name, fam):
                    for (h, w), pv, f in zip(GRIDS, pixels, features)],
         "cases": cases,
     }
-    (out_dir / "expected.json").write_text(json.dumps(expected, separators=(",", ":")) + "\n")
-    Image.fromarray(images_u8[0], "RGB").save(out_dir / "image0.png")
-    (out_dir / "preprocessor_config.json").write_text(json.dumps(PROCESSOR, indent=2) + "\n")
-    size = sum(f.stat().st_size for f in out_dir.iterdir())
-    print(f"{name}: {size / 1024:.0f} KiB")
+    write_fixture(out_dir, name, expected, images_u8[0], PROCESSOR)
 
 
 def main():
