@@ -30,6 +30,7 @@ SamplingConfig decode_sampling(schema::SamplingParams::Reader p) {
   c.grammar = p.getGrammar();
   c.reasoning_end = p.getReasoningEnd();
   c.reasoning_start = p.getReasoningStart();
+  c.reasoning_header = to_vector(p.getReasoningHeader());
   return c;
 }
 
@@ -58,6 +59,7 @@ void encode_sampling(const SamplingConfig& c, schema::SamplingParams::Builder b)
   b.setGrammar(c.grammar);
   b.setReasoningEnd(c.reasoning_end);
   b.setReasoningStart(c.reasoning_start);
+  fill_list(b.initReasoningHeader(static_cast<unsigned>(c.reasoning_header.size())), c.reasoning_header);
 }
 
 kj::ArrayPtr<const kj::byte> pixels_data(const std::vector<float>& pixels) {

@@ -49,8 +49,15 @@ struct SamplingConfig {
   // that token (`</think>`); until then the output is free. reasoning_start >= 0: the output
   // starts constrained unless its first token is this one (`<think>`), which opens the
   // reasoning; -1: the output starts inside the reasoning. Both -1: constrained from the start.
+  // reasoning_header non-empty (harmony, gpt-oss): reasoning_end (`<|message|>`) ends the
+  // reasoning only when it comes at most kMaxReasoningHeaderGap tokens after these tokens in a
+  // row (`<|channel|>` `final`): the answer is the final channel's message, whatever channels
+  // came before it (vLLM's gpt-oss reasoning end).
   int32_t reasoning_end = -1;
   int32_t reasoning_start = -1;
+  std::vector<int32_t> reasoning_header;
+  static constexpr int kMaxReasoningHeaderGap = 20;  // tokens between the header and reasoning_end
+  static constexpr size_t kMaxReasoningHeader = 16;  // header tokens at most
   // The ids that end the output: the model's EOS unless ignore_eos, and the request's stop ids.
   // The scheduler fills them for min_tokens and constrained output.
   std::vector<int32_t> end_ids;

@@ -29,6 +29,8 @@ struct SamplingParams {
   reasoningEnd @19 :Int32 = -1;    # >= 0: the constraint starts after this token (`</think>`)
   reasoningStart @20 :Int32 = -1;  # >= 0: the output starts constrained unless its first token is
                                    # this one (`<think>`); -1: it starts inside the reasoning
+  reasoningHeader @21 :List(Int32);  # non-empty: reasoningEnd ends the reasoning only within 20
+                                     # tokens after these in a row (harmony: `<|channel|>` `final`)
 }
 
 struct LogitBias {

@@ -1,5 +1,7 @@
 #include "server/harmony_parser.h"
 
+#include <optional>
+
 #include "server/tool_call_parser_base.h"
 
 namespace brigade::server {
@@ -58,13 +60,30 @@ bool has_end(std::string_view s) {
          s.find(kCall) != std::string_view::npos;
 }
 
+// The text after the prompt's last `<|start|>` when no end marker closed that message.
+std::optional<std::string_view> open_message_of(std::string_view prompt) {
+  const size_t start = prompt.rfind(kStart);
+  if (start == std::string_view::npos) return std::nullopt;
+  const std::string_view tail = prompt.substr(start + kStart.size());
+  if (has_end(tail)) return std::nullopt;
+  return tail;
+}
+
 }  // namespace
 
+bool harmony_prompt_opens_final(std::string_view prompt) {
+  const std::optional<std::string_view> tail = open_message_of(prompt);
+  if (!tail) return false;
+  const size_t message = tail->find(kMessage);
+  if (message == std::string_view::npos) return false;
+  const Header h = parse_header(tail->substr(0, message));
+  return h.channel == "final" && h.recipient.empty();
+}
+
 HarmonyParser::HarmonyParser(std::string_view prompt, bool calls, int max_calls) : calls_(calls), max_calls_(max_calls) {
-  const size_t start = prompt.rfind(kStart);
-  if (start == std::string_view::npos) return;
-  const std::string_view tail = prompt.substr(start + kStart.size());
-  if (has_end(tail)) return;
+  const std::optional<std::string_view> open = open_message_of(prompt);
+  if (!open) return;
+  const std::string_view tail = *open;
   const size_t message = tail.find(kMessage);
   if (message == std::string_view::npos) {
     prompt_header_ = std::string(tail);

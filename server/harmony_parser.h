@@ -36,6 +36,11 @@ struct HarmonyParse {
   std::vector<ToolCallDelta> calls;  // as ToolCallParser's: the name on a call's first delta
 };
 
+// Whether the prompt began the body of a final-channel message (a template that writes
+// `<|start|>assistant<|channel|>final<|message|>`): the output is then the answer from its first
+// token, and a constrained answer is not delayed (routes.cpp, delay_constraint).
+bool harmony_prompt_opens_final(std::string_view prompt);
+
 class HarmonyParser {
  public:
   // prompt: where the output starts (an open `<|start|>assistant` header, or a message whose body

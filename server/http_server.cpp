@@ -370,7 +370,15 @@ class HttpServerImpl final : public HttpServer {
     for (const char* end : {"<|return|>", "<|call|>"}) {
       if (const int32_t id = one_token(end); id >= 0) ctx_->harmony_stop_ids.push_back(id);
     }
-    auto kind = parse_reasoning_kind(ctx_->options.reasoning_parser, ctx_->think_close_id >= 0, one_token("<|channel|>") >= 0);
+    const int32_t channel = one_token("<|channel|>"), message = one_token("<|message|>");
+    if (channel >= 0 && message >= 0) {  // vLLM's gpt-oss reasoning end: `<|channel|>final`, then `<|message|>`
+      auto header = engine_.tokenize("<|channel|>final", /*add_bos=*/false);
+      if (header.has_value() && header->size() >= 2 && header->front() == channel) {
+        ctx_->harmony_final_header = *header;
+        ctx_->harmony_message_id = message;
+      }
+    }
+    auto kind = parse_reasoning_kind(ctx_->options.reasoning_parser, ctx_->think_close_id >= 0, channel >= 0);
     if (!kind) return invalid_argument("--reasoning-parser: " + kind.status().message());
     ctx_->reasoning = *kind;
     return Status::ok();

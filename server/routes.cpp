@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/image.h"
+#include "server/harmony_parser.h"
 #include "server/lora_models.h"
 #include "server/openai_format.h"
 #include "server/responses_request.h"
@@ -147,11 +148,19 @@ void read_harmony(const ServerContext& ctx, CompletionRequest& r) {
 // output may think (the prompt left the block open, or the model may open it with its first
 // token). Returns how the output is split: none when `</think>` is not one token (the constraint
 // then applies from the first token and the output stays whole, since it cannot hold a block).
+// Harmony (gpt-oss): the constraint is the final channel's message: it waits for `<|message|>`
+// shortly after `<|channel|>final` (vLLM's gpt-oss reasoning end), unless the prompt began that
+// message itself.
 ReasoningKind delay_constraint(const ServerContext& ctx, std::string_view prompt, GenerateOptions& gen) {
   if (ctx.reasoning == ReasoningKind::none || gen.response_format == ResponseFormat::text) return ctx.reasoning;
-  // Harmony: the constraint applies from the first token (brigade does not wait for the final
-  // channel's header); an output that is then not harmony is all content (HarmonyParser).
-  if (ctx.reasoning == ReasoningKind::openai_gptoss) return ctx.reasoning;
+  if (ctx.reasoning == ReasoningKind::openai_gptoss) {
+    // Without the header's ids the constraint applies from the first token; an output that is
+    // then not harmony is all content (HarmonyParser).
+    if (ctx.harmony_message_id < 0 || harmony_prompt_opens_final(prompt)) return ctx.reasoning;
+    gen.reasoning_end_id = ctx.harmony_message_id;
+    gen.reasoning_header_ids = ctx.harmony_final_header;
+    return ctx.reasoning;
+  }
   if (ctx.think_close_id < 0) return ReasoningKind::none;
   const ReasoningStart start = reasoning_start(ctx.reasoning, prompt);
   if (start == ReasoningStart::reasoning) {

@@ -36,6 +36,10 @@ struct ServerContext {
   // harmony's `<|return|>` and `<|call|>` where each is one token: a harmony chat stops at them
   // (gpt-oss's generation_config names them EOS; a tokenizer alone may not).
   std::vector<int32_t> harmony_stop_ids;
+  // harmony's final-channel header (`<|channel|>final`'s ids) and `<|message|>`'s id where it is
+  // one token: a constrained answer waits for them (delay_constraint), else -1 / empty.
+  std::vector<int32_t> harmony_final_header;
+  int32_t harmony_message_id = -1;
 };
 
 struct SimpleResponse {

@@ -90,15 +90,24 @@ Status validate_output_format(const GenerateOptions& r, bool has_tokenizer) {
 }
 
 Status validate_reasoning_ids(const GenerateOptions& r, int vocab_size) {
-  if (r.reasoning_end_id < 0 && r.reasoning_start_id < 0) return Status::ok();
+  if (r.reasoning_end_id < 0 && r.reasoning_start_id < 0 && r.reasoning_header_ids.empty()) return Status::ok();
   if (r.response_format == ResponseFormat::text)
-    return invalid_argument("reasoning_end_id/reasoning_start_id delay a response_format; this request has none");
-  if (r.reasoning_end_id < 0) return invalid_argument("reasoning_start_id needs a reasoning_end_id (the token that ends it)");
-  for (int32_t t : {r.reasoning_end_id, r.reasoning_start_id}) {
-    if (t >= vocab_size || t < -1)
-      return invalid_argument("reasoning token id " + std::to_string(t) + " is outside the vocabulary [0, " +
-                              std::to_string(vocab_size) + ")");
-  }
+    return invalid_argument("reasoning_end_id/reasoning_start_id/reasoning_header_ids delay a response_format; this "
+                            "request has none");
+  if (r.reasoning_end_id < 0)
+    return invalid_argument(std::string(r.reasoning_start_id >= 0 ? "reasoning_start_id" : "reasoning_header_ids") +
+                            " needs a reasoning_end_id (the token that ends it)");
+  if (r.reasoning_header_ids.size() > SamplingConfig::kMaxReasoningHeader)
+    return invalid_argument("reasoning_header_ids holds " + std::to_string(r.reasoning_header_ids.size()) +
+                            " ids; at most " + std::to_string(SamplingConfig::kMaxReasoningHeader));
+  auto outside = [&](int32_t t) {
+    return invalid_argument("reasoning token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                            std::to_string(vocab_size) + ")");
+  };
+  for (int32_t t : r.reasoning_header_ids)
+    if (t < 0 || t >= vocab_size) return outside(t);
+  for (int32_t t : {r.reasoning_end_id, r.reasoning_start_id})
+    if (t >= vocab_size || t < -1) return outside(t);
   if (r.reasoning_start_id == r.reasoning_end_id)
     return invalid_argument("reasoning_start_id and reasoning_end_id are the same token");
   return Status::ok();
@@ -820,6 +829,7 @@ Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling
                        .grammar = request.response_format == ResponseFormat::grammar ? request.grammar : "",
                        .reasoning_end = request.reasoning_end_id,
                        .reasoning_start = request.reasoning_start_id,
+                       .reasoning_header = request.reasoning_header_ids,
                        .end_ids = {}};
     auto s = b.initSampling();
     encode_sampling(cfg, s);

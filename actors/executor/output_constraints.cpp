@@ -78,25 +78,45 @@ OutputConstraints::State* OutputConstraints::state(uint64_t seq_id, const Sampli
   return &seqs_.emplace(seq_id, SchemaMatcher(*s->schema)).first->second;
 }
 
-OutputConstraints::Phase OutputConstraints::phase(uint64_t seq_id, const SamplingConfig& cfg) {
-  if (cfg.reasoning_end < 0) return Phase::answer;
+OutputConstraints::Reasoning* OutputConstraints::reasoning(uint64_t seq_id, const SamplingConfig& cfg) {
+  if (cfg.reasoning_end < 0) return nullptr;
   auto it = phases_.find(seq_id);
   if (it == phases_.end())
-    it = phases_.emplace(seq_id, cfg.reasoning_start >= 0 ? Phase::may_open : Phase::reasoning).first;
-  return it->second;
+    it = phases_.emplace(seq_id, Reasoning{.phase = cfg.reasoning_start >= 0 ? Phase::may_open : Phase::reasoning}).first;
+  return &it->second;
+}
+
+OutputConstraints::Phase OutputConstraints::phase(uint64_t seq_id, const SamplingConfig& cfg) {
+  const Reasoning* r = reasoning(seq_id, cfg);
+  return r ? r->phase : Phase::answer;
+}
+
+bool OutputConstraints::ends_reasoning(Reasoning& r, const SamplingConfig& cfg, int32_t token) {
+  const std::vector<int32_t>& header = cfg.reasoning_header;
+  if (header.empty()) return token == cfg.reasoning_end;
+  if (r.since_header >= 0) {
+    if (token == cfg.reasoning_end) return true;
+    if (++r.since_header > SamplingConfig::kMaxReasoningHeaderGap) r.since_header = -1;
+  }
+  r.recent.push_back(token);
+  if (r.recent.size() > header.size()) r.recent.erase(r.recent.begin());
+  if (r.recent == header) r.since_header = 0;  // the latest header counts (vLLM searches from the end)
+  return false;
 }
 
 void OutputConstraints::feed(uint64_t seq_id, const SamplingConfig& cfg, int32_t token) {
-  switch (phase(seq_id, cfg)) {
-    case Phase::reasoning:
-      if (token == cfg.reasoning_end) phases_[seq_id] = Phase::answer;
-      return;
-    case Phase::may_open:
-      phases_[seq_id] = token == cfg.reasoning_start ? Phase::reasoning : Phase::answer;
-      if (token == cfg.reasoning_start) return;
-      break;  // the answer's first token
-    case Phase::answer:
-      break;
+  if (Reasoning* r = reasoning(seq_id, cfg)) {
+    switch (r->phase) {
+      case Phase::reasoning:
+        if (ends_reasoning(*r, cfg, token)) r->phase = Phase::answer;
+        return;
+      case Phase::may_open:
+        r->phase = token == cfg.reasoning_start ? Phase::reasoning : Phase::answer;
+        if (token == cfg.reasoning_start) return;
+        break;  // the answer's first token
+      case Phase::answer:
+        break;
+    }
   }
   // A token the mask allowed always feeds; one it did not (a plan from elsewhere) breaks the
   // matcher for good, and the mask then lets only the end ids through.

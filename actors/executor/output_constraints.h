@@ -7,8 +7,9 @@
 //
 // A sequence with SamplingConfig::reasoning_end runs a reasoning block first (the output is free
 // until that token), or, with reasoning_start, may open one with its first token; the matcher
-// sees only the tokens after the block (docs/architecture.md "Structured output after the
-// reasoning").
+// sees only the tokens after the block. With SamplingConfig::reasoning_header (harmony) the block
+// ends at reasoning_end only shortly after the header's tokens in a row (docs/architecture.md
+// "Structured output after the reasoning").
 //
 // Each distinct schema (or choice list, regex, grammar) is compiled once and kept, with its mask cache, in a
 // bounded cache keyed by its text; the engine compiled it before accepting the request, so a
@@ -71,7 +72,15 @@ class OutputConstraints {
     reasoning,  // inside the block: free until reasoning_end
     answer,     // the constraint applies
   };
+  struct Reasoning {
+    Phase phase = Phase::reasoning;
+    std::vector<int32_t> recent;  // with a header: the last header.size() tokens
+    int since_header = -1;        // tokens since the header last came in a row; -1: not within the gap
+  };
+  Reasoning* reasoning(uint64_t seq_id, const SamplingConfig& cfg);  // null: no block (the answer throughout)
   Phase phase(uint64_t seq_id, const SamplingConfig& cfg);
+  // Whether token, generated inside the block, ends it (advancing the header's watch).
+  static bool ends_reasoning(Reasoning& r, const SamplingConfig& cfg, int32_t token);
   // The constraint's own mask (what allowed() gives in the answer).
   const std::vector<uint8_t>* answer_mask(uint64_t seq_id, const SamplingConfig& cfg, bool& complete);
 
@@ -88,7 +97,7 @@ class OutputConstraints {
   std::unordered_map<uint64_t, std::shared_ptr<Schema>> seq_schema_;
   std::list<std::string> lru_;
   std::unordered_set<uint64_t> warned_;  // sequences whose grammar overflowed (warned once)
-  std::unordered_map<uint64_t, Phase> phases_;  // sequences with a reasoning block
+  std::unordered_map<uint64_t, Reasoning> phases_;  // sequences with a reasoning block
   std::vector<uint8_t> opened_;                 // may_open: the answer's mask plus reasoning_start
   size_t compiled_ = 0;
 };

@@ -85,8 +85,13 @@ struct GenerateOptions {
   // reasoning; -1: the output starts inside the reasoning (the prompt opened it). Both -1: the
   // constraint applies from the first token. Ids inside the vocabulary, distinct; a
   // reasoning_start_id needs a reasoning_end_id, and either needs a response_format other than text.
+  // reasoning_header_ids (gpt-oss's harmony: `<|channel|>` `final`, with reasoning_end_id
+  // `<|message|>`): the reasoning ends at reasoning_end_id only when it comes at most 20 tokens
+  // after these ids in a row, so the constraint applies to the final channel's message whatever
+  // channels came before it (at most 16 ids, inside the vocabulary; needs a reasoning_end_id).
   int32_t reasoning_end_id = -1;
   int32_t reasoning_start_id = -1;
+  std::vector<int32_t> reasoning_header_ids;
   int min_tokens = 0;                // [0, max_tokens]: neither EOS, a stop id nor a stop string
                                      // ends the output before this many tokens
   std::vector<int32_t> stop_ids;     // extra stop tokens besides the model's EOS

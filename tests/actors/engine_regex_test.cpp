@@ -101,33 +101,49 @@ TEST_F(RegexOutput, BadPatternsAreRefusedAtSubmit) {
 // with '#' standing in for `</think>` and pushed to +100, the output is '#' and then a whole match,
 // on every executor path (the prefill/decode hand-off replays the block to the decode instance).
 // Without the '#', the output stays free: greedy bytes that are no prefix of the pattern.
+// With a header before the end id (reasoning_header_ids, harmony's `<|channel|>final` before
+// `<|message|>`) of '#' too, the first '#' is the header and the second ends the block; with '@'
+// as the header, never generated, the '#'s never end it.
 TEST_F(RegexOutput, TheRegexAppliesAfterTheReasoningEnds) {
   const std::string pattern = "(yes|no|maybe)!";
-  std::vector<int32_t> first;
-  for (auto& [name, o] : testing::variants(options())) {
-    auto engine = testing::create_engine(o);
-    ASSERT_NE(engine, nullptr);
-    GenerateOptions r = testing::greedy_ids({5, 6, 7}, 24);
-    r.ignore_eos = false;
-    r.response_format = ResponseFormat::regex;
-    r.regex = pattern;
-    r.reasoning_end_id = byte_id('#');
-    r.sampling.logit_bias = {{byte_id('#'), 100.0f}};
-    auto out = engine->generate(r);
-    ASSERT_TRUE(out.has_value()) << name << ": " << out.status().to_string();
-    ASSERT_FALSE(out->token_ids.empty()) << name;
-    EXPECT_EQ(out->token_ids[0], byte_id('#')) << name << ": free inside the block, so the +100 wins";
-    EXPECT_EQ(out->finish, FinishReason::stop) << name;
-    EXPECT_TRUE(std::regex_match(out->text.substr(1), std::regex(pattern))) << name << ": '" << out->text << "'";
-    if (first.empty()) first = out->token_ids;
-    EXPECT_EQ(out->token_ids, first) << name << ": the same tokens on every path";
+  for (const std::vector<int32_t>& header : {std::vector<int32_t>{}, std::vector<int32_t>{byte_id('#')}}) {
+    const std::string block(header.size() + 1, '#');
+    SCOPED_TRACE(block);
+    std::vector<int32_t> first;
+    for (auto& [name, o] : testing::variants(options())) {
+      auto engine = testing::create_engine(o);
+      ASSERT_NE(engine, nullptr);
+      GenerateOptions r = testing::greedy_ids({5, 6, 7}, 24);
+      r.ignore_eos = false;
+      r.response_format = ResponseFormat::regex;
+      r.regex = pattern;
+      r.reasoning_end_id = byte_id('#');
+      r.reasoning_header_ids = header;
+      r.sampling.logit_bias = {{byte_id('#'), 100.0f}};
+      auto out = engine->generate(r);
+      ASSERT_TRUE(out.has_value()) << name << ": " << out.status().to_string();
+      EXPECT_TRUE(out->text.starts_with(block)) << name << ": free inside the block, so the +100 wins";
+      EXPECT_EQ(out->finish, FinishReason::stop) << name;
+      EXPECT_TRUE(std::regex_match(out->text.substr(std::min(block.size(), out->text.size())), std::regex(pattern)))
+          << name << ": '" << out->text << "'";
+      if (first.empty()) first = out->token_ids;
+      EXPECT_EQ(out->token_ids, first) << name << ": the same tokens on every path";
 
-    r.sampling.logit_bias = {{byte_id('#'), -100.0f}, {kSyntheticEosId, -100.0f}};
-    out = engine->generate(r);
-    ASSERT_TRUE(out.has_value()) << name;
-    EXPECT_EQ(out->finish, FinishReason::length) << name;
-    EXPECT_FALSE(is_prefix(pattern, out->text)) << name << ": the block never ended, so nothing was masked: '"
-                                                << out->text << "'";
+      if (header.empty()) {
+        r.sampling.logit_bias = {{byte_id('#'), -100.0f}, {kSyntheticEosId, -100.0f}};
+        out = engine->generate(r);
+        ASSERT_TRUE(out.has_value()) << name;
+        EXPECT_EQ(out->finish, FinishReason::length) << name;
+        EXPECT_FALSE(is_prefix(pattern, out->text)) << name << ": the block never ended, so nothing was masked: '"
+                                                    << out->text << "'";
+      } else {
+        r.reasoning_header_ids = {byte_id('@')};
+        out = engine->generate(r);
+        ASSERT_TRUE(out.has_value()) << name;
+        EXPECT_EQ(out->finish, FinishReason::length) << name;
+        EXPECT_EQ(out->text, std::string(24, '#')) << name << ": no header, so the block never ended";
+      }
+    }
   }
 }
 
@@ -154,6 +170,19 @@ TEST_F(RegexOutput, ReasoningIdsAreChecked) {
   refused(r, "the same token");
   r.reasoning_end_id = byte_id('#');
   EXPECT_TRUE(engine->generate(r).has_value());
+  r.reasoning_start_id = -1;
+  r.reasoning_header_ids = {byte_id('@'), 512};
+  refused(r, "id 512 is outside the vocabulary");
+  r.reasoning_header_ids = std::vector<int32_t>(17, byte_id('@'));
+  refused(r, "at most 16");
+  r.reasoning_header_ids = {byte_id('@')};
+  r.reasoning_end_id = -1;
+  refused(r, "reasoning_header_ids needs a reasoning_end_id");
+  r.reasoning_end_id = byte_id('#');
+  EXPECT_TRUE(engine->generate(r).has_value());
+  r.response_format = ResponseFormat::text;
+  r.reasoning_end_id = -1;
+  refused(r, "has none");
 }
 
 // A real vocabulary: Llama 2's 32000 SentencePiece pieces (words with their leading space,

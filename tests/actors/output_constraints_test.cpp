@@ -17,12 +17,14 @@ std::shared_ptr<const TokenTrie> vocab() {
   for (char c : kChars) pieces.emplace_back(1, c);
   pieces.emplace_back("<think>");
   pieces.emplace_back("</think>");
+  for (const char* harmony : {"<|channel|>", "final", "<|message|>"}) pieces.emplace_back(harmony);
   return std::make_shared<const TokenTrie>(pieces);
 }
 
 int32_t id(char c) { return 1 + static_cast<int32_t>(kChars.find(c)); }
 constexpr int32_t kOpen = 1 + static_cast<int32_t>(kChars.size());
 constexpr int32_t kClose = kOpen + 1;
+constexpr int32_t kChannel = kClose + 1, kFinal = kClose + 2, kMessage = kClose + 3;
 
 SamplingConfig schema_config(int max) {
   SamplingConfig cfg;
@@ -149,6 +151,60 @@ TEST(OutputConstraints, TheFirstTokenMayOpenTheReasoning) {
   ASSERT_NE(mask, nullptr);
   EXPECT_TRUE(complete);
   EXPECT_EQ(std::count(mask->begin(), mask->end(), 1), 0) << "3 was the schema's, and complete";
+}
+
+// gpt-oss's harmony (vLLM's gpt-oss reasoning end): the answer is the message after
+// `<|channel|>` `final`; `<|message|>` ends the block only when it comes at most 20 tokens after
+// that header in a row, and the latest header counts.
+TEST(OutputConstraints, AHeaderMustComeShortlyBeforeTheReasoningEnd) {
+  OutputConstraints c(vocab());
+  bool complete = true;
+  SamplingConfig cfg = schema_config(5);
+  cfg.reasoning_end = kMessage;
+  cfg.reasoning_header = {kChannel, kFinal};
+  auto feed = [&](uint64_t seq, const std::vector<int32_t>& tokens) {
+    for (int32_t t : tokens) c.feed(seq, cfg, t);
+  };
+  auto spaces = [](int n) { return std::vector<int32_t>(static_cast<size_t>(n), id(' ')); };
+
+  feed(1, {kChannel, id('a'), id('n'), kMessage, id('7')});  // <|channel|>an<|message|>7: another channel
+  EXPECT_EQ(c.allowed(1, cfg, complete), nullptr);
+  feed(1, {kFinal, kMessage});  // "final" without <|channel|> right before it
+  EXPECT_EQ(c.allowed(1, cfg, complete), nullptr);
+  feed(1, {kChannel, id(' '), kFinal, kMessage});  // the header's tokens not in a row
+  EXPECT_EQ(c.allowed(1, cfg, complete), nullptr);
+  feed(1, {kChannel, kFinal});
+  feed(1, spaces(21));
+  feed(1, {kMessage});  // 21 tokens after the header: too far
+  EXPECT_EQ(c.allowed(1, cfg, complete), nullptr);
+  feed(1, {kChannel, kFinal});
+  feed(1, spaces(20));
+  EXPECT_EQ(c.allowed(1, cfg, complete), nullptr) << "the header alone does not end the block";
+  feed(1, {kMessage});  // 20 tokens after it: the final message starts
+  const std::vector<uint8_t>* mask = c.allowed(1, cfg, complete);
+  ASSERT_NE(mask, nullptr);
+  EXPECT_FALSE(complete);
+  EXPECT_EQ((*mask)[static_cast<size_t>(id('3'))], 1);
+  EXPECT_EQ((*mask)[static_cast<size_t>(id('7'))], 0) << "the reasoning's 7 was not fed to the schema";
+  EXPECT_EQ((*mask)[static_cast<size_t>(kMessage)], 0);
+  c.feed(1, cfg, id('4'));
+  c.allowed(1, cfg, complete);
+  EXPECT_TRUE(complete);
+
+  feed(2, {kChannel, kFinal});  // a second header 15 tokens on restarts the count
+  feed(2, spaces(15));
+  feed(2, {kChannel, kFinal});
+  feed(2, spaces(15));
+  feed(2, {kMessage});
+  EXPECT_NE(c.allowed(2, cfg, complete), nullptr) << "15 tokens after the latest header";
+
+  SamplingConfig open_first = cfg;  // a header together with reasoning_start: <think> opens the block
+  open_first.reasoning_start = kOpen;
+  c.feed(3, open_first, kOpen);
+  feed(3, {kChannel, kFinal});
+  EXPECT_EQ(c.allowed(3, open_first, complete), nullptr);
+  c.feed(3, open_first, kMessage);
+  EXPECT_NE(c.allowed(3, open_first, complete), nullptr);
 }
 
 TEST(OutputConstraints, KeepsABoundedNumberOfSchemas) {

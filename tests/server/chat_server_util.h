@@ -33,7 +33,8 @@ inline std::string model_with_template(const std::string& tag, const std::string
 
 // model_with_template's model whose last vocabulary entries become `tags`, added tokens as in the
 // real tokenizers (`special` as their tokenizer.json marks them); returns their ids.
-inline std::vector<int32_t> add_tokens(const std::string& model, const std::vector<std::string>& tags, bool special) {
+// Each tag with its own `special` flag.
+inline std::vector<int32_t> add_tokens(const std::string& model, const std::vector<std::pair<std::string, bool>>& tags) {
   namespace fs = std::filesystem;
   const fs::path path = fs::path(model) / "tokenizer.json";
   nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
@@ -55,13 +56,19 @@ inline std::vector<int32_t> add_tokens(const std::string& model, const std::vect
         break;
       }
     }
-    vocab[tags[t]] = id;
-    j["added_tokens"].push_back({{"id", id}, {"content", tags[t]}, {"single_word", false}, {"lstrip", false},
-                                 {"rstrip", false}, {"normalized", false}, {"special", special}});
+    vocab[tags[t].first] = id;
+    j["added_tokens"].push_back({{"id", id}, {"content", tags[t].first}, {"single_word", false}, {"lstrip", false},
+                                 {"rstrip", false}, {"normalized", false}, {"special", tags[t].second}});
     ids.push_back(id);
   }
   std::ofstream(path) << j.dump();
   return ids;
+}
+
+inline std::vector<int32_t> add_tokens(const std::string& model, const std::vector<std::string>& tags, bool special) {
+  std::vector<std::pair<std::string, bool>> each;
+  for (const std::string& t : tags) each.emplace_back(t, special);
+  return add_tokens(model, each);
 }
 
 // `<think>` and `</think>` as in Qwen3's tokenizer (not special: they stay in the text).

@@ -142,6 +142,22 @@ TEST(HarmonyParser, APromptThatOpensTheFinalMessageMakesTheOutputContent) {
   EXPECT_EQ(analysis.content, "ok");
 }
 
+// Where a constrained answer starts (routes.cpp, delay_constraint): at once only in a final
+// message the prompt began; else after the output's own final header.
+TEST(HarmonyParser, APromptOpensTheFinalMessageOnlyInItsLastOpenMessage) {
+  EXPECT_TRUE(harmony_prompt_opens_final("<|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>final<|message|>"));
+  EXPECT_TRUE(harmony_prompt_opens_final("<|start|>assistant<|channel|>final <|constrain|>json<|message|>"));
+  EXPECT_FALSE(harmony_prompt_opens_final("<|start|>user<|message|>Hi<|end|><|start|>assistant"));
+  EXPECT_FALSE(harmony_prompt_opens_final("<|start|>assistant<|channel|>analysis<|message|>"));
+  EXPECT_FALSE(harmony_prompt_opens_final("<|start|>assistant<|channel|>final"));  // the header not yet ended
+  EXPECT_FALSE(harmony_prompt_opens_final("<|start|>assistant<|channel|>final<|message|>Hi<|end|>"))
+      << "an earlier answer, closed";
+  EXPECT_FALSE(harmony_prompt_opens_final("<|start|>assistant<|channel|>final<|message|>Hi<|end|><|start|>assistant"));
+  EXPECT_FALSE(harmony_prompt_opens_final("<|start|>assistant to=functions.f<|channel|>final<|message|>"))
+      << "a message to a function is a call";
+  EXPECT_FALSE(harmony_prompt_opens_final("<|channel|>final<|message|>")) << "no <|start|>: no message the prompt opened";
+}
+
 TEST(HarmonyParser, ACallThePromptBeganIsNotTheOutputs) {
   const Split s = run({"{\"a\": 1}<|call|><|start|>assistant<|channel|>commentary to=functions.g<|message|>{}<|call|>"}, true,
                       INT_MAX, "<|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>");

@@ -28,6 +28,19 @@ std::pair<std::string, std::vector<int32_t>> harmony_model(const std::string& ta
   return {model, testing::add_tokens(model, kHarmonyTokens, special)};
 }
 
+// The model whose output the tests below force with a guided_choice of a whole harmony text: the
+// harmony tokens plain, but for `<|message|>`, which the vocabulary then spells in bytes. With
+// `<|message|>` one token a constraint would wait for the final channel's header
+// (AConstrainedAnswerIsTheFinalMessage); without it the constraint applies from the first token
+// and forces the analysis too.
+std::string forced_harmony_model(const std::string& tag) {
+  const std::string model = model_with_template(tag, "{{ 'unused' }}");
+  std::vector<std::string> tokens = kHarmonyTokens;
+  std::erase(tokens, "<|message|>");
+  testing::add_tokens(model, tokens, /*special=*/false);
+  return model;
+}
+
 const json kTools = json::array(
     {{{"type", "function"},
       {"function", {{"name", "get_weather"}, {"description", "Weather of a city."},
@@ -111,7 +124,7 @@ constexpr const char* kCalls =
     "<|channel|>commentary json<|message|>{}<|call|>";
 
 TEST(ServerHarmony, AnalysisIsReasoningAndFinalIsContent) {
-  ChatTestServer s(harmony_model("harmony_answer", false).first, "harmony", "openai_gptoss");
+  ChatTestServer s(forced_harmony_model("harmony_answer"), "harmony", "openai_gptoss");
   ASSERT_TRUE(s.ok());
   expect_both(s, forced(kAnswer, false), {"User asks about Oslo. Answer.", "It is cold in Oslo.", {}, "stop"});
   json dropped = forced(kAnswer, false);
@@ -120,7 +133,7 @@ TEST(ServerHarmony, AnalysisIsReasoningAndFinalIsContent) {
 }
 
 TEST(ServerHarmony, CommentaryCallsBecomeToolCalls) {
-  ChatTestServer s(harmony_model("harmony_calls", false).first, "harmony", "openai_gptoss");
+  ChatTestServer s(forced_harmony_model("harmony_calls"), "harmony", "openai_gptoss");
   ASSERT_TRUE(s.ok());
   expect_both(s, forced(kCalls, true),
               {"Need get_weather.", nullptr, {{"get_weather", "{\"city\":\"Oslo\"}"}, {"get_time", "{}"}}, "tool_calls"});
@@ -141,13 +154,13 @@ TEST(ServerHarmony, CommentaryCallsBecomeToolCalls) {
 
 TEST(ServerHarmony, ToolParserAloneReadsTheCalls) {
   // --tool-call-parser openai without a reasoning parser: the analysis is neither content nor a call.
-  ChatTestServer s(harmony_model("harmony_tools_only", false).first, "harmony", "none", "openai");
+  ChatTestServer s(forced_harmony_model("harmony_tools_only"), "harmony", "none", "openai");
   ASSERT_TRUE(s.ok());
   expect_both(s, forced(kCalls, true), {nullptr, nullptr, {{"get_weather", "{\"city\":\"Oslo\"}"}, {"get_time", "{}"}}, "tool_calls"});
 }
 
 TEST(ServerHarmony, OutputCutByMaxTokensKeepsItsField) {
-  ChatTestServer s(harmony_model("harmony_cut", false).first, "harmony", "openai_gptoss");
+  ChatTestServer s(forced_harmony_model("harmony_cut"), "harmony", "openai_gptoss");
   ASSERT_TRUE(s.ok());
   const std::string analysis = "<|channel|>analysis<|message|>", final = "<|start|>assistant<|channel|>final<|message|>";
   int n_in_analysis = 0, n_in_final = 0;
@@ -198,7 +211,7 @@ TEST(ServerHarmony, ReasoningEffortIsATemplateVariable) {
   EXPECT_EQ(r.status, 400);
   EXPECT_NE(r.body.find("low, medium, high"), std::string::npos) << r.body;
   // The built-in harmony family takes it (and no other variable).
-  ChatTestServer h(harmony_model("harmony_effort_builtin", false).first, "harmony");
+  ChatTestServer h(forced_harmony_model("harmony_effort_builtin"), "harmony");
   ASSERT_TRUE(h.ok());
   body["reasoning_effort"] = "low";
   EXPECT_EQ(h.chat(body).status, 200);
@@ -229,6 +242,77 @@ TEST(ServerHarmony, SpecialTokensAutoAndStops) {
     EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
     EXPECT_TRUE(j["choices"][0]["message"]["content"].is_null()) << j;
   }
+}
+
+// A constrained answer (guided_choice here; response_format alike) is the final channel's
+// message, as vLLM's gpt-oss structured output: the output is free until `<|message|>` comes
+// shortly after `<|channel|>final` ("final" one plain token, as in o200k_harmony), whatever came
+// before, and the choice follows it.
+TEST(ServerHarmony, AConstrainedAnswerIsTheFinalMessage) {
+  std::vector<std::pair<std::string, bool>> tags;
+  for (const std::string& t : kHarmonyTokens) tags.emplace_back(t, true);
+  tags.emplace_back("final", false);
+  const std::string model = model_with_template("harmony_constrained", "{{ 'unused' }}");
+  const std::vector<int32_t> ids = testing::add_tokens(model, tags);
+  const int32_t message = ids[2], channel = ids[3], final_word = ids[7];
+  ChatTestServer s(model, "harmony", "auto");
+  ASSERT_TRUE(s.ok());
+  const std::vector<std::string> choices = {"A", "B", "C"};  // one byte token each
+  json body = {{"messages", {{{"role", "user"}, {"content", "Pick one."}}}},
+               {"guided_choice", choices},
+               {"max_tokens", 200},
+               {"temperature", 1.0}};
+
+  // The three header tokens pushed up: the output wanders among them until the header comes
+  // whole (drawn by the seed), then the mask leaves only the choices, then the end.
+  body["logit_bias"] = {{std::to_string(channel), 100}, {std::to_string(final_word), 100}, {std::to_string(message), 100}};
+  for (int seed = 1; seed <= 4; ++seed) {
+    SCOPED_TRACE(seed);
+    body["seed"] = seed;
+    auto r = s.chat(body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json j = json::parse(r.body);
+    const json& choice = j["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "stop") << j;
+    ASSERT_TRUE(choice["message"]["content"].is_string()) << j;
+    std::string content = choice["message"]["content"];
+    // An output that does not start like a header is read raw (all content, markers kept): the
+    // stop that ended it, `<|return|>` or `<|call|>` (both end ids once the choice is whole), goes.
+    for (const char* stop : {"<|return|>", "<|call|>"})
+      if (content.ends_with(stop)) content.resize(content.size() - std::string_view(stop).size());
+    ASSERT_FALSE(content.empty());
+    const std::string answer = content.substr(content.size() - 1);
+    EXPECT_NE(std::find(choices.begin(), choices.end(), answer), choices.end()) << content;
+    // Before it: the header (read by the parser, or left in the content when the walk wrote
+    // more tokens into the message), at least `<|channel|>final<|message|>` and the end.
+    EXPECT_GE(j["usage"]["completion_tokens"].get<int>(), 5) << "the choice did not come first: " << content;
+    if (content.size() > 1) {
+      EXPECT_TRUE(content.ends_with("<|message|>" + answer)) << content;
+    }
+  }
+
+  // `<|message|>` with no header before it never ends the reasoning: nothing is masked.
+  body["logit_bias"] = {{std::to_string(message), 100}};
+  body["max_tokens"] = 12;
+  auto r = s.chat(body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length") << j;
+  EXPECT_EQ(j["usage"]["completion_tokens"], 12) << j;
+
+  // A template that begins the final message itself: the choice from the first token.
+  const std::string opened = model_with_template("harmony_opened", "{{ '<|start|>assistant<|channel|>final<|message|>' }}");
+  testing::add_tokens(opened, tags);
+  ChatTestServer t(opened, "", "openai_gptoss");
+  ASSERT_TRUE(t.ok());
+  r = t.chat(body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  j = json::parse(r.body);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop") << j;
+  EXPECT_EQ(j["usage"]["completion_tokens"], 2) << j;
+  const json& content = j["choices"][0]["message"]["content"];
+  ASSERT_TRUE(content.is_string()) << j;
+  EXPECT_NE(std::find(choices.begin(), choices.end(), content.get<std::string>()), choices.end()) << j;
 }
 
 }  // namespace
