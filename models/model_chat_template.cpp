@@ -1,9 +1,11 @@
 #include "models/model_chat_template.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "models/chat_template_jinja.h"
+#include "models/jinja_ops.h"
 #include "models/gguf.h"
 #include "models/mapped_file.h"
 
@@ -105,6 +107,27 @@ Expected<std::string> ChatTemplate::apply(std::span<const ChatMessage> messages,
   }
   const auto& t = !tools.empty() && jinja_tool_use ? jinja_tool_use : jinja;
   return t->apply(messages, tools, add_generation_prompt, template_kwargs);
+}
+
+Expected<std::string> cut_after_final_message(std::string rendered, const ChatMessage& final_message) {
+  const std::string* text = &final_message.content;
+  if (!final_message.parts.empty()) {
+    auto last = std::find_if(final_message.parts.rbegin(), final_message.parts.rend(),
+                             [](const ChatPart& p) { return p.type == "text"; });
+    if (last == final_message.parts.rend())
+      return invalid_argument("continue_final_message: the final message has no text to continue");
+    text = &last->text;
+  }
+  const std::string stripped = jinja::py_strip(*text, nullptr, true, true);
+  const std::string lstripped = jinja::py_strip(*text, nullptr, true, false);
+  const size_t at = rendered.rfind(stripped);
+  if (at == std::string::npos)
+    return invalid_argument("continue_final_message: the final message does not appear in the prompt the chat template "
+                            "rendered (the template changes its text)");
+  // Whether the template kept the message's trailing whitespace (then the cut keeps it too).
+  const bool kept = rendered.compare(at, lstripped.size(), *text) == 0;
+  rendered.resize(at + (kept ? lstripped.size() : stripped.size()));
+  return rendered;
 }
 
 Expected<ChatTemplate> make_chat_template(const std::string& text, const std::string& origin,

@@ -40,6 +40,14 @@ struct ChatTemplate {
                               bool add_generation_prompt, const std::string& template_kwargs = "") const;
 };
 
+// transformers' apply_chat_template(continue_final_message=True) (vLLM's chat field of that
+// name), applied to a render made without the generation prompt: the text is cut right after the
+// final message's text (its last text part when it has parts), so the model continues that message
+// instead of starting a new one. A template that trims the message is followed (the cut goes after
+// the stripped text when the message's trailing whitespace is not in the render). invalid_argument,
+// with transformers' reason, when the message has no text part or the render does not hold its text.
+Expected<std::string> cut_after_final_message(std::string rendered, const ChatMessage& final_message);
+
 // The special-token text a template's bos_token/eos_token stand for (tokenizer_config.json's,
 // else the tokenizer's).
 struct ChatSpecialTokens {

@@ -11,7 +11,8 @@ Two parts, written to tests/fixtures/chat_templates/:
                copies of the files, as there is no Hub access here) rendered for several
                conversations each: system or not, multi-turn, add_generation_prompt on and off,
                tools with tool calls and results where the template has them, unicode, and
-               conversations a template refuses (raise_exception).
+               conversations a template refuses (raise_exception); and conversations ending in
+               an assistant reply rendered with continue_final_message (cut after its text).
   unit.json    small templates, one construct each, rendered by the same compiled environment
                (transformers' _compile_jinja_template), or the error jinja2 raised.
 
@@ -144,8 +145,30 @@ def render_models(apply):
                 except Exception as e:  # the template refused (raise_exception) or failed
                     case["error"] = f"{type(e).__name__}: {e}"
                 cases.append(case)
+    # continue_final_message (vLLM's chat field): rendered without the generation prompt and cut
+    # after the final message's text; a reply kept as is, one with trailing whitespace (templates
+    # that trim it), one with leading whitespace.
+    for name, template, bos, eos, _ in TEMPLATES:
+        for conv_name, messages in continued_conversations():
+            case = {"template": name, "conversation": conv_name, "messages": messages, "tools": None,
+                    "add_generation_prompt": False, "continue_final_message": True}
+            try:
+                case["expected"] = apply(template, copy.deepcopy(messages), None, False, bos, eos, {}, True)
+            except Exception as e:
+                case["error"] = f"{type(e).__name__}: {e}"
+            cases.append(case)
     templates = {name: {"template": t, "bos_token": bos, "eos_token": eos} for name, t, bos, eos, _ in TEMPLATES}
     return {"templates": templates, "cases": cases}
+
+
+def continued_conversations():
+    hi = {"role": "user", "content": "  Hello there!  "}
+    return [
+        ("continue_reply", [hi, {"role": "assistant", "content": "Sure, the answer is"}]),
+        ("continue_trailing_space", [{"role": "system", "content": "Be brief."}, hi,
+                                     {"role": "assistant", "content": "Let me think. "}]),
+        ("continue_leading_space", [hi, {"role": "assistant", "content": "  Well,\nfirst"}]),
+    ]
 
 
 # Unit cases: (name, template, context). Expected output comes from the same environment.
@@ -230,11 +253,12 @@ def main():
 
     chat_template_utils.datetime = FixedDatetime
 
-    def apply(template, messages, tools, gen, bos, eos, kwargs=None):
+    def apply(template, messages, tools, gen, bos, eos, kwargs=None, continue_final=False):
         tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"<unk>": 0}, unk_token="<unk>")),
                                       bos_token=bos or None, eos_token=eos)
         return tok.apply_chat_template(messages, tools=tools, chat_template=template, tokenize=False,
-                                       add_generation_prompt=gen, **(kwargs or {}))
+                                       add_generation_prompt=gen, continue_final_message=continue_final,
+                                       **(kwargs or {}))
 
     generator = f"scripts/make_chat_template_fixtures.py (transformers {transformers.__version__}, jinja2 {jinja2.__version__})"
     OUT.mkdir(parents=True, exist_ok=True)

@@ -280,10 +280,13 @@ std::string CompletionState::prompt_logprobs_json(const Choice& c) const {
 std::string CompletionState::chunk(int choice, const Event& ev, Choice& c, const Split& parsed) const {
   const size_t to = c.token_ids.size(), from = to - ev.token_ids.size();
   json ch = {{"index", choice}};
-  // echo: the choice's first chunk carries the prompt (and with logprobs its tokens' logprobs).
-  const bool echo_now = request_.echo && !c.echoed;
+  // echo: the choice's first chunk carries the prompt (and with logprobs its tokens' logprobs);
+  // chat's echo is content (chat_chunks).
+  const bool completions = request_.endpoint == Endpoint::completions;
+  const bool echo_now = completions && request_.echo && !c.echoed;
   c.echoed = c.echoed || echo_now;
-  const std::string& echo_text = request_.echo_of(choice);
+  static const std::string no_echo;
+  const std::string& echo_text = completions ? request_.echo_of(choice) : no_echo;
   const size_t text_offset = c.text.size() - ev.text.size() + echo_text.size();
   ch["logprobs"] = json::parse(logprobs_json(c, from, to, text_offset, echo_now));
   ch["finish_reason"] = ev.finish == FinishReason::none ? json(nullptr) : choice_finish(c);
@@ -301,6 +304,10 @@ std::string CompletionState::chunk(int choice, const Event& ev, Choice& c, const
 // finish_reason on the last.
 std::string CompletionState::chat_chunks(const Event& ev, Choice& c, const Split& parsed, json ch, json body) const {
   std::vector<json> deltas;
+  // Chat's echo: the assistant message the request ended with, as the first content.
+  if (const std::string& echo = request_.echo_of(static_cast<int>(ch["index"].get<int64_t>())); !c.echoed && !echo.empty())
+    deltas.push_back({{"content", echo}});
+  c.echoed = true;
   if (!splits(c)) {
     if (!ev.text.empty() || ev.finish == FinishReason::none) deltas.push_back({{"content", ev.text}});
   } else {
@@ -340,10 +347,10 @@ std::string CompletionState::chat_chunks(const Event& ev, Choice& c, const Split
   return out;
 }
 
-json CompletionState::chat_message(const Choice& c) const {
+json CompletionState::chat_message(const Choice& c, const std::string& echo) const {
   json m = {{"role", "assistant"}};
   if (!splits(c)) {
-    m["content"] = c.text;
+    m["content"] = echo + c.text;
     return m;
   }
   if (reasons(c) && request_.include_reasoning) {
@@ -352,8 +359,8 @@ json CompletionState::chat_message(const Choice& c) const {
     m["reasoning"] = reasoning;
   }
   // No content: null after calls (OpenAI's form) or after reasoning alone (vLLM's).
-  const bool none = c.content.empty() && (!c.calls.empty() || reasons(c));
-  m["content"] = none ? json(nullptr) : json(c.content);
+  const bool none = echo.empty() && c.content.empty() && (!c.calls.empty() || reasons(c));
+  m["content"] = none ? json(nullptr) : json(echo + c.content);
   if (c.calls.empty()) return m;
   json calls = json::array();
   for (const auto& call : c.calls) {
@@ -393,13 +400,14 @@ std::string CompletionState::final_body() const {
   for (size_t i = 0; i < choices_.size(); ++i) {
     const Choice& c = choices_[i];
     json ch = {{"index", i}};
-    if (request_.endpoint == Endpoint::chat) {
-      ch["message"] = chat_message(c);
+    const std::string& echo = request_.echo_of(static_cast<int>(i));
+    const bool chat = request_.endpoint == Endpoint::chat;
+    if (chat) {
+      ch["message"] = chat_message(c, echo);
     } else {
-      ch["text"] = request_.echo_of(static_cast<int>(i)) + c.text;
+      ch["text"] = echo + c.text;
     }
-    const size_t text_offset = request_.echo_of(static_cast<int>(i)).size();
-    ch["logprobs"] = json::parse(logprobs_json(c, 0, c.token_ids.size(), text_offset, request_.echo));
+    ch["logprobs"] = json::parse(logprobs_json(c, 0, c.token_ids.size(), chat ? 0 : echo.size(), request_.echo && !chat));
     ch["finish_reason"] = choice_finish(c);
     if (request_.endpoint == Endpoint::completions && request_.prompt_logprobs >= 0)
       ch["prompt_logprobs"] = json::parse(prompt_logprobs_json(c));

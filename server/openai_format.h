@@ -80,7 +80,7 @@ class CompletionState final : public ResponseWriter {
     std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs;
     std::vector<std::string> token_texts;
     std::vector<PromptLogprob> prompt_logprobs;  // from the first event, when asked
-    bool echoed = false;                          // stream: the prompt went out (echo)
+    bool echoed = false;                          // stream: the prompt (chat: the echoed message) went out
     FinishReason finish = FinishReason::none;
     bool sent_role = false;
     int completion_tokens = 0;
@@ -112,7 +112,8 @@ class CompletionState final : public ResponseWriter {
   std::string chunk(int choice, const Event& ev, Choice& c, const Split& parsed) const;
   std::string chat_chunks(const Event& ev, Choice& c, const Split& parsed, nlohmann::ordered_json ch,
                           nlohmann::ordered_json body) const;
-  nlohmann::ordered_json chat_message(const Choice& c) const;
+  // echo: chat's echo, the text the content starts with (empty: none).
+  nlohmann::ordered_json chat_message(const Choice& c, const std::string& echo) const;
   // finish_reason: "tool_calls" for a choice that stopped after making calls, except a forced
   // named call ("stop", as OpenAI and vLLM answer).
   nlohmann::ordered_json choice_finish(const Choice& c) const;

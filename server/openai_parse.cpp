@@ -224,10 +224,13 @@ Status read_content(const json& m, ChatMessage& msg, std::vector<std::string>& i
         return invalid_argument("'messages[].content' parts must be {\"type\": \"text\", \"text\": string} or "
                                 "{\"type\": \"image_url\", \"image_url\": {\"url\": string}}");
       }
+      if (std::any_of(msg.parts.begin(), msg.parts.end(), [](const ChatPart& p) { return p.type == "text"; }))
+        msg.content += '\n';
       msg.content += text->get<std::string>();
       msg.parts.push_back({"text", text->get<std::string>()});
     }
-    // Text only: the joined string, as before (templates that take a string keep working).
+    // Text only: the texts joined by newlines, the string vLLM renders for a template that takes
+    // strings (templates that take a string keep working).
     const bool images = std::any_of(msg.parts.begin(), msg.parts.end(), [](const ChatPart& p) { return p.type == "image"; });
     if (!images) msg.parts.clear();
   } else {
@@ -329,20 +332,20 @@ Status read_logprobs(const json& body, Endpoint endpoint, const ParseLimits& lim
   return Status::ok();
 }
 
-// `echo` (completions) and vLLM's `prompt_logprobs` (both endpoints), and `max_tokens` 0, which
-// only they make useful. Reads after read_logprobs.
+// `echo` and vLLM's `prompt_logprobs` (both endpoints), and `max_tokens` 0, which only the
+// completions echo and prompt_logprobs make useful. Reads after read_logprobs.
 Status read_prompt_scoring(const json& body, Endpoint endpoint, const ParseLimits& limits, CompletionRequest& r) {
   BRIGADE_RETURN_IF_ERROR(read_bool(body, "echo", r.echo));
-  if (r.echo && endpoint == Endpoint::chat)
-    return unsupported("'echo' is not supported on chat completions (vLLM's echo of the last message); "
-                       "use /v1/completions with echo, or 'prompt_logprobs'");
+  // Chat's echo (vLLM's) repeats the last message's text when it is the assistant's; only the
+  // completions echo scores the prompt.
+  const bool echo_prompt = r.echo && endpoint == Endpoint::completions;
   auto it = body.find("prompt_logprobs");
   if (it != body.end() && it->is_number_integer() && it->get<int64_t>() < 0)
     return invalid_argument("'prompt_logprobs' must be in [0, " + std::to_string(limits.max_logprobs) + "] (got " +
                             it->dump() + "; -1, the whole vocabulary, is not supported)");
   BRIGADE_RETURN_IF_ERROR(read_int(body, "prompt_logprobs", 0, limits.max_logprobs, r.prompt_logprobs));
-  r.gen.prompt_logprobs = std::max(r.prompt_logprobs, r.echo ? r.gen.logprobs : -1);
-  if (r.gen.max_tokens == 0 && !r.echo && r.prompt_logprobs < 0)
+  r.gen.prompt_logprobs = std::max(r.prompt_logprobs, echo_prompt ? r.gen.logprobs : -1);
+  if (r.gen.max_tokens == 0 && !echo_prompt && r.prompt_logprobs < 0)
     return invalid_argument("'max_tokens' 0 generates nothing: it needs 'echo' or 'prompt_logprobs' (scoring the prompt)");
   // A prompt that is only scored runs once per choice; the engine needs prompt logprobs asked to
   // run a prompt without generating.
@@ -453,6 +456,17 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
       if (r.reasoning_effort != "low" && r.reasoning_effort != "medium" && r.reasoning_effort != "high")
         return invalid_argument("'reasoning_effort' must be one of low, medium, high (got '" + r.reasoning_effort + "')");
     }
+    // vLLM's switches for how the prompt ends: the assistant's turn opened (the default), or the
+    // final message continued (an assistant reply the client began); vLLM refuses both at once.
+    bool generation_prompt = true, continue_final = false;
+    BRIGADE_RETURN_IF_ERROR(read_bool(body, "add_generation_prompt", generation_prompt));
+    BRIGADE_RETURN_IF_ERROR(read_bool(body, "continue_final_message", continue_final));
+    if (generation_prompt && continue_final)
+      return invalid_argument("Cannot set both 'continue_final_message' and 'add_generation_prompt' to true: send "
+                              "'add_generation_prompt': false to continue the final message");
+    r.chat_ending = continue_final      ? Engine::ChatEnding::continue_final
+                    : generation_prompt ? Engine::ChatEnding::generation_prompt
+                                        : Engine::ChatEnding::none;
     auto kwargs = body.find("chat_template_kwargs");
     if (kwargs != body.end() && !kwargs->is_null()) {
       if (!kwargs->is_object()) return wrong_type("chat_template_kwargs", "an object of template variables", *kwargs);

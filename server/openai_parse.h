@@ -49,10 +49,12 @@ struct CompletionRequest {
   bool include_usage = false;         // stream_options.include_usage: a last chunk with usage
   bool chat_logprobs = false;         // chat: `logprobs: true` (gen.logprobs = top_logprobs)
   // Completions `echo`: the prompt comes first in the choice's text, and with `logprobs` its
-  // tokens come first in the choice's logprobs (gen.prompt_logprobs >= logprobs then).
+  // tokens come first in the choice's logprobs (gen.prompt_logprobs >= logprobs then). Chat's
+  // (vLLM's): the last message's text comes first in the content when it is the assistant's.
   bool echo = false;
   std::vector<std::string> echo_texts;  // per prompt, as echoed: the text sent, or the token ids'
-                                        // text (filled by the router, which has the tokenizer)
+                                        // text (filled by the router, which has the tokenizer);
+                                        // chat: the one assistant message's text, or none
   int prompt_logprobs = -1;           // vLLM's `prompt_logprobs` field (>= 0: a `prompt_logprobs`
                                       // list in the response)
   ToolRequest tools;                  // chat: tools, tool_choice, parallel_tool_calls
@@ -62,6 +64,8 @@ struct CompletionRequest {
   bool include_reasoning = true;
   bool separate_reasoning = true;
   std::string chat_template_kwargs;  // chat: vLLM's extra template variables, a JSON object's text (or empty)
+  // chat: vLLM's add_generation_prompt / continue_final_message (how the rendered prompt ends).
+  Engine::ChatEnding chat_ending = Engine::ChatEnding::generation_prompt;
   std::string reasoning_effort;      // chat: OpenAI's low, medium or high (empty: not given); a template variable
   ReasoningKind reasoning = ReasoningKind::none;  // chat: how <think> blocks are split (set by route())
   // The Responses API (POST /v1/responses) runs as this chat request; its output is rendered by

@@ -262,7 +262,11 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
   if (auto st = select_lora(ctx.options.model_name, ctx.engine.loras(), ctx.engine.model().max_loras > 0, *parsed);
       !st.is_ok())
     return error_response(400, st.message(), st.code());
-  if (parsed->echo) {
+  if (parsed->echo && parsed->endpoint == Endpoint::chat) {
+    // vLLM's chat echo: the last message's text starts the content when it is the assistant's.
+    if (!parsed->messages.empty() && parsed->messages.back().role == "assistant")
+      parsed->echo_texts.push_back(parsed->messages.back().content);
+  } else if (parsed->echo) {
     for (const PromptInput& p : parsed->prompts) {
       if (p.ids.empty()) {
         parsed->echo_texts.push_back(p.text);
@@ -275,7 +279,7 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
   }
   if (parsed->endpoint == Endpoint::chat) {
     // The model's own chat template renders the conversation; brigade never guesses a format.
-    auto prompt = ctx.engine.format_chat(parsed->messages, parsed->tools.tools, /*add_generation_prompt=*/true,
+    auto prompt = ctx.engine.format_chat(parsed->messages, parsed->tools.tools, parsed->chat_ending,
                                          template_kwargs(ctx.options.default_chat_template_kwargs,
                                                          parsed->reasoning_effort, parsed->chat_template_kwargs));
     if (!prompt) {

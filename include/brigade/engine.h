@@ -459,6 +459,20 @@ class Engine {
   Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, bool add_generation_prompt) const {
     return format_chat(messages, {}, add_generation_prompt, "");
   }
+  // How the rendering ends, as vLLM's chat fields say: ChatEnding::continue_final
+  // (continue_final_message) renders without the generation prompt and cuts the text right after
+  // the final message's, as transformers does, so the output continues that message (an assistant
+  // reply the client began); invalid_argument when the template changes that text or there are no
+  // messages.
+  enum class ChatEnding { generation_prompt, none, continue_final };
+  Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, const std::vector<std::string>& tools,
+                                    ChatEnding ending, const std::string& template_kwargs) const {
+    if (ending == ChatEnding::continue_final && messages.empty())
+      return invalid_argument("continue_final_message needs a final message to continue");
+    auto text = format_chat(messages, tools, ending == ChatEnding::generation_prompt, template_kwargs);
+    if (!text || ending != ChatEnding::continue_final) return text;
+    return cut_after_final_message(std::move(*text), messages.back());
+  }
   // The model's chat template (what format_chat renders with; its tool_syntax() decides how tool
   // calls are parsed); the format_chat errors when there is none.
   virtual Expected<ChatTemplate> chat_template() const = 0;

@@ -23,10 +23,13 @@ TEST(JinjaChatTemplate, RealTemplatesRenderLikeTransformers) {
   const ojson data = testing::load_fixture_json("chat_templates/models.json");
   ASSERT_FALSE(data.is_discarded()) << "tests/fixtures/chat_templates/models.json: run scripts/make_chat_template_fixtures.py";
   std::set<std::string> templates, refused;
+  int n_continued = 0;
   for (const auto& c : data["cases"]) {
     const std::string name = c["template"].get<std::string>();
     // A case may pass template variables (vLLM's chat_template_kwargs; transformers' **kwargs).
     const std::string kwargs = c.contains("template_kwargs") ? c["template_kwargs"].dump() : "";
+    // continue_final_message: transformers cuts the render after the final message's text.
+    const bool continued = c.value("continue_final_message", false);
     SCOPED_TRACE(name + " / " + c["conversation"].get<std::string>() +
                  (c["add_generation_prompt"].get<bool>() ? " / gen" : "") + (kwargs.empty() ? "" : " / " + kwargs));
     const ojson& t = data["templates"][name];
@@ -39,8 +42,10 @@ TEST(JinjaChatTemplate, RealTemplatesRenderLikeTransformers) {
       tm.tm_year = 124, tm.tm_mon = 6, tm.tm_mday = 26;
       return tm;
     };
-    auto text = tmpl->apply(testing::case_messages(c), testing::case_tools(c), c["add_generation_prompt"].get<bool>(),
-                            kwargs, opts);
+    const std::vector<ChatMessage> messages = testing::case_messages(c);
+    auto text = tmpl->apply(messages, testing::case_tools(c), c["add_generation_prompt"].get<bool>(), kwargs, opts);
+    if (continued && text.has_value()) text = cut_after_final_message(std::move(*text), messages.back());
+    if (continued && c.contains("expected")) ++n_continued;
     if (c.contains("expected")) {
       ASSERT_TRUE(text.has_value()) << text.status().to_string();
       EXPECT_EQ(*text, c["expected"].get<std::string>());
@@ -57,6 +62,30 @@ TEST(JinjaChatTemplate, RealTemplatesRenderLikeTransformers) {
   }
   EXPECT_GE(templates.size(), 9u);
   EXPECT_GE(refused.size(), 3u);
+  EXPECT_GE(n_continued, 40);
+}
+
+// transformers' continue_final_message cut where the fixtures do not reach: the text found last
+// wins, a template that rewrites the message, a message of parts.
+TEST(ContinueFinalMessage, CutsAfterTheLastOccurrenceOrSaysWhy) {
+  EXPECT_EQ(*cut_after_final_message("<u>ok</u><a>ok</a>", {"assistant", "ok"}), "<u>ok</u><a>ok");
+  EXPECT_EQ(*cut_after_final_message("<a>ok</a>", {"assistant", "ok \n"}), "<a>ok") << "trimmed by the template";
+  EXPECT_EQ(*cut_after_final_message("<a>ok \n</a>", {"assistant", "ok \n"}), "<a>ok \n") << "kept by the template";
+  EXPECT_EQ(*cut_after_final_message("<a>ok</a>", {"assistant", "\u3000ok\u2003"}), "<a>ok")
+      << "Python's str.strip: ideographic and em spaces are whitespace";
+  EXPECT_EQ(*cut_after_final_message("<a></a>", {"assistant", ""}), "<a></a>") << "nothing to find: the render stays";
+  auto rewritten = cut_after_final_message("<a>OK</a>", {"assistant", "ok"});
+  ASSERT_FALSE(rewritten.has_value());
+  EXPECT_EQ(rewritten.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(rewritten.status().message().find("does not appear"), std::string::npos) << rewritten.status().message();
+
+  ChatMessage parts{"assistant", "first\nsecond"};
+  parts.parts = {{"text", "first"}, {"image"}, {"text", "second"}};
+  EXPECT_EQ(*cut_after_final_message("[first][img][second][end]", parts), "[first][img][second") << "the last text part";
+  parts.parts = {{"image"}};
+  auto no_text = cut_after_final_message("[img]", parts);
+  ASSERT_FALSE(no_text.has_value());
+  EXPECT_NE(no_text.status().message().find("no text"), std::string::npos) << no_text.status().message();
 }
 
 TEST(JinjaChatTemplate, ToolSyntaxFollowsTheTemplate) {
@@ -186,8 +215,10 @@ TEST(ModelChatTemplate, ServesEveryRealTemplateAsTransformersRendersIt) {
       if (c["template"] != name || !c.contains("expected")) continue;
       const std::string kwargs = c.contains("template_kwargs") ? c["template_kwargs"].dump() : "";
       SCOPED_TRACE(name + " / " + c["conversation"].get<std::string>() + " " + kwargs);
-      auto text = served->apply(testing::case_messages(c), testing::case_tools(c), c["add_generation_prompt"].get<bool>(),
-                                kwargs);
+      const std::vector<ChatMessage> messages = testing::case_messages(c);
+      auto text = served->apply(messages, testing::case_tools(c), c["add_generation_prompt"].get<bool>(), kwargs);
+      if (c.value("continue_final_message", false) && text.has_value())
+        text = cut_after_final_message(std::move(*text), messages.back());
       ASSERT_TRUE(text.has_value()) << text.status().to_string();
       const std::string expected = c["expected"].get<std::string>();
       EXPECT_EQ(*text, dated ? replace_all(expected, "Today Date: 26 Jul 2024", "Today Date: " + today) : expected);

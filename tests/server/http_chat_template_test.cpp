@@ -57,10 +57,11 @@ TEST(ServerChatTemplate, TheModelsOwnJinjaTemplateRendersThePrompt) {
                         parts.push_back({{"type", "text"}, {"text", "you?"}});
                         return parts;
                       }()}}};
-  // The synthetic tokenizer's bos_token is <s>; content parts reach the template joined.
+  // The synthetic tokenizer's bos_token is <s>; text parts reach the template joined by newlines
+  // (vLLM's string content).
   const std::string expected =
       "<s><start_of_turn>user\nHi there<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
-      "<start_of_turn>user\nHow are you?<end_of_turn>\n<start_of_turn>model\n";
+      "<start_of_turn>user\nHow are \nyou?<end_of_turn>\n<start_of_turn>model\n";
   EXPECT_EQ(s.chat_prompt_tokens(chat), s.text_tokens(expected));
   EXPECT_NE(s.text_tokens(expected), s.text_tokens("<s>" + expected)) << "the check can tell prompts apart";
 
@@ -73,6 +74,61 @@ TEST(ServerChatTemplate, TheModelsOwnJinjaTemplateRendersThePrompt) {
   auto t = s.post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "y"}}}}, {"tools", tools}});
   EXPECT_EQ(t.status, 400);
   EXPECT_NE(t.body.find("no tool-call format brigade parses"), std::string::npos) << t.body;
+}
+
+// vLLM's add_generation_prompt, continue_final_message and chat echo: a reply the client began
+// is continued (the prompt cut after its text, as transformers cuts it), and echo puts it first
+// in the content, whole and streamed.
+TEST(ServerChatTemplate, AReplyTheClientBeganIsContinuedAndEchoed) {
+  ChatServer s(model_with_template("gemma_continue", kGemma2));
+  ASSERT_TRUE(s.ok());
+  const json messages = {{{"role", "user"}, {"content", "Hi"}}, {{"role", "assistant"}, {"content", "The answer is "}}};
+  auto prompt_tokens = [&](json body) {
+    body["messages"] = messages;
+    body["max_tokens"] = 1;
+    auto r = s.chat(body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.status == 200 ? json::parse(r.body)["usage"]["prompt_tokens"].get<int>() : -1;
+  };
+  const std::string turns = "<s><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\nThe answer is";
+  const json continued = {{"add_generation_prompt", false}, {"continue_final_message", true}};
+  EXPECT_EQ(prompt_tokens(continued), s.text_tokens(turns)) << "cut after the trimmed reply";
+  EXPECT_EQ(prompt_tokens({{"add_generation_prompt", false}}), s.text_tokens(turns + "<end_of_turn>\n"));
+  EXPECT_EQ(prompt_tokens(json::object()), s.text_tokens(turns + "<end_of_turn>\n<start_of_turn>model\n"));
+  EXPECT_NE(s.text_tokens(turns), s.text_tokens(turns + "<end_of_turn>\n")) << "the check can tell them apart";
+
+  auto r = s.chat({{"messages", messages}, {"continue_final_message", true}});
+  EXPECT_EQ(r.status, 400) << "add_generation_prompt is true unless sent false, as vLLM's";
+  EXPECT_NE(r.body.find("add_generation_prompt"), std::string::npos) << r.body;
+
+  json body = continued;
+  body["messages"] = messages;
+  body["max_tokens"] = 6;
+  body["temperature"] = 0;
+  r = s.chat(body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string plain = json::parse(r.body)["choices"][0]["message"]["content"];
+  body["echo"] = true;
+  r = s.chat(body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["choices"][0]["message"]["content"], "The answer is " + plain)
+      << "the message as sent, then the continuation";
+  std::string streamed;
+  for (const json& chunk : s.chat_stream(body)) {
+    const json& delta = chunk["choices"][0]["delta"];
+    if (delta.contains("content") && delta["content"].is_string()) streamed += delta["content"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, "The answer is " + plain);
+  body["messages"] = {{{"role", "user"}, {"content", "Hi"}}};  // the last message is not the assistant's: no echo
+  body.erase("continue_final_message");
+  body["add_generation_prompt"] = true;
+  r = s.chat(body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json echoed = json::parse(r.body)["choices"][0]["message"]["content"];
+  body.erase("echo");
+  r = s.chat(body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(echoed, json::parse(r.body)["choices"][0]["message"]["content"]);
 }
 
 TEST(ServerChatTemplate, ConfiguredTemplateOverridesTheModels) {

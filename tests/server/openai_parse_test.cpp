@@ -103,7 +103,7 @@ TEST(OpenaiParse, ChatMessagesAndLogprobs) {
     "logprobs":true,"top_logprobs":3})", Endpoint::chat);
   ASSERT_TRUE(r.has_value()) << r.status().to_string();
   ASSERT_EQ(r->messages.size(), 2u);
-  EXPECT_EQ(r->messages[1].content, "ab");
+  EXPECT_EQ(r->messages[1].content, "a\nb") << "text parts joined by newlines, as vLLM renders them";
   EXPECT_TRUE(r->chat_logprobs);
   EXPECT_EQ(r->gen.logprobs, 3);
   EXPECT_EQ(r->gen.max_tokens, std::numeric_limits<int32_t>::max()) << "chat: to the end of the context";
@@ -299,11 +299,15 @@ TEST(OpenaiParse, EchoAndPromptLogprobs) {
   auto chat = parse_completion_body(R"({"messages":[{"role":"user","content":"hi"}],"prompt_logprobs":2})", Endpoint::chat);
   ASSERT_TRUE(chat.has_value()) << chat.status().to_string();
   EXPECT_EQ(chat->gen.prompt_logprobs, 2);
+  // Chat's echo repeats the last assistant message (routes.cpp); it scores nothing.
+  chat = parse_completion_body(R"({"messages":[{"role":"user","content":"hi"}],"echo":true,"logprobs":true,
+    "top_logprobs":2})", Endpoint::chat);
+  ASSERT_TRUE(chat.has_value()) << chat.status().to_string();
+  EXPECT_TRUE(chat->echo);
+  EXPECT_EQ(chat->gen.prompt_logprobs, -1);
+  chat = parse_completion_body(R"({"messages":[{"role":"user","content":"hi"}],"echo":true,"max_tokens":0})", Endpoint::chat);
+  ASSERT_FALSE(chat.has_value()) << "chat's echo does not make max_tokens 0 a scoring request";
   // Refusals name the field.
-  chat = parse_completion_body(R"({"messages":[{"role":"user","content":"hi"}],"echo":true})", Endpoint::chat);
-  ASSERT_FALSE(chat.has_value());
-  EXPECT_EQ(chat.status().code(), StatusCode::unsupported);
-  EXPECT_NE(chat.status().message().find("'echo'"), std::string::npos) << chat.status().message();
   auto zero = parse(R"({"prompt":"x","max_tokens":0})");
   ASSERT_FALSE(zero.has_value());
   EXPECT_NE(zero.status().message().find("'max_tokens' 0"), std::string::npos) << zero.status().message();
@@ -398,6 +402,24 @@ TEST(OpenaiParse, ReasoningEffort) {
     EXPECT_EQ(r.status().code(), StatusCode::invalid_argument);
     EXPECT_NE(r.status().message().find("reasoning_effort"), std::string::npos) << r.status().message();
   }
+}
+
+// vLLM's add_generation_prompt / continue_final_message: how the chat prompt ends.
+TEST(OpenaiParse, HowTheChatPromptEnds) {
+  auto ending = [](const std::string& fields) {
+    return parse_completion_body(R"({"messages": [{"role": "user", "content": "hi"}])" + fields + "}", Endpoint::chat);
+  };
+  EXPECT_EQ(ending("")->chat_ending, Engine::ChatEnding::generation_prompt);
+  EXPECT_EQ(ending(R"(, "add_generation_prompt": false)")->chat_ending, Engine::ChatEnding::none);
+  EXPECT_EQ(ending(R"(, "add_generation_prompt": false, "continue_final_message": true)")->chat_ending,
+            Engine::ChatEnding::continue_final);
+  auto both = ending(R"(, "continue_final_message": true)");  // add_generation_prompt defaults to true, as vLLM's
+  ASSERT_FALSE(both.has_value());
+  EXPECT_EQ(both.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(both.status().message().find("'add_generation_prompt': false"), std::string::npos) << both.status().message();
+  auto bad = ending(R"(, "continue_final_message": "yes")");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.status().message().find("continue_final_message"), std::string::npos) << bad.status().message();
 }
 
 TEST(OpenaiParse, TokenizeAndDetokenizeBodies) {

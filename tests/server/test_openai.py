@@ -203,6 +203,20 @@ def test_chat(client):
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == r.choices[0].message.content
 
 
+def test_chat_continues_a_reply_the_client_began(client):
+    """vLLM's continue_final_message and chat echo, sent as the client's extra_body."""
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Once upon"}]
+    kw = dict(model="tiny", messages=messages, max_tokens=6, temperature=0)
+    cont = {"add_generation_prompt": False, "continue_final_message": True}
+    plain = client.chat.completions.create(extra_body=cont, **kw)
+    echoed = client.chat.completions.create(extra_body={**cont, "echo": True}, **kw)
+    assert echoed.choices[0].message.content == "Once upon" + plain.choices[0].message.content
+    closed = client.chat.completions.create(extra_body={"add_generation_prompt": False}, **kw)
+    assert plain.usage.prompt_tokens < closed.usage.prompt_tokens  # Llama 2's template ends the turn with </s>
+    with pytest.raises(openai.BadRequestError, match="add_generation_prompt"):
+        client.chat.completions.create(extra_body={"continue_final_message": True}, **kw)
+
+
 def test_bad_input_is_400(client):
     with pytest.raises(openai.BadRequestError) as e:
         client.completions.create(model="tiny", prompt="x", max_tokens=0)
