@@ -21,6 +21,7 @@ SamplingConfig decode_sampling(schema::SamplingParams::Reader p) {
   c.seed = p.getSeed();
   c.logit_bias.reserve(p.getLogitBias().size());
   for (auto b : p.getLogitBias()) c.logit_bias.emplace_back(b.getToken(), b.getBias());
+  c.allowed_token_ids = to_vector(p.getAllowedTokenIds());
   c.min_tokens = p.getMinTokens();
   c.end_ids = to_vector(p.getEndIds());
   c.json_object = p.getJsonObject();
@@ -49,6 +50,7 @@ void encode_sampling(const SamplingConfig& c, schema::SamplingParams::Builder b)
     bias[i].setToken(c.logit_bias[i].first);
     bias[i].setBias(c.logit_bias[i].second);
   }
+  fill_list(b.initAllowedTokenIds(static_cast<unsigned>(c.allowed_token_ids.size())), c.allowed_token_ids);
   b.setMinTokens(c.min_tokens);
   fill_list(b.initEndIds(static_cast<unsigned>(c.end_ids.size())), c.end_ids);
   b.setJsonObject(c.json_object);

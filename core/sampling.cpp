@@ -34,6 +34,16 @@ float log_softmax_at(std::span<const float> logits, int32_t index) {
 
 void apply_logit_rules(std::span<float> logits, const SamplingConfig& cfg, uint64_t n_generated) {
   const auto in_vocab = [&](int32_t t) { return t >= 0 && static_cast<size_t>(t) < logits.size(); };
+  if (!cfg.allowed_token_ids.empty()) {  // sorted: one pass masks the ids between them
+    size_t next = 0;
+    for (auto id = static_cast<int32_t>(0); static_cast<size_t>(id) < logits.size(); ++id) {
+      if (next < cfg.allowed_token_ids.size() && cfg.allowed_token_ids[next] == id) {
+        ++next;
+        continue;
+      }
+      logits[static_cast<size_t>(id)] = -std::numeric_limits<float>::infinity();
+    }
+  }
   for (const auto& [t, bias] : cfg.logit_bias) {
     if (in_vocab(t)) logits[static_cast<size_t>(t)] += bias;
   }

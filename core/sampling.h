@@ -28,6 +28,8 @@ struct SamplingConfig {
   // Added to the logits of these ids before sampling (OpenAI `logit_bias`: [-100, 100]; -100
   // bans a token in practice, +100 all but forces it). Ids are distinct and inside the vocabulary.
   std::vector<std::pair<int32_t, float>> logit_bias;
+  // Not empty: only these ids may be sampled (vLLM's allowed_token_ids; sorted, distinct).
+  std::vector<int32_t> allowed_token_ids;
   // While fewer than min_tokens tokens are generated, end_ids cannot be sampled.
   int min_tokens = 0;
   // The output must be a JSON object (OpenAI's response_format json_object): tokens that would
@@ -71,7 +73,9 @@ struct SamplingConfig {
   bool constrained() const {
     return json_object || !json_schema.empty() || !guided_choice.empty() || !regex.empty() || !grammar.empty();
   }
-  bool shapes_logits() const { return has_penalties() || !logit_bias.empty() || min_tokens > 0 || constrained(); }
+  bool shapes_logits() const {
+    return has_penalties() || !logit_bias.empty() || !allowed_token_ids.empty() || min_tokens > 0 || constrained();
+  }
 };
 
 // The logit rules that come before the penalties (vLLM's order), at the n_generated-th token:

@@ -29,6 +29,7 @@ struct SamplingParams {
   reasoningEnd @19 :Int32 = -1;    # >= 0: the constraint starts after this token (`</think>`)
   reasoningStart @20 :Int32 = -1;  # >= 0: the output starts constrained unless its first token is
                                    # this one (`<think>`); -1: it starts inside the reasoning
+  allowedTokenIds @22 :List(Int32);  # non-empty: only these ids may be sampled (vLLM's allowed_token_ids)
   reasoningHeader @21 :List(Int32);  # non-empty: reasoningEnd ends the reasoning only within 20
                                      # tokens after these in a row (harmony: `<|channel|>` `final`)
 }
@@ -42,6 +43,7 @@ struct StopConditions {
   tokenIds @0 :List(Int32);        # extra stop ids, besides the model's EOS
   strings @1 :List(Text);
   ignoreEos @2 :Bool;
+  includeStrings @3 :Bool;         # the stop string that ends the output stays in its text
 }
 
 struct GenerateRequest {
@@ -65,6 +67,7 @@ struct GenerateRequest {
                                    # k-th run of image tokens in the tokenized prompt is images[k];
                                    # a text prompt's k-th begin-of-image token is expanded into
                                    # that run by the tokenizer (as Gemma3Processor / Qwen2VLProcessor do)
+  truncatePromptTokens @13 :Int32;  # > 0: the tokenized prompt keeps only its last this many tokens
 }
 
 struct ImageInput {

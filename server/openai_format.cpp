@@ -292,6 +292,10 @@ std::string CompletionState::chunk(int choice, const Event& ev, Choice& c, const
   ch["finish_reason"] = ev.finish == FinishReason::none ? json(nullptr) : choice_finish(c);
   if (!ev.prompt_logprobs.empty() && request_.prompt_logprobs >= 0) ch["prompt_logprobs"] = json::parse(prompt_logprobs_json(c));
   json body = {{"id", id_}, {"created", created_}, {"model", model_}};
+  if (request_.include_usage && request_.continuous_usage)  // vLLM's: the choice's tokens so far
+    body["usage"] = {{"prompt_tokens", c.prompt_tokens},
+                     {"completion_tokens", c.completion_tokens},
+                     {"total_tokens", c.prompt_tokens + c.completion_tokens}};
   if (request_.endpoint == Endpoint::chat) return chat_chunks(ev, c, parsed, std::move(ch), std::move(body));
   ch["text"] = echo_now ? echo_text + ev.text : ev.text;
   body["object"] = "text_completion";

@@ -382,19 +382,21 @@ Status read_logit_bias(const json& body, const ParseLimits& limits, SamplingOpti
   return Status::ok();
 }
 
-Status read_stop_token_ids(const json& body, const ParseLimits& limits, std::vector<int32_t>& out) {
-  auto it = body.find("stop_token_ids");
+// A list of token ids (vLLM's stop_token_ids, allowed_token_ids): at most `max` of them; the
+// engine checks them against the vocabulary.
+Status read_token_id_list(const json& body, const char* field, int max, std::vector<int32_t>& out) {
+  auto it = body.find(field);
   if (it == body.end() || it->is_null()) return Status::ok();
-  if (!it->is_array()) return wrong_type("stop_token_ids", "an array of token ids", *it);
-  if (static_cast<int>(it->size()) > limits.max_stop) {
-    return invalid_argument(cat({"'stop_token_ids' holds ", std::to_string(it->size()), " ids; at most ",
-                                 std::to_string(limits.max_stop), " are allowed"}));
+  if (!it->is_array()) return wrong_type(field, "an array of token ids", *it);
+  if (static_cast<int>(it->size()) > max) {
+    return invalid_argument(cat({"'", field, "' holds ", std::to_string(it->size()), " ids; at most ", std::to_string(max),
+                                 " are allowed"}));
   }
   for (const auto& t : *it) {
-    if (!t.is_number_integer()) return wrong_type("stop_token_ids[]", "an integer", t);
+    if (!t.is_number_integer()) return wrong_type(std::string(field) + "[]", "an integer", t);
     const int64_t v = t.get<int64_t>();
     if (v < 0 || v > std::numeric_limits<int32_t>::max())
-      return invalid_argument("'stop_token_ids' holds " + t.dump() + ", which is no token id");
+      return invalid_argument(cat({"'", field, "' holds ", t.dump(), ", which is no token id"}));
     out.push_back(static_cast<int32_t>(v));
   }
   return Status::ok();
@@ -435,9 +437,24 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   if (opts != body.end() && !opts->is_null()) {
     if (!opts->is_object()) return wrong_type("stream_options", "an object", *opts);
     BRIGADE_RETURN_IF_ERROR(read_bool(*opts, "include_usage", r.include_usage));
+    BRIGADE_RETURN_IF_ERROR(read_bool(*opts, "continuous_usage_stats", r.continuous_usage));
   }
   BRIGADE_RETURN_IF_ERROR(read_stop(body, limits, r.gen.stop));
-  BRIGADE_RETURN_IF_ERROR(read_stop_token_ids(body, limits, r.gen.stop_ids));
+  BRIGADE_RETURN_IF_ERROR(read_token_id_list(body, "stop_token_ids", limits.max_stop, r.gen.stop_ids));
+  BRIGADE_RETURN_IF_ERROR(read_bool(body, "include_stop_str_in_output", r.gen.include_stop_str_in_output));
+  // vLLM's allowed_token_ids: only these may be sampled; an empty list would allow nothing.
+  BRIGADE_RETURN_IF_ERROR(read_token_id_list(body, "allowed_token_ids", 4096, r.gen.sampling.allowed_token_ids));
+  if (auto a = body.find("allowed_token_ids"); a != body.end() && a->is_array() && a->empty())
+    return invalid_argument("'allowed_token_ids' is empty: it would allow no token (leave it out to allow all)");
+  // vLLM's truncate_prompt_tokens: keep the prompt's last k tokens (-1: the model's context,
+  // resolved by route()).
+  BRIGADE_RETURN_IF_ERROR(read_int(body, "truncate_prompt_tokens", -1, max_int, r.gen.truncate_prompt_tokens));
+  if (body.contains("truncate_prompt_tokens") && r.gen.truncate_prompt_tokens == 0)
+    return invalid_argument("'truncate_prompt_tokens' must be >= 1, or -1 for the model's context (got 0)");
+  // vLLM's priority: lower is served first; brigade's is the other way round.
+  int priority = 0;
+  BRIGADE_RETURN_IF_ERROR(read_int(body, "priority", -(1 << 20), 1 << 20, priority));
+  r.gen.priority = -priority;
   BRIGADE_RETURN_IF_ERROR(read_logit_bias(body, limits, r.gen.sampling));
   BRIGADE_RETURN_IF_ERROR(read_int(body, "min_tokens", 0, max_int, r.gen.min_tokens));
   BRIGADE_RETURN_IF_ERROR(read_guided_output(body, r.gen));

@@ -47,6 +47,9 @@ struct CompletionRequest {
   int n = 1;                          // choices per prompt; choice i of a prompt runs with seed + i when a seed is given
   bool stream = false;
   bool include_usage = false;         // stream_options.include_usage: a last chunk with usage
+  // vLLM's stream_options.continuous_usage_stats (with include_usage): each chunk carries its
+  // choice's usage so far.
+  bool continuous_usage = false;
   bool chat_logprobs = false;         // chat: `logprobs: true` (gen.logprobs = top_logprobs)
   // Completions `echo`: the prompt comes first in the choice's text, and with `logprobs` its
   // tokens come first in the choice's logprobs (gen.prompt_logprobs >= logprobs then). Chat's

@@ -181,6 +181,14 @@ SimpleResponse error_response(int status, const std::string& message, StatusCode
 std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerContext& ctx, const HttpRequestView& req) {
   std::string_view path = req.target.substr(0, req.target.find('?'));
   const bool get = req.method == "GET", post = req.method == "POST";
+  if (path == "/ping") {  // SageMaker's health route, as vLLM serves it (GET or POST)
+    if (!get && !post) return error_response(405, "/ping takes GET or POST", StatusCode::invalid_argument);
+    return SimpleResponse{200, "application/json", "{}"};
+  }
+  if (path == "/version") {
+    if (!get) return error_response(405, "/version takes GET", StatusCode::invalid_argument);
+    return SimpleResponse{200, "application/json", "{\"version\":\"" BRIGADE_VERSION "\"}"};
+  }
   if (path == "/health") {
     if (!get) return error_response(405, "/health takes GET", StatusCode::invalid_argument);
     return SimpleResponse{200, "application/json", "{\"status\":\"ok\"}"};
@@ -262,6 +270,7 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
   if (auto st = select_lora(ctx.options.model_name, ctx.engine.loras(), ctx.engine.model().max_loras > 0, *parsed);
       !st.is_ok())
     return error_response(400, st.message(), st.code());
+  if (parsed->gen.truncate_prompt_tokens == -1) parsed->gen.truncate_prompt_tokens = ctx.engine.model().max_context;
   if (parsed->echo && parsed->endpoint == Endpoint::chat) {
     // vLLM's chat echo: the last message's text starts the content when it is the assistant's.
     if (!parsed->messages.empty() && parsed->messages.back().role == "assistant")

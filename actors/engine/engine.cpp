@@ -151,6 +151,20 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
                               std::to_string(bias) + ")");
     if (!biased.insert(t).second) return invalid_argument("logit_bias names token " + std::to_string(t) + " twice");
   }
+  if (s.allowed_token_ids.size() > 4096)
+    return invalid_argument("allowed_token_ids holds " + std::to_string(s.allowed_token_ids.size()) + " ids; at most 4096");
+  std::unordered_set<int32_t> allowed;
+  for (int32_t t : s.allowed_token_ids) {
+    if (t < 0 || t >= m.vocab_size)
+      return invalid_argument("allowed_token_ids: token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                              std::to_string(m.vocab_size) + ")");
+    if (!allowed.insert(t).second) return invalid_argument("allowed_token_ids names token " + std::to_string(t) + " twice");
+  }
+  if (r.truncate_prompt_tokens < 0)
+    return invalid_argument("truncate_prompt_tokens must be >= 1, or 0 for none (got " +
+                            std::to_string(r.truncate_prompt_tokens) + ")");
+  if (r.truncate_prompt_tokens > 0 && !r.images.empty())
+    return unsupported("truncate_prompt_tokens with images is not supported: a cut could split an image's tokens");
   if (r.logprobs > 20) return invalid_argument("logprobs must be at most 20 (got " + std::to_string(r.logprobs) + ")");
   if (r.prompt_logprobs > 20)
     return invalid_argument("prompt_logprobs must be at most 20 (got " + std::to_string(r.prompt_logprobs) + ")");
@@ -820,6 +834,12 @@ Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling
     SamplingConfig cfg{.temperature = o.temperature, .top_p = o.top_p, .top_k = o.top_k, .min_p = o.min_p,
                        .repetition_penalty = o.repetition_penalty, .presence_penalty = o.presence_penalty,
                        .frequency_penalty = o.frequency_penalty, .seed = seed, .logit_bias = o.logit_bias,
+                       .allowed_token_ids =
+                           [&] {
+                             std::vector<int32_t> ids = o.allowed_token_ids;
+                             std::sort(ids.begin(), ids.end());
+                             return ids;
+                           }(),
                        .min_tokens = request.min_tokens,
                        .json_object = request.response_format == ResponseFormat::json_object,
                        .json_schema = request.response_format == ResponseFormat::json_schema ? request.json_schema : "",
@@ -841,6 +861,8 @@ Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling
     auto strs = stop.initStrings(static_cast<unsigned>(request.stop.size()));
     for (unsigned i = 0; i < request.stop.size(); ++i) strs.set(i, request.stop[i]);
     stop.setIgnoreEos(request.ignore_eos);
+    stop.setIncludeStrings(request.include_stop_str_in_output);
+    b.setTruncatePromptTokens(request.truncate_prompt_tokens);
     b.setSkipSpecialTokens(request.skip_special_tokens);
     b.setPriority(request.priority);
     b.setLora(static_cast<uint32_t>(lora));

@@ -4,7 +4,7 @@
 
 namespace brigade {
 
-StopFilter::StopFilter(std::vector<std::string> stops) : stops_(std::move(stops)) {
+StopFilter::StopFilter(std::vector<std::string> stops, bool include) : stops_(std::move(stops)), include_(include) {
   stops_.erase(std::remove(stops_.begin(), stops_.end(), std::string()), stops_.end());
 }
 
@@ -25,11 +25,16 @@ size_t StopFilter::held_back() const {
 std::string StopFilter::push(std::string_view text) {
   if (stopped_) return {};
   pending_.append(text);
-  size_t cut = std::string::npos;
-  for (const auto& s : stops_) cut = std::min(cut, pending_.find(s));
+  size_t cut = std::string::npos, stop_len = 0;
+  for (const auto& s : stops_) {
+    if (const size_t at = pending_.find(s); at < cut) {
+      cut = at;
+      stop_len = s.size();
+    }
+  }
   if (cut != std::string::npos) {
     stopped_ = true;
-    std::string out = pending_.substr(0, cut);
+    std::string out = pending_.substr(0, cut + (include_ ? stop_len : 0));
     pending_.clear();
     return out;
   }

@@ -13,7 +13,8 @@ namespace brigade {
 
 class StopFilter {
  public:
-  explicit StopFilter(std::vector<std::string> stops);
+  // include: the stop string that ends the text is returned with it (vLLM's include_stop_str_in_output).
+  explicit StopFilter(std::vector<std::string> stops, bool include = false);
 
   std::string push(std::string_view text);
   // Text that no stop string may match (the output before min_tokens): returned as it is, after
@@ -28,6 +29,7 @@ class StopFilter {
   size_t held_back() const;
 
   std::vector<std::string> stops_;
+  bool include_ = false;
   std::string pending_;
   bool stopped_ = false;
 };

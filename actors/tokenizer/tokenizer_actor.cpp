@@ -53,6 +53,12 @@ generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vect
   });
 }
 
+// vLLM's truncate_prompt_tokens: the prompt's last `keep` tokens (keep > 0), else all of them.
+std::vector<int32_t> truncated(std::vector<int32_t> ids, int keep) {
+  if (keep > 0 && ids.size() > static_cast<size_t>(keep)) ids.erase(ids.begin(), ids.end() - keep);
+  return ids;
+}
+
 // The prompt text with each image marker expanded; invalid_argument when the markers and the
 // request's images disagree, unsupported for images to a model that takes none.
 Expected<std::string> expand_image_markers(std::string_view text, capnp::List<schema::ImageInput>::Reader images,
@@ -126,14 +132,17 @@ void on_request(tokenizer_ptr self, const generate_request_msg& msg) {
       self->send(st.frontend, error_event(id, ids.status()));
       return;
     }
-    forward = with_ids(r, *ids, st.max_context);
+    forward = with_ids(r, truncated(*ids, r.getTruncatePromptTokens()), st.max_context);
+  } else if (const int keep = r.getTruncatePromptTokens(); keep > 0 && r.getPrompt().getTokenIds().size() > static_cast<unsigned>(keep)) {
+    forward = with_ids(r, truncated(to_vector(r.getPrompt().getTokenIds()), keep), st.max_context);
   } else if (const int capped = max_tokens_within_context(r.getMaxTokens(), r.getPrompt().getTokenIds().size(),
                                                           st.max_context);
              capped != r.getMaxTokens()) {
     forward = msg.edited([&](schema::GenerateRequest::Builder b) { b.setMaxTokens(capped); });
   }
   TextState ts{st.tokenizer ? std::make_unique<IncrementalDetokenizer>(*st.tokenizer, r.getSkipSpecialTokens()) : nullptr,
-               StopFilter(to_vector(r.getStop().getStrings())), false, r.getSampling().getMinTokens(), 0};
+               StopFilter(to_vector(r.getStop().getStrings()), r.getStop().getIncludeStrings()), false,
+               r.getSampling().getMinTokens(), 0};
   st.streams.insert_or_assign(id, std::move(ts));
   self->send(st.scheduler, forward);
 }

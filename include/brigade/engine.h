@@ -44,6 +44,9 @@ struct SamplingOptions {
   // Added to these token ids' logits before sampling (OpenAI `logit_bias`): each bias in
   // [-100, 100], ids distinct and inside the vocabulary. Logprobs stay those of the raw logits.
   std::vector<std::pair<int32_t, float>> logit_bias;
+  // vLLM's allowed_token_ids: when not empty, only these ids may be sampled (every other logit is
+  // -inf, EOS included unless listed); distinct, inside the vocabulary, at most 4096.
+  std::vector<int32_t> allowed_token_ids;
 };
 
 // What the output must be (OpenAI's response_format, vLLM's guided_json/guided_choice/
@@ -96,6 +99,10 @@ struct GenerateOptions {
                                      // ends the output before this many tokens
   std::vector<int32_t> stop_ids;     // extra stop tokens besides the model's EOS
   std::vector<std::string> stop;     // stop strings (never streamed, even in part)
+  bool include_stop_str_in_output = false;  // vLLM's: the stop string that ended the output stays at its end
+  // vLLM's truncate_prompt_tokens: > 0 keeps only the prompt's last this many tokens (after
+  // tokenizing; the BOS goes with the cut). Not with images.
+  int truncate_prompt_tokens = 0;
   bool ignore_eos = false;
   // vLLM's skip_special_tokens: false keeps special tokens' text in the output (a tool-call
   // marker such as Mistral's [TOOL_CALLS]), all but the model's EOS.

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -130,7 +131,8 @@ TEST_F(LogitRules, MinTokensHoldsStopIdsAndEosOff) {
   }
 }
 
-// Stop strings match only the text after the first min_tokens tokens.
+// Stop strings cut the text (or end it, included) and match only the text after the first
+// min_tokens tokens.
 TEST_F(LogitRules, MinTokensHoldsStopStringsOff) {
   auto engine = make(options());
   ASSERT_NE(engine, nullptr);
@@ -142,11 +144,18 @@ TEST_F(LogitRules, MinTokensHoldsStopStringsOff) {
   auto full = engine->generate(r);
   ASSERT_TRUE(full.has_value());
   ASSERT_GE(full->text.size(), 6u);
-  r.stop = {full->text.substr(2, 3)};
+  const std::string stop = full->text.substr(2, 3);
+  r.stop = {stop};
   auto cut = engine->generate(r);
   ASSERT_TRUE(cut.has_value());
   EXPECT_EQ(cut->finish, FinishReason::stop);
-  EXPECT_LT(cut->text.size(), full->text.size());
+  EXPECT_EQ(cut->text, full->text.substr(0, full->text.find(stop)));
+  r.include_stop_str_in_output = true;  // vLLM's: the stop that ended the output stays
+  auto kept = engine->generate(r);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->finish, FinishReason::stop);
+  EXPECT_EQ(kept->text, full->text.substr(0, full->text.find(stop) + stop.size()));
+  r.include_stop_str_in_output = false;
   r.min_tokens = r.max_tokens;  // every token is held: the stop never matches
   auto held = engine->generate(r);
   ASSERT_TRUE(held.has_value());
@@ -392,6 +401,54 @@ TEST(LogitRulesNoTokenizer, JsonObjectNeedsTheTokenizer) {
   fs::remove_all(dir);
 }
 
+// vLLM's request extras: allowed_token_ids (only these are sampled, on every path) and
+// truncate_prompt_tokens (the prompt's last k tokens); include_stop_str_in_output above.
+TEST_F(LogitRules, AllowedTokenIdsAreAllThatIsSampledOnEveryPath) {
+  GenerateOptions r = testing::greedy_ids({5, 6, 7}, 16);
+  r.sampling.temperature = 1.0f;
+  r.sampling.seed = 3;
+  r.sampling.allowed_token_ids = {300, 41, 77};  // any order
+  std::vector<int32_t> first;
+  for (auto& [name, o] : variants(options())) {
+    auto engine = make(o);
+    ASSERT_NE(engine, nullptr);
+    auto out = engine->generate(r);
+    ASSERT_TRUE(out.has_value()) << name << ": " << out.status().to_string();
+    ASSERT_EQ(out->token_ids.size(), 16u) << name;
+    for (int32_t t : out->token_ids) EXPECT_TRUE(t == 300 || t == 41 || t == 77) << name << ": " << t;
+    if (first.empty()) first = out->token_ids;
+    EXPECT_EQ(out->token_ids, first) << name << ": the same seed, the same tokens";
+  }
+  EXPECT_GT(std::set<int32_t>(first.begin(), first.end()).size(), 1u) << "sampled among them, not one forced";
+}
+
+TEST_F(LogitRules, TruncatePromptTokensKeepsTheLastOnes) {
+  auto engine = make(options());
+  ASSERT_NE(engine, nullptr);
+  const std::vector<int32_t> prompt = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+  GenerateOptions tail = testing::greedy_ids({11, 12, 13, 14}, 8);
+  auto want = engine->generate(tail);
+  ASSERT_TRUE(want.has_value());
+  GenerateOptions r = testing::greedy_ids(prompt, 8);
+  r.truncate_prompt_tokens = 4;
+  auto got = engine->generate(r);
+  ASSERT_TRUE(got.has_value()) << got.status().to_string();
+  EXPECT_EQ(got->token_ids, want->token_ids);
+  EXPECT_EQ(got->prompt_tokens, 4);
+  r.truncate_prompt_tokens = 40;  // longer than the prompt: all of it
+  got = engine->generate(r);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->prompt_tokens, 10);
+  GenerateOptions text;  // a text prompt is cut after tokenizing
+  text.prompt = "hello world";
+  text.max_tokens = 4;
+  text.sampling.temperature = 0.0f;
+  text.truncate_prompt_tokens = 3;
+  got = engine->generate(text);
+  ASSERT_TRUE(got.has_value()) << got.status().to_string();
+  EXPECT_EQ(got->prompt_tokens, 3);
+}
+
 TEST_F(LogitRules, ImpossibleValuesAreRefused) {
   auto engine = make(options());
   ASSERT_NE(engine, nullptr);
@@ -413,6 +470,21 @@ TEST_F(LogitRules, ImpossibleValuesAreRefused) {
     EXPECT_NE(id.status().message().find(b.says), std::string::npos) << id.status().message();
   }
   EXPECT_TRUE(engine->generate(testing::greedy_ids({5, 6}, 3)).has_value());
+  auto refused = [&](const GenerateOptions& r, const std::string& says) {
+    auto id = engine->submit(r, nop);
+    ASSERT_FALSE(id.has_value()) << says;
+    EXPECT_NE(id.status().message().find(says), std::string::npos) << id.status().message();
+  };
+  GenerateOptions r = testing::greedy_ids({5, 6}, 8);
+  r.sampling.allowed_token_ids = {3, 512};
+  refused(r, "allowed_token_ids: token id 512 is outside the vocabulary");
+  r.sampling.allowed_token_ids = {3, 4, 3};
+  refused(r, "names token 3 twice");
+  r.sampling.allowed_token_ids = std::vector<int32_t>(4097, 3);
+  refused(r, "at most 4096");
+  r.sampling.allowed_token_ids.clear();
+  r.truncate_prompt_tokens = -2;
+  refused(r, "truncate_prompt_tokens");
 }
 
 }  // namespace

@@ -48,5 +48,17 @@ TEST(StopFilter, EarliestOfSeveralStops) {
   EXPECT_TRUE(f.stopped());
 }
 
+// vLLM's include_stop_str_in_output: the stop that ended the text comes with it, once whole.
+TEST(StopFilter, IncludedStopEndsTheText) {
+  StopFilter f({"world", "lo w"}, /*include=*/true);
+  EXPECT_EQ(f.push("hello"), "hel") << "'lo' may start a stop: held back";
+  EXPECT_EQ(f.push(" world"), "lo w");
+  EXPECT_TRUE(f.stopped());
+  EXPECT_EQ(f.push("more"), "");
+  StopFilter g({"END"}, true);
+  EXPECT_EQ(g.push("aEN"), "a");
+  EXPECT_EQ(g.push("Dz"), "END") << "the text after the stop is not";
+}
+
 }  // namespace
 }  // namespace brigade

@@ -152,6 +152,12 @@ TEST_F(ServerTest, HealthModelsMetrics) {
   EXPECT_GT(metric("brigade_kv_pages_total"), 0);
   EXPECT_EQ(get("/nope").status, 404);
   EXPECT_EQ(post("/health", "{}").status, 405);
+  // vLLM's /version and SageMaker's /ping (GET and POST).
+  auto v = get("/version");
+  ASSERT_EQ(v.status, 200);
+  EXPECT_FALSE(json::parse(v.body)["version"].get<std::string>().empty()) << v.body;
+  EXPECT_EQ(get("/ping").status, 200);
+  EXPECT_EQ(post("/ping", "").status, 200);
 }
 
 // Serves `engine`, sends n greedy 3-token completions, and reads /metrics into text.
@@ -386,6 +392,21 @@ TEST_F(ServerTest, CompletionNonStreamingAndStreamingAgree) {
   ASSERT_GE(events.size(), 3u);
   EXPECT_EQ(events.back(), "[DONE]");
   EXPECT_EQ(json::parse(events[events.size() - 2])["usage"]["completion_tokens"], 12);
+  EXPECT_EQ(streamed_text(events), text);
+  // vLLM's continuous_usage_stats: every chunk carries the tokens so far.
+  sreq["stream_options"]["continuous_usage_stats"] = true;
+  events = stream(sreq);
+  ASSERT_GE(events.size(), 3u);
+  int last = 0;
+  for (size_t i = 0; i + 2 < events.size(); ++i) {
+    const json chunk = json::parse(events[i]);
+    ASSERT_TRUE(chunk.contains("usage")) << events[i];
+    const int done = chunk["usage"]["completion_tokens"];
+    EXPECT_GE(done, last);
+    last = done;
+    EXPECT_EQ(chunk["usage"]["total_tokens"], chunk["usage"]["prompt_tokens"].get<int>() + done);
+  }
+  EXPECT_EQ(last, 12);
   EXPECT_EQ(streamed_text(events), text);
   // The TTFT histogram saw these requests.
   EXPECT_GE(metric("brigade_time_to_first_token_seconds_count"), 2);

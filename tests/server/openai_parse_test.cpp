@@ -422,6 +422,34 @@ TEST(OpenaiParse, HowTheChatPromptEnds) {
   EXPECT_NE(bad.status().message().find("continue_final_message"), std::string::npos) << bad.status().message();
 }
 
+// vLLM's request extras.
+TEST(OpenaiParse, VllmSamplingExtras) {
+  auto r = parse(R"({"prompt": "x", "allowed_token_ids": [7, 3], "include_stop_str_in_output": true,
+    "truncate_prompt_tokens": 5, "priority": 3, "stream": true,
+    "stream_options": {"include_usage": true, "continuous_usage_stats": true}})");
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->gen.sampling.allowed_token_ids, (std::vector<int32_t>{7, 3}));
+  EXPECT_TRUE(r->gen.include_stop_str_in_output);
+  EXPECT_EQ(r->gen.truncate_prompt_tokens, 5);
+  EXPECT_EQ(r->gen.priority, -3) << "vLLM's lower-is-first priority, turned round";
+  EXPECT_TRUE(r->continuous_usage);
+  EXPECT_EQ(parse(R"({"prompt": "x", "truncate_prompt_tokens": -1})")->gen.truncate_prompt_tokens, -1)
+      << "the model's context: route() resolves it";
+  for (const auto& [body, says] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"prompt": "x", "allowed_token_ids": []})", "allowed_token_ids"},
+           {R"({"prompt": "x", "allowed_token_ids": [1.5]})", "allowed_token_ids[]"},
+           {R"({"prompt": "x", "allowed_token_ids": [-1]})", "no token id"},
+           {R"({"prompt": "x", "truncate_prompt_tokens": 0})", "truncate_prompt_tokens"},
+           {R"({"prompt": "x", "truncate_prompt_tokens": -2})", "truncate_prompt_tokens"},
+           {R"({"prompt": "x", "priority": "high"})", "priority"},
+           {R"({"prompt": "x", "include_stop_str_in_output": 1})", "include_stop_str_in_output"}}) {
+    auto bad = parse(body);
+    ASSERT_FALSE(bad.has_value()) << body;
+    EXPECT_EQ(bad.status().code(), StatusCode::invalid_argument) << body;
+    EXPECT_NE(bad.status().message().find(says), std::string::npos) << body << " -> " << bad.status().message();
+  }
+}
+
 TEST(OpenaiParse, TokenizeAndDetokenizeBodies) {
   auto t = parse_tokenize_body(R"({"prompt": "hi", "add_special_tokens": false})");
   ASSERT_TRUE(t.has_value()) << t.status().to_string();
