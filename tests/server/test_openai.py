@@ -217,6 +217,25 @@ def test_chat_continues_a_reply_the_client_began(client):
         client.chat.completions.create(extra_body={"continue_final_message": True}, **kw)
 
 
+def test_vllm_request_extras(client):
+    """truncate_prompt_tokens, continuous_usage_stats and include_stop_str_in_output through the client."""
+    r = client.completions.create(model="tiny", prompt="Once upon a time there was", max_tokens=2, temperature=0,
+                                  extra_body={"truncate_prompt_tokens": 3})
+    assert r.usage.prompt_tokens == 3
+    chunks = list(client.completions.create(model="tiny", prompt="Once upon", max_tokens=5, temperature=0, stream=True,
+                                            stream_options={"include_usage": True},
+                                            extra_body={"ignore_eos": True,
+                                                        "stream_options": {"include_usage": True,
+                                                                           "continuous_usage_stats": True}}))
+    counts = [c.usage.completion_tokens for c in chunks if c.choices]
+    assert counts and counts == sorted(counts) and counts[-1] == 5
+    full = greedy(client, "Dear diary,", 12).choices[0].text
+    stop = full[3:6]
+    kept = client.completions.create(model="tiny", prompt="Dear diary,", max_tokens=12, temperature=0, stop=[stop],
+                                     extra_body={"ignore_eos": True, "include_stop_str_in_output": True})
+    assert kept.choices[0].text == full[:full.index(stop) + len(stop)]
+
+
 def test_bad_input_is_400(client):
     with pytest.raises(openai.BadRequestError) as e:
         client.completions.create(model="tiny", prompt="x", max_tokens=0)
