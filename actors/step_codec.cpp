@@ -32,6 +32,8 @@ SamplingConfig decode_sampling(schema::SamplingParams::Reader p) {
   c.reasoning_end = p.getReasoningEnd();
   c.reasoning_start = p.getReasoningStart();
   c.reasoning_header = to_vector(p.getReasoningHeader());
+  c.bad_words.reserve(p.getBadWords().size());
+  for (auto w : p.getBadWords()) c.bad_words.push_back(to_vector(w));
   return c;
 }
 
@@ -62,6 +64,9 @@ void encode_sampling(const SamplingConfig& c, schema::SamplingParams::Builder b)
   b.setReasoningEnd(c.reasoning_end);
   b.setReasoningStart(c.reasoning_start);
   fill_list(b.initReasoningHeader(static_cast<unsigned>(c.reasoning_header.size())), c.reasoning_header);
+  auto bad = b.initBadWords(static_cast<unsigned>(c.bad_words.size()));
+  for (unsigned i = 0; i < c.bad_words.size(); ++i)
+    fill_list(bad.init(i, static_cast<unsigned>(c.bad_words[i].size())), c.bad_words[i]);
 }
 
 kj::ArrayPtr<const kj::byte> pixels_data(const std::vector<float>& pixels) {

@@ -54,6 +54,27 @@ void apply_logit_rules(std::span<float> logits, const SamplingConfig& cfg, uint6
   }
 }
 
+void PenaltyHistory::add_output(const SamplingConfig& cfg, int32_t token) {
+  if (cfg.has_penalties()) ++output_counts[token];
+  if (cfg.bad_words.empty()) return;
+  output_tail.push_back(token);
+  constexpr size_t kKeep = SamplingConfig::kMaxBadWordTokens - 1;
+  if (output_tail.size() >= 2 * kKeep)  // trimmed in batches: amortised O(1) per token
+    output_tail.erase(output_tail.begin(), output_tail.end() - static_cast<std::ptrdiff_t>(kKeep));
+}
+
+void apply_bad_words(std::span<float> logits, const std::vector<std::vector<int32_t>>& bad_words,
+                     std::span<const int32_t> tail) {
+  for (const std::vector<int32_t>& word : bad_words) {
+    if (word.empty() || word.size() > tail.size() + 1) continue;
+    const int32_t last = word.back();
+    if (last < 0 || static_cast<size_t>(last) >= logits.size()) continue;
+    const size_t prefix = word.size() - 1;
+    if (std::equal(word.begin(), word.end() - 1, tail.end() - static_cast<std::ptrdiff_t>(prefix)))
+      logits[static_cast<size_t>(last)] = -std::numeric_limits<float>::infinity();
+  }
+}
+
 void apply_penalties(std::span<float> logits, const SamplingConfig& cfg, const PenaltyHistory& history) {
   const auto in_vocab = [&](int32_t t) { return t >= 0 && static_cast<size_t>(t) < logits.size(); };
   if (cfg.repetition_penalty != 1.0f) {

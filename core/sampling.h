@@ -30,6 +30,12 @@ struct SamplingConfig {
   std::vector<std::pair<int32_t, float>> logit_bias;
   // Not empty: only these ids may be sampled (vLLM's allowed_token_ids; sorted, distinct).
   std::vector<int32_t> allowed_token_ids;
+  // vLLM's bad_words as token-id sequences (each word tokenized with and without a leading space;
+  // the tokenizer actor fills them): a one-token word is never sampled; a longer one's last token
+  // is masked whenever the output so far ends with the word's other tokens.
+  std::vector<std::vector<int32_t>> bad_words;
+  static constexpr size_t kMaxBadWords = 256;      // sequences, after the tokenizer's two forms
+  static constexpr size_t kMaxBadWordTokens = 64;  // tokens in one sequence
   // While fewer than min_tokens tokens are generated, end_ids cannot be sampled.
   int min_tokens = 0;
   // The output must be a JSON object (OpenAI's response_format json_object): tokens that would
@@ -74,8 +80,11 @@ struct SamplingConfig {
     return json_object || !json_schema.empty() || !guided_choice.empty() || !regex.empty() || !grammar.empty();
   }
   bool shapes_logits() const {
-    return has_penalties() || !logit_bias.empty() || !allowed_token_ids.empty() || min_tokens > 0 || constrained();
+    return has_penalties() || !logit_bias.empty() || !allowed_token_ids.empty() || !bad_words.empty() ||
+           min_tokens > 0 || constrained();
   }
+  // Whether sampling reads the sequence's history (PenaltyHistory): penalties or bad words.
+  bool needs_history() const { return has_penalties() || !bad_words.empty(); }
 };
 
 // The logit rules that come before the penalties (vLLM's order), at the n_generated-th token:
@@ -83,12 +92,21 @@ struct SamplingConfig {
 // no bias lifts a masked id).
 void apply_logit_rules(std::span<float> logits, const SamplingConfig& cfg, uint64_t n_generated);
 
-// What penalties need to know of one sequence: every token seen (prompt and output) and how
-// often each token occurs in the output.
+// What penalties and bad words need to know of one sequence: every token seen (prompt and
+// output), how often each token occurs in the output, and the output's last tokens (at most
+// kMaxBadWordTokens - 1 of them, for bad words only).
 struct PenaltyHistory {
   std::unordered_set<int32_t> seen;
   std::unordered_map<int32_t, int> output_counts;
+  std::vector<int32_t> output_tail;
+  // Records one output token under cfg (counts with penalties, the tail with bad words).
+  void add_output(const SamplingConfig& cfg, int32_t token);
 };
+
+// vLLM's bad words: -inf on each word's last token when the output ends with the word's other
+// tokens (always for a one-token word). tail: the output's last tokens, oldest first.
+void apply_bad_words(std::span<float> logits, const std::vector<std::vector<int32_t>>& bad_words,
+                     std::span<const int32_t> tail);
 
 // Applies the penalties of cfg to logits in place (vLLM/Hugging Face semantics):
 // repetition: a seen token's logit is divided by the penalty when positive, multiplied when not;

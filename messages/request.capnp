@@ -32,6 +32,9 @@ struct SamplingParams {
   allowedTokenIds @22 :List(Int32);  # non-empty: only these ids may be sampled (vLLM's allowed_token_ids)
   reasoningHeader @21 :List(Int32);  # non-empty: reasoningEnd ends the reasoning only within 20
                                      # tokens after these in a row (harmony: `<|channel|>` `final`)
+  badWords @23 :List(List(Int32));   # vLLM's bad_words as token ids (GenerateRequest.badWords,
+                                     # tokenized): a word's last token is masked whenever the
+                                     # output ends with its other tokens
 }
 
 struct LogitBias {
@@ -68,6 +71,9 @@ struct GenerateRequest {
                                    # a text prompt's k-th begin-of-image token is expanded into
                                    # that run by the tokenizer (as Gemma3Processor / Qwen2VLProcessor do)
   truncatePromptTokens @13 :Int32;  # > 0: the tokenized prompt keeps only its last this many tokens
+  badWords @14 :List(Text);        # vLLM's bad_words: the tokenizer turns each into
+                                   # sampling.badWords (with and without a leading space)
+  returnPromptIds @15 :Bool;       # the first event carries the prompt's token ids (TokenEvent.promptTokenIds)
 }
 
 struct ImageInput {
@@ -134,6 +140,8 @@ struct TokenEvent {
                                    # normalized ([hidden_size])
   cachedTokens @12 :Int32;         # prompt tokens the prefix cache (or a lower tier) served at
                                    # admission (vLLM's num_cached_tokens)
+  promptTokenIds @13 :List(Int32); # GenerateRequest.returnPromptIds: in the first event, the prompt
+                                   # as the model runs it (tokenized, truncated, images expanded)
 }
 
 struct Abort {

@@ -160,6 +160,14 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
                               std::to_string(m.vocab_size) + ")");
     if (!allowed.insert(t).second) return invalid_argument("allowed_token_ids names token " + std::to_string(t) + " twice");
   }
+  if (!s.bad_words.empty() && !m.has_tokenizer)
+    return invalid_argument("bad_words needs the model's tokenizer; this model has none");
+  if (s.bad_words.size() > 128)
+    return invalid_argument("bad_words holds " + std::to_string(s.bad_words.size()) + " words; at most 128");
+  for (const std::string& w : s.bad_words) {
+    if (w.find_first_not_of(" \t\n\r\f\v") == std::string::npos) return invalid_argument("bad_words holds an empty word");
+    if (w.size() > 1024) return invalid_argument("bad_words: a word of " + std::to_string(w.size()) + " bytes; at most 1024");
+  }
   if (r.truncate_prompt_tokens < 0)
     return invalid_argument("truncate_prompt_tokens must be >= 1, or 0 for none (got " +
                             std::to_string(r.truncate_prompt_tokens) + ")");
@@ -863,7 +871,10 @@ Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling
     stop.setIgnoreEos(request.ignore_eos);
     stop.setIncludeStrings(request.include_stop_str_in_output);
     b.setTruncatePromptTokens(request.truncate_prompt_tokens);
+    auto bad = b.initBadWords(static_cast<unsigned>(o.bad_words.size()));
+    for (unsigned i = 0; i < o.bad_words.size(); ++i) bad.set(i, o.bad_words[i]);
     b.setSkipSpecialTokens(request.skip_special_tokens);
+    b.setReturnPromptIds(request.return_prompt_ids);
     b.setPriority(request.priority);
     b.setLora(static_cast<uint32_t>(lora));
     std::vector<SeqImage> images;

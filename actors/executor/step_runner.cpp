@@ -440,14 +440,14 @@ Status StepRunner::run_forward_only(const PlannedStep& step) {
 }
 
 void StepRunner::note_output(const SeqWorkItem& w, int32_t token) {
-  if (w.sampling.has_penalties()) ++history_[w.seq_id].output_counts[token];
+  if (w.sampling.needs_history()) history_[w.seq_id].add_output(w.sampling, token);
   if (w.sampling.constrained()) constraints_.feed(w.seq_id, w.sampling, token);
 }
 
 void StepRunner::record_history(const PlannedStep& step) {
   for (size_t i = 0; i < step.seqs.size(); ++i) {
     const SeqWorkItem& w = step.seqs[i];
-    if (!w.sampling.has_penalties() && !w.sampling.constrained()) continue;
+    if (!w.sampling.needs_history() && !w.sampling.constrained()) continue;
     for (size_t j = 0; j < w.history.size(); ++j) {  // a cached prefix the executor did not compute
       const int32_t t = w.history[j];
       if (w.sampling.has_penalties()) history_[w.seq_id].seen.insert(t);
@@ -478,7 +478,12 @@ SampledResult StepRunner::sample_row(const SeqWorkItem& w, std::span<float> row,
     apply_logit_rules(row, w.sampling, n_generated);
     if (w.sampling.constrained()) mask_output(w, row);
     auto h = history_.find(w.seq_id);
-    if (h != history_.end()) apply_penalties(row, w.sampling, h->second);
+    if (!w.sampling.bad_words.empty()) {
+      const std::span<const int32_t> tail = h != history_.end() ? std::span<const int32_t>(h->second.output_tail)
+                                                                : std::span<const int32_t>();
+      apply_bad_words(row, w.sampling.bad_words, tail);
+    }
+    if (h != history_.end() && w.sampling.has_penalties()) apply_penalties(row, w.sampling, h->second);
     r.token = sample_token(row, w.sampling, n_generated, false).token;
     if (want_logprob) r.logprob = log_softmax_at(raw_row_, r.token);
   } else {

@@ -220,7 +220,7 @@ class StepRunner {
   size_t logits_rows_cap_ = 0;
   std::vector<float> host_logits_;
   std::unordered_map<uint64_t, int32_t> last_sampled_;
-  std::unordered_map<uint64_t, PenaltyHistory> history_;  // sequences with penalties only
+  std::unordered_map<uint64_t, PenaltyHistory> history_;  // sequences with penalties or bad words only
   std::vector<float> raw_row_;
   OutputConstraints constraints_;  // constrained sequences' matchers, over options_.vocab
   std::vector<std::pair<int32_t, float>> ends_;

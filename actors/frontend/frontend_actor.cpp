@@ -58,6 +58,7 @@ Event to_event(schema::TokenEvent::Reader r) {
   ev.retry_after_ms = static_cast<int64_t>(r.getRetryAfterMs());
   ev.prompt_tokens = r.getPromptTokens();
   ev.cached_tokens = r.getCachedTokens();
+  ev.prompt_token_ids = to_vector(r.getPromptTokenIds());
   ev.completion_tokens = r.getCompletionTokens();
   if (r.hasEmbedding()) ev.embedding = to_vector(r.getEmbedding());
   return ev;

@@ -20,6 +20,7 @@ struct TextState {
   bool stopped = false;  // a stop string ended it; swallow events until the scheduler's final one
   int min_tokens = 0;    // stop strings match only the text of the tokens after these
   int n_tokens = 0;      // output tokens seen
+  std::vector<int32_t> prompt_ids;  // returnPromptIds: for the first event (then cleared)
 };
 
 struct TokenizerState {
@@ -111,6 +112,21 @@ void copy_prompt_logprobs(const Tokenizer* tokenizer, capnp::List<schema::TokenL
   }
 }
 
+// The request's bad words as token ids in its sampling parameters (forward is the request as it
+// goes on: with a tokenized prompt or not).
+Status tokenize_bad_words(const TokenizerState& st, schema::GenerateRequest::Reader r, generate_request_msg& forward) {
+  if (r.getBadWords().size() == 0) return Status::ok();
+  if (!st.tokenizer) return invalid_argument("bad_words needs the model's tokenizer; this model has none");
+  std::vector<std::string> words;
+  for (auto w : r.getBadWords()) words.emplace_back(w);
+  BRIGADE_ASSIGN_OR_RETURN(const auto ids, bad_word_ids(*st.tokenizer, words));
+  forward = forward.edited([&](schema::GenerateRequest::Builder b) {
+    auto out = b.getSampling().initBadWords(static_cast<unsigned>(ids.size()));
+    for (unsigned i = 0; i < ids.size(); ++i) fill_list(out.init(i, static_cast<unsigned>(ids[i].size())), ids[i]);
+  });
+  return Status::ok();
+}
+
 void on_request(tokenizer_ptr self, const generate_request_msg& msg) {
   auto& st = self->state;
   auto r = msg.reader();
@@ -140,9 +156,14 @@ void on_request(tokenizer_ptr self, const generate_request_msg& msg) {
              capped != r.getMaxTokens()) {
     forward = msg.edited([&](schema::GenerateRequest::Builder b) { b.setMaxTokens(capped); });
   }
+  if (Status bad = tokenize_bad_words(st, r, forward); !bad.is_ok()) {
+    self->send(st.frontend, error_event(id, bad));
+    return;
+  }
   TextState ts{st.tokenizer ? std::make_unique<IncrementalDetokenizer>(*st.tokenizer, r.getSkipSpecialTokens()) : nullptr,
                StopFilter(to_vector(r.getStop().getStrings()), r.getStop().getIncludeStrings()), false,
-               r.getSampling().getMinTokens(), 0};
+               r.getSampling().getMinTokens(), 0, {}};
+  if (r.getReturnPromptIds()) ts.prompt_ids = to_vector(forward.reader().getPrompt().getTokenIds());
   st.streams.insert_or_assign(id, std::move(ts));
   self->send(st.scheduler, forward);
 }
@@ -201,7 +222,9 @@ void on_event(tokenizer_ptr self, const token_event_msg& msg) {
     b.setCompletionTokens(r.getCompletionTokens() - n_cut);
     copy_prompt_logprobs(st.tokenizer.get(), r.getPromptLogprobs(), b);
     if (r.hasEmbedding()) b.setEmbedding(r.getEmbedding());
+    if (!ts.prompt_ids.empty()) fill_list(b.initPromptTokenIds(static_cast<unsigned>(ts.prompt_ids.size())), ts.prompt_ids);
   });
+  ts.prompt_ids.clear();
   self->send(st.frontend, out);
   if (hit_stop && !final_event) {
     ts.stopped = true;
@@ -252,6 +275,29 @@ ImageMarkers image_markers(const Tokenizer* tokenizer, const VisionConfig& v) {
   m.after = tokenizer->token_to_piece(v.eoi_token) + "\n\n";
   m.tokens_per_image = v.tokens_per_image;
   return m;
+}
+
+Expected<std::vector<std::vector<int32_t>>> bad_word_ids(const Tokenizer& tokenizer,
+                                                         const std::vector<std::string>& words) {
+  std::vector<std::vector<int32_t>> out;
+  for (const std::string& word : words) {
+    const size_t first = word.find_first_not_of(" \t\n\r\f\v");
+    if (first == std::string::npos) return invalid_argument("bad_words holds an empty word");
+    const std::string bare = word.substr(first);
+    for (const bool space : {false, true}) {
+      BRIGADE_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer.encode(space ? " " + bare : bare, false));
+      if (ids.empty()) return invalid_argument("bad_words: '" + bare + "' encodes to no tokens");
+      if (ids.size() > SamplingConfig::kMaxBadWordTokens)
+        return invalid_argument("bad_words: '" + bare + "' is " + std::to_string(ids.size()) + " tokens; at most " +
+                                std::to_string(SamplingConfig::kMaxBadWordTokens));
+      if (space && (ids.front() == out.back().front() || ids.size() != out.back().size())) continue;
+      out.push_back(std::move(ids));
+    }
+  }
+  if (out.size() > SamplingConfig::kMaxBadWords)
+    return invalid_argument("bad_words gives " + std::to_string(out.size()) + " token sequences; at most " +
+                            std::to_string(SamplingConfig::kMaxBadWords));
+  return out;
 }
 
 int max_tokens_within_context(int max_tokens, int64_t n_prompt, int max_context) {

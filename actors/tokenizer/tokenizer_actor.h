@@ -13,6 +13,7 @@
 
 #include "actors/atoms.h"
 #include "actors/scheduler/scheduler_actor.h"
+#include "core/status.h"
 #include "messages/types.h"
 #include "models/tokenizer.h"
 #include "models/vision_config.h"
@@ -49,6 +50,14 @@ ImageMarkers image_markers(const Tokenizer* tokenizer, const VisionConfig& v);
 // (ImageMarkers): the k-th marker takes the request's k-th image, and the counts must agree.
 tokenizer_actor spawn_tokenizer(caf::actor_system& system, std::shared_ptr<const Tokenizer> tokenizer,
                                 token_sink_actor frontend, ImageMarkers images = {});
+
+// vLLM's bad_words as token-id sequences (SamplingParams.update_from_tokenizer): each word, its
+// leading spaces stripped, is encoded without special tokens; then " " + the word, kept when it
+// has as many tokens as the first form but another first token (a tokenizer that spells a word
+// apart after a space). An empty word, one beyond SamplingConfig::kMaxBadWordTokens tokens, or
+// more than kMaxBadWords sequences in all is refused.
+Expected<std::vector<std::vector<int32_t>>> bad_word_ids(const Tokenizer& tokenizer,
+                                                         const std::vector<std::string>& words);
 
 // max_tokens as far as the context lets a prompt of n_prompt tokens generate: what the scheduler
 // would stop at anyway, said up front so that stations (a token rate limit) count what can

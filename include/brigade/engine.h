@@ -47,6 +47,11 @@ struct SamplingOptions {
   // vLLM's allowed_token_ids: when not empty, only these ids may be sampled (every other logit is
   // -inf, EOS included unless listed); distinct, inside the vocabulary, at most 4096.
   std::vector<int32_t> allowed_token_ids;
+  // vLLM's bad_words: none of these words is generated. Each is tokenized as it is and after a
+  // space (by vLLM's rule, bad_word_ids in actors/tokenizer/tokenizer_actor.h); a one-token
+  // word's token is never sampled, a longer word's last token is masked whenever the output ends
+  // with its other tokens. Needs the model's tokenizer; at most 128 words, none empty.
+  std::vector<std::string> bad_words;
 };
 
 // What the output must be (OpenAI's response_format, vLLM's guided_json/guided_choice/
@@ -104,6 +109,8 @@ struct GenerateOptions {
   // tokenizing; the BOS goes with the cut). Not with images.
   int truncate_prompt_tokens = 0;
   bool ignore_eos = false;
+  // The first event carries the prompt's token ids (Event::prompt_token_ids; vLLM's return_token_ids).
+  bool return_prompt_ids = false;
   // vLLM's skip_special_tokens: false keeps special tokens' text in the output (a tool-call
   // marker such as Mistral's [TOOL_CALLS]), all but the model's EOS.
   bool skip_special_tokens = true;
@@ -173,6 +180,9 @@ struct Event {
   // not computed (vLLM's num_cached_tokens; OpenAI's usage.prompt_tokens_details.cached_tokens).
   // Counted at the first admission; a prefill/decode decode instance counts none.
   int cached_tokens = 0;
+  // GenerateOptions::return_prompt_ids: in the request's first event, the prompt's token ids as
+  // the model runs them (tokenized, truncated, image tokens expanded).
+  std::vector<int32_t> prompt_token_ids;
   // An embedding request's final event (Engine::submit_embed): the pooled vector, not normalized.
   std::vector<float> embedding;
 };

@@ -13,12 +13,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/tokenizer/tokenizer_actor.h"
 #include "brigade/engine.h"
 #include "core/json_matcher.h"
 #include "core/json_schema.h"
 #include "core/schema_matcher.h"
 #include "tests/engine_test_util.h"
+#include "models/mapped_file.h"
 #include "models/synthetic_tokenizer.h"
+#include "models/tokenizer_bpe.h"
 
 namespace brigade {
 namespace {
@@ -422,6 +425,78 @@ TEST_F(LogitRules, AllowedTokenIdsAreAllThatIsSampledOnEveryPath) {
   EXPECT_GT(std::set<int32_t>(first.begin(), first.end()).size(), 1u) << "sampled among them, not one forced";
 }
 
+// vLLM's bad_words on every path: the word's tokens (as bad_word_ids spells them with the model's
+// tokenizer) never appear in a row in the output; greedy decoding is untouched until the baseline
+// would complete a word, and takes another token there.
+TEST_F(LogitRules, BadWordsAreNeverGeneratedOnEveryPath) {
+  auto json = read_text_file((dir_ / "tokenizer.json").string());
+  auto config = read_text_file((dir_ / "tokenizer_config.json").string());
+  ASSERT_TRUE(json.has_value() && config.has_value());
+  auto tok = load_bpe_tokenizer(*json, *config, "tokenizer.json");
+  ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+  GenerateOptions r = testing::greedy_ids({5, 6, 7}, 32);
+  std::vector<int32_t> base;
+  {
+    auto engine = make(options());
+    ASSERT_NE(engine, nullptr);
+    auto out = engine->generate(r);
+    ASSERT_TRUE(out.has_value());
+    base = out->token_ids;
+  }
+  const auto printable = [](const std::string& t) {
+    return !t.empty() && t.find_first_not_of(' ') != std::string::npos &&
+           std::all_of(t.begin(), t.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+  };
+  // A word of n tokens of the baseline's output (from position 1 on, so the banned token has a
+  // tokens before it in the output), as the tokenizer spells it.
+  const auto word_at = [&](size_t n, std::string& word, std::vector<std::vector<int32_t>>& seqs) {
+    for (size_t i = 1; i + n <= base.size(); ++i) {
+      const std::vector<int32_t> run(base.begin() + static_cast<std::ptrdiff_t>(i),
+                                     base.begin() + static_cast<std::ptrdiff_t>(i + n));
+      auto text = (*tok)->decode(run);
+      if (!text || !printable(*text)) continue;
+      auto ids = bad_word_ids(**tok, {*text});
+      if (ids && std::find(ids->begin(), ids->end(), run) != ids->end()) {
+        word = *text;
+        seqs = *ids;
+        return true;
+      }
+    }
+    return false;
+  };
+  // Where a word's sequence ends in out (its last index), the first such place; npos when none.
+  const auto first_hit = [](const std::vector<int32_t>& out, const std::vector<std::vector<int32_t>>& seqs) {
+    for (size_t k = 0; k < out.size(); ++k)
+      for (const auto& q : seqs)
+        if (q.size() <= k + 1 && std::equal(q.begin(), q.end(), out.begin() + static_cast<std::ptrdiff_t>(k + 1 - q.size())))
+          return k;
+    return std::string::npos;
+  };
+  for (size_t n : {2u, 1u}) {
+    std::string word;
+    std::vector<std::vector<int32_t>> seqs;
+    ASSERT_TRUE(word_at(n, word, seqs)) << "no " << n << "-token word in the baseline output";
+    const size_t k = first_hit(base, seqs);
+    ASSERT_NE(k, std::string::npos);
+    GenerateOptions banned = r;
+    banned.sampling.bad_words = {"  " + word};  // leading spaces are stripped, as vLLM does
+    std::vector<int32_t> first;
+    for (auto& [name, o] : variants(options())) {
+      auto engine = make(o);
+      ASSERT_NE(engine, nullptr);
+      auto out = engine->generate(banned);
+      ASSERT_TRUE(out.has_value()) << name << ": " << out.status().to_string();
+      const std::vector<int32_t>& got = out->token_ids;
+      ASSERT_EQ(got.size(), base.size()) << name;
+      EXPECT_EQ(first_hit(got, seqs), std::string::npos) << name << ": '" << word << "' was generated";
+      EXPECT_TRUE(std::equal(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(k), base.begin())) << name;
+      EXPECT_NE(got[k], base[k]) << name;
+      if (first.empty()) first = got;
+      EXPECT_EQ(got, first) << name << ": greedy, the same tokens";
+    }
+  }
+}
+
 TEST_F(LogitRules, TruncatePromptTokensKeepsTheLastOnes) {
   auto engine = make(options());
   ASSERT_NE(engine, nullptr);
@@ -485,6 +560,18 @@ TEST_F(LogitRules, ImpossibleValuesAreRefused) {
   r.sampling.allowed_token_ids.clear();
   r.truncate_prompt_tokens = -2;
   refused(r, "truncate_prompt_tokens");
+  r.truncate_prompt_tokens = 0;
+  r.sampling.bad_words = {"fine", " \t"};
+  refused(r, "bad_words holds an empty word");
+  r.sampling.bad_words = std::vector<std::string>(129, "x");
+  refused(r, "at most 128");
+  r.sampling.bad_words = {std::string(1025, 'x')};
+  refused(r, "at most 1024");
+  r.sampling.bad_words = {std::string(200, 'x')};  // passes the engine, too many tokens for the tokenizer
+  auto out = engine->generate(r);
+  ASSERT_FALSE(out.has_value());
+  EXPECT_NE(out.status().message().find("tokens; at most 64"), std::string::npos) << out.status().message();
+  EXPECT_TRUE(engine->generate(testing::greedy_ids({5, 6}, 3)).has_value()) << "the engine goes on";
 }
 
 }  // namespace

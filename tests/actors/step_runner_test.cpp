@@ -457,7 +457,7 @@ TEST_F(StepRunnerPaths, AFeedWithoutASampledTokenIsRefusedAndChangesNothing) {
 // A json_object sequence that starts after tokens the runner did not compute (a cached prefix of
 // its own output after a preemption) rebuilds its matcher from the plan's history: after
 // `{"a":1` a '}' may come; without the history the '1' alone breaks the object and only the end
-// id is left.
+// id is left. Bad words' output tail comes from the history the same way.
 TEST_F(StepRunnerPaths, JsonAndSchemaMatchersAreRebuiltFromTheHistory) {
   auto tok = Tokenizer::load(dir_.string());
   ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
@@ -499,7 +499,7 @@ TEST_F(StepRunnerPaths, JsonAndSchemaMatchersAreRebuiltFromTheHistory) {
   };
   // The cached prefix itself: each block's positions before the fed token are written by an
   // unconstrained prefill under another id (attention must not read unwritten KV).
-  for (int32_t block = 0; block < 4; ++block) {
+  for (int32_t block = 0; block < 6; ++block) {
     SeqWorkItem w;
     w.seq_id = 100 + static_cast<uint64_t>(block);
     w.tokens = prompt;
@@ -521,6 +521,19 @@ TEST_F(StepRunnerPaths, JsonAndSchemaMatchersAreRebuiltFromTheHistory) {
     // Without the history the matcher saw only "1": no object starts so, and the output ends.
     EXPECT_EQ((*r)[1].token, kSyntheticEosId) << "schema " << schema;
   }
+  // Bad words read the output's last tokens from the history too: with `:1}` banned the '}' (at
+  // +100) cannot follow `{"a":1`; without the history the runner saw only "1" and takes it.
+  PlannedStep p;
+  p.seqs = {item(4, true, false), item(5, false, false)};
+  for (SeqWorkItem& w : p.seqs) {
+    w.sampling.json_object = false;
+    w.sampling.bad_words = {{byte(':'), byte('1'), byte('}')}};
+  }
+  auto r = runner.run(p);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_NE((*r)[0].token, byte('}'));
+  EXPECT_EQ((*r)[1].token, byte('}'));
 }
 
 // Speculative verification in the runner: a step that feeds a token and drafts returns the

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <vector>
 
 namespace brigade {
 namespace {
@@ -116,6 +117,43 @@ TEST(Sampling, LogitBiasThenTheMinTokensMask) {
   apply_logit_rules(l, c, 2);
   EXPECT_EQ(l, (std::vector<float>{2.0f, 1.0f, 1.0f, -99.5f}));
   EXPECT_FALSE(SamplingConfig{}.shapes_logits());
+}
+
+// vLLM's NoBadWordsLogitsProcessor: a one-token word is always masked; a longer word's last
+// token only when the output's last tokens are the word's others; nothing else moves.
+TEST(Sampling, BadWordsMaskTheLastTokenAfterTheirPrefix) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::vector<int32_t>> words = {{4}, {1, 2, 3}, {5, 6}};
+  const auto apply = [&](std::vector<int32_t> tail) {
+    std::vector<float> row(8, 1.0f);
+    apply_bad_words(row, words, tail);
+    return row;
+  };
+  EXPECT_EQ(apply({}), (std::vector<float>{1, 1, 1, 1, -inf, 1, 1, 1}));  // too short for the others
+  EXPECT_EQ(apply({0, 1, 2}), (std::vector<float>{1, 1, 1, -inf, -inf, 1, 1, 1}));
+  EXPECT_EQ(apply({1, 2, 0}), (std::vector<float>{1, 1, 1, 1, -inf, 1, 1, 1}));  // the prefix must end the output
+  EXPECT_EQ(apply({2}), (std::vector<float>{1, 1, 1, 1, -inf, 1, 1, 1}));
+  EXPECT_EQ(apply({5}), (std::vector<float>{1, 1, 1, 1, -inf, 1, -inf, 1}));
+  EXPECT_EQ(apply({1, 2, 5}), (std::vector<float>{1, 1, 1, 1, -inf, 1, -inf, 1}));
+  std::vector<float> small(3, 1.0f);  // ids past the vocabulary are skipped
+  apply_bad_words(small, {{7}, {0, 9}}, std::vector<int32_t>{0});
+  EXPECT_EQ(small, (std::vector<float>{1, 1, 1}));
+}
+
+TEST(Sampling, TheHistoryKeepsTheOutputTailBadWordsNeed) {
+  SamplingConfig cfg;
+  PenaltyHistory h;
+  h.add_output(cfg, 3);
+  EXPECT_TRUE(h.output_tail.empty()) << "no bad words: no tail";
+  EXPECT_TRUE(h.output_counts.empty()) << "no penalties: no counts";
+  cfg.bad_words = {{1, 2}};
+  const int n = 1000;
+  for (int i = 0; i < n; ++i) h.add_output(cfg, i);
+  const size_t keep = SamplingConfig::kMaxBadWordTokens - 1;
+  ASSERT_GE(h.output_tail.size(), keep);
+  EXPECT_LT(h.output_tail.size(), 2 * keep) << "bounded";
+  for (size_t j = 0; j < keep; ++j)  // the newest keep tokens, in order
+    EXPECT_EQ(h.output_tail[h.output_tail.size() - keep + j], n - static_cast<int>(keep) + static_cast<int>(j));
 }
 
 TEST(Sampling, TopLogprobsAreSortedLogSoftmax) {
