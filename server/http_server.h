@@ -46,6 +46,9 @@ struct ServerOptions {
   // /flush_cache (SGLang's): any client could then empty the prefix cache, so it is off unless
   // asked for (and behind api_key when one is set). `?disk=true` clears the disk tiers too.
   bool allow_cache_reset = false;
+  // Logprobs name tokens "token_id:N" unless a request says otherwise (vLLM's
+  // --return-tokens-as-token-ids: tokens that are not valid UTF-8 alone stay identifiable).
+  bool return_tokens_as_token_ids = false;
 };
 
 class HttpServer {

@@ -176,6 +176,7 @@ std::string CompletionState::on_event(int choice, const Event& ev) {
   // token, the usual case; the detokenizer holds back partial UTF-8 and partial stop strings).
   for (size_t i = 0; i < ev.token_ids.size(); ++i) c.token_texts.push_back(i == 0 ? ev.text : std::string());
   if (!ev.prompt_logprobs.empty()) c.prompt_logprobs = ev.prompt_logprobs;
+  if (!ev.prompt_token_ids.empty()) c.prompt_ids = ev.prompt_token_ids;
   c.completion_tokens = std::max(c.completion_tokens, ev.completion_tokens);
   if (ev.completion_tokens == 0) c.completion_tokens = static_cast<int>(c.token_ids.size());
   if (ev.prompt_tokens > 0) c.prompt_tokens = ev.prompt_tokens;
@@ -196,9 +197,14 @@ std::string CompletionState::on_event(int choice, const Event& ev) {
 std::string CompletionState::logprobs_json(const Choice& c, size_t from, size_t to, size_t text_offset,
                                            bool with_prompt) const {
   if (request_.gen.logprobs < 0 || c.logprobs.size() < to) return "null";
+  // vLLM's return_tokens_as_token_ids names every token by its id; an alternative other than the
+  // sampled token is always named so (the server has the text of sampled tokens only).
+  const bool as_ids = request_.return_tokens_as_token_ids.value_or(false);
+  const auto id_name = [](int32_t id) { return "token_id:" + std::to_string(id); };
   auto token_text = [&](size_t i, int32_t id) {
-    return id == c.token_ids[i] ? c.token_texts[i] : "token_id:" + std::to_string(id);
+    return id == c.token_ids[i] && !as_ids ? c.token_texts[i] : id_name(id);
   };
+  auto prompt_text = [&](int32_t id, const std::string& text) { return as_ids ? id_name(id) : text; };
   if (request_.endpoint == Endpoint::chat) {
     json content = json::array();
     for (size_t i = from; i < to; ++i) {
@@ -209,10 +215,8 @@ std::string CompletionState::logprobs_json(const Choice& c, size_t from, size_t 
           top.push_back({{"token", t}, {"logprob", finite_logprob(lp)}, {"bytes", bytes_of(t)}});
         }
       }
-      content.push_back({{"token", c.token_texts[i]},
-                         {"logprob", finite_logprob(c.logprobs[i])},
-                         {"bytes", bytes_of(c.token_texts[i])},
-                         {"top_logprobs", top}});
+      const std::string t = token_text(i, c.token_ids[i]);
+      content.push_back({{"token", t}, {"logprob", finite_logprob(c.logprobs[i])}, {"bytes", bytes_of(t)}, {"top_logprobs", top}});
     }
     return dump(json{{"content", content}});
   }
@@ -222,7 +226,8 @@ std::string CompletionState::logprobs_json(const Choice& c, size_t from, size_t 
     // vLLM's echo: the prompt token's own logprob first in its dict, then the k best (k + 1 at most).
     const size_t k = static_cast<size_t>(request_.gen.logprobs);
     for (const PromptLogprob& p : c.prompt_logprobs) {
-      tokens.push_back(p.text);
+      const std::string name = prompt_text(p.token, p.text);
+      tokens.push_back(name);
       offsets.push_back(offset);
       offset += p.text.size();
       if (!p.logprob) {
@@ -232,16 +237,17 @@ std::string CompletionState::logprobs_json(const Choice& c, size_t from, size_t 
       }
       lps.push_back(finite_logprob(*p.logprob));
       json top = json::object();
-      top[p.text] = finite_logprob(*p.logprob);
+      top[name] = finite_logprob(*p.logprob);
       for (size_t j = 0; j < p.top.size() && top.size() < k + 1; ++j) {
-        if (!top.contains(p.top[j].text)) top[p.top[j].text] = finite_logprob(p.top[j].logprob);
+        const std::string alt = prompt_text(p.top[j].token, p.top[j].text);
+        if (!top.contains(alt)) top[alt] = finite_logprob(p.top[j].logprob);
       }
       tops.push_back(top);
     }
   }
   offset = text_offset;
   for (size_t i = from; i < to; ++i) {
-    tokens.push_back(c.token_texts[i]);
+    tokens.push_back(token_text(i, c.token_ids[i]));
     lps.push_back(finite_logprob(c.logprobs[i]));
     json top = json::object();
     if (i < c.top_logprobs.size()) {
@@ -292,6 +298,11 @@ std::string CompletionState::chunk(int choice, const Event& ev, Choice& c, const
   ch["finish_reason"] = ev.finish == FinishReason::none ? json(nullptr) : choice_finish(c);
   if (!ev.prompt_logprobs.empty() && request_.prompt_logprobs >= 0) ch["prompt_logprobs"] = json::parse(prompt_logprobs_json(c));
   json body = {{"id", id_}, {"created", created_}, {"model", model_}};
+  if (request_.return_token_ids) {  // vLLM's: the prompt's ids in the choice's first chunk, each chunk its new ids
+    ch["token_ids"] = ev.token_ids;
+    if (!c.sent_prompt_ids) (completions ? ch : body)["prompt_token_ids"] = c.prompt_ids;
+    c.sent_prompt_ids = true;
+  }
   if (request_.include_usage && request_.continuous_usage)  // vLLM's: the choice's tokens so far
     body["usage"] = {{"prompt_tokens", c.prompt_tokens},
                      {"completion_tokens", c.completion_tokens},
@@ -343,6 +354,8 @@ std::string CompletionState::chat_chunks(const Event& ev, Choice& c, const Split
     delta.update(deltas[i]);
     json piece = ch;
     if (i > 0) piece["logprobs"] = nullptr;
+    if (i > 0 && piece.contains("token_ids")) piece["token_ids"] = json::array();
+    if (i > 0) body.erase("prompt_token_ids");
     if (i + 1 < deltas.size()) piece["finish_reason"] = nullptr;
     piece["delta"] = std::move(delta);
     body["choices"] = json::array({std::move(piece)});
@@ -415,6 +428,10 @@ std::string CompletionState::final_body() const {
     ch["finish_reason"] = choice_finish(c);
     if (request_.endpoint == Endpoint::completions && request_.prompt_logprobs >= 0)
       ch["prompt_logprobs"] = json::parse(prompt_logprobs_json(c));
+    if (request_.return_token_ids) {  // vLLM's: chat names the prompt once, beside the choices
+      if (!chat) ch["prompt_token_ids"] = c.prompt_ids;
+      ch["token_ids"] = c.token_ids;
+    }
     choices.push_back(ch);
   }
   json body = {{"id", id_},
@@ -426,6 +443,8 @@ std::string CompletionState::final_body() const {
   // vLLM's chat puts the prompt's logprobs beside the choices (one prompt for all of them).
   if (request_.endpoint == Endpoint::chat && request_.prompt_logprobs >= 0 && !choices_.empty())
     body["prompt_logprobs"] = json::parse(prompt_logprobs_json(choices_[0]));
+  if (request_.endpoint == Endpoint::chat && request_.return_token_ids && !choices_.empty())
+    body["prompt_token_ids"] = choices_[0].prompt_ids;
   return dump(body);
 }
 

@@ -80,6 +80,8 @@ class CompletionState final : public ResponseWriter {
     std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs;
     std::vector<std::string> token_texts;
     std::vector<PromptLogprob> prompt_logprobs;  // from the first event, when asked
+    std::vector<int32_t> prompt_ids;              // return_token_ids: from the first event
+    bool sent_prompt_ids = false;                 // stream: the choice's prompt_token_ids went out
     bool echoed = false;                          // stream: the prompt (chat: the echoed message) went out
     FinishReason finish = FinishReason::none;
     bool sent_role = false;

@@ -291,6 +291,18 @@ Status read_stop(const json& body, const ParseLimits& limits, std::vector<std::s
   return Status::ok();
 }
 
+// vLLM's bad_words: an array of words (the engine bounds their count and size).
+Status read_bad_words(const json& body, std::vector<std::string>& out) {
+  auto it = body.find("bad_words");
+  if (it == body.end() || it->is_null()) return Status::ok();
+  if (!it->is_array()) return wrong_type("bad_words", "an array of strings", *it);
+  for (const auto& w : *it) {
+    if (!w.is_string()) return wrong_type("bad_words[]", "a string", w);
+    out.push_back(w.get<std::string>());
+  }
+  return Status::ok();
+}
+
 Status read_sampling(const json& body, SamplingOptions& s) {
   const double inf = std::numeric_limits<double>::infinity();
   BRIGADE_RETURN_IF_ERROR(read_float(body, "temperature", 0.0, inf, false, s.temperature));
@@ -446,6 +458,14 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   BRIGADE_RETURN_IF_ERROR(read_token_id_list(body, "allowed_token_ids", 4096, r.gen.sampling.allowed_token_ids));
   if (auto a = body.find("allowed_token_ids"); a != body.end() && a->is_array() && a->empty())
     return invalid_argument("'allowed_token_ids' is empty: it would allow no token (leave it out to allow all)");
+  BRIGADE_RETURN_IF_ERROR(read_bad_words(body, r.gen.sampling.bad_words));
+  BRIGADE_RETURN_IF_ERROR(read_bool(body, "return_token_ids", r.return_token_ids));
+  r.gen.return_prompt_ids = r.return_token_ids;
+  if (auto t = body.find("return_tokens_as_token_ids"); t != body.end() && !t->is_null()) {
+    bool as_ids = false;
+    BRIGADE_RETURN_IF_ERROR(read_bool(body, "return_tokens_as_token_ids", as_ids));
+    r.return_tokens_as_token_ids = as_ids;
+  }
   // vLLM's truncate_prompt_tokens: keep the prompt's last k tokens (-1: the model's context,
   // resolved by route()).
   BRIGADE_RETURN_IF_ERROR(read_int(body, "truncate_prompt_tokens", -1, max_int, r.gen.truncate_prompt_tokens));

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,12 @@ struct CompletionRequest {
   std::vector<std::string> echo_texts;  // per prompt, as echoed: the text sent, or the token ids'
                                         // text (filled by the router, which has the tokenizer);
                                         // chat: the one assistant message's text, or none
+  // vLLM's return_token_ids: each choice carries prompt_token_ids (chat: the response) and
+  // token_ids (its output's), streamed as deltas.
+  bool return_token_ids = false;
+  // vLLM's return_tokens_as_token_ids: logprobs name tokens "token_id:N" (unset: the server's
+  // --return-tokens-as-token-ids, resolved by route()).
+  std::optional<bool> return_tokens_as_token_ids;
   int prompt_logprobs = -1;           // vLLM's `prompt_logprobs` field (>= 0: a `prompt_logprobs`
                                       // list in the response)
   ToolRequest tools;                  // chat: tools, tool_choice, parallel_tool_calls

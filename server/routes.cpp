@@ -271,6 +271,7 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
       !st.is_ok())
     return error_response(400, st.message(), st.code());
   if (parsed->gen.truncate_prompt_tokens == -1) parsed->gen.truncate_prompt_tokens = ctx.engine.model().max_context;
+  if (!parsed->return_tokens_as_token_ids) parsed->return_tokens_as_token_ids = ctx.options.return_tokens_as_token_ids;
   if (parsed->echo && parsed->endpoint == Endpoint::chat) {
     // vLLM's chat echo: the last message's text starts the content when it is the assistant's.
     if (!parsed->messages.empty() && parsed->messages.back().role == "assistant")

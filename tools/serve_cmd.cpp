@@ -46,6 +46,7 @@ struct ServeArgs {
   bool enable_lora = false;  // LoRA slots even without --lora-modules (adapters loaded at run time)
   bool allow_runtime_lora_updating = false;  // or VLLM_ALLOW_RUNTIME_LORA_UPDATING=true|1
   bool allow_cache_reset = false;            // or VLLM_SERVER_DEV_MODE=1|true
+  bool return_tokens_as_token_ids = false;
 };
 
 // vLLM's switch for the runtime adapter routes is an environment variable.
@@ -114,6 +115,7 @@ int run_serve(const ServeArgs& a) {
   so.default_chat_template_kwargs = a.default_chat_template_kwargs;
   so.allow_runtime_lora_updating = runtime_lora;
   so.allow_cache_reset = a.allow_cache_reset || env_flag("VLLM_SERVER_DEV_MODE");
+  so.return_tokens_as_token_ids = a.return_tokens_as_token_ids;
   so.model_name = a.served_model_name.empty() ? std::filesystem::path(*model).filename().string() : a.served_model_name;
   if (so.model_name.empty()) so.model_name = "brigade";
   auto server = server::HttpServer::start(**engine, so);
@@ -190,6 +192,9 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
                 "Serve POST /reset_prefix_cache (vLLM's, VLLM_SERVER_DEV_MODE=1 does the same) and GET/POST "
                 "/flush_cache (SGLang's), which empty the prefix cache and HiCache tiers (?disk=true: the disk tier "
                 "too); clients can then drop everything cached");
+  cmd->add_flag("--return-tokens-as-token-ids", a->return_tokens_as_token_ids,
+                "Logprobs name tokens 'token_id:N' unless a request's return_tokens_as_token_ids says otherwise "
+                "(vLLM's flag: tokens that are not valid UTF-8 alone stay identifiable)");
   cmd->add_option("--max-loras", a->max_loras, "Most LoRA adapters loaded at once (all stay resident)")
       ->capture_default_str()->check(CLI::Range(1, 1024));
   cmd->add_option("--max-lora-rank", a->max_lora_rank, "Largest adapter rank r accepted")

@@ -374,5 +374,85 @@ TEST(OpenaiFormat, ToolCallsAfterTheReasoning) {
   }
 }
 
+// vLLM's return_token_ids: the prompt's ids (from the first event) and each choice's output ids,
+// whole and as stream deltas (chat: the prompt's beside the choices, once).
+TEST(OpenaiFormat, ReturnTokenIdsGivesThePromptAndOutputIds) {
+  const auto first_event = [](int32_t id, const std::string& text) {
+    Event ev = token_event(id, text);
+    ev.prompt_token_ids = {1, 4, 4};
+    return ev;
+  };
+  for (Endpoint endpoint : {Endpoint::completions, Endpoint::chat}) {
+    const bool chat = endpoint == Endpoint::chat;
+    CompletionRequest req;
+    req.endpoint = endpoint;
+    req.return_token_ids = true;
+    CompletionState st(req, "x", "m", 7);
+    st.on_event(0, first_event(5, "Hel"));
+    st.on_event(0, token_event(7, "lo", FinishReason::stop));
+    const json body = json::parse(st.final_body());
+    const json& ch = body["choices"][0];
+    EXPECT_EQ(ch["token_ids"], json({5, 7})) << chat;
+    EXPECT_EQ((chat ? body : ch)["prompt_token_ids"], json({1, 4, 4})) << chat;
+    EXPECT_FALSE((chat ? ch : body).contains("prompt_token_ids")) << chat;
+
+    req.stream = true;
+    CompletionState live(req, "x", "m", 7);
+    const std::string a = live.on_event(0, first_event(5, "Hel"));
+    const std::string b = live.on_event(0, token_event(7, "lo", FinishReason::stop));
+    auto chunk = [](const std::string& sse) { return json::parse(sse.substr(6, sse.find("\n\n") - 6)); };
+    const json ca = chunk(a), cb = chunk(b);
+    EXPECT_EQ(ca["choices"][0]["token_ids"], json({5})) << chat;
+    EXPECT_EQ(cb["choices"][0]["token_ids"], json({7})) << chat;
+    EXPECT_EQ((chat ? ca : ca["choices"][0])["prompt_token_ids"], json({1, 4, 4})) << chat;
+    EXPECT_FALSE((chat ? cb : cb["choices"][0]).contains("prompt_token_ids")) << "the first chunk only";
+  }
+  CompletionRequest plain;  // not asked: no such fields
+  CompletionState st(plain, "x", "m", 7);
+  st.on_event(0, first_event(5, "Hi"));
+  st.on_event(0, token_event(7, "!", FinishReason::stop));
+  const json body = json::parse(st.final_body());
+  EXPECT_FALSE(body["choices"][0].contains("token_ids"));
+  EXPECT_FALSE(body["choices"][0].contains("prompt_token_ids"));
+}
+
+// vLLM's return_tokens_as_token_ids: every token in logprobs is "token_id:N" (sampled, the
+// alternatives, and echoed prompt tokens); the text offsets stay those of the text.
+TEST(OpenaiFormat, TokensAsTokenIdsNameEveryLogprobToken) {
+  CompletionRequest req;
+  req.echo = true;
+  req.echo_texts = {"ab"};
+  req.gen.logprobs = 1;
+  req.return_tokens_as_token_ids = true;
+  CompletionState st(req, "x", "m", 7);
+  Event ev = event_with_prompt(FinishReason::length, true);
+  ev.top_logprobs = {{{9, -0.25f}, {3, -2.0f}}};
+  st.on_event(0, ev);
+  const json lp = json::parse(st.final_body())["choices"][0]["logprobs"];
+  EXPECT_EQ(lp["tokens"], json({"token_id:1", "token_id:2", "token_id:9"}));
+  EXPECT_EQ(lp["top_logprobs"][1], json({{"token_id:2", -1.5}, {"token_id:7", -0.5}}));
+  EXPECT_EQ(lp["top_logprobs"][2], json({{"token_id:9", -0.25}, {"token_id:3", -2.0}}));
+  EXPECT_EQ(lp["text_offset"], json({0, 1, 2}));
+
+  CompletionRequest chat;
+  chat.endpoint = Endpoint::chat;
+  chat.chat_logprobs = true;
+  chat.gen.logprobs = 1;
+  chat.return_tokens_as_token_ids = true;
+  CompletionState cs(chat, "x", "m", 7);
+  Event t = token_event(9, "c", FinishReason::stop);
+  t.logprobs = {-0.25f};
+  t.top_logprobs = {{{9, -0.25f}}};
+  cs.on_event(0, t);
+  const json content = json::parse(cs.final_body())["choices"][0]["logprobs"]["content"][0];
+  EXPECT_EQ(content["token"], "token_id:9");
+  EXPECT_EQ(content["bytes"], json::array({116, 111, 107, 101, 110, 95, 105, 100, 58, 57}));  // the name's bytes, as vLLM
+  EXPECT_EQ(content["top_logprobs"][0]["token"], "token_id:9");
+  chat.return_tokens_as_token_ids = false;  // the text otherwise
+  CompletionState text(chat, "x", "m", 7);
+  text.on_event(0, t);
+  EXPECT_EQ(json::parse(text.final_body())["choices"][0]["logprobs"]["content"][0]["token"], "c");
+}
+
 }  // namespace
 }  // namespace brigade::server

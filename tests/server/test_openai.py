@@ -236,6 +236,66 @@ def test_vllm_request_extras(client):
     assert kept.choices[0].text == full[:full.index(stop) + len(stop)]
 
 
+def post_root(server, path, body):
+    import urllib.request
+    req = urllib.request.Request(server[: -len("/v1")] + path, data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    return json.loads(urllib.request.urlopen(req, timeout=30).read())
+
+
+def test_token_ids_and_bad_words(server, client):
+    """vLLM's return_token_ids, return_tokens_as_token_ids and bad_words through the client."""
+    extra = {"ignore_eos": True, "return_token_ids": True, "return_tokens_as_token_ids": True}
+    base = client.completions.create(model="tiny", prompt="Once upon", max_tokens=16, temperature=0, logprobs=0,
+                                     extra_body=extra).choices[0]
+    ids = base.model_extra["token_ids"]
+    assert len(ids) == 16 and base.logprobs.tokens == [f"token_id:{t}" for t in ids]
+    assert base.model_extra["prompt_token_ids"] == post_root(server, "/tokenize", {"prompt": "Once upon"})["tokens"]
+
+    def spell(text):
+        return post_root(server, "/tokenize", {"prompt": text, "add_special_tokens": False})["tokens"]
+
+    def word_seqs(word):  # vLLM's SamplingParams.update_from_tokenizer, independently
+        seqs = [spell(word.lstrip())]
+        spaced = spell(" " + word.lstrip())
+        if spaced[0] != seqs[0][0] and len(spaced) == len(seqs[0]):
+            seqs.append(spaced)
+        return seqs
+
+    def first_hit(out, seqs):
+        for k in range(len(out)):
+            if any(len(q) <= k + 1 and out[k + 1 - len(q):k + 1] == q for q in seqs):
+                return k
+        return None
+
+    word = seqs = None
+    for j in range(1, len(ids)):  # a one-token word of the output, from its second token on
+        text = post_root(server, "/detokenize", {"tokens": [ids[j]]})["prompt"]
+        if text.strip() and text.isascii() and spell(text.strip()) == [ids[j]]:
+            word, seqs = text.strip(), word_seqs(text.strip())
+            break
+    assert word is not None, "no one-token word in the output"
+    k = first_hit(ids, seqs)
+    banned = client.completions.create(model="tiny", prompt="Once upon", max_tokens=16, temperature=0,
+                                       extra_body={**extra, "bad_words": [word]}).choices[0].model_extra["token_ids"]
+    assert banned[:k] == ids[:k] and banned[k] != ids[k] and first_hit(banned, seqs) is None
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model="tiny", prompt="x", max_tokens=2, extra_body={"bad_words": "word"})
+    assert "bad_words" in str(e.value)
+
+    # Chat, streamed: the prompt's ids in the first chunk, the output's as deltas.
+    messages = [{"role": "user", "content": "Hi there"}]
+    whole = client.chat.completions.create(model="tiny", messages=messages, max_tokens=6, temperature=0,
+                                           extra_body={"ignore_eos": True, "return_token_ids": True})
+    chunks = list(client.chat.completions.create(model="tiny", messages=messages, max_tokens=6, temperature=0,
+                                                 stream=True,
+                                                 extra_body={"ignore_eos": True, "return_token_ids": True}))
+    assert chunks[0].model_extra["prompt_token_ids"] == whole.model_extra["prompt_token_ids"]
+    assert len(whole.model_extra["prompt_token_ids"]) == whole.usage.prompt_tokens
+    streamed = [t for c in chunks if c.choices for t in c.choices[0].model_extra["token_ids"]]
+    assert streamed == whole.choices[0].model_extra["token_ids"] and len(streamed) == 6
+
+
 def test_bad_input_is_400(client):
     with pytest.raises(openai.BadRequestError) as e:
         client.completions.create(model="tiny", prompt="x", max_tokens=0)
