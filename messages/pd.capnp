@@ -95,4 +95,5 @@ struct KvHandoff {
   fromInstance @15 :Text;          # the prefill instance (logs)
   lora @16 :UInt32;                # the request's LoRA adapter id (0 = base)
   images @17 :List(Req.ImageInput);  # the prompt's images: a failed import recomputes the prompt
+  cacheSalt @18 :Text;             # the request's cache salt: the decode side keys its pages with it
 }

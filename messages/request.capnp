@@ -74,6 +74,8 @@ struct GenerateRequest {
   badWords @14 :List(Text);        # vLLM's bad_words: the tokenizer turns each into
                                    # sampling.badWords (with and without a leading space)
   returnPromptIds @15 :Bool;       # the first event carries the prompt's token ids (TokenEvent.promptTokenIds)
+  cacheSalt @16 :Text;             # vLLM's cache_salt: non-empty, the prefix cache keys the prompt's
+                                   # pages with it, so only requests with the same salt share them
 }
 
 struct ImageInput {

@@ -471,6 +471,12 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   BRIGADE_RETURN_IF_ERROR(read_int(body, "truncate_prompt_tokens", -1, max_int, r.gen.truncate_prompt_tokens));
   if (body.contains("truncate_prompt_tokens") && r.gen.truncate_prompt_tokens == 0)
     return invalid_argument("'truncate_prompt_tokens' must be >= 1, or -1 for the model's context (got 0)");
+  // vLLM's cache_salt: a non-empty string when given (the engine bounds its size).
+  if (auto salt = body.find("cache_salt"); salt != body.end() && !salt->is_null()) {
+    if (!salt->is_string() || salt->get_ref<const std::string&>().empty())
+      return invalid_argument("'cache_salt' must be a non-empty string if provided");
+    r.gen.cache_salt = salt->get<std::string>();
+  }
   // vLLM's priority: lower is served first; brigade's is the other way round.
   int priority = 0;
   BRIGADE_RETURN_IF_ERROR(read_int(body, "priority", -(1 << 20), 1 << 20, priority));

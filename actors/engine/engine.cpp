@@ -168,6 +168,8 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
     if (w.find_first_not_of(" \t\n\r\f\v") == std::string::npos) return invalid_argument("bad_words holds an empty word");
     if (w.size() > 1024) return invalid_argument("bad_words: a word of " + std::to_string(w.size()) + " bytes; at most 1024");
   }
+  if (r.cache_salt.size() > 1024)
+    return invalid_argument("cache_salt holds " + std::to_string(r.cache_salt.size()) + " bytes; at most 1024");
   if (r.truncate_prompt_tokens < 0)
     return invalid_argument("truncate_prompt_tokens must be >= 1, or 0 for none (got " +
                             std::to_string(r.truncate_prompt_tokens) + ")");
@@ -877,6 +879,7 @@ Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling
     b.setReturnPromptIds(request.return_prompt_ids);
     b.setPriority(request.priority);
     b.setLora(static_cast<uint32_t>(lora));
+    b.setCacheSalt(request.cache_salt);
     std::vector<SeqImage> images;
     for (const ImagePixels& im : request.images) images.push_back({0, im.pixels, im.grid_h, im.grid_w});
     encode_images(images, b.initImages(static_cast<unsigned>(images.size())));

@@ -156,6 +156,7 @@ struct SeqRequest {
   int priority = 0;                  // higher first
   Pooling pooling = Pooling::none;   // not none: an embedding request (max_tokens 0; above)
   uint32_t lora = 0;                 // LoRA adapter id (0 = base); keys its prefix-cache pages
+  std::string cache_salt;            // non-empty: keys its prefix-cache pages (cache_key)
   // The prompt's images, in the order of their runs of image tokens (SchedulerLimits): pixels and
   // grid as models/model.h StepImage takes them (positions unset).
   std::vector<SeqImage> images;
@@ -451,6 +452,9 @@ class SchedulerPolicy {
   // first token salted by the adapter under a LoRA adapter, so no adapter shares pages with
   // another or with the base (the same tokens give other K/V under an adapter).
   std::span<const int32_t> cache_key(const Seq& s, std::vector<int32_t>& buf) const;
+  // The cache salt's part of the key: positions [1, kSaltedPositions] remapped by the salt.
+  static constexpr size_t kSaltedPositions = 31;
+  void salt_key(const std::string& salt, std::vector<int32_t>& key) const;
   // The adapter slot a salted first token names (0 for a real token id).
   int lora_slot_of(int32_t first_token) const;
   // ---- prompt logprobs (policy_prompt_logprobs.cpp) ----

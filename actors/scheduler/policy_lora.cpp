@@ -10,7 +10,7 @@ namespace brigade {
 // and disk tiers keep them apart as well. Adapter ids stay below 2^31 / vocab (EngineOptions'
 // max_loras is far below that for any vocabulary).
 std::span<const int32_t> SchedulerPolicy::cache_key(const Seq& s, std::vector<int32_t>& buf) const {
-  if ((s.req.lora == 0 && s.images.empty()) || s.tokens.empty()) return s.tokens;
+  if ((s.req.lora == 0 && s.images.empty() && s.req.cache_salt.empty()) || s.tokens.empty()) return s.tokens;
   buf = s.tokens;
   if (s.req.lora != 0) {
     const int64_t salted = -1 - ((static_cast<int64_t>(s.req.lora) - 1) * limits_.vocab_size + buf[0]);
@@ -18,7 +18,35 @@ std::span<const int32_t> SchedulerPolicy::cache_key(const Seq& s, std::vector<in
     buf[0] = static_cast<int32_t>(salted);
   }
   key_images(s, buf);
+  if (!s.req.cache_salt.empty()) salt_key(s.req.cache_salt, buf);
   return buf;
+}
+
+// vLLM's cache_salt. Token t at position p in [1, kSaltedPositions] becomes
+// -2^30 + b(p) * vocab + t, where b(p) in [0, 2^30 / vocab) is drawn from the salt's 128-bit hash
+// by position: negative like the LoRA and image keys, but in its own range ([-2^30, 0) at p >= 1,
+// where neither real ids nor image keys, below -2^30, fall), and one-to-one in t for a given salt,
+// so two prompts under one salt share exactly the pages they would share unsalted. Two salts share
+// a page only if all of its salted positions draw the same b(p): about 12 bits each for a 256k
+// vocabulary, 31 positions, so never in practice. Position 0 keeps the LoRA adapter's key
+// (drop_lora finds an adapter's pages by it); the page keys of the lower tiers chain over the
+// salted tokens, so the host and disk tiers keep salts apart too, and the same salt finds its pages
+// again after a restart. Image keys at those positions stay (the salt keys the positions around).
+void SchedulerPolicy::salt_key(const std::string& salt, std::vector<int32_t>& key) const {
+  constexpr int64_t kRange = int64_t{1} << 30;
+  const int64_t vocab = limits_.vocab_size > 0 ? limits_.vocab_size : int64_t{1} << 24;
+  const uint64_t buckets = static_cast<uint64_t>(kRange / vocab);
+  const PageKey h = root_key("cache_salt|" + salt);
+  const size_t end = std::min(key.size(), kSaltedPositions + 1);
+  for (size_t p = 1; p < end; ++p) {
+    if (key[p] < 0 || key[p] >= vocab) continue;  // an image key
+    // splitmix64's finalizer over the salt's hash and the position: a draw per position.
+    uint64_t x = h.lo ^ (h.hi * 0x9E3779B97F4A7C15ull * (p + 1)) ^ (0xD1B54A32D192ED03ull * p);
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    key[p] = static_cast<int32_t>(-kRange + static_cast<int64_t>(x % buckets) * vocab + key[p]);
+  }
 }
 
 int SchedulerPolicy::lora_slot_of(int32_t first_token) const {

@@ -212,6 +212,7 @@ void on_exported(scheduler_ptr self, uint64_t seq_id, const kv_exported_msg& res
       b.setIgnoreEos(req.ignore_eos);
       b.setPriority(req.priority);
       b.setLora(req.lora);
+      b.setCacheSalt(req.cache_salt);
       encode_images(req.images, b.initImages(static_cast<unsigned>(req.images.size())));
       b.setPageSize(st.setup.limits.page_size);
       b.setPageBytes(r.getPageBytes());
@@ -335,6 +336,7 @@ void on_handoff(scheduler_ptr self, const kv_handoff_msg& m) {
     t.req.ignore_eos = r.getIgnoreEos();
     t.req.priority = r.getPriority();
     t.req.lora = r.getLora();
+    t.req.cache_salt = r.getCacheSalt();
     t.req.images = decode_images(r.getImages());
     t.generated = to_vector(r.getGenerated());
     t.n_kv_tokens = r.getNKvTokens();
@@ -477,6 +479,7 @@ scheduler_impl_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerS
         req.priority = r.getPriority();
         req.pooling = static_cast<Pooling>(r.getPooling());
         req.lora = r.getLora();
+        req.cache_salt = r.getCacheSalt();
         req.images = decode_images(r.getImages());
         const int n_prompt = static_cast<int>(req.prompt.size());
         Status added = self->state.policy->add(std::move(req));

@@ -49,6 +49,7 @@ generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vect
     b.setLabels(r.getLabels());
     b.setPooling(r.getPooling());
     b.setLora(r.getLora());
+    b.setCacheSalt(r.getCacheSalt());
     b.setSkipSpecialTokens(r.getSkipSpecialTokens());
     b.setImages(r.getImages());
   });

@@ -115,6 +115,10 @@ struct GenerateOptions {
   // marker such as Mistral's [TOOL_CALLS]), all but the model's EOS.
   bool skip_special_tokens = true;
   int priority = 0;                  // higher is scheduled first
+  // vLLM's cache_salt: non-empty, the prefix cache (every tier, and across restarts) keys the
+  // prompt's pages with it, so a request reuses only pages computed for the same salt and nobody
+  // else can time their way to another tenant's prompts. At most 1024 bytes.
+  std::string cache_salt;
   int logprobs = -1;                 // >= 0: report each sampled token's logprob and the
                                      // `logprobs` most likely alternatives (at most 20)
   int prompt_logprobs = -1;          // >= 0: report each prompt token's logprob given the tokens

@@ -236,6 +236,56 @@ TEST_F(EngineCache, EachRequestReportsItsCachedPromptTokens) {
   EXPECT_EQ(static_cast<uint64_t>(loaded->cached_tokens), (*restarted)->stats().cache_loaded_tokens);
 }
 
+// vLLM's cache_salt: a request reuses only pages computed under the same salt (the device cache
+// and the disk tier, before and after a restart), prompts under one salt share what they would
+// share unsalted, and the salt changes no output.
+TEST_F(EngineCache, CacheSaltKeepsRequestsApartOnEveryTier) {
+  const auto family = prefix_family();  // a 48-token shared prefix
+  CacheConfig tiers;
+  tiers.disk_path = (dir_ / "tier_salted").string();
+  tiers.host_bytes = 0;
+  const auto salted = [&](size_t i, const std::string& salt) {
+    GenerateOptions r = family[i];
+    r.cache_salt = salt;
+    return r;
+  };
+  {
+    auto engine = Engine::create(options_for(dir_ / "model", tiers, 64));
+    ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+    auto a0 = (*engine)->generate(salted(0, "tenant-a"));
+    ASSERT_TRUE(a0.has_value()) << a0.status().to_string();
+    EXPECT_EQ(a0->cached_tokens, 0);
+    auto b1 = (*engine)->generate(salted(1, "tenant-b"));
+    ASSERT_TRUE(b1.has_value());
+    EXPECT_EQ(b1->cached_tokens, 0) << "another salt's pages";
+    auto plain1 = (*engine)->generate(family[1]);
+    ASSERT_TRUE(plain1.has_value());
+    EXPECT_EQ(plain1->cached_tokens, 0) << "an unsalted request takes no salted page";
+    auto a1 = (*engine)->generate(salted(1, "tenant-a"));
+    ASSERT_TRUE(a1.has_value());
+    EXPECT_EQ(a1->cached_tokens, 48) << "the salt's own prefix";
+    EXPECT_EQ(a1->token_ids, plain1->token_ids) << "the salt changes no output";
+    EXPECT_EQ(b1->token_ids, plain1->token_ids);
+    auto b1_again = (*engine)->generate(salted(1, "tenant-b"));
+    ASSERT_TRUE(b1_again.has_value());
+    EXPECT_EQ(b1_again->cached_tokens, 64) << "four whole pages of its own earlier prompt";
+  }
+  auto restarted = Engine::create(options_for(dir_ / "model", tiers, 64));
+  ASSERT_TRUE(restarted.has_value()) << restarted.status().to_string();
+  auto c2 = (*restarted)->generate(salted(2, "tenant-c"));
+  ASSERT_TRUE(c2.has_value());
+  EXPECT_EQ(c2->cached_tokens, 0) << "no page on disk has this salt";
+  auto a2 = (*restarted)->generate(salted(2, "tenant-a"));
+  ASSERT_TRUE(a2.has_value());
+  EXPECT_EQ(a2->cached_tokens, 48) << "the salt's prefix came back from disk";
+  EXPECT_EQ(a2->token_ids, c2->token_ids);
+  GenerateOptions too_long = salted(0, std::string(1025, 's'));
+  auto refused = (*restarted)->generate(too_long);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(refused.status().message().find("cache_salt"), std::string::npos) << refused.status().message();
+}
+
 // Waits (bounded) until `pred` holds for the engine's stats; false if it never does.
 bool eventually(const Engine& e, const std::function<bool(const EngineStats&)>& pred) {
   for (int i = 0; i < 5000; ++i) {

@@ -141,6 +141,31 @@ TEST_F(PdEngine, GreedyTokensEqualColocatedAtDepthOneAndTwo) {
   }
 }
 
+// Salted requests (vLLM's cache_salt) hand off like others and give the same tokens; the
+// prefill instance's cache serves a prompt again only under its own salt.
+TEST_F(PdEngine, SaltedRequestsHitOnlyTheirOwnSaltsPages) {
+  auto reqs = batch(/*seeded=*/false);
+  const auto want = run(colocated(1), reqs);
+  auto e = Engine::create(separated(1, 1, 1));
+  ASSERT_TRUE(e.has_value()) << e.status().to_string();
+  const auto hits = [&] { return (*e)->instance_stats()[0].stats.cache_hit_tokens; };
+  const auto salted = [&](const std::string& salt) {
+    std::vector<GenerateOptions> out;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      out.push_back(reqs[i]);
+      out.back().cache_salt = salt + std::to_string(i);  // each prompt its own salt: no sharing
+    }
+    return out;
+  };
+  EXPECT_EQ(testing::generate_all(**e, salted("a")), want);
+  EXPECT_EQ(hits(), 0u) << "every prompt had a salt of its own";
+  EXPECT_EQ(testing::generate_all(**e, salted("b")), want);
+  EXPECT_EQ(hits(), 0u) << "salt b found salt a's pages";
+  EXPECT_EQ(testing::generate_all(**e, salted("b")), want);
+  EXPECT_GT(hits(), 0u) << "salt b's own pages serve it again";
+  expect_drained(**e);
+}
+
 TEST_F(PdEngine, SeededTokensEqualColocatedAtDepthOneAndTwo) {
   const auto reqs = batch(/*seeded=*/true);
   for (int depth : {1, 2}) {

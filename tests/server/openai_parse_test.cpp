@@ -434,13 +434,15 @@ TEST(OpenaiParse, VllmSamplingExtras) {
   EXPECT_EQ(r->gen.priority, -3) << "vLLM's lower-is-first priority, turned round";
   EXPECT_TRUE(r->continuous_usage);
   auto ids = parse(R"({"prompt": "x", "bad_words": ["Paris", " the end"], "return_token_ids": true,
-    "return_tokens_as_token_ids": false})");
+    "return_tokens_as_token_ids": false, "cache_salt": "tenant-7"})");
   ASSERT_TRUE(ids.has_value()) << ids.status().to_string();
   EXPECT_EQ(ids->gen.sampling.bad_words, (std::vector<std::string>{"Paris", " the end"}));
   EXPECT_TRUE(ids->return_token_ids);
   EXPECT_TRUE(ids->gen.return_prompt_ids) << "the engine is asked for the prompt's ids";
   EXPECT_EQ(ids->return_tokens_as_token_ids, std::optional<bool>(false)) << "given: the server's default does not apply";
   EXPECT_FALSE(r->return_tokens_as_token_ids.has_value());
+  EXPECT_EQ(ids->gen.cache_salt, "tenant-7");
+  EXPECT_EQ(r->gen.cache_salt, "");
   EXPECT_EQ(parse(R"({"prompt": "x", "truncate_prompt_tokens": -1})")->gen.truncate_prompt_tokens, -1)
       << "the model's context: route() resolves it";
   for (const auto& [body, says] : std::vector<std::pair<std::string, std::string>>{
@@ -454,7 +456,9 @@ TEST(OpenaiParse, VllmSamplingExtras) {
            {R"({"prompt": "x", "bad_words": "Paris"})", "'bad_words' must be an array of strings"},
            {R"({"prompt": "x", "bad_words": [3]})", "bad_words[]"},
            {R"({"prompt": "x", "return_token_ids": "yes"})", "return_token_ids"},
-           {R"({"prompt": "x", "return_tokens_as_token_ids": 1})", "return_tokens_as_token_ids"}}) {
+           {R"({"prompt": "x", "return_tokens_as_token_ids": 1})", "return_tokens_as_token_ids"},
+           {R"({"prompt": "x", "cache_salt": ""})", "'cache_salt' must be a non-empty string"},
+           {R"({"prompt": "x", "cache_salt": 42})", "'cache_salt' must be a non-empty string"}}) {
     auto bad = parse(body);
     ASSERT_FALSE(bad.has_value()) << body;
     EXPECT_EQ(bad.status().code(), StatusCode::invalid_argument) << body;

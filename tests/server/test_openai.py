@@ -296,6 +296,28 @@ def test_token_ids_and_bad_words(server, client):
     assert streamed == whole.choices[0].model_extra["token_ids"] and len(streamed) == 6
 
 
+def test_cache_salt(client):
+    """vLLM's cache_salt: only requests with the same salt reuse each other's prefix pages."""
+    prompt = "The salted cache keeps tenants apart, " * 4
+
+    def cached(**extra):
+        r = client.completions.create(model="tiny", prompt=prompt, max_tokens=2, temperature=0,
+                                      extra_body={"ignore_eos": True, **extra})
+        return r.usage.prompt_tokens_details.cached_tokens, r.choices[0].text
+
+    first, text = cached(cache_salt="tenant-a")
+    assert first == 0
+    again, again_text = cached(cache_salt="tenant-a")
+    assert again > 0 and again_text == text, "the salt's own pages"
+    other, other_text = cached(cache_salt="tenant-b")  # tenant-a's pages were just used: still cached
+    assert other == 0 and other_text == text
+    plain, _ = cached()
+    assert plain == 0, "an unsalted request takes no salted page"
+    with pytest.raises(openai.BadRequestError) as e:
+        cached(cache_salt="")
+    assert "cache_salt" in str(e.value)
+
+
 def test_bad_input_is_400(client):
     with pytest.raises(openai.BadRequestError) as e:
         client.completions.create(model="tiny", prompt="x", max_tokens=0)
