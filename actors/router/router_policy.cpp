@@ -5,6 +5,8 @@
 #include <tuple>
 #include <vector>
 
+#include "kvstore/page_key.h"
+
 namespace brigade {
 
 const char* route_reason_name(RouteReason r) {
@@ -82,18 +84,27 @@ int RouterPolicy::next_round_robin() const {
 
 namespace {
 // The tree key of a prompt: an adapter's prompts start with a token no vocabulary has (-adapter),
-// so they share tree paths only with the same adapter's.
-std::span<const int32_t> tree_key(std::span<const int32_t> prompt, uint32_t lora, std::vector<int32_t>& storage) {
-  if (lora == 0) return prompt;
-  storage.assign(1, -static_cast<int32_t>(std::min<uint32_t>(lora, INT32_MAX)));
+// so they share tree paths only with the same adapter's; a salted prompt's next (or first) marker
+// is one of 2^30 values below any adapter's, from the salt's hash (a collision only costs a
+// misplaced affinity: the instances' caches keep salts apart exactly).
+std::span<const int32_t> tree_key(std::span<const int32_t> prompt, uint32_t lora, std::string_view salt,
+                                  std::vector<int32_t>& storage) {
+  if (lora == 0 && salt.empty()) return prompt;
+  storage.clear();
+  if (lora != 0) storage.push_back(-static_cast<int32_t>(std::min<uint32_t>(lora, INT32_MAX / 2)));
+  if (!salt.empty())
+    storage.push_back(static_cast<int32_t>(INT32_MIN + static_cast<int64_t>(root_key(salt).lo & 0x3FFFFFFF)));
   storage.insert(storage.end(), prompt.begin(), prompt.end());
   return storage;
 }
+
+int n_markers(uint32_t lora, std::string_view salt) { return (lora != 0) + !salt.empty(); }
 }  // namespace
 
-Expected<RouteDecision> RouterPolicy::choose(std::span<const int32_t> prompt, uint32_t lora) const {
+Expected<RouteDecision> RouterPolicy::choose(std::span<const int32_t> prompt, uint32_t lora,
+                                             std::string_view cache_salt) const {
   std::vector<int32_t> storage;
-  const std::span<const int32_t> key = tree_key(prompt, lora, storage);
+  const std::span<const int32_t> key = tree_key(prompt, lora, cache_salt, storage);
   const int least = least_loaded();
   if (least < 0) {
     if (std::any_of(roles_.begin(), roles_.end(), [](PdRole r) { return r == PdRole::prefill; }))
@@ -103,20 +114,21 @@ Expected<RouteDecision> RouterPolicy::choose(std::span<const int32_t> prompt, ui
   if (kind_ == Kind::round_robin) return RouteDecision{next_round_robin(), RouteReason::round_robin, 0};
   if (kind_ == Kind::least_load) return RouteDecision{least, RouteReason::load, 0};
   RouteDecision d = cache_aware(key, least);
-  d.matched_tokens = std::max(0, d.matched_tokens - (lora == 0 ? 0 : 1));  // the adapter's marker is no prompt token
+  d.matched_tokens = std::max(0, d.matched_tokens - n_markers(lora, cache_salt));  // the markers are no prompt tokens
   return d;
 }
 
-Expected<RouteDecision> RouterPolicy::route(uint64_t request_id, std::span<const int32_t> prompt, uint32_t lora) {
+Expected<RouteDecision> RouterPolicy::route(uint64_t request_id, std::span<const int32_t> prompt, uint32_t lora,
+                                            std::string_view cache_salt) {
   if (inflight_.count(request_id))
     return invalid_argument("request " + std::to_string(request_id) + " is already in flight");
-  BRIGADE_ASSIGN_OR_RETURN(RouteDecision d, choose(prompt, lora));
+  BRIGADE_ASSIGN_OR_RETURN(RouteDecision d, choose(prompt, lora, cache_salt));
   InstanceLoad& l = loads_[static_cast<size_t>(d.instance)];
   l.n_requests++;
   l.n_pending_prompt_tokens += static_cast<int64_t>(prompt.size());
   inflight_[request_id] = {d.instance, static_cast<int64_t>(prompt.size())};
   std::vector<int32_t> storage;
-  trees_[static_cast<size_t>(d.instance)].insert(tree_key(prompt, lora, storage));
+  trees_[static_cast<size_t>(d.instance)].insert(tree_key(prompt, lora, cache_salt, storage));
   if (kind_ == Kind::round_robin) next_rr_ = (d.instance + 1) % n_instances();
   return d;
 }

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -54,11 +55,14 @@ class RouterPolicy {
   // Where a prompt would go now, and why; changes nothing. internal when every instance is down.
   // `lora` (0 = the base model) is the request's LoRA adapter: each instance caches an adapter's
   // pages apart from the base model's and the other adapters', so the trees match a prompt only
-  // against prompts of the same adapter.
-  Expected<RouteDecision> choose(std::span<const int32_t> prompt, uint32_t lora = 0) const;
+  // against prompts of the same adapter. `cache_salt` (vLLM's; empty: none) likewise: a salted
+  // prompt matches only prompts of the same salt, as the instances' caches do.
+  Expected<RouteDecision> choose(std::span<const int32_t> prompt, uint32_t lora = 0,
+                                 std::string_view cache_salt = {}) const;
   // choose, then commit: the request counts as in flight there and its prompt enters that
   // instance's tree. invalid_argument for an id already in flight.
-  Expected<RouteDecision> route(uint64_t request_id, std::span<const int32_t> prompt, uint32_t lora = 0);
+  Expected<RouteDecision> route(uint64_t request_id, std::span<const int32_t> prompt, uint32_t lora = 0,
+                                std::string_view cache_salt = {});
   // The request's first token came back: its prompt no longer counts as pending prefill.
   // Unknown ids are ignored (as are repeats).
   void prefilled(uint64_t request_id);

@@ -113,6 +113,33 @@ TEST(RouterPolicy, AdaptersMatchOnlyTheirOwnPrompts) {
   EXPECT_EQ(base_again->matched_tokens, 64);
 }
 
+// vLLM's cache_salt: the instances cache a salted prompt apart from other salts' and unsalted
+// ones, so the trees match it only against prompts of the same salt (and adapter).
+TEST(RouterPolicy, SaltedPromptsMatchOnlyTheirOwnSalts) {
+  RouterPolicy p(cache_aware(), 2);
+  const auto prompt = seq(0, 64);
+  auto plain = p.route(1, prompt);
+  ASSERT_TRUE(plain.has_value());
+  auto salted = p.choose(prompt, 0, "tenant-a");
+  ASSERT_TRUE(salted.has_value());
+  EXPECT_EQ(salted->reason, RouteReason::load) << "salt a has cached nothing anywhere";
+  EXPECT_EQ(salted->matched_tokens, 0);
+  auto first = p.route(2, prompt, 0, "tenant-a");
+  ASSERT_TRUE(first.has_value());
+  EXPECT_NE(first->instance, plain->instance) << "the least loaded, not the unsalted prompt's instance";
+  auto again = p.route(3, concat(prompt, seq(900, 8)), 0, "tenant-a");
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->reason, RouteReason::cache);
+  EXPECT_EQ(again->instance, first->instance);
+  EXPECT_EQ(again->matched_tokens, 64) << "prompt tokens only";
+  EXPECT_EQ(p.choose(prompt, 0, "tenant-b")->matched_tokens, 0) << "salt b shares nothing with salt a";
+  EXPECT_EQ(p.choose(prompt, 1, "tenant-a")->matched_tokens, 0) << "nor does salt a under an adapter";
+  auto both = p.route(4, prompt, 1, "tenant-a");
+  ASSERT_TRUE(both.has_value());
+  EXPECT_EQ(p.choose(prompt, 1, "tenant-a")->matched_tokens, 64) << "both markers are no prompt tokens";
+  EXPECT_EQ(p.choose(prompt)->instance, plain->instance);
+}
+
 TEST(RouterPolicy, DistinctPromptsSpread) {
   RouterPolicy p(cache_aware(), 2);
   int n[2] = {0, 0};
