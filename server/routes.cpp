@@ -231,6 +231,7 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
     if (!post) return error_response(405, "/v1/embeddings takes POST", StatusCode::invalid_argument);
     auto parsed = parse_embeddings_body(req.body);
     if (!parsed) return error_response(400, parsed.status().message(), parsed.status().code());
+    if (parsed->truncate_prompt_tokens == -1) parsed->truncate_prompt_tokens = ctx.engine.model().max_context;
     return std::move(*parsed);
   }
   const bool completions = path == "/v1/completions", chat = path == "/v1/chat/completions";
