@@ -14,6 +14,8 @@ EmbedOptions EmbeddingsRequest::embed_options(size_t i) const {
   o.prompt = inputs[i].text;
   o.prompt_ids = inputs[i].ids;
   o.dimensions = dimensions;
+  o.truncate_prompt_tokens = truncate_prompt_tokens;
+  o.priority = priority;
   return o;
 }
 
@@ -40,6 +42,8 @@ Expected<EmbeddingsRequest> parse_embeddings_body(std::string_view body, int max
       return invalid_argument("'dimensions' must be an integer >= 1 (got " + d->dump() + ")");
     r.dimensions = static_cast<int>(d->get<int64_t>());
   }
+  BRIGADE_RETURN_IF_ERROR(read_truncate_prompt_tokens(j, r.truncate_prompt_tokens));
+  BRIGADE_RETURN_IF_ERROR(read_priority(j, r.priority));
   if (auto u = j.find("user"); u != j.end() && !u->is_null() && !u->is_string())
     return invalid_argument("'user' must be a string");
   return r;

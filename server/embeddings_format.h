@@ -21,6 +21,8 @@ struct EmbeddingsRequest {
   std::vector<PromptInput> inputs;  // `input`: a string, token ids, or a batch of either
   EncodingFormat encoding = EncodingFormat::floats;
   int dimensions = 0;               // 0: the whole embedding
+  int truncate_prompt_tokens = 0;   // vLLM's: > 0 keeps each input's last k tokens; -1 (the context) until route() resolves it
+  int priority = 0;                 // brigade's higher-first (vLLM's lower-first `priority`, negated)
   // Each input's engine request (`user` is accepted and ignored, as vLLM does).
   EmbedOptions embed_options(size_t i) const;
 };
@@ -30,7 +32,7 @@ constexpr int kMaxEmbeddingInputs = 2048;
 
 // Validates a body: `input` required (no empty string or array), at most max_inputs inputs;
 // `encoding_format` float | base64; `dimensions` an integer >= 1 (its upper bound, the model's
-// embedding size, is the engine's check).
+// embedding size, is the engine's check); vLLM's `truncate_prompt_tokens` and `priority`.
 Expected<EmbeddingsRequest> parse_embeddings_body(std::string_view body, int max_inputs = kMaxEmbeddingInputs);
 
 // The response: {"object": "list", "data": [{"object": "embedding", "index": i, "embedding":

@@ -13,19 +13,19 @@ namespace {
 // the first error.
 struct Batch {
   std::mutex mu;
-  EmbeddingsRequest request;
+  std::vector<EmbedOptions> inputs;
   std::vector<Embedding> results;
   std::vector<uint64_t> ids;  // engine ids, 0 until known or once finished
   size_t n_left = 0;
   bool answered = false;
-  std::function<void(SimpleResponse)> done;
+  EmbedBatchCallback done;
 };
 
 // The inputs still running once the batch failed.
-std::vector<uint64_t> fail(Batch& b, const Status& st, std::optional<SimpleResponse>& answer) {
+std::vector<uint64_t> fail(Batch& b, const Status& st, std::optional<Expected<std::vector<Embedding>>>& answer) {
   if (b.answered) return {};
   b.answered = true;
-  answer = error_response(http_status_for(st.code()), st.message(), st.code());
+  answer = st;
   std::vector<uint64_t> running;
   for (uint64_t id : b.ids)
     if (id != 0) running.push_back(id);
@@ -34,7 +34,7 @@ std::vector<uint64_t> fail(Batch& b, const Status& st, std::optional<SimpleRespo
 
 void on_result(const std::shared_ptr<ServerContext>& ctx, const std::shared_ptr<Batch>& b, size_t i,
                Expected<Embedding> e) {
-  std::optional<SimpleResponse> answer;
+  std::optional<Expected<std::vector<Embedding>>> answer;
   std::vector<uint64_t> cancel;
   {
     std::lock_guard<std::mutex> lock(b->mu);
@@ -45,8 +45,7 @@ void on_result(const std::shared_ptr<ServerContext>& ctx, const std::shared_ptr<
       b->results[i] = std::move(*e);
       if (--b->n_left == 0) {
         b->answered = true;
-        answer = SimpleResponse{200, "application/json",
-                                embeddings_body(b->results, b->request.encoding, b->request.model)};
+        answer = std::move(b->results);
       }
     }
   }
@@ -56,11 +55,11 @@ void on_result(const std::shared_ptr<ServerContext>& ctx, const std::shared_ptr<
 
 }  // namespace
 
-void run_embeddings(const std::shared_ptr<ServerContext>& ctx, EmbeddingsRequest request,
-                    std::function<void(SimpleResponse)> done) {
+void embed_batch(const std::shared_ptr<ServerContext>& ctx, std::vector<EmbedOptions> inputs, EmbedBatchCallback done) {
+  BRIGADE_CHECK(!inputs.empty(), "embed_batch needs at least one input (the parsers refuse empty batches)");
   auto b = std::make_shared<Batch>();
-  const size_t n = request.inputs.size();
-  b->request = std::move(request);
+  const size_t n = inputs.size();
+  b->inputs = std::move(inputs);
   b->results.resize(n);
   b->ids.assign(n, 0);
   b->n_left = n;
@@ -75,7 +74,7 @@ void run_embeddings(const std::shared_ptr<ServerContext>& ctx, EmbeddingsRequest
       on_result(ctx, b, i, Status(StatusCode::cancelled, "the server is shutting down"));
       break;
     }
-    auto submitted = ctx->engine.submit_embed(b->request.embed_options(i), [ctx, b, i, key](Expected<Embedding> e) mutable {
+    auto submitted = ctx->engine.submit_embed(b->inputs[i], [ctx, b, i, key](Expected<Embedding> e) mutable {
       on_result(ctx, b, i, std::move(e));
       b.reset();  // the batch (and the session its `done` holds) before Inflight lets stop() go on
       ctx->inflight.end(key);
@@ -89,6 +88,21 @@ void run_embeddings(const std::shared_ptr<ServerContext>& ctx, EmbeddingsRequest
     std::lock_guard<std::mutex> lock(b->mu);
     if (!b->answered && b->results[i].values.empty()) b->ids[i] = *submitted;
   }
+}
+
+SimpleResponse embed_error_response(const Status& st) {
+  return error_response(http_status_for(st.code()), st.message(), st.code());
+}
+
+void run_embeddings(const std::shared_ptr<ServerContext>& ctx, EmbeddingsRequest request,
+                    std::function<void(SimpleResponse)> done) {
+  std::vector<EmbedOptions> inputs;
+  for (size_t i = 0; i < request.inputs.size(); ++i) inputs.push_back(request.embed_options(i));
+  embed_batch(ctx, std::move(inputs), [encoding = request.encoding, model = std::move(request.model),
+                                       done = std::move(done)](Expected<std::vector<Embedding>> e) {
+    if (!e) return done(embed_error_response(e.status()));
+    done(SimpleResponse{200, "application/json", embeddings_body(*e, encoding, model)});
+  });
 }
 
 }  // namespace brigade::server

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "server/embeddings_route.h"
+#include "server/score_route.h"
 #include "server/openai_format.h"
 #include "server/responses_state.h"
 #include "server/routes.h"
@@ -75,7 +76,7 @@ class Session : public std::enable_shared_from_this<Session> {
     HttpRequestView view{sv(req.method_string()), sv(req.target()), sv(req[http::field::authorization]), req.body()};
     // A bug that throws while reading a request (a JSON misuse, say) answers 500 and leaves the
     // server running, instead of taking every other connection down with it.
-    std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> routed = SimpleResponse{};
+    Routed routed = SimpleResponse{};
     try {
       routed = route(*ctx_, view);
     } catch (const std::exception& e) {
@@ -84,14 +85,18 @@ class Session : public std::enable_shared_from_this<Session> {
                                  StatusCode::internal));
     }
     if (auto* simple = std::get_if<SimpleResponse>(&routed)) return send(*simple);
-    if (auto* embed = std::get_if<EmbeddingsRequest>(&routed)) {
-      stream_.expires_never();  // the engine answers; a dead client shows up as a failed write
-      auto self = shared_from_this();
-      return run_embeddings(ctx_, std::move(*embed), [self](SimpleResponse r) {
-        net::post(self->stream_.get_executor(), [self, r = std::move(r)] { self->send(r); });
-      });
-    }
+    if (auto* embed = std::get_if<EmbeddingsRequest>(&routed)) return run_embeddings(ctx_, std::move(*embed), answer_later());
+    if (auto* score = std::get_if<ScoreRequest>(&routed)) return run_score(ctx_, std::move(*score), answer_later());
     start_generation(std::get<CompletionRequest>(std::move(routed)));
+  }
+
+  // Where a request the engine answers in one piece (embeddings, scores) sends its response: the
+  // session's strand. The engine answers; a dead client shows up as a failed write.
+  std::function<void(SimpleResponse)> answer_later() {
+    stream_.expires_never();
+    return [self = shared_from_this()](SimpleResponse r) {
+      net::post(self->stream_.get_executor(), [self, r = std::move(r)] { self->send(r); });
+    };
   }
 
   // Plain (non-stream) response; keeps the connection when the client asked to.

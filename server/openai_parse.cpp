@@ -33,6 +33,8 @@ Status wrong_type(const std::string& field, const char* want, const json& v) {
   return invalid_argument(cat({"'", field, "' must be ", want, " (got ", type_name(v), ")"}));
 }
 
+}  // namespace
+
 // Reads an optional integer field into out; null or absent keeps out. Floats are refused (OpenAI
 // rejects `max_tokens: 1.5` too), and values are range-checked before narrowing.
 Status read_int(const json& body, const char* field, int64_t lo, int64_t hi, int64_t& out) {
@@ -98,6 +100,22 @@ Status read_bool(const json& body, const char* field, bool& out) {
   out = it->get<bool>();
   return Status::ok();
 }
+
+Status read_truncate_prompt_tokens(const json& body, int& out) {
+  BRIGADE_RETURN_IF_ERROR(read_int(body, "truncate_prompt_tokens", -1, std::numeric_limits<int32_t>::max(), out));
+  if (body.contains("truncate_prompt_tokens") && out == 0)
+    return invalid_argument("'truncate_prompt_tokens' must be >= 1, or -1 for the model's context (got 0)");
+  return Status::ok();
+}
+
+Status read_priority(const json& body, int& out) {
+  int priority = 0;
+  BRIGADE_RETURN_IF_ERROR(read_int(body, "priority", -(1 << 20), 1 << 20, priority));
+  out = -priority;
+  return Status::ok();
+}
+
+namespace {
 
 Status read_token_ids(const json& arr, const std::string& field, std::vector<int32_t>& out) {
   out.clear();
@@ -466,21 +484,14 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
     BRIGADE_RETURN_IF_ERROR(read_bool(body, "return_tokens_as_token_ids", as_ids));
     r.return_tokens_as_token_ids = as_ids;
   }
-  // vLLM's truncate_prompt_tokens: keep the prompt's last k tokens (-1: the model's context,
-  // resolved by route()).
-  BRIGADE_RETURN_IF_ERROR(read_int(body, "truncate_prompt_tokens", -1, max_int, r.gen.truncate_prompt_tokens));
-  if (body.contains("truncate_prompt_tokens") && r.gen.truncate_prompt_tokens == 0)
-    return invalid_argument("'truncate_prompt_tokens' must be >= 1, or -1 for the model's context (got 0)");
+  BRIGADE_RETURN_IF_ERROR(read_truncate_prompt_tokens(body, r.gen.truncate_prompt_tokens));
   // vLLM's cache_salt: a non-empty string when given (the engine bounds its size).
   if (auto salt = body.find("cache_salt"); salt != body.end() && !salt->is_null()) {
     if (!salt->is_string() || salt->get_ref<const std::string&>().empty())
       return invalid_argument("'cache_salt' must be a non-empty string if provided");
     r.gen.cache_salt = salt->get<std::string>();
   }
-  // vLLM's priority: lower is served first; brigade's is the other way round.
-  int priority = 0;
-  BRIGADE_RETURN_IF_ERROR(read_int(body, "priority", -(1 << 20), 1 << 20, priority));
-  r.gen.priority = -priority;
+  BRIGADE_RETURN_IF_ERROR(read_priority(body, r.gen.priority));
   BRIGADE_RETURN_IF_ERROR(read_logit_bias(body, limits, r.gen.sampling));
   BRIGADE_RETURN_IF_ERROR(read_int(body, "min_tokens", 0, max_int, r.gen.min_tokens));
   BRIGADE_RETURN_IF_ERROR(read_guided_output(body, r.gen));

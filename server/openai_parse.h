@@ -91,6 +91,21 @@ struct CompletionRequest {
   const std::string& echo_of(int c) const;
 };
 
+// Optional fields of a request body (absent or null keeps `out`); invalid_argument naming the
+// field when it has the wrong type or lies outside [lo, hi] (integers: floats are refused and the
+// range is checked before narrowing; floats: `lo_open` makes the lower bound exclusive, NaN never
+// passes).
+Status read_int(const nlohmann::json& body, const char* field, int64_t lo, int64_t hi, int64_t& out);
+Status read_int(const nlohmann::json& body, const char* field, int64_t lo, int64_t hi, int& out);
+Status read_float(const nlohmann::json& body, const char* field, double lo, double hi, bool lo_open, float& out);
+Status read_bool(const nlohmann::json& body, const char* field, bool& out);
+
+// vLLM's truncate_prompt_tokens: keep the prompt's last k tokens; -1 is the model's context,
+// which the router resolves (0 and below -1 are refused).
+Status read_truncate_prompt_tokens(const nlohmann::json& body, int& out);
+// vLLM's priority (lower is served first), negated into brigade's higher-first value.
+Status read_priority(const nlohmann::json& body, int& out);
+
 // A prompt field's one prompt or batch (OpenAI's completions `prompt`, embeddings `input`): a
 // string, an array of token ids, or an array of either (not mixed), at most max_prompts of them;
 // none empty. invalid_argument naming `field` (and the element) otherwise.

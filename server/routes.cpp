@@ -178,7 +178,7 @@ SimpleResponse error_response(int status, const std::string& message, StatusCode
   return {status, "application/json", error_body(status, message, code)};
 }
 
-std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerContext& ctx, const HttpRequestView& req) {
+Routed route(ServerContext& ctx, const HttpRequestView& req) {
   std::string_view path = req.target.substr(0, req.target.find('?'));
   const bool get = req.method == "GET", post = req.method == "POST";
   if (path == "/ping") {  // SageMaker's health route, as vLLM serves it (GET or POST)
@@ -211,8 +211,9 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
       return error_response(405, std::string(path) + " takes POST", StatusCode::invalid_argument);
     return cache_reset_route(ctx, req.target);
   }
-  const bool v1 = path.starts_with("/v1/");
-  if (v1 && !authorized(ctx, req.authorization)) {
+  // vLLM's scoring routes live outside /v1 too (/score, /rerank, /v2/rerank); the key guards them all.
+  const bool guarded = path.starts_with("/v1/") || path.starts_with("/v2/") || path == "/score" || path == "/rerank";
+  if (guarded && !authorized(ctx, req.authorization)) {
     return error_response(401, "missing or wrong API key: send the header 'Authorization: Bearer <key>'",
                           StatusCode::invalid_argument);
   }
@@ -231,6 +232,15 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
     if (!post) return error_response(405, "/v1/embeddings takes POST", StatusCode::invalid_argument);
     auto parsed = parse_embeddings_body(req.body);
     if (!parsed) return error_response(400, parsed.status().message(), parsed.status().code());
+    if (parsed->truncate_prompt_tokens == -1) parsed->truncate_prompt_tokens = ctx.engine.model().max_context;
+    return std::move(*parsed);
+  }
+  const bool score = path == "/score" || path == "/v1/score";
+  if (score || path == "/rerank" || path == "/v1/rerank" || path == "/v2/rerank") {
+    if (!post) return error_response(405, std::string(path) + " takes POST", StatusCode::invalid_argument);
+    auto parsed = score ? parse_score_body(req.body) : parse_rerank_body(req.body);
+    if (!parsed) return error_response(400, parsed.status().message(), parsed.status().code());
+    if (parsed->truncate_prompt_tokens == -1) parsed->truncate_prompt_tokens = ctx.engine.model().max_context;
     return std::move(*parsed);
   }
   const bool completions = path == "/v1/completions", chat = path == "/v1/chat/completions";
@@ -238,8 +248,9 @@ std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerC
   if (!completions && !chat && !responses) {
     return error_response(404, "no route " + std::string(path) +
                                    " (valid: POST /v1/completions, POST /v1/chat/completions, POST /v1/responses, "
-                                   "POST /v1/embeddings, GET /v1/models, POST /tokenize, POST /detokenize, GET /health, "
-                                   "GET /metrics" +
+                                   "POST /v1/embeddings, POST /v1/score, POST /v1/rerank, POST /v2/rerank, POST /score, "
+                                   "POST /rerank, GET /v1/models, POST /tokenize, POST /detokenize, GET /health, "
+                                   "GET /metrics, GET /version, GET|POST /ping" +
                                    std::string(ctx.options.allow_runtime_lora_updating
                                                    ? ", POST /v1/load_lora_adapter, POST /v1/unload_lora_adapter"
                                                    : "") +

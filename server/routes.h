@@ -15,6 +15,7 @@
 #include "server/inflight.h"
 #include "server/metrics.h"
 #include "server/openai_parse.h"
+#include "server/score_format.h"
 
 namespace brigade::server {
 
@@ -58,7 +59,10 @@ struct HttpRequestView {
 
 // A JSON error response with the OpenAI body.
 SimpleResponse error_response(int status, const std::string& message, StatusCode code);
-// The answer to one request, or the completion or embeddings request to run.
-std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest> route(ServerContext& ctx, const HttpRequestView& req);
+// What route() hands the session: an answer, or a completion, embeddings or score request to run.
+using Routed = std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest, ScoreRequest>;
+
+// The answer to one request, or the request to run on the engine.
+Routed route(ServerContext& ctx, const HttpRequestView& req);
 
 }  // namespace brigade::server

@@ -19,6 +19,9 @@ Status validate_embed(const EmbedOptions& r, const ModelSummary& m) {
       return invalid_argument("input token id " + std::to_string(t) + " is outside the vocabulary [0, " +
                               std::to_string(m.vocab_size) + ")");
   }
+  if (r.truncate_prompt_tokens < 0)
+    return invalid_argument("truncate_prompt_tokens must be >= 1, or 0 for none (got " +
+                            std::to_string(r.truncate_prompt_tokens) + ")");
   if (r.dimensions < 0 || (m.hidden_size > 0 && r.dimensions > m.hidden_size))
     return invalid_argument("dimensions must be in [1, " + std::to_string(m.hidden_size) +
                             "] (the model's embedding size; got " + std::to_string(r.dimensions) + ")");
@@ -31,6 +34,7 @@ GenerateOptions embed_as_generate(const EmbedOptions& r) {
   g.prompt_ids = r.prompt_ids;
   g.add_bos = r.add_bos;
   g.max_tokens = 0;
+  g.truncate_prompt_tokens = r.truncate_prompt_tokens;
   g.sampling.temperature = 0.0f;
   g.sampling.seed = 0;  // nothing is sampled: no seed needs drawing
   g.priority = r.priority;

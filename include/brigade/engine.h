@@ -203,6 +203,7 @@ struct EmbedOptions {
   // sentence-transformers' truncate_dim). At most the hidden size. 0: all of them.
   int dimensions = 0;
   std::optional<bool> normalize;    // L2-normalize; unset: the model's (ModelSummary)
+  int truncate_prompt_tokens = 0;   // > 0: embed only the input's last this many tokens (as GenerateOptions')
   int priority = 0;                 // higher is scheduled first
   std::vector<std::pair<std::string, std::string>> labels;  // as GenerateOptions::labels
 };

@@ -77,6 +77,29 @@ inline std::pair<int32_t, int32_t> add_think_tokens(const std::string& model) {
   return {ids[0], ids[1]};
 }
 
+// An engine on `model` (64 MiB of KV; `chat_template` as EngineOptions') and the server over it
+// on any port with `options`, model id "tiny". Either is null, and the test
+// has failed, when it did not start. The server goes first: it serves the engine.
+struct TestServer {
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<HttpServer> server;
+  ~TestServer() { server.reset(); }
+};
+
+inline void start_test_server(TestServer& out, const std::string& model, ServerOptions options,
+                              const std::string& chat_template = "") {
+  EngineOptions o = brigade::testing::test_engine_options(model, 1);
+  o.topology.instances.front().kv.memory_mb = 64;
+  o.chat_template = chat_template;
+  out.engine = brigade::testing::create_engine(o);
+  if (!out.engine) return;
+  options.port = 0;
+  options.model_name = "tiny";
+  auto srv = HttpServer::start(*out.engine, options);
+  EXPECT_TRUE(srv.has_value()) << srv.status().to_string();
+  if (srv) out.server = std::move(*srv);
+}
+
 // The server (any port, model id "tiny") over an engine on `model`; `chat_template` as
 // EngineOptions::chat_template, `reasoning_parser` and `tool_call_parser` as ServerOptions'.
 // ok() is false (and the test has failed) when either did not start.
@@ -84,26 +107,16 @@ class ChatTestServer {
  public:
   explicit ChatTestServer(const std::string& model, const std::string& chat_template = "",
                           const std::string& reasoning_parser = "none", const std::string& tool_call_parser = "") {
-    EngineOptions o = brigade::testing::test_engine_options(model, 1);
-    o.topology.instances.front().kv.memory_mb = 64;
-    o.chat_template = chat_template;
-    engine_ = brigade::testing::create_engine(o);
-    if (!engine_) return;
     ServerOptions options;
-    options.port = 0;
-    options.model_name = "tiny";
     options.reasoning_parser = reasoning_parser;
     options.tool_call_parser = tool_call_parser;
-    auto srv = HttpServer::start(*engine_, options);
-    EXPECT_TRUE(srv.has_value()) << srv.status().to_string();
-    if (srv) server_ = std::move(*srv);
+    start_test_server(served_, model, options, chat_template);
   }
-  ~ChatTestServer() { server_.reset(); }  // before the engine it serves
-  bool ok() const { return server_ != nullptr; }
+  bool ok() const { return served_.server != nullptr; }
 
   ClientResponse post(const std::string& path, const nlohmann::json& body) const { return post_raw(path, body.dump()); }
   ClientResponse post_raw(const std::string& path, const std::string& body) const {
-    auto r = http_request("127.0.0.1", server_->port(), {"POST", path, body, ""});
+    auto r = http_request("127.0.0.1", served_.server->port(), {"POST", path, body, ""});
     EXPECT_TRUE(r.has_value()) << r.status().to_string();
     return r ? *r : ClientResponse{};
   }
@@ -111,7 +124,7 @@ class ChatTestServer {
   // The raw body of a streamed POST to `path`.
   std::string stream_raw(const std::string& path, const nlohmann::json& body) const {
     std::string raw;
-    auto r = http_stream("127.0.0.1", server_->port(), {"POST", path, body.dump(), ""}, [&](std::string_view piece) {
+    auto r = http_stream("127.0.0.1", served_.server->port(), {"POST", path, body.dump(), ""}, [&](std::string_view piece) {
       raw += piece;
       return true;
     });
@@ -123,7 +136,7 @@ class ChatTestServer {
     body["stream"] = true;
     SseSplitter split;
     std::vector<std::string> events;
-    auto r = http_stream("127.0.0.1", server_->port(), {"POST", "/v1/chat/completions", body.dump(), ""},
+    auto r = http_stream("127.0.0.1", served_.server->port(), {"POST", "/v1/chat/completions", body.dump(), ""},
                          [&](std::string_view piece) {
                            split.feed(piece, events);
                            return true;
@@ -137,8 +150,7 @@ class ChatTestServer {
   }
 
  private:
-  std::unique_ptr<Engine> engine_;
-  std::unique_ptr<HttpServer> server_;
+  TestServer served_;
 };
 
 }  // namespace brigade::server::testing

@@ -31,6 +31,10 @@ TEST(EmbeddingsFormat, ParsesEveryInputForm) {
   ASSERT_TRUE(batch.has_value());
   EXPECT_EQ(batch->inputs.size(), 2u);
   EXPECT_EQ(batch->embed_options(1).prompt_ids, (std::vector<int32_t>{3}));
+  auto vllm = parse_embeddings_body(R"({"input": "a", "truncate_prompt_tokens": 8, "priority": 2})");
+  ASSERT_TRUE(vllm.has_value()) << vllm.status().to_string();
+  EXPECT_EQ(vllm->embed_options(0).truncate_prompt_tokens, 8);
+  EXPECT_EQ(vllm->embed_options(0).priority, -2) << "vLLM's lower-first priority, negated";
 }
 
 TEST(EmbeddingsFormat, BadBodiesNameTheField) {
@@ -52,6 +56,8 @@ TEST(EmbeddingsFormat, BadBodiesNameTheField) {
   EXPECT_NE(message(R"({"input": "a", "dimensions": 0})").find("dimensions"), std::string::npos);
   EXPECT_NE(message(R"({"input": "a", "dimensions": 1.5})").find("dimensions"), std::string::npos);
   EXPECT_NE(message(R"({"input": ["a", "b", "c"]})", 2).find("at most 2"), std::string::npos);
+  EXPECT_NE(message(R"({"input": "a", "truncate_prompt_tokens": 0})").find("truncate_prompt_tokens"), std::string::npos);
+  EXPECT_NE(message(R"({"input": "a", "truncate_prompt_tokens": -2})").find("truncate_prompt_tokens"), std::string::npos);
 }
 
 TEST(EmbeddingsFormat, Base64IsLittleEndianF32) {

@@ -4,6 +4,10 @@ The qwen3 fixture (tests/fixtures/qwen3) served with --pooling mean and last mus
 transformers' pooled last_hidden_state (embeddings.json, scripts/make_fixtures.py --embeddings),
 as floats and as base64 (the client's default, decoded by the client itself); a tiny synthetic
 model with a tokenizer takes text inputs, batches, `dimensions`, and refuses bad inputs with 400.
+vLLM's /score and /rerank on the same servers must give the cosine of transformers' pooled
+vectors (the fixture has no tokenizer, so its inputs go as token ids), through the `openai`
+client's own request machinery (`client.post`: /v1/score, /v1/rerank, and the same client on
+the server's root for /score, /rerank and /v2/rerank).
 Run through ctest (scripts/python-env.sh run-pytest); BRIGADE_BIN names the brigade binary.
 """
 import base64
@@ -117,3 +121,78 @@ def test_bad_inputs_are_400(tiny):
         tiny.embeddings.create(model="tiny", input="hello", encoding_format="int8")
     # The server still answers after the errors.
     assert len(tiny.embeddings.create(model="tiny", input="hello", encoding_format="float").data) == 1
+
+
+def cosine(a, b):
+    dot = sum(x * y for x, y in zip(a, b))
+    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+
+def post(client, path, body):
+    """POST through the openai client's own machinery (auth, errors as openai exceptions): the JSON."""
+    return client.post(path, body=body, cast_to=object)
+
+
+def at_root(client):
+    """The same client on the server's root, for vLLM's routes outside /v1."""
+    return client.with_options(base_url=str(client.base_url).rstrip("/").removesuffix("/v1"))
+
+
+def test_score_is_the_cosine_of_transformers_embeddings(fixture_server, reference):
+    mode, client = fixture_server
+    query, docs = reference[0], reference[1:]
+    want = [cosine(query["raw"][mode], d["raw"][mode]) for d in docs]
+    body = {"model": "qwen3", "text_1": query["prompt"], "text_2": [d["prompt"] for d in docs]}
+    via_client = post(client, "/score", body)  # /v1/score
+    via_root = post(at_root(client), "/score", body)
+    for r in (via_client, via_root):
+        assert r["object"] == "list" and r["model"] == "qwen3" and r["id"].startswith("score-")
+        assert [d["index"] for d in r["data"]] == list(range(len(docs)))
+        assert all(d["object"] == "score" for d in r["data"])
+        assert [d["score"] for d in r["data"]] == pytest.approx(want, abs=TOL)
+        tokens = sum(len(query["prompt"]) + len(d["prompt"]) for d in docs)
+        assert r["usage"]["prompt_tokens"] == tokens and r["usage"]["total_tokens"] == tokens
+    # N:N pairs each with each; vLLM's `queries`/`documents` names read the same.
+    pairs = post(client, "/score", {"queries": [docs[0]["prompt"], docs[1]["prompt"]],
+                                        "documents": [docs[2]["prompt"], query["prompt"]]})
+    assert [d["score"] for d in pairs["data"]] == pytest.approx(
+        [cosine(docs[0]["raw"][mode], docs[2]["raw"][mode]), cosine(docs[1]["raw"][mode], query["raw"][mode])],
+        abs=TOL)
+
+
+def test_rerank_orders_by_transformers_cosine(fixture_server, reference):
+    mode, client = fixture_server
+    query, docs = reference[0], reference[1:]
+    want = [cosine(query["raw"][mode], d["raw"][mode]) for d in docs]
+    order = sorted(range(len(docs)), key=lambda i: -want[i])
+    body = {"model": "qwen3", "query": query["prompt"], "documents": [d["prompt"] for d in docs]}
+    for r in (post(client, "/rerank", body),
+              post(at_root(client), "/rerank", body), post(at_root(client), "/v2/rerank", body)):
+        assert r["id"].startswith("rerank-") and r["model"] == "qwen3"
+        assert [x["index"] for x in r["results"]] == order
+        assert [x["relevance_score"] for x in r["results"]] == pytest.approx([want[i] for i in order], abs=TOL)
+    top = post(client, "/rerank", {**body, "top_n": 1})
+    assert [x["index"] for x in top["results"]] == order[:1]
+
+
+def test_text_score_and_rerank_and_their_400s(tiny):
+    query = "Which station cooks the sauces?"
+    docs = ["The saucier makes the sauces.", "Bread and cakes come from the patissier."]
+    vectors = [d.embedding for d in tiny.embeddings.create(model="tiny", input=[query, *docs],
+                                                           encoding_format="float").data]
+    score = post(tiny, "/score", {"model": "tiny", "text_1": query, "text_2": docs})
+    assert [d["score"] for d in score["data"]] == pytest.approx(
+        [cosine(vectors[0], vectors[1]), cosine(vectors[0], vectors[2])], abs=1e-5)
+    rerank = post(tiny, "/rerank", {"model": "tiny", "query": query, "documents": docs,
+                                        "return_documents": True})
+    assert {x["document"]["text"] for x in rerank["results"]} == set(docs)
+    with pytest.raises(openai.BadRequestError, match="1:1, 1:N or N:N"):
+        post(tiny, "/score", {"text_1": [query, query], "text_2": docs + ["third"]})
+    with pytest.raises(openai.BadRequestError, match="top_n"):
+        post(tiny, "/rerank", {"query": query, "documents": docs, "top_n": -1})
+    with pytest.raises(openai.BadRequestError, match="empty"):
+        post(tiny, "/rerank", {"query": query, "documents": []})
+    with pytest.raises(openai.BadRequestError, match="'query' is required"):
+        post(tiny, "/rerank", {"documents": docs})
+    with pytest.raises(openai.BadRequestError, match="context"):
+        post(tiny, "/score", {"text_1": query, "text_2": "word " * 400})
