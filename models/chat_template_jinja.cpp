@@ -119,7 +119,9 @@ Expected<std::string> JinjaChatTemplate::apply(std::span<const ChatMessage> mess
     const json kwargs = json::parse(template_kwargs, nullptr, /*allow_exceptions=*/false);
     if (kwargs.is_discarded() || !kwargs.is_object()) return invalid_argument("chat_template_kwargs must be a JSON object");
     for (const auto& [key, value] : kwargs.items()) {
-      if (ctx.dict().find(key))
+      // documents (none unless given) is transformers' apply_chat_template argument, which vLLM
+      // fills from the request's `documents` and lets chat_template_kwargs override.
+      if (key != "documents" && ctx.dict().find(key))
         return invalid_argument("chat_template_kwargs may not set '" + key + "': the request sets it");
       BRIGADE_ASSIGN_OR_RETURN(Value v, from_json(value, "chat_template_kwargs." + key));
       ctx.dict().set(key, std::move(v));

@@ -8,7 +8,8 @@
 //   tools                  the tool objects as the client sent them (keys in order), or none
 //   add_generation_prompt  bool
 //   bos_token, eos_token   the model's special-token text
-//   documents              none
+//   documents              none, or the `documents` template variable given (RAG templates such as
+//                          Command R's; vLLM's request field)
 #pragma once
 
 #include <span>
@@ -37,8 +38,9 @@ class JinjaChatTemplate {
   // a tool that is not a JSON object, or what the template refuses or fails on;
   // out_of_resources when it runs past a render limit.
   // template_kwargs: empty, or a JSON object's text whose members are set as template variables
-  // (vLLM's chat_template_kwargs); invalid_argument when it is not one or sets a variable the
-  // render sets itself (messages, tools, documents, add_generation_prompt, bos_token, eos_token).
+  // (vLLM's chat_template_kwargs, and `documents`, transformers' argument); invalid_argument when
+  // it is not one or sets a variable the render sets itself (messages, tools,
+  // add_generation_prompt, bos_token, eos_token).
   Expected<std::string> apply(std::span<const ChatMessage> messages, std::span<const std::string> tools,
                               bool add_generation_prompt, const std::string& template_kwargs = "",
                               const jinja::RenderOptions& options = {}) const;

@@ -74,6 +74,7 @@ Expected<ChatRenderOptions> built_in_options(ChatFamily family, const std::strin
   const nlohmann::json kwargs = nlohmann::json::parse(template_kwargs, nullptr, /*allow_exceptions=*/false);
   if (!kwargs.is_object()) return invalid_argument("chat_template_kwargs must be a JSON object");
   for (const auto& [key, value] : kwargs.items()) {
+    if (key == "documents") continue;  // no built-in family renders documents (as a template that never names them)
     if (key != "reasoning_effort")
       return invalid_argument(std::string("chat_template_kwargs need a Jinja template; the built-in ") +
                               chat_family_name(family) + " family takes only reasoning_effort (got '" + key + "')");

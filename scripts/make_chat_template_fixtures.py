@@ -124,6 +124,9 @@ TEMPLATE_KWARGS = {
     "deepseek-v3.1": [{"thinking": True}],
     "llama-3.1": [{"tools_in_user_message": False}, {"date_string": "04 Jul 2025"}],
     "gpt-oss": [{"reasoning_effort": "high"}, {"model_identity": "You are a test model."}],
+    # vLLM's `documents` request field reaches the template as transformers' documents argument.
+    "command-r7b": [{"documents": [{"title": "Tall penguins", "text": "Emperor penguins are the tallest."},
+                                   {"title": "Penguin «habitats»", "text": "Emperor penguins only live in Antarctica.\n"}]}],
 }
 
 

@@ -526,6 +526,17 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
       if (!kwargs->is_object()) return wrong_type("chat_template_kwargs", "an object of template variables", *kwargs);
       if (!kwargs->empty()) r.chat_template_kwargs = kwargs->dump();
     }
+    // vLLM's documents: objects of strings the template reads (Command R's, Granite's RAG turns).
+    auto docs = body.find("documents");
+    if (docs != body.end() && !docs->is_null()) {
+      if (!docs->is_array()) return wrong_type("documents", "an array of objects", *docs);
+      for (const auto& d : *docs) {
+        if (!d.is_object()) return wrong_type("documents[]", "an object of strings", d);
+        for (const auto& [k, v] : d.items())
+          if (!v.is_string()) return wrong_type("documents[]." + k, "a string", v);
+      }
+      r.documents = docs->dump();
+    }
   }
   auto user = body.find("user");
   if (user != body.end() && !user->is_null()) {

@@ -74,6 +74,7 @@ struct CompletionRequest {
   bool include_reasoning = true;
   bool separate_reasoning = true;
   std::string chat_template_kwargs;  // chat: vLLM's extra template variables, a JSON object's text (or empty)
+  std::string documents;             // chat: vLLM's documents (RAG templates), a JSON array's text (or empty)
   // chat: vLLM's add_generation_prompt / continue_final_message (how the rendered prompt ends).
   Engine::ChatEnding chat_ending = Engine::ChatEnding::generation_prompt;
   std::string reasoning_effort;      // chat: OpenAI's low, medium or high (empty: not given); a template variable

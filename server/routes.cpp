@@ -123,12 +123,15 @@ Status setup_tools(ServerContext& ctx, CompletionRequest& r) {
 }
 
 // The server's default template variables, the request's reasoning_effort (as transformers passes
-// it to gpt-oss's template), then the request's chat_template_kwargs over them, key by key (the
-// JSON objects' text, checked when read).
-std::string template_kwargs(const std::string& defaults, const std::string& reasoning_effort, const std::string& request) {
-  if (reasoning_effort.empty() && (defaults.empty() || request.empty())) return defaults.empty() ? request : defaults;
+// it to gpt-oss's template) and documents, then the request's chat_template_kwargs over them, key
+// by key, as vLLM merges them (the JSON texts, checked when read).
+std::string template_kwargs(const std::string& defaults, const CompletionRequest& r) {
+  const std::string& request = r.chat_template_kwargs;
+  if (r.reasoning_effort.empty() && r.documents.empty() && (defaults.empty() || request.empty()))
+    return defaults.empty() ? request : defaults;
   nlohmann::json merged = defaults.empty() ? nlohmann::json::object() : nlohmann::json::parse(defaults);
-  if (!reasoning_effort.empty()) merged["reasoning_effort"] = reasoning_effort;
+  if (!r.reasoning_effort.empty()) merged["reasoning_effort"] = r.reasoning_effort;
+  if (!r.documents.empty()) merged["documents"] = nlohmann::json::parse(r.documents);
   if (!request.empty()) merged.update(nlohmann::json::parse(request));
   return merged.dump();
 }
@@ -301,8 +304,7 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
   if (parsed->endpoint == Endpoint::chat) {
     // The model's own chat template renders the conversation; brigade never guesses a format.
     auto prompt = ctx.engine.format_chat(parsed->messages, parsed->tools.tools, parsed->chat_ending,
-                                         template_kwargs(ctx.options.default_chat_template_kwargs,
-                                                         parsed->reasoning_effort, parsed->chat_template_kwargs));
+                                         template_kwargs(ctx.options.default_chat_template_kwargs, *parsed));
     if (!prompt) {
       const std::string why = prompt.status().code() == StatusCode::not_found
                                   ? "this model has no chat template: use /v1/completions with a prompt"

@@ -469,9 +469,10 @@ class Engine {
   // Jinja template runs past its limits. `tools`: each a tool object's JSON text
   // ({"type": "function", "function": {...}}); unsupported for a built-in family without a tool
   // format. `template_kwargs`: empty, or a JSON object whose members become template variables
-  // (vLLM's chat_template_kwargs: enable_thinking, tools_in_user_message, ...); invalid_argument
+  // (vLLM's chat_template_kwargs: enable_thinking, tools_in_user_message, ...; `documents`, a list
+  // of objects, is what RAG templates read, as transformers' documents argument); invalid_argument
   // when it is not an object, names a variable the render sets itself (messages, tools,
-  // add_generation_prompt, bos_token, eos_token, documents), or meets a built-in family.
+  // add_generation_prompt, bos_token, eos_token), or meets a built-in family.
   virtual Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, const std::vector<std::string>& tools,
                                             bool add_generation_prompt, const std::string& template_kwargs) const = 0;
   Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, const std::vector<std::string>& tools,

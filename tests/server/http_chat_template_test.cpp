@@ -180,6 +180,37 @@ TEST(ServerChatTemplate, JinjaTemplateWithToolCallBlocksServesTools) {
   EXPECT_LT(s.chat_prompt_tokens(no_tools), json::parse(r.body)["usage"]["prompt_tokens"].get<int>());
 }
 
+// vLLM's documents reach the template as its `documents` variable (RAG templates; the fixture
+// cases render Command R7B's against transformers), and chat_template_kwargs may override them.
+TEST(ServerChatTemplate, DocumentsReachTheTemplate) {
+  const std::string rag =
+      "{%- if documents %}{{ 'Docs:' }}{% for d in documents %}{{ ' [' + d.title + '] ' + d.text }}{% endfor %}"
+      "{{ '\\n' }}{% endif %}{%- for m in messages %}{{ m.role + ': ' + m.content + '\\n' }}{% endfor %}assistant: ";
+  ChatServer s(model_with_template("rag", rag));
+  ASSERT_TRUE(s.ok());
+  const json messages = {{{"role", "user"}, {"content", "Tallest?"}}};
+  const json docs = {{{"title", "Penguins"}, {"text", "Emperors are tallest."}}, {{"title", "Seals"}, {"text", "No."}}};
+  const auto prompt_tokens = [&](const json& extra) {
+    json body = {{"messages", messages}, {"max_tokens", 1}, {"temperature", 0}};
+    body.update(extra);
+    auto r = s.post("/v1/chat/completions", body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.status == 200 ? json::parse(r.body)["usage"]["prompt_tokens"].get<int>() : -1;
+  };
+  EXPECT_EQ(prompt_tokens({{"documents", docs}}),
+            s.text_tokens("Docs: [Penguins] Emperors are tallest. [Seals] No.\nuser: Tallest?\nassistant: "));
+  EXPECT_EQ(prompt_tokens(json::object()), s.text_tokens("user: Tallest?\nassistant: "));
+  const json other = {{{"title", "X"}, {"text", "y"}}};
+  EXPECT_EQ(prompt_tokens({{"documents", docs}, {"chat_template_kwargs", {{"documents", other}}}}),
+            s.text_tokens("Docs: [X] y\nuser: Tallest?\nassistant: "))
+      << "chat_template_kwargs over documents, as vLLM merges them";
+  for (const json& bad : {json("doc"), json::array({"doc"}), json::array({{{"title", 3}}})}) {
+    auto r = s.post("/v1/chat/completions", {{"messages", messages}, {"documents", bad}});
+    EXPECT_EQ(r.status, 400) << bad.dump();
+    EXPECT_NE(r.body.find("documents"), std::string::npos) << r.body;
+  }
+}
+
 TEST(ServerChatTemplate, ATemplateThatDoesNotParseAnswers400AndCompletionsStillWork) {
   ChatServer s(model_with_template("broken", "{% for m in messages %}{{ m.content }}"));
   ASSERT_TRUE(s.ok());
