@@ -594,6 +594,16 @@ Expected<json> parse_object(std::string_view body) {
 Expected<TokenizeRequest> parse_tokenize_body(std::string_view body) {
   BRIGADE_ASSIGN_OR_RETURN(json j, parse_object(body));
   TokenizeRequest r;
+  if (j.contains("messages")) {
+    if (j.contains("prompt")) return invalid_argument("send 'prompt' or 'messages', not both");
+    BRIGADE_ASSIGN_OR_RETURN(CompletionRequest chat, parse_completion_request(j, Endpoint::chat));
+    if (!chat.image_urls.empty())
+      return unsupported("/tokenize does not expand images: send the messages without image parts");
+    r.chat = std::move(chat);
+    r.add_special_tokens = false;
+    BRIGADE_RETURN_IF_ERROR(read_bool(j, "add_special_tokens", r.add_special_tokens));
+    return r;
+  }
   auto prompt = j.find("prompt");
   if (prompt == j.end() || !prompt->is_string())
     return prompt == j.end() ? invalid_argument("'prompt' is required") : wrong_type("prompt", "a string", *prompt);

@@ -139,9 +139,13 @@ Expected<CompletionRequest> parse_completion_body(std::string_view body, Endpoin
 
 // vLLM's POST /tokenize {"prompt": text, "add_special_tokens": bool = true} and POST /detokenize
 // {"tokens": [ids]}: invalid_argument for malformed JSON, wrong types and ids outside [0, 2^31).
+// vLLM's POST /tokenize: a prompt, or (its chat form) `messages` rendered by the chat template
+// as a chat completion's would be (with tools, documents, chat_template_kwargs,
+// add_generation_prompt, continue_final_message), then tokenized.
 struct TokenizeRequest {
   std::string prompt;
-  bool add_special_tokens = true;
+  std::optional<CompletionRequest> chat;  // the chat form, parsed as a chat completion
+  bool add_special_tokens = true;         // the chat form's default: false (the template has them)
 };
 Expected<TokenizeRequest> parse_tokenize_body(std::string_view body);
 Expected<std::vector<int32_t>> parse_detokenize_body(std::string_view body);

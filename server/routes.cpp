@@ -22,8 +22,10 @@ bool authorized(const ServerContext& ctx, std::string_view authorization) {
   return authorization == want;
 }
 
+Expected<std::string> render_chat(const ServerContext& ctx, const CompletionRequest& r);
+
 // vLLM's routes (no /v1 prefix, so no API key, as there), answered from the engine's tokenizer on
-// the connection's thread.
+// the connection's thread. /tokenize's chat form renders the messages as a chat completion would.
 SimpleResponse tokenize_route(ServerContext& ctx, std::string_view body, bool detokenize) {
   auto fail = [](const Status& st) { return error_response(http_status_for(st.code()), st.message(), st.code()); };
   if (detokenize) {
@@ -35,6 +37,11 @@ SimpleResponse tokenize_route(ServerContext& ctx, std::string_view body, bool de
   }
   auto req = parse_tokenize_body(body);
   if (!req) return fail(req.status());
+  if (req->chat) {
+    auto text = render_chat(ctx, *req->chat);
+    if (!text) return error_response(400, text.status().message(), text.status().code());
+    req->prompt = std::move(*text);
+  }
   auto ids = ctx.engine.tokenize(req->prompt, req->add_special_tokens);
   if (!ids) return error_response(400, ids.status().message(), ids.status().code());
   return SimpleResponse{200, "application/json", tokenize_body(*ids, ctx.engine.model().max_context)};
@@ -134,6 +141,15 @@ std::string template_kwargs(const std::string& defaults, const CompletionRequest
   if (!r.documents.empty()) merged["documents"] = nlohmann::json::parse(r.documents);
   if (!request.empty()) merged.update(nlohmann::json::parse(request));
   return merged.dump();
+}
+
+// The chat's prompt text, by the model's own chat template (brigade never guesses a format).
+Expected<std::string> render_chat(const ServerContext& ctx, const CompletionRequest& r) {
+  auto prompt = ctx.engine.format_chat(r.messages, r.tools.tools, r.chat_ending,
+                                       template_kwargs(ctx.options.default_chat_template_kwargs, r));
+  if (!prompt && prompt.status().code() == StatusCode::not_found)
+    return not_found("this model has no chat template: use /v1/completions with a prompt");
+  return prompt;
 }
 
 // Harmony output (gpt-oss) is read from its special tokens' text, and ends at `<|return|>` or
@@ -302,15 +318,8 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
     }
   }
   if (parsed->endpoint == Endpoint::chat) {
-    // The model's own chat template renders the conversation; brigade never guesses a format.
-    auto prompt = ctx.engine.format_chat(parsed->messages, parsed->tools.tools, parsed->chat_ending,
-                                         template_kwargs(ctx.options.default_chat_template_kwargs, *parsed));
-    if (!prompt) {
-      const std::string why = prompt.status().code() == StatusCode::not_found
-                                  ? "this model has no chat template: use /v1/completions with a prompt"
-                                  : prompt.status().message();
-      return error_response(400, why, prompt.status().code());
-    }
+    auto prompt = render_chat(ctx, *parsed);
+    if (!prompt) return error_response(400, prompt.status().message(), prompt.status().code());
     if (auto st = load_images(ctx, *parsed); !st.is_ok()) return error_response(400, st.message(), st.code());
     if (auto st = setup_tools(ctx, *parsed); !st.is_ok()) return error_response(400, st.message(), st.code());
     const ReasoningKind kind = delay_constraint(ctx, *prompt, parsed->gen);

@@ -76,6 +76,31 @@ TEST(ServerChatTemplate, TheModelsOwnJinjaTemplateRendersThePrompt) {
   EXPECT_NE(t.body.find("no tool-call format brigade parses"), std::string::npos) << t.body;
 }
 
+// vLLM's /tokenize chat form: the messages rendered as a chat completion renders them, with the
+// same fields, then tokenized (special tokens not added again); errors as chat's.
+TEST(ServerChatTemplate, TokenizeRendersMessagesLikeAChat) {
+  ChatServer s(model_with_template("gemma_tokenize", kGemma2));
+  ASSERT_TRUE(s.ok());
+  const json messages = {{{"role", "user"}, {"content", "Hi there"}}, {{"role", "assistant"}, {"content", "Hello!"}}};
+  const std::string turns = "<s><start_of_turn>user\nHi there<end_of_turn>\n<start_of_turn>model\nHello!";
+  const auto tokenize = [&](const json& body) {
+    auto r = s.post("/tokenize", body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.status == 200 ? json::parse(r.body) : json();
+  };
+  const json text = tokenize({{"prompt", turns + "<end_of_turn>\n<start_of_turn>model\n"}, {"add_special_tokens", false}});
+  const json chat = tokenize({{"messages", messages}});
+  EXPECT_EQ(chat["tokens"], text["tokens"]);
+  EXPECT_EQ(chat["count"], text["count"]);
+  EXPECT_EQ(chat["count"].get<int>(), s.chat_prompt_tokens(messages)) << "what a chat completion counts";
+  EXPECT_GT(chat["max_model_len"].get<int>(), 0);
+  const json cont = tokenize({{"messages", messages}, {"add_generation_prompt", false}, {"continue_final_message", true}});
+  EXPECT_EQ(cont["tokens"], tokenize({{"prompt", turns}, {"add_special_tokens", false}})["tokens"]);
+  auto refused = s.post("/tokenize", {{"messages", {{{"role", "system"}, {"content", "x"}}, {{"role", "user"}, {"content", "y"}}}}});
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.body.find("System role not supported"), std::string::npos) << refused.body;
+}
+
 // vLLM's add_generation_prompt, continue_final_message and chat echo: a reply the client began
 // is continued (the prompt cut after its text, as transformers cuts it), and echo puts it first
 // in the content, whole and streamed.

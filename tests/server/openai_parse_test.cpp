@@ -477,6 +477,25 @@ TEST(OpenaiParse, TokenizeAndDetokenizeBodies) {
   EXPECT_EQ(*d, (std::vector<int32_t>{0, 5, 2147483647}));
   for (const char* bad : {"{", "[]", "{}", R"({"prompt": 3})", R"({"prompt": "a", "add_special_tokens": 1})"})
     EXPECT_EQ(parse_tokenize_body(bad).status().code(), StatusCode::invalid_argument) << bad;
+  // vLLM's chat form: messages as a chat completion takes them, special tokens off by default.
+  auto chat = parse_tokenize_body(R"({"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": false,
+    "chat_template_kwargs": {"enable_thinking": false}})");
+  ASSERT_TRUE(chat.has_value()) << chat.status().to_string();
+  ASSERT_TRUE(chat->chat.has_value());
+  EXPECT_EQ(chat->chat->messages.size(), 1u);
+  EXPECT_EQ(chat->chat->chat_ending, Engine::ChatEnding::none);
+  EXPECT_EQ(chat->chat->chat_template_kwargs, R"({"enable_thinking":false})");
+  EXPECT_FALSE(chat->add_special_tokens);
+  EXPECT_TRUE(parse_tokenize_body(R"({"messages": [{"role": "user", "content": "hi"}], "add_special_tokens": true})")
+                  ->add_special_tokens);
+  EXPECT_FALSE(t->chat.has_value());
+  for (const char* bad : {R"({"messages": "hi"})", R"({"messages": [{"role": "user", "content": "x"}], "prompt": "x"})",
+                          R"({"messages": [{"role": "user", "content": "x"}], "tools": 3})"})
+    EXPECT_EQ(parse_tokenize_body(bad).status().code(), StatusCode::invalid_argument) << bad;
+  auto image = parse_tokenize_body(R"({"messages": [{"role": "user", "content": [{"type": "image_url",
+    "image_url": {"url": "data:image/png;base64,AAAA"}}]}]})");
+  ASSERT_FALSE(image.has_value());
+  EXPECT_NE(image.status().message().find("images"), std::string::npos) << image.status().message();
   for (const char* bad : {"{}", R"({"tokens": "1 2"})", R"({"tokens": [1, -2]})", R"({"tokens": [2147483648]})",
                           R"({"tokens": [1.5]})", R"({"tokens": [18446744073709551615]})"})
     EXPECT_EQ(parse_detokenize_body(bad).status().code(), StatusCode::invalid_argument) << bad;
