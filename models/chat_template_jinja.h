@@ -47,6 +47,9 @@ class JinjaChatTemplate {
 
   // How a model with this template writes tool calls (detect_tool_syntax of its source).
   ChatToolSyntax tool_syntax() const { return tool_syntax_; }
+  // The text bos_token and eos_token render as.
+  const std::string& bos_token() const { return bos_token_; }
+  const std::string& eos_token() const { return eos_token_; }
 
  private:
   jinja::JinjaTemplate template_;

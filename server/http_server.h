@@ -49,6 +49,9 @@ struct ServerOptions {
   // Logprobs name tokens "token_id:N" unless a request says otherwise (vLLM's
   // --return-tokens-as-token-ids: tokens that are not valid UTF-8 alone stay identifiable).
   bool return_tokens_as_token_ids = false;
+  // A chat (or /tokenize) request's own chat_template is rendered (vLLM's
+  // --trust-request-chat-template); refused with 400 otherwise, as a template is code the server runs.
+  bool trust_request_chat_template = false;
 };
 
 class HttpServer {

@@ -526,6 +526,14 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
       if (!kwargs->is_object()) return wrong_type("chat_template_kwargs", "an object of template variables", *kwargs);
       if (!kwargs->empty()) r.chat_template_kwargs = kwargs->dump();
     }
+    // vLLM's chat_template: this request's Jinja template (route() checks the server trusts it).
+    if (auto t = body.find("chat_template"); t != body.end() && !t->is_null()) {
+      if (!t->is_string() || t->get_ref<const std::string&>().empty())
+        return wrong_type("chat_template", "a non-empty string (a Jinja template)", *t);
+      if (t->get_ref<const std::string&>().size() > (size_t{256} << 10))
+        return invalid_argument("'chat_template' holds more than 256 KiB");
+      r.chat_template = t->get<std::string>();
+    }
     // vLLM's documents: objects of strings the template reads (Command R's, Granite's RAG turns).
     auto docs = body.find("documents");
     if (docs != body.end() && !docs->is_null()) {

@@ -75,6 +75,8 @@ struct CompletionRequest {
   bool separate_reasoning = true;
   std::string chat_template_kwargs;  // chat: vLLM's extra template variables, a JSON object's text (or empty)
   std::string documents;             // chat: vLLM's documents (RAG templates), a JSON array's text (or empty)
+  std::string chat_template;         // chat: vLLM's per-request Jinja template (empty: the model's);
+                                     // served only with --trust-request-chat-template
   // chat: vLLM's add_generation_prompt / continue_final_message (how the rendered prompt ends).
   Engine::ChatEnding chat_ending = Engine::ChatEnding::generation_prompt;
   std::string reasoning_effort;      // chat: OpenAI's low, medium or high (empty: not given); a template variable

@@ -143,10 +143,22 @@ std::string template_kwargs(const std::string& defaults, const CompletionRequest
   return merged.dump();
 }
 
-// The chat's prompt text, by the model's own chat template (brigade never guesses a format).
+// The chat's prompt text, by the model's own chat template (brigade never guesses a format), or
+// the request's chat_template when the server trusts it (vLLM's).
 Expected<std::string> render_chat(const ServerContext& ctx, const CompletionRequest& r) {
-  auto prompt = ctx.engine.format_chat(r.messages, r.tools.tools, r.chat_ending,
-                                       template_kwargs(ctx.options.default_chat_template_kwargs, r));
+  const std::string kwargs = template_kwargs(ctx.options.default_chat_template_kwargs, r);
+  if (!r.chat_template.empty()) {
+    if (!ctx.options.trust_request_chat_template)
+      return invalid_argument("this request has its own chat_template, but the server does not render request "
+                              "templates: start it with --trust-request-chat-template");
+    BRIGADE_ASSIGN_OR_RETURN(ChatTemplate own, ctx.engine.compile_chat_template(r.chat_template));
+    const bool continued = r.chat_ending == Engine::ChatEnding::continue_final;
+    if (continued && r.messages.empty()) return invalid_argument("continue_final_message needs a final message to continue");
+    BRIGADE_ASSIGN_OR_RETURN(std::string text, own.apply(r.messages, r.tools.tools,
+                                                         r.chat_ending == Engine::ChatEnding::generation_prompt, kwargs));
+    return continued ? cut_after_final_message(std::move(text), r.messages.back()) : Expected<std::string>(std::move(text));
+  }
+  auto prompt = ctx.engine.format_chat(r.messages, r.tools.tools, r.chat_ending, kwargs);
   if (!prompt && prompt.status().code() == StatusCode::not_found)
     return not_found("this model has no chat template: use /v1/completions with a prompt");
   return prompt;

@@ -47,6 +47,7 @@ struct ServeArgs {
   bool allow_runtime_lora_updating = false;  // or VLLM_ALLOW_RUNTIME_LORA_UPDATING=true|1
   bool allow_cache_reset = false;            // or VLLM_SERVER_DEV_MODE=1|true
   bool return_tokens_as_token_ids = false;
+  bool trust_request_chat_template = false;
 };
 
 // vLLM's switch for the runtime adapter routes is an environment variable.
@@ -116,6 +117,7 @@ int run_serve(const ServeArgs& a) {
   so.allow_runtime_lora_updating = runtime_lora;
   so.allow_cache_reset = a.allow_cache_reset || env_flag("VLLM_SERVER_DEV_MODE");
   so.return_tokens_as_token_ids = a.return_tokens_as_token_ids;
+  so.trust_request_chat_template = a.trust_request_chat_template;
   so.model_name = a.served_model_name.empty() ? std::filesystem::path(*model).filename().string() : a.served_model_name;
   if (so.model_name.empty()) so.model_name = "brigade";
   auto server = server::HttpServer::start(**engine, so);
@@ -192,6 +194,9 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
                 "Serve POST /reset_prefix_cache (vLLM's, VLLM_SERVER_DEV_MODE=1 does the same) and GET/POST "
                 "/flush_cache (SGLang's), which empty the prefix cache and HiCache tiers (?disk=true: the disk tier "
                 "too); clients can then drop everything cached");
+  cmd->add_flag("--trust-request-chat-template", a->trust_request_chat_template,
+                "Render a chat request's own chat_template (vLLM's flag; otherwise such a request is refused with "
+                "400: the template is code the server runs, in brigade's sandboxed Jinja interpreter)");
   cmd->add_flag("--return-tokens-as-token-ids", a->return_tokens_as_token_ids,
                 "Logprobs name tokens 'token_id:N' unless a request's return_tokens_as_token_ids says otherwise "
                 "(vLLM's flag: tokens that are not valid UTF-8 alone stay identifiable)");

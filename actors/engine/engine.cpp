@@ -44,6 +44,7 @@
 #include "messages/convert.h"
 #include "messages/registry.h"
 #include "models/chat_template.h"
+#include "models/chat_template_jinja.h"
 #include "models/gguf.h"
 
 namespace brigade {
@@ -410,6 +411,12 @@ class EngineImpl final : public Engine {
     return chat_template_->apply(messages, tools, add_generation_prompt, template_kwargs);
   }
   Expected<ChatTemplate> chat_template() const override { return chat_template_; }
+  Expected<ChatTemplate> compile_chat_template(const std::string& source) const override {
+    if (!tokenizer_model_) return not_found("this model has no tokenizer");
+    ChatSpecialTokens tokens = chat_tokens_;
+    if (chat_template_ && chat_template_->jinja) tokens = {chat_template_->jinja->bos_token(), chat_template_->jinja->eos_token()};
+    return make_chat_template(source, "the request's chat_template", tokens);
+  }
   Expected<std::vector<int32_t>> tokenize(const std::string& text, bool add_bos) const override {
     if (!tokenizer_model_) return not_found("this model has no tokenizer");
     return tokenizer_model_->encode(text, add_bos);
@@ -575,6 +582,7 @@ class EngineImpl final : public Engine {
   ModelSummary summary_;
   LoraSlots lora_slots_;  // adapter ids of requests (slots), their adapters and running requests
   Expected<ChatTemplate> chat_template_ = not_found("this model has no chat template");
+  ChatSpecialTokens chat_tokens_;  // the tokenizer's BOS and EOS text (templates' fallback)
   std::atomic<uint64_t> next_id_{1};
   std::mt19937_64 seed_rng_{std::random_device{}()};
   std::mutex seed_mu_;
@@ -587,6 +595,7 @@ Status EngineImpl::load_chat_template(const std::string& path, const std::string
   ChatSpecialTokens tokens;
   if (tokenizer_model_->bos_id() >= 0) tokens.bos = tokenizer_model_->token_to_piece(tokenizer_model_->bos_id());
   if (!tokenizer_model_->eos_ids().empty()) tokens.eos = tokenizer_model_->token_to_piece(tokenizer_model_->eos_ids().front());
+  chat_tokens_ = tokens;
   chat_template_ = brigade::load_chat_template(path, configured, tokens);
   if (chat_template_) {
     spdlog::info("engine: chat template: {}", chat_template_->describe());

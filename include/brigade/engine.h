@@ -499,6 +499,10 @@ class Engine {
   // The model's chat template (what format_chat renders with; its tool_syntax() decides how tool
   // calls are parsed); the format_chat errors when there is none.
   virtual Expected<ChatTemplate> chat_template() const = 0;
+  // A Jinja chat template from its text, rendering bos_token and eos_token as the model's
+  // template does (vLLM's per-request chat_template); invalid_argument (with the line) when it
+  // does not parse, not_found when the model has no tokenizer.
+  virtual Expected<ChatTemplate> compile_chat_template(const std::string& source) const = 0;
   // The model's tokenizer, outside any request: the ids a text prompt is encoded to (add_bos as
   // in GenerateOptions; special-token text becomes its id), and the text of ids (special tokens
   // as their text). What vLLM's /tokenize and /detokenize answer. not_found when the model has no

@@ -112,6 +112,8 @@ class ChatTestServer {
     options.tool_call_parser = tool_call_parser;
     start_test_server(served_, model, options, chat_template);
   }
+  // Any server options (the model's own chat template).
+  ChatTestServer(const std::string& model, const ServerOptions& options) { start_test_server(served_, model, options); }
   bool ok() const { return served_.server != nullptr; }
 
   ClientResponse post(const std::string& path, const nlohmann::json& body) const { return post_raw(path, body.dump()); }

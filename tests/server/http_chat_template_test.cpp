@@ -76,6 +76,54 @@ TEST(ServerChatTemplate, TheModelsOwnJinjaTemplateRendersThePrompt) {
   EXPECT_NE(t.body.find("no tool-call format brigade parses"), std::string::npos) << t.body;
 }
 
+// vLLM's per-request chat_template: rendered (bos/eos as the model's template) only when the
+// server trusts request templates, for chat and /tokenize alike; refused with 400 otherwise.
+TEST(ServerChatTemplate, ARequestsOwnTemplateRendersOnlyWhenTrusted) {
+  const std::string model = model_with_template("own_template", kGemma2);
+  const std::string own =
+      "{{ bos_token }}{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
+      "{% if add_generation_prompt %}[assistant] {% endif %}";
+  const json messages = {{{"role", "user"}, {"content", "Hi"}}, {{"role", "assistant"}, {"content", "Yo"}}};
+  {
+    ChatServer untrusted(model);
+    ASSERT_TRUE(untrusted.ok());
+    auto r = untrusted.chat({{"messages", messages}, {"chat_template", own}, {"max_tokens", 1}});
+    EXPECT_EQ(r.status, 400);
+    EXPECT_NE(r.body.find("--trust-request-chat-template"), std::string::npos) << r.body;
+    EXPECT_EQ(untrusted.post("/tokenize", {{"messages", messages}, {"chat_template", own}}).status, 400);
+  }
+  ServerOptions trusting;
+  trusting.trust_request_chat_template = true;
+  ChatServer s(model, trusting);
+  ASSERT_TRUE(s.ok());
+  const auto prompt_tokens = [&](const json& extra) {
+    json body = {{"messages", messages}, {"max_tokens", 1}, {"temperature", 0}};
+    body.update(extra);
+    auto r = s.chat(body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.status == 200 ? json::parse(r.body)["usage"]["prompt_tokens"].get<int>() : -1;
+  };
+  EXPECT_EQ(prompt_tokens({{"chat_template", own}}), s.text_tokens("<s>[user] Hi\n[assistant] Yo\n[assistant] "));
+  EXPECT_EQ(prompt_tokens({{"chat_template", own}, {"add_generation_prompt", false}, {"continue_final_message", true}}),
+            s.text_tokens("<s>[user] Hi\n[assistant] Yo"))
+      << "continued after the final message's text, as with the model's template";
+  EXPECT_EQ(prompt_tokens(json::object()),
+            s.text_tokens("<s><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\nYo<end_of_turn>\n"
+                          "<start_of_turn>model\n"))
+      << "without one, the model's";
+  auto tok = s.post("/tokenize", {{"messages", messages}, {"chat_template", own}});
+  ASSERT_EQ(tok.status, 200) << tok.body;
+  EXPECT_EQ(json::parse(tok.body)["count"].get<int>(), s.text_tokens("<s>[user] Hi\n[assistant] Yo\n[assistant] "));
+  auto broken = s.chat({{"messages", messages}, {"chat_template", "{% for m in messages %}"}});
+  EXPECT_EQ(broken.status, 400);
+  EXPECT_NE(broken.body.find("line 1"), std::string::npos) << broken.body;
+  auto raised = s.chat({{"messages", messages}, {"chat_template", "{{ raise_exception('no chats here') }}"}});
+  EXPECT_EQ(raised.status, 400);
+  EXPECT_NE(raised.body.find("no chats here"), std::string::npos) << raised.body;
+  EXPECT_EQ(s.chat({{"messages", messages}, {"chat_template", 3}}).status, 400);
+  EXPECT_EQ(s.chat({{"messages", messages}, {"chat_template", ""}}).status, 400);
+}
+
 // vLLM's /tokenize chat form: the messages rendered as a chat completion renders them, with the
 // same fields, then tokenized (special tokens not added again); errors as chat's.
 TEST(ServerChatTemplate, TokenizeRendersMessagesLikeAChat) {
