@@ -33,6 +33,10 @@ class Tokenizer {
   // The bytes of one token (special tokens give their text; may be a partial UTF-8 sequence).
   // Empty for an id outside [0, vocab_size()).
   virtual std::string token_to_piece(int32_t id) const = 0;
+  // The vocabulary's own string for one token, as Hugging Face's convert_ids_to_tokens gives it
+  // (byte-level BPE's "Ġworld", SentencePiece's "▁world" and "<0x0A>"); empty for an id outside
+  // [0, vocab_size()). The default is token_to_piece, for tokenizers whose strings are the bytes.
+  virtual std::string token_string(int32_t id) const { return token_to_piece(id); }
   // Concatenated bytes of ids (not necessarily valid UTF-8; use IncrementalDetokenizer for text
   // to show). invalid_argument naming the first id outside the vocabulary.
   virtual Expected<std::string> decode(std::span<const int32_t> ids, bool skip_special = false) const;

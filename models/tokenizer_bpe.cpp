@@ -37,6 +37,9 @@ class BpeTokenizer final : public Tokenizer {
   std::string token_to_piece(int32_t id) const override {
     return id >= 0 && id < vocab_size() ? pieces_[static_cast<size_t>(id)] : std::string();
   }
+  std::string token_string(int32_t id) const override {
+    return id >= 0 && static_cast<size_t>(id) < strings_.size() ? strings_[static_cast<size_t>(id)] : std::string();
+  }
   bool is_special(int32_t id) const override { return id >= 0 && id < vocab_size() && special_[static_cast<size_t>(id)]; }
   int vocab_size() const override { return static_cast<int>(pieces_.size()); }
   int32_t bos_id() const override { return bos_; }
@@ -54,6 +57,7 @@ class BpeTokenizer final : public Tokenizer {
 
   std::unordered_map<std::string, int32_t> vocab_;  // byte-mapped token string -> id
   std::vector<std::string> pieces_;                 // id -> bytes
+  std::vector<std::string> strings_;                // id -> the vocabulary's string (or added content)
   std::vector<uint8_t> special_;                    // id -> is a special added token
   std::array<int32_t, 256> byte_ids_{};             // byte -> id of its single-byte token, -1 if none
   std::unordered_map<uint64_t, MergeResult> merges_;
@@ -85,7 +89,9 @@ Status BpeTokenizer::parse_model(const json& m, const std::string& origin) {
     max_id = std::max(max_id, id.get<int32_t>());
   }
   pieces_.assign(static_cast<size_t>(max_id + 1), std::string());
+  strings_.assign(pieces_.size(), std::string());
   for (const auto& [tok, id] : vocab_) {
+    strings_[static_cast<size_t>(id)] = tok;
     auto bytes = unicode_string_to_bytes(tok);
     pieces_[static_cast<size_t>(id)] = bytes ? *bytes : tok;  // as HF's ByteLevel decoder does
   }
@@ -131,6 +137,8 @@ Status BpeTokenizer::parse_added(const json& j, const std::string& origin) {
     AddedToken a{t["content"].get<std::string>(), t["id"].get<int32_t>(), t.value("special", false)};
     if (a.id >= static_cast<int32_t>(pieces_.size())) pieces_.resize(static_cast<size_t>(a.id) + 1);
     pieces_[static_cast<size_t>(a.id)] = a.content;
+    if (strings_.size() < pieces_.size()) strings_.resize(pieces_.size());
+    strings_[static_cast<size_t>(a.id)] = a.content;
     added_.push_back(std::move(a));
   }
   special_.assign(pieces_.size(), 0);

@@ -17,6 +17,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::string token_to_piece(int32_t id) const override {
     return id >= 0 && id < vocab_size() ? text_[static_cast<size_t>(id)] : std::string();
   }
+  std::string token_string(int32_t id) const override { return id >= 0 && id < vocab_size() ? sp_.IdToPiece(id) : std::string(); }
   Expected<std::string> decode(std::span<const int32_t> ids, bool skip_special) const override {
     for (int32_t id : ids)
       if (id < 0 || id >= vocab_size())

@@ -44,6 +44,9 @@ class SpmTokenizer final : public Tokenizer {
   std::string token_to_piece(int32_t id) const override {
     return id >= 0 && id < vocab_size() ? text_[static_cast<size_t>(id)] : std::string();
   }
+  std::string token_string(int32_t id) const override {
+    return id >= 0 && id < vocab_size() ? v_.pieces[static_cast<size_t>(id)] : std::string();
+  }
   // SentencePiece drops the space that add_space_prefix put before the first piece.
   Expected<std::string> decode(std::span<const int32_t> ids, bool skip_special) const override {
     BRIGADE_ASSIGN_OR_RETURN(std::string s, Tokenizer::decode(ids, skip_special));

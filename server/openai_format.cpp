@@ -472,8 +472,10 @@ std::string models_body(const std::string& model, int64_t created, int max_conte
   return dump(json{{"object", "list"}, {"data", json::array({m})}});
 }
 
-std::string tokenize_body(const std::vector<int32_t>& ids, int max_context) {
-  return dump(json{{"count", ids.size()}, {"max_model_len", max_context}, {"tokens", ids}});
+std::string tokenize_body(const std::vector<int32_t>& ids, int max_context, const std::vector<std::string>* strs) {
+  json body{{"count", ids.size()}, {"max_model_len", max_context}, {"tokens", ids}};
+  if (strs) body["token_strs"] = *strs;
+  return dump(body);
 }
 
 std::string detokenize_body(const std::string& text) { return dump(json{{"prompt", text}}); }

@@ -137,7 +137,8 @@ class CompletionState final : public ResponseWriter {
 // GET /v1/models.
 std::string models_body(const std::string& model, int64_t created, int max_context);
 // POST /tokenize and /detokenize (vLLM's bodies).
-std::string tokenize_body(const std::vector<int32_t>& ids, int max_context);
+std::string tokenize_body(const std::vector<int32_t>& ids, int max_context,
+                          const std::vector<std::string>* token_strs = nullptr);
 std::string detokenize_body(const std::string& text);
 
 }  // namespace brigade::server

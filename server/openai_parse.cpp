@@ -602,6 +602,7 @@ Expected<json> parse_object(std::string_view body) {
 Expected<TokenizeRequest> parse_tokenize_body(std::string_view body) {
   BRIGADE_ASSIGN_OR_RETURN(json j, parse_object(body));
   TokenizeRequest r;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "return_token_strs", r.return_token_strs));
   if (j.contains("messages")) {
     if (j.contains("prompt")) return invalid_argument("send 'prompt' or 'messages', not both");
     BRIGADE_ASSIGN_OR_RETURN(CompletionRequest chat, parse_completion_request(j, Endpoint::chat));

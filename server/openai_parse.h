@@ -148,6 +148,7 @@ struct TokenizeRequest {
   std::string prompt;
   std::optional<CompletionRequest> chat;  // the chat form, parsed as a chat completion
   bool add_special_tokens = true;         // the chat form's default: false (the template has them)
+  bool return_token_strs = false;         // token_strs: each id's vocabulary string
 };
 Expected<TokenizeRequest> parse_tokenize_body(std::string_view body);
 Expected<std::vector<int32_t>> parse_detokenize_body(std::string_view body);

@@ -44,7 +44,14 @@ SimpleResponse tokenize_route(ServerContext& ctx, std::string_view body, bool de
   }
   auto ids = ctx.engine.tokenize(req->prompt, req->add_special_tokens);
   if (!ids) return error_response(400, ids.status().message(), ids.status().code());
-  return SimpleResponse{200, "application/json", tokenize_body(*ids, ctx.engine.model().max_context)};
+  std::optional<std::vector<std::string>> strs;
+  if (req->return_token_strs) {
+    auto got = ctx.engine.token_strings(*ids);
+    if (!got) return error_response(400, got.status().message(), got.status().code());
+    strs = std::move(*got);
+  }
+  return SimpleResponse{200, "application/json",
+                        tokenize_body(*ids, ctx.engine.model().max_context, strs ? &*strs : nullptr)};
 }
 
 // The value of query parameter `name` in the request target ("/path?a=1&b=2"); nullopt when absent.

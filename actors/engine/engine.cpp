@@ -425,6 +425,18 @@ class EngineImpl final : public Engine {
     if (!tokenizer_model_) return not_found("this model has no tokenizer");
     return tokenizer_model_->decode(ids);
   }
+  Expected<std::vector<std::string>> token_strings(const std::vector<int32_t>& ids) const override {
+    if (!tokenizer_model_) return not_found("this model has no tokenizer");
+    std::vector<std::string> out;
+    out.reserve(ids.size());
+    for (int32_t id : ids) {
+      if (id < 0 || id >= tokenizer_model_->vocab_size())
+        return invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                                std::to_string(tokenizer_model_->vocab_size()) + ")");
+      out.push_back(tokenizer_model_->token_string(id));
+    }
+    return out;
+  }
   Expected<ImagePixels> load_image(std::span<const uint8_t> bytes) const override {
     if (qwen_image_processor_) {
       BRIGADE_ASSIGN_OR_RETURN(PatchedImage image, qwen_image_pixels(bytes, *qwen_image_processor_));

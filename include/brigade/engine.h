@@ -510,6 +510,9 @@ class Engine {
   // Thread-safe; it does not wait for running requests.
   virtual Expected<std::vector<int32_t>> tokenize(const std::string& text, bool add_bos) const = 0;
   virtual Expected<std::string> detokenize(const std::vector<int32_t>& ids) const = 0;
+  // Each id's string in the vocabulary, as Hugging Face's convert_ids_to_tokens gives it
+  // ("Ġworld", "▁world"; vLLM's /tokenize return_token_strs). Errors as detokenize's.
+  virtual Expected<std::vector<std::string>> token_strings(const std::vector<int32_t>& ids) const = 0;
   // A PNG or JPEG file's bytes as GenerateOptions::images takes them: decoded and preprocessed as
   // the model's image processor does (its preprocessor_config.json, else Gemma 3's at the
   // tower's size; exact to Pillow and transformers' Gemma3ImageProcessor). unsupported when no

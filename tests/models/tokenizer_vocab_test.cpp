@@ -54,6 +54,8 @@ TEST(SentencePieceVsLlama2c, AgreeOnAVariedCorpus) {
   ASSERT_TRUE(l2c.has_value()) << l2c.status().to_string();
   EXPECT_EQ((*sp)->vocab_size(), 32000);
   EXPECT_EQ((*l2c)->vocab_size(), 32000);
+  auto gguf = Tokenizer::load(kDir + "ggml-vocab-llama-spm.gguf");
+  ASSERT_TRUE(gguf.has_value()) << gguf.status().to_string();
   const std::vector<std::string> corpus = {
       "", " ", "  ", "   leading", "trailing   ", "Hello world", "Hello, World! How are you?",
       "tabs\tand\nnewlines\n\n", "digits 0 12 345 6789 3.14159 1,000,000", "Führer café naïve résumé",
@@ -68,7 +70,19 @@ TEST(SentencePieceVsLlama2c, AgreeOnAVariedCorpus) {
     auto back = (*l2c)->decode(*b);
     ASSERT_TRUE(back.has_value());
     EXPECT_EQ(*back, text);
+    // The vocabulary's own strings (HF's convert_ids_to_tokens): libsentencepiece's pieces, the
+    // llama2.c export's (its spaces mapped back to ▁) and llama.cpp's GGUF export's agree.
+    for (int32_t id : *a) {
+      EXPECT_EQ((*l2c)->token_string(id), (*sp)->token_string(id)) << "id " << id;
+      if (gguf) EXPECT_EQ((*gguf)->token_string(id), (*sp)->token_string(id)) << "id " << id;
+    }
   }
+  const auto hello = (*sp)->encode("Hello\n", false);
+  ASSERT_TRUE(hello.has_value());
+  std::vector<std::string> strs;
+  for (int32_t id : *hello) strs.push_back((*sp)->token_string(id));
+  EXPECT_EQ(strs, (std::vector<std::string>{"\u2581Hello", "<0x0A>"})) << "▁ for the space, bytes as <0xXX>";
+  EXPECT_EQ((*sp)->token_string(32000), "");
   auto with_bos = (*sp)->encode("Hi", true);
   ASSERT_TRUE(with_bos.has_value());
   EXPECT_EQ(with_bos->front(), 1);

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "tests/server/chat_server_util.h"
 
@@ -147,6 +148,32 @@ TEST(ServerChatTemplate, TokenizeRendersMessagesLikeAChat) {
   auto refused = s.post("/tokenize", {{"messages", {{{"role", "system"}, {"content", "x"}}, {{"role", "user"}, {"content", "y"}}}}});
   EXPECT_EQ(refused.status, 400);
   EXPECT_NE(refused.body.find("System role not supported"), std::string::npos) << refused.body;
+}
+
+// vLLM's return_token_strs: each id's string as the model's tokenizer.json spells it (its vocab
+// key, or an added token's content), read here from the file itself.
+TEST(ServerChatTemplate, TokenizeReturnsTheVocabularysStrings) {
+  const std::string model = model_with_template("token_strs", kGemma2);
+  ChatServer s(model);
+  ASSERT_TRUE(s.ok());
+  std::ifstream in(fs::path(model) / "tokenizer.json");
+  const json tok = json::parse(in);
+  std::map<int32_t, std::string> spelled;
+  for (const auto& [text, id] : tok["model"]["vocab"].items()) spelled[id.get<int32_t>()] = text;
+  for (const auto& a : tok["added_tokens"]) spelled[a["id"].get<int32_t>()] = a["content"].get<std::string>();
+  for (const json& body : {json{{"prompt", "Hello wörld,\n  it's <s> 42!"}, {"return_token_strs", true}},
+                           json{{"messages", {{{"role", "user"}, {"content", "Hi there"}}}}, {"return_token_strs", true}}}) {
+    auto r = s.post("/tokenize", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json got = json::parse(r.body);
+    ASSERT_EQ(got["token_strs"].size(), got["tokens"].size()) << r.body;
+    for (size_t i = 0; i < got["tokens"].size(); ++i)
+      EXPECT_EQ(got["token_strs"][i].get<std::string>(), spelled.at(got["tokens"][i].get<int32_t>())) << i;
+  }
+  auto plain = s.post("/tokenize", {{"prompt", "Hi"}});
+  ASSERT_EQ(plain.status, 200);
+  EXPECT_FALSE(json::parse(plain.body).contains("token_strs")) << "only when asked";
+  EXPECT_EQ(s.post("/tokenize", {{"prompt", "Hi"}, {"return_token_strs", "yes"}}).status, 400);
 }
 
 // vLLM's add_generation_prompt, continue_final_message and chat echo: a reply the client began
