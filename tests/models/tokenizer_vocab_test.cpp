@@ -74,7 +74,7 @@ TEST(SentencePieceVsLlama2c, AgreeOnAVariedCorpus) {
     // llama2.c export's (its spaces mapped back to ▁) and llama.cpp's GGUF export's agree.
     for (int32_t id : *a) {
       EXPECT_EQ((*l2c)->token_string(id), (*sp)->token_string(id)) << "id " << id;
-      if (gguf) EXPECT_EQ((*gguf)->token_string(id), (*sp)->token_string(id)) << "id " << id;
+      EXPECT_EQ((*gguf)->token_string(id), (*sp)->token_string(id)) << "id " << id;
     }
   }
   const auto hello = (*sp)->encode("Hello\n", false);
