@@ -159,11 +159,7 @@ Expected<std::string> render_chat(const ServerContext& ctx, const CompletionRequ
       return invalid_argument("this request has its own chat_template, but the server does not render request "
                               "templates: start it with --trust-request-chat-template");
     BRIGADE_ASSIGN_OR_RETURN(ChatTemplate own, ctx.engine.compile_chat_template(r.chat_template));
-    const bool continued = r.chat_ending == Engine::ChatEnding::continue_final;
-    if (continued && r.messages.empty()) return invalid_argument("continue_final_message needs a final message to continue");
-    BRIGADE_ASSIGN_OR_RETURN(std::string text, own.apply(r.messages, r.tools.tools,
-                                                         r.chat_ending == Engine::ChatEnding::generation_prompt, kwargs));
-    return continued ? cut_after_final_message(std::move(text), r.messages.back()) : Expected<std::string>(std::move(text));
+    return ctx.engine.format_chat(r.messages, r.tools.tools, r.chat_ending, kwargs, &own);
   }
   auto prompt = ctx.engine.format_chat(r.messages, r.tools.tools, r.chat_ending, kwargs);
   if (!prompt && prompt.status().code() == StatusCode::not_found)

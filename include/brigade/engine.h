@@ -486,13 +486,16 @@ class Engine {
   // (continue_final_message) renders without the generation prompt and cuts the text right after
   // the final message's, as transformers does, so the output continues that message (an assistant
   // reply the client began); invalid_argument when the template changes that text or there are no
-  // messages.
+  // messages. `with`: render with this template (compile_chat_template's) instead of the model's.
   enum class ChatEnding { generation_prompt, none, continue_final };
   Expected<std::string> format_chat(const std::vector<ChatTurn>& messages, const std::vector<std::string>& tools,
-                                    ChatEnding ending, const std::string& template_kwargs) const {
+                                    ChatEnding ending, const std::string& template_kwargs,
+                                    const ChatTemplate* with = nullptr) const {
     if (ending == ChatEnding::continue_final && messages.empty())
       return invalid_argument("continue_final_message needs a final message to continue");
-    auto text = format_chat(messages, tools, ending == ChatEnding::generation_prompt, template_kwargs);
+    const bool generation_prompt = ending == ChatEnding::generation_prompt;
+    auto text = with ? with->apply(messages, tools, generation_prompt, template_kwargs)
+                     : format_chat(messages, tools, generation_prompt, template_kwargs);
     if (!text || ending != ChatEnding::continue_final) return text;
     return cut_after_final_message(std::move(*text), messages.back());
   }
