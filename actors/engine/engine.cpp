@@ -8,22 +8,26 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
 #include <optional>
 #include <random>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
 #include <unistd.h>
 
+#include "actors/engine/beam_search_run.h"
 #include "actors/engine/engine_embed.h"
 #include "actors/engine/engine_testing.h"
 #include "actors/engine/instance.h"
 #include "actors/engine/instance_stats.h"
 #include "actors/engine/lora_slots.h"
+#include "actors/engine/wait_for_answer.h"
 #include "actors/frontend/frontend_actor.h"
 #include "actors/node/front_hello.h"
 #include "actors/node/node_actor.h"
@@ -195,6 +199,49 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
   return validate_labels(r.labels);
 }
 
+// At most this many ids end a beam (the model's EOS and the request's stop_ids): K = (1 + n) *
+// beam_width candidates travel back per beam and step.
+constexpr int kMaxBeamEndIds = 8;
+constexpr int kMaxBeamWidth = 32;
+
+Status validate_beam_request(const BeamSearchOptions& r, const ModelSummary& m) {
+  if (r.beam_width < 1 || r.beam_width > kMaxBeamWidth)
+    return invalid_argument("the beam width must be in [1, " + std::to_string(kMaxBeamWidth) + "] (got " +
+                            std::to_string(r.beam_width) + ")");
+  if (r.max_tokens < 1) return invalid_argument("max_tokens must be >= 1 (got " + std::to_string(r.max_tokens) + ")");
+  if (!std::isfinite(r.length_penalty))
+    return invalid_argument("length_penalty must be a finite number");
+  if (r.logprobs > 20) return invalid_argument("logprobs must be at most 20 (got " + std::to_string(r.logprobs) + ")");
+  if (r.truncate_prompt_tokens < 0)
+    return invalid_argument("truncate_prompt_tokens must be >= 1, or 0 for none (got " +
+                            std::to_string(r.truncate_prompt_tokens) + ")");
+  if (r.cache_salt.size() > 1024)
+    return invalid_argument("cache_salt holds " + std::to_string(r.cache_salt.size()) + " bytes; at most 1024");
+  if (r.prompt_ids.empty() && r.prompt.empty()) return invalid_argument("the prompt is empty: give text or token ids");
+  if (r.prompt_ids.empty() && !m.has_tokenizer)
+    return invalid_argument("this model has no tokenizer: send the prompt as token ids");
+  for (int32_t t : r.prompt_ids)
+    if (t < 0 || t >= m.vocab_size)
+      return invalid_argument("prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                              std::to_string(m.vocab_size) + ")");
+  for (int32_t t : r.stop_ids)
+    if (t < 0 || t >= m.vocab_size) return invalid_argument("stop token id " + std::to_string(t) + " is outside the vocabulary");
+  return validate_labels(r.labels);
+}
+
+// The ids that end a beam: the model's EOS (unless ignore_eos), then the stop ids, each once.
+Expected<std::vector<int32_t>> beam_end_ids(const BeamSearchOptions& r, const ModelSummary& m) {
+  std::vector<int32_t> ends;
+  if (!r.ignore_eos) ends = m.eos_ids;
+  for (int32_t t : r.stop_ids)
+    if (std::find(ends.begin(), ends.end(), t) == ends.end()) ends.push_back(t);
+  if (static_cast<int>(ends.size()) > kMaxBeamEndIds)
+    return invalid_argument("a beam search takes at most " + std::to_string(kMaxBeamEndIds) +
+                            " end ids, the model's EOS ids and stop_token_ids together (got " +
+                            std::to_string(ends.size()) + ")");
+  return ends;
+}
+
 // What the engine knows of each instance once it is loaded (local) or connected (remote), to
 // check that the instances can serve together.
 struct InstanceFacts {
@@ -276,6 +323,8 @@ class EngineImpl final : public Engine {
   explicit EngineImpl(bool network) : system_(prepared_config(cfg_, network)) {}
 
   ~EngineImpl() override {
+    // Running beam searches first: once abandoned, none submits or forgets anything more.
+    for (const auto& run : beam_runs()) run->cancel("the engine is shutting down");
     // The router first: it must not mistake the instances stopping for failures. Remote nodes
     // are not told to exit: they outlive this front, and see it go through their monitor.
     if (router_) caf::anon_send_exit(router_, caf::exit_reason::user_shutdown);
@@ -365,7 +414,14 @@ class EngineImpl final : public Engine {
     BRIGADE_RETURN_IF_ERROR(validate_labels(request.labels));
     return submit_as(embed_as_generate(request), summary_.pooling, embed_events(request, summary_, std::move(on_done)));
   }
+  Expected<uint64_t> submit_beam_search(const BeamSearchOptions& request, BeamSearchCallback on_done) override;
   void cancel(uint64_t request_id) override {
+    std::shared_ptr<BeamSearchRun> run;
+    {
+      std::lock_guard<std::mutex> lock(beams_mu_);
+      if (auto it = beams_.find(request_id); it != beams_.end()) run = it->second;
+    }
+    if (run) return run->cancel("the beam search was cancelled");
     caf::anon_send(tokenizer_, abort_msg::build([&](schema::Abort::Builder b) { b.setRequestId(request_id); }));
   }
   const ModelSummary& model() const override { return summary_; }
@@ -595,7 +651,15 @@ class EngineImpl final : public Engine {
   LoraSlots lora_slots_;  // adapter ids of requests (slots), their adapters and running requests
   Expected<ChatTemplate> chat_template_ = not_found("this model has no chat template");
   ChatSpecialTokens chat_tokens_;  // the tokenizer's BOS and EOS text (templates' fallback)
+  std::vector<std::shared_ptr<BeamSearchRun>> beam_runs() {
+    std::lock_guard<std::mutex> lock(beams_mu_);
+    std::vector<std::shared_ptr<BeamSearchRun>> runs;
+    for (const auto& [id, run] : beams_) runs.push_back(run);
+    return runs;
+  }
   std::atomic<uint64_t> next_id_{1};
+  std::mutex beams_mu_;  // taken inside a run's mutex (BeamSearchRun), never around it
+  std::unordered_map<uint64_t, std::shared_ptr<BeamSearchRun>> beams_;  // the running beam searches
   std::mt19937_64 seed_rng_{std::random_device{}()};
   std::mutex seed_mu_;
 };
@@ -758,6 +822,15 @@ Status EngineImpl::start(const EngineOptions& options) {
               static_cast<int64_t>(model.weight_bytes), tokenizer_model_ != nullptr};
   for (const auto& l : loaded)
     if (l) summary_.hidden_size = l->ranks.front()->model->config().hidden_size;
+  // The first local instance's EOS ids (what its scheduler ends at); remote instances' models
+  // are the front's own, whose tokenizer names them.
+  const auto local = std::find_if(loaded.begin(), loaded.end(), [](const auto& l) { return l.has_value(); });
+  if (local != loaded.end()) {
+    const auto& eos = (*local)->ranks.front()->model->config().eos_ids;
+    summary_.eos_ids.assign(eos.begin(), eos.end());
+  } else if (tokenizer_model_) {
+    summary_.eos_ids = tokenizer_model_->eos_ids();
+  }
   for (const auto& l : loaded)
     if (l && l->ranks.front()->model->has_vision()) {
       const VisionConfig& v = l->ranks.front()->model->config().vision;
@@ -916,6 +989,53 @@ Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling
   return id;
 }
 
+Expected<uint64_t> EngineImpl::submit_beam_search(const BeamSearchOptions& request, BeamSearchCallback on_done) {
+  BRIGADE_RETURN_IF_ERROR(validate_beam_request(request, summary_));
+  BeamRunSetup setup;
+  setup.options = request;
+  if (!request.prompt_ids.empty()) {
+    setup.prompt = request.prompt_ids;
+  } else {
+    BRIGADE_ASSIGN_OR_RETURN(setup.prompt, tokenizer_model_->encode(request.prompt, request.add_bos));
+  }
+  if (request.truncate_prompt_tokens > 0 && static_cast<int>(setup.prompt.size()) > request.truncate_prompt_tokens)
+    setup.prompt.erase(setup.prompt.begin(), setup.prompt.end() - request.truncate_prompt_tokens);
+  const int room = summary_.max_context - static_cast<int>(setup.prompt.size());
+  if (setup.prompt.empty() || room < 1)
+    return invalid_argument("the prompt's " + std::to_string(setup.prompt.size()) + " tokens leave no room in the " +
+                            std::to_string(summary_.max_context) + "-token context for a beam search");
+  BeamSearchConfig& c = setup.config;
+  c.beam_width = request.beam_width;
+  c.max_new_tokens = std::min(request.max_tokens, room);
+  c.length_penalty = request.length_penalty;
+  c.early_stopping = request.early_stopping;
+  BRIGADE_ASSIGN_OR_RETURN(c.end_ids, beam_end_ids(request, summary_));
+  c.keep_top = request.logprobs > 0;
+  BRIGADE_RETURN_IF_ERROR(BeamSearch::validate(c, summary_.vocab_size));
+  setup.id = next_id_.fetch_add(1);
+  setup.tokenizer = tokenizer_model_;
+  setup.submit = [this](const GenerateOptions& g, EventCallback cb) { return submit_as(g, Pooling::none, std::move(cb)); };
+  setup.cancel = [this](uint64_t id) {
+    caf::anon_send(tokenizer_, abort_msg::build([&](schema::Abort::Builder b) { b.setRequestId(id); }));
+  };
+  setup.forget = [this](uint64_t id) {
+    std::lock_guard<std::mutex> lock(beams_mu_);
+    beams_.erase(id);
+  };
+  const uint64_t id = setup.id;
+  auto run = std::make_shared<BeamSearchRun>(std::move(setup), std::move(on_done));
+  {
+    std::lock_guard<std::mutex> lock(beams_mu_);
+    beams_.emplace(id, run);
+  }
+  if (Status s = run->start(); !s.is_ok()) {
+    std::lock_guard<std::mutex> lock(beams_mu_);
+    beams_.erase(id);
+    return s;
+  }
+  return id;
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
@@ -956,6 +1076,10 @@ Expected<Completion> Engine::generate(const GenerateOptions& request) {
   sh->cv.wait(lock, [&] { return sh->done; });
   if (sh->c.finish == FinishReason::error) return Status(sh->code, sh->error);
   return std::move(sh->c);
+}
+
+Expected<BeamSearchResult> Engine::beam_search(const BeamSearchOptions& request) {
+  return wait_for_answer<BeamSearchResult>([&](BeamSearchCallback done) { return submit_beam_search(request, std::move(done)); });
 }
 
 Status kill_instance_executor_for_testing(Engine& engine, int index) {

@@ -1,10 +1,7 @@
 #include "actors/engine/engine_embed.h"
+#include "actors/engine/wait_for_answer.h"
 
 #include <spdlog/spdlog.h>
-
-#include <condition_variable>
-#include <memory>
-#include <mutex>
 
 namespace brigade {
 
@@ -79,21 +76,7 @@ void resolve_pooling(const EngineOptions& options, const std::string& model_path
 }
 
 Expected<Embedding> Engine::embed(const EmbedOptions& request) {
-  struct Shared {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::optional<Expected<Embedding>> result;
-  };
-  auto sh = std::make_shared<Shared>();
-  auto id = submit_embed(request, [sh](Expected<Embedding> e) {
-    std::lock_guard<std::mutex> lock(sh->mu);
-    sh->result.emplace(std::move(e));
-    sh->cv.notify_all();
-  });
-  if (!id) return id.status();
-  std::unique_lock<std::mutex> lock(sh->mu);
-  sh->cv.wait(lock, [&] { return sh->result.has_value(); });
-  return std::move(*sh->result);
+  return wait_for_answer<Embedding>([&](EmbedCallback done) { return submit_embed(request, std::move(done)); });
 }
 
 }  // namespace brigade

@@ -24,6 +24,7 @@
 #include "brigade/station.h"
 #include "brigade/topology.h"
 #include "core/backend.h"
+#include "core/beam_search.h"
 #include "core/status.h"
 #include "models/chat_template.h"
 #include "models/lora_adapter.h"
@@ -231,6 +232,56 @@ struct Completion {
 
 using EventCallback = std::function<void(const Event&)>;
 
+// A beam search (vLLM's use_beam_search; transformers' generate(num_beams=beam_width,
+// do_sample=False), whose algorithm core/beam_search.h follows step for step): the beam_width
+// most likely continuations by length-normalized log-probability, all returned at the end. Each
+// step runs one request per live beam (its prompt + its tokens, one token, the raw logprobs of
+// its best candidates), as vLLM does, so the prefix cache serves what the beams share. No
+// sampling setting applies (the search is deterministic); stop strings, guided output, penalties
+// and images are not available here.
+struct BeamSearchOptions {
+  std::string prompt;               // text, tokenized by the model's tokenizer...
+  std::vector<int32_t> prompt_ids;  // ...or token ids (when non-empty, `prompt` is ignored)
+  bool add_bos = true;              // as GenerateOptions::add_bos
+  int beam_width = 2;               // [1, 32]: beams kept, and returned
+  int max_tokens = 16;              // >= 1, capped to what the context leaves the prompt
+  float length_penalty = 1.0f;      // finished score = cumulative logprob / length^length_penalty
+  EarlyStopping early_stopping = EarlyStopping::heuristic;  // transformers' False / True / "never"
+  bool ignore_eos = false;          // the model's EOS ids do not end a beam (stop_ids still do)
+  std::vector<int32_t> stop_ids;    // more ids that end a beam (at most 8 in all with the EOS ids)
+  // vLLM's: the id that ended a beam stays in its token_ids (and text, unless special and skipped).
+  bool include_stop_str_in_output = false;
+  bool skip_special_tokens = true;  // as GenerateOptions'
+  int truncate_prompt_tokens = 0;   // as GenerateOptions'
+  int logprobs = -1;                // >= 0: each beam's per-token logprobs and this many alternatives (<= 20)
+  int priority = 0;                 // as GenerateOptions' (every step's requests carry it)
+  std::string cache_salt;           // as GenerateOptions'
+  std::vector<std::pair<std::string, std::string>> labels;  // as GenerateOptions'
+  std::string lora;                 // as GenerateOptions'
+};
+
+struct Beam {
+  std::vector<int32_t> token_ids;   // generated (the end id only with include_stop_str_in_output)
+  std::string text;                 // their text (the end id's never, unless include_stop_str_in_output)
+  std::vector<float> logprobs;      // BeamSearchOptions::logprobs >= 0: per token id
+  std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs;  // > 0: per token id, best first
+  double cumulative_logprob = 0.0;  // of every generated token, the end id included
+  double score = 0.0;               // cumulative_logprob / generated length^length_penalty (the rank)
+  FinishReason finish = FinishReason::length;  // stop: at an end id (stop_token)
+  int32_t stop_token = -1;
+};
+
+struct BeamSearchResult {
+  std::vector<Beam> beams;  // beam_width of them, best score first
+  std::vector<int32_t> prompt_token_ids;  // as run (tokenized, truncated)
+  int cached_tokens = 0;    // prompt tokens the prefix cache served to the first step
+  int steps = 0;            // search steps (each ran one request per live beam)
+};
+
+// Called once, on an engine thread (or the submitting thread when the search ends before its
+// first step): the beams, or what went wrong (a step's error; cancelled after Engine::cancel).
+using BeamSearchCallback = std::function<void(Expected<BeamSearchResult>)>;
+
 // One turn of a conversation for Engine::format_chat: role, content, and for tool calling the
 // assistant's tool_calls and a tool result's tool_call_id (models/chat_template.h).
 using ChatTurn = ChatMessage;
@@ -242,6 +293,9 @@ struct ModelSummary {
   int64_t n_params = 0;
   int64_t weight_bytes = 0;
   bool has_tokenizer = false;
+  // The ids that end a generation unless ignore_eos (the model's generation_config / config
+  // EOS ids; with remote instances only, the tokenizer's).
+  std::vector<int32_t> eos_ids;
   int hidden_size = 0;  // an embedding's size; 0 when unknown (instances in other processes)
   // Embedding requests: the pooling and normalization (EngineOptions::pooling, else the model
   // dir's sentence-transformers files, else last + normalize); pooling none when the model's
@@ -418,6 +472,11 @@ class Engine {
   virtual void cancel(uint64_t request_id) = 0;
   // Submits and waits for the whole completion.
   Expected<Completion> generate(const GenerateOptions& request);
+  // Validates and starts a beam search; returns its id (Engine::cancel takes it). on_done runs
+  // once. Parameter errors (and a prompt that leaves no room in the context) are returned here.
+  virtual Expected<uint64_t> submit_beam_search(const BeamSearchOptions& request, BeamSearchCallback on_done) = 0;
+  // Starts a beam search and waits for its beams.
+  Expected<BeamSearchResult> beam_search(const BeamSearchOptions& request);
   // Validates and queues an embedding request; returns its id (Engine::cancel takes it). on_done
   // runs once, on an engine thread. Parameter errors are returned here; errors found later (a
   // prompt too long once tokenized) reach on_done.
