@@ -139,6 +139,7 @@ class Session : public std::enable_shared_from_this<Session> {
     timing_.assign(static_cast<size_t>(n_choices), {});
     engine_ids_.assign(static_cast<size_t>(n_choices), 0);
     stream_.expires_never();  // generation may take long; a dead client shows up as a failed write
+    if (request.use_beam_search) return start_beam_searches(request);
     for (int i = 0; i < n_choices; ++i) {
       const GenerateOptions gen = request.choice_request(i);
       uint64_t key = 0;
@@ -166,6 +167,55 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       ctx_->inflight.set_id(key, *submitted);
       engine_ids_[static_cast<size_t>(i)] = *submitted;
+    }
+  }
+
+  // use_beam_search: one beam search per prompt, whose beams (best first) are its n choices. They
+  // come back together at the end and are fed to the choices as a stream's events would be.
+  void start_beam_searches(const CompletionRequest& request) {
+    const int n = request.n;
+    for (int p = 0; p < request.n_prompts(); ++p) {
+      uint64_t key = 0;
+      if (!ctx_->inflight.begin(key)) {
+        for (int k = 0; k < n; ++k) finish_choice_locally(p * n + k, Status(StatusCode::cancelled, "the server is shutting down"));
+        continue;
+      }
+      auto self = shared_from_this();
+      auto ctx = ctx_;
+      const uint64_t gen_no = generation_;
+      const bool with_ids = request.return_token_ids;
+      auto submitted = ctx_->engine.submit_beam_search(
+          request.beam_request(p), [self, ctx, gen_no, p, n, with_ids, key](Expected<BeamSearchResult> r) mutable {
+            const auto at = Clock::now();
+            net::post(self->stream_.get_executor(), [self, gen_no, p, n, with_ids, r = std::move(r), at] {
+              self->on_beams(gen_no, p, n, with_ids, r, at);
+            });
+            self.reset();  // before Inflight::end, as in start_generation
+            ctx->inflight.end(key);
+          });
+      if (!submitted) {
+        ctx_->inflight.end(key);
+        for (int k = 0; k < n; ++k) finish_choice_locally(p * n + k, submitted.status());
+        continue;
+      }
+      ctx_->inflight.set_id(key, *submitted);
+      for (int k = 0; k < n; ++k) engine_ids_[static_cast<size_t>(p * n + k)] = *submitted;
+    }
+  }
+
+  void on_beams(uint64_t gen_no, int p, int n, bool with_ids, const Expected<BeamSearchResult>& r, Clock::time_point at) {
+    for (int k = 0; k < n; ++k) {
+      const int choice = p * n + k;
+      if (r && static_cast<size_t>(k) < r->beams.size()) {
+        for (const Event& ev : beam_events(*r, static_cast<size_t>(k), with_ids)) on_event(gen_no, choice, ev, at);
+        continue;
+      }
+      Event ev;  // the search failed (or was cancelled: an abort, as a cancelled request's)
+      const Status st = r ? internal_error("the beam search returned fewer beams than n") : r.status();
+      ev.finish = st.code() == StatusCode::cancelled ? FinishReason::abort : FinishReason::error;
+      ev.error = st.message();
+      ev.error_code = st.code();
+      on_event(gen_no, choice, ev, at);
     }
   }
 

@@ -194,6 +194,24 @@ std::string CompletionState::on_event(int choice, const Event& ev) {
   return chunk(choice, ev, c, parsed);
 }
 
+std::vector<Event> beam_events(const BeamSearchResult& result, size_t k, bool with_prompt_ids) {
+  const Beam& beam = result.beams.at(k);
+  std::vector<Event> out(std::max<size_t>(1, beam.token_ids.size()));
+  for (size_t i = 0; i < beam.token_ids.size(); ++i) {
+    Event& ev = out[i];
+    ev.token_ids = {beam.token_ids[i]};
+    if (i < beam.token_texts.size()) ev.text = beam.token_texts[i];
+    if (i < beam.logprobs.size()) ev.logprobs = {beam.logprobs[i]};
+    if (i < beam.top_logprobs.size()) ev.top_logprobs = {beam.top_logprobs[i]};
+  }
+  for (Event& ev : out) ev.prompt_tokens = static_cast<int>(result.prompt_token_ids.size());
+  out.front().cached_tokens = result.cached_tokens;
+  if (with_prompt_ids) out.front().prompt_token_ids = result.prompt_token_ids;
+  out.back().finish = beam.finish;
+  out.back().completion_tokens = static_cast<int>(beam.token_ids.size());
+  return out;
+}
+
 std::string CompletionState::logprobs_json(const Choice& c, size_t from, size_t to, size_t text_offset,
                                            bool with_prompt) const {
   if (request_.gen.logprobs < 0 || c.logprobs.size() < to) return "null";

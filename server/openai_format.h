@@ -134,6 +134,12 @@ class CompletionState final : public ResponseWriter {
   Status error_;
 };
 
+// Beam k of a beam search (use_beam_search) as the events a streamed choice would have had: one
+// per token (its text, and its logprobs when the beams carry them), the last with the beam's
+// finish; the first with the prompt's size, cached tokens and (with_prompt_ids) ids. A beam of no
+// tokens (its end id dropped) is one final event.
+std::vector<Event> beam_events(const BeamSearchResult& result, size_t k, bool with_prompt_ids);
+
 // GET /v1/models.
 std::string models_body(const std::string& model, int64_t created, int max_context);
 // POST /tokenize and /detokenize (vLLM's bodies).

@@ -432,6 +432,43 @@ Status read_token_id_list(const json& body, const char* field, int max, std::vec
   return Status::ok();
 }
 
+// vLLM's use_beam_search, length_penalty and early_stopping (true, false, or transformers'
+// "never"). What a beam search cannot honour is refused by name; the sampling settings (temperature,
+// top_p, top_k, min_p, seed) do not apply to it and are ignored, as in vLLM.
+Status read_beam_search(const json& body, CompletionRequest& r) {
+  BRIGADE_RETURN_IF_ERROR(read_bool(body, "use_beam_search", r.use_beam_search));
+  const double inf = std::numeric_limits<double>::infinity();
+  BRIGADE_RETURN_IF_ERROR(read_float(body, "length_penalty", -inf, inf, true, r.length_penalty));
+  if (!std::isfinite(r.length_penalty)) return invalid_argument("'length_penalty' must be a finite number");
+  if (auto e = body.find("early_stopping"); e != body.end() && !e->is_null()) {
+    if (e->is_boolean()) {
+      r.early_stopping = e->get<bool>() ? EarlyStopping::on : EarlyStopping::heuristic;
+    } else if (e->is_string() && e->get_ref<const std::string&>() == "never") {
+      r.early_stopping = EarlyStopping::never;
+    } else {
+      return wrong_type("early_stopping", "true, false or \"never\"", *e);
+    }
+  }
+  if (!r.use_beam_search) return Status::ok();
+  const GenerateOptions& g = r.gen;
+  const SamplingOptions& s = g.sampling;
+  auto refuse = [](const char* what) {
+    return invalid_argument(std::string(what) + " cannot be used with 'use_beam_search': a beam search ranks the "
+                                                "model's own logprobs");
+  };
+  if (g.response_format != ResponseFormat::text) return refuse("structured output (response_format, guided_*, a forced tool call)");
+  if (!g.stop.empty()) return refuse("'stop' strings (end beams with 'stop_token_ids')");
+  if (!s.logit_bias.empty()) return refuse("'logit_bias'");
+  if (!s.allowed_token_ids.empty()) return refuse("'allowed_token_ids'");
+  if (!s.bad_words.empty()) return refuse("'bad_words'");
+  if (g.min_tokens > 0) return refuse("'min_tokens'");
+  if (s.repetition_penalty != 1.0f || s.presence_penalty != 0.0f || s.frequency_penalty != 0.0f)
+    return refuse("a repetition, presence or frequency penalty");
+  if (r.prompt_logprobs >= 0 || g.prompt_logprobs >= 0) return refuse("'prompt_logprobs' (and echo with logprobs)");
+  if (g.max_tokens < 1) return invalid_argument("'use_beam_search' needs max_tokens >= 1");
+  return Status::ok();
+}
+
 }  // namespace
 
 Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint endpoint, const ParseLimits& limits) {
@@ -555,6 +592,7 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
     r.gen.labels.emplace_back("user", std::move(who));
   }
   BRIGADE_RETURN_IF_ERROR(refuse_unsupported(body));
+  BRIGADE_RETURN_IF_ERROR(read_beam_search(body, r));
   return r;
 }
 
@@ -567,6 +605,29 @@ GenerateOptions CompletionRequest::choice_request(int c) const {
   }
   if (g.sampling.seed) g.sampling.seed = *g.sampling.seed + static_cast<uint64_t>(c % n);
   return g;
+}
+
+BeamSearchOptions CompletionRequest::beam_request(int p) const {
+  const GenerateOptions g = choice_request(p * n);
+  BeamSearchOptions o;
+  o.prompt = g.prompt;
+  o.prompt_ids = g.prompt_ids;
+  o.add_bos = g.add_bos;
+  o.beam_width = n;
+  o.max_tokens = g.max_tokens;
+  o.length_penalty = length_penalty;
+  o.early_stopping = early_stopping;
+  o.ignore_eos = g.ignore_eos;
+  o.stop_ids = g.stop_ids;
+  o.include_stop_str_in_output = g.include_stop_str_in_output;
+  o.skip_special_tokens = g.skip_special_tokens;
+  o.truncate_prompt_tokens = g.truncate_prompt_tokens;
+  o.logprobs = g.logprobs;
+  o.priority = g.priority;
+  o.cache_salt = g.cache_salt;
+  o.labels = g.labels;
+  o.lora = g.lora;
+  return o;
 }
 
 const std::string& CompletionRequest::echo_of(int c) const {

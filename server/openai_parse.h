@@ -86,10 +86,19 @@ struct CompletionRequest {
   bool responses = false;
   std::string responses_echo;
 
+  // vLLM's use_beam_search: each prompt runs one beam search of width n whose beams are its n
+  // choices, best first (Engine::submit_beam_search); length_penalty and early_stopping are its.
+  bool use_beam_search = false;
+  float length_penalty = 1.0f;
+  EarlyStopping early_stopping = EarlyStopping::heuristic;
+
   // The response's choices: n per prompt.
-  int n_choices() const { return n * std::max<int>(1, static_cast<int>(prompts.size())); }
+  int n_prompts() const { return std::max<int>(1, static_cast<int>(prompts.size())); }
+  int n_choices() const { return n * n_prompts(); }
   // The engine request of choice c: its prompt (completions), and seed + c % n.
   GenerateOptions choice_request(int c) const;
+  // use_beam_search: prompt p's beam search (its choices are p * n ... p * n + n - 1).
+  BeamSearchOptions beam_request(int p) const;
   // The echoed prompt of choice c (empty without echo).
   const std::string& echo_of(int c) const;
 };

@@ -137,10 +137,12 @@ Beam BeamSearchRun::to_beam(const BeamHypothesis& h) const {
       beam.top_logprobs.emplace_back(top.begin(), top.begin() + std::min<std::ptrdiff_t>(o.logprobs, std::ssize(top)));
     }
   }
+  beam.token_texts.resize(beam.token_ids.size());
   if (setup_.tokenizer) {
     IncrementalDetokenizer detok(*setup_.tokenizer, o.skip_special_tokens);
-    for (int32_t t : beam.token_ids) beam.text += detok.push(t);
-    beam.text += detok.flush();
+    for (size_t i = 0; i < n; ++i) beam.token_texts[i] = detok.push(beam.token_ids[i]);
+    if (n > 0) beam.token_texts.back() += detok.flush();
+    for (const std::string& t : beam.token_texts) beam.text += t;
   }
   return beam;
 }

@@ -11,8 +11,9 @@
 //                                    (a draft model's speculative decoding on vs off only)
 //   build/bench/e2e/bench_engine --spec 3 --mtp --model M   (M's MTP module drafting vs off only)
 //   build/bench/e2e/bench_engine --prompt-logprobs 5 [--prompt-len 2048]
-//   build/bench/e2e/bench_engine --stations 2   (what stations add to a step: no-op backend)
 //                                    (prefill with prompt logprobs vs without only)
+//   build/bench/e2e/bench_engine --stations 2   (what stations add to a step: no-op backend)
+//   build/bench/e2e/bench_engine --beam 4 [--prompt-len N, default 64]  (a beam search vs batch-4 decode only)
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -310,6 +311,52 @@ nlohmann::json compare_stations(const std::string& model, int threads, int n_sta
   return out;
 }
 
+// A beam search of width W (Engine::beam_search: a request per beam and step) against greedy
+// decoding of W sequences (one request each) over the same prompt length and tokens, with the
+// prefix cache on and off: tokens/s of the W beams as a fraction of batch-W decode's, and the
+// tokens each beam computes per step (the cache serves the rest; 1 is the floor). Alternating
+// runs, best of `repeats` each.
+nlohmann::json compare_beam_search(const std::string& model, int threads, int width, int prompt_len, int decode_tokens,
+                                   int repeats) {
+  nlohmann::json out = nlohmann::json::array();
+  std::printf("%-28s %12s %10s %16s %14s\n", "beam search", "tokens/s", "vs decode", "computed/beam/step",
+              "cached/step");
+  BeamSearchOptions beam;  // ids under 503: inside every model's vocabulary (stories260K has 512)
+  for (int i = 0; i < prompt_len; ++i) beam.prompt_ids.push_back(3 + (i * 17) % 500);
+  beam.beam_width = width;
+  beam.max_tokens = decode_tokens;
+  beam.ignore_eos = true;
+  for (bool radix : {true, false}) {
+    auto engine = make_engine(model, threads, false, std::max(64, 2 * width), "auto", 0, "", radix);
+    run_batch(*engine, width, prompt_len, 4);  // warm-up
+    double best_decode = 0.0, best_beam = 0.0, computed = 0.0, cached = 0.0;
+    for (int r = 0; r < repeats; ++r) {
+      best_decode = std::max(best_decode, run_batch(*engine, width, prompt_len, decode_tokens).decode_tok_s);
+      const EngineStats before = engine->stats();
+      const auto t0 = Clock::now();
+      auto result = engine->beam_search(beam);
+      const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (!result) {
+        std::fprintf(stderr, "beam search failed: %s\n", result.status().to_string().c_str());
+        std::exit(1);
+      }
+      const EngineStats after = engine->stats();
+      const double beam_steps = static_cast<double>(width) * result->steps;
+      best_beam = std::max(best_beam, beam_steps / wall);
+      computed = static_cast<double>(after.step_tokens - before.step_tokens) / beam_steps;
+      cached = static_cast<double>(after.cache_hit_tokens - before.cache_hit_tokens) / beam_steps;
+    }
+    const std::string name = "width " + std::to_string(width) + (radix ? ", cache on" : ", cache off");
+    std::printf("%-28s %12.1f %9.2fx %16.1f %14.1f\n", name.c_str(), best_beam, best_beam / best_decode, computed, cached);
+    std::printf("%-28s %12.1f\n", ("decode batch " + std::to_string(width)).c_str(), best_decode);
+    out.push_back({{"beam_width", width}, {"radix", radix}, {"prompt_tokens", prompt_len}, {"tokens", decode_tokens},
+                   {"beam_tokens_per_s", best_beam}, {"decode_tokens_per_s", best_decode},
+                   {"fraction_of_decode", best_beam / best_decode}, {"computed_tokens_per_beam_step", computed},
+                   {"cached_tokens_per_beam_step", cached}});
+  }
+  return out;
+}
+
 }  // namespace
 }  // namespace brigade
 
@@ -357,6 +404,9 @@ int main(int argc, char** argv) {
                  "A run with no event for this many seconds prints what is pending and exits 3")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  int beam_width = 0;
+  app.add_option("--beam", beam_width,
+                 "Only compare a beam search of this width against decoding as many sequences (prompt: --prompt-len)");
   CLI11_PARSE(app, argc, argv);
   g_watchdog = std::chrono::seconds(watchdog_s);
 
@@ -373,6 +423,12 @@ int main(int argc, char** argv) {
   }
 
   nlohmann::json out;
+  if (beam_width > 0) {
+    const int beam_prompt = app.count("--prompt-len") > 0 ? prompt_len : 64;
+    out["beam_search"] = compare_beam_search(model, threads, beam_width, beam_prompt, decode_tokens, kv_repeats);
+    if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+    return 0;
+  }
   if (n_stations > 0) {
     out["stations"] = compare_stations(model, threads, n_stations, kv_repeats);
     if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";

@@ -263,6 +263,9 @@ struct BeamSearchOptions {
 struct Beam {
   std::vector<int32_t> token_ids;   // generated (the end id only with include_stop_str_in_output)
   std::string text;                 // their text (the end id's never, unless include_stop_str_in_output)
+  // Per token id, the text it completed (complete UTF-8 only, as a stream's events carry it;
+  // the last one also takes what the end flushes): their concatenation is `text`.
+  std::vector<std::string> token_texts;
   std::vector<float> logprobs;      // BeamSearchOptions::logprobs >= 0: per token id
   std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs;  // > 0: per token id, best first
   double cumulative_logprob = 0.0;  // of every generated token, the end id included

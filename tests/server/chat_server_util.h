@@ -115,6 +115,7 @@ class ChatTestServer {
   // Any server options (the model's own chat template).
   ChatTestServer(const std::string& model, const ServerOptions& options) { start_test_server(served_, model, options); }
   bool ok() const { return served_.server != nullptr; }
+  Engine& engine() const { return *served_.engine; }
 
   ClientResponse post(const std::string& path, const nlohmann::json& body) const { return post_raw(path, body.dump()); }
   ClientResponse post_raw(const std::string& path, const std::string& body) const {

@@ -466,6 +466,44 @@ TEST(OpenaiParse, VllmSamplingExtras) {
   }
 }
 
+TEST(OpenaiParse, BeamSearchFields) {
+  auto r = parse(R"({"prompt":["a","b"],"n":3,"max_tokens":9,"use_beam_search":true,"length_penalty":0.5,
+                     "early_stopping":"never","stop_token_ids":[7],"ignore_eos":true,"logprobs":2,
+                     "temperature":0.3,"cache_salt":"s","priority":-2})");
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_TRUE(r->use_beam_search);
+  EXPECT_EQ(r->n_choices(), 6);
+  const BeamSearchOptions b = r->beam_request(1);
+  EXPECT_EQ(b.prompt, "b");
+  EXPECT_EQ(b.beam_width, 3);
+  EXPECT_EQ(b.max_tokens, 9);
+  EXPECT_FLOAT_EQ(b.length_penalty, 0.5f);
+  EXPECT_EQ(b.early_stopping, EarlyStopping::never);
+  EXPECT_EQ(b.stop_ids, std::vector<int32_t>{7});
+  EXPECT_TRUE(b.ignore_eos);
+  EXPECT_EQ(b.logprobs, 2);
+  EXPECT_EQ(b.cache_salt, "s");
+  EXPECT_EQ(b.priority, 2);  // vLLM's lower-first, negated
+  for (const char* early : {R"(true)", R"(false)"}) {
+    auto e = parse(std::string(R"({"prompt":"a","use_beam_search":true,"early_stopping":)") + early + "}");
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(e->early_stopping, std::string(early) == "true" ? EarlyStopping::on : EarlyStopping::heuristic);
+  }
+  // Without use_beam_search the fields are read and nothing else changes.
+  auto plain = parse(R"({"prompt":"a","length_penalty":2,"stop":["x"]})");
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_FALSE(plain->use_beam_search);
+  for (const char* bad : {R"("early_stopping":"maybe")", R"("early_stopping":1)", R"("length_penalty":"x")",
+                          R"("stop":["."])", R"("logit_bias":{"3":1})", R"("allowed_token_ids":[3])",
+                          R"("bad_words":["x"])", R"("min_tokens":1)", R"("repetition_penalty":1.1)",
+                          R"("presence_penalty":0.5)", R"("response_format":{"type":"json_object"})",
+                          R"("prompt_logprobs":1)", R"("echo":true,"logprobs":1)", R"("max_tokens":0)"}) {
+    auto e = parse(std::string(R"({"prompt":"a","use_beam_search":true,)") + bad + "}");
+    ASSERT_FALSE(e.has_value()) << bad;
+    EXPECT_EQ(e.status().code(), StatusCode::invalid_argument) << bad;
+  }
+}
+
 TEST(OpenaiParse, TokenizeAndDetokenizeBodies) {
   auto t = parse_tokenize_body(R"({"prompt": "hi", "add_special_tokens": false})");
   ASSERT_TRUE(t.has_value()) << t.status().to_string();

@@ -318,6 +318,24 @@ def test_cache_salt(client):
     assert "cache_salt" in str(e.value)
 
 
+def test_beam_search(client):
+    """vLLM's use_beam_search through the client's extra_body: n beams, best first."""
+    r = client.completions.create(model="tiny", prompt="Once upon a time", n=3, max_tokens=6, logprobs=1,
+                                  extra_body={"use_beam_search": True, "ignore_eos": True, "length_penalty": 1.0})
+    assert [c.index for c in r.choices] == [0, 1, 2]
+    # Every beam ran to max_tokens, so the score order is the cumulative logprob's.
+    sums = [sum(c.logprobs.token_logprobs) for c in r.choices]
+    assert all(len(c.logprobs.tokens) == 6 for c in r.choices)
+    assert sums == sorted(sums, reverse=True) or all(a >= b - 1e-4 for a, b in zip(sums, sums[1:]))
+    assert r.usage.completion_tokens == 18
+    chat = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "hi"}], n=2, max_tokens=4,
+                                          extra_body={"use_beam_search": True, "early_stopping": "never"})
+    assert len(chat.choices) == 2 and all(c.finish_reason in ("stop", "length") for c in chat.choices)
+    with pytest.raises(openai.BadRequestError, match="stop"):
+        client.completions.create(model="tiny", prompt="x", n=2, max_tokens=4, stop=["."],
+                                  extra_body={"use_beam_search": True})
+
+
 def test_bad_input_is_400(client):
     with pytest.raises(openai.BadRequestError) as e:
         client.completions.create(model="tiny", prompt="x", max_tokens=0)
