@@ -465,6 +465,7 @@ Status read_beam_search(const json& body, CompletionRequest& r) {
   if (s.repetition_penalty != 1.0f || s.presence_penalty != 0.0f || s.frequency_penalty != 0.0f)
     return refuse("a repetition, presence or frequency penalty");
   if (r.prompt_logprobs >= 0 || g.prompt_logprobs >= 0) return refuse("'prompt_logprobs' (and echo with logprobs)");
+  if (!r.image_urls.empty()) return unsupported("images (image_url parts) cannot be used with 'use_beam_search' yet");
   if (g.max_tokens < 1) return invalid_argument("'use_beam_search' needs max_tokens >= 1");
   return Status::ok();
 }

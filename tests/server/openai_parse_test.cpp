@@ -502,6 +502,11 @@ TEST(OpenaiParse, BeamSearchFields) {
     ASSERT_FALSE(e.has_value()) << bad;
     EXPECT_EQ(e.status().code(), StatusCode::invalid_argument) << bad;
   }
+  auto image = parse(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]}],
+                        "use_beam_search":true})",
+                     Endpoint::chat);
+  ASSERT_FALSE(image.has_value());
+  EXPECT_EQ(image.status().code(), StatusCode::unsupported);
 }
 
 TEST(OpenaiParse, TokenizeAndDetokenizeBodies) {
