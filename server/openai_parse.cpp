@@ -536,6 +536,10 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   if (endpoint == Endpoint::chat) BRIGADE_RETURN_IF_ERROR(read_tools(body, r.gen, r.tools));
   BRIGADE_RETURN_IF_ERROR(read_logprobs(body, endpoint, limits, r));
   BRIGADE_RETURN_IF_ERROR(read_bool(body, "ignore_eos", r.gen.ignore_eos));
+  // vLLM's add_special_tokens: the tokenizer's BOS (and the like) on a text prompt; completions
+  // add them by default, chat does not (the template writes its own).
+  r.gen.add_bos = endpoint == Endpoint::completions;
+  BRIGADE_RETURN_IF_ERROR(read_bool(body, "add_special_tokens", r.gen.add_bos));
   BRIGADE_RETURN_IF_ERROR(read_bool(body, "skip_special_tokens", r.gen.skip_special_tokens));
   BRIGADE_RETURN_IF_ERROR(read_prompt_scoring(body, endpoint, limits, r));
   if (endpoint == Endpoint::chat) {  // vLLM's and SGLang's switches for a server's reasoning parser

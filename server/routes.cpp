@@ -342,7 +342,8 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
     read_harmony(ctx, *parsed);
     parsed->gen.prompt = std::move(*prompt);
     parsed->gen.prompt_ids.clear();
-    parsed->gen.add_bos = false;  // the template carries the BOS marker
+    // The template carries the BOS marker; add_special_tokens (parse: false unless asked) adds
+    // the tokenizer's on top of it, as vLLM's.
   }
   return std::move(*parsed);
 }

@@ -65,6 +65,10 @@ TEST(ServerChatTemplate, TheModelsOwnJinjaTemplateRendersThePrompt) {
       "<start_of_turn>user\nHow are \nyou?<end_of_turn>\n<start_of_turn>model\n";
   EXPECT_EQ(s.chat_prompt_tokens(chat), s.text_tokens(expected));
   EXPECT_NE(s.text_tokens(expected), s.text_tokens("<s>" + expected)) << "the check can tell prompts apart";
+  // vLLM's add_special_tokens: the tokenizer's BOS on top of the template's (default false).
+  auto doubled = s.chat({{"messages", chat}, {"max_tokens", 1}, {"add_special_tokens", true}});
+  ASSERT_EQ(doubled.status, 200) << doubled.body;
+  EXPECT_EQ(json::parse(doubled.body)["usage"]["prompt_tokens"].get<int>(), s.text_tokens("<s>" + expected));
 
   // What the template refuses is a 400 carrying its message.
   auto sys = s.post("/v1/chat/completions", {{"messages", {{{"role", "system"}, {"content", "x"}}, {{"role", "user"}, {"content", "y"}}}}});

@@ -374,6 +374,23 @@ TEST_F(ServerTest, UsageCountsCachedPromptTokens) {
   EXPECT_EQ(cached % 16, 0) << "whole pages";
 }
 
+// vLLM's add_special_tokens on completions: true (the default) puts the tokenizer's BOS first.
+TEST_F(ServerTest, AddSpecialTokensFalseLeavesTheBosOut) {
+  auto count = [&](const json& extra) {
+    json req = greedy("Once upon a time", 1);
+    for (const auto& [k, v] : extra.items()) req[k] = v;
+    auto r = post("/v1/completions", req.dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.status == 200 ? json::parse(r.body)["usage"]["prompt_tokens"].get<int>() : -1;
+  };
+  auto ids = post("/tokenize", json{{"prompt", "Once upon a time"}, {"add_special_tokens", false}}.dump());
+  const int bare = json::parse(ids.body)["count"];
+  EXPECT_EQ(count(json::object()), bare + 1);
+  EXPECT_EQ(count({{"add_special_tokens", true}}), bare + 1);
+  EXPECT_EQ(count({{"add_special_tokens", false}}), bare);
+  EXPECT_EQ(post("/v1/completions", json{{"prompt", "x"}, {"add_special_tokens", 1}}.dump()).status, 400);
+}
+
 TEST_F(ServerTest, CompletionNonStreamingAndStreamingAgree) {
   auto r = post("/v1/completions", greedy("Once upon a time", 12).dump());
   ASSERT_EQ(r.status, 200) << r.body;
