@@ -33,6 +33,7 @@ Status send(beast::tcp_stream& stream, const std::string& host, int port, const 
   req.set(http::field::host, host);
   req.set(http::field::user_agent, "brigade-bench");
   if (!r.api_key.empty()) req.set(http::field::authorization, "Bearer " + r.api_key);
+  for (const auto& [name, value] : r.headers) req.set(name, value);
   if (!r.body.empty()) req.set(http::field::content_type, "application/json");
   req.body() = r.body;
   req.prepare_payload();

@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -17,6 +18,7 @@ struct ClientRequest {
   std::string target = "/v1/completions";
   std::string body;      // sent as application/json when non-empty
   std::string api_key;   // "Authorization: Bearer <key>" when non-empty
+  std::vector<std::pair<std::string, std::string>> headers;  // more header fields, as given
 };
 
 struct ClientResponse {

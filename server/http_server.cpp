@@ -73,7 +73,8 @@ class Session : public std::enable_shared_from_this<Session> {
     keep_alive_ = req.keep_alive();
     arrival_ = Clock::now();
     auto sv = [](beast::string_view v) { return std::string_view(v.data(), v.size()); };
-    HttpRequestView view{sv(req.method_string()), sv(req.target()), sv(req[http::field::authorization]), req.body()};
+    HttpRequestView view{sv(req.method_string()), sv(req.target()), sv(req[http::field::authorization]), req.body(),
+                         sv(req["X-Request-Id"])};
     // A bug that throws while reading a request (a JSON misuse, say) answers 500 and leaves the
     // server running, instead of taking every other connection down with it.
     Routed routed = SimpleResponse{};
@@ -131,7 +132,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (request.responses) {
       state_ = std::make_unique<ResponsesState>(request, "resp_" + std::to_string(n), request.gen.lora.empty() ? ctx_->options.model_name : request.gen.lora, now);
     } else {
-      const std::string id = (request.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-") + std::to_string(n);
+      // vLLM's: the client's request id (X-Request-Id, else the body's request_id) names the response.
+      const std::string id = (request.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-") +
+                             (request.request_id.empty() ? std::to_string(n) : request.request_id);
       state_ = std::make_unique<CompletionState>(
           request, id, request.gen.lora.empty() ? ctx_->options.model_name : request.gen.lora, now);
     }

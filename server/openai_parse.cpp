@@ -472,6 +472,13 @@ Status read_beam_search(const json& body, CompletionRequest& r) {
 
 }  // namespace
 
+Status check_request_id(std::string_view id) {
+  if (id.size() > 256) return invalid_argument("a request id holds at most 256 bytes (got " + std::to_string(id.size()) + ")");
+  for (unsigned char c : id)
+    if (c < 0x20 || c > 0x7e) return invalid_argument("a request id must be printable ASCII");
+  return Status::ok();
+}
+
 Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint endpoint, const ParseLimits& limits) {
   if (!body.is_object()) return wrong_type("the request body", "a JSON object", body);
   CompletionRequest r;
@@ -530,6 +537,11 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
     r.gen.cache_salt = salt->get<std::string>();
   }
   BRIGADE_RETURN_IF_ERROR(read_priority(body, r.gen.priority));
+  if (auto id = body.find("request_id"); id != body.end() && !id->is_null()) {
+    if (!id->is_string()) return wrong_type("request_id", "a string", *id);
+    BRIGADE_RETURN_IF_ERROR(check_request_id(id->get<std::string>()));
+    r.request_id = id->get<std::string>();
+  }
   BRIGADE_RETURN_IF_ERROR(read_logit_bias(body, limits, r.gen.sampling));
   BRIGADE_RETURN_IF_ERROR(read_int(body, "min_tokens", 0, max_int, r.gen.min_tokens));
   BRIGADE_RETURN_IF_ERROR(read_guided_output(body, r.gen));

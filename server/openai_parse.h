@@ -88,6 +88,9 @@ struct CompletionRequest {
 
   // vLLM's use_beam_search: each prompt runs one beam search of width n whose beams are its n
   // choices, best first (Engine::submit_beam_search); length_penalty and early_stopping are its.
+  // vLLM's request_id (or the X-Request-Id header, which route() prefers): the response's id is
+  // "cmpl-" / "chatcmpl-" + it; empty: the server numbers responses.
+  std::string request_id;
   bool use_beam_search = false;
   float length_penalty = 1.0f;
   EarlyStopping early_stopping = EarlyStopping::heuristic;
@@ -111,6 +114,10 @@ Status read_int(const nlohmann::json& body, const char* field, int64_t lo, int64
 Status read_int(const nlohmann::json& body, const char* field, int64_t lo, int64_t hi, int& out);
 Status read_float(const nlohmann::json& body, const char* field, double lo, double hi, bool lo_open, float& out);
 Status read_bool(const nlohmann::json& body, const char* field, bool& out);
+
+// A client's request id (the body's request_id, the X-Request-Id header): at most 256 printable
+// ASCII bytes, else invalid_argument.
+Status check_request_id(std::string_view id);
 
 // vLLM's truncate_prompt_tokens: keep the prompt's last k tokens; -1 is the model's context,
 // which the router resolves (0 and below -1 are refused).

@@ -312,6 +312,10 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
     parsed = parse_completion_body(req.body, chat ? Endpoint::chat : Endpoint::completions);
   }
   if (!parsed) return fail(parsed.status());
+  if (!req.request_id.empty()) {
+    if (Status st = check_request_id(req.request_id); !st.is_ok()) return fail(Status(st.code(), "X-Request-Id: " + st.message()));
+    parsed->request_id = std::string(req.request_id);
+  }
   if (auto st = select_lora(ctx.options.model_name, ctx.engine.loras(), ctx.engine.model().max_loras > 0, *parsed);
       !st.is_ok())
     return error_response(400, st.message(), st.code());

@@ -55,6 +55,7 @@ struct HttpRequestView {
   std::string_view target;  // path and query
   std::string_view authorization;
   std::string_view body;
+  std::string_view request_id;  // the X-Request-Id header (vLLM's: names the response), or empty
 };
 
 // A JSON error response with the OpenAI body.

@@ -391,6 +391,33 @@ TEST_F(ServerTest, AddSpecialTokensFalseLeavesTheBosOut) {
   EXPECT_EQ(post("/v1/completions", json{{"prompt", "x"}, {"add_special_tokens", 1}}.dump()).status, 400);
 }
 
+// vLLM's request ids: the X-Request-Id header, else the body's request_id, names the response.
+TEST_F(ServerTest, TheClientsRequestIdNamesTheResponse) {
+  auto send = [&](json body, std::vector<std::pair<std::string, std::string>> headers, const char* target = "/v1/completions") {
+    ClientRequest req{"POST", target, body.dump(), ""};
+    req.headers = std::move(headers);
+    auto r = http_request(kHost, port(), req);
+    EXPECT_TRUE(r.has_value());
+    return r ? *r : ClientResponse{};
+  };
+  json body = greedy("Once", 1);
+  body["request_id"] = "from-body";
+  auto r = send(body, {});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["id"], "cmpl-from-body");
+  r = send(body, {{"X-Request-Id", "from-header"}});
+  EXPECT_EQ(json::parse(r.body)["id"], "cmpl-from-header");
+  r = send({{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 1}}, {{"X-Request-Id", "c1"}},
+           "/v1/chat/completions");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["id"], "chatcmpl-c1");
+  EXPECT_EQ(send(greedy("Once", 1), {{"X-Request-Id", std::string(300, 'a')}}).status, 400);
+  body["request_id"] = 7;
+  EXPECT_EQ(send(body, {}).status, 400);
+  // Without one the server numbers its responses.
+  EXPECT_EQ(json::parse(send(greedy("Once", 1), {}).body)["id"].get<std::string>().rfind("cmpl-", 0), 0u);
+}
+
 TEST_F(ServerTest, CompletionNonStreamingAndStreamingAgree) {
   auto r = post("/v1/completions", greedy("Once upon a time", 12).dump());
   ASSERT_EQ(r.status, 200) << r.body;
