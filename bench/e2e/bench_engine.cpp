@@ -319,8 +319,8 @@ nlohmann::json compare_stations(const std::string& model, int threads, int n_sta
 nlohmann::json compare_beam_search(const std::string& model, int threads, int width, int prompt_len, int decode_tokens,
                                    int repeats) {
   nlohmann::json out = nlohmann::json::array();
-  std::printf("%-28s %12s %10s %16s %14s\n", "beam search", "tokens/s", "vs decode", "computed/beam/step",
-              "cached/step");
+  std::printf("%-28s %12s %10s %16s %14s %14s\n", "beam search", "tokens/s", "vs decode", "computed/beam/step",
+              "cached/step", "steps/search step");
   BeamSearchOptions beam;  // ids under 503: inside every model's vocabulary (stories260K has 512)
   for (int i = 0; i < prompt_len; ++i) beam.prompt_ids.push_back(3 + (i * 17) % 500);
   beam.beam_width = width;
@@ -329,7 +329,7 @@ nlohmann::json compare_beam_search(const std::string& model, int threads, int wi
   for (bool radix : {true, false}) {
     auto engine = make_engine(model, threads, false, std::max(64, 2 * width), "auto", 0, "", radix);
     run_batch(*engine, width, prompt_len, 4);  // warm-up
-    double best_decode = 0.0, best_beam = 0.0, computed = 0.0, cached = 0.0;
+    double best_decode = 0.0, best_beam = 0.0, computed = 0.0, cached = 0.0, engine_steps = 0.0;
     for (int r = 0; r < repeats; ++r) {
       best_decode = std::max(best_decode, run_batch(*engine, width, prompt_len, decode_tokens).decode_tok_s);
       const EngineStats before = engine->stats();
@@ -345,14 +345,17 @@ nlohmann::json compare_beam_search(const std::string& model, int threads, int wi
       best_beam = std::max(best_beam, beam_steps / wall);
       computed = static_cast<double>(after.step_tokens - before.step_tokens) / beam_steps;
       cached = static_cast<double>(after.cache_hit_tokens - before.cache_hit_tokens) / beam_steps;
+      // Engine steps per search step: 1 when a step's W requests are planned together.
+      engine_steps = static_cast<double>(after.steps - before.steps) / result->steps;
     }
     const std::string name = "width " + std::to_string(width) + (radix ? ", cache on" : ", cache off");
-    std::printf("%-28s %12.1f %9.2fx %16.1f %14.1f\n", name.c_str(), best_beam, best_beam / best_decode, computed, cached);
+    std::printf("%-28s %12.1f %9.2fx %16.1f %14.1f %14.2f\n", name.c_str(), best_beam, best_beam / best_decode, computed,
+                cached, engine_steps);
     std::printf("%-28s %12.1f\n", ("decode batch " + std::to_string(width)).c_str(), best_decode);
     out.push_back({{"beam_width", width}, {"radix", radix}, {"prompt_tokens", prompt_len}, {"tokens", decode_tokens},
                    {"beam_tokens_per_s", best_beam}, {"decode_tokens_per_s", best_decode},
                    {"fraction_of_decode", best_beam / best_decode}, {"computed_tokens_per_beam_step", computed},
-                   {"cached_tokens_per_beam_step", cached}});
+                   {"cached_tokens_per_beam_step", cached}, {"engine_steps_per_search_step", engine_steps}});
   }
   return out;
 }
