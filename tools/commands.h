@@ -47,6 +47,9 @@ struct GenerateArgs {
   std::string grammar_file;      // --grammar: the output derives from this GBNF file's root rule
   bool score = false;            // --score: the prompt's log-likelihood and perplexity
   std::vector<std::string> images;  // --image: PNG/JPEG files for a model with a vision tower
+  int beam_width = 0;               // --beam-width: > 0 runs a beam search and prints every beam
+  float length_penalty = 1.0f;      // --length-penalty (beam search)
+  std::string early_stopping = "false";  // --early-stopping: false, true or never (beam search)
   ExecutorFlags executor;
   bool launch_nodes = false;  // --launch-nodes
 };

@@ -33,6 +33,39 @@ Expected<std::vector<int32_t>> parse_ids(const std::string& text) {
   return ids;
 }
 
+// --beam-width: Engine::beam_search, then each beam on its own line, best first:
+// "beam K (score S, logprob L, FINISH): TEXT" (token ids for an --prompt-ids prompt).
+int run_beam_search(Engine& engine, const GenerateArgs& a, const GenerateOptions& req) {
+  if (a.json_object || !a.json_schema_file.empty() || !a.regex.empty() || !a.grammar_file.empty() || a.score ||
+      !a.images.empty() || a.min_tokens > 0)
+    return fail(invalid_argument("--beam-width runs a beam search, which takes no structured output, --score, "
+                                 "--image or --min-tokens"));
+  BeamSearchOptions o;
+  o.prompt = req.prompt;
+  o.prompt_ids = req.prompt_ids;
+  o.beam_width = a.beam_width;
+  o.max_tokens = a.max_tokens;
+  o.length_penalty = a.length_penalty;
+  o.early_stopping = a.early_stopping == "true"    ? EarlyStopping::on
+                     : a.early_stopping == "never" ? EarlyStopping::never
+                                                   : EarlyStopping::heuristic;
+  o.ignore_eos = a.ignore_eos;
+  auto result = engine.beam_search(o);
+  if (!result) return fail(result.status());
+  for (size_t k = 0; k < result->beams.size(); ++k) {
+    const Beam& b = result->beams[k];
+    std::printf("beam %zu (score %.4f, logprob %.4f, %s):", k, b.score, b.cumulative_logprob, finish_reason_name(b.finish));
+    if (req.prompt_ids.empty()) {
+      std::printf(" %s%s\n", req.prompt.c_str(), b.text.c_str());
+    } else {
+      for (int32_t t : b.token_ids) std::printf(" %d", t);
+      std::printf("\n");
+    }
+  }
+  std::fprintf(stderr, "[beam search: %d steps]\n", result->steps);
+  return 0;
+}
+
 }  // namespace
 
 void add_generate_command(CLI::App& app, std::function<int()>& run) {
@@ -69,6 +102,13 @@ void add_generate_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--image", opts->images,
                   "A PNG or JPEG file for a model with a vision tower (Gemma 3); repeat for several. A text prompt "
                   "places each with the model's image marker (<start_of_image>), the k-th marker the k-th image");
+  cmd->add_option("--beam-width", opts->beam_width,
+                  "Beam search of this width (transformers' num_beams): prints every beam, best first");
+  cmd->add_option("--length-penalty", opts->length_penalty, "Beam search: score = logprob / length^this")
+      ->capture_default_str();
+  cmd->add_option("--early-stopping", opts->early_stopping, "Beam search: false, true or never")
+      ->check(CLI::IsMember({"false", "true", "never"}))
+      ->capture_default_str();
   cmd->add_flag("--score", opts->score,
                  "Print the prompt's log-likelihood and perplexity (its prompt logprobs); --max-tokens 0 scores only");
   cmd->callback([opts, &run] { run = [opts] { return run_generate(*opts); }; });
@@ -126,6 +166,7 @@ int run_generate(const GenerateArgs& a) {
     req.images.push_back(std::move(*pixels));
   }
 
+  if (a.beam_width > 0) return run_beam_search(**engine, a, req);
   const bool ids_mode = !req.prompt_ids.empty();
   if (!ids_mode) {
     std::fputs(a.prompt.c_str(), stdout);

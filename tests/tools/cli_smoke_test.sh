@@ -52,6 +52,18 @@ if "$bin" generate --model "$dir/m" --prompt-ids 1,2 --max-tokens 0 --threads 1 
   echo "--max-tokens 0 without --score should fail"; exit 1
 fi
 
+# generate --beam-width: transformers' 4 beams from BOS on the real stories260K, best first
+# (tests/fixtures/beam_search, scripts/make_beam_fixtures.py), when the test data is there.
+stories="$(dirname "$0")/../../../shared/testdata/models/stories260K.bin"
+if [ -f "$stories" ]; then
+  "$bin" generate --model "$stories" --prompt-ids 1 --beam-width 4 --max-tokens 24 --threads 1 >"$dir/beams.txt" 2>/dev/null
+  python3 -c 'import json, sys
+got = [[int(t) for t in l.split(":", 1)[1].split()] for l in open(sys.argv[1]) if l.startswith("beam ")]
+case = next(c for c in json.load(open(sys.argv[2]))["cases"] if c["name"] == "bos_w4_length_only")
+assert got == [b["tokens"] for b in case["beams"]], (got, case["beams"])' \
+    "$dir/beams.txt" "$(dirname "$0")/../fixtures/beam_search/stories260K.json"
+fi
+
 # expect_gguf_greedy DIR FIELD [ARGS...]: generate's 8 greedy ids on the long prompt of the GGUF
 # fixture in DIR (model.gguf, expected.json) equal that case's FIELD (greedy, act_q8_greedy).
 expect_gguf_greedy() {
