@@ -217,6 +217,25 @@ TEST_F(EngineBeamSearch, CancelEndsTheSearchAndTheEngineServesOn) {
   EXPECT_EQ(engine->stats().n_running, 0);
 }
 
+// An engine destroyed under a running search cancels it first: its callback hears `cancelled`
+// (from the destructor), and no step request is submitted into the stopping engine.
+TEST_F(EngineBeamSearch, DestroyingTheEngineCancelsARunningSearch) {
+  auto engine = testing::create_engine(stories_options());
+  ASSERT_TRUE(engine);
+  BeamSearchOptions o;
+  o.prompt_ids = {1};
+  o.beam_width = 8;
+  o.max_tokens = 400;
+  o.ignore_eos = true;
+  std::promise<Status> done;
+  auto id = engine->submit_beam_search(o, [&](Expected<BeamSearchResult> r) { done.set_value(r ? Status::ok() : r.status()); });
+  ASSERT_TRUE(id.has_value()) << id.status().to_string();
+  engine.reset();
+  auto heard = done.get_future();
+  ASSERT_EQ(heard.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_EQ(heard.get().code(), StatusCode::cancelled);
+}
+
 TEST_F(EngineBeamSearch, RefusesWhatItCannotRun) {
   auto engine = testing::create_engine(stories_options());
   ASSERT_TRUE(engine);
