@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -204,13 +203,12 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
 constexpr int kMaxBeamEndIds = 8;
 constexpr int kMaxBeamWidth = 32;
 
+// What BeamSearch::validate cannot see (max_tokens, length_penalty and the end ids it checks once
+// the config is made).
 Status validate_beam_request(const BeamSearchOptions& r, const ModelSummary& m) {
   if (r.beam_width < 1 || r.beam_width > kMaxBeamWidth)
     return invalid_argument("the beam width must be in [1, " + std::to_string(kMaxBeamWidth) + "] (got " +
                             std::to_string(r.beam_width) + ")");
-  if (r.max_tokens < 1) return invalid_argument("max_tokens must be >= 1 (got " + std::to_string(r.max_tokens) + ")");
-  if (!std::isfinite(r.length_penalty))
-    return invalid_argument("length_penalty must be a finite number");
   if (r.logprobs > 20) return invalid_argument("logprobs must be at most 20 (got " + std::to_string(r.logprobs) + ")");
   if (r.truncate_prompt_tokens < 0)
     return invalid_argument("truncate_prompt_tokens must be >= 1, or 0 for none (got " +

@@ -90,6 +90,16 @@ void expect_matches(const BeamCase& want, const BeamSearchResult& got) {
   }
 }
 
+// A search that runs for hundreds of steps: still running when a test cancels it.
+BeamSearchOptions long_search() {
+  BeamSearchOptions o;
+  o.prompt_ids = {1};
+  o.beam_width = 8;
+  o.max_tokens = 400;
+  o.ignore_eos = true;
+  return o;
+}
+
 class EngineBeamSearch : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -197,11 +207,7 @@ TEST(EngineBeamSearchText, WidthOneWithoutEndsIsGreedyDecodingTextAndAll) {
 TEST_F(EngineBeamSearch, CancelEndsTheSearchAndTheEngineServesOn) {
   auto engine = testing::create_engine(stories_options());
   ASSERT_TRUE(engine);
-  BeamSearchOptions o;
-  o.prompt_ids = {1};
-  o.beam_width = 8;
-  o.max_tokens = 400;
-  o.ignore_eos = true;
+  const BeamSearchOptions o = long_search();
   std::promise<Expected<BeamSearchResult>> done;
   auto id = engine->submit_beam_search(o, [&](Expected<BeamSearchResult> r) { done.set_value(std::move(r)); });
   ASSERT_TRUE(id.has_value()) << id.status().to_string();
@@ -222,11 +228,7 @@ TEST_F(EngineBeamSearch, CancelEndsTheSearchAndTheEngineServesOn) {
 TEST_F(EngineBeamSearch, DestroyingTheEngineCancelsARunningSearch) {
   auto engine = testing::create_engine(stories_options());
   ASSERT_TRUE(engine);
-  BeamSearchOptions o;
-  o.prompt_ids = {1};
-  o.beam_width = 8;
-  o.max_tokens = 400;
-  o.ignore_eos = true;
+  const BeamSearchOptions o = long_search();
   std::promise<Status> done;
   auto id = engine->submit_beam_search(o, [&](Expected<BeamSearchResult> r) { done.set_value(r ? Status::ok() : r.status()); });
   ASSERT_TRUE(id.has_value()) << id.status().to_string();
