@@ -129,6 +129,9 @@ step_plan_msg encode_step_plan(const PlannedStep& step) {
         }
       }
       s.setRopeDelta(w.rope_delta);
+      s.setCopySrc(w.copy_src);
+      s.setCopyDst(w.copy_dst);
+      s.setCopyRows(w.copy_rows);
     }
     auto rel = b.initReleased(static_cast<unsigned>(step.released.size()));
     for (unsigned i = 0; i < step.released.size(); ++i) rel.set(i, step.released[i]);
@@ -161,6 +164,9 @@ PlannedStep decode_step_plan(schema::StepPlan::Reader plan) {
     for (auto im : s.getImages())
       w.images.push_back({im.getPosition(), pixels_of(im.getPixels()), im.getGridH(), im.getGridW()});
     w.rope_delta = s.getRopeDelta();
+    w.copy_src = s.getCopySrc();
+    w.copy_dst = s.getCopyDst();
+    w.copy_rows = s.getCopyRows();
     step.n_tokens += static_cast<int>(w.tokens.size());
     step.seqs.push_back(std::move(w));
   }

@@ -54,6 +54,11 @@ struct SeqWorkItem {
   int mtp_drafts = 0;             // MTP drafts to propose after the step (SeqWork.mtpDrafts)
   std::vector<SeqImage> images;   // the images whose tokens the chunk holds, whole or in part (SeqWork.images)
   int32_t rope_delta = 0;         // M-RoPE: rotary positions behind start_pos (SeqWork.ropeDelta)
+  // Before the step: rows [0, copy_rows) of KV page copy_src go to page copy_dst (a prefix-cache
+  // match that ends inside a cached page; SeqWork.copySrc/copyDst/copyRows). 0: no copy.
+  int32_t copy_src = -1;
+  int32_t copy_dst = -1;
+  int copy_rows = 0;
 };
 
 // The MTP module's proposal for a sequence after a step (mirrors schema::SeqDrafts).

@@ -100,6 +100,7 @@ Status parse_cache(const YAML::Node& c, const std::string& where, CacheConfig& c
   return MapReader(c, where)
       .read("radix", cache.radix)
       .read("eviction", cache.eviction)
+      .read("partial_pages", cache.partial_pages)
       .read_bytes_or_auto("host_bytes", cache.host_bytes)
       .read("disk_path", cache.disk_path)
       .read("disk_bytes", cache.disk_bytes)

@@ -186,6 +186,15 @@ class Backend {
   // want = f8e4m3 makes a matmul-only weight (see "fp8 weights" above; embedding() refuses it).
   virtual Expected<OwnedTensor> prepare_weight(const Tensor& host, std::optional<DType> want) = 0;
   virtual void synchronize() = 0;
+  // dst = src within device memory (equal byte sizes; not overlapping), behind every op queued so
+  // far: a KV page's leading rows into another page (kvstore/kv_layout.h KvCache::copy_rows).
+  // Not inside a step. The default goes through the host.
+  virtual void copy(const Tensor& dst, const Tensor& src) {
+    BRIGADE_CHECK(dst.nbytes() == src.nbytes(), "copy() between tensors of one size");
+    std::vector<std::byte> host(src.nbytes());
+    download(host.data(), src);
+    upload(dst, host.data());
+  }
 
   // ---- downloads that do not wait (the executor's steps in flight) ----
   // Host memory a download_async may land in: page-locked where the device has its own memory

@@ -50,6 +50,10 @@ class CpuBackend final : public Backend {
   void download(void* host_dst, const Tensor& src) override {
     std::memcpy(host_dst, src.data, src.nbytes());
   }
+  void copy(const Tensor& dst, const Tensor& src) override {
+    BRIGADE_CHECK(dst.nbytes() == src.nbytes(), "copy() between tensors of one size");
+    std::memcpy(dst.data, src.data, src.nbytes());
+  }
 
   Expected<OwnedTensor> prepare_weight(const Tensor& host, std::optional<DType> want) override {
     const DType to = want.value_or(host.dtype);

@@ -133,6 +133,12 @@ class CudaBackendImpl final : public CudaBackend {
       BRIGADE_CUDA_CHECK(cudaMemcpyAsync(dst.data, src, n, cudaMemcpyHostToDevice, stream_));
     });
   }
+  void copy(const Tensor& dst, const Tensor& src) override {
+    BRIGADE_CHECK(!graphs_->active(), "copy() inside a step");
+    BRIGADE_CHECK(dst.nbytes() == src.nbytes(), "copy() between tensors of one size");
+    bind();
+    BRIGADE_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, src.nbytes(), cudaMemcpyDeviceToDevice, stream_));
+  }
   void download(void* host_dst, const Tensor& src) override {
     BRIGADE_CHECK(!graphs_->active(), "download() inside a step");
     bind();

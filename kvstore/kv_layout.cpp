@@ -107,6 +107,28 @@ Status KvCache::write_page(Backend& backend, int32_t page, std::span<const std::
   return Status::ok();
 }
 
+Status KvCache::copy_rows(Backend& backend, int32_t src, int32_t dst, int n_rows) {
+  for (int32_t page : {src, dst}) {
+    if (page < 0 || page >= layout_.n_pages)
+      return invalid_argument("copy_rows: page " + std::to_string(page) + " is outside the pool [0, " +
+                              std::to_string(layout_.n_pages) + ")");
+  }
+  if (src == dst) return invalid_argument("copy_rows: page " + std::to_string(src) + " onto itself");
+  if (n_rows < 1 || n_rows > layout_.page_size)
+    return invalid_argument("copy_rows: " + std::to_string(n_rows) + " rows of a " + std::to_string(layout_.page_size) +
+                            "-token page");
+  for (const KvLayer& layer : layers_) {
+    for (const Tensor* t : page_tensors(layer)) {
+      // A page's slice [1, page_size, ...] is contiguous; its first n_rows token rows lead it.
+      const Tensor from = t->rows(src, 1), to = t->rows(dst, 1);
+      const size_t bytes = from.nbytes() / static_cast<size_t>(layout_.page_size) * static_cast<size_t>(n_rows);
+      backend.copy(Tensor(to.data, DType::u8, {static_cast<int64_t>(bytes)}),
+                   Tensor(from.data, DType::u8, {static_cast<int64_t>(bytes)}));
+    }
+  }
+  return Status::ok();
+}
+
 std::string kv_fingerprint(std::string_view model_identity, const KvLayout& layout) {
   return std::string(model_identity) + "|kv:layers=" + std::to_string(layout.n_layers) +
          ",page=" + std::to_string(layout.page_size) + ",heads=" + std::to_string(layout.n_kv_heads) +

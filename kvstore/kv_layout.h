@@ -87,6 +87,11 @@ class KvCache {
   // inside a step (between Backend::begin_step and end_step).
   Status read_page(Backend& backend, int32_t page, std::span<std::byte> out) const;
   Status write_page(Backend& backend, int32_t page, std::span<const std::byte> in);
+  // Copies rows [0, n_rows) (token slots) of page src into page dst in every layer and page
+  // tensor (K, V, int8 scales) on the device: a prefix-cache match that ends inside a cached page
+  // gives a sequence those rows in a page of its own. invalid_argument (nothing copied) for a
+  // page outside the pool, src == dst, or n_rows outside [1, page_size]. Not inside a step.
+  Status copy_rows(Backend& backend, int32_t src, int32_t dst, int n_rows);
 
  private:
   KvLayout layout_;

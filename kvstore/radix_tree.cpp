@@ -24,12 +24,23 @@ const char* eviction_policy_name(EvictionPolicy p) {
   return "?";
 }
 
+struct RadixTree::Tail {
+  Node* parent = nullptr;
+  std::vector<int32_t> tokens;  // 1 .. page_size - 1 ids: the page's filled rows
+  int32_t page = 0;
+  int holds = 0;
+  uint64_t last_access = 0;
+  uint64_t hits = 1;
+  int priority = INT_MIN;
+};
+
 struct RadixTree::Node {
   Node* parent = nullptr;
   std::vector<int32_t> tokens;  // pages.size() * page_size ids
   std::vector<int32_t> pages;
   std::vector<PageKey> keys;
   std::vector<std::unique_ptr<Node>> children;
+  std::vector<std::unique_ptr<Tail>> tails;  // partly filled pages after this node's pages
   int lock_ref = 0;
   uint64_t last_access = 0;
   uint64_t hits = 0;
@@ -37,6 +48,7 @@ struct RadixTree::Node {
   int n_path_pages = 0;  // pages from the root to this node's end (splits keep it)
 
   int n_pages() const { return static_cast<int>(pages.size()); }
+  bool leaf() const { return children.empty() && tails.empty(); }
 };
 
 RadixTree::RadixTree(int page_size, EvictionPolicy policy, PageKey root)
@@ -130,14 +142,15 @@ RadixTree::Match RadixTree::match(std::span<const int32_t> tokens, int max_token
 }
 
 std::vector<RadixTree::PageFate> RadixTree::insert(std::span<const int32_t> tokens, std::span<const int32_t> pages,
-                                                   int priority, NodeRef* end) {
-  return insert_from(nullptr, tokens, pages, priority, end);
+                                                   int priority, NodeRef* end, std::vector<int32_t>* freed) {
+  return insert_from(nullptr, tokens, pages, priority, end, freed);
 }
 
 int RadixTree::depth(NodeRef node) const { return node ? node->n_path_pages : 0; }
 
 std::vector<RadixTree::PageFate> RadixTree::insert_from(NodeRef from, std::span<const int32_t> tokens,
-                                                        std::span<const int32_t> pages, int priority, NodeRef* end) {
+                                                        std::span<const int32_t> pages, int priority, NodeRef* end,
+                                                        std::vector<int32_t>* freed) {
   const int n = static_cast<int>(pages.size());
   BRIGADE_CHECK(static_cast<int64_t>(tokens.size()) >= static_cast<int64_t>(n) * page_size_,
                 "every inserted page has its tokens");
@@ -153,6 +166,9 @@ std::vector<RadixTree::PageFate> RadixTree::insert_from(NodeRef from, std::span<
     const int32_t* want = tokens.data() + static_cast<size_t>(i) * static_cast<size_t>(page_size_);
     Node* child = find_child(node, want);
     if (!child) {  // the rest is new: one node takes all of it
+      if (freed)
+        drop_covered_tails(node, tokens.subspan(static_cast<size_t>(i) * static_cast<size_t>(page_size_),
+                                                static_cast<size_t>(page_size_)), freed);
       auto fresh = std::make_unique<Node>();
       fresh->parent = node;
       fresh->hits = 1;
@@ -249,26 +265,39 @@ std::vector<RadixTree::Evicted> RadixTree::clear_unlocked() { return take_leaves
 std::vector<RadixTree::Evicted> RadixTree::take_leaves(int n) {
   std::vector<Evicted> out;
   if (n <= 0) return out;
-  using Rank = std::tuple<int64_t, uint64_t, Node*>;  // (policy key, last access, node): smallest first
-  auto rank = [&](Node* node) -> Rank {
+  // (policy key, last access, node or null, tail or null): smallest first.
+  using Rank = std::tuple<int64_t, uint64_t, Node*, Tail*>;
+  auto key = [&](uint64_t hits, int priority) -> int64_t {
     switch (policy_) {
-      case EvictionPolicy::lru: return {0, node->last_access, node};
-      case EvictionPolicy::lfu: return {static_cast<int64_t>(node->hits), node->last_access, node};
-      case EvictionPolicy::priority: return {node->priority, node->last_access, node};
+      case EvictionPolicy::lru: return 0;
+      case EvictionPolicy::lfu: return static_cast<int64_t>(hits);
+      case EvictionPolicy::priority: return priority;
     }
-    return {0, node->last_access, node};
+    return 0;
   };
+  auto rank = [&](Node* node) -> Rank { return {key(node->hits, node->priority), node->last_access, node, nullptr}; };
+  auto rank_tail = [&](Tail* t) -> Rank { return {key(t->hits, t->priority), t->last_access, nullptr, t}; };
   std::priority_queue<Rank, std::vector<Rank>, std::greater<>> heap;
   std::vector<Node*> stack{root_.get()};
   while (!stack.empty()) {
     Node* node = stack.back();
     stack.pop_back();
     for (auto& c : node->children) stack.push_back(c.get());
-    if (node != root_.get() && node->children.empty() && node->lock_ref == 0) heap.push(rank(node));
+    for (auto& t : node->tails)
+      if (t->holds == 0) heap.push(rank_tail(t.get()));
+    if (node != root_.get() && node->leaf() && node->lock_ref == 0) heap.push(rank(node));
   }
   while (static_cast<int>(out.size()) < n && !heap.empty()) {
     Node* leaf = std::get<2>(heap.top());
+    Tail* tail = std::get<3>(heap.top());
     heap.pop();
+    if (tail) {
+      out.push_back({tail->page, PageKey{}, true});
+      Node* parent = tail->parent;
+      remove_tail(tail);
+      if (parent != root_.get() && parent->leaf() && parent->lock_ref == 0) heap.push(rank(parent));
+      continue;
+    }
     for (int p = 0; p < leaf->n_pages(); ++p)
       out.push_back({leaf->pages[static_cast<size_t>(p)], leaf->keys[static_cast<size_t>(p)]});
     n_pages_ -= leaf->n_pages();
@@ -276,7 +305,7 @@ std::vector<RadixTree::Evicted> RadixTree::take_leaves(int n) {
     auto it = std::find_if(parent->children.begin(), parent->children.end(),
                            [&](const std::unique_ptr<Node>& c) { return c.get() == leaf; });
     parent->children.erase(it);  // frees leaf
-    if (parent != root_.get() && parent->children.empty() && parent->lock_ref == 0) heap.push(rank(parent));
+    if (parent != root_.get() && parent->leaf() && parent->lock_ref == 0) heap.push(rank(parent));
   }
   return out;
 }
@@ -285,6 +314,18 @@ std::vector<RadixTree::Evicted> RadixTree::erase_first_token_if(const std::funct
                                                                 int* n_kept) {
   std::vector<Evicted> out;
   int kept = 0;
+  for (size_t i = 0; i < root_->tails.size();) {  // the prompts shorter than a page
+    Tail* t = root_->tails[i].get();
+    if (!pred(t->tokens.front())) {
+      ++i;
+    } else if (t->holds > 0) {
+      ++kept;
+      ++i;
+    } else {
+      out.push_back({t->page, PageKey{}, true});
+      remove_tail(t);
+    }
+  }
   auto& top = root_->children;
   for (auto it = top.begin(); it != top.end();) {
     Node* sub = it->get();
@@ -298,7 +339,7 @@ std::vector<RadixTree::Evicted> RadixTree::erase_first_token_if(const std::funct
       Node* n = stack.back();
       stack.pop_back();
       nodes.push_back(n);
-      locked = locked || n->lock_ref > 0;
+      locked = locked || n->lock_ref > 0;  // a held tail locks its node too
       for (auto& c : n->children) stack.push_back(c.get());
     }
     if (locked) {
@@ -309,11 +350,115 @@ std::vector<RadixTree::Evicted> RadixTree::erase_first_token_if(const std::funct
     for (const Node* n : nodes) {
       for (int p = 0; p < n->n_pages(); ++p) out.push_back({n->pages[static_cast<size_t>(p)], n->keys[static_cast<size_t>(p)]});
       n_pages_ -= n->n_pages();
+      for (const auto& t : n->tails) out.push_back({t->page, PageKey{}, true});
+      n_pages_ -= static_cast<int>(n->tails.size());
+      n_tails_ -= static_cast<int>(n->tails.size());
     }
     it = top.erase(it);  // frees the subtree
   }
   if (n_kept) *n_kept = kept;
   return out;
+}
+
+// ---- partly filled pages ----
+
+RadixTree::Partial RadixTree::match_partial(NodeRef at, std::span<const int32_t> rest, int max_tokens, bool touch) {
+  Partial best;
+  Node* node = at ? at : root_.get();
+  const int cap = std::min({max_tokens, static_cast<int>(rest.size()), page_size_ - 1});
+  if (cap <= 0) return best;
+  const auto common = [&](const int32_t* a, size_t n) {
+    int k = 0;
+    while (k < cap && static_cast<size_t>(k) < n && a[k] == rest[static_cast<size_t>(k)]) ++k;
+    return k;
+  };
+  for (auto& t : node->tails) {
+    const int k = common(t->tokens.data(), t->tokens.size());
+    if (k > best.n_tokens) best = {k, t->page, nullptr, t.get()};
+  }
+  for (auto& c : node->children) {
+    const int k = common(c->tokens.data(), static_cast<size_t>(page_size_));
+    if (k > best.n_tokens) best = {k, c->pages.front(), c.get(), nullptr};
+  }
+  if (touch && best.tail) {
+    best.tail->last_access = ++clock_;
+    ++best.tail->hits;
+  } else if (touch && best.node) {
+    touch_path(best.node, INT_MIN, /*count_use=*/true);
+  }
+  return best;
+}
+
+bool RadixTree::insert_tail(NodeRef at, std::span<const int32_t> tokens, int32_t page, int priority,
+                            std::vector<int32_t>& freed) {
+  BRIGADE_CHECK(!tokens.empty() && static_cast<int>(tokens.size()) < page_size_, "a tail fills part of a page");
+  Node* node = at ? at : root_.get();
+  const auto begins = [&](const int32_t* a, size_t n) {  // a[0, n) begins with tokens
+    return n >= tokens.size() && std::equal(tokens.begin(), tokens.end(), a);
+  };
+  for (auto& c : node->children)
+    if (begins(c->tokens.data(), static_cast<size_t>(page_size_))) return false;
+  for (auto& t : node->tails) {
+    if (begins(t->tokens.data(), t->tokens.size())) {
+      t->last_access = ++clock_;
+      return false;
+    }
+  }
+  drop_covered_tails(node, tokens, &freed);
+  auto t = std::make_unique<Tail>();
+  t->parent = node;
+  t->tokens.assign(tokens.begin(), tokens.end());
+  t->page = page;
+  t->priority = priority;
+  node->tails.push_back(std::move(t));
+  ++n_tails_;
+  ++n_pages_;
+  if (node != root_.get()) touch_path(node, priority, /*count_use=*/false);
+  node->tails.back()->last_access = ++clock_;
+  return true;
+}
+
+void RadixTree::drop_covered_tails(Node* node, std::span<const int32_t> tokens, std::vector<int32_t>* freed) {
+  for (size_t i = 0; i < node->tails.size();) {
+    Tail* t = node->tails[i].get();
+    const bool covered = t->holds == 0 && t->tokens.size() <= tokens.size() &&
+                         std::equal(t->tokens.begin(), t->tokens.end(), tokens.begin());
+    if (!covered) {
+      ++i;
+      continue;
+    }
+    freed->push_back(t->page);
+    remove_tail(t);
+  }
+}
+
+void RadixTree::remove_tail(Tail* tail) {
+  BRIGADE_CHECK(tail->holds == 0, "a held tail stays");
+  auto& tails = tail->parent->tails;
+  auto it = std::find_if(tails.begin(), tails.end(), [&](const std::unique_ptr<Tail>& t) { return t.get() == tail; });
+  BRIGADE_CHECK(it != tails.end(), "a tail is its node's");
+  tails.erase(it);  // frees tail
+  --n_tails_;
+  --n_pages_;
+}
+
+void RadixTree::hold(const Partial& p) {
+  if (p.tail) {
+    if (p.tail->holds++ == 0) ++n_held_tails_;
+    lock(p.tail->parent);  // its node stays too (a node with a tail is never a leaf)
+  } else if (p.node) {
+    lock(p.node);
+  }
+}
+
+void RadixTree::release(const Partial& p) {
+  if (p.tail) {
+    BRIGADE_CHECK(p.tail->holds > 0, "release matches a hold");
+    if (--p.tail->holds == 0) --n_held_tails_;
+    unlock(p.tail->parent);
+  } else if (p.node) {
+    unlock(p.node);
+  }
 }
 
 }  // namespace brigade

@@ -4,6 +4,14 @@
 // in the lower tiers). A page in the tree is owned by the tree: no sequence writes into it, and it
 // returns to the pool only when evicted.
 //
+// Partly filled pages (tails): a sequence that ends leaves its last page with 0 < n < page_size
+// tokens computed; the tree may keep it as a tail of the node where the sequence's whole pages end.
+// A later prompt that continues that node's path matches whole pages as usual, then the longest
+// common run of its next tokens with a tail or with the first page of a child (match_partial): the
+// caller copies those leading rows of that page into a page of its own (copy-on-write: a tail is
+// never written again) instead of computing them. A tail is evictable unless held (hold()), its
+// node need not be.
+//
 // Sequences that use cached pages lock the node where their cached prefix ends; a lock holds every
 // node on the path to the root. Unlocked leaves are evicted by the configured policy: LRU (least
 // recently matched or inserted first, the default), LFU (fewest uses first, then LRU; a node's
@@ -32,6 +40,7 @@ const char* eviction_policy_name(EvictionPolicy p);
 class RadixTree {
  public:
   struct Node;
+  struct Tail;
   // Where a matched or inserted prefix ends; nullptr is the root (the empty prefix).
   using NodeRef = Node*;
 
@@ -42,9 +51,18 @@ class RadixTree {
     NodeRef node = nullptr;        // lock this while the pages are in use
     PageKey last_key;              // key of the last matched page (the root key when none)
   };
+  // The leading rows of one cached page that continue a match (match_partial): rows [0, n_tokens)
+  // of `page` hold the KV of the next n_tokens tokens. Hold it (hold()) until the rows are copied.
+  struct Partial {
+    int n_tokens = 0;  // 0: nothing continues the match
+    int32_t page = -1;
+    Node* node = nullptr;  // the child whose first page it is, or
+    Tail* tail = nullptr;  // the tail it is
+  };
   struct Evicted {
     int32_t page = 0;
     PageKey key;
+    bool partial = false;  // a tail: no key, nothing for the lower tiers
   };
   enum class PageFate : uint8_t {
     taken,      // the tree took the caller's page: it is the tree's now
@@ -76,14 +94,33 @@ class RadixTree {
   // is set to the node where the inserted prefix ends (lock it to keep the pages). `priority`
   // raises the nodes' priority for the priority-aware policy.
   std::vector<PageFate> insert(std::span<const int32_t> tokens, std::span<const int32_t> pages, int priority,
-                               NodeRef* end);
+                               NodeRef* end, std::vector<int32_t>* freed = nullptr);
   // insert() for tokens whose leading pages the tree already holds up to `from`: a node where an
   // earlier match or insert of the same tokens ended (nullptr: the root), which the caller has kept
   // locked since. Only pages [depth(from), pages.size()) are walked and the fates are theirs; the
   // tree ends exactly as insert() from the root leaves it (a growing sequence inserts each new page
   // without re-walking its whole path).
+  // Tails that a new child's first page makes redundant (their tokens begin it) leave the tree and
+  // their pages are appended to *freed when given (the caller frees them), unless held.
   std::vector<PageFate> insert_from(NodeRef from, std::span<const int32_t> tokens, std::span<const int32_t> pages,
-                                    int priority, NodeRef* end);
+                                    int priority, NodeRef* end, std::vector<int32_t>* freed = nullptr);
+
+  // ---- partly filled pages (tails; the class comment) ----
+  // The longest run, at most max_tokens (< page_size), of `rest` (the tokens after node's path)
+  // that a tail of node or the first page of one of its children starts with; ties go to a tail.
+  // Counts as a use (recency, hits) when `touch`. n_tokens 0 when nothing continues.
+  Partial match_partial(NodeRef node, std::span<const int32_t> rest, int max_tokens, bool touch = true);
+  // Offers `page`, whose first tokens.size() rows (0 < size < page_size) hold the KV of `tokens`,
+  // the tokens after node's path, as a tail of node. Returns whether the tree took the page (else
+  // the caller keeps and frees it: a tail or a child's first page already covers those tokens).
+  // Tails it makes redundant (their tokens begin it) leave, their pages appended to *freed.
+  bool insert_tail(NodeRef node, std::span<const int32_t> tokens, int32_t page, int priority,
+                   std::vector<int32_t>& freed);
+  // Keeps a match_partial's page from being evicted or dropped until release(): a child's node
+  // is locked, a tail pinned.
+  void hold(const Partial& p);
+  void release(const Partial& p);
+  int n_tails() const { return n_tails_; }
   // Pages on the path from the root to the end of node (0 for the root).
   int depth(NodeRef node) const;
   // Keys of the pages that would follow `m` for tokens (continuing its hash chain), for pages
@@ -112,8 +149,8 @@ class RadixTree {
   std::vector<Evicted> erase_first_token_if(const std::function<bool(int32_t)>& pred, int* n_kept = nullptr);
 
   int n_pages() const { return n_pages_; }
-  // Pages in unlocked nodes (what evict could free).
-  int n_evictable() const { return n_pages_ - n_locked_pages_; }
+  // Pages in unlocked nodes and unheld tails (what evict could free); n_pages counts tails too.
+  int n_evictable() const { return n_pages_ - n_locked_pages_ - n_held_tails_; }
   uint64_t n_evicted() const { return n_evicted_; }
 
  private:
@@ -130,8 +167,14 @@ class RadixTree {
   RootKeyOf root_key_of_;
   std::unique_ptr<Node> root_;
   uint64_t clock_ = 0;
+  // Removes node's unheld tails whose tokens begin `tokens` (n >= each tail's length), appending
+  // their pages to freed.
+  void drop_covered_tails(Node* node, std::span<const int32_t> tokens, std::vector<int32_t>* freed);
+  void remove_tail(Tail* tail);  // frees it; the caller has its page
   int n_pages_ = 0;
   int n_locked_pages_ = 0;
+  int n_tails_ = 0;
+  int n_held_tails_ = 0;
   uint64_t n_evicted_ = 0;
 };
 

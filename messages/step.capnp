@@ -47,6 +47,10 @@ struct SeqWork {
                                    # chunk cuts, its tokens from max(startPos, position) on
   ropeDelta @17 :Int32;            # M-RoPE models: how far the sequence's rotary positions run
                                    # behind its token positions at startPos (models/mrope.h)
+  copySrc @18 :Int32 = -1;         # copyRows > 0: before the step, rows [0, copyRows) of KV page
+  copyDst @19 :Int32 = -1;         # copySrc (every layer, K and V, scales) are copied into page
+  copyRows @20 :Int32;             # copyDst: a prefix-cache match ending inside a cached page
+                                   # (docs/architecture.md "Partly filled pages")
 }
 
 # An image of a prompt chunk: its image tokens (VisionConfig::image_tokens) start at `position`

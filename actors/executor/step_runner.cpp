@@ -196,6 +196,7 @@ Expected<InFlightStep> StepRunner::start(const PlannedStep& step) {
   BRIGADE_CHECK(n_pending_ < kMaxInFlight, "at most kMaxInFlight steps are started and not finished");
   release(step.released);
   if (step.seqs.empty()) return InFlightStep{};
+  BRIGADE_RETURN_IF_ERROR(copy_partial_pages(step));
   InFlightStep s;
   if (options_.device_steps) {
     BRIGADE_ASSIGN_OR_RETURN(s, start_on_device(step));
@@ -434,9 +435,31 @@ Status StepRunner::resolve_last_sampled(PlannedStep& step) {
 Status StepRunner::run_forward_only(const PlannedStep& step) {
   release(step.released);
   if (step.seqs.empty()) return Status::ok();
+  BRIGADE_RETURN_IF_ERROR(copy_partial_pages(step));
   BRIGADE_RETURN_IF_ERROR(build_batch(step, /*with_pooling=*/false));
   batch_.logit_rows.clear();
   return model_.forward(batch_, kv_, Tensor());
+}
+
+Status StepRunner::copy_partial_pages(const PlannedStep& step) {
+  const int ps = kv_.layout().page_size;
+  for (const SeqWorkItem& w : step.seqs) {  // all checked before any is copied
+    if (w.copy_rows == 0) continue;
+    const int first = w.start_pos - w.copy_rows;  // where the copied rows sit in the sequence
+    const bool fits = w.copy_rows > 0 && w.copy_rows < ps && first >= 0 && first % ps == 0 &&
+                      static_cast<size_t>(first / ps) < w.block_table.size() &&
+                      w.block_table[static_cast<size_t>(first / ps)] == w.copy_dst && w.copy_src != w.copy_dst &&
+                      w.copy_src >= 0 && w.copy_src < kv_.layout().n_pages;
+    if (!fits)
+      return invalid_argument("sequence " + std::to_string(w.seq_id) + ": copying " + std::to_string(w.copy_rows) +
+                              " rows of page " + std::to_string(w.copy_src) + " into page " +
+                              std::to_string(w.copy_dst) + " does not fit its start " + std::to_string(w.start_pos) +
+                              " and block table");
+  }
+  for (const SeqWorkItem& w : step.seqs) {
+    if (w.copy_rows > 0) BRIGADE_RETURN_IF_ERROR(kv_.copy_rows(backend_, w.copy_src, w.copy_dst, w.copy_rows));
+  }
+  return Status::ok();
 }
 
 void StepRunner::note_output(const SeqWorkItem& w, int32_t token) {

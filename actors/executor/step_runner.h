@@ -105,8 +105,9 @@ class StepRunner {
   // backend and model must outlive the runner; the runner owns the KV cache.
   StepRunner(Backend& backend, Model& model, KvCache kv, StepRunnerOptions options = {});
 
-  // Runs the step. On error nothing was written to the KV cache and no state changed (except
-  // after a failed collective under tensor parallelism: the KV cache is then undefined).
+  // Runs the step. On error nothing was written to the KV cache outside the step's sequences' own
+  // pages (copy_partial_pages) and no state changed (except after a failed collective under
+  // tensor parallelism: the KV cache is then undefined).
   Expected<std::vector<SampledResult>> run(const PlannedStep& step);
 
   // run() in two halves. start() runs the step, or on the device path queues it when every
@@ -157,6 +158,11 @@ class StepRunner {
   // Scores the prompt rows (logits rows from n_sample_rows_ on); row(r) is logits row r [vocab].
   std::vector<PromptLogprobRun> score_prompt_rows(const std::function<std::span<const float>(int)>& row) const;
   Status ensure_logits(int n_rows);
+  // Before a step's forward: the rows its items copy from partly matched cached pages
+  // (SeqWorkItem::copy_rows). invalid_argument, nothing copied, when an item's copy does not fit
+  // its start and block table. A step that fails after this leaves the rows in its own sequences'
+  // pages, which nothing else reads.
+  Status copy_partial_pages(const PlannedStep& step);
   // Adds the step's input tokens to the penalty history of sequences that use penalties.
   void record_history(const PlannedStep& step);
   // Refuses malformed drafts (SeqWork.nDraft) before anything runs.

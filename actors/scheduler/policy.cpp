@@ -154,7 +154,10 @@ std::optional<std::vector<int32_t>> SchedulerPolicy::take_pages(int n, PageSourc
     for (const auto& e : gone) freed.push_back(e.page);
     pages.give_back(freed);
     cache_stats_.evicted_pages += gone.size();
-    if (limits_.lower_tiers && !limits_.save_on_insert) saves_.insert(saves_.end(), gone.begin(), gone.end());
+    if (limits_.lower_tiers && !limits_.save_on_insert) {  // write-back; a partly filled page has no key
+      for (const auto& e : gone)
+        if (!e.partial) saves_.push_back(e);
+    }
   }
   return pages.take(n);
 }
@@ -187,8 +190,9 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
   RadixTree::Match m;
   std::vector<int32_t> key_buf;
   const std::span<const int32_t> key = cache_key(s, key_buf);
+  const int limit = cache_match_limit(s);
   if (cache_) {
-    m = cache_->match(key, cache_match_limit(s));
+    m = cache_->match(key, limit);
     if (limits_.spec.mtp && m.n_tokens > 0) m = cache_->match(key, m.n_tokens - 1);  // SpeculativeLimits::mtp
     // An image's rows are computed together: a match ending inside one stops before it.
     if (const int safe = image_safe_prefix(s, m.n_tokens); safe < m.n_tokens) m = cache_->match(key, safe);
@@ -231,6 +235,7 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
       loads_.push_back(std::move(load));
     }
   }
+  if (cache_ && !s.loading) match_partial_page(s, m, key, limit);
   const uint64_t id = s.req.id;
   running_.emplace(id, std::move(s));
   waiting_.pop_front();
@@ -242,16 +247,18 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
 // are full) and are the tree's to free. Pages [0, n_cache_checked) are in the tree up to the
 // locked cache_node, so the insert walks only the new ones (a sequence crosses a page boundary
 // every page_size tokens; from the root, each crossing would re-walk its whole path).
-void SchedulerPolicy::cache_computed(Seq& s, bool save) {
+void SchedulerPolicy::cache_computed(Seq& s, PageSource& pages, bool save) {
   if (!cache_) return;
-  const int n_full = std::min(s.n_computed / limits_.page_size, s.blocks.n_pages());
+  // (An aborted sequence may have computed a token its last step sampled but it never took.)
+  const int n_full = std::min(n_kv_valid(s) / limits_.page_size, s.blocks.n_pages());
   if (n_full <= s.n_cache_checked) return;
   BRIGADE_CHECK(cache_->depth(s.cache_node) == s.n_cache_checked, "the locked node ends where the checked pages do");
   RadixTree::NodeRef end = nullptr;
-  std::vector<int32_t> key_buf;
+  std::vector<int32_t> key_buf, redundant;
   const auto fates = cache_->insert_from(
       s.cache_node, cache_key(s, key_buf).first(static_cast<size_t>(n_full) * static_cast<size_t>(limits_.page_size)),
-      std::span<const int32_t>(s.blocks.pages()).first(static_cast<size_t>(n_full)), s.req.priority, &end);
+      std::span<const int32_t>(s.blocks.pages()).first(static_cast<size_t>(n_full)), s.req.priority, &end, &redundant);
+  pages.give_back(redundant);
   const auto fate = [&](int page) { return fates[static_cast<size_t>(page - s.n_cache_checked)]; };
   for (int i = s.n_cache_checked; i < n_full; ++i) {
     if (fate(i) != RadixTree::PageFate::duplicate) s.tree_owned[static_cast<size_t>(i)] = true;
@@ -271,12 +278,16 @@ void SchedulerPolicy::cache_computed(Seq& s, bool save) {
 // Gives a sequence's pages up: its computed whole pages go to the prefix cache when asked (and
 // it is on), the rest back to the lease; its cache lock is released.
 void SchedulerPolicy::retire_pages(Seq& s, PageSource& pages, bool cache_them) {
-  if (cache_ && cache_them) cache_computed(s);
+  std::vector<int32_t> freed;
+  if (cache_ && cache_them) {
+    cache_computed(s, pages);
+    cache_tail(s, freed);
+  }
+  drop_copy(s);
   if (cache_) cache_->unlock(s.cache_node);
   s.cache_node = nullptr;
   s.n_cache_checked = 0;
   const std::vector<int32_t> blocks = s.blocks.take_all();
-  std::vector<int32_t> freed;
   for (size_t i = 0; i < blocks.size(); ++i) {
     if (!s.tree_owned[i]) freed.push_back(blocks[i]);
   }
@@ -299,7 +310,7 @@ std::vector<SeqEvent> SchedulerPolicy::loaded(uint64_t seq_id, int n_loaded, Pag
     s.n_computed = s.n_scheduled = s.n_computed + n * limits_.page_size;
     if (!s.was_preempted) s.n_cached += n * limits_.page_size;
     cache_stats_.loaded_tokens += static_cast<uint64_t>(n) * static_cast<uint64_t>(limits_.page_size);
-    cache_computed(s, /*save=*/false);  // they came from the tiers
+    cache_computed(s, pages, /*save=*/false);  // they came from the tiers
   }
   drop_if_drained(seq_id, pages, events);
   return events;
@@ -395,6 +406,13 @@ void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vec
     w.history.assign(s.tokens.begin(), s.tokens.begin() + s.n_scheduled);
   s.send_history = false;
   StepEntry e{s.req.id, n_tokens, w.sample, n_draft, s.n_scheduled};
+  if (s.copy_dst >= 0 && !s.copy_planned) {  // the sequence's first item: its partial match
+    w.copy_src = s.copy_src.page;
+    w.copy_dst = s.copy_dst;
+    w.copy_rows = s.copy_src.n_tokens;
+    e.copies = true;
+    s.copy_planned = true;
+  }
   plan_prompt_logprobs(s, w, e);
   plan_pooling(s, w, e);
   plan_images(s, w);
@@ -599,6 +617,7 @@ std::vector<SeqEvent> SchedulerPolicy::complete(uint64_t step_id, std::span<cons
   for (const StepEntry& e : entries) {
     Seq& s = running_.at(e.seq_id);  // a sequence with a step in flight is never dropped
     --s.n_inflight;
+    if (e.copies) drop_copy(s);  // the executor copied the rows before the step
     auto hit = by_seq.find(e.seq_id);
     const std::vector<const SampledResult*>* got = hit == by_seq.end() ? nullptr : &hit->second;
     if (e.n_draft > 0) {
@@ -607,7 +626,7 @@ std::vector<SeqEvent> SchedulerPolicy::complete(uint64_t step_id, std::span<cons
       continue;
     }
     s.n_computed += e.n_tokens;
-    if (s.ended == Finish::none) cache_computed(s);  // shares its prompt with later requests
+    if (s.ended == Finish::none) cache_computed(s, pages);  // shares its prompt with later requests
     if (s.ended == Finish::none && !take_prompt_logprobs(s, e, prompt_logprobs)) s.ended = Finish::error;
     if (s.ended == Finish::none && !take_embedding(s, e, embeddings)) s.ended = Finish::error;
     // max_tokens 0: the prompt ran, nothing is sampled (a pooling request has what it asked for).
@@ -646,6 +665,7 @@ std::vector<SeqEvent> SchedulerPolicy::fail(uint64_t step_id, const std::string&
     Seq& s = running_.at(e.seq_id);
     --s.n_inflight;
     if (e.sample) --s.n_pending;
+    if (e.copies) drop_copy(s);
     s.drafting = false;
     if (s.ended == Finish::none) {
       s.ended = Finish::error;
@@ -654,6 +674,54 @@ std::vector<SeqEvent> SchedulerPolicy::fail(uint64_t step_id, const std::string&
     drop_if_drained(e.seq_id, pages, events);
   }
   return events;
+}
+
+// ---- partly filled pages (SchedulerLimits::partial_pages) ----
+
+// The match m ends at a page boundary; the next tokens may begin a tail of its node or the first
+// page of one of its children. Their rows are copied into the sequence's next page (its own) by
+// its first step, so they are neither computed nor shared: no page is ever written by two.
+void SchedulerPolicy::match_partial_page(Seq& s, const RadixTree::Match& m, std::span<const int32_t> key, int limit) {
+  if (!limits_.partial_pages || limits_.spec.mtp) return;
+  RadixTree::Partial p = cache_->match_partial(m.node, key.subspan(static_cast<size_t>(m.n_tokens)), limit - m.n_tokens);
+  // An image's rows are computed together (unless its model cuts images): stop before it.
+  p.n_tokens = image_safe_prefix(s, m.n_tokens + p.n_tokens) - m.n_tokens;
+  // Position 0 alone is the one key position a cache salt leaves as it is (salt_key): a run that
+  // covers nothing else would let salts share it.
+  if (p.n_tokens <= 0 || m.n_tokens + p.n_tokens < 2) return;
+  cache_->hold(p);
+  s.copy_src = p;
+  s.copy_dst = s.blocks.pages()[m.pages.size()];
+  s.copy_planned = false;
+  s.n_computed = s.n_scheduled = m.n_tokens + p.n_tokens;
+  s.send_history = true;
+  if (!s.was_preempted) s.n_cached += p.n_tokens;
+  cache_stats_.hit_tokens += static_cast<uint64_t>(p.n_tokens);
+  cache_stats_.partial_hit_tokens += static_cast<uint64_t>(p.n_tokens);
+}
+
+void SchedulerPolicy::drop_copy(Seq& s) {
+  if (s.copy_dst < 0) return;
+  cache_->release(s.copy_src);
+  s.copy_src = {};
+  s.copy_dst = -1;
+  s.copy_planned = false;
+}
+
+// After cache_computed: the whole pages are in the tree up to cache_node, and the page after
+// them holds the rows [n_full * page_size, n_kv_valid) of this sequence alone.
+void SchedulerPolicy::cache_tail(Seq& s, std::vector<int32_t>& freed) {
+  if (!limits_.partial_pages || limits_.spec.mtp) return;
+  const int ps = limits_.page_size;
+  const int n_valid = n_kv_valid(s), n_full = n_valid / ps, rows = n_valid - n_full * ps;
+  if (rows == 0 || n_full >= s.blocks.n_pages() || s.n_cache_checked != n_full ||
+      s.tree_owned[static_cast<size_t>(n_full)])
+    return;
+  std::vector<int32_t> key_buf;
+  const std::span<const int32_t> tokens =
+      cache_key(s, key_buf).subspan(static_cast<size_t>(n_full) * static_cast<size_t>(ps), static_cast<size_t>(rows));
+  if (cache_->insert_tail(s.cache_node, tokens, s.blocks.pages()[static_cast<size_t>(n_full)], s.req.priority, freed))
+    s.tree_owned[static_cast<size_t>(n_full)] = true;
 }
 
 }  // namespace brigade

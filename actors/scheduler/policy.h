@@ -110,6 +110,11 @@ struct SchedulerLimits {
   int vocab_size = 0;
   bool chunked_prefill = true;  // false: prompts run whole, in prefill-only steps (vLLM v0 style)
   bool prefix_cache = false;    // the radix prefix cache (on by default in the topology config)
+  // With the prefix cache: a sequence that ends leaves its partly filled last page in the cache,
+  // and admission copies the leading rows of such a page (or of a cached whole page a prompt
+  // diverges in or ends in) instead of computing them (RadixTree "tails"; cache.partial_pages).
+  // Not with an MTP module (SpeculativeLimits::mtp).
+  bool partial_pages = false;
   EvictionPolicy eviction = EvictionPolicy::lru;
   bool lower_tiers = false;     // HiCache tiers below the device: ask them for uncached prefixes
   bool save_on_insert = true;   // with lower tiers: write-through (a page is saved when it enters
@@ -202,6 +207,7 @@ struct PrefixCacheStats {
   uint64_t lookup_tokens = 0;   // the tokens those admissions looked up (prompt, or prompt +
                                 // generated for a preempted sequence)
   uint64_t hit_tokens = 0;      // prompt tokens served from the device tier (prefill saved)
+  uint64_t partial_hit_tokens = 0;  // of those, the rows copied from partly used pages
   uint64_t loaded_tokens = 0;   // prompt tokens loaded from the lower tiers
   uint64_t evicted_pages = 0;
   int cached_pages = 0;         // pages the tree holds now
@@ -360,6 +366,11 @@ class SchedulerPolicy {
     std::string error;
     uint64_t arrival = 0;
     RadixTree::NodeRef cache_node = nullptr;  // locked while the sequence uses cached pages
+    // A partly matched cached page whose leading rows admission gave the sequence: held in the
+    // tree until the step that copies them into the sequence's page copy_dst comes back.
+    RadixTree::Partial copy_src;
+    int32_t copy_dst = -1;                    // -1: nothing to copy
+    bool copy_planned = false;                // a work item carries the copy
     std::vector<bool> tree_owned;             // per block page: the prefix cache owns it
     int n_cache_checked = 0;                  // leading pages already offered to the cache
     bool send_history = false;                // next work item carries tokens [0, start) for penalties
@@ -392,6 +403,7 @@ class SchedulerPolicy {
     int start = 0;    // the work item's start position
     int prompt_lp_first = 0, prompt_lp_last = -1;  // prompt positions the item scores (none: first > last)
     bool pools = false;  // a pooling chunk that ends the prompt: its embedding comes back
+    bool copies = false;  // the item copies the sequence's partial match (Seq::copy_src)
   };
 
   void enqueue(Seq s);
@@ -404,7 +416,18 @@ class SchedulerPolicy {
   bool ensure_pages(Seq& s, int n_positions, PageSource& pages);
   bool preempt_one(uint64_t except, PageSource& pages);
   std::optional<std::vector<int32_t>> take_pages(int n, PageSource& pages);
-  void cache_computed(Seq& s, bool save = true);
+  // Tails the insert makes redundant go back to `pages`.
+  void cache_computed(Seq& s, PageSource& pages, bool save = true);
+  // Offers the sequence's partly computed last page to the cache as a tail (partial_pages); when
+  // the tree takes it, it is the tree's to free. Pages the tree lets go are appended to freed.
+  void cache_tail(Seq& s, std::vector<int32_t>& freed);
+  // Admission: the leading rows of a cached page that continue the match m (partial_pages);
+  // held, and the sequence's first step copies them.
+  void match_partial_page(Seq& s, const RadixTree::Match& m, std::span<const int32_t> key, int limit);
+  // The copy is done (its step came back) or will never run: the source page is let go.
+  void drop_copy(Seq& s);
+  // Positions whose KV is in the sequence's pages and whose tokens it knows.
+  static int n_kv_valid(const Seq& s) { return std::min(s.n_computed, static_cast<int>(s.tokens.size())); }
   void retire_pages(Seq& s, PageSource& pages, bool cache_them);
   void add_work(Seq& s, int n_tokens, PlannedStep& step, std::vector<StepEntry>& entries,
                 std::span<const int32_t> drafts = {});

@@ -68,7 +68,7 @@ std::vector<SeqEvent> SchedulerPolicy::imported(uint64_t seq_id, bool ok, PageSo
     s.send_history = true;  // the executor never saw the prompt: penalties need it
   }
   s.n_import_tokens = 0;
-  if (ok && s.ended == Finish::none) cache_computed(s);
+  if (ok && s.ended == Finish::none) cache_computed(s, pages);
   drop_if_drained(seq_id, pages, events);
   return events;
 }

@@ -129,7 +129,7 @@ void SchedulerPolicy::complete_drafts(Seq& s, const StepEntry& e, const std::vec
     n_valid += std::min(accepted, appended);
   }
   s.n_computed = s.n_scheduled = e.start + n_valid;
-  if (s.ended == Finish::none) cache_computed(s);
+  if (s.ended == Finish::none) cache_computed(s, pages);
   // Rejected drafts' slots: pages wholly past the known tokens go back to the lease; the rest of
   // the last page is overwritten by the next step.
   std::vector<int32_t> past = s.blocks.take_past(static_cast<int>(s.tokens.size()));

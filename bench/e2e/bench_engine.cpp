@@ -143,6 +143,7 @@ class PassThrough final : public Station {
 std::string g_weights = "auto";
 // --mtp: speculative decoding with the model's MTP module (method mtp) instead of n-grams.
 bool g_mtp = false;
+bool g_partial_pages = true;  // cache.partial_pages of the engines make_engine builds
 
 // Exits when the engine does not start, unless `optional` (then null, the reason printed).
 std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool null_backend, int max_running,
@@ -164,6 +165,7 @@ std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool 
   inst.kv.memory_mb = 512;
   inst.kv.dtype = kv_dtype;
   inst.cache.radix = radix;
+  inst.cache.partial_pages = g_partial_pages;
   if (null_backend) o.backend_factory = [] { return make_null_backend(); };
   if (spec_tokens > 0) {
     inst.scheduler.speculative.method = g_mtp ? "mtp" : draft_model.empty() ? "ngram" : "draft_model";
@@ -313,7 +315,7 @@ nlohmann::json compare_stations(const std::string& model, int threads, int n_sta
 
 // A beam search of width W (Engine::beam_search: a request per beam and step) against greedy
 // decoding of W sequences (one request each) over the same prompt length and tokens, with the
-// prefix cache on and off: tokens/s of the W beams as a fraction of batch-W decode's, and the
+// prefix cache on (with partly filled pages, and whole pages only) and off: tokens/s of the W beams as a fraction of batch-W decode's, and the
 // tokens each beam computes per step (the cache serves the rest; 1 is the floor). Alternating
 // runs, best of `repeats` each.
 nlohmann::json compare_beam_search(const std::string& model, int threads, int width, int prompt_len, int decode_tokens,
@@ -326,8 +328,12 @@ nlohmann::json compare_beam_search(const std::string& model, int threads, int wi
   beam.beam_width = width;
   beam.max_tokens = decode_tokens;
   beam.ignore_eos = true;
-  for (bool radix : {true, false}) {
+  // The cache with partly filled pages (the default), with whole pages only, and off.
+  for (const std::string mode : {"pages+rows", "whole pages", "off"}) {
+    const bool radix = mode != "off";
+    g_partial_pages = mode == "pages+rows";
     auto engine = make_engine(model, threads, false, std::max(64, 2 * width), "auto", 0, "", radix);
+    g_partial_pages = true;
     run_batch(*engine, width, prompt_len, 4);  // warm-up
     double best_decode = 0.0, best_beam = 0.0, computed = 0.0, cached = 0.0, engine_steps = 0.0;
     for (int r = 0; r < repeats; ++r) {
@@ -348,11 +354,12 @@ nlohmann::json compare_beam_search(const std::string& model, int threads, int wi
       // Engine steps per search step: 1 when a step's W requests are planned together.
       engine_steps = static_cast<double>(after.steps - before.steps) / result->steps;
     }
-    const std::string name = "width " + std::to_string(width) + (radix ? ", cache on" : ", cache off");
+    const std::string name = "width " + std::to_string(width) + ", cache " + mode;
     std::printf("%-28s %12.1f %9.2fx %16.1f %14.1f %14.2f\n", name.c_str(), best_beam, best_beam / best_decode, computed,
                 cached, engine_steps);
     std::printf("%-28s %12.1f\n", ("decode batch " + std::to_string(width)).c_str(), best_decode);
-    out.push_back({{"beam_width", width}, {"radix", radix}, {"prompt_tokens", prompt_len}, {"tokens", decode_tokens},
+    out.push_back({{"beam_width", width}, {"radix", radix}, {"partial_pages", mode == "pages+rows"},
+                   {"prompt_tokens", prompt_len}, {"tokens", decode_tokens},
                    {"beam_tokens_per_s", best_beam}, {"decode_tokens_per_s", best_decode},
                    {"fraction_of_decode", best_beam / best_decode}, {"computed_tokens_per_beam_step", computed},
                    {"cached_tokens_per_beam_step", cached}, {"engine_steps_per_search_step", engine_steps}});

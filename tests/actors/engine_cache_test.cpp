@@ -226,7 +226,9 @@ TEST_F(EngineCache, EachRequestReportsItsCachedPromptTokens) {
     auto again = (*engine)->generate(family[1]);  // its whole prompt is cached but for the last token
     ASSERT_TRUE(again.has_value());
     EXPECT_EQ(again->token_ids, warm->token_ids);
-    EXPECT_EQ(again->cached_tokens, 64) << "48 + 20 prompt tokens: four whole pages";
+    EXPECT_EQ(again->cached_tokens, 67)
+        << "all 68 prompt tokens but the last: four whole pages and 3 rows of the fifth, the page warm "
+           "left partly filled (cache.partial_pages)";
   }
   auto restarted = Engine::create(options_for(dir_ / "model", tiers, 64));
   ASSERT_TRUE(restarted.has_value()) << restarted.status().to_string();
@@ -234,6 +236,55 @@ TEST_F(EngineCache, EachRequestReportsItsCachedPromptTokens) {
   ASSERT_TRUE(loaded.has_value());
   EXPECT_EQ(loaded->cached_tokens, 48) << "the prefix came back from disk";
   EXPECT_EQ(static_cast<uint64_t>(loaded->cached_tokens), (*restarted)->stats().cache_loaded_tokens);
+}
+
+// A conversation: each turn's prompt is the last turn's prompt and output and 4 more tokens, so
+// it continues inside the page the last turn left partly filled (cache.partial_pages). The rows
+// copied from it give the tokens that computing them gives (cache off, or whole pages only), on
+// every KV dtype (int8 with its scales) and at tp 2 (each rank copies its heads). Prompts stay
+// under 48 tokens, where every step shape computes the same bits (see "Exactness").
+TEST_F(EngineCache, PartlyFilledPagesGiveTheTokensThatComputingThemGives) {
+  struct Case {
+    const char* dtype;
+    int tp;
+  };
+  for (const Case c : {Case{"f32", 1}, Case{"bf16", 1}, Case{"int8", 1}, Case{"f32", 2}}) {
+    const auto conversation = [&](bool radix, bool partial, std::vector<int>* cached) {
+      CacheConfig cache;
+      cache.radix = radix;
+      cache.partial_pages = partial;
+      EngineOptions o = options_for(dir_ / "model", cache, 64, c.tp);
+      o.topology.instances.front().kv.dtype = c.dtype;
+      auto engine = Engine::create(o);
+      EXPECT_TRUE(engine.has_value()) << engine.status().to_string();
+      std::vector<std::vector<int32_t>> outs;
+      if (!engine) return std::make_pair(outs, uint64_t{0});
+      std::vector<int32_t> convo;
+      for (int turn = 0; turn < 5; ++turn) {
+        for (int i = 0; i < 4; ++i) convo.push_back((i * 37 + turn * 11) % 290 + 3);
+        auto r = (*engine)->generate(testing::greedy_ids(convo, 5));
+        EXPECT_TRUE(r.has_value()) << r.status().to_string();
+        if (!r) break;
+        outs.push_back(r->token_ids);
+        if (cached) cached->push_back(r->cached_tokens);
+        convo.insert(convo.end(), r->token_ids.begin(), r->token_ids.end());
+      }
+      return std::make_pair(outs, (*engine)->stats().cache_partial_hit_tokens);
+    };
+    const std::string what = std::string(c.dtype) + " tp " + std::to_string(c.tp);
+    const auto [want, none] = conversation(false, false, nullptr);
+    ASSERT_EQ(want.size(), 5u) << what;
+    const auto [whole, whole_partial] = conversation(true, false, nullptr);
+    EXPECT_EQ(whole, want) << what;
+    EXPECT_EQ(whole_partial, 0u) << what;
+    std::vector<int> cached;
+    const auto [got, partial] = conversation(true, true, &cached);
+    EXPECT_EQ(got, want) << what;
+    // Turn k's prompt is 9k + 4 tokens; the turn before left KV for 9k - 1 of them (its last
+    // output token was never fed back), all of which it gets: 16-token pages, whole and partial.
+    EXPECT_EQ(cached, (std::vector<int>{0, 8, 17, 26, 35})) << what;
+    EXPECT_EQ(partial, 8u + 1u + 10u + 3u) << what << ": 8, 17 - 16, 26 - 16, 35 - 32 rows copied";
+  }
 }
 
 // vLLM's cache_salt: a request reuses only pages computed under the same salt (the device cache
@@ -268,7 +319,8 @@ TEST_F(EngineCache, CacheSaltKeepsRequestsApartOnEveryTier) {
     EXPECT_EQ(b1->token_ids, plain1->token_ids);
     auto b1_again = (*engine)->generate(salted(1, "tenant-b"));
     ASSERT_TRUE(b1_again.has_value());
-    EXPECT_EQ(b1_again->cached_tokens, 64) << "four whole pages of its own earlier prompt";
+    EXPECT_EQ(b1_again->cached_tokens, 67)
+        << "its own earlier prompt but the last token: four whole pages and 3 rows of the fifth";
   }
   auto restarted = Engine::create(options_for(dir_ / "model", tiers, 64));
   ASSERT_TRUE(restarted.has_value()) << restarted.status().to_string();

@@ -127,7 +127,8 @@ TEST(EngineVision, ThePrefixCacheTellsImagesApart) {
   GenerateOptions other = request(f, c, 1);
   other.images = {f.pixels[0]};
   const FirstToken b = first_token(*engine, other);
-  EXPECT_EQ(b.done.cached_tokens, 12) << "the whole pages before the image tokens";
+  EXPECT_EQ(b.done.cached_tokens, 14)
+      << "the whole pages before the image tokens, and the 2 rows of the next page before them (partial_pages)";
   auto fresh = create_engine(o);  // what that image gives with no cache in play
   ASSERT_NE(fresh, nullptr);
   const FirstToken want = first_token(*fresh, other);

@@ -267,5 +267,109 @@ TEST(SchedulerPolicyCache, AbortWhileLoadingEndsWhenTheLoadReturns) {
   EXPECT_EQ(pages.pool.n_used(), p.cache_stats().cached_pages);
 }
 
+// ---- partly filled pages (SchedulerLimits::partial_pages) ----
+
+SchedulerLimits partial_limits() {
+  SchedulerLimits l = cache_limits();
+  l.partial_pages = true;
+  return l;
+}
+
+// A finished request leaves its last, partly filled page cached; the next turn of the
+// conversation (its prompt and output, then more) copies those rows instead of computing them.
+TEST(SchedulerPolicyCache, TheNextTurnCopiesTheRowsOfTheLastPartlyFilledPage) {
+  SchedulerPolicy p(partial_limits(), 64, root_key("m"));
+  PoolSource pages(64);
+  ASSERT_TRUE(p.add(prompt_req(1, range(10, 9), 3)).is_ok());
+  const auto first_a = drain(p, pages);  // tokens 10..18, 500, 509, 510; KV for the first 11
+  EXPECT_EQ(first_a.at(1).copy_rows, 0) << "nothing cached yet";
+  EXPECT_EQ(p.cache_stats().cached_pages, 3) << "two whole pages and the partly filled third";
+  auto b = range(10, 9);
+  b.insert(b.end(), {500, 509, 510, 300});
+  ASSERT_TRUE(p.add(prompt_req(2, b, 2)).is_ok());
+  const auto first_b = drain(p, pages);
+  const SeqWorkItem& w = first_b.at(2);
+  EXPECT_EQ(w.start_pos, 11);
+  EXPECT_EQ(w.tokens, (std::vector<int32_t>{510, 300}));
+  EXPECT_EQ(w.copy_rows, 3);
+  EXPECT_EQ(w.copy_src, first_a.at(1).block_table[2]);
+  EXPECT_EQ(w.copy_dst, w.block_table[2]);
+  EXPECT_NE(w.copy_src, w.copy_dst) << "copy-on-write: the cached page is never written";
+  const PrefixCacheStats st = p.cache_stats();
+  EXPECT_EQ(st.hit_tokens, 11u);
+  EXPECT_EQ(st.partial_hit_tokens, 3u);
+  EXPECT_EQ(pages.pool.n_used(), st.cached_pages) << "no page leaked: the tails are the cache's";
+  EXPECT_EQ(p.n_pages_held(), st.cached_pages);
+  // b's longer tail replaced a's, which it covers: one tail after the two shared pages.
+  EXPECT_EQ(st.cached_pages, 4) << "2 shared pages, b's third (whole now: 18 500 509 510) and b's tail";
+}
+
+TEST(SchedulerPolicyCache, AWholeCachedPromptComputesOnlyItsLastTokenWithPartialPages) {
+  SchedulerPolicy p(partial_limits(), 64, root_key("m"));
+  PoolSource pages(64);
+  ASSERT_TRUE(p.add(prompt_req(1, range(10, 8), 2)).is_ok());
+  const auto first_a = drain(p, pages);
+  ASSERT_TRUE(p.add(prompt_req(2, range(10, 8), 2)).is_ok());
+  const auto first = drain(p, pages);
+  const SeqWorkItem& w = first.at(2);
+  EXPECT_EQ(w.start_pos, 7) << "3 rows of the cached second page are copied";
+  EXPECT_EQ(w.tokens, (std::vector<int32_t>{17}));
+  EXPECT_EQ(w.copy_rows, 3);
+  EXPECT_EQ(w.copy_src, first_a.at(1).block_table[1]);
+  EXPECT_EQ(w.copy_dst, w.block_table[1]);
+  // Off, the last page is computed whole (AWholeCachedPromptStillComputesItsLastToken).
+}
+
+// The page a copy reads stays in the cache until the step that copies it comes back: no
+// admission can evict it meanwhile and write into it.
+TEST(SchedulerPolicyCache, TheSourceOfAPendingCopyIsNeverEvicted) {
+  SchedulerPolicy p(partial_limits(), 8, root_key("m"));
+  PoolSource pages(8);
+  ASSERT_TRUE(p.add(prompt_req(1, range(10, 6), 1)).is_ok());
+  drain(p, pages);  // one whole page cached, and the tail 14 15
+  ASSERT_EQ(pages.pool.n_used(), 2);
+  auto b = range(10, 6);
+  b.push_back(99);
+  ASSERT_TRUE(p.add(prompt_req(2, b, 1)).is_ok());
+  auto step = p.plan(pages);
+  ASSERT_TRUE(step.has_value());
+  ASSERT_EQ(step->seqs.size(), 1u);
+  const SeqWorkItem w = step->seqs[0];
+  ASSERT_EQ(w.copy_rows, 2);
+  EXPECT_EQ(p.cache_stats().idle_pages, 0) << "the tail is held, the whole page locked";
+  // Five pages are free; c needs six. Evicting the held tail would give it the sixth.
+  ASSERT_TRUE(p.add(prompt_req(3, range(200, 20), 1)).is_ok());
+  auto blocked = p.plan(pages);
+  EXPECT_FALSE(blocked.has_value()) << "c waits: nothing else may run";
+  p.complete(step->step_id, one(2), pages);  // the copy is done; b ends, its tail replaces a's
+  const auto rest = drain(p, pages);
+  ASSERT_TRUE(rest.count(3));
+  for (int32_t page : rest.at(3).block_table) EXPECT_NE(page, w.copy_dst) << "b's tail is cached, not free";
+  EXPECT_EQ(pages.pool.n_used(), p.cache_stats().cached_pages);
+}
+
+// A sequence aborted while its copy is in flight lets the source go when the step returns, and
+// one aborted before its first step when it leaves.
+TEST(SchedulerPolicyCache, AbortedCopiesLetTheirSourceGo) {
+  SchedulerPolicy p(partial_limits(), 64, root_key("m"));
+  PoolSource pages(64);
+  ASSERT_TRUE(p.add(prompt_req(1, range(10, 6), 1)).is_ok());
+  drain(p, pages);
+  auto b = range(10, 6);
+  b.push_back(99);
+  ASSERT_TRUE(p.add(prompt_req(2, b, 4)).is_ok());
+  auto step = p.plan(pages);
+  ASSERT_TRUE(step.has_value());
+  ASSERT_EQ(step->seqs[0].copy_rows, 2);
+  EXPECT_TRUE(p.abort(2, pages).empty()) << "in flight: it ends when its step returns";
+  p.complete(step->step_id, one(2), pages);
+  EXPECT_FALSE(p.has_work());
+  EXPECT_EQ(p.cache_stats().idle_pages, p.cache_stats().cached_pages) << "nothing held";
+  EXPECT_EQ(pages.pool.n_used(), p.cache_stats().cached_pages);
+  const auto [freed, kept] = p.reset_cache(pages);
+  EXPECT_EQ(kept, 0);
+  EXPECT_EQ(pages.pool.n_used(), 0);
+}
+
 }  // namespace
 }  // namespace brigade

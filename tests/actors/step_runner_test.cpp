@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -135,6 +136,11 @@ class RecordingBackend final : public Backend {
   }
   void scatter_tokens(const Tensor& tokens, const Tensor& index, const Tensor& table) override {
     cpu_->scatter_tokens(tokens, index, table);
+  }
+  void copy(const Tensor& dst, const Tensor& src) override {
+    EXPECT_FALSE(in_step_) << "copy() inside a step";
+    log.push_back("copy");
+    cpu_->copy(dst, src);
   }
   void begin_step(uint64_t key) override {
     EXPECT_FALSE(in_step_) << "begin_step inside a step";
@@ -452,6 +458,72 @@ TEST_F(StepRunnerPaths, AFeedWithoutASampledTokenIsRefusedAndChangesNothing) {
   w.tokens = {17};
   p.seqs = {w};
   EXPECT_TRUE(dev->runner->run(p).has_value()) << "the runner still works";
+}
+
+// A work item that copies the leading rows of another sequence's page (a prefix-cache match ending
+// inside a cached page) samples what computing those rows gives, on both paths; the copy runs
+// before the forward and outside any backend step. A copy that does not fit the item's start and
+// block table is refused before anything is copied.
+TEST_F(StepRunnerPaths, CopiedRowsGiveTheTokensOfComputedOnes) {
+  for (bool device : {false, true}) {
+    auto r = rig(device);
+    const std::vector<int32_t> prompt = prompt_of(20, 5), extra = {41, 42, 43};
+    SamplingConfig g = greedy();
+    auto item = [&](uint64_t id, int start, std::vector<int32_t> tokens, std::vector<int32_t> pages) {
+      SeqWorkItem w;
+      w.seq_id = id;
+      w.start_pos = start;
+      w.tokens = std::move(tokens);
+      w.block_table = std::move(pages);
+      w.sample = true;
+      w.sampling = g;
+      w.logprobs = 0;
+      w.prompt_len = 23;
+      return w;
+    };
+    PlannedStep first;  // sequence 1 computes the prompt into pages 8 and 9 (rows 16..19 in 9)
+    first.step_id = 1;
+    first.seqs.push_back(item(1, 0, prompt, {8, 9}));
+    ASSERT_TRUE(r->runner->run(first).has_value());
+    std::vector<int32_t> whole = prompt;
+    whole.insert(whole.end(), extra.begin(), extra.end());
+    PlannedStep second;  // 2 reads page 8, copies 4 rows of 9 into 16; 3 computes everything
+    second.step_id = 2;
+    SeqWorkItem copied = item(2, 20, extra, {8, 16});
+    copied.copy_src = 9;
+    copied.copy_dst = 16;
+    copied.copy_rows = 4;
+    second.seqs.push_back(copied);
+    second.seqs.push_back(item(3, 0, whole, {24, 25}));
+    r->backend.log.clear();
+    auto got = r->runner->run(second);
+    ASSERT_TRUE(got.has_value()) << got.status().to_string();
+    ASSERT_EQ(got->size(), 2u);
+    std::map<uint64_t, SampledResult> by_seq;
+    for (const SampledResult& t : *got) by_seq[t.seq_id] = t;
+    EXPECT_EQ(by_seq.at(2).token, by_seq.at(3).token) << "device " << device;
+    EXPECT_NEAR(by_seq.at(2).logprob, by_seq.at(3).logprob, 1e-5) << "device " << device;
+    ASSERT_FALSE(r->backend.log.empty());
+    EXPECT_EQ(r->backend.log.front(), "copy") << "before the forward";
+    // The destination page must be the block at the copied rows' position.
+    PlannedStep bad;
+    bad.step_id = 3;
+    SeqWorkItem w = item(4, 20, extra, {8, 32});
+    w.copy_src = 9;
+    w.copy_dst = 33;
+    w.copy_rows = 4;
+    bad.seqs.push_back(w);
+    r->backend.log.clear();
+    auto refused = r->runner->run(bad);
+    ASSERT_FALSE(refused.has_value());
+    EXPECT_EQ(refused.status().code(), StatusCode::invalid_argument);
+    EXPECT_TRUE(std::find(r->backend.log.begin(), r->backend.log.end(), "copy") == r->backend.log.end());
+    w.copy_dst = 32;
+    w.copy_rows = 5;  // rows 15..19 would straddle two pages
+    w.start_pos = 20;
+    bad.seqs = {w};
+    EXPECT_EQ(r->runner->run(bad).status().code(), StatusCode::invalid_argument);
+  }
 }
 
 // A json_object sequence that starts after tokens the runner did not compute (a cached prefix of

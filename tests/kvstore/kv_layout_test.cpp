@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "cpu/cpu_backend.h"
@@ -129,6 +130,72 @@ TEST(KvCachePages, Int8PagesCarryTheirScales) {
     const int64_t per_page = layer.k.numel() / layout.n_pages;
     EXPECT_EQ(std::memcmp(layer.k.as<int8_t>() + 3 * per_page, layer.k.as<int8_t>() + per_page, static_cast<size_t>(per_page)), 0);
   }
+}
+
+// copy_rows: the leading rows of a page go to another page in every layer and page tensor
+// (int8 scales included); the rest of the target and every other page are untouched.
+TEST(KvCachePages, CopyRowsCopiesTheLeadingRowsOfEveryTensor) {
+  auto backend = make_cpu_backend({1});
+  for (DType t : {DType::f32, DType::bf16, DType::i8}) {
+    KvLayout layout = small_layout();
+    layout.dtype = t;
+    auto kv = KvCache::allocate(*backend, layout);
+    ASSERT_TRUE(kv.has_value()) << kv.status().to_string();
+    for (int l = 0; l < layout.n_layers; ++l) {
+      int k = 0;
+      for (const Tensor* x : page_tensors(kv->layer(l))) {
+        std::vector<uint8_t> bytes(x->nbytes());
+        for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + static_cast<size_t>(k * 13 + l));
+        backend->upload(*x, bytes.data());
+        ++k;
+      }
+    }
+    auto read = [&](int32_t page) {
+      std::vector<std::byte> b(layout.page_bytes());
+      EXPECT_TRUE(kv->read_page(*backend, page, b).is_ok());
+      return b;
+    };
+    const auto src = read(1), dst = read(3), other = read(2);
+    ASSERT_TRUE(kv->copy_rows(*backend, 1, 3, 3).is_ok()) << dtype_name(t);
+    const auto got = read(3);
+    // Page bytes: per layer, each page tensor's slice; its first 3 of 4 rows come from page 1.
+    size_t off = 0;
+    for (int l = 0; l < layout.n_layers; ++l) {
+      for (const Tensor* x : page_tensors(kv->layer(l))) {
+        const size_t slice = x->nbytes() / static_cast<size_t>(layout.n_pages), row = slice / 4;
+        EXPECT_EQ(std::memcmp(got.data() + off, src.data() + off, 3 * row), 0) << dtype_name(t) << " layer " << l;
+        EXPECT_EQ(std::memcmp(got.data() + off + 3 * row, dst.data() + off + 3 * row, row), 0) << "the last row stays";
+        off += slice;
+      }
+    }
+    EXPECT_EQ(off, layout.page_bytes());
+    EXPECT_EQ(read(1), src);
+    EXPECT_EQ(read(2), other);
+    // Refused, nothing copied: pages outside the pool, a page onto itself, rows outside [1, 4].
+    EXPECT_EQ(kv->copy_rows(*backend, 1, 5, 1).code(), StatusCode::invalid_argument);
+    EXPECT_EQ(kv->copy_rows(*backend, -1, 3, 1).code(), StatusCode::invalid_argument);
+    EXPECT_EQ(kv->copy_rows(*backend, 2, 2, 1).code(), StatusCode::invalid_argument);
+    EXPECT_EQ(kv->copy_rows(*backend, 2, 3, 0).code(), StatusCode::invalid_argument);
+    EXPECT_EQ(kv->copy_rows(*backend, 2, 3, 5).code(), StatusCode::invalid_argument);
+    EXPECT_EQ(read(3), got);
+  }
+}
+
+// The backend's default copy goes through the host (a backend without its own).
+TEST(KvCachePages, CopyRowsWorksThroughTheDefaultBackendCopy) {
+  struct HostCopies final : testing::MemoryOnlyBackend {
+    std::string name() const override { return "memory"; }
+  } backend;
+  KvLayout layout = small_layout();
+  auto kv = KvCache::allocate(backend, layout);
+  ASSERT_TRUE(kv.has_value()) << kv.status().to_string();
+  std::vector<std::byte> page(layout.page_bytes());
+  for (size_t i = 0; i < page.size(); ++i) page[i] = static_cast<std::byte>(i % 251);
+  ASSERT_TRUE(kv->write_page(backend, 0, page).is_ok());
+  ASSERT_TRUE(kv->copy_rows(backend, 0, 4, 4).is_ok());
+  std::vector<std::byte> got(layout.page_bytes());
+  ASSERT_TRUE(kv->read_page(backend, 4, got).is_ok());
+  EXPECT_EQ(got, page) << "all 4 rows: the whole page";
 }
 
 KvLayout shape_8b(DType t) { return KvLayout{32, 4, 16, 8, 128, t}; }  // Llama-3-8B's KV shape

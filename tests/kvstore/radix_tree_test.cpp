@@ -355,5 +355,164 @@ TEST(RadixTree, InsertFromTheLockedNodeIsAnInsertFromTheRoot) {
   }
 }
 
+// ---- partly filled pages (tails) ----
+
+std::vector<int32_t> cat(std::vector<int32_t> a, std::initializer_list<int32_t> b) {
+  a.insert(a.end(), b);
+  return a;
+}
+
+// A tail continues the whole-page match it hangs from; the run is the common prefix with the
+// next tokens, capped by max_tokens and below a page.
+TEST(RadixTree, ATailContinuesTheMatchOfItsNode) {
+  RadixTree t(kPage, EvictionPolicy::lru, root_key("m"));
+  RadixTree::NodeRef end = nullptr;
+  t.insert(seq({10, 20}), std::vector<int32_t>{1, 2}, 0, &end);
+  std::vector<int32_t> freed;
+  ASSERT_TRUE(t.insert_tail(end, std::vector<int32_t>{30, 31, 32}, 9, 0, freed));
+  EXPECT_TRUE(freed.empty());
+  EXPECT_EQ(t.n_pages(), 3);
+  EXPECT_EQ(t.n_tails(), 1);
+
+  const auto prompt = cat(seq({10, 20}), {30, 31, 32, 33, 34});
+  auto m = t.match(prompt, 100);
+  ASSERT_EQ(m.n_tokens, 8);
+  const std::span<const int32_t> rest(prompt.data() + 8, prompt.size() - 8);
+  auto p = t.match_partial(m.node, rest, 100);
+  EXPECT_EQ(p.n_tokens, 3);
+  EXPECT_EQ(p.page, 9);
+  EXPECT_NE(p.tail, nullptr);
+  EXPECT_EQ(t.match_partial(m.node, rest, 2).n_tokens, 2) << "max_tokens caps the run";
+  const std::vector<int32_t> diverging{30, 99};
+  EXPECT_EQ(t.match_partial(m.node, diverging, 100).n_tokens, 1);
+  EXPECT_EQ(t.match_partial(m.node, std::vector<int32_t>{99}, 100).n_tokens, 0);
+  EXPECT_EQ(t.match_partial(nullptr, rest, 100).n_tokens, 0) << "a tail continues its own node only";
+  // A prompt shorter than a page: tails of the root.
+  ASSERT_TRUE(t.insert_tail(nullptr, std::vector<int32_t>{70, 71}, 5, 0, freed));
+  EXPECT_EQ(t.match_partial(nullptr, std::vector<int32_t>{70, 71}, 100).page, 5);
+}
+
+// The first page of a child serves a prompt that diverges inside it, or ends in it (the last
+// token is always computed, so a whole cached prompt's last page is matched partly).
+TEST(RadixTree, AChildsFirstPageServesAPromptThatDivergesOrEndsInIt) {
+  RadixTree t(kPage, EvictionPolicy::lru, root_key("m"));
+  t.insert(seq({10, 20, 30}), std::vector<int32_t>{1, 2, 3}, 0, nullptr);
+  const auto prompt = cat(seq({10}), {20, 21, 99});
+  auto m = t.match(prompt, 100);
+  ASSERT_EQ(m.n_tokens, 4);
+  auto p = t.match_partial(m.node, std::span<const int32_t>(prompt).subspan(4), 100);
+  EXPECT_EQ(p.n_tokens, 2);
+  EXPECT_EQ(p.page, 2);
+  EXPECT_NE(p.node, nullptr);
+  EXPECT_EQ(p.tail, nullptr);
+  // The whole cached prompt, capped one token short: two pages and three rows of the third.
+  const auto whole = seq({10, 20, 30});
+  m = t.match(whole, 11);
+  ASSERT_EQ(m.n_tokens, 8);
+  p = t.match_partial(m.node, std::span<const int32_t>(whole).subspan(8), 11 - 8);
+  EXPECT_EQ(p.n_tokens, 3);
+  EXPECT_EQ(p.page, 3);
+}
+
+// A tail is offered once: tokens a tail or a child already begins with are refused (the caller
+// frees its page), and a longer tail replaces the shorter ones it covers, which come back.
+TEST(RadixTree, InsertTailKeepsOnlyTheLongestOfCoveringTails) {
+  RadixTree t(kPage, EvictionPolicy::lru, root_key("m"));
+  RadixTree::NodeRef end = nullptr;
+  t.insert(seq({10, 20}), std::vector<int32_t>{1, 2}, 0, &end);
+  std::vector<int32_t> freed;
+  ASSERT_TRUE(t.insert_tail(end, std::vector<int32_t>{30}, 5, 0, freed));
+  ASSERT_TRUE(t.insert_tail(end, std::vector<int32_t>{40, 41}, 6, 0, freed));
+  ASSERT_TRUE(t.insert_tail(end, std::vector<int32_t>{30, 31, 32}, 7, 0, freed));
+  EXPECT_EQ(freed, (std::vector<int32_t>{5})) << "{30} is the start of {30, 31, 32}";
+  EXPECT_EQ(t.n_tails(), 2);
+  EXPECT_EQ(t.n_pages(), 4);
+  freed.clear();
+  EXPECT_FALSE(t.insert_tail(end, std::vector<int32_t>{30, 31}, 8, 0, freed)) << "covered by {30, 31, 32}";
+  EXPECT_FALSE(t.insert_tail(nullptr, std::vector<int32_t>{10, 11}, 8, 0, freed)) << "covered by the child's first page";
+  EXPECT_TRUE(freed.empty());
+  // A whole page inserted after the node covers the tails it begins with.
+  t.insert(cat(seq({10, 20}), {30, 31, 32, 33}), std::vector<int32_t>{1, 2, 10}, 0, nullptr, &freed);
+  EXPECT_EQ(freed, (std::vector<int32_t>{7}));
+  EXPECT_EQ(t.n_tails(), 1);
+  EXPECT_EQ(t.n_pages(), 4);
+}
+
+// Tails are evicted by the policy like leaves; a held tail stays (and keeps its node), and its
+// node becomes a leaf once its tails are gone.
+TEST(RadixTree, TailsAreEvictedLikeLeavesUnlessHeld) {
+  RadixTree t(kPage, EvictionPolicy::lru, root_key("m"));
+  RadixTree::NodeRef a = nullptr, b = nullptr;
+  t.insert(seq({10}), std::vector<int32_t>{1}, 0, &a);
+  t.insert(seq({50}), std::vector<int32_t>{2}, 0, &b);
+  std::vector<int32_t> freed;
+  ASSERT_TRUE(t.insert_tail(a, std::vector<int32_t>{20}, 3, 0, freed));
+  ASSERT_TRUE(t.insert_tail(b, std::vector<int32_t>{60}, 4, 0, freed));
+  EXPECT_EQ(t.n_evictable(), 4);
+  // Oldest first: the tail of a, then a (a leaf now), then b's tail, then b.
+  auto gone = t.evict(1);
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(gone[0].page, 3);
+  EXPECT_TRUE(gone[0].partial);
+  gone = t.evict(1);
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(gone[0].page, 1);
+  EXPECT_FALSE(gone[0].partial);
+
+  const std::vector<int32_t> rest{60, 61};
+  auto m = t.match(seq({50}), 100);
+  auto p = t.match_partial(m.node, rest, 100);
+  ASSERT_EQ(p.page, 4);
+  t.hold(p);
+  EXPECT_EQ(t.n_evictable(), 0) << "the held tail and its node";
+  EXPECT_TRUE(t.evict(2).empty());
+  EXPECT_TRUE(t.clear_unlocked().empty());
+  t.release(p);
+  EXPECT_EQ(t.n_evictable(), 2);
+  gone = t.clear_unlocked();
+  ASSERT_EQ(gone.size(), 2u);
+  EXPECT_EQ(t.n_pages(), 0);
+  EXPECT_EQ(t.n_tails(), 0);
+}
+
+// Holding a child's page locks the child: it stays while a copy from it is pending.
+TEST(RadixTree, HoldingAChildsPageLocksIt) {
+  RadixTree t(kPage, EvictionPolicy::lru, root_key("m"));
+  t.insert(seq({10, 20}), std::vector<int32_t>{1, 2}, 0, nullptr);
+  const std::vector<int32_t> rest{10, 11};
+  auto p = t.match_partial(nullptr, rest, 100);
+  ASSERT_EQ(p.page, 1);
+  t.hold(p);
+  EXPECT_EQ(t.n_evictable(), 0);
+  EXPECT_TRUE(t.evict(2).empty());
+  t.release(p);
+  EXPECT_EQ(t.evict(2).size(), 2u);
+}
+
+// An unloaded adapter's prefixes go with their tails, the root's included; held ones stay.
+TEST(RadixTree, EraseFirstTokenIfTakesTheTails) {
+  RadixTree t(kPage, EvictionPolicy::lru, root_key("m"));
+  RadixTree::NodeRef end = nullptr;
+  t.insert(seq({-100}), std::vector<int32_t>{1}, 0, &end);
+  std::vector<int32_t> freed;
+  ASSERT_TRUE(t.insert_tail(end, std::vector<int32_t>{20}, 2, 0, freed));
+  ASSERT_TRUE(t.insert_tail(nullptr, std::vector<int32_t>{-200, 5}, 3, 0, freed));
+  ASSERT_TRUE(t.insert_tail(nullptr, std::vector<int32_t>{-300}, 4, 0, freed));
+  ASSERT_TRUE(t.insert_tail(nullptr, std::vector<int32_t>{7}, 5, 0, freed));
+  auto held = t.match_partial(nullptr, std::vector<int32_t>{-300}, 100);
+  ASSERT_EQ(held.page, 4);
+  t.hold(held);
+  int kept = 0;
+  auto gone = t.erase_first_token_if([](int32_t first) { return first < 0; }, &kept);
+  std::vector<int32_t> pages;
+  for (const auto& e : gone) pages.push_back(e.page);
+  std::sort(pages.begin(), pages.end());
+  EXPECT_EQ(pages, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(kept, 1);
+  EXPECT_EQ(t.n_pages(), 2);
+  EXPECT_EQ(t.n_tails(), 2);
+  t.release(held);
+}
+
 }  // namespace
 }  // namespace brigade

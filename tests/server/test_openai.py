@@ -298,7 +298,9 @@ def test_token_ids_and_bad_words(server, client):
 
 def test_cache_salt(client):
     """vLLM's cache_salt: only requests with the same salt reuse each other's prefix pages."""
-    prompt = "The salted cache keeps tenants apart, " * 4
+    # No other test's prompt starts like this one: with partly filled pages (cache.partial_pages)
+    # an unsalted prompt may share the rows of any other unsalted prompt it begins like.
+    prompt = "Zq: the salted cache keeps tenants apart, " * 4
 
     def cached(**extra):
         r = client.completions.create(model="tiny", prompt=prompt, max_tokens=2, temperature=0,
