@@ -76,6 +76,10 @@ struct GenerateRequest {
   returnPromptIds @15 :Bool;       # the first event carries the prompt's token ids (TokenEvent.promptTokenIds)
   cacheSalt @16 :Text;             # vLLM's cache_salt: non-empty, the prefix cache keys the prompt's
                                    # pages with it, so only requests with the same salt share them
+  admitGroup @17 :UInt64;          # non-zero: one of admitGroupSize requests sent together (a beam
+  admitGroupSize @18 :UInt32;      # search's step): the router sends them to one instance, whose
+                                   # scheduler admits none before all have arrived (or a few
+                                   # milliseconds passed), so they run in one step
 }
 
 struct ImageInput {

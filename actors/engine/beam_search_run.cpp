@@ -36,6 +36,7 @@ Status BeamSearchRun::submit_step_locked() {
   tops_.assign(beams.size(), {});
   n_answered_ = 0;
   const BeamSearchOptions& o = setup_.options;
+  const AdmitGroup group{beams.size() > 1 ? setup_.new_group() : 0, static_cast<uint32_t>(beams.size())};
   for (size_t b = 0; b < beams.size(); ++b) {
     GenerateOptions g;
     g.prompt_ids.reserve(setup_.prompt.size() + beams[b].tokens.size());
@@ -51,7 +52,7 @@ Status BeamSearchRun::submit_step_locked() {
     g.lora = o.lora;
     auto self = shared_from_this();
     const int step = step_, beam = static_cast<int>(b);
-    auto id = setup_.submit(g, [self, step, beam](const Event& ev) { self->on_event(step, beam, ev); });
+    auto id = setup_.submit(g, group, [self, step, beam](const Event& ev) { self->on_event(step, beam, ev); });
     if (!id) {
       for (uint64_t running : request_ids_)
         if (running != 0) setup_.cancel(running);

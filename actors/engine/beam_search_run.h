@@ -24,13 +24,22 @@
 
 namespace brigade {
 
+// Requests submitted together (GenerateRequest.admitGroup): admitted in one step.
+struct AdmitGroup {
+  uint64_t id = 0;  // 0: none
+  uint32_t size = 0;
+};
+
 struct BeamRunSetup {
   uint64_t id = 0;                 // the search's id (Engine::cancel)
   BeamSearchOptions options;       // the step requests' priority, salt, labels, LoRA; the output's form
   std::vector<int32_t> prompt;     // as run: tokenized and truncated
   BeamSearchConfig config;         // passed BeamSearch::validate
   std::shared_ptr<const Tokenizer> tokenizer;  // the beams' text; null: none
-  std::function<Expected<uint64_t>(const GenerateOptions&, EventCallback)> submit;
+  // Submits a step request as one of the step's admit group (all its requests run in one engine
+  // step); new_group names each step's group.
+  std::function<Expected<uint64_t>(const GenerateOptions&, AdmitGroup, EventCallback)> submit;
+  std::function<uint64_t()> new_group;
   std::function<void(uint64_t)> cancel;  // a step request's id
   std::function<void(uint64_t)> forget;  // the engine drops the search's id (once, at its end)
 };

@@ -333,7 +333,9 @@ class EngineImpl final : public Engine {
 
   Status start(const EngineOptions& options);
   // Queues a validated request; pooling not none makes it an embedding request.
-  Expected<uint64_t> submit_as(const GenerateOptions& request, Pooling pooling, EventCallback on_event);
+  // group: one of requests submitted together (a beam search's step; AdmitGroup).
+  Expected<uint64_t> submit_as(const GenerateOptions& request, Pooling pooling, EventCallback on_event,
+                               AdmitGroup group = {});
 
   // Sends `xs` to `dest` and waits up to `timeout` for its Reply; a CAF error (the timeout, a
   // dead actor, the receiver's own Status) comes back as a Status. Blocks the calling thread (a
@@ -906,7 +908,8 @@ Status EngineImpl::start(const EngineOptions& options) {
   return Status::ok();
 }
 
-Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling pooling, EventCallback on_event) {
+Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling pooling, EventCallback on_event,
+                                         AdmitGroup group) {
   BRIGADE_ASSIGN_OR_RETURN(const int32_t lora, lora_slots_.acquire(request.lora));
   if (lora != 0) {  // the slot counts the request until its last event (LoraSlots)
     on_event = [this, lora, cb = std::move(on_event)](const Event& ev) {
@@ -981,6 +984,8 @@ Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling
       labels[i].setValue(request.labels[i].second);
     }
     b.setPooling(static_cast<schema::Pooling>(pooling));
+    b.setAdmitGroup(group.id);
+    b.setAdmitGroupSize(group.size);
   });
   registry_->add(id, std::move(on_event));
   caf::anon_send(tokenizer_, msg);
@@ -1012,7 +1017,10 @@ Expected<uint64_t> EngineImpl::submit_beam_search(const BeamSearchOptions& reque
   BRIGADE_RETURN_IF_ERROR(BeamSearch::validate(c, summary_.vocab_size));
   setup.id = next_id_.fetch_add(1);
   setup.tokenizer = tokenizer_model_;
-  setup.submit = [this](const GenerateOptions& g, EventCallback cb) { return submit_as(g, Pooling::none, std::move(cb)); };
+  setup.submit = [this](const GenerateOptions& g, AdmitGroup group, EventCallback cb) {
+    return submit_as(g, Pooling::none, std::move(cb), group);
+  };
+  setup.new_group = [this] { return next_id_.fetch_add(1); };  // unique among requests and groups
   setup.cancel = [this](uint64_t id) {
     caf::anon_send(tokenizer_, abort_msg::build([&](schema::Abort::Builder b) { b.setRequestId(id); }));
   };

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <set>
 
 #include "actors/step_codec.h"
@@ -30,7 +31,8 @@ void on_request(router_ptr self, const generate_request_msg& msg) {
   // A text prompt never gets here from the tokenizer; routed with no tokens, its scheduler
   // refuses it with the reason.
   const auto prompt = r.getPrompt().isTokenIds() ? to_vector(r.getPrompt().getTokenIds()) : std::vector<int32_t>{};
-  auto d = st.policy->route(r.getRequestId(), prompt, r.getLora(), to_string_view(r.getCacheSalt()));
+  auto d = st.policy->route(r.getRequestId(), prompt, r.getLora(), to_string_view(r.getCacheSalt()), r.getAdmitGroup(),
+                            static_cast<int>(std::min<uint32_t>(r.getAdmitGroupSize(), 1u << 20)));
   if (!d) {
     self->send(st.sink, error_event(r.getRequestId(), d.status()));
     return;

@@ -119,10 +119,26 @@ Expected<RouteDecision> RouterPolicy::choose(std::span<const int32_t> prompt, ui
 }
 
 Expected<RouteDecision> RouterPolicy::route(uint64_t request_id, std::span<const int32_t> prompt, uint32_t lora,
-                                            std::string_view cache_salt) {
+                                            std::string_view cache_salt, uint64_t group, int group_size) {
   if (inflight_.count(request_id))
     return invalid_argument("request " + std::to_string(request_id) + " is already in flight");
-  BRIGADE_ASSIGN_OR_RETURN(RouteDecision d, choose(prompt, lora, cache_salt));
+  RouteDecision d;
+  auto g = group != 0 ? groups_.find(group) : groups_.end();
+  if (g != groups_.end() && routable(g->second.decision.instance)) {
+    d = g->second.decision;
+  } else {
+    BRIGADE_ASSIGN_OR_RETURN(d, choose(prompt, lora, cache_salt));
+    if (group != 0 && group_size > 1 && g == groups_.end()) {
+      g = groups_.emplace(group, GroupRoute{d, group_size}).first;
+      group_order_.push_back(group);
+      constexpr size_t kKeepGroups = 1024;
+      while (group_order_.size() > kKeepGroups) {
+        groups_.erase(group_order_.front());
+        group_order_.pop_front();
+      }
+    }
+  }
+  if (g != groups_.end() && --g->second.remaining <= 0) groups_.erase(g);  // its last member
   InstanceLoad& l = loads_[static_cast<size_t>(d.instance)];
   l.n_requests++;
   l.n_pending_prompt_tokens += static_cast<int64_t>(prompt.size());

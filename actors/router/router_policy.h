@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -60,9 +61,12 @@ class RouterPolicy {
   Expected<RouteDecision> choose(std::span<const int32_t> prompt, uint32_t lora = 0,
                                  std::string_view cache_salt = {}) const;
   // choose, then commit: the request counts as in flight there and its prompt enters that
-  // instance's tree. invalid_argument for an id already in flight.
+  // instance's tree. invalid_argument for an id already in flight. A member of an admit group
+  // (GenerateRequest.admitGroup, `group` of `group_size` requests: a beam search's step) goes
+  // where the group's first member went while that instance is routable, so its scheduler can
+  // admit them together.
   Expected<RouteDecision> route(uint64_t request_id, std::span<const int32_t> prompt, uint32_t lora = 0,
-                                std::string_view cache_salt = {});
+                                std::string_view cache_salt = {}, uint64_t group = 0, int group_size = 0);
   // The request's first token came back: its prompt no longer counts as pending prefill.
   // Unknown ids are ignored (as are repeats).
   void prefilled(uint64_t request_id);
@@ -118,6 +122,12 @@ class RouterPolicy {
   std::vector<PdRole> roles_;
   std::unordered_map<uint64_t, InFlight> inflight_;
   int next_rr_ = 0;  // round_robin: the instance to try first
+  struct GroupRoute {
+    RouteDecision decision;  // the first member's
+    int remaining = 0;       // members still to come
+  };
+  std::unordered_map<uint64_t, GroupRoute> groups_;
+  std::deque<uint64_t> group_order_;  // oldest first: a group whose members never all come is forgotten
 };
 
 }  // namespace brigade

@@ -76,10 +76,45 @@ Status SchedulerPolicy::add(SeqRequest request) {
     return out_of_resources("the prompt needs " + std::to_string(n_prompt + 1) + " token slots but the whole KV pool holds " +
                             std::to_string(capacity) + "; shorten the prompt or enlarge the KV pool");
   }
+  if (request.admit_group != 0 && request.admit_group_size < 1)
+    return invalid_argument("admit group " + std::to_string(request.admit_group) + " has no size");
   Seq s = make_seq(std::move(request));
   BRIGADE_RETURN_IF_ERROR(find_images(s));
+  note_group_arrival(s.req);
   enqueue(std::move(s));
   return Status::ok();
+}
+
+void SchedulerPolicy::note_group_arrival(const SeqRequest& r) {
+  if (r.admit_group == 0 || r.admit_group_size <= 1) return;
+  auto [it, fresh] = groups_.try_emplace(r.admit_group, AdmitGroup{0, r.admit_group_size, false});
+  if (fresh) opened_groups_.push_back(r.admit_group);
+  if (++it->second.arrived >= it->second.size) groups_.erase(it);  // complete: its members go
+}
+
+void SchedulerPolicy::release_group(uint64_t group) {
+  auto it = groups_.find(group);
+  if (it == groups_.end() || it->second.released) return;
+  it->second.released = true;
+  // A released group stays until its last member arrives, which may never happen (one was
+  // refused before it got here): the oldest ones are forgotten past a bound.
+  released_groups_.push_back(group);
+  constexpr size_t kKeepReleased = 256;
+  while (released_groups_.size() > kKeepReleased) {
+    auto old = groups_.find(released_groups_.front());
+    if (old != groups_.end() && old->second.released) groups_.erase(old);
+    released_groups_.pop_front();
+  }
+}
+
+int SchedulerPolicy::n_forming_groups() const {
+  return static_cast<int>(std::count_if(groups_.begin(), groups_.end(), [](const auto& g) { return !g.second.released; }));
+}
+
+bool SchedulerPolicy::waits_for_group(const Seq& s) const {
+  if (s.req.admit_group == 0) return false;
+  auto it = groups_.find(s.req.admit_group);
+  return it != groups_.end() && !it->second.released;
 }
 
 SchedulerPolicy::Seq SchedulerPolicy::make_seq(SeqRequest request) {
@@ -176,6 +211,7 @@ std::pair<int, int> SchedulerPolicy::reset_cache(PageSource& pages) {
 bool SchedulerPolicy::admit_next(PageSource& pages) {
   if (waiting_.empty() || static_cast<int>(running_.size()) >= limits_.max_running) return false;
   Seq& s = waiting_.front();
+  if (waits_for_group(s)) return false;  // the rest of its group is on its way
   const int known = static_cast<int>(s.tokens.size());
   if (s.n_import_tokens > 0) {  // PD: its KV arrives from the prefill instance instead
     auto got = take_pages(s.blocks.pages_needed(known + 1), pages);

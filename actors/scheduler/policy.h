@@ -165,6 +165,11 @@ struct SeqRequest {
   // The prompt's images, in the order of their runs of image tokens (SchedulerLimits): pixels and
   // grid as models/model.h StepImage takes them (positions unset).
   std::vector<SeqImage> images;
+  // Requests sent together (GenerateRequest.admitGroup, a beam search's step): none of the
+  // admit_group_size is admitted before all have been added, or release_group() says to stop
+  // waiting. 0: on its own.
+  uint64_t admit_group = 0;
+  int admit_group_size = 0;
 };
 
 // Where the policy gets pages and gives them back (the scheduler's lease on the KV pool).
@@ -312,6 +317,14 @@ class SchedulerPolicy {
                                  std::span<const SeqDrafts> drafts = {});
   // A step failed as a whole: every sequence in it ends with `error`.
   std::vector<SeqEvent> fail(uint64_t step_id, const std::string& error, PageSource& pages);
+
+  // Admit groups (SeqRequest::admit_group): the groups whose first member add() queued since the
+  // last call; the caller gives each a deadline, then calls release_group(): whatever of it
+  // arrived may be admitted without the rest (a member refused upstream, or late). The head of
+  // the queue waits for its group: admission stops there (nothing overtakes), decodes go on.
+  std::vector<uint64_t> take_opened_groups() { return std::exchange(opened_groups_, {}); }
+  void release_group(uint64_t group);
+  int n_forming_groups() const;  // groups still waiting for members
 
   // Lower-tier loads to send (each sequence at most once per admission), and pages to save to the
   // lower tiers with their keys: pages entering the device cache (write-through) or evicted from
@@ -521,6 +534,17 @@ class SchedulerPolicy {
   PrefixCacheStats cache_stats_;
   std::vector<KvLoadRequest> loads_;
   std::vector<RadixTree::Evicted> saves_;
+  struct AdmitGroup {
+    int arrived = 0;
+    int size = 0;
+    bool released = false;  // its deadline passed: its members no longer wait
+  };
+  std::map<uint64_t, AdmitGroup> groups_;  // groups not all of whose members arrived
+  std::deque<uint64_t> released_groups_;   // released and still incomplete, oldest first (bounded)
+  std::vector<uint64_t> opened_groups_;
+  // Whether s must wait for the rest of its admit group.
+  bool waits_for_group(const Seq& s) const;
+  void note_group_arrival(const SeqRequest& r);
   std::vector<KvPagesRequest> imports_;  // PD
   std::vector<KvPagesRequest> exports_;
   std::shared_ptr<Drafter> drafter_;  // null: speculation off

@@ -2,8 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
+#include "actors/atoms.h"
 #include "actors/hicache/hicache_actor.h"
 #include "actors/step_codec.h"
 #include "messages/blob.h"
@@ -68,7 +70,14 @@ struct SchedulerState {
   static inline const char* name = "brigade.scheduler";
 };
 
-using scheduler_impl_actor = scheduler_actor::extend_with<lora_slots_actor>::extend_with<cache_reset_actor>;
+// timer_atom: an admit group's deadline (SchedulerPolicy::release_group).
+using scheduler_impl_actor = scheduler_actor::extend_with<lora_slots_actor>::extend_with<cache_reset_actor>::extend<
+    caf::reacts_to<timer_atom, uint64_t>>;
+
+// How long the first member of an admit group (a beam search's step) waits for the rest before
+// whatever arrived is admitted: the members are sent back to back, so they normally arrive
+// within microseconds; a member refused on the way never does.
+constexpr auto kAdmitGroupWait = std::chrono::milliseconds(5);
 using scheduler_ptr = scheduler_impl_actor::stateful_pointer<SchedulerState>;
 
 // Publishes the gauges the Engine reports (running, waiting, pages held).
@@ -482,12 +491,16 @@ scheduler_impl_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerS
         req.lora = r.getLora();
         req.cache_salt = r.getCacheSalt();
         req.images = decode_images(r.getImages());
+        req.admit_group = r.getAdmitGroup();
+        req.admit_group_size = static_cast<int>(std::min<uint32_t>(r.getAdmitGroupSize(), 1u << 20));
         const int n_prompt = static_cast<int>(req.prompt.size());
         Status added = self->state.policy->add(std::move(req));
         if (!added.is_ok()) {
           emit(self, {refusal(r.getRequestId(), added, n_prompt)});
           return;
         }
+        for (uint64_t group : self->state.policy->take_opened_groups())
+          self->delayed_send(self, kAdmitGroupWait, timer_atom::value, group);
         if (self->state.setup.counters) self->state.setup.counters->prompt_tokens += static_cast<uint64_t>(n_prompt);
         pump(self);
         update_gauges(self);
@@ -528,6 +541,11 @@ scheduler_impl_actor::behavior_type scheduler_fun(scheduler_ptr self, SchedulerS
           b.setFreedPages(static_cast<uint32_t>(freed));
           b.setKeptPages(static_cast<uint32_t>(kept));
         });
+      },
+      [self](timer_atom, uint64_t group) {  // an admit group's deadline
+        self->state.policy->release_group(group);
+        pump(self);
+        update_gauges(self);
       },
       [self](const abort_msg& msg) {
         const uint64_t id = msg.reader().getRequestId();

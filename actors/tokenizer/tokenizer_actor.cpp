@@ -52,6 +52,8 @@ generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vect
     b.setCacheSalt(r.getCacheSalt());
     b.setSkipSpecialTokens(r.getSkipSpecialTokens());
     b.setImages(r.getImages());
+    b.setAdmitGroup(r.getAdmitGroup());
+    b.setAdmitGroupSize(r.getAdmitGroupSize());
   });
 }
 

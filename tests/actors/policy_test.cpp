@@ -280,5 +280,77 @@ TEST(SchedulerPolicy, ContextLimitEndsWithLength) {
   EXPECT_EQ(steps, 2);
 }
 
+// Admit groups (a beam search's step): no member is admitted before the whole group has arrived,
+// so the group runs in one step; a released group (its deadline passed) goes with what arrived.
+// Sequences already running keep decoding while the group forms.
+SeqRequest grouped(uint64_t id, uint64_t group, int size) {
+  SeqRequest r = req(id, 2, 1);
+  r.admit_group = group;
+  r.admit_group_size = size;
+  return r;
+}
+
+TEST(SchedulerPolicy, AnAdmitGroupIsPlannedInOneStep) {
+  SchedulerPolicy p(limits(), 100);
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(req(9, 2, 3)).is_ok());
+  auto s = p.plan(pages);
+  ASSERT_TRUE(s.has_value());
+  p.complete(s->step_id, sample_all(*s, 50), pages);  // 9 decodes from now on
+  ASSERT_TRUE(p.add(grouped(1, 77, 3)).is_ok());
+  EXPECT_EQ(p.take_opened_groups(), (std::vector<uint64_t>{77}));
+  ASSERT_TRUE(p.add(grouped(2, 77, 3)).is_ok());
+  EXPECT_TRUE(p.take_opened_groups().empty()) << "opened once";
+  EXPECT_EQ(p.n_forming_groups(), 1);
+  s = p.plan(pages);
+  ASSERT_TRUE(s.has_value()) << "the running sequence decodes";
+  ASSERT_EQ(s->seqs.size(), 1u);
+  EXPECT_EQ(s->seqs[0].seq_id, 9u);
+  EXPECT_EQ(p.n_waiting(), 2) << "the group waits for its third member";
+  p.complete(s->step_id, sample_all(*s, 50), pages);
+  ASSERT_TRUE(p.add(grouped(3, 77, 3)).is_ok());
+  EXPECT_EQ(p.n_forming_groups(), 0);
+  s = p.plan(pages);
+  ASSERT_TRUE(s.has_value());
+  std::vector<uint64_t> ids;
+  for (const auto& w : s->seqs) ids.push_back(w.seq_id);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<uint64_t>{1, 2, 3, 9})) << "the whole group in one step, beside the decode";
+}
+
+TEST(SchedulerPolicy, AReleasedGroupGoesWithWhatArrived) {
+  SchedulerPolicy p(limits(), 100);
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(grouped(1, 5, 3)).is_ok());
+  ASSERT_TRUE(p.add(grouped(2, 5, 3)).is_ok());
+  ASSERT_TRUE(p.add(req(3, 2, 1)).is_ok());  // behind the group: nothing overtakes it
+  EXPECT_FALSE(p.plan(pages).has_value());
+  p.release_group(5);  // its third member was refused on the way
+  EXPECT_EQ(p.n_forming_groups(), 0);
+  auto s = p.plan(pages);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->seqs.size(), 3u);
+  // A late member of a released group does not wait either.
+  p.complete(s->step_id, sample_all(*s, 50), pages);
+  ASSERT_TRUE(p.add(grouped(4, 5, 3)).is_ok());
+  s = p.plan(pages);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->seqs.size(), 1u);
+  EXPECT_EQ(s->seqs[0].seq_id, 4u);
+  // An aborted waiting member leaves the queue; the rest still wait for the group's deadline.
+  ASSERT_TRUE(p.add(grouped(10, 6, 3)).is_ok());
+  ASSERT_TRUE(p.add(grouped(11, 6, 3)).is_ok());
+  EXPECT_EQ(p.abort(10, pages).size(), 1u);
+  p.complete(s->step_id, sample_all(*s, 50), pages);
+  EXPECT_FALSE(p.plan(pages).has_value());
+  p.release_group(6);
+  s = p.plan(pages);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->seqs.size(), 1u);
+  EXPECT_EQ(s->seqs[0].seq_id, 11u);
+  SeqRequest sizeless = grouped(12, 8, 0);
+  EXPECT_EQ(p.add(sizeless).code(), StatusCode::invalid_argument);
+}
+
 }  // namespace
 }  // namespace brigade

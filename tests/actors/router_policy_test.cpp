@@ -280,6 +280,33 @@ TEST(RouterPolicy, LoadCountsRequestsAndPendingPromptTokens) {
   EXPECT_EQ(p.load(a->instance).n_requests, 1);
 }
 
+// The members of an admit group (a beam search's step) go where its first member went, so one
+// scheduler admits them together; requests outside it take their turns as usual. Once the group
+// is complete its id means nothing; a member whose instance went down is routed afresh.
+TEST(RouterPolicy, AnAdmitGroupGoesToOneInstance) {
+  RouterConfig c;
+  c.policy = "round_robin";
+  RouterPolicy p(c, 3);
+  auto first = p.route(1, seq(0, 10), 0, {}, /*group=*/40, /*group_size=*/3);
+  ASSERT_TRUE(first.has_value());
+  auto other = p.route(2, seq(0, 10));
+  auto second = p.route(3, seq(50, 10), 0, {}, 40, 3);
+  auto third = p.route(4, seq(90, 10), 0, {}, 40, 3);
+  ASSERT_TRUE(other.has_value() && second.has_value() && third.has_value());
+  EXPECT_EQ(second->instance, first->instance);
+  EXPECT_EQ(third->instance, first->instance);
+  EXPECT_NE(other->instance, first->instance) << "round robin went on for the others";
+  EXPECT_EQ(p.load(first->instance).n_requests, 3);
+  auto again = p.route(5, seq(0, 10), 0, {}, 40, 3);  // a new group of the same id: routed afresh
+  ASSERT_TRUE(again.has_value());
+  auto g1 = p.route(6, seq(0, 10), 0, {}, 41, 2);
+  ASSERT_TRUE(g1.has_value());
+  p.instance_down(g1->instance);
+  auto g2 = p.route(7, seq(0, 10), 0, {}, 41, 2);
+  ASSERT_TRUE(g2.has_value());
+  EXPECT_NE(g2->instance, g1->instance) << "not to an instance that is down";
+}
+
 TEST(RouterPolicy, RoundRobinTakesTurns) {
   RouterConfig c;
   c.policy = "round_robin";
