@@ -9,8 +9,8 @@
 // A later prompt that continues that node's path matches whole pages as usual, then the longest
 // common run of its next tokens with a tail or with the first page of a child (match_partial): the
 // caller copies those leading rows of that page into a page of its own (copy-on-write: a tail is
-// never written again) instead of computing them. A tail is evictable unless held (hold()), its
-// node need not be.
+// never written again) instead of computing them. A tail is evictable unless held (hold()), even
+// while a sequence locks its node; a node with tails is not a leaf.
 //
 // Sequences that use cached pages lock the node where their cached prefix ends; a lock holds every
 // node on the path to the root. Unlocked leaves are evicted by the configured policy: LRU (least
