@@ -3,6 +3,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "kvstore/kv_layout.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace brigade {
@@ -188,6 +189,37 @@ TEST(GpuOps, WriteKvIntoPages) {
     gpu()->write_kv({kg.tensor, vg.tensor}, qg.tensor, l, sg.tensor);
     EXPECT_EQ(get(*gpu(), kg.tensor), get(cpu(), kc.tensor));  // bf16 inputs copy exactly
     EXPECT_EQ(get(*gpu(), vg.tensor), get(cpu(), vc.tensor));
+  }
+}
+
+// KvCache::copy_rows through CudaBackend::copy (a device-to-device copy): the leading rows of a
+// page land in another page as on the CPU, the rest of it untouched (a prefix-cache match ending
+// inside a cached page).
+TEST(GpuOps, KvCopyRowsMatchesCpu) {
+  BRIGADE_REQUIRE_GPU();
+  KvLayout layout;
+  layout.n_layers = 3;
+  layout.n_pages = 6;
+  layout.page_size = 16;
+  layout.n_kv_heads = 2;
+  layout.head_dim = 64;
+  layout.dtype = DType::bf16;
+  auto on_gpu = KvCache::allocate(*gpu(), layout);
+  auto on_cpu = KvCache::allocate(cpu(), layout);
+  ASSERT_TRUE(on_gpu.has_value() && on_cpu.has_value());
+  std::vector<std::byte> page(layout.page_bytes());
+  for (int32_t p = 0; p < layout.n_pages; ++p) {
+    for (size_t i = 0; i < page.size(); ++i) page[i] = static_cast<std::byte>((i * 31 + static_cast<size_t>(p) * 7) % 251);
+    ASSERT_TRUE(on_gpu->write_page(*gpu(), p, page).is_ok());
+    ASSERT_TRUE(on_cpu->write_page(cpu(), p, page).is_ok());
+  }
+  ASSERT_TRUE(on_gpu->copy_rows(*gpu(), 1, 4, 11).is_ok());
+  ASSERT_TRUE(on_cpu->copy_rows(cpu(), 1, 4, 11).is_ok());
+  std::vector<std::byte> got(layout.page_bytes()), want(layout.page_bytes());
+  for (int32_t p = 0; p < layout.n_pages; ++p) {
+    ASSERT_TRUE(on_gpu->read_page(*gpu(), p, got).is_ok());
+    ASSERT_TRUE(on_cpu->read_page(cpu(), p, want).is_ok());
+    EXPECT_EQ(got, want) << "page " << p;
   }
 }
 
