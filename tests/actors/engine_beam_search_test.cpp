@@ -15,6 +15,7 @@
 #include <numeric>
 
 #include "brigade/engine.h"
+#include "brigade/station.h"
 #include "models/mapped_file.h"
 #include "models/make_model.h"
 #include "tests/engine_test_util.h"
@@ -142,6 +143,45 @@ TEST_F(EngineBeamSearch, ThePrefixCacheServesTheBeamsSharedPagesAndChangesNothin
   // Every step after the first runs W requests whose prompts are the 41-token prompt and more.
   EXPECT_GT(s.cache_hit_tokens, static_cast<uint64_t>(c.options.beam_width) * 32 * (with->steps - 1));
   EXPECT_EQ(plain->stats().cache_hit_tokens, 0u);
+  // Each step's request continues inside the page its parent's request left partly filled: those
+  // rows are copied (cache.partial_pages), so a beam computes one token per step.
+  EXPECT_GT(s.cache_partial_hit_tokens, 0u);
+  // Step 0 runs the prompt alone; every later step has W running beams (transformers' rule).
+  EXPECT_EQ(s.step_tokens,
+            c.options.prompt_ids.size() + static_cast<uint64_t>(with->steps - 1) * static_cast<uint64_t>(c.options.beam_width))
+      << "the prompt once, then one token per running beam and step";
+}
+
+// A station holds every third request it sees for 10 ms, longer than an admit group's 5 ms
+// deadline: a step's group loses a member on the way, the scheduler's deadline admits the others
+// without it, and the straggler runs when it comes. The search still finds transformers' beams.
+class Straggler final : public Station {
+ public:
+  StationVerdict on_request(StationRequest& request, StationContext& ctx) override {
+    if (++n_ % 3 != 0) return StationVerdict::pass();
+    const uint64_t id = request.id;
+    ctx.after(std::chrono::milliseconds(10), [id, &ctx] { ctx.release(id); });
+    return StationVerdict::hold();
+  }
+
+ private:
+  int n_ = 0;
+};
+
+TEST_F(EngineBeamSearch, AStepWithAStragglingRequestStillFindsTheBeams) {
+  const auto cases = read_cases();
+  ASSERT_FALSE(cases.empty());
+  EngineOptions o = stories_options();
+  o.station_types["straggler"] = [](const StationSpec&) -> Expected<std::unique_ptr<Station>> {
+    return std::unique_ptr<Station>(std::make_unique<Straggler>());
+  };
+  o.topology.stations.push_back({"late", "straggler", false, {}});
+  auto engine = testing::create_engine(o);
+  ASSERT_TRUE(engine);
+  auto got = engine->beam_search(cases[0].options);
+  ASSERT_TRUE(got.has_value()) << cases[0].name << ": " << got.status().to_string();
+  expect_matches(cases[0], *got);
+  EXPECT_GT(got->steps, 3) << "several steps, so several groups lost a member";
 }
 
 TEST_F(EngineBeamSearch, TheEndIdLeavesTheOutputUnlessIncluded) {
