@@ -481,6 +481,12 @@ TEST_F(StepRunnerPaths, CopiedRowsGiveTheTokensOfComputedOnes) {
       w.prompt_len = 23;
       return w;
     };
+    auto copying = [](SeqWorkItem w, int32_t src, int32_t dst, int rows) {
+      w.copy_src = src;
+      w.copy_dst = dst;
+      w.copy_rows = rows;
+      return w;
+    };
     PlannedStep first;  // sequence 1 computes the prompt into pages 8 and 9 (rows 16..19 in 9)
     first.step_id = 1;
     first.seqs.push_back(item(1, 0, prompt, {8, 9}));
@@ -489,11 +495,7 @@ TEST_F(StepRunnerPaths, CopiedRowsGiveTheTokensOfComputedOnes) {
     whole.insert(whole.end(), extra.begin(), extra.end());
     PlannedStep second;  // 2 reads page 8, copies 4 rows of 9 into 16; 3 computes everything
     second.step_id = 2;
-    SeqWorkItem copied = item(2, 20, extra, {8, 16});
-    copied.copy_src = 9;
-    copied.copy_dst = 16;
-    copied.copy_rows = 4;
-    second.seqs.push_back(copied);
+    second.seqs.push_back(copying(item(2, 20, extra, {8, 16}), 9, 16, 4));
     second.seqs.push_back(item(3, 0, whole, {24, 25}));
     r->backend.log.clear();
     auto got = r->runner->run(second);
@@ -508,10 +510,7 @@ TEST_F(StepRunnerPaths, CopiedRowsGiveTheTokensOfComputedOnes) {
     // The destination page must be the block at the copied rows' position.
     PlannedStep bad;
     bad.step_id = 3;
-    SeqWorkItem w = item(4, 20, extra, {8, 32});
-    w.copy_src = 9;
-    w.copy_dst = 33;
-    w.copy_rows = 4;
+    SeqWorkItem w = copying(item(4, 20, extra, {8, 32}), 9, 33, 4);
     bad.seqs.push_back(w);
     r->backend.log.clear();
     auto refused = r->runner->run(bad);
