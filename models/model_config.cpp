@@ -33,12 +33,27 @@ bool is_sparse_moe(const std::string& arch) {
   return arch == "qwen3_moe" || arch == "qwen2_moe" || arch == "mixtral" || arch == "gpt_oss";
 }
 
-// Which family a config describes: architectures[0] wins, model_type otherwise.
-Expected<std::string> detect_arch(const json& j) {
+constexpr std::string_view kSeqCls = "ForSequenceClassification";
+
+// Which family a config describes: architectures[0] wins, model_type otherwise. A
+// *ForSequenceClassification architecture is its family's decoder under a classifier head
+// (models/classifier.h): `seq_cls` says so.
+Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
   std::string arch_name;
   if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() &&
                                          (*it)[0].is_string())
     arch_name = (*it)[0].get<std::string>();
+  seq_cls = arch_name.ends_with(kSeqCls) && arch_name.size() > kSeqCls.size();
+  if (seq_cls) {
+    const std::string base = arch_name.substr(0, arch_name.size() - kSeqCls.size());
+    // transformers' names: Gemma 3's text classifier is Gemma3TextForSequenceClassification.
+    arch_name = (base == "Gemma3Text" ? std::string("Gemma3") : base) + "ForCausalLM";
+    if (base.starts_with("Deepseek"))
+      return unsupported("config.json: architecture '" + base + std::string(kSeqCls) +
+                         "' is not supported: sequence classification runs on the Llama-family decoders (llama, "
+                         "mistral, qwen2, qwen3, qwen2_moe, qwen3_moe, mixtral, phi3, gemma2, gemma3_text, gpt_oss, "
+                         "glm4_moe)");
+  }
   std::string model_type;
   if (auto it = j.find("model_type"); it != j.end() && it->is_string()) model_type = it->get<std::string>();
   if (arch_name == "LlamaForCausalLM" || arch_name == "MistralForCausalLM") return std::string("llama");
@@ -62,6 +77,7 @@ Expected<std::string> detect_arch(const json& j) {
         model_type == "gemma3_text" || model_type == "gpt_oss" || model_type == "glm4_moe")
       return model_type;
   }
+  if (seq_cls) arch_name = arch_name.substr(0, arch_name.size() - std::string_view("ForCausalLM").size()) + std::string(kSeqCls);
   const std::string what = !arch_name.empty() ? "architecture '" + arch_name + "'"
                          : !model_type.empty() ? "model_type '" + model_type + "'"
                                                : std::string("no architectures/model_type");
@@ -383,9 +399,11 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
                               std::to_string(c.n_layers) + " decoder layers (one layer takes each)");
     return c;
   }
-  BRIGADE_ASSIGN_OR_RETURN(std::string arch, detect_arch(j));
+  bool seq_cls = false;
+  BRIGADE_ASSIGN_OR_RETURN(std::string arch, detect_arch(j, seq_cls));
   ModelConfig c;
   c.arch = arch;
+  c.seq_cls = seq_cls;
   c.rope_style = RopeStyle::neox;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "hidden_size", c.hidden_size, true));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "num_hidden_layers", c.n_layers, true));
@@ -403,6 +421,9 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_rope(j, c));
   c.tie_embeddings = is_gemma(c.arch);  // Gemma2Config / Gemma3TextConfig tie by default; the Hub's omit the field
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
+  // A classifier checkpoint stores score.weight, no lm_head: the decoder's head is its embedding,
+  // so every path that computes logits stays well-formed; the engine refuses to generate with it.
+  if (c.seq_cls) c.tie_embeddings = true;
   BRIGADE_RETURN_IF_ERROR(read_attention_shape(j, c));
   BRIGADE_RETURN_IF_ERROR(read_moe(j, c));
   if (is_deepseek(c.arch)) BRIGADE_RETURN_IF_ERROR(read_deepseek(j, c));

@@ -39,6 +39,8 @@ struct ModelConfig {
                                 // 0 = head_dim (rope_dims())
   RopeScaling rope_scaling;     // folded into the RoPE frequencies at load (rope_scaling.h)
   bool tie_embeddings = false;  // lm_head is the token embedding (no lm_head.weight stored)
+  bool seq_cls = false;         // a *ForSequenceClassification checkpoint: score.weight instead of an lm_head
+                                // (models/classifier.h); tie_embeddings is set so the decoder needs none
   bool attention_bias = false;  // config.json's attention_bias (llama: q/k/v and o biases)
   bool qkv_bias = false;        // q/k/v projections carry biases (qwen2; llama attention_bias)
   bool o_bias = false;          // o projection carries a bias (llama attention_bias)

@@ -43,6 +43,13 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& path) {
   return load_bpe_tokenizer(text, config_text, json_path.string());
 }
 
+Expected<std::vector<int32_t>> Tokenizer::encode_pair(std::string_view a, std::string_view b) const {
+  BRIGADE_ASSIGN_OR_RETURN(std::vector<int32_t> out, encode(a, true));
+  BRIGADE_ASSIGN_OR_RETURN(std::vector<int32_t> second, encode(b, true));
+  out.insert(out.end(), second.begin(), second.end());
+  return out;
+}
+
 Expected<std::string> Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
   std::string out;
   for (int32_t id : ids) {

@@ -30,6 +30,13 @@ class Tokenizer {
   // there is one). invalid_argument when text is not valid UTF-8.
   // Thread-safe: may be called concurrently.
   virtual Expected<std::vector<int32_t>> encode(std::string_view text, bool add_bos) const = 0;
+  // Encodes a pair of texts with the special tokens Hugging Face's tokenizer(text=a, text_pair=b)
+  // adds (what a cross-encoder scores): a tokenizer.json post-processor's pair template
+  // (Llama 3's "<|begin_of_text|> $A <|begin_of_text|> $B", BERT's "[CLS] $A [SEP] $B [SEP]",
+  // RoBERTa's "<s> $A </s> </s> $B </s>"); by default encode(a, true) then encode(b, true), which
+  // is a SentencePiece Llama tokenizer's "<s> $A <s> $B" and, for a tokenizer that adds nothing,
+  // the two encodings joined. unsupported for a post-processor with a single template only.
+  virtual Expected<std::vector<int32_t>> encode_pair(std::string_view a, std::string_view b) const;
   // The bytes of one token (special tokens give their text; may be a partial UTF-8 sequence).
   // Empty for an id outside [0, vocab_size()).
   virtual std::string token_to_piece(int32_t id) const = 0;

@@ -34,6 +34,7 @@ class BpeTokenizer final : public Tokenizer {
   Status parse(const json& j, const json& config, const std::string& origin);
 
   Expected<std::vector<int32_t>> encode(std::string_view text, bool add_bos) const override;
+  Expected<std::vector<int32_t>> encode_pair(std::string_view a, std::string_view b) const override;
   std::string token_to_piece(int32_t id) const override {
     return id >= 0 && id < vocab_size() ? pieces_[static_cast<size_t>(id)] : std::string();
   }
@@ -71,6 +72,10 @@ class BpeTokenizer final : public Tokenizer {
   // template (prefix_/suffix_ set, templated_), else bos_ first.
   bool templated_ = false;
   std::vector<int32_t> prefix_, suffix_;
+  // The pair template (encode_pair): special token ids, with kPairA / kPairB where the texts go;
+  // empty when the post-processor has none.
+  static constexpr int32_t kPairA = -1, kPairB = -2;
+  std::vector<int32_t> pair_;
   mutable std::mutex cache_mu_;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;  // word bytes -> ids
 };
@@ -200,6 +205,8 @@ Status BpeTokenizer::parse_post_processor(const json& post, const std::string& o
     BRIGADE_ASSIGN_OR_RETURN(int32_t sep, id_of(post.value("sep", json())));
     prefix_ = {cls};
     suffix_ = {sep};
+    pair_ = type == "BertProcessing" ? std::vector<int32_t>{cls, kPairA, sep, kPairB, sep}
+                                     : std::vector<int32_t>{cls, kPairA, sep, sep, kPairB, sep};
     templated_ = true;
     return Status::ok();
   }
@@ -209,15 +216,10 @@ Status BpeTokenizer::parse_post_processor(const json& post, const std::string& o
   const json& single = post.value("single", json());
   const json& specials = post.value("special_tokens", json::object());
   if (!single.is_array() || !specials.is_object()) return bad("TemplateProcessing has no single template");
-  bool seen_a = false;
-  for (const auto& item : single) {
-    if (item.is_object() && item.contains("Sequence")) {
-      if (seen_a || item["Sequence"].value("id", "") != "A") return bad("single template holds one sequence, $A");
-      seen_a = true;
-      continue;
-    }
+  // A template item that is not a Sequence: its special token's ids, appended to `out`.
+  auto append_special = [&](const json& item, const std::string& which, std::vector<int32_t>& out) -> Status {
     if (!item.is_object() || !item.contains("SpecialToken") || !item["SpecialToken"].is_object())
-      return bad("template item is neither a Sequence nor a SpecialToken");
+      return bad(which + " template item is neither a Sequence nor a SpecialToken");
     const std::string name = item["SpecialToken"].value("id", "");
     if (!specials.contains(name) || !specials[name].is_object() || !specials[name].contains("ids") ||
         !specials[name]["ids"].is_array())
@@ -225,11 +227,36 @@ Status BpeTokenizer::parse_post_processor(const json& post, const std::string& o
     for (const auto& id : specials[name]["ids"]) {
       if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab_size())
         return bad("special token '" + name + "' has an id outside the vocabulary");
-      (seen_a ? suffix_ : prefix_).push_back(id.get<int32_t>());
+      out.push_back(id.get<int32_t>());
     }
+    return Status::ok();
+  };
+  bool seen_a = false;
+  for (const auto& item : single) {
+    if (item.is_object() && item.contains("Sequence")) {
+      if (seen_a || item["Sequence"].value("id", "") != "A") return bad("single template holds one sequence, $A");
+      seen_a = true;
+      continue;
+    }
+    BRIGADE_RETURN_IF_ERROR(append_special(item, "single", seen_a ? suffix_ : prefix_));
   }
   if (!seen_a) return bad("single template has no $A");
   templated_ = true;
+  const json& pair = post.value("pair", json());
+  if (pair.is_null()) return Status::ok();
+  if (!pair.is_array()) return bad("pair template is not a list");
+  int n_a = 0, n_b = 0;
+  for (const auto& item : pair) {
+    if (item.is_object() && item.contains("Sequence")) {
+      const std::string which = item["Sequence"].value("id", "");
+      if (which != "A" && which != "B") return bad("pair template names a sequence other than $A and $B");
+      (which == "A" ? n_a : n_b) += 1;
+      pair_.push_back(which == "A" ? kPairA : kPairB);
+      continue;
+    }
+    BRIGADE_RETURN_IF_ERROR(append_special(item, "pair", pair_));
+  }
+  if (n_a != 1 || n_b != 1) return bad("pair template must hold $A and $B once each");
   return Status::ok();
 }
 
@@ -391,6 +418,21 @@ Expected<std::vector<int32_t>> BpeTokenizer::encode(std::string_view text, bool 
   }
   BRIGADE_RETURN_IF_ERROR(segment_of(text.substr(segment)));
   if (add_bos && templated_) out.insert(out.end(), suffix_.begin(), suffix_.end());
+  return out;
+}
+
+Expected<std::vector<int32_t>> BpeTokenizer::encode_pair(std::string_view a, std::string_view b) const {
+  if (!templated_) return Tokenizer::encode_pair(a, b);
+  if (pair_.empty())
+    return unsupported("this tokenizer's post-processor has no pair template: it cannot encode a pair of texts");
+  BRIGADE_ASSIGN_OR_RETURN(std::vector<int32_t> first, encode(a, false));
+  BRIGADE_ASSIGN_OR_RETURN(std::vector<int32_t> second, encode(b, false));
+  std::vector<int32_t> out;
+  for (int32_t id : pair_) {
+    if (id == kPairA) out.insert(out.end(), first.begin(), first.end());
+    else if (id == kPairB) out.insert(out.end(), second.begin(), second.end());
+    else out.push_back(id);
+  }
   return out;
 }
 

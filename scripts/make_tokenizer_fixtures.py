@@ -23,7 +23,9 @@ present) the pre-tokenizer's pieces, the ids (no special tokens added) and the d
 
 Also tests/fixtures/tokenizers/post_processor/: the fixture tokenizers with the post-processors of
 Llama 3 (BOS first) and Qwen3-Embedding (<|endoftext|> last), and each text's ids with and without
-special tokens (`python3 scripts/make_tokenizer_fixtures.py post_processor` writes only these).
+special tokens (`python3 scripts/make_tokenizer_fixtures.py post_processor` writes only these), and
+pairs.json: pairs of texts encoded as tokenizer(text=a, text_pair=b) under those post-processors,
+BERT's and RoBERTa's, and none (`... pairs` writes only these).
 
 Run from anywhere: python3 scripts/make_tokenizer_fixtures.py. It uses make_fixtures.py's virtual
 environment (.brigade/fixtures-venv; `tokenizers` comes with transformers). The output is
@@ -207,7 +209,45 @@ def write_post_processors():
     print(f"post_processor: {', '.join(vectors)}")
 
 
+# Pairs as a cross-encoder's /score tokenizes them: tokenizer(text=a, text_pair=b).
+PAIRS = [("What is the capital of France?", "Paris is."), ("", "only the second"), ("12345 !!", "<|im_start|>user")]
+
+
+def write_pairs():
+    """tests/fixtures/tokenizers/post_processor/pairs.json: each pair's ids with add_special_tokens,
+    under the two templates above, under BertProcessing and RobertaProcessing (the qwen2 fixture
+    with <|im_start|> as CLS and <|im_end|> as SEP: pairs.json holds that post_processor, for the
+    test to put into the qwen2 fixture), and under no post-processor (the qwen2 fixture itself)."""
+    from tokenizers import Tokenizer, processors
+    out_dir = OUT / "post_processor"
+    qwen2 = OUT / "qwen2" / "tokenizer.json"
+    pairs = {}
+
+    def encode_all(name, tok, post=None):
+        pairs[name] = {"post_processor": post,
+                       "pairs": [{"a": a, "b": b, "ids": tok.encode(a, b, add_special_tokens=True).ids}
+                                 for a, b in PAIRS]}
+
+    for name in POST_PROCESSORS:
+        encode_all(name, Tokenizer.from_file(str(out_dir / f"{name}.json")))
+    for name, make in (("bert", processors.BertProcessing), ("roberta", processors.RobertaProcessing)):
+        tok = Tokenizer.from_file(str(qwen2))
+        cls, sep = "<|im_start|>", "<|im_end|>"
+        tok.post_processor = make((sep, tok.token_to_id(sep)), (cls, tok.token_to_id(cls)))
+        encode_all(name, tok, json.loads(tok.to_str())["post_processor"])
+    encode_all("none", Tokenizer.from_file(str(qwen2)))
+    (out_dir / "pairs.json").write_text(json.dumps(pairs, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print(f"pairs: {', '.join(pairs)}")
+
+
 def main():
+    if sys.argv[1:] == ["pairs"]:  # needs only `tokenizers`
+        try:
+            import tokenizers  # noqa: F401
+        except ImportError:
+            ensure_venv(__file__)
+        write_pairs()
+        return
     if sys.argv[1:] == ["post_processor"]:  # needs only `tokenizers`
         try:
             import tokenizers  # noqa: F401
@@ -219,6 +259,7 @@ def main():
     for family in PATTERNS:
         write(family)
     write_post_processors()
+    write_pairs()
 
 
 if __name__ == "__main__":

@@ -95,6 +95,48 @@ TEST(HfPostProcessor, AddsWhatAddSpecialTokensAdds) {
   }
 }
 
+// encode_pair gives what Hugging Face's tokenizer(text=a, text_pair=b) gives (a cross-encoder's
+// /score input): the pair templates of Llama 3's and Qwen3-Embedding's post-processors, BERT's
+// [CLS] A [SEP] B [SEP], RoBERTa's <s> A </s></s> B </s>, and the two encodings joined without
+// a post-processor (pairs.json, scripts/make_tokenizer_fixtures.py pairs).
+TEST(HfPostProcessor, EncodesAPairAsTheTokenizerDoes) {
+  const json cases = read_json(kDir + "post_processor/pairs.json");
+  ASSERT_TRUE(cases.is_object());
+  const testing::TempDir dir("pairs");
+  for (const std::string name : {"llama3_bos", "qwen3_embedding", "bert", "roberta", "none"}) {
+    ASSERT_TRUE(cases.contains(name)) << name;
+    const json& c = cases[name];
+    std::string path = name == "none" ? kDir + "qwen2/tokenizer.json" : kDir + "post_processor/" + name + ".json";
+    if (!c["post_processor"].is_null()) {  // the qwen2 fixture under this post-processor
+      auto base = read_text_file(kDir + "qwen2/tokenizer.json");
+      ASSERT_TRUE(base.has_value());
+      json t = json::parse(*base);
+      t["post_processor"] = c["post_processor"];
+      path = dir.file(name + ".json");
+      testing::write_text(path, t.dump());
+    }
+    auto tok = Tokenizer::load(path);
+    ASSERT_TRUE(tok.has_value()) << name << ": " << tok.status().to_string();
+    ASSERT_EQ(c["pairs"].size(), 3u);
+    for (const json& p : c["pairs"]) {
+      auto ids = (*tok)->encode_pair(p["a"].get<std::string>(), p["b"].get<std::string>());
+      ASSERT_TRUE(ids.has_value()) << name << ": " << ids.status().to_string();
+      EXPECT_EQ(*ids, p["ids"].get<std::vector<int32_t>>()) << name << " " << p["a"].dump() << " | " << p["b"].dump();
+    }
+  }
+  // A template with a single form only cannot encode a pair.
+  auto base = read_text_file(kDir + "post_processor/qwen3_embedding.json");
+  ASSERT_TRUE(base.has_value());
+  json t = json::parse(*base);
+  t["post_processor"].erase("pair");
+  testing::write_text(dir.file("single_only.json"), t.dump());
+  auto single = Tokenizer::load(dir.file("single_only.json"));
+  ASSERT_TRUE(single.has_value()) << single.status().to_string();
+  auto refused = (*single)->encode_pair("a", "b");
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("no pair template"), std::string::npos) << refused.status().message();
+}
+
 TEST(HfPostProcessor, MalformedOnesAreRefusedWithTheReason) {
   auto base = read_text_file(kDir + "post_processor/qwen3_embedding.json");
   ASSERT_TRUE(base.has_value());
@@ -117,6 +159,9 @@ TEST(HfPostProcessor, MalformedOnesAreRefusedWithTheReason) {
   refused(json{{"type", "WordPieceProcessing"}}, "is not supported");
   refused(json{{"type", "BertProcessing"}, {"cls", json::array({"<s>", 1 << 20})}, {"sep", json::array({"</s>", 0})}},
           "outside the vocabulary");
+  json pair_without_b = good["post_processor"];
+  pair_without_b["pair"] = pair_without_b["single"];
+  refused(pair_without_b, "$A and $B once each");
   json two = json{{"type", "Sequence"}, {"processors", json::array({good["post_processor"], good["post_processor"]})}};
   refused(two, "two templates");
 }
