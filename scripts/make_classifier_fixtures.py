@@ -107,7 +107,7 @@ def main():
     print(f"qwen3_seq_cls: {len(PROMPTS)} prompts, {len(TEXTS)} texts")
 
     # llama_seq_cls: one label; pairs tokenized as a tokenizer pair (<|begin_of_text|> q <|begin_of_text|> d).
-    cfg = config("LlamaConfig", num_labels=1)
+    cfg = config("LlamaConfig", num_labels=1, vocab_size=712)  # the tokenizer's 705 tokens, padded
     model = transformers.LlamaForSequenceClassification(cfg).eval()
     with torch.no_grad():
         model.score.weight.normal_(0.0, 0.5)

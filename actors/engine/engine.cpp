@@ -128,7 +128,16 @@ Status validate_labels(const std::vector<std::pair<std::string, std::string>>& l
   return Status::ok();
 }
 
+// A model that cannot generate (a *ForSequenceClassification checkpoint) refuses generation.
+Status check_generates(const ModelSummary& m) {
+  if (m.generates) return Status::ok();
+  return unsupported("this model is a sequence classifier (" + (m.classifier ? m.classifier->architecture : m.arch) +
+                     ") with no lm_head: it does not generate; it serves classify and score requests "
+                     "(/classify, /score, /rerank; Engine::classify)");
+}
+
 Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
+  BRIGADE_RETURN_IF_ERROR(check_generates(m));
   if (r.max_tokens < 1 && !(r.max_tokens == 0 && r.prompt_logprobs >= 0))
     return invalid_argument("max_tokens must be >= 1, or 0 with prompt_logprobs (got " + std::to_string(r.max_tokens) + ")");
   const auto& s = r.sampling;
@@ -206,6 +215,7 @@ constexpr int kMaxBeamWidth = 32;
 // What BeamSearch::validate cannot see (max_tokens, length_penalty and the end ids it checks once
 // the config is made).
 Status validate_beam_request(const BeamSearchOptions& r, const ModelSummary& m) {
+  BRIGADE_RETURN_IF_ERROR(check_generates(m));
   if (r.beam_width < 1 || r.beam_width > kMaxBeamWidth)
     return invalid_argument("the beam width must be in [1, " + std::to_string(kMaxBeamWidth) + "] (got " +
                             std::to_string(r.beam_width) + ")");
@@ -412,7 +422,9 @@ class EngineImpl final : public Engine {
   Expected<uint64_t> submit_embed(const EmbedOptions& request, EmbedCallback on_done) override {
     BRIGADE_RETURN_IF_ERROR(validate_embed(request, summary_));
     BRIGADE_RETURN_IF_ERROR(validate_labels(request.labels));
-    return submit_as(embed_as_generate(request), summary_.pooling, embed_events(request, summary_, std::move(on_done)));
+    // A classifier reads the last token's hidden state, whatever pooling embeddings use.
+    const Pooling pooling = request.task == PoolingTask::embed ? summary_.pooling : Pooling::last;
+    return submit_as(embed_as_generate(request), pooling, embed_events(request, summary_, std::move(on_done)));
   }
   Expected<uint64_t> submit_beam_search(const BeamSearchOptions& request, BeamSearchCallback on_done) override;
   void cancel(uint64_t request_id) override {
@@ -472,6 +484,10 @@ class EngineImpl final : public Engine {
     ChatSpecialTokens tokens = chat_tokens_;
     if (chat_template_ && chat_template_->jinja) tokens = {chat_template_->jinja->bos_token(), chat_template_->jinja->eos_token()};
     return make_chat_template(source, "the request's chat_template", tokens);
+  }
+  Expected<std::vector<int32_t>> tokenize_pair(const std::string& a, const std::string& b) const override {
+    if (!tokenizer_model_) return not_found("this model has no tokenizer");
+    return tokenizer_model_->encode_pair(a, b);
   }
   Expected<std::vector<int32_t>> tokenize(const std::string& text, bool add_bos) const override {
     if (!tokenizer_model_) return not_found("this model has no tokenizer");
@@ -726,6 +742,7 @@ Status EngineImpl::start(const EngineOptions& options) {
     BRIGADE_ASSIGN_OR_RETURN(node_token_, load_node_token(options.topology.node_token_file));
   }
   BRIGADE_RETURN_IF_ERROR(check_lora_options(options));
+  BRIGADE_RETURN_IF_ERROR(check_hf_overrides(options.hf_overrides));
   // The stations are made before any weights load: a bad station fails fast.
   BRIGADE_ASSIGN_OR_RETURN(auto stations, make_stations(options.topology.stations, options.station_types));
   station_configs_ = options.topology.stations;
@@ -858,6 +875,15 @@ Status EngineImpl::start(const EngineOptions& options) {
     if (!image_processor_) spdlog::warn("engine: images cannot be loaded from files: {}", image_processor_.status().message());
   }
   resolve_pooling(options, path, summary_);
+  BRIGADE_ASSIGN_OR_RETURN(auto classifier, read_classifier(path, options.hf_overrides, tokenizer_model_.get()));
+  if (classifier) {
+    if (summary_.hidden_size > 0 && classifier->hidden != summary_.hidden_size)
+      return corrupt("the classifier takes hidden states of " + std::to_string(classifier->hidden) +
+                     " values, the model makes " + std::to_string(summary_.hidden_size));
+    summary_.generates = classifier->generates;
+    spdlog::info("engine: sequence classifier {}", classifier->describe());
+    summary_.classifier = std::make_shared<const ClassifierHead>(std::move(*classifier));
+  }
   summary_.loras = options.lora_modules;
   summary_.max_loras = options.lora_enabled() ? options.max_loras : 0;
   lora_slots_.init(options.lora_enabled() ? options.max_loras : 0, options.lora_modules);

@@ -1,13 +1,26 @@
 #include "actors/engine/engine_embed.h"
 #include "actors/engine/wait_for_answer.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 namespace brigade {
 
 Status validate_embed(const EmbedOptions& r, const ModelSummary& m) {
-  if (m.pooling == Pooling::none)
+  if (r.task == PoolingTask::embed && m.pooling == Pooling::none)
     return unsupported("this model serves no embeddings: " + m.pooling_error + " (serve it with --pooling last|mean|cls)");
+  if (r.task != PoolingTask::embed) {
+    const char* what = r.task == PoolingTask::classify ? "classification" : "cross-encoder scores";
+    if (!m.classifier)
+      return unsupported(std::string("this model has no classifier, so it serves no ") + what +
+                         " (a *ForSequenceClassification checkpoint has one; a causal LM gets one from "
+                         "--hf-overrides classifier_from_token)");
+    if (r.task == PoolingTask::score && m.classifier->num_labels != 1)
+      return invalid_argument("cross-encoder scores need a classifier of one label; this one has " +
+                              std::to_string(m.classifier->num_labels) + " (use /classify)");
+    if (r.dimensions != 0) return invalid_argument(std::string("dimensions applies to embeddings, not to ") + what);
+  }
   if (r.prompt_ids.empty() && r.prompt.empty()) return invalid_argument("the input is empty: give text or token ids");
   if (r.prompt_ids.empty() && !m.has_tokenizer)
     return invalid_argument("this model has no tokenizer: send the input as token ids");
@@ -42,12 +55,22 @@ GenerateOptions embed_as_generate(const EmbedOptions& r) {
 EventCallback embed_events(const EmbedOptions& r, const ModelSummary& m, EmbedCallback on_done) {
   const int dimensions = r.dimensions;
   const bool normalize = r.normalize.value_or(m.normalize_embeddings);
-  return [dimensions, normalize, on_done = std::move(on_done)](const Event& ev) {
+  // classify / score: the classifier over the last token's hidden state.
+  std::shared_ptr<const ClassifierHead> head = r.task == PoolingTask::embed ? nullptr : m.classifier;
+  const PoolingTask task = r.task;
+  const bool use_activation = r.use_activation;
+  return [dimensions, normalize, head, task, use_activation, on_done = std::move(on_done)](const Event& ev) {
     if (ev.finish == FinishReason::none) return;
     if (ev.finish == FinishReason::abort) return on_done(Status(StatusCode::cancelled, "the request was cancelled"));
     if (ev.finish == FinishReason::error || ev.embedding.empty()) {
       const StatusCode code = ev.error_code == StatusCode::ok ? StatusCode::internal : ev.error_code;
       return on_done(Status(code, ev.error.empty() ? "the request ended without an embedding" : ev.error));
+    }
+    if (head) {
+      if (static_cast<int>(ev.embedding.size()) != head->hidden)
+        return on_done(internal_error("the model pooled " + std::to_string(ev.embedding.size()) +
+                                      " values; the classifier takes " + std::to_string(head->hidden)));
+      return on_done(Embedding{head->outputs(ev.embedding, task, use_activation), ev.prompt_tokens});
     }
     if (dimensions > static_cast<int>(ev.embedding.size()))
       return on_done(invalid_argument("dimensions must be at most the model's embedding size " +
@@ -77,6 +100,18 @@ void resolve_pooling(const EngineOptions& options, const std::string& model_path
 
 Expected<Embedding> Engine::embed(const EmbedOptions& request) {
   return wait_for_answer<Embedding>([&](EmbedCallback done) { return submit_embed(request, std::move(done)); });
+}
+
+Expected<Classification> Engine::classify(EmbedOptions request) {
+  request.task = PoolingTask::classify;
+  BRIGADE_ASSIGN_OR_RETURN(Embedding e, embed(request));
+  Classification c;
+  c.probs = std::move(e.values);
+  c.prompt_tokens = e.prompt_tokens;
+  c.label = static_cast<int>(std::max_element(c.probs.begin(), c.probs.end()) - c.probs.begin());
+  const auto& head = model().classifier;  // embed succeeded, so there is one
+  if (head && c.label < static_cast<int>(head->labels.size())) c.label_name = head->labels[static_cast<size_t>(c.label)];
+  return c;
 }
 
 }  // namespace brigade

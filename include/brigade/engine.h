@@ -27,6 +27,7 @@
 #include "core/beam_search.h"
 #include "core/status.h"
 #include "models/chat_template.h"
+#include "models/classifier.h"
 #include "models/lora_adapter.h"
 #include "models/model_chat_template.h"
 #include "models/pooling.h"
@@ -195,7 +196,10 @@ struct Event {
 // An embedding request (OpenAI's /v1/embeddings, vLLM's pooling runner): the prompt is prefilled
 // like a generation's (chunked, sharing steps, the prefix cache, the KV pool), nothing is
 // sampled, and its final-norm hidden states are pooled into one vector by the engine's pooling
-// (ModelSummary::pooling: last, mean or cls; models/pooling.h).
+// (ModelSummary::pooling: last, mean or cls; models/pooling.h). With task classify or score
+// (a model with a classifier, ModelSummary::classifier) the last token's hidden state goes
+// through the classifier instead: Embedding::values are then the labels' outputs
+// (models/classifier.h).
 struct EmbedOptions {
   std::string prompt;               // text, tokenized by the model's tokenizer...
   std::vector<int32_t> prompt_ids;  // ...or token ids (when non-empty, `prompt` is ignored)
@@ -207,10 +211,22 @@ struct EmbedOptions {
   int truncate_prompt_tokens = 0;   // > 0: embed only the input's last this many tokens (as GenerateOptions')
   int priority = 0;                 // higher is scheduled first
   std::vector<std::pair<std::string, std::string>> labels;  // as GenerateOptions::labels
+  // embed: the pooled embedding; classify: the classifier's outputs under its /classify
+  // activation; score: under its cross-encoder activation (a classifier of one label: the score).
+  PoolingTask task = PoolingTask::embed;
+  bool use_activation = true;       // classify / score: false returns the raw logits (vLLM's use_activation)
 };
 
 struct Embedding {
-  std::vector<float> values;  // [dimensions or hidden_size] f32
+  std::vector<float> values;  // embed: [dimensions or hidden_size]; classify / score: [num_labels]
+  int prompt_tokens = 0;
+};
+
+// A finished classification (Engine::classify).
+struct Classification {
+  std::vector<float> probs;   // each label's output (the activation's, or the logits without it)
+  int label = 0;              // the index of the largest
+  std::string label_name;     // its name (config.json's id2label, else LABEL_<i>)
   int prompt_tokens = 0;
 };
 
@@ -306,6 +322,12 @@ struct ModelSummary {
   Pooling pooling = Pooling::last;
   bool normalize_embeddings = true;
   std::string pooling_error;
+  // A sequence classifier (a *ForSequenceClassification checkpoint, or a causal LM that
+  // --hf-overrides turns into one): what classify and score requests run. Null otherwise.
+  std::shared_ptr<const ClassifierHead> classifier;
+  // Whether the model generates: false for a *ForSequenceClassification checkpoint (no lm_head);
+  // generation requests are then refused.
+  bool generates = true;
   std::vector<LoraModule> loras;  // the LoRA adapters served at start (EngineOptions::lora_modules);
                                   // Engine::loras() says which are served now
   int max_loras = 0;              // adapter slots (0: LoRA off; EngineOptions::lora_enabled)
@@ -336,6 +358,10 @@ struct EngineOptions {
   // sentence-transformers files say (models/pooling.h read_pooling_config).
   std::optional<Pooling> pooling;
   std::optional<bool> normalize_embeddings;
+  // vLLM's --hf-overrides, the keys that make a classifier of a checkpoint (models/classifier.h
+  // check_hf_overrides): e.g. {"architectures": ["Qwen3ForSequenceClassification"],
+  // "classifier_from_token": ["no", "yes"], "is_original_qwen3_reranker": true}. Empty: none.
+  std::string hf_overrides;
   // Dynamic-resolution images (the Qwen2-VL family's processor; vLLM's --mm-processor-kwargs
   // min_pixels / max_pixels): bounds on an image's pixel count after smart_resize; 0 keeps the
   // model's preprocessor_config.json. Engine::load_image then also lowers max_pixels to what the
@@ -488,6 +514,9 @@ class Engine {
   virtual Expected<uint64_t> submit_embed(const EmbedOptions& request, EmbedCallback on_done) = 0;
   // Submits and waits for the embedding.
   Expected<Embedding> embed(const EmbedOptions& request);
+  // A classification: `request` with task classify, its outputs and the winning label.
+  // unsupported when the model has no classifier.
+  Expected<Classification> classify(EmbedOptions request);
 
   virtual const ModelSummary& model() const = 0;
 
@@ -576,6 +605,10 @@ class Engine {
   // tokenizer; invalid_argument for text that is not UTF-8 or an id outside the vocabulary.
   // Thread-safe; it does not wait for running requests.
   virtual Expected<std::vector<int32_t>> tokenize(const std::string& text, bool add_bos) const = 0;
+  // A pair of texts as Hugging Face's tokenizer(text=a, text_pair=b) encodes it, special tokens
+  // included (Tokenizer::encode_pair): what a cross-encoder scores. Errors as tokenize's, and
+  // unsupported for a tokenizer whose post-processor has no pair template.
+  virtual Expected<std::vector<int32_t>> tokenize_pair(const std::string& a, const std::string& b) const = 0;
   virtual Expected<std::string> detokenize(const std::vector<int32_t>& ids) const = 0;
   // Each id's string in the vocabulary, as Hugging Face's convert_ids_to_tokens gives it
   // ("Ġworld", "▁world"; vLLM's /tokenize return_token_strs). Errors as detokenize's.
