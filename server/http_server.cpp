@@ -88,6 +88,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (auto* simple = std::get_if<SimpleResponse>(&routed)) return send(*simple);
     if (auto* embed = std::get_if<EmbeddingsRequest>(&routed)) return run_embeddings(ctx_, std::move(*embed), answer_later());
     if (auto* score = std::get_if<ScoreRequest>(&routed)) return run_score(ctx_, std::move(*score), answer_later());
+    if (auto* cls = std::get_if<ClassifyRequest>(&routed)) return run_classify(ctx_, std::move(*cls), answer_later());
     start_generation(std::get<CompletionRequest>(std::move(routed)));
   }
 

@@ -245,8 +245,10 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
       return error_response(405, std::string(path) + " takes POST", StatusCode::invalid_argument);
     return cache_reset_route(ctx, req.target);
   }
-  // vLLM's scoring routes live outside /v1 too (/score, /rerank, /v2/rerank); the key guards them all.
-  const bool guarded = path.starts_with("/v1/") || path.starts_with("/v2/") || path == "/score" || path == "/rerank";
+  // vLLM's scoring routes live outside /v1 too (/score, /rerank, /v2/rerank, /classify); the key
+  // guards them all.
+  const bool guarded = path.starts_with("/v1/") || path.starts_with("/v2/") || path == "/score" || path == "/rerank" ||
+                       path == "/classify";
   if (guarded && !authorized(ctx, req.authorization)) {
     return error_response(401, "missing or wrong API key: send the header 'Authorization: Bearer <key>'",
                           StatusCode::invalid_argument);
@@ -269,6 +271,13 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
     if (parsed->truncate_prompt_tokens == -1) parsed->truncate_prompt_tokens = ctx.engine.model().max_context;
     return std::move(*parsed);
   }
+  if (path == "/classify" || path == "/v1/classify") {
+    if (!post) return error_response(405, std::string(path) + " takes POST", StatusCode::invalid_argument);
+    auto parsed = parse_classify_body(req.body);
+    if (!parsed) return error_response(400, parsed.status().message(), parsed.status().code());
+    if (parsed->truncate_prompt_tokens == -1) parsed->truncate_prompt_tokens = ctx.engine.model().max_context;
+    return std::move(*parsed);
+  }
   const bool score = path == "/score" || path == "/v1/score";
   if (score || path == "/rerank" || path == "/v1/rerank" || path == "/v2/rerank") {
     if (!post) return error_response(405, std::string(path) + " takes POST", StatusCode::invalid_argument);
@@ -283,7 +292,7 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
     return error_response(404, "no route " + std::string(path) +
                                    " (valid: POST /v1/completions, POST /v1/chat/completions, POST /v1/responses, "
                                    "POST /v1/embeddings, POST /v1/score, POST /v1/rerank, POST /v2/rerank, POST /score, "
-                                   "POST /rerank, GET /v1/models, POST /tokenize, POST /detokenize, GET /health, "
+                                   "POST /rerank, POST /classify, POST /v1/classify, GET /v1/models, POST /tokenize, POST /detokenize, GET /health, "
                                    "GET /metrics, GET /version, GET|POST /ping" +
                                    std::string(ctx.options.allow_runtime_lora_updating
                                                    ? ", POST /v1/load_lora_adapter, POST /v1/unload_lora_adapter"
@@ -295,6 +304,10 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
                           StatusCode::not_found);
   }
   if (!post) return error_response(405, std::string(path) + " takes POST", StatusCode::invalid_argument);
+  if (const ModelSummary& m = ctx.engine.model(); !m.generates)
+    return error_response(400, "this model is a sequence classifier (" + (m.classifier ? m.classifier->architecture : m.arch) +
+                                   ") with no lm_head: it does not generate; use POST /classify, /score or /rerank",
+                          StatusCode::unsupported);
   auto fail = [](const Status& st) { return error_response(http_status_for(st.code()), st.message(), st.code()); };
   Expected<CompletionRequest> parsed = invalid_argument("unreachable");
   if (responses) {

@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "brigade/engine.h"
+#include "server/classify_format.h"
 #include "server/embeddings_format.h"
 #include "server/http_server.h"
 #include "server/inflight.h"
@@ -60,8 +61,9 @@ struct HttpRequestView {
 
 // A JSON error response with the OpenAI body.
 SimpleResponse error_response(int status, const std::string& message, StatusCode code);
-// What route() hands the session: an answer, or a completion, embeddings or score request to run.
-using Routed = std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest, ScoreRequest>;
+// What route() hands the session: an answer, or a completion, embeddings, score or classify
+// request to run.
+using Routed = std::variant<SimpleResponse, CompletionRequest, EmbeddingsRequest, ScoreRequest, ClassifyRequest>;
 
 // The answer to one request, or the request to run on the engine.
 Routed route(ServerContext& ctx, const HttpRequestView& req);

@@ -43,9 +43,8 @@ Status read_common(const json& j, ScoreRequest& r) {
   }
   BRIGADE_RETURN_IF_ERROR(read_truncate_prompt_tokens(j, r.truncate_prompt_tokens));
   BRIGADE_RETURN_IF_ERROR(read_priority(j, r.priority));
-  bool ignored = false;
-  for (const char* field : {"use_activation", "activation", "softmax"})
-    BRIGADE_RETURN_IF_ERROR(read_bool(j, field, ignored));
+  for (const char* field : {"softmax", "activation", "use_activation"})  // the newest name wins
+    BRIGADE_RETURN_IF_ERROR(read_bool(j, field, r.use_activation));
   if (auto k = j.find("mm_processor_kwargs"); k != j.end() && !k->is_null() && !k->is_object())
     return invalid_argument("'mm_processor_kwargs' must be an object");
   return Status::ok();
@@ -64,6 +63,38 @@ std::vector<EmbedOptions> ScoreRequest::embed_options() const {
       o.priority = priority;
       out.push_back(std::move(o));
     }
+  }
+  return out;
+}
+
+Expected<std::vector<EmbedOptions>> ScoreRequest::cross_encoder_options(const Engine& engine,
+                                                                         const ClassifierHead& head) const {
+  std::vector<EmbedOptions> out;
+  for (size_t i = 0; i < second.size(); ++i) {
+    const PromptInput& a = first[first.size() == 1 ? 0 : i];
+    const PromptInput& b = second[i];
+    EmbedOptions o;
+    if (a.ids.empty() && b.ids.empty()) {
+      auto ids = head.use_pad_token ? engine.tokenize_pair(a.text, b.text) : engine.tokenize(a.text + b.text, true);
+      if (!ids) return ids.status();
+      o.prompt_ids = std::move(*ids);
+    } else {
+      for (const PromptInput* side : {&a, &b}) {
+        if (!side->ids.empty()) {
+          o.prompt_ids.insert(o.prompt_ids.end(), side->ids.begin(), side->ids.end());
+          continue;
+        }
+        auto ids = engine.tokenize(side->text, false);
+        if (!ids) return ids.status();
+        o.prompt_ids.insert(o.prompt_ids.end(), ids->begin(), ids->end());
+      }
+    }
+    if (o.prompt_ids.empty()) return invalid_argument("pair " + std::to_string(i) + " tokenizes to no tokens");
+    o.task = PoolingTask::score;
+    o.use_activation = use_activation;
+    o.truncate_prompt_tokens = truncate_prompt_tokens;
+    o.priority = priority;
+    out.push_back(std::move(o));
   }
   return out;
 }
@@ -136,6 +167,15 @@ std::vector<PairScore> pair_scores(size_t n_first, std::span<const Embedding> em
     const Embedding& a = embeddings[n_first == 1 ? 0 : i];
     const Embedding& b = embeddings[n_first + i];
     out[i] = {cosine_similarity(a.values, b.values), static_cast<int64_t>(a.prompt_tokens) + b.prompt_tokens};
+  }
+  return out;
+}
+
+std::vector<PairScore> cross_encoder_scores(std::span<const Embedding> outputs) {
+  std::vector<PairScore> out;
+  for (const Embedding& e : outputs) {
+    BRIGADE_CHECK(!e.values.empty(), "a score request returns its classifier's one output");
+    out.push_back({static_cast<double>(e.values[0]), e.prompt_tokens});
   }
   return out;
 }

@@ -30,18 +30,27 @@ struct ScoreRequest {
   int top_n = 0;                    // rerank: the best top_n results; 0 all of them
   int truncate_prompt_tokens = 0;   // > 0: embed each input's last k tokens; -1 until route() resolves it
   int priority = 0;                 // brigade's higher-first (vLLM's lower-first `priority`, negated)
+  bool use_activation = true;       // a cross-encoder's activation (vLLM's use_activation); a cosine has none
 
   size_t n_pairs() const { return second.size(); }
   // The engine requests: every input of `first`, then every input of `second` (a query shared by
   // every pair is embedded once).
   std::vector<EmbedOptions> embed_options() const;
+  // A cross-encoder's engine requests (a model with a classifier of one label), one per pair,
+  // task score: two texts as the classifier reads a pair (use_pad_token: engine.tokenize_pair,
+  // the tokenizer's pair template; otherwise the texts joined and tokenized with special tokens,
+  // as vLLM runs an LLM turned reranker); a side sent as token ids is joined as it is, a text
+  // beside it tokenized without special tokens. Errors: the tokenizer's (text that is not UTF-8,
+  // a tokenizer without a pair template, no tokenizer).
+  Expected<std::vector<EmbedOptions>> cross_encoder_options(const Engine& engine, const ClassifierHead& head) const;
 };
 
 // Validates a /score body: `text_1` and `text_2` (vLLM's other names for the pair, `queries` with
 // `documents` or `items`, and `data_1` with `data_2`, are read too), each a string, token ids, or
-// a batch of either (at most max_inputs); 1:1, 1:N or N:N. vLLM's `truncate_prompt_tokens` and
-// `priority`; `use_activation`/`activation`/`softmax` are checked and ignored (a cosine has no
-// activation), as is `mm_processor_kwargs`. Multimodal inputs are refused.
+// a batch of either (at most max_inputs); 1:1, 1:N or N:N. vLLM's `truncate_prompt_tokens`,
+// `priority` and `use_activation` (its older names `activation` and `softmax` too: false scores by
+// a cross-encoder's raw logit; a cosine has no activation); `mm_processor_kwargs` is checked and
+// ignored. Multimodal inputs are refused.
 Expected<ScoreRequest> parse_score_body(std::string_view body, int max_inputs = kMaxEmbeddingInputs);
 
 // Validates a /rerank body: `query` (one string or token ids), `documents` (a string, token ids,
@@ -62,6 +71,8 @@ struct PairScore {
 // Pair i's score: first[n_first == 1 ? 0 : i] against second[i]. `embeddings` holds the first
 // side's n_first embeddings, then the second side's (ScoreRequest::embed_options' order).
 std::vector<PairScore> pair_scores(size_t n_first, std::span<const Embedding> embeddings);
+// A cross-encoder's: pair i's score is its request's one output (cross_encoder_options' order).
+std::vector<PairScore> cross_encoder_scores(std::span<const Embedding> outputs);
 
 // vLLM's ScoreResponse: {"id", "object": "list", "created", "model", "data": [{"index", "object":
 // "score", "score"}], "usage": {"prompt_tokens", "total_tokens", "completion_tokens": 0}}.

@@ -37,6 +37,7 @@ struct ServeArgs {
   std::string default_chat_template_kwargs;
   std::string pooling;    // empty: the model's (sentence-transformers files), else last
   std::string normalize;  // empty: the model's; true | false
+  std::string hf_overrides;  // vLLM's --hf-overrides: the config.json keys that make a classifier
   int threads = 0;
   int io_threads = 2;
   ExecutorFlags executor;
@@ -75,6 +76,7 @@ int run_serve(const ServeArgs& a) {
       return fail(invalid_argument("--default-chat-template-kwargs must be a JSON object (e.g. '{\"enable_thinking\": false}')"));
   }
 
+  if (Status st = check_hf_overrides(a.hf_overrides); !st.is_ok()) return fail(st);
   std::optional<Pooling> pooling;
   if (!a.pooling.empty()) {
     auto p = parse_pooling(a.pooling);
@@ -86,6 +88,7 @@ int run_serve(const ServeArgs& a) {
   if (!options) return fail(options.status());
   options->pooling = pooling;
   if (!a.normalize.empty()) options->normalize_embeddings = a.normalize == "true";
+  options->hf_overrides = a.hf_overrides;
   const std::string* model = &options->model_path;
   if (Status st = apply_executor_flags(a.executor, *options); !st.is_ok()) return fail(st);
   for (const std::string& spec : a.lora_modules) {
@@ -122,9 +125,12 @@ int run_serve(const ServeArgs& a) {
   if (so.model_name.empty()) so.model_name = "brigade";
   auto server = server::HttpServer::start(**engine, so);
   if (!server) return fail(server.status());
-  std::printf("serving %s as '%s' on http://%s:%d (POST /v1/completions, /v1/chat/completions, /v1/embeddings%s; GET "
+  const ModelSummary& summary = (*engine)->model();
+  std::printf("serving %s as '%s' on http://%s:%d (POST %s/v1/embeddings%s%s; GET "
               "/v1/models, /health, /metrics)%s\n",
               model->c_str(), so.model_name.c_str(), a.host.c_str(), (*server)->port(),
+              summary.generates ? "/v1/completions, /v1/chat/completions, " : "",
+              summary.classifier ? ", /classify, /score, /rerank" : "",
               (std::string(runtime_lora ? ", /v1/load_lora_adapter, /v1/unload_lora_adapter" : "") +
                (so.allow_cache_reset ? ", /reset_prefix_cache, /flush_cache" : ""))
                   .c_str(),
@@ -177,6 +183,11 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
                   "L2-normalize embeddings: true or false (default: true when modules.json has a Normalize module or "
                   "there is no modules.json)")
       ->check(CLI::IsMember({"true", "false"}));
+  cmd->add_option("--hf-overrides", a->hf_overrides,
+                  "config.json keys laid over the model's, as vLLM's --hf-overrides, for the keys that make a "
+                  "classifier of a checkpoint: e.g. '{\"architectures\": [\"Qwen3ForSequenceClassification\"], "
+                  "\"classifier_from_token\": [\"no\", \"yes\"], \"is_original_qwen3_reranker\": true}' serves "
+                  "Qwen3-Reranker on /score, /rerank and /classify");
   cmd->add_option("--threads", a->threads, "CPU threads for the executor (0 = all cores)");
   add_executor_flags(cmd, a->executor);
   add_launch_flag(cmd, a->launch_nodes);
