@@ -5,7 +5,9 @@
 
 #include "brigade/topology.h"
 #include "models/inspect.h"
+#include "models/classifier.h"
 #include "models/model_chat_template.h"
+#include "models/tokenizer.h"
 #include "tools/commands.h"
 
 namespace brigade::tools {
@@ -63,9 +65,13 @@ int inspect_topology(const std::string& path) {
 void add_inspect_command(CLI::App& app, std::function<int()>& run) {
   auto* cmd = app.add_subcommand("inspect", "Show a checkpoint's (or topology file's) facts");
   auto path = std::make_shared<std::string>();
+  auto overrides = std::make_shared<std::string>();
   cmd->add_option("path", *path, "Checkpoint directory, llama2.c .bin, or topology .yaml")->required();
-  cmd->callback([path, &run] {
-    run = [path] {
+  cmd->add_option("--hf-overrides", *overrides,
+                  "config.json keys that make a classifier of the checkpoint (as `serve --hf-overrides`): show the "
+                  "classifier they make");
+  cmd->callback([path, overrides, &run] {
+    run = [path, overrides] {
       if (is_yaml(*path)) return inspect_topology(*path);
       auto info = inspect_model(*path);
       if (!info) return fail(info.status());
@@ -73,6 +79,11 @@ void add_inspect_command(CLI::App& app, std::function<int()>& run) {
       // Which template /v1/chat/completions renders with (bos/eos text from tokenizer_config.json).
       auto chat = load_chat_template(*path, "", {});
       std::printf("chat template: %s\n", chat ? chat->describe().c_str() : chat.status().message().c_str());
+      // The sequence classifier /classify, /score and /rerank run (models/classifier.h).
+      auto tokenizer = Tokenizer::load(*path);
+      auto head = read_classifier(*path, *overrides, tokenizer ? tokenizer->get() : nullptr);
+      if (!head) return fail(head.status());
+      if (*head) std::printf("classifier: %s\n", (*head)->describe().c_str());
       return 0;
     };
   });

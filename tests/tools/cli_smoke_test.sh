@@ -87,6 +87,19 @@ grep -q "q/k norm, sliding window 8 on 5 of 6 layers" "$dir/gemma.txt"
 grep -q "^chat template: Jinja (GGUF tokenizer.chat_template)$" "$dir/gemma.txt"
 expect_gguf_greedy "$gguf" greedy --weights f32
 
+# Classifiers (tests/fixtures/classifier, scripts/make_classifier_fixtures.py): inspect names a
+# *ForSequenceClassification checkpoint's labels, and the reranker --hf-overrides makes of a causal LM.
+cls=$(cd "$(dirname "$0")/../fixtures/classifier" && pwd)
+"$bin" inspect "$cls/qwen3_seq_cls" >"$dir/cls.txt"
+grep -q "^classifier: Qwen3ForSequenceClassification: 3 labels (negative, neutral, positive) from score.weight; /classify softmax, /score softmax$" "$dir/cls.txt"
+"$bin" inspect "$cls/qwen3_reranker" >"$dir/causal.txt"
+if grep -q "^classifier:" "$dir/causal.txt"; then exit 1; fi
+"$bin" inspect "$cls/qwen3_reranker" --hf-overrides \
+  '{"architectures": ["Qwen3ForSequenceClassification"], "classifier_from_token": ["0", "1"], "is_original_qwen3_reranker": true}' >"$dir/rr.txt"
+grep -q "^classifier: Qwen3ForSequenceClassification: 1 label (LABEL_0) from lm_head.weight rows '1' - '0' (from_2_way_softmax); /classify sigmoid, /score sigmoid; it also generates$" "$dir/rr.txt"
+if "$bin" inspect "$cls/qwen3_reranker" --hf-overrides '{"vocab_size": 3}' 2>"$dir/rr_err.txt"; then exit 1; fi
+grep -q "key 'vocab_size' is not applied" "$dir/rr_err.txt"
+
 # A gpt-oss GGUF (tests/fixtures/gguf_gpt_oss): inspect names its rules and MXFP4 experts, and
 # generate's greedy ids with the experts as stored are transformers' (its Q8_0-activation run
 # keeps them too).
