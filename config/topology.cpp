@@ -101,6 +101,7 @@ Status parse_cache(const YAML::Node& c, const std::string& where, CacheConfig& c
       .read("radix", cache.radix)
       .read("eviction", cache.eviction)
       .read("partial_pages", cache.partial_pages)
+      .read("in_batch_prefix_tokens", cache.in_batch_prefix_tokens)
       .read_bytes_or_auto("host_bytes", cache.host_bytes)
       .read("disk_path", cache.disk_path)
       .read("disk_bytes", cache.disk_bytes)
@@ -118,6 +119,8 @@ Status validate_cache(const CacheConfig& c, const std::string& w) {
     return invalid_argument(w + ": cache.eviction '" + c.eviction + "' is not one of: " + join(evictions));
   if (c.tiers_enabled() && !c.radix)
     return invalid_argument(w + ": the cache tiers (host_bytes, disk_path) need cache.radix: true");
+  if (c.in_batch_prefix_tokens < 0)
+    return invalid_argument(w + ": cache.in_batch_prefix_tokens must be >= 0 (0 = off)");
   const std::set<std::string> policies = {"write_through", "write_back"};
   if (!policies.count(c.write_policy))
     return invalid_argument(w + ": cache.write_policy '" + c.write_policy + "' is not one of: " + join(policies));

@@ -256,6 +256,9 @@ std::string ServerMetrics::render(const EngineStats& s, const std::vector<Instan
   metric(out, "brigade_prefix_cache_partial_hit_tokens_total", "counter",
          "Of the hit tokens, those whose KV rows were copied from a partly used cached page.",
          static_cast<double>(s.cache_partial_hit_tokens));
+  metric(out, "brigade_prefix_cache_in_batch_waits_total", "counter",
+         "Admissions that waited for another request's prefill of a prefix they share, to take it from the cache.",
+         static_cast<double>(s.cache_in_batch_waits));
   metric(out, "brigade_prefix_cache_loaded_tokens_total", "counter",
          "Prompt tokens whose KV pages were loaded from a lower cache tier.", static_cast<double>(s.cache_loaded_tokens));
   metric(out, "brigade_prefix_cache_evicted_pages_total", "counter", "Pages evicted from the prefix cache.",

@@ -263,6 +263,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   setup.limits.chunked_prefill = inst.scheduler.chunked_prefill;
   setup.limits.prefix_cache = inst.cache.radix;
   setup.limits.partial_pages = inst.cache.radix && inst.cache.partial_pages;
+  setup.limits.in_batch_prefix_tokens = inst.cache.radix ? inst.cache.in_batch_prefix_tokens : 0;
   if (res->model->has_vision()) {  // requests with images; the others' images are refused
     const VisionConfig& v = mc.vision;
     setup.limits.image_token = v.image_token;

@@ -208,9 +208,37 @@ std::pair<int, int> SchedulerPolicy::reset_cache(PageSource& pages) {
   return {static_cast<int>(gone.size()), cache_->n_pages()};
 }
 
+bool SchedulerPolicy::waits_for_prefill(std::span<const int32_t> key, int matched, int limit) const {
+  const int t = limits_.in_batch_prefix_tokens;
+  if (!cache_ || t <= 0 || matched + t > limit) return false;
+  const size_t want = static_cast<size_t>(matched) + static_cast<size_t>(t);
+  std::vector<int32_t> buf;
+  for (const auto& [id, r] : running_) {
+    // A sequence that has yet to compute the tokens [matched, want) and will (its whole pages
+    // enter the cache as its steps return).
+    if (r.ended != Finish::none || static_cast<size_t>(r.n_computed) >= want || r.tokens.size() < want) continue;
+    const std::span<const int32_t> other = cache_key(r, buf);
+    if (other.size() >= want && std::equal(key.begin(), key.begin() + static_cast<std::ptrdiff_t>(want), other.begin()))
+      return true;
+  }
+  return false;
+}
+
 bool SchedulerPolicy::admit_next(PageSource& pages) {
   if (waiting_.empty() || static_cast<int>(running_.size()) >= limits_.max_running) return false;
-  Seq& s = waiting_.front();
+  // The head; while it waits for a running sequence to prefill the prefix they share (in-batch
+  // prefix sharing), the next that does not, a few deep.
+  constexpr size_t kScan = 16;
+  for (size_t i = 0; i < waiting_.size() && i < kScan; ++i) {
+    if (admit_at(i, pages)) return true;
+    if (!waiting_[i].deferred) return false;  // it waits for pages or its group: nothing overtakes it
+  }
+  return false;
+}
+
+bool SchedulerPolicy::admit_at(size_t i, PageSource& pages) {
+  Seq& s = waiting_[i];
+  s.deferred = false;
   if (waits_for_group(s)) return false;  // the rest of its group is on its way
   const int known = static_cast<int>(s.tokens.size());
   if (s.n_import_tokens > 0) {  // PD: its KV arrives from the prefill instance instead
@@ -220,7 +248,7 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
     admit_import(s);
     const uint64_t id = s.req.id;
     running_.emplace(id, std::move(s));
-    waiting_.pop_front();
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
     return true;
   }
   RadixTree::Match m;
@@ -232,6 +260,12 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
     if (limits_.spec.mtp && m.n_tokens > 0) m = cache_->match(key, m.n_tokens - 1);  // SpeculativeLimits::mtp
     // An image's rows are computed together: a match ending inside one stops before it.
     if (const int safe = image_safe_prefix(s, m.n_tokens); safe < m.n_tokens) m = cache_->match(key, safe);
+    if (waits_for_prefill(key, m.n_tokens, limit)) {
+      s.deferred = true;
+      if (!s.waited_for_prefill) ++cache_stats_.in_batch_waits;
+      s.waited_for_prefill = true;
+      return false;
+    }
     cache_->lock(m.node);                    // so that making room below cannot evict it
   }
   auto got = take_pages(s.blocks.pages_needed(known + 1) - static_cast<int>(m.pages.size()), pages);
@@ -274,7 +308,7 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
   if (cache_ && !s.loading) match_partial_page(s, m, key, limit);
   const uint64_t id = s.req.id;
   running_.emplace(id, std::move(s));
-  waiting_.pop_front();
+  waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
   return true;
 }
 

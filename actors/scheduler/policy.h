@@ -115,6 +115,11 @@ struct SchedulerLimits {
   // diverges in or ends in) instead of computing them (RadixTree "tails"; cache.partial_pages).
   // Not with an MTP module (SpeculativeLimits::mtp).
   bool partial_pages = false;
+  // In-batch prefix sharing (SGLang's in-batch prefix caching; cache.in_batch_prefix_tokens): a
+  // waiting prompt whose next this-many tokens past its cached match are ones a running sequence
+  // is still prefilling waits for that sequence to compute them, then takes them from the cache,
+  // and other waiting requests are admitted meanwhile. 0 = off. With the prefix cache only.
+  int in_batch_prefix_tokens = 0;
   EvictionPolicy eviction = EvictionPolicy::lru;
   bool lower_tiers = false;     // HiCache tiers below the device: ask them for uncached prefixes
   bool save_on_insert = true;   // with lower tiers: write-through (a page is saved when it enters
@@ -213,6 +218,8 @@ struct PrefixCacheStats {
                                 // generated for a preempted sequence)
   uint64_t hit_tokens = 0;      // prompt tokens served from the device tier (prefill saved)
   uint64_t partial_hit_tokens = 0;  // of those, the rows copied from partly used pages
+  uint64_t in_batch_waits = 0;  // admissions that waited for a running sequence to prefill a prefix they
+                                // share (SchedulerLimits::in_batch_prefix_tokens), counted once each
   uint64_t loaded_tokens = 0;   // prompt tokens loaded from the lower tiers
   uint64_t evicted_pages = 0;
   int cached_pages = 0;         // pages the tree holds now
@@ -393,6 +400,8 @@ class SchedulerPolicy {
     // (a preempted sequence re-admitted over its own pages does not count them again).
     int n_cached = 0;
     bool was_preempted = false;
+    bool waited_for_prefill = false;  // counted in PrefixCacheStats::in_batch_waits
+    bool deferred = false;            // its last admission attempt waited for a prefill (admit_at)
     bool drafting = false;     // a step verifying its drafts is in flight: until it returns, its
                                // length is unknown and it is not planned again
     double spec_rate = 1.0;    // EWMA of the fraction of drafts accepted per drafting attempt
@@ -421,6 +430,8 @@ class SchedulerPolicy {
 
   void enqueue(Seq s);
   bool admit_next(PageSource& pages);
+  // Admits waiting_[i] (false: it waits for pages, its group, or, `deferred`, a running prefill).
+  bool admit_at(size_t i, PageSource& pages);
   Seq make_seq(SeqRequest request);
   // PD: admission of a transferred sequence (its pages are written, not matched or computed),
   // and the start of a prefill sequence's hand-off once its first token is in.
@@ -497,6 +508,10 @@ class SchedulerPolicy {
   bool needs_prompt_logprobs(const Seq& s) const;
   // The most leading tokens admission may take from the prefix cache.
   int cache_match_limit(const Seq& s) const;
+  // In-batch prefix sharing: whether a waiting sequence whose cache key is `key`, `matched` tokens
+  // of it cached and at most `limit` takeable, should wait for a running sequence that is still
+  // computing the next SchedulerLimits::in_batch_prefix_tokens of the same key.
+  bool waits_for_prefill(std::span<const int32_t> key, int matched, int limit) const;
   // Asks the work item to score the prompt positions of its chunk not scored yet.
   void plan_prompt_logprobs(const Seq& s, SeqWorkItem& w, StepEntry& e) const;
   // Takes the item's run; false (with s.error set) when it is not what the plan asked for.

@@ -93,6 +93,7 @@ void update_gauges(scheduler_ptr self) {
   st.setup.counters->cache_lookup_tokens = cs.lookup_tokens;
   st.setup.counters->cache_hit_tokens = cs.hit_tokens;
   st.setup.counters->cache_partial_hit_tokens = cs.partial_hit_tokens;
+  st.setup.counters->cache_in_batch_waits = cs.in_batch_waits;
   st.setup.counters->cache_loaded_tokens = cs.loaded_tokens;
   st.setup.counters->cache_evicted_pages = cs.evicted_pages;
   st.setup.counters->cache_pages = cs.cached_pages;

@@ -56,6 +56,7 @@ struct SchedulerCounters {
   std::atomic<uint64_t> cache_lookup_tokens{0};
   std::atomic<uint64_t> cache_hit_tokens{0};
   std::atomic<uint64_t> cache_partial_hit_tokens{0};
+  std::atomic<uint64_t> cache_in_batch_waits{0};
   std::atomic<uint64_t> cache_loaded_tokens{0};
   std::atomic<uint64_t> cache_evicted_pages{0};
   std::atomic<int> cache_pages{0};

@@ -403,6 +403,8 @@ struct EngineStats {
   uint64_t cache_lookup_tokens = 0;  // the tokens they looked up (vLLM's prefix_cache_queries)
   uint64_t cache_hit_tokens = 0;     // prompt tokens served from cached pages (prefill saved)
   uint64_t cache_partial_hit_tokens = 0;  // of those, rows copied from partly used pages
+  uint64_t cache_in_batch_waits = 0;      // admissions that waited for another request's prefill of a
+                                          // prefix they share (cache.in_batch_prefix_tokens)
                                           // (cache.partial_pages)
   uint64_t cache_loaded_tokens = 0;  // prompt tokens loaded from lower tiers
   uint64_t cache_evicted_pages = 0;

@@ -67,6 +67,9 @@ struct CacheConfig {
   std::string eviction = "lru";     // lru, lfu or priority
   bool partial_pages = true;        // reuse the cached rows of partly matched pages (copy-on-write
                                     // of one page per request; SchedulerLimits::partial_pages)
+  int in_batch_prefix_tokens = 32;  // a waiting prompt sharing this many uncached tokens with one being
+                                    // prefilled waits to take them from the cache (0 = off;
+                                    // SchedulerLimits::in_batch_prefix_tokens)
   static constexpr int64_t auto_bytes = -1;
   static constexpr int64_t default_host_bytes_with_disk = int64_t{1} << 30;  // 1 GiB
   int64_t host_bytes = auto_bytes;  // host memory tier; auto = 1 GiB when disk_path is set, else off;

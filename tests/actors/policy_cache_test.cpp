@@ -86,6 +86,96 @@ TEST(SchedulerPolicyCache, ASharedPrefixIsComputedOnce) {
   EXPECT_GT(st.cached_pages, 0);
 }
 
+// In-batch prefix sharing: b arrives with a (same step) and shares a's first 16 tokens, none
+// cached yet. b waits while a prefills them (an unrelated c is admitted meanwhile), then starts
+// after them, reading a's pages; with the sharing off, b computes them too.
+// Runs every planned step to completion as drain() does; each sequence's (step index, first
+// work item), and its last work item.
+struct Items {
+  std::map<uint64_t, std::pair<int, SeqWorkItem>> first;
+  std::map<uint64_t, SeqWorkItem> last;
+};
+Items run_all(SchedulerPolicy& p, PageSource& pages, int step = 0) {
+  Items out;
+  for (; p.has_work() && step < 500; ++step) {
+    auto s = p.plan(pages);
+    if (!s) break;
+    std::vector<SampledResult> r;
+    for (const auto& w : s->seqs) {
+      out.first.emplace(w.seq_id, std::pair{step, w});
+      out.last[w.seq_id] = w;
+      if (w.sample) r.push_back({w.seq_id, static_cast<int32_t>(500 + w.start_pos), 0.0f, {}});
+    }
+    p.complete(s->step_id, r, pages);
+  }
+  return out;
+}
+
+TEST(SchedulerPolicyCache, APromptWaitsForTheSharedPrefixBeingPrefilledAndTakesItFromTheCache) {
+  for (const int share : {4, 0}) {
+    SchedulerLimits l = cache_limits();
+    l.max_step_tokens = 8;  // a's 20 tokens take three steps
+    l.in_batch_prefix_tokens = share;
+    SchedulerPolicy p(l, 64, root_key("m"));
+    PoolSource pages(64);
+    auto b = range(10, 16);
+    b.insert(b.end(), {900, 901});
+    ASSERT_TRUE(p.add(prompt_req(1, range(10, 20), 2)).is_ok());
+    ASSERT_TRUE(p.add(prompt_req(2, b, 2)).is_ok());
+    ASSERT_TRUE(p.add(prompt_req(3, range(300, 3), 2)).is_ok());
+    auto s0 = p.plan(pages);  // a's first chunk
+    ASSERT_TRUE(s0.has_value());
+    EXPECT_EQ(p.n_running(), share > 0 ? 2 : 3) << "with the sharing, c is admitted while b waits";
+    EXPECT_EQ(p.n_waiting(), share > 0 ? 1 : 0);
+    p.complete(s0->step_id, {}, pages);
+    const Items items = run_all(p, pages, 1);
+    const auto& [b_step, wb] = items.first.at(2);
+    if (share > 0) {
+      EXPECT_EQ(wb.start_pos, 16) << "b starts after the four pages a computed for both";
+      EXPECT_EQ(wb.tokens, (std::vector<int32_t>{900, 901}));
+      EXPECT_EQ(std::vector<int32_t>(wb.block_table.begin(), wb.block_table.begin() + 4),
+                std::vector<int32_t>(items.last.at(1).block_table.begin(), items.last.at(1).block_table.begin() + 4));
+      EXPECT_EQ(b_step, 2) << "admitted once a's second chunk had returned: its pages [8, 16) were in";
+      EXPECT_EQ(p.cache_stats().in_batch_waits, 1u);
+      EXPECT_EQ(p.cache_stats().hit_tokens, 16u);
+    } else {
+      EXPECT_EQ(wb.start_pos, 0) << "off: b computes the shared tokens beside a";
+      EXPECT_EQ(p.cache_stats().in_batch_waits, 0u);
+    }
+    EXPECT_EQ(pages.pool.n_used(), p.cache_stats().cached_pages) << "no page leaked";
+  }
+}
+
+// The wait ends with the leader: b, waiting for a's prefill, is admitted as soon as a is aborted
+// and computes the prefix itself; an identical prompt waits for the whole of it but its last
+// page, then computes only that.
+TEST(SchedulerPolicyCache, AWaitEndsWithTheLeaderAndNeverCoversTheLastPage) {
+  SchedulerLimits l = cache_limits();
+  l.max_step_tokens = 8;
+  l.in_batch_prefix_tokens = 4;
+  {
+    SchedulerPolicy p(l, 64, root_key("m"));
+    PoolSource pages(64);
+    ASSERT_TRUE(p.add(prompt_req(1, range(10, 20), 2)).is_ok());
+    ASSERT_TRUE(p.add(prompt_req(2, range(10, 20), 2)).is_ok());
+    auto s = p.plan(pages);  // a's first chunk; b waits
+    ASSERT_TRUE(s.has_value());
+    ASSERT_EQ(s->seqs.size(), 1u);
+    EXPECT_EQ(s->seqs[0].seq_id, 1u);
+    p.abort(1, pages);
+    p.complete(s->step_id, {}, pages);
+    const Items items = run_all(p, pages);
+    EXPECT_EQ(items.first.at(2).second.start_pos, 8) << "a's first two pages made it in before the abort";
+  }
+  SchedulerPolicy p(l, 64, root_key("m"));
+  PoolSource pages(64);
+  ASSERT_TRUE(p.add(prompt_req(1, range(10, 20), 2)).is_ok());
+  ASSERT_TRUE(p.add(prompt_req(2, range(10, 20), 2)).is_ok());
+  const Items items = run_all(p, pages);
+  EXPECT_EQ(items.first.at(2).second.start_pos, 16) << "the last page is computed for the logits (limit 19)";
+  EXPECT_EQ(items.first.at(2).second.tokens, range(26, 4));
+}
+
 TEST(SchedulerPolicyCache, AWholeCachedPromptStillComputesItsLastToken) {
   SchedulerPolicy p(cache_limits(), 64, root_key("m"));
   PoolSource pages(64);
