@@ -208,18 +208,25 @@ std::pair<int, int> SchedulerPolicy::reset_cache(PageSource& pages) {
   return {static_cast<int>(gone.size()), cache_->n_pages()};
 }
 
-bool SchedulerPolicy::waits_for_prefill(std::span<const int32_t> key, int matched, int limit) const {
+bool SchedulerPolicy::waits_for_prefill(const Seq& s, std::span<const int32_t> key, int matched, int limit) const {
   const int t = limits_.in_batch_prefix_tokens;
-  if (!cache_ || t <= 0 || matched + t > limit) return false;
-  const size_t want = static_cast<size_t>(matched) + static_cast<size_t>(t);
+  // A request that already waits follows its leader to the end of the pages they share.
+  const int need = s.waited_for_prefill ? 1 : t;
+  if (!cache_ || t <= 0 || matched + need > limit) return false;
+  const size_t head = static_cast<size_t>(matched + need);
   std::vector<int32_t> buf;
   for (const auto& [id, r] : running_) {
-    // A sequence that has yet to compute the tokens [matched, want) and will (its whole pages
-    // enter the cache as its steps return).
-    if (r.ended != Finish::none || static_cast<size_t>(r.n_computed) >= want || r.tokens.size() < want) continue;
+    if (r.ended != Finish::none || r.tokens.size() < head) continue;
     const std::span<const int32_t> other = cache_key(r, buf);
-    if (other.size() >= want && std::equal(key.begin(), key.begin() + static_cast<std::ptrdiff_t>(want), other.begin()))
-      return true;
+    if (other.size() < head || !std::equal(key.begin(), key.begin() + static_cast<std::ptrdiff_t>(head), other.begin()))
+      continue;
+    // The pages both keys begin with (whole pages: what the tree takes as r's steps return),
+    // within what this request may take from the cache.
+    size_t shared = head;
+    const size_t end = std::min({other.size(), key.size(), static_cast<size_t>(limit)});
+    while (shared < end && key[shared] == other[shared]) ++shared;
+    const int pages_end = static_cast<int>(shared) / limits_.page_size * limits_.page_size;
+    if (pages_end - matched >= need && r.n_computed < pages_end) return true;
   }
   return false;
 }
@@ -260,7 +267,7 @@ bool SchedulerPolicy::admit_at(size_t i, PageSource& pages) {
     if (limits_.spec.mtp && m.n_tokens > 0) m = cache_->match(key, m.n_tokens - 1);  // SpeculativeLimits::mtp
     // An image's rows are computed together: a match ending inside one stops before it.
     if (const int safe = image_safe_prefix(s, m.n_tokens); safe < m.n_tokens) m = cache_->match(key, safe);
-    if (waits_for_prefill(key, m.n_tokens, limit)) {
+    if (waits_for_prefill(s, key, m.n_tokens, limit)) {
       s.deferred = true;
       if (!s.waited_for_prefill) ++cache_stats_.in_batch_waits;
       s.waited_for_prefill = true;

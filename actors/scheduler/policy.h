@@ -116,9 +116,10 @@ struct SchedulerLimits {
   // Not with an MTP module (SpeculativeLimits::mtp).
   bool partial_pages = false;
   // In-batch prefix sharing (SGLang's in-batch prefix caching; cache.in_batch_prefix_tokens): a
-  // waiting prompt whose next this-many tokens past its cached match are ones a running sequence
-  // is still prefilling waits for that sequence to compute them, then takes them from the cache,
-  // and other waiting requests are admitted meanwhile. 0 = off. With the prefix cache only.
+  // waiting prompt that shares at least this many tokens past its cached match (whole pages) with
+  // a running sequence that has yet to compute them waits for it, to the end of the pages they
+  // share, then takes them from the cache; other waiting requests are admitted meanwhile. 0 = off.
+  // With the prefix cache only.
   int in_batch_prefix_tokens = 0;
   EvictionPolicy eviction = EvictionPolicy::lru;
   bool lower_tiers = false;     // HiCache tiers below the device: ask them for uncached prefixes
@@ -508,10 +509,11 @@ class SchedulerPolicy {
   bool needs_prompt_logprobs(const Seq& s) const;
   // The most leading tokens admission may take from the prefix cache.
   int cache_match_limit(const Seq& s) const;
-  // In-batch prefix sharing: whether a waiting sequence whose cache key is `key`, `matched` tokens
-  // of it cached and at most `limit` takeable, should wait for a running sequence that is still
-  // computing the next SchedulerLimits::in_batch_prefix_tokens of the same key.
-  bool waits_for_prefill(std::span<const int32_t> key, int matched, int limit) const;
+  // In-batch prefix sharing: whether waiting sequence s, whose cache key is `key`, `matched` tokens
+  // of it cached and at most `limit` takeable, should wait for a running sequence that has yet to
+  // compute whole pages the two keys begin with: at least SchedulerLimits::in_batch_prefix_tokens
+  // past the match, or, once s waits, any.
+  bool waits_for_prefill(const Seq& s, std::span<const int32_t> key, int matched, int limit) const;
   // Asks the work item to score the prompt positions of its chunk not scored yet.
   void plan_prompt_logprobs(const Seq& s, SeqWorkItem& w, StepEntry& e) const;
   // Takes the item's run; false (with s.error set) when it is not what the plan asked for.

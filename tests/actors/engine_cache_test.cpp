@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <thread>
 
 #include "brigade/engine.h"
@@ -285,6 +286,51 @@ TEST_F(EngineCache, PartlyFilledPagesGiveTheTokensThatComputingThemGives) {
     EXPECT_EQ(cached, (std::vector<int>{0, 8, 17, 26, 35})) << what;
     EXPECT_EQ(partial, 8u + 1u + 10u + 3u) << what << ": 8, 17 - 16, 26 - 16, 35 - 32 rows copied";
   }
+}
+
+// In-batch prefix sharing: four prompts sharing 36 tokens (two whole pages and 4 more), sent
+// together while the first one's prefill takes several 8-token steps. Each of the other three
+// takes the two pages from the cache (waiting for them, or finding them in when it arrives),
+// and the tokens are those of the cache off. Prompts stay under 48 tokens (see "Exactness").
+TEST_F(EngineCache, RequestsArrivingTogetherComputeTheirSharedPrefixOnce) {
+  std::vector<GenerateOptions> reqs;
+  for (int tail = 3; tail <= 6; ++tail) {
+    GenerateOptions r;
+    for (int i = 0; i < 36; ++i) r.prompt_ids.push_back((i * 29 + 5) % 290 + 3);
+    for (int i = 0; i < tail; ++i) r.prompt_ids.push_back((i * 17 + tail) % 290 + 3);
+    r.max_tokens = 6;
+    r.sampling.temperature = 0.0f;
+    r.ignore_eos = true;
+    reqs.push_back(r);
+  }
+  const auto together = [&](const CacheConfig& cache, EngineStats* stats) {
+    EngineOptions o = options_for(dir_ / "model", cache, 64);
+    o.topology.instances.front().scheduler.max_step_tokens = 8;
+    auto engine = Engine::create(o);
+    EXPECT_TRUE(engine.has_value()) << engine.status().to_string();
+    std::vector<std::vector<int32_t>> out(reqs.size());
+    if (!engine) return out;
+    std::vector<std::promise<void>> done(reqs.size());
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      auto id = (*engine)->submit(reqs[i], [&out, &done, i](const Event& ev) {
+        out[i].insert(out[i].end(), ev.token_ids.begin(), ev.token_ids.end());
+        if (ev.finish != FinishReason::none) done[i].set_value();
+      });
+      EXPECT_TRUE(id.has_value()) << id.status().to_string();
+    }
+    for (auto& d : done) d.get_future().wait();
+    if (stats) *stats = (*engine)->stats();
+    return out;
+  };
+  CacheConfig off;
+  off.radix = false;
+  const auto want = together(off, nullptr);
+  ASSERT_EQ(want.front().size(), 6u);
+  EngineStats st;
+  EXPECT_EQ(together(CacheConfig{}, &st), want);
+  EXPECT_EQ(st.cache_hit_tokens, 3u * 32u) << "each follower took the leader's two whole pages";
+  EXPECT_LE(st.cache_in_batch_waits, 3u);
+  std::printf("in-batch waits: %llu of 3\n", static_cast<unsigned long long>(st.cache_in_batch_waits));
 }
 
 // vLLM's cache_salt: a request reuses only pages computed under the same salt (the device cache
