@@ -25,18 +25,7 @@ Expected<ClassifyRequest> parse_classify_body(std::string_view body, int max_inp
   const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return invalid_argument("the request body must be a JSON object");
   ClassifyRequest r;
-  if (auto m = j.find("model"); m != j.end() && !m->is_null()) {
-    if (!m->is_string()) return invalid_argument("'model' must be a string");
-    r.model = m->get<std::string>();
-  }
-  if (j.contains("messages"))
-    return unsupported("'messages' (the chat form of /classify) is not supported: send the text to classify as 'input'");
-  auto in = j.find("input");
-  if (in == j.end() || in->is_null())
-    return invalid_argument("'input' is required: a string, an array of strings, or token ids");
-  if (in->is_array() && in->empty()) return invalid_argument("'input' is an empty array: give at least one input");
-  BRIGADE_RETURN_IF_ERROR(read_prompt_batch(*in, "input", max_inputs, r.inputs));
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "add_special_tokens", r.add_special_tokens));
+  BRIGADE_RETURN_IF_ERROR(read_pooling_input(j, max_inputs, r.model, r.inputs, r.chat, r.add_special_tokens));
   for (const char* field : {"softmax", "activation", "use_activation"})  // the newest name wins
     BRIGADE_RETURN_IF_ERROR(read_bool(j, field, r.use_activation));
   BRIGADE_RETURN_IF_ERROR(read_truncate_prompt_tokens(j, r.truncate_prompt_tokens));

@@ -20,13 +20,16 @@ struct ClassifyRequest {
   bool use_activation = true;       // false: the raw logits (vLLM's use_activation; older `activation`, `softmax`)
   int truncate_prompt_tokens = 0;   // > 0: classify each input's last k tokens; -1 until route() resolves it
   int priority = 0;                 // brigade's higher-first (vLLM's lower-first `priority`, negated)
+  // The chat form (`messages` instead of `input`; parse_pooling_chat): route() renders it with the
+  // chat template into the one text input; add_special_tokens is false by default then.
+  std::optional<CompletionRequest> chat;
   // Each input's engine request (task classify; `user` is accepted and ignored).
   EmbedOptions classify_options(size_t i) const;
 };
 
 // Validates a /classify body: `input` (at most max_inputs, none empty), `model`,
 // `add_special_tokens`, `use_activation` (and its older names), `truncate_prompt_tokens`,
-// `priority`, `user`. A chat-form body (`messages`) is refused by name: send the text as `input`.
+// `priority`, `user`; or vLLM's chat form, `messages` (parse_pooling_chat).
 Expected<ClassifyRequest> parse_classify_body(std::string_view body, int max_inputs = kMaxEmbeddingInputs);
 
 // vLLM's ClassificationResponse: {"id", "object": "list", "created", "model", "data": [{"index",

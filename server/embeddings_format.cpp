@@ -13,6 +13,7 @@ EmbedOptions EmbeddingsRequest::embed_options(size_t i) const {
   EmbedOptions o;
   o.prompt = inputs[i].text;
   o.prompt_ids = inputs[i].ids;
+  o.add_bos = add_special_tokens;
   o.dimensions = dimensions;
   o.truncate_prompt_tokens = truncate_prompt_tokens;
   o.priority = priority;
@@ -23,15 +24,7 @@ Expected<EmbeddingsRequest> parse_embeddings_body(std::string_view body, int max
   const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return invalid_argument("the request body must be a JSON object");
   EmbeddingsRequest r;
-  if (auto m = j.find("model"); m != j.end() && !m->is_null()) {
-    if (!m->is_string()) return invalid_argument("'model' must be a string");
-    r.model = m->get<std::string>();
-  }
-  auto in = j.find("input");
-  if (in == j.end() || in->is_null())
-    return invalid_argument("'input' is required: a string, an array of strings, or token ids");
-  if (in->is_array() && in->empty()) return invalid_argument("'input' is an empty array: give at least one input");
-  BRIGADE_RETURN_IF_ERROR(read_prompt_batch(*in, "input", max_inputs, r.inputs));
+  BRIGADE_RETURN_IF_ERROR(read_pooling_input(j, max_inputs, r.model, r.inputs, r.chat, r.add_special_tokens));
   if (auto f = j.find("encoding_format"); f != j.end() && !f->is_null()) {
     const std::string name = f->is_string() ? f->get<std::string>() : f->dump();
     if (name == "base64") r.encoding = EncodingFormat::base64;

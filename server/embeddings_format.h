@@ -3,6 +3,7 @@
 // without sockets; every malformed field is an invalid_argument naming it.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,6 +24,10 @@ struct EmbeddingsRequest {
   int dimensions = 0;               // 0: the whole embedding
   int truncate_prompt_tokens = 0;   // vLLM's: > 0 keeps each input's last k tokens; -1 (the context) until route() resolves it
   int priority = 0;                 // brigade's higher-first (vLLM's lower-first `priority`, negated)
+  // The chat form (`messages` instead of `input`; parse_pooling_chat): route() renders it with the
+  // chat template into the one text input.
+  std::optional<CompletionRequest> chat;
+  bool add_special_tokens = true;   // the tokenizer's special tokens around a text input; chat form: false
   // Each input's engine request (`user` is accepted and ignored, as vLLM does).
   EmbedOptions embed_options(size_t i) const;
 };
@@ -30,9 +35,11 @@ struct EmbeddingsRequest {
 // The most inputs one request may carry (OpenAI's limit).
 constexpr int kMaxEmbeddingInputs = 2048;
 
-// Validates a body: `input` required (no empty string or array), at most max_inputs inputs;
-// `encoding_format` float | base64; `dimensions` an integer >= 1 (its upper bound, the model's
-// embedding size, is the engine's check); vLLM's `truncate_prompt_tokens` and `priority`.
+// Validates a body: `input` required (no empty string or array), at most max_inputs inputs, or
+// vLLM's chat form, `messages` (parse_pooling_chat); `encoding_format` float | base64;
+// `dimensions` an integer >= 1 (its upper bound, the model's embedding size, is the engine's
+// check); vLLM's `truncate_prompt_tokens`, `priority` and `add_special_tokens` (default true, the
+// chat form false).
 Expected<EmbeddingsRequest> parse_embeddings_body(std::string_view body, int max_inputs = kMaxEmbeddingInputs);
 
 // The response: {"object": "list", "data": [{"object": "embedding", "index": i, "embedding":

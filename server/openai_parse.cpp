@@ -699,6 +699,39 @@ Expected<TokenizeRequest> parse_tokenize_body(std::string_view body) {
   return r;
 }
 
+Expected<CompletionRequest> parse_pooling_chat(const json& body) {
+  if (body.contains("input")) return invalid_argument("send 'input' or 'messages', not both");
+  json chat = body;
+  if (!chat.contains("add_generation_prompt") || chat["add_generation_prompt"].is_null())
+    chat["add_generation_prompt"] = false;
+  BRIGADE_ASSIGN_OR_RETURN(CompletionRequest r, parse_completion_request(chat, Endpoint::chat));
+  if (!r.image_urls.empty())
+    return unsupported("images in the chat form of a pooling request are not supported: send the messages without "
+                       "image parts");
+  return r;
+}
+
+Status read_pooling_input(const json& body, int max_inputs, std::string& model, std::vector<PromptInput>& inputs,
+                          std::optional<CompletionRequest>& chat, bool& add_special_tokens) {
+  if (auto m = body.find("model"); m != body.end() && !m->is_null()) {
+    if (!m->is_string()) return invalid_argument("'model' must be a string");
+    model = m->get<std::string>();
+  }
+  add_special_tokens = true;
+  if (body.contains("messages")) {
+    BRIGADE_ASSIGN_OR_RETURN(CompletionRequest c, parse_pooling_chat(body));
+    chat = std::move(c);
+    add_special_tokens = false;
+  } else {
+    auto in = body.find("input");
+    if (in == body.end() || in->is_null())
+      return invalid_argument("'input' is required: a string, an array of strings, or token ids (or 'messages')");
+    if (in->is_array() && in->empty()) return invalid_argument("'input' is an empty array: give at least one input");
+    BRIGADE_RETURN_IF_ERROR(read_prompt_batch(*in, "input", max_inputs, inputs));
+  }
+  return read_bool(body, "add_special_tokens", add_special_tokens);
+}
+
 Expected<std::vector<int32_t>> parse_detokenize_body(std::string_view body) {
   BRIGADE_ASSIGN_OR_RETURN(json j, parse_object(body));
   auto tokens = j.find("tokens");

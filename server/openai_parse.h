@@ -167,6 +167,19 @@ struct TokenizeRequest {
   bool return_token_strs = false;         // token_strs: each id's vocabulary string
 };
 Expected<TokenizeRequest> parse_tokenize_body(std::string_view body);
+
+// vLLM's chat form of the pooling routes (/v1/embeddings and /classify with `messages` instead of
+// `input`): the body read as a chat completion's (messages, tools, documents, chat_template,
+// chat_template_kwargs, continue_final_message), with add_generation_prompt false unless the body
+// says otherwise (vLLM's EmbeddingChatRequest and ClassificationChatRequest defaults).
+// invalid_argument for `input` beside `messages` and what a chat completion refuses; unsupported
+// for image parts.
+Expected<CompletionRequest> parse_pooling_chat(const nlohmann::json& body);
+// What the pooling routes' bodies share: `model`, then `input` (a string, token ids, or a batch
+// of either, at most max_inputs, none empty) into `inputs`, or `messages` into `chat`
+// (parse_pooling_chat); `add_special_tokens` (default true with `input`, false with `messages`).
+Status read_pooling_input(const nlohmann::json& body, int max_inputs, std::string& model, std::vector<PromptInput>& inputs,
+                          std::optional<CompletionRequest>& chat, bool& add_special_tokens);
 Expected<std::vector<int32_t>> parse_detokenize_body(std::string_view body);
 
 }  // namespace brigade::server

@@ -24,6 +24,15 @@ bool authorized(const ServerContext& ctx, std::string_view authorization) {
 
 Expected<std::string> render_chat(const ServerContext& ctx, const CompletionRequest& r);
 
+// A pooling request's chat form, rendered by the chat template into its one text input.
+Status render_pooling_chat(const ServerContext& ctx, const std::optional<CompletionRequest>& chat,
+                           std::vector<PromptInput>& inputs) {
+  if (!chat) return Status::ok();
+  BRIGADE_ASSIGN_OR_RETURN(std::string text, render_chat(ctx, *chat));
+  inputs = {PromptInput{std::move(text), {}}};
+  return Status::ok();
+}
+
 // vLLM's routes (no /v1 prefix, so no API key, as there), answered from the engine's tokenizer on
 // the connection's thread. /tokenize's chat form renders the messages as a chat completion would.
 SimpleResponse tokenize_route(ServerContext& ctx, std::string_view body, bool detokenize) {
@@ -268,6 +277,8 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
     if (!post) return error_response(405, "/v1/embeddings takes POST", StatusCode::invalid_argument);
     auto parsed = parse_embeddings_body(req.body);
     if (!parsed) return error_response(400, parsed.status().message(), parsed.status().code());
+    if (Status st = render_pooling_chat(ctx, parsed->chat, parsed->inputs); !st.is_ok())
+      return error_response(400, st.message(), st.code());
     if (parsed->truncate_prompt_tokens == -1) parsed->truncate_prompt_tokens = ctx.engine.model().max_context;
     return std::move(*parsed);
   }
@@ -275,6 +286,8 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
     if (!post) return error_response(405, std::string(path) + " takes POST", StatusCode::invalid_argument);
     auto parsed = parse_classify_body(req.body);
     if (!parsed) return error_response(400, parsed.status().message(), parsed.status().code());
+    if (Status st = render_pooling_chat(ctx, parsed->chat, parsed->inputs); !st.is_ok())
+      return error_response(400, st.message(), st.code());
     if (parsed->truncate_prompt_tokens == -1) parsed->truncate_prompt_tokens = ctx.engine.model().max_context;
     return std::move(*parsed);
   }

@@ -37,6 +37,33 @@ TEST(EmbeddingsFormat, ParsesEveryInputForm) {
   EXPECT_EQ(vllm->embed_options(0).priority, -2) << "vLLM's lower-first priority, negated";
 }
 
+// vLLM's chat form: `messages` read as a chat completion's, add_generation_prompt and
+// add_special_tokens false unless asked; `input` beside it, and image parts, refused.
+TEST(EmbeddingsFormat, ParsesTheChatForm) {
+  auto chat = parse_embeddings_body(R"({"messages": [{"role": "user", "content": "hi"}], "dimensions": 4})");
+  ASSERT_TRUE(chat.has_value()) << chat.status().to_string();
+  ASSERT_TRUE(chat->chat.has_value());
+  EXPECT_EQ(chat->chat->messages.size(), 1u);
+  EXPECT_EQ(chat->chat->chat_ending, Engine::ChatEnding::none) << "vLLM's default: no generation prompt";
+  EXPECT_FALSE(chat->add_special_tokens);
+  EXPECT_EQ(chat->dimensions, 4);
+  auto prompt = parse_embeddings_body(
+      R"({"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": true, "add_special_tokens": true})");
+  ASSERT_TRUE(prompt.has_value()) << prompt.status().to_string();
+  EXPECT_EQ(prompt->chat->chat_ending, Engine::ChatEnding::generation_prompt);
+  EXPECT_TRUE(prompt->add_special_tokens);
+  EXPECT_TRUE(parse_embeddings_body(R"({"input": "a"})")->add_special_tokens) << "the input form adds them";
+  EXPECT_FALSE(parse_embeddings_body(R"({"input": "a", "add_special_tokens": false})")->embed_options(0).add_bos);
+  auto both = parse_embeddings_body(R"({"input": "a", "messages": [{"role": "user", "content": "hi"}]})");
+  ASSERT_FALSE(both.has_value());
+  EXPECT_NE(both.status().message().find("not both"), std::string::npos);
+  auto image = parse_embeddings_body(
+      R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}]})");
+  ASSERT_FALSE(image.has_value());
+  EXPECT_EQ(image.status().code(), StatusCode::unsupported);
+  EXPECT_FALSE(parse_embeddings_body(R"({"messages": "hi"})").has_value());
+}
+
 TEST(EmbeddingsFormat, BadBodiesNameTheField) {
   const auto message = [](std::string_view body, int max_inputs = kMaxEmbeddingInputs) {
     auto r = parse_embeddings_body(body, max_inputs);
