@@ -7,6 +7,7 @@
 
 #include "models/checkpoint.h"
 #include "models/mapped_file.h"
+#include "models/model_config.h"
 #include "models/tokenizer.h"
 
 namespace brigade {
@@ -51,17 +52,6 @@ Expected<json> parse_overrides(std::string_view text) {
                                : key == "classifier_from_token" ? " (a list of vocabulary strings)" : ""));
   }
   return j;
-}
-
-// "Qwen3" of Qwen3ForCausalLM / Qwen3ForSequenceClassification (Gemma3Text's classifier is
-// Gemma 3's); the name itself otherwise.
-std::string family_of(const std::string& arch) {
-  for (std::string_view suffix : {kSeqCls, kCausal})
-    if (arch.ends_with(suffix) && arch.size() > suffix.size()) {
-      std::string base = arch.substr(0, arch.size() - suffix.size());
-      return base == "Gemma3Text" ? "Gemma3" : base;
-    }
-  return arch;
 }
 
 // A boolean key of config.json: `otherwise` when absent or null.
@@ -212,10 +202,11 @@ Expected<std::optional<ClassifierHead>> read_classifier(const std::string& model
     if (converts || config.contains("classifier_from_token"))
       return invalid_argument("classifier_from_token / method turn a causal LM into a classifier: name its "
                               "*ForSequenceClassification architecture too (\"architectures\": [\"" +
-                              family_of(arch) + std::string(kSeqCls) + "\"])");
+                              (arch.ends_with(kCausal) ? arch.substr(0, arch.size() - kCausal.size()) : arch) +
+                              std::string(kSeqCls) + "\"])");
     return std::optional<ClassifierHead>();
   }
-  if (!stored_arch.empty() && family_of(stored_arch) != family_of(arch))
+  if (!stored_arch.empty() && causal_architecture(stored_arch) != causal_architecture(arch))
     return invalid_argument("--hf-overrides: architecture '" + arch + "' is not of the checkpoint's family ('" +
                             stored_arch + "')");
 

@@ -33,27 +33,21 @@ bool is_sparse_moe(const std::string& arch) {
   return arch == "qwen3_moe" || arch == "qwen2_moe" || arch == "mixtral" || arch == "gpt_oss";
 }
 
-constexpr std::string_view kSeqCls = "ForSequenceClassification";
-
 // Which family a config describes: architectures[0] wins, model_type otherwise. A
 // *ForSequenceClassification architecture is its family's decoder under a classifier head
 // (models/classifier.h): `seq_cls` says so.
 Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
-  std::string arch_name;
+  std::string named;  // as config.json names it
   if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() &&
                                          (*it)[0].is_string())
-    arch_name = (*it)[0].get<std::string>();
-  seq_cls = arch_name.ends_with(kSeqCls) && arch_name.size() > kSeqCls.size();
-  if (seq_cls) {
-    const std::string base = arch_name.substr(0, arch_name.size() - kSeqCls.size());
-    // transformers' names: Gemma 3's text classifier is Gemma3TextForSequenceClassification.
-    arch_name = (base == "Gemma3Text" ? std::string("Gemma3") : base) + "ForCausalLM";
-    if (base.starts_with("Deepseek"))
-      return unsupported("config.json: architecture '" + base + std::string(kSeqCls) +
-                         "' is not supported: sequence classification runs on the Llama-family decoders (llama, "
-                         "mistral, qwen2, qwen3, qwen2_moe, qwen3_moe, mixtral, phi3, gemma2, gemma3_text, gpt_oss, "
-                         "glm4_moe)");
-  }
+    named = (*it)[0].get<std::string>();
+  const std::string arch_name = causal_architecture(named);
+  seq_cls = arch_name != named;
+  if (seq_cls && arch_name.starts_with("Deepseek"))
+    return unsupported("config.json: architecture '" + named +
+                       "' is not supported: sequence classification runs on the Llama-family decoders (llama, "
+                       "mistral, qwen2, qwen3, qwen2_moe, qwen3_moe, mixtral, phi3, gemma2, gemma3_text, gpt_oss, "
+                       "glm4_moe)");
   std::string model_type;
   if (auto it = j.find("model_type"); it != j.end() && it->is_string()) model_type = it->get<std::string>();
   if (arch_name == "LlamaForCausalLM" || arch_name == "MistralForCausalLM") return std::string("llama");
@@ -77,8 +71,7 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
         model_type == "gemma3_text" || model_type == "gpt_oss" || model_type == "glm4_moe")
       return model_type;
   }
-  if (seq_cls) arch_name = arch_name.substr(0, arch_name.size() - std::string_view("ForCausalLM").size()) + std::string(kSeqCls);
-  const std::string what = !arch_name.empty() ? "architecture '" + arch_name + "'"
+  const std::string what = !named.empty() ? "architecture '" + named + "'"
                          : !model_type.empty() ? "model_type '" + model_type + "'"
                                                : std::string("no architectures/model_type");
   return unsupported("config.json: " + what + " is not supported; supported: " + kSupported);
@@ -303,6 +296,13 @@ Status validate_moe(const ModelConfig& c) {
 }
 
 }  // namespace
+
+std::string causal_architecture(const std::string& arch) {
+  constexpr std::string_view kSeqCls = "ForSequenceClassification";
+  if (!arch.ends_with(kSeqCls) || arch.size() == kSeqCls.size()) return arch;
+  const std::string base = arch.substr(0, arch.size() - kSeqCls.size());
+  return (base == "Gemma3Text" ? std::string("Gemma3") : base) + "ForCausalLM";
+}
 
 bool ModelConfig::is_moe_layer(int l) const {
   if (n_experts <= 0 || decoder_sparse_step < 1 || l < first_k_dense_replace) return false;

@@ -138,6 +138,11 @@ struct ModelConfig {
   Status validate() const;
 };
 
+// The causal-LM architecture a *ForSequenceClassification name runs on, by transformers' names
+// (Qwen3ForSequenceClassification -> Qwen3ForCausalLM; Gemma3TextForSequenceClassification ->
+// Gemma3ForCausalLM); any other name as it is.
+std::string causal_architecture(const std::string& arch);
+
 // Parses config.json text. Unknown architectures are rejected with the list of supported ones.
 Expected<ModelConfig> parse_hf_config(const std::string& json_text);
 

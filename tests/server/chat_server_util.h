@@ -100,6 +100,38 @@ inline void start_test_server(TestServer& out, const std::string& model, ServerO
   if (srv) out.server = std::move(*srv);
 }
 
+// JSON requests to a server a test starts into `served_` (its API key in `key_`): the body of a
+// POST that must answer 200, or the error message of one that must fail.
+class JsonTestServer {
+ public:
+  bool ok() const { return served_.server != nullptr; }
+  ClientResponse call(const std::string& method, const std::string& path, const std::string& body,
+                      const std::string& key) const {
+    auto r = http_request("127.0.0.1", served_.server->port(), {method, path, body, key});
+    EXPECT_TRUE(r.has_value()) << r.status().to_string();
+    return r ? *r : ClientResponse{};
+  }
+  ClientResponse post(const std::string& path, const nlohmann::json& body) const {
+    return call("POST", path, body.dump(), key_);
+  }
+  nlohmann::json ok_post(const std::string& path, const nlohmann::json& body) const {
+    const ClientResponse r = post(path, body);
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+    return r.status == 200 ? nlohmann::json::parse(r.body) : nlohmann::json::object();
+  }
+  std::string error(const std::string& path, const nlohmann::json& body, int status = 400) const {
+    const ClientResponse r = post(path, body);
+    EXPECT_EQ(r.status, status) << path << " " << body.dump() << ": " << r.body;
+    const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+    return j.is_object() && j.contains("error") ? j["error"]["message"].get<std::string>() : r.body;
+  }
+
+ protected:
+  explicit JsonTestServer(std::string key) : key_(std::move(key)) {}
+  std::string key_;
+  TestServer served_;
+};
+
 // The server (any port, model id "tiny") over an engine on `model`; `chat_template` as
 // EngineOptions::chat_template, `reasoning_parser` and `tool_call_parser` as ServerOptions'.
 // ok() is false (and the test has failed) when either did not start.

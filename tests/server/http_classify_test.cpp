@@ -26,11 +26,11 @@ constexpr const char* kRerankerOverrides =
         "is_original_qwen3_reranker": true})";
 
 // The server (model id "tiny") over a fixture, with hf_overrides and an API key when given.
-class ClassifyServer {
+class ClassifyServer : public testing::JsonTestServer {
  public:
   explicit ClassifyServer(const std::string& name, const std::string& overrides = "", const std::string& key = "",
                           const std::string& chat_template = "")
-      : key_(key) {
+      : JsonTestServer(key) {
     EngineOptions o = brigade::testing::test_engine_options(dir_of(name), 1);
     o.topology.instances.front().kv.memory_mb = 16;
     o.hf_overrides = overrides;
@@ -45,28 +45,6 @@ class ClassifyServer {
     EXPECT_TRUE(srv.has_value()) << srv.status().to_string();
     if (srv) served_.server = std::move(*srv);
   }
-  bool ok() const { return served_.server != nullptr; }
-
-  ClientResponse post(const std::string& path, const json& body, const std::string& key) const {
-    auto r = http_request("127.0.0.1", served_.server->port(), {"POST", path, body.dump(), key});
-    EXPECT_TRUE(r.has_value()) << r.status().to_string();
-    return r ? *r : ClientResponse{};
-  }
-  json ok_post(const std::string& path, const json& body) const {
-    const ClientResponse r = post(path, body, key_);
-    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
-    return r.status == 200 ? json::parse(r.body) : json::object();
-  }
-  std::string error(const std::string& path, const json& body, int status = 400) const {
-    const ClientResponse r = post(path, body, key_);
-    EXPECT_EQ(r.status, status) << path << " " << body.dump() << ": " << r.body;
-    const json j = json::parse(r.body, nullptr, false);
-    return j.is_object() && j.contains("error") ? j["error"]["message"].get<std::string>() : r.body;
-  }
-
- private:
-  std::string key_;
-  testing::TestServer served_;
 };
 
 std::vector<double> softmax(const json& logits) {
@@ -226,7 +204,7 @@ TEST(ServerClassify, BadRequestsAndModelsWithoutAClassifierAnswer400) {
   {
     ClassifyServer s("qwen3_seq_cls", "", "k3y");
     ASSERT_TRUE(s.ok());
-    EXPECT_EQ(s.post("/classify", {{"input", "a"}}, "").status, 401);
+    EXPECT_EQ(s.call("POST", "/classify", json{{"input", "a"}}.dump(), "").status, 401);
     EXPECT_NE(s.error("/classify", json::object()).find("'input' is required"), std::string::npos);
     EXPECT_NE(s.error("/classify", {{"input", json::array()}}).find("empty array"), std::string::npos);
     EXPECT_NE(s.error("/classify", {{"input", 5}}).find("input"), std::string::npos);

@@ -28,39 +28,13 @@ std::string tiny_model(const std::string& tag) {
 }
 
 // The server (model id "tiny") over an engine on `model`, with `api_key` when not empty.
-class ScoreServer {
+class ScoreServer : public testing::JsonTestServer {
  public:
-  explicit ScoreServer(const std::string& model, const std::string& api_key = "") : key_(api_key) {
+  explicit ScoreServer(const std::string& model, const std::string& api_key = "") : JsonTestServer(api_key) {
     ServerOptions options;
     options.api_key = api_key;
     testing::start_test_server(served_, model, options);
   }
-  bool ok() const { return served_.server != nullptr; }
-
-  ClientResponse call(const std::string& method, const std::string& path, const std::string& body,
-                      const std::string& key) const {
-    auto r = http_request("127.0.0.1", served_.server->port(), {method, path, body, key});
-    EXPECT_TRUE(r.has_value()) << r.status().to_string();
-    return r ? *r : ClientResponse{};
-  }
-  ClientResponse post(const std::string& path, const json& body) const { return call("POST", path, body.dump(), key_); }
-  // The body of a POST that must answer 200.
-  json ok_post(const std::string& path, const json& body) const {
-    const ClientResponse r = post(path, body);
-    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
-    return r.status == 200 ? json::parse(r.body) : json::object();
-  }
-  // The error message of a POST that must answer `status`.
-  std::string error(const std::string& path, const json& body, int status = 400) const {
-    const ClientResponse r = post(path, body);
-    EXPECT_EQ(r.status, status) << path << " " << body.dump() << ": " << r.body;
-    const json j = json::parse(r.body, nullptr, false);
-    return j.is_object() && j.contains("error") ? j["error"]["message"].get<std::string>() : r.body;
-  }
-
- private:
-  std::string key_;
-  testing::TestServer served_;
 };
 
 double cosine(const json& a, const json& b) {
