@@ -1,6 +1,7 @@
 #include "models/tokenizer.h"
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "models/gguf.h"
 #include "models/mapped_file.h"
@@ -8,10 +9,45 @@
 #include "models/tokenizer_gguf.h"
 #include "models/tokenizer_sentencepiece.h"
 #include "models/tokenizer_spm.h"
+#include "models/tokenizer_wordpiece.h"
 
 namespace brigade {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+struct TokenizerJson {
+  nlohmann::json tokenizer;
+  nlohmann::json config;  // null without tokenizer_config.json
+};
+
+// tokenizer.json's text and tokenizer_config.json's (or empty), parsed.
+Expected<TokenizerJson> parse_tokenizer_json(const std::string& text, const std::string& config_text,
+                                             const std::string& origin) {
+  TokenizerJson out{nlohmann::json::parse(text, nullptr, false), nlohmann::json()};
+  if (out.tokenizer.is_discarded()) return corrupt(origin + ": not valid JSON");
+  if (!config_text.empty()) {
+    out.config = nlohmann::json::parse(config_text, nullptr, false);
+    if (out.config.is_discarded() || !out.config.is_object())
+      return corrupt(origin + ": tokenizer_config.json is not a JSON object");
+  }
+  return out;
+}
+
+// tokenizer.json by its model.type.
+Expected<std::unique_ptr<Tokenizer>> load_tokenizer_json(const std::string& text, const std::string& config_text,
+                                                         const std::string& origin) {
+  BRIGADE_ASSIGN_OR_RETURN(TokenizerJson j, parse_tokenizer_json(text, config_text, origin));
+  const nlohmann::json& model = j.tokenizer.is_object() ? j.tokenizer.value("model", nlohmann::json()) : nlohmann::json();
+  if (!model.is_object()) return corrupt(origin + ": not a tokenizer.json (no \"model\" object)");
+  const std::string type = model.value("type", "");
+  if (type == "BPE") return load_bpe_tokenizer(j.tokenizer, j.config, origin);
+  if (type == "WordPiece") return load_wordpiece_tokenizer(j.tokenizer, origin);
+  return unsupported(origin + ": model.type '" + type + "' is not supported (BPE, WordPiece)");
+}
+
+}  // namespace
 
 Expected<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& path) {
   std::error_code ec;
@@ -40,12 +76,23 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& path) {
                        "tokenizer.model (SentencePiece), *.gguf, llama2.c tokenizer.bin");
   }
   BRIGADE_ASSIGN_OR_RETURN(std::string text, read_text_file(json_path.string()));
-  return load_bpe_tokenizer(text, config_text, json_path.string());
+  return load_tokenizer_json(text, config_text, json_path.string());
 }
 
-Expected<std::vector<int32_t>> Tokenizer::encode_pair(std::string_view a, std::string_view b) const {
+Expected<std::unique_ptr<Tokenizer>> load_bpe_tokenizer(const std::string& tokenizer_json,
+                                                        const std::string& config_json, const std::string& origin) {
+  BRIGADE_ASSIGN_OR_RETURN(TokenizerJson j, parse_tokenizer_json(tokenizer_json, config_json, origin));
+  return load_bpe_tokenizer(j.tokenizer, j.config, origin);
+}
+
+Expected<std::vector<int32_t>> Tokenizer::encode_pair(std::string_view a, std::string_view b,
+                                                      std::vector<int32_t>* type_ids) const {
   BRIGADE_ASSIGN_OR_RETURN(std::vector<int32_t> out, encode(a, true));
   BRIGADE_ASSIGN_OR_RETURN(std::vector<int32_t> second, encode(b, true));
+  if (type_ids) {
+    type_ids->assign(out.size(), 0);
+    type_ids->resize(out.size() + second.size(), 1);
+  }
   out.insert(out.end(), second.begin(), second.end());
   return out;
 }

@@ -1,6 +1,7 @@
-// Tokenizer: text <-> token ids (DESIGN.md §4). Implementations: byte-level BPE from Hugging Face
-// tokenizer.json (tokenizer_bpe.h); SentencePiece and GGUF vocabularies slot in behind the same
-// interface. IncrementalDetokenizer (detokenizer.h) turns a stream of ids into complete UTF-8.
+// Tokenizer: text <-> token ids (DESIGN.md §4). Implementations: byte-level BPE and BERT's
+// WordPiece from Hugging Face tokenizer.json (tokenizer_bpe.h, tokenizer_wordpiece.h);
+// SentencePiece and GGUF vocabularies slot in behind the same interface. IncrementalDetokenizer
+// (detokenizer.h) turns a stream of ids into complete UTF-8.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +37,11 @@ class Tokenizer {
   // RoBERTa's "<s> $A </s> </s> $B </s>"); by default encode(a, true) then encode(b, true), which
   // is a SentencePiece Llama tokenizer's "<s> $A <s> $B" and, for a tokenizer that adds nothing,
   // the two encodings joined. unsupported for a post-processor with a single template only.
-  virtual Expected<std::vector<int32_t>> encode_pair(std::string_view a, std::string_view b) const;
+  // When type_ids is not null it receives one token type id per returned id, as the tokenizer's
+  // token_type_ids: the template's (BERT's 0 for [CLS] A [SEP], 1 for B [SEP]; RoBERTa's all 0),
+  // by default 0 for the first text's ids and 1 for the second's.
+  virtual Expected<std::vector<int32_t>> encode_pair(std::string_view a, std::string_view b,
+                                                     std::vector<int32_t>* type_ids = nullptr) const;
   // The bytes of one token (special tokens give their text; may be a partial UTF-8 sequence).
   // Empty for an id outside [0, vocab_size()).
   virtual std::string token_to_piece(int32_t id) const = 0;

@@ -9,18 +9,14 @@
 
 #include "models/byte_unicode.h"
 #include "models/pretokenizer.h"
+#include "models/tokenizer_json_vocab.h"
+#include "models/tokenizer_post_processor.h"
 #include "models/utf8.h"
 
 namespace brigade {
 namespace {
 
 using json = nlohmann::json;
-
-struct AddedToken {
-  std::string content;
-  int32_t id = 0;
-  bool special = false;
-};
 
 struct MergeResult {
   int32_t rank = 0;
@@ -34,7 +30,8 @@ class BpeTokenizer final : public Tokenizer {
   Status parse(const json& j, const json& config, const std::string& origin);
 
   Expected<std::vector<int32_t>> encode(std::string_view text, bool add_bos) const override;
-  Expected<std::vector<int32_t>> encode_pair(std::string_view a, std::string_view b) const override;
+  Expected<std::vector<int32_t>> encode_pair(std::string_view a, std::string_view b,
+                                             std::vector<int32_t>* type_ids = nullptr) const override;
   std::string token_to_piece(int32_t id) const override {
     return id >= 0 && id < vocab_size() ? pieces_[static_cast<size_t>(id)] : std::string();
   }
@@ -51,7 +48,6 @@ class BpeTokenizer final : public Tokenizer {
   Status parse_added(const json& j, const std::string& origin);
   void resolve_bos_eos(const json& config);
   Status parse_pre_tokenizer(const json& pre, const std::string& origin);
-  Status parse_post_processor(const json& post, const std::string& origin);
   void encode_segment(std::string_view text, std::vector<int32_t>& out) const;
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
   std::vector<int32_t> bpe(std::string_view word) const;
@@ -69,13 +65,8 @@ class BpeTokenizer final : public Tokenizer {
   int32_t bos_ = -1;
   std::vector<int32_t> eos_;
   // What encode(add_bos) puts around the text: the post-processor's special tokens when it has a
-  // template (prefix_/suffix_ set, templated_), else bos_ first.
-  bool templated_ = false;
-  std::vector<int32_t> prefix_, suffix_;
-  // The pair template (encode_pair): special token ids, with kPairA / kPairB where the texts go;
-  // empty when the post-processor has none.
-  static constexpr int32_t kPairA = -1, kPairB = -2;
-  std::vector<int32_t> pair_;
+  // template, else bos_ first.
+  PostProcessor post_;
   mutable std::mutex cache_mu_;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;  // word bytes -> ids
 };
@@ -86,17 +77,11 @@ Status BpeTokenizer::parse_model(const json& m, const std::string& origin) {
   if (!m.contains("vocab") || !m["vocab"].is_object() || !m.contains("merges") || !m["merges"].is_array())
     return corrupt(origin + ": model needs a \"vocab\" object and a \"merges\" array");
   ignore_merges_ = m.value("ignore_merges", false);
-  int32_t max_id = -1;
-  for (const auto& [tok, id] : m["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > (1 << 24))
-      return corrupt(origin + ": vocab entry '" + tok + "' has an invalid id");
-    vocab_[tok] = id.get<int32_t>();
-    max_id = std::max(max_id, id.get<int32_t>());
-  }
-  pieces_.assign(static_cast<size_t>(max_id + 1), std::string());
-  strings_.assign(pieces_.size(), std::string());
+  BRIGADE_ASSIGN_OR_RETURN(ModelVocab vocab, parse_model_vocab(m["vocab"], origin));
+  vocab_ = std::move(vocab.ids);
+  strings_ = std::move(vocab.strings);
+  pieces_.assign(strings_.size(), std::string());
   for (const auto& [tok, id] : vocab_) {
-    strings_[static_cast<size_t>(id)] = tok;
     auto bytes = unicode_string_to_bytes(tok);
     pieces_[static_cast<size_t>(id)] = bytes ? *bytes : tok;  // as HF's ByteLevel decoder does
   }
@@ -132,24 +117,15 @@ Status BpeTokenizer::parse_model(const json& m, const std::string& origin) {
 }
 
 Status BpeTokenizer::parse_added(const json& j, const std::string& origin) {
-  if (!j.contains("added_tokens") || j["added_tokens"].is_null()) return Status::ok();
-  if (!j["added_tokens"].is_array()) return corrupt(origin + ": added_tokens must be an array");
-  for (const auto& t : j["added_tokens"]) {
-    if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() || !t.contains("content") ||
-        !t["content"].is_string() || t["content"].get<std::string>().empty() || t["id"].get<int64_t>() < 0 ||
-        t["id"].get<int64_t>() > (1 << 24))
-      return corrupt(origin + ": each added token needs an id and a non-empty content");
-    AddedToken a{t["content"].get<std::string>(), t["id"].get<int32_t>(), t.value("special", false)};
+  BRIGADE_ASSIGN_OR_RETURN(added_, parse_added_tokens(j, origin));
+  for (const auto& a : added_) {
     if (a.id >= static_cast<int32_t>(pieces_.size())) pieces_.resize(static_cast<size_t>(a.id) + 1);
     pieces_[static_cast<size_t>(a.id)] = a.content;
     if (strings_.size() < pieces_.size()) strings_.resize(pieces_.size());
     strings_[static_cast<size_t>(a.id)] = a.content;
-    added_.push_back(std::move(a));
   }
   special_.assign(pieces_.size(), 0);
   for (const auto& a : added_) special_[static_cast<size_t>(a.id)] = a.special ? 1 : 0;
-  std::stable_sort(added_.begin(), added_.end(),
-                   [](const AddedToken& x, const AddedToken& y) { return x.content.size() > y.content.size(); });
   return Status::ok();
 }
 
@@ -176,88 +152,6 @@ void BpeTokenizer::resolve_bos_eos(const json& config) {
   }
   bos_ = bos.empty() ? -1 : id_of(bos);
   if (!eos.empty() && id_of(eos) >= 0) eos_ = {id_of(eos)};
-}
-
-// tokenizer.json's post_processor, what Hugging Face adds with add_special_tokens: a
-// TemplateProcessing's `single` (special tokens around $A: Llama 3's "<|begin_of_text|> $A",
-// Qwen3-Embedding's "$A <|endoftext|>"), BertProcessing/RobertaProcessing's cls $A sep, each
-// alone or in a Sequence (Llama 3 puts a ByteLevel before its template). ByteLevel alone (offsets
-// only) or none leaves bos_ to encode.
-Status BpeTokenizer::parse_post_processor(const json& post, const std::string& origin) {
-  if (post.is_null()) return Status::ok();
-  const std::string type = post.is_object() ? post.value("type", "") : "";
-  auto bad = [&](const std::string& why) { return corrupt(origin + ": post_processor " + why + ": " + post.dump().substr(0, 200)); };
-  if (type == "Sequence") {
-    if (!post.contains("processors") || !post["processors"].is_array()) return bad("Sequence has no processors");
-    for (const auto& p : post["processors"]) BRIGADE_RETURN_IF_ERROR(parse_post_processor(p, origin));
-    return Status::ok();
-  }
-  if (type == "ByteLevel") return Status::ok();
-  if (templated_) return bad("has two templates");
-  auto id_of = [&](const json& v) -> Expected<int32_t> {  // ["[CLS]", 101]
-    if (!v.is_array() || v.size() != 2 || !v[1].is_number_integer()) return bad("names a token as [text, id]");
-    const int64_t id = v[1].get<int64_t>();
-    if (id < 0 || id >= vocab_size()) return bad("token id " + std::to_string(id) + " is outside the vocabulary");
-    return static_cast<int32_t>(id);
-  };
-  if (type == "BertProcessing" || type == "RobertaProcessing") {
-    BRIGADE_ASSIGN_OR_RETURN(int32_t cls, id_of(post.value("cls", json())));
-    BRIGADE_ASSIGN_OR_RETURN(int32_t sep, id_of(post.value("sep", json())));
-    prefix_ = {cls};
-    suffix_ = {sep};
-    pair_ = type == "BertProcessing" ? std::vector<int32_t>{cls, kPairA, sep, kPairB, sep}
-                                     : std::vector<int32_t>{cls, kPairA, sep, sep, kPairB, sep};
-    templated_ = true;
-    return Status::ok();
-  }
-  if (type != "TemplateProcessing")
-    return unsupported(origin + ": post_processor type '" + type +
-                       "' is not supported (TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel, Sequence)");
-  const json& single = post.value("single", json());
-  const json& specials = post.value("special_tokens", json::object());
-  if (!single.is_array() || !specials.is_object()) return bad("TemplateProcessing has no single template");
-  // A template item that is not a Sequence: its special token's ids, appended to `out`.
-  auto append_special = [&](const json& item, const std::string& which, std::vector<int32_t>& out) -> Status {
-    if (!item.is_object() || !item.contains("SpecialToken") || !item["SpecialToken"].is_object())
-      return bad(which + " template item is neither a Sequence nor a SpecialToken");
-    const std::string name = item["SpecialToken"].value("id", "");
-    if (!specials.contains(name) || !specials[name].is_object() || !specials[name].contains("ids") ||
-        !specials[name]["ids"].is_array())
-      return bad("special token '" + name + "' has no ids");
-    for (const auto& id : specials[name]["ids"]) {
-      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab_size())
-        return bad("special token '" + name + "' has an id outside the vocabulary");
-      out.push_back(id.get<int32_t>());
-    }
-    return Status::ok();
-  };
-  bool seen_a = false;
-  for (const auto& item : single) {
-    if (item.is_object() && item.contains("Sequence")) {
-      if (seen_a || item["Sequence"].value("id", "") != "A") return bad("single template holds one sequence, $A");
-      seen_a = true;
-      continue;
-    }
-    BRIGADE_RETURN_IF_ERROR(append_special(item, "single", seen_a ? suffix_ : prefix_));
-  }
-  if (!seen_a) return bad("single template has no $A");
-  templated_ = true;
-  const json& pair = post.value("pair", json());
-  if (pair.is_null()) return Status::ok();
-  if (!pair.is_array()) return bad("pair template is not a list");
-  int n_a = 0, n_b = 0;
-  for (const auto& item : pair) {
-    if (item.is_object() && item.contains("Sequence")) {
-      const std::string which = item["Sequence"].value("id", "");
-      if (which != "A" && which != "B") return bad("pair template names a sequence other than $A and $B");
-      (which == "A" ? n_a : n_b) += 1;
-      pair_.push_back(which == "A" ? kPairA : kPairB);
-      continue;
-    }
-    BRIGADE_RETURN_IF_ERROR(append_special(item, "pair", pair_));
-  }
-  if (n_a != 1 || n_b != 1) return bad("pair template must hold $A and $B once each");
-  return Status::ok();
 }
 
 // ByteLevel alone (GPT-2), or a Sequence of Split{Regex, Isolated} steps ending in ByteLevel
@@ -307,7 +201,8 @@ Status BpeTokenizer::parse(const json& j, const json& config, const std::string&
   special_.assign(pieces_.size(), 0);
   BRIGADE_RETURN_IF_ERROR(parse_added(j, origin));
   resolve_bos_eos(config);
-  return parse_post_processor(j.value("post_processor", json()), origin);
+  BRIGADE_ASSIGN_OR_RETURN(post_, PostProcessor::parse(j.value("post_processor", json()), vocab_size(), origin));
+  return Status::ok();
 }
 
 std::vector<int32_t> BpeTokenizer::bpe(std::string_view word) const {
@@ -391,65 +286,40 @@ Expected<std::vector<int32_t>> BpeTokenizer::encode(std::string_view text, bool 
   if (bad != text.size())
     return invalid_argument("text is not valid UTF-8 (first bad byte at offset " + std::to_string(bad) + ")");
   std::vector<int32_t> out;
-  if (add_bos && templated_) out = prefix_;
-  else if (add_bos && bos_ >= 0) out.push_back(bos_);
-  // The text between added tokens, each byte of which (and the space add_prefix_space puts
-  // before it) must have a token.
-  auto segment_of = [&](std::string_view seg) -> Status {
+  if (add_bos && !post_.templated() && bos_ >= 0) out.push_back(bos_);
+  for (const TextPiece& piece : split_added_tokens(text, added_)) {
+    if (piece.id >= 0) {
+      out.push_back(piece.id);
+      continue;
+    }
+    // The text between added tokens: each of its bytes (and the space add_prefix_space puts
+    // before it) must have a token.
     auto missing = [](uint8_t b) {
       return invalid_argument("the text holds byte " + std::to_string(b) + ", which this vocabulary has no token for");
     };
-    if (add_prefix_space_ && !seg.empty() && seg.front() != ' ' && byte_ids_[' '] < 0) return missing(' ');
-    for (char ch : seg)
+    if (add_prefix_space_ && piece.text.front() != ' ' && byte_ids_[' '] < 0) return missing(' ');
+    for (char ch : piece.text)
       if (byte_ids_[static_cast<uint8_t>(ch)] < 0) return missing(static_cast<uint8_t>(ch));
-    encode_segment(seg, out);
-    return Status::ok();
-  };
-  size_t segment = 0, i = 0;
-  while (i < text.size()) {
-    const AddedToken* hit = nullptr;
-    for (const auto& a : added_)
-      if (text.compare(i, a.content.size(), a.content) == 0) { hit = &a; break; }
-    if (!hit) { ++i; continue; }
-    BRIGADE_RETURN_IF_ERROR(segment_of(text.substr(segment, i - segment)));
-    out.push_back(hit->id);
-    i += hit->content.size();
-    segment = i;
+    encode_segment(piece.text, out);
   }
-  BRIGADE_RETURN_IF_ERROR(segment_of(text.substr(segment)));
-  if (add_bos && templated_) out.insert(out.end(), suffix_.begin(), suffix_.end());
+  if (add_bos && post_.templated()) return post_.single(out);
   return out;
 }
 
-Expected<std::vector<int32_t>> BpeTokenizer::encode_pair(std::string_view a, std::string_view b) const {
-  if (!templated_) return Tokenizer::encode_pair(a, b);
-  if (pair_.empty())
-    return unsupported("this tokenizer's post-processor has no pair template: it cannot encode a pair of texts");
+Expected<std::vector<int32_t>> BpeTokenizer::encode_pair(std::string_view a, std::string_view b,
+                                                         std::vector<int32_t>* type_ids) const {
+  if (!post_.templated()) return Tokenizer::encode_pair(a, b, type_ids);
   BRIGADE_ASSIGN_OR_RETURN(std::vector<int32_t> first, encode(a, false));
   BRIGADE_ASSIGN_OR_RETURN(std::vector<int32_t> second, encode(b, false));
-  std::vector<int32_t> out;
-  for (int32_t id : pair_) {
-    if (id == kPairA) out.insert(out.end(), first.begin(), first.end());
-    else if (id == kPairB) out.insert(out.end(), second.begin(), second.end());
-    else out.push_back(id);
-  }
-  return out;
+  return post_.pair(first, second, type_ids);
 }
 
 }  // namespace
 
-Expected<std::unique_ptr<Tokenizer>> load_bpe_tokenizer(const std::string& tokenizer_json,
-                                                        const std::string& config_json,
+Expected<std::unique_ptr<Tokenizer>> load_bpe_tokenizer(const json& tokenizer_json, const json& config,
                                                         const std::string& origin) {
-  json j = json::parse(tokenizer_json, nullptr, false);
-  if (j.is_discarded()) return corrupt(origin + ": not valid JSON");
-  json config;
-  if (!config_json.empty()) {
-    config = json::parse(config_json, nullptr, false);
-    if (config.is_discarded() || !config.is_object()) return corrupt(origin + ": tokenizer_config.json is not a JSON object");
-  }
   auto tok = std::make_unique<BpeTokenizer>();
-  BRIGADE_RETURN_IF_ERROR(tok->parse(j, config, origin));
+  BRIGADE_RETURN_IF_ERROR(tok->parse(tokenizer_json, config, origin));
   return std::unique_ptr<Tokenizer>(std::move(tok));
 }
 

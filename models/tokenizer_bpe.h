@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "models/tokenizer.h"
@@ -16,6 +17,10 @@ namespace brigade {
 // bos_token/eos_token); origin names the file in error messages.
 Expected<std::unique_ptr<Tokenizer>> load_bpe_tokenizer(const std::string& tokenizer_json,
                                                         const std::string& config_json,
+                                                        const std::string& origin);
+// The same from parsed JSON; config is null when there is no tokenizer_config.json.
+Expected<std::unique_ptr<Tokenizer>> load_bpe_tokenizer(const nlohmann::json& tokenizer_json,
+                                                        const nlohmann::json& config,
                                                         const std::string& origin);
 
 }  // namespace brigade

@@ -82,4 +82,22 @@ uint32_t decode_utf8(std::string_view s, size_t i, size_t n) {
   }
 }
 
+std::u32string utf8_to_u32(std::string_view valid) {
+  std::u32string out;
+  out.reserve(valid.size());
+  for (size_t i = 0; i < valid.size();) {
+    const size_t n = utf8_sequence_length(valid, i);
+    out += n == 0 ? U'\uFFFD' : static_cast<char32_t>(decode_utf8(valid, i, n));
+    i += n == 0 ? 1 : n;
+  }
+  return out;
+}
+
+std::string u32_to_utf8(std::u32string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char32_t cp : text) append_utf8(out, static_cast<uint32_t>(cp));
+  return out;
+}
+
 }  // namespace brigade

@@ -20,5 +20,8 @@ bool utf8_incomplete_tail(std::string_view s, size_t i);
 void append_utf8(std::string& out, uint32_t cp);
 // Decodes the well-formed sequence of length n at s[i] (from utf8_sequence_length).
 uint32_t decode_utf8(std::string_view s, size_t i, size_t n);
+// The code points of valid UTF-8 text (an ill-formed byte becomes U+FFFD), and back.
+std::u32string utf8_to_u32(std::string_view valid);
+std::string u32_to_utf8(std::u32string_view text);
 
 }  // namespace brigade

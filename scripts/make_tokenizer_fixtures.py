@@ -27,6 +27,10 @@ special tokens (`python3 scripts/make_tokenizer_fixtures.py post_processor` writ
 pairs.json: pairs of texts encoded as tokenizer(text=a, text_pair=b) under those post-processors,
 BERT's and RoBERTa's, and none (`... pairs` writes only these).
 
+And tests/fixtures/tokenizers/wordpiece/: two WordPiece (BERT) tokenizers trained here, uncased and
+cased, and vectors.json: the reference's normalized text, ids, decodes, pairs with token type ids,
+and unicodedata's strip_accents of the texts (`... wordpiece` writes only these).
+
 Run from anywhere: python3 scripts/make_tokenizer_fixtures.py. It uses make_fixtures.py's virtual
 environment (.brigade/fixtures-venv; `tokenizers` comes with transformers). The output is
 committed (about 30 KB per family); CI never runs this.
@@ -214,7 +218,8 @@ PAIRS = [("What is the capital of France?", "Paris is."), ("", "only the second"
 
 
 def write_pairs():
-    """tests/fixtures/tokenizers/post_processor/pairs.json: each pair's ids with add_special_tokens,
+    """tests/fixtures/tokenizers/post_processor/pairs.json: each pair's ids and token type ids with
+    add_special_tokens,
     under the two templates above, under BertProcessing and RobertaProcessing (the qwen2 fixture
     with <|im_start|> as CLS and <|im_end|> as SEP: pairs.json holds that post_processor, for the
     test to put into the qwen2 fixture), and under no post-processor (the qwen2 fixture itself)."""
@@ -224,9 +229,9 @@ def write_pairs():
     pairs = {}
 
     def encode_all(name, tok, post=None):
+        encodings = [(a, b, tok.encode(a, b, add_special_tokens=True)) for a, b in PAIRS]
         pairs[name] = {"post_processor": post,
-                       "pairs": [{"a": a, "b": b, "ids": tok.encode(a, b, add_special_tokens=True).ids}
-                                 for a, b in PAIRS]}
+                       "pairs": [{"a": a, "b": b, "ids": e.ids, "type_ids": e.type_ids} for a, b, e in encodings]}
 
     for name in POST_PROCESSORS:
         encode_all(name, Tokenizer.from_file(str(out_dir / f"{name}.json")))
@@ -240,26 +245,116 @@ def write_pairs():
     print(f"pairs: {', '.join(pairs)}")
 
 
+# WordPiece (BERT): tokenizers trained here like bert-base-uncased's (BertNormalizer lowercase,
+# strip_accents null) and bert-base-cased's (lowercase false, strip_accents false), with texts that
+# exercise every step: accents and ligatures, CJK, punctuation runs, control characters, tabs and
+# newlines, emoji, long words, special tokens written in the text, characters outside the vocab.
+WORDPIECE_CORPUS_EXTRA = [
+    "Résumé of a naïve café owner in São Paulo; piñata, jalapeño, Ångström, œuvre, ﬁnance.",
+    "Transformers encode sentences into embeddings; cross-encoders score query and passage pairs.",
+    "What is the capital of France? Paris is the capital and most populous city of France.",
+    "unbelievable unaffordable unhappiness rethinking preprocessing tokenization tokenizers",
+    "İstanbul, ΟΔΥΣΣΕΥΣ, Straße, Ærøskøbing, Łódź, Dvořák, Tiếng Việt.",
+]
+WORDPIECE_TEXTS = [
+    "", " ", "Hello world", "HELLO, World!!!", "hello...world???", "a--b__c", "(nested [brackets] {too})",
+    "Café naïve résumé São Paulo", "piñata jalapeño Ångström", "ﬁnance ﬂow", "e\u0301 a\u0323\u0302 o\u0308",
+    "İstanbul", "ΟΔΥΣΣΕΥΣ σοφός", "Straße", "Dvořák Łódź Tiếng Việt", "Ærøskøbing œuvre",
+    "你好世界", "我们今天去公园。", "中文English混合123", "日本語のテキスト", "한국어 텍스트",
+    "tab\there\nnewline\r\nand  spaces", "a\u00a0b\u3000c\u2028d", "ctrl\x00\x01\x07\x1b\x7f\x85end",
+    "zero\u200bwidth\u200djoiner\ufeffbom", "repl\ufffdchar", "soft\u00adhyphen",
+    "Emoji 🦙 and 👍🏽 and 👨‍👩‍👧", "x🦙y", "❤️ hearts",
+    "supercalifragilisticexpialidocious", "a" * 99, "b" * 100, "c" * 101, "pneumono" * 13,
+    "[CLS] starts [SEP] ends", "fill the [MASK] please", "[MASK][MASK]", "[mask] lower", "x[SEP]y", "[UNK] [PAD]",
+    "don't won't I'm you're it's we've they'll", "rock 'n' roll", "quotes \"double\" and 'single'",
+    "3.14159 1,000,000 2024-11-30 v1.2.3", "email@example.com https://example.com/path?q=1",
+    "unbelievable unaffordable unhappiness", "rethinking preprocessing tokenization",
+    "ߊ߫ ࢘ ⹃ ᙭", "\U0001F99Cunknown \u0378 \U000E0001tag", "Ω ℃ ™ ½ ²",
+]
+# More marks for strip_accents: Vietnamese stacked accents, polytonic Greek, marks out of canonical
+# order, Hangul syllables (NFD makes jamo), Arabic and Hebrew points, Indic viramas, Thai vowels.
+STRIP_ACCENTS_TEXTS = [
+    "Tiếng Việt ở đây", "ᾅ ὤ ῗ", "a\u0301\u0323 q\u0307\u0323 x\u0360\u0301", "한국어 텍스트", "Å Ω K ﬁ ǅ",
+    "مَرْحَبًا", "שָׁלוֹם", "हिन्दी", "ภาษาไทย", "ẛ̣ ḯ Ǖ", "\U0001D15E \U0001D160",
+]
+WORDPIECE_PAIRS = [
+    ("What is the capital of France?", "Paris is the capital of France."),
+    ("", "only the second"),
+    ("only the first", ""),
+    ("Café [SEP] naïve", "你好 🦙 [MASK]"),
+]
+
+
+def wordpiece_tokenizer(lowercase):
+    from tokenizers import processors
+    from tokenizers.implementations import BertWordPieceTokenizer
+    tok = BertWordPieceTokenizer(lowercase=lowercase, strip_accents=None if lowercase else False)
+    lines = corpus() + WORDPIECE_CORPUS_EXTRA * 20
+    tok.train_from_iterator(lines, vocab_size=2000, min_frequency=2, show_progress=False,
+                            special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    if lowercase:  # bert-base-uncased's tokenizer.json: TemplateProcessing; the cased one keeps BertProcessing
+        cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+        tok.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    return tok
+
+
+def strip_accents(text):
+    import unicodedata
+    return "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
+
+
+def write_wordpiece():
+    """tests/fixtures/tokenizers/wordpiece/{uncased,cased}.json and vectors.json: for each text the
+    normalizer's output, the ids without and with special tokens, and the decodes (with and without
+    skip_special_tokens); each pair's ids and type ids; and strip_accents (NFD, then no Mn) of the
+    texts by unicodedata and by the library."""
+    import tokenizers
+    out_dir = OUT / "wordpiece"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    vectors = {"generator": f"tokenizers {tokenizers.__version__} (HF), scripts/make_tokenizer_fixtures.py wordpiece"}
+    for name, lowercase in (("uncased", True), ("cased", False)):
+        tok = wordpiece_tokenizer(lowercase)
+        tok.save(str(out_dir / f"{name}.json"))
+        cases = []
+        for text in WORDPIECE_TEXTS:
+            plain, special = tok.encode(text, add_special_tokens=False), tok.encode(text, add_special_tokens=True)
+            cases.append({"text": text, "normalized": tok.normalizer.normalize_str(text), "ids": plain.ids,
+                          "tokens": plain.tokens, "special": special.ids,
+                          "decoded": tok.decode(special.ids, skip_special_tokens=False),
+                          "decoded_skip": tok.decode(special.ids, skip_special_tokens=True)})
+        pairs = []
+        for a, b in WORDPIECE_PAIRS:
+            e = tok.encode(a, b, add_special_tokens=True)
+            pairs.append({"a": a, "b": b, "ids": e.ids, "type_ids": e.type_ids})
+        vectors[name] = {"cases": cases, "pairs": pairs}
+        print(f"wordpiece {name}: {len(cases)} texts, vocab {tok.get_vocab_size()}")
+    # strip_accents alone, by unicodedata and by the reference (they differ where the library's
+    # Unicode tables are older: U+0898 is Mn since Unicode 14).
+    from tokenizers import normalizers
+    hf_strip = normalizers.BertNormalizer(clean_text=False, handle_chinese_chars=False, strip_accents=True, lowercase=False)
+    vectors["strip_accents"] = [{"text": t, "unicodedata": strip_accents(t), "tokenizers": hf_strip.normalize_str(t)}
+                                for t in WORDPIECE_TEXTS + STRIP_ACCENTS_TEXTS if strip_accents(t) != t]
+    (out_dir / "vectors.json").write_text(json.dumps(vectors, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
+    size = sum(f.stat().st_size for f in out_dir.iterdir())
+    print(f"wordpiece: {size / 1024:.0f} KiB")
+
+
 def main():
-    if sys.argv[1:] == ["pairs"]:  # needs only `tokenizers`
+    subcommands = {"post_processor": write_post_processors, "pairs": write_pairs, "wordpiece": write_wordpiece}
+    if len(sys.argv) == 2 and sys.argv[1] in subcommands:  # each needs only `tokenizers`
         try:
             import tokenizers  # noqa: F401
         except ImportError:
             ensure_venv(__file__)
-        write_pairs()
-        return
-    if sys.argv[1:] == ["post_processor"]:  # needs only `tokenizers`
-        try:
-            import tokenizers  # noqa: F401
-        except ImportError:
-            ensure_venv(__file__)
-        write_post_processors()
+        subcommands[sys.argv[1]]()
         return
     ensure_venv(__file__)
     for family in PATTERNS:
         write(family)
     write_post_processors()
     write_pairs()
+    write_wordpiece()
 
 
 if __name__ == "__main__":

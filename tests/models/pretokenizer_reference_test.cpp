@@ -96,7 +96,7 @@ TEST(HfPostProcessor, AddsWhatAddSpecialTokensAdds) {
 }
 
 // encode_pair gives what Hugging Face's tokenizer(text=a, text_pair=b) gives (a cross-encoder's
-// /score input): the pair templates of Llama 3's and Qwen3-Embedding's post-processors, BERT's
+// /score input), ids and token type ids: the pair templates of Llama 3's and Qwen3-Embedding's post-processors, BERT's
 // [CLS] A [SEP] B [SEP], RoBERTa's <s> A </s></s> B </s>, and the two encodings joined without
 // a post-processor (pairs.json, scripts/make_tokenizer_fixtures.py pairs).
 TEST(HfPostProcessor, EncodesAPairAsTheTokenizerDoes) {
@@ -119,9 +119,11 @@ TEST(HfPostProcessor, EncodesAPairAsTheTokenizerDoes) {
     ASSERT_TRUE(tok.has_value()) << name << ": " << tok.status().to_string();
     ASSERT_EQ(c["pairs"].size(), 3u);
     for (const json& p : c["pairs"]) {
-      auto ids = (*tok)->encode_pair(p["a"].get<std::string>(), p["b"].get<std::string>());
+      std::vector<int32_t> type_ids;
+      auto ids = (*tok)->encode_pair(p["a"].get<std::string>(), p["b"].get<std::string>(), &type_ids);
       ASSERT_TRUE(ids.has_value()) << name << ": " << ids.status().to_string();
       EXPECT_EQ(*ids, p["ids"].get<std::vector<int32_t>>()) << name << " " << p["a"].dump() << " | " << p["b"].dump();
+      EXPECT_EQ(type_ids, p["type_ids"].get<std::vector<int32_t>>()) << name << " " << p["a"].dump() << " | " << p["b"].dump();
     }
   }
   // A template with a single form only cannot encode a pair.

@@ -1,0 +1,60 @@
+#include "models/tokenizer_json_vocab.h"
+
+#include <algorithm>
+
+namespace brigade {
+
+Expected<ModelVocab> parse_model_vocab(const nlohmann::json& vocab, const std::string& origin) {
+  ModelVocab v;
+  int32_t max_id = -1;
+  for (const auto& [tok, id] : vocab.items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > (1 << 24))
+      return corrupt(origin + ": vocab entry '" + tok + "' has an invalid id");
+    v.ids[tok] = id.get<int32_t>();
+    max_id = std::max(max_id, id.get<int32_t>());
+  }
+  v.strings.assign(static_cast<size_t>(max_id + 1), std::string());
+  for (const auto& [tok, id] : v.ids) v.strings[static_cast<size_t>(id)] = tok;
+  return v;
+}
+
+Expected<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& j, const std::string& origin) {
+  std::vector<AddedToken> added;
+  if (!j.contains("added_tokens") || j["added_tokens"].is_null()) return added;
+  if (!j["added_tokens"].is_array()) return corrupt(origin + ": added_tokens must be an array");
+  for (const auto& t : j["added_tokens"]) {
+    if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() || !t.contains("content") ||
+        !t["content"].is_string() || t["content"].get<std::string>().empty() || t["id"].get<int64_t>() < 0 ||
+        t["id"].get<int64_t>() > (1 << 24))
+      return corrupt(origin + ": each added token needs an id and a non-empty content");
+    added.push_back({t["content"].get<std::string>(), t["id"].get<int32_t>(), t.value("special", false)});
+  }
+  std::stable_sort(added.begin(), added.end(),
+                   [](const AddedToken& x, const AddedToken& y) { return x.content.size() > y.content.size(); });
+  return added;
+}
+
+std::vector<TextPiece> split_added_tokens(std::string_view text, const std::vector<AddedToken>& added) {
+  std::vector<TextPiece> out;
+  size_t segment = 0, i = 0;
+  while (i < text.size()) {
+    const AddedToken* hit = nullptr;
+    for (const auto& a : added)
+      if (text.compare(i, a.content.size(), a.content) == 0) {
+        hit = &a;
+        break;
+      }
+    if (!hit) {
+      ++i;
+      continue;
+    }
+    if (i > segment) out.push_back({text.substr(segment, i - segment)});
+    out.push_back({text.substr(i, hit->content.size()), hit->id});
+    i += hit->content.size();
+    segment = i;
+  }
+  if (segment < text.size()) out.push_back({text.substr(segment)});
+  return out;
+}
+
+}  // namespace brigade

@@ -1,0 +1,47 @@
+// A tokenizer.json's vocabulary, as the BPE and WordPiece loaders read it: model.vocab, and the
+// added_tokens ([CLS], <|im_start|>, ...), which are matched in the raw text before the
+// normalizer and pre-tokenizer run, each becoming its own id (exact match, leftmost then longest;
+// the lstrip/rstrip/single_word/normalized flags are not applied).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+
+namespace brigade {
+
+struct ModelVocab {
+  std::unordered_map<std::string, int32_t> ids;  // token string -> id
+  std::vector<std::string> strings;              // id -> token string; empty for an id no entry has
+};
+
+// model.vocab (an object of token string -> id). corrupt, naming `origin` and the entry, for an
+// id outside [0, 2^24]; the caller checks that model.vocab is an object.
+Expected<ModelVocab> parse_model_vocab(const nlohmann::json& vocab, const std::string& origin);
+
+struct AddedToken {
+  std::string content;
+  int32_t id = 0;
+  bool special = false;
+};
+
+// The tokens of tokenizer.json's "added_tokens" (absent or null: none), longest content first.
+// corrupt, naming `origin`, for an entry without an id in [0, 2^24] or a non-empty content.
+Expected<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& tokenizer_json, const std::string& origin);
+
+// A stretch of text between added tokens (id -1), or one added token (its id; text its content).
+struct TextPiece {
+  std::string_view text;
+  int32_t id = -1;
+};
+
+// `text` cut at each occurrence of an added token: the pieces cover it in order, no text piece is
+// empty. `added` is parse_added_tokens' list (longest first, so the longest match wins).
+std::vector<TextPiece> split_added_tokens(std::string_view text, const std::vector<AddedToken>& added);
+
+}  // namespace brigade

@@ -1,0 +1,216 @@
+#include "models/tokenizer_wordpiece.h"
+
+#include <optional>
+#include <unordered_map>
+
+#include "models/tokenizer_bert_text.h"
+#include "models/tokenizer_json_vocab.h"
+#include "models/tokenizer_post_processor.h"
+#include "models/utf8.h"
+
+namespace brigade {
+namespace {
+
+using json = nlohmann::json;
+
+// Hugging Face's decoders::wordpiece::cleanup, applied to each token as it is decoded.
+std::string cleanup(std::string s) {
+  static constexpr std::pair<std::string_view, std::string_view> kRules[] = {
+      {" .", "."},   {" ?", "?"},   {" !", "!"},          {" ,", ","},     {" ' ", "'"},    {" n't", "n't"},
+      {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& [from, to] : kRules) {
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+      s.replace(at, from.size(), to);
+  }
+  return s;
+}
+
+class WordPieceTokenizer final : public Tokenizer {
+ public:
+  Status parse(const json& j, const std::string& origin);
+
+  Expected<std::vector<int32_t>> encode(std::string_view text, bool add_bos) const override;
+  Expected<std::vector<int32_t>> encode_pair(std::string_view a, std::string_view b,
+                                             std::vector<int32_t>* type_ids = nullptr) const override;
+  std::string token_to_piece(int32_t id) const override;
+  std::string token_string(int32_t id) const override {
+    return id >= 0 && id < vocab_size() ? strings_[static_cast<size_t>(id)] : std::string();
+  }
+  Expected<std::string> decode(std::span<const int32_t> ids, bool skip_special) const override;
+  bool is_special(int32_t id) const override { return id >= 0 && id < vocab_size() && special_[static_cast<size_t>(id)]; }
+  int vocab_size() const override { return static_cast<int>(strings_.size()); }
+  int32_t bos_id() const override { return -1; }  // [CLS] comes from the post-processor
+  const std::vector<int32_t>& eos_ids() const override { return eos_; }
+
+ private:
+  Status parse_model(const json& m, const std::string& origin);
+  Status parse_decoder(const json& d, const std::string& origin);
+  void encode_text(std::string_view text, std::vector<int32_t>& out) const;
+  void encode_word(std::u32string_view word, std::vector<int32_t>& out) const;
+
+  std::unordered_map<std::string, int32_t> vocab_;  // model.vocab: token string -> id
+  std::vector<std::string> strings_;                // id -> token string ("##ing", "[CLS]")
+  std::vector<uint8_t> special_;                    // id -> is a special added token
+  std::vector<AddedToken> added_;                   // longest content first
+  std::optional<BertNormalizerOptions> normalizer_;
+  BertPreTokenizerOptions pre_;
+  PostProcessor post_;
+  int32_t unk_ = -1;
+  std::string continuing_prefix_ = "##";
+  size_t max_word_chars_ = 100;
+  // The decoder: WordPiece (a token starting with decoder_prefix_ is glued to the previous one,
+  // cleanup_ applies cleanup()), or none (join_only_: tokens joined by spaces).
+  bool join_only_ = false;
+  std::string decoder_prefix_ = "##";
+  bool cleanup_ = true;
+  std::vector<int32_t> eos_;  // none: an encoder does not generate
+};
+
+Status WordPieceTokenizer::parse_model(const json& m, const std::string& origin) {
+  if (!m.contains("vocab") || !m["vocab"].is_object() || m["vocab"].empty())
+    return corrupt(origin + ": model (WordPiece) needs a non-empty \"vocab\" object");
+  BRIGADE_ASSIGN_OR_RETURN(ModelVocab vocab, parse_model_vocab(m["vocab"], origin));
+  vocab_ = std::move(vocab.ids);
+  strings_ = std::move(vocab.strings);
+  const json unk = m.value("unk_token", json("[UNK]"));
+  if (!unk.is_string() || !vocab_.contains(unk.get<std::string>()))
+    return corrupt(origin + ": model.unk_token " + unk.dump() + " is not in the vocab; WordPiece needs it for words it cannot split");
+  unk_ = vocab_.at(unk.get<std::string>());
+  const json prefix = m.value("continuing_subword_prefix", json("##"));
+  const json max_chars = m.value("max_input_chars_per_word", json(100));
+  if (!prefix.is_string()) return corrupt(origin + ": model.continuing_subword_prefix must be a string");
+  if (!max_chars.is_number_integer() || max_chars.get<int64_t>() < 1)
+    return corrupt(origin + ": model.max_input_chars_per_word must be a positive integer");
+  continuing_prefix_ = prefix.get<std::string>();
+  max_word_chars_ = max_chars.get<size_t>();
+  return Status::ok();
+}
+
+Status WordPieceTokenizer::parse_decoder(const json& d, const std::string& origin) {
+  if (d.is_null()) {
+    join_only_ = true;
+    return Status::ok();
+  }
+  const std::string type = d.is_object() ? d.value("type", "") : "";
+  if (type != "WordPiece")
+    return unsupported(origin + ": decoder type '" + type + "' is not supported by the WordPiece tokenizer (WordPiece, or null)");
+  const json prefix = d.value("prefix", json("##"));
+  const json clean = d.value("cleanup", json(true));
+  if (!prefix.is_string() || !clean.is_boolean())
+    return corrupt(origin + ": the WordPiece decoder needs a string prefix and a boolean cleanup");
+  decoder_prefix_ = prefix.get<std::string>();
+  cleanup_ = clean.get<bool>();
+  return Status::ok();
+}
+
+Status WordPieceTokenizer::parse(const json& j, const std::string& origin) {
+  BRIGADE_ASSIGN_OR_RETURN(normalizer_, parse_bert_normalizer(j.value("normalizer", json()), origin));
+  BRIGADE_ASSIGN_OR_RETURN(pre_, parse_bert_pre_tokenizer(j.value("pre_tokenizer", json()), origin));
+  BRIGADE_RETURN_IF_ERROR(parse_model(j["model"], origin));
+  BRIGADE_RETURN_IF_ERROR(parse_decoder(j.value("decoder", json()), origin));
+  BRIGADE_ASSIGN_OR_RETURN(added_, parse_added_tokens(j, origin));
+  for (const auto& a : added_)
+    if (a.id >= vocab_size()) strings_.resize(static_cast<size_t>(a.id) + 1);
+  special_.assign(strings_.size(), 0);
+  for (const auto& a : added_) {
+    strings_[static_cast<size_t>(a.id)] = a.content;
+    special_[static_cast<size_t>(a.id)] = a.special ? 1 : 0;
+  }
+  BRIGADE_ASSIGN_OR_RETURN(post_, PostProcessor::parse(j.value("post_processor", json()), vocab_size(), origin));
+  return Status::ok();
+}
+
+// Greedy longest match first: the longest vocabulary entry that starts the word, then the longest
+// continuing_prefix_ + rest-prefix, until the word is used up; unk_ alone when some rest has none.
+void WordPieceTokenizer::encode_word(std::u32string_view word, std::vector<int32_t>& out) const {
+  if (word.size() > max_word_chars_) {
+    out.push_back(unk_);
+    return;
+  }
+  const std::string bytes = u32_to_utf8(word);
+  std::vector<size_t> offset(word.size() + 1, 0);  // byte offset of each character, then the end
+  for (size_t i = 0; i < word.size(); ++i)
+    offset[i + 1] = offset[i] + (word[i] < 0x80 ? 1 : word[i] < 0x800 ? 2 : word[i] < 0x10000 ? 3 : 4);
+  const size_t n_out = out.size();
+  std::string key;
+  for (size_t start = 0; start < word.size();) {
+    size_t end = word.size();
+    for (; end > start; --end) {
+      key = start > 0 ? continuing_prefix_ : std::string();
+      key.append(bytes, offset[start], offset[end] - offset[start]);
+      if (auto it = vocab_.find(key); it != vocab_.end()) {
+        out.push_back(it->second);
+        break;
+      }
+    }
+    if (end == start) {  // no piece starts here
+      out.resize(n_out);
+      out.push_back(unk_);
+      return;
+    }
+    start = end;
+  }
+}
+
+void WordPieceTokenizer::encode_text(std::string_view text, std::vector<int32_t>& out) const {
+  std::u32string chars = utf8_to_u32(text);
+  if (normalizer_) chars = bert_normalize(chars, *normalizer_);
+  for (std::u32string_view word : bert_pre_tokenize(chars, pre_)) encode_word(word, out);
+}
+
+Expected<std::vector<int32_t>> WordPieceTokenizer::encode(std::string_view text, bool add_bos) const {
+  const size_t bad = utf8_first_invalid(text);
+  if (bad != text.size())
+    return invalid_argument("text is not valid UTF-8 (first bad byte at offset " + std::to_string(bad) + ")");
+  std::vector<int32_t> out;
+  for (const TextPiece& piece : split_added_tokens(text, added_)) {
+    if (piece.id >= 0) out.push_back(piece.id);
+    else encode_text(piece.text, out);
+  }
+  return add_bos ? post_.single(out) : out;
+}
+
+Expected<std::vector<int32_t>> WordPieceTokenizer::encode_pair(std::string_view a, std::string_view b,
+                                                               std::vector<int32_t>* type_ids) const {
+  BRIGADE_ASSIGN_OR_RETURN(std::vector<int32_t> first, encode(a, false));
+  BRIGADE_ASSIGN_OR_RETURN(std::vector<int32_t> second, encode(b, false));
+  return post_.pair(first, second, type_ids);
+}
+
+std::string WordPieceTokenizer::token_to_piece(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return {};
+  const std::string& token = strings_[static_cast<size_t>(id)];
+  if (join_only_) return " " + token;
+  std::string piece = token.starts_with(decoder_prefix_) ? token.substr(decoder_prefix_.size()) : " " + token;
+  return cleanup_ ? cleanup(std::move(piece)) : piece;
+}
+
+// The decoder leaves the first token as it is (but for cleanup): no space before it, and a
+// leading "##" kept.
+Expected<std::string> WordPieceTokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
+  std::string out;
+  bool first = true;
+  for (int32_t id : ids) {
+    if (id < 0 || id >= vocab_size())
+      return invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                              std::to_string(vocab_size()) + ")");
+    if (skip_special && is_special(id)) continue;
+    if (!first) out += token_to_piece(id);
+    else out += join_only_ || !cleanup_ ? strings_[static_cast<size_t>(id)] : cleanup(strings_[static_cast<size_t>(id)]);
+    first = false;
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Tokenizer>> load_wordpiece_tokenizer(const json& tokenizer_json, const std::string& origin) {
+  if (!tokenizer_json.is_object() || !tokenizer_json.contains("model") || !tokenizer_json["model"].is_object() ||
+      tokenizer_json["model"].value("type", "") != "WordPiece")
+    return corrupt(origin + ": not a WordPiece tokenizer.json (model.type must be \"WordPiece\")");
+  auto tok = std::make_unique<WordPieceTokenizer>();
+  BRIGADE_RETURN_IF_ERROR(tok->parse(tokenizer_json, origin));
+  return std::unique_ptr<Tokenizer>(std::move(tok));
+}
+
+}  // namespace brigade
