@@ -126,6 +126,44 @@ Status read_rows(const RawTensor& t, const std::vector<int32_t>& rows, int hidde
   return Status::ok();
 }
 
+// Tensor `name` of exactly `shape`, as f32 (float types only).
+Status read_f32(const Checkpoint& ck, const std::string& name, const std::vector<int64_t>& shape, std::vector<float>& out) {
+  BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck.tensor(name, shape));
+  if (t.block_quantized() || (t.dtype != DType::f32 && t.dtype != DType::f16 && t.dtype != DType::bf16))
+    return unsupported(t.file + ": tensor '" + t.name + "' is stored as " + t.type_name() +
+                       "; a classifier is read from f32, f16 or bf16");
+  out.resize(static_cast<size_t>(t.numel()));
+  t.dequantize(0, t.numel(), out.data());
+  return Status::ok();
+}
+
+// An encoder's classification head over its first token ([CLS], <s>): BERT's pooler (dense +
+// tanh) then `classifier`; RoBERTa's classifier.dense + tanh then classifier.out_proj. Both keep
+// their biases.
+Status read_encoder_head(const Checkpoint& ck, ClassifierHead& head) {
+  const bool bert = ck.config().arch == "bert";
+  const std::string dense = bert ? ck.tensors().count("bert.pooler.dense.weight") ? "bert.pooler.dense" : "pooler.dense"
+                                 : "classifier.dense";
+  const std::string out = bert ? "classifier" : "classifier.out_proj";
+  const int64_t h = head.hidden;
+  auto shape = ck.tensor(out + ".weight");
+  if (!shape)
+    return corrupt(ck.path() + ": " + head.architecture + " needs the classifier tensor '" + out +
+                   ".weight', which the checkpoint lacks");
+  if (shape->shape.size() != 2 || shape->shape[0] < 1 || shape->shape[1] != h)
+    return corrupt(shape->file + ": tensor '" + out + ".weight' has shape " + shape->shape_string() +
+                   ", not [num_labels, " + std::to_string(h) + "]");
+  head.num_labels = static_cast<int>(shape->shape[0]);
+  BRIGADE_RETURN_IF_ERROR(read_f32(ck, dense + ".weight", {h, h}, head.pre_weight));
+  BRIGADE_RETURN_IF_ERROR(read_f32(ck, dense + ".bias", {h}, head.pre_bias));
+  BRIGADE_RETURN_IF_ERROR(read_f32(ck, out + ".weight", {head.num_labels, h}, head.weight));
+  BRIGADE_RETURN_IF_ERROR(read_f32(ck, out + ".bias", {head.num_labels}, head.bias));
+  head.source = dense + " + tanh, " + out + " over the first token";
+  head.generates = false;
+  head.first_token = true;
+  return Status::ok();
+}
+
 }  // namespace
 
 const char* activation_name(ClassifierActivation a) {
@@ -149,16 +187,32 @@ std::vector<double> apply_activation(std::vector<double> x, ClassifierActivation
   return x;
 }
 
+namespace {
+
+// y [rows] = w [rows, x.size()] · x (+ bias), in f64.
+std::vector<double> affine(const std::vector<float>& w, const std::vector<float>& bias, std::span<const double> x,
+                           int rows) {
+  const size_t cols = x.size();
+  std::vector<double> y(static_cast<size_t>(rows), 0.0);
+  for (size_t r = 0; r < y.size(); ++r) {
+    const float* row = w.data() + r * cols;
+    double s = bias.empty() ? 0.0 : double{bias[r]};
+    for (size_t i = 0; i < cols; ++i) s += double{row[i]} * x[i];
+    y[r] = s;
+  }
+  return y;
+}
+
+}  // namespace
+
 std::vector<double> ClassifierHead::logits(std::span<const float> h) const {
   BRIGADE_CHECK(static_cast<int>(h.size()) == hidden, "a classifier takes a hidden state of its width");
-  std::vector<double> out(static_cast<size_t>(num_labels), 0.0);
-  for (int l = 0; l < num_labels; ++l) {
-    const float* w = weight.data() + static_cast<size_t>(l) * static_cast<size_t>(hidden);
-    double s = 0;
-    for (int i = 0; i < hidden; ++i) s += double{w[i]} * double{h[static_cast<size_t>(i)]};
-    out[static_cast<size_t>(l)] = s;
+  std::vector<double> x(h.begin(), h.end());
+  if (!pre_weight.empty()) {
+    x = affine(pre_weight, pre_bias, x, hidden);
+    for (double& v : x) v = std::tanh(v);
   }
-  return out;
+  return affine(weight, bias, x, num_labels);
 }
 
 std::vector<float> ClassifierHead::outputs(std::span<const float> h, PoolingTask task, bool use_activation) const {
@@ -222,6 +276,8 @@ Expected<std::optional<ClassifierHead>> read_classifier(const std::string& model
     if (!m->is_string()) return invalid_argument("config.json: method must be a string");
     method = m->get<std::string>();
   }
+  if (!method.empty() && ck->config().encoder)
+    return invalid_argument("method " + method + " reads a causal LM's lm_head; " + arch + " is an encoder without one");
   if (!method.empty()) {
     if (method != "from_2_way_softmax" && method != "no_post_processing")
       return invalid_argument("method '" + method + "' is not supported; supported: from_2_way_softmax, no_post_processing");
@@ -255,6 +311,10 @@ Expected<std::optional<ClassifierHead>> read_classifier(const std::string& model
     if (config.contains("classifier_from_token"))
       return invalid_argument("classifier_from_token needs a method (from_2_way_softmax or no_post_processing), or "
                               "is_original_qwen3_reranker: true");
+  }
+  if (ck->config().encoder) {
+    BRIGADE_RETURN_IF_ERROR(read_encoder_head(*ck, head));
+  } else if (method.empty()) {
     auto score = ck->tensor("score.weight");
     if (!score)
       return corrupt(model_path + ": " + arch + " needs the classifier tensor 'score.weight', which the checkpoint "

@@ -6,6 +6,9 @@
 // Where the matrix comes from:
 //   - a *ForSequenceClassification checkpoint's `score.weight` (Qwen3-Reranker-seq-cls,
 //     Qwen2.5-1.5B-apeach, any Llama-family reward or label model);
+//   - an encoder's (BertForSequenceClassification: the pooler's dense + tanh, then `classifier`;
+//     (XLM-)RobertaForSequenceClassification: classifier.dense + tanh, then classifier.out_proj;
+//     over the first token: cross-encoder/ms-marco-MiniLM-L-6-v2, bge-reranker-base);
 //   - a causal LM's lm_head rows, as vLLM converts one when config.json (or --hf-overrides) names
 //     a *ForSequenceClassification architecture with `classifier_from_token`:
 //       method "from_2_way_softmax" (also `is_original_qwen3_reranker: true`): one label,
@@ -49,6 +52,13 @@ struct ClassifierHead {
   int hidden = 0;
   int num_labels = 0;
   std::vector<float> weight;           // [num_labels, hidden] f32
+  std::vector<float> bias;             // [num_labels] f32, or empty (decoders' score.weight has none)
+  // Encoders (models/bert.h): a dense layer [hidden, hidden] (+ bias) and tanh before `weight`:
+  // BERT's pooler, RoBERTa's classifier.dense. Empty for decoders.
+  std::vector<float> pre_weight;
+  std::vector<float> pre_bias;
+  // The head reads the prompt's first token ([CLS], <s>: encoders) rather than its last.
+  bool first_token = false;
   std::vector<std::string> labels;     // config.json's id2label, else LABEL_<i>
   ClassifierActivation classify_activation = ClassifierActivation::softmax;
   ClassifierActivation score_activation = ClassifierActivation::softmax;
@@ -60,7 +70,8 @@ struct ClassifierHead {
   // still generates; false for a *ForSequenceClassification checkpoint, which has none.
   bool generates = false;
 
-  // score.weight · hidden in f64. `hidden` must have `hidden` values.
+  // weight · tanh(pre_weight · hidden + pre_bias) + bias (without pre_weight: weight · hidden +
+  // bias) in f64. `hidden` must have `hidden` values.
   std::vector<double> logits(std::span<const float> hidden_state) const;
   // The activation of `task` (classify or score) over logits, or the logits as they are when
   // use_activation is false.

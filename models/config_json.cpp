@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace brigade {
 
 using json = nlohmann::json;
@@ -42,6 +44,19 @@ Status read_string(const json& j, const char* key, std::string& out) {
   if (it == j.end() || it->is_null()) return Status::ok();
   if (!it->is_string()) return corrupt(std::string("config.json: field '") + key + "' must be a string");
   out = it->get<std::string>();
+  return Status::ok();
+}
+
+Status read_dtype(const json& j, DType& out) {
+  auto it = j.find("torch_dtype");
+  if (it == j.end() || it->is_null()) it = j.find("dtype");  // the name in transformers >= 4.56
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_string()) return corrupt("config.json: torch_dtype must be a string");
+  auto d = parse_dtype(it->get<std::string>());
+  if (!d || (*d != DType::f32 && *d != DType::f16 && *d != DType::bf16))
+    return unsupported("config.json: torch_dtype '" + it->get<std::string>() +
+                       "' is not supported; supported: float32, float16, bfloat16");
+  out = *d;
   return Status::ok();
 }
 

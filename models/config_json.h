@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/dtype.h"
 #include "core/status.h"
 
 namespace brigade {
@@ -15,5 +16,8 @@ Status read_int(const nlohmann::json& j, const char* key, int& out, bool require
 Status read_float(const nlohmann::json& j, const char* key, float& out);
 Status read_bool(const nlohmann::json& j, const char* key, bool& out);
 Status read_string(const nlohmann::json& j, const char* key, std::string& out);
+// torch_dtype (or transformers >= 4.56's dtype): float32, float16 or bfloat16; unsupported for
+// another type.
+Status read_dtype(const nlohmann::json& j, DType& out);
 
 }  // namespace brigade

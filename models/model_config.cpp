@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "models/bert_config.h"
 #include "models/config_json.h"
 #include "models/deepseek_config.h"
 #include "models/gemma_config.h"
@@ -21,7 +22,8 @@ constexpr const char* kSupported =
     "DeepseekV2ForCausalLM (deepseek_v2), DeepseekV3ForCausalLM (deepseek_v3), Phi3ForCausalLM (phi3), "
     "Gemma2ForCausalLM (gemma2), Gemma3ForCausalLM (gemma3_text), Gemma3ForConditionalGeneration (gemma3: its "
     "language model), GptOssForCausalLM (gpt_oss), Glm4MoeForCausalLM (glm4_moe), Qwen2VLForConditionalGeneration "
-    "(qwen2_vl), Qwen2_5_VLForConditionalGeneration (qwen2_5_vl)";
+    "(qwen2_vl), Qwen2_5_VLForConditionalGeneration (qwen2_5_vl); encoders: BertModel (bert), RobertaModel "
+    "(roberta), XLMRobertaModel (xlm-roberta) and their ForMaskedLM / ForSequenceClassification";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -90,19 +92,6 @@ Status read_eos(const json& j, std::vector<int>& eos) {
   } else {
     return corrupt("config.json: eos_token_id must be an integer or a list of integers");
   }
-  return Status::ok();
-}
-
-Status read_dtype(const json& j, DType& out) {
-  auto it = j.find("torch_dtype");
-  if (it == j.end() || it->is_null()) it = j.find("dtype");  // the name in transformers >= 4.56
-  if (it == j.end() || it->is_null()) return Status::ok();
-  if (!it->is_string()) return corrupt("config.json: torch_dtype must be a string");
-  auto d = parse_dtype(it->get<std::string>());
-  if (!d || (*d != DType::f32 && *d != DType::f16 && *d != DType::bf16))
-    return unsupported("config.json: torch_dtype '" + it->get<std::string>() +
-                       "' is not supported; supported: float32, float16, bfloat16");
-  out = *d;
   return Status::ok();
 }
 
@@ -399,6 +388,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
                               std::to_string(c.n_layers) + " decoder layers (one layer takes each)");
     return c;
   }
+  if (is_bert_family(j)) return read_bert_config(j);  // encoders (models/bert_config.h)
   bool seq_cls = false;
   BRIGADE_ASSIGN_OR_RETURN(std::string arch, detect_arch(j, seq_cls));
   ModelConfig c;

@@ -17,13 +17,16 @@ namespace brigade {
 
 // The MLP's gate activation: silu (SwiGLU) or torch's gelu(approximate='tanh') (Gemma's
 // gelu_pytorch_tanh).
-enum class MlpActivation : uint8_t { silu, gelu_tanh };
+// The MLP's activation: SwiGLU's silu gate, Gemma's gelu_tanh gate (gelu_pytorch_tanh), or an
+// encoder's ungated GELU, exact (erf: BERT's "gelu") or tanh-approximated ("gelu_new").
+enum class MlpActivation : uint8_t { silu, gelu_tanh, gelu };
 
 struct ModelConfig {
   std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "mixtral", "phi3", "gemma2", "gemma3_text",
                                 // "gpt_oss", "glm4_moe"
                                 // (the decoder they share: llama.h),
-                                // "deepseek_v2" or "deepseek_v3" (models/deepseek.h)
+                                // "deepseek_v2" or "deepseek_v3" (models/deepseek.h),
+                                // "bert" or "roberta" (encoders: models/bert.h)
   int hidden_size = 0;
   int n_layers = 0;
   int n_heads = 0;
@@ -113,6 +116,16 @@ struct ModelConfig {
   bool mrope_interleaved = false;    // Qwen3-VL: the sections interleave over the pairs (RopeConfig::interleaved)
   VisionConfig vision;               // the vision tower and projector (models/gemma3_vision.h); absent
                                      // (!present()) for text-only checkpoints
+
+  // Encoders (BERT, RoBERTa, XLM-RoBERTa; models/bert_config.h): every token of a prompt attends
+  // to every other, so a prompt runs whole in one step and nothing of it is cached; post-norm
+  // layers with LayerNorm (eps in rms_eps), biases everywhere and an ungated MLP (mlp_activation
+  // gelu or gelu_tanh); learned absolute positions, the first at position_offset (RoBERTa's
+  // padding_idx + 1, BERT's 0), and type_vocab_size token types (a pair's second segment is
+  // type 1 where there are 2). They compute no logits: they pool (embeddings) and classify.
+  bool encoder = false;
+  int type_vocab_size = 0;
+  int position_offset = 0;
 
   bool is_mla() const { return kv_lora_rank > 0; }
   // The sliding window of layer l's attention (0 = full attention).

@@ -75,7 +75,10 @@ Expected<std::vector<EmbedOptions>> ScoreRequest::cross_encoder_options(const En
     const PromptInput& b = second[i];
     EmbedOptions o;
     if (a.ids.empty() && b.ids.empty()) {
-      auto ids = head.use_pad_token ? engine.tokenize_pair(a.text, b.text) : engine.tokenize(a.text + b.text, true);
+      // An encoder of two token types (BERT) reads the second text as type 1.
+      const bool typed = engine.model().token_types > 1;
+      auto ids = head.use_pad_token ? engine.tokenize_pair(a.text, b.text, typed ? &o.token_type_ids : nullptr)
+                                    : engine.tokenize(a.text + b.text, true);
       if (!ids) return ids.status();
       o.prompt_ids = std::move(*ids);
     } else {

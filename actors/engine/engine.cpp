@@ -128,9 +128,13 @@ Status validate_labels(const std::vector<std::pair<std::string, std::string>>& l
   return Status::ok();
 }
 
-// A model that cannot generate (a *ForSequenceClassification checkpoint) refuses generation.
+// A model that cannot generate (a *ForSequenceClassification checkpoint, an encoder) refuses generation.
 Status check_generates(const ModelSummary& m) {
   if (m.generates) return Status::ok();
+  if (m.encoder)
+    return unsupported("this model is an encoder (" + m.arch + "): it does not generate; it serves embeddings" +
+                       (m.classifier ? std::string(", classify and score requests (/classify, /score, /rerank)")
+                                     : std::string(" (/v1/embeddings, /score, /rerank)")));
   return unsupported("this model is a sequence classifier (" + (m.classifier ? m.classifier->architecture : m.arch) +
                      ") with no lm_head: it does not generate; it serves classify and score requests "
                      "(/classify, /score, /rerank; Engine::classify)");
@@ -269,7 +273,7 @@ struct InstanceFacts {
 
 InstanceFacts facts_of(const LoadedInstance& l) {
   const Model& m = *l.ranks.front()->model;
-  return {l.name, l.setup.limits.role, m.config().arch, m.config().vocab_size, m.config().max_position,
+  return {l.name, l.setup.limits.role, m.config().arch, m.config().vocab_size, l.setup.limits.max_context,
           static_cast<uint64_t>(m.n_params()), static_cast<uint64_t>(m.weight_bytes()), l.kv_page_bytes, l.kv_layout,
           l.n_pages, l.ceilings};
 }
@@ -422,8 +426,10 @@ class EngineImpl final : public Engine {
   Expected<uint64_t> submit_embed(const EmbedOptions& request, EmbedCallback on_done) override {
     BRIGADE_RETURN_IF_ERROR(validate_embed(request, summary_));
     BRIGADE_RETURN_IF_ERROR(validate_labels(request.labels));
-    // A classifier reads the last token's hidden state, whatever pooling embeddings use.
-    const Pooling pooling = request.task == PoolingTask::embed ? summary_.pooling : Pooling::last;
+    // A classifier reads the last token's hidden state (an encoder's: the first), whatever pooling
+    // embeddings use.
+    const Pooling head_pooling = summary_.classifier && summary_.classifier->first_token ? Pooling::cls : Pooling::last;
+    const Pooling pooling = request.task == PoolingTask::embed ? summary_.pooling : head_pooling;
     return submit_as(embed_as_generate(request), pooling, embed_events(request, summary_, std::move(on_done)));
   }
   Expected<uint64_t> submit_beam_search(const BeamSearchOptions& request, BeamSearchCallback on_done) override;
@@ -485,9 +491,10 @@ class EngineImpl final : public Engine {
     if (chat_template_ && chat_template_->jinja) tokens = {chat_template_->jinja->bos_token(), chat_template_->jinja->eos_token()};
     return make_chat_template(source, "the request's chat_template", tokens);
   }
-  Expected<std::vector<int32_t>> tokenize_pair(const std::string& a, const std::string& b) const override {
+  Expected<std::vector<int32_t>> tokenize_pair(const std::string& a, const std::string& b,
+                                               std::vector<int32_t>* token_type_ids) const override {
     if (!tokenizer_model_) return not_found("this model has no tokenizer");
-    return tokenizer_model_->encode_pair(a, b);
+    return tokenizer_model_->encode_pair(a, b, token_type_ids);
   }
   Expected<std::vector<int32_t>> tokenize(const std::string& text, bool add_bos) const override {
     if (!tokenizer_model_) return not_found("this model has no tokenizer");
@@ -839,6 +846,7 @@ Status EngineImpl::start(const EngineOptions& options) {
               static_cast<int64_t>(model.weight_bytes), tokenizer_model_ != nullptr};
   for (const auto& l : loaded)
     if (l) summary_.hidden_size = l->ranks.front()->model->config().hidden_size;
+  BRIGADE_RETURN_IF_ERROR(summarize_encoder(path, loaded, summary_));
   // The first local instance's EOS ids (what its scheduler ends at); remote instances' models
   // are the front's own, whose tokenizer names them.
   const auto local = std::find_if(loaded.begin(), loaded.end(), [](const auto& l) { return l.has_value(); });

@@ -2,8 +2,13 @@
 #include "actors/engine/wait_for_answer.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <spdlog/spdlog.h>
+
+#include "models/bert.h"
+#include "models/mapped_file.h"
+#include "models/model_config.h"
 
 namespace brigade {
 
@@ -29,6 +34,17 @@ Status validate_embed(const EmbedOptions& r, const ModelSummary& m) {
       return invalid_argument("input token id " + std::to_string(t) + " is outside the vocabulary [0, " +
                               std::to_string(m.vocab_size) + ")");
   }
+  if (!r.token_type_ids.empty()) {
+    if (r.token_type_ids.size() != r.prompt_ids.size())
+      return invalid_argument("token_type_ids must give one type per input token id (" +
+                              std::to_string(r.prompt_ids.size()) + " ids, " + std::to_string(r.token_type_ids.size()) +
+                              " types)");
+    const int types = std::max(1, m.token_types);
+    for (int32_t t : r.token_type_ids)
+      if (t < 0 || t >= types)
+        return invalid_argument("token type " + std::to_string(t) + " is outside [0, " + std::to_string(types) +
+                                ") (the model's token types)");
+  }
   if (r.truncate_prompt_tokens < 0)
     return invalid_argument("truncate_prompt_tokens must be >= 1, or 0 for none (got " +
                             std::to_string(r.truncate_prompt_tokens) + ")");
@@ -42,6 +58,8 @@ GenerateOptions embed_as_generate(const EmbedOptions& r) {
   GenerateOptions g;
   g.prompt = r.prompt;
   g.prompt_ids = r.prompt_ids;
+  for (size_t i = 0; i < r.token_type_ids.size() && i < g.prompt_ids.size(); ++i)
+    g.prompt_ids[i] = with_token_type(g.prompt_ids[i], r.token_type_ids[i]);
   g.add_bos = r.add_bos;
   g.max_tokens = 0;
   g.truncate_prompt_tokens = r.truncate_prompt_tokens;
@@ -85,7 +103,7 @@ void resolve_pooling(const EngineOptions& options, const std::string& model_path
     m.pooling = *options.pooling;
     m.normalize_embeddings = options.normalize_embeddings.value_or(from_model ? from_model->normalize : true);
   } else if (from_model) {
-    m.pooling = from_model->mode;
+    m.pooling = m.encoder && from_model->source == "default" ? Pooling::cls : from_model->mode;
     m.normalize_embeddings = options.normalize_embeddings.value_or(from_model->normalize);
   } else {
     m.pooling = Pooling::none;
@@ -96,6 +114,24 @@ void resolve_pooling(const EngineOptions& options, const std::string& model_path
   spdlog::debug("engine: embeddings pool {} ({}), {}", pooling_name(m.pooling),
                 options.pooling ? "--pooling" : from_model->source,
                 m.normalize_embeddings ? "normalized" : "not normalized");
+}
+
+Status summarize_encoder(const std::string& model_path, const std::vector<std::optional<LoadedInstance>>& loaded,
+                         ModelSummary& m) {
+  std::optional<ModelConfig> config;
+  for (const auto& l : loaded)
+    if (l && !config) config = l->ranks.front()->model->config();
+  std::error_code ec;
+  const auto json_path = std::filesystem::path(model_path) / "config.json";
+  if (!config && std::filesystem::exists(json_path, ec)) {
+    BRIGADE_ASSIGN_OR_RETURN(std::string text, read_text_file(json_path.string()));
+    if (auto parsed = parse_hf_config(text)) config = *parsed;
+  }
+  if (!config || !config->encoder) return Status::ok();
+  m.encoder = true;
+  m.generates = false;
+  m.token_types = config->type_vocab_size;
+  return Status::ok();
 }
 
 Expected<Embedding> Engine::embed(const EmbedOptions& request) {

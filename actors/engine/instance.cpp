@@ -264,6 +264,21 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   setup.limits.prefix_cache = inst.cache.radix;
   setup.limits.partial_pages = inst.cache.radix && inst.cache.partial_pages;
   setup.limits.in_batch_prefix_tokens = inst.cache.radix ? inst.cache.in_batch_prefix_tokens : 0;
+  if (mc.encoder) {
+    // An encoder's tokens each see the whole prompt: a prompt runs whole in one step (so it is
+    // at most a step's tokens), and no prefix of its K/V means anything to another prompt, so
+    // nothing of it is cached (models/bert.h).
+    setup.limits.chunked_prefill = false;
+    setup.limits.prefix_cache = setup.limits.partial_pages = false;
+    setup.limits.in_batch_prefix_tokens = 0;
+    setup.limits.max_context = std::min(mc.max_position, inst.scheduler.max_step_tokens);
+    setup.limits.token_types = mc.type_vocab_size;
+    if (inst.role != "both" || inst.scheduler.speculative.method != "none")
+      return unsupported("instance '" + inst.name + "': " + mc.arch + " is an encoder: it pools and classifies, so it "
+                         "runs with neither a PD role nor speculative decoding");
+    spdlog::info("engine: instance '{}': an encoder; prompts of up to {} tokens run whole, uncached", inst.name,
+                 setup.limits.max_context);
+  }
   if (res->model->has_vision()) {  // requests with images; the others' images are refused
     const VisionConfig& v = mc.vision;
     setup.limits.image_token = v.image_token;
@@ -323,7 +338,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   const std::string weights_id = exe.weights == "auto" || exe.weights == "bf16" ? "" : "|weights=" + exe.weights;
   const std::string kv_fp = tiers_on ? model_identity(path, mc, res->model->n_params()) + weights_id + out.kv_layout : "";
   setup.cache_root = root_key(tiers_on ? kv_fp : "device-only");
-  setup.limits.lower_tiers = inst.cache.radix && tiers_on;
+  setup.limits.lower_tiers = inst.cache.radix && tiers_on && !mc.encoder;
   // write_through: a page is saved down when it enters the device cache (and reaches disk at
   // once); write_back: when the device evicts it (and disk when host evicts it).
   setup.limits.save_on_insert = inst.cache.write_policy == "write_through";

@@ -108,7 +108,7 @@ Status NodeImpl::start(const NodeOptions& options) {
     b.setRole(inst->role);
     b.setArch(model.config().arch);
     b.setVocabSize(model.config().vocab_size);
-    b.setMaxPosition(model.config().max_position);
+    b.setMaxPosition(loaded.setup.limits.max_context);  // an encoder's: at most a step
     b.setNParams(static_cast<uint64_t>(model.n_params()));
     b.setWeightBytes(static_cast<uint64_t>(model.weight_bytes()));
     b.setHasTokenizer(tokenizer != nullptr);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "actors/drafter/ngram_drafter.h"
+#include "models/bert.h"
 
 namespace brigade {
 
@@ -58,7 +59,8 @@ Status SchedulerPolicy::add(SeqRequest request) {
     return invalid_argument("the prompt has " + std::to_string(n_prompt) + " tokens; the model's context is " +
                             std::to_string(limits_.max_context) + " tokens and generation needs at least one more");
   }
-  for (int32_t t : request.prompt) {
+  for (int32_t typed : request.prompt) {
+    const int32_t t = limits_.token_types > 1 ? token_id_part(typed) : typed;
     if (t < 0 || t >= limits_.vocab_size) {
       return invalid_argument("prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " +
                               std::to_string(limits_.vocab_size) + ")");

@@ -108,6 +108,9 @@ struct SchedulerLimits {
   int max_context = 0;          // the model's context length (prompt + generated)
   int page_size = 16;
   int vocab_size = 0;
+  // An encoder's token types (models/bert.h): above 1, a prompt id carries its type in bit 30,
+  // which the vocabulary check ignores.
+  int token_types = 0;
   bool chunked_prefill = true;  // false: prompts run whole, in prefill-only steps (vLLM v0 style)
   bool prefix_cache = false;    // the radix prefix cache (on by default in the topology config)
   // With the prefix cache: a sequence that ends leaves its partly filled last page in the cache,

@@ -215,6 +215,9 @@ struct EmbedOptions {
   // activation; score: under its cross-encoder activation (a classifier of one label: the score).
   PoolingTask task = PoolingTask::embed;
   bool use_activation = true;       // classify / score: false returns the raw logits (vLLM's use_activation)
+  // An encoder's token types (BERT's token_type_ids; ModelSummary::token_types), one per
+  // prompt_ids entry: a pair's second segment is type 1 (tokenize_pair gives them). Empty: all 0.
+  std::vector<int32_t> token_type_ids;
 };
 
 struct Embedding {
@@ -325,9 +328,15 @@ struct ModelSummary {
   // A sequence classifier (a *ForSequenceClassification checkpoint, or a causal LM that
   // --hf-overrides turns into one): what classify and score requests run. Null otherwise.
   std::shared_ptr<const ClassifierHead> classifier;
-  // Whether the model generates: false for a *ForSequenceClassification checkpoint (no lm_head);
-  // generation requests are then refused.
+  // Whether the model generates: false for a *ForSequenceClassification checkpoint (no lm_head)
+  // and for an encoder; generation requests are then refused.
   bool generates = true;
+  // An encoder (BERT, RoBERTa, XLM-RoBERTa: models/bert.h): it pools (the first token's or the
+  // mean hidden state; cls unless its sentence-transformers files say otherwise) and classifies
+  // over its first token; prompts of at most max_context tokens run whole. token_types: how many
+  // token types it takes (EmbedOptions::token_type_ids; 0 for decoders).
+  bool encoder = false;
+  int token_types = 0;
   std::vector<LoraModule> loras;  // the LoRA adapters served at start (EngineOptions::lora_modules);
                                   // Engine::loras() says which are served now
   int max_loras = 0;              // adapter slots (0: LoRA off; EngineOptions::lora_enabled)
@@ -609,8 +618,11 @@ class Engine {
   virtual Expected<std::vector<int32_t>> tokenize(const std::string& text, bool add_bos) const = 0;
   // A pair of texts as Hugging Face's tokenizer(text=a, text_pair=b) encodes it, special tokens
   // included (Tokenizer::encode_pair): what a cross-encoder scores. Errors as tokenize's, and
-  // unsupported for a tokenizer whose post-processor has no pair template.
-  virtual Expected<std::vector<int32_t>> tokenize_pair(const std::string& a, const std::string& b) const = 0;
+  // unsupported for a tokenizer whose post-processor has no pair template. token_type_ids, when
+  // given, gets each id's token type as the post-processor assigns it (0 for the first segment,
+  // 1 for the second where the template says so): what EmbedOptions::token_type_ids takes.
+  virtual Expected<std::vector<int32_t>> tokenize_pair(const std::string& a, const std::string& b,
+                                                       std::vector<int32_t>* token_type_ids = nullptr) const = 0;
   virtual Expected<std::string> detokenize(const std::vector<int32_t>& ids) const = 0;
   // Each id's string in the vocabulary, as Hugging Face's convert_ids_to_tokens gives it
   // ("Ġworld", "▁world"; vLLM's /tokenize return_token_strs). Errors as detokenize's.

@@ -1,0 +1,238 @@
+#include "models/bert.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "models/bert_config.h"
+#include "models/step_check.h"
+#include "models/step_inputs.h"
+#include "models/weight_loader.h"
+
+namespace brigade {
+namespace {
+
+class BertModel final : public Model {
+ public:
+  BertModel(const ModelConfig& config, Backend& backend, const LoadOptions& options)
+      : config_(config), backend_(backend), options_(options) {}
+
+  Status load(const Checkpoint& ck);
+  const ModelConfig& config() const override { return config_; }
+  KvLayout kv_layout(int n_pages, int page_size, DType dtype) const override {
+    return KvLayout{config_.n_layers, n_pages, page_size, config_.n_heads, config_.head_dim, dtype};
+  }
+  Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
+  int64_t n_params() const override { return n_params_; }
+  int64_t weight_bytes() const override { return weight_bytes_; }
+  StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const override;
+
+ private:
+  struct Layer {
+    OwnedTensor qkv, qkv_b, o, o_b, ln1_w, ln1_b, fc1, fc1_b, fc2, fc2_b, ln2_w, ln2_b;
+  };
+  // The step's host arrays: the word ids (token types masked off), the type ids, the rows of the
+  // position table, each row's attend_until. invalid_argument for a step an encoder cannot run.
+  Status split_step(const StepBatch& batch);
+  void upload(const OwnedTensor& dst, const std::vector<int32_t>& src);
+
+  ModelConfig config_;
+  Backend& backend_;
+  LoadOptions options_;
+  OwnedTensor word_, position_, type_, emb_ln_w_, emb_ln_b_;
+  std::vector<Layer> layers_;
+  int64_t n_params_ = 0, weight_bytes_ = 0;
+  StepInputs ints_;
+  OwnedTensor type_ids_, position_ids_;
+  OwnedTensor x_, t_, qkv_, attn_, mlp_;
+  std::vector<int32_t> words_, types_, position_rows_, until_;
+};
+
+Status BertModel::load(const Checkpoint& ck) {
+  const auto& tensors = ck.tensors();
+  const std::string p = bert_prefix([&](const std::string& n) { return tensors.count(n) > 0; });
+  // LayerNorm weight and bias, or the gamma and beta of checkpoints converted from TensorFlow.
+  auto norm = [&](const std::string& base, const char* a, const char* b) {
+    return tensors.count(p + base + "." + a) > 0 ? p + base + "." + a : p + base + "." + b;
+  };
+  WeightLoader w(ck, backend_, options_.weight_dtype);
+  const int64_t h = config_.hidden_size, inter = config_.intermediate_size;
+  auto vec = [&](const std::string& name, int64_t n) { return w.vector_f32({name}, {n}); };
+  BRIGADE_ASSIGN_OR_RETURN(word_, w.table(p + "embeddings.word_embeddings.weight", config_.vocab_size, h));
+  BRIGADE_ASSIGN_OR_RETURN(position_, w.table(p + "embeddings.position_embeddings.weight",
+                                              config_.max_position + config_.position_offset, h));
+  BRIGADE_ASSIGN_OR_RETURN(type_, w.table(p + "embeddings.token_type_embeddings.weight", config_.type_vocab_size, h));
+  BRIGADE_ASSIGN_OR_RETURN(emb_ln_w_, vec(norm("embeddings.LayerNorm", "weight", "gamma"), h));
+  BRIGADE_ASSIGN_OR_RETURN(emb_ln_b_, vec(norm("embeddings.LayerNorm", "bias", "beta"), h));
+  layers_.resize(static_cast<size_t>(config_.n_layers));
+  for (int l = 0; l < config_.n_layers; ++l) {
+    Layer& L = layers_[static_cast<size_t>(l)];
+    const std::string base = p + "encoder.layer." + std::to_string(l) + ".";
+    const std::string self = base + "attention.self.";
+    BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.fused({self + "query.weight", self + "key.weight", self + "value.weight"},
+                                            {h, h, h}, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.qkv_b, w.vector_f32({self + "query.bias", self + "key.bias", self + "value.bias"},
+                                                   {h, h, h}));
+    BRIGADE_ASSIGN_OR_RETURN(L.o, w.matrix(base + "attention.output.dense.weight", h, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.o_b, vec(base + "attention.output.dense.bias", h));
+    const std::string ln1 = "encoder.layer." + std::to_string(l) + ".attention.output.LayerNorm";
+    BRIGADE_ASSIGN_OR_RETURN(L.ln1_w, vec(norm(ln1, "weight", "gamma"), h));
+    BRIGADE_ASSIGN_OR_RETURN(L.ln1_b, vec(norm(ln1, "bias", "beta"), h));
+    BRIGADE_ASSIGN_OR_RETURN(L.fc1, w.matrix(base + "intermediate.dense.weight", inter, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.fc1_b, vec(base + "intermediate.dense.bias", inter));
+    BRIGADE_ASSIGN_OR_RETURN(L.fc2, w.matrix(base + "output.dense.weight", h, inter));
+    BRIGADE_ASSIGN_OR_RETURN(L.fc2_b, vec(base + "output.dense.bias", h));
+    const std::string ln2 = "encoder.layer." + std::to_string(l) + ".output.LayerNorm";
+    BRIGADE_ASSIGN_OR_RETURN(L.ln2_w, vec(norm(ln2, "weight", "gamma"), h));
+    BRIGADE_ASSIGN_OR_RETURN(L.ln2_b, vec(norm(ln2, "bias", "beta"), h));
+  }
+  n_params_ = w.n_params();
+  weight_bytes_ = w.n_bytes();
+  const int64_t n = options_.max_batch_tokens;
+  const DType act = backend_.activation_dtype();
+  BRIGADE_RETURN_IF_ERROR(ints_.allocate(backend_, n));
+  BRIGADE_ASSIGN_OR_RETURN(type_ids_, alloc_tensor(backend_, DType::i32, 1, n));
+  BRIGADE_ASSIGN_OR_RETURN(position_ids_, alloc_tensor(backend_, DType::i32, 1, n));
+  BRIGADE_ASSIGN_OR_RETURN(x_, alloc_tensor(backend_, act, n, h));
+  BRIGADE_ASSIGN_OR_RETURN(t_, alloc_tensor(backend_, act, n, h));
+  BRIGADE_ASSIGN_OR_RETURN(attn_, alloc_tensor(backend_, act, n, h));
+  BRIGADE_ASSIGN_OR_RETURN(qkv_, alloc_tensor(backend_, act, n, 3 * h));
+  BRIGADE_ASSIGN_OR_RETURN(mlp_, alloc_tensor(backend_, act, n, inter));
+  return Status::ok();
+}
+
+Status BertModel::split_step(const StepBatch& batch) {
+  if (!batch.device_tokens.empty())
+    return invalid_argument("an encoder takes its tokens from the host (no device_tokens)");
+  if (!batch.images.empty()) return unsupported(config_.arch + " takes no images");
+  for (int32_t id : batch.lora)
+    if (id != 0) return unsupported(config_.arch + " encoders run no LoRA adapters");
+  const size_t n = batch.tokens.size();
+  words_.resize(n);
+  types_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t v = batch.tokens[i];
+    words_[i] = token_id_part(v);
+    types_[i] = token_type_part(v);
+    if (v >= 0 && types_[i] >= config_.type_vocab_size)
+      return invalid_argument("token " + std::to_string(i) + " of the step has token type " + std::to_string(types_[i]) +
+                              "; this encoder has " + std::to_string(config_.type_vocab_size));
+  }
+  position_rows_.resize(n);
+  until_.resize(n);
+  const int pad = config_.position_offset - 1;  // RoBERTa's padding_idx
+  for (int s = 0; s < batch.n_seqs(); ++s) {
+    const int first = batch.q_start[static_cast<size_t>(s)], end = batch.q_start[static_cast<size_t>(s) + 1];
+    const int ctx = batch.ctx_len[static_cast<size_t>(s)];
+    if (end - first != ctx)
+      return invalid_argument("an encoder runs each prompt whole in one step: sequence " + std::to_string(s) +
+                              " has " + std::to_string(end - first) + " of its " + std::to_string(ctx) +
+                              " positions in this one");
+    // RoBERTa's create_position_ids_from_input_ids: the non-padding tokens count up from
+    // padding_idx + 1, a padding token sits at padding_idx; BERT's are the positions.
+    int counted = 0;
+    for (int r = first; r < end; ++r) {
+      const size_t i = static_cast<size_t>(r);
+      until_[i] = ctx - 1;
+      if (config_.position_offset == 0) position_rows_[i] = batch.positions[i];
+      else position_rows_[i] = words_[i] == pad ? pad : pad + ++counted;
+    }
+  }
+  return Status::ok();
+}
+
+void BertModel::upload(const OwnedTensor& dst, const std::vector<int32_t>& src) {
+  backend_.upload(Tensor(dst.tensor.data, DType::i32, {static_cast<int64_t>(src.size())}), src.data());
+}
+
+Status BertModel::forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
+  if (!batch.logit_rows.empty())
+    return invalid_argument(config_.arch + " is an encoder: it computes no logits (it pools hidden states)");
+  BRIGADE_RETURN_IF_ERROR(split_step(batch));
+  StepBatch plain = batch;  // the ids without their token types, as check_step and the upload take them
+  plain.tokens = words_;
+  const StepLimits limits{config_.vocab_size, config_.max_position, options_.max_batch_tokens,
+                          config_.n_layers, config_.n_heads, config_.head_dim};
+  BRIGADE_ASSIGN_OR_RETURN(const StepBounds bounds, check_step(plain, limits, kv.layout(), logits));
+  BRIGADE_RETURN_IF_ERROR(check_hidden_rows(plain, options_.max_batch_tokens, config_.hidden_size,
+                                            backend_.activation_dtype()));
+  BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, plain, until_));
+  upload(type_ids_, types_);
+  upload(position_ids_, position_rows_);
+
+  const int64_t n = plain.n_tokens();
+  const AttentionMeta meta = ints_.meta(plain, bounds, 0);
+  const Tensor x = x_.tensor.rows(0, n), t = t_.tensor.rows(0, n), attn = attn_.tensor.rows(0, n);
+  const Tensor qkv = qkv_.tensor.rows(0, n), mlp = mlp_.tensor.rows(0, n);
+  const float eps = config_.rms_eps, scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
+  const QkvLayout layout = config_.qkv_layout();
+  const Tensor slots = ints_.slots(n);
+  Backend& b = backend_;
+  b.embedding(word_.tensor, ints_.tokens(plain), t);
+  b.embedding(position_.tensor, Tensor(position_ids_.tensor.data, DType::i32, {n}), attn);
+  b.add(t, attn);
+  b.embedding(type_.tensor, Tensor(type_ids_.tensor.data, DType::i32, {n}), attn);
+  b.add(t, attn);
+  b.layer_norm(t, emb_ln_w_.tensor, emb_ln_b_.tensor, eps, x);
+  for (int l = 0; l < config_.n_layers; ++l) {
+    const Layer& L = layers_[static_cast<size_t>(l)];
+    const KvLayer cache = kv.layer(l);
+    b.matmul(x, L.qkv.tensor, L.qkv_b.tensor, qkv);
+    b.write_kv(cache, qkv, layout, slots);
+    b.attention(qkv, layout, cache, meta, scale, attn);
+    b.matmul(attn, L.o.tensor, L.o_b.tensor, t);
+    b.add(t, x);
+    b.layer_norm(t, L.ln1_w.tensor, L.ln1_b.tensor, eps, x);
+    b.matmul(x, L.fc1.tensor, L.fc1_b.tensor, mlp);
+    if (config_.mlp_activation == MlpActivation::gelu) b.gelu(mlp);
+    else b.gelu_tanh(mlp);
+    b.matmul(mlp, L.fc2.tensor, L.fc2_b.tensor, t);
+    b.add(t, x);
+    b.layer_norm(t, L.ln2_w.tensor, L.ln2_b.tensor, eps, x);
+  }
+  const int64_t rows = static_cast<int64_t>(plain.hidden_rows.size());
+  if (rows > 0) b.gather_rows(x, ints_.hidden_rows(rows), plain.hidden);
+  return Status::ok();
+}
+
+// The roofline rule of Model::step_cost: every linear weight once (2 flops each per token), the
+// embedding rows of the step's tokens, attention's 4 * head_dim flops per head per (query, key)
+// pair (each prompt sees all of itself) and its K/V written and read once per sequence.
+StepCost BertModel::step_cost(const StepBatch& batch, double kv_bytes_per_token) const {
+  const double n = batch.n_tokens(), h = config_.hidden_size;
+  const double tables = (static_cast<double>(config_.vocab_size) + config_.max_position + config_.position_offset +
+                         config_.type_vocab_size) * h;
+  const double linear = static_cast<double>(n_params_) - tables;
+  double pairs = 0.0;
+  for (int s = 0; s < batch.n_seqs(); ++s) {
+    const double ctx = batch.ctx_len[static_cast<size_t>(s)];
+    pairs += ctx * ctx;
+  }
+  const double per_param = static_cast<double>(weight_bytes_) / static_cast<double>(std::max<int64_t>(n_params_, 1));
+  StepCost c;
+  c.flops = 2.0 * linear * n + 4.0 * config_.head_dim * config_.n_heads * config_.n_layers * pairs;
+  c.bytes = linear * per_param + 3.0 * n * h * per_param + 2.0 * n * kv_bytes_per_token;
+  return c;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Model>> load_bert(const Checkpoint& checkpoint, Backend& backend, const LoadOptions& options) {
+  const ModelConfig& c = checkpoint.config();
+  if (options.max_batch_tokens < 1)
+    return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
+  if (!backend.supports_vision() || backend.activation_dtype() != DType::f32)
+    return unsupported(c.arch + " encoders run on the CPU backend (LayerNorm and GELU); backend '" + backend.name() +
+                       "' has no such ops");
+  if (options.communicator != nullptr && options.communicator->size() > 1)
+    return unsupported(c.arch + " encoders run at tp 1 (tensor parallelism splits the decoders)");
+  if (options.lora_enabled()) return unsupported("LoRA adapters are not supported for " + c.arch + " encoders");
+  if (const auto t = options.weight_dtype; t && *t != DType::f32 && *t != DType::bf16 && *t != DType::f16)
+    return unsupported(std::string("weights: ") + dtype_name(*t) + " is not supported for " + c.arch +
+                       " encoders; they load f32, bf16 or f16");
+  auto model = std::make_unique<BertModel>(c, backend, options);
+  BRIGADE_RETURN_IF_ERROR(model->load(checkpoint));
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+}  // namespace brigade

@@ -1,0 +1,110 @@
+#include "models/bert_config.h"
+
+#include <array>
+#include <string_view>
+
+#include "models/config_json.h"
+
+namespace brigade {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::array<std::string_view, 3> kFamilies = {"Bert", "Roberta", "XLMRoberta"};
+constexpr std::array<std::string_view, 4> kHeads = {"Model", "ForMaskedLM", "ForPreTraining",
+                                                    "ForSequenceClassification"};
+
+std::string first_architecture(const json& j) {
+  auto it = j.find("architectures");
+  if (it == j.end() || !it->is_array() || it->empty() || !(*it)[0].is_string()) return "";
+  return (*it)[0].get<std::string>();
+}
+
+// The family ("Bert", "Roberta", "XLMRoberta") and head of an architecture name; empty when not one.
+std::pair<std::string, std::string> split_architecture(const std::string& name) {
+  for (std::string_view f : kFamilies)
+    for (std::string_view h : kHeads)
+      if (name == std::string(f) + std::string(h)) return {std::string(f), std::string(h)};
+  return {};
+}
+
+}  // namespace
+
+bool is_bert_family(const json& j) {
+  const std::string arch = first_architecture(j);
+  if (!arch.empty()) return !split_architecture(arch).first.empty();
+  auto it = j.find("model_type");
+  if (it == j.end() || !it->is_string()) return false;
+  const std::string t = it->get<std::string>();
+  return t == "bert" || t == "roberta" || t == "xlm-roberta";
+}
+
+Expected<ModelConfig> read_bert_config(const json& j) {
+  ModelConfig c;
+  const std::string named = first_architecture(j);
+  std::string family, head;
+  if (!named.empty()) {
+    std::tie(family, head) = split_architecture(named);
+  } else {
+    std::string t;
+    BRIGADE_RETURN_IF_ERROR(read_string(j, "model_type", t));
+    family = t == "bert" ? "Bert" : "Roberta";
+  }
+  c.arch = family == "Bert" ? "bert" : "roberta";
+  c.encoder = true;
+  c.seq_cls = head == "ForSequenceClassification";
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "hidden_size", c.hidden_size, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_hidden_layers", c.n_layers, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_attention_heads", c.n_heads, true));
+  c.n_kv_heads = c.n_heads;
+  if (c.n_heads > 0) c.head_dim = c.hidden_size / c.n_heads;
+  if (c.n_heads > 0 && c.hidden_size % c.n_heads != 0)
+    return invalid_argument("config.json: hidden_size (" + std::to_string(c.hidden_size) +
+                            ") must be a multiple of num_attention_heads (" + std::to_string(c.n_heads) + ")");
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "intermediate_size", c.intermediate_size, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, true));
+  int max_positions = 512;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", max_positions, false));
+  c.type_vocab_size = 2;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "type_vocab_size", c.type_vocab_size, false));
+  if (c.type_vocab_size < 1 || c.type_vocab_size > 2)
+    return unsupported("config.json: type_vocab_size " + std::to_string(c.type_vocab_size) +
+                       " is not supported; encoders here have 1 or 2 token types");
+  c.rms_eps = 1e-12f;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "layer_norm_eps", c.rms_eps));
+  std::string act = "gelu";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
+  if (act == "gelu") c.mlp_activation = MlpActivation::gelu;
+  else if (act == "gelu_new" || act == "gelu_pytorch_tanh") c.mlp_activation = MlpActivation::gelu_tanh;
+  else return unsupported("config.json: hidden_act '" + act + "' is not supported for " + c.arch +
+                          "; supported: gelu, gelu_new, gelu_pytorch_tanh");
+  std::string positions = "absolute";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "position_embedding_type", positions));
+  if (positions != "absolute")
+    return unsupported("config.json: position_embedding_type '" + positions + "' is not supported; " + c.arch +
+                       " runs absolute position embeddings");
+  bool decoder = false, cross = false;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "is_decoder", decoder));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "add_cross_attention", cross));
+  if (decoder || cross)
+    return unsupported("config.json: " + std::string(decoder ? "is_decoder" : "add_cross_attention") +
+                       " is set: brigade runs " + c.arch + " as an encoder only");
+  // RoBERTa numbers positions from padding_idx + 1 (create_position_ids_from_input_ids).
+  int pad = c.arch == "roberta" ? 1 : 0;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "pad_token_id", pad, false));
+  c.bos_id = -1;
+  if (c.arch == "roberta") {
+    if (pad < 0 || pad + 1 >= max_positions)
+      return invalid_argument("config.json: pad_token_id " + std::to_string(pad) +
+                              " leaves no positions of max_position_embeddings " + std::to_string(max_positions));
+    c.position_offset = pad + 1;
+  }
+  c.max_position = max_positions - c.position_offset;
+  BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));
+  if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null())
+    return unsupported("config.json: quantization_config is not supported for " + c.arch + " encoders");
+  BRIGADE_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
+}  // namespace brigade

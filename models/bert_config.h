@@ -1,0 +1,36 @@
+// Internal to models/: the config.json of an encoder of the BERT family (transformers' BertConfig,
+// RobertaConfig, XLMRobertaConfig), read into ModelConfig (encoder, type_vocab_size,
+// position_offset) by parse_hf_config. The encoder itself: models/bert.h.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "models/model_config.h"
+
+namespace brigade {
+
+// Whether config.json describes an encoder brigade runs as one: architectures[0] BertModel,
+// BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, or the same of Roberta and
+// XLMRoberta; without architectures, model_type bert, roberta or xlm-roberta.
+bool is_bert_family(const nlohmann::json& j);
+
+// The encoder's ModelConfig: arch "bert" or "roberta" (XLM-RoBERTa is RoBERTa's network), the
+// sizes, layer_norm_eps (in rms_eps), hidden_act gelu (exact) or gelu_new / gelu_pytorch_tanh,
+// type_vocab_size (at most 2), RoBERTa's positions from padding_idx + 1 (max_position is then
+// max_position_embeddings - padding_idx - 1, the longest prompt), seq_cls for
+// *ForSequenceClassification. Refused, naming the field: position_embedding_type other than
+// absolute, a decoder (is_decoder, add_cross_attention), another activation.
+Expected<ModelConfig> read_bert_config(const nlohmann::json& j);
+
+// Where the encoder's tensors live in a checkpoint of `config`: "" (BertModel, as
+// sentence-transformers saves it), "bert." / "roberta." (the task models) or "model.".
+// `has` says whether a tensor name exists.
+template <typename Has>
+std::string bert_prefix(Has has) {
+  for (const char* p : {"", "bert.", "roberta.", "model."})
+    if (has(std::string(p) + "embeddings.word_embeddings.weight")) return p;
+  return "";
+}
+
+}  // namespace brigade

@@ -1,0 +1,244 @@
+// The BERT-family encoders (models/bert.h) against transformers: the fixtures of
+// scripts/make_encoder_fixtures.py (tests/fixtures/encoder/): every row of last_hidden_state,
+// pairs with token types, RoBERTa's positions around padding ids, and the classification heads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "models/bert.h"
+#include "models/classifier.h"
+#include "models/model_config.h"
+#include "models/tokenizer.h"
+#include "tests/models/hf_fixture.h"
+
+namespace brigade {
+namespace {
+
+using json = nlohmann::json;
+using testing::TempDir;
+
+constexpr int kPageSize = 16, kPages = 8;  // 128 positions per sequence
+
+std::string dir_of(const std::string& name) { return testing::fixture_dir("encoder/" + name); }
+
+json expected(const std::string& name) { return json::parse(read_text_file(dir_of(name) + "/expected.json").value()); }
+
+// A prompt's ids with its token types in bit 30 (models/bert.h), as the engine sends a pair.
+std::vector<int32_t> typed(const json& c) {
+  auto ids = c["ids"].get<std::vector<int32_t>>();
+  if (c.contains("type_ids")) {
+    const auto types = c["type_ids"].get<std::vector<int>>();
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = with_token_type(ids[i], types[i]);
+  }
+  return ids;
+}
+
+// Every row's hidden state of prompts run whole, all in one step (sequence s in its own pages).
+std::vector<std::vector<float>> hidden_states(Model& model, Backend& backend, const std::vector<std::vector<int32_t>>& prompts,
+                                              Status* status = nullptr) {
+  auto kv = KvCache::allocate(backend, model.kv_layout(kPages * static_cast<int>(prompts.size()), kPageSize, DType::f32));
+  EXPECT_TRUE(kv.has_value());
+  std::vector<testing::SeqChunk> chunks;
+  for (size_t s = 0; s < prompts.size(); ++s) chunks.push_back({static_cast<int>(s), prompts[s], 0, false});
+  StepBatch batch = testing::make_step(chunks, kPageSize, kPages);
+  batch.logit_rows.clear();
+  for (int r = 0; r < batch.n_tokens(); ++r) batch.hidden_rows.push_back(r);
+  const int64_t hidden = model.config().hidden_size, n = batch.n_tokens();
+  auto buf = backend.allocate(static_cast<size_t>(n * hidden) * sizeof(float));
+  EXPECT_TRUE(buf.has_value());
+  batch.hidden = buf->view(DType::f32, {n, hidden});
+  const Status st = model.forward(batch, *kv, Tensor());
+  if (status != nullptr) *status = st;
+  else EXPECT_TRUE(st.is_ok()) << st.to_string();
+  if (!st.is_ok()) return {};
+  std::vector<float> host(static_cast<size_t>(n * hidden));
+  backend.synchronize();
+  backend.download(host.data(), batch.hidden);
+  std::vector<std::vector<float>> out;
+  for (size_t s = 0; s < prompts.size(); ++s) {
+    for (int r = batch.q_start[s]; r < batch.q_start[s + 1]; ++r)
+      out.emplace_back(host.begin() + r * hidden, host.begin() + (r + 1) * hidden);
+  }
+  return out;
+}
+
+void expect_rows(const std::vector<std::vector<float>>& got, size_t first, const json& want, const std::string& what) {
+  ASSERT_GE(got.size(), first + want.size()) << what;
+  for (size_t r = 0; r < want.size(); ++r)
+    for (size_t i = 0; i < want[r].size(); ++i)
+      ASSERT_NEAR(got[first + r][i], want[r][i].get<double>(), 2e-4) << what << " row " << r << " dim " << i;
+}
+
+// BertModel: each text alone, then pairs with their token types, then every case in one step
+// (each prompt attends to itself only).
+TEST(BertEncoder, HiddenStatesMatchTransformers) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  LoadOptions opts;
+  opts.max_batch_tokens = 512;  // every case in one step
+  auto model = testing::load_or_fail(dir_of("bert_embed"), *backend, opts);
+  ASSERT_TRUE(model);
+  const ModelConfig& c = model->config();
+  EXPECT_TRUE(c.encoder);
+  EXPECT_EQ(c.arch, "bert");
+  EXPECT_EQ(c.type_vocab_size, 2);
+  EXPECT_EQ(c.position_offset, 0);
+  EXPECT_EQ(c.max_position, 128);
+  EXPECT_EQ(c.mlp_activation, MlpActivation::gelu);
+  const json want = expected("bert_embed");
+  std::vector<std::vector<int32_t>> all;
+  std::vector<const json*> cases;
+  for (const char* kind : {"texts", "pairs"})
+    for (const json& k : want[kind]) {
+      const auto ids = typed(k);
+      expect_rows(hidden_states(*model, *backend, {ids}), 0, k["hidden"], k.value("text", k.value("text_1", "")));
+      all.push_back(ids);
+      cases.push_back(&k);
+    }
+  ASSERT_EQ(all.size(), 7u);
+  const auto together = hidden_states(*model, *backend, all);
+  size_t first = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    expect_rows(together, first, (*cases[i])["hidden"], "in one step, case " + std::to_string(i));
+    first += all[i].size();
+  }
+}
+
+// Without the pair's token types the second segment reads type 0: another result, so the types
+// do reach the model.
+TEST(BertEncoder, TokenTypesChangeTheSecondSegment) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = testing::load_or_fail(dir_of("bert_embed"), *backend);
+  ASSERT_TRUE(model);
+  const json fixture = expected("bert_embed");
+  const json& pair = fixture["pairs"][0];
+  const auto untyped = hidden_states(*model, *backend, {pair["ids"].get<std::vector<int32_t>>()});
+  ASSERT_FALSE(untyped.empty());
+  const double want = pair["hidden"].back()[0].get<double>();
+  EXPECT_GT(std::abs(untyped.back()[0] - want), 1e-3);
+}
+
+// RoBERTa numbers positions from padding_idx + 1 and leaves padding ids at padding_idx
+// (create_position_ids_from_input_ids); gelu_new; one token type.
+TEST(BertEncoder, RobertaPositionsSkipPaddingIds) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = testing::load_or_fail(dir_of("roberta_cls"), *backend);
+  ASSERT_TRUE(model);
+  const ModelConfig& c = model->config();
+  EXPECT_EQ(c.arch, "roberta");
+  EXPECT_TRUE(c.seq_cls);
+  EXPECT_EQ(c.position_offset, 2);
+  EXPECT_EQ(c.max_position, 128);  // max_position_embeddings 130 - 2
+  EXPECT_EQ(c.type_vocab_size, 1);
+  EXPECT_EQ(c.mlp_activation, MlpActivation::gelu_tanh);
+  for (const json& k : expected("roberta_cls")["prompts"])
+    expect_rows(hidden_states(*model, *backend, {k["ids"].get<std::vector<int32_t>>()}), 0, k["hidden"], k["ids"].dump());
+}
+
+ClassifierHead head_or_fail(const std::string& path) {
+  auto tok = Tokenizer::load(path);
+  auto head = read_classifier(path, "", tok ? tok->get() : nullptr);
+  EXPECT_TRUE(head.has_value()) << head.status().to_string();
+  EXPECT_TRUE(head.has_value() && head->has_value());
+  return head.has_value() && head->has_value() ? **head : ClassifierHead();
+}
+
+// BertForSequenceClassification as a cross-encoder: the pooler (dense + tanh over [CLS]) and the
+// classifier with its bias give transformers' logit; one label scores by its sigmoid.
+TEST(BertEncoder, CrossEncoderLogitsMatchTransformers) {
+  const ClassifierHead head = head_or_fail(dir_of("bert_cross"));
+  EXPECT_EQ(head.num_labels, 1);
+  EXPECT_TRUE(head.first_token);
+  EXPECT_FALSE(head.generates);
+  EXPECT_EQ(head.source, "bert.pooler.dense + tanh, classifier over the first token");
+  EXPECT_EQ(head.score_activation, ClassifierActivation::sigmoid);
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = testing::load_or_fail(dir_of("bert_cross"), *backend);
+  ASSERT_TRUE(model);
+  const json want = expected("bert_cross");
+  ASSERT_EQ(want["pairs"].size(), 3u);
+  for (const json& k : want["pairs"]) {
+    const auto rows = hidden_states(*model, *backend, {typed(k)});
+    ASSERT_FALSE(rows.empty());
+    EXPECT_NEAR(head.logits(rows[0])[0], k["logit"].get<double>(), 1e-4);
+    EXPECT_NEAR(head.outputs(rows[0], PoolingTask::score, true)[0], k["score"].get<double>(), 1e-5);
+  }
+}
+
+// RobertaForSequenceClassification: classifier.dense + tanh + out_proj over <s>, three labels.
+TEST(BertEncoder, RobertaClassifierLogitsMatchTransformers) {
+  const ClassifierHead head = head_or_fail(dir_of("roberta_cls"));
+  EXPECT_EQ(head.num_labels, 3);
+  EXPECT_EQ(head.labels, (std::vector<std::string>{"negative", "neutral", "positive"}));
+  EXPECT_EQ(head.source, "classifier.dense + tanh, classifier.out_proj over the first token");
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = testing::load_or_fail(dir_of("roberta_cls"), *backend);
+  ASSERT_TRUE(model);
+  const json want = expected("roberta_cls");
+  int n = 0;
+  for (const char* kind : {"texts", "pairs", "prompts"})
+    for (const json& k : want[kind]) {
+      const auto rows = hidden_states(*model, *backend, {k["ids"].get<std::vector<int32_t>>()});
+      ASSERT_FALSE(rows.empty());
+      const auto logits = head.logits(rows[0]);
+      for (size_t l = 0; l < 3; ++l) EXPECT_NEAR(logits[l], k["logits"][l].get<double>(), 1e-4) << kind << " " << l;
+      ++n;
+    }
+  EXPECT_EQ(n, 10);
+}
+
+// Steps an encoder cannot run are refused with the reason, before anything is computed.
+TEST(BertEncoder, RefusesStepsItCannotRun) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = testing::load_or_fail(dir_of("roberta_cls"), *backend);
+  ASSERT_TRUE(model);
+  auto kv = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  // A chunk that continues a prompt: the encoder needs it whole.
+  StepBatch part = testing::make_step({{0, {5, 6, 7}, 4, false}}, kPageSize, kPages);
+  part.logit_rows.clear();
+  Status st = model->forward(part, *kv, Tensor());
+  EXPECT_EQ(st.code(), StatusCode::invalid_argument);
+  EXPECT_NE(st.message().find("whole in one step"), std::string::npos) << st.to_string();
+  // Logits.
+  StepBatch logits = testing::make_step({{0, {0, 5, 2}, 0, false}}, kPageSize, kPages);
+  st = model->forward(logits, *kv, Tensor());
+  EXPECT_EQ(st.code(), StatusCode::invalid_argument);
+  EXPECT_NE(st.message().find("computes no logits"), std::string::npos) << st.to_string();
+  // A token type this encoder does not have (RoBERTa has one).
+  StepBatch type1 = testing::make_step({{0, {0, with_token_type(5, 1), 2}, 0, false}}, kPageSize, kPages);
+  type1.logit_rows.clear();
+  st = model->forward(type1, *kv, Tensor());
+  EXPECT_EQ(st.code(), StatusCode::invalid_argument);
+  EXPECT_NE(st.message().find("token type 1"), std::string::npos) << st.to_string();
+  // An id outside the vocabulary.
+  StepBatch bad = testing::make_step({{0, {0, 100000, 2}, 0, false}}, kPageSize, kPages);
+  bad.logit_rows.clear();
+  EXPECT_EQ(model->forward(bad, *kv, Tensor()).code(), StatusCode::invalid_argument);
+}
+
+// config.json fields an encoder here does not run are refused by name.
+TEST(BertEncoder, RefusesConfigsItDoesNotRun) {
+  const json base = json::parse(read_text_file(dir_of("bert_embed") + "/config.json").value());
+  auto refused = [&](const char* key, const json& value, const std::string& needle) {
+    json c = base;
+    c[key] = value;
+    auto parsed = parse_hf_config(c.dump());
+    ASSERT_FALSE(parsed.has_value()) << key;
+    EXPECT_NE(parsed.status().message().find(needle), std::string::npos) << parsed.status().to_string();
+  };
+  refused("position_embedding_type", "relative_key", "position_embedding_type 'relative_key'");
+  refused("is_decoder", true, "is_decoder");
+  refused("hidden_act", "relu", "hidden_act 'relu'");
+  refused("type_vocab_size", 3, "type_vocab_size 3");
+  json mt = base;
+  mt.erase("architectures");
+  mt["model_type"] = "xlm-roberta";
+  auto parsed = parse_hf_config(mt.dump());
+  ASSERT_TRUE(parsed.has_value()) << parsed.status().to_string();
+  EXPECT_EQ(parsed->arch, "roberta");
+  EXPECT_EQ(parsed->position_offset, 1);  // pad_token_id 0 in this config: positions from 1
+}
+
+}  // namespace
+}  // namespace brigade
