@@ -9,6 +9,7 @@
 #include "models/tokenizer_gguf.h"
 #include "models/tokenizer_sentencepiece.h"
 #include "models/tokenizer_spm.h"
+#include "models/tokenizer_unigram.h"
 #include "models/tokenizer_wordpiece.h"
 
 namespace brigade {
@@ -44,7 +45,8 @@ Expected<std::unique_ptr<Tokenizer>> load_tokenizer_json(const std::string& text
   const std::string type = model.value("type", "");
   if (type == "BPE") return load_bpe_tokenizer(j.tokenizer, j.config, origin);
   if (type == "WordPiece") return load_wordpiece_tokenizer(j.tokenizer, origin);
-  return unsupported(origin + ": model.type '" + type + "' is not supported (BPE, WordPiece)");
+  if (type == "Unigram") return load_unigram_tokenizer(j.tokenizer, origin);
+  return unsupported(origin + ": model.type '" + type + "' is not supported (BPE, WordPiece, Unigram)");
 }
 
 }  // namespace

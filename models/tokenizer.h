@@ -1,5 +1,6 @@
-// Tokenizer: text <-> token ids (DESIGN.md §4). Implementations: byte-level BPE and BERT's
-// WordPiece from Hugging Face tokenizer.json (tokenizer_bpe.h, tokenizer_wordpiece.h);
+// Tokenizer: text <-> token ids (DESIGN.md §4). Implementations: byte-level BPE, BERT's
+// WordPiece and SentencePiece's Unigram from Hugging Face tokenizer.json (tokenizer_bpe.h,
+// tokenizer_wordpiece.h, tokenizer_unigram.h);
 // SentencePiece and GGUF vocabularies slot in behind the same interface. IncrementalDetokenizer
 // (detokenizer.h) turns a stream of ids into complete UTF-8.
 #pragma once

@@ -2,7 +2,12 @@
 
 #include <algorithm>
 
+#include "models/tokenizer_unicode.h"
+#include "models/utf8.h"
+
 namespace brigade {
+
+using json = nlohmann::json;
 
 Expected<ModelVocab> parse_model_vocab(const nlohmann::json& vocab, const std::string& origin) {
   ModelVocab v;
@@ -27,7 +32,11 @@ Expected<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& j, co
         !t["content"].is_string() || t["content"].get<std::string>().empty() || t["id"].get<int64_t>() < 0 ||
         t["id"].get<int64_t>() > (1 << 24))
       return corrupt(origin + ": each added token needs an id and a non-empty content");
-    added.push_back({t["content"].get<std::string>(), t["id"].get<int32_t>(), t.value("special", false)});
+    if (!t.value("lstrip", json(false)).is_boolean() || !t.value("rstrip", json(false)).is_boolean() ||
+        !t.value("special", json(false)).is_boolean())
+      return corrupt(origin + ": added token " + t["content"].dump() + " has a special/lstrip/rstrip that is not a boolean");
+    added.push_back({t["content"].get<std::string>(), t["id"].get<int32_t>(), t.value("special", false), t.value("lstrip", false),
+                     t.value("rstrip", false)});
   }
   std::stable_sort(added.begin(), added.end(),
                    [](const AddedToken& x, const AddedToken& y) { return x.content.size() > y.content.size(); });
@@ -48,10 +57,20 @@ std::vector<TextPiece> split_added_tokens(std::string_view text, const std::vect
       ++i;
       continue;
     }
-    if (i > segment) out.push_back({text.substr(segment, i - segment)});
-    out.push_back({text.substr(i, hit->content.size()), hit->id});
-    i += hit->content.size();
-    segment = i;
+    size_t begin = i, end = i + hit->content.size();
+    while (hit->lstrip && begin > segment) {  // the whitespace character before begin, if any
+      size_t prev = begin - 1;
+      while (prev > segment && (static_cast<uint8_t>(text[prev]) & 0xC0) == 0x80) --prev;
+      const size_t n = utf8_sequence_length(text, prev);
+      if (n != begin - prev || !is_bert_whitespace(decode_utf8(text, prev, n))) break;
+      begin = prev;
+    }
+    for (size_t n; hit->rstrip && end < text.size() && (n = utf8_sequence_length(text, end)) > 0 &&
+                   is_bert_whitespace(decode_utf8(text, end, n));)
+      end += n;
+    if (begin > segment) out.push_back({text.substr(segment, begin - segment)});
+    out.push_back({text.substr(begin, end - begin), hit->id});
+    i = segment = end;
   }
   if (segment < text.size()) out.push_back({text.substr(segment)});
   return out;

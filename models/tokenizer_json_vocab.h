@@ -1,7 +1,8 @@
 // A tokenizer.json's vocabulary, as the BPE and WordPiece loaders read it: model.vocab, and the
 // added_tokens ([CLS], <|im_start|>, ...), which are matched in the raw text before the
 // normalizer and pre-tokenizer run, each becoming its own id (exact match, leftmost then longest;
-// the lstrip/rstrip/single_word/normalized flags are not applied).
+// lstrip/rstrip take the whitespace beside a match into it, as XLM-RoBERTa's <mask> does; the
+// single_word/normalized flags are not applied).
 #pragma once
 
 #include <cstdint>
@@ -28,13 +29,15 @@ struct AddedToken {
   std::string content;
   int32_t id = 0;
   bool special = false;
+  bool lstrip = false, rstrip = false;  // the token takes the whitespace before / after it
 };
 
 // The tokens of tokenizer.json's "added_tokens" (absent or null: none), longest content first.
 // corrupt, naming `origin`, for an entry without an id in [0, 2^24] or a non-empty content.
 Expected<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& tokenizer_json, const std::string& origin);
 
-// A stretch of text between added tokens (id -1), or one added token (its id; text its content).
+// A stretch of text between added tokens (id -1), or one added token (its id; text its content
+// and the whitespace its lstrip/rstrip took).
 struct TextPiece {
   std::string_view text;
   int32_t id = -1;

@@ -4,8 +4,7 @@
 #include <unordered_map>
 
 #include "models/tokenizer_bert_text.h"
-#include "models/tokenizer_json_vocab.h"
-#include "models/tokenizer_post_processor.h"
+#include "models/tokenizer_json_model.h"
 #include "models/utf8.h"
 
 namespace brigade {
@@ -25,36 +24,22 @@ std::string cleanup(std::string s) {
   return s;
 }
 
-class WordPieceTokenizer final : public Tokenizer {
+class WordPieceTokenizer final : public JsonModelTokenizer {
  public:
   Status parse(const json& j, const std::string& origin);
 
-  Expected<std::vector<int32_t>> encode(std::string_view text, bool add_bos) const override;
-  Expected<std::vector<int32_t>> encode_pair(std::string_view a, std::string_view b,
-                                             std::vector<int32_t>* type_ids = nullptr) const override;
   std::string token_to_piece(int32_t id) const override;
-  std::string token_string(int32_t id) const override {
-    return id >= 0 && id < vocab_size() ? strings_[static_cast<size_t>(id)] : std::string();
-  }
   Expected<std::string> decode(std::span<const int32_t> ids, bool skip_special) const override;
-  bool is_special(int32_t id) const override { return id >= 0 && id < vocab_size() && special_[static_cast<size_t>(id)]; }
-  int vocab_size() const override { return static_cast<int>(strings_.size()); }
-  int32_t bos_id() const override { return -1; }  // [CLS] comes from the post-processor
-  const std::vector<int32_t>& eos_ids() const override { return eos_; }
 
  private:
   Status parse_model(const json& m, const std::string& origin);
   Status parse_decoder(const json& d, const std::string& origin);
-  void encode_text(std::string_view text, std::vector<int32_t>& out) const;
+  Status encode_text(std::string_view text, bool at_start, std::vector<int32_t>& out) const override;
   void encode_word(std::u32string_view word, std::vector<int32_t>& out) const;
 
   std::unordered_map<std::string, int32_t> vocab_;  // model.vocab: token string -> id
-  std::vector<std::string> strings_;                // id -> token string ("##ing", "[CLS]")
-  std::vector<uint8_t> special_;                    // id -> is a special added token
-  std::vector<AddedToken> added_;                   // longest content first
   std::optional<BertNormalizerOptions> normalizer_;
   BertPreTokenizerOptions pre_;
-  PostProcessor post_;
   int32_t unk_ = -1;
   std::string continuing_prefix_ = "##";
   size_t max_word_chars_ = 100;
@@ -63,7 +48,6 @@ class WordPieceTokenizer final : public Tokenizer {
   bool join_only_ = false;
   std::string decoder_prefix_ = "##";
   bool cleanup_ = true;
-  std::vector<int32_t> eos_;  // none: an encoder does not generate
 };
 
 Status WordPieceTokenizer::parse_model(const json& m, const std::string& origin) {
@@ -108,16 +92,7 @@ Status WordPieceTokenizer::parse(const json& j, const std::string& origin) {
   BRIGADE_ASSIGN_OR_RETURN(pre_, parse_bert_pre_tokenizer(j.value("pre_tokenizer", json()), origin));
   BRIGADE_RETURN_IF_ERROR(parse_model(j["model"], origin));
   BRIGADE_RETURN_IF_ERROR(parse_decoder(j.value("decoder", json()), origin));
-  BRIGADE_ASSIGN_OR_RETURN(added_, parse_added_tokens(j, origin));
-  for (const auto& a : added_)
-    if (a.id >= vocab_size()) strings_.resize(static_cast<size_t>(a.id) + 1);
-  special_.assign(strings_.size(), 0);
-  for (const auto& a : added_) {
-    strings_[static_cast<size_t>(a.id)] = a.content;
-    special_[static_cast<size_t>(a.id)] = a.special ? 1 : 0;
-  }
-  BRIGADE_ASSIGN_OR_RETURN(post_, PostProcessor::parse(j.value("post_processor", json()), vocab_size(), origin));
-  return Status::ok();
+  return parse_added_tokens_and_post(j, origin);
 }
 
 // Greedy longest match first: the longest vocabulary entry that starts the word, then the longest
@@ -152,29 +127,11 @@ void WordPieceTokenizer::encode_word(std::u32string_view word, std::vector<int32
   }
 }
 
-void WordPieceTokenizer::encode_text(std::string_view text, std::vector<int32_t>& out) const {
+Status WordPieceTokenizer::encode_text(std::string_view text, bool /*at_start*/, std::vector<int32_t>& out) const {
   std::u32string chars = utf8_to_u32(text);
   if (normalizer_) chars = bert_normalize(chars, *normalizer_);
   for (std::u32string_view word : bert_pre_tokenize(chars, pre_)) encode_word(word, out);
-}
-
-Expected<std::vector<int32_t>> WordPieceTokenizer::encode(std::string_view text, bool add_bos) const {
-  const size_t bad = utf8_first_invalid(text);
-  if (bad != text.size())
-    return invalid_argument("text is not valid UTF-8 (first bad byte at offset " + std::to_string(bad) + ")");
-  std::vector<int32_t> out;
-  for (const TextPiece& piece : split_added_tokens(text, added_)) {
-    if (piece.id >= 0) out.push_back(piece.id);
-    else encode_text(piece.text, out);
-  }
-  return add_bos ? post_.single(out) : out;
-}
-
-Expected<std::vector<int32_t>> WordPieceTokenizer::encode_pair(std::string_view a, std::string_view b,
-                                                               std::vector<int32_t>* type_ids) const {
-  BRIGADE_ASSIGN_OR_RETURN(std::vector<int32_t> first, encode(a, false));
-  BRIGADE_ASSIGN_OR_RETURN(std::vector<int32_t> second, encode(b, false));
-  return post_.pair(first, second, type_ids);
+  return Status::ok();
 }
 
 std::string WordPieceTokenizer::token_to_piece(int32_t id) const {
@@ -188,12 +145,10 @@ std::string WordPieceTokenizer::token_to_piece(int32_t id) const {
 // The decoder leaves the first token as it is (but for cleanup): no space before it, and a
 // leading "##" kept.
 Expected<std::string> WordPieceTokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
+  BRIGADE_RETURN_IF_ERROR(check_ids(ids));
   std::string out;
   bool first = true;
   for (int32_t id : ids) {
-    if (id < 0 || id >= vocab_size())
-      return invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                              std::to_string(vocab_size()) + ")");
     if (skip_special && is_special(id)) continue;
     if (!first) out += token_to_piece(id);
     else out += join_only_ || !cleanup_ ? strings_[static_cast<size_t>(id)] : cleanup(strings_[static_cast<size_t>(id)]);
@@ -205,12 +160,7 @@ Expected<std::string> WordPieceTokenizer::decode(std::span<const int32_t> ids, b
 }  // namespace
 
 Expected<std::unique_ptr<Tokenizer>> load_wordpiece_tokenizer(const json& tokenizer_json, const std::string& origin) {
-  if (!tokenizer_json.is_object() || !tokenizer_json.contains("model") || !tokenizer_json["model"].is_object() ||
-      tokenizer_json["model"].value("type", "") != "WordPiece")
-    return corrupt(origin + ": not a WordPiece tokenizer.json (model.type must be \"WordPiece\")");
-  auto tok = std::make_unique<WordPieceTokenizer>();
-  BRIGADE_RETURN_IF_ERROR(tok->parse(tokenizer_json, origin));
-  return std::unique_ptr<Tokenizer>(std::move(tok));
+  return load_json_model<WordPieceTokenizer>(tokenizer_json, "WordPiece", origin);
 }
 
 }  // namespace brigade

@@ -218,7 +218,7 @@ TEST(Tokenizer, LoadErrors) {
   testing::write_text(dir.file("tokenizer.json"), "{\"model\": ");
   EXPECT_EQ(Tokenizer::load(dir.str()).status().code(), StatusCode::corrupt);
   testing::write_text(dir.file("tokenizer.json"),
-                      R"({"model": {"type": "Unigram", "vocab": []}, "pre_tokenizer": {"type": "Metaspace"}})");
+                      R"({"model": {"type": "WordLevel", "vocab": {}}, "pre_tokenizer": {"type": "Whitespace"}})");
   EXPECT_EQ(Tokenizer::load(dir.str()).status().code(), StatusCode::unsupported);
   auto json = nlohmann::json::parse(*synthetic_tokenizer_json(300));
   json["model"]["merges"].push_back("zzz qqq");

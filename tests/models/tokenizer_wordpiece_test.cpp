@@ -197,8 +197,8 @@ TEST(WordPieceTokenizer, BadFilesAreClearErrors) {
   t["model"]["vocab"]["hello"] = "seven";
   refused(t, StatusCode::corrupt, "'hello' has an invalid id");
   t = good;
-  t["model"]["type"] = "Unigram";
-  refused(t, StatusCode::unsupported, "(BPE, WordPiece)");
+  t["model"]["type"] = "WordLevel";
+  refused(t, StatusCode::unsupported, "(BPE, WordPiece, Unigram)");
   t = good;
   t["post_processor"] = {{"type", "BertProcessing"}, {"cls", {"[CLS]", 1 << 20}}, {"sep", {"[SEP]", 3}}};
   refused(t, StatusCode::corrupt, "outside the vocabulary");
