@@ -96,6 +96,18 @@ std::string format_model_info(const ModelInfo& m) {
        std::to_string(c.head_dim) + "\n";
   s += "vocab:         " + std::to_string(c.vocab_size) + "\n";
   s += "max position:  " + std::to_string(c.max_position) + "\n";
+  auto num = [](float v) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", static_cast<double>(v));
+    return std::string(buf);
+  };
+  if (c.encoder) {  // models/bert.h: no RoPE, no decoder, no lm_head
+    s += "encoder:       every token sees the whole prompt (run whole, uncached); post-norm LayerNorm (eps " +
+         num(c.rms_eps) + "), " + (c.mlp_activation == MlpActivation::gelu ? "gelu" : "gelu_tanh") +
+         " MLP, learned positions" +
+         (c.position_offset > 0 ? " from " + std::to_string(c.position_offset) + " (padding ids skipped)" : "") + ", " +
+         std::to_string(c.type_vocab_size) + " token type" + (c.type_vocab_size == 1 ? "" : "s") + "\n";
+  } else {
   char theta[32];
   std::snprintf(theta, sizeof(theta), "%g", static_cast<double>(c.rope_theta));
   s += std::string("rope:          theta ") + theta +
@@ -110,13 +122,9 @@ std::string format_model_info(const ModelInfo& m) {
   }
   if (c.rope_dims() < c.head_dim) s += ", rotary dims " + std::to_string(c.rope_dims()) + " of " + std::to_string(c.head_dim);
   if (!c.rope_scaling.freq_factors.empty()) s += ", per-frequency factors (rope_freqs)";
-  auto num = [](float v) {
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "%g", static_cast<double>(v));
-    return std::string(buf);
-  };
   if (c.rope_local_theta > 0.0f) s += "; sliding layers theta " + num(c.rope_local_theta) + " unscaled";
   s += "\n";
+  }
   std::string attn;
   if (c.qkv_bias) attn += ", qkv bias";
   if (c.o_bias) attn += ", o bias";
@@ -172,7 +180,8 @@ std::string format_model_info(const ModelInfo& m) {
     for (size_t i = 0; i < c.quant.ignore.size(); ++i) s += (i ? ", " : "; unquantized: ") + c.quant.ignore[i];
     s += "\n";
   }
-  if (c.sandwich_norms || c.mlp_activation != MlpActivation::silu || c.embed_scale > 0.0f || c.final_softcap > 0.0f) {
+  if (!c.encoder &&
+      (c.sandwich_norms || c.mlp_activation != MlpActivation::silu || c.embed_scale > 0.0f || c.final_softcap > 0.0f)) {
     std::string g;
     if (c.norm_offset != 0.0f) g += ", norms scale by " + num(c.norm_offset) + " + w";
     if (c.sandwich_norms) g += ", post-attention and post-MLP norms";
@@ -181,7 +190,7 @@ std::string format_model_info(const ModelInfo& m) {
     if (c.final_softcap > 0.0f) g += ", logit softcap " + num(c.final_softcap);
     s += "decoder:       " + g.substr(2) + "\n";
   }
-  s += std::string("tied embed:    ") + (c.tie_embeddings ? "yes" : "no") + "\n";
+  if (!c.encoder) s += std::string("tied embed:    ") + (c.tie_embeddings ? "yes" : "no") + "\n";
   s += "parameters:    " + human(static_cast<double>(m.n_params), "") + " (" + std::to_string(m.n_params) + ")\n";
   s += "weight bytes:  " + human(static_cast<double>(m.n_bytes), "B") + "\n";
   s += "tensors:       " + std::to_string(m.n_tensors);

@@ -317,10 +317,8 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
                           StatusCode::not_found);
   }
   if (!post) return error_response(405, std::string(path) + " takes POST", StatusCode::invalid_argument);
-  if (const ModelSummary& m = ctx.engine.model(); !m.generates)
-    return error_response(400, "this model is a sequence classifier (" + (m.classifier ? m.classifier->architecture : m.arch) +
-                                   ") with no lm_head: it does not generate; use POST /classify, /score or /rerank",
-                          StatusCode::unsupported);
+  if (Status refused = check_generates(ctx.engine.model()); !refused.is_ok())
+    return error_response(400, refused.message(), refused.code());
   auto fail = [](const Status& st) { return error_response(http_status_for(st.code()), st.message(), st.code()); };
   Expected<CompletionRequest> parsed = invalid_argument("unreachable");
   if (responses) {

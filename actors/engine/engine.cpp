@@ -63,6 +63,18 @@ const char* finish_reason_name(FinishReason r) {
   return "?";
 }
 
+// A model that cannot generate (a *ForSequenceClassification checkpoint, an encoder) refuses generation.
+Status check_generates(const ModelSummary& m) {
+  if (m.generates) return Status::ok();
+  if (m.encoder)
+    return unsupported("this model is an encoder (" + m.arch + "): it does not generate; it serves embeddings" +
+                       (m.classifier ? std::string(", classify and score requests (/classify, /score, /rerank)")
+                                     : std::string(" (/v1/embeddings, /score, /rerank)")));
+  return unsupported("this model is a sequence classifier (" + (m.classifier ? m.classifier->architecture : m.arch) +
+                     ") with no lm_head: it does not generate; it serves classify and score requests "
+                     "(/classify, /score, /rerank; Engine::classify)");
+}
+
 namespace {
 
 caf::actor_system_config& prepared_config(caf::actor_system_config& cfg, bool network) {
@@ -126,18 +138,6 @@ Status validate_labels(const std::vector<std::pair<std::string, std::string>>& l
     if (!keys.insert(key).second) return invalid_argument("label '" + key + "' is given twice");
   }
   return Status::ok();
-}
-
-// A model that cannot generate (a *ForSequenceClassification checkpoint, an encoder) refuses generation.
-Status check_generates(const ModelSummary& m) {
-  if (m.generates) return Status::ok();
-  if (m.encoder)
-    return unsupported("this model is an encoder (" + m.arch + "): it does not generate; it serves embeddings" +
-                       (m.classifier ? std::string(", classify and score requests (/classify, /score, /rerank)")
-                                     : std::string(" (/v1/embeddings, /score, /rerank)")));
-  return unsupported("this model is a sequence classifier (" + (m.classifier ? m.classifier->architecture : m.arch) +
-                     ") with no lm_head: it does not generate; it serves classify and score requests "
-                     "(/classify, /score, /rerank; Engine::classify)");
 }
 
 Status validate_request(const GenerateOptions& r, const ModelSummary& m) {

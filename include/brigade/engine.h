@@ -350,6 +350,11 @@ struct ModelSummary {
   bool takes_images() const { return image_size > 0 || image_merge > 0; }
 };
 
+// Why generation requests to a model that does not generate (ModelSummary::generates: a
+// *ForSequenceClassification checkpoint, an encoder) are refused: unsupported with what it
+// serves instead; ok when it generates.
+Status check_generates(const ModelSummary& model);
+
 struct EngineOptions {
   std::string model_path;  // overrides topology.model when non-empty
   TopologyConfig topology = default_topology();

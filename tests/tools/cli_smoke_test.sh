@@ -100,6 +100,19 @@ grep -q "^classifier: Qwen3ForSequenceClassification: 1 label (LABEL_0) from lm_
 if "$bin" inspect "$cls/qwen3_reranker" --hf-overrides '{"vocab_size": 3}' 2>"$dir/rr_err.txt"; then exit 1; fi
 grep -q "key 'vocab_size' is not applied" "$dir/rr_err.txt"
 
+# Encoders (tests/fixtures/encoder, scripts/make_encoder_fixtures.py): inspect describes a BERT
+# and a RoBERTa classifier's head; generate says an encoder does not generate.
+enc=$(cd "$(dirname "$0")/../fixtures/encoder" && pwd)
+"$bin" inspect "$enc/bert_cross" >"$dir/bert.txt"
+grep -q "^architecture:  bert$" "$dir/bert.txt"
+grep -q "^encoder:       every token sees the whole prompt (run whole, uncached); post-norm LayerNorm (eps 1e-12), gelu MLP, learned positions, 2 token types$" "$dir/bert.txt"
+grep -q "^classifier: BertForSequenceClassification: 1 label (LABEL_0) from bert.pooler.dense + tanh, classifier over the first token; /classify sigmoid, /score sigmoid$" "$dir/bert.txt"
+if grep -q "^rope:" "$dir/bert.txt"; then exit 1; fi
+"$bin" inspect "$enc/roberta_cls" >"$dir/roberta.txt"
+grep -q "learned positions from 2 (padding ids skipped), 1 token type$" "$dir/roberta.txt"
+if "$bin" generate --model "$enc/bert_embed" --prompt "hello" --max-tokens 2 --threads 1 2>"$dir/enc_err.txt"; then exit 1; fi
+grep -q "is an encoder (bert): it does not generate" "$dir/enc_err.txt"
+
 # A gpt-oss GGUF (tests/fixtures/gguf_gpt_oss): inspect names its rules and MXFP4 experts, and
 # generate's greedy ids with the experts as stored are transformers' (its Q8_0-activation run
 # keeps them too).

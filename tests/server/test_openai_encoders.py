@@ -1,0 +1,106 @@
+"""Encoders (BERT, RoBERTa) served as vLLM serves them, through the real `openai` Python client
+against `brigade serve` on the transformers fixtures of scripts/make_encoder_fixtures.py
+(tests/fixtures/encoder/*/expected.json):
+
+  bert_embed    /v1/embeddings (client.embeddings.create): sentence-transformers' mean pooling
+                and normalization over transformers' BertModel hidden states; generation routes
+                answer 400 (an encoder does not generate).
+  bert_cross    /score and /rerank: a BertForSequenceClassification cross-encoder scoring pairs
+                tokenized as the tokenizer's pair, the second text token type 1.
+  roberta_cls   /classify: a RobertaForSequenceClassification's softmax and id2label's names.
+Run through ctest (scripts/python-env.sh run-pytest); BRIGADE_BIN names the brigade binary.
+"""
+import json
+import math
+import os
+import re
+import subprocess
+
+import openai
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("BRIGADE_BIN", os.path.join(ROOT, "build", "tools", "brigade"))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "encoder")
+
+
+def expected(name):
+    with open(os.path.join(FIXTURES, name, "expected.json")) as f:
+        return json.load(f)
+
+
+def serve(name, *args):
+    proc = subprocess.Popen([BIN, "serve", "--model", os.path.join(FIXTURES, name), "--port", "0", "--threads", "1",
+                             "--served-model-name", name, *args], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+    assert match, f"brigade serve did not start: {line!r}"
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
+    return proc, client
+
+
+def stop(proc):
+    proc.terminate()
+    assert proc.wait(timeout=60) == 0
+
+
+def at_root(client):
+    """The same client on the server's root, for vLLM's routes outside /v1."""
+    return client.with_options(base_url=str(client.base_url).rstrip("/").removesuffix("/v1"))
+
+
+def post(client, path, body):
+    return client.post(path, body=body, cast_to=object)
+
+
+def test_sentence_embeddings_match_sentence_transformers():
+    want = expected("bert_embed")["texts"]
+    proc, client = serve("bert_embed")
+    try:
+        r = client.embeddings.create(model="bert_embed", input=[c["text"] for c in want])
+        assert len(r.data) == len(want)
+        for d, c in zip(r.data, want):
+            assert d.embedding == pytest.approx(c["embedding"], abs=1e-4)
+        assert r.usage.prompt_tokens == sum(len(c["ids"]) for c in want)
+        ids = client.embeddings.create(model="bert_embed", input=want[0]["ids"])
+        assert ids.data[0].embedding == pytest.approx(want[0]["embedding"], abs=1e-4)
+        with pytest.raises(openai.BadRequestError, match="an encoder"):
+            client.completions.create(model="bert_embed", prompt="a", max_tokens=2)
+        with pytest.raises(openai.BadRequestError, match="an encoder"):
+            client.chat.completions.create(model="bert_embed", messages=[{"role": "user", "content": "a"}])
+    finally:
+        stop(proc)
+
+
+def test_a_bert_cross_encoder_scores_and_reranks_pairs():
+    want = expected("bert_cross")["pairs"]
+    proc, client = serve("bert_cross")
+    try:
+        r = post(at_root(client), "/score", {"text_1": [p["text_1"] for p in want],
+                                             "text_2": [p["text_2"] for p in want]})
+        assert [d["score"] for d in r["data"]] == pytest.approx([p["score"] for p in want], abs=1e-5)
+        assert r["usage"]["prompt_tokens"] == sum(len(p["ids"]) for p in want)
+        docs = [want[0]["text_2"], want[1]["text_2"]]
+        rr = post(client, "/rerank", {"query": want[0]["text_1"], "documents": docs})
+        scores = [want[0]["score"], want[1]["score"]]
+        order = sorted(range(2), key=lambda i: -scores[i])
+        assert [x["index"] for x in rr["results"]] == order
+        assert [x["relevance_score"] for x in rr["results"]] == pytest.approx([scores[i] for i in order], abs=1e-5)
+    finally:
+        stop(proc)
+
+
+def test_a_roberta_classifier_gives_transformers_probabilities():
+    want = expected("roberta_cls")["texts"]
+    proc, client = serve("roberta_cls")
+    try:
+        r = post(at_root(client), "/classify", {"model": "roberta_cls", "input": [c["text"] for c in want]})
+        names = ["negative", "neutral", "positive"]
+        for d, c in zip(r["data"], want):
+            m = max(c["logits"])
+            e = [math.exp(x - m) for x in c["logits"]]
+            probs = [v / sum(e) for v in e]
+            assert d["probs"] == pytest.approx(probs, abs=1e-5)
+            assert d["label"] == names[probs.index(max(probs))]
+    finally:
+        stop(proc)
