@@ -20,6 +20,9 @@ holding transformers' own outputs:
                 (<s> $A </s>, pairs <s> A </s></s> B </s>): `texts` and `pairs` (ids -> logits
                 of classifier.dense + tanh + out_proj over <s>), and `prompts` of token ids with
                 the padding id inside (RoBERTa's positions skip it) -> last_hidden_state.
+  xlmr_rerank   XLMRobertaForSequenceClassification, 1 label, as BAAI/bge-reranker-base: the
+                Unigram tokenizer of tests/fixtures/tokenizers/unigram/xlmr (SentencePiece's
+                nmt_nfkc charsmap, <s> A </s></s> B </s>): `pairs` -> ids, logit and sigmoid.
 
 Run from anywhere: python3 scripts/make_encoder_fixtures.py. It uses make_fixtures.py's virtual
 environment (.brigade/fixtures-venv). CI never runs it; the output is committed.
@@ -181,6 +184,25 @@ def main():
                                     "logits": r.logits[0].double().tolist()})
     (out / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
     print(f"roberta_cls: {len(TEXTS)} texts, {len(PAIRS)} pairs")
+
+    # xlmr_rerank: XLMRobertaForSequenceClassification, one label, the XLM-R Unigram tokenizer.
+    from tokenizers import Tokenizer
+    unigram = Tokenizer.from_file(str(ROOT / "tests" / "fixtures" / "tokenizers" / "unigram" / "xlmr" / "tokenizer.json"))
+    cfg = transformers.XLMRobertaConfig(vocab_size=unigram.get_vocab_size(), hidden_size=64, num_hidden_layers=2,
+                                        num_attention_heads=4, intermediate_size=128, max_position_embeddings=130,
+                                        type_vocab_size=1, hidden_act="gelu", initializer_range=0.1,
+                                        layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                                        num_labels=1)
+    model = transformers.XLMRobertaForSequenceClassification(cfg).eval()
+    out = save(model, "xlmr_rerank", unigram)
+    expected = {"pairs": []}
+    for q, d in PAIRS + [("Wie viele Menschen leben in Berlin?", "Etwa 3,7 Millionen Menschen leben in Berlin.")]:
+        ids = unigram.encode(q, d).ids
+        logit = run(model, ids).logits[0, 0].double().item()
+        expected["pairs"].append({"text_1": q, "text_2": d, "ids": ids, "logit": logit,
+                                  "score": torch.sigmoid(torch.tensor(logit, dtype=torch.float64)).item()})
+    (out / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
+    print(f"xlmr_rerank: {len(expected['pairs'])} pairs")
 
 
 if __name__ == "__main__":

@@ -148,6 +148,27 @@ TEST(EngineEncoder, ACrossEncoderScoresPairsWithTheirTokenTypes) {
       << refused.status().message();
 }
 
+// xlmr_rerank (XLMRobertaForSequenceClassification, one label, XLM-R's Unigram tokenizer): pairs
+// tokenized and scored as bge-reranker-base is; one token type, so none are sent.
+TEST(EngineEncoder, AnXlmRobertaRerankerScoresPairs) {
+  auto engine = testing::create_engine(options("xlmr_rerank", 96));  // the longest pair has 71 tokens
+  ASSERT_TRUE(engine);
+  EXPECT_EQ(engine->model().token_types, 1);
+  const json want = expected("xlmr_rerank");
+  ASSERT_EQ(want["pairs"].size(), 4u);
+  for (const json& c : want["pairs"]) {
+    auto ids = engine->tokenize_pair(c["text_1"], c["text_2"]);
+    ASSERT_TRUE(ids.has_value()) << ids.status().to_string();
+    EXPECT_EQ(*ids, c["ids"].get<std::vector<int32_t>>());
+    EmbedOptions e;
+    e.prompt_ids = *ids;
+    e.task = PoolingTask::score;
+    auto s = engine->embed(e);
+    ASSERT_TRUE(s.has_value()) << s.status().to_string();
+    EXPECT_NEAR(s->values[0], c["score"].get<double>(), 1e-5) << c["text_2"];
+  }
+}
+
 // roberta_cls (RobertaForSequenceClassification, three labels): /classify's softmax over
 // transformers' logits, texts and pairs, in 48-token steps that hold one long prompt at a time.
 TEST(EngineEncoder, ARobertaClassifierGivesTransformersProbabilities) {

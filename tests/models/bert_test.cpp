@@ -131,7 +131,9 @@ TEST(BertEncoder, RobertaPositionsSkipPaddingIds) {
   EXPECT_EQ(c.max_position, 128);  // max_position_embeddings 130 - 2
   EXPECT_EQ(c.type_vocab_size, 1);
   EXPECT_EQ(c.mlp_activation, MlpActivation::gelu_tanh);
-  for (const json& k : expected("roberta_cls")["prompts"])
+  const json want = expected("roberta_cls");
+  ASSERT_EQ(want["prompts"].size(), 3u);
+  for (const json& k : want["prompts"])
     expect_rows(hidden_states(*model, *backend, {k["ids"].get<std::vector<int32_t>>()}), 0, k["hidden"], k["ids"].dump());
 }
 
@@ -185,6 +187,33 @@ TEST(BertEncoder, RobertaClassifierLogitsMatchTransformers) {
       ++n;
     }
   EXPECT_EQ(n, 10);
+}
+
+// XLMRobertaForSequenceClassification (bge-reranker-base's shape) with XLM-R's Unigram tokenizer:
+// pairs tokenized as HF tokenizers does (<s> A </s></s> B </s>), transformers' logit.
+TEST(BertEncoder, XlmRobertaRerankerMatchesTransformers) {
+  const ClassifierHead head = head_or_fail(dir_of("xlmr_rerank"));
+  EXPECT_EQ(head.num_labels, 1);
+  EXPECT_EQ(head.architecture, "XLMRobertaForSequenceClassification");
+  auto tok = Tokenizer::load(dir_of("xlmr_rerank"));
+  ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+  auto backend = make_cpu_backend({.n_threads = 1});
+  LoadOptions opts;
+  opts.max_batch_tokens = 128;
+  auto model = testing::load_or_fail(dir_of("xlmr_rerank"), *backend, opts);
+  ASSERT_TRUE(model);
+  EXPECT_EQ(model->config().arch, "roberta");
+  const json want = expected("xlmr_rerank");
+  ASSERT_EQ(want["pairs"].size(), 4u);
+  for (const json& k : want["pairs"]) {
+    auto ids = (*tok)->encode_pair(k["text_1"].get<std::string>(), k["text_2"].get<std::string>());
+    ASSERT_TRUE(ids.has_value()) << ids.status().to_string();
+    EXPECT_EQ(*ids, k["ids"].get<std::vector<int32_t>>());
+    const auto rows = hidden_states(*model, *backend, {k["ids"].get<std::vector<int32_t>>()});
+    ASSERT_FALSE(rows.empty());
+    EXPECT_NEAR(head.logits(rows[0])[0], k["logit"].get<double>(), 1e-4);
+    EXPECT_NEAR(head.outputs(rows[0], PoolingTask::score, true)[0], k["score"].get<double>(), 1e-5);
+  }
 }
 
 // Steps an encoder cannot run are refused with the reason, before anything is computed.

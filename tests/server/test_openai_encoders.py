@@ -8,6 +8,8 @@ against `brigade serve` on the transformers fixtures of scripts/make_encoder_fix
   bert_cross    /score and /rerank: a BertForSequenceClassification cross-encoder scoring pairs
                 tokenized as the tokenizer's pair, the second text token type 1.
   roberta_cls   /classify: a RobertaForSequenceClassification's softmax and id2label's names.
+  xlmr_rerank   /score and /rerank: an XLMRobertaForSequenceClassification reranker (bge-reranker
+                shape) with XLM-R's Unigram tokenizer.
 Run through ctest (scripts/python-env.sh run-pytest); BRIGADE_BIN names the brigade binary.
 """
 import json
@@ -72,20 +74,24 @@ def test_sentence_embeddings_match_sentence_transformers():
         stop(proc)
 
 
-def test_a_bert_cross_encoder_scores_and_reranks_pairs():
-    want = expected("bert_cross")["pairs"]
-    proc, client = serve("bert_cross")
+def expect_scores_and_ranking(client, want):
+    """/score on every pair, then /rerank of pairs 0 and 1 (which share their query)."""
+    r = post(at_root(client), "/score", {"text_1": [p["text_1"] for p in want], "text_2": [p["text_2"] for p in want]})
+    assert [d["score"] for d in r["data"]] == pytest.approx([p["score"] for p in want], abs=1e-5)
+    assert r["usage"]["prompt_tokens"] == sum(len(p["ids"]) for p in want)
+    rr = post(client, "/rerank", {"query": want[0]["text_1"], "documents": [want[0]["text_2"], want[1]["text_2"]]})
+    scores = [want[0]["score"], want[1]["score"]]
+    order = sorted(range(2), key=lambda i: -scores[i])
+    assert [x["index"] for x in rr["results"]] == order
+    assert [x["relevance_score"] for x in rr["results"]] == pytest.approx([scores[i] for i in order], abs=1e-5)
+
+
+@pytest.mark.parametrize("name", ["bert_cross", "xlmr_rerank"])
+def test_a_cross_encoder_scores_and_reranks_pairs(name):
+    """bert_cross's pairs carry token types (the second text type 1); xlmr_rerank's are XLM-R's."""
+    proc, client = serve(name)
     try:
-        r = post(at_root(client), "/score", {"text_1": [p["text_1"] for p in want],
-                                             "text_2": [p["text_2"] for p in want]})
-        assert [d["score"] for d in r["data"]] == pytest.approx([p["score"] for p in want], abs=1e-5)
-        assert r["usage"]["prompt_tokens"] == sum(len(p["ids"]) for p in want)
-        docs = [want[0]["text_2"], want[1]["text_2"]]
-        rr = post(client, "/rerank", {"query": want[0]["text_1"], "documents": docs})
-        scores = [want[0]["score"], want[1]["score"]]
-        order = sorted(range(2), key=lambda i: -scores[i])
-        assert [x["index"] for x in rr["results"]] == order
-        assert [x["relevance_score"] for x in rr["results"]] == pytest.approx([scores[i] for i in order], abs=1e-5)
+        expect_scores_and_ranking(client, expected(name)["pairs"])
     finally:
         stop(proc)
 
