@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "brigade/engine.h"
+#include "brigade/node.h"
 #include "models/mapped_file.h"
 #include "tests/engine_test_util.h"
 #include "tests/models/hf_fixture.h"
@@ -167,6 +168,56 @@ TEST(EngineEncoder, AnXlmRobertaRerankerScoresPairs) {
     ASSERT_TRUE(s.has_value()) << s.status().to_string();
     EXPECT_NEAR(s->values[0], c["score"].get<double>(), 1e-5) << c["text_2"];
   }
+}
+
+// A cross-encoder over two instances behind the router, and over an instance in a node (the front
+// reads the model's encoder facts from its config.json; the node reports its step-bound
+// context): the same scores, token types included.
+TEST(EngineEncoder, ScoresAcrossInstancesAndThroughANode) {
+  const json want = expected("bert_cross");
+  auto expect_scores = [&](Engine& engine, const std::string& what) {
+    EXPECT_TRUE(engine.model().encoder) << what;
+    EXPECT_EQ(engine.model().token_types, 2) << what;
+    EXPECT_EQ(engine.model().max_context, 64) << what;
+    std::vector<std::promise<Expected<Embedding>>> done(want["pairs"].size());
+    for (size_t i = 0; i < done.size(); ++i) {
+      const json& c = want["pairs"][i];
+      std::vector<int32_t> types;
+      EmbedOptions e;
+      e.prompt_ids = engine.tokenize_pair(c["text_1"], c["text_2"], &types).value();
+      e.token_type_ids = types;
+      e.task = PoolingTask::score;
+      ASSERT_TRUE(engine.submit_embed(e, [&done, i](Expected<Embedding> r) { done[i].set_value(std::move(r)); }));
+    }
+    for (size_t i = 0; i < done.size(); ++i) {
+      auto s = done[i].get_future().get();
+      ASSERT_TRUE(s.has_value()) << what << ": " << s.status().to_string();
+      EXPECT_NEAR(s->values[0], want["pairs"][i]["score"].get<double>(), 1e-5) << what << " pair " << i;
+    }
+  };
+  EngineOptions two = options("bert_cross");
+  two.topology.instances.push_back(two.topology.instances.front());
+  two.topology.instances[0].name = "a";
+  two.topology.instances[1].name = "b";
+  two.topology.router.policy = "round_robin";
+  auto dp = testing::create_engine(two);
+  ASSERT_TRUE(dp);
+  expect_scores(*dp, "two instances");
+
+  EngineOptions served = options("bert_cross");
+  served.topology.model = dir_of("bert_cross");
+  served.topology.instances.front().name = "n";
+  NodeOptions no;
+  no.engine = served;
+  no.instance = "n";
+  no.listen = "127.0.0.1:0";
+  auto node = Node::start(no);
+  ASSERT_TRUE(node.has_value()) << node.status().to_string();
+  EngineOptions front = served;
+  front.topology.instances.front().remote = "127.0.0.1:" + std::to_string((*node)->port());
+  auto remote = testing::create_engine(front);
+  ASSERT_TRUE(remote);
+  expect_scores(*remote, "a node");
 }
 
 // roberta_cls (RobertaForSequenceClassification, three labels): /classify's softmax over
