@@ -208,7 +208,9 @@ struct EmbedOptions {
   // sentence-transformers' truncate_dim). At most the hidden size. 0: all of them.
   int dimensions = 0;
   std::optional<bool> normalize;    // L2-normalize; unset: the model's (ModelSummary)
-  int truncate_prompt_tokens = 0;   // > 0: embed only the input's last this many tokens (as GenerateOptions')
+  // > 0: embed only this many tokens: a text's first ones with its special tokens kept (vLLM
+  // truncates pooling inputs from the right), token ids their last ones (as GenerateOptions').
+  int truncate_prompt_tokens = 0;
   int priority = 0;                 // higher is scheduled first
   std::vector<std::pair<std::string, std::string>> labels;  // as GenerateOptions::labels
   // embed: the pooled embedding; classify: the classifier's outputs under its /classify

@@ -81,6 +81,37 @@ TEST(EngineEncoder, SentenceEmbeddingsMatchTransformers) {
   EXPECT_EQ(s.n_running, 0);
 }
 
+// truncate_prompt_tokens on a text keeps its first tokens and its special tokens, as Hugging
+// Face's tokenizer(text, truncation=True, max_length=k) and so vLLM truncate pooling inputs:
+// [CLS] t1 t2 t3 [SEP]; token ids keep their last k (vLLM's rule for ids).
+TEST(EngineEncoder, TruncationKeepsTheSpecialTokens) {
+  auto engine = testing::create_engine(options("bert_embed"));
+  ASSERT_TRUE(engine);
+  const json c = expected("bert_embed")["texts"][0];
+  const auto ids = c["ids"].get<std::vector<int32_t>>();
+  ASSERT_GT(ids.size(), 6u);
+  EmbedOptions text;
+  text.prompt = c["text"];
+  text.truncate_prompt_tokens = 5;
+  auto cut = engine->embed(text);
+  ASSERT_TRUE(cut.has_value()) << cut.status().to_string();
+  EXPECT_EQ(cut->prompt_tokens, 5);
+  EmbedOptions same;
+  same.prompt_ids = {ids[0], ids[1], ids[2], ids[3], ids.back()};
+  auto want = engine->embed(same);
+  ASSERT_TRUE(want.has_value());
+  for (size_t i = 0; i < want->values.size(); ++i) EXPECT_NEAR(cut->values[i], want->values[i], 1e-6) << i;
+  text.truncate_prompt_tokens = 2;  // no room beside [CLS] and [SEP]
+  auto none = engine->embed(text);
+  ASSERT_FALSE(none.has_value());
+  EXPECT_NE(none.status().message().find("leaves no room for the input beside its 2 special tokens"), std::string::npos)
+      << none.status().message();
+  EmbedOptions tail;
+  tail.prompt_ids = ids;
+  tail.truncate_prompt_tokens = 5;
+  EXPECT_EQ(engine->embed(tail).value().prompt_tokens, 5);
+}
+
 // Without the sentence-transformers files an encoder pools its first token (vLLM's default for
 // BERT-family models); --pooling still chooses.
 TEST(EngineEncoder, PoolsTheFirstTokenByDefault) {
