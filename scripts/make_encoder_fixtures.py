@@ -24,6 +24,11 @@ holding transformers' own outputs:
                 Unigram tokenizer of tests/fixtures/tokenizers/unigram/xlmr (SentencePiece's
                 nmt_nfkc charsmap, <s> A </s></s> B </s>): `pairs` -> ids, logit and sigmoid.
 
+  <name>/truncation.json (bert_cross, xlmr_rerank, roberta_cls): pairs and single texts as the
+                saved tokenizer.json truncates them with Hugging Face `tokenizers`'
+                enable_truncation(max_length=k) (longest_first, right side): ids and type ids.
+                `... truncation` rewrites only these, from the committed tokenizers.
+
 Run from anywhere: python3 scripts/make_encoder_fixtures.py. It uses make_fixtures.py's virtual
 environment (.brigade/fixtures-venv). CI never runs it; the output is committed.
 """
@@ -97,7 +102,34 @@ def save(model, name, tok):
     return out
 
 
+def write_truncation():
+    """<name>/truncation.json: each saved tokenizer's truncation of PAIRS (and a long document) and
+    of TEXTS at several max_length values."""
+    from tokenizers import Tokenizer
+    long_doc = " ".join(CORPUS[:6])
+    for name in ("bert_cross", "xlmr_rerank", "roberta_cls"):
+        tok = Tokenizer.from_file(str(OUT / name / "tokenizer.json"))
+        cases = {"pairs": [], "texts": []}
+        for q, d in PAIRS + [(PAIRS[0][0], long_doc), (long_doc, PAIRS[0][1])]:
+            for k in (5, 8, 12, 17, 30, 64):
+                tok.enable_truncation(max_length=k)
+                try:
+                    e = tok.encode(q, d)
+                except Exception:  # max_length below the special tokens: refused
+                    continue
+                cases["pairs"].append({"text_1": q, "text_2": d, "max_length": k, "ids": e.ids, "type_ids": e.type_ids})
+        for t in TEXTS + [long_doc]:
+            for k in (3, 5, 9, 40):
+                tok.enable_truncation(max_length=k)
+                cases["texts"].append({"text": t, "max_length": k, "ids": tok.encode(t).ids})
+        (OUT / name / "truncation.json").write_text(json.dumps(cases, ensure_ascii=False, indent=1) + "\n")
+        print(f"{name}/truncation.json: {len(cases['pairs'])} pairs, {len(cases['texts'])} texts")
+
+
 def main():
+    if sys.argv[1:] == ["truncation"]:
+        ensure_venv(__file__)
+        return write_truncation()
     ensure_venv(__file__)
     import torch
     import transformers
@@ -203,6 +235,7 @@ def main():
                                   "score": torch.sigmoid(torch.tensor(logit, dtype=torch.float64)).item()})
     (out / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
     print(f"xlmr_rerank: {len(expected['pairs'])} pairs")
+    write_truncation()
 
 
 if __name__ == "__main__":

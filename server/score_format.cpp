@@ -74,11 +74,17 @@ Expected<std::vector<EmbedOptions>> ScoreRequest::cross_encoder_options(const En
     const PromptInput& a = first[first.size() == 1 ? 0 : i];
     const PromptInput& b = second[i];
     EmbedOptions o;
-    if (a.ids.empty() && b.ids.empty()) {
-      // An encoder of two token types (BERT) reads the second text as type 1.
+    if (a.ids.empty() && b.ids.empty() && !head.use_pad_token && truncate_prompt_tokens != 0) {
+      // The two texts joined, as one text: the tokenizer actor cuts it as vLLM cuts a pooling
+      // input's text (from the right, special tokens kept).
+      o.prompt = a.text + b.text;
+    } else if (a.ids.empty() && b.ids.empty()) {
+      // An encoder of two token types (BERT) reads the second text as type 1. A pair is cut as
+      // Hugging Face's tokenizer(a, b, truncation=True) cuts it, as vLLM scores one.
       const bool typed = engine.model().token_types > 1;
-      auto ids = head.use_pad_token ? engine.tokenize_pair(a.text, b.text, typed ? &o.token_type_ids : nullptr)
-                                    : engine.tokenize(a.text + b.text, true);
+      auto ids = head.use_pad_token
+                     ? engine.tokenize_pair(a.text, b.text, typed ? &o.token_type_ids : nullptr, truncate_prompt_tokens)
+                     : engine.tokenize(a.text + b.text, true);
       if (!ids) return ids.status();
       o.prompt_ids = std::move(*ids);
     } else {
@@ -92,7 +98,8 @@ Expected<std::vector<EmbedOptions>> ScoreRequest::cross_encoder_options(const En
         o.prompt_ids.insert(o.prompt_ids.end(), ids->begin(), ids->end());
       }
     }
-    if (o.prompt_ids.empty()) return invalid_argument("pair " + std::to_string(i) + " tokenizes to no tokens");
+    if (o.prompt_ids.empty() && o.prompt.empty())
+      return invalid_argument("pair " + std::to_string(i) + " tokenizes to no tokens");
     o.task = PoolingTask::score;
     o.use_activation = use_activation;
     o.truncate_prompt_tokens = truncate_prompt_tokens;

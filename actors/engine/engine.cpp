@@ -38,6 +38,7 @@
 #include "models/image_processor.h"
 #include "models/qwen_image_processor.h"
 #include "models/qwen_vision.h"
+#include "models/truncation.h"
 #include "actors/tokenizer/tokenizer_actor.h"
 #include "core/json_schema.h"
 #include "core/logging.h"
@@ -492,9 +493,9 @@ class EngineImpl final : public Engine {
     return make_chat_template(source, "the request's chat_template", tokens);
   }
   Expected<std::vector<int32_t>> tokenize_pair(const std::string& a, const std::string& b,
-                                               std::vector<int32_t>* token_type_ids) const override {
+                                               std::vector<int32_t>* token_type_ids, int max_length) const override {
     if (!tokenizer_model_) return not_found("this model has no tokenizer");
-    return tokenizer_model_->encode_pair(a, b, token_type_ids);
+    return encode_pair_truncated(*tokenizer_model_, a, b, max_length, token_type_ids);
   }
   Expected<std::vector<int32_t>> tokenize(const std::string& text, bool add_bos) const override {
     if (!tokenizer_model_) return not_found("this model has no tokenizer");

@@ -8,6 +8,7 @@
 #include "actors/step_codec.h"
 #include "messages/convert.h"
 #include "models/mrope.h"
+#include "models/truncation.h"
 
 namespace brigade {
 
@@ -61,32 +62,6 @@ generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vect
 std::vector<int32_t> truncated(std::vector<int32_t> ids, int keep) {
   if (keep > 0 && ids.size() > static_cast<size_t>(keep)) ids.erase(ids.begin(), ids.end() - keep);
   return ids;
-}
-
-// A pooling request's text truncated as vLLM truncates it for embed, classify and score (the
-// tokenizer's right side, vLLM PR 12050): Hugging Face's tokenizer(text, truncation=True,
-// max_length=keep), which keeps the text's first tokens and its special tokens around them (an
-// encoder's [CLS] ... [SEP]), so cls pooling still reads [CLS]. `full` is text encoded with the
-// special tokens asked for; the specials are where it differs from the text encoded without.
-Expected<std::vector<int32_t>> truncated_right(const Tokenizer& tokenizer, std::string_view text,
-                                               std::vector<int32_t> full, bool with_specials, int keep) {
-  if (keep <= 0 || full.size() <= static_cast<size_t>(keep)) return full;
-  std::vector<int32_t> plain = full;
-  if (with_specials) {
-    BRIGADE_ASSIGN_OR_RETURN(plain, tokenizer.encode(text, false));
-  }
-  const size_t n_special = full.size() - std::min(full.size(), plain.size());
-  auto at = std::search(full.begin(), full.end(), plain.begin(), plain.end());
-  if (plain.size() > full.size() || at == full.end())
-    return internal_error("the special tokens of this tokenizer do not surround its text; truncate_prompt_tokens "
-                          "cannot keep them");
-  if (static_cast<size_t>(keep) <= n_special)
-    return invalid_argument("truncate_prompt_tokens " + std::to_string(keep) + " leaves no room for the input beside " +
-                            "its " + std::to_string(n_special) + " special tokens");
-  std::vector<int32_t> out(full.begin(), at);
-  out.insert(out.end(), plain.begin(), plain.begin() + static_cast<std::ptrdiff_t>(keep - n_special));
-  out.insert(out.end(), at + static_cast<std::ptrdiff_t>(plain.size()), full.end());
-  return out;
 }
 
 // The prompt text with each image marker expanded; invalid_argument when the markers and the
@@ -173,8 +148,10 @@ void on_request(tokenizer_ptr self, const generate_request_msg& msg) {
       return;
     }
     auto ids = st.tokenizer->encode(*text, r.getAddBos());
+    // A pooling request's text is cut as vLLM cuts it for embed, classify and score (from the
+    // right, its special tokens kept: models/truncation.h); generation keeps the last ids.
     if (ids && r.getPooling() != schema::Pooling::NONE)
-      ids = truncated_right(*st.tokenizer, *text, std::move(*ids), r.getAddBos(), r.getTruncatePromptTokens());
+      ids = truncate_text_right(*st.tokenizer, *text, std::move(*ids), r.getAddBos(), r.getTruncatePromptTokens());
     if (!ids) {
       self->send(st.frontend, error_event(id, ids.status()));
       return;

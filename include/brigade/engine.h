@@ -628,8 +628,12 @@ class Engine {
   // unsupported for a tokenizer whose post-processor has no pair template. token_type_ids, when
   // given, gets each id's token type as the post-processor assigns it (0 for the first segment,
   // 1 for the second where the template says so): what EmbedOptions::token_type_ids takes.
+  // max_length > 0 cuts the pair to that many ids as Hugging Face's truncation=True does
+  // (longest_first, special tokens kept: models/truncation.h); invalid_argument when it leaves no
+  // room beside the special tokens.
   virtual Expected<std::vector<int32_t>> tokenize_pair(const std::string& a, const std::string& b,
-                                                       std::vector<int32_t>* token_type_ids = nullptr) const = 0;
+                                                       std::vector<int32_t>* token_type_ids = nullptr,
+                                                       int max_length = 0) const = 0;
   virtual Expected<std::string> detokenize(const std::vector<int32_t>& ids) const = 0;
   // Each id's string in the vocabulary, as Hugging Face's convert_ids_to_tokens gives it
   // ("Ġworld", "▁world"; vLLM's /tokenize return_token_strs). Errors as detokenize's.

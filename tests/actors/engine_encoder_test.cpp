@@ -180,6 +180,30 @@ TEST(EngineEncoder, ACrossEncoderScoresPairsWithTheirTokenTypes) {
       << refused.status().message();
 }
 
+// A pair longer than truncate_prompt_tokens is cut as Hugging Face's tokenizer(q, d,
+// truncation=True, max_length=k) cuts it (truncation.json, from `tokenizers` itself): the
+// longer text first, [CLS] and both [SEP] kept, the types with their tokens.
+TEST(EngineEncoder, ALongPairIsCutAsTheTokenizerCutsIt) {
+  auto engine = testing::create_engine(options("bert_cross"));
+  ASSERT_TRUE(engine);
+  const json cases = json::parse(read_text_file(dir_of("bert_cross") + "/truncation.json").value());
+  int n = 0;
+  for (const json& c : cases["pairs"]) {
+    if (c["max_length"] != 30) continue;
+    std::vector<int32_t> types;
+    auto ids = engine->tokenize_pair(c["text_1"], c["text_2"], &types, 30);
+    ASSERT_TRUE(ids.has_value()) << ids.status().to_string();
+    EXPECT_EQ(*ids, c["ids"].get<std::vector<int32_t>>());
+    EXPECT_EQ(types, c["type_ids"].get<std::vector<int32_t>>());
+    EXPECT_LE(ids->size(), 30u);
+    ++n;
+  }
+  EXPECT_EQ(n, 5);
+  auto refused = engine->tokenize_pair("a question", "a document", nullptr, 3);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("beside its 3 special tokens"), std::string::npos) << refused.status().message();
+}
+
 // xlmr_rerank (XLMRobertaForSequenceClassification, one label, XLM-R's Unigram tokenizer): pairs
 // tokenized and scored as bge-reranker-base is; one token type, so none are sent.
 TEST(EngineEncoder, AnXlmRobertaRerankerScoresPairs) {

@@ -96,6 +96,24 @@ def test_a_cross_encoder_scores_and_reranks_pairs(name):
         stop(proc)
 
 
+def test_truncate_prompt_tokens_cuts_a_long_pair_as_the_tokenizer_does():
+    """/rerank with truncate_prompt_tokens: the pair cut as tokenizer(q, d, truncation=True,
+    max_length=k) cuts it (truncation.json), so usage counts k tokens and the score is the one
+    of those ids."""
+    cases = json.load(open(os.path.join(FIXTURES, "bert_cross", "truncation.json")))["pairs"]
+    long_pair = [c for c in cases if c["max_length"] == 30 and len(c["text_2"]) > 200][0]
+    proc, client = serve("bert_cross")
+    try:
+        r = post(client, "/rerank", {"query": long_pair["text_1"], "documents": [long_pair["text_2"]],
+                                     "truncate_prompt_tokens": 30})
+        assert r["usage"]["total_tokens"] == len(long_pair["ids"]) == 30
+        full = post(client, "/rerank", {"query": long_pair["text_1"], "documents": [long_pair["text_2"]]})
+        assert full["usage"]["total_tokens"] > 30
+        assert full["results"][0]["relevance_score"] != pytest.approx(r["results"][0]["relevance_score"], abs=1e-6)
+    finally:
+        stop(proc)
+
+
 def test_a_roberta_classifier_gives_transformers_probabilities():
     want = expected("roberta_cls")["texts"]
     proc, client = serve("roberta_cls")
