@@ -1,5 +1,6 @@
 #include "models/bert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -11,6 +12,24 @@
 
 namespace brigade {
 namespace {
+
+// A layer's tensor names (after "<prefix><layers>.<l>."): BERT's and RoBERTa's, or DistilBERT's.
+struct LayerNames {
+  const char* layers;
+  const char *q, *k, *v, *o, *ln1, *fc1, *fc2, *ln2;
+};
+constexpr LayerNames kBertNames{"encoder.layer",
+                                "attention.self.query",
+                                "attention.self.key",
+                                "attention.self.value",
+                                "attention.output.dense",
+                                "attention.output.LayerNorm",
+                                "intermediate.dense",
+                                "output.dense",
+                                "output.LayerNorm"};
+constexpr LayerNames kDistilBertNames{"transformer.layer", "attention.q_lin", "attention.k_lin", "attention.v_lin",
+                                      "attention.out_lin", "sa_layer_norm",   "ffn.lin1",        "ffn.lin2",
+                                      "output_layer_norm"};
 
 class BertModel final : public Model {
  public:
@@ -61,30 +80,29 @@ Status BertModel::load(const Checkpoint& ck) {
   BRIGADE_ASSIGN_OR_RETURN(word_, w.table(p + "embeddings.word_embeddings.weight", config_.vocab_size, h));
   BRIGADE_ASSIGN_OR_RETURN(position_, w.table(p + "embeddings.position_embeddings.weight",
                                               config_.max_position + config_.position_offset, h));
-  BRIGADE_ASSIGN_OR_RETURN(type_, w.table(p + "embeddings.token_type_embeddings.weight", config_.type_vocab_size, h));
+  if (config_.type_vocab_size > 0) {
+    BRIGADE_ASSIGN_OR_RETURN(type_, w.table(p + "embeddings.token_type_embeddings.weight", config_.type_vocab_size, h));
+  }
   BRIGADE_ASSIGN_OR_RETURN(emb_ln_w_, vec(norm("embeddings.LayerNorm", "weight", "gamma"), h));
   BRIGADE_ASSIGN_OR_RETURN(emb_ln_b_, vec(norm("embeddings.LayerNorm", "bias", "beta"), h));
+  const LayerNames& names = config_.arch == "distilbert" ? kDistilBertNames : kBertNames;
   layers_.resize(static_cast<size_t>(config_.n_layers));
   for (int l = 0; l < config_.n_layers; ++l) {
     Layer& L = layers_[static_cast<size_t>(l)];
-    const std::string base = p + "encoder.layer." + std::to_string(l) + ".";
-    const std::string self = base + "attention.self.";
-    BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.fused({self + "query.weight", self + "key.weight", self + "value.weight"},
-                                            {h, h, h}, h));
-    BRIGADE_ASSIGN_OR_RETURN(L.qkv_b, w.vector_f32({self + "query.bias", self + "key.bias", self + "value.bias"},
-                                                   {h, h, h}));
-    BRIGADE_ASSIGN_OR_RETURN(L.o, w.matrix(base + "attention.output.dense.weight", h, h));
-    BRIGADE_ASSIGN_OR_RETURN(L.o_b, vec(base + "attention.output.dense.bias", h));
-    const std::string ln1 = "encoder.layer." + std::to_string(l) + ".attention.output.LayerNorm";
-    BRIGADE_ASSIGN_OR_RETURN(L.ln1_w, vec(norm(ln1, "weight", "gamma"), h));
-    BRIGADE_ASSIGN_OR_RETURN(L.ln1_b, vec(norm(ln1, "bias", "beta"), h));
-    BRIGADE_ASSIGN_OR_RETURN(L.fc1, w.matrix(base + "intermediate.dense.weight", inter, h));
-    BRIGADE_ASSIGN_OR_RETURN(L.fc1_b, vec(base + "intermediate.dense.bias", inter));
-    BRIGADE_ASSIGN_OR_RETURN(L.fc2, w.matrix(base + "output.dense.weight", h, inter));
-    BRIGADE_ASSIGN_OR_RETURN(L.fc2_b, vec(base + "output.dense.bias", h));
-    const std::string ln2 = "encoder.layer." + std::to_string(l) + ".output.LayerNorm";
-    BRIGADE_ASSIGN_OR_RETURN(L.ln2_w, vec(norm(ln2, "weight", "gamma"), h));
-    BRIGADE_ASSIGN_OR_RETURN(L.ln2_b, vec(norm(ln2, "bias", "beta"), h));
+    const std::string rel = std::string(names.layers) + "." + std::to_string(l) + ".";  // after the prefix
+    auto name = [&](const char* part, const char* what) { return p + rel + part + "." + what; };
+    BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.fused({name(names.q, "weight"), name(names.k, "weight"), name(names.v, "weight")}, {h, h, h}, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.qkv_b, w.vector_f32({name(names.q, "bias"), name(names.k, "bias"), name(names.v, "bias")}, {h, h, h}));
+    BRIGADE_ASSIGN_OR_RETURN(L.o, w.matrix(name(names.o, "weight"), h, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.o_b, vec(name(names.o, "bias"), h));
+    BRIGADE_ASSIGN_OR_RETURN(L.ln1_w, vec(norm(rel + names.ln1, "weight", "gamma"), h));
+    BRIGADE_ASSIGN_OR_RETURN(L.ln1_b, vec(norm(rel + names.ln1, "bias", "beta"), h));
+    BRIGADE_ASSIGN_OR_RETURN(L.fc1, w.matrix(name(names.fc1, "weight"), inter, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.fc1_b, vec(name(names.fc1, "bias"), inter));
+    BRIGADE_ASSIGN_OR_RETURN(L.fc2, w.matrix(name(names.fc2, "weight"), h, inter));
+    BRIGADE_ASSIGN_OR_RETURN(L.fc2_b, vec(name(names.fc2, "bias"), h));
+    BRIGADE_ASSIGN_OR_RETURN(L.ln2_w, vec(norm(rel + names.ln2, "weight", "gamma"), h));
+    BRIGADE_ASSIGN_OR_RETURN(L.ln2_b, vec(norm(rel + names.ln2, "bias", "beta"), h));
   }
   n_params_ = w.n_params();
   weight_bytes_ = w.n_bytes();
@@ -114,9 +132,9 @@ Status BertModel::split_step(const StepBatch& batch) {
     const int32_t v = batch.tokens[i];
     words_[i] = token_id_part(v);
     types_[i] = token_type_part(v);
-    if (v >= 0 && types_[i] >= config_.type_vocab_size)
+    if (v >= 0 && types_[i] >= std::max(1, config_.type_vocab_size))
       return invalid_argument("token " + std::to_string(i) + " of the step has token type " + std::to_string(types_[i]) +
-                              "; this encoder has " + std::to_string(config_.type_vocab_size));
+                              "; this encoder has " + std::to_string(std::max(1, config_.type_vocab_size)));
   }
   position_rows_.resize(n);
   until_.resize(n);
@@ -171,8 +189,10 @@ Status BertModel::forward(const StepBatch& batch, const KvCache& kv, const Tenso
   b.embedding(word_.tensor, ints_.tokens(plain), t);
   b.embedding(position_.tensor, Tensor(position_ids_.tensor.data, DType::i32, {n}), attn);
   b.add(t, attn);
-  b.embedding(type_.tensor, Tensor(type_ids_.tensor.data, DType::i32, {n}), attn);
-  b.add(t, attn);
+  if (config_.type_vocab_size > 0) {  // DistilBERT has no token types
+    b.embedding(type_.tensor, Tensor(type_ids_.tensor.data, DType::i32, {n}), attn);
+    b.add(t, attn);
+  }
   b.layer_norm(t, emb_ln_w_.tensor, emb_ln_b_.tensor, eps, x);
   for (int l = 0; l < config_.n_layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];

@@ -10,7 +10,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr std::array<std::string_view, 3> kFamilies = {"Bert", "Roberta", "XLMRoberta"};
+constexpr std::array<std::string_view, 4> kFamilies = {"Bert", "Roberta", "XLMRoberta", "DistilBert"};
 constexpr std::array<std::string_view, 4> kHeads = {"Model", "ForMaskedLM", "ForPreTraining",
                                                     "ForSequenceClassification"};
 
@@ -36,8 +36,46 @@ bool is_bert_family(const json& j) {
   auto it = j.find("model_type");
   if (it == j.end() || !it->is_string()) return false;
   const std::string t = it->get<std::string>();
-  return t == "bert" || t == "roberta" || t == "xlm-roberta";
+  return t == "bert" || t == "roberta" || t == "xlm-roberta" || t == "distilbert";
 }
+
+namespace {
+
+// DistilBertConfig: dim, n_layers, n_heads, hidden_dim; LayerNorm eps 1e-12 in the modeling code;
+// no token types; learned (or stored sinusoidal) positions from 0.
+Expected<ModelConfig> read_distilbert_config(const json& j, bool seq_cls) {
+  ModelConfig c;
+  c.arch = "distilbert";
+  c.encoder = true;
+  c.seq_cls = seq_cls;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "dim", c.hidden_size, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "n_layers", c.n_layers, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "n_heads", c.n_heads, true));
+  c.n_kv_heads = c.n_heads;
+  if (c.n_heads > 0 && c.hidden_size % c.n_heads != 0)
+    return invalid_argument("config.json: dim (" + std::to_string(c.hidden_size) + ") must be a multiple of n_heads (" +
+                            std::to_string(c.n_heads) + ")");
+  if (c.n_heads > 0) c.head_dim = c.hidden_size / c.n_heads;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "hidden_dim", c.intermediate_size, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, true));
+  c.max_position = 512;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
+  c.rms_eps = 1e-12f;
+  std::string act = "gelu";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "activation", act));
+  if (act != "gelu")
+    return unsupported("config.json: activation '" + act + "' is not supported for distilbert; supported: gelu");
+  c.mlp_activation = MlpActivation::gelu;
+  c.type_vocab_size = 0;
+  c.bos_id = -1;
+  BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));
+  if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null())
+    return unsupported("config.json: quantization_config is not supported for distilbert encoders");
+  BRIGADE_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
+}  // namespace
 
 Expected<ModelConfig> read_bert_config(const json& j) {
   ModelConfig c;
@@ -48,8 +86,9 @@ Expected<ModelConfig> read_bert_config(const json& j) {
   } else {
     std::string t;
     BRIGADE_RETURN_IF_ERROR(read_string(j, "model_type", t));
-    family = t == "bert" ? "Bert" : "Roberta";
+    family = t == "bert" ? "Bert" : t == "distilbert" ? "DistilBert" : "Roberta";
   }
+  if (family == "DistilBert") return read_distilbert_config(j, head == "ForSequenceClassification");
   c.arch = family == "Bert" ? "bert" : "roberta";
   c.encoder = true;
   c.seq_cls = head == "ForSequenceClassification";

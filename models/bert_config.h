@@ -11,8 +11,9 @@
 namespace brigade {
 
 // Whether config.json describes an encoder brigade runs as one: architectures[0] BertModel,
-// BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, or the same of Roberta and
-// XLMRoberta; without architectures, model_type bert, roberta or xlm-roberta.
+// BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, or the same of Roberta,
+// XLMRoberta and DistilBert; without architectures, model_type bert, roberta, xlm-roberta or
+// distilbert.
 bool is_bert_family(const nlohmann::json& j);
 
 // The encoder's ModelConfig: arch "bert" or "roberta" (XLM-RoBERTa is RoBERTa's network), the
@@ -20,15 +21,17 @@ bool is_bert_family(const nlohmann::json& j);
 // type_vocab_size (at most 2), RoBERTa's positions from padding_idx + 1 (max_position is then
 // max_position_embeddings - padding_idx - 1, the longest prompt), seq_cls for
 // *ForSequenceClassification. Refused, naming the field: position_embedding_type other than
-// absolute, a decoder (is_decoder, add_cross_attention), another activation.
+// absolute, a decoder (is_decoder, add_cross_attention), another activation. DistilBERT
+// (DistilBertConfig's dim, n_layers, n_heads, hidden_dim, activation gelu): arch "distilbert",
+// no token types (type_vocab_size 0), eps 1e-12.
 Expected<ModelConfig> read_bert_config(const nlohmann::json& j);
 
 // Where the encoder's tensors live in a checkpoint of `config`: "" (BertModel, as
-// sentence-transformers saves it), "bert." / "roberta." (the task models) or "model.".
-// `has` says whether a tensor name exists.
+// sentence-transformers saves it), "bert." / "roberta." / "distilbert." (the task models) or
+// "model.". `has` says whether a tensor name exists.
 template <typename Has>
 std::string bert_prefix(Has has) {
-  for (const char* p : {"", "bert.", "roberta.", "model."})
+  for (const char* p : {"", "bert.", "roberta.", "distilbert.", "model."})
     if (has(std::string(p) + "embeddings.word_embeddings.weight")) return p;
   return "";
 }

@@ -138,13 +138,16 @@ Status read_f32(const Checkpoint& ck, const std::string& name, const std::vector
 }
 
 // An encoder's classification head over its first token ([CLS], <s>): BERT's pooler (dense +
-// tanh) then `classifier`; RoBERTa's classifier.dense + tanh then classifier.out_proj. Both keep
-// their biases.
+// tanh) then `classifier`; RoBERTa's classifier.dense + tanh then classifier.out_proj;
+// DistilBERT's pre_classifier + ReLU then classifier. All keep their biases.
 Status read_encoder_head(const Checkpoint& ck, ClassifierHead& head) {
-  const bool bert = ck.config().arch == "bert";
-  const std::string dense = bert ? ck.tensors().count("bert.pooler.dense.weight") ? "bert.pooler.dense" : "pooler.dense"
-                                 : "classifier.dense";
-  const std::string out = bert ? "classifier" : "classifier.out_proj";
+  const std::string& arch = ck.config().arch;
+  const bool bert = arch == "bert", distil = arch == "distilbert";
+  const std::string dense = bert     ? ck.tensors().count("bert.pooler.dense.weight") ? "bert.pooler.dense" : "pooler.dense"
+                            : distil ? "pre_classifier"
+                                     : "classifier.dense";
+  const std::string out = bert || distil ? "classifier" : "classifier.out_proj";
+  head.pre_relu = distil;
   const int64_t h = head.hidden;
   auto shape = ck.tensor(out + ".weight");
   if (!shape)
@@ -158,7 +161,7 @@ Status read_encoder_head(const Checkpoint& ck, ClassifierHead& head) {
   BRIGADE_RETURN_IF_ERROR(read_f32(ck, dense + ".bias", {h}, head.pre_bias));
   BRIGADE_RETURN_IF_ERROR(read_f32(ck, out + ".weight", {head.num_labels, h}, head.weight));
   BRIGADE_RETURN_IF_ERROR(read_f32(ck, out + ".bias", {head.num_labels}, head.bias));
-  head.source = dense + " + tanh, " + out + " over the first token";
+  head.source = dense + (distil ? " + relu, " : " + tanh, ") + out + " over the first token";
   head.generates = false;
   head.first_token = true;
   return Status::ok();
@@ -210,7 +213,7 @@ std::vector<double> ClassifierHead::logits(std::span<const float> h) const {
   std::vector<double> x(h.begin(), h.end());
   if (!pre_weight.empty()) {
     x = affine(pre_weight, pre_bias, x, hidden);
-    for (double& v : x) v = std::tanh(v);
+    for (double& v : x) v = pre_relu ? std::max(v, 0.0) : std::tanh(v);
   }
   return affine(weight, bias, x, num_labels);
 }

@@ -8,7 +8,8 @@
 //     Qwen2.5-1.5B-apeach, any Llama-family reward or label model);
 //   - an encoder's (BertForSequenceClassification: the pooler's dense + tanh, then `classifier`;
 //     (XLM-)RobertaForSequenceClassification: classifier.dense + tanh, then classifier.out_proj;
-//     over the first token: cross-encoder/ms-marco-MiniLM-L-6-v2, bge-reranker-base);
+//     DistilBertForSequenceClassification: pre_classifier + ReLU, then classifier; over the
+//     first token: cross-encoder/ms-marco-MiniLM-L-6-v2, bge-reranker-base, distilbert-sst-2);
 //   - a causal LM's lm_head rows, as vLLM converts one when config.json (or --hf-overrides) names
 //     a *ForSequenceClassification architecture with `classifier_from_token`:
 //       method "from_2_way_softmax" (also `is_original_qwen3_reranker: true`): one label,
@@ -54,9 +55,11 @@ struct ClassifierHead {
   std::vector<float> weight;           // [num_labels, hidden] f32
   std::vector<float> bias;             // [num_labels] f32, or empty (decoders' score.weight has none)
   // Encoders (models/bert.h): a dense layer [hidden, hidden] (+ bias) and tanh before `weight`:
-  // BERT's pooler, RoBERTa's classifier.dense. Empty for decoders.
+  // BERT's pooler, RoBERTa's classifier.dense; or ReLU (pre_relu): DistilBERT's pre_classifier.
+  // Empty for decoders.
   std::vector<float> pre_weight;
   std::vector<float> pre_bias;
+  bool pre_relu = false;
   // The head reads the prompt's first token ([CLS], <s>: encoders) rather than its last.
   bool first_token = false;
   std::vector<std::string> labels;     // config.json's id2label, else LABEL_<i>
@@ -70,8 +73,8 @@ struct ClassifierHead {
   // still generates; false for a *ForSequenceClassification checkpoint, which has none.
   bool generates = false;
 
-  // weight · tanh(pre_weight · hidden + pre_bias) + bias (without pre_weight: weight · hidden +
-  // bias) in f64. `hidden` must have `hidden` values.
+  // weight · tanh(pre_weight · hidden + pre_bias) + bias (ReLU for pre_relu; without pre_weight:
+  // weight · hidden + bias) in f64. `hidden` must have `hidden` values.
   std::vector<double> logits(std::span<const float> hidden_state) const;
   // The activation of `task` (classify or score) over logits, or the logits as they are when
   // use_activation is false.

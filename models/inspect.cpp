@@ -106,7 +106,9 @@ std::string format_model_info(const ModelInfo& m) {
          num(c.rms_eps) + "), " + (c.mlp_activation == MlpActivation::gelu ? "gelu" : "gelu_tanh") +
          " MLP, learned positions" +
          (c.position_offset > 0 ? " from " + std::to_string(c.position_offset) + " (padding ids skipped)" : "") + ", " +
-         std::to_string(c.type_vocab_size) + " token type" + (c.type_vocab_size == 1 ? "" : "s") + "\n";
+         (c.type_vocab_size == 0 ? std::string("no token types")
+                                 : std::to_string(c.type_vocab_size) + " token type" + (c.type_vocab_size == 1 ? "" : "s")) +
+         "\n";
   } else {
   char theta[32];
   std::snprintf(theta, sizeof(theta), "%g", static_cast<double>(c.rope_theta));

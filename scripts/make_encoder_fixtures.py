@@ -24,6 +24,10 @@ holding transformers' own outputs:
                 Unigram tokenizer of tests/fixtures/tokenizers/unigram/xlmr (SentencePiece's
                 nmt_nfkc charsmap, <s> A </s></s> B </s>): `pairs` -> ids, logit and sigmoid.
 
+  distilbert_sst DistilBertForSequenceClassification, 2 labels (NEGATIVE, POSITIVE), as
+                distilbert-base-uncased-finetuned-sst-2-english: bert_cross's WordPiece tokenizer,
+                no token types; `texts` -> ids, logits (pre_classifier + ReLU + classifier over
+                [CLS]) and last_hidden_state. `... distilbert` rewrites only this one.
   <name>/truncation.json (bert_cross, xlmr_rerank, roberta_cls): pairs and single texts as the
                 saved tokenizer.json truncates them with Hugging Face `tokenizers`'
                 enable_truncation(max_length=k) (longest_first, right side): ids and type ids.
@@ -126,10 +130,37 @@ def write_truncation():
         print(f"{name}/truncation.json: {len(cases['pairs'])} pairs, {len(cases['texts'])} texts")
 
 
+def write_distilbert():
+    """distilbert_sst: a DistilBertForSequenceClassification over bert_cross's committed tokenizer."""
+    import torch
+    import transformers
+    from tokenizers import Tokenizer
+    torch.manual_seed(1)
+    wp = Tokenizer.from_file(str(OUT / "bert_cross" / "tokenizer.json"))
+    cfg = transformers.DistilBertConfig(vocab_size=wp.get_vocab_size(), dim=64, n_layers=2, n_heads=4, hidden_dim=128,
+                                        max_position_embeddings=128, activation="gelu", initializer_range=0.1,
+                                        num_labels=2, id2label={0: "NEGATIVE", 1: "POSITIVE"},
+                                        label2id={"NEGATIVE": 0, "POSITIVE": 1})
+    model = transformers.DistilBertForSequenceClassification(cfg).eval()
+    out = save(model, "distilbert_sst", wp)
+    expected = {"texts": []}
+    for text in TEXTS:
+        ids = wp.encode(text).ids
+        with torch.no_grad():
+            r = model(input_ids=torch.tensor([ids]), output_hidden_states=True)
+        expected["texts"].append({"text": text, "ids": ids, "logits": r.logits[0].double().tolist(),
+                                  "hidden": [[round(float(v), 7) for v in row] for row in r.hidden_states[-1][0]]})
+    (out / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
+    print(f"distilbert_sst: {len(TEXTS)} texts")
+
+
 def main():
     if sys.argv[1:] == ["truncation"]:
         ensure_venv(__file__)
         return write_truncation()
+    if sys.argv[1:] == ["distilbert"]:
+        ensure_venv(__file__)
+        return write_distilbert()
     ensure_venv(__file__)
     import torch
     import transformers
@@ -235,6 +266,7 @@ def main():
                                   "score": torch.sigmoid(torch.tensor(logit, dtype=torch.float64)).item()})
     (out / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
     print(f"xlmr_rerank: {len(expected['pairs'])} pairs")
+    write_distilbert()
     write_truncation()
 
 

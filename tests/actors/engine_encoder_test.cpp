@@ -275,6 +275,27 @@ TEST(EngineEncoder, ScoresAcrossInstancesAndThroughANode) {
   expect_scores(*remote, "a node");
 }
 
+// distilbert_sst (DistilBertForSequenceClassification, the sst-2 shape): /classify's softmax over
+// transformers' logits from text; no token types.
+TEST(EngineEncoder, ADistilBertClassifierGivesTransformersProbabilities) {
+  auto engine = testing::create_engine(options("distilbert_sst"));
+  ASSERT_TRUE(engine);
+  EXPECT_TRUE(engine->model().encoder);
+  EXPECT_EQ(engine->model().token_types, 0);
+  const json want = expected("distilbert_sst");
+  for (const json& c : want["texts"]) {
+    EmbedOptions e;
+    e.prompt = c["text"];
+    auto k = engine->classify(e);
+    ASSERT_TRUE(k.has_value()) << k.status().to_string();
+    const double l0 = c["logits"][0], l1 = c["logits"][1];
+    const double p1 = 1.0 / (1.0 + std::exp(l0 - l1));
+    EXPECT_NEAR(k->probs[1], p1, 1e-5) << c["text"];
+    EXPECT_EQ(k->label_name, p1 > 0.5 ? "POSITIVE" : "NEGATIVE");
+    EXPECT_EQ(k->prompt_tokens, static_cast<int>(c["ids"].size()));
+  }
+}
+
 // roberta_cls (RobertaForSequenceClassification, three labels): /classify's softmax over
 // transformers' logits, texts and pairs, in 48-token steps that hold one long prompt at a time.
 TEST(EngineEncoder, ARobertaClassifierGivesTransformersProbabilities) {

@@ -216,6 +216,31 @@ TEST(BertEncoder, XlmRobertaRerankerMatchesTransformers) {
   }
 }
 
+// DistilBertForSequenceClassification (distilbert-base-uncased-finetuned-sst-2-english's shape):
+// DistilBERT's layer names, no token types, every hidden row, and pre_classifier + ReLU +
+// classifier over [CLS].
+TEST(BertEncoder, DistilBertMatchesTransformers) {
+  const ClassifierHead head = head_or_fail(dir_of("distilbert_sst"));
+  EXPECT_EQ(head.num_labels, 2);
+  EXPECT_TRUE(head.pre_relu);
+  EXPECT_EQ(head.labels, (std::vector<std::string>{"NEGATIVE", "POSITIVE"}));
+  EXPECT_EQ(head.source, "pre_classifier + relu, classifier over the first token");
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = testing::load_or_fail(dir_of("distilbert_sst"), *backend);
+  ASSERT_TRUE(model);
+  EXPECT_EQ(model->config().arch, "distilbert");
+  EXPECT_EQ(model->config().type_vocab_size, 0);
+  const json want = expected("distilbert_sst");
+  ASSERT_EQ(want["texts"].size(), 4u);
+  for (const json& k : want["texts"]) {
+    const auto rows = hidden_states(*model, *backend, {k["ids"].get<std::vector<int32_t>>()});
+    expect_rows(rows, 0, k["hidden"], k["text"]);
+    ASSERT_FALSE(rows.empty());
+    const auto logits = head.logits(rows[0]);
+    for (size_t l = 0; l < 2; ++l) EXPECT_NEAR(logits[l], k["logits"][l].get<double>(), 1e-4) << k["text"] << " " << l;
+  }
+}
+
 // Steps an encoder cannot run are refused with the reason, before anything is computed.
 TEST(BertEncoder, RefusesStepsItCannotRun) {
   auto backend = make_cpu_backend({.n_threads = 1});
