@@ -663,7 +663,11 @@ TEST_F(NodeProcesses, ANodeKilledMidGenerationFailsOnlyItsRequests) {
   const auto ids = submit_long(**e, 4, 1200, out);  // round robin: even positions on a, odd on b
   ASSERT_EQ(ids.size(), 4u);
   ASSERT_TRUE(wait_routed(**e, 4));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Frozen as soon as its requests are routed (it cannot have decoded their 1200 tokens in the
+  // poll's 2 ms), then killed: on a fast or idle machine a 100 ms pause let the tiny model finish
+  // them first, and the test then saw no request to fail.
+  ASSERT_EQ(::kill(a.pid, SIGSTOP), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_EQ(::kill(a.pid, SIGKILL), 0);
   ASSERT_TRUE(out.wait(ids.size())) << "every request ends, none hangs";
   for (size_t i = 0; i < ids.size(); ++i) {
