@@ -7,6 +7,12 @@
 #include "models/bert.h"
 
 namespace brigade {
+namespace {
+
+// How deep admission looks past waiting requests that wait for a running prefill (admit_next).
+constexpr size_t kAdmitScan = 16;
+
+}  // namespace
 
 Status SchedulerLimits::validate() const {
   if (max_running < 1) return invalid_argument("max_running must be >= 1");
@@ -173,10 +179,14 @@ int SchedulerPolicy::cached_prefix(std::span<const int32_t> tokens) {
 
 int SchedulerPolicy::pages_short(const PageSource& pages) const {
   int short_by = pages_wanted_;
-  if (!waiting_.empty() && static_cast<int>(running_.size()) < limits_.max_running) {
-    const Seq& s = waiting_.front();
+  if (static_cast<int>(running_.size()) >= limits_.max_running) return short_by;
+  // The request admission tries next: the head, or while the head waits for a running prefill
+  // (deferred), the first after it that does not (admit_next's scan).
+  for (size_t i = 0; i < waiting_.size() && i < kAdmitScan; ++i) {
+    const Seq& s = waiting_[i];
+    if (s.deferred) continue;
     const int need = s.blocks.pages_needed(static_cast<int>(s.tokens.size()) + 1);
-    short_by += std::max(0, need - pages.n_available() - (cache_ ? cache_->n_evictable() : 0));
+    return short_by + std::max(0, need - pages.n_available() - (cache_ ? cache_->n_evictable() : 0));
   }
   return short_by;
 }
@@ -237,8 +247,7 @@ bool SchedulerPolicy::admit_next(PageSource& pages) {
   if (waiting_.empty() || static_cast<int>(running_.size()) >= limits_.max_running) return false;
   // The head; while it waits for a running sequence to prefill the prefix they share (in-batch
   // prefix sharing), the next that does not, a few deep.
-  constexpr size_t kScan = 16;
-  for (size_t i = 0; i < waiting_.size() && i < kScan; ++i) {
+  for (size_t i = 0; i < waiting_.size() && i < kAdmitScan; ++i) {
     if (admit_at(i, pages)) return true;
     if (!waiting_[i].deferred) return false;  // it waits for pages or its group: nothing overtakes it
   }
@@ -315,6 +324,7 @@ bool SchedulerPolicy::admit_at(size_t i, PageSource& pages) {
     }
   }
   if (cache_ && !s.loading) match_partial_page(s, m, key, limit);
+  s.waited_for_prefill = false;  // a wait after a preemption starts afresh (the full threshold)
   const uint64_t id = s.req.id;
   running_.emplace(id, std::move(s));
   waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));

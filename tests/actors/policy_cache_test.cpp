@@ -146,6 +146,27 @@ TEST(SchedulerPolicyCache, APromptWaitsForTheSharedPrefixBeingPrefilledAndTakesI
   }
 }
 
+// While the head waits for a running prefill, the pages asked of the KV manager are those of the
+// request admission tries next (c: 1 page), not the waiting head's (b: 5).
+TEST(SchedulerPolicyCache, PagesShortCountsTheRequestAdmissionTriesNext) {
+  SchedulerLimits l = cache_limits();
+  l.max_step_tokens = 8;
+  l.in_batch_prefix_tokens = 4;
+  SchedulerPolicy p(l, 64, root_key("m"));
+  PoolSource pages(6);  // a's 20 tokens and one more: every page
+  auto b = range(10, 16);
+  b.insert(b.end(), {900, 901});
+  ASSERT_TRUE(p.add(prompt_req(1, range(10, 20), 2)).is_ok());
+  ASSERT_TRUE(p.add(prompt_req(2, b, 2)).is_ok());
+  ASSERT_TRUE(p.add(prompt_req(3, range(300, 3), 2)).is_ok());
+  auto s0 = p.plan(pages);
+  ASSERT_TRUE(s0.has_value());
+  EXPECT_EQ(p.n_running(), 1);
+  EXPECT_EQ(p.n_waiting(), 2);
+  EXPECT_EQ(pages.n_available(), 0);
+  EXPECT_EQ(p.pages_short(pages), 1) << "c's one page; b waits for a's pages and needs none yet";
+}
+
 // The wait ends with the leader: b, waiting for a's prefill, is admitted as soon as a is aborted
 // and computes the prefix itself; an identical prompt waits for the whole of it but its last
 // page, then computes only that.
