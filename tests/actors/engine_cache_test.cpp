@@ -290,7 +290,8 @@ TEST_F(EngineCache, PartlyFilledPagesGiveTheTokensThatComputingThemGives) {
 
 // In-batch prefix sharing: four prompts sharing 36 tokens (two whole pages and 4 more), sent
 // together while the first one's prefill takes several 8-token steps. Each of the other three
-// takes the two pages from the cache (waiting for them, or finding them in when it arrives),
+// takes the two pages from the cache (waiting for them, or finding them in when it arrives;
+// a late one also copies the third page's 4 shared rows),
 // and the tokens are those of the cache off. Prompts stay under 48 tokens (see "Exactness").
 TEST_F(EngineCache, RequestsArrivingTogetherComputeTheirSharedPrefixOnce) {
   std::vector<GenerateOptions> reqs;
@@ -328,7 +329,11 @@ TEST_F(EngineCache, RequestsArrivingTogetherComputeTheirSharedPrefixOnce) {
   ASSERT_EQ(want.front().size(), 6u);
   EngineStats st;
   EXPECT_EQ(together(CacheConfig{}, &st), want);
-  EXPECT_EQ(st.cache_hit_tokens, 3u * 32u) << "each follower took the leader's two whole pages";
+  // Each follower took the leader's two whole pages (a match is 0, 16 or 32 tokens, or 36 with the
+  // third page's leading rows when a follower comes late enough to find that page whole: seen
+  // on a loaded machine), so the three together took 96 to 108.
+  EXPECT_GE(st.cache_hit_tokens, 3u * 32u) << "each follower took the leader's two whole pages";
+  EXPECT_LE(st.cache_hit_tokens, 3u * 36u);
   EXPECT_LE(st.cache_in_batch_waits, 3u);
   std::printf("in-batch waits: %llu of 3\n", static_cast<unsigned long long>(st.cache_in_batch_waits));
 }
