@@ -14,6 +14,8 @@
 #include "core/in_process_communicator.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/membw.h"
+#include "models/mapped_file.h"
+#include "models/model_config.h"
 #include "models/qwen_vision.h"
 #ifdef BRIGADE_HAVE_CUDA
 #include "gpu/cuda_backend.h"
@@ -167,6 +169,18 @@ Expected<std::shared_ptr<ExecutorResources>> load_rank(const ExecutorConfig& exe
   return res;
 }
 
+// An encoder's longest prompt (its positions; models/bert.h), which one of its steps must hold
+// since it runs each prompt whole; 0 for any other model (or no config.json to read).
+int encoder_positions(const std::string& path) {
+  std::error_code ec;
+  const auto config = std::filesystem::path(path) / "config.json";
+  if (!std::filesystem::is_regular_file(config, ec)) return 0;
+  auto text = read_text_file(config.string());
+  if (!text) return 0;
+  auto c = parse_hf_config(*text);
+  return c && c->encoder ? c->max_position : 0;
+}
+
 }  // namespace
 
 BlobTransport pd_transport(const TopologyConfig& topology, bool in_node) {
@@ -200,7 +214,10 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   LoadedInstance out;
   out.name = inst.name;
   LoadOptions lo;
-  lo.max_batch_tokens = inst.scheduler.max_step_tokens;
+  // An encoder's step holds its longest prompt, as vLLM raises max_num_batched_tokens to the
+  // model's length when prompts are not chunked.
+  const int step_tokens = std::max(inst.scheduler.max_step_tokens, encoder_positions(path));
+  lo.max_batch_tokens = step_tokens;
   lo.progress = progress;
   lo.weight_dtype = weight_dtype_for(exe.weights);
   lo.expert_parallel = exe.expert_parallel;
@@ -271,13 +288,15 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
     setup.limits.chunked_prefill = false;
     setup.limits.prefix_cache = setup.limits.partial_pages = false;
     setup.limits.in_batch_prefix_tokens = 0;
-    setup.limits.max_context = std::min(mc.max_position, inst.scheduler.max_step_tokens);
+    setup.limits.max_step_tokens = step_tokens;  // at least the positions (encoder_positions)
+    setup.limits.max_context = std::min(mc.max_position, step_tokens);
     setup.limits.token_types = mc.type_vocab_size;
     if (inst.role != "both" || inst.scheduler.speculative.method != "none")
       return unsupported("instance '" + inst.name + "': " + mc.arch + " is an encoder: it pools and classifies, so it "
                          "runs with neither a PD role nor speculative decoding");
-    spdlog::info("engine: instance '{}': an encoder; prompts of up to {} tokens run whole, uncached", inst.name,
-                 setup.limits.max_context);
+    spdlog::info("engine: instance '{}': an encoder; prompts of up to {} tokens run whole, uncached, in steps of "
+                 "{} tokens{}", inst.name, setup.limits.max_context, step_tokens,
+                 step_tokens > inst.scheduler.max_step_tokens ? " (max_step_tokens raised to the model's positions)" : "");
   }
   if (res->model->has_vision()) {  // requests with images; the others' images are refused
     const VisionConfig& v = mc.vision;

@@ -25,8 +25,8 @@ constexpr double kTol = 1e-4;  // fp32 both sides
 std::string dir_of(const std::string& name) { return testing::fixture_dir("encoder/" + name); }
 json expected(const std::string& name) { return json::parse(read_text_file(dir_of(name) + "/expected.json").value()); }
 
-// Small steps and pages: the fixtures' prompts (3..25 tokens) take several pages, and a step holds
-// a few of them whole.
+// Small steps and pages: the fixtures' prompts (3..71 tokens) take several pages; an encoder's
+// steps are raised to its 128 positions, so a step holds a few prompts whole.
 EngineOptions options(const std::string& name, int step_tokens = 64) {
   EngineOptions o = testing::test_engine_options(dir_of(name), 1);
   auto& inst = o.topology.instances.front();
@@ -48,7 +48,7 @@ TEST(EngineEncoder, SentenceEmbeddingsMatchTransformers) {
   EXPECT_EQ(m.token_types, 2);
   EXPECT_EQ(m.pooling, Pooling::mean);
   EXPECT_TRUE(m.normalize_embeddings);
-  EXPECT_EQ(m.max_context, 64);  // max_position_embeddings 128, but a prompt runs whole in one 64-token step
+  EXPECT_EQ(m.max_context, 128);  // max_position_embeddings; the 64-token steps are raised to hold it
   const json want = expected("bert_embed");
   ASSERT_EQ(want["texts"].size(), 4u);
   auto expect_embedding = [&](const Expected<Embedding>& e, const json& c, const std::string& at) {
@@ -207,7 +207,7 @@ TEST(EngineEncoder, ALongPairIsCutAsTheTokenizerCutsIt) {
 // xlmr_rerank (XLMRobertaForSequenceClassification, one label, XLM-R's Unigram tokenizer): pairs
 // tokenized and scored as bge-reranker-base is; one token type, so none are sent.
 TEST(EngineEncoder, AnXlmRobertaRerankerScoresPairs) {
-  auto engine = testing::create_engine(options("xlmr_rerank", 96));  // the longest pair has 71 tokens
+  auto engine = testing::create_engine(options("xlmr_rerank"));  // the longest pair has 71 tokens
   ASSERT_TRUE(engine);
   EXPECT_EQ(engine->model().token_types, 1);
   const json want = expected("xlmr_rerank");
@@ -233,7 +233,7 @@ TEST(EngineEncoder, ScoresAcrossInstancesAndThroughANode) {
   auto expect_scores = [&](Engine& engine, const std::string& what) {
     EXPECT_TRUE(engine.model().encoder) << what;
     EXPECT_EQ(engine.model().token_types, 2) << what;
-    EXPECT_EQ(engine.model().max_context, 64) << what;
+    EXPECT_EQ(engine.model().max_context, 128) << what;
     std::vector<std::promise<Expected<Embedding>>> done(want["pairs"].size());
     for (size_t i = 0; i < done.size(); ++i) {
       const json& c = want["pairs"][i];
@@ -297,7 +297,7 @@ TEST(EngineEncoder, ADistilBertClassifierGivesTransformersProbabilities) {
 }
 
 // roberta_cls (RobertaForSequenceClassification, three labels): /classify's softmax over
-// transformers' logits, texts and pairs, in 48-token steps that hold one long prompt at a time.
+// transformers' logits, texts and pairs (48-token steps asked for, raised to the 128 positions).
 TEST(EngineEncoder, ARobertaClassifierGivesTransformersProbabilities) {
   auto engine = testing::create_engine(options("roberta_cls", 48));
   ASSERT_TRUE(engine);
@@ -336,25 +336,27 @@ TEST(EngineEncoder, ARobertaClassifierGivesTransformersProbabilities) {
   }
 }
 
-// An encoder does not generate, and a prompt longer than a step (or the positions) is refused
-// with the reason.
-TEST(EngineEncoder, RefusesGenerationAndPromptsThatDoNotFitAStep) {
+// An encoder does not generate; its steps (16 tokens here) are raised to hold its longest prompt
+// (vLLM's rule without chunked prefill), and a prompt longer than its positions is refused with
+// the reason.
+TEST(EngineEncoder, RefusesGenerationAndPromptsLongerThanItsPositions) {
   auto engine = testing::create_engine(options("bert_embed", 16));
   ASSERT_TRUE(engine);
-  EXPECT_EQ(engine->model().max_context, 16);
+  EXPECT_EQ(engine->model().max_context, 128);
   auto g = engine->generate(testing::greedy_ids({2, 10, 3}, 4));
   ASSERT_FALSE(g.has_value());
   EXPECT_EQ(g.status().code(), StatusCode::unsupported);
   EXPECT_NE(g.status().message().find("an encoder (bert)"), std::string::npos) << g.status().message();
   EmbedOptions fits;
-  fits.prompt_ids = std::vector<int32_t>(16, 10);
-  EXPECT_TRUE(engine->embed(fits).has_value());
+  fits.prompt_ids = std::vector<int32_t>(128, 10);
+  auto whole = engine->embed(fits);
+  EXPECT_TRUE(whole.has_value()) << whole.status().to_string();
   EmbedOptions long_one;
-  long_one.prompt_ids = std::vector<int32_t>(17, 10);
+  long_one.prompt_ids = std::vector<int32_t>(129, 10);
   auto e = engine->embed(long_one);
   ASSERT_FALSE(e.has_value());
   EXPECT_EQ(e.status().code(), StatusCode::invalid_argument);
-  EXPECT_NE(e.status().message().find("the input has 17 tokens; the model's context is 16"), std::string::npos)
+  EXPECT_NE(e.status().message().find("the input has 129 tokens; the model's context is 128"), std::string::npos)
       << e.status().message();
   // Topologies an encoder cannot run.
   EngineOptions pd = testing::prefill_decode(options("bert_embed"));
