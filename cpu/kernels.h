@@ -98,6 +98,10 @@ struct Kernels {
   // 1 and acc is not multiplied.
   void (*attend_values)(const float* scores, int64_t ld_scores, int64_t nq, const KvRows& v, int64_t d,
                         const float* alpha, float* acc) = nullptr;
+  // x[i] = gelu(x[i]) = x / 2 (1 + erf(x / sqrt 2)) in place (torch's exact GELU); n elements.
+  // The scalar level calls std::erf; the SIMD levels evaluate erfc by Abramowitz & Stegun 7.1.26
+  // (|error| <= 1.5e-7) with the vectorised exp.
+  void (*gelu_erf)(float* x, int64_t n) = nullptr;
 };
 
 // The most queries one Kernels::attend_scores call takes (its per-query scratch is on the stack).

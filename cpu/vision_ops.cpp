@@ -58,8 +58,9 @@ void gelu_tanh(const CpuContext& c, const Tensor& x) {
 
 // torch's CPU GELU (approximate='none') in f32: 0.5 x (1 + erf(x / sqrt(2))).
 void gelu(const CpuContext& c, const Tensor& x) {
-  constexpr float kInvSqrt2 = static_cast<float>(M_SQRT1_2);
-  map_in_place(c, x, "gelu: x f32", [](float v) { return 0.5f * v * (1.0f + std::erf(v * kInvSqrt2)); });
+  BRIGADE_CHECK(x.dtype == DType::f32, "gelu: x f32");
+  float* p = x.as<float>();
+  c.pool->parallel_for(x.numel(), 16384, [&](int64_t b, int64_t e, int) { c.kernels->gelu_erf(p + b, e - b); });
 }
 
 // transformers' QuickGELUActivation: x * sigmoid(1.702 x), the sigmoid 1 / (1 + exp(-z)) in f32.

@@ -69,14 +69,11 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--step-tokens", type=int, default=512)
     a = ap.parse_args()
-    import torch
-    import transformers
     make_model()
-    torch.set_num_threads(a.threads)
-    model = transformers.BertModel.from_pretrained(MODEL, add_pooling_layer=False).eval()
     inputs = [[(i * 7919 + j * 104729) % 30000 + 100 for j in range(a.tokens)] for i in range(a.batch)]
     n_tokens = a.requests * a.batch * a.tokens
 
+    # brigade first: its GEMM probe at start must not share the cores with torch's threads.
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as topo:
         topo.write(f"model: {MODEL}\ninstances:\n  - name: i0\n    scheduler:\n      max_step_tokens: {a.step_tokens}\n"
                    f"    executors:\n      - device: cpu\n        threads: {a.threads}\n")
@@ -84,6 +81,10 @@ def main():
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         port = re.search(r":(\d+) ", proc.stdout.readline()).group(1)
+        import torch
+        import transformers
+        torch.set_num_threads(a.threads)
+        model = transformers.BertModel.from_pretrained(MODEL, add_pooling_layer=False).eval()
         post(port, {"model": "m", "input": inputs[:2]})  # warm up
         best_b, best_t = 1e9, 1e9
         for _ in range(a.repeats):

@@ -3,6 +3,7 @@
 // output depends on it), so their references are run.c's f32 code; the others use double with
 // a 1e-5 relative tolerance.
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 
 #include "core/sampling.h"
@@ -446,6 +447,27 @@ TEST(CpuOps, ArgmaxAndSampleRowsFollowTheDeviceRule) {
   for (int64_t r = 0; r < n; ++r) {
     std::span<const float> row(logits.tensor.as<float>() + r * vocab, static_cast<size_t>(vocab));
     EXPECT_EQ(tokens.tensor.as<int32_t>()[r], sample_like_device(row, params[static_cast<size_t>(r)])) << "row " << r;
+  }
+}
+
+// The exact GELU (torch's nn.GELU(), BERT's "gelu") at every SIMD level against erf in double,
+// over the range activations take and past it, with a length that leaves a scalar tail.
+TEST(CpuGelu, EveryLevelFollowsErfWithinAFewUlps) {
+  std::vector<float> xs;
+  for (int i = -4000; i <= 4000; ++i) xs.push_back(static_cast<float>(i) * 0.0025f);  // [-10, 10]
+  for (float v : {-30.0f, -12.5f, 12.5f, 30.0f, 1e-30f, -1e-30f, 0.0f, -0.0f}) xs.push_back(v);
+  for (size_t li = 0; li < test::simd_levels().size(); ++li) {
+    const cpu::Kernels& kn = cpu::kernels_for(static_cast<cpu::SimdLevel>(li));
+    std::vector<float> y = xs;
+    kn.gelu_erf(y.data(), static_cast<int64_t>(y.size()));
+    double worst = 0.0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double x = xs[i], want = 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+      const double err = std::abs(y[i] - want) / std::max(1.0, std::abs(want));
+      worst = std::max(worst, err);
+      ASSERT_LE(err, 4e-7) << test::simd_levels()[li] << " x " << x << ": " << y[i] << " vs " << want;
+    }
+    std::printf("%s: worst relative error %.3g\n", test::simd_levels()[li].c_str(), worst);
   }
 }
 
