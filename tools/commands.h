@@ -21,8 +21,10 @@ struct ExecutorFlags {
   std::string weights;  // auto, f32, bf16, fp8, q8_0, q4_0, q4_1
   std::string speculative_config;  // vLLM's --speculative-config JSON (parse_speculative_json)
   std::string mm_processor_kwargs;  // vLLM's --mm-processor-kwargs JSON: min_pixels, max_pixels
+  int max_num_batched_tokens = 0;   // vLLM's --max-num-batched-tokens: each instance's max_step_tokens (0: the topology's)
 };
-// Registers --device, --weights and --speculative-config on `cmd`.
+// Registers --device, --weights, --speculative-config, --mm-processor-kwargs and
+// --max-num-batched-tokens on `cmd`.
 void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags);
 // Writes the flags given into options' topology (validated when the engine starts); a malformed
 // --speculative-config is refused here.

@@ -30,6 +30,10 @@ void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags) {
                   "Speculative decoding, as vLLM's flag: JSON with method (ngram, draft_model, mtp or deepseek_mtp: "
                   "DeepSeek-V3's own MTP module), num_speculative_tokens, model (a draft checkpoint), "
                   "prompt_lookup_min/max, disable_by_batch_size, min_acceptance, kv_tokens (default: the topology's)");
+  cmd->add_option("--max-num-batched-tokens", flags.max_num_batched_tokens,
+                  "Token budget of one step (decodes and prompt chunks; vLLM's flag), every instance's "
+                  "scheduler.max_step_tokens; an encoder's is raised to its positions (default: the topology's, 512)")
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--mm-processor-kwargs", flags.mm_processor_kwargs,
                   "Image processor settings, as vLLM's flag: JSON with min_pixels and/or max_pixels, the bounds of a "
                   "Qwen2-VL / Qwen2.5-VL image's pixels after resizing (default: the model's preprocessor_config.json, "
@@ -61,6 +65,7 @@ Status apply_executor_flags(const ExecutorFlags& flags, EngineOptions& options) 
     ExecutorConfig& ex = inst.executors.front();
     if (!flags.device.empty()) ex.device = flags.device;
     if (!flags.weights.empty()) ex.weights = flags.weights;
+    if (flags.max_num_batched_tokens > 0) inst.scheduler.max_step_tokens = flags.max_num_batched_tokens;
     if (!flags.speculative_config.empty())
       BRIGADE_RETURN_IF_ERROR(parse_speculative_json(flags.speculative_config, inst.scheduler.speculative));
   }
@@ -93,6 +98,8 @@ Expected<std::unique_ptr<NodeLauncher>> launch_nodes(bool launch, const std::str
   if (!flags.weights.empty()) lo.node_args.insert(lo.node_args.end(), {"--weights", flags.weights});
   if (!flags.speculative_config.empty())
     lo.node_args.insert(lo.node_args.end(), {"--speculative-config", flags.speculative_config});
+  if (flags.max_num_batched_tokens > 0)
+    lo.node_args.insert(lo.node_args.end(), {"--max-num-batched-tokens", std::to_string(flags.max_num_batched_tokens)});
   return NodeLauncher::start(options.topology, std::move(lo));
 }
 

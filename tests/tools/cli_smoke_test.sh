@@ -112,6 +112,14 @@ if grep -q "^rope:" "$dir/bert.txt"; then exit 1; fi
 grep -q "learned positions from 2 (padding ids skipped), 1 token type$" "$dir/roberta.txt"
 if "$bin" generate --model "$enc/bert_embed" --prompt "hello" --max-tokens 2 --threads 1 2>"$dir/enc_err.txt"; then exit 1; fi
 grep -q "is an encoder (bert): it does not generate" "$dir/enc_err.txt"
+# --max-num-batched-tokens (vLLM's flag) sets the step budget; an encoder's is raised to its positions.
+if "$bin" --log-level info generate --model "$enc/bert_embed" --prompt "hello" --max-num-batched-tokens 256 \
+  --threads 1 2>"$dir/enc_256.txt"; then exit 1; fi
+grep -q "prompts of up to 128 tokens run whole, uncached, in steps of 256 tokens$" "$dir/enc_256.txt"
+if "$bin" --log-level info generate --model "$enc/bert_embed" --prompt "hello" --max-num-batched-tokens 4 \
+  --threads 1 2>"$dir/enc_4.txt"; then exit 1; fi
+grep -q "in steps of 128 tokens (max_step_tokens raised to the model's positions)$" "$dir/enc_4.txt"
+if "$bin" generate --model "$enc/bert_embed" --prompt "hello" --max-num-batched-tokens 0 2>/dev/null; then exit 1; fi
 
 # A gpt-oss GGUF (tests/fixtures/gguf_gpt_oss): inspect names its rules and MXFP4 experts, and
 # generate's greedy ids with the experts as stored are transformers' (its Q8_0-activation run
