@@ -50,9 +50,12 @@ class BertModel final : public Model {
   struct Layer {
     OwnedTensor qkv, qkv_b, o, o_b, ln1_w, ln1_b, fc1, fc1_b, fc2, fc2_b, ln2_w, ln2_b;
   };
-  // The step's host arrays: the word ids (token types masked off), the type ids, the rows of the
-  // position table, each row's attend_until. invalid_argument for a step an encoder cannot run.
-  Status split_step(const StepBatch& batch);
+  // The step's word ids (token types masked off) and type ids; invalid_argument for a step an
+  // encoder cannot run.
+  Status split_tokens(const StepBatch& batch);
+  // After check_step: the rows of the position table and each row's attend_until; invalid_argument
+  // unless every sequence is a whole prompt.
+  Status plan_rows(const StepBatch& batch);
   void upload(const OwnedTensor& dst, const std::vector<int32_t>& src);
 
   ModelConfig config_;
@@ -119,7 +122,7 @@ Status BertModel::load(const Checkpoint& ck) {
   return Status::ok();
 }
 
-Status BertModel::split_step(const StepBatch& batch) {
+Status BertModel::split_tokens(const StepBatch& batch) {
   if (!batch.device_tokens.empty())
     return invalid_argument("an encoder takes its tokens from the host (no device_tokens)");
   if (!batch.images.empty()) return unsupported(config_.arch + " takes no images");
@@ -136,6 +139,11 @@ Status BertModel::split_step(const StepBatch& batch) {
       return invalid_argument("token " + std::to_string(i) + " of the step has token type " + std::to_string(types_[i]) +
                               "; this encoder has " + std::to_string(std::max(1, config_.type_vocab_size)));
   }
+  return Status::ok();
+}
+
+Status BertModel::plan_rows(const StepBatch& batch) {
+  const size_t n = batch.tokens.size();
   position_rows_.resize(n);
   until_.resize(n);
   const int pad = config_.position_offset - 1;  // RoBERTa's padding_idx
@@ -166,12 +174,13 @@ void BertModel::upload(const OwnedTensor& dst, const std::vector<int32_t>& src) 
 Status BertModel::forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
   if (!batch.logit_rows.empty())
     return invalid_argument(config_.arch + " is an encoder: it computes no logits (it pools hidden states)");
-  BRIGADE_RETURN_IF_ERROR(split_step(batch));
+  BRIGADE_RETURN_IF_ERROR(split_tokens(batch));
   StepBatch plain = batch;  // the ids without their token types, as check_step and the upload take them
   plain.tokens = words_;
   const StepLimits limits{config_.vocab_size, config_.max_position, options_.max_batch_tokens,
                           config_.n_layers, config_.n_heads, config_.head_dim};
   BRIGADE_ASSIGN_OR_RETURN(const StepBounds bounds, check_step(plain, limits, kv.layout(), logits));
+  BRIGADE_RETURN_IF_ERROR(plan_rows(plain));
   BRIGADE_RETURN_IF_ERROR(check_hidden_rows(plain, options_.max_batch_tokens, config_.hidden_size,
                                             backend_.activation_dtype()));
   BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, plain, until_));
