@@ -137,13 +137,7 @@ TEST(BertEncoder, RobertaPositionsSkipPaddingIds) {
     expect_rows(hidden_states(*model, *backend, {k["ids"].get<std::vector<int32_t>>()}), 0, k["hidden"], k["ids"].dump());
 }
 
-ClassifierHead head_or_fail(const std::string& path) {
-  auto tok = Tokenizer::load(path);
-  auto head = read_classifier(path, "", tok ? tok->get() : nullptr);
-  EXPECT_TRUE(head.has_value()) << head.status().to_string();
-  EXPECT_TRUE(head.has_value() && head->has_value());
-  return head.has_value() && head->has_value() ? **head : ClassifierHead();
-}
+using testing::head_or_fail;
 
 // BertForSequenceClassification as a cross-encoder: the pooler (dense + tanh over [CLS]) and the
 // classifier with its bias give transformers' logit; one label scores by its sigmoid.

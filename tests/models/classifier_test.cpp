@@ -19,14 +19,7 @@ std::string dir_of(const std::string& name) { return testing::fixture_dir("class
 
 json expected(const std::string& name) { return json::parse(read_text_file(dir_of(name) + "/expected.json").value()); }
 
-ClassifierHead head_or_fail(const std::string& path, std::string_view overrides = "") {
-  auto tok = Tokenizer::load(path);
-  EXPECT_TRUE(tok.has_value()) << tok.status().to_string();
-  auto head = read_classifier(path, overrides, tok ? tok->get() : nullptr);
-  EXPECT_TRUE(head.has_value()) << head.status().to_string();
-  EXPECT_TRUE(head.has_value() && head->has_value());
-  return head.has_value() && head->has_value() ? **head : ClassifierHead();
-}
+using testing::head_or_fail;
 
 // The last prompt token's final-norm hidden state, through the model's pooling hook.
 std::vector<float> last_hidden(Model& model, Backend& backend, const std::vector<int32_t>& ids) {

@@ -18,13 +18,26 @@
 #include "model_test_util.h"
 #include "cpu/cpu_backend.h"
 #include "models/checkpoint.h"
+#include "models/classifier.h"
 #include "models/llama.h"
 #include "models/mapped_file.h"
+#include "models/tokenizer.h"
 
 namespace brigade::testing {
 
 // brigade against transformers, fp32 both sides (hf_fixture_test.cpp says how it was chosen).
 constexpr float kLogitTol = 2e-4f;
+
+// The classifier of the model at `path` (read_classifier with its tokenizer and `overrides`),
+// failing the test when there is none.
+inline ClassifierHead head_or_fail(const std::string& path, std::string_view overrides = "") {
+  auto tok = Tokenizer::load(path);
+  EXPECT_TRUE(tok.has_value()) << tok.status().to_string();
+  auto head = read_classifier(path, overrides, tok ? tok->get() : nullptr);
+  EXPECT_TRUE(head.has_value()) << head.status().to_string();
+  EXPECT_TRUE(head.has_value() && head->has_value());
+  return head.has_value() && head->has_value() ? **head : ClassifierHead();
+}
 
 // BRIGADE_FIXTURES_DIR, when set, takes the place of the source tree's tests/fixtures: binaries
 // packed on one machine and run on another (scripts/gpu_check.sh) find the fixtures there.

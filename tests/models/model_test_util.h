@@ -13,9 +13,21 @@
 #include <string>
 #include <vector>
 
+#include "models/mapped_file.h"
 #include "models/model.h"
 
 namespace brigade::testing {
+
+// A fixture's JSON (null, with a test failure, when the file cannot be read).
+inline nlohmann::json read_json(const std::string& path) {
+  auto text = read_text_file(path);
+  EXPECT_TRUE(text.has_value()) << path << ": " << text.status().to_string();
+  return text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+}
+
+// A string as a JSON literal: control and non-ASCII bytes shown, so a failing case names its
+// input legibly.
+inline std::string escaped(const std::string& s) { return nlohmann::json(s).dump(); }
 
 // A fresh directory under the system temp dir, removed when the object dies.
 class TempDir {

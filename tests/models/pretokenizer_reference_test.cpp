@@ -18,14 +18,8 @@ using json = nlohmann::json;
 
 const std::string kDir = std::string(BRIGADE_FIXTURES) + "/tokenizers/";
 
-json read_json(const std::string& path) {
-  auto text = read_text_file(path);
-  EXPECT_TRUE(text.has_value()) << path << ": " << text.status().to_string();
-  return text ? json::parse(*text, nullptr, false) : json();
-}
-
-// Shows control and non-ASCII bytes, so a failing case names its input legibly.
-std::string escaped(const std::string& s) { return json(s).dump(); }
+using testing::escaped;
+using testing::read_json;
 
 class HfPreTokenizer : public ::testing::TestWithParam<std::string> {
  protected:

@@ -22,13 +22,8 @@ using json = nlohmann::json;
 
 const std::string kDir = std::string(BRIGADE_FIXTURES) + "/tokenizers/unigram/";
 
-json read_json(const std::string& path) {
-  auto text = read_text_file(path);
-  EXPECT_TRUE(text.has_value()) << path << ": " << text.status().to_string();
-  return text ? json::parse(*text, nullptr, false) : json();
-}
-
-std::string escaped(const std::string& s) { return json(s).dump(); }
+using testing::escaped;
+using testing::read_json;
 
 const json& vectors() {
   static const json v = read_json(kDir + "vectors.json");

@@ -14,46 +14,24 @@ Run through ctest (scripts/python-env.sh run-pytest); BRIGADE_BIN names the brig
 import json
 import math
 import os
-import re
-import subprocess
 
 import openai
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.environ.get("BRIGADE_BIN", os.path.join(ROOT, "build", "tools", "brigade"))
-FIXTURES = os.path.join(ROOT, "tests", "fixtures", "classifier")
+import fixture_server
+from fixture_server import at_root, fixtures, post, stop
+
+FIXTURES = fixtures("classifier")
 OVERRIDES = json.dumps({"architectures": ["Qwen3ForSequenceClassification"], "classifier_from_token": ["0", "1"],
                         "is_original_qwen3_reranker": True})
 
 
 def expected(name):
-    with open(os.path.join(FIXTURES, name, "expected.json")) as f:
-        return json.load(f)
+    return fixture_server.expected(os.path.join(FIXTURES, name))
 
 
 def serve(name, *args):
-    proc = subprocess.Popen([BIN, "serve", "--model", os.path.join(FIXTURES, name), "--port", "0", "--threads", "1",
-                             "--served-model-name", name, *args], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-    assert match, f"brigade serve did not start: {line!r}"
-    client = openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
-    return proc, client
-
-
-def stop(proc):
-    proc.terminate()
-    assert proc.wait(timeout=60) == 0
-
-
-def at_root(client):
-    """The same client on the server's root, for vLLM's routes outside /v1."""
-    return client.with_options(base_url=str(client.base_url).rstrip("/").removesuffix("/v1"))
-
-
-def post(client, path, body):
-    return client.post(path, body=body, cast_to=object)
+    return fixture_server.serve(os.path.join(FIXTURES, name), *args)
 
 
 def softmax(xs):
