@@ -155,6 +155,47 @@ struct MlaLayout {
   int row_width() const { return kv_lora_rank + rope_dim; }
 };
 
+// Mamba2's mixer (state-space layers; models/mamba2.h) over its in_proj output, one row per
+// token: [z (d_inner) | x (d_inner) B (G N) C (G N) | dt (H)], d_inner = H * P. x, B and C (xBC,
+// conv_dim() wide) go through a causal depthwise convolution of conv_kernel taps and SiLU; then
+// per head h (group g = h / (H / G)) each token updates the head's state S [P, N]:
+//   dt' = clamp(softplus(dt[h] + dt_bias[h]), dt_min, dt_max),  S = exp(dt' A[h]) S + dt' x_h B_g^T,
+//   y_h = S C_g + D[h] x_h;
+// and y * silu(z) is RMS-normalised in groups of d_inner / G (weight; transformers'
+// Mamba2RMSNormGated), or only gated when there is no norm weight.
+struct SsmLayout {
+  int n_heads = 0;      // H
+  int head_dim = 0;     // P
+  int n_groups = 1;     // G (B and C are shared by H / G heads)
+  int state_size = 0;   // N
+  int conv_kernel = 4;  // taps of the causal convolution (its state keeps conv_kernel - 1 rows)
+  int64_t d_inner() const { return int64_t{n_heads} * head_dim; }
+  int64_t conv_dim() const { return d_inner() + 2 * int64_t{n_groups} * state_size; }
+  int64_t proj_width() const { return d_inner() + conv_dim() + n_heads; }
+};
+
+// The sequences of a state-space step: rows [q_start[s], q_start[s + 1]) are sequence s's tokens,
+// in order, and continue the state in slot slots[s] of the state tensors, or start from zeros
+// where fresh[s] != 0 (a sequence's first tokens). All i32 in device memory.
+struct SsmSeqs {
+  Tensor q_start;  // [n_seqs + 1]
+  Tensor slots;    // [n_seqs]
+  Tensor fresh;    // [n_seqs]
+  int n_seqs = 0;
+};
+
+// A Mamba2 layer's scan parameters: A = -exp(A_log), D and dt_bias [H] f32, the dt clamp, the
+// gated norm's weight [d_inner] f32 (empty: gate only) and epsilon.
+struct SsmParams {
+  Tensor a;
+  Tensor d;
+  Tensor dt_bias;
+  float dt_min = 0.0f;
+  float dt_max = 0.0f;  // <= 0: no upper bound
+  Tensor norm_weight;
+  float norm_eps = 1e-5f;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -399,6 +440,29 @@ class Backend {
                              const AttentionMeta& meta, float scale, const Tensor& out) {
     (void)q_lat, (void)q_pe, (void)l, (void)cache, (void)meta, (void)scale, (void)out;
     BRIGADE_CHECK(false, "mla_attention on a backend without MLA ops (supports_mla() is false)");
+  }
+
+  // ---- state-space layers (Mamba2 mixers, SsmLayout above; models/mamba2.h) ----
+  // Whether ssm_conv and ssm_scan are implemented; a state-space model refuses to load otherwise.
+  virtual bool supports_ssm() const { return false; }
+  // xbc [n, conv_dim] = silu(causal depthwise conv of proj's xBC columns), each sequence's
+  // convolution continuing from its slot of conv_state [slots, conv_kernel - 1, conv_dim] f32
+  // (the last inputs before its first row; zeros when fresh), which then holds its last
+  // conv_kernel - 1 inputs. weight [conv_dim, conv_kernel] f32, bias [conv_dim] f32 or empty.
+  // proj [n, proj_width] and xbc activations.
+  virtual void ssm_conv(const Tensor& proj, const SsmLayout& l, const Tensor& weight, const Tensor& bias,
+                        const SsmSeqs& seqs, const Tensor& conv_state, const Tensor& xbc) {
+    (void)proj, (void)l, (void)weight, (void)bias, (void)seqs, (void)conv_state, (void)xbc;
+    BRIGADE_CHECK(false, "ssm_conv on a backend without state-space ops (supports_ssm() is false)");
+  }
+  // out [n, d_inner] = the gated, normalised scan output of each row (SsmLayout's rule) from
+  // xbc [n, conv_dim] (ssm_conv's output), proj's z and dt columns, and each sequence's state in
+  // its slot of state [slots, H, P, N] f32 (zeros when fresh), left as it stands after the
+  // sequence's last row. Activations but the f32 state and parameters.
+  virtual void ssm_scan(const Tensor& proj, const Tensor& xbc, const SsmLayout& l, const SsmParams& p,
+                        const SsmSeqs& seqs, const Tensor& state, const Tensor& out) {
+    (void)proj, (void)xbc, (void)l, (void)p, (void)seqs, (void)state, (void)out;
+    BRIGADE_CHECK(false, "ssm_scan on a backend without state-space ops (supports_ssm() is false)");
   }
 
   // ---- tokens on the device (the executor's device path, actors/executor/step_runner.h) ----

@@ -156,6 +156,15 @@ class CpuBackend final : public Backend {
                          const Tensor& out) override {
     cpu::moe_experts_split(ctx_, x, gate, up, down, ids, weights, mlp, workspace, out);
   }
+  bool supports_ssm() const override { return true; }
+  void ssm_conv(const Tensor& proj, const SsmLayout& l, const Tensor& weight, const Tensor& bias, const SsmSeqs& seqs,
+                const Tensor& conv_state, const Tensor& xbc) override {
+    cpu::ssm_conv(ctx_, proj, l, weight, bias, seqs, conv_state, xbc);
+  }
+  void ssm_scan(const Tensor& proj, const Tensor& xbc, const SsmLayout& l, const SsmParams& p, const SsmSeqs& seqs,
+                const Tensor& state, const Tensor& out) override {
+    cpu::ssm_scan(ctx_, proj, xbc, l, p, seqs, state, out);
+  }
   bool supports_mla() const override { return true; }
   void head_matmul(const Tensor& x, const Tensor& w, int n_heads, const Tensor& out) override {
     cpu::head_matmul(ctx_, x, w, n_heads, out);

@@ -92,6 +92,12 @@ void gelu(const CpuContext& c, const Tensor& x);
 void quick_gelu(const CpuContext& c, const Tensor& x);
 void scatter_rows(const CpuContext& c, const Tensor& y, const Tensor& rows, const Tensor& src);
 
+// ssm_ops.cpp (Backend::supports_ssm)
+void ssm_conv(const CpuContext& c, const Tensor& proj, const SsmLayout& l, const Tensor& weight, const Tensor& bias,
+              const SsmSeqs& seqs, const Tensor& conv_state, const Tensor& xbc);
+void ssm_scan(const CpuContext& c, const Tensor& proj, const Tensor& xbc, const SsmLayout& l, const SsmParams& p,
+              const SsmSeqs& seqs, const Tensor& state, const Tensor& out);
+
 // lora_ops.cpp
 void scatter_add_rows(const CpuContext& c, const Tensor& y, const Tensor& rows, const Tensor& src);
 

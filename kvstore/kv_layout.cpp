@@ -8,8 +8,10 @@
 namespace brigade {
 
 Status KvLayout::validate() const {
-  if (n_layers <= 0 || n_kv_heads <= 0 || head_dim <= 0)
-    return invalid_argument("KV layout needs n_layers, n_kv_heads and head_dim > 0");
+  // No layer at all: a model without attention (state-space layers only), whose pages only count
+  // positions.
+  if (n_layers < 0 || (n_layers > 0 && (n_kv_heads <= 0 || head_dim <= 0)))
+    return invalid_argument("KV layout needs n_layers >= 0, and n_kv_heads and head_dim > 0 when it has layers");
   if (n_pages <= 0) return invalid_argument("KV pool needs at least one page (n_pages > 0)");
   if (page_size <= 0 || page_size > 1024)
     return invalid_argument("page_size must be in [1, 1024] (got " + std::to_string(page_size) + ")");

@@ -16,7 +16,7 @@
 namespace brigade {
 
 struct KvLayout {
-  int n_layers = 0;
+  int n_layers = 0;  // 0: no attention layer (a state-space model; its pages hold no bytes)
   int n_pages = 0;
   int page_size = 16;  // tokens per page
   int n_kv_heads = 0;

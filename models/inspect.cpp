@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "models/checkpoint.h"
+#include "models/mamba2.h"
 
 namespace brigade {
 namespace {
@@ -92,8 +93,9 @@ std::string format_model_info(const ModelInfo& m) {
   }
   s += "layers:        " + std::to_string(c.n_layers) + "\n";
   s += "hidden:        " + std::to_string(c.hidden_size) + " (intermediate " + std::to_string(c.intermediate_size) + ")\n";
-  s += "heads:         " + std::to_string(c.n_heads) + " q, " + std::to_string(c.n_kv_heads) + " kv, head_dim " +
-       std::to_string(c.head_dim) + "\n";
+  if (c.n_attention_layers() > 0)
+    s += "heads:         " + std::to_string(c.n_heads) + " q, " + std::to_string(c.n_kv_heads) + " kv, head_dim " +
+         std::to_string(c.head_dim) + "\n";
   s += "vocab:         " + std::to_string(c.vocab_size) + "\n";
   s += "max position:  " + std::to_string(c.max_position) + "\n";
   auto num = [](float v) {
@@ -109,7 +111,20 @@ std::string format_model_info(const ModelInfo& m) {
          (c.type_vocab_size == 0 ? std::string("no token types")
                                  : std::to_string(c.type_vocab_size) + " token type" + (c.type_vocab_size == 1 ? "" : "s")) +
          "\n";
-  } else {
+  }
+  if (c.recurrent()) {  // models/mamba2.h: a state per sequence instead of K/V pages
+    const SsmLayout& l = c.ssm.layout;
+    const int n_ssm = c.n_layers - c.n_attention_layers();
+    const int64_t state = mamba2_state_bytes(c);
+    s += "ssm:           Mamba2 mixers in " + std::to_string(n_ssm) + " of " + std::to_string(c.n_layers) + " layers: " +
+         std::to_string(l.n_heads) + " heads of " + std::to_string(l.head_dim) + ", " + std::to_string(l.n_groups) +
+         " group" + (l.n_groups == 1 ? "" : "s") + ", state " + std::to_string(l.state_size) + ", conv of " +
+         std::to_string(l.conv_kernel) + " taps" + (c.ssm.conv_bias ? " with bias" : "") +
+         (c.ssm.proj_bias ? ", in/out_proj biases" : "") +
+         (c.ssm.dt_max > 0.0f || c.ssm.dt_min > 0.0f ? ", dt in [" + num(c.ssm.dt_min) + ", " + num(c.ssm.dt_max) + "]" : "") +
+         "; a " + human(static_cast<double>(state), "B") + " state per sequence (no prefix cache)\n";
+  }
+  if (!c.encoder && c.n_attention_layers() > 0) {
   char theta[32];
   std::snprintf(theta, sizeof(theta), "%g", static_cast<double>(c.rope_theta));
   s += std::string("rope:          theta ") + theta +

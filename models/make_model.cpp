@@ -26,6 +26,7 @@ struct TensorPlan {
   enum Kind { matrix, embedding, norm } kind = matrix;
   double std = 0.0;  // matrices, embeddings and biases (stored as kind embedding): standard deviation
   std::string values_of;  // non-empty: a copy of the tensor of that name (its values, drawn from its seed)
+  double mean = 0.0;  // embeddings and biases: their mean (Mamba2's A_log, dt_bias and D)
   int64_t numel() const { int64_t n = 1; for (auto d : shape) n *= d; return n; }
 };
 
@@ -198,7 +199,33 @@ void plan_mtp_module(const SyntheticModelSpec& s, const ModelConfig& config, int
                s.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"});
 }
 
+// Mamba2ForCausalLM's tensors (backbone.*), with a trained model's scales: A = -exp(A_log) about
+// -1.6, softplus(dt_bias) about 0.02 (a state that remembers tens of tokens), D about 1.
+std::vector<TensorPlan> plan_mamba2(const SyntheticModelSpec& s, const ModelConfig& config) {
+  const int64_t h = s.hidden_size, v = s.vocab_size;
+  const SsmLayout& l = config.ssm.layout;
+  std::vector<TensorPlan> p;
+  p.push_back({"backbone.embeddings.weight", {v, h}, TensorPlan::embedding, 0.02});
+  for (int i = 0; i < s.n_layers; ++i) {
+    const std::string pre = "backbone.layers." + std::to_string(i) + ".";
+    p.push_back({pre + "norm.weight", {h}, TensorPlan::norm, 0.0});
+    p.push_back(mat(pre + "mixer.in_proj.weight", l.proj_width(), h, 1.0));
+    p.push_back({pre + "mixer.conv1d.weight", {l.conv_dim(), 1, l.conv_kernel}, TensorPlan::embedding,
+                 1.0 / std::sqrt(static_cast<double>(l.conv_kernel))});
+    p.push_back({pre + "mixer.conv1d.bias", {l.conv_dim()}, TensorPlan::embedding, 0.02});
+    p.push_back({pre + "mixer.dt_bias", {l.n_heads}, TensorPlan::embedding, 0.5, {}, -4.0});
+    p.push_back({pre + "mixer.A_log", {l.n_heads}, TensorPlan::embedding, 0.5, {}, 0.5});
+    p.push_back({pre + "mixer.D", {l.n_heads}, TensorPlan::embedding, 0.1, {}, 1.0});
+    p.push_back({pre + "mixer.norm.weight", {l.d_inner()}, TensorPlan::norm, 0.0});
+    p.push_back(mat(pre + "mixer.out_proj.weight", h, l.d_inner(), residual_scale(s)));
+  }
+  p.push_back({"backbone.norm_f.weight", {h}, TensorPlan::norm, 0.0});
+  if (!s.tie_embeddings) p.push_back({"lm_head.weight", {v, h}, TensorPlan::embedding, 0.02});
+  return p;
+}
+
 std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, const ModelConfig& config, int head_dim) {
+  if (s.arch == "mamba2") return plan_mamba2(s, config);
   const int64_t h = s.hidden_size, v = s.vocab_size;
   std::vector<TensorPlan> p;
   p.push_back({"model.embed_tokens.weight", {v, h}, TensorPlan::embedding, 0.02});
@@ -274,7 +301,7 @@ void write_values(std::ofstream& out, const TensorPlan& t, const SyntheticModelS
     const int64_t n = std::min(kChunk, t.numel() - done);
     for (int64_t i = 0; i < n; ++i) {
       const double z = rng.normal();
-      const float f = static_cast<float>(t.kind == TensorPlan::norm ? 1.0 + 0.02 * z : t.std * z);
+      const float f = static_cast<float>(t.kind == TensorPlan::norm ? 1.0 + 0.02 * z : t.mean + t.std * z);
       uint8_t* dst = buf.data() + static_cast<size_t>(i) * elem;
       if (s.dtype == DType::f32) { std::memcpy(dst, &f, 4); continue; }
       const uint16_t h = s.dtype == DType::f16 ? f32_to_f16(f) : f32_to_bf16(f);
@@ -392,6 +419,19 @@ void glm4_moe_config_json(const SyntheticModelSpec& s, ojson& c) {
 }
 
 ojson config_json(const SyntheticModelSpec& s, int head_dim) {
+  if (s.arch == "mamba2") {  // Mamba2Config as transformers writes it
+    const int64_t inner = int64_t{s.n_heads} * head_dim;
+    return ojson{{"architectures", {"Mamba2ForCausalLM"}}, {"bos_token_id", kSyntheticBosId}, {"chunk_size", 256},
+                 {"conv_kernel", s.conv_kernel}, {"eos_token_id", kSyntheticEosId},
+                 {"expand", s.hidden_size > 0 ? inner / s.hidden_size : 0}, {"head_dim", head_dim},
+                 {"hidden_act", "silu"}, {"hidden_size", s.hidden_size}, {"layer_norm_epsilon", clean(s.rms_eps)},
+                 {"model_type", "mamba2"}, {"n_groups", s.ssm_groups}, {"num_heads", s.n_heads},
+                 {"num_hidden_layers", s.n_layers}, {"pad_token_id", 0}, {"residual_in_fp32", true},
+                 {"state_size", s.ssm_state}, {"tie_word_embeddings", s.tie_embeddings},
+                 {"time_step_limit", {0.0, "Infinity"}}, {"torch_dtype", torch_dtype(s.dtype)},
+                 {"transformers_version", "4.44.0"}, {"use_bias", false}, {"use_cache", true},
+                 {"use_conv_bias", true}, {"vocab_size", s.vocab_size}};
+  }
   const std::string architecture = s.arch == "qwen2" ? "Qwen2ForCausalLM" : s.arch == "qwen3" ? "Qwen3ForCausalLM" : "LlamaForCausalLM";
   ojson c{{"architectures", {architecture}}, {"attention_bias", false}, {"attention_dropout", 0.0},
                {"bos_token_id", kSyntheticBosId}, {"eos_token_id", kSyntheticEosId}, {"head_dim", head_dim},
@@ -469,10 +509,13 @@ Status write_text(const fs::path& path, const std::string& text) {
 
 Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& out_dir) {
   if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3_moe" && s.arch != "qwen2_moe" &&
-      s.arch != "mixtral" && s.arch != "phi3" && s.arch != "gpt_oss" && s.arch != "glm4_moe" && !is_deepseek(s.arch))
+      s.arch != "mixtral" && s.arch != "phi3" && s.arch != "gpt_oss" && s.arch != "glm4_moe" && !is_deepseek(s.arch) &&
+      s.arch != "mamba2")
     return invalid_argument("make-model: arch '" + s.arch +
                             "' is not supported; supported: llama, qwen2, qwen3, qwen3_moe, qwen2_moe, mixtral, phi3, "
-                            "gpt_oss, glm4_moe, deepseek_v2, deepseek_v3");
+                            "gpt_oss, glm4_moe, deepseek_v2, deepseek_v3, mamba2");
+  if (s.arch == "mamba2" && (s.fp8_block > 0 || !s.fp8_compressed.empty()))
+    return invalid_argument("make-model: mamba2 is not written as an FP8 checkpoint");
   if (s.arch == "gpt_oss" && (s.fp8_block > 0 || !s.fp8_compressed.empty()))
     return invalid_argument("make-model: gpt_oss is not written as an FP8 checkpoint (its experts are MXFP4 on the Hub)");
   if (s.dtype != DType::f32 && s.dtype != DType::f16 && s.dtype != DType::bf16)

@@ -23,7 +23,10 @@ struct SyntheticModelSpec {
   // glm4_moe (GLM-4.5: q/k/v biases, q/k norms, half of each head rotated, layers from
   // first_k_dense_replace sparse with sigmoid routing, the selection bias and shared experts;
   // GLM-4.6's chat template),
-  // deepseek_v2, deepseek_v3 (MLA + experts with shared experts; n_kv_heads and head_dim unused)
+  // deepseek_v2, deepseek_v3 (MLA + experts with shared experts; n_kv_heads and head_dim unused),
+  // mamba2 (Mamba2ForCausalLM: n_heads SSM heads of head_dim, n_heads * head_dim a multiple of
+  // hidden_size (expand); ssm_* below; n_kv_heads, intermediate_size and max_position unused;
+  // Llama 2's chat template, as Mamba-Codestral's [INST] format)
   std::string arch = "llama";
   // Defaults give a ~100M-parameter Llama (tied embeddings).
   int hidden_size = 768;
@@ -64,6 +67,10 @@ struct SyntheticModelSpec {
   // eh_proj [hidden, 2 hidden] (never FP8, as on the Hub), a decoder layer written as layer
   // n_layers + j would be (sparse past first_k_dense_replace), shared_head.norm.
   int n_mtp_layers = 0;
+  // mamba2 (Mamba2Config's n_groups, state_size, conv_kernel)
+  int ssm_groups = 1;
+  int ssm_state = 128;
+  int conv_kernel = 4;
   DType dtype = DType::bf16;  // f32, f16 or bf16 (fp8 checkpoints: of the tensors left unquantized)
   // FP8 checkpoints in the Hub's layouts (models/quant_config.h): the linear weights (attention and
   // MLP/expert projections; not the embedding, lm_head or routers) stored F8_E4M3 with F32 scales.

@@ -77,6 +77,12 @@ struct StepBatch {
   // mrope_image_shift over its images before that row (each image of a merged h x w grid spans
   // max(h, w) positions for its h * w tokens). Empty: 0 for every sequence.
   std::vector<int32_t> rope_delta;
+  // Recurrent models (Model::state_slots() > 0; models/mamba2.h): [n_seqs], the state slot of
+  // each sequence, in [0, state_slots()), distinct within a step. A sequence whose first row is
+  // position 0 starts its state afresh; any other must continue its slot exactly where its last
+  // step left it (the model checks). The executor assigns slots and frees them on release.
+  // Empty: sequence s uses slot s (one caller running its own sequences, as the tests do).
+  std::vector<int32_t> state_slots;
 
   int n_tokens() const { return static_cast<int>(tokens.size()); }
   int n_seqs() const { return static_cast<int>(ctx_len.size()); }
@@ -131,6 +137,9 @@ struct LoadOptions {
   // num_nextn_predict_layers, the first one), run by forward_mtp() to draft tokens. Its K/V is one
   // more layer of kv_layout. Fails the load for a model without one, or under tensor parallelism.
   bool mtp = false;
+  // Recurrent models (ModelConfig::recurrent): sequences whose state is kept at once (the
+  // scheduler's max_running), each a slot of state memory allocated at load.
+  int state_slots = 0;
 };
 
 class Model {
@@ -168,6 +177,10 @@ class Model {
     (void)batch, (void)kv, (void)logits;
     return unsupported("this model has no MTP module loaded (LoadOptions::mtp)");
   }
+  // Recurrent models: the state slots (StepBatch::state_slots) loaded, and the bytes of one; 0
+  // for models whose past is all in the KV pages.
+  virtual int state_slots() const { return 0; }
+  virtual int64_t state_bytes_per_slot() const { return 0; }
   // Whether forward() takes StepBatch::images: the checkpoint has a vision tower
   // (ModelConfig::vision) and the backend runs it (Backend::supports_vision).
   virtual bool has_vision() const { return false; }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/bert_config.h"
+#include "models/mamba2_config.h"
 #include "models/config_json.h"
 #include "models/deepseek_config.h"
 #include "models/gemma_config.h"
@@ -23,7 +24,8 @@ constexpr const char* kSupported =
     "Gemma2ForCausalLM (gemma2), Gemma3ForCausalLM (gemma3_text), Gemma3ForConditionalGeneration (gemma3: its "
     "language model), GptOssForCausalLM (gpt_oss), Glm4MoeForCausalLM (glm4_moe), Qwen2VLForConditionalGeneration "
     "(qwen2_vl), Qwen2_5_VLForConditionalGeneration (qwen2_5_vl); encoders: BertModel (bert), RobertaModel "
-    "(roberta), XLMRobertaModel (xlm-roberta) and their ForMaskedLM / ForSequenceClassification";
+    "(roberta), XLMRobertaModel (xlm-roberta) and their ForMaskedLM / ForSequenceClassification; state-space: "
+    "Mamba2ForCausalLM (mamba2)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -359,7 +361,10 @@ Status ModelConfig::validate() const {
 
 Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  // Python's json.dumps writes inf as a bare Infinity (Mamba2's time_step_limit).
+  if (j.is_discarded()) j = json::parse(quote_python_floats(json_text), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return corrupt("config.json is not a valid JSON object");
+  if (is_mamba2(j)) return read_mamba2_config(j);  // state-space layers (models/mamba2_config.h)
   if (is_gemma3_multimodal(j)) {  // its language model, text only (models/gemma_config.h)
     BRIGADE_ASSIGN_OR_RETURN(json text, gemma3_text_config(j));
     BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));

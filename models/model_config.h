@@ -2,6 +2,7 @@
 // (or a llama2.c header). Fields follow config.json's names where one exists.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,6 +21,18 @@ namespace brigade {
 // The MLP's activation: SwiGLU's silu gate, Gemma's gelu_tanh gate (gelu_pytorch_tanh), or an
 // encoder's ungated GELU, exact (erf: BERT's "gelu") or tanh-approximated ("gelu_new").
 enum class MlpActivation : uint8_t { silu, gelu_tanh, gelu };
+
+// A Mamba2 mixer's shape and options (config.json of Mamba2ForCausalLM: num_heads, head_dim,
+// n_groups, state_size, conv_kernel, expand, use_conv_bias, use_bias, time_step_limit).
+struct SsmConfig {
+  SsmLayout layout;
+  bool conv_bias = true;   // conv1d.bias
+  bool proj_bias = false;  // in_proj.bias and out_proj.bias
+  bool gated_norm = true;  // mixer.norm: Mamba2RMSNormGated over y * silu(z); false: the gate alone
+  float dt_min = 0.0f;     // time_step_limit: dt clamped after softplus (dt_max <= 0: unbounded)
+  float dt_max = 0.0f;
+  bool present() const { return layout.n_heads > 0; }
+};
 
 struct ModelConfig {
   std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "mixtral", "phi3", "gemma2", "gemma3_text",
@@ -127,7 +140,24 @@ struct ModelConfig {
   int type_vocab_size = 0;
   int position_offset = 0;
 
+  // State-space layers (Mamba2 mixers; models/mamba2.h): layer l is a mixer where ssm_layers[l]
+  // (all of them for Mamba2ForCausalLM; empty: none), each with a recurrent state per sequence
+  // in place of K/V pages (the scheduler then caches no prefix: a state holds the whole past).
+  SsmConfig ssm;
+  std::vector<bool> ssm_layers;
+  // IBM Granite's scalings (0 = none): the embeddings times embedding_multiplier, each sublayer's
+  // output times residual_multiplier before its residual add, the logits divided by logits_scaling.
+  float embedding_multiplier = 0.0f;
+  float residual_multiplier = 0.0f;
+  float logits_scaling = 0.0f;
+
   bool is_mla() const { return kv_lora_rank > 0; }
+  // Whether some layer keeps a recurrent state per sequence (ssm_layers).
+  bool recurrent() const { return std::find(ssm_layers.begin(), ssm_layers.end(), true) != ssm_layers.end(); }
+  // Layers with attention (and K/V pages): those that are not state-space mixers.
+  int n_attention_layers() const {
+    return n_layers - static_cast<int>(std::count(ssm_layers.begin(), ssm_layers.end(), true));
+  }
   // The sliding window of layer l's attention (0 = full attention).
   int layer_window(int l) const {
     return sliding_layers.empty() || sliding_layers[static_cast<size_t>(l)] ? sliding_window : 0;

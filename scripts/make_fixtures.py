@@ -215,7 +215,24 @@ def fixtures():
         # SGLang's Glm4MoeModelNextN runs the layer (make_mtp).
         "glm4_moe_mtp": ("Glm4MoeConfig", "Glm4MoeForCausalLM", glm4_moe_config(
             num_hidden_layers=2, num_nextn_predict_layers=1)),
+        # Mamba2 (state-space layers): 8 heads of 16 in 2 groups, a 16-wide state, a 4-tap conv;
+        # chunk_size 16 makes transformers' prefill run its chunked scan over several chunks on
+        # the 40-token prompt (its decode steps run the one-token update), so the references
+        # come from both of its algorithms.
+        "mamba2": ("Mamba2Config", "Mamba2ForCausalLM", mamba2_config()),
+        # ... with in_proj/out_proj biases, one group, tied embeddings and a 2-tap conv.
+        "mamba2_bias": ("Mamba2Config", "Mamba2ForCausalLM", mamba2_config(
+            use_bias=True, n_groups=1, tie_word_embeddings=True, conv_kernel=2, use_conv_bias=False)),
     }
+
+
+def mamba2_config(**kw):
+    """A tiny Mamba2Config's kwargs (fixtures())."""
+    c = dict(vocab_size=256, hidden_size=64, num_hidden_layers=2, num_heads=8, head_dim=16, expand=2,
+             n_groups=2, state_size=16, conv_kernel=4, chunk_size=16, layer_norm_epsilon=1e-5,
+             bos_token_id=1, eos_token_id=2, pad_token_id=0, tie_word_embeddings=False)
+    c.update(kw)
+    return c
 
 
 def glm4_moe_config(**kw):
@@ -353,7 +370,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

@@ -14,6 +14,7 @@
 #include "core/in_process_communicator.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/membw.h"
+#include "models/mamba2.h"
 #include "models/mapped_file.h"
 #include "models/model_config.h"
 #include "models/qwen_vision.h"
@@ -169,16 +170,18 @@ Expected<std::shared_ptr<ExecutorResources>> load_rank(const ExecutorConfig& exe
   return res;
 }
 
-// An encoder's longest prompt (its positions; models/bert.h), which one of its steps must hold
-// since it runs each prompt whole; 0 for any other model (or no config.json to read).
-int encoder_positions(const std::string& path) {
+// The ModelConfig of a checkpoint directory's config.json, read before the load sizes it (an
+// encoder's step, a recurrent model's state slots); nullopt for other paths (a GGUF, a llama2.c
+// file) or a config the load itself will refuse.
+std::optional<ModelConfig> directory_config(const std::string& path) {
   std::error_code ec;
   const auto config = std::filesystem::path(path) / "config.json";
-  if (!std::filesystem::is_regular_file(config, ec)) return 0;
+  if (!std::filesystem::is_regular_file(config, ec)) return std::nullopt;
   auto text = read_text_file(config.string());
-  if (!text) return 0;
+  if (!text) return std::nullopt;
   auto c = parse_hf_config(*text);
-  return c && c->encoder ? c->max_position : 0;
+  if (!c) return std::nullopt;
+  return *c;
 }
 
 }  // namespace
@@ -214,9 +217,18 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   LoadedInstance out;
   out.name = inst.name;
   LoadOptions lo;
+  const std::optional<ModelConfig> dir_config = directory_config(path);
   // An encoder's step holds its longest prompt, as vLLM raises max_num_batched_tokens to the
   // model's length when prompts are not chunked.
-  const int step_tokens = std::max(inst.scheduler.max_step_tokens, encoder_positions(path));
+  const int step_tokens = std::max(inst.scheduler.max_step_tokens,
+                                   dir_config && dir_config->encoder ? dir_config->max_position : 0);
+  // A recurrent model keeps a state per running sequence (models/mamba2.h): as many as
+  // max_running, or as kv.memory_mb holds when fewer (then they bound max_running too).
+  int state_slots = inst.scheduler.max_running;
+  if (dir_config && dir_config->recurrent()) {
+    const int64_t per_slot = std::max<int64_t>(1, mamba2_state_bytes(*dir_config));
+    state_slots = static_cast<int>(std::clamp<int64_t>(inst.kv.memory_mb * 1024 * 1024 / per_slot, 1, state_slots));
+  }
   lo.max_batch_tokens = step_tokens;
   lo.progress = progress;
   lo.weight_dtype = weight_dtype_for(exe.weights);
@@ -225,6 +237,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   lo.max_lora_rank = options.max_lora_rank;
   lo.max_loras = options.lora_enabled() ? options.max_loras : 0;
   lo.mtp = inst.scheduler.speculative.method == "mtp";
+  lo.state_slots = state_slots;
   // Every rank's backend first: a GPU rank's communicator is bound to its backend's stream.
   std::vector<std::unique_ptr<Backend>> backends;
   for (int r = 0; r < exe.tp; ++r) {
@@ -250,6 +263,10 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   BRIGADE_ASSIGN_OR_RETURN(DType kv_dtype, kv_dtype_for(inst.kv.dtype, mc.dtype));
   KvLayout layout = res->model->kv_layout(1, inst.kv.page_size, kv_dtype);
   int n_pages = inst.kv.pages;
+  // Without attention layers (a state-space model) a page holds no bytes: the pool only counts
+  // positions, kRecurrentPages of them unless kv.pages says.
+  constexpr int kRecurrentPages = 1 << 16;
+  if (n_pages == 0 && layout.page_bytes() == 0) n_pages = kRecurrentPages;
   if (n_pages == 0) n_pages = static_cast<int>(inst.kv.memory_mb * 1024 * 1024 / static_cast<int64_t>(layout.page_bytes()));
   if (n_pages < 1) return invalid_argument("kv.memory_mb is too small for one page of this model");
   layout.n_pages = n_pages;
@@ -288,7 +305,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
     setup.limits.chunked_prefill = false;
     setup.limits.prefix_cache = setup.limits.partial_pages = false;
     setup.limits.in_batch_prefix_tokens = 0;
-    setup.limits.max_step_tokens = step_tokens;  // at least the positions (encoder_positions)
+    setup.limits.max_step_tokens = step_tokens;  // at least the positions (directory_config)
     setup.limits.max_context = std::min(mc.max_position, step_tokens);
     setup.limits.token_types = mc.type_vocab_size;
     if (inst.role != "both" || inst.scheduler.speculative.method != "none")
@@ -297,6 +314,22 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
     spdlog::info("engine: instance '{}': an encoder; prompts of up to {} tokens run whole, uncached, in steps of "
                  "{} tokens{}", inst.name, setup.limits.max_context, step_tokens,
                  step_tokens > inst.scheduler.max_step_tokens ? " (max_step_tokens raised to the model's positions)" : "");
+  }
+  if (mc.recurrent()) {
+    // A sequence's state holds its whole past and cannot be rebuilt from another sequence's
+    // pages: nothing is cached or shared, and it runs neither PD roles nor speculation (a
+    // rejected draft would need the state from before it).
+    setup.limits.prefix_cache = setup.limits.partial_pages = false;
+    setup.limits.in_batch_prefix_tokens = 0;
+    setup.limits.max_running = std::min(setup.limits.max_running, res->model->state_slots());
+    if (inst.role != "both" || inst.scheduler.speculative.method != "none")
+      return unsupported("instance '" + inst.name + "': " + mc.arch + " keeps a recurrent state per sequence, so it "
+                         "runs with neither a PD role nor speculative decoding");
+    spdlog::info("engine: instance '{}': a recurrent state for each of up to {} running sequences ({:.1f} MiB each, "
+                 "{:.1f} MiB in all{}); no prefix cache", inst.name, res->model->state_slots(),
+                 static_cast<double>(res->model->state_bytes_per_slot()) / (1 << 20),
+                 static_cast<double>(res->model->state_bytes_per_slot() * res->model->state_slots()) / (1 << 20),
+                 res->model->state_slots() < inst.scheduler.max_running ? ", max_running lowered to what kv.memory_mb holds" : "");
   }
   if (res->model->has_vision()) {  // requests with images; the others' images are refused
     const VisionConfig& v = mc.vision;
@@ -357,7 +390,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   const std::string weights_id = exe.weights == "auto" || exe.weights == "bf16" ? "" : "|weights=" + exe.weights;
   const std::string kv_fp = tiers_on ? model_identity(path, mc, res->model->n_params()) + weights_id + out.kv_layout : "";
   setup.cache_root = root_key(tiers_on ? kv_fp : "device-only");
-  setup.limits.lower_tiers = inst.cache.radix && tiers_on && !mc.encoder;
+  setup.limits.lower_tiers = inst.cache.radix && tiers_on && !mc.encoder && !mc.recurrent();
   // write_through: a page is saved down when it enters the device cache (and reaches disk at
   // once); write_back: when the device evicts it (and disk when host evicts it).
   setup.limits.save_on_insert = inst.cache.write_policy == "write_through";

@@ -13,6 +13,23 @@ namespace brigade {
 StepRunner::StepRunner(Backend& backend, Model& model, KvCache kv, StepRunnerOptions options)
     : backend_(backend), model_(model), kv_(std::move(kv)), options_(std::move(options)), constraints_(options_.vocab) {
   BRIGADE_CHECK(!(options_.device_steps && mtp_on()), "an MTP model runs on the host step path");
+  for (int32_t slot = model_.state_slots() - 1; slot >= 0; --slot) free_state_slots_.push_back(slot);
+}
+
+Status StepRunner::assign_state_slots(const PlannedStep& step) {
+  if (model_.state_slots() == 0) return Status::ok();
+  for (const SeqWorkItem& w : step.seqs) {
+    auto it = state_slot_of_.find(w.seq_id);
+    if (it == state_slot_of_.end()) {
+      if (free_state_slots_.empty())
+        return out_of_resources("no free recurrent-state slot for sequence " + std::to_string(w.seq_id) + ": all " +
+                                  std::to_string(model_.state_slots()) + " hold running sequences");
+      it = state_slot_of_.emplace(w.seq_id, free_state_slots_.back()).first;
+      free_state_slots_.pop_back();
+    }
+    batch_.state_slots.push_back(it->second);
+  }
+  return Status::ok();
 }
 
 // On the device path a use_last_sampled row gets a placeholder id and a feed_ entry naming the
@@ -88,6 +105,7 @@ Status StepRunner::build_batch(const PlannedStep& step, bool with_pooling) {
   }
   BRIGADE_RETURN_IF_ERROR(plan_prompt_rows(step));
   if (with_pooling) BRIGADE_RETURN_IF_ERROR(plan_hidden_rows(step));
+  BRIGADE_RETURN_IF_ERROR(assign_state_slots(step));
   const KvLayout& kv = kv_.layout();
   cost_ = model_.step_cost(batch_, static_cast<double>(kv.page_bytes()) / kv.page_size);
   return Status::ok();
@@ -552,6 +570,10 @@ void StepRunner::release(std::span<const uint64_t> seq_ids) {
     if (auto it = slot_of_.find(id); it != slot_of_.end()) {
       free_slots_.push_back(it->second);
       slot_of_.erase(it);
+    }
+    if (auto it = state_slot_of_.find(id); it != state_slot_of_.end()) {
+      free_state_slots_.push_back(it->second);
+      state_slot_of_.erase(it);
     }
   }
 }

@@ -165,6 +165,9 @@ class StepRunner {
   Status copy_partial_pages(const PlannedStep& step);
   // Adds the step's input tokens to the penalty history of sequences that use penalties.
   void record_history(const PlannedStep& step);
+  // Recurrent models: the state slot of each sequence of the step (batch_.state_slots), a free
+  // one for a sequence not seen before; resource_exhausted when none is left.
+  Status assign_state_slots(const PlannedStep& step);
   // Refuses malformed drafts (SeqWork.nDraft) before anything runs.
   Status check_drafts(const SeqWorkItem& w);
   // Samples row (penalties, logprobs) with the random draw of stream step n_generated + offset.
@@ -239,6 +242,10 @@ class StepRunner {
   std::vector<int32_t> sampled_;
   std::unordered_map<uint64_t, int32_t> slot_of_;
   std::vector<int32_t> free_slots_;
+  // Recurrent models (Model::state_slots): each running sequence's state slot
+  // (StepBatch::state_slots), given at its first step and freed when it is released.
+  std::unordered_map<uint64_t, int32_t> state_slot_of_;
+  std::vector<int32_t> free_state_slots_;
   int32_t n_slots_ = 0;  // slots handed out so far (the table's used prefix)
   Buffer table_;         // [table_cap_] i32
   int32_t table_cap_ = 0;

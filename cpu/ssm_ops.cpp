@@ -1,0 +1,162 @@
+// The CPU side of the state-space ops (Backend::supports_ssm; core/backend.h SsmLayout):
+// Mamba2's causal depthwise convolution and its selective scan with the gated RMSNorm, in f32,
+// one token after another as transformers' decode path (mamba2_selective_state_update) runs them.
+// The scan parallelises over (sequence, head); the convolution over blocks of channels.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "cpu/ops.h"
+
+namespace brigade::cpu {
+namespace {
+
+float silu(float v) { return v / (1.0f + std::exp(-v)); }
+
+// torch's softplus (beta 1, threshold 20): log1p(exp(x)), x itself above 20.
+float softplus(float v) { return v > 20.0f ? v : std::log1p(std::exp(v)); }
+
+struct SeqRange {
+  int64_t begin = 0, end = 0;
+  int32_t slot = 0;
+  bool fresh = false;
+};
+
+std::vector<SeqRange> seq_ranges(const SsmSeqs& seqs, int64_t n_rows, int64_t n_slots) {
+  BRIGADE_CHECK(seqs.q_start.numel() == seqs.n_seqs + 1 && seqs.slots.numel() == seqs.n_seqs &&
+                    seqs.fresh.numel() == seqs.n_seqs,
+                "ssm: q_start [n_seqs + 1], slots and fresh [n_seqs]");
+  const auto* q = seqs.q_start.as<const int32_t>();
+  const auto* slot = seqs.slots.as<const int32_t>();
+  const auto* fresh = seqs.fresh.as<const int32_t>();
+  std::vector<SeqRange> out(static_cast<size_t>(seqs.n_seqs));
+  for (int s = 0; s < seqs.n_seqs; ++s) {
+    SeqRange& r = out[static_cast<size_t>(s)];
+    r = {q[s], q[s + 1], slot[s], fresh[s] != 0};
+    BRIGADE_CHECK(r.begin >= 0 && r.begin <= r.end && r.end <= n_rows, "ssm: sequence rows inside the step");
+    BRIGADE_CHECK(r.slot >= 0 && r.slot < n_slots, "ssm: state slot inside the state tensor");
+  }
+  return out;
+}
+
+}  // namespace
+
+void ssm_conv(const CpuContext& c, const Tensor& proj, const SsmLayout& l, const Tensor& weight, const Tensor& bias,
+              const SsmSeqs& seqs, const Tensor& conv_state, const Tensor& xbc) {
+  const int64_t n = proj.dim(0), width = l.proj_width(), ch = l.conv_dim(), k = l.conv_kernel, keep = k - 1;
+  BRIGADE_CHECK(proj.dtype == DType::f32 && xbc.dtype == DType::f32 && proj.numel() == n * width &&
+                    xbc.numel() == n * ch,
+                "ssm_conv: proj [n, proj_width] and xbc [n, conv_dim] f32");
+  BRIGADE_CHECK(weight.dtype == DType::f32 && weight.numel() == ch * k, "ssm_conv: weight [conv_dim, kernel] f32");
+  BRIGADE_CHECK(bias.empty() || (bias.dtype == DType::f32 && bias.numel() == ch), "ssm_conv: bias [conv_dim] f32");
+  BRIGADE_CHECK(k >= 1 && conv_state.dtype == DType::f32 && conv_state.row_numel() == keep * ch,
+                "ssm_conv: conv_state [slots, kernel - 1, conv_dim] f32");
+  const std::vector<SeqRange> ranges = seq_ranges(seqs, n, conv_state.dim(0));
+  const float* in = proj.as<const float>() + l.d_inner();  // row r's xBC at in + r * width
+  const float* w = weight.as<const float>();
+  const float* b = bias.empty() ? nullptr : bias.as<const float>();
+  float* out = xbc.as<float>();
+  float* states = conv_state.as<float>();
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (ch + kBlock - 1) / kBlock;
+  c.pool->parallel_for(static_cast<int64_t>(ranges.size()) * blocks, 1, [&](int64_t lo, int64_t hi, int) {
+    std::vector<float> window(static_cast<size_t>(k * kBlock));
+    for (int64_t task = lo; task < hi; ++task) {
+      const SeqRange& r = ranges[static_cast<size_t>(task / blocks)];
+      const int64_t c0 = task % blocks * kBlock, c1 = std::min(ch, c0 + kBlock), cw = c1 - c0;
+      float* st = states + static_cast<int64_t>(r.slot) * keep * ch;
+      // window row j (j < keep) holds the input keep - j steps back, row keep the current one.
+      for (int64_t j = 0; j < keep; ++j)
+        for (int64_t x = 0; x < cw; ++x) window[static_cast<size_t>(j * kBlock + x)] = r.fresh ? 0.0f : st[j * ch + c0 + x];
+      for (int64_t row = r.begin; row < r.end; ++row) {
+        const float* src = in + row * width + c0;
+        for (int64_t x = 0; x < cw; ++x) window[static_cast<size_t>(keep * kBlock + x)] = src[x];
+        float* dst = out + row * ch + c0;
+        for (int64_t x = 0; x < cw; ++x) {
+          const float* wc = w + (c0 + x) * k;
+          float acc = b ? b[c0 + x] : 0.0f;
+          for (int64_t j = 0; j < k; ++j) acc += wc[j] * window[static_cast<size_t>(j * kBlock + x)];
+          dst[x] = silu(acc);
+        }
+        for (int64_t j = 0; j < keep; ++j)
+          std::memcpy(&window[static_cast<size_t>(j * kBlock)], &window[static_cast<size_t>((j + 1) * kBlock)],
+                      static_cast<size_t>(cw) * sizeof(float));
+      }
+      for (int64_t j = 0; j < keep; ++j)
+        std::memcpy(st + j * ch + c0, &window[static_cast<size_t>(j * kBlock)], static_cast<size_t>(cw) * sizeof(float));
+    }
+  });
+}
+
+void ssm_scan(const CpuContext& c, const Tensor& proj, const Tensor& xbc, const SsmLayout& l, const SsmParams& p,
+              const SsmSeqs& seqs, const Tensor& state, const Tensor& out) {
+  const int64_t n = proj.dim(0), width = l.proj_width(), ch = l.conv_dim(), d_inner = l.d_inner();
+  const int64_t heads = l.n_heads, hd = l.head_dim, ns = l.state_size, groups = l.n_groups;
+  BRIGADE_CHECK(proj.dtype == DType::f32 && xbc.dtype == DType::f32 && out.dtype == DType::f32 &&
+                    proj.numel() == n * width && xbc.numel() == n * ch && out.numel() == n * d_inner,
+                "ssm_scan: proj [n, proj_width], xbc [n, conv_dim] and out [n, d_inner] f32");
+  BRIGADE_CHECK(groups >= 1 && heads % groups == 0, "ssm_scan: heads a multiple of groups");
+  BRIGADE_CHECK(p.a.numel() == heads && p.d.numel() == heads && p.dt_bias.numel() == heads &&
+                    p.a.dtype == DType::f32 && p.d.dtype == DType::f32 && p.dt_bias.dtype == DType::f32,
+                "ssm_scan: A, D and dt_bias [heads] f32");
+  BRIGADE_CHECK(p.norm_weight.empty() || (p.norm_weight.dtype == DType::f32 && p.norm_weight.numel() == d_inner),
+                "ssm_scan: norm weight [d_inner] f32");
+  BRIGADE_CHECK(state.dtype == DType::f32 && state.row_numel() == heads * hd * ns,
+                "ssm_scan: state [slots, heads, head_dim, state_size] f32");
+  const std::vector<SeqRange> ranges = seq_ranges(seqs, n, state.dim(0));
+  const float* pr = proj.as<const float>();
+  const float* xb = xbc.as<const float>();
+  const float* a = p.a.as<const float>();
+  const float* dskip = p.d.as<const float>();
+  const float* dt_bias = p.dt_bias.as<const float>();
+  float* y = out.as<float>();
+  float* st_all = state.as<float>();
+  const int64_t per_group = heads / groups;
+  const float dt_max = p.dt_max > 0.0f ? p.dt_max : INFINITY;
+  c.pool->parallel_for(static_cast<int64_t>(ranges.size()) * heads, 1, [&](int64_t lo, int64_t hi, int) {
+    for (int64_t task = lo; task < hi; ++task) {
+      const SeqRange& r = ranges[static_cast<size_t>(task / heads)];
+      const int64_t h = task % heads, g = h / per_group;
+      float* st = st_all + (static_cast<int64_t>(r.slot) * heads + h) * hd * ns;
+      if (r.fresh) std::fill(st, st + hd * ns, 0.0f);
+      for (int64_t row = r.begin; row < r.end; ++row) {
+        const float dt = std::clamp(softplus(pr[row * width + d_inner + ch + h] + dt_bias[h]), p.dt_min, dt_max);
+        const float decay = std::exp(dt * a[h]);
+        const float* x = xb + row * ch + h * hd;
+        const float* bv = xb + row * ch + d_inner + g * ns;
+        const float* cv = xb + row * ch + d_inner + groups * ns + g * ns;
+        float* yr = y + row * d_inner + h * hd;
+        for (int64_t i = 0; i < hd; ++i) {
+          float* s = st + i * ns;
+          const float dx = dt * x[i];
+          float acc = 0.0f;
+          for (int64_t j = 0; j < ns; ++j) {
+            s[j] = s[j] * decay + dx * bv[j];
+            acc += s[j] * cv[j];
+          }
+          yr[i] = acc + dskip[h] * x[i];
+        }
+      }
+    }
+  });
+  // y * silu(z), RMS-normalised over groups of d_inner / G when there is a norm weight.
+  const float* nw = p.norm_weight.empty() ? nullptr : p.norm_weight.as<const float>();
+  const int64_t gsize = d_inner / groups;
+  c.pool->parallel_for(n, std::max<int64_t>(1, 4096 / d_inner), [&](int64_t lo, int64_t hi, int) {
+    for (int64_t row = lo; row < hi; ++row) {
+      float* yr = y + row * d_inner;
+      const float* z = pr + row * width;
+      for (int64_t i = 0; i < d_inner; ++i) yr[i] *= silu(z[i]);
+      if (!nw) continue;
+      for (int64_t g0 = 0; g0 < d_inner; g0 += gsize) {
+        float sq = 0.0f;
+        for (int64_t i = g0; i < g0 + gsize; ++i) sq += yr[i] * yr[i];
+        const float inv = 1.0f / std::sqrt(sq / static_cast<float>(gsize) + p.norm_eps);
+        for (int64_t i = g0; i < g0 + gsize; ++i) yr[i] = nw[i] * (yr[i] * inv);
+      }
+    }
+  });
+}
+
+}  // namespace brigade::cpu

@@ -1,0 +1,87 @@
+// Mamba2 (models/mamba2.h) served through the whole engine: the transformers fixtures of
+// scripts/make_fixtures.py give transformers' greedy tokens through the scheduler's chunked
+// prefill, alone and all at once, with more requests than the state memory holds slots for
+// (max_running is lowered to them), and again (nothing cached: each request computes its prompt);
+// what such an instance refuses.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "brigade/engine.h"
+#include "tests/engine_test_util.h"
+#include "tests/models/hf_fixture.h"
+
+namespace brigade {
+namespace {
+
+EngineOptions options(const std::string& fixture, int max_running = 8) {
+  EngineOptions o = testing::test_engine_options(testing::fixture_dir(fixture), 1);
+  auto& inst = o.topology.instances.front();
+  inst.kv.memory_mb = 1;
+  inst.kv.page_size = 8;
+  inst.scheduler.max_step_tokens = 8;  // the 40-token prompt takes five steps, beside the others
+  inst.scheduler.max_running = max_running;
+  return o;
+}
+
+TEST(EngineMamba2, GreedyTokensMatchTransformers) {
+  for (const char* fixture : {"mamba2", "mamba2_bias"}) {
+    SCOPED_TRACE(fixture);
+    auto engine = testing::create_engine(options(fixture));
+    ASSERT_TRUE(engine);
+    EXPECT_TRUE(engine->model().generates);
+    const auto cases = testing::read_fixture_cases(fixture);
+    ASSERT_EQ(cases.size(), 3u);
+    for (int round = 0; round < 2; ++round)
+      for (const auto& fc : cases) {
+        auto c = engine->generate(testing::greedy_ids(fc.prompt, static_cast<int>(fc.greedy.size())));
+        ASSERT_TRUE(c.has_value()) << c.status().to_string();
+        EXPECT_EQ(c->token_ids, fc.greedy) << "round " << round << ", prompt of " << fc.prompt.size();
+        EXPECT_EQ(c->cached_tokens, 0);  // the same prompt again computes it again
+      }
+    EXPECT_EQ(engine->stats().cache_hit_tokens, 0u);
+  }
+}
+
+// 60 requests at once with max_running 64 and steps that admit them all: 1 MiB of kv.memory_mb
+// holds 49 states of this model (21 KiB each), so the instance runs at most 49 and the rest
+// wait; every one gets its tokens.
+TEST(EngineMamba2, MoreRequestsThanStateSlotsEachGetTheirTokens) {
+  EngineOptions o = options("mamba2", 64);
+  o.topology.instances.front().scheduler.max_step_tokens = 1024;  // every prompt admitted at once
+  auto engine = testing::create_engine(o);
+  ASSERT_TRUE(engine);
+  const auto cases = testing::read_fixture_cases("mamba2");
+  constexpr int kRequests = 60;
+  std::vector<std::future<Expected<Completion>>> done;
+  for (int i = 0; i < kRequests; ++i) {
+    const auto& fc = cases[static_cast<size_t>(i % 3)];
+    done.push_back(std::async(std::launch::async, [&engine, &fc] {
+      return engine->generate(testing::greedy_ids(fc.prompt, static_cast<int>(fc.greedy.size())));
+    }));
+  }
+  for (int i = 0; i < kRequests; ++i) {
+    auto c = done[static_cast<size_t>(i)].get();
+    ASSERT_TRUE(c.has_value()) << "request " << i << ": " << c.status().to_string();
+    EXPECT_EQ(c->token_ids, cases[static_cast<size_t>(i % 3)].greedy) << "request " << i;
+  }
+  EXPECT_EQ(engine->stats().n_running, 0);
+}
+
+TEST(EngineMamba2, RefusesSpeculationAndPdRoles) {
+  EngineOptions spec = options("mamba2");
+  spec.topology.instances.front().scheduler.speculative.method = "ngram";
+  auto a = Engine::create(spec);
+  ASSERT_FALSE(a.has_value());
+  EXPECT_EQ(a.status().code(), StatusCode::unsupported);
+  EXPECT_NE(a.status().message().find("recurrent state"), std::string::npos) << a.status().to_string();
+  auto b = Engine::create(testing::prefill_decode(options("mamba2")));
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.status().code(), StatusCode::unsupported);
+  EngineOptions mtp = options("mamba2");
+  mtp.topology.instances.front().scheduler.speculative.method = "mtp";
+  EXPECT_FALSE(Engine::create(mtp).has_value());
+}
+
+}  // namespace
+}  // namespace brigade

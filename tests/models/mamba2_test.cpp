@@ -1,0 +1,252 @@
+// Mamba2 (models/mamba2.h) against transformers' Mamba2ForCausalLM: the fixtures of
+// scripts/make_fixtures.py (mamba2: 2 groups, a 4-tap conv with bias; mamba2_bias: projection
+// biases, one group, tied embeddings, a 2-tap conv without bias). transformers computes the
+// prompt logits with its chunked scan (chunk_size 16, so the 40-token prompt crosses chunks) and
+// the decode logits with its one-token update; brigade runs one scan for both, through the state
+// slots: whole prompts, prompts cut into chunks over several steps, several sequences per step
+// in any slots, decode steps. Then the steps it refuses, and the config it reads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "cpu/cpu_backend.h"
+#include "models/checkpoint.h"
+#include "models/mamba2_config.h"
+#include "models/model_config.h"
+#include "hf_fixture.h"
+
+namespace brigade {
+namespace {
+
+using testing::fixture_dir;
+using testing::kLogitTol;
+using testing::read_fixture_cases;
+
+constexpr int kPageSize = 16, kPagesPerSeq = 4;
+
+std::unique_ptr<Model> load(const std::string& name, Backend& backend, int slots) {
+  LoadOptions o = testing::test_load_options();
+  o.state_slots = slots;
+  return testing::load_or_fail(fixture_dir(name), backend, o);
+}
+
+float max_diff(const float* got, const std::vector<float>& want) {
+  float worst = 0.0f;
+  for (size_t v = 0; v < want.size(); ++v) {
+    const float d = std::fabs(got[v] - want[v]);
+    worst = std::max(worst, std::isnan(d) ? INFINITY : d);
+  }
+  return worst;
+}
+
+class Mamba2 : public ::testing::TestWithParam<std::string> {};
+
+// The whole prompt in one step, then the greedy continuation one decode step at a time; and the
+// decode steps fed transformers' tokens against its cached decode logits.
+TEST_P(Mamba2, LogitsAndDecodeMatchTransformers) {
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load(GetParam(), *backend, 1);
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->state_slots(), 1);
+  const auto cases = read_fixture_cases(GetParam());
+  ASSERT_EQ(cases.size(), 3u);
+  for (const auto& fc : cases) {
+    const testing::FixtureRun run = testing::run_fixture_case(*model, *backend, fc);
+    EXPECT_LE(run.max_abs_diff, kLogitTol) << "prompt of " << fc.prompt.size() << " tokens";
+    EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size() << " tokens";
+    if (fc.greedy.size() > 1) {
+      EXPECT_LE(testing::decode_max_diff(*model, *backend, fc), kLogitTol) << "prompt of " << fc.prompt.size();
+    }
+  }
+}
+
+// The three prompts together, each cut into chunks of its own size (1, 3 and 7 tokens) so the
+// steps mix a sequence's first chunk with others' later ones, each sequence in a slot of its own
+// (not its index); then their greedy tokens fed together, one decode step each.
+TEST_P(Mamba2, ChunksAndSeveralSequencesPerStepMatchTransformers) {
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load(GetParam(), *backend, 5);
+  ASSERT_NE(model, nullptr);
+  const auto cases = read_fixture_cases(GetParam());
+  const int vocab = model->config().vocab_size;
+  auto kv = KvCache::allocate(*backend, model->kv_layout(3 * kPagesPerSeq, kPageSize, DType::f32));
+  ASSERT_TRUE(kv.has_value()) << kv.status().to_string();
+  EXPECT_EQ(kv->layout().page_bytes(), 0u);
+  const int chunk[3] = {3, 1, 7};
+  const int32_t slot_of[3] = {4, 0, 2};
+  std::vector<int> done(3, 0);
+  float worst = 0.0f;
+  for (int step = 0; step < 64; ++step) {
+    std::vector<testing::SeqChunk> chunks;
+    std::vector<int> which;
+    for (int c = 0; c < 3; ++c) {
+      const auto& p = cases[static_cast<size_t>(c)].prompt;
+      if (done[static_cast<size_t>(c)] >= static_cast<int>(p.size())) continue;
+      const int from = done[static_cast<size_t>(c)];
+      const int to = std::min<int>(from + chunk[c], static_cast<int>(p.size()));
+      chunks.push_back({c, std::vector<int32_t>(p.begin() + from, p.begin() + to), from, true});
+      which.push_back(c);
+    }
+    if (chunks.empty()) break;
+    StepBatch b = testing::make_step(chunks, kPageSize, kPagesPerSeq);
+    for (int c : which) b.state_slots.push_back(slot_of[c]);
+    const std::vector<float> logits = testing::run_step(*model, *backend, *kv, b);
+    size_t row = 0;
+    for (size_t i = 0; i < which.size(); ++i) {
+      const int c = which[i];
+      for (size_t j = 0; j < chunks[i].tokens.size(); ++j, ++row) {
+        const int pos = chunks[i].n_past + static_cast<int>(j);
+        worst = std::max(worst, max_diff(logits.data() + row * static_cast<size_t>(vocab),
+                                         cases[static_cast<size_t>(c)].logits[static_cast<size_t>(pos)]));
+      }
+      done[static_cast<size_t>(c)] += static_cast<int>(chunks[i].tokens.size());
+    }
+  }
+  EXPECT_LE(worst, kLogitTol);
+  // Decode: step i feeds every case's greedy[i] and must match transformers' decode logits.
+  float decode_worst = 0.0f;
+  for (size_t i = 0; i + 1 < cases[0].greedy.size(); ++i) {
+    std::vector<testing::SeqChunk> chunks;
+    for (int c = 0; c < 3; ++c) {
+      const auto& fc = cases[static_cast<size_t>(c)];
+      chunks.push_back({c, {fc.greedy[i]}, static_cast<int>(fc.prompt.size() + i), false});
+    }
+    StepBatch b = testing::make_step(chunks, kPageSize, kPagesPerSeq);
+    b.state_slots = {slot_of[0], slot_of[1], slot_of[2]};
+    const std::vector<float> logits = testing::run_step(*model, *backend, *kv, b);
+    for (int c = 0; c < 3; ++c) {
+      const auto& fc = cases[static_cast<size_t>(c)];
+      const float* row = logits.data() + static_cast<size_t>(c) * static_cast<size_t>(vocab);
+      decode_worst = std::max(decode_worst, max_diff(row, fc.decode_logits[i]));
+      EXPECT_EQ(testing::argmax(row, vocab), fc.greedy[i + 1]) << "case " << c << " step " << i;
+    }
+  }
+  EXPECT_LE(decode_worst, kLogitTol);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Mamba2, ::testing::Values("mamba2", "mamba2_bias"));
+
+Status forward(Model& m, Backend& backend, const KvCache& kv, StepBatch b) {
+  const int64_t vocab = m.config().vocab_size, r = static_cast<int64_t>(b.logit_rows.size());
+  auto buf = backend.allocate(static_cast<size_t>(r * vocab) * sizeof(float));
+  EXPECT_TRUE(buf.has_value());
+  return m.forward(b, kv, buf->view(DType::f32, {r, vocab}));
+}
+
+// A step that would read a state for a past it does not hold is refused before anything runs,
+// and the states stay as they were: the sequence then continues and still matches transformers.
+TEST(Mamba2Steps, RefusesStepsThatDoNotContinueTheirState) {
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load("mamba2", *backend, 2);
+  ASSERT_NE(model, nullptr);
+  const auto cases = read_fixture_cases("mamba2");
+  const std::vector<int32_t>& p = cases[0].prompt;  // 7 tokens
+  auto kv = KvCache::allocate(*backend, model->kv_layout(2 * kPagesPerSeq, kPageSize, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  auto step = [&](int n_past, int n, std::vector<int32_t> slots) {
+    StepBatch b = testing::make_step({{0, std::vector<int32_t>(p.begin() + n_past, p.begin() + n_past + n), n_past, true}},
+                                     kPageSize, kPagesPerSeq);
+    b.state_slots = std::move(slots);
+    return b;
+  };
+  Status st = forward(*model, *backend, *kv, step(2, 2, {0}));
+  EXPECT_EQ(st.code(), StatusCode::invalid_argument);
+  EXPECT_NE(st.message().find("holds no state"), std::string::npos) << st.to_string();
+  ASSERT_TRUE(forward(*model, *backend, *kv, step(0, 3, {1})).is_ok());  // positions 0..2 in slot 1
+  for (const auto& [n_past, slots] : std::vector<std::pair<int, std::vector<int32_t>>>{
+           {2, {1}},      // again from position 2: the state is past it
+           {4, {1}},      // skips position 3
+           {3, {2}},      // a slot outside [0, 2)
+           {3, {-1}},
+           {3, {1, 1}}})  // a slot per sequence, not two
+    EXPECT_EQ(forward(*model, *backend, *kv, step(n_past, 2, slots)).code(), StatusCode::invalid_argument)
+        << "n_past " << n_past << ", " << slots.size() << " slots, first " << slots[0];
+  // Two sequences in one slot.
+  StepBatch two = testing::make_step({{0, {p[3]}, 3, false}, {1, {p[0]}, 0, false}}, kPageSize, kPagesPerSeq);
+  two.state_slots = {1, 1};
+  EXPECT_EQ(forward(*model, *backend, *kv, two).code(), StatusCode::invalid_argument);
+  // Slot 1 still holds positions 0..2.
+  const std::vector<float> logits = testing::run_step(*model, *backend, *kv, step(3, 4, {1}));
+  const int vocab = model->config().vocab_size;
+  for (int j = 0; j < 4; ++j)
+    EXPECT_LE(max_diff(logits.data() + j * vocab, cases[0].logits[static_cast<size_t>(3 + j)]), kLogitTol) << j;
+  // A sequence that starts again at position 0 in a used slot starts afresh.
+  const std::vector<float> again = testing::run_step(*model, *backend, *kv, step(0, 7, {1}));
+  for (int j = 0; j < 7; ++j)
+    EXPECT_LE(max_diff(again.data() + j * vocab, cases[0].logits[static_cast<size_t>(j)]), kLogitTol) << j;
+}
+
+std::string fixture_config() { return read_text_file(fixture_dir("mamba2") + "/config.json").value(); }
+
+TEST(Mamba2Config, ReadsTheStateSpaceFields) {
+  auto c = parse_hf_config(fixture_config());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "mamba2");
+  EXPECT_TRUE(c->recurrent());
+  EXPECT_EQ(c->n_attention_layers(), 0);
+  EXPECT_EQ(c->ssm.layout.n_heads, 8);
+  EXPECT_EQ(c->ssm.layout.head_dim, 16);
+  EXPECT_EQ(c->ssm.layout.n_groups, 2);
+  EXPECT_EQ(c->ssm.layout.state_size, 16);
+  EXPECT_EQ(c->ssm.layout.conv_kernel, 4);
+  EXPECT_EQ(c->ssm.layout.proj_width(), 128 + 128 + 2 * 2 * 16 + 8);
+  EXPECT_TRUE(c->ssm.conv_bias);
+  EXPECT_FALSE(c->ssm.proj_bias);
+  EXPECT_EQ(c->ssm.dt_min, 0.0f);
+  EXPECT_EQ(c->ssm.dt_max, 0.0f);  // transformers 5's {"__float__": "Infinity"}: unbounded
+  EXPECT_EQ(c->max_position, 1 << 20);
+  EXPECT_EQ(c->eos_ids, std::vector<int>{2});
+}
+
+// Older transformers write json.dumps's bare Infinity, which is not JSON.
+TEST(Mamba2Config, ReadsPythonsInfinity) {
+  auto j = nlohmann::json::parse(fixture_config());
+  j["time_step_limit"] = {0.001, 0.5};
+  std::string text = j.dump();
+  auto bounded = parse_hf_config(text);
+  ASSERT_TRUE(bounded.has_value()) << bounded.status().to_string();
+  EXPECT_FLOAT_EQ(bounded->ssm.dt_min, 0.001f);
+  EXPECT_FLOAT_EQ(bounded->ssm.dt_max, 0.5f);
+  j["time_step_limit"] = {0.0, 1.0};
+  text = j.dump();
+  const std::string one = "[0.0,1.0]";
+  ASSERT_NE(text.find(one), std::string::npos) << text;
+  text.replace(text.find(one), one.size(), "[0.0, Infinity]");
+  auto c = parse_hf_config(text);
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->ssm.dt_max, 0.0f);
+  EXPECT_EQ(quote_python_floats(R"({"a": "x Infinity \" NaN", "b": [NaN, -Infinity, 1]})"),
+            R"({"a": "x Infinity \" NaN", "b": ["NaN", "-Infinity", 1]})");
+}
+
+TEST(Mamba2Config, RefusesWhatItCannotRun) {
+  const auto base = nlohmann::json::parse(fixture_config());
+  auto refused = [&](const char* key, nlohmann::json value) {
+    auto j = base;
+    j[key] = std::move(value);
+    return parse_hf_config(j.dump()).status();
+  };
+  EXPECT_EQ(refused("expand", 3).code(), StatusCode::invalid_argument);  // 3 * 64 != 8 * 16
+  EXPECT_EQ(refused("n_groups", 3).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(refused("hidden_act", "gelu").code(), StatusCode::unsupported);
+  EXPECT_EQ(refused("quantization_config", {{"quant_method", "fp8"}}).code(), StatusCode::unsupported);
+  EXPECT_EQ(refused("time_step_limit", {0.5, 0.1}).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(refused("state_size", 0).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(refused("eos_token_id", 999).code(), StatusCode::invalid_argument);
+}
+
+// A checkpoint without a tensor the config needs fails the load naming it.
+TEST(Mamba2Config, AMissingTensorFailsTheLoad) {
+  testing::TempDir dir("mamba2_missing");
+  testing::write_edited_fixture("mamba2", dir, [](std::vector<testing::StEntry>& entries) {
+    std::erase_if(entries, [](const testing::StEntry& e) { return e.name == "backbone.layers.1.mixer.A_log"; });
+  });
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto m = Model::load(dir.str(), *backend, testing::test_load_options());
+  ASSERT_FALSE(m.has_value());
+  EXPECT_NE(m.status().message().find("backbone.layers.1.mixer.A_log"), std::string::npos) << m.status().to_string();
+}
+
+}  // namespace
+}  // namespace brigade
