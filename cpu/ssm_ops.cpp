@@ -1,7 +1,8 @@
 // The CPU side of the state-space ops (Backend::supports_ssm; core/backend.h SsmLayout):
 // Mamba2's causal depthwise convolution and its selective scan with the gated RMSNorm, in f32,
-// one token after another as transformers' decode path (mamba2_selective_state_update) runs them.
-// The scan parallelises over (sequence, head); the convolution over blocks of channels.
+// one token after another as transformers' decode path (mamba2_selective_state_update) runs them
+// (each state row's update and its dot with C through the SIMD kernels). The scan parallelises
+// over (sequence, head); the convolution over blocks of channels.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -127,15 +128,10 @@ void ssm_scan(const CpuContext& c, const Tensor& proj, const Tensor& xbc, const 
         const float* bv = xb + row * ch + d_inner + g * ns;
         const float* cv = xb + row * ch + d_inner + groups * ns + g * ns;
         float* yr = y + row * d_inner + h * hd;
-        for (int64_t i = 0; i < hd; ++i) {
+        for (int64_t i = 0; i < hd; ++i) {  // S_i = decay S_i + (dt x_i) B;  y_i = S_i . C + D x_i
           float* s = st + i * ns;
-          const float dx = dt * x[i];
-          float acc = 0.0f;
-          for (int64_t j = 0; j < ns; ++j) {
-            s[j] = s[j] * decay + dx * bv[j];
-            acc += s[j] * cv[j];
-          }
-          yr[i] = acc + dskip[h] * x[i];
+          c.kernels->scale_axpy(s, decay, dt * x[i], bv, ns);
+          yr[i] = c.kernels->dot(s, cv, ns) + dskip[h] * x[i];
         }
       }
     }

@@ -141,6 +141,7 @@ Expected<ModelConfig> read_mamba2_config(const json& j) {
   BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));
   if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null())
     return unsupported("config.json: quantization_config is not supported for mamba2 (bf16, f16 or f32 checkpoints)");
+  c.intermediate_size = static_cast<int>(l.d_inner());  // transformers' Mamba2Mixer.intermediate_size
   c.ssm_layers.assign(static_cast<size_t>(c.n_layers), true);
   return c;
 }
