@@ -177,6 +177,23 @@ TEST(Mamba2Steps, RefusesStepsThatDoNotContinueTheirState) {
     EXPECT_LE(max_diff(again.data() + j * vocab, cases[0].logits[static_cast<size_t>(j)]), kLogitTol) << j;
 }
 
+// weights: q8_0 quantizes in_proj and out_proj (the linear layers) at load, as for any decoder:
+// the logits stay within q8_0's error of transformers' and the greedy tokens follow its.
+TEST(Mamba2Steps, Q8WeightsFollowTransformers) {
+  auto backend = make_cpu_backend({.n_threads = 2});
+  LoadOptions o = testing::test_load_options();
+  o.weight_dtype = DType::q8_0;
+  auto model = testing::load_or_fail(fixture_dir("mamba2"), *backend, o);
+  ASSERT_NE(model, nullptr);
+  for (const auto& fc : read_fixture_cases("mamba2")) {
+    const testing::FixtureRun run = testing::run_fixture_case(*model, *backend, fc);
+    RecordProperty("q8_max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(run.max_abs_diff));
+    EXPECT_GT(run.max_abs_diff, kLogitTol) << "quantized weights change the logits";
+    EXPECT_LE(run.max_abs_diff, 0.75f) << "prompt of " << fc.prompt.size();  // measured 0.05, 0.09, 0.41
+    EXPECT_TRUE(testing::greedy_follows(run, fc, {fc.greedy}, 0.1)) << "prompt of " << fc.prompt.size();
+  }
+}
+
 std::string fixture_config() { return read_text_file(fixture_dir("mamba2") + "/config.json").value(); }
 
 TEST(Mamba2Config, ReadsTheStateSpaceFields) {

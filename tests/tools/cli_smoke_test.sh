@@ -121,6 +121,27 @@ if "$bin" --log-level info generate --model "$enc/bert_embed" --prompt "hello" -
 grep -q "in steps of 128 tokens (max_step_tokens raised to the model's positions)$" "$dir/enc_4.txt"
 if "$bin" generate --model "$enc/bert_embed" --prompt "hello" --max-num-batched-tokens 0 2>/dev/null; then exit 1; fi
 
+# Mamba2 (tests/fixtures/mamba2, scripts/make_fixtures.py): inspect describes the mixers and the
+# state; generate's greedy ids are transformers'; make-model writes one that serves text, with a
+# recurrent state per running sequence and no prefix cache.
+mamba=$(cd "$(dirname "$0")/../fixtures/mamba2" && pwd)
+"$bin" inspect "$mamba" >"$dir/mamba.txt"
+grep -q "^architecture:  mamba2$" "$dir/mamba.txt"
+grep -q "^ssm:           Mamba2 mixers in 2 of 2 layers: 8 heads of 16, 2 groups, state 16, conv of 4 taps with bias; a 20.99 KB state per sequence (no prefix cache)$" "$dir/mamba.txt"
+if grep -q "^rope:\|^heads:" "$dir/mamba.txt"; then exit 1; fi
+ids=$(python3 -c 'import json, sys; print(",".join(map(str, json.load(open(sys.argv[1]))["cases"][0]["prompt"])))' "$mamba/expected.json")
+want=$(python3 -c 'import json, sys; print(" ".join(map(str, json.load(open(sys.argv[1]))["cases"][0]["greedy"])))' "$mamba/expected.json")
+"$bin" generate --model "$mamba" --prompt-ids "$ids" --max-tokens 8 --temperature 0 --ignore-eos --threads 1 \
+  >"$dir/mamba_ids.txt" 2>/dev/null
+python3 -c 'import sys; got = open(sys.argv[1]).read().split(); assert got[-8:] == sys.argv[2].split(), (got, sys.argv[2])' \
+  "$dir/mamba_ids.txt" "$want"
+"$bin" make-model --arch mamba2 --out "$dir/mamba_m" --hidden 64 --layers 2 --heads 8 --head-dim 16 --ssm-groups 2 \
+  --ssm-state 16 --vocab 300 --dtype f32 >/dev/null
+"$bin" --log-level info generate --model "$dir/mamba_m" --prompt "Once upon a time" --max-tokens 8 --threads 1 \
+  >"$dir/mamba_text.txt" 2>"$dir/mamba_text.err"
+grep -q "^Once upon a time" "$dir/mamba_text.txt"
+grep -q "a recurrent state for each of up to 64 running sequences" "$dir/mamba_text.err"
+
 # A gpt-oss GGUF (tests/fixtures/gguf_gpt_oss): inspect names its rules and MXFP4 experts, and
 # generate's greedy ids with the experts as stored are transformers' (its Q8_0-activation run
 # keeps them too).
