@@ -124,7 +124,12 @@ std::string format_model_info(const ModelInfo& m) {
          (c.ssm.dt_max > 0.0f || c.ssm.dt_min > 0.0f ? ", dt in [" + num(c.ssm.dt_min) + ", " + num(c.ssm.dt_max) + "]" : "") +
          "; a " + human(static_cast<double>(state), "B") + " state per sequence (no prefix cache)\n";
   }
-  if (!c.encoder && c.n_attention_layers() > 0) {
+  if (c.arch == "granitemoehybrid") {  // Granite 4.0-H: attention without positions, and its scalings
+    s += "rope:          none (attention layers without positions)\n";
+    s += "granite:       embeddings x " + num(c.embedding_multiplier) + ", sublayer outputs x " +
+         num(c.residual_multiplier) + ", logits / " + num(c.logits_scaling) + "; a shared SwiGLU of " +
+         std::to_string(c.shared_width()) + " in every layer\n";
+  } else if (!c.encoder && c.n_attention_layers() > 0) {
   char theta[32];
   std::snprintf(theta, sizeof(theta), "%g", static_cast<double>(c.rope_theta));
   s += std::string("rope:          theta ") + theta +

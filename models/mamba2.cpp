@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "models/decoder_ends.h"
+#include "models/moe_block.h"
 #include "models/step_check.h"
 #include "models/step_inputs.h"
 #include "models/weight_loader.h"
@@ -13,15 +14,31 @@
 namespace brigade {
 namespace {
 
+// Where a family keeps its tensors: Mamba2ForCausalLM's backbone.* (a mixer per layer), or
+// GraniteMoeHybridForCausalLM's model.* (a mixer or attention, then the MLP, per layer).
+struct Names {
+  const char* prefix;      // of every tensor but lm_head
+  const char* embed;
+  const char* final_norm;
+  const char* mixer_norm;  // before the mixer (or attention)
+  const char* mixer;       // the Mamba2 mixer's tensors
+};
+constexpr Names kMamba2Names{"backbone.", "embeddings.weight", "norm_f.weight", "norm.weight", "mixer."};
+constexpr Names kGraniteNames{"model.", "embed_tokens.weight", "norm.weight", "input_layernorm.weight", "mamba."};
+
 class Mamba2Model final : public Model {
  public:
   Mamba2Model(const ModelConfig& config, Backend& backend, const LoadOptions& options)
-      : config_(config), backend_(backend), options_(options), layout_(config.ssm.layout) {}
+      : config_(config), backend_(backend), options_(options), layout_(config.ssm.layout),
+        names_(config.arch == "granitemoehybrid" ? kGraniteNames : kMamba2Names),
+        n_attn_(config.n_attention_layers()) {}
 
   Status load(const Checkpoint& ck);
   const ModelConfig& config() const override { return config_; }
+  // K/V of the attention layers only; none at all for Mamba2 (pages then only count positions).
   KvLayout kv_layout(int n_pages, int page_size, DType dtype) const override {
-    return KvLayout{0, n_pages, page_size, 0, 0, dtype};
+    return KvLayout{n_attn_, n_pages, page_size, n_attn_ > 0 ? config_.n_kv_heads : 0, n_attn_ > 0 ? config_.head_dim : 0,
+                    dtype};
   }
   Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
   int64_t n_params() const override { return n_params_; }
@@ -32,27 +49,48 @@ class Mamba2Model final : public Model {
 
  private:
   struct Layer {
-    OwnedTensor norm, in_proj, in_bias, conv_w, conv_b, a, d, dt_bias, gated_norm, out_proj, out_bias;
+    bool ssm = true;
+    OwnedTensor norm;  // before the mixer or attention
+    // The mixer (ssm).
+    OwnedTensor in_proj, in_bias, conv_w, conv_b, a, d, dt_bias, gated_norm, out_proj, out_bias;
     OwnedTensor conv_state, ssm_state;  // [slots, kernel - 1, conv_dim], [slots, H, P, N] f32
+    // Attention (!ssm): q|k|v fused, o; its K/V is layer kv_index of the KV cache.
+    OwnedTensor qkv, o;
+    int kv_index = -1;
+    // Granite's MLP after post_attention_layernorm: the shared SwiGLU alone (no experts), or inside
+    // the MoE block beside the routed experts.
+    OwnedTensor ffn_norm, mlp_gate_up, mlp_down;
+    MoeBlock moe;
   };
   // A vector of `shape` (numel n) read as f32 through f (element, index), uploaded.
   template <typename F>
   Expected<OwnedTensor> host_vector(const Checkpoint& ck, const std::string& name, const std::vector<int64_t>& shape, F f);
+  Status load_mixer(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L);
+  Status load_attention(WeightLoader& w, const std::string& p, Layer& L);
+  Status load_mlp(WeightLoader& w, const std::string& p, Layer& L);
   // Checks the step's state slots and decides which sequences start afresh (fresh_).
   Status plan_states(const StepBatch& batch);
+  bool granite() const { return config_.arch == "granitemoehybrid"; }
+  // The Granite MLP of normed [n, hidden] into delta.
+  void run_mlp(const Layer& L, int64_t n, const Tensor& normed, const Tensor& delta);
 
   ModelConfig config_;
   Backend& backend_;
   LoadOptions options_;
   SsmLayout layout_;
+  Names names_;
+  int n_attn_ = 0;
   DecoderEnds ends_;
   std::vector<Layer> layers_;
   int n_slots_ = 0;
   std::vector<int32_t> slot_next_;  // the position each slot's state continues at (-1: none)
   int64_t n_params_ = 0, weight_bytes_ = 0, host_params_ = 0, host_bytes_ = 0;
+  double dense_linear_ = 0.0, expert_params_ = 0.0;  // per step_cost: all layers' dense linear weights, one expert's
+  MoeShard moe_shard_;
+  MoeScratch moe_scratch_;
   StepInputs ints_;
   OwnedTensor slots_, fresh_;
-  OwnedTensor residual_, normed_, delta_, proj_, xbc_, y_, selected_;
+  OwnedTensor residual_, normed_, delta_, proj_, xbc_, y_, selected_, qkv_, attn_, mlp_, act_;
   std::vector<int32_t> slots_host_, fresh_host_;  // the step's slot of each sequence, and which start afresh
 };
 
@@ -71,42 +109,101 @@ Expected<OwnedTensor> Mamba2Model::host_vector(const Checkpoint& ck, const std::
   return out;
 }
 
-Status Mamba2Model::load(const Checkpoint& ck) {
-  WeightLoader w(ck, backend_, options_.weight_dtype);
+Status Mamba2Model::load_mixer(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L) {
   const int64_t h = config_.hidden_size, di = layout_.d_inner(), ch = layout_.conv_dim(), heads = layout_.n_heads;
   const int64_t k = layout_.conv_kernel;
-  const std::string embed = w.has("backbone.embeddings.weight") ? "backbone.embeddings.weight" : "backbone.embedding.weight";
+  const std::string m = p + names_.mixer;
+  BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.matrix(m + "in_proj.weight", layout_.proj_width(), h));
+  BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.matrix(m + "out_proj.weight", h, di));
+  if (config_.ssm.proj_bias) {
+    BRIGADE_ASSIGN_OR_RETURN(L.in_bias, w.vector_f32({m + "in_proj.bias"}, {layout_.proj_width()}));
+    BRIGADE_ASSIGN_OR_RETURN(L.out_bias, w.vector_f32({m + "out_proj.bias"}, {h}));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(L.conv_w, host_vector(ck, m + "conv1d.weight", {ch, 1, k}, [](float v, int64_t) { return v; }));
+  if (config_.ssm.conv_bias) {
+    BRIGADE_ASSIGN_OR_RETURN(L.conv_b, w.vector_f32({m + "conv1d.bias"}, {ch}));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(L.a, host_vector(ck, m + "A_log", {heads}, [](float v, int64_t) { return -std::exp(v); }));
+  BRIGADE_ASSIGN_OR_RETURN(L.d, w.vector_f32({m + "D"}, {heads}));
+  BRIGADE_ASSIGN_OR_RETURN(L.dt_bias, w.vector_f32({m + "dt_bias"}, {heads}));
+  if (config_.ssm.gated_norm) {
+    BRIGADE_ASSIGN_OR_RETURN(L.gated_norm, w.vector_f32({m + "norm.weight"}, {di}));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * ch));
+  BRIGADE_ASSIGN_OR_RETURN(L.ssm_state, alloc_tensor(backend_, DType::f32, n_slots_, di * layout_.state_size));
+  dense_linear_ += static_cast<double>(layout_.proj_width() * h + h * di);
+  return Status::ok();
+}
+
+Status Mamba2Model::load_attention(WeightLoader& w, const std::string& p, Layer& L) {
+  const int64_t h = config_.hidden_size, q = int64_t{config_.n_heads} * config_.head_dim;
+  const int64_t kv = int64_t{config_.n_kv_heads} * config_.head_dim;
+  const std::string a = p + "self_attn.";
+  BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.fused({a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}, {q, kv, kv}, h));
+  BRIGADE_ASSIGN_OR_RETURN(L.o, w.matrix(a + "o_proj.weight", h, q));
+  dense_linear_ += static_cast<double>((q + 2 * kv) * h + h * q);
+  return Status::ok();
+}
+
+// GraniteMoeHybrid's MLP: shared_mlp.input_linear [2 S, hidden] (gate rows, then up) and
+// output_linear [hidden, S]; with experts, block_sparse_moe.router.layer [E, hidden],
+// input_linear [E, 2 I, hidden] (each expert's gate rows, then its up rows) and output_linear
+// [E, hidden, I]: MoeBlock's layout, the shared MLP as its shared expert.
+Status Mamba2Model::load_mlp(WeightLoader& w, const std::string& p, Layer& L) {
+  const int64_t h = config_.hidden_size, shared = config_.shared_expert_intermediate_size;
+  BRIGADE_ASSIGN_OR_RETURN(L.ffn_norm, w.vector_f32({p + "post_attention_layernorm.weight"}, {h}));
+  dense_linear_ += static_cast<double>(3 * shared * h);
+  if (config_.n_experts == 0) {
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, w.matrix(p + "shared_mlp.input_linear.weight", 2 * shared, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_down, w.matrix(p + "shared_mlp.output_linear.weight", h, shared));
+    return Status::ok();
+  }
+  const int64_t e = config_.n_experts, inter = config_.moe_intermediate_size;
+  const std::string m = p + "block_sparse_moe.";
+  w.quantize_linear(false);  // the router and the shared MLP stay float under weights: q8_0, as load_moe_block keeps them
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.router, w.matrix(m + "router.layer.weight", e, h));
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_gate_up, w.matrix(p + "shared_mlp.input_linear.weight", 2 * shared, h));
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_down, w.matrix(p + "shared_mlp.output_linear.weight", h, shared));
+  // Under weights: q8_0 / q4_0 / q4_1 the experts are quantized where moe_experts multiplies the type.
+  const std::optional<DType> want = options_.weight_dtype;
+  const bool quantize = want && is_block_quantized(*want) && backend_.supports_weight_dtype(*want);
+  w.quantize_linear(quantize && h % dtype_block_elems(*want) == 0);
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.gate_up, w.stacked(m + "input_linear.weight", e, 2 * inter, h));
+  w.quantize_linear(quantize && inter % dtype_block_elems(*want) == 0);
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.down, w.stacked(m + "output_linear.weight", e, h, inter));
+  w.quantize_linear(true);
+  expert_params_ = static_cast<double>(3 * inter * h);
+  dense_linear_ += static_cast<double>(e * h);  // the router
+  return Status::ok();
+}
+
+Status Mamba2Model::load(const Checkpoint& ck) {
+  WeightLoader w(ck, backend_, options_.weight_dtype);
+  const int64_t h = config_.hidden_size;
+  const std::string pre = names_.prefix;
+  std::string embed = pre + names_.embed;
+  if (!w.has(embed) && w.has("backbone.embedding.weight")) embed = "backbone.embedding.weight";  // older Mamba2 files
   BRIGADE_ASSIGN_OR_RETURN(ends_.embed, w.table(embed, config_.vocab_size, h));
-  BRIGADE_ASSIGN_OR_RETURN(ends_.final_norm, w.vector_f32({"backbone.norm_f.weight"}, {h}));
+  BRIGADE_ASSIGN_OR_RETURN(ends_.final_norm, w.vector_f32({pre + names_.final_norm}, {h}));
   if (!config_.tie_embeddings) {
     BRIGADE_ASSIGN_OR_RETURN(ends_.lm_head, w.table("lm_head.weight", config_.vocab_size, h));
   }
   n_slots_ = std::max(options_.state_slots, 1);
   slot_next_.assign(static_cast<size_t>(n_slots_), -1);
   layers_.resize(static_cast<size_t>(config_.n_layers));
-  auto same = [](float v, int64_t) { return v; };
+  int kv_index = 0;
   for (int l = 0; l < config_.n_layers; ++l) {
     Layer& L = layers_[static_cast<size_t>(l)];
-    const std::string p = "backbone.layers." + std::to_string(l) + ".";
-    BRIGADE_ASSIGN_OR_RETURN(L.norm, w.vector_f32({p + "norm.weight"}, {h}));
-    BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.matrix(p + "mixer.in_proj.weight", layout_.proj_width(), h));
-    BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.matrix(p + "mixer.out_proj.weight", h, di));
-    if (config_.ssm.proj_bias) {
-      BRIGADE_ASSIGN_OR_RETURN(L.in_bias, w.vector_f32({p + "mixer.in_proj.bias"}, {layout_.proj_width()}));
-      BRIGADE_ASSIGN_OR_RETURN(L.out_bias, w.vector_f32({p + "mixer.out_proj.bias"}, {h}));
+    const std::string p = pre + "layers." + std::to_string(l) + ".";
+    L.ssm = config_.ssm_layers[static_cast<size_t>(l)];
+    BRIGADE_ASSIGN_OR_RETURN(L.norm, w.vector_f32({p + names_.mixer_norm}, {h}));
+    if (L.ssm) {
+      BRIGADE_RETURN_IF_ERROR(load_mixer(ck, w, p, L));
+    } else {
+      BRIGADE_RETURN_IF_ERROR(load_attention(w, p, L));
+      L.kv_index = kv_index++;
     }
-    BRIGADE_ASSIGN_OR_RETURN(L.conv_w, host_vector(ck, p + "mixer.conv1d.weight", {ch, 1, k}, same));
-    if (config_.ssm.conv_bias) {
-      BRIGADE_ASSIGN_OR_RETURN(L.conv_b, w.vector_f32({p + "mixer.conv1d.bias"}, {ch}));
-    }
-    BRIGADE_ASSIGN_OR_RETURN(L.a, host_vector(ck, p + "mixer.A_log", {heads}, [](float v, int64_t) { return -std::exp(v); }));
-    BRIGADE_ASSIGN_OR_RETURN(L.d, w.vector_f32({p + "mixer.D"}, {heads}));
-    BRIGADE_ASSIGN_OR_RETURN(L.dt_bias, w.vector_f32({p + "mixer.dt_bias"}, {heads}));
-    if (config_.ssm.gated_norm) {
-      BRIGADE_ASSIGN_OR_RETURN(L.gated_norm, w.vector_f32({p + "mixer.norm.weight"}, {di}));
-    }
-    BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * ch));
-    BRIGADE_ASSIGN_OR_RETURN(L.ssm_state, alloc_tensor(backend_, DType::f32, n_slots_, di * layout_.state_size));
+    if (granite()) BRIGADE_RETURN_IF_ERROR(load_mlp(w, p, L));
   }
   n_params_ = w.n_params() + host_params_;
   weight_bytes_ = w.n_bytes() + host_bytes_;
@@ -119,9 +216,24 @@ Status Mamba2Model::load(const Checkpoint& ck) {
   BRIGADE_ASSIGN_OR_RETURN(normed_, alloc_tensor(backend_, act, n, h));
   BRIGADE_ASSIGN_OR_RETURN(delta_, alloc_tensor(backend_, act, n, h));
   BRIGADE_ASSIGN_OR_RETURN(selected_, alloc_tensor(backend_, act, n, h));
-  BRIGADE_ASSIGN_OR_RETURN(proj_, alloc_tensor(backend_, act, n, layout_.proj_width()));
-  BRIGADE_ASSIGN_OR_RETURN(xbc_, alloc_tensor(backend_, act, n, ch));
-  BRIGADE_ASSIGN_OR_RETURN(y_, alloc_tensor(backend_, act, n, di));
+  if (n_attn_ < config_.n_layers) {
+    BRIGADE_ASSIGN_OR_RETURN(proj_, alloc_tensor(backend_, act, n, layout_.proj_width()));
+    BRIGADE_ASSIGN_OR_RETURN(xbc_, alloc_tensor(backend_, act, n, layout_.conv_dim()));
+    BRIGADE_ASSIGN_OR_RETURN(y_, alloc_tensor(backend_, act, n, layout_.d_inner()));
+  }
+  if (n_attn_ > 0) {
+    const QkvLayout q = config_.qkv_layout();
+    BRIGADE_ASSIGN_OR_RETURN(qkv_, alloc_tensor(backend_, act, n, int64_t{q.n_heads + 2 * q.n_kv_heads} * q.head_dim));
+    BRIGADE_ASSIGN_OR_RETURN(attn_, alloc_tensor(backend_, act, n, int64_t{q.n_heads} * q.head_dim));
+  }
+  if (granite() && config_.n_experts == 0) {
+    BRIGADE_ASSIGN_OR_RETURN(mlp_, alloc_tensor(backend_, act, n, 2 * int64_t{config_.shared_expert_intermediate_size}));
+    BRIGADE_ASSIGN_OR_RETURN(act_, alloc_tensor(backend_, act, n, config_.shared_expert_intermediate_size));
+  }
+  if (granite() && config_.n_experts > 0) {
+    moe_shard_ = moe_shard(config_, 0, 1, false);
+    BRIGADE_ASSIGN_OR_RETURN(moe_scratch_, allocate_moe_scratch(backend_, config_, moe_shard_, n));
+  }
   return Status::ok();
 }
 
@@ -157,14 +269,26 @@ Status Mamba2Model::plan_states(const StepBatch& batch) {
   return Status::ok();
 }
 
+void Mamba2Model::run_mlp(const Layer& L, int64_t n, const Tensor& normed, const Tensor& delta) {
+  if (config_.n_experts > 0) {  // the routed experts and the shared MLP, summed
+    run_moe_block(backend_, config_, moe_shard_, L.moe, moe_scratch_, normed, delta);
+    return;
+  }
+  const Tensor gate_up = mlp_.tensor.rows(0, n), act = act_.tensor.rows(0, n);
+  backend_.matmul(normed, L.mlp_gate_up.tensor, Tensor(), gate_up);
+  backend_.silu_mul(gate_up, act);
+  backend_.matmul(act, L.mlp_down.tensor, Tensor(), delta);
+}
+
 Status Mamba2Model::forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
-  const StepLimits limits{config_.vocab_size, config_.max_position, options_.max_batch_tokens, 0, 0, 0};
+  const StepLimits limits{config_.vocab_size,  config_.max_position, options_.max_batch_tokens, n_attn_,
+                          n_attn_ > 0 ? config_.n_kv_heads : 0, n_attn_ > 0 ? config_.head_dim : 0};
   BRIGADE_ASSIGN_OR_RETURN(const StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
   BRIGADE_RETURN_IF_ERROR(check_hidden_rows(batch, options_.max_batch_tokens, config_.hidden_size,
                                             backend_.activation_dtype()));
-  if (!batch.images.empty()) return unsupported("mamba2 takes no images");
+  if (!batch.images.empty()) return unsupported(config_.arch + " takes no images");
   for (int32_t id : batch.lora)
-    if (id != 0) return unsupported("mamba2 runs no LoRA adapters");
+    if (id != 0) return unsupported(config_.arch + " runs no LoRA adapters");
   BRIGADE_RETURN_IF_ERROR(plan_states(batch));
   BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch));
   const int n_seqs = batch.n_seqs();
@@ -176,20 +300,39 @@ Status Mamba2Model::forward(const StepBatch& batch, const KvCache& kv, const Ten
 
   const int64_t n = batch.n_tokens();
   const Tensor residual = residual_.tensor.rows(0, n), normed = normed_.tensor.rows(0, n), delta = delta_.tensor.rows(0, n);
-  const Tensor proj = proj_.tensor.rows(0, n), xbc = xbc_.tensor.rows(0, n), y = y_.tensor.rows(0, n);
-  const float eps = config_.rms_eps;
+  const float eps = config_.rms_eps, residual_scale = config_.residual_multiplier;
+  const bool scale_residual = residual_scale > 0.0f && residual_scale != 1.0f;
+  const QkvLayout qkv_layout = config_.qkv_layout();
   Backend& b = backend_;
   b.embedding(ends_.embed.tensor, ints_.tokens(batch), residual);
+  if (config_.embedding_multiplier > 0.0f && config_.embedding_multiplier != 1.0f)
+    b.scale(residual, config_.embedding_multiplier);
   for (int l = 0; l < config_.n_layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];
+    // The previous sublayer's output joins the residual in the same pass as this norm.
     if (l == 0) b.rms_norm(residual, L.norm.tensor, eps, normed);
     else b.add_rms_norm(residual, delta, L.norm.tensor, eps, normed);
-    b.matmul(normed, L.in_proj.tensor, L.in_bias.tensor, proj);
-    b.ssm_conv(proj, layout_, L.conv_w.tensor, L.conv_b.tensor, seqs, L.conv_state.tensor, xbc);
-    const SsmParams params{L.a.tensor, L.d.tensor, L.dt_bias.tensor, config_.ssm.dt_min, config_.ssm.dt_max,
-                           L.gated_norm.tensor, eps};
-    b.ssm_scan(proj, xbc, layout_, params, seqs, L.ssm_state.tensor, y);
-    b.matmul(y, L.out_proj.tensor, L.out_bias.tensor, delta);
+    if (L.ssm) {
+      const Tensor proj = proj_.tensor.rows(0, n), xbc = xbc_.tensor.rows(0, n), y = y_.tensor.rows(0, n);
+      b.matmul(normed, L.in_proj.tensor, L.in_bias.tensor, proj);
+      b.ssm_conv(proj, layout_, L.conv_w.tensor, L.conv_b.tensor, seqs, L.conv_state.tensor, xbc);
+      const SsmParams params{L.a.tensor, L.d.tensor, L.dt_bias.tensor, config_.ssm.dt_min, config_.ssm.dt_max,
+                             L.gated_norm.tensor, eps};
+      b.ssm_scan(proj, xbc, layout_, params, seqs, L.ssm_state.tensor, y);
+      b.matmul(y, L.out_proj.tensor, L.out_bias.tensor, delta);
+    } else {  // attention without positions (Granite 4.0-H's), softmax scale attention_multiplier
+      const Tensor qkv = qkv_.tensor.rows(0, n), attn = attn_.tensor.rows(0, n);
+      const KvLayer cache = kv.layer(L.kv_index);
+      b.matmul(normed, L.qkv.tensor, Tensor(), qkv);
+      b.write_kv(cache, qkv, qkv_layout, ints_.slots(n));
+      b.attention(qkv, qkv_layout, cache, meta, config_.attn_scale, attn);
+      b.matmul(attn, L.o.tensor, Tensor(), delta);
+    }
+    if (scale_residual) b.scale(delta, residual_scale);
+    if (!granite()) continue;
+    b.add_rms_norm(residual, delta, L.ffn_norm.tensor, eps, normed);
+    run_mlp(L, n, normed, delta);
+    if (scale_residual) b.scale(delta, residual_scale);
   }
   for (int s = 0; s < n_seqs; ++s)
     slot_next_[static_cast<size_t>(slots_host_[static_cast<size_t>(s)])] = batch.ctx_len[static_cast<size_t>(s)];
@@ -197,26 +340,35 @@ Status Mamba2Model::forward(const StepBatch& batch, const KvCache& kv, const Ten
   if (r == 0 && hr == 0) return Status::ok();
   ends_.logits(b, config_, residual, delta, normed, selected_.tensor.rows(0, r), ints_.logit_rows(r), logits,
                ints_.hidden_rows(hr), batch.hidden);
+  if (r > 0 && config_.logits_scaling > 0.0f && config_.logits_scaling != 1.0f) b.scale(logits, 1.0f / config_.logits_scaling);
   return Status::ok();
 }
 
-// The roofline rule of Model::step_cost: every linear weight once (2 flops each per token), the
-// embedding rows and the head, and each sequence's state read and written once per step; the
-// scan's flops (about 6 per state element per token: decay, input, output) and the conv's.
+// The roofline rule of Model::step_cost: every dense linear weight once and, of the routed
+// experts, min(E, n k) per sparse layer (2 flops each per token, k experts' worth), the embedding
+// rows and the head; each sequence's state read and written once per step, the scan's flops
+// (about 6 per state element per token: decay, input, output) and the conv's; the attention
+// layers' K/V reads and writes and 4 * head_dim flops per head per (query, key) pair.
 StepCost Mamba2Model::step_cost(const StepBatch& batch, double kv_bytes_per_token) const {
-  (void)kv_bytes_per_token;
   const double n = batch.n_tokens(), h = config_.hidden_size;
-  const double linear = static_cast<double>(config_.n_layers) *
-                        (static_cast<double>(layout_.proj_width()) * h + static_cast<double>(layout_.d_inner()) * h);
   const double per_param = static_cast<double>(weight_bytes_) / static_cast<double>(std::max<int64_t>(n_params_, 1));
   const bool any_logits = !batch.logit_rows.empty();
   const double state = static_cast<double>(state_bytes_per_slot());
+  const double n_ssm = config_.n_layers - n_attn_, sparse = config_.n_experts > 0 ? config_.n_layers : 0;
+  const double experts_read = std::min<double>(config_.n_experts, n * config_.n_experts_per_tok);
   StepCost c;
-  c.flops = 2.0 * linear * n + 2.0 * static_cast<double>(batch.logit_rows.size()) * config_.vocab_size * h +
-            n * config_.n_layers *
+  c.flops = 2.0 * (dense_linear_ + sparse * config_.n_experts_per_tok * expert_params_) * n +
+            2.0 * static_cast<double>(batch.logit_rows.size()) * config_.vocab_size * h +
+            n * n_ssm *
                 (6.0 * static_cast<double>(layout_.d_inner()) * layout_.state_size +
                  2.0 * static_cast<double>(layout_.conv_dim()) * layout_.conv_kernel);
-  c.bytes = linear * per_param + ends_.step_bytes(config_, n, any_logits) + 2.0 * batch.n_seqs() * state;
+  c.bytes = (dense_linear_ + sparse * experts_read * expert_params_) * per_param +
+            ends_.step_bytes(config_, n, any_logits) + 2.0 * batch.n_seqs() * state;
+  if (n_attn_ > 0) {
+    const AttentionWork work = attention_work(batch, 0);
+    c.flops += 4.0 * config_.head_dim * config_.n_heads * n_attn_ * work.pairs;
+    c.bytes += (work.kv_read + n) * kv_bytes_per_token;
+  }
   return c;
 }
 
@@ -234,14 +386,16 @@ Expected<std::unique_ptr<Model>> load_mamba2(const Checkpoint& checkpoint, Backe
   if (options.max_batch_tokens < 1)
     return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
   if (!backend.supports_ssm())
-    return unsupported("mamba2 runs on a backend with the state-space ops (the CPU); backend '" + backend.name() +
+    return unsupported(c.arch + " runs on a backend with the state-space ops (the CPU); backend '" + backend.name() +
                        "' has none");
   if (options.communicator != nullptr && options.communicator->size() > 1)
-    return unsupported("mamba2 runs at tp 1 (tensor parallelism does not split its mixers)");
-  if (options.lora_enabled()) return unsupported("LoRA adapters are not supported for mamba2");
-  if (options.mtp) return unsupported("mamba2 has no MTP module");
+    return unsupported(c.arch + " runs at tp 1 (tensor parallelism does not split its mixers)");
+  if (options.lora_enabled()) return unsupported("LoRA adapters are not supported for " + c.arch);
+  if (options.mtp) return unsupported(c.arch + " has no MTP module");
+  if (c.n_experts > 0 && !backend.supports_moe())
+    return unsupported(c.arch + "'s experts need a backend with the MoE ops; backend '" + backend.name() + "' has none");
   if (const auto t = options.weight_dtype; t && *t == DType::f8e4m3)
-    return unsupported("weights: fp8 is not supported for mamba2");
+    return unsupported("weights: fp8 is not supported for " + c.arch);
   auto model = std::make_unique<Mamba2Model>(c, backend, options);
   BRIGADE_RETURN_IF_ERROR(model->load(checkpoint));
   return std::unique_ptr<Model>(std::move(model));

@@ -27,14 +27,74 @@ Status positive(const char* key, int v) {
   return Status::ok();
 }
 
+// bos_token_id, eos_token_id (an id or a list), both inside the vocabulary, torch_dtype, and no
+// quantization_config.
+Status read_ids_and_dtype(const json& j, ModelConfig& c) {
+  c.bos_id = -1;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "bos_token_id", c.bos_id, false));
+  if (auto it = j.find("eos_token_id"); it != j.end() && !it->is_null()) {
+    if (it->is_number_integer()) c.eos_ids = {it->get<int>()};
+    else if (it->is_array())
+      for (const auto& e : *it) {
+        if (!e.is_number_integer()) return corrupt("config.json: eos_token_id list must hold integers");
+        c.eos_ids.push_back(e.get<int>());
+      }
+    else return corrupt("config.json: eos_token_id must be an integer or a list of integers");
+  }
+  if (c.bos_id >= c.vocab_size) return invalid_argument("config.json: bos_token_id is outside the vocabulary");
+  for (int e : c.eos_ids)
+    if (e < 0 || e >= c.vocab_size)
+      return invalid_argument("config.json: eos_token_id " + std::to_string(e) + " is outside the vocabulary");
+  BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));
+  if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null())
+    return unsupported("config.json: quantization_config is not supported for " + c.arch +
+                       " (bf16, f16 or f32 checkpoints)");
+  return Status::ok();
+}
+
+// time_step_limit into c.ssm (absent: unbounded).
+Status read_time_step_limit(const json& j, ModelConfig& c) {
+  c.ssm.dt_min = 0.0f;
+  c.ssm.dt_max = 0.0f;  // unbounded
+  auto it = j.find("time_step_limit");
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_array() || it->size() != 2) return corrupt("config.json: time_step_limit must be a pair [min, max]");
+  BRIGADE_ASSIGN_OR_RETURN(c.ssm.dt_min, config_float((*it)[0], "time_step_limit[0]"));
+  BRIGADE_ASSIGN_OR_RETURN(const float hi, config_float((*it)[1], "time_step_limit[1]"));
+  c.ssm.dt_max = std::isinf(hi) ? 0.0f : hi;
+  if (!std::isfinite(c.ssm.dt_min) || c.ssm.dt_min < 0.0f || (c.ssm.dt_max > 0.0f && c.ssm.dt_max < c.ssm.dt_min) ||
+      hi <= 0.0f)
+    return invalid_argument("config.json: time_step_limit must be 0 <= min < max");
+  return Status::ok();
+}
+
+// The mixer's shape, as both families check it: positive sizes, heads * head_dim = expand *
+// hidden, heads a multiple of the groups. `p` prefixes the field names.
+Status check_ssm_layout(const SsmLayout& l, int hidden, int expand, const std::string& p) {
+  for (auto [key, v] : {std::pair{"num_heads", l.n_heads}, {"head_dim", l.head_dim}, {"n_groups", l.n_groups},
+                        {"state_size", l.state_size}, {"conv_kernel", l.conv_kernel}, {"expand", expand}})
+    BRIGADE_RETURN_IF_ERROR(positive((p + key).c_str(), v));
+  if (int64_t{expand} * hidden != l.d_inner())
+    return invalid_argument("config.json: " + p + "expand * hidden_size (" + std::to_string(int64_t{expand} * hidden) +
+                            ") must equal " + p + "num_heads * head_dim (" + std::to_string(l.d_inner()) + ")");
+  if (l.n_heads % l.n_groups != 0)
+    return invalid_argument("config.json: " + p + "num_heads (" + std::to_string(l.n_heads) + ") must be a multiple of " +
+                            p + "n_groups (" + std::to_string(l.n_groups) + ")");
+  return Status::ok();
+}
+
+bool is_architecture(const json& j, const char* architecture, const char* model_type) {
+  if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_string())
+    return (*it)[0].get<std::string>() == architecture;
+  auto it = j.find("model_type");
+  return it != j.end() && it->is_string() && it->get<std::string>() == model_type;
+}
+
 }  // namespace
 
-bool is_mamba2(const json& j) {
-  if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_string())
-    return (*it)[0].get<std::string>() == "Mamba2ForCausalLM";
-  auto it = j.find("model_type");
-  return it != j.end() && it->is_string() && it->get<std::string>() == "mamba2";
-}
+bool is_mamba2(const json& j) { return is_architecture(j, "Mamba2ForCausalLM", "mamba2"); }
+
+bool is_granite_hybrid(const json& j) { return is_architecture(j, "GraniteMoeHybridForCausalLM", "granitemoehybrid"); }
 
 std::string quote_python_floats(const std::string& text) {
   std::string out;
@@ -75,6 +135,9 @@ Expected<ModelConfig> read_mamba2_config(const json& j) {
   BRIGADE_RETURN_IF_ERROR(read_int(j, "hidden_size", c.hidden_size, true));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "num_hidden_layers", c.n_layers, true));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, true));
+  for (auto [key, v] : {std::pair{"hidden_size", c.hidden_size}, {"num_hidden_layers", c.n_layers},
+                        {"vocab_size", c.vocab_size}})
+    BRIGADE_RETURN_IF_ERROR(positive(key, v));
   // Mamba2Config's defaults for the rest.
   l.n_heads = 128;
   l.head_dim = 64;
@@ -88,17 +151,7 @@ Expected<ModelConfig> read_mamba2_config(const json& j) {
   BRIGADE_RETURN_IF_ERROR(read_int(j, "state_size", l.state_size, false));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "conv_kernel", l.conv_kernel, false));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "expand", expand, false));
-  for (auto [key, v] : {std::pair{"hidden_size", c.hidden_size}, {"num_hidden_layers", c.n_layers},
-                        {"vocab_size", c.vocab_size}, {"num_heads", l.n_heads}, {"head_dim", l.head_dim},
-                        {"n_groups", l.n_groups}, {"state_size", l.state_size}, {"conv_kernel", l.conv_kernel},
-                        {"expand", expand}})
-    BRIGADE_RETURN_IF_ERROR(positive(key, v));
-  if (int64_t{expand} * c.hidden_size != l.d_inner())
-    return invalid_argument("config.json: expand * hidden_size (" + std::to_string(int64_t{expand} * c.hidden_size) +
-                            ") must equal num_heads * head_dim (" + std::to_string(l.d_inner()) + ")");
-  if (l.n_heads % l.n_groups != 0)
-    return invalid_argument("config.json: num_heads (" + std::to_string(l.n_heads) + ") must be a multiple of n_groups (" +
-                            std::to_string(l.n_groups) + ")");
+  BRIGADE_RETURN_IF_ERROR(check_ssm_layout(l, c.hidden_size, expand, ""));
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_conv_bias", c.ssm.conv_bias));
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_bias", c.ssm.proj_bias));
   std::string act = "silu";
@@ -108,41 +161,122 @@ Expected<ModelConfig> read_mamba2_config(const json& j) {
   BRIGADE_RETURN_IF_ERROR(read_float(j, "layer_norm_epsilon", c.rms_eps));
   if (!(c.rms_eps > 0.0f) || !std::isfinite(c.rms_eps))
     return invalid_argument("config.json: layer_norm_epsilon must be a positive number");
-  c.ssm.dt_min = 0.0f;
-  c.ssm.dt_max = 0.0f;  // unbounded
-  if (auto it = j.find("time_step_limit"); it != j.end() && !it->is_null()) {
-    if (!it->is_array() || it->size() != 2) return corrupt("config.json: time_step_limit must be a pair [min, max]");
-    BRIGADE_ASSIGN_OR_RETURN(c.ssm.dt_min, config_float((*it)[0], "time_step_limit[0]"));
-    BRIGADE_ASSIGN_OR_RETURN(const float hi, config_float((*it)[1], "time_step_limit[1]"));
-    c.ssm.dt_max = std::isinf(hi) ? 0.0f : hi;
-    if (!std::isfinite(c.ssm.dt_min) || c.ssm.dt_min < 0.0f || (c.ssm.dt_max > 0.0f && c.ssm.dt_max < c.ssm.dt_min) ||
-        hi <= 0.0f)
-      return invalid_argument("config.json: time_step_limit must be 0 <= min < max");
-  }
+  BRIGADE_RETURN_IF_ERROR(read_time_step_limit(j, c));
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
   c.max_position = 1 << 20;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
   BRIGADE_RETURN_IF_ERROR(positive("max_position_embeddings", c.max_position));
-  c.bos_id = -1;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "bos_token_id", c.bos_id, false));
-  if (auto it = j.find("eos_token_id"); it != j.end() && !it->is_null()) {
-    if (it->is_number_integer()) c.eos_ids = {it->get<int>()};
-    else if (it->is_array())
-      for (const auto& e : *it) {
-        if (!e.is_number_integer()) return corrupt("config.json: eos_token_id list must hold integers");
-        c.eos_ids.push_back(e.get<int>());
-      }
-    else return corrupt("config.json: eos_token_id must be an integer or a list of integers");
-  }
-  if (c.bos_id >= c.vocab_size) return invalid_argument("config.json: bos_token_id is outside the vocabulary");
-  for (int e : c.eos_ids)
-    if (e < 0 || e >= c.vocab_size)
-      return invalid_argument("config.json: eos_token_id " + std::to_string(e) + " is outside the vocabulary");
-  BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));
-  if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null())
-    return unsupported("config.json: quantization_config is not supported for mamba2 (bf16, f16 or f32 checkpoints)");
+  BRIGADE_RETURN_IF_ERROR(read_ids_and_dtype(j, c));
   c.intermediate_size = static_cast<int>(l.d_inner());  // transformers' Mamba2Mixer.intermediate_size
   c.ssm_layers.assign(static_cast<size_t>(c.n_layers), true);
+  return c;
+}
+
+Expected<ModelConfig> read_granite_hybrid_config(const json& j) {
+  ModelConfig c;
+  c.arch = "granitemoehybrid";
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "hidden_size", c.hidden_size, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_hidden_layers", c.n_layers, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_attention_heads", c.n_heads, true));
+  c.n_kv_heads = c.n_heads;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_key_value_heads", c.n_kv_heads, false));
+  for (auto [key, v] : {std::pair{"hidden_size", c.hidden_size}, {"num_hidden_layers", c.n_layers},
+                        {"vocab_size", c.vocab_size}, {"num_attention_heads", c.n_heads},
+                        {"num_key_value_heads", c.n_kv_heads}})
+    BRIGADE_RETURN_IF_ERROR(positive(key, v));
+  if (c.n_heads % c.n_kv_heads != 0 || c.hidden_size % c.n_heads != 0)
+    return invalid_argument("config.json: num_attention_heads must divide hidden_size and be a multiple of "
+                            "num_key_value_heads");
+  c.head_dim = c.hidden_size / c.n_heads;
+  // The MLP: a shared SwiGLU every token runs, and (num_local_experts > 0) routed experts.
+  c.shared_expert_intermediate_size = 1024;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "shared_intermediate_size", c.shared_expert_intermediate_size, false));
+  BRIGADE_RETURN_IF_ERROR(positive("shared_intermediate_size", c.shared_expert_intermediate_size));
+  c.n_experts = 8;
+  c.n_experts_per_tok = 2;
+  c.moe_intermediate_size = 11008;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_local_experts", c.n_experts, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "intermediate_size", c.moe_intermediate_size, false));
+  if (c.n_experts < 0) return invalid_argument("config.json: num_local_experts must be >= 0");
+  if (c.n_experts > 0) {
+    BRIGADE_RETURN_IF_ERROR(positive("intermediate_size", c.moe_intermediate_size));
+    if (c.n_experts_per_tok < 1 || c.n_experts_per_tok > c.n_experts)
+      return invalid_argument("config.json: num_experts_per_tok must be in [1, num_local_experts]");
+  }
+  c.norm_topk_prob = true;  // GraniteMoeHybridTopKRouter: softmax over the k chosen logits
+  c.intermediate_size = c.n_experts > 0 ? c.moe_intermediate_size : c.shared_expert_intermediate_size;
+  std::string act = "silu";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
+  if (act != "silu")
+    return unsupported("config.json: hidden_act '" + act + "' is not supported for granitemoehybrid (silu only)");
+  bool attention_bias = false;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", attention_bias));
+  if (attention_bias) return unsupported("config.json: attention_bias is not supported for granitemoehybrid");
+  std::string positions;
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "position_embedding_type", positions));
+  if (positions == "rope")
+    return unsupported("config.json: position_embedding_type 'rope' is not supported for granitemoehybrid (Granite "
+                       "4.0-H's attention layers have no positions: 'nope')");
+  c.rms_eps = 1e-6f;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", c.rms_eps));
+  if (!(c.rms_eps > 0.0f) || !std::isfinite(c.rms_eps)) return invalid_argument("config.json: rms_norm_eps must be a positive number");
+  // Granite's scalings (1 = none).
+  float attention_multiplier = 1.0f, embedding = 1.0f, residual = 1.0f, logits = 1.0f;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "attention_multiplier", attention_multiplier));
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "embedding_multiplier", embedding));
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "residual_multiplier", residual));
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "logits_scaling", logits));
+  for (auto [key, v] : {std::pair{"attention_multiplier", attention_multiplier}, {"embedding_multiplier", embedding},
+                        {"residual_multiplier", residual}, {"logits_scaling", logits}})
+    if (!(v > 0.0f) || !std::isfinite(v))
+      return invalid_argument(std::string("config.json: ") + key + " must be a positive number");
+  c.attn_scale = attention_multiplier;
+  c.embedding_multiplier = embedding;
+  c.residual_multiplier = residual;
+  c.logits_scaling = logits;
+  // The mixers.
+  SsmLayout& l = c.ssm.layout;
+  l.n_heads = 128;
+  l.n_groups = 1;
+  l.state_size = 256;
+  l.conv_kernel = 4;
+  int expand = 2;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_n_heads", l.n_heads, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_n_groups", l.n_groups, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_d_state", l.state_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_d_conv", l.conv_kernel, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_expand", expand, false));
+  BRIGADE_RETURN_IF_ERROR(positive("mamba_n_heads", l.n_heads));
+  l.head_dim = expand * c.hidden_size / l.n_heads;  // "auto"
+  if (auto it = j.find("mamba_d_head"); it != j.end() && it->is_number_integer()) l.head_dim = it->get<int>();
+  BRIGADE_RETURN_IF_ERROR(check_ssm_layout(l, c.hidden_size, expand, "mamba_"));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_conv_bias", c.ssm.conv_bias));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_proj_bias", c.ssm.proj_bias));
+  BRIGADE_RETURN_IF_ERROR(read_time_step_limit(j, c));
+  // Which layers are mixers: layer_types (the Hub's mamba / attention, transformers 5's
+  // linear_attention / full_attention); absent: all mixers (GraniteMoeHybridConfig's default).
+  c.ssm_layers.assign(static_cast<size_t>(c.n_layers), true);
+  for (const char* key : {"layer_types", "layers_block_type"}) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) continue;
+    if (!it->is_array() || it->size() != static_cast<size_t>(c.n_layers))
+      return corrupt(std::string("config.json: ") + key + " must list one type per layer");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const std::string t = (*it)[i].is_string() ? (*it)[i].get<std::string>() : "";
+      if (t == "mamba" || t == "linear_attention") c.ssm_layers[i] = true;
+      else if (t == "attention" || t == "full_attention") c.ssm_layers[i] = false;
+      else return unsupported(std::string("config.json: ") + key + "[" + std::to_string(i) + "] '" + t +
+                              "' is not a layer type of granitemoehybrid (mamba, attention)");
+    }
+    break;
+  }
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
+  c.max_position = 2048;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
+  BRIGADE_RETURN_IF_ERROR(positive("max_position_embeddings", c.max_position));
+  BRIGADE_RETURN_IF_ERROR(read_ids_and_dtype(j, c));
   return c;
 }
 

@@ -223,7 +223,28 @@ def fixtures():
         # ... with in_proj/out_proj biases, one group, tied embeddings and a 2-tap conv.
         "mamba2_bias": ("Mamba2Config", "Mamba2ForCausalLM", mamba2_config(
             use_bias=True, n_groups=1, tie_word_embeddings=True, conv_kernel=2, use_conv_bias=False)),
+        # Granite 4.0-H (GraniteMoeHybrid): Mamba2 mixers and attention layers without positions,
+        # each followed by a shared SwiGLU and 4 routed experts (top 2), with Granite's embedding,
+        # attention, residual and logit scalings; the Hub's layer_types names.
+        "granite_hybrid": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", granite_hybrid_config()),
+        # ... dense (Granite 4.0-H-Micro's shape: the shared MLP alone), tied embeddings.
+        "granite_hybrid_dense": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", granite_hybrid_config(
+            num_local_experts=0, tie_word_embeddings=True, layer_types=["attention", "mamba", "mamba"])),
     }
+
+
+def granite_hybrid_config(**kw):
+    """A tiny GraniteMoeHybridConfig's kwargs (fixtures())."""
+    c = dict(vocab_size=256, hidden_size=64, intermediate_size=32, shared_intermediate_size=48,
+             num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, num_local_experts=4,
+             num_experts_per_tok=2, layer_types=["mamba", "attention", "mamba"], mamba_n_heads=8,
+             mamba_n_groups=2, mamba_d_state=16, mamba_d_head=16, mamba_d_conv=4, mamba_expand=2,
+             mamba_chunk_size=16, position_embedding_type="nope", embedding_multiplier=3.0,
+             logits_scaling=2.0, residual_multiplier=0.5, attention_multiplier=0.2, rms_norm_eps=1e-5,
+             max_position_embeddings=256, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+             tie_word_embeddings=False)
+    c.update(kw)
+    return c
 
 
 def mamba2_config(**kw):
@@ -370,7 +391,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

@@ -223,11 +223,15 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   const int step_tokens = std::max(inst.scheduler.max_step_tokens,
                                    dir_config && dir_config->encoder ? dir_config->max_position : 0);
   // A recurrent model keeps a state per running sequence (models/mamba2.h): as many as
-  // max_running, or as kv.memory_mb holds when fewer (then they bound max_running too).
+  // max_running, or as kv.memory_mb holds when fewer (then they bound max_running too); a hybrid
+  // (attention layers too) gives its states at most half of kv.memory_mb and its KV pages the rest.
   int state_slots = inst.scheduler.max_running;
+  int64_t state_bytes = 0;
   if (dir_config && dir_config->recurrent()) {
     const int64_t per_slot = std::max<int64_t>(1, mamba2_state_bytes(*dir_config));
-    state_slots = static_cast<int>(std::clamp<int64_t>(inst.kv.memory_mb * 1024 * 1024 / per_slot, 1, state_slots));
+    const int64_t budget = inst.kv.memory_mb * 1024 * 1024 / (dir_config->n_attention_layers() > 0 ? 2 : 1);
+    state_slots = static_cast<int>(std::clamp<int64_t>(budget / per_slot, 1, state_slots));
+    state_bytes = per_slot * state_slots;
   }
   lo.max_batch_tokens = step_tokens;
   lo.progress = progress;
@@ -267,7 +271,9 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   // positions, kRecurrentPages of them unless kv.pages says.
   constexpr int kRecurrentPages = 1 << 16;
   if (n_pages == 0 && layout.page_bytes() == 0) n_pages = kRecurrentPages;
-  if (n_pages == 0) n_pages = static_cast<int>(inst.kv.memory_mb * 1024 * 1024 / static_cast<int64_t>(layout.page_bytes()));
+  if (n_pages == 0)
+    n_pages = static_cast<int>(std::max<int64_t>(0, inst.kv.memory_mb * 1024 * 1024 - state_bytes) /
+                               static_cast<int64_t>(layout.page_bytes()));
   if (n_pages < 1) return invalid_argument("kv.memory_mb is too small for one page of this model");
   layout.n_pages = n_pages;
   for (auto& rank : out.ranks) {

@@ -1,4 +1,4 @@
-// Mamba2 (models/mamba2.h) served through the whole engine: the transformers fixtures of
+// Mamba2 and Granite 4.0-H hybrids (models/mamba2.h) served through the whole engine: the transformers fixtures of
 // scripts/make_fixtures.py give transformers' greedy tokens through the scheduler's chunked
 // prefill, alone and all at once, with more requests than the state memory holds slots for
 // (max_running is lowered to them), and again (nothing cached: each request computes its prompt);
@@ -25,7 +25,7 @@ EngineOptions options(const std::string& fixture, int max_running = 8) {
 }
 
 TEST(EngineMamba2, GreedyTokensMatchTransformers) {
-  for (const char* fixture : {"mamba2", "mamba2_bias"}) {
+  for (const char* fixture : {"mamba2", "mamba2_bias", "granite_hybrid", "granite_hybrid_dense"}) {
     SCOPED_TRACE(fixture);
     auto engine = testing::create_engine(options(fixture));
     ASSERT_TRUE(engine);
@@ -44,28 +44,32 @@ TEST(EngineMamba2, GreedyTokensMatchTransformers) {
 }
 
 // 60 requests at once with max_running 64 and steps that admit them all: 1 MiB of kv.memory_mb
-// holds 49 states of this model (21 KiB each), so the instance runs at most 49 and the rest
-// wait; every one gets its tokens.
+// holds 49 states of mamba2 (21 KiB each), so the instance runs at most 49 and the rest wait;
+// granite_hybrid's states get half of it (24 of them), its KV pages the rest. Every request gets
+// its tokens.
 TEST(EngineMamba2, MoreRequestsThanStateSlotsEachGetTheirTokens) {
-  EngineOptions o = options("mamba2", 64);
-  o.topology.instances.front().scheduler.max_step_tokens = 1024;  // every prompt admitted at once
-  auto engine = testing::create_engine(o);
-  ASSERT_TRUE(engine);
-  const auto cases = testing::read_fixture_cases("mamba2");
-  constexpr int kRequests = 60;
-  std::vector<std::future<Expected<Completion>>> done;
-  for (int i = 0; i < kRequests; ++i) {
-    const auto& fc = cases[static_cast<size_t>(i % 3)];
-    done.push_back(std::async(std::launch::async, [&engine, &fc] {
-      return engine->generate(testing::greedy_ids(fc.prompt, static_cast<int>(fc.greedy.size())));
-    }));
+  for (const char* fixture : {"mamba2", "granite_hybrid"}) {
+    SCOPED_TRACE(fixture);
+    EngineOptions o = options(fixture, 64);
+    o.topology.instances.front().scheduler.max_step_tokens = 1024;  // every prompt admitted at once
+    auto engine = testing::create_engine(o);
+    ASSERT_TRUE(engine);
+    const auto cases = testing::read_fixture_cases(fixture);
+    constexpr int kRequests = 60;
+    std::vector<std::future<Expected<Completion>>> done;
+    for (int i = 0; i < kRequests; ++i) {
+      const auto& fc = cases[static_cast<size_t>(i % 3)];
+      done.push_back(std::async(std::launch::async, [&engine, &fc] {
+        return engine->generate(testing::greedy_ids(fc.prompt, static_cast<int>(fc.greedy.size())));
+      }));
+    }
+    for (int i = 0; i < kRequests; ++i) {
+      auto c = done[static_cast<size_t>(i)].get();
+      ASSERT_TRUE(c.has_value()) << "request " << i << ": " << c.status().to_string();
+      EXPECT_EQ(c->token_ids, cases[static_cast<size_t>(i % 3)].greedy) << "request " << i;
+    }
+    EXPECT_EQ(engine->stats().n_running, 0);
   }
-  for (int i = 0; i < kRequests; ++i) {
-    auto c = done[static_cast<size_t>(i)].get();
-    ASSERT_TRUE(c.has_value()) << "request " << i << ": " << c.status().to_string();
-    EXPECT_EQ(c->token_ids, cases[static_cast<size_t>(i % 3)].greedy) << "request " << i;
-  }
-  EXPECT_EQ(engine->stats().n_running, 0);
 }
 
 TEST(EngineMamba2, RefusesSpeculationAndPdRoles) {

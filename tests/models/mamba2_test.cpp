@@ -1,6 +1,8 @@
-// Mamba2 (models/mamba2.h) against transformers' Mamba2ForCausalLM: the fixtures of
-// scripts/make_fixtures.py (mamba2: 2 groups, a 4-tap conv with bias; mamba2_bias: projection
-// biases, one group, tied embeddings, a 2-tap conv without bias). transformers computes the
+// Mamba2 (models/mamba2.h) against transformers' Mamba2ForCausalLM and GraniteMoeHybridForCausalLM:
+// the fixtures of scripts/make_fixtures.py (mamba2: 2 groups, a 4-tap conv with bias;
+// mamba2_bias: projection biases, one group, tied embeddings, a 2-tap conv without bias;
+// granite_hybrid: mixer, attention, mixer layers each with a shared SwiGLU and 4 experts, and
+// Granite's scalings; granite_hybrid_dense: attention first, the shared MLP alone). transformers computes the
 // prompt logits with its chunked scan (chunk_size 16, so the 40-token prompt crosses chunks) and
 // the decode logits with its one-token update; brigade runs one scan for both, through the state
 // slots: whole prompts, prompts cut into chunks over several steps, several sequences per step
@@ -72,7 +74,7 @@ TEST_P(Mamba2, ChunksAndSeveralSequencesPerStepMatchTransformers) {
   const int vocab = model->config().vocab_size;
   auto kv = KvCache::allocate(*backend, model->kv_layout(3 * kPagesPerSeq, kPageSize, DType::f32));
   ASSERT_TRUE(kv.has_value()) << kv.status().to_string();
-  EXPECT_EQ(kv->layout().page_bytes(), 0u);
+  EXPECT_EQ(kv->layout().page_bytes() == 0, model->config().n_attention_layers() == 0);  // attention's K/V only
   const int chunk[3] = {3, 1, 7};
   const int32_t slot_of[3] = {4, 0, 2};
   std::vector<int> done(3, 0);
@@ -126,6 +128,8 @@ TEST_P(Mamba2, ChunksAndSeveralSequencesPerStepMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Mamba2, ::testing::Values("mamba2", "mamba2_bias"));
+// Granite 4.0-H: mixers and attention layers (their K/V in the pages), the MLP after each.
+INSTANTIATE_TEST_SUITE_P(Hybrids, Mamba2, ::testing::Values("granite_hybrid", "granite_hybrid_dense"));
 
 Status forward(Model& m, Backend& backend, const KvCache& kv, StepBatch b) {
   const int64_t vocab = m.config().vocab_size, r = static_cast<int64_t>(b.logit_rows.size());
@@ -235,6 +239,44 @@ TEST(Mamba2Config, ReadsPythonsInfinity) {
   EXPECT_EQ(c->ssm.dt_max, 0.0f);
   EXPECT_EQ(quote_python_floats(R"({"a": "x Infinity \" NaN", "b": [NaN, -Infinity, 1]})"),
             R"({"a": "x Infinity \" NaN", "b": ["NaN", "-Infinity", 1]})");
+}
+
+TEST(Mamba2Config, ReadsGraniteHybrids) {
+  const auto j = nlohmann::json::parse(read_text_file(fixture_dir("granite_hybrid") + "/config.json").value());
+  auto c = parse_hf_config(j.dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "granitemoehybrid");
+  EXPECT_EQ(c->ssm_layers, (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(c->n_attention_layers(), 1);
+  EXPECT_EQ(c->n_heads, 4);
+  EXPECT_EQ(c->n_kv_heads, 2);
+  EXPECT_EQ(c->head_dim, 16);
+  EXPECT_EQ(c->ssm.layout.n_heads, 8);
+  EXPECT_EQ(c->ssm.layout.n_groups, 2);
+  EXPECT_EQ(c->n_experts, 4);
+  EXPECT_EQ(c->moe_intermediate_size, 32);
+  EXPECT_EQ(c->shared_width(), 48);
+  EXPECT_FLOAT_EQ(c->attn_scale, 0.2f);
+  EXPECT_FLOAT_EQ(c->embedding_multiplier, 3.0f);
+  EXPECT_FLOAT_EQ(c->residual_multiplier, 0.5f);
+  EXPECT_FLOAT_EQ(c->logits_scaling, 2.0f);
+  // The Hub's names for the layer types (transformers 5 writes linear_/full_attention).
+  auto hub = j;
+  hub["layer_types"] = {"attention", "mamba", "mamba"};
+  auto h = parse_hf_config(hub.dump());
+  ASSERT_TRUE(h.has_value()) << h.status().to_string();
+  EXPECT_EQ(h->ssm_layers, (std::vector<bool>{false, true, true}));
+  auto refused = [&](const char* key, nlohmann::json value) {
+    auto bad = j;
+    bad[key] = std::move(value);
+    return parse_hf_config(bad.dump()).status();
+  };
+  EXPECT_EQ(refused("position_embedding_type", "rope").code(), StatusCode::unsupported);
+  EXPECT_EQ(refused("attention_bias", true).code(), StatusCode::unsupported);
+  EXPECT_EQ(refused("layer_types", {"mamba", "mlp", "mamba"}).code(), StatusCode::unsupported);
+  EXPECT_EQ(refused("layer_types", {"mamba"}).code(), StatusCode::corrupt);
+  EXPECT_EQ(refused("residual_multiplier", 0).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(refused("num_experts_per_tok", 5).code(), StatusCode::invalid_argument);
 }
 
 TEST(Mamba2Config, RefusesWhatItCannotRun) {

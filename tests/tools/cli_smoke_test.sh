@@ -135,6 +135,11 @@ want=$(python3 -c 'import json, sys; print(" ".join(map(str, json.load(open(sys.
   >"$dir/mamba_ids.txt" 2>/dev/null
 python3 -c 'import sys; got = open(sys.argv[1]).read().split(); assert got[-8:] == sys.argv[2].split(), (got, sys.argv[2])' \
   "$dir/mamba_ids.txt" "$want"
+granite=$(cd "$(dirname "$0")/../fixtures/granite_hybrid" && pwd)
+"$bin" inspect "$granite" >"$dir/granite.txt"
+grep -q "^ssm:           Mamba2 mixers in 2 of 3 layers: 8 heads of 16, 2 groups" "$dir/granite.txt"
+grep -q "^rope:          none (attention layers without positions)$" "$dir/granite.txt"
+grep -q "^granite:       embeddings x 3, sublayer outputs x 0.5, logits / 2; a shared SwiGLU of 48 in every layer$" "$dir/granite.txt"
 "$bin" make-model --arch mamba2 --out "$dir/mamba_m" --hidden 64 --layers 2 --heads 8 --head-dim 16 --ssm-groups 2 \
   --ssm-state 16 --vocab 300 --dtype f32 >/dev/null
 "$bin" --log-level info generate --model "$dir/mamba_m" --prompt "Once upon a time" --max-tokens 8 --threads 1 \
