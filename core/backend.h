@@ -155,7 +155,7 @@ struct MlaLayout {
   int row_width() const { return kv_lora_rank + rope_dim; }
 };
 
-// Mamba2's mixer (state-space layers; models/mamba2.h) over its in_proj output, one row per
+// Mamba2's mixer (state-space layers; models/state_space.h) over its in_proj output, one row per
 // token: [z (d_inner) | x (d_inner) B (G N) C (G N) | dt (H)], d_inner = H * P. x, B and C (xBC,
 // conv_dim() wide) go through a causal depthwise convolution of conv_kernel taps and SiLU; then
 // per head h (group g = h / (H / G)) each token updates the head's state S [P, N]:
@@ -442,17 +442,17 @@ class Backend {
     BRIGADE_CHECK(false, "mla_attention on a backend without MLA ops (supports_mla() is false)");
   }
 
-  // ---- state-space layers (Mamba2 mixers, SsmLayout above; models/mamba2.h) ----
+  // ---- state-space layers (Mamba2 mixers, SsmLayout above; models/state_space.h) ----
   // Whether ssm_conv and ssm_scan are implemented; a state-space model refuses to load otherwise.
   virtual bool supports_ssm() const { return false; }
-  // xbc [n, conv_dim] = silu(causal depthwise conv of proj's xBC columns), each sequence's
-  // convolution continuing from its slot of conv_state [slots, conv_kernel - 1, conv_dim] f32
-  // (the last inputs before its first row; zeros when fresh), which then holds its last
-  // conv_kernel - 1 inputs. weight [conv_dim, conv_kernel] f32, bias [conv_dim] f32 or empty.
-  // proj [n, proj_width] and xbc activations.
-  virtual void ssm_conv(const Tensor& proj, const SsmLayout& l, const Tensor& weight, const Tensor& bias,
-                        const SsmSeqs& seqs, const Tensor& conv_state, const Tensor& xbc) {
-    (void)proj, (void)l, (void)weight, (void)bias, (void)seqs, (void)conv_state, (void)xbc;
+  // out [n, C] = silu(causal depthwise conv of in's columns [col, col + C)) (Mamba2: proj's xBC
+  // columns, col = d_inner, C = conv_dim; Mamba1: in_proj's x half, col 0, C = d_inner), each
+  // sequence's convolution continuing from its slot of conv_state [slots, K - 1, C] f32 (the
+  // last inputs before its first row; zeros when fresh), which then holds its last K - 1 inputs.
+  // weight [C, K] f32, bias [C] f32 or empty. in [n, >= col + C] and out activations.
+  virtual void ssm_conv(const Tensor& in, int64_t col, const Tensor& weight, const Tensor& bias, const SsmSeqs& seqs,
+                        const Tensor& conv_state, const Tensor& out) {
+    (void)in, (void)col, (void)weight, (void)bias, (void)seqs, (void)conv_state, (void)out;
     BRIGADE_CHECK(false, "ssm_conv on a backend without state-space ops (supports_ssm() is false)");
   }
   // out [n, d_inner] = the gated, normalised scan output of each row (SsmLayout's rule) from
@@ -463,6 +463,27 @@ class Backend {
                         const SsmSeqs& seqs, const Tensor& state, const Tensor& out) {
     (void)proj, (void)xbc, (void)l, (void)p, (void)seqs, (void)state, (void)out;
     BRIGADE_CHECK(false, "ssm_scan on a backend without state-space ops (supports_ssm() is false)");
+  }
+
+  // Mamba1's selective scan (MambaForCausalLM, FalconMamba; models/state_space.h), a state [D, N] per
+  // sequence with a decay per channel and state element: for each row, channel d and n < N,
+  //   dt = softplus(dt_in[d]),  S[d, n] = exp(dt a[d, n]) S[d, n] + dt b[n] x[d],
+  //   y[d] = S[d, :] . c + skip[d] x[d],  out[d] = y[d] * silu(z[d]),
+  // S in the sequence's slot of state [slots, D, N] f32 (zeros when fresh). x, dt_in [n, D] (the
+  // conv's output; dt_proj's, its bias included), b and c [n, N], z columns [z_col, z_col + D) of
+  // `z` [n, >= z_col + D], out [n, D] activations; a [D, N] (-exp(A_log)) and skip [D] f32.
+  virtual void ssm_scan_diag(const Tensor& x, const Tensor& dt_in, const Tensor& b, const Tensor& c, const Tensor& z,
+                             int64_t z_col, const Tensor& a, const Tensor& skip, const SsmSeqs& seqs,
+                             const Tensor& state, const Tensor& out) {
+    (void)x, (void)dt_in, (void)b, (void)c, (void)z, (void)z_col, (void)a, (void)skip, (void)seqs, (void)state,
+        (void)out;
+    BRIGADE_CHECK(false, "ssm_scan_diag on a backend without state-space ops (supports_ssm() is false)");
+  }
+  // x [n, d] = relu(x)^2 in place (Nemotron-H's MLP, models/state_space.h); implemented where
+  // supports_ssm is.
+  virtual void relu_squared(const Tensor& x) {
+    (void)x;
+    BRIGADE_CHECK(false, "relu_squared on a backend without state-space ops (supports_ssm() is false)");
   }
 
   // ---- tokens on the device (the executor's device path, actors/executor/step_runner.h) ----

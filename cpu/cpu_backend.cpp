@@ -157,9 +157,15 @@ class CpuBackend final : public Backend {
     cpu::moe_experts_split(ctx_, x, gate, up, down, ids, weights, mlp, workspace, out);
   }
   bool supports_ssm() const override { return true; }
-  void ssm_conv(const Tensor& proj, const SsmLayout& l, const Tensor& weight, const Tensor& bias, const SsmSeqs& seqs,
-                const Tensor& conv_state, const Tensor& xbc) override {
-    cpu::ssm_conv(ctx_, proj, l, weight, bias, seqs, conv_state, xbc);
+  void relu_squared(const Tensor& x) override { cpu::relu_squared(ctx_, x); }
+  void ssm_conv(const Tensor& in, int64_t col, const Tensor& weight, const Tensor& bias, const SsmSeqs& seqs,
+                const Tensor& conv_state, const Tensor& out) override {
+    cpu::ssm_conv(ctx_, in, col, weight, bias, seqs, conv_state, out);
+  }
+  void ssm_scan_diag(const Tensor& x, const Tensor& dt_in, const Tensor& b, const Tensor& c, const Tensor& z,
+                     int64_t z_col, const Tensor& a, const Tensor& skip, const SsmSeqs& seqs, const Tensor& state,
+                     const Tensor& out) override {
+    cpu::ssm_scan_diag(ctx_, x, dt_in, b, c, z, z_col, a, skip, seqs, state, out);
   }
   void ssm_scan(const Tensor& proj, const Tensor& xbc, const SsmLayout& l, const SsmParams& p, const SsmSeqs& seqs,
                 const Tensor& state, const Tensor& out) override {

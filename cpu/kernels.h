@@ -102,6 +102,9 @@ struct Kernels {
   // The scalar level calls std::erf; the SIMD levels evaluate erfc by Abramowitz & Stegun 7.1.26
   // (|error| <= 1.5e-7) with the vectorised exp.
   void (*gelu_erf)(float* x, int64_t n) = nullptr;
+  // y[i] = exp(t * a[i]) * y[i] + alpha * x[i]: a Mamba1 state row's update (cpu/ssm_ops.cpp),
+  // its decay per element; the SIMD levels use the vectorised exp (within 2 ulp of expf).
+  void (*decay_axpy)(float* y, const float* a, float t, float alpha, const float* x, int64_t n) = nullptr;
 };
 
 // The most queries one Kernels::attend_scores call takes (its per-query scratch is on the stack).

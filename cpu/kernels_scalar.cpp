@@ -131,6 +131,10 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+void decay_axpy(float* y, const float* a, float t, float alpha, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::exp(t * a[i]) * y[i] + alpha * x[i];
+}
+
 void gelu_erf(float* x, int64_t n) {
   constexpr float kInvSqrt2 = 0.70710678118654752f;
   for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
@@ -143,7 +147,7 @@ const Kernels& scalar_kernels() {
                              scale_axpy, scalar_q::quantize_q8,
                              scalar_q::qmatmul_rows, scalar_q::qmatmul_rows, nullptr,
                              scalar_q::quantize_q8k, scalar_q::qkmatmul_rows, transpose_keys, attend_scores,
-                             attend_values, gelu_erf};
+                             attend_values, gelu_erf, decay_axpy};
   return table;
 }
 

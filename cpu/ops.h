@@ -93,10 +93,14 @@ void quick_gelu(const CpuContext& c, const Tensor& x);
 void scatter_rows(const CpuContext& c, const Tensor& y, const Tensor& rows, const Tensor& src);
 
 // ssm_ops.cpp (Backend::supports_ssm)
-void ssm_conv(const CpuContext& c, const Tensor& proj, const SsmLayout& l, const Tensor& weight, const Tensor& bias,
-              const SsmSeqs& seqs, const Tensor& conv_state, const Tensor& xbc);
+void ssm_conv(const CpuContext& c, const Tensor& in, int64_t col, const Tensor& weight, const Tensor& bias,
+              const SsmSeqs& seqs, const Tensor& conv_state, const Tensor& out);
+void ssm_scan_diag(const CpuContext& c, const Tensor& x, const Tensor& dt_in, const Tensor& b, const Tensor& cm,
+                   const Tensor& z, int64_t z_col, const Tensor& a, const Tensor& skip, const SsmSeqs& seqs,
+                   const Tensor& state, const Tensor& out);
 void ssm_scan(const CpuContext& c, const Tensor& proj, const Tensor& xbc, const SsmLayout& l, const SsmParams& p,
               const SsmSeqs& seqs, const Tensor& state, const Tensor& out);
+void relu_squared(const CpuContext& c, const Tensor& x);
 
 // lora_ops.cpp
 void scatter_add_rows(const CpuContext& c, const Tensor& y, const Tensor& rows, const Tensor& src);

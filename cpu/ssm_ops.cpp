@@ -1,8 +1,9 @@
-// The CPU side of the state-space ops (Backend::supports_ssm; core/backend.h SsmLayout):
-// Mamba2's causal depthwise convolution and its selective scan with the gated RMSNorm, in f32,
-// one token after another as transformers' decode path (mamba2_selective_state_update) runs them
-// (each state row's update and its dot with C through the SIMD kernels). The scan parallelises
-// over (sequence, head); the convolution over blocks of channels.
+// The CPU side of the state-space ops (Backend::supports_ssm; core/backend.h SsmLayout): the
+// causal depthwise convolution, Mamba2's selective scan with the gated RMSNorm and Mamba1's
+// (ssm_scan_diag), in f32, one token after another as transformers' decode paths run them (each
+// Mamba2 state row's update and its dot with C through the SIMD kernels), and relu_squared
+// (Nemotron-H's MLP). The scans parallelise over (sequence, head or block of channels); the
+// convolution over blocks of channels.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -43,21 +44,22 @@ std::vector<SeqRange> seq_ranges(const SsmSeqs& seqs, int64_t n_rows, int64_t n_
 
 }  // namespace
 
-void ssm_conv(const CpuContext& c, const Tensor& proj, const SsmLayout& l, const Tensor& weight, const Tensor& bias,
-              const SsmSeqs& seqs, const Tensor& conv_state, const Tensor& xbc) {
-  const int64_t n = proj.dim(0), width = l.proj_width(), ch = l.conv_dim(), k = l.conv_kernel, keep = k - 1;
-  BRIGADE_CHECK(proj.dtype == DType::f32 && xbc.dtype == DType::f32 && proj.numel() == n * width &&
-                    xbc.numel() == n * ch,
-                "ssm_conv: proj [n, proj_width] and xbc [n, conv_dim] f32");
-  BRIGADE_CHECK(weight.dtype == DType::f32 && weight.numel() == ch * k, "ssm_conv: weight [conv_dim, kernel] f32");
-  BRIGADE_CHECK(bias.empty() || (bias.dtype == DType::f32 && bias.numel() == ch), "ssm_conv: bias [conv_dim] f32");
-  BRIGADE_CHECK(k >= 1 && conv_state.dtype == DType::f32 && conv_state.row_numel() == keep * ch,
-                "ssm_conv: conv_state [slots, kernel - 1, conv_dim] f32");
+void ssm_conv(const CpuContext& c, const Tensor& in, int64_t col, const Tensor& weight, const Tensor& bias,
+              const SsmSeqs& seqs, const Tensor& conv_state, const Tensor& out) {
+  const int64_t n = in.dim(0), width = in.row_numel(), ch = out.row_numel();
+  BRIGADE_CHECK(in.dtype == DType::f32 && out.dtype == DType::f32 && out.numel() == n * ch && col >= 0 &&
+                    col + ch <= width,
+                "ssm_conv: in [n, >= col + C] and out [n, C] f32");
+  const int64_t k = ch > 0 ? weight.numel() / ch : 0, keep = k - 1;
+  BRIGADE_CHECK(weight.dtype == DType::f32 && k >= 1 && weight.numel() == ch * k, "ssm_conv: weight [C, kernel] f32");
+  BRIGADE_CHECK(bias.empty() || (bias.dtype == DType::f32 && bias.numel() == ch), "ssm_conv: bias [C] f32");
+  BRIGADE_CHECK(conv_state.dtype == DType::f32 && conv_state.row_numel() == keep * ch,
+                "ssm_conv: conv_state [slots, kernel - 1, C] f32");
   const std::vector<SeqRange> ranges = seq_ranges(seqs, n, conv_state.dim(0));
-  const float* in = proj.as<const float>() + l.d_inner();  // row r's xBC at in + r * width
+  const float* src_all = in.as<const float>() + col;  // row r's channels at src_all + r * width
   const float* w = weight.as<const float>();
   const float* b = bias.empty() ? nullptr : bias.as<const float>();
-  float* out = xbc.as<float>();
+  float* dst_all = out.as<float>();
   float* states = conv_state.as<float>();
   constexpr int64_t kBlock = 64;
   const int64_t blocks = (ch + kBlock - 1) / kBlock;
@@ -71,9 +73,9 @@ void ssm_conv(const CpuContext& c, const Tensor& proj, const SsmLayout& l, const
       for (int64_t j = 0; j < keep; ++j)
         for (int64_t x = 0; x < cw; ++x) window[static_cast<size_t>(j * kBlock + x)] = r.fresh ? 0.0f : st[j * ch + c0 + x];
       for (int64_t row = r.begin; row < r.end; ++row) {
-        const float* src = in + row * width + c0;
+        const float* src = src_all + row * width + c0;
         for (int64_t x = 0; x < cw; ++x) window[static_cast<size_t>(keep * kBlock + x)] = src[x];
-        float* dst = out + row * ch + c0;
+        float* dst = dst_all + row * ch + c0;
         for (int64_t x = 0; x < cw; ++x) {
           const float* wc = w + (c0 + x) * k;
           float acc = b ? b[c0 + x] : 0.0f;
@@ -151,6 +153,61 @@ void ssm_scan(const CpuContext& c, const Tensor& proj, const Tensor& xbc, const 
         const float inv = 1.0f / std::sqrt(sq / static_cast<float>(gsize) + p.norm_eps);
         for (int64_t i = g0; i < g0 + gsize; ++i) yr[i] = nw[i] * (yr[i] * inv);
       }
+    }
+  });
+}
+
+void ssm_scan_diag(const CpuContext& c, const Tensor& x, const Tensor& dt_in, const Tensor& b, const Tensor& cm,
+                   const Tensor& z, int64_t z_col, const Tensor& a, const Tensor& skip, const SsmSeqs& seqs,
+                   const Tensor& state, const Tensor& out) {
+  const int64_t n = x.dim(0), dim = x.row_numel(), ns = b.row_numel(), zw = z.row_numel();
+  BRIGADE_CHECK(x.dtype == DType::f32 && dt_in.dtype == DType::f32 && b.dtype == DType::f32 && cm.dtype == DType::f32 &&
+                    z.dtype == DType::f32 && out.dtype == DType::f32,
+                "ssm_scan_diag: activations f32");
+  BRIGADE_CHECK(dt_in.numel() == n * dim && out.numel() == n * dim && b.numel() == n * ns && cm.numel() == n * ns &&
+                    z.dim(0) == n && z_col >= 0 && z_col + dim <= zw,
+                "ssm_scan_diag: x, dt_in, out [n, D], b and c [n, N], z [n, >= z_col + D]");
+  BRIGADE_CHECK(a.dtype == DType::f32 && a.numel() == dim * ns && skip.dtype == DType::f32 && skip.numel() == dim,
+                "ssm_scan_diag: a [D, N] and skip [D] f32");
+  BRIGADE_CHECK(state.dtype == DType::f32 && state.row_numel() == dim * ns, "ssm_scan_diag: state [slots, D, N] f32");
+  const std::vector<SeqRange> ranges = seq_ranges(seqs, n, state.dim(0));
+  const float *xp = x.as<const float>(), *dtp = dt_in.as<const float>(), *bp = b.as<const float>();
+  const float *cp = cm.as<const float>(), *zp = z.as<const float>(), *ap = a.as<const float>();
+  const float* dp = skip.as<const float>();
+  float* yp = out.as<float>();
+  float* st_all = state.as<float>();
+  // Tasks: (sequence, block of channels); each channel's state row is its own.
+  constexpr int64_t kBlock = 16;
+  const int64_t blocks = (dim + kBlock - 1) / kBlock;
+  c.pool->parallel_for(static_cast<int64_t>(ranges.size()) * blocks, 1, [&](int64_t lo, int64_t hi, int) {
+    for (int64_t task = lo; task < hi; ++task) {
+      const SeqRange& r = ranges[static_cast<size_t>(task / blocks)];
+      const int64_t d0 = task % blocks * kBlock, d1 = std::min(dim, d0 + kBlock);
+      float* st = st_all + static_cast<int64_t>(r.slot) * dim * ns;
+      if (r.fresh) std::fill(st + d0 * ns, st + d1 * ns, 0.0f);
+      for (int64_t row = r.begin; row < r.end; ++row) {
+        const float* bv = bp + row * ns;
+        const float* cv = cp + row * ns;
+        for (int64_t d = d0; d < d1; ++d) {
+          const float dt = softplus(dtp[row * dim + d]), xv = xp[row * dim + d];
+          float* s = st + d * ns;
+          c.kernels->decay_axpy(s, ap + d * ns, dt, dt * xv, bv, ns);  // S_d = exp(dt A_d) S_d + (dt x_d) B
+          const float y = c.kernels->dot(s, cv, ns) + dp[d] * xv;
+          yp[row * dim + d] = y * silu(zp[row * zw + z_col + d]);
+        }
+      }
+    }
+  });
+}
+
+// torch's relu(x) ** 2 (transformers' ReLUSquaredActivation), x f32.
+void relu_squared(const CpuContext& c, const Tensor& x) {
+  BRIGADE_CHECK(x.dtype == DType::f32, "relu_squared: x f32");
+  float* p = x.as<float>();
+  c.pool->parallel_for(x.numel(), 16384, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      const float r = p[i] > 0.0f ? p[i] : 0.0f;
+      p[i] = r * r;
     }
   });
 }

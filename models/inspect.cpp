@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "models/checkpoint.h"
-#include "models/mamba2.h"
+#include "models/state_space.h"
 
 namespace brigade {
 namespace {
@@ -112,10 +112,19 @@ std::string format_model_info(const ModelInfo& m) {
                                  : std::to_string(c.type_vocab_size) + " token type" + (c.type_vocab_size == 1 ? "" : "s")) +
          "\n";
   }
-  if (c.recurrent()) {  // models/mamba2.h: a state per sequence instead of K/V pages
+  if (c.recurrent() && c.ssm.mamba1()) {  // Mamba1: a [N] state per channel
+    const SsmLayout& l = c.ssm.layout;
+    s += "ssm:           Mamba1 mixers in " + std::to_string(c.n_layers - c.n_attention_layers()) + " of " +
+         std::to_string(c.n_layers) + " layers: " + std::to_string(l.d_inner()) + " channels, state " +
+         std::to_string(l.state_size) + ", conv of " + std::to_string(l.conv_kernel) + " taps" +
+         (c.ssm.conv_bias ? " with bias" : "") + ", time-step rank " + std::to_string(c.ssm.dt_rank) +
+         (c.ssm.proj_bias ? ", in/out_proj biases" : "") +
+         (c.ssm.bcdt_norm_eps > 0.0f ? ", dt/B/C RMS-normed (eps " + num(c.ssm.bcdt_norm_eps) + ")" : "") + "; a " +
+         human(static_cast<double>(recurrent_state_bytes(c)), "B") + " state per sequence (no prefix cache)\n";
+  } else if (c.recurrent()) {  // models/state_space.h: a state per sequence instead of K/V pages
     const SsmLayout& l = c.ssm.layout;
     const int n_ssm = c.n_layers - c.n_attention_layers();
-    const int64_t state = mamba2_state_bytes(c);
+    const int64_t state = recurrent_state_bytes(c);
     s += "ssm:           Mamba2 mixers in " + std::to_string(n_ssm) + " of " + std::to_string(c.n_layers) + " layers: " +
          std::to_string(l.n_heads) + " heads of " + std::to_string(l.head_dim) + ", " + std::to_string(l.n_groups) +
          " group" + (l.n_groups == 1 ? "" : "s") + ", state " + std::to_string(l.state_size) + ", conv of " +
@@ -124,12 +133,19 @@ std::string format_model_info(const ModelInfo& m) {
          (c.ssm.dt_max > 0.0f || c.ssm.dt_min > 0.0f ? ", dt in [" + num(c.ssm.dt_min) + ", " + num(c.ssm.dt_max) + "]" : "") +
          "; a " + human(static_cast<double>(state), "B") + " state per sequence (no prefix cache)\n";
   }
-  if (c.arch == "granitemoehybrid") {  // Granite 4.0-H: attention without positions, and its scalings
-    s += "rope:          none (attention layers without positions)\n";
+  if (!c.mlp_layers.empty()) {  // Nemotron-H: a block of one kind per layer
+    std::string pattern;
+    for (int l = 0; l < c.n_layers; ++l)
+      pattern += c.ssm_layers[static_cast<size_t>(l)] ? 'M' : c.mlp_layers[static_cast<size_t>(l)] ? '-' : '*';
+    s += "blocks:        " + pattern + " (M Mamba2 mixer, * attention, - relu2 MLP of " +
+         std::to_string(c.intermediate_size) + (c.mlp_bias ? " with biases" : "") + ")\n";
+  }
+  if (c.nope && c.n_attention_layers() > 0) s += "rope:          none (attention layers without positions)\n";
+  if (c.arch == "granitemoehybrid") {  // Granite 4.0-H's scalings
     s += "granite:       embeddings x " + num(c.embedding_multiplier) + ", sublayer outputs x " +
          num(c.residual_multiplier) + ", logits / " + num(c.logits_scaling) + "; a shared SwiGLU of " +
          std::to_string(c.shared_width()) + " in every layer\n";
-  } else if (!c.encoder && c.n_attention_layers() > 0) {
+  } else if (!c.encoder && !c.nope && c.n_attention_layers() > 0) {
   char theta[32];
   std::snprintf(theta, sizeof(theta), "%g", static_cast<double>(c.rope_theta));
   s += std::string("rope:          theta ") + theta +

@@ -1,7 +1,7 @@
 #include "models/model.h"
 
 #include "models/bert.h"
-#include "models/mamba2.h"
+#include "models/state_space.h"
 #include "models/checkpoint.h"
 #include "models/deepseek.h"
 #include "models/llama.h"
@@ -52,13 +52,14 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
     return unsupported(path + ": LoRA adapters are not supported for " + arch + " (MLA attention); they run on the "
                        "dense Llama-family decoders (llama, qwen2, qwen3, phi3)");
   if (arch == "deepseek_v2" || arch == "deepseek_v3") return load_deepseek(*checkpoint, backend, options);
-  // State-space layers (models/mamba2.h).
-  if (arch == "mamba2" || arch == "granitemoehybrid") return load_mamba2(*checkpoint, backend, options);
+  // State-space layers (models/state_space.h).
+  if (arch == "mamba" || arch == "falcon_mamba" || arch == "mamba2" || arch == "granitemoehybrid" || arch == "nemotron_h")
+    return load_state_space(*checkpoint, backend, options);
   // Encoders: BERT, RoBERTa, XLM-RoBERTa (models/bert.h).
   if (checkpoint->config().encoder) return load_bert(*checkpoint, backend, options);
   return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3, "
                      "qwen3_moe, qwen2_moe, mixtral, phi3, gemma2, gemma3_text, gpt_oss, glm4_moe, deepseek_v2, deepseek_v3, "
-                     "the encoders bert, roberta, and mamba2, granitemoehybrid");
+                     "the encoders bert, roberta, and mamba, falcon_mamba, mamba2, granitemoehybrid, nemotron_h");
 }
 
 }  // namespace brigade

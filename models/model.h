@@ -77,7 +77,7 @@ struct StepBatch {
   // mrope_image_shift over its images before that row (each image of a merged h x w grid spans
   // max(h, w) positions for its h * w tokens). Empty: 0 for every sequence.
   std::vector<int32_t> rope_delta;
-  // Recurrent models (Model::state_slots() > 0; models/mamba2.h): [n_seqs], the state slot of
+  // Recurrent models (Model::state_slots() > 0; models/state_space.h): [n_seqs], the state slot of
   // each sequence, in [0, state_slots()), distinct within a step. A sequence whose first row is
   // position 0 starts its state afresh; any other must continue its slot exactly where its last
   // step left it (the model checks). The executor assigns slots and frees them on release.

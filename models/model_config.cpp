@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/bert_config.h"
-#include "models/mamba2_config.h"
+#include "models/state_space_config.h"
 #include "models/config_json.h"
 #include "models/deepseek_config.h"
 #include "models/gemma_config.h"
@@ -25,7 +25,7 @@ constexpr const char* kSupported =
     "language model), GptOssForCausalLM (gpt_oss), Glm4MoeForCausalLM (glm4_moe), Qwen2VLForConditionalGeneration "
     "(qwen2_vl), Qwen2_5_VLForConditionalGeneration (qwen2_5_vl); encoders: BertModel (bert), RobertaModel "
     "(roberta), XLMRobertaModel (xlm-roberta) and their ForMaskedLM / ForSequenceClassification; state-space: "
-    "Mamba2ForCausalLM (mamba2); hybrids: GraniteMoeHybridForCausalLM (granitemoehybrid)";
+    "Mamba2ForCausalLM (mamba2), MambaForCausalLM (mamba), FalconMambaForCausalLM (falcon_mamba); hybrids: GraniteMoeHybridForCausalLM (granitemoehybrid), NemotronHForCausalLM (nemotron_h)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -364,8 +364,10 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   // Python's json.dumps writes inf as a bare Infinity (Mamba2's time_step_limit).
   if (j.is_discarded()) j = json::parse(quote_python_floats(json_text), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return corrupt("config.json is not a valid JSON object");
-  if (is_mamba2(j)) return read_mamba2_config(j);  // state-space layers (models/mamba2_config.h)
+  if (is_mamba2(j)) return read_mamba2_config(j);  // state-space layers (models/state_space_config.h)
   if (is_granite_hybrid(j)) return read_granite_hybrid_config(j);  // mixers and attention (the same)
+  if (is_nemotron_h(j)) return read_nemotron_h_config(j);
+  if (is_mamba1(j)) return read_mamba1_config(j);
   if (is_gemma3_multimodal(j)) {  // its language model, text only (models/gemma_config.h)
     BRIGADE_ASSIGN_OR_RETURN(json text, gemma3_text_config(j));
     BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));

@@ -23,7 +23,8 @@ namespace brigade {
 enum class MlpActivation : uint8_t { silu, gelu_tanh, gelu };
 
 // A Mamba2 mixer's shape and options (config.json of Mamba2ForCausalLM: num_heads, head_dim,
-// n_groups, state_size, conv_kernel, expand, use_conv_bias, use_bias, time_step_limit).
+// n_groups, state_size, conv_kernel, expand, use_conv_bias, use_bias, time_step_limit), or a
+// Mamba1 mixer's (dt_rank > 0).
 struct SsmConfig {
   SsmLayout layout;
   bool conv_bias = true;   // conv1d.bias
@@ -31,6 +32,12 @@ struct SsmConfig {
   bool gated_norm = true;  // mixer.norm: Mamba2RMSNormGated over y * silu(z); false: the gate alone
   float dt_min = 0.0f;     // time_step_limit: dt clamped after softplus (dt_max <= 0: unbounded)
   float dt_max = 0.0f;
+  // Mamba1 mixers (MambaForCausalLM, FalconMamba): x_proj's time-step rank (layout: d_inner heads
+  // of 1 channel, one group; 0: Mamba2 mixers), and FalconMamba's weightless RMSNorm of dt, B
+  // and C after x_proj (its epsilon, mixer_rms_eps; 0: none).
+  int dt_rank = 0;
+  float bcdt_norm_eps = 0.0f;
+  bool mamba1() const { return dt_rank > 0; }
   bool present() const { return layout.n_heads > 0; }
 };
 
@@ -140,11 +147,18 @@ struct ModelConfig {
   int type_vocab_size = 0;
   int position_offset = 0;
 
-  // State-space layers (Mamba2 mixers; models/mamba2.h): layer l is a mixer where ssm_layers[l]
+  // State-space layers (Mamba2 mixers; models/state_space.h): layer l is a mixer where ssm_layers[l]
   // (all of them for Mamba2ForCausalLM; empty: none), each with a recurrent state per sequence
   // in place of K/V pages (the scheduler then caches no prefix: a state holds the whole past).
   SsmConfig ssm;
   std::vector<bool> ssm_layers;
+  // Hybrids whose MLPs are layers of their own (Nemotron-H's "-" blocks): layer l is one where
+  // mlp_layers[l] (empty: none); the layers neither ssm nor mlp are attention. mlp_bias: their
+  // up/down projections carry biases. nope: the attention layers have no positions (no RoPE:
+  // Granite 4.0-H, Nemotron-H).
+  std::vector<bool> mlp_layers;
+  bool mlp_bias = false;
+  bool nope = false;
   // IBM Granite's scalings (0 = none): the embeddings times embedding_multiplier, each sublayer's
   // output times residual_multiplier before its residual add, the logits divided by logits_scaling.
   float embedding_multiplier = 0.0f;
@@ -154,9 +168,10 @@ struct ModelConfig {
   bool is_mla() const { return kv_lora_rank > 0; }
   // Whether some layer keeps a recurrent state per sequence (ssm_layers).
   bool recurrent() const { return std::find(ssm_layers.begin(), ssm_layers.end(), true) != ssm_layers.end(); }
-  // Layers with attention (and K/V pages): those that are not state-space mixers.
+  // Layers with attention (and K/V pages): those that are neither state-space mixers nor MLPs.
   int n_attention_layers() const {
-    return n_layers - static_cast<int>(std::count(ssm_layers.begin(), ssm_layers.end(), true));
+    return n_layers - static_cast<int>(std::count(ssm_layers.begin(), ssm_layers.end(), true)) -
+           static_cast<int>(std::count(mlp_layers.begin(), mlp_layers.end(), true));
   }
   // The sliding window of layer l's attention (0 = full attention).
   int layer_window(int l) const {

@@ -230,7 +230,36 @@ def fixtures():
         # ... dense (Granite 4.0-H-Micro's shape: the shared MLP alone), tied embeddings.
         "granite_hybrid_dense": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", granite_hybrid_config(
             num_local_experts=0, tie_word_embeddings=True, layer_types=["attention", "mamba", "mamba"])),
+        # Nemotron-H (NemotronHForCausalLM): blocks of one kind each, mixer, relu2 MLP, attention
+        # without positions, MLP, mixer (the Hub's hybrid_override_pattern "M-*-M"); the mixers'
+        # d_inner (6 heads of 16 = 96) is not expand * hidden, as in Nemotron-Nano-9B-v2.
+        "nemotron_h": ("NemotronHConfig", "NemotronHForCausalLM", nemotron_h_config()),
+        # ... with MLP and mixer projection biases, tied embeddings, attention first.
+        "nemotron_h_bias": ("NemotronHConfig", "NemotronHForCausalLM", nemotron_h_config(
+            hybrid_override_pattern="*M-M", mlp_bias=True, use_bias=True, tie_word_embeddings=True)),
+        # Mamba1 (MambaForCausalLM, state-spaces/mamba-*-hf): d_inner 128 channels, a 16-wide state
+        # per channel, time_step_rank "auto" (4), tied embeddings.
+        "mamba1": ("MambaConfig", "MambaForCausalLM", dict(
+            vocab_size=256, hidden_size=64, num_hidden_layers=2, state_size=16, expand=2, conv_kernel=4,
+            layer_norm_epsilon=1e-5, bos_token_id=1, eos_token_id=2, pad_token_id=0)),
+        # Falcon-Mamba: Mamba1 with weightless RMSNorms of dt, B and C; here untied, with projection
+        # biases, no conv bias and time_step_rank 8.
+        "falcon_mamba": ("FalconMambaConfig", "FalconMambaForCausalLM", dict(
+            vocab_size=256, hidden_size=64, num_hidden_layers=2, state_size=16, expand=2, conv_kernel=3,
+            time_step_rank=8, use_bias=True, use_conv_bias=False, tie_word_embeddings=False,
+            layer_norm_epsilon=1e-5, mixer_rms_eps=1e-6, bos_token_id=1, eos_token_id=2, pad_token_id=0)),
     }
+
+
+def nemotron_h_config(**kw):
+    """A tiny NemotronHConfig's kwargs (fixtures())."""
+    c = dict(vocab_size=256, hidden_size=64, hybrid_override_pattern="M-*-M", num_attention_heads=4,
+             num_key_value_heads=2, head_dim=16, intermediate_size=96, mlp_hidden_act="relu2",
+             mamba_num_heads=6, mamba_head_dim=16, n_groups=2, ssm_state_size=16, conv_kernel=4,
+             expand=2, chunk_size=16, layer_norm_epsilon=1e-5, max_position_embeddings=256,
+             bos_token_id=1, eos_token_id=2, pad_token_id=0, tie_word_embeddings=False)
+    c.update(kw)
+    return c
 
 
 def granite_hybrid_config(**kw):
@@ -391,7 +420,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

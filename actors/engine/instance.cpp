@@ -14,7 +14,7 @@
 #include "core/in_process_communicator.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/membw.h"
-#include "models/mamba2.h"
+#include "models/state_space.h"
 #include "models/mapped_file.h"
 #include "models/model_config.h"
 #include "models/qwen_vision.h"
@@ -222,13 +222,13 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   // model's length when prompts are not chunked.
   const int step_tokens = std::max(inst.scheduler.max_step_tokens,
                                    dir_config && dir_config->encoder ? dir_config->max_position : 0);
-  // A recurrent model keeps a state per running sequence (models/mamba2.h): as many as
+  // A recurrent model keeps a state per running sequence (models/state_space.h): as many as
   // max_running, or as kv.memory_mb holds when fewer (then they bound max_running too); a hybrid
   // (attention layers too) gives its states at most half of kv.memory_mb and its KV pages the rest.
   int state_slots = inst.scheduler.max_running;
   int64_t state_bytes = 0;
   if (dir_config && dir_config->recurrent()) {
-    const int64_t per_slot = std::max<int64_t>(1, mamba2_state_bytes(*dir_config));
+    const int64_t per_slot = std::max<int64_t>(1, recurrent_state_bytes(*dir_config));
     const int64_t budget = inst.kv.memory_mb * 1024 * 1024 / (dir_config->n_attention_layers() > 0 ? 2 : 1);
     state_slots = static_cast<int>(std::clamp<int64_t>(budget / per_slot, 1, state_slots));
     state_bytes = per_slot * state_slots;

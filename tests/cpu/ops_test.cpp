@@ -471,5 +471,30 @@ TEST(CpuGelu, EveryLevelFollowsErfWithinAFewUlps) {
   }
 }
 
+// A Mamba1 state row's update, y = exp(t a) y + alpha x, at every SIMD level against double,
+// with decays from 1 down to underflow (t a from 0 to -120) and a length with a scalar tail.
+TEST(CpuDecayAxpy, EveryLevelFollowsDoubleWithinAFewUlps) {
+  constexpr int kN = 37;
+  std::vector<float> a(kN), x(kN), y0(kN);
+  for (int i = 0; i < kN; ++i) {
+    a[static_cast<size_t>(i)] = -0.1f * static_cast<float>(i * i) / 3.0f;  // 0 .. -44
+    x[static_cast<size_t>(i)] = std::sin(0.7f * static_cast<float>(i)) * 3.0f;
+    y0[static_cast<size_t>(i)] = std::cos(1.3f * static_cast<float>(i)) * 5.0f;
+  }
+  for (size_t li = 0; li < test::simd_levels().size(); ++li) {
+    const cpu::Kernels& kn = cpu::kernels_for(static_cast<cpu::SimdLevel>(li));
+    for (float t : {0.0f, 0.01f, 0.5f, 2.7f}) {
+      std::vector<float> y = y0;
+      kn.decay_axpy(y.data(), a.data(), t, 0.25f, x.data(), kN);
+      for (int i = 0; i < kN; ++i) {
+        const size_t k = static_cast<size_t>(i);
+        const double want = std::exp(static_cast<double>(t) * a[k]) * y0[k] + 0.25 * x[k];
+        ASSERT_NEAR(y[k], want, 4e-7 * std::max(1.0, std::abs(want)))
+            << test::simd_levels()[li] << " t " << t << " element " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace brigade

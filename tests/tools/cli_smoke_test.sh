@@ -140,6 +140,13 @@ granite=$(cd "$(dirname "$0")/../fixtures/granite_hybrid" && pwd)
 grep -q "^ssm:           Mamba2 mixers in 2 of 3 layers: 8 heads of 16, 2 groups" "$dir/granite.txt"
 grep -q "^rope:          none (attention layers without positions)$" "$dir/granite.txt"
 grep -q "^granite:       embeddings x 3, sublayer outputs x 0.5, logits / 2; a shared SwiGLU of 48 in every layer$" "$dir/granite.txt"
+nemotron=$(cd "$(dirname "$0")/../fixtures/nemotron_h" && pwd)
+"$bin" inspect "$nemotron" >"$dir/nemotron.txt"
+grep -q "^blocks:        M-\*-M (M Mamba2 mixer, \* attention, - relu2 MLP of 96)$" "$dir/nemotron.txt"
+grep -q "^rope:          none (attention layers without positions)$" "$dir/nemotron.txt"
+falcon=$(cd "$(dirname "$0")/../fixtures/falcon_mamba" && pwd)
+"$bin" inspect "$falcon" >"$dir/falcon.txt"
+grep -q "^ssm:           Mamba1 mixers in 2 of 2 layers: 128 channels, state 16, conv of 3 taps, time-step rank 8, in/out_proj biases, dt/B/C RMS-normed (eps 1e-06); a 18.43 KB state per sequence (no prefix cache)$" "$dir/falcon.txt"
 "$bin" make-model --arch mamba2 --out "$dir/mamba_m" --hidden 64 --layers 2 --heads 8 --head-dim 16 --ssm-groups 2 \
   --ssm-state 16 --vocab 300 --dtype f32 >/dev/null
 "$bin" --log-level info generate --model "$dir/mamba_m" --prompt "Once upon a time" --max-tokens 8 --threads 1 \

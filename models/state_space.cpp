@@ -1,4 +1,4 @@
-#include "models/mamba2.h"
+#include "models/state_space.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,21 +14,24 @@
 namespace brigade {
 namespace {
 
-// Where a family keeps its tensors: Mamba2ForCausalLM's backbone.* (a mixer per layer), or
-// GraniteMoeHybridForCausalLM's model.* (a mixer or attention, then the MLP, per layer).
+// Where a family keeps its tensors: Mamba2ForCausalLM's and NemotronHForCausalLM's backbone.* (a
+// mixer, attention or MLP block per layer, each under mixer.), or GraniteMoeHybridForCausalLM's
+// model.* (a mixer or attention, then the MLP, per layer).
 struct Names {
   const char* prefix;      // of every tensor but lm_head
   const char* embed;
   const char* final_norm;
-  const char* mixer_norm;  // before the mixer (or attention)
+  const char* mixer_norm;  // before the mixer (or attention, or MLP block)
   const char* mixer;       // the Mamba2 mixer's tensors
+  const char* attention;   // q/k/v/o_proj's
 };
-constexpr Names kMamba2Names{"backbone.", "embeddings.weight", "norm_f.weight", "norm.weight", "mixer."};
-constexpr Names kGraniteNames{"model.", "embed_tokens.weight", "norm.weight", "input_layernorm.weight", "mamba."};
+constexpr Names kMamba2Names{"backbone.", "embeddings.weight", "norm_f.weight", "norm.weight", "mixer.", "mixer."};
+constexpr Names kGraniteNames{"model.", "embed_tokens.weight", "norm.weight", "input_layernorm.weight", "mamba.",
+                              "self_attn."};
 
-class Mamba2Model final : public Model {
+class StateSpaceModel final : public Model {
  public:
-  Mamba2Model(const ModelConfig& config, Backend& backend, const LoadOptions& options)
+  StateSpaceModel(const ModelConfig& config, Backend& backend, const LoadOptions& options)
       : config_(config), backend_(backend), options_(options), layout_(config.ssm.layout),
         names_(config.arch == "granitemoehybrid" ? kGraniteNames : kMamba2Names),
         n_attn_(config.n_attention_layers()) {}
@@ -45,15 +48,18 @@ class Mamba2Model final : public Model {
   int64_t weight_bytes() const override { return weight_bytes_; }
   StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const override;
   int state_slots() const override { return n_slots_; }
-  int64_t state_bytes_per_slot() const override { return mamba2_state_bytes(config_); }
+  int64_t state_bytes_per_slot() const override { return recurrent_state_bytes(config_); }
 
  private:
+  enum class Kind : uint8_t { ssm, attention, mlp };
   struct Layer {
-    bool ssm = true;
+    Kind kind = Kind::ssm;
     OwnedTensor norm;  // before the mixer or attention
     // The mixer (ssm).
     OwnedTensor in_proj, in_bias, conv_w, conv_b, a, d, dt_bias, gated_norm, out_proj, out_bias;
-    OwnedTensor conv_state, ssm_state;  // [slots, kernel - 1, conv_dim], [slots, H, P, N] f32
+    OwnedTensor conv_state, ssm_state;  // [slots, kernel - 1, conv channels], [slots, H, P, N] f32
+    // Mamba1's: x_proj's dt, B and C rows as three matrices, dt_proj (+ bias); a is [D, N] there.
+    OwnedTensor x_dt, x_b, x_c, dt_proj, dt_bias1;
     // Attention (!ssm): q|k|v fused, o; its K/V is layer kv_index of the KV cache.
     OwnedTensor qkv, o;
     int kv_index = -1;
@@ -61,13 +67,19 @@ class Mamba2Model final : public Model {
     // the MoE block beside the routed experts.
     OwnedTensor ffn_norm, mlp_gate_up, mlp_down;
     MoeBlock moe;
+    // Nemotron-H's MLP block (Kind::mlp): up_proj, relu2, down_proj (biases with mlp_bias).
+    OwnedTensor up, up_bias, down, down_bias;
   };
   // A vector of `shape` (numel n) read as f32 through f (element, index), uploaded.
   template <typename F>
   Expected<OwnedTensor> host_vector(const Checkpoint& ck, const std::string& name, const std::vector<int64_t>& shape, F f);
   Status load_mixer(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L);
+  Status load_mixer1(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L);
+  // A Mamba1 mixer of normed [n, hidden] into delta.
+  void run_mixer1(const Layer& L, int64_t n, const SsmSeqs& seqs, const Tensor& normed, const Tensor& delta);
   Status load_attention(WeightLoader& w, const std::string& p, Layer& L);
   Status load_mlp(WeightLoader& w, const std::string& p, Layer& L);
+  Status load_mlp_block(WeightLoader& w, const std::string& p, Layer& L);
   // Checks the step's state slots and decides which sequences start afresh (fresh_).
   Status plan_states(const StepBatch& batch);
   bool granite() const { return config_.arch == "granitemoehybrid"; }
@@ -90,12 +102,13 @@ class Mamba2Model final : public Model {
   MoeScratch moe_scratch_;
   StepInputs ints_;
   OwnedTensor slots_, fresh_;
-  OwnedTensor residual_, normed_, delta_, proj_, xbc_, y_, selected_, qkv_, attn_, mlp_, act_;
+  OwnedTensor residual_, normed_, delta_, proj_, xbc_, y_, selected_, qkv_, attn_, mlp_, act_, up_;
+  OwnedTensor dtr_, bm_, cm_, dt_, ones_;  // Mamba1: x_proj's parts, dt, FalconMamba's unit norm weights
   std::vector<int32_t> slots_host_, fresh_host_;  // the step's slot of each sequence, and which start afresh
 };
 
 template <typename F>
-Expected<OwnedTensor> Mamba2Model::host_vector(const Checkpoint& ck, const std::string& name,
+Expected<OwnedTensor> StateSpaceModel::host_vector(const Checkpoint& ck, const std::string& name,
                                                const std::vector<int64_t>& shape, F f) {
   BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck.tensor(name, shape));
   if (t.block_quantized() || (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16))
@@ -109,7 +122,7 @@ Expected<OwnedTensor> Mamba2Model::host_vector(const Checkpoint& ck, const std::
   return out;
 }
 
-Status Mamba2Model::load_mixer(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L) {
+Status StateSpaceModel::load_mixer(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L) {
   const int64_t h = config_.hidden_size, di = layout_.d_inner(), ch = layout_.conv_dim(), heads = layout_.n_heads;
   const int64_t k = layout_.conv_kernel;
   const std::string m = p + names_.mixer;
@@ -135,10 +148,41 @@ Status Mamba2Model::load_mixer(const Checkpoint& ck, WeightLoader& w, const std:
   return Status::ok();
 }
 
-Status Mamba2Model::load_attention(WeightLoader& w, const std::string& p, Layer& L) {
+// MambaMixer's tensors: in_proj [2 D, hidden] (x rows, then z), conv1d [D, 1, K], x_proj
+// [R + 2 N, D] (loaded as its dt, B and C rows), dt_proj [D, R] + bias, A_log [D, N], D [D],
+// out_proj [hidden, D].
+Status StateSpaceModel::load_mixer1(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L) {
+  const int64_t h = config_.hidden_size, di = layout_.d_inner(), ns = layout_.state_size, k = layout_.conv_kernel;
+  const int64_t r = config_.ssm.dt_rank;
+  const std::string m = p + names_.mixer;
+  BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.matrix(m + "in_proj.weight", 2 * di, h));
+  BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.matrix(m + "out_proj.weight", h, di));
+  if (config_.ssm.proj_bias) {
+    BRIGADE_ASSIGN_OR_RETURN(L.in_bias, w.vector_f32({m + "in_proj.bias"}, {2 * di}));
+    BRIGADE_ASSIGN_OR_RETURN(L.out_bias, w.vector_f32({m + "out_proj.bias"}, {h}));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(L.conv_w, host_vector(ck, m + "conv1d.weight", {di, 1, k}, [](float v, int64_t) { return v; }));
+  if (config_.ssm.conv_bias) {
+    BRIGADE_ASSIGN_OR_RETURN(L.conv_b, w.vector_f32({m + "conv1d.bias"}, {di}));
+  }
+  const std::string x_proj = m + "x_proj.weight";
+  BRIGADE_ASSIGN_OR_RETURN(L.x_dt, w.matrix(x_proj, r + 2 * ns, di, {0, r}));
+  BRIGADE_ASSIGN_OR_RETURN(L.x_b, w.matrix(x_proj, r + 2 * ns, di, {r, ns}));
+  BRIGADE_ASSIGN_OR_RETURN(L.x_c, w.matrix(x_proj, r + 2 * ns, di, {r + ns, ns}));
+  BRIGADE_ASSIGN_OR_RETURN(L.dt_proj, w.matrix(m + "dt_proj.weight", di, r));
+  BRIGADE_ASSIGN_OR_RETURN(L.dt_bias1, w.vector_f32({m + "dt_proj.bias"}, {di}));
+  BRIGADE_ASSIGN_OR_RETURN(L.a, host_vector(ck, m + "A_log", {di, ns}, [](float v, int64_t) { return -std::exp(v); }));
+  BRIGADE_ASSIGN_OR_RETURN(L.d, w.vector_f32({m + "D"}, {di}));
+  BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * di));
+  BRIGADE_ASSIGN_OR_RETURN(L.ssm_state, alloc_tensor(backend_, DType::f32, n_slots_, di * ns));
+  dense_linear_ += static_cast<double>(2 * di * h + h * di + (r + 2 * ns) * di + di * r);
+  return Status::ok();
+}
+
+Status StateSpaceModel::load_attention(WeightLoader& w, const std::string& p, Layer& L) {
   const int64_t h = config_.hidden_size, q = int64_t{config_.n_heads} * config_.head_dim;
   const int64_t kv = int64_t{config_.n_kv_heads} * config_.head_dim;
-  const std::string a = p + "self_attn.";
+  const std::string a = p + names_.attention;
   BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.fused({a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}, {q, kv, kv}, h));
   BRIGADE_ASSIGN_OR_RETURN(L.o, w.matrix(a + "o_proj.weight", h, q));
   dense_linear_ += static_cast<double>((q + 2 * kv) * h + h * q);
@@ -149,7 +193,7 @@ Status Mamba2Model::load_attention(WeightLoader& w, const std::string& p, Layer&
 // output_linear [hidden, S]; with experts, block_sparse_moe.router.layer [E, hidden],
 // input_linear [E, 2 I, hidden] (each expert's gate rows, then its up rows) and output_linear
 // [E, hidden, I]: MoeBlock's layout, the shared MLP as its shared expert.
-Status Mamba2Model::load_mlp(WeightLoader& w, const std::string& p, Layer& L) {
+Status StateSpaceModel::load_mlp(WeightLoader& w, const std::string& p, Layer& L) {
   const int64_t h = config_.hidden_size, shared = config_.shared_expert_intermediate_size;
   BRIGADE_ASSIGN_OR_RETURN(L.ffn_norm, w.vector_f32({p + "post_attention_layernorm.weight"}, {h}));
   dense_linear_ += static_cast<double>(3 * shared * h);
@@ -177,7 +221,19 @@ Status Mamba2Model::load_mlp(WeightLoader& w, const std::string& p, Layer& L) {
   return Status::ok();
 }
 
-Status Mamba2Model::load(const Checkpoint& ck) {
+Status StateSpaceModel::load_mlp_block(WeightLoader& w, const std::string& p, Layer& L) {
+  const int64_t h = config_.hidden_size, inter = config_.intermediate_size;
+  BRIGADE_ASSIGN_OR_RETURN(L.up, w.matrix(p + "mixer.up_proj.weight", inter, h));
+  BRIGADE_ASSIGN_OR_RETURN(L.down, w.matrix(p + "mixer.down_proj.weight", h, inter));
+  if (config_.mlp_bias) {
+    BRIGADE_ASSIGN_OR_RETURN(L.up_bias, w.vector_f32({p + "mixer.up_proj.bias"}, {inter}));
+    BRIGADE_ASSIGN_OR_RETURN(L.down_bias, w.vector_f32({p + "mixer.down_proj.bias"}, {h}));
+  }
+  dense_linear_ += static_cast<double>(2 * inter * h);
+  return Status::ok();
+}
+
+Status StateSpaceModel::load(const Checkpoint& ck) {
   WeightLoader w(ck, backend_, options_.weight_dtype);
   const int64_t h = config_.hidden_size;
   const std::string pre = names_.prefix;
@@ -185,6 +241,9 @@ Status Mamba2Model::load(const Checkpoint& ck) {
   if (!w.has(embed) && w.has("backbone.embedding.weight")) embed = "backbone.embedding.weight";  // older Mamba2 files
   BRIGADE_ASSIGN_OR_RETURN(ends_.embed, w.table(embed, config_.vocab_size, h));
   BRIGADE_ASSIGN_OR_RETURN(ends_.final_norm, w.vector_f32({pre + names_.final_norm}, {h}));
+  // A stored lm_head is the head even where the config says tied: transformers' Nemotron-H never
+  // ties (its _tied_weights_keys is empty), so its checkpoints may carry both.
+  if (config_.tie_embeddings && w.has("lm_head.weight")) config_.tie_embeddings = false;
   if (!config_.tie_embeddings) {
     BRIGADE_ASSIGN_OR_RETURN(ends_.lm_head, w.table("lm_head.weight", config_.vocab_size, h));
   }
@@ -195,10 +254,17 @@ Status Mamba2Model::load(const Checkpoint& ck) {
   for (int l = 0; l < config_.n_layers; ++l) {
     Layer& L = layers_[static_cast<size_t>(l)];
     const std::string p = pre + "layers." + std::to_string(l) + ".";
-    L.ssm = config_.ssm_layers[static_cast<size_t>(l)];
+    const size_t i = static_cast<size_t>(l);
+    L.kind = config_.ssm_layers[i] ? Kind::ssm
+             : !config_.mlp_layers.empty() && config_.mlp_layers[i] ? Kind::mlp
+                                                                    : Kind::attention;
     BRIGADE_ASSIGN_OR_RETURN(L.norm, w.vector_f32({p + names_.mixer_norm}, {h}));
-    if (L.ssm) {
+    if (L.kind == Kind::ssm && config_.ssm.mamba1()) {
+      BRIGADE_RETURN_IF_ERROR(load_mixer1(ck, w, p, L));
+    } else if (L.kind == Kind::ssm) {
       BRIGADE_RETURN_IF_ERROR(load_mixer(ck, w, p, L));
+    } else if (L.kind == Kind::mlp) {
+      BRIGADE_RETURN_IF_ERROR(load_mlp_block(w, p, L));
     } else {
       BRIGADE_RETURN_IF_ERROR(load_attention(w, p, L));
       L.kv_index = kv_index++;
@@ -216,7 +282,22 @@ Status Mamba2Model::load(const Checkpoint& ck) {
   BRIGADE_ASSIGN_OR_RETURN(normed_, alloc_tensor(backend_, act, n, h));
   BRIGADE_ASSIGN_OR_RETURN(delta_, alloc_tensor(backend_, act, n, h));
   BRIGADE_ASSIGN_OR_RETURN(selected_, alloc_tensor(backend_, act, n, h));
-  if (n_attn_ < config_.n_layers) {
+  if (std::count(config_.mlp_layers.begin(), config_.mlp_layers.end(), true) > 0) {
+    BRIGADE_ASSIGN_OR_RETURN(up_, alloc_tensor(backend_, act, n, config_.intermediate_size));
+  }
+  if (config_.ssm.mamba1()) {  // proj_ holds x|z [n, 2 D], xbc_ the conv's output [n, D]
+    const int64_t di = layout_.d_inner(), ns = layout_.state_size;
+    BRIGADE_ASSIGN_OR_RETURN(proj_, alloc_tensor(backend_, act, n, 2 * di));
+    BRIGADE_ASSIGN_OR_RETURN(xbc_, alloc_tensor(backend_, act, n, di));
+    BRIGADE_ASSIGN_OR_RETURN(y_, alloc_tensor(backend_, act, n, di));
+    BRIGADE_ASSIGN_OR_RETURN(dt_, alloc_tensor(backend_, act, n, di));
+    BRIGADE_ASSIGN_OR_RETURN(dtr_, alloc_tensor(backend_, act, n, config_.ssm.dt_rank));
+    BRIGADE_ASSIGN_OR_RETURN(bm_, alloc_tensor(backend_, act, n, ns));
+    BRIGADE_ASSIGN_OR_RETURN(cm_, alloc_tensor(backend_, act, n, ns));
+    const std::vector<float> ones(static_cast<size_t>(std::max<int64_t>(config_.ssm.dt_rank, ns)), 1.0f);
+    BRIGADE_ASSIGN_OR_RETURN(ones_, alloc_tensor(backend_, DType::f32, 1, static_cast<int64_t>(ones.size())));
+    backend_.upload(ones_.tensor, ones.data());
+  } else if (config_.recurrent()) {
     BRIGADE_ASSIGN_OR_RETURN(proj_, alloc_tensor(backend_, act, n, layout_.proj_width()));
     BRIGADE_ASSIGN_OR_RETURN(xbc_, alloc_tensor(backend_, act, n, layout_.conv_dim()));
     BRIGADE_ASSIGN_OR_RETURN(y_, alloc_tensor(backend_, act, n, layout_.d_inner()));
@@ -237,7 +318,7 @@ Status Mamba2Model::load(const Checkpoint& ck) {
   return Status::ok();
 }
 
-Status Mamba2Model::plan_states(const StepBatch& batch) {
+Status StateSpaceModel::plan_states(const StepBatch& batch) {
   const int n_seqs = batch.n_seqs();
   if (!batch.state_slots.empty() && static_cast<int>(batch.state_slots.size()) != n_seqs)
     return invalid_argument("a recurrent model's step needs a state slot per sequence (StepBatch::state_slots): " +
@@ -269,7 +350,7 @@ Status Mamba2Model::plan_states(const StepBatch& batch) {
   return Status::ok();
 }
 
-void Mamba2Model::run_mlp(const Layer& L, int64_t n, const Tensor& normed, const Tensor& delta) {
+void StateSpaceModel::run_mlp(const Layer& L, int64_t n, const Tensor& normed, const Tensor& delta) {
   if (config_.n_experts > 0) {  // the routed experts and the shared MLP, summed
     run_moe_block(backend_, config_, moe_shard_, L.moe, moe_scratch_, normed, delta);
     return;
@@ -280,7 +361,30 @@ void Mamba2Model::run_mlp(const Layer& L, int64_t n, const Tensor& normed, const
   backend_.matmul(act, L.mlp_down.tensor, Tensor(), delta);
 }
 
-Status Mamba2Model::forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
+void StateSpaceModel::run_mixer1(const Layer& L, int64_t n, const SsmSeqs& seqs, const Tensor& normed,
+                             const Tensor& delta) {
+  const int64_t ns = layout_.state_size, r = config_.ssm.dt_rank;
+  const Tensor xz = proj_.tensor.rows(0, n), x = xbc_.tensor.rows(0, n), y = y_.tensor.rows(0, n);
+  const Tensor dtr = dtr_.tensor.rows(0, n), bm = bm_.tensor.rows(0, n), cm = cm_.tensor.rows(0, n);
+  const Tensor dt = dt_.tensor.rows(0, n);
+  Backend& b = backend_;
+  b.matmul(normed, L.in_proj.tensor, L.in_bias.tensor, xz);
+  b.ssm_conv(xz, 0, L.conv_w.tensor, L.conv_b.tensor, seqs, L.conv_state.tensor, x);
+  b.matmul(x, L.x_dt.tensor, Tensor(), dtr);
+  b.matmul(x, L.x_b.tensor, Tensor(), bm);
+  b.matmul(x, L.x_c.tensor, Tensor(), cm);
+  if (const float eps = config_.ssm.bcdt_norm_eps; eps > 0.0f) {  // FalconMamba: weightless RMSNorms
+    const Tensor& ones = ones_.tensor;
+    b.rms_norm(dtr, Tensor(ones.data, DType::f32, {r}), eps, dtr);
+    b.rms_norm(bm, Tensor(ones.data, DType::f32, {ns}), eps, bm);
+    b.rms_norm(cm, Tensor(ones.data, DType::f32, {ns}), eps, cm);
+  }
+  b.matmul(dtr, L.dt_proj.tensor, L.dt_bias1.tensor, dt);
+  b.ssm_scan_diag(x, dt, bm, cm, xz, layout_.d_inner(), L.a.tensor, L.d.tensor, seqs, L.ssm_state.tensor, y);
+  b.matmul(y, L.out_proj.tensor, L.out_bias.tensor, delta);
+}
+
+Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
   const StepLimits limits{config_.vocab_size,  config_.max_position, options_.max_batch_tokens, n_attn_,
                           n_attn_ > 0 ? config_.n_kv_heads : 0, n_attn_ > 0 ? config_.head_dim : 0};
   BRIGADE_ASSIGN_OR_RETURN(const StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
@@ -312,15 +416,22 @@ Status Mamba2Model::forward(const StepBatch& batch, const KvCache& kv, const Ten
     // The previous sublayer's output joins the residual in the same pass as this norm.
     if (l == 0) b.rms_norm(residual, L.norm.tensor, eps, normed);
     else b.add_rms_norm(residual, delta, L.norm.tensor, eps, normed);
-    if (L.ssm) {
+    if (L.kind == Kind::mlp) {  // Nemotron-H's: up_proj, relu2, down_proj
+      const Tensor up = up_.tensor.rows(0, n);
+      b.matmul(normed, L.up.tensor, L.up_bias.tensor, up);
+      b.relu_squared(up);
+      b.matmul(up, L.down.tensor, L.down_bias.tensor, delta);
+    } else if (L.kind == Kind::ssm && config_.ssm.mamba1()) {
+      run_mixer1(L, n, seqs, normed, delta);
+    } else if (L.kind == Kind::ssm) {
       const Tensor proj = proj_.tensor.rows(0, n), xbc = xbc_.tensor.rows(0, n), y = y_.tensor.rows(0, n);
       b.matmul(normed, L.in_proj.tensor, L.in_bias.tensor, proj);
-      b.ssm_conv(proj, layout_, L.conv_w.tensor, L.conv_b.tensor, seqs, L.conv_state.tensor, xbc);
+      b.ssm_conv(proj, layout_.d_inner(), L.conv_w.tensor, L.conv_b.tensor, seqs, L.conv_state.tensor, xbc);
       const SsmParams params{L.a.tensor, L.d.tensor, L.dt_bias.tensor, config_.ssm.dt_min, config_.ssm.dt_max,
                              L.gated_norm.tensor, eps};
       b.ssm_scan(proj, xbc, layout_, params, seqs, L.ssm_state.tensor, y);
       b.matmul(y, L.out_proj.tensor, L.out_bias.tensor, delta);
-    } else {  // attention without positions (Granite 4.0-H's), softmax scale attention_multiplier
+    } else {  // attention without positions (Granite 4.0-H's, Nemotron-H's): its softmax scale, no RoPE
       const Tensor qkv = qkv_.tensor.rows(0, n), attn = attn_.tensor.rows(0, n);
       const KvLayer cache = kv.layer(L.kv_index);
       b.matmul(normed, L.qkv.tensor, Tensor(), qkv);
@@ -349,19 +460,21 @@ Status Mamba2Model::forward(const StepBatch& batch, const KvCache& kv, const Ten
 // rows and the head; each sequence's state read and written once per step, the scan's flops
 // (about 6 per state element per token: decay, input, output) and the conv's; the attention
 // layers' K/V reads and writes and 4 * head_dim flops per head per (query, key) pair.
-StepCost Mamba2Model::step_cost(const StepBatch& batch, double kv_bytes_per_token) const {
+StepCost StateSpaceModel::step_cost(const StepBatch& batch, double kv_bytes_per_token) const {
   const double n = batch.n_tokens(), h = config_.hidden_size;
   const double per_param = static_cast<double>(weight_bytes_) / static_cast<double>(std::max<int64_t>(n_params_, 1));
   const bool any_logits = !batch.logit_rows.empty();
   const double state = static_cast<double>(state_bytes_per_slot());
-  const double n_ssm = config_.n_layers - n_attn_, sparse = config_.n_experts > 0 ? config_.n_layers : 0;
+  const double n_ssm = static_cast<double>(std::count(config_.ssm_layers.begin(), config_.ssm_layers.end(), true));
+  const double sparse = config_.n_experts > 0 ? config_.n_layers : 0;
   const double experts_read = std::min<double>(config_.n_experts, n * config_.n_experts_per_tok);
   StepCost c;
   c.flops = 2.0 * (dense_linear_ + sparse * config_.n_experts_per_tok * expert_params_) * n +
             2.0 * static_cast<double>(batch.logit_rows.size()) * config_.vocab_size * h +
             n * n_ssm *
                 (6.0 * static_cast<double>(layout_.d_inner()) * layout_.state_size +
-                 2.0 * static_cast<double>(layout_.conv_dim()) * layout_.conv_kernel);
+                 2.0 * static_cast<double>(config_.ssm.mamba1() ? layout_.d_inner() : layout_.conv_dim()) *
+                     layout_.conv_kernel);
   c.bytes = (dense_linear_ + sparse * experts_read * expert_params_) * per_param +
             ends_.step_bytes(config_, n, any_logits) + 2.0 * batch.n_seqs() * state;
   if (n_attn_ > 0) {
@@ -374,14 +487,15 @@ StepCost Mamba2Model::step_cost(const StepBatch& batch, double kv_bytes_per_toke
 
 }  // namespace
 
-int64_t mamba2_state_bytes(const ModelConfig& c) {
+int64_t recurrent_state_bytes(const ModelConfig& c) {
   const SsmLayout& l = c.ssm.layout;
   const int64_t layers = std::count(c.ssm_layers.begin(), c.ssm_layers.end(), true);
-  return layers * (int64_t{l.conv_kernel - 1} * l.conv_dim() + l.d_inner() * l.state_size) *
+  const int64_t conv_channels = c.ssm.mamba1() ? l.d_inner() : l.conv_dim();  // Mamba1 convolves x alone
+  return layers * (int64_t{l.conv_kernel - 1} * conv_channels + l.d_inner() * l.state_size) *
          static_cast<int64_t>(sizeof(float));
 }
 
-Expected<std::unique_ptr<Model>> load_mamba2(const Checkpoint& checkpoint, Backend& backend, const LoadOptions& options) {
+Expected<std::unique_ptr<Model>> load_state_space(const Checkpoint& checkpoint, Backend& backend, const LoadOptions& options) {
   const ModelConfig& c = checkpoint.config();
   if (options.max_batch_tokens < 1)
     return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
@@ -396,7 +510,7 @@ Expected<std::unique_ptr<Model>> load_mamba2(const Checkpoint& checkpoint, Backe
     return unsupported(c.arch + "'s experts need a backend with the MoE ops; backend '" + backend.name() + "' has none");
   if (const auto t = options.weight_dtype; t && *t == DType::f8e4m3)
     return unsupported("weights: fp8 is not supported for " + c.arch);
-  auto model = std::make_unique<Mamba2Model>(c, backend, options);
+  auto model = std::make_unique<StateSpaceModel>(c, backend, options);
   BRIGADE_RETURN_IF_ERROR(model->load(checkpoint));
   return std::unique_ptr<Model>(std::move(model));
 }

@@ -1,6 +1,7 @@
-// Internal to models/: the config.json of a Mamba2 language model (transformers' Mamba2Config,
-// Mamba2ForCausalLM: Mamba-Codestral, the mamba2-*-hf conversions) read into ModelConfig
-// (ModelConfig::ssm, every layer in ssm_layers). The model itself: models/mamba2.h.
+// Internal to models/: the config.json of the state-space models and hybrids (models/state_space.h)
+// read into ModelConfig (ModelConfig::ssm, ssm_layers, mlp_layers): Mamba1 (MambaConfig,
+// FalconMambaConfig), Mamba2 (Mamba2Config), Granite 4.0-H (GraniteMoeHybridConfig) and
+// Nemotron-H (NemotronHConfig).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -22,6 +23,17 @@ bool is_mamba2(const nlohmann::json& j);
 // heads not a multiple of n_groups.
 Expected<ModelConfig> read_mamba2_config(const nlohmann::json& j);
 
+// architectures[0] MambaForCausalLM or FalconMambaForCausalLM, or model_type mamba / falcon_mamba.
+bool is_mamba1(const nlohmann::json& j);
+
+// arch "mamba" or "falcon_mamba" (Mamba1 mixers: state-spaces/mamba-*-hf, Falcon-Mamba-7B):
+// hidden_size, num_hidden_layers, vocab_size, state_size, expand, conv_kernel, use_conv_bias,
+// use_bias, time_step_rank ("auto": ceil(hidden / 16)), layer_norm_epsilon, tie_word_embeddings
+// (true by default), mixer_rms_eps (falcon_mamba's norms of dt, B and C); the layout as d_inner
+// heads of one channel in one group (SsmConfig::dt_rank > 0). Refused by name: hidden_act other
+// than silu, quantization_config.
+Expected<ModelConfig> read_mamba1_config(const nlohmann::json& j);
+
 // architectures[0] GraniteMoeHybridForCausalLM, or model_type granitemoehybrid (IBM Granite 4.0-H:
 // Micro, Tiny, Small).
 bool is_granite_hybrid(const nlohmann::json& j);
@@ -37,6 +49,21 @@ bool is_granite_hybrid(const nlohmann::json& j);
 // 4.0-H's attention has no positions), attention_bias, hidden_act other than silu,
 // quantization_config.
 Expected<ModelConfig> read_granite_hybrid_config(const nlohmann::json& j);
+
+// architectures[0] NemotronHForCausalLM, or model_type nemotron_h (NVIDIA Nemotron-H 8B/47B/56B,
+// Nemotron-Nano-9B/12B-v2).
+bool is_nemotron_h(const nlohmann::json& j);
+
+// arch "nemotron_h": blocks of one kind each, from hybrid_override_pattern (M mixer, * attention,
+// - MLP) or layers_block_type / layer_types (mamba / linear_attention, attention /
+// full_attention, mlp), into ssm_layers and mlp_layers; the attention layers' heads, kv heads and
+// head_dim (softmax scale head_dim^-0.5, no positions); the MLP blocks' intermediate_size with
+// relu2 (mlp_bias); the mixers' mamba_num_heads, mamba_head_dim (d_inner = their product, not
+// expand * hidden), n_groups, ssm_state_size, conv_kernel, use_conv_bias, use_bias (in/out_proj),
+// time_step_limit (or the mamba_-prefixed names older configs use); layer_norm_epsilon. Refused by
+// name: MoE blocks (E, moe: Nemotron 3's relu2 experts), a sliding window, attention_bias,
+// other activations, MTP layers, quantization_config.
+Expected<ModelConfig> read_nemotron_h_config(const nlohmann::json& j);
 
 // Python's json.dumps writes float('inf') and float('nan') as the bare tokens Infinity,
 // -Infinity and NaN, which JSON (and nlohmann) rejects: `text` with each such token outside a

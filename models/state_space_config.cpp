@@ -1,7 +1,8 @@
-#include "models/mamba2_config.h"
+#include "models/state_space_config.h"
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "models/config_json.h"
 
@@ -94,6 +95,12 @@ bool is_architecture(const json& j, const char* architecture, const char* model_
 
 bool is_mamba2(const json& j) { return is_architecture(j, "Mamba2ForCausalLM", "mamba2"); }
 
+bool is_mamba1(const json& j) {
+  return is_architecture(j, "MambaForCausalLM", "mamba") || is_architecture(j, "FalconMambaForCausalLM", "falcon_mamba");
+}
+
+bool is_nemotron_h(const json& j) { return is_architecture(j, "NemotronHForCausalLM", "nemotron_h"); }
+
 bool is_granite_hybrid(const json& j) { return is_architecture(j, "GraniteMoeHybridForCausalLM", "granitemoehybrid"); }
 
 std::string quote_python_floats(const std::string& text) {
@@ -172,9 +179,58 @@ Expected<ModelConfig> read_mamba2_config(const json& j) {
   return c;
 }
 
+Expected<ModelConfig> read_mamba1_config(const json& j) {
+  ModelConfig c;
+  const bool falcon = is_architecture(j, "FalconMambaForCausalLM", "falcon_mamba");
+  c.arch = falcon ? "falcon_mamba" : "mamba";
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "hidden_size", c.hidden_size, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_hidden_layers", c.n_layers, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, true));
+  int state = 16, expand = 2, kernel = 4;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "state_size", state, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "expand", expand, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "conv_kernel", kernel, false));
+  for (auto [key, v] : {std::pair{"hidden_size", c.hidden_size}, {"num_hidden_layers", c.n_layers},
+                        {"vocab_size", c.vocab_size}, {"state_size", state}, {"expand", expand}, {"conv_kernel", kernel}})
+    BRIGADE_RETURN_IF_ERROR(positive(key, v));
+  // MambaMixer's d_inner channels, each its own "head" of one channel with a [N] state.
+  c.ssm.layout = SsmLayout{expand * c.hidden_size, 1, 1, state, kernel};
+  c.ssm.dt_rank = (c.hidden_size + 15) / 16;  // "auto": math.ceil(hidden_size / 16)
+  if (auto it = j.find("time_step_rank"); it != j.end() && it->is_number_integer()) c.ssm.dt_rank = it->get<int>();
+  else if (it != j.end() && !(it->is_string() && it->get<std::string>() == "auto") && !it->is_null())
+    return corrupt("config.json: time_step_rank must be an integer or \"auto\"");
+  BRIGADE_RETURN_IF_ERROR(positive("time_step_rank", c.ssm.dt_rank));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_conv_bias", c.ssm.conv_bias));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_bias", c.ssm.proj_bias));
+  c.ssm.gated_norm = false;  // y * silu(z), no norm
+  if (falcon) {
+    c.ssm.bcdt_norm_eps = 1e-6f;
+    BRIGADE_RETURN_IF_ERROR(read_float(j, "mixer_rms_eps", c.ssm.bcdt_norm_eps));
+    if (!(c.ssm.bcdt_norm_eps > 0.0f) || !std::isfinite(c.ssm.bcdt_norm_eps))
+      return invalid_argument("config.json: mixer_rms_eps must be a positive number");
+  }
+  std::string act = "silu";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
+  if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported for " + c.arch + " (silu only)");
+  c.rms_eps = 1e-5f;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "layer_norm_epsilon", c.rms_eps));
+  if (!(c.rms_eps > 0.0f) || !std::isfinite(c.rms_eps))
+    return invalid_argument("config.json: layer_norm_epsilon must be a positive number");
+  c.tie_embeddings = true;  // MambaConfig's default
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
+  c.max_position = 1 << 20;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
+  BRIGADE_RETURN_IF_ERROR(positive("max_position_embeddings", c.max_position));
+  BRIGADE_RETURN_IF_ERROR(read_ids_and_dtype(j, c));
+  c.intermediate_size = expand * c.hidden_size;
+  c.ssm_layers.assign(static_cast<size_t>(c.n_layers), true);
+  return c;
+}
+
 Expected<ModelConfig> read_granite_hybrid_config(const json& j) {
   ModelConfig c;
   c.arch = "granitemoehybrid";
+  c.nope = true;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "hidden_size", c.hidden_size, true));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "num_hidden_layers", c.n_layers, true));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, true));
@@ -274,6 +330,118 @@ Expected<ModelConfig> read_granite_hybrid_config(const json& j) {
   }
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
   c.max_position = 2048;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
+  BRIGADE_RETURN_IF_ERROR(positive("max_position_embeddings", c.max_position));
+  BRIGADE_RETURN_IF_ERROR(read_ids_and_dtype(j, c));
+  return c;
+}
+
+Expected<ModelConfig> read_nemotron_h_config(const json& j) {
+  ModelConfig c;
+  c.arch = "nemotron_h";
+  c.nope = true;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "hidden_size", c.hidden_size, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, true));
+  // The blocks: a pattern of one letter per layer, or a list of type names.
+  std::vector<char> kinds;  // 'M', '*', '-', 'E'
+  if (auto it = j.find("hybrid_override_pattern"); it != j.end() && it->is_string()) {
+    for (char ch : it->get<std::string>()) kinds.push_back(ch);
+  } else {
+    for (const char* key : {"layers_block_type", "layer_types"}) {
+      auto lt = j.find(key);
+      if (lt == j.end() || lt->is_null()) continue;
+      if (!lt->is_array()) return corrupt(std::string("config.json: ") + key + " must be a list of block types");
+      for (const auto& t : *lt) {
+        const std::string name = t.is_string() ? t.get<std::string>() : "";
+        kinds.push_back(name == "mamba" || name == "linear_attention" ? 'M'
+                        : name == "attention" || name == "full_attention" ? '*'
+                        : name == "mlp" ? '-'
+                        : name == "moe" ? 'E' : '?');
+      }
+      break;
+    }
+  }
+  if (kinds.empty())
+    return corrupt("config.json: nemotron_h needs hybrid_override_pattern or layers_block_type (its block types)");
+  c.n_layers = static_cast<int>(kinds.size());
+  c.ssm_layers.assign(kinds.size(), false);
+  c.mlp_layers.assign(kinds.size(), false);
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    switch (kinds[i]) {
+      case 'M': c.ssm_layers[i] = true; break;
+      case '-': c.mlp_layers[i] = true; break;
+      case '*': break;
+      case 'E':
+        return unsupported("config.json: nemotron_h's MoE blocks (layer " + std::to_string(i) +
+                           ": Nemotron 3's relu2 experts) are not supported; the dense Nemotron-H models are");
+      default:
+        return unsupported("config.json: nemotron_h block " + std::to_string(i) + " is of an unknown type (M, *, -)");
+    }
+  }
+  // Attention blocks.
+  c.n_heads = 32;
+  c.n_kv_heads = 8;
+  c.head_dim = 128;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_attention_heads", c.n_heads, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_key_value_heads", c.n_kv_heads, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "head_dim", c.head_dim, false));
+  for (auto [key, v] : {std::pair{"hidden_size", c.hidden_size}, {"vocab_size", c.vocab_size},
+                        {"num_attention_heads", c.n_heads}, {"num_key_value_heads", c.n_kv_heads},
+                        {"head_dim", c.head_dim}})
+    BRIGADE_RETURN_IF_ERROR(positive(key, v));
+  if (c.n_heads % c.n_kv_heads != 0)
+    return invalid_argument("config.json: num_attention_heads must be a multiple of num_key_value_heads");
+  c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  bool attention_bias = false;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", attention_bias));
+  if (attention_bias) return unsupported("config.json: attention_bias is not supported for nemotron_h");
+  int window = 0;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", window, false));
+  if (window > 0) return unsupported("config.json: sliding_window is not supported for nemotron_h");
+  int mtp = 0;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_nextn_predict_layers", mtp, false));
+  if (mtp > 0) return unsupported("config.json: nemotron_h's MTP layers (num_nextn_predict_layers) are not supported");
+  // MLP blocks: up_proj, relu2, down_proj.
+  c.intermediate_size = 21504;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "intermediate_size", c.intermediate_size, false));
+  BRIGADE_RETURN_IF_ERROR(positive("intermediate_size", c.intermediate_size));
+  std::string act = "relu2";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "mlp_hidden_act", act));
+  if (act != "relu2")
+    return unsupported("config.json: mlp_hidden_act '" + act + "' is not supported for nemotron_h (relu2 only)");
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mlp_bias", c.mlp_bias));
+  // The mixers (older configs prefix some names with mamba_).
+  SsmLayout& l = c.ssm.layout;
+  l.n_heads = 128;
+  l.head_dim = 64;
+  l.n_groups = 8;
+  l.state_size = 128;
+  l.conv_kernel = 4;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_num_heads", l.n_heads, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_head_dim", l.head_dim, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "ssm_state_size", l.state_size, false));
+  for (const char* key : {"n_groups", "mamba_n_groups"}) BRIGADE_RETURN_IF_ERROR(read_int(j, key, l.n_groups, false));
+  for (const char* key : {"conv_kernel", "mamba_d_conv"}) BRIGADE_RETURN_IF_ERROR(read_int(j, key, l.conv_kernel, false));
+  for (const char* key : {"use_conv_bias", "mamba_conv_bias"}) BRIGADE_RETURN_IF_ERROR(read_bool(j, key, c.ssm.conv_bias));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_bias", c.ssm.proj_bias));
+  for (auto [key, v] : {std::pair{"mamba_num_heads", l.n_heads}, {"mamba_head_dim", l.head_dim}, {"n_groups", l.n_groups},
+                        {"ssm_state_size", l.state_size}, {"conv_kernel", l.conv_kernel}})
+    BRIGADE_RETURN_IF_ERROR(positive(key, v));
+  if (l.n_heads % l.n_groups != 0)
+    return invalid_argument("config.json: mamba_num_heads must be a multiple of n_groups");
+  std::string mamba_act = "silu";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "mamba_hidden_act", mamba_act));
+  if (mamba_act != "silu")
+    return unsupported("config.json: mamba_hidden_act '" + mamba_act + "' is not supported for nemotron_h (silu only)");
+  json limits = j;
+  if (!j.contains("time_step_limit") && j.contains("mamba_dt_limit")) limits["time_step_limit"] = j["mamba_dt_limit"];
+  BRIGADE_RETURN_IF_ERROR(read_time_step_limit(limits, c));
+  c.rms_eps = 1e-5f;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "layer_norm_epsilon", c.rms_eps));
+  if (!(c.rms_eps > 0.0f) || !std::isfinite(c.rms_eps))
+    return invalid_argument("config.json: layer_norm_epsilon must be a positive number");
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
+  c.max_position = 4096;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
   BRIGADE_RETURN_IF_ERROR(positive("max_position_embeddings", c.max_position));
   BRIGADE_RETURN_IF_ERROR(read_ids_and_dtype(j, c));

@@ -1,12 +1,14 @@
-// Mamba2 (models/mamba2.h) against transformers' Mamba2ForCausalLM and GraniteMoeHybridForCausalLM:
-// the fixtures of scripts/make_fixtures.py (mamba2: 2 groups, a 4-tap conv with bias;
-// mamba2_bias: projection biases, one group, tied embeddings, a 2-tap conv without bias;
-// granite_hybrid: mixer, attention, mixer layers each with a shared SwiGLU and 4 experts, and
-// Granite's scalings; granite_hybrid_dense: attention first, the shared MLP alone). transformers computes the
-// prompt logits with its chunked scan (chunk_size 16, so the 40-token prompt crosses chunks) and
-// the decode logits with its one-token update; brigade runs one scan for both, through the state
-// slots: whole prompts, prompts cut into chunks over several steps, several sequences per step
-// in any slots, decode steps. Then the steps it refuses, and the config it reads.
+// The state-space models and hybrids (models/state_space.h) against transformers: the fixtures
+// of scripts/make_fixtures.py (mamba2: 2 groups, a 4-tap conv with bias; mamba2_bias: projection
+// biases, one group, tied embeddings, a 2-tap conv without bias; mamba1 and falcon_mamba: Mamba1
+// mixers, Falcon-Mamba's normed dt/B/C, biases, a 3-tap conv; granite_hybrid: mixer, attention,
+// mixer layers each with a shared SwiGLU and 4 experts, and Granite's scalings;
+// granite_hybrid_dense: attention first, the shared MLP alone; nemotron_h(_bias): mixer, relu2
+// MLP and attention blocks). transformers computes the prompt logits with its chunked scans
+// (chunk_size 16, so the 40-token prompt crosses chunks) and the decode logits with its
+// one-token updates; brigade runs one scan for both, through the state slots: whole prompts,
+// prompts cut into chunks over several steps, several sequences per step in any slots, decode
+// steps. Then the steps it refuses, and the configs it reads.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,7 +16,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "models/checkpoint.h"
-#include "models/mamba2_config.h"
+#include "models/state_space_config.h"
 #include "models/model_config.h"
 #include "hf_fixture.h"
 
@@ -42,11 +44,11 @@ float max_diff(const float* got, const std::vector<float>& want) {
   return worst;
 }
 
-class Mamba2 : public ::testing::TestWithParam<std::string> {};
+class StateSpace : public ::testing::TestWithParam<std::string> {};
 
 // The whole prompt in one step, then the greedy continuation one decode step at a time; and the
 // decode steps fed transformers' tokens against its cached decode logits.
-TEST_P(Mamba2, LogitsAndDecodeMatchTransformers) {
+TEST_P(StateSpace, LogitsAndDecodeMatchTransformers) {
   auto backend = make_cpu_backend({.n_threads = 2});
   auto model = load(GetParam(), *backend, 1);
   ASSERT_NE(model, nullptr);
@@ -66,7 +68,7 @@ TEST_P(Mamba2, LogitsAndDecodeMatchTransformers) {
 // The three prompts together, each cut into chunks of its own size (1, 3 and 7 tokens) so the
 // steps mix a sequence's first chunk with others' later ones, each sequence in a slot of its own
 // (not its index); then their greedy tokens fed together, one decode step each.
-TEST_P(Mamba2, ChunksAndSeveralSequencesPerStepMatchTransformers) {
+TEST_P(StateSpace, ChunksAndSeveralSequencesPerStepMatchTransformers) {
   auto backend = make_cpu_backend({.n_threads = 2});
   auto model = load(GetParam(), *backend, 5);
   ASSERT_NE(model, nullptr);
@@ -127,9 +129,13 @@ TEST_P(Mamba2, ChunksAndSeveralSequencesPerStepMatchTransformers) {
   EXPECT_LE(decode_worst, kLogitTol);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Mamba2, ::testing::Values("mamba2", "mamba2_bias"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, StateSpace, ::testing::Values("mamba2", "mamba2_bias"));
+// Mamba1 mixers: a state per channel (MambaForCausalLM), and FalconMamba's normed dt, B and C.
+INSTANTIATE_TEST_SUITE_P(Mamba1, StateSpace, ::testing::Values("mamba1", "falcon_mamba"));
 // Granite 4.0-H: mixers and attention layers (their K/V in the pages), the MLP after each.
-INSTANTIATE_TEST_SUITE_P(Hybrids, Mamba2, ::testing::Values("granite_hybrid", "granite_hybrid_dense"));
+// Nemotron-H: mixer, MLP and attention blocks (relu2 MLPs, attention without positions).
+INSTANTIATE_TEST_SUITE_P(Hybrids, StateSpace, ::testing::Values("granite_hybrid", "granite_hybrid_dense", "nemotron_h",
+                                                            "nemotron_h_bias"));
 
 Status forward(Model& m, Backend& backend, const KvCache& kv, StepBatch b) {
   const int64_t vocab = m.config().vocab_size, r = static_cast<int64_t>(b.logit_rows.size());
@@ -140,7 +146,7 @@ Status forward(Model& m, Backend& backend, const KvCache& kv, StepBatch b) {
 
 // A step that would read a state for a past it does not hold is refused before anything runs,
 // and the states stay as they were: the sequence then continues and still matches transformers.
-TEST(Mamba2Steps, RefusesStepsThatDoNotContinueTheirState) {
+TEST(StateSpaceSteps, RefusesStepsThatDoNotContinueTheirState) {
   auto backend = make_cpu_backend({.n_threads = 2});
   auto model = load("mamba2", *backend, 2);
   ASSERT_NE(model, nullptr);
@@ -183,7 +189,7 @@ TEST(Mamba2Steps, RefusesStepsThatDoNotContinueTheirState) {
 
 // weights: q8_0 quantizes in_proj and out_proj (the linear layers) at load, as for any decoder:
 // the logits stay within q8_0's error of transformers' and the greedy tokens follow its.
-TEST(Mamba2Steps, Q8WeightsFollowTransformers) {
+TEST(StateSpaceSteps, Q8WeightsFollowTransformers) {
   auto backend = make_cpu_backend({.n_threads = 2});
   LoadOptions o = testing::test_load_options();
   o.weight_dtype = DType::q8_0;
@@ -200,7 +206,7 @@ TEST(Mamba2Steps, Q8WeightsFollowTransformers) {
 
 std::string fixture_config() { return read_text_file(fixture_dir("mamba2") + "/config.json").value(); }
 
-TEST(Mamba2Config, ReadsTheStateSpaceFields) {
+TEST(StateSpaceConfig, ReadsTheStateSpaceFields) {
   auto c = parse_hf_config(fixture_config());
   ASSERT_TRUE(c.has_value()) << c.status().to_string();
   EXPECT_EQ(c->arch, "mamba2");
@@ -221,7 +227,7 @@ TEST(Mamba2Config, ReadsTheStateSpaceFields) {
 }
 
 // Older transformers write json.dumps's bare Infinity, which is not JSON.
-TEST(Mamba2Config, ReadsPythonsInfinity) {
+TEST(StateSpaceConfig, ReadsPythonsInfinity) {
   auto j = nlohmann::json::parse(fixture_config());
   j["time_step_limit"] = {0.001, 0.5};
   std::string text = j.dump();
@@ -241,7 +247,7 @@ TEST(Mamba2Config, ReadsPythonsInfinity) {
             R"({"a": "x Infinity \" NaN", "b": ["NaN", "-Infinity", 1]})");
 }
 
-TEST(Mamba2Config, ReadsGraniteHybrids) {
+TEST(StateSpaceConfig, ReadsGraniteHybrids) {
   const auto j = nlohmann::json::parse(read_text_file(fixture_dir("granite_hybrid") + "/config.json").value());
   auto c = parse_hf_config(j.dump());
   ASSERT_TRUE(c.has_value()) << c.status().to_string();
@@ -279,7 +285,71 @@ TEST(Mamba2Config, ReadsGraniteHybrids) {
   EXPECT_EQ(refused("num_experts_per_tok", 5).code(), StatusCode::invalid_argument);
 }
 
-TEST(Mamba2Config, RefusesWhatItCannotRun) {
+TEST(StateSpaceConfig, ReadsNemotronH) {
+  const auto j = nlohmann::json::parse(read_text_file(fixture_dir("nemotron_h") + "/config.json").value());
+  auto c = parse_hf_config(j.dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "nemotron_h");
+  EXPECT_EQ(c->n_layers, 5);
+  EXPECT_EQ(c->ssm_layers, (std::vector<bool>{true, false, false, false, true}));
+  EXPECT_EQ(c->mlp_layers, (std::vector<bool>{false, true, false, true, false}));
+  EXPECT_EQ(c->n_attention_layers(), 1);
+  EXPECT_TRUE(c->nope);
+  EXPECT_EQ(c->ssm.layout.d_inner(), 96);  // 6 heads of 16, not expand * hidden = 128
+  EXPECT_EQ(c->intermediate_size, 96);
+  EXPECT_FLOAT_EQ(c->attn_scale, 0.25f);  // head_dim^-0.5
+  // The Hub's form: a pattern of letters, and older mamba_-prefixed names.
+  auto hub = j;
+  hub.erase("layers_block_type");
+  hub["hybrid_override_pattern"] = "M*-";
+  hub.erase("n_groups");
+  hub["mamba_n_groups"] = 3;
+  auto h = parse_hf_config(hub.dump());
+  ASSERT_TRUE(h.has_value()) << h.status().to_string();
+  EXPECT_EQ(h->ssm_layers, (std::vector<bool>{true, false, false}));
+  EXPECT_EQ(h->mlp_layers, (std::vector<bool>{false, false, true}));
+  EXPECT_EQ(h->ssm.layout.n_groups, 3);
+  auto refused = [&](const char* key, nlohmann::json value) {
+    auto bad = hub;
+    bad[key] = std::move(value);
+    return parse_hf_config(bad.dump()).status();
+  };
+  EXPECT_EQ(refused("hybrid_override_pattern", "M*E").code(), StatusCode::unsupported);  // Nemotron 3's experts
+  EXPECT_EQ(refused("hybrid_override_pattern", "M*x").code(), StatusCode::unsupported);
+  EXPECT_EQ(refused("mlp_hidden_act", "silu").code(), StatusCode::unsupported);
+  EXPECT_EQ(refused("sliding_window", 128).code(), StatusCode::unsupported);
+  EXPECT_EQ(refused("num_nextn_predict_layers", 1).code(), StatusCode::unsupported);
+  EXPECT_EQ(refused("mamba_num_heads", 5).code(), StatusCode::invalid_argument);  // not a multiple of 3 groups
+}
+
+TEST(StateSpaceConfig, ReadsMamba1) {
+  const auto j = nlohmann::json::parse(read_text_file(fixture_dir("falcon_mamba") + "/config.json").value());
+  auto c = parse_hf_config(j.dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "falcon_mamba");
+  EXPECT_TRUE(c->ssm.mamba1());
+  EXPECT_EQ(c->ssm.dt_rank, 8);
+  EXPECT_EQ(c->ssm.layout.d_inner(), 128);
+  EXPECT_EQ(c->ssm.layout.state_size, 16);
+  EXPECT_EQ(c->ssm.layout.conv_kernel, 3);
+  EXPECT_FLOAT_EQ(c->ssm.bcdt_norm_eps, 1e-6f);
+  EXPECT_TRUE(c->ssm.proj_bias);
+  EXPECT_FALSE(c->ssm.conv_bias);
+  EXPECT_FALSE(c->tie_embeddings);
+  auto plain = nlohmann::json::parse(read_text_file(fixture_dir("mamba1") + "/config.json").value());
+  plain["time_step_rank"] = "auto";
+  plain.erase("tie_word_embeddings");
+  auto m = parse_hf_config(plain.dump());
+  ASSERT_TRUE(m.has_value()) << m.status().to_string();
+  EXPECT_EQ(m->arch, "mamba");
+  EXPECT_EQ(m->ssm.dt_rank, 4);  // ceil(64 / 16)
+  EXPECT_EQ(m->ssm.bcdt_norm_eps, 0.0f);
+  EXPECT_TRUE(m->tie_embeddings);  // MambaConfig's default
+  plain["time_step_rank"] = "big";
+  EXPECT_EQ(parse_hf_config(plain.dump()).status().code(), StatusCode::corrupt);
+}
+
+TEST(StateSpaceConfig, RefusesWhatItCannotRun) {
   const auto base = nlohmann::json::parse(fixture_config());
   auto refused = [&](const char* key, nlohmann::json value) {
     auto j = base;
@@ -296,7 +366,7 @@ TEST(Mamba2Config, RefusesWhatItCannotRun) {
 }
 
 // A checkpoint without a tensor the config needs fails the load naming it.
-TEST(Mamba2Config, AMissingTensorFailsTheLoad) {
+TEST(StateSpaceConfig, AMissingTensorFailsTheLoad) {
   testing::TempDir dir("mamba2_missing");
   testing::write_edited_fixture("mamba2", dir, [](std::vector<testing::StEntry>& entries) {
     std::erase_if(entries, [](const testing::StEntry& e) { return e.name == "backbone.layers.1.mixer.A_log"; });

@@ -1,8 +1,8 @@
-// Mamba2 and Granite 4.0-H hybrids (models/mamba2.h) served through the whole engine: the transformers fixtures of
-// scripts/make_fixtures.py give transformers' greedy tokens through the scheduler's chunked
-// prefill, alone and all at once, with more requests than the state memory holds slots for
-// (max_running is lowered to them), and again (nothing cached: each request computes its prompt);
-// what such an instance refuses.
+// Mamba1, Mamba2 and the Granite 4.0-H and Nemotron-H hybrids (models/state_space.h) served through the whole
+// engine: the transformers fixtures of scripts/make_fixtures.py give transformers' greedy tokens
+// through the scheduler's chunked prefill, alone and all at once, with more requests than the
+// state memory holds slots for (max_running is lowered to them), and again (nothing cached: each
+// request computes its prompt); what such an instance refuses.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -24,8 +24,9 @@ EngineOptions options(const std::string& fixture, int max_running = 8) {
   return o;
 }
 
-TEST(EngineMamba2, GreedyTokensMatchTransformers) {
-  for (const char* fixture : {"mamba2", "mamba2_bias", "granite_hybrid", "granite_hybrid_dense"}) {
+TEST(EngineStateSpace, GreedyTokensMatchTransformers) {
+  for (const char* fixture :
+       {"mamba2", "mamba2_bias", "granite_hybrid", "granite_hybrid_dense", "nemotron_h", "mamba1", "falcon_mamba"}) {
     SCOPED_TRACE(fixture);
     auto engine = testing::create_engine(options(fixture));
     ASSERT_TRUE(engine);
@@ -47,7 +48,7 @@ TEST(EngineMamba2, GreedyTokensMatchTransformers) {
 // holds 49 states of mamba2 (21 KiB each), so the instance runs at most 49 and the rest wait;
 // granite_hybrid's states get half of it (24 of them), its KV pages the rest. Every request gets
 // its tokens.
-TEST(EngineMamba2, MoreRequestsThanStateSlotsEachGetTheirTokens) {
+TEST(EngineStateSpace, MoreRequestsThanStateSlotsEachGetTheirTokens) {
   for (const char* fixture : {"mamba2", "granite_hybrid"}) {
     SCOPED_TRACE(fixture);
     EngineOptions o = options(fixture, 64);
@@ -72,7 +73,7 @@ TEST(EngineMamba2, MoreRequestsThanStateSlotsEachGetTheirTokens) {
   }
 }
 
-TEST(EngineMamba2, RefusesSpeculationAndPdRoles) {
+TEST(EngineStateSpace, RefusesSpeculationAndPdRoles) {
   EngineOptions spec = options("mamba2");
   spec.topology.instances.front().scheduler.speculative.method = "ngram";
   auto a = Engine::create(spec);

@@ -1,0 +1,42 @@
+// State-space language models and hybrids over the Backend's state-space ops (core/backend.h
+// SsmLayout), one Model for the families below (their configs: models/state_space_config.h):
+//   Mamba1 (MambaForCausalLM, FalconMambaForCausalLM) and Mamba2 (Mamba2ForCausalLM): each layer
+//     an RMSNorm and a mixer added to the residual, then norm_f and lm_head. A Mamba2 mixer is
+//     in_proj, the causal depthwise conv + SiLU, the selective scan, y * silu(z) through the
+//     grouped RMSNorm, out_proj; a Mamba1 mixer in_proj, the conv over its x half, x_proj (dt, B,
+//     C; FalconMamba RMS-normalises them), dt_proj, the per-channel scan, y * silu(z), out_proj.
+//   Granite 4.0-H (GraniteMoeHybridForCausalLM): a Mamba2 mixer or attention without positions,
+//     then a shared SwiGLU (and routed experts), per layer, with Granite's scalings.
+//   Nemotron-H (NemotronHForCausalLM): one block per layer, a Mamba2 mixer, attention without
+//     positions or a relu2 MLP.
+//
+// The past of a sequence in a mixer is not in KV pages but in a recurrent state per layer (the
+// conv's last conv_kernel - 1 inputs and the scan's state), f32, kept in one of
+// LoadOptions::state_slots slots (StepBatch::state_slots, assigned by the executor). A sequence
+// whose first row in a step is position 0 starts from zeros; any other continues its slot, and
+// the model refuses (invalid_argument) a step that does not continue a slot exactly where its
+// last step left it, so a state is never read for a past it does not hold (the scheduler runs
+// such a model without a prefix cache). The KV layout has the attention layers only (none: pages
+// only count positions). Runs where the backend has supports_ssm (the CPU), at tp 1, without LoRA.
+#pragma once
+
+#include <memory>
+
+#include "core/backend.h"
+#include "models/checkpoint.h"
+#include "models/model.h"
+
+namespace brigade {
+
+// The bytes of one sequence's recurrent state (Model::state_bytes_per_slot): per state-space
+// layer, the conv's conv_kernel - 1 inputs and the scan's d_inner x state_size, f32.
+int64_t recurrent_state_bytes(const ModelConfig& c);
+
+// Every weight shape-checked; the linear layers in the checkpoint's float type (or the one
+// options.weight_dtype asks: f32, bf16, f16, q8_0, q4_0, q4_1), the conv, A, D, dt_bias and norm
+// weights f32 (A as -exp(A_log)). max(options.state_slots, 1) state slots are allocated.
+// unsupported on a backend without the state-space ops (or, for Granite's experts, the MoE
+// ops), under tensor parallelism, with LoRA, an MTP module or fp8 weights.
+Expected<std::unique_ptr<Model>> load_state_space(const Checkpoint& checkpoint, Backend& backend, const LoadOptions& options);
+
+}  // namespace brigade
