@@ -14,18 +14,18 @@
 namespace brigade {
 namespace {
 
-// Where a family keeps its tensors: Mamba2ForCausalLM's and NemotronHForCausalLM's backbone.* (a
-// mixer, attention or MLP block per layer, each under mixer.), or GraniteMoeHybridForCausalLM's
-// model.* (a mixer or attention, then the MLP, per layer).
+// Where a family keeps its tensors: the Mamba1/Mamba2/FalconMamba and Nemotron-H checkpoints'
+// backbone.* (a mixer, attention or MLP block per layer, each under mixer.), or Granite
+// 4.0-H's model.* (a mixer or attention, then the MLP, per layer).
 struct Names {
   const char* prefix;      // of every tensor but lm_head
   const char* embed;
   const char* final_norm;
   const char* mixer_norm;  // before the mixer (or attention, or MLP block)
-  const char* mixer;       // the Mamba2 mixer's tensors
+  const char* mixer;       // the mixer's tensors
   const char* attention;   // q/k/v/o_proj's
 };
-constexpr Names kMamba2Names{"backbone.", "embeddings.weight", "norm_f.weight", "norm.weight", "mixer.", "mixer."};
+constexpr Names kBackboneNames{"backbone.", "embeddings.weight", "norm_f.weight", "norm.weight", "mixer.", "mixer."};
 constexpr Names kGraniteNames{"model.", "embed_tokens.weight", "norm.weight", "input_layernorm.weight", "mamba.",
                               "self_attn."};
 
@@ -33,12 +33,12 @@ class StateSpaceModel final : public Model {
  public:
   StateSpaceModel(const ModelConfig& config, Backend& backend, const LoadOptions& options)
       : config_(config), backend_(backend), options_(options), layout_(config.ssm.layout),
-        names_(config.arch == "granitemoehybrid" ? kGraniteNames : kMamba2Names),
+        names_(config.arch == "granitemoehybrid" ? kGraniteNames : kBackboneNames),
         n_attn_(config.n_attention_layers()) {}
 
   Status load(const Checkpoint& ck);
   const ModelConfig& config() const override { return config_; }
-  // K/V of the attention layers only; none at all for Mamba2 (pages then only count positions).
+  // K/V of the attention layers only; none at all for Mamba1/2 (pages then only count positions).
   KvLayout kv_layout(int n_pages, int page_size, DType dtype) const override {
     return KvLayout{n_attn_, n_pages, page_size, n_attn_ > 0 ? config_.n_kv_heads : 0, n_attn_ > 0 ? config_.head_dim : 0,
                     dtype};
@@ -54,13 +54,13 @@ class StateSpaceModel final : public Model {
   enum class Kind : uint8_t { ssm, attention, mlp };
   struct Layer {
     Kind kind = Kind::ssm;
-    OwnedTensor norm;  // before the mixer or attention
-    // The mixer (ssm).
+    OwnedTensor norm;  // before the mixer, attention or MLP block
+    // The mixer (Kind::ssm).
     OwnedTensor in_proj, in_bias, conv_w, conv_b, a, d, dt_bias, gated_norm, out_proj, out_bias;
     OwnedTensor conv_state, ssm_state;  // [slots, kernel - 1, conv channels], [slots, H, P, N] f32
     // Mamba1's: x_proj's dt, B and C rows as three matrices, dt_proj (+ bias); a is [D, N] there.
     OwnedTensor x_dt, x_b, x_c, dt_proj, dt_bias1;
-    // Attention (!ssm): q|k|v fused, o; its K/V is layer kv_index of the KV cache.
+    // Attention (Kind::attention): q|k|v fused, o; its K/V is layer kv_index of the KV cache.
     OwnedTensor qkv, o;
     int kv_index = -1;
     // Granite's MLP after post_attention_layernorm: the shared SwiGLU alone (no experts), or inside

@@ -14,10 +14,10 @@
 #include "core/in_process_communicator.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/membw.h"
-#include "models/state_space.h"
 #include "models/mapped_file.h"
 #include "models/model_config.h"
 #include "models/qwen_vision.h"
+#include "models/state_space.h"
 #ifdef BRIGADE_HAVE_CUDA
 #include "gpu/cuda_backend.h"
 #include "gpu/roofline.h"
@@ -164,7 +164,9 @@ Expected<std::shared_ptr<ExecutorResources>> load_rank(const ExecutorConfig& exe
   // when its backend prefers that (a GPU), unless it leads a tensor-parallel group: it then
   // hands its followers plans with the tokens filled in, so it samples on the host.
   // The MTP pass runs on the host path (actors/executor/step_runner.h).
-  res->runner.device_steps = exe.tp == 1 && !lo.mtp &&
+  // A recurrent model (models/state_space.h) runs on the host path: the device path pads decode
+  // steps with rows that would need state slots of their own.
+  res->runner.device_steps = exe.tp == 1 && !lo.mtp && !res->model->config().recurrent() &&
                              (exe.step_path == "device" || (exe.step_path == "auto" && res->backend->prefers_device_steps()));
   res->runner.max_step_tokens = lo.max_batch_tokens;
   return res;

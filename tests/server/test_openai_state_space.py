@@ -1,0 +1,79 @@
+"""State-space models and hybrids (Mamba1, Mamba2, Granite 4.0-H, Nemotron-H) served through the
+real `openai` client against `brigade serve` on the transformers fixtures of
+scripts/make_fixtures.py (tests/fixtures/<name>/expected.json: prompts of token ids, transformers'
+greedy continuation and the logits it chose each token from).
+
+/v1/completions with token-id prompts (the fixtures have no tokenizer, so the tokens come back
+as "token_id:N" with return_tokens_as_token_ids): the greedy tokens and their logprobs are
+transformers'; several requests at once, n choices and a streamed request each get them too
+(every sequence its own recurrent state; nothing cached between requests).
+Run through ctest (scripts/python-env.sh run-pytest); BRIGADE_BIN names the brigade binary.
+"""
+import concurrent.futures
+import math
+import os
+
+import pytest
+
+import fixture_server
+from fixture_server import fixtures, stop
+
+MODELS = ["mamba2", "falcon_mamba", "granite_hybrid", "nemotron_h"]
+
+
+def log_softmax_at(logits, token):
+    m = max(logits)
+    return logits[token] - m - math.log(sum(math.exp(v - m) for v in logits))
+
+
+def ids_of(tokens):
+    return [int(t.removeprefix("token_id:")) for t in tokens]
+
+
+def complete(client, name, case, **kw):
+    return client.completions.create(model=name, prompt=case["prompt"], max_tokens=len(case["greedy"]),
+                                     temperature=0, logprobs=1, extra_body={"return_tokens_as_token_ids": True,
+                                                                            "ignore_eos": True}, **kw)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_greedy_tokens_and_logprobs_are_transformers(name):
+    model_dir = fixtures(name)
+    cases = fixture_server.expected(model_dir)["cases"]
+    proc, client = fixture_server.serve(model_dir)
+    try:
+        for case in cases:
+            r = complete(client, name, case)
+            lp = r.choices[0].logprobs
+            assert ids_of(lp.tokens) == case["greedy"]
+            # The first token comes from the prompt's last logits, the rest from the decode steps.
+            rows = [case["logits"][-1]] + case["decode_logits"]
+            for got, row, token in zip(lp.token_logprobs, rows, case["greedy"]):
+                assert got == pytest.approx(log_softmax_at(row, token), abs=1e-3)
+            assert r.usage.prompt_tokens == len(case["prompt"])
+            assert r.usage.completion_tokens == len(case["greedy"])
+    finally:
+        stop(proc)
+
+
+@pytest.mark.parametrize("name", ["mamba2", "granite_hybrid"])
+def test_concurrent_requests_choices_and_streams_each_keep_their_state(name):
+    model_dir = fixtures(name)
+    cases = fixture_server.expected(model_dir)["cases"]
+    proc, client = fixture_server.serve(model_dir, "--max-num-batched-tokens", "16")
+    try:
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            futures = [pool.submit(complete, client, name, cases[i % len(cases)]) for i in range(12)]
+            for i, f in enumerate(futures):
+                assert ids_of(f.result().choices[0].logprobs.tokens) == cases[i % len(cases)]["greedy"], i
+        r = complete(client, name, cases[2], n=3)
+        assert len(r.choices) == 3
+        for c in r.choices:
+            assert ids_of(c.logprobs.tokens) == cases[2]["greedy"]
+        streamed = []
+        for chunk in complete(client, name, cases[0], stream=True):
+            if chunk.choices and chunk.choices[0].logprobs:
+                streamed += ids_of(chunk.choices[0].logprobs.tokens)
+        assert streamed == cases[0]["greedy"]
+    finally:
+        stop(proc)
