@@ -73,6 +73,36 @@ TEST(EngineStateSpace, MoreRequestsThanStateSlotsEachGetTheirTokens) {
   }
 }
 
+// A hybrid's attention pages run out: the scheduler preempts sequences (recompute), the executor
+// frees their state slots, and each preempted sequence starts its state again from position 0.
+// Eight short prompts that generate 40 tokens each in a pool of 80 positions get the tokens
+// each gets alone in a roomy pool (whose first 8 are transformers').
+TEST(EngineStateSpace, PreemptedSequencesStartTheirStateAgain) {
+  const auto cases = testing::read_fixture_cases("granite_hybrid");
+  std::vector<GenerateOptions> reqs;
+  for (int i = 0; i < 8; ++i) {
+    const auto& fc = cases[static_cast<size_t>(i % 2)];  // the 7- and 1-token prompts
+    reqs.push_back(testing::greedy_ids(fc.prompt, 40));
+  }
+  auto roomy = testing::create_engine(options("granite_hybrid", 16));
+  ASSERT_TRUE(roomy);
+  std::vector<Completion> alone;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto c = roomy->generate(reqs[i]);
+    ASSERT_TRUE(c.has_value()) << c.status().to_string();
+    const auto& greedy = cases[i % 2].greedy;
+    EXPECT_EQ(std::vector<int32_t>(c->token_ids.begin(), c->token_ids.begin() + 8), greedy) << "request " << i;
+    alone.push_back(*c);
+  }
+  EngineOptions o = options("granite_hybrid", 16);
+  o.topology.instances.front().kv.pages = 10;  // 80 positions for 8 sequences of up to 47
+  auto tight = testing::create_engine(o);
+  ASSERT_TRUE(tight);
+  const auto together = testing::run_concurrently(*tight, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(together[i].token_ids, alone[i].token_ids) << "request " << i;
+  EXPECT_GT(tight->stats().preemptions, 0u) << "the pool was too small for every sequence at once";
+}
+
 TEST(EngineStateSpace, RefusesSpeculationAndPdRoles) {
   EngineOptions spec = options("mamba2");
   spec.topology.instances.front().scheduler.speculative.method = "ngram";
