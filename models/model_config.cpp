@@ -25,7 +25,7 @@ constexpr const char* kSupported =
     "language model), GptOssForCausalLM (gpt_oss), Glm4MoeForCausalLM (glm4_moe), Qwen2VLForConditionalGeneration "
     "(qwen2_vl), Qwen2_5_VLForConditionalGeneration (qwen2_5_vl); encoders: BertModel (bert), RobertaModel "
     "(roberta), XLMRobertaModel (xlm-roberta) and their ForMaskedLM / ForSequenceClassification; state-space: "
-    "Mamba2ForCausalLM (mamba2), MambaForCausalLM (mamba), FalconMambaForCausalLM (falcon_mamba); hybrids: GraniteMoeHybridForCausalLM (granitemoehybrid), NemotronHForCausalLM (nemotron_h)";
+    "Mamba2ForCausalLM (mamba2), MambaForCausalLM (mamba), FalconMambaForCausalLM (falcon_mamba); hybrids: GraniteMoeHybridForCausalLM (granitemoehybrid), NemotronHForCausalLM (nemotron_h), JambaForCausalLM (jamba)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -368,6 +368,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   if (is_granite_hybrid(j)) return read_granite_hybrid_config(j);  // mixers and attention (the same)
   if (is_nemotron_h(j)) return read_nemotron_h_config(j);
   if (is_mamba1(j)) return read_mamba1_config(j);
+  if (is_jamba(j)) return read_jamba_config(j);
   if (is_gemma3_multimodal(j)) {  // its language model, text only (models/gemma_config.h)
     BRIGADE_ASSIGN_OR_RETURN(json text, gemma3_text_config(j));
     BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));

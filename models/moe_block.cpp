@@ -55,6 +55,7 @@ MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
   if (c.arch == "mixtral" && w.has(layer + "block_sparse_moe.gate.weight"))
     return {layer + "block_sparse_moe.", "gate", "w1", "w3", "w2"};
   if (c.arch == "gpt_oss") return {layer + "mlp.", "router", "gate_proj", "up_proj", "down_proj"};
+  if (c.arch == "jamba") return {layer + "feed_forward.", "router", "gate_proj", "up_proj", "down_proj"};
   return {layer + "mlp.", "gate", "gate_proj", "up_proj", "down_proj"};
 }
 

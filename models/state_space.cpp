@@ -15,8 +15,8 @@ namespace brigade {
 namespace {
 
 // Where a family keeps its tensors: the Mamba1/Mamba2/FalconMamba and Nemotron-H checkpoints'
-// backbone.* (a mixer, attention or MLP block per layer, each under mixer.), or Granite
-// 4.0-H's model.* (a mixer or attention, then the MLP, per layer).
+// backbone.* (a mixer, attention or MLP block per layer, each under mixer.), or Granite 4.0-H's
+// and Jamba's model.* (a mixer or attention, then the MLP, per layer).
 struct Names {
   const char* prefix;      // of every tensor but lm_head
   const char* embed;
@@ -24,16 +24,22 @@ struct Names {
   const char* mixer_norm;  // before the mixer (or attention, or MLP block)
   const char* mixer;       // the mixer's tensors
   const char* attention;   // q/k/v/o_proj's
+  const char* ffn_norm;    // before the MLP that follows the mixer or attention; nullptr: none
 };
-constexpr Names kBackboneNames{"backbone.", "embeddings.weight", "norm_f.weight", "norm.weight", "mixer.", "mixer."};
+constexpr Names kBackboneNames{"backbone.", "embeddings.weight", "norm_f.weight", "norm.weight", "mixer.", "mixer.",
+                               nullptr};
 constexpr Names kGraniteNames{"model.", "embed_tokens.weight", "norm.weight", "input_layernorm.weight", "mamba.",
-                              "self_attn."};
+                              "self_attn.", "post_attention_layernorm.weight"};
+constexpr Names kJambaNames{"model.", "embed_tokens.weight", "final_layernorm.weight", "input_layernorm.weight", "mamba.",
+                            "self_attn.", "pre_ff_layernorm.weight"};
 
 class StateSpaceModel final : public Model {
  public:
   StateSpaceModel(const ModelConfig& config, Backend& backend, const LoadOptions& options)
       : config_(config), backend_(backend), options_(options), layout_(config.ssm.layout),
-        names_(config.arch == "granitemoehybrid" ? kGraniteNames : kBackboneNames),
+        names_(config.arch == "granitemoehybrid" ? kGraniteNames
+               : config.arch == "jamba"          ? kJambaNames
+                                                 : kBackboneNames),
         n_attn_(config.n_attention_layers()) {}
 
   Status load(const Checkpoint& ck);
@@ -60,11 +66,13 @@ class StateSpaceModel final : public Model {
     OwnedTensor conv_state, ssm_state;  // [slots, kernel - 1, conv channels], [slots, H, P, N] f32
     // Mamba1's: x_proj's dt, B and C rows as three matrices, dt_proj (+ bias); a is [D, N] there.
     OwnedTensor x_dt, x_b, x_c, dt_proj, dt_bias1;
+    OwnedTensor dt_norm, b_norm, c_norm;  // Jamba's weights of those norms (FalconMamba's have none)
     // Attention (Kind::attention): q|k|v fused, o; its K/V is layer kv_index of the KV cache.
     OwnedTensor qkv, o;
     int kv_index = -1;
-    // Granite's MLP after post_attention_layernorm: the shared SwiGLU alone (no experts), or inside
-    // the MoE block beside the routed experts.
+    // The MLP after the mixer or attention (Names::ffn_norm): a SwiGLU (Granite's shared MLP, a
+    // Jamba layer's), or a MoE block (Granite's experts with the shared MLP as its shared expert,
+    // a Jamba expert layer's).
     OwnedTensor ffn_norm, mlp_gate_up, mlp_down;
     MoeBlock moe;
     // Nemotron-H's MLP block (Kind::mlp): up_proj, relu2, down_proj (biases with mlp_bias).
@@ -78,12 +86,15 @@ class StateSpaceModel final : public Model {
   // A Mamba1 mixer of normed [n, hidden] into delta.
   void run_mixer1(const Layer& L, int64_t n, const SsmSeqs& seqs, const Tensor& normed, const Tensor& delta);
   Status load_attention(WeightLoader& w, const std::string& p, Layer& L);
-  Status load_mlp(WeightLoader& w, const std::string& p, Layer& L);
+  Status load_mlp(WeightLoader& w, const std::string& p, int l, Layer& L);
   Status load_mlp_block(WeightLoader& w, const std::string& p, Layer& L);
   // Checks the step's state slots and decides which sequences start afresh (fresh_).
   Status plan_states(const StepBatch& batch);
   bool granite() const { return config_.arch == "granitemoehybrid"; }
-  // The Granite MLP of normed [n, hidden] into delta.
+  bool has_ffn() const { return names_.ffn_norm != nullptr; }
+  // The width of the dense SwiGLU after a mixer or attention: Granite's shared MLP, Jamba's MLP.
+  int64_t ffn_width() const { return granite() ? config_.shared_expert_intermediate_size : config_.intermediate_size; }
+  // The MLP after a mixer or attention (has_ffn), of normed [n, hidden] into delta.
   void run_mlp(const Layer& L, int64_t n, const Tensor& normed, const Tensor& delta);
 
   ModelConfig config_;
@@ -173,6 +184,11 @@ Status StateSpaceModel::load_mixer1(const Checkpoint& ck, WeightLoader& w, const
   BRIGADE_ASSIGN_OR_RETURN(L.dt_bias1, w.vector_f32({m + "dt_proj.bias"}, {di}));
   BRIGADE_ASSIGN_OR_RETURN(L.a, host_vector(ck, m + "A_log", {di, ns}, [](float v, int64_t) { return -std::exp(v); }));
   BRIGADE_ASSIGN_OR_RETURN(L.d, w.vector_f32({m + "D"}, {di}));
+  if (config_.arch == "jamba") {  // its dt, B and C norms have weights
+    BRIGADE_ASSIGN_OR_RETURN(L.dt_norm, w.vector_f32({m + "dt_layernorm.weight"}, {r}));
+    BRIGADE_ASSIGN_OR_RETURN(L.b_norm, w.vector_f32({m + "b_layernorm.weight"}, {ns}));
+    BRIGADE_ASSIGN_OR_RETURN(L.c_norm, w.vector_f32({m + "c_layernorm.weight"}, {ns}));
+  }
   BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * di));
   BRIGADE_ASSIGN_OR_RETURN(L.ssm_state, alloc_tensor(backend_, DType::f32, n_slots_, di * ns));
   dense_linear_ += static_cast<double>(2 * di * h + h * di + (r + 2 * ns) * di + di * r);
@@ -189,28 +205,43 @@ Status StateSpaceModel::load_attention(WeightLoader& w, const std::string& p, La
   return Status::ok();
 }
 
-// GraniteMoeHybrid's MLP: shared_mlp.input_linear [2 S, hidden] (gate rows, then up) and
-// output_linear [hidden, S]; with experts, block_sparse_moe.router.layer [E, hidden],
-// input_linear [E, 2 I, hidden] (each expert's gate rows, then its up rows) and output_linear
-// [E, hidden, I]: MoeBlock's layout, the shared MLP as its shared expert.
-Status StateSpaceModel::load_mlp(WeightLoader& w, const std::string& p, Layer& L) {
-  const int64_t h = config_.hidden_size, shared = config_.shared_expert_intermediate_size;
-  BRIGADE_ASSIGN_OR_RETURN(L.ffn_norm, w.vector_f32({p + "post_attention_layernorm.weight"}, {h}));
-  dense_linear_ += static_cast<double>(3 * shared * h);
+// The MLP after a mixer or attention. GraniteMoeHybrid's: shared_mlp.input_linear [2 S, hidden]
+// (gate rows, then up) and output_linear [hidden, S]; with experts, block_sparse_moe.router.layer
+// [E, hidden], input_linear [E, 2 I, hidden] (each expert's gate rows, then its up rows) and
+// output_linear [E, hidden, I]: MoeBlock's layout, the shared MLP as its shared expert. Jamba's:
+// feed_forward.{gate,up,down}_proj, or in its expert layers feed_forward.router and
+// feed_forward.experts.{e}.* (load_moe_block).
+Status StateSpaceModel::load_mlp(WeightLoader& w, const std::string& p, int l, Layer& L) {
+  const int64_t h = config_.hidden_size, width = ffn_width();
+  BRIGADE_ASSIGN_OR_RETURN(L.ffn_norm, w.vector_f32({p + names_.ffn_norm}, {h}));
+  // Under weights: q8_0 / q4_0 / q4_1 the experts are quantized where moe_experts multiplies the type.
+  const std::optional<DType> want = options_.weight_dtype;
+  const bool quantize = want && is_block_quantized(*want) && backend_.supports_weight_dtype(*want);
+  if (!granite()) {  // Jamba
+    if (config_.is_moe_layer(l)) {
+      BRIGADE_ASSIGN_OR_RETURN(L.moe, load_moe_block(w, config_, l, moe_shard_, quantize ? want : std::nullopt));
+      expert_params_ = static_cast<double>(3 * config_.moe_intermediate_size * h);
+      dense_linear_ += static_cast<double>(config_.n_experts * h);  // the router
+      return Status::ok();
+    }
+    const std::string f = p + "feed_forward.";
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, w.fused({f + "gate_proj.weight", f + "up_proj.weight"}, {width, width}, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_down, w.matrix(f + "down_proj.weight", h, width));
+    dense_linear_ += static_cast<double>(3 * width * h);
+    return Status::ok();
+  }
+  dense_linear_ += static_cast<double>(3 * width * h);
   if (config_.n_experts == 0) {
-    BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, w.matrix(p + "shared_mlp.input_linear.weight", 2 * shared, h));
-    BRIGADE_ASSIGN_OR_RETURN(L.mlp_down, w.matrix(p + "shared_mlp.output_linear.weight", h, shared));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, w.matrix(p + "shared_mlp.input_linear.weight", 2 * width, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_down, w.matrix(p + "shared_mlp.output_linear.weight", h, width));
     return Status::ok();
   }
   const int64_t e = config_.n_experts, inter = config_.moe_intermediate_size;
   const std::string m = p + "block_sparse_moe.";
   w.quantize_linear(false);  // the router and the shared MLP stay float under weights: q8_0, as load_moe_block keeps them
   BRIGADE_ASSIGN_OR_RETURN(L.moe.router, w.matrix(m + "router.layer.weight", e, h));
-  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_gate_up, w.matrix(p + "shared_mlp.input_linear.weight", 2 * shared, h));
-  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_down, w.matrix(p + "shared_mlp.output_linear.weight", h, shared));
-  // Under weights: q8_0 / q4_0 / q4_1 the experts are quantized where moe_experts multiplies the type.
-  const std::optional<DType> want = options_.weight_dtype;
-  const bool quantize = want && is_block_quantized(*want) && backend_.supports_weight_dtype(*want);
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_gate_up, w.matrix(p + "shared_mlp.input_linear.weight", 2 * width, h));
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_down, w.matrix(p + "shared_mlp.output_linear.weight", h, width));
   w.quantize_linear(quantize && h % dtype_block_elems(*want) == 0);
   BRIGADE_ASSIGN_OR_RETURN(L.moe.gate_up, w.stacked(m + "input_linear.weight", e, 2 * inter, h));
   w.quantize_linear(quantize && inter % dtype_block_elems(*want) == 0);
@@ -249,6 +280,7 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
   }
   n_slots_ = std::max(options_.state_slots, 1);
   slot_next_.assign(static_cast<size_t>(n_slots_), -1);
+  if (config_.n_experts > 0) moe_shard_ = moe_shard(config_, 0, 1, false);  // the whole of each sparse layer
   layers_.resize(static_cast<size_t>(config_.n_layers));
   int kv_index = 0;
   for (int l = 0; l < config_.n_layers; ++l) {
@@ -269,7 +301,7 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
       BRIGADE_RETURN_IF_ERROR(load_attention(w, p, L));
       L.kv_index = kv_index++;
     }
-    if (granite()) BRIGADE_RETURN_IF_ERROR(load_mlp(w, p, L));
+    if (has_ffn()) BRIGADE_RETURN_IF_ERROR(load_mlp(w, p, l, L));
   }
   n_params_ = w.n_params() + host_params_;
   weight_bytes_ = w.n_bytes() + host_bytes_;
@@ -307,12 +339,11 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
     BRIGADE_ASSIGN_OR_RETURN(qkv_, alloc_tensor(backend_, act, n, int64_t{q.n_heads + 2 * q.n_kv_heads} * q.head_dim));
     BRIGADE_ASSIGN_OR_RETURN(attn_, alloc_tensor(backend_, act, n, int64_t{q.n_heads} * q.head_dim));
   }
-  if (granite() && config_.n_experts == 0) {
-    BRIGADE_ASSIGN_OR_RETURN(mlp_, alloc_tensor(backend_, act, n, 2 * int64_t{config_.shared_expert_intermediate_size}));
-    BRIGADE_ASSIGN_OR_RETURN(act_, alloc_tensor(backend_, act, n, config_.shared_expert_intermediate_size));
+  if (has_ffn() && config_.n_moe_layers() < config_.n_layers) {  // layers with a dense SwiGLU
+    BRIGADE_ASSIGN_OR_RETURN(mlp_, alloc_tensor(backend_, act, n, 2 * ffn_width()));
+    BRIGADE_ASSIGN_OR_RETURN(act_, alloc_tensor(backend_, act, n, ffn_width()));
   }
-  if (granite() && config_.n_experts > 0) {
-    moe_shard_ = moe_shard(config_, 0, 1, false);
+  if (has_ffn() && config_.n_experts > 0) {
     BRIGADE_ASSIGN_OR_RETURN(moe_scratch_, allocate_moe_scratch(backend_, config_, moe_shard_, n));
   }
   return Status::ok();
@@ -351,7 +382,7 @@ Status StateSpaceModel::plan_states(const StepBatch& batch) {
 }
 
 void StateSpaceModel::run_mlp(const Layer& L, int64_t n, const Tensor& normed, const Tensor& delta) {
-  if (config_.n_experts > 0) {  // the routed experts and the shared MLP, summed
+  if (!L.moe.empty()) {  // the routed experts (and Granite's shared MLP), summed
     run_moe_block(backend_, config_, moe_shard_, L.moe, moe_scratch_, normed, delta);
     return;
   }
@@ -373,11 +404,12 @@ void StateSpaceModel::run_mixer1(const Layer& L, int64_t n, const SsmSeqs& seqs,
   b.matmul(x, L.x_dt.tensor, Tensor(), dtr);
   b.matmul(x, L.x_b.tensor, Tensor(), bm);
   b.matmul(x, L.x_c.tensor, Tensor(), cm);
-  if (const float eps = config_.ssm.bcdt_norm_eps; eps > 0.0f) {  // FalconMamba: weightless RMSNorms
+  if (const float eps = config_.ssm.bcdt_norm_eps; eps > 0.0f) {  // Jamba's RMSNorms, FalconMamba's weightless ones
     const Tensor& ones = ones_.tensor;
-    b.rms_norm(dtr, Tensor(ones.data, DType::f32, {r}), eps, dtr);
-    b.rms_norm(bm, Tensor(ones.data, DType::f32, {ns}), eps, bm);
-    b.rms_norm(cm, Tensor(ones.data, DType::f32, {ns}), eps, cm);
+    auto weight = [&](const OwnedTensor& w, int64_t d) { return w.tensor.empty() ? Tensor(ones.data, DType::f32, {d}) : w.tensor; };
+    b.rms_norm(dtr, weight(L.dt_norm, r), eps, dtr);
+    b.rms_norm(bm, weight(L.b_norm, ns), eps, bm);
+    b.rms_norm(cm, weight(L.c_norm, ns), eps, cm);
   }
   b.matmul(dtr, L.dt_proj.tensor, L.dt_bias1.tensor, dt);
   b.ssm_scan_diag(x, dt, bm, cm, xz, layout_.d_inner(), L.a.tensor, L.d.tensor, seqs, L.ssm_state.tensor, y);
@@ -440,7 +472,7 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
       b.matmul(attn, L.o.tensor, Tensor(), delta);
     }
     if (scale_residual) b.scale(delta, residual_scale);
-    if (!granite()) continue;
+    if (!has_ffn()) continue;
     b.add_rms_norm(residual, delta, L.ffn_norm.tensor, eps, normed);
     run_mlp(L, n, normed, delta);
     if (scale_residual) b.scale(delta, residual_scale);
@@ -466,7 +498,7 @@ StepCost StateSpaceModel::step_cost(const StepBatch& batch, double kv_bytes_per_
   const bool any_logits = !batch.logit_rows.empty();
   const double state = static_cast<double>(state_bytes_per_slot());
   const double n_ssm = static_cast<double>(std::count(config_.ssm_layers.begin(), config_.ssm_layers.end(), true));
-  const double sparse = config_.n_experts > 0 ? config_.n_layers : 0;
+  const double sparse = config_.n_moe_layers();
   const double experts_read = std::min<double>(config_.n_experts, n * config_.n_experts_per_tok);
   StepCost c;
   c.flops = 2.0 * (dense_linear_ + sparse * config_.n_experts_per_tok * expert_params_) * n +

@@ -84,6 +84,26 @@ Status check_ssm_layout(const SsmLayout& l, int hidden, int expand, const std::s
   return Status::ok();
 }
 
+// A hybrid's sizes: hidden_size, num_hidden_layers, vocab_size, num_attention_heads and
+// num_key_value_heads (default: the heads; they divide them), head_dim = hidden / heads.
+Status read_hybrid_sizes(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "hidden_size", c.hidden_size, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_hidden_layers", c.n_layers, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, true));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_attention_heads", c.n_heads, true));
+  c.n_kv_heads = c.n_heads;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_key_value_heads", c.n_kv_heads, false));
+  for (auto [key, v] : {std::pair{"hidden_size", c.hidden_size}, {"num_hidden_layers", c.n_layers},
+                        {"vocab_size", c.vocab_size}, {"num_attention_heads", c.n_heads},
+                        {"num_key_value_heads", c.n_kv_heads}})
+    BRIGADE_RETURN_IF_ERROR(positive(key, v));
+  if (c.n_heads % c.n_kv_heads != 0 || c.hidden_size % c.n_heads != 0)
+    return invalid_argument("config.json: num_attention_heads must divide hidden_size and be a multiple of "
+                            "num_key_value_heads");
+  c.head_dim = c.hidden_size / c.n_heads;
+  return Status::ok();
+}
+
 bool is_architecture(const json& j, const char* architecture, const char* model_type) {
   if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_string())
     return (*it)[0].get<std::string>() == architecture;
@@ -98,6 +118,8 @@ bool is_mamba2(const json& j) { return is_architecture(j, "Mamba2ForCausalLM", "
 bool is_mamba1(const json& j) {
   return is_architecture(j, "MambaForCausalLM", "mamba") || is_architecture(j, "FalconMambaForCausalLM", "falcon_mamba");
 }
+
+bool is_jamba(const json& j) { return is_architecture(j, "JambaForCausalLM", "jamba"); }
 
 bool is_nemotron_h(const json& j) { return is_architecture(j, "NemotronHForCausalLM", "nemotron_h"); }
 
@@ -227,24 +249,77 @@ Expected<ModelConfig> read_mamba1_config(const json& j) {
   return c;
 }
 
+Expected<ModelConfig> read_jamba_config(const json& j) {
+  ModelConfig c;
+  c.arch = "jamba";
+  c.nope = true;
+  BRIGADE_RETURN_IF_ERROR(read_hybrid_sizes(j, c));
+  c.intermediate_size = 14336;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "intermediate_size", c.intermediate_size, false));
+  BRIGADE_RETURN_IF_ERROR(positive("intermediate_size", c.intermediate_size));
+  c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  std::string act = "silu";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
+  if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported for jamba (silu only)");
+  c.rms_eps = 1e-6f;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", c.rms_eps));
+  if (!(c.rms_eps > 0.0f) || !std::isfinite(c.rms_eps))
+    return invalid_argument("config.json: rms_norm_eps must be a positive number");
+  // Layer kinds: attention at attn_layer_offset of every attn_layer_period, mixers elsewhere;
+  // experts at expert_layer_offset of every expert_layer_period (with num_experts > 1).
+  int attn_period = 8, attn_offset = 4, expert_period = 2, expert_offset = 1;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "attn_layer_period", attn_period, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "attn_layer_offset", attn_offset, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "expert_layer_period", expert_period, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "expert_layer_offset", expert_offset, false));
+  if (attn_period < 1 || attn_offset < 0 || attn_offset >= attn_period || expert_period < 1 || expert_offset < 0 ||
+      expert_offset >= expert_period)
+    return invalid_argument("config.json: attn_layer_offset and expert_layer_offset must be in [0, their period)");
+  c.ssm_layers.resize(static_cast<size_t>(c.n_layers));
+  for (int l = 0; l < c.n_layers; ++l) c.ssm_layers[static_cast<size_t>(l)] = l % attn_period != attn_offset;
+  int experts = 16;
+  c.n_experts_per_tok = 2;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts", experts, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, false));
+  if (experts > 1) {
+    if (c.n_experts_per_tok < 1 || c.n_experts_per_tok > experts)
+      return invalid_argument("config.json: num_experts_per_tok must be in [1, num_experts]");
+    c.n_experts = experts;
+    c.moe_intermediate_size = c.intermediate_size;
+    c.norm_topk_prob = false;  // JambaTopKRouter: the softmax's top k, left unnormalized
+    for (int l = 0; l < c.n_layers; ++l)
+      if (l % expert_period != expert_offset) c.mlp_only_layers.push_back(l);
+  }
+  // The mixers (Mamba1, their dt, B and C RMS-normed with weights).
+  int state = 16, kernel = 4, expand = 2;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_d_state", state, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_d_conv", kernel, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_expand", expand, false));
+  for (auto [key, v] : {std::pair{"mamba_d_state", state}, {"mamba_d_conv", kernel}, {"mamba_expand", expand}})
+    BRIGADE_RETURN_IF_ERROR(positive(key, v));
+  c.ssm.layout = SsmLayout{expand * c.hidden_size, 1, 1, state, kernel};
+  c.ssm.dt_rank = (c.hidden_size + 15) / 16;  // "auto"
+  if (auto it = j.find("mamba_dt_rank"); it != j.end() && it->is_number_integer()) c.ssm.dt_rank = it->get<int>();
+  else if (it != j.end() && !(it->is_string() && it->get<std::string>() == "auto") && !it->is_null())
+    return corrupt("config.json: mamba_dt_rank must be an integer or \"auto\"");
+  BRIGADE_RETURN_IF_ERROR(positive("mamba_dt_rank", c.ssm.dt_rank));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_conv_bias", c.ssm.conv_bias));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_proj_bias", c.ssm.proj_bias));
+  c.ssm.gated_norm = false;
+  c.ssm.bcdt_norm_eps = c.rms_eps;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
+  c.max_position = 262144;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
+  BRIGADE_RETURN_IF_ERROR(positive("max_position_embeddings", c.max_position));
+  BRIGADE_RETURN_IF_ERROR(read_ids_and_dtype(j, c));
+  return c;
+}
+
 Expected<ModelConfig> read_granite_hybrid_config(const json& j) {
   ModelConfig c;
   c.arch = "granitemoehybrid";
   c.nope = true;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "hidden_size", c.hidden_size, true));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_hidden_layers", c.n_layers, true));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, true));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_attention_heads", c.n_heads, true));
-  c.n_kv_heads = c.n_heads;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_key_value_heads", c.n_kv_heads, false));
-  for (auto [key, v] : {std::pair{"hidden_size", c.hidden_size}, {"num_hidden_layers", c.n_layers},
-                        {"vocab_size", c.vocab_size}, {"num_attention_heads", c.n_heads},
-                        {"num_key_value_heads", c.n_kv_heads}})
-    BRIGADE_RETURN_IF_ERROR(positive(key, v));
-  if (c.n_heads % c.n_kv_heads != 0 || c.hidden_size % c.n_heads != 0)
-    return invalid_argument("config.json: num_attention_heads must divide hidden_size and be a multiple of "
-                            "num_key_value_heads");
-  c.head_dim = c.hidden_size / c.n_heads;
+  BRIGADE_RETURN_IF_ERROR(read_hybrid_sizes(j, c));
   // The MLP: a shared SwiGLU every token runs, and (num_local_experts > 0) routed experts.
   c.shared_expert_intermediate_size = 1024;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "shared_intermediate_size", c.shared_expert_intermediate_size, false));

@@ -34,6 +34,18 @@ bool is_mamba1(const nlohmann::json& j);
 // than silu, quantization_config.
 Expected<ModelConfig> read_mamba1_config(const nlohmann::json& j);
 
+// architectures[0] JambaForCausalLM, or model_type jamba (AI21 Jamba 1.5/1.6/1.7 Mini and Large).
+bool is_jamba(const nlohmann::json& j);
+
+// arch "jamba": Mamba1 mixers (mamba_d_state, mamba_d_conv, mamba_expand, mamba_dt_rank "auto" or
+// a number, mamba_conv_bias, mamba_proj_bias; dt, B and C RMS-normed with weights and
+// rms_norm_eps) and attention layers without positions where layer % attn_layer_period ==
+// attn_layer_offset (softmax scale head_dim^-0.5); after each, an RMSNorm and a SwiGLU MLP of
+// intermediate_size, or in layers where layer % expert_layer_period == expert_layer_offset a MoE
+// of num_experts such experts (top num_experts_per_tok of the softmax, not renormalized).
+// Refused by name: hidden_act other than silu, offsets not below their periods, quantization_config.
+Expected<ModelConfig> read_jamba_config(const nlohmann::json& j);
+
 // architectures[0] GraniteMoeHybridForCausalLM, or model_type granitemoehybrid (IBM Granite 4.0-H:
 // Micro, Tiny, Small).
 bool is_granite_hybrid(const nlohmann::json& j);

@@ -248,6 +248,15 @@ def fixtures():
             vocab_size=256, hidden_size=64, num_hidden_layers=2, state_size=16, expand=2, conv_kernel=3,
             time_step_rank=8, use_bias=True, use_conv_bias=False, tie_word_embeddings=False,
             layer_norm_epsilon=1e-5, mixer_rms_eps=1e-6, bos_token_id=1, eos_token_id=2, pad_token_id=0)),
+        # Jamba: Mamba1 mixers with RMS-normed dt, B and C, attention without positions at layer
+        # 2 of every 4, and after each a SwiGLU, or at odd layers 4 experts (top 2, unnormalized).
+        "jamba": ("JambaConfig", "JambaForCausalLM", dict(
+            vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
+            num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, expert_layer_period=2,
+            expert_layer_offset=1, attn_layer_period=4, attn_layer_offset=2, mamba_d_state=16, mamba_d_conv=4,
+            mamba_expand=2, mamba_dt_rank="auto", use_mamba_kernels=False, rms_norm_eps=1e-6,
+            max_position_embeddings=256, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+            tie_word_embeddings=False)),
     }
 
 
@@ -420,7 +429,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

@@ -26,7 +26,7 @@ EngineOptions options(const std::string& fixture, int max_running = 8) {
 
 TEST(EngineStateSpace, GreedyTokensMatchTransformers) {
   for (const char* fixture :
-       {"mamba2", "mamba2_bias", "granite_hybrid", "granite_hybrid_dense", "nemotron_h", "mamba1", "falcon_mamba"}) {
+       {"mamba2", "mamba2_bias", "granite_hybrid", "granite_hybrid_dense", "nemotron_h", "mamba1", "falcon_mamba", "jamba"}) {
     SCOPED_TRACE(fixture);
     auto engine = testing::create_engine(options(fixture));
     ASSERT_TRUE(engine);

@@ -134,8 +134,9 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, StateSpace, ::testing::Values("mamba2", "mamb
 INSTANTIATE_TEST_SUITE_P(Mamba1, StateSpace, ::testing::Values("mamba1", "falcon_mamba"));
 // Granite 4.0-H: mixers and attention layers (their K/V in the pages), the MLP after each.
 // Nemotron-H: mixer, MLP and attention blocks (relu2 MLPs, attention without positions).
+// Jamba: Mamba1 mixers with normed dt/B/C, attention, SwiGLU and MoE layers.
 INSTANTIATE_TEST_SUITE_P(Hybrids, StateSpace, ::testing::Values("granite_hybrid", "granite_hybrid_dense", "nemotron_h",
-                                                            "nemotron_h_bias"));
+                                                            "nemotron_h_bias", "jamba"));
 
 Status forward(Model& m, Backend& backend, const KvCache& kv, StepBatch b) {
   const int64_t vocab = m.config().vocab_size, r = static_cast<int64_t>(b.logit_rows.size());
@@ -347,6 +348,32 @@ TEST(StateSpaceConfig, ReadsMamba1) {
   EXPECT_TRUE(m->tie_embeddings);  // MambaConfig's default
   plain["time_step_rank"] = "big";
   EXPECT_EQ(parse_hf_config(plain.dump()).status().code(), StatusCode::corrupt);
+}
+
+TEST(StateSpaceConfig, ReadsJamba) {
+  const auto j = nlohmann::json::parse(read_text_file(fixture_dir("jamba") + "/config.json").value());
+  auto c = parse_hf_config(j.dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "jamba");
+  EXPECT_TRUE(c->ssm.mamba1());
+  EXPECT_EQ(c->ssm.dt_rank, 4);
+  EXPECT_EQ(c->ssm_layers, (std::vector<bool>{true, true, false, true}));  // attention at 2 of every 4
+  EXPECT_EQ(c->n_attention_layers(), 1);
+  EXPECT_EQ(c->n_experts, 4);
+  EXPECT_FALSE(c->norm_topk_prob);
+  EXPECT_FALSE(c->is_moe_layer(0));
+  EXPECT_TRUE(c->is_moe_layer(1));
+  EXPECT_FALSE(c->is_moe_layer(2));
+  EXPECT_TRUE(c->is_moe_layer(3));
+  EXPECT_FLOAT_EQ(c->ssm.bcdt_norm_eps, 1e-6f);
+  auto bad = j;
+  bad["attn_layer_offset"] = 4;
+  EXPECT_EQ(parse_hf_config(bad.dump()).status().code(), StatusCode::invalid_argument);
+  bad = j;
+  bad["num_experts"] = 1;  // a dense MLP in every layer
+  auto dense = parse_hf_config(bad.dump());
+  ASSERT_TRUE(dense.has_value());
+  EXPECT_EQ(dense->n_moe_layers(), 0);
 }
 
 TEST(StateSpaceConfig, RefusesWhatItCannotRun) {

@@ -1,4 +1,4 @@
-"""State-space models and hybrids (Mamba1, Mamba2, Granite 4.0-H, Nemotron-H) served through the
+"""State-space models and hybrids (Mamba1, Mamba2, Granite 4.0-H, Nemotron-H, Jamba) served through the
 real `openai` client against `brigade serve` on the transformers fixtures of
 scripts/make_fixtures.py (tests/fixtures/<name>/expected.json: prompts of token ids, transformers'
 greedy continuation and the logits it chose each token from).
@@ -18,7 +18,7 @@ import pytest
 import fixture_server
 from fixture_server import fixtures, stop
 
-MODELS = ["mamba2", "falcon_mamba", "granite_hybrid", "nemotron_h"]
+MODELS = ["mamba2", "falcon_mamba", "granite_hybrid", "nemotron_h", "jamba"]
 
 
 def log_softmax_at(logits, token):
