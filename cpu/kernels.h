@@ -102,9 +102,12 @@ struct Kernels {
   // The scalar level calls std::erf; the SIMD levels evaluate erfc by Abramowitz & Stegun 7.1.26
   // (|error| <= 1.5e-7) with the vectorised exp.
   void (*gelu_erf)(float* x, int64_t n) = nullptr;
-  // y[i] = exp(t * a[i]) * y[i] + alpha * x[i]: a Mamba1 state row's update (cpu/ssm_ops.cpp),
-  // its decay per element; the SIMD levels use the vectorised exp (within 2 ulp of expf).
-  void (*decay_axpy)(float* y, const float* a, float t, float alpha, const float* x, int64_t n) = nullptr;
+  // Mamba1's scan step for nd consecutive channels of one token (cpu/ssm_ops.cpp): for d < nd,
+  // state row s[d * n ..] = exp(dt[d] * a[d * n + j]) * s + dt[d] * x[d] * b[j] over j < n, then
+  // y[d] = that row . c. One call per block of channels keeps the call cost off a row of 16; the
+  // SIMD levels use the vectorised exp (within 2 ulp of expf).
+  void (*ssm_diag_rows)(float* s, const float* a, const float* dt, const float* x, const float* b, const float* c,
+                        int64_t nd, int64_t n, float* y) = nullptr;
 };
 
 // The most queries one Kernels::attend_scores call takes (its per-query scratch is on the stack).

@@ -99,7 +99,7 @@ const Kernels& avx512_kernels() {
     t.from_f32 = scalar_kernels().from_f32;
     t.silu_mul = avx512::silu_mul;
     t.gelu_erf = avx512::gelu_erf;
-    t.decay_axpy = avx512::decay_axpy;
+    t.ssm_diag_rows = avx512::ssm_diag_rows;
     t.dot = avx512::dot;
     t.scale_axpy = avx512::scale_axpy;
     t.attend_scores = avx512::attend_scores;

@@ -131,8 +131,17 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
-void decay_axpy(float* y, const float* a, float t, float alpha, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = std::exp(t * a[i]) * y[i] + alpha * x[i];
+void ssm_diag_rows(float* s, const float* a, const float* dt, const float* x, const float* b, const float* c,
+                   int64_t nd, int64_t n, float* y) {
+  for (int64_t d = 0; d < nd; ++d) {
+    float* row = s + d * n;
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      row[j] = std::exp(dt[d] * a[d * n + j]) * row[j] + dt[d] * x[d] * b[j];
+      sum += row[j] * c[j];
+    }
+    y[d] = sum;
+  }
 }
 
 void gelu_erf(float* x, int64_t n) {
@@ -147,7 +156,7 @@ const Kernels& scalar_kernels() {
                              scale_axpy, scalar_q::quantize_q8,
                              scalar_q::qmatmul_rows, scalar_q::qmatmul_rows, nullptr,
                              scalar_q::quantize_q8k, scalar_q::qkmatmul_rows, transpose_keys, attend_scores,
-                             attend_values, gelu_erf, decay_axpy};
+                             attend_values, gelu_erf, ssm_diag_rows};
   return table;
 }
 

@@ -180,21 +180,19 @@ void ssm_scan_diag(const CpuContext& c, const Tensor& x, const Tensor& dt_in, co
   constexpr int64_t kBlock = 16;
   const int64_t blocks = (dim + kBlock - 1) / kBlock;
   c.pool->parallel_for(static_cast<int64_t>(ranges.size()) * blocks, 1, [&](int64_t lo, int64_t hi, int) {
+    float dts[kBlock];
     for (int64_t task = lo; task < hi; ++task) {
       const SeqRange& r = ranges[static_cast<size_t>(task / blocks)];
-      const int64_t d0 = task % blocks * kBlock, d1 = std::min(dim, d0 + kBlock);
+      const int64_t d0 = task % blocks * kBlock, nd = std::min(dim, d0 + kBlock) - d0;
       float* st = st_all + static_cast<int64_t>(r.slot) * dim * ns;
-      if (r.fresh) std::fill(st + d0 * ns, st + d1 * ns, 0.0f);
+      if (r.fresh) std::fill(st + d0 * ns, st + (d0 + nd) * ns, 0.0f);
       for (int64_t row = r.begin; row < r.end; ++row) {
-        const float* bv = bp + row * ns;
-        const float* cv = cp + row * ns;
-        for (int64_t d = d0; d < d1; ++d) {
-          const float dt = softplus(dtp[row * dim + d]), xv = xp[row * dim + d];
-          float* s = st + d * ns;
-          c.kernels->decay_axpy(s, ap + d * ns, dt, dt * xv, bv, ns);  // S_d = exp(dt A_d) S_d + (dt x_d) B
-          const float y = c.kernels->dot(s, cv, ns) + dp[d] * xv;
-          yp[row * dim + d] = y * silu(zp[row * zw + z_col + d]);
-        }
+        for (int64_t i = 0; i < nd; ++i) dts[i] = softplus(dtp[row * dim + d0 + i]);
+        const float* xr = xp + row * dim + d0;
+        float* yr = yp + row * dim + d0;
+        // S_d = exp(dt_d A_d) S_d + (dt_d x_d) B, y_d = S_d . C for the block's channels.
+        c.kernels->ssm_diag_rows(st + d0 * ns, ap + d0 * ns, dts, xr, bp + row * ns, cp + row * ns, nd, ns, yr);
+        for (int64_t i = 0; i < nd; ++i) yr[i] = (yr[i] + dp[d0 + i] * xr[i]) * silu(zp[row * zw + z_col + d0 + i]);
       }
     }
   });

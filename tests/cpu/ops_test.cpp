@@ -471,26 +471,38 @@ TEST(CpuGelu, EveryLevelFollowsErfWithinAFewUlps) {
   }
 }
 
-// A Mamba1 state row's update, y = exp(t a) y + alpha x, at every SIMD level against double,
-// with decays from 1 down to underflow (t a from 0 to -120) and a length with a scalar tail.
-TEST(CpuDecayAxpy, EveryLevelFollowsDoubleWithinAFewUlps) {
-  constexpr int kN = 37;
-  std::vector<float> a(kN), x(kN), y0(kN);
-  for (int i = 0; i < kN; ++i) {
-    a[static_cast<size_t>(i)] = -0.1f * static_cast<float>(i * i) / 3.0f;  // 0 .. -44
-    x[static_cast<size_t>(i)] = std::sin(0.7f * static_cast<float>(i)) * 3.0f;
-    y0[static_cast<size_t>(i)] = std::cos(1.3f * static_cast<float>(i)) * 5.0f;
-  }
-  for (size_t li = 0; li < test::simd_levels().size(); ++li) {
-    const cpu::Kernels& kn = cpu::kernels_for(static_cast<cpu::SimdLevel>(li));
-    for (float t : {0.0f, 0.01f, 0.5f, 2.7f}) {
-      std::vector<float> y = y0;
-      kn.decay_axpy(y.data(), a.data(), t, 0.25f, x.data(), kN);
-      for (int i = 0; i < kN; ++i) {
-        const size_t k = static_cast<size_t>(i);
-        const double want = std::exp(static_cast<double>(t) * a[k]) * y0[k] + 0.25 * x[k];
-        ASSERT_NEAR(y[k], want, 4e-7 * std::max(1.0, std::abs(want)))
-            << test::simd_levels()[li] << " t " << t << " element " << i;
+// Mamba1's scan step over a block of channels (Kernels::ssm_diag_rows) at every SIMD level
+// against double: decays from 1 down to underflow (dt a from 0 to -130), state widths with and
+// without a scalar tail.
+TEST(CpuSsmDiagRows, EveryLevelFollowsDoubleWithinAFewUlps) {
+  for (int64_t n : {16, 19}) {
+    constexpr int64_t kChannels = 5;
+    std::vector<float> a(static_cast<size_t>(kChannels * n)), s0(a.size()), b(static_cast<size_t>(n)),
+        c(static_cast<size_t>(n));
+    for (size_t i = 0; i < a.size(); ++i) {
+      a[i] = -0.1f * static_cast<float>(i % 37) * static_cast<float>(i % 37) / 3.0f;  // 0 .. -43
+      s0[i] = std::cos(1.3f * static_cast<float>(i)) * 5.0f;
+    }
+    for (size_t j = 0; j < b.size(); ++j) {
+      b[j] = std::sin(0.7f * static_cast<float>(j)) * 3.0f;
+      c[j] = std::cos(0.4f * static_cast<float>(j)) - 0.2f;
+    }
+    const std::vector<float> dt = {0.0f, 0.01f, 0.5f, 2.7f, 3.0f}, x = {1.0f, -2.0f, 0.5f, 3.0f, -0.25f};
+    for (size_t li = 0; li < test::simd_levels().size(); ++li) {
+      const cpu::Kernels& kn = cpu::kernels_for(static_cast<cpu::SimdLevel>(li));
+      std::vector<float> st = s0, y(kChannels);
+      kn.ssm_diag_rows(st.data(), a.data(), dt.data(), x.data(), b.data(), c.data(), kChannels, n, y.data());
+      for (int64_t d = 0; d < kChannels; ++d) {
+        double dot = 0.0, scale = 0.0;
+        for (int64_t j = 0; j < n; ++j) {
+          const size_t k = static_cast<size_t>(d * n + j);
+          const double want = std::exp(static_cast<double>(dt[static_cast<size_t>(d)]) * a[k]) * s0[k] +
+                              static_cast<double>(dt[static_cast<size_t>(d)]) * x[static_cast<size_t>(d)] * b[static_cast<size_t>(j)];
+          ASSERT_NEAR(st[k], want, 4e-7 * std::max(1.0, std::abs(want))) << test::simd_levels()[li] << " d " << d << " j " << j;
+          dot += want * c[static_cast<size_t>(j)];
+          scale += std::abs(want * c[static_cast<size_t>(j)]);
+        }
+        EXPECT_NEAR(y[static_cast<size_t>(d)], dot, 1e-6 * std::max(1.0, scale)) << test::simd_levels()[li] << " d " << d;
       }
     }
   }
