@@ -107,6 +107,7 @@ class StateSpaceModel final : public Model {
   std::vector<Layer> layers_;
   int n_slots_ = 0;
   std::vector<int32_t> slot_next_;  // the position each slot's state continues at (-1: none)
+  std::vector<int32_t> slot_page_;  // the first KV page of the sequence whose state the slot holds
   int64_t n_params_ = 0, weight_bytes_ = 0, host_params_ = 0, host_bytes_ = 0;
   double dense_linear_ = 0.0, expert_params_ = 0.0;  // per step_cost: all layers' dense linear weights, one expert's
   MoeShard moe_shard_;
@@ -278,8 +279,9 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
   if (!config_.tie_embeddings) {
     BRIGADE_ASSIGN_OR_RETURN(ends_.lm_head, w.table("lm_head.weight", config_.vocab_size, h));
   }
-  n_slots_ = std::max(options_.state_slots, 1);
+  n_slots_ = config_.recurrent() ? std::max(options_.state_slots, 1) : 0;  // (a hybrid of attention layers only: none)
   slot_next_.assign(static_cast<size_t>(n_slots_), -1);
+  slot_page_.assign(static_cast<size_t>(n_slots_), -1);
   if (config_.n_experts > 0) moe_shard_ = moe_shard(config_, 0, 1, false);  // the whole of each sparse layer
   layers_.resize(static_cast<size_t>(config_.n_layers));
   int kv_index = 0;
@@ -368,8 +370,14 @@ Status StateSpaceModel::plan_states(const StepBatch& batch) {
       return invalid_argument("state slot " + std::to_string(slot) + " is given to two sequences of one step");
     used[static_cast<size_t>(slot)] = true;
     const int32_t first = batch.positions[static_cast<size_t>(batch.q_start[static_cast<size_t>(s)])];
+    const int32_t page = batch.max_blocks > 0 ? batch.block_table[static_cast<size_t>(s) * static_cast<size_t>(batch.max_blocks)] : -1;
     if (first == 0) {
       fresh_host_[static_cast<size_t>(s)] = 1;
+    } else if (slot_next_[static_cast<size_t>(slot)] >= 0 && slot_page_[static_cast<size_t>(slot)] != page) {
+      // another sequence's state (without a prefix cache no two live sequences share a page)
+      return invalid_argument("sequence " + std::to_string(s) + " continues at position " + std::to_string(first) +
+                              " in state slot " + std::to_string(slot) +
+                              ", which holds another sequence's state (its first page differs)");
     } else if (slot_next_[static_cast<size_t>(slot)] != first) {
       const int32_t held = slot_next_[static_cast<size_t>(slot)];
       return invalid_argument("sequence " + std::to_string(s) + " continues at position " + std::to_string(first) +
@@ -425,11 +433,13 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
   if (!batch.images.empty()) return unsupported(config_.arch + " takes no images");
   for (int32_t id : batch.lora)
     if (id != 0) return unsupported(config_.arch + " runs no LoRA adapters");
-  BRIGADE_RETURN_IF_ERROR(plan_states(batch));
+  if (config_.recurrent()) BRIGADE_RETURN_IF_ERROR(plan_states(batch));
   BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch));
   const int n_seqs = batch.n_seqs();
-  backend_.upload(Tensor(slots_.tensor.data, DType::i32, {n_seqs}), slots_host_.data());
-  backend_.upload(Tensor(fresh_.tensor.data, DType::i32, {n_seqs}), fresh_host_.data());
+  if (config_.recurrent()) {
+    backend_.upload(Tensor(slots_.tensor.data, DType::i32, {n_seqs}), slots_host_.data());
+    backend_.upload(Tensor(fresh_.tensor.data, DType::i32, {n_seqs}), fresh_host_.data());
+  }
   const AttentionMeta meta = ints_.meta(batch, bounds, 0);
   const SsmSeqs seqs{meta.q_start, Tensor(slots_.tensor.data, DType::i32, {n_seqs}),
                      Tensor(fresh_.tensor.data, DType::i32, {n_seqs}), n_seqs};
@@ -477,8 +487,11 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
     run_mlp(L, n, normed, delta);
     if (scale_residual) b.scale(delta, residual_scale);
   }
-  for (int s = 0; s < n_seqs; ++s)
-    slot_next_[static_cast<size_t>(slots_host_[static_cast<size_t>(s)])] = batch.ctx_len[static_cast<size_t>(s)];
+  for (int s = 0; s < n_seqs && config_.recurrent(); ++s) {
+    const size_t slot = static_cast<size_t>(slots_host_[static_cast<size_t>(s)]);
+    slot_next_[slot] = batch.ctx_len[static_cast<size_t>(s)];
+    slot_page_[slot] = batch.max_blocks > 0 ? batch.block_table[static_cast<size_t>(s) * static_cast<size_t>(batch.max_blocks)] : -1;
+  }
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size()), hr = static_cast<int64_t>(batch.hidden_rows.size());
   if (r == 0 && hr == 0) return Status::ok();
   ends_.logits(b, config_, residual, delta, normed, selected_.tensor.rows(0, r), ints_.logit_rows(r), logits,

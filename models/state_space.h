@@ -15,8 +15,9 @@
 // LoadOptions::state_slots slots (StepBatch::state_slots, assigned by the executor). A sequence
 // whose first row in a step is position 0 starts from zeros; any other continues its slot, and
 // the model refuses (invalid_argument) a step that does not continue a slot exactly where its
-// last step left it, so a state is never read for a past it does not hold (the scheduler runs
-// such a model without a prefix cache). The KV layout has the attention layers only (none: pages
+// last step left it, or whose first KV page is not the one of the sequence the slot's state
+// belongs to, so a state is never read for a past it does not hold (the scheduler runs such a
+// model without a prefix cache, so no two live sequences share a page). The KV layout has the attention layers only (none: pages
 // only count positions). Runs where the backend has supports_ssm (the CPU), at tp 1, without LoRA.
 #pragma once
 

@@ -173,6 +173,12 @@ TEST(StateSpaceSteps, RefusesStepsThatDoNotContinueTheirState) {
            {3, {1, 1}}})  // a slot per sequence, not two
     EXPECT_EQ(forward(*model, *backend, *kv, step(n_past, 2, slots)).code(), StatusCode::invalid_argument)
         << "n_past " << n_past << ", " << slots.size() << " slots, first " << slots[0];
+  // Another sequence (its pages from 4 on) continuing in slot 1, which holds sequence 0's state.
+  StepBatch other = testing::make_step({{1, {p[3]}, 3, false}}, kPageSize, kPagesPerSeq);
+  other.state_slots = {1};
+  const Status st_other = forward(*model, *backend, *kv, other);
+  EXPECT_EQ(st_other.code(), StatusCode::invalid_argument);
+  EXPECT_NE(st_other.message().find("another sequence's state"), std::string::npos) << st_other.to_string();
   // Two sequences in one slot.
   StepBatch two = testing::make_step({{0, {p[3]}, 3, false}, {1, {p[0]}, 0, false}}, kPageSize, kPagesPerSeq);
   two.state_slots = {1, 1};
