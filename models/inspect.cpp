@@ -1,5 +1,6 @@
 #include "models/inspect.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "models/checkpoint.h"
@@ -114,7 +115,8 @@ std::string format_model_info(const ModelInfo& m) {
   }
   if (c.recurrent() && c.ssm.mamba1()) {  // Mamba1: a [N] state per channel
     const SsmLayout& l = c.ssm.layout;
-    s += "ssm:           Mamba1 mixers in " + std::to_string(c.n_layers - c.n_attention_layers()) + " of " +
+    s += "ssm:           Mamba1 mixers in " +
+         std::to_string(std::count(c.ssm_layers.begin(), c.ssm_layers.end(), true)) + " of " +
          std::to_string(c.n_layers) + " layers: " + std::to_string(l.d_inner()) + " channels, state " +
          std::to_string(l.state_size) + ", conv of " + std::to_string(l.conv_kernel) + " taps" +
          (c.ssm.conv_bias ? " with bias" : "") + ", time-step rank " + std::to_string(c.ssm.dt_rank) +
@@ -123,7 +125,7 @@ std::string format_model_info(const ModelInfo& m) {
          human(static_cast<double>(recurrent_state_bytes(c)), "B") + " state per sequence (no prefix cache)\n";
   } else if (c.recurrent()) {  // models/state_space.h: a state per sequence instead of K/V pages
     const SsmLayout& l = c.ssm.layout;
-    const int n_ssm = c.n_layers - c.n_attention_layers();
+    const int n_ssm = static_cast<int>(std::count(c.ssm_layers.begin(), c.ssm_layers.end(), true));
     const int64_t state = recurrent_state_bytes(c);
     s += "ssm:           Mamba2 mixers in " + std::to_string(n_ssm) + " of " + std::to_string(c.n_layers) + " layers: " +
          std::to_string(l.n_heads) + " heads of " + std::to_string(l.head_dim) + ", " + std::to_string(l.n_groups) +

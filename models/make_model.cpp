@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -201,31 +202,99 @@ void plan_mtp_module(const SyntheticModelSpec& s, const ModelConfig& config, int
 
 // Mamba2ForCausalLM's tensors (backbone.*), with a trained model's scales: A = -exp(A_log) about
 // -1.6, softplus(dt_bias) about 0.02 (a state that remembers tens of tokens), D about 1.
+// One Mamba2 mixer's tensors under `m` (its prefix, ending in "mixer.").
+void plan_mamba2_mixer(const SyntheticModelSpec& s, const SsmLayout& l, const std::string& m, std::vector<TensorPlan>& p) {
+  const int64_t h = s.hidden_size;
+  p.push_back(mat(m + "in_proj.weight", l.proj_width(), h, 1.0));
+  p.push_back({m + "conv1d.weight", {l.conv_dim(), 1, l.conv_kernel}, TensorPlan::embedding,
+               1.0 / std::sqrt(static_cast<double>(l.conv_kernel))});
+  p.push_back({m + "conv1d.bias", {l.conv_dim()}, TensorPlan::embedding, 0.02});
+  p.push_back({m + "dt_bias", {l.n_heads}, TensorPlan::embedding, 0.5, {}, -4.0});
+  p.push_back({m + "A_log", {l.n_heads}, TensorPlan::embedding, 0.5, {}, 0.5});
+  p.push_back({m + "D", {l.n_heads}, TensorPlan::embedding, 0.1, {}, 1.0});
+  p.push_back({m + "norm.weight", {l.d_inner()}, TensorPlan::norm, 0.0});
+  p.push_back(mat(m + "out_proj.weight", h, l.d_inner(), residual_scale(s)));
+}
+
 std::vector<TensorPlan> plan_mamba2(const SyntheticModelSpec& s, const ModelConfig& config) {
   const int64_t h = s.hidden_size, v = s.vocab_size;
-  const SsmLayout& l = config.ssm.layout;
   std::vector<TensorPlan> p;
   p.push_back({"backbone.embeddings.weight", {v, h}, TensorPlan::embedding, 0.02});
   for (int i = 0; i < s.n_layers; ++i) {
     const std::string pre = "backbone.layers." + std::to_string(i) + ".";
     p.push_back({pre + "norm.weight", {h}, TensorPlan::norm, 0.0});
-    p.push_back(mat(pre + "mixer.in_proj.weight", l.proj_width(), h, 1.0));
-    p.push_back({pre + "mixer.conv1d.weight", {l.conv_dim(), 1, l.conv_kernel}, TensorPlan::embedding,
-                 1.0 / std::sqrt(static_cast<double>(l.conv_kernel))});
-    p.push_back({pre + "mixer.conv1d.bias", {l.conv_dim()}, TensorPlan::embedding, 0.02});
-    p.push_back({pre + "mixer.dt_bias", {l.n_heads}, TensorPlan::embedding, 0.5, {}, -4.0});
-    p.push_back({pre + "mixer.A_log", {l.n_heads}, TensorPlan::embedding, 0.5, {}, 0.5});
-    p.push_back({pre + "mixer.D", {l.n_heads}, TensorPlan::embedding, 0.1, {}, 1.0});
-    p.push_back({pre + "mixer.norm.weight", {l.d_inner()}, TensorPlan::norm, 0.0});
-    p.push_back(mat(pre + "mixer.out_proj.weight", h, l.d_inner(), residual_scale(s)));
+    plan_mamba2_mixer(s, config.ssm.layout, pre + "mixer.", p);
   }
   p.push_back({"backbone.norm_f.weight", {h}, TensorPlan::norm, 0.0});
   if (!s.tie_embeddings) p.push_back({"lm_head.weight", {v, h}, TensorPlan::embedding, 0.02});
   return p;
 }
 
+// MambaForCausalLM's tensors: A = -exp(A_log) about -2.7 per state element, softplus(dt_proj's
+// bias) about 0.02, D about 1.
+std::vector<TensorPlan> plan_mamba1(const SyntheticModelSpec& s, const ModelConfig& config) {
+  const int64_t h = s.hidden_size, v = s.vocab_size, di = config.ssm.layout.d_inner();
+  const int64_t ns = config.ssm.layout.state_size, k = config.ssm.layout.conv_kernel, r = config.ssm.dt_rank;
+  std::vector<TensorPlan> p;
+  p.push_back({"backbone.embeddings.weight", {v, h}, TensorPlan::embedding, 0.02});
+  for (int i = 0; i < s.n_layers; ++i) {
+    const std::string pre = "backbone.layers." + std::to_string(i) + ".";
+    p.push_back({pre + "norm.weight", {h}, TensorPlan::norm, 0.0});
+    p.push_back(mat(pre + "mixer.in_proj.weight", 2 * di, h, 1.0));
+    p.push_back({pre + "mixer.conv1d.weight", {di, 1, k}, TensorPlan::embedding, 1.0 / std::sqrt(static_cast<double>(k))});
+    p.push_back({pre + "mixer.conv1d.bias", {di}, TensorPlan::embedding, 0.02});
+    p.push_back(mat(pre + "mixer.x_proj.weight", r + 2 * ns, di, 1.0));
+    p.push_back(mat(pre + "mixer.dt_proj.weight", di, r, 0.1));
+    p.push_back({pre + "mixer.dt_proj.bias", {di}, TensorPlan::embedding, 0.5, {}, -4.0});
+    p.push_back({pre + "mixer.A_log", {di, ns}, TensorPlan::embedding, 0.5, {}, 1.0});
+    p.push_back({pre + "mixer.D", {di}, TensorPlan::embedding, 0.1, {}, 1.0});
+    p.push_back(mat(pre + "mixer.out_proj.weight", h, di, residual_scale(s)));
+  }
+  p.push_back({"backbone.norm_f.weight", {h}, TensorPlan::norm, 0.0});
+  if (!s.tie_embeddings) p.push_back({"lm_head.weight", {v, h}, TensorPlan::embedding, 0.02});
+  return p;
+}
+
+// NemotronHForCausalLM's tensors: per block its norm and the mixer (plan_mamba2_mixer),
+// attention or relu2 MLP under mixer.
+std::vector<TensorPlan> plan_nemotron_h(const SyntheticModelSpec& s, const ModelConfig& config) {
+  const int64_t h = s.hidden_size, v = s.vocab_size, inter = s.intermediate_size;
+  const int64_t q = int64_t{config.n_heads} * config.head_dim, kv = int64_t{config.n_kv_heads} * config.head_dim;
+  std::vector<TensorPlan> p;
+  p.push_back({"backbone.embeddings.weight", {v, h}, TensorPlan::embedding, 0.02});
+  for (int i = 0; i < config.n_layers; ++i) {
+    const std::string pre = "backbone.layers." + std::to_string(i) + ".", m = pre + "mixer.";
+    p.push_back({pre + "norm.weight", {h}, TensorPlan::norm, 0.0});
+    if (config.ssm_layers[static_cast<size_t>(i)]) {
+      plan_mamba2_mixer(s, config.ssm.layout, m, p);
+    } else if (config.mlp_layers[static_cast<size_t>(i)]) {
+      p.push_back(mat(m + "up_proj.weight", inter, h, 1.0));
+      p.push_back(mat(m + "down_proj.weight", h, inter, residual_scale(s)));
+    } else {
+      p.push_back(mat(m + "q_proj.weight", q, h, 1.0));
+      p.push_back(mat(m + "k_proj.weight", kv, h, 1.0));
+      p.push_back(mat(m + "v_proj.weight", kv, h, 1.0));
+      p.push_back(mat(m + "o_proj.weight", h, q, residual_scale(s)));
+    }
+  }
+  p.push_back({"backbone.norm_f.weight", {h}, TensorPlan::norm, 0.0});
+  if (!s.tie_embeddings) p.push_back({"lm_head.weight", {v, h}, TensorPlan::embedding, 0.02});
+  return p;
+}
+
+// nemotron_h's blocks: layer_pattern, or "M-M-M*-" repeated over n_layers.
+std::string nemotron_pattern(const SyntheticModelSpec& s) {
+  if (!s.layer_pattern.empty()) return s.layer_pattern;
+  static constexpr std::string_view kCycle = "M-M-M*-";
+  std::string p;
+  for (int l = 0; l < s.n_layers; ++l) p += kCycle[static_cast<size_t>(l) % kCycle.size()];
+  return p;
+}
+
 std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, const ModelConfig& config, int head_dim) {
   if (s.arch == "mamba2") return plan_mamba2(s, config);
+  if (s.arch == "mamba") return plan_mamba1(s, config);
+  if (s.arch == "nemotron_h") return plan_nemotron_h(s, config);
   const int64_t h = s.hidden_size, v = s.vocab_size;
   std::vector<TensorPlan> p;
   p.push_back({"model.embed_tokens.weight", {v, h}, TensorPlan::embedding, 0.02});
@@ -419,6 +488,31 @@ void glm4_moe_config_json(const SyntheticModelSpec& s, ojson& c) {
 }
 
 ojson config_json(const SyntheticModelSpec& s, int head_dim) {
+  if (s.arch == "mamba") {  // MambaConfig as the state-spaces/mamba-*-hf checkpoints write it
+    return ojson{{"architectures", {"MambaForCausalLM"}}, {"bos_token_id", kSyntheticBosId}, {"conv_kernel", s.conv_kernel},
+                 {"eos_token_id", kSyntheticEosId}, {"expand", 2}, {"hidden_act", "silu"}, {"hidden_size", s.hidden_size},
+                 {"layer_norm_epsilon", clean(s.rms_eps)}, {"model_type", "mamba"}, {"num_hidden_layers", s.n_layers},
+                 {"pad_token_id", 0}, {"residual_in_fp32", true}, {"state_size", s.ssm_state},
+                 {"tie_word_embeddings", s.tie_embeddings}, {"time_step_rank", "auto"},
+                 {"torch_dtype", torch_dtype(s.dtype)}, {"transformers_version", "4.44.0"}, {"use_bias", false},
+                 {"use_cache", true}, {"use_conv_bias", true}, {"vocab_size", s.vocab_size}};
+  }
+  if (s.arch == "nemotron_h") {  // NemotronHConfig as the Hub's Nemotron-H configs write it
+    return ojson{{"architectures", {"NemotronHForCausalLM"}}, {"attention_bias", false},
+                 {"bos_token_id", kSyntheticBosId}, {"chunk_size", 128}, {"conv_kernel", s.conv_kernel},
+                 {"eos_token_id", kSyntheticEosId}, {"expand", 2}, {"head_dim", head_dim},
+                 {"hidden_size", s.hidden_size}, {"hybrid_override_pattern", nemotron_pattern(s)},
+                 {"intermediate_size", s.intermediate_size}, {"layer_norm_epsilon", clean(s.rms_eps)},
+                 {"mamba_head_dim", s.ssm_head_dim}, {"mamba_hidden_act", "silu"},
+                 {"mamba_num_heads", s.ssm_heads > 0 ? s.ssm_heads : s.n_heads},
+                 {"max_position_embeddings", s.max_position}, {"mlp_bias", false}, {"mlp_hidden_act", "relu2"},
+                 {"model_type", "nemotron_h"}, {"n_groups", s.ssm_groups},
+                 {"num_attention_heads", s.n_heads}, {"num_hidden_layers", static_cast<int>(nemotron_pattern(s).size())},
+                 {"num_key_value_heads", s.n_kv_heads}, {"pad_token_id", 0}, {"ssm_state_size", s.ssm_state},
+                 {"tie_word_embeddings", s.tie_embeddings}, {"time_step_limit", {0.0, "Infinity"}},
+                 {"torch_dtype", torch_dtype(s.dtype)}, {"transformers_version", "4.44.0"}, {"use_bias", false},
+                 {"use_cache", true}, {"use_conv_bias", true}, {"vocab_size", s.vocab_size}};
+  }
   if (s.arch == "mamba2") {  // Mamba2Config as transformers writes it
     const int64_t inner = int64_t{s.n_heads} * head_dim;
     return ojson{{"architectures", {"Mamba2ForCausalLM"}}, {"bos_token_id", kSyntheticBosId}, {"chunk_size", 256},
@@ -510,12 +604,15 @@ Status write_text(const fs::path& path, const std::string& text) {
 Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& out_dir) {
   if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3_moe" && s.arch != "qwen2_moe" &&
       s.arch != "mixtral" && s.arch != "phi3" && s.arch != "gpt_oss" && s.arch != "glm4_moe" && !is_deepseek(s.arch) &&
-      s.arch != "mamba2")
+      s.arch != "mamba2" && s.arch != "mamba" && s.arch != "nemotron_h")
     return invalid_argument("make-model: arch '" + s.arch +
                             "' is not supported; supported: llama, qwen2, qwen3, qwen3_moe, qwen2_moe, mixtral, phi3, "
-                            "gpt_oss, glm4_moe, deepseek_v2, deepseek_v3, mamba2");
-  if (s.arch == "mamba2" && (s.fp8_block > 0 || !s.fp8_compressed.empty()))
-    return invalid_argument("make-model: mamba2 is not written as an FP8 checkpoint");
+                            "gpt_oss, glm4_moe, deepseek_v2, deepseek_v3, mamba2, mamba, nemotron_h");
+  const bool state_space = s.arch == "mamba2" || s.arch == "mamba" || s.arch == "nemotron_h";
+  if (state_space && (s.fp8_block > 0 || !s.fp8_compressed.empty()))
+    return invalid_argument("make-model: " + s.arch + " is not written as an FP8 checkpoint");
+  if (!s.layer_pattern.empty() && s.arch != "nemotron_h")
+    return invalid_argument("make-model: --layer-pattern is for nemotron_h (its M, *, - blocks)");
   if (s.arch == "gpt_oss" && (s.fp8_block > 0 || !s.fp8_compressed.empty()))
     return invalid_argument("make-model: gpt_oss is not written as an FP8 checkpoint (its experts are MXFP4 on the Hub)");
   if (s.dtype != DType::f32 && s.dtype != DType::f16 && s.dtype != DType::bf16)

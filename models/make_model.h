@@ -26,7 +26,11 @@ struct SyntheticModelSpec {
   // deepseek_v2, deepseek_v3 (MLA + experts with shared experts; n_kv_heads and head_dim unused),
   // mamba2 (Mamba2ForCausalLM: n_heads SSM heads of head_dim, n_heads * head_dim a multiple of
   // hidden_size (expand); ssm_* below; n_kv_heads, intermediate_size and max_position unused;
-  // Llama 2's chat template, as Mamba-Codestral's [INST] format)
+  // Llama 2's chat template, as Mamba-Codestral's [INST] format),
+  // mamba (MambaForCausalLM: 2 * hidden_size channels, ssm_state, conv_kernel; heads unused),
+  // nemotron_h (NemotronHForCausalLM: layer_pattern's blocks, M a Mamba2 mixer of ssm_heads
+  // heads of ssm_head_dim in ssm_groups groups, * attention of n_heads / n_kv_heads / head_dim,
+  // - a relu2 MLP of intermediate_size)
   std::string arch = "llama";
   // Defaults give a ~100M-parameter Llama (tied embeddings).
   int hidden_size = 768;
@@ -67,10 +71,15 @@ struct SyntheticModelSpec {
   // eh_proj [hidden, 2 hidden] (never FP8, as on the Hub), a decoder layer written as layer
   // n_layers + j would be (sparse past first_k_dense_replace), shared_head.norm.
   int n_mtp_layers = 0;
-  // mamba2 (Mamba2Config's n_groups, state_size, conv_kernel)
+  // mamba2, mamba, nemotron_h (n_groups, state_size, conv_kernel)
   int ssm_groups = 1;
   int ssm_state = 128;
   int conv_kernel = 4;
+  // nemotron_h: its mixers' heads (0: n_heads) and head size, and one letter per layer (M, *, -;
+  // empty: "M-M-M*-" repeated); layer_pattern's length is the layer count when set.
+  int ssm_heads = 0;
+  int ssm_head_dim = 64;
+  std::string layer_pattern;
   DType dtype = DType::bf16;  // f32, f16 or bf16 (fp8 checkpoints: of the tensors left unquantized)
   // FP8 checkpoints in the Hub's layouts (models/quant_config.h): the linear weights (attention and
   // MLP/expert projections; not the embedding, lm_head or routers) stored F8_E4M3 with F32 scales.

@@ -153,6 +153,19 @@ grep -q "^ssm:           Mamba1 mixers in 2 of 2 layers: 128 channels, state 16,
   >"$dir/mamba_text.txt" 2>"$dir/mamba_text.err"
 grep -q "^Once upon a time" "$dir/mamba_text.txt"
 grep -q "a recurrent state for each of up to 64 running sequences" "$dir/mamba_text.err"
+# ... and Mamba1 and Nemotron-H checkpoints (a block pattern of mixer, MLP, attention, mixer).
+"$bin" make-model --arch mamba --out "$dir/mamba1_m" --hidden 64 --layers 2 --ssm-state 16 --vocab 300 --dtype f32 >/dev/null
+"$bin" generate --model "$dir/mamba1_m" --prompt "Once upon a time" --max-tokens 8 --threads 1 >"$dir/mamba1.txt" 2>/dev/null
+grep -q "^Once upon a time" "$dir/mamba1.txt"
+"$bin" make-model --arch nemotron_h --out "$dir/nemotron_m" --hidden 64 --heads 4 --kv-heads 2 --head-dim 16 \
+  --ssm-heads 8 --ssm-head-dim 16 --ssm-groups 2 --ssm-state 16 --intermediate 96 --layer-pattern 'M-*M' --vocab 300 \
+  --dtype f32 >/dev/null
+"$bin" inspect "$dir/nemotron_m" >"$dir/nemotron_m.txt"
+grep -q "^ssm:           Mamba2 mixers in 2 of 4 layers: 8 heads of 16, 2 groups, state 16" "$dir/nemotron_m.txt"
+grep -q "^blocks:        M-\*M (M Mamba2 mixer, \* attention, - relu2 MLP of 96)$" "$dir/nemotron_m.txt"
+"$bin" generate --model "$dir/nemotron_m" --prompt "Once upon a time" --max-tokens 8 --threads 1 >"$dir/nemotron.txt" 2>/dev/null
+grep -q "^Once upon a time" "$dir/nemotron.txt"
+if "$bin" make-model --arch llama --layer-pattern 'M*' --out "$dir/bad_m" 2>/dev/null; then exit 1; fi
 
 # A gpt-oss GGUF (tests/fixtures/gguf_gpt_oss): inspect names its rules and MXFP4 experts, and
 # generate's greedy ids with the experts as stored are transformers' (its Q8_0-activation run
