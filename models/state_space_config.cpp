@@ -53,6 +53,16 @@ Status read_ids_and_dtype(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// What every family reads last: tie_word_embeddings, max_position_embeddings (its default when
+// absent), the token ids and the dtype (read_ids_and_dtype).
+Status read_common(const json& j, ModelConfig& c, int default_max_position) {
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
+  c.max_position = default_max_position;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
+  BRIGADE_RETURN_IF_ERROR(positive("max_position_embeddings", c.max_position));
+  return read_ids_and_dtype(j, c);
+}
+
 // time_step_limit into c.ssm (absent: unbounded).
 Status read_time_step_limit(const json& j, ModelConfig& c) {
   c.ssm.dt_min = 0.0f;
@@ -191,11 +201,7 @@ Expected<ModelConfig> read_mamba2_config(const json& j) {
   if (!(c.rms_eps > 0.0f) || !std::isfinite(c.rms_eps))
     return invalid_argument("config.json: layer_norm_epsilon must be a positive number");
   BRIGADE_RETURN_IF_ERROR(read_time_step_limit(j, c));
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
-  c.max_position = 1 << 20;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
-  BRIGADE_RETURN_IF_ERROR(positive("max_position_embeddings", c.max_position));
-  BRIGADE_RETURN_IF_ERROR(read_ids_and_dtype(j, c));
+  BRIGADE_RETURN_IF_ERROR(read_common(j, c, 1 << 20));
   c.intermediate_size = static_cast<int>(l.d_inner());  // transformers' Mamba2Mixer.intermediate_size
   c.ssm_layers.assign(static_cast<size_t>(c.n_layers), true);
   return c;
@@ -239,11 +245,7 @@ Expected<ModelConfig> read_mamba1_config(const json& j) {
   if (!(c.rms_eps > 0.0f) || !std::isfinite(c.rms_eps))
     return invalid_argument("config.json: layer_norm_epsilon must be a positive number");
   c.tie_embeddings = true;  // MambaConfig's default
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
-  c.max_position = 1 << 20;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
-  BRIGADE_RETURN_IF_ERROR(positive("max_position_embeddings", c.max_position));
-  BRIGADE_RETURN_IF_ERROR(read_ids_and_dtype(j, c));
+  BRIGADE_RETURN_IF_ERROR(read_common(j, c, 1 << 20));
   c.intermediate_size = expand * c.hidden_size;
   c.ssm_layers.assign(static_cast<size_t>(c.n_layers), true);
   return c;
@@ -307,11 +309,7 @@ Expected<ModelConfig> read_jamba_config(const json& j) {
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_proj_bias", c.ssm.proj_bias));
   c.ssm.gated_norm = false;
   c.ssm.bcdt_norm_eps = c.rms_eps;
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
-  c.max_position = 262144;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
-  BRIGADE_RETURN_IF_ERROR(positive("max_position_embeddings", c.max_position));
-  BRIGADE_RETURN_IF_ERROR(read_ids_and_dtype(j, c));
+  BRIGADE_RETURN_IF_ERROR(read_common(j, c, 262144));
   return c;
 }
 
@@ -403,11 +401,7 @@ Expected<ModelConfig> read_granite_hybrid_config(const json& j) {
     }
     break;
   }
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
-  c.max_position = 2048;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
-  BRIGADE_RETURN_IF_ERROR(positive("max_position_embeddings", c.max_position));
-  BRIGADE_RETURN_IF_ERROR(read_ids_and_dtype(j, c));
+  BRIGADE_RETURN_IF_ERROR(read_common(j, c, 2048));
   return c;
 }
 
@@ -515,11 +509,7 @@ Expected<ModelConfig> read_nemotron_h_config(const json& j) {
   BRIGADE_RETURN_IF_ERROR(read_float(j, "layer_norm_epsilon", c.rms_eps));
   if (!(c.rms_eps > 0.0f) || !std::isfinite(c.rms_eps))
     return invalid_argument("config.json: layer_norm_epsilon must be a positive number");
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
-  c.max_position = 4096;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
-  BRIGADE_RETURN_IF_ERROR(positive("max_position_embeddings", c.max_position));
-  BRIGADE_RETURN_IF_ERROR(read_ids_and_dtype(j, c));
+  BRIGADE_RETURN_IF_ERROR(read_common(j, c, 4096));
   return c;
 }
 
