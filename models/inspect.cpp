@@ -50,6 +50,9 @@ Expected<ModelInfo> inspect_model(const std::string& path) {
     ++info.n_tensors_by_dtype[t.type_name()];
     info.n_bytes_by_dtype[t.type_name()] += static_cast<int64_t>(t.bytes.size());
   }
+  // The state-space models load a stored lm_head even where the config says tied (models/state_space.h).
+  if (!info.config.ssm_layers.empty() && info.config.tie_embeddings && ck->tensors().count("lm_head.weight") > 0)
+    info.config.tie_embeddings = false;
   return info;
 }
 

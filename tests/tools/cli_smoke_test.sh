@@ -144,6 +144,9 @@ nemotron=$(cd "$(dirname "$0")/../fixtures/nemotron_h" && pwd)
 "$bin" inspect "$nemotron" >"$dir/nemotron.txt"
 grep -q "^blocks:        M-\*-M (M Mamba2 mixer, \* attention, - relu2 MLP of 96)$" "$dir/nemotron.txt"
 grep -q "^rope:          none (attention layers without positions)$" "$dir/nemotron.txt"
+# nemotron_h_bias says tie_word_embeddings but stores lm_head, which the load uses (transformers never ties it).
+"$bin" inspect "$(cd "$(dirname "$0")/../fixtures/nemotron_h_bias" && pwd)" >"$dir/nemotron_bias.txt"
+grep -q "^tied embed:    no$" "$dir/nemotron_bias.txt"
 falcon=$(cd "$(dirname "$0")/../fixtures/falcon_mamba" && pwd)
 "$bin" inspect "$falcon" >"$dir/falcon.txt"
 grep -q "^ssm:           Mamba1 mixers in 2 of 2 layers: 128 channels, state 16, conv of 3 taps, time-step rank 8, in/out_proj biases, dt/B/C RMS-normed (eps 1e-06); a 18.43 KB state per sequence (no prefix cache)$" "$dir/falcon.txt"
