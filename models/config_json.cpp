@@ -1,6 +1,7 @@
 #include "models/config_json.h"
 
 #include <cstdint>
+#include <vector>
 
 #include "core/dtype.h"
 
@@ -57,6 +58,22 @@ Status read_dtype(const json& j, DType& out) {
     return unsupported("config.json: torch_dtype '" + it->get<std::string>() +
                        "' is not supported; supported: float32, float16, bfloat16");
   out = *d;
+  return Status::ok();
+}
+
+Status read_eos(const nlohmann::json& j, std::vector<int>& eos) {
+  auto it = j.find("eos_token_id");
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (it->is_number_integer()) {
+    eos = {it->get<int>()};
+  } else if (it->is_array()) {
+    for (const auto& e : *it) {
+      if (!e.is_number_integer()) return corrupt("config.json: eos_token_id list must hold integers");
+      eos.push_back(e.get<int>());
+    }
+  } else {
+    return corrupt("config.json: eos_token_id must be an integer or a list of integers");
+  }
   return Status::ok();
 }
 

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/status.h"
@@ -16,6 +17,9 @@ Status read_int(const nlohmann::json& j, const char* key, int& out, bool require
 Status read_float(const nlohmann::json& j, const char* key, float& out);
 Status read_bool(const nlohmann::json& j, const char* key, bool& out);
 Status read_string(const nlohmann::json& j, const char* key, std::string& out);
+// eos_token_id: one id or a list of ids into eos (left unchanged when absent or null); corrupt
+// for another type.
+Status read_eos(const nlohmann::json& j, std::vector<int>& eos);
 // torch_dtype (or transformers >= 4.56's dtype): float32, float16 or bfloat16; unsupported for
 // another type.
 Status read_dtype(const nlohmann::json& j, DType& out);

@@ -81,22 +81,6 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
   return unsupported("config.json: " + what + " is not supported; supported: " + kSupported);
 }
 
-Status read_eos(const json& j, std::vector<int>& eos) {
-  auto it = j.find("eos_token_id");
-  if (it == j.end() || it->is_null()) return Status::ok();
-  if (it->is_number_integer()) {
-    eos = {it->get<int>()};
-  } else if (it->is_array()) {
-    for (const auto& e : *it) {
-      if (!e.is_number_integer()) return corrupt("config.json: eos_token_id list must hold integers");
-      eos.push_back(e.get<int>());
-    }
-  } else {
-    return corrupt("config.json: eos_token_id must be an integer or a list of integers");
-  }
-  return Status::ok();
-}
-
 // RoPE theta and scaling: "rope_theta" + "rope_scaling" (transformers < 5), or one
 // "rope_parameters" object holding rope_theta and rope_type (transformers >= 5). phi3 also reads
 // partial_rotary_factor (top level, or in either object as transformers 5 writes it) and

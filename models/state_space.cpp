@@ -117,6 +117,7 @@ class StateSpaceModel final : public Model {
   OwnedTensor residual_, normed_, delta_, proj_, xbc_, y_, selected_, qkv_, attn_, mlp_, act_, up_;
   OwnedTensor dtr_, bm_, cm_, dt_, ones_;  // Mamba1: x_proj's parts, dt, FalconMamba's unit norm weights
   std::vector<int32_t> slots_host_, fresh_host_;  // the step's slot of each sequence, and which start afresh
+  std::vector<char> slot_used_;                    // plan_states' scratch: the slots the step names
 };
 
 template <typename F>
@@ -360,15 +361,15 @@ Status StateSpaceModel::plan_states(const StepBatch& batch) {
   for (int s = 0; s < n_seqs; ++s)
     slots_host_[static_cast<size_t>(s)] = batch.state_slots.empty() ? s : batch.state_slots[static_cast<size_t>(s)];
   fresh_host_.assign(static_cast<size_t>(n_seqs), 0);
-  std::vector<bool> used(static_cast<size_t>(n_slots_), false);
+  slot_used_.assign(static_cast<size_t>(n_slots_), 0);
   for (int s = 0; s < n_seqs; ++s) {
     const int32_t slot = slots_host_[static_cast<size_t>(s)];
     if (slot < 0 || slot >= n_slots_)
       return invalid_argument("state slot " + std::to_string(slot) + " of sequence " + std::to_string(s) +
                               " is outside [0, " + std::to_string(n_slots_) + ")");
-    if (used[static_cast<size_t>(slot)])
+    if (slot_used_[static_cast<size_t>(slot)])
       return invalid_argument("state slot " + std::to_string(slot) + " is given to two sequences of one step");
-    used[static_cast<size_t>(slot)] = true;
+    slot_used_[static_cast<size_t>(slot)] = 1;
     const int32_t first = batch.positions[static_cast<size_t>(batch.q_start[static_cast<size_t>(s)])];
     const int32_t page = batch.max_blocks > 0 ? batch.block_table[static_cast<size_t>(s) * static_cast<size_t>(batch.max_blocks)] : -1;
     if (first == 0) {

@@ -1,5 +1,6 @@
 #include "models/state_space_config.h"
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -33,15 +34,7 @@ Status positive(const char* key, int v) {
 Status read_ids_and_dtype(const json& j, ModelConfig& c) {
   c.bos_id = -1;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "bos_token_id", c.bos_id, false));
-  if (auto it = j.find("eos_token_id"); it != j.end() && !it->is_null()) {
-    if (it->is_number_integer()) c.eos_ids = {it->get<int>()};
-    else if (it->is_array())
-      for (const auto& e : *it) {
-        if (!e.is_number_integer()) return corrupt("config.json: eos_token_id list must hold integers");
-        c.eos_ids.push_back(e.get<int>());
-      }
-    else return corrupt("config.json: eos_token_id must be an integer or a list of integers");
-  }
+  BRIGADE_RETURN_IF_ERROR(read_eos(j, c.eos_ids));
   if (c.bos_id >= c.vocab_size) return invalid_argument("config.json: bos_token_id is outside the vocabulary");
   for (int e : c.eos_ids)
     if (e < 0 || e >= c.vocab_size)
@@ -61,6 +54,38 @@ Status read_common(const json& j, ModelConfig& c, int default_max_position) {
   BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
   BRIGADE_RETURN_IF_ERROR(positive("max_position_embeddings", c.max_position));
   return read_ids_and_dtype(j, c);
+}
+
+// A positive epsilon `key` into out (def when absent).
+Status read_eps(const json& j, const char* key, float def, float& out) {
+  out = def;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, key, out));
+  if (!(out > 0.0f) || !std::isfinite(out))
+    return invalid_argument(std::string("config.json: ") + key + " must be a positive number");
+  return Status::ok();
+}
+
+// A Mamba1 mixer (MambaMixer, Jamba's): d_inner = expand * hidden channels, each its own "head"
+// of one channel with a [N] state; the time-step rank an integer or "auto" (ceil(hidden / 16)).
+// `names` are the family's keys for {state, kernel, expand, dt_rank, conv bias, projection bias}
+// (Mamba's state_size, ...; Jamba's mamba_d_state, ...).
+Status read_mamba1_mixer(const json& j, ModelConfig& c, const std::array<const char*, 6>& names) {
+  int state = 16, kernel = 4, expand = 2;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, names[0], state, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, names[1], kernel, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, names[2], expand, false));
+  for (auto [key, v] : {std::pair{names[0], state}, {names[1], kernel}, {names[2], expand}})
+    BRIGADE_RETURN_IF_ERROR(positive(key, v));
+  c.ssm.layout = SsmLayout{expand * c.hidden_size, 1, 1, state, kernel};
+  c.ssm.dt_rank = (c.hidden_size + 15) / 16;  // "auto": math.ceil(hidden_size / 16)
+  if (auto it = j.find(names[3]); it != j.end() && it->is_number_integer()) c.ssm.dt_rank = it->get<int>();
+  else if (it != j.end() && !(it->is_string() && it->get<std::string>() == "auto") && !it->is_null())
+    return corrupt(std::string("config.json: ") + names[3] + " must be an integer or \"auto\"");
+  BRIGADE_RETURN_IF_ERROR(positive(names[3], c.ssm.dt_rank));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, names[4], c.ssm.conv_bias));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, names[5], c.ssm.proj_bias));
+  c.ssm.gated_norm = false;  // y * silu(z), no norm
+  return Status::ok();
 }
 
 // time_step_limit into c.ssm (absent: unbounded).
@@ -196,10 +221,7 @@ Expected<ModelConfig> read_mamba2_config(const json& j) {
   std::string act = "silu";
   BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
   if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported for mamba2 (silu only)");
-  c.rms_eps = 1e-5f;
-  BRIGADE_RETURN_IF_ERROR(read_float(j, "layer_norm_epsilon", c.rms_eps));
-  if (!(c.rms_eps > 0.0f) || !std::isfinite(c.rms_eps))
-    return invalid_argument("config.json: layer_norm_epsilon must be a positive number");
+  BRIGADE_RETURN_IF_ERROR(read_eps(j, "layer_norm_epsilon", 1e-5f, c.rms_eps));
   BRIGADE_RETURN_IF_ERROR(read_time_step_limit(j, c));
   BRIGADE_RETURN_IF_ERROR(read_common(j, c, 1 << 20));
   c.intermediate_size = static_cast<int>(l.d_inner());  // transformers' Mamba2Mixer.intermediate_size
@@ -214,39 +236,19 @@ Expected<ModelConfig> read_mamba1_config(const json& j) {
   BRIGADE_RETURN_IF_ERROR(read_int(j, "hidden_size", c.hidden_size, true));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "num_hidden_layers", c.n_layers, true));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, true));
-  int state = 16, expand = 2, kernel = 4;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "state_size", state, false));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "expand", expand, false));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "conv_kernel", kernel, false));
   for (auto [key, v] : {std::pair{"hidden_size", c.hidden_size}, {"num_hidden_layers", c.n_layers},
-                        {"vocab_size", c.vocab_size}, {"state_size", state}, {"expand", expand}, {"conv_kernel", kernel}})
+                        {"vocab_size", c.vocab_size}})
     BRIGADE_RETURN_IF_ERROR(positive(key, v));
-  // MambaMixer's d_inner channels, each its own "head" of one channel with a [N] state.
-  c.ssm.layout = SsmLayout{expand * c.hidden_size, 1, 1, state, kernel};
-  c.ssm.dt_rank = (c.hidden_size + 15) / 16;  // "auto": math.ceil(hidden_size / 16)
-  if (auto it = j.find("time_step_rank"); it != j.end() && it->is_number_integer()) c.ssm.dt_rank = it->get<int>();
-  else if (it != j.end() && !(it->is_string() && it->get<std::string>() == "auto") && !it->is_null())
-    return corrupt("config.json: time_step_rank must be an integer or \"auto\"");
-  BRIGADE_RETURN_IF_ERROR(positive("time_step_rank", c.ssm.dt_rank));
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_conv_bias", c.ssm.conv_bias));
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_bias", c.ssm.proj_bias));
-  c.ssm.gated_norm = false;  // y * silu(z), no norm
-  if (falcon) {
-    c.ssm.bcdt_norm_eps = 1e-6f;
-    BRIGADE_RETURN_IF_ERROR(read_float(j, "mixer_rms_eps", c.ssm.bcdt_norm_eps));
-    if (!(c.ssm.bcdt_norm_eps > 0.0f) || !std::isfinite(c.ssm.bcdt_norm_eps))
-      return invalid_argument("config.json: mixer_rms_eps must be a positive number");
-  }
+  BRIGADE_RETURN_IF_ERROR(read_mamba1_mixer(
+      j, c, {"state_size", "conv_kernel", "expand", "time_step_rank", "use_conv_bias", "use_bias"}));
+  if (falcon) BRIGADE_RETURN_IF_ERROR(read_eps(j, "mixer_rms_eps", 1e-6f, c.ssm.bcdt_norm_eps));
   std::string act = "silu";
   BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
   if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported for " + c.arch + " (silu only)");
-  c.rms_eps = 1e-5f;
-  BRIGADE_RETURN_IF_ERROR(read_float(j, "layer_norm_epsilon", c.rms_eps));
-  if (!(c.rms_eps > 0.0f) || !std::isfinite(c.rms_eps))
-    return invalid_argument("config.json: layer_norm_epsilon must be a positive number");
+  BRIGADE_RETURN_IF_ERROR(read_eps(j, "layer_norm_epsilon", 1e-5f, c.rms_eps));
   c.tie_embeddings = true;  // MambaConfig's default
   BRIGADE_RETURN_IF_ERROR(read_common(j, c, 1 << 20));
-  c.intermediate_size = expand * c.hidden_size;
+  c.intermediate_size = static_cast<int>(c.ssm.layout.d_inner());  // MambaMixer's intermediate_size
   c.ssm_layers.assign(static_cast<size_t>(c.n_layers), true);
   return c;
 }
@@ -263,10 +265,7 @@ Expected<ModelConfig> read_jamba_config(const json& j) {
   std::string act = "silu";
   BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
   if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported for jamba (silu only)");
-  c.rms_eps = 1e-6f;
-  BRIGADE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", c.rms_eps));
-  if (!(c.rms_eps > 0.0f) || !std::isfinite(c.rms_eps))
-    return invalid_argument("config.json: rms_norm_eps must be a positive number");
+  BRIGADE_RETURN_IF_ERROR(read_eps(j, "rms_norm_eps", 1e-6f, c.rms_eps));
   // Layer kinds: attention at attn_layer_offset of every attn_layer_period, mixers elsewhere;
   // experts at expert_layer_offset of every expert_layer_period (with num_experts > 1).
   int attn_period = 8, attn_offset = 4, expert_period = 2, expert_offset = 1;
@@ -293,21 +292,9 @@ Expected<ModelConfig> read_jamba_config(const json& j) {
       if (l % expert_period != expert_offset) c.mlp_only_layers.push_back(l);
   }
   // The mixers (Mamba1, their dt, B and C RMS-normed with weights).
-  int state = 16, kernel = 4, expand = 2;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_d_state", state, false));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_d_conv", kernel, false));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_expand", expand, false));
-  for (auto [key, v] : {std::pair{"mamba_d_state", state}, {"mamba_d_conv", kernel}, {"mamba_expand", expand}})
-    BRIGADE_RETURN_IF_ERROR(positive(key, v));
-  c.ssm.layout = SsmLayout{expand * c.hidden_size, 1, 1, state, kernel};
-  c.ssm.dt_rank = (c.hidden_size + 15) / 16;  // "auto"
-  if (auto it = j.find("mamba_dt_rank"); it != j.end() && it->is_number_integer()) c.ssm.dt_rank = it->get<int>();
-  else if (it != j.end() && !(it->is_string() && it->get<std::string>() == "auto") && !it->is_null())
-    return corrupt("config.json: mamba_dt_rank must be an integer or \"auto\"");
-  BRIGADE_RETURN_IF_ERROR(positive("mamba_dt_rank", c.ssm.dt_rank));
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_conv_bias", c.ssm.conv_bias));
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_proj_bias", c.ssm.proj_bias));
-  c.ssm.gated_norm = false;
+  BRIGADE_RETURN_IF_ERROR(read_mamba1_mixer(j, c,
+                                            {"mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_dt_rank",
+                                             "mamba_conv_bias", "mamba_proj_bias"}));
   c.ssm.bcdt_norm_eps = c.rms_eps;
   BRIGADE_RETURN_IF_ERROR(read_common(j, c, 262144));
   return c;
@@ -348,9 +335,7 @@ Expected<ModelConfig> read_granite_hybrid_config(const json& j) {
   if (positions == "rope")
     return unsupported("config.json: position_embedding_type 'rope' is not supported for granitemoehybrid (Granite "
                        "4.0-H's attention layers have no positions: 'nope')");
-  c.rms_eps = 1e-6f;
-  BRIGADE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", c.rms_eps));
-  if (!(c.rms_eps > 0.0f) || !std::isfinite(c.rms_eps)) return invalid_argument("config.json: rms_norm_eps must be a positive number");
+  BRIGADE_RETURN_IF_ERROR(read_eps(j, "rms_norm_eps", 1e-6f, c.rms_eps));
   // Granite's scalings (1 = none).
   float attention_multiplier = 1.0f, embedding = 1.0f, residual = 1.0f, logits = 1.0f;
   BRIGADE_RETURN_IF_ERROR(read_float(j, "attention_multiplier", attention_multiplier));
@@ -505,10 +490,7 @@ Expected<ModelConfig> read_nemotron_h_config(const json& j) {
   json limits = j;
   if (!j.contains("time_step_limit") && j.contains("mamba_dt_limit")) limits["time_step_limit"] = j["mamba_dt_limit"];
   BRIGADE_RETURN_IF_ERROR(read_time_step_limit(limits, c));
-  c.rms_eps = 1e-5f;
-  BRIGADE_RETURN_IF_ERROR(read_float(j, "layer_norm_epsilon", c.rms_eps));
-  if (!(c.rms_eps > 0.0f) || !std::isfinite(c.rms_eps))
-    return invalid_argument("config.json: layer_norm_epsilon must be a positive number");
+  BRIGADE_RETURN_IF_ERROR(read_eps(j, "layer_norm_epsilon", 1e-5f, c.rms_eps));
   BRIGADE_RETURN_IF_ERROR(read_common(j, c, 4096));
   return c;
 }
