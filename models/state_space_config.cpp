@@ -56,6 +56,16 @@ Status read_common(const json& j, ModelConfig& c, int default_max_position) {
   return read_ids_and_dtype(j, c);
 }
 
+// The activation `key` names (absent: `only`), refused by name unless it is `only`.
+Status require_activation(const json& j, const char* key, const char* only, const std::string& arch) {
+  std::string act = only;
+  BRIGADE_RETURN_IF_ERROR(read_string(j, key, act));
+  if (act != only)
+    return unsupported(std::string("config.json: ") + key + " '" + act + "' is not supported for " + arch + " (" + only +
+                       " only)");
+  return Status::ok();
+}
+
 // A positive epsilon `key` into out (def when absent).
 Status read_eps(const json& j, const char* key, float def, float& out) {
   out = def;
@@ -218,9 +228,7 @@ Expected<ModelConfig> read_mamba2_config(const json& j) {
   BRIGADE_RETURN_IF_ERROR(check_ssm_layout(l, c.hidden_size, expand, ""));
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_conv_bias", c.ssm.conv_bias));
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_bias", c.ssm.proj_bias));
-  std::string act = "silu";
-  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
-  if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported for mamba2 (silu only)");
+  BRIGADE_RETURN_IF_ERROR(require_activation(j, "hidden_act", "silu", c.arch));
   BRIGADE_RETURN_IF_ERROR(read_eps(j, "layer_norm_epsilon", 1e-5f, c.rms_eps));
   BRIGADE_RETURN_IF_ERROR(read_time_step_limit(j, c));
   BRIGADE_RETURN_IF_ERROR(read_common(j, c, 1 << 20));
@@ -242,9 +250,7 @@ Expected<ModelConfig> read_mamba1_config(const json& j) {
   BRIGADE_RETURN_IF_ERROR(read_mamba1_mixer(
       j, c, {"state_size", "conv_kernel", "expand", "time_step_rank", "use_conv_bias", "use_bias"}));
   if (falcon) BRIGADE_RETURN_IF_ERROR(read_eps(j, "mixer_rms_eps", 1e-6f, c.ssm.bcdt_norm_eps));
-  std::string act = "silu";
-  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
-  if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported for " + c.arch + " (silu only)");
+  BRIGADE_RETURN_IF_ERROR(require_activation(j, "hidden_act", "silu", c.arch));
   BRIGADE_RETURN_IF_ERROR(read_eps(j, "layer_norm_epsilon", 1e-5f, c.rms_eps));
   c.tie_embeddings = true;  // MambaConfig's default
   BRIGADE_RETURN_IF_ERROR(read_common(j, c, 1 << 20));
@@ -262,9 +268,7 @@ Expected<ModelConfig> read_jamba_config(const json& j) {
   BRIGADE_RETURN_IF_ERROR(read_int(j, "intermediate_size", c.intermediate_size, false));
   BRIGADE_RETURN_IF_ERROR(positive("intermediate_size", c.intermediate_size));
   c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  std::string act = "silu";
-  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
-  if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported for jamba (silu only)");
+  BRIGADE_RETURN_IF_ERROR(require_activation(j, "hidden_act", "silu", c.arch));
   BRIGADE_RETURN_IF_ERROR(read_eps(j, "rms_norm_eps", 1e-6f, c.rms_eps));
   // Layer kinds: attention at attn_layer_offset of every attn_layer_period, mixers elsewhere;
   // experts at expert_layer_offset of every expert_layer_period (with num_experts > 1).
@@ -323,10 +327,7 @@ Expected<ModelConfig> read_granite_hybrid_config(const json& j) {
   }
   c.norm_topk_prob = true;  // GraniteMoeHybridTopKRouter: softmax over the k chosen logits
   c.intermediate_size = c.n_experts > 0 ? c.moe_intermediate_size : c.shared_expert_intermediate_size;
-  std::string act = "silu";
-  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
-  if (act != "silu")
-    return unsupported("config.json: hidden_act '" + act + "' is not supported for granitemoehybrid (silu only)");
+  BRIGADE_RETURN_IF_ERROR(require_activation(j, "hidden_act", "silu", c.arch));
   bool attention_bias = false;
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", attention_bias));
   if (attention_bias) return unsupported("config.json: attention_bias is not supported for granitemoehybrid");
@@ -459,10 +460,7 @@ Expected<ModelConfig> read_nemotron_h_config(const json& j) {
   c.intermediate_size = 21504;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "intermediate_size", c.intermediate_size, false));
   BRIGADE_RETURN_IF_ERROR(positive("intermediate_size", c.intermediate_size));
-  std::string act = "relu2";
-  BRIGADE_RETURN_IF_ERROR(read_string(j, "mlp_hidden_act", act));
-  if (act != "relu2")
-    return unsupported("config.json: mlp_hidden_act '" + act + "' is not supported for nemotron_h (relu2 only)");
+  BRIGADE_RETURN_IF_ERROR(require_activation(j, "mlp_hidden_act", "relu2", c.arch));
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "mlp_bias", c.mlp_bias));
   // The mixers (older configs prefix some names with mamba_).
   SsmLayout& l = c.ssm.layout;
@@ -483,10 +481,7 @@ Expected<ModelConfig> read_nemotron_h_config(const json& j) {
     BRIGADE_RETURN_IF_ERROR(positive(key, v));
   if (l.n_heads % l.n_groups != 0)
     return invalid_argument("config.json: mamba_num_heads must be a multiple of n_groups");
-  std::string mamba_act = "silu";
-  BRIGADE_RETURN_IF_ERROR(read_string(j, "mamba_hidden_act", mamba_act));
-  if (mamba_act != "silu")
-    return unsupported("config.json: mamba_hidden_act '" + mamba_act + "' is not supported for nemotron_h (silu only)");
+  BRIGADE_RETURN_IF_ERROR(require_activation(j, "mamba_hidden_act", "silu", c.arch));
   json limits = j;
   if (!j.contains("time_step_limit") && j.contains("mamba_dt_limit")) limits["time_step_limit"] = j["mamba_dt_limit"];
   BRIGADE_RETURN_IF_ERROR(read_time_step_limit(limits, c));
