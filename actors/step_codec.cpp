@@ -132,6 +132,9 @@ step_plan_msg encode_step_plan(const PlannedStep& step) {
       s.setCopySrc(w.copy_src);
       s.setCopyDst(w.copy_dst);
       s.setCopyRows(w.copy_rows);
+      s.setStateFrom(w.state_from);
+      s.setStateSave(w.state_save);
+      s.setStateSavePos(w.state_save_pos);
     }
     auto rel = b.initReleased(static_cast<unsigned>(step.released.size()));
     for (unsigned i = 0; i < step.released.size(); ++i) rel.set(i, step.released[i]);
@@ -167,6 +170,9 @@ PlannedStep decode_step_plan(schema::StepPlan::Reader plan) {
     w.copy_src = s.getCopySrc();
     w.copy_dst = s.getCopyDst();
     w.copy_rows = s.getCopyRows();
+    w.state_from = s.getStateFrom();
+    w.state_save = s.getStateSave();
+    w.state_save_pos = s.getStateSavePos();
     step.n_tokens += static_cast<int>(w.tokens.size());
     step.seqs.push_back(std::move(w));
   }

@@ -59,6 +59,13 @@ struct SeqWorkItem {
   int32_t copy_src = -1;
   int32_t copy_dst = -1;
   int copy_rows = 0;
+  // Recurrent models' state snapshots (SeqWork.stateFrom/stateSave/stateSavePos; the executor's
+  // snapshot slots 0..n-1, StepRunnerOptions::state_snapshots): the item starts from the state
+  // in snapshot state_from (ending at start_pos), and/or copies its state after the first
+  // state_save_pos positions into snapshot state_save. -1: none.
+  int32_t state_from = -1;
+  int32_t state_save = -1;
+  int state_save_pos = 0;
 };
 
 // The MTP module's proposal for a sequence after a step (mirrors schema::SeqDrafts).

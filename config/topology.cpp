@@ -56,8 +56,8 @@ class MapReader {
     }
     return *this;
   }
-  // A byte count, or `auto` (CacheConfig::auto_bytes).
-  MapReader& read_bytes_or_auto(const char* key, int64_t& out) {
+  // A count (of bytes, of snapshots), or `auto` (CacheConfig::auto_bytes, kAuto).
+  MapReader& read_or_auto(const char* key, int64_t& out) {
     if (want(key) && node_[key].IsScalar() && node_[key].Scalar() == "auto") {
       out = CacheConfig::auto_bytes;
       return *this;
@@ -102,7 +102,8 @@ Status parse_cache(const YAML::Node& c, const std::string& where, CacheConfig& c
       .read("eviction", cache.eviction)
       .read("partial_pages", cache.partial_pages)
       .read("in_batch_prefix_tokens", cache.in_batch_prefix_tokens)
-      .read_bytes_or_auto("host_bytes", cache.host_bytes)
+      .read_or_auto("host_bytes", cache.host_bytes)
+      .read_or_auto("state_snapshots", cache.state_snapshots)
       .read("disk_path", cache.disk_path)
       .read("disk_bytes", cache.disk_bytes)
       .read("write_policy", cache.write_policy)
@@ -119,6 +120,8 @@ Status validate_cache(const CacheConfig& c, const std::string& w) {
     return invalid_argument(w + ": cache.eviction '" + c.eviction + "' is not one of: " + join(evictions));
   if (c.tiers_enabled() && !c.radix)
     return invalid_argument(w + ": the cache tiers (host_bytes, disk_path) need cache.radix: true");
+  if (c.state_snapshots < 0 && c.state_snapshots != CacheConfig::kAuto)
+    return invalid_argument(w + ": cache.state_snapshots must be >= 0 or auto");
   if (c.in_batch_prefix_tokens < 0)
     return invalid_argument(w + ": cache.in_batch_prefix_tokens must be >= 0 (0 = off)");
   const std::set<std::string> policies = {"write_through", "write_back"};

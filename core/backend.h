@@ -177,11 +177,16 @@ struct SsmLayout {
 // The sequences of a state-space step: rows [q_start[s], q_start[s + 1]) are sequence s's tokens,
 // in order, and continue the state in slot slots[s] of the state tensors, or start from zeros
 // where fresh[s] != 0 (a sequence's first tokens). All i32 in device memory.
+// Snapshots (the prefix cache of a recurrent model): where save_rows[s] > 0, the state after the
+// sequence's first save_rows[s] rows is also copied into slot save_slots[s] (another slot than
+// any sequence's of the step), as the op passes that row; empty tensors: no snapshot.
 struct SsmSeqs {
   Tensor q_start;  // [n_seqs + 1]
   Tensor slots;    // [n_seqs]
   Tensor fresh;    // [n_seqs]
   int n_seqs = 0;
+  Tensor save_rows;   // [n_seqs] or empty
+  Tensor save_slots;  // [n_seqs] or empty
 };
 
 // A Mamba2 layer's scan parameters: A = -exp(A_log), D and dt_bias [H] f32, the dt clamp, the

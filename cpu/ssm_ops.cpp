@@ -23,6 +23,8 @@ struct SeqRange {
   int64_t begin = 0, end = 0;
   int32_t slot = 0;
   bool fresh = false;
+  int64_t save_row = -1;  // the row after which the state is copied into save_slot (-1: none)
+  int32_t save_slot = -1;
 };
 
 std::vector<SeqRange> seq_ranges(const SsmSeqs& seqs, int64_t n_rows, int64_t n_slots) {
@@ -38,6 +40,20 @@ std::vector<SeqRange> seq_ranges(const SsmSeqs& seqs, int64_t n_rows, int64_t n_
     r = {q[s], q[s + 1], slot[s], fresh[s] != 0};
     BRIGADE_CHECK(r.begin >= 0 && r.begin <= r.end && r.end <= n_rows, "ssm: sequence rows inside the step");
     BRIGADE_CHECK(r.slot >= 0 && r.slot < n_slots, "ssm: state slot inside the state tensor");
+  }
+  if (seqs.save_rows.empty()) return out;
+  BRIGADE_CHECK(seqs.save_rows.numel() == seqs.n_seqs && seqs.save_slots.numel() == seqs.n_seqs,
+                "ssm: save_rows and save_slots [n_seqs]");
+  const auto* save_rows = seqs.save_rows.as<const int32_t>();
+  const auto* save_slots = seqs.save_slots.as<const int32_t>();
+  for (int s = 0; s < seqs.n_seqs; ++s) {
+    SeqRange& r = out[static_cast<size_t>(s)];
+    if (save_rows[s] <= 0) continue;
+    BRIGADE_CHECK(save_rows[s] <= r.end - r.begin, "ssm: a snapshot after a row of its sequence");
+    BRIGADE_CHECK(save_slots[s] >= 0 && save_slots[s] < n_slots && save_slots[s] != r.slot,
+                  "ssm: a snapshot's slot inside the state tensor and not its sequence's");
+    r.save_row = r.begin + save_rows[s] - 1;
+    r.save_slot = save_slots[s];
   }
   return out;
 }
@@ -85,6 +101,11 @@ void ssm_conv(const CpuContext& c, const Tensor& in, int64_t col, const Tensor& 
         for (int64_t j = 0; j < keep; ++j)
           std::memcpy(&window[static_cast<size_t>(j * kBlock)], &window[static_cast<size_t>((j + 1) * kBlock)],
                       static_cast<size_t>(cw) * sizeof(float));
+        if (row == r.save_row) {  // the snapshot: the last keep inputs up to this row
+          float* sv = states + static_cast<int64_t>(r.save_slot) * keep * ch;
+          for (int64_t j = 0; j < keep; ++j)
+            std::memcpy(sv + j * ch + c0, &window[static_cast<size_t>(j * kBlock)], static_cast<size_t>(cw) * sizeof(float));
+        }
       }
       for (int64_t j = 0; j < keep; ++j)
         std::memcpy(st + j * ch + c0, &window[static_cast<size_t>(j * kBlock)], static_cast<size_t>(cw) * sizeof(float));
@@ -135,6 +156,8 @@ void ssm_scan(const CpuContext& c, const Tensor& proj, const Tensor& xbc, const 
           c.kernels->scale_axpy(s, decay, dt * x[i], bv, ns);
           yr[i] = c.kernels->dot(s, cv, ns) + dskip[h] * x[i];
         }
+        if (row == r.save_row)
+          std::copy(st, st + hd * ns, st_all + (static_cast<int64_t>(r.save_slot) * heads + h) * hd * ns);
       }
     }
   });
@@ -193,6 +216,8 @@ void ssm_scan_diag(const CpuContext& c, const Tensor& x, const Tensor& dt_in, co
         // S_d = exp(dt_d A_d) S_d + (dt_d x_d) B, y_d = S_d . C for the block's channels.
         c.kernels->ssm_diag_rows(st + d0 * ns, ap + d0 * ns, dts, xr, bp + row * ns, cp + row * ns, nd, ns, yr);
         for (int64_t i = 0; i < nd; ++i) yr[i] = (yr[i] + dp[d0 + i] * xr[i]) * silu(zp[row * zw + z_col + d0 + i]);
+        if (row == r.save_row)
+          std::copy(st + d0 * ns, st + (d0 + nd) * ns, st_all + static_cast<int64_t>(r.save_slot) * dim * ns + d0 * ns);
       }
     }
   });

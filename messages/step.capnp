@@ -51,6 +51,12 @@ struct SeqWork {
   copyDst @19 :Int32 = -1;         # copySrc (every layer, K and V, scales) are copied into page
   copyRows @20 :Int32;             # copyDst: a prefix-cache match ending inside a cached page
                                    # (docs/architecture.md "Partly filled pages")
+  stateFrom @21 :Int32 = -1;       # recurrent models' prefix cache (docs/architecture.md "State
+                                   # snapshots"): >= 0, the sequence's first item starts from the
+                                   # state in this snapshot, which ends at startPos
+  stateSave @22 :Int32 = -1;       # >= 0: the state after position stateSavePos - 1 (the first
+  stateSavePos @23 :Int32;         # stateSavePos positions) is also copied into this snapshot;
+                                   # startPos < stateSavePos <= startPos + len
 }
 
 # An image of a prompt chunk: its image tokens (VisionConfig::image_tokens) start at `position`

@@ -26,6 +26,9 @@ void StepBatch::clear() {
   images.clear();
   rope_delta.clear();
   state_slots.clear();
+  state_from.clear();
+  state_save.clear();
+  state_save_rows.clear();
 }
 
 Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& backend, const LoadOptions& options) {

@@ -83,6 +83,15 @@ struct StepBatch {
   // step left it (the model checks). The executor assigns slots and frees them on release.
   // Empty: sequence s uses slot s (one caller running its own sequences, as the tests do).
   std::vector<int32_t> state_slots;
+  // Snapshots of those states (a recurrent model's prefix cache; each [n_seqs], or empty for
+  // none). state_from[s] >= 0: before the step, sequence s's slot takes the state held in slot
+  // state_from[s] (a snapshot), which must end exactly where the sequence's first row starts.
+  // state_save[s] >= 0: the state after the sequence's first state_save_rows[s] rows of the step
+  // (1 to its rows) is also copied into slot state_save[s], which no sequence of the step holds.
+  // Restores happen before any save, so one slot may be restored from and saved into in a step.
+  std::vector<int32_t> state_from;
+  std::vector<int32_t> state_save;
+  std::vector<int32_t> state_save_rows;
 
   int n_tokens() const { return static_cast<int>(tokens.size()); }
   int n_seqs() const { return static_cast<int>(ctx_len.size()); }

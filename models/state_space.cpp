@@ -90,6 +90,7 @@ class StateSpaceModel final : public Model {
   Status load_mlp_block(WeightLoader& w, const std::string& p, Layer& L);
   // Checks the step's state slots and decides which sequences start afresh (fresh_).
   Status plan_states(const StepBatch& batch);
+  Status plan_snapshots(const StepBatch& batch);
   bool granite() const { return config_.arch == "granitemoehybrid"; }
   bool has_ffn() const { return names_.ffn_norm != nullptr; }
   // The width of the dense SwiGLU after a mixer or attention: Granite's shared MLP, Jamba's MLP.
@@ -113,11 +114,15 @@ class StateSpaceModel final : public Model {
   MoeShard moe_shard_;
   MoeScratch moe_scratch_;
   StepInputs ints_;
-  OwnedTensor slots_, fresh_;
+  OwnedTensor slots_, fresh_, save_rows_, save_slots_;
   OwnedTensor residual_, normed_, delta_, proj_, xbc_, y_, selected_, qkv_, attn_, mlp_, act_, up_;
   OwnedTensor dtr_, bm_, cm_, dt_, ones_;  // Mamba1: x_proj's parts, dt, FalconMamba's unit norm weights
   std::vector<int32_t> slots_host_, fresh_host_;  // the step's slot of each sequence, and which start afresh
   std::vector<char> slot_used_;                    // plan_states' scratch: the slots the step names
+  // The step's snapshots (plan_snapshots): per sequence the rows before its save (0: none) and
+  // the slot it saves into, and the restores (snapshot slot, sequence's slot) made before it.
+  std::vector<int32_t> save_rows_host_, save_slots_host_;
+  std::vector<std::pair<int32_t, int32_t>> restores_;
 };
 
 template <typename F>
@@ -313,6 +318,8 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
   BRIGADE_RETURN_IF_ERROR(ints_.allocate(backend_, n));
   BRIGADE_ASSIGN_OR_RETURN(slots_, alloc_tensor(backend_, DType::i32, 1, n));
   BRIGADE_ASSIGN_OR_RETURN(fresh_, alloc_tensor(backend_, DType::i32, 1, n));
+  BRIGADE_ASSIGN_OR_RETURN(save_rows_, alloc_tensor(backend_, DType::i32, 1, n));
+  BRIGADE_ASSIGN_OR_RETURN(save_slots_, alloc_tensor(backend_, DType::i32, 1, n));
   BRIGADE_ASSIGN_OR_RETURN(residual_, alloc_tensor(backend_, act, n, h));
   BRIGADE_ASSIGN_OR_RETURN(normed_, alloc_tensor(backend_, act, n, h));
   BRIGADE_ASSIGN_OR_RETURN(delta_, alloc_tensor(backend_, act, n, h));
@@ -374,6 +381,8 @@ Status StateSpaceModel::plan_states(const StepBatch& batch) {
     const int32_t page = batch.max_blocks > 0 ? batch.block_table[static_cast<size_t>(s) * static_cast<size_t>(batch.max_blocks)] : -1;
     if (first == 0) {
       fresh_host_[static_cast<size_t>(s)] = 1;
+    } else if (!batch.state_from.empty() && batch.state_from[static_cast<size_t>(s)] >= 0) {
+      // restored from a snapshot (plan_snapshots checks it)
     } else if (slot_next_[static_cast<size_t>(slot)] >= 0 && slot_page_[static_cast<size_t>(slot)] != page) {
       // another sequence's state (without a prefix cache no two live sequences share a page)
       return invalid_argument("sequence " + std::to_string(s) + " continues at position " + std::to_string(first) +
@@ -385,6 +394,59 @@ Status StateSpaceModel::plan_states(const StepBatch& batch) {
                               " but its state slot " + std::to_string(slot) +
                               (held < 0 ? std::string(" holds no state") : " holds the state after " + std::to_string(held) + " positions") +
                               ": a recurrent model's state cannot start from a cached prefix or skip positions");
+    }
+  }
+  return Status::ok();
+}
+
+// Snapshots (StepBatch::state_from / state_save): checks them all, then makes the restores, so
+// a refused step changes no state. plan_states has filled slots_host_ and slot_used_.
+Status StateSpaceModel::plan_snapshots(const StepBatch& batch) {
+  const int n_seqs = batch.n_seqs();
+  const auto sized = [&](const std::vector<int32_t>& v) { return v.empty() || static_cast<int>(v.size()) == n_seqs; };
+  if (!sized(batch.state_from) || !sized(batch.state_save) || batch.state_save_rows.size() != batch.state_save.size())
+    return invalid_argument("a step's state_from, state_save and state_save_rows have one entry per sequence (or none)");
+  save_rows_host_.assign(static_cast<size_t>(n_seqs), 0);
+  save_slots_host_.assign(static_cast<size_t>(n_seqs), -1);
+  restores_.clear();
+  const auto slot_name = [](int32_t slot) { return "state slot " + std::to_string(slot); };
+  for (int s = 0; s < n_seqs; ++s) {
+    const size_t i = static_cast<size_t>(s);
+    const int32_t first = batch.positions[static_cast<size_t>(batch.q_start[i])];
+    const int32_t rows = batch.q_start[i + 1] - batch.q_start[i];
+    if (!batch.state_from.empty() && batch.state_from[i] >= 0) {
+      const int32_t from = batch.state_from[i];
+      if (from >= n_slots_ || slot_used_[static_cast<size_t>(from)])
+        return invalid_argument("sequence " + std::to_string(s) + " restores its state from " + slot_name(from) +
+                                ", which is outside [0, " + std::to_string(n_slots_) + ") or a sequence's of the step");
+      if (slot_next_[static_cast<size_t>(from)] != first || first == 0)
+        return invalid_argument("sequence " + std::to_string(s) + " starts at position " + std::to_string(first) +
+                                " from the snapshot in " + slot_name(from) + ", which holds " +
+                                (slot_next_[static_cast<size_t>(from)] < 0
+                                     ? std::string("no state")
+                                     : "the state after " + std::to_string(slot_next_[static_cast<size_t>(from)]) + " positions"));
+      restores_.push_back({from, slots_host_[i]});
+      fresh_host_[i] = 0;
+    }
+    if (!batch.state_save.empty() && batch.state_save[i] >= 0) {
+      const int32_t to = batch.state_save[i], after = batch.state_save_rows[i];
+      if (to >= n_slots_ || slot_used_[static_cast<size_t>(to)] ||
+          std::count(save_slots_host_.begin(), save_slots_host_.end(), to) > 0)
+        return invalid_argument("sequence " + std::to_string(s) + " saves its state into " + slot_name(to) +
+                                ", which is outside [0, " + std::to_string(n_slots_) +
+                                "), a sequence's of the step or another snapshot's");
+      if (after < 1 || after > rows)
+        return invalid_argument("sequence " + std::to_string(s) + " saves its state after " + std::to_string(after) +
+                                " of its " + std::to_string(rows) + " rows");
+      save_rows_host_[i] = after;
+      save_slots_host_[i] = to;
+    }
+  }
+  for (const auto& [from, to] : restores_) {
+    for (Layer& L : layers_) {
+      if (L.kind != Kind::ssm) continue;
+      backend_.copy(L.conv_state.tensor.rows(to, 1), L.conv_state.tensor.rows(from, 1));
+      backend_.copy(L.ssm_state.tensor.rows(to, 1), L.ssm_state.tensor.rows(from, 1));
     }
   }
   return Status::ok();
@@ -434,7 +496,10 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
   if (!batch.images.empty()) return unsupported(config_.arch + " takes no images");
   for (int32_t id : batch.lora)
     if (id != 0) return unsupported(config_.arch + " runs no LoRA adapters");
-  if (config_.recurrent()) BRIGADE_RETURN_IF_ERROR(plan_states(batch));
+  if (config_.recurrent()) {
+    BRIGADE_RETURN_IF_ERROR(plan_states(batch));
+    BRIGADE_RETURN_IF_ERROR(plan_snapshots(batch));
+  }
   BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch));
   const int n_seqs = batch.n_seqs();
   if (config_.recurrent()) {
@@ -442,8 +507,15 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
     backend_.upload(Tensor(fresh_.tensor.data, DType::i32, {n_seqs}), fresh_host_.data());
   }
   const AttentionMeta meta = ints_.meta(batch, bounds, 0);
-  const SsmSeqs seqs{meta.q_start, Tensor(slots_.tensor.data, DType::i32, {n_seqs}),
-                     Tensor(fresh_.tensor.data, DType::i32, {n_seqs}), n_seqs};
+  SsmSeqs seqs{meta.q_start, Tensor(slots_.tensor.data, DType::i32, {n_seqs}),
+               Tensor(fresh_.tensor.data, DType::i32, {n_seqs}), n_seqs};
+  const bool saves = config_.recurrent() && std::any_of(save_rows_host_.begin(), save_rows_host_.end(), [](int32_t r) { return r > 0; });
+  if (saves) {
+    seqs.save_rows = Tensor(save_rows_.tensor.data, DType::i32, {n_seqs});
+    seqs.save_slots = Tensor(save_slots_.tensor.data, DType::i32, {n_seqs});
+    backend_.upload(seqs.save_rows, save_rows_host_.data());
+    backend_.upload(seqs.save_slots, save_slots_host_.data());
+  }
 
   const int64_t n = batch.n_tokens();
   const Tensor residual = residual_.tensor.rows(0, n), normed = normed_.tensor.rows(0, n), delta = delta_.tensor.rows(0, n);
@@ -492,6 +564,11 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
     const size_t slot = static_cast<size_t>(slots_host_[static_cast<size_t>(s)]);
     slot_next_[slot] = batch.ctx_len[static_cast<size_t>(s)];
     slot_page_[slot] = batch.max_blocks > 0 ? batch.block_table[static_cast<size_t>(s) * static_cast<size_t>(batch.max_blocks)] : -1;
+    if (const int32_t to = save_slots_host_.empty() ? -1 : save_slots_host_[static_cast<size_t>(s)]; to >= 0) {
+      slot_next_[static_cast<size_t>(to)] = batch.positions[static_cast<size_t>(batch.q_start[static_cast<size_t>(s)])] +
+                                             save_rows_host_[static_cast<size_t>(s)];
+      slot_page_[static_cast<size_t>(to)] = -1;  // a snapshot belongs to no sequence until restored
+    }
   }
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size()), hr = static_cast<int64_t>(batch.hidden_rows.size());
   if (r == 0 && hr == 0) return Status::ok();

@@ -265,6 +265,15 @@ std::string ServerMetrics::render(const EngineStats& s, const std::vector<Instan
          static_cast<double>(s.cache_evicted_pages));
   metric(out, "brigade_prefix_cache_pages", "gauge", "KV pages the prefix cache holds (part of kv_pages_used).",
          s.cache_pages);
+  if (s.cache_state_saves > 0 || s.cache_state_snapshots > 0) {  // a recurrent model's
+    metric(out, "brigade_prefix_cache_state_saves_total", "counter",
+           "Recurrent-state snapshots at page boundaries that joined the prefix cache.",
+           static_cast<double>(s.cache_state_saves));
+    metric(out, "brigade_prefix_cache_state_restores_total", "counter",
+           "Admissions that started from a cached recurrent-state snapshot.", static_cast<double>(s.cache_state_restores));
+    metric(out, "brigade_prefix_cache_state_snapshots", "gauge", "Recurrent-state snapshots the prefix cache holds.",
+           s.cache_state_snapshots);
+  }
   if (s.tiers) {
     metric(out, "brigade_tier_saved_pages_total", "counter", "KV pages saved from the device to the HiCache tiers.",
            static_cast<double>(s.tier_saved_pages));

@@ -227,12 +227,27 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   // A recurrent model keeps a state per running sequence (models/state_space.h): as many as
   // max_running, or as kv.memory_mb holds when fewer (then they bound max_running too); a hybrid
   // (attention layers too) gives its states at most half of kv.memory_mb and its KV pages the rest.
+  // With the prefix cache, snapshots of states (cache.state_snapshots) come out of the same memory.
   int state_slots = inst.scheduler.max_running;
+  int state_snapshots = 0;
   int64_t state_bytes = 0;
   if (dir_config && dir_config->recurrent()) {
     const int64_t per_slot = std::max<int64_t>(1, recurrent_state_bytes(*dir_config));
     const int64_t budget = inst.kv.memory_mb * 1024 * 1024 / (dir_config->n_attention_layers() > 0 ? 2 : 1);
-    state_slots = static_cast<int>(std::clamp<int64_t>(budget / per_slot, 1, state_slots));
+    const int64_t fit = std::max<int64_t>(1, budget / per_slot);
+    const int64_t max_running = inst.scheduler.max_running;
+    int64_t snaps = 0;
+    if (inst.cache.radix && inst.cache.state_snapshots == CacheConfig::kAuto)
+      snaps = fit > max_running ? std::min(fit - max_running, 4 * max_running) : fit / 4;
+    else if (inst.cache.radix)
+      snaps = inst.cache.state_snapshots;
+    if (snaps >= fit)
+      return invalid_argument("instance '" + inst.name + "': cache.state_snapshots " + std::to_string(snaps) +
+                              " leaves no state for a running sequence: kv.memory_mb holds " + std::to_string(fit) +
+                              " states of " + std::to_string(per_slot >> 10) + " KiB" +
+                              (dir_config->n_attention_layers() > 0 ? " (half of it, a hybrid's pages take the rest)" : ""));
+    state_snapshots = static_cast<int>(snaps);
+    state_slots = static_cast<int>(std::min(max_running, fit - snaps)) + state_snapshots;
     state_bytes = per_slot * state_slots;
   }
   lo.max_batch_tokens = step_tokens;
@@ -325,19 +340,27 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   }
   if (mc.recurrent()) {
     // A sequence's state holds its whole past and cannot be rebuilt from another sequence's
-    // pages: nothing is cached or shared, and it runs neither PD roles nor speculation (a
-    // rejected draft would need the state from before it).
-    setup.limits.prefix_cache = setup.limits.partial_pages = false;
+    // pages: a cached prefix serves only where a snapshot of the state at its end was kept
+    // (SchedulerLimits::state_snapshots), so no partly filled pages or in-batch sharing (whose
+    // prefixes end anywhere) and no tiers; it runs neither PD roles nor speculation (a rejected
+    // draft would need the state from before it).
+    const int running = res->model->state_slots() - state_snapshots;
+    setup.limits.prefix_cache = state_snapshots > 0;
+    setup.limits.state_snapshots = state_snapshots;
+    setup.limits.partial_pages = false;
     setup.limits.in_batch_prefix_tokens = 0;
-    setup.limits.max_running = std::min(setup.limits.max_running, res->model->state_slots());
+    setup.limits.max_running = std::min(setup.limits.max_running, running);
+    for (auto& rank : out.ranks) rank->runner.state_snapshots = state_snapshots;
     if (inst.role != "both" || inst.scheduler.speculative.method != "none")
       return unsupported("instance '" + inst.name + "': " + mc.arch + " keeps a recurrent state per sequence, so it "
                          "runs with neither a PD role nor speculative decoding");
-    spdlog::info("engine: instance '{}': a recurrent state for each of up to {} running sequences ({:.1f} MiB each, "
-                 "{:.1f} MiB in all{}); no prefix cache", inst.name, res->model->state_slots(),
-                 static_cast<double>(res->model->state_bytes_per_slot()) / (1 << 20),
-                 static_cast<double>(res->model->state_bytes_per_slot() * res->model->state_slots()) / (1 << 20),
-                 res->model->state_slots() < inst.scheduler.max_running ? ", max_running lowered to what kv.memory_mb holds" : "");
+    const double mib = static_cast<double>(res->model->state_bytes_per_slot()) / (1 << 20);
+    spdlog::info("engine: instance '{}': a recurrent state for each of up to {} running sequences ({:.1f} MiB each{}); "
+                 "{}", inst.name, running, mib,
+                 running < inst.scheduler.max_running ? ", max_running lowered to what kv.memory_mb holds" : "",
+                 state_snapshots > 0 ? fmt::format("prefix cache with {} state snapshots ({:.1f} MiB)", state_snapshots,
+                                                   mib * state_snapshots)
+                                     : std::string("no prefix cache"));
   }
   if (res->model->has_vision()) {  // requests with images; the others' images are refused
     const VisionConfig& v = mc.vision;

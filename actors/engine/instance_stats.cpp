@@ -29,6 +29,8 @@ constexpr Field<uint64_t> kCounts[] = {
     {"cache_in_batch_waits", &EngineStats::cache_in_batch_waits},
     {"cache_loaded_tokens", &EngineStats::cache_loaded_tokens},
     {"cache_evicted_pages", &EngineStats::cache_evicted_pages},
+    {"cache_state_saves", &EngineStats::cache_state_saves},
+    {"cache_state_restores", &EngineStats::cache_state_restores},
     {"tier_saved_pages", &EngineStats::tier_saved_pages},
     {"tier_host_hit_pages", &EngineStats::tier_host_hit_pages},
     {"tier_disk_hit_pages", &EngineStats::tier_disk_hit_pages},
@@ -67,6 +69,7 @@ constexpr Field<int> kGauges[] = {
     {"n_running", &EngineStats::n_running},     {"n_waiting", &EngineStats::n_waiting},
     {"kv_pages_used", &EngineStats::kv_pages_used}, {"kv_pages_total", &EngineStats::kv_pages_total},
     {"cache_pages", &EngineStats::cache_pages},     {"cache_idle_pages", &EngineStats::cache_idle_pages},
+    {"cache_state_snapshots", &EngineStats::cache_state_snapshots},
 };
 constexpr Field<double> kReals[] = {
     {"peak_bytes_per_s", &EngineStats::peak_bytes_per_s},
@@ -97,6 +100,8 @@ constexpr CounterField<uint64_t> kCounterTotals[] = {
     {&EngineStats::cache_in_batch_waits, &SchedulerCounters::cache_in_batch_waits},
     {&EngineStats::cache_loaded_tokens, &SchedulerCounters::cache_loaded_tokens},
     {&EngineStats::cache_evicted_pages, &SchedulerCounters::cache_evicted_pages},
+    {&EngineStats::cache_state_saves, &SchedulerCounters::cache_state_saves},
+    {&EngineStats::cache_state_restores, &SchedulerCounters::cache_state_restores},
     {&EngineStats::tier_saved_pages, &SchedulerCounters::tier_saved_pages},
     {&EngineStats::tier_host_hit_pages, &SchedulerCounters::tier_host_hit_pages},
     {&EngineStats::tier_disk_hit_pages, &SchedulerCounters::tier_disk_hit_pages},
@@ -126,6 +131,7 @@ constexpr CounterField<int> kCounterGauges[] = {
     {&EngineStats::kv_pages_used, &SchedulerCounters::kv_pages_used},
     {&EngineStats::cache_pages, &SchedulerCounters::cache_pages},
     {&EngineStats::cache_idle_pages, &SchedulerCounters::cache_idle_pages},
+    {&EngineStats::cache_state_snapshots, &SchedulerCounters::cache_state_snapshots},
 };
 // Per bound, memory then compute (SchedulerCounters::bound_*).
 constexpr std::pair<uint64_t EngineStats::*, uint64_t EngineStats::*> kBoundFields[] = {

@@ -13,21 +13,51 @@ namespace brigade {
 StepRunner::StepRunner(Backend& backend, Model& model, KvCache kv, StepRunnerOptions options)
     : backend_(backend), model_(model), kv_(std::move(kv)), options_(std::move(options)), constraints_(options_.vocab) {
   BRIGADE_CHECK(!(options_.device_steps && mtp_on()), "an MTP model runs on the host step path");
-  for (int32_t slot = model_.state_slots() - 1; slot >= 0; --slot) free_state_slots_.push_back(slot);
+  BRIGADE_CHECK(options_.state_snapshots >= 0 && options_.state_snapshots < std::max(model_.state_slots(), 1),
+                "state snapshots leave at least one state slot to running sequences");
+  for (int32_t slot = running_state_slots() - 1; slot >= 0; --slot) free_state_slots_.push_back(slot);
 }
 
 Status StepRunner::assign_state_slots(const PlannedStep& step) {
-  if (model_.state_slots() == 0) return Status::ok();
+  const bool snapshots = std::any_of(step.seqs.begin(), step.seqs.end(),
+                                     [](const SeqWorkItem& w) { return w.state_from >= 0 || w.state_save >= 0; });
+  if (model_.state_slots() == 0) {
+    if (snapshots) return invalid_argument("a step names state snapshots, but the model keeps no recurrent state");
+    return Status::ok();
+  }
+  const int running = running_state_slots();
+  const auto snapshot_slot = [&](const SeqWorkItem& w, int32_t snap) -> Expected<int32_t> {
+    if (snap < 0 || snap >= options_.state_snapshots)
+      return invalid_argument("sequence " + std::to_string(w.seq_id) + " names state snapshot " + std::to_string(snap) +
+                              ", outside [0, " + std::to_string(options_.state_snapshots) + ")");
+    return running + snap;
+  };
   for (const SeqWorkItem& w : step.seqs) {
     auto it = state_slot_of_.find(w.seq_id);
     if (it == state_slot_of_.end()) {
       if (free_state_slots_.empty())
         return out_of_resources("no free recurrent-state slot for sequence " + std::to_string(w.seq_id) + ": all " +
-                                  std::to_string(model_.state_slots()) + " hold running sequences");
+                                  std::to_string(running) + " hold running sequences");
       it = state_slot_of_.emplace(w.seq_id, free_state_slots_.back()).first;
       free_state_slots_.pop_back();
     }
     batch_.state_slots.push_back(it->second);
+    if (!snapshots) continue;
+    int32_t from = -1, save = -1, save_rows = 0;
+    if (w.state_from >= 0) {
+      BRIGADE_ASSIGN_OR_RETURN(from, snapshot_slot(w, w.state_from));
+    }
+    if (w.state_save >= 0) {
+      BRIGADE_ASSIGN_OR_RETURN(save, snapshot_slot(w, w.state_save));
+      save_rows = w.state_save_pos - w.start_pos;
+      if (save_rows < 1 || save_rows > static_cast<int>(w.tokens.size()))
+        return invalid_argument("sequence " + std::to_string(w.seq_id) + " saves its state after position " +
+                                std::to_string(w.state_save_pos) + ", outside its item [" + std::to_string(w.start_pos) +
+                                ", " + std::to_string(w.start_pos + static_cast<int>(w.tokens.size())) + "]");
+    }
+    batch_.state_from.push_back(from);
+    batch_.state_save.push_back(save);
+    batch_.state_save_rows.push_back(save_rows);
   }
   return Status::ok();
 }

@@ -68,6 +68,10 @@ struct StepRunnerOptions {
   // The tokenizer's token bytes (special tokens empty), for constrained output; null when
   // the model has no tokenizer (the engine then refuses such requests).
   std::shared_ptr<const TokenTrie> vocab;
+  // Recurrent models: the last state_snapshots of the model's state slots hold the prefix
+  // cache's snapshots (SeqWorkItem::state_from / state_save name them 0..n-1); the others are
+  // the running sequences'.
+  int state_snapshots = 0;
 };
 
 // A step that start() queued and finish() has not handed back yet.
@@ -168,6 +172,7 @@ class StepRunner {
   // Recurrent models: the state slot of each sequence of the step (batch_.state_slots), a free
   // one for a sequence not seen before; resource_exhausted when none is left.
   Status assign_state_slots(const PlannedStep& step);
+  int running_state_slots() const { return model_.state_slots() - options_.state_snapshots; }
   // Refuses malformed drafts (SeqWork.nDraft) before anything runs.
   Status check_drafts(const SeqWorkItem& w);
   // Samples row (penalties, logprobs) with the random draw of stream step n_generated + offset.

@@ -21,6 +21,10 @@ Status SchedulerLimits::validate() const {
   if (max_context < 1) return invalid_argument("max_context must be >= 1");
   if (page_size < 1) return invalid_argument("page_size must be >= 1");
   if (vocab_size < 1) return invalid_argument("vocab_size must be >= 1");
+  if (state_snapshots < 0) return invalid_argument("state_snapshots must be >= 0");
+  if (state_snapshots > 0 && (!prefix_cache || partial_pages || in_batch_prefix_tokens > 0 || lower_tiers))
+    return invalid_argument("a recurrent model's state snapshots go with the prefix cache alone (no partial pages, "
+                            "in-batch prefix sharing or lower tiers)");
   return spec.validate();
 }
 
@@ -41,6 +45,8 @@ SchedulerPolicy::SchedulerPolicy(const SchedulerLimits& limits, int pool_pages, 
   BRIGADE_CHECK(limits_.validate().is_ok(), "limits are validated by the caller");
   BRIGADE_CHECK(pool_pages_ >= 1, "a KV pool has at least one page");
   if (limits_.prefix_cache) cache_ = std::make_unique<RadixTree>(limits_.page_size, limits_.eviction, cache_root);
+  snaps_.resize(static_cast<size_t>(limits_.state_snapshots));
+  for (int i = limits_.state_snapshots - 1; i >= 0; --i) free_snaps_.push_back(i);
   if (limits_.spec.num_tokens > 0)
     drafter_ = drafter ? std::move(drafter)
                        : std::make_shared<NgramDrafter>(NgramDrafterOptions{limits_.spec.ngram_min, limits_.spec.ngram_max});
@@ -170,6 +176,7 @@ PrefixCacheStats SchedulerPolicy::cache_stats() const {
   PrefixCacheStats st = cache_stats_;
   st.cached_pages = cache_ ? cache_->n_pages() : 0;
   st.idle_pages = cache_ ? cache_->n_evictable() : 0;
+  st.state_snapshots = static_cast<int>(snap_of_page_.size());
   return st;
 }
 
@@ -200,6 +207,7 @@ std::optional<std::vector<int32_t>> SchedulerPolicy::take_pages(int n, PageSourc
     freed.reserve(gone.size());
     for (const auto& e : gone) freed.push_back(e.page);
     pages.give_back(freed);
+    forget_states(gone);
     cache_stats_.evicted_pages += gone.size();
     if (limits_.lower_tiers && !limits_.save_on_insert) {  // write-back; a partly filled page has no key
       for (const auto& e : gone)
@@ -216,6 +224,7 @@ std::pair<int, int> SchedulerPolicy::reset_cache(PageSource& pages) {
   freed.reserve(gone.size());
   for (const auto& e : gone) freed.push_back(e.page);
   pages.give_back(freed);
+  forget_states(gone);
   saves_.clear();
   return {static_cast<int>(gone.size()), cache_->n_pages()};
 }
@@ -284,11 +293,13 @@ bool SchedulerPolicy::admit_at(size_t i, PageSource& pages) {
       s.waited_for_prefill = true;
       return false;
     }
+    if (keeps_states()) match_state(s, m, key);  // ends where a snapshot of the state does
     cache_->lock(m.node);                    // so that making room below cannot evict it
   }
   auto got = take_pages(s.blocks.pages_needed(known + 1) - static_cast<int>(m.pages.size()), pages);
   if (!got) {
     if (cache_) cache_->unlock(m.node);
+    unpin_state(s);
     return false;  // the head waits for pages: no overtaking keeps priorities fair
   }
   s.blocks.append(m.pages);
@@ -340,12 +351,16 @@ void SchedulerPolicy::cache_computed(Seq& s, PageSource& pages, bool save) {
   if (!cache_) return;
   // (An aborted sequence may have computed a token its last step sampled but it never took.)
   const int n_full = std::min(n_kv_valid(s) / limits_.page_size, s.blocks.n_pages());
-  if (n_full <= s.n_cache_checked) return;
+  std::vector<int32_t> key_buf, redundant;
+  const std::span<const int32_t> key = cache_key(s, key_buf);
+  if (n_full <= s.n_cache_checked) {
+    if (keeps_states()) attach_states(s, key);
+    return;
+  }
   BRIGADE_CHECK(cache_->depth(s.cache_node) == s.n_cache_checked, "the locked node ends where the checked pages do");
   RadixTree::NodeRef end = nullptr;
-  std::vector<int32_t> key_buf, redundant;
   const auto fates = cache_->insert_from(
-      s.cache_node, cache_key(s, key_buf).first(static_cast<size_t>(n_full) * static_cast<size_t>(limits_.page_size)),
+      s.cache_node, key.first(static_cast<size_t>(n_full) * static_cast<size_t>(limits_.page_size)),
       std::span<const int32_t>(s.blocks.pages()).first(static_cast<size_t>(n_full)), s.req.priority, &end, &redundant);
   pages.give_back(redundant);
   const auto fate = [&](int page) { return fates[static_cast<size_t>(page - s.n_cache_checked)]; };
@@ -362,6 +377,7 @@ void SchedulerPolicy::cache_computed(Seq& s, PageSource& pages, bool save) {
   cache_->move_lock(s.cache_node, end);
   s.cache_node = end;
   s.n_cache_checked = n_full;
+  if (keeps_states()) attach_states(s, key);
 }
 
 // Gives a sequence's pages up: its computed whole pages go to the prefix cache when asked (and
@@ -372,6 +388,7 @@ void SchedulerPolicy::retire_pages(Seq& s, PageSource& pages, bool cache_them) {
     cache_computed(s, pages);
     cache_tail(s, freed);
   }
+  if (keeps_states()) drop_states(s);
   drop_copy(s);
   if (cache_) cache_->unlock(s.cache_node);
   s.cache_node = nullptr;
@@ -505,6 +522,7 @@ void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vec
   plan_prompt_logprobs(s, w, e);
   plan_pooling(s, w, e);
   plan_images(s, w);
+  plan_states(s, w, e, n_tokens);
   if (limits_.spec.mtp) {  // SpeculativeLimits::mtp
     const int end = s.n_scheduled + n_tokens - n_draft;
     if (!w.sample && w.next_token < 0 && end < known) w.next_token = s.tokens[static_cast<size_t>(end)];
@@ -707,6 +725,7 @@ std::vector<SeqEvent> SchedulerPolicy::complete(uint64_t step_id, std::span<cons
     Seq& s = running_.at(e.seq_id);  // a sequence with a step in flight is never dropped
     --s.n_inflight;
     if (e.copies) drop_copy(s);  // the executor copied the rows before the step
+    if (e.state_save >= 0) finish_save(s, e.state_save, /*done=*/true);
     auto hit = by_seq.find(e.seq_id);
     const std::vector<const SampledResult*>* got = hit == by_seq.end() ? nullptr : &hit->second;
     if (e.n_draft > 0) {
@@ -755,6 +774,7 @@ std::vector<SeqEvent> SchedulerPolicy::fail(uint64_t step_id, const std::string&
     --s.n_inflight;
     if (e.sample) --s.n_pending;
     if (e.copies) drop_copy(s);
+    if (e.state_save >= 0) finish_save(s, e.state_save, /*done=*/false);
     s.drafting = false;
     if (s.ended == Finish::none) {
       s.ended = Finish::error;

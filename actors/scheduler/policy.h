@@ -45,6 +45,16 @@
 // still enter the cache. After a preemption a recomputed chunk scores only what is missing, so
 // each position is reported once. max_tokens 0 runs the prompt only and ends with length.
 //
+// Recurrent models (SchedulerLimits::state_snapshots, policy_states.cpp; docs/architecture.md
+// "State snapshots"): a sequence's past is a state, not its pages, so a cached prefix is usable
+// only where a snapshot of the state at its end is kept. The executor holds state_snapshots
+// snapshot slots; work items ask it to save the state at page boundaries (the last one of each
+// prompt chunk and the prompt's, and every page a decode completes) into a slot, which joins the
+// tree with the page it ends (a sequence keeps only its latest decode snapshot there), and
+// admission cuts a match back to the longest prefix whose last page has one and starts the
+// sequence from it (SeqWorkItem::state_from). Snapshots are reused least recently used first,
+// and leave with their page when the tree evicts it.
+//
 // Pooling (SeqRequest::pooling, policy_pooling.cpp; docs/architecture.md "Embeddings"): the
 // prompt runs in chunks beside other sequences' decodes and chunks, nothing is sampled
 // (max_tokens is 0), and the chunk that ends the prompt brings back the pooled vector, which the
@@ -70,6 +80,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -118,6 +129,10 @@ struct SchedulerLimits {
   // diverges in or ends in) instead of computing them (RadixTree "tails"; cache.partial_pages).
   // Not with an MTP module (SpeculativeLimits::mtp).
   bool partial_pages = false;
+  // A recurrent model (models/state_space.h): with the prefix cache, the executor's snapshot
+  // slots (StepRunnerOptions::state_snapshots, at least 1); without it, 0. Not with partial pages,
+  // in-batch prefix sharing or lower tiers.
+  int state_snapshots = 0;
   // In-batch prefix sharing (SGLang's in-batch prefix caching; cache.in_batch_prefix_tokens): a
   // waiting prompt that shares at least this many tokens past its cached match (whole pages) with
   // a running sequence that has yet to compute them waits for it, to the end of the pages they
@@ -226,6 +241,11 @@ struct PrefixCacheStats {
                                 // share (SchedulerLimits::in_batch_prefix_tokens), counted once each
   uint64_t loaded_tokens = 0;   // prompt tokens loaded from the lower tiers
   uint64_t evicted_pages = 0;
+  // Recurrent models' state snapshots (SchedulerLimits::state_snapshots): saved by steps, the
+  // admissions that started from one, and how many the tree holds now.
+  uint64_t state_saves = 0;
+  uint64_t state_restores = 0;
+  int state_snapshots = 0;
   int cached_pages = 0;         // pages the tree holds now
   int idle_pages = 0;           // of those, the ones no sequence uses (eviction could take them)
 };
@@ -420,6 +440,19 @@ class SchedulerPolicy {
     std::vector<SeqImage> images;        // the prompt's images at their positions (find_images)
     std::vector<uint64_t> image_hashes;  // XXH3 of each image's pixels: their prefix-cache keys
     std::vector<int32_t> image_tokens;   // each image's token count
+    // Recurrent models (policy_states.cpp): the snapshot admission starts it from (pinned until
+    // its first item carries it), its saves not yet in the tree, and its latest decode
+    // snapshot in the tree (only that one stays there while it runs).
+    int state_from = -1;
+    struct StateSave {
+      int snap = -1;
+      int n_tokens = 0;  // the state after this many positions (a page boundary)
+      bool done = false;  // its step came back
+      bool decode = false;
+    };
+    std::vector<StateSave> state_saves;
+    int decode_snap = -1;
+    int32_t decode_snap_page = -1;
   };
   struct StepEntry {
     uint64_t seq_id;
@@ -430,6 +463,7 @@ class SchedulerPolicy {
     int prompt_lp_first = 0, prompt_lp_last = -1;  // prompt positions the item scores (none: first > last)
     bool pools = false;  // a pooling chunk that ends the prompt: its embedding comes back
     bool copies = false;  // the item copies the sequence's partial match (Seq::copy_src)
+    int state_save = -1;  // the snapshot the item saves into (Seq::state_saves)
   };
 
   void enqueue(Seq s);
@@ -498,6 +532,36 @@ class SchedulerPolicy {
   int image_token_count(const SeqImage& im) const;
   // Replaces the image tokens of a prefix-cache key with keys from each image's hash.
   void key_images(const Seq& s, std::vector<int32_t>& key) const;
+  // ---- recurrent models' state snapshots (policy_states.cpp) ----
+  bool keeps_states() const { return cache_ && limits_.state_snapshots > 0; }
+  // Admission: m cut back to its longest prefix whose last page has a snapshot; s starts from it.
+  void match_state(Seq& s, RadixTree::Match& m, std::span<const int32_t> key);
+  // Undoes match_state's pin when the admission does not happen or the item never runs.
+  void unpin_state(Seq& s);
+  // The item's restore and save (add_work).
+  void plan_states(Seq& s, SeqWorkItem& w, StepEntry& e, int n_tokens);
+  // A free snapshot slot, or the least recently used unpinned one in the tree; -1 when none.
+  int take_snapshot();
+  void free_snapshot(int snap);
+  // After cache_computed's insert: s's done saves whose pages are in the tree join it.
+  void attach_states(Seq& s, std::span<const int32_t> key);
+  // The step that carried s's save into snap came back (done) or failed (dropped).
+  void finish_save(Seq& s, int snap, bool done);
+  // A sequence leaves (retire_pages): its saves that did not join the tree are freed.
+  void drop_states(Seq& s);
+  // Pages the tree let go take their snapshots with them.
+  void forget_states(std::span<const RadixTree::Evicted> gone);
+  struct Snapshot {
+    int32_t page = -1;    // the tree page it ends (-1: not in the tree)
+    bool used = false;    // saved, or being saved, by a sequence
+    int pins = 0;         // admitted sequences whose first item restores from it
+    uint64_t last_use = 0;
+  };
+  std::vector<Snapshot> snaps_;
+  std::vector<int> free_snaps_;
+  std::unordered_map<int32_t, int> snap_of_page_;
+  uint64_t snap_clock_ = 0;
+
   // ---- LoRA adapters (policy_lora.cpp) ----
   // The tokens the prefix cache keys s by: s.tokens for the base model; a copy in `buf` with the
   // first token salted by the adapter under a LoRA adapter, so no adapter shares pages with

@@ -94,6 +94,7 @@ Status SchedulerPolicy::drop_lora(int slot, PageSource& pages) {
   freed.reserve(gone.size());
   for (const auto& e : gone) freed.push_back(e.page);
   pages.give_back(freed);
+  forget_states(gone);
   if (kept > 0)
     return out_of_resources("LoRA slot " + std::to_string(slot) + ": " + std::to_string(kept) +
                             " cached prefix(es) are still in use by running requests");

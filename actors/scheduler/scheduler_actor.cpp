@@ -98,6 +98,9 @@ void update_gauges(scheduler_ptr self) {
   st.setup.counters->cache_evicted_pages = cs.evicted_pages;
   st.setup.counters->cache_pages = cs.cached_pages;
   st.setup.counters->cache_idle_pages = cs.idle_pages;
+  st.setup.counters->cache_state_saves = cs.state_saves;
+  st.setup.counters->cache_state_restores = cs.state_restores;
+  st.setup.counters->cache_state_snapshots = cs.state_snapshots;
   const SpecStats sp = st.policy->spec_stats();
   st.setup.counters->spec_draft_tokens = sp.draft_tokens;
   st.setup.counters->spec_accepted_tokens = sp.accepted_tokens;

@@ -61,6 +61,9 @@ struct SchedulerCounters {
   std::atomic<uint64_t> cache_evicted_pages{0};
   std::atomic<int> cache_pages{0};
   std::atomic<int> cache_idle_pages{0};
+  std::atomic<uint64_t> cache_state_saves{0};     // recurrent models' state snapshots (PrefixCacheStats)
+  std::atomic<uint64_t> cache_state_restores{0};
+  std::atomic<int> cache_state_snapshots{0};
   std::atomic<uint64_t> tier_saved_pages{0};     // pages sent down to the HiCache tiers
   std::atomic<uint64_t> tier_host_hit_pages{0};  // pages loaded back from the host tier
   std::atomic<uint64_t> tier_disk_hit_pages{0};  // pages loaded back from the disk tier

@@ -426,6 +426,11 @@ struct EngineStats {
   uint64_t cache_evicted_pages = 0;
   int cache_pages = 0;               // pages the cache holds now (part of kv_pages_used)
   int cache_idle_pages = 0;          // of those, the ones no running request uses (evictable)
+  // Recurrent models (state-space, hybrids): snapshots of sequences' states at page boundaries
+  // that joined the cache, admissions that started from one, and how many it holds now.
+  uint64_t cache_state_saves = 0;
+  uint64_t cache_state_restores = 0;
+  int cache_state_snapshots = 0;
   // HiCache tiers below the device (all 0 when none is configured):
   bool tiers = false;
   uint64_t tier_saved_pages = 0;     // pages sent down from the device

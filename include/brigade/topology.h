@@ -70,7 +70,13 @@ struct CacheConfig {
   int in_batch_prefix_tokens = 32;  // a waiting prompt sharing this many uncached tokens with one being
                                     // prefilled waits to take them from the cache (0 = off;
                                     // SchedulerLimits::in_batch_prefix_tokens)
-  static constexpr int64_t auto_bytes = -1;
+  // Recurrent models (state-space and hybrids): how many snapshots of sequences' states the
+  // prefix cache keeps (docs/architecture.md "State snapshots"), out of kv.memory_mb like the
+  // running sequences' states; auto: what the memory holds beyond max_running states (at most 4x
+  // max_running), or a quarter of it when it holds fewer; 0: no prefix cache for such a model.
+  static constexpr int64_t kAuto = -1;
+  int64_t state_snapshots = kAuto;
+  static constexpr int64_t auto_bytes = kAuto;
   static constexpr int64_t default_host_bytes_with_disk = int64_t{1} << 30;  // 1 GiB
   int64_t host_bytes = auto_bytes;  // host memory tier; auto = 1 GiB when disk_path is set, else off;
                                     // 0 = off

@@ -1,8 +1,9 @@
 // Mamba1, Mamba2 and the Granite 4.0-H and Nemotron-H hybrids (models/state_space.h) served through the whole
 // engine: the transformers fixtures of scripts/make_fixtures.py give transformers' greedy tokens
 // through the scheduler's chunked prefill, alone and all at once, with more requests than the
-// state memory holds slots for (max_running is lowered to them), and again (nothing cached: each
-// request computes its prompt); what such an instance refuses.
+// state memory holds slots for (max_running is lowered to them), and again (from the prefix
+// cache's state snapshots: the same tokens as a full recompute, for repeats, next turns of a
+// conversation and preempted sequences); what such an instance refuses.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -33,21 +34,70 @@ TEST(EngineStateSpace, GreedyTokensMatchTransformers) {
     EXPECT_TRUE(engine->model().generates);
     const auto cases = testing::read_fixture_cases(fixture);
     ASSERT_EQ(cases.size(), 3u);
+    uint64_t hits = 0;
     for (int round = 0; round < 2; ++round)
       for (const auto& fc : cases) {
         auto c = engine->generate(testing::greedy_ids(fc.prompt, static_cast<int>(fc.greedy.size())));
         ASSERT_TRUE(c.has_value()) << c.status().to_string();
         EXPECT_EQ(c->token_ids, fc.greedy) << "round " << round << ", prompt of " << fc.prompt.size();
-        EXPECT_EQ(c->cached_tokens, 0);  // the same prompt again computes it again
+        // The same prompt again starts from the snapshot at its last page boundary before its
+        // last token (pages of 8).
+        const int cached = round == 1 ? (static_cast<int>(fc.prompt.size()) - 1) / 8 * 8 : 0;
+        EXPECT_EQ(c->cached_tokens, cached) << "round " << round << ", prompt of " << fc.prompt.size();
+        hits += static_cast<uint64_t>(cached);
       }
-    EXPECT_EQ(engine->stats().cache_hit_tokens, 0u);
+    const EngineStats st = engine->stats();
+    EXPECT_EQ(st.cache_hit_tokens, hits);
+    EXPECT_GT(st.cache_state_restores, 0u);
+    EXPECT_GT(st.cache_state_snapshots, 0);
+  }
+}
+
+// A conversation of three turns (each the last turn's prompt and answer, then more), a prompt
+// that shares only part of the first, and a repeat, with state snapshots and without (cache.state_snapshots
+// 0: every prompt computed whole): the same tokens; with them, the later turns start from the
+// snapshot their earlier turn's decode left.
+TEST(EngineStateSpace, CachedStatesGiveTheTokensOfAFullRecompute) {
+  for (const char* fixture : {"mamba2", "granite_hybrid", "nemotron_h", "mamba1", "jamba"}) {
+    SCOPED_TRACE(fixture);
+    const auto cases = testing::read_fixture_cases(fixture);
+    EngineOptions off = options(fixture);
+    off.topology.instances.front().cache.state_snapshots = 0;
+    auto cached = testing::create_engine(options(fixture));
+    auto uncached = testing::create_engine(off);
+    ASSERT_TRUE(cached && uncached);
+    const std::vector<int32_t>& longest = cases[2].prompt;
+    ASSERT_EQ(longest.size(), 40u);
+    std::vector<int32_t> turn = longest;
+    int computed = 0;  // the positions the last turn computed (its prompt and all but its last token)
+    for (int t = 0; t < 4; ++t) {
+      std::vector<int32_t> prompt = turn;
+      if (t == 3) prompt = std::vector<int32_t>(longest.begin(), longest.begin() + 20);  // shares 20 tokens
+      if (t == 3) prompt.insert(prompt.end(), cases[0].prompt.begin(), cases[0].prompt.end());
+      auto a = cached->generate(testing::greedy_ids(prompt, 10));
+      auto b = uncached->generate(testing::greedy_ids(prompt, 10));
+      ASSERT_TRUE(a.has_value() && b.has_value());
+      EXPECT_EQ(a->token_ids, b->token_ids) << "turn " << t;
+      EXPECT_EQ(b->cached_tokens, 0);
+      if (t == 1 || t == 2) {  // the last turn's decode left a snapshot at its last page boundary
+        EXPECT_EQ(a->cached_tokens, computed / 8 * 8) << "turn " << t;
+      }
+      if (t == 3) {
+        EXPECT_EQ(a->cached_tokens, 16);  // the first prompt's chunks left one at 16
+      }
+      computed = static_cast<int>(prompt.size() + a->token_ids.size()) - 1;
+      turn.insert(turn.end(), a->token_ids.begin(), a->token_ids.end());
+      turn.insert(turn.end(), cases[0].prompt.begin(), cases[0].prompt.end());
+    }
+    EXPECT_EQ(uncached->stats().cache_state_restores, 0u);
+    EXPECT_GE(cached->stats().cache_state_restores, 3u);
   }
 }
 
 // 60 requests at once with max_running 64 and steps that admit them all: 1 MiB of kv.memory_mb
-// holds 49 states of mamba2 (21 KiB each), so the instance runs at most 49 and the rest wait;
-// granite_hybrid's states get half of it (24 of them), its KV pages the rest. Every request gets
-// its tokens.
+// holds 49 states of mamba2 (21 KiB each), a quarter of them snapshots, so the instance runs at
+// most 37 and the rest wait; granite_hybrid's states get half of it (24 of them), its KV pages the
+// rest. Every request gets its tokens.
 TEST(EngineStateSpace, MoreRequestsThanStateSlotsEachGetTheirTokens) {
   for (const char* fixture : {"mamba2", "granite_hybrid"}) {
     SCOPED_TRACE(fixture);
@@ -101,6 +151,17 @@ TEST(EngineStateSpace, PreemptedSequencesStartTheirStateAgain) {
   const auto together = testing::run_concurrently(*tight, reqs);
   for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(together[i].token_ids, alone[i].token_ids) << "request " << i;
   EXPECT_GT(tight->stats().preemptions, 0u) << "the pool was too small for every sequence at once";
+}
+
+// A snapshot count the memory cannot hold beside one running state is refused at start.
+TEST(EngineStateSpace, RefusesMoreSnapshotsThanTheMemoryHolds) {
+  EngineOptions o = options("mamba2");
+  o.topology.instances.front().cache.state_snapshots = 49;  // 1 MiB holds 49 states
+  auto e = Engine::create(o);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.status().message().find("state_snapshots"), std::string::npos) << e.status().to_string();
+  o.topology.instances.front().cache.state_snapshots = 48;
+  EXPECT_TRUE(Engine::create(o).has_value());
 }
 
 TEST(EngineStateSpace, RefusesSpeculationAndPdRoles) {

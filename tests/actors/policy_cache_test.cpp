@@ -11,6 +11,8 @@ namespace brigade {
 namespace {
 
 using testing::PoolSource;
+using testing::prompt_req;
+using testing::range;
 
 SchedulerLimits cache_limits() {
   SchedulerLimits l;
@@ -24,22 +26,9 @@ SchedulerLimits cache_limits() {
   return l;
 }
 
-SeqRequest prompt_req(uint64_t id, std::vector<int32_t> prompt, int max_tokens) {
-  SeqRequest r;
-  r.id = id;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.eos_ids = {2};
-  return r;
-}
 
 std::vector<SampledResult> one(uint64_t seq) { return {SampledResult{seq, 7, 0.0f, {}}}; }
 
-std::vector<int32_t> range(int from, int n) {
-  std::vector<int32_t> v;
-  for (int i = 0; i < n; ++i) v.push_back(from + i);
-  return v;
-}
 
 // Runs every planned step to completion, sampling 500 + position; records the first work item of
 // each sequence.

@@ -2,8 +2,10 @@
 // would be.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "actors/scheduler/policy.h"
@@ -43,6 +45,23 @@ inline SchedulerLimits chunked_limits(int max_context, bool cache) {
   l.vocab_size = 100;
   l.prefix_cache = cache;
   return l;
+}
+
+// A request of `prompt` for max_tokens tokens that ends at token 2 (eos).
+inline SeqRequest prompt_req(uint64_t id, std::vector<int32_t> prompt, int max_tokens) {
+  SeqRequest r;
+  r.id = id;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.eos_ids = {2};
+  return r;
+}
+
+// The ids from, from + 1, ..., from + n - 1.
+inline std::vector<int32_t> range(int from, int n) {
+  std::vector<int32_t> v;
+  for (int i = 0; i < n; ++i) v.push_back(from + i);
+  return v;
 }
 
 }  // namespace brigade::testing

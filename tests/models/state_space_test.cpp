@@ -44,6 +44,13 @@ float max_diff(const float* got, const std::vector<float>& want) {
   return worst;
 }
 
+Status forward(Model& m, Backend& backend, const KvCache& kv, StepBatch b) {
+  const int64_t vocab = m.config().vocab_size, r = static_cast<int64_t>(b.logit_rows.size());
+  auto buf = backend.allocate(static_cast<size_t>(r * vocab) * sizeof(float));
+  EXPECT_TRUE(buf.has_value());
+  return m.forward(b, kv, buf->view(DType::f32, {r, vocab}));
+}
+
 class StateSpace : public ::testing::TestWithParam<std::string> {};
 
 // The whole prompt in one step, then the greedy continuation one decode step at a time; and the
@@ -129,6 +136,93 @@ TEST_P(StateSpace, ChunksAndSeveralSequencesPerStepMatchTransformers) {
   EXPECT_LE(decode_worst, kLogitTol);
 }
 
+// Snapshots (StepBatch::state_save / state_from, the prefix cache's): a prompt step saves its
+// state after a page's rows into a spare slot; new sequences start from it (their first page
+// the first sequence's, for the hybrids' attention) and go on as transformers does. A snapshot
+// taken mid-chunk and restored into the slot it is saved into in the same step (restores come
+// first), and one taken by a decode step, serve too; wrong restores and saves are refused.
+TEST_P(StateSpace, SnapshotsRestoreTheStateWhereTheyWereTaken) {
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load(GetParam(), *backend, 4);
+  ASSERT_NE(model, nullptr);
+  const auto cases = read_fixture_cases(GetParam());
+  const auto& fc = *std::max_element(cases.begin(), cases.end(),
+                                     [](const auto& a, const auto& b) { return a.prompt.size() < b.prompt.size(); });
+  const int n = static_cast<int>(fc.prompt.size()), vocab = model->config().vocab_size;
+  ASSERT_GT(n, kPageSize + 8);
+  ASSERT_GE(fc.greedy.size(), 3u);
+  auto kv = KvCache::allocate(*backend, model->kv_layout(4 * kPagesPerSeq, kPageSize, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  // Sequence `seq`'s chunk [from, to) of the prompt; its first page is sequence 0's.
+  auto chunk = [&](int seq, int from, int to) {
+    StepBatch b = testing::make_step({{seq, std::vector<int32_t>(fc.prompt.begin() + from, fc.prompt.begin() + to), from, true}},
+                                     kPageSize, kPagesPerSeq);
+    b.block_table[0] = 0;
+    return b;
+  };
+  auto expect_prompt = [&](const std::vector<float>& logits, int from, const char* what) {
+    for (size_t r = 0; r * static_cast<size_t>(vocab) < logits.size(); ++r)
+      EXPECT_LE(max_diff(logits.data() + r * static_cast<size_t>(vocab), fc.logits[from + r]), kLogitTol)
+          << what << ", position " << from + static_cast<int>(r);
+  };
+  // Sequence 0: the whole prompt in slot 0, saving after its first page into slot 3.
+  StepBatch a = chunk(0, 0, n);
+  a.state_slots = {0};
+  a.state_save = {3};
+  a.state_save_rows = {kPageSize};
+  expect_prompt(testing::run_step(*model, *backend, *kv, a), 0, "the saving step");
+  // Sequence 1 from the snapshot: positions [16, n) in slot 1.
+  StepBatch b = chunk(1, kPageSize, n);
+  b.state_slots = {1};
+  b.state_from = {3};
+  expect_prompt(testing::run_step(*model, *backend, *kv, b), kPageSize, "restored at a page");
+  // Sequence 2 from it again, 5 tokens, saving after 3 of them into slot 3 itself.
+  StepBatch c = chunk(2, kPageSize, kPageSize + 5);
+  c.state_slots = {2};
+  c.state_from = {3};
+  c.state_save = {3};
+  c.state_save_rows = {3};
+  expect_prompt(testing::run_step(*model, *backend, *kv, c), kPageSize, "restored and saved in one step");
+  // Sequence 2's pages again (its rows 16..18 are there), from position 19 in slot 0.
+  StepBatch d = chunk(2, kPageSize + 3, n);
+  d.state_slots = {0};
+  d.state_from = {3};
+  expect_prompt(testing::run_step(*model, *backend, *kv, d), kPageSize + 3, "restored mid-page");
+  // Sequence 1 decodes greedy[0] at position n, saving into slot 3; sequence 1's pages, in slot
+  // 2, continue from that snapshot with greedy[1].
+  StepBatch e = testing::make_step({{1, {fc.greedy[0]}, n, false}}, kPageSize, kPagesPerSeq);
+  e.block_table[0] = 0;
+  e.state_slots = {1};
+  e.state_save = {3};
+  e.state_save_rows = {1};
+  EXPECT_LE(max_diff(testing::run_step(*model, *backend, *kv, e).data(), fc.decode_logits[0]), kLogitTol);
+  StepBatch f = testing::make_step({{1, {fc.greedy[1]}, n + 1, false}}, kPageSize, kPagesPerSeq);
+  f.block_table[0] = 0;
+  f.state_slots = {2};
+  f.state_from = {3};
+  EXPECT_LE(max_diff(testing::run_step(*model, *backend, *kv, f).data(), fc.decode_logits[1]), kLogitTol);
+  // Refused, nothing run: a snapshot that ends elsewhere, a restore at position 0, a save into
+  // the sequence's own slot or outside the slots, after no row or past the sequence's rows.
+  auto refused = [&](StepBatch x, const char* what) {
+    EXPECT_EQ(forward(*model, *backend, *kv, std::move(x)).code(), StatusCode::invalid_argument) << what;
+  };
+  StepBatch g = chunk(1, kPageSize, n);
+  g.state_slots = {1};
+  g.state_from = {3};  // holds the state after n + 1 positions
+  refused(g, "a snapshot of another position");
+  g = chunk(1, 0, n);
+  g.state_slots = {1};
+  g.state_from = {3};
+  refused(g, "a restore at position 0");
+  for (const auto& [slot, rows] : std::vector<std::pair<int32_t, int32_t>>{{0, 4}, {3, 0}, {3, n + 1}, {4, 4}}) {
+    StepBatch h = chunk(0, 0, n);
+    h.state_slots = {0};
+    h.state_save = {slot};
+    h.state_save_rows = {rows};
+    refused(h, "a save into a wrong slot or after a wrong row");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, StateSpace, ::testing::Values("mamba2", "mamba2_bias"));
 // Mamba1 mixers: a state per channel (MambaForCausalLM), and FalconMamba's normed dt, B and C.
 INSTANTIATE_TEST_SUITE_P(Mamba1, StateSpace, ::testing::Values("mamba1", "falcon_mamba"));
@@ -137,13 +231,6 @@ INSTANTIATE_TEST_SUITE_P(Mamba1, StateSpace, ::testing::Values("mamba1", "falcon
 // Jamba: Mamba1 mixers with normed dt/B/C, attention, SwiGLU and MoE layers.
 INSTANTIATE_TEST_SUITE_P(Hybrids, StateSpace, ::testing::Values("granite_hybrid", "granite_hybrid_dense", "nemotron_h",
                                                             "nemotron_h_bias", "jamba"));
-
-Status forward(Model& m, Backend& backend, const KvCache& kv, StepBatch b) {
-  const int64_t vocab = m.config().vocab_size, r = static_cast<int64_t>(b.logit_rows.size());
-  auto buf = backend.allocate(static_cast<size_t>(r * vocab) * sizeof(float));
-  EXPECT_TRUE(buf.has_value());
-  return m.forward(b, kv, buf->view(DType::f32, {r, vocab}));
-}
 
 // A step that would read a state for a past it does not hold is refused before anything runs,
 // and the states stay as they were: the sequence then continues and still matches transformers.
