@@ -14,6 +14,8 @@
 //                                    (prefill with prompt logprobs vs without only)
 //   build/bench/e2e/bench_engine --stations 2   (what stations add to a step: no-op backend)
 //   build/bench/e2e/bench_engine --beam 4 [--prompt-len N, default 64]  (a beam search vs batch-4 decode only)
+//   build/bench/e2e/bench_engine --turns 6 [--prompt-len 512] [--turn-tokens 64] [--decode-tokens 32] --model M
+//                                    (a conversation with the prefix cache on vs off only)
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -24,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <tuple>
 
 #include "bench/e2e/null_backend.h"
 #include "brigade/engine.h"
@@ -181,6 +184,87 @@ std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool 
     std::exit(1);
   }
   return std::move(*e);
+}
+
+// A conversation on the prefix cache, on and off (cache.radix; for a recurrent model its state
+// snapshots): the first turn a prompt_len-token prompt, each later turn the last prompt, its
+// answer and turn_tokens new tokens; answers of decode_tokens greedy tokens. Per turn the prompt,
+// the tokens the cache served and the time to the first token with and without it, and their
+// ratio (same run, same machine: the ratio is what the cache buys).
+nlohmann::json compare_turns(const std::string& model, int threads, int turns, int prompt_len, int turn_tokens,
+                             int decode_tokens) {
+  auto cached = make_engine(model, threads, false, 8, "auto", 0, "", /*radix=*/true);
+  auto uncached = make_engine(model, threads, false, 8, "auto", 0, "", /*radix=*/false);
+  const int n_ids = std::min(20000, static_cast<int>(cached->model().vocab_size) - 3);
+  auto new_ids = [&](int turn, int n) {
+    std::vector<int32_t> v;
+    for (int i = 0; i < n; ++i) v.push_back(3 + (turn * 7919 + i * 17) % n_ids);
+    return v;
+  };
+  // One turn on an engine: (seconds to its first token, cached tokens, its answer).
+  auto run_turn = [&](Engine& engine, const std::vector<int32_t>& prompt) {
+    std::mutex mu;
+    std::condition_variable cv;
+    double first = -1;
+    int cached_tokens = 0;
+    bool done = false;
+    std::vector<int32_t> answer;
+    GenerateOptions r;
+    r.prompt_ids = prompt;
+    r.max_tokens = decode_tokens;
+    r.sampling.temperature = 0.0f;
+    r.ignore_eos = true;
+    const auto t0 = Clock::now();
+    auto id = engine.submit(r, [&](const Event& ev) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (first < 0 && !ev.token_ids.empty()) first = std::chrono::duration<double>(Clock::now() - t0).count();
+      answer.insert(answer.end(), ev.token_ids.begin(), ev.token_ids.end());
+      cached_tokens = std::max(cached_tokens, ev.cached_tokens);
+      if (ev.finish == FinishReason::error) {
+        std::fprintf(stderr, "turn failed: %s\n", ev.error.c_str());
+        std::exit(1);
+      }
+      if (ev.finish != FinishReason::none) {
+        done = true;
+        cv.notify_all();
+      }
+    });
+    if (!id) {
+      std::fprintf(stderr, "submit failed: %s\n", id.status().to_string().c_str());
+      std::exit(1);
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+    return std::make_tuple(first, cached_tokens, answer);
+  };
+  std::printf("\n%-6s %10s %10s %14s %14s %10s\n", "turn", "prompt", "cached", "TTFT on (ms)", "TTFT off (ms)",
+              "on / off");
+  nlohmann::json rows = nlohmann::json::array();
+  std::vector<int32_t> on_prompt = new_ids(0, prompt_len), off_prompt = on_prompt;
+  double sum_on = 0, sum_off = 0;
+  for (int t = 0; t < turns; ++t) {
+    auto [on_s, on_cached, on_answer] = run_turn(*cached, on_prompt);
+    auto [off_s, off_cached, off_answer] = run_turn(*uncached, off_prompt);
+    std::printf("%-6d %10zu %10d %14.1f %14.1f %10.2f\n", t + 1, on_prompt.size(), on_cached, on_s * 1e3, off_s * 1e3,
+                on_s / off_s);
+    rows.push_back(nlohmann::json{{"turn", t + 1}, {"prompt_tokens", on_prompt.size()}, {"cached_tokens", on_cached},
+                                  {"ttft_on_s", on_s}, {"ttft_off_s", off_s}});
+    if (t > 0) {
+      sum_on += on_s;
+      sum_off += off_s;
+    }
+    const std::vector<int32_t> more = new_ids(t + 1, turn_tokens);
+    on_prompt.insert(on_prompt.end(), on_answer.begin(), on_answer.end());
+    on_prompt.insert(on_prompt.end(), more.begin(), more.end());
+    off_prompt.insert(off_prompt.end(), off_answer.begin(), off_answer.end());
+    off_prompt.insert(off_prompt.end(), more.begin(), more.end());
+  }
+  if (turns > 1) std::printf("turns 2..%d: TTFT with the cache %.2f of without\n", turns, sum_on / sum_off);
+  const EngineStats st = cached->stats();
+  std::printf("cache: %llu hit tokens, %llu state snapshots saved, %llu restored\n",
+              static_cast<unsigned long long>(st.cache_hit_tokens), static_cast<unsigned long long>(st.cache_state_saves),
+              static_cast<unsigned long long>(st.cache_state_restores));
+  return {{"turns", rows}, {"ttft_ratio_later_turns", turns > 1 ? sum_on / sum_off : 0.0}};
 }
 
 // Decode at batch 8 after a `context`-token prompt, with bf16 and with int8 KV (alternating runs,
@@ -382,6 +466,7 @@ int main(int argc, char** argv) {
   bool orchestration_only = false;
   int kv_context = 0;
   int kv_repeats = 2;
+  int turns = 0, turn_tokens = 64;
   int n_stations = 0;
   app.add_option("--model", model, "Checkpoint (default: the synthetic 100M model, made when absent)");
   app.add_option("--threads", threads, "CPU threads (0 = all cores)");
@@ -419,6 +504,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   int beam_width = 0;
+  app.add_option("--turns", turns,
+                 "Only compare a conversation of this many turns with the prefix cache on and off (first prompt: "
+                 "--prompt-len, default 512; answers: --decode-tokens, default 32)");
+  app.add_option("--turn-tokens", turn_tokens, "With --turns: new tokens per turn")->capture_default_str();
   app.add_option("--beam", beam_width,
                  "Only compare a beam search of this width against decoding as many sequences (prompt: --prompt-len)");
   CLI11_PARSE(app, argc, argv);
@@ -437,6 +526,13 @@ int main(int argc, char** argv) {
   }
 
   nlohmann::json out;
+  if (turns > 0) {
+    const int first_prompt = app.count("--prompt-len") > 0 ? prompt_len : 512;
+    const int answer = app.count("--decode-tokens") > 0 ? decode_tokens : 32;
+    out["turns"] = compare_turns(model, threads, turns, first_prompt, turn_tokens, answer);
+    if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+    return 0;
+  }
   if (beam_width > 0) {
     const int beam_prompt = app.count("--prompt-len") > 0 ? prompt_len : 64;
     out["beam_search"] = compare_beam_search(model, threads, beam_width, beam_prompt, decode_tokens, kv_repeats);

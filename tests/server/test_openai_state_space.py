@@ -6,12 +6,15 @@ greedy continuation and the logits it chose each token from).
 /v1/completions with token-id prompts (the fixtures have no tokenizer, so the tokens come back
 as "token_id:N" with return_tokens_as_token_ids): the greedy tokens and their logprobs are
 transformers'; several requests at once, n choices and a streamed request each get them too
-(every sequence its own recurrent state; nothing cached between requests).
+(every sequence its own recurrent state). A repeated prompt and a conversation's next turn start
+from the prefix cache's state snapshots: usage says how many tokens were cached, the tokens stay
+transformers', and /metrics counts the snapshots.
 Run through ctest (scripts/python-env.sh run-pytest); BRIGADE_BIN names the brigade binary.
 """
 import concurrent.futures
 import math
 import os
+import urllib.request
 
 import pytest
 
@@ -75,5 +78,33 @@ def test_concurrent_requests_choices_and_streams_each_keep_their_state(name):
             if chunk.choices and chunk.choices[0].logprobs:
                 streamed += ids_of(chunk.choices[0].logprobs.tokens)
         assert streamed == cases[0]["greedy"]
+    finally:
+        stop(proc)
+
+
+@pytest.mark.parametrize("name", ["mamba2", "granite_hybrid"])
+def test_repeats_and_next_turns_start_from_cached_states(name):
+    model_dir = fixtures(name)
+    cases = fixture_server.expected(model_dir)["cases"]
+    case = cases[2]
+    assert len(case["prompt"]) == 40
+    proc, client = fixture_server.serve(model_dir)
+    try:
+        first = complete(client, name, case)
+        assert first.usage.prompt_tokens_details.cached_tokens == 0
+        again = complete(client, name, case)
+        # Pages of 16: the snapshot at the last page boundary before the prompt's last token.
+        assert again.usage.prompt_tokens_details.cached_tokens == 32
+        assert ids_of(again.choices[0].logprobs.tokens) == case["greedy"]
+        # The next turn (prompt, answer, more) continues from a snapshot too: the answer's 8
+        # tokens reached no page boundary (47 positions computed), so from the prompt's at 32.
+        turn = case["prompt"] + case["greedy"] + cases[0]["prompt"]
+        r = client.completions.create(model=name, prompt=turn, max_tokens=4, temperature=0,
+                                      extra_body={"ignore_eos": True})
+        assert r.usage.prompt_tokens_details.cached_tokens == 32
+        root = str(client.base_url).rstrip("/").removesuffix("/v1")
+        metrics = urllib.request.urlopen(root + "/metrics", timeout=30).read().decode()
+        assert "brigade_prefix_cache_state_restores_total 2\n" in metrics
+        assert "brigade_prefix_cache_state_saves_total" in metrics
     finally:
         stop(proc)
