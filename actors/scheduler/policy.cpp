@@ -181,7 +181,9 @@ PrefixCacheStats SchedulerPolicy::cache_stats() const {
 }
 
 int SchedulerPolicy::cached_prefix(std::span<const int32_t> tokens) {
-  return cache_ ? cache_->match(tokens, static_cast<int>(tokens.size()), /*touch=*/false).n_tokens : 0;
+  if (!cache_) return 0;
+  const RadixTree::Match m = cache_->match(tokens, static_cast<int>(tokens.size()), /*touch=*/false);
+  return keeps_states() ? state_prefix_pages(m) * limits_.page_size : m.n_tokens;
 }
 
 int SchedulerPolicy::pages_short(const PageSource& pages) const {
@@ -337,6 +339,7 @@ bool SchedulerPolicy::admit_at(size_t i, PageSource& pages) {
   if (cache_ && !s.loading) match_partial_page(s, m, key, limit);
   s.waited_for_prefill = false;  // a wait after a preemption starts afresh (the full threshold)
   const uint64_t id = s.req.id;
+  admitted_now_.push_back(id);
   running_.emplace(id, std::move(s));
   waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
   return true;
@@ -589,6 +592,7 @@ std::optional<PlannedStep> SchedulerPolicy::plan(PageSource& pages) {
   std::vector<StepEntry> entries;
   int budget = limits_.max_step_tokens;
   pages_wanted_ = 0;
+  admitted_now_.clear();
   step_rule_ = draft_rule();  // one load-rule decision for every item of the step
   auto ids = [&] {
     std::vector<uint64_t> out;
@@ -626,6 +630,18 @@ std::optional<PlannedStep> SchedulerPolicy::plan(PageSource& pages) {
     if (n == 0 || !ensure_pages(s, s.n_scheduled + n, pages)) continue;
     add_work(s, n, step, entries);
     budget -= n;
+  }
+  // A sequence admitted after the decodes whose cache match covers all but its last token (a
+  // preempted one whose pages, or state snapshot, stayed cached) has a decode to run, not a
+  // chunk: it runs in this step, or no step might come back to wake the scheduler for it.
+  for (uint64_t id : std::exchange(admitted_now_, {})) {
+    auto it = running_.find(id);
+    if (budget <= 0 || !limits_.chunked_prefill) break;
+    if (it == running_.end() || it->second.n_inflight > 0 || it->second.n_pending > 0 || !wants_decode(it->second))
+      continue;
+    if (!ensure_pages(it->second, it->second.n_scheduled + 1, pages)) continue;
+    add_work(it->second, 1, step, entries);
+    budget -= 1;
   }
   if (step.seqs.empty()) return std::nullopt;  // releases wait for the next real step
   step.released.swap(released_);

@@ -324,8 +324,8 @@ class SchedulerPolicy {
   // The roofline verdict of the step that came back last (StepReport::compute_bound; false when
   // the ceilings are unknown): while compute-bound, steps are planned without drafts.
   void note_step_bound(bool compute_bound) { last_step_compute_bound_ = compute_bound; }
-  // Leading tokens of `tokens` whose pages the device cache holds (0 without a cache); does not
-  // count as a use for eviction.
+  // Leading tokens of `tokens` whose pages the device cache holds (0 without a cache; for a
+  // recurrent model, up to the last with a state snapshot); does not count as a use for eviction.
   int cached_prefix(std::span<const int32_t> tokens);
   // Pages the head of the waiting queue needs beyond what `pages` has now (0 when it fits or
   // nothing can be admitted): what the scheduler asks its KV page manager for.
@@ -534,6 +534,8 @@ class SchedulerPolicy {
   void key_images(const Seq& s, std::vector<int32_t>& key) const;
   // ---- recurrent models' state snapshots (policy_states.cpp) ----
   bool keeps_states() const { return cache_ && limits_.state_snapshots > 0; }
+  // The pages of m's longest prefix whose last page has a snapshot (what a recurrent model can use).
+  int state_prefix_pages(const RadixTree::Match& m) const;
   // Admission: m cut back to its longest prefix whose last page has a snapshot; s starts from it.
   void match_state(Seq& s, RadixTree::Match& m, std::span<const int32_t> key);
   // Undoes match_state's pin when the admission does not happen or the item never runs.
@@ -606,6 +608,7 @@ class SchedulerPolicy {
   std::map<uint64_t, Seq> running_;       // ordered by id: a stable plan order
   std::map<uint64_t, std::vector<StepEntry>> inflight_;
   std::vector<uint64_t> released_;
+  std::vector<uint64_t> admitted_now_;  // admitted by the plan() under way
   uint64_t next_step_ = 1;
   uint64_t next_arrival_ = 0;
   uint64_t n_preemptions_ = 0;

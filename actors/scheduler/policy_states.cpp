@@ -6,9 +6,14 @@
 
 namespace brigade {
 
-void SchedulerPolicy::match_state(Seq& s, RadixTree::Match& m, std::span<const int32_t> key) {
+int SchedulerPolicy::state_prefix_pages(const RadixTree::Match& m) const {
   size_t k = m.pages.size();
   while (k > 0 && snap_of_page_.count(m.pages[k - 1]) == 0) --k;
+  return static_cast<int>(k);
+}
+
+void SchedulerPolicy::match_state(Seq& s, RadixTree::Match& m, std::span<const int32_t> key) {
+  const size_t k = static_cast<size_t>(state_prefix_pages(m));
   if (k < m.pages.size()) {
     m = cache_->match(key, static_cast<int>(k) * limits_.page_size, /*touch=*/false);
     BRIGADE_CHECK(m.pages.size() == k, "a cached prefix matches again up to any of its pages");

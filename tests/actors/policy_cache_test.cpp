@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
+#include <random>
 
 #include "actors/scheduler/policy.h"
 #include "policy_test_util.h"
@@ -469,6 +471,65 @@ TEST(SchedulerPolicyCache, AbortedCopiesLetTheirSourceGo) {
   const auto [freed, kept] = p.reset_cache(pages);
   EXPECT_EQ(kept, 0);
   EXPECT_EQ(pages.pool.n_used(), 0);
+}
+
+}  // namespace
+}  // namespace brigade
+
+namespace brigade {
+namespace {
+
+// A preempted sequence whose tokens all but the last are cached again (whole pages, a partly
+// filled page's rows, or a recurrent model's state snapshot) is admitted with a decode to run,
+// not a chunk. Admission comes after a step's decodes, so that decode must still join the step:
+// a plan that admits it and plans nothing would leave the scheduler idle with work (nothing in
+// flight to wake it). Requests arrive between steps in random order, two steps in flight, a pool
+// small enough to preempt: whenever nothing is in flight, a plan must come.
+TEST(SchedulerPolicyCache, APreemptedSequenceWhosePrefixIsAllCachedStillRuns) {
+  uint64_t preemptions = 0;
+  for (const bool recurrent : {false, true}) {
+    for (unsigned seed = 0; seed < 300; ++seed) {
+      SchedulerLimits l = cache_limits();
+      l.max_running = 16;
+      l.max_step_tokens = 8;
+      l.max_context = 2048;
+      l.page_size = 8;
+      l.partial_pages = !recurrent;
+      l.state_snapshots = recurrent ? 8 : 0;
+      SchedulerPolicy p(l, 10, root_key("m"));
+      PoolSource pages(10);
+      std::mt19937 rng(seed);
+      int added = 0;
+      std::deque<std::pair<uint64_t, std::vector<SampledResult>>> inflight;
+      auto plan = [&] {
+        auto s = p.plan(pages);
+        if (!s) return false;
+        std::vector<SampledResult> r;
+        for (const auto& w : s->seqs)
+          if (w.sample) r.push_back({w.seq_id, 20, 0.0f, {}});
+        inflight.emplace_back(s->step_id, std::move(r));
+        return true;
+      };
+      for (int steps = 0; steps < 20000 && (added < 8 || p.has_work()); ++steps) {
+        if (added < 8 && rng() % 3 == 0) {
+          ASSERT_TRUE(p.add(prompt_req(added + 1, added % 2 ? range(12, 1) : range(5, 7), 40)).is_ok());
+          ++added;
+          continue;
+        }
+        if (inflight.size() < 2 && rng() % 2 && plan()) continue;
+        if (!inflight.empty()) {
+          p.complete(inflight.front().first, inflight.front().second, pages);
+          inflight.pop_front();
+        } else if (added == 8 && !plan()) {
+          FAIL() << (recurrent ? "recurrent" : "attention") << ", seed " << seed << ": " << p.n_running()
+                 << " running and nothing planned";
+        }
+      }
+      EXPECT_FALSE(p.has_work()) << "seed " << seed;
+      preemptions += p.n_preemptions();
+    }
+  }
+  EXPECT_GT(preemptions, 300u);
 }
 
 }  // namespace

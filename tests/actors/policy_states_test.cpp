@@ -186,6 +186,9 @@ TEST(SchedulerPolicyStates, PagesWithoutASnapshotAreNotAHit) {
   sim.drain(p, pages);
   std::vector<int32_t> other = range(20, 5);
   other.insert(other.end(), {90, 91, 92, 93});
+  // What a cache-aware router is told: the tree holds a page of it, no snapshot ends there.
+  EXPECT_EQ(p.cached_prefix(other), 0);
+  EXPECT_EQ(p.cached_prefix(range(20, 10)), 8);
   sim.add(p, prompt_req(2, other, 1));
   sim.drain(p, pages);
   EXPECT_EQ(sim.first_item.at(2).start_pos, 0);
