@@ -34,6 +34,7 @@ TEST(Topology, ShippedDefaultFileParsesToTheDefault) {
   EXPECT_EQ(p.cache.disk_path, d.cache.disk_path);
   EXPECT_EQ(p.cache.disk_bytes, d.cache.disk_bytes);
   EXPECT_EQ(p.cache.write_policy, d.cache.write_policy);
+  EXPECT_EQ(p.cache.state_snapshots, d.cache.state_snapshots);
   EXPECT_EQ(p.scheduler.speculative.method, d.scheduler.speculative.method);
   EXPECT_EQ(p.scheduler.speculative.num_tokens, d.scheduler.speculative.num_tokens);
   EXPECT_EQ(p.scheduler.speculative.ngram_max, d.scheduler.speculative.ngram_max);
@@ -77,6 +78,16 @@ TEST(Topology, CacheErrorsSayWhatIsValid) {
   EXPECT_NE(key.status().message().find("disk_bytes"), std::string::npos) << key.status().message();
   EXPECT_FALSE(parse_topology("instances: [{cache: {host_bytes: -5}}]").has_value());
   EXPECT_FALSE(parse_topology("instances: [{cache: {host_bytes: lots}}]").has_value());
+  // A recurrent model's state snapshots: a count, or auto.
+  auto snaps = parse_topology("instances: [{cache: {state_snapshots: 12}}]");
+  ASSERT_TRUE(snaps.has_value());
+  EXPECT_EQ(snaps->instances[0].cache.state_snapshots, 12);
+  auto snaps_auto = parse_topology("instances: [{cache: {state_snapshots: auto}}]");
+  ASSERT_TRUE(snaps_auto.has_value());
+  EXPECT_EQ(snaps_auto->instances[0].cache.state_snapshots, CacheConfig::kAuto);
+  auto negative = parse_topology("instances: [{cache: {state_snapshots: -3}}]");
+  ASSERT_FALSE(negative.has_value());
+  EXPECT_NE(negative.status().message().find("state_snapshots"), std::string::npos) << negative.status().message();
   EXPECT_FALSE(parse_topology("instances: [{cache: {disk_path: /d, disk_bytes: 0}}]").has_value());
 }
 
