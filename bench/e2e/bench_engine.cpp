@@ -147,6 +147,7 @@ std::string g_weights = "auto";
 // --mtp: speculative decoding with the model's MTP module (method mtp) instead of n-grams.
 bool g_mtp = false;
 bool g_partial_pages = true;  // cache.partial_pages of the engines make_engine builds
+bool g_no_prefix_cache = false;  // --no-prefix-cache: cache.radix off in every engine make_engine builds
 
 // Exits when the engine does not start, unless `optional` (then null, the reason printed).
 int64_t g_kv_memory_mb = 512;
@@ -169,7 +170,7 @@ std::unique_ptr<Engine> make_engine(const std::string& model, int threads, bool 
   inst.scheduler.max_step_tokens = 512;
   inst.kv.memory_mb = g_kv_memory_mb;
   inst.kv.dtype = kv_dtype;
-  inst.cache.radix = radix;
+  inst.cache.radix = radix && !g_no_prefix_cache;
   inst.cache.partial_pages = g_partial_pages;
   if (null_backend) o.backend_factory = [] { return make_null_backend(); };
   if (spec_tokens > 0) {
@@ -507,6 +508,9 @@ int main(int argc, char** argv) {
   app.add_option("--turns", turns,
                  "Only compare a conversation of this many turns with the prefix cache on and off (first prompt: "
                  "--prompt-len, default 512; answers: --decode-tokens, default 32)");
+  app.add_flag("--no-prefix-cache", g_no_prefix_cache,
+               "The engines run without the prefix cache (cache.radix: false; a recurrent model's state "
+               "snapshots with it)");
   app.add_option("--turn-tokens", turn_tokens, "With --turns: new tokens per turn")->capture_default_str();
   app.add_option("--beam", beam_width,
                  "Only compare a beam search of this width against decoding as many sequences (prompt: --prompt-len)");
@@ -526,6 +530,10 @@ int main(int argc, char** argv) {
   }
 
   nlohmann::json out;
+  if (turns > 0 && g_no_prefix_cache) {
+    std::fprintf(stderr, "--turns compares the prefix cache on and off itself: leave out --no-prefix-cache\n");
+    return 2;
+  }
   if (turns > 0) {
     const int first_prompt = app.count("--prompt-len") > 0 ? prompt_len : 512;
     const int answer = app.count("--decode-tokens") > 0 ? decode_tokens : 32;
