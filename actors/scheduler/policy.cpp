@@ -354,16 +354,15 @@ void SchedulerPolicy::cache_computed(Seq& s, PageSource& pages, bool save) {
   if (!cache_) return;
   // (An aborted sequence may have computed a token its last step sampled but it never took.)
   const int n_full = std::min(n_kv_valid(s) / limits_.page_size, s.blocks.n_pages());
-  std::vector<int32_t> key_buf, redundant;
-  const std::span<const int32_t> key = cache_key(s, key_buf);
   if (n_full <= s.n_cache_checked) {
-    if (keeps_states()) attach_states(s, key);
+    if (keeps_states()) attach_states(s);
     return;
   }
   BRIGADE_CHECK(cache_->depth(s.cache_node) == s.n_cache_checked, "the locked node ends where the checked pages do");
   RadixTree::NodeRef end = nullptr;
+  std::vector<int32_t> key_buf, redundant;
   const auto fates = cache_->insert_from(
-      s.cache_node, key.first(static_cast<size_t>(n_full) * static_cast<size_t>(limits_.page_size)),
+      s.cache_node, cache_key(s, key_buf).first(static_cast<size_t>(n_full) * static_cast<size_t>(limits_.page_size)),
       std::span<const int32_t>(s.blocks.pages()).first(static_cast<size_t>(n_full)), s.req.priority, &end, &redundant);
   pages.give_back(redundant);
   const auto fate = [&](int page) { return fates[static_cast<size_t>(page - s.n_cache_checked)]; };
@@ -380,7 +379,7 @@ void SchedulerPolicy::cache_computed(Seq& s, PageSource& pages, bool save) {
   cache_->move_lock(s.cache_node, end);
   s.cache_node = end;
   s.n_cache_checked = n_full;
-  if (keeps_states()) attach_states(s, key);
+  if (keeps_states()) attach_states(s);
 }
 
 // Gives a sequence's pages up: its computed whole pages go to the prefix cache when asked (and

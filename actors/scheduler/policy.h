@@ -546,7 +546,7 @@ class SchedulerPolicy {
   int take_snapshot();
   void free_snapshot(int snap);
   // After cache_computed's insert: s's done saves whose pages are in the tree join it.
-  void attach_states(Seq& s, std::span<const int32_t> key);
+  void attach_states(Seq& s);
   // The step that carried s's save into snap came back (done) or failed (dropped).
   void finish_save(Seq& s, int snap, bool done);
   // A sequence leaves (retire_pages): its saves that did not join the tree are freed.

@@ -91,7 +91,7 @@ void SchedulerPolicy::free_snapshot(int snap) {
   free_snaps_.push_back(snap);
 }
 
-void SchedulerPolicy::attach_states(Seq& s, std::span<const int32_t> key) {
+void SchedulerPolicy::attach_states(Seq& s) {
   const int ps = limits_.page_size;
   const int in_tree = s.n_cache_checked * ps;  // cache_computed: pages [0, n_cache_checked) are the tree's
   for (auto it = s.state_saves.begin(); it != s.state_saves.end();) {
@@ -102,7 +102,8 @@ void SchedulerPolicy::attach_states(Seq& s, std::span<const int32_t> key) {
     const size_t j = static_cast<size_t>(it->n_tokens / ps - 1);
     int32_t page = s.blocks.pages()[j];
     if (!s.tree_owned[j]) {  // the tree holds the same tokens in a page of another sequence
-      const RadixTree::Match m = cache_->match(key, it->n_tokens, /*touch=*/false);
+      std::vector<int32_t> key_buf;
+      const RadixTree::Match m = cache_->match(cache_key(s, key_buf), it->n_tokens, /*touch=*/false);
       page = m.pages.size() > j ? m.pages[j] : -1;
     }
     if (page < 0 || snap_of_page_.count(page) != 0) {  // (the tree's page has its own snapshot)
