@@ -196,6 +196,26 @@ TEST(SchedulerPolicyStates, PagesWithoutASnapshotAreNotAHit) {
   EXPECT_EQ(p.cache_stats().hit_tokens, 0u);
 }
 
+// A cache reset (/reset_prefix_cache) takes the snapshots with the pages: the prompt again
+// computes from 0, and every snapshot slot serves again.
+TEST(SchedulerPolicyStates, AResetDropsTheSnapshotsWithTheirPages) {
+  SchedulerPolicy p(state_limits(2), 64, root_key("m"));
+  PoolSource pages(64);
+  StateSim sim;
+  sim.add(p, prompt_req(1, range(20, 10), 3));  // snapshots at 8 and 12
+  sim.drain(p, pages);
+  EXPECT_EQ(p.cache_stats().state_snapshots, 2);
+  p.reset_cache(pages);
+  EXPECT_EQ(p.cache_stats().state_snapshots, 0);
+  EXPECT_EQ(p.cache_stats().cached_pages, 0);
+  EXPECT_EQ(p.cached_prefix(range(20, 10)), 0);
+  sim.add(p, prompt_req(2, range(20, 10), 3));
+  sim.drain(p, pages);
+  EXPECT_EQ(sim.first_item.at(2).start_pos, 0);
+  EXPECT_EQ(p.cache_stats().state_snapshots, 2);
+  EXPECT_EQ(pages.pool.n_used(), p.cache_stats().cached_pages);
+}
+
 // A step that fails drops the snapshot it was saving; the slot serves again.
 TEST(SchedulerPolicyStates, AFailedStepDropsItsSave) {
   SchedulerPolicy p(state_limits(1), 64, root_key("m"));
