@@ -453,6 +453,10 @@ class SchedulerPolicy {
     std::vector<StateSave> state_saves;
     int decode_snap = -1;
     int32_t decode_snap_page = -1;
+    // Where its prompt leaves the deepest cached path it shares (whole pages) when no snapshot
+    // ends there: its prefill saves one at that boundary, so later prompts sharing that prefix (a
+    // system prompt) start from it. 0: none.
+    int branch_save = 0;
   };
   struct StepEntry {
     uint64_t seq_id;

@@ -14,6 +14,9 @@ int SchedulerPolicy::state_prefix_pages(const RadixTree::Match& m) const {
 
 void SchedulerPolicy::match_state(Seq& s, RadixTree::Match& m, std::span<const int32_t> key) {
   const size_t k = static_cast<size_t>(state_prefix_pages(m));
+  // The tree holds pages past the deepest snapshot: this prompt shares them (a system prompt,
+  // say) and leaves the cached path after them, or ends in it. Its prefill saves the state there.
+  s.branch_save = k < m.pages.size() ? static_cast<int>(m.pages.size()) * limits_.page_size : 0;
   if (k < m.pages.size()) {
     m = cache_->match(key, static_cast<int>(k) * limits_.page_size, /*touch=*/false);
     BRIGADE_CHECK(m.pages.size() == k, "a cached prefix matches again up to any of its pages");
@@ -39,13 +42,19 @@ void SchedulerPolicy::plan_states(Seq& s, SeqWorkItem& w, StepEntry& e, int n_to
     unpin_state(s);  // a later step may reuse the slot: the executor runs this step first
     ++cache_stats_.state_restores;
   }
-  // Where a snapshot is worth taking: the last page boundary of a prompt chunk that does not end
-  // the known tokens; in the chunk that does, the last boundary a repeat of those tokens can
-  // match (one token is always computed); in a decode, the boundary it completes.
+  // Where a snapshot is worth taking: where the prompt leaves a cached path without one
+  // (branch_save: what later prompts sharing that prefix need); else the last page boundary of a
+  // prompt chunk that does not end the known tokens; in the chunk that does, the last boundary a
+  // repeat of those tokens can match (one token is always computed); in a decode, the boundary
+  // it completes. One per item.
   const int ps = limits_.page_size, a = s.n_scheduled, b = a + n_tokens;
   const int known = static_cast<int>(s.tokens.size());
   const bool decode = n_tokens == 1 && (s.n_pending > 0 || s.n_generated > 0);
-  const int at = decode ? (b % ps == 0 ? b : 0) : b < known ? b / ps * ps : (known - 1) / ps * ps;
+  int at = decode ? (b % ps == 0 ? b : 0) : b < known ? b / ps * ps : (known - 1) / ps * ps;
+  if (!decode && s.branch_save > a && s.branch_save <= b) {
+    at = s.branch_save;
+    s.branch_save = 0;
+  }
   if (at <= a || at > b) return;
   // Its earlier saves that came back but did not join the tree are superseded by this one.
   for (auto it = s.state_saves.begin(); it != s.state_saves.end();) {

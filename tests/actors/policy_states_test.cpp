@@ -176,6 +176,32 @@ TEST(SchedulerPolicyStates, ChunksLeaveSnapshotsThatAPartlySharedPromptStartsFro
   EXPECT_GE(sim.first_item.at(2).state_from, 0);
 }
 
+// Prompts that share a system prompt and then differ: the first leaves no snapshot inside the
+// shared part (its own are deeper), so the second computes it, but saves the state where it
+// leaves the first one's cached path; from the third on, they start there.
+TEST(SchedulerPolicyStates, ThePointWherePromptsDivergeGetsASnapshotForTheNextOnes) {
+  SchedulerPolicy p(state_limits(4), 64, root_key("m"));
+  PoolSource pages(64);
+  StateSim sim;
+  auto with_system = [](std::vector<int32_t> question) {
+    std::vector<int32_t> prompt = range(20, 10);  // the shared part: two whole pages and 2 tokens
+    prompt.insert(prompt.end(), question.begin(), question.end());
+    return prompt;
+  };
+  sim.add(p, prompt_req(1, with_system({60, 61, 62, 63, 64, 65}), 1));  // a snapshot at 12
+  sim.drain(p, pages);
+  sim.add(p, prompt_req(2, with_system({70, 71, 72, 73, 74}), 1));
+  sim.drain(p, pages);
+  EXPECT_EQ(sim.first_item.at(2).start_pos, 0);
+  EXPECT_EQ(sim.first_item.at(2).state_save_pos, 8) << "where it leaves the first prompt's path";
+  sim.add(p, prompt_req(3, with_system({80, 81, 82}), 1));
+  sim.add(p, prompt_req(4, with_system({90, 91, 92, 93, 94, 95, 96}), 1));
+  sim.drain(p, pages);
+  EXPECT_EQ(sim.first_item.at(3).start_pos, 8);
+  EXPECT_EQ(sim.first_item.at(4).start_pos, 8);
+  EXPECT_EQ(sim.restores, 2);
+}
+
 // Cached pages without a snapshot at their end serve no recurrent model: a prompt that shares
 // one page with another (whose snapshot is deeper) computes from 0.
 TEST(SchedulerPolicyStates, PagesWithoutASnapshotAreNotAHit) {
