@@ -153,6 +153,38 @@ TEST(EngineStateSpace, PreemptedSequencesStartTheirStateAgain) {
   EXPECT_GT(tight->stats().preemptions, 0u) << "the pool was too small for every sequence at once";
 }
 
+// Prompts with a common system prompt (20 tokens, pages of 8, 28-token prompts in one step
+// each, so each one's own snapshot is at 24): the second computes it and leaves a snapshot where
+// it leaves the first's path (16, on the tree's page from the first: the snapshot joins the page
+// the tree holds), the third and fourth start there; every one gets the tokens of a full
+// recompute.
+TEST(EngineStateSpace, PromptsWithACommonSystemPromptStartWhereTheyDiverge) {
+  for (const char* fixture : {"mamba2", "granite_hybrid", "jamba"}) {
+    SCOPED_TRACE(fixture);
+    const auto cases = testing::read_fixture_cases(fixture);
+    EngineOptions on = options(fixture), off = options(fixture);
+    on.topology.instances.front().scheduler.max_step_tokens = 64;
+    off.topology.instances.front().scheduler.max_step_tokens = 64;
+    off.topology.instances.front().cache.state_snapshots = 0;
+    auto cached = testing::create_engine(on);
+    auto uncached = testing::create_engine(off);
+    ASSERT_TRUE(cached && uncached);
+    const std::vector<int32_t> system(cases[2].prompt.begin(), cases[2].prompt.begin() + 20);
+    const int expected_cached[4] = {0, 0, 16, 16};
+    for (int q = 0; q < 4; ++q) {
+      std::vector<int32_t> prompt = system;
+      prompt.push_back(cases[2].prompt[static_cast<size_t>(30 + q)]);  // each leaves the others here
+      const auto& tail = cases[0].prompt;  // then 7 more: its own last snapshot is at 24, past the split
+      prompt.insert(prompt.end(), tail.begin(), tail.end());
+      auto a = cached->generate(testing::greedy_ids(prompt, 6));
+      auto b = uncached->generate(testing::greedy_ids(prompt, 6));
+      ASSERT_TRUE(a.has_value() && b.has_value());
+      EXPECT_EQ(a->token_ids, b->token_ids) << "prompt " << q;
+      EXPECT_EQ(a->cached_tokens, expected_cached[q]) << "prompt " << q;
+    }
+  }
+}
+
 // A snapshot count the memory cannot hold beside one running state is refused at start.
 TEST(EngineStateSpace, RefusesMoreSnapshotsThanTheMemoryHolds) {
   EngineOptions o = options("mamba2");
