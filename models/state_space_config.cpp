@@ -29,6 +29,12 @@ Status positive(const char* key, int v) {
   return Status::ok();
 }
 
+// An optional integer `key` into out (which holds its default), checked positive.
+Status read_positive(const json& j, const char* key, int& out) {
+  BRIGADE_RETURN_IF_ERROR(read_int(j, key, out, false));
+  return positive(key, out);
+}
+
 // bos_token_id, eos_token_id (an id or a list), both inside the vocabulary, torch_dtype, and no
 // quantization_config.
 Status read_ids_and_dtype(const json& j, ModelConfig& c) {
@@ -51,8 +57,7 @@ Status read_ids_and_dtype(const json& j, ModelConfig& c) {
 Status read_common(const json& j, ModelConfig& c, int default_max_position) {
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
   c.max_position = default_max_position;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
-  BRIGADE_RETURN_IF_ERROR(positive("max_position_embeddings", c.max_position));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "max_position_embeddings", c.max_position));
   return read_ids_and_dtype(j, c);
 }
 
@@ -265,8 +270,7 @@ Expected<ModelConfig> read_jamba_config(const json& j) {
   c.nope = true;
   BRIGADE_RETURN_IF_ERROR(read_hybrid_sizes(j, c));
   c.intermediate_size = 14336;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "intermediate_size", c.intermediate_size, false));
-  BRIGADE_RETURN_IF_ERROR(positive("intermediate_size", c.intermediate_size));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "intermediate_size", c.intermediate_size));
   c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   BRIGADE_RETURN_IF_ERROR(require_activation(j, "hidden_act", "silu", c.arch));
   BRIGADE_RETURN_IF_ERROR(read_eps(j, "rms_norm_eps", 1e-6f, c.rms_eps));
@@ -311,8 +315,7 @@ Expected<ModelConfig> read_granite_hybrid_config(const json& j) {
   BRIGADE_RETURN_IF_ERROR(read_hybrid_sizes(j, c));
   // The MLP: a shared SwiGLU every token runs, and (num_local_experts > 0) routed experts.
   c.shared_expert_intermediate_size = 1024;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "shared_intermediate_size", c.shared_expert_intermediate_size, false));
-  BRIGADE_RETURN_IF_ERROR(positive("shared_intermediate_size", c.shared_expert_intermediate_size));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "shared_intermediate_size", c.shared_expert_intermediate_size));
   c.n_experts = 8;
   c.n_experts_per_tok = 2;
   c.moe_intermediate_size = 11008;
@@ -458,8 +461,7 @@ Expected<ModelConfig> read_nemotron_h_config(const json& j) {
   if (mtp > 0) return unsupported("config.json: nemotron_h's MTP layers (num_nextn_predict_layers) are not supported");
   // MLP blocks: up_proj, relu2, down_proj.
   c.intermediate_size = 21504;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "intermediate_size", c.intermediate_size, false));
-  BRIGADE_RETURN_IF_ERROR(positive("intermediate_size", c.intermediate_size));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "intermediate_size", c.intermediate_size));
   BRIGADE_RETURN_IF_ERROR(require_activation(j, "mlp_hidden_act", "relu2", c.arch));
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "mlp_bias", c.mlp_bias));
   // The mixers (older configs prefix some names with mamba_).
