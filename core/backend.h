@@ -484,6 +484,29 @@ class Backend {
         (void)out;
     BRIGADE_CHECK(false, "ssm_scan_diag on a backend without state-space ops (supports_ssm() is false)");
   }
+  // Gated DeltaNet (Qwen3-Next's and Qwen3.5's linear attention; models/state_space.h), with
+  // SsmLayout read as H value heads of P channels, G key heads of N (each key head serving H / G
+  // consecutive value heads): qkv [n, conv_dim] is ssm_conv's output, per row the G query heads,
+  // the G key heads, then the H value heads; proj's columns from z_col hold per row z [H P], b [H]
+  // and a [H]. Per row and value head h (key head g = h / (H / G)), with q and k L2-normalised
+  // (x / sqrt(|x|^2 + 1e-6)) and q scaled by N^-1/2:
+  //   decay = exp(p.a[h] softplus(a[h] + p.dt_bias[h])),  beta = sigmoid(b[h]),
+  //   S = decay S,  S += (beta (v_h - S k_g)) k_g^T,  o_h = S q_g,
+  // S [P, N] in the sequence's slot of state [slots, H, P, N] f32 (zeros when fresh), and out's
+  // head h = RMSNorm(o_h) (weight p.norm_weight [P], p.norm_eps) * silu(z_h). p.a is -exp(A_log)
+  // [H] and p.dt_bias [H], f32; p.d and the dt clamp are unused. out [n, H P] activations.
+  // Snapshots as ssm_scan's (SsmSeqs::save_rows). Implemented where supports_ssm is.
+  virtual void gated_delta(const Tensor& qkv, const Tensor& proj, int64_t z_col, const SsmLayout& l,
+                           const SsmParams& p, const SsmSeqs& seqs, const Tensor& state, const Tensor& out) {
+    (void)qkv, (void)proj, (void)z_col, (void)l, (void)p, (void)seqs, (void)state, (void)out;
+    BRIGADE_CHECK(false, "gated_delta on a backend without state-space ops (supports_ssm() is false)");
+  }
+  // x [n, d] *= sigmoid(gate [n, d]) elementwise, in place (Qwen3-Next's gated attention output);
+  // implemented where supports_ssm is.
+  virtual void sigmoid_mul(const Tensor& x, const Tensor& gate) {
+    (void)x, (void)gate;
+    BRIGADE_CHECK(false, "sigmoid_mul on a backend without state-space ops (supports_ssm() is false)");
+  }
   // x [n, d] = relu(x)^2 in place (Nemotron-H's MLP, models/state_space.h); implemented where
   // supports_ssm is.
   virtual void relu_squared(const Tensor& x) {

@@ -171,6 +171,11 @@ class CpuBackend final : public Backend {
                 const Tensor& state, const Tensor& out) override {
     cpu::ssm_scan(ctx_, proj, xbc, l, p, seqs, state, out);
   }
+  void gated_delta(const Tensor& qkv, const Tensor& proj, int64_t z_col, const SsmLayout& l, const SsmParams& p,
+                   const SsmSeqs& seqs, const Tensor& state, const Tensor& out) override {
+    cpu::gated_delta(ctx_, qkv, proj, z_col, l, p, seqs, state, out);
+  }
+  void sigmoid_mul(const Tensor& x, const Tensor& gate) override { cpu::sigmoid_mul(ctx_, x, gate); }
   bool supports_mla() const override { return true; }
   void head_matmul(const Tensor& x, const Tensor& w, int n_heads, const Tensor& out) override {
     cpu::head_matmul(ctx_, x, w, n_heads, out);

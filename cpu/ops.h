@@ -100,6 +100,9 @@ void ssm_scan_diag(const CpuContext& c, const Tensor& x, const Tensor& dt_in, co
                    const Tensor& state, const Tensor& out);
 void ssm_scan(const CpuContext& c, const Tensor& proj, const Tensor& xbc, const SsmLayout& l, const SsmParams& p,
               const SsmSeqs& seqs, const Tensor& state, const Tensor& out);
+void gated_delta(const CpuContext& c, const Tensor& qkv, const Tensor& proj, int64_t z_col, const SsmLayout& l,
+                 const SsmParams& p, const SsmSeqs& seqs, const Tensor& state, const Tensor& out);
+void sigmoid_mul(const CpuContext& c, const Tensor& x, const Tensor& gate);
 void relu_squared(const CpuContext& c, const Tensor& x);
 
 // lora_ops.cpp

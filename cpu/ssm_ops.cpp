@@ -1,9 +1,10 @@
 // The CPU side of the state-space ops (Backend::supports_ssm; core/backend.h SsmLayout): the
 // causal depthwise convolution, Mamba2's selective scan with the gated RMSNorm and Mamba1's
-// (ssm_scan_diag), in f32, one token after another as transformers' decode paths run them (each
-// Mamba2 state row's update and its dot with C through the SIMD kernels), and relu_squared
-// (Nemotron-H's MLP). The scans parallelise over (sequence, head or block of channels); the
-// convolution over blocks of channels.
+// (ssm_scan_diag), Gated DeltaNet's (gated_delta), in f32, one token after another as
+// transformers' decode paths run them (each state row's update and its dots through the SIMD
+// kernels), relu_squared (Nemotron-H's MLP) and sigmoid_mul (Qwen3-Next's attention gate). The
+// scans parallelise over (sequence, head or block of channels); the convolution over blocks of
+// channels.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -220,6 +221,98 @@ void ssm_scan_diag(const CpuContext& c, const Tensor& x, const Tensor& dt_in, co
           std::copy(st + d0 * ns, st + (d0 + nd) * ns, st_all + static_cast<int64_t>(r.save_slot) * dim * ns + d0 * ns);
       }
     }
+  });
+}
+
+// Gated DeltaNet (Backend::gated_delta), as transformers' torch_recurrent_gated_delta_rule runs
+// it token by token, with the state kept transposed, S [P, N] per value head: row j of S is
+// value channel j's, so each row updates alone, S_j = decay S_j + delta_j k with delta_j =
+// beta (v_j - decay S_j . k), and o_j = S_j . q (one dot, one scaled axpy, one dot per row).
+// Tasks: (sequence, value head); the gated RMSNorm follows over all rows.
+void gated_delta(const CpuContext& c, const Tensor& qkv, const Tensor& proj, int64_t z_col, const SsmLayout& l,
+                 const SsmParams& p, const SsmSeqs& seqs, const Tensor& state, const Tensor& out) {
+  const int64_t n = qkv.dim(0), ch = l.conv_dim(), heads = l.n_heads, pv = l.head_dim, nk = l.state_size;
+  const int64_t groups = l.n_groups, vd = l.d_inner(), width = proj.row_numel();
+  BRIGADE_CHECK(qkv.dtype == DType::f32 && proj.dtype == DType::f32 && out.dtype == DType::f32 && qkv.numel() == n * ch &&
+                    proj.dim(0) == n && z_col >= 0 && z_col + vd + 2 * heads <= width && out.numel() == n * vd,
+                "gated_delta: qkv [n, conv_dim], proj [n, >= z_col + H P + 2 H] and out [n, H P] f32");
+  BRIGADE_CHECK(groups >= 1 && heads % groups == 0, "gated_delta: value heads a multiple of key heads");
+  BRIGADE_CHECK(p.a.dtype == DType::f32 && p.a.numel() == heads && p.dt_bias.dtype == DType::f32 &&
+                    p.dt_bias.numel() == heads && p.norm_weight.dtype == DType::f32 && p.norm_weight.numel() == pv,
+                "gated_delta: a and dt_bias [H], norm weight [P] f32");
+  BRIGADE_CHECK(state.dtype == DType::f32 && state.row_numel() == heads * pv * nk,
+                "gated_delta: state [slots, H, P, N] f32");
+  const std::vector<SeqRange> ranges = seq_ranges(seqs, n, state.dim(0));
+  const float* x_all = qkv.as<const float>();
+  const float* pr = proj.as<const float>();
+  const float* a = p.a.as<const float>();
+  const float* dt_bias = p.dt_bias.as<const float>();
+  float* y = out.as<float>();
+  float* st_all = state.as<float>();
+  const int64_t per_key = heads / groups, kd = groups * nk;
+  const float q_scale = 1.0f / std::sqrt(static_cast<float>(nk));
+  c.pool->parallel_for(static_cast<int64_t>(ranges.size()) * heads, 1, [&](int64_t lo, int64_t hi, int) {
+    std::vector<float> q(static_cast<size_t>(nk)), k(static_cast<size_t>(nk));
+    for (int64_t task = lo; task < hi; ++task) {
+      const SeqRange& r = ranges[static_cast<size_t>(task / heads)];
+      const int64_t h = task % heads, g = h / per_key;
+      float* st = st_all + (static_cast<int64_t>(r.slot) * heads + h) * pv * nk;
+      if (r.fresh) std::fill(st, st + pv * nk, 0.0f);
+      for (int64_t row = r.begin; row < r.end; ++row) {
+        const float* xr = x_all + row * ch;
+        // q and k L2-normalised (FLA's l2norm: x / sqrt(|x|^2 + 1e-6)), q also by N^-1/2.
+        float qq = 0.0f, kk = 0.0f;
+        for (int64_t i = 0; i < nk; ++i) {
+          q[static_cast<size_t>(i)] = xr[g * nk + i];
+          k[static_cast<size_t>(i)] = xr[kd + g * nk + i];
+          qq += q[static_cast<size_t>(i)] * q[static_cast<size_t>(i)];
+          kk += k[static_cast<size_t>(i)] * k[static_cast<size_t>(i)];
+        }
+        const float qs = q_scale / std::sqrt(qq + 1e-6f), ks = 1.0f / std::sqrt(kk + 1e-6f);
+        for (int64_t i = 0; i < nk; ++i) {
+          q[static_cast<size_t>(i)] *= qs;
+          k[static_cast<size_t>(i)] *= ks;
+        }
+        const float* v = xr + 2 * kd + h * pv;
+        const float* zba = pr + row * width + z_col;
+        const float beta = 1.0f / (1.0f + std::exp(-zba[vd + h]));
+        const float decay = std::exp(a[h] * softplus(zba[vd + heads + h] + dt_bias[h]));
+        float* yr = y + row * vd + h * pv;
+        for (int64_t j = 0; j < pv; ++j) {
+          float* s = st + j * nk;
+          const float delta = beta * (v[j] - decay * c.kernels->dot(s, k.data(), nk));
+          c.kernels->scale_axpy(s, decay, delta, k.data(), nk);
+          yr[j] = c.kernels->dot(s, q.data(), nk);
+        }
+        if (row == r.save_row)
+          std::copy(st, st + pv * nk, st_all + (static_cast<int64_t>(r.save_slot) * heads + h) * pv * nk);
+      }
+    }
+  });
+  // Per value head: RMSNorm(o_h) * weight * silu(z_h) (Qwen3NextRMSNormGated: the norm before the gate).
+  const float* nw = p.norm_weight.as<const float>();
+  c.pool->parallel_for(n, std::max<int64_t>(1, 4096 / vd), [&](int64_t lo, int64_t hi, int) {
+    for (int64_t row = lo; row < hi; ++row) {
+      const float* z = pr + row * width + z_col;
+      for (int64_t h = 0; h < heads; ++h) {
+        float* o = y + row * vd + h * pv;
+        float sq = 0.0f;
+        for (int64_t j = 0; j < pv; ++j) sq += o[j] * o[j];
+        const float inv = 1.0f / std::sqrt(sq / static_cast<float>(pv) + p.norm_eps);
+        for (int64_t j = 0; j < pv; ++j) o[j] = nw[j] * (o[j] * inv) * silu(z[h * pv + j]);
+      }
+    }
+  });
+}
+
+// x *= sigmoid(gate), both [n, d] f32.
+void sigmoid_mul(const CpuContext& c, const Tensor& x, const Tensor& gate) {
+  BRIGADE_CHECK(x.dtype == DType::f32 && gate.dtype == DType::f32 && x.numel() == gate.numel(),
+                "sigmoid_mul: x and gate of one shape, f32");
+  float* xp = x.as<float>();
+  const float* gp = gate.as<const float>();
+  c.pool->parallel_for(x.numel(), 16384, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) xp[i] *= 1.0f / (1.0f + std::exp(-gp[i]));
   });
 }
 

@@ -25,7 +25,9 @@ constexpr const char* kSupported =
     "language model), GptOssForCausalLM (gpt_oss), Glm4MoeForCausalLM (glm4_moe), Qwen2VLForConditionalGeneration "
     "(qwen2_vl), Qwen2_5_VLForConditionalGeneration (qwen2_5_vl); encoders: BertModel (bert), RobertaModel "
     "(roberta), XLMRobertaModel (xlm-roberta) and their ForMaskedLM / ForSequenceClassification; state-space: "
-    "Mamba2ForCausalLM (mamba2), MambaForCausalLM (mamba), FalconMambaForCausalLM (falcon_mamba); hybrids: GraniteMoeHybridForCausalLM (granitemoehybrid), NemotronHForCausalLM (nemotron_h), JambaForCausalLM (jamba)";
+    "Mamba2ForCausalLM (mamba2), MambaForCausalLM (mamba), FalconMambaForCausalLM (falcon_mamba); hybrids: "
+    "GraniteMoeHybridForCausalLM (granitemoehybrid), NemotronHForCausalLM (nemotron_h), JambaForCausalLM (jamba), "
+    "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -34,7 +36,8 @@ bool is_glm4_moe(const std::string& arch) { return arch == "glm4_moe"; }
 
 // The architectures whose MoE fields read_moe parses (DeepSeek's: models/deepseek_config.h).
 bool is_sparse_moe(const std::string& arch) {
-  return arch == "qwen3_moe" || arch == "qwen2_moe" || arch == "mixtral" || arch == "gpt_oss";
+  return arch == "qwen3_moe" || arch == "qwen2_moe" || arch == "mixtral" || arch == "gpt_oss" || arch == "qwen3_next" ||
+         arch == "qwen3_5_moe_text";
 }
 
 // Which family a config describes: architectures[0] wins, model_type otherwise. A
@@ -67,12 +70,16 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
   if (arch_name == "Gemma3ForCausalLM") return std::string("gemma3_text");
   if (arch_name == "GptOssForCausalLM") return std::string("gpt_oss");
   if (arch_name == "Glm4MoeForCausalLM") return std::string("glm4_moe");
+  if (arch_name == "Qwen3NextForCausalLM") return std::string("qwen3_next");
+  if (arch_name == "Qwen3_5ForCausalLM") return std::string("qwen3_5_text");
+  if (arch_name == "Qwen3_5MoeForCausalLM") return std::string("qwen3_5_moe_text");
   if (arch_name.empty()) {
     if (model_type == "llama" || model_type == "mistral") return std::string("llama");
     if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe" || model_type == "qwen2_moe" ||
         model_type == "mixtral" ||
         model_type == "deepseek_v2" || model_type == "deepseek_v3" || model_type == "phi3" || model_type == "gemma2" ||
-        model_type == "gemma3_text" || model_type == "gpt_oss" || model_type == "glm4_moe")
+        model_type == "gemma3_text" || model_type == "gpt_oss" || model_type == "glm4_moe" ||
+        model_type == "qwen3_next" || model_type == "qwen3_5_text" || model_type == "qwen3_5_moe_text")
       return model_type;
   }
   const std::string what = !named.empty() ? "architecture '" + named + "'"
@@ -89,7 +96,7 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
 // default: GLM-4.5 rotates the first half of each head). Needs head_dim and max_position read.
 Status read_rope(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_float(j, "rope_theta", c.rope_theta));
-  float partial = is_glm4_moe(c.arch) ? 0.5f : 1.0f;
+  float partial = is_glm4_moe(c.arch) ? 0.5f : is_gated_delta(c.arch) ? 0.25f : 1.0f;
   BRIGADE_RETURN_IF_ERROR(read_float(j, "partial_rotary_factor", partial));
   std::string where = "config.json: rope_scaling";
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
@@ -102,7 +109,7 @@ Status read_rope(const json& j, ModelConfig& c) {
     where = std::string("config.json: ") + key;
     BRIGADE_ASSIGN_OR_RETURN(c.rope_scaling, parse_rope_scaling(it->dump(), where));
   }
-  if (c.arch != "phi3" && !is_glm4_moe(c.arch)) return Status::ok();
+  if (c.arch != "phi3" && !is_glm4_moe(c.arch) && !is_gated_delta(c.arch)) return Status::ok();
   if (!(partial > 0.0f && partial <= 1.0f))
     return invalid_argument("config.json: partial_rotary_factor must be in (0, 1] (got " + std::to_string(partial) + ")");
   c.rotary_dim = static_cast<int>(static_cast<float>(c.head_dim) * partial);  // int(head_dim * factor)
@@ -213,8 +220,13 @@ Status read_gpt_oss_moe(const json& j, ModelConfig& c) {
 Status read_moe(const json& j, ModelConfig& c) {
   if (c.arch == "mixtral") return read_mixtral_moe(j, c);
   if (c.arch == "gpt_oss") return read_gpt_oss_moe(j, c);
-  if (c.arch != "qwen3_moe" && c.arch != "qwen2_moe") return Status::ok();
-  const bool qwen2 = c.arch == "qwen2_moe";
+  if (c.arch != "qwen3_moe" && c.arch != "qwen2_moe" && c.arch != "qwen3_next" && c.arch != "qwen3_5_moe_text")
+    return Status::ok();
+  // Qwen3-Next's and Qwen3.5-MoE's blocks are Qwen2-MoE's (a sigmoid-gated shared expert);
+  // Qwen3.5-MoE always renormalizes the top k.
+  const bool gated_shared = c.arch != "qwen3_moe", qwen2 = c.arch == "qwen2_moe";
+  if (gated_shared) c.shared_gate = true;
+  if (c.arch == "qwen3_next" || c.arch == "qwen3_5_moe_text") c.norm_topk_prob = true;
   if (qwen2) {  // Qwen2MoeConfig's defaults (Qwen1.5-MoE-A2.7B's numbers)
     c.n_experts = 60;
     c.n_experts_per_tok = 4;
@@ -226,6 +238,13 @@ Status read_moe(const json& j, ModelConfig& c) {
   const bool has_num_experts = j.contains("num_experts") && !j["num_experts"].is_null();
   BRIGADE_RETURN_IF_ERROR(read_int(j, has_num_experts ? "num_experts" : "num_local_experts", c.n_experts, !qwen2));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, !qwen2));
+  if (c.arch == "qwen3_5_moe_text") {  // its MoE fills every layer: no decoder_sparse_step, no mlp_only_layers
+    BRIGADE_RETURN_IF_ERROR(read_int(j, "moe_intermediate_size", c.moe_intermediate_size, true));
+    BRIGADE_RETURN_IF_ERROR(read_int(j, "shared_expert_intermediate_size", c.shared_expert_intermediate_size, true));
+    if (c.shared_expert_intermediate_size <= 0)
+      return invalid_argument("config.json: shared_expert_intermediate_size must be > 0 (qwen3_5_moe_text's shared expert)");
+    return Status::ok();
+  }
   BRIGADE_RETURN_IF_ERROR(read_int(j, "moe_intermediate_size", c.moe_intermediate_size, !qwen2));
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "norm_topk_prob", c.norm_topk_prob));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "decoder_sparse_step", c.decoder_sparse_step, false));
@@ -236,10 +255,10 @@ Status read_moe(const json& j, ModelConfig& c) {
       c.mlp_only_layers.push_back(e.get<int>());
     }
   }
-  if (qwen2) {
-    BRIGADE_RETURN_IF_ERROR(read_int(j, "shared_expert_intermediate_size", c.shared_expert_intermediate_size, false));
+  if (gated_shared) {
+    BRIGADE_RETURN_IF_ERROR(read_int(j, "shared_expert_intermediate_size", c.shared_expert_intermediate_size, !qwen2));
     if (c.shared_expert_intermediate_size <= 0)
-      return invalid_argument("config.json: shared_expert_intermediate_size must be > 0 (qwen2_moe's shared expert)");
+      return invalid_argument("config.json: shared_expert_intermediate_size must be > 0 (" + c.arch + "'s shared expert)");
     return Status::ok();
   }
   if (auto it = j.find("shared_expert_intermediate_size"); it != j.end() && it->is_number() && it->get<double>() > 0)
@@ -313,7 +332,7 @@ Status ModelConfig::validate() const {
   BRIGADE_RETURN_IF_ERROR(positive("num_attention_heads", n_heads));
   BRIGADE_RETURN_IF_ERROR(positive("num_key_value_heads", n_kv_heads));
   BRIGADE_RETURN_IF_ERROR(positive("head_dim", head_dim));
-  BRIGADE_RETURN_IF_ERROR(positive("intermediate_size", intermediate_size));
+  if (arch != "qwen3_5_moe_text") BRIGADE_RETURN_IF_ERROR(positive("intermediate_size", intermediate_size));
   BRIGADE_RETURN_IF_ERROR(positive("vocab_size", vocab_size));
   BRIGADE_RETURN_IF_ERROR(positive("max_position_embeddings", max_position));
   if (n_heads % n_kv_heads != 0)
@@ -395,7 +414,8 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_int(j, "num_key_value_heads", c.n_kv_heads, false));
   if (c.n_heads > 0) c.head_dim = c.hidden_size / c.n_heads;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "head_dim", c.head_dim, false));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "intermediate_size", c.intermediate_size, true));
+  // Qwen3.5-MoE has no dense MLP, so no intermediate_size.
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "intermediate_size", c.intermediate_size, c.arch != "qwen3_5_moe_text"));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, true));
   c.max_position = 2048;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
@@ -411,6 +431,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_moe(j, c));
   if (is_deepseek(c.arch)) BRIGADE_RETURN_IF_ERROR(read_deepseek(j, c));
   if (is_glm4_moe(c.arch)) BRIGADE_RETURN_IF_ERROR(read_glm4_moe(j, c));
+  if (is_gated_delta(c.arch)) BRIGADE_RETURN_IF_ERROR(read_gated_delta(j, c));  // models/state_space_config.h
   if (!is_deepseek(c.arch) && c.rope_scaling.type == RopeScalingType::yarn && c.arch != "gpt_oss")
     return unsupported("config.json: rope_type 'yarn' is supported for deepseek_v2/v3 and gpt_oss only; " + c.arch +
                        " supports default, linear, dynamic, llama3" + (c.arch == "phi3" ? ", longrope" : ""));

@@ -37,6 +37,9 @@ struct SsmConfig {
   // and C after x_proj (its epsilon, mixer_rms_eps; 0: none).
   int dt_rank = 0;
   float bcdt_norm_eps = 0.0f;
+  // Gated DeltaNet layers (Qwen3-Next, Qwen3.5; Backend::gated_delta): the layout's H value heads
+  // of P channels and G key heads of N, a conv over q|k|v without bias.
+  bool gated_delta = false;
   bool mamba1() const { return dt_rank > 0; }
   bool present() const { return layout.n_heads > 0; }
 };

@@ -7,6 +7,7 @@
 
 #include "models/decoder_ends.h"
 #include "models/moe_block.h"
+#include "models/rope_scaling.h"
 #include "models/step_check.h"
 #include "models/step_inputs.h"
 #include "models/weight_loader.h"
@@ -32,6 +33,8 @@ constexpr Names kGraniteNames{"model.", "embed_tokens.weight", "norm.weight", "i
                               "self_attn.", "post_attention_layernorm.weight"};
 constexpr Names kJambaNames{"model.", "embed_tokens.weight", "final_layernorm.weight", "input_layernorm.weight", "mamba.",
                             "self_attn.", "pre_ff_layernorm.weight"};
+constexpr Names kQwenNextNames{"model.", "embed_tokens.weight", "norm.weight", "input_layernorm.weight", "linear_attn.",
+                               "self_attn.", "post_attention_layernorm.weight"};
 
 class StateSpaceModel final : public Model {
  public:
@@ -39,8 +42,16 @@ class StateSpaceModel final : public Model {
       : config_(config), backend_(backend), options_(options), layout_(config.ssm.layout),
         names_(config.arch == "granitemoehybrid" ? kGraniteNames
                : config.arch == "jamba"          ? kJambaNames
+               : config.ssm.gated_delta          ? kQwenNextNames
                                                  : kBackboneNames),
-        n_attn_(config.n_attention_layers()) {}
+        n_attn_(config.n_attention_layers()), gated_(config.ssm.gated_delta) {
+    if (gated_) {  // Qwen3-Next's attention rotates the first rotary_dim dims of each head
+      rope_.style = RopeStyle::neox;
+      rope_.rotary_dim = config.rope_dims();
+      rope_.inv_freq = rope_inv_freq_scaled(config.rope_theta, config.rope_dims(), config.rope_scaling);
+      rope_.attention_factor = rope_attention_factor(config.rope_scaling);
+    }
+  }
 
   Status load(const Checkpoint& ck);
   const ModelConfig& config() const override { return config_; }
@@ -68,7 +79,8 @@ class StateSpaceModel final : public Model {
     OwnedTensor x_dt, x_b, x_c, dt_proj, dt_bias1;
     OwnedTensor dt_norm, b_norm, c_norm;  // Jamba's weights of those norms (FalconMamba's have none)
     // Attention (Kind::attention): q|k|v fused, o; its K/V is layer kv_index of the KV cache.
-    OwnedTensor qkv, o;
+    // Qwen3-Next's adds the output gate's rows of q_proj (q_gate) and the q/k head norms.
+    OwnedTensor qkv, o, q_gate, q_norm, k_norm;
     int kv_index = -1;
     // The MLP after the mixer or attention (Names::ffn_norm): a SwiGLU (Granite's shared MLP, a
     // Jamba layer's), or a MoE block (Granite's experts with the shared MLP as its shared expert,
@@ -83,6 +95,7 @@ class StateSpaceModel final : public Model {
   Expected<OwnedTensor> host_vector(const Checkpoint& ck, const std::string& name, const std::vector<int64_t>& shape, F f);
   Status load_mixer(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L);
   Status load_mixer1(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L);
+  Status load_delta(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L);
   // A Mamba1 mixer of normed [n, hidden] into delta.
   void run_mixer1(const Layer& L, int64_t n, const SsmSeqs& seqs, const Tensor& normed, const Tensor& delta);
   Status load_attention(WeightLoader& w, const std::string& p, Layer& L);
@@ -92,6 +105,12 @@ class StateSpaceModel final : public Model {
   Status plan_states(const StepBatch& batch);
   Status plan_snapshots(const StepBatch& batch);
   bool granite() const { return config_.arch == "granitemoehybrid"; }
+  // Qwen3-Next's zero-centred RMSNorms scale by 1 + w.
+  float norm_offset() const { return gated_ ? 1.0f : 0.0f; }
+  // The in_proj width: Mamba2's z|xBC|dt, or Gated DeltaNet's q|k|v|z|b|a.
+  int64_t proj_width() const {
+    return gated_ ? layout_.conv_dim() + layout_.d_inner() + 2 * int64_t{layout_.n_heads} : layout_.proj_width();
+  }
   bool has_ffn() const { return names_.ffn_norm != nullptr; }
   // The width of the dense SwiGLU after a mixer or attention: Granite's shared MLP, Jamba's MLP.
   int64_t ffn_width() const { return granite() ? config_.shared_expert_intermediate_size : config_.intermediate_size; }
@@ -104,6 +123,8 @@ class StateSpaceModel final : public Model {
   SsmLayout layout_;
   Names names_;
   int n_attn_ = 0;
+  bool gated_ = false;  // Gated DeltaNet mixers and Qwen3-Next's attention (ModelConfig::ssm.gated_delta)
+  RopeConfig rope_;     // that attention's
   DecoderEnds ends_;
   std::vector<Layer> layers_;
   int n_slots_ = 0;
@@ -115,7 +136,7 @@ class StateSpaceModel final : public Model {
   MoeScratch moe_scratch_;
   StepInputs ints_;
   OwnedTensor slots_, fresh_, save_rows_, save_slots_;
-  OwnedTensor residual_, normed_, delta_, proj_, xbc_, y_, selected_, qkv_, attn_, mlp_, act_, up_;
+  OwnedTensor residual_, normed_, delta_, proj_, xbc_, y_, selected_, qkv_, attn_, gate_, mlp_, act_, up_;
   OwnedTensor dtr_, bm_, cm_, dt_, ones_;  // Mamba1: x_proj's parts, dt, FalconMamba's unit norm weights
   std::vector<int32_t> slots_host_, fresh_host_;  // the step's slot of each sequence, and which start afresh
   std::vector<char> slot_used_;                    // plan_states' scratch: the slots the step names
@@ -202,11 +223,77 @@ Status StateSpaceModel::load_mixer1(const Checkpoint& ck, WeightLoader& w, const
   return Status::ok();
 }
 
+// Gated DeltaNet's tensors under linear_attn.: the input projection loaded as one matrix of rows
+// q (G N) | k (G N) | v (H P) | z (H P) | b (H) | a (H) — Qwen3.5's in_proj_qkv, in_proj_z,
+// in_proj_b and in_proj_a stacked, or Qwen3-Next's in_proj_qkvz and in_proj_ba, which interleave
+// them per key head (each key head's q, k, then its H / G value heads' v and z; its heads' b,
+// then a), taken apart; conv1d [conv_dim, 1, K] without bias, A_log and dt_bias [H], the gated
+// norm's weight [P], out_proj [hidden, H P].
+Status StateSpaceModel::load_delta(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L) {
+  const int64_t h = config_.hidden_size, heads = layout_.n_heads, pv = layout_.head_dim, g = layout_.n_groups;
+  const int64_t nk = layout_.state_size, k = layout_.conv_kernel, ch = layout_.conv_dim(), vd = layout_.d_inner();
+  const std::string m = p + names_.mixer;
+  if (w.has(m + "in_proj_qkvz.weight")) {
+    const int64_t per = heads / g, group = 2 * nk + 2 * per * pv, qkvz = g * group, ba = 2 * heads;
+    std::vector<std::string> names;
+    std::vector<int64_t> rows;
+    std::vector<Slice> slices;
+    const auto part = [&](const std::string& name, int64_t total, int64_t period, int64_t offset, int64_t size) {
+      for (int64_t i = 0; i < g; ++i) {
+        names.push_back(name);
+        rows.push_back(total);
+        slices.push_back({i * period + offset, size});
+      }
+    };
+    part(m + "in_proj_qkvz.weight", qkvz, group, 0, nk);                  // q
+    part(m + "in_proj_qkvz.weight", qkvz, group, nk, nk);                 // k
+    part(m + "in_proj_qkvz.weight", qkvz, group, 2 * nk, per * pv);       // v
+    part(m + "in_proj_qkvz.weight", qkvz, group, 2 * nk + per * pv, per * pv);  // z
+    part(m + "in_proj_ba.weight", ba, 2 * per, 0, per);                   // b
+    part(m + "in_proj_ba.weight", ba, 2 * per, per, per);                 // a
+    BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.fused(names, rows, h, slices));
+  } else {
+    BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.fused({m + "in_proj_qkv.weight", m + "in_proj_z.weight", m + "in_proj_b.weight",
+                                                 m + "in_proj_a.weight"},
+                                                {ch, vd, heads, heads}, h));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.matrix(m + "out_proj.weight", h, vd));
+  BRIGADE_ASSIGN_OR_RETURN(L.conv_w, host_vector(ck, m + "conv1d.weight", {ch, 1, k}, [](float v, int64_t) { return v; }));
+  BRIGADE_ASSIGN_OR_RETURN(L.a, host_vector(ck, m + "A_log", {heads}, [](float v, int64_t) { return -std::exp(v); }));
+  BRIGADE_ASSIGN_OR_RETURN(L.dt_bias, w.vector_f32({m + "dt_bias"}, {heads}));
+  BRIGADE_ASSIGN_OR_RETURN(L.gated_norm, w.vector_f32({m + "norm.weight"}, {pv}));
+  BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * ch));
+  BRIGADE_ASSIGN_OR_RETURN(L.ssm_state, alloc_tensor(backend_, DType::f32, n_slots_, vd * nk));
+  dense_linear_ += static_cast<double>(proj_width() * h + h * vd);
+  return Status::ok();
+}
+
+// q/k/v/o_proj; Qwen3-Next's q_proj [heads * 2 head_dim, hidden] holds per head its query rows,
+// then its output gate's (loaded apart as q_gate), and q_norm / k_norm [head_dim] scale by 1 + w.
 Status StateSpaceModel::load_attention(WeightLoader& w, const std::string& p, Layer& L) {
-  const int64_t h = config_.hidden_size, q = int64_t{config_.n_heads} * config_.head_dim;
-  const int64_t kv = int64_t{config_.n_kv_heads} * config_.head_dim;
+  const int64_t h = config_.hidden_size, hd = config_.head_dim, q = int64_t{config_.n_heads} * hd;
+  const int64_t kv = int64_t{config_.n_kv_heads} * hd;
   const std::string a = p + names_.attention;
-  BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.fused({a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}, {q, kv, kv}, h));
+  if (gated_) {
+    std::vector<std::string> names;
+    std::vector<int64_t> rows;
+    std::vector<Slice> slices;
+    for (int i = 0; i < config_.n_heads; ++i) {
+      names.push_back(a + "q_proj.weight");
+      rows.push_back(2 * q);
+      slices.push_back({2 * hd * i, hd});
+    }
+    names.insert(names.end(), {a + "k_proj.weight", a + "v_proj.weight"});
+    rows.insert(rows.end(), {kv, kv});
+    slices.insert(slices.end(), {Slice{}, Slice{}});
+    BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.fused(names, rows, h, slices));
+    BRIGADE_ASSIGN_OR_RETURN(L.q_gate, w.row_blocks(a + "q_proj.weight", 2 * q, h, 2 * hd, {hd, hd}));
+    BRIGADE_ASSIGN_OR_RETURN(L.q_norm, w.vector_f32({a + "q_norm.weight"}, {hd}, {}, 1.0f));
+    BRIGADE_ASSIGN_OR_RETURN(L.k_norm, w.vector_f32({a + "k_norm.weight"}, {hd}, {}, 1.0f));
+    dense_linear_ += static_cast<double>(q * h);
+  } else {
+    BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.fused({a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}, {q, kv, kv}, h));
+  }
   BRIGADE_ASSIGN_OR_RETURN(L.o, w.matrix(a + "o_proj.weight", h, q));
   dense_linear_ += static_cast<double>((q + 2 * kv) * h + h * q);
   return Status::ok();
@@ -220,18 +307,18 @@ Status StateSpaceModel::load_attention(WeightLoader& w, const std::string& p, La
 // feed_forward.experts.{e}.* (load_moe_block).
 Status StateSpaceModel::load_mlp(WeightLoader& w, const std::string& p, int l, Layer& L) {
   const int64_t h = config_.hidden_size, width = ffn_width();
-  BRIGADE_ASSIGN_OR_RETURN(L.ffn_norm, w.vector_f32({p + names_.ffn_norm}, {h}));
+  BRIGADE_ASSIGN_OR_RETURN(L.ffn_norm, w.vector_f32({p + names_.ffn_norm}, {h}, {}, norm_offset()));
   // Under weights: q8_0 / q4_0 / q4_1 the experts are quantized where moe_experts multiplies the type.
   const std::optional<DType> want = options_.weight_dtype;
   const bool quantize = want && is_block_quantized(*want) && backend_.supports_weight_dtype(*want);
-  if (!granite()) {  // Jamba
+  if (!granite()) {  // Jamba's (feed_forward.), Qwen3-Next's (mlp.)
     if (config_.is_moe_layer(l)) {
       BRIGADE_ASSIGN_OR_RETURN(L.moe, load_moe_block(w, config_, l, moe_shard_, quantize ? want : std::nullopt));
       expert_params_ = static_cast<double>(3 * config_.moe_intermediate_size * h);
       dense_linear_ += static_cast<double>(config_.n_experts * h);  // the router
       return Status::ok();
     }
-    const std::string f = p + "feed_forward.";
+    const std::string f = p + (gated_ ? "mlp." : "feed_forward.");
     BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, w.fused({f + "gate_proj.weight", f + "up_proj.weight"}, {width, width}, h));
     BRIGADE_ASSIGN_OR_RETURN(L.mlp_down, w.matrix(f + "down_proj.weight", h, width));
     dense_linear_ += static_cast<double>(3 * width * h);
@@ -278,7 +365,7 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
   std::string embed = pre + names_.embed;
   if (!w.has(embed) && w.has("backbone.embedding.weight")) embed = "backbone.embedding.weight";  // older Mamba2 files
   BRIGADE_ASSIGN_OR_RETURN(ends_.embed, w.table(embed, config_.vocab_size, h));
-  BRIGADE_ASSIGN_OR_RETURN(ends_.final_norm, w.vector_f32({pre + names_.final_norm}, {h}));
+  BRIGADE_ASSIGN_OR_RETURN(ends_.final_norm, w.vector_f32({pre + names_.final_norm}, {h}, {}, norm_offset()));
   // A stored lm_head is the head even where the config says tied: transformers' Nemotron-H never
   // ties (its _tied_weights_keys is empty), so its checkpoints may carry both.
   if (config_.tie_embeddings && w.has("lm_head.weight")) config_.tie_embeddings = false;
@@ -298,9 +385,11 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
     L.kind = config_.ssm_layers[i] ? Kind::ssm
              : !config_.mlp_layers.empty() && config_.mlp_layers[i] ? Kind::mlp
                                                                     : Kind::attention;
-    BRIGADE_ASSIGN_OR_RETURN(L.norm, w.vector_f32({p + names_.mixer_norm}, {h}));
+    BRIGADE_ASSIGN_OR_RETURN(L.norm, w.vector_f32({p + names_.mixer_norm}, {h}, {}, norm_offset()));
     if (L.kind == Kind::ssm && config_.ssm.mamba1()) {
       BRIGADE_RETURN_IF_ERROR(load_mixer1(ck, w, p, L));
+    } else if (L.kind == Kind::ssm && gated_) {
+      BRIGADE_RETURN_IF_ERROR(load_delta(ck, w, p, L));
     } else if (L.kind == Kind::ssm) {
       BRIGADE_RETURN_IF_ERROR(load_mixer(ck, w, p, L));
     } else if (L.kind == Kind::mlp) {
@@ -340,7 +429,7 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
     BRIGADE_ASSIGN_OR_RETURN(ones_, alloc_tensor(backend_, DType::f32, 1, static_cast<int64_t>(ones.size())));
     backend_.upload(ones_.tensor, ones.data());
   } else if (config_.recurrent()) {
-    BRIGADE_ASSIGN_OR_RETURN(proj_, alloc_tensor(backend_, act, n, layout_.proj_width()));
+    BRIGADE_ASSIGN_OR_RETURN(proj_, alloc_tensor(backend_, act, n, proj_width()));
     BRIGADE_ASSIGN_OR_RETURN(xbc_, alloc_tensor(backend_, act, n, layout_.conv_dim()));
     BRIGADE_ASSIGN_OR_RETURN(y_, alloc_tensor(backend_, act, n, layout_.d_inner()));
   }
@@ -348,6 +437,9 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
     const QkvLayout q = config_.qkv_layout();
     BRIGADE_ASSIGN_OR_RETURN(qkv_, alloc_tensor(backend_, act, n, int64_t{q.n_heads + 2 * q.n_kv_heads} * q.head_dim));
     BRIGADE_ASSIGN_OR_RETURN(attn_, alloc_tensor(backend_, act, n, int64_t{q.n_heads} * q.head_dim));
+    if (gated_) {
+      BRIGADE_ASSIGN_OR_RETURN(gate_, alloc_tensor(backend_, act, n, int64_t{q.n_heads} * q.head_dim));
+    }
   }
   if (has_ffn() && config_.n_moe_layers() < config_.n_layers) {  // layers with a dense SwiGLU
     BRIGADE_ASSIGN_OR_RETURN(mlp_, alloc_tensor(backend_, act, n, 2 * ffn_width()));
@@ -538,6 +630,13 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
       b.matmul(up, L.down.tensor, L.down_bias.tensor, delta);
     } else if (L.kind == Kind::ssm && config_.ssm.mamba1()) {
       run_mixer1(L, n, seqs, normed, delta);
+    } else if (L.kind == Kind::ssm && gated_) {  // Gated DeltaNet: in_proj, the conv over q|k|v, the rule, out_proj
+      const Tensor proj = proj_.tensor.rows(0, n), qkv = xbc_.tensor.rows(0, n), y = y_.tensor.rows(0, n);
+      b.matmul(normed, L.in_proj.tensor, Tensor(), proj);
+      b.ssm_conv(proj, 0, L.conv_w.tensor, Tensor(), seqs, L.conv_state.tensor, qkv);
+      const SsmParams params{L.a.tensor, Tensor(), L.dt_bias.tensor, 0.0f, 0.0f, L.gated_norm.tensor, eps};
+      b.gated_delta(qkv, proj, layout_.conv_dim(), layout_, params, seqs, L.ssm_state.tensor, y);
+      b.matmul(y, L.out_proj.tensor, Tensor(), delta);
     } else if (L.kind == Kind::ssm) {
       const Tensor proj = proj_.tensor.rows(0, n), xbc = xbc_.tensor.rows(0, n), y = y_.tensor.rows(0, n);
       b.matmul(normed, L.in_proj.tensor, L.in_bias.tensor, proj);
@@ -546,12 +645,21 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
                              L.gated_norm.tensor, eps};
       b.ssm_scan(proj, xbc, layout_, params, seqs, L.ssm_state.tensor, y);
       b.matmul(y, L.out_proj.tensor, L.out_bias.tensor, delta);
-    } else {  // attention without positions (Granite 4.0-H's, Nemotron-H's): its softmax scale, no RoPE
+    } else {  // attention: without positions (Granite 4.0-H's, Nemotron-H's, Jamba's), or Qwen3-Next's
       const Tensor qkv = qkv_.tensor.rows(0, n), attn = attn_.tensor.rows(0, n);
       const KvLayer cache = kv.layer(L.kv_index);
       b.matmul(normed, L.qkv.tensor, Tensor(), qkv);
+      if (gated_) {  // q/k head norms, RoPE over part of each head
+        b.qk_head_norm(qkv, qkv_layout, L.q_norm.tensor, L.k_norm.tensor, eps);
+        b.rope(qkv, qkv_layout, ints_.positions(n), rope_);
+      }
       b.write_kv(cache, qkv, qkv_layout, ints_.slots(n));
       b.attention(qkv, qkv_layout, cache, meta, config_.attn_scale, attn);
+      if (gated_) {  // the output gate: attn * sigmoid(the gate rows of q_proj)
+        const Tensor gate = gate_.tensor.rows(0, n);
+        b.matmul(normed, L.q_gate.tensor, Tensor(), gate);
+        b.sigmoid_mul(attn, gate);
+      }
       b.matmul(attn, L.o.tensor, Tensor(), delta);
     }
     if (scale_residual) b.scale(delta, residual_scale);

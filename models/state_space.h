@@ -9,6 +9,11 @@
 //     then a shared SwiGLU (and routed experts), per layer, with Granite's scalings.
 //   Nemotron-H (NemotronHForCausalLM): one block per layer, a Mamba2 mixer, attention without
 //     positions or a relu2 MLP.
+//   Qwen3-Next (Qwen3NextForCausalLM) and Qwen3.5's language models (Qwen3_5ForCausalLM,
+//     Qwen3_5MoeForCausalLM): a Gated DeltaNet (in_proj, the causal conv + SiLU over q|k|v,
+//     Backend::gated_delta with its gated RMSNorm, out_proj) or gated attention (q/k head norms,
+//     RoPE over part of each head, the output times sigmoid of q_proj's gate rows), then a
+//     SwiGLU or a MoE block with a sigmoid-gated shared expert, per layer; RMSNorms scale by 1 + w.
 //
 // The past of a sequence in a mixer is not in KV pages but in a recurrent state per layer (the
 // conv's last conv_kernel - 1 inputs and the scan's state), f32, kept in one of

@@ -394,6 +394,50 @@ Expected<ModelConfig> read_granite_hybrid_config(const json& j) {
   return c;
 }
 
+bool is_gated_delta(const std::string& arch) {
+  return arch == "qwen3_next" || arch == "qwen3_5_text" || arch == "qwen3_5_moe_text";
+}
+
+Status read_gated_delta(const json& j, ModelConfig& c) {
+  c.ssm.gated_delta = true;
+  c.ssm.conv_bias = false;
+  c.ssm.proj_bias = false;
+  // Which layers are linear attention: layer_types, else every full_attention_interval-th layer
+  // is attention (4: Qwen3NextConfig's default).
+  c.ssm_layers.assign(static_cast<size_t>(c.n_layers), false);
+  if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
+    if (!it->is_array() || it->size() != static_cast<size_t>(c.n_layers))
+      return corrupt("config.json: layer_types must list one type per layer (" + std::to_string(c.n_layers) + ")");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const std::string t = (*it)[i].is_string() ? (*it)[i].get<std::string>() : "";
+      if (t != "linear_attention" && t != "full_attention")
+        return unsupported("config.json: layer_types[" + std::to_string(i) + "] '" + t + "' is not one of " +
+                           c.arch + "'s linear_attention, full_attention");
+      c.ssm_layers[i] = t == "linear_attention";
+    }
+  } else {
+    int interval = 4;
+    BRIGADE_RETURN_IF_ERROR(read_positive(j, "full_attention_interval", interval));
+    for (int l = 0; l < c.n_layers; ++l) c.ssm_layers[static_cast<size_t>(l)] = (l + 1) % interval != 0;
+  }
+  // The Gated DeltaNet layers: H value heads of P channels, G key heads of N (SsmLayout's names);
+  // Qwen3NextConfig's defaults.
+  SsmLayout& l = c.ssm.layout;
+  l = SsmLayout{.n_heads = 32, .head_dim = 128, .n_groups = 16, .state_size = 128, .conv_kernel = 4};
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "linear_num_value_heads", l.n_heads));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "linear_value_head_dim", l.head_dim));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "linear_num_key_heads", l.n_groups));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "linear_key_head_dim", l.state_size));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "linear_conv_kernel_dim", l.conv_kernel));
+  if (l.n_heads % l.n_groups != 0)
+    return invalid_argument("config.json: linear_num_value_heads (" + std::to_string(l.n_heads) +
+                            ") must be a multiple of linear_num_key_heads (" + std::to_string(l.n_groups) + ")");
+  BRIGADE_RETURN_IF_ERROR(require_activation(j, "hidden_act", "silu", c.arch));
+  if (c.attention_bias) return unsupported("config.json: attention_bias is not supported for " + c.arch);
+  c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  return Status::ok();
+}
+
 Expected<ModelConfig> read_nemotron_h_config(const json& j) {
   ModelConfig c;
   c.arch = "nemotron_h";

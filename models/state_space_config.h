@@ -77,6 +77,18 @@ bool is_nemotron_h(const nlohmann::json& j);
 // other activations, MTP layers, quantization_config.
 Expected<ModelConfig> read_nemotron_h_config(const nlohmann::json& j);
 
+// Qwen3-Next (Qwen3NextForCausalLM) and Qwen3.5's language models (Qwen3_5ForCausalLM,
+// Qwen3_5MoeForCausalLM): arch "qwen3_next", "qwen3_5_text" or "qwen3_5_moe_text".
+bool is_gated_delta(const std::string& arch);
+
+// Their Gated DeltaNet layers, read after the Qwen decoder's fields (parse_hf_config): layer_types
+// (linear_attention, full_attention) or else full_attention_interval (4) into ssm_layers;
+// linear_num_value_heads, linear_value_head_dim, linear_num_key_heads, linear_key_head_dim and
+// linear_conv_kernel_dim into SsmLayout as H, P, G, N and conv_kernel (Backend::gated_delta);
+// the attention's softmax scale head_dim^-0.5. Refused by name: hidden_act other than silu,
+// attention_bias, a layer type of another kind.
+Status read_gated_delta(const nlohmann::json& j, ModelConfig& c);
+
 // Python's json.dumps writes float('inf') and float('nan') as the bare tokens Infinity,
 // -Infinity and NaN, which JSON (and nlohmann) rejects: `text` with each such token outside a
 // string turned into the string "Infinity", "-Infinity" or "NaN" (read back by config_float).

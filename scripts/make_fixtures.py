@@ -257,7 +257,43 @@ def fixtures():
             mamba_expand=2, mamba_dt_rank="auto", use_mamba_kernels=False, rms_norm_eps=1e-6,
             max_position_embeddings=256, bos_token_id=1, eos_token_id=2, pad_token_id=0,
             tie_word_embeddings=False)),
+        # Qwen3-Next (Qwen3NextForCausalLM): Gated DeltaNet layers (2 key heads of 16 serving 4
+        # value heads of 8, so Dk != Dv and each key head serves two value heads; a 4-tap conv),
+        # gated attention with q/k norms and a quarter of each head rotated at layer 1, zero-centred
+        # (1 + w) RMSNorms; after each, 4 experts (top 2, renormalized) with a sigmoid-gated shared
+        # expert, but layer 2 a dense SwiGLU (mlp_only_layers). The Hub's interleaved in_proj_qkvz
+        # and in_proj_ba.
+        "qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM", qwen3_next_config()),
+        # Qwen3.5 (Qwen3_5ForCausalLM, the language model of Qwen3.5-27B): the same layers with
+        # in_proj_qkv, in_proj_z, in_proj_b and in_proj_a apart and a dense SwiGLU everywhere;
+        # M-RoPE sections (one position per token for text), tied embeddings.
+        "qwen3_5": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", qwen3_next_config(
+            layer_types=["linear_attention", "linear_attention", "linear_attention", "full_attention"],
+            tie_word_embeddings=True, num_experts=None, num_experts_per_tok=None, moe_intermediate_size=None,
+            shared_expert_intermediate_size=None, mlp_only_layers=None, norm_topk_prob=None,
+            rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.25,
+                                 mrope_section=[2, 1, 1], mrope_interleaved=True))),
+        # Qwen3.5-MoE (Qwen3_5MoeForCausalLM, Qwen3.5-35B-A3B's language model): experts in every layer.
+        "qwen3_5_moe": ("Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM", qwen3_next_config(
+            mlp_only_layers=None, norm_topk_prob=None, intermediate_size=None,
+            rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.25,
+                                 mrope_section=[2, 1, 1], mrope_interleaved=True))),
     }
+
+
+def qwen3_next_config(**kw):
+    """A tiny Qwen3NextConfig's kwargs (fixtures()); a None value drops the key."""
+    c = dict(vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=4,
+             num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+             layer_types=["linear_attention", "full_attention", "linear_attention", "linear_attention"],
+             linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16,
+             linear_value_head_dim=8, linear_conv_kernel_dim=4, num_experts=4, num_experts_per_tok=2,
+             moe_intermediate_size=32, shared_expert_intermediate_size=48, mlp_only_layers=[2],
+             norm_topk_prob=True, rms_norm_eps=1e-6, max_position_embeddings=256,
+             rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.25),
+             bos_token_id=1, eos_token_id=2, pad_token_id=0, tie_word_embeddings=False)
+    c.update(kw)
+    return {k: v for k, v in c.items() if v is not None}
 
 
 def nemotron_h_config(**kw):
@@ -343,10 +379,12 @@ def deepseek_v3_config(**kw):
 
 def randomize(model, seed):
     """Replaces every parameter with values large enough that logits differ clearly per token:
-    matrices ~ N(0, 1/fan_in), biases ~ N(0, 0.1), norm weights 1 + N(0, 0.1), embeddings N(0, 1).
+    matrices ~ N(0, 1/fan_in), biases ~ N(0, 0.1), norm weights 1 + N(0, 0.1) (N(0, 0.1) for
+    Qwen3-Next's and Qwen3.5's zero-centred norms, which scale by 1 + w), embeddings N(0, 1).
     Stacked expert matrices [E, rows, fan_in] (transformers 5 keeps them fused) count as matrices."""
     import torch
     g = torch.Generator().manual_seed(seed)
+    zero_centred = model.config.model_type in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() >= 2:
@@ -356,6 +394,8 @@ def randomize(model, seed):
                 p.copy_(torch.randn(p.shape, generator=g) * std)
             elif name.endswith("sinks"):  # gpt-oss's attention sinks: logits as large as the scores
                 p.copy_(torch.randn(p.shape, generator=g))
+            elif "norm" in name and zero_centred and "linear_attn.norm" not in name:
+                p.copy_(0.1 * torch.randn(p.shape, generator=g))  # these norms scale by 1 + w
             elif "norm" in name:
                 p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
             else:
@@ -429,7 +469,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

@@ -231,6 +231,9 @@ INSTANTIATE_TEST_SUITE_P(Mamba1, StateSpace, ::testing::Values("mamba1", "falcon
 // Jamba: Mamba1 mixers with normed dt/B/C, attention, SwiGLU and MoE layers.
 INSTANTIATE_TEST_SUITE_P(Hybrids, StateSpace, ::testing::Values("granite_hybrid", "granite_hybrid_dense", "nemotron_h",
                                                             "nemotron_h_bias", "jamba"));
+// Qwen3-Next: Gated DeltaNet layers, gated attention with RoPE, MoE with a gated shared expert and
+// a dense layer; Qwen3.5's dense and MoE language models (the projections apart, tied embeddings).
+INSTANTIATE_TEST_SUITE_P(GatedDelta, StateSpace, ::testing::Values("qwen3_next", "qwen3_5", "qwen3_5_moe"));
 
 // A step that would read a state for a past it does not hold is refused before anything runs,
 // and the states stay as they were: the sequence then continues and still matches transformers.
