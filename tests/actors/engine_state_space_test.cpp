@@ -27,7 +27,8 @@ EngineOptions options(const std::string& fixture, int max_running = 8) {
 
 TEST(EngineStateSpace, GreedyTokensMatchTransformers) {
   for (const char* fixture :
-       {"mamba2", "mamba2_bias", "granite_hybrid", "granite_hybrid_dense", "nemotron_h", "mamba1", "falcon_mamba", "jamba"}) {
+       {"mamba2", "mamba2_bias", "granite_hybrid", "granite_hybrid_dense", "nemotron_h", "mamba1", "falcon_mamba", "jamba",
+        "qwen3_next", "qwen3_5", "qwen3_5_moe"}) {
     SCOPED_TRACE(fixture);
     auto engine = testing::create_engine(options(fixture));
     ASSERT_TRUE(engine);
@@ -58,7 +59,7 @@ TEST(EngineStateSpace, GreedyTokensMatchTransformers) {
 // 0: every prompt computed whole): the same tokens; with them, the later turns start from the
 // snapshot their earlier turn's decode left.
 TEST(EngineStateSpace, CachedStatesGiveTheTokensOfAFullRecompute) {
-  for (const char* fixture : {"mamba2", "granite_hybrid", "nemotron_h", "mamba1", "jamba"}) {
+  for (const char* fixture : {"mamba2", "granite_hybrid", "nemotron_h", "mamba1", "jamba", "qwen3_next", "qwen3_5_moe"}) {
     SCOPED_TRACE(fixture);
     const auto cases = testing::read_fixture_cases(fixture);
     EngineOptions off = options(fixture);
@@ -97,9 +98,9 @@ TEST(EngineStateSpace, CachedStatesGiveTheTokensOfAFullRecompute) {
 // 60 requests at once with max_running 64 and steps that admit them all: 1 MiB of kv.memory_mb
 // holds 49 states of mamba2 (21 KiB each), a quarter of them snapshots, so the instance runs at
 // most 37 and the rest wait; granite_hybrid's states get half of it (24 of them), its KV pages the
-// rest. Every request gets its tokens.
+// rest (qwen3_next's, 9.6 KiB each, alike). Every request gets its tokens.
 TEST(EngineStateSpace, MoreRequestsThanStateSlotsEachGetTheirTokens) {
-  for (const char* fixture : {"mamba2", "granite_hybrid"}) {
+  for (const char* fixture : {"mamba2", "granite_hybrid", "qwen3_next"}) {
     SCOPED_TRACE(fixture);
     EngineOptions o = options(fixture, 64);
     o.topology.instances.front().scheduler.max_step_tokens = 1024;  // every prompt admitted at once
@@ -159,7 +160,7 @@ TEST(EngineStateSpace, PreemptedSequencesStartTheirStateAgain) {
 // the tree holds), the third and fourth start there; every one gets the tokens of a full
 // recompute.
 TEST(EngineStateSpace, PromptsWithACommonSystemPromptStartWhereTheyDiverge) {
-  for (const char* fixture : {"mamba2", "granite_hybrid", "jamba"}) {
+  for (const char* fixture : {"mamba2", "granite_hybrid", "jamba", "qwen3_next"}) {
     SCOPED_TRACE(fixture);
     const auto cases = testing::read_fixture_cases(fixture);
     EngineOptions on = options(fixture), off = options(fixture);

@@ -21,7 +21,7 @@ import pytest
 import fixture_server
 from fixture_server import fixtures, stop
 
-MODELS = ["mamba2", "falcon_mamba", "granite_hybrid", "nemotron_h", "jamba"]
+MODELS = ["mamba2", "falcon_mamba", "granite_hybrid", "nemotron_h", "jamba", "qwen3_next", "qwen3_5"]
 
 
 def log_softmax_at(logits, token):
@@ -59,7 +59,7 @@ def test_greedy_tokens_and_logprobs_are_transformers(name):
         stop(proc)
 
 
-@pytest.mark.parametrize("name", ["mamba2", "granite_hybrid"])
+@pytest.mark.parametrize("name", ["mamba2", "granite_hybrid", "qwen3_next"])
 def test_concurrent_requests_choices_and_streams_each_keep_their_state(name):
     model_dir = fixtures(name)
     cases = fixture_server.expected(model_dir)["cases"]
@@ -82,7 +82,7 @@ def test_concurrent_requests_choices_and_streams_each_keep_their_state(name):
         stop(proc)
 
 
-@pytest.mark.parametrize("name", ["mamba2", "granite_hybrid"])
+@pytest.mark.parametrize("name", ["mamba2", "granite_hybrid", "qwen3_next"])
 def test_repeats_and_next_turns_start_from_cached_states(name):
     model_dir = fixtures(name)
     cases = fixture_server.expected(model_dir)["cases"]
