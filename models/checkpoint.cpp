@@ -9,6 +9,7 @@
 #include "models/gguf_checkpoint.h"
 #include "models/llama2c.h"
 #include "models/safetensors.h"
+#include "models/state_space_config.h"
 
 namespace brigade {
 
@@ -75,8 +76,10 @@ Status Checkpoint::open_directory() {
     BRIGADE_RETURN_IF_ERROR(read_safetensors(file, tensors_));
     files_.push_back(std::move(file));
   }
+  // Qwen3.5's language model sits where Qwen-VL's does (model.language_model.).
   if (config_.multimodal_text)
-    tensors_ = config_.vision.dynamic() ? qwen_vl_tensors(std::move(tensors_)) : gemma3_tensors(std::move(tensors_));
+    tensors_ = config_.vision.dynamic() || is_gated_delta(config_.arch) ? qwen_vl_tensors(std::move(tensors_))
+                                                                         : gemma3_tensors(std::move(tensors_));
   return Status::ok();
 }
 

@@ -69,7 +69,9 @@ std::string format_model_info(const ModelInfo& m) {
   std::string s;
   s += "path:          " + m.path + "\n";
   s += "format:        " + m.format + "\n";
-  const char* whole = c.vision.kind == VisionKind::qwen2_5_vl ? "Qwen2_5_VLForConditionalGeneration"
+  const char* whole = c.arch == "qwen3_5_text"       ? "Qwen3_5ForConditionalGeneration; served text-only"
+                      : c.arch == "qwen3_5_moe_text" ? "Qwen3_5MoeForConditionalGeneration; served text-only"
+                      : c.vision.kind == VisionKind::qwen2_5_vl ? "Qwen2_5_VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen2_vl ? "Qwen2VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen3_vl ? "Qwen3VLForConditionalGeneration"
                                                               : "Gemma3ForConditionalGeneration";
@@ -125,7 +127,16 @@ std::string format_model_info(const ModelInfo& m) {
          (c.ssm.conv_bias ? " with bias" : "") + ", time-step rank " + std::to_string(c.ssm.dt_rank) +
          (c.ssm.proj_bias ? ", in/out_proj biases" : "") +
          (c.ssm.bcdt_norm_eps > 0.0f ? ", dt/B/C RMS-normed (eps " + num(c.ssm.bcdt_norm_eps) + ")" : "") + "; a " +
-         human(static_cast<double>(recurrent_state_bytes(c)), "B") + " state per sequence (no prefix cache)\n";
+         human(static_cast<double>(recurrent_state_bytes(c)), "B") + " state per sequence (the prefix cache keeps snapshots)\n";
+  } else if (c.recurrent() && c.ssm.gated_delta) {  // Qwen3-Next / Qwen3.5: a [P, N] state per value head
+    const SsmLayout& l = c.ssm.layout;
+    s += "ssm:           Gated DeltaNet in " +
+         std::to_string(std::count(c.ssm_layers.begin(), c.ssm_layers.end(), true)) + " of " +
+         std::to_string(c.n_layers) + " layers: " + std::to_string(l.n_heads) + " value heads of " +
+         std::to_string(l.head_dim) + ", " + std::to_string(l.n_groups) + " key heads of " +
+         std::to_string(l.state_size) + ", conv of " + std::to_string(l.conv_kernel) + " taps; a " +
+         human(static_cast<double>(recurrent_state_bytes(c)), "B") +
+         " state per sequence (the prefix cache keeps snapshots); gated attention in the others\n";
   } else if (c.recurrent()) {  // models/state_space.h: a state per sequence instead of K/V pages
     const SsmLayout& l = c.ssm.layout;
     const int n_ssm = static_cast<int>(std::count(c.ssm_layers.begin(), c.ssm_layers.end(), true));
@@ -136,7 +147,7 @@ std::string format_model_info(const ModelInfo& m) {
          std::to_string(l.conv_kernel) + " taps" + (c.ssm.conv_bias ? " with bias" : "") +
          (c.ssm.proj_bias ? ", in/out_proj biases" : "") +
          (c.ssm.dt_max > 0.0f || c.ssm.dt_min > 0.0f ? ", dt in [" + num(c.ssm.dt_min) + ", " + num(c.ssm.dt_max) + "]" : "") +
-         "; a " + human(static_cast<double>(state), "B") + " state per sequence (no prefix cache)\n";
+         "; a " + human(static_cast<double>(state), "B") + " state per sequence (the prefix cache keeps snapshots)\n";
   }
   if (!c.mlp_layers.empty()) {  // Nemotron-H: a block of one kind per layer
     std::string pattern;

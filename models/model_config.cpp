@@ -372,6 +372,12 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   if (is_nemotron_h(j)) return read_nemotron_h_config(j);
   if (is_mamba1(j)) return read_mamba1_config(j);
   if (is_jamba(j)) return read_jamba_config(j);
+  if (is_qwen3_5_multimodal(j)) {  // its language model, text only (models/state_space_config.h)
+    BRIGADE_ASSIGN_OR_RETURN(json text, qwen3_5_text_config(j));
+    BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
+    c.multimodal_text = true;
+    return c;
+  }
   if (is_gemma3_multimodal(j)) {  // its language model, text only (models/gemma_config.h)
     BRIGADE_ASSIGN_OR_RETURN(json text, gemma3_text_config(j));
     BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));

@@ -131,9 +131,10 @@ struct ModelConfig {
   std::vector<bool> sliding_layers;  // layer_types: the layers sliding_window applies to; empty = all of them
   float rope_local_theta = 0.0f;     // > 0: the sliding layers' RoPE base, unscaled (Gemma 3's
                                      // rope_local_base_freq); 0 = every layer uses rope_theta and rope_scaling
-  bool multimodal_text = false;      // a Gemma3ForConditionalGeneration or Qwen2-VL-family checkpoint: its
-                                     // language model's tensors load as the text model's (Gemma3ForCausalLM,
-                                     // Qwen2ForCausalLM), and `vision` describes its tower
+  bool multimodal_text = false;      // a Gemma3ForConditionalGeneration, Qwen2-VL-family or Qwen3.5 checkpoint:
+                                     // its language model's tensors load as the text model's (Gemma3ForCausalLM,
+                                     // Qwen2ForCausalLM, Qwen3_5ForCausalLM), and `vision` describes its tower
+                                     // (none for Qwen3.5: served text-only)
   std::vector<int> mrope_section;    // M-RoPE (the Qwen2-VL family; models/mrope.h): the frequency pairs
                                      // rotated by the temporal, height and width positions; empty = none
   bool mrope_interleaved = false;    // Qwen3-VL: the sections interleave over the pairs (RopeConfig::interleaved)

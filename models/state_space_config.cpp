@@ -398,6 +398,32 @@ bool is_gated_delta(const std::string& arch) {
   return arch == "qwen3_next" || arch == "qwen3_5_text" || arch == "qwen3_5_moe_text";
 }
 
+bool is_qwen3_5_multimodal(const json& j) {
+  if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_string()) {
+    const std::string a = (*it)[0].get<std::string>();
+    return a == "Qwen3_5ForConditionalGeneration" || a == "Qwen3_5MoeForConditionalGeneration";
+  }
+  const auto t = j.find("model_type");
+  return t != j.end() && t->is_string() && (*t == "qwen3_5" || *t == "qwen3_5_moe");
+}
+
+Expected<json> qwen3_5_text_config(const json& j) {
+  const auto it = j.find("text_config");
+  if (it == j.end() || !it->is_object())
+    return corrupt("config.json: a Qwen3.5 checkpoint needs its language model's text_config object");
+  json text = *it;
+  bool moe = text.value("model_type", "") == "qwen3_5_moe_text";
+  if (auto a = j.find("architectures"); a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string())
+    moe = (*a)[0].get<std::string>() == "Qwen3_5MoeForConditionalGeneration";
+  else if (j.value("model_type", "") == "qwen3_5_moe")
+    moe = true;
+  text["architectures"] = json::array({moe ? "Qwen3_5MoeForCausalLM" : "Qwen3_5ForCausalLM"});
+  text["model_type"] = moe ? "qwen3_5_moe_text" : "qwen3_5_text";
+  for (const char* key : {"tie_word_embeddings", "torch_dtype", "dtype"})  // the whole model's, unless the text's says
+    if (!text.contains(key) && j.contains(key)) text[key] = j[key];
+  return text;
+}
+
 Status read_gated_delta(const json& j, ModelConfig& c) {
   c.ssm.gated_delta = true;
   c.ssm.conv_bias = false;

@@ -81,6 +81,17 @@ Expected<ModelConfig> read_nemotron_h_config(const nlohmann::json& j);
 // Qwen3_5MoeForCausalLM): arch "qwen3_next", "qwen3_5_text" or "qwen3_5_moe_text".
 bool is_gated_delta(const std::string& arch);
 
+// architectures[0] Qwen3_5ForConditionalGeneration or Qwen3_5MoeForConditionalGeneration, or
+// model_type qwen3_5 / qwen3_5_moe: Qwen3.5 as the Hub ships it, a vision tower beside the
+// language model (model.language_model.*, model.visual.*, and an MTP module, mtp.*).
+bool is_qwen3_5_multimodal(const nlohmann::json& j);
+
+// Such a config's language model as a Qwen3_5ForCausalLM / Qwen3_5MoeForCausalLM config: its
+// text_config, with the whole model's tie_word_embeddings and dtype where the text's has none.
+// The engine serves it text-only (ModelConfig::multimodal_text; its tower and MTP module are not
+// loaded).
+Expected<nlohmann::json> qwen3_5_text_config(const nlohmann::json& j);
+
 // Their Gated DeltaNet layers, read after the Qwen decoder's fields (parse_hf_config): layer_types
 // (linear_attention, full_attention) or else full_attention_interval (4) into ssm_layers;
 // linear_num_value_heads, linear_value_head_dim, linear_num_key_heads, linear_key_head_dim and

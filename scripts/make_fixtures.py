@@ -278,6 +278,21 @@ def fixtures():
             mlp_only_layers=None, norm_topk_prob=None, intermediate_size=None,
             rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.25,
                                  mrope_section=[2, 1, 1], mrope_interleaved=True))),
+        # Qwen3.5 as the Hub ships it (Qwen3_5ForConditionalGeneration: the language model under
+        # model.language_model., a vision tower beside it); text-only prompts, the language model
+        # of the qwen3_5 fixture's shape.
+        "qwen3_5_mm": ("Qwen3_5Config", "Qwen3_5ForConditionalGeneration", dict(
+            text_config=qwen3_next_config(
+                layer_types=["linear_attention", "full_attention", "linear_attention", "linear_attention"],
+                num_experts=None, num_experts_per_tok=None, moe_intermediate_size=None,
+                shared_expert_intermediate_size=None, mlp_only_layers=None, norm_topk_prob=None,
+                rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.25,
+                                     mrope_section=[2, 1, 1], mrope_interleaved=True)),
+            vision_config=dict(depth=1, hidden_size=32, num_heads=2, intermediate_size=64, out_hidden_size=64,
+                               patch_size=4, temporal_patch_size=2, spatial_merge_size=2,
+                               num_position_embeddings=16),
+            image_token_id=250, video_token_id=251, vision_start_token_id=252, vision_end_token_id=253,
+            tie_word_embeddings=False)),
     }
 
 
@@ -384,7 +399,7 @@ def randomize(model, seed):
     Stacked expert matrices [E, rows, fan_in] (transformers 5 keeps them fused) count as matrices."""
     import torch
     g = torch.Generator().manual_seed(seed)
-    zero_centred = model.config.model_type in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
+    zero_centred = model.config.model_type in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5")
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() >= 2:
@@ -394,7 +409,7 @@ def randomize(model, seed):
                 p.copy_(torch.randn(p.shape, generator=g) * std)
             elif name.endswith("sinks"):  # gpt-oss's attention sinks: logits as large as the scores
                 p.copy_(torch.randn(p.shape, generator=g))
-            elif "norm" in name and zero_centred and "linear_attn.norm" not in name:
+            elif "norm" in name and zero_centred and "linear_attn.norm" not in name and "visual" not in name:
                 p.copy_(0.1 * torch.randn(p.shape, generator=g))  # these norms scale by 1 + w
             elif "norm" in name:
                 p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))

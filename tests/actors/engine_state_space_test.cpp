@@ -28,7 +28,7 @@ EngineOptions options(const std::string& fixture, int max_running = 8) {
 TEST(EngineStateSpace, GreedyTokensMatchTransformers) {
   for (const char* fixture :
        {"mamba2", "mamba2_bias", "granite_hybrid", "granite_hybrid_dense", "nemotron_h", "mamba1", "falcon_mamba", "jamba",
-        "qwen3_next", "qwen3_5", "qwen3_5_moe"}) {
+        "qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_mm"}) {
     SCOPED_TRACE(fixture);
     auto engine = testing::create_engine(options(fixture));
     ASSERT_TRUE(engine);

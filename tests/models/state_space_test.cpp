@@ -18,6 +18,7 @@
 #include "models/checkpoint.h"
 #include "models/state_space_config.h"
 #include "models/model_config.h"
+#include "models/state_space.h"
 #include "hf_fixture.h"
 
 namespace brigade {
@@ -233,7 +234,8 @@ INSTANTIATE_TEST_SUITE_P(Hybrids, StateSpace, ::testing::Values("granite_hybrid"
                                                             "nemotron_h_bias", "jamba"));
 // Qwen3-Next: Gated DeltaNet layers, gated attention with RoPE, MoE with a gated shared expert and
 // a dense layer; Qwen3.5's dense and MoE language models (the projections apart, tied embeddings).
-INSTANTIATE_TEST_SUITE_P(GatedDelta, StateSpace, ::testing::Values("qwen3_next", "qwen3_5", "qwen3_5_moe"));
+// qwen3_5_mm: Qwen3.5 as the Hub ships it (Qwen3_5ForConditionalGeneration), its language model.
+INSTANTIATE_TEST_SUITE_P(GatedDelta, StateSpace, ::testing::Values("qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_mm"));
 
 // A step that would read a state for a past it does not hold is refused before anything runs,
 // and the states stay as they were: the sequence then continues and still matches transformers.
@@ -470,6 +472,74 @@ TEST(StateSpaceConfig, ReadsJamba) {
   auto dense = parse_hf_config(bad.dump());
   ASSERT_TRUE(dense.has_value());
   EXPECT_EQ(dense->n_moe_layers(), 0);
+}
+
+// Qwen3-Next: the Gated DeltaNet layout, the layers, partial RoPE, the MoE with its gated shared
+// expert; without layer_types every fourth layer is attention; refusals name the field.
+TEST(StateSpaceConfig, ReadsQwen3Next) {
+  const auto j = nlohmann::json::parse(read_text_file(fixture_dir("qwen3_next") + "/config.json").value());
+  auto c = parse_hf_config(j.dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "qwen3_next");
+  EXPECT_TRUE(c->ssm.gated_delta);
+  EXPECT_EQ(c->ssm.layout.n_heads, 4);
+  EXPECT_EQ(c->ssm.layout.head_dim, 8);
+  EXPECT_EQ(c->ssm.layout.n_groups, 2);
+  EXPECT_EQ(c->ssm.layout.state_size, 16);
+  EXPECT_EQ(c->ssm.layout.conv_dim(), 2 * 2 * 16 + 4 * 8);
+  EXPECT_EQ(c->ssm_layers, (std::vector<bool>{true, false, true, true}));
+  EXPECT_EQ(c->rope_dims(), 8);  // a quarter of 32
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_TRUE(c->shared_gate);
+  EXPECT_TRUE(c->norm_topk_prob);
+  EXPECT_EQ(c->shared_expert_intermediate_size, 48);
+  EXPECT_TRUE(c->is_moe_layer(0));
+  EXPECT_FALSE(c->is_moe_layer(2));  // mlp_only_layers
+  EXPECT_EQ(recurrent_state_bytes(*c), 3 * (3 * 96 + 4 * 8 * 16) * 4);
+  auto every_fourth = j;
+  every_fourth.erase("layer_types");
+  every_fourth["num_hidden_layers"] = 8;
+  auto e = parse_hf_config(every_fourth.dump());
+  ASSERT_TRUE(e.has_value()) << e.status().to_string();
+  EXPECT_EQ(e->ssm_layers, (std::vector<bool>{true, true, true, false, true, true, true, false}));
+  auto refused = [&](const char* key, nlohmann::json value) {
+    auto bad = j;
+    bad[key] = std::move(value);
+    return parse_hf_config(bad.dump()).status();
+  };
+  EXPECT_EQ(refused("linear_num_value_heads", 3).code(), StatusCode::invalid_argument);  // not a multiple of 2
+  EXPECT_EQ(refused("linear_key_head_dim", 0).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(refused("layer_types", {"linear_attention", "sliding_attention", "full_attention", "full_attention"}).code(),
+            StatusCode::unsupported);
+  EXPECT_EQ(refused("layer_types", {"full_attention"}).code(), StatusCode::corrupt);
+  EXPECT_EQ(refused("attention_bias", true).code(), StatusCode::unsupported);
+  EXPECT_EQ(refused("hidden_act", "gelu").code(), StatusCode::unsupported);
+  EXPECT_EQ(refused("shared_expert_intermediate_size", 0).code(), StatusCode::invalid_argument);
+}
+
+// Qwen3.5 as the Hub ships it: text_config read as Qwen3_5(Moe)ForCausalLM, served text-only.
+TEST(StateSpaceConfig, ReadsQwen35sLanguageModel) {
+  const auto j = nlohmann::json::parse(read_text_file(fixture_dir("qwen3_5_mm") + "/config.json").value());
+  auto c = parse_hf_config(j.dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "qwen3_5_text");
+  EXPECT_TRUE(c->multimodal_text);
+  EXPECT_FALSE(c->vision.present());
+  EXPECT_EQ(c->n_experts, 0);
+  auto moe = j;
+  moe["architectures"] = {"Qwen3_5MoeForConditionalGeneration"};
+  moe["text_config"]["num_experts"] = 4;
+  moe["text_config"]["num_experts_per_tok"] = 2;
+  moe["text_config"]["moe_intermediate_size"] = 32;
+  moe["text_config"]["shared_expert_intermediate_size"] = 48;
+  auto m = parse_hf_config(moe.dump());
+  ASSERT_TRUE(m.has_value()) << m.status().to_string();
+  EXPECT_EQ(m->arch, "qwen3_5_moe_text");
+  EXPECT_EQ(m->n_moe_layers(), 4);
+  EXPECT_TRUE(m->norm_topk_prob);
+  auto none = j;
+  none.erase("text_config");
+  EXPECT_EQ(parse_hf_config(none.dump()).status().code(), StatusCode::corrupt);
 }
 
 TEST(StateSpaceConfig, RefusesWhatItCannotRun) {

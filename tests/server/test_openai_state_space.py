@@ -1,5 +1,5 @@
-"""State-space models and hybrids (Mamba1, Mamba2, Granite 4.0-H, Nemotron-H, Jamba) served through the
-real `openai` client against `brigade serve` on the transformers fixtures of
+"""State-space models and hybrids (Mamba1, Mamba2, Granite 4.0-H, Nemotron-H, Jamba, Qwen3-Next, Qwen3.5)
+served through the real `openai` client against `brigade serve` on the transformers fixtures of
 scripts/make_fixtures.py (tests/fixtures/<name>/expected.json: prompts of token ids, transformers'
 greedy continuation and the logits it chose each token from).
 

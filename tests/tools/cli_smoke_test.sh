@@ -123,11 +123,11 @@ if "$bin" generate --model "$enc/bert_embed" --prompt "hello" --max-num-batched-
 
 # Mamba2 (tests/fixtures/mamba2, scripts/make_fixtures.py): inspect describes the mixers and the
 # state; generate's greedy ids are transformers'; make-model writes one that serves text, with a
-# recurrent state per running sequence and no prefix cache.
+# recurrent state per running sequence and state snapshots in the prefix cache.
 mamba=$(cd "$(dirname "$0")/../fixtures/mamba2" && pwd)
 "$bin" inspect "$mamba" >"$dir/mamba.txt"
 grep -q "^architecture:  mamba2$" "$dir/mamba.txt"
-grep -q "^ssm:           Mamba2 mixers in 2 of 2 layers: 8 heads of 16, 2 groups, state 16, conv of 4 taps with bias; a 20.99 KB state per sequence (no prefix cache)$" "$dir/mamba.txt"
+grep -q "^ssm:           Mamba2 mixers in 2 of 2 layers: 8 heads of 16, 2 groups, state 16, conv of 4 taps with bias; a 20.99 KB state per sequence (the prefix cache keeps snapshots)$" "$dir/mamba.txt"
 if grep -q "^rope:\|^heads:" "$dir/mamba.txt"; then exit 1; fi
 ids=$(python3 -c 'import json, sys; print(",".join(map(str, json.load(open(sys.argv[1]))["cases"][0]["prompt"])))' "$mamba/expected.json")
 want=$(python3 -c 'import json, sys; print(" ".join(map(str, json.load(open(sys.argv[1]))["cases"][0]["greedy"])))' "$mamba/expected.json")
@@ -149,7 +149,19 @@ grep -q "^rope:          none (attention layers without positions)$" "$dir/nemot
 grep -q "^tied embed:    no$" "$dir/nemotron_bias.txt"
 falcon=$(cd "$(dirname "$0")/../fixtures/falcon_mamba" && pwd)
 "$bin" inspect "$falcon" >"$dir/falcon.txt"
-grep -q "^ssm:           Mamba1 mixers in 2 of 2 layers: 128 channels, state 16, conv of 3 taps, time-step rank 8, in/out_proj biases, dt/B/C RMS-normed (eps 1e-06); a 18.43 KB state per sequence (no prefix cache)$" "$dir/falcon.txt"
+grep -q "^ssm:           Mamba1 mixers in 2 of 2 layers: 128 channels, state 16, conv of 3 taps, time-step rank 8, in/out_proj biases, dt/B/C RMS-normed (eps 1e-06); a 18.43 KB state per sequence (the prefix cache keeps snapshots)$" "$dir/falcon.txt"
+# Qwen3.5 as the Hub ships it (Qwen3_5ForConditionalGeneration): its language model, text-only.
+qwen35=$(cd "$(dirname "$0")/../fixtures/qwen3_5_mm" && pwd)
+"$bin" inspect "$qwen35" >"$dir/qwen35.txt"
+grep -q "^architecture:  qwen3_5_text (the language model of Qwen3_5ForConditionalGeneration; served text-only)$" "$dir/qwen35.txt"
+grep -q "^ssm:           Gated DeltaNet in 3 of 4 layers: 4 value heads of 8, 2 key heads of 16, conv of 4 taps; a 9.60 KB state per sequence (the prefix cache keeps snapshots); gated attention in the others$" "$dir/qwen35.txt"
+grep -q "^rope:          theta 10000, neox, rotary dims 8 of 32$" "$dir/qwen35.txt"
+ids=$(python3 -c 'import json, sys; print(",".join(map(str, json.load(open(sys.argv[1]))["cases"][2]["prompt"])))' "$qwen35/expected.json")
+want=$(python3 -c 'import json, sys; print(" ".join(map(str, json.load(open(sys.argv[1]))["cases"][2]["greedy"])))' "$qwen35/expected.json")
+"$bin" generate --model "$qwen35" --prompt-ids "$ids" --max-tokens 8 --temperature 0 --ignore-eos --threads 1 \
+  >"$dir/qwen35_ids.txt" 2>/dev/null
+python3 -c 'import sys; got = open(sys.argv[1]).read().split(); assert got[-8:] == sys.argv[2].split(), (got, sys.argv[2])' \
+  "$dir/qwen35_ids.txt" "$want"
 "$bin" make-model --arch mamba2 --out "$dir/mamba_m" --hidden 64 --layers 2 --heads 8 --head-dim 16 --ssm-groups 2 \
   --ssm-state 16 --vocab 300 --dtype f32 >/dev/null
 "$bin" --log-level info generate --model "$dir/mamba_m" --prompt "Once upon a time" --max-tokens 8 --threads 1 \
