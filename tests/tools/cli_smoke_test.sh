@@ -129,12 +129,18 @@ mamba=$(cd "$(dirname "$0")/../fixtures/mamba2" && pwd)
 grep -q "^architecture:  mamba2$" "$dir/mamba.txt"
 grep -q "^ssm:           Mamba2 mixers in 2 of 2 layers: 8 heads of 16, 2 groups, state 16, conv of 4 taps with bias; a 20.99 KB state per sequence (the prefix cache keeps snapshots)$" "$dir/mamba.txt"
 if grep -q "^rope:\|^heads:" "$dir/mamba.txt"; then exit 1; fi
-ids=$(python3 -c 'import json, sys; print(",".join(map(str, json.load(open(sys.argv[1]))["cases"][0]["prompt"])))' "$mamba/expected.json")
-want=$(python3 -c 'import json, sys; print(" ".join(map(str, json.load(open(sys.argv[1]))["cases"][0]["greedy"])))' "$mamba/expected.json")
-"$bin" generate --model "$mamba" --prompt-ids "$ids" --max-tokens 8 --temperature 0 --ignore-eos --threads 1 \
-  >"$dir/mamba_ids.txt" 2>/dev/null
-python3 -c 'import sys; got = open(sys.argv[1]).read().split(); assert got[-8:] == sys.argv[2].split(), (got, sys.argv[2])' \
-  "$dir/mamba_ids.txt" "$want"
+# expect_fixture_greedy DIR CASE: generate's 8 greedy ids on prompt CASE of the transformers
+# fixture in DIR (expected.json) are transformers'.
+expect_fixture_greedy() {
+  local fixture=$1 case=$2 ids want
+  read -r ids want < <(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["cases"][int(sys.argv[2])]
+print(",".join(map(str, c["prompt"])), ",".join(map(str, c["greedy"])))' "$fixture/expected.json" "$case")
+  "$bin" generate --model "$fixture" --prompt-ids "$ids" --max-tokens 8 --temperature 0 --ignore-eos --threads 1 \
+    >"$dir/fixture_ids.txt" 2>/dev/null
+  python3 -c 'import sys; got = open(sys.argv[1]).read().split(); assert got[-8:] == sys.argv[2].split(","), (got, sys.argv[2])' \
+    "$dir/fixture_ids.txt" "$want"
+}
+expect_fixture_greedy "$mamba" 0
 granite=$(cd "$(dirname "$0")/../fixtures/granite_hybrid" && pwd)
 "$bin" inspect "$granite" >"$dir/granite.txt"
 grep -q "^ssm:           Mamba2 mixers in 2 of 3 layers: 8 heads of 16, 2 groups" "$dir/granite.txt"
@@ -156,12 +162,7 @@ qwen35=$(cd "$(dirname "$0")/../fixtures/qwen3_5_mm" && pwd)
 grep -q "^architecture:  qwen3_5_text (the language model of Qwen3_5ForConditionalGeneration; served text-only)$" "$dir/qwen35.txt"
 grep -q "^ssm:           Gated DeltaNet in 3 of 4 layers: 4 value heads of 8, 2 key heads of 16, conv of 4 taps; a 9.60 KB state per sequence (the prefix cache keeps snapshots); gated attention in the others$" "$dir/qwen35.txt"
 grep -q "^rope:          theta 10000, neox, rotary dims 8 of 32$" "$dir/qwen35.txt"
-ids=$(python3 -c 'import json, sys; print(",".join(map(str, json.load(open(sys.argv[1]))["cases"][2]["prompt"])))' "$qwen35/expected.json")
-want=$(python3 -c 'import json, sys; print(" ".join(map(str, json.load(open(sys.argv[1]))["cases"][2]["greedy"])))' "$qwen35/expected.json")
-"$bin" generate --model "$qwen35" --prompt-ids "$ids" --max-tokens 8 --temperature 0 --ignore-eos --threads 1 \
-  >"$dir/qwen35_ids.txt" 2>/dev/null
-python3 -c 'import sys; got = open(sys.argv[1]).read().split(); assert got[-8:] == sys.argv[2].split(), (got, sys.argv[2])' \
-  "$dir/qwen35_ids.txt" "$want"
+expect_fixture_greedy "$qwen35" 2
 "$bin" make-model --arch mamba2 --out "$dir/mamba_m" --hidden 64 --layers 2 --heads 8 --head-dim 16 --ssm-groups 2 \
   --ssm-state 16 --vocab 300 --dtype f32 >/dev/null
 "$bin" --log-level info generate --model "$dir/mamba_m" --prompt "Once upon a time" --max-tokens 8 --threads 1 \
