@@ -508,5 +508,110 @@ TEST(CpuSsmDiagRows, EveryLevelFollowsDoubleWithinAFewUlps) {
   }
 }
 
+// Gated DeltaNet (Backend::gated_delta) against the rule in double, as transformers'
+// torch_recurrent_gated_delta_rule states it (S [N, P] per value head, kept [P, N] by the op):
+// a fresh sequence, one continuing the state in its slot with a snapshot after its second row,
+// at every SIMD level; the results do not depend on the thread count.
+TEST(CpuGatedDelta, FollowsTheRuleInDoubleAtEveryLevel) {
+  const SsmLayout l{.n_heads = 4, .head_dim = 8, .n_groups = 2, .state_size = 16, .conv_kernel = 4};
+  const int64_t H = l.n_heads, P = l.head_dim, G = l.n_groups, N = l.state_size, ch = l.conv_dim();
+  const int64_t n = 8, z_col = ch, width = ch + H * P + 2 * H, slots = 3;
+  const std::vector<int32_t> q_start = {0, 5, 8}, seq_slots = {1, 2}, fresh = {1, 0}, save_rows = {0, 2},
+                             save_slots = {-1, 0};
+  std::mt19937 rng(11);
+  std::vector<float> qkv(static_cast<size_t>(n * ch)), proj(static_cast<size_t>(n * width)), a(H), dt_bias(H), w(P),
+      state0(static_cast<size_t>(slots * H * P * N));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (auto* v : {&qkv, &proj, &dt_bias, &state0}) for (float& x : *v) x = u(rng);
+  for (float& x : a) x = -std::exp(u(rng));  // -exp(A_log)
+  for (float& x : w) x = 1.0f + 0.1f * u(rng);
+  const float eps = 1e-6f;
+  // The reference: per sequence and value head, S [N][P] from the slot's state (transposed) or zeros.
+  std::vector<double> want(static_cast<size_t>(n * H * P)), want_save(static_cast<size_t>(H * P * N));
+  std::vector<double> want_state(static_cast<size_t>(slots * H * P * N));
+  for (size_t i = 0; i < state0.size(); ++i) want_state[i] = state0[i];
+  for (int s = 0; s < 2; ++s) {
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t g = h / (H / G);
+      double S[16][8];
+      double* st = want_state.data() + (seq_slots[static_cast<size_t>(s)] * H + h) * P * N;
+      for (int64_t i = 0; i < N; ++i)
+        for (int64_t j = 0; j < P; ++j) S[i][j] = fresh[static_cast<size_t>(s)] ? 0.0 : st[j * N + i];
+      for (int64_t r = q_start[static_cast<size_t>(s)]; r < q_start[static_cast<size_t>(s) + 1]; ++r) {
+        const float* x = qkv.data() + r * ch;
+        const float* zba = proj.data() + r * width + z_col;
+        double q[16], k[16], qq = 0, kk = 0;
+        for (int64_t i = 0; i < N; ++i) {
+          q[i] = x[g * N + i], k[i] = x[G * N + g * N + i];
+          qq += q[i] * q[i], kk += k[i] * k[i];
+        }
+        for (int64_t i = 0; i < N; ++i) q[i] = q[i] / std::sqrt(qq + 1e-6) / std::sqrt(double(N)), k[i] /= std::sqrt(kk + 1e-6);
+        const double beta = 1.0 / (1.0 + std::exp(-double(zba[H * P + h])));
+        const double sp = std::log1p(std::exp(double(zba[H * P + H + h]) + dt_bias[static_cast<size_t>(h)]));
+        const double decay = std::exp(a[static_cast<size_t>(h)] * sp);
+        double o[8], sq = 0;
+        for (int64_t j = 0; j < P; ++j) {
+          double kv_mem = 0;
+          for (int64_t i = 0; i < N; ++i) kv_mem += decay * S[i][j] * k[i];
+          const double delta = (x[2 * G * N + h * P + j] - kv_mem) * beta;
+          o[j] = 0;
+          for (int64_t i = 0; i < N; ++i) {
+            S[i][j] = decay * S[i][j] + k[i] * delta;
+            o[j] += S[i][j] * q[i];
+          }
+          sq += o[j] * o[j];
+        }
+        for (int64_t j = 0; j < P; ++j) {
+          const double z = zba[h * P + j];
+          want[static_cast<size_t>((r * H + h) * P + j)] = o[j] / std::sqrt(sq / double(P) + eps) * w[static_cast<size_t>(j)] * z / (1.0 + std::exp(-z));
+        }
+        if (s == 1 && r == q_start[1] + 1)
+          for (int64_t i = 0; i < N; ++i)
+            for (int64_t j = 0; j < P; ++j) want_save[static_cast<size_t>((h * P + j) * N + i)] = S[i][j];
+      }
+      for (int64_t i = 0; i < N; ++i)
+        for (int64_t j = 0; j < P; ++j) st[j * N + i] = S[i][j];
+    }
+  }
+  std::vector<float> first_out;
+  for (const std::string& level : test::simd_levels()) {
+    for (int threads : {1, 3}) {
+      SCOPED_TRACE(level + ", " + std::to_string(threads) + " threads");
+      auto b = test::backend_at(level, threads);
+      auto t_qkv = test::make(*b, DType::f32, {n, ch});
+      auto t_proj = test::make(*b, DType::f32, {n, width});
+      auto t_a = test::make(*b, DType::f32, {H});
+      auto t_dt = test::make(*b, DType::f32, {H});
+      auto t_w = test::make(*b, DType::f32, {P});
+      auto t_state = test::make(*b, DType::f32, {slots, H * P * N});
+      auto t_out = test::make(*b, DType::f32, {n, H * P});
+      auto i32 = [&](const std::vector<int32_t>& v) {
+        auto t = test::make(*b, DType::i32, {static_cast<int64_t>(v.size())});
+        b->upload(t.tensor, v.data());
+        return t;
+      };
+      auto t_q = i32(q_start), t_slots = i32(seq_slots), t_fresh = i32(fresh), t_rows = i32(save_rows), t_to = i32(save_slots);
+      b->upload(t_qkv.tensor, qkv.data());
+      b->upload(t_proj.tensor, proj.data());
+      b->upload(t_a.tensor, a.data());
+      b->upload(t_dt.tensor, dt_bias.data());
+      b->upload(t_w.tensor, w.data());
+      b->upload(t_state.tensor, state0.data());
+      const SsmSeqs seqs{t_q.tensor, t_slots.tensor, t_fresh.tensor, 2, t_rows.tensor, t_to.tensor};
+      const SsmParams p{t_a.tensor, Tensor(), t_dt.tensor, 0.0f, 0.0f, t_w.tensor, eps};
+      b->gated_delta(t_qkv.tensor, t_proj.tensor, z_col, l, p, seqs, t_state.tensor, t_out.tensor);
+      const float* out = t_out.tensor.as<float>();
+      const float* st = t_state.tensor.as<float>();
+      for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(out[i], want[i], 1e-4 * (1.0 + std::fabs(want[i]))) << "out " << i;
+      for (int slot : {1, 2})
+        for (int64_t i = 0; i < H * P * N; ++i)
+          ASSERT_NEAR(st[slot * H * P * N + i], want_state[static_cast<size_t>(slot * H * P * N + i)], 1e-4) << "slot " << slot;
+      for (int64_t i = 0; i < H * P * N; ++i) ASSERT_NEAR(st[i], want_save[static_cast<size_t>(i)], 1e-4) << "snapshot " << i;
+      if (threads == 1) first_out.assign(out, out + n * H * P);
+      else EXPECT_EQ(std::vector<float>(out, out + n * H * P), first_out) << "the thread count changed the result";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace brigade
