@@ -412,10 +412,14 @@ Expected<json> qwen3_5_text_config(const json& j) {
   if (it == j.end() || !it->is_object())
     return corrupt("config.json: a Qwen3.5 checkpoint needs its language model's text_config object");
   json text = *it;
-  bool moe = text.value("model_type", "") == "qwen3_5_moe_text";
+  const auto string_at = [](const json& o, const char* key) {  // "" unless a string (a bad config is refused later)
+    const auto v = o.find(key);
+    return v != o.end() && v->is_string() ? v->get<std::string>() : std::string();
+  };
+  bool moe = string_at(text, "model_type") == "qwen3_5_moe_text";
   if (auto a = j.find("architectures"); a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string())
     moe = (*a)[0].get<std::string>() == "Qwen3_5MoeForConditionalGeneration";
-  else if (j.value("model_type", "") == "qwen3_5_moe")
+  else if (string_at(j, "model_type") == "qwen3_5_moe")
     moe = true;
   text["architectures"] = json::array({moe ? "Qwen3_5MoeForCausalLM" : "Qwen3_5ForCausalLM"});
   text["model_type"] = moe ? "qwen3_5_moe_text" : "qwen3_5_text";

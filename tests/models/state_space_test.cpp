@@ -540,6 +540,12 @@ TEST(StateSpaceConfig, ReadsQwen35sLanguageModel) {
   auto none = j;
   none.erase("text_config");
   EXPECT_EQ(parse_hf_config(none.dump()).status().code(), StatusCode::corrupt);
+  auto odd = j;  // a model_type that is not a string is refused, not thrown
+  odd["text_config"]["model_type"] = 7;
+  EXPECT_TRUE(parse_hf_config(odd.dump()).has_value());  // architectures decide; the text's type is rewritten
+  odd.erase("architectures");
+  odd["model_type"] = {1, 2};
+  EXPECT_FALSE(parse_hf_config(odd.dump()).has_value());
 }
 
 TEST(StateSpaceConfig, RefusesWhatItCannotRun) {
