@@ -261,8 +261,9 @@ TEST(HfFixtureConfig, GptOssPartsChangeTheResult) {
 
 // transformers 5 keeps a layer's experts fused (mlp.experts.gate_up_proj [E, 2I, hidden],
 // down_proj [E, hidden, I]); a checkpoint stored that way loads to the same model: the qwen3_moe
-// fixture's (and deepseek_v3's, shared experts left as they are) experts rewritten fused match
-// transformers as the per-expert original does.
+// fixture's (and deepseek_v3's, shared experts left as they are; Qwen3-Next's and Qwen3.5-MoE's,
+// whose Hub checkpoints may come either way) experts rewritten fused match transformers as the
+// per-expert original does.
 class FusedExperts : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FusedExperts, FusedExpertLayoutLoads) {
@@ -311,7 +312,7 @@ TEST_P(FusedExperts, FusedExpertLayoutLoads) {
   EXPECT_LT(hub_q8->weight_bytes(), model->weight_bytes() * 6 / 10);
 }
 
-INSTANTIATE_TEST_SUITE_P(Moe, FusedExperts, ::testing::Values("qwen3_moe", "deepseek_v3"));
+INSTANTIATE_TEST_SUITE_P(Moe, FusedExperts, ::testing::Values("qwen3_moe", "deepseek_v3", "qwen3_next", "qwen3_5_moe"));
 
 // The fixtures are sensitive to what they test: dropping the llama3 scaling from the config (the
 // weights unchanged), or SmolLM2's rope_theta, moves the long prompt's logits far outside the

@@ -294,6 +294,17 @@ TEST(StateSpaceSteps, Q8WeightsFollowTransformers) {
   o.weight_dtype = DType::q8_0;
   auto model = testing::load_or_fail(fixture_dir("mamba2"), *backend, o);
   ASSERT_NE(model, nullptr);
+  // Qwen3-Next's input projection, taken apart from its interleaved rows, quantizes as one matrix.
+  auto next = testing::load_or_fail(fixture_dir("qwen3_next"), *backend, o);
+  auto next_f32 = testing::load_or_fail(fixture_dir("qwen3_next"), *backend, testing::test_load_options());
+  ASSERT_TRUE(next && next_f32);
+  EXPECT_LT(next->weight_bytes(), next_f32->weight_bytes() * 6 / 10);
+  for (const auto& fc : read_fixture_cases("qwen3_next")) {
+    const testing::FixtureRun run = testing::run_fixture_case(*next, *backend, fc);
+    EXPECT_GT(run.max_abs_diff, kLogitTol) << "quantized weights change the logits";
+    EXPECT_LE(run.max_abs_diff, 0.75f) << "qwen3_next, prompt of " << fc.prompt.size();
+    EXPECT_TRUE(testing::greedy_follows(run, fc, {fc.greedy}, 0.1)) << "qwen3_next, prompt of " << fc.prompt.size();
+  }
   for (const auto& fc : read_fixture_cases("mamba2")) {
     const testing::FixtureRun run = testing::run_fixture_case(*model, *backend, fc);
     RecordProperty("q8_max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(run.max_abs_diff));
