@@ -92,7 +92,7 @@ constexpr ChatToolSyntax kToolSyntaxes[] = {ChatToolSyntax::hermes,       ChatTo
                                             ChatToolSyntax::mistral,      ChatToolSyntax::deepseek_v3,
                                             ChatToolSyntax::deepseek_v31, ChatToolSyntax::glm45,
                                             ChatToolSyntax::kimi_k2,      ChatToolSyntax::pythonic,
-                                            ChatToolSyntax::openai};
+                                            ChatToolSyntax::openai,       ChatToolSyntax::qwen3_coder};
 }  // namespace
 
 const char* tool_syntax_name(ChatToolSyntax syntax) {
@@ -107,6 +107,7 @@ const char* tool_syntax_name(ChatToolSyntax syntax) {
     case ChatToolSyntax::kimi_k2: return "kimi_k2";
     case ChatToolSyntax::pythonic: return "pythonic";
     case ChatToolSyntax::openai: return "openai";
+    case ChatToolSyntax::qwen3_coder: return "qwen3_coder";
   }
   return "none";
 }
@@ -114,12 +115,13 @@ const char* tool_syntax_name(ChatToolSyntax syntax) {
 Expected<ChatToolSyntax> parse_tool_syntax(const std::string& name) {
   if (name == "glm47") return ChatToolSyntax::glm45;
   if (name == "llama4_pythonic") return ChatToolSyntax::pythonic;
+  if (name == "qwen3_xml") return ChatToolSyntax::qwen3_coder;
   std::string names;
   for (ChatToolSyntax s : kToolSyntaxes) {
     if (name == tool_syntax_name(s)) return s;
     names += std::string(names.empty() ? "" : ", ") + tool_syntax_name(s);
   }
-  return unsupported("no tool-call parser '" + name + "' (brigade has: " + names + ", glm47, llama4_pythonic)");
+  return unsupported("no tool-call parser '" + name + "' (brigade has: " + names + ", glm47, llama4_pythonic, qwen3_xml)");
 }
 
 Expected<std::string> apply_chat_template(ChatFamily family, std::span<const ChatMessage> messages,

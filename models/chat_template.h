@@ -48,18 +48,22 @@ enum class ChatFamily { llama2, llama3, chatml, deepseek, harmony };
 //   deepseek_v3   <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>name\n```json\n{..}\n```<｜tool▁call▁end｜>..
 //   deepseek_v31  the same section, each call name<｜tool▁sep｜>{..}
 //   glm45         <tool_call>name\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>..</tool_call> (GLM-4.5/4.6)
+//   qwen3_coder   <tool_call>\n<function=name>\n<parameter=k>\nv\n</parameter>..</function>\n</tool_call>
+//                 (Qwen3-Coder, Qwen3.5)
 //   kimi_k2       <|tool_calls_section_begin|><|tool_call_begin|>functions.name:i<|tool_call_argument_begin|>{..}<|tool_call_end|>..
 //   openai        gpt-oss's harmony: <|start|>assistant<|channel|>commentary to=functions.name
 //                 <|constrain|>json<|message|>{..}<|call|> (server/harmony_parser.h)
 //   pythonic      [name(key=value, ...), ...] (Llama 3.2/4 pythonic templates; only by name: no
 //                 template detection)
 // none: the template has no call syntax brigade parses (tools are refused).
-enum class ChatToolSyntax { none, hermes, llama3_json, mistral, deepseek_v3, deepseek_v31, glm45, kimi_k2, pythonic, openai };
+enum class ChatToolSyntax {
+  none, hermes, llama3_json, mistral, deepseek_v3, deepseek_v31, glm45, kimi_k2, pythonic, openai, qwen3_coder
+};
 
 // vLLM's parser name of a syntax ("none" for none), and back: each name above, "glm47" (GLM-4.7
 // writes the GLM-4.5 syntax without the newline, which glm45 reads too), "llama4_pythonic" (as
-// pythonic, which reads Llama 4's <|python_start|> wrapper); unsupported listing the names for
-// any other.
+// pythonic, which reads Llama 4's <|python_start|> wrapper), "qwen3_xml" (vLLM's other parser of
+// the qwen3_coder syntax); unsupported listing the names for any other.
 const char* tool_syntax_name(ChatToolSyntax syntax);
 Expected<ChatToolSyntax> parse_tool_syntax(const std::string& name);
 

@@ -71,8 +71,10 @@ ChatToolSyntax detect_tool_syntax(std::string_view source) {
   if (has("<|channel|>") && has("to=") && has("functions.")) return ChatToolSyntax::openai;
   if (has("<｜tool▁calls▁begin｜>")) return has("```json") ? ChatToolSyntax::deepseek_v3 : ChatToolSyntax::deepseek_v31;
   if (has("<|tool_calls_section_begin|>") || has("<|im_system|>tool_declare")) return ChatToolSyntax::kimi_k2;
-  // GLM writes <tool_call>name<arg_key>..., not Hermes JSON.
+  // GLM writes <tool_call>name<arg_key>..., Qwen3-Coder and Qwen3.5 <tool_call><function=name>
+  // <parameter=k>...: not Hermes JSON.
   if (has("<arg_key>")) return ChatToolSyntax::glm45;
+  if (has("<function=") && has("<parameter=")) return ChatToolSyntax::qwen3_coder;
   if (has("<tool_call>")) return ChatToolSyntax::hermes;
   if (has("<|python_tag|>") || has("ipython")) return ChatToolSyntax::llama3_json;
   return ChatToolSyntax::none;

@@ -27,6 +27,15 @@
 //                blocks, as hermes's. A value is a string when the tool's parameters schema
 //                types the key "string" (taken as written), else JSON when it parses (trimmed),
 //                else the trimmed text (as vLLM's glm45, without its Python-literal step).
+//   qwen3_coder  (Qwen3-Coder, Qwen3.5): <tool_call><function=NAME><parameter=K>V</parameter>..
+//                </function></tool_call> blocks, as hermes's (newlines around the parts as the
+//                templates write them). A parameter ends at </parameter>, the next <parameter=
+//                or </function>; one newline is dropped from each end of its value. Values as
+//                vLLM's qwen3_coder types them by the tool's schema: null for "null"; the text for
+//                string types or keys the schema does not list; integer and number types parsed
+//                (a whole float as an integer), else the text; booleans true for "true" (any
+//                case), else false; objects and arrays (and other types) JSON, else a Python
+//                literal, else the text.
 //   pythonic     (Llama 3.2/4 pythonic templates): the whole output is a Python list of calls with
 //                keyword arguments, [f(a=1, b="x"), g()], optionally in <|python_start|> ..
 //                <|python_end|>; values are Python literals (as vLLM's ast.literal_eval reads
@@ -39,7 +48,7 @@
 //                streamed as it comes.
 //   forced_array (tool_choice "required"): the output is a JSON array of {"name", <key>} calls;
 //                each call goes out when its object is complete.
-// The tagged syntaxes (hermes, mistral, deepseek_v3, kimi_k2, glm45) release a call when its end
+// The tagged syntaxes (hermes, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder) release a call when its end
 // marker arrives (or at the end of the output, when the text up to there is a whole call), text
 // outside calls as it comes (a possible partial marker held back). Arguments of a parsed call
 // are rewritten as Python's json.dumps writes them (vLLM's form); forced_named passes the
@@ -67,7 +76,9 @@ struct ToolParse {
   std::vector<ToolCallDelta> calls;
 };
 
-enum class ToolParserKind { hermes, llama3_json, mistral, deepseek_v3, kimi_k2, glm45, pythonic, openai, forced_named, forced_array };
+enum class ToolParserKind {
+  hermes, llama3_json, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, pythonic, openai, forced_named, forced_array
+};
 
 // A tool the request offers: its name and its parameters JSON schema's text ("" when absent).
 struct ToolFunction {

@@ -3,6 +3,8 @@
 // interface for the rest of the server.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -79,7 +81,8 @@ struct TaggedSyntax {
 };
 std::unique_ptr<ToolCallParser> make_tagged_parser(int max_calls, TaggedSyntax syntax);
 
-// The syntaxes' TaggedSyntax (hermes, deepseek_v3, kimi_k2, glm45); functions: the request's tools.
+// The syntaxes' TaggedSyntax (hermes, deepseek_v3, kimi_k2, glm45, qwen3_coder); functions: the
+// request's tools.
 TaggedSyntax tagged_syntax(ToolParserKind kind, std::vector<ToolFunction> functions);
 
 std::unique_ptr<ToolCallParser> make_mistral_parser(int max_calls);
@@ -91,5 +94,8 @@ std::unique_ptr<ToolCallParser> make_harmony_parser(int max_calls);
 using WholeResolver = std::function<std::optional<std::vector<ToolCallDelta>>(std::string_view text)>;
 // Pythonic calls: [f(a=1, b="x"), g()] (optionally inside <|python_start|> .. <|python_end|>).
 std::optional<std::vector<ToolCallDelta>> pythonic_calls(std::string_view text);
+// One Python literal (what ast.literal_eval reads: strings, numbers, True/False/None, lists,
+// tuples, dicts with string keys) as JSON, or nullopt.
+std::optional<nlohmann::ordered_json> python_literal(std::string_view text);
 
 }  // namespace brigade::server::tool_parse

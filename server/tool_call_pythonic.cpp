@@ -39,6 +39,14 @@ class PythonReader {
     return out;
   }
 
+  // One literal and nothing after it.
+  std::optional<ojson> literal() {
+    auto v = value(0);
+    space();
+    if (!v || i_ != s_.size()) return std::nullopt;
+    return v;
+  }
+
  private:
   void space() {
     while (i_ < s_.size() && kSpace.find(s_[i_]) != std::string_view::npos) ++i_;
@@ -192,5 +200,7 @@ std::optional<std::vector<ToolCallDelta>> pythonic_calls(std::string_view text) 
   }
   return PythonReader(body).calls();
 }
+
+std::optional<ojson> python_literal(std::string_view text) { return PythonReader(text).literal(); }
 
 }  // namespace brigade::server::tool_parse

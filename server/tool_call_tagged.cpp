@@ -1,8 +1,11 @@
-// The tagged tool-call syntaxes (hermes, deepseek_v3/v31, kimi_k2, glm45): one state machine over
-// section and call markers (TaggedSyntax), and each syntax's reading of a call's body.
+// The tagged tool-call syntaxes (hermes, deepseek_v3/v31, kimi_k2, glm45, qwen3_coder): one state
+// machine over section and call markers (TaggedSyntax), and each syntax's reading of a call's body.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
 
 #include "models/py_json.h"
 #include "server/tool_call_parser_base.h"
@@ -145,17 +148,23 @@ std::optional<ToolCallDelta> kimi_call(std::string_view body) {
   return ToolCallDelta{0, std::string(name), std::move(*a), std::string(id)};
 }
 
-// Whether the tool's parameters schema types `key` as "string".
-bool string_typed(const std::vector<ToolFunction>& functions, std::string_view tool, const std::string& key) {
+// The schema of the tool's parameter `key` (as the request lists it), or null when the tool or
+// the key is not listed.
+ojson parameter_schema(const std::vector<ToolFunction>& functions, std::string_view tool, const std::string& key) {
   for (const ToolFunction& f : functions) {
     if (f.name != tool) continue;
     const ojson schema = ojson::parse(f.parameters, nullptr, /*allow_exceptions=*/false);
-    if (!schema.is_object() || !schema.contains("properties") || !schema["properties"].is_object()) return false;
-    const ojson& props = schema["properties"];
-    auto p = props.find(key);
-    return p != props.end() && p->is_object() && p->value("type", ojson()) == "string";
+    if (!schema.is_object() || !schema.contains("properties") || !schema["properties"].is_object()) return nullptr;
+    auto p = schema["properties"].find(key);
+    return p != schema["properties"].end() ? *p : ojson(nullptr);
   }
-  return false;
+  return nullptr;
+}
+
+// Whether the tool's parameters schema types `key` as "string".
+bool string_typed(const std::vector<ToolFunction>& functions, std::string_view tool, const std::string& key) {
+  const ojson p = parameter_schema(functions, tool, key);
+  return p.is_object() && p.value("type", ojson()) == "string";
 }
 
 // GLM-4.5: NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>... (whitespace between).
@@ -189,6 +198,89 @@ std::optional<ToolCallDelta> glm_call(std::string_view body, const std::vector<T
   return ToolCallDelta{0, std::string(name), py_json_dumps(args), ""};
 }
 
+// A qwen3_coder parameter's value typed by its schema, as vLLM's Qwen3CoderToolParser converts it.
+ojson qwen3_coder_value(const std::string& value, const ojson& schema) {
+  std::string lower = value;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower == "null") return nullptr;
+  if (schema.is_null()) return value;  // a key the schema does not list: the text
+  std::string type = "string";
+  if (schema.is_object() && schema.contains("type")) {
+    const ojson& t = schema["type"];
+    type = t.is_string() ? t.get<std::string>() : t.dump();
+    type = std::string(trim(type));
+    std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
+  }
+  for (const char* s : {"string", "str", "text", "varchar", "char", "enum"})
+    if (type == s) return value;
+  const std::string_view v = trim(value);  // Python's int() and float() skip surrounding whitespace
+  const auto starts = [&](std::initializer_list<const char*> prefixes) {
+    return std::any_of(prefixes.begin(), prefixes.end(), [&](const char* p) { return type.starts_with(p); });
+  };
+  if (starts({"int", "uint", "long", "short", "unsigned"})) {
+    std::string_view digits = v;
+    if (!digits.empty() && (digits[0] == '+' || digits[0] == '-')) digits.remove_prefix(1);
+    const bool whole = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!whole || digits.size() > 18) return value;  // not an integer (or past int64): the text
+    return std::stoll(std::string(v));
+  }
+  if (starts({"num", "float"})) {
+    const std::string s(v);
+    char* end = nullptr;
+    const double d = s.empty() ? 0.0 : std::strtod(s.c_str(), &end);
+    // Python's float(): the whole text; inf and nan fail int() in vLLM's check and stay text.
+    if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(d) || s.find_first_of("xXpP") != std::string::npos)
+      return value;
+    if (d == std::trunc(d) && std::fabs(d) < 9.2e18) return static_cast<int64_t>(d);
+    return d;
+  }
+  if (type == "boolean" || type == "bool" || type == "binary") return lower == "true";
+  if (type == "object" || type == "array" || type == "arr" || type.starts_with("dict") || type.starts_with("list")) {
+    ojson parsed = ojson::parse(value, nullptr, /*allow_exceptions=*/false);
+    if (!parsed.is_discarded()) return parsed;
+  }
+  if (auto literal = python_literal(value)) return *literal;
+  return value;
+}
+
+// Qwen3-Coder / Qwen3.5: <function=NAME>\n<parameter=K>\nV\n</parameter>..</function>, whitespace
+// around the parts; the function's or a parameter's end may be missing where the next part (or
+// the block's end) follows, as vLLM's regexes read them.
+std::optional<ToolCallDelta> qwen3_coder_call(std::string_view body, const std::vector<ToolFunction>& functions) {
+  static constexpr std::string_view kFunction = "<function=", kFunctionEnd = "</function>", kParam = "<parameter=",
+                                    kParamEnd = "</parameter>";
+  std::string_view rest = trim(body);
+  if (!rest.starts_with(kFunction)) return std::nullopt;
+  rest.remove_prefix(kFunction.size());
+  const size_t name_end = rest.find('>');
+  if (name_end == npos) return std::nullopt;
+  const std::string_view name = trim(rest.substr(0, name_end));
+  if (!valid_function_name(name)) return std::nullopt;
+  rest.remove_prefix(name_end + 1);
+  const size_t function_end = rest.find(kFunctionEnd);
+  if (function_end != npos) {
+    if (!trim(rest.substr(function_end + kFunctionEnd.size())).empty()) return std::nullopt;  // one function per block
+    rest = rest.substr(0, function_end);
+  }
+  ojson args = ojson::object();
+  while (!(rest = trim(rest)).empty()) {
+    if (!rest.starts_with(kParam)) return std::nullopt;
+    rest.remove_prefix(kParam.size());
+    const size_t key_end = rest.find('>');
+    if (key_end == npos) return std::nullopt;
+    const std::string key(rest.substr(0, key_end));
+    rest.remove_prefix(key_end + 1);
+    const size_t end = std::min(rest.find(kParamEnd), rest.find(kParam));
+    std::string_view value = rest.substr(0, end);
+    rest = end == npos ? std::string_view() : rest.substr(end);
+    if (rest.starts_with(kParamEnd)) rest.remove_prefix(kParamEnd.size());
+    if (value.starts_with('\n')) value.remove_prefix(1);
+    if (value.ends_with('\n')) value.remove_suffix(1);
+    args[key] = qwen3_coder_value(std::string(value), parameter_schema(functions, name, key));
+  }
+  return ToolCallDelta{0, std::string(name), py_json_dumps(args), ""};
+}
+
 }  // namespace
 
 std::unique_ptr<ToolCallParser> make_tagged_parser(int max_calls, TaggedSyntax syntax) {
@@ -208,6 +300,9 @@ TaggedSyntax tagged_syntax(ToolParserKind kind, std::vector<ToolFunction> functi
     case ToolParserKind::glm45:
       return {{}, {}, "<tool_call>", "</tool_call>",
               [functions = std::move(functions)](std::string_view body) { return glm_call(body, functions); }};
+    case ToolParserKind::qwen3_coder:
+      return {{}, {}, "<tool_call>", "</tool_call>",
+              [functions = std::move(functions)](std::string_view body) { return qwen3_coder_call(body, functions); }};
     default:
       return {{}, {}, "<tool_call>", "</tool_call>",
               [](std::string_view body) { return call_of(body, {"arguments", "parameters"}); }};

@@ -95,6 +95,9 @@ TEST(JinjaChatTemplate, ToolSyntaxFollowsTheTemplate) {
   EXPECT_EQ(syntax("{% if m.role == 'ipython' %}{% endif %}"), ChatToolSyntax::llama3_json);
   EXPECT_EQ(syntax("{{ '[TOOL_CALLS]' }}"), ChatToolSyntax::mistral);
   EXPECT_EQ(syntax("{{ '<tool_call>' + name }}<arg_key>{{ k }}</arg_key>"), ChatToolSyntax::glm45) << "GLM's XML calls";
+  EXPECT_EQ(syntax("<tool_call>\n<function={{ name }}>\n<parameter={{ k }}>\n{{ v }}\n</parameter>\n</function>"),
+            ChatToolSyntax::qwen3_coder)
+      << "Qwen3-Coder's and Qwen3.5's XML calls";
   EXPECT_EQ(syntax("{{ '<｜tool▁calls▁begin｜>' + name + '\\n```json\\n' }}"), ChatToolSyntax::deepseek_v3);
   EXPECT_EQ(syntax("{{ '<｜tool▁calls▁begin｜>' + name + '<｜tool▁sep｜>' }}"), ChatToolSyntax::deepseek_v31);
   EXPECT_EQ(syntax("{{ '<|tool_calls_section_begin|>' }}"), ChatToolSyntax::kimi_k2);
@@ -247,11 +250,12 @@ TEST(ModelChatTemplate, ServesEveryRealTemplateAsTransformersRendersIt) {
 TEST(ModelChatTemplate, ToolSyntaxNames) {
   for (ChatToolSyntax s : {ChatToolSyntax::hermes, ChatToolSyntax::llama3_json, ChatToolSyntax::mistral,
                            ChatToolSyntax::deepseek_v3, ChatToolSyntax::deepseek_v31, ChatToolSyntax::glm45,
-                           ChatToolSyntax::kimi_k2, ChatToolSyntax::pythonic})
+                           ChatToolSyntax::kimi_k2, ChatToolSyntax::pythonic, ChatToolSyntax::qwen3_coder})
     EXPECT_EQ(*parse_tool_syntax(tool_syntax_name(s)), s);
+  EXPECT_EQ(*parse_tool_syntax("qwen3_xml"), ChatToolSyntax::qwen3_coder);
   EXPECT_EQ(*parse_tool_syntax("glm47"), ChatToolSyntax::glm45);
   EXPECT_EQ(*parse_tool_syntax("llama4_pythonic"), ChatToolSyntax::pythonic);
-  auto unknown = parse_tool_syntax("qwen3_coder");
+  auto unknown = parse_tool_syntax("hunyuan_a13b");
   EXPECT_EQ(unknown.status().code(), StatusCode::unsupported);
   EXPECT_NE(unknown.status().message().find("kimi_k2"), std::string::npos) << "lists the parsers brigade has";
   EXPECT_FALSE(parse_tool_syntax("none").has_value());

@@ -202,6 +202,15 @@ TEST(ServerToolSyntaxes, ToolCallParserOverridesTheTemplate) {
   ASSERT_TRUE(s.ok());
   expect_calls(s, "<tool_call>get_weather\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
                {"", {{"get_weather", R"({"days": 3})"}}});
+  // --tool-call-parser qwen3_xml (vLLM's other name of qwen3_coder): Qwen3.5's XML calls, their
+  // values typed by the tools' schema (days an integer, city a string).
+  ChatTestServer qwen(model_with_template("syntax_qwen3_coder", brigade::testing::real_chat_template("qwen2.5")), "", "none",
+                      "qwen3_xml");
+  ASSERT_TRUE(qwen.ok());
+  expect_calls(qwen,
+               "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n<parameter=days>\n3\n"
+               "</parameter>\n</function>\n</tool_call>",
+               {"", {{"get_weather", R"({"city": "Oslo", "days": 3})"}}});
   // A Llama 2 template has no call syntax; a named parser makes tools usable.
   ChatTestServer llama2(model_with_template("syntax_llama2", brigade::testing::real_chat_template("llama-2")), "", "none", "kimi_k2");
   ASSERT_TRUE(llama2.ok());
@@ -216,7 +225,7 @@ TEST(ServerToolSyntaxes, AnUnknownParserFailsTheStart) {
   ASSERT_TRUE(engine);
   ServerOptions options;
   options.port = 0;
-  options.tool_call_parser = "qwen3_coder";
+  options.tool_call_parser = "hunyuan_a13b";
   auto srv = HttpServer::start(*engine, options);
   ASSERT_FALSE(srv.has_value());
   EXPECT_EQ(srv.status().code(), StatusCode::invalid_argument);

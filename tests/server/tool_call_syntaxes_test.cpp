@@ -1,4 +1,5 @@
-// The tool-call syntaxes beyond Hermes and Llama 3 JSON (mistral, deepseek_v3/v31, kimi_k2, glm45):
+// The tool-call syntaxes beyond Hermes and Llama 3 JSON (mistral, deepseek_v3/v31, kimi_k2, glm45,
+// qwen3_coder):
 // whole and cut at every byte, several calls, text before and after, malformed calls left as
 // content. Expected calls follow vLLM's parsers of the same names (arguments as Python's
 // json.dumps writes them); the texts are what the models' own chat templates write for an
@@ -21,7 +22,8 @@ using testing::expect_every_split;
 using testing::Result;
 
 constexpr ToolParserKind kMistral = ToolParserKind::mistral, kDeepSeek = ToolParserKind::deepseek_v3,
-                         kKimi = ToolParserKind::kimi_k2, kGlm = ToolParserKind::glm45;
+                         kKimi = ToolParserKind::kimi_k2, kGlm = ToolParserKind::glm45,
+                         kQwen = ToolParserKind::qwen3_coder;
 
 TEST(ToolCallSyntaxes, MistralJsonArray) {
   // Mistral 7B v0.3's form (its template writes the call's id too).
@@ -138,6 +140,52 @@ TEST(ToolCallSyntaxes, Glm45) {
                      "", {{"search", R"({"q": "föhn wind", "n": 3})"}, {"get_time", "{}"}}, o);
 }
 
+const std::vector<ToolFunction> kQwenTools = {
+    kGlmTools[0],
+    {"calc", R"({"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}, "flag": {"type": "boolean"},
+                "n": {"type": "integer"}, "m": {"type": "int"}, "items": {"type": "array"}, "any": {}}})"}};
+
+TEST(ToolCallSyntaxes, Qwen3Coder) {
+  testing::RunOptions o{.functions = kQwenTools};
+  // Qwen3.5's (and Qwen3-Coder's) template form: one newline dropped at each end of a value;
+  // string-typed values as written, the others typed by the schema.
+  expect_every_split(kQwen,
+                     "Let me check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nZürich\n</parameter>\n"
+                     "<parameter=days>\n2\n</parameter>\n<parameter=note>\n 2 \n\n</parameter>\n<parameter=opts>\n"
+                     "{\"metric\": true, \"x\": [1.50, null]}\n</parameter>\n</function>\n</tool_call>",
+                     "Let me check.",
+                     {{"get_weather", R"({"city": "Zürich", "days": 2, "note": " 2 \n", "opts": {"metric": true, "x": [1.5, null]}})"}},
+                     o);
+  // vLLM's typing: a whole number is an integer, booleans by "true", a non-integer stays text, an
+  // array read as a Python literal when it is not JSON, an untyped key's value as text, a key
+  // the schema does not list as text, "null" as null; a parameter ends at the next one, the
+  // function at the block's end.
+  expect_every_split(kQwen,
+                     "<tool_call>\n<function=calc>\n<parameter=x>\n2.0\n</parameter>\n<parameter=y>\n-0.25\n"
+                     "<parameter=flag>\nTrue\n</parameter>\n<parameter=n>\nthree\n</parameter>\n<parameter=m>\n 7 \n"
+                     "</parameter>\n<parameter=items>\n['a', 1]\n</parameter>\n<parameter=any>\n{'k': None}\n</parameter>\n"
+                     "<parameter=extra>\nhi\n</parameter>\n<parameter=x2>\nNULL\n</parameter>\n</tool_call>"
+                     "<tool_call>\n<function=get_time>\n</function>\n</tool_call>",
+                     "",
+                     {{"calc", R"({"x": 2, "y": -0.25, "flag": true, "n": "three", "m": 7, "items": ["a", 1], "any": "{'k': None}", "extra": "hi", "x2": null})"},
+                      {"get_time", "{}"}},
+                     o);
+  // Cut off by the end of the output, the block so far is a call.
+  expect_every_split(kQwen, "<tool_call>\n<function=search>\n<parameter=q>\nföhn", "", {{"search", R"({"q": "föhn"})"}}, o);
+}
+
+TEST(ToolCallSyntaxes, Qwen3CoderMalformedStaysContent) {
+  testing::RunOptions o{.functions = kQwenTools};
+  for (const std::string text : {"<tool_call>\n<function=get weather>\n</function>\n</tool_call>",
+                                 "<tool_call>\nget_weather\n</tool_call>",
+                                 "<tool_call>\n<function=f>\nstray<parameter=a>1</parameter></function></tool_call>",
+                                 "<tool_call><function=f></function>junk</tool_call>",
+                                 "<tool_call><function=f><parameter=a"}) {
+    SCOPED_TRACE(text);
+    expect_every_split(kQwen, text, text, {}, o);
+  }
+}
+
 TEST(ToolCallSyntaxes, Glm45MalformedStaysContent) {
   testing::RunOptions o{.functions = kGlmTools};
   for (const std::string text : {"<tool_call>get weather\n</tool_call>", "<tool_call>\n<arg_key>a</arg_key></tool_call>",
@@ -206,7 +254,8 @@ TEST(ToolCallSyntaxes, FuzzSplitsAgree) {
                            "<｜tool▁calls▁end｜>", "\n```json\n", "\n```", "function", "<|tool_calls_section_begin|>",
                            "<|tool_call_begin|>", "functions.f:0", "<|tool_call_argument_begin|>", "<|tool_call_end|>",
                            "<|tool_calls_section_end|>", "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>",
-                           "<arg_value>", "</arg_value>", "{", "}", "[", "]", "\"", " ", "\n", "x", "ü", "<", "<｜",
+                           "<arg_value>", "</arg_value>", "<function=f>", "<function=", "</function>", "<parameter=a>",
+                           "<parameter=", "</parameter>", "{", "}", "[", "]", "\"", " ", "\n", "x", "ü", "<", "<｜",
                            "f(", "a=1", ")", "'s'", ",", "<|python_start|>", "<|start|>", "<|channel|>", "<|message|>",
                            "<|end|>", "<|call|>", "<|return|>", "<|constrain|>", "analysis", "final", " to=functions.f",
                            "commentary", "json"};
@@ -216,7 +265,7 @@ TEST(ToolCallSyntaxes, FuzzSplitsAgree) {
     std::string text;
     const int n = static_cast<int>(rng() % 14);
     for (int k = 0; k < n; ++k) text += kPieces[rng() % std::size(kPieces)];
-    for (ToolParserKind kind : {kMistral, kDeepSeek, kKimi, kGlm, ToolParserKind::pythonic, ToolParserKind::openai}) {
+    for (ToolParserKind kind : {kMistral, kDeepSeek, kKimi, kGlm, kQwen, ToolParserKind::pythonic, ToolParserKind::openai}) {
       const Result whole = testing::run(kind, text, 0, o);
       for (size_t step : {size_t{1}, size_t{5}}) {
         const Result split = testing::run(kind, text, step, o);
