@@ -282,6 +282,52 @@ std::vector<TensorPlan> plan_nemotron_h(const SyntheticModelSpec& s, const Model
   return p;
 }
 
+// Qwen3_5ForCausalLM's tensors (model.*): per layer the Gated DeltaNet (in_proj_qkv, _z, _b, _a, a
+// conv without bias, A = -exp(A_log) about -1.6 and softplus(dt_bias) about 0.02 as plan_mamba2's,
+// the gated norm's weight about 1) or gated attention (q_proj twice as tall: each head's query,
+// then its gate), then the SwiGLU; the zero-centred norms (input, post-attention, q/k, final)
+// about 0, as they scale by 1 + w.
+std::vector<TensorPlan> plan_qwen3_5(const SyntheticModelSpec& s, const ModelConfig& config) {
+  const int64_t h = s.hidden_size, v = s.vocab_size, inter = s.intermediate_size, hd = config.head_dim;
+  const int64_t q = int64_t{config.n_heads} * hd, kv = int64_t{config.n_kv_heads} * hd;
+  const SsmLayout& l = config.ssm.layout;
+  const auto centred = [](std::string name, int64_t n) { return TensorPlan{std::move(name), {n}, TensorPlan::embedding, 0.02}; };
+  std::vector<TensorPlan> p;
+  p.push_back({"model.embed_tokens.weight", {v, h}, TensorPlan::embedding, 0.02});
+  for (int i = 0; i < config.n_layers; ++i) {
+    const std::string pre = "model.layers." + std::to_string(i) + ".";
+    p.push_back(centred(pre + "input_layernorm.weight", h));
+    if (config.ssm_layers[static_cast<size_t>(i)]) {
+      const std::string m = pre + "linear_attn.";
+      p.push_back(mat(m + "in_proj_qkv.weight", l.conv_dim(), h, 1.0));
+      p.push_back(mat(m + "in_proj_z.weight", l.d_inner(), h, 1.0));
+      p.push_back(mat(m + "in_proj_b.weight", l.n_heads, h, 1.0));
+      p.push_back(mat(m + "in_proj_a.weight", l.n_heads, h, 1.0));
+      p.push_back({m + "conv1d.weight", {l.conv_dim(), 1, l.conv_kernel}, TensorPlan::embedding,
+                   1.0 / std::sqrt(static_cast<double>(l.conv_kernel))});
+      p.push_back({m + "dt_bias", {l.n_heads}, TensorPlan::embedding, 0.5, {}, -4.0});
+      p.push_back({m + "A_log", {l.n_heads}, TensorPlan::embedding, 0.5, {}, 0.5});
+      p.push_back({m + "norm.weight", {l.head_dim}, TensorPlan::norm, 0.0});
+      p.push_back(mat(m + "out_proj.weight", h, l.d_inner(), residual_scale(s)));
+    } else {
+      const std::string a = pre + "self_attn.";
+      p.push_back(mat(a + "q_proj.weight", 2 * q, h, 1.0));
+      p.push_back(mat(a + "k_proj.weight", kv, h, 1.0));
+      p.push_back(mat(a + "v_proj.weight", kv, h, 1.0));
+      p.push_back(mat(a + "o_proj.weight", h, q, residual_scale(s)));
+      p.push_back(centred(a + "q_norm.weight", hd));
+      p.push_back(centred(a + "k_norm.weight", hd));
+    }
+    p.push_back(centred(pre + "post_attention_layernorm.weight", h));
+    p.push_back(mat(pre + "mlp.gate_proj.weight", inter, h, 1.0));
+    p.push_back(mat(pre + "mlp.up_proj.weight", inter, h, 1.0));
+    p.push_back(mat(pre + "mlp.down_proj.weight", h, inter, residual_scale(s)));
+  }
+  p.push_back(centred("model.norm.weight", h));
+  if (!s.tie_embeddings) p.push_back({"lm_head.weight", {v, h}, TensorPlan::embedding, 0.02});
+  return p;
+}
+
 // nemotron_h's blocks: layer_pattern, or "M-M-M*-" repeated over n_layers.
 std::string nemotron_pattern(const SyntheticModelSpec& s) {
   if (!s.layer_pattern.empty()) return s.layer_pattern;
@@ -295,6 +341,7 @@ std::vector<TensorPlan> plan_tensors(const SyntheticModelSpec& s, const ModelCon
   if (s.arch == "mamba2") return plan_mamba2(s, config);
   if (s.arch == "mamba") return plan_mamba1(s, config);
   if (s.arch == "nemotron_h") return plan_nemotron_h(s, config);
+  if (s.arch == "qwen3_5") return plan_qwen3_5(s, config);
   const int64_t h = s.hidden_size, v = s.vocab_size;
   std::vector<TensorPlan> p;
   p.push_back({"model.embed_tokens.weight", {v, h}, TensorPlan::embedding, 0.02});
@@ -513,6 +560,22 @@ ojson config_json(const SyntheticModelSpec& s, int head_dim) {
                  {"torch_dtype", torch_dtype(s.dtype)}, {"transformers_version", "4.44.0"}, {"use_bias", false},
                  {"use_cache", true}, {"use_conv_bias", true}, {"vocab_size", s.vocab_size}};
   }
+  if (s.arch == "qwen3_5") {  // Qwen3_5TextConfig as transformers 5 writes it (Qwen3.5's text_config)
+    ojson types = ojson::array();
+    for (int l = 0; l < s.n_layers; ++l) types.push_back((l + 1) % 4 == 0 ? "full_attention" : "linear_attention");
+    return ojson{{"architectures", {"Qwen3_5ForCausalLM"}}, {"attention_bias", false}, {"attention_dropout", 0.0},
+                 {"bos_token_id", kSyntheticBosId}, {"eos_token_id", kSyntheticEosId}, {"head_dim", head_dim},
+                 {"hidden_act", "silu"}, {"hidden_size", s.hidden_size}, {"initializer_range", 0.02},
+                 {"intermediate_size", s.intermediate_size}, {"layer_types", types},
+                 {"linear_conv_kernel_dim", s.conv_kernel}, {"linear_key_head_dim", s.ssm_state},
+                 {"linear_num_key_heads", s.ssm_groups}, {"linear_num_value_heads", s.ssm_heads > 0 ? s.ssm_heads : s.n_heads},
+                 {"linear_value_head_dim", s.ssm_head_dim}, {"max_position_embeddings", s.max_position},
+                 {"model_type", "qwen3_5_text"}, {"num_attention_heads", s.n_heads}, {"num_hidden_layers", s.n_layers},
+                 {"num_key_value_heads", s.n_kv_heads}, {"pad_token_id", 0}, {"rms_norm_eps", clean(s.rms_eps)},
+                 {"rope_parameters", {{"partial_rotary_factor", 0.25}, {"rope_theta", clean(s.rope_theta)}, {"rope_type", "default"}}},
+                 {"tie_word_embeddings", s.tie_embeddings}, {"torch_dtype", torch_dtype(s.dtype)},
+                 {"transformers_version", "5.25.0"}, {"use_cache", true}, {"vocab_size", s.vocab_size}};
+  }
   if (s.arch == "mamba2") {  // Mamba2Config as transformers writes it
     const int64_t inner = int64_t{s.n_heads} * head_dim;
     return ojson{{"architectures", {"Mamba2ForCausalLM"}}, {"bos_token_id", kSyntheticBosId}, {"chunk_size", 256},
@@ -604,11 +667,11 @@ Status write_text(const fs::path& path, const std::string& text) {
 Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& out_dir) {
   if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3_moe" && s.arch != "qwen2_moe" &&
       s.arch != "mixtral" && s.arch != "phi3" && s.arch != "gpt_oss" && s.arch != "glm4_moe" && !is_deepseek(s.arch) &&
-      s.arch != "mamba2" && s.arch != "mamba" && s.arch != "nemotron_h")
+      s.arch != "mamba2" && s.arch != "mamba" && s.arch != "nemotron_h" && s.arch != "qwen3_5")
     return invalid_argument("make-model: arch '" + s.arch +
                             "' is not supported; supported: llama, qwen2, qwen3, qwen3_moe, qwen2_moe, mixtral, phi3, "
-                            "gpt_oss, glm4_moe, deepseek_v2, deepseek_v3, mamba2, mamba, nemotron_h");
-  const bool state_space = s.arch == "mamba2" || s.arch == "mamba" || s.arch == "nemotron_h";
+                            "gpt_oss, glm4_moe, deepseek_v2, deepseek_v3, mamba2, mamba, nemotron_h, qwen3_5");
+  const bool state_space = s.arch == "mamba2" || s.arch == "mamba" || s.arch == "nemotron_h" || s.arch == "qwen3_5";
   if (state_space && (s.fp8_block > 0 || !s.fp8_compressed.empty()))
     return invalid_argument("make-model: " + s.arch + " is not written as an FP8 checkpoint");
   if (!s.layer_pattern.empty() && s.arch != "nemotron_h")

@@ -30,7 +30,12 @@ struct SyntheticModelSpec {
   // mamba (MambaForCausalLM: 2 * hidden_size channels, ssm_state, conv_kernel; heads unused),
   // nemotron_h (NemotronHForCausalLM: layer_pattern's blocks, M a Mamba2 mixer of ssm_heads
   // heads of ssm_head_dim in ssm_groups groups, * attention of n_heads / n_kv_heads / head_dim,
-  // - a relu2 MLP of intermediate_size)
+  // - a relu2 MLP of intermediate_size),
+  // qwen3_5 (Qwen3_5ForCausalLM, Qwen3.5's language model: every fourth layer gated attention of
+  // n_heads / n_kv_heads / head_dim with a quarter of each head rotated, the others Gated
+  // DeltaNet of ssm_heads value heads (0: n_heads) of ssm_head_dim and ssm_groups key heads of
+  // ssm_state, a conv of conv_kernel taps; a SwiGLU of intermediate_size in every layer;
+  // zero-centred RMSNorms; Qwen3's chat template)
   std::string arch = "llama";
   // Defaults give a ~100M-parameter Llama (tied embeddings).
   int hidden_size = 768;
@@ -71,11 +76,11 @@ struct SyntheticModelSpec {
   // eh_proj [hidden, 2 hidden] (never FP8, as on the Hub), a decoder layer written as layer
   // n_layers + j would be (sparse past first_k_dense_replace), shared_head.norm.
   int n_mtp_layers = 0;
-  // mamba2, mamba, nemotron_h (n_groups, state_size, conv_kernel)
+  // mamba2, mamba, nemotron_h (n_groups, state_size, conv_kernel); qwen3_5 (key heads, key head dim, conv_kernel)
   int ssm_groups = 1;
   int ssm_state = 128;
   int conv_kernel = 4;
-  // nemotron_h: its mixers' heads (0: n_heads) and head size, and one letter per layer (M, *, -;
+  // nemotron_h, qwen3_5: its mixers' (value) heads (0: n_heads) and head size; nemotron_h: one letter per layer (M, *, -;
   // empty: "M-M-M*-" repeated); layer_pattern's length is the layer count when set.
   int ssm_heads = 0;
   int ssm_head_dim = 64;

@@ -182,7 +182,7 @@ SyntheticChatTemplate synthetic_chat_template(const std::string& arch) {
   const char* name = "llama-2";
   if (arch == "qwen2" || arch == "qwen2_moe") name = "qwen2.5";
   if (arch == "glm4_moe") name = "glm-4.6";
-  if (arch == "qwen3" || arch == "qwen3_moe") name = "qwen3";
+  if (arch == "qwen3" || arch == "qwen3_moe" || arch == "qwen3_5") name = "qwen3";
   if (arch.starts_with("deepseek")) name = "deepseek-v3.1";
   for (const auto& t : kShipped)
     if (std::string_view(t.name) == name) return t;

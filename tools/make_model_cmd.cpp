@@ -11,7 +11,7 @@ void add_make_model_command(CLI::App& app, std::function<int()>& run) {
   auto spec = std::make_shared<SyntheticModelSpec>();
   auto out = std::make_shared<std::string>();
   auto dtype = std::make_shared<std::string>("bf16");
-  cmd->add_option("--arch", spec->arch, "Architecture: llama, qwen2, qwen3, qwen3_moe, qwen2_moe, mixtral, phi3, gpt_oss, glm4_moe, deepseek_v2, deepseek_v3, mamba2, mamba, nemotron_h")->capture_default_str();
+  cmd->add_option("--arch", spec->arch, "Architecture: llama, qwen2, qwen3, qwen3_moe, qwen2_moe, mixtral, phi3, gpt_oss, glm4_moe, deepseek_v2, deepseek_v3, mamba2, mamba, nemotron_h, qwen3_5")->capture_default_str();
   cmd->add_option("--hidden", spec->hidden_size, "Hidden size")->capture_default_str();
   cmd->add_option("--layers", spec->n_layers, "Layers")->capture_default_str();
   cmd->add_option("--heads", spec->n_heads, "Attention heads")->capture_default_str();
@@ -46,13 +46,17 @@ void add_make_model_command(CLI::App& app, std::function<int()>& run) {
                   "deepseek_v3, glm4_moe: MTP modules (num_nextn_predict_layers), written after the layers as "
                   "model.layers.{layers + j} in DeepSeek-V3's / GLM-4.5's layout")
       ->capture_default_str();
-  cmd->add_option("--ssm-groups", spec->ssm_groups, "mamba2, nemotron_h: n_groups (B and C shared by heads / groups heads)")
+  cmd->add_option("--ssm-groups", spec->ssm_groups,
+                  "mamba2, nemotron_h: n_groups (B and C shared by heads / groups heads); qwen3_5: linear_num_key_heads")
       ->capture_default_str();
-  cmd->add_option("--ssm-state", spec->ssm_state, "mamba2, mamba, nemotron_h: state_size")->capture_default_str();
-  cmd->add_option("--conv-kernel", spec->conv_kernel, "mamba2, mamba, nemotron_h: conv_kernel (taps of the causal conv)")
+  cmd->add_option("--ssm-state", spec->ssm_state, "mamba2, mamba, nemotron_h: state_size; qwen3_5: linear_key_head_dim")
       ->capture_default_str();
-  cmd->add_option("--ssm-heads", spec->ssm_heads, "nemotron_h: mamba_num_heads (0 = --heads)")->capture_default_str();
-  cmd->add_option("--ssm-head-dim", spec->ssm_head_dim, "nemotron_h: mamba_head_dim")->capture_default_str();
+  cmd->add_option("--conv-kernel", spec->conv_kernel, "mamba2, mamba, nemotron_h, qwen3_5: conv_kernel (taps of the causal conv)")
+      ->capture_default_str();
+  cmd->add_option("--ssm-heads", spec->ssm_heads, "nemotron_h: mamba_num_heads; qwen3_5: linear_num_value_heads (0 = --heads)")
+      ->capture_default_str();
+  cmd->add_option("--ssm-head-dim", spec->ssm_head_dim, "nemotron_h: mamba_head_dim; qwen3_5: linear_value_head_dim")
+      ->capture_default_str();
   cmd->add_option("--layer-pattern", spec->layer_pattern,
                   "nemotron_h: one block per layer, M mixer, * attention, - relu2 MLP (default: M-M-M*- repeated; "
                   "its length sets the layers)");

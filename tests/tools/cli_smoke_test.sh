@@ -181,6 +181,14 @@ grep -q "^ssm:           Mamba2 mixers in 2 of 4 layers: 8 heads of 16, 2 groups
 grep -q "^blocks:        M-\*M (M Mamba2 mixer, \* attention, - relu2 MLP of 96)$" "$dir/nemotron_m.txt"
 "$bin" generate --model "$dir/nemotron_m" --prompt "Once upon a time" --max-tokens 8 --threads 1 >"$dir/nemotron.txt" 2>/dev/null
 grep -q "^Once upon a time" "$dir/nemotron.txt"
+# ... and a Qwen3.5-shaped one (Gated DeltaNet in three of every four layers; transformers loads
+# such a checkpoint and gives the same greedy tokens: docs/perf.md).
+"$bin" make-model --arch qwen3_5 --out "$dir/qwen35_m" --hidden 64 --layers 4 --heads 4 --kv-heads 2 --head-dim 32 \
+  --ssm-heads 4 --ssm-head-dim 8 --ssm-groups 2 --ssm-state 16 --intermediate 96 --vocab 300 --dtype f32 >/dev/null
+"$bin" inspect "$dir/qwen35_m" >"$dir/qwen35_m.txt"
+grep -q "^ssm:           Gated DeltaNet in 3 of 4 layers: 4 value heads of 8, 2 key heads of 16, conv of 4 taps" "$dir/qwen35_m.txt"
+"$bin" generate --model "$dir/qwen35_m" --prompt "Once upon a time" --max-tokens 8 --threads 1 >"$dir/qwen35_m_text.txt" 2>/dev/null
+grep -q "^Once upon a time" "$dir/qwen35_m_text.txt"
 if "$bin" make-model --arch llama --layer-pattern 'M*' --out "$dir/bad_m" 2>/dev/null; then exit 1; fi
 
 # A gpt-oss GGUF (tests/fixtures/gguf_gpt_oss): inspect names its rules and MXFP4 experts, and
