@@ -438,8 +438,15 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   if (is_deepseek(c.arch)) BRIGADE_RETURN_IF_ERROR(read_deepseek(j, c));
   if (is_glm4_moe(c.arch)) BRIGADE_RETURN_IF_ERROR(read_glm4_moe(j, c));
   if (is_gated_delta(c.arch)) BRIGADE_RETURN_IF_ERROR(read_gated_delta(j, c));  // models/state_space_config.h
-  if (!is_deepseek(c.arch) && c.rope_scaling.type == RopeScalingType::yarn && c.arch != "gpt_oss")
-    return unsupported("config.json: rope_type 'yarn' is supported for deepseek_v2/v3 and gpt_oss only; " + c.arch +
+  // YaRN (transformers' _compute_yarn_parameters: the given factor, attention_factor from it
+  // unless set): DeepSeek's and gpt-oss's own, and the context extension Qwen's model cards
+  // describe (rope_type yarn, factor 4, original_max_position_embeddings 32768) for the Llama,
+  // Qwen2/3 (MoE) decoders and Qwen3-Next / Qwen3.5.
+  const bool yarn_ok = is_deepseek(c.arch) || c.arch == "gpt_oss" || c.arch == "llama" || c.arch == "qwen2" ||
+                       c.arch == "qwen3" || c.arch == "qwen2_moe" || c.arch == "qwen3_moe" || is_gated_delta(c.arch);
+  if (c.rope_scaling.type == RopeScalingType::yarn && !yarn_ok)
+    return unsupported("config.json: rope_type 'yarn' is supported for llama, qwen2, qwen3, qwen2_moe, qwen3_moe, "
+                       "qwen3_next, qwen3_5, deepseek_v2/v3 and gpt_oss; " + c.arch +
                        " supports default, linear, dynamic, llama3" + (c.arch == "phi3" ? ", longrope" : ""));
   if (c.rope_scaling.type == RopeScalingType::longrope && c.arch != "phi3")
     return unsupported("config.json: rope_type 'longrope' is supported for phi3 only; " + c.arch +

@@ -293,6 +293,17 @@ def fixtures():
                                num_position_embeddings=16),
             image_token_id=250, video_token_id=251, vision_start_token_id=252, vision_end_token_id=253,
             tie_word_embeddings=False)),
+        # YaRN context extension as Qwen's model cards describe it (factor 4 over an original 32
+        # positions here, so the 40-token prompt runs past it), on Qwen3 and on Qwen3-Next (a
+        # quarter of each head rotated).
+        "qwen3_yarn": ("Qwen3Config", "Qwen3ForCausalLM", base_config(
+            head_dim=32, rms_norm_eps=1e-6, max_position_embeddings=128,
+            rope_parameters={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32,
+                             "rope_theta": 10000.0})),
+        "qwen3_next_yarn": ("Qwen3NextConfig", "Qwen3NextForCausalLM", qwen3_next_config(
+            max_position_embeddings=128,
+            rope_parameters=dict(rope_type="yarn", factor=4.0, original_max_position_embeddings=32, rope_theta=10000.0,
+                                 partial_rotary_factor=0.25))),
     }
 
 

@@ -49,7 +49,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "qwen2", "qwen3", "tinyllama", "smollm2", "qwen3_moe",
                                            "qwen3_moe_step", "deepseek_v3", "deepseek_v2", "deepseek_v3_step",
                                            "phi3", "gemma2", "gemma3", "gemma3_mm", "mixtral", "gpt_oss",
-                                           "qwen2_moe", "glm4_moe", "glm4_moe_step"));
+                                           "qwen2_moe", "glm4_moe", "glm4_moe_step", "qwen3_yarn"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -324,6 +324,14 @@ TEST(HfFixtureConfig, RopeScalingChangesTheResult) {
                                  }),
             100 * kLogitTol);
   EXPECT_GT(max_diff_with_config("smollm2", [](nlohmann::json& j) { j["rope_parameters"]["rope_theta"] = 10000.0; }),
+            100 * kLogitTol);
+  // YaRN: without it, or with transformers' attention factor dropped (1 instead of 0.1 ln 4 + 1).
+  EXPECT_GT(max_diff_with_config("qwen3_yarn",
+                                 [](nlohmann::json& j) {
+                                   j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
+                                 }),
+            100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("qwen3_yarn", [](nlohmann::json& j) { j["rope_parameters"]["attention_factor"] = 1.0; }),
             100 * kLogitTol);
 }
 

@@ -235,7 +235,9 @@ INSTANTIATE_TEST_SUITE_P(Hybrids, StateSpace, ::testing::Values("granite_hybrid"
 // Qwen3-Next: Gated DeltaNet layers, gated attention with RoPE, MoE with a gated shared expert and
 // a dense layer; Qwen3.5's dense and MoE language models (the projections apart, tied embeddings).
 // qwen3_5_mm: Qwen3.5 as the Hub ships it (Qwen3_5ForConditionalGeneration), its language model.
-INSTANTIATE_TEST_SUITE_P(GatedDelta, StateSpace, ::testing::Values("qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_mm"));
+// qwen3_next_yarn: with YaRN's context extension (its attention's quarter-heads rotated by YaRN's frequencies).
+INSTANTIATE_TEST_SUITE_P(GatedDelta, StateSpace,
+                         ::testing::Values("qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_mm", "qwen3_next_yarn"));
 
 // A step that would read a state for a past it does not hold is refused before anything runs,
 // and the states stay as they were: the sequence then continues and still matches transformers.
