@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
-#include <cstdlib>
 
 #include "models/py_json.h"
 #include "server/tool_call_parser_base.h"
@@ -225,12 +225,13 @@ ojson qwen3_coder_value(const std::string& value, const ojson& schema) {
     return std::stoll(std::string(v));
   }
   if (starts({"num", "float"})) {
-    const std::string s(v);
-    char* end = nullptr;
-    const double d = s.empty() ? 0.0 : std::strtod(s.c_str(), &end);
-    // Python's float(): the whole text; inf and nan fail int() in vLLM's check and stay text.
-    if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(d) || s.find_first_of("xXpP") != std::string::npos)
-      return value;
+    // Python's float(): the whole text (locale-free); inf and nan fail int() in vLLM's check and
+    // stay text.
+    const std::string_view num = v.starts_with('+') ? v.substr(1) : v;
+    if (num.empty() || (num.size() < v.size() && (num[0] == '+' || num[0] == '-'))) return value;
+    double d = 0.0;
+    const auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), d);
+    if (ec != std::errc() || end != num.data() + num.size() || !std::isfinite(d)) return value;
     if (d == std::trunc(d) && std::fabs(d) < 9.2e18) return static_cast<int64_t>(d);
     return d;
   }

@@ -161,13 +161,13 @@ TEST(ToolCallSyntaxes, Qwen3Coder) {
   // the schema does not list as text, "null" as null; a parameter ends at the next one, the
   // function at the block's end.
   expect_every_split(kQwen,
-                     "<tool_call>\n<function=calc>\n<parameter=x>\n2.0\n</parameter>\n<parameter=y>\n-0.25\n"
+                     "<tool_call>\n<function=calc>\n<parameter=x>\n2.0\n</parameter>\n<parameter=y>\n+2.5e-1\n"
                      "<parameter=flag>\nTrue\n</parameter>\n<parameter=n>\nthree\n</parameter>\n<parameter=m>\n 7 \n"
                      "</parameter>\n<parameter=items>\n['a', 1]\n</parameter>\n<parameter=any>\n{'k': None}\n</parameter>\n"
                      "<parameter=extra>\nhi\n</parameter>\n<parameter=x2>\nNULL\n</parameter>\n</tool_call>"
                      "<tool_call>\n<function=get_time>\n</function>\n</tool_call>",
                      "",
-                     {{"calc", R"({"x": 2, "y": -0.25, "flag": true, "n": "three", "m": 7, "items": ["a", 1], "any": "{'k': None}", "extra": "hi", "x2": null})"},
+                     {{"calc", R"({"x": 2, "y": 0.25, "flag": true, "n": "three", "m": 7, "items": ["a", 1], "any": "{'k': None}", "extra": "hi", "x2": null})"},
                       {"get_time", "{}"}},
                      o);
   // Cut off by the end of the output, the block so far is a call.
