@@ -530,6 +530,37 @@ TEST(StateSpaceConfig, ReadsQwen3Next) {
   EXPECT_EQ(refused("shared_expert_intermediate_size", 0).code(), StatusCode::invalid_argument);
 }
 
+// A config.json of Qwen3-Next-80B-A3B's shape in the transformers 4.57 form (top-level rope_theta
+// and partial_rotary_factor, full_attention_interval instead of layer_types, rope_scaling null,
+// use_sliding_window false): 36 Gated DeltaNet layers, 64 of 256 dims rotated, 512 experts.
+TEST(StateSpaceConfig, ReadsQwen3Next80BsShape) {
+  const auto j = nlohmann::json::parse(R"({"architectures": ["Qwen3NextForCausalLM"], "attention_bias": false,
+    "attention_dropout": 0.0, "bos_token_id": 151643, "decoder_sparse_step": 1, "eos_token_id": 151645,
+    "full_attention_interval": 4, "head_dim": 256, "hidden_act": "silu", "hidden_size": 2048,
+    "initializer_range": 0.02, "intermediate_size": 5120, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128,
+    "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_value_head_dim": 128,
+    "max_position_embeddings": 262144, "mlp_only_layers": [], "model_type": "qwen3_next", "moe_intermediate_size": 512,
+    "norm_topk_prob": true, "num_attention_heads": 16, "num_experts": 512, "num_experts_per_tok": 10,
+    "num_hidden_layers": 48, "num_key_value_heads": 2, "output_router_logits": false, "partial_rotary_factor": 0.25,
+    "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 10000000, "router_aux_loss_coef": 0.001,
+    "shared_expert_intermediate_size": 512, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+    "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})");
+  auto c = parse_hf_config(j.dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(std::count(c->ssm_layers.begin(), c->ssm_layers.end(), true), 36);
+  EXPECT_FALSE(c->ssm_layers[3]);
+  EXPECT_EQ(c->n_attention_layers(), 12);
+  EXPECT_EQ(c->rope_dims(), 64);
+  EXPECT_FLOAT_EQ(c->rope_theta, 1e7f);
+  EXPECT_EQ(c->ssm.layout.conv_dim(), 2 * 16 * 128 + 32 * 128);
+  EXPECT_EQ(c->n_moe_layers(), 48);
+  EXPECT_EQ(c->n_experts_per_tok, 10);
+  EXPECT_EQ(c->shared_expert_intermediate_size, 512);
+  EXPECT_EQ(c->dtype, DType::bf16);
+  // A sequence's state: per Gated DeltaNet layer 3 conv rows of 8192 and 32 heads of 128 x 128, f32.
+  EXPECT_EQ(recurrent_state_bytes(*c), int64_t{36} * (3 * 8192 + 32 * 128 * 128) * 4);
+}
+
 // Qwen3.5 as the Hub ships it: text_config read as Qwen3_5(Moe)ForCausalLM, served text-only.
 TEST(StateSpaceConfig, ReadsQwen35sLanguageModel) {
   const auto j = nlohmann::json::parse(read_text_file(fixture_dir("qwen3_5_mm") + "/config.json").value());
