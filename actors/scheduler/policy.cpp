@@ -741,6 +741,7 @@ std::vector<SeqEvent> SchedulerPolicy::complete(uint64_t step_id, std::span<cons
     --s.n_inflight;
     if (e.copies) drop_copy(s);  // the executor copied the rows before the step
     if (e.state_save >= 0) finish_save(s, e.state_save, /*done=*/true);
+    if (e.restores) ++cache_stats_.state_restores;
     auto hit = by_seq.find(e.seq_id);
     const std::vector<const SampledResult*>* got = hit == by_seq.end() ? nullptr : &hit->second;
     if (e.n_draft > 0) {

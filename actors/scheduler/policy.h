@@ -242,7 +242,8 @@ struct PrefixCacheStats {
   uint64_t loaded_tokens = 0;   // prompt tokens loaded from the lower tiers
   uint64_t evicted_pages = 0;
   // Recurrent models' state snapshots (SchedulerLimits::state_snapshots): saved by steps, the
-  // admissions that started from one, and how many the tree holds now.
+  // sequences that started from one (counted when that step came back), and how many the tree
+  // holds now.
   uint64_t state_saves = 0;
   uint64_t state_restores = 0;
   int state_snapshots = 0;
@@ -468,6 +469,7 @@ class SchedulerPolicy {
     bool pools = false;  // a pooling chunk that ends the prompt: its embedding comes back
     bool copies = false;  // the item copies the sequence's partial match (Seq::copy_src)
     int state_save = -1;  // the snapshot the item saves into (Seq::state_saves)
+    bool restores = false;  // the item starts from a snapshot (counted when the step comes back)
   };
 
   void enqueue(Seq s);

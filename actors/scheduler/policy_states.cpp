@@ -40,7 +40,7 @@ void SchedulerPolicy::plan_states(Seq& s, SeqWorkItem& w, StepEntry& e, int n_to
   if (s.state_from >= 0) {  // its first item: the executor restores the snapshot before the step
     w.state_from = s.state_from;
     unpin_state(s);  // a later step may reuse the slot: the executor runs this step first
-    ++cache_stats_.state_restores;
+    e.restores = true;
   }
   // Where a snapshot is worth taking: where the prompt leaves a cached path without one
   // (branch_save: what later prompts sharing that prefix need); else the last page boundary of a

@@ -263,6 +263,15 @@ TEST(SchedulerPolicyStates, AFailedStepDropsItsSave) {
   sim.add(p, prompt_req(3, sim.truth.at(2), 1));
   sim.drain(p, pages);
   EXPECT_EQ(sim.first_item.at(3).start_pos, 12);
+  // A restore counts when its step comes back, not when planned: a failed one does not.
+  const uint64_t restored = p.cache_stats().state_restores;
+  EXPECT_EQ(restored, 1u);
+  sim.add(p, prompt_req(4, sim.truth.at(2), 1));
+  auto r = p.plan(pages);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_GE(r->seqs[0].state_from, 0);
+  p.fail(r->step_id, "the executor died", pages);
+  EXPECT_EQ(p.cache_stats().state_restores, restored);
 }
 
 // Many requests over a few shared prefixes and turns, two steps in flight, few snapshots and a
