@@ -51,7 +51,7 @@ Status SchedulerPolicy::find_images(Seq& s) const {
   s.image_hashes.clear();
   s.image_tokens.clear();
   if (!limits_.takes_images()) {
-    if (!s.req.images.empty()) return unsupported("this model takes text only: it has no vision tower (send no images)");
+    if (!s.req.images.empty()) return unsupported("this model takes text only: no vision tower runs here (send no images)");
     return Status::ok();
   }
   for (size_t k = 0; k < s.req.images.size(); ++k) BRIGADE_RETURN_IF_ERROR(check_image(s.req.images[k], k, limits_));

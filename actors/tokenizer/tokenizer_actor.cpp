@@ -70,7 +70,7 @@ Expected<std::string> expand_image_markers(std::string_view text, capnp::List<sc
                                            const ImageMarkers& m) {
   const unsigned n_images = images.size();
   if (n_images == 0) return std::string(text);
-  if (m.marker.empty()) return unsupported("this model takes text only: it has no vision tower (send no images)");
+  if (m.marker.empty()) return unsupported("this model takes text only: no vision tower runs here (send no images)");
   std::string out;
   unsigned n_markers = 0;
   size_t at = 0;
