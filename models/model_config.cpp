@@ -217,6 +217,20 @@ Status read_gpt_oss_moe(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// Qwen2/3-MoE's norm_topk_prob, decoder_sparse_step and mlp_only_layers (which layers are sparse).
+Status read_sparse_layers(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "norm_topk_prob", c.norm_topk_prob));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "decoder_sparse_step", c.decoder_sparse_step, false));
+  if (auto it = j.find("mlp_only_layers"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return corrupt("config.json: mlp_only_layers must be a list of layer indices");
+    for (const auto& e : *it) {
+      if (!e.is_number_integer()) return corrupt("config.json: mlp_only_layers must hold integers");
+      c.mlp_only_layers.push_back(e.get<int>());
+    }
+  }
+  return Status::ok();
+}
+
 Status read_moe(const json& j, ModelConfig& c) {
   if (c.arch == "mixtral") return read_mixtral_moe(j, c);
   if (c.arch == "gpt_oss") return read_gpt_oss_moe(j, c);
@@ -238,23 +252,9 @@ Status read_moe(const json& j, ModelConfig& c) {
   const bool has_num_experts = j.contains("num_experts") && !j["num_experts"].is_null();
   BRIGADE_RETURN_IF_ERROR(read_int(j, has_num_experts ? "num_experts" : "num_local_experts", c.n_experts, !qwen2));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, !qwen2));
-  if (c.arch == "qwen3_5_moe_text") {  // its MoE fills every layer: no decoder_sparse_step, no mlp_only_layers
-    BRIGADE_RETURN_IF_ERROR(read_int(j, "moe_intermediate_size", c.moe_intermediate_size, true));
-    BRIGADE_RETURN_IF_ERROR(read_int(j, "shared_expert_intermediate_size", c.shared_expert_intermediate_size, true));
-    if (c.shared_expert_intermediate_size <= 0)
-      return invalid_argument("config.json: shared_expert_intermediate_size must be > 0 (qwen3_5_moe_text's shared expert)");
-    return Status::ok();
-  }
   BRIGADE_RETURN_IF_ERROR(read_int(j, "moe_intermediate_size", c.moe_intermediate_size, !qwen2));
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "norm_topk_prob", c.norm_topk_prob));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "decoder_sparse_step", c.decoder_sparse_step, false));
-  if (auto it = j.find("mlp_only_layers"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) return corrupt("config.json: mlp_only_layers must be a list of layer indices");
-    for (const auto& e : *it) {
-      if (!e.is_number_integer()) return corrupt("config.json: mlp_only_layers must hold integers");
-      c.mlp_only_layers.push_back(e.get<int>());
-    }
-  }
+  if (c.arch != "qwen3_5_moe_text")  // its experts fill every layer and always renormalize
+    BRIGADE_RETURN_IF_ERROR(read_sparse_layers(j, c));
   if (gated_shared) {
     BRIGADE_RETURN_IF_ERROR(read_int(j, "shared_expert_intermediate_size", c.shared_expert_intermediate_size, !qwen2));
     if (c.shared_expert_intermediate_size <= 0)
