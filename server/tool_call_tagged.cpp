@@ -148,23 +148,23 @@ std::optional<ToolCallDelta> kimi_call(std::string_view body) {
   return ToolCallDelta{0, std::string(name), std::move(*a), std::string(id)};
 }
 
-// The schema of the tool's parameter `key` (as the request lists it), or null when the tool or
-// the key is not listed.
-ojson parameter_schema(const std::vector<ToolFunction>& functions, std::string_view tool, const std::string& key) {
+// The tool's parameters schema's "properties" object as the request lists it (parsed once per
+// call), or null when the tool or its properties are not listed.
+ojson tool_properties(const std::vector<ToolFunction>& functions, std::string_view tool) {
   for (const ToolFunction& f : functions) {
     if (f.name != tool) continue;
-    const ojson schema = ojson::parse(f.parameters, nullptr, /*allow_exceptions=*/false);
+    ojson schema = ojson::parse(f.parameters, nullptr, /*allow_exceptions=*/false);
     if (!schema.is_object() || !schema.contains("properties") || !schema["properties"].is_object()) return nullptr;
-    auto p = schema["properties"].find(key);
-    return p != schema["properties"].end() ? *p : ojson(nullptr);
+    return std::move(schema["properties"]);
   }
   return nullptr;
 }
 
-// Whether the tool's parameters schema types `key` as "string".
-bool string_typed(const std::vector<ToolFunction>& functions, std::string_view tool, const std::string& key) {
-  const ojson p = parameter_schema(functions, tool, key);
-  return p.is_object() && p.value("type", ojson()) == "string";
+// The schema of parameter `key` in tool_properties' object, or null when it is not listed.
+ojson parameter_schema(const ojson& properties, const std::string& key) {
+  if (!properties.is_object()) return nullptr;
+  auto p = properties.find(key);
+  return p != properties.end() ? *p : ojson(nullptr);
 }
 
 // GLM-4.5: NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>... (whitespace between).
@@ -175,6 +175,7 @@ std::optional<ToolCallDelta> glm_call(std::string_view body, const std::vector<T
   const std::string_view name = trim(body.substr(0, cut));
   if (!valid_function_name(name)) return std::nullopt;
   std::string_view rest = cut == npos ? std::string_view() : body.substr(cut);
+  const ojson properties = tool_properties(functions, name);
   ojson args = ojson::object();
   while (!(rest = trim(rest)).empty()) {
     if (!rest.starts_with(kKey)) return std::nullopt;
@@ -187,7 +188,7 @@ std::optional<ToolCallDelta> glm_call(std::string_view body, const std::vector<T
     if (value_end == npos) return std::nullopt;
     const std::string_view value = rest.substr(kValue.size(), value_end - kValue.size());
     rest = rest.substr(value_end + kValueEnd.size());
-    if (string_typed(functions, name, key)) {
+    if (const ojson p = parameter_schema(properties, key); p.is_object() && p.value("type", ojson()) == "string") {
       args[key] = std::string(value);
     } else {
       const std::string_view v = trim(value);
@@ -263,6 +264,7 @@ std::optional<ToolCallDelta> qwen3_coder_call(std::string_view body, const std::
     if (!trim(rest.substr(function_end + kFunctionEnd.size())).empty()) return std::nullopt;  // one function per block
     rest = rest.substr(0, function_end);
   }
+  const ojson properties = tool_properties(functions, name);
   ojson args = ojson::object();
   while (!(rest = trim(rest)).empty()) {
     if (!rest.starts_with(kParam)) return std::nullopt;
@@ -277,7 +279,7 @@ std::optional<ToolCallDelta> qwen3_coder_call(std::string_view body, const std::
     if (rest.starts_with(kParamEnd)) rest.remove_prefix(kParamEnd.size());
     if (value.starts_with('\n')) value.remove_prefix(1);
     if (value.ends_with('\n')) value.remove_suffix(1);
-    args[key] = qwen3_coder_value(std::string(value), parameter_schema(functions, name, key));
+    args[key] = qwen3_coder_value(std::string(value), parameter_schema(properties, key));
   }
   return ToolCallDelta{0, std::string(name), py_json_dumps(args), ""};
 }
