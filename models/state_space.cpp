@@ -44,8 +44,8 @@ class StateSpaceModel final : public Model {
                : config.arch == "jamba"          ? kJambaNames
                : config.ssm.gated_delta          ? kQwenNextNames
                                                  : kBackboneNames),
-        n_attn_(config.n_attention_layers()), gated_(config.ssm.gated_delta) {
-    if (gated_) {  // Qwen3-Next's attention rotates the first rotary_dim dims of each head
+        n_attn_(config.n_attention_layers()) {
+    if (gated()) {  // Qwen3-Next's attention rotates the first rotary_dim dims of each head
       rope_.style = RopeStyle::neox;
       rope_.rotary_dim = config.rope_dims();
       rope_.inv_freq = rope_inv_freq_scaled(config.rope_theta, config.rope_dims(), config.rope_scaling);
@@ -105,11 +105,13 @@ class StateSpaceModel final : public Model {
   Status plan_states(const StepBatch& batch);
   Status plan_snapshots(const StepBatch& batch);
   bool granite() const { return config_.arch == "granitemoehybrid"; }
+  // Gated DeltaNet mixers and Qwen3-Next's attention (Qwen3-Next, Qwen3.5).
+  bool gated() const { return config_.ssm.gated_delta; }
   // Qwen3-Next's zero-centred RMSNorms scale by 1 + w.
-  float norm_offset() const { return gated_ ? 1.0f : 0.0f; }
+  float norm_offset() const { return gated() ? 1.0f : 0.0f; }
   // The in_proj width: Mamba2's z|xBC|dt, or Gated DeltaNet's q|k|v|z|b|a.
   int64_t proj_width() const {
-    return gated_ ? layout_.conv_dim() + layout_.d_inner() + 2 * int64_t{layout_.n_heads} : layout_.proj_width();
+    return gated() ? layout_.conv_dim() + layout_.d_inner() + 2 * int64_t{layout_.n_heads} : layout_.proj_width();
   }
   bool has_ffn() const { return names_.ffn_norm != nullptr; }
   // The width of the dense SwiGLU after a mixer or attention: Granite's shared MLP, Jamba's MLP.
@@ -123,8 +125,7 @@ class StateSpaceModel final : public Model {
   SsmLayout layout_;
   Names names_;
   int n_attn_ = 0;
-  bool gated_ = false;  // Gated DeltaNet mixers and Qwen3-Next's attention (ModelConfig::ssm.gated_delta)
-  RopeConfig rope_;     // that attention's
+  RopeConfig rope_;  // Qwen3-Next's attention's (gated())
   DecoderEnds ends_;
   std::vector<Layer> layers_;
   int n_slots_ = 0;
@@ -274,7 +275,7 @@ Status StateSpaceModel::load_attention(WeightLoader& w, const std::string& p, La
   const int64_t h = config_.hidden_size, hd = config_.head_dim, q = int64_t{config_.n_heads} * hd;
   const int64_t kv = int64_t{config_.n_kv_heads} * hd;
   const std::string a = p + names_.attention;
-  if (gated_) {
+  if (gated()) {
     std::vector<std::string> names;
     std::vector<int64_t> rows;
     std::vector<Slice> slices;
@@ -318,7 +319,7 @@ Status StateSpaceModel::load_mlp(WeightLoader& w, const std::string& p, int l, L
       dense_linear_ += static_cast<double>(config_.n_experts * h);  // the router
       return Status::ok();
     }
-    const std::string f = p + (gated_ ? "mlp." : "feed_forward.");
+    const std::string f = p + (gated() ? "mlp." : "feed_forward.");
     BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, w.fused({f + "gate_proj.weight", f + "up_proj.weight"}, {width, width}, h));
     BRIGADE_ASSIGN_OR_RETURN(L.mlp_down, w.matrix(f + "down_proj.weight", h, width));
     dense_linear_ += static_cast<double>(3 * width * h);
@@ -388,7 +389,7 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
     BRIGADE_ASSIGN_OR_RETURN(L.norm, w.vector_f32({p + names_.mixer_norm}, {h}, {}, norm_offset()));
     if (L.kind == Kind::ssm && config_.ssm.mamba1()) {
       BRIGADE_RETURN_IF_ERROR(load_mixer1(ck, w, p, L));
-    } else if (L.kind == Kind::ssm && gated_) {
+    } else if (L.kind == Kind::ssm && gated()) {
       BRIGADE_RETURN_IF_ERROR(load_delta(ck, w, p, L));
     } else if (L.kind == Kind::ssm) {
       BRIGADE_RETURN_IF_ERROR(load_mixer(ck, w, p, L));
@@ -437,7 +438,7 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
     const QkvLayout q = config_.qkv_layout();
     BRIGADE_ASSIGN_OR_RETURN(qkv_, alloc_tensor(backend_, act, n, int64_t{q.n_heads + 2 * q.n_kv_heads} * q.head_dim));
     BRIGADE_ASSIGN_OR_RETURN(attn_, alloc_tensor(backend_, act, n, int64_t{q.n_heads} * q.head_dim));
-    if (gated_) {
+    if (gated()) {
       BRIGADE_ASSIGN_OR_RETURN(gate_, alloc_tensor(backend_, act, n, int64_t{q.n_heads} * q.head_dim));
     }
   }
@@ -630,7 +631,7 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
       b.matmul(up, L.down.tensor, L.down_bias.tensor, delta);
     } else if (L.kind == Kind::ssm && config_.ssm.mamba1()) {
       run_mixer1(L, n, seqs, normed, delta);
-    } else if (L.kind == Kind::ssm && gated_) {  // Gated DeltaNet: in_proj, the conv over q|k|v, the rule, out_proj
+    } else if (L.kind == Kind::ssm && gated()) {  // Gated DeltaNet: in_proj, the conv over q|k|v, the rule, out_proj
       const Tensor proj = proj_.tensor.rows(0, n), qkv = xbc_.tensor.rows(0, n), y = y_.tensor.rows(0, n);
       b.matmul(normed, L.in_proj.tensor, Tensor(), proj);
       b.ssm_conv(proj, 0, L.conv_w.tensor, Tensor(), seqs, L.conv_state.tensor, qkv);
@@ -649,13 +650,13 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
       const Tensor qkv = qkv_.tensor.rows(0, n), attn = attn_.tensor.rows(0, n);
       const KvLayer cache = kv.layer(L.kv_index);
       b.matmul(normed, L.qkv.tensor, Tensor(), qkv);
-      if (gated_) {  // q/k head norms, RoPE over part of each head
+      if (gated()) {  // q/k head norms, RoPE over part of each head
         b.qk_head_norm(qkv, qkv_layout, L.q_norm.tensor, L.k_norm.tensor, eps);
         b.rope(qkv, qkv_layout, ints_.positions(n), rope_);
       }
       b.write_kv(cache, qkv, qkv_layout, ints_.slots(n));
       b.attention(qkv, qkv_layout, cache, meta, config_.attn_scale, attn);
-      if (gated_) {  // the output gate: attn * sigmoid(the gate rows of q_proj)
+      if (gated()) {  // the output gate: attn * sigmoid(the gate rows of q_proj)
         const Tensor gate = gate_.tensor.rows(0, n);
         b.matmul(normed, L.q_gate.tensor, Tensor(), gate);
         b.sigmoid_mul(attn, gate);
