@@ -69,8 +69,8 @@ std::string format_model_info(const ModelInfo& m) {
   std::string s;
   s += "path:          " + m.path + "\n";
   s += "format:        " + m.format + "\n";
-  const char* whole = c.arch == "qwen3_5_text"       ? "Qwen3_5ForConditionalGeneration; served text-only"
-                      : c.arch == "qwen3_5_moe_text" ? "Qwen3_5MoeForConditionalGeneration; served text-only"
+  const char* whole = c.arch == "qwen3_5_text"       ? "Qwen3_5ForConditionalGeneration"
+                      : c.arch == "qwen3_5_moe_text" ? "Qwen3_5MoeForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen2_5_vl ? "Qwen2_5_VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen2_vl ? "Qwen2VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen3_vl ? "Qwen3VLForConditionalGeneration"

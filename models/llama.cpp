@@ -5,10 +5,7 @@
 
 #include "models/load_progress.h"
 #include "models/decoder_ends.h"
-#include "models/gemma3_vision.h"
-#include "models/image_feature_cache.h"
-#include "models/mrope.h"
-#include "models/qwen_vision.h"
+#include "models/image_inputs.h"
 #include "models/lora.h"
 #include "models/mtp_module.h"
 #include "models/moe_block.h"
@@ -89,7 +86,8 @@ std::string layer_name(int l, const char* suffix) { return "model.layers." + std
 class LlamaModel final : public Model {
  public:
   LlamaModel(const ModelConfig& config, Backend& backend, const LoadOptions& options)
-      : config_(config), backend_(backend), options_(options), comm_(options.communicator) {
+      : config_(config), backend_(backend), options_(options), comm_(options.communicator),
+        images_(backend, config_, options.max_batch_tokens) {
     if (comm_ != nullptr) {
       shard_.rank = comm_->rank();
       shard_.size = comm_->size();
@@ -108,8 +106,8 @@ class LlamaModel final : public Model {
   Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
   int n_mtp_layers() const override { return with_mtp_ ? 1 : 0; }
   Status forward_mtp(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
-  bool has_vision() const override { return vision_ != nullptr || qwen_vision_ != nullptr; }
-  VisionStats vision_stats() const override { return vision_stats_; }
+  bool has_vision() const override { return images_.loaded(); }
+  VisionStats vision_stats() const override { return images_.stats(); }
   int64_t n_params() const override { return n_params_; }
   int64_t weight_bytes() const override { return weight_bytes_; }
   StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const override;
@@ -125,24 +123,6 @@ class LlamaModel final : public Model {
  private:
   Status load_layer(WeightLoader& w, int l, DecoderLayer& layer);
   Status load_mtp(WeightLoader& w);
-  // Gemma 3's or the Qwen2-VL family's vision tower, where the backend runs it at tp 1 (else the
-  // model serves text).
-  Status load_vision(WeightLoader& w);
-  // M-RoPE (ModelConfig::mrope_section): a step with images or shifted sequences has its three
-  // planes of rotary positions uploaded (models/mrope.h) and rotates with rope_m_; false: the
-  // step's own positions and rope_ (every plane would equal them).
-  Status begin_mrope(const StepBatch& batch);
-  // The step's images encoded into the rows of their tokens in residual [n, hidden]: those whole
-  // in the step together, each one split over steps through feature_cache_.
-  Status put_images(const StepBatch& batch, const Tensor& residual);
-  Status put_split_image(const StepBatch& batch, const StepImage& im, const Tensor& residual, int64_t id_offset);
-  Status encode_images(std::span<const StepImage> images, const Tensor& out, std::span<const Tensor> deepstack);
-  // Qwen3-VL's DeepStack: after decoder layer l < n_deepstack(), each image row of the step gets
-  // tap l's features added (put_images collects them in deepstack_).
-  int n_deepstack() const { return qwen_vision_ != nullptr ? qwen_vision_->n_deepstack() : 0; }
-  void add_deepstack(int layer, const Tensor& residual);
-  // After the step's layers: forgets its DeepStack rows and drops the images it finished.
-  void end_images();
   int n_kv_layers() const { return config_.n_layers + n_mtp_layers(); }
   // Checks shared by forward and forward_mtp, the step's LoRA ids, uploads its ints.
   Expected<StepBounds> begin_step(const StepBatch& batch, const KvCache& kv, const Tensor& logits);
@@ -180,23 +160,10 @@ class LlamaModel final : public Model {
   StepInputs ints_;
   float embed_scale_ = 0.0f;  // ModelConfig::embed_scale rounded to the activation dtype, as transformers does
   std::unique_ptr<LoraSet> lora_;  // the served LoRA adapters; null when none
-  std::unique_ptr<Gemma3Vision> vision_;  // null: text only (Model::has_vision)
-  std::unique_ptr<QwenVision> qwen_vision_;  // the Qwen2-VL family's tower instead; null: none
-  RopeConfig rope_m_;                     // rope_ with ModelConfig::mrope_section as its sections
-  OwnedTensor mrope_pos_;                 // [3 * max_batch_tokens] i32: a step's planes (begin_mrope)
-  bool mrope_step_ = false;               // this step rotates by mrope_pos_ with rope_m_
-  OwnedTensor image_feats_;               // [max_batch_tokens, hidden] a step's image features
-  OwnedTensor image_rows_;                // [max_batch_tokens] i32 the rows they replace
-  ImageFeatureCache feature_cache_;       // the features of images split over steps
-  OwnedTensor deepstack_feats_;           // [n_deepstack * max_batch_tokens, hidden]: whole images' taps
-  struct DeepstackRows {
-    Tensor rows;                          // i32 step rows (in image_rows_)
-    std::vector<Tensor> features;         // per tap [rows, hidden]
-  };
-  std::vector<DeepstackRows> deepstack_;  // this step's (put_images .. end_images)
-  std::vector<ImageKey> finished_images_;  // split images whose last token this step holds
-  VisionStats vision_stats_;
-  int64_t vision_params_ = 0, vision_bytes_ = 0;  // the tower's part of n_params_ / weight_bytes_
+  // Gemma 3's or the Qwen2-VL family's vision tower, where the backend runs it at tp 1 (else the
+  // model serves text), and M-RoPE: a step with images or shifted sequences rotates by its three
+  // planes of positions (models/mrope.h), else by its own positions (every plane would equal them).
+  ImageInputs images_;
   int64_t n_params_ = 0;
   int64_t weight_bytes_ = 0;
   int64_t expert_params_ = 0;  // parameters of every expert of every sparse layer (in n_params_)
@@ -208,7 +175,7 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
   const double table = static_cast<double>(config_.vocab_size) * config_.hidden_size;
   // n_params counts the whole checkpoint on every rank; a rank's linear layers are 1/size of it.
   // The MTP module (forward_mtp) is not part of a forward step.
-  const double linear_params = static_cast<double>(n_params_ - mtp_params_ - vision_params_) - table -
+  const double linear_params = static_cast<double>(n_params_ - mtp_params_ - images_.params()) - table -
                                (config_.tie_embeddings ? 0.0 : table);
   // Sparse layers: a token runs k of the E experts (flops; a rank runs 1/size of that, by columns
   // or, with expert parallelism, on average by experts), and the step reads the experts its
@@ -227,20 +194,10 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
   }
   StepCost c;
   c.flops = 2.0 * dense_params * n + 2.0 * table * rows + 4.0 * shard_.qkv.n_heads * config_.head_dim * pairs;
-  c.bytes = static_cast<double>(weight_bytes_ - mtp_bytes_ - vision_bytes_) -
+  c.bytes = static_cast<double>(weight_bytes_ - mtp_bytes_ - images_.bytes()) -
             static_cast<double>(expert_bytes_) * (1.0 - touched) - ends_.loaded_bytes() +
             ends_.step_bytes(config_, n, rows > 0) + kv_bytes_per_token * (kv_read + n);
-  if (vision_ != nullptr && !b.images.empty()) {  // the tower reads its weights once per pass
-    c.flops += static_cast<double>(b.images.size()) * vision_->flops_per_image();
-    c.bytes += static_cast<double>(vision_bytes_);
-  }
-  // An image split over steps is encoded at its first step; the later ones take its features
-  // from the cache (unless it was dropped: then this undercounts).
-  if (qwen_vision_ != nullptr && std::any_of(b.images.begin(), b.images.end(), [](const StepImage& im) { return im.first == 0; })) {
-    for (const StepImage& im : b.images)
-      if (im.first == 0) c.flops += qwen_vision_->flops(im.grid_h, im.grid_w);
-    c.bytes += static_cast<double>(vision_bytes_);
-  }
+  images_.add_cost(b, c);
   return c;
 }
 
@@ -335,7 +292,7 @@ Status LlamaModel::load(const Checkpoint& ck) {
       [&](int l) { return load_layer(w, l, layers_.emplace_back()); }, [&] { return w.n_bytes(); }));
   BRIGADE_RETURN_IF_ERROR(ends_.load_head(w, c, shard_.rank == 0));  // only rank 0 computes logits
   if (options_.mtp) BRIGADE_RETURN_IF_ERROR(load_mtp(w));
-  if (c.vision.present() && backend_.supports_vision() && shard_.size == 1) BRIGADE_RETURN_IF_ERROR(load_vision(w));
+  if (c.vision.present() && backend_.supports_vision() && shard_.size == 1) BRIGADE_RETURN_IF_ERROR(images_.load(w));
   n_params_ = w.n_params();
   weight_bytes_ = w.n_bytes();
   rope_.style = c.rope_style;
@@ -343,9 +300,7 @@ Status LlamaModel::load(const Checkpoint& ck) {
   rope_.inv_freq = rope_inv_freq_scaled(c.rope_theta, c.rope_dims(), c.rope_scaling);
   rope_.attention_factor = rope_attention_factor(c.rope_scaling);
   rope_local_ = rope_;
-  rope_m_ = rope_;
-  rope_m_.sections = c.mrope_section;
-  rope_m_.interleaved = c.mrope_interleaved;
+  images_.set_text_rope(rope_);
   if (c.rope_local_theta > 0.0f) {
     rope_local_.inv_freq = rope_inv_freq(c.rope_local_theta, c.rope_dims());
     rope_local_.attention_factor = 1.0f;
@@ -369,131 +324,6 @@ Status LlamaModel::load_mtp(WeightLoader& w) {
   mtp_params_ = size.params, mtp_bytes_ = size.bytes;
   expert_params_ = expert_params, expert_bytes_ = expert_bytes;
   with_mtp_ = true;
-  return Status::ok();
-}
-
-Status LlamaModel::load_vision(WeightLoader& w) {
-  const int64_t params = w.n_params(), bytes = w.n_bytes();
-  if (config_.vision.dynamic()) {
-    qwen_vision_ = std::make_unique<QwenVision>();
-    BRIGADE_RETURN_IF_ERROR(qwen_vision_->load(w, backend_, config_.vision, config_.hidden_size));
-    BRIGADE_ASSIGN_OR_RETURN(mrope_pos_, alloc_tensor(backend_, DType::i32, 1, 3 * int64_t{options_.max_batch_tokens}));
-  } else {
-    vision_ = std::make_unique<Gemma3Vision>();
-    BRIGADE_RETURN_IF_ERROR(vision_->load(w, backend_, config_.vision, config_.hidden_size));
-  }
-  vision_params_ = w.n_params() - params, vision_bytes_ = w.n_bytes() - bytes;
-  const int64_t t = options_.max_batch_tokens;
-  BRIGADE_ASSIGN_OR_RETURN(image_feats_, alloc_tensor(backend_, backend_.activation_dtype(), t, config_.hidden_size));
-  BRIGADE_ASSIGN_OR_RETURN(image_rows_, alloc_tensor(backend_, DType::i32, 1, t));
-  // Room for two of the largest images or of the largest steps' worth of split images' features
-  // (an image in progress per prefilling sequence); beyond that a dropped image is encoded again.
-  if (qwen_vision_ != nullptr) {
-    const int n_ds = qwen_vision_->n_deepstack();
-    const int64_t most = QwenVision::kMaxPatches / (int64_t{config_.vision.merge} * config_.vision.merge);
-    feature_cache_.set_capacity(2 * (1 + n_ds) * std::max<int64_t>(t, most));
-    if (n_ds > 0) {
-      BRIGADE_ASSIGN_OR_RETURN(deepstack_feats_, alloc_tensor(backend_, backend_.activation_dtype(), n_ds * t, config_.hidden_size));
-    }
-  }
-  return Status::ok();
-}
-
-Status LlamaModel::encode_images(std::span<const StepImage> images, const Tensor& out, std::span<const Tensor> deepstack) {
-  if (qwen_vision_ != nullptr) BRIGADE_RETURN_IF_ERROR(qwen_vision_->encode(images, out, deepstack));
-  else BRIGADE_RETURN_IF_ERROR(vision_->encode(images, out));
-  vision_stats_.images_encoded += static_cast<int64_t>(images.size());
-  return Status::ok();
-}
-
-Status LlamaModel::put_images(const StepBatch& batch, const Tensor& residual) {
-  feature_cache_.begin_step();
-  const int n_ds = n_deepstack();
-  std::vector<StepImage> whole;
-  std::vector<int32_t> rows;
-  for (const StepImage& im : batch.images) {
-    const int t = config_.vision.image_tokens(im.grid_h, im.grid_w);
-    if (im.first != 0 || step_image_rows(batch, im, t) != t) continue;
-    whole.push_back(im);
-    for (int j = 0; j < t; ++j) rows.push_back(im.row + j);
-  }
-  const int64_t n = static_cast<int64_t>(rows.size());
-  if (n > 0) {
-    const Tensor feats = image_feats_.tensor.rows(0, n);
-    std::vector<Tensor> ds;  // tap k's features: rows [k * max_batch_tokens, + n) of deepstack_feats_
-    for (int k = 0; k < n_ds; ++k) ds.push_back(deepstack_feats_.tensor.rows(k * int64_t{options_.max_batch_tokens}, n));
-    BRIGADE_RETURN_IF_ERROR(encode_images(whole, feats, ds));
-    const Tensor row_ids(image_rows_.tensor.data, DType::i32, {n});
-    backend_.upload(row_ids, rows.data());
-    backend_.scatter_rows(residual, row_ids, feats);
-    if (n_ds > 0) deepstack_.push_back({row_ids, std::move(ds)});
-  }
-  // Each split image's row ids go after the whole ones' in image_rows_ (no step has more image
-  // rows than tokens).
-  int64_t id_offset = n;
-  for (const StepImage& im : batch.images) {
-    const int t = config_.vision.image_tokens(im.grid_h, im.grid_w);
-    const int k = step_image_rows(batch, im, t);
-    if (im.first == 0 && k == t) continue;
-    BRIGADE_RETURN_IF_ERROR(put_split_image(batch, im, residual, id_offset));
-    id_offset += k;
-  }
-  return Status::ok();
-}
-
-Status LlamaModel::put_split_image(const StepBatch& batch, const StepImage& im, const Tensor& residual, int64_t id_offset) {
-  const int t = config_.vision.image_tokens(im.grid_h, im.grid_w);
-  const int k = step_image_rows(batch, im, t);
-  const int n_ds = n_deepstack();
-  const ImageKey key = image_key(im);
-  // The entry: the image's features, rows [0, t), then each DeepStack tap's, rows [(1 + j) t, +t).
-  Tensor all;
-  if (const Tensor* cached = feature_cache_.find(key)) {
-    all = *cached;
-    ++vision_stats_.cache_hits;
-  } else {  // the image's first step, or its features were dropped: encode it whole
-    BRIGADE_ASSIGN_OR_RETURN(all, feature_cache_.insert(backend_, key, int64_t{t} * (1 + n_ds), config_.hidden_size,
-                                                        backend_.activation_dtype()));
-    StepImage image = im;
-    image.first = 0;
-    std::vector<Tensor> ds;
-    for (int j = 0; j < n_ds; ++j) ds.push_back(all.rows(int64_t{t} * (1 + j), t));
-    BRIGADE_RETURN_IF_ERROR(encode_images(std::span<const StepImage>(&image, 1), all.rows(0, t), ds));
-  }
-  std::vector<int32_t> rows(static_cast<size_t>(k));
-  for (int j = 0; j < k; ++j) rows[static_cast<size_t>(j)] = im.row + j;
-  const Tensor row_ids(image_rows_.tensor.as<int32_t>() + id_offset, DType::i32, {int64_t{k}});
-  backend_.upload(row_ids, rows.data());
-  backend_.scatter_rows(residual, row_ids, all.rows(im.first, k));
-  if (n_ds > 0) {
-    DeepstackRows d{row_ids, {}};
-    for (int j = 0; j < n_ds; ++j) d.features.push_back(all.rows(int64_t{t} * (1 + j) + im.first, k));
-    deepstack_.push_back(std::move(d));
-  }
-  if (im.first + k == t) finished_images_.push_back(key);  // dropped after the step (DeepStack reads it)
-  return Status::ok();
-}
-
-void LlamaModel::add_deepstack(int layer, const Tensor& residual) {
-  for (const DeepstackRows& d : deepstack_) backend_.scatter_add_rows(residual, d.rows, d.features[static_cast<size_t>(layer)]);
-}
-
-void LlamaModel::end_images() {
-  deepstack_.clear();
-  for (const ImageKey& key : finished_images_) feature_cache_.erase(key);
-  finished_images_.clear();
-}
-
-Status LlamaModel::begin_mrope(const StepBatch& batch) {
-  mrope_step_ = false;
-  if (config_.mrope_section.empty()) return Status::ok();
-  const bool shifted = std::any_of(batch.rope_delta.begin(), batch.rope_delta.end(), [](int32_t d) { return d != 0; });
-  if (batch.images.empty() && !shifted) return Status::ok();
-  if (qwen_vision_ == nullptr)  // only images shift the positions, and only a loaded tower takes them
-    return unsupported("this model's vision tower is not loaded here: a step with M-RoPE shifts is refused");
-  const std::vector<int32_t> planes = mrope_positions(batch, config_.vision.merge);
-  backend_.upload(Tensor(mrope_pos_.tensor.data, DType::i32, {static_cast<int64_t>(planes.size())}), planes.data());
-  mrope_step_ = true;
   return Status::ok();
 }
 
@@ -525,13 +355,13 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor qkv = scratch_.qkv.tensor.rows(0, n);
   const Tensor attn = scratch_.attn.tensor.rows(0, n);
-  const Tensor positions = mrope_step_ ? Tensor(mrope_pos_.tensor.data, DType::i32, {3 * int64_t{n}}) : ints_.positions(n);
+  const Tensor positions = images_.positions(ints_.positions(n), n);
   const Tensor slots = ints_.slots(n);
   layer.attn.qkv.matmul(backend_, normed, layer.attn.qkv_bias.tensor, qkv);
   if (lora_) lora_->apply(layer_index(layer), LoraProj::qkv, normed, qkv);
   if (!layer.attn.q_norm.tensor.empty())
     backend_.qk_head_norm(qkv, l, layer.attn.q_norm.tensor, layer.attn.k_norm.tensor, config_.rms_eps);
-  backend_.rope(qkv, l, positions, mrope_step_ ? rope_m_ : rope);
+  backend_.rope(qkv, l, positions, images_.rope(rope));
   backend_.write_kv(cache, qkv, l, slots);
   const float scale =
       config_.attn_scale > 0.0f ? config_.attn_scale : 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
@@ -589,9 +419,8 @@ Expected<StepBounds> LlamaModel::begin_step(const StepBatch& batch, const KvCach
   BRIGADE_ASSIGN_OR_RETURN(StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
   BRIGADE_RETURN_IF_ERROR(check_hidden_rows(batch, options_.max_batch_tokens, config_.hidden_size, backend_.activation_dtype()));
   BRIGADE_RETURN_IF_ERROR(lora_ ? lora_->begin_step(batch) : check_no_lora(batch));
-  BRIGADE_ASSIGN_OR_RETURN(const std::vector<int32_t> attend_until, check_step_images(batch, config_.vision, has_vision()));
+  BRIGADE_ASSIGN_OR_RETURN(const std::vector<int32_t> attend_until, images_.begin_step(batch));
   BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch, attend_until));
-  BRIGADE_RETURN_IF_ERROR(begin_mrope(batch));
   return bounds;
 }
 
@@ -608,8 +437,7 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   const float eps = config_.rms_eps;
   backend_.embedding(ends_.embed.tensor, ints_.tokens(batch), residual);
   if (config_.embed_scale > 0.0f) backend_.scale(residual, embed_scale_);  // the images' features are not scaled
-  end_images();
-  if (!batch.images.empty()) BRIGADE_RETURN_IF_ERROR(put_images(batch, residual));
+  BRIGADE_RETURN_IF_ERROR(images_.put(batch, residual));
   for (int l = 0; l < config_.n_layers; ++l) {
     const DecoderLayer& layer = layers_[static_cast<size_t>(l)];
     const bool local = config_.layer_window(l) > 0;
@@ -618,9 +446,9 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
     else backend_.add_rms_norm(residual, delta, layer.attn_norm.tensor, eps, normed);
     BRIGADE_RETURN_IF_ERROR(run_layer(layer, kv.layer(l), local ? sliding : full, local ? rope_local_ : rope_, n));
     // Qwen3-VL: the layer's output (residual + delta) plus the tap's features on the image rows.
-    if (l < n_deepstack()) add_deepstack(l, residual);
+    if (l < images_.n_deepstack()) images_.add_deepstack(l, residual);
   }
-  end_images();
+  images_.end_step();
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size()), h = static_cast<int64_t>(batch.hidden_rows.size());
   if (r == 0 && h == 0) return Status::ok();
   ends_.logits(backend_, config_, residual, delta, normed, scratch_.selected.tensor.rows(0, r), ints_.logit_rows(r), logits,

@@ -372,12 +372,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   if (is_nemotron_h(j)) return read_nemotron_h_config(j);
   if (is_mamba1(j)) return read_mamba1_config(j);
   if (is_jamba(j)) return read_jamba_config(j);
-  if (is_qwen3_5_multimodal(j)) {  // its language model, text only (models/state_space_config.h)
-    BRIGADE_ASSIGN_OR_RETURN(json text, qwen3_5_text_config(j));
-    BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
-    c.multimodal_text = true;
-    return c;
-  }
+  if (is_qwen3_5_multimodal(j)) return read_qwen3_5_multimodal(j);  // with M-RoPE and its tower (the same)
   if (is_gemma3_multimodal(j)) {  // its language model, text only (models/gemma_config.h)
     BRIGADE_ASSIGN_OR_RETURN(json text, gemma3_text_config(j));
     BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
@@ -391,11 +386,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
     BRIGADE_ASSIGN_OR_RETURN(json text, qwen_vl_text_config(j, &mrope, &interleaved));
     BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
     c.multimodal_text = true;
-    int sum = 0;
-    for (int s : mrope) sum += s;
-    if (mrope.size() != 3 || sum != c.rope_dims() / 2)
-      return invalid_argument("config.json: rope_scaling.mrope_section must be 3 sizes (temporal, height, width) summing "
-                              "to head_dim / 2 = " + std::to_string(c.rope_dims() / 2));
+    BRIGADE_RETURN_IF_ERROR(check_mrope_section(mrope, c.rope_dims(), "rope_scaling"));
     c.mrope_section = std::move(mrope);
     c.mrope_interleaved = interleaved;
     c.experts_transposed = is_qwen3_vl_moe(j);

@@ -101,6 +101,22 @@ Expected<json> qwen_vl_text_config(const json& j, std::vector<int>* mrope_sectio
   return text;
 }
 
+Status read_mrope(const json& text, std::vector<int>* mrope_section, bool* mrope_interleaved) {
+  json copy = text;
+  for (const char* key : {"rope_scaling", "rope_parameters"})
+    BRIGADE_RETURN_IF_ERROR(take_mrope(copy, key, mrope_section, mrope_interleaved));
+  return Status::ok();
+}
+
+Status check_mrope_section(const std::vector<int>& section, int rope_dims, const std::string& key) {
+  int sum = 0;
+  for (int s : section) sum += s;
+  if (section.size() != 3 || sum != rope_dims / 2)
+    return invalid_argument("config.json: " + key + ".mrope_section must be 3 sizes (temporal, height, width) summing "
+                            "to the rotary dims / 2 = " + std::to_string(rope_dims / 2));
+  return Status::ok();
+}
+
 std::map<std::string, RawTensor> qwen_vl_tensors(std::map<std::string, RawTensor> tensors) {
   std::map<std::string, RawTensor> out;
   for (auto& [name, t] : tensors) {

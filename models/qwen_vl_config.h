@@ -32,6 +32,15 @@ VisionKind qwen_vl_kind(const nlohmann::json& j);
 Expected<nlohmann::json> qwen_vl_text_config(const nlohmann::json& j, std::vector<int>* mrope_section,
                                              bool* mrope_interleaved);
 
+// A text config's M-RoPE: mrope_section and mrope_interleaved of its rope_scaling or
+// rope_parameters (the config left as it is; both untouched where it has none). corrupt when
+// malformed.
+Status read_mrope(const nlohmann::json& text, std::vector<int>* mrope_section, bool* mrope_interleaved);
+
+// invalid_argument unless section is 3 sizes (temporal, height, width) summing to rope_dims / 2;
+// `key` names where the config holds it.
+Status check_mrope_section(const std::vector<int>& section, int rope_dims, const std::string& key);
+
 // The tensors under the names the loaders read: transformers 5's model.language_model.* become
 // model.* and model.visual.* visual.*; the Hub's (model.*, visual.*, lm_head.*) stay; the patch
 // embedding's Conv3d weight becomes a matrix (flatten_qwen_patch_embed).

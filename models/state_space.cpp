@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "models/decoder_ends.h"
+#include "models/image_inputs.h"
 #include "models/moe_block.h"
 #include "models/rope_scaling.h"
 #include "models/step_check.h"
@@ -44,12 +45,13 @@ class StateSpaceModel final : public Model {
                : config.arch == "jamba"          ? kJambaNames
                : config.ssm.gated_delta          ? kQwenNextNames
                                                  : kBackboneNames),
-        n_attn_(config.n_attention_layers()) {
+        n_attn_(config.n_attention_layers()), images_(backend, config_, options.max_batch_tokens) {
     if (gated()) {  // Qwen3-Next's attention rotates the first rotary_dim dims of each head
       rope_.style = RopeStyle::neox;
       rope_.rotary_dim = config.rope_dims();
       rope_.inv_freq = rope_inv_freq_scaled(config.rope_theta, config.rope_dims(), config.rope_scaling);
       rope_.attention_factor = rope_attention_factor(config.rope_scaling);
+      images_.set_text_rope(rope_);
     }
   }
 
@@ -63,6 +65,8 @@ class StateSpaceModel final : public Model {
   Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
   int64_t n_params() const override { return n_params_; }
   int64_t weight_bytes() const override { return weight_bytes_; }
+  bool has_vision() const override { return images_.loaded(); }
+  VisionStats vision_stats() const override { return images_.stats(); }
   StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const override;
   int state_slots() const override { return n_slots_; }
   int64_t state_bytes_per_slot() const override { return recurrent_state_bytes(config_); }
@@ -126,6 +130,9 @@ class StateSpaceModel final : public Model {
   Names names_;
   int n_attn_ = 0;
   RopeConfig rope_;  // Qwen3-Next's attention's (gated())
+  // Qwen3.5's vision tower and its M-RoPE (ModelConfig::vision, mrope_section; a step's images
+  // go over their tokens' rows after the embedding).
+  ImageInputs images_;
   DecoderEnds ends_;
   std::vector<Layer> layers_;
   int n_slots_ = 0;
@@ -401,6 +408,7 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
     }
     if (has_ffn()) BRIGADE_RETURN_IF_ERROR(load_mlp(w, p, l, L));
   }
+  if (config_.vision.present() && backend_.supports_vision()) BRIGADE_RETURN_IF_ERROR(images_.load(w));
   n_params_ = w.n_params() + host_params_;
   weight_bytes_ = w.n_bytes() + host_bytes_;
   const int64_t n = options_.max_batch_tokens;
@@ -586,14 +594,14 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
   BRIGADE_ASSIGN_OR_RETURN(const StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
   BRIGADE_RETURN_IF_ERROR(check_hidden_rows(batch, options_.max_batch_tokens, config_.hidden_size,
                                             backend_.activation_dtype()));
-  if (!batch.images.empty()) return unsupported(config_.arch + " takes no images");
+  BRIGADE_ASSIGN_OR_RETURN(const std::vector<int32_t> attend_until, images_.begin_step(batch));
   for (int32_t id : batch.lora)
     if (id != 0) return unsupported(config_.arch + " runs no LoRA adapters");
   if (config_.recurrent()) {
     BRIGADE_RETURN_IF_ERROR(plan_states(batch));
     BRIGADE_RETURN_IF_ERROR(plan_snapshots(batch));
   }
-  BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch));
+  BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch, attend_until));
   const int n_seqs = batch.n_seqs();
   if (config_.recurrent()) {
     backend_.upload(Tensor(slots_.tensor.data, DType::i32, {n_seqs}), slots_host_.data());
@@ -619,6 +627,7 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
   b.embedding(ends_.embed.tensor, ints_.tokens(batch), residual);
   if (config_.embedding_multiplier > 0.0f && config_.embedding_multiplier != 1.0f)
     b.scale(residual, config_.embedding_multiplier);
+  BRIGADE_RETURN_IF_ERROR(images_.put(batch, residual));
   for (int l = 0; l < config_.n_layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];
     // The previous sublayer's output joins the residual in the same pass as this norm.
@@ -652,7 +661,7 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
       b.matmul(normed, L.qkv.tensor, Tensor(), qkv);
       if (gated()) {  // q/k head norms, RoPE over part of each head
         b.qk_head_norm(qkv, qkv_layout, L.q_norm.tensor, L.k_norm.tensor, eps);
-        b.rope(qkv, qkv_layout, ints_.positions(n), rope_);
+        b.rope(qkv, qkv_layout, images_.positions(ints_.positions(n), n), images_.rope(rope_));
       }
       b.write_kv(cache, qkv, qkv_layout, ints_.slots(n));
       b.attention(qkv, qkv_layout, cache, meta, config_.attn_scale, attn);
@@ -669,6 +678,7 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
     run_mlp(L, n, normed, delta);
     if (scale_residual) b.scale(delta, residual_scale);
   }
+  images_.end_step();
   for (int s = 0; s < n_seqs && config_.recurrent(); ++s) {
     const size_t slot = static_cast<size_t>(slots_host_[static_cast<size_t>(s)]);
     slot_next_[slot] = batch.ctx_len[static_cast<size_t>(s)];
@@ -694,7 +704,9 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
 // layers' K/V reads and writes and 4 * head_dim flops per head per (query, key) pair.
 StepCost StateSpaceModel::step_cost(const StepBatch& batch, double kv_bytes_per_token) const {
   const double n = batch.n_tokens(), h = config_.hidden_size;
-  const double per_param = static_cast<double>(weight_bytes_) / static_cast<double>(std::max<int64_t>(n_params_, 1));
+  // The tower's weights are read only in the steps that encode an image (ImageInputs::add_cost).
+  const double per_param = static_cast<double>(weight_bytes_ - images_.bytes()) /
+                           static_cast<double>(std::max<int64_t>(n_params_ - images_.params(), 1));
   const bool any_logits = !batch.logit_rows.empty();
   const double state = static_cast<double>(state_bytes_per_slot());
   const double n_ssm = static_cast<double>(std::count(config_.ssm_layers.begin(), config_.ssm_layers.end(), true));
@@ -714,6 +726,7 @@ StepCost StateSpaceModel::step_cost(const StepBatch& batch, double kv_bytes_per_
     c.flops += 4.0 * config_.head_dim * config_.n_heads * n_attn_ * work.pairs;
     c.bytes += (work.kv_read + n) * kv_bytes_per_token;
   }
+  images_.add_cost(batch, c);
   return c;
 }
 

@@ -14,6 +14,9 @@
 //     Backend::gated_delta with its gated RMSNorm, out_proj) or gated attention (q/k head norms,
 //     RoPE over part of each head, the output times sigmoid of q_proj's gate rows), then a
 //     SwiGLU or a MoE block with a sigmoid-gated shared expert, per layer; RMSNorms scale by 1 + w.
+//     Qwen3.5 as the Hub ships it (Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)
+//     takes images: Qwen3-VL's tower without DeepStack encodes them over their tokens' rows after
+//     the embedding, and the attention rotates by interleaved M-RoPE (models/image_inputs.h).
 //
 // The past of a sequence in a mixer is not in KV pages but in a recurrent state per layer (the
 // conv's last conv_kernel - 1 inputs and the scan's state), f32, kept in one of

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "models/config_json.h"
+#include "models/qwen_vl_config.h"
+#include "models/vision_config.h"
 
 namespace brigade {
 namespace {
@@ -426,6 +428,20 @@ Expected<json> qwen3_5_text_config(const json& j) {
   for (const char* key : {"tie_word_embeddings", "torch_dtype", "dtype"})  // the whole model's, unless the text's says
     if (!text.contains(key) && j.contains(key)) text[key] = j[key];
   return text;
+}
+
+Expected<ModelConfig> read_qwen3_5_multimodal(const json& j) {
+  BRIGADE_ASSIGN_OR_RETURN(const json text, qwen3_5_text_config(j));
+  BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
+  c.multimodal_text = true;
+  c.mrope_section = {11, 11, 10};
+  BRIGADE_RETURN_IF_ERROR(read_mrope(text, &c.mrope_section, &c.mrope_interleaved));
+  c.mrope_interleaved = true;
+  BRIGADE_RETURN_IF_ERROR(check_mrope_section(c.mrope_section, c.rope_dims(), "text_config.rope_parameters"));
+  json tower = j;  // Qwen3_5VisionModel runs no DeepStack taps, whatever the config lists
+  if (auto v = tower.find("vision_config"); v != tower.end() && v->is_object()) (*v)["deepstack_visual_indexes"] = json::array();
+  BRIGADE_ASSIGN_OR_RETURN(c.vision, read_qwen_vl_vision(tower, c.vocab_size, VisionKind::qwen3_vl));
+  return c;
 }
 
 Status read_gated_delta(const json& j, ModelConfig& c) {

@@ -88,9 +88,15 @@ bool is_qwen3_5_multimodal(const nlohmann::json& j);
 
 // Such a config's language model as a Qwen3_5ForCausalLM / Qwen3_5MoeForCausalLM config: its
 // text_config, with the whole model's tie_word_embeddings and dtype where the text's has none.
-// The engine serves it text-only (ModelConfig::multimodal_text; its tower and MTP module are not
-// loaded).
 Expected<nlohmann::json> qwen3_5_text_config(const nlohmann::json& j);
+
+// The whole config.json of such a checkpoint: the language model (qwen3_5_text_config) with its
+// interleaved M-RoPE (rope_parameters.mrope_section, [11, 11, 10] where absent, as transformers'
+// Qwen3_5TextRotaryEmbedding; interleaved whatever mrope_interleaved says, as transformers
+// always rotates it) and the vision tower: Qwen3-VL's without DeepStack (vision_config; any
+// deepstack_visual_indexes are ignored, as Qwen3_5VisionModel drops them). Its MTP module is
+// not loaded.
+Expected<ModelConfig> read_qwen3_5_multimodal(const nlohmann::json& j);
 
 // Their Gated DeltaNet layers, read after the Qwen decoder's fields (parse_hf_config): layer_types
 // (linear_attention, full_attention) or else full_attention_interval (4) into ssm_layers;

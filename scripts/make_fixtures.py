@@ -410,7 +410,7 @@ def randomize(model, seed):
     Stacked expert matrices [E, rows, fan_in] (transformers 5 keeps them fused) count as matrices."""
     import torch
     g = torch.Generator().manual_seed(seed)
-    zero_centred = model.config.model_type in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5")
+    zero_centred = model.config.model_type in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe")
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() >= 2:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes tests/fixtures/qwen3_vl/ and tests/fixtures/qwen3_vl_moe/: tiny random
-Qwen3VLForConditionalGeneration and Qwen3VLMoeForConditionalGeneration checkpoints and
+"""Writes tests/fixtures/qwen3_vl/ and tests/fixtures/qwen3_vl_moe/ (and the Qwen3.5 ones below):
+tiny random Qwen3VLForConditionalGeneration and Qwen3VLMoeForConditionalGeneration checkpoints and
 transformers' outputs on them, in the format of scripts/make_qwen_vl_fixtures.py (read its
 docstring), which the tower tests (tests/models/qwen_vision_test.cpp) and the language-model
 tests compare with.
@@ -26,8 +26,29 @@ the layouts apart).
 expected.json: as make_qwen_vl_fixtures.py's, plus per image `deepstack`: one [tokens, 64] list
 per tap (get_image_features' deepstack_features).
 
-Run: python3 scripts/make_qwen3_vl_fixtures.py (re-runs itself inside .brigade/fixtures-venv).
-CI never runs it: the fixtures are committed.
+tests/fixtures/qwen3_5_vl/ and tests/fixtures/qwen3_5_moe_vl/: the same for Qwen3.5
+(Qwen3_5ForConditionalGeneration) and Qwen3.5-MoE (Qwen3_5MoeForConditionalGeneration), which
+tests/models/qwen_vl_model_test.cpp and tests/actors/engine_vision_qwen_test.cpp read. config.json
+in the Hub's Qwen3.5 form: model_type qwen3_5 (qwen3_5_moe), text_config qwen3_5_text
+(qwen3_5_moe_text) with rope_parameters {rope_type, rope_theta, partial_rotary_factor,
+mrope_section, mrope_interleaved}, vision_config of model_type qwen3_5 (qwen3_5_moe), which
+transformers reads as qwen3_5_vision (qwen3_5_moe_vision). Text model: 4 layers, Gated DeltaNet
+(linear_attention) at layers 0 and 2 (2 key heads of 16 serving 4 value heads of 8, a 4-tap conv,
+in_proj_qkv / in_proj_z / in_proj_b / in_proj_a apart), gated full attention at layers 1 and 3 (4
+query and 2 KV heads of 32, q/k norms, the output gate in q_proj), zero-centred (1 + w) RMSNorms,
+interleaved M-RoPE over the first half of each head (partial_rotary_factor 0.5: 16 of 32 dims,
+sections [2, 3, 3] of its 8 frequencies), a SwiGLU of 96. Qwen3.5-MoE: every layer's MLP 4 experts
+of 24 (top 2 of a softmax, always renormalised) beside a sigmoid-gated shared expert of 32; the
+experts stored as save_pretrained writes them (and as tests/fixtures/qwen3_5_moe stores them): one
+tensor per expert, mlp.experts.{e}.gate_proj / up_proj [24, 64] and down_proj [64, 24]. Tower:
+Qwen3-VL's above without DeepStack (no taps, no deepstack_merger_list), so these expected.json
+images carry no `deepstack`. The processor file, images and prompts are the Qwen3-VL fixtures'.
+Besides the reload check (which also requires from_pretrained to report no missing, unexpected or
+mismatched weights), the script checks that the images and the M-RoPE positions matter: case 0's
+logits move with another image's pixels in the first image's place, and with plain 1D positions.
+
+Run: python3 scripts/make_qwen3_vl_fixtures.py [NAME...] (the named families, default all;
+re-runs itself inside .brigade/fixtures-venv). CI never runs it: the fixtures are committed.
 """
 import json
 import sys
@@ -67,9 +88,74 @@ MOE_CONFIG = {
     "vision_config": {**CONFIG["vision_config"], "model_type": "qwen3_vl_moe"},
 }
 
+QWEN3_5_CONFIG = {
+    "architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5", "image_token_id": IMAGE,
+    "video_token_id": q2.VIDEO, "vision_start_token_id": VISION_START, "vision_end_token_id": VISION_END,
+    "tie_word_embeddings": False,
+    "text_config": {
+        "attention_bias": False, "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2, "head_dim": 32,
+        "hidden_act": "silu", "hidden_size": 64, "initializer_range": 0.02, "intermediate_size": 96,
+        "layer_types": ["linear_attention", "full_attention", "linear_attention", "full_attention"],
+        "linear_conv_kernel_dim": 4, "linear_key_head_dim": 16, "linear_num_key_heads": 2,
+        "linear_num_value_heads": 4, "linear_value_head_dim": 8, "max_position_embeddings": 4096,
+        "model_type": "qwen3_5_text", "num_attention_heads": 4, "num_hidden_layers": 4, "num_key_value_heads": 2,
+        "rms_norm_eps": 1e-06,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                            "mrope_section": [2, 3, 3], "mrope_interleaved": True},
+        "tie_word_embeddings": False, "use_cache": True, "vocab_size": 320, "dtype": "float32"},
+    # Qwen3-VL's tower without DeepStack; the Hub's Qwen3.5 configs name its model_type qwen3_5.
+    "vision_config": {**{k: v for k, v in CONFIG["vision_config"].items() if k != "deepstack_visual_indexes"},
+                      "model_type": "qwen3_5"},
+}
+
+# Qwen3_5MoeTextConfig takes no intermediate_size (every layer is sparse).
+QWEN3_5_MOE_CONFIG = {
+    **QWEN3_5_CONFIG, "architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
+    "text_config": {**{k: v for k, v in QWEN3_5_CONFIG["text_config"].items() if k != "intermediate_size"},
+                    "model_type": "qwen3_5_moe_text", "num_experts": 4, "num_experts_per_tok": 2,
+                    "moe_intermediate_size": 24, "shared_expert_intermediate_size": 32},
+    "vision_config": {**QWEN3_5_CONFIG["vision_config"], "model_type": "qwen3_5_moe"},
+}
+
+
+def hub_layout(state):
+    """Qwen3-VL-MoE's fused experts as the Hub stores them: transposed."""
+    def one(key, v):
+        if key.endswith("mlp.experts.gate_up_proj") or key.endswith("mlp.experts.down_proj"):
+            return v.transpose(1, 2)
+        return v
+    return {k: one(k, v) for k, v in state.items()}
+
+
+def per_expert_layout(state):
+    """Qwen3.5-MoE's experts as save_pretrained writes them (transformers' qwen3_5_moe_text
+    conversion, reversed): the fused gate_up_proj [E, 2 I, hidden] (gate rows, then up) and
+    down_proj [E, hidden, I] as mlp.experts.{e}.gate_proj / up_proj / down_proj.weight."""
+    out = {}
+    for k, v in state.items():
+        if k.endswith("mlp.experts.gate_up_proj"):
+            pre, inter = k[:-len("gate_up_proj")], v.shape[1] // 2
+            for e in range(v.shape[0]):
+                out[f"{pre}{e}.gate_proj.weight"] = v[e, :inter]
+                out[f"{pre}{e}.up_proj.weight"] = v[e, inter:]
+        elif k.endswith("mlp.experts.down_proj"):
+            pre = k[:-len("down_proj")]
+            for e in range(v.shape[0]):
+                out[f"{pre}{e}.down_proj.weight"] = v[e]
+        else:
+            out[k] = v
+    return out
+
+
 FAMILIES = {
-    "qwen3_vl": dict(seed=5353, model_cls="Qwen3VLForConditionalGeneration", config=CONFIG),
-    "qwen3_vl_moe": dict(seed=5454, model_cls="Qwen3VLMoeForConditionalGeneration", config=MOE_CONFIG),
+    "qwen3_vl": dict(seed=5353, model_cls="Qwen3VLForConditionalGeneration", config=CONFIG,
+                     layout=hub_layout, deepstack=True),
+    "qwen3_vl_moe": dict(seed=5454, model_cls="Qwen3VLMoeForConditionalGeneration", config=MOE_CONFIG,
+                         layout=hub_layout, deepstack=True),
+    "qwen3_5_vl": dict(seed=5555, model_cls="Qwen3_5ForConditionalGeneration", config=QWEN3_5_CONFIG,
+                       layout=dict, deepstack=False),
+    "qwen3_5_moe_vl": dict(seed=5656, model_cls="Qwen3_5MoeForConditionalGeneration", config=QWEN3_5_MOE_CONFIG,
+                           layout=per_expert_layout, deepstack=False),
 }
 
 PROCESSOR = {
@@ -95,13 +181,6 @@ def preprocess(images_u8):
     return out
 
 
-def hub_layout(key, v):
-    """Qwen3-VL-MoE's fused experts as the Hub stores them: transposed."""
-    if key.endswith("mlp.experts.gate_up_proj") or key.endswith("mlp.experts.down_proj"):
-        return v.transpose(1, 2)
-    return v
-
-
 def build(out_dir, fam):
     import torch
     import transformers
@@ -123,7 +202,7 @@ def build(out_dir, fam):
         w = visual.patch_embed.proj.weight
         w.copy_(torch.randn(w.shape, generator=g) * w[0].numel() ** -0.5)
         visual.pos_embed.weight.copy_(0.5 * torch.randn(visual.pos_embed.weight.shape, generator=g))
-    state = {k: hub_layout(k, v).contiguous() for k, v in model.state_dict().items()}
+    state = {k: v.contiguous() for k, v in fam["layout"](model.state_dict()).items()}
     save_file(state, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
     return model
 
@@ -137,11 +216,38 @@ def tower_features(model, pixels):
     out = []
     for i, e in enumerate(each):
         assert torch.allclose(e.pooler_output[0], together.pooler_output[i], atol=1e-5)
-        deep = [d[0] for d in e.deepstack_features]
+        deep = [d[0] for d in getattr(e, "deepstack_features", None) or []]  # none in Qwen3.5
         for k, d in enumerate(deep):
             assert torch.allclose(d, together.deepstack_features[k][i], atol=1e-5)
         out.append((e.pooler_output[0], deep))
     return out
+
+
+def check_images_and_mrope_matter(model, ids, pv, want, seed):
+    """Case 0 (one image, GRIDS[0]): another random image's pixels in its place move the logits
+    after the image and leave those before it; so do plain 1D positions (arange, as for text)."""
+    import torch
+    thw = torch.tensor([[1, *GRIDS[0]]])
+    types = (ids == IMAGE).int()
+    first = int(types[0].argmax())  # the first image row; the rows before it read text only
+    other = preprocess([q2.random_images(seed + 3)[0]])[0]
+    assert not torch.equal(other, pv)
+    moved = model(input_ids=ids, pixel_values=other, image_grid_thw=thw, mm_token_type_ids=types).logits[0]
+    assert torch.allclose(moved[:first], want[:first], atol=1e-5), "the rows before the image cannot see it"
+    assert (moved - want).abs().max() > 1e-2, "the image's pixels should move the logits"
+    flat = torch.arange(ids.shape[1])[None]
+    plain = model(input_ids=ids, pixel_values=pv, image_grid_thw=thw, mm_token_type_ids=types,
+                  position_ids=flat).logits[0]
+    assert torch.allclose(plain[:first + 1], want[:first + 1], atol=1e-5), "M-RoPE is 1D up to the first image row"
+    assert (plain - want).abs().max() > 1e-2, "the M-RoPE positions should move the logits"
+
+
+def check_weights_load(out_dir, model_cls):
+    """from_pretrained on the written directory finds every weight and no other."""
+    import transformers
+    _, info = getattr(transformers, model_cls).from_pretrained(out_dir, attn_implementation="eager",
+                                                               output_loading_info=True)
+    assert not any(info.get(k) for k in ("missing_keys", "unexpected_keys", "mismatched_keys", "error_msgs")), info
 
 
 def make(NAME, fam):
@@ -159,23 +265,29 @@ def make(NAME, fam):
         ids = torch.tensor([cases[0]["prompt"]])
         want = model(input_ids=ids, pixel_values=pixels[0], image_grid_thw=torch.tensor([[1, *GRIDS[0]]]),
                      mm_token_type_ids=(ids == IMAGE).int()).logits[0]
-        # The DeepStack features matter: without them the logits move (so the tests can fail).
-        plain = model.model.language_model
-        saved = plain._deepstack_process
-        plain._deepstack_process = lambda h, m, e: h
-        without = model(input_ids=ids, pixel_values=pixels[0], image_grid_thw=torch.tensor([[1, *GRIDS[0]]]),
-                        mm_token_type_ids=(ids == IMAGE).int()).logits[0]
-        plain._deepstack_process = saved
-        assert (without - want).abs().max() > 1e-2, "DeepStack should move the logits"
+        if fam["deepstack"]:
+            # The DeepStack features matter: without them the logits move (so the tests can fail).
+            plain = model.model.language_model
+            saved = plain._deepstack_process
+            plain._deepstack_process = lambda h, m, e: h
+            without = model(input_ids=ids, pixel_values=pixels[0], image_grid_thw=torch.tensor([[1, *GRIDS[0]]]),
+                            mm_token_type_ids=(ids == IMAGE).int()).logits[0]
+            plain._deepstack_process = saved
+            assert (without - want).abs().max() > 1e-2, "DeepStack should move the logits"
+        else:
+            check_images_and_mrope_matter(model, ids, pixels[0], want, SEED)
     q2.check_reload(out_dir, MODEL_CLS, pixels, cases[0], want)
+    if not fam["deepstack"]:
+        check_weights_load(out_dir, MODEL_CLS)
     expected = {
         "generator": f"transformers {transformers.__version__}, torch {torch.__version__}, "
                      f"{MODEL_CLS}, fp32, eager attention, seed {SEED}",
-        "vocab_size": CONFIG["text_config"]["vocab_size"],
+        "vocab_size": fam["config"]["text_config"]["vocab_size"],
         "patch_size": PATCH, "merge": MERGE, "temporal_patch": TEMPORAL,
         "image_token": IMAGE, "vision_start": VISION_START, "vision_end": VISION_END,
         "images": [{"grid_thw": [1, h, w], "pixel_values": q2.rounded(pv.tolist(), 9),
-                    "features": q2.rounded(f.tolist()), "deepstack": [q2.rounded(d.tolist()) for d in deep]}
+                    "features": q2.rounded(f.tolist()),
+                    **({"deepstack": [q2.rounded(d.tolist()) for d in deep]} if fam["deepstack"] else {})}
                    for (h, w), pv, (f, deep) in zip(GRIDS, pixels, features)],
         "cases": cases,
     }
@@ -183,10 +295,15 @@ def make(NAME, fam):
 
 
 def main():
+    """python3 scripts/make_qwen3_vl_fixtures.py [NAME...]: the named families, or all of them."""
     ensure_venv(__file__)
+    names = sys.argv[1:] or list(FAMILIES)
+    unknown = [n for n in names if n not in FAMILIES]
+    if unknown:
+        sys.exit(f"unknown families {unknown}; known: {', '.join(FAMILIES)}")
     ensure_pillow()
-    for name, fam in FAMILIES.items():
-        make(name, fam)
+    for name in names:
+        make(name, FAMILIES[name])
 
 
 if __name__ == "__main__":

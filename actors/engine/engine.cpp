@@ -768,8 +768,9 @@ Status EngineImpl::start(const EngineOptions& options) {
     if (!configs[i].remote.empty()) continue;
     auto one = load_instance(options, configs[i], path, n_cpu_ranks, progress);
     if (!one) {
-      if (configs.size() == 1) return one.status();
-      return Status(one.status().code(), "instance '" + configs[i].name + "': " + one.status().message());
+      const std::string who = "instance '" + configs[i].name + "'";  // unless the message names it already
+      if (configs.size() == 1 || one.status().message().starts_with(who)) return one.status();
+      return Status(one.status().code(), who + ": " + one.status().message());
     }
     loaded[i] = std::move(*one);
     progress = false;

@@ -186,19 +186,21 @@ TEST(EngineStateSpace, PromptsWithACommonSystemPromptStartWhereTheyDiverge) {
   }
 }
 
-// Qwen3.5 as the Hub ships it is served text-only: a request with an image is refused saying so,
-// and the engine keeps serving.
-TEST(EngineStateSpace, Qwen35sTextOnlyLanguageModelRefusesImages) {
+// Qwen3.5 as the Hub ships it loads its vision tower (prompts with images:
+// engine_vision_qwen_test.cpp); an image without a grid is refused naming it, and the engine
+// keeps serving text.
+TEST(EngineStateSpace, Qwen35LoadsItsTowerAndRefusesABadImage) {
   auto engine = testing::create_engine(options("qwen3_5_mm"));
   ASSERT_TRUE(engine);
-  EXPECT_FALSE(engine->model().takes_images());
+  EXPECT_TRUE(engine->model().takes_images());
+  EXPECT_EQ(engine->model().image_merge, 2);
   const auto cases = testing::read_fixture_cases("qwen3_5_mm");
   GenerateOptions r = testing::greedy_ids(cases[0].prompt, 2);
   r.images = {ImagePixels{std::make_shared<const std::vector<float>>(3 * 16 * 16, 0.0f), 0, 0}};
   auto refused = engine->generate(r);
   ASSERT_FALSE(refused.has_value());
-  EXPECT_EQ(refused.status().code(), StatusCode::unsupported);
-  EXPECT_NE(refused.status().message().find("takes text only: no vision tower runs here (send no images)"), std::string::npos)
+  EXPECT_EQ(refused.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(refused.status().message().find("image 0 has a grid of 0 x 0 patches"), std::string::npos)
       << refused.status().to_string();
   auto ok = engine->generate(testing::greedy_ids(cases[0].prompt, 8));
   ASSERT_TRUE(ok.has_value()) << ok.status().to_string();

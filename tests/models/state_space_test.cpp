@@ -561,14 +561,19 @@ TEST(StateSpaceConfig, ReadsQwen3Next80BsShape) {
   EXPECT_EQ(recurrent_state_bytes(*c), int64_t{36} * (3 * 8192 + 32 * 128 * 128) * 4);
 }
 
-// Qwen3.5 as the Hub ships it: text_config read as Qwen3_5(Moe)ForCausalLM, served text-only.
+// Qwen3.5 as the Hub ships it: text_config read as Qwen3_5(Moe)ForCausalLM, with its M-RoPE
+// and vision tower (tests/models/qwen_vl_model_test.cpp runs it with images).
 TEST(StateSpaceConfig, ReadsQwen35sLanguageModel) {
   const auto j = nlohmann::json::parse(read_text_file(fixture_dir("qwen3_5_mm") + "/config.json").value());
   auto c = parse_hf_config(j.dump());
   ASSERT_TRUE(c.has_value()) << c.status().to_string();
   EXPECT_EQ(c->arch, "qwen3_5_text");
   EXPECT_TRUE(c->multimodal_text);
-  EXPECT_FALSE(c->vision.present());
+  EXPECT_TRUE(c->vision.present());
+  EXPECT_EQ(c->vision.kind, VisionKind::qwen3_vl);
+  EXPECT_EQ(c->vision.image_token, 250);
+  EXPECT_EQ(c->mrope_section, (std::vector<int>{2, 1, 1}));
+  EXPECT_TRUE(c->mrope_interleaved);
   EXPECT_EQ(c->n_experts, 0);
   auto moe = j;
   moe["architectures"] = {"Qwen3_5MoeForConditionalGeneration"};

@@ -1,5 +1,6 @@
 """Images through the real `openai` Python client: chat messages with image_url parts (data: URLs,
-as the client sends them) to `brigade serve` running a tiny Qwen2.5-VL (tests/fixtures/qwen2_5_vl)
+as the client sends them) to `brigade serve` running a tiny Qwen2.5-VL (tests/fixtures/qwen2_5_vl),
+then a tiny Qwen3.5 (tests/fixtures/qwen3_5_vl: a Gated DeltaNet hybrid with Qwen3-VL's tower), each
 with a synthetic byte-level tokenizer whose added tokens are Qwen's vision and chat markers and
 Qwen2-VL's real chat template. The image reaches the model: the prompt counts its tokens as
 Qwen2VLImageProcessor's smart_resize and the <|image_pad|> expansion make them, streaming works,
@@ -22,17 +23,17 @@ BIN = os.environ.get("BRIGADE_BIN", os.path.join(ROOT, "build", "tools", "brigad
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 MODEL = "qwen-vl"
 
-def make_model(tmp):
+def make_model(tmp, fixture):
     """The fixture's checkpoint and processor beside make-model's synthetic tokenizer of 300 ids,
     with Qwen's markers added as special tokens 300..305 and the chat template."""
     scratch = os.path.join(tmp, "scratch")
     subprocess.run([BIN, "make-model", "--arch", "qwen2", "--hidden", "64", "--layers", "1", "--heads", "4",
                     "--kv-heads", "2", "--intermediate", "96", "--vocab", "300", "--max-position", "4096",
                     "--dtype", "f32", "--out", scratch], check=True, stdout=subprocess.DEVNULL)
-    model = os.path.join(tmp, "qwen2_5_vl")
+    model = os.path.join(tmp, fixture)
     os.makedirs(model)
     for f in ("config.json", "model.safetensors", "preprocessor_config.json"):
-        shutil.copy(os.path.join(FIXTURES, "qwen2_5_vl", f), model)
+        shutil.copy(os.path.join(FIXTURES, fixture, f), model)
     with open(os.path.join(scratch, "tokenizer.json")) as f:
         tok = json.load(f)
     for i, t in enumerate(["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>", "<|im_start|>",
@@ -50,10 +51,10 @@ def make_model(tmp):
     return model
 
 
-@pytest.fixture(scope="module")
-def client():
+@pytest.fixture(scope="module", params=["qwen2_5_vl", "qwen3_5_vl"])
+def client(request):
     tmp = tempfile.TemporaryDirectory()
-    proc = subprocess.Popen([BIN, "serve", "--model", make_model(tmp.name), "--port", "0", "--threads", "1",
+    proc = subprocess.Popen([BIN, "serve", "--model", make_model(tmp.name, request.param), "--port", "0", "--threads", "1",
                              "--served-model-name", MODEL], stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     match = re.search(r"http://127\.0\.0\.1:(\d+)", line)

@@ -156,10 +156,11 @@ grep -q "^tied embed:    no$" "$dir/nemotron_bias.txt"
 falcon=$(cd "$(dirname "$0")/../fixtures/falcon_mamba" && pwd)
 "$bin" inspect "$falcon" >"$dir/falcon.txt"
 grep -q "^ssm:           Mamba1 mixers in 2 of 2 layers: 128 channels, state 16, conv of 3 taps, time-step rank 8, in/out_proj biases, dt/B/C RMS-normed (eps 1e-06); a 18.43 KB state per sequence (the prefix cache keeps snapshots)$" "$dir/falcon.txt"
-# Qwen3.5 as the Hub ships it (Qwen3_5ForConditionalGeneration): its language model, text-only.
+# Qwen3.5 as the Hub ships it (Qwen3_5ForConditionalGeneration): its language model and its tower.
 qwen35=$(cd "$(dirname "$0")/../fixtures/qwen3_5_mm" && pwd)
 "$bin" inspect "$qwen35" >"$dir/qwen35.txt"
-grep -q "^architecture:  qwen3_5_text (the language model of Qwen3_5ForConditionalGeneration; served text-only)$" "$dir/qwen35.txt"
+grep -q "^architecture:  qwen3_5_text (the language model of Qwen3_5ForConditionalGeneration)$" "$dir/qwen35.txt"
+grep -q "^vision:        Qwen3_5 ViT 1 layers, hidden 32, images of any size in 4-pixel patches, a token per 2x2 patches (image token 250; M-RoPE sections 2/1/1 interleaved; the CPU backend runs it at tp 1)$" "$dir/qwen35.txt"
 grep -q "^ssm:           Gated DeltaNet in 3 of 4 layers: 4 value heads of 8, 2 key heads of 16, conv of 4 taps; a 9.60 KB state per sequence (the prefix cache keeps snapshots); gated attention in the others$" "$dir/qwen35.txt"
 grep -q "^rope:          theta 10000, neox, rotary dims 8 of 32$" "$dir/qwen35.txt"
 expect_fixture_greedy "$qwen35" 2
