@@ -169,6 +169,9 @@ struct SsmLayout {
   int n_groups = 1;     // G (B and C are shared by H / G heads)
   int state_size = 0;   // N
   int conv_kernel = 4;  // taps of the causal convolution (its state keeps conv_kernel - 1 rows)
+  // Gated DeltaNet: value head h takes key head h % G (llama.cpp's GGUF order of Qwen3.5's value
+  // heads, tiled over the key heads) instead of h / (H / G) (the checkpoints' grouped order).
+  bool tiled_heads = false;
   int64_t d_inner() const { return int64_t{n_heads} * head_dim; }
   int64_t conv_dim() const { return d_inner() + 2 * int64_t{n_groups} * state_size; }
   int64_t proj_width() const { return d_inner() + conv_dim() + n_heads; }
@@ -486,9 +489,10 @@ class Backend {
   }
   // Gated DeltaNet (Qwen3-Next's and Qwen3.5's linear attention; models/state_space.h), with
   // SsmLayout read as H value heads of P channels, G key heads of N (each key head serving H / G
-  // consecutive value heads): qkv [n, conv_dim] is ssm_conv's output, per row the G query heads,
-  // the G key heads, then the H value heads; proj's columns from z_col hold per row z [H P], b [H]
-  // and a [H]. Per row and value head h (key head g = h / (H / G)), with q and k L2-normalised
+  // consecutive value heads, or every G-th one with tiled_heads): qkv [n, conv_dim] is ssm_conv's
+  // output, per row the G query heads, the G key heads, then the H value heads; proj's columns
+  // from z_col hold per row z [H P], b [H] and a [H]. Per row and value head h (key head
+  // g = h / (H / G), tiled h % G), with q and k L2-normalised
   // (x / sqrt(|x|^2 + 1e-6)) and q scaled by N^-1/2:
   //   decay = exp(p.a[h] softplus(a[h] + p.dt_bias[h])),  beta = sigmoid(b[h]),
   //   S = decay S,  S += (beta (v_h - S k_g)) k_g^T,  o_h = S q_g,

@@ -255,7 +255,7 @@ void gated_delta(const CpuContext& c, const Tensor& qkv, const Tensor& proj, int
     std::vector<float> q(static_cast<size_t>(nk)), k(static_cast<size_t>(nk));
     for (int64_t task = lo; task < hi; ++task) {
       const SeqRange& r = ranges[static_cast<size_t>(task / heads)];
-      const int64_t h = task % heads, g = h / per_key;
+      const int64_t h = task % heads, g = l.tiled_heads ? h % groups : h / per_key;
       float* st = st_all + (static_cast<int64_t>(r.slot) * heads + h) * pv * nk;
       if (r.fresh) std::fill(st, st + pv * nk, 0.0f);
       for (int64_t row = r.begin; row < r.end; ++row) {

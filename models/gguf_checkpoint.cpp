@@ -8,12 +8,14 @@
 #include "models/gguf_glm4moe.h"
 #include "models/gguf_gpt_oss.h"
 #include "models/gguf_moe.h"
+#include "models/gguf_qwen35.h"
 
 namespace brigade {
 namespace {
 
 constexpr const char* kSupportedArchs =
-    "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma2, gemma3, gpt-oss, glm4moe";
+    "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
+    "gpt-oss, glm4moe";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -49,16 +51,17 @@ Status read_rope_freqs(const GgufFile& g, const RawTensor& t, ModelConfig& c) {
 
 Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && !is_gguf_gemma(arch) &&
-      !is_gguf_moe(arch) && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch))
+      !is_gguf_moe(arch) && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) && !is_gguf_qwen35(arch))
     return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " + kSupportedArchs);
   c.arch = arch;
   const std::string a = arch + ".";
   // llama.cpp writes Mixtral as llama with experts (ffn_gate_exps ...); the other dense
   // architectures have no MoE form here.
   BRIGADE_ASSIGN_OR_RETURN(const bool experts, gguf_has_experts(g, arch));
-  if (experts && !is_gguf_moe(arch) && arch != "llama" && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch))
+  if (experts && !is_gguf_moe(arch) && arch != "llama" && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) &&
+      arch != "qwen35moe" && arch != "qwen3next")
     return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for qwen3moe, "
-                       "qwen2moe, gpt-oss, glm4moe and llama (Mixtral) only");
+                       "qwen2moe, qwen35moe, qwen3next, gpt-oss, glm4moe and llama (Mixtral) only");
   auto get = [&](const std::string& key, int& out) -> Status {
     BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int(a + key));
     if (v <= 0 || v > INT32_MAX) return corrupt(g.path() + ": metadata '" + a + key + "' is out of range");
@@ -68,19 +71,23 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(get("embedding_length", c.hidden_size));
   BRIGADE_RETURN_IF_ERROR(get("block_count", c.n_layers));
   BRIGADE_RETURN_IF_ERROR(get("attention.head_count", c.n_heads));
-  BRIGADE_RETURN_IF_ERROR(get("feed_forward_length", c.intermediate_size));
+  // Qwen3.5-MoE has no dense MLP width (its converter writes one only where config.json has it).
+  if (arch != "qwen35moe" || g.find(a + "feed_forward_length")) BRIGADE_RETURN_IF_ERROR(get("feed_forward_length", c.intermediate_size));
   BRIGADE_RETURN_IF_ERROR(get("context_length", c.max_position));
   c.n_kv_heads = c.n_heads;
   if (g.find(a + "attention.head_count_kv")) BRIGADE_RETURN_IF_ERROR(get("attention.head_count_kv", c.n_kv_heads));
   c.head_dim = c.hidden_size / c.n_heads;
   if (g.find(a + "attention.key_length")) BRIGADE_RETURN_IF_ERROR(get("attention.key_length", c.head_dim));
   // llama.cpp's converter records the rotary width; phi3 may rotate part of each head
-  // (Phi-4-mini) and glm4moe rotates half of each, the others rotate whole heads.
+  // (Phi-4-mini), glm4moe rotates half of each and Qwen3-Next / Qwen3.5 a quarter, the others
+  // rotate whole heads.
   BRIGADE_ASSIGN_OR_RETURN(int64_t n_rot, g.get_int_or(a + "rope.dimension_count", c.head_dim));
-  if ((arch == "phi3" || is_gguf_glm4moe(arch)) && n_rot > 0 && n_rot <= c.head_dim) c.rotary_dim = static_cast<int>(n_rot);
+  const bool partial = arch == "phi3" || is_gguf_glm4moe(arch) || is_gguf_qwen35(arch);
+  if (partial && n_rot > 0 && n_rot <= c.head_dim) c.rotary_dim = static_cast<int>(n_rot);
   else if (n_rot != c.head_dim)
     return unsupported(g.path() + ": " + a + "rope.dimension_count " + std::to_string(n_rot) + " differs from head_dim " +
-                       std::to_string(c.head_dim) + "; partial rotary embeddings are supported for phi3 and glm4moe only");
+                       std::to_string(c.head_dim) + "; partial rotary embeddings are supported for phi3, glm4moe, "
+                       "qwen3next, qwen35 and qwen35moe only");
   BRIGADE_ASSIGN_OR_RETURN(double eps, g.get_number_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
   BRIGADE_ASSIGN_OR_RETURN(double theta, g.get_number_or(a + "rope.freq_base", 10000.0));
   c.rms_eps = static_cast<float>(eps);
@@ -105,6 +112,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (is_gguf_gemma(arch)) BRIGADE_RETURN_IF_ERROR(read_gguf_gemma(g, arch, c));
   if (is_gguf_gpt_oss(arch)) return read_gguf_gpt_oss(g, c);
   if (is_gguf_glm4moe(arch)) return read_gguf_glm4moe(g, c);
+  if (is_gguf_qwen35(arch)) return read_gguf_qwen35(g, arch, c);
   if (is_gguf_moe(arch) || experts) BRIGADE_RETURN_IF_ERROR(read_gguf_moe(g, arch, c));
   return Status::ok();
 }
@@ -136,6 +144,8 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
     return "model.layers." + n.substr(4, dot - 4) + "." + oss;
   if (const std::string glm = is_gguf_glm4moe(arch) ? gguf_glm4moe_layer_name(suffix) : ""; !glm.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + glm;
+  if (const std::string q = is_gguf_qwen35(arch) ? gguf_qwen35_layer_name(suffix) : ""; !q.empty())
+    return "model.layers." + n.substr(4, dot - 4) + "." + q;
   if (const std::string moe = is_gguf_moe(arch) || arch == "llama" ? gguf_moe_layer_name(suffix) : ""; !moe.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + moe;
   // llama.cpp's converter writes phi3's gate_up_proj unsplit as ffn_up (ggml_swiglu splits it).
@@ -155,6 +165,8 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
     const bool rope_freqs = t.name == "rope_freqs.weight";
     const std::string name = rope_freqs ? t.name : gguf_to_hf_name(t.name, arch);
     if (name.empty()) continue;  // a tensor no supported layout uses
+    if (is_gguf_qwen35(arch) && t.name.starts_with("blk.") && std::stoll(t.name.substr(4)) >= c.n_layers)
+      continue;  // an MTP block (read_gguf_qwen35)
     RawTensor r;
     r.name = name;
     r.file = g.path();
@@ -169,6 +181,8 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
     // qwen2moe's shared-expert gate is a vector in the file (ffn_gate_inp_shexp [hidden]); the
     // checkpoint's a [1, hidden] matrix.
     if (name.ends_with(".shared_expert_gate.weight") && r.shape.size() == 1) r.shape.insert(r.shape.begin(), 1);
+    // ssm_conv1d [channels, conv_kernel]; the checkpoint's conv1d.weight [channels, 1, conv_kernel].
+    if (name.ends_with(".linear_attn.conv1d.weight") && r.shape.size() == 2) r.shape.insert(r.shape.begin() + 1, 1);
     if (!tensors.emplace(name, std::move(r)).second) return corrupt(g.path() + ": tensor '" + t.name + "' appears twice");
   }
   auto embed = tensors.find("model.embed_tokens.weight");
@@ -178,7 +192,8 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
   c.tie_embeddings = tensors.find("lm_head.weight") == tensors.end();
   // The float type of the weights (a default for the KV cache): the table's, f32 when quantized.
   c.dtype = embed->second.block_quantized() ? DType::f32 : embed->second.dtype;
-  if (c.n_experts > 0) BRIGADE_RETURN_IF_ERROR(check_gguf_moe_tensors(g, c));
+  if (is_gguf_qwen35(arch)) BRIGADE_RETURN_IF_ERROR(check_gguf_qwen35_tensors(g, c));
+  else if (c.n_experts > 0) BRIGADE_RETURN_IF_ERROR(check_gguf_moe_tensors(g, c));
   const Status v = c.validate();
   if (!v.is_ok()) return Status(v.code(), g.path() + ": " + v.message());
   return Status::ok();

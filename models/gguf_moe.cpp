@@ -24,6 +24,14 @@ Status read_gguf_expert_counts(const GgufFile& g, const std::string& a, ModelCon
   return Status::ok();
 }
 
+Status read_gguf_expert_weights_scale(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  BRIGADE_ASSIGN_OR_RETURN(double scale, g.get_number_or(a + "expert_weights_scale", 0.0));
+  if (!std::isfinite(scale) || scale < 0.0)
+    return corrupt(g.path() + ": metadata '" + a + "expert_weights_scale' must be a number >= 0");
+  c.routed_scaling_factor = scale == 0.0 ? 1.0f : static_cast<float>(scale);
+  return Status::ok();
+}
+
 namespace {
 
 std::string dims_string(const std::vector<int64_t>& dims) {  // outermost first, as RawTensor shapes
@@ -65,10 +73,7 @@ Status read_gguf_moe(const GgufFile& g, const std::string& gguf_arch, ModelConfi
       return unsupported(g.path() + ": metadata '" + a + shared + "' names shared experts, which " + gguf_arch +
                          " does not have (Qwen2-MoE's are in qwen2moe files)");
   }
-  BRIGADE_ASSIGN_OR_RETURN(double scale, g.get_number_or(a + "expert_weights_scale", 0.0));
-  if (!std::isfinite(scale) || scale < 0.0)
-    return corrupt(g.path() + ": metadata '" + a + "expert_weights_scale' must be a number >= 0");
-  c.routed_scaling_factor = scale == 0.0 ? 1.0f : static_cast<float>(scale);
+  BRIGADE_RETURN_IF_ERROR(read_gguf_expert_weights_scale(g, a, c));
   c.norm_topk_prob = !qwen2;  // llama.cpp's build_moe_ffn norm_w: false for qwen2moe
   c.decoder_sparse_step = 1;
   c.mlp_only_layers.clear();

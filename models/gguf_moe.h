@@ -50,6 +50,9 @@ Status read_gguf_count(const GgufFile& g, const std::string& key, int64_t fallba
 // {a}expert_count and {a}expert_used_count (a: "qwen3moe." ...), both required, the second at
 // most the first; corrupt naming the key otherwise.
 Status read_gguf_expert_counts(const GgufFile& g, const std::string& a, ModelConfig& c);
+// {a}expert_weights_scale into c.routed_scaling_factor: 1 when absent or 0 (llama.cpp's "no
+// scale"); corrupt naming the key when not a number >= 0.
+Status read_gguf_expert_weights_scale(const GgufFile& g, const std::string& a, ModelConfig& c);
 // Whether a file of gguf_arch has experts ({arch}.expert_count > 0): qwen3moe, or llama (Mixtral).
 Expected<bool> gguf_has_experts(const GgufFile& g, const std::string& gguf_arch);
 

@@ -134,7 +134,8 @@ std::string format_model_info(const ModelInfo& m) {
          std::to_string(std::count(c.ssm_layers.begin(), c.ssm_layers.end(), true)) + " of " +
          std::to_string(c.n_layers) + " layers: " + std::to_string(l.n_heads) + " value heads of " +
          std::to_string(l.head_dim) + ", " + std::to_string(l.n_groups) + " key heads of " +
-         std::to_string(l.state_size) + ", conv of " + std::to_string(l.conv_kernel) + " taps; a " +
+         std::to_string(l.state_size) + (l.tiled_heads && l.n_groups < l.n_heads ? " (value heads tiled, as llama.cpp orders them)" : "") +
+         ", conv of " + std::to_string(l.conv_kernel) + " taps; a " +
          human(static_cast<double>(recurrent_state_bytes(c)), "B") +
          " state per sequence (the prefix cache keeps snapshots); gated attention in the others\n";
   } else if (c.recurrent()) {  // models/state_space.h: a state per sequence instead of K/V pages

@@ -79,6 +79,9 @@ class StateSpaceModel final : public Model {
     // The mixer (Kind::ssm).
     OwnedTensor in_proj, in_bias, conv_w, conv_b, a, d, dt_bias, gated_norm, out_proj, out_bias;
     OwnedTensor conv_state, ssm_state;  // [slots, kernel - 1, conv channels], [slots, H, P, N] f32
+    // Gated DeltaNet's input projection q|k|v|z|b|a: its parts' block types kept as stored (a
+    // GGUF's attn_qkv Q4_K beside ssm_alpha F32) in row groups of one type each.
+    LinearWeight delta_in;
     // Mamba1's: x_proj's dt, B and C rows as three matrices, dt_proj (+ bias); a is [D, N] there.
     OwnedTensor x_dt, x_b, x_c, dt_proj, dt_bias1;
     OwnedTensor dt_norm, b_norm, c_norm;  // Jamba's weights of those norms (FalconMamba's have none)
@@ -111,8 +114,8 @@ class StateSpaceModel final : public Model {
   bool granite() const { return config_.arch == "granitemoehybrid"; }
   // Gated DeltaNet mixers and Qwen3-Next's attention (Qwen3-Next, Qwen3.5).
   bool gated() const { return config_.ssm.gated_delta; }
-  // Qwen3-Next's zero-centred RMSNorms scale by 1 + w.
-  float norm_offset() const { return gated() ? 1.0f : 0.0f; }
+  // Qwen3-Next's zero-centred RMSNorms scale by 1 + w (a GGUF file holds 1 + w already).
+  float norm_offset() const { return gated() && !gguf_ ? 1.0f : 0.0f; }
   // The in_proj width: Mamba2's z|xBC|dt, or Gated DeltaNet's q|k|v|z|b|a.
   int64_t proj_width() const {
     return gated() ? layout_.conv_dim() + layout_.d_inner() + 2 * int64_t{layout_.n_heads} : layout_.proj_width();
@@ -129,6 +132,7 @@ class StateSpaceModel final : public Model {
   SsmLayout layout_;
   Names names_;
   int n_attn_ = 0;
+  bool gguf_ = false;  // llama.cpp's file (models/gguf_qwen35.h): ssm_a holds A, the norms 1 + w
   RopeConfig rope_;  // Qwen3-Next's attention's (gated())
   // Qwen3.5's vision tower and its M-RoPE (ModelConfig::vision, mrope_section; a step's images
   // go over their tokens' rows after the embedding).
@@ -241,33 +245,45 @@ Status StateSpaceModel::load_delta(const Checkpoint& ck, WeightLoader& w, const 
   const int64_t h = config_.hidden_size, heads = layout_.n_heads, pv = layout_.head_dim, g = layout_.n_groups;
   const int64_t nk = layout_.state_size, k = layout_.conv_kernel, ch = layout_.conv_dim(), vd = layout_.d_inner();
   const std::string m = p + names_.mixer;
+  const int64_t per = heads / g, ba = 2 * heads;
+  std::vector<std::string> names;
+  std::vector<int64_t> rows;
+  std::vector<Slice> slices;
+  // Rows [offset, offset + size) of every period-row block of `name` [total rows], in turn.
+  const auto part = [&](const std::string& name, int64_t total, int64_t period, int64_t offset, int64_t size) {
+    for (int64_t i = 0; i < g; ++i) {
+      names.push_back(name);
+      rows.push_back(total);
+      slices.push_back({i * period + offset, size});
+    }
+  };
   if (w.has(m + "in_proj_qkvz.weight")) {
-    const int64_t per = heads / g, group = 2 * nk + 2 * per * pv, qkvz = g * group, ba = 2 * heads;
-    std::vector<std::string> names;
-    std::vector<int64_t> rows;
-    std::vector<Slice> slices;
-    const auto part = [&](const std::string& name, int64_t total, int64_t period, int64_t offset, int64_t size) {
-      for (int64_t i = 0; i < g; ++i) {
-        names.push_back(name);
-        rows.push_back(total);
-        slices.push_back({i * period + offset, size});
-      }
-    };
+    const int64_t group = 2 * nk + 2 * per * pv, qkvz = g * group;
     part(m + "in_proj_qkvz.weight", qkvz, group, 0, nk);                  // q
     part(m + "in_proj_qkvz.weight", qkvz, group, nk, nk);                 // k
     part(m + "in_proj_qkvz.weight", qkvz, group, 2 * nk, per * pv);       // v
     part(m + "in_proj_qkvz.weight", qkvz, group, 2 * nk + per * pv, per * pv);  // z
     part(m + "in_proj_ba.weight", ba, 2 * per, 0, per);                   // b
     part(m + "in_proj_ba.weight", ba, 2 * per, per, per);                 // a
-    BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.fused(names, rows, h, slices));
+    BRIGADE_ASSIGN_OR_RETURN(L.delta_in, w.fused_linear(names, rows, h, slices));
+  } else if (w.has(m + "in_proj_ba.weight")) {  // Qwen3-Next's GGUF: q|k|v and z apart, b and a as in_proj_ba
+    names = {m + "in_proj_qkv.weight", m + "in_proj_z.weight"};
+    rows = {ch, vd};
+    slices = {Slice{}, Slice{}};
+    part(m + "in_proj_ba.weight", ba, 2 * per, 0, per);  // b
+    part(m + "in_proj_ba.weight", ba, 2 * per, per, per);  // a
+    BRIGADE_ASSIGN_OR_RETURN(L.delta_in, w.fused_linear(names, rows, h, slices));
   } else {
-    BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.fused({m + "in_proj_qkv.weight", m + "in_proj_z.weight", m + "in_proj_b.weight",
+    BRIGADE_ASSIGN_OR_RETURN(L.delta_in, w.fused_linear({m + "in_proj_qkv.weight", m + "in_proj_z.weight", m + "in_proj_b.weight",
                                                  m + "in_proj_a.weight"},
                                                 {ch, vd, heads, heads}, h));
   }
   BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.matrix(m + "out_proj.weight", h, vd));
   BRIGADE_ASSIGN_OR_RETURN(L.conv_w, host_vector(ck, m + "conv1d.weight", {ch, 1, k}, [](float v, int64_t) { return v; }));
-  BRIGADE_ASSIGN_OR_RETURN(L.a, host_vector(ck, m + "A_log", {heads}, [](float v, int64_t) { return -std::exp(v); }));
+  const bool a_stored = gguf_;  // ssm_a: -exp(A_log) already
+  BRIGADE_ASSIGN_OR_RETURN(L.a, host_vector(ck, m + "A_log", {heads}, [a_stored](float v, int64_t) {
+                             return a_stored ? v : -std::exp(v);
+                           }));
   BRIGADE_ASSIGN_OR_RETURN(L.dt_bias, w.vector_f32({m + "dt_bias"}, {heads}));
   BRIGADE_ASSIGN_OR_RETURN(L.gated_norm, w.vector_f32({m + "norm.weight"}, {pv}));
   BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * ch));
@@ -296,8 +312,8 @@ Status StateSpaceModel::load_attention(WeightLoader& w, const std::string& p, La
     slices.insert(slices.end(), {Slice{}, Slice{}});
     BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.fused(names, rows, h, slices));
     BRIGADE_ASSIGN_OR_RETURN(L.q_gate, w.row_blocks(a + "q_proj.weight", 2 * q, h, 2 * hd, {hd, hd}));
-    BRIGADE_ASSIGN_OR_RETURN(L.q_norm, w.vector_f32({a + "q_norm.weight"}, {hd}, {}, 1.0f));
-    BRIGADE_ASSIGN_OR_RETURN(L.k_norm, w.vector_f32({a + "k_norm.weight"}, {hd}, {}, 1.0f));
+    BRIGADE_ASSIGN_OR_RETURN(L.q_norm, w.vector_f32({a + "q_norm.weight"}, {hd}, {}, norm_offset()));
+    BRIGADE_ASSIGN_OR_RETURN(L.k_norm, w.vector_f32({a + "k_norm.weight"}, {hd}, {}, norm_offset()));
     dense_linear_ += static_cast<double>(q * h);
   } else {
     BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.fused({a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}, {q, kv, kv}, h));
@@ -367,6 +383,7 @@ Status StateSpaceModel::load_mlp_block(WeightLoader& w, const std::string& p, La
 }
 
 Status StateSpaceModel::load(const Checkpoint& ck) {
+  gguf_ = ck.format() == "gguf";
   WeightLoader w(ck, backend_, options_.weight_dtype);
   const int64_t h = config_.hidden_size;
   const std::string pre = names_.prefix;
@@ -642,7 +659,7 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
       run_mixer1(L, n, seqs, normed, delta);
     } else if (L.kind == Kind::ssm && gated()) {  // Gated DeltaNet: in_proj, the conv over q|k|v, the rule, out_proj
       const Tensor proj = proj_.tensor.rows(0, n), qkv = xbc_.tensor.rows(0, n), y = y_.tensor.rows(0, n);
-      b.matmul(normed, L.in_proj.tensor, Tensor(), proj);
+      L.delta_in.matmul(b, normed, Tensor(), proj);
       b.ssm_conv(proj, 0, L.conv_w.tensor, Tensor(), seqs, L.conv_state.tensor, qkv);
       const SsmParams params{L.a.tensor, Tensor(), L.dt_bias.tensor, 0.0f, 0.0f, L.gated_norm.tensor, eps};
       b.gated_delta(qkv, proj, layout_.conv_dim(), layout_, params, seqs, L.ssm_state.tensor, y);

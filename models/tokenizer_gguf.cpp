@@ -16,6 +16,9 @@ constexpr const char* kLlama3Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Qwen3.5's (llama.cpp's QWEN35): qwen2's, its letters taking their combining marks along.
+constexpr const char* kQwen35Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 // o200k (GPT-4o; gpt-oss's o200k_harmony) as its tokenizer.json writes it: words split at case
 // changes, marks kept with their letters, contractions case-insensitive, '/' kept with a run of
 // punctuation's line ends.
@@ -153,12 +156,13 @@ Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string&
   if (name == "gpt-2") return std::vector<std::string>{kGpt2Pattern};
   if (name == "llama-bpe" || name == "llama3") return std::vector<std::string>{kLlama3Pattern};
   if (name == "qwen2") return std::vector<std::string>{kQwen2Pattern};
+  if (name == "qwen35") return std::vector<std::string>{kQwen35Pattern};
   if (name == "deepseek-llm") return kDeepseekLlmPatterns;
   if (name == "gpt-4o" || name == "llama4") return std::vector<std::string>{kGpt4oPattern};  // as llama.cpp maps them
   // GLM-4 / 4.5 / 5 (llama.cpp's CHATGLM4: Llama 3's pattern, its case-insensitive contractions
   // spelled as classes; glm4 and glm5 also take whole-word tokens before merges).
   if (name == "chatglm-bpe" || name == "glm4" || name == "glm5") return std::vector<std::string>{kLlama3Pattern};
-  return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, llama-bpe, qwen2, deepseek-llm, "
+  return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, llama-bpe, qwen2, qwen35, deepseek-llm, "
                      "gpt-4o, llama4, chatglm-bpe, glm4, glm5");
 }
 

@@ -49,16 +49,20 @@ TESTDATA = ROOT.parent / "shared" / "testdata" / "tokenizers"
 PATTERNS = {
     "llama3": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
     "qwen2": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    # Qwen3.5's tokenizer.json (llama.cpp's QWEN35 pre-tokenizer): qwen2's, letters taking their
+    # combining marks (\p{M}) along.
+    "qwen35": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
 }
 # Special tokens as the real vocabularies name them (added after training, like the originals).
 SPECIALS = {
     "llama3": ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"],
     "qwen2": ["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+    "qwen35": ["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
 }
 # Llama 3's tokenizer.json sets model.ignore_merges (a word that is a whole vocabulary entry is
 # that token, whatever the merges would make of it); Qwen2's does not. llama.cpp does the same
 # for the llama-bpe pre-tokenizer.
-IGNORE_MERGES = {"llama3": True, "qwen2": False}
+IGNORE_MERGES = {"llama3": True, "qwen2": False, "qwen35": False}
 VOCAB_SIZE = 700
 
 # The training corpus: sentences in several scripts with numbers, contractions, code and emoji,
@@ -115,6 +119,13 @@ TRICKY = [
 ]
 
 
+# Combining marks, where qwen35's split differs from qwen2's (its fixture's cases only).
+MARKS = [
+    "cafe\u0301 nai\u0308ve", "e\u0301\u0301", " \u0301x", "x \u0301", "\u0301", "Zalgo z\u0335\u0321a\u0337l\u0336g\u0338o",
+    "नमस्ते दुनिया", "ภาษาไทย ที่นี่", "tiếng Việt", "Ａ\u20dd", "a\u0301\u20e3b", "'s\u0301", "x'\u0301ll",
+]
+
+
 def llama_cpp_inputs():
     """The inputs of llama.cpp's tokenizer tests (ggml-vocab-*.gguf.inp), when testdata is here."""
     texts = []
@@ -151,7 +162,8 @@ def write(family):
     tok.save(str(out_dir / "tokenizer.json"))
     byte_decoder = {c: b for b, c in enumerate(bytes_to_unicode())}
     cases = []
-    for text in TRICKY + [t for t in llama_cpp_inputs() if t not in TRICKY]:
+    texts = TRICKY + (MARKS if family == "qwen35" else [])
+    for text in texts + [t for t in llama_cpp_inputs() if t not in texts]:
         ids = tok.encode(text, add_special_tokens=False).ids
         # The pieces as UTF-8 text: ByteLevel maps each byte to a printable character; map back.
         pieces = [bytes(byte_decoder[c] for c in p).decode("utf-8")
@@ -350,6 +362,10 @@ def main():
         subcommands[sys.argv[1]]()
         return
     ensure_venv(__file__)
+    if sys.argv[1:] and all(f in PATTERNS for f in sys.argv[1:]):  # just those families
+        for family in sys.argv[1:]:
+            write(family)
+        return
     for family in PATTERNS:
         write(family)
     write_post_processors()

@@ -14,6 +14,7 @@
 #include "core/in_process_communicator.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/membw.h"
+#include "models/checkpoint.h"
 #include "models/mapped_file.h"
 #include "models/model_config.h"
 #include "models/qwen_vision.h"
@@ -172,10 +173,14 @@ Expected<std::shared_ptr<ExecutorResources>> load_rank(const ExecutorConfig& exe
   return res;
 }
 
-// The ModelConfig of a checkpoint directory's config.json, read before the load sizes it (an
-// encoder's step, a recurrent model's state slots); nullopt for other paths (a GGUF, a llama2.c
-// file) or a config the load itself will refuse.
+// The ModelConfig of a checkpoint directory's config.json or a GGUF file's header, read before
+// the load sizes it (an encoder's step, a recurrent model's state slots); nullopt for other paths
+// (a llama2.c file) or a config the load itself will refuse.
 std::optional<ModelConfig> directory_config(const std::string& path) {
+  if (path.ends_with(".gguf")) {  // its header and tensor index (the load maps the file again)
+    auto ck = Checkpoint::open(path);
+    return ck ? std::optional<ModelConfig>((*ck)->config()) : std::nullopt;
+  }
   std::error_code ec;
   const auto config = std::filesystem::path(path) / "config.json";
   if (!std::filesystem::is_regular_file(config, ec)) return std::nullopt;

@@ -15,8 +15,13 @@
 namespace brigade {
 namespace {
 
+// A fixture's checkpoint: its directory, or the GGUF file in it (gguf_*).
+std::string model_path(const std::string& fixture) {
+  return testing::fixture_dir(fixture) + (fixture.starts_with("gguf_") ? "/model.gguf" : "");
+}
+
 EngineOptions options(const std::string& fixture, int max_running = 8) {
-  EngineOptions o = testing::test_engine_options(testing::fixture_dir(fixture), 1);
+  EngineOptions o = testing::test_engine_options(model_path(fixture), 1);
   auto& inst = o.topology.instances.front();
   inst.kv.memory_mb = 1;
   inst.kv.page_size = 8;
@@ -28,7 +33,7 @@ EngineOptions options(const std::string& fixture, int max_running = 8) {
 TEST(EngineStateSpace, GreedyTokensMatchTransformers) {
   for (const char* fixture :
        {"mamba2", "mamba2_bias", "granite_hybrid", "granite_hybrid_dense", "nemotron_h", "mamba1", "falcon_mamba", "jamba",
-        "qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_mm"}) {
+        "qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_mm", "gguf_qwen35", "gguf_qwen35moe", "gguf_qwen3next"}) {
     SCOPED_TRACE(fixture);
     auto engine = testing::create_engine(options(fixture));
     ASSERT_TRUE(engine);
@@ -59,7 +64,8 @@ TEST(EngineStateSpace, GreedyTokensMatchTransformers) {
 // 0: every prompt computed whole): the same tokens; with them, the later turns start from the
 // snapshot their earlier turn's decode left.
 TEST(EngineStateSpace, CachedStatesGiveTheTokensOfAFullRecompute) {
-  for (const char* fixture : {"mamba2", "granite_hybrid", "nemotron_h", "mamba1", "jamba", "qwen3_next", "qwen3_5_moe"}) {
+  for (const char* fixture :
+       {"mamba2", "granite_hybrid", "nemotron_h", "mamba1", "jamba", "qwen3_next", "qwen3_5_moe", "gguf_qwen35"}) {
     SCOPED_TRACE(fixture);
     const auto cases = testing::read_fixture_cases(fixture);
     EngineOptions off = options(fixture);

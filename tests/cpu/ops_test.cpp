@@ -511,9 +511,10 @@ TEST(CpuSsmDiagRows, EveryLevelFollowsDoubleWithinAFewUlps) {
 // Gated DeltaNet (Backend::gated_delta) against the rule in double, as transformers'
 // torch_recurrent_gated_delta_rule states it (S [N, P] per value head, kept [P, N] by the op):
 // a fresh sequence, one continuing the state in its slot with a snapshot after its second row,
-// at every SIMD level; the results do not depend on the thread count.
-TEST(CpuGatedDelta, FollowsTheRuleInDoubleAtEveryLevel) {
-  const SsmLayout l{.n_heads = 4, .head_dim = 8, .n_groups = 2, .state_size = 16, .conv_kernel = 4};
+// at every SIMD level; the results do not depend on the thread count. tiled: value head h reads
+// key head h % G (SsmLayout::tiled_heads, llama.cpp's GGUF order), else h / (H / G).
+void expect_gated_delta_follows_the_rule(bool tiled) {
+  const SsmLayout l{.n_heads = 4, .head_dim = 8, .n_groups = 2, .state_size = 16, .conv_kernel = 4, .tiled_heads = tiled};
   const int64_t H = l.n_heads, P = l.head_dim, G = l.n_groups, N = l.state_size, ch = l.conv_dim();
   const int64_t n = 8, z_col = ch, width = ch + H * P + 2 * H, slots = 3;
   const std::vector<int32_t> q_start = {0, 5, 8}, seq_slots = {1, 2}, fresh = {1, 0}, save_rows = {0, 2},
@@ -532,7 +533,7 @@ TEST(CpuGatedDelta, FollowsTheRuleInDoubleAtEveryLevel) {
   for (size_t i = 0; i < state0.size(); ++i) want_state[i] = state0[i];
   for (int s = 0; s < 2; ++s) {
     for (int64_t h = 0; h < H; ++h) {
-      const int64_t g = h / (H / G);
+      const int64_t g = tiled ? h % G : h / (H / G);
       double S[16][8];
       double* st = want_state.data() + (seq_slots[static_cast<size_t>(s)] * H + h) * P * N;
       for (int64_t i = 0; i < N; ++i)
@@ -612,6 +613,9 @@ TEST(CpuGatedDelta, FollowsTheRuleInDoubleAtEveryLevel) {
     }
   }
 }
+
+TEST(CpuGatedDelta, FollowsTheRuleInDoubleAtEveryLevel) { expect_gated_delta_follows_the_rule(false); }
+TEST(CpuGatedDelta, TiledHeadsFollowTheRuleInDouble) { expect_gated_delta_follows_the_rule(true); }
 
 }  // namespace
 }  // namespace brigade

@@ -1,4 +1,4 @@
-// Llama 3 and Qwen2 pre-tokenizers against Hugging Face `tokenizers` (Rust, Oniguruma regexes):
+// Llama 3, Qwen2 and Qwen3.5 pre-tokenizers against Hugging Face `tokenizers` (Rust, Oniguruma regexes):
 // tests/fixtures/tokenizers/<family>/ holds a small byte-level BPE whose pre_tokenizer is the
 // family's real one (Split regex + ByteLevel), and vectors.json the reference library's pieces,
 // ids and decoded text for tricky inputs (scripts/make_tokenizer_fixtures.py wrote both).
@@ -9,6 +9,7 @@
 #include "models/mapped_file.h"
 #include "models/pretokenizer.h"
 #include "models/tokenizer.h"
+#include "models/tokenizer_gguf.h"
 #include "model_test_util.h"
 
 namespace brigade {
@@ -65,7 +66,18 @@ TEST_P(HfPreTokenizer, EncodesAndDecodesEveryTextExactly) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, HfPreTokenizer, ::testing::Values("llama3", "qwen2"));
+INSTANTIATE_TEST_SUITE_P(Families, HfPreTokenizer, ::testing::Values("llama3", "qwen2", "qwen35"));
+
+// A GGUF vocabulary's pre-tokenizer name (llama.cpp's qwen2, qwen35) splits with its family's
+// tokenizer.json pattern, which the cases above hold to Hugging Face's splits.
+TEST(HfPreTokenizerGguf, QwenNamesAreTheirFamilysPattern) {
+  for (const std::string family : {"qwen2", "qwen35"}) {
+    const json vectors = read_json(kDir + family + "/vectors.json");
+    auto patterns = gguf_pretokenizer_patterns(family);
+    ASSERT_TRUE(patterns.has_value()) << patterns.status().to_string();
+    EXPECT_EQ(*patterns, std::vector<std::string>{vectors["pattern"].get<std::string>()}) << family;
+  }
+}
 
 // add_bos adds what Hugging Face's add_special_tokens=True adds under the tokenizer.json
 // post-processor (tokenizers/post_processor/: Llama 3's BOS first inside a Sequence, and

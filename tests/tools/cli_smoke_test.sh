@@ -164,6 +164,13 @@ grep -q "^vision:        Qwen3_5 ViT 1 layers, hidden 32, images of any size in 
 grep -q "^ssm:           Gated DeltaNet in 3 of 4 layers: 4 value heads of 8, 2 key heads of 16, conv of 4 taps; a 9.60 KB state per sequence (the prefix cache keeps snapshots); gated attention in the others$" "$dir/qwen35.txt"
 grep -q "^rope:          theta 10000, neox, rotary dims 8 of 32$" "$dir/qwen35.txt"
 expect_fixture_greedy "$qwen35" 2
+# The same model as llama.cpp's converter writes it (tests/fixtures/gguf_qwen35,
+# scripts/make_gguf_qwen35_fixtures.py): its value heads in the converter's tiled order.
+gguf35=$(cd "$(dirname "$0")/../fixtures/gguf_qwen35" && pwd)
+"$bin" inspect "$gguf35/model.gguf" >"$dir/gguf35.txt"
+grep -q "^architecture:  qwen3_5_text$" "$dir/gguf35.txt"
+grep -q "^ssm:           Gated DeltaNet in 3 of 4 layers: 4 value heads of 8, 2 key heads of 16 (value heads tiled, as llama.cpp orders them), conv of 4 taps" "$dir/gguf35.txt"
+expect_gguf_greedy "$gguf35" greedy
 "$bin" make-model --arch mamba2 --out "$dir/mamba_m" --hidden 64 --layers 2 --heads 8 --head-dim 16 --ssm-groups 2 \
   --ssm-state 16 --vocab 300 --dtype f32 >/dev/null
 "$bin" --log-level info generate --model "$dir/mamba_m" --prompt "Once upon a time" --max-tokens 8 --threads 1 \
