@@ -137,13 +137,16 @@ struct MoeRouting {
 // clamped SwiGLU. With swiglu_limit > 0, per intermediate column, g and u the gate and up values
 // (biases added):
 //   g' = min(g, limit),  u' = clamp(u, -limit, limit),  act = (u' + 1) * g' * sigmoid(alpha * g')
-// else act = silu(g) * u.
+// else act = silu(g) * u. relu2: Nemotron 3's experts have no gate: gate_up holds only each
+// expert's I up rows ([E * I, d]) and act = max(u, 0)^2 (no biases; implemented where
+// supports_relu2_experts is).
 struct MoeExpertMlp {
   Tensor gate_up_bias;  // [E * 2I] f32, expert e's I gate biases then its I up biases (as gate_up's rows), or empty
   Tensor down_bias;     // [E * d] f32, or empty (added to each expert's output before its routing weight)
   float swiglu_limit = 0.0f;
   float swiglu_alpha = 1.0f;
-  bool plain() const { return gate_up_bias.empty() && down_bias.empty() && swiglu_limit <= 0.0f; }
+  bool relu2 = false;
+  bool plain() const { return gate_up_bias.empty() && down_bias.empty() && swiglu_limit <= 0.0f && !relu2; }
 };
 
 // MLA (DeepSeek multi-head latent attention) shapes: H query heads; each KV cache row (one per
@@ -413,6 +416,8 @@ class Backend {
   // each; everything else as moe_experts (mlp.gate_up_bias keeps its [E * 2I] layout). Where
   // supports_split_experts() is false, a model whose experts are stored so refuses to load.
   virtual bool supports_split_experts() const { return false; }
+  // Whether moe_experts runs MoeExpertMlp::relu2 experts (Nemotron 3's).
+  virtual bool supports_relu2_experts() const { return false; }
   virtual void moe_experts_split(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& down,
                                  const Tensor& ids, const Tensor& weights, const MoeExpertMlp& mlp,
                                  const Tensor& workspace, const Tensor& out) {

@@ -181,6 +181,10 @@ struct ExpertWeights {
 // its expert's gate and up biases (gb, ub: null without them).
 void activate(const CpuContext& c, const MoeExpertMlp& mlp, const float* gate, const float* up, const float* gb,
               const float* ub, float* act, int64_t inter) {
+  if (mlp.relu2) {  // Nemotron 3: no gate
+    for (int64_t i = 0; i < inter; ++i) act[i] = up[i] > 0.0f ? up[i] * up[i] : 0.0f;
+    return;
+  }
   if (mlp.swiglu_limit <= 0.0f && gb == nullptr) {
     c.kernels->silu_mul(gate, up, act, inter);
     return;
@@ -206,9 +210,11 @@ void run_experts(const CpuContext& c, const Tensor& x, const ExpertWeights& ew, 
   const int64_t k = n > 0 ? ids.numel() / n : 0, pairs = n * k;
   BRIGADE_CHECK(x.dtype == DType::f32 && out.dtype == DType::f32 && out.numel() == n * d,
                 "moe_experts: x and out [n, d] f32");
-  const int64_t per_expert = fused ? 2 * inter : inter;
+  BRIGADE_CHECK(!mlp.relu2 || (fused && mlp.gate_up_bias.empty() && mlp.down_bias.empty() && mlp.swiglu_limit <= 0.0f),
+                "moe_experts: relu2 experts hold their up rows in gate_up, without biases or a clamp");
+  const int64_t per_expert = fused && !mlp.relu2 ? 2 * inter : inter;
   BRIGADE_CHECK(inter > 0 && first.row_numel() == d && first.dim(0) % per_expert == 0,
-                "moe_experts: gate_up [E * 2I, d] (or gate and up [E * I, d]), down [E * d, I]");
+                "moe_experts: gate_up [E * 2I, d] (relu2: [E * I, d]; or gate and up [E * I, d]), down [E * d, I]");
   const int64_t n_experts = first.dim(0) / per_expert;
   BRIGADE_CHECK(fused || (ew.up.row_numel() == d && ew.up.dim(0) == n_experts * inter),
                 "moe_experts_split: gate and up [E * I, d]");
@@ -244,12 +250,12 @@ void run_experts(const CpuContext& c, const Tensor& x, const ExpertWeights& ew, 
     for (int64_t p = b; p < e; ++p)
       if (slot_of[static_cast<size_t>(p)] >= 0) std::copy_n(xp + (p / k) * d, d, w.xs + slot_of[static_cast<size_t>(p)] * d);
   });
-  // Pair s's gate values at gate + s * stride, its up values at up + s * stride.
+  // Pair s's gate values at gate + s * stride, its up values at up + s * stride (relu2: up only).
   float* gate = w.gate_up;
-  float* up = fused ? w.gate_up + inter : w.gate_up + pairs * inter;
-  const int64_t stride = fused ? 2 * inter : inter;
+  float* up = mlp.relu2 ? w.gate_up : fused ? w.gate_up + inter : w.gate_up + pairs * inter;
+  const int64_t stride = fused && !mlp.relu2 ? 2 * inter : inter;
   std::vector<ExpertProjection> first_ps;
-  if (fused) first_ps = {{ew.gate_up, 2 * inter, w.gate_up}};
+  if (fused) first_ps = {{ew.gate_up, per_expert, w.gate_up}};
   else first_ps = {{ew.gate, inter, gate}, {ew.up, inter, up}};
   const ExpertProjection down{ew.down, d, w.ys};
   // Experts with fewer rows than matmul's GEMM path takes (kQuantGemmMinRows for block-quantized

@@ -425,6 +425,7 @@ class CudaBackendImpl final : public CudaBackend {
                       (mlp.down_bias.empty() ||
                        (mlp.down_bias.dtype == DType::f32 && mlp.down_bias.numel() == n_experts * d)),
                   "moe_experts: gate_up_bias [E * 2I] and down_bias [E * d] f32");
+    BRIGADE_CHECK(!mlp.relu2, "moe_experts: relu2 experts run on the CPU backend (supports_relu2_experts)");
     gpu::ExpertMlpArgs m;
     m.gate_up_bias = mlp.gate_up_bias.empty() ? nullptr : mlp.gate_up_bias.as<const float>();
     m.down_bias = mlp.down_bias.empty() ? nullptr : mlp.down_bias.as<const float>();

@@ -153,9 +153,18 @@ std::string format_model_info(const ModelInfo& m) {
   if (!c.mlp_layers.empty()) {  // Nemotron-H: a block of one kind per layer
     std::string pattern;
     for (int l = 0; l < c.n_layers; ++l)
-      pattern += c.ssm_layers[static_cast<size_t>(l)] ? 'M' : c.mlp_layers[static_cast<size_t>(l)] ? '-' : '*';
+      pattern += c.ssm_layers[static_cast<size_t>(l)]   ? 'M'
+                 : c.is_moe_layer(l)                    ? 'E'
+                 : c.mlp_layers[static_cast<size_t>(l)] ? '-'
+                                                        : '*';
+    const std::string moe = c.relu2_experts ? ", E " + std::to_string(c.n_experts_per_tok) + " of " +
+                                                  std::to_string(c.n_experts) + " relu2 experts of " +
+                                                  std::to_string(c.moe_intermediate_size) + " (sigmoid routing, " +
+                                                  std::to_string(c.n_group) + " groups) and a shared one of " +
+                                                  std::to_string(c.shared_width())
+                                            : "";
     s += "blocks:        " + pattern + " (M Mamba2 mixer, * attention, - relu2 MLP of " +
-         std::to_string(c.intermediate_size) + (c.mlp_bias ? " with biases" : "") + ")\n";
+         std::to_string(c.intermediate_size) + (c.mlp_bias ? " with biases" : "") + moe + ")\n";
   }
   if (c.nope && c.n_attention_layers() > 0) s += "rope:          none (attention layers without positions)\n";
   if (c.arch == "granitemoehybrid") {  // Granite 4.0-H's scalings

@@ -116,6 +116,7 @@ struct ModelConfig {
   MoeScoring moe_scoring = MoeScoring::softmax;
   MoeGroupScore moe_group_score = MoeGroupScore::none;
   bool moe_score_bias = false;       // e_score_correction_bias (V3) shifts the selection
+  bool relu2_experts = false;        // Nemotron 3: experts and shared expert up_proj, relu2, down_proj (no gate)
   float routed_scaling_factor = 1.0f;
   float attn_scale = 0.0f;           // softmax scale: MLA's incl. yarn's mscale, Gemma's query_pre_attn_scalar^-0.5;
                                      // 0 = 1/sqrt(head_dim)
@@ -156,8 +157,9 @@ struct ModelConfig {
   // in place of K/V pages (the scheduler then caches no prefix: a state holds the whole past).
   SsmConfig ssm;
   std::vector<bool> ssm_layers;
-  // Hybrids whose MLPs are layers of their own (Nemotron-H's "-" blocks): layer l is one where
-  // mlp_layers[l] (empty: none); the layers neither ssm nor mlp are attention. mlp_bias: their
+  // Hybrids whose MLPs are layers of their own (Nemotron-H's "-" blocks, and Nemotron 3's "E"
+  // MoE blocks, which is_moe_layer tells apart): layer l is one where mlp_layers[l] (empty:
+  // none); the layers neither ssm nor mlp are attention. mlp_bias: their
   // up/down projections carry biases. nope: the attention layers have no positions (no RoPE:
   // Granite 4.0-H, Nemotron-H).
   std::vector<bool> mlp_layers;

@@ -249,6 +249,7 @@ void run_moe_block(Backend& backend, const ModelConfig& c, const MoeShard& shard
   mlp.down_bias = block.down_bias.tensor;
   mlp.swiglu_limit = c.swiglu_limit;
   mlp.swiglu_alpha = c.swiglu_alpha;
+  mlp.relu2 = c.relu2_experts;
   if (block.gate_up.tensor.empty())
     backend.moe_experts_split(normed, block.gate.tensor, block.up.tensor, block.down.tensor, ids, weights, mlp,
                               s.workspace.tensor, delta);
@@ -269,6 +270,14 @@ void run_moe_block(Backend& backend, const ModelConfig& c, const MoeShard& shard
     backend.moe_route(g_logits, one, g_ids, g_weights);
     backend.moe_experts(normed, block.shared_gate_up.tensor, block.shared_down.tensor, g_ids, g_weights, MoeExpertMlp{},
                         s.gate_workspace.tensor, out);
+    backend.add(delta, out);
+    return;
+  }
+  if (c.relu2_experts) {  // NemotronHMoE: experts(x) + shared_experts(x), relu2 MLPs (shared_gate_up holds up_proj)
+    const Tensor act = s.shared_act.tensor.rows(0, n);
+    backend.matmul(normed, block.shared_gate_up.tensor, Tensor(), act);
+    backend.relu_squared(act);
+    backend.matmul(act, block.shared_down.tensor, Tensor(), out);
     backend.add(delta, out);
     return;
   }

@@ -48,13 +48,15 @@ struct MoeBlock {
   OwnedTensor router;   // [E, hidden] (mlp.gate.weight; gpt-oss: mlp.router.weight)
   OwnedTensor router_bias;  // [E] f32 added to the router logits (gpt-oss: mlp.router.bias), or empty
   OwnedTensor bias;     // [E] f32 (mlp.gate.e_score_correction_bias, DeepSeek-V3), or empty
-  OwnedTensor gate_up;  // [E * 2I, hidden]: per expert its gate rows, then its up rows; or empty, and
+  OwnedTensor gate_up;  // [E * 2I, hidden]: per expert its gate rows, then its up rows (relu2 experts: its
+                        // up rows alone, [E * I, hidden]); or empty, and
   OwnedTensor gate;     // [E * I, hidden] and
   OwnedTensor up;       // [E * I, hidden]: GGUF's experts, each in its stored type (Backend::moe_experts_split)
   OwnedTensor down;     // [E * hidden, I]: per expert its down_proj
   OwnedTensor gate_up_bias;  // [E * 2I] f32 per held expert its gate then up biases (gpt-oss), or empty
   OwnedTensor down_bias;     // [E * hidden] f32 (gpt-oss; empty on ranks but 0 when the experts are cut by columns)
-  OwnedTensor shared_gate_up;  // [2 Is, hidden] (mlp.shared_experts; qwen2_moe mlp.shared_expert), Is =
+  OwnedTensor shared_gate_up;  // [2 Is, hidden] (mlp.shared_experts; qwen2_moe mlp.shared_expert; Nemotron 3's
+                               // relu2 shared expert: its up_proj [Is, hidden]), Is =
                                // ModelConfig::shared_width(); or empty
   OwnedTensor shared_down;     // [hidden, Is]
   OwnedTensor shared_gate;     // [1, hidden] (qwen2_moe mlp.shared_expert_gate), or empty

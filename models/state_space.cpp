@@ -72,7 +72,7 @@ class StateSpaceModel final : public Model {
   int64_t state_bytes_per_slot() const override { return recurrent_state_bytes(config_); }
 
  private:
-  enum class Kind : uint8_t { ssm, attention, mlp };
+  enum class Kind : uint8_t { ssm, attention, mlp, moe };
   struct Layer {
     Kind kind = Kind::ssm;
     OwnedTensor norm;  // before the mixer, attention or MLP block
@@ -94,7 +94,8 @@ class StateSpaceModel final : public Model {
     // a Jamba expert layer's).
     OwnedTensor ffn_norm, mlp_gate_up, mlp_down;
     MoeBlock moe;
-    // Nemotron-H's MLP block (Kind::mlp): up_proj, relu2, down_proj (biases with mlp_bias).
+    // Nemotron-H's MLP block (Kind::mlp): up_proj, relu2, down_proj (biases with mlp_bias); Nemotron
+    // 3's MoE block (Kind::moe) is `moe` alone.
     OwnedTensor up, up_bias, down, down_bias;
   };
   // A vector of `shape` (numel n) read as f32 through f (element, index), uploaded.
@@ -108,6 +109,7 @@ class StateSpaceModel final : public Model {
   Status load_attention(WeightLoader& w, const std::string& p, Layer& L);
   Status load_mlp(WeightLoader& w, const std::string& p, int l, Layer& L);
   Status load_mlp_block(WeightLoader& w, const std::string& p, Layer& L);
+  Status load_nemotron_moe(WeightLoader& w, const std::string& p, Layer& L);
   // Checks the step's state slots and decides which sequences start afresh (fresh_).
   Status plan_states(const StepBatch& batch);
   Status plan_snapshots(const StepBatch& batch);
@@ -382,6 +384,39 @@ Status StateSpaceModel::load_mlp_block(WeightLoader& w, const std::string& p, La
   return Status::ok();
 }
 
+// Nemotron 3's MoE block under mixer. (NemotronHMoE): the router gate.weight [E, hidden] with its
+// selection bias gate.e_score_correction_bias [E], the experts' up_proj [I, hidden] and down_proj
+// [hidden, I] (the Hub's experts.{e}.*, or transformers 5's stacked experts.up_proj [E, I, hidden]
+// and experts.down_proj [E, hidden, I]), the shared expert's shared_experts.up_proj / down_proj.
+// The router and the shared expert stay float under weights: q8_0 / q4_0 / q4_1, as
+// load_moe_block (models/moe_block.h) keeps them.
+Status StateSpaceModel::load_nemotron_moe(WeightLoader& w, const std::string& p, Layer& L) {
+  const int64_t h = config_.hidden_size, e = config_.n_experts, inter = config_.moe_intermediate_size;
+  const int64_t shared = config_.shared_width();
+  const std::string m = p + "mixer.";
+  const std::optional<DType> want = options_.weight_dtype;
+  const bool quantize = want && is_block_quantized(*want) && backend_.supports_weight_dtype(*want);
+  w.quantize_linear(false);
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.router, w.matrix(m + "gate.weight", e, h));
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.bias, w.vector_f32({m + "gate.e_score_correction_bias"}, {e}));
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_gate_up, w.matrix(m + "shared_experts.up_proj.weight", shared, h));
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_down, w.matrix(m + "shared_experts.down_proj.weight", h, shared));
+  // Expert e's rows of `proj` ([rows, cols] each): the stacked tensor's, or the Hub's one per expert.
+  const auto experts = [&](const char* proj, int64_t rows, int64_t cols) -> Expected<OwnedTensor> {
+    w.quantize_linear(quantize && cols % dtype_block_elems(*want) == 0);
+    if (w.has(m + "experts." + proj)) return w.stacked(m + "experts." + proj, e, rows, cols);
+    std::vector<std::string> names;
+    for (int64_t i = 0; i < e; ++i) names.push_back(m + "experts." + std::to_string(i) + "." + proj + ".weight");
+    return w.fused(names, std::vector<int64_t>(static_cast<size_t>(e), rows), cols);
+  };
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.gate_up, experts("up_proj", inter, h));  // relu2 experts: their up rows alone
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.down, experts("down_proj", h, inter));
+  w.quantize_linear(true);
+  expert_params_ = static_cast<double>(2 * inter * h);
+  dense_linear_ += static_cast<double>(e * h + 2 * shared * h);  // the router and the shared expert
+  return Status::ok();
+}
+
 Status StateSpaceModel::load(const Checkpoint& ck) {
   gguf_ = ck.format() == "gguf";
   WeightLoader w(ck, backend_, options_.weight_dtype);
@@ -408,6 +443,7 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
     const std::string p = pre + "layers." + std::to_string(l) + ".";
     const size_t i = static_cast<size_t>(l);
     L.kind = config_.ssm_layers[i] ? Kind::ssm
+             : config_.relu2_experts && config_.is_moe_layer(l)     ? Kind::moe
              : !config_.mlp_layers.empty() && config_.mlp_layers[i] ? Kind::mlp
                                                                     : Kind::attention;
     BRIGADE_ASSIGN_OR_RETURN(L.norm, w.vector_f32({p + names_.mixer_norm}, {h}, {}, norm_offset()));
@@ -419,6 +455,8 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
       BRIGADE_RETURN_IF_ERROR(load_mixer(ck, w, p, L));
     } else if (L.kind == Kind::mlp) {
       BRIGADE_RETURN_IF_ERROR(load_mlp_block(w, p, L));
+    } else if (L.kind == Kind::moe) {
+      BRIGADE_RETURN_IF_ERROR(load_nemotron_moe(w, p, L));
     } else {
       BRIGADE_RETURN_IF_ERROR(load_attention(w, p, L));
       L.kv_index = kv_index++;
@@ -471,7 +509,7 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
     BRIGADE_ASSIGN_OR_RETURN(mlp_, alloc_tensor(backend_, act, n, 2 * ffn_width()));
     BRIGADE_ASSIGN_OR_RETURN(act_, alloc_tensor(backend_, act, n, ffn_width()));
   }
-  if (has_ffn() && config_.n_experts > 0) {
+  if (config_.n_experts > 0) {  // the MLP's experts, or Nemotron 3's MoE blocks
     BRIGADE_ASSIGN_OR_RETURN(moe_scratch_, allocate_moe_scratch(backend_, config_, moe_shard_, n));
   }
   return Status::ok();
@@ -650,7 +688,9 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
     // The previous sublayer's output joins the residual in the same pass as this norm.
     if (l == 0) b.rms_norm(residual, L.norm.tensor, eps, normed);
     else b.add_rms_norm(residual, delta, L.norm.tensor, eps, normed);
-    if (L.kind == Kind::mlp) {  // Nemotron-H's: up_proj, relu2, down_proj
+    if (L.kind == Kind::moe) {  // Nemotron 3's: relu2 experts beside a relu2 shared expert
+      run_moe_block(b, config_, moe_shard_, L.moe, moe_scratch_, normed, delta);
+    } else if (L.kind == Kind::mlp) {  // Nemotron-H's: up_proj, relu2, down_proj
       const Tensor up = up_.tensor.rows(0, n);
       b.matmul(normed, L.up.tensor, L.up_bias.tensor, up);
       b.relu_squared(up);
@@ -770,6 +810,8 @@ Expected<std::unique_ptr<Model>> load_state_space(const Checkpoint& checkpoint, 
   if (options.mtp) return unsupported(c.arch + " has no MTP module");
   if (c.n_experts > 0 && !backend.supports_moe())
     return unsupported(c.arch + "'s experts need a backend with the MoE ops; backend '" + backend.name() + "' has none");
+  if (c.relu2_experts && !backend.supports_relu2_experts())
+    return unsupported(c.arch + "'s relu2 experts run on the CPU backend; backend '" + backend.name() + "' has none");
   if (const auto t = options.weight_dtype; t && *t == DType::f8e4m3)
     return unsupported("weights: fp8 is not supported for " + c.arch);
   auto model = std::make_unique<StateSpaceModel>(c, backend, options);

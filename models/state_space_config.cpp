@@ -484,6 +484,52 @@ Status read_gated_delta(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+namespace {
+
+// Nemotron 3's MoE blocks (E; NemotronHMoE): n_routed_experts relu2 experts (up_proj, down_proj) of
+// moe_intermediate_size, num_experts_per_tok of them per token by a sigmoid router with a
+// selection bias (e_score_correction_bias) and groups scored by their top two (DeepSeek-V3's
+// noaux_tc: n_group, topk_group), renormalised by norm_topk_prob and scaled by
+// routed_scaling_factor; beside them a relu2 shared expert of moe_shared_expert_intermediate_size.
+// NemotronHConfig's defaults. Refused by name: moe_latent_size (the latent projections around
+// the experts), mlp_bias on the experts.
+Status read_nemotron_moe(const json& j, std::vector<int> dense, ModelConfig& c) {
+  c.n_experts = 8;
+  c.n_experts_per_tok = 2;
+  c.moe_intermediate_size = 7688;
+  c.shared_expert_intermediate_size = 7688;
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, j.contains("n_routed_experts") ? "n_routed_experts" : "num_local_experts",
+                                        c.n_experts));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "num_experts_per_tok", c.n_experts_per_tok));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "moe_intermediate_size", c.moe_intermediate_size));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "moe_shared_expert_intermediate_size", c.shared_expert_intermediate_size));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "n_group", c.n_group));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "topk_group", c.topk_group));
+  c.norm_topk_prob = true;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "norm_topk_prob", c.norm_topk_prob));
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "routed_scaling_factor", c.routed_scaling_factor));
+  if (auto it = j.find("moe_latent_size"); it != j.end() && !it->is_null())
+    return unsupported("config.json: nemotron_h's moe_latent_size (latent projections around the experts) is not supported");
+  if (c.mlp_bias) return unsupported("config.json: nemotron_h's MoE blocks with mlp_bias are not supported");
+  if (c.n_experts_per_tok > c.n_experts || c.n_experts % c.n_group != 0 || c.topk_group > c.n_group ||
+      c.n_experts_per_tok > c.topk_group * (c.n_experts / c.n_group))
+    return invalid_argument("config.json: num_experts_per_tok (" + std::to_string(c.n_experts_per_tok) +
+                            ") must fit the experts topk_group of n_group groups leave (n_routed_experts " +
+                            std::to_string(c.n_experts) + " a multiple of n_group " + std::to_string(c.n_group) +
+                            ", topk_group " + std::to_string(c.topk_group) + ")");
+  if (!(c.routed_scaling_factor > 0.0f) || !std::isfinite(c.routed_scaling_factor))
+    return invalid_argument("config.json: routed_scaling_factor must be a positive number");
+  c.moe_scoring = MoeScoring::sigmoid;
+  c.moe_group_score = MoeGroupScore::top2_sum;
+  c.moe_score_bias = true;
+  c.relu2_experts = true;
+  c.decoder_sparse_step = 1;
+  c.mlp_only_layers = std::move(dense);
+  return Status::ok();
+}
+
+}  // namespace
+
 Expected<ModelConfig> read_nemotron_h_config(const json& j) {
   ModelConfig c;
   c.arch = "nemotron_h";
@@ -514,16 +560,16 @@ Expected<ModelConfig> read_nemotron_h_config(const json& j) {
   c.n_layers = static_cast<int>(kinds.size());
   c.ssm_layers.assign(kinds.size(), false);
   c.mlp_layers.assign(kinds.size(), false);
+  std::vector<int> dense;  // the blocks that are not MoE blocks (mlp_only_layers)
   for (size_t i = 0; i < kinds.size(); ++i) {
+    if (kinds[i] != 'E') dense.push_back(static_cast<int>(i));
     switch (kinds[i]) {
       case 'M': c.ssm_layers[i] = true; break;
       case '-': c.mlp_layers[i] = true; break;
       case '*': break;
-      case 'E':
-        return unsupported("config.json: nemotron_h's MoE blocks (layer " + std::to_string(i) +
-                           ": Nemotron 3's relu2 experts) are not supported; the dense Nemotron-H models are");
+      case 'E': c.mlp_layers[i] = true; break;  // an MLP block of experts (is_moe_layer)
       default:
-        return unsupported("config.json: nemotron_h block " + std::to_string(i) + " is of an unknown type (M, *, -)");
+        return unsupported("config.json: nemotron_h block " + std::to_string(i) + " is of an unknown type (M, *, -, E)");
     }
   }
   // Attention blocks.
@@ -554,6 +600,7 @@ Expected<ModelConfig> read_nemotron_h_config(const json& j) {
   BRIGADE_RETURN_IF_ERROR(read_positive(j, "intermediate_size", c.intermediate_size));
   BRIGADE_RETURN_IF_ERROR(require_activation(j, "mlp_hidden_act", "relu2", c.arch));
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "mlp_bias", c.mlp_bias));
+  if (dense.size() < kinds.size()) BRIGADE_RETURN_IF_ERROR(read_nemotron_moe(j, std::move(dense), c));
   // The mixers (older configs prefix some names with mamba_).
   SsmLayout& l = c.ssm.layout;
   l.n_heads = 128;

@@ -304,6 +304,14 @@ def fixtures():
             max_position_embeddings=128,
             rope_parameters=dict(rope_type="yarn", factor=4.0, original_max_position_embeddings=32, rope_theta=10000.0,
                                  partial_rotary_factor=0.25))),
+        # Nemotron 3 (Nemotron-3-Nano-30B-A3B's blocks): mixer, MoE, attention, MoE; 8 relu2
+        # experts of 32 in 2 groups (a token's experts from 1 group, scored by its top two), 2 per
+        # token by a sigmoid router with a selection bias, renormalised and scaled by 2.5, beside a
+        # relu2 shared expert of 48.
+        "nemotron_h_moe": ("NemotronHConfig", "NemotronHForCausalLM", nemotron_h_config(
+            hybrid_override_pattern="ME*E", n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
+            moe_shared_expert_intermediate_size=48, n_group=2, topk_group=1, norm_topk_prob=True,
+            routed_scaling_factor=2.5)),
     }
 
 

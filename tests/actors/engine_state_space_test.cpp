@@ -32,7 +32,8 @@ EngineOptions options(const std::string& fixture, int max_running = 8) {
 
 TEST(EngineStateSpace, GreedyTokensMatchTransformers) {
   for (const char* fixture :
-       {"mamba2", "mamba2_bias", "granite_hybrid", "granite_hybrid_dense", "nemotron_h", "mamba1", "falcon_mamba", "jamba",
+       {"mamba2", "mamba2_bias", "granite_hybrid", "granite_hybrid_dense", "nemotron_h", "nemotron_h_moe", "mamba1",
+        "falcon_mamba", "jamba",
         "qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_mm", "gguf_qwen35", "gguf_qwen35moe", "gguf_qwen3next"}) {
     SCOPED_TRACE(fixture);
     auto engine = testing::create_engine(options(fixture));
@@ -65,7 +66,8 @@ TEST(EngineStateSpace, GreedyTokensMatchTransformers) {
 // snapshot their earlier turn's decode left.
 TEST(EngineStateSpace, CachedStatesGiveTheTokensOfAFullRecompute) {
   for (const char* fixture :
-       {"mamba2", "granite_hybrid", "nemotron_h", "mamba1", "jamba", "qwen3_next", "qwen3_5_moe", "gguf_qwen35"}) {
+       {"mamba2", "granite_hybrid", "nemotron_h", "nemotron_h_moe", "mamba1", "jamba", "qwen3_next", "qwen3_5_moe",
+        "gguf_qwen35"}) {
     SCOPED_TRACE(fixture);
     const auto cases = testing::read_fixture_cases(fixture);
     EngineOptions off = options(fixture);

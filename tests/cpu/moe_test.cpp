@@ -188,6 +188,23 @@ struct ExpertCase {
   DType w_dtype;
 };
 
+// Routing from random logits in [-3, 3) (softmax top-k, renormalised), so some experts get many
+// tokens and some none: the ids and weights as moe_route leaves them, on the host and as tensors.
+struct RandomRouting {
+  Routed r;
+  OwnedTensor ids, wts;
+};
+RandomRouting random_routing(Backend& b, std::mt19937& rng, const ExpertCase& c) {
+  std::vector<float> logits(static_cast<size_t>(c.n * c.n_experts));
+  std::uniform_real_distribution<float> u(-3, 3);
+  for (float& v : logits) v = u(rng);
+  RandomRouting out{route(b, logits, c.n, c.n_experts, c.k, true), make(b, DType::i32, {c.n, c.k}),
+                    make(b, DType::f32, {c.n, c.k})};
+  std::copy(out.r.ids.begin(), out.r.ids.end(), out.ids.tensor.as<int32_t>());
+  std::copy(out.r.weights.begin(), out.r.weights.end(), out.wts.tensor.as<float>());
+  return out;
+}
+
 // gpt-oss's additions (MoeExpertMlp) as the reference applies them; empty / 0 = none.
 struct RefMlp {
   std::vector<float> gate_up_bias;  // [E * 2I]
@@ -247,15 +264,9 @@ TEST(CpuMoe, ExpertsMatchAPlainLoop) {
       test::fill_uniform(x.tensor, rng, -2, 2);
       test::fill_uniform(gu.tensor, rng, -0.3f, 0.3f);
       test::fill_uniform(down.tensor, rng, -0.3f, 0.3f);
-      // Routing from random logits, so some experts get many tokens and some none.
-      std::vector<float> logits(static_cast<size_t>(c.n * c.n_experts));
-      std::uniform_real_distribution<float> u(-3, 3);
-      for (float& v : logits) v = u(rng);
-      const Routed r = route(*b, logits, c.n, c.n_experts, c.k, true);
-      auto ids = make(*b, DType::i32, {c.n, c.k});
-      auto wts = make(*b, DType::f32, {c.n, c.k});
-      std::copy(r.ids.begin(), r.ids.end(), ids.tensor.as<int32_t>());
-      std::copy(r.weights.begin(), r.weights.end(), wts.tensor.as<float>());
+      const RandomRouting routing = random_routing(*b, rng, c);
+      const Routed& r = routing.r;
+      const OwnedTensor &ids = routing.ids, &wts = routing.wts;
       const size_t ws_bytes = b->moe_workspace_bytes(c.n, c.k, c.d, c.inter);
       auto ws = make(*b, DType::u8, {static_cast<int64_t>(ws_bytes)});
       auto out = make(*b, DType::f32, {c.n, c.d});
@@ -299,14 +310,9 @@ TEST(CpuMoe, ExpertBiasesAndClampedSwiGluMatchAPlainLoop) {
       auto db = make(*b, DType::f32, {static_cast<int64_t>(m.down_bias.size())});
       std::copy(m.gate_up_bias.begin(), m.gate_up_bias.end(), gub.tensor.as<float>());
       std::copy(m.down_bias.begin(), m.down_bias.end(), db.tensor.as<float>());
-      std::vector<float> logits(static_cast<size_t>(c.n * c.n_experts));
-      std::uniform_real_distribution<float> l(-3, 3);
-      for (float& v : logits) v = l(rng);
-      const Routed r = route(*b, logits, c.n, c.n_experts, c.k, true);
-      auto ids = make(*b, DType::i32, {c.n, c.k});
-      auto wts = make(*b, DType::f32, {c.n, c.k});
-      std::copy(r.ids.begin(), r.ids.end(), ids.tensor.as<int32_t>());
-      std::copy(r.weights.begin(), r.weights.end(), wts.tensor.as<float>());
+      const RandomRouting routing = random_routing(*b, rng, c);
+      const Routed& r = routing.r;
+      const OwnedTensor &ids = routing.ids, &wts = routing.wts;
       auto ws = make(*b, DType::u8, {static_cast<int64_t>(b->moe_workspace_bytes(c.n, c.k, c.d, c.inter))});
       auto out = make(*b, DType::f32, {c.n, c.d});
       MoeExpertMlp mlp;
@@ -328,6 +334,57 @@ TEST(CpuMoe, ExpertBiasesAndClampedSwiGluMatchAPlainLoop) {
       }
       EXPECT_LT(worst, 1e-5 * std::max(1.0, scale));
       EXPECT_GT(bias_effect, 0.05);
+    }
+  }
+}
+
+// Nemotron 3's experts (MoeExpertMlp::relu2): gate_up holds each expert's up rows alone and the
+// activation is relu(u)^2, in decode- and prefill-sized steps (the grouped decode kernels and one
+// matmul per expert), f32 and bf16 weights, at every SIMD level, against the loop in double.
+TEST(CpuMoe, Relu2ExpertsMatchAPlainLoop) {
+  for (const std::string& level : test::simd_levels()) {
+    auto b = backend_at(level);
+    ASSERT_TRUE(b->supports_relu2_experts());
+    for (const ExpertCase c : {ExpertCase{1, 64, 32, 8, 2, DType::f32}, ExpertCase{40, 64, 32, 8, 3, DType::bf16},
+                               ExpertCase{100, 48, 24, 4, 2, DType::f32}}) {
+      SCOPED_TRACE(testing::Message() << level << " n=" << c.n << " " << dtype_name(c.w_dtype));
+      std::mt19937 rng(static_cast<uint32_t>(c.n * 17 + c.inter));
+      auto x = make(*b, DType::f32, {c.n, c.d});
+      auto up = make(*b, c.w_dtype, {c.n_experts * c.inter, c.d});
+      auto down = make(*b, c.w_dtype, {c.n_experts * c.d, c.inter});
+      test::fill_uniform(x.tensor, rng, -2, 2);
+      test::fill_uniform(up.tensor, rng, -0.3f, 0.3f);
+      test::fill_uniform(down.tensor, rng, -0.3f, 0.3f);
+      const RandomRouting routing = random_routing(*b, rng, c);
+      const Routed& r = routing.r;
+      const OwnedTensor &ids = routing.ids, &wts = routing.wts;
+      auto ws = make(*b, DType::u8, {static_cast<int64_t>(b->moe_workspace_bytes(c.n, c.k, c.d, c.inter))});
+      auto out = make(*b, DType::f32, {c.n, c.d});
+      MoeExpertMlp mlp;
+      mlp.relu2 = true;
+      b->moe_experts(x.tensor, up.tensor, down.tensor, ids.tensor, wts.tensor, mlp, ws.tensor, out.tensor);
+      std::vector<double> ref(static_cast<size_t>(c.n * c.d), 0.0), act(static_cast<size_t>(c.inter));
+      for (int64_t t = 0; t < c.n; ++t)
+        for (int j = 0; j < c.k; ++j) {
+          const int64_t e = r.ids[static_cast<size_t>(t * c.k + j)];
+          for (int64_t i = 0; i < c.inter; ++i) {
+            double u = 0.0;
+            for (int64_t h = 0; h < c.d; ++h) u += get(x.tensor, t * c.d + h) * get(up.tensor, (e * c.inter + i) * c.d + h);
+            act[static_cast<size_t>(i)] = u > 0.0 ? u * u : 0.0;
+          }
+          for (int64_t h = 0; h < c.d; ++h) {
+            double y = 0.0;
+            for (int64_t i = 0; i < c.inter; ++i) y += get(down.tensor, (e * c.d + h) * c.inter + i) * act[static_cast<size_t>(i)];
+            ref[static_cast<size_t>(t * c.d + h)] += r.weights[static_cast<size_t>(t * c.k + j)] * y;
+          }
+        }
+      double worst = 0.0, scale = 0.0;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        worst = std::max(worst, std::abs(get(out.tensor, static_cast<int64_t>(i)) - ref[i]));
+        scale = std::max(scale, std::abs(ref[i]));
+      }
+      EXPECT_LT(worst, 1e-5 * std::max(1.0, scale));
+      EXPECT_GT(scale, 0.01);
     }
   }
 }

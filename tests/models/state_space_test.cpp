@@ -230,8 +230,9 @@ INSTANTIATE_TEST_SUITE_P(Mamba1, StateSpace, ::testing::Values("mamba1", "falcon
 // Granite 4.0-H: mixers and attention layers (their K/V in the pages), the MLP after each.
 // Nemotron-H: mixer, MLP and attention blocks (relu2 MLPs, attention without positions).
 // Jamba: Mamba1 mixers with normed dt/B/C, attention, SwiGLU and MoE layers.
+// Nemotron 3: mixer, MoE and attention blocks (relu2 experts, sigmoid routing in groups).
 INSTANTIATE_TEST_SUITE_P(Hybrids, StateSpace, ::testing::Values("granite_hybrid", "granite_hybrid_dense", "nemotron_h",
-                                                            "nemotron_h_bias", "jamba"));
+                                                            "nemotron_h_bias", "jamba", "nemotron_h_moe"));
 // Qwen3-Next: Gated DeltaNet layers, gated attention with RoPE, MoE with a gated shared expert and
 // a dense layer; Qwen3.5's dense and MoE language models (the projections apart, tied embeddings).
 // qwen3_5_mm: Qwen3.5 as the Hub ships it (Qwen3_5ForConditionalGeneration), its language model.
@@ -426,12 +427,56 @@ TEST(StateSpaceConfig, ReadsNemotronH) {
     bad[key] = std::move(value);
     return parse_hf_config(bad.dump()).status();
   };
-  EXPECT_EQ(refused("hybrid_override_pattern", "M*E").code(), StatusCode::unsupported);  // Nemotron 3's experts
   EXPECT_EQ(refused("hybrid_override_pattern", "M*x").code(), StatusCode::unsupported);
   EXPECT_EQ(refused("mlp_hidden_act", "silu").code(), StatusCode::unsupported);
   EXPECT_EQ(refused("sliding_window", 128).code(), StatusCode::unsupported);
   EXPECT_EQ(refused("num_nextn_predict_layers", 1).code(), StatusCode::unsupported);
   EXPECT_EQ(refused("mamba_num_heads", 5).code(), StatusCode::invalid_argument);  // not a multiple of 3 groups
+}
+
+// Nemotron 3's MoE blocks: relu2 experts routed as DeepSeek-V3's (sigmoid, a selection bias,
+// groups scored by their top two), a relu2 shared expert; the other blocks dense.
+TEST(StateSpaceConfig, ReadsNemotron3sMoeBlocks) {
+  const auto j = nlohmann::json::parse(read_text_file(fixture_dir("nemotron_h_moe") + "/config.json").value());
+  auto c = parse_hf_config(j.dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "nemotron_h");
+  EXPECT_EQ(c->ssm_layers, (std::vector<bool>{true, false, false, false}));
+  EXPECT_EQ(c->mlp_layers, (std::vector<bool>{false, true, false, true})) << "MLP blocks: of experts";
+  EXPECT_EQ(c->n_attention_layers(), 1);
+  EXPECT_EQ(c->n_experts, 8);
+  EXPECT_EQ(c->n_experts_per_tok, 2);
+  EXPECT_EQ(c->moe_intermediate_size, 32);
+  EXPECT_EQ(c->shared_width(), 48);
+  EXPECT_EQ(c->n_moe_layers(), 2);
+  EXPECT_TRUE(c->is_moe_layer(1) && c->is_moe_layer(3) && !c->is_moe_layer(2));
+  EXPECT_TRUE(c->relu2_experts);
+  const MoeRouting r = c->moe_routing();
+  EXPECT_EQ(r.scoring, MoeScoring::sigmoid);
+  EXPECT_EQ(r.group_score, MoeGroupScore::top2_sum);
+  EXPECT_EQ(r.n_group, 2);
+  EXPECT_EQ(r.topk_group, 1);
+  EXPECT_TRUE(r.normalize);
+  EXPECT_FLOAT_EQ(r.scale, 2.5f);
+  auto refused = [&](const char* key, nlohmann::json value) {
+    auto bad = j;
+    bad[key] = std::move(value);
+    return parse_hf_config(bad.dump()).status();
+  };
+  EXPECT_EQ(refused("moe_latent_size", 32).code(), StatusCode::unsupported);
+  EXPECT_EQ(refused("num_experts_per_tok", 5).code(), StatusCode::invalid_argument);  // one group holds 4
+  EXPECT_EQ(refused("n_group", 3).code(), StatusCode::invalid_argument);              // 8 experts in 3 groups
+  EXPECT_EQ(refused("routed_scaling_factor", 0).code(), StatusCode::invalid_argument);
+}
+
+// The fixture's routing rules each move the logits (so LogitsAndDecodeMatchTransformers/nemotron_h_moe
+// checks them): routing over all experts instead of one group's, and the experts' weights not
+// scaled by routed_scaling_factor.
+TEST(StateSpaceConfig, Nemotron3sRoutingRulesMoveTheLogits) {
+  EXPECT_GT(testing::max_diff_with_config("nemotron_h_moe", [](nlohmann::json& j) { j["n_group"] = 1, j["topk_group"] = 1; }),
+            1e-2f);
+  EXPECT_GT(testing::max_diff_with_config("nemotron_h_moe", [](nlohmann::json& j) { j["routed_scaling_factor"] = 1.0; }),
+            1e-2f);
 }
 
 TEST(StateSpaceConfig, ReadsMamba1) {
