@@ -157,14 +157,18 @@ std::string format_model_info(const ModelInfo& m) {
                  : c.is_moe_layer(l)                    ? 'E'
                  : c.mlp_layers[static_cast<size_t>(l)] ? '-'
                                                         : '*';
-    const std::string moe = c.relu2_experts ? ", E " + std::to_string(c.n_experts_per_tok) + " of " +
-                                                  std::to_string(c.n_experts) + " relu2 experts of " +
-                                                  std::to_string(c.moe_intermediate_size) + " (sigmoid routing, " +
-                                                  std::to_string(c.n_group) + " groups) and a shared one of " +
-                                                  std::to_string(c.shared_width())
-                                            : "";
-    s += "blocks:        " + pattern + " (M Mamba2 mixer, * attention, - relu2 MLP of " +
-         std::to_string(c.intermediate_size) + (c.mlp_bias ? " with biases" : "") + moe + ")\n";
+    // The legend of the kinds present.
+    std::string legend;
+    const auto add = [&](char kind, const std::string& what) {
+      if (pattern.find(kind) != std::string::npos) legend += (legend.empty() ? "" : ", ") + std::string(1, kind) + " " + what;
+    };
+    add('M', "Mamba2 mixer");
+    add('*', "attention");
+    add('-', "relu2 MLP of " + std::to_string(c.intermediate_size) + (c.mlp_bias ? " with biases" : ""));
+    add('E', std::to_string(c.n_experts_per_tok) + " of " + std::to_string(c.n_experts) + " relu2 experts of " +
+                 std::to_string(c.moe_intermediate_size) + " (sigmoid routing, " + std::to_string(c.n_group) +
+                 " groups) and a shared one of " + std::to_string(c.shared_width()));
+    s += "blocks:        " + pattern + " (" + legend + ")\n";
   }
   if (c.nope && c.n_attention_layers() > 0) s += "rope:          none (attention layers without positions)\n";
   if (c.arch == "granitemoehybrid") {  // Granite 4.0-H's scalings
