@@ -8,7 +8,8 @@
 //   Granite 4.0-H (GraniteMoeHybridForCausalLM): a Mamba2 mixer or attention without positions,
 //     then a shared SwiGLU (and routed experts), per layer, with Granite's scalings.
 //   Nemotron-H (NemotronHForCausalLM): one block per layer, a Mamba2 mixer, attention without
-//     positions or a relu2 MLP.
+//     positions or a relu2 MLP, or (Nemotron 3) a MoE of relu2 experts routed as DeepSeek-V3's
+//     beside a relu2 shared expert (models/moe_block.h, MoeExpertMlp::relu2).
 //   Qwen3-Next (Qwen3NextForCausalLM) and Qwen3.5's language models (Qwen3_5ForCausalLM,
 //     Qwen3_5MoeForCausalLM): a Gated DeltaNet (in_proj, the causal conv + SiLU over q|k|v,
 //     Backend::gated_delta with its gated RMSNorm, out_proj) or gated attention (q/k head norms,
@@ -17,6 +18,8 @@
 //     Qwen3.5 as the Hub ships it (Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)
 //     takes images: Qwen3-VL's tower without DeepStack encodes them over their tokens' rows after
 //     the embedding, and the attention rotates by interleaved M-RoPE (models/image_inputs.h).
+//     llama.cpp's GGUF files of these (qwen3next, qwen35, qwen35moe; models/gguf_qwen35.h) load
+//     with their ssm_a and norms as stored and Qwen3.5's value heads in the file's tiled order.
 //
 // The past of a sequence in a mixer is not in KV pages but in a recurrent state per layer (the
 // conv's last conv_kernel - 1 inputs and the scan's state), f32, kept in one of
