@@ -308,6 +308,18 @@ TEST(StateSpaceSteps, Q8WeightsFollowTransformers) {
     EXPECT_LE(run.max_abs_diff, 0.75f) << "qwen3_next, prompt of " << fc.prompt.size();
     EXPECT_TRUE(testing::greedy_follows(run, fc, {fc.greedy}, 0.1)) << "qwen3_next, prompt of " << fc.prompt.size();
   }
+  // Nemotron 3's relu2 experts quantized (the router and the shared expert stay float).
+  auto nemotron = testing::load_or_fail(fixture_dir("nemotron_h_moe"), *backend, o);
+  auto nemotron_f32 = testing::load_or_fail(fixture_dir("nemotron_h_moe"), *backend, testing::test_load_options());
+  ASSERT_TRUE(nemotron && nemotron_f32);
+  EXPECT_LT(nemotron->weight_bytes(), nemotron_f32->weight_bytes());
+  for (const auto& fc : read_fixture_cases("nemotron_h_moe")) {
+    const testing::FixtureRun run = testing::run_fixture_case(*nemotron, *backend, fc);
+    EXPECT_GT(run.max_abs_diff, kLogitTol) << "quantized weights change the logits";
+    EXPECT_LE(run.max_abs_diff, 0.75f) << "nemotron_h_moe, prompt of " << fc.prompt.size();
+    EXPECT_TRUE(testing::greedy_follows(run, fc, {fc.greedy}, 0.1)) << "nemotron_h_moe, prompt of " << fc.prompt.size();
+    RecordProperty("nemotron_q8_max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(run.max_abs_diff));
+  }
   for (const auto& fc : read_fixture_cases("mamba2")) {
     const testing::FixtureRun run = testing::run_fixture_case(*model, *backend, fc);
     RecordProperty("q8_max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(run.max_abs_diff));
