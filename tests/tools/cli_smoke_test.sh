@@ -174,7 +174,7 @@ expect_fixture_greedy "$qwen35" 2
 gguf35=$(cd "$(dirname "$0")/../fixtures/gguf_qwen35" && pwd)
 "$bin" inspect "$gguf35/model.gguf" >"$dir/gguf35.txt"
 grep -q "^architecture:  qwen3_5_text$" "$dir/gguf35.txt"
-grep -q "^ssm:           Gated DeltaNet in 3 of 4 layers: 4 value heads of 8, 2 key heads of 16 (value heads tiled, as llama.cpp orders them), conv of 4 taps" "$dir/gguf35.txt"
+grep -q "^ssm:           Gated DeltaNet in 3 of 4 layers: 4 value heads of 16, 2 key heads of 16 (value heads tiled, as llama.cpp orders them), conv of 4 taps" "$dir/gguf35.txt"
 expect_gguf_greedy "$gguf35" greedy
 "$bin" make-model --arch mamba2 --out "$dir/mamba_m" --hidden 64 --layers 2 --heads 8 --head-dim 16 --ssm-groups 2 \
   --ssm-state 16 --vocab 300 --dtype f32 >/dev/null
