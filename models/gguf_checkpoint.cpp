@@ -1,5 +1,6 @@
 #include "models/gguf_checkpoint.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 
@@ -165,8 +166,11 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
     const bool rope_freqs = t.name == "rope_freqs.weight";
     const std::string name = rope_freqs ? t.name : gguf_to_hf_name(t.name, arch);
     if (name.empty()) continue;  // a tensor no supported layout uses
-    if (is_gguf_qwen35(arch) && t.name.starts_with("blk.") && std::stoll(t.name.substr(4)) >= c.n_layers)
-      continue;  // an MTP block (read_gguf_qwen35)
+    if (is_gguf_qwen35(arch) && t.name.starts_with("blk.")) {  // an MTP block (read_gguf_qwen35): not loaded
+      int64_t block = 0;
+      const auto [end, ec] = std::from_chars(t.name.data() + 4, t.name.data() + t.name.size(), block);
+      if (ec != std::errc() || block >= c.n_layers) continue;
+    }
     RawTensor r;
     r.name = name;
     r.file = g.path();
