@@ -250,10 +250,11 @@ void run_experts(const CpuContext& c, const Tensor& x, const ExpertWeights& ew, 
     for (int64_t p = b; p < e; ++p)
       if (slot_of[static_cast<size_t>(p)] >= 0) std::copy_n(xp + (p / k) * d, d, w.xs + slot_of[static_cast<size_t>(p)] * d);
   });
-  // Pair s's gate values at gate + s * stride, its up values at up + s * stride (relu2: up only).
+  // Pair s's gate values at gate + s * stride, its up values at up + s * stride (relu2: up only):
+  // a pair's first-projection row is as wide as an expert's rows of it.
   float* gate = w.gate_up;
   float* up = mlp.relu2 ? w.gate_up : fused ? w.gate_up + inter : w.gate_up + pairs * inter;
-  const int64_t stride = fused && !mlp.relu2 ? 2 * inter : inter;
+  const int64_t stride = per_expert;
   std::vector<ExpertProjection> first_ps;
   if (fused) first_ps = {{ew.gate_up, per_expert, w.gate_up}};
   else first_ps = {{ew.gate, inter, gate}, {ew.up, inter, up}};
