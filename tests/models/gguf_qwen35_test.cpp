@@ -28,9 +28,9 @@ using testing::read_fixture_cases;
 
 // fp32 both sides; the converter's -exp(A_log) and 1 + w in f32, 7 printed digits.
 constexpr float kTol = 5e-4f;
-// brigade's Q8_0 kernels against llama.cpp's on gguf_qwen35_q8_0 (measured 1.9 to 2.0; transformers'
-// float run is 5 to 7 away from both: this tiny random model amplifies the Q8 rounding of its
-// activations, act_q8_max_diff 3.6 to 5.1).
+// brigade's Q8_0 kernels against llama.cpp's on gguf_qwen35_q8_0 (measured 1.9 to 2.0). Both are
+// far from transformers' float run (brigade 5.1 to 7.1, llama.cpp 3.6 to 5.1): this tiny random
+// model amplifies the Q8 rounding of its activations (act_q8_max_diff 4.7 to 6.3).
 constexpr float kLlamaCppQ8Tol = 3.0f;
 
 std::string gguf_path(const std::string& fixture) { return fixture_dir(fixture) + "/model.gguf"; }
