@@ -468,6 +468,16 @@ class Backend {
     (void)in, (void)col, (void)weight, (void)bias, (void)seqs, (void)conv_state, (void)out;
     BRIGADE_CHECK(false, "ssm_conv on a backend without state-space ops (supports_ssm() is false)");
   }
+  // LFM2's short convolution (models/state_space.h): in [n, 3 C] holds per row B | C | x (C
+  // channels each, in_proj's output), and out [n, C] = C * (causal depthwise conv of B * x), no
+  // activation; the conv's K taps, its state and snapshots as ssm_conv's (it keeps the last
+  // K - 1 products B * x). weight [C, K] f32, bias [C] f32 or empty; in and out activations.
+  // Implemented where supports_ssm is.
+  virtual void short_conv(const Tensor& in, const Tensor& weight, const Tensor& bias, const SsmSeqs& seqs,
+                          const Tensor& conv_state, const Tensor& out) {
+    (void)in, (void)weight, (void)bias, (void)seqs, (void)conv_state, (void)out;
+    BRIGADE_CHECK(false, "short_conv on a backend without state-space ops (supports_ssm() is false)");
+  }
   // out [n, d_inner] = the gated, normalised scan output of each row (SsmLayout's rule) from
   // xbc [n, conv_dim] (ssm_conv's output), proj's z and dt columns, and each sequence's state in
   // its slot of state [slots, H, P, N] f32 (zeros when fresh), left as it stands after the

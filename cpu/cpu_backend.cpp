@@ -163,6 +163,10 @@ class CpuBackend final : public Backend {
                 const Tensor& conv_state, const Tensor& out) override {
     cpu::ssm_conv(ctx_, in, col, weight, bias, seqs, conv_state, out);
   }
+  void short_conv(const Tensor& in, const Tensor& weight, const Tensor& bias, const SsmSeqs& seqs,
+                  const Tensor& conv_state, const Tensor& out) override {
+    cpu::short_conv(ctx_, in, weight, bias, seqs, conv_state, out);
+  }
   void ssm_scan_diag(const Tensor& x, const Tensor& dt_in, const Tensor& b, const Tensor& c, const Tensor& z,
                      int64_t z_col, const Tensor& a, const Tensor& skip, const SsmSeqs& seqs, const Tensor& state,
                      const Tensor& out) override {

@@ -95,6 +95,8 @@ void scatter_rows(const CpuContext& c, const Tensor& y, const Tensor& rows, cons
 // ssm_ops.cpp (Backend::supports_ssm)
 void ssm_conv(const CpuContext& c, const Tensor& in, int64_t col, const Tensor& weight, const Tensor& bias,
               const SsmSeqs& seqs, const Tensor& conv_state, const Tensor& out);
+void short_conv(const CpuContext& c, const Tensor& in, const Tensor& weight, const Tensor& bias, const SsmSeqs& seqs,
+                const Tensor& conv_state, const Tensor& out);
 void ssm_scan_diag(const CpuContext& c, const Tensor& x, const Tensor& dt_in, const Tensor& b, const Tensor& cm,
                    const Tensor& z, int64_t z_col, const Tensor& a, const Tensor& skip, const SsmSeqs& seqs,
                    const Tensor& state, const Tensor& out);

@@ -1,10 +1,10 @@
 // The CPU side of the state-space ops (Backend::supports_ssm; core/backend.h SsmLayout): the
-// causal depthwise convolution, Mamba2's selective scan with the gated RMSNorm and Mamba1's
-// (ssm_scan_diag), Gated DeltaNet's (gated_delta), in f32, one token after another as
-// transformers' decode paths run them (each state row's update and its dots through the SIMD
-// kernels), relu_squared (Nemotron-H's MLP) and sigmoid_mul (Qwen3-Next's attention gate). The
-// scans parallelise over (sequence, head or block of channels); the convolution over blocks of
-// channels.
+// causal depthwise convolution (Mamba's, and LFM2's gated short_conv), Mamba2's selective scan
+// with the gated RMSNorm and Mamba1's (ssm_scan_diag), Gated DeltaNet's (gated_delta), in f32,
+// one token after another as transformers' decode paths run them (each state row's update and
+// its dots through the SIMD kernels), relu_squared (Nemotron-H's MLP) and sigmoid_mul
+// (Qwen3-Next's attention gate). The scans parallelise over (sequence, head or block of
+// channels); the convolution over blocks of channels.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -59,24 +59,20 @@ std::vector<SeqRange> seq_ranges(const SsmSeqs& seqs, int64_t n_rows, int64_t n_
   return out;
 }
 
-}  // namespace
-
-void ssm_conv(const CpuContext& c, const Tensor& in, int64_t col, const Tensor& weight, const Tensor& bias,
-              const SsmSeqs& seqs, const Tensor& conv_state, const Tensor& out) {
-  const int64_t n = in.dim(0), width = in.row_numel(), ch = out.row_numel();
-  BRIGADE_CHECK(in.dtype == DType::f32 && out.dtype == DType::f32 && out.numel() == n * ch && col >= 0 &&
-                    col + ch <= width,
-                "ssm_conv: in [n, >= col + C] and out [n, C] f32");
+// The causal depthwise convolution both ops run: channel x of row r convolves input(r, x) (the
+// K - 1 inputs before r taken from the sequence's state slot, zeros when fresh) and output(r, x,
+// acc) writes the sum (bias included). conv_state [slots, K - 1, C] then holds the last inputs.
+template <typename Input, typename Output>
+void causal_conv(const CpuContext& c, int64_t n, int64_t ch, const Tensor& weight, const Tensor& bias,
+                 const SsmSeqs& seqs, const Tensor& conv_state, Input input, Output output) {
   const int64_t k = ch > 0 ? weight.numel() / ch : 0, keep = k - 1;
-  BRIGADE_CHECK(weight.dtype == DType::f32 && k >= 1 && weight.numel() == ch * k, "ssm_conv: weight [C, kernel] f32");
-  BRIGADE_CHECK(bias.empty() || (bias.dtype == DType::f32 && bias.numel() == ch), "ssm_conv: bias [C] f32");
+  BRIGADE_CHECK(weight.dtype == DType::f32 && k >= 1 && weight.numel() == ch * k, "ssm_conv / short_conv: weight [C, kernel] f32");
+  BRIGADE_CHECK(bias.empty() || (bias.dtype == DType::f32 && bias.numel() == ch), "ssm_conv / short_conv: bias [C] f32");
   BRIGADE_CHECK(conv_state.dtype == DType::f32 && conv_state.row_numel() == keep * ch,
-                "ssm_conv: conv_state [slots, kernel - 1, C] f32");
+                "ssm_conv / short_conv: conv_state [slots, kernel - 1, C] f32");
   const std::vector<SeqRange> ranges = seq_ranges(seqs, n, conv_state.dim(0));
-  const float* src_all = in.as<const float>() + col;  // row r's channels at src_all + r * width
   const float* w = weight.as<const float>();
   const float* b = bias.empty() ? nullptr : bias.as<const float>();
-  float* dst_all = out.as<float>();
   float* states = conv_state.as<float>();
   constexpr int64_t kBlock = 64;
   const int64_t blocks = (ch + kBlock - 1) / kBlock;
@@ -90,14 +86,12 @@ void ssm_conv(const CpuContext& c, const Tensor& in, int64_t col, const Tensor& 
       for (int64_t j = 0; j < keep; ++j)
         for (int64_t x = 0; x < cw; ++x) window[static_cast<size_t>(j * kBlock + x)] = r.fresh ? 0.0f : st[j * ch + c0 + x];
       for (int64_t row = r.begin; row < r.end; ++row) {
-        const float* src = src_all + row * width + c0;
-        for (int64_t x = 0; x < cw; ++x) window[static_cast<size_t>(keep * kBlock + x)] = src[x];
-        float* dst = dst_all + row * ch + c0;
+        for (int64_t x = 0; x < cw; ++x) window[static_cast<size_t>(keep * kBlock + x)] = input(row, c0 + x);
         for (int64_t x = 0; x < cw; ++x) {
           const float* wc = w + (c0 + x) * k;
           float acc = b ? b[c0 + x] : 0.0f;
           for (int64_t j = 0; j < k; ++j) acc += wc[j] * window[static_cast<size_t>(j * kBlock + x)];
-          dst[x] = silu(acc);
+          output(row, c0 + x, acc);
         }
         for (int64_t j = 0; j < keep; ++j)
           std::memcpy(&window[static_cast<size_t>(j * kBlock)], &window[static_cast<size_t>((j + 1) * kBlock)],
@@ -112,6 +106,34 @@ void ssm_conv(const CpuContext& c, const Tensor& in, int64_t col, const Tensor& 
         std::memcpy(st + j * ch + c0, &window[static_cast<size_t>(j * kBlock)], static_cast<size_t>(cw) * sizeof(float));
     }
   });
+}
+
+}  // namespace
+
+void ssm_conv(const CpuContext& c, const Tensor& in, int64_t col, const Tensor& weight, const Tensor& bias,
+              const SsmSeqs& seqs, const Tensor& conv_state, const Tensor& out) {
+  const int64_t n = in.dim(0), width = in.row_numel(), ch = out.row_numel();
+  BRIGADE_CHECK(in.dtype == DType::f32 && out.dtype == DType::f32 && out.numel() == n * ch && col >= 0 &&
+                    col + ch <= width,
+                "ssm_conv: in [n, >= col + C] and out [n, C] f32");
+  const float* src = in.as<const float>() + col;  // row r's channels at src + r * width
+  float* dst = out.as<float>();
+  causal_conv(
+      c, n, ch, weight, bias, seqs, conv_state, [&](int64_t row, int64_t x) { return src[row * width + x]; },
+      [&](int64_t row, int64_t x, float acc) { dst[row * ch + x] = silu(acc); });
+}
+
+void short_conv(const CpuContext& c, const Tensor& in, const Tensor& weight, const Tensor& bias, const SsmSeqs& seqs,
+                const Tensor& conv_state, const Tensor& out) {
+  const int64_t n = in.dim(0), ch = out.row_numel();
+  BRIGADE_CHECK(in.dtype == DType::f32 && out.dtype == DType::f32 && out.numel() == n * ch && in.numel() == n * 3 * ch,
+                "short_conv: in [n, 3 C] (B | C | x) and out [n, C] f32");
+  const float* bcx = in.as<const float>();  // row r: B at bcx + 3 C r, C at + C, x at + 2 C
+  float* dst = out.as<float>();
+  causal_conv(
+      c, n, ch, weight, bias, seqs, conv_state,
+      [&](int64_t row, int64_t x) { return bcx[row * 3 * ch + x] * bcx[row * 3 * ch + 2 * ch + x]; },
+      [&](int64_t row, int64_t x, float acc) { dst[row * ch + x] = bcx[row * 3 * ch + ch + x] * acc; });
 }
 
 void ssm_scan(const CpuContext& c, const Tensor& proj, const Tensor& xbc, const SsmLayout& l, const SsmParams& p,

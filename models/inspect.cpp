@@ -128,6 +128,14 @@ std::string format_model_info(const ModelInfo& m) {
          (c.ssm.proj_bias ? ", in/out_proj biases" : "") +
          (c.ssm.bcdt_norm_eps > 0.0f ? ", dt/B/C RMS-normed (eps " + num(c.ssm.bcdt_norm_eps) + ")" : "") + "; a " +
          human(static_cast<double>(recurrent_state_bytes(c)), "B") + " state per sequence (the prefix cache keeps snapshots)\n";
+  } else if (c.recurrent() && c.ssm.short_conv) {  // LFM2: the conv's last K - 1 products per channel
+    const SsmLayout& l = c.ssm.layout;
+    s += "ssm:           short convolutions in " +
+         std::to_string(std::count(c.ssm_layers.begin(), c.ssm_layers.end(), true)) + " of " +
+         std::to_string(c.n_layers) + " layers: " + std::to_string(l.d_inner()) + " channels, C * conv(B * x) of " +
+         std::to_string(l.conv_kernel) + " taps" + (c.ssm.conv_bias ? " with biases" : "") + "; a " +
+         human(static_cast<double>(recurrent_state_bytes(c)), "B") +
+         " state per sequence (the prefix cache keeps snapshots); attention with q/k norms in the others\n";
   } else if (c.recurrent() && c.ssm.gated_delta) {  // Qwen3-Next / Qwen3.5: a [P, N] state per value head
     const SsmLayout& l = c.ssm.layout;
     s += "ssm:           Gated DeltaNet in " +
@@ -234,6 +242,9 @@ std::string format_model_info(const ModelInfo& m) {
     if (c.shared_gate) s += ", a shared expert of " + std::to_string(c.shared_width()) + " gated by sigmoid(x · w)";
     s += "\n";
     if (c.is_mla() || c.arch == "glm4_moe") s += "routing:       " + deepseek_routing(c) + "\n";
+    if (c.arch == "lfm2_moe")
+      s += std::string("routing:       sigmoid") + (c.moe_score_bias ? " + expert_bias (selection only)" : "") +
+           ", routed_scaling_factor " + num(c.routed_scaling_factor) + "\n";
     s += "sparse layers: " + std::to_string(c.n_moe_layers()) + " of " + std::to_string(c.n_layers) + dense + "\n";
     if (c.n_mtp_layers > 0)
       s += "mtp modules:   " + std::to_string(c.n_mtp_layers) +

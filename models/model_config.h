@@ -40,6 +40,10 @@ struct SsmConfig {
   // Gated DeltaNet layers (Qwen3-Next, Qwen3.5; Backend::gated_delta): the layout's H value heads
   // of P channels and G key heads of N, a conv over q|k|v without bias.
   bool gated_delta = false;
+  // LFM2's short-conv blocks (Backend::short_conv): the layout's d_inner heads of one channel (d_inner =
+  // hidden), no state beyond the conv's K - 1 rows (state_size 0); conv_bias and proj_bias both
+  // the config's conv_bias.
+  bool short_conv = false;
   bool mamba1() const { return dt_rank > 0; }
   bool present() const { return layout.n_heads > 0; }
 };

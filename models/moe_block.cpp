@@ -40,14 +40,15 @@ std::string moe_split_fields(const ModelConfig& c, bool expert_parallel) {
 namespace {
 
 // Where layer l's block and its experts' projections are named: Mixtral's Hub names
-// (block_sparse_moe, experts' w1 / w3 / w2) or everyone else's (mlp, gate/up/down_proj; GGUF's
-// are renamed to these).
+// (block_sparse_moe, experts' w1 / w3 / w2), LFM2-MoE's (feed_forward, w1 / w3 / w2, expert_bias)
+// or everyone else's (mlp, gate/up/down_proj; GGUF's are renamed to these).
 struct MoeNames {
   std::string pre;
   const char* router;
   const char* gate;
   const char* up;
   const char* down;
+  const char* score_bias = "gate.e_score_correction_bias";  // the selection bias (moe_score_bias)
 };
 
 MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
@@ -56,6 +57,7 @@ MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
     return {layer + "block_sparse_moe.", "gate", "w1", "w3", "w2"};
   if (c.arch == "gpt_oss") return {layer + "mlp.", "router", "gate_proj", "up_proj", "down_proj"};
   if (c.arch == "jamba") return {layer + "feed_forward.", "router", "gate_proj", "up_proj", "down_proj"};
+  if (c.arch == "lfm2_moe") return {layer + "feed_forward.", "gate", "w1", "w3", "w2", "expert_bias"};
   return {layer + "mlp.", "gate", "gate_proj", "up_proj", "down_proj"};
 }
 
@@ -122,7 +124,7 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
     BRIGADE_ASSIGN_OR_RETURN(b.router_bias, w.vector_f32({pre + names.router + ".bias"}, {c.n_experts}));
   }
   if (c.moe_score_bias) {
-    BRIGADE_ASSIGN_OR_RETURN(b.bias, w.vector_f32({pre + "gate.e_score_correction_bias"}, {c.n_experts}));
+    BRIGADE_ASSIGN_OR_RETURN(b.bias, w.vector_f32({pre + names.score_bias}, {c.n_experts}));
   }
   if (const int64_t shared = c.shared_width(); shared > 0) {
     const Slice cols{sh.shared_begin, sh.shared};

@@ -17,8 +17,8 @@ namespace brigade {
 namespace {
 
 // Where a family keeps its tensors: the Mamba1/Mamba2/FalconMamba and Nemotron-H checkpoints'
-// backbone.* (a mixer, attention or MLP block per layer, each under mixer.), or Granite 4.0-H's
-// and Jamba's model.* (a mixer or attention, then the MLP, per layer).
+// backbone.* (a mixer, attention or MLP block per layer, each under mixer.), or Granite 4.0-H's,
+// Jamba's, Qwen3-Next's and LFM2's model.* (a mixer or attention, then the MLP, per layer).
 struct Names {
   const char* prefix;      // of every tensor but lm_head
   const char* embed;
@@ -36,6 +36,8 @@ constexpr Names kJambaNames{"model.", "embed_tokens.weight", "final_layernorm.we
                             "self_attn.", "pre_ff_layernorm.weight"};
 constexpr Names kQwenNextNames{"model.", "embed_tokens.weight", "norm.weight", "input_layernorm.weight", "linear_attn.",
                                "self_attn.", "post_attention_layernorm.weight"};
+constexpr Names kLfm2Names{"model.", "embed_tokens.weight", "embedding_norm.weight", "operator_norm.weight", "conv.",
+                           "self_attn.", "ffn_norm.weight"};
 
 class StateSpaceModel final : public Model {
  public:
@@ -44,6 +46,7 @@ class StateSpaceModel final : public Model {
         names_(config.arch == "granitemoehybrid" ? kGraniteNames
                : config.arch == "jamba"          ? kJambaNames
                : config.ssm.gated_delta          ? kQwenNextNames
+               : config.ssm.short_conv           ? kLfm2Names
                                                  : kBackboneNames),
         n_attn_(config.n_attention_layers()), images_(backend, config_, options.max_batch_tokens) {
     if (gated()) {  // Qwen3-Next's attention rotates the first rotary_dim dims of each head
@@ -52,6 +55,11 @@ class StateSpaceModel final : public Model {
       rope_.inv_freq = rope_inv_freq_scaled(config.rope_theta, config.rope_dims(), config.rope_scaling);
       rope_.attention_factor = rope_attention_factor(config.rope_scaling);
       images_.set_text_rope(rope_);
+    } else if (short_conv()) {  // LFM2's attention rotates whole heads
+      rope_.style = RopeStyle::neox;
+      rope_.rotary_dim = config.rope_dims();
+      rope_.inv_freq = rope_inv_freq_scaled(config.rope_theta, config.rope_dims(), config.rope_scaling);
+      rope_.attention_factor = rope_attention_factor(config.rope_scaling);
     }
   }
 
@@ -76,7 +84,7 @@ class StateSpaceModel final : public Model {
   struct Layer {
     Kind kind = Kind::ssm;
     OwnedTensor norm;  // before the mixer, attention or MLP block
-    // The mixer (Kind::ssm).
+    // The mixer (Kind::ssm; LFM2's short conv: in_proj, conv_w, conv_b, out_proj and their biases).
     OwnedTensor in_proj, in_bias, conv_w, conv_b, a, d, dt_bias, gated_norm, out_proj, out_bias;
     OwnedTensor conv_state, ssm_state;  // [slots, kernel - 1, conv channels], [slots, H, P, N] f32
     // Gated DeltaNet's input projection q|k|v|z|b|a: its parts' block types kept as stored (a
@@ -86,7 +94,8 @@ class StateSpaceModel final : public Model {
     OwnedTensor x_dt, x_b, x_c, dt_proj, dt_bias1;
     OwnedTensor dt_norm, b_norm, c_norm;  // Jamba's weights of those norms (FalconMamba's have none)
     // Attention (Kind::attention): q|k|v fused, o; its K/V is layer kv_index of the KV cache.
-    // Qwen3-Next's adds the output gate's rows of q_proj (q_gate) and the q/k head norms.
+    // Qwen3-Next's adds the output gate's rows of q_proj (q_gate) and the q/k head norms, LFM2's
+    // the q/k head norms.
     OwnedTensor qkv, o, q_gate, q_norm, k_norm;
     int kv_index = -1;
     // The MLP after the mixer or attention (Names::ffn_norm): a SwiGLU (Granite's shared MLP, a
@@ -104,6 +113,7 @@ class StateSpaceModel final : public Model {
   Status load_mixer(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L);
   Status load_mixer1(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L);
   Status load_delta(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L);
+  Status load_short_conv(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L);
   // A Mamba1 mixer of normed [n, hidden] into delta.
   void run_mixer1(const Layer& L, int64_t n, const SsmSeqs& seqs, const Tensor& normed, const Tensor& delta);
   Status load_attention(WeightLoader& w, const std::string& p, Layer& L);
@@ -116,11 +126,15 @@ class StateSpaceModel final : public Model {
   bool granite() const { return config_.arch == "granitemoehybrid"; }
   // Gated DeltaNet mixers and Qwen3-Next's attention (Qwen3-Next, Qwen3.5).
   bool gated() const { return config_.ssm.gated_delta; }
+  // LFM2's short-conv blocks.
+  bool short_conv() const { return config_.ssm.short_conv; }
   // Qwen3-Next's zero-centred RMSNorms scale by 1 + w (a GGUF file holds 1 + w already).
   float norm_offset() const { return gated() && !gguf_ ? 1.0f : 0.0f; }
-  // The in_proj width: Mamba2's z|xBC|dt, or Gated DeltaNet's q|k|v|z|b|a.
+  // The in_proj width: Mamba2's z|xBC|dt, Gated DeltaNet's q|k|v|z|b|a, or the short conv's B|C|x.
   int64_t proj_width() const {
-    return gated() ? layout_.conv_dim() + layout_.d_inner() + 2 * int64_t{layout_.n_heads} : layout_.proj_width();
+    return gated()        ? layout_.conv_dim() + layout_.d_inner() + 2 * int64_t{layout_.n_heads}
+           : short_conv() ? 3 * layout_.d_inner()
+                          : layout_.proj_width();
   }
   bool has_ffn() const { return names_.ffn_norm != nullptr; }
   // The width of the dense SwiGLU after a mixer or attention: Granite's shared MLP, Jamba's MLP.
@@ -135,7 +149,7 @@ class StateSpaceModel final : public Model {
   Names names_;
   int n_attn_ = 0;
   bool gguf_ = false;  // llama.cpp's file (models/gguf_qwen35.h): ssm_a holds A, the norms 1 + w
-  RopeConfig rope_;  // Qwen3-Next's attention's (gated())
+  RopeConfig rope_;  // Qwen3-Next's attention's (gated()), LFM2's (short_conv())
   // Qwen3.5's vision tower and its M-RoPE (ModelConfig::vision, mrope_section; a step's images
   // go over their tokens' rows after the embedding).
   ImageInputs images_;
@@ -294,8 +308,27 @@ Status StateSpaceModel::load_delta(const Checkpoint& ck, WeightLoader& w, const 
   return Status::ok();
 }
 
+// LFM2's short-conv block under conv.: in_proj [3 hidden, hidden] (B, C, x rows), conv [hidden,
+// 1, K], out_proj [hidden, hidden], each with a bias where conv_bias.
+Status StateSpaceModel::load_short_conv(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L) {
+  const int64_t h = config_.hidden_size, k = layout_.conv_kernel;
+  const std::string m = p + names_.mixer;
+  BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.matrix(m + "in_proj.weight", 3 * h, h));
+  BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.matrix(m + "out_proj.weight", h, h));
+  BRIGADE_ASSIGN_OR_RETURN(L.conv_w, host_vector(ck, m + "conv.weight", {h, 1, k}, [](float v, int64_t) { return v; }));
+  if (config_.ssm.conv_bias) {
+    BRIGADE_ASSIGN_OR_RETURN(L.in_bias, w.vector_f32({m + "in_proj.bias"}, {3 * h}));
+    BRIGADE_ASSIGN_OR_RETURN(L.conv_b, w.vector_f32({m + "conv.bias"}, {h}));
+    BRIGADE_ASSIGN_OR_RETURN(L.out_bias, w.vector_f32({m + "out_proj.bias"}, {h}));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * h));
+  dense_linear_ += static_cast<double>(4 * h * h);
+  return Status::ok();
+}
+
 // q/k/v/o_proj; Qwen3-Next's q_proj [heads * 2 head_dim, hidden] holds per head its query rows,
 // then its output gate's (loaded apart as q_gate), and q_norm / k_norm [head_dim] scale by 1 + w.
+// LFM2's: q_layernorm / k_layernorm [head_dim], and out_proj for o_proj.
 Status StateSpaceModel::load_attention(WeightLoader& w, const std::string& p, Layer& L) {
   const int64_t h = config_.hidden_size, hd = config_.head_dim, q = int64_t{config_.n_heads} * hd;
   const int64_t kv = int64_t{config_.n_kv_heads} * hd;
@@ -320,7 +353,11 @@ Status StateSpaceModel::load_attention(WeightLoader& w, const std::string& p, La
   } else {
     BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.fused({a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}, {q, kv, kv}, h));
   }
-  BRIGADE_ASSIGN_OR_RETURN(L.o, w.matrix(a + "o_proj.weight", h, q));
+  if (short_conv()) {
+    BRIGADE_ASSIGN_OR_RETURN(L.q_norm, w.vector_f32({a + "q_layernorm.weight"}, {hd}));
+    BRIGADE_ASSIGN_OR_RETURN(L.k_norm, w.vector_f32({a + "k_layernorm.weight"}, {hd}));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(L.o, w.matrix(a + (short_conv() ? "out_proj.weight" : "o_proj.weight"), h, q));
   dense_linear_ += static_cast<double>((q + 2 * kv) * h + h * q);
   return Status::ok();
 }
@@ -330,7 +367,8 @@ Status StateSpaceModel::load_attention(WeightLoader& w, const std::string& p, La
 // [E, hidden], input_linear [E, 2 I, hidden] (each expert's gate rows, then its up rows) and
 // output_linear [E, hidden, I]: MoeBlock's layout, the shared MLP as its shared expert. Jamba's:
 // feed_forward.{gate,up,down}_proj, or in its expert layers feed_forward.router and
-// feed_forward.experts.{e}.* (load_moe_block).
+// feed_forward.experts.{e}.* (load_moe_block). LFM2's: feed_forward.w1 (gate), w3 (up), w2
+// (down), or LFM2-MoE's experts (load_moe_block).
 Status StateSpaceModel::load_mlp(WeightLoader& w, const std::string& p, int l, Layer& L) {
   const int64_t h = config_.hidden_size, width = ffn_width();
   BRIGADE_ASSIGN_OR_RETURN(L.ffn_norm, w.vector_f32({p + names_.ffn_norm}, {h}, {}, norm_offset()));
@@ -345,8 +383,11 @@ Status StateSpaceModel::load_mlp(WeightLoader& w, const std::string& p, int l, L
       return Status::ok();
     }
     const std::string f = p + (gated() ? "mlp." : "feed_forward.");
-    BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, w.fused({f + "gate_proj.weight", f + "up_proj.weight"}, {width, width}, h));
-    BRIGADE_ASSIGN_OR_RETURN(L.mlp_down, w.matrix(f + "down_proj.weight", h, width));
+    const bool lfm2 = short_conv();
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, w.fused({f + (lfm2 ? "w1.weight" : "gate_proj.weight"),
+                                                     f + (lfm2 ? "w3.weight" : "up_proj.weight")},
+                                                    {width, width}, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_down, w.matrix(f + (lfm2 ? "w2.weight" : "down_proj.weight"), h, width));
     dense_linear_ += static_cast<double>(3 * width * h);
     return Status::ok();
   }
@@ -451,6 +492,8 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
       BRIGADE_RETURN_IF_ERROR(load_mixer1(ck, w, p, L));
     } else if (L.kind == Kind::ssm && gated()) {
       BRIGADE_RETURN_IF_ERROR(load_delta(ck, w, p, L));
+    } else if (L.kind == Kind::ssm && short_conv()) {
+      BRIGADE_RETURN_IF_ERROR(load_short_conv(ck, w, p, L));
     } else if (L.kind == Kind::ssm) {
       BRIGADE_RETURN_IF_ERROR(load_mixer(ck, w, p, L));
     } else if (L.kind == Kind::mlp) {
@@ -492,9 +535,11 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
     const std::vector<float> ones(static_cast<size_t>(std::max<int64_t>(config_.ssm.dt_rank, ns)), 1.0f);
     BRIGADE_ASSIGN_OR_RETURN(ones_, alloc_tensor(backend_, DType::f32, 1, static_cast<int64_t>(ones.size())));
     backend_.upload(ones_.tensor, ones.data());
-  } else if (config_.recurrent()) {
+  } else if (config_.recurrent()) {  // (the short conv's output goes from proj_ to y_ directly)
     BRIGADE_ASSIGN_OR_RETURN(proj_, alloc_tensor(backend_, act, n, proj_width()));
-    BRIGADE_ASSIGN_OR_RETURN(xbc_, alloc_tensor(backend_, act, n, layout_.conv_dim()));
+    if (!short_conv()) {
+      BRIGADE_ASSIGN_OR_RETURN(xbc_, alloc_tensor(backend_, act, n, layout_.conv_dim()));
+    }
     BRIGADE_ASSIGN_OR_RETURN(y_, alloc_tensor(backend_, act, n, layout_.d_inner()));
   }
   if (n_attn_ > 0) {
@@ -602,7 +647,8 @@ Status StateSpaceModel::plan_snapshots(const StepBatch& batch) {
     for (Layer& L : layers_) {
       if (L.kind != Kind::ssm) continue;
       backend_.copy(L.conv_state.tensor.rows(to, 1), L.conv_state.tensor.rows(from, 1));
-      backend_.copy(L.ssm_state.tensor.rows(to, 1), L.ssm_state.tensor.rows(from, 1));
+      if (!L.ssm_state.tensor.empty())  // (LFM2's short conv keeps its conv rows alone)
+        backend_.copy(L.ssm_state.tensor.rows(to, 1), L.ssm_state.tensor.rows(from, 1));
     }
   }
   return Status::ok();
@@ -697,6 +743,11 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
       b.matmul(up, L.down.tensor, L.down_bias.tensor, delta);
     } else if (L.kind == Kind::ssm && config_.ssm.mamba1()) {
       run_mixer1(L, n, seqs, normed, delta);
+    } else if (L.kind == Kind::ssm && short_conv()) {  // LFM2: in_proj to B|C|x, C * conv(B * x), out_proj
+      const Tensor proj = proj_.tensor.rows(0, n), y = y_.tensor.rows(0, n);
+      b.matmul(normed, L.in_proj.tensor, L.in_bias.tensor, proj);
+      b.short_conv(proj, L.conv_w.tensor, L.conv_b.tensor, seqs, L.conv_state.tensor, y);
+      b.matmul(y, L.out_proj.tensor, L.out_bias.tensor, delta);
     } else if (L.kind == Kind::ssm && gated()) {  // Gated DeltaNet: in_proj, the conv over q|k|v, the rule, out_proj
       const Tensor proj = proj_.tensor.rows(0, n), qkv = xbc_.tensor.rows(0, n), y = y_.tensor.rows(0, n);
       L.delta_in.matmul(b, normed, Tensor(), proj);
@@ -712,11 +763,11 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
                              L.gated_norm.tensor, eps};
       b.ssm_scan(proj, xbc, layout_, params, seqs, L.ssm_state.tensor, y);
       b.matmul(y, L.out_proj.tensor, L.out_bias.tensor, delta);
-    } else {  // attention: without positions (Granite 4.0-H's, Nemotron-H's, Jamba's), or Qwen3-Next's
+    } else {  // attention: without positions (Granite 4.0-H's, Nemotron-H's, Jamba's), or Qwen3-Next's, LFM2's
       const Tensor qkv = qkv_.tensor.rows(0, n), attn = attn_.tensor.rows(0, n);
       const KvLayer cache = kv.layer(L.kv_index);
       b.matmul(normed, L.qkv.tensor, Tensor(), qkv);
-      if (gated()) {  // q/k head norms, RoPE over part of each head
+      if (gated() || short_conv()) {  // q/k head norms, RoPE (over part of each head: Qwen3-Next)
         b.qk_head_norm(qkv, qkv_layout, L.q_norm.tensor, L.k_norm.tensor, eps);
         b.rope(qkv, qkv_layout, images_.positions(ints_.positions(n), n), images_.rope(rope_));
       }

@@ -20,6 +20,9 @@
 //     the embedding, and the attention rotates by interleaved M-RoPE (models/image_inputs.h).
 //     llama.cpp's GGUF files of these (qwen3next, qwen35, qwen35moe; models/gguf_qwen35.h) load
 //     with their ssm_a and norms as stored and Qwen3.5's value heads in the file's tiled order.
+//   LFM2 (Lfm2ForCausalLM, Lfm2MoeForCausalLM): a gated short convolution (in_proj to B | C | x,
+//     Backend::short_conv's C * conv(B * x), out_proj) or GQA attention (q/k head norms, RoPE over
+//     whole heads), then a SwiGLU or (LFM2-MoE) sigmoid-routed experts, per layer.
 //
 // The past of a sequence in a mixer is not in KV pages but in a recurrent state per layer (the
 // conv's last conv_kernel - 1 inputs and the scan's state), f32, kept in one of

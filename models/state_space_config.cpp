@@ -7,6 +7,7 @@
 
 #include "models/config_json.h"
 #include "models/qwen_vl_config.h"
+#include "models/rope_scaling.h"
 #include "models/vision_config.h"
 
 namespace brigade {
@@ -153,6 +154,25 @@ Status read_hybrid_sizes(const json& j, ModelConfig& c) {
     return invalid_argument("config.json: num_attention_heads must divide hidden_size and be a multiple of "
                             "num_key_value_heads");
   c.head_dim = c.hidden_size / c.n_heads;
+  return Status::ok();
+}
+
+// layer_types into c.ssm_layers, one per layer, each `recurrent` (a layer keeping a state) or
+// full_attention; `listed` says whether the config has them (c.ssm_layers is left alone if not).
+Status read_recurrent_layer_types(const json& j, const char* recurrent, ModelConfig& c, bool& listed) {
+  auto it = j.find("layer_types");
+  listed = it != j.end() && !it->is_null();
+  if (!listed) return Status::ok();
+  if (!it->is_array() || it->size() != static_cast<size_t>(c.n_layers))
+    return corrupt("config.json: layer_types must list one type per layer (" + std::to_string(c.n_layers) + ")");
+  c.ssm_layers.assign(static_cast<size_t>(c.n_layers), false);
+  for (size_t i = 0; i < it->size(); ++i) {
+    const std::string t = (*it)[i].is_string() ? (*it)[i].get<std::string>() : "";
+    if (t != recurrent && t != "full_attention")
+      return unsupported("config.json: layer_types[" + std::to_string(i) + "] '" + t + "' is not one of " + c.arch +
+                         "'s " + recurrent + ", full_attention");
+    c.ssm_layers[i] = t == recurrent;
+  }
   return Status::ok();
 }
 
@@ -450,18 +470,10 @@ Status read_gated_delta(const json& j, ModelConfig& c) {
   c.ssm.proj_bias = false;
   // Which layers are linear attention: layer_types, else every full_attention_interval-th layer
   // is attention (4: Qwen3NextConfig's default).
-  c.ssm_layers.assign(static_cast<size_t>(c.n_layers), false);
-  if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
-    if (!it->is_array() || it->size() != static_cast<size_t>(c.n_layers))
-      return corrupt("config.json: layer_types must list one type per layer (" + std::to_string(c.n_layers) + ")");
-    for (size_t i = 0; i < it->size(); ++i) {
-      const std::string t = (*it)[i].is_string() ? (*it)[i].get<std::string>() : "";
-      if (t != "linear_attention" && t != "full_attention")
-        return unsupported("config.json: layer_types[" + std::to_string(i) + "] '" + t + "' is not one of " +
-                           c.arch + "'s linear_attention, full_attention");
-      c.ssm_layers[i] = t == "linear_attention";
-    }
-  } else {
+  bool listed = false;
+  BRIGADE_RETURN_IF_ERROR(read_recurrent_layer_types(j, "linear_attention", c, listed));
+  if (!listed) {
+    c.ssm_layers.assign(static_cast<size_t>(c.n_layers), false);
     int interval = 4;
     BRIGADE_RETURN_IF_ERROR(read_positive(j, "full_attention_interval", interval));
     for (int l = 0; l < c.n_layers; ++l) c.ssm_layers[static_cast<size_t>(l)] = (l + 1) % interval != 0;
@@ -626,6 +638,138 @@ Expected<ModelConfig> read_nemotron_h_config(const json& j) {
   BRIGADE_RETURN_IF_ERROR(read_time_step_limit(limits, c));
   BRIGADE_RETURN_IF_ERROR(read_eps(j, "layer_norm_epsilon", 1e-5f, c.rms_eps));
   BRIGADE_RETURN_IF_ERROR(read_common(j, c, 4096));
+  return c;
+}
+
+bool is_lfm2(const json& j) {
+  return is_architecture(j, "Lfm2ForCausalLM", "lfm2") || is_architecture(j, "Lfm2MoeForCausalLM", "lfm2_moe");
+}
+
+namespace {
+
+// Which LFM2 layers are short-conv blocks: layer_types, else every layer not in full_attn_idxs.
+Status read_lfm2_layers(const json& j, ModelConfig& c) {
+  bool listed = false;
+  BRIGADE_RETURN_IF_ERROR(read_recurrent_layer_types(j, "conv", c, listed));
+  if (listed) return Status::ok();
+  c.ssm_layers.assign(static_cast<size_t>(c.n_layers), false);
+  auto it = j.find("full_attn_idxs");
+  if (it == j.end() || it->is_null()) return Status::ok();  // Lfm2Config: every layer attention
+  if (!it->is_array()) return corrupt("config.json: full_attn_idxs must be a list of layer indices");
+  c.ssm_layers.assign(static_cast<size_t>(c.n_layers), true);
+  for (const auto& e : *it) {
+    if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() >= c.n_layers)
+      return invalid_argument("config.json: full_attn_idxs must hold layer indices in [0, " + std::to_string(c.n_layers) + ")");
+    c.ssm_layers[static_cast<size_t>(e.get<int64_t>())] = false;
+  }
+  return Status::ok();
+}
+
+// rope_theta (top level, or in rope_parameters / rope_scaling) and a scaling rope_type.
+Status read_lfm2_rope(const json& j, ModelConfig& c) {
+  c.rope_style = RopeStyle::neox;
+  c.rope_theta = 1000000.0f;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "rope_theta", c.rope_theta));
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) continue;
+    if (!it->is_object()) return corrupt(std::string("config.json: ") + key + " must be an object");
+    BRIGADE_RETURN_IF_ERROR(read_float(*it, "rope_theta", c.rope_theta));
+    if (!it->contains("rope_type") && !it->contains("type")) continue;
+    BRIGADE_ASSIGN_OR_RETURN(c.rope_scaling, parse_rope_scaling(it->dump(), std::string("config.json: ") + key));
+  }
+  if (!(c.rope_theta > 0.0f) || !std::isfinite(c.rope_theta))
+    return invalid_argument("config.json: rope_theta must be a positive number");
+  if (c.rope_scaling.type == RopeScalingType::longrope)
+    return unsupported("config.json: rope_type 'longrope' is not supported for " + c.arch +
+                       " (default, linear, dynamic, llama3, yarn)");
+  return Status::ok();
+}
+
+// lfm2's MLP width: Lfm2MLP's adjustment of intermediate_size.
+Status adjust_lfm2_ff_dim(const json& j, ModelConfig& c) {
+  bool adjust = true;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "block_auto_adjust_ff_dim", adjust));
+  if (!adjust) return Status::ok();
+  int width = static_cast<int>(2.0 * c.intermediate_size / 3.0);  // int(2 * intermediate_size / 3)
+  auto mult = j.find("block_ffn_dim_multiplier");
+  if (mult != j.end() && mult->is_null()) {  // None: the width stays int(2 I / 3), not rounded
+    c.intermediate_size = width;
+    return positive("intermediate_size (adjusted)", c.intermediate_size);
+  }
+  double multiplier = 1.0;
+  if (mult != j.end()) {
+    if (!mult->is_number()) return corrupt("config.json: block_ffn_dim_multiplier must be a number");
+    multiplier = mult->get<double>();
+  }
+  int multiple_of = 256;
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "block_multiple_of", multiple_of));
+  if (!(multiplier > 0.0) || !std::isfinite(multiplier))
+    return invalid_argument("config.json: block_ffn_dim_multiplier must be a positive number");
+  width = static_cast<int>(multiplier * width);
+  c.intermediate_size = multiple_of * ((width + multiple_of - 1) / multiple_of);
+  return positive("intermediate_size (adjusted)", c.intermediate_size);
+}
+
+// lfm2_moe's experts (Lfm2MoeSparseMoeBlock).
+Status read_lfm2_moe(const json& j, ModelConfig& c) {
+  c.n_experts = 32;
+  c.n_experts_per_tok = 4;
+  c.moe_intermediate_size = 1792;
+  int dense = 2;
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "num_experts", c.n_experts));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "num_experts_per_tok", c.n_experts_per_tok));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "moe_intermediate_size", c.moe_intermediate_size));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_dense_layers", dense, false));
+  if (dense < 0) return invalid_argument("config.json: num_dense_layers must be >= 0");
+  if (c.n_experts_per_tok > c.n_experts)
+    return invalid_argument("config.json: num_experts_per_tok (" + std::to_string(c.n_experts_per_tok) +
+                            ") must be at most num_experts (" + std::to_string(c.n_experts) + ")");
+  c.first_k_dense_replace = dense;
+  c.decoder_sparse_step = 1;
+  c.moe_scoring = MoeScoring::sigmoid;
+  c.moe_score_bias = true;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_expert_bias", c.moe_score_bias));
+  c.norm_topk_prob = true;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "norm_topk_prob", c.norm_topk_prob));
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "routed_scaling_factor", c.routed_scaling_factor));
+  if (!(c.routed_scaling_factor > 0.0f) || !std::isfinite(c.routed_scaling_factor))
+    return invalid_argument("config.json: routed_scaling_factor must be a positive number");
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<ModelConfig> read_lfm2_config(const json& j) {
+  ModelConfig c;
+  const bool moe = is_architecture(j, "Lfm2MoeForCausalLM", "lfm2_moe");
+  c.arch = moe ? "lfm2_moe" : "lfm2";
+  BRIGADE_RETURN_IF_ERROR(read_hybrid_sizes(j, c));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "head_dim", c.head_dim));
+  c.qk_norm = true;
+  c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  BRIGADE_RETURN_IF_ERROR(read_lfm2_rope(j, c));
+  BRIGADE_RETURN_IF_ERROR(read_lfm2_layers(j, c));
+  int kernel = 3;
+  bool bias = false;
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "conv_L_cache", kernel));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "conv_bias", bias));
+  c.ssm.layout = SsmLayout{.n_heads = c.hidden_size, .head_dim = 1, .n_groups = 1, .state_size = 0, .conv_kernel = kernel};
+  c.ssm.short_conv = true;
+  c.ssm.conv_bias = c.ssm.proj_bias = bias;
+  c.ssm.gated_norm = false;
+  c.intermediate_size = moe ? 7168 : 12288;
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, j.contains("intermediate_size") ? "intermediate_size" : "block_ff_dim",
+                                        c.intermediate_size));
+  if (moe) BRIGADE_RETURN_IF_ERROR(read_lfm2_moe(j, c));
+  else BRIGADE_RETURN_IF_ERROR(adjust_lfm2_ff_dim(j, c));
+  BRIGADE_RETURN_IF_ERROR(read_eps(j, "norm_eps", 1e-5f, c.rms_eps));
+  c.tie_embeddings = true;  // tie_embedding (the Hub's older configs) wins, as Lfm2Config pops it
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_embedding", c.tie_embeddings));
+  c.max_position = 128000;
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "max_position_embeddings", c.max_position));
+  BRIGADE_RETURN_IF_ERROR(read_ids_and_dtype(j, c));
   return c;
 }
 

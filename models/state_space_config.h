@@ -1,7 +1,7 @@
 // Internal to models/: the config.json of the state-space models and hybrids (models/state_space.h)
 // read into ModelConfig (ModelConfig::ssm, ssm_layers, mlp_layers): Mamba1 (MambaConfig,
-// FalconMambaConfig), Mamba2 (Mamba2Config), Granite 4.0-H (GraniteMoeHybridConfig) and
-// Nemotron-H (NemotronHConfig).
+// FalconMambaConfig), Mamba2 (Mamba2Config), Granite 4.0-H (GraniteMoeHybridConfig),
+// Nemotron-H (NemotronHConfig), Jamba, Qwen3-Next / Qwen3.5 and LFM2 (Lfm2Config, Lfm2MoeConfig).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -76,6 +76,26 @@ bool is_nemotron_h(const nlohmann::json& j);
 // name: MoE blocks (E, moe: Nemotron 3's relu2 experts), a sliding window, attention_bias,
 // other activations, MTP layers, quantization_config.
 Expected<ModelConfig> read_nemotron_h_config(const nlohmann::json& j);
+
+// architectures[0] Lfm2ForCausalLM or Lfm2MoeForCausalLM, or model_type lfm2 / lfm2_moe (LiquidAI's
+// LFM2-350M/700M/1.2B/2.6B, LFM2-8B-A1B).
+bool is_lfm2(const nlohmann::json& j);
+
+// arch "lfm2" or "lfm2_moe": short-conv blocks and attention from layer_types (conv,
+// full_attention), else full_attn_idxs (the attention layers; absent: all of them, as
+// Lfm2Config); the conv's conv_L_cache taps and conv_bias (in_proj, conv and out_proj alike)
+// into SsmConfig (short_conv); the attention's heads, kv heads, head_dim (hidden / heads unless
+// given), q/k head norms and RoPE over whole heads (rope_theta, 1e6 by default, or
+// rope_parameters; a scaling rope_type as the Llama decoder's but longrope); norm_eps;
+// intermediate_size (or the Hub's block_ff_dim) as lfm2's MLP adjusts it
+// (block_auto_adjust_ff_dim: int(2 I / 3), times block_ffn_dim_multiplier, rounded up to
+// block_multiple_of); tie_word_embeddings (or tie_embedding; true by default). lfm2_moe: dense
+// SwiGLUs of intermediate_size in the first num_dense_layers layers, then num_experts SwiGLU
+// experts of moe_intermediate_size, num_experts_per_tok per token by sigmoid scores (selection
+// shifted by expert_bias with use_expert_bias), renormalised (norm_topk_prob) and scaled by
+// routed_scaling_factor. Lfm2MoeConfig's and Lfm2Config's defaults. Refused by name:
+// quantization_config, a layer type of another kind.
+Expected<ModelConfig> read_lfm2_config(const nlohmann::json& j);
 
 // Qwen3-Next (Qwen3NextForCausalLM) and Qwen3.5's language models (Qwen3_5ForCausalLM,
 // Qwen3_5MoeForCausalLM): arch "qwen3_next", "qwen3_5_text" or "qwen3_5_moe_text".

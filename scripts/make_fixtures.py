@@ -312,6 +312,28 @@ def fixtures():
             hybrid_override_pattern="ME*E", n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
             moe_shared_expert_intermediate_size=48, n_group=2, topk_group=1, norm_topk_prob=True,
             routed_scaling_factor=2.5)),
+        # LFM2 (Lfm2ForCausalLM, LiquidAI's LFM2-350M/700M/1.2B/2.6B): short-conv blocks (in_proj to
+        # B|C|x, a causal depthwise conv of B*x over 3 taps, gated by C) beside GQA attention with
+        # q/k head norms; the SwiGLU's width auto-adjusted (int(2 * 150 / 3) = 100, rounded up to a
+        # multiple of 32: 128); tied embeddings.
+        "lfm2": ("Lfm2Config", "Lfm2ForCausalLM", dict(
+            vocab_size=256, hidden_size=64, intermediate_size=150, block_multiple_of=32,
+            block_ffn_dim_multiplier=1.0, block_auto_adjust_ff_dim=True, num_hidden_layers=4,
+            layer_types=["conv", "conv", "full_attention", "conv"], num_attention_heads=4, num_key_value_heads=2,
+            conv_L_cache=3, conv_bias=False, norm_eps=1e-5, max_position_embeddings=256,
+            rope_parameters=dict(rope_type="default", rope_theta=1000000.0), bos_token_id=1, eos_token_id=2,
+            pad_token_id=0, tie_word_embeddings=True)),
+        # LFM2-MoE (Lfm2MoeForCausalLM, LFM2-8B-A1B): a dense first layer, then 8 SwiGLU experts of 32,
+        # 2 per token by a sigmoid router with a selection bias (expert_bias), renormalised and scaled
+        # by 2; conv biases and a 4-tap conv; an untied head.
+        "lfm2_moe": ("Lfm2MoeConfig", "Lfm2MoeForCausalLM", dict(
+            vocab_size=256, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=4,
+            num_dense_layers=1, num_experts=8, num_experts_per_tok=2, use_expert_bias=True,
+            routed_scaling_factor=2.0, norm_topk_prob=True,
+            layer_types=["conv", "full_attention", "conv", "conv"], num_attention_heads=4, num_key_value_heads=2,
+            conv_L_cache=4, conv_bias=True, norm_eps=1e-5, max_position_embeddings=256,
+            rope_parameters=dict(rope_type="default", rope_theta=1000000.0), bos_token_id=1, eos_token_id=2,
+            pad_token_id=0, tie_word_embeddings=False)),
     }
 
 
@@ -436,7 +458,8 @@ def randomize(model, seed):
                 p.copy_(0.1 * torch.randn(p.shape, generator=g))
         for name, b in model.named_buffers():
             # DeepSeek-V3's selection bias: a buffer, zero at init; large enough to change choices.
-            if name.endswith("e_score_correction_bias"):
+            # LFM2-MoE's expert_bias alike.
+            if name.endswith("e_score_correction_bias") or name.endswith("expert_bias"):
                 b.copy_(0.3 * torch.randn(b.shape, generator=g))
 
 
@@ -503,7 +526,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

@@ -617,5 +617,68 @@ void expect_gated_delta_follows_the_rule(bool tiled) {
 TEST(CpuGatedDelta, FollowsTheRuleInDoubleAtEveryLevel) { expect_gated_delta_follows_the_rule(false); }
 TEST(CpuGatedDelta, TiledHeadsFollowTheRuleInDouble) { expect_gated_delta_follows_the_rule(true); }
 
+// LFM2's short convolution (Backend::short_conv): out = C * conv(B * x) over each sequence's rows,
+// continuing its slot's last K - 1 products (zeros when fresh), which the slot then holds; a
+// snapshot after a row; against a double loop. 70 channels: a block of 64 and a partial one.
+TEST(CpuShortConv, FollowsADoubleLoopWithStatesAndSnapshots) {
+  const int64_t ch = 70, k = 3, keep = k - 1, n = 9, slots = 3;
+  const std::vector<int32_t> q_start = {0, 6, 9}, seq_slots = {2, 1}, fresh = {1, 0}, save_rows = {4, 0},
+                             save_slots = {0, -1};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> in(static_cast<size_t>(n * 3 * ch)), w(static_cast<size_t>(ch * k)), bias(static_cast<size_t>(ch)),
+      state0(static_cast<size_t>(slots * keep * ch));
+  for (auto* v : {&in, &w, &bias, &state0}) for (float& x : *v) x = u(rng);
+  for (const bool with_bias : {false, true}) {
+    // The reference: each sequence's window of the last k products, oldest first.
+    std::vector<double> want(static_cast<size_t>(n * ch)), want_state(state0.begin(), state0.end()), want_save(static_cast<size_t>(keep * ch));
+    for (int s = 0; s < 2; ++s) {
+      double* st = want_state.data() + seq_slots[static_cast<size_t>(s)] * keep * ch;
+      for (int64_t c = 0; c < ch; ++c) {
+        std::vector<double> window(static_cast<size_t>(keep));
+        for (int64_t j = 0; j < keep; ++j) window[static_cast<size_t>(j)] = fresh[static_cast<size_t>(s)] ? 0.0 : st[j * ch + c];
+        for (int64_t r = q_start[static_cast<size_t>(s)]; r < q_start[static_cast<size_t>(s) + 1]; ++r) {
+          const float* row = in.data() + r * 3 * ch;
+          window.push_back(double(row[c]) * row[2 * ch + c]);  // B * x
+          double acc = with_bias ? bias[static_cast<size_t>(c)] : 0.0;
+          for (int64_t j = 0; j < k; ++j) acc += double(w[static_cast<size_t>(c * k + j)]) * window[window.size() - k + j];
+          want[static_cast<size_t>(r * ch + c)] = double(row[ch + c]) * acc;  // C * conv
+          if (s == 0 && r == save_rows[0] - 1)
+            for (int64_t j = 0; j < keep; ++j) want_save[static_cast<size_t>(j * ch + c)] = window[window.size() - keep + j];
+        }
+        for (int64_t j = 0; j < keep; ++j) st[j * ch + c] = window[window.size() - keep + j];
+      }
+    }
+    for (int threads : {1, 3}) {
+      SCOPED_TRACE(std::string(with_bias ? "bias, " : "no bias, ") + std::to_string(threads) + " threads");
+      auto b = test::backend_at(test::simd_levels().front(), threads);
+      auto t_in = test::make(*b, DType::f32, {n, 3 * ch});
+      auto t_w = test::make(*b, DType::f32, {ch, k});
+      auto t_b = test::make(*b, DType::f32, {ch});
+      auto t_state = test::make(*b, DType::f32, {slots, keep * ch});
+      auto t_out = test::make(*b, DType::f32, {n, ch});
+      auto i32 = [&](const std::vector<int32_t>& v) {
+        auto t = test::make(*b, DType::i32, {static_cast<int64_t>(v.size())});
+        b->upload(t.tensor, v.data());
+        return t;
+      };
+      auto t_q = i32(q_start), t_slots = i32(seq_slots), t_fresh = i32(fresh), t_rows = i32(save_rows), t_to = i32(save_slots);
+      b->upload(t_in.tensor, in.data());
+      b->upload(t_w.tensor, w.data());
+      b->upload(t_b.tensor, bias.data());
+      b->upload(t_state.tensor, state0.data());
+      const SsmSeqs seqs{t_q.tensor, t_slots.tensor, t_fresh.tensor, 2, t_rows.tensor, t_to.tensor};
+      b->short_conv(t_in.tensor, t_w.tensor, with_bias ? t_b.tensor : Tensor(), seqs, t_state.tensor, t_out.tensor);
+      const float* out = t_out.tensor.as<float>();
+      const float* st = t_state.tensor.as<float>();
+      for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(out[i], want[i], 1e-5 * (1.0 + std::fabs(want[i]))) << "out " << i;
+      for (int slot : {1, 2})
+        for (int64_t i = 0; i < keep * ch; ++i)
+          ASSERT_NEAR(st[slot * keep * ch + i], want_state[static_cast<size_t>(slot * keep * ch + i)], 1e-5) << "slot " << slot;
+      for (int64_t i = 0; i < keep * ch; ++i) ASSERT_NEAR(st[i], want_save[static_cast<size_t>(i)], 1e-5) << "snapshot " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace brigade
