@@ -8,6 +8,7 @@
 #include "models/gguf_gemma.h"
 #include "models/gguf_glm4moe.h"
 #include "models/gguf_gpt_oss.h"
+#include "models/gguf_lfm2.h"
 #include "models/gguf_moe.h"
 #include "models/gguf_qwen35.h"
 
@@ -16,7 +17,7 @@ namespace {
 
 constexpr const char* kSupportedArchs =
     "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
-    "gpt-oss, glm4moe";
+    "gpt-oss, glm4moe, lfm2, lfm2moe";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -52,7 +53,8 @@ Status read_rope_freqs(const GgufFile& g, const RawTensor& t, ModelConfig& c) {
 
 Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && !is_gguf_gemma(arch) &&
-      !is_gguf_moe(arch) && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) && !is_gguf_qwen35(arch))
+      !is_gguf_moe(arch) && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) && !is_gguf_qwen35(arch) &&
+      !is_gguf_lfm2(arch))
     return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " + kSupportedArchs);
   c.arch = arch;
   const std::string a = arch + ".";
@@ -60,9 +62,9 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   // architectures have no MoE form here.
   BRIGADE_ASSIGN_OR_RETURN(const bool experts, gguf_has_experts(g, arch));
   if (experts && !is_gguf_moe(arch) && arch != "llama" && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) &&
-      arch != "qwen35moe" && arch != "qwen3next")
+      arch != "qwen35moe" && arch != "qwen3next" && arch != "lfm2moe")
     return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for qwen3moe, "
-                       "qwen2moe, qwen35moe, qwen3next, gpt-oss, glm4moe and llama (Mixtral) only");
+                       "qwen2moe, qwen35moe, qwen3next, gpt-oss, glm4moe, lfm2moe and llama (Mixtral) only");
   auto get = [&](const std::string& key, int& out) -> Status {
     BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int(a + key));
     if (v <= 0 || v > INT32_MAX) return corrupt(g.path() + ": metadata '" + a + key + "' is out of range");
@@ -76,7 +78,9 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (arch != "qwen35moe" || g.find(a + "feed_forward_length")) BRIGADE_RETURN_IF_ERROR(get("feed_forward_length", c.intermediate_size));
   BRIGADE_RETURN_IF_ERROR(get("context_length", c.max_position));
   c.n_kv_heads = c.n_heads;
-  if (g.find(a + "attention.head_count_kv")) BRIGADE_RETURN_IF_ERROR(get("attention.head_count_kv", c.n_kv_heads));
+  // (LFM2's is one count per block: read_gguf_lfm2.)
+  if (g.find(a + "attention.head_count_kv") && !is_gguf_lfm2(arch))
+    BRIGADE_RETURN_IF_ERROR(get("attention.head_count_kv", c.n_kv_heads));
   c.head_dim = c.hidden_size / c.n_heads;
   if (g.find(a + "attention.key_length")) BRIGADE_RETURN_IF_ERROR(get("attention.key_length", c.head_dim));
   // llama.cpp's converter records the rotary width; phi3 may rotate part of each head
@@ -114,6 +118,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (is_gguf_gpt_oss(arch)) return read_gguf_gpt_oss(g, c);
   if (is_gguf_glm4moe(arch)) return read_gguf_glm4moe(g, c);
   if (is_gguf_qwen35(arch)) return read_gguf_qwen35(g, arch, c);
+  if (is_gguf_lfm2(arch)) return read_gguf_lfm2(g, arch, c);
   if (is_gguf_moe(arch) || experts) BRIGADE_RETURN_IF_ERROR(read_gguf_moe(g, arch, c));
   return Status::ok();
 }
@@ -125,6 +130,7 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
                                                           {"output_norm.weight", "model.norm.weight"},
                                                           {"output.weight", "lm_head.weight"}};
   if (auto it = kTop.find(n); it != kTop.end()) return it->second;
+  if (const std::string lfm2 = is_gguf_lfm2(arch) ? gguf_lfm2_top_name(n) : ""; !lfm2.empty()) return lfm2;
   static const std::map<std::string, std::string> kLayer = {
       {"attn_norm.weight", "input_layernorm.weight"},   {"ffn_norm.weight", "post_attention_layernorm.weight"},
       {"attn_q.weight", "self_attn.q_proj.weight"},     {"attn_k.weight", "self_attn.k_proj.weight"},
@@ -147,6 +153,8 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
     return "model.layers." + n.substr(4, dot - 4) + "." + glm;
   if (const std::string q = is_gguf_qwen35(arch) ? gguf_qwen35_layer_name(suffix) : ""; !q.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + q;
+  if (const std::string lfm2 = is_gguf_lfm2(arch) ? gguf_lfm2_layer_name(suffix) : ""; !lfm2.empty())
+    return "model.layers." + n.substr(4, dot - 4) + "." + lfm2;
   if (const std::string moe = is_gguf_moe(arch) || arch == "llama" ? gguf_moe_layer_name(suffix) : ""; !moe.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + moe;
   // llama.cpp's converter writes phi3's gate_up_proj unsplit as ffn_up (ggml_swiglu splits it).
@@ -187,6 +195,7 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
     if (name.ends_with(".shared_expert_gate.weight") && r.shape.size() == 1) r.shape.insert(r.shape.begin(), 1);
     // ssm_conv1d [channels, conv_kernel]; the checkpoint's conv1d.weight [channels, 1, conv_kernel].
     if (name.ends_with(".linear_attn.conv1d.weight") && r.shape.size() == 2) r.shape.insert(r.shape.begin() + 1, 1);
+    if (name.ends_with(".conv.conv.weight") && r.shape.size() == 2) r.shape.insert(r.shape.begin() + 1, 1);  // LFM2's
     if (!tensors.emplace(name, std::move(r)).second) return corrupt(g.path() + ": tensor '" + t.name + "' appears twice");
   }
   auto embed = tensors.find("model.embed_tokens.weight");
@@ -197,6 +206,7 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
   // The float type of the weights (a default for the KV cache): the table's, f32 when quantized.
   c.dtype = embed->second.block_quantized() ? DType::f32 : embed->second.dtype;
   if (is_gguf_qwen35(arch)) BRIGADE_RETURN_IF_ERROR(check_gguf_qwen35_tensors(g, c));
+  else if (is_gguf_lfm2(arch)) BRIGADE_RETURN_IF_ERROR(check_gguf_lfm2_tensors(g, c));
   else if (c.n_experts > 0) BRIGADE_RETURN_IF_ERROR(check_gguf_moe_tensors(g, c));
   const Status v = c.validate();
   if (!v.is_ok()) return Status(v.code(), g.path() + ": " + v.message());

@@ -100,16 +100,7 @@ TEST_P(GgufQwen35F32, LogitsAndGreedyTokensMatchTransformers) {
   auto backend = make_cpu_backend({.n_threads = 2});
   auto model = load(GetParam(), *backend);
   ASSERT_NE(model, nullptr);
-  const auto cases = read_fixture_cases(GetParam());
-  ASSERT_EQ(cases.size(), 3u);
-  for (const auto& fc : cases) {
-    const auto run = testing::run_fixture_case(*model, *backend, fc);
-    EXPECT_LE(run.max_abs_diff, kTol) << "prompt of " << fc.prompt.size();
-    EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size();
-    if (!fc.decode_logits.empty()) {
-      EXPECT_LE(testing::decode_max_diff(*model, *backend, fc), kTol) << "prompt of " << fc.prompt.size();
-    }
-  }
+  testing::expect_fixture_cases_match(*model, *backend, GetParam(), kTol);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufQwen35F32, ::testing::Values("gguf_qwen35", "gguf_qwen35moe", "gguf_qwen3next"),
@@ -189,10 +180,7 @@ std::vector<testing::GgufKv> header(const std::string& arch, uint32_t blocks) {
 
 Status open_status(const testing::TempDir& dir, const std::vector<testing::GgufKv>& kv,
                    const std::vector<std::pair<std::string, std::vector<uint64_t>>>& tensors) {
-  const std::string path = dir.file("model.gguf");
-  testing::write_gguf_zeros(path, kv, tensors);
-  auto ck = Checkpoint::open(path);
-  return ck ? Status::ok() : ck.status();
+  return testing::open_gguf_zeros(dir.file("model.gguf"), kv, tensors);
 }
 
 // What brigade does not read is refused naming it: Qwen3-Next's legacy unsplit ssm_in, experts

@@ -300,6 +300,14 @@ inline void write_gguf_zeros(const std::string& path, const std::vector<GgufKv>&
       .write(reinterpret_cast<const char*>(b.bytes().data()), static_cast<std::streamsize>(b.bytes().size()));
 }
 
+// write_gguf_zeros at `path`, then Checkpoint::open of it: the status of reading it.
+inline Status open_gguf_zeros(const std::string& path, const std::vector<GgufKv>& kv,
+                              const std::vector<std::pair<std::string, std::vector<uint64_t>>>& tensors) {
+  write_gguf_zeros(path, kv, tensors);
+  auto ck = Checkpoint::open(path);
+  return ck ? Status::ok() : ck.status();
+}
+
 // A tiny llama (make-model's weights: hidden 16, 1 layer, 2 heads, 1 KV head, F32; ~50 KB plus
 // 64 bytes per vocabulary row) written as a Hugging Face directory `hf_dir` and as GGUF at
 // `path` with `extra` metadata.

@@ -142,6 +142,22 @@ inline float decode_max_diff(Model& model, Backend& backend, const FixtureCase& 
   return worst;
 }
 
+// Every case of `fixture` on `model`: each prompt position's logits within `tol` of the fixture's,
+// transformers' greedy tokens, and (where the fixture has them) the decode steps fed its tokens
+// within `tol` of its cached decode logits.
+inline void expect_fixture_cases_match(Model& model, Backend& backend, const std::string& fixture, float tol) {
+  const auto cases = read_fixture_cases(fixture);
+  ASSERT_EQ(cases.size(), 3u);
+  for (const auto& fc : cases) {
+    const FixtureRun run = run_fixture_case(model, backend, fc);
+    EXPECT_LE(run.max_abs_diff, tol) << fixture << ", prompt of " << fc.prompt.size();
+    EXPECT_EQ(run.greedy, fc.greedy) << fixture << ", prompt of " << fc.prompt.size();
+    if (!fc.decode_logits.empty()) {
+      EXPECT_LE(decode_max_diff(model, backend, fc), tol) << fixture << ", prompt of " << fc.prompt.size();
+    }
+  }
+}
+
 // Whether a run with quantized weights or activations follows greedy references (`refs`: the
 // fixture's tokens and those of the reference run quantized alike): its longest common prefix
 // with one of them is at least half the tokens, or it leaves that reference at a near tie that

@@ -191,6 +191,10 @@ TEST(TokenizerFiles, BadInputsAreClearErrors) {
   EXPECT_EQ(Tokenizer::load(kDir + "nope.gguf").status().code(), StatusCode::not_found);
   EXPECT_EQ(gguf_pretokenizer_patterns("mystery").status().code(), StatusCode::unsupported);
   EXPECT_NE(gguf_pretokenizer_patterns("mystery").status().message().find("deepseek-llm"), std::string::npos);
+  // LFM2's vocabularies name their pre-tokenizer lfm2, which llama.cpp runs as Llama 3's.
+  auto lfm2 = gguf_pretokenizer_patterns("lfm2");
+  ASSERT_TRUE(lfm2.has_value()) << lfm2.status().to_string();
+  EXPECT_EQ(*lfm2, *gguf_pretokenizer_patterns("llama-bpe"));
 }
 
 TEST(TokenizerFiles, VocabularyMustFitTheModel) {

@@ -176,6 +176,18 @@ gguf35=$(cd "$(dirname "$0")/../fixtures/gguf_qwen35" && pwd)
 grep -q "^architecture:  qwen3_5_text$" "$dir/gguf35.txt"
 grep -q "^ssm:           Gated DeltaNet in 3 of 4 layers: 4 value heads of 16, 2 key heads of 16 (value heads tiled, as llama.cpp orders them), conv of 4 taps" "$dir/gguf35.txt"
 expect_gguf_greedy "$gguf35" greedy
+# LFM2-MoE (tests/fixtures/lfm2_moe): short convs beside attention, sigmoid-routed experts; and
+# LFM2 as llama.cpp's converter writes it (tests/fixtures/gguf_lfm2, scripts/make_gguf_lfm2_fixtures.py).
+lfm2=$(cd "$(dirname "$0")/../fixtures/lfm2_moe" && pwd)
+"$bin" inspect "$lfm2" >"$dir/lfm2.txt"
+grep -q "^ssm:           short convolutions in 3 of 4 layers: 64 channels, C \* conv(B \* x) of 4 taps with biases; a 2.30 KB state per sequence (the prefix cache keeps snapshots); attention with q/k norms in the others$" "$dir/lfm2.txt"
+grep -q "^routing:       sigmoid + expert_bias (selection only), routed_scaling_factor 2$" "$dir/lfm2.txt"
+expect_fixture_greedy "$lfm2" 2
+gguf_lfm2=$(cd "$(dirname "$0")/../fixtures/gguf_lfm2" && pwd)
+"$bin" inspect "$gguf_lfm2/model.gguf" >"$dir/gguf_lfm2.txt"
+grep -q "^architecture:  lfm2$" "$dir/gguf_lfm2.txt"
+grep -q "^ssm:           short convolutions in 3 of 4 layers: 64 channels, C \* conv(B \* x) of 3 taps; a 1.54 KB state per sequence" "$dir/gguf_lfm2.txt"
+expect_gguf_greedy "$gguf_lfm2" greedy
 "$bin" make-model --arch mamba2 --out "$dir/mamba_m" --hidden 64 --layers 2 --heads 8 --head-dim 16 --ssm-groups 2 \
   --ssm-state 16 --vocab 300 --dtype f32 >/dev/null
 "$bin" --log-level info generate --model "$dir/mamba_m" --prompt "Once upon a time" --max-tokens 8 --threads 1 \
