@@ -156,7 +156,16 @@ std::string format_model_info(const ModelInfo& m) {
          std::to_string(l.conv_kernel) + " taps" + (c.ssm.conv_bias ? " with bias" : "") +
          (c.ssm.proj_bias ? ", in/out_proj biases" : "") +
          (c.ssm.dt_max > 0.0f || c.ssm.dt_min > 0.0f ? ", dt in [" + num(c.ssm.dt_min) + ", " + num(c.ssm.dt_max) + "]" : "") +
-         "; a " + human(static_cast<double>(state), "B") + " state per sequence (the prefix cache keeps snapshots)\n";
+         "; a " + human(static_cast<double>(state), "B") + " state per sequence (the prefix cache keeps snapshots)" +
+         (c.parallel_attention ? "; attention beside the mixer in every layer, their outputs summed" : "") + "\n";
+  }
+  if (c.parallel_attention) {  // Falcon-H1's muP multipliers, folded into the weights at load
+    const ModelConfig::MupMultipliers& mu = c.mup;
+    s += "muP:           embeddings x" + num(c.embedding_multiplier) + ", head x" + num(1.0f / c.logits_scaling) +
+         ", mixer in x" + num(mu.ssm_in) + " (z/x/B/C/dt x" + num(mu.ssm_rows[0]) + "/" + num(mu.ssm_rows[1]) + "/" +
+         num(mu.ssm_rows[2]) + "/" + num(mu.ssm_rows[3]) + "/" + num(mu.ssm_rows[4]) + "), out x" + num(mu.ssm_out) +
+         "; attention in x" + num(mu.attn_in) + ", keys x" + num(mu.key) + ", out x" + num(mu.attn_out) + "; MLP gate x" +
+         num(mu.mlp_gate) + ", down x" + num(mu.mlp_down) + " (folded into the weights)\n";
   }
   if (!c.mlp_layers.empty()) {  // Nemotron-H: a block of one kind per layer
     std::string pattern;

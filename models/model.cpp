@@ -58,14 +58,15 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   // State-space layers (models/state_space.h).
   if (arch == "mamba" || arch == "falcon_mamba" || arch == "mamba2" || arch == "granitemoehybrid" ||
       arch == "nemotron_h" || arch == "jamba" || arch == "qwen3_next" || arch == "qwen3_5_text" ||
-      arch == "qwen3_5_moe_text" || arch == "lfm2" || arch == "lfm2_moe")
+      arch == "qwen3_5_moe_text" || arch == "lfm2" || arch == "lfm2_moe" ||
+      arch == "falcon_h1")
     return load_state_space(*checkpoint, backend, options);
   // Encoders: BERT, RoBERTa, XLM-RoBERTa (models/bert.h).
   if (checkpoint->config().encoder) return load_bert(*checkpoint, backend, options);
   return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3, "
                      "qwen3_moe, qwen2_moe, mixtral, phi3, gemma2, gemma3_text, gpt_oss, glm4_moe, deepseek_v2, deepseek_v3, "
                      "the encoders bert, roberta, and mamba, falcon_mamba, mamba2, granitemoehybrid, nemotron_h, jamba, "
-                     "qwen3_next, qwen3_5_text, qwen3_5_moe_text, lfm2, lfm2_moe");
+                     "qwen3_next, qwen3_5_text, qwen3_5_moe_text, lfm2, lfm2_moe, falcon_h1");
 }
 
 }  // namespace brigade

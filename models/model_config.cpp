@@ -28,7 +28,7 @@ constexpr const char* kSupported =
     "Mamba2ForCausalLM (mamba2), MambaForCausalLM (mamba), FalconMambaForCausalLM (falcon_mamba); hybrids: "
     "GraniteMoeHybridForCausalLM (granitemoehybrid), NemotronHForCausalLM (nemotron_h), JambaForCausalLM (jamba), "
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
-    "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe)";
+    "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -374,6 +374,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   if (is_mamba1(j)) return read_mamba1_config(j);
   if (is_jamba(j)) return read_jamba_config(j);
   if (is_lfm2(j)) return read_lfm2_config(j);
+  if (is_falcon_h1(j)) return read_falcon_h1_config(j);
   if (is_qwen3_5_multimodal(j)) return read_qwen3_5_multimodal(j);  // with M-RoPE and its tower (the same)
   if (is_gemma3_multimodal(j)) {  // its language model, text only (models/gemma_config.h)
     BRIGADE_ASSIGN_OR_RETURN(json text, gemma3_text_config(j));

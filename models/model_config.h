@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -174,13 +175,24 @@ struct ModelConfig {
   float embedding_multiplier = 0.0f;
   float residual_multiplier = 0.0f;
   float logits_scaling = 0.0f;
+  // Falcon-H1: every layer runs attention beside its mixer (parallel_attention; their outputs
+  // summed), and its muP multipliers, folded into the weights at load (1 = none): the mixer's
+  // input (ssm_in) and in_proj's z, x, B, C and dt rows (ssm_rows), its output (ssm_out); the
+  // attention's input (attn_in), keys (key) and output (attn_out); the MLP's gate and down. The
+  // embeddings' and the head's are embedding_multiplier and 1 / logits_scaling.
+  bool parallel_attention = false;
+  struct MupMultipliers {
+    float ssm_in = 1.0f, ssm_out = 1.0f, attn_in = 1.0f, attn_out = 1.0f, key = 1.0f, mlp_gate = 1.0f, mlp_down = 1.0f;
+    std::array<float, 5> ssm_rows = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+  } mup;
 
   bool is_mla() const { return kv_lora_rank > 0; }
   // Whether some layer keeps a recurrent state per sequence (ssm_layers).
   bool recurrent() const { return std::find(ssm_layers.begin(), ssm_layers.end(), true) != ssm_layers.end(); }
-  // Layers with attention (and K/V pages): those that are neither state-space mixers nor MLPs.
+  // Layers with attention (and K/V pages): those that are neither state-space mixers nor MLPs
+  // (with parallel_attention, the mixers' layers too).
   int n_attention_layers() const {
-    return n_layers - static_cast<int>(std::count(ssm_layers.begin(), ssm_layers.end(), true)) -
+    return n_layers - (parallel_attention ? 0 : static_cast<int>(std::count(ssm_layers.begin(), ssm_layers.end(), true))) -
            static_cast<int>(std::count(mlp_layers.begin(), mlp_layers.end(), true));
   }
   // The sliding window of layer l's attention (0 = full attention).

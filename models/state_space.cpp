@@ -18,7 +18,8 @@ namespace {
 
 // Where a family keeps its tensors: the Mamba1/Mamba2/FalconMamba and Nemotron-H checkpoints'
 // backbone.* (a mixer, attention or MLP block per layer, each under mixer.), or Granite 4.0-H's,
-// Jamba's, Qwen3-Next's and LFM2's model.* (a mixer or attention, then the MLP, per layer).
+// Jamba's, Qwen3-Next's, LFM2's and Falcon-H1's model.* (a mixer or attention, or Falcon-H1's
+// both, then the MLP, per layer).
 struct Names {
   const char* prefix;      // of every tensor but lm_head
   const char* embed;
@@ -36,6 +37,8 @@ constexpr Names kJambaNames{"model.", "embed_tokens.weight", "final_layernorm.we
                             "self_attn.", "pre_ff_layernorm.weight"};
 constexpr Names kQwenNextNames{"model.", "embed_tokens.weight", "norm.weight", "input_layernorm.weight", "linear_attn.",
                                "self_attn.", "post_attention_layernorm.weight"};
+constexpr Names kFalconH1Names{"model.", "embed_tokens.weight", "final_layernorm.weight", "input_layernorm.weight",
+                               "mamba.", "self_attn.", "pre_ff_layernorm.weight"};
 constexpr Names kLfm2Names{"model.", "embed_tokens.weight", "embedding_norm.weight", "operator_norm.weight", "conv.",
                            "self_attn.", "ffn_norm.weight"};
 
@@ -47,6 +50,7 @@ class StateSpaceModel final : public Model {
                : config.arch == "jamba"          ? kJambaNames
                : config.ssm.gated_delta          ? kQwenNextNames
                : config.ssm.short_conv           ? kLfm2Names
+               : config.parallel_attention       ? kFalconH1Names
                                                  : kBackboneNames),
         n_attn_(config.n_attention_layers()), images_(backend, config_, options.max_batch_tokens) {
     if (gated()) {  // Qwen3-Next's attention rotates the first rotary_dim dims of each head
@@ -55,7 +59,7 @@ class StateSpaceModel final : public Model {
       rope_.inv_freq = rope_inv_freq_scaled(config.rope_theta, config.rope_dims(), config.rope_scaling);
       rope_.attention_factor = rope_attention_factor(config.rope_scaling);
       images_.set_text_rope(rope_);
-    } else if (short_conv()) {  // LFM2's attention rotates whole heads
+    } else if (short_conv() || parallel()) {  // LFM2's and Falcon-H1's attention rotate whole heads
       rope_.style = RopeStyle::neox;
       rope_.rotary_dim = config.rope_dims();
       rope_.inv_freq = rope_inv_freq_scaled(config.rope_theta, config.rope_dims(), config.rope_scaling);
@@ -128,6 +132,13 @@ class StateSpaceModel final : public Model {
   bool gated() const { return config_.ssm.gated_delta; }
   // LFM2's short-conv blocks.
   bool short_conv() const { return config_.ssm.short_conv; }
+  // Falcon-H1's layers: attention beside the mixer, their outputs summed; muP multipliers folded
+  // into the weights at load (ModelConfig::mup).
+  bool parallel() const { return config_.parallel_attention; }
+  // Attention of normed [n, hidden] into out: q|k|v, head norms and RoPE where the family has
+  // them, K/V into the layer's pages, Qwen3-Next's output gate, o.
+  void run_attention(const Layer& L, int64_t n, const KvCache& kv, const AttentionMeta& meta, const Tensor& normed,
+                     const Tensor& out);
   // Qwen3-Next's zero-centred RMSNorms scale by 1 + w (a GGUF file holds 1 + w already).
   float norm_offset() const { return gated() && !gguf_ ? 1.0f : 0.0f; }
   // The in_proj width: Mamba2's z|xBC|dt, Gated DeltaNet's q|k|v|z|b|a, or the short conv's B|C|x.
@@ -149,7 +160,7 @@ class StateSpaceModel final : public Model {
   Names names_;
   int n_attn_ = 0;
   bool gguf_ = false;  // llama.cpp's file (models/gguf_qwen35.h): ssm_a holds A, the norms 1 + w
-  RopeConfig rope_;  // Qwen3-Next's attention's (gated()), LFM2's (short_conv())
+  RopeConfig rope_;  // Qwen3-Next's attention's (gated()), LFM2's (short_conv()), Falcon-H1's (parallel())
   // Qwen3.5's vision tower and its M-RoPE (ModelConfig::vision, mrope_section; a step's images
   // go over their tokens' rows after the embedding).
   ImageInputs images_;
@@ -164,6 +175,7 @@ class StateSpaceModel final : public Model {
   MoeScratch moe_scratch_;
   StepInputs ints_;
   OwnedTensor slots_, fresh_, save_rows_, save_slots_;
+  OwnedTensor parallel_out_;  // Falcon-H1: the attention's output beside the mixer's
   OwnedTensor residual_, normed_, delta_, proj_, xbc_, y_, selected_, qkv_, attn_, gate_, mlp_, act_, up_;
   OwnedTensor dtr_, bm_, cm_, dt_, ones_;  // Mamba1: x_proj's parts, dt, FalconMamba's unit norm weights
   std::vector<int32_t> slots_host_, fresh_host_;  // the step's slot of each sequence, and which start afresh
@@ -193,9 +205,33 @@ Status StateSpaceModel::load_mixer(const Checkpoint& ck, WeightLoader& w, const 
   const int64_t h = config_.hidden_size, di = layout_.d_inner(), ch = layout_.conv_dim(), heads = layout_.n_heads;
   const int64_t k = layout_.conv_kernel;
   const std::string m = p + names_.mixer;
-  BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.matrix(m + "in_proj.weight", layout_.proj_width(), h));
-  BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.matrix(m + "out_proj.weight", h, di));
-  if (config_.ssm.proj_bias) {
+  if (parallel()) {  // Falcon-H1: in_proj's z, x, B, C and dt rows (and its input) and out_proj scaled
+    const ModelConfig::MupMultipliers& mu = config_.mup;
+    const int64_t gn = int64_t{layout_.n_groups} * layout_.state_size, pw = layout_.proj_width();
+    const int64_t segment[5] = {di, di, gn, gn, heads};
+    std::vector<Slice> rows;
+    std::vector<float> scales;
+    for (int i = 0, begin = 0; i < 5; begin += static_cast<int>(segment[i]), ++i) {
+      rows.push_back({begin, segment[i]});
+      scales.push_back(mu.ssm_rows[static_cast<size_t>(i)] * mu.ssm_in);
+    }
+    BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.scaled(std::vector<std::string>(5, m + "in_proj.weight"),
+                                                 std::vector<int64_t>(5, pw), h, rows, scales));
+    BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.scaled({m + "out_proj.weight"}, {h}, di, {}, {mu.ssm_out}));
+    if (config_.ssm.proj_bias) {  // the bias scaled as its rows' outputs are (not by the input's multiplier)
+      const auto row_scale = [&](int64_t r) {
+        int s = 0;
+        for (int64_t end = segment[0]; r >= end && s < 4; end += segment[++s]) {}
+        return mu.ssm_rows[static_cast<size_t>(s)];
+      };
+      BRIGADE_ASSIGN_OR_RETURN(L.in_bias, host_vector(ck, m + "in_proj.bias", {pw}, [&](float v, int64_t i) { return v * row_scale(i); }));
+      BRIGADE_ASSIGN_OR_RETURN(L.out_bias, host_vector(ck, m + "out_proj.bias", {h}, [&](float v, int64_t) { return v * mu.ssm_out; }));
+    }
+  } else {
+    BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.matrix(m + "in_proj.weight", layout_.proj_width(), h));
+    BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.matrix(m + "out_proj.weight", h, di));
+  }
+  if (config_.ssm.proj_bias && !parallel()) {
     BRIGADE_ASSIGN_OR_RETURN(L.in_bias, w.vector_f32({m + "in_proj.bias"}, {layout_.proj_width()}));
     BRIGADE_ASSIGN_OR_RETURN(L.out_bias, w.vector_f32({m + "out_proj.bias"}, {h}));
   }
@@ -328,11 +364,20 @@ Status StateSpaceModel::load_short_conv(const Checkpoint& ck, WeightLoader& w, c
 
 // q/k/v/o_proj; Qwen3-Next's q_proj [heads * 2 head_dim, hidden] holds per head its query rows,
 // then its output gate's (loaded apart as q_gate), and q_norm / k_norm [head_dim] scale by 1 + w.
-// LFM2's: q_layernorm / k_layernorm [head_dim], and out_proj for o_proj.
+// LFM2's: q_layernorm / k_layernorm [head_dim], and out_proj for o_proj. Falcon-H1's scaled by its
+// multipliers.
 Status StateSpaceModel::load_attention(WeightLoader& w, const std::string& p, Layer& L) {
   const int64_t h = config_.hidden_size, hd = config_.head_dim, q = int64_t{config_.n_heads} * hd;
   const int64_t kv = int64_t{config_.n_kv_heads} * hd;
   const std::string a = p + names_.attention;
+  if (parallel()) {  // Falcon-H1: the input's multiplier on q, k, v, the keys' on k, the output's on o
+    const ModelConfig::MupMultipliers& mu = config_.mup;
+    BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.scaled({a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}, {q, kv, kv},
+                                             h, {}, {mu.attn_in, mu.attn_in * mu.key, mu.attn_in}));
+    BRIGADE_ASSIGN_OR_RETURN(L.o, w.scaled({a + "o_proj.weight"}, {h}, q, {}, {mu.attn_out}));
+    dense_linear_ += static_cast<double>((q + 2 * kv) * h + h * q);
+    return Status::ok();
+  }
   if (gated()) {
     std::vector<std::string> names;
     std::vector<int64_t> rows;
@@ -368,7 +413,8 @@ Status StateSpaceModel::load_attention(WeightLoader& w, const std::string& p, La
 // output_linear [E, hidden, I]: MoeBlock's layout, the shared MLP as its shared expert. Jamba's:
 // feed_forward.{gate,up,down}_proj, or in its expert layers feed_forward.router and
 // feed_forward.experts.{e}.* (load_moe_block). LFM2's: feed_forward.w1 (gate), w3 (up), w2
-// (down), or LFM2-MoE's experts (load_moe_block).
+// (down), or LFM2-MoE's experts (load_moe_block). Falcon-H1's: feed_forward.{gate,up,down}_proj,
+// gate and down scaled by its mlp_multipliers.
 Status StateSpaceModel::load_mlp(WeightLoader& w, const std::string& p, int l, Layer& L) {
   const int64_t h = config_.hidden_size, width = ffn_width();
   BRIGADE_ASSIGN_OR_RETURN(L.ffn_norm, w.vector_f32({p + names_.ffn_norm}, {h}, {}, norm_offset()));
@@ -383,6 +429,13 @@ Status StateSpaceModel::load_mlp(WeightLoader& w, const std::string& p, int l, L
       return Status::ok();
     }
     const std::string f = p + (gated() ? "mlp." : "feed_forward.");
+    if (parallel()) {  // Falcon-H1: the gate's and down's multipliers
+      BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, w.scaled({f + "gate_proj.weight", f + "up_proj.weight"}, {width, width}, h, {},
+                                                       {config_.mup.mlp_gate, 1.0f}));
+      BRIGADE_ASSIGN_OR_RETURN(L.mlp_down, w.scaled({f + "down_proj.weight"}, {h}, width, {}, {config_.mup.mlp_down}));
+      dense_linear_ += static_cast<double>(3 * width * h);
+      return Status::ok();
+    }
     const bool lfm2 = short_conv();
     BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, w.fused({f + (lfm2 ? "w1.weight" : "gate_proj.weight"),
                                                      f + (lfm2 ? "w3.weight" : "up_proj.weight")},
@@ -496,6 +549,10 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
       BRIGADE_RETURN_IF_ERROR(load_short_conv(ck, w, p, L));
     } else if (L.kind == Kind::ssm) {
       BRIGADE_RETURN_IF_ERROR(load_mixer(ck, w, p, L));
+      if (parallel()) {
+        BRIGADE_RETURN_IF_ERROR(load_attention(w, p, L));
+        L.kv_index = kv_index++;
+      }
     } else if (L.kind == Kind::mlp) {
       BRIGADE_RETURN_IF_ERROR(load_mlp_block(w, p, L));
     } else if (L.kind == Kind::moe) {
@@ -541,6 +598,9 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
       BRIGADE_ASSIGN_OR_RETURN(xbc_, alloc_tensor(backend_, act, n, layout_.conv_dim()));
     }
     BRIGADE_ASSIGN_OR_RETURN(y_, alloc_tensor(backend_, act, n, layout_.d_inner()));
+  }
+  if (parallel()) {
+    BRIGADE_ASSIGN_OR_RETURN(parallel_out_, alloc_tensor(backend_, act, n, h));
   }
   if (n_attn_ > 0) {
     const QkvLayout q = config_.qkv_layout();
@@ -689,6 +749,26 @@ void StateSpaceModel::run_mixer1(const Layer& L, int64_t n, const SsmSeqs& seqs,
   b.matmul(y, L.out_proj.tensor, L.out_bias.tensor, delta);
 }
 
+void StateSpaceModel::run_attention(const Layer& L, int64_t n, const KvCache& kv, const AttentionMeta& meta,
+                                    const Tensor& normed, const Tensor& out) {
+  Backend& b = backend_;
+  const QkvLayout qkv_layout = config_.qkv_layout();
+  const Tensor qkv = qkv_.tensor.rows(0, n), attn = attn_.tensor.rows(0, n);
+  const KvLayer cache = kv.layer(L.kv_index);
+  b.matmul(normed, L.qkv.tensor, Tensor(), qkv);
+  if (!L.q_norm.tensor.empty()) b.qk_head_norm(qkv, qkv_layout, L.q_norm.tensor, L.k_norm.tensor, config_.rms_eps);
+  if (gated() || short_conv() || parallel())  // RoPE (over part of each head: Qwen3-Next)
+    b.rope(qkv, qkv_layout, images_.positions(ints_.positions(n), n), images_.rope(rope_));
+  b.write_kv(cache, qkv, qkv_layout, ints_.slots(n));
+  b.attention(qkv, qkv_layout, cache, meta, config_.attn_scale, attn);
+  if (gated()) {  // the output gate: attn * sigmoid(the gate rows of q_proj)
+    const Tensor gate = gate_.tensor.rows(0, n);
+    b.matmul(normed, L.q_gate.tensor, Tensor(), gate);
+    b.sigmoid_mul(attn, gate);
+  }
+  b.matmul(attn, L.o.tensor, Tensor(), out);
+}
+
 Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
   const StepLimits limits{config_.vocab_size,  config_.max_position, options_.max_batch_tokens, n_attn_,
                           n_attn_ > 0 ? config_.n_kv_heads : 0, n_attn_ > 0 ? config_.head_dim : 0};
@@ -723,7 +803,6 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
   const Tensor residual = residual_.tensor.rows(0, n), normed = normed_.tensor.rows(0, n), delta = delta_.tensor.rows(0, n);
   const float eps = config_.rms_eps, residual_scale = config_.residual_multiplier;
   const bool scale_residual = residual_scale > 0.0f && residual_scale != 1.0f;
-  const QkvLayout qkv_layout = config_.qkv_layout();
   Backend& b = backend_;
   b.embedding(ends_.embed.tensor, ints_.tokens(batch), residual);
   if (config_.embedding_multiplier > 0.0f && config_.embedding_multiplier != 1.0f)
@@ -763,22 +842,13 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
                              L.gated_norm.tensor, eps};
       b.ssm_scan(proj, xbc, layout_, params, seqs, L.ssm_state.tensor, y);
       b.matmul(y, L.out_proj.tensor, L.out_bias.tensor, delta);
+      if (parallel()) {  // Falcon-H1: the attention beside it, on the same normed input
+        const Tensor attn_out = parallel_out_.tensor.rows(0, n);
+        run_attention(L, n, kv, meta, normed, attn_out);
+        b.add(delta, attn_out);
+      }
     } else {  // attention: without positions (Granite 4.0-H's, Nemotron-H's, Jamba's), or Qwen3-Next's, LFM2's
-      const Tensor qkv = qkv_.tensor.rows(0, n), attn = attn_.tensor.rows(0, n);
-      const KvLayer cache = kv.layer(L.kv_index);
-      b.matmul(normed, L.qkv.tensor, Tensor(), qkv);
-      if (gated() || short_conv()) {  // q/k head norms, RoPE (over part of each head: Qwen3-Next)
-        b.qk_head_norm(qkv, qkv_layout, L.q_norm.tensor, L.k_norm.tensor, eps);
-        b.rope(qkv, qkv_layout, images_.positions(ints_.positions(n), n), images_.rope(rope_));
-      }
-      b.write_kv(cache, qkv, qkv_layout, ints_.slots(n));
-      b.attention(qkv, qkv_layout, cache, meta, config_.attn_scale, attn);
-      if (gated()) {  // the output gate: attn * sigmoid(the gate rows of q_proj)
-        const Tensor gate = gate_.tensor.rows(0, n);
-        b.matmul(normed, L.q_gate.tensor, Tensor(), gate);
-        b.sigmoid_mul(attn, gate);
-      }
-      b.matmul(attn, L.o.tensor, Tensor(), delta);
+      run_attention(L, n, kv, meta, normed, delta);
     }
     if (scale_residual) b.scale(delta, residual_scale);
     if (!has_ffn()) continue;

@@ -23,6 +23,9 @@
 //   LFM2 (Lfm2ForCausalLM, Lfm2MoeForCausalLM): a gated short convolution (in_proj to B | C | x,
 //     Backend::short_conv's C * conv(B * x), out_proj) or GQA attention (q/k head norms, RoPE over
 //     whole heads), then a SwiGLU or (LFM2-MoE) sigmoid-routed experts, per layer.
+//   Falcon-H1 (FalconH1ForCausalLM): a Mamba2 mixer and RoPE attention side by side on the same
+//     normed input, their outputs summed, then a SwiGLU, per layer; its muP multipliers folded into
+//     the weights at load (ModelConfig::mup).
 //
 // The past of a sequence in a mixer is not in KV pages but in a recurrent state per layer (the
 // conv's last conv_kernel - 1 inputs and the scan's state), f32, kept in one of

@@ -665,10 +665,11 @@ Status read_lfm2_layers(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
-// rope_theta (top level, or in rope_parameters / rope_scaling) and a scaling rope_type.
-Status read_lfm2_rope(const json& j, ModelConfig& c) {
+// RoPE over whole heads: rope_theta (top level, or in rope_parameters / rope_scaling; `theta`
+// when absent) and a scaling rope_type (not longrope).
+Status read_whole_head_rope(const json& j, float theta, ModelConfig& c) {
   c.rope_style = RopeStyle::neox;
-  c.rope_theta = 1000000.0f;
+  c.rope_theta = theta;
   BRIGADE_RETURN_IF_ERROR(read_float(j, "rope_theta", c.rope_theta));
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
     auto it = j.find(key);
@@ -748,7 +749,7 @@ Expected<ModelConfig> read_lfm2_config(const json& j) {
   BRIGADE_RETURN_IF_ERROR(read_positive(j, "head_dim", c.head_dim));
   c.qk_norm = true;
   c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  BRIGADE_RETURN_IF_ERROR(read_lfm2_rope(j, c));
+  BRIGADE_RETURN_IF_ERROR(read_whole_head_rope(j, 1000000.0f, c));
   BRIGADE_RETURN_IF_ERROR(read_lfm2_layers(j, c));
   int kernel = 3;
   bool bias = false;
@@ -770,6 +771,107 @@ Expected<ModelConfig> read_lfm2_config(const json& j) {
   c.max_position = 128000;
   BRIGADE_RETURN_IF_ERROR(read_positive(j, "max_position_embeddings", c.max_position));
   BRIGADE_RETURN_IF_ERROR(read_ids_and_dtype(j, c));
+  return c;
+}
+
+bool is_falcon_h1(const json& j) { return is_architecture(j, "FalconH1ForCausalLM", "falcon_h1"); }
+
+namespace {
+
+// A positive, finite multiplier `key` into out (1 when absent).
+Status read_multiplier(const json& j, const char* key, float& out) {
+  out = 1.0f;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, key, out));
+  if (!(out > 0.0f) || !std::isfinite(out))
+    return invalid_argument(std::string("config.json: ") + key + " must be a positive number");
+  return Status::ok();
+}
+
+// A list of `n` positive multipliers `key` into out (all 1 when absent or null).
+Status read_multipliers(const json& j, const char* key, float* out, size_t n) {
+  std::fill(out, out + n, 1.0f);
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_array() || it->size() != n)
+    return corrupt(std::string("config.json: ") + key + " must list " + std::to_string(n) + " multipliers");
+  for (size_t i = 0; i < n; ++i) {
+    if (!(*it)[i].is_number() || !((*it)[i].get<double>() > 0.0) || !std::isfinite((*it)[i].get<double>()))
+      return invalid_argument(std::string("config.json: ") + key + " must hold positive numbers");
+    out[i] = (*it)[i].get<float>();
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<ModelConfig> read_falcon_h1_config(const json& j) {
+  ModelConfig c;
+  c.arch = "falcon_h1";
+  BRIGADE_RETURN_IF_ERROR(read_hybrid_sizes(j, c));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "head_dim", c.head_dim));
+  c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  c.intermediate_size = 14336;
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "intermediate_size", c.intermediate_size));
+  BRIGADE_RETURN_IF_ERROR(require_activation(j, "hidden_act", "silu", c.arch));
+  for (const char* key : {"attention_bias", "mlp_bias"}) {
+    bool on = false;
+    BRIGADE_RETURN_IF_ERROR(read_bool(j, key, on));
+    if (on) return unsupported(std::string("config.json: ") + key + " is not supported for falcon_h1");
+  }
+  BRIGADE_RETURN_IF_ERROR(read_whole_head_rope(j, 10000.0f, c));  // transformers' LlamaRotaryEmbedding
+  // The mixers, one in every layer.
+  c.parallel_attention = true;
+  c.ssm_layers.assign(static_cast<size_t>(c.n_layers), true);
+  SsmLayout& l = c.ssm.layout;
+  l = SsmLayout{.n_heads = 128, .head_dim = 0, .n_groups = 1, .state_size = 256, .conv_kernel = 4};
+  int expand = 2, d_ssm = 0;
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "mamba_n_heads", l.n_heads));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "mamba_n_groups", l.n_groups));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "mamba_d_state", l.state_size));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "mamba_d_conv", l.conv_kernel));
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "mamba_expand", expand));
+  d_ssm = expand * c.hidden_size;
+  if (auto it = j.find("mamba_d_ssm"); it != j.end() && !it->is_null()) BRIGADE_RETURN_IF_ERROR(read_positive(j, "mamba_d_ssm", d_ssm));
+  l.head_dim = d_ssm / l.n_heads;  // "auto"
+  if (auto it = j.find("mamba_d_head"); it != j.end() && it->is_number_integer()) l.head_dim = it->get<int>();
+  else if (it != j.end() && !(it->is_string() && it->get<std::string>() == "auto") && !it->is_null())
+    return corrupt("config.json: mamba_d_head must be an integer or \"auto\"");
+  if (l.head_dim <= 0 || l.d_inner() != d_ssm || l.n_heads % l.n_groups != 0)
+    return invalid_argument("config.json: mamba_n_heads (" + std::to_string(l.n_heads) + ") * mamba_d_head (" +
+                            std::to_string(l.head_dim) + ") must equal mamba_d_ssm (" + std::to_string(d_ssm) +
+                            ") and be a multiple of mamba_n_groups (" + std::to_string(l.n_groups) + ")");
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_conv_bias", c.ssm.conv_bias));
+  bool in_bias = false, out_bias = false;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_proj_bias", in_bias));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "projectors_bias", out_bias));
+  if (in_bias != out_bias)
+    return unsupported("config.json: falcon_h1 with mamba_proj_bias (in_proj's bias) unlike projectors_bias "
+                       "(out_proj's) is not supported");
+  c.ssm.proj_bias = in_bias;
+  c.ssm.gated_norm = false;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_rms_norm", c.ssm.gated_norm));
+  bool norm_before_gate = true;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_norm_before_gate", norm_before_gate));
+  if (c.ssm.gated_norm && norm_before_gate)
+    return unsupported("config.json: falcon_h1's mamba_rms_norm with mamba_norm_before_gate (the norm before the "
+                       "gate) is not supported; the gated norm runs the gate first (mamba_norm_before_gate false)");
+  BRIGADE_RETURN_IF_ERROR(read_time_step_limit(j, c));
+  // muP.
+  ModelConfig::MupMultipliers& m = c.mup;
+  for (auto [key, out] : {std::pair{"ssm_in_multiplier", &m.ssm_in}, {"ssm_out_multiplier", &m.ssm_out},
+                          {"attention_in_multiplier", &m.attn_in}, {"attention_out_multiplier", &m.attn_out},
+                          {"key_multiplier", &m.key}, {"embedding_multiplier", &c.embedding_multiplier}})
+    BRIGADE_RETURN_IF_ERROR(read_multiplier(j, key, *out));
+  BRIGADE_RETURN_IF_ERROR(read_multipliers(j, "ssm_multipliers", m.ssm_rows.data(), m.ssm_rows.size()));
+  float mlp[2];
+  BRIGADE_RETURN_IF_ERROR(read_multipliers(j, "mlp_multipliers", mlp, 2));
+  m.mlp_gate = mlp[0];
+  m.mlp_down = mlp[1];
+  float head = 1.0f;
+  BRIGADE_RETURN_IF_ERROR(read_multiplier(j, "lm_head_multiplier", head));
+  c.logits_scaling = 1.0f / head;
+  BRIGADE_RETURN_IF_ERROR(read_eps(j, "rms_norm_eps", 1e-5f, c.rms_eps));
+  BRIGADE_RETURN_IF_ERROR(read_common(j, c, 8192));
   return c;
 }
 

@@ -97,6 +97,21 @@ bool is_lfm2(const nlohmann::json& j);
 // quantization_config, a layer type of another kind.
 Expected<ModelConfig> read_lfm2_config(const nlohmann::json& j);
 
+// architectures[0] FalconH1ForCausalLM, or model_type falcon_h1 (TII's Falcon-H1 0.5B ... 34B).
+bool is_falcon_h1(const nlohmann::json& j);
+
+// arch "falcon_h1": every layer a Mamba2 mixer beside GQA attention (parallel_attention; RoPE over
+// whole heads from rope_theta / rope_parameters, softmax scale head_dim^-0.5), then a SwiGLU of
+// intermediate_size. The mixers' mamba_n_heads, mamba_d_head ("auto": mamba_d_ssm / heads),
+// mamba_d_ssm (absent: mamba_expand * hidden), mamba_n_groups, mamba_d_state, mamba_d_conv,
+// mamba_conv_bias, time_step_limit; mamba_rms_norm (the gated RMSNorm, the gate first:
+// mamba_norm_before_gate false) or y * silu(z); mamba_proj_bias and projectors_bias (in_proj's
+// and out_proj's biases, which must agree). The muP multipliers into ModelConfig::mup,
+// embedding_multiplier, and lm_head_multiplier as 1 / logits_scaling. Refused by name:
+// mamba_rms_norm with mamba_norm_before_gate (the norm before the gate), attention_bias,
+// mlp_bias, hidden_act other than silu, quantization_config.
+Expected<ModelConfig> read_falcon_h1_config(const nlohmann::json& j);
+
 // Qwen3-Next (Qwen3NextForCausalLM) and Qwen3.5's language models (Qwen3_5ForCausalLM,
 // Qwen3_5MoeForCausalLM): arch "qwen3_next", "qwen3_5_text" or "qwen3_5_moe_text".
 bool is_gated_delta(const std::string& arch);

@@ -247,12 +247,9 @@ Status WeightLoader::skip(const std::string& name, const std::vector<int64_t>& s
   return Status::ok();
 }
 
-Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
-                                          int64_t cols, const std::vector<Slice>& row_slices, Slice col_slice) {
-  BRIGADE_CHECK(names.size() == rows.size() && !names.empty(), "one row count per part");
-  check_slice(col_slice, cols);
-  const int64_t n_cols = col_slice.length(cols);
-  std::vector<StoredWeight> parts;
+Expected<int64_t> WeightLoader::open_parts(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
+                                           int64_t cols, const std::vector<Slice>& row_slices,
+                                           std::vector<StoredWeight>& parts) {
   int64_t total_rows = 0;
   for (size_t i = 0; i < names.size(); ++i) {
     BRIGADE_ASSIGN_OR_RETURN(StoredWeight t, StoredWeight::open(ck_, names[i], {rows[i], cols}));
@@ -260,6 +257,16 @@ Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names,
     total_rows += part_slice(row_slices, i).length(rows[i]);
     parts.push_back(std::move(t));
   }
+  return total_rows;
+}
+
+Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
+                                          int64_t cols, const std::vector<Slice>& row_slices, Slice col_slice) {
+  BRIGADE_CHECK(names.size() == rows.size() && !names.empty(), "one row count per part");
+  check_slice(col_slice, cols);
+  const int64_t n_cols = col_slice.length(cols);
+  std::vector<StoredWeight> parts;
+  BRIGADE_ASSIGN_OR_RETURN(const int64_t total_rows, open_parts(names, rows, cols, row_slices, parts));
   // Parts staged alike keep that type (a block type the backend multiplies, or fp8 parts: the
   // float type asked for); mixed parts go f32.
   const std::optional<DType> want = linear_want();
@@ -278,6 +285,27 @@ Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names,
   // Without an explicit target the backend keeps the staged type (a GPU makes it bf16).
   const bool all_blocks = std::all_of(parts.begin(), parts.end(), [](const StoredWeight& p) { return p.blocks(); });
   return prepare(Tensor(host.data(), staged, {total_rows, n_cols}), stored_blocks_target(all_blocks, staged, want, n_cols));
+}
+
+Expected<OwnedTensor> WeightLoader::scaled(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
+                                           int64_t cols, const std::vector<Slice>& row_slices,
+                                           const std::vector<float>& scales) {
+  BRIGADE_CHECK(names.size() == rows.size() && names.size() == scales.size() && !names.empty(), "one row count and scale per part");
+  std::vector<StoredWeight> parts;
+  BRIGADE_ASSIGN_OR_RETURN(const int64_t total_rows, open_parts(names, rows, cols, row_slices, parts));
+  std::vector<float> host(static_cast<size_t>(total_rows * cols));
+  float* dst = host.data();
+  for (size_t i = 0; i < parts.size(); ++i) {
+    count(names[i], parts[i].numel());
+    const Slice s = part_slice(row_slices, i);
+    for (int64_t r = s.begin; r < s.begin + s.length(rows[i]); ++r, dst += cols) {
+      parts[i].read_row(0, r, 0, cols, DType::f32, reinterpret_cast<uint8_t*>(dst));
+      for (int64_t c = 0; c < cols; ++c) dst[c] *= scales[i];
+    }
+  }
+  std::optional<DType> to = linear_want();
+  if (!to && !parts[0].blocks() && !parts[0].quantized()) to = parts[0].raw().dtype;
+  return prepare(Tensor(host.data(), DType::f32, {total_rows, cols}), to);
 }
 
 Expected<LinearWeight> WeightLoader::fused_linear(const std::vector<std::string>& names, const std::vector<int64_t>& rows,

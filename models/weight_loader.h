@@ -81,6 +81,11 @@ class WeightLoader {
   // expert's down_proj).
   Expected<OwnedTensor> fused(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
                               int64_t cols, const std::vector<Slice>& row_slices = {}, Slice col_slice = {});
+  // fused() of whole columns with part i's rows multiplied by scales[i] (Falcon-H1's muP
+  // multipliers folded into its weights): staged as f32 to scale, then prepared as the type asked
+  // for, else the first part's float type as stored (f32 for a block-quantized one).
+  Expected<OwnedTensor> scaled(const std::vector<std::string>& names, const std::vector<int64_t>& rows, int64_t cols,
+                               const std::vector<Slice>& row_slices, const std::vector<float>& scales);
   // fused(), except that block-quantized parts of different types stay as they are (or q8_0 for
   // a type the backend does not multiply) in row groups of one type each, where the backend
   // supports_stacked_matmul and no type is asked for: Q4_K_M's q|k|v keeps its 4.5 and 6.5 bits
@@ -151,6 +156,10 @@ class WeightLoader {
   Expected<OwnedTensor> prepare(const Tensor& host, std::optional<DType> want);
   // host uploaded as an f32 vector [host.size()] (norm weights, biases), its bytes counted.
   Expected<OwnedTensor> upload_f32(const std::vector<float>& host);
+  // The parts names[i] [rows[i], cols] opened (checked) into parts, their row_slices checked;
+  // the rows they keep in all.
+  Expected<int64_t> open_parts(const std::vector<std::string>& names, const std::vector<int64_t>& rows, int64_t cols,
+                               const std::vector<Slice>& row_slices, std::vector<StoredWeight>& parts);
   // The type weight w is staged in on the host for `want` when columns `cols` of its `full` are
   // kept: the stored type for float weights; for block types the stored one where keep_blocks
   // and the rules above allow, else (and for fp8) the float type asked for or f32.

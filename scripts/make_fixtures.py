@@ -334,7 +334,34 @@ def fixtures():
             conv_L_cache=4, conv_bias=True, norm_eps=1e-5, max_position_embeddings=256,
             rope_parameters=dict(rope_type="default", rope_theta=1000000.0), bos_token_id=1, eos_token_id=2,
             pad_token_id=0, tie_word_embeddings=False)),
+        # Falcon-H1 (FalconH1ForCausalLM, TII's Falcon-H1-0.5B ... 34B): every layer a Mamba2 mixer
+        # (mamba_d_ssm 96 channels in 6 heads, not expand * hidden) beside GQA attention with RoPE
+        # (head_dim 32, not hidden / heads, as Falcon-H1-0.5B's 64 for 1024 / 8),
+        # their outputs summed, then a SwiGLU; the muP multipliers all set apart from 1 (the
+        # embeddings, the mixer's input and its in_proj's z / x / B / C / dt columns, its output, the
+        # attention's input, keys and output, the MLP's gate and down, the head); chunk 16.
+        "falcon_h1": ("FalconH1Config", "FalconH1ForCausalLM", falcon_h1_config(head_dim=32)),
+        # The same with the mixer's gated RMSNorm (mamba_rms_norm, gate before norm) and conv and
+        # projection biases.
+        "falcon_h1_norm": ("FalconH1Config", "FalconH1ForCausalLM", falcon_h1_config(
+            mamba_rms_norm=True, mamba_norm_before_gate=False, mamba_proj_bias=True, projectors_bias=True,
+            tie_word_embeddings=True)),
     }
+
+
+def falcon_h1_config(**kw):
+    """A tiny FalconH1Config's kwargs (fixtures())."""
+    c = dict(vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+             num_key_value_heads=2, mamba_d_ssm=96, mamba_n_heads=6, mamba_d_head="auto", mamba_n_groups=2,
+             mamba_d_state=16, mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=16, mamba_conv_bias=True,
+             mamba_proj_bias=False, mamba_rms_norm=False, projectors_bias=False, rms_norm_eps=1e-5,
+             max_position_embeddings=256, rope_parameters=dict(rope_type="default", rope_theta=100000.0),
+             embedding_multiplier=1.5, lm_head_multiplier=0.6, key_multiplier=0.8, attention_in_multiplier=1.2,
+             attention_out_multiplier=0.9, ssm_in_multiplier=1.1, ssm_out_multiplier=0.7,
+             ssm_multipliers=[0.9, 1.1, 1.2, 0.8, 1.3], mlp_multipliers=[1.1, 0.9],
+             bos_token_id=1, eos_token_id=2, pad_token_id=0, tie_word_embeddings=False)
+    c.update(kw)
+    return c
 
 
 def qwen3_next_config(**kw):
@@ -526,7 +553,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

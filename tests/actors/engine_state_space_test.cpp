@@ -35,7 +35,7 @@ TEST(EngineStateSpace, GreedyTokensMatchTransformers) {
        {"mamba2", "mamba2_bias", "granite_hybrid", "granite_hybrid_dense", "nemotron_h", "nemotron_h_moe", "mamba1",
         "falcon_mamba", "jamba",
         "qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_mm", "gguf_qwen35", "gguf_qwen35moe", "gguf_qwen3next", "lfm2",
-        "lfm2_moe", "gguf_lfm2", "gguf_lfm2moe"}) {
+        "lfm2_moe", "gguf_lfm2", "gguf_lfm2moe", "falcon_h1", "falcon_h1_norm"}) {
     SCOPED_TRACE(fixture);
     auto engine = testing::create_engine(options(fixture));
     ASSERT_TRUE(engine);
@@ -68,7 +68,7 @@ TEST(EngineStateSpace, GreedyTokensMatchTransformers) {
 TEST(EngineStateSpace, CachedStatesGiveTheTokensOfAFullRecompute) {
   for (const char* fixture :
        {"mamba2", "granite_hybrid", "nemotron_h", "nemotron_h_moe", "mamba1", "jamba", "qwen3_next", "qwen3_5_moe",
-        "gguf_qwen35", "lfm2", "lfm2_moe"}) {
+        "gguf_qwen35", "lfm2", "lfm2_moe", "falcon_h1"}) {
     SCOPED_TRACE(fixture);
     const auto cases = testing::read_fixture_cases(fixture);
     EngineOptions off = options(fixture);

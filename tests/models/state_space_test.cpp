@@ -243,6 +243,9 @@ INSTANTIATE_TEST_SUITE_P(GatedDelta, StateSpace,
 // RoPE, tied embeddings, an auto-adjusted SwiGLU; LFM2-MoE: a dense layer, then sigmoid-routed
 // experts with expert_bias, scaled by 2; conv biases and a 4-tap conv.
 INSTANTIATE_TEST_SUITE_P(ShortConv, StateSpace, ::testing::Values("lfm2", "lfm2_moe"));
+// Falcon-H1: a Mamba2 mixer and RoPE attention in every layer, summed, every muP multiplier set
+// apart from 1 (folded into the weights); falcon_h1_norm with the gated RMSNorm, biases, tied.
+INSTANTIATE_TEST_SUITE_P(Parallel, StateSpace, ::testing::Values("falcon_h1", "falcon_h1_norm"));
 
 // A step that would read a state for a past it does not hold is refused before anything runs,
 // and the states stay as they were: the sequence then continues and still matches transformers.
@@ -325,6 +328,9 @@ TEST(StateSpaceSteps, Q8WeightsFollowTransformers) {
   // rounded to Q8_0 as brigade's are (experts included) moves 0.94 from its float logits at the
   // first position too (a choice of experts flips), so the bound is looser than the others'.
   follows("lfm2_moe", 0.6, 2.0f);
+  // Falcon-H1: its scaled in_proj, out_proj, q|k|v, o and MLP quantized after the multipliers
+  // (measured 0.036, 0.025, 0.056).
+  follows("falcon_h1", 0.6, 0.75f);
 }
 
 std::string fixture_config() { return read_text_file(fixture_dir("mamba2") + "/config.json").value(); }
@@ -580,6 +586,59 @@ TEST(StateSpaceConfig, Lfm2sPiecesMoveTheLogits) {
   EXPECT_GT(testing::max_diff_with_config("lfm2_moe", [](nlohmann::json& j) { j["use_expert_bias"] = false; }), 1e-2f);
   EXPECT_GT(testing::max_diff_with_config("lfm2_moe", [](nlohmann::json& j) { j["routed_scaling_factor"] = 1.0; }), 1e-2f);
   EXPECT_GT(testing::max_diff_with_config("lfm2_moe", [](nlohmann::json& j) { j["conv_bias"] = false; }), 1e-2f);
+}
+
+// Falcon-H1: a mixer and attention in every layer, the muP multipliers, the mixer's width from
+// mamba_d_ssm and head_dim apart from hidden / heads.
+TEST(StateSpaceConfig, ReadsFalconH1) {
+  const auto j = nlohmann::json::parse(read_text_file(fixture_dir("falcon_h1") + "/config.json").value());
+  auto c = parse_hf_config(j.dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "falcon_h1");
+  EXPECT_TRUE(c->parallel_attention);
+  EXPECT_EQ(c->ssm_layers, (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(c->n_attention_layers(), 3) << "attention beside every mixer";
+  EXPECT_EQ(c->head_dim, 32);
+  EXPECT_FLOAT_EQ(c->attn_scale, 1.0f / std::sqrt(32.0f));
+  EXPECT_EQ(c->ssm.layout.d_inner(), 96);
+  EXPECT_EQ(c->ssm.layout.head_dim, 16) << "mamba_d_head auto: mamba_d_ssm / mamba_n_heads";
+  EXPECT_EQ(c->ssm.layout.n_groups, 2);
+  EXPECT_FALSE(c->ssm.gated_norm);
+  EXPECT_TRUE(c->ssm.conv_bias);
+  EXPECT_FLOAT_EQ(c->rope_theta, 1e5f);
+  EXPECT_FLOAT_EQ(c->embedding_multiplier, 1.5f);
+  EXPECT_FLOAT_EQ(c->logits_scaling, 1.0f / 0.6f);
+  EXPECT_FLOAT_EQ(c->mup.key, 0.8f);
+  EXPECT_FLOAT_EQ(c->mup.ssm_rows[4], 1.3f);
+  EXPECT_FLOAT_EQ(c->mup.mlp_down, 0.9f);
+  auto normed = parse_hf_config(read_text_file(fixture_dir("falcon_h1_norm") + "/config.json").value());
+  ASSERT_TRUE(normed.has_value()) << normed.status().to_string();
+  EXPECT_TRUE(normed->ssm.gated_norm && normed->ssm.proj_bias);
+  auto refused = [&](const char* key, nlohmann::json value) {
+    auto bad = j;
+    bad[key] = std::move(value);
+    return parse_hf_config(bad.dump()).status().code();
+  };
+  EXPECT_EQ(refused("mamba_rms_norm", true), StatusCode::unsupported) << "the norm before the gate (the default)";
+  EXPECT_EQ(refused("projectors_bias", true), StatusCode::unsupported) << "out_proj's bias without in_proj's";
+  EXPECT_EQ(refused("attention_bias", true), StatusCode::unsupported);
+  EXPECT_EQ(refused("ssm_multipliers", {1.0, 1.0}), StatusCode::corrupt);
+  EXPECT_EQ(refused("key_multiplier", 0), StatusCode::invalid_argument);
+  EXPECT_EQ(refused("mamba_d_head", 15), StatusCode::invalid_argument);
+}
+
+// Each muP multiplier the fixture sets moves the logits (so LogitsAndDecodeMatchTransformers/
+// falcon_h1 checks where each is folded in).
+TEST(StateSpaceConfig, FalconH1sMultipliersMoveTheLogits) {
+  for (const char* key : {"key_multiplier", "attention_in_multiplier", "attention_out_multiplier", "ssm_in_multiplier",
+                          "ssm_out_multiplier", "lm_head_multiplier", "embedding_multiplier"})
+    EXPECT_GT(testing::max_diff_with_config("falcon_h1", [&](nlohmann::json& j) { j[key] = 1.0; }), 1e-2f) << key;
+  for (int i = 0; i < 5; ++i)
+    EXPECT_GT(testing::max_diff_with_config("falcon_h1", [&](nlohmann::json& j) { j["ssm_multipliers"][i] = 1.0; }), 1e-2f)
+        << "ssm_multipliers[" << i << "]";
+  for (int i = 0; i < 2; ++i)
+    EXPECT_GT(testing::max_diff_with_config("falcon_h1", [&](nlohmann::json& j) { j["mlp_multipliers"][i] = 1.0; }), 1e-2f)
+        << "mlp_multipliers[" << i << "]";
 }
 
 TEST(StateSpaceConfig, ReadsMamba1) {
