@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "models/gguf_eog.h"
+#include "models/gguf_falcon_h1.h"
 #include "models/gguf_gemma.h"
 #include "models/gguf_glm4moe.h"
 #include "models/gguf_gpt_oss.h"
@@ -17,7 +18,7 @@ namespace {
 
 constexpr const char* kSupportedArchs =
     "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
-    "gpt-oss, glm4moe, lfm2, lfm2moe";
+    "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -54,7 +55,7 @@ Status read_rope_freqs(const GgufFile& g, const RawTensor& t, ModelConfig& c) {
 Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && !is_gguf_gemma(arch) &&
       !is_gguf_moe(arch) && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) && !is_gguf_qwen35(arch) &&
-      !is_gguf_lfm2(arch))
+      !is_gguf_lfm2(arch) && !is_gguf_falcon_h1(arch))
     return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " + kSupportedArchs);
   c.arch = arch;
   const std::string a = arch + ".";
@@ -119,6 +120,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (is_gguf_glm4moe(arch)) return read_gguf_glm4moe(g, c);
   if (is_gguf_qwen35(arch)) return read_gguf_qwen35(g, arch, c);
   if (is_gguf_lfm2(arch)) return read_gguf_lfm2(g, arch, c);
+  if (is_gguf_falcon_h1(arch)) return read_gguf_falcon_h1(g, c);
   if (is_gguf_moe(arch) || experts) BRIGADE_RETURN_IF_ERROR(read_gguf_moe(g, arch, c));
   return Status::ok();
 }
@@ -129,8 +131,9 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
   static const std::map<std::string, std::string> kTop = {{"token_embd.weight", "model.embed_tokens.weight"},
                                                           {"output_norm.weight", "model.norm.weight"},
                                                           {"output.weight", "lm_head.weight"}};
-  if (auto it = kTop.find(n); it != kTop.end()) return it->second;
   if (const std::string lfm2 = is_gguf_lfm2(arch) ? gguf_lfm2_top_name(n) : ""; !lfm2.empty()) return lfm2;
+  if (const std::string f = is_gguf_falcon_h1(arch) ? gguf_falcon_h1_top_name(n) : ""; !f.empty()) return f;
+  if (auto it = kTop.find(n); it != kTop.end()) return it->second;
   static const std::map<std::string, std::string> kLayer = {
       {"attn_norm.weight", "input_layernorm.weight"},   {"ffn_norm.weight", "post_attention_layernorm.weight"},
       {"attn_q.weight", "self_attn.q_proj.weight"},     {"attn_k.weight", "self_attn.k_proj.weight"},
@@ -155,6 +158,8 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
     return "model.layers." + n.substr(4, dot - 4) + "." + q;
   if (const std::string lfm2 = is_gguf_lfm2(arch) ? gguf_lfm2_layer_name(suffix) : ""; !lfm2.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + lfm2;
+  if (const std::string f = is_gguf_falcon_h1(arch) ? gguf_falcon_h1_layer_name(suffix) : ""; !f.empty())
+    return "model.layers." + n.substr(4, dot - 4) + "." + f;
   if (const std::string moe = is_gguf_moe(arch) || arch == "llama" ? gguf_moe_layer_name(suffix) : ""; !moe.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + moe;
   // llama.cpp's converter writes phi3's gate_up_proj unsplit as ffn_up (ggml_swiglu splits it).
@@ -207,6 +212,7 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
   c.dtype = embed->second.block_quantized() ? DType::f32 : embed->second.dtype;
   if (is_gguf_qwen35(arch)) BRIGADE_RETURN_IF_ERROR(check_gguf_qwen35_tensors(g, c));
   else if (is_gguf_lfm2(arch)) BRIGADE_RETURN_IF_ERROR(check_gguf_lfm2_tensors(g, c));
+  else if (is_gguf_falcon_h1(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_falcon_h1(g, tensors, c));
   else if (c.n_experts > 0) BRIGADE_RETURN_IF_ERROR(check_gguf_moe_tensors(g, c));
   const Status v = c.validate();
   if (!v.is_ok()) return Status(v.code(), g.path() + ": " + v.message());

@@ -25,17 +25,7 @@ Status read_gguf_qwen35(const GgufFile& g, const std::string& gguf_arch, ModelCo
   c.n_layers -= static_cast<int>(nextn);
   // The Gated DeltaNet layers: H value heads of P channels, G key heads of N.
   SsmLayout& l = c.ssm.layout;
-  int inner = 0;
-  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "ssm.time_step_rank", 0, l.n_heads));
-  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "ssm.group_count", 0, l.n_groups));
-  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "ssm.state_size", 0, l.state_size));
-  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "ssm.conv_kernel", 0, l.conv_kernel));
-  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "ssm.inner_size", 0, inner));
-  if (inner % l.n_heads != 0 || l.n_heads % l.n_groups != 0)
-    return corrupt(g.path() + ": metadata '" + a + "ssm.inner_size' (" + std::to_string(inner) +
-                   ") must be a multiple of ssm.time_step_rank (" + std::to_string(l.n_heads) +
-                   " value heads), itself a multiple of ssm.group_count (" + std::to_string(l.n_groups) + " key heads)");
-  l.head_dim = inner / l.n_heads;
+  BRIGADE_RETURN_IF_ERROR(read_gguf_ssm_layout(g, a, l));
   l.tiled_heads = !next;  // Qwen3.5's value heads as the converter reorders them
   c.ssm.gated_delta = true;
   c.ssm.conv_bias = false;
@@ -68,6 +58,21 @@ Status read_gguf_qwen35(const GgufFile& g, const std::string& gguf_arch, ModelCo
   c.norm_topk_prob = true;
   c.decoder_sparse_step = 1;
   c.mlp_only_layers.clear();
+  return Status::ok();
+}
+
+Status read_gguf_ssm_layout(const GgufFile& g, const std::string& a, SsmLayout& l) {
+  int inner = 0;
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "ssm.time_step_rank", 0, l.n_heads));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "ssm.group_count", 0, l.n_groups));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "ssm.state_size", 0, l.state_size));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "ssm.conv_kernel", 0, l.conv_kernel));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "ssm.inner_size", 0, inner));
+  if (inner % l.n_heads != 0 || l.n_heads % l.n_groups != 0)
+    return corrupt(g.path() + ": metadata '" + a + "ssm.inner_size' (" + std::to_string(inner) +
+                   ") must be a multiple of ssm.time_step_rank (" + std::to_string(l.n_heads) +
+                   " heads), itself a multiple of ssm.group_count (" + std::to_string(l.n_groups) + ")");
+  l.head_dim = inner / l.n_heads;
   return Status::ok();
 }
 

@@ -47,6 +47,12 @@ bool is_gguf_qwen35(const std::string& gguf_arch);  // qwen35, qwen35moe, qwen3n
 // corrupt naming the key for values out of range, missing or inconsistent.
 Status read_gguf_qwen35(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c);
 
+// llama.cpp's ssm.* keys under `a` ("qwen35." ...) into l: time_step_rank heads (Gated DeltaNet's
+// value heads) of inner_size / time_step_rank channels, group_count groups (key heads),
+// state_size, conv_kernel; corrupt naming the key when one is missing or they do not fit.
+// (Also Falcon-H1's, models/gguf_falcon_h1.h.)
+Status read_gguf_ssm_layout(const GgufFile& g, const std::string& a, SsmLayout& l);
+
 // The Hugging Face name (under model.layers.N.) of such a block tensor's suffix, or "" for the
 // suffixes every architecture shares (and the MTP blocks' nextn.* tensors).
 std::string gguf_qwen35_layer_name(const std::string& suffix);

@@ -159,7 +159,7 @@ class StateSpaceModel final : public Model {
   SsmLayout layout_;
   Names names_;
   int n_attn_ = 0;
-  bool gguf_ = false;  // llama.cpp's file (models/gguf_qwen35.h): ssm_a holds A, the norms 1 + w
+  bool gguf_ = false;  // llama.cpp's file (models/gguf_qwen35.h, gguf_falcon_h1.h): ssm_a holds A (Qwen3.5's norms 1 + w)
   RopeConfig rope_;  // Qwen3-Next's attention's (gated()), LFM2's (short_conv()), Falcon-H1's (parallel())
   // Qwen3.5's vision tower and its M-RoPE (ModelConfig::vision, mrope_section; a step's images
   // go over their tokens' rows after the embedding).
@@ -239,7 +239,10 @@ Status StateSpaceModel::load_mixer(const Checkpoint& ck, WeightLoader& w, const 
   if (config_.ssm.conv_bias) {
     BRIGADE_ASSIGN_OR_RETURN(L.conv_b, w.vector_f32({m + "conv1d.bias"}, {ch}));
   }
-  BRIGADE_ASSIGN_OR_RETURN(L.a, host_vector(ck, m + "A_log", {heads}, [](float v, int64_t) { return -std::exp(v); }));
+  const bool a_stored = gguf_;  // llama.cpp's ssm_a: -exp(A_log) already
+  BRIGADE_ASSIGN_OR_RETURN(L.a, host_vector(ck, m + "A_log", {heads}, [a_stored](float v, int64_t) {
+                             return a_stored ? v : -std::exp(v);
+                           }));
   BRIGADE_ASSIGN_OR_RETURN(L.d, w.vector_f32({m + "D"}, {heads}));
   BRIGADE_ASSIGN_OR_RETURN(L.dt_bias, w.vector_f32({m + "dt_bias"}, {heads}));
   if (config_.ssm.gated_norm) {

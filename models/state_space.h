@@ -25,7 +25,8 @@
 //     whole heads), then a SwiGLU or (LFM2-MoE) sigmoid-routed experts, per layer.
 //   Falcon-H1 (FalconH1ForCausalLM): a Mamba2 mixer and RoPE attention side by side on the same
 //     normed input, their outputs summed, then a SwiGLU, per layer; its muP multipliers folded into
-//     the weights at load (ModelConfig::mup).
+//     the weights at load (ModelConfig::mup). llama.cpp's GGUF files of LFM2 and Falcon-H1 load
+//     too (models/gguf_lfm2.h, gguf_falcon_h1.h: the latter's multipliers folded in already).
 //
 // The past of a sequence in a mixer is not in KV pages but in a recurrent state per layer (the
 // conv's last conv_kernel - 1 inputs and the scan's state), f32, kept in one of

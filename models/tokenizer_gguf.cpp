@@ -90,7 +90,8 @@ Expected<std::unique_ptr<Tokenizer>> load_bpe(const GgufFile& g, const std::vect
   // llama.cpp treats a word that is a whole token as that token for Llama 3 (its tokenizer.json
   // sets model.ignore_merges), whatever the merges would make of it.
   const bool ignore_merges =
-      pre_name == "llama-bpe" || pre_name == "llama3" || pre_name == "lfm2" || pre_name == "glm4" || pre_name == "glm5";
+      pre_name == "llama-bpe" || pre_name == "llama3" || pre_name == "lfm2" || pre_name == "falcon-h1" ||
+      pre_name == "glm4" || pre_name == "glm5";
   json j = {{"model", {{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", merges->strs}, {"ignore_merges", ignore_merges}}},
             {"added_tokens", std::move(added)},
             {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", std::move(steps)}}},
@@ -155,8 +156,10 @@ Expected<std::unique_ptr<Tokenizer>> load_spm(const GgufFile& g, const std::vect
 
 Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string& name) {
   if (name == "gpt-2") return std::vector<std::string>{kGpt2Pattern};
-  // LFM2's is Llama 3's (llama.cpp's LLAMA3 pre-tokenizer type, whole words before merges).
-  if (name == "llama-bpe" || name == "llama3" || name == "lfm2") return std::vector<std::string>{kLlama3Pattern};
+  // LFM2's and Falcon-H1's are Llama 3's (llama.cpp's LLAMA3 pre-tokenizer type, whole words
+  // before merges).
+  if (name == "llama-bpe" || name == "llama3" || name == "lfm2" || name == "falcon-h1")
+    return std::vector<std::string>{kLlama3Pattern};
   if (name == "qwen2") return std::vector<std::string>{kQwen2Pattern};
   if (name == "qwen35") return std::vector<std::string>{kQwen35Pattern};
   if (name == "deepseek-llm") return kDeepseekLlmPatterns;
@@ -164,8 +167,8 @@ Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string&
   // GLM-4 / 4.5 / 5 (llama.cpp's CHATGLM4: Llama 3's pattern, its case-insensitive contractions
   // spelled as classes; glm4 and glm5 also take whole-word tokens before merges).
   if (name == "chatglm-bpe" || name == "glm4" || name == "glm5") return std::vector<std::string>{kLlama3Pattern};
-  return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, llama-bpe, lfm2, qwen2, qwen35, "
-                     "deepseek-llm, gpt-4o, llama4, chatglm-bpe, glm4, glm5");
+  return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, llama-bpe, lfm2, falcon-h1, qwen2, "
+                     "qwen35, deepseek-llm, gpt-4o, llama4, chatglm-bpe, glm4, glm5");
 }
 
 Expected<std::unique_ptr<Tokenizer>> load_gguf_tokenizer(const GgufFile& g) {

@@ -291,6 +291,8 @@ Expected<OwnedTensor> WeightLoader::scaled(const std::vector<std::string>& names
                                            int64_t cols, const std::vector<Slice>& row_slices,
                                            const std::vector<float>& scales) {
   BRIGADE_CHECK(names.size() == rows.size() && names.size() == scales.size() && !names.empty(), "one row count and scale per part");
+  // Nothing to scale (a GGUF file's, whose converter folded them in): as fused(), block types kept.
+  if (std::all_of(scales.begin(), scales.end(), [](float s) { return s == 1.0f; })) return fused(names, rows, cols, row_slices);
   std::vector<StoredWeight> parts;
   BRIGADE_ASSIGN_OR_RETURN(const int64_t total_rows, open_parts(names, rows, cols, row_slices, parts));
   std::vector<float> host(static_cast<size_t>(total_rows * cols));

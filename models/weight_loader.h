@@ -83,7 +83,8 @@ class WeightLoader {
                               int64_t cols, const std::vector<Slice>& row_slices = {}, Slice col_slice = {});
   // fused() of whole columns with part i's rows multiplied by scales[i] (Falcon-H1's muP
   // multipliers folded into its weights): staged as f32 to scale, then prepared as the type asked
-  // for, else the first part's float type as stored (f32 for a block-quantized one).
+  // for, else the first part's float type as stored (f32 for a block-quantized one). All scales 1:
+  // fused() (a block-quantized part stays so).
   Expected<OwnedTensor> scaled(const std::vector<std::string>& names, const std::vector<int64_t>& rows, int64_t cols,
                                const std::vector<Slice>& row_slices, const std::vector<float>& scales);
   // fused(), except that block-quantized parts of different types stay as they are (or q8_0 for

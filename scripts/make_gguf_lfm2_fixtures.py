@@ -96,10 +96,10 @@ def convert(model_dir, outfile, outtype, pre):
                            str(outfile), "--outtype", outtype], env=env)
 
 
-def build_source(source, tmp):
-    """SOURCES[source] as a transformers model and its checkpoint directory in tmp (with a toy
-    tokenizer)."""
-    base, overrides, seed = SOURCES[source]
+def build_source(sources, source, tmp):
+    """sources[source] (base fixture, overrides, seed) as a transformers model and its checkpoint
+    directory in tmp (with a toy tokenizer)."""
+    base, overrides, seed = sources[source]
     config_cls, model_cls, kw = mf.fixtures()[base]
     kw = {**kw, **overrides}
     model = mf.new_model(config_cls, model_cls, kw, seed)
@@ -110,18 +110,20 @@ def build_source(source, tmp):
     return model, d
 
 
-def make(name):
+def make(sources, fixtures, name):
+    """fixtures[name] (source, --outtype, pre-tokenizer): the converter's file of the source and
+    transformers' expected.json."""
     import torch
     import transformers
-    source, outtype, pre = FIXTURES[name]
+    source, outtype, pre = fixtures[name]
     out_dir = mf.OUT / name
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        model, d = build_source(source, tmp)
+        model, d = build_source(sources, source, tmp)
         convert(d, out_dir / "model.gguf", outtype, pre)
     vocab = model.config.vocab_size
     cases = mf.run_cases(model, vocab, decode_logits=True)
-    base, overrides, seed = SOURCES[source]
+    base, overrides, seed = sources[source]
     changes = "".join(f", {k} {v}" for k, v in overrides.items())
     mf.write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                       f"{type(model).__name__} ({base}'s shape{changes}), fp32, eager attention, seed {seed}; "
@@ -129,20 +131,26 @@ def make(name):
                       vocab, cases)
 
 
-def main():
+def run(sources, fixtures, script):
+    """The command line of `script` (this one, or make_gguf_falcon_h1_fixtures.py): its fixtures
+    named in argv (all by default), or --llamacpp [NAME...] in the llama.cpp environment."""
     if sys.argv[1:2] == ["--llamacpp"]:
         venv = Path(os.environ.get("LLAMACPP_VENV", mf.ROOT / ".brigade" / "llamacpp-venv"))
         if Path(sys.prefix).resolve() != venv.resolve():
-            os.execv(str(venv / "bin" / "python"), [str(venv / "bin" / "python"), __file__, *sys.argv[1:]])
-        return q35.llamacpp_pass(sys.argv[2:] or list(FIXTURES))
-    mf.ensure_venv(__file__)
+            os.execv(str(venv / "bin" / "python"), [str(venv / "bin" / "python"), script, *sys.argv[1:]])
+        return q35.llamacpp_pass(sys.argv[2:] or list(fixtures))
+    mf.ensure_venv(script)
     import importlib.util
     for module, package in (("tqdm", "tqdm"), ("yaml", "pyyaml"), ("requests", "requests")):  # gguf-py's
         if importlib.util.find_spec(module) is None:
             subprocess.check_call([sys.executable, "-m", "pip", "install", package])
     q35.ensure_llamacpp()
-    for name in sys.argv[1:] or list(FIXTURES):
-        make(name)
+    for name in sys.argv[1:] or list(fixtures):
+        make(sources, fixtures, name)
+
+
+def main():
+    run(SOURCES, FIXTURES, __file__)
 
 
 if __name__ == "__main__":

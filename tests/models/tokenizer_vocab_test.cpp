@@ -195,6 +195,7 @@ TEST(TokenizerFiles, BadInputsAreClearErrors) {
   auto lfm2 = gguf_pretokenizer_patterns("lfm2");
   ASSERT_TRUE(lfm2.has_value()) << lfm2.status().to_string();
   EXPECT_EQ(*lfm2, *gguf_pretokenizer_patterns("llama-bpe"));
+  EXPECT_EQ(*gguf_pretokenizer_patterns("falcon-h1"), *lfm2) << "Falcon-H1's alike";
 }
 
 TEST(TokenizerFiles, VocabularyMustFitTheModel) {

@@ -1,0 +1,66 @@
+#include "models/gguf_falcon_h1.h"
+
+#include <cmath>
+
+#include "models/gguf_qwen35.h"
+
+namespace brigade {
+
+bool is_gguf_falcon_h1(const std::string& gguf_arch) { return gguf_arch == "falcon-h1"; }
+
+Status read_gguf_falcon_h1(const GgufFile& g, ModelConfig& c) {
+  const std::string a = "falcon-h1.";
+  c.arch = "falcon_h1";
+  c.parallel_attention = true;
+  c.ssm_layers.assign(static_cast<size_t>(c.n_layers), true);
+  BRIGADE_RETURN_IF_ERROR(read_gguf_ssm_layout(g, a, c.ssm.layout));
+  c.ssm.proj_bias = false;
+  c.ssm.dt_min = c.ssm.dt_max = 0.0f;  // time_step_limit (0, inf): unclamped, as llama.cpp runs it
+  c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  return Status::ok();
+}
+
+std::string gguf_falcon_h1_layer_name(const std::string& suffix) {
+  static const std::map<std::string, std::string> kNames = {
+      {"ffn_norm", "pre_ff_layernorm.weight"},  // (llama.cpp's loader asks for it without .weight)
+      {"ffn_norm.weight", "pre_ff_layernorm.weight"},
+      {"ffn_gate.weight", "feed_forward.gate_proj.weight"},
+      {"ffn_up.weight", "feed_forward.up_proj.weight"},
+      {"ffn_down.weight", "feed_forward.down_proj.weight"},
+      {"ssm_in.weight", "mamba.in_proj.weight"},
+      {"ssm_out.weight", "mamba.out_proj.weight"},
+      {"ssm_conv1d.weight", "mamba.conv1d.weight"},
+      {"ssm_conv1d.bias", "mamba.conv1d.bias"},
+      {"ssm_a", "mamba.A_log"},  // holding -exp(A_log)
+      {"ssm_d", "mamba.D"},
+      {"ssm_dt.bias", "mamba.dt_bias"},
+      {"ssm_norm.weight", "mamba.norm.weight"},
+      {"ssm_in.bias", "mamba.in_proj.bias"},  // (refused by finish_gguf_falcon_h1)
+      {"ssm_out.bias", "mamba.out_proj.bias"}};
+  auto it = kNames.find(suffix);
+  return it == kNames.end() ? "" : it->second;
+}
+
+std::string gguf_falcon_h1_top_name(const std::string& name) {
+  return name == "output_norm.weight" ? "model.final_layernorm.weight" : "";
+}
+
+Status finish_gguf_falcon_h1(const GgufFile& g, std::map<std::string, RawTensor>& tensors, ModelConfig& c) {
+  for (auto& [name, t] : tensors) {
+    if (name.ends_with(".mamba.A_log") || name.ends_with(".mamba.D") || name.ends_with(".mamba.norm.weight")) {
+      int64_t n = 1;
+      for (int64_t d : t.shape) n *= d;
+      t.shape = {n};
+    } else if (name.ends_with(".mamba.conv1d.weight") && t.shape.size() == 2) {
+      t.shape.insert(t.shape.begin() + 1, 1);
+    }
+  }
+  // The optional pieces, as block 0 has them (every block alike, or the load names the missing one).
+  c.ssm.conv_bias = tensors.count("model.layers.0.mamba.conv1d.bias") > 0;
+  c.ssm.gated_norm = tensors.count("model.layers.0.mamba.norm.weight") > 0;
+  if (tensors.count("model.layers.0.mamba.out_proj.bias") > 0 || tensors.count("model.layers.0.mamba.in_proj.bias") > 0)
+    return unsupported(g.path() + ": falcon-h1 projection biases are not read (llama.cpp's loader has none)");
+  return Status::ok();
+}
+
+}  // namespace brigade
