@@ -1,4 +1,5 @@
-"""State-space models and hybrids (Mamba1, Mamba2, Granite 4.0-H, Nemotron-H, Jamba, Qwen3-Next, Qwen3.5)
+"""State-space models and hybrids (Mamba1, Mamba2, Granite 4.0-H, Nemotron-H, Jamba, Qwen3-Next, Qwen3.5,
+LFM2-MoE, Falcon-H1)
 served through the real `openai` client against `brigade serve` on the transformers fixtures of
 scripts/make_fixtures.py (tests/fixtures/<name>/expected.json: prompts of token ids, transformers'
 greedy continuation and the logits it chose each token from).
@@ -21,7 +22,7 @@ import pytest
 import fixture_server
 from fixture_server import fixtures, stop
 
-MODELS = ["mamba2", "falcon_mamba", "granite_hybrid", "nemotron_h", "jamba", "qwen3_next", "qwen3_5"]
+MODELS = ["mamba2", "falcon_mamba", "granite_hybrid", "nemotron_h", "jamba", "qwen3_next", "qwen3_5", "lfm2_moe", "falcon_h1"]
 
 
 def log_softmax_at(logits, token):
@@ -59,7 +60,7 @@ def test_greedy_tokens_and_logprobs_are_transformers(name):
         stop(proc)
 
 
-@pytest.mark.parametrize("name", ["mamba2", "granite_hybrid", "qwen3_next"])
+@pytest.mark.parametrize("name", ["mamba2", "granite_hybrid", "qwen3_next", "falcon_h1"])
 def test_concurrent_requests_choices_and_streams_each_keep_their_state(name):
     model_dir = fixtures(name)
     cases = fixture_server.expected(model_dir)["cases"]
@@ -82,7 +83,7 @@ def test_concurrent_requests_choices_and_streams_each_keep_their_state(name):
         stop(proc)
 
 
-@pytest.mark.parametrize("name", ["mamba2", "granite_hybrid", "qwen3_next"])
+@pytest.mark.parametrize("name", ["mamba2", "granite_hybrid", "qwen3_next", "falcon_h1"])
 def test_repeats_and_next_turns_start_from_cached_states(name):
     model_dir = fixtures(name)
     cases = fixture_server.expected(model_dir)["cases"]
