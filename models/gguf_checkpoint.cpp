@@ -10,6 +10,7 @@
 #include "models/gguf_glm4moe.h"
 #include "models/gguf_gpt_oss.h"
 #include "models/gguf_lfm2.h"
+#include "models/gguf_mamba.h"
 #include "models/gguf_moe.h"
 #include "models/gguf_qwen35.h"
 
@@ -18,7 +19,7 @@ namespace {
 
 constexpr const char* kSupportedArchs =
     "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
-    "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1";
+    "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1, mamba2, nemotron_h, granitehybrid";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -55,7 +56,7 @@ Status read_rope_freqs(const GgufFile& g, const RawTensor& t, ModelConfig& c) {
 Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && !is_gguf_gemma(arch) &&
       !is_gguf_moe(arch) && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) && !is_gguf_qwen35(arch) &&
-      !is_gguf_lfm2(arch) && !is_gguf_falcon_h1(arch))
+      !is_gguf_lfm2(arch) && !is_gguf_falcon_h1(arch) && !is_gguf_mamba(arch))
     return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " + kSupportedArchs);
   c.arch = arch;
   const std::string a = arch + ".";
@@ -63,7 +64,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   // architectures have no MoE form here.
   BRIGADE_ASSIGN_OR_RETURN(const bool experts, gguf_has_experts(g, arch));
   if (experts && !is_gguf_moe(arch) && arch != "llama" && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) &&
-      arch != "qwen35moe" && arch != "qwen3next" && arch != "lfm2moe")
+      arch != "qwen35moe" && arch != "qwen3next" && arch != "lfm2moe" && arch != "granitehybrid" && arch != "nemotron_h")
     return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for qwen3moe, "
                        "qwen2moe, qwen35moe, qwen3next, gpt-oss, glm4moe, lfm2moe and llama (Mixtral) only");
   auto get = [&](const std::string& key, int& out) -> Status {
@@ -74,15 +75,18 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   };
   BRIGADE_RETURN_IF_ERROR(get("embedding_length", c.hidden_size));
   BRIGADE_RETURN_IF_ERROR(get("block_count", c.n_layers));
-  BRIGADE_RETURN_IF_ERROR(get("attention.head_count", c.n_heads));
+  // The Mamba2 family's head and MLP counts may be 0 or one per block (read_gguf_mamba).
+  const bool mamba = is_gguf_mamba(arch);
+  if (!mamba) BRIGADE_RETURN_IF_ERROR(get("attention.head_count", c.n_heads));
   // Qwen3.5-MoE has no dense MLP width (its converter writes one only where config.json has it).
-  if (arch != "qwen35moe" || g.find(a + "feed_forward_length")) BRIGADE_RETURN_IF_ERROR(get("feed_forward_length", c.intermediate_size));
+  if (!mamba && (arch != "qwen35moe" || g.find(a + "feed_forward_length")))
+    BRIGADE_RETURN_IF_ERROR(get("feed_forward_length", c.intermediate_size));
   BRIGADE_RETURN_IF_ERROR(get("context_length", c.max_position));
   c.n_kv_heads = c.n_heads;
   // (LFM2's is one count per block: read_gguf_lfm2.)
-  if (g.find(a + "attention.head_count_kv") && !is_gguf_lfm2(arch))
+  if (g.find(a + "attention.head_count_kv") && !is_gguf_lfm2(arch) && !mamba)
     BRIGADE_RETURN_IF_ERROR(get("attention.head_count_kv", c.n_kv_heads));
-  c.head_dim = c.hidden_size / c.n_heads;
+  c.head_dim = c.n_heads > 0 ? c.hidden_size / c.n_heads : 0;
   if (g.find(a + "attention.key_length")) BRIGADE_RETURN_IF_ERROR(get("attention.key_length", c.head_dim));
   // llama.cpp's converter records the rotary width; phi3 may rotate part of each head
   // (Phi-4-mini), glm4moe rotates half of each and Qwen3-Next / Qwen3.5 a quarter, the others
@@ -90,7 +94,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   BRIGADE_ASSIGN_OR_RETURN(int64_t n_rot, g.get_int_or(a + "rope.dimension_count", c.head_dim));
   const bool partial = arch == "phi3" || is_gguf_glm4moe(arch) || is_gguf_qwen35(arch);
   if (partial && n_rot > 0 && n_rot <= c.head_dim) c.rotary_dim = static_cast<int>(n_rot);
-  else if (n_rot != c.head_dim)
+  else if (n_rot != c.head_dim && !mamba)  // (the Mamba2 family's attention has no positions)
     return unsupported(g.path() + ": " + a + "rope.dimension_count " + std::to_string(n_rot) + " differs from head_dim " +
                        std::to_string(c.head_dim) + "; partial rotary embeddings are supported for phi3, glm4moe, "
                        "qwen3next, qwen35 and qwen35moe only");
@@ -121,6 +125,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (is_gguf_qwen35(arch)) return read_gguf_qwen35(g, arch, c);
   if (is_gguf_lfm2(arch)) return read_gguf_lfm2(g, arch, c);
   if (is_gguf_falcon_h1(arch)) return read_gguf_falcon_h1(g, c);
+  if (mamba) return read_gguf_mamba(g, arch, c);
   if (is_gguf_moe(arch) || experts) BRIGADE_RETURN_IF_ERROR(read_gguf_moe(g, arch, c));
   return Status::ok();
 }
@@ -133,6 +138,7 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
                                                           {"output.weight", "lm_head.weight"}};
   if (const std::string lfm2 = is_gguf_lfm2(arch) ? gguf_lfm2_top_name(n) : ""; !lfm2.empty()) return lfm2;
   if (const std::string f = is_gguf_falcon_h1(arch) ? gguf_falcon_h1_top_name(n) : ""; !f.empty()) return f;
+  if (const std::string m = is_gguf_mamba(arch) ? gguf_mamba_name(arch, n) : ""; !m.empty()) return m;
   if (auto it = kTop.find(n); it != kTop.end()) return it->second;
   static const std::map<std::string, std::string> kLayer = {
       {"attn_norm.weight", "input_layernorm.weight"},   {"ffn_norm.weight", "post_attention_layernorm.weight"},
@@ -203,7 +209,8 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
     if (name.ends_with(".conv.conv.weight") && r.shape.size() == 2) r.shape.insert(r.shape.begin() + 1, 1);  // LFM2's
     if (!tensors.emplace(name, std::move(r)).second) return corrupt(g.path() + ": tensor '" + t.name + "' appears twice");
   }
-  auto embed = tensors.find("model.embed_tokens.weight");
+  auto embed = tensors.find(tensors.count("backbone.embeddings.weight") > 0 ? "backbone.embeddings.weight"  // Mamba2's
+                                                                           : "model.embed_tokens.weight");
   if (embed == tensors.end() || embed->second.shape.size() != 2)
     return corrupt(g.path() + ": tensor 'token_embd.weight' (2-D) is missing");
   c.vocab_size = static_cast<int>(embed->second.shape[0]);
@@ -213,7 +220,9 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
   if (is_gguf_qwen35(arch)) BRIGADE_RETURN_IF_ERROR(check_gguf_qwen35_tensors(g, c));
   else if (is_gguf_lfm2(arch)) BRIGADE_RETURN_IF_ERROR(check_gguf_lfm2_tensors(g, c));
   else if (is_gguf_falcon_h1(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_falcon_h1(g, tensors, c));
+  else if (is_gguf_mamba(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_mamba(g, tensors, c));
   else if (c.n_experts > 0) BRIGADE_RETURN_IF_ERROR(check_gguf_moe_tensors(g, c));
+  if (c.arch == "mamba2") return Status::ok();  // no attention, no MLP (read_gguf_mamba checked its keys)
   const Status v = c.validate();
   if (!v.is_ok()) return Status(v.code(), g.path() + ": " + v.message());
   return Status::ok();

@@ -448,8 +448,14 @@ Status StateSpaceModel::load_mlp(WeightLoader& w, const std::string& p, int l, L
     return Status::ok();
   }
   dense_linear_ += static_cast<double>(3 * width * h);
+  // The shared MLP's gate|up: the Hub's input_linear, or a GGUF file's gate and up apart.
+  const auto shared_gate_up = [&]() -> Expected<OwnedTensor> {
+    if (w.has(p + "shared_mlp.gate_proj.weight"))
+      return w.fused({p + "shared_mlp.gate_proj.weight", p + "shared_mlp.up_proj.weight"}, {width, width}, h);
+    return w.matrix(p + "shared_mlp.input_linear.weight", 2 * width, h);
+  };
   if (config_.n_experts == 0) {
-    BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, w.matrix(p + "shared_mlp.input_linear.weight", 2 * width, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, shared_gate_up());
     BRIGADE_ASSIGN_OR_RETURN(L.mlp_down, w.matrix(p + "shared_mlp.output_linear.weight", h, width));
     return Status::ok();
   }
@@ -457,8 +463,18 @@ Status StateSpaceModel::load_mlp(WeightLoader& w, const std::string& p, int l, L
   const std::string m = p + "block_sparse_moe.";
   w.quantize_linear(false);  // the router and the shared MLP stay float under weights: q8_0, as load_moe_block keeps them
   BRIGADE_ASSIGN_OR_RETURN(L.moe.router, w.matrix(m + "router.layer.weight", e, h));
-  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_gate_up, w.matrix(p + "shared_mlp.input_linear.weight", 2 * width, h));
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_gate_up, shared_gate_up());
   BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_down, w.matrix(p + "shared_mlp.output_linear.weight", h, width));
+  if (w.has(m + "experts.gate_proj")) {  // a GGUF file's: gate and up apart, in their stored block types
+    const bool keep_blocks = true;
+    BRIGADE_ASSIGN_OR_RETURN(L.moe.gate, w.stacked(m + "experts.gate_proj", e, inter, h, {}, {}, {}, keep_blocks));
+    BRIGADE_ASSIGN_OR_RETURN(L.moe.up, w.stacked(m + "experts.up_proj", e, inter, h, {}, {}, {}, keep_blocks));
+    BRIGADE_ASSIGN_OR_RETURN(L.moe.down, w.stacked(m + "output_linear.weight", e, h, inter, {}, {}, {}, keep_blocks));
+    w.quantize_linear(true);
+    expert_params_ = static_cast<double>(3 * inter * h);
+    dense_linear_ += static_cast<double>(e * h);  // the router
+    return Status::ok();
+  }
   w.quantize_linear(quantize && h % dtype_block_elems(*want) == 0);
   BRIGADE_ASSIGN_OR_RETURN(L.moe.gate_up, w.stacked(m + "input_linear.weight", e, 2 * inter, h));
   w.quantize_linear(quantize && inter % dtype_block_elems(*want) == 0);

@@ -195,6 +195,13 @@ grep -q "; attention beside the mixer in every layer, their outputs summed$" "$d
 grep -q "^muP:           embeddings x1.5, head x0.6, mixer in x1.1 (z/x/B/C/dt x0.9/1.1/1.2/0.8/1.3), out x0.7; attention in x1.2, keys x0.8, out x0.9; MLP gate x1.1, down x0.9 (folded into the weights)$" "$dir/falcon_h1.txt"
 expect_fixture_greedy "$falcon_h1" 1
 expect_gguf_greedy "$(cd "$(dirname "$0")/../fixtures/gguf_falcon_h1" && pwd)" greedy
+# Granite 4.0-H as llama.cpp's converter writes it (tests/fixtures/gguf_granitehybrid,
+# scripts/make_gguf_mamba_fixtures.py): its multipliers as metadata, experts and shared MLP apart.
+gguf_granite=$(cd "$(dirname "$0")/../fixtures/gguf_granitehybrid" && pwd)
+"$bin" inspect "$gguf_granite/model.gguf" >"$dir/gguf_granite.txt"
+grep -q "^architecture:  granitemoehybrid$" "$dir/gguf_granite.txt"
+grep -q "^granite:       embeddings x 3, sublayer outputs x 0.5, logits / 2; a shared SwiGLU of 48 in every layer" "$dir/gguf_granite.txt"
+expect_gguf_greedy "$gguf_granite" greedy
 "$bin" make-model --arch mamba2 --out "$dir/mamba_m" --hidden 64 --layers 2 --heads 8 --head-dim 16 --ssm-groups 2 \
   --ssm-state 16 --vocab 300 --dtype f32 >/dev/null
 "$bin" --log-level info generate --model "$dir/mamba_m" --prompt "Once upon a time" --max-tokens 8 --threads 1 \

@@ -1,0 +1,194 @@
+#include "models/gguf_mamba.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/gguf_moe.h"
+#include "models/gguf_qwen35.h"
+
+namespace brigade {
+namespace {
+
+// A count per block (`key` an array) or one for all (a scalar; absent: 0).
+Expected<std::vector<int>> per_block(const GgufFile& g, const std::string& key, int n_layers) {
+  const GgufValue* v = g.find(key);
+  if (v == nullptr) return std::vector<int>(static_cast<size_t>(n_layers), 0);
+  if (v->type != GgufType::array) {
+    BRIGADE_ASSIGN_OR_RETURN(const int64_t n, g.get_int(key));
+    if (n < 0 || n > INT32_MAX) return corrupt(g.path() + ": metadata '" + key + "' is out of range");
+    return std::vector<int>(static_cast<size_t>(n_layers), static_cast<int>(n));
+  }
+  if (v->numbers.size() != static_cast<size_t>(n_layers))
+    return corrupt(g.path() + ": metadata '" + key + "' must hold one count per block (" + std::to_string(n_layers) + ")");
+  std::vector<int> out;
+  for (double n : v->numbers) {
+    if (!(n >= 0.0) || n > INT32_MAX || n != std::floor(n))
+      return corrupt(g.path() + ": metadata '" + key + "' holds a count that is not a whole number >= 0");
+    out.push_back(static_cast<int>(n));
+  }
+  return out;
+}
+
+// The one nonzero value of `counts` (0 when all are 0); corrupt naming `key` when they differ.
+Expected<int> shared_count(const GgufFile& g, const std::string& key, const std::vector<int>& counts) {
+  int v = 0;
+  for (int n : counts) {
+    if (n == 0) continue;
+    if (v != 0 && n != v)
+      return corrupt(g.path() + ": metadata '" + key + "' holds different nonzero counts (" + std::to_string(v) + ", " +
+                     std::to_string(n) + "); brigade's blocks of one kind share one");
+    v = n;
+  }
+  return v;
+}
+
+}  // namespace
+
+bool is_gguf_mamba(const std::string& gguf_arch) {
+  return gguf_arch == "mamba2" || gguf_arch == "nemotron_h" || gguf_arch == "granitehybrid";
+}
+
+Status read_gguf_mamba(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c) {
+  const std::string a = gguf_arch + ".";
+  BRIGADE_RETURN_IF_ERROR(read_gguf_ssm_layout(g, a, c.ssm.layout));
+  c.ssm.proj_bias = false;
+  c.ssm.gated_norm = true;  // ssm_norm, which llama.cpp's loaders require
+  c.ssm.dt_min = c.ssm.dt_max = 0.0f;  // llama.cpp's scan clamps no dt
+  BRIGADE_ASSIGN_OR_RETURN(const std::vector<int> heads, per_block(g, a + "attention.head_count", c.n_layers));
+  BRIGADE_ASSIGN_OR_RETURN(const std::vector<int> kv, per_block(g, a + "attention.head_count_kv", c.n_layers));
+  BRIGADE_ASSIGN_OR_RETURN(const std::vector<int> ff, per_block(g, a + "feed_forward_length", c.n_layers));
+  BRIGADE_ASSIGN_OR_RETURN(c.n_heads, shared_count(g, a + "attention.head_count", heads));
+  BRIGADE_ASSIGN_OR_RETURN(c.n_kv_heads, shared_count(g, a + "attention.head_count_kv", kv));
+  c.ssm_layers.assign(static_cast<size_t>(c.n_layers), false);
+  if (gguf_arch == "mamba2") {
+    c.arch = "mamba2";
+    c.ssm_layers.assign(static_cast<size_t>(c.n_layers), true);
+    c.n_heads = c.n_kv_heads = c.head_dim = 0;
+    c.intermediate_size = static_cast<int>(c.ssm.layout.d_inner());
+    return Status::ok();
+  }
+  if (c.n_heads > 0 && (c.n_kv_heads == 0 || c.n_heads % c.n_kv_heads != 0))
+    return corrupt(g.path() + ": metadata '" + a + "attention.head_count_kv' must divide attention.head_count");
+  BRIGADE_ASSIGN_OR_RETURN(const int64_t key_length, g.get_int_or(a + "attention.key_length", 0));
+  c.head_dim = key_length > 0 ? static_cast<int>(key_length) : c.n_heads > 0 ? c.hidden_size / c.n_heads : 0;
+  c.attn_scale = c.head_dim > 0 ? 1.0f / std::sqrt(static_cast<float>(c.head_dim)) : 0.0f;
+  c.nope = true;  // neither family's attention has positions
+  if (gguf_arch == "nemotron_h") {
+    c.arch = "nemotron_h";
+    // Its converter writes layer_norm_epsilon as attention.layer_norm_epsilon, which llama.cpp's
+    // loader takes where the rms key is absent.
+    if (g.find(a + "attention.layer_norm_rms_epsilon") == nullptr && g.find(a + "attention.layer_norm_epsilon") != nullptr) {
+      BRIGADE_ASSIGN_OR_RETURN(const double eps, g.get_number(a + "attention.layer_norm_epsilon"));
+      if (!(eps > 0.0) || !std::isfinite(eps))
+        return corrupt(g.path() + ": metadata '" + a + "attention.layer_norm_epsilon' must be a positive number");
+      c.rms_eps = static_cast<float>(eps);
+    }
+    c.mlp_layers.assign(static_cast<size_t>(c.n_layers), false);
+    for (int l = 0; l < c.n_layers; ++l) {
+      const size_t i = static_cast<size_t>(l);
+      c.ssm_layers[i] = kv[i] == 0 && ff[i] == 0;
+      c.mlp_layers[i] = ff[i] > 0;
+    }
+    BRIGADE_ASSIGN_OR_RETURN(c.intermediate_size, shared_count(g, a + "feed_forward_length", ff));
+    if (g.find(a + "expert_count") != nullptr)
+      return unsupported(g.path() + ": nemotron_h with experts (Nemotron 3's MoE blocks) is not supported in GGUF; "
+                         "load the Hugging Face checkpoint, which brigade runs");
+    return Status::ok();
+  }
+  // granitehybrid.
+  c.arch = "granitemoehybrid";
+  for (int l = 0; l < c.n_layers; ++l) c.ssm_layers[static_cast<size_t>(l)] = kv[static_cast<size_t>(l)] == 0;
+  bool rope = true;  // llama.cpp's switch for Granite's RoPE: rope.scaling.finetuned, true when absent
+  if (const GgufValue* r = g.find(a + "rope.scaling.finetuned")) rope = r->integer != 0;
+  if (rope && c.n_attention_layers() > 0)
+    return unsupported(g.path() + ": " + a + "rope.scaling.finetuned: granitehybrid attention with RoPE is not "
+                       "supported (Granite 4.0-H's has no positions)");
+  for (auto [key, out] : {std::pair{"embedding_scale", &c.embedding_multiplier}, {"residual_scale", &c.residual_multiplier},
+                          {"logit_scale", &c.logits_scaling}, {"attention.scale", &c.attn_scale}}) {
+    if (g.find(a + key) == nullptr) continue;
+    BRIGADE_ASSIGN_OR_RETURN(const double v, g.get_number(a + key));
+    if (!(v > 0.0) || !std::isfinite(v)) return corrupt(g.path() + ": metadata '" + a + key + "' must be a positive number");
+    *out = static_cast<float>(v);
+  }
+  BRIGADE_ASSIGN_OR_RETURN(const int width, shared_count(g, a + "feed_forward_length", ff));
+  c.norm_topk_prob = true;
+  BRIGADE_ASSIGN_OR_RETURN(const int64_t experts, g.get_int_or(a + "expert_count", 0));
+  if (experts > 0) {
+    BRIGADE_RETURN_IF_ERROR(read_gguf_expert_counts(g, a, c));
+    c.moe_intermediate_size = width;
+    BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_shared_feed_forward_length", 0, c.shared_expert_intermediate_size));
+    c.intermediate_size = c.moe_intermediate_size;
+  } else {
+    c.shared_expert_intermediate_size = width;
+    c.intermediate_size = width;
+  }
+  return Status::ok();
+}
+
+std::string gguf_mamba_name(const std::string& gguf_arch, const std::string& name) {
+  const bool granite = gguf_arch == "granitehybrid";
+  if (!name.starts_with("blk.")) {
+    if (granite) return "";  // the generic model.* names
+    if (name == "token_embd.weight") return "backbone.embeddings.weight";
+    if (name == "output_norm.weight") return "backbone.norm_f.weight";
+    return "";  // output.weight: lm_head.weight, as generic
+  }
+  const size_t dot = name.find('.', 4);
+  if (dot == std::string::npos || dot == 4 || name.find_first_not_of("0123456789", 4) != dot) return "";
+  const std::string block = name.substr(4, dot - 4), suffix = name.substr(dot + 1);
+  static const std::map<std::string, std::string> kMixer = {
+      {"ssm_in.weight", "in_proj.weight"},   {"ssm_conv1d.weight", "conv1d.weight"}, {"ssm_conv1d.bias", "conv1d.bias"},
+      {"ssm_dt.bias", "dt_bias"},            {"ssm_a", "A_log"},                     {"ssm_d", "D"},
+      {"ssm_norm.weight", "norm.weight"},    {"ssm_out.weight", "out_proj.weight"}};
+  if (auto it = kMixer.find(suffix); it != kMixer.end())
+    return (granite ? "model.layers." + block + ".mamba." : "backbone.layers." + block + ".mixer.") + it->second;
+  if (granite) {
+    static const std::map<std::string, std::string> kGranite = {
+        {"ffn_gate_shexp.weight", "shared_mlp.gate_proj.weight"}, {"ffn_up_shexp.weight", "shared_mlp.up_proj.weight"},
+        {"ffn_down_shexp.weight", "shared_mlp.output_linear.weight"},
+        {"ffn_gate.weight", "shared_mlp.gate_proj.weight"},       {"ffn_up.weight", "shared_mlp.up_proj.weight"},
+        {"ffn_down.weight", "shared_mlp.output_linear.weight"},
+        {"ffn_gate_inp.weight", "block_sparse_moe.router.layer.weight"},
+        {"ffn_gate_exps.weight", "block_sparse_moe.experts.gate_proj"},
+        {"ffn_up_exps.weight", "block_sparse_moe.experts.up_proj"},
+        {"ffn_down_exps.weight", "block_sparse_moe.output_linear.weight"}};
+    auto it = kGranite.find(suffix);
+    return it == kGranite.end() ? "" : "model.layers." + block + "." + it->second;
+  }
+  static const std::map<std::string, std::string> kBackbone = {
+      {"attn_norm.weight", "norm.weight"},          {"attn_q.weight", "mixer.q_proj.weight"},
+      {"attn_k.weight", "mixer.k_proj.weight"},     {"attn_v.weight", "mixer.v_proj.weight"},
+      {"attn_output.weight", "mixer.o_proj.weight"}, {"ffn_up.weight", "mixer.up_proj.weight"},
+      {"ffn_down.weight", "mixer.down_proj.weight"}, {"ffn_up.bias", "mixer.up_proj.bias"},
+      {"ffn_down.bias", "mixer.down_proj.bias"}};
+  auto it = kBackbone.find(suffix);
+  return it == kBackbone.end() ? "" : "backbone.layers." + block + "." + it->second;
+}
+
+Status finish_gguf_mamba(const GgufFile& g, std::map<std::string, RawTensor>& tensors, ModelConfig& c) {
+  std::string first_mixer;  // the conv bias as the first mixer has it (every mixer alike, or the load names it)
+  for (auto& [name, t] : tensors) {
+    const bool mixer = name.find(".mixer.") != std::string::npos || name.find(".mamba.") != std::string::npos;
+    if (!mixer) continue;
+    if (name.ends_with(".A_log") || name.ends_with(".D") || name.ends_with(".norm.weight")) {
+      int64_t n = 1;
+      for (int64_t d : t.shape) n *= d;
+      t.shape = {n};
+    } else if (name.ends_with(".conv1d.weight") && t.shape.size() == 2) {
+      t.shape.insert(t.shape.begin() + 1, 1);
+    }
+  }
+  for (int l = 0; l < c.n_layers; ++l) {
+    if (!c.ssm_layers[static_cast<size_t>(l)]) continue;
+    const std::string p = c.arch == "granitemoehybrid" ? "model.layers." + std::to_string(l) + ".mamba."
+                                                        : "backbone.layers." + std::to_string(l) + ".mixer.";
+    c.ssm.conv_bias = tensors.count(p + "conv1d.bias") > 0;
+    break;
+  }
+  c.mlp_bias = c.arch == "nemotron_h" && std::any_of(tensors.begin(), tensors.end(), [](const auto& e) {
+                 return e.first.ends_with(".mixer.up_proj.bias");
+               });
+  return c.n_experts > 0 ? check_gguf_moe_tensors(g, c) : Status::ok();
+}
+
+}  // namespace brigade

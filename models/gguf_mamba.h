@@ -1,0 +1,49 @@
+// Internal to models/: llama.cpp's GGUF files of the Mamba2 family, `mamba2` (Mamba2ForCausalLM),
+// `nemotron_h` (Nemotron-H: mixer, attention and relu2 MLP blocks) and `granitehybrid` (Granite
+// 4.0-H: a mixer or attention, then the shared MLP and experts, per layer), read into the
+// ModelConfig the safetensors path builds for mamba2, nemotron_h and granitemoehybrid
+// (models/state_space_config.h), as llama.cpp's loaders (src/models/mamba2.cpp, nemotron-h.cpp,
+// granite-hybrid.cpp) read them.
+//
+// What llama.cpp's converter (conversion/mamba.py and its subclasses) writes:
+//   - {arch}.ssm.time_step_rank (the mixer's heads), ssm.inner_size, ssm.state_size,
+//     ssm.group_count, ssm.conv_kernel; the layer kinds per block: head_count_kv 0 and (nemotron_h)
+//     feed_forward_length 0 for a mixer, head_count_kv > 0 for attention, feed_forward_length > 0
+//     for nemotron_h's MLP blocks; granitehybrid's embedding_scale, residual_scale, logit_scale and
+//     attention.scale (Granite's multipliers), expert counts and widths;
+//   - per mixer ssm_in, ssm_conv1d [channels, taps] (+ bias), ssm_dt.bias, ssm_a (-exp(A_log)) and
+//     ssm_d as [heads, 1], ssm_norm [groups, inner / groups], ssm_out; attn_norm before each
+//     block; attention's attn_q/k/v/output; nemotron_h's ffn_up / ffn_down (relu2);
+//     granitehybrid's ffn_norm, the shared MLP's ffn_gate/up/down_shexp (or ffn_gate/up/down
+//     without experts), the experts' ffn_gate_inp and ffn_{gate,up,down}_exps; output_norm.
+// Tensors load under the checkpoint's names (backbone.layers.N.mixer.* for mamba2 and nemotron_h,
+// model.layers.N.mamba.* ... for granitehybrid; ssm_a as A_log holding A, which StateSpaceModel
+// takes as stored from a GGUF file).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "core/status.h"
+#include "models/gguf.h"
+#include "models/model_config.h"
+#include "models/raw_tensor.h"
+
+namespace brigade {
+
+bool is_gguf_mamba(const std::string& gguf_arch);  // mamba2, nemotron_h, granitehybrid
+
+// Fills the mixer, layer, MLP and attention fields of c (arch becomes mamba2, nemotron_h or
+// granitemoehybrid), the common keys but head_count, head_count_kv and feed_forward_length read
+// already. corrupt naming the key for values out of range, missing or inconsistent.
+Status read_gguf_mamba(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c);
+
+// The Hugging Face name of a file's tensor `name` (blk.N.suffix or top level); "" when it is one
+// the generic names cover (granitehybrid's attention) or no layout uses.
+std::string gguf_mamba_name(const std::string& gguf_arch, const std::string& name);
+
+// The loaded tensors as the checkpoint's shapes (A_log, D and the gated norm flattened, conv1d
+// [channels, 1, taps]) and which optional pieces the file has (the conv bias) into c.
+Status finish_gguf_mamba(const GgufFile& g, std::map<std::string, RawTensor>& tensors, ModelConfig& c);
+
+}  // namespace brigade

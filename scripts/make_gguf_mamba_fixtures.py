@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""Writes the GGUF fixtures of llama.cpp's Mamba-2 architectures (mamba2, granitehybrid,
+nemotron_h), made by llama.cpp's own converter (convert_hf_to_gguf.py: conversion/mamba.py's
+Mamba2Model, conversion/granite.py's GraniteHybridModel, conversion/nemotron.py's NemotronHModel)
+from tiny transformers checkpoints. The checkpoints (SOURCES) are make_fixtures.py's mamba2,
+granite_hybrid and nemotron_h fixtures, made here with seeds of their own
+(make_fixtures.new_model), Nemotron-H's with 4 mixer heads rather than 6:
+
+  gguf_mamba2         Mamba2ForCausalLM as make_fixtures.py's mamba2: 2 layers, each an RMSNorm
+                      and a Mamba-2 mixer (8 heads of 16 = d_inner 128 = expand 2 * hidden 64,
+                      2 groups, state 16, a 4-tap conv with bias, no in_proj / out_proj bias, the
+                      gated grouped RMSNorm); an untied head; chunk_size 16; --outtype f32
+  gguf_granitehybrid  GraniteMoeHybridForCausalLM as make_fixtures.py's granite_hybrid: layers
+                      mamba, attention, mamba (the mixer as gguf_mamba2's; GQA 4 heads over 2,
+                      head_dim 16, no positions), each followed by a shared SwiGLU of 48 plus 4
+                      experts of 32 (top 2, softmax over the chosen two); embedding_multiplier 3,
+                      attention_multiplier 0.2, residual_multiplier 0.5, logits_scaling 2; untied;
+                      --outtype f32
+  gguf_nemotron_h     NemotronHForCausalLM as make_fixtures.py's nemotron_h (blocks M-*-M: mixer,
+                      relu2 MLP of 96, GQA attention 4 heads over 2 with head_dim 16 and no
+                      positions, MLP, mixer; 2 groups, state 16, a 4-tap conv with bias; untied)
+                      but with mamba_num_heads 4: d_inner 4 * 16 = 64, still not expand * hidden
+                      = 128; --outtype f32.
+
+What llama.cpp needs, and why these sources (llama.cpp 0c1e57098: the converter classes above,
+src/models/mamba2.cpp, granite-hybrid.cpp, nemotron-h.cpp and the Mamba-2 layer of
+mamba-base.cpp). Every feature the three fixtures keep is one llama.cpp runs: the gated norm as
+transformers 5 computes it (y * silu(z) first, then an RMSNorm over each of the n_groups slices of
+d_inner: build_mamba2_layer reshapes y to [d_inner / n_groups, n_groups] and norms each),
+n_groups 2 (ggml_ssm_scan takes B and C per group), head_dim 16, the conv bias (mamba2's loader
+requires ssm_conv1d.bias; granitehybrid's and nemotron_h's take it if present), untied heads (every
+loader takes output.weight, else token_embd.weight), time_step_limit left at (0, inf), so
+transformers clamps nothing and llama.cpp, which never clamps dt, agrees. vocab_size 256 is a
+multiple of the converter's vocabulary padding (Mamba2Model.set_vocab: 16; GraniteHybridModel
+and NemotronHModel: 8), so no padding token is added. The changes:
+  - nemotron_h: mamba_num_heads 4 (an override). The converter asserts d_inner % d_head == 0 with
+    d_head = find_hparam(["d_head"]) (config keys d_head / mamba_d_head, which Nemotron-H's
+    configs lack) defaulting to 64: with 6 heads, "AssertionError: SSM inner size 96 not a
+    multiple of head dim 64" (tried). 4 heads of 16 give 64, which passes and still differs from
+    expand * hidden; llama.cpp's nemotron_h reads d_inner from ssm.inner_size and the head count
+    from ssm.time_step_rank.
+  - nemotron_h config.json, rewritten after save_pretrained (hub_config) to the Hub's dense
+    Nemotron-H form: transformers 5.25 saves layers_block_type ["linear_attention", "mlp",
+    "full_attention", "mlp", "linear_attention"] and NemotronHConfig's MoE / MTP defaults
+    (num_experts_per_tok 2, n_routed_experts 8, n_group, topk_group, ... : NEMOTRON_H_MOE_KEYS)
+    even for this dense model. NemotronHModel takes any num_experts_per_tok as MoE (arch
+    nemotron_h_moe, expert_count 8) and, from a layers_block_type list, counts only "moe" as an
+    MLP block, so it writes feed_forward_length [0, 0, 0, 0, 0] and llama.cpp then takes the MLP
+    blocks for mixers ("check_tensor_dims: tensor 'blk.1.ssm_in.weight' not found"; tried, also
+    with the pattern rewritten but the MoE keys kept). So config.json gets
+    hybrid_override_pattern "M-*-M" and num_hidden_layers 5 in place of layers_block_type, and
+    loses those MoE / MTP keys. And the converter reads config.json as written (CONVERT), not
+    through AutoConfig as its ModelBase.load_hparams does, since transformers 5.25's
+    NemotronHConfig.to_dict() puts the same MoE defaults and layers_block_type list back (tried:
+    the same nemotron_h_moe file and error). Mamba2Model and GraniteHybridModel read config.json
+    themselves, so the raw read changes nothing for the other two.
+  - granitehybrid config.json: transformers 5.25 saves layer_types as ["linear_attention",
+    "full_attention", "linear_attention"]; the converter counts a layer as attention only where
+    its type is "attention" (GraniteHybridModel.get_attn_layers), so it wrote head_count_kv
+    [0, 0, 0] and llama.cpp took layer 1 for a mixer ("tensor 'blk.1.ssm_in.weight' not found";
+    tried). hub_config writes the Hub's names, ["mamba", "attention", "mamba"].
+  - the MoE is kept (granite_hybrid, not granite_hybrid_dense): llama.cpp's granitehybrid graph
+    routes by a softmax over all 4 router logits, takes the top 2 and renormalises their weights
+    (build_moe_ffn, norm_w true, no expert_weights_scale), which equals transformers' softmax over
+    the two chosen logits; the shared MLP's output is added to the experts'.
+
+What the converter does to the weights (checked tensor by tensor against each checkpoint: equal to
+the bit, ssm_a within 1 ulp; every checkpoint tensor is written once):
+  mixer (mamba2: backbone.layers.N.mixer.*, granite: model.layers.N.mamba.*, nemotron_h:
+  backbone.layers.N.mixer.*): in_proj -> blk.N.ssm_in.weight [d_in_proj, hidden] as it is (rows z
+  d_inner | x d_inner | B groups*16 | C groups*16 | dt heads: 328 or 196); A_log ->
+  blk.N.ssm_a = -exp(A_log) reshaped [heads] -> [heads, 1] (ggml ne [1, heads]; no .weight
+  suffix); D -> blk.N.ssm_d, D reshaped [heads, 1] (ne [1, heads]); dt_bias ->
+  blk.N.ssm_dt.bias [heads]; conv1d.weight [conv_dim, 1, 4] squeezed -> blk.N.ssm_conv1d.weight
+  [conv_dim, 4] (ne [4, conv_dim]; conv_dim = d_inner + 2 * groups * 16: 192, 192, 128);
+  conv1d.bias -> blk.N.ssm_conv1d.bias [conv_dim]; norm.weight [d_inner] reshaped to
+  blk.N.ssm_norm.weight [groups, d_inner / groups] (ne [64, 2], [64, 2], [32, 2]: one row per
+  group, the same memory as the flat vector); out_proj -> blk.N.ssm_out.weight.
+  norms: mamba2 / nemotron_h backbone.layers.N.norm -> blk.N.attn_norm.weight (before every
+  block, whatever its kind); granite input_layernorm -> blk.N.attn_norm.weight,
+  post_attention_layernorm -> blk.N.ffn_norm.weight; the final norm (backbone.norm_f /
+  model.norm) -> output_norm.weight; embeddings (backbone.embeddings / model.embed_tokens) ->
+  token_embd.weight; lm_head -> output.weight.
+  attention (granite self_attn.*, nemotron_h mixer.*): q_proj, k_proj, v_proj, o_proj ->
+  blk.N.attn_q / attn_k / attn_v / attn_output.weight, but with q_proj's and k_proj's rows
+  permuted within each head (GraniteHybridModel sets undo_permute, so LlamaModel.permute runs:
+  row 2j of a head is the checkpoint's row j, row 2j + 1 its row j + 8). q and k move alike and
+  these layers rotate nothing, so the scores are unchanged.
+  granite FFNs: block_sparse_moe.input_linear [4, 64, 64] split along dim 1 ->
+  blk.N.ffn_gate_exps.weight (first 32 rows of each expert) and ffn_up_exps.weight (last 32),
+  each [4, 32, 64] (ne [64, 32, 4]); block_sparse_moe.output_linear -> ffn_down_exps.weight
+  [4, 64, 32] (ne [32, 64, 4]); block_sparse_moe.router.layer -> ffn_gate_inp.weight [4, 64];
+  shared_mlp.input_linear [96, 64] split -> ffn_gate_shexp.weight (rows 0-47) and
+  ffn_up_shexp.weight (rows 48-95), ne [64, 48]; shared_mlp.output_linear ->
+  ffn_down_shexp.weight (ne [48, 64]).
+  nemotron_h MLP blocks: mixer.up_proj -> blk.N.ffn_up.weight (ne [64, 96]), mixer.down_proj ->
+  blk.N.ffn_down.weight (ne [96, 64]); no gate (relu2: down(relu(up x)^2)).
+  Granite's multipliers are not folded into any weight (token_embd and output are the
+  checkpoint's to the bit): they are metadata, granitehybrid.embedding_scale 3.0 (the embeddings
+  times it), attention.scale 0.2 (the softmax scale in place of 1/sqrt(head_dim)),
+  residual_scale 0.5 (each block's output times it before the residual add) and logit_scale 2.0
+  (the logits divided by it).
+Metadata (besides general.* and the tokenizer's):
+  mamba2.{context_length 1048576, embedding_length 64, feed_forward_length 0,
+  attention.head_count 0, block_count 2, ssm.conv_kernel 4, ssm.inner_size 128, ssm.state_size 16,
+  ssm.time_step_rank 8 (the head count), ssm.group_count 2, attention.layer_norm_rms_epsilon 1e-5}.
+  granitehybrid.{block_count 3, context_length 1048576, embedding_length 64,
+  feed_forward_length 32 (an expert's), attention.head_count 4, attention.head_count_kv [0, 2, 0]
+  (0 marks a mixer layer: the loader's is_recr), rope.freq_base 1e4, rope.dimension_count 16,
+  rope.scaling.finetuned false (Granite's switch for "no RoPE"), attention.layer_norm_rms_epsilon
+  1e-5, expert_count 4, expert_used_count 2, expert_shared_feed_forward_length 48, vocab_size 256,
+  attention.scale, embedding_scale, residual_scale, logit_scale, ssm.conv_kernel 4,
+  ssm.state_size 16, ssm.group_count 2, ssm.inner_size 128, ssm.time_step_rank 8}.
+  nemotron_h.{block_count 5, context_length 1048576, embedding_length 64, feed_forward_length
+  [0, 96, 0, 96, 0], attention.head_count 4, attention.head_count_kv [0, 0, 2, 0, 0] (a block is a
+  mixer where both are 0, attention where only feed_forward_length is 0, an MLP where it is not),
+  attention.key_length 16, attention.value_length 16, attention.layer_norm_epsilon 1e-5 (no rms
+  key: the loader uses this one for the RMSNorms), vocab_size 256, rope.dimension_count 16,
+  rope.scaling.finetuned false (nemotron_h's graph has no RoPE at all), ssm.conv_kernel 4,
+  ssm.state_size 16, ssm.group_count 2, ssm.inner_size 64, ssm.time_step_rank 4}.
+
+The converter is make_gguf_qwen35_fixtures.py's: the one in PyPI's llama-cpp-python 0.3.36
+source distribution (its vendored llama.cpp, ggml-org/llama.cpp@0c1e57098), in
+.brigade/llamacpp-src, run with its own gguf-py, without --no-mtp (as make_gguf_lfm2_fixtures.
+convert: the converter refuses the flag for Mamba2Model and GraniteHybridModel, which have no MTP
+export, and these checkpoints have no MTP module), with config.json read as written (CONVERT).
+It is reached through make_gguf_lfm2_fixtures.run, whose make() builds and converts through that
+module's build_source and convert: main() points those at this script's
+build_source (lfm2's, then hub_config) and convert. Each checkpoint gets
+make_gguf_qwen35_fixtures.write_toy_tokenizer's byte-level vocabulary of 256 tokens; the converter
+does not know its hash, so the pre-tokenizer is named: gpt-2 (llama.cpp's GPT-2 pre-tokenizer
+regex, which is the one the toy vocabulary's ByteLevel pre-tokenizer applies; the prompts are
+token ids, so it changes no logit). The converter takes eos (255, <|endoftext|>) from the
+tokenizer and bos 1 and pad 0 from config.json.
+
+expected.json: transformers' logits, greedy tokens and decode logits (make_fixtures.run_cases;
+transformers' PyTorch mixer path: the chunked scan over 16-token chunks in the prefill, the
+one-token update in the decode steps).
+
+Then `--llamacpp [NAME...]` runs each file in llama.cpp itself (llama-cpp-python 0.3.36 in
+.brigade/llamacpp-venv; F32 KV cache; make_gguf_qwen35_fixtures.llamacpp_pass) on the fixture's
+prompts and writes llamacpp.json: per prompt how far llama.cpp's logits are from expected.json,
+which must stay within 1e-3. Measured (prompts of 7, 1 and 40 tokens; logits up to 4.4, 2.1 and
+4.1 in size):
+  gguf_mamba2         3.1e-06, 1.9e-06, 6.8e-06
+  gguf_granitehybrid  1.0e-06, 5.2e-07, 1.0e-06
+  gguf_nemotron_h     4.4e-06, 1.1e-06, 6.2e-06
+
+Run: python3 scripts/make_gguf_mamba_fixtures.py [NAME...], then
+python3 scripts/make_gguf_mamba_fixtures.py --llamacpp [NAME...] (make_fixtures.py's virtual
+environment; gguf-py's own dependencies installed on first use). CI never runs it: the fixtures
+are committed.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_gguf_lfm2_fixtures as lfm2  # noqa: E402
+import make_gguf_qwen35_fixtures as q35  # noqa: E402
+
+# The checkpoints converted: make_fixtures.py's fixture of that name with these changes, and a seed
+# of its own.
+SOURCES = {
+    "mamba2": ("mamba2", {}, 2202),
+    "granitehybrid": ("granite_hybrid", {}, 2404),
+    # 4 mixer heads of 16 (d_inner 64, still not expand * hidden = 128): the converter asserts
+    # d_inner % 64 == 0 (module docstring)
+    "nemotron_h": ("nemotron_h", {"mamba_num_heads": 4}, 2606),
+}
+# name: (source, --outtype, pre-tokenizer name)
+FIXTURES = {
+    "gguf_mamba2": ("mamba2", "f32", "gpt-2"),
+    "gguf_granitehybrid": ("granitehybrid", "f32", "gpt-2"),
+    "gguf_nemotron_h": ("nemotron_h", "f32", "gpt-2"),
+}
+
+# Nemotron-H's MoE / MTP keys, which transformers 5's NemotronHConfig saves with their defaults even
+# for a dense model, and which the Hub's dense Nemotron-H configs lack (module docstring).
+NEMOTRON_H_MOE_KEYS = ("n_routed_experts", "num_experts_per_tok", "n_shared_experts", "moe_intermediate_size",
+                       "moe_shared_expert_intermediate_size", "moe_latent_size", "moe_shared_expert_overlap",
+                       "routed_scaling_factor", "n_group", "topk_group", "norm_topk_prob", "num_nextn_predict_layers",
+                       "mtp_layers_block_type", "output_router_logits")
+
+
+def hub_config(cfg):
+    """config.json as transformers 5 saves it, rewritten to the Hub's spelling where the converter
+    reads only that (module docstring)."""
+    if cfg["model_type"] == "granitemoehybrid":
+        names = {"linear_attention": "mamba", "full_attention": "attention"}
+        cfg["layer_types"] = [names.get(t, t) for t in cfg["layer_types"]]
+    elif cfg["model_type"] == "nemotron_h":
+        kinds = {"linear_attention": "M", "full_attention": "*", "mlp": "-"}
+        cfg["hybrid_override_pattern"] = "".join(kinds[t] for t in cfg.pop("layers_block_type"))
+        cfg["num_hidden_layers"] = len(cfg["hybrid_override_pattern"])
+        for k in NEMOTRON_H_MOE_KEYS:
+            cfg.pop(k, None)
+    return cfg
+
+
+_build_source = lfm2.build_source
+
+
+def build_source(sources, source, tmp):
+    """make_gguf_lfm2_fixtures.build_source, then config.json in the Hub's spelling (hub_config)."""
+    model, d = _build_source(sources, source, tmp)
+    path = d / "config.json"
+    path.write_text(json.dumps(hub_config(json.loads(path.read_text())), indent=2) + "\n")
+    return model, d
+
+
+# make_gguf_qwen35_fixtures.CONVERT with the converter's hparams read from config.json as written
+# (as Mamba2Model and GraniteHybridModel read them themselves), not through AutoConfig, which
+# transformers 5 fills with NemotronHConfig's MoE defaults.
+CONVERT = """
+import json, runpy, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import conversion.base as base
+pre = sys.argv[2]
+base.TextModel.get_vocab_base_pre = lambda self, tokenizer: pre
+base.ModelBase.load_hparams = staticmethod(lambda dir_model, is_mistral_format:
+                                           json.loads((Path(dir_model) / "config.json").read_text()))
+sys.argv = [sys.argv[1] + "/convert_hf_to_gguf.py"] + sys.argv[3:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def convert(model_dir, outfile, outtype, pre):
+    """make_gguf_lfm2_fixtures.convert (no --no-mtp) with CONVERT."""
+    env = dict(os.environ)
+    env.pop("NO_LOCAL_GGUF", None)
+    subprocess.check_call([sys.executable, "-c", CONVERT, str(q35.LLAMACPP), pre, str(model_dir), "--outfile",
+                           str(outfile), "--outtype", outtype], env=env)
+
+
+def main():
+    # lfm2.make builds and converts through these two module functions.
+    lfm2.build_source, lfm2.convert = build_source, convert
+    lfm2.run(SOURCES, FIXTURES, __file__)
+
+
+if __name__ == "__main__":
+    main()
