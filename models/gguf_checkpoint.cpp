@@ -64,7 +64,8 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   // architectures have no MoE form here.
   BRIGADE_ASSIGN_OR_RETURN(const bool experts, gguf_has_experts(g, arch));
   if (experts && !is_gguf_moe(arch) && arch != "llama" && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) &&
-      arch != "qwen35moe" && arch != "qwen3next" && arch != "lfm2moe" && arch != "granitehybrid" && arch != "nemotron_h")
+      arch != "qwen35moe" && arch != "qwen3next" && arch != "lfm2moe" && arch != "granitehybrid" && arch != "nemotron_h" &&
+      arch != "nemotron_h_moe" && arch != "jamba")
     return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for qwen3moe, "
                        "qwen2moe, qwen35moe, qwen3next, gpt-oss, glm4moe, lfm2moe and llama (Mixtral) only");
   auto get = [&](const std::string& key, int& out) -> Status {
@@ -222,7 +223,8 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
   else if (is_gguf_falcon_h1(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_falcon_h1(g, tensors, c));
   else if (is_gguf_mamba(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_mamba(g, tensors, c));
   else if (c.n_experts > 0) BRIGADE_RETURN_IF_ERROR(check_gguf_moe_tensors(g, c));
-  if (c.arch == "mamba2") return Status::ok();  // no attention, no MLP (read_gguf_mamba checked its keys)
+  if (c.arch == "mamba2" || c.arch == "mamba" || c.arch == "falcon_mamba")
+    return Status::ok();  // no attention, no MLP (read_gguf_mamba checked its keys)
   const Status v = c.validate();
   if (!v.is_ok()) return Status(v.code(), g.path() + ": " + v.message());
   return Status::ok();

@@ -45,11 +45,56 @@ Expected<int> shared_count(const GgufFile& g, const std::string& key, const std:
 }  // namespace
 
 bool is_gguf_mamba(const std::string& gguf_arch) {
-  return gguf_arch == "mamba2" || gguf_arch == "nemotron_h" || gguf_arch == "granitehybrid";
+  return gguf_arch == "mamba" || gguf_arch == "mamba2" || gguf_arch == "nemotron_h" || gguf_arch == "nemotron_h_moe" ||
+         gguf_arch == "granitehybrid" || gguf_arch == "jamba";
 }
 
 Status read_gguf_mamba(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c) {
   const std::string a = gguf_arch + ".";
+  if (gguf_arch == "mamba" || gguf_arch == "jamba") {  // Mamba1 mixers: a state [N] per channel, dt from x_proj
+    int inner = 0, state = 0, kernel = 0;
+    BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "ssm.inner_size", 0, inner));
+    BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "ssm.state_size", 0, state));
+    BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "ssm.conv_kernel", 0, kernel));
+    BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "ssm.time_step_rank", 0, c.ssm.dt_rank));
+    c.ssm.layout = SsmLayout{.n_heads = inner, .head_dim = 1, .n_groups = 1, .state_size = state, .conv_kernel = kernel};
+    c.ssm.gated_norm = false;
+    c.ssm.proj_bias = false;
+  }
+  if (gguf_arch == "jamba") {  // Mamba1 mixers with weighted dt/B/C norms, attention, SwiGLUs and experts
+    c.arch = "jamba";
+    c.nope = true;
+    c.ssm.bcdt_norm_eps = c.rms_eps;
+    BRIGADE_ASSIGN_OR_RETURN(const std::vector<int> kv, per_block(g, a + "attention.head_count_kv", c.n_layers));
+    BRIGADE_ASSIGN_OR_RETURN(c.n_kv_heads, shared_count(g, a + "attention.head_count_kv", kv));
+    BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "attention.head_count", 0, c.n_heads));
+    BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "feed_forward_length", 0, c.intermediate_size));
+    if (c.n_kv_heads > 0 && c.n_heads % c.n_kv_heads != 0)
+      return corrupt(g.path() + ": metadata '" + a + "attention.head_count_kv' must divide attention.head_count");
+    c.head_dim = c.hidden_size / c.n_heads;
+    c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    c.ssm_layers.resize(static_cast<size_t>(c.n_layers));
+    for (int l = 0; l < c.n_layers; ++l) c.ssm_layers[static_cast<size_t>(l)] = kv[static_cast<size_t>(l)] == 0;
+    BRIGADE_ASSIGN_OR_RETURN(const int64_t experts, g.get_int_or(a + "expert_count", 0));
+    if (experts > 1) {  // which layers have them: those with a router (finish_gguf_mamba)
+      BRIGADE_RETURN_IF_ERROR(read_gguf_expert_counts(g, a, c));
+      c.moe_intermediate_size = c.intermediate_size;
+      c.norm_topk_prob = false;  // JambaTopKRouter's top k of the softmax, as llama.cpp runs it
+    }
+    return Status::ok();
+  }
+  if (gguf_arch == "mamba") {  // Mamba1 and Falcon-Mamba
+    c.arch = "mamba";
+    // Falcon-Mamba's weightless RMSNorm of dt, B and C (its mixer_rms_eps is the model's eps).
+    if (const GgufValue* r = g.find(a + "ssm.dt_b_c_rms"); r != nullptr && r->integer != 0) {
+      c.arch = "falcon_mamba";
+      c.ssm.bcdt_norm_eps = c.rms_eps;
+    }
+    c.ssm_layers.assign(static_cast<size_t>(c.n_layers), true);
+    c.n_heads = c.n_kv_heads = c.head_dim = 0;
+    c.intermediate_size = static_cast<int>(c.ssm.layout.d_inner());
+    return Status::ok();
+  }
   BRIGADE_RETURN_IF_ERROR(read_gguf_ssm_layout(g, a, c.ssm.layout));
   c.ssm.proj_bias = false;
   c.ssm.gated_norm = true;  // ssm_norm, which llama.cpp's loaders require
@@ -73,7 +118,7 @@ Status read_gguf_mamba(const GgufFile& g, const std::string& gguf_arch, ModelCon
   c.head_dim = key_length > 0 ? static_cast<int>(key_length) : c.n_heads > 0 ? c.hidden_size / c.n_heads : 0;
   c.attn_scale = c.head_dim > 0 ? 1.0f / std::sqrt(static_cast<float>(c.head_dim)) : 0.0f;
   c.nope = true;  // neither family's attention has positions
-  if (gguf_arch == "nemotron_h") {
+  if (gguf_arch == "nemotron_h" || gguf_arch == "nemotron_h_moe") {
     c.arch = "nemotron_h";
     // Its converter writes layer_norm_epsilon as attention.layer_norm_epsilon, which llama.cpp's
     // loader takes where the rms key is absent.
@@ -90,9 +135,38 @@ Status read_gguf_mamba(const GgufFile& g, const std::string& gguf_arch, ModelCon
       c.mlp_layers[i] = ff[i] > 0;
     }
     BRIGADE_ASSIGN_OR_RETURN(c.intermediate_size, shared_count(g, a + "feed_forward_length", ff));
-    if (g.find(a + "expert_count") != nullptr)
-      return unsupported(g.path() + ": nemotron_h with experts (Nemotron 3's MoE blocks) is not supported in GGUF; "
-                         "load the Hugging Face checkpoint, which brigade runs");
+    if (gguf_arch == "nemotron_h") return Status::ok();
+    // Nemotron 3's blocks of relu2 experts (every MLP block), routed as llama.cpp's graph does:
+    // sigmoid scores, exp_probs_b for the choice, expert groups, expert_weights_norm,
+    // expert_weights_scale.
+    BRIGADE_RETURN_IF_ERROR(read_gguf_expert_counts(g, a, c));
+    BRIGADE_ASSIGN_OR_RETURN(const std::vector<int> widths, per_block(g, a + "expert_feed_forward_length", c.n_layers));
+    BRIGADE_ASSIGN_OR_RETURN(c.moe_intermediate_size, shared_count(g, a + "expert_feed_forward_length", widths));
+    BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_shared_feed_forward_length", 0, c.shared_expert_intermediate_size));
+    BRIGADE_RETURN_IF_ERROR(read_gguf_expert_weights_scale(g, a, c));
+    if (const GgufValue* n = g.find(a + "expert_weights_norm")) c.norm_topk_prob = n->integer != 0;
+    BRIGADE_ASSIGN_OR_RETURN(const int64_t latent, g.get_int_or(a + "moe_latent_size", 0));
+    if (latent > 0)
+      return unsupported(g.path() + ": " + a + "moe_latent_size: Nemotron 3 Super's latent projections around the "
+                         "experts are not supported");
+    if (c.moe_intermediate_size <= 0)
+      return corrupt(g.path() + ": metadata '" + a + "expert_feed_forward_length' is missing");
+    c.moe_scoring = MoeScoring::sigmoid;
+    c.moe_score_bias = true;
+    c.relu2_experts = true;
+    // Group-limited choice (DeepSeek-V3's, groups scored by their top two), as llama.cpp's graph.
+    BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_group_count", 1, c.n_group));
+    BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_group_used_count", 1, c.topk_group));
+    if (c.n_experts % c.n_group != 0 || c.topk_group > c.n_group ||
+        c.n_experts_per_tok > c.topk_group * (c.n_experts / c.n_group))
+      return corrupt(g.path() + ": metadata '" + a + "expert_group_count' / 'expert_group_used_count' (" +
+                     std::to_string(c.n_group) + ", " + std::to_string(c.topk_group) + ") do not fit " +
+                     std::to_string(c.n_experts) + " experts, " + std::to_string(c.n_experts_per_tok) + " per token");
+    c.moe_group_score = c.n_group > 1 ? MoeGroupScore::top2_sum : MoeGroupScore::none;
+    c.decoder_sparse_step = 1;
+    c.mlp_only_layers.clear();
+    for (int l = 0; l < c.n_layers; ++l)
+      if (!c.mlp_layers[static_cast<size_t>(l)]) c.mlp_only_layers.push_back(l);
     return Status::ok();
   }
   // granitehybrid.
@@ -128,6 +202,7 @@ Status read_gguf_mamba(const GgufFile& g, const std::string& gguf_arch, ModelCon
 std::string gguf_mamba_name(const std::string& gguf_arch, const std::string& name) {
   const bool granite = gguf_arch == "granitehybrid";
   if (!name.starts_with("blk.")) {
+    if (gguf_arch == "jamba") return name == "output_norm.weight" ? "model.final_layernorm.weight" : "";
     if (granite) return "";  // the generic model.* names
     if (name == "token_embd.weight") return "backbone.embeddings.weight";
     if (name == "output_norm.weight") return "backbone.norm_f.weight";
@@ -136,12 +211,30 @@ std::string gguf_mamba_name(const std::string& gguf_arch, const std::string& nam
   const size_t dot = name.find('.', 4);
   if (dot == std::string::npos || dot == 4 || name.find_first_not_of("0123456789", 4) != dot) return "";
   const std::string block = name.substr(4, dot - 4), suffix = name.substr(dot + 1);
+  const bool jamba = gguf_arch == "jamba";
+  if (gguf_arch == "mamba" || jamba) {  // Mamba1's own tensors (the others below are shared)
+    static const std::map<std::string, std::string> kMamba1 = {
+        {"ssm_x.weight", "x_proj.weight"},           {"ssm_dt.weight", "dt_proj.weight"},
+        {"ssm_dt.bias", "dt_proj.bias"},             {"ssm_dt_norm.weight", "dt_layernorm.weight"},
+        {"ssm_b_norm.weight", "b_layernorm.weight"}, {"ssm_c_norm.weight", "c_layernorm.weight"}};
+    if (auto it = kMamba1.find(suffix); it != kMamba1.end())
+      return (jamba ? "model.layers." + block + ".mamba." : "backbone.layers." + block + ".mixer.") + it->second;
+  }
   static const std::map<std::string, std::string> kMixer = {
       {"ssm_in.weight", "in_proj.weight"},   {"ssm_conv1d.weight", "conv1d.weight"}, {"ssm_conv1d.bias", "conv1d.bias"},
       {"ssm_dt.bias", "dt_bias"},            {"ssm_a", "A_log"},                     {"ssm_d", "D"},
       {"ssm_norm.weight", "norm.weight"},    {"ssm_out.weight", "out_proj.weight"}};
   if (auto it = kMixer.find(suffix); it != kMixer.end())
-    return (granite ? "model.layers." + block + ".mamba." : "backbone.layers." + block + ".mixer.") + it->second;
+    return (granite || jamba ? "model.layers." + block + ".mamba." : "backbone.layers." + block + ".mixer.") + it->second;
+  if (jamba) {  // its attention (self_attn.*) and input norm take the generic names
+    static const std::map<std::string, std::string> kJamba = {
+        {"ffn_norm.weight", "pre_ff_layernorm.weight"},      {"ffn_gate.weight", "feed_forward.gate_proj.weight"},
+        {"ffn_up.weight", "feed_forward.up_proj.weight"},    {"ffn_down.weight", "feed_forward.down_proj.weight"},
+        {"ffn_gate_inp.weight", "feed_forward.router.weight"}, {"ffn_gate_exps.weight", "feed_forward.experts.gate_proj"},
+        {"ffn_up_exps.weight", "feed_forward.experts.up_proj"}, {"ffn_down_exps.weight", "feed_forward.experts.down_proj"}};
+    auto it = kJamba.find(suffix);
+    return it == kJamba.end() ? "" : "model.layers." + block + "." + it->second;
+  }
   if (granite) {
     static const std::map<std::string, std::string> kGranite = {
         {"ffn_gate_shexp.weight", "shared_mlp.gate_proj.weight"}, {"ffn_up_shexp.weight", "shared_mlp.up_proj.weight"},
@@ -160,17 +253,23 @@ std::string gguf_mamba_name(const std::string& gguf_arch, const std::string& nam
       {"attn_k.weight", "mixer.k_proj.weight"},     {"attn_v.weight", "mixer.v_proj.weight"},
       {"attn_output.weight", "mixer.o_proj.weight"}, {"ffn_up.weight", "mixer.up_proj.weight"},
       {"ffn_down.weight", "mixer.down_proj.weight"}, {"ffn_up.bias", "mixer.up_proj.bias"},
-      {"ffn_down.bias", "mixer.down_proj.bias"}};
+      {"ffn_down.bias", "mixer.down_proj.bias"},
+      // Nemotron 3's MoE blocks.
+      {"ffn_gate_inp.weight", "mixer.gate.weight"},  {"exp_probs_b.bias", "mixer.gate.e_score_correction_bias"},
+      {"ffn_up_exps.weight", "mixer.experts.up_proj"}, {"ffn_down_exps.weight", "mixer.experts.down_proj"},
+      {"ffn_up_shexp.weight", "mixer.shared_experts.up_proj.weight"},
+      {"ffn_down_shexp.weight", "mixer.shared_experts.down_proj.weight"}};
   auto it = kBackbone.find(suffix);
   return it == kBackbone.end() ? "" : "backbone.layers." + block + "." + it->second;
 }
 
 Status finish_gguf_mamba(const GgufFile& g, std::map<std::string, RawTensor>& tensors, ModelConfig& c) {
-  std::string first_mixer;  // the conv bias as the first mixer has it (every mixer alike, or the load names it)
   for (auto& [name, t] : tensors) {
     const bool mixer = name.find(".mixer.") != std::string::npos || name.find(".mamba.") != std::string::npos;
     if (!mixer) continue;
-    if (name.ends_with(".A_log") || name.ends_with(".D") || name.ends_with(".norm.weight")) {
+    const bool mamba1 = c.arch == "mamba" || c.arch == "falcon_mamba" || c.arch == "jamba";
+    if ((name.ends_with(".A_log") && !mamba1) || name.ends_with(".D") ||
+        name.ends_with(".norm.weight")) {  // (Mamba1's A is [channels, state] as stored)
       int64_t n = 1;
       for (int64_t d : t.shape) n *= d;
       t.shape = {n};
@@ -178,17 +277,25 @@ Status finish_gguf_mamba(const GgufFile& g, std::map<std::string, RawTensor>& te
       t.shape.insert(t.shape.begin() + 1, 1);
     }
   }
+  // The conv bias as the first mixer has it (every mixer alike, or the load names the missing one).
   for (int l = 0; l < c.n_layers; ++l) {
     if (!c.ssm_layers[static_cast<size_t>(l)]) continue;
-    const std::string p = c.arch == "granitemoehybrid" ? "model.layers." + std::to_string(l) + ".mamba."
-                                                        : "backbone.layers." + std::to_string(l) + ".mixer.";
+    const std::string p = c.arch == "granitemoehybrid" || c.arch == "jamba" ? "model.layers." + std::to_string(l) + ".mamba."
+                                                                             : "backbone.layers." + std::to_string(l) + ".mixer.";
     c.ssm.conv_bias = tensors.count(p + "conv1d.bias") > 0;
     break;
   }
   c.mlp_bias = c.arch == "nemotron_h" && std::any_of(tensors.begin(), tensors.end(), [](const auto& e) {
                  return e.first.ends_with(".mixer.up_proj.bias");
                });
-  return c.n_experts > 0 ? check_gguf_moe_tensors(g, c) : Status::ok();
+  if (c.arch == "jamba" && c.n_experts > 0) {  // the layers with a router have experts
+    c.decoder_sparse_step = 1;
+    c.mlp_only_layers.clear();
+    for (int l = 0; l < c.n_layers; ++l)
+      if (tensors.count("model.layers." + std::to_string(l) + ".feed_forward.router.weight") == 0) c.mlp_only_layers.push_back(l);
+  }
+  // (Nemotron 3's relu2 experts have no gate tensors, which check_gguf_moe_tensors expects.)
+  return c.n_experts > 0 && !c.relu2_experts ? check_gguf_moe_tensors(g, c) : Status::ok();
 }
 
 }  // namespace brigade

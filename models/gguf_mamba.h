@@ -1,9 +1,11 @@
-// Internal to models/: llama.cpp's GGUF files of the Mamba2 family, `mamba2` (Mamba2ForCausalLM),
-// `nemotron_h` (Nemotron-H: mixer, attention and relu2 MLP blocks) and `granitehybrid` (Granite
-// 4.0-H: a mixer or attention, then the shared MLP and experts, per layer), read into the
-// ModelConfig the safetensors path builds for mamba2, nemotron_h and granitemoehybrid
-// (models/state_space_config.h), as llama.cpp's loaders (src/models/mamba2.cpp, nemotron-h.cpp,
-// granite-hybrid.cpp) read them.
+// Internal to models/: llama.cpp's GGUF files of the Mamba family, `mamba` (Mamba1, Falcon-Mamba
+// with ssm.dt_b_c_rms), `mamba2`, `nemotron_h` (Nemotron-H: mixer, attention and relu2 MLP
+// blocks), `nemotron_h_moe` (Nemotron 3 Nano: relu2 expert blocks), `granitehybrid` (Granite
+// 4.0-H: a mixer or attention, then the shared MLP and experts, per layer) and `jamba` (Mamba1
+// mixers with weighted dt/B/C norms, attention, SwiGLU and MoE layers), read into the ModelConfig
+// the safetensors path builds for mamba / falcon_mamba, mamba2, nemotron_h, granitemoehybrid and
+// jamba (models/state_space_config.h), as llama.cpp's loaders (src/models/mamba*.cpp,
+// nemotron-h*.cpp, granite-hybrid.cpp, jamba.cpp) read them.
 //
 // What llama.cpp's converter (conversion/mamba.py and its subclasses) writes:
 //   - {arch}.ssm.time_step_rank (the mixer's heads), ssm.inner_size, ssm.state_size,
@@ -31,7 +33,7 @@
 
 namespace brigade {
 
-bool is_gguf_mamba(const std::string& gguf_arch);  // mamba2, nemotron_h, granitehybrid
+bool is_gguf_mamba(const std::string& gguf_arch);  // mamba, mamba2, nemotron_h(_moe), granitehybrid, jamba
 
 // Fills the mixer, layer, MLP and attention fields of c (arch becomes mamba2, nemotron_h or
 // granitemoehybrid), the common keys but head_count, head_count_kv and feed_forward_length read

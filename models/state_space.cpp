@@ -159,7 +159,7 @@ class StateSpaceModel final : public Model {
   SsmLayout layout_;
   Names names_;
   int n_attn_ = 0;
-  bool gguf_ = false;  // llama.cpp's file (models/gguf_qwen35.h, gguf_falcon_h1.h): ssm_a holds A (Qwen3.5's norms 1 + w)
+  bool gguf_ = false;  // llama.cpp's file (models/gguf_*.h): ssm_a holds A, Qwen3.5's norms 1 + w, experts kept as stored
   RopeConfig rope_;  // Qwen3-Next's attention's (gated()), LFM2's (short_conv()), Falcon-H1's (parallel())
   // Qwen3.5's vision tower and its M-RoPE (ModelConfig::vision, mrope_section; a step's images
   // go over their tokens' rows after the embedding).
@@ -277,7 +277,10 @@ Status StateSpaceModel::load_mixer1(const Checkpoint& ck, WeightLoader& w, const
   BRIGADE_ASSIGN_OR_RETURN(L.x_c, w.matrix(x_proj, r + 2 * ns, di, {r + ns, ns}));
   BRIGADE_ASSIGN_OR_RETURN(L.dt_proj, w.matrix(m + "dt_proj.weight", di, r));
   BRIGADE_ASSIGN_OR_RETURN(L.dt_bias1, w.vector_f32({m + "dt_proj.bias"}, {di}));
-  BRIGADE_ASSIGN_OR_RETURN(L.a, host_vector(ck, m + "A_log", {di, ns}, [](float v, int64_t) { return -std::exp(v); }));
+  const bool a_stored = gguf_;  // llama.cpp's ssm_a: -exp(A_log) already
+  BRIGADE_ASSIGN_OR_RETURN(L.a, host_vector(ck, m + "A_log", {di, ns}, [a_stored](float v, int64_t) {
+                             return a_stored ? v : -std::exp(v);
+                           }));
   BRIGADE_ASSIGN_OR_RETURN(L.d, w.vector_f32({m + "D"}, {di}));
   if (config_.arch == "jamba") {  // its dt, B and C norms have weights
     BRIGADE_ASSIGN_OR_RETURN(L.dt_norm, w.vector_f32({m + "dt_layernorm.weight"}, {r}));
@@ -517,7 +520,8 @@ Status StateSpaceModel::load_nemotron_moe(WeightLoader& w, const std::string& p,
   // Expert e's rows of `proj` ([rows, cols] each): the stacked tensor's, or the Hub's one per expert.
   const auto experts = [&](const char* proj, int64_t rows, int64_t cols) -> Expected<OwnedTensor> {
     w.quantize_linear(quantize && cols % dtype_block_elems(*want) == 0);
-    if (w.has(m + "experts." + proj)) return w.stacked(m + "experts." + proj, e, rows, cols);
+    if (w.has(m + "experts." + proj))  // (a GGUF file's block types kept)
+      return w.stacked(m + "experts." + proj, e, rows, cols, {}, {}, {}, /*keep_blocks=*/gguf_);
     std::vector<std::string> names;
     for (int64_t i = 0; i < e; ++i) names.push_back(m + "experts." + std::to_string(i) + "." + proj + ".weight");
     return w.fused(names, std::vector<int64_t>(static_cast<size_t>(e), rows), cols);

@@ -36,7 +36,8 @@ TEST(EngineStateSpace, GreedyTokensMatchTransformers) {
         "falcon_mamba", "jamba",
         "qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_mm", "gguf_qwen35", "gguf_qwen35moe", "gguf_qwen3next", "lfm2",
         "lfm2_moe", "gguf_lfm2", "gguf_lfm2moe", "falcon_h1", "falcon_h1_norm",
-        "gguf_falcon_h1", "gguf_mamba2", "gguf_nemotron_h", "gguf_granitehybrid"}) {
+        "gguf_falcon_h1", "gguf_mamba2", "gguf_nemotron_h", "gguf_granitehybrid", "gguf_nemotron_h_moe", "gguf_mamba1",
+        "gguf_falcon_mamba", "gguf_jamba"}) {
     SCOPED_TRACE(fixture);
     auto engine = testing::create_engine(options(fixture));
     ASSERT_TRUE(engine);

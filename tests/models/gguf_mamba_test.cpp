@@ -1,8 +1,11 @@
-// llama.cpp's GGUF files of the Mamba2 family (models/gguf_mamba.h), written by llama.cpp's own
+// llama.cpp's GGUF files of the Mamba family (models/gguf_mamba.h), written by llama.cpp's own
 // converter from make_fixtures.py's checkpoints (scripts/make_gguf_mamba_fixtures.py): gguf_mamba2
-// (mixers only), gguf_nemotron_h (mixer, attention and relu2 MLP blocks), gguf_granitehybrid
-// (mixers and attention, each followed by a shared SwiGLU and 4 experts, with Granite's
-// multipliers), in F32; llama.cpp itself runs them within 7e-6 of transformers (llamacpp.json).
+// (mixers only), gguf_nemotron_h (mixer, attention and relu2 MLP blocks), gguf_nemotron_h_moe
+// (Nemotron 3's relu2 experts in 2 groups, scaled), gguf_granitehybrid (mixers and attention, each
+// followed by a shared SwiGLU and 4 experts, with Granite's multipliers), gguf_mamba1 and
+// gguf_falcon_mamba (Mamba1 mixers; Falcon-Mamba's weightless dt/B/C norms), gguf_jamba (Mamba1
+// mixers with weighted dt/B/C norms, attention, SwiGLU and MoE layers), in F32; llama.cpp itself
+// runs them within 3e-5 of transformers (llamacpp.json).
 // The config as llama.cpp reads it, transformers' logits, decode steps and greedy tokens, and
 // what brigade does not read refused by name.
 #include <gtest/gtest.h>
@@ -73,6 +76,43 @@ TEST(GgufMamba, ReadsTheConfigsAsLlamaCppDoes) {
   EXPECT_FLOAT_EQ(c->residual_multiplier, 0.5f);
   EXPECT_FLOAT_EQ(c->logits_scaling, 2.0f);
   EXPECT_EQ(ck->tensors().count("model.layers.0.shared_mlp.gate_proj.weight"), 1u);
+
+  c = open_config("gguf_nemotron_h_moe", ck);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->arch, "nemotron_h");
+  EXPECT_EQ(c->mlp_layers, (std::vector<bool>{false, true, false, true}));
+  EXPECT_TRUE(c->relu2_experts);
+  EXPECT_EQ(c->n_moe_layers(), 2);
+  EXPECT_EQ(c->n_experts, 8);
+  EXPECT_EQ(c->shared_width(), 48);
+  const MoeRouting r = c->moe_routing();
+  EXPECT_EQ(r.n_group, 2);
+  EXPECT_EQ(r.topk_group, 1);
+  EXPECT_EQ(r.group_score, MoeGroupScore::top2_sum);
+  EXPECT_TRUE(r.normalize);
+  EXPECT_FLOAT_EQ(r.scale, 2.5f);
+
+  c = open_config("gguf_falcon_mamba", ck);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->arch, "falcon_mamba");
+  EXPECT_TRUE(c->ssm.mamba1());
+  EXPECT_EQ(c->ssm.dt_rank, 8);
+  EXPECT_FLOAT_EQ(c->ssm.bcdt_norm_eps, 1e-5f);
+  EXPECT_EQ(ck->tensors().at("backbone.layers.0.mixer.A_log").shape, (std::vector<int64_t>{128, 16}));
+  c = open_config("gguf_mamba1", ck);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->arch, "mamba");
+  EXPECT_EQ(c->ssm.bcdt_norm_eps, 0.0f);
+  EXPECT_TRUE(c->tie_embeddings);
+
+  c = open_config("gguf_jamba", ck);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->arch, "jamba");
+  EXPECT_EQ(c->ssm_layers, (std::vector<bool>{true, true, false, true}));
+  EXPECT_EQ(c->n_experts, 4);
+  EXPECT_TRUE(c->is_moe_layer(1) && c->is_moe_layer(3) && !c->is_moe_layer(0) && !c->is_moe_layer(2));
+  EXPECT_FALSE(c->norm_topk_prob);
+  EXPECT_EQ(ck->tensors().count("model.layers.0.mamba.dt_layernorm.weight"), 1u);
 }
 
 class GgufMambaF32 : public ::testing::TestWithParam<std::string> {};
@@ -86,11 +126,14 @@ TEST_P(GgufMambaF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
   testing::expect_fixture_cases_match(*model, *backend, GetParam(), 5e-4f);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, GgufMambaF32, ::testing::Values("gguf_mamba2", "gguf_nemotron_h", "gguf_granitehybrid"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufMambaF32,
+                         ::testing::Values("gguf_mamba2", "gguf_nemotron_h", "gguf_nemotron_h_moe", "gguf_granitehybrid",
+                                           "gguf_mamba1", "gguf_falcon_mamba", "gguf_jamba"),
                          [](const auto& p) { return p.param; });
 
 // Refused naming what it is: Granite's attention with RoPE (rope.scaling.finetuned true, as
-// llama.cpp takes an absent key), Nemotron 3's experts, attention blocks of different head counts.
+// llama.cpp takes an absent key), Nemotron 3 Super's latent projections, attention blocks of
+// different head counts.
 TEST(GgufMamba, RefusesWhatItDoesNotReadNamingIt) {
   const testing::TempDir dir("gguf_mamba_refused");
   const std::string path = dir.file("model.gguf");
@@ -121,11 +164,13 @@ TEST(GgufMamba, RefusesWhatItDoesNotReadNamingIt) {
   EXPECT_NE(s.message().find("rope.scaling.finetuned"), std::string::npos) << s.message();
   kv.push_back(testing::gguf_bool("granitehybrid.rope.scaling.finetuned", false));
   EXPECT_TRUE(testing::open_gguf_zeros(path, kv, {embed}).is_ok());
-  kv = header("nemotron_h", {0, 2, 0}, {0, 0, 96});
-  kv.push_back(gguf_u32("nemotron_h.expert_count", 8));
+  kv = header("nemotron_h_moe", {0, 2, 0}, {0, 0, 96});
+  for (auto [key, v] : {std::pair{"expert_count", 8u}, {"expert_used_count", 2u}, {"expert_feed_forward_length", 32u},
+                        {"expert_shared_feed_forward_length", 48u}, {"moe_latent_size", 32u}})
+    kv.push_back(gguf_u32(std::string("nemotron_h_moe.") + key, v));
   s = testing::open_gguf_zeros(path, kv, {embed});
   EXPECT_EQ(s.code(), StatusCode::unsupported) << s.to_string();
-  EXPECT_NE(s.message().find("experts"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("moe_latent_size"), std::string::npos) << s.message();
   kv = header("nemotron_h", {0, 2, 0}, {0, 0, 96});
   kv.push_back(testing::GgufKv{"nemotron_h.attention.layer_norm_epsilon", 6, 0, 1e-3f});
   ASSERT_TRUE(testing::open_gguf_zeros(path, kv, {embed}).is_ok());
