@@ -19,7 +19,7 @@ namespace {
 
 constexpr const char* kSupportedArchs =
     "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
-    "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1, mamba2, nemotron_h, granitehybrid";
+    "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1, mamba, mamba2, nemotron_h, nemotron_h_moe, granitehybrid, jamba";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -67,7 +67,8 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
       arch != "qwen35moe" && arch != "qwen3next" && arch != "lfm2moe" && arch != "granitehybrid" && arch != "nemotron_h" &&
       arch != "nemotron_h_moe" && arch != "jamba")
     return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for qwen3moe, "
-                       "qwen2moe, qwen35moe, qwen3next, gpt-oss, glm4moe, lfm2moe and llama (Mixtral) only");
+                       "qwen2moe, qwen35moe, qwen3next, gpt-oss, glm4moe, lfm2moe, granitehybrid, nemotron_h_moe, jamba "
+                       "and llama (Mixtral) only");
   auto get = [&](const std::string& key, int& out) -> Status {
     BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int(a + key));
     if (v <= 0 || v > INT32_MAX) return corrupt(g.path() + ": metadata '" + a + key + "' is out of range");
@@ -76,7 +77,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   };
   BRIGADE_RETURN_IF_ERROR(get("embedding_length", c.hidden_size));
   BRIGADE_RETURN_IF_ERROR(get("block_count", c.n_layers));
-  // The Mamba2 family's head and MLP counts may be 0 or one per block (read_gguf_mamba).
+  // The Mamba family's head and MLP counts may be 0 or one per block (read_gguf_mamba).
   const bool mamba = is_gguf_mamba(arch);
   if (!mamba) BRIGADE_RETURN_IF_ERROR(get("attention.head_count", c.n_heads));
   // Qwen3.5-MoE has no dense MLP width (its converter writes one only where config.json has it).
@@ -95,7 +96,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   BRIGADE_ASSIGN_OR_RETURN(int64_t n_rot, g.get_int_or(a + "rope.dimension_count", c.head_dim));
   const bool partial = arch == "phi3" || is_gguf_glm4moe(arch) || is_gguf_qwen35(arch);
   if (partial && n_rot > 0 && n_rot <= c.head_dim) c.rotary_dim = static_cast<int>(n_rot);
-  else if (n_rot != c.head_dim && !mamba)  // (the Mamba2 family's attention has no positions)
+  else if (n_rot != c.head_dim && !mamba)  // (the Mamba family's attention has no positions)
     return unsupported(g.path() + ": " + a + "rope.dimension_count " + std::to_string(n_rot) + " differs from head_dim " +
                        std::to_string(c.head_dim) + "; partial rotary embeddings are supported for phi3, glm4moe, "
                        "qwen3next, qwen35 and qwen35moe only");
