@@ -193,6 +193,9 @@ std::string format_model_info(const ModelInfo& m) {
          num(c.residual_multiplier) + ", logits / " + num(c.logits_scaling) + "; a shared SwiGLU of " +
          std::to_string(c.shared_width()) + " in every layer\n";
   } else if (!c.encoder && !c.nope && c.n_attention_layers() > 0) {
+  if (c.arch == "granite")  // Granite 3's scalings in the Llama decoder
+    s += "granite:       embeddings x " + num(c.embedding_multiplier) + ", sublayer outputs x " +
+         num(c.residual_multiplier) + ", logits / " + num(c.logits_scaling) + "\n";
   char theta[32];
   std::snprintf(theta, sizeof(theta), "%g", static_cast<double>(c.rope_theta));
   s += std::string("rope:          theta ") + theta +
@@ -208,6 +211,12 @@ std::string format_model_info(const ModelInfo& m) {
   if (c.rope_dims() < c.head_dim) s += ", rotary dims " + std::to_string(c.rope_dims()) + " of " + std::to_string(c.head_dim);
   if (!c.rope_scaling.freq_factors.empty()) s += ", per-frequency factors (rope_freqs)";
   if (c.rope_local_theta > 0.0f) s += "; sliding layers theta " + num(c.rope_local_theta) + " unscaled";
+  if (std::count(c.nope_layers.begin(), c.nope_layers.end(), true) > 0) {  // SmolLM3's
+    std::string nope;
+    for (int l = 0; l < c.n_layers; ++l)
+      if (c.nope_layers[static_cast<size_t>(l)]) nope += (nope.empty() ? "" : ",") + std::to_string(l);
+    s += "; no RoPE in layers " + nope;
+  }
   s += "\n";
   }
   std::string attn;

@@ -58,6 +58,7 @@ struct DecoderLayer {
   OwnedTensor post_mlp_norm;   // [hidden] f32 on the MLP output (sandwich_norms), or empty
   MlpBlock mlp;           // empty in a sparse layer
   MoeBlock moe;           // qwen3_moe's sparse layers (ModelConfig::is_moe_layer); empty otherwise
+  bool nope = false;      // no RoPE in its attention (SmolLM3's NoPE layers, ModelConfig::nope_layers)
 };
 
 // Activations for up to max_batch_tokens rows, in the backend's activation dtype.
@@ -141,6 +142,10 @@ class LlamaModel final : public Model {
   // Sums a block's partial output over the tensor-parallel ranks (nothing to do without TP).
   int layer_index(const DecoderLayer& layer) const { return static_cast<int>(&layer - layers_.data()); }
   Status reduce(const Tensor& delta) { return comm_ != nullptr ? comm_->all_reduce_sum(delta) : Status::ok(); }
+  // Granite's logits_scaling: the step's r logit rows divided by it.
+  void scale_logits(int64_t r, const Tensor& logits) {
+    if (r > 0 && config_.logits_scaling > 0.0f && config_.logits_scaling != 1.0f) backend_.scale(logits, 1.0f / config_.logits_scaling);
+  }
 
   ModelConfig config_;
   Backend& backend_;
@@ -228,6 +233,7 @@ Expected<LinearWeight> LlamaModel::load_gate_up(WeightLoader& w, int l) {
 }
 
 Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
+  layer.nope = l < static_cast<int>(config_.nope_layers.size()) && config_.nope_layers[static_cast<size_t>(l)];
   const auto& c = config_;
   const int64_t hidden = c.hidden_size, q = int64_t{c.n_heads} * c.head_dim, kv = int64_t{c.n_kv_heads} * c.head_dim;
   const int64_t inter = c.intermediate_size;
@@ -361,7 +367,7 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
   if (lora_) lora_->apply(layer_index(layer), LoraProj::qkv, normed, qkv);
   if (!layer.attn.q_norm.tensor.empty())
     backend_.qk_head_norm(qkv, l, layer.attn.q_norm.tensor, layer.attn.k_norm.tensor, config_.rms_eps);
-  backend_.rope(qkv, l, positions, images_.rope(rope));
+  if (!layer.nope) backend_.rope(qkv, l, positions, images_.rope(rope));
   backend_.write_kv(cache, qkv, l, slots);
   const float scale =
       config_.attn_scale > 0.0f ? config_.attn_scale : 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
@@ -400,11 +406,16 @@ Status LlamaModel::run_layer(const DecoderLayer& layer, const KvLayer& cache, co
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor delta = scratch_.delta.tensor.rows(0, n);
   const float eps = config_.rms_eps;
+  // Granite's residual_multiplier: each sublayer's output scaled before its residual add.
+  const float residual_scale = config_.residual_multiplier;
+  const bool scale_residual = residual_scale > 0.0f && residual_scale != 1.0f;
   BRIGADE_RETURN_IF_ERROR(run_attention(layer, cache, meta, rope, n));
   if (!layer.post_attn_norm.tensor.empty()) backend_.rms_norm(delta, layer.post_attn_norm.tensor, eps, delta);
+  if (scale_residual) backend_.scale(delta, residual_scale);
   backend_.add_rms_norm(residual, delta, layer.mlp_norm.tensor, eps, normed);
   BRIGADE_RETURN_IF_ERROR(run_mlp(layer, n));
   if (!layer.post_mlp_norm.tensor.empty()) backend_.rms_norm(delta, layer.post_mlp_norm.tensor, eps, delta);
+  if (scale_residual) backend_.scale(delta, residual_scale);
   return Status::ok();
 }
 
@@ -437,6 +448,8 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   const float eps = config_.rms_eps;
   backend_.embedding(ends_.embed.tensor, ints_.tokens(batch), residual);
   if (config_.embed_scale > 0.0f) backend_.scale(residual, embed_scale_);  // the images' features are not scaled
+  if (config_.embedding_multiplier > 0.0f && config_.embedding_multiplier != 1.0f)  // Granite's
+    backend_.scale(residual, config_.embedding_multiplier);
   BRIGADE_RETURN_IF_ERROR(images_.put(batch, residual));
   for (int l = 0; l < config_.n_layers; ++l) {
     const DecoderLayer& layer = layers_[static_cast<size_t>(l)];
@@ -453,6 +466,7 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   if (r == 0 && h == 0) return Status::ok();
   ends_.logits(backend_, config_, residual, delta, normed, scratch_.selected.tensor.rows(0, r), ints_.logit_rows(r), logits,
                ints_.hidden_rows(h), batch.hidden);
+  scale_logits(r, logits);
   return Status::ok();
 }
 
@@ -475,6 +489,7 @@ Status LlamaModel::forward_mtp(const StepBatch& batch, const KvCache& kv, const 
   if (r == 0 && h == 0) return Status::ok();
   ends_.logits_with(mtp_.head_norm.tensor, backend_, config_, residual, delta, normed,
                     scratch_.selected.tensor.rows(0, r), ints_.logit_rows(r), logits, ints_.hidden_rows(h), batch.hidden);
+  scale_logits(r, logits);
   return Status::ok();
 }
 

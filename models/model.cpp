@@ -48,7 +48,7 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   // sigmoid-routed experts with a shared one.
   if (arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "qwen3_moe" || arch == "qwen2_moe" ||
       arch == "mixtral" || arch == "phi3" || arch == "gemma2" || arch == "gemma3_text" || arch == "gpt_oss" ||
-      arch == "glm4_moe")
+      arch == "glm4_moe" || arch == "smollm3" || arch == "granite")
     return load_llama(*checkpoint, backend, options);
   // MLA attention and the MoE with shared experts (models/deepseek.h).
   if ((arch == "deepseek_v2" || arch == "deepseek_v3") && options.lora_enabled())
@@ -64,7 +64,8 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   // Encoders: BERT, RoBERTa, XLM-RoBERTa (models/bert.h).
   if (checkpoint->config().encoder) return load_bert(*checkpoint, backend, options);
   return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3, "
-                     "qwen3_moe, qwen2_moe, mixtral, phi3, gemma2, gemma3_text, gpt_oss, glm4_moe, deepseek_v2, deepseek_v3, "
+                     "qwen3_moe, qwen2_moe, mixtral, phi3, gemma2, gemma3_text, gpt_oss, glm4_moe, smollm3, granite, "
+                     "deepseek_v2, deepseek_v3, "
                      "the encoders bert, roberta, and mamba, falcon_mamba, mamba2, granitemoehybrid, nemotron_h, jamba, "
                      "qwen3_next, qwen3_5_text, qwen3_5_moe_text, lfm2, lfm2_moe, falcon_h1");
 }

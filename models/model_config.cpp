@@ -28,7 +28,8 @@ constexpr const char* kSupported =
     "Mamba2ForCausalLM (mamba2), MambaForCausalLM (mamba), FalconMambaForCausalLM (falcon_mamba); hybrids: "
     "GraniteMoeHybridForCausalLM (granitemoehybrid), NemotronHForCausalLM (nemotron_h), JambaForCausalLM (jamba), "
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
-    "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1)";
+    "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), SmolLM3ForCausalLM "
+    "(smollm3), GraniteForCausalLM (granite)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -74,13 +75,16 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
   if (arch_name == "Qwen3NextForCausalLM") return std::string("qwen3_next");
   if (arch_name == "Qwen3_5ForCausalLM") return std::string("qwen3_5_text");
   if (arch_name == "Qwen3_5MoeForCausalLM") return std::string("qwen3_5_moe_text");
+  if (arch_name == "SmolLM3ForCausalLM") return std::string("smollm3");
+  if (arch_name == "GraniteForCausalLM") return std::string("granite");
   if (arch_name.empty()) {
     if (model_type == "llama" || model_type == "mistral") return std::string("llama");
     if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe" || model_type == "qwen2_moe" ||
         model_type == "mixtral" ||
         model_type == "deepseek_v2" || model_type == "deepseek_v3" || model_type == "phi3" || model_type == "gemma2" ||
         model_type == "gemma3_text" || model_type == "gpt_oss" || model_type == "glm4_moe" ||
-        model_type == "qwen3_next" || model_type == "qwen3_5_text" || model_type == "qwen3_5_moe_text")
+        model_type == "qwen3_next" || model_type == "qwen3_5_text" || model_type == "qwen3_5_moe_text" ||
+        model_type == "smollm3" || model_type == "granite")
       return model_type;
   }
   const std::string what = !named.empty() ? "architecture '" + named + "'"
@@ -122,10 +126,59 @@ Status read_rope(const json& j, ModelConfig& c) {
   return finish_longrope(c.rope_scaling, c.max_position, c.rope_dims(), where);
 }
 
+// SmolLM3 (LlamaAttention with per-layer NoPE): attention_bias on q/k/v and o; no_rope_layers (1 =
+// RoPE, 0 = none; absent: every no_rope_layer_interval-th layer, 4 by default, has none); its
+// sliding window (use_sliding_window) refused by name.
+Status read_smollm3(const json& j, ModelConfig& c) {
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  bool sliding = false;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_sliding_window", sliding));
+  if (sliding) return unsupported("config.json: use_sliding_window = true is not supported for smollm3");
+  c.sliding_window = 0;
+  c.nope_layers.assign(static_cast<size_t>(c.n_layers), false);
+  if (auto it = j.find("no_rope_layers"); it != j.end() && !it->is_null()) {
+    if (!it->is_array() || it->size() != static_cast<size_t>(c.n_layers))
+      return corrupt("config.json: no_rope_layers must list one flag per layer (" + std::to_string(c.n_layers) + ")");
+    for (size_t i = 0; i < it->size(); ++i) {
+      if (!(*it)[i].is_number_integer() && !(*it)[i].is_boolean())
+        return corrupt("config.json: no_rope_layers must hold 0 or 1 per layer");
+      c.nope_layers[i] = (*it)[i].is_boolean() ? !(*it)[i].get<bool>() : (*it)[i].get<int>() == 0;
+    }
+    return Status::ok();
+  }
+  int interval = 4;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "no_rope_layer_interval", interval, false));
+  if (interval < 1) return invalid_argument("config.json: no_rope_layer_interval must be >= 1");
+  for (int l = 0; l < c.n_layers; ++l) c.nope_layers[static_cast<size_t>(l)] = (l + 1) % interval == 0;
+  return Status::ok();
+}
+
+// IBM Granite 3.x dense (GraniteForCausalLM: LlamaAttention with Granite's multipliers):
+// attention_bias on q/k/v and o; embedding_multiplier, residual_multiplier, attention_multiplier
+// (the softmax scale) and logits_scaling (GraniteConfig's defaults 1), each a positive number.
+Status read_granite(const json& j, ModelConfig& c) {
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  c.sliding_window = 0;
+  float embedding = 1.0f, residual = 1.0f, attention = 1.0f, logits = 1.0f;
+  for (auto [key, v] : {std::pair{"embedding_multiplier", &embedding}, {"residual_multiplier", &residual},
+                        {"attention_multiplier", &attention}, {"logits_scaling", &logits}}) {
+    BRIGADE_RETURN_IF_ERROR(read_float(j, key, *v));
+    if (!(*v > 0.0f) || !std::isfinite(*v))
+      return invalid_argument(std::string("config.json: ") + key + " must be a positive number");
+  }
+  c.embedding_multiplier = embedding;
+  c.residual_multiplier = residual;
+  c.attn_scale = attention;
+  c.logits_scaling = logits;
+  return Status::ok();
+}
+
 // The per-architecture pieces of attention: biases, q/k norms and the sliding window.
 Status read_attention_shape(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", c.attention_bias));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
+  if (c.arch == "smollm3") return read_smollm3(j, c);
+  if (c.arch == "granite") return read_granite(j, c);
   if (c.arch == "llama" || c.arch == "mixtral") {  // MixtralAttention is LlamaAttention's, without biases
     if (c.arch == "mixtral" && c.attention_bias)
       return unsupported("config.json: attention_bias = true is not part of mixtral and is not supported");
@@ -422,7 +475,8 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   c.rms_eps = 1e-6f;
   BRIGADE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", c.rms_eps));
   BRIGADE_RETURN_IF_ERROR(read_rope(j, c));
-  c.tie_embeddings = is_gemma(c.arch);  // Gemma2Config / Gemma3TextConfig tie by default; the Hub's omit the field
+  // Gemma2Config / Gemma3TextConfig and SmolLM3Config tie by default; the Hub's configs may omit the field.
+  c.tie_embeddings = is_gemma(c.arch) || c.arch == "smollm3";
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
   // A classifier checkpoint stores score.weight, no lm_head: the decoder's head is its embedding,
   // so every path that computes logits stays well-formed; the engine refuses to generate with it.
@@ -437,10 +491,11 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   // describe (rope_type yarn, factor 4, original_max_position_embeddings 32768) for the Llama,
   // Qwen2/3 (MoE) decoders and Qwen3-Next / Qwen3.5.
   const bool yarn_ok = is_deepseek(c.arch) || c.arch == "gpt_oss" || c.arch == "llama" || c.arch == "qwen2" ||
-                       c.arch == "qwen3" || c.arch == "qwen2_moe" || c.arch == "qwen3_moe" || is_gated_delta(c.arch);
+                       c.arch == "qwen3" || c.arch == "qwen2_moe" || c.arch == "qwen3_moe" || is_gated_delta(c.arch) ||
+                       c.arch == "smollm3";
   if (c.rope_scaling.type == RopeScalingType::yarn && !yarn_ok)
     return unsupported("config.json: rope_type 'yarn' is supported for llama, qwen2, qwen3, qwen2_moe, qwen3_moe, "
-                       "qwen3_next, qwen3_5, deepseek_v2/v3 and gpt_oss; " + c.arch +
+                       "qwen3_next, qwen3_5, smollm3, deepseek_v2/v3 and gpt_oss; " + c.arch +
                        " supports default, linear, dynamic, llama3" + (c.arch == "phi3" ? ", longrope" : ""));
   if (c.rope_scaling.type == RopeScalingType::longrope && c.arch != "phi3")
     return unsupported("config.json: rope_type 'longrope' is supported for phi3 only; " + c.arch +

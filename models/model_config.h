@@ -135,6 +135,7 @@ struct ModelConfig {
   float attn_softcap = 0.0f;         // attn_logit_softcapping (AttentionMeta::softcap); 0 = none
   float final_softcap = 0.0f;        // final_logit_softcapping of the logits; 0 = none
   std::vector<bool> sliding_layers;  // layer_types: the layers sliding_window applies to; empty = all of them
+  std::vector<bool> nope_layers;     // SmolLM3's no_rope_layers: the layers whose attention has no RoPE; empty = none
   float rope_local_theta = 0.0f;     // > 0: the sliding layers' RoPE base, unscaled (Gemma 3's
                                      // rope_local_base_freq); 0 = every layer uses rope_theta and rope_scaling
   bool multimodal_text = false;      // a Gemma3ForConditionalGeneration, Qwen2-VL-family or Qwen3.5 checkpoint:
@@ -170,8 +171,9 @@ struct ModelConfig {
   std::vector<bool> mlp_layers;
   bool mlp_bias = false;
   bool nope = false;
-  // IBM Granite's scalings (0 = none): the embeddings times embedding_multiplier, each sublayer's
-  // output times residual_multiplier before its residual add, the logits divided by logits_scaling.
+  // IBM Granite's scalings (0 = none; Granite 4.0-H's, and Granite 3's in the Llama decoder): the
+  // embeddings times embedding_multiplier, each sublayer's output times residual_multiplier before
+  // its residual add, the logits divided by logits_scaling.
   float embedding_multiplier = 0.0f;
   float residual_multiplier = 0.0f;
   float logits_scaling = 0.0f;

@@ -346,6 +346,16 @@ def fixtures():
         "falcon_h1_norm": ("FalconH1Config", "FalconH1ForCausalLM", falcon_h1_config(
             mamba_rms_norm=True, mamba_norm_before_gate=False, mamba_proj_bias=True, projectors_bias=True,
             tie_word_embeddings=True)),
+        # SmolLM3 (SmolLM3ForCausalLM, HuggingFaceTB/SmolLM3-3B): Llama with NoPE layers (every
+        # no_rope_layer_interval-th layer has no RoPE; every 2nd here, 4th in SmolLM3-3B), tied.
+        "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM", base_config(
+            num_hidden_layers=4, no_rope_layer_interval=2, rope_parameters=dict(rope_type="default", rope_theta=50000.0),
+            tie_word_embeddings=True, pad_token_id=0)),
+        # IBM Granite 3.x dense (GraniteForCausalLM): Llama with Granite's multipliers (embeddings,
+        # each sublayer's output before its residual add, the softmax scale, the logits), tied.
+        "granite": ("GraniteConfig", "GraniteForCausalLM", base_config(
+            embedding_multiplier=3.0, residual_multiplier=0.5, attention_multiplier=0.2, logits_scaling=2.0,
+            tie_word_embeddings=True)),
     }
 
 

@@ -49,7 +49,8 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "qwen2", "qwen3", "tinyllama", "smollm2", "qwen3_moe",
                                            "qwen3_moe_step", "deepseek_v3", "deepseek_v2", "deepseek_v3_step",
                                            "phi3", "gemma2", "gemma3", "gemma3_mm", "mixtral", "gpt_oss",
-                                           "qwen2_moe", "glm4_moe", "glm4_moe_step", "qwen3_yarn"));
+                                           "qwen2_moe", "glm4_moe", "glm4_moe_step", "qwen3_yarn", "smollm3",
+                                           "granite"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -333,6 +334,15 @@ TEST(HfFixtureConfig, RopeScalingChangesTheResult) {
             100 * kLogitTol);
   EXPECT_GT(max_diff_with_config("qwen3_yarn", [](nlohmann::json& j) { j["rope_parameters"]["attention_factor"] = 1.0; }),
             100 * kLogitTol);
+}
+
+// SmolLM3's NoPE layers and Granite 3's multipliers each move the logits (so the fixtures check
+// where each applies): RoPE in every layer; each multiplier 1.
+TEST(HfFixtureConfig, SmolLM3sNopeAndGranitesMultipliersChangeTheResult) {
+  EXPECT_GT(max_diff_with_config("smollm3", [](nlohmann::json& j) { j["no_rope_layers"] = {1, 1, 1, 1}; }),
+            100 * kLogitTol);
+  for (const char* key : {"embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"})
+    EXPECT_GT(max_diff_with_config("granite", [&](nlohmann::json& j) { j[key] = 1.0; }), 100 * kLogitTol) << key;
 }
 
 // The MoE fixtures test the routing: renormalising the top-k weights or not, or routing to one

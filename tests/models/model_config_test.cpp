@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "models/llama.h"
 #include "models/model_config.h"
@@ -207,6 +208,50 @@ TEST(ModelConfig, RejectsBadPhi3Rope) {
   auto l = parse_hf_config(llama);
   EXPECT_EQ(l.status().code(), StatusCode::unsupported);
   EXPECT_NE(l.status().message().find("phi3 only"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace brigade
+
+namespace brigade {
+namespace {
+
+// SmolLM3: NoPE layers from no_rope_layers or every no_rope_layer_interval-th layer (4), tied by
+// default; Granite 3: its multipliers. Bad values refused naming the field.
+TEST(ModelConfig, ReadsSmolLM3AndGranite) {
+  nlohmann::json j = {{"architectures", {"SmolLM3ForCausalLM"}}, {"hidden_size", 64}, {"num_hidden_layers", 8},
+                      {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 128},
+                      {"vocab_size", 256}};
+  auto c = parse_hf_config(j.dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "smollm3");
+  EXPECT_EQ(c->nope_layers, (std::vector<bool>{false, false, false, true, false, false, false, true}));
+  EXPECT_TRUE(c->tie_embeddings);
+  j["no_rope_layers"] = {1, 0, 1, 1, 1, 1, 0, 1};
+  c = parse_hf_config(j.dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->nope_layers, (std::vector<bool>{false, true, false, false, false, false, true, false}));
+  j["no_rope_layers"] = {1, 0};
+  EXPECT_EQ(parse_hf_config(j.dump()).status().code(), StatusCode::corrupt);
+  j.erase("no_rope_layers");
+  j["use_sliding_window"] = true;
+  EXPECT_EQ(parse_hf_config(j.dump()).status().code(), StatusCode::unsupported);
+
+  nlohmann::json g = {{"architectures", {"GraniteForCausalLM"}}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+                      {"num_attention_heads", 4}, {"intermediate_size", 128}, {"vocab_size", 256},
+                      {"embedding_multiplier", 12.0}, {"residual_multiplier", 0.22}, {"attention_multiplier", 0.0078125},
+                      {"logits_scaling", 8.0}};
+  auto granite = parse_hf_config(g.dump());
+  ASSERT_TRUE(granite.has_value()) << granite.status().to_string();
+  EXPECT_EQ(granite->arch, "granite");
+  EXPECT_FLOAT_EQ(granite->embedding_multiplier, 12.0f);
+  EXPECT_FLOAT_EQ(granite->residual_multiplier, 0.22f);
+  EXPECT_FLOAT_EQ(granite->attn_scale, 0.0078125f);
+  EXPECT_FLOAT_EQ(granite->logits_scaling, 8.0f);
+  g["residual_multiplier"] = 0;
+  const Status bad = parse_hf_config(g.dump()).status();
+  EXPECT_EQ(bad.code(), StatusCode::invalid_argument);
+  EXPECT_NE(bad.message().find("residual_multiplier"), std::string::npos) << bad.message();
 }
 
 }  // namespace

@@ -195,6 +195,13 @@ grep -q "; attention beside the mixer in every layer, their outputs summed$" "$d
 grep -q "^muP:           embeddings x1.5, head x0.6, mixer in x1.1 (z/x/B/C/dt x0.9/1.1/1.2/0.8/1.3), out x0.7; attention in x1.2, keys x0.8, out x0.9; MLP gate x1.1, down x0.9 (folded into the weights)$" "$dir/falcon_h1.txt"
 expect_fixture_greedy "$falcon_h1" 1
 expect_gguf_greedy "$(cd "$(dirname "$0")/../fixtures/gguf_falcon_h1" && pwd)" greedy
+# SmolLM3's NoPE layers and Granite 3's multipliers (tests/fixtures/smollm3, granite).
+"$bin" inspect "$(cd "$(dirname "$0")/../fixtures/smollm3" && pwd)" >"$dir/smollm3.txt"
+grep -q "^rope:          theta 50000, neox; no RoPE in layers 1,3$" "$dir/smollm3.txt"
+granite3=$(cd "$(dirname "$0")/../fixtures/granite" && pwd)
+"$bin" inspect "$granite3" >"$dir/granite3.txt"
+grep -q "^granite:       embeddings x 3, sublayer outputs x 0.5, logits / 2$" "$dir/granite3.txt"
+expect_fixture_greedy "$granite3" 2
 # Granite 4.0-H as llama.cpp's converter writes it (tests/fixtures/gguf_granitehybrid,
 # scripts/make_gguf_mamba_fixtures.py): its multipliers as metadata, experts and shared MLP apart.
 gguf_granite=$(cd "$(dirname "$0")/../fixtures/gguf_granitehybrid" && pwd)
