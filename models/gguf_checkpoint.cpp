@@ -19,7 +19,8 @@ namespace {
 
 constexpr const char* kSupportedArchs =
     "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
-    "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1, mamba, mamba2, nemotron_h, nemotron_h_moe, granitehybrid, jamba";
+    "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1, mamba, mamba2, nemotron_h, nemotron_h_moe, granitehybrid, jamba, "
+    "smollm3, granite";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -53,8 +54,25 @@ Status read_rope_freqs(const GgufFile& g, const RawTensor& t, ModelConfig& c) {
   return Status::ok();
 }
 
+// Granite 3's multipliers (llama.cpp's granite keys): embedding_scale, residual_scale, logit_scale
+// (the logits divided by it) and attention.scale (the softmax scale), each a positive number when
+// present; its RoPE switch, rope.scaling.finetuned (true when absent), must be on.
+Status read_gguf_granite(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  for (auto [key, out] : {std::pair{"embedding_scale", &c.embedding_multiplier}, {"residual_scale", &c.residual_multiplier},
+                          {"logit_scale", &c.logits_scaling}, {"attention.scale", &c.attn_scale}}) {
+    if (g.find(a + key) == nullptr) continue;
+    BRIGADE_ASSIGN_OR_RETURN(const double v, g.get_number(a + key));
+    if (!(v > 0.0) || !std::isfinite(v)) return corrupt(g.path() + ": metadata '" + a + key + "' must be a positive number");
+    *out = static_cast<float>(v);
+  }
+  if (const GgufValue* r = g.find(a + "rope.scaling.finetuned"); r != nullptr && r->integer == 0)
+    return unsupported(g.path() + ": " + a + "rope.scaling.finetuned false: granite attention without RoPE is not supported");
+  return Status::ok();
+}
+
 Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && !is_gguf_gemma(arch) &&
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && arch != "smollm3" && arch != "granite" &&
+      !is_gguf_gemma(arch) &&
       !is_gguf_moe(arch) && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) && !is_gguf_qwen35(arch) &&
       !is_gguf_lfm2(arch) && !is_gguf_falcon_h1(arch) && !is_gguf_mamba(arch))
     return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " + kSupportedArchs);
@@ -104,7 +122,9 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   BRIGADE_ASSIGN_OR_RETURN(double theta, g.get_number_or(a + "rope.freq_base", 10000.0));
   c.rms_eps = static_cast<float>(eps);
   c.rope_theta = static_cast<float>(theta);
-  c.rope_style = arch == "llama" ? RopeStyle::interleaved : RopeStyle::neox;
+  // llama.cpp's converter permutes llama's q/k rows (and SmolLM3's and Granite's, LlamaModel's
+  // subclasses) for its interleaved RoPE.
+  c.rope_style = arch == "llama" || arch == "smollm3" || arch == "granite" ? RopeStyle::interleaved : RopeStyle::neox;
   // gpt-oss's YaRN is read with the rest of its keys.
   if (const GgufValue* s = g.find(a + "rope.scaling.type"); s && s->str != "none" && !is_gguf_gpt_oss(arch)) {
     if (s->str != "linear")
@@ -122,6 +142,11 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   // What ends generation: eos, eot, eom and the other ends llama.cpp finds (models/gguf_eog.h).
   BRIGADE_ASSIGN_OR_RETURN(c.eos_ids, gguf_end_of_generation_ids(g));
   if (is_gguf_gemma(arch)) BRIGADE_RETURN_IF_ERROR(read_gguf_gemma(g, arch, c));
+  if (arch == "smollm3") {  // llama.cpp's: no RoPE in every 4th layer (n_no_rope_layer_step), tied by default
+    c.nope_layers.assign(static_cast<size_t>(c.n_layers), false);
+    for (int l = 0; l < c.n_layers; ++l) c.nope_layers[static_cast<size_t>(l)] = (l + 1) % 4 == 0;
+  }
+  if (arch == "granite") BRIGADE_RETURN_IF_ERROR(read_gguf_granite(g, a, c));
   if (is_gguf_gpt_oss(arch)) return read_gguf_gpt_oss(g, c);
   if (is_gguf_glm4moe(arch)) return read_gguf_glm4moe(g, c);
   if (is_gguf_qwen35(arch)) return read_gguf_qwen35(g, arch, c);

@@ -157,9 +157,14 @@ Expected<std::unique_ptr<Tokenizer>> load_spm(const GgufFile& g, const std::vect
 Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string& name) {
   if (name == "gpt-2") return std::vector<std::string>{kGpt2Pattern};
   // LFM2's and Falcon-H1's are Llama 3's (llama.cpp's LLAMA3 pre-tokenizer type, whole words
-  // before merges).
-  if (name == "llama-bpe" || name == "llama3" || name == "lfm2" || name == "falcon-h1")
+  // before merges); SmolLM3's smaug-bpe is its pattern with merges as usual (llama.cpp's SMAUG).
+  if (name == "llama-bpe" || name == "llama3" || name == "lfm2" || name == "falcon-h1" || name == "smaug-bpe")
     return std::vector<std::string>{kLlama3Pattern};
+  // Granite 3's refact (llama.cpp's REFACT): every digit alone, then GPT-2's pattern as llama.cpp
+  // writes it (without the trailing \s+ alternative; the pieces between matches stay pieces).
+  if (name == "refact")
+    return std::vector<std::string>{R"(\p{N})",
+                                    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))"};
   if (name == "qwen2") return std::vector<std::string>{kQwen2Pattern};
   if (name == "qwen35") return std::vector<std::string>{kQwen35Pattern};
   if (name == "deepseek-llm") return kDeepseekLlmPatterns;
@@ -167,8 +172,8 @@ Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string&
   // GLM-4 / 4.5 / 5 (llama.cpp's CHATGLM4: Llama 3's pattern, its case-insensitive contractions
   // spelled as classes; glm4 and glm5 also take whole-word tokens before merges).
   if (name == "chatglm-bpe" || name == "glm4" || name == "glm5") return std::vector<std::string>{kLlama3Pattern};
-  return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, llama-bpe, lfm2, falcon-h1, qwen2, "
-                     "qwen35, deepseek-llm, gpt-4o, llama4, chatglm-bpe, glm4, glm5");
+  return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, llama-bpe, lfm2, falcon-h1, smaug-bpe, "
+                     "refact, qwen2, qwen35, deepseek-llm, gpt-4o, llama4, chatglm-bpe, glm4, glm5");
 }
 
 Expected<std::unique_ptr<Tokenizer>> load_gguf_tokenizer(const GgufFile& g) {

@@ -15,6 +15,10 @@ with P taken from llama.cpp's src/llama-vocab.cpp, where each is kept verbatim a
 They differ in one place: Llama 3 groups digits by up to three (\\p{N}{1,3}), Qwen2 splits every
 digit (\\p{N}).
 
+A family may have several patterns, applied in sequence, each a Split(isolated) of the pieces the
+one before made: "refact" (LLAMA_VOCAB_PRE_TYPE_REFACT, IBM Granite 3's GGUF vocabularies, with
+tokenizer.ggml.pre "refact") splits every digit alone, then applies GPT-2's pattern.
+
 It trains a small BPE (a few hundred merges) on a corpus this script makes, saves tokenizer.json to
 tests/fixtures/tokenizers/<family>/, and writes vectors.json there: for each tricky text (digit
 runs, contractions in any case, CJK, emoji and ZWJ sequences, whitespace runs and Unicode spaces,
@@ -52,17 +56,33 @@ PATTERNS = {
     # Qwen3.5's tokenizer.json (llama.cpp's QWEN35 pre-tokenizer): qwen2's, letters taking their
     # combining marks (\p{M}) along.
     "qwen35": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    # llama.cpp's REFACT pre-tokenizer (Granite 3): two splits in sequence, as llama-vocab.cpp writes
+    # them: every digit alone, then GPT-2's pattern (no trailing |\s+: the lone whitespace character
+    # before a non-space that ` ?...` does not take, as "\n" in "a\nb", stays an unmatched piece).
+    "refact": [
+        r"\p{N}",
+        r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)",
+    ],
 }
+
+
+def patterns(family):
+    """The family's patterns, in the order they split."""
+    p = PATTERNS[family]
+    return [p] if isinstance(p, str) else list(p)
+
+
 # Special tokens as the real vocabularies name them (added after training, like the originals).
 SPECIALS = {
     "llama3": ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"],
     "qwen2": ["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
     "qwen35": ["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+    "refact": ["<|endoftext|>", "<fim_prefix>", "<fim_middle>", "<fim_suffix>", "<fim_pad>"],
 }
 # Llama 3's tokenizer.json sets model.ignore_merges (a word that is a whole vocabulary entry is
 # that token, whatever the merges would make of it); Qwen2's does not. llama.cpp does the same
 # for the llama-bpe pre-tokenizer.
-IGNORE_MERGES = {"llama3": True, "qwen2": False, "qwen35": False}
+IGNORE_MERGES = {"llama3": True, "qwen2": False, "qwen35": False, "refact": False}
 VOCAB_SIZE = 700
 
 # The training corpus: sentences in several scripts with numbers, contractions, code and emoji,
@@ -125,6 +145,14 @@ MARKS = [
     "नमस्ते दुनिया", "ภาษาไทย ที่นี่", "tiếng Việt", "Ａ\u20dd", "a\u0301\u20e3b", "'s\u0301", "x'\u0301ll",
 ]
 
+# Digit runs among other characters, where refact's first split (every digit alone) shows (its
+# fixture's cases only; those TRICKY already has are left out).
+DIGITS = [
+    "12345", "3.14159", "x=1000000;", "2025-12-05", "abc123def", " 42 apples", "1 2  3", "a1b2c3",
+    "\n123\n", "$1,234.56", "0.5e-10", "'s1'll2", "٣٤٥٦", "١٢٣abc", "½²³⁴", "Ⅻ ⅻ", "１２３",
+    "🦙123🦙", "x 1", "x  1", "1\t2", "  99", "99  ", "v2.0.1-beta3", "a\nb", "a\n1",
+]
+
 
 def llama_cpp_inputs():
     """The inputs of llama.cpp's tokenizer tests (ggml-vocab-*.gguf.inp), when testdata is here."""
@@ -142,7 +170,7 @@ def build(family):
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(PATTERNS[family]), behavior="isolated", invert=False),
+        *(pre_tokenizers.Split(Regex(p), behavior="isolated", invert=False) for p in patterns(family)),
         pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
     ])
     tok.decoder = decoders.ByteLevel()
@@ -162,7 +190,8 @@ def write(family):
     tok.save(str(out_dir / "tokenizer.json"))
     byte_decoder = {c: b for b, c in enumerate(bytes_to_unicode())}
     cases = []
-    texts = TRICKY + (MARKS if family == "qwen35" else [])
+    texts = TRICKY + {"qwen35": MARKS, "refact": DIGITS}.get(family, [])
+    texts = list(dict.fromkeys(texts))
     for text in texts + [t for t in llama_cpp_inputs() if t not in texts]:
         ids = tok.encode(text, add_special_tokens=False).ids
         # The pieces as UTF-8 text: ByteLevel maps each byte to a printable character; map back.
@@ -172,7 +201,8 @@ def write(family):
                       "decoded": tok.decode(ids, skip_special_tokens=False)})
     vectors = {
         "generator": f"tokenizers {tokenizers.__version__} (HF), scripts/make_tokenizer_fixtures.py",
-        "pattern": PATTERNS[family],
+        # One pattern: "pattern" (a string); several: "patterns" (a list, in the order they split).
+        **({"pattern": PATTERNS[family]} if isinstance(PATTERNS[family], str) else {"patterns": patterns(family)}),
         "cases": cases,
     }
     (out_dir / "vectors.json").write_text(json.dumps(vectors, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")

@@ -1,7 +1,8 @@
-// Llama 3, Qwen2 and Qwen3.5 pre-tokenizers against Hugging Face `tokenizers` (Rust, Oniguruma regexes):
-// tests/fixtures/tokenizers/<family>/ holds a small byte-level BPE whose pre_tokenizer is the
-// family's real one (Split regex + ByteLevel), and vectors.json the reference library's pieces,
-// ids and decoded text for tricky inputs (scripts/make_tokenizer_fixtures.py wrote both).
+// Llama 3, Qwen2, Qwen3.5 and llama.cpp's refact (Granite 3) pre-tokenizers against Hugging Face
+// `tokenizers` (Rust, Oniguruma regexes): tests/fixtures/tokenizers/<family>/ holds a small
+// byte-level BPE whose pre_tokenizer is the family's real one (Split regexes + ByteLevel), and
+// vectors.json the reference library's pieces, ids and decoded text for tricky inputs
+// (scripts/make_tokenizer_fixtures.py wrote both).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -29,25 +30,41 @@ class HfPreTokenizer : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(vectors_.is_object() && vectors_["cases"].is_array());
     ASSERT_GT(vectors_["cases"].size(), 100u);
   }
+  // The family's patterns, applied in turn ("pattern", or "patterns" for refact's two).
+  std::vector<std::string> patterns() const {
+    if (vectors_.contains("patterns")) return vectors_["patterns"].get<std::vector<std::string>>();
+    return {vectors_["pattern"].get<std::string>()};
+  }
   json vectors_;
 };
 
 TEST_P(HfPreTokenizer, FixtureUsesTheFamilysPattern) {
   const json tok = read_json(kDir + GetParam() + "/tokenizer.json");
   const json& steps = tok["pre_tokenizer"]["pretokenizers"];
-  ASSERT_EQ(steps.size(), 2u);
-  EXPECT_EQ(steps[0]["pattern"]["Regex"], vectors_["pattern"]);
-  EXPECT_EQ(steps[1]["type"], "ByteLevel");
-  EXPECT_FALSE(steps[1]["use_regex"].get<bool>());
+  const std::vector<std::string> want = patterns();
+  ASSERT_EQ(steps.size(), want.size() + 1);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(steps[i]["pattern"]["Regex"], want[i]);
+  EXPECT_EQ(steps[want.size()]["type"], "ByteLevel");
+  EXPECT_FALSE(steps[want.size()]["use_regex"].get<bool>());
 }
 
 TEST_P(HfPreTokenizer, SplitsEveryTextIntoTheReferencePieces) {
-  auto pre = make_regex_pretokenizer(vectors_["pattern"].get<std::string>());
-  ASSERT_TRUE(pre.has_value()) << pre.status().to_string();
+  // Each pattern splits every piece the one before it left.
+  std::vector<std::unique_ptr<PreTokenizer>> pres;
+  for (const std::string& p : patterns()) {
+    auto pre = make_regex_pretokenizer(p);
+    ASSERT_TRUE(pre.has_value()) << pre.status().to_string();
+    pres.push_back(std::move(*pre));
+  }
   for (const json& c : vectors_["cases"]) {
     const std::string text = c["text"];
-    std::vector<std::string> pieces;
-    for (std::string_view p : (*pre)->split(text)) pieces.emplace_back(p);
+    std::vector<std::string> pieces{text};
+    for (const auto& pre : pres) {
+      std::vector<std::string> next;
+      for (const std::string& piece : pieces)
+        for (std::string_view p : pre->split(piece)) next.emplace_back(p);
+      pieces = std::move(next);
+    }
     EXPECT_EQ(pieces, c["pieces"].get<std::vector<std::string>>()) << "input " << escaped(text);
   }
 }
@@ -66,17 +83,23 @@ TEST_P(HfPreTokenizer, EncodesAndDecodesEveryTextExactly) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, HfPreTokenizer, ::testing::Values("llama3", "qwen2", "qwen35"));
+INSTANTIATE_TEST_SUITE_P(Families, HfPreTokenizer, ::testing::Values("llama3", "qwen2", "qwen35", "refact"));
 
-// A GGUF vocabulary's pre-tokenizer name (llama.cpp's qwen2, qwen35) splits with its family's
-// tokenizer.json pattern, which the cases above hold to Hugging Face's splits.
-TEST(HfPreTokenizerGguf, QwenNamesAreTheirFamilysPattern) {
-  for (const std::string family : {"qwen2", "qwen35"}) {
+// A GGUF vocabulary's pre-tokenizer name (llama.cpp's qwen2, qwen35, refact) splits with its
+// family's tokenizer.json patterns, which the cases above hold to Hugging Face's splits; and
+// SmolLM3's smaug-bpe with Llama 3's.
+TEST(HfPreTokenizerGguf, NamesAreTheirFamilysPatterns) {
+  for (const std::string family : {"qwen2", "qwen35", "refact"}) {
     const json vectors = read_json(kDir + family + "/vectors.json");
     auto patterns = gguf_pretokenizer_patterns(family);
     ASSERT_TRUE(patterns.has_value()) << patterns.status().to_string();
-    EXPECT_EQ(*patterns, std::vector<std::string>{vectors["pattern"].get<std::string>()}) << family;
+    const std::vector<std::string> want = vectors.contains("patterns")
+                                              ? vectors["patterns"].get<std::vector<std::string>>()
+                                              : std::vector<std::string>{vectors["pattern"].get<std::string>()};
+    EXPECT_EQ(*patterns, want) << family;
   }
+  const json llama3 = read_json(kDir + "llama3/vectors.json");
+  EXPECT_EQ(*gguf_pretokenizer_patterns("smaug-bpe"), std::vector<std::string>{llama3["pattern"].get<std::string>()});
 }
 
 // add_bos adds what Hugging Face's add_special_tokens=True adds under the tokenizer.json
