@@ -78,10 +78,10 @@ write_toy_tokenizer's byte-level vocabulary of 256 tokens, which LlamaModel.set_
 through _set_vocab_gpt2 (no tokenizer.model; LlamaHfVocab refuses a vocabulary without
 byte_fallback); the converter does not know its hash, so the pre-tokenizer is named, and the
 prompts are token ids, so the name changes no logit: llama-bpe for smollm3 (SmolLM3-3B's GGUFs
-say smaug-bpe, which llama.cpp splits with Llama 3's regex, as it does llama-bpe; brigade's
-loader knows llama-bpe), gpt-2 for granite (Granite 3.x's GGUFs say refact, which brigade's
-loader does not know; gpt-2 is the regex the toy vocabulary's ByteLevel pre-tokenizer applies,
-as for gguf_granitehybrid). The converter takes eos (255, <|endoftext|>) from the tokenizer and
+say smaug-bpe, which llama.cpp splits with Llama 3's regex, as it does llama-bpe; brigade reads
+both), gpt-2 for granite (Granite 3.x's GGUFs say refact, which brigade reads too, checked on
+tests/fixtures/tokenizers/refact; gpt-2 is the regex the toy vocabulary's ByteLevel
+pre-tokenizer applies, as for gguf_granitehybrid). The converter takes eos (255, <|endoftext|>) from the tokenizer and
 bos 1 from config.json, and smollm3's pad 0 (granite's pad_token_id is null: no pad key).
 
 expected.json: transformers' logits, greedy tokens and decode logits (make_fixtures.run_cases).
