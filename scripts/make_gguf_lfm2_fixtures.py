@@ -87,13 +87,14 @@ FIXTURES = {
 }
 
 
-def convert(model_dir, outfile, outtype, pre):
+def convert(model_dir, outfile, outtype, pre, snippet=None):
     """make_gguf_qwen35_fixtures.convert without --no-mtp, which the converter refuses for
-    classes without supports_mtp_export, as LFM2's are."""
+    classes without supports_mtp_export, as LFM2's are; `snippet` the Python that runs the
+    converter (make_gguf_qwen35_fixtures.CONVERT by default)."""
     env = dict(os.environ)
     env.pop("NO_LOCAL_GGUF", None)
-    subprocess.check_call([sys.executable, "-c", q35.CONVERT, str(q35.LLAMACPP), pre, str(model_dir), "--outfile",
-                           str(outfile), "--outtype", outtype], env=env)
+    subprocess.check_call([sys.executable, "-c", snippet or q35.CONVERT, str(q35.LLAMACPP), pre, str(model_dir),
+                           "--outfile", str(outfile), "--outtype", outtype], env=env)
 
 
 def build_source(sources, source, tmp):
@@ -110,17 +111,17 @@ def build_source(sources, source, tmp):
     return model, d
 
 
-def make(sources, fixtures, name):
+def make(sources, fixtures, name, build=build_source, conv=convert):
     """fixtures[name] (source, --outtype, pre-tokenizer): the converter's file of the source and
-    transformers' expected.json."""
+    transformers' expected.json (`build` and `conv` as build_source and convert)."""
     import torch
     import transformers
     source, outtype, pre = fixtures[name]
     out_dir = mf.OUT / name
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        model, d = build_source(sources, source, tmp)
-        convert(d, out_dir / "model.gguf", outtype, pre)
+        model, d = build(sources, source, tmp)
+        conv(d, out_dir / "model.gguf", outtype, pre)
     vocab = model.config.vocab_size
     cases = mf.run_cases(model, vocab, decode_logits=True)
     base, overrides, seed = sources[source]
@@ -131,9 +132,10 @@ def make(sources, fixtures, name):
                       vocab, cases)
 
 
-def run(sources, fixtures, script):
-    """The command line of `script` (this one, or make_gguf_falcon_h1_fixtures.py): its fixtures
-    named in argv (all by default), or --llamacpp [NAME...] in the llama.cpp environment."""
+def run(sources, fixtures, script, build=build_source, conv=convert):
+    """The command line of `script` (this one, or another fixture script reusing it): its fixtures
+    named in argv (all by default) made by make(.., build, conv), or --llamacpp [NAME...] in the
+    llama.cpp environment."""
     if sys.argv[1:2] == ["--llamacpp"]:
         venv = Path(os.environ.get("LLAMACPP_VENV", mf.ROOT / ".brigade" / "llamacpp-venv"))
         if Path(sys.prefix).resolve() != venv.resolve():
@@ -146,7 +148,7 @@ def run(sources, fixtures, script):
             subprocess.check_call([sys.executable, "-m", "pip", "install", package])
     q35.ensure_llamacpp()
     for name in sys.argv[1:] or list(fixtures):
-        make(sources, fixtures, name)
+        make(sources, fixtures, name, build, conv)
 
 
 def main():

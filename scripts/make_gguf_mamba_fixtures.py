@@ -273,14 +273,11 @@ environment; gguf-py's own dependencies installed on first use). CI never runs i
 are committed.
 """
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_gguf_lfm2_fixtures as lfm2  # noqa: E402
-import make_gguf_qwen35_fixtures as q35  # noqa: E402
 
 # The checkpoints converted: make_fixtures.py's fixture of that name with these changes, and a seed
 # of its own.
@@ -358,13 +355,10 @@ def write_toy_llama_tokenizer(model_dir, vocab_size):
                             unk_token=specials[3]).save_pretrained(str(model_dir))
 
 
-_build_source = lfm2.build_source
-
-
 def build_source(sources, source, tmp):
     """make_gguf_lfm2_fixtures.build_source (jamba's vocabulary then replaced by
     write_toy_llama_tokenizer's), then config.json in the Hub's spelling (hub_config)."""
-    model, d = _build_source(sources, source, tmp)
+    model, d = lfm2.build_source(sources, source, tmp)
     if model.config.model_type == "jamba":
         write_toy_llama_tokenizer(d, model.config.vocab_size)
     path = d / "config.json"
@@ -391,16 +385,11 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 
 def convert(model_dir, outfile, outtype, pre):
     """make_gguf_lfm2_fixtures.convert (no --no-mtp) with CONVERT."""
-    env = dict(os.environ)
-    env.pop("NO_LOCAL_GGUF", None)
-    subprocess.check_call([sys.executable, "-c", CONVERT, str(q35.LLAMACPP), pre, str(model_dir), "--outfile",
-                           str(outfile), "--outtype", outtype], env=env)
+    lfm2.convert(model_dir, outfile, outtype, pre, snippet=CONVERT)
 
 
 def main():
-    # lfm2.make builds and converts through these two module functions.
-    lfm2.build_source, lfm2.convert = build_source, convert
-    lfm2.run(SOURCES, FIXTURES, __file__)
+    lfm2.run(SOURCES, FIXTURES, __file__, build=build_source, conv=convert)
 
 
 if __name__ == "__main__":
