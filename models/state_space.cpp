@@ -118,6 +118,11 @@ class StateSpaceModel final : public Model {
   Status load_mixer1(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L);
   Status load_delta(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L);
   Status load_short_conv(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L);
+  // A = -exp(A_log) of `name` (`shape`), f32: llama.cpp's files hold A itself (ssm_a).
+  Expected<OwnedTensor> load_a(const Checkpoint& ck, const std::string& name, const std::vector<int64_t>& shape) {
+    const bool stored = gguf_;
+    return host_vector(ck, name, shape, [stored](float v, int64_t) { return stored ? v : -std::exp(v); });
+  }
   // A Mamba1 mixer of normed [n, hidden] into delta.
   void run_mixer1(const Layer& L, int64_t n, const SsmSeqs& seqs, const Tensor& normed, const Tensor& delta);
   Status load_attention(WeightLoader& w, const std::string& p, Layer& L);
@@ -239,10 +244,7 @@ Status StateSpaceModel::load_mixer(const Checkpoint& ck, WeightLoader& w, const 
   if (config_.ssm.conv_bias) {
     BRIGADE_ASSIGN_OR_RETURN(L.conv_b, w.vector_f32({m + "conv1d.bias"}, {ch}));
   }
-  const bool a_stored = gguf_;  // llama.cpp's ssm_a: -exp(A_log) already
-  BRIGADE_ASSIGN_OR_RETURN(L.a, host_vector(ck, m + "A_log", {heads}, [a_stored](float v, int64_t) {
-                             return a_stored ? v : -std::exp(v);
-                           }));
+  BRIGADE_ASSIGN_OR_RETURN(L.a, load_a(ck, m + "A_log", {heads}));
   BRIGADE_ASSIGN_OR_RETURN(L.d, w.vector_f32({m + "D"}, {heads}));
   BRIGADE_ASSIGN_OR_RETURN(L.dt_bias, w.vector_f32({m + "dt_bias"}, {heads}));
   if (config_.ssm.gated_norm) {
@@ -277,10 +279,7 @@ Status StateSpaceModel::load_mixer1(const Checkpoint& ck, WeightLoader& w, const
   BRIGADE_ASSIGN_OR_RETURN(L.x_c, w.matrix(x_proj, r + 2 * ns, di, {r + ns, ns}));
   BRIGADE_ASSIGN_OR_RETURN(L.dt_proj, w.matrix(m + "dt_proj.weight", di, r));
   BRIGADE_ASSIGN_OR_RETURN(L.dt_bias1, w.vector_f32({m + "dt_proj.bias"}, {di}));
-  const bool a_stored = gguf_;  // llama.cpp's ssm_a: -exp(A_log) already
-  BRIGADE_ASSIGN_OR_RETURN(L.a, host_vector(ck, m + "A_log", {di, ns}, [a_stored](float v, int64_t) {
-                             return a_stored ? v : -std::exp(v);
-                           }));
+  BRIGADE_ASSIGN_OR_RETURN(L.a, load_a(ck, m + "A_log", {di, ns}));
   BRIGADE_ASSIGN_OR_RETURN(L.d, w.vector_f32({m + "D"}, {di}));
   if (config_.arch == "jamba") {  // its dt, B and C norms have weights
     BRIGADE_ASSIGN_OR_RETURN(L.dt_norm, w.vector_f32({m + "dt_layernorm.weight"}, {r}));
@@ -338,10 +337,7 @@ Status StateSpaceModel::load_delta(const Checkpoint& ck, WeightLoader& w, const 
   }
   BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.matrix(m + "out_proj.weight", h, vd));
   BRIGADE_ASSIGN_OR_RETURN(L.conv_w, host_vector(ck, m + "conv1d.weight", {ch, 1, k}, [](float v, int64_t) { return v; }));
-  const bool a_stored = gguf_;  // ssm_a: -exp(A_log) already
-  BRIGADE_ASSIGN_OR_RETURN(L.a, host_vector(ck, m + "A_log", {heads}, [a_stored](float v, int64_t) {
-                             return a_stored ? v : -std::exp(v);
-                           }));
+  BRIGADE_ASSIGN_OR_RETURN(L.a, load_a(ck, m + "A_log", {heads}));
   BRIGADE_ASSIGN_OR_RETURN(L.dt_bias, w.vector_f32({m + "dt_bias"}, {heads}));
   BRIGADE_ASSIGN_OR_RETURN(L.gated_norm, w.vector_f32({m + "norm.weight"}, {pv}));
   BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * ch));
@@ -780,7 +776,7 @@ void StateSpaceModel::run_attention(const Layer& L, int64_t n, const KvCache& kv
   const KvLayer cache = kv.layer(L.kv_index);
   b.matmul(normed, L.qkv.tensor, Tensor(), qkv);
   if (!L.q_norm.tensor.empty()) b.qk_head_norm(qkv, qkv_layout, L.q_norm.tensor, L.k_norm.tensor, config_.rms_eps);
-  if (gated() || short_conv() || parallel())  // RoPE (over part of each head: Qwen3-Next)
+  if (!config_.nope)  // RoPE (over part of each head: Qwen3-Next); Granite 4.0-H's, Nemotron-H's, Jamba's have none
     b.rope(qkv, qkv_layout, images_.positions(ints_.positions(n), n), images_.rope(rope_));
   b.write_kv(cache, qkv, qkv_layout, ints_.slots(n));
   b.attention(qkv, qkv_layout, cache, meta, config_.attn_scale, attn);
