@@ -54,17 +54,10 @@ Status read_rope_freqs(const GgufFile& g, const RawTensor& t, ModelConfig& c) {
   return Status::ok();
 }
 
-// Granite 3's multipliers (llama.cpp's granite keys): embedding_scale, residual_scale, logit_scale
-// (the logits divided by it) and attention.scale (the softmax scale), each a positive number when
-// present; its RoPE switch, rope.scaling.finetuned (true when absent), must be on.
+// Granite 3's multipliers (read_gguf_granite_scales); its RoPE switch, rope.scaling.finetuned
+// (true when absent), must be on.
 Status read_gguf_granite(const GgufFile& g, const std::string& a, ModelConfig& c) {
-  for (auto [key, out] : {std::pair{"embedding_scale", &c.embedding_multiplier}, {"residual_scale", &c.residual_multiplier},
-                          {"logit_scale", &c.logits_scaling}, {"attention.scale", &c.attn_scale}}) {
-    if (g.find(a + key) == nullptr) continue;
-    BRIGADE_ASSIGN_OR_RETURN(const double v, g.get_number(a + key));
-    if (!(v > 0.0) || !std::isfinite(v)) return corrupt(g.path() + ": metadata '" + a + key + "' must be a positive number");
-    *out = static_cast<float>(v);
-  }
+  BRIGADE_RETURN_IF_ERROR(read_gguf_granite_scales(g, a, c));
   if (const GgufValue* r = g.find(a + "rope.scaling.finetuned"); r != nullptr && r->integer == 0)
     return unsupported(g.path() + ": " + a + "rope.scaling.finetuned false: granite attention without RoPE is not supported");
   return Status::ok();

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "models/gguf_mamba.h"
 #include "models/gguf_qwen35.h"
 
 namespace brigade {
@@ -27,16 +28,9 @@ std::string gguf_falcon_h1_layer_name(const std::string& suffix) {
       {"ffn_gate.weight", "feed_forward.gate_proj.weight"},
       {"ffn_up.weight", "feed_forward.up_proj.weight"},
       {"ffn_down.weight", "feed_forward.down_proj.weight"},
-      {"ssm_in.weight", "mamba.in_proj.weight"},
-      {"ssm_out.weight", "mamba.out_proj.weight"},
-      {"ssm_conv1d.weight", "mamba.conv1d.weight"},
-      {"ssm_conv1d.bias", "mamba.conv1d.bias"},
-      {"ssm_a", "mamba.A_log"},  // holding -exp(A_log)
-      {"ssm_d", "mamba.D"},
-      {"ssm_dt.bias", "mamba.dt_bias"},
-      {"ssm_norm.weight", "mamba.norm.weight"},
       {"ssm_in.bias", "mamba.in_proj.bias"},  // (refused by finish_gguf_falcon_h1)
       {"ssm_out.bias", "mamba.out_proj.bias"}};
+  if (const std::string mixer = gguf_mamba2_mixer_name(suffix); !mixer.empty()) return "mamba." + mixer;  // ssm_a holds A
   auto it = kNames.find(suffix);
   return it == kNames.end() ? "" : it->second;
 }
@@ -46,15 +40,7 @@ std::string gguf_falcon_h1_top_name(const std::string& name) {
 }
 
 Status finish_gguf_falcon_h1(const GgufFile& g, std::map<std::string, RawTensor>& tensors, ModelConfig& c) {
-  for (auto& [name, t] : tensors) {
-    if (name.ends_with(".mamba.A_log") || name.ends_with(".mamba.D") || name.ends_with(".mamba.norm.weight")) {
-      int64_t n = 1;
-      for (int64_t d : t.shape) n *= d;
-      t.shape = {n};
-    } else if (name.ends_with(".mamba.conv1d.weight") && t.shape.size() == 2) {
-      t.shape.insert(t.shape.begin() + 1, 1);
-    }
-  }
+  reshape_gguf_mixer_tensors(tensors, /*a_matrix=*/false);
   // The optional pieces, as block 0 has them (every block alike, or the load names the missing one).
   c.ssm.conv_bias = tensors.count("model.layers.0.mamba.conv1d.bias") > 0;
   c.ssm.gated_norm = tensors.count("model.layers.0.mamba.norm.weight") > 0;

@@ -177,13 +177,7 @@ Status read_gguf_mamba(const GgufFile& g, const std::string& gguf_arch, ModelCon
   if (rope && c.n_attention_layers() > 0)
     return unsupported(g.path() + ": " + a + "rope.scaling.finetuned: granitehybrid attention with RoPE is not "
                        "supported (Granite 4.0-H's has no positions)");
-  for (auto [key, out] : {std::pair{"embedding_scale", &c.embedding_multiplier}, {"residual_scale", &c.residual_multiplier},
-                          {"logit_scale", &c.logits_scaling}, {"attention.scale", &c.attn_scale}}) {
-    if (g.find(a + key) == nullptr) continue;
-    BRIGADE_ASSIGN_OR_RETURN(const double v, g.get_number(a + key));
-    if (!(v > 0.0) || !std::isfinite(v)) return corrupt(g.path() + ": metadata '" + a + key + "' must be a positive number");
-    *out = static_cast<float>(v);
-  }
+  BRIGADE_RETURN_IF_ERROR(read_gguf_granite_scales(g, a, c));
   BRIGADE_ASSIGN_OR_RETURN(const int width, shared_count(g, a + "feed_forward_length", ff));
   c.norm_topk_prob = true;
   BRIGADE_ASSIGN_OR_RETURN(const int64_t experts, g.get_int_or(a + "expert_count", 0));
@@ -197,6 +191,39 @@ Status read_gguf_mamba(const GgufFile& g, const std::string& gguf_arch, ModelCon
     c.intermediate_size = width;
   }
   return Status::ok();
+}
+
+Status read_gguf_granite_scales(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  for (auto [key, out] : {std::pair{"embedding_scale", &c.embedding_multiplier}, {"residual_scale", &c.residual_multiplier},
+                          {"logit_scale", &c.logits_scaling}, {"attention.scale", &c.attn_scale}}) {
+    if (g.find(a + key) == nullptr) continue;
+    BRIGADE_ASSIGN_OR_RETURN(const double v, g.get_number(a + key));
+    if (!(v > 0.0) || !std::isfinite(v)) return corrupt(g.path() + ": metadata '" + a + key + "' must be a positive number");
+    *out = static_cast<float>(v);
+  }
+  return Status::ok();
+}
+
+std::string gguf_mamba2_mixer_name(const std::string& suffix) {
+  static const std::map<std::string, std::string> kMixer = {
+      {"ssm_in.weight", "in_proj.weight"},   {"ssm_conv1d.weight", "conv1d.weight"}, {"ssm_conv1d.bias", "conv1d.bias"},
+      {"ssm_dt.bias", "dt_bias"},            {"ssm_a", "A_log"},                     {"ssm_d", "D"},
+      {"ssm_norm.weight", "norm.weight"},    {"ssm_out.weight", "out_proj.weight"}};
+  auto it = kMixer.find(suffix);
+  return it == kMixer.end() ? "" : it->second;
+}
+
+void reshape_gguf_mixer_tensors(std::map<std::string, RawTensor>& tensors, bool a_matrix) {
+  for (auto& [name, t] : tensors) {
+    if (name.find(".mixer.") == std::string::npos && name.find(".mamba.") == std::string::npos) continue;
+    if ((name.ends_with(".A_log") && !a_matrix) || name.ends_with(".D") || name.ends_with(".norm.weight")) {
+      int64_t n = 1;
+      for (int64_t d : t.shape) n *= d;
+      t.shape = {n};
+    } else if (name.ends_with(".conv1d.weight") && t.shape.size() == 2) {
+      t.shape.insert(t.shape.begin() + 1, 1);
+    }
+  }
 }
 
 std::string gguf_mamba_name(const std::string& gguf_arch, const std::string& name) {
@@ -220,12 +247,8 @@ std::string gguf_mamba_name(const std::string& gguf_arch, const std::string& nam
     if (auto it = kMamba1.find(suffix); it != kMamba1.end())
       return (jamba ? "model.layers." + block + ".mamba." : "backbone.layers." + block + ".mixer.") + it->second;
   }
-  static const std::map<std::string, std::string> kMixer = {
-      {"ssm_in.weight", "in_proj.weight"},   {"ssm_conv1d.weight", "conv1d.weight"}, {"ssm_conv1d.bias", "conv1d.bias"},
-      {"ssm_dt.bias", "dt_bias"},            {"ssm_a", "A_log"},                     {"ssm_d", "D"},
-      {"ssm_norm.weight", "norm.weight"},    {"ssm_out.weight", "out_proj.weight"}};
-  if (auto it = kMixer.find(suffix); it != kMixer.end())
-    return (granite || jamba ? "model.layers." + block + ".mamba." : "backbone.layers." + block + ".mixer.") + it->second;
+  if (const std::string mixer = gguf_mamba2_mixer_name(suffix); !mixer.empty())
+    return (granite || jamba ? "model.layers." + block + ".mamba." : "backbone.layers." + block + ".mixer.") + mixer;
   if (jamba) {  // its attention (self_attn.*) and input norm take the generic names
     static const std::map<std::string, std::string> kJamba = {
         {"ffn_norm.weight", "pre_ff_layernorm.weight"},      {"ffn_gate.weight", "feed_forward.gate_proj.weight"},
@@ -264,19 +287,7 @@ std::string gguf_mamba_name(const std::string& gguf_arch, const std::string& nam
 }
 
 Status finish_gguf_mamba(const GgufFile& g, std::map<std::string, RawTensor>& tensors, ModelConfig& c) {
-  for (auto& [name, t] : tensors) {
-    const bool mixer = name.find(".mixer.") != std::string::npos || name.find(".mamba.") != std::string::npos;
-    if (!mixer) continue;
-    const bool mamba1 = c.arch == "mamba" || c.arch == "falcon_mamba" || c.arch == "jamba";
-    if ((name.ends_with(".A_log") && !mamba1) || name.ends_with(".D") ||
-        name.ends_with(".norm.weight")) {  // (Mamba1's A is [channels, state] as stored)
-      int64_t n = 1;
-      for (int64_t d : t.shape) n *= d;
-      t.shape = {n};
-    } else if (name.ends_with(".conv1d.weight") && t.shape.size() == 2) {
-      t.shape.insert(t.shape.begin() + 1, 1);
-    }
-  }
+  reshape_gguf_mixer_tensors(tensors, /*a_matrix=*/c.ssm.mamba1());  // Mamba1's A is [channels, state] as stored
   // The conv bias as the first mixer has it (every mixer alike, or the load names the missing one).
   for (int l = 0; l < c.n_layers; ++l) {
     if (!c.ssm_layers[static_cast<size_t>(l)]) continue;

@@ -44,6 +44,21 @@ Status read_gguf_mamba(const GgufFile& g, const std::string& gguf_arch, ModelCon
 // the generic names cover (granitehybrid's attention) or no layout uses.
 std::string gguf_mamba_name(const std::string& gguf_arch, const std::string& name);
 
+// The mixer-relative Hugging Face name (in_proj.weight, conv1d.weight, A_log, ...) of a Mamba2
+// mixer tensor's block suffix (ssm_in.weight, ssm_conv1d.weight, ssm_a, ...), or "" (also
+// Falcon-H1's, models/gguf_falcon_h1.h).
+std::string gguf_mamba2_mixer_name(const std::string& suffix);
+
+// The mixers' tensors (names with .mixer. or .mamba.) as the checkpoint's shapes: A_log (unless
+// a_matrix: Mamba1's [channels, state]), D and the gated norm flattened, conv1d.weight [channels,
+// taps] as [channels, 1, taps].
+void reshape_gguf_mixer_tensors(std::map<std::string, RawTensor>& tensors, bool a_matrix);
+
+// Granite's multipliers under `a` ("granite." / "granitehybrid."): embedding_scale, residual_scale,
+// logit_scale (the logits divided by it) and attention.scale (the softmax scale) into c where the
+// file has them; corrupt naming the key unless a positive number.
+Status read_gguf_granite_scales(const GgufFile& g, const std::string& a, ModelConfig& c);
+
 // The loaded tensors as the checkpoint's shapes (A_log, D and the gated norm flattened, conv1d
 // [channels, 1, taps]) and which optional pieces the file has (the conv bias) into c.
 Status finish_gguf_mamba(const GgufFile& g, std::map<std::string, RawTensor>& tensors, ModelConfig& c);
