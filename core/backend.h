@@ -303,7 +303,9 @@ class Backend {
   virtual void scale(const Tensor& x, float s) = 0;
   // x = tanh(x / cap) * cap elementwise in place; x [n, m] f32 (Gemma 2's final_logit_softcapping).
   virtual void softcap(const Tensor& x, float cap) = 0;
-  // Per-head RMSNorm of the q and k heads of qkv, in place (Qwen3); weights [head_dim].
+  // RMSNorm of the q and k parts of qkv, in place. Weights [head_dim]: each head on its own
+  // (Qwen3); weights [n_heads * head_dim] and [n_kv_heads * head_dim]: all of q's heads as one
+  // vector and all of k's as another (OLMo 2's q_norm / k_norm over the whole projection).
   virtual void qk_head_norm(const Tensor& qkv, const QkvLayout& l, const Tensor& q_weight,
                             const Tensor& k_weight, float eps) = 0;
   // Rotates the q and k heads of qkv in place; positions [n] i32 ([sections.size() * n] for a

@@ -66,19 +66,23 @@ void add_rms_norm(const CpuContext& c, const Tensor& residual, const Tensor& x,
 void qk_head_norm(const CpuContext& c, const Tensor& qkv, const QkvLayout& l,
                   const Tensor& q_weight, const Tensor& k_weight, float eps) {
   const int64_t n = qkv.dim(0), d = l.head_dim;
-  BRIGADE_CHECK(qkv.row_numel() == l.row_width() && q_weight.numel() == d && k_weight.numel() == d,
-                "qk_head_norm: qkv [n, row_width], weights [head_dim]");
-  std::vector<float> qbuf(static_cast<size_t>(d)), kbuf(static_cast<size_t>(d));
+  // Whole-width weights norm q's heads together and k's together: one "head" each.
+  const bool whole = q_weight.numel() == l.q_width() && k_weight.numel() == l.kv_width();
+  BRIGADE_CHECK(qkv.row_numel() == l.row_width() && (whole || (q_weight.numel() == d && k_weight.numel() == d)),
+                "qk_head_norm: qkv [n, row_width], weights [head_dim] or [n_heads * head_dim] and [n_kv_heads * head_dim]");
+  const int64_t qd = whole ? l.q_width() : d, kd = whole ? l.kv_width() : d;
+  const int qh = whole ? 1 : l.n_heads, kh = whole ? 1 : l.n_kv_heads;
+  std::vector<float> qbuf(static_cast<size_t>(qd)), kbuf(static_cast<size_t>(kd));
   const float* qw = as_f32(c, q_weight, qbuf.data());
   const float* kw = as_f32(c, k_weight, kbuf.data());
   float* base = qkv.as<float>();
   c.pool->parallel_for(n, row_grain(l.row_width()), [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i) {
       float* row = base + i * l.row_width();
-      for (int h = 0; h < l.n_heads; ++h) rms_row(row + h * d, qw, eps, row + h * d, d);
-      for (int h = 0; h < l.n_kv_heads; ++h) {
-        float* kh = row + l.q_width() + h * d;
-        rms_row(kh, kw, eps, kh, d);
+      for (int h = 0; h < qh; ++h) rms_row(row + h * qd, qw, eps, row + h * qd, qd);
+      for (int h = 0; h < kh; ++h) {
+        float* k = row + l.q_width() + h * kd;
+        rms_row(k, kw, eps, k, kd);
       }
     }
   });

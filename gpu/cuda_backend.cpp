@@ -307,15 +307,16 @@ class CudaBackendImpl final : public CudaBackend {
   }
   void qk_head_norm(const Tensor& qkv, const QkvLayout& l, const Tensor& q_weight, const Tensor& k_weight,
                     float eps) override {
-    BRIGADE_CHECK(qkv.row_numel() == l.row_width() && q_weight.numel() == l.head_dim &&
-                      k_weight.numel() == l.head_dim && q_weight.dtype == k_weight.dtype &&
-                      (q_weight.dtype == DType::f32 || q_weight.dtype == DType::bf16),
-                  "qk_head_norm: qkv [n, row_width], weights [head_dim] f32 or bf16");
+    const bool whole = q_weight.numel() == l.q_width() && k_weight.numel() == l.kv_width();
+    BRIGADE_CHECK(qkv.row_numel() == l.row_width() &&
+                      (whole || (q_weight.numel() == l.head_dim && k_weight.numel() == l.head_dim)) &&
+                      q_weight.dtype == k_weight.dtype && (q_weight.dtype == DType::f32 || q_weight.dtype == DType::bf16),
+                  "qk_head_norm: qkv [n, row_width], weights [head_dim] (or the whole q and k widths) f32 or bf16");
     bind();
     graphs_->record(Sig() << kQkNorm << qkv << l.n_heads << l.n_kv_heads << l.head_dim << q_weight << k_weight << eps,
                     [=, this] {
                       gpu::launch_qk_head_norm(qkv.data, qkv.dim(0), head_shape(l), q_weight.data, k_weight.data,
-                                               q_weight.dtype, eps, stream_);
+                                               q_weight.dtype, eps, whole, stream_);
                     });
   }
   void rope(const Tensor& qkv, const QkvLayout& l, const Tensor& positions, const RopeConfig& cfg) override {

@@ -42,9 +42,11 @@ struct HeadShape {
   BRIGADE_HOST_DEVICE int row_width() const { return (n_heads + 2 * n_kv_heads) * head_dim; }
 };
 
-// Per-head RMSNorm of the q and k heads of qkv [n, row_width] in place; weights [head_dim].
+// RMSNorm of the q and k heads of qkv [n, row_width] in place: per head with weights [head_dim],
+// or (whole) q's heads as one vector and k's as another, weights [n_heads * head_dim] and
+// [n_kv_heads * head_dim].
 void launch_qk_head_norm(void* qkv, int64_t n, HeadShape h, const void* q_w, const void* k_w,
-                         DType w_t, float eps, cudaStream_t stream);
+                         DType w_t, float eps, bool whole, cudaStream_t stream);
 // RoPE of the q and k heads in place. inv_freq [rotary_dim / 2] f32 in device memory.
 void launch_rope(void* qkv, int64_t n, HeadShape h, const int32_t* positions, const float* inv_freq,
                  int rotary_dim, bool neox, float attention_factor, cudaStream_t stream);

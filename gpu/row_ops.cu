@@ -115,6 +115,27 @@ __global__ void qk_head_norm_kernel(bf16* qkv, int64_t n, HeadShape h, const voi
     v[j] = __float2bfloat16_rn(load_param(w, w_bf16, j) * (inv * __bfloat162float(v[j])));
 }
 
+// OLMo 2's q/k norms over the whole projection: one block per (row, q or k), the part's
+// q_width or kv_width values normalised as one vector.
+__global__ void qk_whole_norm_kernel(bf16* qkv, HeadShape h, const void* q_w, const void* k_w, bool w_bf16,
+                                     float eps) {
+  __shared__ float scratch[32];
+  const int64_t row = blockIdx.x / 2;
+  const bool is_k = blockIdx.x % 2 == 1;
+  const int64_t d = int64_t{is_k ? h.n_kv_heads : h.n_heads} * h.head_dim;
+  bf16* v = qkv + row * h.row_width() + (is_k ? int64_t{h.n_heads} * h.head_dim : 0);
+  const void* w = is_k ? k_w : q_w;
+  float ss = 0.0f;
+  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
+    const float x = __bfloat162float(v[j]);
+    ss += x * x;
+  }
+  ss = block_sum(ss, scratch);
+  const float inv = rsqrtf(ss / static_cast<float>(d) + eps);
+  for (int64_t j = threadIdx.x; j < d; j += blockDim.x)
+    v[j] = __float2bfloat16_rn(load_param(w, w_bf16, j) * (inv * __bfloat162float(v[j])));
+}
+
 // One thread per (row, head, frequency); angle = pos * inv_freq in f32, sincosf at full accuracy
 // (positions reach 1e5 radians, where the fast intrinsics are wrong).
 __global__ void rope_kernel(bf16* qkv, int64_t n, HeadShape h, const int32_t* positions,
@@ -241,7 +262,14 @@ void launch_add_bias(void* out, DType out_t, const void* bias, DType bias_t, int
 }
 
 void launch_qk_head_norm(void* qkv, int64_t n, HeadShape h, const void* q_w, const void* k_w,
-                         DType w_t, float eps, cudaStream_t stream) {
+                         DType w_t, float eps, bool whole, cudaStream_t stream) {
+  if (whole) {
+    if (n == 0) return;
+    qk_whole_norm_kernel<<<static_cast<unsigned>(2 * n), kThreads, 0, stream>>>(static_cast<bf16*>(qkv), h, q_w, k_w,
+                                                                                 w_t == DType::bf16, eps);
+    BRIGADE_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const int64_t items = n * (h.n_heads + h.n_kv_heads);
   if (items == 0) return;
   constexpr int kWarps = kThreads / 32;

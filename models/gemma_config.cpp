@@ -18,28 +18,13 @@ Status read_softcap(const json& j, const char* key, float& out) {
 }
 
 // Gemma 3's two RoPEs: the global layers' rope_theta and rope_scaling (read by parse_hf_config
-// from the flat fields), the local layers' rope_local_base_freq unscaled. transformers 5 writes
-// them as rope_parameters {"full_attention": {...}, "sliding_attention": {...}} instead.
+// from the flat fields), the local layers' rope_local_base_freq unscaled, or as transformers 5's
+// rope_parameters by layer type say.
 Status read_gemma3_rope(const json& j, ModelConfig& c) {
   if (!j.contains("rope_theta")) c.rope_theta = 1000000.0f;  // Gemma3TextConfig's default
   c.rope_local_theta = 10000.0f;
   BRIGADE_RETURN_IF_ERROR(read_float(j, "rope_local_base_freq", c.rope_local_theta));
-  auto it = j.find("rope_parameters");
-  if (it == j.end() || !it->is_object() || !it->contains("full_attention")) return Status::ok();
-  for (const char* type : {"full_attention", "sliding_attention"}) {
-    auto p = it->find(type);
-    if (p == it->end()) continue;
-    if (!p->is_object()) return corrupt(std::string("config.json: rope_parameters.") + type + " must be an object");
-    const std::string where = std::string("config.json: rope_parameters.") + type;
-    BRIGADE_ASSIGN_OR_RETURN(RopeScaling s, parse_rope_scaling(p->dump(), where));
-    const bool full = std::string(type) == "full_attention";
-    BRIGADE_RETURN_IF_ERROR(read_float(*p, "rope_theta", full ? c.rope_theta : c.rope_local_theta));
-    if (full) c.rope_scaling = s;
-    else if (s.type != RopeScalingType::none)
-      return unsupported(where + ": rope_type '" + rope_scaling_name(s.type) +
-                         "' is not supported for the sliding layers; supported: default");
-  }
-  return Status::ok();
+  return read_rope_by_layer_type(j, c);
 }
 
 }  // namespace
@@ -64,6 +49,25 @@ Status read_layer_types(const json& j, ModelConfig& c, int default_pattern) {
     else if (name != "full_attention")
       return unsupported("config.json: layer_types[" + std::to_string(l) + "] = " + t.dump() +
                          " is not supported; supported: sliding_attention, full_attention");
+  }
+  return Status::ok();
+}
+
+Status read_rope_by_layer_type(const json& j, ModelConfig& c) {
+  auto it = j.find("rope_parameters");
+  if (it == j.end() || !it->is_object() || !it->contains("full_attention")) return Status::ok();
+  for (const char* type : {"full_attention", "sliding_attention"}) {
+    auto p = it->find(type);
+    if (p == it->end()) continue;
+    if (!p->is_object()) return corrupt(std::string("config.json: rope_parameters.") + type + " must be an object");
+    const std::string where = std::string("config.json: rope_parameters.") + type;
+    BRIGADE_ASSIGN_OR_RETURN(RopeScaling s, parse_rope_scaling(p->dump(), where));
+    const bool full = std::string(type) == "full_attention";
+    BRIGADE_RETURN_IF_ERROR(read_float(*p, "rope_theta", full ? c.rope_theta : c.rope_local_theta));
+    if (full) c.rope_scaling = s;
+    else if (s.type != RopeScalingType::none)
+      return unsupported(where + ": rope_type '" + rope_scaling_name(s.type) +
+                         "' is not supported for the sliding layers; supported: default");
   }
   return Status::ok();
 }

@@ -30,6 +30,12 @@ Status read_gemma(const nlohmann::json& j, ModelConfig& c);
 // layers slide), Gemma3TextConfig 6. Needs c.n_layers.
 Status read_layer_types(const nlohmann::json& j, ModelConfig& c, int default_pattern);
 
+// transformers 5's rope_parameters by layer type ({"full_attention": {...}, "sliding_attention":
+// {...}}, Gemma 3's and OLMo 3's): the full layers' rope_theta and scaling into c.rope_theta and
+// c.rope_scaling, the sliding layers' theta into c.rope_local_theta (their scaling refused, naming
+// it). Nothing when rope_parameters is not so.
+Status read_rope_by_layer_type(const nlohmann::json& j, ModelConfig& c);
+
 // Whether config.json is a Gemma3ForConditionalGeneration (model_type gemma3: text and vision).
 bool is_gemma3_multimodal(const nlohmann::json& j);
 // Its language model's config as a Gemma3ForCausalLM config.json: text_config with

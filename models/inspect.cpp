@@ -222,7 +222,9 @@ std::string format_model_info(const ModelInfo& m) {
   std::string attn;
   if (c.qkv_bias) attn += ", qkv bias";
   if (c.o_bias) attn += ", o bias";
-  if (c.qk_norm) attn += ", q/k norm";
+  if (c.qk_norm)
+    attn += std::string(c.qk_norm_whole ? ", q/k norm over all heads" : ", q/k norm") +
+            (c.qk_norm_after_rope ? " after RoPE" : "");
   if (c.attn_sinks) attn += ", a sink logit per head";
   if (c.fused_weights) attn += ", q|k|v and gate|up stored fused";
   if (c.sliding_window > 0) {
@@ -278,10 +280,13 @@ std::string format_model_info(const ModelInfo& m) {
     s += "\n";
   }
   if (!c.encoder &&
-      (c.sandwich_norms || c.mlp_activation != MlpActivation::silu || c.embed_scale > 0.0f || c.final_softcap > 0.0f)) {
+      (c.sandwich_norms || c.post_norms || (c.mlp_bias && c.mlp_layers.empty()) ||
+       c.mlp_activation != MlpActivation::silu || c.embed_scale > 0.0f || c.final_softcap > 0.0f)) {
     std::string g;
     if (c.norm_offset != 0.0f) g += ", norms scale by " + num(c.norm_offset) + " + w";
     if (c.sandwich_norms) g += ", post-attention and post-MLP norms";
+    if (c.post_norms) g += ", norms after the attention and the MLP only";
+    if (c.mlp_bias && c.mlp_layers.empty()) g += ", MLP biases";
     if (c.embed_scale > 0.0f) g += ", embeddings x " + num(c.embed_scale);
     if (c.mlp_activation == MlpActivation::gelu_tanh) g += ", gelu_tanh MLP";
     if (c.final_softcap > 0.0f) g += ", logit softcap " + num(c.final_softcap);

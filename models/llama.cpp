@@ -25,16 +25,18 @@ namespace {
 struct AttentionBlock {
   LinearWeight qkv;      // [(H + 2 KV) * hd, hidden]: q rows, then k, then v
   OwnedTensor qkv_bias;  // [(H + 2 KV) * hd] f32, or empty
-  OwnedTensor q_norm;    // [hd] f32 per-head norm (Qwen3), or empty
-  OwnedTensor k_norm;    // [hd] f32, or empty
+  OwnedTensor q_norm;    // [hd] f32 per-head norm (Qwen3), [H * hd] over all of q (OLMo 2), or empty
+  OwnedTensor k_norm;    // [hd] f32 ([KV * hd] with OLMo 2's), or empty
   OwnedTensor o;         // [hidden, H * hd]
   OwnedTensor o_bias;    // [hidden] f32, or empty (and empty on ranks other than 0: added once)
   OwnedTensor sinks;     // [H] f32 attention sink logits (gpt-oss), or empty
 };
 
 struct MlpBlock {
-  LinearWeight gate_up;  // [2 I, hidden]: gate rows, then up rows
-  OwnedTensor down;     // [hidden, I]
+  LinearWeight gate_up;   // [2 I, hidden]: gate rows, then up rows
+  OwnedTensor gate_up_bias;  // [2 I] f32 (ModelConfig::mlp_bias), or empty
+  OwnedTensor down;       // [hidden, I]
+  OwnedTensor down_bias;  // [hidden] f32 (mlp_bias; rank 0's only: added once), or empty
 };
 
 // Which part of the model a rank holds: heads [rank * H, (rank + 1) * H) of the q heads, the same
@@ -51,11 +53,11 @@ struct Shard {
 };
 
 struct DecoderLayer {
-  OwnedTensor attn_norm;       // [hidden] f32
+  OwnedTensor attn_norm;       // [hidden] f32, or empty (ModelConfig::post_norms: the attention reads the residual)
   AttentionBlock attn;
-  OwnedTensor post_attn_norm;  // [hidden] f32 on the attention output (ModelConfig::sandwich_norms), or empty
-  OwnedTensor mlp_norm;        // [hidden] f32
-  OwnedTensor post_mlp_norm;   // [hidden] f32 on the MLP output (sandwich_norms), or empty
+  OwnedTensor post_attn_norm;  // [hidden] f32 on the attention output (ModelConfig::sandwich_norms, post_norms), or empty
+  OwnedTensor mlp_norm;        // [hidden] f32, or empty (post_norms)
+  OwnedTensor post_mlp_norm;   // [hidden] f32 on the MLP output (sandwich_norms, post_norms), or empty
   MlpBlock mlp;           // empty in a sparse layer
   MoeBlock moe;           // qwen3_moe's sparse layers (ModelConfig::is_moe_layer); empty otherwise
   bool nope = false;      // no RoPE in its attention (SmolLM3's NoPE layers, ModelConfig::nope_layers)
@@ -142,6 +144,16 @@ class LlamaModel final : public Model {
   // Sums a block's partial output over the tensor-parallel ranks (nothing to do without TP).
   int layer_index(const DecoderLayer& layer) const { return static_cast<int>(&layer - layers_.data()); }
   Status reduce(const Tensor& delta) { return comm_ != nullptr ? comm_->all_reduce_sum(delta) : Status::ok(); }
+  // residual += delta, then normed = its norm; where the next block has no norm before it
+  // (ModelConfig::post_norms) the block reads the residual itself (block_input).
+  void join(const Tensor& residual, const Tensor& delta, const OwnedTensor& norm, const Tensor& normed) {
+    if (norm.tensor.empty()) return backend_.add(residual, delta);
+    backend_.add_rms_norm(residual, delta, norm.tensor, config_.rms_eps, normed);
+  }
+  // A block's input: the normed rows, or the residual where the block has no norm before it.
+  Tensor block_input(const OwnedTensor& norm, int n) const {
+    return (norm.tensor.empty() ? scratch_.residual : scratch_.normed).tensor.rows(0, n);
+  }
   // Granite's logits_scaling: the step's r logit rows divided by it.
   void scale_logits(int64_t r, const Tensor& logits) {
     if (r > 0 && config_.logits_scaling > 0.0f && config_.logits_scaling != 1.0f) backend_.scale(logits, 1.0f / config_.logits_scaling);
@@ -225,7 +237,7 @@ Expected<LinearWeight> LlamaModel::load_qkv(WeightLoader& w, int l) {
 Expected<LinearWeight> LlamaModel::load_gate_up(WeightLoader& w, int l) {
   const int64_t hidden = config_.hidden_size, inter = config_.intermediate_size;
   const Slice ir = shard_.inter_rows();
-  if (!config_.fused_weights)
+  if (!config_.fused_weights && config_.arch != "glm4")  // GLM-4's gate|up is one tensor, its q, k, v apart
     return w.fused_linear({layer_name(l, "mlp.gate_proj.weight"), layer_name(l, "mlp.up_proj.weight")}, {inter, inter}, hidden,
                    {ir, ir});
   const std::string name = layer_name(l, "mlp.gate_up_proj.weight");  // [2 I, hidden]: gate rows, then up rows
@@ -240,12 +252,21 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   const Shard& s = shard_;
   const std::vector<Slice> qkv_rows = {s.q_rows(), s.kv_rows(), s.kv_rows()};
   auto norm = [&](const char* name, int64_t size) { return w.vector_f32({layer_name(l, name)}, {size}, {}, c.norm_offset); };
-  BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("input_layernorm.weight", hidden));
-  if (c.sandwich_norms) {  // Gemma: post_attention_layernorm is on the attention output
+  if (c.post_norms) {  // OLMo 2, EXAONE 4: each block's output normed, nothing before it
+    BRIGADE_ASSIGN_OR_RETURN(layer.post_attn_norm, norm("post_attention_layernorm.weight", hidden));
+    BRIGADE_ASSIGN_OR_RETURN(layer.post_mlp_norm, norm("post_feedforward_layernorm.weight", hidden));
+  } else if (c.sandwich_norms && c.arch == "glm4") {  // Glm4DecoderLayer's names for Gemma's four
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("input_layernorm.weight", hidden));
+    BRIGADE_ASSIGN_OR_RETURN(layer.post_attn_norm, norm("post_self_attn_layernorm.weight", hidden));
+    BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm("post_attention_layernorm.weight", hidden));
+    BRIGADE_ASSIGN_OR_RETURN(layer.post_mlp_norm, norm("post_mlp_layernorm.weight", hidden));
+  } else if (c.sandwich_norms) {  // Gemma: post_attention_layernorm is on the attention output
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("input_layernorm.weight", hidden));
     BRIGADE_ASSIGN_OR_RETURN(layer.post_attn_norm, norm("post_attention_layernorm.weight", hidden));
     BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm("pre_feedforward_layernorm.weight", hidden));
     BRIGADE_ASSIGN_OR_RETURN(layer.post_mlp_norm, norm("post_feedforward_layernorm.weight", hidden));
   } else {
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("input_layernorm.weight", hidden));
     BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm("post_attention_layernorm.weight", hidden));
   }
   BRIGADE_ASSIGN_OR_RETURN(layer.attn.qkv, load_qkv(w, l));
@@ -267,9 +288,12 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.sinks, w.vector_f32({layer_name(l, "self_attn.sinks")}, {c.n_heads},
                                                             {{s.rank * heads, heads}}));
   }
-  if (c.qk_norm) {
-    BRIGADE_ASSIGN_OR_RETURN(layer.attn.q_norm, norm("self_attn.q_norm.weight", c.head_dim));
-    BRIGADE_ASSIGN_OR_RETURN(layer.attn.k_norm, norm("self_attn.k_norm.weight", c.head_dim));
+  if (c.qk_norm) {  // per head, or (OLMo 2) over the whole projections; Hunyuan's names
+    const bool hunyuan = c.arch == "hunyuan_v1_dense";
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.q_norm, norm(hunyuan ? "self_attn.query_layernorm.weight" : "self_attn.q_norm.weight",
+                                                     c.qk_norm_whole ? q : c.head_dim));
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.k_norm, norm(hunyuan ? "self_attn.key_layernorm.weight" : "self_attn.k_norm.weight",
+                                                     c.qk_norm_whole ? kv : c.head_dim));
   }
   if (c.is_moe_layer(l)) {
     // Under weights: q8_0 / q4_0 / q4_1 the experts are quantized where the backend's moe_experts
@@ -284,6 +308,12 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp.gate_up, load_gate_up(w, l));
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp.down,
                            w.matrix(layer_name(l, "mlp.down_proj.weight"), hidden, inter, {}, s.inter_rows()));
+  if (!c.mlp_bias) return Status::ok();
+  BRIGADE_ASSIGN_OR_RETURN(layer.mlp.gate_up_bias,
+                           w.vector_f32({layer_name(l, "mlp.gate_proj.bias"), layer_name(l, "mlp.up_proj.bias")},
+                                        {inter, inter}, {s.inter_rows(), s.inter_rows()}));
+  if (s.rank != 0) return w.skip(layer_name(l, "mlp.down_proj.bias"), {hidden});  // rank 0 adds it
+  BRIGADE_ASSIGN_OR_RETURN(layer.mlp.down_bias, w.vector_f32({layer_name(l, "mlp.down_proj.bias")}, {hidden}));
   return Status::ok();
 }
 
@@ -358,16 +388,17 @@ Status LlamaModel::allocate_scratch() {
 Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta,
                                  const RopeConfig& rope, int n) {
   const QkvLayout l = shard_.qkv;
-  const Tensor normed = scratch_.normed.tensor.rows(0, n);
+  const Tensor normed = block_input(layer.attn_norm, n);
   const Tensor qkv = scratch_.qkv.tensor.rows(0, n);
   const Tensor attn = scratch_.attn.tensor.rows(0, n);
   const Tensor positions = images_.positions(ints_.positions(n), n);
   const Tensor slots = ints_.slots(n);
   layer.attn.qkv.matmul(backend_, normed, layer.attn.qkv_bias.tensor, qkv);
   if (lora_) lora_->apply(layer_index(layer), LoraProj::qkv, normed, qkv);
-  if (!layer.attn.q_norm.tensor.empty())
-    backend_.qk_head_norm(qkv, l, layer.attn.q_norm.tensor, layer.attn.k_norm.tensor, config_.rms_eps);
+  const bool qk_norm = !layer.attn.q_norm.tensor.empty(), after = config_.qk_norm_after_rope;
+  if (qk_norm && !after) backend_.qk_head_norm(qkv, l, layer.attn.q_norm.tensor, layer.attn.k_norm.tensor, config_.rms_eps);
   if (!layer.nope) backend_.rope(qkv, l, positions, images_.rope(rope));
+  if (qk_norm && after) backend_.qk_head_norm(qkv, l, layer.attn.q_norm.tensor, layer.attn.k_norm.tensor, config_.rms_eps);
   backend_.write_kv(cache, qkv, l, slots);
   const float scale =
       config_.attn_scale > 0.0f ? config_.attn_scale : 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
@@ -384,18 +415,18 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
 }
 
 Status LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
+  const Tensor normed = block_input(layer.mlp_norm, n);
   if (!layer.moe.empty()) {
-    run_moe_block(backend_, config_, shard_.moe, layer.moe, scratch_.moe, scratch_.normed.tensor.rows(0, n),
-                  scratch_.delta.tensor.rows(0, n));
+    run_moe_block(backend_, config_, shard_.moe, layer.moe, scratch_.moe, normed, scratch_.delta.tensor.rows(0, n));
     return reduce(scratch_.delta.tensor.rows(0, n));
   }
   const Tensor gate_up = scratch_.gate_up.tensor.rows(0, n);
   const Tensor act = scratch_.act.tensor.rows(0, n);
-  layer.mlp.gate_up.matmul(backend_, scratch_.normed.tensor.rows(0, n), Tensor(), gate_up);
-  if (lora_) lora_->apply(layer_index(layer), LoraProj::gate_up, scratch_.normed.tensor.rows(0, n), gate_up);
+  layer.mlp.gate_up.matmul(backend_, normed, layer.mlp.gate_up_bias.tensor, gate_up);
+  if (lora_) lora_->apply(layer_index(layer), LoraProj::gate_up, normed, gate_up);
   if (config_.mlp_activation == MlpActivation::gelu_tanh) backend_.gelu_tanh_mul(gate_up, act);
   else backend_.silu_mul(gate_up, act);
-  backend_.matmul(act, layer.mlp.down.tensor, Tensor(), scratch_.delta.tensor.rows(0, n));
+  backend_.matmul(act, layer.mlp.down.tensor, layer.mlp.down_bias.tensor, scratch_.delta.tensor.rows(0, n));
   if (lora_) lora_->apply(layer_index(layer), LoraProj::down, act, scratch_.delta.tensor.rows(0, n));
   return reduce(scratch_.delta.tensor.rows(0, n));
 }
@@ -412,7 +443,7 @@ Status LlamaModel::run_layer(const DecoderLayer& layer, const KvLayer& cache, co
   BRIGADE_RETURN_IF_ERROR(run_attention(layer, cache, meta, rope, n));
   if (!layer.post_attn_norm.tensor.empty()) backend_.rms_norm(delta, layer.post_attn_norm.tensor, eps, delta);
   if (scale_residual) backend_.scale(delta, residual_scale);
-  backend_.add_rms_norm(residual, delta, layer.mlp_norm.tensor, eps, normed);
+  join(residual, delta, layer.mlp_norm, normed);
   BRIGADE_RETURN_IF_ERROR(run_mlp(layer, n));
   if (!layer.post_mlp_norm.tensor.empty()) backend_.rms_norm(delta, layer.post_mlp_norm.tensor, eps, delta);
   if (scale_residual) backend_.scale(delta, residual_scale);
@@ -455,8 +486,8 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
     const DecoderLayer& layer = layers_[static_cast<size_t>(l)];
     const bool local = config_.layer_window(l) > 0;
     // The previous block's output joins the residual in the same pass as the next norm.
-    if (l == 0) backend_.rms_norm(residual, layer.attn_norm.tensor, eps, normed);
-    else backend_.add_rms_norm(residual, delta, layer.attn_norm.tensor, eps, normed);
+    if (l == 0 && !layer.attn_norm.tensor.empty()) backend_.rms_norm(residual, layer.attn_norm.tensor, eps, normed);
+    else if (l > 0) join(residual, delta, layer.attn_norm, normed);
     BRIGADE_RETURN_IF_ERROR(run_layer(layer, kv.layer(l), local ? sliding : full, local ? rope_local_ : rope_, n));
     // Qwen3-VL: the layer's output (residual + delta) plus the tap's features on the image rows.
     if (l < images_.n_deepstack()) images_.add_deepstack(l, residual);
@@ -483,7 +514,7 @@ Status LlamaModel::forward_mtp(const StepBatch& batch, const KvCache& kv, const 
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor delta = scratch_.delta.tensor.rows(0, n);
   mtp_.input(backend_, config_, ends_.embed.tensor, ints_.tokens(batch), batch.prev_hidden, residual, normed, delta);
-  backend_.add_rms_norm(residual, delta, mtp_layer_.attn_norm.tensor, config_.rms_eps, normed);
+  join(residual, delta, mtp_layer_.attn_norm, normed);
   BRIGADE_RETURN_IF_ERROR(run_layer(mtp_layer_, kv.layer(config_.n_layers), meta, rope_, n));
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size()), h = static_cast<int64_t>(batch.hidden_rows.size());
   if (r == 0 && h == 0) return Status::ok();

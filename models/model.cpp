@@ -5,6 +5,7 @@
 #include "models/checkpoint.h"
 #include "models/deepseek.h"
 #include "models/llama.h"
+#include "models/llama_variants_config.h"
 #include "models/synthetic_source.h"
 
 namespace brigade {
@@ -48,8 +49,8 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   // sigmoid-routed experts with a shared one.
   if (arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "qwen3_moe" || arch == "qwen2_moe" ||
       arch == "mixtral" || arch == "phi3" || arch == "gemma2" || arch == "gemma3_text" || arch == "gpt_oss" ||
-      arch == "glm4_moe" || arch == "smollm3" || arch == "granite")
-    return load_llama(*checkpoint, backend, options);
+      arch == "glm4_moe" || arch == "smollm3" || arch == "granite" || is_llama_variant(arch))  // and OLMo 2 / 3, EXAONE 4,
+    return load_llama(*checkpoint, backend, options);  // GLM-4, Seed-OSS, ERNIE 4.5, Hunyuan (llama_variants_config.h)
   // MLA attention and the MoE with shared experts (models/deepseek.h).
   if ((arch == "deepseek_v2" || arch == "deepseek_v3") && options.lora_enabled())
     return unsupported(path + ": LoRA adapters are not supported for " + arch + " (MLA attention); they run on the "
@@ -65,6 +66,7 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   if (checkpoint->config().encoder) return load_bert(*checkpoint, backend, options);
   return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3, "
                      "qwen3_moe, qwen2_moe, mixtral, phi3, gemma2, gemma3_text, gpt_oss, glm4_moe, smollm3, granite, "
+                     "olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense, "
                      "deepseek_v2, deepseek_v3, "
                      "the encoders bert, roberta, and mamba, falcon_mamba, mamba2, granitemoehybrid, nemotron_h, jamba, "
                      "qwen3_next, qwen3_5_text, qwen3_5_moe_text, lfm2, lfm2_moe, falcon_h1");

@@ -9,6 +9,7 @@
 #include "models/config_json.h"
 #include "models/deepseek_config.h"
 #include "models/gemma_config.h"
+#include "models/llama_variants_config.h"
 #include "models/qwen_vl_config.h"
 
 namespace brigade {
@@ -29,7 +30,9 @@ constexpr const char* kSupported =
     "GraniteMoeHybridForCausalLM (granitemoehybrid), NemotronHForCausalLM (nemotron_h), JambaForCausalLM (jamba), "
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), SmolLM3ForCausalLM "
-    "(smollm3), GraniteForCausalLM (granite)";
+    "(smollm3), GraniteForCausalLM (granite), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
+    "(exaone4), Glm4ForCausalLM (glm4), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
+    "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -77,6 +80,7 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
   if (arch_name == "Qwen3_5MoeForCausalLM") return std::string("qwen3_5_moe_text");
   if (arch_name == "SmolLM3ForCausalLM") return std::string("smollm3");
   if (arch_name == "GraniteForCausalLM") return std::string("granite");
+  if (std::string v = llama_variant_arch(arch_name, model_type); !v.empty()) return v;
   if (arch_name.empty()) {
     if (model_type == "llama" || model_type == "mistral") return std::string("llama");
     if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe" || model_type == "qwen2_moe" ||
@@ -98,12 +102,16 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
 // partial_rotary_factor (top level, or in either object as transformers 5 writes it) and
 // longrope's original_max_position_embeddings (top level unless in the object; Phi3Config's
 // default 4096); glm4_moe reads partial_rotary_factor too, 0.5 when absent (Glm4MoeConfig's
-// default: GLM-4.5 rotates the first half of each head). Needs head_dim and max_position read.
+// default: GLM-4.5 rotates the first half of each head), as does glm4 (GLM-4-0414). Hunyuan's
+// "dynamic" scaling with an alpha stretches the base instead (read_ntk_alpha). Needs head_dim and
+// max_position read.
 Status read_rope(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_float(j, "rope_theta", c.rope_theta));
-  float partial = is_glm4_moe(c.arch) ? 0.5f : is_gated_delta(c.arch) ? 0.25f : 1.0f;
+  const bool glm = is_glm4_moe(c.arch) || c.arch == "glm4";  // Glm4Config's default 0.5 too
+  float partial = glm ? 0.5f : is_gated_delta(c.arch) ? 0.25f : 1.0f;
   BRIGADE_RETURN_IF_ERROR(read_float(j, "partial_rotary_factor", partial));
   std::string where = "config.json: rope_scaling";
+  double ntk_alpha = 0.0;
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) continue;
@@ -111,10 +119,18 @@ Status read_rope(const json& j, ModelConfig& c) {
     BRIGADE_RETURN_IF_ERROR(read_float(*it, "rope_theta", c.rope_theta));
     BRIGADE_RETURN_IF_ERROR(read_float(*it, "partial_rotary_factor", partial));
     if (!it->contains("rope_type") && !it->contains("type")) continue;
+    if (c.arch == "hunyuan_v1_dense") {  // Hunyuan's "dynamic" with alpha: the base stretched below, nothing scaled
+      BRIGADE_ASSIGN_OR_RETURN(const double alpha, read_ntk_alpha(*it));
+      if (alpha > 0.0) {
+        ntk_alpha = alpha;
+        continue;
+      }
+    }
     where = std::string("config.json: ") + key;
     BRIGADE_ASSIGN_OR_RETURN(c.rope_scaling, parse_rope_scaling(it->dump(), where));
   }
-  if (c.arch != "phi3" && !is_glm4_moe(c.arch) && !is_gated_delta(c.arch)) return Status::ok();
+  if (ntk_alpha > 0.0) BRIGADE_RETURN_IF_ERROR(stretch_rope_base(ntk_alpha, c));
+  if (c.arch != "phi3" && !glm && !is_gated_delta(c.arch)) return Status::ok();
   if (!(partial > 0.0f && partial <= 1.0f))
     return invalid_argument("config.json: partial_rotary_factor must be in (0, 1] (got " + std::to_string(partial) + ")");
   c.rotary_dim = static_cast<int>(static_cast<float>(c.head_dim) * partial);  // int(head_dim * factor)
@@ -179,6 +195,7 @@ Status read_attention_shape(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
   if (c.arch == "smollm3") return read_smollm3(j, c);
   if (c.arch == "granite") return read_granite(j, c);
+  if (is_llama_variant(c.arch)) return read_llama_variant(j, c);  // models/llama_variants_config.h
   if (c.arch == "llama" || c.arch == "mixtral") {  // MixtralAttention is LlamaAttention's, without biases
     if (c.arch == "mixtral" && c.attention_bias)
       return unsupported("config.json: attention_bias = true is not part of mixtral and is not supported");
@@ -476,7 +493,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", c.rms_eps));
   BRIGADE_RETURN_IF_ERROR(read_rope(j, c));
   // Gemma2Config / Gemma3TextConfig and SmolLM3Config tie by default; the Hub's configs may omit the field.
-  c.tie_embeddings = is_gemma(c.arch) || c.arch == "smollm3";
+  c.tie_embeddings = is_gemma(c.arch) || c.arch == "smollm3" || c.arch == "ernie4_5";  // Ernie4_5Config's too
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
   // A classifier checkpoint stores score.weight, no lm_head: the decoder's head is its embedding,
   // so every path that computes logits stays well-formed; the engine refuses to generate with it.
@@ -492,10 +509,11 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   // Qwen2/3 (MoE) decoders and Qwen3-Next / Qwen3.5.
   const bool yarn_ok = is_deepseek(c.arch) || c.arch == "gpt_oss" || c.arch == "llama" || c.arch == "qwen2" ||
                        c.arch == "qwen3" || c.arch == "qwen2_moe" || c.arch == "qwen3_moe" || is_gated_delta(c.arch) ||
-                       c.arch == "smollm3";
+                       c.arch == "smollm3" || is_llama_variant(c.arch);
   if (c.rope_scaling.type == RopeScalingType::yarn && !yarn_ok)
     return unsupported("config.json: rope_type 'yarn' is supported for llama, qwen2, qwen3, qwen2_moe, qwen3_moe, "
-                       "qwen3_next, qwen3_5, smollm3, deepseek_v2/v3 and gpt_oss; " + c.arch +
+                       "qwen3_next, qwen3_5, smollm3, olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, "
+                       "hunyuan_v1_dense, deepseek_v2/v3 and gpt_oss; " + c.arch +
                        " supports default, linear, dynamic, llama3" + (c.arch == "phi3" ? ", longrope" : ""));
   if (c.rope_scaling.type == RopeScalingType::longrope && c.arch != "phi3")
     return unsupported("config.json: rope_type 'longrope' is supported for phi3 only; " + c.arch +
@@ -507,9 +525,13 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_int(j, "bos_token_id", c.bos_id, false));
   if (!j.contains("eos_token_id") && llama_defaults) c.eos_ids = {2};
   BRIGADE_RETURN_IF_ERROR(read_eos(j, c.eos_ids));
-  bool mlp_bias = false;
+  // LlamaMLP's mlp_bias (Seed-OSS's read with its attention; Ernie 4.5's is use_bias); no other
+  // family of the Llama decoder has MLP biases.
+  bool mlp_bias = c.mlp_bias;
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "mlp_bias", mlp_bias));
-  if (mlp_bias) return unsupported("config.json: mlp_bias = true is not supported; set it to false");
+  if (mlp_bias && c.arch != "llama" && c.arch != "seed_oss" && c.arch != "ernie4_5")
+    return unsupported("config.json: mlp_bias = true is not supported for " + c.arch + "; set it to false");
+  if (c.arch == "llama") c.mlp_bias = mlp_bias;
   BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));
   if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null()) {
     BRIGADE_ASSIGN_OR_RETURN(c.quant, parse_quant_config(*q));

@@ -51,7 +51,8 @@ struct SsmConfig {
 
 struct ModelConfig {
   std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "mixtral", "phi3", "gemma2", "gemma3_text",
-                                // "gpt_oss", "glm4_moe"
+                                // "gpt_oss", "glm4_moe", "smollm3", "granite", "olmo2", "olmo3", "exaone4", "glm4",
+                                // "seed_oss", "ernie4_5", "hunyuan_v1_dense"
                                 // (the decoder they share: llama.h),
                                 // "deepseek_v2" or "deepseek_v3" (models/deepseek.h),
                                 // "bert" or "roberta" (encoders: models/bert.h)
@@ -76,6 +77,9 @@ struct ModelConfig {
   bool qkv_bias = false;        // q/k/v projections carry biases (qwen2; llama attention_bias)
   bool o_bias = false;          // o projection carries a bias (llama attention_bias)
   bool qk_norm = false;         // per-head RMSNorm of q and k before RoPE (qwen3)
+  bool qk_norm_whole = false;   // with qk_norm: one RMSNorm over q_proj's whole output and one over k_proj's
+                                // (OLMo 2 / 3: q_norm [n_heads * head_dim], k_norm [n_kv_heads * head_dim])
+  bool qk_norm_after_rope = false;  // with qk_norm: the norms after RoPE (Hunyuan's query_/key_layernorm)
   bool fused_weights = false;   // q|k|v and gate|up stored as one tensor each (phi3: self_attn.qkv_proj,
                                 // mlp.gate_up_proj) rather than q/k/v_proj and gate/up_proj
   int sliding_window = 0;       // 0 = none
@@ -129,7 +133,11 @@ struct ModelConfig {
   // Gemma 2 / Gemma 3 text (models/gemma_config.h), run by the Llama decoder.
   float norm_offset = 0.0f;          // added to every RMSNorm weight at load (Gemma: 1, its norms scale by 1 + w)
   bool sandwich_norms = false;       // post_attention_layernorm normalises the attention output, and
-                                     // pre_/post_feedforward_layernorm wrap the MLP (Gemma)
+                                     // pre_/post_feedforward_layernorm wrap the MLP (Gemma; GLM-4's
+                                     // post_self_attn_ / post_attention_ / post_mlp_layernorm)
+  bool post_norms = false;           // no norm before the attention or the MLP: post_attention_layernorm
+                                     // normalises the attention's output and post_feedforward_layernorm the
+                                     // MLP's, each before its residual add (OLMo 2 / 3, EXAONE 4)
   float embed_scale = 0.0f;          // > 0: the embeddings are multiplied by it (Gemma: sqrt(hidden_size)); 0 = none
   MlpActivation mlp_activation = MlpActivation::silu;
   float attn_softcap = 0.0f;         // attn_logit_softcapping (AttentionMeta::softcap); 0 = none
@@ -169,7 +177,7 @@ struct ModelConfig {
   // up/down projections carry biases. nope: the attention layers have no positions (no RoPE:
   // Granite 4.0-H, Nemotron-H).
   std::vector<bool> mlp_layers;
-  bool mlp_bias = false;
+  bool mlp_bias = false;  // also the Llama decoder's: gate/up and down biases (config.json's mlp_bias; Ernie 4.5's use_bias)
   bool nope = false;
   // IBM Granite's scalings (0 = none; Granite 4.0-H's, and Granite 3's in the Llama decoder): the
   // embeddings times embedding_multiplier, each sublayer's output times residual_multiplier before

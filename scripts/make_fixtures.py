@@ -356,6 +356,36 @@ def fixtures():
         "granite": ("GraniteConfig", "GraniteForCausalLM", base_config(
             embedding_multiplier=3.0, residual_multiplier=0.5, attention_multiplier=0.2, logits_scaling=2.0,
             tie_word_embeddings=True)),
+        # OLMo 2 (Olmo2ForCausalLM, allenai/OLMo-2-*): norms after the attention and the MLP only,
+        # q/k norms over the whole projections; attention biases on.
+        "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", base_config(attention_bias=True, pad_token_id=0)),
+        # OLMo 3 (Olmo3ForCausalLM): OLMo 2's layer with a window of 8 on three of every four
+        # layers, YaRN on the full-attention layers only (transformers 5 saves the two RoPEs by
+        # layer type).
+        "olmo3": ("Olmo3Config", "Olmo3ForCausalLM", base_config(
+            num_hidden_layers=4, sliding_window=8, pad_token_id=0,
+            rope_scaling=dict(rope_type="yarn", factor=4.0, original_max_position_embeddings=64))),
+        # EXAONE 4.0 (Exaone4ForCausalLM, LGAI-EXAONE/EXAONE-4.0-32B): norms after each block, per-head
+        # q/k norms, LLLG windows (8) whose full-attention layers have no RoPE; llama3 scaling.
+        "exaone4": ("Exaone4Config", "Exaone4ForCausalLM", base_config(
+            num_hidden_layers=4, sliding_window=8, sliding_window_pattern=4, head_dim=32, pad_token_id=0,
+            rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                              original_max_position_embeddings=64))),
+        # GLM-4-0414 dense (Glm4ForCausalLM, THUDM/GLM-4-9B-0414): four norms per layer, q/k/v
+        # biases, gate|up fused, RoPE of adjacent pairs over half of each head.
+        "glm4": ("Glm4Config", "Glm4ForCausalLM", base_config(head_dim=16, pad_token_id=0)),
+        # Seed-OSS (SeedOssForCausalLM, ByteDance-Seed/Seed-OSS-36B): q/k/v, o and MLP biases.
+        "seed_oss": ("SeedOssConfig", "SeedOssForCausalLM", base_config(
+            head_dim=32, attention_bias=True, attention_out_bias=True, mlp_bias=True, pad_token_id=0)),
+        # ERNIE 4.5 dense (Ernie4_5ForCausalLM, baidu/ERNIE-4.5-0.3B-PT): use_bias everywhere, RoPE
+        # of adjacent pairs, tied.
+        "ernie4_5": ("Ernie4_5Config", "Ernie4_5ForCausalLM", base_config(
+            head_dim=16, use_bias=True, tie_word_embeddings=True, pad_token_id=0)),
+        # Hunyuan dense (HunYuanDenseV1ForCausalLM, tencent/Hunyuan-7B-Instruct): q/k/v/o biases,
+        # per-head q/k norms after RoPE, NTK-alpha RoPE (alpha 1000).
+        "hunyuan_v1_dense": ("HunYuanDenseV1Config", "HunYuanDenseV1ForCausalLM", base_config(
+            head_dim=16, attention_bias=True, pad_token_id=0,
+            rope_scaling=dict(type="dynamic", alpha=1000.0, factor=1.0))),
     }
 
 
@@ -563,7 +593,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

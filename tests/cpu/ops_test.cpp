@@ -220,6 +220,36 @@ TEST(CpuOps, QkHeadNormTouchesOnlyQAndK) {
   }
 }
 
+// OLMo 2: weights of the whole q and k widths normalise all of q's heads as one vector and all
+// of k's as another (a double loop over the row's parts); v is left alone.
+TEST(CpuOps, QkNormOverTheWholeWidth) {
+  std::mt19937 rng(52);
+  auto b = backend_at(test::simd_levels().back());
+  const QkvLayout l{4, 2, 12};
+  auto qkv = make(*b, DType::f32, {3, l.row_width()});
+  auto qw = make(*b, DType::f32, {l.q_width()});
+  auto kw = make(*b, DType::f32, {l.kv_width()});
+  test::fill_uniform(qkv.tensor, rng);
+  test::fill_uniform(qw.tensor, rng);
+  test::fill_uniform(kw.tensor, rng);
+  const std::vector<float> before = test::to_vector(qkv.tensor);
+  b->qk_head_norm(qkv.tensor, l, qw.tensor, kw.tensor, 1e-6f);
+  const struct { int64_t begin, width; const Tensor* w; } parts[] = {
+      {0, l.q_width(), &qw.tensor}, {l.q_width(), l.kv_width(), &kw.tensor}, {l.q_width() + l.kv_width(), l.kv_width(), nullptr}};
+  for (int64_t i = 0; i < 3; ++i) {
+    for (const auto& p : parts) {
+      const int64_t off = i * l.row_width() + p.begin;
+      double ss = 0;
+      for (int64_t e = 0; e < p.width; ++e) ss += double(before[static_cast<size_t>(off + e)]) * before[static_cast<size_t>(off + e)];
+      const double inv = 1.0 / std::sqrt(ss / static_cast<double>(p.width) + 1e-6);
+      for (int64_t e = 0; e < p.width; ++e) {
+        const double x = before[static_cast<size_t>(off + e)];
+        EXPECT_NEAR(get(qkv.tensor, off + e), p.w ? x * inv * get(*p.w, e) : x, 1e-5) << p.begin;
+      }
+    }
+  }
+}
+
 // llama2.c run.c RoPE for one head: interleaved pairs, f32 angles.
 void llama2c_rope(float* v, int head_size, int pos) {
   for (int i = 0; i < head_size; i += 2) {

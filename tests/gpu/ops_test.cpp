@@ -170,6 +170,22 @@ TEST(GpuOps, QkHeadNormAndRope) {
   }
 }
 
+// OLMo 2's q/k norms: weights over the whole q and k widths, each part normalised as one vector.
+TEST(GpuOps, QkNormOverTheWholeWidth) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(51);
+  const QkvLayout l{8, 2, 64};
+  const int64_t n = 7;
+  const auto qkv = random_values(rng, n * l.row_width(), -2, 2), qw = random_values(rng, l.q_width(), 0.5f, 1.5f),
+             kw = random_values(rng, l.kv_width(), 0.5f, 1.5f);
+  const auto qc = put(cpu(), DType::f32, {n, l.row_width()}, qkv), qg = put(*gpu(), DType::bf16, {n, l.row_width()}, qkv);
+  const auto qwc = put(cpu(), DType::f32, {l.q_width()}, qw), qwg = put(*gpu(), DType::f32, {l.q_width()}, qw);
+  const auto kwc = put(cpu(), DType::f32, {l.kv_width()}, kw), kwg = put(*gpu(), DType::f32, {l.kv_width()}, kw);
+  cpu().qk_head_norm(qc.tensor, l, qwc.tensor, kwc.tensor, 1e-6f);
+  gpu()->qk_head_norm(qg.tensor, l, qwg.tensor, kwg.tensor, 1e-6f);
+  EXPECT_LT(rel_error(get(*gpu(), qg.tensor), get(cpu(), qc.tensor)), kBf16Tol);
+}
+
 TEST(GpuOps, WriteKvIntoPages) {
   BRIGADE_REQUIRE_GPU();
   std::mt19937 rng(6);

@@ -25,6 +25,7 @@ using testing::FixtureRun;
 using testing::kLogitTol;
 using testing::load_or_fail;
 using testing::max_diff_with_config;
+using testing::max_diff_with_rules;
 using testing::read_fixture_cases;
 using testing::run_fixture_case;
 
@@ -50,7 +51,8 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "qwen3_moe_step", "deepseek_v3", "deepseek_v2", "deepseek_v3_step",
                                            "phi3", "gemma2", "gemma3", "gemma3_mm", "mixtral", "gpt_oss",
                                            "qwen2_moe", "glm4_moe", "glm4_moe_step", "qwen3_yarn", "smollm3",
-                                           "granite"));
+                                           "granite", "olmo2", "olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5",
+                                           "hunyuan_v1_dense"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -343,6 +345,31 @@ TEST(HfFixtureConfig, SmolLM3sNopeAndGranitesMultipliersChangeTheResult) {
             100 * kLogitTol);
   for (const char* key : {"embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"})
     EXPECT_GT(max_diff_with_config("granite", [&](nlohmann::json& j) { j[key] = 1.0; }), 100 * kLogitTol) << key;
+}
+
+// What each of the Llama decoder's newer relatives adds moves the logits, so the fixtures check
+// each piece where it applies: OLMo 3's window and its full layers' YaRN, EXAONE 4's window (and
+// with it the full layers' NoPE) and its llama3 scaling, GLM-4's partial rotation, Hunyuan's
+// NTK alpha and its norms after RoPE, and the pair-wise RoPE of GLM-4 and ERNIE 4.5.
+TEST(HfFixtureConfig, LlamaVariantsPiecesMoveTheLogits) {
+  EXPECT_GT(max_diff_with_config("olmo3", [](nlohmann::json& j) { j["sliding_window"] = 64; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("olmo3", [](nlohmann::json& j) { j["rope_parameters"]["full_attention"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}}; }),
+            100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("olmo3", [](nlohmann::json& j) { j["rope_parameters"]["sliding_attention"]["rope_theta"] = 10000.0; }),
+            100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("exaone4", [](nlohmann::json& j) { j["sliding_window"] = nullptr; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("exaone4", [](nlohmann::json& j) { j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}}; }),
+            100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("glm4", [](nlohmann::json& j) { j["rope_parameters"]["partial_rotary_factor"] = 1.0; }),
+            100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("hunyuan_v1_dense", [](nlohmann::json& j) {
+              j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
+            }),
+            100 * kLogitTol);
+  for (const char* name : {"glm4", "ernie4_5"})  // rotated as halves (Llama's rotate_half) instead
+    EXPECT_GT(max_diff_with_rules(name, [](ModelConfig& c) { c.rope_style = RopeStyle::neox; }), 100 * kLogitTol) << name;
+  EXPECT_GT(max_diff_with_rules("hunyuan_v1_dense", [](ModelConfig& c) { c.qk_norm_after_rope = false; }),
+            100 * kLogitTol);
 }
 
 // The MoE fixtures test the routing: renormalising the top-k weights or not, or routing to one

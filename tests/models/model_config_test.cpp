@@ -254,5 +254,82 @@ TEST(ModelConfig, ReadsSmolLM3AndGranite) {
   EXPECT_NE(bad.message().find("residual_multiplier"), std::string::npos) << bad.message();
 }
 
+// The Llama decoder's newer relatives: each one's pieces as its transformers class runs them.
+TEST(ModelConfig, ReadsTheLlamaVariants) {
+  const nlohmann::json base = {{"hidden_size", 64},  {"num_hidden_layers", 4}, {"num_attention_heads", 4},
+                               {"num_key_value_heads", 2}, {"intermediate_size", 128}, {"vocab_size", 256},
+                               {"head_dim", 32}};
+  auto parse = [&](const char* arch, const nlohmann::json& more) {
+    nlohmann::json j = base;
+    j["architectures"] = {arch};
+    if (more.is_object()) j.update(more);
+    return parse_hf_config(j.dump());
+  };
+  auto olmo2 = parse("Olmo2ForCausalLM", {{"attention_bias", true}});
+  ASSERT_TRUE(olmo2.has_value()) << olmo2.status().to_string();
+  EXPECT_EQ(olmo2->arch, "olmo2");
+  EXPECT_TRUE(olmo2->post_norms && olmo2->qk_norm && olmo2->qk_norm_whole && olmo2->qkv_bias && olmo2->o_bias);
+  EXPECT_EQ(olmo2->sliding_window, 0);
+
+  // OLMo 3: Olmo3Config's defaults (window 4096, every 4th layer full); a flat rope_scaling is the
+  // full layers', the sliding ones rotate unscaled with the same base.
+  auto olmo3 = parse("Olmo3ForCausalLM", {{"rope_theta", 500000.0},
+                                          {"rope_scaling", {{"rope_type", "yarn"}, {"factor", 8.0},
+                                                            {"original_max_position_embeddings", 8192}}}});
+  ASSERT_TRUE(olmo3.has_value()) << olmo3.status().to_string();
+  EXPECT_EQ(olmo3->sliding_window, 4096);
+  EXPECT_EQ(olmo3->sliding_layers, (std::vector<bool>{true, true, true, false}));
+  EXPECT_EQ(olmo3->rope_scaling.type, RopeScalingType::yarn);
+  EXPECT_FLOAT_EQ(olmo3->rope_local_theta, 500000.0f);
+  auto bad_local = parse("Olmo3ForCausalLM", {{"rope_parameters", {{"full_attention", {{"rope_type", "default"}}},
+                                                                   {"sliding_attention", {{"rope_type", "linear"}, {"factor", 2.0}}}}}});
+  EXPECT_EQ(bad_local.status().code(), StatusCode::unsupported);
+
+  // EXAONE 4: the window's full layers have no RoPE; a string pattern as the original code reads it;
+  // no window: every layer full and rotated.
+  auto exaone = parse("Exaone4ForCausalLM", {{"sliding_window", 128}, {"sliding_window_pattern", "LLG"}});
+  ASSERT_TRUE(exaone.has_value()) << exaone.status().to_string();
+  EXPECT_EQ(exaone->sliding_layers, (std::vector<bool>{true, true, false, true}));
+  EXPECT_EQ(exaone->nope_layers, (std::vector<bool>{false, false, true, false}));
+  EXPECT_TRUE(exaone->post_norms && exaone->qk_norm && !exaone->qk_norm_whole);
+  auto full = parse("Exaone4ForCausalLM", {{"sliding_window", nullptr}});
+  ASSERT_TRUE(full.has_value()) << full.status().to_string();
+  EXPECT_EQ(full->sliding_window, 0);
+  EXPECT_TRUE(full->nope_layers.empty());
+  EXPECT_EQ(parse("Exaone4ForCausalLM", {{"sliding_window_pattern", "LXG"}}).status().code(),
+            StatusCode::invalid_argument);
+
+  auto glm4 = parse("Glm4ForCausalLM", {});
+  ASSERT_TRUE(glm4.has_value()) << glm4.status().to_string();
+  EXPECT_TRUE(glm4->sandwich_norms && glm4->qkv_bias && !glm4->o_bias);
+  EXPECT_EQ(glm4->rope_style, RopeStyle::interleaved);
+  EXPECT_EQ(glm4->rope_dims(), 16);  // partial_rotary_factor 0.5 by default
+
+  auto seed = parse("SeedOssForCausalLM", {{"attention_out_bias", true}, {"mlp_bias", true}});
+  ASSERT_TRUE(seed.has_value()) << seed.status().to_string();
+  EXPECT_TRUE(seed->qkv_bias && seed->o_bias && seed->mlp_bias);
+
+  auto ernie = parse("Ernie4_5ForCausalLM", {{"use_bias", true}});
+  ASSERT_TRUE(ernie.has_value()) << ernie.status().to_string();
+  EXPECT_TRUE(ernie->qkv_bias && ernie->o_bias && ernie->mlp_bias && ernie->tie_embeddings);
+  EXPECT_EQ(ernie->rope_style, RopeStyle::interleaved);
+
+  // Hunyuan's NTK alpha: base * alpha^(d / (d - 2)), nothing scaled; its norms after RoPE.
+  auto hunyuan = parse("HunYuanDenseV1ForCausalLM",
+                       {{"rope_theta", 10000.0}, {"rope_scaling", {{"type", "dynamic"}, {"alpha", 1000.0}, {"factor", 1.0}}}});
+  ASSERT_TRUE(hunyuan.has_value()) << hunyuan.status().to_string();
+  EXPECT_NEAR(hunyuan->rope_theta, 10000.0 * std::pow(1000.0, 32.0 / 30.0), 1e-6 * 10000.0 * std::pow(1000.0, 32.0 / 30.0));
+  EXPECT_EQ(hunyuan->rope_scaling.type, RopeScalingType::none);
+  EXPECT_TRUE(hunyuan->qk_norm && hunyuan->qk_norm_after_rope);
+
+  // MLP biases are LlamaMLP's (and Seed-OSS's, ERNIE's); another family's are refused by name.
+  auto llama = parse("LlamaForCausalLM", {{"mlp_bias", true}});
+  ASSERT_TRUE(llama.has_value()) << llama.status().to_string();
+  EXPECT_TRUE(llama->mlp_bias);
+  const Status qwen = parse("Qwen3ForCausalLM", {{"mlp_bias", true}}).status();
+  EXPECT_EQ(qwen.code(), StatusCode::unsupported);
+  EXPECT_NE(qwen.message().find("mlp_bias"), std::string::npos) << qwen.message();
+}
+
 }  // namespace
 }  // namespace brigade

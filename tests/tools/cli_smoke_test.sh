@@ -202,6 +202,18 @@ granite3=$(cd "$(dirname "$0")/../fixtures/granite" && pwd)
 "$bin" inspect "$granite3" >"$dir/granite3.txt"
 grep -q "^granite:       embeddings x 3, sublayer outputs x 0.5, logits / 2$" "$dir/granite3.txt"
 expect_fixture_greedy "$granite3" 2
+# OLMo 3 and EXAONE 4 (tests/fixtures/olmo3, exaone4): norms after each block, the windows, the
+# full layers' own RoPE (OLMo 3's YaRN, EXAONE's NoPE); served end to end.
+olmo3=$(cd "$(dirname "$0")/../fixtures/olmo3" && pwd)
+"$bin" inspect "$olmo3" >"$dir/olmo3.txt"
+grep -q "^rope:          theta 10000, neox, scaling yarn x4; sliding layers theta 500000 unscaled$" "$dir/olmo3.txt"
+grep -q "^attention:     q/k norm over all heads, sliding window 8 on 3 of 4 layers$" "$dir/olmo3.txt"
+grep -q "^decoder:       norms after the attention and the MLP only$" "$dir/olmo3.txt"
+expect_fixture_greedy "$olmo3" 2
+exaone4=$(cd "$(dirname "$0")/../fixtures/exaone4" && pwd)
+"$bin" inspect "$exaone4" >"$dir/exaone4.txt"
+grep -q "^rope:          theta 10000, neox, scaling llama3 x8; no RoPE in layers 3$" "$dir/exaone4.txt"
+expect_fixture_greedy "$exaone4" 2
 # Granite 4.0-H as llama.cpp's converter writes it (tests/fixtures/gguf_granitehybrid,
 # scripts/make_gguf_mamba_fixtures.py): its multipliers as metadata, experts and shared MLP apart.
 gguf_granite=$(cd "$(dirname "$0")/../fixtures/gguf_granitehybrid" && pwd)

@@ -1,0 +1,43 @@
+// Internal to models/: the config.json fields of the Llama decoder's newer relatives, read into
+// ModelConfig by parse_hf_config (models/model_config.cpp). Each runs on the Llama decoder
+// (models/llama.h):
+//   olmo2 (Olmo2ForCausalLM, AllenAI OLMo 2): norms after the attention and the MLP rather than
+//     before (post_norms), q/k norms over the whole projections (qk_norm_whole);
+//   olmo3 (Olmo3ForCausalLM, OLMo 3): OLMo 2's layer with sliding-window layers (layer_types), its
+//     rope scaling on the full-attention layers only;
+//   exaone4 (Exaone4ForCausalLM, LG EXAONE 4.0): post_norms, per-head q/k norms, sliding-window
+//     layers whose full-attention layers have no RoPE;
+//   glm4 (Glm4ForCausalLM, GLM-4-0414 dense): Gemma's four norms under GLM's names, q/k/v biases,
+//     gate|up as one tensor, RoPE of adjacent pairs over half of each head;
+//   seed_oss (SeedOssForCausalLM, ByteDance Seed-OSS): biases on q/k/v (attention_bias), on o
+//     (attention_out_bias) and on the MLP (mlp_bias);
+//   ernie4_5 (Ernie4_5ForCausalLM, Baidu ERNIE 4.5 dense): use_bias on every projection, RoPE of
+//     adjacent pairs;
+//   hunyuan_v1_dense (HunYuanDenseV1ForCausalLM, Tencent Hunyuan dense): q/k norms after RoPE,
+//     NTK-alpha RoPE (the base stretched by alpha).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "models/model_config.h"
+
+namespace brigade {
+
+// The architecture's name for transformers' class or model_type, or "" when not one of these.
+std::string llama_variant_arch(const std::string& class_name, const std::string& model_type);
+bool is_llama_variant(const std::string& arch);
+
+// Hunyuan's NTK-alpha RoPE (transformers' compute_ntk_alpha_rope_parameters): a rope_scaling /
+// rope_parameters object of type "dynamic" with an "alpha" scales nothing but stretches the base.
+// read_ntk_alpha returns that alpha (0 when `scaling` is not one); stretch_rope_base sets
+// rope_theta * alpha^(d / (d - 2)), d = head_dim (rope_theta and head_dim read already).
+Expected<double> read_ntk_alpha(const nlohmann::json& scaling);
+Status stretch_rope_base(double alpha, ModelConfig& c);
+
+// Reads what the architecture adds to the Llama decoder (c.arch set, the common fields and the
+// RoPE read already): norms, biases, q/k norms, sliding and NoPE layers, RoPE style, per-layer-type
+// RoPE. Refuses, naming the field, what the decoder does not run.
+Status read_llama_variant(const nlohmann::json& j, ModelConfig& c);
+
+}  // namespace brigade
