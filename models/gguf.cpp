@@ -1,5 +1,6 @@
 #include "models/gguf.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -184,6 +185,10 @@ Status GgufFile::parse() {
 const GgufValue* GgufFile::find(const std::string& key) const {
   auto it = kv_.find(key);
   return it == kv_.end() ? nullptr : &it->second;
+}
+
+bool GgufFile::has_tensor(const std::string& name) const {
+  return std::any_of(tensors_.begin(), tensors_.end(), [&](const GgufTensorInfo& t) { return t.name == name; });
 }
 
 Expected<std::string> GgufFile::get_string(const std::string& key) const {

@@ -61,6 +61,8 @@ class GgufFile {
   const std::shared_ptr<MappedFile>& file() const { return file_; }
 
   const GgufValue* find(const std::string& key) const;
+  // Whether the file holds a tensor of that name.
+  bool has_tensor(const std::string& name) const;
   // Typed look-ups: not_found naming the key when absent, corrupt when of another type.
   Expected<std::string> get_string(const std::string& key) const;
   Expected<int64_t> get_int(const std::string& key) const;

@@ -10,6 +10,7 @@
 #include "models/gguf_glm4moe.h"
 #include "models/gguf_gpt_oss.h"
 #include "models/gguf_lfm2.h"
+#include "models/gguf_llama_variants.h"
 #include "models/gguf_mamba.h"
 #include "models/gguf_moe.h"
 #include "models/gguf_qwen35.h"
@@ -20,7 +21,7 @@ namespace {
 constexpr const char* kSupportedArchs =
     "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
     "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1, mamba, mamba2, nemotron_h, nemotron_h_moe, granitehybrid, jamba, "
-    "smollm3, granite";
+    "smollm3, granite, olmo2 (OLMo 2 and 3), exaone4, glm4, seed_oss, ernie4_5, hunyuan-dense";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -67,7 +68,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && arch != "smollm3" && arch != "granite" &&
       !is_gguf_gemma(arch) &&
       !is_gguf_moe(arch) && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) && !is_gguf_qwen35(arch) &&
-      !is_gguf_lfm2(arch) && !is_gguf_falcon_h1(arch) && !is_gguf_mamba(arch))
+      !is_gguf_lfm2(arch) && !is_gguf_falcon_h1(arch) && !is_gguf_mamba(arch) && !is_gguf_llama_variant(arch))
     return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " + kSupportedArchs);
   c.arch = arch;
   const std::string a = arch + ".";
@@ -102,14 +103,14 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   c.head_dim = c.n_heads > 0 ? c.hidden_size / c.n_heads : 0;
   if (g.find(a + "attention.key_length")) BRIGADE_RETURN_IF_ERROR(get("attention.key_length", c.head_dim));
   // llama.cpp's converter records the rotary width; phi3 may rotate part of each head
-  // (Phi-4-mini), glm4moe rotates half of each and Qwen3-Next / Qwen3.5 a quarter, the others
-  // rotate whole heads.
+  // (Phi-4-mini), glm4moe and glm4 rotate half of each and Qwen3-Next / Qwen3.5 a quarter, the
+  // others rotate whole heads.
   BRIGADE_ASSIGN_OR_RETURN(int64_t n_rot, g.get_int_or(a + "rope.dimension_count", c.head_dim));
-  const bool partial = arch == "phi3" || is_gguf_glm4moe(arch) || is_gguf_qwen35(arch);
+  const bool partial = arch == "phi3" || is_gguf_glm4moe(arch) || arch == "glm4" || is_gguf_qwen35(arch);
   if (partial && n_rot > 0 && n_rot <= c.head_dim) c.rotary_dim = static_cast<int>(n_rot);
   else if (n_rot != c.head_dim && !mamba)  // (the Mamba family's attention has no positions)
     return unsupported(g.path() + ": " + a + "rope.dimension_count " + std::to_string(n_rot) + " differs from head_dim " +
-                       std::to_string(c.head_dim) + "; partial rotary embeddings are supported for phi3, glm4moe, "
+                       std::to_string(c.head_dim) + "; partial rotary embeddings are supported for phi3, glm4moe, glm4, "
                        "qwen3next, qwen35 and qwen35moe only");
   BRIGADE_ASSIGN_OR_RETURN(double eps, g.get_number_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
   BRIGADE_ASSIGN_OR_RETURN(double theta, g.get_number_or(a + "rope.freq_base", 10000.0));
@@ -118,8 +119,9 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   // llama.cpp's converter permutes llama's q/k rows (and SmolLM3's and Granite's, LlamaModel's
   // subclasses) for its interleaved RoPE.
   c.rope_style = arch == "llama" || arch == "smollm3" || arch == "granite" ? RopeStyle::interleaved : RopeStyle::neox;
-  // gpt-oss's YaRN is read with the rest of its keys.
-  if (const GgufValue* s = g.find(a + "rope.scaling.type"); s && s->str != "none" && !is_gguf_gpt_oss(arch)) {
+  // gpt-oss's and OLMo 3's YaRN is read with the rest of their keys.
+  if (const GgufValue* s = g.find(a + "rope.scaling.type");
+      s && s->str != "none" && !is_gguf_gpt_oss(arch) && arch != "olmo2") {
     if (s->str != "linear")
       return unsupported(g.path() + ": rope.scaling.type '" + s->str + "' is not supported in GGUF; supported: none, linear");
     BRIGADE_ASSIGN_OR_RETURN(double f, g.get_number(a + "rope.scaling.factor"));
@@ -145,6 +147,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (is_gguf_qwen35(arch)) return read_gguf_qwen35(g, arch, c);
   if (is_gguf_lfm2(arch)) return read_gguf_lfm2(g, arch, c);
   if (is_gguf_falcon_h1(arch)) return read_gguf_falcon_h1(g, c);
+  if (is_gguf_llama_variant(arch)) return read_gguf_llama_variant(g, arch, c);
   if (mamba) return read_gguf_mamba(g, arch, c);
   if (is_gguf_moe(arch) || experts) BRIGADE_RETURN_IF_ERROR(read_gguf_moe(g, arch, c));
   return Status::ok();
@@ -186,6 +189,8 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
     return "model.layers." + n.substr(4, dot - 4) + "." + lfm2;
   if (const std::string f = is_gguf_falcon_h1(arch) ? gguf_falcon_h1_layer_name(suffix) : ""; !f.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + f;
+  if (const std::string v = is_gguf_llama_variant(arch) ? gguf_llama_variant_layer_name(arch, suffix) : ""; !v.empty())
+    return "model.layers." + n.substr(4, dot - 4) + "." + v;
   if (const std::string moe = is_gguf_moe(arch) || arch == "llama" ? gguf_moe_layer_name(suffix) : ""; !moe.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + moe;
   // llama.cpp's converter writes phi3's gate_up_proj unsplit as ffn_up (ggml_swiglu splits it).

@@ -13,13 +13,6 @@ namespace {
 // 2 sigmoid.
 constexpr int64_t kGatingNone = 0, kGatingSigmoid = 2;
 
-// Whether the file holds tensor `name`.
-bool has_tensor(const GgufFile& g, const std::string& name) {
-  for (const GgufTensorInfo& t : g.tensors())
-    if (t.name == name) return true;
-  return false;
-}
-
 }  // namespace
 
 bool is_gguf_glm4moe(const std::string& gguf_arch) { return gguf_arch == "glm4moe"; }
@@ -59,8 +52,8 @@ Status read_gguf_glm4moe(const GgufFile& g, ModelConfig& c) {
   c.n_layers -= static_cast<int>(nextn);
   c.n_mtp_layers = static_cast<int>(nextn);
   // Glm4MoeAttention: q/k/v biases (attention_bias) and q/k norms (use_qk_norm) where stored.
-  c.qkv_bias = c.attention_bias = has_tensor(g, "blk.0.attn_q.bias");
-  c.qk_norm = has_tensor(g, "blk.0.attn_q_norm.weight");
+  c.qkv_bias = c.attention_bias = g.has_tensor("blk.0.attn_q.bias");
+  c.qk_norm = g.has_tensor("blk.0.attn_q_norm.weight");
   BRIGADE_RETURN_IF_ERROR(read_gguf_expert_counts(g, a, c));
   BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_feed_forward_length", 0, c.moe_intermediate_size));
   if (!g.find(a + "expert_shared_count")) return corrupt(g.path() + ": metadata '" + a + "expert_shared_count' is missing");

@@ -17,9 +17,11 @@ Status read_positive(const GgufFile& g, const std::string& key, double fallback,
   return Status::ok();
 }
 
+}  // namespace
+
 // rope.scaling: none, or YaRN as the converter writes the Hub's rope_scaling (and llama.cpp's
 // defaults for the keys it leaves out: the original context is context_length, beta 32 / 1).
-Status read_rope_scaling(const GgufFile& g, const std::string& a, ModelConfig& c) {
+Status read_gguf_yarn(const GgufFile& g, const std::string& a, ModelConfig& c) {
   const GgufValue* type = g.find(a + "rope.scaling.type");
   if (!type || type->str == "none") return Status::ok();
   if (type->str != "yarn")
@@ -49,11 +51,8 @@ Status read_rope_scaling(const GgufFile& g, const std::string& a, ModelConfig& c
     BRIGADE_RETURN_IF_ERROR(read_positive(g, a + "rope.scaling.attn_factor", 1.0, attn));
     s.attention_factor = yarn_mscale(s.factor, 1.0f) * attn;
   }
-  s.truncate = false;  // the Hub's gpt-oss rope_scaling (gguf_gpt_oss.h)
   return Status::ok();
 }
-
-}  // namespace
 
 bool is_gguf_gpt_oss(const std::string& gguf_arch) { return gguf_arch == "gpt-oss"; }
 
@@ -85,7 +84,8 @@ Status read_gguf_gpt_oss(const GgufFile& g, ModelConfig& c) {
   c.attn_sinks = true;
   BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "attention.sliding_window", 0, c.sliding_window));
   BRIGADE_RETURN_IF_ERROR(read_gguf_sliding_layers(g, a, 2, c));
-  BRIGADE_RETURN_IF_ERROR(read_rope_scaling(g, a, c));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_yarn(g, a, c));
+  c.rope_scaling.truncate = false;  // the Hub's gpt-oss rope_scaling (gguf_gpt_oss.h)
   // GptOssMLP: every layer sparse, a biased router whose top k are softmaxed, biased experts with
   // the clamped SwiGLU.
   BRIGADE_RETURN_IF_ERROR(read_gguf_expert_counts(g, a, c));

@@ -28,6 +28,17 @@ constexpr const char* kGpt4oPattern =
 // ASCII and full-width punctuation, trailing whitespace, CJK runs, digit runs. Code points are
 // escaped: several of them (U+1FBE, U+2126, U+212A...) have canonical equivalents that an
 // editor's Unicode normalization would silently substitute.
+// Seed-Coder's / Seed-OSS's (llama.cpp's SEED_CODER), as its tokenizer.json writes it: Qwen2's
+// with single digits and no newline in a punctuation run (CR and LF as characters, not escapes).
+constexpr const char* kSeedCoderPattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^)" "\r\n" R"(\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N})" "\r\n" R"(]+|\s*[)" "\r\n" R"(]+|\s+(?!\S)|\s+)";
+// DeepSeek-V3's, which Hunyuan's dense models share (llama.cpp's DEEPSEEK3_LLM and HUNYUAN_DENSE):
+// up to three digits, runs of CJK ideographs and kana, then letters with their marks.
+const std::vector<std::string> kDeepseekV3Patterns = {
+    R"(\p{N}{1,3})",
+    "[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+",  // [U+4E00-U+9FA5 U+3040-U+309F U+30A0-U+30FF]+
+    R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^)" "\r\n" R"(\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[)" "\r\n" R"(]*|\s*[)" "\r\n" R"(]+|\s+(?!\S)|\s+)",
+};
 const std::vector<std::string> kDeepseekLlmPatterns = {
     "[\r\n]",
     "\\s?["
@@ -155,10 +166,13 @@ Expected<std::unique_ptr<Tokenizer>> load_spm(const GgufFile& g, const std::vect
 }  // namespace
 
 Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string& name) {
-  if (name == "gpt-2") return std::vector<std::string>{kGpt2Pattern};
+  // OLMo 1's olmo and EXAONE 4's exaone4 are GPT-2's (llama.cpp's OLMO type and its GPT2).
+  if (name == "gpt-2" || name == "olmo" || name == "exaone4") return std::vector<std::string>{kGpt2Pattern};
   // LFM2's and Falcon-H1's are Llama 3's (llama.cpp's LLAMA3 pre-tokenizer type, whole words
-  // before merges); SmolLM3's smaug-bpe is its pattern with merges as usual (llama.cpp's SMAUG).
-  if (name == "llama-bpe" || name == "llama3" || name == "lfm2" || name == "falcon-h1" || name == "smaug-bpe")
+  // before merges); SmolLM3's smaug-bpe and the cl100k vocabularies' dbrx (OLMo 2 / 3's) are its
+  // pattern with merges as usual (llama.cpp's SMAUG and DBRX).
+  if (name == "llama-bpe" || name == "llama3" || name == "lfm2" || name == "falcon-h1" || name == "smaug-bpe" ||
+      name == "dbrx")
     return std::vector<std::string>{kLlama3Pattern};
   // Granite 3's refact (llama.cpp's REFACT): every digit alone, then GPT-2's pattern as llama.cpp
   // writes it (without the trailing \s+ alternative; the pieces between matches stay pieces).
@@ -168,12 +182,15 @@ Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string&
   if (name == "qwen2") return std::vector<std::string>{kQwen2Pattern};
   if (name == "qwen35") return std::vector<std::string>{kQwen35Pattern};
   if (name == "deepseek-llm") return kDeepseekLlmPatterns;
+  if (name == "deepseek-v3" || name == "hunyuan-dense") return kDeepseekV3Patterns;
+  if (name == "seed-coder") return std::vector<std::string>{kSeedCoderPattern};
   if (name == "gpt-4o" || name == "llama4") return std::vector<std::string>{kGpt4oPattern};  // as llama.cpp maps them
   // GLM-4 / 4.5 / 5 (llama.cpp's CHATGLM4: Llama 3's pattern, its case-insensitive contractions
   // spelled as classes; glm4 and glm5 also take whole-word tokens before merges).
   if (name == "chatglm-bpe" || name == "glm4" || name == "glm5") return std::vector<std::string>{kLlama3Pattern};
-  return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, llama-bpe, lfm2, falcon-h1, smaug-bpe, "
-                     "refact, qwen2, qwen35, deepseek-llm, gpt-4o, llama4, chatglm-bpe, glm4, glm5");
+  return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, olmo, exaone4, llama-bpe, lfm2, "
+                     "falcon-h1, smaug-bpe, dbrx, refact, qwen2, qwen35, deepseek-llm, deepseek-v3, hunyuan-dense, seed-coder, gpt-4o, "
+                     "llama4, chatglm-bpe, glm4, glm5");
 }
 
 Expected<std::unique_ptr<Tokenizer>> load_gguf_tokenizer(const GgufFile& g) {

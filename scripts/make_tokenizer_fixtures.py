@@ -19,6 +19,31 @@ A family may have several patterns, applied in sequence, each a Split(isolated) 
 one before made: "refact" (LLAMA_VOCAB_PRE_TYPE_REFACT, IBM Granite 3's GGUF vocabularies, with
 tokenizer.ggml.pre "refact") splits every digit alone, then applies GPT-2's pattern.
 
+Two more of llama.cpp's tokenizer.ggml.pre names (src/llama-vocab.cpp), with the regexes the real
+tokenizer.json files hold on the Hugging Face side:
+
+  "seed_coder": tokenizer.ggml.pre "seed-coder" (LLAMA_VOCAB_PRE_TYPE_SEED_CODER: ByteDance
+  Seed-Coder-8B and Seed-OSS-36B). One pattern, Qwen2's with single digits (\\p{N}{1}) and
+  punctuation runs that stop before line ends (no [\\r\\n]* tail: "};\\n" is "};" and "\\n").
+  PATTERNS holds the original, llama.cpp's comment "original regex from tokenizer.json" (with
+  (?i:...) contractions and literal CR/LF characters in its classes, as the JSON's "\\r\\n" are);
+  LLAMA_CPP_PATTERNS holds llama.cpp's adaptation (contractions as case classes '[sS]..., \\r\\n
+  escapes). They split differently only where Unicode case folding reaches a contraction: "'ſ"
+  (long s folds to s) followed by a letter. Each case whose pieces under llama.cpp's adaptation
+  differ from the reference's carries them as "llama_cpp_pieces", and vectors.json names the
+  adaptation in "llama_cpp_patterns".
+
+  "hunyuan_dense": tokenizer.ggml.pre "hunyuan-dense" (LLAMA_VOCAB_PRE_TYPE_HUNYUAN_DENSE: Tencent
+  Hunyuan 0.5B..7B dense), which llama.cpp splits as "deepseek-v3" (DEEPSEEK3_LLM, DeepSeek-V3's
+  tokenizer.json): three patterns in turn, digit runs by up to three, then runs of CJK ideographs
+  (U+4E00..U+9FA5) and kana, then words (an ASCII punctuation character takes the ASCII letters
+  after it, a letter run its marks), punctuation and symbol runs with their line ends, whitespace.
+  llama.cpp copied these verbatim from DeepSeek-V3's tokenizer.json (literal CR/LF characters and
+  CJK code points included), so here the original and llama.cpp's are the same strings.
+
+Neither name sets ignore_merges in llama.cpp (both set clean_spaces false, which only decoding's
+cleanup of spaces before punctuation reads; Hugging Face's ByteLevel decoder does none).
+
 It trains a small BPE (a few hundred merges) on a corpus this script makes, saves tokenizer.json to
 tests/fixtures/tokenizers/<family>/, and writes vectors.json there: for each tricky text (digit
 runs, contractions in any case, CJK, emoji and ZWJ sequences, whitespace runs and Unicode spaces,
@@ -63,6 +88,23 @@ PATTERNS = {
         r"\p{N}",
         r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)",
     ],
+    # Seed-Coder's / Seed-OSS's tokenizer.json (llama.cpp's SEED_CODER, its "original regex from
+    # tokenizer.json" comment; "\r\n" here are the CR and LF characters themselves, as there).
+    "seed_coder": "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| ?[^\\s\\p{L}\\p{N}\r\n]+|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+    # DeepSeek-V3's tokenizer.json, which llama.cpp's DEEPSEEK3_LLM / HUNYUAN_DENSE hold verbatim
+    # (CR and LF characters again, and the CJK and kana ranges as the characters themselves).
+    "hunyuan_dense": [
+        "\\p{N}{1,3}",
+        "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+        "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+    ],
+}
+# llama.cpp's own regexes where they differ from the tokenizer.json ones above (what brigade would
+# take from its llama-vocab.cpp): Seed-Coder's contractions as case classes, \r\n as escapes.
+LLAMA_CPP_PATTERNS = {
+    "seed_coder": [
+        r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+",
+    ],
 }
 
 
@@ -78,11 +120,19 @@ SPECIALS = {
     "qwen2": ["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
     "qwen35": ["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
     "refact": ["<|endoftext|>", "<fim_prefix>", "<fim_middle>", "<fim_suffix>", "<fim_pad>"],
+    # Seed-Coder's, then Seed-OSS's.
+    "seed_coder": ["<[begin▁of▁sentence]>", "<[end▁of▁sentence]>", "<[PAD▁TOKEN]>", "<[fim-prefix]>",
+                   "<[fim-middle]>", "<[fim-suffix]>", "<seed:bos>", "<seed:eos>", "<seed:pad>",
+                   "<seed:think>", "</seed:think>"],
+    # Hunyuan dense's (full-width bars and U+2581, as DeepSeek's).
+    "hunyuan_dense": ["<｜hy_begin▁of▁sentence｜>", "<｜hy_end▁of▁sentence｜>", "<｜hy_User｜>",
+                      "<｜hy_Assistant｜>", "<｜hy_place▁holder▁no▁2｜>", "<｜hy_place▁holder▁no▁3｜>"],
 }
 # Llama 3's tokenizer.json sets model.ignore_merges (a word that is a whole vocabulary entry is
 # that token, whatever the merges would make of it); Qwen2's does not. llama.cpp does the same
-# for the llama-bpe pre-tokenizer.
-IGNORE_MERGES = {"llama3": True, "qwen2": False, "qwen35": False, "refact": False}
+# for the llama-bpe pre-tokenizer; for seed-coder and hunyuan-dense (deepseek-v3) it does not.
+IGNORE_MERGES = {"llama3": True, "qwen2": False, "qwen35": False, "refact": False, "seed_coder": False,
+                 "hunyuan_dense": False}
 VOCAB_SIZE = 700
 
 # The training corpus: sentences in several scripts with numbers, contractions, code and emoji,
@@ -154,6 +204,33 @@ DIGITS = [
 ]
 
 
+# Seed-Coder's: single digits, punctuation runs before line ends (which its pattern leaves out of
+# the run, where Qwen2's takes them), code, and contractions where case folding reaches them.
+SEED_CODER = [
+    "};\n", "});\n\n", "x = 1;\r\n", "end.\n", "!!!\n\n\n", "?!\r\n\r\n", " ;\n", "a;\nb", ";\n\t}",
+    "// comment\n", "#!/bin/sh\n", "{\n  \"a\": [1, 22, 333],\n}\n", "if (x) {\n    y();\n}\n", "x\n\n;\n",
+    "arr[0][12] = 345;\n", "1+1=2\n", "0.0001", "1e10", "-42", "+7", "3\n4", "123abc456", "٣٤٥\n",
+    "'ſx", "x'ſt", "'ſ", "'ſ's", "'ﬅ", "it'S", "WE'RE", "I'M", "'Ll", "'ve'd", "'s\n", "'\n's",
+    "<[begin▁of▁sentence]>x<[end▁of▁sentence]>", "<seed:bos>system\nHi<seed:eos>", "<seed:think>1+1</seed:think>",
+    "<[fim-suffix]>}\n<[fim-prefix]>def f():\n<[fim-middle]>",
+]
+
+# Hunyuan dense's (DeepSeek-V3's): digit runs by three among CJK, the CJK/kana range's edges (U+9FA5
+# in, U+9FA6.. and Extension A out; U+30FB and U+30FC in, Hangul out), CJK punctuation, an ASCII
+# punctuation character taking ASCII letters only, marks with their letters, symbol runs and line ends.
+HUNYUAN = [
+    "2024年11月30日", "第123456章", "价格是1,234.56元", "共1234567个", "三千五百", "〇一二三", "①②③④",
+    "你好，世界。", "“你好”", "《三体》", "中文English中文", "中文 English", "日本語とカタカナ・ひらがなー",
+    "ｶﾀｶﾅ", "ゟ゠ヿ", "\u9fa5\u9fa6\u9fff", "\u3400\u4dbf", "\U00020000\U0002a6df", "\uf900豈", "한국어와中文",
+    "中文123English456", " 中文", "\n中文\n", "中文\r\n\r\n", "。\n\n", "中文！！\n",
+    ".café", "_naïve", "-Über", "#include", "@user", "$HOME", "__init__", "self.proj(x)", "a.b.c", "x->y",
+    "'s", "don't", "it''s", "rock 'n' roll", "«hello»", "(hello)", "[Ab]", "\\n", "`code`", "~tilde",
+    "e\u0301", "\u0301x", " \u0301", "x\u0301\u0301y", "❤️❤️", "🦙🦙 🦙", "👍🏽👍", "$$$\n", "+=\n", " !!\n\n",
+    "a\tb", "a \t b", "a\u200db", "\u200d", "a\u00adb", "½ ² ³", "Ⅻ", "x²", "١٢٣٤",
+    "<｜hy_begin▁of▁sentence｜>你好<｜hy_User｜>1+1=?<｜hy_Assistant｜>", "<｜hy_place▁holder▁no▁2｜>x",
+]
+
+
 def llama_cpp_inputs():
     """The inputs of llama.cpp's tokenizer tests (ggml-vocab-*.gguf.inp), when testdata is here."""
     texts = []
@@ -164,6 +241,12 @@ def llama_cpp_inputs():
                 if t and t not in texts:
                     texts.append(t)
     return texts
+
+
+def split_only(pats):
+    """A pre-tokenizer of just the Split steps (for llama.cpp's adapted patterns)."""
+    from tokenizers import Regex, pre_tokenizers
+    return pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(p), behavior="isolated", invert=False) for p in pats])
 
 
 def build(family):
@@ -189,8 +272,10 @@ def write(family):
     out_dir.mkdir(parents=True, exist_ok=True)
     tok.save(str(out_dir / "tokenizer.json"))
     byte_decoder = {c: b for b, c in enumerate(bytes_to_unicode())}
+    llama_cpp = split_only(LLAMA_CPP_PATTERNS[family]) if family in LLAMA_CPP_PATTERNS else None
     cases = []
-    texts = TRICKY + {"qwen35": MARKS, "refact": DIGITS}.get(family, [])
+    texts = TRICKY + {"qwen35": MARKS, "refact": DIGITS, "seed_coder": DIGITS + SEED_CODER,
+                      "hunyuan_dense": DIGITS + MARKS + HUNYUAN}.get(family, [])
     texts = list(dict.fromkeys(texts))
     for text in texts + [t for t in llama_cpp_inputs() if t not in texts]:
         ids = tok.encode(text, add_special_tokens=False).ids
@@ -199,10 +284,16 @@ def write(family):
                   for p, _ in tok.pre_tokenizer.pre_tokenize_str(text)]
         cases.append({"text": text, "pieces": pieces, "ids": ids,
                       "decoded": tok.decode(ids, skip_special_tokens=False)})
+        if llama_cpp is not None:  # llama.cpp's adaptation, where it splits otherwise
+            theirs = [p for p, _ in llama_cpp.pre_tokenize_str(text)]
+            if theirs != pieces:
+                cases[-1]["llama_cpp_pieces"] = theirs
+                print(f"  {family}: llama.cpp's patterns split {text!r} as {theirs}, tokenizer.json's as {pieces}")
     vectors = {
         "generator": f"tokenizers {tokenizers.__version__} (HF), scripts/make_tokenizer_fixtures.py",
         # One pattern: "pattern" (a string); several: "patterns" (a list, in the order they split).
         **({"pattern": PATTERNS[family]} if isinstance(PATTERNS[family], str) else {"patterns": patterns(family)}),
+        **({"llama_cpp_patterns": LLAMA_CPP_PATTERNS[family]} if family in LLAMA_CPP_PATTERNS else {}),
         "cases": cases,
     }
     (out_dir / "vectors.json").write_text(json.dumps(vectors, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")

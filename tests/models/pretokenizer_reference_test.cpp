@@ -1,4 +1,5 @@
-// Llama 3, Qwen2, Qwen3.5 and llama.cpp's refact (Granite 3) pre-tokenizers against Hugging Face
+// Llama 3, Qwen2, Qwen3.5, llama.cpp's refact (Granite 3), Seed-Coder's (Seed-OSS) and DeepSeek-V3's
+// (Hunyuan dense) pre-tokenizers against Hugging Face
 // `tokenizers` (Rust, Oniguruma regexes): tests/fixtures/tokenizers/<family>/ holds a small
 // byte-level BPE whose pre_tokenizer is the family's real one (Split regexes + ByteLevel), and
 // vectors.json the reference library's pieces, ids and decoded text for tricky inputs
@@ -83,23 +84,31 @@ TEST_P(HfPreTokenizer, EncodesAndDecodesEveryTextExactly) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, HfPreTokenizer, ::testing::Values("llama3", "qwen2", "qwen35", "refact"));
+INSTANTIATE_TEST_SUITE_P(Families, HfPreTokenizer,
+                         ::testing::Values("llama3", "qwen2", "qwen35", "refact", "seed_coder", "hunyuan_dense"));
 
-// A GGUF vocabulary's pre-tokenizer name (llama.cpp's qwen2, qwen35, refact) splits with its
+// A GGUF vocabulary's pre-tokenizer name (llama.cpp's qwen2, qwen35, refact, seed-coder,
+// hunyuan-dense, deepseek-v3) splits with its
 // family's tokenizer.json patterns, which the cases above hold to Hugging Face's splits; and
 // SmolLM3's smaug-bpe with Llama 3's.
 TEST(HfPreTokenizerGguf, NamesAreTheirFamilysPatterns) {
-  for (const std::string family : {"qwen2", "qwen35", "refact"}) {
+  // (GGUF name, fixture family): Seed-OSS's seed-coder; Hunyuan's, which is DeepSeek-V3's.
+  for (const auto& [name, family] : std::vector<std::pair<std::string, std::string>>{
+           {"qwen2", "qwen2"}, {"qwen35", "qwen35"}, {"refact", "refact"}, {"seed-coder", "seed_coder"},
+           {"hunyuan-dense", "hunyuan_dense"}, {"deepseek-v3", "hunyuan_dense"}}) {
     const json vectors = read_json(kDir + family + "/vectors.json");
-    auto patterns = gguf_pretokenizer_patterns(family);
+    auto patterns = gguf_pretokenizer_patterns(name);
     ASSERT_TRUE(patterns.has_value()) << patterns.status().to_string();
     const std::vector<std::string> want = vectors.contains("patterns")
                                               ? vectors["patterns"].get<std::vector<std::string>>()
                                               : std::vector<std::string>{vectors["pattern"].get<std::string>()};
-    EXPECT_EQ(*patterns, want) << family;
+    EXPECT_EQ(*patterns, want) << name;
   }
   const json llama3 = read_json(kDir + "llama3/vectors.json");
-  EXPECT_EQ(*gguf_pretokenizer_patterns("smaug-bpe"), std::vector<std::string>{llama3["pattern"].get<std::string>()});
+  for (const char* name : {"smaug-bpe", "dbrx"})  // SmolLM3's; OLMo 2 / 3's cl100k vocabulary
+    EXPECT_EQ(*gguf_pretokenizer_patterns(name), std::vector<std::string>{llama3["pattern"].get<std::string>()}) << name;
+  for (const char* name : {"olmo", "exaone4"})  // llama.cpp splits both as GPT-2
+    EXPECT_EQ(*gguf_pretokenizer_patterns(name), *gguf_pretokenizer_patterns("gpt-2")) << name;
 }
 
 // add_bos adds what Hugging Face's add_special_tokens=True adds under the tokenizer.json

@@ -214,6 +214,13 @@ exaone4=$(cd "$(dirname "$0")/../fixtures/exaone4" && pwd)
 "$bin" inspect "$exaone4" >"$dir/exaone4.txt"
 grep -q "^rope:          theta 10000, neox, scaling llama3 x8; no RoPE in layers 3$" "$dir/exaone4.txt"
 expect_fixture_greedy "$exaone4" 2
+# Their GGUF files as llama.cpp's converter writes them (tests/fixtures/gguf_olmo3, gguf_glm4,
+# scripts/make_gguf_llama_variants_fixtures.py), served with their own vocabularies.
+gguf_olmo3=$(cd "$(dirname "$0")/../fixtures/gguf_olmo3" && pwd)
+"$bin" inspect "$gguf_olmo3/model.gguf" >"$dir/gguf_olmo3.txt"
+grep -q "^architecture:  olmo3$" "$dir/gguf_olmo3.txt"
+expect_gguf_greedy "$gguf_olmo3" greedy
+expect_gguf_greedy "$(cd "$(dirname "$0")/../fixtures/gguf_glm4" && pwd)" greedy
 # Granite 4.0-H as llama.cpp's converter writes it (tests/fixtures/gguf_granitehybrid,
 # scripts/make_gguf_mamba_fixtures.py): its multipliers as metadata, experts and shared MLP apart.
 gguf_granite=$(cd "$(dirname "$0")/../fixtures/gguf_granitehybrid" && pwd)

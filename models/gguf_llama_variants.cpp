@@ -1,0 +1,99 @@
+#include "models/gguf_llama_variants.h"
+
+#include <cmath>
+#include <map>
+
+#include "models/gguf_gemma.h"
+#include "models/gguf_gpt_oss.h"
+#include "models/llama_variants_config.h"
+
+namespace brigade {
+namespace {
+
+// OLMo 3's and EXAONE 4's window: attention.sliding_window (absent or 0: none) and which layers
+// it applies to (read_gguf_sliding_layers; llama.cpp's default every 4th layer full).
+Status read_window(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  c.sliding_window = 0;
+  if (!g.find(a + "attention.sliding_window")) return Status::ok();
+  BRIGADE_ASSIGN_OR_RETURN(int64_t w, g.get_int(a + "attention.sliding_window"));
+  if (w < 0 || w > INT32_MAX) return corrupt(g.path() + ": metadata '" + a + "attention.sliding_window' is out of range");
+  c.sliding_window = static_cast<int>(w);
+  if (c.sliding_window == 0) return Status::ok();
+  return read_gguf_sliding_layers(g, a, 4, c);
+}
+
+Status read_olmo2(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  c.qk_norm = c.qk_norm_whole = c.post_norms = true;
+  BRIGADE_RETURN_IF_ERROR(read_window(g, a, c));
+  c.arch = c.sliding_window > 0 ? "olmo3" : "olmo2";
+  BRIGADE_RETURN_IF_ERROR(read_gguf_yarn(g, a, c));
+  if (c.sliding_window == 0) return Status::ok();
+  BRIGADE_ASSIGN_OR_RETURN(double swa_theta, g.get_number_or(a + "rope.freq_base_swa", c.rope_theta));
+  if (!std::isfinite(swa_theta) || swa_theta <= 0.0)
+    return corrupt(g.path() + ": metadata '" + a + "rope.freq_base_swa' must be a positive number");
+  c.rope_local_theta = static_cast<float>(swa_theta);  // the sliding layers: unscaled
+  return Status::ok();
+}
+
+Status read_exaone4(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  c.qk_norm = c.post_norms = true;
+  BRIGADE_RETURN_IF_ERROR(read_window(g, a, c));
+  if (c.sliding_window == 0) return Status::ok();
+  c.nope_layers.assign(static_cast<size_t>(c.n_layers), false);  // "global NoPE" (llama_variants_config.h)
+  for (int l = 0; l < c.n_layers; ++l) c.nope_layers[static_cast<size_t>(l)] = c.layer_window(l) == 0;
+  return Status::ok();
+}
+
+// Hunyuan: rope.scaling.alpha, where a file has one, stretches the base as llama.cpp's loader does.
+Status read_hunyuan(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  c.arch = "hunyuan_v1_dense";
+  c.qk_norm = c.qk_norm_after_rope = true;
+  if (!g.find(a + "rope.scaling.alpha")) return Status::ok();
+  BRIGADE_ASSIGN_OR_RETURN(double alpha, g.get_number(a + "rope.scaling.alpha"));
+  if (!std::isfinite(alpha) || alpha <= 0.0)
+    return corrupt(g.path() + ": metadata '" + a + "rope.scaling.alpha' must be a positive number");
+  return stretch_rope_base(alpha, c);
+}
+
+}  // namespace
+
+bool is_gguf_llama_variant(const std::string& gguf_arch) {
+  return gguf_arch == "olmo2" || gguf_arch == "exaone4" || gguf_arch == "glm4" || gguf_arch == "seed_oss" ||
+         gguf_arch == "ernie4_5" || gguf_arch == "hunyuan-dense";
+}
+
+Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c) {
+  const std::string a = gguf_arch + ".";
+  c.rope_style = gguf_arch == "glm4" || gguf_arch == "ernie4_5" ? RopeStyle::interleaved : RopeStyle::neox;
+  c.qkv_bias = c.attention_bias = g.has_tensor("blk.0.attn_q.bias");
+  c.o_bias = g.has_tensor("blk.0.attn_output.bias");
+  c.mlp_bias = false;
+  if (gguf_arch == "olmo2") return read_olmo2(g, a, c);
+  if (gguf_arch == "exaone4") return read_exaone4(g, a, c);
+  if (gguf_arch == "hunyuan-dense") return read_hunyuan(g, a, c);
+  c.sliding_window = 0;
+  c.sandwich_norms = gguf_arch == "glm4";
+  return Status::ok();
+}
+
+std::string gguf_llama_variant_layer_name(const std::string& gguf_arch, const std::string& suffix) {
+  using Names = std::map<std::string, std::string>;
+  static const Names kPostNorms = {{"post_attention_norm.weight", "post_attention_layernorm.weight"},
+                                   {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"}};
+  static const Names kGlm4 = {{"post_attention_norm.weight", "post_self_attn_layernorm.weight"},
+                              {"post_ffw_norm.weight", "post_mlp_layernorm.weight"},
+                              {"ffn_up.weight", "mlp.gate_up_proj.weight"}};
+  static const Names kSeedOss = {{"post_attention_norm.weight", "post_attention_layernorm.weight"}};
+  static const Names kHunyuan = {{"attn_q_norm.weight", "self_attn.query_layernorm.weight"},
+                                 {"attn_k_norm.weight", "self_attn.key_layernorm.weight"}};
+  const Names* names = gguf_arch == "olmo2" || gguf_arch == "exaone4" ? &kPostNorms
+                       : gguf_arch == "glm4"                         ? &kGlm4
+                       : gguf_arch == "seed_oss"                     ? &kSeedOss
+                       : gguf_arch == "hunyuan-dense"                ? &kHunyuan
+                                                                     : nullptr;
+  if (names == nullptr) return "";
+  auto it = names->find(suffix);
+  return it == names->end() ? "" : it->second;
+}
+
+}  // namespace brigade

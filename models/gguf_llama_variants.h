@@ -1,0 +1,53 @@
+// Internal to models/: llama.cpp's GGUF files of the Llama decoder's newer relatives, read into
+// the ModelConfig the safetensors path builds for them (models/llama_variants_config.h), as
+// llama.cpp's loader and graphs (src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp,
+// ernie4-5.cpp, hunyuan-dense.cpp) run them:
+//   olmo2          OLMo 2 and OLMo 3 (one converter class): no attn_norm / ffn_norm,
+//                  post_attention_norm and post_ffw_norm on the blocks' outputs, attn_q_norm /
+//                  attn_k_norm over the whole projections ([H hd], [KV hd]); OLMo 3's
+//                  attention.sliding_window with sliding_window_pattern (one bool per layer;
+//                  absent: every 4th layer full, llama.cpp's default), rope.scaling.type yarn on
+//                  the full layers only, the sliding layers unscaled with rope.freq_base_swa
+//                  (llama.cpp's olmo2 graph rotates them with rope.freq_base; the two are equal
+//                  in what its converter writes from OLMo 3's configs, and brigade takes the
+//                  file's _swa value, which transformers' sliding layers use);
+//   exaone4        EXAONE 4.0: the same norms, per-head q/k norms, llama3 scaling as
+//                  rope_freqs.weight; attention.sliding_window with sliding_window_pattern,
+//                  whose full layers then have no RoPE (llama.cpp applies the window only to
+//                  a 64-layer file, EXAONE-4.0-32B's depth; brigade wherever the file has the
+//                  key, as transformers wherever the config has it);
+//   glm4           GLM-4-0414 dense: post_attention_norm on the attention output, ffn_norm before
+//                  the MLP, post_ffw_norm after it; ffn_up is gate|up fused ([2 I, hidden]); q/k/v
+//                  biases; RoPE of adjacent pairs (NORM, not permuted: transformers' GLM-4
+//                  interleaves too) over rope.dimension_count of each head;
+//   seed_oss       Seed-OSS: post_attention_norm is the norm before the MLP (transformers'
+//                  post_attention_layernorm); q/k/v biases where stored;
+//   ernie4_5       ERNIE 4.5 dense: Llama's names, RoPE of adjacent pairs (not permuted), tied;
+//   hunyuan-dense  Hunyuan dense: attn_q_norm / attn_k_norm are its per-head norms after RoPE;
+//                  the converter folds the NTK alpha into rope.freq_base (a rope.scaling.alpha
+//                  key, which it does not write, is folded at load as llama.cpp does).
+// The converter permutes no q/k rows for any of them. Biases the file holds load (transformers'
+// attention_bias / attention_out_bias / use_bias); llama.cpp creates no o or MLP biases for
+// these (its loader refuses a file holding them), so its files have none.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+#include "models/gguf.h"
+#include "models/model_config.h"
+
+namespace brigade {
+
+bool is_gguf_llama_variant(const std::string& gguf_arch);
+
+// Fills what the architecture adds to the common keys read_config reads (arch becomes the
+// safetensors name: olmo2 or olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense).
+// corrupt naming the key for values out of range.
+Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c);
+
+// The Hugging Face name of a block tensor's suffix (under model.layers.N.) where the
+// architecture names it otherwise than Llama's table, or "".
+std::string gguf_llama_variant_layer_name(const std::string& gguf_arch, const std::string& suffix);
+
+}  // namespace brigade

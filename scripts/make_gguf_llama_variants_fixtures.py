@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""Writes the GGUF fixtures of seven llama.cpp architectures that are Llama-style decoders with
+their own norms, biases or RoPE, made by llama.cpp's own converter (convert_hf_to_gguf.py:
+conversion/olmo.py's Olmo2Model and SeedOssModel, exaone.py's Exaone4Model, glm.py's Glm4Model,
+ernie.py's Ernie4_5Model, hunyuan.py's HunYuanModel; all TextModel subclasses, none of them
+LlamaModel's) from tiny transformers checkpoints. The checkpoints (SOURCES) are make_fixtures.py's
+olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5 and hunyuan_v1_dense fixtures, made here with
+seeds of their own (make_fixtures.new_model, 3505..3511), changed where llama.cpp cannot run them
+(below):
+
+  gguf_olmo2          Olmo2ForCausalLM (2 layers, hidden 64, GQA 4 heads over 2 of 16, theta 1e4,
+                      SwiGLU 128, norms after attention and MLP only, RMSNorm q/k over the whole
+                      projections, untied) without attention biases; --outtype f32
+  gguf_olmo3          Olmo3ForCausalLM (OLMo 2's layer, 4 layers: sliding window 8 on layers 0-2,
+                      layer 3 full with YaRN factor 4 over 64 positions) with rope_theta 5e5 for
+                      both layer types; --outtype f32
+  gguf_exaone4        Exaone4ForCausalLM (4 layers, norms after attention and MLP, per-head q/k
+                      RMSNorm, llama3 RoPE scaling factor 8 / low 1 / high 4 over 64, untied) with
+                      head_dim 16 (the fixture's 32) and no sliding window (every layer full
+                      attention with RoPE: EXAONE-4.0-1.2B's layout); --outtype f32
+  gguf_glm4           Glm4ForCausalLM as make_fixtures.py's glm4, unchanged (2 layers, four norms per
+                      layer, q/k/v biases, gate|up fused, RoPE of adjacent pairs over the first
+                      half (8) of each 16-dim head, untied); --outtype f32
+  gguf_seed_oss       SeedOssForCausalLM (2 layers, GQA 4 over 2 heads of 32, so q is 128 wide over
+                      hidden 64; q/k/v biases, untied) without o_proj and MLP biases; --outtype f32
+  gguf_ernie4_5       Ernie4_5ForCausalLM (2 layers, heads of 16, RoPE of adjacent pairs, tied)
+                      without biases; --outtype f32
+  gguf_hunyuan_dense  HunYuanDenseV1ForCausalLM (2 layers, heads of 16, per-head q/k RMSNorm after
+                      RoPE, NTK-alpha RoPE alpha 1000 over theta 1e4, untied) without biases and
+                      with max_position_embeddings 32768; --outtype f32
+
+What llama.cpp runs, and why these sources (llama.cpp 0c1e57098: the converter classes above,
+src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp, ernie4-5.cpp, hunyuan-vl.cpp (which
+hunyuan-dense.cpp reuses: loader and graph), llama-model.cpp's shared hparams and
+llama_model_rope_type, llama-context.cpp's YaRN parameters). Each loader refuses a file with a
+tensor it does not create ("done_getting_tensors: wrong number of tensors"), so a bias llama.cpp
+has no slot for cannot be in the file.
+  - olmo2: attention_bias false (the fixture's true). llama_model_olmo2 creates no
+    attn_output.bias (q/k/v biases would load, as create_tensor_qkv takes them when present, but
+    transformers' one switch also gives o_proj a bias): "wrong number of tensors; expected 33,
+    got 31" (tried). OLMo 2's checkpoints have no biases. Graph: no input norm; q = wq x, k = wk x,
+    v = wv x; q = RMSNorm(q) over all 64 (attn_q_norm [64]), k = RMSNorm(k) over all 32
+    (attn_k_norm [32]), both before RoPE; RoPE NEOX (halves) over the whole head, theta
+    rope.freq_base; softmax scale 1/sqrt(16); h = x + RMSNorm(o)(attn_output . attn) with
+    post_attention_norm; out = h + RMSNorm(ffn_down(silu(ffn_gate h) * ffn_up h)) with
+    post_ffw_norm; output_norm, then output.weight (required: olmo2's loader has no tied
+    fallback). No sliding-window key: swa_type NONE.
+  - olmo3: the same arch string, olmo2 (Olmo2Model converts both). rope_theta 5e5 (Olmo-3's):
+    make_fixtures.py's olmo3 has 1e4 on the full-attention layer and Olmo3Config's default 5e5
+    on the sliding ones (base_config's rope_theta only reaches full_attention); the converter
+    writes rope.freq_base 1e4 and rope.freq_base_swa 5e5, the loader reads freq_base_swa into
+    rope_freq_base_train_swa, but olmo2.cpp's graph rotates every layer with the context's
+    freq_base (rope.freq_base), never llama_model::get_rope_freq_base(il): 0.57, 1.1e-06, 1.0 off
+    transformers on the three prompts (tried). With one theta both agree. The sliding layers
+    come from the file: attention.sliding_window 8 (> 0 turns on LLAMA_SWA_TYPE_STANDARD: key j
+    visible to query i when i - j < 8, as transformers' window) and
+    attention.sliding_window_pattern, a bool array [true, true, true, false] the converter builds
+    from layer_types (without that array llama.cpp would fall back to every 4th layer full,
+    load_swa_pattern(ml, 4)). RoPE per layer is hard-coded in olmo2.cpp: sliding layers plain
+    RoPE (freq_scale 1, ext_factor 0, attn_factor 1: no YaRN, as transformers' sliding_attention
+    rope_type default), full layers YaRN from rope.scaling.type yarn, rope.scaling.factor 4
+    (freq_scale 0.25), rope.scaling.original_context_length 64, beta_fast 32 / beta_slow 1
+    (llama.cpp's defaults: no keys written), ext_factor 1, and cos/sin scaled by
+    1 + 0.1 ln 4 (transformers' attention_factor). Switching YaRN off in llama.cpp
+    (rope_scaling_type none) puts it 0.14, 1.1e-06, 0.51 off (tried), so it is exercised.
+  - exaone4: head_dim 16 and no sliding window. llama_model_exaone4 sizes attn_output
+    [n_embd, n_embd], i.e. heads * head_dim must equal hidden (the fixture's 4 x 32 = 128 over
+    64: "check_tensor_dims: tensor 'blk.0.attn_output.weight' has wrong shape; expected 64, 64,
+    got 128, 64"; tried); EXAONE-4.0's checkpoints have heads * head_dim = hidden. Sliding windows
+    are hard-coded to the 32B: the loader sets swa_type STANDARD (pattern from
+    attention.sliding_window_pattern, else every 4th layer full) only when block_count is 64;
+    for any other depth every layer is full attention with RoPE, whatever sliding_window and
+    pattern say (the fixture's LLLG windows of 8 with NoPE on layer 3: 0.54, 1.2e-06, 3.9 off;
+    tried). So sliding_window null with layer_types all full_attention, which transformers runs
+    as every layer full and rotated (Exaone4Attention rotates when sliding_window is None), as
+    llama.cpp runs every EXAONE 4 file that is not 64 layers deep. In a 64-layer file llama.cpp
+    rotates only the sliding layers (use_rope = is_swa(il) || swa_type NONE) and its window is
+    attention.sliding_window (4096 if absent). Graph: as olmo2's but q/k RMSNorm per head
+    (attn_q_norm, attn_k_norm [16]), before RoPE; RoPE NEOX over the whole head, each
+    frequency divided by rope_freqs.weight (the llama3 factors, computed by the converter:
+    [1, 1.294, 7.667, 8, 8, 8, 8, 8]; the same tensor for every layer); output.weight optional
+    (else token_embd). The llama3 scaling writes no rope.scaling.* keys.
+  - glm4: nothing changed. Graph: attn_norm (input_layernorm), q/k/v with biases, RoPE NORM
+    (adjacent pairs: llama_model_rope_type GLM4 without M-RoPE sections) over rope.dimension_count
+    8 dims (the first 8 of each 16-dim head; dims 8-15 pass through; theta_i = 1e4^(-2i/8)), as
+    Glm4's interleaved partial rotary does; no q/k permutation (Glm4Model permutes only for
+    M-RoPE); o without bias; RMSNorm with post_attention_norm (post_self_attn_layernorm) before
+    the residual add; ffn_norm (post_attention_layernorm) before the MLP; ffn_up is the fused
+    gate|up [128 gate rows, then 128 up rows], run as swiglu: silu(first half) * second half;
+    post_ffw_norm (post_mlp_layernorm) on the MLP output before the add.
+  - seed_oss: attention_out_bias and mlp_bias false (the fixture's true). llama_model_seed_oss
+    creates neither attn_output.bias (its graph passes wo_b, never loaded) nor MLP biases:
+    "wrong number of tensors; expected 35, got 27" with both, "expected 29, got 27" with the o
+    bias alone (tried). Seed-OSS-36B has attention_bias true, the other two false. Graph: Llama's
+    (attn_norm, q/k/v with biases, RoPE NEOX over the whole head of key_length 32, softmax scale
+    1/sqrt(32) (attention.scale absent), o without bias, residual; then post_attention_norm
+    (HF post_attention_layernorm: the pre-MLP norm, despite the name) and a SwiGLU, residual).
+  - ernie4_5: use_bias false (the fixture's true). llama_model_ernie4_5 has no MLP biases
+    ("wrong number of tensors; expected 34, got 28"; tried); it would take an attn_output.bias
+    (TENSOR_NOT_REQUIRED) but its graph never adds it; transformers' use_bias is one switch for
+    q/k/v/o and the MLP. ERNIE-4.5-0.3B has use_bias false. Graph: Llama's, RoPE NORM (adjacent
+    pairs: ERNIE's rotate_half interleaves) over the whole head, no q/k permutation; tied head
+    (no output.weight: token_embd).
+  - hunyuan_dense: attention_bias false and max_position_embeddings 32768. hunyuan-vl's loader
+    creates no attn_output.bias (transformers' attention_bias also biases o_proj): "wrong number
+    of tensors; expected 33, got 31" (tried); Hunyuan-7B has attention_bias false. HunYuanModel
+    asserts rope_theta 1e4 and max_position_embeddings 32768 or 262144 for rope_type dynamic
+    ("HunYuan dynamic RoPE scaling assumptions changed"; tried with 256); transformers' ntk_alpha
+    RoPE does not depend on max_position_embeddings. The converter folds alpha into the base:
+    rope.freq_base = 1e4 * 1000^(16/14) = 26826958 (f32), rope.scaling.type none,
+    rope.scaling.factor 1, rope.scaling.original_context_length 262144 and context_length 262144
+    (both hard-coded by the converter); it writes no rope.scaling.alpha (the loader would fold
+    that key into freq_base again at load: base * alpha^(d/(d-2))). Graph: attn_norm, q/k/v (no
+    biases here), RoPE NEOX over the whole head, then per-head RMSNorm of k (attn_k_norm [16])
+    and q (attn_q_norm [16]) after RoPE, o, residual; ffn_norm, SwiGLU, residual.
+vocab_size 256: no converter pads. Only ernie4_5 is tied (no output.weight; the loader falls back
+to token_embd.weight); olmo2 requires output.weight, the others take it when present.
+
+What the converter does to the weights (checked tensor by tensor against each checkpoint: equal to
+the bit, no tensor permuted or transposed beyond GGUF's dimension order; every checkpoint tensor
+written once). None of these classes permutes q/k: olmo2, olmo3, exaone4, seed_oss and
+hunyuan-dense are LLAMA_ROPE_TYPE_NEOX (rotate-half, transformers' own layout), glm4 and ernie4_5
+LLAMA_ROPE_TYPE_NORM (their transformers classes rotate adjacent pairs already). Names (N the
+layer; ne in GGUF order, [in, out]):
+  model.embed_tokens -> token_embd.weight [64, 256]; model.norm -> output_norm.weight [64];
+  lm_head -> output.weight [64, 256] (all but ernie4_5);
+  self_attn.q_proj / k_proj / v_proj / o_proj -> blk.N.attn_q.weight [64, 64] ([64, 128] seed_oss),
+  attn_k.weight [64, 32] ([64, 64] seed_oss), attn_v.weight likewise, attn_output.weight [64, 64]
+  ([128, 64] seed_oss); their biases (glm4, seed_oss) -> blk.N.attn_q.bias [64] ([128]),
+  attn_k.bias [32] ([64]), attn_v.bias likewise;
+  mlp.gate_proj / up_proj / down_proj -> blk.N.ffn_gate.weight [64, 128], ffn_up.weight
+  [64, 128], ffn_down.weight [128, 64]; glm4's mlp.gate_up_proj -> blk.N.ffn_up.weight [64, 256]
+  as it is (no ffn_gate);
+  olmo2 / olmo3 / exaone4: self_attn.q_norm -> blk.N.attn_q_norm.weight ([64] olmo, [16] exaone4),
+  k_norm -> attn_k_norm.weight ([32] olmo, [16] exaone4), post_attention_layernorm ->
+  blk.N.post_attention_norm.weight [64], post_feedforward_layernorm -> blk.N.post_ffw_norm.weight
+  [64]; no attn_norm / ffn_norm; exaone4 adds rope_freqs.weight [8] (no layer);
+  glm4: input_layernorm -> blk.N.attn_norm, post_self_attn_layernorm -> post_attention_norm,
+  post_attention_layernorm -> ffn_norm, post_mlp_layernorm -> post_ffw_norm (all [64]);
+  seed_oss: input_layernorm -> attn_norm, post_attention_layernorm -> post_attention_norm (the
+  pre-MLP norm);
+  ernie4_5 and hunyuan_dense: input_layernorm -> attn_norm, post_attention_layernorm -> ffn_norm;
+  hunyuan's self_attn.query_layernorm -> attn_q_norm.weight [16], key_layernorm -> attn_k_norm.weight
+  [16]. All F32.
+Metadata (besides general.* and the tokenizer's), every key under the arch prefix:
+  olmo2.{block_count 2, context_length 256, embedding_length 64, feed_forward_length 128,
+  attention.head_count 4, attention.head_count_kv 2, rope.freq_base 1e4,
+  attention.layer_norm_rms_epsilon 1e-5}: no key_length / value_length (no head_dim in the config:
+  heads are 64 / 4), no rope.dimension_count (the whole head).
+  olmo3 (arch olmo2): the same with block_count 4, rope.freq_base 5e5, rope.freq_base_swa 5e5,
+  rope.scaling.type yarn, rope.scaling.factor 4, rope.scaling.original_context_length 64,
+  attention.sliding_window 8, attention.sliding_window_pattern [true, true, true, false].
+  exaone4.{block_count 4, context_length 256, embedding_length 64, feed_forward_length 128,
+  attention.head_count 4, attention.head_count_kv 2, rope.freq_base 1e4,
+  attention.layer_norm_rms_epsilon 1e-5, attention.key_length 16, attention.value_length 16,
+  vocab_size 256}: no sliding-window keys, no rope.scaling keys (llama3 is the rope_freqs tensor).
+  glm4.{block_count 2, context_length 256, embedding_length 64, feed_forward_length 128,
+  attention.head_count 4, attention.head_count_kv 2, rope.freq_base 1e4,
+  attention.layer_norm_rms_epsilon 1e-5, attention.key_length 16, attention.value_length 16,
+  rope.dimension_count 8}.
+  seed_oss.{the same keys as glm4's without rope.dimension_count, key_length and value_length 32}.
+  ernie4_5.{as glm4's without rope.dimension_count}.
+  hunyuan-dense.{block_count 2, context_length 262144, embedding_length 64, feed_forward_length
+  128, attention.head_count 4, attention.head_count_kv 2, rope.freq_base 26826958,
+  attention.layer_norm_rms_epsilon 1e-5, attention.key_length 16, attention.value_length 16,
+  rope.scaling.type none, rope.scaling.factor 1, rope.scaling.original_context_length 262144}.
+
+The converter is make_gguf_qwen35_fixtures.py's: the one in PyPI's llama-cpp-python 0.3.36 source
+distribution (its vendored llama.cpp, ggml-org/llama.cpp@0c1e57098), in .brigade/llamacpp-src,
+run with its own gguf-py (make_gguf_lfm2_fixtures.convert: no --no-mtp). Vocabularies: the
+checkpoints get make_gguf_qwen35_fixtures.write_toy_tokenizer's byte-level vocabulary of 256
+tokens, written as tokenizer.ggml.model gpt2 with pre-tokenizer gpt-2 (the regex the toy
+vocabulary's ByteLevel pre-tokenizer applies; the converter does not know the toy's hash, and the
+prompts are token ids, so the name changes no logit), eos 255 (<|endoftext|>), bos 1 and pad 0
+from config.json; except:
+  - glm4: write_glm4_tokenizer's, the same with <|user|> at 254 and ab at 253 (Glm4Model.set_vocab
+    looks both up among the added tokens); pre glm4; eos 255, eot 254, unk 255, bos 1, pad 0;
+  - ernie4_5: Ernie4_5Model.set_vocab reads only a SentencePiece tokenizer.model
+    (FileNotFoundError otherwise): write_spm_tokenizer's BPE model with byte fallback, written as
+    tokenizer.ggml.model llama, pre default, 256 tokens (<unk> 0, <s> 1, </s> 2, <0x00>..<0xFC>;
+    the converter drops the pieces past vocab_size), scores, token types; bos 1, eos 2, pad 0;
+  - hunyuan_dense: eos 3 (HunYuanModel writes config.json's eod_token_id as eos), bos 1, pad 0.
+
+expected.json: transformers' logits, greedy tokens and decode logits (make_fixtures.run_cases).
+Logits stay under 6 but for ernie4_5's (up to 62: the tied head over N(0, 1) embeddings, whose
+greedy tokens repeat one token).
+
+Then `--llamacpp [NAME...]` runs each file in llama.cpp itself (llama-cpp-python 0.3.36 in
+.brigade/llamacpp-venv; F32 KV cache; make_gguf_qwen35_fixtures.llamacpp_pass) on the fixture's
+prompts and writes llamacpp.json: per prompt how far llama.cpp's logits are from expected.json,
+which must stay within 1e-3. Measured (prompts of 7, 1 and 40 tokens):
+  gguf_olmo2          2.2e-06, 1.2e-06, 2.6e-06
+  gguf_olmo3          2.4e-06, 1.1e-06, 4.1e-06
+  gguf_exaone4        2.4e-06, 1.2e-06, 3.4e-06
+  gguf_glm4           1.7e-06, 1.5e-06, 2.6e-06
+  gguf_seed_oss       2.1e-06, 8.3e-07, 2.5e-06
+  gguf_ernie4_5       1.2e-05, 9.0e-06, 1.9e-05 (logits up to 47, 47, 62)
+  gguf_hunyuan_dense  1.6e-06, 9.3e-07, 2.0e-06
+
+Run: python3 scripts/make_gguf_llama_variants_fixtures.py [NAME...], then
+python3 scripts/make_gguf_llama_variants_fixtures.py --llamacpp [NAME...] (make_fixtures.py's
+virtual environment; gguf-py's own dependencies installed on first use). CI never runs it: the
+fixtures are committed.
+"""
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_gguf_lfm2_fixtures as lfm2  # noqa: E402
+
+# The checkpoints converted: make_fixtures.py's fixture of that name with these changes, and a seed
+# of its own.
+SOURCES = {
+    # no attention biases: llama.cpp's olmo2 has no attn_output.bias (module docstring)
+    "olmo2": ("olmo2", {"attention_bias": False}, 3505),
+    # one RoPE base for both layer types: llama.cpp's olmo2 graph rotates the sliding layers with
+    # rope.freq_base too (module docstring)
+    "olmo3": ("olmo3", {"rope_theta": 500000.0}, 3506),
+    # no sliding window (llama.cpp's exaone4 slides only in 64-layer files) and heads of 16 (its
+    # attn_output is [hidden, hidden]) (module docstring)
+    "exaone4": ("exaone4", {"sliding_window": None, "layer_types": ["full_attention"] * 4, "head_dim": 16}, 3507),
+    "glm4": ("glm4", {}, 3508),
+    # no o_proj / MLP biases: llama.cpp's seed_oss loads neither (module docstring)
+    "seed_oss": ("seed_oss", {"attention_out_bias": False, "mlp_bias": False}, 3509),
+    # no biases: llama.cpp's ernie4_5 has no MLP biases and ignores an o_proj one (module docstring)
+    "ernie4_5": ("ernie4_5", {"use_bias": False}, 3510),
+    # no biases (llama.cpp's hunyuan-dense has no attn_output.bias) and 32k positions (the
+    # converter's assertion for NTK-alpha RoPE) (module docstring)
+    "hunyuan_dense": ("hunyuan_v1_dense", {"attention_bias": False, "max_position_embeddings": 32768}, 3511),
+}
+# name: (source, --outtype, pre-tokenizer name)
+FIXTURES = {
+    "gguf_olmo2": ("olmo2", "f32", "gpt-2"),
+    "gguf_olmo3": ("olmo3", "f32", "gpt-2"),
+    "gguf_exaone4": ("exaone4", "f32", "gpt-2"),
+    "gguf_glm4": ("glm4", "f32", "glm4"),
+    "gguf_seed_oss": ("seed_oss", "f32", "gpt-2"),
+    "gguf_ernie4_5": ("ernie4_5", "f32", "default"),
+    "gguf_hunyuan_dense": ("hunyuan_dense", "f32", "gpt-2"),
+}
+
+
+def write_glm4_tokenizer(model_dir, vocab_size):
+    """make_gguf_qwen35_fixtures.write_toy_tokenizer's vocabulary of 256 with <|user|> (an added
+    special token, 254) in place of the byte alphabet's third-last character (ab 253,
+    <|endoftext|> 255): Glm4Model.set_vocab looks up <|endoftext|> and <|user|> among the added
+    tokens (KeyError without them)."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    assert vocab_size >= 256
+    vocab = {ch: i for i, ch in enumerate(alphabet[:253])}
+    vocab["ab"] = 253
+    for i in range(254, vocab_size - 2):
+        vocab[f"tok{i}"] = i
+    vocab["<|user|>"] = vocab_size - 2
+    vocab["<|endoftext|>"] = vocab_size - 1
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[("a", "b")]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken("<|user|>", special=True), AddedToken("<|endoftext|>", special=True)])
+    PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>").save_pretrained(str(model_dir))
+
+
+def write_spm_tokenizer(model_dir):
+    """A SentencePiece BPE model with byte fallback (tokenizer.model, which Ernie4_5Model.set_vocab
+    requires): <unk> 0, <s> 1, </s> 2, the byte pieces <0x00>.. from 3, then merges learnt from a
+    few filler words (ids 259 up, which the converter drops: past vocab_size 256). The HF toy
+    tokenizer's files are removed (their added <|endoftext|> would replace piece 255)."""
+    import sentencepiece as spm
+    for f in Path(model_dir).iterdir():
+        if f.name.startswith("tokenizer") or f.name == "special_tokens_map.json":
+            f.unlink()
+    rng = random.Random(3510)
+    words = ["the", "cat", "sat", "on", "mat", "dog", "ran", "far", "away", "hello", "world"]
+    lines = [" ".join(rng.choice(words) for _ in range(8)) for _ in range(200)]
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_prefix=str(Path(model_dir) / "tokenizer"),
+                                   vocab_size=300, model_type="bpe", byte_fallback=True, hard_vocab_limit=False,
+                                   minloglevel=2)
+    (Path(model_dir) / "tokenizer.vocab").unlink()
+
+
+def build_source(sources, source, tmp):
+    """make_gguf_lfm2_fixtures.build_source, with glm4's and ernie4_5's vocabularies replaced as
+    their converters require."""
+    model, d = lfm2.build_source(sources, source, tmp)
+    if source == "glm4":
+        write_glm4_tokenizer(d, model.config.vocab_size)
+    elif source == "ernie4_5":
+        write_spm_tokenizer(d)
+    return model, d
+
+
+def main():
+    lfm2.run(SOURCES, FIXTURES, __file__, build=build_source)
+
+
+if __name__ == "__main__":
+    main()

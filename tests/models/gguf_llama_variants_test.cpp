@@ -1,0 +1,123 @@
+// llama.cpp's GGUF files of the Llama decoder's newer relatives (models/gguf_llama_variants.h),
+// written by llama.cpp's own converter (scripts/make_gguf_llama_variants_fixtures.py): gguf_olmo2,
+// gguf_olmo3 (window 8 on three layers of four, YaRN on the full one), gguf_exaone4 (llama3
+// scaling as rope_freqs), gguf_glm4 (gate|up fused, half-rotated heads), gguf_seed_oss,
+// gguf_ernie4_5 (tied), gguf_hunyuan_dense (the NTK alpha folded into the base), F32; llama.cpp
+// itself runs each within 2e-5 of transformers (llamacpp.json). The configs as llama.cpp reads
+// them, and transformers' logits, decode steps and greedy tokens.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cpu/cpu_backend.h"
+#include "gguf_writer.h"
+#include "hf_fixture.h"
+#include "models/checkpoint.h"
+#include "models/model.h"
+#include "models/model_config.h"
+
+namespace brigade {
+namespace {
+
+using testing::fixture_dir;
+
+std::string gguf_path(const std::string& fixture) { return fixture_dir(fixture) + "/model.gguf"; }
+
+ModelConfig open_config(const std::string& fixture) {
+  auto ck = Checkpoint::open(gguf_path(fixture));
+  EXPECT_TRUE(ck.has_value()) << fixture << ": " << ck.status().to_string();
+  return ck ? (*ck)->config() : ModelConfig{};
+}
+
+TEST(GgufLlamaVariants, ReadsTheConfigsAsLlamaCppDoes) {
+  const ModelConfig olmo2 = open_config("gguf_olmo2");
+  EXPECT_EQ(olmo2.arch, "olmo2");
+  EXPECT_TRUE(olmo2.post_norms && olmo2.qk_norm && olmo2.qk_norm_whole);
+  EXPECT_EQ(olmo2.sliding_window, 0);
+  EXPECT_EQ(olmo2.rope_style, RopeStyle::neox) << "no q/k permutation";
+
+  const ModelConfig olmo3 = open_config("gguf_olmo3");
+  EXPECT_EQ(olmo3.arch, "olmo3");
+  EXPECT_EQ(olmo3.sliding_window, 8);
+  EXPECT_EQ(olmo3.sliding_layers, (std::vector<bool>{true, true, true, false}));
+  EXPECT_EQ(olmo3.rope_scaling.type, RopeScalingType::yarn);
+  EXPECT_FLOAT_EQ(olmo3.rope_scaling.factor, 4.0f);
+  EXPECT_EQ(olmo3.rope_scaling.original_max_position, 64);
+  EXPECT_FLOAT_EQ(olmo3.rope_local_theta, 500000.0f) << "the sliding layers unscaled";
+
+  const ModelConfig exaone = open_config("gguf_exaone4");
+  EXPECT_EQ(exaone.arch, "exaone4");
+  EXPECT_TRUE(exaone.post_norms && exaone.qk_norm && !exaone.qk_norm_whole);
+  EXPECT_EQ(exaone.rope_scaling.freq_factors.size(), 8u) << "llama3 scaling as rope_freqs.weight";
+  EXPECT_TRUE(exaone.nope_layers.empty()) << "no window: every layer rotates";
+
+  const ModelConfig glm4 = open_config("gguf_glm4");
+  EXPECT_EQ(glm4.arch, "glm4");
+  EXPECT_TRUE(glm4.sandwich_norms && glm4.qkv_bias && !glm4.o_bias);
+  EXPECT_EQ(glm4.rope_style, RopeStyle::interleaved);
+  EXPECT_EQ(glm4.rope_dims(), 8);
+
+  const ModelConfig seed = open_config("gguf_seed_oss");
+  EXPECT_EQ(seed.arch, "seed_oss");
+  EXPECT_TRUE(seed.qkv_bias && !seed.o_bias && !seed.mlp_bias);
+
+  const ModelConfig ernie = open_config("gguf_ernie4_5");
+  EXPECT_EQ(ernie.arch, "ernie4_5");
+  EXPECT_EQ(ernie.rope_style, RopeStyle::interleaved);
+  EXPECT_TRUE(ernie.tie_embeddings);
+
+  const ModelConfig hunyuan = open_config("gguf_hunyuan_dense");
+  EXPECT_EQ(hunyuan.arch, "hunyuan_v1_dense");
+  EXPECT_TRUE(hunyuan.qk_norm && hunyuan.qk_norm_after_rope);
+  // The converter folded alpha 1000 into the base: 1e4 * 1000^(16 / 14), as f32.
+  EXPECT_NEAR(hunyuan.rope_theta, 1e4 * std::pow(1000.0, 16.0 / 14.0), 4.0);
+}
+
+// A hunyuan-dense file with rope.scaling.alpha (which llama.cpp's converter does not write) has
+// its base stretched at load, as llama.cpp's loader does; an EXAONE window pattern of the wrong
+// length is corrupt, naming the key.
+TEST(GgufLlamaVariants, HunyuansAlphaKeyAndABadWindowPattern) {
+  const testing::TempDir dir("gguf_variants");
+  using testing::gguf_u32;
+  auto common = [](const std::string& a) {
+    return std::vector<testing::GgufKv>{testing::gguf_str("general.architecture", a), gguf_u32(a + ".block_count", 2),
+                                        gguf_u32(a + ".context_length", 64), gguf_u32(a + ".embedding_length", 64),
+                                        gguf_u32(a + ".feed_forward_length", 96), gguf_u32(a + ".attention.head_count", 4)};
+  };
+  std::vector<testing::GgufKv> kv = common("hunyuan-dense");
+  kv.push_back({"hunyuan-dense.rope.freq_base", 6, 0, 10000.0f});
+  kv.push_back({"hunyuan-dense.rope.scaling.alpha", 6, 0, 1000.0f});
+  testing::write_gguf_zeros(dir.file("hunyuan.gguf"), kv, {{"token_embd.weight", {64, 256}}});
+  auto ck = Checkpoint::open(dir.file("hunyuan.gguf"));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  EXPECT_NEAR((*ck)->config().rope_theta, 1e4 * std::pow(1000.0, 16.0 / 14.0), 4.0);
+
+  kv = common("exaone4");
+  kv.push_back(gguf_u32("exaone4.attention.sliding_window", 8));
+  testing::GgufKv pattern{"exaone4.attention.sliding_window_pattern", 9};
+  pattern.elem_type = 7;
+  pattern.i32s = {1, 0, 1};
+  kv.push_back(pattern);
+  const Status bad = testing::open_gguf_zeros(dir.file("exaone.gguf"), kv, {{"token_embd.weight", {64, 256}}});
+  EXPECT_EQ(bad.code(), StatusCode::corrupt) << bad.to_string();
+  EXPECT_NE(bad.message().find("sliding_window_pattern"), std::string::npos) << bad.message();
+}
+
+class GgufLlamaVariantsF32 : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GgufLlamaVariantsF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = testing::load_or_fail(gguf_path(GetParam()), *backend);
+  ASSERT_NE(model, nullptr);
+  testing::expect_fixture_cases_match(*model, *backend, GetParam(), 5e-4f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaVariantsF32,
+                         ::testing::Values("gguf_olmo2", "gguf_olmo3", "gguf_exaone4", "gguf_glm4", "gguf_seed_oss",
+                                           "gguf_ernie4_5", "gguf_hunyuan_dense"),
+                         [](const auto& p) { return p.param; });
+
+}  // namespace
+}  // namespace brigade
