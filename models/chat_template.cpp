@@ -92,7 +92,8 @@ constexpr ChatToolSyntax kToolSyntaxes[] = {ChatToolSyntax::hermes,       ChatTo
                                             ChatToolSyntax::mistral,      ChatToolSyntax::deepseek_v3,
                                             ChatToolSyntax::deepseek_v31, ChatToolSyntax::glm45,
                                             ChatToolSyntax::kimi_k2,      ChatToolSyntax::pythonic,
-                                            ChatToolSyntax::openai,       ChatToolSyntax::qwen3_coder};
+                                            ChatToolSyntax::openai,       ChatToolSyntax::qwen3_coder,
+                                            ChatToolSyntax::seed_oss};
 }  // namespace
 
 const char* tool_syntax_name(ChatToolSyntax syntax) {
@@ -108,6 +109,7 @@ const char* tool_syntax_name(ChatToolSyntax syntax) {
     case ChatToolSyntax::pythonic: return "pythonic";
     case ChatToolSyntax::openai: return "openai";
     case ChatToolSyntax::qwen3_coder: return "qwen3_coder";
+    case ChatToolSyntax::seed_oss: return "seed_oss";
   }
   return "none";
 }

@@ -49,6 +49,7 @@ enum class ChatFamily { llama2, llama3, chatml, deepseek, harmony };
 //   deepseek_v31  the same section, each call name<｜tool▁sep｜>{..}
 //   glm45         <tool_call>name\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>..</tool_call> (GLM-4.5/4.6)
 //   qwen3_coder   <tool_call>\n<function=name>\n<parameter=k>\nv\n</parameter>..</function>\n</tool_call>
+//   seed_oss      (Seed-OSS) qwen3_coder's calls between <seed:tool_call> and </seed:tool_call>
 //                 (Qwen3-Coder, Qwen3.5)
 //   kimi_k2       <|tool_calls_section_begin|><|tool_call_begin|>functions.name:i<|tool_call_argument_begin|>{..}<|tool_call_end|>..
 //   openai        gpt-oss's harmony: <|start|>assistant<|channel|>commentary to=functions.name
@@ -57,7 +58,8 @@ enum class ChatFamily { llama2, llama3, chatml, deepseek, harmony };
 //                 template detection)
 // none: the template has no call syntax brigade parses (tools are refused).
 enum class ChatToolSyntax {
-  none, hermes, llama3_json, mistral, deepseek_v3, deepseek_v31, glm45, kimi_k2, pythonic, openai, qwen3_coder
+  none, hermes, llama3_json, mistral, deepseek_v3, deepseek_v31, glm45, kimi_k2, pythonic, openai, qwen3_coder,
+  seed_oss
 };
 
 // vLLM's parser name of a syntax ("none" for none), and back: each name above, "glm47" (GLM-4.7

@@ -418,7 +418,8 @@ class HttpServerImpl final : public HttpServer {
   int port() const override { return port_; }
 
   // --reasoning-parser: `auto` looks for harmony's `<|channel|>` (gpt-oss), then for a `</think>`
-  // token in the model's vocabulary (Qwen3, QwQ, DeepSeek-R1 and V3.1, GLM-4.5 have one).
+  // token in the model's vocabulary (Qwen3, QwQ, DeepSeek-R1 and V3.1, GLM-4.5 have one), then
+  // for Seed-OSS's `</seed:think>`.
   Status resolve_reasoning() {
     auto one_token = [this](const char* tag) {
       auto ids = engine_.tokenize(tag, /*add_bos=*/false);
@@ -437,9 +438,14 @@ class HttpServerImpl final : public HttpServer {
         ctx_->harmony_message_id = message;
       }
     }
-    auto kind = parse_reasoning_kind(ctx_->options.reasoning_parser, ctx_->think_close_id >= 0, channel >= 0);
+    auto kind = parse_reasoning_kind(ctx_->options.reasoning_parser, ctx_->think_close_id >= 0, channel >= 0,
+                                     one_token("</seed:think>") >= 0);
     if (!kind) return invalid_argument("--reasoning-parser: " + kind.status().message());
     ctx_->reasoning = *kind;
+    if (*kind == ReasoningKind::seed_oss) {  // its own tags' ids (the constraint's delay, routes.cpp)
+      ctx_->think_open_id = one_token(reasoning_open_tag(*kind).data());  // (literals: null-terminated)
+      ctx_->think_close_id = one_token(reasoning_close_tag(*kind).data());
+    }
     return Status::ok();
   }
 

@@ -6,8 +6,6 @@ namespace brigade::server {
 
 namespace {
 
-constexpr std::string_view kOpen = "<think>";
-constexpr std::string_view kClose = "</think>";
 
 bool is_blank(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
@@ -27,36 +25,46 @@ size_t partial_tag_suffix(std::string_view s, std::string_view tag) {
 
 }  // namespace
 
-Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag, bool vocab_has_channel) {
+std::string_view reasoning_open_tag(ReasoningKind kind) { return kind == ReasoningKind::seed_oss ? "<seed:think>" : "<think>"; }
+std::string_view reasoning_close_tag(ReasoningKind kind) {
+  return kind == ReasoningKind::seed_oss ? "</seed:think>" : "</think>";
+}
+
+Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag, bool vocab_has_channel,
+                                             bool vocab_has_seed_close) {
   std::string n(name);
   std::replace(n.begin(), n.end(), '-', '_');
   if (n == "none" || n.empty()) return ReasoningKind::none;
   if (n == "deepseek_r1") return ReasoningKind::deepseek_r1;
   if (n == "qwen3" || n == "deepseek_v3" || n == "glm45") return ReasoningKind::qwen3;
   if (n == "openai_gptoss") return ReasoningKind::openai_gptoss;
+  if (n == "seed_oss") return ReasoningKind::seed_oss;
   if (n == "auto") {
     if (vocab_has_channel) return ReasoningKind::openai_gptoss;
-    return vocab_has_close_tag ? ReasoningKind::qwen3 : ReasoningKind::none;
+    if (vocab_has_close_tag) return ReasoningKind::qwen3;
+    return vocab_has_seed_close ? ReasoningKind::seed_oss : ReasoningKind::none;
   }
   return invalid_argument("unknown reasoning parser '" + std::string(name) +
-                          "' (valid: deepseek_r1, qwen3, deepseek_v3, glm45, openai_gptoss, auto, none)");
+                          "' (valid: deepseek_r1, qwen3, deepseek_v3, glm45, seed_oss, openai_gptoss, auto, none)");
 }
 
-bool prompt_closes_reasoning(std::string_view prompt) {
+bool prompt_closes_reasoning(std::string_view prompt, ReasoningKind kind) {
   while (!prompt.empty() && is_blank(prompt.back())) prompt.remove_suffix(1);
-  return prompt.ends_with(kClose);
+  return prompt.ends_with(reasoning_close_tag(kind));
 }
 
 ReasoningStart reasoning_start(ReasoningKind kind, std::string_view prompt) {
-  const size_t open = prompt.rfind(kOpen);
-  const bool open_in_prompt = open != std::string_view::npos && prompt.find(kClose, open) == std::string_view::npos;
+  const size_t open = prompt.rfind(reasoning_open_tag(kind));
+  const bool open_in_prompt =
+      open != std::string_view::npos && prompt.find(reasoning_close_tag(kind), open) == std::string_view::npos;
   if (open_in_prompt) return ReasoningStart::reasoning;
-  if (kind == ReasoningKind::deepseek_r1)
-    return prompt_closes_reasoning(prompt) ? ReasoningStart::content : ReasoningStart::reasoning;
+  if (kind == ReasoningKind::deepseek_r1 || kind == ReasoningKind::seed_oss)
+    return prompt_closes_reasoning(prompt, kind) ? ReasoningStart::content : ReasoningStart::reasoning;
   return ReasoningStart::maybe;
 }
 
-ReasoningSplitter::ReasoningSplitter(ReasoningKind kind, std::string_view prompt) {
+ReasoningSplitter::ReasoningSplitter(ReasoningKind kind, std::string_view prompt)
+    : open_(reasoning_open_tag(kind)), close_(reasoning_close_tag(kind)) {
   BRIGADE_CHECK(kind != ReasoningKind::none && kind != ReasoningKind::openai_gptoss,
                 "harmony output is split by a HarmonyParser");
   switch (reasoning_start(kind, prompt)) {
@@ -75,9 +83,9 @@ ReasoningParse ReasoningSplitter::feed(std::string_view text) {
       // block is already open: R1-0528 repeats the tag the template wrote).
       const size_t blanks = leading_blanks(held_);
       const std::string_view rest = std::string_view(held_).substr(blanks);
-      if (rest.size() < kOpen.size() && kOpen.starts_with(rest)) return out;  // blanks or "<thi": wait
-      if (rest.starts_with(kOpen)) {
-        held_.erase(0, blanks + kOpen.size());
+      if (rest.size() < open_.size() && open_.starts_with(rest)) return out;  // blanks or "<thi": wait
+      if (rest.starts_with(open_)) {
+        held_.erase(0, blanks + open_.size());
         state_ = State::reasoning;
         released_ = true;
         continue;
@@ -87,14 +95,14 @@ ReasoningParse ReasoningSplitter::feed(std::string_view text) {
       continue;
     }
     if (state_ == State::reasoning) {
-      const size_t close = held_.find(kClose);
+      const size_t close = held_.find(close_);
       if (close != std::string::npos) {
         out.reasoning += held_.substr(0, close);
-        held_.erase(0, close + kClose.size());
+        held_.erase(0, close + close_.size());
         state_ = State::content;
         continue;
       }
-      const size_t keep = partial_tag_suffix(held_, kClose);
+      const size_t keep = partial_tag_suffix(held_, close_);
       out.reasoning += held_.substr(0, held_.size() - keep);
       held_.erase(0, held_.size() - keep);
       return out;

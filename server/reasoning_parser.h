@@ -25,18 +25,26 @@
 namespace brigade::server {
 
 // openai_gptoss: gpt-oss's harmony channels (server/harmony_parser.h), not `<think>` blocks: the
-// server splits those with a HarmonyParser, never with a ReasoningSplitter.
-enum class ReasoningKind { none, deepseek_r1, qwen3, openai_gptoss };
+// server splits those with a HarmonyParser, never with a ReasoningSplitter. seed_oss: Seed-OSS's
+// `<seed:think>` ... `</seed:think>` blocks, by deepseek_r1's rule (vLLM's seed_oss: the model
+// may think without writing the open tag).
+enum class ReasoningKind { none, deepseek_r1, qwen3, openai_gptoss, seed_oss };
+
+// The tags that open and close a kind's block: `<think>` and `</think>`, or Seed-OSS's.
+std::string_view reasoning_open_tag(ReasoningKind kind);
+std::string_view reasoning_close_tag(ReasoningKind kind);
 
 // A `--reasoning-parser` name: deepseek_r1 (also QwQ), qwen3, deepseek_v3 and glm45 (qwen3's
 // rule: they think only when the template opens the block or the model writes `<think>`),
-// openai_gptoss, none. `auto`: openai_gptoss when the model's vocabulary has harmony's
+// seed_oss, openai_gptoss, none. `auto`: openai_gptoss when the model's vocabulary has harmony's
 // `<|channel|>` as one token (`vocab_has_channel`), else qwen3's rule when it has `</think>` as one
-// token (`vocab_has_close_tag`), else none. invalid_argument lists the valid names.
+// token (`vocab_has_close_tag`), else seed_oss when it has `</seed:think>` (`vocab_has_seed_close`),
+// else none. invalid_argument lists the valid names.
 Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag = false,
-                                             bool vocab_has_channel = false);
+                                             bool vocab_has_channel = false, bool vocab_has_seed_close = false);
 
-// Where a model's output starts, read from the prompt as above (kind: a `<think>` kind).
+// Where a model's output starts, read from the prompt as above (kind: a `<think>` kind, or
+// seed_oss with its own tags).
 enum class ReasoningStart {
   maybe,      // content, unless it opens with `<think>` (after blanks)
   reasoning,  // inside the block
@@ -44,8 +52,9 @@ enum class ReasoningStart {
 };
 // kind must not be none.
 ReasoningStart reasoning_start(ReasoningKind kind, std::string_view prompt);
-// The prompt ends with a closed block (`</think>`, then blanks): Qwen3's enable_thinking=false.
-bool prompt_closes_reasoning(std::string_view prompt);
+// The prompt ends with a closed block (the kind's close tag, then blanks): Qwen3's
+// enable_thinking=false.
+bool prompt_closes_reasoning(std::string_view prompt, ReasoningKind kind = ReasoningKind::qwen3);
 
 struct ReasoningParse {
   std::string reasoning;  // text released as reasoning_content
@@ -72,6 +81,7 @@ class ReasoningSplitter {
     content,    // after the block, or no block: everything
   };
   State state_;
+  std::string_view open_, close_;  // the kind's tags
   bool released_ = false;  // some text has been released (a leading `<think>` is no longer looked for)
   std::string held_;       // text not yet released: blanks, or a possible tag's start
 };

@@ -208,7 +208,7 @@ ReasoningKind delay_constraint(const ServerContext& ctx, std::string_view prompt
   const ReasoningStart start = reasoning_start(ctx.reasoning, prompt);
   if (start == ReasoningStart::reasoning) {
     gen.reasoning_end_id = ctx.think_close_id;
-  } else if (start == ReasoningStart::maybe && ctx.think_open_id >= 0 && !prompt_closes_reasoning(prompt)) {
+  } else if (start == ReasoningStart::maybe && ctx.think_open_id >= 0 && !prompt_closes_reasoning(prompt, ctx.reasoning)) {
     gen.reasoning_end_id = ctx.think_close_id;
     gen.reasoning_start_id = ctx.think_open_id;
   }

@@ -31,8 +31,9 @@ struct ServerContext {
   std::atomic<uint64_t> next_id{1};
   ReasoningKind reasoning = ReasoningKind::none;  // options.reasoning_parser, resolved at start
   std::optional<ChatToolSyntax> tool_syntax;      // options.tool_call_parser, resolved at start (none: the template's)
-  // The tags' token ids when each is one token of the vocabulary, else -1: a constrained answer
-  // waits for `</think>` only when it is one token (OutputConstraints watches ids, not text).
+  // The reasoning kind's tags' token ids (`<think>` / `</think>`, Seed-OSS's `<seed:think>` /
+  // `</seed:think>`) when each is one token of the vocabulary, else -1: a constrained answer
+  // waits for the close tag only when it is one token (OutputConstraints watches ids, not text).
   int32_t think_open_id = -1;
   int32_t think_close_id = -1;
   // harmony's `<|return|>` and `<|call|>` where each is one token: a harmony chat stops at them

@@ -36,6 +36,8 @@
 //                (a whole float as an integer), else the text; booleans true for "true" (any
 //                case), else false; objects and arrays (and other types) JSON, else a Python
 //                literal, else the text.
+//   seed_oss     (Seed-OSS): qwen3_coder's calls, values typed alike, between <seed:tool_call> and
+//                </seed:tool_call> (vLLM's seed_oss).
 //   pythonic     (Llama 3.2/4 pythonic templates): the whole output is a Python list of calls with
 //                keyword arguments, [f(a=1, b="x"), g()], optionally in <|python_start|> ..
 //                <|python_end|>; values are Python literals (as vLLM's ast.literal_eval reads
@@ -48,7 +50,7 @@
 //                streamed as it comes.
 //   forced_array (tool_choice "required"): the output is a JSON array of {"name", <key>} calls;
 //                each call goes out when its object is complete.
-// The tagged syntaxes (hermes, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder) release a call when its end
+// The tagged syntaxes (hermes, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss) release a call when its end
 // marker arrives (or at the end of the output, when the text up to there is a whole call), text
 // outside calls as it comes (a possible partial marker held back). Arguments of a parsed call
 // are rewritten as Python's json.dumps writes them (vLLM's form); forced_named passes the
@@ -77,7 +79,8 @@ struct ToolParse {
 };
 
 enum class ToolParserKind {
-  hermes, llama3_json, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, pythonic, openai, forced_named, forced_array
+  hermes, llama3_json, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, pythonic, openai, forced_named,
+  forced_array
 };
 
 // A tool the request offers: its name and its parameters JSON schema's text ("" when absent).

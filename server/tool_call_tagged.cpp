@@ -1,4 +1,4 @@
-// The tagged tool-call syntaxes (hermes, deepseek_v3/v31, kimi_k2, glm45, qwen3_coder): one state
+// The tagged tool-call syntaxes (hermes, deepseek_v3/v31, kimi_k2, glm45, qwen3_coder, seed_oss): one state
 // machine over section and call markers (TaggedSyntax), and each syntax's reading of a call's body.
 #include <nlohmann/json.hpp>
 
@@ -304,7 +304,9 @@ TaggedSyntax tagged_syntax(ToolParserKind kind, std::vector<ToolFunction> functi
       return {{}, {}, "<tool_call>", "</tool_call>",
               [functions = std::move(functions)](std::string_view body) { return glm_call(body, functions); }};
     case ToolParserKind::qwen3_coder:
-      return {{}, {}, "<tool_call>", "</tool_call>",
+    case ToolParserKind::seed_oss:
+      return {{}, {}, kind == ToolParserKind::seed_oss ? "<seed:tool_call>" : "<tool_call>",
+              kind == ToolParserKind::seed_oss ? "</seed:tool_call>" : "</tool_call>",
               [functions = std::move(functions)](std::string_view body) { return qwen3_coder_call(body, functions); }};
     default:
       return {{}, {}, "<tool_call>", "</tool_call>",

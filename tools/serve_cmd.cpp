@@ -167,7 +167,7 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
       ->capture_default_str();
   cmd->add_option("--tool-call-parser", a->tool_call_parser,
                   "How tool calls in chat answers are read (vLLM's names): hermes, llama3_json, mistral, deepseek_v3, "
-                  "deepseek_v31, glm45 (glm47), qwen3_coder (qwen3_xml), kimi_k2, pythonic (llama4_pythonic), openai "
+                  "deepseek_v31, glm45 (glm47), qwen3_coder (qwen3_xml), seed_oss, kimi_k2, pythonic (llama4_pythonic), openai "
                   "(gpt-oss's harmony); default: the syntax the model's chat template writes");
   cmd->add_flag("--enable-auto-tool-choice", a->enable_auto_tool_choice,
                 "Accepted for vLLM compatibility: tool_choice auto is always served when the chat template (or "

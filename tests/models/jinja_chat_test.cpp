@@ -98,6 +98,9 @@ TEST(JinjaChatTemplate, ToolSyntaxFollowsTheTemplate) {
   EXPECT_EQ(syntax("<tool_call>\n<function={{ name }}>\n<parameter={{ k }}>\n{{ v }}\n</parameter>\n</function>"),
             ChatToolSyntax::qwen3_coder)
       << "Qwen3-Coder's and Qwen3.5's XML calls";
+  EXPECT_EQ(syntax("<seed:tool_call>\n<function={{ name }}>\n<parameter={{ k }}>{{ v }}</parameter>\n</function>"),
+            ChatToolSyntax::seed_oss)
+      << "Seed-OSS's calls: qwen3_coder's in its own tags";
   EXPECT_EQ(syntax("{{ '<｜tool▁calls▁begin｜>' + name + '\\n```json\\n' }}"), ChatToolSyntax::deepseek_v3);
   EXPECT_EQ(syntax("{{ '<｜tool▁calls▁begin｜>' + name + '<｜tool▁sep｜>' }}"), ChatToolSyntax::deepseek_v31);
   EXPECT_EQ(syntax("{{ '<|tool_calls_section_begin|>' }}"), ChatToolSyntax::kimi_k2);
@@ -250,7 +253,8 @@ TEST(ModelChatTemplate, ServesEveryRealTemplateAsTransformersRendersIt) {
 TEST(ModelChatTemplate, ToolSyntaxNames) {
   for (ChatToolSyntax s : {ChatToolSyntax::hermes, ChatToolSyntax::llama3_json, ChatToolSyntax::mistral,
                            ChatToolSyntax::deepseek_v3, ChatToolSyntax::deepseek_v31, ChatToolSyntax::glm45,
-                           ChatToolSyntax::kimi_k2, ChatToolSyntax::pythonic, ChatToolSyntax::qwen3_coder})
+                           ChatToolSyntax::kimi_k2, ChatToolSyntax::pythonic, ChatToolSyntax::qwen3_coder,
+                           ChatToolSyntax::seed_oss})
     EXPECT_EQ(*parse_tool_syntax(tool_syntax_name(s)), s);
   EXPECT_EQ(*parse_tool_syntax("qwen3_xml"), ChatToolSyntax::qwen3_coder);
   EXPECT_EQ(*parse_tool_syntax("glm47"), ChatToolSyntax::glm45);

@@ -49,6 +49,17 @@ const std::vector<Case>& cases() {
        "direct answer", "", "direct answer"},
       {"r1_close_tag_twice", ReasoningKind::deepseek_r1, "<｜Assistant｜>", "a</think>b</think>c", "a",
        "b</think>c"},
+      // Seed-OSS (vLLM's seed_oss: R1's rule with <seed:think> tags; <think> is text to it).
+      {"seed_writes_the_block", ReasoningKind::seed_oss, "<seed:bos>assistant\n",
+       "<seed:think>Let me count.</seed:think>There are 3.", "Let me count.", "There are 3."},
+      {"seed_thinks_without_the_open_tag", ReasoningKind::seed_oss, "<seed:bos>assistant\n", "steps</seed:think>ans",
+       "steps", "ans"},
+      {"seed_never_closes", ReasoningKind::seed_oss, "<seed:bos>assistant\n", "<seed:think>cut", "cut", ""},
+      {"seed_block_closed_by_the_prompt", ReasoningKind::seed_oss,
+       "<seed:bos>assistant\n<seed:think></seed:think>\n", "direct <think>x</think>", "", "direct <think>x</think>"},
+      {"seed_cut_inside_the_close_tag", ReasoningKind::seed_oss, "assistant\n", "a</seed:thi", "a</seed:thi", ""},
+      {"seed_think_tags_are_text", ReasoningKind::seed_oss, "assistant\n", "<think>a</think>b</seed:think>c",
+       "<think>a</think>b", "c"},
   };
   return all;
 }
@@ -121,6 +132,10 @@ TEST(ReasoningSplitter, ParserNames) {
   EXPECT_EQ(*parse_reasoning_kind("openai_gptoss"), ReasoningKind::openai_gptoss);
   EXPECT_EQ(*parse_reasoning_kind("auto", false, /*vocab_has_channel=*/true), ReasoningKind::openai_gptoss);
   EXPECT_EQ(*parse_reasoning_kind("auto", true, true), ReasoningKind::openai_gptoss);
+  // Seed-OSS: by name, or by auto where the vocabulary has `</seed:think>` and no `</think>`.
+  EXPECT_EQ(*parse_reasoning_kind("seed_oss"), ReasoningKind::seed_oss);
+  EXPECT_EQ(*parse_reasoning_kind("auto", false, false, /*vocab_has_seed_close=*/true), ReasoningKind::seed_oss);
+  EXPECT_EQ(*parse_reasoning_kind("auto", true, false, true), ReasoningKind::qwen3);
   auto bad = parse_reasoning_kind("r1");
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.status().code(), StatusCode::invalid_argument);

@@ -1,5 +1,5 @@
 // The tool-call syntaxes beyond Hermes and Llama 3 JSON (mistral, deepseek_v3/v31, kimi_k2, glm45,
-// qwen3_coder):
+// qwen3_coder, seed_oss):
 // whole and cut at every byte, several calls, text before and after, malformed calls left as
 // content. Expected calls follow vLLM's parsers of the same names (arguments as Python's
 // json.dumps writes them); the texts are what the models' own chat templates write for an
@@ -23,7 +23,7 @@ using testing::Result;
 
 constexpr ToolParserKind kMistral = ToolParserKind::mistral, kDeepSeek = ToolParserKind::deepseek_v3,
                          kKimi = ToolParserKind::kimi_k2, kGlm = ToolParserKind::glm45,
-                         kQwen = ToolParserKind::qwen3_coder;
+                         kQwen = ToolParserKind::qwen3_coder, kSeed = ToolParserKind::seed_oss;
 
 TEST(ToolCallSyntaxes, MistralJsonArray) {
   // Mistral 7B v0.3's form (its template writes the call's id too).
@@ -186,6 +186,23 @@ TEST(ToolCallSyntaxes, Qwen3CoderMalformedStaysContent) {
   }
 }
 
+// Seed-OSS: qwen3_coder's calls, typed alike, in <seed:tool_call> blocks (vLLM's seed_oss);
+// Qwen's own <tool_call> blocks are text to it, and a malformed block stays content.
+TEST(ToolCallSyntaxes, SeedOss) {
+  testing::RunOptions o{.functions = kQwenTools};
+  expect_every_split(kSeed,
+                     "I will look it up.\n<seed:tool_call>\n<function=get_weather>\n<parameter=city>Zürich</parameter>\n"
+                     "<parameter=days>2</parameter>\n</function>\n</seed:tool_call><seed:tool_call>\n<function=calc>\n"
+                     "<parameter=x>\n2.5\n</parameter>\n<parameter=flag>\ntrue\n</parameter>\n</function>\n</seed:tool_call>",
+                     "I will look it up.", {{"get_weather", R"({"city": "Zürich", "days": 2})"}, {"calc", R"({"x": 2.5, "flag": true})"}},
+                     o);
+  for (const std::string text : {"<tool_call>\n<function=get_time>\n</function>\n</tool_call>",
+                                 "<seed:tool_call>\nget_time\n</seed:tool_call>", "<seed:tool_call><function=f><parameter=a"}) {
+    SCOPED_TRACE(text);
+    expect_every_split(kSeed, text, text, {}, o);
+  }
+}
+
 TEST(ToolCallSyntaxes, Glm45MalformedStaysContent) {
   testing::RunOptions o{.functions = kGlmTools};
   for (const std::string text : {"<tool_call>get weather\n</tool_call>", "<tool_call>\n<arg_key>a</arg_key></tool_call>",
@@ -258,14 +275,14 @@ TEST(ToolCallSyntaxes, FuzzSplitsAgree) {
                            "<parameter=", "</parameter>", "{", "}", "[", "]", "\"", " ", "\n", "x", "ü", "<", "<｜",
                            "f(", "a=1", ")", "'s'", ",", "<|python_start|>", "<|start|>", "<|channel|>", "<|message|>",
                            "<|end|>", "<|call|>", "<|return|>", "<|constrain|>", "analysis", "final", " to=functions.f",
-                           "commentary", "json"};
+                           "commentary", "json", "<seed:tool_call>", "</seed:tool_call>"};
   std::mt19937_64 rng(11);
   testing::RunOptions o{.functions = kGlmTools};
   for (int i = 0; i < 2000; ++i) {
     std::string text;
     const int n = static_cast<int>(rng() % 14);
     for (int k = 0; k < n; ++k) text += kPieces[rng() % std::size(kPieces)];
-    for (ToolParserKind kind : {kMistral, kDeepSeek, kKimi, kGlm, kQwen, ToolParserKind::pythonic, ToolParserKind::openai}) {
+    for (ToolParserKind kind : {kMistral, kDeepSeek, kKimi, kGlm, kQwen, kSeed, ToolParserKind::pythonic, ToolParserKind::openai}) {
       const Result whole = testing::run(kind, text, 0, o);
       for (size_t step : {size_t{1}, size_t{5}}) {
         const Result split = testing::run(kind, text, step, o);
