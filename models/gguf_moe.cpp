@@ -42,7 +42,9 @@ std::string dims_string(const std::vector<int64_t>& dims) {  // outermost first,
 
 }  // namespace
 
-bool is_gguf_moe(const std::string& gguf_arch) { return gguf_arch == "qwen3moe" || gguf_arch == "qwen2moe"; }
+bool is_gguf_moe(const std::string& gguf_arch) {
+  return gguf_arch == "qwen3moe" || gguf_arch == "qwen2moe" || gguf_arch == "olmoe";
+}
 
 Expected<bool> gguf_has_experts(const GgufFile& g, const std::string& gguf_arch) {
   const std::string key = gguf_arch + ".expert_count";
@@ -53,11 +55,12 @@ Expected<bool> gguf_has_experts(const GgufFile& g, const std::string& gguf_arch)
 
 Status read_gguf_moe(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c) {
   const std::string a = gguf_arch + ".";
-  const bool mixtral = gguf_arch == "llama", qwen2 = gguf_arch == "qwen2moe";
-  c.arch = mixtral ? "mixtral" : qwen2 ? "qwen2_moe" : "qwen3_moe";
+  const bool mixtral = gguf_arch == "llama", qwen2 = gguf_arch == "qwen2moe", olmoe = gguf_arch == "olmoe";
+  c.arch = mixtral ? "mixtral" : qwen2 ? "qwen2_moe" : olmoe ? "olmoe" : "qwen3_moe";
   c.qk_norm = !mixtral && !qwen2;
+  c.qk_norm_whole = olmoe;  // OLMoE's norms span the whole q and k projections
   BRIGADE_RETURN_IF_ERROR(read_gguf_expert_counts(g, a, c));
-  if (mixtral)  // llama.cpp's llama experts are feed_forward_length wide
+  if (mixtral || olmoe)  // llama.cpp's llama and olmoe experts are feed_forward_length wide
     c.moe_intermediate_size = c.intermediate_size;
   else
     BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_feed_forward_length",
@@ -74,7 +77,7 @@ Status read_gguf_moe(const GgufFile& g, const std::string& gguf_arch, ModelConfi
                          " does not have (Qwen2-MoE's are in qwen2moe files)");
   }
   BRIGADE_RETURN_IF_ERROR(read_gguf_expert_weights_scale(g, a, c));
-  c.norm_topk_prob = !qwen2;  // llama.cpp's build_moe_ffn norm_w: false for qwen2moe
+  c.norm_topk_prob = !qwen2 && !olmoe;  // llama.cpp's build_moe_ffn norm_w: false for qwen2moe and olmoe
   c.decoder_sparse_step = 1;
   c.mlp_only_layers.clear();
   return Status::ok();

@@ -26,6 +26,12 @@
 // ffn_gate_inp_shexp [hidden] (a vector; Qwen2MoeSparseMoeBlock's shared_expert_gate [1, hidden]).
 // It becomes arch qwen2_moe.
 //
+// olmoe (OLMoE-1B-7B; conversion/olmo.py OlmoeModel) is the same with OLMo 2's q/k norms over
+// the whole projections (attn_q_norm / attn_k_norm [hidden]: llama.cpp sizes both n_embd, so only
+// files with as many KV heads as query heads load there, as OLMoE's are), experts
+// feed_forward_length wide, the k routing weights not renormalised (norm_w false for olmoe),
+// NEOX RoPE, no permutation. It becomes arch olmoe.
+//
 // Mixtral (convert_hf_to_gguf.py LlamaModel) is arch `llama` with llama.expert_count and
 // expert_used_count, the same stacked tensors, experts feed_forward_length wide (llama.cpp's
 // llama reads no expert_feed_forward_length), no q/k norms, q/k rows permuted as llama's; it

@@ -67,7 +67,7 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"Olmo2ForCausalLM", "olmo2"},       {"Olmo3ForCausalLM", "olmo3"},
       {"Exaone4ForCausalLM", "exaone4"},   {"Glm4ForCausalLM", "glm4"},
       {"SeedOssForCausalLM", "seed_oss"},  {"Ernie4_5ForCausalLM", "ernie4_5"},
-      {"HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"}};
+      {"HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"}, {"OlmoeForCausalLM", "olmoe"}};
   for (const auto& [cls, type] : kNames)
     if (class_name == cls || (class_name.empty() && model_type == type)) return type;
   return {};
@@ -96,6 +96,15 @@ Status stretch_rope_base(double alpha, ModelConfig& c) {
 
 Status read_llama_variant(const json& j, ModelConfig& c) {
   if (c.arch == "olmo2" || c.arch == "olmo3") return read_olmo(j, c);
+  if (c.arch == "olmoe") {  // OlmoeAttention: pre-norm layers, OLMo 2's whole-projection q/k norms
+    if (auto clip = j.find("clip_qkv"); clip != j.end() && !clip->is_null())
+      return unsupported("config.json: clip_qkv (clamping q, k and v) is not supported for olmoe; OLMoE's released "
+                         "checkpoints have it null");
+    c.qkv_bias = c.o_bias = c.attention_bias;
+    c.qk_norm = c.qk_norm_whole = true;
+    c.sliding_window = 0;
+    return Status::ok();
+  }
   if (c.arch == "exaone4") return read_exaone4(j, c);
   c.sliding_window = 0;  // none of the others slides
   if (c.arch == "glm4") {  // Glm4Attention: q/k/v biases (attention_bias, true by default), o without

@@ -14,7 +14,9 @@
 //   ernie4_5 (Ernie4_5ForCausalLM, Baidu ERNIE 4.5 dense): use_bias on every projection, RoPE of
 //     adjacent pairs;
 //   hunyuan_v1_dense (HunYuanDenseV1ForCausalLM, Tencent Hunyuan dense): q/k norms after RoPE,
-//     NTK-alpha RoPE (the base stretched by alpha).
+//     NTK-alpha RoPE (the base stretched by alpha);
+//   olmoe (OlmoeForCausalLM, AllenAI OLMoE): Llama's pre-norm layers with OLMo 2's whole-projection
+//     q/k norms, every MLP sparse (its experts read by read_moe, models/model_config.cpp).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -32,7 +32,7 @@ constexpr const char* kSupported =
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
-    "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense)";
+    "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), OlmoeForCausalLM (olmoe)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -42,7 +42,7 @@ bool is_glm4_moe(const std::string& arch) { return arch == "glm4_moe"; }
 // The architectures whose MoE fields read_moe parses (DeepSeek's: models/deepseek_config.h).
 bool is_sparse_moe(const std::string& arch) {
   return arch == "qwen3_moe" || arch == "qwen2_moe" || arch == "mixtral" || arch == "gpt_oss" || arch == "qwen3_next" ||
-         arch == "qwen3_5_moe_text";
+         arch == "qwen3_5_moe_text" || arch == "olmoe";
 }
 
 // Which family a config describes: architectures[0] wins, model_type otherwise. A
@@ -302,8 +302,22 @@ Status read_sparse_layers(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// OlmoeConfig's expert fields: num_experts (default 64) experts of intermediate_size (it has no
+// moe_intermediate_size), num_experts_per_tok (default 8), every layer sparse, the softmax top k
+// renormalised only with norm_topk_prob (default false: OLMoE-1B-7B's).
+Status read_olmoe_moe(const json& j, ModelConfig& c) {
+  c.n_experts = 64;
+  c.n_experts_per_tok = 8;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts", c.n_experts, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, false));
+  c.moe_intermediate_size = c.intermediate_size;
+  c.norm_topk_prob = false;
+  return read_bool(j, "norm_topk_prob", c.norm_topk_prob);
+}
+
 Status read_moe(const json& j, ModelConfig& c) {
   if (c.arch == "mixtral") return read_mixtral_moe(j, c);
+  if (c.arch == "olmoe") return read_olmoe_moe(j, c);
   if (c.arch == "gpt_oss") return read_gpt_oss_moe(j, c);
   if (c.arch != "qwen3_moe" && c.arch != "qwen2_moe" && c.arch != "qwen3_next" && c.arch != "qwen3_5_moe_text")
     return Status::ok();
@@ -342,7 +356,7 @@ Status read_moe(const json& j, ModelConfig& c) {
 Status validate_moe(const ModelConfig& c) {
   if (!is_sparse_moe(c.arch)) return Status::ok();
   const std::string e = std::to_string(c.n_experts), k = std::to_string(c.n_experts_per_tok);
-  const std::string experts = c.arch == "mixtral" || c.arch == "gpt_oss" ? "num_local_experts" : "num_experts";
+  const std::string experts = c.arch == "mixtral" || c.arch == "gpt_oss" ? "num_local_experts" : "num_experts";  // olmoe's too
   if (c.n_experts < 1) return invalid_argument("model config: " + experts + " must be >= 1 (got " + e + ")");
   if (c.n_experts_per_tok < 1 || c.n_experts_per_tok > c.n_experts)
     return invalid_argument("model config: num_experts_per_tok must be in [1, " + experts + " = " + e + "] (got " + k +

@@ -386,6 +386,10 @@ def fixtures():
         "hunyuan_v1_dense": ("HunYuanDenseV1Config", "HunYuanDenseV1ForCausalLM", base_config(
             head_dim=16, attention_bias=True, pad_token_id=0,
             rope_scaling=dict(type="dynamic", alpha=1000.0, factor=1.0))),
+        # OLMoE (OlmoeForCausalLM, allenai/OLMoE-1B-7B-0924): Llama's pre-norm layers with OLMo 2's
+        # whole-projection q/k norms; every MLP 8 experts of 32, top 2, not renormalised.
+        "olmoe": ("OlmoeConfig", "OlmoeForCausalLM", base_config(
+            intermediate_size=32, num_experts=8, num_experts_per_tok=2, norm_topk_prob=False, pad_token_id=0)),
     }
 
 

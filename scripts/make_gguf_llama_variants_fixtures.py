@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Writes the GGUF fixtures of seven llama.cpp architectures that are Llama-style decoders with
+"""Writes the GGUF fixtures of eight llama.cpp architectures that are Llama-style decoders with
 their own norms, biases or RoPE, made by llama.cpp's own converter (convert_hf_to_gguf.py:
-conversion/olmo.py's Olmo2Model and SeedOssModel, exaone.py's Exaone4Model, glm.py's Glm4Model,
-ernie.py's Ernie4_5Model, hunyuan.py's HunYuanModel; all TextModel subclasses, none of them
-LlamaModel's) from tiny transformers checkpoints. The checkpoints (SOURCES) are make_fixtures.py's
-olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5 and hunyuan_v1_dense fixtures, made here with
-seeds of their own (make_fixtures.new_model, 3505..3511), changed where llama.cpp cannot run them
+conversion/olmo.py's Olmo2Model, OlmoeModel and SeedOssModel, exaone.py's Exaone4Model, glm.py's
+Glm4Model, ernie.py's Ernie4_5Model, hunyuan.py's HunYuanModel; all TextModel subclasses, none of
+them LlamaModel's) from tiny transformers checkpoints. The checkpoints (SOURCES) are
+make_fixtures.py's olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense and olmoe
+fixtures, made here with seeds of their own (make_fixtures.new_model, 3505..3512), changed where llama.cpp cannot run them
 (below):
 
   gguf_olmo2          Olmo2ForCausalLM (2 layers, hidden 64, GQA 4 heads over 2 of 16, theta 1e4,
@@ -28,6 +28,9 @@ seeds of their own (make_fixtures.new_model, 3505..3511), changed where llama.cp
   gguf_hunyuan_dense  HunYuanDenseV1ForCausalLM (2 layers, heads of 16, per-head q/k RMSNorm after
                       RoPE, NTK-alpha RoPE alpha 1000 over theta 1e4, untied) without biases and
                       with max_position_embeddings 32768; --outtype f32
+  gguf_olmoe          OlmoeForCausalLM (2 layers, pre-norm, q/k RMSNorm over the whole projections,
+                      every MLP 8 experts of 32, top 2, not renormalised) with 4 KV heads (the
+                      fixture's 2); --outtype f32
 
 What llama.cpp runs, and why these sources (llama.cpp 0c1e57098: the converter classes above,
 src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp, ernie4-5.cpp, hunyuan-vl.cpp (which
@@ -35,6 +38,15 @@ hunyuan-dense.cpp reuses: loader and graph), llama-model.cpp's shared hparams an
 llama_model_rope_type, llama-context.cpp's YaRN parameters). Each loader refuses a file with a
 tensor it does not create ("done_getting_tensors: wrong number of tensors"), so a bias llama.cpp
 has no slot for cannot be in the file.
+  - olmoe: num_key_value_heads 4 (the fixture's 2). llama_model_olmoe creates attn_k_norm n_embd
+    wide, i.e. it assumes as many KV heads as query heads (OLMoE-1B-7B's 16 and 16), so a GQA
+    file's [32] k norm is refused. The converter (conversion/olmo.py OlmoeModel) stacks each
+    layer's experts into ffn_gate_exps / ffn_up_exps (ne [64, 32, 8]) and ffn_down_exps
+    (ne [32, 64, 8]), writes the router as ffn_gate_inp (ne [64, 8]), olmoe.expert_count 8,
+    expert_used_count 2 and feed_forward_length 32 (the experts' width; no
+    expert_feed_forward_length), and permutes nothing (NEOX). The graph: attn_norm, q/k RMSNorm
+    over the whole projections before RoPE, attention, ffn_norm, softmax routing over the top 2
+    with norm_w false (not renormalised, as OlmoeConfig's norm_topk_prob false), SiLU experts.
   - olmo2: attention_bias false (the fixture's true). llama_model_olmo2 creates no
     attn_output.bias (q/k/v biases would load, as create_tensor_qkv takes them when present, but
     transformers' one switch also gives o_proj a bias): "wrong number of tensors; expected 33,
@@ -196,6 +208,7 @@ which must stay within 1e-3. Measured (prompts of 7, 1 and 40 tokens):
   gguf_seed_oss       2.1e-06, 8.3e-07, 2.5e-06
   gguf_ernie4_5       1.2e-05, 9.0e-06, 1.9e-05 (logits up to 47, 47, 62)
   gguf_hunyuan_dense  1.6e-06, 9.3e-07, 2.0e-06
+  gguf_olmoe          1.3e-06, 8.1e-07, 1.7e-06
 
 Run: python3 scripts/make_gguf_llama_variants_fixtures.py [NAME...], then
 python3 scripts/make_gguf_llama_variants_fixtures.py --llamacpp [NAME...] (make_fixtures.py's
@@ -228,6 +241,9 @@ SOURCES = {
     # no biases (llama.cpp's hunyuan-dense has no attn_output.bias) and 32k positions (the
     # converter's assertion for NTK-alpha RoPE) (module docstring)
     "hunyuan_dense": ("hunyuan_v1_dense", {"attention_bias": False, "max_position_embeddings": 32768}, 3511),
+    # as many KV heads as query heads: llama.cpp's olmoe sizes attn_k_norm n_embd wide (OLMoE's
+    # own configs are MHA) (module docstring)
+    "olmoe": ("olmoe", {"num_key_value_heads": 4}, 3512),
 }
 # name: (source, --outtype, pre-tokenizer name)
 FIXTURES = {
@@ -238,6 +254,7 @@ FIXTURES = {
     "gguf_seed_oss": ("seed_oss", "f32", "gpt-2"),
     "gguf_ernie4_5": ("ernie4_5", "f32", "default"),
     "gguf_hunyuan_dense": ("hunyuan_dense", "f32", "gpt-2"),
+    "gguf_olmoe": ("olmoe", "f32", "gpt-2"),
 }
 
 

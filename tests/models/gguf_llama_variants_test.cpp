@@ -2,7 +2,8 @@
 // written by llama.cpp's own converter (scripts/make_gguf_llama_variants_fixtures.py): gguf_olmo2,
 // gguf_olmo3 (window 8 on three layers of four, YaRN on the full one), gguf_exaone4 (llama3
 // scaling as rope_freqs), gguf_glm4 (gate|up fused, half-rotated heads), gguf_seed_oss,
-// gguf_ernie4_5 (tied), gguf_hunyuan_dense (the NTK alpha folded into the base), F32; llama.cpp
+// gguf_ernie4_5 (tied), gguf_hunyuan_dense (the NTK alpha folded into the base), gguf_olmoe
+// (experts not renormalised), F32; llama.cpp
 // itself runs each within 2e-5 of transformers (llamacpp.json). The configs as llama.cpp reads
 // them, and transformers' logits, decode steps and greedy tokens.
 #include <gtest/gtest.h>
@@ -68,6 +69,14 @@ TEST(GgufLlamaVariants, ReadsTheConfigsAsLlamaCppDoes) {
   EXPECT_EQ(ernie.rope_style, RopeStyle::interleaved);
   EXPECT_TRUE(ernie.tie_embeddings);
 
+  const ModelConfig olmoe = open_config("gguf_olmoe");
+  EXPECT_EQ(olmoe.arch, "olmoe");
+  EXPECT_TRUE(olmoe.qk_norm && olmoe.qk_norm_whole && !olmoe.post_norms);
+  EXPECT_EQ(olmoe.n_experts, 8);
+  EXPECT_EQ(olmoe.n_experts_per_tok, 2);
+  EXPECT_EQ(olmoe.moe_intermediate_size, 32);
+  EXPECT_FALSE(olmoe.norm_topk_prob) << "llama.cpp's olmoe: norm_w false";
+
   const ModelConfig hunyuan = open_config("gguf_hunyuan_dense");
   EXPECT_EQ(hunyuan.arch, "hunyuan_v1_dense");
   EXPECT_TRUE(hunyuan.qk_norm && hunyuan.qk_norm_after_rope);
@@ -116,7 +125,7 @@ TEST_P(GgufLlamaVariantsF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaVariantsF32,
                          ::testing::Values("gguf_olmo2", "gguf_olmo3", "gguf_exaone4", "gguf_glm4", "gguf_seed_oss",
-                                           "gguf_ernie4_5", "gguf_hunyuan_dense"),
+                                           "gguf_ernie4_5", "gguf_hunyuan_dense", "gguf_olmoe"),
                          [](const auto& p) { return p.param; });
 
 }  // namespace

@@ -322,6 +322,21 @@ TEST(ModelConfig, ReadsTheLlamaVariants) {
   EXPECT_EQ(hunyuan->rope_scaling.type, RopeScalingType::none);
   EXPECT_TRUE(hunyuan->qk_norm && hunyuan->qk_norm_after_rope);
 
+  // OLMoE: OLMo 2's q/k norms in pre-norm layers, every MLP sparse with experts of
+  // intermediate_size (OlmoeConfig's defaults 64, top 8, not renormalised); clip_qkv refused.
+  auto olmoe = parse("OlmoeForCausalLM", {});
+  ASSERT_TRUE(olmoe.has_value()) << olmoe.status().to_string();
+  EXPECT_TRUE(olmoe->qk_norm && olmoe->qk_norm_whole && !olmoe->post_norms);
+  EXPECT_EQ(olmoe->n_experts, 64);
+  EXPECT_EQ(olmoe->n_experts_per_tok, 8);
+  EXPECT_EQ(olmoe->moe_intermediate_size, 128);
+  EXPECT_FALSE(olmoe->norm_topk_prob);
+  EXPECT_EQ(olmoe->n_moe_layers(), 4);
+  const Status clip = parse("OlmoeForCausalLM", {{"clip_qkv", 8.0}}).status();
+  EXPECT_EQ(clip.code(), StatusCode::unsupported);
+  EXPECT_NE(clip.message().find("clip_qkv"), std::string::npos) << clip.message();
+  EXPECT_EQ(parse("OlmoeForCausalLM", {{"num_experts_per_tok", 65}}).status().code(), StatusCode::invalid_argument);
+
   // MLP biases are LlamaMLP's (and Seed-OSS's, ERNIE's); another family's are refused by name.
   auto llama = parse("LlamaForCausalLM", {{"mlp_bias", true}});
   ASSERT_TRUE(llama.has_value()) << llama.status().to_string();
