@@ -36,6 +36,15 @@ namespace brigade {
 // Byte offset of an f8e4m3 weight's f32 scale from its data (the codes, padded to 256 bytes).
 inline size_t fp8_scale_offset(const Tensor& w) { return (w.nbytes() + 255) / 256 * 256; }
 
+// xIELU's parameters for one layer (Apertus's MLP activation, Backend::xielu): alpha_p and alpha_n
+// as the activation uses them (softplus of the stored ones; alpha_n with beta added), beta, eps.
+struct XieluParams {
+  float alpha_p = 0.8f;
+  float alpha_n = 0.8f;
+  float beta = 0.5f;
+  float eps = -1e-6f;
+};
+
 struct QkvLayout {
   int n_heads = 0;
   int n_kv_heads = 0;
@@ -299,6 +308,12 @@ class Backend {
   // out [n, I] = gelu_tanh(gate_up[:, :I]) * gate_up[:, I:] (Gemma's gelu_pytorch_tanh:
   // gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3)))); gate_up [n, 2I].
   virtual void gelu_tanh_mul(const Tensor& gate_up, const Tensor& out) = 0;
+  // xIELU of x [n, d] in place (Apertus's ungated MLP; transformers' XIELUActivation):
+  // x > 0: alpha_p x^2 + beta x; else (expm1(min(x, eps)) - x) alpha_n + beta x.
+  virtual void xielu(const Tensor& x, const XieluParams& p) {
+    (void)x, (void)p;
+    BRIGADE_CHECK(false, "xielu on a backend without it (the CPU and CUDA backends have it)");
+  }
   // x [n, d] *= s in place (activations; Gemma's embedding scale).
   virtual void scale(const Tensor& x, float s) = 0;
   // x = tanh(x / cap) * cap elementwise in place; x [n, m] f32 (Gemma 2's final_logit_softcapping).

@@ -78,6 +78,7 @@ void add(const CpuContext& c, const Tensor& a, const Tensor& b);
 void silu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out);
 float gelu_tanh(float x);  // torch's gelu(approximate='tanh'), f32
 void gelu_tanh_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out);
+void xielu(const CpuContext& c, const Tensor& x, const XieluParams& p);
 void scale(const CpuContext& c, const Tensor& x, float s);
 void softcap(const CpuContext& c, const Tensor& x, float cap);
 void write_kv(const CpuContext& c, const KvLayer& cache, const Tensor& qkv, const QkvLayout& l,

@@ -1,4 +1,4 @@
-// Row-wise ops: embedding, add, silu_mul, gelu_tanh_mul, scale, softcap, write_kv, gather_rows.
+// Row-wise ops: embedding, add, silu_mul, gelu_tanh_mul, xielu, scale, softcap, write_kv, gather_rows.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -75,6 +75,18 @@ float gelu_tanh(float x) {
 void gelu_tanh_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out) {
   gated_mul(c, gate_up, out, [](const float* g, const float* u, float* o, int64_t k) {
     for (int64_t j = 0; j < k; ++j) o[j] = gelu_tanh(g[j]) * u[j];
+  });
+}
+
+// transformers' XIELUActivation (its Python path), elementwise on f32.
+void xielu(const CpuContext& c, const Tensor& x, const XieluParams& p) {
+  BRIGADE_CHECK(x.dtype == DType::f32, "xielu: x f32");
+  float* v = x.as<float>();
+  c.pool->parallel_for(x.numel(), 16384, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      const float t = v[i];
+      v[i] = t > 0.0f ? p.alpha_p * t * t + p.beta * t : (std::expm1(std::min(t, p.eps)) - t) * p.alpha_n + p.beta * t;
+    }
   });
 }
 

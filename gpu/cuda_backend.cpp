@@ -40,7 +40,7 @@ using gpu::Sig;
 // Op ids in step signatures.
 enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, kSiluMul, kGeluTanhMul, kScale, kSoftcap, kQkNorm, kRope, kWriteKv,
                 kAttention, kGather, kArgmax, kSample, kGatherTokens, kScatterTokens, kMoeRoute, kMoeExperts,
-                kHeadMatmul, kWriteMlaKv, kMlaAttention };
+                kHeadMatmul, kWriteMlaKv, kMlaAttention, kXielu };
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
@@ -293,6 +293,13 @@ class CudaBackendImpl final : public CudaBackend {
     bind();
     graphs_->record(Sig() << kGeluTanhMul << gate_up << out,
                     [=, this] { gpu::launch_gelu_tanh_mul(gate_up.data, out.data, n, inter, stream_); });
+  }
+  void xielu(const Tensor& x, const XieluParams& p) override {
+    BRIGADE_CHECK(x.dtype == DType::bf16, "xielu: x [n, d] bf16");
+    bind();
+    graphs_->record(Sig() << kXielu << x << p.alpha_p << p.alpha_n << p.beta << p.eps, [=, this] {
+      gpu::launch_xielu(x.data, x.numel(), p.alpha_p, p.alpha_n, p.beta, p.eps, stream_);
+    });
   }
   void scale(const Tensor& x, float s) override {
     BRIGADE_CHECK(x.dtype == DType::bf16, "scale: x [n, d] bf16");

@@ -77,6 +77,14 @@ __global__ void gelu_tanh_mul_kernel(const bf16* gate_up, bf16* out, int64_t n, 
   }
 }
 
+// transformers' XIELUActivation, in f32, rounded to bf16 once.
+__global__ void xielu_kernel(bf16* x, int64_t count, float alpha_p, float alpha_n, float beta, float eps) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
+    const float t = __bfloat162float(x[i]);
+    x[i] = __float2bfloat16_rn(t > 0.0f ? alpha_p * t * t + beta * t : (expm1f(fminf(t, eps)) - t) * alpha_n + beta * t);
+  }
+}
+
 __global__ void scale_kernel(bf16* x, float s, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x)
     x[i] = __float2bfloat16_rn(__bfloat162float(x[i]) * s);
@@ -234,6 +242,12 @@ void launch_gelu_tanh_mul(const void* gate_up, void* out, int64_t n, int64_t int
   if (n * inter == 0) return;
   gelu_tanh_mul_kernel<<<stride_grid(n * inter), kThreads, 0, stream>>>(static_cast<const bf16*>(gate_up),
                                                                          static_cast<bf16*>(out), n, inter);
+  BRIGADE_CUDA_CHECK_LAUNCH();
+}
+
+void launch_xielu(void* x, int64_t count, float alpha_p, float alpha_n, float beta, float eps, cudaStream_t stream) {
+  if (count == 0) return;
+  xielu_kernel<<<stride_grid(count), kThreads, 0, stream>>>(static_cast<bf16*>(x), count, alpha_p, alpha_n, beta, eps);
   BRIGADE_CUDA_CHECK_LAUNCH();
 }
 

@@ -25,6 +25,8 @@ class Cursor {
     pos_ += sizeof(T);
     return Status::ok();
   }
+  // The bytes [from, pos()) already read (checked to fit when they were read).
+  std::span<const uint8_t> since(uint64_t from) const { return *f_.bytes(from, pos_ - from, ""); }
   Status read_string(std::string& out, const std::string& what) {
     uint64_t n = 0;
     BRIGADE_RETURN_IF_ERROR(read(n, what));
@@ -79,7 +81,12 @@ Status read_value(Cursor& c, GgufValue& v, const std::string& what) {
   uint32_t t = 0;
   BRIGADE_RETURN_IF_ERROR(c.read(t, what));
   v.type = static_cast<GgufType>(t);
-  if (v.type != GgufType::array) return read_scalar(c, v.type, v, what);
+  const uint64_t start = c.pos();
+  if (v.type != GgufType::array) {
+    BRIGADE_RETURN_IF_ERROR(read_scalar(c, v.type, v, what));
+    if (v.type != GgufType::string) v.raw = c.since(start);
+    return Status::ok();
+  }
   uint32_t et = 0;
   uint64_t n = 0;
   BRIGADE_RETURN_IF_ERROR(c.read(et, what));
@@ -88,11 +95,13 @@ Status read_value(Cursor& c, GgufValue& v, const std::string& what) {
   v.elem_type = static_cast<GgufType>(et);
   if (v.elem_type == GgufType::array) return unsupported(c.path() + ": " + what + ": nested arrays are not supported");
   GgufValue e;
+  const uint64_t elements = c.pos();
   for (uint64_t i = 0; i < n; ++i) {
     BRIGADE_RETURN_IF_ERROR(read_scalar(c, v.elem_type, e, what));
     if (v.elem_type == GgufType::string) v.strs.push_back(std::move(e.str));
     else v.numbers.push_back(e.number);
   }
+  if (v.elem_type != GgufType::string) v.raw = c.since(elements);
   return Status::ok();
 }
 

@@ -37,6 +37,7 @@ struct GgufValue {
   std::string str;
   std::vector<std::string> strs;
   std::vector<double> numbers;
+  std::span<const uint8_t> raw;  // a numeric scalar's or array's elements as stored, in the mapping
 };
 
 struct GgufTensorInfo {

@@ -21,7 +21,7 @@ namespace {
 constexpr const char* kSupportedArchs =
     "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, olmoe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
     "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1, mamba, mamba2, nemotron_h, nemotron_h_moe, granitehybrid, jamba, "
-    "smollm3, granite, olmo2 (OLMo 2 and 3), exaone4, glm4, seed_oss, ernie4_5, hunyuan-dense";
+    "smollm3, granite, olmo2 (OLMo 2 and 3), exaone4, glm4, seed_oss, ernie4_5, hunyuan-dense, apertus";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -247,6 +247,7 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
   else if (is_gguf_falcon_h1(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_falcon_h1(g, tensors, c));
   else if (is_gguf_mamba(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_mamba(g, tensors, c));
   else if (c.n_experts > 0) BRIGADE_RETURN_IF_ERROR(check_gguf_moe_tensors(g, c));
+  else if (arch == "apertus") BRIGADE_RETURN_IF_ERROR(add_gguf_xielu_tensors(g, c.n_layers, tensors));
   if (c.arch == "mamba2" || c.arch == "mamba" || c.arch == "falcon_mamba")
     return Status::ok();  // no attention, no MLP (read_gguf_mamba checked its keys)
   const Status v = c.validate();

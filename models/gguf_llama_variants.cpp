@@ -59,7 +59,31 @@ Status read_hunyuan(const GgufFile& g, const std::string& a, ModelConfig& c) {
 
 bool is_gguf_llama_variant(const std::string& gguf_arch) {
   return gguf_arch == "olmo2" || gguf_arch == "exaone4" || gguf_arch == "glm4" || gguf_arch == "seed_oss" ||
-         gguf_arch == "ernie4_5" || gguf_arch == "hunyuan-dense";
+         gguf_arch == "ernie4_5" || gguf_arch == "hunyuan-dense" || gguf_arch == "apertus";
+}
+
+Status add_gguf_xielu_tensors(const GgufFile& g, int n_layers, std::map<std::string, RawTensor>& tensors) {
+  for (const char* param : {"alpha_p", "alpha_n", "beta", "eps"}) {
+    const std::string key = std::string("xielu.") + param;
+    const GgufValue* v = g.find(key);
+    if (v == nullptr) return corrupt(g.path() + ": metadata '" + key + "' (Apertus's xIELU parameters) is missing");
+    const bool array = v->type == GgufType::array;
+    const GgufType t = array ? v->elem_type : v->type;
+    const size_t count = array ? v->numbers.size() : 1;
+    if (t != GgufType::f32 || (count != 1 && count != static_cast<size_t>(n_layers)) || v->raw.size() != 4 * count)
+      return corrupt(g.path() + ": metadata '" + key + "' must be one f32, or one per layer (" + std::to_string(n_layers) +
+                     ")");
+    for (int l = 0; l < n_layers; ++l) {  // one value for every layer, or each layer's
+      RawTensor r;
+      r.name = "model.layers." + std::to_string(l) + ".mlp.act_fn." + param;
+      r.file = g.path();
+      r.dtype = DType::f32;
+      r.shape = {1};
+      r.bytes = v->raw.subspan(count == 1 ? 0 : 4 * static_cast<size_t>(l), 4);
+      tensors[r.name] = std::move(r);
+    }
+  }
+  return Status::ok();
 }
 
 Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c) {
@@ -71,6 +95,12 @@ Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, 
   if (gguf_arch == "olmo2") return read_olmo2(g, a, c);
   if (gguf_arch == "exaone4") return read_exaone4(g, a, c);
   if (gguf_arch == "hunyuan-dense") return read_hunyuan(g, a, c);
+  if (gguf_arch == "apertus") {  // per-head q/k norms, the xIELU MLP (its parameters: add_gguf_xielu_tensors)
+    c.qk_norm = true;
+    c.mlp_activation = MlpActivation::xielu;
+    c.sliding_window = 0;
+    return Status::ok();
+  }
   c.sliding_window = 0;
   c.sandwich_norms = gguf_arch == "glm4";
   return Status::ok();
@@ -86,10 +116,13 @@ std::string gguf_llama_variant_layer_name(const std::string& gguf_arch, const st
   static const Names kSeedOss = {{"post_attention_norm.weight", "post_attention_layernorm.weight"}};
   static const Names kHunyuan = {{"attn_q_norm.weight", "self_attn.query_layernorm.weight"},
                                  {"attn_k_norm.weight", "self_attn.key_layernorm.weight"}};
+  static const Names kApertus = {{"attn_norm.weight", "attention_layernorm.weight"},
+                                 {"ffn_norm.weight", "feedforward_layernorm.weight"}};
   const Names* names = gguf_arch == "olmo2" || gguf_arch == "exaone4" ? &kPostNorms
                        : gguf_arch == "glm4"                         ? &kGlm4
                        : gguf_arch == "seed_oss"                     ? &kSeedOss
                        : gguf_arch == "hunyuan-dense"                ? &kHunyuan
+                       : gguf_arch == "apertus"                      ? &kApertus
                                                                      : nullptr;
   if (names == nullptr) return "";
   auto it = names->find(suffix);

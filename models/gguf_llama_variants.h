@@ -25,15 +25,23 @@
 //   ernie4_5       ERNIE 4.5 dense: Llama's names, RoPE of adjacent pairs (not permuted), tied;
 //   hunyuan-dense  Hunyuan dense: attn_q_norm / attn_k_norm are its per-head norms after RoPE;
 //                  the converter folds the NTK alpha into rope.freq_base (a rope.scaling.alpha
-//                  key, which it does not write, is folded at load as llama.cpp does).
+//                  key, which it does not write, is folded at load as llama.cpp does);
+//   apertus        Apertus: attn_norm / ffn_norm are its attention_ / feedforward_layernorm,
+//                  per-head q/k norms, ffn_up and ffn_down only, llama3 scaling as
+//                  rope_freqs.weight (NEOX, not permuted); its xIELU parameters as metadata
+//                  xielu.alpha_p / alpha_n / beta / eps (no arch prefix; f32, one per layer or one
+//                  for all, alpha_p and alpha_n as stored before their softplus), which
+//                  add_gguf_xielu_tensors turns into the checkpoint's mlp.act_fn.* tensors.
 // The converter permutes no q/k rows for any of them. Biases the file holds load (transformers'
 // attention_bias / attention_out_bias / use_bias); llama.cpp creates no o or MLP biases for
 // these (its loader refuses a file holding them), so its files have none.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "core/status.h"
+#include "models/raw_tensor.h"
 #include "models/gguf.h"
 #include "models/model_config.h"
 
@@ -45,6 +53,11 @@ bool is_gguf_llama_variant(const std::string& gguf_arch);
 // safetensors name: olmo2 or olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense).
 // corrupt naming the key for values out of range.
 Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c);
+
+// Apertus's xIELU parameters (metadata xielu.*) as the tensors model.layers.N.mlp.act_fn.alpha_p,
+// alpha_n, beta, eps [1] f32 a safetensors checkpoint holds, over the metadata's bytes in the
+// mapping. corrupt naming the key when one is missing, not f32 or not one per layer (or one).
+Status add_gguf_xielu_tensors(const GgufFile& g, int n_layers, std::map<std::string, RawTensor>& tensors);
 
 // The Hugging Face name of a block tensor's suffix (under model.layers.N.) where the
 // architecture names it otherwise than Llama's table, or "".

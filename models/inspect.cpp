@@ -74,6 +74,7 @@ std::string format_model_info(const ModelInfo& m) {
                       : c.vision.kind == VisionKind::qwen2_5_vl ? "Qwen2_5_VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen2_vl ? "Qwen2VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen3_vl ? "Qwen3VLForConditionalGeneration"
+                      : c.arch == "llama"                     ? "Mistral3ForConditionalGeneration"
                                                               : "Gemma3ForConditionalGeneration";
   s += "architecture:  " + c.arch + (c.multimodal_text ? std::string(" (the language model of ") + whole + ")" : "") + "\n";
   if (c.vision.present() && c.vision.dynamic()) {
@@ -289,6 +290,7 @@ std::string format_model_info(const ModelInfo& m) {
     if (c.mlp_bias && c.mlp_layers.empty()) g += ", MLP biases";
     if (c.embed_scale > 0.0f) g += ", embeddings x " + num(c.embed_scale);
     if (c.mlp_activation == MlpActivation::gelu_tanh) g += ", gelu_tanh MLP";
+    if (c.mlp_activation == MlpActivation::xielu) g += ", ungated xIELU MLP (learned per layer)";
     if (c.final_softcap > 0.0f) g += ", logit softcap " + num(c.final_softcap);
     s += "decoder:       " + g.substr(2) + "\n";
   }

@@ -33,7 +33,8 @@ struct AttentionBlock {
 };
 
 struct MlpBlock {
-  LinearWeight gate_up;   // [2 I, hidden]: gate rows, then up rows
+  LinearWeight gate_up;   // [2 I, hidden]: gate rows, then up rows; Apertus's up rows alone [I, hidden]
+  XieluParams xielu;      // Apertus's activation (ModelConfig::mlp_activation xielu)
   OwnedTensor gate_up_bias;  // [2 I] f32 (ModelConfig::mlp_bias), or empty
   OwnedTensor down;       // [hidden, I]
   OwnedTensor down_bias;  // [hidden] f32 (mlp_bias; rank 0's only: added once), or empty
@@ -133,6 +134,7 @@ class LlamaModel final : public Model {
   // tensors or, with ModelConfig::fused_weights, from the fused ones.
   Expected<LinearWeight> load_qkv(WeightLoader& w, int l);
   Expected<LinearWeight> load_gate_up(WeightLoader& w, int l);
+  Expected<XieluParams> load_xielu(WeightLoader& w, int l);
   Status allocate_scratch();
   Status run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta,
                        const RopeConfig& rope, int n);
@@ -237,11 +239,31 @@ Expected<LinearWeight> LlamaModel::load_qkv(WeightLoader& w, int l) {
 Expected<LinearWeight> LlamaModel::load_gate_up(WeightLoader& w, int l) {
   const int64_t hidden = config_.hidden_size, inter = config_.intermediate_size;
   const Slice ir = shard_.inter_rows();
+  if (config_.mlp_activation == MlpActivation::xielu)  // Apertus: no gate
+    return w.fused_linear({layer_name(l, "mlp.up_proj.weight")}, {inter}, hidden, {ir});
   if (!config_.fused_weights && config_.arch != "glm4")  // GLM-4's gate|up is one tensor, its q, k, v apart
     return w.fused_linear({layer_name(l, "mlp.gate_proj.weight"), layer_name(l, "mlp.up_proj.weight")}, {inter, inter}, hidden,
                    {ir, ir});
   const std::string name = layer_name(l, "mlp.gate_up_proj.weight");  // [2 I, hidden]: gate rows, then up rows
   return w.fused_linear({name, name}, {2 * inter, 2 * inter}, hidden, {ir, {inter + ir.begin, ir.size}});
+}
+
+// Apertus's xIELU parameters as transformers' XIELUActivation uses them: alpha_p = softplus(raw),
+// alpha_n = beta + softplus(raw); beta and eps as stored (buffers some checkpoints leave out:
+// the class's 0.5 and -1e-6 then).
+Expected<XieluParams> LlamaModel::load_xielu(WeightLoader& w, int l) {
+  auto softplus = [](float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); };  // torch's threshold 20
+  XieluParams p;
+  for (auto [key, v] : {std::pair{"mlp.act_fn.beta", &p.beta}, {"mlp.act_fn.eps", &p.eps}}) {
+    if (w.has(layer_name(l, key))) {
+      BRIGADE_ASSIGN_OR_RETURN(*v, w.scalar_f32(layer_name(l, key)));
+    }
+  }
+  BRIGADE_ASSIGN_OR_RETURN(const float alpha_p, w.scalar_f32(layer_name(l, "mlp.act_fn.alpha_p")));
+  BRIGADE_ASSIGN_OR_RETURN(const float alpha_n, w.scalar_f32(layer_name(l, "mlp.act_fn.alpha_n")));
+  p.alpha_p = softplus(alpha_p);
+  p.alpha_n = p.beta + softplus(alpha_n);
+  return p;
 }
 
 Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
@@ -255,6 +277,9 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   if (c.post_norms) {  // OLMo 2, EXAONE 4: each block's output normed, nothing before it
     BRIGADE_ASSIGN_OR_RETURN(layer.post_attn_norm, norm("post_attention_layernorm.weight", hidden));
     BRIGADE_ASSIGN_OR_RETURN(layer.post_mlp_norm, norm("post_feedforward_layernorm.weight", hidden));
+  } else if (c.arch == "apertus") {  // ApertusDecoderLayer's names for Llama's two
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("attention_layernorm.weight", hidden));
+    BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm("feedforward_layernorm.weight", hidden));
   } else if (c.sandwich_norms && c.arch == "glm4") {  // Glm4DecoderLayer's names for Gemma's four
     BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("input_layernorm.weight", hidden));
     BRIGADE_ASSIGN_OR_RETURN(layer.post_attn_norm, norm("post_self_attn_layernorm.weight", hidden));
@@ -308,6 +333,9 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp.gate_up, load_gate_up(w, l));
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp.down,
                            w.matrix(layer_name(l, "mlp.down_proj.weight"), hidden, inter, {}, s.inter_rows()));
+  if (c.mlp_activation == MlpActivation::xielu) {
+    BRIGADE_ASSIGN_OR_RETURN(layer.mlp.xielu, load_xielu(w, l));
+  }
   if (!c.mlp_bias) return Status::ok();
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp.gate_up_bias,
                            w.vector_f32({layer_name(l, "mlp.gate_proj.bias"), layer_name(l, "mlp.up_proj.bias")},
@@ -422,10 +450,15 @@ Status LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
   }
   const Tensor gate_up = scratch_.gate_up.tensor.rows(0, n);
   const Tensor act = scratch_.act.tensor.rows(0, n);
-  layer.mlp.gate_up.matmul(backend_, normed, layer.mlp.gate_up_bias.tensor, gate_up);
-  if (lora_) lora_->apply(layer_index(layer), LoraProj::gate_up, normed, gate_up);
-  if (config_.mlp_activation == MlpActivation::gelu_tanh) backend_.gelu_tanh_mul(gate_up, act);
-  else backend_.silu_mul(gate_up, act);
+  if (config_.mlp_activation == MlpActivation::xielu) {  // Apertus: up straight into act, no gate
+    layer.mlp.gate_up.matmul(backend_, normed, Tensor(), act);
+    backend_.xielu(act, layer.mlp.xielu);
+  } else {
+    layer.mlp.gate_up.matmul(backend_, normed, layer.mlp.gate_up_bias.tensor, gate_up);
+    if (lora_) lora_->apply(layer_index(layer), LoraProj::gate_up, normed, gate_up);
+    if (config_.mlp_activation == MlpActivation::gelu_tanh) backend_.gelu_tanh_mul(gate_up, act);
+    else backend_.silu_mul(gate_up, act);
+  }
   backend_.matmul(act, layer.mlp.down.tensor, layer.mlp.down_bias.tensor, scratch_.delta.tensor.rows(0, n));
   if (lora_) lora_->apply(layer_index(layer), LoraProj::down, act, scratch_.delta.tensor.rows(0, n));
   return reduce(scratch_.delta.tensor.rows(0, n));

@@ -67,13 +67,44 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"Olmo2ForCausalLM", "olmo2"},       {"Olmo3ForCausalLM", "olmo3"},
       {"Exaone4ForCausalLM", "exaone4"},   {"Glm4ForCausalLM", "glm4"},
       {"SeedOssForCausalLM", "seed_oss"},  {"Ernie4_5ForCausalLM", "ernie4_5"},
-      {"HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"}, {"OlmoeForCausalLM", "olmoe"}};
+      {"HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"}, {"OlmoeForCausalLM", "olmoe"},
+      {"ApertusForCausalLM", "apertus"}};
   for (const auto& [cls, type] : kNames)
     if (class_name == cls || (class_name.empty() && model_type == type)) return type;
   return {};
 }
 
 bool is_llama_variant(const std::string& arch) { return !llama_variant_arch("", arch).empty(); }
+
+bool is_mistral3(const json& j) {
+  if (auto a = j.find("architectures"); a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string())
+    return (*a)[0].get<std::string>() == "Mistral3ForConditionalGeneration";
+  auto t = j.find("model_type");
+  return t != j.end() && t->is_string() && t->get<std::string>() == "mistral3";
+}
+
+Expected<json> mistral3_text_config(const json& j) {
+  auto it = j.find("text_config");
+  if (it == j.end() || !it->is_object())
+    return corrupt("config.json: Mistral3ForConditionalGeneration without a text_config object; brigade serves its "
+                   "language model (text_config) text-only");
+  // Mistral3Config's text_config defaults (Mistral Small 3.1's shape), which configs may leave out.
+  json t = {{"head_dim", 128},        {"hidden_size", 5120},        {"intermediate_size", 32768},
+            {"max_position_embeddings", 131072}, {"num_attention_heads", 32}, {"num_hidden_layers", 40},
+            {"num_key_value_heads", 8}, {"rms_norm_eps", 1e-5},      {"rope_theta", 1000000000.0},
+            {"sliding_window", nullptr}, {"vocab_size", 131072},     {"model_type", "mistral"}};
+  t.update(*it);
+  const std::string type = t["model_type"].is_string() ? t["model_type"].get<std::string>() : std::string();
+  if (type != "mistral")
+    return unsupported("config.json: text_config.model_type '" + type + "' of Mistral3ForConditionalGeneration is not "
+                       "supported; supported: mistral");
+  for (const char* key : {"bos_token_id", "eos_token_id", "torch_dtype", "dtype"})
+    if (j.contains(key) && !it->contains(key)) t[key] = j[key];
+  t["tie_word_embeddings"] = true;  // Mistral3Config's default, the top level's when it says
+  if (auto tie = j.find("tie_word_embeddings"); tie != j.end() && tie->is_boolean()) t["tie_word_embeddings"] = *tie;
+  t["architectures"] = json::array({"MistralForCausalLM"});
+  return t;
+}
 
 Expected<double> read_ntk_alpha(const json& scaling) {
   auto alpha = scaling.find("alpha");
@@ -94,7 +125,34 @@ Status stretch_rope_base(double alpha, ModelConfig& c) {
   return Status::ok();
 }
 
+namespace {
+
+// Apertus: per-head q/k norms, q/k/v/o biases with attention_bias, the ungated xIELU MLP
+// (hidden_act xielu, ApertusConfig's default; another is refused by name), and without any RoPE
+// field ApertusConfig's default: llama3 scaling x8 over 8192 positions on base 1.2e7.
+Status read_apertus(const json& j, ModelConfig& c) {
+  std::string act = "xielu";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
+  if (act != "xielu")
+    return unsupported("config.json: hidden_act '" + act + "' is not supported for apertus; supported: xielu");
+  c.mlp_activation = MlpActivation::xielu;
+  c.qk_norm = true;
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  c.sliding_window = 0;
+  if (j.contains("rope_theta") || j.contains("rope_scaling") || j.contains("rope_parameters")) return Status::ok();
+  c.rope_theta = 12000000.0f;
+  c.rope_scaling.type = RopeScalingType::llama3;
+  c.rope_scaling.factor = 8.0f;
+  c.rope_scaling.low_freq_factor = 1.0f;
+  c.rope_scaling.high_freq_factor = 4.0f;
+  c.rope_scaling.original_max_position = 8192;
+  return Status::ok();
+}
+
+}  // namespace
+
 Status read_llama_variant(const json& j, ModelConfig& c) {
+  if (c.arch == "apertus") return read_apertus(j, c);
   if (c.arch == "olmo2" || c.arch == "olmo3") return read_olmo(j, c);
   if (c.arch == "olmoe") {  // OlmoeAttention: pre-norm layers, OLMo 2's whole-projection q/k norms
     if (auto clip = j.find("clip_qkv"); clip != j.end() && !clip->is_null())

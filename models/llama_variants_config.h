@@ -16,7 +16,9 @@
 //   hunyuan_v1_dense (HunYuanDenseV1ForCausalLM, Tencent Hunyuan dense): q/k norms after RoPE,
 //     NTK-alpha RoPE (the base stretched by alpha);
 //   olmoe (OlmoeForCausalLM, AllenAI OLMoE): Llama's pre-norm layers with OLMo 2's whole-projection
-//     q/k norms, every MLP sparse (its experts read by read_moe, models/model_config.cpp).
+//     q/k norms, every MLP sparse (its experts read by read_moe, models/model_config.cpp);
+//   apertus (ApertusForCausalLM, Swiss AI Apertus): per-head q/k norms, an ungated MLP whose
+//     activation is xIELU with learned per-layer parameters (MlpActivation::xielu), llama3 RoPE.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -25,6 +27,16 @@
 #include "models/model_config.h"
 
 namespace brigade {
+
+// Whether config.json is a Mistral3ForConditionalGeneration (model_type mistral3: Mistral Small
+// 3.1 / 3.2, Magistral Small, Devstral Small), whose language model brigade serves text-only.
+bool is_mistral3(const nlohmann::json& j);
+// Its language model's config as a MistralForCausalLM config.json: text_config (model_type
+// mistral; another is refused by name) with Mistral3Config's defaults for the fields it leaves
+// out, the top level's dtype and bos/eos ids where text_config has none, and the top level's
+// tie_word_embeddings (Mistral3Config's default true: transformers ties lm_head to the
+// embeddings by it, whatever text_config says). corrupt without a text_config object.
+Expected<nlohmann::json> mistral3_text_config(const nlohmann::json& j);
 
 // The architecture's name for transformers' class or model_type, or "" when not one of these.
 std::string llama_variant_arch(const std::string& class_name, const std::string& model_type);

@@ -32,7 +32,8 @@ constexpr const char* kSupported =
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
-    "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), OlmoeForCausalLM (olmoe)";
+    "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
+    "Mistral3ForConditionalGeneration (mistral3: its language model, text only)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -465,6 +466,12 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
     BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
     c.multimodal_text = true;
     BRIGADE_ASSIGN_OR_RETURN(c.vision, read_gemma3_vision(j, c.vocab_size));
+    return c;
+  }
+  if (is_mistral3(j)) {  // its language model, text only (models/llama_variants_config.h)
+    BRIGADE_ASSIGN_OR_RETURN(json text, mistral3_text_config(j));
+    BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
+    c.multimodal_text = true;
     return c;
   }
   if (is_qwen_vl(j)) {  // its language model, with M-RoPE, and its tower (models/qwen_vl_config.h)

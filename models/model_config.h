@@ -17,11 +17,11 @@
 
 namespace brigade {
 
-// The MLP's gate activation: silu (SwiGLU) or torch's gelu(approximate='tanh') (Gemma's
-// gelu_pytorch_tanh).
-// The MLP's activation: SwiGLU's silu gate, Gemma's gelu_tanh gate (gelu_pytorch_tanh), or an
-// encoder's ungated GELU, exact (erf: BERT's "gelu") or tanh-approximated ("gelu_new").
-enum class MlpActivation : uint8_t { silu, gelu_tanh, gelu };
+// The MLP's activation: SwiGLU's silu gate, Gemma's gelu_tanh gate (gelu_pytorch_tanh), an
+// encoder's ungated GELU, exact (erf: BERT's "gelu") or tanh-approximated ("gelu_new"), or
+// Apertus's ungated xIELU (up_proj, xIELU with the layer's learned parameters, down_proj;
+// Backend::xielu).
+enum class MlpActivation : uint8_t { silu, gelu_tanh, gelu, xielu };
 
 // A Mamba2 mixer's shape and options (config.json of Mamba2ForCausalLM: num_heads, head_dim,
 // n_groups, state_size, conv_kernel, expand, use_conv_bias, use_bias, time_step_limit), or a
@@ -52,7 +52,7 @@ struct SsmConfig {
 struct ModelConfig {
   std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "mixtral", "phi3", "gemma2", "gemma3_text",
                                 // "gpt_oss", "glm4_moe", "smollm3", "granite", "olmo2", "olmo3", "exaone4", "glm4",
-                                // "seed_oss", "ernie4_5", "hunyuan_v1_dense"
+                                // "seed_oss", "ernie4_5", "hunyuan_v1_dense", "olmoe", "apertus"
                                 // (the decoder they share: llama.h),
                                 // "deepseek_v2" or "deepseek_v3" (models/deepseek.h),
                                 // "bert" or "roberta" (encoders: models/bert.h)

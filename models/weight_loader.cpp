@@ -389,6 +389,18 @@ Expected<OwnedTensor> WeightLoader::gathered_f32(const std::vector<std::string>&
   return upload_f32(host);
 }
 
+Expected<float> WeightLoader::scalar_f32(const std::string& name) {
+  BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name));
+  if (t.numel() != 1 || t.shape.size() > 1 || t.block_quantized() ||
+      (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16))
+    return corrupt(t.file + ": tensor '" + name + "' must be one F32, BF16 or F16 value (shape [] or [1]); it is " +
+                   t.type_name() + " " + t.shape_string());
+  count(name, 1);
+  const float v = static_cast<float>(t.at(0));
+  if (!std::isfinite(v)) return corrupt(t.file + ": tensor '" + name + "' is not a finite number");
+  return v;
+}
+
 Expected<OwnedTensor> WeightLoader::vector_f32(const std::vector<std::string>& names,
                                                const std::vector<int64_t>& sizes, const std::vector<Slice>& slices,
                                                float offset) {

@@ -139,6 +139,9 @@ class WeightLoader {
   // (added in f32: Gemma's norms scale by 1 + w).
   Expected<OwnedTensor> vector_f32(const std::vector<std::string>& names, const std::vector<int64_t>& sizes,
                                    const std::vector<Slice>& slices = {}, float offset = 0.0f);
+  // A scalar parameter (shape [] or [1], a float type) read to the host: Apertus's xIELU
+  // parameters. corrupt naming it when absent, of another shape or not finite.
+  Expected<float> scalar_f32(const std::string& name);
 
   // Matrices `names` [rows, cols] each (checked; floats) uploaded as f32: of the rows `row_slice`,
   // row by row, of each matrix in turn the elements `kept` (column indices, in that order):

@@ -390,6 +390,23 @@ def fixtures():
         # whole-projection q/k norms; every MLP 8 experts of 32, top 2, not renormalised.
         "olmoe": ("OlmoeConfig", "OlmoeForCausalLM", base_config(
             intermediate_size=32, num_experts=8, num_experts_per_tok=2, norm_topk_prob=False, pad_token_id=0)),
+        # Apertus (ApertusForCausalLM, swiss-ai/Apertus-8B): per-head q/k norms, q/k/v/o biases, an
+        # ungated MLP with xIELU (its alpha_p / alpha_n learned per layer), llama3 scaling.
+        "apertus": ("ApertusConfig", "ApertusForCausalLM", base_config(
+            attention_bias=True, pad_token_id=0,
+            rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                              original_max_position_embeddings=64))),
+        # Mistral Small 3.1 / 3.2 (Mistral3ForConditionalGeneration): its language model (Mistral,
+        # head_dim apart from hidden / heads, theta 1e9) beside a tiny Pixtral tower brigade does
+        # not load; untied (the top level's tie_word_embeddings is what transformers ties by).
+        "mistral3": ("Mistral3Config", "Mistral3ForConditionalGeneration", dict(
+            text_config=dict(model_type="mistral", vocab_size=256, hidden_size=64, intermediate_size=128,
+                             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+                             max_position_embeddings=256, rms_norm_eps=1e-5, rope_theta=1e9, sliding_window=None,
+                             bos_token_id=1, eos_token_id=2, pad_token_id=0),
+            vision_config=dict(model_type="pixtral", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                               num_attention_heads=2, head_dim=16, image_size=56, patch_size=14),
+            image_token_index=10, tie_word_embeddings=False)),
     }
 
 
@@ -597,7 +614,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Writes the GGUF fixtures of eight llama.cpp architectures that are Llama-style decoders with
-their own norms, biases or RoPE, made by llama.cpp's own converter (convert_hf_to_gguf.py:
-conversion/olmo.py's Olmo2Model, OlmoeModel and SeedOssModel, exaone.py's Exaone4Model, glm.py's
-Glm4Model, ernie.py's Ernie4_5Model, hunyuan.py's HunYuanModel; all TextModel subclasses, none of
-them LlamaModel's) from tiny transformers checkpoints. The checkpoints (SOURCES) are
-make_fixtures.py's olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense and olmoe
-fixtures, made here with seeds of their own (make_fixtures.new_model, 3505..3512), changed where llama.cpp cannot run them
-(below):
+"""Writes the GGUF fixtures of nine llama.cpp architectures that are Llama-style decoders with
+their own norms, biases, activations or RoPE, made by llama.cpp's own converter
+(convert_hf_to_gguf.py: conversion/olmo.py's Olmo2Model, OlmoeModel and SeedOssModel, exaone.py's
+Exaone4Model, glm.py's Glm4Model, ernie.py's Ernie4_5Model, hunyuan.py's HunYuanModel, all
+TextModel subclasses, none of them LlamaModel's; and llama.py's ApertusModel, a LlamaModel with
+undo_permute False) from tiny transformers checkpoints. The checkpoints (SOURCES) are
+make_fixtures.py's olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense, olmoe and
+apertus fixtures, made here with seeds of their own (make_fixtures.new_model, 3505..3513), changed
+where llama.cpp cannot run them (below):
 
   gguf_olmo2          Olmo2ForCausalLM (2 layers, hidden 64, GQA 4 heads over 2 of 16, theta 1e4,
                       SwiGLU 128, norms after attention and MLP only, RMSNorm q/k over the whole
@@ -31,10 +32,15 @@ fixtures, made here with seeds of their own (make_fixtures.new_model, 3505..3512
   gguf_olmoe          OlmoeForCausalLM (2 layers, pre-norm, q/k RMSNorm over the whole projections,
                       every MLP 8 experts of 32, top 2, not renormalised) with 4 KV heads (the
                       fixture's 2); --outtype f32
+  gguf_apertus        ApertusForCausalLM as make_fixtures.py's apertus, unchanged (2 layers, GQA 4
+                      over 2 heads of 16, q/k/v/o biases, per-head q/k RMSNorm before RoPE, ungated
+                      MLP up 128 -> xIELU -> down with alpha_p / alpha_n learned per layer, llama3
+                      RoPE scaling factor 8 / low 1 / high 4 over 64, untied); --outtype f32
 
 What llama.cpp runs, and why these sources (llama.cpp 0c1e57098: the converter classes above,
 src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp, ernie4-5.cpp, hunyuan-vl.cpp (which
-hunyuan-dense.cpp reuses: loader and graph), llama-model.cpp's shared hparams and
+hunyuan-dense.cpp reuses: loader and graph), apertus.cpp, ggml's ggml_xielu (ggml.c) and its CPU
+kernel (ggml-cpu/unary-ops.cpp op_xielu), llama-model.cpp's shared hparams and
 llama_model_rope_type, llama-context.cpp's YaRN parameters). Each loader refuses a file with a
 tensor it does not create ("done_getting_tensors: wrong number of tensors"), so a bias llama.cpp
 has no slot for cannot be in the file.
@@ -125,21 +131,43 @@ has no slot for cannot be in the file.
     that key into freq_base again at load: base * alpha^(d/(d-2))). Graph: attn_norm, q/k/v (no
     biases here), RoPE NEOX over the whole head, then per-head RMSNorm of k (attn_k_norm [16])
     and q (attn_q_norm [16]) after RoPE, o, residual; ffn_norm, SwiGLU, residual.
+  - apertus: nothing changed. llama_model_apertus takes q/k/v biases (create_tensor_qkv, when
+    present) and attn_output.bias (TENSOR_NOT_REQUIRED), per-head attn_q_norm / attn_k_norm
+    [head_dim] (their optional .bias absent here), rope_freqs (optional) and requires
+    output.weight. xIELU is not in any tensor: ApertusModel.modify_tensors turns each layer's
+    mlp.act_fn.alpha_p, alpha_n (parameters of shape [1]), beta and eps (buffers, 0.5 and -1e-6)
+    into four per-layer F32 arrays xielu.alpha_p / alpha_n / beta / eps (no arch prefix; length
+    block_count), written raw: alpha_p and alpha_n are the parameters before softplus, alpha_n
+    without beta. The loader reads them with get_key_or_arr (an array of n_layer, or one scalar
+    for every layer); ggml_xielu(up, alpha_n, alpha_p, beta, eps) then folds them as transformers'
+    XIELUActivation does: a_p = softplus(alpha_p), a_n = beta + softplus(alpha_n) (softplus(x) =
+    x when x > 20, else log(1 + e^x)), and xielu(x) = a_p x^2 + beta x for x > 0, else
+    (expm1(min(x, eps)) - x) a_n + beta x. Graph: attn_norm (attention_layernorm), q/k/v with
+    biases, per-head RMSNorm of q and k (eps rms_norm_eps) before RoPE, RoPE NEOX over the whole
+    head (rope.dimension_count 16 = head_dim; no q/k permutation: undo_permute False), each
+    frequency divided by rope_freqs.weight (the llama3 factors [1, 1.294, 7.667, 8, 8, 8, 8, 8],
+    one tensor for every layer), softmax scale 1/sqrt(16), o with bias, residual; ffn_norm
+    (feedforward_layernorm), ffn_down(xielu(ffn_up x)), residual; output_norm, output. The
+    llama3 scaling writes no rope.scaling.* keys ("rope scaling type = NONE"). Both are
+    exercised: transformers with ApertusConfig's default RoPE (llama3 over 8192 positions) is
+    0.13, 4.8e-07, 0.65 off expected.json, and with the raw alpha_p = alpha_n = 0 in every
+    layer 0.13, 0.057, 0.15 off.
 vocab_size 256: no converter pads. Only ernie4_5 is tied (no output.weight; the loader falls back
-to token_embd.weight); olmo2 requires output.weight, the others take it when present.
+to token_embd.weight); olmo2 and apertus require output.weight, the others take it when present.
 
 What the converter does to the weights (checked tensor by tensor against each checkpoint: equal to
 the bit, no tensor permuted or transposed beyond GGUF's dimension order; every checkpoint tensor
-written once). None of these classes permutes q/k: olmo2, olmo3, exaone4, seed_oss and
-hunyuan-dense are LLAMA_ROPE_TYPE_NEOX (rotate-half, transformers' own layout), glm4 and ernie4_5
-LLAMA_ROPE_TYPE_NORM (their transformers classes rotate adjacent pairs already). Names (N the
+written once; apertus's xIELU parameters as metadata). None of these classes permutes q/k: olmo2,
+olmo3, exaone4, seed_oss, hunyuan-dense and apertus are LLAMA_ROPE_TYPE_NEOX (rotate-half,
+transformers' own layout), glm4 and ernie4_5 LLAMA_ROPE_TYPE_NORM (their transformers classes
+rotate adjacent pairs already). Names (N the
 layer; ne in GGUF order, [in, out]):
   model.embed_tokens -> token_embd.weight [64, 256]; model.norm -> output_norm.weight [64];
   lm_head -> output.weight [64, 256] (all but ernie4_5);
   self_attn.q_proj / k_proj / v_proj / o_proj -> blk.N.attn_q.weight [64, 64] ([64, 128] seed_oss),
   attn_k.weight [64, 32] ([64, 64] seed_oss), attn_v.weight likewise, attn_output.weight [64, 64]
-  ([128, 64] seed_oss); their biases (glm4, seed_oss) -> blk.N.attn_q.bias [64] ([128]),
-  attn_k.bias [32] ([64]), attn_v.bias likewise;
+  ([128, 64] seed_oss); their biases (glm4, seed_oss, apertus) -> blk.N.attn_q.bias [64] ([128]),
+  attn_k.bias [32] ([64]), attn_v.bias likewise, attn_output.bias [64] (apertus);
   mlp.gate_proj / up_proj / down_proj -> blk.N.ffn_gate.weight [64, 128], ffn_up.weight
   [64, 128], ffn_down.weight [128, 64]; glm4's mlp.gate_up_proj -> blk.N.ffn_up.weight [64, 256]
   as it is (no ffn_gate);
@@ -153,7 +181,11 @@ layer; ne in GGUF order, [in, out]):
   pre-MLP norm);
   ernie4_5 and hunyuan_dense: input_layernorm -> attn_norm, post_attention_layernorm -> ffn_norm;
   hunyuan's self_attn.query_layernorm -> attn_q_norm.weight [16], key_layernorm -> attn_k_norm.weight
-  [16]. All F32.
+  [16];
+  apertus: attention_layernorm -> blk.N.attn_norm.weight [64], feedforward_layernorm ->
+  ffn_norm.weight [64], self_attn.q_norm -> attn_q_norm.weight [16], k_norm -> attn_k_norm.weight
+  [16], mlp.up_proj -> ffn_up.weight [64, 128], mlp.down_proj -> ffn_down.weight [128, 64] (no
+  ffn_gate); mlp.act_fn.* -> the xielu.* keys; rope_freqs.weight [8] (no layer). All F32.
 Metadata (besides general.* and the tokenizer's), every key under the arch prefix:
   olmo2.{block_count 2, context_length 256, embedding_length 64, feed_forward_length 128,
   attention.head_count 4, attention.head_count_kv 2, rope.freq_base 1e4,
@@ -176,6 +208,13 @@ Metadata (besides general.* and the tokenizer's), every key under the arch prefi
   128, attention.head_count 4, attention.head_count_kv 2, rope.freq_base 26826958,
   attention.layer_norm_rms_epsilon 1e-5, attention.key_length 16, attention.value_length 16,
   rope.scaling.type none, rope.scaling.factor 1, rope.scaling.original_context_length 262144}.
+  apertus.{block_count 2, context_length 256, embedding_length 64, feed_forward_length 128,
+  attention.head_count 4, attention.head_count_kv 2, rope.freq_base 1e4,
+  attention.layer_norm_rms_epsilon 1e-5, vocab_size 256, rope.dimension_count 16}: no
+  key_length / value_length (heads are 64 / 4), no rope.scaling keys; and outside the prefix
+  xielu.alpha_p [-0.013085273, -0.010242863], xielu.alpha_n [0.28394666, -0.066484697] (raw:
+  a_p 0.68663, 0.68804 and a_n 1.34517, 1.16046 after the fold), xielu.beta [0.5, 0.5],
+  xielu.eps [-1e-06, -1e-06] (f32 arrays).
 
 The converter is make_gguf_qwen35_fixtures.py's: the one in PyPI's llama-cpp-python 0.3.36 source
 distribution (its vendored llama.cpp, ggml-org/llama.cpp@0c1e57098), in .brigade/llamacpp-src,
@@ -209,6 +248,7 @@ which must stay within 1e-3. Measured (prompts of 7, 1 and 40 tokens):
   gguf_ernie4_5       1.2e-05, 9.0e-06, 1.9e-05 (logits up to 47, 47, 62)
   gguf_hunyuan_dense  1.6e-06, 9.3e-07, 2.0e-06
   gguf_olmoe          1.3e-06, 8.1e-07, 1.7e-06
+  gguf_apertus        1.5e-06, 1.1e-06, 1.9e-06
 
 Run: python3 scripts/make_gguf_llama_variants_fixtures.py [NAME...], then
 python3 scripts/make_gguf_llama_variants_fixtures.py --llamacpp [NAME...] (make_fixtures.py's
@@ -244,6 +284,7 @@ SOURCES = {
     # as many KV heads as query heads: llama.cpp's olmoe sizes attn_k_norm n_embd wide (OLMoE's
     # own configs are MHA) (module docstring)
     "olmoe": ("olmoe", {"num_key_value_heads": 4}, 3512),
+    "apertus": ("apertus", {}, 3513),
 }
 # name: (source, --outtype, pre-tokenizer name)
 FIXTURES = {
@@ -255,6 +296,7 @@ FIXTURES = {
     "gguf_ernie4_5": ("ernie4_5", "f32", "default"),
     "gguf_hunyuan_dense": ("hunyuan_dense", "f32", "gpt-2"),
     "gguf_olmoe": ("olmoe", "f32", "gpt-2"),
+    "gguf_apertus": ("apertus", "f32", "gpt-2"),
 }
 
 

@@ -220,6 +220,26 @@ TEST(CpuOps, QkHeadNormTouchesOnlyQAndK) {
   }
 }
 
+// Apertus's xIELU against its formula in double: x > 0: alpha_p x^2 + beta x; else
+// (expm1(min(x, eps)) - x) alpha_n + beta x, values around 0 and eps included.
+TEST(CpuOps, XieluFollowsItsFormula) {
+  std::mt19937 rng(54);
+  auto b = backend_at(test::simd_levels().back());
+  auto x = make(*b, DType::f32, {4, 33});
+  test::fill_uniform(x.tensor, rng);
+  for (int64_t i = 0; i < x.tensor.numel(); ++i) x.tensor.as<float>()[i] *= 8.0f;
+  x.tensor.as<float>()[0] = 0.0f;
+  x.tensor.as<float>()[1] = -5e-7f;  // between eps and 0: expm1(eps)
+  const std::vector<float> before = test::to_vector(x.tensor);
+  const XieluParams p{1.3f, 0.9f, 0.5f, -1e-6f};
+  b->xielu(x.tensor, p);
+  for (size_t i = 0; i < before.size(); ++i) {
+    const double t = before[i];
+    const double want = t > 0 ? p.alpha_p * t * t + p.beta * t : (std::expm1(std::min(t, double{p.eps})) - t) * p.alpha_n + p.beta * t;
+    EXPECT_NEAR(get(x.tensor, static_cast<int64_t>(i)), want, 1e-5 * (1.0 + std::abs(want))) << t;
+  }
+}
+
 // OLMo 2: weights of the whole q and k widths normalise all of q's heads as one vector and all
 // of k's as another (a double loop over the row's parts); v is left alone.
 TEST(CpuOps, QkNormOverTheWholeWidth) {

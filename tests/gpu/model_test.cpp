@@ -138,6 +138,36 @@ TEST_P(GpuModel, LogitsAndGreedyTokensMatchCpu) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, GpuModel, ::testing::Values("llama", "qwen3_moe", "deepseek_v3", "mixtral", "glm4_moe"));
 
+// `name`'s fixture with every expert taken (a copy in `into`): num_experts_per_tok is the expert
+// count (and every group of GLM-4.5's), so bf16 near-ties in the routing cannot flip a choice.
+std::string every_expert_copy(const testing::TempDir& into, const std::string& name) {
+  std::filesystem::create_directories(into.file(name));
+  std::filesystem::copy_file(testing::fixture_dir(name) + "/model.safetensors", into.file(name) + "/model.safetensors");
+  auto config = nlohmann::json::parse(*read_text_file(testing::fixture_dir(name) + "/config.json"));
+  for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts"})
+    if (config.contains(key)) config["num_experts_per_tok"] = config[key];
+  if (config.contains("n_group")) config["topk_group"] = config["n_group"];  // glm4_moe: every group too
+  testing::write_text(into.file(name) + "/config.json", config.dump());
+  return into.file(name);
+}
+
+// The GPU's prefill of `name`'s long prompt (the checkpoint at `dir`) and its decode steps equal
+// the CPU's within bf16 tolerance.
+void expect_fixture_matches_cpu(const std::string& name, const std::string& dir) {
+  SCOPED_TRACE(name);
+  Side c = load(cpu(), dir), g = load(*gpu(), dir);
+  const testing::FixtureCase fc = testing::read_fixture_cases(name).back();
+  StepBatch prefill = testing::make_step({{0, fc.prompt, 0, true}}, 16, 16);
+  EXPECT_LT(rel_error(testing::run_step(*g.model, *gpu(), *g.kv, prefill), testing::run_step(*c.model, cpu(), *c.kv, prefill)),
+            kLogitsTol);
+  int n = static_cast<int>(fc.prompt.size());
+  for (const int32_t t : fc.greedy) {
+    StepBatch b = testing::make_step({{0, {t}, n++, false}}, 16, 16);
+    EXPECT_LT(rel_error(testing::run_step(*g.model, *gpu(), *g.kv, b), testing::run_step(*c.model, cpu(), *c.kv, b)),
+              kLogitsTol);
+  }
+}
+
 // Gemma 2 (soft-capped scores and logits, alternating windows), Gemma 3 (q/k norms, local and
 // global RoPE) and gpt-oss (attention sinks, YaRN, biased experts with the clamped SwiGLU) from
 // the transformers fixtures: the GPU's prefill of the long prompt (past the window) and its
@@ -149,32 +179,21 @@ INSTANTIATE_TEST_SUITE_P(Archs, GpuModel, ::testing::Values("llama", "qwen3_moe"
 TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir every_expert("gpu_every_expert");
-  const std::vector<std::string> moes{"gpt_oss", "qwen2_moe", "glm4_moe"};
-  for (const std::string& moe : moes) {
-    std::filesystem::create_directories(every_expert.file(moe));
-    std::filesystem::copy_file(testing::fixture_dir(moe) + "/model.safetensors", every_expert.file(moe) + "/model.safetensors");
-    auto config = nlohmann::json::parse(*read_text_file(testing::fixture_dir(moe) + "/config.json"));
-    for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts"})
-      if (config.contains(key)) config["num_experts_per_tok"] = config[key];
-    if (config.contains("n_group")) config["topk_group"] = config["n_group"];  // glm4_moe: every group too
-    testing::write_text(every_expert.file(moe) + "/config.json", config.dump());
-  }
-  for (const char* name : {"gemma2", "gemma3", "gpt_oss", "qwen2_moe", "glm4_moe"}) {
-    SCOPED_TRACE(name);
-    const bool moe = std::find(moes.begin(), moes.end(), name) != moes.end();
-    const std::string dir = moe ? every_expert.file(name) : testing::fixture_dir(name);
-    Side c = load(cpu(), dir), g = load(*gpu(), dir);
-    const testing::FixtureCase fc = testing::read_fixture_cases(name).back();
-    StepBatch prefill = testing::make_step({{0, fc.prompt, 0, true}}, 16, 16);
-    EXPECT_LT(rel_error(testing::run_step(*g.model, *gpu(), *g.kv, prefill), testing::run_step(*c.model, cpu(), *c.kv, prefill)),
-              kLogitsTol);
-    int n = static_cast<int>(fc.prompt.size());
-    for (const int32_t t : fc.greedy) {
-      StepBatch b = testing::make_step({{0, {t}, n++, false}}, 16, 16);
-      EXPECT_LT(rel_error(testing::run_step(*g.model, *gpu(), *g.kv, b), testing::run_step(*c.model, cpu(), *c.kv, b)),
-                kLogitsTol);
-    }
-  }
+  for (const char* name : {"gemma2", "gemma3"}) expect_fixture_matches_cpu(name, testing::fixture_dir(name));
+  for (const char* name : {"gpt_oss", "qwen2_moe", "glm4_moe"}) expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
+}
+
+// The Llama decoder's newer relatives (models/llama_variants_config.h) from their transformers
+// fixtures: OLMo 3's post norms, whole-width q/k norms (qk_head_norm's whole kernel), windows and
+// YaRN; EXAONE 4's NoPE full layers; GLM-4's half-rotated pairs and fused gate|up; Seed-OSS's and
+// ERNIE 4.5's biases; Hunyuan's norms after RoPE; Apertus's xIELU; OLMoE's experts (every one
+// taken, as above).
+TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
+  BRIGADE_REQUIRE_GPU();
+  testing::TempDir every_expert("gpu_every_expert_variants");
+  for (const char* name : {"olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus"})
+    expect_fixture_matches_cpu(name, testing::fixture_dir(name));
+  expect_fixture_matches_cpu("olmoe", every_expert_copy(every_expert, "olmoe"));
 }
 
 // The MTP module of `spec` given one MTP layer, GPU against CPU (MtpModuleMatchesCpu).

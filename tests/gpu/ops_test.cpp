@@ -170,6 +170,19 @@ TEST(GpuOps, QkHeadNormAndRope) {
   }
 }
 
+// Apertus's xIELU: both branches (values around 0 and past eps) against the CPU's.
+TEST(GpuOps, Xielu) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(53);
+  const int64_t n = 9, d = 300;
+  const auto x = random_values(rng, n * d, -6, 6);
+  const auto xc = put(cpu(), DType::f32, {n, d}, x), xg = put(*gpu(), DType::bf16, {n, d}, x);
+  const XieluParams p{1.3f, 0.9f, 0.5f, -1e-6f};
+  cpu().xielu(xc.tensor, p);
+  gpu()->xielu(xg.tensor, p);
+  EXPECT_LT(rel_error(get(*gpu(), xg.tensor), get(cpu(), xc.tensor)), kBf16Tol);
+}
+
 // OLMo 2's q/k norms: weights over the whole q and k widths, each part normalised as one vector.
 TEST(GpuOps, QkNormOverTheWholeWidth) {
   BRIGADE_REQUIRE_GPU();

@@ -3,7 +3,7 @@
 // gguf_olmo3 (window 8 on three layers of four, YaRN on the full one), gguf_exaone4 (llama3
 // scaling as rope_freqs), gguf_glm4 (gate|up fused, half-rotated heads), gguf_seed_oss,
 // gguf_ernie4_5 (tied), gguf_hunyuan_dense (the NTK alpha folded into the base), gguf_olmoe
-// (experts not renormalised), F32; llama.cpp
+// (experts not renormalised), gguf_apertus (its xIELU parameters as metadata), F32; llama.cpp
 // itself runs each within 2e-5 of transformers (llamacpp.json). The configs as llama.cpp reads
 // them, and transformers' logits, decode steps and greedy tokens.
 #include <gtest/gtest.h>
@@ -77,6 +77,12 @@ TEST(GgufLlamaVariants, ReadsTheConfigsAsLlamaCppDoes) {
   EXPECT_EQ(olmoe.moe_intermediate_size, 32);
   EXPECT_FALSE(olmoe.norm_topk_prob) << "llama.cpp's olmoe: norm_w false";
 
+  const ModelConfig apertus = open_config("gguf_apertus");
+  EXPECT_EQ(apertus.arch, "apertus");
+  EXPECT_EQ(apertus.mlp_activation, MlpActivation::xielu);
+  EXPECT_TRUE(apertus.qk_norm && apertus.qkv_bias && apertus.o_bias);
+  EXPECT_EQ(apertus.rope_scaling.freq_factors.size(), 8u) << "llama3 scaling as rope_freqs.weight";
+
   const ModelConfig hunyuan = open_config("gguf_hunyuan_dense");
   EXPECT_EQ(hunyuan.arch, "hunyuan_v1_dense");
   EXPECT_TRUE(hunyuan.qk_norm && hunyuan.qk_norm_after_rope);
@@ -114,6 +120,37 @@ TEST(GgufLlamaVariants, HunyuansAlphaKeyAndABadWindowPattern) {
   EXPECT_NE(bad.message().find("sliding_window_pattern"), std::string::npos) << bad.message();
 }
 
+// Apertus's xIELU parameters are metadata (xielu.*, one f32 per layer, or one for all), read as
+// the checkpoint's mlp.act_fn.* tensors; one missing, or of another count, is corrupt naming it.
+TEST(GgufLlamaVariants, ApertusXieluParametersAreReadPerLayer) {
+  auto ck = Checkpoint::open(gguf_path("gguf_apertus"));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  const auto& tensors = (*ck)->tensors();
+  ASSERT_EQ(tensors.count("model.layers.1.mlp.act_fn.alpha_n"), 1u);
+  // The converter's values for this fixture (raw, before the softplus; scripts/make_gguf_llama_variants_fixtures.py).
+  EXPECT_FLOAT_EQ(static_cast<float>(tensors.at("model.layers.0.mlp.act_fn.alpha_p").at(0)), -0.013085273f);
+  EXPECT_FLOAT_EQ(static_cast<float>(tensors.at("model.layers.1.mlp.act_fn.alpha_n").at(0)), -0.066484697f);
+  EXPECT_FLOAT_EQ(static_cast<float>(tensors.at("model.layers.1.mlp.act_fn.beta").at(0)), 0.5f);
+
+  const testing::TempDir dir("gguf_apertus_bad");
+  using testing::gguf_u32;
+  std::vector<testing::GgufKv> kv = {testing::gguf_str("general.architecture", "apertus"), gguf_u32("apertus.block_count", 2),
+                                     gguf_u32("apertus.context_length", 64), gguf_u32("apertus.embedding_length", 64),
+                                     gguf_u32("apertus.feed_forward_length", 96), gguf_u32("apertus.attention.head_count", 4),
+                                     testing::gguf_f32s("xielu.alpha_p", {0.1f, 0.2f}), testing::gguf_f32s("xielu.alpha_n", {0.1f, 0.2f}),
+                                     testing::gguf_f32s("xielu.beta", {0.5f}), {"xielu.eps", 6, 0, -1e-6f}};
+  EXPECT_TRUE(testing::open_gguf_zeros(dir.file("one.gguf"), kv, {{"token_embd.weight", {64, 256}}}).is_ok())
+      << "one value for every layer, as an array of one or a scalar";
+  kv[6] = testing::gguf_f32s("xielu.alpha_p", {0.1f, 0.2f, 0.3f});
+  Status bad = testing::open_gguf_zeros(dir.file("three.gguf"), kv, {{"token_embd.weight", {64, 256}}});
+  EXPECT_EQ(bad.code(), StatusCode::corrupt) << bad.to_string();
+  EXPECT_NE(bad.message().find("xielu.alpha_p"), std::string::npos) << bad.message();
+  kv[6] = testing::gguf_f32s("xielu.alpha_p", {0.1f, 0.2f});
+  kv.pop_back();
+  bad = testing::open_gguf_zeros(dir.file("none.gguf"), kv, {{"token_embd.weight", {64, 256}}});
+  EXPECT_NE(bad.message().find("xielu.eps"), std::string::npos) << bad.message();
+}
+
 class GgufLlamaVariantsF32 : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GgufLlamaVariantsF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
@@ -125,7 +162,7 @@ TEST_P(GgufLlamaVariantsF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaVariantsF32,
                          ::testing::Values("gguf_olmo2", "gguf_olmo3", "gguf_exaone4", "gguf_glm4", "gguf_seed_oss",
-                                           "gguf_ernie4_5", "gguf_hunyuan_dense", "gguf_olmoe"),
+                                           "gguf_ernie4_5", "gguf_hunyuan_dense", "gguf_olmoe", "gguf_apertus"),
                          [](const auto& p) { return p.param; });
 
 }  // namespace

@@ -337,6 +337,43 @@ TEST(ModelConfig, ReadsTheLlamaVariants) {
   EXPECT_NE(clip.message().find("clip_qkv"), std::string::npos) << clip.message();
   EXPECT_EQ(parse("OlmoeForCausalLM", {{"num_experts_per_tok", 65}}).status().code(), StatusCode::invalid_argument);
 
+  // Apertus: the xIELU MLP (another hidden_act refused by name), per-head q/k norms, and without
+  // RoPE fields ApertusConfig's llama3 x8 over 8192 on base 1.2e7.
+  auto apertus = parse("ApertusForCausalLM", {{"attention_bias", true}});
+  ASSERT_TRUE(apertus.has_value()) << apertus.status().to_string();
+  EXPECT_EQ(apertus->mlp_activation, MlpActivation::xielu);
+  EXPECT_TRUE(apertus->qk_norm && !apertus->qk_norm_whole && apertus->qkv_bias && apertus->o_bias);
+  EXPECT_FLOAT_EQ(apertus->rope_theta, 12000000.0f);
+  EXPECT_EQ(apertus->rope_scaling.type, RopeScalingType::llama3);
+  EXPECT_EQ(apertus->rope_scaling.original_max_position, 8192);
+  auto apertus_theta = parse("ApertusForCausalLM", {{"rope_theta", 5e5}});
+  ASSERT_TRUE(apertus_theta.has_value()) << apertus_theta.status().to_string();
+  EXPECT_EQ(apertus_theta->rope_scaling.type, RopeScalingType::none) << "the config's own RoPE fields win";
+  const Status silu = parse("ApertusForCausalLM", {{"hidden_act", "silu"}}).status();
+  EXPECT_EQ(silu.code(), StatusCode::unsupported);
+  EXPECT_NE(silu.message().find("hidden_act"), std::string::npos) << silu.message();
+
+  // Mistral3ForConditionalGeneration: its language model, with Mistral3Config's defaults for
+  // what text_config leaves out and the top level's tie_word_embeddings (true by default, as
+  // transformers ties by it); another text model refused by name, none corrupt.
+  nlohmann::json m3 = {{"architectures", {"Mistral3ForConditionalGeneration"}}, {"eos_token_id", 2},
+                       {"text_config", {{"model_type", "mistral"}, {"num_hidden_layers", 2}, {"vocab_size", 256}}}};
+  auto mistral3 = parse_hf_config(m3.dump());
+  ASSERT_TRUE(mistral3.has_value()) << mistral3.status().to_string();
+  EXPECT_EQ(mistral3->arch, "llama");
+  EXPECT_TRUE(mistral3->multimodal_text && !mistral3->vision.present());
+  EXPECT_EQ(mistral3->hidden_size, 5120);
+  EXPECT_EQ(mistral3->head_dim, 128);
+  EXPECT_FLOAT_EQ(mistral3->rope_theta, 1e9f);
+  EXPECT_TRUE(mistral3->tie_embeddings);
+  EXPECT_EQ(mistral3->eos_ids, std::vector<int>{2});
+  m3["tie_word_embeddings"] = false;
+  EXPECT_FALSE(parse_hf_config(m3.dump())->tie_embeddings);
+  m3["text_config"]["model_type"] = "ministral3";
+  EXPECT_EQ(parse_hf_config(m3.dump()).status().code(), StatusCode::unsupported);
+  m3.erase("text_config");
+  EXPECT_EQ(parse_hf_config(m3.dump()).status().code(), StatusCode::corrupt);
+
   // MLP biases are LlamaMLP's (and Seed-OSS's, ERNIE's); another family's are refused by name.
   auto llama = parse("LlamaForCausalLM", {{"mlp_bias", true}});
   ASSERT_TRUE(llama.has_value()) << llama.status().to_string();

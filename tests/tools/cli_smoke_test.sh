@@ -202,18 +202,24 @@ granite3=$(cd "$(dirname "$0")/../fixtures/granite" && pwd)
 "$bin" inspect "$granite3" >"$dir/granite3.txt"
 grep -q "^granite:       embeddings x 3, sublayer outputs x 0.5, logits / 2$" "$dir/granite3.txt"
 expect_fixture_greedy "$granite3" 2
-# OLMo 3 and EXAONE 4 (tests/fixtures/olmo3, exaone4): norms after each block, the windows, the
-# full layers' own RoPE (OLMo 3's YaRN, EXAONE's NoPE); served end to end.
-olmo3=$(cd "$(dirname "$0")/../fixtures/olmo3" && pwd)
-"$bin" inspect "$olmo3" >"$dir/olmo3.txt"
-grep -q "^rope:          theta 10000, neox, scaling yarn x4; sliding layers theta 500000 unscaled$" "$dir/olmo3.txt"
-grep -q "^attention:     q/k norm over all heads, sliding window 8 on 3 of 4 layers$" "$dir/olmo3.txt"
-grep -q "^decoder:       norms after the attention and the MLP only$" "$dir/olmo3.txt"
-expect_fixture_greedy "$olmo3" 2
-exaone4=$(cd "$(dirname "$0")/../fixtures/exaone4" && pwd)
-"$bin" inspect "$exaone4" >"$dir/exaone4.txt"
-grep -q "^rope:          theta 10000, neox, scaling llama3 x8; no RoPE in layers 3$" "$dir/exaone4.txt"
-expect_fixture_greedy "$exaone4" 2
+# OLMo 3, EXAONE 4, Apertus and Mistral 3's language model (tests/fixtures/<name>): inspect
+# shows each one's pieces (norms after each block, the windows, the full layers' own RoPE,
+# xIELU), and each is served end to end. expect_fixture_lines NAME LINE...: inspect's output
+# has each line, and generate's greedy ids on the fixture's long prompt are transformers'.
+expect_fixture_lines() {
+  local fixture line
+  fixture=$(cd "$(dirname "$0")/../fixtures/$1" && pwd)
+  shift
+  "$bin" inspect "$fixture" >"$dir/lines.txt"
+  for line in "$@"; do grep -qx -- "$line" "$dir/lines.txt" || { echo "$fixture: no line '$line'"; exit 1; }; done
+  expect_fixture_greedy "$fixture" 2
+}
+expect_fixture_lines olmo3 "rope:          theta 10000, neox, scaling yarn x4; sliding layers theta 500000 unscaled" \
+  "attention:     q/k norm over all heads, sliding window 8 on 3 of 4 layers" \
+  "decoder:       norms after the attention and the MLP only"
+expect_fixture_lines exaone4 "rope:          theta 10000, neox, scaling llama3 x8; no RoPE in layers 3"
+expect_fixture_lines apertus "decoder:       ungated xIELU MLP (learned per layer)"
+expect_fixture_lines mistral3 "architecture:  llama (the language model of Mistral3ForConditionalGeneration)"
 # Their GGUF files as llama.cpp's converter writes them (tests/fixtures/gguf_olmo3, gguf_glm4,
 # scripts/make_gguf_llama_variants_fixtures.py), served with their own vocabularies.
 gguf_olmo3=$(cd "$(dirname "$0")/../fixtures/gguf_olmo3" && pwd)
