@@ -76,6 +76,11 @@ Status Checkpoint::open_directory() {
     BRIGADE_RETURN_IF_ERROR(read_safetensors(file, tensors_));
     files_.push_back(std::move(file));
   }
+  // ERNIE 4.5 MoE's selection bias is stored [1, E] (one group): read as the [E] it is.
+  if (config_.arch == "ernie4_5_moe")
+    for (auto& [name, t] : tensors_)
+      if (name.ends_with(".mlp.moe_statics.e_score_correction_bias") && t.shape.size() == 2 && t.shape[0] == 1)
+        t.shape = {t.shape[1]};
   // Qwen3.5's language model sits where Qwen-VL's does (model.language_model.).
   if (config_.multimodal_text)
     tensors_ = config_.vision.dynamic() || is_gated_delta(config_.arch) ? qwen_vl_tensors(std::move(tensors_))

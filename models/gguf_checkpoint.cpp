@@ -19,7 +19,7 @@ namespace brigade {
 namespace {
 
 constexpr const char* kSupportedArchs =
-    "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, olmoe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
+    "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, olmoe, ernie4_5-moe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
     "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1, mamba, mamba2, nemotron_h, nemotron_h_moe, granitehybrid, jamba, "
     "smollm3, granite, olmo2 (OLMo 2 and 3), exaone4, glm4, seed_oss, ernie4_5, hunyuan-dense, apertus";
 
@@ -79,7 +79,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
       arch != "qwen35moe" && arch != "qwen3next" && arch != "lfm2moe" && arch != "granitehybrid" && arch != "nemotron_h" &&
       arch != "nemotron_h_moe" && arch != "jamba")
     return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for qwen3moe, "
-                       "qwen2moe, olmoe, qwen35moe, qwen3next, gpt-oss, glm4moe, lfm2moe, granitehybrid, nemotron_h_moe, jamba "
+                       "qwen2moe, olmoe, ernie4_5-moe, qwen35moe, qwen3next, gpt-oss, glm4moe, lfm2moe, granitehybrid, nemotron_h_moe, jamba "
                        "and llama (Mixtral) only");
   auto get = [&](const std::string& key, int& out) -> Status {
     BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int(a + key));
@@ -229,6 +229,9 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
     // qwen2moe's shared-expert gate is a vector in the file (ffn_gate_inp_shexp [hidden]); the
     // checkpoint's a [1, hidden] matrix.
     if (name.ends_with(".shared_expert_gate.weight") && r.shape.size() == 1) r.shape.insert(r.shape.begin(), 1);
+    // ERNIE 4.5 MoE's selection bias, exp_probs_b [1, E] as its converter keeps it: the [E] it is.
+    if (name.ends_with(".mlp.moe_statics.e_score_correction_bias") && r.shape.size() == 2 && r.shape[0] == 1)
+      r.shape = {r.shape[1]};
     // ssm_conv1d [channels, conv_kernel]; the checkpoint's conv1d.weight [channels, 1, conv_kernel].
     if (name.ends_with(".linear_attn.conv1d.weight") && r.shape.size() == 2) r.shape.insert(r.shape.begin() + 1, 1);
     if (name.ends_with(".conv.conv.weight") && r.shape.size() == 2) r.shape.insert(r.shape.begin() + 1, 1);  // LFM2's

@@ -5,6 +5,7 @@
 
 #include "models/gguf_gemma.h"
 #include "models/gguf_gpt_oss.h"
+#include "models/gguf_moe.h"
 #include "models/llama_variants_config.h"
 
 namespace brigade {
@@ -44,6 +45,29 @@ Status read_exaone4(const GgufFile& g, const std::string& a, ModelConfig& c) {
   return Status::ok();
 }
 
+// ERNIE 4.5 MoE: leading_dense_block_count dense layers, then every interleave_moe_layer_step-th
+// sparse (llama.cpp's rule, transformers' too); softmax routing chosen with exp_probs_b,
+// renormalised (build_moe_ffn's norm_w, true for it); expert_shared_feed_forward_length wide
+// shared experts (the converter writes intermediate_size / num_key_value_heads there, which
+// llama.cpp sizes the shared tensors by; a file's tensors are checked against it at load).
+Status read_ernie_moe(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  c.arch = "ernie4_5_moe";
+  BRIGADE_RETURN_IF_ERROR(read_gguf_expert_counts(g, a, c));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_feed_forward_length", 0, c.moe_intermediate_size));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "interleave_moe_layer_step", 1, c.decoder_sparse_step));
+  BRIGADE_ASSIGN_OR_RETURN(int64_t lead, g.get_int_or(a + "leading_dense_block_count", 0));
+  if (lead < 0 || lead > c.n_layers)
+    return corrupt(g.path() + ": metadata '" + a + "leading_dense_block_count' is out of range");
+  c.first_k_dense_replace = static_cast<int>(lead);
+  BRIGADE_ASSIGN_OR_RETURN(int64_t shared, g.get_int_or(a + "expert_shared_count", 0));
+  if (shared > 0) BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_shared_feed_forward_length", 0, c.shared_expert_intermediate_size));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_expert_weights_scale(g, a, c));
+  c.moe_scoring = MoeScoring::softmax;
+  c.moe_score_bias = g.has_tensor("blk." + std::to_string(c.first_k_dense_replace) + ".exp_probs_b.bias");
+  c.norm_topk_prob = true;
+  return Status::ok();
+}
+
 // Hunyuan: rope.scaling.alpha, where a file has one, stretches the base as llama.cpp's loader does.
 Status read_hunyuan(const GgufFile& g, const std::string& a, ModelConfig& c) {
   c.arch = "hunyuan_v1_dense";
@@ -59,7 +83,7 @@ Status read_hunyuan(const GgufFile& g, const std::string& a, ModelConfig& c) {
 
 bool is_gguf_llama_variant(const std::string& gguf_arch) {
   return gguf_arch == "olmo2" || gguf_arch == "exaone4" || gguf_arch == "glm4" || gguf_arch == "seed_oss" ||
-         gguf_arch == "ernie4_5" || gguf_arch == "hunyuan-dense" || gguf_arch == "apertus";
+         gguf_arch == "ernie4_5" || gguf_arch == "hunyuan-dense" || gguf_arch == "apertus" || gguf_arch == "ernie4_5-moe";
 }
 
 Status add_gguf_xielu_tensors(const GgufFile& g, int n_layers, std::map<std::string, RawTensor>& tensors) {
@@ -88,13 +112,15 @@ Status add_gguf_xielu_tensors(const GgufFile& g, int n_layers, std::map<std::str
 
 Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c) {
   const std::string a = gguf_arch + ".";
-  c.rope_style = gguf_arch == "glm4" || gguf_arch == "ernie4_5" ? RopeStyle::interleaved : RopeStyle::neox;
+  c.rope_style = gguf_arch == "glm4" || gguf_arch == "ernie4_5" || gguf_arch == "ernie4_5-moe" ? RopeStyle::interleaved
+                                                                                               : RopeStyle::neox;
   c.qkv_bias = c.attention_bias = g.has_tensor("blk.0.attn_q.bias");
   c.o_bias = g.has_tensor("blk.0.attn_output.bias");
   c.mlp_bias = false;
   if (gguf_arch == "olmo2") return read_olmo2(g, a, c);
   if (gguf_arch == "exaone4") return read_exaone4(g, a, c);
   if (gguf_arch == "hunyuan-dense") return read_hunyuan(g, a, c);
+  if (gguf_arch == "ernie4_5-moe") return read_ernie_moe(g, a, c);
   if (gguf_arch == "apertus") {  // per-head q/k norms, the xIELU MLP (its parameters: add_gguf_xielu_tensors)
     c.qk_norm = true;
     c.mlp_activation = MlpActivation::xielu;
@@ -118,11 +144,16 @@ std::string gguf_llama_variant_layer_name(const std::string& gguf_arch, const st
                                  {"attn_k_norm.weight", "self_attn.key_layernorm.weight"}};
   static const Names kApertus = {{"attn_norm.weight", "attention_layernorm.weight"},
                                  {"ffn_norm.weight", "feedforward_layernorm.weight"}};
+  static const Names kErnieMoe = {{"exp_probs_b.bias", "mlp.moe_statics.e_score_correction_bias"},
+                                  {"ffn_gate_shexp.weight", "mlp.shared_experts.gate_proj.weight"},
+                                  {"ffn_up_shexp.weight", "mlp.shared_experts.up_proj.weight"},
+                                  {"ffn_down_shexp.weight", "mlp.shared_experts.down_proj.weight"}};
   const Names* names = gguf_arch == "olmo2" || gguf_arch == "exaone4" ? &kPostNorms
                        : gguf_arch == "glm4"                         ? &kGlm4
                        : gguf_arch == "seed_oss"                     ? &kSeedOss
                        : gguf_arch == "hunyuan-dense"                ? &kHunyuan
                        : gguf_arch == "apertus"                      ? &kApertus
+                       : gguf_arch == "ernie4_5-moe"                 ? &kErnieMoe
                                                                      : nullptr;
   if (names == nullptr) return "";
   auto it = names->find(suffix);

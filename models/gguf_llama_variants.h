@@ -26,6 +26,10 @@
 //   hunyuan-dense  Hunyuan dense: attn_q_norm / attn_k_norm are its per-head norms after RoPE;
 //                  the converter folds the NTK alpha into rope.freq_base (a rope.scaling.alpha
 //                  key, which it does not write, is folded at load as llama.cpp does);
+//   ernie4_5-moe   ERNIE 4.5 MoE (ERNIE-4.5-21B-A3B): ernie4_5's attention and RoPE; experts
+//                  stacked as qwen3moe's (models/gguf_moe.h) with exp_probs_b (the selection bias)
+//                  and ffn_*_shexp shared experts expert_shared_feed_forward_length wide;
+//                  leading_dense_block_count and interleave_moe_layer_step place the sparse layers;
 //   apertus        Apertus: attn_norm / ffn_norm are its attention_ / feedforward_layernorm,
 //                  per-head q/k norms, ffn_up and ffn_down only, llama3 scaling as
 //                  rope_freqs.weight (NEOX, not permuted); its xIELU parameters as metadata

@@ -43,7 +43,7 @@ std::string dims_string(const std::vector<int64_t>& dims) {  // outermost first,
 }  // namespace
 
 bool is_gguf_moe(const std::string& gguf_arch) {
-  return gguf_arch == "qwen3moe" || gguf_arch == "qwen2moe" || gguf_arch == "olmoe";
+  return gguf_arch == "qwen3moe" || gguf_arch == "qwen2moe" || gguf_arch == "olmoe" || gguf_arch == "ernie4_5-moe";
 }
 
 Expected<bool> gguf_has_experts(const GgufFile& g, const std::string& gguf_arch) {

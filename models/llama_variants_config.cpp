@@ -68,7 +68,7 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"Exaone4ForCausalLM", "exaone4"},   {"Glm4ForCausalLM", "glm4"},
       {"SeedOssForCausalLM", "seed_oss"},  {"Ernie4_5ForCausalLM", "ernie4_5"},
       {"HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"}, {"OlmoeForCausalLM", "olmoe"},
-      {"ApertusForCausalLM", "apertus"}};
+      {"ApertusForCausalLM", "apertus"},          {"Ernie4_5_MoeForCausalLM", "ernie4_5_moe"}};
   for (const auto& [cls, type] : kNames)
     if (class_name == cls || (class_name.empty() && model_type == type)) return type;
   return {};
@@ -181,9 +181,12 @@ Status read_llama_variant(const json& j, ModelConfig& c) {
     BRIGADE_RETURN_IF_ERROR(read_bool(j, "mlp_bias", c.mlp_bias));
     return Status::ok();
   }
-  if (c.arch == "ernie4_5") {  // use_bias on q/k/v, o and the MLP; RoPE of adjacent pairs
+  if (c.arch == "ernie4_5" || c.arch == "ernie4_5_moe") {  // use_bias on q/k/v, o and the MLP; RoPE of adjacent pairs
     bool bias = false;
     BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_bias", bias));
+    if (bias && c.arch == "ernie4_5_moe")  // Ernie4_5_MoeMLP's shared experts would carry them too
+      return unsupported("config.json: use_bias = true is not supported for ernie4_5_moe (biased shared experts); "
+                         "ERNIE 4.5's MoE checkpoints have it false");
     c.qkv_bias = c.o_bias = c.mlp_bias = bias;
     c.rope_style = RopeStyle::interleaved;
     return Status::ok();

@@ -18,7 +18,11 @@
 //   olmoe (OlmoeForCausalLM, AllenAI OLMoE): Llama's pre-norm layers with OLMo 2's whole-projection
 //     q/k norms, every MLP sparse (its experts read by read_moe, models/model_config.cpp);
 //   apertus (ApertusForCausalLM, Swiss AI Apertus): per-head q/k norms, an ungated MLP whose
-//     activation is xIELU with learned per-layer parameters (MlpActivation::xielu), llama3 RoPE.
+//     activation is xIELU with learned per-layer parameters (MlpActivation::xielu), llama3 RoPE;
+//   ernie4_5_moe (Ernie4_5_MoeForCausalLM, ERNIE-4.5-21B-A3B / 300B-A47B): ERNIE 4.5's attention,
+//     sparse layers from moe_layer_start_index every moe_layer_interval-th to moe_layer_end_index
+//     of softmax-routed experts chosen with the e_score_correction_bias, renormalised, beside
+//     moe_num_shared_experts shared ones (read_moe, models/model_config.cpp).
 #pragma once
 
 #include <nlohmann/json.hpp>

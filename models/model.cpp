@@ -66,7 +66,7 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   if (checkpoint->config().encoder) return load_bert(*checkpoint, backend, options);
   return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3, "
                      "qwen3_moe, qwen2_moe, mixtral, phi3, gemma2, gemma3_text, gpt_oss, glm4_moe, smollm3, granite, "
-                     "olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense, olmoe, apertus, "
+                     "olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, ernie4_5_moe, hunyuan_v1_dense, olmoe, apertus, "
                      "deepseek_v2, deepseek_v3, "
                      "the encoders bert, roberta, and mamba, falcon_mamba, mamba2, granitemoehybrid, nemotron_h, jamba, "
                      "qwen3_next, qwen3_5_text, qwen3_5_moe_text, lfm2, lfm2_moe, falcon_h1");

@@ -33,6 +33,7 @@ constexpr const char* kSupported =
     "(smollm3), GraniteForCausalLM (granite), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
+    "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
     "Mistral3ForConditionalGeneration (mistral3: its language model, text only)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
@@ -43,7 +44,7 @@ bool is_glm4_moe(const std::string& arch) { return arch == "glm4_moe"; }
 // The architectures whose MoE fields read_moe parses (DeepSeek's: models/deepseek_config.h).
 bool is_sparse_moe(const std::string& arch) {
   return arch == "qwen3_moe" || arch == "qwen2_moe" || arch == "mixtral" || arch == "gpt_oss" || arch == "qwen3_next" ||
-         arch == "qwen3_5_moe_text" || arch == "olmoe";
+         arch == "qwen3_5_moe_text" || arch == "olmoe" || arch == "ernie4_5_moe";
 }
 
 // Which family a config describes: architectures[0] wins, model_type otherwise. A
@@ -316,8 +317,40 @@ Status read_olmoe_moe(const json& j, ModelConfig& c) {
   return read_bool(j, "norm_topk_prob", c.norm_topk_prob);
 }
 
+// Ernie4_5_MoeConfig's expert fields (num_experts / num_experts_per_tok are its aliases of
+// moe_num_experts / moe_k): layer l is sparse when (l + 1) % moe_layer_interval == 0 and l is in
+// [moe_layer_start_index, moe_layer_end_index] (-1: the last layer); softmax routing whose top k
+// are chosen on the probabilities plus moe_statics.e_score_correction_bias and renormalised
+// (divided by max(sum, moe_norm_min): the same for any sum a softmax's top k can have), and
+// moe_num_shared_experts shared experts of moe_intermediate_size each, every token.
+Status read_ernie_moe(const json& j, ModelConfig& c) {
+  c.n_experts = 64;
+  c.n_experts_per_tok = 6;
+  c.moe_intermediate_size = 1536;
+  c.n_shared_experts = 2;
+  for (const char* key : {"moe_num_experts", "num_experts"}) BRIGADE_RETURN_IF_ERROR(read_int(j, key, c.n_experts, false));
+  for (const char* key : {"moe_k", "num_experts_per_tok"}) BRIGADE_RETURN_IF_ERROR(read_int(j, key, c.n_experts_per_tok, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "moe_intermediate_size", c.moe_intermediate_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "moe_num_shared_experts", c.n_shared_experts, false));
+  int start = 1, end = -1;
+  c.decoder_sparse_step = 1;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "moe_layer_start_index", start, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "moe_layer_end_index", end, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "moe_layer_interval", c.decoder_sparse_step, false));
+  if (start < 0 || c.n_shared_experts < 0)
+    return invalid_argument("config.json: moe_layer_start_index and moe_num_shared_experts must be >= 0");
+  if (end == -1) end = c.n_layers - 1;
+  c.first_k_dense_replace = start;
+  for (int l = std::max(end + 1, 0); l < c.n_layers; ++l) c.mlp_only_layers.push_back(l);
+  c.moe_scoring = MoeScoring::softmax;
+  c.moe_score_bias = true;
+  c.norm_topk_prob = true;
+  return Status::ok();
+}
+
 Status read_moe(const json& j, ModelConfig& c) {
   if (c.arch == "mixtral") return read_mixtral_moe(j, c);
+  if (c.arch == "ernie4_5_moe") return read_ernie_moe(j, c);
   if (c.arch == "olmoe") return read_olmoe_moe(j, c);
   if (c.arch == "gpt_oss") return read_gpt_oss_moe(j, c);
   if (c.arch != "qwen3_moe" && c.arch != "qwen2_moe" && c.arch != "qwen3_next" && c.arch != "qwen3_5_moe_text")
@@ -514,7 +547,8 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", c.rms_eps));
   BRIGADE_RETURN_IF_ERROR(read_rope(j, c));
   // Gemma2Config / Gemma3TextConfig and SmolLM3Config tie by default; the Hub's configs may omit the field.
-  c.tie_embeddings = is_gemma(c.arch) || c.arch == "smollm3" || c.arch == "ernie4_5";  // Ernie4_5Config's too
+  c.tie_embeddings = is_gemma(c.arch) || c.arch == "smollm3" || c.arch == "ernie4_5" ||
+                     c.arch == "ernie4_5_moe";  // Ernie4_5(_Moe)Config's too
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
   // A classifier checkpoint stores score.weight, no lm_head: the decoder's head is its embedding,
   // so every path that computes logits stays well-formed; the engine refuses to generate with it.

@@ -407,6 +407,12 @@ def fixtures():
             vision_config=dict(model_type="pixtral", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                                num_attention_heads=2, head_dim=16, image_size=56, patch_size=14),
             image_token_index=10, tie_word_embeddings=False)),
+        # ERNIE 4.5 MoE (Ernie4_5_MoeForCausalLM, baidu/ERNIE-4.5-21B-A3B-PT): layer 0 dense, then
+        # 8 experts of 32, top 2 chosen on softmax + e_score_correction_bias and renormalised,
+        # beside one shared expert; pair-wise RoPE, tied.
+        "ernie4_5_moe": ("Ernie4_5_MoeConfig", "Ernie4_5_MoeForCausalLM", base_config(
+            num_hidden_layers=3, head_dim=16, moe_num_experts=8, moe_k=2, moe_intermediate_size=32,
+            moe_num_shared_experts=1, moe_layer_start_index=1, tie_word_embeddings=True, pad_token_id=0)),
     }
 
 
@@ -614,7 +620,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

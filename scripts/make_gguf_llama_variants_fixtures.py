@@ -29,6 +29,10 @@ where llama.cpp cannot run them (below):
   gguf_hunyuan_dense  HunYuanDenseV1ForCausalLM (2 layers, heads of 16, per-head q/k RMSNorm after
                       RoPE, NTK-alpha RoPE alpha 1000 over theta 1e4, untied) without biases and
                       with max_position_embeddings 32768; --outtype f32
+  gguf_ernie4_5_moe   Ernie4_5_MoeForCausalLM (3 layers: layer 0 a dense SwiGLU of 128, then 8 experts
+                      of 32, top 2 on softmax + selection bias, renormalised, two shared experts;
+                      RoPE of adjacent pairs, tied) with two shared experts (the fixture's one);
+                      --outtype f32
   gguf_olmoe          OlmoeForCausalLM (2 layers, pre-norm, q/k RMSNorm over the whole projections,
                       every MLP 8 experts of 32, top 2, not renormalised) with 4 KV heads (the
                       fixture's 2); --outtype f32
@@ -44,6 +48,18 @@ kernel (ggml-cpu/unary-ops.cpp op_xielu), llama-model.cpp's shared hparams and
 llama_model_rope_type, llama-context.cpp's YaRN parameters). Each loader refuses a file with a
 tensor it does not create ("done_getting_tensors: wrong number of tensors"), so a bias llama.cpp
 has no slot for cannot be in the file.
+  - ernie4_5_moe: moe_num_shared_experts 2 (the fixture's 1). conversion/ernie.py's
+    Ernie4_5MoeModel writes expert_shared_feed_forward_length as intermediate_size //
+    num_key_value_heads (here 128 // 2 = 64; ERNIE-4.5-21B-A3B's 12288 // 4 = 3072, its two shared
+    experts of 1536) and llama_model_ernie4_5_moe sizes ffn_{gate,up,down}_shexp by it, so the
+    shared width must equal that quotient: 2 x 32. It also writes expert_count 8,
+    expert_used_count 2, expert_feed_forward_length 32, leading_dense_block_count 1
+    (moe_layer_start_index), interleave_moe_layer_step 1, expert_shared_count 2; stacks the
+    experts as qwen3moe's (ffn_*_exps), the router as ffn_gate_inp, the selection bias
+    moe_statics.e_score_correction_bias as exp_probs_b.bias (ne [8, 1]); NORM RoPE, not permuted.
+    The graph: softmax routing whose top 2 are chosen on probs + exp_probs_b and renormalised
+    (norm_w true), plus the shared experts; block 0 a dense SwiGLU. The vocabulary is ernie4_5's
+    SentencePiece one (write_spm_tokenizer). Measured 1.4e-05, 9.6e-06, 1.8e-05.
   - olmoe: num_key_value_heads 4 (the fixture's 2). llama_model_olmoe creates attn_k_norm n_embd
     wide, i.e. it assumes as many KV heads as query heads (OLMoE-1B-7B's 16 and 16), so a GQA
     file's [32] k norm is refused. The converter (conversion/olmo.py OlmoeModel) stacks each
@@ -248,6 +264,7 @@ which must stay within 1e-3. Measured (prompts of 7, 1 and 40 tokens):
   gguf_ernie4_5       1.2e-05, 9.0e-06, 1.9e-05 (logits up to 47, 47, 62)
   gguf_hunyuan_dense  1.6e-06, 9.3e-07, 2.0e-06
   gguf_olmoe          1.3e-06, 8.1e-07, 1.7e-06
+  gguf_ernie4_5_moe   1.4e-05, 9.6e-06, 1.8e-05
   gguf_apertus        1.5e-06, 1.1e-06, 1.9e-06
 
 Run: python3 scripts/make_gguf_llama_variants_fixtures.py [NAME...], then
@@ -284,6 +301,10 @@ SOURCES = {
     # as many KV heads as query heads: llama.cpp's olmoe sizes attn_k_norm n_embd wide (OLMoE's
     # own configs are MHA) (module docstring)
     "olmoe": ("olmoe", {"num_key_value_heads": 4}, 3512),
+    # two shared experts: the converter writes expert_shared_feed_forward_length as
+    # intermediate_size / num_key_value_heads (128 / 2 = 64 = 2 x 32), which llama.cpp sizes the
+    # shared tensors by (module docstring)
+    "ernie4_5_moe": ("ernie4_5_moe", {"moe_num_shared_experts": 2}, 3514),
     "apertus": ("apertus", {}, 3513),
 }
 # name: (source, --outtype, pre-tokenizer name)
@@ -296,6 +317,7 @@ FIXTURES = {
     "gguf_ernie4_5": ("ernie4_5", "f32", "default"),
     "gguf_hunyuan_dense": ("hunyuan_dense", "f32", "gpt-2"),
     "gguf_olmoe": ("olmoe", "f32", "gpt-2"),
+    "gguf_ernie4_5_moe": ("ernie4_5_moe", "f32", "default"),
     "gguf_apertus": ("apertus", "f32", "gpt-2"),
 }
 
@@ -346,7 +368,7 @@ def build_source(sources, source, tmp):
     model, d = lfm2.build_source(sources, source, tmp)
     if source == "glm4":
         write_glm4_tokenizer(d, model.config.vocab_size)
-    elif source == "ernie4_5":
+    elif source in ("ernie4_5", "ernie4_5_moe"):
         write_spm_tokenizer(d)
     return model, d
 

@@ -3,7 +3,8 @@
 // gguf_olmo3 (window 8 on three layers of four, YaRN on the full one), gguf_exaone4 (llama3
 // scaling as rope_freqs), gguf_glm4 (gate|up fused, half-rotated heads), gguf_seed_oss,
 // gguf_ernie4_5 (tied), gguf_hunyuan_dense (the NTK alpha folded into the base), gguf_olmoe
-// (experts not renormalised), gguf_apertus (its xIELU parameters as metadata), F32; llama.cpp
+// (experts not renormalised), gguf_apertus (its xIELU parameters as metadata), gguf_ernie4_5_moe
+// (a dense layer, then experts with the selection bias and two shared ones), F32; llama.cpp
 // itself runs each within 2e-5 of transformers (llamacpp.json). The configs as llama.cpp reads
 // them, and transformers' logits, decode steps and greedy tokens.
 #include <gtest/gtest.h>
@@ -82,6 +83,14 @@ TEST(GgufLlamaVariants, ReadsTheConfigsAsLlamaCppDoes) {
   EXPECT_EQ(apertus.mlp_activation, MlpActivation::xielu);
   EXPECT_TRUE(apertus.qk_norm && apertus.qkv_bias && apertus.o_bias);
   EXPECT_EQ(apertus.rope_scaling.freq_factors.size(), 8u) << "llama3 scaling as rope_freqs.weight";
+
+  const ModelConfig ernie_moe = open_config("gguf_ernie4_5_moe");
+  EXPECT_EQ(ernie_moe.arch, "ernie4_5_moe");
+  EXPECT_EQ(ernie_moe.rope_style, RopeStyle::interleaved);
+  EXPECT_EQ(ernie_moe.first_k_dense_replace, 1);
+  EXPECT_EQ(ernie_moe.n_moe_layers(), 2);
+  EXPECT_EQ(ernie_moe.shared_width(), 64) << "expert_shared_feed_forward_length";
+  EXPECT_TRUE(ernie_moe.moe_score_bias && ernie_moe.norm_topk_prob);
 
   const ModelConfig hunyuan = open_config("gguf_hunyuan_dense");
   EXPECT_EQ(hunyuan.arch, "hunyuan_v1_dense");
@@ -162,7 +171,8 @@ TEST_P(GgufLlamaVariantsF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaVariantsF32,
                          ::testing::Values("gguf_olmo2", "gguf_olmo3", "gguf_exaone4", "gguf_glm4", "gguf_seed_oss",
-                                           "gguf_ernie4_5", "gguf_hunyuan_dense", "gguf_olmoe", "gguf_apertus"),
+                                           "gguf_ernie4_5", "gguf_hunyuan_dense", "gguf_olmoe", "gguf_apertus",
+                                           "gguf_ernie4_5_moe"),
                          [](const auto& p) { return p.param; });
 
 }  // namespace

@@ -374,6 +374,23 @@ TEST(ModelConfig, ReadsTheLlamaVariants) {
   m3.erase("text_config");
   EXPECT_EQ(parse_hf_config(m3.dump()).status().code(), StatusCode::corrupt);
 
+  // ERNIE 4.5 MoE: sparse from moe_layer_start_index every moe_layer_interval-th layer up to
+  // moe_layer_end_index, softmax with the selection bias, renormalised, shared experts.
+  auto ernie_moe = parse("Ernie4_5_MoeForCausalLM", {{"num_hidden_layers", 6}, {"moe_layer_start_index", 1},
+                                                     {"moe_layer_end_index", 4}, {"moe_layer_interval", 2},
+                                                     {"moe_num_experts", 16}, {"moe_k", 4}, {"moe_intermediate_size", 32}});
+  ASSERT_TRUE(ernie_moe.has_value()) << ernie_moe.status().to_string();
+  std::vector<bool> sparse;
+  for (int l = 0; l < 6; ++l) sparse.push_back(ernie_moe->is_moe_layer(l));
+  EXPECT_EQ(sparse, (std::vector<bool>{false, true, false, true, false, false}));
+  EXPECT_EQ(ernie_moe->n_experts, 16);
+  EXPECT_EQ(ernie_moe->n_experts_per_tok, 4);
+  EXPECT_EQ(ernie_moe->shared_width(), 2 * 32) << "moe_num_shared_experts 2 by default";
+  EXPECT_TRUE(ernie_moe->moe_score_bias && ernie_moe->norm_topk_prob && ernie_moe->tie_embeddings);
+  EXPECT_EQ(ernie_moe->moe_scoring, MoeScoring::softmax);
+  EXPECT_EQ(ernie_moe->rope_style, RopeStyle::interleaved);
+  EXPECT_EQ(parse("Ernie4_5_MoeForCausalLM", {{"use_bias", true}}).status().code(), StatusCode::unsupported);
+
   // MLP biases are LlamaMLP's (and Seed-OSS's, ERNIE's); another family's are refused by name.
   auto llama = parse("LlamaForCausalLM", {{"mlp_bias", true}});
   ASSERT_TRUE(llama.has_value()) << llama.status().to_string();

@@ -289,7 +289,7 @@ TEST(TensorParallel, GemmaMatchesUnshardedAndTransformers) {
 // transformers. OLMo 2 / 3 and OLMoE normalise q and k over every head at once, which no rank holds alone:
 // refused, naming why.
 TEST(TensorParallel, LlamaVariantsMatchUnshardedAndTransformers) {
-  for (const char* name : {"exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus"})
+  for (const char* name : {"exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus", "ernie4_5_moe"})
     expect_tp2_matches_transformers(name);
   for (const char* name : {"olmo2", "olmo3", "olmoe"}) {
     auto ranks = load_ranks(testing::fixture_dir(name), 2);
