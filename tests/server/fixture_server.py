@@ -2,6 +2,7 @@
 helpers the pooling-model client tests share (test_openai_classify.py, test_openai_encoders.py).
 BRIGADE_BIN names the brigade binary (build/tools/brigade by default)."""
 import json
+import math
 import os
 import re
 import subprocess
@@ -47,3 +48,14 @@ def at_root(client):
 
 def post(client, path, body):
     return client.post(path, body=body, cast_to=object)
+
+
+def log_softmax_at(logits, token):
+    """log softmax(logits)[token], as an OpenAI logprob of that token."""
+    m = max(logits)
+    return logits[token] - m - math.log(sum(math.exp(v - m) for v in logits))
+
+
+def ids_of(tokens):
+    """The ids of tokens returned as "token_id:N" (return_tokens_as_token_ids)."""
+    return [int(t.removeprefix("token_id:")) for t in tokens]

@@ -10,24 +10,14 @@ their logprobs (the first token's from the prompt's last logits, the others' fro
 steps where the fixture records them); a streamed request gets the same tokens.
 Run through ctest (scripts/python-env.sh run-pytest); BRIGADE_BIN names the brigade binary.
 """
-import math
 
 import pytest
 
 import fixture_server
-from fixture_server import fixtures, stop
+from fixture_server import fixtures, ids_of, log_softmax_at, stop
 
 MODELS = ["olmo3", "olmoe", "exaone4", "glm4", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense", "apertus",
           "mistral3"]
-
-
-def log_softmax_at(logits, token):
-    m = max(logits)
-    return logits[token] - m - math.log(sum(math.exp(v - m) for v in logits))
-
-
-def ids_of(tokens):
-    return [int(t.removeprefix("token_id:")) for t in tokens]
 
 
 @pytest.mark.parametrize("name", MODELS)

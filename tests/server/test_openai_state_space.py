@@ -13,25 +13,15 @@ transformers', and /metrics counts the snapshots.
 Run through ctest (scripts/python-env.sh run-pytest); BRIGADE_BIN names the brigade binary.
 """
 import concurrent.futures
-import math
 import os
 import urllib.request
 
 import pytest
 
 import fixture_server
-from fixture_server import fixtures, stop
+from fixture_server import fixtures, ids_of, log_softmax_at, stop
 
 MODELS = ["mamba2", "falcon_mamba", "granite_hybrid", "nemotron_h", "jamba", "qwen3_next", "qwen3_5", "lfm2_moe", "falcon_h1"]
-
-
-def log_softmax_at(logits, token):
-    m = max(logits)
-    return logits[token] - m - math.log(sum(math.exp(v - m) for v in logits))
-
-
-def ids_of(tokens):
-    return [int(t.removeprefix("token_id:")) for t in tokens]
 
 
 def complete(client, name, case, **kw):
