@@ -251,14 +251,20 @@ Status read_attention_shape(const json& j, ModelConfig& c) {
 // num_experts_per_tok (default 2), every layer sparse, the k softmax weights always renormalised
 // (MixtralSparseMoeBlock). router_jitter_noise only perturbs training; output_router_logits and
 // router_aux_loss_coef only add a loss.
-Status read_mixtral_moe(const json& j, ModelConfig& c) {
-  c.n_experts = 8;
-  c.n_experts_per_tok = 2;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_local_experts", c.n_experts, false));
+// Experts as wide as the dense MLP (intermediate_size; no moe_intermediate_size): `count_key`
+// of them (default `experts`), num_experts_per_tok chosen (default `k`).
+Status read_intermediate_width_experts(const json& j, ModelConfig& c, const char* count_key, int experts, int k) {
+  c.n_experts = experts;
+  c.n_experts_per_tok = k;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, count_key, c.n_experts, false));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, false));
   c.moe_intermediate_size = c.intermediate_size;
-  c.norm_topk_prob = true;
   return Status::ok();
+}
+
+Status read_mixtral_moe(const json& j, ModelConfig& c) {
+  c.norm_topk_prob = true;
+  return read_intermediate_width_experts(j, c, "num_local_experts", 8, 2);
 }
 
 // Qwen3MoeConfig's expert fields. The experts' count is `num_experts` in the Hub's configs and
@@ -308,11 +314,7 @@ Status read_sparse_layers(const json& j, ModelConfig& c) {
 // moe_intermediate_size), num_experts_per_tok (default 8), every layer sparse, the softmax top k
 // renormalised only with norm_topk_prob (default false: OLMoE-1B-7B's).
 Status read_olmoe_moe(const json& j, ModelConfig& c) {
-  c.n_experts = 64;
-  c.n_experts_per_tok = 8;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts", c.n_experts, false));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, false));
-  c.moe_intermediate_size = c.intermediate_size;
+  BRIGADE_RETURN_IF_ERROR(read_intermediate_width_experts(j, c, "num_experts", 64, 8));
   c.norm_topk_prob = false;
   return read_bool(j, "norm_topk_prob", c.norm_topk_prob);
 }

@@ -8,6 +8,7 @@ import re
 import subprocess
 
 import openai
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("BRIGADE_BIN", os.path.join(ROOT, "build", "tools", "brigade"))
@@ -59,3 +60,24 @@ def log_softmax_at(logits, token):
 def ids_of(tokens):
     """The ids of tokens returned as "token_id:N" (return_tokens_as_token_ids)."""
     return [int(t.removeprefix("token_id:")) for t in tokens]
+
+
+def complete(client, name, case, **kw):
+    """/v1/completions of a fixture case's prompt ids, greedy, as many tokens as transformers'
+    greedy continuation, each with its logprob and returned as "token_id:N"."""
+    return client.completions.create(model=name, prompt=case["prompt"], max_tokens=len(case["greedy"]),
+                                     temperature=0, logprobs=1, extra_body={"return_tokens_as_token_ids": True,
+                                                                            "ignore_eos": True}, **kw)
+
+
+def assert_transformers_completion(r, case):
+    """r (complete's response) holds transformers' greedy tokens, their logprobs (the first token's
+    from the prompt's last logits, the others' from the decode steps where the fixture records
+    them) and the usage of the case."""
+    lp = r.choices[0].logprobs
+    assert ids_of(lp.tokens) == case["greedy"]
+    rows = [case["logits"][-1]] + case.get("decode_logits", [])
+    for got, row, token in zip(lp.token_logprobs, rows, case["greedy"]):
+        assert got == pytest.approx(log_softmax_at(row, token), abs=1e-3)
+    assert r.usage.prompt_tokens == len(case["prompt"])
+    assert r.usage.completion_tokens == len(case["greedy"])

@@ -14,7 +14,7 @@ Run through ctest (scripts/python-env.sh run-pytest); BRIGADE_BIN names the brig
 import pytest
 
 import fixture_server
-from fixture_server import fixtures, ids_of, log_softmax_at, stop
+from fixture_server import assert_transformers_completion, complete, fixtures, ids_of, stop
 
 MODELS = ["olmo3", "olmoe", "exaone4", "glm4", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense", "apertus",
           "mistral3"]
@@ -27,18 +27,9 @@ def test_greedy_tokens_and_logprobs_are_transformers(name):
     proc, client = fixture_server.serve(model_dir)
     try:
         for case in cases:
-            kw = dict(model=name, prompt=case["prompt"], max_tokens=len(case["greedy"]), temperature=0,
-                      extra_body={"return_tokens_as_token_ids": True, "ignore_eos": True})
-            r = client.completions.create(logprobs=1, **kw)
-            lp = r.choices[0].logprobs
-            assert ids_of(lp.tokens) == case["greedy"]
-            rows = [case["logits"][-1]] + case.get("decode_logits", [])
-            for got, row, token in zip(lp.token_logprobs, rows, case["greedy"]):
-                assert got == pytest.approx(log_softmax_at(row, token), abs=1e-3)
-            assert r.usage.prompt_tokens == len(case["prompt"])
-            assert r.usage.completion_tokens == len(case["greedy"])
+            assert_transformers_completion(complete(client, name, case), case)
             streamed = []
-            for chunk in client.completions.create(stream=True, logprobs=1, **kw):
+            for chunk in complete(client, name, case, stream=True):
                 if chunk.choices and chunk.choices[0].logprobs:
                     streamed += ids_of(chunk.choices[0].logprobs.tokens)
             assert streamed == case["greedy"]
