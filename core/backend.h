@@ -105,6 +105,9 @@ struct AttentionMeta {
   int max_q_len = 0;
   int max_ctx_len = 0;
   int sliding_window = 0;  // attend to the last `sliding_window` positions only; 0 = unlimited
+  int chunk = 0;           // > 0: a row at position p attends only to positions >= p - p % chunk, those of its
+                           // own chunk (Llama 4's chunked attention, attention_chunk_size); with a window,
+                           // both bound the range from below; 0 = none
   float softcap = 0.0f;    // > 0: each score s (after the scale) becomes tanh(s / softcap) * softcap
                            // before the softmax (Gemma 2's attn_logit_softcapping); 0 = none
   // [n_heads] f32 (the heads of the qkv passed to attention), or empty: a learned "attention
@@ -155,7 +158,12 @@ struct MoeExpertMlp {
   float swiglu_limit = 0.0f;
   float swiglu_alpha = 1.0f;
   bool relu2 = false;
-  bool plain() const { return gate_up_bias.empty() && down_bias.empty() && swiglu_limit <= 0.0f && !relu2; }
+  // Llama 4: each pair's routing weight multiplies the expert's input instead of its output:
+  //   out[t] = sum_j down_e · (silu(gate_e · (w x[t])) * (up_e · (w x[t]))),  w = weights[t, j].
+  bool weight_on_input = false;
+  bool plain() const {
+    return gate_up_bias.empty() && down_bias.empty() && swiglu_limit <= 0.0f && !relu2 && !weight_on_input;
+  }
 };
 
 // MLA (DeepSeek multi-head latent attention) shapes: H query heads; each KV cache row (one per
@@ -327,6 +335,14 @@ class Backend {
   // sectioned rotation, RopeConfig::sections; only a backend with supports_vision takes one).
   virtual void rope(const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
                     const RopeConfig& rope) = 0;
+  // Llama 4's attention temperature tuning (its NoPE layers): each q head of row t, at position
+  // positions[t], times log1p(floor((positions[t] + 1) / floor_scale)) * scale + 1, in place
+  // (rounded to the activation dtype, as transformers rounds the scaled query); k and v untouched.
+  virtual void attention_temperature(const Tensor& qkv, const QkvLayout& l, const Tensor& positions, float floor_scale,
+                                     float scale) {
+    (void)qkv, (void)l, (void)positions, (void)floor_scale, (void)scale;
+    BRIGADE_CHECK(false, "attention_temperature on a backend without it (the CPU and CUDA backends have it)");
+  }
   // Copies the k and v heads of qkv [n, ...] into the pages: row i goes to slot slots[i]
   // (page = slot / page_size, offset = slot % page_size); slots [n] i32, negative = skip.
   // int8 KV: a page's tokens are written in position order, so a write to offset 0 starts the

@@ -41,6 +41,7 @@ struct Shape {
   int64_t out_dim;    // leading dims of each head's output written (head_dim; MLA: the latent's)
   int64_t out_width;  // out row stride
   int sliding_window;
+  int chunk;  // AttentionMeta::chunk
   float scale;
   float softcap;  // AttentionMeta::softcap
   const float* sinks;  // [n_kv * group] AttentionMeta::sinks, or null
@@ -53,10 +54,12 @@ struct QueryRange {
 };
 
 // Row `row` (of the step) at position pos: causal up to pos, or up to attend_until[row] where
-// that is later; the sliding window bounds it from below.
+// that is later; the sliding window and the start of pos's chunk bound it from below.
 QueryRange visible(const Shape& s, int64_t row, int64_t pos) {
   const int64_t hi = s.attend_until != nullptr ? std::max<int64_t>(pos, s.attend_until[row]) : pos;
-  return {s.sliding_window > 0 ? std::max<int64_t>(0, pos - s.sliding_window + 1) : 0, hi};
+  int64_t lo = s.sliding_window > 0 ? std::max<int64_t>(0, pos - s.sliding_window + 1) : 0;
+  if (s.chunk > 0) lo = std::max(lo, pos - pos % s.chunk);
+  return {lo, hi};
 }
 
 // Address of the K or V vector [head_dim] of (page, slot, kv head), any cache dtype.
@@ -248,6 +251,7 @@ void paged_attention(const CpuContext& c, const PagedAttentionArgs& a, const KvL
   s.out_dim = a.out_dim;
   s.out_width = a.out_width;
   s.sliding_window = meta.sliding_window;
+  s.chunk = meta.chunk;
   s.scale = a.scale;
   s.softcap = meta.softcap;
   s.sinks = a.sinks;

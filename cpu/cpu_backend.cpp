@@ -111,6 +111,10 @@ class CpuBackend final : public Backend {
                     const Tensor& k_weight, float eps) override {
     cpu::qk_head_norm(ctx_, qkv, l, q_weight, k_weight, eps);
   }
+  void attention_temperature(const Tensor& qkv, const QkvLayout& l, const Tensor& positions, float floor_scale,
+                             float scale) override {
+    cpu::attention_temperature(ctx_, qkv, l, positions, floor_scale, scale);
+  }
   void rope(const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
             const RopeConfig& rope) override {
     cpu::rope(ctx_, qkv, l, positions, rope);

@@ -12,7 +12,8 @@
 // speed of the dense model with the same active weights), block-
 // quantized weights meeting the gathered rows quantized once per step as matmul quantizes them.
 // The weighted sum per token then runs in slot order, independent of the grouping. gpt-oss's
-// biases and clamped SwiGLU (MoeExpertMlp) join the activation pass and the expert outputs.
+// biases and clamped SwiGLU (MoeExpertMlp) join the activation pass and the expert outputs;
+// Llama 4's weights scale the gathered inputs instead (MoeExpertMlp::weight_on_input).
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -246,9 +247,16 @@ void run_experts(const CpuContext& c, const Tensor& x, const ExpertWeights& ew, 
     if (here(p)) slot_of[static_cast<size_t>(p)] = fill[static_cast<size_t>(id[p])]++;
   const MoeWorkspace w = split_workspace(workspace, pairs, d, inter);
   const float* xp = x.as<const float>();
+  const float* wt = weights.as<const float>();
   c.pool->parallel_for(pairs, std::max<int64_t>(1, 16384 / d), [&](int64_t b, int64_t e, int) {
-    for (int64_t p = b; p < e; ++p)
-      if (slot_of[static_cast<size_t>(p)] >= 0) std::copy_n(xp + (p / k) * d, d, w.xs + slot_of[static_cast<size_t>(p)] * d);
+    for (int64_t p = b; p < e; ++p) {
+      const int64_t slot = slot_of[static_cast<size_t>(p)];
+      if (slot < 0) continue;
+      float* xs = w.xs + slot * d;
+      std::copy_n(xp + (p / k) * d, d, xs);
+      if (mlp.weight_on_input)  // Llama 4: the routing weight scales the expert's input
+        for (int64_t i = 0; i < d; ++i) xs[i] *= wt[p];
+    }
   });
   // Pair s's gate values at gate + s * stride, its up values at up + s * stride (relu2: up only):
   // a pair's first-projection row is as wide as an expert's rows of it.
@@ -295,14 +303,13 @@ void run_experts(const CpuContext& c, const Tensor& x, const ExpertWeights& ew, 
       }
     });
   }
-  const float* wt = weights.as<const float>();
   c.pool->parallel_for(n, std::max<int64_t>(1, 16384 / (d * k)), [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; ++t) {
       float* o = out.as<float>() + t * d;
       std::fill_n(o, d, 0.0f);
       for (int64_t j = 0; j < k; ++j) {
         const int64_t p = t * k + j, slot = slot_of[static_cast<size_t>(p)];
-        if (slot >= 0) c.kernels->scale_axpy(o, 1.0f, wt[p], w.ys + slot * d, d);
+        if (slot >= 0) c.kernels->scale_axpy(o, 1.0f, mlp.weight_on_input ? 1.0f : wt[p], w.ys + slot * d, d);
       }
     }
   });

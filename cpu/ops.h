@@ -71,6 +71,8 @@ void qk_head_norm(const CpuContext& c, const Tensor& qkv, const QkvLayout& l,
                   const Tensor& q_weight, const Tensor& k_weight, float eps);
 void rope(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
           const RopeConfig& rope);
+void attention_temperature(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
+                           float floor_scale, float scale);
 
 // row_ops.cpp
 void embedding(const CpuContext& c, const Tensor& table, const Tensor& ids, const Tensor& out);

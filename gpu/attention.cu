@@ -5,7 +5,8 @@
 // them). Per tile of kTile KV positions, K and V are widened to f32 in shared memory; each warp
 // takes one query at a time: lane p scores position p, the warp reduces the tile max and sum
 // (online softmax: running max m, sum l, unnormalised acc), then lanes own output dims for the
-// P·V product. Scores, m, l and acc stay f32. Rows are causal with an optional sliding window;
+// P·V product. Scores, m, l and acc stay f32. Rows are causal with an optional sliding window
+// and chunk (AttentionArgs::chunk);
 // scores are soft-capped where AttentionArgs::softcap > 0. A head's sink (AttentionArgs::sinks)
 // joins the denominator where the output is normalised: l + exp(sink - m).
 #include <cuda_bf16.h>
@@ -51,8 +52,11 @@ __device__ Smem carve(float* base, int d, int q_max) {
   return s;
 }
 
-// First visible KV position of a query at `pos` (causal, sliding window).
-__device__ __forceinline__ int visible_lo(int pos, int window) { return window > 0 ? max(0, pos - window + 1) : 0; }
+// First visible KV position of a query at `pos` (causal, sliding window, the start of its chunk).
+__device__ __forceinline__ int visible_lo(int pos, int window, int chunk) {
+  const int lo = window > 0 ? max(0, pos - window + 1) : 0;
+  return chunk > 0 ? max(lo, pos - pos % chunk) : lo;
+}
 
 // K and V rows of positions [t0, t0 + kTile) (zeros at and past t1) into shared memory as f32.
 // Each thread moves 16-byte vectors (8 bf16 or 4 f32; head_dim is a multiple of 8), all its
@@ -110,7 +114,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionArgs a,
   const int first_pos = a.ctx_len[seq] - n_q;
   const int nq = (r1 - r0) * group;
   // KV range seen by any row of the block, then this split's share (whole tiles).
-  const int lo = visible_lo(first_pos + r0, a.sliding_window), hi = first_pos + r1 - 1;
+  const int lo = visible_lo(first_pos + r0, a.sliding_window, a.chunk), hi = first_pos + r1 - 1;
   const int span = hi + 1 - lo;
   const int chunk = ((span + a.n_splits - 1) / a.n_splits + kTile - 1) / kTile * kTile;
   const int c0 = lo + split * chunk, c1 = min(hi + 1, c0 + chunk);
@@ -137,7 +141,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionArgs a,
     for (int qi = warp; qi < nq; qi += kWarps) {
       const int pos_q = first_pos + r0 + qi / group;
       const int p = t0 + lane;
-      const bool valid = lane < cnt && p >= visible_lo(pos_q, a.sliding_window) && p <= pos_q;
+      const bool valid = lane < cnt && p >= visible_lo(pos_q, a.sliding_window, a.chunk) && p <= pos_q;
       float score = -INFINITY;
       if (valid) {
         const float* qr = s.q + qi * d;

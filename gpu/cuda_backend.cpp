@@ -40,7 +40,7 @@ using gpu::Sig;
 // Op ids in step signatures.
 enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, kSiluMul, kGeluTanhMul, kScale, kSoftcap, kQkNorm, kRope, kWriteKv,
                 kAttention, kGather, kArgmax, kSample, kGatherTokens, kScatterTokens, kMoeRoute, kMoeExperts,
-                kHeadMatmul, kWriteMlaKv, kMlaAttention, kXielu };
+                kHeadMatmul, kWriteMlaKv, kMlaAttention, kXielu, kAttnTemperature };
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
@@ -345,6 +345,19 @@ class CudaBackendImpl final : public CudaBackend {
                                        rotary_dim, neox, factor, stream_);
                     });
   }
+  void attention_temperature(const Tensor& qkv, const QkvLayout& l, const Tensor& positions, float floor_scale,
+                             float scale) override {
+    BRIGADE_CHECK(qkv.dtype == DType::bf16 && qkv.row_numel() == l.row_width() && positions.numel() == qkv.dim(0) &&
+                      floor_scale > 0.0f,
+                  "attention_temperature: qkv [n, row_width] bf16, positions [n], floor_scale > 0");
+    bind();
+    graphs_->record(Sig() << kAttnTemperature << qkv << l.n_heads << l.n_kv_heads << l.head_dim << positions
+                          << floor_scale << scale,
+                    [=, this] {
+                      gpu::launch_attention_temperature(qkv.data, qkv.dim(0), head_shape(l),
+                                                        positions.as<const int32_t>(), floor_scale, scale, stream_);
+                    });
+  }
   void write_kv(const KvLayer& cache, const Tensor& qkv, const QkvLayout& l, const Tensor& slots) override {
     const int64_t page_size = cache.k.dim(1), n_pages = cache.k.dim(0);
     BRIGADE_CHECK(qkv.row_numel() == l.row_width() && slots.numel() == qkv.dim(0),
@@ -439,9 +452,11 @@ class CudaBackendImpl final : public CudaBackend {
     m.down_bias = mlp.down_bias.empty() ? nullptr : mlp.down_bias.as<const float>();
     m.swiglu_limit = mlp.swiglu_limit;
     m.swiglu_alpha = mlp.swiglu_alpha;
+    m.weight_on_input = mlp.weight_on_input;
+    m.weights = weights.as<const float>();
     bind();
     graphs_->record(Sig() << kMoeExperts << x << gate_up << down << ids << weights << mlp.gate_up_bias << mlp.down_bias
-                          << m.swiglu_limit << m.swiglu_alpha << workspace << out,
+                          << m.swiglu_limit << m.swiglu_alpha << m.weight_on_input << workspace << out,
                     [=, this] {
                       gpu::launch_moe_experts(x.data, gate_up.data, down.data, ids.as<const int32_t>(),
                                               weights.as<const float>(), m, n, static_cast<int>(k), d, inter,
@@ -708,6 +723,7 @@ void CudaBackendImpl::attention(const Tensor& qkv, const QkvLayout& l, const KvL
   a.max_q_len = meta.max_q_len;
   a.n_rows = static_cast<int>(qkv.dim(0));
   a.sliding_window = meta.sliding_window;
+  a.chunk = meta.chunk;
   a.scale = scale;
   a.softcap = meta.softcap;
   BRIGADE_CHECK(meta.sinks.empty() || (meta.sinks.dtype == DType::f32 && meta.sinks.numel() == l.n_heads),
@@ -731,7 +747,7 @@ void CudaBackendImpl::attention(const Tensor& qkv, const QkvLayout& l, const KvL
     a.partial = static_cast<float*>(partial_.data());
   }
   graphs_->record(Sig() << kAttention << qkv << cache.k << cache.v << meta.q_start << meta.ctx_len << meta.block_table
-                        << a.n_seqs << a.max_q_len << a.sliding_window << scale << a.softcap << meta.sinks << out
+                        << a.n_seqs << a.max_q_len << a.sliding_window << a.chunk << scale << a.softcap << meta.sinks << out
                         << a.n_splits << a.partial
                         << l.n_heads << l.n_kv_heads << l.head_dim,
                   [a, this] { gpu::launch_attention(a, stream_); });

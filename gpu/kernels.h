@@ -52,6 +52,10 @@ void launch_qk_head_norm(void* qkv, int64_t n, HeadShape h, const void* q_w, con
 // RoPE of the q and k heads in place. inv_freq [rotary_dim / 2] f32 in device memory.
 void launch_rope(void* qkv, int64_t n, HeadShape h, const int32_t* positions, const float* inv_freq,
                  int rotary_dim, bool neox, float attention_factor, cudaStream_t stream);
+// Each q head of row i times log1p(floor((positions[i] + 1) / floor_scale)) * scale + 1 in place
+// (Backend::attention_temperature).
+void launch_attention_temperature(void* qkv, int64_t n, HeadShape h, const int32_t* positions, float floor_scale,
+                                  float scale, cudaStream_t stream);
 // K and V heads of qkv row i -> pages at slots[i] (negative: skipped; >= n_slots: skipped).
 void launch_write_kv(void* k, void* v, DType kv_t, const void* qkv, int64_t n, HeadShape h,
                      const int32_t* slots, int64_t n_slots, cudaStream_t stream);
@@ -82,6 +86,7 @@ struct AttentionArgs {
   int max_q_len = 0;
   int n_rows = 0;             // rows of qkv (= q_start[n_seqs])
   int sliding_window = 0;
+  int chunk = 0;              // AttentionMeta::chunk
   float scale = 1.0f;
   float softcap = 0.0f;       // > 0: scores become tanh(s / softcap) * softcap (AttentionMeta::softcap)
   const float* sinks = nullptr;  // [n_heads] f32 (AttentionMeta::sinks), or null
@@ -144,6 +149,8 @@ struct ExpertMlpArgs {
   const float* down_bias = nullptr;     // [E * d]
   float swiglu_limit = 0.0f;
   float swiglu_alpha = 1.0f;
+  bool weight_on_input = false;  // MoeExpertMlp::weight_on_input: gate and up values times the pair's weight
+  const float* weights = nullptr;  // [pairs] with weight_on_input
 };
 void launch_moe_experts(const void* x, const void* gate_up, const void* down, const int32_t* ids, const float* weights,
                         const ExpertMlpArgs& mlp, int64_t n, int k, int64_t d, int64_t inter, int n_experts,

@@ -155,9 +155,12 @@ __global__ void experts_gate_up_kernel(const bf16* x, const bf16* gate_up, const
   for_routed_pairs(ids, pairs, blockIdx.x, int64_t{blockIdx.y} * kRowsPerBlock, inter, [&](int64_t c, int64_t pair) {
     const bf16* xr = x + (pair / k) * d;
     // Rounded to bf16 as the dense MLP's GEMM output is before silu_mul.
-    float g = __bfloat162float(__float2bfloat16_rn(warp_dot(w + c * d, xr, d) + (bias != nullptr ? bias[c] : 0.0f)));
+    // Llama 4's weight on the input: gate and up are linear in x, so w (gate · x) = gate · (w x).
+    const float in_w = mlp.weight_on_input ? mlp.weights[pair] : 1.0f;
+    float g = __bfloat162float(
+        __float2bfloat16_rn(in_w * warp_dot(w + c * d, xr, d) + (bias != nullptr ? bias[c] : 0.0f)));
     float u = __bfloat162float(
-        __float2bfloat16_rn(warp_dot(w + (inter + c) * d, xr, d) + (bias != nullptr ? bias[inter + c] : 0.0f)));
+        __float2bfloat16_rn(in_w * warp_dot(w + (inter + c) * d, xr, d) + (bias != nullptr ? bias[inter + c] : 0.0f)));
     float a;
     if (mlp.swiglu_limit > 0.0f) {
       g = fminf(g, mlp.swiglu_limit);
@@ -181,17 +184,18 @@ __global__ void experts_down_kernel(const bf16* act, const bf16* down, const int
   });
 }
 
-// out [n, d] bf16 = sum over j in slot order of weights[t, j] * ys[t * k + j], over the slots
+// out [n, d] bf16 = sum over j in slot order of weights[t, j] * ys[t * k + j] (unweighted: of
+// ys alone, the weights having scaled the experts' inputs), over the slots
 // whose expert this rank holds (ids in [0, n_experts); expert parallelism leaves the others to
 // other ranks, and their ys rows unwritten).
 __global__ void experts_combine_kernel(const float* ys, const float* weights, const int32_t* ids, int n_experts, int k,
-                                       int64_t d, bf16* out) {
+                                       int64_t d, bool unweighted, bf16* out) {
   const int64_t t = blockIdx.x;
   for (int64_t h = threadIdx.x; h < d; h += blockDim.x) {
     float acc = 0.0f;
     for (int j = 0; j < k; ++j) {
       const int32_t e = ids[t * k + j];
-      if (e >= 0 && e < n_experts) acc = fmaf(weights[t * k + j], ys[(t * k + j) * d + h], acc);
+      if (e >= 0 && e < n_experts) acc = fmaf(unweighted ? 1.0f : weights[t * k + j], ys[(t * k + j) * d + h], acc);
     }
     out[t * d + h] = __float2bfloat16_rn(acc);
   }
@@ -231,7 +235,7 @@ void launch_moe_experts(const void* x, const void* gate_up, const void* down, co
                                                           mlp.down_bias, ys);
   BRIGADE_CUDA_CHECK_LAUNCH();
   experts_combine_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(ys, weights, ids, n_experts, k, d,
-                                                                            static_cast<bf16*>(out));
+                                                                            mlp.weight_on_input, static_cast<bf16*>(out));
   BRIGADE_CUDA_CHECK_LAUNCH();
 }
 

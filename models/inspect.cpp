@@ -225,7 +225,16 @@ std::string format_model_info(const ModelInfo& m) {
   if (c.o_bias) attn += ", o bias";
   if (c.qk_norm)
     attn += std::string(c.qk_norm_whole ? ", q/k norm over all heads" : ", q/k norm") +
-            (c.qk_norm_after_rope ? " after RoPE" : "");
+            (c.qk_norm_weightless ? " without weights on the RoPE layers" : "") + (c.qk_norm_after_rope ? " after RoPE" : "");
+  if (c.attention_chunk > 0) {
+    int n_chunked = 0;
+    for (int l = 0; l < c.n_layers; ++l) n_chunked += c.layer_chunk(l) > 0 ? 1 : 0;
+    attn += ", chunks of " + std::to_string(c.attention_chunk) + " on " + std::to_string(n_chunked) + " of " +
+            std::to_string(c.n_layers) + " layers";
+  }
+  if (c.attn_temperature_floor > 0.0f)
+    attn += ", query temperature on the NoPE layers (floor_scale " + num(c.attn_temperature_floor) + ", attn_scale " +
+            num(c.attn_temperature_scale) + ")";
   if (c.attn_sinks) attn += ", a sink logit per head";
   if (c.fused_weights) attn += ", q|k|v and gate|up stored fused";
   if (c.sliding_window > 0) {
@@ -261,6 +270,8 @@ std::string format_model_info(const ModelInfo& m) {
     if (c.swiglu_limit > 0.0f)
       s += ", clamped SwiGLU (limit " + num(c.swiglu_limit) + ", alpha " + num(c.swiglu_alpha) + ")";
     if (c.shared_gate) s += ", a shared expert of " + std::to_string(c.shared_width()) + " gated by sigmoid(x · w)";
+    if (c.moe_weight_on_input)
+      s += ", sigmoid score on the expert's input, a shared expert of " + std::to_string(c.shared_width());
     s += "\n";
     if (c.is_mla() || c.arch == "glm4_moe") s += "routing:       " + deepseek_routing(c) + "\n";
     if (c.arch == "lfm2_moe")

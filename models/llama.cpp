@@ -62,6 +62,7 @@ struct DecoderLayer {
   MlpBlock mlp;           // empty in a sparse layer
   MoeBlock moe;           // qwen3_moe's sparse layers (ModelConfig::is_moe_layer); empty otherwise
   bool nope = false;      // no RoPE in its attention (SmolLM3's NoPE layers, ModelConfig::nope_layers)
+  bool unit_qk_norm = false;  // per-head q/k norms without weights (ModelConfig::qk_norm_weightless; LlamaModel::unit_norm_)
 };
 
 // Activations for up to max_batch_tokens rows, in the backend's activation dtype.
@@ -86,6 +87,10 @@ float round_to(float v, DType t) {
 }
 
 std::string layer_name(int l, const char* suffix) { return "model.layers." + std::to_string(l) + "." + suffix; }
+// A dense MLP's tensor (Llama 4 names the block feed_forward).
+std::string mlp_name(const ModelConfig& c, int l, const char* suffix) {
+  return layer_name(l, (std::string(c.arch == "llama4_text" ? "feed_forward." : "mlp.") + suffix).c_str());
+}
 
 class LlamaModel final : public Model {
  public:
@@ -178,6 +183,7 @@ class LlamaModel final : public Model {
   Scratch scratch_;
   StepInputs ints_;
   float embed_scale_ = 0.0f;  // ModelConfig::embed_scale rounded to the activation dtype, as transformers does
+  OwnedTensor unit_norm_;     // [head_dim] f32 ones: the weight of ModelConfig::qk_norm_weightless's norms
   std::unique_ptr<LoraSet> lora_;  // the served LoRA adapters; null when none
   // Gemma 3's or the Qwen2-VL family's vision tower, where the backend runs it at tp 1 (else the
   // model serves text), and M-RoPE: a step with images or shifted sequences rotates by its three
@@ -207,7 +213,7 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
   // Attention summed over the layers (their windows may differ), as per layer.
   double pairs = 0.0, kv_read = 0.0;
   for (int l = 0; l < config_.n_layers; ++l) {
-    const AttentionWork work = attention_work(b, config_.layer_window(l));
+    const AttentionWork work = attention_work(b, config_.layer_window(l), config_.layer_chunk(l));
     pairs += work.pairs;
     kv_read += work.kv_read / config_.n_layers;
   }
@@ -242,8 +248,8 @@ Expected<LinearWeight> LlamaModel::load_gate_up(WeightLoader& w, int l) {
   if (config_.mlp_activation == MlpActivation::xielu)  // Apertus: no gate
     return w.fused_linear({layer_name(l, "mlp.up_proj.weight")}, {inter}, hidden, {ir});
   if (!config_.fused_weights && config_.arch != "glm4")  // GLM-4's gate|up is one tensor, its q, k, v apart
-    return w.fused_linear({layer_name(l, "mlp.gate_proj.weight"), layer_name(l, "mlp.up_proj.weight")}, {inter, inter}, hidden,
-                   {ir, ir});
+    return w.fused_linear({mlp_name(config_, l, "gate_proj.weight"), mlp_name(config_, l, "up_proj.weight")}, {inter, inter},
+                          hidden, {ir, ir});
   const std::string name = layer_name(l, "mlp.gate_up_proj.weight");  // [2 I, hidden]: gate rows, then up rows
   return w.fused_linear({name, name}, {2 * inter, 2 * inter}, hidden, {ir, {inter + ir.begin, ir.size}});
 }
@@ -313,7 +319,9 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.sinks, w.vector_f32({layer_name(l, "self_attn.sinks")}, {c.n_heads},
                                                             {{s.rank * heads, heads}}));
   }
-  if (c.qk_norm) {  // per head, or (OLMo 2) over the whole projections; Hunyuan's names
+  if (c.qk_norm && c.qk_norm_weightless) {  // Llama 4: unit weights (LlamaModel::unit_norm_), RoPE layers only
+    layer.unit_qk_norm = !layer.nope;
+  } else if (c.qk_norm) {  // per head, or (OLMo 2) over the whole projections; Hunyuan's names
     const bool hunyuan = c.arch == "hunyuan_v1_dense";
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.q_norm, norm(hunyuan ? "self_attn.query_layernorm.weight" : "self_attn.q_norm.weight",
                                                      c.qk_norm_whole ? q : c.head_dim));
@@ -332,7 +340,7 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   }
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp.gate_up, load_gate_up(w, l));
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp.down,
-                           w.matrix(layer_name(l, "mlp.down_proj.weight"), hidden, inter, {}, s.inter_rows()));
+                           w.matrix(mlp_name(c, l, "down_proj.weight"), hidden, inter, {}, s.inter_rows()));
   if (c.mlp_activation == MlpActivation::xielu) {
     BRIGADE_ASSIGN_OR_RETURN(layer.mlp.xielu, load_xielu(w, l));
   }
@@ -370,6 +378,11 @@ Status LlamaModel::load(const Checkpoint& ck) {
     rope_local_.attention_factor = 1.0f;
   }
   embed_scale_ = round_to(c.embed_scale, backend_.activation_dtype());
+  if (c.qk_norm_weightless) {
+    BRIGADE_ASSIGN_OR_RETURN(unit_norm_, alloc_tensor(backend_, DType::f32, 1, c.head_dim));
+    const std::vector<float> ones(static_cast<size_t>(c.head_dim), 1.0f);
+    backend_.upload(unit_norm_.tensor, ones.data());
+  }
   BRIGADE_RETURN_IF_ERROR(allocate_scratch());
   if (options_.lora_enabled()) {
     BRIGADE_ASSIGN_OR_RETURN(lora_, LoraSet::load(options_.loras, c, backend_, options_.max_batch_tokens,
@@ -423,10 +436,14 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
   const Tensor slots = ints_.slots(n);
   layer.attn.qkv.matmul(backend_, normed, layer.attn.qkv_bias.tensor, qkv);
   if (lora_) lora_->apply(layer_index(layer), LoraProj::qkv, normed, qkv);
-  const bool qk_norm = !layer.attn.q_norm.tensor.empty(), after = config_.qk_norm_after_rope;
-  if (qk_norm && !after) backend_.qk_head_norm(qkv, l, layer.attn.q_norm.tensor, layer.attn.k_norm.tensor, config_.rms_eps);
+  const Tensor& q_norm = layer.unit_qk_norm ? unit_norm_.tensor : layer.attn.q_norm.tensor;
+  const Tensor& k_norm = layer.unit_qk_norm ? unit_norm_.tensor : layer.attn.k_norm.tensor;
+  const bool qk_norm = !q_norm.empty(), after = config_.qk_norm_after_rope;
+  if (qk_norm && !after) backend_.qk_head_norm(qkv, l, q_norm, k_norm, config_.rms_eps);
   if (!layer.nope) backend_.rope(qkv, l, positions, images_.rope(rope));
-  if (qk_norm && after) backend_.qk_head_norm(qkv, l, layer.attn.q_norm.tensor, layer.attn.k_norm.tensor, config_.rms_eps);
+  if (qk_norm && after) backend_.qk_head_norm(qkv, l, q_norm, k_norm, config_.rms_eps);
+  if (layer.nope && config_.attn_temperature_floor > 0.0f)  // Llama 4's NoPE layers
+    backend_.attention_temperature(qkv, l, positions, config_.attn_temperature_floor, config_.attn_temperature_scale);
   backend_.write_kv(cache, qkv, l, slots);
   const float scale =
       config_.attn_scale > 0.0f ? config_.attn_scale : 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
@@ -505,6 +522,8 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   // Full-attention layers and sliding ones (every layer where ModelConfig::sliding_layers is empty).
   AttentionMeta full = ints_.meta(batch, bounds, 0), sliding = ints_.meta(batch, bounds, config_.sliding_window);
   full.softcap = sliding.softcap = config_.attn_softcap;
+  AttentionMeta chunked = full;  // Llama 4's chunked layers (ModelConfig::chunked_layers)
+  chunked.chunk = config_.attention_chunk;
 
   const Tensor residual = scratch_.residual.tensor.rows(0, n);
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
@@ -521,7 +540,8 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
     // The previous block's output joins the residual in the same pass as the next norm.
     if (l == 0 && !layer.attn_norm.tensor.empty()) backend_.rms_norm(residual, layer.attn_norm.tensor, eps, normed);
     else if (l > 0) join(residual, delta, layer.attn_norm, normed);
-    BRIGADE_RETURN_IF_ERROR(run_layer(layer, kv.layer(l), local ? sliding : full, local ? rope_local_ : rope_, n));
+    const AttentionMeta& meta = config_.layer_chunk(l) > 0 ? chunked : local ? sliding : full;
+    BRIGADE_RETURN_IF_ERROR(run_layer(layer, kv.layer(l), meta, local ? rope_local_ : rope_, n));
     // Qwen3-VL: the layer's output (residual + delta) plus the tap's features on the image rows.
     if (l < images_.n_deepstack()) images_.add_deepstack(l, residual);
   }

@@ -1,5 +1,6 @@
 #include "models/llama_variants_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "models/config_json.h"
@@ -68,7 +69,8 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"Exaone4ForCausalLM", "exaone4"},   {"Glm4ForCausalLM", "glm4"},
       {"SeedOssForCausalLM", "seed_oss"},  {"Ernie4_5ForCausalLM", "ernie4_5"},
       {"HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"}, {"OlmoeForCausalLM", "olmoe"},
-      {"ApertusForCausalLM", "apertus"},          {"Ernie4_5_MoeForCausalLM", "ernie4_5_moe"}};
+      {"ApertusForCausalLM", "apertus"},          {"Ernie4_5_MoeForCausalLM", "ernie4_5_moe"},
+      {"Llama4ForCausalLM", "llama4_text"}};
   for (const auto& [cls, type] : kNames)
     if (class_name == cls || (class_name.empty() && model_type == type)) return type;
   return {};
@@ -76,34 +78,65 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
 
 bool is_llama_variant(const std::string& arch) { return !llama_variant_arch("", arch).empty(); }
 
-bool is_mistral3(const json& j) {
+namespace {
+
+// Whether config.json's architectures[0] is `cls`, or without architectures its model_type is `type`.
+bool names_class(const json& j, const char* cls, const char* type) {
   if (auto a = j.find("architectures"); a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string())
-    return (*a)[0].get<std::string>() == "Mistral3ForConditionalGeneration";
+    return (*a)[0].get<std::string>() == cls;
   auto t = j.find("model_type");
-  return t != j.end() && t->is_string() && t->get<std::string>() == "mistral3";
+  return t != j.end() && t->is_string() && t->get<std::string>() == type;
 }
 
-Expected<json> mistral3_text_config(const json& j) {
+}  // namespace
+
+bool is_mistral3(const json& j) { return names_class(j, "Mistral3ForConditionalGeneration", "mistral3"); }
+
+namespace {
+
+// A wrapper's (`wrapper`: the class name, for messages) language model config: its text_config
+// over `defaults`, whose model_type must be `type` (another refused by name), the top level's
+// bos/eos ids and dtype where text_config has none, the top level's tie_word_embeddings (`tie`,
+// the wrapper class's default, when absent: transformers ties by the top level's), and
+// architectures [text_class]. corrupt without a text_config object.
+Expected<json> wrapped_text_config(const json& j, const char* wrapper, json defaults, const char* type,
+                                   const char* text_class, bool tie) {
   auto it = j.find("text_config");
   if (it == j.end() || !it->is_object())
-    return corrupt("config.json: Mistral3ForConditionalGeneration without a text_config object; brigade serves its "
+    return corrupt(std::string("config.json: ") + wrapper + " without a text_config object; brigade serves its " +
                    "language model (text_config) text-only");
-  // Mistral3Config's text_config defaults (Mistral Small 3.1's shape), which configs may leave out.
-  json t = {{"head_dim", 128},        {"hidden_size", 5120},        {"intermediate_size", 32768},
-            {"max_position_embeddings", 131072}, {"num_attention_heads", 32}, {"num_hidden_layers", 40},
-            {"num_key_value_heads", 8}, {"rms_norm_eps", 1e-5},      {"rope_theta", 1000000000.0},
-            {"sliding_window", nullptr}, {"vocab_size", 131072},     {"model_type", "mistral"}};
+  json t = std::move(defaults);
+  t["model_type"] = type;
   t.update(*it);
-  const std::string type = t["model_type"].is_string() ? t["model_type"].get<std::string>() : std::string();
-  if (type != "mistral")
-    return unsupported("config.json: text_config.model_type '" + type + "' of Mistral3ForConditionalGeneration is not "
-                       "supported; supported: mistral");
+  const std::string got = t["model_type"].is_string() ? t["model_type"].get<std::string>() : t["model_type"].dump();
+  if (got != type)
+    return unsupported("config.json: text_config.model_type '" + got + "' of " + wrapper +
+                       " is not supported; supported: " + type);
   for (const char* key : {"bos_token_id", "eos_token_id", "torch_dtype", "dtype"})
     if (j.contains(key) && !it->contains(key)) t[key] = j[key];
-  t["tie_word_embeddings"] = true;  // Mistral3Config's default, the top level's when it says
-  if (auto tie = j.find("tie_word_embeddings"); tie != j.end() && tie->is_boolean()) t["tie_word_embeddings"] = *tie;
-  t["architectures"] = json::array({"MistralForCausalLM"});
+  t["tie_word_embeddings"] = tie;
+  if (auto top = j.find("tie_word_embeddings"); top != j.end() && top->is_boolean()) t["tie_word_embeddings"] = *top;
+  t["architectures"] = json::array({text_class});
   return t;
+}
+
+}  // namespace
+
+Expected<json> mistral3_text_config(const json& j) {
+  // Mistral3Config's text_config defaults (Mistral Small 3.1's shape), which configs may leave out.
+  json defaults = {{"head_dim", 128},        {"hidden_size", 5120},        {"intermediate_size", 32768},
+                   {"max_position_embeddings", 131072}, {"num_attention_heads", 32}, {"num_hidden_layers", 40},
+                   {"num_key_value_heads", 8}, {"rms_norm_eps", 1e-5},      {"rope_theta", 1000000000.0},
+                   {"sliding_window", nullptr}, {"vocab_size", 131072}};
+  return wrapped_text_config(j, "Mistral3ForConditionalGeneration", std::move(defaults), "mistral", "MistralForCausalLM",
+                             /*tie=*/true);
+}
+
+bool is_llama4(const json& j) { return names_class(j, "Llama4ForConditionalGeneration", "llama4"); }
+
+Expected<json> llama4_text_config(const json& j) {
+  return wrapped_text_config(j, "Llama4ForConditionalGeneration", json::object(), "llama4_text", "Llama4ForCausalLM",
+                             /*tie=*/false);
 }
 
 Expected<double> read_ntk_alpha(const json& scaling) {
@@ -149,9 +182,126 @@ Status read_apertus(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// A list of one int per layer (at least n_layers of them: Llama4TextConfig allows more), or absent.
+Status read_layer_ints(const json& j, const char* key, int n_layers, std::vector<int>& out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_array()) return invalid_argument(std::string("config.json: ") + key + " must be a list");
+  out.clear();
+  for (const json& v : *it) {
+    if (!v.is_number_integer()) return invalid_argument(std::string("config.json: ") + key + " must list integers");
+    out.push_back(v.get<int>());
+  }
+  if (static_cast<int>(out.size()) < n_layers)
+    return invalid_argument(std::string("config.json: ") + key + " lists " + std::to_string(out.size()) +
+                            " layers for num_hidden_layers = " + std::to_string(n_layers));
+  return Status::ok();
+}
+
+// Llama 4's language model (Llama4TextConfig; its defaults are Llama-4-Scout's): RoPE of
+// adjacent pairs on the layers no_rope_layers marks 1 (every no_rope_layer_interval-th has none),
+// weightless per-head q/k RMSNorms after it there (use_qk_norm), chunked attention on the
+// "chunked_attention" layers (layer_types; without it, the RoPE layers when
+// attention_chunk_size is set), the NoPE layers' query temperature (attn_temperature_tuning:
+// floor_scale, attn_scale); sparse layers (moe_layers, or every interleave_moe_layer_step-th) of
+// num_local_experts experts of intermediate_size, top num_experts_per_tok by sigmoid, the score
+// applied to the expert's input, beside a shared expert of intermediate_size; the other layers'
+// dense MLP of intermediate_size_mlp.
+Status read_llama4(const json& j, ModelConfig& c) {
+  std::string act = "silu";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
+  if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported for llama4; supported: silu");
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  c.rope_style = RopeStyle::interleaved;
+  c.sliding_window = 0;
+  if (!j.contains("rope_theta") && !j.contains("rope_parameters")) c.rope_theta = 500000.0f;  // default_theta
+  // RoPE and NoPE layers.
+  int interval = 4;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "no_rope_layer_interval", interval, false));
+  if (interval < 1) return invalid_argument("config.json: no_rope_layer_interval must be >= 1");
+  std::vector<int> use_rope;
+  for (int l = 0; l < c.n_layers; ++l) use_rope.push_back((l + 1) % interval != 0 ? 1 : 0);
+  if (auto it = j.find("no_rope_layers"); it != j.end() && it->is_array() && it->empty()) {
+    // an empty list takes the interval's, as Llama4TextConfig does
+  } else {
+    BRIGADE_RETURN_IF_ERROR(read_layer_ints(j, "no_rope_layers", c.n_layers, use_rope));
+  }
+  c.nope_layers.assign(static_cast<size_t>(c.n_layers), false);
+  for (int l = 0; l < c.n_layers; ++l) c.nope_layers[static_cast<size_t>(l)] = use_rope[static_cast<size_t>(l)] == 0;
+  // Chunked attention.
+  c.attention_chunk = 8192;
+  if (auto it = j.find("attention_chunk_size"); it != j.end() && it->is_null()) c.attention_chunk = 0;
+  else BRIGADE_RETURN_IF_ERROR(read_int(j, "attention_chunk_size", c.attention_chunk, false));
+  if (c.attention_chunk < 0) return invalid_argument("config.json: attention_chunk_size must be > 0 or null");
+  c.chunked_layers.assign(static_cast<size_t>(c.n_layers), false);
+  if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
+    if (!it->is_array() || it->size() != static_cast<size_t>(c.n_layers))
+      return invalid_argument("config.json: layer_types must list one type per layer (num_hidden_layers = " +
+                              std::to_string(c.n_layers) + ")");
+    for (size_t l = 0; l < it->size(); ++l) {
+      const std::string name = (*it)[l].is_string() ? (*it)[l].get<std::string>() : std::string();
+      if (name == "chunked_attention") c.chunked_layers[l] = true;
+      else if (name != "full_attention")
+        return unsupported("config.json: layer_types[" + std::to_string(l) + "] = " + (*it)[l].dump() +
+                           " is not supported for llama4; supported: chunked_attention, full_attention");
+    }
+    if (c.attention_chunk == 0 && std::find(c.chunked_layers.begin(), c.chunked_layers.end(), true) != c.chunked_layers.end())
+      return invalid_argument("config.json: layer_types has chunked_attention layers but attention_chunk_size is null");
+  } else if (c.attention_chunk > 0) {
+    for (int l = 0; l < c.n_layers; ++l) c.chunked_layers[static_cast<size_t>(l)] = !c.nope_layers[static_cast<size_t>(l)];
+  }
+  // q/k norms and the NoPE layers' temperature.
+  bool qk_norm = true, tuning = true;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_qk_norm", qk_norm));
+  c.qk_norm = c.qk_norm_weightless = c.qk_norm_after_rope = qk_norm;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "attn_temperature_tuning", tuning));
+  if (tuning) {
+    c.attn_temperature_floor = 8192.0f;
+    c.attn_temperature_scale = 0.1f;
+    BRIGADE_RETURN_IF_ERROR(read_float(j, "floor_scale", c.attn_temperature_floor));
+    BRIGADE_RETURN_IF_ERROR(read_float(j, "attn_scale", c.attn_temperature_scale));
+    if (!(c.attn_temperature_floor > 0.0f) || !std::isfinite(c.attn_temperature_floor) ||
+        !std::isfinite(c.attn_temperature_scale))
+      return invalid_argument("config.json: floor_scale must be a positive number and attn_scale a number");
+  }
+  // The experts (intermediate_size) and the dense layers (intermediate_size_mlp).
+  c.moe_intermediate_size = c.shared_expert_intermediate_size = c.intermediate_size;
+  c.intermediate_size = 16384;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "intermediate_size_mlp", c.intermediate_size, false));
+  c.n_experts = 16;
+  c.n_experts_per_tok = 1;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_local_experts", c.n_experts, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, false));
+  int step = 1;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "interleave_moe_layer_step", step, false));
+  if (step < 1) return invalid_argument("config.json: interleave_moe_layer_step must be >= 1");
+  std::vector<int> moe_layers;
+  for (int l = step - 1; l < c.n_layers; l += step) moe_layers.push_back(l);
+  if (auto it = j.find("moe_layers"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return invalid_argument("config.json: moe_layers must be a list of layer indices");
+    moe_layers.clear();
+    for (const json& v : *it) {
+      if (!v.is_number_integer() || v.get<int>() < 0 || v.get<int>() >= c.n_layers)
+        return invalid_argument("config.json: moe_layers entry " + v.dump() + " is not a layer index in [0, " +
+                                std::to_string(c.n_layers) + ")");
+      moe_layers.push_back(v.get<int>());
+    }
+  }
+  c.decoder_sparse_step = 1;
+  c.mlp_only_layers.clear();
+  for (int l = 0; l < c.n_layers; ++l)
+    if (std::find(moe_layers.begin(), moe_layers.end(), l) == moe_layers.end()) c.mlp_only_layers.push_back(l);
+  c.moe_scoring = MoeScoring::sigmoid;
+  c.norm_topk_prob = false;
+  c.moe_weight_on_input = true;
+  c.experts_transposed = true;  // feed_forward.experts.gate_up_proj [E, hidden, 2 I], down_proj [E, I, hidden]
+  return Status::ok();
+}
+
 }  // namespace
 
 Status read_llama_variant(const json& j, ModelConfig& c) {
+  if (c.arch == "llama4_text") return read_llama4(j, c);
   if (c.arch == "apertus") return read_apertus(j, c);
   if (c.arch == "olmo2" || c.arch == "olmo3") return read_olmo(j, c);
   if (c.arch == "olmoe") {  // OlmoeAttention: pre-norm layers, OLMo 2's whole-projection q/k norms

@@ -22,7 +22,12 @@
 //   ernie4_5_moe (Ernie4_5_MoeForCausalLM, ERNIE-4.5-21B-A3B / 300B-A47B): ERNIE 4.5's attention,
 //     sparse layers from moe_layer_start_index every moe_layer_interval-th to moe_layer_end_index
 //     of softmax-routed experts chosen with the e_score_correction_bias, renormalised, beside
-//     moe_num_shared_experts shared ones (read_moe, models/model_config.cpp).
+//     moe_num_shared_experts shared ones (read_moe, models/model_config.cpp);
+//   llama4_text (Llama4ForCausalLM, and Llama4ForConditionalGeneration's language model: Llama 4
+//     Scout / Maverick): RoPE of adjacent pairs with weightless q/k norms after it and chunked
+//     attention on three of every four layers, the others without RoPE, full attention and a
+//     query temperature growing with the position; sparse layers of sigmoid-scored top-1 experts
+//     whose score scales the expert's input, beside a shared expert (read_llama4).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -41,6 +46,15 @@ bool is_mistral3(const nlohmann::json& j);
 // tie_word_embeddings (Mistral3Config's default true: transformers ties lm_head to the
 // embeddings by it, whatever text_config says). corrupt without a text_config object.
 Expected<nlohmann::json> mistral3_text_config(const nlohmann::json& j);
+
+// Whether config.json is a Llama4ForConditionalGeneration (model_type llama4: Llama 4 Scout and
+// Maverick), whose language model brigade serves text-only.
+bool is_llama4(const nlohmann::json& j);
+// Its language model's config as a Llama4ForCausalLM config.json: text_config (model_type
+// llama4_text; another is refused by name), the top level's dtype and bos/eos ids where
+// text_config has none, and the top level's tie_word_embeddings (Llama4Config's default false).
+// corrupt without a text_config object.
+Expected<nlohmann::json> llama4_text_config(const nlohmann::json& j);
 
 // The architecture's name for transformers' class or model_type, or "" when not one of these.
 std::string llama_variant_arch(const std::string& class_name, const std::string& model_type);

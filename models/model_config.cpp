@@ -34,7 +34,8 @@ constexpr const char* kSupported =
     "(exaone4), Glm4ForCausalLM (glm4), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
-    "Mistral3ForConditionalGeneration (mistral3: its language model, text only)";
+    "Mistral3ForConditionalGeneration (mistral3: its language model, text only), Llama4ForCausalLM (llama4_text), "
+    "Llama4ForConditionalGeneration (llama4: its language model, text only)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -44,7 +45,7 @@ bool is_glm4_moe(const std::string& arch) { return arch == "glm4_moe"; }
 // The architectures whose MoE fields read_moe parses (DeepSeek's: models/deepseek_config.h).
 bool is_sparse_moe(const std::string& arch) {
   return arch == "qwen3_moe" || arch == "qwen2_moe" || arch == "mixtral" || arch == "gpt_oss" || arch == "qwen3_next" ||
-         arch == "qwen3_5_moe_text" || arch == "olmoe" || arch == "ernie4_5_moe";
+         arch == "qwen3_5_moe_text" || arch == "olmoe" || arch == "ernie4_5_moe" || arch == "llama4_text";
 }
 
 // Which family a config describes: architectures[0] wins, model_type otherwise. A
@@ -392,7 +393,9 @@ Status read_moe(const json& j, ModelConfig& c) {
 Status validate_moe(const ModelConfig& c) {
   if (!is_sparse_moe(c.arch)) return Status::ok();
   const std::string e = std::to_string(c.n_experts), k = std::to_string(c.n_experts_per_tok);
-  const std::string experts = c.arch == "mixtral" || c.arch == "gpt_oss" ? "num_local_experts" : "num_experts";  // olmoe's too
+  const std::string experts = c.arch == "mixtral" || c.arch == "gpt_oss" || c.arch == "llama4_text"
+                                  ? "num_local_experts"
+                                  : "num_experts";  // olmoe's too
   if (c.n_experts < 1) return invalid_argument("model config: " + experts + " must be >= 1 (got " + e + ")");
   if (c.n_experts_per_tok < 1 || c.n_experts_per_tok > c.n_experts)
     return invalid_argument("model config: num_experts_per_tok must be in [1, " + experts + " = " + e + "] (got " + k +
@@ -501,6 +504,12 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
     BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
     c.multimodal_text = true;
     BRIGADE_ASSIGN_OR_RETURN(c.vision, read_gemma3_vision(j, c.vocab_size));
+    return c;
+  }
+  if (is_llama4(j)) {  // its language model, text only (models/llama_variants_config.h)
+    BRIGADE_ASSIGN_OR_RETURN(json text, llama4_text_config(j));
+    BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
+    c.multimodal_text = true;
     return c;
   }
   if (is_mistral3(j)) {  // its language model, text only (models/llama_variants_config.h)

@@ -52,7 +52,8 @@ struct SsmConfig {
 struct ModelConfig {
   std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "mixtral", "phi3", "gemma2", "gemma3_text",
                                 // "gpt_oss", "glm4_moe", "smollm3", "granite", "olmo2", "olmo3", "exaone4", "glm4",
-                                // "seed_oss", "ernie4_5", "hunyuan_v1_dense", "olmoe", "apertus"
+                                // "seed_oss", "ernie4_5", "hunyuan_v1_dense", "olmoe", "apertus", "ernie4_5_moe",
+                                // "llama4_text"
                                 // (the decoder they share: llama.h),
                                 // "deepseek_v2" or "deepseek_v3" (models/deepseek.h),
                                 // "bert" or "roberta" (encoders: models/bert.h)
@@ -80,9 +81,18 @@ struct ModelConfig {
   bool qk_norm_whole = false;   // with qk_norm: one RMSNorm over q_proj's whole output and one over k_proj's
                                 // (OLMo 2 / 3: q_norm [n_heads * head_dim], k_norm [n_kv_heads * head_dim])
   bool qk_norm_after_rope = false;  // with qk_norm: the norms after RoPE (Hunyuan's query_/key_layernorm)
+  bool qk_norm_weightless = false;  // with qk_norm: per-head RMSNorms without weights (none stored), on the layers
+                                    // with RoPE only (Llama 4's use_qk_norm; with qk_norm_after_rope)
   bool fused_weights = false;   // q|k|v and gate|up stored as one tensor each (phi3: self_attn.qkv_proj,
                                 // mlp.gate_up_proj) rather than q/k/v_proj and gate/up_proj
   int sliding_window = 0;       // 0 = none
+  int attention_chunk = 0;      // Llama 4's attention_chunk_size: the chunked_layers attend within chunks of it
+                                // (AttentionMeta::chunk); 0 = none
+  std::vector<bool> chunked_layers;  // layer_types' "chunked_attention" layers; empty = none
+  // Llama 4's attn_temperature_tuning on its NoPE layers (Backend::attention_temperature): floor_scale and
+  // attn_scale; floor 0 = none.
+  float attn_temperature_floor = 0.0f;
+  float attn_temperature_scale = 0.0f;
   int bos_id = -1;              // -1 = none
   std::vector<int> eos_ids;
   DType dtype = DType::f32;     // element type of the weights as stored (torch_dtype; fp8 checkpoints: of the
@@ -101,6 +111,7 @@ struct ModelConfig {
   // gpt-oss: the router and every expert's gate|up and down carry biases, and the experts'
   // SwiGLU is clamped (MoeExpertMlp in core/backend.h); swiglu_limit 0 = plain SwiGLU.
   bool moe_biases = false;
+  bool moe_weight_on_input = false;  // Llama 4: the routing weight scales the expert's input (MoeExpertMlp)
   float swiglu_limit = 0.0f;
   float swiglu_alpha = 1.0f;
   bool attn_sinks = false;           // a learned sink logit per query head (self_attn.sinks; AttentionMeta::sinks)
@@ -208,6 +219,10 @@ struct ModelConfig {
   // The sliding window of layer l's attention (0 = full attention).
   int layer_window(int l) const {
     return sliding_layers.empty() || sliding_layers[static_cast<size_t>(l)] ? sliding_window : 0;
+  }
+  // The attention chunk of layer l (0 = none).
+  int layer_chunk(int l) const {
+    return static_cast<size_t>(l) < chunked_layers.size() && chunked_layers[static_cast<size_t>(l)] ? attention_chunk : 0;
   }
   // The routing rule of the sparse layers (its bias tensor, a weight, is left empty).
   MoeRouting moe_routing() const;

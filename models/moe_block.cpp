@@ -56,7 +56,8 @@ MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
   if (c.arch == "mixtral" && w.has(layer + "block_sparse_moe.gate.weight"))
     return {layer + "block_sparse_moe.", "gate", "w1", "w3", "w2"};
   if (c.arch == "gpt_oss") return {layer + "mlp.", "router", "gate_proj", "up_proj", "down_proj"};
-  if (c.arch == "jamba") return {layer + "feed_forward.", "router", "gate_proj", "up_proj", "down_proj"};
+  if (c.arch == "jamba" || c.arch == "llama4_text")
+    return {layer + "feed_forward.", "router", "gate_proj", "up_proj", "down_proj"};
   if (c.arch == "lfm2_moe") return {layer + "feed_forward.", "gate", "w1", "w3", "w2", "expert_bias"};
   if (c.arch == "ernie4_5_moe")  // its selection bias [1, E] (read as [E]: Checkpoint::open)
     return {layer + "mlp.", "gate", "gate_proj", "up_proj", "down_proj", "moe_statics.e_score_correction_bias"};
@@ -130,7 +131,7 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
   }
   if (const int64_t shared = c.shared_width(); shared > 0) {
     const Slice cols{sh.shared_begin, sh.shared};
-    const std::string sp = pre + (c.shared_gate ? "shared_expert." : "shared_experts.");
+    const std::string sp = pre + (c.shared_gate || c.arch == "llama4_text" ? "shared_expert." : "shared_experts.");
     BRIGADE_ASSIGN_OR_RETURN(b.shared_gate_up, w.fused({sp + "gate_proj.weight", sp + "up_proj.weight"},
                                                        {shared, shared}, hidden, {cols, cols}));
     BRIGADE_ASSIGN_OR_RETURN(b.shared_down, w.matrix(sp + "down_proj.weight", hidden, shared, {}, cols));
@@ -254,6 +255,7 @@ void run_moe_block(Backend& backend, const ModelConfig& c, const MoeShard& shard
   mlp.swiglu_limit = c.swiglu_limit;
   mlp.swiglu_alpha = c.swiglu_alpha;
   mlp.relu2 = c.relu2_experts;
+  mlp.weight_on_input = c.moe_weight_on_input;
   if (block.gate_up.tensor.empty())
     backend.moe_experts_split(normed, block.gate.tensor, block.up.tensor, block.down.tensor, ids, weights, mlp,
                               s.workspace.tensor, delta);

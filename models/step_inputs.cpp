@@ -13,16 +13,20 @@ Expected<OwnedTensor> alloc_tensor(Backend& backend, DType dtype, int64_t rows, 
   return t;
 }
 
-AttentionWork attention_work(const StepBatch& b, int window) {
+AttentionWork attention_work(const StepBatch& b, int window, int chunk) {
   AttentionWork w;
   for (int s = 0; s < b.n_seqs(); ++s) {
     const int n_q = b.q_start[static_cast<size_t>(s) + 1] - b.q_start[static_cast<size_t>(s)];
     const int ctx = b.ctx_len[static_cast<size_t>(s)];
     for (int j = 0; j < n_q; ++j) {
-      const int visible = ctx - n_q + j + 1;
-      w.pairs += window > 0 ? std::min(visible, window) : visible;
+      const int pos = ctx - n_q + j;
+      int visible = window > 0 ? std::min(pos + 1, window) : pos + 1;
+      if (chunk > 0) visible = std::min(visible, pos % chunk + 1);
+      w.pairs += visible;
     }
-    w.kv_read += window > 0 ? std::min(ctx, window + n_q - 1) : ctx;
+    int read = window > 0 ? std::min(ctx, window + n_q - 1) : ctx;
+    if (chunk > 0 && n_q > 0) read = std::min(read, ctx - (ctx - n_q) / chunk * chunk);  // from the first row's chunk
+    w.kv_read += read;
   }
   return w;
 }

@@ -20,7 +20,8 @@ struct AttentionWork {
   double pairs = 0.0;
   double kv_read = 0.0;
 };
-AttentionWork attention_work(const StepBatch& batch, int sliding_window);
+// chunk > 0: each row sees only its own chunk's positions (AttentionMeta::chunk).
+AttentionWork attention_work(const StepBatch& batch, int sliding_window, int chunk = 0);
 
 class StepInputs {
  public:

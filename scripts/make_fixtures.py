@@ -413,7 +413,35 @@ def fixtures():
         "ernie4_5_moe": ("Ernie4_5_MoeConfig", "Ernie4_5_MoeForCausalLM", base_config(
             num_hidden_layers=3, head_dim=16, moe_num_experts=8, moe_k=2, moe_intermediate_size=32,
             moe_num_shared_experts=1, moe_layer_start_index=1, tie_word_embeddings=True, pad_token_id=0)),
+        # Llama 4 (Llama4ForConditionalGeneration, Llama-4-Scout / Maverick): its language model beside
+        # a tiny vision tower brigade does not load. Maverick's interleaving (layers 1 and 3 sparse:
+        # 4 experts of 48, top 1, sigmoid score applied to the expert's input, a shared expert; layers
+        # 0 and 2 dense of intermediate_size_mlp), RoPE of adjacent pairs with llama3 scaling and
+        # weightless q/k RMSNorms after it on layers 0 and 2, chunked attention (chunks of 8) there;
+        # layers 1 and 3 without RoPE, full attention, their queries scaled by the temperature
+        # tuning (floor_scale 4, so it moves within the prompts).
+        "llama4": ("Llama4Config", "Llama4ForConditionalGeneration", dict(
+            text_config=llama4_text_config(interleave_moe_layer_step=2),
+            vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                               image_size=28, patch_size=14, vision_output_dim=32, projector_input_dim=32,
+                               projector_output_dim=64, rope_parameters=dict(rope_type="default", rope_theta=10000.0)),
+            tie_word_embeddings=False)),
+        # Llama4ForCausalLM alone (the text model's names), every layer sparse, top 2 (the score on
+        # each expert's input), no q/k norms, attention biases.
+        "llama4_text": ("Llama4TextConfig", "Llama4ForCausalLM", llama4_text_config(
+            num_experts_per_tok=2, use_qk_norm=False, attention_bias=True)),
     }
+
+
+def llama4_text_config(**kw):
+    """A tiny Llama4TextConfig's kwargs (fixtures())."""
+    c = base_config(num_hidden_layers=4, intermediate_size=48, intermediate_size_mlp=96, num_local_experts=4,
+                    num_experts_per_tok=1, head_dim=16, no_rope_layer_interval=2, attention_chunk_size=8,
+                    floor_scale=4, attn_scale=0.1, pad_token_id=0,
+                    rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0,
+                                         high_freq_factor=4.0, original_max_position_embeddings=64))
+    c.update(kw)
+    return c
 
 
 def falcon_h1_config(**kw):
@@ -620,7 +648,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

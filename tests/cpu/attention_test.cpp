@@ -33,6 +33,7 @@ struct Problem {
   std::vector<Seq> seqs;
   float softcap = 0.0f;  // AttentionMeta::softcap
   std::vector<float> sinks;  // AttentionMeta::sinks, one per query head, or none
+  int chunk = 0;             // AttentionMeta::chunk
 };
 
 struct Built {
@@ -85,6 +86,7 @@ Built build(Backend& b, const Problem& p, std::mt19937& rng) {
   o.meta.n_seqs = static_cast<int>(p.seqs.size());
   o.meta.sliding_window = p.window;
   o.meta.softcap = p.softcap;
+  o.meta.chunk = p.chunk;
   if (!p.sinks.empty()) {
     o.sinks = make(b, DType::f32, {static_cast<int64_t>(p.sinks.size())});
     std::copy(p.sinks.begin(), p.sinks.end(), o.sinks.tensor.as<float>());
@@ -111,7 +113,8 @@ std::vector<double> reference(const Problem& p, const Built& o, float scale) {
     };
     for (int j = 0; j < sq.n_q; ++j, ++row) {
       const int64_t pos = sq.ctx - sq.n_q + j;
-      const int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0;
+      int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0;
+      if (p.chunk > 0) lo = std::max(lo, pos - pos % p.chunk);  // Llama 4: its own chunk only
       for (int64_t h = 0; h < l.n_heads; ++h) {
         const int64_t g = h / group;
         std::vector<double> sc;
@@ -185,6 +188,21 @@ TEST(CpuAttention, LongContextsAcrossTilesAndPages) {
     check({{8, 2, 64}, page, DType::bf16, 0, {{90, 200}, {1, 193}, {1, 64}, {65, 65}}}, 20 + page);
   check({{12, 2, 40}, 16, DType::f32, 0, {{70, 200}, {1, 129}}}, 23);
   check({{8, 1, 32}, 32, DType::f16, 90, {{100, 230}, {1, 260}}}, 24);  // a window across tiles
+}
+
+// Llama 4's chunked attention: a row sees only the positions of its own chunk, across tiles and
+// pages (chunks of 48 and 100 over 64-position tiles, pages of 16), in a prefill whose rows
+// straddle chunk boundaries, decode rows at a chunk's first position and deep inside one, and
+// with a sliding window as well (the tighter bound wins, row by row).
+TEST(CpuAttention, ChunkedAttentionSeesItsOwnChunkOnly) {
+  for (int chunk : {48, 100}) {
+    Problem p{{8, 2, 64}, 16, DType::bf16, 0, {{90, 200}, {1, 193}, {1, 101}, {1, 144}, {65, 65}}};
+    p.chunk = chunk;
+    check(p, 40 + chunk);
+  }
+  Problem both{{4, 2, 32}, 8, DType::f32, 20, {{70, 130}, {1, 97}}};
+  both.chunk = 50;
+  check(both, 41);
 }
 
 // A row's output depends on its position and the cache alone, bit for bit: a whole prompt

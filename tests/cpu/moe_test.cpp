@@ -194,15 +194,30 @@ struct RandomRouting {
   Routed r;
   OwnedTensor ids, wts;
 };
-RandomRouting random_routing(Backend& b, std::mt19937& rng, const ExpertCase& c) {
+// normalize false: the top-k softmax weights as they are (a top-1 weight is then not 1).
+RandomRouting random_routing(Backend& b, std::mt19937& rng, const ExpertCase& c, bool normalize = true) {
   std::vector<float> logits(static_cast<size_t>(c.n * c.n_experts));
   std::uniform_real_distribution<float> u(-3, 3);
   for (float& v : logits) v = u(rng);
-  RandomRouting out{route(b, logits, c.n, c.n_experts, c.k, true), make(b, DType::i32, {c.n, c.k}),
+  RandomRouting out{route(b, logits, c.n, c.n_experts, c.k, normalize), make(b, DType::i32, {c.n, c.k}),
                     make(b, DType::f32, {c.n, c.k})};
   std::copy(out.r.ids.begin(), out.r.ids.end(), out.ids.tensor.as<int32_t>());
   std::copy(out.r.weights.begin(), out.r.weights.end(), out.wts.tensor.as<float>());
   return out;
+}
+
+// Inputs x [n, d] in [-2, 2) and fused experts (gate_up [E * 2I, d], down [E * d, I]) in
+// [-0.3, 0.3) of the case's weight type.
+struct RandomExperts {
+  OwnedTensor x, gu, down;
+};
+RandomExperts random_experts(Backend& b, std::mt19937& rng, const ExpertCase& c) {
+  RandomExperts e{make(b, DType::f32, {c.n, c.d}), make(b, c.w_dtype, {c.n_experts * 2 * c.inter, c.d}),
+                  make(b, c.w_dtype, {c.n_experts * c.d, c.inter})};
+  test::fill_uniform(e.x.tensor, rng, -2, 2);
+  test::fill_uniform(e.gu.tensor, rng, -0.3f, 0.3f);
+  test::fill_uniform(e.down.tensor, rng, -0.3f, 0.3f);
+  return e;
 }
 
 // gpt-oss's additions (MoeExpertMlp) as the reference applies them; empty / 0 = none.
@@ -211,6 +226,7 @@ struct RefMlp {
   std::vector<float> down_bias;     // [E * d]
   float limit = 0.0f;
   float alpha = 1.0f;
+  bool weight_on_input = false;  // Llama 4: w scales the expert's input, its output is added as is
 };
 
 // out[t] = sum_j w[t,j] * down_e (silu(gate_e x) * up_e x) in double from the weights as stored
@@ -222,10 +238,11 @@ std::vector<double> experts_reference(const Tensor& x, const Tensor& gu, const T
   for (int64_t t = 0; t < c.n; ++t) {
     for (int j = 0; j < c.k; ++j) {
       const int64_t e = ids[static_cast<size_t>(t * c.k + j)];
+      const double w = wts[static_cast<size_t>(t * c.k + j)];
       for (int64_t i = 0; i < c.inter; ++i) {
         double g = 0.0, u = 0.0;
         for (int64_t h = 0; h < c.d; ++h) {
-          const double xv = get(x, t * c.d + h);
+          const double xv = get(x, t * c.d + h) * (m.weight_on_input ? w : 1.0);
           g += xv * get(gu, (e * 2 * c.inter + i) * c.d + h);
           u += xv * get(gu, (e * 2 * c.inter + c.inter + i) * c.d + h);
         }
@@ -244,11 +261,25 @@ std::vector<double> experts_reference(const Tensor& x, const Tensor& gu, const T
       for (int64_t h = 0; h < c.d; ++h) {
         double y = m.down_bias.empty() ? 0.0 : m.down_bias[static_cast<size_t>(e * c.d + h)];
         for (int64_t i = 0; i < c.inter; ++i) y += get(down, (e * c.d + h) * c.inter + i) * act[static_cast<size_t>(i)];
-        out[static_cast<size_t>(t * c.d + h)] += wts[static_cast<size_t>(t * c.k + j)] * y;
+        out[static_cast<size_t>(t * c.d + h)] += (m.weight_on_input ? 1.0 : w) * y;
       }
     }
   }
   return out;
+}
+
+// The largest |out - ref| (worst), |ref| (scale) and |ref - other| (other) over the elements.
+struct Gaps {
+  double worst = 0.0, scale = 0.0, other = 0.0;
+};
+Gaps gaps(const Tensor& out, const std::vector<double>& ref, const std::vector<double>& other) {
+  Gaps g;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    g.worst = std::max(g.worst, std::abs(get(out, static_cast<int64_t>(i)) - ref[i]));
+    g.scale = std::max(g.scale, std::abs(ref[i]));
+    g.other = std::max(g.other, std::abs(ref[i] - other[i]));
+  }
+  return g;
 }
 
 TEST(CpuMoe, ExpertsMatchAPlainLoop) {
@@ -258,12 +289,8 @@ TEST(CpuMoe, ExpertsMatchAPlainLoop) {
                                ExpertCase{100, 48, 32, 4, 2, DType::f32}, ExpertCase{5, 40, 8, 16, 3, DType::bf16}}) {
       SCOPED_TRACE(testing::Message() << level << " n=" << c.n << " E=" << c.n_experts << " k=" << c.k);
       std::mt19937 rng(static_cast<uint32_t>(c.n * 131 + c.n_experts));
-      auto x = make(*b, DType::f32, {c.n, c.d});
-      auto gu = make(*b, c.w_dtype, {c.n_experts * 2 * c.inter, c.d});
-      auto down = make(*b, c.w_dtype, {c.n_experts * c.d, c.inter});
-      test::fill_uniform(x.tensor, rng, -2, 2);
-      test::fill_uniform(gu.tensor, rng, -0.3f, 0.3f);
-      test::fill_uniform(down.tensor, rng, -0.3f, 0.3f);
+      const RandomExperts ex = random_experts(*b, rng, c);
+      const OwnedTensor &x = ex.x, &gu = ex.gu, &down = ex.down;
       const RandomRouting routing = random_routing(*b, rng, c);
       const Routed& r = routing.r;
       const OwnedTensor &ids = routing.ids, &wts = routing.wts;
@@ -292,12 +319,8 @@ TEST(CpuMoe, ExpertBiasesAndClampedSwiGluMatchAPlainLoop) {
     for (const ExpertCase c : {ExpertCase{1, 32, 16, 8, 4, DType::f32}, ExpertCase{60, 64, 24, 4, 2, DType::bf16}}) {
       SCOPED_TRACE(testing::Message() << level << " n=" << c.n);
       std::mt19937 rng(static_cast<uint32_t>(c.n * 7 + 3));
-      auto x = make(*b, DType::f32, {c.n, c.d});
-      auto gu = make(*b, c.w_dtype, {c.n_experts * 2 * c.inter, c.d});
-      auto down = make(*b, c.w_dtype, {c.n_experts * c.d, c.inter});
-      test::fill_uniform(x.tensor, rng, -2, 2);
-      test::fill_uniform(gu.tensor, rng, -0.3f, 0.3f);
-      test::fill_uniform(down.tensor, rng, -0.3f, 0.3f);
+      const RandomExperts ex = random_experts(*b, rng, c);
+      const OwnedTensor &x = ex.x, &gu = ex.gu, &down = ex.down;
       RefMlp m;
       m.gate_up_bias.resize(static_cast<size_t>(c.n_experts * 2 * c.inter));
       m.down_bias.resize(static_cast<size_t>(c.n_experts * c.d));
@@ -326,14 +349,39 @@ TEST(CpuMoe, ExpertBiasesAndClampedSwiGluMatchAPlainLoop) {
       unbiased.gate_up_bias.clear();
       unbiased.down_bias.clear();
       const auto ref_unbiased = experts_reference(x.tensor, gu.tensor, down.tensor, r.ids, r.weights, c, unbiased);
-      double worst = 0.0, scale = 0.0, bias_effect = 0.0;
-      for (size_t i = 0; i < ref.size(); ++i) {
-        worst = std::max(worst, std::abs(get(out.tensor, static_cast<int64_t>(i)) - ref[i]));
-        scale = std::max(scale, std::abs(ref[i]));
-        bias_effect = std::max(bias_effect, std::abs(ref[i] - ref_unbiased[i]));
-      }
-      EXPECT_LT(worst, 1e-5 * std::max(1.0, scale));
-      EXPECT_GT(bias_effect, 0.05);
+      const Gaps g = gaps(out.tensor, ref, ref_unbiased);
+      EXPECT_LT(g.worst, 1e-5 * std::max(1.0, g.scale));
+      EXPECT_GT(g.other, 0.05) << "the biases move the result";
+    }
+  }
+}
+
+// Llama 4's experts (MoeExpertMlp::weight_on_input): the routing weight scales each expert's
+// input, not its output, in decode- and prefill-sized steps (the grouped decode kernels and one
+// matmul per expert), f32 and bf16 weights, top 1 and top 2, at every SIMD level, against the
+// loop in double; through SwiGLU that is far from weighting the output.
+TEST(CpuMoe, WeightOnTheInputMatchesAPlainLoop) {
+  for (const std::string& level : test::simd_levels()) {
+    auto b = backend_at(level);
+    for (const ExpertCase c : {ExpertCase{1, 32, 16, 8, 1, DType::f32}, ExpertCase{60, 64, 24, 4, 2, DType::bf16},
+                               ExpertCase{100, 48, 32, 4, 1, DType::f32}}) {
+      SCOPED_TRACE(testing::Message() << level << " n=" << c.n << " k=" << c.k);
+      std::mt19937 rng(static_cast<uint32_t>(c.n * 11 + c.k));
+      const RandomExperts ex = random_experts(*b, rng, c);
+      const OwnedTensor &x = ex.x, &gu = ex.gu, &down = ex.down;
+      const RandomRouting routing = random_routing(*b, rng, c, /*normalize=*/false);
+      auto ws = make(*b, DType::u8, {static_cast<int64_t>(b->moe_workspace_bytes(c.n, c.k, c.d, c.inter))});
+      auto out = make(*b, DType::f32, {c.n, c.d});
+      MoeExpertMlp mlp;
+      mlp.weight_on_input = true;
+      b->moe_experts(x.tensor, gu.tensor, down.tensor, routing.ids.tensor, routing.wts.tensor, mlp, ws.tensor, out.tensor);
+      RefMlp m;
+      m.weight_on_input = true;
+      const auto ref = experts_reference(x.tensor, gu.tensor, down.tensor, routing.r.ids, routing.r.weights, c, m);
+      const auto on_output = experts_reference(x.tensor, gu.tensor, down.tensor, routing.r.ids, routing.r.weights, c);
+      const Gaps g = gaps(out.tensor, ref, on_output);
+      EXPECT_LT(g.worst, 1e-5 * std::max(1.0, g.scale));
+      EXPECT_GT(g.other, 0.01 * g.scale) << "weighting the input is not weighting the output";
     }
   }
 }

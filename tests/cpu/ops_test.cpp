@@ -240,6 +240,32 @@ TEST(CpuOps, XieluFollowsItsFormula) {
   }
 }
 
+// Llama 4's attention temperature: each q head of a row times log1p(floor((pos + 1) / floor)) *
+// scale + 1 (positions below floor - 1 keep 1, then steps at every multiple), k and v untouched.
+TEST(CpuOps, AttentionTemperatureScalesQueriesByPosition) {
+  std::mt19937 rng(56);
+  auto b = backend_at(test::simd_levels().back());
+  const QkvLayout l{4, 2, 8};
+  const std::vector<int32_t> pos = {0, 2, 3, 4, 7, 8, 11, 8191, 8192, 100000};
+  const int64_t n = static_cast<int64_t>(pos.size());
+  auto qkv = make(*b, DType::f32, {n, l.row_width()});
+  auto positions = make(*b, DType::i32, {n});
+  std::copy(pos.begin(), pos.end(), positions.tensor.as<int32_t>());
+  test::fill_uniform(qkv.tensor, rng);
+  const std::vector<float> before = test::to_vector(qkv.tensor);
+  b->attention_temperature(qkv.tensor, l, positions.tensor, 4.0f, 0.1f);
+  for (int64_t i = 0; i < n; ++i) {
+    const double t = std::log1p(std::floor((pos[static_cast<size_t>(i)] + 1.0) / 4.0)) * 0.1 + 1.0;
+    if (pos[static_cast<size_t>(i)] < 3) {
+      EXPECT_EQ(t, 1.0);
+    }
+    for (int64_t e = 0; e < l.row_width(); ++e) {
+      const double x = before[static_cast<size_t>(i * l.row_width() + e)];
+      EXPECT_NEAR(get(qkv.tensor, i * l.row_width() + e), e < l.q_width() ? x * t : x, 1e-6) << pos[static_cast<size_t>(i)];
+    }
+  }
+}
+
 // OLMo 2: weights of the whole q and k widths normalise all of q's heads as one vector and all
 // of k's as another (a double loop over the row's parts); v is left alone.
 TEST(CpuOps, QkNormOverTheWholeWidth) {

@@ -26,6 +26,7 @@ struct Problem {
   std::vector<Seq> seqs;
   float softcap = 0.0f;  // AttentionMeta::softcap (Gemma 2)
   bool sinks = false;    // AttentionMeta::sinks (gpt-oss), one random logit per query head
+  int chunk = 0;         // AttentionMeta::chunk (Llama 4)
 };
 
 struct Side {
@@ -62,6 +63,7 @@ Side build(Backend& b, const Problem& p, const std::vector<float>& qkv, const st
   s.meta.max_ctx_len = max_ctx;
   s.meta.sliding_window = p.window;
   s.meta.softcap = p.softcap;
+  s.meta.chunk = p.chunk;
   if (!sinks.empty()) {
     s.sinks = put(b, DType::f32, {p.l.n_heads}, sinks);
     s.meta.sinks = s.sinks.tensor;
@@ -120,6 +122,10 @@ TEST(GpuAttention, MatchesCpu) {
       // 4 kv heads x 16384 one-row blocks (GQA 32) = 65536 blocks, past a grid's y limit of 65535;
       // the window keeps the CPU reference cheap.
       {"long prefill, more row blocks than a grid's y holds", {128, 4, 8}, 16, DType::bf16, 32, {{16384, 16384}}},
+      // Llama 4's chunks: rows straddling chunk starts, decode rows at and past one, splits.
+      {"chunked, Llama 4's shape: GQA 5, head_dim 128", {40, 8, 128}, 16, DType::bf16, 0,
+       {{90, 300}, {1, 257}, {1, 2000}, {1, 129}}, 0.0f, false, 128},
+      {"chunked with a window", {8, 2, 64}, 16, DType::bf16, 50, {{70, 330}, {1, 97}}, 0.0f, false, 64},
   };
   for (const Problem& p : problems) check(p, rng);
 }

@@ -144,8 +144,9 @@ std::string every_expert_copy(const testing::TempDir& into, const std::string& n
   std::filesystem::create_directories(into.file(name));
   std::filesystem::copy_file(testing::fixture_dir(name) + "/model.safetensors", into.file(name) + "/model.safetensors");
   auto config = nlohmann::json::parse(*read_text_file(testing::fixture_dir(name) + "/config.json"));
+  nlohmann::json& text = config.contains("text_config") ? config["text_config"] : config;  // Llama 4's wrapper
   for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts"})
-    if (config.contains(key)) config["num_experts_per_tok"] = config[key];
+    if (text.contains(key)) text["num_experts_per_tok"] = text[key];
   if (config.contains("n_group")) config["topk_group"] = config["n_group"];  // glm4_moe: every group too
   testing::write_text(into.file(name) + "/config.json", config.dump());
   return into.file(name);
@@ -187,13 +188,14 @@ TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
 // fixtures: OLMo 3's post norms, whole-width q/k norms (qk_head_norm's whole kernel), windows and
 // YaRN; EXAONE 4's NoPE full layers; GLM-4's half-rotated pairs and fused gate|up; Seed-OSS's and
 // ERNIE 4.5's biases; Hunyuan's norms after RoPE; Apertus's xIELU; OLMoE's experts (every one
-// taken, as above).
+// taken, as above); Llama 4's chunked attention, weightless q/k norms, query temperature and
+// experts weighted on their inputs (every one taken).
 TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir every_expert("gpu_every_expert_variants");
   for (const char* name : {"olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus"})
     expect_fixture_matches_cpu(name, testing::fixture_dir(name));
-  expect_fixture_matches_cpu("olmoe", every_expert_copy(every_expert, "olmoe"));
+  for (const char* name : {"olmoe", "llama4", "llama4_text"}) expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 
 // The MTP module of `spec` given one MTP layer, GPU against CPU (MtpModuleMatchesCpu).

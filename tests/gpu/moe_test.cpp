@@ -54,6 +54,7 @@ struct ExpertCase {
 struct HostMlp {
   std::vector<float> gate_up_bias, down_bias;
   float limit = 0.0f, alpha = 1.0f;
+  bool weight_on_input = false;  // Llama 4's
 };
 
 std::vector<float> run_experts(Backend& b, const ExpertCase& c, const std::vector<float>& x, const std::vector<float>& gu,
@@ -76,6 +77,7 @@ std::vector<float> run_experts(Backend& b, const ExpertCase& c, const std::vecto
   }
   mlp.swiglu_limit = m.limit;
   mlp.swiglu_alpha = m.alpha;
+  mlp.weight_on_input = m.weight_on_input;
   for (int i = 0; i < (graph_key > 0 ? 3 : 1); ++i) {
     if (graph_key > 0) b.begin_step(graph_key);
     b.moe_experts(xt.tensor, gut.tensor, dt.tensor, ids.tensor, w.tensor, mlp, ws.tensor, out.tensor);
@@ -128,6 +130,25 @@ TEST(GpuMoe, ExpertBiasesAndClampedSwiGluMatchCpu) {
     const auto want = run_experts(cpu(), c, in.x, in.gu, in.down, in.routing, 0, m);
     EXPECT_LT(rel_error(run_experts(*gpu(), c, in.x, in.gu, in.down, in.routing, 0, m), want), kBf16Tol);
     EXPECT_EQ(run_experts(*gpu(), c, in.x, in.gu, in.down, in.routing, 0x6f7373, m),
+              run_experts(*gpu(), c, in.x, in.gu, in.down, in.routing, 0, m));
+  }
+}
+
+// Llama 4's experts: the routing weight on the expert's input (top 1 and 2), decode- and
+// prefill-sized, and replayed in a step graph.
+TEST(GpuMoe, WeightOnTheInputMatchesCpu) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(27);
+  for (const ExpertCase c : {ExpertCase{1, 256, 96, 16, 1}, ExpertCase{200, 128, 64, 8, 2}}) {
+    SCOPED_TRACE(testing::Message() << "n=" << c.n << " k=" << c.k);
+    const ExpertInputs in = random_inputs(rng, c, false);
+    HostMlp m;
+    m.weight_on_input = true;
+    const auto want = run_experts(cpu(), c, in.x, in.gu, in.down, in.routing, 0, m);
+    EXPECT_LT(rel_error(run_experts(*gpu(), c, in.x, in.gu, in.down, in.routing, 0, m), want), kBf16Tol);
+    EXPECT_GT(rel_error(run_experts(cpu(), c, in.x, in.gu, in.down, in.routing), want), 10 * kBf16Tol)
+        << "weighting the input is not weighting the output";
+    EXPECT_EQ(run_experts(*gpu(), c, in.x, in.gu, in.down, in.routing, 0x4c34, m),
               run_experts(*gpu(), c, in.x, in.gu, in.down, in.routing, 0, m));
   }
 }

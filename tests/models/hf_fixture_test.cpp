@@ -52,7 +52,8 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "phi3", "gemma2", "gemma3", "gemma3_mm", "mixtral", "gpt_oss",
                                            "qwen2_moe", "glm4_moe", "glm4_moe_step", "qwen3_yarn", "smollm3",
                                            "granite", "olmo2", "olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5",
-                                           "hunyuan_v1_dense", "olmoe", "apertus", "mistral3", "ernie4_5_moe"));
+                                           "hunyuan_v1_dense", "olmoe", "apertus", "mistral3", "ernie4_5_moe",
+                                           "llama4", "llama4_text"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -370,6 +371,28 @@ TEST(HfFixtureConfig, LlamaVariantsPiecesMoveTheLogits) {
     EXPECT_GT(max_diff_with_rules(name, [](ModelConfig& c) { c.rope_style = RopeStyle::neox; }), 100 * kLogitTol) << name;
   EXPECT_GT(max_diff_with_rules("hunyuan_v1_dense", [](ModelConfig& c) { c.qk_norm_after_rope = false; }),
             100 * kLogitTol);
+}
+
+// Each of Llama 4's pieces moves the logits, so the fixtures check each where it applies: the
+// chunks (none), the NoPE layers' temperature (none), the weightless q/k norms (none), RoPE of
+// adjacent pairs (halves instead), the routing weight on the experts' inputs (on their outputs
+// instead), the shared expert, and the llama3 scaling.
+TEST(HfFixtureConfig, Llama4PiecesMoveTheLogits) {
+  EXPECT_GT(max_diff_with_config("llama4", [](nlohmann::json& j) { j["text_config"]["attention_chunk_size"] = 64; }),
+            100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("llama4", [](nlohmann::json& j) { j["text_config"]["attn_temperature_tuning"] = false; }),
+            100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("llama4", [](nlohmann::json& j) { j["text_config"]["use_qk_norm"] = false; }),
+            100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("llama4", [](nlohmann::json& j) {
+              j["text_config"]["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 500000.0}};
+            }),
+            100 * kLogitTol);
+  for (const char* name : {"llama4", "llama4_text"}) {
+    EXPECT_GT(max_diff_with_rules(name, [](ModelConfig& c) { c.rope_style = RopeStyle::neox; }), 100 * kLogitTol) << name;
+    EXPECT_GT(max_diff_with_rules(name, [](ModelConfig& c) { c.moe_weight_on_input = false; }), 100 * kLogitTol) << name;
+  }
+  EXPECT_GT(max_diff_with_config("llama4_text", [](nlohmann::json& j) { j["num_experts_per_tok"] = 1; }), 100 * kLogitTol);
 }
 
 // The MoE fixtures test the routing: renormalising the top-k weights or not, or routing to one

@@ -400,5 +400,92 @@ TEST(ModelConfig, ReadsTheLlamaVariants) {
   EXPECT_NE(qwen.message().find("mlp_bias"), std::string::npos) << qwen.message();
 }
 
+// Llama 4: Llama4TextConfig's defaults where the config leaves a field out (Scout's: every 4th
+// layer NoPE, the others chunked by 8192 with weightless q/k norms, the NoPE layers' temperature,
+// every layer sparse with 16 experts of intermediate_size, top 1, sigmoid, the score on the input,
+// a shared expert), Maverick's interleaving by step or by moe_layers, and the wrapper's text_config.
+TEST(ModelConfig, ReadsLlama4) {
+  const nlohmann::json text = {{"hidden_size", 64},  {"num_hidden_layers", 8}, {"num_attention_heads", 4},
+                               {"num_key_value_heads", 2}, {"intermediate_size", 32}, {"vocab_size", 256},
+                               {"head_dim", 16}};
+  auto parse = [&](const nlohmann::json& more) {
+    nlohmann::json j = text;
+    j["architectures"] = {"Llama4ForCausalLM"};
+    if (more.is_object()) j.update(more);
+    return parse_hf_config(j.dump());
+  };
+  auto scout = parse(nullptr);
+  ASSERT_TRUE(scout.has_value()) << scout.status().to_string();
+  const ModelConfig& c = *scout;
+  EXPECT_EQ(c.arch, "llama4_text");
+  EXPECT_EQ(c.rope_style, RopeStyle::interleaved);
+  EXPECT_FLOAT_EQ(c.rope_theta, 500000.0f);
+  std::vector<bool> nope, chunked, sparse;
+  for (int l = 0; l < 8; ++l) {
+    nope.push_back(c.nope_layers[static_cast<size_t>(l)]);
+    chunked.push_back(c.layer_chunk(l) == 8192);
+    sparse.push_back(c.is_moe_layer(l));
+  }
+  EXPECT_EQ(nope, (std::vector<bool>{false, false, false, true, false, false, false, true}));
+  EXPECT_EQ(chunked, (std::vector<bool>{true, true, true, false, true, true, true, false}));
+  EXPECT_EQ(sparse, std::vector<bool>(8, true));
+  EXPECT_TRUE(c.qk_norm && c.qk_norm_weightless && c.qk_norm_after_rope && !c.qk_norm_whole);
+  EXPECT_FLOAT_EQ(c.attn_temperature_floor, 8192.0f);
+  EXPECT_FLOAT_EQ(c.attn_temperature_scale, 0.1f);
+  EXPECT_EQ(c.n_experts, 16);
+  EXPECT_EQ(c.n_experts_per_tok, 1);
+  EXPECT_EQ(c.moe_intermediate_size, 32);
+  EXPECT_EQ(c.shared_width(), 32);
+  EXPECT_EQ(c.intermediate_size, 16384) << "intermediate_size_mlp's default: the dense layers' width";
+  EXPECT_EQ(c.moe_scoring, MoeScoring::sigmoid);
+  EXPECT_TRUE(c.moe_weight_on_input && c.experts_transposed && !c.norm_topk_prob && !c.tie_embeddings);
+
+  // Maverick: every other layer sparse, no q/k norms; moe_layers overrides the step.
+  auto maverick = parse({{"interleave_moe_layer_step", 2}, {"use_qk_norm", false}, {"intermediate_size_mlp", 96}});
+  ASSERT_TRUE(maverick.has_value()) << maverick.status().to_string();
+  EXPECT_TRUE(!maverick->is_moe_layer(0) && maverick->is_moe_layer(1) && !maverick->is_moe_layer(2));
+  EXPECT_EQ(maverick->intermediate_size, 96);
+  EXPECT_FALSE(maverick->qk_norm);
+  auto listed = parse({{"moe_layers", {0, 5}}});
+  ASSERT_TRUE(listed.has_value()) << listed.status().to_string();
+  for (int l = 0; l < 8; ++l) EXPECT_EQ(listed->is_moe_layer(l), l == 0 || l == 5) << l;
+  // Explicit layers: no_rope_layers (1 = RoPE), layer_types, no chunk, no temperature.
+  auto explicit_layers = parse({{"no_rope_layers", {1, 0, 1, 1, 1, 1, 1, 0}},
+                                {"layer_types", {"full_attention", "full_attention", "chunked_attention", "full_attention",
+                                                 "full_attention", "full_attention", "full_attention", "full_attention"}},
+                                {"attention_chunk_size", 16}, {"attn_temperature_tuning", false}});
+  ASSERT_TRUE(explicit_layers.has_value()) << explicit_layers.status().to_string();
+  EXPECT_TRUE(explicit_layers->nope_layers[1] && !explicit_layers->nope_layers[3]);
+  for (int l = 0; l < 8; ++l) EXPECT_EQ(explicit_layers->layer_chunk(l), l == 2 ? 16 : 0) << l;
+  EXPECT_EQ(explicit_layers->attn_temperature_floor, 0.0f);
+  auto no_chunk = parse({{"attention_chunk_size", nullptr}});
+  ASSERT_TRUE(no_chunk.has_value()) << no_chunk.status().to_string();
+  for (int l = 0; l < 8; ++l) EXPECT_EQ(no_chunk->layer_chunk(l), 0);
+  // Refused by name: another activation, a short layer list, a moe layer past the end.
+  for (const auto& [more, field] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {{{"hidden_act", "gelu"}}, "hidden_act"},
+           {{{"no_rope_layers", {1, 1}}}, "no_rope_layers"},
+           {{{"moe_layers", {9}}}, "moe_layers"},
+           {{{"layer_types", {"sliding_attention"}}}, "layer_types"}}) {
+    const Status s = parse(more).status();
+    EXPECT_FALSE(s.is_ok()) << field;
+    EXPECT_NE(s.message().find(field), std::string::npos) << s.message();
+  }
+
+  // Llama4ForConditionalGeneration: its text_config, the top level's ids and tie; another text
+  // model refused by name, none corrupt.
+  nlohmann::json wrapper = {{"architectures", {"Llama4ForConditionalGeneration"}}, {"eos_token_id", {2, 7}},
+                            {"text_config", text}};
+  auto l4 = parse_hf_config(wrapper.dump());
+  ASSERT_TRUE(l4.has_value()) << l4.status().to_string();
+  EXPECT_EQ(l4->arch, "llama4_text");
+  EXPECT_TRUE(l4->multimodal_text && !l4->vision.present() && !l4->tie_embeddings);
+  EXPECT_EQ(l4->eos_ids, (std::vector<int>{2, 7}));
+  wrapper["text_config"]["model_type"] = "llama";
+  EXPECT_EQ(parse_hf_config(wrapper.dump()).status().code(), StatusCode::unsupported);
+  wrapper.erase("text_config");
+  EXPECT_EQ(parse_hf_config(wrapper.dump()).status().code(), StatusCode::corrupt);
+}
+
 }  // namespace
 }  // namespace brigade

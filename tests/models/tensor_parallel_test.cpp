@@ -285,11 +285,13 @@ TEST(TensorParallel, GemmaMatchesUnshardedAndTransformers) {
 // The Llama decoder's newer relatives: EXAONE 4's post norms act on whole (all-reduced) rows,
 // GLM-4's fused gate|up splits as Phi-3's, Seed-OSS's and ERNIE 4.5's MLP biases split with
 // their columns (down's added once), Hunyuan's norms after RoPE per head, Apertus's xIELU on
-// each rank's up columns: tp=2 equals tp=1 and
+// each rank's up columns, Llama 4's chunks, temperature and input-weighted experts on each
+// rank's heads and columns: tp=2 equals tp=1 and
 // transformers. OLMo 2 / 3 and OLMoE normalise q and k over every head at once, which no rank holds alone:
 // refused, naming why.
 TEST(TensorParallel, LlamaVariantsMatchUnshardedAndTransformers) {
-  for (const char* name : {"exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus", "ernie4_5_moe"})
+  for (const char* name : {"exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus", "ernie4_5_moe",
+                           "llama4", "llama4_text"})
     expect_tp2_matches_transformers(name);
   for (const char* name : {"olmo2", "olmo3", "olmoe"}) {
     auto ranks = load_ranks(testing::fixture_dir(name), 2);
