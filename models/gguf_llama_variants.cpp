@@ -79,11 +79,64 @@ Status read_hunyuan(const GgufFile& g, const std::string& a, ModelConfig& c) {
   return stretch_rope_base(alpha, c);
 }
 
+// Llama 4: what its converter writes (expert_count, expert_used_count, expert_feed_forward_length
+// for the routed and the shared expert alike, interleave_moe_layer_step; feed_forward_length is
+// the dense layers'), and what llama.cpp's loader fixes rather than reads: no RoPE on every 4th
+// layer (n_no_rope_layer_step), chunks of 8192 on the layers attention.sliding_window_pattern
+// marks (absent: all but every 4th), the NoPE layers' query temperature (floor 8192, scale 0.1),
+// weightless q/k norms after RoPE unless the file has 128 experts (Maverick, whose config has
+// none), sigmoid routing weights applied to the expert's input.
+Status read_llama4(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  c.arch = "llama4_text";
+  // The converter writes sliding_window 0 where every layer is full attention (MobileLLM's
+  // configs); llama.cpp then drops the chunks but leaves the last layer without RoPE, and its
+  // temperature input asserts a scale the loader never set.
+  if (g.find(a + "attention.sliding_window")) {
+    BRIGADE_ASSIGN_OR_RETURN(int64_t w, g.get_int(a + "attention.sliding_window"));
+    if (w == 0)
+      return unsupported(g.path() + ": metadata '" + a + "attention.sliding_window' 0 (every layer full attention) " +
+                         "is not supported for llama4; brigade runs llama.cpp's chunked layout (the key absent)");
+  }
+  c.sliding_window = 0;
+  BRIGADE_RETURN_IF_ERROR(read_gguf_sliding_layers(g, a, 4, c));
+  c.chunked_layers = std::move(c.sliding_layers);
+  c.sliding_layers.clear();
+  c.attention_chunk = 8192;  // whatever a nonzero attention.sliding_window says, as llama.cpp
+  c.nope_layers.assign(static_cast<size_t>(c.n_layers), false);
+  for (int l = 0; l < c.n_layers; ++l) c.nope_layers[static_cast<size_t>(l)] = (l + 1) % 4 == 0;
+  c.attn_temperature_floor = 8192.0f;
+  c.attn_temperature_scale = 0.1f;
+  // llama.cpp rotates the chunked layers with rope.freq_base_swa where the file has one.
+  BRIGADE_ASSIGN_OR_RETURN(double swa_theta, g.get_number_or(a + "rope.freq_base_swa", c.rope_theta));
+  if (static_cast<float>(swa_theta) != c.rope_theta)
+    return unsupported(g.path() + ": metadata '" + a + "rope.freq_base_swa' differs from rope.freq_base; brigade " +
+                       "rotates every llama4 layer with rope.freq_base");
+  for (const char* key : {"expert_used_count", "expert_feed_forward_length"})
+    if (const GgufValue* v = g.find(a + key); v && v->type == GgufType::array)
+      return unsupported(g.path() + ": metadata '" + a + key + "' per layer is not supported for llama4; brigade " +
+                         "runs one value for every sparse layer");
+  BRIGADE_RETURN_IF_ERROR(read_gguf_expert_counts(g, a, c));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_feed_forward_length", 0, c.moe_intermediate_size));
+  c.shared_expert_intermediate_size = c.moe_intermediate_size;
+  int step = 0;
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "interleave_moe_layer_step", 0, step));
+  c.decoder_sparse_step = 1;  // every step-th layer sparse, listed as read_llama4 lists them
+  c.mlp_only_layers.clear();
+  for (int l = 0; l < c.n_layers; ++l)
+    if ((l + 1) % step != 0) c.mlp_only_layers.push_back(l);
+  c.qk_norm = c.qk_norm_weightless = c.qk_norm_after_rope = c.n_experts != 128;
+  c.moe_scoring = MoeScoring::sigmoid;
+  c.norm_topk_prob = false;
+  c.moe_weight_on_input = true;
+  return Status::ok();
+}
+
 }  // namespace
 
 bool is_gguf_llama_variant(const std::string& gguf_arch) {
   return gguf_arch == "olmo2" || gguf_arch == "exaone4" || gguf_arch == "glm4" || gguf_arch == "seed_oss" ||
-         gguf_arch == "ernie4_5" || gguf_arch == "hunyuan-dense" || gguf_arch == "apertus" || gguf_arch == "ernie4_5-moe";
+         gguf_arch == "ernie4_5" || gguf_arch == "hunyuan-dense" || gguf_arch == "apertus" || gguf_arch == "ernie4_5-moe" ||
+         gguf_arch == "llama4";
 }
 
 Status add_gguf_xielu_tensors(const GgufFile& g, int n_layers, std::map<std::string, RawTensor>& tensors) {
@@ -112,8 +165,8 @@ Status add_gguf_xielu_tensors(const GgufFile& g, int n_layers, std::map<std::str
 
 Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c) {
   const std::string a = gguf_arch + ".";
-  c.rope_style = gguf_arch == "glm4" || gguf_arch == "ernie4_5" || gguf_arch == "ernie4_5-moe" ? RopeStyle::interleaved
-                                                                                               : RopeStyle::neox;
+  const bool pairs = gguf_arch == "glm4" || gguf_arch == "ernie4_5" || gguf_arch == "ernie4_5-moe" || gguf_arch == "llama4";
+  c.rope_style = pairs ? RopeStyle::interleaved : RopeStyle::neox;
   c.qkv_bias = c.attention_bias = g.has_tensor("blk.0.attn_q.bias");
   c.o_bias = g.has_tensor("blk.0.attn_output.bias");
   c.mlp_bias = false;
@@ -121,6 +174,7 @@ Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, 
   if (gguf_arch == "exaone4") return read_exaone4(g, a, c);
   if (gguf_arch == "hunyuan-dense") return read_hunyuan(g, a, c);
   if (gguf_arch == "ernie4_5-moe") return read_ernie_moe(g, a, c);
+  if (gguf_arch == "llama4") return read_llama4(g, a, c);
   if (gguf_arch == "apertus") {  // per-head q/k norms, the xIELU MLP (its parameters: add_gguf_xielu_tensors)
     c.qk_norm = true;
     c.mlp_activation = MlpActivation::xielu;
@@ -148,12 +202,23 @@ std::string gguf_llama_variant_layer_name(const std::string& gguf_arch, const st
                                   {"ffn_gate_shexp.weight", "mlp.shared_experts.gate_proj.weight"},
                                   {"ffn_up_shexp.weight", "mlp.shared_experts.up_proj.weight"},
                                   {"ffn_down_shexp.weight", "mlp.shared_experts.down_proj.weight"}};
+  static const Names kLlama4 = {{"ffn_gate.weight", "feed_forward.gate_proj.weight"},
+                                {"ffn_up.weight", "feed_forward.up_proj.weight"},
+                                {"ffn_down.weight", "feed_forward.down_proj.weight"},
+                                {"ffn_gate_inp.weight", "feed_forward.router.weight"},
+                                {"ffn_gate_exps.weight", "feed_forward.experts.gate_proj"},
+                                {"ffn_up_exps.weight", "feed_forward.experts.up_proj"},
+                                {"ffn_down_exps.weight", "feed_forward.experts.down_proj"},
+                                {"ffn_gate_shexp.weight", "feed_forward.shared_expert.gate_proj.weight"},
+                                {"ffn_up_shexp.weight", "feed_forward.shared_expert.up_proj.weight"},
+                                {"ffn_down_shexp.weight", "feed_forward.shared_expert.down_proj.weight"}};
   const Names* names = gguf_arch == "olmo2" || gguf_arch == "exaone4" ? &kPostNorms
                        : gguf_arch == "glm4"                         ? &kGlm4
                        : gguf_arch == "seed_oss"                     ? &kSeedOss
                        : gguf_arch == "hunyuan-dense"                ? &kHunyuan
                        : gguf_arch == "apertus"                      ? &kApertus
                        : gguf_arch == "ernie4_5-moe"                 ? &kErnieMoe
+                       : gguf_arch == "llama4"                       ? &kLlama4
                                                                      : nullptr;
   if (names == nullptr) return "";
   auto it = names->find(suffix);

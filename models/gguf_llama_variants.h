@@ -1,7 +1,7 @@
 // Internal to models/: llama.cpp's GGUF files of the Llama decoder's newer relatives, read into
 // the ModelConfig the safetensors path builds for them (models/llama_variants_config.h), as
 // llama.cpp's loader and graphs (src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp,
-// ernie4-5.cpp, hunyuan-dense.cpp) run them:
+// ernie4-5.cpp, hunyuan-dense.cpp, llama4.cpp) run them:
 //   olmo2          OLMo 2 and OLMo 3 (one converter class): no attn_norm / ffn_norm,
 //                  post_attention_norm and post_ffw_norm on the blocks' outputs, attn_q_norm /
 //                  attn_k_norm over the whole projections ([H hd], [KV hd]); OLMo 3's
@@ -35,7 +35,22 @@
 //                  rope_freqs.weight (NEOX, not permuted); its xIELU parameters as metadata
 //                  xielu.alpha_p / alpha_n / beta / eps (no arch prefix; f32, one per layer or one
 //                  for all, alpha_p and alpha_n as stored before their softplus), which
-//                  add_gguf_xielu_tensors turns into the checkpoint's mlp.act_fn.* tensors.
+//                  add_gguf_xielu_tensors turns into the checkpoint's mlp.act_fn.* tensors;
+//   llama4         Llama 4's language model (Scout, Maverick; arch llama4_text, read_llama4's
+//                  fields): RoPE of adjacent pairs (NORM, not permuted: transformers' Llama 4
+//                  rotates pairs already), llama3 scaling as rope_freqs.weight; what llama.cpp
+//                  fixes rather than reads: no RoPE on every 4th layer, chunks of 8192 on the
+//                  others (or where attention.sliding_window_pattern says), the NoPE layers'
+//                  query temperature (floor 8192, scale 0.1), weightless q/k norms after RoPE
+//                  on the RoPE layers unless expert_count is 128 (Maverick's config has none);
+//                  every interleave_moe_layer_step-th layer sparse: ffn_gate_inp the router, the
+//                  experts stacked as qwen3moe's, top expert_used_count by the raw logits whose
+//                  sigmoid scales each expert's input, beside ffn_*_shexp, a shared expert as wide
+//                  as the experts (expert_feed_forward_length); the others dense ffn_gate / up /
+//                  down of feed_forward_length. Refused by name: attention.sliding_window 0 (the
+//                  converter's "every layer full attention", which llama.cpp cannot run),
+//                  rope.freq_base_swa other than rope.freq_base, per-layer expert_used_count or
+//                  expert_feed_forward_length.
 // The converter permutes no q/k rows for any of them. Biases the file holds load (transformers'
 // attention_bias / attention_out_bias / use_bias); llama.cpp creates no o or MLP biases for
 // these (its loader refuses a file holding them), so its files have none.
@@ -54,7 +69,8 @@ namespace brigade {
 bool is_gguf_llama_variant(const std::string& gguf_arch);
 
 // Fills what the architecture adds to the common keys read_config reads (arch becomes the
-// safetensors name: olmo2 or olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense).
+// safetensors name: olmo2 or olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense,
+// llama4_text). unsupported naming the key for what brigade does not run (above).
 // corrupt naming the key for values out of range.
 Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c);
 

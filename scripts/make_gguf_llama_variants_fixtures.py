@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Writes the GGUF fixtures of nine llama.cpp architectures that are Llama-style decoders with
+"""Writes the GGUF fixtures of ten llama.cpp architectures that are Llama-style decoders with
 their own norms, biases, activations or RoPE, made by llama.cpp's own converter
 (convert_hf_to_gguf.py: conversion/olmo.py's Olmo2Model, OlmoeModel and SeedOssModel, exaone.py's
 Exaone4Model, glm.py's Glm4Model, ernie.py's Ernie4_5Model, hunyuan.py's HunYuanModel, all
-TextModel subclasses, none of them LlamaModel's; and llama.py's ApertusModel, a LlamaModel with
-undo_permute False) from tiny transformers checkpoints. The checkpoints (SOURCES) are
-make_fixtures.py's olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense, olmoe and
-apertus fixtures, made here with seeds of their own (make_fixtures.new_model, 3505..3513), changed
-where llama.cpp cannot run them (below):
+TextModel subclasses, none of them LlamaModel's; and llama.py's ApertusModel and Llama4Model,
+LlamaModels with undo_permute False) from tiny transformers checkpoints. The checkpoints (SOURCES)
+are make_fixtures.py's olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense, olmoe,
+ernie4_5_moe, apertus and llama4_text fixtures, made here with seeds of their own
+(make_fixtures.new_model, 3505..3515), changed where llama.cpp cannot run them (below):
 
   gguf_olmo2          Olmo2ForCausalLM (2 layers, hidden 64, GQA 4 heads over 2 of 16, theta 1e4,
                       SwiGLU 128, norms after attention and MLP only, RMSNorm q/k over the whole
@@ -40,12 +40,24 @@ where llama.cpp cannot run them (below):
                       over 2 heads of 16, q/k/v/o biases, per-head q/k RMSNorm before RoPE, ungated
                       MLP up 128 -> xIELU -> down with alpha_p / alpha_n learned per layer, llama3
                       RoPE scaling factor 8 / low 1 / high 4 over 64, untied); --outtype f32
+  gguf_llama4         Llama4ForCausalLM (4 layers, hidden 64, GQA 4 over 2 heads of 16, RoPE of
+                      adjacent pairs with llama3 scaling factor 8 / low 1 / high 4 over 64 on theta
+                      5e5; layers 0-2 chunked attention with weightless q/k RMSNorm after RoPE,
+                      layer 3 without RoPE, full attention, its queries temperature-scaled; layers
+                      1 and 3 sparse: 4 experts of 48, top 2 by the router's logits, whose sigmoid
+                      scales each chosen expert's input, beside a shared expert of 48; layers 0 and
+                      2 a dense SwiGLU of 96; untied) with q/k norms (the fixture's none), no
+                      attention biases (the fixture's q/k/v/o), no RoPE on every 4th layer (the
+                      fixture's every 2nd), chunks of 8192 (the fixture's 8), the temperature's
+                      floor_scale 8192 (the fixture's 4) and every 2nd layer sparse (the fixture's
+                      every layer); --outtype f32
 
 What llama.cpp runs, and why these sources (llama.cpp 0c1e57098: the converter classes above,
 src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp, ernie4-5.cpp, hunyuan-vl.cpp (which
-hunyuan-dense.cpp reuses: loader and graph), apertus.cpp, ggml's ggml_xielu (ggml.c) and its CPU
-kernel (ggml-cpu/unary-ops.cpp op_xielu), llama-model.cpp's shared hparams and
-llama_model_rope_type, llama-context.cpp's YaRN parameters). Each loader refuses a file with a
+hunyuan-dense.cpp reuses: loader and graph), apertus.cpp, llama4.cpp, ggml's ggml_xielu (ggml.c)
+and its CPU kernel (ggml-cpu/unary-ops.cpp op_xielu), llama-model.cpp's shared hparams and
+llama_model_rope_type, llama-context.cpp's YaRN parameters, llama-graph.cpp's build_moe_ffn and
+temperature input). Each loader refuses a file with a
 tensor it does not create ("done_getting_tensors: wrong number of tensors"), so a bias llama.cpp
 has no slot for cannot be in the file.
   - ernie4_5_moe: moe_num_shared_experts 2 (the fixture's 1). conversion/ernie.py's
@@ -168,15 +180,44 @@ has no slot for cannot be in the file.
     exercised: transformers with ApertusConfig's default RoPE (llama3 over 8192 positions) is
     0.13, 4.8e-07, 0.65 off expected.json, and with the raw alpha_p = alpha_n = 0 in every
     layer 0.13, 0.057, 0.15 off.
+  - llama4: use_qk_norm true, attention_bias false, no_rope_layer_interval 4,
+    attention_chunk_size 8192, floor_scale 8192 and interleave_moe_layer_step 2 (make_fixtures.py's
+    llama4_text: false, true, 2, 8, 4, 1). Llama4Model writes interleave_moe_layer_step,
+    expert_feed_forward_length (intermediate_size) and feed_forward_length
+    (intermediate_size_mlp), and no key for the rest, which llama_model_llama4's loader fixes
+    (src/models/llama4.cpp): without attention.sliding_window (the converter writes it, 0, only
+    when every layer_types entry is full_attention) chunks of 8192 on the layers
+    attention.sliding_window_pattern marks, absent every 4th full (load_swa_pattern(ml, 4));
+    no RoPE where (il + 1) % 4 == 0 (n_no_rope_layer_step 4); those layers' queries times
+    log(floor((pos + 1) / 8192) + 1) * 0.1 + 1 (transformers' temperature with floor_scale 8192,
+    attn_scale 0.1); use_kq_norm unless the file has 128 experts (LLM_TYPE_17B_128E: Maverick,
+    whose config has use_qk_norm false). With the fixture's values instead, each tried alone:
+    chunks of 8: llama.cpp 2.0e-06, 1.2e-06, 5.0 off transformers (the 40-token prompt crosses
+    chunks); floor_scale 4: 0.034, 1.2e-06, 0.23; NoPE every 2nd layer: 0.71, 1.2e-06, 1.4;
+    use_qk_norm false: 0.54, 1.2e-06, 0.91. attention_bias also biases o_proj, which
+    llama_model_llama4 does not create: "wrong number of tensors; expected 64, got 60" (tried; its
+    q/k/v biases would load). A file with attention.sliding_window 0 aborts at the first batch
+    ("GGML_ASSERT(f_attn_temp_scale != 0.0f) failed": the loader sets the temperature only for
+    chunked files; tried by adding the key to this file). llama.cpp also runs every layer sparse;
+    interleave_moe_layer_step 2 (Maverick's) puts dense layers beside the sparse ones. Graph:
+    attn_norm, q/k/v; layers 0-2 RoPE NORM (adjacent pairs, as transformers' complex rotation; no
+    q/k permutation) over the whole head, each frequency divided by rope_freqs.weight (the llama3
+    factors [1, 2.442, 8, 8, 8, 8, 8, 8]), then per-head RMSNorm of q and k without weights (eps
+    rms_norm_eps); layer 3 unrotated, q times the temperature (1 within these prompts);
+    attention (softmax scale 1/sqrt(16)), o, residual; ffn_norm, then layers 0 and 2
+    ffn_down(silu(ffn_gate x) * ffn_up x), layers 1 and 3 the top 2 of ffn_gate_inp's logits,
+    each chosen expert's input times sigmoid(its logit) (build_moe_ffn's weight_before_ffn),
+    SiLU experts summed, plus ffn_down_shexp(silu(ffn_gate_shexp x) * ffn_up_shexp x); residual;
+    output_norm, output.
 vocab_size 256: no converter pads. Only ernie4_5 is tied (no output.weight; the loader falls back
 to token_embd.weight); olmo2 and apertus require output.weight, the others take it when present.
 
 What the converter does to the weights (checked tensor by tensor against each checkpoint: equal to
-the bit, no tensor permuted or transposed beyond GGUF's dimension order; every checkpoint tensor
-written once; apertus's xIELU parameters as metadata). None of these classes permutes q/k: olmo2,
-olmo3, exaone4, seed_oss, hunyuan-dense and apertus are LLAMA_ROPE_TYPE_NEOX (rotate-half,
-transformers' own layout), glm4 and ernie4_5 LLAMA_ROPE_TYPE_NORM (their transformers classes
-rotate adjacent pairs already). Names (N the
+the bit, no tensor permuted or transposed beyond GGUF's dimension order but llama4's experts;
+every checkpoint tensor written once; apertus's xIELU parameters as metadata). None of these
+classes permutes q/k: olmo2, olmo3, exaone4, seed_oss, hunyuan-dense and apertus are
+LLAMA_ROPE_TYPE_NEOX (rotate-half, transformers' own layout), glm4, ernie4_5 and llama4
+LLAMA_ROPE_TYPE_NORM (their transformers classes rotate adjacent pairs already). Names (N the
 layer; ne in GGUF order, [in, out]):
   model.embed_tokens -> token_embd.weight [64, 256]; model.norm -> output_norm.weight [64];
   lm_head -> output.weight [64, 256] (all but ernie4_5);
@@ -201,7 +242,16 @@ layer; ne in GGUF order, [in, out]):
   apertus: attention_layernorm -> blk.N.attn_norm.weight [64], feedforward_layernorm ->
   ffn_norm.weight [64], self_attn.q_norm -> attn_q_norm.weight [16], k_norm -> attn_k_norm.weight
   [16], mlp.up_proj -> ffn_up.weight [64, 128], mlp.down_proj -> ffn_down.weight [128, 64] (no
-  ffn_gate); mlp.act_fn.* -> the xielu.* keys; rope_freqs.weight [8] (no layer). All F32.
+  ffn_gate); mlp.act_fn.* -> the xielu.* keys; rope_freqs.weight [8] (no layer);
+  llama4: input_layernorm -> attn_norm, post_attention_layernorm -> ffn_norm;
+  feed_forward.gate_proj / up_proj / down_proj (layers 0, 2) -> blk.N.ffn_gate.weight [64, 96],
+  ffn_up.weight [64, 96], ffn_down.weight [96, 64]; feed_forward.router -> ffn_gate_inp.weight
+  [64, 4]; feed_forward.experts.gate_up_proj [4, 64, 96] (transformers' [E, hidden, gate | up])
+  split and transposed -> ffn_gate_exps.weight and ffn_up_exps.weight (ne [64, 48, 4]),
+  experts.down_proj [4, 48, 64] transposed -> ffn_down_exps.weight (ne [48, 64, 4]);
+  feed_forward.shared_expert.gate_proj / up_proj / down_proj -> ffn_gate_shexp.weight,
+  ffn_up_shexp.weight [64, 48], ffn_down_shexp.weight [48, 64]; rope_freqs.weight [8] (no
+  layer). All F32.
 Metadata (besides general.* and the tokenizer's), every key under the arch prefix:
   olmo2.{block_count 2, context_length 256, embedding_length 64, feed_forward_length 128,
   attention.head_count 4, attention.head_count_kv 2, rope.freq_base 1e4,
@@ -231,6 +281,12 @@ Metadata (besides general.* and the tokenizer's), every key under the arch prefi
   xielu.alpha_p [-0.013085273, -0.010242863], xielu.alpha_n [0.28394666, -0.066484697] (raw:
   a_p 0.68663, 0.68804 and a_n 1.34517, 1.16046 after the fold), xielu.beta [0.5, 0.5],
   xielu.eps [-1e-06, -1e-06] (f32 arrays).
+  llama4.{block_count 4, context_length 256, embedding_length 64, feed_forward_length 96,
+  attention.head_count 4, attention.head_count_kv 2, rope.freq_base 5e5,
+  attention.layer_norm_rms_epsilon 1e-5, expert_count 4, expert_used_count 2,
+  attention.key_length 16, attention.value_length 16, vocab_size 256, rope.dimension_count 16,
+  interleave_moe_layer_step 2, expert_feed_forward_length 48}: no sliding-window, chunk, NoPE,
+  temperature or q/k-norm keys, no rope.scaling keys (llama3 is the rope_freqs tensor).
 
 The converter is make_gguf_qwen35_fixtures.py's: the one in PyPI's llama-cpp-python 0.3.36 source
 distribution (its vendored llama.cpp, ggml-org/llama.cpp@0c1e57098), in .brigade/llamacpp-src,
@@ -266,6 +322,7 @@ which must stay within 1e-3. Measured (prompts of 7, 1 and 40 tokens):
   gguf_olmoe          1.3e-06, 8.1e-07, 1.7e-06
   gguf_ernie4_5_moe   1.4e-05, 9.6e-06, 1.8e-05
   gguf_apertus        1.5e-06, 1.1e-06, 1.9e-06
+  gguf_llama4         2.0e-06, 1.2e-06, 2.8e-06
 
 Run: python3 scripts/make_gguf_llama_variants_fixtures.py [NAME...], then
 python3 scripts/make_gguf_llama_variants_fixtures.py --llamacpp [NAME...] (make_fixtures.py's
@@ -306,6 +363,12 @@ SOURCES = {
     # shared tensors by (module docstring)
     "ernie4_5_moe": ("ernie4_5_moe", {"moe_num_shared_experts": 2}, 3514),
     "apertus": ("apertus", {}, 3513),
+    # what llama.cpp's llama4 runs: q/k norms (on unless 128 experts), no attention biases (no
+    # attn_output.bias), NoPE every 4th layer, chunks of 8192 and the temperature's floor 8192 (all
+    # hard-coded); every 2nd layer sparse, for dense layers beside the sparse ones (module docstring)
+    "llama4": ("llama4_text", {"use_qk_norm": True, "attention_bias": False, "no_rope_layer_interval": 4,
+                               "attention_chunk_size": 8192, "floor_scale": 8192, "interleave_moe_layer_step": 2},
+               3515),
 }
 # name: (source, --outtype, pre-tokenizer name)
 FIXTURES = {
@@ -319,6 +382,7 @@ FIXTURES = {
     "gguf_olmoe": ("olmoe", "f32", "gpt-2"),
     "gguf_ernie4_5_moe": ("ernie4_5_moe", "f32", "default"),
     "gguf_apertus": ("apertus", "f32", "gpt-2"),
+    "gguf_llama4": ("llama4", "f32", "gpt-2"),
 }
 
 

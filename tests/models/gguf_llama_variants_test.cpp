@@ -4,9 +4,10 @@
 // scaling as rope_freqs), gguf_glm4 (gate|up fused, half-rotated heads), gguf_seed_oss,
 // gguf_ernie4_5 (tied), gguf_hunyuan_dense (the NTK alpha folded into the base), gguf_olmoe
 // (experts not renormalised), gguf_apertus (its xIELU parameters as metadata), gguf_ernie4_5_moe
-// (a dense layer, then experts with the selection bias and two shared ones), F32; llama.cpp
-// itself runs each within 2e-5 of transformers (llamacpp.json). The configs as llama.cpp reads
-// them, and transformers' logits, decode steps and greedy tokens.
+// (a dense layer, then experts with the selection bias and two shared ones), gguf_llama4 (NoPE
+// on layer 3, q/k norms after llama3-scaled pair RoPE on the others, sparse layers 1 and 3 beside
+// dense 0 and 2), F32; llama.cpp itself runs each within 2e-5 of transformers (llamacpp.json).
+// The configs as llama.cpp reads them, and transformers' logits, decode steps and greedy tokens.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -92,6 +93,27 @@ TEST(GgufLlamaVariants, ReadsTheConfigsAsLlamaCppDoes) {
   EXPECT_EQ(ernie_moe.shared_width(), 64) << "expert_shared_feed_forward_length";
   EXPECT_TRUE(ernie_moe.moe_score_bias && ernie_moe.norm_topk_prob);
 
+  const ModelConfig llama4 = open_config("gguf_llama4");
+  EXPECT_EQ(llama4.arch, "llama4_text");
+  EXPECT_EQ(llama4.rope_style, RopeStyle::interleaved) << "no q/k permutation: transformers' Llama 4 rotates pairs";
+  EXPECT_EQ(llama4.rope_scaling.freq_factors.size(), 8u) << "llama3 scaling as rope_freqs.weight";
+  EXPECT_EQ(llama4.nope_layers, (std::vector<bool>{false, false, false, true}));
+  EXPECT_EQ(llama4.chunked_layers, (std::vector<bool>{true, true, true, false}));
+  EXPECT_EQ(llama4.attention_chunk, 8192) << "llama.cpp's, which no key sets";
+  EXPECT_FLOAT_EQ(llama4.attn_temperature_floor, 8192.0f);
+  EXPECT_FLOAT_EQ(llama4.attn_temperature_scale, 0.1f);
+  EXPECT_TRUE(llama4.qk_norm && llama4.qk_norm_weightless && llama4.qk_norm_after_rope) << "4 experts, not 128";
+  EXPECT_FALSE(llama4.qkv_bias || llama4.o_bias || llama4.tie_embeddings);
+  EXPECT_EQ(llama4.intermediate_size, 96) << "the dense layers' feed_forward_length";
+  EXPECT_EQ(llama4.n_experts, 4);
+  EXPECT_EQ(llama4.n_experts_per_tok, 2);
+  EXPECT_EQ(llama4.moe_intermediate_size, 48);
+  EXPECT_EQ(llama4.shared_width(), 48) << "the shared expert as wide as the routed ones";
+  EXPECT_EQ(llama4.mlp_only_layers, (std::vector<int>{0, 2})) << "interleave_moe_layer_step 2";
+  EXPECT_EQ(llama4.n_moe_layers(), 2);
+  EXPECT_EQ(llama4.moe_scoring, MoeScoring::sigmoid);
+  EXPECT_TRUE(llama4.moe_weight_on_input && !llama4.norm_topk_prob);
+
   const ModelConfig hunyuan = open_config("gguf_hunyuan_dense");
   EXPECT_EQ(hunyuan.arch, "hunyuan_v1_dense");
   EXPECT_TRUE(hunyuan.qk_norm && hunyuan.qk_norm_after_rope);
@@ -160,6 +182,40 @@ TEST(GgufLlamaVariants, ApertusXieluParametersAreReadPerLayer) {
   EXPECT_NE(bad.message().find("xielu.eps"), std::string::npos) << bad.message();
 }
 
+// llama4: no q/k norms in a file of Maverick's 128 experts (llama.cpp's rule; no key says it);
+// attention.sliding_window 0 and a rope.freq_base_swa of its own are refused, naming the key.
+TEST(GgufLlamaVariants, Llama4QkNormsByExpertCountAndItsRefusals) {
+  const testing::TempDir dir("gguf_llama4");
+  using testing::gguf_u32;
+  auto llama4 = [](uint32_t n_experts) {  // two layers, neither sparse (every 4th is)
+    return std::vector<testing::GgufKv>{
+        testing::gguf_str("general.architecture", "llama4"), gguf_u32("llama4.block_count", 2),
+        gguf_u32("llama4.context_length", 64),             gguf_u32("llama4.embedding_length", 64),
+        gguf_u32("llama4.feed_forward_length", 96),        gguf_u32("llama4.attention.head_count", 4),
+        gguf_u32("llama4.expert_count", n_experts),        gguf_u32("llama4.expert_used_count", 1),
+        gguf_u32("llama4.expert_feed_forward_length", 48), gguf_u32("llama4.interleave_moe_layer_step", 4)};
+  };
+  const std::vector<std::pair<std::string, std::vector<uint64_t>>> embed = {{"token_embd.weight", {64, 256}}};
+  testing::write_gguf_zeros(dir.file("maverick.gguf"), llama4(128), embed);
+  auto ck = Checkpoint::open(dir.file("maverick.gguf"));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  EXPECT_FALSE((*ck)->config().qk_norm);
+  EXPECT_EQ((*ck)->config().mlp_only_layers, (std::vector<int>{0, 1}));
+
+  std::vector<testing::GgufKv> kv = llama4(16);
+  kv.push_back(gguf_u32("llama4.attention.sliding_window", 0));
+  Status bad = testing::open_gguf_zeros(dir.file("full.gguf"), kv, embed);
+  EXPECT_EQ(bad.code(), StatusCode::unsupported) << bad.to_string();
+  EXPECT_NE(bad.message().find("attention.sliding_window"), std::string::npos) << bad.message();
+
+  kv = llama4(16);
+  kv.push_back({"llama4.rope.freq_base", 6, 0, 500000.0f});
+  kv.push_back({"llama4.rope.freq_base_swa", 6, 0, 10000.0f});
+  bad = testing::open_gguf_zeros(dir.file("swa_base.gguf"), kv, embed);
+  EXPECT_EQ(bad.code(), StatusCode::unsupported) << bad.to_string();
+  EXPECT_NE(bad.message().find("rope.freq_base_swa"), std::string::npos) << bad.message();
+}
+
 class GgufLlamaVariantsF32 : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GgufLlamaVariantsF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
@@ -172,7 +228,7 @@ TEST_P(GgufLlamaVariantsF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaVariantsF32,
                          ::testing::Values("gguf_olmo2", "gguf_olmo3", "gguf_exaone4", "gguf_glm4", "gguf_seed_oss",
                                            "gguf_ernie4_5", "gguf_hunyuan_dense", "gguf_olmoe", "gguf_apertus",
-                                           "gguf_ernie4_5_moe"),
+                                           "gguf_ernie4_5_moe", "gguf_llama4"),
                          [](const auto& p) { return p.param; });
 
 }  // namespace
