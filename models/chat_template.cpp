@@ -93,7 +93,7 @@ constexpr ChatToolSyntax kToolSyntaxes[] = {ChatToolSyntax::hermes,       ChatTo
                                             ChatToolSyntax::deepseek_v31, ChatToolSyntax::glm45,
                                             ChatToolSyntax::kimi_k2,      ChatToolSyntax::pythonic,
                                             ChatToolSyntax::openai,       ChatToolSyntax::qwen3_coder,
-                                            ChatToolSyntax::seed_oss};
+                                            ChatToolSyntax::seed_oss,     ChatToolSyntax::minimax_m2};
 }  // namespace
 
 const char* tool_syntax_name(ChatToolSyntax syntax) {
@@ -110,6 +110,7 @@ const char* tool_syntax_name(ChatToolSyntax syntax) {
     case ChatToolSyntax::openai: return "openai";
     case ChatToolSyntax::qwen3_coder: return "qwen3_coder";
     case ChatToolSyntax::seed_oss: return "seed_oss";
+    case ChatToolSyntax::minimax_m2: return "minimax_m2";
   }
   return "none";
 }

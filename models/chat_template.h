@@ -56,10 +56,12 @@ enum class ChatFamily { llama2, llama3, chatml, deepseek, harmony };
 //                 <|constrain|>json<|message|>{..}<|call|> (server/harmony_parser.h)
 //   pythonic      [name(key=value, ...), ...] (Llama 3.2/4 pythonic templates; only by name: no
 //                 template detection)
+//   minimax_m2    <minimax:tool_call><invoke name="NAME"><parameter name="K">V</parameter>..</invoke>..
+//                 </minimax:tool_call> (MiniMax-M2 / M2.1 / M2.5)
 // none: the template has no call syntax brigade parses (tools are refused).
 enum class ChatToolSyntax {
   none, hermes, llama3_json, mistral, deepseek_v3, deepseek_v31, glm45, kimi_k2, pythonic, openai, qwen3_coder,
-  seed_oss
+  seed_oss, minimax_m2
 };
 
 // vLLM's parser name of a syntax ("none" for none), and back: each name above, "glm47" (GLM-4.7

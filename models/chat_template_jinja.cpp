@@ -75,6 +75,7 @@ ChatToolSyntax detect_tool_syntax(std::string_view source) {
   // <parameter=k>...: not Hermes JSON.
   if (has("<arg_key>")) return ChatToolSyntax::glm45;
   if (has("<seed:tool_call>")) return ChatToolSyntax::seed_oss;  // Seed-OSS: qwen3_coder's calls in its own tags
+  if (has("<minimax:tool_call>")) return ChatToolSyntax::minimax_m2;
   if (has("<function=") && has("<parameter=")) return ChatToolSyntax::qwen3_coder;
   if (has("<tool_call>")) return ChatToolSyntax::hermes;
   if (has("<|python_tag|>") || has("ipython")) return ChatToolSyntax::llama3_json;

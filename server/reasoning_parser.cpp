@@ -35,7 +35,8 @@ Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_h
   std::string n(name);
   std::replace(n.begin(), n.end(), '-', '_');
   if (n == "none" || n.empty()) return ReasoningKind::none;
-  if (n == "deepseek_r1") return ReasoningKind::deepseek_r1;
+  if (n == "deepseek_r1" || n == "minimax_m2") return ReasoningKind::deepseek_r1;
+  if (n == "minimax_m2_append_think") return ReasoningKind::minimax_append_think;
   if (n == "qwen3" || n == "deepseek_v3" || n == "glm45") return ReasoningKind::qwen3;
   if (n == "openai_gptoss") return ReasoningKind::openai_gptoss;
   if (n == "seed_oss") return ReasoningKind::seed_oss;
@@ -45,7 +46,8 @@ Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_h
     return vocab_has_seed_close ? ReasoningKind::seed_oss : ReasoningKind::none;
   }
   return invalid_argument("unknown reasoning parser '" + std::string(name) +
-                          "' (valid: deepseek_r1, qwen3, deepseek_v3, glm45, seed_oss, openai_gptoss, auto, none)");
+                          "' (valid: deepseek_r1, qwen3, deepseek_v3, glm45, seed_oss, minimax_m2, minimax_m2_append_think, "
+                          "openai_gptoss, auto, none)");
 }
 
 bool prompt_closes_reasoning(std::string_view prompt, ReasoningKind kind) {
@@ -58,7 +60,7 @@ ReasoningStart reasoning_start(ReasoningKind kind, std::string_view prompt) {
   const bool open_in_prompt =
       open != std::string_view::npos && prompt.find(reasoning_close_tag(kind), open) == std::string_view::npos;
   if (open_in_prompt) return ReasoningStart::reasoning;
-  if (kind == ReasoningKind::deepseek_r1 || kind == ReasoningKind::seed_oss)
+  if (kind == ReasoningKind::deepseek_r1 || kind == ReasoningKind::seed_oss || kind == ReasoningKind::minimax_append_think)
     return prompt_closes_reasoning(prompt, kind) ? ReasoningStart::content : ReasoningStart::reasoning;
   return ReasoningStart::maybe;
 }
@@ -67,6 +69,11 @@ ReasoningSplitter::ReasoningSplitter(ReasoningKind kind, std::string_view prompt
     : open_(reasoning_open_tag(kind)), close_(reasoning_close_tag(kind)) {
   BRIGADE_CHECK(kind != ReasoningKind::none && kind != ReasoningKind::openai_gptoss,
                 "harmony output is split by a HarmonyParser");
+  if (kind == ReasoningKind::minimax_append_think) {  // all content, `<think>` first
+    state_ = State::content;
+    held_ = open_;
+    return;
+  }
   switch (reasoning_start(kind, prompt)) {
     case ReasoningStart::maybe: state_ = State::maybe; break;
     case ReasoningStart::reasoning: state_ = State::reasoning; break;

@@ -27,16 +27,19 @@ namespace brigade::server {
 // openai_gptoss: gpt-oss's harmony channels (server/harmony_parser.h), not `<think>` blocks: the
 // server splits those with a HarmonyParser, never with a ReasoningSplitter. seed_oss: Seed-OSS's
 // `<seed:think>` ... `</seed:think>` blocks, by deepseek_r1's rule (vLLM's seed_oss: the model
-// may think without writing the open tag).
-enum class ReasoningKind { none, deepseek_r1, qwen3, openai_gptoss, seed_oss };
+// may think without writing the open tag). minimax_append_think (vLLM's minimax_m2_append_think):
+// nothing is split; the output is all content with `<think>` put before it, so that a client
+// sending the message back gives MiniMax-M2 its thinking whole (the constraint waits for
+// `</think>` by deepseek_r1's rule).
+enum class ReasoningKind { none, deepseek_r1, qwen3, openai_gptoss, seed_oss, minimax_append_think };
 
 // The tags that open and close a kind's block: `<think>` and `</think>`, or Seed-OSS's.
 std::string_view reasoning_open_tag(ReasoningKind kind);
 std::string_view reasoning_close_tag(ReasoningKind kind);
 
-// A `--reasoning-parser` name: deepseek_r1 (also QwQ), qwen3, deepseek_v3 and glm45 (qwen3's
-// rule: they think only when the template opens the block or the model writes `<think>`),
-// seed_oss, openai_gptoss, none. `auto`: openai_gptoss when the model's vocabulary has harmony's
+// A `--reasoning-parser` name: deepseek_r1 (also QwQ, and minimax_m2: MiniMax-M2 writes only
+// `</think>`), qwen3, deepseek_v3 and glm45 (qwen3's rule: they think only when the template opens
+// the block or the model writes `<think>`), seed_oss, minimax_m2_append_think, openai_gptoss, none. `auto`: openai_gptoss when the model's vocabulary has harmony's
 // `<|channel|>` as one token (`vocab_has_channel`), else qwen3's rule when it has `</think>` as one
 // token (`vocab_has_close_tag`), else seed_oss when it has `</seed:think>` (`vocab_has_seed_close`),
 // else none. invalid_argument lists the valid names.

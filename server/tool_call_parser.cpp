@@ -289,6 +289,7 @@ std::unique_ptr<ToolCallParser> make_tool_call_parser(ToolParserKind kind, int m
     case ToolParserKind::glm45:
     case ToolParserKind::qwen3_coder:
     case ToolParserKind::seed_oss:
+    case ToolParserKind::minimax_m2:
       return tool_parse::make_tagged_parser(max_calls, tool_parse::tagged_syntax(kind, std::move(functions)));
     case ToolParserKind::mistral: return tool_parse::make_mistral_parser(max_calls);
     case ToolParserKind::openai: return tool_parse::make_harmony_parser(max_calls);

@@ -38,6 +38,14 @@
 //                literal, else the text.
 //   seed_oss     (Seed-OSS): qwen3_coder's calls, values typed alike, between <seed:tool_call> and
 //                </seed:tool_call> (vLLM's seed_oss).
+//   minimax_m2   (MiniMax-M2): <minimax:tool_call> then <invoke name="NAME"> blocks of
+//                <parameter name="K">V</parameter> (names quoted or not) up to </invoke>, then
+//                </minimax:tool_call>. Values as vLLM's minimax_m2 types them (trimmed): null for
+//                null / none / nil (any case); else by the types the tool's schema allows for the
+//                key (type, a list of types, enum values' types, anyOf / oneOf / allOf), tried
+//                integer, number (a whole one as an integer), boolean (true/1/yes/on,
+//                false/0/no/off), object or array (JSON), string; a key the schema does not list
+//                is a string; nothing that fits: JSON, else the text.
 //   pythonic     (Llama 3.2/4 pythonic templates): the whole output is a Python list of calls with
 //                keyword arguments, [f(a=1, b="x"), g()], optionally in <|python_start|> ..
 //                <|python_end|>; values are Python literals (as vLLM's ast.literal_eval reads
@@ -50,7 +58,7 @@
 //                streamed as it comes.
 //   forced_array (tool_choice "required"): the output is a JSON array of {"name", <key>} calls;
 //                each call goes out when its object is complete.
-// The tagged syntaxes (hermes, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss) release a call when its end
+// The tagged syntaxes (hermes, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2) release a call when its end
 // marker arrives (or at the end of the output, when the text up to there is a whole call), text
 // outside calls as it comes (a possible partial marker held back). Arguments of a parsed call
 // are rewritten as Python's json.dumps writes them (vLLM's form); forced_named passes the
@@ -79,8 +87,8 @@ struct ToolParse {
 };
 
 enum class ToolParserKind {
-  hermes, llama3_json, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, pythonic, openai, forced_named,
-  forced_array
+  hermes, llama3_json, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2, pythonic, openai,
+  forced_named, forced_array
 };
 
 // A tool the request offers: its name and its parameters JSON schema's text ("" when absent).

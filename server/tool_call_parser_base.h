@@ -81,7 +81,7 @@ struct TaggedSyntax {
 };
 std::unique_ptr<ToolCallParser> make_tagged_parser(int max_calls, TaggedSyntax syntax);
 
-// The syntaxes' TaggedSyntax (hermes, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss); functions: the
+// The syntaxes' TaggedSyntax (hermes, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2); functions: the
 // request's tools.
 TaggedSyntax tagged_syntax(ToolParserKind kind, std::vector<ToolFunction> functions);
 

@@ -1,4 +1,4 @@
-// The tagged tool-call syntaxes (hermes, deepseek_v3/v31, kimi_k2, glm45, qwen3_coder, seed_oss): one state
+// The tagged tool-call syntaxes (hermes, deepseek_v3/v31, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2): one state
 // machine over section and call markers (TaggedSyntax), and each syntax's reading of a call's body.
 #include <nlohmann/json.hpp>
 
@@ -6,6 +6,9 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "models/py_json.h"
 #include "server/tool_call_parser_base.h"
@@ -284,6 +287,111 @@ std::optional<ToolCallDelta> qwen3_coder_call(std::string_view body, const std::
   return ToolCallDelta{0, std::string(name), py_json_dumps(args), ""};
 }
 
+// The JSON schema types `schema` allows, as vLLM's minimax_m2 reads them: "type" (a name or a
+// list of names), the types of "enum"'s values, and those of anyOf / oneOf / allOf's schemas;
+// {"string"} when none is named.
+std::vector<std::string> schema_types(const ojson& schema) {
+  std::vector<std::string> types;
+  auto add = [&](std::string t) {
+    if (std::find(types.begin(), types.end(), t) == types.end()) types.push_back(std::move(t));
+  };
+  std::function<void(const ojson&)> walk = [&](const ojson& s) {
+    if (!s.is_object()) return;
+    if (auto t = s.find("type"); t != s.end()) {
+      if (t->is_string()) add(t->get<std::string>());
+      if (t->is_array())
+        for (const ojson& v : *t)
+          if (v.is_string()) add(v.get<std::string>());
+    }
+    if (auto e = s.find("enum"); e != s.end() && e->is_array())
+      for (const ojson& v : *e)
+        add(v.is_null() ? "null" : v.is_boolean() ? "boolean" : v.is_number_integer() ? "integer"
+            : v.is_number() ? "number" : v.is_string() ? "string" : v.is_array() ? "array" : "object");
+    for (const char* choice : {"anyOf", "oneOf", "allOf"})
+      if (auto c = s.find(choice); c != s.end() && c->is_array())
+        for (const ojson& sub : *c) walk(sub);
+  };
+  walk(schema);
+  if (types.empty()) types.push_back("string");
+  for (std::string& t : types)
+    std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+  return types;
+}
+
+// A minimax_m2 parameter's value (trimmed) typed by the types its schema allows (schema_types), as
+// vLLM's MinimaxM2ToolParser converts it: the first of integer, number, boolean, object / array,
+// string that the text is; else JSON, else the text. A number that is not finite is not one.
+ojson minimax_value(std::string_view v, const ojson& schema) {
+  std::string lower(v);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower == "null" || lower == "none" || lower == "nil") return nullptr;
+  const std::vector<std::string> types = schema_types(schema);
+  auto allows = [&](std::initializer_list<const char*> names) {
+    return std::any_of(names.begin(), names.end(),
+                       [&](const char* n) { return std::find(types.begin(), types.end(), n) != types.end(); });
+  };
+  auto json_of = [](std::string_view text) { return ojson::parse(text.begin(), text.end(), nullptr, false); };
+  if (allows({"integer", "int"})) {  // Python's int(): an optional sign and digits
+    std::string_view digits = v;
+    if (!digits.empty() && (digits[0] == '+' || digits[0] == '-')) digits.remove_prefix(1);
+    if (!digits.empty() && digits.size() <= 18 &&
+        std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return std::stoll(std::string(v));
+  }
+  if (allows({"number", "float"})) {  // Python's float(), a whole value as an int
+    const std::string_view num = v.starts_with('+') ? v.substr(1) : v;
+    double d = 0.0;
+    const auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), d);
+    if (!num.empty() && ec == std::errc() && end == num.data() + num.size() && std::isfinite(d)) {
+      if (d == std::trunc(d) && std::fabs(d) < 9.2e18) return static_cast<int64_t>(d);
+      return d;
+    }
+  }
+  if (allows({"boolean", "bool"})) {
+    if (lower == "true" || lower == "1" || lower == "yes" || lower == "on") return true;
+    if (lower == "false" || lower == "0" || lower == "no" || lower == "off") return false;
+  }
+  if (allows({"object", "array"})) {
+    if (ojson parsed = json_of(v); !parsed.is_discarded()) return parsed;
+  }
+  if (allows({"string", "str", "text"})) return std::string(v);
+  if (ojson parsed = json_of(v); !parsed.is_discarded()) return parsed;
+  return std::string(v);
+}
+
+// A name as MiniMax writes it: trimmed, its quotes (double or single) dropped.
+std::string_view unquote(std::string_view s) {
+  s = trim(s);
+  if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front()) s = s.substr(1, s.size() - 2);
+  return s;
+}
+
+// MiniMax-M2: BODY is what follows `<invoke name=`: NAME>, then <parameter name=K>V</parameter>
+// anywhere in the rest (other text between them is ignored, as vLLM's regexes skip it).
+std::optional<ToolCallDelta> minimax_call(std::string_view body, const std::vector<ToolFunction>& functions) {
+  static constexpr std::string_view kParam = "<parameter name=", kParamEnd = "</parameter>";
+  const size_t name_end = body.find('>');
+  if (name_end == npos || name_end == 0) return std::nullopt;
+  const std::string_view name = unquote(body.substr(0, name_end));
+  if (!valid_function_name(name)) return std::nullopt;
+  const ojson properties = tool_properties(functions, name);
+  ojson args = ojson::object();
+  for (std::string_view rest = body.substr(name_end + 1);;) {
+    const size_t open = rest.find(kParam);
+    if (open == npos) break;
+    rest.remove_prefix(open + kParam.size());
+    const size_t close = rest.find(kParamEnd);
+    if (close == npos) break;  // an unfinished parameter is not one
+    const std::string_view param = rest.substr(0, close);
+    rest.remove_prefix(close + kParamEnd.size());
+    const size_t key_end = param.find('>');
+    if (key_end == npos || key_end == 0) continue;
+    const std::string key(unquote(param.substr(0, key_end)));
+    args[key] = minimax_value(trim(param.substr(key_end + 1)), parameter_schema(properties, key));
+  }
+  return ToolCallDelta{0, std::string(name), py_json_dumps(args), ""};
+}
+
 }  // namespace
 
 std::unique_ptr<ToolCallParser> make_tagged_parser(int max_calls, TaggedSyntax syntax) {
@@ -308,6 +416,9 @@ TaggedSyntax tagged_syntax(ToolParserKind kind, std::vector<ToolFunction> functi
       return {{}, {}, kind == ToolParserKind::seed_oss ? "<seed:tool_call>" : "<tool_call>",
               kind == ToolParserKind::seed_oss ? "</seed:tool_call>" : "</tool_call>",
               [functions = std::move(functions)](std::string_view body) { return qwen3_coder_call(body, functions); }};
+    case ToolParserKind::minimax_m2:
+      return {{"<minimax:tool_call>"}, {"</minimax:tool_call>"}, "<invoke name=", "</invoke>",
+              [functions = std::move(functions)](std::string_view body) { return minimax_call(body, functions); }};
     default:
       return {{}, {}, "<tool_call>", "</tool_call>",
               [](std::string_view body) { return call_of(body, {"arguments", "parameters"}); }};

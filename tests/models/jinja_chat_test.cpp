@@ -101,6 +101,9 @@ TEST(JinjaChatTemplate, ToolSyntaxFollowsTheTemplate) {
   EXPECT_EQ(syntax("<seed:tool_call>\n<function={{ name }}>\n<parameter={{ k }}>{{ v }}</parameter>\n</function>"),
             ChatToolSyntax::seed_oss)
       << "Seed-OSS's calls: qwen3_coder's in its own tags";
+  EXPECT_EQ(syntax("{{ '<minimax:tool_call>' }}\n<invoke name=\"{{ name }}\">\n<parameter name=\"{{ k }}\">{{ v }}</parameter>"),
+            ChatToolSyntax::minimax_m2)
+      << "MiniMax-M2's invoke blocks";
   EXPECT_EQ(syntax("{{ '<｜tool▁calls▁begin｜>' + name + '\\n```json\\n' }}"), ChatToolSyntax::deepseek_v3);
   EXPECT_EQ(syntax("{{ '<｜tool▁calls▁begin｜>' + name + '<｜tool▁sep｜>' }}"), ChatToolSyntax::deepseek_v31);
   EXPECT_EQ(syntax("{{ '<|tool_calls_section_begin|>' }}"), ChatToolSyntax::kimi_k2);
@@ -254,7 +257,7 @@ TEST(ModelChatTemplate, ToolSyntaxNames) {
   for (ChatToolSyntax s : {ChatToolSyntax::hermes, ChatToolSyntax::llama3_json, ChatToolSyntax::mistral,
                            ChatToolSyntax::deepseek_v3, ChatToolSyntax::deepseek_v31, ChatToolSyntax::glm45,
                            ChatToolSyntax::kimi_k2, ChatToolSyntax::pythonic, ChatToolSyntax::qwen3_coder,
-                           ChatToolSyntax::seed_oss})
+                           ChatToolSyntax::seed_oss, ChatToolSyntax::minimax_m2})
     EXPECT_EQ(*parse_tool_syntax(tool_syntax_name(s)), s);
   EXPECT_EQ(*parse_tool_syntax("qwen3_xml"), ChatToolSyntax::qwen3_coder);
   EXPECT_EQ(*parse_tool_syntax("glm47"), ChatToolSyntax::glm45);

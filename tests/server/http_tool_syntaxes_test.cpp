@@ -211,6 +211,15 @@ TEST(ServerToolSyntaxes, ToolCallParserOverridesTheTemplate) {
                "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n<parameter=days>\n3\n"
                "</parameter>\n</function>\n</tool_call>",
                {"", {{"get_weather", R"({"city": "Oslo", "days": 3})"}}});
+  // --tool-call-parser minimax_m2: MiniMax-M2's invoke blocks through the server, values typed by
+  // the tools' schema.
+  ChatTestServer minimax(model_with_template("syntax_minimax_m2", brigade::testing::real_chat_template("qwen2.5")), "",
+                         "none", "minimax_m2");
+  ASSERT_TRUE(minimax.ok());
+  expect_calls(minimax,
+               "Checking.\n<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Oslo</parameter>\n"
+               "<parameter name=\"days\">3</parameter>\n</invoke>\n</minimax:tool_call>",
+               {"Checking.", {{"get_weather", R"({"city": "Oslo", "days": 3})"}}});
   // A Llama 2 template has no call syntax; a named parser makes tools usable.
   ChatTestServer llama2(model_with_template("syntax_llama2", brigade::testing::real_chat_template("llama-2")), "", "none", "kimi_k2");
   ASSERT_TRUE(llama2.ok());

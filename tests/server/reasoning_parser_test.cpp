@@ -60,6 +60,11 @@ const std::vector<Case>& cases() {
       {"seed_cut_inside_the_close_tag", ReasoningKind::seed_oss, "assistant\n", "a</seed:thi", "a</seed:thi", ""},
       {"seed_think_tags_are_text", ReasoningKind::seed_oss, "assistant\n", "<think>a</think>b</seed:think>c",
        "<think>a</think>b", "c"},
+      // MiniMax-M2 (vLLM's minimax_m2_append_think): nothing split, `<think>` put before the
+      // output whatever it holds (a client sends the thinking back whole).
+      {"minimax_append_think", ReasoningKind::minimax_append_think, "]~b]ai\n", "plan</think>\n\nanswer", "",
+       "<think>plan</think>\n\nanswer"},
+      {"minimax_append_think_empty", ReasoningKind::minimax_append_think, "]~b]ai\n", "", "", "<think>"},
   };
   return all;
 }
@@ -136,6 +141,9 @@ TEST(ReasoningSplitter, ParserNames) {
   EXPECT_EQ(*parse_reasoning_kind("seed_oss"), ReasoningKind::seed_oss);
   EXPECT_EQ(*parse_reasoning_kind("auto", false, false, /*vocab_has_seed_close=*/true), ReasoningKind::seed_oss);
   EXPECT_EQ(*parse_reasoning_kind("auto", true, false, true), ReasoningKind::qwen3);
+  // MiniMax-M2: minimax_m2 is R1's rule (the model writes only `</think>`); append_think its own.
+  EXPECT_EQ(*parse_reasoning_kind("minimax_m2"), ReasoningKind::deepseek_r1);
+  EXPECT_EQ(*parse_reasoning_kind("minimax_m2_append_think"), ReasoningKind::minimax_append_think);
   auto bad = parse_reasoning_kind("r1");
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.status().code(), StatusCode::invalid_argument);

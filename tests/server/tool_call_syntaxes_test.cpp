@@ -1,5 +1,5 @@
 // The tool-call syntaxes beyond Hermes and Llama 3 JSON (mistral, deepseek_v3/v31, kimi_k2, glm45,
-// qwen3_coder, seed_oss):
+// qwen3_coder, seed_oss, minimax_m2):
 // whole and cut at every byte, several calls, text before and after, malformed calls left as
 // content. Expected calls follow vLLM's parsers of the same names (arguments as Python's
 // json.dumps writes them); the texts are what the models' own chat templates write for an
@@ -23,7 +23,8 @@ using testing::Result;
 
 constexpr ToolParserKind kMistral = ToolParserKind::mistral, kDeepSeek = ToolParserKind::deepseek_v3,
                          kKimi = ToolParserKind::kimi_k2, kGlm = ToolParserKind::glm45,
-                         kQwen = ToolParserKind::qwen3_coder, kSeed = ToolParserKind::seed_oss;
+                         kQwen = ToolParserKind::qwen3_coder, kSeed = ToolParserKind::seed_oss,
+                         kMiniMax = ToolParserKind::minimax_m2;
 
 TEST(ToolCallSyntaxes, MistralJsonArray) {
   // Mistral 7B v0.3's form (its template writes the call's id too).
@@ -203,6 +204,47 @@ TEST(ToolCallSyntaxes, SeedOss) {
   }
 }
 
+// MiniMax-M2: <invoke> blocks in a <minimax:tool_call> section (vLLM's minimax_m2): names quoted
+// or not, values trimmed and typed by every type the schema allows (a list of types, enum values,
+// anyOf), integer before number before boolean before object / array before string; "null" /
+// "None" / "nil" are null; an untyped or unlisted key is a string; nothing fitting: JSON, else text.
+TEST(ToolCallSyntaxes, MiniMaxM2) {
+  const std::vector<ToolFunction> tools = {
+      kGlmTools[0],
+      {"calc", R"({"type": "object", "properties": {"x": {"type": "number"}, "n": {"type": ["integer", "string"]},
+                  "flag": {"type": "boolean"}, "mode": {"enum": [1, 2, "auto"]}, "opt": {"anyOf": [{"type": "object"},
+                  {"type": "null"}]}, "items": {"type": "array"}, "b2": {"type": "boolean"}, "u": {"type": "integer"}}})"}};
+  testing::RunOptions o{.functions = tools};
+  // MiniMax-M2's template form, two calls in one section, text before it.
+  expect_every_split(kMiniMax,
+                     "Let me check both.\n<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Zürich"
+                     "</parameter>\n<parameter name=\"days\">2</parameter>\n</invoke>\n<invoke name=\"get_time\">\n</invoke>\n"
+                     "</minimax:tool_call>",
+                     "Let me check both.", {{"get_weather", R"({"city": "Zürich", "days": 2})"}, {"get_time", "{}"}}, o);
+  expect_every_split(kMiniMax,
+                     R"(<minimax:tool_call><invoke name=calc><parameter name=x> 2.0 </parameter><parameter name='n'>07)"
+                     R"(</parameter><parameter name="flag">yes</parameter><parameter name="mode">auto</parameter>)"
+                     R"(<parameter name="opt">{"k": [1]}</parameter><parameter name="items">[1, "a"]</parameter>)"
+                     R"(<parameter name="b2">maybe</parameter><parameter name="u">None</parameter>)"
+                     R"(<parameter name="extra">42</parameter></invoke></minimax:tool_call>)",
+                     "",
+                     {{"calc", R"({"x": 2, "n": 7, "flag": true, "mode": "auto", "opt": {"k": [1]}, "items": [1, "a"], "b2": "maybe", "u": null, "extra": "42"})"}},
+                     o);
+  // Cut off by the end of the output, the invoke so far is a call (its unfinished parameter left out).
+  expect_every_split(kMiniMax,
+                     "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Bern</parameter>\n"
+                     "<parameter name=\"days\">3",
+                     "", {{"get_weather", R"({"city": "Bern"})"}}, o);
+  // Not calls: Hermes's blocks, an invoke without a name or with an invalid one.
+  for (const std::string text : {R"(<tool_call>{"name": "get_time", "arguments": {}}</tool_call>)",
+                                 "<minimax:tool_call><invoke name=>\n</invoke></minimax:tool_call>",
+                                 R"(<minimax:tool_call><invoke name="get weather"></invoke></minimax:tool_call>)"}) {
+    SCOPED_TRACE(text);
+    const Result r = testing::run(kMiniMax, text, 0, o);
+    EXPECT_TRUE(r.calls.empty());
+  }
+}
+
 TEST(ToolCallSyntaxes, Glm45MalformedStaysContent) {
   testing::RunOptions o{.functions = kGlmTools};
   for (const std::string text : {"<tool_call>get weather\n</tool_call>", "<tool_call>\n<arg_key>a</arg_key></tool_call>",
@@ -275,14 +317,16 @@ TEST(ToolCallSyntaxes, FuzzSplitsAgree) {
                            "<parameter=", "</parameter>", "{", "}", "[", "]", "\"", " ", "\n", "x", "ü", "<", "<｜",
                            "f(", "a=1", ")", "'s'", ",", "<|python_start|>", "<|start|>", "<|channel|>", "<|message|>",
                            "<|end|>", "<|call|>", "<|return|>", "<|constrain|>", "analysis", "final", " to=functions.f",
-                           "commentary", "json", "<seed:tool_call>", "</seed:tool_call>"};
+                           "commentary", "json", "<seed:tool_call>", "</seed:tool_call>", "<minimax:tool_call>",
+                           "</minimax:tool_call>", "<invoke name=", "\"f\">", "</invoke>", "<parameter name=", "a>"};
   std::mt19937_64 rng(11);
   testing::RunOptions o{.functions = kGlmTools};
   for (int i = 0; i < 2000; ++i) {
     std::string text;
     const int n = static_cast<int>(rng() % 14);
     for (int k = 0; k < n; ++k) text += kPieces[rng() % std::size(kPieces)];
-    for (ToolParserKind kind : {kMistral, kDeepSeek, kKimi, kGlm, kQwen, kSeed, ToolParserKind::pythonic, ToolParserKind::openai}) {
+    for (ToolParserKind kind :
+         {kMistral, kDeepSeek, kKimi, kGlm, kQwen, kSeed, kMiniMax, ToolParserKind::pythonic, ToolParserKind::openai}) {
       const Result whole = testing::run(kind, text, 0, o);
       for (size_t step : {size_t{1}, size_t{5}}) {
         const Result split = testing::run(kind, text, step, o);
