@@ -21,7 +21,7 @@ namespace {
 constexpr const char* kSupportedArchs =
     "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, olmoe, ernie4_5-moe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
     "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1, mamba, mamba2, nemotron_h, nemotron_h_moe, granitehybrid, jamba, "
-    "smollm3, granite, olmo2 (OLMo 2 and 3), exaone4, glm4, seed_oss, ernie4_5, hunyuan-dense, apertus, llama4";
+    "smollm3, granite, olmo2 (OLMo 2 and 3), exaone4, glm4, seed_oss, ernie4_5, hunyuan-dense, apertus, llama4, minimax-m2";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -77,10 +77,10 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   BRIGADE_ASSIGN_OR_RETURN(const bool experts, gguf_has_experts(g, arch));
   if (experts && !is_gguf_moe(arch) && arch != "llama" && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) &&
       arch != "qwen35moe" && arch != "qwen3next" && arch != "lfm2moe" && arch != "granitehybrid" && arch != "nemotron_h" &&
-      arch != "nemotron_h_moe" && arch != "jamba" && arch != "llama4")
+      arch != "nemotron_h_moe" && arch != "jamba" && arch != "llama4" && arch != "minimax-m2")
     return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for qwen3moe, "
                        "qwen2moe, olmoe, ernie4_5-moe, qwen35moe, qwen3next, gpt-oss, glm4moe, lfm2moe, granitehybrid, nemotron_h_moe, jamba, "
-                       "llama4 and llama (Mixtral) only");
+                       "llama4, minimax-m2 and llama (Mixtral) only");
   auto get = [&](const std::string& key, int& out) -> Status {
     BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int(a + key));
     if (v <= 0 || v > INT32_MAX) return corrupt(g.path() + ": metadata '" + a + key + "' is out of range");
@@ -103,15 +103,16 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   c.head_dim = c.n_heads > 0 ? c.hidden_size / c.n_heads : 0;
   if (g.find(a + "attention.key_length")) BRIGADE_RETURN_IF_ERROR(get("attention.key_length", c.head_dim));
   // llama.cpp's converter records the rotary width; phi3 may rotate part of each head
-  // (Phi-4-mini), glm4moe and glm4 rotate half of each and Qwen3-Next / Qwen3.5 a quarter, the
-  // others rotate whole heads.
+  // (Phi-4-mini), glm4moe, glm4 and minimax-m2 rotate half of each and Qwen3-Next / Qwen3.5 a
+  // quarter, the others rotate whole heads.
   BRIGADE_ASSIGN_OR_RETURN(int64_t n_rot, g.get_int_or(a + "rope.dimension_count", c.head_dim));
-  const bool partial = arch == "phi3" || is_gguf_glm4moe(arch) || arch == "glm4" || is_gguf_qwen35(arch);
+  const bool partial =
+      arch == "phi3" || is_gguf_glm4moe(arch) || arch == "glm4" || is_gguf_qwen35(arch) || arch == "minimax-m2";
   if (partial && n_rot > 0 && n_rot <= c.head_dim) c.rotary_dim = static_cast<int>(n_rot);
   else if (n_rot != c.head_dim && !mamba)  // (the Mamba family's attention has no positions)
     return unsupported(g.path() + ": " + a + "rope.dimension_count " + std::to_string(n_rot) + " differs from head_dim " +
                        std::to_string(c.head_dim) + "; partial rotary embeddings are supported for phi3, glm4moe, glm4, "
-                       "qwen3next, qwen35 and qwen35moe only");
+                       "qwen3next, qwen35, qwen35moe and minimax-m2 only");
   BRIGADE_ASSIGN_OR_RETURN(double eps, g.get_number_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
   BRIGADE_ASSIGN_OR_RETURN(double theta, g.get_number_or(a + "rope.freq_base", 10000.0));
   c.rms_eps = static_cast<float>(eps);

@@ -1,7 +1,7 @@
 // Internal to models/: llama.cpp's GGUF files of the Llama decoder's newer relatives, read into
 // the ModelConfig the safetensors path builds for them (models/llama_variants_config.h), as
 // llama.cpp's loader and graphs (src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp,
-// ernie4-5.cpp, hunyuan-dense.cpp, llama4.cpp) run them:
+// ernie4-5.cpp, hunyuan-dense.cpp, llama4.cpp, minimax-m2.cpp) run them:
 //   olmo2          OLMo 2 and OLMo 3 (one converter class): no attn_norm / ffn_norm,
 //                  post_attention_norm and post_ffw_norm on the blocks' outputs, attn_q_norm /
 //                  attn_k_norm over the whole projections ([H hd], [KV hd]); OLMo 3's
@@ -50,7 +50,17 @@
 //                  down of feed_forward_length. Refused by name: attention.sliding_window 0 (the
 //                  converter's "every layer full attention", which llama.cpp cannot run),
 //                  rope.freq_base_swa other than rope.freq_base, per-layer expert_used_count or
-//                  expert_feed_forward_length.
+//                  expert_feed_forward_length;
+//   minimax-m2     MiniMax-M2 (arch minimax_m2, read_minimax_m2's fields): attn_q_norm /
+//                  attn_k_norm over the whole projections ([H hd], [KV hd]) before NEOX RoPE
+//                  (not permuted) over rope.dimension_count of each head; every layer sparse:
+//                  ffn_gate_inp the router, the experts stacked as qwen3moe's and
+//                  feed_forward_length wide (llama.cpp sizes them by it; the converter writes
+//                  expert_feed_forward_length equal), the top expert_used_count chosen on sigmoid
+//                  + exp_probs_b (the selection bias, [E]) and renormalised, as llama.cpp's graph
+//                  fixes. expert_gating_func 2 (sigmoid), or absent (llama.cpp then aborts;
+//                  MiniMax-M2 routes by sigmoid). Refused by name: another expert_gating_func,
+//                  expert_group_count above 1, per-layer expert_used_count.
 // The converter permutes no q/k rows for any of them. Biases the file holds load (transformers'
 // attention_bias / attention_out_bias / use_bias); llama.cpp creates no o or MLP biases for
 // these (its loader refuses a file holding them), so its files have none.
@@ -70,7 +80,7 @@ bool is_gguf_llama_variant(const std::string& gguf_arch);
 
 // Fills what the architecture adds to the common keys read_config reads (arch becomes the
 // safetensors name: olmo2 or olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense,
-// llama4_text). unsupported naming the key for what brigade does not run (above).
+// llama4_text, minimax_m2). unsupported naming the key for what brigade does not run (above).
 // corrupt naming the key for values out of range.
 Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c);
 

@@ -75,6 +75,7 @@ std::string format_model_info(const ModelInfo& m) {
                       : c.vision.kind == VisionKind::qwen2_vl ? "Qwen2VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen3_vl ? "Qwen3VLForConditionalGeneration"
                       : c.arch == "llama"                     ? "Mistral3ForConditionalGeneration"
+                      : c.arch == "llama4_text"               ? "Llama4ForConditionalGeneration"
                                                               : "Gemma3ForConditionalGeneration";
   s += "architecture:  " + c.arch + (c.multimodal_text ? std::string(" (the language model of ") + whole + ")" : "") + "\n";
   if (c.vision.present() && c.vision.dynamic()) {
@@ -274,6 +275,9 @@ std::string format_model_info(const ModelInfo& m) {
       s += ", sigmoid score on the expert's input, a shared expert of " + std::to_string(c.shared_width());
     s += "\n";
     if (c.is_mla() || c.arch == "glm4_moe") s += "routing:       " + deepseek_routing(c) + "\n";
+    if (c.arch == "minimax_m2")
+      s += std::string("routing:       sigmoid") + (c.moe_score_bias ? " + e_score_correction_bias (selection only)" : "") +
+           "\n";
     if (c.arch == "lfm2_moe")
       s += std::string("routing:       sigmoid") + (c.moe_score_bias ? " + expert_bias (selection only)" : "") +
            ", routed_scaling_factor " + num(c.routed_scaling_factor) + "\n";

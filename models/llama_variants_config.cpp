@@ -70,7 +70,7 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"SeedOssForCausalLM", "seed_oss"},  {"Ernie4_5ForCausalLM", "ernie4_5"},
       {"HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"}, {"OlmoeForCausalLM", "olmoe"},
       {"ApertusForCausalLM", "apertus"},          {"Ernie4_5_MoeForCausalLM", "ernie4_5_moe"},
-      {"Llama4ForCausalLM", "llama4_text"}};
+      {"Llama4ForCausalLM", "llama4_text"},       {"MiniMaxM2ForCausalLM", "minimax_m2"}};
   for (const auto& [cls, type] : kNames)
     if (class_name == cls || (class_name.empty() && model_type == type)) return type;
   return {};
@@ -298,10 +298,41 @@ Status read_llama4(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// MiniMax-M2 (MiniMaxM2Config; the Hub's configs also carry the fields of MiniMax's own code,
+// refused by name where they say something else than what transformers runs): q/k norms over the
+// whole projections (qk_norm_type per_layer) before a partial RoPE of rotary_dim (or
+// partial_rotary_factor) dims; every layer num_local_experts (256) experts of intermediate_size,
+// top num_experts_per_tok (8) chosen on sigmoid + e_score_correction_bias (use_routing_bias) and
+// renormalised; no biases, no window. Its MTP modules (num_mtp_modules) are not loaded.
+Status read_minimax_m2(const json& j, ModelConfig& c) {
+  std::string norm = "per_layer", scoring = "sigmoid", act = "silu";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "qk_norm_type", norm));
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "scoring_func", scoring));
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
+  if (norm != "per_layer")
+    return unsupported("config.json: qk_norm_type '" + norm + "' is not supported for minimax_m2; supported: per_layer");
+  if (scoring != "sigmoid")
+    return unsupported("config.json: scoring_func '" + scoring + "' is not supported for minimax_m2; supported: sigmoid");
+  if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported for minimax_m2; supported: silu");
+  if (c.attention_bias) return unsupported("config.json: attention_bias = true is not supported for minimax_m2");
+  c.qk_norm = c.qk_norm_whole = true;
+  c.sliding_window = 0;
+  if (j.contains("rotary_dim") && !j["rotary_dim"].is_null()) {
+    BRIGADE_RETURN_IF_ERROR(read_int(j, "rotary_dim", c.rotary_dim, false));
+    if (c.rotary_dim <= 0) return invalid_argument("config.json: rotary_dim must be > 0");
+  }
+  c.moe_scoring = MoeScoring::sigmoid;  // the experts' count, k and width: read_moe
+  c.moe_score_bias = true;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_routing_bias", c.moe_score_bias));
+  c.norm_topk_prob = true;
+  return Status::ok();
+}
+
 }  // namespace
 
 Status read_llama_variant(const json& j, ModelConfig& c) {
   if (c.arch == "llama4_text") return read_llama4(j, c);
+  if (c.arch == "minimax_m2") return read_minimax_m2(j, c);
   if (c.arch == "apertus") return read_apertus(j, c);
   if (c.arch == "olmo2" || c.arch == "olmo3") return read_olmo(j, c);
   if (c.arch == "olmoe") {  // OlmoeAttention: pre-norm layers, OLMo 2's whole-projection q/k norms

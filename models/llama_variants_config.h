@@ -27,7 +27,10 @@
 //     Scout / Maverick): RoPE of adjacent pairs with weightless q/k norms after it and chunked
 //     attention on three of every four layers, the others without RoPE, full attention and a
 //     query temperature growing with the position; sparse layers of sigmoid-scored top-1 experts
-//     whose score scales the expert's input, beside a shared expert (read_llama4).
+//     whose score scales the expert's input, beside a shared expert (read_llama4);
+//   minimax_m2 (MiniMaxM2ForCausalLM, MiniMax-M2 / M2.1): OLMo 2's whole-projection q/k norms
+//     before a partial RoPE, every layer sparse with sigmoid routing chosen with the
+//     e_score_correction_bias and renormalised, Mixtral's names (read_minimax_m2).
 #pragma once
 
 #include <nlohmann/json.hpp>

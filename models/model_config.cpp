@@ -35,7 +35,7 @@ constexpr const char* kSupported =
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
     "Mistral3ForConditionalGeneration (mistral3: its language model, text only), Llama4ForCausalLM (llama4_text), "
-    "Llama4ForConditionalGeneration (llama4: its language model, text only)";
+    "Llama4ForConditionalGeneration (llama4: its language model, text only), MiniMaxM2ForCausalLM (minimax_m2)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -45,7 +45,8 @@ bool is_glm4_moe(const std::string& arch) { return arch == "glm4_moe"; }
 // The architectures whose MoE fields read_moe parses (DeepSeek's: models/deepseek_config.h).
 bool is_sparse_moe(const std::string& arch) {
   return arch == "qwen3_moe" || arch == "qwen2_moe" || arch == "mixtral" || arch == "gpt_oss" || arch == "qwen3_next" ||
-         arch == "qwen3_5_moe_text" || arch == "olmoe" || arch == "ernie4_5_moe" || arch == "llama4_text";
+         arch == "qwen3_5_moe_text" || arch == "olmoe" || arch == "ernie4_5_moe" || arch == "llama4_text" ||
+         arch == "minimax_m2";
 }
 
 // Which family a config describes: architectures[0] wins, model_type otherwise. A
@@ -133,7 +134,7 @@ Status read_rope(const json& j, ModelConfig& c) {
     BRIGADE_ASSIGN_OR_RETURN(c.rope_scaling, parse_rope_scaling(it->dump(), where));
   }
   if (ntk_alpha > 0.0) BRIGADE_RETURN_IF_ERROR(stretch_rope_base(ntk_alpha, c));
-  if (c.arch != "phi3" && !glm && !is_gated_delta(c.arch)) return Status::ok();
+  if (c.arch != "phi3" && c.arch != "minimax_m2" && !glm && !is_gated_delta(c.arch)) return Status::ok();
   if (!(partial > 0.0f && partial <= 1.0f))
     return invalid_argument("config.json: partial_rotary_factor must be in (0, 1] (got " + std::to_string(partial) + ")");
   c.rotary_dim = static_cast<int>(static_cast<float>(c.head_dim) * partial);  // int(head_dim * factor)
@@ -355,6 +356,7 @@ Status read_moe(const json& j, ModelConfig& c) {
   if (c.arch == "mixtral") return read_mixtral_moe(j, c);
   if (c.arch == "ernie4_5_moe") return read_ernie_moe(j, c);
   if (c.arch == "olmoe") return read_olmoe_moe(j, c);
+  if (c.arch == "minimax_m2") return read_intermediate_width_experts(j, c, "num_local_experts", 256, 8);
   if (c.arch == "gpt_oss") return read_gpt_oss_moe(j, c);
   if (c.arch != "qwen3_moe" && c.arch != "qwen2_moe" && c.arch != "qwen3_next" && c.arch != "qwen3_5_moe_text")
     return Status::ok();
@@ -393,7 +395,7 @@ Status read_moe(const json& j, ModelConfig& c) {
 Status validate_moe(const ModelConfig& c) {
   if (!is_sparse_moe(c.arch)) return Status::ok();
   const std::string e = std::to_string(c.n_experts), k = std::to_string(c.n_experts_per_tok);
-  const std::string experts = c.arch == "mixtral" || c.arch == "gpt_oss" || c.arch == "llama4_text"
+  const std::string experts = c.arch == "mixtral" || c.arch == "gpt_oss" || c.arch == "llama4_text" || c.arch == "minimax_m2"
                                   ? "num_local_experts"
                                   : "num_experts";  // olmoe's too
   if (c.n_experts < 1) return invalid_argument("model config: " + experts + " must be >= 1 (got " + e + ")");

@@ -430,6 +430,13 @@ def fixtures():
         # each expert's input), no q/k norms, attention biases.
         "llama4_text": ("Llama4TextConfig", "Llama4ForCausalLM", llama4_text_config(
             num_experts_per_tok=2, use_qk_norm=False, attention_bias=True)),
+        # MiniMax-M2 (MiniMaxM2ForCausalLM, MiniMaxAI/MiniMax-M2 / M2.1): q/k RMSNorms over the whole
+        # projections before a partial RoPE (rotary_dim 16 of head_dim 32); every layer 8 experts of
+        # 32, top 2 chosen on sigmoid + e_score_correction_bias (random here; zeros at init) and
+        # renormalised; Mixtral's Hub names.
+        "minimax_m2": ("MiniMaxM2Config", "MiniMaxM2ForCausalLM", base_config(
+            head_dim=32, intermediate_size=32, num_local_experts=8, num_experts_per_tok=2, pad_token_id=0,
+            rope_parameters=dict(rope_type="default", rope_theta=5000000.0, partial_rotary_factor=0.5))),
     }
 
 
@@ -648,7 +655,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

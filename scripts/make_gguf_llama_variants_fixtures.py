@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Writes the GGUF fixtures of ten llama.cpp architectures that are Llama-style decoders with
+"""Writes the GGUF fixtures of eleven llama.cpp architectures that are Llama-style decoders with
 their own norms, biases, activations or RoPE, made by llama.cpp's own converter
 (convert_hf_to_gguf.py: conversion/olmo.py's Olmo2Model, OlmoeModel and SeedOssModel, exaone.py's
-Exaone4Model, glm.py's Glm4Model, ernie.py's Ernie4_5Model, hunyuan.py's HunYuanModel, all
-TextModel subclasses, none of them LlamaModel's; and llama.py's ApertusModel and Llama4Model,
-LlamaModels with undo_permute False) from tiny transformers checkpoints. The checkpoints (SOURCES)
-are make_fixtures.py's olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense, olmoe,
-ernie4_5_moe, apertus and llama4_text fixtures, made here with seeds of their own
-(make_fixtures.new_model, 3505..3515), changed where llama.cpp cannot run them (below):
+Exaone4Model, glm.py's Glm4Model, ernie.py's Ernie4_5Model, hunyuan.py's HunYuanModel,
+minimax.py's MiniMaxM2Model, all TextModel subclasses, none of them LlamaModel's; and llama.py's
+ApertusModel and Llama4Model, LlamaModels with undo_permute False) from tiny transformers
+checkpoints. The checkpoints (SOURCES) are make_fixtures.py's olmo2, olmo3, exaone4, glm4,
+seed_oss, ernie4_5, hunyuan_v1_dense, olmoe, ernie4_5_moe, apertus, llama4_text and minimax_m2
+fixtures, made here with seeds of their own (make_fixtures.new_model, 3505..3516), changed where
+llama.cpp cannot run them (below):
 
   gguf_olmo2          Olmo2ForCausalLM (2 layers, hidden 64, GQA 4 heads over 2 of 16, theta 1e4,
                       SwiGLU 128, norms after attention and MLP only, RMSNorm q/k over the whole
@@ -51,15 +52,22 @@ ernie4_5_moe, apertus and llama4_text fixtures, made here with seeds of their ow
                       fixture's every 2nd), chunks of 8192 (the fixture's 8), the temperature's
                       floor_scale 8192 (the fixture's 4) and every 2nd layer sparse (the fixture's
                       every layer); --outtype f32
+  gguf_minimax_m2     MiniMaxM2ForCausalLM as make_fixtures.py's minimax_m2 (2 layers, hidden 64,
+                      GQA 4 over 2 heads of 32, so q is 128 wide; RMSNorm q/k over the whole
+                      projections before NEOX RoPE over the first 16 of each head, theta 5e6;
+                      every layer 8 experts of 32, top 2 by sigmoid + e_score_correction_bias,
+                      renormalised; untied) with the Hub config's rotary_dim 16 and scoring_func
+                      sigmoid added (the fixture has neither: transformers 5 writes
+                      partial_rotary_factor 0.5 and always routes by sigmoid); --outtype f32
 
 What llama.cpp runs, and why these sources (llama.cpp 0c1e57098: the converter classes above,
 src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp, ernie4-5.cpp, hunyuan-vl.cpp (which
-hunyuan-dense.cpp reuses: loader and graph), apertus.cpp, llama4.cpp, ggml's ggml_xielu (ggml.c)
-and its CPU kernel (ggml-cpu/unary-ops.cpp op_xielu), llama-model.cpp's shared hparams and
-llama_model_rope_type, llama-context.cpp's YaRN parameters, llama-graph.cpp's build_moe_ffn and
-temperature input). Each loader refuses a file with a
-tensor it does not create ("done_getting_tensors: wrong number of tensors"), so a bias llama.cpp
-has no slot for cannot be in the file.
+hunyuan-dense.cpp reuses: loader and graph), apertus.cpp, llama4.cpp, minimax-m2.cpp, ggml's
+ggml_xielu (ggml.c) and its CPU kernel (ggml-cpu/unary-ops.cpp op_xielu), llama-model.cpp's
+shared hparams and llama_model_rope_type, llama-context.cpp's YaRN parameters, llama-graph.cpp's
+build_moe_ffn and temperature input). Each loader refuses a file with a tensor it does not create
+("done_getting_tensors: wrong number of tensors"), so a bias llama.cpp has no slot for cannot be
+in the file.
   - ernie4_5_moe: moe_num_shared_experts 2 (the fixture's 1). conversion/ernie.py's
     Ernie4_5MoeModel writes expert_shared_feed_forward_length as intermediate_size //
     num_key_value_heads (here 128 // 2 = 64; ERNIE-4.5-21B-A3B's 12288 // 4 = 3072, its two shared
@@ -209,13 +217,36 @@ has no slot for cannot be in the file.
     each chosen expert's input times sigmoid(its logit) (build_moe_ffn's weight_before_ffn),
     SiLU experts summed, plus ffn_down_shexp(silu(ffn_gate_shexp x) * ffn_up_shexp x); residual;
     output_norm, output.
+  - minimax_m2: rotary_dim 16 and scoring_func sigmoid, the fields of the Hub's config.json
+    (MiniMaxAI/MiniMax-M2: rotary_dim 64 of head_dim 128, scoring_func sigmoid) that
+    MiniMaxM2Config does not declare; transformers keeps them as attributes and runs the same
+    model (rotary_dim / head_dim is the fixture's partial_rotary_factor 0.5; MiniMaxM2TopKRouter
+    always routes by sigmoid). MiniMaxM2Model reads find_hparam(["rotary_dim"]) for
+    rope.dimension_count, with no fallback ("KeyError: could not find any of: ['rotary_dim']";
+    tried without it), and TextModel writes expert_gating_func only from scoring_func (or its
+    synonyms); llama_model_minimax_m2 reads that key optionally, and without it build_moe_ffn has
+    gating NONE and aborts at the first batch ("llama-graph.cpp:2072: fatal error"; tried without
+    scoring_func). The converter writes expert_count 8, expert_used_count 2, feed_forward_length
+    and expert_feed_forward_length 32 (both intermediate_size; the loader sizes the experts by
+    feed_forward_length, n_ff), expert_gating_func 2 (sigmoid), key_length / value_length 32 and
+    rope.dimension_count 16; stacks each layer's block_sparse_moe.experts.E.w1 / w3 / w2 into
+    ffn_gate_exps / ffn_up_exps (ne [64, 32, 8]) and ffn_down_exps (ne [32, 64, 8]), the router
+    block_sparse_moe.gate as ffn_gate_inp (ne [64, 8]), block_sparse_moe.e_score_correction_bias
+    as exp_probs_b.bias (ne [8]); nothing permuted (NEOX). Graph: attn_norm, q/k/v, RMSNorm of q
+    over all 128 (attn_q_norm [128]) and of k over all 64 (attn_k_norm [64]), then RoPE NEOX over
+    rope.dimension_count 16 of each 32-dim head (pairs i, i + 8; dims 16-31 pass through), softmax
+    scale 1/sqrt(32), o, residual; ffn_norm, sigmoid of ffn_gate_inp's logits, the top 2 chosen
+    on sigmoid + exp_probs_b, their sigmoids renormalised (norm_w true, hard-coded; no
+    expert_weights_norm or expert_weights_scale read), SiLU experts; residual; output_norm,
+    output (required). Both are exercised: transformers with the selection bias zeroed is 1.8,
+    5.0e-07, 2.4 off expected.json, with the whole head rotated 1.1, 5.0e-07, 1.8.
 vocab_size 256: no converter pads. Only ernie4_5 is tied (no output.weight; the loader falls back
 to token_embd.weight); olmo2 and apertus require output.weight, the others take it when present.
 
 What the converter does to the weights (checked tensor by tensor against each checkpoint: equal to
 the bit, no tensor permuted or transposed beyond GGUF's dimension order but llama4's experts;
 every checkpoint tensor written once; apertus's xIELU parameters as metadata). None of these
-classes permutes q/k: olmo2, olmo3, exaone4, seed_oss, hunyuan-dense and apertus are
+classes permutes q/k: olmo2, olmo3, exaone4, seed_oss, hunyuan-dense, apertus and minimax-m2 are
 LLAMA_ROPE_TYPE_NEOX (rotate-half, transformers' own layout), glm4, ernie4_5 and llama4
 LLAMA_ROPE_TYPE_NORM (their transformers classes rotate adjacent pairs already). Names (N the
 layer; ne in GGUF order, [in, out]):
@@ -251,7 +282,12 @@ layer; ne in GGUF order, [in, out]):
   experts.down_proj [4, 48, 64] transposed -> ffn_down_exps.weight (ne [48, 64, 4]);
   feed_forward.shared_expert.gate_proj / up_proj / down_proj -> ffn_gate_shexp.weight,
   ffn_up_shexp.weight [64, 48], ffn_down_shexp.weight [48, 64]; rope_freqs.weight [8] (no
-  layer). All F32.
+  layer);
+  minimax_m2: input_layernorm -> attn_norm, post_attention_layernorm -> ffn_norm;
+  self_attn.q_norm -> attn_q_norm.weight [128], k_norm -> attn_k_norm.weight [64];
+  block_sparse_moe.gate -> ffn_gate_inp.weight [64, 8], e_score_correction_bias ->
+  exp_probs_b.bias [8], experts.E.w1 / w3 / w2 stacked -> ffn_gate_exps.weight,
+  ffn_up_exps.weight (ne [64, 32, 8]), ffn_down_exps.weight (ne [32, 64, 8]). All F32.
 Metadata (besides general.* and the tokenizer's), every key under the arch prefix:
   olmo2.{block_count 2, context_length 256, embedding_length 64, feed_forward_length 128,
   attention.head_count 4, attention.head_count_kv 2, rope.freq_base 1e4,
@@ -287,6 +323,12 @@ Metadata (besides general.* and the tokenizer's), every key under the arch prefi
   attention.key_length 16, attention.value_length 16, vocab_size 256, rope.dimension_count 16,
   interleave_moe_layer_step 2, expert_feed_forward_length 48}: no sliding-window, chunk, NoPE,
   temperature or q/k-norm keys, no rope.scaling keys (llama3 is the rope_freqs tensor).
+  minimax-m2.{block_count 2, context_length 256, embedding_length 64, feed_forward_length 32,
+  attention.head_count 4, attention.head_count_kv 2, rope.freq_base 5e6,
+  attention.layer_norm_rms_epsilon 1e-5, expert_count 8, expert_used_count 2,
+  expert_gating_func 2, attention.key_length 32, attention.value_length 32,
+  expert_feed_forward_length 32, rope.dimension_count 16}: no rope.scaling keys (the converter
+  warns "Unknown RoPE type: default" and writes none), no expert_weights_* or group keys.
 
 The converter is make_gguf_qwen35_fixtures.py's: the one in PyPI's llama-cpp-python 0.3.36 source
 distribution (its vendored llama.cpp, ggml-org/llama.cpp@0c1e57098), in .brigade/llamacpp-src,
@@ -323,6 +365,7 @@ which must stay within 1e-3. Measured (prompts of 7, 1 and 40 tokens):
   gguf_ernie4_5_moe   1.4e-05, 9.6e-06, 1.8e-05
   gguf_apertus        1.5e-06, 1.1e-06, 1.9e-06
   gguf_llama4         2.0e-06, 1.2e-06, 2.8e-06
+  gguf_minimax_m2     1.4e-06, 1.1e-06, 1.7e-06
 
 Run: python3 scripts/make_gguf_llama_variants_fixtures.py [NAME...], then
 python3 scripts/make_gguf_llama_variants_fixtures.py --llamacpp [NAME...] (make_fixtures.py's
@@ -369,6 +412,10 @@ SOURCES = {
     "llama4": ("llama4_text", {"use_qk_norm": True, "attention_bias": False, "no_rope_layer_interval": 4,
                                "attention_chunk_size": 8192, "floor_scale": 8192, "interleave_moe_layer_step": 2},
                3515),
+    # the Hub config's rotary_dim and scoring_func, which the converter reads (the first required,
+    # the second the only source of expert_gating_func, without which llama.cpp aborts); transformers
+    # runs the same model with them (module docstring)
+    "minimax_m2": ("minimax_m2", {"rotary_dim": 16, "scoring_func": "sigmoid"}, 3516),
 }
 # name: (source, --outtype, pre-tokenizer name)
 FIXTURES = {
@@ -383,6 +430,7 @@ FIXTURES = {
     "gguf_ernie4_5_moe": ("ernie4_5_moe", "f32", "default"),
     "gguf_apertus": ("apertus", "f32", "gpt-2"),
     "gguf_llama4": ("llama4", "f32", "gpt-2"),
+    "gguf_minimax_m2": ("minimax_m2", "f32", "gpt-2"),
 }
 
 

@@ -189,13 +189,15 @@ TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
 // YaRN; EXAONE 4's NoPE full layers; GLM-4's half-rotated pairs and fused gate|up; Seed-OSS's and
 // ERNIE 4.5's biases; Hunyuan's norms after RoPE; Apertus's xIELU; OLMoE's experts (every one
 // taken, as above); Llama 4's chunked attention, weightless q/k norms, query temperature and
-// experts weighted on their inputs (every one taken).
+// experts weighted on their inputs, MiniMax-M2's whole-width q/k norms before a partial RoPE and
+// its biased sigmoid routing (every expert taken).
 TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir every_expert("gpu_every_expert_variants");
   for (const char* name : {"olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus"})
     expect_fixture_matches_cpu(name, testing::fixture_dir(name));
-  for (const char* name : {"olmoe", "llama4", "llama4_text"}) expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
+  for (const char* name : {"olmoe", "llama4", "llama4_text", "minimax_m2"})
+    expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 
 // The MTP module of `spec` given one MTP layer, GPU against CPU (MtpModuleMatchesCpu).

@@ -6,7 +6,9 @@
 // (experts not renormalised), gguf_apertus (its xIELU parameters as metadata), gguf_ernie4_5_moe
 // (a dense layer, then experts with the selection bias and two shared ones), gguf_llama4 (NoPE
 // on layer 3, q/k norms after llama3-scaled pair RoPE on the others, sparse layers 1 and 3 beside
-// dense 0 and 2), F32; llama.cpp itself runs each within 2e-5 of transformers (llamacpp.json).
+// dense 0 and 2), gguf_minimax_m2 (whole-width q/k norms, half of each head rotated, sigmoid
+// routing with the selection bias, renormalised), F32; llama.cpp itself runs each within 2e-5 of
+// transformers (llamacpp.json).
 // The configs as llama.cpp reads them, and transformers' logits, decode steps and greedy tokens.
 #include <gtest/gtest.h>
 
@@ -114,6 +116,22 @@ TEST(GgufLlamaVariants, ReadsTheConfigsAsLlamaCppDoes) {
   EXPECT_EQ(llama4.moe_scoring, MoeScoring::sigmoid);
   EXPECT_TRUE(llama4.moe_weight_on_input && !llama4.norm_topk_prob);
 
+  const ModelConfig minimax = open_config("gguf_minimax_m2");
+  EXPECT_EQ(minimax.arch, "minimax_m2");
+  EXPECT_EQ(minimax.rope_style, RopeStyle::neox) << "no q/k permutation";
+  EXPECT_EQ(minimax.head_dim, 32);
+  EXPECT_EQ(minimax.rope_dims(), 16) << "rope.dimension_count (the config's rotary_dim)";
+  EXPECT_FLOAT_EQ(minimax.rope_theta, 5e6f);
+  EXPECT_TRUE(minimax.qk_norm && minimax.qk_norm_whole && !minimax.qk_norm_after_rope);
+  EXPECT_FALSE(minimax.qkv_bias || minimax.o_bias || minimax.tie_embeddings);
+  EXPECT_EQ(minimax.n_experts, 8);
+  EXPECT_EQ(minimax.n_experts_per_tok, 2);
+  EXPECT_EQ(minimax.moe_intermediate_size, 32) << "feed_forward_length, which llama.cpp sizes the experts by";
+  EXPECT_EQ(minimax.n_moe_layers(), 2) << "every layer sparse";
+  EXPECT_EQ(minimax.shared_width(), 0);
+  EXPECT_EQ(minimax.moe_scoring, MoeScoring::sigmoid) << "expert_gating_func 2";
+  EXPECT_TRUE(minimax.moe_score_bias && minimax.norm_topk_prob);
+
   const ModelConfig hunyuan = open_config("gguf_hunyuan_dense");
   EXPECT_EQ(hunyuan.arch, "hunyuan_v1_dense");
   EXPECT_TRUE(hunyuan.qk_norm && hunyuan.qk_norm_after_rope);
@@ -216,6 +234,66 @@ TEST(GgufLlamaVariants, Llama4QkNormsByExpertCountAndItsRefusals) {
   EXPECT_NE(bad.message().find("rope.freq_base_swa"), std::string::npos) << bad.message();
 }
 
+// gguf_minimax_m2 reads as the Hugging Face fixture of the same shape (tests/fixtures/minimax_m2,
+// read_minimax_m2's fields); a file without expert_gating_func (llama.cpp aborts on one) runs
+// MiniMax-M2's sigmoid; another gating function, expert groups and a per-layer
+// expert_used_count are refused, naming the key.
+TEST(GgufLlamaVariants, MiniMaxM2AsItsHuggingFaceConfigAndItsRefusals) {
+  auto hf = Checkpoint::open(fixture_dir("minimax_m2"));
+  ASSERT_TRUE(hf.has_value()) << hf.status().to_string();
+  const ModelConfig& h = (*hf)->config();
+  const ModelConfig g = open_config("gguf_minimax_m2");
+  EXPECT_EQ(g.arch, h.arch);
+  EXPECT_EQ(g.rope_style, h.rope_style);
+  EXPECT_EQ(g.rope_dims(), h.rope_dims());
+  EXPECT_EQ(g.rope_theta, h.rope_theta);
+  EXPECT_EQ(g.head_dim, h.head_dim);
+  EXPECT_EQ(g.qk_norm, h.qk_norm);
+  EXPECT_EQ(g.qk_norm_whole, h.qk_norm_whole);
+  EXPECT_EQ(g.sliding_window, h.sliding_window);
+  EXPECT_EQ(g.n_experts, h.n_experts);
+  EXPECT_EQ(g.n_experts_per_tok, h.n_experts_per_tok);
+  EXPECT_EQ(g.moe_intermediate_size, h.moe_intermediate_size);
+  EXPECT_EQ(g.n_moe_layers(), h.n_moe_layers());
+  EXPECT_EQ(g.moe_scoring, h.moe_scoring);
+  EXPECT_EQ(g.moe_score_bias, h.moe_score_bias);
+  EXPECT_EQ(g.norm_topk_prob, h.norm_topk_prob);
+  EXPECT_EQ(g.routed_scaling_factor, h.routed_scaling_factor);
+
+  const testing::TempDir dir("gguf_minimax_m2");
+  using testing::gguf_u32;
+  const std::vector<testing::GgufKv> common = {
+      testing::gguf_str("general.architecture", "minimax-m2"), gguf_u32("minimax-m2.block_count", 1),
+      gguf_u32("minimax-m2.context_length", 64),              gguf_u32("minimax-m2.embedding_length", 64),
+      gguf_u32("minimax-m2.feed_forward_length", 32),         gguf_u32("minimax-m2.attention.head_count", 4),
+      gguf_u32("minimax-m2.rope.dimension_count", 8),         gguf_u32("minimax-m2.expert_count", 8)};
+  const std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors = {
+      {"token_embd.weight", {64, 256}},         {"blk.0.ffn_gate_inp.weight", {64, 8}},
+      {"blk.0.ffn_gate_exps.weight", {64, 32, 8}}, {"blk.0.ffn_up_exps.weight", {64, 32, 8}},
+      {"blk.0.ffn_down_exps.weight", {32, 64, 8}}, {"blk.0.exp_probs_b.bias", {8}}};
+  std::vector<testing::GgufKv> kv = common;
+  kv.push_back(gguf_u32("minimax-m2.expert_used_count", 2));
+  testing::write_gguf_zeros(dir.file("no_gating.gguf"), kv, tensors);
+  auto ck = Checkpoint::open(dir.file("no_gating.gguf"));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  EXPECT_EQ((*ck)->config().moe_scoring, MoeScoring::sigmoid);
+  EXPECT_EQ((*ck)->config().rope_dims(), 8);
+  EXPECT_EQ((*ck)->tensors().count("model.layers.0.mlp.gate.e_score_correction_bias"), 1u);
+
+  const std::vector<std::pair<testing::GgufKv, std::string>> refused = {
+      {gguf_u32("minimax-m2.expert_gating_func", 1), "expert_gating_func"},
+      {gguf_u32("minimax-m2.expert_group_count", 4), "expert_group_count"},
+      {testing::gguf_i32s("minimax-m2.expert_used_count", {2}), "expert_used_count"}};
+  for (const auto& [extra, key] : refused) {
+    kv = common;
+    if (key != "expert_used_count") kv.push_back(gguf_u32("minimax-m2.expert_used_count", 2));
+    kv.push_back(extra);
+    const Status bad = testing::open_gguf_zeros(dir.file(key + ".gguf"), kv, tensors);
+    EXPECT_EQ(bad.code(), StatusCode::unsupported) << key << ": " << bad.to_string();
+    EXPECT_NE(bad.message().find(key), std::string::npos) << bad.message();
+  }
+}
+
 class GgufLlamaVariantsF32 : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GgufLlamaVariantsF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
@@ -228,7 +306,7 @@ TEST_P(GgufLlamaVariantsF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaVariantsF32,
                          ::testing::Values("gguf_olmo2", "gguf_olmo3", "gguf_exaone4", "gguf_glm4", "gguf_seed_oss",
                                            "gguf_ernie4_5", "gguf_hunyuan_dense", "gguf_olmoe", "gguf_apertus",
-                                           "gguf_ernie4_5_moe", "gguf_llama4"),
+                                           "gguf_ernie4_5_moe", "gguf_llama4", "gguf_minimax_m2"),
                          [](const auto& p) { return p.param; });
 
 }  // namespace

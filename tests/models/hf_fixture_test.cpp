@@ -53,7 +53,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "qwen2_moe", "glm4_moe", "glm4_moe_step", "qwen3_yarn", "smollm3",
                                            "granite", "olmo2", "olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5",
                                            "hunyuan_v1_dense", "olmoe", "apertus", "mistral3", "ernie4_5_moe",
-                                           "llama4", "llama4_text"));
+                                           "llama4", "llama4_text", "minimax_m2"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -395,6 +395,22 @@ TEST(HfFixtureConfig, Llama4PiecesMoveTheLogits) {
   EXPECT_GT(max_diff_with_config("llama4_text", [](nlohmann::json& j) { j["num_experts_per_tok"] = 1; }), 100 * kLogitTol);
 }
 
+// `inspect` names Llama 4's and MiniMax-M2's pieces.
+TEST(HfFixtureConfig, InspectShowsLlama4AndMiniMaxPieces) {
+  auto llama4 = inspect_model(fixture_dir("llama4"));
+  ASSERT_TRUE(llama4.has_value()) << llama4.status().to_string();
+  const std::string l4 = format_model_info(*llama4);
+  for (const char* piece : {"language model of Llama4ForConditionalGeneration", "chunks of 8 on 2 of 4 layers",
+                            "query temperature on the NoPE layers", "sigmoid score on the expert's input",
+                            "q/k norm without weights on the RoPE layers after RoPE"})
+    EXPECT_NE(l4.find(piece), std::string::npos) << piece << "\n" << l4;
+  auto minimax = inspect_model(fixture_dir("minimax_m2"));
+  ASSERT_TRUE(minimax.has_value()) << minimax.status().to_string();
+  const std::string mm = format_model_info(*minimax);
+  for (const char* piece : {"q/k norm over all heads", "rotary dims 16 of 32", "routing:       sigmoid + e_score_correction_bias"})
+    EXPECT_NE(mm.find(piece), std::string::npos) << piece << "\n" << mm;
+}
+
 // The MoE fixtures test the routing: renormalising the top-k weights or not, or routing to one
 // expert fewer, moves the logits far outside the tolerance.
 TEST(HfFixtureConfig, MoeRoutingChangesTheResult) {
@@ -411,6 +427,12 @@ TEST(HfFixtureConfig, MoeRoutingChangesTheResult) {
   // ERNIE 4.5 MoE: one expert fewer, or layer 1 dense, or the selection bias ignored.
   EXPECT_GT(max_diff_with_config("ernie4_5_moe", [](nlohmann::json& j) { j["moe_k"] = 1; }), 100 * kLogitTol);
   EXPECT_GT(max_diff_with_rules("ernie4_5_moe", [](ModelConfig& c) { c.moe_score_bias = false; }), 100 * kLogitTol);
+  // MiniMax-M2: the selection bias ignored (use_routing_bias false), not renormalised, one expert
+  // fewer; and its RoPE over the whole head instead of rotary_dim's half.
+  EXPECT_GT(max_diff_with_config("minimax_m2", [](nlohmann::json& j) { j["use_routing_bias"] = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_rules("minimax_m2", [](ModelConfig& c) { c.norm_topk_prob = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("minimax_m2", [](nlohmann::json& j) { j["num_experts_per_tok"] = 1; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("minimax_m2", [](nlohmann::json& j) { j["rotary_dim"] = 32; }), 100 * kLogitTol);
 }
 
 // Qwen2-MoE as loaded (Qwen2MoeConfig): Qwen2's attention biases, the sparse layers, and the shared

@@ -391,6 +391,33 @@ TEST(ModelConfig, ReadsTheLlamaVariants) {
   EXPECT_EQ(ernie_moe->rope_style, RopeStyle::interleaved);
   EXPECT_EQ(parse("Ernie4_5_MoeForCausalLM", {{"use_bias", true}}).status().code(), StatusCode::unsupported);
 
+  // MiniMax-M2 as the Hub's config.json writes it (rotary_dim, MiniMax's own fields): whole-width
+  // q/k norms, half the head rotated, 256 experts top 8 by biased sigmoid, renormalised; other
+  // norm types or scoring refused by name.
+  auto minimax = parse("MiniMaxM2ForCausalLM", {{"rotary_dim", 16}, {"qk_norm_type", "per_layer"},
+                                               {"scoring_func", "sigmoid"}, {"use_routing_bias", true},
+                                               {"num_mtp_modules", 3}});
+  ASSERT_TRUE(minimax.has_value()) << minimax.status().to_string();
+  EXPECT_EQ(minimax->arch, "minimax_m2");
+  EXPECT_TRUE(minimax->qk_norm && minimax->qk_norm_whole && !minimax->qkv_bias);
+  EXPECT_EQ(minimax->rope_dims(), 16);
+  EXPECT_EQ(minimax->n_experts, 256);
+  EXPECT_EQ(minimax->n_experts_per_tok, 8);
+  EXPECT_EQ(minimax->moe_intermediate_size, 128);
+  EXPECT_EQ(minimax->n_moe_layers(), 4);
+  EXPECT_EQ(minimax->moe_scoring, MoeScoring::sigmoid);
+  EXPECT_TRUE(minimax->moe_score_bias && minimax->norm_topk_prob);
+  auto factor = parse("MiniMaxM2ForCausalLM", {{"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 5e6},
+                                                                    {"partial_rotary_factor", 0.25}}}});
+  ASSERT_TRUE(factor.has_value()) << factor.status().to_string();
+  EXPECT_EQ(factor->rope_dims(), 8) << "transformers 5's partial_rotary_factor";
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"qk_norm_type", "per_head"}, {"scoring_func", "softmax"}}) {
+    const Status s = parse("MiniMaxM2ForCausalLM", {{key, value}}).status();
+    EXPECT_EQ(s.code(), StatusCode::unsupported) << key;
+    EXPECT_NE(s.message().find(key), std::string::npos) << s.message();
+  }
+
   // MLP biases are LlamaMLP's (and Seed-OSS's, ERNIE's); another family's are refused by name.
   auto llama = parse("LlamaForCausalLM", {{"mlp_bias", true}});
   ASSERT_TRUE(llama.has_value()) << llama.status().to_string();

@@ -287,13 +287,13 @@ TEST(TensorParallel, GemmaMatchesUnshardedAndTransformers) {
 // their columns (down's added once), Hunyuan's norms after RoPE per head, Apertus's xIELU on
 // each rank's up columns, Llama 4's chunks, temperature and input-weighted experts on each
 // rank's heads and columns: tp=2 equals tp=1 and
-// transformers. OLMo 2 / 3 and OLMoE normalise q and k over every head at once, which no rank holds alone:
+// transformers. OLMo 2 / 3, OLMoE and MiniMax-M2 normalise q and k over every head at once, which no rank holds alone:
 // refused, naming why.
 TEST(TensorParallel, LlamaVariantsMatchUnshardedAndTransformers) {
   for (const char* name : {"exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus", "ernie4_5_moe",
                            "llama4", "llama4_text"})
     expect_tp2_matches_transformers(name);
-  for (const char* name : {"olmo2", "olmo3", "olmoe"}) {
+  for (const char* name : {"olmo2", "olmo3", "olmoe", "minimax_m2"}) {
     auto ranks = load_ranks(testing::fixture_dir(name), 2);
     ASSERT_FALSE(ranks.has_value()) << name;
     EXPECT_EQ(ranks.status().code(), StatusCode::unsupported);
