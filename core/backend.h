@@ -335,6 +335,22 @@ class Backend {
   // sectioned rotation, RopeConfig::sections; only a backend with supports_vision takes one).
   virtual void rope(const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
                     const RopeConfig& rope) = 0;
+  // Whole-width q/k norms (qk_head_norm's OLMo 2 kind) split over tensor-parallel ranks, each
+  // holding some of the heads: qk_sum_squares writes sums [n, 2] f32, per row the sum of squares
+  // of this rank's q part and of its k part; the caller all-reduces them over the ranks; then
+  // qk_norm_by_sums scales this rank's q by q_weight / sqrt(sums[t, 0] / q_total + eps) and its k
+  // by k_weight / sqrt(sums[t, 1] / k_total + eps), q_total and k_total the whole widths
+  // (n_heads * head_dim and n_kv_heads * head_dim of every rank together), the weights this
+  // rank's slices ([q_width] and [kv_width], f32 or bf16). v is untouched.
+  virtual void qk_sum_squares(const Tensor& qkv, const QkvLayout& l, const Tensor& sums) {
+    (void)qkv, (void)l, (void)sums;
+    BRIGADE_CHECK(false, "qk_sum_squares on a backend without it (the CPU and CUDA backends have it)");
+  }
+  virtual void qk_norm_by_sums(const Tensor& qkv, const QkvLayout& l, const Tensor& sums, int64_t q_total,
+                               int64_t k_total, const Tensor& q_weight, const Tensor& k_weight, float eps) {
+    (void)qkv, (void)l, (void)sums, (void)q_total, (void)k_total, (void)q_weight, (void)k_weight, (void)eps;
+    BRIGADE_CHECK(false, "qk_norm_by_sums on a backend without it (the CPU and CUDA backends have it)");
+  }
   // Llama 4's attention temperature tuning (its NoPE layers): each q head of row t, at position
   // positions[t], times log1p(floor((positions[t] + 1) / floor_scale)) * scale + 1, in place
   // (rounded to the activation dtype, as transformers rounds the scaled query); k and v untouched.

@@ -111,6 +111,13 @@ class CpuBackend final : public Backend {
                     const Tensor& k_weight, float eps) override {
     cpu::qk_head_norm(ctx_, qkv, l, q_weight, k_weight, eps);
   }
+  void qk_sum_squares(const Tensor& qkv, const QkvLayout& l, const Tensor& sums) override {
+    cpu::qk_sum_squares(ctx_, qkv, l, sums);
+  }
+  void qk_norm_by_sums(const Tensor& qkv, const QkvLayout& l, const Tensor& sums, int64_t q_total, int64_t k_total,
+                       const Tensor& q_weight, const Tensor& k_weight, float eps) override {
+    cpu::qk_norm_by_sums(ctx_, qkv, l, sums, q_total, k_total, q_weight, k_weight, eps);
+  }
   void attention_temperature(const Tensor& qkv, const QkvLayout& l, const Tensor& positions, float floor_scale,
                              float scale) override {
     cpu::attention_temperature(ctx_, qkv, l, positions, floor_scale, scale);

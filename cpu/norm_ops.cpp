@@ -88,6 +88,49 @@ void qk_head_norm(const CpuContext& c, const Tensor& qkv, const QkvLayout& l,
   });
 }
 
+void qk_sum_squares(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& sums) {
+  const int64_t n = qkv.dim(0);
+  BRIGADE_CHECK(qkv.dtype == DType::f32 && qkv.row_numel() == l.row_width() && sums.dtype == DType::f32 &&
+                    sums.numel() == 2 * n,
+                "qk_sum_squares: qkv [n, row_width] f32, sums [n, 2] f32");
+  const float* base = qkv.as<const float>();
+  float* out = sums.as<float>();
+  c.pool->parallel_for(n, row_grain(l.row_width()), [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      const float* row = base + i * l.row_width();
+      float q = 0.0f, k = 0.0f;  // as rms_row sums, in order
+      for (int64_t j = 0; j < l.q_width(); ++j) q += row[j] * row[j];
+      for (int64_t j = 0; j < l.kv_width(); ++j) k += row[l.q_width() + j] * row[l.q_width() + j];
+      out[2 * i] = q;
+      out[2 * i + 1] = k;
+    }
+  });
+}
+
+void qk_norm_by_sums(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& sums, int64_t q_total,
+                     int64_t k_total, const Tensor& q_weight, const Tensor& k_weight, float eps) {
+  const int64_t n = qkv.dim(0);
+  BRIGADE_CHECK(qkv.dtype == DType::f32 && qkv.row_numel() == l.row_width() && sums.dtype == DType::f32 &&
+                    sums.numel() == 2 * n && q_weight.numel() == l.q_width() && k_weight.numel() == l.kv_width() &&
+                    q_total >= l.q_width() && k_total >= l.kv_width(),
+                "qk_norm_by_sums: qkv [n, row_width] f32, sums [n, 2] f32, weights [q_width] and [kv_width]");
+  std::vector<float> qbuf(static_cast<size_t>(l.q_width())), kbuf(static_cast<size_t>(l.kv_width()));
+  const float* qw = as_f32(c, q_weight, qbuf.data());
+  const float* kw = as_f32(c, k_weight, kbuf.data());
+  const float* in = sums.as<const float>();
+  float* base = qkv.as<float>();
+  c.pool->parallel_for(n, row_grain(l.row_width()), [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      float* row = base + i * l.row_width();
+      const float qs = 1.0f / sqrtf(in[2 * i] / static_cast<float>(q_total) + eps);
+      const float ks = 1.0f / sqrtf(in[2 * i + 1] / static_cast<float>(k_total) + eps);
+      for (int64_t j = 0; j < l.q_width(); ++j) row[j] = qw[j] * (qs * row[j]);
+      float* k = row + l.q_width();
+      for (int64_t j = 0; j < l.kv_width(); ++j) k[j] = kw[j] * (ks * k[j]);
+    }
+  });
+}
+
 void attention_temperature(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
                            float floor_scale, float scale) {
   const int64_t n = qkv.dim(0), q_width = l.q_width();

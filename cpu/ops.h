@@ -73,6 +73,9 @@ void rope(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tens
           const RopeConfig& rope);
 void attention_temperature(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
                            float floor_scale, float scale);
+void qk_sum_squares(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& sums);
+void qk_norm_by_sums(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& sums, int64_t q_total,
+                     int64_t k_total, const Tensor& q_weight, const Tensor& k_weight, float eps);
 
 // row_ops.cpp
 void embedding(const CpuContext& c, const Tensor& table, const Tensor& ids, const Tensor& out);

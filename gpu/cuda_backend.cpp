@@ -40,7 +40,7 @@ using gpu::Sig;
 // Op ids in step signatures.
 enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, kSiluMul, kGeluTanhMul, kScale, kSoftcap, kQkNorm, kRope, kWriteKv,
                 kAttention, kGather, kArgmax, kSample, kGatherTokens, kScatterTokens, kMoeRoute, kMoeExperts,
-                kHeadMatmul, kWriteMlaKv, kMlaAttention, kXielu, kAttnTemperature };
+                kHeadMatmul, kWriteMlaKv, kMlaAttention, kXielu, kAttnTemperature, kQkSumSquares, kQkNormBySums };
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
@@ -343,6 +343,30 @@ class CudaBackendImpl final : public CudaBackend {
                     [=, this] {
                       gpu::launch_rope(qkv.data, qkv.dim(0), head_shape(l), positions.as<const int32_t>(), table,
                                        rotary_dim, neox, factor, stream_);
+                    });
+  }
+  void qk_sum_squares(const Tensor& qkv, const QkvLayout& l, const Tensor& sums) override {
+    BRIGADE_CHECK(qkv.dtype == DType::bf16 && qkv.row_numel() == l.row_width() && sums.dtype == DType::f32 &&
+                      sums.numel() == 2 * qkv.dim(0),
+                  "qk_sum_squares: qkv [n, row_width] bf16, sums [n, 2] f32");
+    bind();
+    graphs_->record(Sig() << kQkSumSquares << qkv << l.n_heads << l.n_kv_heads << l.head_dim << sums, [=, this] {
+      gpu::launch_qk_sum_squares(qkv.data, qkv.dim(0), head_shape(l), sums.as<float>(), stream_);
+    });
+  }
+  void qk_norm_by_sums(const Tensor& qkv, const QkvLayout& l, const Tensor& sums, int64_t q_total, int64_t k_total,
+                       const Tensor& q_weight, const Tensor& k_weight, float eps) override {
+    BRIGADE_CHECK(qkv.dtype == DType::bf16 && qkv.row_numel() == l.row_width() && sums.dtype == DType::f32 &&
+                      sums.numel() == 2 * qkv.dim(0) && q_weight.numel() == l.q_width() &&
+                      k_weight.numel() == l.kv_width() && q_weight.dtype == k_weight.dtype &&
+                      (q_weight.dtype == DType::f32 || q_weight.dtype == DType::bf16),
+                  "qk_norm_by_sums: qkv [n, row_width] bf16, sums [n, 2] f32, weights [q_width] and [kv_width]");
+    bind();
+    graphs_->record(Sig() << kQkNormBySums << qkv << l.n_heads << l.n_kv_heads << l.head_dim << sums << q_total
+                          << k_total << q_weight << k_weight << eps,
+                    [=, this] {
+                      gpu::launch_qk_norm_by_sums(qkv.data, qkv.dim(0), head_shape(l), sums.as<const float>(), q_total,
+                                                  k_total, q_weight.data, k_weight.data, q_weight.dtype, eps, stream_);
                     });
   }
   void attention_temperature(const Tensor& qkv, const QkvLayout& l, const Tensor& positions, float floor_scale,

@@ -49,6 +49,11 @@ struct HeadShape {
 // [n_kv_heads * head_dim].
 void launch_qk_head_norm(void* qkv, int64_t n, HeadShape h, const void* q_w, const void* k_w,
                          DType w_t, float eps, bool whole, cudaStream_t stream);
+// The whole-width norms under tensor parallelism (Backend::qk_sum_squares, qk_norm_by_sums):
+// sums [n, 2] f32 of this rank's q and k parts; then each part scaled by its row's whole norm.
+void launch_qk_sum_squares(const void* qkv, int64_t n, HeadShape h, float* sums, cudaStream_t stream);
+void launch_qk_norm_by_sums(void* qkv, int64_t n, HeadShape h, const float* sums, int64_t q_total, int64_t k_total,
+                            const void* q_w, const void* k_w, DType w_t, float eps, cudaStream_t stream);
 // RoPE of the q and k heads in place. inv_freq [rotary_dim / 2] f32 in device memory.
 void launch_rope(void* qkv, int64_t n, HeadShape h, const int32_t* positions, const float* inv_freq,
                  int rotary_dim, bool neox, float attention_factor, cudaStream_t stream);

@@ -144,6 +144,36 @@ __global__ void qk_whole_norm_kernel(bf16* qkv, HeadShape h, const void* q_w, co
     v[j] = __float2bfloat16_rn(load_param(w, w_bf16, j) * (inv * __bfloat162float(v[j])));
 }
 
+// The whole-width norms split over tensor-parallel ranks: one block per (row, q or k), the sum of
+// squares of this rank's part into sums[2 row + part] (f32; all-reduced by the caller).
+__global__ void qk_sum_squares_kernel(const bf16* qkv, HeadShape h, float* sums) {
+  __shared__ float scratch[32];
+  const int64_t row = blockIdx.x / 2;
+  const bool is_k = blockIdx.x % 2 == 1;
+  const int64_t d = int64_t{is_k ? h.n_kv_heads : h.n_heads} * h.head_dim;
+  const bf16* v = qkv + row * h.row_width() + (is_k ? int64_t{h.n_heads} * h.head_dim : 0);
+  float ss = 0.0f;
+  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
+    const float x = __bfloat162float(v[j]);
+    ss += x * x;
+  }
+  ss = block_sum(ss, scratch);
+  if (threadIdx.x == 0) sums[blockIdx.x] = ss;
+}
+
+// Then each (row, q or k) part scaled by the whole row's 1 / sqrt(sum / total + eps) and its weights.
+__global__ void qk_norm_by_sums_kernel(bf16* qkv, HeadShape h, const float* sums, int64_t q_total, int64_t k_total,
+                                       const void* q_w, const void* k_w, bool w_bf16, float eps) {
+  const int64_t row = blockIdx.x / 2;
+  const bool is_k = blockIdx.x % 2 == 1;
+  const int64_t d = int64_t{is_k ? h.n_kv_heads : h.n_heads} * h.head_dim;
+  bf16* v = qkv + row * h.row_width() + (is_k ? int64_t{h.n_heads} * h.head_dim : 0);
+  const void* w = is_k ? k_w : q_w;
+  const float inv = rsqrtf(sums[blockIdx.x] / static_cast<float>(is_k ? k_total : q_total) + eps);
+  for (int64_t j = threadIdx.x; j < d; j += blockDim.x)
+    v[j] = __float2bfloat16_rn(load_param(w, w_bf16, j) * (inv * __bfloat162float(v[j])));
+}
+
 // One thread per (row, head, frequency); angle = pos * inv_freq in f32, sincosf at full accuracy
 // (positions reach 1e5 radians, where the fast intrinsics are wrong).
 __global__ void rope_kernel(bf16* qkv, int64_t n, HeadShape h, const int32_t* positions,
@@ -284,6 +314,20 @@ void launch_add_bias(void* out, DType out_t, const void* bias, DType bias_t, int
   else
     add_bias_kernel<<<stride_grid(n * m), kThreads, 0, stream>>>(static_cast<bf16*>(out), bias,
                                                                   bias_t == DType::bf16, n, m);
+  BRIGADE_CUDA_CHECK_LAUNCH();
+}
+
+void launch_qk_sum_squares(const void* qkv, int64_t n, HeadShape h, float* sums, cudaStream_t stream) {
+  if (n == 0) return;
+  qk_sum_squares_kernel<<<static_cast<unsigned>(2 * n), kThreads, 0, stream>>>(static_cast<const bf16*>(qkv), h, sums);
+  BRIGADE_CUDA_CHECK_LAUNCH();
+}
+
+void launch_qk_norm_by_sums(void* qkv, int64_t n, HeadShape h, const float* sums, int64_t q_total, int64_t k_total,
+                            const void* q_w, const void* k_w, DType w_t, float eps, cudaStream_t stream) {
+  if (n == 0) return;
+  qk_norm_by_sums_kernel<<<static_cast<unsigned>(2 * n), kThreads, 0, stream>>>(
+      static_cast<bf16*>(qkv), h, sums, q_total, k_total, q_w, k_w, w_t == DType::bf16, eps);
   BRIGADE_CUDA_CHECK_LAUNCH();
 }
 

@@ -75,6 +75,7 @@ struct Scratch {
   OwnedTensor gate_up;   // [T, 2 I] (not allocated when every layer is sparse)
   OwnedTensor act;       // [T, I]
   OwnedTensor selected;  // [T, hidden] rows whose logits are wanted
+  OwnedTensor qk_sums;   // [T, 2] f32: whole-width q/k norms' sums of squares under TP (qk_norm_whole), or empty
   MoeScratch moe;        // allocated when the model has sparse layers
 };
 
@@ -144,6 +145,20 @@ class LlamaModel final : public Model {
   Status run_attention(const DecoderLayer& layer, const KvLayer& cache, const AttentionMeta& meta,
                        const RopeConfig& rope, int n);
   Status run_mlp(const DecoderLayer& layer, int n);
+  // q/k norms of qkv's rows: per head, or over the whole projections (OLMo 2, MiniMax-M2), whose
+  // sums of squares span every rank's heads under tensor parallelism (all-reduced first).
+  Status norm_qk(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm) {
+    if (!config_.qk_norm_whole || shard_.size == 1) {
+      backend_.qk_head_norm(qkv, shard_.qkv, q_norm, k_norm, config_.rms_eps);
+      return Status::ok();
+    }
+    const Tensor sums = scratch_.qk_sums.tensor.rows(0, qkv.dim(0));
+    backend_.qk_sum_squares(qkv, shard_.qkv, sums);
+    BRIGADE_RETURN_IF_ERROR(comm_->all_reduce_sum(sums));
+    backend_.qk_norm_by_sums(qkv, shard_.qkv, sums, config_.qkv_layout().q_width(), config_.qkv_layout().kv_width(), q_norm,
+                             k_norm, config_.rms_eps);
+    return Status::ok();
+  }
   // A decoder layer after its input norm (scratch normed holds it): attention, the post-attention
   // norm where the model has one, the MLP's norm, the MLP and its post norm; its output is left in
   // delta for the next norm to add to the residual.
@@ -321,12 +336,17 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   }
   if (c.qk_norm && c.qk_norm_weightless) {  // Llama 4: unit weights (LlamaModel::unit_norm_), RoPE layers only
     layer.unit_qk_norm = !layer.nope;
-  } else if (c.qk_norm) {  // per head, or (OLMo 2) over the whole projections; Hunyuan's names
+  } else if (c.qk_norm_whole) {  // OLMo 2, MiniMax-M2: over the whole projections, this rank's heads' part
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.q_norm, w.vector_f32({layer_name(l, "self_attn.q_norm.weight")}, {q},
+                                                             {s.q_rows()}, c.norm_offset));
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.k_norm, w.vector_f32({layer_name(l, "self_attn.k_norm.weight")}, {kv},
+                                                             {s.kv_rows()}, c.norm_offset));
+  } else if (c.qk_norm) {  // per head; Hunyuan's names
     const bool hunyuan = c.arch == "hunyuan_v1_dense";
-    BRIGADE_ASSIGN_OR_RETURN(layer.attn.q_norm, norm(hunyuan ? "self_attn.query_layernorm.weight" : "self_attn.q_norm.weight",
-                                                     c.qk_norm_whole ? q : c.head_dim));
-    BRIGADE_ASSIGN_OR_RETURN(layer.attn.k_norm, norm(hunyuan ? "self_attn.key_layernorm.weight" : "self_attn.k_norm.weight",
-                                                     c.qk_norm_whole ? kv : c.head_dim));
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.q_norm,
+                             norm(hunyuan ? "self_attn.query_layernorm.weight" : "self_attn.q_norm.weight", c.head_dim));
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.k_norm,
+                             norm(hunyuan ? "self_attn.key_layernorm.weight" : "self_attn.k_norm.weight", c.head_dim));
   }
   if (c.is_moe_layer(l)) {
     // Under weights: q8_0 / q4_0 / q4_1 the experts are quantized where the backend's moe_experts
@@ -420,6 +440,9 @@ Status LlamaModel::allocate_scratch() {
     BRIGADE_ASSIGN_OR_RETURN(s.act, alloc_tensor(backend_, a, t, shard_.inter));
   }
   BRIGADE_ASSIGN_OR_RETURN(s.selected, alloc_tensor(backend_, a, t, hidden));
+  if (c.qk_norm_whole && shard_.size > 1) {
+    BRIGADE_ASSIGN_OR_RETURN(s.qk_sums, alloc_tensor(backend_, DType::f32, t, 2));
+  }
   if (c.n_moe_layers() > 0 || mtp_sparse) {
     BRIGADE_ASSIGN_OR_RETURN(s.moe, allocate_moe_scratch(backend_, c, shard_.moe, t));
   }
@@ -439,9 +462,9 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
   const Tensor& q_norm = layer.unit_qk_norm ? unit_norm_.tensor : layer.attn.q_norm.tensor;
   const Tensor& k_norm = layer.unit_qk_norm ? unit_norm_.tensor : layer.attn.k_norm.tensor;
   const bool qk_norm = !q_norm.empty(), after = config_.qk_norm_after_rope;
-  if (qk_norm && !after) backend_.qk_head_norm(qkv, l, q_norm, k_norm, config_.rms_eps);
+  if (qk_norm && !after) BRIGADE_RETURN_IF_ERROR(norm_qk(qkv, q_norm, k_norm));
   if (!layer.nope) backend_.rope(qkv, l, positions, images_.rope(rope));
-  if (qk_norm && after) backend_.qk_head_norm(qkv, l, q_norm, k_norm, config_.rms_eps);
+  if (qk_norm && after) BRIGADE_RETURN_IF_ERROR(norm_qk(qkv, q_norm, k_norm));
   if (layer.nope && config_.attn_temperature_floor > 0.0f)  // Llama 4's NoPE layers
     backend_.attention_temperature(qkv, l, positions, config_.attn_temperature_floor, config_.attn_temperature_scale);
   backend_.write_kv(cache, qkv, l, slots);

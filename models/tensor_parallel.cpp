@@ -10,9 +10,6 @@ namespace brigade {
 Status check_tensor_parallel(const ModelConfig& c, const LoadOptions& o, bool split_kv_heads) {
   if (o.communicator == nullptr) return Status::ok();
   const int tp = o.communicator->size();
-  if (tp > 1 && c.qk_norm_whole)  // each rank holds some heads; the norm's sum of squares spans them all
-    return unsupported("tensor parallelism tp=" + std::to_string(tp) + " is not supported for " + c.arch +
-                       ": its q/k norms run over every head of the projection; run it with tp=1");
   const bool dense = c.n_moe_layers() < c.n_layers;  // intermediate_size sizes the dense MLPs only
   auto divides = [&](int n) {
     return c.n_heads % n == 0 && (!split_kv_heads || c.n_kv_heads % n == 0) &&

@@ -296,6 +296,60 @@ TEST(CpuOps, QkNormOverTheWholeWidth) {
   }
 }
 
+// The same norms split over two tensor-parallel ranks (each with half the q and k heads):
+// qk_sum_squares per rank, the sums added (the all-reduce), qk_norm_by_sums with each rank's
+// weight slices give every rank's heads what qk_head_norm gives the whole rows.
+TEST(CpuOps, QkNormOverTheWholeWidthSplitOverRanks) {
+  std::mt19937 rng(58);
+  auto b = backend_at(test::simd_levels().back());
+  const QkvLayout whole{4, 2, 12}, half{2, 1, 12};
+  const int64_t n = 5;
+  auto qkv = make(*b, DType::f32, {n, whole.row_width()});
+  auto qw = make(*b, DType::f32, {whole.q_width()});
+  auto kw = make(*b, DType::f32, {whole.kv_width()});
+  test::fill_uniform(qkv.tensor, rng);
+  test::fill_uniform(qw.tensor, rng);
+  test::fill_uniform(kw.tensor, rng);
+  const std::vector<float> x = test::to_vector(qkv.tensor);
+  // Rank r's rows: its q heads, its k head, its v head.
+  std::vector<OwnedTensor> ranks, qws, kws, sums;
+  for (int r = 0; r < 2; ++r) {
+    ranks.push_back(make(*b, DType::f32, {n, half.row_width()}));
+    qws.push_back(make(*b, DType::f32, {half.q_width()}));
+    kws.push_back(make(*b, DType::f32, {half.kv_width()}));
+    sums.push_back(make(*b, DType::f32, {n, 2}));
+    for (int64_t i = 0; i < n; ++i) {
+      float* row = ranks[r].tensor.as<float>() + i * half.row_width();
+      const float* src = x.data() + i * whole.row_width();
+      std::copy_n(src + r * half.q_width(), half.q_width(), row);
+      std::copy_n(src + whole.q_width() + r * half.kv_width(), half.kv_width(), row + half.q_width());
+      std::copy_n(src + whole.q_width() + whole.kv_width() + r * half.kv_width(), half.kv_width(),
+                  row + half.q_width() + half.kv_width());
+    }
+    std::copy_n(qw.tensor.as<float>() + r * half.q_width(), half.q_width(), qws[r].tensor.as<float>());
+    std::copy_n(kw.tensor.as<float>() + r * half.kv_width(), half.kv_width(), kws[r].tensor.as<float>());
+    b->qk_sum_squares(ranks[r].tensor, half, sums[r].tensor);
+  }
+  for (int64_t j = 0; j < 2 * n; ++j) {  // the all-reduce
+    const float total = sums[0].tensor.as<float>()[j] + sums[1].tensor.as<float>()[j];
+    sums[0].tensor.as<float>()[j] = sums[1].tensor.as<float>()[j] = total;
+  }
+  b->qk_head_norm(qkv.tensor, whole, qw.tensor, kw.tensor, 1e-6f);
+  for (int r = 0; r < 2; ++r) {
+    b->qk_norm_by_sums(ranks[r].tensor, half, sums[r].tensor, whole.q_width(), whole.kv_width(), qws[r].tensor,
+                       kws[r].tensor, 1e-6f);
+    for (int64_t i = 0; i < n; ++i) {
+      const float* row = ranks[r].tensor.as<float>() + i * half.row_width();
+      const float* want = qkv.tensor.as<float>() + i * whole.row_width();
+      for (int64_t e = 0; e < half.q_width(); ++e) EXPECT_NEAR(row[e], want[r * half.q_width() + e], 1e-5);
+      for (int64_t e = 0; e < half.kv_width(); ++e)
+        EXPECT_NEAR(row[half.q_width() + e], want[whole.q_width() + r * half.kv_width() + e], 1e-5);
+      for (int64_t e = 0; e < half.kv_width(); ++e)  // v as it was
+        EXPECT_EQ(row[half.q_width() + half.kv_width() + e], want[whole.q_width() + whole.kv_width() + r * half.kv_width() + e]);
+    }
+  }
+}
+
 // llama2.c run.c RoPE for one head: interleaved pairs, f32 angles.
 void llama2c_rope(float* v, int head_size, int pos) {
   for (int i = 0; i < head_size; i += 2) {

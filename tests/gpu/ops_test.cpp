@@ -214,6 +214,31 @@ TEST(GpuOps, QkNormOverTheWholeWidth) {
   EXPECT_LT(rel_error(get(*gpu(), qg.tensor), get(cpu(), qc.tensor)), kBf16Tol);
 }
 
+// The whole-width norms' tensor-parallel pair: the sums of squares, then the scaling by given
+// (all-reduced) sums, GPU against CPU.
+TEST(GpuOps, QkNormBySums) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(59);
+  const QkvLayout l{8, 2, 64};
+  const int64_t n = 7;
+  const auto qkv = random_values(rng, n * l.row_width(), -2, 2), qw = random_values(rng, l.q_width(), 0.5f, 1.5f),
+             kw = random_values(rng, l.kv_width(), 0.5f, 1.5f), other = random_values(rng, 2 * n, 10.0f, 50.0f);
+  const auto qc = put(cpu(), DType::f32, {n, l.row_width()}, qkv), qg = put(*gpu(), DType::bf16, {n, l.row_width()}, qkv);
+  const auto sc = put(cpu(), DType::f32, {n, 2}, std::vector<float>(2 * n)), sg = put(*gpu(), DType::f32, {n, 2}, std::vector<float>(2 * n));
+  cpu().qk_sum_squares(qc.tensor, l, sc.tensor);
+  gpu()->qk_sum_squares(qg.tensor, l, sg.tensor);
+  EXPECT_LT(rel_error(get(*gpu(), sg.tensor), get(cpu(), sc.tensor)), kBf16Tol);
+  // Another rank's share added, as the all-reduce would.
+  std::vector<float> total = get(cpu(), sc.tensor);
+  for (size_t i = 0; i < total.size(); ++i) total[i] += other[i];
+  const auto tc = put(cpu(), DType::f32, {n, 2}, total), tg = put(*gpu(), DType::f32, {n, 2}, total);
+  const auto qwc = put(cpu(), DType::f32, {l.q_width()}, qw), qwg = put(*gpu(), DType::f32, {l.q_width()}, qw);
+  const auto kwc = put(cpu(), DType::f32, {l.kv_width()}, kw), kwg = put(*gpu(), DType::f32, {l.kv_width()}, kw);
+  cpu().qk_norm_by_sums(qc.tensor, l, tc.tensor, 2 * l.q_width(), 2 * l.kv_width(), qwc.tensor, kwc.tensor, 1e-6f);
+  gpu()->qk_norm_by_sums(qg.tensor, l, tg.tensor, 2 * l.q_width(), 2 * l.kv_width(), qwg.tensor, kwg.tensor, 1e-6f);
+  EXPECT_LT(rel_error(get(*gpu(), qg.tensor), get(cpu(), qc.tensor)), kBf16Tol);
+}
+
 TEST(GpuOps, WriteKvIntoPages) {
   BRIGADE_REQUIRE_GPU();
   std::mt19937 rng(6);
