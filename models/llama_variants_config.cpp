@@ -254,7 +254,10 @@ Status read_llama4(const json& j, ModelConfig& c) {
   bool qk_norm = true, tuning = true;
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_qk_norm", qk_norm));
   c.qk_norm = c.qk_norm_weightless = c.qk_norm_after_rope = qk_norm;
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "attn_temperature_tuning", tuning));
+  // The Hub's Scout and Maverick configs write attn_temperature_tuning as a number (4: the first
+  // Llama4TextConfig typed it float), which transformers takes by its truth.
+  if (auto t = j.find("attn_temperature_tuning"); t != j.end() && t->is_number()) tuning = t->get<double>() != 0.0;
+  else BRIGADE_RETURN_IF_ERROR(read_bool(j, "attn_temperature_tuning", tuning));
   if (tuning) {
     c.attn_temperature_floor = 8192.0f;
     c.attn_temperature_scale = 0.1f;
@@ -315,6 +318,15 @@ Status read_minimax_m2(const json& j, ModelConfig& c) {
     return unsupported("config.json: scoring_func '" + scoring + "' is not supported for minimax_m2; supported: sigmoid");
   if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported for minimax_m2; supported: silu");
   if (c.attention_bias) return unsupported("config.json: attention_bias = true is not supported for minimax_m2");
+  // MiniMax's own fields that would mean another model: a shared expert, or lightning-attention
+  // layers (attn_type_list 0, MiniMax-Text-01's): M2 has neither.
+  if (auto shared = j.find("shared_intermediate_size"); shared != j.end() && shared->is_number() && shared->get<double>() > 0)
+    return unsupported("config.json: shared_intermediate_size > 0 (a shared expert) is not supported for minimax_m2");
+  if (auto types = j.find("attn_type_list"); types != j.end() && types->is_array())
+    for (const json& t : *types)
+      if (!t.is_number() || t.get<double>() != 1.0)
+        return unsupported("config.json: attn_type_list entry " + t.dump() +
+                           " is not supported for minimax_m2; supported: 1 (softmax attention on every layer)");
   c.qk_norm = c.qk_norm_whole = true;
   c.sliding_window = 0;
   if (j.contains("rotary_dim") && !j["rotary_dim"].is_null()) {

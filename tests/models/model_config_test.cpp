@@ -411,12 +411,15 @@ TEST(ModelConfig, ReadsTheLlamaVariants) {
                                                                     {"partial_rotary_factor", 0.25}}}});
   ASSERT_TRUE(factor.has_value()) << factor.status().to_string();
   EXPECT_EQ(factor->rope_dims(), 8) << "transformers 5's partial_rotary_factor";
-  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
-           {"qk_norm_type", "per_head"}, {"scoring_func", "softmax"}}) {
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"qk_norm_type", "per_head"}, {"scoring_func", "softmax"}, {"shared_intermediate_size", 256},
+           {"attn_type_list", {1, 0, 1, 1}}}) {
     const Status s = parse("MiniMaxM2ForCausalLM", {{key, value}}).status();
     EXPECT_EQ(s.code(), StatusCode::unsupported) << key;
     EXPECT_NE(s.message().find(key), std::string::npos) << s.message();
   }
+  auto m2_hub = parse("MiniMaxM2ForCausalLM", {{"attn_type_list", {1, 1, 1, 1}}, {"shared_intermediate_size", 0}});
+  EXPECT_TRUE(m2_hub.has_value()) << m2_hub.status().to_string();
 
   // MLP biases are LlamaMLP's (and Seed-OSS's, ERNIE's); another family's are refused by name.
   auto llama = parse("LlamaForCausalLM", {{"mlp_bias", true}});
@@ -485,6 +488,14 @@ TEST(ModelConfig, ReadsLlama4) {
   EXPECT_TRUE(explicit_layers->nope_layers[1] && !explicit_layers->nope_layers[3]);
   for (int l = 0; l < 8; ++l) EXPECT_EQ(explicit_layers->layer_chunk(l), l == 2 ? 16 : 0) << l;
   EXPECT_EQ(explicit_layers->attn_temperature_floor, 0.0f);
+  // The Hub's configs: attn_temperature_tuning a number (4), no_rope_layers an empty list.
+  auto hub = parse({{"attn_temperature_tuning", 4}, {"no_rope_layers", nlohmann::json::array()}});
+  ASSERT_TRUE(hub.has_value()) << hub.status().to_string();
+  EXPECT_FLOAT_EQ(hub->attn_temperature_floor, 8192.0f);
+  EXPECT_TRUE(hub->nope_layers[3] && !hub->nope_layers[2]);
+  auto untuned = parse({{"attn_temperature_tuning", 0}});
+  ASSERT_TRUE(untuned.has_value()) << untuned.status().to_string();
+  EXPECT_EQ(untuned->attn_temperature_floor, 0.0f);
   auto no_chunk = parse({{"attention_chunk_size", nullptr}});
   ASSERT_TRUE(no_chunk.has_value()) << no_chunk.status().to_string();
   for (int l = 0; l < 8; ++l) EXPECT_EQ(no_chunk->layer_chunk(l), 0);
