@@ -49,6 +49,8 @@ struct MoeNames {
   const char* up;
   const char* down;
   const char* score_bias = "gate.e_score_correction_bias";  // the selection bias (moe_score_bias)
+  // The shared experts' prefix; null: shared_expert. (gated: Qwen2-MoE's) or shared_experts.
+  const char* shared = nullptr;
 };
 
 MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
@@ -58,8 +60,10 @@ MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
   if (c.arch == "minimax_m2" && w.has(layer + "block_sparse_moe.gate.weight"))  // Mixtral's names, its selection bias
     return {layer + "block_sparse_moe.", "gate", "w1", "w3", "w2", "e_score_correction_bias"};
   if (c.arch == "gpt_oss") return {layer + "mlp.", "router", "gate_proj", "up_proj", "down_proj"};
-  if (c.arch == "jamba" || c.arch == "llama4_text")
-    return {layer + "feed_forward.", "router", "gate_proj", "up_proj", "down_proj"};
+  if (c.arch == "jamba") return {layer + "feed_forward.", "router", "gate_proj", "up_proj", "down_proj"};
+  if (c.arch == "llama4_text")  // its ungated shared expert under Qwen2-MoE's name
+    return {layer + "feed_forward.", "router", "gate_proj", "up_proj", "down_proj", "gate.e_score_correction_bias",
+            "shared_expert."};
   if (c.arch == "lfm2_moe") return {layer + "feed_forward.", "gate", "w1", "w3", "w2", "expert_bias"};
   if (c.arch == "ernie4_5_moe")  // its selection bias [1, E] (read as [E]: Checkpoint::open)
     return {layer + "mlp.", "gate", "gate_proj", "up_proj", "down_proj", "moe_statics.e_score_correction_bias"};
@@ -133,7 +137,10 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
   }
   if (const int64_t shared = c.shared_width(); shared > 0) {
     const Slice cols{sh.shared_begin, sh.shared};
-    const std::string sp = pre + (c.shared_gate || c.arch == "llama4_text" ? "shared_expert." : "shared_experts.");
+    const char* shared_prefix = names.shared != nullptr ? names.shared
+                                : c.shared_gate         ? "shared_expert."
+                                                        : "shared_experts.";
+    const std::string sp = pre + shared_prefix;
     BRIGADE_ASSIGN_OR_RETURN(b.shared_gate_up, w.fused({sp + "gate_proj.weight", sp + "up_proj.weight"},
                                                        {shared, shared}, hidden, {cols, cols}));
     BRIGADE_ASSIGN_OR_RETURN(b.shared_down, w.matrix(sp + "down_proj.weight", hidden, shared, {}, cols));

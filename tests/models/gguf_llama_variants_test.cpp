@@ -30,6 +30,15 @@ using testing::fixture_dir;
 
 std::string gguf_path(const std::string& fixture) { return fixture_dir(fixture) + "/model.gguf"; }
 
+// A file of `kv` and zero `tensors` at `path` is refused with `code`, the message naming `key`.
+void expect_refused(const std::string& path, const std::vector<testing::GgufKv>& kv,
+                    const std::vector<std::pair<std::string, std::vector<uint64_t>>>& tensors, StatusCode code,
+                    const std::string& key) {
+  const Status bad = testing::open_gguf_zeros(path, kv, tensors);
+  EXPECT_EQ(bad.code(), code) << key << ": " << bad.to_string();
+  EXPECT_NE(bad.message().find(key), std::string::npos) << bad.message();
+}
+
 ModelConfig open_config(const std::string& fixture) {
   auto ck = Checkpoint::open(gguf_path(fixture));
   EXPECT_TRUE(ck.has_value()) << fixture << ": " << ck.status().to_string();
@@ -164,9 +173,8 @@ TEST(GgufLlamaVariants, HunyuansAlphaKeyAndABadWindowPattern) {
   pattern.elem_type = 7;
   pattern.i32s = {1, 0, 1};
   kv.push_back(pattern);
-  const Status bad = testing::open_gguf_zeros(dir.file("exaone.gguf"), kv, {{"token_embd.weight", {64, 256}}});
-  EXPECT_EQ(bad.code(), StatusCode::corrupt) << bad.to_string();
-  EXPECT_NE(bad.message().find("sliding_window_pattern"), std::string::npos) << bad.message();
+  expect_refused(dir.file("exaone.gguf"), kv, {{"token_embd.weight", {64, 256}}}, StatusCode::corrupt,
+                 "sliding_window_pattern");
 }
 
 // Apertus's xIELU parameters are metadata (xielu.*, one f32 per layer, or one for all), read as
@@ -191,13 +199,11 @@ TEST(GgufLlamaVariants, ApertusXieluParametersAreReadPerLayer) {
   EXPECT_TRUE(testing::open_gguf_zeros(dir.file("one.gguf"), kv, {{"token_embd.weight", {64, 256}}}).is_ok())
       << "one value for every layer, as an array of one or a scalar";
   kv[6] = testing::gguf_f32s("xielu.alpha_p", {0.1f, 0.2f, 0.3f});
-  Status bad = testing::open_gguf_zeros(dir.file("three.gguf"), kv, {{"token_embd.weight", {64, 256}}});
-  EXPECT_EQ(bad.code(), StatusCode::corrupt) << bad.to_string();
-  EXPECT_NE(bad.message().find("xielu.alpha_p"), std::string::npos) << bad.message();
+  expect_refused(dir.file("three.gguf"), kv, {{"token_embd.weight", {64, 256}}}, StatusCode::corrupt, "xielu.alpha_p");
   kv[6] = testing::gguf_f32s("xielu.alpha_p", {0.1f, 0.2f});
   kv.pop_back();
-  bad = testing::open_gguf_zeros(dir.file("none.gguf"), kv, {{"token_embd.weight", {64, 256}}});
-  EXPECT_NE(bad.message().find("xielu.eps"), std::string::npos) << bad.message();
+  const Status none = testing::open_gguf_zeros(dir.file("none.gguf"), kv, {{"token_embd.weight", {64, 256}}});
+  EXPECT_NE(none.message().find("xielu.eps"), std::string::npos) << none.message();
 }
 
 // llama4: no q/k norms in a file of Maverick's 128 experts (llama.cpp's rule; no key says it);
@@ -222,16 +228,12 @@ TEST(GgufLlamaVariants, Llama4QkNormsByExpertCountAndItsRefusals) {
 
   std::vector<testing::GgufKv> kv = llama4(16);
   kv.push_back(gguf_u32("llama4.attention.sliding_window", 0));
-  Status bad = testing::open_gguf_zeros(dir.file("full.gguf"), kv, embed);
-  EXPECT_EQ(bad.code(), StatusCode::unsupported) << bad.to_string();
-  EXPECT_NE(bad.message().find("attention.sliding_window"), std::string::npos) << bad.message();
+  expect_refused(dir.file("full.gguf"), kv, embed, StatusCode::unsupported, "attention.sliding_window");
 
   kv = llama4(16);
   kv.push_back({"llama4.rope.freq_base", 6, 0, 500000.0f});
   kv.push_back({"llama4.rope.freq_base_swa", 6, 0, 10000.0f});
-  bad = testing::open_gguf_zeros(dir.file("swa_base.gguf"), kv, embed);
-  EXPECT_EQ(bad.code(), StatusCode::unsupported) << bad.to_string();
-  EXPECT_NE(bad.message().find("rope.freq_base_swa"), std::string::npos) << bad.message();
+  expect_refused(dir.file("swa_base.gguf"), kv, embed, StatusCode::unsupported, "rope.freq_base_swa");
 }
 
 // gguf_minimax_m2 reads as the Hugging Face fixture of the same shape (tests/fixtures/minimax_m2,
@@ -288,9 +290,7 @@ TEST(GgufLlamaVariants, MiniMaxM2AsItsHuggingFaceConfigAndItsRefusals) {
     kv = common;
     if (key != "expert_used_count") kv.push_back(gguf_u32("minimax-m2.expert_used_count", 2));
     kv.push_back(extra);
-    const Status bad = testing::open_gguf_zeros(dir.file(key + ".gguf"), kv, tensors);
-    EXPECT_EQ(bad.code(), StatusCode::unsupported) << key << ": " << bad.to_string();
-    EXPECT_NE(bad.message().find(key), std::string::npos) << bad.message();
+    expect_refused(dir.file(key + ".gguf"), kv, tensors, StatusCode::unsupported, key);
   }
 }
 

@@ -70,6 +70,15 @@ def complete(client, name, case, **kw):
                                                                             "ignore_eos": True}, **kw)
 
 
+def streamed_ids(client, name, case):
+    """The token ids of complete()'s answer to `case`, streamed, in the order the chunks bring them."""
+    ids = []
+    for chunk in complete(client, name, case, stream=True):
+        if chunk.choices and chunk.choices[0].logprobs:
+            ids += ids_of(chunk.choices[0].logprobs.tokens)
+    return ids
+
+
 def assert_transformers_completion(r, case):
     """r (complete's response) holds transformers' greedy tokens, their logprobs (the first token's
     from the prompt's last logits, the others' from the decode steps where the fixture records

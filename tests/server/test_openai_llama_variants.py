@@ -14,7 +14,7 @@ Run through ctest (scripts/python-env.sh run-pytest); BRIGADE_BIN names the brig
 import pytest
 
 import fixture_server
-from fixture_server import assert_transformers_completion, complete, fixtures, ids_of, stop
+from fixture_server import assert_transformers_completion, complete, fixtures, stop, streamed_ids
 
 MODELS = ["olmo3", "olmoe", "exaone4", "glm4", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense", "apertus",
           "mistral3", "llama4", "minimax_m2"]
@@ -28,10 +28,6 @@ def test_greedy_tokens_and_logprobs_are_transformers(name):
     try:
         for case in cases:
             assert_transformers_completion(complete(client, name, case), case)
-            streamed = []
-            for chunk in complete(client, name, case, stream=True):
-                if chunk.choices and chunk.choices[0].logprobs:
-                    streamed += ids_of(chunk.choices[0].logprobs.tokens)
-            assert streamed == case["greedy"]
+            assert streamed_ids(client, name, case) == case["greedy"]
     finally:
         stop(proc)

@@ -19,7 +19,7 @@ import urllib.request
 import pytest
 
 import fixture_server
-from fixture_server import assert_transformers_completion, complete, fixtures, ids_of, stop
+from fixture_server import assert_transformers_completion, complete, fixtures, ids_of, stop, streamed_ids
 
 MODELS = ["mamba2", "falcon_mamba", "granite_hybrid", "nemotron_h", "jamba", "qwen3_next", "qwen3_5", "lfm2_moe", "falcon_h1"]
 
@@ -51,11 +51,7 @@ def test_concurrent_requests_choices_and_streams_each_keep_their_state(name):
         assert len(r.choices) == 3
         for c in r.choices:
             assert ids_of(c.logprobs.tokens) == cases[2]["greedy"]
-        streamed = []
-        for chunk in complete(client, name, cases[0], stream=True):
-            if chunk.choices and chunk.choices[0].logprobs:
-                streamed += ids_of(chunk.choices[0].logprobs.tokens)
-        assert streamed == cases[0]["greedy"]
+        assert streamed_ids(client, name, cases[0]) == cases[0]["greedy"]
     finally:
         stop(proc)
 
