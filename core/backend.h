@@ -331,6 +331,14 @@ class Backend {
   // vector and all of k's as another (OLMo 2's q_norm / k_norm over the whole projection).
   virtual void qk_head_norm(const Tensor& qkv, const QkvLayout& l, const Tensor& q_weight,
                             const Tensor& k_weight, float eps) = 0;
+  // LayerNorm of each q and k head of qkv over its head_dim values, in place, each head with its
+  // own weights: q_weight [n_heads * head_dim], k_weight [n_kv_heads * head_dim] (head h's at
+  // [h * head_dim, (h + 1) * head_dim)), f32 or bf16; no bias (Command R+'s use_qk_norm).
+  virtual void qk_head_layer_norm(const Tensor& qkv, const QkvLayout& l, const Tensor& q_weight,
+                                  const Tensor& k_weight, float eps) {
+    (void)qkv, (void)l, (void)q_weight, (void)k_weight, (void)eps;
+    BRIGADE_CHECK(false, "qk_head_layer_norm on a backend without it (the CPU and CUDA backends have it)");
+  }
   // Rotates the q and k heads of qkv in place; positions [n] i32 ([sections.size() * n] for a
   // sectioned rotation, RopeConfig::sections; only a backend with supports_vision takes one).
   virtual void rope(const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
@@ -377,14 +385,16 @@ class Backend {
 
   // ---- vision encoders (Gemma 3's SigLIP tower, models/gemma3_vision.h; the Qwen2-VL family's
   // towers, models/qwen_vision.h) ----
-  // Whether layer_norm, gelu_tanh, gelu, quick_gelu, scatter_rows, attention's
-  // AttentionMeta::attend_until and rope's RopeConfig::sections are implemented; a model loads
-  // its vision tower only where they are (else it serves text).
+  // Whether gelu_tanh, gelu, quick_gelu, scatter_rows, attention's AttentionMeta::attend_until
+  // and rope's RopeConfig::sections are implemented; a model loads its vision tower only where
+  // they are (else it serves text).
   virtual bool supports_vision() const { return false; }
-  // out [n, d] = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias, over d; weight, bias [d] f32.
+  // out [n, d] = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias, over d; weight, bias [d] f32
+  // or bf16, bias empty for none (Cohere's norms). The towers' and encoders' norms, and the
+  // decoder's where ModelConfig::layer_norms (the CPU and CUDA backends have it).
   virtual void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, const Tensor& out) {
     (void)x, (void)weight, (void)bias, (void)eps, (void)out;
-    BRIGADE_CHECK(false, "layer_norm on a backend without vision ops (supports_vision)");
+    BRIGADE_CHECK(false, "layer_norm on a backend without it (the CPU and CUDA backends have it)");
   }
   // x [n, d] = gelu_tanh(x) in place (gelu_tanh_mul's gelu, ungated).
   virtual void gelu_tanh(const Tensor& x) {

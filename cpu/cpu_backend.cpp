@@ -111,6 +111,10 @@ class CpuBackend final : public Backend {
                     const Tensor& k_weight, float eps) override {
     cpu::qk_head_norm(ctx_, qkv, l, q_weight, k_weight, eps);
   }
+  void qk_head_layer_norm(const Tensor& qkv, const QkvLayout& l, const Tensor& q_weight, const Tensor& k_weight,
+                          float eps) override {
+    cpu::qk_head_layer_norm(ctx_, qkv, l, q_weight, k_weight, eps);
+  }
   void qk_sum_squares(const Tensor& qkv, const QkvLayout& l, const Tensor& sums) override {
     cpu::qk_sum_squares(ctx_, qkv, l, sums);
   }

@@ -88,6 +88,28 @@ void qk_head_norm(const CpuContext& c, const Tensor& qkv, const QkvLayout& l,
   });
 }
 
+void qk_head_layer_norm(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& q_weight,
+                        const Tensor& k_weight, float eps) {
+  const int64_t n = qkv.dim(0), d = l.head_dim;
+  BRIGADE_CHECK(qkv.dtype == DType::f32 && qkv.row_numel() == l.row_width() && q_weight.numel() == l.q_width() &&
+                    k_weight.numel() == l.kv_width(),
+                "qk_head_layer_norm: qkv [n, row_width] f32, weights [n_heads * head_dim] and [n_kv_heads * head_dim]");
+  std::vector<float> qbuf(static_cast<size_t>(l.q_width())), kbuf(static_cast<size_t>(l.kv_width()));
+  const float* qw = as_f32(c, q_weight, qbuf.data());
+  const float* kw = as_f32(c, k_weight, kbuf.data());
+  float* base = qkv.as<float>();
+  c.pool->parallel_for(n, row_grain(l.row_width()), [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      float* row = base + i * l.row_width();  // q heads, then k heads: their weights in the same order
+      for (int h = 0; h < l.n_heads; ++h) layer_norm_row(row + h * d, qw + h * d, nullptr, eps, row + h * d, d);
+      for (int h = 0; h < l.n_kv_heads; ++h) {
+        float* k = row + l.q_width() + h * d;
+        layer_norm_row(k, kw + h * d, nullptr, eps, k, d);
+      }
+    }
+  });
+}
+
 void qk_sum_squares(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& sums) {
   const int64_t n = qkv.dim(0);
   BRIGADE_CHECK(qkv.dtype == DType::f32 && qkv.row_numel() == l.row_width() && sums.dtype == DType::f32 &&

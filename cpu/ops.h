@@ -69,6 +69,8 @@ void add_rms_norm(const CpuContext& c, const Tensor& residual, const Tensor& x,
                   const Tensor& weight, float eps, const Tensor& out);
 void qk_head_norm(const CpuContext& c, const Tensor& qkv, const QkvLayout& l,
                   const Tensor& q_weight, const Tensor& k_weight, float eps);
+void qk_head_layer_norm(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& q_weight,
+                        const Tensor& k_weight, float eps);
 void rope(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
           const RopeConfig& rope);
 void attention_temperature(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
@@ -91,8 +93,11 @@ void write_kv(const CpuContext& c, const KvLayer& cache, const Tensor& qkv, cons
 void gather_rows(const CpuContext& c, const Tensor& x, const Tensor& rows, const Tensor& out);
 
 // vision_ops.cpp (Backend::supports_vision)
+// LayerNorm of each row over d (bias empty: none); layer_norm_row one row of it, shared by
+// qk_head_layer_norm (in and out may alias).
 void layer_norm(const CpuContext& c, const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                 const Tensor& out);
+void layer_norm_row(const float* x, const float* w, const float* b, float eps, float* out, int64_t d);
 void gelu_tanh(const CpuContext& c, const Tensor& x);
 void gelu(const CpuContext& c, const Tensor& x);
 void quick_gelu(const CpuContext& c, const Tensor& x);

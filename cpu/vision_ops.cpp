@@ -25,32 +25,36 @@ void map_in_place(const CpuContext& c, const Tensor& x, const char* what, F f) {
 
 }  // namespace
 
+// torch's LayerNorm in f32: the mean, then the mean of the squared deviations (each summed in
+// double, so a wide row loses nothing to the order of the sum), (x - mean) * rsqrt(var + eps) * w + b.
+void layer_norm_row(const float* x, const float* w, const float* b, float eps, float* out, int64_t d) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < d; ++j) sum += x[j];
+  const float mean = static_cast<float>(sum / static_cast<double>(d));
+  double sq = 0.0;
+  for (int64_t j = 0; j < d; ++j) sq += static_cast<double>((x[j] - mean) * (x[j] - mean));
+  const float inv = 1.0f / std::sqrt(static_cast<float>(sq / static_cast<double>(d)) + eps);
+  for (int64_t j = 0; j < d; ++j) {
+    const float v = (x[j] - mean) * inv * w[j];
+    out[j] = b != nullptr ? v + b[j] : v;
+  }
+}
+
 void layer_norm(const CpuContext& c, const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                 const Tensor& out) {
   const int64_t n = x.dim(0), d = x.row_numel();
   BRIGADE_CHECK(x.dtype == DType::f32 && out.dtype == DType::f32 && out.numel() == x.numel(),
                 "layer_norm: x and out [n, d] f32");
-  BRIGADE_CHECK(weight.numel() == d && bias.numel() == d, "layer_norm: weight and bias [d]");
-  std::vector<float> wbuf(static_cast<size_t>(d)), bbuf(static_cast<size_t>(d));
+  BRIGADE_CHECK(weight.numel() == d && (bias.empty() || bias.numel() == d), "layer_norm: weight [d], bias [d] or none");
+  std::vector<float> wbuf(static_cast<size_t>(d)), bbuf(static_cast<size_t>(bias.empty() ? 0 : d));
   const float* w = as_f32(c, weight, wbuf.data());
-  const float* b = as_f32(c, bias, bbuf.data());
+  const float* b = bias.empty() ? nullptr : as_f32(c, bias, bbuf.data());
   const float* xp = x.as<const float>();
   float* op = out.as<float>();
   c.pool->parallel_for(n, row_grain(d), [&](int64_t lo, int64_t hi, int) {
-    for (int64_t i = lo; i < hi; ++i) {
-      const float* r = xp + i * d;
-      float sum = 0.0f;
-      for (int64_t j = 0; j < d; ++j) sum += r[j];
-      const float mean = sum / static_cast<float>(d);
-      float sq = 0.0f;
-      for (int64_t j = 0; j < d; ++j) sq += (r[j] - mean) * (r[j] - mean);
-      const float inv = 1.0f / std::sqrt(sq / static_cast<float>(d) + eps);
-      float* o = op + i * d;
-      for (int64_t j = 0; j < d; ++j) o[j] = (r[j] - mean) * inv * w[j] + b[j];
-    }
+    for (int64_t i = lo; i < hi; ++i) layer_norm_row(xp + i * d, w, b, eps, op + i * d, d);
   });
 }
-
 
 void gelu_tanh(const CpuContext& c, const Tensor& x) {
   map_in_place(c, x, "gelu_tanh: x f32", [](float v) { return gelu_tanh(v); });

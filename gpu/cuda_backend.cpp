@@ -40,7 +40,8 @@ using gpu::Sig;
 // Op ids in step signatures.
 enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, kSiluMul, kGeluTanhMul, kScale, kSoftcap, kQkNorm, kRope, kWriteKv,
                 kAttention, kGather, kArgmax, kSample, kGatherTokens, kScatterTokens, kMoeRoute, kMoeExperts,
-                kHeadMatmul, kWriteMlaKv, kMlaAttention, kXielu, kAttnTemperature, kQkSumSquares, kQkNormBySums };
+                kHeadMatmul, kWriteMlaKv, kMlaAttention, kXielu, kAttnTemperature, kQkSumSquares, kQkNormBySums,
+                kLayerNorm, kQkLayerNorm };
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
@@ -273,6 +274,16 @@ class CudaBackendImpl final : public CudaBackend {
                            residual.row_numel(), stream_);
     });
   }
+  void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, const Tensor& out) override {
+    check_norm(x, weight, out);
+    BRIGADE_CHECK(bias.empty() || (bias.numel() == weight.numel() && (bias.dtype == DType::f32 || bias.dtype == DType::bf16)),
+                  "layer_norm: bias [d] f32 or bf16, or none");
+    bind();
+    graphs_->record(Sig() << kLayerNorm << x << weight << bias << eps << out, [=, this] {
+      gpu::launch_layer_norm(x.data, weight.data, weight.dtype, bias.empty() ? nullptr : bias.data, bias.dtype, eps,
+                             out.data, x.dim(0), x.row_numel(), stream_);
+    });
+  }
   void add(const Tensor& a, const Tensor& b) override {
     BRIGADE_CHECK(a.numel() == b.numel() && a.dtype == DType::bf16 && b.dtype == DType::bf16, "add: a, b [n, d] bf16");
     bind();
@@ -324,6 +335,20 @@ class CudaBackendImpl final : public CudaBackend {
                     [=, this] {
                       gpu::launch_qk_head_norm(qkv.data, qkv.dim(0), head_shape(l), q_weight.data, k_weight.data,
                                                q_weight.dtype, eps, whole, stream_);
+                    });
+  }
+  void qk_head_layer_norm(const Tensor& qkv, const QkvLayout& l, const Tensor& q_weight, const Tensor& k_weight,
+                          float eps) override {
+    BRIGADE_CHECK(qkv.dtype == DType::bf16 && qkv.row_numel() == l.row_width() && q_weight.numel() == l.q_width() &&
+                      k_weight.numel() == l.kv_width() && q_weight.dtype == k_weight.dtype &&
+                      (q_weight.dtype == DType::f32 || q_weight.dtype == DType::bf16),
+                  "qk_head_layer_norm: qkv [n, row_width] bf16, weights [n_heads * head_dim] and [n_kv_heads * head_dim] "
+                  "f32 or bf16");
+    bind();
+    graphs_->record(Sig() << kQkLayerNorm << qkv << l.n_heads << l.n_kv_heads << l.head_dim << q_weight << k_weight << eps,
+                    [=, this] {
+                      gpu::launch_qk_head_layer_norm(qkv.data, qkv.dim(0), head_shape(l), q_weight.data, k_weight.data,
+                                                     q_weight.dtype, eps, stream_);
                     });
   }
   void rope(const Tensor& qkv, const QkvLayout& l, const Tensor& positions, const RopeConfig& cfg) override {

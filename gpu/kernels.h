@@ -21,6 +21,9 @@ void launch_embedding(const void* table, DType table_t, const int32_t* ids, int6
 // normalised (add_rms_norm). w [d] f32 or bf16. f32 arithmetic.
 void launch_rms_norm(void* residual, const void* x, const void* w, DType w_t, float eps, void* out,
                      int64_t n, int64_t d, cudaStream_t stream);
+// out [n, d] = layer_norm(x) * w (+ b where b is not null), x and out bf16; w, b [d] f32 or bf16.
+void launch_layer_norm(const void* x, const void* w, DType w_t, const void* b, DType b_t, float eps, void* out,
+                       int64_t n, int64_t d, cudaStream_t stream);
 // a [count] += b [count], bf16.
 void launch_add(void* a, const void* b, int64_t count, cudaStream_t stream);
 // out [n, inter] = silu(gate_up[:, :inter]) * gate_up[:, inter:].
@@ -49,6 +52,10 @@ struct HeadShape {
 // [n_kv_heads * head_dim].
 void launch_qk_head_norm(void* qkv, int64_t n, HeadShape h, const void* q_w, const void* k_w,
                          DType w_t, float eps, bool whole, cudaStream_t stream);
+// LayerNorm of each q and k head in place, head h with weights [h * head_dim, (h + 1) * head_dim)
+// of q_w (q heads) or k_w (k heads), f32 or bf16 (Backend::qk_head_layer_norm).
+void launch_qk_head_layer_norm(void* qkv, int64_t n, HeadShape h, const void* q_w, const void* k_w, DType w_t,
+                               float eps, cudaStream_t stream);
 // The whole-width norms under tensor parallelism (Backend::qk_sum_squares, qk_norm_by_sums):
 // sums [n, 2] f32 of this rank's q and k parts; then each part scaled by its row's whole norm.
 void launch_qk_sum_squares(const void* qkv, int64_t n, HeadShape h, float* sums, cudaStream_t stream);

@@ -1,4 +1,4 @@
-// Row-wise kernels: embedding, rms_norm / add_rms_norm, add, silu_mul, gelu_tanh_mul, scale, softcap, bias, qk_head_norm, rope,
+// Row-wise kernels: embedding, rms_norm / add_rms_norm, layer_norm, add, silu_mul, gelu_tanh_mul, scale, softcap, bias, qk_head_norm, rope,
 // write_kv, gather_rows, conversion to bf16. All are memory bound: one pass over their rows,
 // f32 arithmetic, bf16 storage.
 #include <cuda_bf16.h>
@@ -46,6 +46,28 @@ __global__ void rms_norm_kernel(bf16* residual, const bf16* x, const void* w, bo
   const bf16* src = rr ? rr : xr;
   for (int64_t j = threadIdx.x; j < d; j += blockDim.x)
     out[row * d + j] = __float2bfloat16_rn(load_param(w, w_bf16, j) * (inv * __bfloat162float(src[j])));
+}
+
+// One block per row, as rms_norm_kernel: the mean, then the mean of the squared deviations,
+// (x - mean) * rsqrt(var + eps) * w (+ b), f32 arithmetic (torch's LayerNorm, Cohere's norm).
+__global__ void layer_norm_kernel(const bf16* x, const void* w, bool w_bf16, const void* b, bool b_bf16, float eps,
+                                  bf16* out, int64_t d) {
+  __shared__ float scratch[32];
+  const bf16* xr = x + blockIdx.x * d;
+  float sum = 0.0f;
+  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) sum += __bfloat162float(xr[j]);
+  const float mean = block_sum(sum, scratch) / static_cast<float>(d);
+  float sq = 0.0f;
+  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
+    const float v = __bfloat162float(xr[j]) - mean;
+    sq += v * v;
+  }
+  const float inv = rsqrtf(block_sum(sq, scratch) / static_cast<float>(d) + eps);
+  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
+    float v = (__bfloat162float(xr[j]) - mean) * inv * load_param(w, w_bf16, j);
+    if (b != nullptr) v += load_param(b, b_bf16, j);
+    out[blockIdx.x * d + j] = __float2bfloat16_rn(v);
+  }
 }
 
 __global__ void add_kernel(bf16* a, const bf16* b, int64_t count) {
@@ -102,16 +124,30 @@ __global__ void add_bias_kernel(T* out, const void* bias, bool bias_bf16, int64_
     out[i] = from_float<T>(to_float(out[i]) + load_param(bias, bias_bf16, i % m));
 }
 
-// One warp per (row, head) of the n_heads + n_kv_heads q and k heads.
-__global__ void qk_head_norm_kernel(bf16* qkv, int64_t n, HeadShape h, const void* q_w, const void* k_w,
-                                    bool w_bf16, float eps) {
+// The q or k head of qkv's n rows this warp normalises (one warp per (row, head) of the n_heads +
+// n_kv_heads q and k heads): head < n_heads is a q head; false for a warp past the last.
+struct WarpHead {
+  bf16* v;
+  int64_t head;
+  int lane;
+};
+__device__ __forceinline__ bool warp_head(bf16* qkv, int64_t n, const HeadShape& h, WarpHead& out) {
   const int64_t heads = h.n_heads + h.n_kv_heads;
   const int64_t item = blockIdx.x * int64_t{blockDim.x / 32} + threadIdx.x / 32;
-  if (item >= n * heads) return;
-  const int lane = threadIdx.x & 31;
-  const int64_t row = item / heads, head = item % heads;
-  bf16* v = qkv + row * h.row_width() + head * h.head_dim;
-  const void* w = head < h.n_heads ? q_w : k_w;
+  if (item >= n * heads) return false;
+  out.lane = threadIdx.x & 31;
+  out.head = item % heads;
+  out.v = qkv + (item / heads) * h.row_width() + out.head * h.head_dim;
+  return true;
+}
+
+__global__ void qk_head_norm_kernel(bf16* qkv, int64_t n, HeadShape h, const void* q_w, const void* k_w,
+                                    bool w_bf16, float eps) {
+  WarpHead at;
+  if (!warp_head(qkv, n, h, at)) return;
+  bf16* v = at.v;
+  const int lane = at.lane;
+  const void* w = at.head < h.n_heads ? q_w : k_w;
   float ss = 0.0f;
   for (int j = lane; j < h.head_dim; j += 32) {
     const float x = __bfloat162float(v[j]);
@@ -121,6 +157,30 @@ __global__ void qk_head_norm_kernel(bf16* qkv, int64_t n, HeadShape h, const voi
   const float inv = rsqrtf(ss / static_cast<float>(h.head_dim) + eps);
   for (int j = lane; j < h.head_dim; j += 32)
     v[j] = __float2bfloat16_rn(load_param(w, w_bf16, j) * (inv * __bfloat162float(v[j])));
+}
+
+// Command R+'s q/k LayerNorms: one warp per (row, head), each head with its own weights (head h's
+// at h * head_dim of q_w, or of k_w for the k heads).
+__global__ void qk_head_layer_norm_kernel(bf16* qkv, int64_t n, HeadShape h, const void* q_w, const void* k_w,
+                                          bool w_bf16, float eps) {
+  WarpHead at;
+  if (!warp_head(qkv, n, h, at)) return;
+  bf16* v = at.v;
+  const int lane = at.lane;
+  const bool is_q = at.head < h.n_heads;
+  const void* w = is_q ? q_w : k_w;
+  const int64_t w0 = (is_q ? at.head : at.head - h.n_heads) * h.head_dim;
+  float sum = 0.0f;
+  for (int j = lane; j < h.head_dim; j += 32) sum += __bfloat162float(v[j]);
+  const float mean = warp_sum(sum) / static_cast<float>(h.head_dim);
+  float sq = 0.0f;
+  for (int j = lane; j < h.head_dim; j += 32) {
+    const float x = __bfloat162float(v[j]) - mean;
+    sq += x * x;
+  }
+  const float inv = rsqrtf(warp_sum(sq) / static_cast<float>(h.head_dim) + eps);
+  for (int j = lane; j < h.head_dim; j += 32)
+    v[j] = __float2bfloat16_rn((__bfloat162float(v[j]) - mean) * inv * load_param(w, w_bf16, w0 + j));
 }
 
 // OLMo 2's q/k norms over the whole projection: one block per (row, q or k), the part's
@@ -267,6 +327,14 @@ void launch_rms_norm(void* residual, const void* x, const void* w, DType w_t, fl
   BRIGADE_CUDA_CHECK_LAUNCH();
 }
 
+void launch_layer_norm(const void* x, const void* w, DType w_t, const void* b, DType b_t, float eps, void* out,
+                       int64_t n, int64_t d, cudaStream_t stream) {
+  if (n == 0) return;
+  layer_norm_kernel<<<static_cast<unsigned>(n), row_threads(d), 0, stream>>>(
+      static_cast<const bf16*>(x), w, w_t == DType::bf16, b, b_t == DType::bf16, eps, static_cast<bf16*>(out), d);
+  BRIGADE_CUDA_CHECK_LAUNCH();
+}
+
 void launch_add(void* a, const void* b, int64_t count, cudaStream_t stream) {
   if (count == 0) return;
   add_kernel<<<stride_grid(count), kThreads, 0, stream>>>(static_cast<bf16*>(a), static_cast<const bf16*>(b), count);
@@ -345,6 +413,16 @@ void launch_qk_head_norm(void* qkv, int64_t n, HeadShape h, const void* q_w, con
   constexpr int kWarps = kThreads / 32;
   qk_head_norm_kernel<<<ceil_div(items, kWarps), kThreads, 0, stream>>>(static_cast<bf16*>(qkv), n, h, q_w,
                                                                         k_w, w_t == DType::bf16, eps);
+  BRIGADE_CUDA_CHECK_LAUNCH();
+}
+
+void launch_qk_head_layer_norm(void* qkv, int64_t n, HeadShape h, const void* q_w, const void* k_w, DType w_t,
+                               float eps, cudaStream_t stream) {
+  const int64_t items = n * (h.n_heads + h.n_kv_heads);
+  if (items == 0) return;
+  constexpr int kWarps = kThreads / 32;
+  qk_head_layer_norm_kernel<<<ceil_div(items, kWarps), kThreads, 0, stream>>>(static_cast<bf16*>(qkv), n, h, q_w, k_w,
+                                                                              w_t == DType::bf16, eps);
   BRIGADE_CUDA_CHECK_LAUNCH();
 }
 

@@ -2,6 +2,18 @@
 
 namespace brigade {
 
+void apply_norm(Backend& b, const ModelConfig& c, const Tensor& x, const Tensor& weight, const Tensor& out) {
+  if (c.layer_norms) b.layer_norm(x, weight, Tensor(), c.rms_eps, out);
+  else b.rms_norm(x, weight, c.rms_eps, out);
+}
+
+void add_norm(Backend& b, const ModelConfig& c, const Tensor& residual, const Tensor& delta, const Tensor& weight,
+              const Tensor& out) {
+  if (!c.layer_norms) return b.add_rms_norm(residual, delta, weight, c.rms_eps, out);
+  b.add(residual, delta);
+  b.layer_norm(residual, weight, Tensor(), c.rms_eps, out);
+}
+
 Status DecoderEnds::load_embedding(WeightLoader& w, const ModelConfig& c) {
   BRIGADE_ASSIGN_OR_RETURN(embed, w.table("model.embed_tokens.weight", c.vocab_size, c.hidden_size));
   return Status::ok();
@@ -25,7 +37,7 @@ void DecoderEnds::logits(Backend& b, const ModelConfig& c, const Tensor& residua
 void DecoderEnds::logits_with(const Tensor& norm, Backend& b, const ModelConfig& c, const Tensor& residual,
                               const Tensor& delta, const Tensor& normed, const Tensor& selected, const Tensor& rows,
                               const Tensor& out, const Tensor& hidden_rows, const Tensor& hidden) const {
-  b.add_rms_norm(residual, delta, norm, c.rms_eps, normed);
+  add_norm(b, c, residual, delta, norm, normed);
   if (!hidden_rows.empty() && hidden_rows.numel() > 0) b.gather_rows(normed, hidden_rows, hidden);
   if (rows.empty() || rows.numel() == 0) return;
   b.gather_rows(normed, rows, selected);

@@ -9,6 +9,13 @@
 
 namespace brigade {
 
+// out = the decoder's norm of x with `weight`: an RMSNorm, or a LayerNorm without bias where
+// ModelConfig::layer_norms (Cohere); eps rms_eps.
+void apply_norm(Backend& b, const ModelConfig& c, const Tensor& x, const Tensor& weight, const Tensor& out);
+// residual += delta, then out = apply_norm(residual) (add_rms_norm's one pass for RMSNorms).
+void add_norm(Backend& b, const ModelConfig& c, const Tensor& residual, const Tensor& delta, const Tensor& weight,
+              const Tensor& out);
+
 struct DecoderEnds {
   OwnedTensor embed;       // [vocab, hidden]
   OwnedTensor lm_head;     // [vocab, hidden]; empty when tied to embed or not loaded (load_head)

@@ -225,7 +225,7 @@ std::string format_model_info(const ModelInfo& m) {
   if (c.qkv_bias) attn += ", qkv bias";
   if (c.o_bias) attn += ", o bias";
   if (c.qk_norm)
-    attn += std::string(c.qk_norm_whole ? ", q/k norm over all heads" : ", q/k norm") +
+    attn += std::string(c.qk_norm_whole ? ", q/k norm over all heads" : c.layer_norms ? ", q/k LayerNorm per head (its own weights)" : ", q/k norm") +
             (c.qk_norm_weightless ? " without weights on the RoPE layers" : "") + (c.qk_norm_after_rope ? " after RoPE" : "");
   if (c.attention_chunk > 0) {
     int n_chunked = 0;
@@ -297,8 +297,12 @@ std::string format_model_info(const ModelInfo& m) {
   }
   if (!c.encoder &&
       (c.sandwich_norms || c.post_norms || (c.mlp_bias && c.mlp_layers.empty()) ||
-       c.mlp_activation != MlpActivation::silu || c.embed_scale > 0.0f || c.final_softcap > 0.0f)) {
+       c.mlp_activation != MlpActivation::silu || c.embed_scale > 0.0f || c.final_softcap > 0.0f || c.layer_norms ||
+       c.parallel_blocks || c.logit_scale > 0.0f)) {
     std::string g;
+    if (c.layer_norms) g += ", LayerNorms without bias (eps " + num(c.rms_eps) + ")";
+    if (c.parallel_blocks) g += ", attention and MLP side by side on one norm";
+    if (c.logit_scale > 0.0f) g += ", logits x " + num(c.logit_scale);
     if (c.norm_offset != 0.0f) g += ", norms scale by " + num(c.norm_offset) + " + w";
     if (c.sandwich_norms) g += ", post-attention and post-MLP norms";
     if (c.post_norms) g += ", norms after the attention and the MLP only";

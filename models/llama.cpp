@@ -148,6 +148,10 @@ class LlamaModel final : public Model {
   // q/k norms of qkv's rows: per head, or over the whole projections (OLMo 2, MiniMax-M2), whose
   // sums of squares span every rank's heads under tensor parallelism (all-reduced first).
   Status norm_qk(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm) {
+    if (config_.layer_norms) {  // Command R+'s per-head LayerNorms
+      backend_.qk_head_layer_norm(qkv, shard_.qkv, q_norm, k_norm, config_.rms_eps);
+      return Status::ok();
+    }
     if (!config_.qk_norm_whole || shard_.size == 1) {
       backend_.qk_head_norm(qkv, shard_.qkv, q_norm, k_norm, config_.rms_eps);
       return Status::ok();
@@ -170,15 +174,18 @@ class LlamaModel final : public Model {
   // (ModelConfig::post_norms) the block reads the residual itself (block_input).
   void join(const Tensor& residual, const Tensor& delta, const OwnedTensor& norm, const Tensor& normed) {
     if (norm.tensor.empty()) return backend_.add(residual, delta);
-    backend_.add_rms_norm(residual, delta, norm.tensor, config_.rms_eps, normed);
+    add_norm(backend_, config_, residual, delta, norm.tensor, normed);
   }
-  // A block's input: the normed rows, or the residual where the block has no norm before it.
+  // A block's input: the normed rows, or the residual where the block has no norm before it;
+  // with parallel blocks (Cohere) the MLP's is the attention's, the layer's one normed input.
   Tensor block_input(const OwnedTensor& norm, int n) const {
+    if (config_.parallel_blocks) return scratch_.normed.tensor.rows(0, n);
     return (norm.tensor.empty() ? scratch_.residual : scratch_.normed).tensor.rows(0, n);
   }
-  // Granite's logits_scaling: the step's r logit rows divided by it.
+  // Granite's logits_scaling and Cohere's logit_scale: the step's r logit rows scaled by them.
   void scale_logits(int64_t r, const Tensor& logits) {
-    if (r > 0 && config_.logits_scaling > 0.0f && config_.logits_scaling != 1.0f) backend_.scale(logits, 1.0f / config_.logits_scaling);
+    const float s = config_.logits_multiplier();
+    if (r > 0 && s != 1.0f) backend_.scale(logits, s);
   }
 
   ModelConfig config_;
@@ -295,7 +302,9 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   const Shard& s = shard_;
   const std::vector<Slice> qkv_rows = {s.q_rows(), s.kv_rows(), s.kv_rows()};
   auto norm = [&](const char* name, int64_t size) { return w.vector_f32({layer_name(l, name)}, {size}, {}, c.norm_offset); };
-  if (c.post_norms) {  // OLMo 2, EXAONE 4: each block's output normed, nothing before it
+  if (c.parallel_blocks) {  // Cohere: one norm, the attention's and the MLP's input both
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("input_layernorm.weight", hidden));
+  } else if (c.post_norms) {  // OLMo 2, EXAONE 4: each block's output normed, nothing before it
     BRIGADE_ASSIGN_OR_RETURN(layer.post_attn_norm, norm("post_attention_layernorm.weight", hidden));
     BRIGADE_ASSIGN_OR_RETURN(layer.post_mlp_norm, norm("post_feedforward_layernorm.weight", hidden));
   } else if (c.arch == "apertus") {  // ApertusDecoderLayer's names for Llama's two
@@ -336,6 +345,14 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   }
   if (c.qk_norm && c.qk_norm_weightless) {  // Llama 4: unit weights (LlamaModel::unit_norm_), RoPE layers only
     layer.unit_qk_norm = !layer.nope;
+  } else if (c.qk_norm && c.layer_norms) {  // Command R+: per-head LayerNorms, each head's own weights; this rank's heads
+    std::vector<int64_t> cols(static_cast<size_t>(c.head_dim));
+    for (int64_t i = 0; i < c.head_dim; ++i) cols[static_cast<size_t>(i)] = i;
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.q_norm, w.gathered_f32({layer_name(l, "self_attn.q_norm.weight")}, c.n_heads,
+                                                               c.head_dim, {s.rank * s.qkv.n_heads, s.qkv.n_heads}, cols));
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.k_norm, w.gathered_f32({layer_name(l, "self_attn.k_norm.weight")}, c.n_kv_heads,
+                                                               c.head_dim, {s.rank * s.qkv.n_kv_heads, s.qkv.n_kv_heads},
+                                                               cols));
   } else if (c.qk_norm_whole) {  // OLMo 2, MiniMax-M2: over the whole projections, this rank's heads' part
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.q_norm, w.vector_f32({layer_name(l, "self_attn.q_norm.weight")}, {q},
                                                              {s.q_rows()}, c.norm_offset));
@@ -516,7 +533,10 @@ Status LlamaModel::run_layer(const DecoderLayer& layer, const KvLayer& cache, co
   BRIGADE_RETURN_IF_ERROR(run_attention(layer, cache, meta, rope, n));
   if (!layer.post_attn_norm.tensor.empty()) backend_.rms_norm(delta, layer.post_attn_norm.tensor, eps, delta);
   if (scale_residual) backend_.scale(delta, residual_scale);
-  join(residual, delta, layer.mlp_norm, normed);
+  // Parallel blocks (Cohere): residual + attention now, + MLP at the next norm; the MLP reads
+  // the normed input the attention read.
+  if (config_.parallel_blocks) backend_.add(residual, delta);
+  else join(residual, delta, layer.mlp_norm, normed);
   BRIGADE_RETURN_IF_ERROR(run_mlp(layer, n));
   if (!layer.post_mlp_norm.tensor.empty()) backend_.rms_norm(delta, layer.post_mlp_norm.tensor, eps, delta);
   if (scale_residual) backend_.scale(delta, residual_scale);
@@ -551,7 +571,6 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   const Tensor residual = scratch_.residual.tensor.rows(0, n);
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor delta = scratch_.delta.tensor.rows(0, n);
-  const float eps = config_.rms_eps;
   backend_.embedding(ends_.embed.tensor, ints_.tokens(batch), residual);
   if (config_.embed_scale > 0.0f) backend_.scale(residual, embed_scale_);  // the images' features are not scaled
   if (config_.embedding_multiplier > 0.0f && config_.embedding_multiplier != 1.0f)  // Granite's
@@ -561,7 +580,7 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
     const DecoderLayer& layer = layers_[static_cast<size_t>(l)];
     const bool local = config_.layer_window(l) > 0;
     // The previous block's output joins the residual in the same pass as the next norm.
-    if (l == 0 && !layer.attn_norm.tensor.empty()) backend_.rms_norm(residual, layer.attn_norm.tensor, eps, normed);
+    if (l == 0 && !layer.attn_norm.tensor.empty()) apply_norm(backend_, config_, residual, layer.attn_norm.tensor, normed);
     else if (l > 0) join(residual, delta, layer.attn_norm, normed);
     const AttentionMeta& meta = config_.layer_chunk(l) > 0 ? chunked : local ? sliding : full;
     BRIGADE_RETURN_IF_ERROR(run_layer(layer, kv.layer(l), meta, local ? rope_local_ : rope_, n));

@@ -26,6 +26,13 @@ Status read_sliding_layers(const json& j, ModelConfig& c, int default_pattern) {
   return Status::ok();
 }
 
+// EXAONE 4's and Cohere2's full-attention layers have no positions ("global NoPE"): no RoPE
+// wherever sliding_layers says full.
+void nope_on_full_layers(ModelConfig& c) {
+  c.nope_layers.assign(c.sliding_layers.size(), false);
+  for (size_t l = 0; l < c.sliding_layers.size(); ++l) c.nope_layers[l] = !c.sliding_layers[l];
+}
+
 Status read_olmo(const json& j, ModelConfig& c) {
   c.qkv_bias = c.o_bias = c.attention_bias;  // Olmo2Attention: attention_bias on q/k/v and o
   c.qk_norm = c.qk_norm_whole = true;
@@ -55,9 +62,7 @@ Status read_exaone4(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
   if (c.sliding_window <= 0) return invalid_argument("config.json: sliding_window must be > 0 or null");
   BRIGADE_RETURN_IF_ERROR(read_sliding_layers(j, c, 4));
-  // With a window, the full-attention layers have no positions ("global NoPE").
-  c.nope_layers.assign(c.sliding_layers.size(), false);
-  for (size_t l = 0; l < c.sliding_layers.size(); ++l) c.nope_layers[l] = !c.sliding_layers[l];
+  nope_on_full_layers(c);  // with a window only
   return Status::ok();
 }
 
@@ -70,7 +75,8 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"SeedOssForCausalLM", "seed_oss"},  {"Ernie4_5ForCausalLM", "ernie4_5"},
       {"HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"}, {"OlmoeForCausalLM", "olmoe"},
       {"ApertusForCausalLM", "apertus"},          {"Ernie4_5_MoeForCausalLM", "ernie4_5_moe"},
-      {"Llama4ForCausalLM", "llama4_text"},       {"MiniMaxM2ForCausalLM", "minimax_m2"}};
+      {"Llama4ForCausalLM", "llama4_text"},       {"MiniMaxM2ForCausalLM", "minimax_m2"},
+      {"CohereForCausalLM", "cohere"},            {"Cohere2ForCausalLM", "cohere2"}};
   for (const auto& [cls, type] : kNames)
     if (class_name == cls || (class_name.empty() && model_type == type)) return type;
   return {};
@@ -340,9 +346,49 @@ Status read_minimax_m2(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// Cohere's Command R family (CohereConfig, Cohere2Config): LayerNorms without bias
+// (layer_norm_eps, 1e-5 by default) in place of RMSNorms, one per layer before the attention and
+// the MLP side by side, RoPE of adjacent pairs, q/k/v and o biases with attention_bias, tied
+// embeddings by default, the logits times logit_scale (0.0625 by default). cohere (Command R,
+// R+): use_qk_norm's per-head q/k LayerNorms, each head with its own weights. cohere2 (Command
+// R7B, Command A): head_dim always hidden_size / num_attention_heads, sliding_window (4096) on the
+// "sliding_attention" layers (layer_types; without it, all but every sliding_window_pattern-th
+// layer, 4 by default), which alone have RoPE.
+Status read_cohere(const json& j, ModelConfig& c) {
+  std::string act = "silu";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
+  if (act != "silu") return unsupported("config.json: hidden_act '" + act + "' is not supported for " + c.arch + "; supported: silu");
+  c.layer_norms = c.parallel_blocks = true;
+  c.rms_eps = 1e-5f;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "layer_norm_eps", c.rms_eps));
+  c.rope_style = RopeStyle::interleaved;
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  c.logit_scale = 0.0625f;
+  if (auto it = j.find("logit_scale"); it != j.end() && it->is_null()) c.logit_scale = 0.0f;  // CohereConfig allows None
+  else BRIGADE_RETURN_IF_ERROR(read_float(j, "logit_scale", c.logit_scale));
+  if (!std::isfinite(c.logit_scale) || c.logit_scale < 0.0f)
+    return invalid_argument("config.json: logit_scale must be a positive number or null");
+  if (!j.contains("tie_word_embeddings")) c.tie_embeddings = true;
+  if (c.arch == "cohere") {
+    c.sliding_window = 0;
+    BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_qk_norm", c.qk_norm));
+    return Status::ok();
+  }
+  if (c.n_heads > 0) c.head_dim = c.hidden_size / c.n_heads;  // Cohere2Config ignores a head_dim field
+  c.sliding_window = 4096;
+  if (auto it = j.find("sliding_window"); it != j.end() && it->is_null())
+    return unsupported("config.json: sliding_window null is not supported for cohere2 (its sliding layers need a window)");
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
+  if (c.sliding_window <= 0) return invalid_argument("config.json: sliding_window must be > 0");
+  BRIGADE_RETURN_IF_ERROR(read_layer_types(j, c, 4));
+  nope_on_full_layers(c);
+  return Status::ok();
+}
+
 }  // namespace
 
 Status read_llama_variant(const json& j, ModelConfig& c) {
+  if (c.arch == "cohere" || c.arch == "cohere2") return read_cohere(j, c);
   if (c.arch == "llama4_text") return read_llama4(j, c);
   if (c.arch == "minimax_m2") return read_minimax_m2(j, c);
   if (c.arch == "apertus") return read_apertus(j, c);

@@ -35,7 +35,8 @@ constexpr const char* kSupported =
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
     "Mistral3ForConditionalGeneration (mistral3: its language model, text only), Llama4ForCausalLM (llama4_text), "
-    "Llama4ForConditionalGeneration (llama4: its language model, text only), MiniMaxM2ForCausalLM (minimax_m2)";
+    "Llama4ForConditionalGeneration (llama4: its language model, text only), MiniMaxM2ForCausalLM (minimax_m2), "
+    "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -467,7 +468,8 @@ Status ModelConfig::validate() const {
   if (head_dim % 2 != 0)
     return invalid_argument("model config: head_dim must be even for RoPE (got " + std::to_string(head_dim) + ")");
   if (!(rms_eps > 0.0f) || !std::isfinite(rms_eps))
-    return invalid_argument("model config: rms_norm_eps must be a positive number");
+    return invalid_argument(std::string("model config: ") + (layer_norms ? "layer_norm_eps" : "rms_norm_eps") +
+                            " must be a positive number");
   if (!(rope_theta > 0.0f) || !std::isfinite(rope_theta))
     return invalid_argument("model config: rope_theta must be a positive number");
   if (sliding_window < 0) return invalid_argument("model config: sliding_window must be >= 0");

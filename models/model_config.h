@@ -53,7 +53,7 @@ struct ModelConfig {
   std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "mixtral", "phi3", "gemma2", "gemma3_text",
                                 // "gpt_oss", "glm4_moe", "smollm3", "granite", "olmo2", "olmo3", "exaone4", "glm4",
                                 // "seed_oss", "ernie4_5", "hunyuan_v1_dense", "olmoe", "apertus", "ernie4_5_moe",
-                                // "llama4_text"
+                                // "llama4_text", "minimax_m2", "cohere", "cohere2"
                                 // (the decoder they share: llama.h),
                                 // "deepseek_v2" or "deepseek_v3" (models/deepseek.h),
                                 // "bert" or "roberta" (encoders: models/bert.h)
@@ -83,6 +83,16 @@ struct ModelConfig {
   bool qk_norm_after_rope = false;  // with qk_norm: the norms after RoPE (Hunyuan's query_/key_layernorm)
   bool qk_norm_weightless = false;  // with qk_norm: per-head RMSNorms without weights (none stored), on the layers
                                     // with RoPE only (Llama 4's use_qk_norm; with qk_norm_after_rope)
+  // Cohere's Command R family (cohere, cohere2; read_cohere in models/llama_variants_config.cpp):
+  // every norm of the decoder a LayerNorm (mean-centred, a weight, no bias; its eps in rms_eps)
+  // rather than an RMSNorm (layer_norms), the q/k norms (qk_norm, Command R+'s use_qk_norm) then
+  // per-head LayerNorms with each head's own weights (q_norm [n_heads, head_dim], k_norm
+  // [n_kv_heads, head_dim]); the attention and the MLP both reading the layer's one normed input,
+  // both outputs added to the residual (parallel_blocks; input_layernorm only); the logits times
+  // logit_scale (0 = none).
+  bool layer_norms = false;
+  bool parallel_blocks = false;
+  float logit_scale = 0.0f;
   bool fused_weights = false;   // q|k|v and gate|up stored as one tensor each (phi3: self_attn.qkv_proj,
                                 // mlp.gate_up_proj) rather than q/k/v_proj and gate/up_proj
   int sliding_window = 0;       // 0 = none
@@ -239,6 +249,11 @@ struct ModelConfig {
 
   QkvLayout qkv_layout() const { return {n_heads, n_kv_heads, head_dim}; }
   int rope_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
+  // What the logits are multiplied by: Cohere's logit_scale, or 1 / Granite's logits_scaling (1: neither).
+  float logits_multiplier() const {
+    if (logit_scale > 0.0f) return logit_scale;
+    return logits_scaling > 0.0f ? 1.0f / logits_scaling : 1.0f;
+  }
   // Checks the numbers fit together (heads divide, sizes positive); says which one does not.
   Status validate() const;
 };

@@ -375,7 +375,7 @@ Expected<OwnedTensor> WeightLoader::gathered_f32(const std::vector<std::string>&
   for (const std::string& name : names) {
     BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name, {rows, cols}));
     if (t.block_quantized() || (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16))
-      return corrupt(t.file + ": tensor '" + name + "' is stored " + t.type_name() + "; biases must be F32, BF16 or F16");
+      return corrupt(t.file + ": tensor '" + name + "' is stored " + t.type_name() + "; biases and norm weights must be F32, BF16 or F16");
     count(name, t.numel());
     parts.push_back(std::move(t));
   }

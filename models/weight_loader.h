@@ -146,7 +146,8 @@ class WeightLoader {
   // Matrices `names` [rows, cols] each (checked; floats) uploaded as f32: of the rows `row_slice`,
   // row by row, of each matrix in turn the elements `kept` (column indices, in that order):
   // [row_slice rows * names * kept]. gpt-oss's per-expert biases: the Hub's [E, 2I] (gate and up
-  // interleaved) and [E, hidden]; GGUF's gate and up [E, I] each, joined per expert.
+  // interleaved) and [E, hidden]; GGUF's gate and up [E, I] each, joined per expert; Command R+'s
+  // per-head q/k norm weights [heads, head_dim], a rank's heads.
   Expected<OwnedTensor> gathered_f32(const std::vector<std::string>& names, int64_t rows, int64_t cols,
                                      Slice row_slice, const std::vector<int64_t>& kept);
 

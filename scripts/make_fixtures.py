@@ -437,7 +437,27 @@ def fixtures():
         "minimax_m2": ("MiniMaxM2Config", "MiniMaxM2ForCausalLM", base_config(
             head_dim=32, intermediate_size=32, num_local_experts=8, num_experts_per_tok=2, pad_token_id=0,
             rope_parameters=dict(rope_type="default", rope_theta=5000000.0, partial_rotary_factor=0.5))),
+        # Command R+ (CohereForCausalLM, CohereForAI/c4ai-command-r-plus): LayerNorms without bias, the
+        # attention and the MLP side by side on one norm, per-head q/k LayerNorms each with its own
+        # weights (use_qk_norm), RoPE of adjacent pairs, q/k/v/o biases (attention_bias; Command R
+        # has none), tied, logits x logit_scale.
+        "cohere": ("CohereConfig", "CohereForCausalLM", cohere_config(
+            use_qk_norm=True, attention_bias=True, logit_scale=0.25)),
+        # Command R7B / Command A (Cohere2ForCausalLM, CohereLabs/c4ai-command-r7b-12-2024): Command
+        # R's layer, windows of 8 on three of every four layers (sliding_window_pattern 4), the fourth
+        # full attention without RoPE.
+        "cohere2": ("Cohere2Config", "Cohere2ForCausalLM", cohere_config(
+            num_hidden_layers=4, sliding_window=8, logit_scale=0.125, rope_theta=50000.0)),
     }
+
+
+def cohere_config(**kw):
+    """A tiny CohereConfig's / Cohere2Config's kwargs (fixtures()): layer_norm_eps in place of
+    rms_norm_eps, tied as the checkpoints are."""
+    c = base_config(layer_norm_eps=1e-5, tie_word_embeddings=True, pad_token_id=0, bos_token_id=5)
+    del c["rms_norm_eps"]
+    c.update(kw)
+    return c
 
 
 def llama4_text_config(**kw):
@@ -566,13 +586,14 @@ def randomize(model, seed):
     """Replaces every parameter with values large enough that logits differ clearly per token:
     matrices ~ N(0, 1/fan_in), biases ~ N(0, 0.1), norm weights 1 + N(0, 0.1) (N(0, 0.1) for
     Qwen3-Next's and Qwen3.5's zero-centred norms, which scale by 1 + w), embeddings N(0, 1).
-    Stacked expert matrices [E, rows, fan_in] (transformers 5 keeps them fused) count as matrices."""
+    Stacked expert matrices [E, rows, fan_in] (transformers 5 keeps them fused) count as matrices;
+    Command R+'s per-head q/k norm weights [heads, head_dim] as norm weights."""
     import torch
     g = torch.Generator().manual_seed(seed)
     zero_centred = model.config.model_type in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe")
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if p.dim() >= 2:
+            if p.dim() >= 2 and not (model.config.model_type == "cohere" and name.endswith("_norm.weight")):
                 # gpt-oss keeps its experts transposed, [E, fan_in, out].
                 fan_in = p.shape[-2] if model.config.model_type == "gpt_oss" and ".experts." in name else p.shape[-1]
                 std = 1.0 if "embed" in name else fan_in ** -0.5
@@ -655,7 +676,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

@@ -220,6 +220,54 @@ TEST(CpuOps, QkHeadNormTouchesOnlyQAndK) {
   }
 }
 
+// Command R+'s q/k LayerNorms against their formula in double: each q and k head mean-centred and
+// scaled by its own weights (q head h by qw[h * 12 ...], k head h by kw[h * 12 ...]); v untouched.
+TEST(CpuOps, QkHeadLayerNormUsesEachHeadsWeights) {
+  std::mt19937 rng(55);
+  auto b = backend_at(test::simd_levels().back());
+  const QkvLayout l{4, 2, 12};
+  auto qkv = make(*b, DType::f32, {3, l.row_width()});
+  auto qw = make(*b, DType::f32, {l.q_width()});
+  auto kw = make(*b, DType::bf16, {l.kv_width()});
+  test::fill_uniform(qkv.tensor, rng);
+  for (int64_t i = 0; i < qkv.tensor.numel(); ++i) qkv.tensor.as<float>()[i] += 2.0f;  // the mean matters
+  test::fill_uniform(qw.tensor, rng);
+  test::fill_uniform(kw.tensor, rng);
+  const std::vector<float> before = test::to_vector(qkv.tensor);
+  b->qk_head_layer_norm(qkv.tensor, l, qw.tensor, kw.tensor, 1e-5f);
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int h = 0; h < l.n_heads + 2 * l.n_kv_heads; ++h) {
+      const int64_t off = i * l.row_width() + h * 12;
+      const bool is_q = h < l.n_heads, is_v = h >= l.n_heads + l.n_kv_heads;
+      const Tensor& w = is_q ? qw.tensor : kw.tensor;
+      const int64_t w0 = (is_q ? h : h - l.n_heads) * 12;
+      double mean = 0, var = 0;
+      for (int e = 0; e < 12; ++e) mean += before[static_cast<size_t>(off + e)] / 12.0;
+      for (int e = 0; e < 12; ++e) var += std::pow(before[static_cast<size_t>(off + e)] - mean, 2) / 12.0;
+      for (int e = 0; e < 12; ++e) {
+        const double x = before[static_cast<size_t>(off + e)];
+        const double want = is_v ? x : (x - mean) / std::sqrt(var + 1e-5) * get(w, w0 + e);
+        EXPECT_NEAR(get(qkv.tensor, off + e), want, 1e-5) << "head " << h;
+      }
+    }
+  }
+  // The decoder's LayerNorm without a bias: the same formula over whole rows.
+  auto x = make(*b, DType::f32, {2, 40});
+  auto w = make(*b, DType::f32, {40});
+  auto out = make(*b, DType::f32, {2, 40});
+  test::fill_uniform(x.tensor, rng);
+  test::fill_uniform(w.tensor, rng);
+  b->layer_norm(x.tensor, w.tensor, Tensor(), 1e-5f, out.tensor);
+  for (int64_t i = 0; i < 2; ++i) {
+    double mean = 0, var = 0;
+    for (int e = 0; e < 40; ++e) mean += get(x.tensor, i * 40 + e) / 40.0;
+    for (int e = 0; e < 40; ++e) var += std::pow(get(x.tensor, i * 40 + e) - mean, 2) / 40.0;
+    for (int e = 0; e < 40; ++e)
+      EXPECT_NEAR(get(out.tensor, i * 40 + e), (get(x.tensor, i * 40 + e) - mean) / std::sqrt(var + 1e-5) * get(w.tensor, e),
+                  1e-5);
+  }
+}
+
 // Apertus's xIELU against its formula in double: x > 0: alpha_p x^2 + beta x; else
 // (expm1(min(x, eps)) - x) alpha_n + beta x, values around 0 and eps included.
 TEST(CpuOps, XieluFollowsItsFormula) {

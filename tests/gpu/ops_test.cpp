@@ -239,6 +239,38 @@ TEST(GpuOps, QkNormBySums) {
   EXPECT_LT(rel_error(get(*gpu(), qg.tensor), get(cpu(), qc.tensor)), kBf16Tol);
 }
 
+// Cohere's norms: LayerNorm rows without a bias (the decoder's) and with one (the towers'), rows
+// offset from zero so the mean matters; Command R+'s per-head q/k LayerNorms, each head with its
+// own weights.
+TEST(GpuOps, LayerNormAndQkHeadLayerNorm) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(61);
+  for (const int64_t d : {64, 1000, 4096}) {
+    SCOPED_TRACE(testing::Message() << "d=" << d);
+    const int64_t n = 5;
+    const auto x = random_values(rng, n * d, 1, 4), w = random_values(rng, d, 0.5f, 1.5f), b = random_values(rng, d);
+    const auto xc = put(cpu(), DType::f32, {n, d}, x), xg = put(*gpu(), DType::bf16, {n, d}, x);
+    const auto wc = put(cpu(), DType::f32, {d}, w), wg = put(*gpu(), DType::f32, {d}, w);
+    const auto bc = put(cpu(), DType::f32, {d}, b), bg = put(*gpu(), DType::f32, {d}, b);
+    for (const bool bias : {false, true}) {
+      const auto oc = empty(cpu(), DType::f32, {n, d}), og = empty(*gpu(), DType::bf16, {n, d});
+      cpu().layer_norm(xc.tensor, wc.tensor, bias ? bc.tensor : Tensor(), 1e-5f, oc.tensor);
+      gpu()->layer_norm(xg.tensor, wg.tensor, bias ? bg.tensor : Tensor(), 1e-5f, og.tensor);
+      EXPECT_LT(rel_error(get(*gpu(), og.tensor), get(cpu(), oc.tensor)), kBf16Tol) << "bias " << bias;
+    }
+  }
+  const QkvLayout l{8, 2, 64};
+  const int64_t n = 7;
+  const auto qkv = random_values(rng, n * l.row_width(), -1, 3), qw = random_values(rng, l.q_width(), 0.5f, 1.5f),
+             kw = random_values(rng, l.kv_width(), 0.5f, 1.5f);
+  const auto qc = put(cpu(), DType::f32, {n, l.row_width()}, qkv), qg = put(*gpu(), DType::bf16, {n, l.row_width()}, qkv);
+  const auto qwc = put(cpu(), DType::f32, {l.q_width()}, qw), qwg = put(*gpu(), DType::f32, {l.q_width()}, qw);
+  const auto kwc = put(cpu(), DType::f32, {l.kv_width()}, kw), kwg = put(*gpu(), DType::f32, {l.kv_width()}, kw);
+  cpu().qk_head_layer_norm(qc.tensor, l, qwc.tensor, kwc.tensor, 1e-5f);
+  gpu()->qk_head_layer_norm(qg.tensor, l, qwg.tensor, kwg.tensor, 1e-5f);
+  EXPECT_LT(rel_error(get(*gpu(), qg.tensor), get(cpu(), qc.tensor)), kBf16Tol);
+}
+
 TEST(GpuOps, WriteKvIntoPages) {
   BRIGADE_REQUIRE_GPU();
   std::mt19937 rng(6);

@@ -53,7 +53,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "qwen2_moe", "glm4_moe", "glm4_moe_step", "qwen3_yarn", "smollm3",
                                            "granite", "olmo2", "olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5",
                                            "hunyuan_v1_dense", "olmoe", "apertus", "mistral3", "ernie4_5_moe",
-                                           "llama4", "llama4_text", "minimax_m2"));
+                                           "llama4", "llama4_text", "minimax_m2", "cohere", "cohere2"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -395,7 +395,21 @@ TEST(HfFixtureConfig, Llama4PiecesMoveTheLogits) {
   EXPECT_GT(max_diff_with_config("llama4_text", [](nlohmann::json& j) { j["num_experts_per_tok"] = 1; }), 100 * kLogitTol);
 }
 
-// `inspect` names Llama 4's and MiniMax-M2's pieces.
+// Each of Cohere's pieces moves the logits, so the fixtures check each: RMSNorms in place of the
+// LayerNorms, Command R+'s q/k norms (none), RoPE as halves rather than adjacent pairs, Command
+// R7B's windows (none) and its full layers' missing RoPE (rotated instead), logit_scale.
+TEST(HfFixtureConfig, CoherePiecesMoveTheLogits) {
+  EXPECT_GT(max_diff_with_rules("cohere2", [](ModelConfig& c) { c.layer_norms = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("cohere", [](nlohmann::json& j) { j["use_qk_norm"] = false; }), 100 * kLogitTol);
+  for (const char* name : {"cohere", "cohere2"})
+    EXPECT_GT(max_diff_with_rules(name, [](ModelConfig& c) { c.rope_style = RopeStyle::neox; }), 100 * kLogitTol) << name;
+  EXPECT_GT(max_diff_with_config("cohere2", [](nlohmann::json& j) { j["sliding_window"] = 64; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_rules("cohere2", [](ModelConfig& c) { c.nope_layers.assign(c.nope_layers.size(), false); }),
+            100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("cohere", [](nlohmann::json& j) { j["logit_scale"] = 0.5; }), 100 * kLogitTol);
+}
+
+// `inspect` names Llama 4's, MiniMax-M2's and Command R+'s pieces.
 TEST(HfFixtureConfig, InspectShowsLlama4AndMiniMaxPieces) {
   auto llama4 = inspect_model(fixture_dir("llama4"));
   ASSERT_TRUE(llama4.has_value()) << llama4.status().to_string();
@@ -409,6 +423,12 @@ TEST(HfFixtureConfig, InspectShowsLlama4AndMiniMaxPieces) {
   const std::string mm = format_model_info(*minimax);
   for (const char* piece : {"q/k norm over all heads", "rotary dims 16 of 32", "routing:       sigmoid + e_score_correction_bias"})
     EXPECT_NE(mm.find(piece), std::string::npos) << piece << "\n" << mm;
+  auto cohere = inspect_model(fixture_dir("cohere"));
+  ASSERT_TRUE(cohere.has_value()) << cohere.status().to_string();
+  const std::string co = format_model_info(*cohere);
+  for (const char* piece : {"q/k LayerNorm per head (its own weights)", "LayerNorms without bias",
+                            "attention and MLP side by side on one norm", "logits x 0.25", "interleaved"})
+    EXPECT_NE(co.find(piece), std::string::npos) << piece << "\n" << co;
 }
 
 // The MoE fixtures test the routing: renormalising the top-k weights or not, or routing to one

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "models/llama.h"
 #include "models/model_config.h"
@@ -523,6 +524,74 @@ TEST(ModelConfig, ReadsLlama4) {
   EXPECT_EQ(parse_hf_config(wrapper.dump()).status().code(), StatusCode::unsupported);
   wrapper.erase("text_config");
   EXPECT_EQ(parse_hf_config(wrapper.dump()).status().code(), StatusCode::corrupt);
+}
+
+// Cohere's Command R family: CohereConfig's defaults where the config leaves a field out (tied,
+// logit_scale 0.0625, layer_norm_eps 1e-5), LayerNorms and parallel blocks, RoPE of adjacent
+// pairs; Cohere2's head_dim from hidden / heads whatever the file says, its window on all but every
+// 4th layer (or layer_types), those full layers without RoPE; refusals by name.
+TEST(ModelConfig, ReadsCohere) {
+  const nlohmann::json base = {{"hidden_size", 64},  {"num_hidden_layers", 8}, {"num_attention_heads", 4},
+                               {"num_key_value_heads", 2}, {"intermediate_size", 128}, {"vocab_size", 256}};
+  auto parse = [&](const char* cls, const nlohmann::json& more) {
+    nlohmann::json j = base;
+    j["architectures"] = {cls};
+    if (more.is_object()) j.update(more);
+    return parse_hf_config(j.dump());
+  };
+  auto r = parse("CohereForCausalLM", nullptr);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->arch, "cohere");
+  EXPECT_TRUE(r->layer_norms);
+  EXPECT_TRUE(r->parallel_blocks);
+  EXPECT_TRUE(r->tie_embeddings);
+  EXPECT_FALSE(r->qk_norm);
+  EXPECT_FLOAT_EQ(r->logit_scale, 0.0625f);
+  EXPECT_FLOAT_EQ(r->logits_multiplier(), 0.0625f);
+  EXPECT_FLOAT_EQ(r->rms_eps, 1e-5f);
+  EXPECT_EQ(r->rope_style, RopeStyle::interleaved);
+  EXPECT_EQ(r->sliding_window, 0);
+  auto plus = parse("CohereForCausalLM", {{"use_qk_norm", true}, {"logit_scale", 0.8333333}, {"layer_norm_eps", 1e-6},
+                                          {"attention_bias", true}, {"tie_word_embeddings", false}});
+  ASSERT_TRUE(plus.has_value()) << plus.status().to_string();
+  EXPECT_TRUE(plus->qk_norm);
+  EXPECT_FALSE(plus->qk_norm_whole);
+  EXPECT_TRUE(plus->qkv_bias && plus->o_bias);
+  EXPECT_FALSE(plus->tie_embeddings);
+  EXPECT_FLOAT_EQ(plus->logit_scale, 0.8333333f);
+  EXPECT_FLOAT_EQ(plus->rms_eps, 1e-6f);
+  auto unscaled = parse("CohereForCausalLM", {{"logit_scale", nullptr}});
+  ASSERT_TRUE(unscaled.has_value()) << unscaled.status().to_string();
+  EXPECT_FLOAT_EQ(unscaled->logits_multiplier(), 1.0f);
+
+  auto r7b = parse("Cohere2ForCausalLM", {{"head_dim", 32}, {"sliding_window", 4096}});
+  ASSERT_TRUE(r7b.has_value()) << r7b.status().to_string();
+  EXPECT_EQ(r7b->arch, "cohere2");
+  EXPECT_EQ(r7b->head_dim, 16);  // Cohere2Config sets hidden_size // num_attention_heads
+  std::vector<bool> sliding, nope;
+  for (int l = 0; l < 8; ++l) {
+    sliding.push_back(r7b->layer_window(l) == 4096);
+    nope.push_back(r7b->nope_layers[static_cast<size_t>(l)]);
+  }
+  EXPECT_EQ(sliding, (std::vector<bool>{true, true, true, false, true, true, true, false}));
+  EXPECT_EQ(nope, (std::vector<bool>{false, false, false, true, false, false, false, true}));
+  auto typed = parse("Cohere2ForCausalLM", {{"num_hidden_layers", 2}, {"layer_types", {"full_attention", "sliding_attention"}}});
+  ASSERT_TRUE(typed.has_value()) << typed.status().to_string();
+  EXPECT_EQ(typed->layer_window(0), 0);
+  EXPECT_EQ(typed->layer_window(1), 4096);
+  EXPECT_EQ(typed->nope_layers, (std::vector<bool>{true, false}));
+
+  for (const auto& [cls, more, code, word] :
+       {std::tuple{"Cohere2ForCausalLM", nlohmann::json{{"sliding_window", nullptr}}, StatusCode::unsupported, "sliding_window"},
+        std::tuple{"Cohere2ForCausalLM", nlohmann::json{{"sliding_window", 0}}, StatusCode::invalid_argument, "sliding_window"},
+        std::tuple{"CohereForCausalLM", nlohmann::json{{"hidden_act", "gelu"}}, StatusCode::unsupported, "hidden_act"},
+        std::tuple{"CohereForCausalLM", nlohmann::json{{"logit_scale", -1.0}}, StatusCode::invalid_argument, "logit_scale"},
+        std::tuple{"CohereForCausalLM", nlohmann::json{{"layer_norm_eps", 0.0}}, StatusCode::invalid_argument,
+                   "layer_norm_eps"}}) {
+    const Status s = parse(cls, more).status();
+    EXPECT_EQ(s.code(), code) << more.dump() << ": " << s.to_string();
+    EXPECT_NE(s.message().find(word), std::string::npos) << s.message();
+  }
 }
 
 }  // namespace
