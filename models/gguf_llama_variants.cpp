@@ -167,12 +167,50 @@ Status read_minimax_m2(const GgufFile& g, const std::string& a, ModelConfig& c) 
   return Status::ok();
 }
 
+// Cohere's Command R family, as llama.cpp's loaders and graphs run it (src/models/command-r.cpp,
+// cohere2.cpp): every norm a LayerNorm without bias whose eps is attention.layer_norm_epsilon
+// (required by both loaders), the attention and the MLP both reading attn_norm's output, the
+// logits times logit_scale (command-r: absent or 0 = none, as llama.cpp's graph skips a zero
+// scale; cohere2: required). command-r's per-head attn_q_norm / attn_k_norm ([n_head, head_dim],
+// [n_head_kv, head_dim] as stored) where the file holds them: llama.cpp creates them exactly when
+// block_count >= 64 (Command R+'s depth, whose config has use_qk_norm) and refuses a file whose
+// tensors differ from that; brigade, as transformers, goes by what the file holds. cohere2's
+// attention.sliding_window (required) on the layers attention.sliding_window_pattern marks
+// (absent: every 4th layer full, llama.cpp's default), and RoPE on the sliding layers only
+// (llama.cpp's graph reads no rope.freq_base_swa: every rotated layer uses rope.freq_base).
+Status read_command_r(const GgufFile& g, const std::string& gguf_arch, const std::string& a, ModelConfig& c) {
+  const bool cohere2 = gguf_arch == "cohere2";
+  c.arch = cohere2 ? "cohere2" : "cohere";
+  c.layer_norms = c.parallel_blocks = true;
+  const std::string eps_key = a + "attention.layer_norm_epsilon";
+  if (!g.find(eps_key)) return corrupt(g.path() + ": metadata '" + eps_key + "' (the LayerNorms' epsilon) is missing");
+  BRIGADE_ASSIGN_OR_RETURN(double eps, g.get_number(eps_key));
+  if (!std::isfinite(eps) || eps <= 0.0)
+    return corrupt(g.path() + ": metadata '" + eps_key + "' must be a positive number");
+  c.rms_eps = static_cast<float>(eps);
+  if (cohere2 && !g.find(a + "logit_scale"))
+    return corrupt(g.path() + ": metadata '" + a + "logit_scale' is missing (llama.cpp's cohere2 requires it)");
+  BRIGADE_ASSIGN_OR_RETURN(double scale, g.get_number_or(a + "logit_scale", 0.0));
+  if (!std::isfinite(scale) || scale < 0.0)
+    return corrupt(g.path() + ": metadata '" + a + "logit_scale' must be a number >= 0");
+  c.logit_scale = static_cast<float>(scale);
+  c.qk_norm = !cohere2 && g.has_tensor("blk.0.attn_q_norm.weight");
+  c.sliding_window = 0;
+  if (!cohere2) return Status::ok();
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "attention.sliding_window", 0, c.sliding_window));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_sliding_layers(g, a, 4, c));
+  c.nope_layers.assign(static_cast<size_t>(c.n_layers), false);  // the full layers: no RoPE
+  for (int l = 0; l < c.n_layers; ++l) c.nope_layers[static_cast<size_t>(l)] = c.layer_window(l) == 0;
+  return Status::ok();
+}
+
 }  // namespace
 
 bool is_gguf_llama_variant(const std::string& gguf_arch) {
   return gguf_arch == "olmo2" || gguf_arch == "exaone4" || gguf_arch == "glm4" || gguf_arch == "seed_oss" ||
          gguf_arch == "ernie4_5" || gguf_arch == "hunyuan-dense" || gguf_arch == "apertus" || gguf_arch == "ernie4_5-moe" ||
-         gguf_arch == "llama4" || gguf_arch == "minimax-m2";
+         gguf_arch == "llama4" || gguf_arch == "minimax-m2" || gguf_arch == "command-r" ||
+         gguf_arch == "cohere2";
 }
 
 Status add_gguf_xielu_tensors(const GgufFile& g, int n_layers, std::map<std::string, RawTensor>& tensors) {
@@ -201,7 +239,8 @@ Status add_gguf_xielu_tensors(const GgufFile& g, int n_layers, std::map<std::str
 
 Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c) {
   const std::string a = gguf_arch + ".";
-  const bool pairs = gguf_arch == "glm4" || gguf_arch == "ernie4_5" || gguf_arch == "ernie4_5-moe" || gguf_arch == "llama4";
+  const bool pairs = gguf_arch == "glm4" || gguf_arch == "ernie4_5" || gguf_arch == "ernie4_5-moe" ||
+                     gguf_arch == "llama4" || gguf_arch == "command-r" || gguf_arch == "cohere2";
   c.rope_style = pairs ? RopeStyle::interleaved : RopeStyle::neox;
   c.qkv_bias = c.attention_bias = g.has_tensor("blk.0.attn_q.bias");
   c.o_bias = g.has_tensor("blk.0.attn_output.bias");
@@ -212,6 +251,7 @@ Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, 
   if (gguf_arch == "ernie4_5-moe") return read_ernie_moe(g, a, c);
   if (gguf_arch == "llama4") return read_llama4(g, a, c);
   if (gguf_arch == "minimax-m2") return read_minimax_m2(g, a, c);
+  if (gguf_arch == "command-r" || gguf_arch == "cohere2") return read_command_r(g, gguf_arch, a, c);
   if (gguf_arch == "apertus") {  // per-head q/k norms, the xIELU MLP (its parameters: add_gguf_xielu_tensors)
     c.qk_norm = true;
     c.mlp_activation = MlpActivation::xielu;

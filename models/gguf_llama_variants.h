@@ -1,7 +1,7 @@
 // Internal to models/: llama.cpp's GGUF files of the Llama decoder's newer relatives, read into
 // the ModelConfig the safetensors path builds for them (models/llama_variants_config.h), as
 // llama.cpp's loader and graphs (src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp,
-// ernie4-5.cpp, hunyuan-dense.cpp, llama4.cpp, minimax-m2.cpp) run them:
+// ernie4-5.cpp, hunyuan-dense.cpp, llama4.cpp, minimax-m2.cpp, command-r.cpp, cohere2.cpp) run them:
 //   olmo2          OLMo 2 and OLMo 3 (one converter class): no attn_norm / ffn_norm,
 //                  post_attention_norm and post_ffw_norm on the blocks' outputs, attn_q_norm /
 //                  attn_k_norm over the whole projections ([H hd], [KV hd]); OLMo 3's
@@ -60,7 +60,19 @@
 //                  + exp_probs_b (the selection bias, [E]) and renormalised, as llama.cpp's graph
 //                  fixes. expert_gating_func 2 (sigmoid), or absent (llama.cpp then aborts;
 //                  MiniMax-M2 routes by sigmoid). Refused by name: another expert_gating_func,
-//                  expert_group_count above 1, per-layer expert_used_count.
+//                  expert_group_count above 1, per-layer expert_used_count;
+//   command-r      Command R and R+ (arch cohere, read_cohere's fields): every norm a LayerNorm
+//                  without bias (eps attention.layer_norm_epsilon, required), attention and MLP in
+//                  parallel on attn_norm's output (no ffn_norm), RoPE of adjacent pairs (NORM, not
+//                  permuted), tied (no output.weight), the logits times logit_scale (absent: none);
+//                  per-head attn_q_norm / attn_k_norm LayerNorms ({head_dim, n_head} as stored:
+//                  the checkpoint's q_norm [n_heads, head_dim]) where the file holds them
+//                  (llama.cpp loads them, and requires them, in a file of 64 layers or more only:
+//                  Command R+'s);
+//   cohere2        Command R7B and Command A (arch cohere2): command-r's layer without q/k norms;
+//                  logit_scale and attention.sliding_window required, the window on the layers
+//                  attention.sliding_window_pattern marks (absent: every 4th layer full, as
+//                  llama.cpp), RoPE on those sliding layers only (the full ones are NoPE).
 // The converter permutes no q/k rows for any of them. Biases the file holds load (transformers'
 // attention_bias / attention_out_bias / use_bias); llama.cpp creates no o or MLP biases for
 // these (its loader refuses a file holding them), so its files have none.
@@ -80,8 +92,8 @@ bool is_gguf_llama_variant(const std::string& gguf_arch);
 
 // Fills what the architecture adds to the common keys read_config reads (arch becomes the
 // safetensors name: olmo2 or olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense,
-// llama4_text, minimax_m2). unsupported naming the key for what brigade does not run (above).
-// corrupt naming the key for values out of range.
+// llama4_text, minimax_m2, cohere, cohere2). unsupported naming the key for what brigade does not
+// run (above). corrupt naming the key for values out of range and required keys missing.
 Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c);
 
 // Apertus's xIELU parameters (metadata xielu.*) as the tensors model.layers.N.mlp.act_fn.alpha_p,

@@ -174,9 +174,12 @@ Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string&
   if (name == "llama-bpe" || name == "llama3" || name == "lfm2" || name == "falcon-h1" || name == "smaug-bpe" ||
       name == "dbrx")
     return std::vector<std::string>{kLlama3Pattern};
-  // Granite 3's refact (llama.cpp's REFACT): every digit alone, then GPT-2's pattern as llama.cpp
-  // writes it (without the trailing \s+ alternative; the pieces between matches stay pieces).
-  if (name == "refact")
+  // Granite 3's refact (llama.cpp's REFACT) and Cohere's command-r (its COMMAND_R, the same
+  // regexes): every digit alone, then GPT-2's pattern as llama.cpp writes it (without the trailing
+  // \s+ alternative; the pieces between matches stay pieces). llama.cpp also sets clean_spaces
+  // false for command-r (its llama_detokenize then keeps " ." and " 's" as decoded); brigade's
+  // byte-level decoder never cleans spaces, for any pre-tokenizer, so that needs nothing here.
+  if (name == "refact" || name == "command-r")
     return std::vector<std::string>{R"(\p{N})",
                                     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))"};
   if (name == "qwen2") return std::vector<std::string>{kQwen2Pattern};
@@ -189,7 +192,7 @@ Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string&
   // spelled as classes; glm4 and glm5 also take whole-word tokens before merges).
   if (name == "chatglm-bpe" || name == "glm4" || name == "glm5") return std::vector<std::string>{kLlama3Pattern};
   return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, olmo, exaone4, llama-bpe, lfm2, "
-                     "falcon-h1, smaug-bpe, dbrx, refact, qwen2, qwen35, deepseek-llm, deepseek-v3, hunyuan-dense, seed-coder, gpt-4o, "
+                     "falcon-h1, smaug-bpe, dbrx, refact, command-r, qwen2, qwen35, deepseek-llm, deepseek-v3, hunyuan-dense, seed-coder, gpt-4o, "
                      "llama4, chatglm-bpe, glm4, glm5");
 }
 

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Writes the GGUF fixtures of eleven llama.cpp architectures that are Llama-style decoders with
+"""Writes the GGUF fixtures of thirteen llama.cpp architectures that are Llama-style decoders with
 their own norms, biases, activations or RoPE, made by llama.cpp's own converter
 (convert_hf_to_gguf.py: conversion/olmo.py's Olmo2Model, OlmoeModel and SeedOssModel, exaone.py's
 Exaone4Model, glm.py's Glm4Model, ernie.py's Ernie4_5Model, hunyuan.py's HunYuanModel,
-minimax.py's MiniMaxM2Model, all TextModel subclasses, none of them LlamaModel's; and llama.py's
-ApertusModel and Llama4Model, LlamaModels with undo_permute False) from tiny transformers
-checkpoints. The checkpoints (SOURCES) are make_fixtures.py's olmo2, olmo3, exaone4, glm4,
-seed_oss, ernie4_5, hunyuan_v1_dense, olmoe, ernie4_5_moe, apertus, llama4_text and minimax_m2
-fixtures, made here with seeds of their own (make_fixtures.new_model, 3505..3516), changed where
-llama.cpp cannot run them (below):
+minimax.py's MiniMaxM2Model, command_r.py's CommandR2Model and Cohere2Model, all TextModel
+subclasses, none of them LlamaModel's; and llama.py's ApertusModel and Llama4Model, LlamaModels
+with undo_permute False) from tiny transformers checkpoints. The checkpoints (SOURCES) are
+make_fixtures.py's olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense, olmoe,
+ernie4_5_moe, apertus, llama4_text, minimax_m2, cohere and cohere2 fixtures, made here with seeds
+of their own (make_fixtures.new_model, 3505..3518), changed where llama.cpp cannot run them
+(below):
 
   gguf_olmo2          Olmo2ForCausalLM (2 layers, hidden 64, GQA 4 heads over 2 of 16, theta 1e4,
                       SwiGLU 128, norms after attention and MLP only, RMSNorm q/k over the whole
@@ -59,15 +60,26 @@ llama.cpp cannot run them (below):
                       renormalised; untied) with the Hub config's rotary_dim 16 and scoring_func
                       sigmoid added (the fixture has neither: transformers 5 writes
                       partial_rotary_factor 0.5 and always routes by sigmoid); --outtype f32
+  gguf_command_r      CohereForCausalLM as make_fixtures.py's cohere (Command R+'s layer: LayerNorms
+                      without bias, the attention and the MLP side by side on input_layernorm's
+                      output, per-head q/k LayerNorms each with its own weights, RoPE of adjacent
+                      pairs, tied, logits x 0.25) with 64 layers (the fixture's 2), hidden 16, 2
+                      heads of 8 over 1 (the fixture's 64, 4 over 2), SwiGLU 32 (128) and no
+                      attention biases (the fixture's q/k/v/o); --outtype f32
+  gguf_cohere2        Cohere2ForCausalLM as make_fixtures.py's cohere2 (command-r's layer without
+                      q/k norms; 4 layers: windows of 8 with RoPE on layers 0-2, layer 3 full
+                      attention without RoPE; theta 5e4, logits x 0.125, tied) with the Hub
+                      configs' rotary_pct 1.0 added (Cohere2Config has no such field);
+                      --outtype f32
 
 What llama.cpp runs, and why these sources (llama.cpp 0c1e57098: the converter classes above,
 src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp, ernie4-5.cpp, hunyuan-vl.cpp (which
-hunyuan-dense.cpp reuses: loader and graph), apertus.cpp, llama4.cpp, minimax-m2.cpp, ggml's
-ggml_xielu (ggml.c) and its CPU kernel (ggml-cpu/unary-ops.cpp op_xielu), llama-model.cpp's
-shared hparams and llama_model_rope_type, llama-context.cpp's YaRN parameters, llama-graph.cpp's
-build_moe_ffn and temperature input). Each loader refuses a file with a tensor it does not create
-("done_getting_tensors: wrong number of tensors"), so a bias llama.cpp has no slot for cannot be
-in the file.
+hunyuan-dense.cpp reuses: loader and graph), apertus.cpp, llama4.cpp, minimax-m2.cpp,
+command-r.cpp, cohere2.cpp, ggml's ggml_xielu (ggml.c) and its CPU kernel (ggml-cpu/unary-ops.cpp
+op_xielu), llama-model.cpp's shared hparams, load_swa_pattern and llama_model_rope_type,
+llama-context.cpp's YaRN parameters, llama-graph.cpp's build_moe_ffn and temperature input).
+Each loader refuses a file with a tensor it does not create ("done_getting_tensors: wrong number of
+tensors"), so a bias llama.cpp has no slot for cannot be in the file.
   - ernie4_5_moe: moe_num_shared_experts 2 (the fixture's 1). conversion/ernie.py's
     Ernie4_5MoeModel writes expert_shared_feed_forward_length as intermediate_size //
     num_key_value_heads (here 128 // 2 = 64; ERNIE-4.5-21B-A3B's 12288 // 4 = 3072, its two shared
@@ -240,18 +252,56 @@ in the file.
     expert_weights_norm or expert_weights_scale read), SiLU experts; residual; output_norm,
     output (required). Both are exercised: transformers with the selection bias zeroed is 1.8,
     5.0e-07, 2.4 off expected.json, with the whole head rotated 1.1, 5.0e-07, 1.8.
-vocab_size 256: no converter pads. Only ernie4_5 is tied (no output.weight; the loader falls back
-to token_embd.weight); olmo2 and apertus require output.weight, the others take it when present.
+  - command_r: 64 layers, hidden 16 (2 heads of 8 over 1), intermediate_size 32 and
+    attention_bias false (make_fixtures.py's cohere: 2 layers, hidden 64, 4 heads over 2, 128,
+    true). llama_model_command_r creates attn_q_norm / attn_k_norm only when n_layer >= 64, and
+    then requires them (Command R+'s depth; use_qk_norm is read nowhere): the fixture as it is,
+    "done_getting_tensors: wrong number of tensors; expected 30, got 24"; without its biases,
+    "expected 22, got 18" (both tried: its 2 layers' q/k norms). Hence 64 layers, narrow (at
+    hidden 64 the file would be ~10 MB). It creates no attn_output.bias (create_tensor_qkv would
+    take q/k/v biases; transformers' attention_bias also biases o_proj): 64 layers with the
+    biases, "expected 898, got 834" (tried). Command R and R+ have none. CommandR2Model writes
+    logit_scale, attention.layer_norm_epsilon (layer_norm_eps), rope.scaling.type none and
+    context_length (model_max_length, else max_position_embeddings); no key_length (CohereConfig
+    has no head_dim) and no rope.dimension_count. Graph: h = LayerNorm(x) with attn_norm
+    (ggml_norm: mean-centred, times the weight, no bias, eps attention.layer_norm_epsilon); q, k,
+    v = wq h, wk h, wv h; LayerNorm of each q head (attn_q_norm, ne [8, 2]: each head's own 8
+    weights) and k head (ne [8, 1]), then RoPE NORM (adjacent pairs, as transformers' Cohere
+    repeat_interleaves its frequencies; no q/k permutation) over the whole head, theta
+    rope.freq_base; attention (softmax scale 1/sqrt(8)), o; the SwiGLU of the same h; out = x +
+    attention + MLP; output_norm (a LayerNorm), token_embd as the head (TENSOR_DUPLICATED: the
+    loader never looks for output.weight), the logits times logit_scale (f_logit_scale defaults
+    to 0, which the graph skips: an absent key is no scale). Both are exercised: transformers
+    with the same weights but no q/k norms is 2.3, 0, 4.1 off expected.json, with the logits
+    unscaled 11, 9.7, 13.
+  - cohere2: rotary_pct 1.0 added (a field of the Hub's configs, which transformers keeps as an
+    attribute, rotating whole heads whatever it says). Cohere2Model writes rope.dimension_count
+    int(rotary_pct * head_dim) and has no fallback ("KeyError: 'rotary_pct'" without it; tried);
+    it also writes logit_scale, attention.sliding_window 8, vocab_size, key_length / value_length
+    16 (Cohere2Config sets head_dim), attention.layer_norm_epsilon, rope.scaling.type none, and no
+    sliding_window_pattern, so llama_model_cohere2 takes every 4th layer full
+    (load_swa_pattern(ml, 4)): Cohere2Config's default layer_types, the fixture's (a config with
+    other layer_types converts to a file llama.cpp runs otherwise). It drops bias tensors
+    (raising on nonzero ones). The loader requires logit_scale, attention.sliding_window and
+    attention.layer_norm_epsilon; it reads rope.freq_base_swa (not written) but the graph never
+    uses it. Graph: command_r's without q/k norms; on the sliding layers (is_swa(il)) RoPE NORM
+    over the whole head and key j visible to query i when i - j < 8 (LLAMA_SWA_TYPE_STANDARD, as
+    transformers' window); layer 3 full attention, unrotated. Both are exercised: transformers
+    without the window is 0, 0, 2.7 off expected.json (the 40-token prompt crosses it), with RoPE
+    on layer 3 0.27, 0, 0.43.
+vocab_size 256: no converter pads. ernie4_5, command_r and cohere2 are tied (no output.weight;
+ernie4_5's loader falls back to token_embd.weight, command-r's and cohere2's always take it);
+olmo2 and apertus require output.weight, the others take it when present.
 
 What the converter does to the weights (checked tensor by tensor against each checkpoint: equal to
 the bit, no tensor permuted or transposed beyond GGUF's dimension order but llama4's experts;
 every checkpoint tensor written once; apertus's xIELU parameters as metadata). None of these
 classes permutes q/k: olmo2, olmo3, exaone4, seed_oss, hunyuan-dense, apertus and minimax-m2 are
-LLAMA_ROPE_TYPE_NEOX (rotate-half, transformers' own layout), glm4, ernie4_5 and llama4
-LLAMA_ROPE_TYPE_NORM (their transformers classes rotate adjacent pairs already). Names (N the
-layer; ne in GGUF order, [in, out]):
+LLAMA_ROPE_TYPE_NEOX (rotate-half, transformers' own layout), glm4, ernie4_5, llama4, command-r
+and cohere2 LLAMA_ROPE_TYPE_NORM (their transformers classes rotate adjacent pairs already). Names
+(N the layer; ne in GGUF order, [in, out]):
   model.embed_tokens -> token_embd.weight [64, 256]; model.norm -> output_norm.weight [64];
-  lm_head -> output.weight [64, 256] (all but ernie4_5);
+  lm_head -> output.weight [64, 256] (all but ernie4_5, command_r and cohere2);
   self_attn.q_proj / k_proj / v_proj / o_proj -> blk.N.attn_q.weight [64, 64] ([64, 128] seed_oss),
   attn_k.weight [64, 32] ([64, 64] seed_oss), attn_v.weight likewise, attn_output.weight [64, 64]
   ([128, 64] seed_oss); their biases (glm4, seed_oss, apertus) -> blk.N.attn_q.bias [64] ([128]),
@@ -287,7 +337,11 @@ layer; ne in GGUF order, [in, out]):
   self_attn.q_norm -> attn_q_norm.weight [128], k_norm -> attn_k_norm.weight [64];
   block_sparse_moe.gate -> ffn_gate_inp.weight [64, 8], e_score_correction_bias ->
   exp_probs_b.bias [8], experts.E.w1 / w3 / w2 stacked -> ffn_gate_exps.weight,
-  ffn_up_exps.weight (ne [64, 32, 8]), ffn_down_exps.weight (ne [32, 64, 8]). All F32.
+  ffn_up_exps.weight (ne [64, 32, 8]), ffn_down_exps.weight (ne [32, 64, 8]);
+  command_r and cohere2: input_layernorm -> blk.N.attn_norm.weight, each layer's only norm (no
+  ffn_norm); command_r's ([16, 16] q and o, [16, 8] k and v, ffn [16, 32] and [32, 16])
+  self_attn.q_norm [2, 8] -> attn_q_norm.weight (ne [8, 2]), k_norm [1, 8] -> attn_k_norm.weight
+  (ne [8, 1]); no output.weight. All F32.
 Metadata (besides general.* and the tokenizer's), every key under the arch prefix:
   olmo2.{block_count 2, context_length 256, embedding_length 64, feed_forward_length 128,
   attention.head_count 4, attention.head_count_kv 2, rope.freq_base 1e4,
@@ -329,6 +383,15 @@ Metadata (besides general.* and the tokenizer's), every key under the arch prefi
   expert_gating_func 2, attention.key_length 32, attention.value_length 32,
   expert_feed_forward_length 32, rope.dimension_count 16}: no rope.scaling keys (the converter
   warns "Unknown RoPE type: default" and writes none), no expert_weights_* or group keys.
+  command-r.{block_count 64, context_length 256, embedding_length 16, feed_forward_length 32,
+  attention.head_count 2, attention.head_count_kv 1, rope.freq_base 1e4,
+  attention.layer_norm_epsilon 1e-5, logit_scale 0.25, rope.scaling.type none}: no key_length /
+  value_length, no rope.dimension_count.
+  cohere2.{block_count 4, context_length 256, embedding_length 64, feed_forward_length 128,
+  attention.head_count 4, attention.head_count_kv 2, rope.freq_base 5e4,
+  attention.layer_norm_epsilon 1e-5, attention.key_length 16, attention.value_length 16,
+  logit_scale 0.125, attention.sliding_window 8, vocab_size 256, rope.dimension_count 16,
+  rope.scaling.type none}: no sliding_window_pattern, no rope.freq_base_swa.
 
 The converter is make_gguf_qwen35_fixtures.py's: the one in PyPI's llama-cpp-python 0.3.36 source
 distribution (its vendored llama.cpp, ggml-org/llama.cpp@0c1e57098), in .brigade/llamacpp-src,
@@ -344,10 +407,13 @@ from config.json; except:
     (FileNotFoundError otherwise): write_spm_tokenizer's BPE model with byte fallback, written as
     tokenizer.ggml.model llama, pre default, 256 tokens (<unk> 0, <s> 1, </s> 2, <0x00>..<0xFC>;
     the converter drops the pieces past vocab_size), scores, token types; bos 1, eos 2, pad 0;
-  - hunyuan_dense: eos 3 (HunYuanModel writes config.json's eod_token_id as eos), bos 1, pad 0.
+  - hunyuan_dense: eos 3 (HunYuanModel writes config.json's eod_token_id as eos), bos 1, pad 0;
+  - command_r and cohere2: pre command-r (Command R's vocabulary's name, which llama.cpp splits
+    with refact's regexes), bos 5 (make_fixtures.cohere_config's, CohereConfig's default), eos 255,
+    pad 0.
 
 expected.json: transformers' logits, greedy tokens and decode logits (make_fixtures.run_cases).
-Logits stay under 6 but for ernie4_5's (up to 62: the tied head over N(0, 1) embeddings, whose
+Logits stay under 6.1 but for ernie4_5's (up to 62: the tied head over N(0, 1) embeddings, whose
 greedy tokens repeat one token).
 
 Then `--llamacpp [NAME...]` runs each file in llama.cpp itself (llama-cpp-python 0.3.36 in
@@ -366,6 +432,8 @@ which must stay within 1e-3. Measured (prompts of 7, 1 and 40 tokens):
   gguf_apertus        1.5e-06, 1.1e-06, 1.9e-06
   gguf_llama4         2.0e-06, 1.2e-06, 2.8e-06
   gguf_minimax_m2     1.4e-06, 1.1e-06, 1.7e-06
+  gguf_command_r      6.0e-06, 2.4e-06, 8.3e-06
+  gguf_cohere2        1.6e-06, 1.1e-06, 2.6e-06
 
 Run: python3 scripts/make_gguf_llama_variants_fixtures.py [NAME...], then
 python3 scripts/make_gguf_llama_variants_fixtures.py --llamacpp [NAME...] (make_fixtures.py's
@@ -416,6 +484,13 @@ SOURCES = {
     # the second the only source of expert_gating_func, without which llama.cpp aborts); transformers
     # runs the same model with them (module docstring)
     "minimax_m2": ("minimax_m2", {"rotary_dim": 16, "scoring_func": "sigmoid"}, 3516),
+    # 64 layers, the depth at which llama.cpp's command-r loads q/k norms (Command R+'s), narrow
+    # (hidden 16, 2 heads of 8 over 1) to stay as small as the others; no biases (llama.cpp's
+    # command-r has no attn_output.bias) (module docstring)
+    "command_r": ("cohere", {"num_hidden_layers": 64, "hidden_size": 16, "intermediate_size": 32,
+                             "num_attention_heads": 2, "num_key_value_heads": 1, "attention_bias": False}, 3517),
+    # the Hub configs' rotary_pct, which the converter requires (module docstring)
+    "cohere2": ("cohere2", {"rotary_pct": 1.0}, 3518),
 }
 # name: (source, --outtype, pre-tokenizer name)
 FIXTURES = {
@@ -431,6 +506,8 @@ FIXTURES = {
     "gguf_apertus": ("apertus", "f32", "gpt-2"),
     "gguf_llama4": ("llama4", "f32", "gpt-2"),
     "gguf_minimax_m2": ("minimax_m2", "f32", "gpt-2"),
+    "gguf_command_r": ("command_r", "f32", "command-r"),
+    "gguf_cohere2": ("cohere2", "f32", "command-r"),
 }
 
 

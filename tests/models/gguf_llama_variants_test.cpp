@@ -7,8 +7,10 @@
 // (a dense layer, then experts with the selection bias and two shared ones), gguf_llama4 (NoPE
 // on layer 3, q/k norms after llama3-scaled pair RoPE on the others, sparse layers 1 and 3 beside
 // dense 0 and 2), gguf_minimax_m2 (whole-width q/k norms, half of each head rotated, sigmoid
-// routing with the selection bias, renormalised), F32; llama.cpp itself runs each within 2e-5 of
-// transformers (llamacpp.json).
+// routing with the selection bias, renormalised), gguf_command_r (Command R+'s layer 64 deep:
+// LayerNorms, parallel attention and MLP, per-head q/k LayerNorms, logit_scale), gguf_cohere2
+// (windows of 8 with RoPE on layers 0-2, layer 3 full without RoPE), F32; llama.cpp itself runs
+// each within 2e-5 of transformers (llamacpp.json).
 // The configs as llama.cpp reads them, and transformers' logits, decode steps and greedy tokens.
 #include <gtest/gtest.h>
 
@@ -294,6 +296,125 @@ TEST(GgufLlamaVariants, MiniMaxM2AsItsHuggingFaceConfigAndItsRefusals) {
   }
 }
 
+// gguf_cohere2 reads as the Hugging Face fixture of the same shape (tests/fixtures/cohere2,
+// read_cohere's fields), tensor for tensor; gguf_command_r as Command R+'s layer (the cohere
+// fixture's, 64 layers deep): its per-head q/k norms as the checkpoint's [n_heads, head_dim].
+TEST(GgufLlamaVariants, CohereAsTheirHuggingFaceConfigs) {
+  auto hf = Checkpoint::open(fixture_dir("cohere2"));
+  ASSERT_TRUE(hf.has_value()) << hf.status().to_string();
+  const ModelConfig& h = (*hf)->config();
+  auto gguf = Checkpoint::open(gguf_path("gguf_cohere2"));
+  ASSERT_TRUE(gguf.has_value()) << gguf.status().to_string();
+  const ModelConfig& g = (*gguf)->config();
+  EXPECT_EQ(g.arch, "cohere2");
+  EXPECT_EQ(g.arch, h.arch);
+  EXPECT_TRUE(g.layer_norms && g.parallel_blocks && !g.qk_norm);
+  EXPECT_EQ(g.layer_norms, h.layer_norms);
+  EXPECT_EQ(g.parallel_blocks, h.parallel_blocks);
+  EXPECT_EQ(g.rms_eps, h.rms_eps);
+  EXPECT_EQ(g.logit_scale, h.logit_scale);
+  EXPECT_FLOAT_EQ(g.logit_scale, 0.125f);
+  EXPECT_EQ(g.rope_style, RopeStyle::interleaved);
+  EXPECT_EQ(g.rope_style, h.rope_style);
+  EXPECT_EQ(g.rope_theta, h.rope_theta);
+  EXPECT_EQ(g.head_dim, h.head_dim);
+  EXPECT_EQ(g.sliding_window, 8);
+  EXPECT_EQ(g.sliding_window, h.sliding_window);
+  EXPECT_EQ(g.sliding_layers, (std::vector<bool>{true, true, true, false})) << "llama.cpp's default pattern 4";
+  EXPECT_EQ(g.sliding_layers, h.sliding_layers);
+  EXPECT_EQ(g.nope_layers, (std::vector<bool>{false, false, false, true})) << "RoPE on the sliding layers only";
+  EXPECT_EQ(g.nope_layers, h.nope_layers);
+  EXPECT_TRUE(g.tie_embeddings && h.tie_embeddings);
+  EXPECT_FALSE(g.qkv_bias || g.o_bias || g.mlp_bias);
+  ASSERT_EQ((*gguf)->tensors().size(), (*hf)->tensors().size());
+  for (const auto& [name, t] : (*hf)->tensors()) {
+    auto it = (*gguf)->tensors().find(name);
+    ASSERT_NE(it, (*gguf)->tensors().end()) << name;
+    EXPECT_EQ(it->second.shape, t.shape) << name;
+  }
+
+  const ModelConfig r = open_config("gguf_command_r");
+  EXPECT_EQ(r.arch, "cohere");
+  EXPECT_EQ(r.n_layers, 64);
+  EXPECT_TRUE(r.layer_norms && r.parallel_blocks && r.qk_norm && !r.qk_norm_whole && !r.qk_norm_after_rope);
+  EXPECT_EQ(r.rope_style, RopeStyle::interleaved);
+  EXPECT_FLOAT_EQ(r.logit_scale, 0.25f);
+  EXPECT_FLOAT_EQ(r.rms_eps, 1e-5f) << "attention.layer_norm_epsilon";
+  EXPECT_EQ(r.sliding_window, 0);
+  EXPECT_TRUE(r.nope_layers.empty());
+  EXPECT_TRUE(r.tie_embeddings);
+  auto ck = Checkpoint::open(gguf_path("gguf_command_r"));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  const auto& tensors = (*ck)->tensors();
+  ASSERT_EQ(tensors.count("model.layers.63.self_attn.q_norm.weight"), 1u);
+  EXPECT_EQ(tensors.at("model.layers.63.self_attn.q_norm.weight").shape, (std::vector<int64_t>{2, 8}));
+  EXPECT_EQ(tensors.at("model.layers.63.self_attn.k_norm.weight").shape, (std::vector<int64_t>{1, 8}));
+  EXPECT_EQ(tensors.count("model.layers.0.post_attention_layernorm.weight"), 0u) << "one norm per layer";
+  EXPECT_EQ(tensors.count("lm_head.weight"), 0u);
+}
+
+// command-r: logit_scale absent is no scale (llama.cpp's default 0); q/k norms wherever the file
+// has them (llama.cpp loads them only at 64 layers or more; brigade, as transformers, by the
+// file). cohere2: logit_scale, attention.sliding_window and attention.layer_norm_epsilon
+// required (by llama.cpp's loader too), sliding_window_pattern as a count or one bool per layer,
+// a partial rotary width refused; each naming the key.
+TEST(GgufLlamaVariants, CohereKeysAndTheirRefusals) {
+  const testing::TempDir dir("gguf_cohere");
+  using testing::gguf_u32;
+  auto common = [](const std::string& a) {
+    return std::vector<testing::GgufKv>{
+        testing::gguf_str("general.architecture", a),  gguf_u32(a + ".block_count", 2),
+        gguf_u32(a + ".context_length", 64),          gguf_u32(a + ".embedding_length", 64),
+        gguf_u32(a + ".feed_forward_length", 96),     gguf_u32(a + ".attention.head_count", 4),
+        {a + ".attention.layer_norm_epsilon", 6, 0, 1e-5f}};
+  };
+  const std::vector<std::pair<std::string, std::vector<uint64_t>>> embed = {{"token_embd.weight", {64, 256}}};
+  std::vector<std::pair<std::string, std::vector<uint64_t>>> normed = embed;
+  for (const std::string l : {"0", "1"})  // {head_dim, n_head} as stored
+    for (const char* n : {".attn_q_norm.weight", ".attn_k_norm.weight"}) normed.push_back({"blk." + l + n, {16, 4}});
+  testing::write_gguf_zeros(dir.file("command_r.gguf"), common("command-r"), normed);
+  auto ck = Checkpoint::open(dir.file("command_r.gguf"));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  EXPECT_EQ((*ck)->config().logit_scale, 0.0f) << "no logit_scale: none";
+  EXPECT_TRUE((*ck)->config().qk_norm) << "two layers, q/k norms in the file";
+  ASSERT_EQ((*ck)->tensors().count("model.layers.1.self_attn.k_norm.weight"), 1u);
+  EXPECT_EQ((*ck)->tensors().at("model.layers.1.self_attn.k_norm.weight").shape, (std::vector<int64_t>{4, 16}));
+
+  std::vector<testing::GgufKv> kv = common("command-r");
+  kv.pop_back();
+  expect_refused(dir.file("no_eps.gguf"), kv, embed, StatusCode::corrupt, "attention.layer_norm_epsilon");
+
+  auto cohere2 = [&] {
+    std::vector<testing::GgufKv> c = common("cohere2");
+    c.push_back({"cohere2.logit_scale", 6, 0, 0.25f});
+    c.push_back(gguf_u32("cohere2.attention.sliding_window", 8));
+    return c;
+  };
+  kv = cohere2();
+  kv.push_back(gguf_u32("cohere2.attention.sliding_window_pattern", 2));
+  testing::write_gguf_zeros(dir.file("pattern2.gguf"), kv, embed);
+  ck = Checkpoint::open(dir.file("pattern2.gguf"));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  EXPECT_EQ((*ck)->config().sliding_layers, (std::vector<bool>{true, false}));
+  EXPECT_EQ((*ck)->config().nope_layers, (std::vector<bool>{false, true}));
+
+  kv = cohere2();
+  testing::GgufKv pattern{"cohere2.attention.sliding_window_pattern", 9};
+  pattern.elem_type = 7;
+  pattern.i32s = {1, 0, 1};
+  kv.push_back(pattern);
+  expect_refused(dir.file("pattern3.gguf"), kv, embed, StatusCode::corrupt, "sliding_window_pattern");
+  kv = cohere2();
+  kv.erase(kv.end() - 2);
+  expect_refused(dir.file("no_scale.gguf"), kv, embed, StatusCode::corrupt, "cohere2.logit_scale");
+  kv = cohere2();
+  kv.pop_back();
+  expect_refused(dir.file("no_window.gguf"), kv, embed, StatusCode::corrupt, "cohere2.attention.sliding_window");
+  kv = cohere2();
+  kv.push_back(gguf_u32("cohere2.rope.dimension_count", 8));  // the converter's rotary_pct 0.5
+  expect_refused(dir.file("partial.gguf"), kv, embed, StatusCode::unsupported, "rope.dimension_count");
+}
+
 class GgufLlamaVariantsF32 : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GgufLlamaVariantsF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
@@ -306,7 +427,8 @@ TEST_P(GgufLlamaVariantsF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaVariantsF32,
                          ::testing::Values("gguf_olmo2", "gguf_olmo3", "gguf_exaone4", "gguf_glm4", "gguf_seed_oss",
                                            "gguf_ernie4_5", "gguf_hunyuan_dense", "gguf_olmoe", "gguf_apertus",
-                                           "gguf_ernie4_5_moe", "gguf_llama4", "gguf_minimax_m2"),
+                                           "gguf_ernie4_5_moe", "gguf_llama4", "gguf_minimax_m2", "gguf_command_r",
+                                           "gguf_cohere2"),
                          [](const auto& p) { return p.param; });
 
 }  // namespace

@@ -180,6 +180,18 @@ TEST(TokenizerFiles, GgufLlamaBpeIgnoresMergesForWholeWords) {
   EXPECT_EQ(*gpt2->encode("abc", false), std::vector<int32_t>({256, 'c'}));
 }
 
+// Decoding keeps every space as the tokens spell it: no " ." -> "." or " 's" -> "'s" cleanup,
+// which is llama.cpp's clean_spaces false (command-r's and qwen2's vocabularies, among others).
+TEST(TokenizerFiles, GgufCommandRDecodesWithoutCleaningSpaces) {
+  const testing::TempDir dir("command_r_vocab");
+  auto command_r = abc_vocabulary(dir, "command-r");
+  ASSERT_NE(command_r, nullptr);
+  const std::string text = "ab , it 's 2024 . ok ' x";
+  auto ids = command_r->encode(text, false);
+  ASSERT_TRUE(ids.has_value()) << ids.status().to_string();
+  EXPECT_EQ(*command_r->decode(*ids), text);
+}
+
 TEST(TokenizerFiles, BadInputsAreClearErrors) {
   const std::string gpt2 = kDir + "ggml-vocab-gpt-2.gguf";
   if (!std::filesystem::exists(gpt2)) GTEST_SKIP() << "test data absent: " << gpt2;
