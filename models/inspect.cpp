@@ -195,7 +195,7 @@ std::string format_model_info(const ModelInfo& m) {
          num(c.residual_multiplier) + ", logits / " + num(c.logits_scaling) + "; a shared SwiGLU of " +
          std::to_string(c.shared_width()) + " in every layer\n";
   } else if (!c.encoder && !c.nope && c.n_attention_layers() > 0) {
-  if (c.arch == "granite")  // Granite 3's scalings in the Llama decoder
+  if (c.arch == "granite" || c.arch == "granitemoe" || c.arch == "granitemoeshared")  // Granite 3's scalings in the Llama decoder
     s += "granite:       embeddings x " + num(c.embedding_multiplier) + ", sublayer outputs x " +
          num(c.residual_multiplier) + ", logits / " + num(c.logits_scaling) + "\n";
   char theta[32];

@@ -49,7 +49,8 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   // sigmoid-routed experts with a shared one.
   if (arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "qwen3_moe" || arch == "qwen2_moe" ||
       arch == "mixtral" || arch == "phi3" || arch == "gemma2" || arch == "gemma3_text" || arch == "gpt_oss" ||
-      arch == "glm4_moe" || arch == "smollm3" || arch == "granite" || is_llama_variant(arch))  // and OLMo 2 / 3, EXAONE 4,
+      arch == "glm4_moe" || arch == "smollm3" || arch == "granite" || arch == "granitemoe" ||
+      arch == "granitemoeshared" || is_llama_variant(arch))  // and OLMo 2 / 3, EXAONE 4,
     return load_llama(*checkpoint, backend, options);  // GLM-4, Seed-OSS, ERNIE 4.5, Hunyuan (llama_variants_config.h)
   // MLA attention and the MoE with shared experts (models/deepseek.h).
   if ((arch == "deepseek_v2" || arch == "deepseek_v3") && options.lora_enabled())

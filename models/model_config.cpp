@@ -30,7 +30,8 @@ constexpr const char* kSupported =
     "GraniteMoeHybridForCausalLM (granitemoehybrid), NemotronHForCausalLM (nemotron_h), JambaForCausalLM (jamba), "
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), SmolLM3ForCausalLM "
-    "(smollm3), GraniteForCausalLM (granite), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
+    "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
+    "(granitemoeshared), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
@@ -47,7 +48,7 @@ bool is_glm4_moe(const std::string& arch) { return arch == "glm4_moe"; }
 bool is_sparse_moe(const std::string& arch) {
   return arch == "qwen3_moe" || arch == "qwen2_moe" || arch == "mixtral" || arch == "gpt_oss" || arch == "qwen3_next" ||
          arch == "qwen3_5_moe_text" || arch == "olmoe" || arch == "ernie4_5_moe" || arch == "llama4_text" ||
-         arch == "minimax_m2";
+         arch == "minimax_m2" || arch == "granitemoe" || arch == "granitemoeshared";
 }
 
 // Which family a config describes: architectures[0] wins, model_type otherwise. A
@@ -85,6 +86,8 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
   if (arch_name == "Qwen3_5MoeForCausalLM") return std::string("qwen3_5_moe_text");
   if (arch_name == "SmolLM3ForCausalLM") return std::string("smollm3");
   if (arch_name == "GraniteForCausalLM") return std::string("granite");
+  if (arch_name == "GraniteMoeForCausalLM") return std::string("granitemoe");
+  if (arch_name == "GraniteMoeSharedForCausalLM") return std::string("granitemoeshared");
   if (std::string v = llama_variant_arch(arch_name, model_type); !v.empty()) return v;
   if (arch_name.empty()) {
     if (model_type == "llama" || model_type == "mistral") return std::string("llama");
@@ -93,7 +96,8 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
         model_type == "deepseek_v2" || model_type == "deepseek_v3" || model_type == "phi3" || model_type == "gemma2" ||
         model_type == "gemma3_text" || model_type == "gpt_oss" || model_type == "glm4_moe" ||
         model_type == "qwen3_next" || model_type == "qwen3_5_text" || model_type == "qwen3_5_moe_text" ||
-        model_type == "smollm3" || model_type == "granite")
+        model_type == "smollm3" || model_type == "granite" || model_type == "granitemoe" ||
+        model_type == "granitemoeshared")
       return model_type;
   }
   const std::string what = !named.empty() ? "architecture '" + named + "'"
@@ -199,7 +203,7 @@ Status read_attention_shape(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", c.attention_bias));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
   if (c.arch == "smollm3") return read_smollm3(j, c);
-  if (c.arch == "granite") return read_granite(j, c);
+  if (c.arch == "granite" || c.arch == "granitemoe" || c.arch == "granitemoeshared") return read_granite(j, c);
   if (is_llama_variant(c.arch)) return read_llama_variant(j, c);  // models/llama_variants_config.h
   if (c.arch == "llama" || c.arch == "mixtral") {  // MixtralAttention is LlamaAttention's, without biases
     if (c.arch == "mixtral" && c.attention_bias)
@@ -262,6 +266,21 @@ Status read_intermediate_width_experts(const json& j, ModelConfig& c, const char
   BRIGADE_RETURN_IF_ERROR(read_int(j, count_key, c.n_experts, false));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, false));
   c.moe_intermediate_size = c.intermediate_size;
+  return Status::ok();
+}
+
+// IBM Granite 3.x MoE (GraniteMoeConfig, GraniteMoeSharedConfig): every layer num_local_experts
+// (8) experts of intermediate_size, the top num_experts_per_tok (2) logits softmaxed among
+// themselves (GraniteMoeTopKRouter: the softmax over all of them renormalised over the k); the
+// shared model's shared_intermediate_size (0: none) an ungated shared SwiGLU every token runs
+// (shared_mlp).
+Status read_granite_moe(const json& j, ModelConfig& c) {
+  c.norm_topk_prob = true;
+  BRIGADE_RETURN_IF_ERROR(read_intermediate_width_experts(j, c, "num_local_experts", 8, 2));
+  if (c.arch != "granitemoeshared") return Status::ok();
+  c.shared_expert_intermediate_size = 0;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "shared_intermediate_size", c.shared_expert_intermediate_size, false));
+  if (c.shared_expert_intermediate_size < 0) return invalid_argument("config.json: shared_intermediate_size must be >= 0");
   return Status::ok();
 }
 
@@ -358,6 +377,7 @@ Status read_moe(const json& j, ModelConfig& c) {
   if (c.arch == "ernie4_5_moe") return read_ernie_moe(j, c);
   if (c.arch == "olmoe") return read_olmoe_moe(j, c);
   if (c.arch == "minimax_m2") return read_intermediate_width_experts(j, c, "num_local_experts", 256, 8);
+  if (c.arch == "granitemoe" || c.arch == "granitemoeshared") return read_granite_moe(j, c);
   if (c.arch == "gpt_oss") return read_gpt_oss_moe(j, c);
   if (c.arch != "qwen3_moe" && c.arch != "qwen2_moe" && c.arch != "qwen3_next" && c.arch != "qwen3_5_moe_text")
     return Status::ok();
@@ -396,7 +416,8 @@ Status read_moe(const json& j, ModelConfig& c) {
 Status validate_moe(const ModelConfig& c) {
   if (!is_sparse_moe(c.arch)) return Status::ok();
   const std::string e = std::to_string(c.n_experts), k = std::to_string(c.n_experts_per_tok);
-  const std::string experts = c.arch == "mixtral" || c.arch == "gpt_oss" || c.arch == "llama4_text" || c.arch == "minimax_m2"
+  const std::string experts = c.arch == "mixtral" || c.arch == "gpt_oss" || c.arch == "llama4_text" || c.arch == "minimax_m2" ||
+                                          c.arch == "granitemoe" || c.arch == "granitemoeshared"
                                   ? "num_local_experts"
                                   : "num_experts";  // olmoe's too
   if (c.n_experts < 1) return invalid_argument("model config: " + experts + " must be >= 1 (got " + e + ")");

@@ -40,8 +40,10 @@ std::string moe_split_fields(const ModelConfig& c, bool expert_parallel) {
 namespace {
 
 // Where layer l's block and its experts' projections are named: Mixtral's Hub names
-// (block_sparse_moe, experts' w1 / w3 / w2), LFM2-MoE's (feed_forward, w1 / w3 / w2, expert_bias)
-// or everyone else's (mlp, gate/up/down_proj; GGUF's are renamed to these).
+// (block_sparse_moe, experts' w1 / w3 / w2), LFM2-MoE's (feed_forward, w1 / w3 / w2, expert_bias),
+// Granite 3 MoE's (block_sparse_moe.router.layer, the experts fused as input_linear and
+// output_linear, shared_mlp's input_linear (gate|up) and output_linear beside the block) or
+// everyone else's (mlp, gate/up/down_proj; GGUF's are renamed to these).
 struct MoeNames {
   std::string pre;
   const char* router;
@@ -51,6 +53,13 @@ struct MoeNames {
   const char* score_bias = "gate.e_score_correction_bias";  // the selection bias (moe_score_bias)
   // The shared experts' prefix; null: shared_expert. (gated: Qwen2-MoE's) or shared_experts.
   const char* shared = nullptr;
+  // The experts fused, gate|up [E, 2 I, hidden] and down [E, hidden, I] (transformers 5's layout).
+  const char* fused_gate_up = "experts.gate_up_proj";
+  const char* fused_down = "experts.down_proj";
+  // The shared experts' gate|up as one [2 S, hidden] tensor and their down, under `shared`
+  // (Granite's input_linear / output_linear); null: gate_proj, up_proj, down_proj apart.
+  const char* shared_fused_gate_up = nullptr;
+  const char* shared_down = "down_proj.weight";
 };
 
 MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
@@ -65,6 +74,18 @@ MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
     return {layer + "feed_forward.", "router", "gate_proj", "up_proj", "down_proj", "gate.e_score_correction_bias",
             "shared_expert."};
   if (c.arch == "lfm2_moe") return {layer + "feed_forward.", "gate", "w1", "w3", "w2", "expert_bias"};
+  if (c.arch == "granitemoe" || c.arch == "granitemoeshared")  // the prefix is the layer's: shared_mlp is beside the block
+    return {layer,
+            "block_sparse_moe.router.layer",
+            "gate_proj",
+            "up_proj",
+            "down_proj",
+            "gate.e_score_correction_bias",
+            "shared_mlp.",
+            "block_sparse_moe.input_linear.weight",
+            "block_sparse_moe.output_linear.weight",
+            "input_linear.weight",
+            "output_linear.weight"};
   if (c.arch == "ernie4_5_moe")  // its selection bias [1, E] (read as [E]: Checkpoint::open)
     return {layer + "mlp.", "gate", "gate_proj", "up_proj", "down_proj", "moe_statics.e_score_correction_bias"};
   return {layer + "mlp.", "gate", "gate_proj", "up_proj", "down_proj"};
@@ -141,9 +162,15 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
                                 : c.shared_gate         ? "shared_expert."
                                                         : "shared_experts.";
     const std::string sp = pre + shared_prefix;
-    BRIGADE_ASSIGN_OR_RETURN(b.shared_gate_up, w.fused({sp + "gate_proj.weight", sp + "up_proj.weight"},
-                                                       {shared, shared}, hidden, {cols, cols}));
-    BRIGADE_ASSIGN_OR_RETURN(b.shared_down, w.matrix(sp + "down_proj.weight", hidden, shared, {}, cols));
+    if (names.shared_fused_gate_up != nullptr) {  // gate rows, then up rows: this rank's columns of each
+      const std::string gate_up = sp + names.shared_fused_gate_up;
+      BRIGADE_ASSIGN_OR_RETURN(b.shared_gate_up, w.fused({gate_up, gate_up}, {2 * shared, 2 * shared}, hidden,
+                                                         {cols, {shared + cols.begin, cols.size}}));
+    } else {
+      BRIGADE_ASSIGN_OR_RETURN(b.shared_gate_up, w.fused({sp + "gate_proj.weight", sp + "up_proj.weight"},
+                                                         {shared, shared}, hidden, {cols, cols}));
+    }
+    BRIGADE_ASSIGN_OR_RETURN(b.shared_down, w.matrix(sp + names.shared_down, hidden, shared, {}, cols));
     if (c.shared_gate) {
       BRIGADE_ASSIGN_OR_RETURN(b.shared_gate, w.matrix(pre + "shared_expert_gate.weight", 1, hidden));
     }
@@ -188,12 +215,12 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
     w.quantize_linear(true);
     return b;
   }
-  if (w.has(pre + "experts.gate_up_proj")) {  // transformers 5's fused layout: already ours
+  if (w.has(pre + names.fused_gate_up)) {  // transformers 5's fused layout (Granite's Hub one): already ours
     w.quantize_linear(quantize_gate_up);
-    BRIGADE_ASSIGN_OR_RETURN(b.gate_up, w.stacked(pre + "experts.gate_up_proj", c.n_experts, 2 * inter, hidden, experts,
+    BRIGADE_ASSIGN_OR_RETURN(b.gate_up, w.stacked(pre + names.fused_gate_up, c.n_experts, 2 * inter, hidden, experts,
                                                   {cols, {inter + sh.inter_begin, sh.inter}}));
     w.quantize_linear(quantize_down);
-    BRIGADE_ASSIGN_OR_RETURN(b.down, w.stacked(pre + "experts.down_proj", c.n_experts, hidden, inter, experts, {}, cols));
+    BRIGADE_ASSIGN_OR_RETURN(b.down, w.stacked(pre + names.fused_down, c.n_experts, hidden, inter, experts, {}, cols));
     w.quantize_linear(true);
     return b;
   }

@@ -448,6 +448,19 @@ def fixtures():
         # full attention without RoPE.
         "cohere2": ("Cohere2Config", "Cohere2ForCausalLM", cohere_config(
             num_hidden_layers=4, sliding_window=8, logit_scale=0.125, rope_theta=50000.0)),
+        # IBM Granite 3.x MoE (GraniteMoeForCausalLM, ibm-granite/granite-3.1-3b-a800m): Granite's
+        # multipliers, every layer 8 experts of 32 fused as input_linear / output_linear, the top 2
+        # logits softmaxed among themselves; tied.
+        "granitemoe": ("GraniteMoeConfig", "GraniteMoeForCausalLM", base_config(
+            intermediate_size=32, num_local_experts=8, num_experts_per_tok=2, embedding_multiplier=3.0,
+            residual_multiplier=0.5, attention_multiplier=0.2, logits_scaling=2.0, tie_word_embeddings=True,
+            pad_token_id=0)),
+        # GraniteMoeSharedForCausalLM (Granite's MoE with a shared expert): the same experts beside an
+        # ungated shared SwiGLU of 48 (shared_mlp), untied.
+        "granitemoeshared": ("GraniteMoeSharedConfig", "GraniteMoeSharedForCausalLM", base_config(
+            intermediate_size=32, num_local_experts=8, num_experts_per_tok=2, shared_intermediate_size=48,
+            embedding_multiplier=2.0, residual_multiplier=0.7, attention_multiplier=0.25, logits_scaling=1.5,
+            pad_token_id=0)),
     }
 
 

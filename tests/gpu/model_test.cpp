@@ -191,14 +191,15 @@ TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
 // taken, as above); Llama 4's chunked attention, weightless q/k norms, query temperature and
 // experts weighted on their inputs, MiniMax-M2's whole-width q/k norms before a partial RoPE and
 // its biased sigmoid routing (every expert taken); Cohere's LayerNorms (layer_norm's kernel),
-// parallel blocks, per-head q/k LayerNorms (Command R+) and Command R7B's windows and NoPE layers.
+// parallel blocks, per-head q/k LayerNorms (Command R+) and Command R7B's windows and NoPE layers;
+// Granite 3 MoE's fused experts and shared MLP (every expert taken).
 TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir every_expert("gpu_every_expert_variants");
   for (const char* name : {"olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus", "cohere",
                            "cohere2"})
     expect_fixture_matches_cpu(name, testing::fixture_dir(name));
-  for (const char* name : {"olmoe", "llama4", "llama4_text", "minimax_m2"})
+  for (const char* name : {"olmoe", "llama4", "llama4_text", "minimax_m2", "granitemoe", "granitemoeshared"})
     expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 

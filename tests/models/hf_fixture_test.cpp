@@ -53,7 +53,8 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "qwen2_moe", "glm4_moe", "glm4_moe_step", "qwen3_yarn", "smollm3",
                                            "granite", "olmo2", "olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5",
                                            "hunyuan_v1_dense", "olmoe", "apertus", "mistral3", "ernie4_5_moe",
-                                           "llama4", "llama4_text", "minimax_m2", "cohere", "cohere2"));
+                                           "llama4", "llama4_text", "minimax_m2", "cohere", "cohere2", "granitemoe",
+                                           "granitemoeshared"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -444,6 +445,12 @@ TEST(HfFixtureConfig, MoeRoutingChangesTheResult) {
   EXPECT_GT(max_diff_with_config("qwen2_moe", [](nlohmann::json& j) { j["norm_topk_prob"] = true; }), 100 * kLogitTol);
   EXPECT_GT(max_diff_with_config("olmoe", [](nlohmann::json& j) { j["norm_topk_prob"] = true; }), 100 * kLogitTol);
   EXPECT_GT(max_diff_with_config("olmoe", [](nlohmann::json& j) { j["num_experts_per_tok"] = 1; }), 100 * kLogitTol);
+  // Granite 3 MoE: the top-k softmax not renormalised (the softmax over all), one expert fewer, no
+  // shared MLP.
+  EXPECT_GT(max_diff_with_rules("granitemoe", [](ModelConfig& c) { c.norm_topk_prob = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("granitemoe", [](nlohmann::json& j) { j["num_experts_per_tok"] = 1; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_rules("granitemoeshared", [](ModelConfig& c) { c.shared_expert_intermediate_size = 0; }),
+            100 * kLogitTol);
   // ERNIE 4.5 MoE: one expert fewer, or layer 1 dense, or the selection bias ignored.
   EXPECT_GT(max_diff_with_config("ernie4_5_moe", [](nlohmann::json& j) { j["moe_k"] = 1; }), 100 * kLogitTol);
   EXPECT_GT(max_diff_with_rules("ernie4_5_moe", [](ModelConfig& c) { c.moe_score_bias = false; }), 100 * kLogitTol);

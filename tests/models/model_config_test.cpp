@@ -526,6 +526,53 @@ TEST(ModelConfig, ReadsLlama4) {
   EXPECT_EQ(parse_hf_config(wrapper.dump()).status().code(), StatusCode::corrupt);
 }
 
+// IBM Granite 3 MoE: GraniteMoeConfig's expert defaults (8 of intermediate_size, top 2,
+// renormalised: the softmax of the top k logits), Granite's multipliers, and the shared model's
+// shared_intermediate_size (0 by default: none).
+TEST(ModelConfig, ReadsGraniteMoe) {
+  const nlohmann::json base = {{"hidden_size", 64},  {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+                               {"num_key_value_heads", 2}, {"intermediate_size", 32}, {"vocab_size", 256},
+                               {"embedding_multiplier", 12.0}, {"residual_multiplier", 0.22},
+                               {"attention_multiplier", 0.0078125}, {"logits_scaling", 6.0}};
+  auto parse = [&](const char* cls, const nlohmann::json& more) {
+    nlohmann::json j = base;
+    j["architectures"] = {cls};
+    if (more.is_object()) j.update(more);
+    return parse_hf_config(j.dump());
+  };
+  auto moe = parse("GraniteMoeForCausalLM", nullptr);
+  ASSERT_TRUE(moe.has_value()) << moe.status().to_string();
+  EXPECT_EQ(moe->arch, "granitemoe");
+  EXPECT_EQ(moe->n_experts, 8);
+  EXPECT_EQ(moe->n_experts_per_tok, 2);
+  EXPECT_EQ(moe->moe_intermediate_size, 32);
+  EXPECT_TRUE(moe->norm_topk_prob);
+  EXPECT_EQ(moe->n_moe_layers(), 2);
+  EXPECT_EQ(moe->shared_width(), 0);
+  EXPECT_FLOAT_EQ(moe->embedding_multiplier, 12.0f);
+  EXPECT_FLOAT_EQ(moe->residual_multiplier, 0.22f);
+  EXPECT_FLOAT_EQ(moe->attn_scale, 0.0078125f);
+  EXPECT_FLOAT_EQ(moe->logits_multiplier(), 1.0f / 6.0f);
+  auto shared = parse("GraniteMoeSharedForCausalLM", {{"shared_intermediate_size", 1024}, {"num_local_experts", 40},
+                                                      {"num_experts_per_tok", 8}});
+  ASSERT_TRUE(shared.has_value()) << shared.status().to_string();
+  EXPECT_EQ(shared->arch, "granitemoeshared");
+  EXPECT_EQ(shared->n_experts, 40);
+  EXPECT_EQ(shared->n_experts_per_tok, 8);
+  EXPECT_EQ(shared->shared_width(), 1024);
+  EXPECT_FALSE(shared->shared_gate);
+  auto none = parse("GraniteMoeSharedForCausalLM", nullptr);
+  ASSERT_TRUE(none.has_value()) << none.status().to_string();
+  EXPECT_EQ(none->shared_width(), 0);
+  const Status k = parse("GraniteMoeForCausalLM", {{"num_experts_per_tok", 9}}).status();
+  EXPECT_EQ(k.code(), StatusCode::invalid_argument);
+  EXPECT_NE(k.message().find("num_local_experts"), std::string::npos) << k.message();
+  const Status neg = parse("GraniteMoeSharedForCausalLM", {{"shared_intermediate_size", -1}}).status();
+  EXPECT_EQ(neg.code(), StatusCode::invalid_argument);
+  const Status scale = parse("GraniteMoeForCausalLM", {{"logits_scaling", 0.0}}).status();
+  EXPECT_EQ(scale.code(), StatusCode::invalid_argument);
+}
+
 // Cohere's Command R family: CohereConfig's defaults where the config leaves a field out (tied,
 // logit_scale 0.0625, layer_norm_eps 1e-5), LayerNorms and parallel blocks, RoPE of adjacent
 // pairs; Cohere2's head_dim from hidden / heads whatever the file says, its window on all but every

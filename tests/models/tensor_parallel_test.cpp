@@ -289,11 +289,12 @@ TEST(TensorParallel, GemmaMatchesUnshardedAndTransformers) {
 // rank's heads and columns, and the q/k norms over whole projections (OLMo 2 / 3, OLMoE,
 // MiniMax-M2), whose sums of squares are all-reduced over the ranks' heads before each rank
 // scales its own; Cohere's parallel blocks (each all-reduced before its residual add) and Command
-// R+'s per-head q/k LayerNorms on each rank's heads with their own weights: tp=2 equals tp=1 and
-// transformers.
+// R+'s per-head q/k LayerNorms on each rank's heads with their own weights; Granite 3 MoE's fused
+// experts and shared MLP split by columns: tp=2 equals tp=1 and transformers.
 TEST(TensorParallel, LlamaVariantsMatchUnshardedAndTransformers) {
   for (const char* name : {"exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus", "ernie4_5_moe",
-                           "llama4", "llama4_text", "olmo2", "olmo3", "olmoe", "minimax_m2", "cohere", "cohere2"})
+                           "llama4", "llama4_text", "olmo2", "olmo3", "olmoe", "minimax_m2", "cohere", "cohere2", "granitemoe",
+                           "granitemoeshared"})
     expect_tp2_matches_transformers(name);
 }
 
