@@ -59,7 +59,7 @@ class StateSpaceModel final : public Model {
       rope_.inv_freq = rope_inv_freq_scaled(config.rope_theta, config.rope_dims(), config.rope_scaling);
       rope_.attention_factor = rope_attention_factor(config.rope_scaling);
       images_.set_text_rope(rope_);
-    } else if (short_conv() || parallel()) {  // LFM2's and Falcon-H1's attention rotate whole heads
+    } else if (!config.nope && n_attn_ > 0) {  // LFM2's, Falcon-H1's, Granite 4.0's (position_embedding_type rope): whole heads
       rope_.style = RopeStyle::neox;
       rope_.rotary_dim = config.rope_dims();
       rope_.inv_freq = rope_inv_freq_scaled(config.rope_theta, config.rope_dims(), config.rope_scaling);

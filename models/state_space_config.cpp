@@ -183,6 +183,28 @@ bool is_architecture(const json& j, const char* architecture, const char* model_
   return it != j.end() && it->is_string() && it->get<std::string>() == model_type;
 }
 
+// RoPE over whole heads: rope_theta (top level, or in rope_parameters / rope_scaling; `theta`
+// when absent) and a scaling rope_type (not longrope).
+Status read_whole_head_rope(const json& j, float theta, ModelConfig& c) {
+  c.rope_style = RopeStyle::neox;
+  c.rope_theta = theta;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "rope_theta", c.rope_theta));
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) continue;
+    if (!it->is_object()) return corrupt(std::string("config.json: ") + key + " must be an object");
+    BRIGADE_RETURN_IF_ERROR(read_float(*it, "rope_theta", c.rope_theta));
+    if (!it->contains("rope_type") && !it->contains("type")) continue;
+    BRIGADE_ASSIGN_OR_RETURN(c.rope_scaling, parse_rope_scaling(it->dump(), std::string("config.json: ") + key));
+  }
+  if (!(c.rope_theta > 0.0f) || !std::isfinite(c.rope_theta))
+    return invalid_argument("config.json: rope_theta must be a positive number");
+  if (c.rope_scaling.type == RopeScalingType::longrope)
+    return unsupported("config.json: rope_type 'longrope' is not supported for " + c.arch +
+                       " (default, linear, dynamic, llama3, yarn)");
+  return Status::ok();
+}
+
 }  // namespace
 
 bool is_mamba2(const json& j) { return is_architecture(j, "Mamba2ForCausalLM", "mamba2"); }
@@ -356,11 +378,17 @@ Expected<ModelConfig> read_granite_hybrid_config(const json& j) {
   bool attention_bias = false;
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", attention_bias));
   if (attention_bias) return unsupported("config.json: attention_bias is not supported for granitemoehybrid");
-  std::string positions;
-  BRIGADE_RETURN_IF_ERROR(read_string(j, "position_embedding_type", positions));
-  if (positions == "rope")
-    return unsupported("config.json: position_embedding_type 'rope' is not supported for granitemoehybrid (Granite "
-                       "4.0-H's attention layers have no positions: 'nope')");
+  // The attention layers' positions: none (Granite 4.0-H's "nope", or absent / null, the config's
+  // default), or RoPE over whole heads (Granite 4.0's attention-only models: granite-4.0-micro,
+  // 1b, 350m), rope_theta in rope_parameters (transformers 5) or at the top level.
+  std::string positions = "nope";
+  if (auto it = j.find("position_embedding_type"); it != j.end() && !it->is_null())
+    BRIGADE_RETURN_IF_ERROR(read_string(j, "position_embedding_type", positions));
+  if (positions != "nope" && positions != "rope")
+    return unsupported("config.json: position_embedding_type '" + positions +
+                       "' is not supported for granitemoehybrid; supported: nope, rope");
+  c.nope = positions == "nope";
+  if (!c.nope) BRIGADE_RETURN_IF_ERROR(read_whole_head_rope(j, 10000.0f, c));
   BRIGADE_RETURN_IF_ERROR(read_eps(j, "rms_norm_eps", 1e-6f, c.rms_eps));
   // Granite's scalings (1 = none).
   float attention_multiplier = 1.0f, embedding = 1.0f, residual = 1.0f, logits = 1.0f;
@@ -391,7 +419,6 @@ Expected<ModelConfig> read_granite_hybrid_config(const json& j) {
   BRIGADE_RETURN_IF_ERROR(positive("mamba_n_heads", l.n_heads));
   l.head_dim = expand * c.hidden_size / l.n_heads;  // "auto"
   if (auto it = j.find("mamba_d_head"); it != j.end() && it->is_number_integer()) l.head_dim = it->get<int>();
-  BRIGADE_RETURN_IF_ERROR(check_ssm_layout(l, c.hidden_size, expand, "mamba_"));
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_conv_bias", c.ssm.conv_bias));
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_proj_bias", c.ssm.proj_bias));
   BRIGADE_RETURN_IF_ERROR(read_time_step_limit(j, c));
@@ -412,6 +439,9 @@ Expected<ModelConfig> read_granite_hybrid_config(const json& j) {
     }
     break;
   }
+  // The mixers' shape matters only where there are mixers (Granite 4.0's attention-only models
+  // carry the config's mamba_* defaults, which need not fit their width).
+  if (c.recurrent()) BRIGADE_RETURN_IF_ERROR(check_ssm_layout(l, c.hidden_size, expand, "mamba_"));
   BRIGADE_RETURN_IF_ERROR(read_common(j, c, 2048));
   return c;
 }
@@ -665,27 +695,6 @@ Status read_lfm2_layers(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
-// RoPE over whole heads: rope_theta (top level, or in rope_parameters / rope_scaling; `theta`
-// when absent) and a scaling rope_type (not longrope).
-Status read_whole_head_rope(const json& j, float theta, ModelConfig& c) {
-  c.rope_style = RopeStyle::neox;
-  c.rope_theta = theta;
-  BRIGADE_RETURN_IF_ERROR(read_float(j, "rope_theta", c.rope_theta));
-  for (const char* key : {"rope_scaling", "rope_parameters"}) {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) continue;
-    if (!it->is_object()) return corrupt(std::string("config.json: ") + key + " must be an object");
-    BRIGADE_RETURN_IF_ERROR(read_float(*it, "rope_theta", c.rope_theta));
-    if (!it->contains("rope_type") && !it->contains("type")) continue;
-    BRIGADE_ASSIGN_OR_RETURN(c.rope_scaling, parse_rope_scaling(it->dump(), std::string("config.json: ") + key));
-  }
-  if (!(c.rope_theta > 0.0f) || !std::isfinite(c.rope_theta))
-    return invalid_argument("config.json: rope_theta must be a positive number");
-  if (c.rope_scaling.type == RopeScalingType::longrope)
-    return unsupported("config.json: rope_type 'longrope' is not supported for " + c.arch +
-                       " (default, linear, dynamic, llama3, yarn)");
-  return Status::ok();
-}
 
 // lfm2's MLP width: Lfm2MLP's adjustment of intermediate_size.
 Status adjust_lfm2_ff_dim(const json& j, ModelConfig& c) {

@@ -230,6 +230,13 @@ def fixtures():
         # ... dense (Granite 4.0-H-Micro's shape: the shared MLP alone), tied embeddings.
         "granite_hybrid_dense": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", granite_hybrid_config(
             num_local_experts=0, tie_word_embeddings=True, layer_types=["attention", "mamba", "mamba"])),
+        # Granite 4.0's attention-only models (granite-4.0-micro, 1b, 350m: GraniteMoeHybrid with
+        # every layer attention and position_embedding_type rope): RoPE over whole heads, the shared
+        # MLP alone; the config's mamba_* defaults left as transformers writes them (they fit no
+        # mixer here).
+        "granite4_rope": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", granite_hybrid_config(
+            num_local_experts=0, tie_word_embeddings=True, layer_types=["attention"] * 3, mamba_n_heads=128,
+            mamba_d_head="auto", position_embedding_type="rope", rope_theta=100000.0)),
         # Nemotron-H (NemotronHForCausalLM): blocks of one kind each, mixer, relu2 MLP, attention
         # without positions, MLP, mixer (the Hub's hybrid_override_pattern "M-*-M"); the mixers'
         # d_inner (6 heads of 16 = 96) is not expand * hidden, as in Nemotron-Nano-9B-v2.

@@ -54,7 +54,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "granite", "olmo2", "olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5",
                                            "hunyuan_v1_dense", "olmoe", "apertus", "mistral3", "ernie4_5_moe",
                                            "llama4", "llama4_text", "minimax_m2", "cohere", "cohere2", "granitemoe",
-                                           "granitemoeshared"));
+                                           "granitemoeshared", "granite4_rope"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),

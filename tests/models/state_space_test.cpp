@@ -227,7 +227,8 @@ TEST_P(StateSpace, SnapshotsRestoreTheStateWhereTheyWereTaken) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, StateSpace, ::testing::Values("mamba2", "mamba2_bias"));
 // Mamba1 mixers: a state per channel (MambaForCausalLM), and FalconMamba's normed dt, B and C.
 INSTANTIATE_TEST_SUITE_P(Mamba1, StateSpace, ::testing::Values("mamba1", "falcon_mamba"));
-// Granite 4.0-H: mixers and attention layers (their K/V in the pages), the MLP after each.
+// Granite 4.0-H: mixers and attention layers (their K/V in the pages), the MLP after each (Granite
+// 4.0's attention-only granite4_rope keeps no state: HfFixture.* runs it).
 // Nemotron-H: mixer, MLP and attention blocks (relu2 MLPs, attention without positions).
 // Jamba: Mamba1 mixers with normed dt/B/C, attention, SwiGLU and MoE layers.
 // Nemotron 3: mixer, MoE and attention blocks (relu2 experts, sigmoid routing in groups).
@@ -406,7 +407,27 @@ TEST(StateSpaceConfig, ReadsGraniteHybrids) {
     bad[key] = std::move(value);
     return parse_hf_config(bad.dump()).status();
   };
-  EXPECT_EQ(refused("position_embedding_type", "rope").code(), StatusCode::unsupported);
+  EXPECT_EQ(refused("position_embedding_type", "alibi").code(), StatusCode::unsupported);
+  // Granite 4.0's attention-only models: RoPE over whole heads, rope_parameters' theta; the
+  // mamba_* defaults (which fit no width) matter only where a layer is a mixer.
+  auto rope = j;
+  rope["position_embedding_type"] = "rope";
+  rope["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000000.0}};
+  rope["layer_types"] = {"attention", "attention", "attention"};
+  rope["mamba_n_heads"] = 7;
+  auto r = parse_hf_config(rope.dump());
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_FALSE(r->nope);
+  EXPECT_FALSE(r->recurrent());
+  EXPECT_FLOAT_EQ(r->rope_theta, 1e7f);
+  EXPECT_EQ(r->rope_style, RopeStyle::neox);
+  rope["layer_types"] = {"attention", "mamba", "attention"};
+  EXPECT_EQ(parse_hf_config(rope.dump()).status().code(), StatusCode::invalid_argument) << "7 heads fit no mixer";
+  auto null_positions = j;
+  null_positions["position_embedding_type"] = nullptr;
+  auto n = parse_hf_config(null_positions.dump());
+  ASSERT_TRUE(n.has_value()) << n.status().to_string();
+  EXPECT_TRUE(n->nope);
   EXPECT_EQ(refused("attention_bias", true).code(), StatusCode::unsupported);
   EXPECT_EQ(refused("layer_types", {"mamba", "mlp", "mamba"}).code(), StatusCode::unsupported);
   EXPECT_EQ(refused("layer_types", {"mamba"}).code(), StatusCode::corrupt);
