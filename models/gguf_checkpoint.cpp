@@ -21,7 +21,7 @@ namespace {
 constexpr const char* kSupportedArchs =
     "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, olmoe, ernie4_5-moe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
     "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1, mamba, mamba2, nemotron_h, nemotron_h_moe, granitehybrid, jamba, "
-    "smollm3, granite, olmo2 (OLMo 2 and 3), exaone4, glm4, seed_oss, ernie4_5, hunyuan-dense, apertus, llama4, minimax-m2, "
+    "smollm3, granite, granitemoe, olmo2 (OLMo 2 and 3), exaone4, glm4, seed_oss, ernie4_5, hunyuan-dense, apertus, llama4, minimax-m2, "
     "command-r, cohere2";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
@@ -56,8 +56,8 @@ Status read_rope_freqs(const GgufFile& g, const RawTensor& t, ModelConfig& c) {
   return Status::ok();
 }
 
-// Granite 3's multipliers (read_gguf_granite_scales); its RoPE switch, rope.scaling.finetuned
-// (true when absent), must be on.
+// Granite 3's multipliers (read_gguf_granite_scales), dense (granite) or MoE (granitemoe); its
+// RoPE switch, rope.scaling.finetuned (true when absent), must be on.
 Status read_gguf_granite(const GgufFile& g, const std::string& a, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_gguf_granite_scales(g, a, c));
   if (const GgufValue* r = g.find(a + "rope.scaling.finetuned"); r != nullptr && r->integer == 0)
@@ -80,7 +80,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
       arch != "qwen35moe" && arch != "qwen3next" && arch != "lfm2moe" && arch != "granitehybrid" && arch != "nemotron_h" &&
       arch != "nemotron_h_moe" && arch != "jamba" && arch != "llama4" && arch != "minimax-m2")
     return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for qwen3moe, "
-                       "qwen2moe, olmoe, ernie4_5-moe, qwen35moe, qwen3next, gpt-oss, glm4moe, lfm2moe, granitehybrid, nemotron_h_moe, jamba, "
+                       "qwen2moe, olmoe, ernie4_5-moe, granitemoe, qwen35moe, qwen3next, gpt-oss, glm4moe, lfm2moe, granitehybrid, nemotron_h_moe, jamba, "
                        "llama4, minimax-m2 and llama (Mixtral) only");
   auto get = [&](const std::string& key, int& out) -> Status {
     BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int(a + key));
@@ -118,9 +118,10 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   BRIGADE_ASSIGN_OR_RETURN(double theta, g.get_number_or(a + "rope.freq_base", 10000.0));
   c.rms_eps = static_cast<float>(eps);
   c.rope_theta = static_cast<float>(theta);
-  // llama.cpp's converter permutes llama's q/k rows (and SmolLM3's and Granite's, LlamaModel's
-  // subclasses) for its interleaved RoPE.
-  c.rope_style = arch == "llama" || arch == "smollm3" || arch == "granite" ? RopeStyle::interleaved : RopeStyle::neox;
+  // llama.cpp's converter permutes llama's q/k rows (and SmolLM3's and Granite's, dense and MoE,
+  // LlamaModel's subclasses) for its interleaved RoPE.
+  const bool permuted = arch == "llama" || arch == "smollm3" || arch == "granite" || arch == "granitemoe";
+  c.rope_style = permuted ? RopeStyle::interleaved : RopeStyle::neox;
   // gpt-oss's and OLMo 3's YaRN is read with the rest of their keys.
   if (const GgufValue* s = g.find(a + "rope.scaling.type");
       s && s->str != "none" && !is_gguf_gpt_oss(arch) && arch != "olmo2") {
@@ -143,7 +144,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
     c.nope_layers.assign(static_cast<size_t>(c.n_layers), false);
     for (int l = 0; l < c.n_layers; ++l) c.nope_layers[static_cast<size_t>(l)] = (l + 1) % 4 == 0;
   }
-  if (arch == "granite") BRIGADE_RETURN_IF_ERROR(read_gguf_granite(g, a, c));
+  if (arch == "granite" || arch == "granitemoe") BRIGADE_RETURN_IF_ERROR(read_gguf_granite(g, a, c));
   if (is_gguf_gpt_oss(arch)) return read_gguf_gpt_oss(g, c);
   if (is_gguf_glm4moe(arch)) return read_gguf_glm4moe(g, c);
   if (is_gguf_qwen35(arch)) return read_gguf_qwen35(g, arch, c);
@@ -193,7 +194,9 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
     return "model.layers." + n.substr(4, dot - 4) + "." + f;
   if (const std::string v = is_gguf_llama_variant(arch) ? gguf_llama_variant_layer_name(arch, suffix) : ""; !v.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + v;
-  if (const std::string moe = is_gguf_moe(arch) || arch == "llama" ? gguf_moe_layer_name(suffix) : ""; !moe.empty())
+  // (granitemoe's shared MLP is ungated.)
+  if (const std::string moe = is_gguf_moe(arch) || arch == "llama" ? gguf_moe_layer_name(suffix, arch != "granitemoe") : "";
+      !moe.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + moe;
   // llama.cpp's converter writes phi3's gate_up_proj unsplit as ffn_up (ggml_swiglu splits it).
   const bool gate_up = arch == "phi3" && suffix == "ffn_up.weight";

@@ -40,10 +40,29 @@ std::string dims_string(const std::vector<int64_t>& dims) {  // outermost first,
   return s + "]";
 }
 
+// granitemoe (gguf_moe.h): its multipliers are read with dense granite's (gguf_checkpoint.cpp).
+Status read_gguf_granite_moe(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  if (!g.find(a + "logit_scale"))
+    return corrupt(g.path() + ": metadata '" + a + "logit_scale' is missing (llama.cpp's granitemoe requires it)");
+  BRIGADE_RETURN_IF_ERROR(read_gguf_expert_counts(g, a, c));
+  c.moe_intermediate_size = c.intermediate_size;
+  BRIGADE_ASSIGN_OR_RETURN(int64_t shared, g.get_int_or(a + "expert_shared_feed_forward_length", 0));
+  if (shared < 0 || shared > INT32_MAX)
+    return corrupt(g.path() + ": metadata '" + a + "expert_shared_feed_forward_length' is out of range");
+  c.shared_expert_intermediate_size = static_cast<int>(shared);
+  c.shared_gate = false;
+  c.arch = shared > 0 ? "granitemoeshared" : "granitemoe";
+  c.norm_topk_prob = true;
+  c.decoder_sparse_step = 1;
+  c.mlp_only_layers.clear();
+  return Status::ok();
+}
+
 }  // namespace
 
 bool is_gguf_moe(const std::string& gguf_arch) {
-  return gguf_arch == "qwen3moe" || gguf_arch == "qwen2moe" || gguf_arch == "olmoe" || gguf_arch == "ernie4_5-moe";
+  return gguf_arch == "qwen3moe" || gguf_arch == "qwen2moe" || gguf_arch == "olmoe" || gguf_arch == "ernie4_5-moe" ||
+         gguf_arch == "granitemoe";
 }
 
 Expected<bool> gguf_has_experts(const GgufFile& g, const std::string& gguf_arch) {
@@ -55,6 +74,7 @@ Expected<bool> gguf_has_experts(const GgufFile& g, const std::string& gguf_arch)
 
 Status read_gguf_moe(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c) {
   const std::string a = gguf_arch + ".";
+  if (gguf_arch == "granitemoe") return read_gguf_granite_moe(g, a, c);
   const bool mixtral = gguf_arch == "llama", qwen2 = gguf_arch == "qwen2moe", olmoe = gguf_arch == "olmoe";
   c.arch = mixtral ? "mixtral" : qwen2 ? "qwen2_moe" : olmoe ? "olmoe" : "qwen3_moe";
   c.qk_norm = !mixtral && !qwen2;
@@ -83,7 +103,12 @@ Status read_gguf_moe(const GgufFile& g, const std::string& gguf_arch, ModelConfi
   return Status::ok();
 }
 
-std::string gguf_moe_layer_name(const std::string& suffix) {
+std::string gguf_moe_layer_name(const std::string& suffix, bool gated_shared_expert) {
+  static const std::map<std::string, std::string> kUngatedShared = {
+      {"ffn_gate_shexp.weight", "mlp.shared_experts.gate_proj.weight"},
+      {"ffn_up_shexp.weight", "mlp.shared_experts.up_proj.weight"},
+      {"ffn_down_shexp.weight", "mlp.shared_experts.down_proj.weight"}};
+  if (auto it = kUngatedShared.find(suffix); !gated_shared_expert && it != kUngatedShared.end()) return it->second;
   static const std::map<std::string, std::string> kNames = {
       {"ffn_gate_inp.weight", "mlp.gate.weight"},
       {"ffn_gate_exps.weight", "mlp.experts.gate_proj"},

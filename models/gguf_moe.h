@@ -38,6 +38,18 @@
 // routes by softmax top-k renormalised (build_moe_ffn's norm_w, true for llama). It becomes
 // arch mixtral. Files from before llama.cpp stacked the experts (blk.N.ffn_gate.E.weight, one
 // tensor per expert) are refused by name.
+//
+// granitemoe (Granite 3.x MoE: granite-3.0/3.1-1b-a400m, 3b-a800m, and the shared-expert model;
+// conversion/granite.py GraniteMoeModel, a LlamaModel: q/k rows permuted, read as dense granite's
+// multipliers in gguf_checkpoint.cpp) is the same stacked layout, the Hub's fused input_linear
+// split by the converter into ffn_gate_exps and ffn_up_exps, the router
+// (block_sparse_moe.router.layer) as ffn_gate_inp; experts feed_forward_length wide (llama.cpp
+// sizes them by it: there is no expert_feed_forward_length), softmax top-k renormalised (the
+// granite graph's norm_w), no expert_weights_scale (its loader reads none); logit_scale required
+// (by llama.cpp's loader too).
+// GraniteMoeShared's ungated shared MLP is expert_shared_feed_forward_length wide (absent or 0:
+// none) in ffn_{gate,up,down}_shexp (the Hub's shared_mlp.input_linear split). It becomes arch
+// granitemoeshared where the file has one, granitemoe otherwise, as the Hub's two classes.
 #pragma once
 
 #include <string>
@@ -63,14 +75,17 @@ Status read_gguf_expert_weights_scale(const GgufFile& g, const std::string& a, M
 Expected<bool> gguf_has_experts(const GgufFile& g, const std::string& gguf_arch);
 
 // Fills the MoE fields of c (arch becomes qwen3_moe, with qwen3's q/k norms; qwen2_moe, with its
-// gated shared expert; or, from llama, mixtral), the common keys read already. corrupt naming the key for counts out of range
-// (expert_used_count above expert_count included).
+// gated shared expert; olmoe; granitemoe or granitemoeshared; or, from llama, mixtral), the
+// common keys read already. corrupt naming the key for counts out of range (expert_used_count
+// above expert_count included) and for required keys missing.
 Status read_gguf_moe(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c);
 
 // The Hugging Face name (under model.layers.N.) of a MoE block tensor's suffix, or "": the router
 // is mlp.gate.weight, the stacked experts mlp.experts.{gate,up,down}_proj (3-D, not a name any
-// transformers checkpoint uses).
-std::string gguf_moe_layer_name(const std::string& suffix);
+// transformers checkpoint uses); the shared expert's mlp.shared_expert.* where it is gated
+// (qwen2moe's, qwen35moe's), mlp.shared_experts.* where not (granitemoe's): the names
+// load_moe_block reads with and without ModelConfig::shared_gate.
+std::string gguf_moe_layer_name(const std::string& suffix, bool gated_shared_expert = true);
 
 // corrupt naming the GGUF tensor when a layer's router or experts are missing or of the wrong
 // shape for c; unsupported for experts stored one tensor each.

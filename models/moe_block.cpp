@@ -74,7 +74,9 @@ MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
     return {layer + "feed_forward.", "router", "gate_proj", "up_proj", "down_proj", "gate.e_score_correction_bias",
             "shared_expert."};
   if (c.arch == "lfm2_moe") return {layer + "feed_forward.", "gate", "w1", "w3", "w2", "expert_bias"};
-  if (c.arch == "granitemoe" || c.arch == "granitemoeshared")  // the prefix is the layer's: shared_mlp is beside the block
+  // The Hub's names (GGUF's are renamed to everyone else's); the prefix is the layer's: shared_mlp
+  // is beside the block.
+  if ((c.arch == "granitemoe" || c.arch == "granitemoeshared") && w.has(layer + "block_sparse_moe.router.layer.weight"))
     return {layer,
             "block_sparse_moe.router.layer",
             "gate_proj",

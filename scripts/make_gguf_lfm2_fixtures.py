@@ -143,7 +143,10 @@ def run(sources, fixtures, script, build=build_source, conv=convert):
         return q35.llamacpp_pass(sys.argv[2:] or list(fixtures))
     mf.ensure_venv(script)
     import importlib.util
-    for module, package in (("tqdm", "tqdm"), ("yaml", "pyyaml"), ("requests", "requests")):  # gguf-py's
+    # gguf-py's, and sentencepiece, which LlamaModel.set_vocab imports before it looks for a
+    # tokenizer.model
+    for module, package in (("tqdm", "tqdm"), ("yaml", "pyyaml"), ("requests", "requests"),
+                            ("sentencepiece", "sentencepiece")):
         if importlib.util.find_spec(module) is None:
             subprocess.check_call([sys.executable, "-m", "pip", "install", package])
     q35.ensure_llamacpp()

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Writes the GGUF fixtures of two of llama.cpp's Llama-family architectures, smollm3 and granite,
-made by llama.cpp's own converter (convert_hf_to_gguf.py: conversion/llama.py's SmolLM3Model and
-conversion/granite.py's GraniteModel, both LlamaModel subclasses) from tiny transformers
-checkpoints. The checkpoints (SOURCES) are make_fixtures.py's smollm3 and granite fixtures, made
-here with seeds of their own (make_fixtures.new_model), smollm3's with its NoPE interval changed:
+"""Writes the GGUF fixtures of three of llama.cpp's Llama-family architectures, smollm3, granite and
+granitemoe, made by llama.cpp's own converter (convert_hf_to_gguf.py: conversion/llama.py's
+SmolLM3Model and conversion/granite.py's GraniteModel and GraniteMoeModel, all LlamaModel
+subclasses) from tiny transformers checkpoints. The checkpoints (SOURCES) are make_fixtures.py's
+smollm3, granite, granitemoe and granitemoeshared fixtures, made here with seeds of their own
+(make_fixtures.new_model), smollm3's with its NoPE interval changed:
 
   gguf_smollm3  SmolLM3ForCausalLM as make_fixtures.py's smollm3 (4 layers, GQA 4 heads over 2,
                 head_dim 16, RoPE theta 5e4, a SwiGLU of 128, tied embeddings) but with
@@ -14,10 +15,18 @@ here with seeds of their own (make_fixtures.new_model), smollm3's with its NoPE 
                 embedding_multiplier 3, attention_multiplier 0.2 (the softmax scale, in place of
                 1/sqrt(16)), residual_multiplier 0.5, logits_scaling 2, tied embeddings);
                 --outtype f32
+  gguf_granitemoe
+                GraniteMoeForCausalLM as make_fixtures.py's granitemoe, unchanged (granite's
+                layer and multipliers, 3 / 0.2 / 0.5 / 2, with every MLP 8 experts of 32, top 2
+                softmaxed among themselves, tied embeddings); --outtype f32
+  gguf_granitemoe_shared
+                GraniteMoeSharedForCausalLM as make_fixtures.py's granitemoeshared, unchanged (the
+                same experts beside an ungated shared SwiGLU of 48, multipliers 2 / 0.25 / 0.7 /
+                1.5, untied); --outtype f32
 
 What llama.cpp runs, and why these sources (llama.cpp 0c1e57098: the converter classes above,
-src/models/smollm3.cpp and granite.cpp, llama-model.cpp's shared hparams, llama-graph.cpp's
-build_inp_embd).
+src/models/smollm3.cpp, granite.cpp and granite-moe.cpp, llama-model.cpp's shared hparams,
+llama-graph.cpp's build_inp_embd and build_moe_ffn).
   - smollm3: no_rope_layer_interval 4 (an override of the fixture's 2). llama.cpp does not read
     the NoPE layers from the file: llama_model_smollm3::load_arch_hparams sets
     hparams.n_no_rope_layer_step = 4 whatever the checkpoint says, and the graph skips RoPE where
@@ -40,9 +49,23 @@ build_inp_embd).
     (Granite uses that key as its "no RoPE" switch; gguf_granitehybrid's file sets it false).
     config.json has no head_dim (GraniteModel would drop it with a warning: the loader sizes
     heads as hidden / heads = 16 anyway).
+  - granitemoe, granitemoeshared: nothing changed. GraniteMoeModel (one class for both Hub
+    classes, arch granitemoe) writes granite's keys, expert_count 8 and expert_used_count 2 (no
+    expert_feed_forward_length: llama_model_granite_moe sizes the experts by feed_forward_length,
+    32, the Hub's intermediate_size), and for the shared model expert_shared_feed_forward_length
+    48, without which the loader creates no shared tensors. It splits each layer's
+    block_sparse_moe.input_linear [8, 64, 64] into ffn_gate_exps and ffn_up_exps (ne [64, 32, 8]:
+    the first 32 rows of each expert are the gate), output_linear becomes ffn_down_exps
+    (ne [32, 64, 8]), the router block_sparse_moe.router.layer ffn_gate_inp (ne [64, 8]), and
+    shared_mlp.input_linear [96, 64] ffn_gate_shexp / ffn_up_shexp (ne [64, 48]) with
+    shared_mlp.output_linear ffn_down_shexp (ne [48, 64]). The graph is granite's with
+    build_moe_ffn: softmax over the 8 logits, the top 2 renormalised (norm_w true, as
+    GraniteMoeTopKRouter's softmax of the top 2), SiLU-gated experts, plus the shared SwiGLU;
+    llama.cpp's loader requires logit_scale for it.
 vocab_size 256: LlamaModel pads nothing. Both heads are tied: transformers saves no
 lm_head.weight, the converter writes no output.weight, and both loaders create `output` from
-token_embd.weight (TENSOR_DUPLICATED).
+token_embd.weight (TENSOR_DUPLICATED); so is gguf_granitemoe's (gguf_granitemoe_shared has
+output.weight).
 
 What the converter does to the weights (checked tensor by tensor against the checkpoint: equal to
 the bit after the permutation below, every other tensor copied unchanged). Both classes keep
@@ -51,7 +74,7 @@ permute(w, n_head 4, n_head 4) and of k_proj with permute(w, 4, n_head_kv 2) (n_
 n_head where they differ): per head of 16 rows, reshape(heads, 2, 8, 64).swapaxes(1, 2) puts old
 row j * 8 + i at new row 2 * i + j, i.e. [0, 8, 1, 9, ..., 7, 15], turning transformers'
 rotate-half (NEOX) layout into the adjacent pairs that llama.cpp's LLAMA_ROPE_TYPE_NORM rotates
-(both arches are NORM in llama_model_rope_type). smollm3's NoPE layer 3 is permuted too, which
+(all three arches are NORM in llama_model_rope_type). smollm3's NoPE layer 3 is permuted too, which
 changes nothing: its q and k heads get the same row order, so q . k is unchanged. v_proj, o_proj
 and the MLP are not permuted. No multiplier is folded into a weight (granite's are metadata, keys
 below; smollm3 has none). Names: model.embed_tokens -> token_embd.weight (ne [64, 256]);
@@ -94,6 +117,8 @@ prompts and writes llamacpp.json: per prompt how far llama.cpp's logits are from
 which must stay within 1e-3. Measured (prompts of 7, 1 and 40 tokens):
   gguf_smollm3  1.5e-05, 9.4e-06, 1.7e-05 (logits up to 43, 23, 57)
   gguf_granite  7.9e-06, 4.1e-06, 1.0e-05 (logits up to 35, 33, 42)
+  gguf_granitemoe         1.1e-05, 3.8e-06, 1.1e-05
+  gguf_granitemoe_shared  8.9e-07, 5.7e-07, 1.2e-06
 
 Run: python3 scripts/make_gguf_llama_family_fixtures.py [NAME...], then
 python3 scripts/make_gguf_llama_family_fixtures.py --llamacpp [NAME...] (make_fixtures.py's
@@ -112,11 +137,15 @@ SOURCES = {
     # NoPE every 4th layer (layer 3 of 4), as llama.cpp's smollm3 hard-codes (module docstring)
     "smollm3": ("smollm3", {"no_rope_layer_interval": 4}, 3303),
     "granite": ("granite", {}, 3404),
+    "granitemoe": ("granitemoe", {}, 3405),
+    "granitemoeshared": ("granitemoeshared", {}, 3406),
 }
 # name: (source, --outtype, pre-tokenizer name)
 FIXTURES = {
     "gguf_smollm3": ("smollm3", "f32", "llama-bpe"),
     "gguf_granite": ("granite", "f32", "gpt-2"),
+    "gguf_granitemoe": ("granitemoe", "f32", "gpt-2"),
+    "gguf_granitemoe_shared": ("granitemoeshared", "f32", "gpt-2"),
 }
 
 
