@@ -359,7 +359,7 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.k_norm, w.vector_f32({layer_name(l, "self_attn.k_norm.weight")}, {kv},
                                                              {s.kv_rows()}, c.norm_offset));
   } else if (c.qk_norm) {  // per head; Hunyuan's names
-    const bool hunyuan = c.arch == "hunyuan_v1_dense";
+    const bool hunyuan = c.arch == "hunyuan_v1_dense" || c.arch == "hunyuan_v1_moe";
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.q_norm,
                              norm(hunyuan ? "self_attn.query_layernorm.weight" : "self_attn.q_norm.weight", c.head_dim));
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.k_norm,

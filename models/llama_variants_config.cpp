@@ -73,7 +73,8 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"Olmo2ForCausalLM", "olmo2"},       {"Olmo3ForCausalLM", "olmo3"},
       {"Exaone4ForCausalLM", "exaone4"},   {"Glm4ForCausalLM", "glm4"},
       {"SeedOssForCausalLM", "seed_oss"},  {"Ernie4_5ForCausalLM", "ernie4_5"},
-      {"HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"}, {"OlmoeForCausalLM", "olmoe"},
+      {"HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"}, {"HunYuanMoEV1ForCausalLM", "hunyuan_v1_moe"},
+      {"OlmoeForCausalLM", "olmoe"},
       {"ApertusForCausalLM", "apertus"},          {"Ernie4_5_MoeForCausalLM", "ernie4_5_moe"},
       {"Llama4ForCausalLM", "llama4_text"},       {"MiniMaxM2ForCausalLM", "minimax_m2"},
       {"CohereForCausalLM", "cohere"},            {"Cohere2ForCausalLM", "cohere2"}};
@@ -430,7 +431,8 @@ Status read_llama_variant(const json& j, ModelConfig& c) {
     c.rope_style = RopeStyle::interleaved;
     return Status::ok();
   }
-  // hunyuan_v1_dense: q/k/v and o biases (attention_bias); per-head norms after RoPE.
+  // hunyuan_v1_dense and hunyuan_v1_moe: q/k/v and o biases (attention_bias); per-head norms after
+  // RoPE (the MoE's experts: read_moe).
   c.qkv_bias = c.o_bias = c.attention_bias;
   c.qk_norm = c.qk_norm_after_rope = true;
   return Status::ok();

@@ -33,7 +33,7 @@ constexpr const char* kSupported =
     "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
     "(granitemoeshared), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
-    "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
+    "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
     "Mistral3ForConditionalGeneration (mistral3: its language model, text only), Llama4ForCausalLM (llama4_text), "
     "Llama4ForConditionalGeneration (llama4: its language model, text only), MiniMaxM2ForCausalLM (minimax_m2), "
@@ -48,7 +48,7 @@ bool is_glm4_moe(const std::string& arch) { return arch == "glm4_moe"; }
 bool is_sparse_moe(const std::string& arch) {
   return arch == "qwen3_moe" || arch == "qwen2_moe" || arch == "mixtral" || arch == "gpt_oss" || arch == "qwen3_next" ||
          arch == "qwen3_5_moe_text" || arch == "olmoe" || arch == "ernie4_5_moe" || arch == "llama4_text" ||
-         arch == "minimax_m2" || arch == "granitemoe" || arch == "granitemoeshared";
+         arch == "minimax_m2" || arch == "granitemoe" || arch == "granitemoeshared" || arch == "hunyuan_v1_moe";
 }
 
 // Which family a config describes: architectures[0] wins, model_type otherwise. A
@@ -128,7 +128,7 @@ Status read_rope(const json& j, ModelConfig& c) {
     BRIGADE_RETURN_IF_ERROR(read_float(*it, "rope_theta", c.rope_theta));
     BRIGADE_RETURN_IF_ERROR(read_float(*it, "partial_rotary_factor", partial));
     if (!it->contains("rope_type") && !it->contains("type")) continue;
-    if (c.arch == "hunyuan_v1_dense") {  // Hunyuan's "dynamic" with alpha: the base stretched below, nothing scaled
+    if (c.arch == "hunyuan_v1_dense" || c.arch == "hunyuan_v1_moe") {  // Hunyuan's "dynamic" with alpha: the base stretched below, nothing scaled
       BRIGADE_ASSIGN_OR_RETURN(const double alpha, read_ntk_alpha(*it));
       if (alpha > 0.0) {
         ntk_alpha = alpha;
@@ -284,6 +284,54 @@ Status read_granite_moe(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// One value for every layer: an int, or a list of ints all equal (Hunyuan's per-layer fields);
+// absent: `out` as it is.
+Status read_uniform_int(const json& j, const char* key, int& out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (it->is_number_integer()) {
+    out = it->get<int>();
+    return Status::ok();
+  }
+  if (!it->is_array() || it->empty()) return invalid_argument(std::string("config.json: ") + key + " must be an integer or a list");
+  for (const json& v : *it) {
+    if (!v.is_number_integer()) return invalid_argument(std::string("config.json: ") + key + " must list integers");
+    if (v != it->front())
+      return unsupported(std::string("config.json: ") + key + " differing between layers (" + it->dump() +
+                         ") is not supported; the released checkpoints use one value");
+  }
+  out = it->front().get<int>();
+  return Status::ok();
+}
+
+// Tencent Hunyuan MoE (HunYuanMoEV1Config, Hunyuan-A13B): every layer num_experts experts, the top
+// moe_topk of their softmax renormalised (HunYuanMoEV1Gate), beside a shared SwiGLU of
+// intermediate_size (shared_mlp) every token runs; the experts moe_intermediate_size wide where
+// the config says (as vLLM reads it), else intermediate_size (transformers 5's). Per-layer lists
+// must hold one value. Refused by name: use_mixed_mlp_moe false (no shared MLP, which
+// transformers always builds), num_shared_expert other than 1, use_cla (cross-layer attention).
+Status read_hunyuan_moe(const json& j, ModelConfig& c) {
+  c.n_experts = 1;
+  c.n_experts_per_tok = 1;
+  BRIGADE_RETURN_IF_ERROR(read_uniform_int(j, "num_experts", c.n_experts));
+  BRIGADE_RETURN_IF_ERROR(read_uniform_int(j, "moe_topk", c.n_experts_per_tok));
+  c.moe_intermediate_size = c.intermediate_size;
+  BRIGADE_RETURN_IF_ERROR(read_uniform_int(j, "moe_intermediate_size", c.moe_intermediate_size));
+  int shared = 1;
+  BRIGADE_RETURN_IF_ERROR(read_uniform_int(j, "num_shared_expert", shared));
+  bool mixed = true, cla = false;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_mixed_mlp_moe", mixed));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_cla", cla));
+  if (!mixed || shared != 1)
+    return unsupported("config.json: hunyuan_v1_moe without one shared MLP per layer (use_mixed_mlp_moe false or "
+                       "num_shared_expert != 1) is not supported");
+  if (cla) return unsupported("config.json: use_cla (cross-layer attention) is not supported for hunyuan_v1_moe");
+  c.shared_expert_intermediate_size = c.intermediate_size;
+  c.shared_gate = false;
+  c.norm_topk_prob = true;
+  return Status::ok();
+}
+
 Status read_mixtral_moe(const json& j, ModelConfig& c) {
   c.norm_topk_prob = true;
   return read_intermediate_width_experts(j, c, "num_local_experts", 8, 2);
@@ -378,6 +426,7 @@ Status read_moe(const json& j, ModelConfig& c) {
   if (c.arch == "olmoe") return read_olmoe_moe(j, c);
   if (c.arch == "minimax_m2") return read_intermediate_width_experts(j, c, "num_local_experts", 256, 8);
   if (c.arch == "granitemoe" || c.arch == "granitemoeshared") return read_granite_moe(j, c);
+  if (c.arch == "hunyuan_v1_moe") return read_hunyuan_moe(j, c);
   if (c.arch == "gpt_oss") return read_gpt_oss_moe(j, c);
   if (c.arch != "qwen3_moe" && c.arch != "qwen2_moe" && c.arch != "qwen3_next" && c.arch != "qwen3_5_moe_text")
     return Status::ok();

@@ -462,6 +462,13 @@ def fixtures():
             intermediate_size=32, num_local_experts=8, num_experts_per_tok=2, embedding_multiplier=3.0,
             residual_multiplier=0.5, attention_multiplier=0.2, logits_scaling=2.0, tie_word_embeddings=True,
             pad_token_id=0)),
+        # Tencent Hunyuan MoE (HunYuanMoEV1ForCausalLM, tencent/Hunyuan-A13B-Instruct): Hunyuan dense's
+        # attention (per-head q/k norms after RoPE, NTK alpha 1000), every layer 8 experts of 32, the
+        # top 2 of their softmax renormalised (moe_topk as the Hub's per-layer list), beside a shared
+        # SwiGLU of intermediate_size.
+        "hunyuan_v1_moe": ("HunYuanMoEV1Config", "HunYuanMoEV1ForCausalLM", base_config(
+            head_dim=16, intermediate_size=32, num_experts=8, moe_topk=[2, 2], pad_token_id=0,
+            rope_scaling=dict(type="dynamic", alpha=1000.0, factor=1.0))),
         # GraniteMoeSharedForCausalLM (Granite's MoE with a shared expert): the same experts beside an
         # ungated shared SwiGLU of 48 (shared_mlp), untied.
         "granitemoeshared": ("GraniteMoeSharedConfig", "GraniteMoeSharedForCausalLM", base_config(

@@ -199,7 +199,8 @@ TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
   for (const char* name : {"olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus", "cohere",
                            "cohere2"})
     expect_fixture_matches_cpu(name, testing::fixture_dir(name));
-  for (const char* name : {"olmoe", "llama4", "llama4_text", "minimax_m2", "granitemoe", "granitemoeshared"})
+  for (const char* name : {"olmoe", "llama4", "llama4_text", "minimax_m2", "granitemoe", "granitemoeshared",
+                           "hunyuan_v1_moe"})
     expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 

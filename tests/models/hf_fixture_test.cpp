@@ -54,7 +54,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "granite", "olmo2", "olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5",
                                            "hunyuan_v1_dense", "olmoe", "apertus", "mistral3", "ernie4_5_moe",
                                            "llama4", "llama4_text", "minimax_m2", "cohere", "cohere2", "granitemoe",
-                                           "granitemoeshared", "granite4_rope"));
+                                           "granitemoeshared", "granite4_rope", "hunyuan_v1_moe"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -450,6 +450,11 @@ TEST(HfFixtureConfig, MoeRoutingChangesTheResult) {
   EXPECT_GT(max_diff_with_rules("granitemoe", [](ModelConfig& c) { c.norm_topk_prob = false; }), 100 * kLogitTol);
   EXPECT_GT(max_diff_with_config("granitemoe", [](nlohmann::json& j) { j["num_experts_per_tok"] = 1; }), 100 * kLogitTol);
   EXPECT_GT(max_diff_with_rules("granitemoeshared", [](ModelConfig& c) { c.shared_expert_intermediate_size = 0; }),
+            100 * kLogitTol);
+  // Hunyuan MoE: not renormalised, one expert fewer, no shared MLP.
+  EXPECT_GT(max_diff_with_rules("hunyuan_v1_moe", [](ModelConfig& c) { c.norm_topk_prob = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("hunyuan_v1_moe", [](nlohmann::json& j) { j["moe_topk"] = {1, 1}; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_rules("hunyuan_v1_moe", [](ModelConfig& c) { c.shared_expert_intermediate_size = 0; }),
             100 * kLogitTol);
   // ERNIE 4.5 MoE: one expert fewer, or layer 1 dense, or the selection bias ignored.
   EXPECT_GT(max_diff_with_config("ernie4_5_moe", [](nlohmann::json& j) { j["moe_k"] = 1; }), 100 * kLogitTol);

@@ -573,6 +573,51 @@ TEST(ModelConfig, ReadsGraniteMoe) {
   EXPECT_EQ(scale.code(), StatusCode::invalid_argument);
 }
 
+// Tencent Hunyuan MoE (Hunyuan-A13B's config): per-layer lists of one value, the experts
+// moe_intermediate_size wide where given, a shared MLP of intermediate_size, renormalised softmax
+// top k, Hunyuan's NTK alpha; what it cannot run refused by name.
+TEST(ModelConfig, ReadsHunyuanMoe) {
+  const nlohmann::json base = {{"architectures", {"HunYuanMoEV1ForCausalLM"}},
+                               {"hidden_size", 64},  {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+                               {"num_key_value_heads", 2}, {"intermediate_size", 96}, {"vocab_size", 256},
+                               {"head_dim", 16}, {"num_experts", 8}, {"moe_topk", {2, 2}},
+                               {"moe_intermediate_size", {32, 32}}, {"num_shared_expert", {1, 1}},
+                               {"use_mixed_mlp_moe", true}, {"use_qk_norm", true},
+                               {"rope_scaling", {{"type", "dynamic"}, {"alpha", 1000.0}, {"factor", 1.0}}}};
+  auto parse = [&](const nlohmann::json& more) {
+    nlohmann::json j = base;
+    if (more.is_object()) j.update(more);
+    return parse_hf_config(j.dump());
+  };
+  auto a13b = parse(nullptr);
+  ASSERT_TRUE(a13b.has_value()) << a13b.status().to_string();
+  EXPECT_EQ(a13b->arch, "hunyuan_v1_moe");
+  EXPECT_EQ(a13b->n_experts, 8);
+  EXPECT_EQ(a13b->n_experts_per_tok, 2);
+  EXPECT_EQ(a13b->moe_intermediate_size, 32);
+  EXPECT_EQ(a13b->shared_width(), 96);
+  EXPECT_FALSE(a13b->shared_gate);
+  EXPECT_TRUE(a13b->norm_topk_prob);
+  EXPECT_EQ(a13b->n_moe_layers(), 2);
+  EXPECT_TRUE(a13b->qk_norm && a13b->qk_norm_after_rope);
+  EXPECT_GT(a13b->rope_theta, 10000.0f) << "the NTK alpha stretches the base";
+  auto plain = parse({{"moe_intermediate_size", nullptr}, {"moe_topk", 1}});
+  ASSERT_TRUE(plain.has_value()) << plain.status().to_string();
+  EXPECT_EQ(plain->moe_intermediate_size, 96) << "transformers 5's experts are intermediate_size wide";
+  EXPECT_EQ(plain->n_experts_per_tok, 1);
+  for (const auto& [more, code, word] :
+       {std::tuple{nlohmann::json{{"moe_topk", {2, 4}}}, StatusCode::unsupported, "moe_topk"},
+        std::tuple{nlohmann::json{{"moe_topk", "two"}}, StatusCode::invalid_argument, "moe_topk"},
+        std::tuple{nlohmann::json{{"use_mixed_mlp_moe", false}}, StatusCode::unsupported, "use_mixed_mlp_moe"},
+        std::tuple{nlohmann::json{{"num_shared_expert", 2}}, StatusCode::unsupported, "num_shared_expert"},
+        std::tuple{nlohmann::json{{"use_cla", true}}, StatusCode::unsupported, "use_cla"},
+        std::tuple{nlohmann::json{{"moe_topk", 9}}, StatusCode::invalid_argument, "num_experts"}}) {
+    const Status s = parse(more).status();
+    EXPECT_EQ(s.code(), code) << more.dump() << ": " << s.to_string();
+    EXPECT_NE(s.message().find(word), std::string::npos) << s.message();
+  }
+}
+
 // Cohere's Command R family: CohereConfig's defaults where the config leaves a field out (tied,
 // logit_scale 0.0625, layer_norm_eps 1e-5), LayerNorms and parallel blocks, RoPE of adjacent
 // pairs; Cohere2's head_dim from hidden / heads whatever the file says, its window on all but every
