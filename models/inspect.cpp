@@ -273,6 +273,8 @@ std::string format_model_info(const ModelInfo& m) {
     if (c.shared_gate) s += ", a shared expert of " + std::to_string(c.shared_width()) + " gated by sigmoid(x · w)";
     if (c.moe_weight_on_input)
       s += ", sigmoid score on the expert's input, a shared expert of " + std::to_string(c.shared_width());
+    else if (!c.shared_gate && c.shared_expert_intermediate_size > 0)  // Granite's and Hunyuan's shared MLP
+      s += ", an ungated shared SwiGLU of " + std::to_string(c.shared_width());
     s += "\n";
     if (c.is_mla() || c.arch == "glm4_moe") s += "routing:       " + deepseek_routing(c) + "\n";
     if (c.arch == "minimax_m2")

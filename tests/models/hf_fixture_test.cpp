@@ -424,6 +424,13 @@ TEST(HfFixtureConfig, InspectShowsLlama4AndMiniMaxPieces) {
   const std::string mm = format_model_info(*minimax);
   for (const char* piece : {"q/k norm over all heads", "rotary dims 16 of 32", "routing:       sigmoid + e_score_correction_bias"})
     EXPECT_NE(mm.find(piece), std::string::npos) << piece << "\n" << mm;
+  for (const char* name : {"granitemoeshared", "hunyuan_v1_moe"}) {
+    auto shared = inspect_model(fixture_dir(name));
+    ASSERT_TRUE(shared.has_value()) << shared.status().to_string();
+    const std::string text = format_model_info(*shared);
+    const std::string piece = name == std::string("hunyuan_v1_moe") ? "an ungated shared SwiGLU of 32" : "an ungated shared SwiGLU of 48";
+    EXPECT_NE(text.find(piece), std::string::npos) << piece << "\n" << text;
+  }
   auto cohere = inspect_model(fixture_dir("cohere"));
   ASSERT_TRUE(cohere.has_value()) << cohere.status().to_string();
   const std::string co = format_model_info(*cohere);
