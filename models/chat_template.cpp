@@ -93,7 +93,8 @@ constexpr ChatToolSyntax kToolSyntaxes[] = {ChatToolSyntax::hermes,       ChatTo
                                             ChatToolSyntax::deepseek_v31, ChatToolSyntax::glm45,
                                             ChatToolSyntax::kimi_k2,      ChatToolSyntax::pythonic,
                                             ChatToolSyntax::openai,       ChatToolSyntax::qwen3_coder,
-                                            ChatToolSyntax::seed_oss,     ChatToolSyntax::minimax_m2};
+                                            ChatToolSyntax::seed_oss,     ChatToolSyntax::minimax_m2,
+                                            ChatToolSyntax::cohere_command3};
 }  // namespace
 
 const char* tool_syntax_name(ChatToolSyntax syntax) {
@@ -111,6 +112,7 @@ const char* tool_syntax_name(ChatToolSyntax syntax) {
     case ChatToolSyntax::qwen3_coder: return "qwen3_coder";
     case ChatToolSyntax::seed_oss: return "seed_oss";
     case ChatToolSyntax::minimax_m2: return "minimax_m2";
+    case ChatToolSyntax::cohere_command3: return "cohere_command3";
   }
   return "none";
 }
@@ -119,12 +121,13 @@ Expected<ChatToolSyntax> parse_tool_syntax(const std::string& name) {
   if (name == "glm47") return ChatToolSyntax::glm45;
   if (name == "llama4_pythonic") return ChatToolSyntax::pythonic;
   if (name == "qwen3_xml") return ChatToolSyntax::qwen3_coder;
+  if (name == "cohere_command4") return ChatToolSyntax::cohere_command3;
   std::string names;
   for (ChatToolSyntax s : kToolSyntaxes) {
     if (name == tool_syntax_name(s)) return s;
     names += std::string(names.empty() ? "" : ", ") + tool_syntax_name(s);
   }
-  return unsupported("no tool-call parser '" + name + "' (brigade has: " + names + ", glm47, llama4_pythonic, qwen3_xml)");
+  return unsupported("no tool-call parser '" + name + "' (brigade has: " + names + ", glm47, llama4_pythonic, qwen3_xml, cohere_command4)");
 }
 
 Expected<std::string> apply_chat_template(ChatFamily family, std::span<const ChatMessage> messages,

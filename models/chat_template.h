@@ -58,16 +58,20 @@ enum class ChatFamily { llama2, llama3, chatml, deepseek, harmony };
 //                 template detection)
 //   minimax_m2    <minimax:tool_call><invoke name="NAME"><parameter name="K">V</parameter>..</invoke>..
 //                 </minimax:tool_call> (MiniMax-M2 / M2.1 / M2.5)
+//   cohere_command3  <|START_ACTION|>[{"tool_call_id": "0", "tool_name": NAME, "parameters": {..}}, ..]
+//                 <|END_ACTION|> (Command R7B, Command A; also Command A Reasoning's, vLLM's cohere_command4)
 // none: the template has no call syntax brigade parses (tools are refused).
 enum class ChatToolSyntax {
   none, hermes, llama3_json, mistral, deepseek_v3, deepseek_v31, glm45, kimi_k2, pythonic, openai, qwen3_coder,
-  seed_oss, minimax_m2
+  seed_oss, minimax_m2, cohere_command3
 };
 
 // vLLM's parser name of a syntax ("none" for none), and back: each name above, "glm47" (GLM-4.7
 // writes the GLM-4.5 syntax without the newline, which glm45 reads too), "llama4_pythonic" (as
 // pythonic, which reads Llama 4's <|python_start|> wrapper), "qwen3_xml" (vLLM's other parser of
-// the qwen3_coder syntax); unsupported listing the names for any other.
+// the qwen3_coder syntax), "cohere_command4" (Command A Reasoning: the same action blocks, its
+// answer in <|START_TEXT|> rather than <|START_RESPONSE|>, which cohere_command3 reads too);
+// unsupported listing the names for any other.
 const char* tool_syntax_name(ChatToolSyntax syntax);
 Expected<ChatToolSyntax> parse_tool_syntax(const std::string& name);
 

@@ -25,8 +25,10 @@ namespace brigade {
 // The tool-call syntax a template's source teaches, by the markers it writes: mistral for
 // [TOOL_CALLS]; deepseek_v3 for <｜tool▁calls▁begin｜> with ```json fences (V3, R1), deepseek_v31
 // without them; kimi_k2 for <|tool_calls_section_begin|> or Kimi's tool_declare system turn;
-// openai for <|channel|> with to= and functions. (gpt-oss's harmony); glm45 for <arg_key>; hermes for
-// <tool_call>; llama3_json for <|python_tag|> or an ipython role; else none (tools are refused).
+// openai for <|channel|> with to= and functions. (gpt-oss's harmony); glm45 for <arg_key>; seed_oss
+// for <seed:tool_call>; minimax_m2 for <minimax:tool_call>; qwen3_coder for <function= with
+// <parameter=; cohere_command3 for <|START_ACTION|> (Command R7B / A); hermes for <tool_call>;
+// llama3_json for <|python_tag|> or an ipython role; else none (tools are refused).
 ChatToolSyntax detect_tool_syntax(std::string_view source);
 
 class JinjaChatTemplate {

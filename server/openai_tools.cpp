@@ -138,6 +138,7 @@ ToolParserKind tool_parser_kind(ToolFormat format) {
     case ToolFormat::qwen3_coder: return ToolParserKind::qwen3_coder;
     case ToolFormat::seed_oss: return ToolParserKind::seed_oss;
     case ToolFormat::minimax_m2: return ToolParserKind::minimax_m2;
+    case ToolFormat::cohere_command3: return ToolParserKind::cohere_command3;
     case ToolFormat::kimi_k2: return ToolParserKind::kimi_k2;
     case ToolFormat::pythonic: return ToolParserKind::pythonic;
     case ToolFormat::openai: return ToolParserKind::openai;

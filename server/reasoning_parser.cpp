@@ -25,8 +25,12 @@ size_t partial_tag_suffix(std::string_view s, std::string_view tag) {
 
 }  // namespace
 
-std::string_view reasoning_open_tag(ReasoningKind kind) { return kind == ReasoningKind::seed_oss ? "<seed:think>" : "<think>"; }
+std::string_view reasoning_open_tag(ReasoningKind kind) {
+  if (kind == ReasoningKind::cohere_command) return cohere::kStartThinking;
+  return kind == ReasoningKind::seed_oss ? "<seed:think>" : "<think>";
+}
 std::string_view reasoning_close_tag(ReasoningKind kind) {
+  if (kind == ReasoningKind::cohere_command) return cohere::kEndThinking;
   return kind == ReasoningKind::seed_oss ? "</seed:think>" : "</think>";
 }
 
@@ -40,6 +44,7 @@ Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_h
   if (n == "qwen3" || n == "deepseek_v3" || n == "glm45") return ReasoningKind::qwen3;
   if (n == "openai_gptoss") return ReasoningKind::openai_gptoss;
   if (n == "seed_oss") return ReasoningKind::seed_oss;
+  if (n == "cohere_command3" || n == "cohere_command4") return ReasoningKind::cohere_command;
   if (n == "auto") {
     if (vocab_has_channel) return ReasoningKind::openai_gptoss;
     if (vocab_has_close_tag) return ReasoningKind::qwen3;
@@ -47,7 +52,7 @@ Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_h
   }
   return invalid_argument("unknown reasoning parser '" + std::string(name) +
                           "' (valid: deepseek_r1, qwen3, deepseek_v3, glm45, seed_oss, minimax_m2, minimax_m2_append_think, "
-                          "openai_gptoss, auto, none)");
+                          "cohere_command3, cohere_command4, openai_gptoss, auto, none)");
 }
 
 bool prompt_closes_reasoning(std::string_view prompt, ReasoningKind kind) {
@@ -74,6 +79,7 @@ ReasoningSplitter::ReasoningSplitter(ReasoningKind kind, std::string_view prompt
     held_ = open_;
     return;
   }
+  if (kind == ReasoningKind::cohere_command) markers_.emplace(cohere::dropped_markers());
   switch (reasoning_start(kind, prompt)) {
     case ReasoningStart::maybe: state_ = State::maybe; break;
     case ReasoningStart::reasoning: state_ = State::reasoning; break;
@@ -104,17 +110,17 @@ ReasoningParse ReasoningSplitter::feed(std::string_view text) {
     if (state_ == State::reasoning) {
       const size_t close = held_.find(close_);
       if (close != std::string::npos) {
-        out.reasoning += held_.substr(0, close);
+        release(out.reasoning, std::string_view(held_).substr(0, close), /*flush=*/true);
         held_.erase(0, close + close_.size());
         state_ = State::content;
         continue;
       }
       const size_t keep = partial_tag_suffix(held_, close_);
-      out.reasoning += held_.substr(0, held_.size() - keep);
+      release(out.reasoning, std::string_view(held_).substr(0, held_.size() - keep));
       held_.erase(0, held_.size() - keep);
       return out;
     }
-    out.content += held_;
+    release(out.content, held_);
     held_.clear();
     return out;
   }
@@ -122,13 +128,18 @@ ReasoningParse ReasoningSplitter::feed(std::string_view text) {
 
 ReasoningParse ReasoningSplitter::finish() {
   ReasoningParse out;
-  if (state_ == State::reasoning) {
-    out.reasoning = std::move(held_);
-  } else {
-    out.content = std::move(held_);
-  }
+  release(state_ == State::reasoning ? out.reasoning : out.content, held_, /*flush=*/true);
   held_.clear();
   return out;
+}
+
+void ReasoningSplitter::release(std::string& field, std::string_view text, bool flush) {
+  if (!markers_) {
+    field.append(text);
+    return;
+  }
+  field += markers_->feed(text);
+  if (flush) field += markers_->flush();
 }
 
 }  // namespace brigade::server

@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "server/cohere_markers.h"
 
 namespace brigade::server {
 
@@ -30,19 +31,25 @@ namespace brigade::server {
 // may think without writing the open tag). minimax_append_think (vLLM's minimax_m2_append_think):
 // nothing is split; the output is all content with `<think>` put before it, so that a client
 // sending the message back gives MiniMax-M2 its thinking whole (the constraint waits for
-// `</think>` by deepseek_r1's rule).
-enum class ReasoningKind { none, deepseek_r1, qwen3, openai_gptoss, seed_oss, minimax_append_think };
+// `</think>` by deepseek_r1's rule). cohere_command (vLLM's cohere_command3 and cohere_command4):
+// Cohere Command R7B's and A's `<|START_THINKING|>` ... `<|END_THINKING|>` plans, by qwen3's rule
+// (the generation prompt leaves the model to open the block); both fields have Cohere's other
+// markers removed (server/cohere_markers.h: the answer's `<|START_RESPONSE|>` or `<|START_TEXT|>`
+// and their ends, turn markers), since the server keeps special tokens' text for this kind.
+enum class ReasoningKind { none, deepseek_r1, qwen3, openai_gptoss, seed_oss, minimax_append_think, cohere_command };
 
-// The tags that open and close a kind's block: `<think>` and `</think>`, or Seed-OSS's.
+// The tags that open and close a kind's block: `<think>` and `</think>`, or Seed-OSS's, or Cohere's.
 std::string_view reasoning_open_tag(ReasoningKind kind);
 std::string_view reasoning_close_tag(ReasoningKind kind);
 
 // A `--reasoning-parser` name: deepseek_r1 (also QwQ, and minimax_m2: MiniMax-M2 writes only
 // `</think>`), qwen3, deepseek_v3 and glm45 (qwen3's rule: they think only when the template opens
-// the block or the model writes `<think>`), seed_oss, minimax_m2_append_think, openai_gptoss, none. `auto`: openai_gptoss when the model's vocabulary has harmony's
-// `<|channel|>` as one token (`vocab_has_channel`), else qwen3's rule when it has `</think>` as one
-// token (`vocab_has_close_tag`), else seed_oss when it has `</seed:think>` (`vocab_has_seed_close`),
-// else none. invalid_argument lists the valid names.
+// the block or the model writes `<think>`), seed_oss, minimax_m2_append_think, cohere_command3 and
+// cohere_command4 (both cohere_command), openai_gptoss, none. `auto`: openai_gptoss when the
+// model's vocabulary has harmony's `<|channel|>` as one token (`vocab_has_channel`), else qwen3's
+// rule when it has `</think>` as one token (`vocab_has_close_tag`), else seed_oss when it has
+// `</seed:think>` (`vocab_has_seed_close`), else none (never cohere_command: by name only).
+// invalid_argument lists the valid names.
 Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag = false,
                                              bool vocab_has_channel = false, bool vocab_has_seed_close = false);
 
@@ -83,10 +90,15 @@ class ReasoningSplitter {
     reasoning,  // inside the block: up to `</think>`
     content,    // after the block, or no block: everything
   };
+  // Text released to `field` (out.reasoning or out.content): Cohere's without its markers; flush:
+  // the end of the field's text (what the marker filter holds goes too).
+  void release(std::string& field, std::string_view text, bool flush = false);
+
   State state_;
   std::string_view open_, close_;  // the kind's tags
   bool released_ = false;  // some text has been released (a leading `<think>` is no longer looked for)
   std::string held_;       // text not yet released: blanks, or a possible tag's start
+  std::optional<cohere::MarkerFilter> markers_;  // cohere_command: removes its markers from both fields
 };
 
 }  // namespace brigade::server

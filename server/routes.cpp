@@ -138,9 +138,11 @@ Status setup_tools(ServerContext& ctx, CompletionRequest& r) {
   if (syntax == ChatToolSyntax::openai && r.tools.choice != ToolChoice::automatic && r.tools.choice != ToolChoice::none)
     return unsupported("tool_choice \"required\" or a named function is not supported with gpt-oss's harmony calls "
                        "(the constraint would have to wait for the commentary header); use tool_choice \"auto\"");
-  // [TOOL_CALLS] is a special token of Mistral's tokenizers: the parser must see it (vLLM's
-  // mistral parser does the same).
-  if (syntax == ChatToolSyntax::mistral && r.tools.choice == ToolChoice::automatic) r.gen.skip_special_tokens = false;
+  // [TOOL_CALLS] is a special token of Mistral's tokenizers, and Cohere's markers of its: the
+  // parser must see them (vLLM's mistral and cohere parsers do the same).
+  if ((syntax == ChatToolSyntax::mistral || syntax == ChatToolSyntax::cohere_command3) &&
+      r.tools.choice == ToolChoice::automatic)
+    r.gen.skip_special_tokens = false;
   force_tool_choice(r.tools, r.tool_format, r.gen);
   return Status::ok();
 }
@@ -184,6 +186,13 @@ void read_harmony(const ServerContext& ctx, CompletionRequest& r) {
   r.gen.skip_special_tokens = false;
   for (int32_t id : ctx.harmony_stop_ids)
     if (std::find(r.gen.stop_ids.begin(), r.gen.stop_ids.end(), id) == r.gen.stop_ids.end()) r.gen.stop_ids.push_back(id);
+}
+
+// Cohere's thinking and answer markers are special tokens of its tokenizer: the splitter reads
+// them, and drops them with Cohere's other markers (vLLM's cohere reasoning parsers keep special
+// tokens too). Only while the output is split: separate_reasoning false leaves it as without a parser.
+void read_cohere_markers(CompletionRequest& r) {
+  if (r.reasoning == ReasoningKind::cohere_command) r.gen.skip_special_tokens = false;
 }
 
 // With a reasoning parser, a constrained answer (response_format, guided_*, a forced tool call)
@@ -368,6 +377,7 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
     const ReasoningKind kind = delay_constraint(ctx, *prompt, parsed->gen);
     parsed->reasoning = parsed->separate_reasoning ? kind : ReasoningKind::none;
     read_harmony(ctx, *parsed);
+    read_cohere_markers(*parsed);
     parsed->gen.prompt = std::move(*prompt);
     parsed->gen.prompt_ids.clear();
     // The template carries the BOS marker; add_special_tokens (parse: false unless asked) adds

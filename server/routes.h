@@ -32,7 +32,7 @@ struct ServerContext {
   ReasoningKind reasoning = ReasoningKind::none;  // options.reasoning_parser, resolved at start
   std::optional<ChatToolSyntax> tool_syntax;      // options.tool_call_parser, resolved at start (none: the template's)
   // The reasoning kind's tags' token ids (`<think>` / `</think>`, Seed-OSS's `<seed:think>` /
-  // `</seed:think>`) when each is one token of the vocabulary, else -1: a constrained answer
+  // `</seed:think>`, Cohere's `<|START_THINKING|>` / `<|END_THINKING|>`) when each is one token of the vocabulary, else -1: a constrained answer
   // waits for the close tag only when it is one token (OutputConstraints watches ids, not text).
   int32_t think_open_id = -1;
   int32_t think_close_id = -1;

@@ -292,6 +292,7 @@ std::unique_ptr<ToolCallParser> make_tool_call_parser(ToolParserKind kind, int m
     case ToolParserKind::minimax_m2:
       return tool_parse::make_tagged_parser(max_calls, tool_parse::tagged_syntax(kind, std::move(functions)));
     case ToolParserKind::mistral: return tool_parse::make_mistral_parser(max_calls);
+    case ToolParserKind::cohere_command3: return tool_parse::make_cohere_parser(max_calls);
     case ToolParserKind::openai: return tool_parse::make_harmony_parser(max_calls);
     case ToolParserKind::llama3_json: return std::make_unique<WholeOutputParser>(max_calls, '{', kPythonTag, llama3_calls);
     case ToolParserKind::pythonic:

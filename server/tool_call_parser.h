@@ -46,6 +46,15 @@
 //                integer, number (a whole one as an integer), boolean (true/1/yes/on,
 //                false/0/no/off), object or array (JSON), string; a key the schema does not list
 //                is a string; nothing that fits: JSON, else the text.
+//   cohere_command3  (Command R7B, Command A; vLLM's cohere_command3 and cohere_command4):
+//                <|START_ACTION|>[{"tool_call_id": .., "tool_name": NAME, "parameters": {..}}, ..]
+//                <|END_ACTION|> blocks anywhere in the text, one call per item (the model's
+//                tool_call_id dropped: the server gives OpenAI ids). A malformed block stays
+//                content, its markers and all. Outside the blocks Cohere's answer markers
+//                (<|START_RESPONSE|>, <|END_RESPONSE|>, Command A Reasoning's <|START_TEXT|>,
+//                <|END_TEXT|>) and turn markers are dropped, and so are a plan's <|START_THINKING|>
+//                and <|END_THINKING|> (its text stays content) when no reasoning parser took the
+//                plan out (server/cohere_markers.h).
 //   pythonic     (Llama 3.2/4 pythonic templates): the whole output is a Python list of calls with
 //                keyword arguments, [f(a=1, b="x"), g()], optionally in <|python_start|> ..
 //                <|python_end|>; values are Python literals (as vLLM's ast.literal_eval reads
@@ -58,9 +67,10 @@
 //                streamed as it comes.
 //   forced_array (tool_choice "required"): the output is a JSON array of {"name", <key>} calls;
 //                each call goes out when its object is complete.
-// The tagged syntaxes (hermes, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2) release a call when its end
-// marker arrives (or at the end of the output, when the text up to there is a whole call), text
-// outside calls as it comes (a possible partial marker held back). Arguments of a parsed call
+// The tagged syntaxes (hermes, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2,
+// cohere_command3) release a call when its end marker arrives (or at the end of the output, when the
+// text up to there is a whole call), text outside calls as it comes (a possible partial marker held
+// back). Arguments of a parsed call
 // are rewritten as Python's json.dumps writes them (vLLM's form); forced_named passes the
 // model's text through.
 #pragma once
@@ -87,8 +97,8 @@ struct ToolParse {
 };
 
 enum class ToolParserKind {
-  hermes, llama3_json, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2, pythonic, openai,
-  forced_named, forced_array
+  hermes, llama3_json, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2, cohere_command3,
+  pythonic, openai, forced_named, forced_array
 };
 
 // A tool the request offers: its name and its parameters JSON schema's text ("" when absent).

@@ -86,6 +86,8 @@ std::unique_ptr<ToolCallParser> make_tagged_parser(int max_calls, TaggedSyntax s
 TaggedSyntax tagged_syntax(ToolParserKind kind, std::vector<ToolFunction> functions);
 
 std::unique_ptr<ToolCallParser> make_mistral_parser(int max_calls);
+// Cohere Command's <|START_ACTION|> blocks (server/tool_call_cohere.cpp).
+std::unique_ptr<ToolCallParser> make_cohere_parser(int max_calls);
 // gpt-oss's harmony calls (server/harmony_parser.h), from an output that starts in the header
 // the prompt opened.
 std::unique_ptr<ToolCallParser> make_harmony_parser(int max_calls);

@@ -162,13 +162,15 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
                   "or a built-in family (llama-2, llama-3, chatml, deepseek, harmony)");
   cmd->add_option("--reasoning-parser", a->reasoning_parser,
                   "Split <think> blocks of chat answers into reasoning_content: deepseek_r1, qwen3, deepseek_v3, glm45, "
-                  "seed_oss, minimax_m2, minimax_m2_append_think (all content, <think> put first), "
+                  "seed_oss, minimax_m2, minimax_m2_append_think (all content, <think> put first), cohere_command3 "
+                  "and cohere_command4 (Cohere Command R7B / A's <|START_THINKING|> plans), "
                   "openai_gptoss (gpt-oss's harmony analysis channel), auto (openai_gptoss when the vocabulary has a "
                   "<|channel|> token, qwen3's rule when it has a </think> token) or none")
       ->capture_default_str();
   cmd->add_option("--tool-call-parser", a->tool_call_parser,
                   "How tool calls in chat answers are read (vLLM's names): hermes, llama3_json, mistral, deepseek_v3, "
-                  "deepseek_v31, glm45 (glm47), qwen3_coder (qwen3_xml), seed_oss, minimax_m2, kimi_k2, pythonic "
+                  "deepseek_v31, glm45 (glm47), qwen3_coder (qwen3_xml), seed_oss, minimax_m2, cohere_command3 "
+                  "(cohere_command4), kimi_k2, pythonic "
                   "(llama4_pythonic), openai (gpt-oss's harmony); default: the syntax the model's chat template writes");
   cmd->add_flag("--enable-auto-tool-choice", a->enable_auto_tool_choice,
                 "Accepted for vLLM compatibility: tool_choice auto is always served when the chat template (or "

@@ -107,6 +107,8 @@ TEST(JinjaChatTemplate, ToolSyntaxFollowsTheTemplate) {
   EXPECT_EQ(syntax("{{ '<｜tool▁calls▁begin｜>' + name + '\\n```json\\n' }}"), ChatToolSyntax::deepseek_v3);
   EXPECT_EQ(syntax("{{ '<｜tool▁calls▁begin｜>' + name + '<｜tool▁sep｜>' }}"), ChatToolSyntax::deepseek_v31);
   EXPECT_EQ(syntax("{{ '<|tool_calls_section_begin|>' }}"), ChatToolSyntax::kimi_k2);
+  EXPECT_EQ(syntax("<|START_ACTION|>[{\"tool_name\": \"{{ name }}\"}]<|END_ACTION|>"), ChatToolSyntax::cohere_command3)
+      << "Cohere Command R7B's and A's action blocks";
   EXPECT_EQ(syntax("{{ 'plain' }}"), ChatToolSyntax::none);
 }
 
@@ -249,6 +251,7 @@ TEST(ModelChatTemplate, ServesEveryRealTemplateAsTransformersRendersIt) {
   EXPECT_EQ(syntax("deepseek-v3.1"), ChatToolSyntax::deepseek_v31);
   EXPECT_EQ(syntax("glm-4.6"), ChatToolSyntax::glm45);
   EXPECT_EQ(syntax("kimi-k2"), ChatToolSyntax::kimi_k2);
+  EXPECT_EQ(syntax("command-r7b"), ChatToolSyntax::cohere_command3);
   EXPECT_EQ(syntax("gemma-2"), ChatToolSyntax::none);
   EXPECT_EQ(syntax("smollm2"), ChatToolSyntax::none);
 }
@@ -257,11 +260,12 @@ TEST(ModelChatTemplate, ToolSyntaxNames) {
   for (ChatToolSyntax s : {ChatToolSyntax::hermes, ChatToolSyntax::llama3_json, ChatToolSyntax::mistral,
                            ChatToolSyntax::deepseek_v3, ChatToolSyntax::deepseek_v31, ChatToolSyntax::glm45,
                            ChatToolSyntax::kimi_k2, ChatToolSyntax::pythonic, ChatToolSyntax::qwen3_coder,
-                           ChatToolSyntax::seed_oss, ChatToolSyntax::minimax_m2})
+                           ChatToolSyntax::seed_oss, ChatToolSyntax::minimax_m2, ChatToolSyntax::cohere_command3})
     EXPECT_EQ(*parse_tool_syntax(tool_syntax_name(s)), s);
   EXPECT_EQ(*parse_tool_syntax("qwen3_xml"), ChatToolSyntax::qwen3_coder);
   EXPECT_EQ(*parse_tool_syntax("glm47"), ChatToolSyntax::glm45);
   EXPECT_EQ(*parse_tool_syntax("llama4_pythonic"), ChatToolSyntax::pythonic);
+  EXPECT_EQ(*parse_tool_syntax("cohere_command4"), ChatToolSyntax::cohere_command3);
   auto unknown = parse_tool_syntax("hunyuan_a13b");
   EXPECT_EQ(unknown.status().code(), StatusCode::unsupported);
   EXPECT_NE(unknown.status().message().find("kimi_k2"), std::string::npos) << "lists the parsers brigade has";

@@ -19,11 +19,13 @@
 namespace brigade::server::testing {
 
 // A tiny synthetic model (under the temp dir, named by `tag`) whose tokenizer_config.json carries
-// `chat_template` (bos_token "<s>", eos_token "</s>").
-inline std::string model_with_template(const std::string& tag, const std::string& chat_template) {
+// `chat_template` (bos_token "<s>", eos_token "</s>"); its context is max_position tokens (a long
+// template's prompt, spelled in bytes, needs more than the default).
+inline std::string model_with_template(const std::string& tag, const std::string& chat_template,
+                                       int max_position = 2048) {
   namespace fs = std::filesystem;
   const fs::path d = fs::temp_directory_path() / ("brigade_chat_server_" + tag + "_" + std::to_string(::getpid()));
-  EXPECT_TRUE(write_synthetic_model(brigade::testing::tiny_llama(512, 2048, 11), d.string()).is_ok());
+  EXPECT_TRUE(write_synthetic_model(brigade::testing::tiny_llama(512, max_position, 11), d.string()).is_ok());
   std::ifstream in(d / "tokenizer_config.json");
   nlohmann::json config = nlohmann::json::parse(in);
   config["chat_template"] = chat_template;

@@ -1,5 +1,5 @@
-// The reasoning splitter: vLLM's parsers' results (deepseek_r1, qwen3) for whole outputs, and the
-// same result however the output is cut into streamed pieces.
+// The reasoning splitter: vLLM's parsers' results (deepseek_r1, qwen3, seed_oss, Cohere's) for
+// whole outputs, and the same result however the output is cut into streamed pieces.
 #include "server/reasoning_parser.h"
 
 #include <gtest/gtest.h>
@@ -65,6 +65,30 @@ const std::vector<Case>& cases() {
       {"minimax_append_think", ReasoningKind::minimax_append_think, "]~b]ai\n", "plan</think>\n\nanswer", "",
        "<think>plan</think>\n\nanswer"},
       {"minimax_append_think_empty", ReasoningKind::minimax_append_think, "]~b]ai\n", "", "", "<think>"},
+      // Cohere Command R7B / A (vLLM's cohere_command3 / cohere_command4): qwen3's rule over
+      // <|START_THINKING|> blocks; the answer's markers (and Cohere's other markers) leave both
+      // fields, the action block is the tool-call parser's.
+      {"cohere_plan_then_action", ReasoningKind::cohere_command, "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",
+       "<|START_THINKING|>I will call get_time.<|END_THINKING|><|START_ACTION|>[{\"tool_name\": \"get_time\"}]<|END_ACTION|>",
+       "I will call get_time.", "<|START_ACTION|>[{\"tool_name\": \"get_time\"}]<|END_ACTION|>"},
+      {"cohere_answer_only", ReasoningKind::cohere_command, "<|CHATBOT_TOKEN|>", "<|START_RESPONSE|>It is 4.<|END_RESPONSE|>",
+       "", "It is 4."},
+      {"cohere_thinks_then_answers", ReasoningKind::cohere_command, "<|CHATBOT_TOKEN|>",
+       "<|START_THINKING|>2 + 2<|END_THINKING|><|START_RESPONSE|>4<|END_RESPONSE|>", "2 + 2", "4"},
+      {"cohere_command_a_text", ReasoningKind::cohere_command, "<|CHATBOT_TOKEN|>",
+       "<|START_THINKING|>x<|END_THINKING|><|START_TEXT|>y<|END_TEXT|><|END_OF_TURN_TOKEN|>", "x", "y"},
+      {"cohere_block_opened_by_the_prompt", ReasoningKind::cohere_command, "<|CHATBOT_TOKEN|><|START_THINKING|>",
+       "plan<|END_THINKING|><|START_RESPONSE|>a<|END_RESPONSE|>", "plan", "a"},
+      {"cohere_history_block_closed", ReasoningKind::cohere_command,
+       "<|CHATBOT_TOKEN|><|START_THINKING|><|END_THINKING|><|START_ACTION|>[]<|END_ACTION|><|END_OF_TURN_TOKEN|>"
+       "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",
+       "<|START_RESPONSE|>done<|END_RESPONSE|>", "", "done"},
+      {"cohere_markers_in_the_reasoning", ReasoningKind::cohere_command, "<|CHATBOT_TOKEN|>",
+       "<|START_THINKING|>a<|START_THINKING|>b<|END_OF_TURN_TOKEN|><|END_THINKING|>c<|START_TEXT|>", "ab", "c"},
+      {"cohere_cut_while_thinking", ReasoningKind::cohere_command, "<|CHATBOT_TOKEN|>", "<|START_THINKING|>still <|START_RESP",
+       "still <|START_RESP", ""},
+      {"cohere_think_tags_are_text", ReasoningKind::cohere_command, "<|CHATBOT_TOKEN|>", "<think>x</think> <|",
+       "", "<think>x</think> <|"},
   };
   return all;
 }
@@ -144,6 +168,8 @@ TEST(ReasoningSplitter, ParserNames) {
   // MiniMax-M2: minimax_m2 is R1's rule (the model writes only `</think>`); append_think its own.
   EXPECT_EQ(*parse_reasoning_kind("minimax_m2"), ReasoningKind::deepseek_r1);
   EXPECT_EQ(*parse_reasoning_kind("minimax_m2_append_think"), ReasoningKind::minimax_append_think);
+  EXPECT_EQ(*parse_reasoning_kind("cohere_command3"), ReasoningKind::cohere_command);
+  EXPECT_EQ(*parse_reasoning_kind("cohere-command4"), ReasoningKind::cohere_command);
   auto bad = parse_reasoning_kind("r1");
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.status().code(), StatusCode::invalid_argument);
