@@ -68,11 +68,47 @@ Status read_ernie_moe(const GgufFile& g, const std::string& a, ModelConfig& c) {
   return Status::ok();
 }
 
-// Hunyuan: rope.scaling.alpha, where a file has one, stretches the base as llama.cpp's loader does.
-Status read_hunyuan(const GgufFile& g, const std::string& a, ModelConfig& c) {
-  c.arch = "hunyuan_v1_dense";
+// Hunyuan MoE's experts (gguf_llama_variants.h): the keys its converter writes and its loader
+// reads, and what llama.cpp's graph fixes rather than reads.
+Status read_hunyuan_moe(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  for (const char* key : {"expert_used_count", "expert_feed_forward_length"})
+    if (const GgufValue* v = g.find(a + key); v && v->type == GgufType::array)
+      return unsupported(g.path() + ": metadata '" + a + key + "' per layer is not supported for hunyuan-moe; " +
+                         "brigade runs one value for every layer");
+  BRIGADE_RETURN_IF_ERROR(read_gguf_expert_counts(g, a, c));
+  BRIGADE_RETURN_IF_ERROR(
+      read_gguf_count(g, a + "expert_feed_forward_length", c.intermediate_size, c.moe_intermediate_size));
+  BRIGADE_ASSIGN_OR_RETURN(int64_t n_shared, g.get_int_or(a + "expert_shared_count", 1));
+  if (n_shared != 1)
+    return unsupported(g.path() + ": metadata '" + a + "expert_shared_count' " + std::to_string(n_shared) +
+                       " is not supported for hunyuan-moe; llama.cpp and brigade run one shared MLP");
+  BRIGADE_ASSIGN_OR_RETURN(int64_t shared, g.get_int_or(a + "expert_shared_feed_forward_length", 0));
+  if (shared < 0 || shared > INT32_MAX)
+    return corrupt(g.path() + ": metadata '" + a + "expert_shared_feed_forward_length' is out of range");
+  c.shared_expert_intermediate_size = shared > 0 ? static_cast<int>(shared) : c.intermediate_size;
+  BRIGADE_ASSIGN_OR_RETURN(int64_t groups, g.get_int_or(a + "expert_group_count", 0));
+  if (groups > 1)
+    return unsupported(g.path() + ": metadata '" + a + "expert_group_count' " + std::to_string(groups) +
+                       " (group-limited routing) is not supported for hunyuan-moe; supported: 0 or 1");
+  c.shared_gate = false;
+  c.norm_topk_prob = true;
+  c.decoder_sparse_step = 1;
+  c.mlp_only_layers.clear();
+  return Status::ok();
+}
+
+// Hunyuan dense and MoE: rope.scaling.alpha, where a dense file has one, stretches the base as
+// llama.cpp's hunyuan-dense loader does; llama.cpp's hunyuan-moe loader ignores the key, so a MoE
+// file with it is refused.
+Status read_hunyuan(const GgufFile& g, const std::string& gguf_arch, const std::string& a, ModelConfig& c) {
+  const bool moe = gguf_arch == "hunyuan-moe";
+  c.arch = moe ? "hunyuan_v1_moe" : "hunyuan_v1_dense";
   c.qk_norm = c.qk_norm_after_rope = true;
+  if (moe) BRIGADE_RETURN_IF_ERROR(read_hunyuan_moe(g, a, c));
   if (!g.find(a + "rope.scaling.alpha")) return Status::ok();
+  if (moe)
+    return unsupported(g.path() + ": metadata '" + a + "rope.scaling.alpha' is not supported for hunyuan-moe: " +
+                       "llama.cpp's loader does not apply it (its converter folds the alpha into rope.freq_base)");
   BRIGADE_ASSIGN_OR_RETURN(double alpha, g.get_number(a + "rope.scaling.alpha"));
   if (!std::isfinite(alpha) || alpha <= 0.0)
     return corrupt(g.path() + ": metadata '" + a + "rope.scaling.alpha' must be a positive number");
@@ -210,7 +246,7 @@ bool is_gguf_llama_variant(const std::string& gguf_arch) {
   return gguf_arch == "olmo2" || gguf_arch == "exaone4" || gguf_arch == "glm4" || gguf_arch == "seed_oss" ||
          gguf_arch == "ernie4_5" || gguf_arch == "hunyuan-dense" || gguf_arch == "apertus" || gguf_arch == "ernie4_5-moe" ||
          gguf_arch == "llama4" || gguf_arch == "minimax-m2" || gguf_arch == "command-r" ||
-         gguf_arch == "cohere2";
+         gguf_arch == "cohere2" || gguf_arch == "hunyuan-moe";
 }
 
 Status add_gguf_xielu_tensors(const GgufFile& g, int n_layers, std::map<std::string, RawTensor>& tensors) {
@@ -247,7 +283,7 @@ Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, 
   c.mlp_bias = false;
   if (gguf_arch == "olmo2") return read_olmo2(g, a, c);
   if (gguf_arch == "exaone4") return read_exaone4(g, a, c);
-  if (gguf_arch == "hunyuan-dense") return read_hunyuan(g, a, c);
+  if (gguf_arch == "hunyuan-dense" || gguf_arch == "hunyuan-moe") return read_hunyuan(g, gguf_arch, a, c);
   if (gguf_arch == "ernie4_5-moe") return read_ernie_moe(g, a, c);
   if (gguf_arch == "llama4") return read_llama4(g, a, c);
   if (gguf_arch == "minimax-m2") return read_minimax_m2(g, a, c);
@@ -294,10 +330,11 @@ std::string gguf_llama_variant_layer_name(const std::string& gguf_arch, const st
                                    {"ffn_gate_exps.weight", "mlp.experts.gate_proj"},
                                    {"ffn_up_exps.weight", "mlp.experts.up_proj"},
                                    {"ffn_down_exps.weight", "mlp.experts.down_proj"}};
+  const bool hunyuan = gguf_arch == "hunyuan-dense" || gguf_arch == "hunyuan-moe";
   const Names* names = gguf_arch == "olmo2" || gguf_arch == "exaone4" ? &kPostNorms
                        : gguf_arch == "glm4"                         ? &kGlm4
                        : gguf_arch == "seed_oss"                     ? &kSeedOss
-                       : gguf_arch == "hunyuan-dense"                ? &kHunyuan
+                       : hunyuan                                     ? &kHunyuan
                        : gguf_arch == "apertus"                      ? &kApertus
                        : gguf_arch == "ernie4_5-moe"                 ? &kErnieMoe
                        : gguf_arch == "llama4"                       ? &kLlama4
@@ -305,7 +342,9 @@ std::string gguf_llama_variant_layer_name(const std::string& gguf_arch, const st
                                                                      : nullptr;
   if (names == nullptr) return "";
   auto it = names->find(suffix);
-  return it == names->end() ? "" : it->second;
+  if (it != names->end()) return it->second;
+  // Hunyuan MoE's router and experts as the other GGUF MoE families', its shared MLP ungated.
+  return gguf_arch == "hunyuan-moe" ? gguf_moe_layer_name(suffix, /*gated_shared_expert=*/false) : "";
 }
 
 }  // namespace brigade

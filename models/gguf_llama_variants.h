@@ -1,7 +1,8 @@
 // Internal to models/: llama.cpp's GGUF files of the Llama decoder's newer relatives, read into
 // the ModelConfig the safetensors path builds for them (models/llama_variants_config.h), as
 // llama.cpp's loader and graphs (src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp,
-// ernie4-5.cpp, hunyuan-dense.cpp, llama4.cpp, minimax-m2.cpp, command-r.cpp, cohere2.cpp) run them:
+// ernie4-5.cpp, hunyuan-dense.cpp, hunyuan-moe.cpp, llama4.cpp, minimax-m2.cpp, command-r.cpp,
+// cohere2.cpp) run them:
 //   olmo2          OLMo 2 and OLMo 3 (one converter class): no attn_norm / ffn_norm,
 //                  post_attention_norm and post_ffw_norm on the blocks' outputs, attn_q_norm /
 //                  attn_k_norm over the whole projections ([H hd], [KV hd]); OLMo 3's
@@ -26,6 +27,19 @@
 //   hunyuan-dense  Hunyuan dense: attn_q_norm / attn_k_norm are its per-head norms after RoPE;
 //                  the converter folds the NTK alpha into rope.freq_base (a rope.scaling.alpha
 //                  key, which it does not write, is folded at load as llama.cpp does);
+//   hunyuan-moe    Hunyuan MoE (Hunyuan-A13B; arch hunyuan_v1_moe, read_hunyuan_moe's fields):
+//                  hunyuan-dense's attention and its converter's alpha folded into
+//                  rope.freq_base; every layer sparse: ffn_gate_inp the router, the experts
+//                  stacked as qwen3moe's and expert_feed_forward_length wide (absent:
+//                  feed_forward_length, by which llama.cpp sizes them: it loads only files where
+//                  the two agree, as in every released config), the top expert_used_count of
+//                  their softmax renormalised (fixed by llama.cpp's graph: no
+//                  expert_gating_func, expert_weights_norm or expert_weights_scale read), beside
+//                  ffn_*_shexp, one ungated SwiGLU expert_shared_feed_forward_length wide
+//                  (absent: feed_forward_length). Refused by name: expert_shared_count other
+//                  than 1, expert_group_count above 1, per-layer expert_used_count or
+//                  expert_feed_forward_length, rope.scaling.alpha (which llama.cpp's hunyuan-moe
+//                  loader, unlike hunyuan-dense's, does not apply);
 //   ernie4_5-moe   ERNIE 4.5 MoE (ERNIE-4.5-21B-A3B): ernie4_5's attention and RoPE; experts
 //                  stacked as qwen3moe's (models/gguf_moe.h) with exp_probs_b (the selection bias)
 //                  and ffn_*_shexp shared experts expert_shared_feed_forward_length wide;
@@ -92,8 +106,9 @@ bool is_gguf_llama_variant(const std::string& gguf_arch);
 
 // Fills what the architecture adds to the common keys read_config reads (arch becomes the
 // safetensors name: olmo2 or olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense,
-// llama4_text, minimax_m2, cohere, cohere2). unsupported naming the key for what brigade does not
-// run (above). corrupt naming the key for values out of range and required keys missing.
+// hunyuan_v1_moe, llama4_text, minimax_m2, cohere, cohere2). unsupported naming the key for what
+// brigade does not run (above). corrupt naming the key for values out of range and required keys
+// missing.
 Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c);
 
 // Apertus's xIELU parameters (metadata xielu.*) as the tensors model.layers.N.mlp.act_fn.alpha_p,
@@ -102,7 +117,8 @@ Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, 
 Status add_gguf_xielu_tensors(const GgufFile& g, int n_layers, std::map<std::string, RawTensor>& tensors);
 
 // The Hugging Face name of a block tensor's suffix (under model.layers.N.) where the
-// architecture names it otherwise than Llama's table, or "".
+// architecture names it otherwise than Llama's table, or "" (hunyuan-moe's experts, router and
+// shared MLP: gguf_moe_layer_name's, the shared MLP as mlp.shared_experts.*).
 std::string gguf_llama_variant_layer_name(const std::string& gguf_arch, const std::string& suffix);
 
 }  // namespace brigade

@@ -182,7 +182,8 @@ Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string&
   if (name == "refact" || name == "command-r")
     return std::vector<std::string>{R"(\p{N})",
                                     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))"};
-  if (name == "qwen2") return std::vector<std::string>{kQwen2Pattern};
+  // Hunyuan MoE's hunyuan is Qwen2's (llama.cpp's HUNYUAN shares QWEN2's regex).
+  if (name == "qwen2" || name == "hunyuan") return std::vector<std::string>{kQwen2Pattern};
   if (name == "qwen35") return std::vector<std::string>{kQwen35Pattern};
   if (name == "deepseek-llm") return kDeepseekLlmPatterns;
   if (name == "deepseek-v3" || name == "hunyuan-dense") return kDeepseekV3Patterns;
@@ -192,7 +193,7 @@ Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string&
   // spelled as classes; glm4 and glm5 also take whole-word tokens before merges).
   if (name == "chatglm-bpe" || name == "glm4" || name == "glm5") return std::vector<std::string>{kLlama3Pattern};
   return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, olmo, exaone4, llama-bpe, lfm2, "
-                     "falcon-h1, smaug-bpe, dbrx, refact, command-r, qwen2, qwen35, deepseek-llm, deepseek-v3, hunyuan-dense, seed-coder, gpt-4o, "
+                     "falcon-h1, smaug-bpe, dbrx, refact, command-r, qwen2, hunyuan, qwen35, deepseek-llm, deepseek-v3, hunyuan-dense, seed-coder, gpt-4o, "
                      "llama4, chatglm-bpe, glm4, glm5");
 }
 

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""Writes the GGUF fixtures of thirteen llama.cpp architectures that are Llama-style decoders with
+"""Writes the GGUF fixtures of fourteen llama.cpp architectures that are Llama-style decoders with
 their own norms, biases, activations or RoPE, made by llama.cpp's own converter
 (convert_hf_to_gguf.py: conversion/olmo.py's Olmo2Model, OlmoeModel and SeedOssModel, exaone.py's
-Exaone4Model, glm.py's Glm4Model, ernie.py's Ernie4_5Model, hunyuan.py's HunYuanModel,
-minimax.py's MiniMaxM2Model, command_r.py's CommandR2Model and Cohere2Model, all TextModel
-subclasses, none of them LlamaModel's; and llama.py's ApertusModel and Llama4Model, LlamaModels
-with undo_permute False) from tiny transformers checkpoints. The checkpoints (SOURCES) are
-make_fixtures.py's olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense, olmoe,
-ernie4_5_moe, apertus, llama4_text, minimax_m2, cohere and cohere2 fixtures, made here with seeds
-of their own (make_fixtures.new_model, 3505..3518), changed where llama.cpp cannot run them
-(below):
+Exaone4Model, glm.py's Glm4Model, ernie.py's Ernie4_5Model, hunyuan.py's HunYuanModel and
+HunYuanMoEModel, minimax.py's MiniMaxM2Model, command_r.py's CommandR2Model and Cohere2Model, all
+TextModel subclasses, none of them LlamaModel's; and llama.py's ApertusModel and Llama4Model,
+LlamaModels with undo_permute False) from tiny transformers checkpoints. The checkpoints (SOURCES)
+are make_fixtures.py's olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense, olmoe,
+ernie4_5_moe, apertus, llama4_text, minimax_m2, cohere, cohere2 and hunyuan_v1_moe fixtures, made
+here with seeds of their own (make_fixtures.new_model, 3505..3519), changed where llama.cpp cannot
+run them (below):
 
   gguf_olmo2          Olmo2ForCausalLM (2 layers, hidden 64, GQA 4 heads over 2 of 16, theta 1e4,
                       SwiGLU 128, norms after attention and MLP only, RMSNorm q/k over the whole
@@ -71,10 +71,18 @@ of their own (make_fixtures.new_model, 3505..3518), changed where llama.cpp cann
                       attention without RoPE; theta 5e4, logits x 0.125, tied) with the Hub
                       configs' rotary_pct 1.0 added (Cohere2Config has no such field);
                       --outtype f32
+  gguf_hunyuan_moe    HunYuanMoEV1ForCausalLM (2 layers, per-head q/k RMSNorm after RoPE, NTK-alpha
+                      RoPE alpha 1000 over theta 1e4; every layer 8 experts of 32, the top 2 of
+                      their softmax renormalised, beside a shared SwiGLU of 32) with hidden 128 and
+                      one head of 128 over one KV head (the fixture's 64, 4 of 16 over 2),
+                      max_position_embeddings 32768, untied, and config.json given
+                      the A13B config's per-layer lists moe_intermediate_size [32, 32] and
+                      num_shared_expert [1, 1], use_mixed_mlp_moe, use_qk_norm and use_cla false
+                      (HunYuanMoEV1Config writes none of them); --outtype f32
 
 What llama.cpp runs, and why these sources (llama.cpp 0c1e57098: the converter classes above,
 src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp, ernie4-5.cpp, hunyuan-vl.cpp (which
-hunyuan-dense.cpp reuses: loader and graph), apertus.cpp, llama4.cpp, minimax-m2.cpp,
+hunyuan-dense.cpp reuses: loader and graph), hunyuan-moe.cpp, apertus.cpp, llama4.cpp, minimax-m2.cpp,
 command-r.cpp, cohere2.cpp, ggml's ggml_xielu (ggml.c) and its CPU kernel (ggml-cpu/unary-ops.cpp
 op_xielu), llama-model.cpp's shared hparams, load_swa_pattern and llama_model_rope_type,
 llama-context.cpp's YaRN parameters, llama-graph.cpp's build_moe_ffn and temperature input).
@@ -289,17 +297,45 @@ tensors"), so a bias llama.cpp has no slot for cannot be in the file.
     transformers' window); layer 3 full attention, unrotated. Both are exercised: transformers
     without the window is 0, 0, 2.7 off expected.json (the 40-token prompt crosses it), with RoPE
     on layer 3 0.27, 0, 0.43.
+  - hunyuan_moe: hidden 128 and one head of 128 over one KV head, max_position_embeddings 32768,
+    and the A13B config's fields HunYuanMoEV1Config does not write. HunYuanMoEModel (conversion/
+    hunyuan.py) folds the alpha as HunYuanModel does but over dim = hidden_size //
+    num_attention_heads, and asserts alpha 1000, rope_theta 1e4, dim 128 and
+    max_position_embeddings 32768 or 262144 ("HunYuan dynamic RoPE scaling assumptions changed"),
+    so the heads must be 128 wide, and hidden / heads must be that too (transformers rotates
+    head_dim, the converter hidden / heads); one head keeps the file small. It reads
+    moe_intermediate_size, moe_topk and num_shared_expert as per-layer lists (indexing [0], each
+    asserted uniform; KeyError without them), as Hunyuan-A13B's config.json has them
+    (HUNYUAN_MOE_HUB_FIELDS; moe_topk is the fixture's list already); use_mixed_mlp_moe,
+    use_qk_norm and use_cla are A13B's values, read by neither the converter nor transformers.
+    Its set_vocab reads only a tiktoken vocabulary (CONVERT_HUNYUAN_MOE). It writes
+    rope.freq_base 1e4 * 1000^(128/126) = 11158840 (f32), rope.scaling.type none, factor 1,
+    original_context_length and context_length 262144, expert_count 8, expert_used_count 2,
+    expert_feed_forward_length 32, expert_shared_feed_forward_length 32 (intermediate_size),
+    expert_shared_count 1, key_length / value_length 128; no rope.scaling.alpha (llama.cpp's
+    hunyuan-moe loader, unlike hunyuan-dense's, would not apply one), no expert_gating_func or
+    expert_weights_* keys. llama_model_hunyuan_moe sizes the experts by feed_forward_length (it
+    reads expert_feed_forward_length but does not use it: A13B's equal intermediate_size, 3072)
+    and the shared MLP by expert_shared_feed_forward_length (absent: feed_forward_length),
+    requires attn_q_norm / attn_k_norm and every ffn_*_shexp, and creates no attn_output.bias.
+    Graph: attn_norm, q/k/v, RoPE NEOX over the whole head, per-head RMSNorm of k and q after
+    RoPE, o, residual; ffn_norm, then the shared SwiGLU (ffn_*_shexp) plus build_moe_ffn: softmax
+    over the 8 router logits, the top 2 renormalised (norm_w hard-coded true, as
+    HunYuanMoEV1Gate), SiLU-gated experts; residual. The routing's renormalisation, the shared MLP
+    and the stretched base are each exercised
+    (GgufLlamaVariants.HunyuanMoeRoutingSharedMlpAndAlphaChangeTheResult).
 vocab_size 256: no converter pads. ernie4_5, command_r and cohere2 are tied (no output.weight;
 ernie4_5's loader falls back to token_embd.weight, command-r's and cohere2's always take it);
 olmo2 and apertus require output.weight, the others take it when present.
 
 What the converter does to the weights (checked tensor by tensor against each checkpoint: equal to
 the bit, no tensor permuted or transposed beyond GGUF's dimension order but llama4's experts;
-every checkpoint tensor written once; apertus's xIELU parameters as metadata). None of these
-classes permutes q/k: olmo2, olmo3, exaone4, seed_oss, hunyuan-dense, apertus and minimax-m2 are
-LLAMA_ROPE_TYPE_NEOX (rotate-half, transformers' own layout), glm4, ernie4_5, llama4, command-r
-and cohere2 LLAMA_ROPE_TYPE_NORM (their transformers classes rotate adjacent pairs already). Names
-(N the layer; ne in GGUF order, [in, out]):
+every checkpoint tensor written once (hunyuan_moe's experts stacked, E outermost); apertus's xIELU
+parameters as metadata). None of these classes permutes q/k: olmo2, olmo3, exaone4, seed_oss,
+hunyuan-dense, hunyuan-moe, apertus and minimax-m2 are LLAMA_ROPE_TYPE_NEOX (rotate-half,
+transformers' own layout), glm4, ernie4_5, llama4, command-r and cohere2 LLAMA_ROPE_TYPE_NORM
+(their transformers classes rotate adjacent pairs already). Names (N the layer; ne in GGUF order,
+[in, out]):
   model.embed_tokens -> token_embd.weight [64, 256]; model.norm -> output_norm.weight [64];
   lm_head -> output.weight [64, 256] (all but ernie4_5, command_r and cohere2);
   self_attn.q_proj / k_proj / v_proj / o_proj -> blk.N.attn_q.weight [64, 64] ([64, 128] seed_oss),
@@ -341,7 +377,13 @@ and cohere2 LLAMA_ROPE_TYPE_NORM (their transformers classes rotate adjacent pai
   command_r and cohere2: input_layernorm -> blk.N.attn_norm.weight, each layer's only norm (no
   ffn_norm); command_r's ([16, 16] q and o, [16, 8] k and v, ffn [16, 32] and [32, 16])
   self_attn.q_norm [2, 8] -> attn_q_norm.weight (ne [8, 2]), k_norm [1, 8] -> attn_k_norm.weight
-  (ne [8, 1]); no output.weight. All F32.
+  (ne [8, 1]); no output.weight;
+  hunyuan_moe (hidden 128: token_embd and output [128, 256], q/k/v/o [128, 128]): hunyuan_dense's
+  names (attn_q_norm / attn_k_norm [128]); mlp.gate.wg -> ffn_gate_inp.weight [128, 8];
+  mlp.experts.E.gate_proj / up_proj / down_proj stacked -> ffn_gate_exps.weight, ffn_up_exps.weight
+  (ne [128, 32, 8]), ffn_down_exps.weight (ne [32, 128, 8]); mlp.shared_mlp.gate_proj / up_proj /
+  down_proj -> ffn_gate_shexp.weight, ffn_up_shexp.weight [128, 32], ffn_down_shexp.weight
+  [32, 128]. All F32.
 Metadata (besides general.* and the tokenizer's), every key under the arch prefix:
   olmo2.{block_count 2, context_length 256, embedding_length 64, feed_forward_length 128,
   attention.head_count 4, attention.head_count_kv 2, rope.freq_base 1e4,
@@ -392,6 +434,12 @@ Metadata (besides general.* and the tokenizer's), every key under the arch prefi
   attention.layer_norm_epsilon 1e-5, attention.key_length 16, attention.value_length 16,
   logit_scale 0.125, attention.sliding_window 8, vocab_size 256, rope.dimension_count 16,
   rope.scaling.type none}: no sliding_window_pattern, no rope.freq_base_swa.
+  hunyuan-moe.{block_count 2, context_length 262144, embedding_length 128, feed_forward_length 32,
+  attention.head_count 1, attention.head_count_kv 1, rope.freq_base 11158840,
+  attention.layer_norm_rms_epsilon 1e-5, expert_count 8, attention.key_length 128,
+  attention.value_length 128, expert_shared_feed_forward_length 32, expert_feed_forward_length 32,
+  expert_used_count 2, expert_shared_count 1, rope.scaling.type none, rope.scaling.factor 1,
+  rope.scaling.original_context_length 262144}.
 
 The converter is make_gguf_qwen35_fixtures.py's: the one in PyPI's llama-cpp-python 0.3.36 source
 distribution (its vendored llama.cpp, ggml-org/llama.cpp@0c1e57098), in .brigade/llamacpp-src,
@@ -410,7 +458,10 @@ from config.json; except:
   - hunyuan_dense: eos 3 (HunYuanModel writes config.json's eod_token_id as eos), bos 1, pad 0;
   - command_r and cohere2: pre command-r (Command R's vocabulary's name, which llama.cpp splits
     with refact's regexes), bos 5 (make_fixtures.cohere_config's, CohereConfig's default), eos 255,
-    pad 0.
+    pad 0;
+  - hunyuan_moe: written by TextModel._set_vocab_gpt2 in place of HunYuanMoEModel.set_vocab
+    (CONVERT_HUNYUAN_MOE): eos 255, bos 1, sep 4, pad 0 (A13B's files carry the pre-tokenizer
+    hunyuan, llama.cpp's QWEN2 regex).
 
 expected.json: transformers' logits, greedy tokens and decode logits (make_fixtures.run_cases).
 Logits stay under 6.1 but for ernie4_5's (up to 62: the tied head over N(0, 1) embeddings, whose
@@ -434,12 +485,14 @@ which must stay within 1e-3. Measured (prompts of 7, 1 and 40 tokens):
   gguf_minimax_m2     1.4e-06, 1.1e-06, 1.7e-06
   gguf_command_r      6.0e-06, 2.4e-06, 8.3e-06
   gguf_cohere2        1.6e-06, 1.1e-06, 2.6e-06
+  gguf_hunyuan_moe    2.0e-06, 1.1e-06, 2.5e-06
 
 Run: python3 scripts/make_gguf_llama_variants_fixtures.py [NAME...], then
 python3 scripts/make_gguf_llama_variants_fixtures.py --llamacpp [NAME...] (make_fixtures.py's
 virtual environment; gguf-py's own dependencies installed on first use). CI never runs it: the
 fixtures are committed.
 """
+import json
 import random
 import sys
 from pathlib import Path
@@ -491,6 +544,10 @@ SOURCES = {
                              "num_attention_heads": 2, "num_key_value_heads": 1, "attention_bias": False}, 3517),
     # the Hub configs' rotary_pct, which the converter requires (module docstring)
     "cohere2": ("cohere2", {"rotary_pct": 1.0}, 3518),
+    # heads of 128 (hidden / heads), 32k positions and theta 1e4: the converter's assertions for
+    # NTK-alpha RoPE (module docstring; config.json's Hub fields: HUNYUAN_MOE_HUB_FIELDS)
+    "hunyuan_moe": ("hunyuan_v1_moe", {"hidden_size": 128, "num_attention_heads": 1, "num_key_value_heads": 1,
+                                       "head_dim": 128, "max_position_embeddings": 32768}, 3519),
 }
 # name: (source, --outtype, pre-tokenizer name)
 FIXTURES = {
@@ -508,7 +565,31 @@ FIXTURES = {
     "gguf_minimax_m2": ("minimax_m2", "f32", "gpt-2"),
     "gguf_command_r": ("command_r", "f32", "command-r"),
     "gguf_cohere2": ("cohere2", "f32", "command-r"),
+    "gguf_hunyuan_moe": ("hunyuan_moe", "f32", "gpt-2"),
 }
+
+# Hunyuan-A13B's config.json fields that HunYuanMoEModel.set_gguf_parameters reads (per-layer lists,
+# each asserted to hold one value) and HunYuanMoEV1Config does not write, with the tiny model's
+# values; the flags as A13B's (transformers ignores all of them: its experts and shared MLP are
+# intermediate_size wide, one shared MLP, q/k norms always).
+HUNYUAN_MOE_HUB_FIELDS = {"moe_intermediate_size": [32, 32], "num_shared_expert": [1, 1], "use_mixed_mlp_moe": True,
+                          "use_qk_norm": True, "use_cla": False}
+
+# make_gguf_qwen35_fixtures.CONVERT with HunYuanMoEModel.set_vocab replaced by the byte-level
+# tokenizer.json reader of the other classes (TextModel._set_vocab_gpt2): its own reads only
+# Hunyuan's tiktoken vocabulary (AutoTokenizer with remote code, mergeable_ranks) and writes bos
+# 127959. The prompts are token ids, so the vocabulary changes no logit.
+CONVERT_HUNYUAN_MOE = """
+import runpy, sys
+sys.path.insert(0, sys.argv[1])
+import conversion.base as base
+import conversion.hunyuan as hunyuan
+pre = sys.argv[2]
+base.TextModel.get_vocab_base_pre = lambda self, tokenizer: pre
+hunyuan.HunYuanMoEModel.set_vocab = base.TextModel._set_vocab_gpt2
+sys.argv = [sys.argv[1] + "/convert_hf_to_gguf.py"] + sys.argv[3:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
 
 
 def write_glm4_tokenizer(model_dir, vocab_size):
@@ -553,17 +634,26 @@ def write_spm_tokenizer(model_dir):
 
 def build_source(sources, source, tmp):
     """make_gguf_lfm2_fixtures.build_source, with glm4's and ernie4_5's vocabularies replaced as
-    their converters require."""
+    their converters require, and hunyuan_moe's config.json given HUNYUAN_MOE_HUB_FIELDS."""
     model, d = lfm2.build_source(sources, source, tmp)
     if source == "glm4":
         write_glm4_tokenizer(d, model.config.vocab_size)
     elif source in ("ernie4_5", "ernie4_5_moe"):
         write_spm_tokenizer(d)
+    elif source == "hunyuan_moe":
+        path = d / "config.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), **HUNYUAN_MOE_HUB_FIELDS}, indent=2) + "\n")
     return model, d
 
 
+def convert(model_dir, outfile, outtype, pre):
+    """make_gguf_lfm2_fixtures.convert, by CONVERT_HUNYUAN_MOE for hunyuan_moe's checkpoint."""
+    snippet = CONVERT_HUNYUAN_MOE if model_dir.name == "hunyuan_moe" else None
+    lfm2.convert(model_dir, outfile, outtype, pre, snippet=snippet)
+
+
 def main():
-    lfm2.run(SOURCES, FIXTURES, __file__, build=build_source)
+    lfm2.run(SOURCES, FIXTURES, __file__, build=build_source, conv=convert)
 
 
 if __name__ == "__main__":

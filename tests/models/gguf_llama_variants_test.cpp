@@ -9,13 +9,15 @@
 // dense 0 and 2), gguf_minimax_m2 (whole-width q/k norms, half of each head rotated, sigmoid
 // routing with the selection bias, renormalised), gguf_command_r (Command R+'s layer 64 deep:
 // LayerNorms, parallel attention and MLP, per-head q/k LayerNorms, logit_scale), gguf_cohere2
-// (windows of 8 with RoPE on layers 0-2, layer 3 full without RoPE), F32; llama.cpp itself runs
-// each within 2e-5 of transformers (llamacpp.json).
+// (windows of 8 with RoPE on layers 0-2, layer 3 full without RoPE), gguf_hunyuan_moe (Hunyuan
+// dense's attention, every layer 8 experts, top 2 renormalised, beside an ungated shared MLP),
+// F32; llama.cpp itself runs each within 2e-5 of transformers (llamacpp.json).
 // The configs as llama.cpp reads them, and transformers' logits, decode steps and greedy tokens.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cpu/cpu_backend.h"
@@ -415,6 +417,122 @@ TEST(GgufLlamaVariants, CohereKeysAndTheirRefusals) {
   expect_refused(dir.file("partial.gguf"), kv, embed, StatusCode::unsupported, "rope.dimension_count");
 }
 
+// gguf_hunyuan_moe reads as the Hugging Face fixture (tests/fixtures/hunyuan_v1_moe,
+// read_hunyuan_moe's fields; the GGUF's heads are 128 wide, the converter's assumption for its
+// alpha), but for the base, which the converter stretched by alpha 1000 over heads of 128; the
+// attention's tensors under the checkpoint's names, the router, the stacked experts and the
+// shared MLP under those load_moe_block's GGUF branch reads.
+TEST(GgufLlamaVariants, HunyuanMoeAsItsHuggingFaceConfig) {
+  auto hf = Checkpoint::open(fixture_dir("hunyuan_v1_moe"));
+  ASSERT_TRUE(hf.has_value()) << hf.status().to_string();
+  const ModelConfig& h = (*hf)->config();
+  auto file = Checkpoint::open(gguf_path("gguf_hunyuan_moe"));
+  ASSERT_TRUE(file.has_value()) << file.status().to_string();
+  const ModelConfig& g = (*file)->config();
+  EXPECT_EQ(g.arch, h.arch);
+  EXPECT_EQ(g.rope_style, h.rope_style);
+  EXPECT_NEAR(g.rope_theta, 1e4 * std::pow(1000.0, 128.0 / 126.0), 1.0) << "alpha folded over heads of 128";
+  EXPECT_EQ(g.rms_eps, h.rms_eps);
+  EXPECT_EQ(g.head_dim, 128);
+  EXPECT_TRUE(g.qk_norm && g.qk_norm_after_rope && !g.qk_norm_whole);
+  EXPECT_EQ(g.qk_norm_after_rope, h.qk_norm_after_rope);
+  EXPECT_EQ(g.qkv_bias, h.qkv_bias);
+  EXPECT_EQ(g.o_bias, h.o_bias);
+  EXPECT_EQ(g.n_experts, h.n_experts);
+  EXPECT_EQ(g.n_experts_per_tok, h.n_experts_per_tok);
+  EXPECT_EQ(g.moe_intermediate_size, h.moe_intermediate_size);
+  EXPECT_EQ(g.n_moe_layers(), h.n_moe_layers());
+  EXPECT_EQ(g.moe_scoring, h.moe_scoring);
+  EXPECT_EQ(g.norm_topk_prob, h.norm_topk_prob);
+  EXPECT_EQ(g.routed_scaling_factor, h.routed_scaling_factor);
+  EXPECT_EQ(g.shared_width(), h.shared_width());
+  EXPECT_EQ(g.shared_gate, h.shared_gate);
+  EXPECT_EQ(g.tie_embeddings, h.tie_embeddings);
+  const auto& gt = (*file)->tensors();
+  for (const auto& [name, t] : (*hf)->tensors()) {
+    if (name.find(".mlp.") != std::string::npos) continue;  // (the Hub's experts one by one)
+    EXPECT_EQ(gt.count(name), 1u) << name;
+  }
+  using Shape = std::vector<int64_t>;
+  const int64_t hidden = g.hidden_size, hd = g.head_dim, q = g.n_heads * hd, kv = g.n_kv_heads * hd;
+  const int64_t e = g.n_experts, inter = g.moe_intermediate_size, shared = g.shared_width();
+  const std::vector<std::pair<std::string, Shape>> layer = {
+      {"input_layernorm.weight", {hidden}},  {"post_attention_layernorm.weight", {hidden}},
+      {"self_attn.q_proj.weight", {q, hidden}}, {"self_attn.k_proj.weight", {kv, hidden}},
+      {"self_attn.v_proj.weight", {kv, hidden}}, {"self_attn.o_proj.weight", {hidden, q}},
+      {"self_attn.query_layernorm.weight", {hd}}, {"self_attn.key_layernorm.weight", {hd}},
+      {"mlp.gate.weight", {e, hidden}},      {"mlp.experts.gate_proj", {e, inter, hidden}},
+      {"mlp.experts.up_proj", {e, inter, hidden}}, {"mlp.experts.down_proj", {e, hidden, inter}},
+      {"mlp.shared_experts.gate_proj.weight", {shared, hidden}},
+      {"mlp.shared_experts.up_proj.weight", {shared, hidden}},
+      {"mlp.shared_experts.down_proj.weight", {hidden, shared}}};
+  for (int l = 0; l < g.n_layers; ++l)
+    for (const auto& [suffix, shape] : layer) {
+      const std::string name = "model.layers." + std::to_string(l) + "." + suffix;
+      ASSERT_EQ(gt.count(name), 1u) << name;
+      EXPECT_EQ(gt.at(name).shape, shape) << name;
+    }
+  EXPECT_EQ(gt.size(), 3 + static_cast<size_t>(g.n_layers) * layer.size()) << "and the embedding, norm and head";
+}
+
+// What gguf_hunyuan_moe exercises: the top-k softmax renormalised (the softmax over all instead),
+// the shared MLP beside the experts (dropped), the base the alpha stretched (unstretched).
+TEST(GgufLlamaVariants, HunyuanMoeRoutingSharedMlpAndAlphaChangeTheResult) {
+  const std::string path = gguf_path("gguf_hunyuan_moe");
+  EXPECT_GT(testing::max_diff_with_rules("gguf_hunyuan_moe", [](ModelConfig& c) { c.norm_topk_prob = false; }, path),
+            100 * testing::kLogitTol);
+  EXPECT_GT(testing::max_diff_with_rules("gguf_hunyuan_moe",
+                                         [](ModelConfig& c) { c.shared_expert_intermediate_size = 0; }, path),
+            100 * testing::kLogitTol);
+  EXPECT_GT(testing::max_diff_with_rules("gguf_hunyuan_moe", [](ModelConfig& c) { c.rope_theta = 1e4f; }, path),
+            100 * testing::kLogitTol);
+}
+
+// hunyuan-moe: the experts and the shared MLP feed_forward_length wide where the file gives no
+// width of theirs (llama.cpp's fallback), expert_feed_forward_length checked against the tensors;
+// expert_shared_count other than 1, expert groups, per-layer counts and rope.scaling.alpha (which
+// llama.cpp's hunyuan-moe loader ignores) refused, expert_used_count required; each naming the key.
+TEST(GgufLlamaVariants, HunyuanMoeKeysAndTheirRefusals) {
+  const testing::TempDir dir("gguf_hunyuan_moe");
+  using testing::gguf_u32;
+  const std::vector<testing::GgufKv> common = {
+      testing::gguf_str("general.architecture", "hunyuan-moe"), gguf_u32("hunyuan-moe.block_count", 1),
+      gguf_u32("hunyuan-moe.context_length", 64),              gguf_u32("hunyuan-moe.embedding_length", 64),
+      gguf_u32("hunyuan-moe.feed_forward_length", 32),         gguf_u32("hunyuan-moe.attention.head_count", 4),
+      gguf_u32("hunyuan-moe.expert_count", 8),                 gguf_u32("hunyuan-moe.expert_used_count", 2)};
+  const std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors = {
+      {"token_embd.weight", {64, 256}},            {"blk.0.ffn_gate_inp.weight", {64, 8}},
+      {"blk.0.ffn_gate_exps.weight", {64, 32, 8}}, {"blk.0.ffn_up_exps.weight", {64, 32, 8}},
+      {"blk.0.ffn_down_exps.weight", {32, 64, 8}}, {"blk.0.ffn_gate_shexp.weight", {64, 32}},
+      {"blk.0.ffn_up_shexp.weight", {64, 32}},     {"blk.0.ffn_down_shexp.weight", {32, 64}}};
+  testing::write_gguf_zeros(dir.file("plain.gguf"), common, tensors);
+  auto ck = Checkpoint::open(dir.file("plain.gguf"));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  EXPECT_EQ((*ck)->config().arch, "hunyuan_v1_moe");
+  EXPECT_EQ((*ck)->config().moe_intermediate_size, 32);
+  EXPECT_EQ((*ck)->config().shared_width(), 32);
+  EXPECT_FALSE((*ck)->config().shared_gate);
+  EXPECT_EQ((*ck)->tensors().count("model.layers.0.mlp.shared_experts.down_proj.weight"), 1u);
+
+  const std::vector<std::tuple<testing::GgufKv, StatusCode, std::string>> refused = {
+      {gguf_u32("hunyuan-moe.expert_shared_count", 2), StatusCode::unsupported, "expert_shared_count"},
+      {gguf_u32("hunyuan-moe.expert_group_count", 4), StatusCode::unsupported, "expert_group_count"},
+      {testing::gguf_i32s("hunyuan-moe.expert_feed_forward_length", {32}), StatusCode::unsupported,
+       "expert_feed_forward_length"},
+      {{"hunyuan-moe.rope.scaling.alpha", 6, 0, 1000.0f}, StatusCode::unsupported, "rope.scaling.alpha"},
+      {gguf_u32("hunyuan-moe.expert_feed_forward_length", 16), StatusCode::corrupt, "ffn_gate_exps"}};
+  for (const auto& [extra, code, key] : refused) {
+    std::vector<testing::GgufKv> kv = common;
+    kv.push_back(extra);
+    expect_refused(dir.file("refused.gguf"), kv, tensors, code, key);
+  }
+  std::vector<testing::GgufKv> kv(common.begin(), common.end() - 1);
+  kv.push_back(testing::gguf_i32s("hunyuan-moe.expert_used_count", {2}));
+  expect_refused(dir.file("per_layer.gguf"), kv, tensors, StatusCode::unsupported, "expert_used_count");
+  kv.pop_back();
+  expect_refused(dir.file("no_used.gguf"), kv, tensors, StatusCode::corrupt, "expert_used_count");
+}
+
 class GgufLlamaVariantsF32 : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GgufLlamaVariantsF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
@@ -428,7 +546,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaVariantsF32,
                          ::testing::Values("gguf_olmo2", "gguf_olmo3", "gguf_exaone4", "gguf_glm4", "gguf_seed_oss",
                                            "gguf_ernie4_5", "gguf_hunyuan_dense", "gguf_olmoe", "gguf_apertus",
                                            "gguf_ernie4_5_moe", "gguf_llama4", "gguf_minimax_m2", "gguf_command_r",
-                                           "gguf_cohere2"),
+                                           "gguf_cohere2", "gguf_hunyuan_moe"),
                          [](const auto& p) { return p.param; });
 
 }  // namespace

@@ -87,15 +87,16 @@ TEST_P(HfPreTokenizer, EncodesAndDecodesEveryTextExactly) {
 INSTANTIATE_TEST_SUITE_P(Families, HfPreTokenizer,
                          ::testing::Values("llama3", "qwen2", "qwen35", "refact", "seed_coder", "hunyuan_dense"));
 
-// A GGUF vocabulary's pre-tokenizer name (llama.cpp's qwen2, qwen35, refact, command-r (Cohere's,
-// refact's regexes), seed-coder, hunyuan-dense, deepseek-v3) splits with its
+// A GGUF vocabulary's pre-tokenizer name (llama.cpp's qwen2, hunyuan (Hunyuan MoE's, qwen2's regex),
+// qwen35, refact, command-r (Cohere's, refact's regexes), seed-coder, hunyuan-dense, deepseek-v3)
+// splits with its
 // family's tokenizer.json patterns, which the cases above hold to Hugging Face's splits; and
 // SmolLM3's smaug-bpe with Llama 3's.
 TEST(HfPreTokenizerGguf, NamesAreTheirFamilysPatterns) {
   // (GGUF name, fixture family): Cohere's command-r, which is refact's; Seed-OSS's seed-coder;
   // Hunyuan's, which is DeepSeek-V3's.
   for (const auto& [name, family] : std::vector<std::pair<std::string, std::string>>{
-           {"qwen2", "qwen2"}, {"qwen35", "qwen35"}, {"refact", "refact"}, {"command-r", "refact"},
+           {"qwen2", "qwen2"}, {"hunyuan", "qwen2"}, {"qwen35", "qwen35"}, {"refact", "refact"}, {"command-r", "refact"},
            {"seed-coder", "seed_coder"}, {"hunyuan-dense", "hunyuan_dense"}, {"deepseek-v3", "hunyuan_dense"}}) {
     const json vectors = read_json(kDir + family + "/vectors.json");
     auto patterns = gguf_pretokenizer_patterns(name);
