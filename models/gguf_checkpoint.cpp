@@ -56,6 +56,29 @@ Status read_rope_freqs(const GgufFile& g, const RawTensor& t, ModelConfig& c) {
   return Status::ok();
 }
 
+// attention.head_count_kv, when present: one count, or one per block all the same. llama.cpp's
+// loader takes either form for any architecture (get_key_or_arr), and its converter writes the list
+// into dense granite files too: Granite 4.0's attention-only models (granite-4.0-micro, 1b, 350m)
+// are GraniteMoeHybridForCausalLM, which GraniteHybridModel converts as granite with the per-block
+// list its hybrids need. The decoder has one count for every layer, so lists that differ are refused.
+Status read_kv_head_count(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  const std::string key = a + "attention.head_count_kv";
+  const GgufValue* v = g.find(key);
+  if (v == nullptr) return Status::ok();
+  if (v->type != GgufType::array) return read_gguf_count(g, key, 0, c.n_kv_heads);
+  if (v->numbers.size() != static_cast<size_t>(c.n_layers))
+    return corrupt(g.path() + ": metadata '" + key + "' must hold one count per block (" + std::to_string(c.n_layers) + ")");
+  for (double n : v->numbers) {
+    if (!(n > 0.0) || n > INT32_MAX || n != std::floor(n))
+      return corrupt(g.path() + ": metadata '" + key + "' holds a count that is not a whole number > 0");
+    if (n != v->numbers.front())
+      return unsupported(g.path() + ": metadata '" + key + "' holds different counts per block; " + a.substr(0, a.size() - 1) +
+                         " files are supported with one count for every block");
+  }
+  c.n_kv_heads = static_cast<int>(v->numbers.front());
+  return Status::ok();
+}
+
 // Granite 3's multipliers (read_gguf_granite_scales), dense (granite) or MoE (granitemoe); its
 // RoPE switch, rope.scaling.finetuned (true when absent), must be on.
 Status read_gguf_granite(const GgufFile& g, const std::string& a, ModelConfig& c) {
@@ -98,9 +121,8 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
     BRIGADE_RETURN_IF_ERROR(get("feed_forward_length", c.intermediate_size));
   BRIGADE_RETURN_IF_ERROR(get("context_length", c.max_position));
   c.n_kv_heads = c.n_heads;
-  // (LFM2's is one count per block: read_gguf_lfm2.)
-  if (g.find(a + "attention.head_count_kv") && !is_gguf_lfm2(arch) && !mamba)
-    BRIGADE_RETURN_IF_ERROR(get("attention.head_count_kv", c.n_kv_heads));
+  // (LFM2's and the Mamba family's may differ per block: read_gguf_lfm2, read_gguf_mamba.)
+  if (!is_gguf_lfm2(arch) && !mamba) BRIGADE_RETURN_IF_ERROR(read_kv_head_count(g, a, c));
   c.head_dim = c.n_heads > 0 ? c.hidden_size / c.n_heads : 0;
   if (g.find(a + "attention.key_length")) BRIGADE_RETURN_IF_ERROR(get("attention.key_length", c.head_dim));
   // llama.cpp's converter records the rotary width; phi3 may rotate part of each head

@@ -3,7 +3,8 @@
 // 4th layer, as llama.cpp's smollm3 hard-codes it), gguf_granite (Granite 3's multipliers as
 // metadata) and Granite 3 MoE's gguf_granitemoe (every layer 8 experts, top 2, the Hub's fused
 // input_linear split into ffn_gate_exps / ffn_up_exps) and gguf_granitemoe_shared (beside them the
-// shared MLP as ffn_*_shexp; models/gguf_moe.h), F32, q/k rows permuted for llama.cpp's
+// shared MLP as ffn_*_shexp; models/gguf_moe.h), and Granite 4.0's attention-only gguf_granite4
+// (GraniteMoeHybridForCausalLM written as dense granite), F32, q/k rows permuted for llama.cpp's
 // interleaved RoPE; llama.cpp itself runs them within 2e-5 of transformers (llamacpp.json). The
 // config as llama.cpp reads it, and transformers' logits, decode steps and greedy tokens.
 #include <gtest/gtest.h>
@@ -129,6 +130,85 @@ TEST(GgufLlamaFamily, GraniteMoeAsItsHuggingFaceConfigs) {
   }
 }
 
+// gguf_granite4: Granite 4.0's attention-only GraniteMoeHybridForCausalLM (granite-4.0-micro, 1b,
+// 350m), which llama.cpp's converter writes as dense granite, reads as the Hugging Face fixture of
+// the same shape (tests/fixtures/granite4_rope) does in the state-space path (arch granitemoehybrid,
+// no mixers): the same multipliers, RoPE theta, heads and tied embedding; the shared MLP's fused
+// input_linear as gate and up, output_linear as down, feed_forward_length wide.
+TEST(GgufLlamaFamily, Granite4AttentionOnlyAsItsHuggingFaceConfig) {
+  auto hf = Checkpoint::open(fixture_dir("granite4_rope"));
+  ASSERT_TRUE(hf.has_value()) << hf.status().to_string();
+  auto file = Checkpoint::open(gguf_path("gguf_granite4"));
+  ASSERT_TRUE(file.has_value()) << file.status().to_string();
+  const ModelConfig &h = (*hf)->config(), &g = (*file)->config();
+  EXPECT_EQ(h.arch, "granitemoehybrid");
+  EXPECT_FALSE(h.recurrent()) << "every layer attention";
+  EXPECT_FALSE(h.nope) << "position_embedding_type rope";
+  EXPECT_EQ(g.arch, "granite");
+  EXPECT_EQ(g.rope_style, RopeStyle::interleaved) << "the converter permutes q/k as llama's";
+  EXPECT_EQ(h.rope_style, RopeStyle::neox);
+  EXPECT_FLOAT_EQ(g.rope_theta, 1e5f);
+  EXPECT_EQ(g.rope_theta, h.rope_theta);
+  EXPECT_EQ(g.rms_eps, h.rms_eps);
+  EXPECT_EQ(g.n_layers, h.n_layers);
+  EXPECT_EQ(g.hidden_size, h.hidden_size);
+  EXPECT_EQ(g.n_heads, h.n_heads);
+  EXPECT_EQ(g.n_kv_heads, h.n_kv_heads);
+  EXPECT_EQ(g.head_dim, h.head_dim);
+  EXPECT_EQ(g.embedding_multiplier, h.embedding_multiplier);
+  EXPECT_EQ(g.residual_multiplier, h.residual_multiplier);
+  EXPECT_EQ(g.attn_scale, h.attn_scale);
+  EXPECT_EQ(g.logits_multiplier(), h.logits_multiplier());
+  EXPECT_TRUE(g.tie_embeddings);
+  EXPECT_EQ(g.tie_embeddings, h.tie_embeddings);
+  EXPECT_EQ(g.n_experts, 0);
+  EXPECT_EQ(h.n_experts, 0);
+  EXPECT_EQ(g.intermediate_size, h.shared_width()) << "the shared MLP is the dense SwiGLU";
+  const auto& gt = (*file)->tensors();
+  for (const auto& [name, t] : (*hf)->tensors()) {
+    if (name.find("shared_mlp.") != std::string::npos) continue;
+    auto it = gt.find(name);
+    ASSERT_NE(it, gt.end()) << name;
+    EXPECT_EQ(it->second.shape, t.shape) << name;
+  }
+  using Shape = std::vector<int64_t>;
+  const int64_t ff = h.shared_width(), hidden = h.hidden_size;
+  const std::vector<std::pair<std::string, Shape>> mlp = {
+      {"mlp.gate_proj.weight", {ff, hidden}}, {"mlp.up_proj.weight", {ff, hidden}}, {"mlp.down_proj.weight", {hidden, ff}}};
+  for (int l = 0; l < g.n_layers; ++l)
+    for (const auto& [suffix, shape] : mlp) {
+      const std::string name = "model.layers." + std::to_string(l) + "." + suffix;
+      ASSERT_EQ(gt.count(name), 1u) << name;
+      EXPECT_EQ(gt.at(name).shape, shape) << name;
+    }
+  // The Hub's two MLP tensors per layer are three in the file.
+  EXPECT_EQ(gt.size(), (*hf)->tensors().size() + static_cast<size_t>(g.n_layers));
+}
+
+// head_count_kv as the converter writes it for Granite 4.0 (one count per block, here [2, 2, 2]) is
+// read; counts that differ per block, or a list of another length, are refused by name.
+TEST(GgufLlamaFamily, PerBlockKvHeadCounts) {
+  const testing::TempDir dir("gguf_granite_kv_heads");
+  using testing::gguf_u32;
+  const std::vector<testing::GgufKv> common = {
+      testing::gguf_str("general.architecture", "granite"), gguf_u32("granite.block_count", 2),
+      gguf_u32("granite.context_length", 64),              gguf_u32("granite.embedding_length", 64),
+      gguf_u32("granite.feed_forward_length", 96),         gguf_u32("granite.attention.head_count", 4)};
+  const std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors = {{"token_embd.weight", {64, 256}}};
+  std::vector<testing::GgufKv> kv = common;
+  kv.push_back(testing::gguf_i32s("granite.attention.head_count_kv", {2, 2}));
+  testing::write_gguf_zeros(dir.file("same.gguf"), kv, tensors);
+  auto ck = Checkpoint::open(dir.file("same.gguf"));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  EXPECT_EQ((*ck)->config().n_kv_heads, 2);
+  kv.back() = testing::gguf_i32s("granite.attention.head_count_kv", {2, 4});
+  expect_refused(dir.file("differ.gguf"), kv, tensors, StatusCode::unsupported, "head_count_kv");
+  kv.back() = testing::gguf_i32s("granite.attention.head_count_kv", {2, 2, 2});
+  expect_refused(dir.file("length.gguf"), kv, tensors, StatusCode::corrupt, "head_count_kv");
+  kv.back() = testing::gguf_i32s("granite.attention.head_count_kv", {0, 0});
+  expect_refused(dir.file("zero.gguf"), kv, tensors, StatusCode::corrupt, "head_count_kv");
+}
+
 // What the fixtures exercise: the top-k softmax renormalised (the softmax over all instead), and
 // the shared MLP beside the experts (dropped).
 TEST(GgufLlamaFamily, GraniteMoeRoutingAndSharedMlpChangeTheResult) {
@@ -193,7 +273,8 @@ TEST_P(GgufLlamaFamilyF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaFamilyF32,
-                         ::testing::Values("gguf_smollm3", "gguf_granite", "gguf_granitemoe", "gguf_granitemoe_shared"),
+                         ::testing::Values("gguf_smollm3", "gguf_granite", "gguf_granitemoe", "gguf_granitemoe_shared",
+                                           "gguf_granite4"),
                          [](const auto& p) { return p.param; });
 
 }  // namespace
