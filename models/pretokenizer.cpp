@@ -3,8 +3,12 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
+
+#include "models/tokenizer_unicode.h"
+#include "models/utf8.h"
 
 namespace brigade {
 namespace {
@@ -86,6 +90,33 @@ class RegexPreTokenizer final : public PreTokenizer {
   pcre2_code* code_;
 };
 
+class DigitsPreTokenizer final : public PreTokenizer {
+ public:
+  explicit DigitsPreTokenizer(bool individual) : individual_(individual) {}
+
+  std::vector<std::string_view> split(std::string_view text) const override {
+    std::vector<std::string_view> out;
+    size_t begin = 0;  // of the piece being built
+    bool numeric_run = false;
+    for (size_t i = 0; i < text.size();) {
+      const size_t n = std::max<size_t>(1, utf8_sequence_length(text, i));
+      const bool numeric = is_numeric(decode_utf8(text, i, n));
+      // A piece ends before a change of kind, and between two digits when each is its own.
+      if (i > begin && (numeric != numeric_run || (numeric && individual_))) {
+        out.push_back(text.substr(begin, i - begin));
+        begin = i;
+      }
+      numeric_run = numeric;
+      i += n;
+    }
+    if (begin < text.size()) out.push_back(text.substr(begin));
+    return out;
+  }
+
+ private:
+  bool individual_;
+};
+
 // Compiles `pattern` (UTF + Unicode properties); invalid_argument with PCRE2's message otherwise.
 Expected<pcre2_code*> compile(const std::string& pattern) {
   int err = 0;
@@ -110,6 +141,10 @@ Expected<std::unique_ptr<PreTokenizer>> make_regex_pretokenizer(const std::strin
   BRIGADE_ASSIGN_OR_RETURN(pcre2_code* code, compile(with_unicode_white_space(pattern)));
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // best effort: falls back to the interpreter
   return std::unique_ptr<PreTokenizer>(new RegexPreTokenizer(code));
+}
+
+std::unique_ptr<PreTokenizer> make_digits_pretokenizer(bool individual_digits) {
+  return std::make_unique<DigitsPreTokenizer>(individual_digits);
 }
 
 }  // namespace brigade

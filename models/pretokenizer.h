@@ -27,4 +27,10 @@ inline constexpr const char* kGpt2Pattern =
 // stretch between matches ("Isolated" behaviour). invalid_argument when the pattern does not compile.
 Expected<std::unique_ptr<PreTokenizer>> make_regex_pretokenizer(const std::string& pattern);
 
+// Hugging Face's Digits pre-tokenizer (Cohere's, before ByteLevel): with individual_digits every
+// numeric character (Rust's char::is_numeric, which tokenizers uses: general category N* of its
+// Unicode version, newer than PCRE2's \p{N}, so a table rather than a regex) is a piece of its
+// own, else each run of them is one; every stretch between is a piece too.
+std::unique_ptr<PreTokenizer> make_digits_pretokenizer(bool individual_digits);
+
 }  // namespace brigade

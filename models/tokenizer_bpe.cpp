@@ -10,6 +10,7 @@
 #include "models/byte_unicode.h"
 #include "models/pretokenizer.h"
 #include "models/tokenizer_json_vocab.h"
+#include "models/tokenizer_normalizer.h"
 #include "models/tokenizer_post_processor.h"
 #include "models/utf8.h"
 
@@ -48,6 +49,9 @@ class BpeTokenizer final : public Tokenizer {
   Status parse_added(const json& j, const std::string& origin);
   void resolve_bos_eos(const json& config);
   Status parse_pre_tokenizer(const json& pre, const std::string& origin);
+  // Appends the ids of normalized text between added tokens; invalid_argument when it holds a byte
+  // the vocabulary has no token for.
+  Status encode_text(std::string_view text, std::vector<int32_t>& out) const;
   void encode_segment(std::string_view text, std::vector<int32_t>& out) const;
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
   std::vector<int32_t> bpe(std::string_view word) const;
@@ -58,7 +62,12 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<uint8_t> special_;                    // id -> is a special added token
   std::array<int32_t, 256> byte_ids_{};             // byte -> id of its single-byte token, -1 if none
   std::unordered_map<uint64_t, MergeResult> merges_;
-  std::vector<AddedToken> added_;                   // longest content first
+  // Added tokens with normalized false, matched in the raw text; those with normalized true, by
+  // their normalized content in the normalized text between the first (Hugging Face's
+  // AddedVocabulary::extract_and_normalize). Each longest content first.
+  std::vector<AddedToken> added_;
+  std::vector<AddedToken> normalized_added_;
+  TextNormalizer normalizer_;                       // none: the text as it is
   std::vector<std::unique_ptr<PreTokenizer>> pre_;  // applied in order; empty: one word
   bool add_prefix_space_ = false;
   bool ignore_merges_ = false;
@@ -126,6 +135,19 @@ Status BpeTokenizer::parse_added(const json& j, const std::string& origin) {
   }
   special_.assign(pieces_.size(), 0);
   for (const auto& a : added_) special_[static_cast<size_t>(a.id)] = a.special ? 1 : 0;
+  // Tokens with normalized true move to normalized_added_, matched by their normalized content,
+  // which is also their string and their text (as Hugging Face's id_to_token gives it).
+  auto normalized = std::stable_partition(added_.begin(), added_.end(), [](const AddedToken& a) { return !a.normalized; });
+  for (auto it = normalized; it != added_.end(); ++it) {
+    AddedToken a = *it;
+    a.content = normalizer_.normalize(a.content);
+    if (a.content.empty()) continue;  // would match everywhere
+    pieces_[static_cast<size_t>(a.id)] = strings_[static_cast<size_t>(a.id)] = a.content;
+    normalized_added_.push_back(std::move(a));
+  }
+  added_.erase(normalized, added_.end());
+  std::stable_sort(normalized_added_.begin(), normalized_added_.end(),
+                   [](const AddedToken& x, const AddedToken& y) { return x.content.size() > y.content.size(); });
   return Status::ok();
 }
 
@@ -133,8 +155,9 @@ Status BpeTokenizer::parse_added(const json& j, const std::string& origin) {
 // the usual names.
 void BpeTokenizer::resolve_bos_eos(const json& config) {
   auto id_of = [&](const std::string& s) -> int32_t {
-    for (const auto& a : added_)
-      if (a.content == s) return a.id;
+    for (const auto* list : {&added_, &normalized_added_})
+      for (const auto& a : *list)
+        if (strings_[static_cast<size_t>(a.id)] == s) return a.id;
     auto it = vocab_.find(s);
     return it == vocab_.end() ? -1 : it->second;
   };
@@ -154,10 +177,11 @@ void BpeTokenizer::resolve_bos_eos(const json& config) {
   if (!eos.empty() && id_of(eos) >= 0) eos_ = {id_of(eos)};
 }
 
-// ByteLevel alone (GPT-2), or a Sequence of Split{Regex, Isolated} steps ending in ByteLevel
-// with use_regex false (Llama 3, Qwen2/3, DeepSeek). Each step splits every piece further.
+// ByteLevel alone (GPT-2), or a Sequence of Split{Regex, Isolated} and Digits steps ending in
+// ByteLevel (Llama 3, Qwen2/3 and DeepSeek: Splits then ByteLevel with use_regex false; Cohere:
+// Digits then ByteLevel with use_regex true). Each step splits every piece further.
 Status BpeTokenizer::parse_pre_tokenizer(const json& pre, const std::string& origin) {
-  const std::string kSupported = "; supported: ByteLevel, or Sequence of Split (Regex, Isolated) and ByteLevel";
+  const std::string kSupported = "; supported: ByteLevel, or Sequence of Split (Regex, Isolated), Digits and ByteLevel";
   std::vector<json> steps;
   if (pre.is_object() && pre.value("type", "") == "Sequence" && pre.contains("pretokenizers") &&
       pre["pretokenizers"].is_array()) {
@@ -181,6 +205,10 @@ Status BpeTokenizer::parse_pre_tokenizer(const json& pre, const std::string& ori
       auto r = make_regex_pretokenizer(s["pattern"]["Regex"].get<std::string>());
       if (!r) return Status(r.status().code(), origin + ": " + r.status().message());
       pre_.push_back(std::move(*r));
+    } else if (type == "Digits") {
+      const json individual = s.value("individual_digits", json(false));
+      if (!individual.is_boolean()) return corrupt(origin + ": pre-tokenizer Digits' individual_digits must be a boolean");
+      pre_.push_back(make_digits_pretokenizer(individual.get<bool>()));
     } else {
       return unsupported(origin + ": pre-tokenizer step " + s.dump().substr(0, 200) + " is not supported" + kSupported);
     }
@@ -191,8 +219,7 @@ Status BpeTokenizer::parse_pre_tokenizer(const json& pre, const std::string& ori
 
 Status BpeTokenizer::parse(const json& j, const json& config, const std::string& origin) {
   if (!j.is_object() || !j.contains("model")) return corrupt(origin + ": not a tokenizer.json (no \"model\")");
-  if (j.contains("normalizer") && !j["normalizer"].is_null())
-    return unsupported(origin + ": normalizers are not supported yet (normalizer must be null)");
+  BRIGADE_ASSIGN_OR_RETURN(normalizer_, TextNormalizer::parse(j.value("normalizer", json()), origin));
   BRIGADE_RETURN_IF_ERROR(parse_pre_tokenizer(j.value("pre_tokenizer", json()), origin));
   const json dec = j.value("decoder", json());
   if (!dec.is_null() && (!dec.is_object() || dec.value("type", "") != "ByteLevel"))
@@ -281,6 +308,18 @@ void BpeTokenizer::encode_segment(std::string_view text, std::vector<int32_t>& o
   for (std::string_view piece : pieces) encode_word(piece, out);
 }
 
+Status BpeTokenizer::encode_text(std::string_view text, std::vector<int32_t>& out) const {
+  // Each byte of the text (and the space add_prefix_space puts before it) must have a token.
+  auto missing = [](uint8_t b) {
+    return invalid_argument("the text holds byte " + std::to_string(b) + ", which this vocabulary has no token for");
+  };
+  if (add_prefix_space_ && text.front() != ' ' && byte_ids_[' '] < 0) return missing(' ');
+  for (char ch : text)
+    if (byte_ids_[static_cast<uint8_t>(ch)] < 0) return missing(static_cast<uint8_t>(ch));
+  encode_segment(text, out);
+  return Status::ok();
+}
+
 Expected<std::vector<int32_t>> BpeTokenizer::encode(std::string_view text, bool add_bos) const {
   const size_t bad = utf8_first_invalid(text);
   if (bad != text.size())
@@ -292,15 +331,11 @@ Expected<std::vector<int32_t>> BpeTokenizer::encode(std::string_view text, bool 
       out.push_back(piece.id);
       continue;
     }
-    // The text between added tokens: each of its bytes (and the space add_prefix_space puts
-    // before it) must have a token.
-    auto missing = [](uint8_t b) {
-      return invalid_argument("the text holds byte " + std::to_string(b) + ", which this vocabulary has no token for");
-    };
-    if (add_prefix_space_ && piece.text.front() != ' ' && byte_ids_[' '] < 0) return missing(' ');
-    for (char ch : piece.text)
-      if (byte_ids_[static_cast<uint8_t>(ch)] < 0) return missing(static_cast<uint8_t>(ch));
-    encode_segment(piece.text, out);
+    const std::string normalized = normalizer_.normalize(piece.text);
+    for (const TextPiece& p : split_added_tokens(normalized, normalized_added_)) {
+      if (p.id >= 0) out.push_back(p.id);
+      else BRIGADE_RETURN_IF_ERROR(encode_text(p.text, out));
+    }
   }
   if (add_bos && post_.templated()) return post_.single(out);
   return out;

@@ -1,8 +1,11 @@
 // Byte-level BPE (GPT-2 style) from a Hugging Face tokenizer.json: model.type "BPE" with a
-// ByteLevel decoder, no normalizer, and a ByteLevel pre-tokenizer (GPT-2 regex) or a Sequence
-// of regex Splits then ByteLevel (Llama 3, Qwen2/3, DeepSeek). Added tokens are split out of the
-// text first (exact match, leftmost then longest; lstrip/rstrip flags are not applied), the rest
-// is split by the pre-tokenizer, each piece is mapped byte -> unicode and merged by rank.
+// ByteLevel decoder, a normalizer or none (TextNormalizer: Cohere's NFC), and a ByteLevel
+// pre-tokenizer (GPT-2 regex) or a Sequence of regex Splits and Digits then ByteLevel (Llama 3,
+// Qwen2/3, DeepSeek; Cohere's Digits then ByteLevel). As in Hugging Face's AddedVocabulary, added
+// tokens with "normalized" false are split out of the raw text first (exact match, leftmost then
+// longest, lstrip/rstrip taking the whitespace beside), the text between is normalized, added
+// tokens with normalized true are split out of that by their normalized content, and the rest is
+// split by the pre-tokenizer, each piece mapped byte -> unicode and merged by rank.
 #pragma once
 
 #include <memory>

@@ -32,11 +32,11 @@ Expected<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& j, co
         !t["content"].is_string() || t["content"].get<std::string>().empty() || t["id"].get<int64_t>() < 0 ||
         t["id"].get<int64_t>() > (1 << 24))
       return corrupt(origin + ": each added token needs an id and a non-empty content");
-    if (!t.value("lstrip", json(false)).is_boolean() || !t.value("rstrip", json(false)).is_boolean() ||
-        !t.value("special", json(false)).is_boolean())
-      return corrupt(origin + ": added token " + t["content"].dump() + " has a special/lstrip/rstrip that is not a boolean");
+    for (const char* flag : {"special", "lstrip", "rstrip", "normalized"})
+      if (!t.value(flag, json(false)).is_boolean())
+        return corrupt(origin + ": added token " + t["content"].dump() + " has a " + flag + " that is not a boolean");
     added.push_back({t["content"].get<std::string>(), t["id"].get<int32_t>(), t.value("special", false), t.value("lstrip", false),
-                     t.value("rstrip", false)});
+                     t.value("rstrip", false), t.value("normalized", false)});
   }
   std::stable_sort(added.begin(), added.end(),
                    [](const AddedToken& x, const AddedToken& y) { return x.content.size() > y.content.size(); });

@@ -2,7 +2,9 @@
 // added_tokens ([CLS], <|im_start|>, ...), which are matched in the raw text before the
 // normalizer and pre-tokenizer run, each becoming its own id (exact match, leftmost then longest;
 // lstrip/rstrip take the whitespace beside a match into it, as XLM-RoBERTa's <mask> does; the
-// single_word/normalized flags are not applied).
+// single_word flag is not applied). The BPE loader also applies "normalized": as Hugging Face's
+// AddedVocabulary, it matches tokens with normalized true in the normalized text between the
+// others (tokenizer_bpe.h); the WordPiece and Unigram loaders match every token in the raw text.
 #pragma once
 
 #include <cstdint>
@@ -30,10 +32,12 @@ struct AddedToken {
   int32_t id = 0;
   bool special = false;
   bool lstrip = false, rstrip = false;  // the token takes the whitespace before / after it
+  bool normalized = false;              // matched in the normalized text (absent: false)
 };
 
 // The tokens of tokenizer.json's "added_tokens" (absent or null: none), longest content first.
-// corrupt, naming `origin`, for an entry without an id in [0, 2^24] or a non-empty content.
+// corrupt, naming `origin`, for an entry without an id in [0, 2^24] or a non-empty content, or with
+// a special/lstrip/rstrip/normalized that is not a boolean.
 Expected<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& tokenizer_json, const std::string& origin);
 
 // A stretch of text between added tokens (id -1), or one added token (its id; text its content

@@ -97,13 +97,26 @@ struct LowercaseStep final : TextNormalizer::Step {
   }
 };
 
-struct NfdStep final : TextNormalizer::Step {
+// NFD, NFKD, NFC or NFKC (tokenizer_unicode.h's append_nfd, ...).
+struct UnicodeFormStep final : TextNormalizer::Step {
+  using Append = void (*)(std::u32string&, std::u32string_view);
+  explicit UnicodeFormStep(Append a) : append(a) {}
   std::string apply(std::string_view text) const override {
     std::u32string out;
-    append_nfd(out, utf8_to_u32(text));
+    append(out, utf8_to_u32(text));
     return u32_to_utf8(out);
   }
+  Append append;
 };
+
+// The Unicode normalization forms by tokenizer.json type name.
+UnicodeFormStep::Append unicode_form(const std::string& type) {
+  if (type == "NFD") return append_nfd;
+  if (type == "NFKD") return append_nfkd;
+  if (type == "NFC") return append_nfc;
+  if (type == "NFKC") return append_nfkc;
+  return nullptr;
+}
 
 Expected<std::shared_ptr<const TextNormalizer::Step>> parse_replace(const json& n, const std::string& origin) {
   const json& pattern = n.value("pattern", json());
@@ -170,11 +183,12 @@ Status TextNormalizer::add(const json& n, const std::string& origin) {
     steps_.push_back(std::move(step));
   } else if (type == "Lowercase") {
     steps_.push_back(std::make_shared<LowercaseStep>());
-  } else if (type == "NFD") {
-    steps_.push_back(std::make_shared<NfdStep>());
+  } else if (const UnicodeFormStep::Append form = unicode_form(type)) {
+    steps_.push_back(std::make_shared<UnicodeFormStep>(form));
   } else {
     return unsupported(origin + ": normalizer type '" + type +
-                       "' is not supported (Precompiled, Replace, Strip, Prepend, Lowercase, NFD, Sequence)");
+                       "' is not supported (Precompiled, Replace, Strip, Prepend, Lowercase, NFD, NFKD, NFC, NFKC, "
+                       "Sequence)");
   }
   return Status::ok();
 }
