@@ -309,6 +309,7 @@ void BpeTokenizer::encode_segment(std::string_view text, std::vector<int32_t>& o
 }
 
 Status BpeTokenizer::encode_text(std::string_view text, std::vector<int32_t>& out) const {
+  if (text.empty()) return Status::ok();  // a normalizer may leave nothing of a piece
   // Each byte of the text (and the space add_prefix_space puts before it) must have a token.
   auto missing = [](uint8_t b) {
     return invalid_argument("the text holds byte " + std::to_string(b) + ", which this vocabulary has no token for");

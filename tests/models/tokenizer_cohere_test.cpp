@@ -13,6 +13,7 @@
 #include "models/mapped_file.h"
 #include "models/pretokenizer.h"
 #include "models/tokenizer.h"
+#include "models/tokenizer_bpe.h"
 #include "models/tokenizer_normalizer.h"
 #include "models/tokenizer_unicode.h"
 #include "model_test_util.h"
@@ -195,6 +196,24 @@ TEST(CohereTokenizerFile, MalformedPartsAreRefusedWithTheReason) {
   t = file();
   t["added_tokens"][0]["normalized"] = 1;
   refused(t, StatusCode::corrupt, "has a normalized that is not a boolean");
+}
+
+// A normalizer that leaves nothing of the text between two added tokens (here Replace removing
+// every space) gives no ids for it, not a read before the text's start.
+TEST(BpeNormalizer, TextNormalizedToNothingGivesNoIds) {
+  json t = file();
+  t["normalizer"] = json::parse(R"({"type": "Replace", "pattern": {"String": " "}, "content": ""})");
+  auto tok = load_bpe_tokenizer(t, json(), "replace-all");
+  ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+  auto ids = (*tok)->encode("   <|START_OF_TURN_TOKEN|>  ", false);
+  ASSERT_TRUE(ids.has_value()) << ids.status().to_string();
+  int32_t turn = -1;
+  for (const json& a : file()["added_tokens"])
+    if (a["content"] == "<|START_OF_TURN_TOKEN|>") turn = a["id"].get<int32_t>();
+  EXPECT_EQ(*ids, (std::vector<int32_t>{turn}));
+  auto none = (*tok)->encode("  ", false);
+  ASSERT_TRUE(none.has_value()) << none.status().to_string();
+  EXPECT_TRUE(none->empty());
 }
 
 }  // namespace
