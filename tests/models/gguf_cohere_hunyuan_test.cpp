@@ -163,15 +163,7 @@ TEST(GgufLlamaVariants, HunyuanMoeAsItsHuggingFaceConfig) {
   EXPECT_EQ(g.qk_norm_after_rope, h.qk_norm_after_rope);
   EXPECT_EQ(g.qkv_bias, h.qkv_bias);
   EXPECT_EQ(g.o_bias, h.o_bias);
-  EXPECT_EQ(g.n_experts, h.n_experts);
-  EXPECT_EQ(g.n_experts_per_tok, h.n_experts_per_tok);
-  EXPECT_EQ(g.moe_intermediate_size, h.moe_intermediate_size);
-  EXPECT_EQ(g.n_moe_layers(), h.n_moe_layers());
-  EXPECT_EQ(g.moe_scoring, h.moe_scoring);
-  EXPECT_EQ(g.norm_topk_prob, h.norm_topk_prob);
-  EXPECT_EQ(g.routed_scaling_factor, h.routed_scaling_factor);
-  EXPECT_EQ(g.shared_width(), h.shared_width());
-  EXPECT_EQ(g.shared_gate, h.shared_gate);
+  testing::expect_same_experts(g, h);
   EXPECT_EQ(g.tie_embeddings, h.tie_embeddings);
   const auto& gt = (*file)->tensors();
   for (const auto& [name, t] : (*hf)->tensors()) {

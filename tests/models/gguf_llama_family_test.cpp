@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cpu/cpu_backend.h"
+#include "gguf_variants_util.h"
 #include "gguf_writer.h"
 #include "hf_fixture.h"
 #include "models/checkpoint.h"
@@ -22,18 +23,9 @@
 namespace brigade {
 namespace {
 
+using testing::expect_refused;
 using testing::fixture_dir;
-
-std::string gguf_path(const std::string& fixture) { return fixture_dir(fixture) + "/model.gguf"; }
-
-// A file of `kv` and zero `tensors` at `path` is refused with `code`, the message naming `key`.
-void expect_refused(const std::string& path, const std::vector<testing::GgufKv>& kv,
-                    const std::vector<std::pair<std::string, std::vector<uint64_t>>>& tensors, StatusCode code,
-                    const std::string& key) {
-  const Status bad = testing::open_gguf_zeros(path, kv, tensors);
-  EXPECT_EQ(bad.code(), code) << key << ": " << bad.to_string();
-  EXPECT_NE(bad.message().find(key), std::string::npos) << bad.message();
-}
+using testing::gguf_path;
 
 TEST(GgufLlamaFamily, ReadsTheConfigsAsLlamaCppDoes) {
   auto smol = Checkpoint::open(gguf_path("gguf_smollm3"));
@@ -88,18 +80,8 @@ TEST(GgufLlamaFamily, GraniteMoeAsItsHuggingFaceConfigs) {
     EXPECT_EQ(g.n_heads, h.n_heads);
     EXPECT_EQ(g.n_kv_heads, h.n_kv_heads);
     EXPECT_EQ(g.head_dim, h.head_dim);
-    EXPECT_EQ(g.embedding_multiplier, h.embedding_multiplier);
-    EXPECT_EQ(g.residual_multiplier, h.residual_multiplier);
-    EXPECT_EQ(g.attn_scale, h.attn_scale);
-    EXPECT_EQ(g.logits_multiplier(), h.logits_multiplier());
-    EXPECT_EQ(g.n_experts, h.n_experts);
-    EXPECT_EQ(g.n_experts_per_tok, h.n_experts_per_tok);
-    EXPECT_EQ(g.moe_intermediate_size, h.moe_intermediate_size);
-    EXPECT_EQ(g.n_moe_layers(), h.n_moe_layers());
-    EXPECT_EQ(g.norm_topk_prob, h.norm_topk_prob);
-    EXPECT_EQ(g.routed_scaling_factor, h.routed_scaling_factor);
-    EXPECT_EQ(g.shared_width(), h.shared_width());
-    EXPECT_EQ(g.shared_gate, h.shared_gate);
+    testing::expect_same_granite_scales(g, h);
+    testing::expect_same_experts(g, h);
     EXPECT_EQ(g.tie_embeddings, h.tie_embeddings);
     const auto& gt = (*file)->tensors();
     for (const auto& [name, t] : (*hf)->tensors()) {
@@ -155,10 +137,7 @@ TEST(GgufLlamaFamily, Granite4AttentionOnlyAsItsHuggingFaceConfig) {
   EXPECT_EQ(g.n_heads, h.n_heads);
   EXPECT_EQ(g.n_kv_heads, h.n_kv_heads);
   EXPECT_EQ(g.head_dim, h.head_dim);
-  EXPECT_EQ(g.embedding_multiplier, h.embedding_multiplier);
-  EXPECT_EQ(g.residual_multiplier, h.residual_multiplier);
-  EXPECT_EQ(g.attn_scale, h.attn_scale);
-  EXPECT_EQ(g.logits_multiplier(), h.logits_multiplier());
+  testing::expect_same_granite_scales(g, h);
   EXPECT_TRUE(g.tie_embeddings);
   EXPECT_EQ(g.tie_embeddings, h.tie_embeddings);
   EXPECT_EQ(g.n_experts, 0);

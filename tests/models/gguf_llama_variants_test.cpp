@@ -245,14 +245,7 @@ TEST(GgufLlamaVariants, MiniMaxM2AsItsHuggingFaceConfigAndItsRefusals) {
   EXPECT_EQ(g.qk_norm, h.qk_norm);
   EXPECT_EQ(g.qk_norm_whole, h.qk_norm_whole);
   EXPECT_EQ(g.sliding_window, h.sliding_window);
-  EXPECT_EQ(g.n_experts, h.n_experts);
-  EXPECT_EQ(g.n_experts_per_tok, h.n_experts_per_tok);
-  EXPECT_EQ(g.moe_intermediate_size, h.moe_intermediate_size);
-  EXPECT_EQ(g.n_moe_layers(), h.n_moe_layers());
-  EXPECT_EQ(g.moe_scoring, h.moe_scoring);
-  EXPECT_EQ(g.moe_score_bias, h.moe_score_bias);
-  EXPECT_EQ(g.norm_topk_prob, h.norm_topk_prob);
-  EXPECT_EQ(g.routed_scaling_factor, h.routed_scaling_factor);
+  testing::expect_same_experts(g, h);
 
   const testing::TempDir dir("gguf_minimax_m2");
   using testing::gguf_u32;

@@ -1,5 +1,6 @@
 // What the GGUF tests of the Llama decoder's relatives share (gguf_llama_variants_test.cpp,
-// gguf_cohere_hunyuan_test.cpp): a fixture's model.gguf, its config, and a refused file.
+// gguf_cohere_hunyuan_test.cpp, gguf_llama_family_test.cpp): a fixture's model.gguf, its config, a
+// refused file, and a file's experts as its Hugging Face fixture's.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -30,6 +31,29 @@ inline ModelConfig open_config(const std::string& fixture) {
   auto ck = Checkpoint::open(gguf_path(fixture));
   EXPECT_TRUE(ck.has_value()) << fixture << ": " << ck.status().to_string();
   return ck ? (*ck)->config() : ModelConfig{};
+}
+
+// Granite's multipliers of a GGUF file's config `g` as the Hugging Face fixture's `h`.
+inline void expect_same_granite_scales(const ModelConfig& g, const ModelConfig& h) {
+  EXPECT_EQ(g.embedding_multiplier, h.embedding_multiplier);
+  EXPECT_EQ(g.residual_multiplier, h.residual_multiplier);
+  EXPECT_EQ(g.attn_scale, h.attn_scale);
+  EXPECT_EQ(g.logits_multiplier(), h.logits_multiplier());
+}
+
+// The experts of a GGUF file's config `g` as the Hugging Face fixture's `h`: their count, k and
+// width, the sparse layers, the routing rule and the shared experts.
+inline void expect_same_experts(const ModelConfig& g, const ModelConfig& h) {
+  EXPECT_EQ(g.n_experts, h.n_experts);
+  EXPECT_EQ(g.n_experts_per_tok, h.n_experts_per_tok);
+  EXPECT_EQ(g.moe_intermediate_size, h.moe_intermediate_size);
+  EXPECT_EQ(g.n_moe_layers(), h.n_moe_layers());
+  EXPECT_EQ(g.moe_scoring, h.moe_scoring);
+  EXPECT_EQ(g.moe_score_bias, h.moe_score_bias);
+  EXPECT_EQ(g.norm_topk_prob, h.norm_topk_prob);
+  EXPECT_EQ(g.routed_scaling_factor, h.routed_scaling_factor);
+  EXPECT_EQ(g.shared_width(), h.shared_width());
+  EXPECT_EQ(g.shared_gate, h.shared_gate);
 }
 
 }  // namespace brigade::testing
