@@ -439,7 +439,7 @@ class HttpServerImpl final : public HttpServer {
       }
     }
     auto kind = parse_reasoning_kind(ctx_->options.reasoning_parser, ctx_->think_close_id >= 0, channel >= 0,
-                                     one_token("</seed:think>") >= 0);
+                                     one_token("</seed:think>") >= 0, one_token("<|END_THINKING|>") >= 0);
     if (!kind) return invalid_argument("--reasoning-parser: " + kind.status().message());
     ctx_->reasoning = *kind;
     if (*kind == ReasoningKind::seed_oss || *kind == ReasoningKind::cohere_command) {

@@ -35,7 +35,7 @@ std::string_view reasoning_close_tag(ReasoningKind kind) {
 }
 
 Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag, bool vocab_has_channel,
-                                             bool vocab_has_seed_close) {
+                                             bool vocab_has_seed_close, bool vocab_has_cohere_close) {
   std::string n(name);
   std::replace(n.begin(), n.end(), '-', '_');
   if (n == "none" || n.empty()) return ReasoningKind::none;
@@ -48,7 +48,8 @@ Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_h
   if (n == "auto") {
     if (vocab_has_channel) return ReasoningKind::openai_gptoss;
     if (vocab_has_close_tag) return ReasoningKind::qwen3;
-    return vocab_has_seed_close ? ReasoningKind::seed_oss : ReasoningKind::none;
+    if (vocab_has_seed_close) return ReasoningKind::seed_oss;
+    return vocab_has_cohere_close ? ReasoningKind::cohere_command : ReasoningKind::none;
   }
   return invalid_argument("unknown reasoning parser '" + std::string(name) +
                           "' (valid: deepseek_r1, qwen3, deepseek_v3, glm45, seed_oss, minimax_m2, minimax_m2_append_think, "

@@ -48,10 +48,12 @@ std::string_view reasoning_close_tag(ReasoningKind kind);
 // cohere_command4 (both cohere_command), openai_gptoss, none. `auto`: openai_gptoss when the
 // model's vocabulary has harmony's `<|channel|>` as one token (`vocab_has_channel`), else qwen3's
 // rule when it has `</think>` as one token (`vocab_has_close_tag`), else seed_oss when it has
-// `</seed:think>` (`vocab_has_seed_close`), else none (never cohere_command: by name only).
+// `</seed:think>` (`vocab_has_seed_close`), else cohere_command when it has Cohere's
+// `<|END_THINKING|>` (`vocab_has_cohere_close`: Command R7B, Command A), else none.
 // invalid_argument lists the valid names.
 Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag = false,
-                                             bool vocab_has_channel = false, bool vocab_has_seed_close = false);
+                                             bool vocab_has_channel = false, bool vocab_has_seed_close = false,
+                                             bool vocab_has_cohere_close = false);
 
 // Where a model's output starts, read from the prompt as above (kind: a `<think>` kind, or
 // seed_oss with its own tags).

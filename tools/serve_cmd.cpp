@@ -165,7 +165,8 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
                   "seed_oss, minimax_m2, minimax_m2_append_think (all content, <think> put first), cohere_command3 "
                   "and cohere_command4 (Cohere Command R7B / A's <|START_THINKING|> plans), "
                   "openai_gptoss (gpt-oss's harmony analysis channel), auto (openai_gptoss when the vocabulary has a "
-                  "<|channel|> token, qwen3's rule when it has a </think> token) or none")
+                  "<|channel|> token, qwen3's rule when it has a </think> token, seed_oss when </seed:think>, Cohere's "
+                  "when <|END_THINKING|>) or none")
       ->capture_default_str();
   cmd->add_option("--tool-call-parser", a->tool_call_parser,
                   "How tool calls in chat answers are read (vLLM's names): hermes, llama3_json, mistral, deepseek_v3, "

@@ -165,6 +165,11 @@ TEST(ReasoningSplitter, ParserNames) {
   EXPECT_EQ(*parse_reasoning_kind("seed_oss"), ReasoningKind::seed_oss);
   EXPECT_EQ(*parse_reasoning_kind("auto", false, false, /*vocab_has_seed_close=*/true), ReasoningKind::seed_oss);
   EXPECT_EQ(*parse_reasoning_kind("auto", true, false, true), ReasoningKind::qwen3);
+  // Cohere's: by auto where the vocabulary has `<|END_THINKING|>` and none of the tags above.
+  EXPECT_EQ(*parse_reasoning_kind("auto", false, false, false, /*vocab_has_cohere_close=*/true),
+            ReasoningKind::cohere_command);
+  EXPECT_EQ(*parse_reasoning_kind("auto", true, false, false, true), ReasoningKind::qwen3);
+  EXPECT_EQ(*parse_reasoning_kind("auto", false, false, true, true), ReasoningKind::seed_oss);
   // MiniMax-M2: minimax_m2 is R1's rule (the model writes only `</think>`); append_think its own.
   EXPECT_EQ(*parse_reasoning_kind("minimax_m2"), ReasoningKind::deepseek_r1);
   EXPECT_EQ(*parse_reasoning_kind("minimax_m2_append_think"), ReasoningKind::minimax_append_think);
