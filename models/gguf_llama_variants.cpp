@@ -40,8 +40,7 @@ Status read_exaone4(const GgufFile& g, const std::string& a, ModelConfig& c) {
   c.qk_norm = c.post_norms = true;
   BRIGADE_RETURN_IF_ERROR(read_window(g, a, c));
   if (c.sliding_window == 0) return Status::ok();
-  c.nope_layers.assign(static_cast<size_t>(c.n_layers), false);  // "global NoPE" (llama_variants_config.h)
-  for (int l = 0; l < c.n_layers; ++l) c.nope_layers[static_cast<size_t>(l)] = c.layer_window(l) == 0;
+  nope_on_full_layers(c);  // "global NoPE" (llama_variants_config.h)
   return Status::ok();
 }
 
@@ -235,8 +234,7 @@ Status read_command_r(const GgufFile& g, const std::string& gguf_arch, const std
   if (!cohere2) return Status::ok();
   BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "attention.sliding_window", 0, c.sliding_window));
   BRIGADE_RETURN_IF_ERROR(read_gguf_sliding_layers(g, a, 4, c));
-  c.nope_layers.assign(static_cast<size_t>(c.n_layers), false);  // the full layers: no RoPE
-  for (int l = 0; l < c.n_layers; ++l) c.nope_layers[static_cast<size_t>(l)] = c.layer_window(l) == 0;
+  nope_on_full_layers(c);  // the full layers: no RoPE
   return Status::ok();
 }
 

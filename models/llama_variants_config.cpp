@@ -26,13 +26,6 @@ Status read_sliding_layers(const json& j, ModelConfig& c, int default_pattern) {
   return Status::ok();
 }
 
-// EXAONE 4's and Cohere2's full-attention layers have no positions ("global NoPE"): no RoPE
-// wherever sliding_layers says full.
-void nope_on_full_layers(ModelConfig& c) {
-  c.nope_layers.assign(c.sliding_layers.size(), false);
-  for (size_t l = 0; l < c.sliding_layers.size(); ++l) c.nope_layers[l] = !c.sliding_layers[l];
-}
-
 Status read_olmo(const json& j, ModelConfig& c) {
   c.qkv_bias = c.o_bias = c.attention_bias;  // Olmo2Attention: attention_bias on q/k/v and o
   c.qk_norm = c.qk_norm_whole = true;
@@ -96,6 +89,11 @@ bool names_class(const json& j, const char* cls, const char* type) {
 }
 
 }  // namespace
+
+void nope_on_full_layers(ModelConfig& c) {
+  c.nope_layers.assign(static_cast<size_t>(c.n_layers), false);
+  for (int l = 0; l < c.n_layers; ++l) c.nope_layers[static_cast<size_t>(l)] = c.layer_window(l) == 0;
+}
 
 bool is_mistral3(const json& j) { return names_class(j, "Mistral3ForConditionalGeneration", "mistral3"); }
 

@@ -40,6 +40,10 @@
 
 namespace brigade {
 
+// EXAONE 4's and Cohere2's full-attention layers have no positions ("global NoPE"): nope_layers
+// set on every layer without a window (layer_window 0). Their safetensors and GGUF readers share it.
+void nope_on_full_layers(ModelConfig& c);
+
 // Whether config.json is a Mistral3ForConditionalGeneration (model_type mistral3: Mistral Small
 // 3.1 / 3.2, Magistral Small, Devstral Small), whose language model brigade serves text-only.
 bool is_mistral3(const nlohmann::json& j);

@@ -332,6 +332,10 @@ Expected<std::vector<int32_t>> BpeTokenizer::encode(std::string_view text, bool 
       out.push_back(piece.id);
       continue;
     }
+    if (normalizer_.empty() && normalized_added_.empty()) {  // the usual tokenizer.json: no copy, no second split
+      BRIGADE_RETURN_IF_ERROR(encode_text(piece.text, out));
+      continue;
+    }
     const std::string normalized = normalizer_.normalize(piece.text);
     for (const TextPiece& p : split_added_tokens(normalized, normalized_added_)) {
       if (p.id >= 0) out.push_back(p.id);
