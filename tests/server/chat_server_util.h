@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include "models/make_model.h"
@@ -189,5 +190,73 @@ class ChatTestServer {
  private:
   TestServer served_;
 };
+
+// get_weather(city, days) and get_time(), the tools the tool-call syntax tests offer.
+inline const nlohmann::json& weather_and_time_tools() {
+  using nlohmann::json;
+  static const json tools = json::array(
+      {{{"type", "function"},
+        {"function", {{"name", "get_weather"}, {"description", "Weather of a city."},
+                      {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}, {"days", {{"type", "integer"}}}}}}}}}},
+       {{"type", "function"}, {"function", {{"name", "get_time"}, {"description", "The time."},
+                                            {"parameters", {{"type", "object"}, {"properties", json::object()}}}}}}});
+  return tools;
+}
+
+// A chat answer, read whole or from its stream: reasoning and content null where absent.
+struct ChatAnswer {
+  nlohmann::json reasoning = nullptr, content = nullptr;
+  std::vector<std::pair<std::string, std::string>> calls;  // name, arguments
+  std::string finish;
+  std::vector<std::string> ids;  // the calls' ids
+};
+
+// The answer to `body` whole (it must answer 200); `reasoning` equals `reasoning_content`.
+inline ChatAnswer whole_answer(const ChatTestServer& s, const nlohmann::json& body) {
+  using nlohmann::json;
+  ChatAnswer a;
+  auto r = s.chat(body);
+  EXPECT_EQ(r.status, 200) << r.body;
+  if (r.status != 200) return a;
+  const json choice = json::parse(r.body)["choices"][0];
+  const json& m = choice["message"];
+  if (m.contains("reasoning_content")) {
+    a.reasoning = m["reasoning_content"];
+    EXPECT_EQ(m.value("reasoning", json()), m["reasoning_content"]);
+  }
+  a.content = m["content"];
+  for (const json& c : m.value("tool_calls", json::array())) {
+    a.calls.push_back({c["function"]["name"].get<std::string>(), c["function"]["arguments"].get<std::string>()});
+    a.ids.push_back(c["id"].get<std::string>());
+  }
+  a.finish = choice["finish_reason"].get<std::string>();
+  return a;
+}
+
+// The answer to `body` streamed, its deltas joined (empty reasoning or content: null).
+inline ChatAnswer streamed_answer(const ChatTestServer& s, const nlohmann::json& body) {
+  using nlohmann::json;
+  ChatAnswer a;
+  std::string reasoning, content;
+  for (const json& chunk : s.chat_stream(body)) {
+    const json& ch = chunk["choices"][0];
+    if (ch["finish_reason"].is_string()) a.finish = ch["finish_reason"].get<std::string>();
+    const json& d = ch["delta"];
+    if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
+    if (d.contains("content") && d["content"].is_string()) content += d["content"].get<std::string>();
+    for (const json& c : d.value("tool_calls", json::array())) {
+      if (c.contains("id")) {
+        a.calls.push_back({c["function"]["name"].get<std::string>(), ""});
+        a.ids.push_back(c["id"].get<std::string>());
+      }
+      const size_t index = c["index"].get<size_t>();
+      EXPECT_LT(index, a.calls.size()) << "a call's arguments before its id and name";
+      if (index < a.calls.size()) a.calls[index].second += c["function"]["arguments"].get<std::string>();
+    }
+  }
+  if (!reasoning.empty()) a.reasoning = reasoning;
+  if (!content.empty()) a.content = content;
+  return a;
+}
 
 }  // namespace brigade::server::testing

@@ -19,15 +19,9 @@ namespace brigade::server {
 namespace {
 
 using nlohmann::json;
+using testing::ChatAnswer;
 using testing::ChatTestServer;
 using testing::model_with_template;
-
-const json kTools = json::array(
-    {{{"type", "function"},
-      {"function", {{"name", "get_weather"}, {"description", "Weather of a city."},
-                    {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}, {"days", {{"type", "integer"}}}}}}}}}},
-     {{"type", "function"}, {"function", {{"name", "get_time"}, {"description", "The time."},
-                                          {"parameters", {{"type", "object"}, {"properties", json::object()}}}}}}});
 
 const std::string kPlan = "<|START_THINKING|>I will look up the weather and the time.<|END_THINKING|>";
 const std::string kActions =
@@ -52,56 +46,27 @@ json forced(const std::string& output, bool tools) {
                {"guided_choice", {output}},
                {"max_tokens", 400},
                {"temperature", 0}};
-  if (tools) body["tools"] = kTools;
+  if (tools) body["tools"] = testing::weather_and_time_tools();
   return body;
 }
 
-struct Answer {
-  json reasoning = nullptr, content = nullptr;  // null: absent or null
-  std::vector<std::pair<std::string, std::string>> calls;
-  std::vector<std::string> ids;
-  std::string finish;
-};
+std::string text(const json& j) { return j.is_string() ? j.get<std::string>() : ""; }
 
 // The answer whole, and checked to be the same streamed.
-Answer answer(const ChatTestServer& s, const json& body) {
-  Answer a;
-  auto r = s.chat(body);
-  EXPECT_EQ(r.status, 200) << r.body;
-  if (r.status != 200) return a;
-  const json choice = json::parse(r.body)["choices"][0];
-  const json& m = choice["message"];
-  a.finish = choice["finish_reason"].get<std::string>();
-  if (m.contains("reasoning_content")) a.reasoning = m["reasoning_content"];
-  a.content = m["content"];
-  for (const json& c : m.value("tool_calls", json::array())) {
-    a.calls.push_back({c["function"]["name"].get<std::string>(), c["function"]["arguments"].get<std::string>()});
-    a.ids.push_back(c["id"].get<std::string>());
-  }
-  std::string reasoning, content, finish;
-  std::vector<std::pair<std::string, std::string>> calls;
-  for (const json& chunk : s.chat_stream(body)) {
-    const json& ch = chunk["choices"][0];
-    if (ch["finish_reason"].is_string()) finish = ch["finish_reason"].get<std::string>();
-    const json& d = ch["delta"];
-    if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
-    if (d.contains("content") && d["content"].is_string()) content += d["content"].get<std::string>();
-    for (const json& c : d.value("tool_calls", json::array())) {
-      if (c.contains("id")) calls.push_back({c["function"]["name"].get<std::string>(), ""});
-      calls[c["index"].get<size_t>()].second += c["function"]["arguments"].get<std::string>();
-    }
-  }
-  EXPECT_EQ(reasoning, a.reasoning.is_string() ? a.reasoning.get<std::string>() : "") << "streamed";
-  EXPECT_EQ(content, a.content.is_string() ? a.content.get<std::string>() : "") << "streamed";
-  EXPECT_EQ(calls, a.calls) << "streamed";
-  EXPECT_EQ(finish, a.finish) << "streamed";
+ChatAnswer answer(const ChatTestServer& s, const json& body) {
+  const ChatAnswer a = testing::whole_answer(s, body);
+  const ChatAnswer streamed = testing::streamed_answer(s, body);
+  EXPECT_EQ(text(streamed.reasoning), text(a.reasoning)) << "streamed";
+  EXPECT_EQ(text(streamed.content), text(a.content)) << "streamed";
+  EXPECT_EQ(streamed.calls, a.calls) << "streamed";
+  EXPECT_EQ(streamed.finish, a.finish) << "streamed";
   return a;
 }
 
 TEST(ServerCohere, TheTemplatesActionsComeBackAsToolCalls) {
   ChatTestServer s(model_with_template("cohere_calls", command_r7b(), kContext));
   ASSERT_TRUE(s.ok());
-  Answer a = answer(s, forced(kActions, true));
+  ChatAnswer a = answer(s, forced(kActions, true));
   EXPECT_EQ(a.finish, "tool_calls");
   EXPECT_TRUE(a.content.is_null());
   EXPECT_EQ(a.calls, kCalls);
@@ -141,7 +106,7 @@ std::string reasoning_model(const std::string& tag, const std::string& chat_temp
 TEST(ServerCohere, TheReasoningParserTakesThePlan) {
   ChatTestServer s(reasoning_model("cohere_reasoning", command_r7b()), "", "cohere_command3");
   ASSERT_TRUE(s.ok());
-  Answer a = answer(s, forced(kPlan + kActions, true));
+  ChatAnswer a = answer(s, forced(kPlan + kActions, true));
   EXPECT_EQ(a.reasoning, "I will look up the weather and the time.");
   EXPECT_TRUE(a.content.is_null());
   EXPECT_EQ(a.calls, kCalls);
@@ -178,7 +143,7 @@ TEST(ServerCohere, SpecialMarkersReachTheParsers) {
   ChatTestServer s(model);
   ASSERT_TRUE(s.ok());
   json body = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
-               {"tools", kTools},
+               {"tools", testing::weather_and_time_tools()},
                {"max_tokens", 1},
                {"temperature", 0},
                {"logit_bias", {{std::to_string(action), 100}}}};
@@ -221,7 +186,7 @@ TEST(ServerCohere, SpecialMarkersReachTheParsers) {
   ASSERT_TRUE(opened.ok());
   guided["max_tokens"] = 12;
   guided["logit_bias"] = {{std::to_string(end_thinking), 100}};
-  const Answer a = answer(opened, guided);
+  const ChatAnswer a = answer(opened, guided);
   ASSERT_TRUE(a.content.is_string()) << a.content;
   EXPECT_NE(std::find(colors.begin(), colors.end(), a.content.get<std::string>()), colors.end()) << a.content;
   EXPECT_TRUE(a.reasoning.is_null()) << a.reasoning;

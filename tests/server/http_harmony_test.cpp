@@ -15,6 +15,7 @@ namespace brigade::server {
 namespace {
 
 using nlohmann::json;
+using testing::ChatAnswer;
 using testing::ChatTestServer;
 using testing::model_with_template;
 
@@ -41,73 +42,24 @@ std::string forced_harmony_model(const std::string& tag) {
   return model;
 }
 
-const json kTools = json::array(
-    {{{"type", "function"},
-      {"function", {{"name", "get_weather"}, {"description", "Weather of a city."},
-                    {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}, {"required", {"city"}}}}}}},
-     {{"type", "function"}, {"function", {{"name", "get_time"}}}}});
-
 json forced(const std::string& output, bool tools) {
   json body = {{"model", "tiny"},
                {"messages", {{{"role", "user"}, {"content", "Weather in Oslo?"}}}},
                {"guided_choice", {output}},
                {"max_tokens", 400},
                {"temperature", 0}};
-  if (tools) body["tools"] = kTools;
+  if (tools) body["tools"] = testing::weather_and_time_tools();
   return body;
 }
 
-struct Answer {
-  json reasoning = nullptr, content = nullptr;  // null: absent or null
-  std::vector<std::pair<std::string, std::string>> calls;
-  std::string finish;
-};
-
-Answer whole(const ChatTestServer& s, const json& body) {
-  Answer a;
-  auto r = s.chat(body);
-  EXPECT_EQ(r.status, 200) << r.body;
-  if (r.status != 200) return a;
-  const json choice = json::parse(r.body)["choices"][0];
-  const json& m = choice["message"];
-  if (m.contains("reasoning_content")) {
-    a.reasoning = m["reasoning_content"];
-    EXPECT_EQ(m["reasoning"], m["reasoning_content"]);
-  }
-  a.content = m["content"];
-  if (m.contains("tool_calls")) {
-    for (const json& c : m["tool_calls"]) {
-      EXPECT_TRUE(c["id"].get<std::string>().starts_with("call_")) << c;
-      a.calls.push_back({c["function"]["name"], c["function"]["arguments"]});
-    }
-  }
-  a.finish = choice["finish_reason"];
+ChatAnswer whole(const ChatTestServer& s, const json& body) {
+  ChatAnswer a = testing::whole_answer(s, body);
+  for (const std::string& id : a.ids) EXPECT_TRUE(id.starts_with("call_")) << id;
   return a;
 }
 
-Answer streamed(const ChatTestServer& s, const json& body) {
-  Answer a;
-  std::string reasoning, content;
-  for (const json& chunk : s.chat_stream(body)) {
-    const json& ch = chunk["choices"][0];
-    if (ch["finish_reason"].is_string()) a.finish = ch["finish_reason"];
-    const json& d = ch["delta"];
-    if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
-    if (d.contains("content") && d["content"].is_string()) content += d["content"].get<std::string>();
-    if (!d.contains("tool_calls")) continue;
-    for (const json& c : d["tool_calls"]) {
-      const size_t index = c["index"];
-      if (c.contains("id")) a.calls.push_back({c["function"]["name"], ""});
-      if (index < a.calls.size()) a.calls[index].second += c["function"]["arguments"].get<std::string>();
-    }
-  }
-  if (!reasoning.empty()) a.reasoning = reasoning;
-  if (!content.empty()) a.content = content;
-  return a;
-}
-
-void expect_both(const ChatTestServer& s, const json& body, const Answer& want) {
-  for (const Answer& got : {whole(s, body), streamed(s, body)}) {
+void expect_both(const ChatTestServer& s, const json& body, const ChatAnswer& want) {
+  for (const ChatAnswer& got : {whole(s, body), testing::streamed_answer(s, body)}) {
     EXPECT_EQ(got.reasoning, want.reasoning);
     EXPECT_EQ(got.content, want.content);
     EXPECT_EQ(got.calls, want.calls);

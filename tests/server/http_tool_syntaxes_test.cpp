@@ -20,16 +20,11 @@ using nlohmann::json;
 using testing::ChatTestServer;
 using testing::model_with_template;
 
-const json kTools = json::array(
-    {{{"type", "function"},
-      {"function", {{"name", "get_weather"}, {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}, {"days", {{"type", "integer"}}}}}}}}}},
-     {{"type", "function"}, {"function", {{"name", "get_time"}, {"parameters", {{"type", "object"}, {"properties", json::object()}}}}}}});
-
 // The model writes exactly `output` (greedy, one guided choice), with the tools offered.
 json forced(const std::string& output) {
   return {{"model", "tiny"},
           {"messages", {{{"role", "user"}, {"content", "Weather in Oslo?"}}}},
-          {"tools", kTools},
+          {"tools", testing::weather_and_time_tools()},
           {"tool_choice", "auto"},
           {"guided_choice", {output}},
           {"max_tokens", 400},
@@ -149,7 +144,7 @@ TEST(ServerToolSyntaxes, ForcedCallsAreJsonInEverySyntax) {
     for (const json& choice : {json{{"type", "function"}, {"function", {{"name", "get_time"}}}}, json("required")}) {
       json body = forced("unused");
       body.erase("guided_choice");
-      body["tools"] = json::array({kTools[1]});  // get_time: its arguments are {} (short, whatever the model)
+      body["tools"] = json::array({testing::weather_and_time_tools()[1]});  // get_time: its arguments are {} (short, whatever the model)
       body["tool_choice"] = choice;
       body["parallel_tool_calls"] = false;
       body["logit_bias"] = bias;
