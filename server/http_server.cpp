@@ -439,10 +439,11 @@ class HttpServerImpl final : public HttpServer {
       }
     }
     auto kind = parse_reasoning_kind(ctx_->options.reasoning_parser, ctx_->think_close_id >= 0, channel >= 0,
-                                     one_token("</seed:think>") >= 0, one_token("<|END_THINKING|>") >= 0);
+                                     one_token("</seed:think>") >= 0, one_token("<|END_THINKING|>") >= 0,
+                                     one_token("[/THINK]") >= 0);
     if (!kind) return invalid_argument("--reasoning-parser: " + kind.status().message());
     ctx_->reasoning = *kind;
-    if (*kind == ReasoningKind::seed_oss || *kind == ReasoningKind::cohere_command) {
+    if (*kind == ReasoningKind::seed_oss || *kind == ReasoningKind::cohere_command || *kind == ReasoningKind::mistral) {
       // Their own tags' ids (the constraint's delay, routes.cpp).
       ctx_->think_open_id = one_token(reasoning_open_tag(*kind).data());  // (literals: null-terminated)
       ctx_->think_close_id = one_token(reasoning_close_tag(*kind).data());

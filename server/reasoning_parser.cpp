@@ -27,15 +27,18 @@ size_t partial_tag_suffix(std::string_view s, std::string_view tag) {
 
 std::string_view reasoning_open_tag(ReasoningKind kind) {
   if (kind == ReasoningKind::cohere_command) return cohere::kStartThinking;
+  if (kind == ReasoningKind::mistral) return "[THINK]";
   return kind == ReasoningKind::seed_oss ? "<seed:think>" : "<think>";
 }
 std::string_view reasoning_close_tag(ReasoningKind kind) {
   if (kind == ReasoningKind::cohere_command) return cohere::kEndThinking;
+  if (kind == ReasoningKind::mistral) return "[/THINK]";
   return kind == ReasoningKind::seed_oss ? "</seed:think>" : "</think>";
 }
 
 Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag, bool vocab_has_channel,
-                                             bool vocab_has_seed_close, bool vocab_has_cohere_close) {
+                                             bool vocab_has_seed_close, bool vocab_has_cohere_close,
+                                             bool vocab_has_mistral_close) {
   std::string n(name);
   std::replace(n.begin(), n.end(), '-', '_');
   if (n == "none" || n.empty()) return ReasoningKind::none;
@@ -45,15 +48,17 @@ Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_h
   if (n == "openai_gptoss") return ReasoningKind::openai_gptoss;
   if (n == "seed_oss") return ReasoningKind::seed_oss;
   if (n == "cohere_command3" || n == "cohere_command4") return ReasoningKind::cohere_command;
+  if (n == "mistral") return ReasoningKind::mistral;
   if (n == "auto") {
     if (vocab_has_channel) return ReasoningKind::openai_gptoss;
     if (vocab_has_close_tag) return ReasoningKind::qwen3;
     if (vocab_has_seed_close) return ReasoningKind::seed_oss;
-    return vocab_has_cohere_close ? ReasoningKind::cohere_command : ReasoningKind::none;
+    if (vocab_has_cohere_close) return ReasoningKind::cohere_command;
+    return vocab_has_mistral_close ? ReasoningKind::mistral : ReasoningKind::none;
   }
   return invalid_argument("unknown reasoning parser '" + std::string(name) +
                           "' (valid: deepseek_r1, qwen3, deepseek_v3, glm45, seed_oss, minimax_m2, minimax_m2_append_think, "
-                          "cohere_command3, cohere_command4, openai_gptoss, auto, none)");
+                          "cohere_command3, cohere_command4, mistral, openai_gptoss, auto, none)");
 }
 
 bool prompt_closes_reasoning(std::string_view prompt, ReasoningKind kind) {

@@ -36,7 +36,11 @@ namespace brigade::server {
 // (the generation prompt leaves the model to open the block); both fields have Cohere's other
 // markers removed (server/cohere_markers.h: the answer's `<|START_RESPONSE|>` or `<|START_TEXT|>`
 // and their ends, turn markers), since the server keeps special tokens' text for this kind.
-enum class ReasoningKind { none, deepseek_r1, qwen3, openai_gptoss, seed_oss, minimax_append_think, cohere_command };
+// mistral (vLLM's mistral): Magistral's and Ministral 3 Reasoning's `[THINK]` ... `[/THINK]`
+// blocks, by qwen3's rule; both are special tokens of Mistral's tokenizers, so the server keeps
+// special tokens' text for this kind too. Unlike vLLM's parser, text before a `[THINK]` makes the
+// rest content (tags and all), and a `[/THINK]` without its `[THINK]` stays in the content.
+enum class ReasoningKind { none, deepseek_r1, qwen3, openai_gptoss, seed_oss, minimax_append_think, cohere_command, mistral };
 
 // The tags that open and close a kind's block: `<think>` and `</think>`, or Seed-OSS's, or Cohere's.
 std::string_view reasoning_open_tag(ReasoningKind kind);
@@ -45,15 +49,16 @@ std::string_view reasoning_close_tag(ReasoningKind kind);
 // A `--reasoning-parser` name: deepseek_r1 (also QwQ, and minimax_m2: MiniMax-M2 writes only
 // `</think>`), qwen3, deepseek_v3 and glm45 (qwen3's rule: they think only when the template opens
 // the block or the model writes `<think>`), seed_oss, minimax_m2_append_think, cohere_command3 and
-// cohere_command4 (both cohere_command), openai_gptoss, none. `auto`: openai_gptoss when the
+// cohere_command4 (both cohere_command), mistral, openai_gptoss, none. `auto`: openai_gptoss when the
 // model's vocabulary has harmony's `<|channel|>` as one token (`vocab_has_channel`), else qwen3's
 // rule when it has `</think>` as one token (`vocab_has_close_tag`), else seed_oss when it has
 // `</seed:think>` (`vocab_has_seed_close`), else cohere_command when it has Cohere's
-// `<|END_THINKING|>` (`vocab_has_cohere_close`: Command R7B, Command A), else none.
-// invalid_argument lists the valid names.
+// `<|END_THINKING|>` (`vocab_has_cohere_close`: Command R7B, Command A), else mistral when it has
+// `[/THINK]` (`vocab_has_mistral_close`: Magistral, Ministral 3), else none. invalid_argument
+// lists the valid names.
 Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag = false,
                                              bool vocab_has_channel = false, bool vocab_has_seed_close = false,
-                                             bool vocab_has_cohere_close = false);
+                                             bool vocab_has_cohere_close = false, bool vocab_has_mistral_close = false);
 
 // Where a model's output starts, read from the prompt as above (kind: a `<think>` kind, or
 // seed_oss with its own tags).

@@ -190,9 +190,11 @@ void read_harmony(const ServerContext& ctx, CompletionRequest& r) {
 
 // Cohere's thinking and answer markers are special tokens of its tokenizer: the splitter reads
 // them, and drops them with Cohere's other markers (vLLM's cohere reasoning parsers keep special
-// tokens too). Only while the output is split: separate_reasoning false leaves it as without a parser.
-void read_cohere_markers(CompletionRequest& r) {
-  if (r.reasoning == ReasoningKind::cohere_command) r.gen.skip_special_tokens = false;
+// tokens too); so are Mistral's [THINK] and [/THINK]. Only while the output is split:
+// separate_reasoning false leaves it as without a parser.
+void keep_reasoning_markers(CompletionRequest& r) {
+  if (r.reasoning == ReasoningKind::cohere_command || r.reasoning == ReasoningKind::mistral)
+    r.gen.skip_special_tokens = false;
 }
 
 // With a reasoning parser, a constrained answer (response_format, guided_*, a forced tool call)
@@ -377,7 +379,7 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
     const ReasoningKind kind = delay_constraint(ctx, *prompt, parsed->gen);
     parsed->reasoning = parsed->separate_reasoning ? kind : ReasoningKind::none;
     read_harmony(ctx, *parsed);
-    read_cohere_markers(*parsed);
+    keep_reasoning_markers(*parsed);
     parsed->gen.prompt = std::move(*prompt);
     parsed->gen.prompt_ids.clear();
     // The template carries the BOS marker; add_special_tokens (parse: false unless asked) adds

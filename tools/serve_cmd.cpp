@@ -163,10 +163,10 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--reasoning-parser", a->reasoning_parser,
                   "Split <think> blocks of chat answers into reasoning_content: deepseek_r1, qwen3, deepseek_v3, glm45, "
                   "seed_oss, minimax_m2, minimax_m2_append_think (all content, <think> put first), cohere_command3 "
-                  "and cohere_command4 (Cohere Command R7B / A's <|START_THINKING|> plans), "
-                  "openai_gptoss (gpt-oss's harmony analysis channel), auto (openai_gptoss when the vocabulary has a "
-                  "<|channel|> token, qwen3's rule when it has a </think> token, seed_oss when </seed:think>, Cohere's "
-                  "when <|END_THINKING|>) or none")
+                  "and cohere_command4 (Cohere Command R7B / A's <|START_THINKING|> plans), mistral (Magistral's "
+                  "and Ministral 3's [THINK] blocks), openai_gptoss (gpt-oss's harmony analysis channel), auto "
+                  "(openai_gptoss when the vocabulary has a <|channel|> token, qwen3's rule when it has a </think> "
+                  "token, seed_oss when </seed:think>, Cohere's when <|END_THINKING|>, mistral when [/THINK]) or none")
       ->capture_default_str();
   cmd->add_option("--tool-call-parser", a->tool_call_parser,
                   "How tool calls in chat answers are read (vLLM's names): hermes, llama3_json, mistral, deepseek_v3, "

@@ -12,6 +12,7 @@ namespace brigade::server {
 namespace {
 
 using nlohmann::json;
+using testing::ChatAnswer;
 using testing::model_with_template;
 
 // Templates of no built-in family (run as Jinja): one opens a thinking block for the answer, as
@@ -218,6 +219,45 @@ TEST(ServerReasoning, AnUnknownParserStopsTheServer) {
   const json m = message_of(*r);
   EXPECT_TRUE(m["content"].is_string());
   EXPECT_FALSE(m.contains("reasoning_content"));
+}
+
+// Magistral's and Ministral 3 Reasoning's [THINK] and [/THINK] are special tokens of Mistral's
+// tokenizers: `auto` picks the mistral parser where the vocabulary has [/THINK] (and no
+// `</think>`), and the server keeps their text for the splitter, which keeps it out of both fields.
+TEST(ServerReasoning, MistralsThinkTokensReachTheSplitter) {
+  constexpr const char* kMistral = "{%- for m in messages %}[INST]{{ m.content }}[/INST]{% endfor %}";
+  const std::string model = model_with_template("reason_mistral", kMistral);
+  const std::vector<int32_t> ids = testing::add_tokens(model, {"[THINK]", "[/THINK]"}, /*special=*/true);
+  const int32_t think = ids[0], end_think = ids[1];
+  testing::ChatTestServer s(model, "", "auto");
+  ASSERT_TRUE(s.ok());
+  // The model opens the block with its first token: its text is kept (logprobs), and is neither field.
+  json body = request({{"max_tokens", 1}, {"logprobs", true}, {"logit_bias", {{std::to_string(think), 100}}}});
+  auto r = s.chat(body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  json choice = json::parse(r.body)["choices"][0];
+  EXPECT_EQ(choice["logprobs"]["content"][0]["token"], "[THINK]") << choice;
+  EXPECT_TRUE(choice["message"]["content"].is_null()) << choice;
+  EXPECT_TRUE(choice["message"]["reasoning_content"].is_null()) << choice << ": an empty block";
+  // A template that opens the block: the output is reasoning until [/THINK], then content.
+  const std::string opens = std::string(kMistral) + "[THINK]";
+  testing::ChatTestServer opened(model, opens, "mistral");
+  ASSERT_TRUE(opened.ok());
+  const json raw = message_of(opened.chat(request({{"separate_reasoning", false}})));
+  ASSERT_TRUE(raw["content"].is_string());
+  const std::string text = raw["content"];
+  ASSERT_EQ(text.find("[/THINK]"), std::string::npos) << "special tokens skipped without a parser";
+  const json split = message_of(opened.chat(request()));
+  EXPECT_TRUE(split["content"].is_null()) << split;
+  EXPECT_EQ(split["reasoning_content"], text) << "greedy text, all reasoning";
+  // [/THINK] twice: the first closes the (empty) block, the second is content, as a stray
+  // `</think>` is to qwen3's rule; without its text kept, both would vanish.
+  body = request({{"max_tokens", 2}, {"logit_bias", {{std::to_string(end_think), 100}}}});
+  for (const ChatAnswer& closed : {testing::whole_answer(opened, body), testing::streamed_answer(opened, body)}) {
+    EXPECT_TRUE(closed.reasoning.is_null()) << closed.reasoning << ": an empty block";
+    EXPECT_EQ(closed.content, "[/THINK]");
+    EXPECT_EQ(closed.finish, "length");
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The reasoning splitter: vLLM's parsers' results (deepseek_r1, qwen3, seed_oss, Cohere's) for
+// The reasoning splitter: vLLM's parsers' results (deepseek_r1, qwen3, seed_oss, Cohere's, Mistral's) for
 // whole outputs, and the same result however the output is cut into streamed pieces.
 #include "server/reasoning_parser.h"
 
@@ -89,6 +89,15 @@ const std::vector<Case>& cases() {
        "still <|START_RESP", ""},
       {"cohere_think_tags_are_text", ReasoningKind::cohere_command, "<|CHATBOT_TOKEN|>", "<think>x</think> <|",
        "", "<think>x</think> <|"},
+      // Magistral / Ministral 3 Reasoning (vLLM's mistral): qwen3's rule over [THINK] blocks.
+      {"mistral_writes_the_block", ReasoningKind::mistral, "[/INST]", "[THINK]Two and two.[/THINK]It is 4.",
+       "Two and two.", "It is 4."},
+      {"mistral_no_block", ReasoningKind::mistral, "[/INST]", "It is 4.", "", "It is 4."},
+      {"mistral_block_opened_by_the_prompt", ReasoningKind::mistral, "[/INST][THINK]", "sum[/THINK]4", "sum", "4"},
+      {"mistral_cut_while_thinking", ReasoningKind::mistral, "[/INST]", "[THINK]still [/THI", "still [/THI", ""},
+      {"mistral_earlier_turn_closed", ReasoningKind::mistral, "[THINK]a[/THINK]b</s>[INST]q[/INST]", "new", "",
+       "new"},
+      {"mistral_think_tags_are_text", ReasoningKind::mistral, "[/INST]", "<think>x</think>[", "", "<think>x</think>["},
   };
   return all;
 }
@@ -175,6 +184,11 @@ TEST(ReasoningSplitter, ParserNames) {
   EXPECT_EQ(*parse_reasoning_kind("minimax_m2_append_think"), ReasoningKind::minimax_append_think);
   EXPECT_EQ(*parse_reasoning_kind("cohere_command3"), ReasoningKind::cohere_command);
   EXPECT_EQ(*parse_reasoning_kind("cohere-command4"), ReasoningKind::cohere_command);
+  // Mistral's: by name, or by auto where the vocabulary has `[/THINK]` and none of the tags above.
+  EXPECT_EQ(*parse_reasoning_kind("mistral"), ReasoningKind::mistral);
+  EXPECT_EQ(*parse_reasoning_kind("auto", false, false, false, false, /*vocab_has_mistral_close=*/true),
+            ReasoningKind::mistral);
+  EXPECT_EQ(*parse_reasoning_kind("auto", true, false, false, false, true), ReasoningKind::qwen3);
   auto bad = parse_reasoning_kind("r1");
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.status().code(), StatusCode::invalid_argument);
