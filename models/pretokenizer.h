@@ -23,6 +23,11 @@ class PreTokenizer {
 inline constexpr const char* kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
+// Qwen2/3's pattern (Llama 3's with single digits), as their tokenizer.json writes it; also the
+// PAT_STR of the tiktoken vocabularies of Hunyuan and Qwen (v1) (tokenizer_tiktoken.h).
+inline constexpr const char* kQwen2Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 // Splits by a PCRE2 pattern (UTF + Unicode properties): every match is a piece, and so is every
 // stretch between matches ("Isolated" behaviour). invalid_argument when the pattern does not compile.
 Expected<std::unique_ptr<PreTokenizer>> make_regex_pretokenizer(const std::string& pattern);

@@ -1,6 +1,7 @@
 #include "models/tokenizer.h"
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "models/gguf.h"
@@ -9,6 +10,7 @@
 #include "models/tokenizer_gguf.h"
 #include "models/tokenizer_sentencepiece.h"
 #include "models/tokenizer_spm.h"
+#include "models/tokenizer_tiktoken.h"
 #include "models/tokenizer_unigram.h"
 #include "models/tokenizer_wordpiece.h"
 
@@ -49,6 +51,21 @@ Expected<std::unique_ptr<Tokenizer>> load_tokenizer_json(const std::string& text
   return unsupported(origin + ": model.type '" + type + "' is not supported (BPE, WordPiece, Unigram)");
 }
 
+// A SentencePiece tokenizer.model, or a refusal naming what it is instead: Meta's original Llama 3
+// tokenizer.model is a tiktoken ranks file, whose special tokens differ between Llama 3 releases.
+Expected<std::unique_ptr<Tokenizer>> load_sentencepiece_model(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(256, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  if (looks_like_tiktoken_ranks(head))
+    return unsupported(path + ": a tiktoken ranks file, not a SentencePiece model; its split pattern and special tokens "
+                       "are not in the file: load the model directory (Kimi K2's tiktoken.model, Hunyuan's hy.tiktoken, "
+                       "Qwen's qwen.tiktoken, with tokenizer_config.json), or, for Meta's original Llama 3 "
+                       "tokenizer.model, the model's tokenizer.json");
+  return load_sentencepiece_tokenizer(path);
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& path) {
@@ -58,9 +75,11 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& path) {
   if (fs::is_directory(path, ec)) {
     json_path = fs::path(path) / "tokenizer.json";
     const fs::path sp_path = fs::path(path) / "tokenizer.model";
-    if (!fs::exists(json_path, ec) && fs::exists(sp_path, ec)) return load_sentencepiece_tokenizer(sp_path.string());
+    if (!fs::exists(json_path, ec) && has_tiktoken_vocabulary(path)) return load_tiktoken_tokenizer(path);
+    if (!fs::exists(json_path, ec) && fs::exists(sp_path, ec)) return load_sentencepiece_model(sp_path.string());
     if (!fs::exists(json_path, ec))
-      return not_found(path + ": no tokenizer.json or tokenizer.model in the model directory");
+      return not_found(path + ": no tokenizer.json, tokenizer.model or tiktoken vocabulary (tiktoken.model, "
+                       "hy.tiktoken, qwen.tiktoken) in the model directory");
     const fs::path config_path = fs::path(path) / "tokenizer_config.json";
     if (fs::exists(config_path, ec)) {
       BRIGADE_ASSIGN_OR_RETURN(config_text, read_text_file(config_path.string()));
@@ -70,12 +89,12 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& path) {
     return load_gguf_tokenizer(*gguf);
   } else if (json_path.extension() == ".model") {
     if (!fs::exists(path, ec)) return not_found("tokenizer not found: " + path);
-    return load_sentencepiece_tokenizer(path);
+    return load_sentencepiece_model(path);
   } else if (json_path.extension() == ".bin") {
     return load_llama2c_tokenizer(path);
   } else if (json_path.extension() != ".json") {
-    return unsupported(path + ": unknown tokenizer file; supported: a model directory, tokenizer.json, "
-                       "tokenizer.model (SentencePiece), *.gguf, llama2.c tokenizer.bin");
+    return unsupported(path + ": unknown tokenizer file; supported: a model directory (a tiktoken vocabulary loads from "
+                       "its directory), tokenizer.json, tokenizer.model (SentencePiece), *.gguf, llama2.c tokenizer.bin");
   }
   BRIGADE_ASSIGN_OR_RETURN(std::string text, read_text_file(json_path.string()));
   return load_tokenizer_json(text, config_text, json_path.string());

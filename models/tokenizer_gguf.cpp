@@ -5,17 +5,17 @@
 #include "models/pretokenizer.h"
 #include "models/tokenizer_bpe.h"
 #include "models/tokenizer_spm.h"
+#include "models/tokenizer_tiktoken.h"
 
 namespace brigade {
 namespace {
 
 using json = nlohmann::json;
 
-// Llama 3's pattern as its tokenizer.json writes it; Qwen2/3 differ only in single digits.
+// Llama 3's pattern as its tokenizer.json writes it; Qwen2/3 differ only in single digits
+// (kQwen2Pattern, pretokenizer.h).
 constexpr const char* kLlama3Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-constexpr const char* kQwen2Pattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 // Qwen3.5's (llama.cpp's QWEN35): qwen2's, its letters taking their combining marks along.
 constexpr const char* kQwen35Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
@@ -188,12 +188,14 @@ Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string&
   if (name == "deepseek-llm") return kDeepseekLlmPatterns;
   if (name == "deepseek-v3" || name == "hunyuan-dense") return kDeepseekV3Patterns;
   if (name == "seed-coder") return std::vector<std::string>{kSeedCoderPattern};
+  // Kimi K2's (tokenization_kimi.py's pattern; llama.cpp hand-codes it as KIMI_K2).
+  if (name == "kimi-k2") return std::vector<std::string>{kKimiK2Pattern};
   if (name == "gpt-4o" || name == "llama4") return std::vector<std::string>{kGpt4oPattern};  // as llama.cpp maps them
   // GLM-4 / 4.5 / 5 (llama.cpp's CHATGLM4: Llama 3's pattern, its case-insensitive contractions
   // spelled as classes; glm4 and glm5 also take whole-word tokens before merges).
   if (name == "chatglm-bpe" || name == "glm4" || name == "glm5") return std::vector<std::string>{kLlama3Pattern};
   return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, olmo, exaone4, llama-bpe, lfm2, "
-                     "falcon-h1, smaug-bpe, dbrx, refact, command-r, qwen2, hunyuan, qwen35, deepseek-llm, deepseek-v3, hunyuan-dense, seed-coder, gpt-4o, "
+                     "falcon-h1, smaug-bpe, dbrx, refact, command-r, qwen2, hunyuan, qwen35, deepseek-llm, deepseek-v3, hunyuan-dense, seed-coder, kimi-k2, gpt-4o, "
                      "llama4, chatglm-bpe, glm4, glm5");
 }
 

@@ -13,8 +13,8 @@ regenerating one leaves the others' bytes alone). `--embeddings NAME...` leaves 
 alone and writes tests/fixtures/<name>/embeddings.json instead: the pooled final hidden states
 (AutoModel's last_hidden_state, pooled last / mean / cls, raw and L2-normalized) that
 tests/models/pooling_reference_test.cpp compares with. It creates its own virtual environment in
-.brigade/fixtures-venv (git-ignored) and installs torch, transformers, tokenizers, safetensors and numpy from
-PyPI there on first use; then it re-runs itself inside that environment. CI never runs it: the
+.brigade/fixtures-venv (git-ignored) and installs torch, transformers, tokenizers, safetensors, numpy and tiktoken
+from PyPI there on first use; then it re-runs itself inside that environment. CI never runs it: the
 fixtures it writes are committed (a few hundred KB each).
 """
 import json
@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".brigade" / "fixtures-venv"
 OUT = ROOT / "tests" / "fixtures"
-PACKAGES = ["torch", "transformers", "tokenizers", "safetensors", "numpy"]
+PACKAGES = ["torch", "transformers", "tokenizers", "safetensors", "numpy", "tiktoken"]
 
 
 def ensure_venv(script=__file__):
@@ -36,7 +36,7 @@ def ensure_venv(script=__file__):
         return
     if not python.exists():
         subprocess.check_call([sys.executable, "-m", "venv", str(VENV)])
-    probe = subprocess.run([str(python), "-c", "import torch, transformers, tokenizers, safetensors, numpy"],
+    probe = subprocess.run([str(python), "-c", "import torch, transformers, tokenizers, safetensors, numpy, tiktoken"],
                            capture_output=True)
     if probe.returncode != 0:
         subprocess.check_call([str(python), "-m", "pip", "install", *PACKAGES])

@@ -1,0 +1,85 @@
+// Tokenizers from a tiktoken vocabulary: a model directory that ships a ranks file (each line
+// `base64(token bytes) rank`) and the Python class that gives it a split pattern and special
+// tokens, instead of a tokenizer.json. The family is named by tokenizer_config.json's auto_map
+// ("tokenization_kimi.TikTokenTokenizer") or tokenizer_class:
+//
+//   Kimi K2 / K2-Instruct / K2-Thinking   tiktoken.model  TikTokenTokenizer  258 special ids after
+//       the ranks, named by added_tokens_decoder, the rest <|reserved_token_{id}|>; Han runs split
+//       from other letters (kKimiK2Pattern)
+//   Hunyuan-A13B                           hy.tiktoken     HYTokenizer  NFC first; Qwen2's pattern;
+//       unique tokens ranked in file order (the rank column is ignored, as HYTokenizer does);
+//       <|endoftext|> <|startoftext|> <|bos|> <|eos|> <|pad|> <|extra_0..204|> after them
+//   Qwen (v1)                              qwen.tiktoken   QWenTokenizer  NFC first; Qwen2's
+//       pattern; <|endoftext|> <|im_start|> <|im_end|> <|extra_0..204|> after the ranks
+//
+// Any other family is refused by name: its split pattern and special tokens live in its Python.
+// The ranks become the byte-level BPE a tokenizer.json holds (tokenizer_bpe.h): the vocabulary in
+// GPT-2's byte-to-unicode form with id = rank, one merge per multi-byte token ordered by its
+// rank, whole pieces taken as one token first (tiktoken's shortcut, model.ignore_merges), the
+// special tokens as added tokens (every one special, matched anywhere in the text, as the model's
+// encode(allowed_special="all") does), and no BOS added (the Python classes add none). Reserved
+// fillers past config.json's vocab_size are dropped (Kimi K2 names 258 special ids, its embedding
+// holds 256 of them), as llama.cpp's converter drops them. Not reproduced: TikTokenTokenizer's
+// cutting of runs longer than 25,000 whitespace or non-whitespace characters before encoding.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/tokenizer.h"
+
+namespace brigade {
+
+// tokenization_kimi.py's pat_str in PCRE2 syntax: runs of Han (Script=Han, as Rust's \p{Han}, not
+// PCRE2's script extensions, which would take 、 and 。 along), then GPT-4o-style words whose
+// letter classes exclude Han (Rust's [...&&[^\p{Han}]] as a lookahead before each letter), up to
+// three digits, punctuation runs, newlines and whitespace. Also llama.cpp's kimi-k2
+// pre-tokenizer (tokenizer_gguf.h).
+inline constexpr const char* kKimiK2Pattern =
+    R"(\p{sc:Han}+)"
+    R"(|[^\r\n\p{L}\p{N}]?(?:(?!\p{sc:Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])*(?:(?!\p{sc:Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])+)"
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"(|[^\r\n\p{L}\p{N}]?(?:(?!\p{sc:Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])+(?:(?!\p{sc:Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])*)"
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+// Whether model directory `dir` holds a ranks file of a known family (tiktoken.model, hy.tiktoken,
+// qwen.tiktoken).
+bool has_tiktoken_vocabulary(const std::string& dir);
+
+// The tokenizer of model directory `dir` (its ranks file and tokenizer_config.json). not_found
+// without a ranks file; unsupported, listing the known classes, for a family not above; corrupt,
+// naming the file and line, for a malformed ranks file or tokenizer_config.json.
+Expected<std::unique_ptr<Tokenizer>> load_tiktoken_tokenizer(const std::string& dir);
+
+// The same vocabulary as a tokenizer.json and the tokenizer_config.json (bos_token, eos_token)
+// that load_bpe_tokenizer reads.
+struct TiktokenConversion {
+  nlohmann::json tokenizer;
+  nlohmann::json config;
+};
+Expected<TiktokenConversion> convert_tiktoken_directory(const std::string& dir);
+
+// The tokens of a ranks file, index = rank. by_line false (tiktoken's load_tiktoken_bpe): each
+// token at its rank, ranks 0..n-1 each once, tokens distinct. by_line true (HYTokenizer): the rank
+// column must be an integer but is ignored; unique tokens are ranked in file order, repeats
+// skipped. Blank lines are skipped. corrupt, naming `origin` and the line, for a line that is not
+// `base64 rank`, bad base64, an empty token, a repeated or missing rank, a repeated token.
+Expected<std::vector<std::string>> parse_tiktoken_ranks(std::string_view text, bool by_line, const std::string& origin);
+
+// For each token (index = rank) of two or more bytes, the byte offset splitting it into the two
+// parts tiktoken joins last when it encodes the token's bytes alone; 0 when that never joins them
+// (the replay gets stuck). Replaying to the end, not only up to the token's own rank as
+// transformers' and llama.cpp's converters do, keeps the tokens a vocabulary ranks below their
+// parts: BPE with these merges, ordered by rank, joins exactly what tiktoken joins, since every
+// pair tiktoken joins inside a word is the pair its token's own replay joins last.
+std::vector<size_t> tiktoken_merge_splits(const std::vector<std::string>& tokens);
+
+// Whether `head` (a file's first bytes) reads as a tiktoken ranks file: base64, one space,
+// digits. Meta's original Llama 3 tokenizer.model is one, where a SentencePiece model is protobuf.
+bool looks_like_tiktoken_ranks(std::string_view head);
+
+}  // namespace brigade
