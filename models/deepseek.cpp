@@ -152,9 +152,15 @@ Status DeepseekModel::load_attention(WeightLoader& w, int l, MlaBlock& a) {
   BRIGADE_ASSIGN_OR_RETURN(a.kv_a_latent, w.matrix(kv_a, r + dr, hidden, {0, r}));
   BRIGADE_ASSIGN_OR_RETURN(a.kv_a_pe, w.matrix(kv_a, r + dr, hidden, {r, dr}));
   BRIGADE_ASSIGN_OR_RETURN(a.kv_a_norm, w.vector_f32({layer_name(l, "self_attn.kv_a_layernorm.weight")}, {r}));
-  const std::string kv_b = layer_name(l, "self_attn.kv_b_proj.weight");
-  BRIGADE_ASSIGN_OR_RETURN(a.w_uk, w.row_blocks(kv_b, h * (dn + dv), r, dn + dv, {0, dn}, /*transpose_blocks=*/true, heads));
-  BRIGADE_ASSIGN_OR_RETURN(a.w_uv, w.row_blocks(kv_b, h * (dn + dv), r, dn + dv, {dn, dv}, false, heads));
+  const std::string kv_b = layer_name(l, "self_attn.kv_b_proj.weight"), k_b = layer_name(l, "self_attn.k_b_proj.weight");
+  if (w.has(k_b)) {  // GGUF's kv_b_proj split per head: W_UK^T [H R, dn] and W_UV [H dv, R] as stored (gguf_deepseek2.h)
+    BRIGADE_ASSIGN_OR_RETURN(a.w_uk, w.row_blocks(k_b, h * r, dn, r, {0, r}, false, heads));
+    BRIGADE_ASSIGN_OR_RETURN(a.w_uv, w.row_blocks(layer_name(l, "self_attn.v_b_proj.weight"), h * dv, r, dv, {0, dv}, false,
+                                                  heads));
+  } else {
+    BRIGADE_ASSIGN_OR_RETURN(a.w_uk, w.row_blocks(kv_b, h * (dn + dv), r, dn + dv, {0, dn}, /*transpose_blocks=*/true, heads));
+    BRIGADE_ASSIGN_OR_RETURN(a.w_uv, w.row_blocks(kv_b, h * (dn + dv), r, dn + dv, {dn, dv}, false, heads));
+  }
   BRIGADE_ASSIGN_OR_RETURN(a.o, w.matrix(layer_name(l, "self_attn.o_proj.weight"), hidden, h * dv, {},
                                          {heads.begin * dv, heads.size * dv}));
   return Status::ok();

@@ -64,6 +64,9 @@ struct RoutingDefaults {
 constexpr RoutingDefaults kV2Defaults{64, 0, 1407, 2, 0, 1, 1, false, 1.0f};
 constexpr RoutingDefaults kV3Defaults{256, 8, 2048, 1, 3, 8, 4, true, 2.5f};
 constexpr RoutingDefaults kGlm4MoeDefaults{128, 8, 1408, 1, 1, 1, 1, true, 1.0f};
+// Dots1Config's: no default for the experts' and shared experts' counts or k (0 here, which
+// validate_grouped_moe refuses by name; n_shared_experts must be given: read_dots1).
+constexpr RoutingDefaults kDots1Defaults{0, 0, 1408, 0, 0, 1, 1, false, 1.0f};
 
 // The routed and shared experts' numbers and where the sparse layers start.
 Status read_experts(const json& j, ModelConfig& c, const RoutingDefaults& d) {
@@ -107,16 +110,23 @@ Status read_sigmoid_routing(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
-// The routed experts, the shared ones and the routing rule.
-Status read_routing(const json& j, ModelConfig& c, bool v3) {
-  BRIGADE_RETURN_IF_ERROR(read_experts(j, c, v3 ? kV3Defaults : kV2Defaults));
-  BRIGADE_RETURN_IF_ERROR(read_mtp_layers(j, c));
+// moe_layer_freq, which must be 1: transformers' DeepSeek (and dots.llm1) makes every layer from
+// first_k_dense_replace on sparse.
+Status check_moe_layer_freq(const json& j) {
   int freq = 1;
   BRIGADE_RETURN_IF_ERROR(read_int_or(j, "moe_layer_freq", 1, freq));
   if (freq != 1)
     return unsupported("config.json: moe_layer_freq = " + std::to_string(freq) +
-                       " is not supported (transformers' DeepSeek makes every layer from first_k_dense_replace on "
-                       "sparse); use 1");
+                       " is not supported (transformers makes every layer from first_k_dense_replace on sparse); "
+                       "use 1");
+  return Status::ok();
+}
+
+// The routed experts, the shared ones and the routing rule.
+Status read_routing(const json& j, ModelConfig& c, bool v3) {
+  BRIGADE_RETURN_IF_ERROR(read_experts(j, c, v3 ? kV3Defaults : kV2Defaults));
+  BRIGADE_RETURN_IF_ERROR(read_mtp_layers(j, c));
+  BRIGADE_RETURN_IF_ERROR(check_moe_layer_freq(j));
   if (v3) return read_sigmoid_routing(j, c);
   std::string scoring, method;
   BRIGADE_RETURN_IF_ERROR(read_string(j, "scoring_func", scoring));
@@ -148,6 +158,15 @@ Status read_glm4_moe(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_silu(j));
   BRIGADE_RETURN_IF_ERROR(read_experts(j, c, kGlm4MoeDefaults));
   BRIGADE_RETURN_IF_ERROR(read_mtp_layers(j, c));
+  return read_sigmoid_routing(j, c);
+}
+
+Status read_dots1(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(read_silu(j));
+  if (auto it = j.find("n_shared_experts"); it == j.end() || it->is_null())
+    return invalid_argument("config.json: n_shared_experts is missing (Dots1Config has no default; dots.llm1's is 2)");
+  BRIGADE_RETURN_IF_ERROR(read_experts(j, c, kDots1Defaults));
+  BRIGADE_RETURN_IF_ERROR(check_moe_layer_freq(j));
   return read_sigmoid_routing(j, c);
 }
 

@@ -27,7 +27,15 @@ Status validate_deepseek(const ModelConfig& c);
 // LoadOptions::mtp).
 Status read_glm4_moe(const nlohmann::json& j, ModelConfig& c);
 
-// The routed experts, groups and shared experts of DeepSeek's and GLM-4.5's sparse layers fit
+// Reads a dots1 config's experts and routing (dots.llm1, Dots1Config: Dots1TopkRouter is
+// DeepseekV3TopkRouter; defaults 1408 wide, layer 0 on sparse, no groups, not renormalised, scale
+// 1; n_routed_experts, num_experts_per_tok and n_shared_experts have none and must be given).
+// Refused by name, as for deepseek_v3: scoring_func other than sigmoid (transformers' Dots1 always
+// routes by sigmoid, vLLM and llama.cpp by what the field says: the reference is ambiguous),
+// topk_method other than noaux_tc, moe_layer_freq other than 1.
+Status read_dots1(const nlohmann::json& j, ModelConfig& c);
+
+// The routed experts, groups and shared experts of DeepSeek's, GLM-4.5's and dots.llm1's sparse layers fit
 // together; names the field that does not.
 Status validate_grouped_moe(const ModelConfig& c);
 

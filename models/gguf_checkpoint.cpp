@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "models/gguf_deepseek2.h"
 #include "models/gguf_eog.h"
 #include "models/gguf_falcon_h1.h"
 #include "models/gguf_gemma.h"
@@ -22,7 +23,7 @@ constexpr const char* kSupportedArchs =
     "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, olmoe, ernie4_5-moe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
     "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1, mamba, mamba2, nemotron_h, nemotron_h_moe, granitehybrid, jamba, "
     "smollm3, granite, granitemoe, olmo2 (OLMo 2 and 3), exaone4, glm4, seed_oss, ernie4_5, hunyuan-dense, hunyuan-moe, apertus, "
-    "llama4, minimax-m2, command-r, cohere2";
+    "llama4, minimax-m2, command-r, cohere2, deepseek2, dots1";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -92,7 +93,8 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && arch != "smollm3" && arch != "granite" &&
       !is_gguf_gemma(arch) &&
       !is_gguf_moe(arch) && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) && !is_gguf_qwen35(arch) &&
-      !is_gguf_lfm2(arch) && !is_gguf_falcon_h1(arch) && !is_gguf_mamba(arch) && !is_gguf_llama_variant(arch))
+      !is_gguf_lfm2(arch) && !is_gguf_falcon_h1(arch) && !is_gguf_mamba(arch) && !is_gguf_llama_variant(arch) &&
+      !is_gguf_deepseek2(arch))
     return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " + kSupportedArchs);
   c.arch = arch;
   const std::string a = arch + ".";
@@ -101,10 +103,11 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   BRIGADE_ASSIGN_OR_RETURN(const bool experts, gguf_has_experts(g, arch));
   if (experts && !is_gguf_moe(arch) && arch != "llama" && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) &&
       arch != "qwen35moe" && arch != "qwen3next" && arch != "lfm2moe" && arch != "granitehybrid" && arch != "nemotron_h" &&
-      arch != "nemotron_h_moe" && arch != "jamba" && arch != "llama4" && arch != "minimax-m2" && arch != "hunyuan-moe")
+      arch != "nemotron_h_moe" && arch != "jamba" && arch != "llama4" && arch != "minimax-m2" && arch != "hunyuan-moe" &&
+      !is_gguf_deepseek2(arch) && arch != "dots1")
     return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for qwen3moe, "
                        "qwen2moe, olmoe, ernie4_5-moe, granitemoe, qwen35moe, qwen3next, gpt-oss, glm4moe, lfm2moe, granitehybrid, nemotron_h_moe, jamba, "
-                       "llama4, minimax-m2, hunyuan-moe and llama (Mixtral) only");
+                       "llama4, minimax-m2, hunyuan-moe, deepseek2, dots1 and llama (Mixtral) only");
   auto get = [&](const std::string& key, int& out) -> Status {
     BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int(a + key));
     if (v <= 0 || v > INT32_MAX) return corrupt(g.path() + ": metadata '" + a + key + "' is out of range");
@@ -132,7 +135,9 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   const bool partial =
       arch == "phi3" || is_gguf_glm4moe(arch) || arch == "glm4" || is_gguf_qwen35(arch) || arch == "minimax-m2";
   if (partial && n_rot > 0 && n_rot <= c.head_dim) c.rotary_dim = static_cast<int>(n_rot);
-  else if (n_rot != c.head_dim && !mamba)  // (the Mamba family's attention has no positions)
+  // (The Mamba family's attention has no positions; deepseek2's key_length is MLA's latent width,
+  // its rotary part read by read_gguf_deepseek2.)
+  else if (n_rot != c.head_dim && !mamba && !is_gguf_deepseek2(arch))
     return unsupported(g.path() + ": " + a + "rope.dimension_count " + std::to_string(n_rot) + " differs from head_dim " +
                        std::to_string(c.head_dim) + "; partial rotary embeddings are supported for phi3, glm4moe, glm4, "
                        "qwen3next, qwen35, qwen35moe and minimax-m2 only");
@@ -146,7 +151,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   c.rope_style = permuted ? RopeStyle::interleaved : RopeStyle::neox;
   // gpt-oss's and OLMo 3's YaRN is read with the rest of their keys.
   if (const GgufValue* s = g.find(a + "rope.scaling.type");
-      s && s->str != "none" && !is_gguf_gpt_oss(arch) && arch != "olmo2") {
+      s && s->str != "none" && !is_gguf_gpt_oss(arch) && arch != "olmo2" && !is_gguf_deepseek2(arch)) {
     if (s->str != "linear")
       return unsupported(g.path() + ": rope.scaling.type '" + s->str + "' is not supported in GGUF; supported: none, linear");
     BRIGADE_ASSIGN_OR_RETURN(double f, g.get_number(a + "rope.scaling.factor"));
@@ -173,6 +178,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (is_gguf_lfm2(arch)) return read_gguf_lfm2(g, arch, c);
   if (is_gguf_falcon_h1(arch)) return read_gguf_falcon_h1(g, c);
   if (is_gguf_llama_variant(arch)) return read_gguf_llama_variant(g, arch, c);
+  if (is_gguf_deepseek2(arch)) return read_gguf_deepseek2(g, c);
   if (mamba) return read_gguf_mamba(g, arch, c);
   if (is_gguf_moe(arch) || experts) BRIGADE_RETURN_IF_ERROR(read_gguf_moe(g, arch, c));
   return Status::ok();
@@ -216,6 +222,8 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
     return "model.layers." + n.substr(4, dot - 4) + "." + f;
   if (const std::string v = is_gguf_llama_variant(arch) ? gguf_llama_variant_layer_name(arch, suffix) : ""; !v.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + v;
+  if (const std::string d = is_gguf_deepseek2(arch) ? gguf_deepseek2_layer_name(suffix) : ""; !d.empty())
+    return "model.layers." + n.substr(4, dot - 4) + "." + d;
   // (granitemoe's shared MLP is ungated.)
   if (const std::string moe = is_gguf_moe(arch) || arch == "llama" ? gguf_moe_layer_name(suffix, arch != "granitemoe") : "";
       !moe.empty())
@@ -237,7 +245,8 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
     const bool rope_freqs = t.name == "rope_freqs.weight";
     const std::string name = rope_freqs ? t.name : gguf_to_hf_name(t.name, arch);
     if (name.empty()) continue;  // a tensor no supported layout uses
-    if (is_gguf_qwen35(arch) && t.name.starts_with("blk.")) {  // an MTP block (read_gguf_qwen35): not loaded
+    // An MTP block (read_gguf_qwen35, read_gguf_deepseek2): not loaded.
+    if ((is_gguf_qwen35(arch) || is_gguf_deepseek2(arch)) && t.name.starts_with("blk.")) {
       int64_t block = 0;
       const auto [end, ec] = std::from_chars(t.name.data() + 4, t.name.data() + t.name.size(), block);
       if (ec != std::errc() || block >= c.n_layers) continue;
@@ -276,6 +285,7 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
   else if (is_gguf_lfm2(arch)) BRIGADE_RETURN_IF_ERROR(check_gguf_lfm2_tensors(g, c));
   else if (is_gguf_falcon_h1(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_falcon_h1(g, tensors, c));
   else if (is_gguf_mamba(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_mamba(g, tensors, c));
+  else if (is_gguf_deepseek2(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_deepseek2(g, tensors, c));
   else if (c.n_experts > 0) BRIGADE_RETURN_IF_ERROR(check_gguf_moe_tensors(g, c));
   else if (arch == "apertus") BRIGADE_RETURN_IF_ERROR(add_gguf_xielu_tensors(g, c.n_layers, tensors));
   if (c.arch == "mamba2" || c.arch == "mamba" || c.arch == "falcon_mamba")

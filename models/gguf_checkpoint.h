@@ -1,7 +1,8 @@
 // GGUF weights as a Checkpoint: llama.cpp's metadata keys ({arch}.embedding_length, ...) become a
 // ModelConfig and its tensor names (blk.N.attn_q.weight, ...) Hugging Face names, so one loader
 // serves every format. Architectures: llama, qwen2, qwen3, phi3, gemma2 / gemma3 (their keys and
-// rules: models/gguf_gemma.h), qwen3moe and qwen2moe (models/gguf_moe.h) and gpt-oss (models/gguf_gpt_oss.h).
+// rules: models/gguf_gemma.h), qwen3moe and qwen2moe (models/gguf_moe.h), gpt-oss (models/gguf_gpt_oss.h),
+// deepseek2 (models/gguf_deepseek2.h) and the others gguf_checkpoint.cpp lists.
 //
 // Layout notes:
 //   - GGUF dims are innermost first; RawTensor shapes are outermost first (HF order).

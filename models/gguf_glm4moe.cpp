@@ -1,19 +1,11 @@
 #include "models/gguf_glm4moe.h"
 
-#include <climits>
 #include <cmath>
 #include <map>
 
 #include "models/gguf_moe.h"
 
 namespace brigade {
-namespace {
-
-// llama.cpp's llama_expert_gating_func_type: 0 none (the architecture's default), 1 softmax,
-// 2 sigmoid.
-constexpr int64_t kGatingNone = 0, kGatingSigmoid = 2;
-
-}  // namespace
 
 bool is_gguf_glm4moe(const std::string& gguf_arch) { return gguf_arch == "glm4moe"; }
 
@@ -54,23 +46,8 @@ Status read_gguf_glm4moe(const GgufFile& g, ModelConfig& c) {
   // Glm4MoeAttention: q/k/v biases (attention_bias) and q/k norms (use_qk_norm) where stored.
   c.qkv_bias = c.attention_bias = g.has_tensor("blk.0.attn_q.bias");
   c.qk_norm = g.has_tensor("blk.0.attn_q_norm.weight");
-  BRIGADE_RETURN_IF_ERROR(read_gguf_expert_counts(g, a, c));
-  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_feed_forward_length", 0, c.moe_intermediate_size));
-  if (!g.find(a + "expert_shared_count")) return corrupt(g.path() + ": metadata '" + a + "expert_shared_count' is missing");
-  BRIGADE_ASSIGN_OR_RETURN(int64_t shared, g.get_int(a + "expert_shared_count"));
-  if (shared < 0 || shared > INT32_MAX / c.moe_intermediate_size)
-    return corrupt(g.path() + ": metadata '" + a + "expert_shared_count' is out of range");
-  c.n_shared_experts = static_cast<int>(shared);
-  BRIGADE_ASSIGN_OR_RETURN(int64_t dense, g.get_int_or(a + "leading_dense_block_count", 0));
-  if (dense < 0 || dense > c.n_layers)
-    return corrupt(g.path() + ": metadata '" + a + "leading_dense_block_count' (" + std::to_string(dense) +
-                   ") must be in [0, " + std::to_string(c.n_layers) + "]");
-  c.first_k_dense_replace = static_cast<int>(dense);
-  BRIGADE_ASSIGN_OR_RETURN(int64_t gating, g.get_int_or(a + "expert_gating_func", kGatingNone));
-  if (gating != kGatingNone && gating != kGatingSigmoid)
-    return unsupported(g.path() + ": metadata '" + a + "expert_gating_func' " + std::to_string(gating) +
-                       " is not supported for glm4moe; supported: 2 (sigmoid)");
-  c.moe_scoring = MoeScoring::sigmoid;
+  BRIGADE_RETURN_IF_ERROR(read_gguf_shared_experts(g, a, c));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_sigmoid_gating(g, a, c));
   c.moe_score_bias = true;
   c.n_group = c.topk_group = 1;
   c.moe_group_score = MoeGroupScore::none;
@@ -80,8 +57,6 @@ Status read_gguf_glm4moe(const GgufFile& g, ModelConfig& c) {
   c.routed_scaling_factor = static_cast<float>(scale);
   BRIGADE_ASSIGN_OR_RETURN(int64_t norm, g.get_int_or(a + "expert_weights_norm", 0));
   c.norm_topk_prob = norm != 0;
-  c.decoder_sparse_step = 1;
-  c.mlp_only_layers.clear();
   return Status::ok();
 }
 

@@ -166,9 +166,6 @@ Status read_llama4(const GgufFile& g, const std::string& a, ModelConfig& c) {
   return Status::ok();
 }
 
-// llama.cpp's llama_expert_gating_func_type: 0 none (the key absent), 2 sigmoid.
-constexpr int64_t kGatingNone = 0, kGatingSigmoid = 2;
-
 // MiniMax-M2: what its converter writes (expert_count, expert_used_count, expert_gating_func from
 // the config's scoring_func, feed_forward_length, by which llama.cpp sizes the experts, and
 // rope.dimension_count from rotary_dim) and what llama.cpp's graph fixes rather than reads: q/k
@@ -185,21 +182,27 @@ Status read_minimax_m2(const GgufFile& g, const std::string& a, ModelConfig& c) 
                        "minimax-m2; brigade runs one value for every layer");
   BRIGADE_RETURN_IF_ERROR(read_gguf_expert_counts(g, a, c));
   c.moe_intermediate_size = c.intermediate_size;
-  BRIGADE_ASSIGN_OR_RETURN(int64_t gating, g.get_int_or(a + "expert_gating_func", kGatingNone));
-  if (gating != kGatingNone && gating != kGatingSigmoid)
-    return unsupported(g.path() + ": metadata '" + a + "expert_gating_func' " + std::to_string(gating) +
-                       " is not supported for minimax-m2; supported: 2 (sigmoid)");
+  BRIGADE_RETURN_IF_ERROR(read_gguf_sigmoid_gating(g, a, c));
   // llama.cpp's loader reads expert groups for every architecture; MiniMax-M2 has none.
   BRIGADE_ASSIGN_OR_RETURN(int64_t groups, g.get_int_or(a + "expert_group_count", 0));
   if (groups > 1)
     return unsupported(g.path() + ": metadata '" + a + "expert_group_count' " + std::to_string(groups) +
                        " (group-limited routing) is not supported for minimax-m2; supported: 0 or 1");
-  c.moe_scoring = MoeScoring::sigmoid;
   c.moe_score_bias = true;  // exp_probs_b, which llama.cpp requires
   c.norm_topk_prob = true;
   c.decoder_sparse_step = 1;
   c.mlp_only_layers.clear();
   return Status::ok();
+}
+
+// dots.llm1 (gguf_llama_variants.h): qwen3's attention, DeepSeek-V3's experts and routing.
+Status read_dots1(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  c.arch = "dots1";
+  c.qk_norm = true;
+  c.sliding_window = 0;
+  BRIGADE_RETURN_IF_ERROR(read_gguf_shared_experts(g, a, c));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_sigmoid_gating(g, a, c));
+  return read_gguf_deepseek_routing(g, a, c);
 }
 
 // Cohere's Command R family, as llama.cpp's loaders and graphs run it (src/models/command-r.cpp,
@@ -244,7 +247,7 @@ bool is_gguf_llama_variant(const std::string& gguf_arch) {
   return gguf_arch == "olmo2" || gguf_arch == "exaone4" || gguf_arch == "glm4" || gguf_arch == "seed_oss" ||
          gguf_arch == "ernie4_5" || gguf_arch == "hunyuan-dense" || gguf_arch == "apertus" || gguf_arch == "ernie4_5-moe" ||
          gguf_arch == "llama4" || gguf_arch == "minimax-m2" || gguf_arch == "command-r" ||
-         gguf_arch == "cohere2" || gguf_arch == "hunyuan-moe";
+         gguf_arch == "cohere2" || gguf_arch == "hunyuan-moe" || gguf_arch == "dots1";
 }
 
 Status add_gguf_xielu_tensors(const GgufFile& g, int n_layers, std::map<std::string, RawTensor>& tensors) {
@@ -285,6 +288,7 @@ Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, 
   if (gguf_arch == "ernie4_5-moe") return read_ernie_moe(g, a, c);
   if (gguf_arch == "llama4") return read_llama4(g, a, c);
   if (gguf_arch == "minimax-m2") return read_minimax_m2(g, a, c);
+  if (gguf_arch == "dots1") return read_dots1(g, a, c);
   if (gguf_arch == "command-r" || gguf_arch == "cohere2") return read_command_r(g, gguf_arch, a, c);
   if (gguf_arch == "apertus") {  // per-head q/k norms, the xIELU MLP (its parameters: add_gguf_xielu_tensors)
     c.qk_norm = true;
@@ -323,6 +327,7 @@ std::string gguf_llama_variant_layer_name(const std::string& gguf_arch, const st
                                 {"ffn_gate_shexp.weight", "feed_forward.shared_expert.gate_proj.weight"},
                                 {"ffn_up_shexp.weight", "feed_forward.shared_expert.up_proj.weight"},
                                 {"ffn_down_shexp.weight", "feed_forward.shared_expert.down_proj.weight"}};
+  static const Names kSelectionBias = {{"exp_probs_b.bias", "mlp.gate.e_score_correction_bias"}};
   static const Names kMiniMaxM2 = {{"ffn_gate_inp.weight", "mlp.gate.weight"},
                                    {"exp_probs_b.bias", "mlp.gate.e_score_correction_bias"},
                                    {"ffn_gate_exps.weight", "mlp.experts.gate_proj"},
@@ -337,12 +342,15 @@ std::string gguf_llama_variant_layer_name(const std::string& gguf_arch, const st
                        : gguf_arch == "ernie4_5-moe"                 ? &kErnieMoe
                        : gguf_arch == "llama4"                       ? &kLlama4
                        : gguf_arch == "minimax-m2"                   ? &kMiniMaxM2
+                       : gguf_arch == "dots1"                        ? &kSelectionBias
                                                                      : nullptr;
   if (names == nullptr) return "";
   auto it = names->find(suffix);
   if (it != names->end()) return it->second;
-  // Hunyuan MoE's router and experts as the other GGUF MoE families', its shared MLP ungated.
-  return gguf_arch == "hunyuan-moe" ? gguf_moe_layer_name(suffix, /*gated_shared_expert=*/false) : "";
+  // Hunyuan MoE's and dots.llm1's router and experts as the other GGUF MoE families', their shared
+  // MLPs ungated.
+  return gguf_arch == "hunyuan-moe" || gguf_arch == "dots1" ? gguf_moe_layer_name(suffix, /*gated_shared_expert=*/false)
+                                                            : "";
 }
 
 }  // namespace brigade

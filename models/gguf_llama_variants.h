@@ -1,7 +1,7 @@
 // Internal to models/: llama.cpp's GGUF files of the Llama decoder's newer relatives, read into
 // the ModelConfig the safetensors path builds for them (models/llama_variants_config.h), as
 // llama.cpp's loader and graphs (src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp,
-// ernie4-5.cpp, hunyuan-dense.cpp, hunyuan-moe.cpp, llama4.cpp, minimax-m2.cpp, command-r.cpp,
+// ernie4-5.cpp, hunyuan-dense.cpp, hunyuan-moe.cpp, llama4.cpp, minimax-m2.cpp, dots1.cpp, command-r.cpp,
 // cohere2.cpp) run them:
 //   olmo2          OLMo 2 and OLMo 3 (one converter class): no attn_norm / ffn_norm,
 //                  post_attention_norm and post_ffw_norm on the blocks' outputs, attn_q_norm /
@@ -75,6 +75,19 @@
 //                  fixes. expert_gating_func 2 (sigmoid), or absent (llama.cpp then aborts;
 //                  MiniMax-M2 routes by sigmoid). Refused by name: another expert_gating_func,
 //                  expert_group_count above 1, per-layer expert_used_count;
+//   dots1          dots.llm1 (arch dots1, read_dots1's fields): qwen3's attention (per-head
+//                  attn_q_norm / attn_k_norm, which llama.cpp requires); leading_dense_block_count
+//                  dense layers, then ffn_gate_inp the router, the experts stacked as qwen3moe's
+//                  (expert_feed_forward_length wide) beside expert_shared_count shared experts
+//                  of that width in ffn_*_shexp (gguf_moe.h's read_gguf_shared_experts); the top
+//                  expert_used_count chosen on sigmoid + exp_probs_b where the file has it (llama.cpp's
+//                  is optional), within the expert_group_used_count best of expert_group_count
+//                  groups by their two best (llama.cpp's build_moe_ffn for every architecture),
+//                  renormalised with expert_weights_norm, times expert_weights_scale. Its converter
+//                  writes expert_gating_func only from config.json's scoring_func (llama.cpp aborts
+//                  without it; dots.llm1 routes by sigmoid, which brigade runs). No sliding window
+//                  (neither the converter nor llama.cpp's dots1 has one). Refused by name:
+//                  expert_gating_func other than 2 (sigmoid);
 //   command-r      Command R and R+ (arch cohere, read_cohere's fields): every norm a LayerNorm
 //                  without bias (eps attention.layer_norm_epsilon, required), attention and MLP in
 //                  parallel on attn_norm's output (no ffn_norm), RoPE of adjacent pairs (NORM, not
@@ -106,7 +119,7 @@ bool is_gguf_llama_variant(const std::string& gguf_arch);
 
 // Fills what the architecture adds to the common keys read_config reads (arch becomes the
 // safetensors name: olmo2 or olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense,
-// hunyuan_v1_moe, llama4_text, minimax_m2, cohere, cohere2). unsupported naming the key for what
+// hunyuan_v1_moe, llama4_text, minimax_m2, cohere, cohere2, dots1). unsupported naming the key for what
 // brigade does not run (above). corrupt naming the key for values out of range and required keys
 // missing.
 Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c);
@@ -117,8 +130,8 @@ Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, 
 Status add_gguf_xielu_tensors(const GgufFile& g, int n_layers, std::map<std::string, RawTensor>& tensors);
 
 // The Hugging Face name of a block tensor's suffix (under model.layers.N.) where the
-// architecture names it otherwise than Llama's table, or "" (hunyuan-moe's experts, router and
-// shared MLP: gguf_moe_layer_name's, the shared MLP as mlp.shared_experts.*).
+// architecture names it otherwise than Llama's table, or "" (hunyuan-moe's and dots1's experts,
+// router and shared MLP: gguf_moe_layer_name's, the shared MLP as mlp.shared_experts.*).
 std::string gguf_llama_variant_layer_name(const std::string& gguf_arch, const std::string& suffix);
 
 }  // namespace brigade

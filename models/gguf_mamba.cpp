@@ -155,14 +155,7 @@ Status read_gguf_mamba(const GgufFile& g, const std::string& gguf_arch, ModelCon
     c.moe_score_bias = true;
     c.relu2_experts = true;
     // Group-limited choice (DeepSeek-V3's, groups scored by their top two), as llama.cpp's graph.
-    BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_group_count", 1, c.n_group));
-    BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_group_used_count", 1, c.topk_group));
-    if (c.n_experts % c.n_group != 0 || c.topk_group > c.n_group ||
-        c.n_experts_per_tok > c.topk_group * (c.n_experts / c.n_group))
-      return corrupt(g.path() + ": metadata '" + a + "expert_group_count' / 'expert_group_used_count' (" +
-                     std::to_string(c.n_group) + ", " + std::to_string(c.topk_group) + ") do not fit " +
-                     std::to_string(c.n_experts) + " experts, " + std::to_string(c.n_experts_per_tok) + " per token");
-    c.moe_group_score = c.n_group > 1 ? MoeGroupScore::top2_sum : MoeGroupScore::none;
+    BRIGADE_RETURN_IF_ERROR(read_gguf_expert_groups(g, a, c));
     c.decoder_sparse_step = 1;
     c.mlp_only_layers.clear();
     for (int l = 0; l < c.n_layers; ++l)

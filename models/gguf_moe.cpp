@@ -32,6 +32,56 @@ Status read_gguf_expert_weights_scale(const GgufFile& g, const std::string& a, M
   return Status::ok();
 }
 
+Status read_gguf_expert_groups(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_group_count", 1, c.n_group));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_group_used_count", 1, c.topk_group));
+  if (c.n_experts % c.n_group != 0 || c.topk_group > c.n_group ||
+      c.n_experts_per_tok > c.topk_group * (c.n_experts / c.n_group))
+    return corrupt(g.path() + ": metadata '" + a + "expert_group_count' / 'expert_group_used_count' (" +
+                   std::to_string(c.n_group) + ", " + std::to_string(c.topk_group) + ") do not fit " +
+                   std::to_string(c.n_experts) + " experts, " + std::to_string(c.n_experts_per_tok) + " per token");
+  c.moe_group_score = c.n_group > 1 ? MoeGroupScore::top2_sum : MoeGroupScore::none;
+  return Status::ok();
+}
+
+Status read_gguf_shared_experts(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(read_gguf_expert_counts(g, a, c));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "expert_feed_forward_length", 0, c.moe_intermediate_size));
+  if (!g.find(a + "expert_shared_count")) return corrupt(g.path() + ": metadata '" + a + "expert_shared_count' is missing");
+  BRIGADE_ASSIGN_OR_RETURN(int64_t shared, g.get_int(a + "expert_shared_count"));
+  if (shared < 0 || shared > INT32_MAX / c.moe_intermediate_size)
+    return corrupt(g.path() + ": metadata '" + a + "expert_shared_count' is out of range");
+  c.n_shared_experts = static_cast<int>(shared);
+  BRIGADE_ASSIGN_OR_RETURN(int64_t dense, g.get_int_or(a + "leading_dense_block_count", 0));
+  if (dense < 0 || dense > c.n_layers)
+    return corrupt(g.path() + ": metadata '" + a + "leading_dense_block_count' (" + std::to_string(dense) +
+                   ") must be in [0, " + std::to_string(c.n_layers) + "]");
+  c.first_k_dense_replace = static_cast<int>(dense);
+  c.decoder_sparse_step = 1;
+  c.mlp_only_layers.clear();
+  return Status::ok();
+}
+
+Status read_gguf_sigmoid_gating(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  // llama.cpp's llama_expert_gating_func_type: 0 none (the key absent), 1 softmax, 2 sigmoid.
+  constexpr int64_t kGatingNone = 0, kGatingSigmoid = 2;
+  BRIGADE_ASSIGN_OR_RETURN(int64_t gating, g.get_int_or(a + "expert_gating_func", kGatingNone));
+  if (gating != kGatingNone && gating != kGatingSigmoid)
+    return unsupported(g.path() + ": metadata '" + a + "expert_gating_func' " + std::to_string(gating) +
+                       " is not supported for " + a.substr(0, a.size() - 1) + "; supported: 2 (sigmoid)");
+  c.moe_scoring = MoeScoring::sigmoid;
+  return Status::ok();
+}
+
+Status read_gguf_deepseek_routing(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  c.moe_score_bias = g.has_tensor("blk." + std::to_string(c.first_k_dense_replace) + ".exp_probs_b.bias");
+  BRIGADE_RETURN_IF_ERROR(read_gguf_expert_groups(g, a, c));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_expert_weights_scale(g, a, c));
+  BRIGADE_ASSIGN_OR_RETURN(int64_t norm, g.get_int_or(a + "expert_weights_norm", 0));
+  c.norm_topk_prob = norm != 0;
+  return Status::ok();
+}
+
 namespace {
 
 std::string dims_string(const std::vector<int64_t>& dims) {  // outermost first, as RawTensor shapes

@@ -71,6 +71,25 @@ Status read_gguf_expert_counts(const GgufFile& g, const std::string& a, ModelCon
 // {a}expert_weights_scale into c.routed_scaling_factor: 1 when absent or 0 (llama.cpp's "no
 // scale"); corrupt naming the key when not a number >= 0.
 Status read_gguf_expert_weights_scale(const GgufFile& g, const std::string& a, ModelConfig& c);
+// {a}expert_group_count and {a}expert_group_used_count (1 when absent) into c.n_group and
+// c.topk_group, groups scored by their two best experts (llama.cpp's build_moe_ffn, DeepSeek-V3's
+// rule) where there are several; corrupt naming the keys when they do not fit c's experts.
+Status read_gguf_expert_groups(const GgufFile& g, const std::string& a, ModelConfig& c);
+// DeepSeek-V3's experts as llama.cpp's converters write them (glm4moe, dots1): expert_count,
+// expert_used_count and expert_feed_forward_length, {a}expert_shared_count shared experts of that
+// width (all required), after {a}leading_dense_block_count (0 when absent) dense layers, every
+// later layer sparse. corrupt naming the key when one is missing or out of range.
+Status read_gguf_shared_experts(const GgufFile& g, const std::string& a, ModelConfig& c);
+// {a}expert_gating_func of an architecture that routes by sigmoid (glm4moe, minimax-m2, dots1): 2
+// (sigmoid), or absent (llama.cpp's "none": glm4moe's loader takes sigmoid, minimax-m2's and
+// dots1's graphs abort; those models route by sigmoid, which brigade runs). Sets c.moe_scoring;
+// unsupported naming the key otherwise.
+Status read_gguf_sigmoid_gating(const GgufFile& g, const std::string& a, ModelConfig& c);
+// DeepSeek-V3's routing keys as llama.cpp's build_moe_ffn applies them (dots1, deepseek2): the
+// selection bias where the first sparse layer stores exp_probs_b.bias (llama.cpp's is optional),
+// the groups (read_gguf_expert_groups), expert_weights_scale (read_gguf_expert_weights_scale) and
+// expert_weights_norm (false when absent). Needs read_gguf_shared_experts' fields read.
+Status read_gguf_deepseek_routing(const GgufFile& g, const std::string& a, ModelConfig& c);
 // Whether a file of gguf_arch has experts ({arch}.expert_count > 0): qwen3moe, or llama (Mixtral).
 Expected<bool> gguf_has_experts(const GgufFile& g, const std::string& gguf_arch);
 

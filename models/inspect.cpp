@@ -276,7 +276,7 @@ std::string format_model_info(const ModelInfo& m) {
     else if (!c.shared_gate && c.shared_expert_intermediate_size > 0)  // Granite's and Hunyuan's shared MLP
       s += ", an ungated shared SwiGLU of " + std::to_string(c.shared_width());
     s += "\n";
-    if (c.is_mla() || c.arch == "glm4_moe") s += "routing:       " + deepseek_routing(c) + "\n";
+    if (c.is_mla() || c.arch == "glm4_moe" || c.arch == "dots1") s += "routing:       " + deepseek_routing(c) + "\n";
     if (c.arch == "minimax_m2")
       s += std::string("routing:       sigmoid") + (c.moe_score_bias ? " + e_score_correction_bias (selection only)" : "") +
            "\n";

@@ -70,7 +70,8 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"OlmoeForCausalLM", "olmoe"},
       {"ApertusForCausalLM", "apertus"},          {"Ernie4_5_MoeForCausalLM", "ernie4_5_moe"},
       {"Llama4ForCausalLM", "llama4_text"},       {"MiniMaxM2ForCausalLM", "minimax_m2"},
-      {"CohereForCausalLM", "cohere"},            {"Cohere2ForCausalLM", "cohere2"}};
+      {"CohereForCausalLM", "cohere"},            {"Cohere2ForCausalLM", "cohere2"},
+      {"Dots1ForCausalLM", "dots1"}};
   for (const auto& [cls, type] : kNames)
     if (class_name == cls || (class_name.empty() && model_type == type)) return type;
   return {};
@@ -384,9 +385,30 @@ Status read_cohere(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// rednote-hilab dots.llm1 (Dots1Config): Qwen3's attention (per-head q/k norms, attention_bias on
+// q/k/v and o) with Dots1Config's windows: sliding_window (4096; null: none) on the
+// "sliding_attention" layers of layer_types, which without it are the layers from
+// max_window_layers (62) on. transformers ignores use_sliding_window (the Hub's configs write
+// false), and so does brigade. The experts and routing: read_dots1 (models/deepseek_config.h).
+Status read_dots1_attention(const json& j, ModelConfig& c) {
+  c.qk_norm = true;
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  c.sliding_window = 4096;
+  if (auto it = j.find("sliding_window"); it != j.end() && it->is_null()) c.sliding_window = 0;
+  else BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
+  if (c.sliding_window < 0) return invalid_argument("config.json: sliding_window must be >= 0 or null");
+  if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) return read_layer_types(j, c, 1);
+  int max_window_layers = 62;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "max_window_layers", max_window_layers, false));
+  c.sliding_layers.assign(static_cast<size_t>(c.n_layers), false);
+  for (int l = std::max(max_window_layers, 0); l < c.n_layers; ++l) c.sliding_layers[static_cast<size_t>(l)] = true;
+  return Status::ok();
+}
+
 }  // namespace
 
 Status read_llama_variant(const json& j, ModelConfig& c) {
+  if (c.arch == "dots1") return read_dots1_attention(j, c);
   if (c.arch == "cohere" || c.arch == "cohere2") return read_cohere(j, c);
   if (c.arch == "llama4_text") return read_llama4(j, c);
   if (c.arch == "minimax_m2") return read_minimax_m2(j, c);

@@ -30,7 +30,10 @@
 //     whose score scales the expert's input, beside a shared expert (read_llama4);
 //   minimax_m2 (MiniMaxM2ForCausalLM, MiniMax-M2 / M2.1): OLMo 2's whole-projection q/k norms
 //     before a partial RoPE, every layer sparse with sigmoid routing chosen with the
-//     e_score_correction_bias and renormalised, Mixtral's names (read_minimax_m2).
+//     e_score_correction_bias and renormalised, Mixtral's names (read_minimax_m2);
+//   dots1 (Dots1ForCausalLM, rednote-hilab dots.llm1): Qwen3's attention with Dots1Config's
+//     sliding layers (read_dots1_attention); DeepSeek-V3's experts and routing beside shared
+//     experts from first_k_dense_replace on (read_dots1, models/deepseek_config.h).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -37,12 +37,14 @@ constexpr const char* kSupported =
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
     "Mistral3ForConditionalGeneration (mistral3: its language model, text only), Llama4ForCausalLM (llama4_text), "
     "Llama4ForConditionalGeneration (llama4: its language model, text only), MiniMaxM2ForCausalLM (minimax_m2), "
-    "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2)";
+    "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
 // GLM-4.5 / 4.6 (Glm4MoeForCausalLM): GQA attention beside DeepSeek-V3's MoE (models/deepseek_config.h).
 bool is_glm4_moe(const std::string& arch) { return arch == "glm4_moe"; }
+// GLM-4.5's and dots.llm1's (Dots1ForCausalLM) experts: DeepSeek-V3's routing (validate_grouped_moe).
+bool has_grouped_moe(const std::string& arch) { return is_glm4_moe(arch) || arch == "dots1"; }
 
 // The architectures whose MoE fields read_moe parses (DeepSeek's: models/deepseek_config.h).
 bool is_sparse_moe(const std::string& arch) {
@@ -556,7 +558,7 @@ Status ModelConfig::validate() const {
     if (e < 0 || e >= vocab_size)
       return invalid_argument("model config: eos_token_id " + std::to_string(e) + " is outside the vocabulary");
   if (is_deepseek(arch)) return validate_deepseek(*this);
-  if (is_glm4_moe(arch)) return validate_grouped_moe(*this);
+  if (has_grouped_moe(arch)) return validate_grouped_moe(*this);
   return validate_moe(*this);
 }
 
@@ -642,6 +644,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_moe(j, c));
   if (is_deepseek(c.arch)) BRIGADE_RETURN_IF_ERROR(read_deepseek(j, c));
   if (is_glm4_moe(c.arch)) BRIGADE_RETURN_IF_ERROR(read_glm4_moe(j, c));
+  if (c.arch == "dots1") BRIGADE_RETURN_IF_ERROR(read_dots1(j, c));
   if (is_gated_delta(c.arch)) BRIGADE_RETURN_IF_ERROR(read_gated_delta(j, c));  // models/state_space_config.h
   // YaRN (transformers' _compute_yarn_parameters: the given factor, attention_factor from it
   // unless set): DeepSeek's and gpt-oss's own, and the context extension Qwen's model cards

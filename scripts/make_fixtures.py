@@ -475,6 +475,17 @@ def fixtures():
             intermediate_size=32, num_local_experts=8, num_experts_per_tok=2, shared_intermediate_size=48,
             embedding_multiplier=2.0, residual_multiplier=0.7, attention_multiplier=0.25, logits_scaling=1.5,
             pad_token_id=0)),
+        # rednote-hilab dots.llm1 (Dots1ForCausalLM): Qwen3's attention (per-head q/k norms) and
+        # DeepSeek-V3's MoE: layer 0 a dense SwiGLU of 96, then 8 experts of 16 in 2 groups (the top
+        # group by its two best), top 2 by sigmoid + e_score_correction_bias, renormalised, times 2.5,
+        # beside 2 shared experts; windows of 8 from layer max_window_layers = 2 on (transformers
+        # slides them whatever use_sliding_window says); the Hub config's scoring_func / topk_method.
+        "dots1": ("Dots1Config", "Dots1ForCausalLM", base_config(
+            num_hidden_layers=3, intermediate_size=96, n_routed_experts=8, num_experts_per_tok=2,
+            moe_intermediate_size=16, n_shared_experts=2, first_k_dense_replace=1, n_group=2, topk_group=1,
+            norm_topk_prob=True, routed_scaling_factor=2.5, sliding_window=8, max_window_layers=2,
+            use_sliding_window=False, scoring_func="sigmoid", topk_method="noaux_tc", moe_layer_freq=1,
+            pad_token_id=0)),
     }
 
 
@@ -703,7 +714,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

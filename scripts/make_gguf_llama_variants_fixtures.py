@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Writes the GGUF fixtures of fourteen llama.cpp architectures that are Llama-style decoders with
+"""Writes the GGUF fixtures of fifteen llama.cpp architectures that are Llama-style decoders with
 their own norms, biases, activations or RoPE, made by llama.cpp's own converter
 (convert_hf_to_gguf.py: conversion/olmo.py's Olmo2Model, OlmoeModel and SeedOssModel, exaone.py's
 Exaone4Model, glm.py's Glm4Model, ernie.py's Ernie4_5Model, hunyuan.py's HunYuanModel and
-HunYuanMoEModel, minimax.py's MiniMaxM2Model, command_r.py's CommandR2Model and Cohere2Model, all
+HunYuanMoEModel, minimax.py's MiniMaxM2Model, command_r.py's CommandR2Model and Cohere2Model,
+dots1.py's Dots1Model (a Qwen2MoeModel), all
 TextModel subclasses, none of them LlamaModel's; and llama.py's ApertusModel and Llama4Model,
 LlamaModels with undo_permute False) from tiny transformers checkpoints. The checkpoints (SOURCES)
 are make_fixtures.py's olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense, olmoe,
-ernie4_5_moe, apertus, llama4_text, minimax_m2, cohere, cohere2 and hunyuan_v1_moe fixtures, made
-here with seeds of their own (make_fixtures.new_model, 3505..3519), changed where llama.cpp cannot
+ernie4_5_moe, apertus, llama4_text, minimax_m2, cohere, cohere2, hunyuan_v1_moe and dots1 fixtures,
+made here with seeds of their own (make_fixtures.new_model, 3505..3520), changed where llama.cpp cannot
 run them (below):
 
   gguf_olmo2          Olmo2ForCausalLM (2 layers, hidden 64, GQA 4 heads over 2 of 16, theta 1e4,
@@ -79,10 +80,15 @@ run them (below):
                       the A13B config's per-layer lists moe_intermediate_size [32, 32] and
                       num_shared_expert [1, 1], use_mixed_mlp_moe, use_qk_norm and use_cla false
                       (HunYuanMoEV1Config writes none of them); --outtype f32
+  gguf_dots1          Dots1ForCausalLM (3 layers, per-head q/k RMSNorm before RoPE; layer 0 a dense
+                      SwiGLU of 96, then 8 experts of 16 in 2 groups, the best group by its two
+                      best, top 2 on sigmoid + e_score_correction_bias, renormalised, times 2.5,
+                      beside 2 shared experts; untied) with 4 KV heads (the fixture's 2) and no
+                      sliding window (the fixture's 8 on layer 2); --outtype f32
 
 What llama.cpp runs, and why these sources (llama.cpp 0c1e57098: the converter classes above,
 src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp, ernie4-5.cpp, hunyuan-vl.cpp (which
-hunyuan-dense.cpp reuses: loader and graph), hunyuan-moe.cpp, apertus.cpp, llama4.cpp, minimax-m2.cpp,
+hunyuan-dense.cpp reuses: loader and graph), hunyuan-moe.cpp, dots1.cpp, apertus.cpp, llama4.cpp, minimax-m2.cpp,
 command-r.cpp, cohere2.cpp, ggml's ggml_xielu (ggml.c) and its CPU kernel (ggml-cpu/unary-ops.cpp
 op_xielu), llama-model.cpp's shared hparams, load_swa_pattern and llama_model_rope_type,
 llama-context.cpp's YaRN parameters, llama-graph.cpp's build_moe_ffn and temperature input).
@@ -324,6 +330,24 @@ tensors"), so a bias llama.cpp has no slot for cannot be in the file.
     HunYuanMoEV1Gate), SiLU-gated experts; residual. The routing's renormalisation, the shared MLP
     and the stretched base are each exercised
     (GgufLlamaVariants.HunyuanMoeRoutingSharedMlpAndAlphaChangeTheResult).
+  - dots1: num_key_value_heads 4 and sliding_window None (make_fixtures.py's dots1: 2, 8 from
+    layer 2 on). llama_model_dots1 sizes attn_k / attn_v by n_head, not n_head_kv (dots.llm1 is
+    MHA: 32 over 32): the GQA fixture is refused, "check_tensor_dims: tensor 'blk.0.attn_k.weight'
+    has wrong shape; expected 64, 64, got 64, 32" (tried). Neither Dots1Model nor the dots1 graph
+    has a window (the released configs slide no layer). Dots1Model (a Qwen2MoeModel) writes
+    expert_count 8 (n_routed_experts), expert_used_count 2, expert_group_count 2,
+    expert_group_used_count 1, expert_gating_func 2 (from scoring_func, which the fixture's config
+    carries as the Hub's do; llama_model_dots1 reads it optionally and build_moe_ffn aborts
+    without it), expert_feed_forward_length 16, leading_dense_block_count 1, expert_shared_count
+    2, expert_weights_scale 2.5, expert_weights_norm true; stacks the experts as qwen2moe's, the
+    router as ffn_gate_inp, e_score_correction_bias as exp_probs_b.bias (ne [8]), the shared
+    experts (2 x 16 wide) as ffn_*_shexp; NEOX, not permuted. Graph: attn_norm, q/k/v, per-head
+    RMSNorm of q and k before RoPE NEOX over the whole head, o, residual; ffn_norm, then block 0
+    a dense SwiGLU of 96, blocks 1-2 build_moe_ffn: sigmoid of the router logits, + exp_probs_b
+    for the choice, the best group of 2 by the sum of its two best (llama.cpp's loader reads the
+    groups for every architecture), the top 2 in it, their sigmoids renormalised, times 2.5, SiLU
+    experts, plus the shared SwiGLU; residual. The groups, selection bias, renormalisation and
+    shared experts are each exercised (GgufDots1.GroupsSelectionBiasAndSharedExpertsChangeTheResult).
 vocab_size 256: no converter pads. ernie4_5, command_r and cohere2 are tied (no output.weight;
 ernie4_5's loader falls back to token_embd.weight, command-r's and cohere2's always take it);
 olmo2 and apertus require output.weight, the others take it when present.
@@ -383,7 +407,14 @@ transformers' own layout), glm4, ernie4_5, llama4, command-r and cohere2 LLAMA_R
   mlp.experts.E.gate_proj / up_proj / down_proj stacked -> ffn_gate_exps.weight, ffn_up_exps.weight
   (ne [128, 32, 8]), ffn_down_exps.weight (ne [32, 128, 8]); mlp.shared_mlp.gate_proj / up_proj /
   down_proj -> ffn_gate_shexp.weight, ffn_up_shexp.weight [128, 32], ffn_down_shexp.weight
-  [32, 128]. All F32.
+  [32, 128];
+  dots1: input_layernorm -> attn_norm, post_attention_layernorm -> ffn_norm, self_attn.q_norm /
+  k_norm -> attn_q_norm / attn_k_norm.weight [16]; q/k/v/o [64, 64]; layer 0's mlp.gate_proj /
+  up_proj / down_proj -> ffn_gate / ffn_up [64, 96], ffn_down [96, 64]; mlp.gate ->
+  ffn_gate_inp.weight [64, 8], mlp.gate.e_score_correction_bias -> exp_probs_b.bias [8],
+  mlp.experts.E.* stacked -> ffn_gate_exps / ffn_up_exps (ne [64, 16, 8]), ffn_down_exps (ne
+  [16, 64, 8]); mlp.shared_experts.* -> ffn_gate_shexp / ffn_up_shexp [64, 32], ffn_down_shexp
+  [32, 64]. All F32.
 Metadata (besides general.* and the tokenizer's), every key under the arch prefix:
   olmo2.{block_count 2, context_length 256, embedding_length 64, feed_forward_length 128,
   attention.head_count 4, attention.head_count_kv 2, rope.freq_base 1e4,
@@ -440,6 +471,12 @@ Metadata (besides general.* and the tokenizer's), every key under the arch prefi
   attention.value_length 128, expert_shared_feed_forward_length 32, expert_feed_forward_length 32,
   expert_used_count 2, expert_shared_count 1, rope.scaling.type none, rope.scaling.factor 1,
   rope.scaling.original_context_length 262144}.
+  dots1.{block_count 3, context_length 256, embedding_length 64, feed_forward_length 96,
+  attention.head_count 4, attention.head_count_kv 4, rope.freq_base 1e4,
+  attention.layer_norm_rms_epsilon 1e-5, expert_count 8, expert_used_count 2, expert_group_count 2,
+  expert_group_used_count 1, expert_gating_func 2, expert_feed_forward_length 16,
+  leading_dense_block_count 1, expert_shared_count 2, expert_weights_scale 2.5,
+  expert_weights_norm true}: no key_length (heads are 64 / 4), no sliding-window keys.
 
 The converter is make_gguf_qwen35_fixtures.py's: the one in PyPI's llama-cpp-python 0.3.36 source
 distribution (its vendored llama.cpp, ggml-org/llama.cpp@0c1e57098), in .brigade/llamacpp-src,
@@ -461,7 +498,9 @@ from config.json; except:
     pad 0;
   - hunyuan_moe: written by TextModel._set_vocab_gpt2 in place of HunYuanMoEModel.set_vocab
     (CONVERT_HUNYUAN_MOE): eos 255, bos 1, sep 4, pad 0 (A13B's files carry the pre-tokenizer
-    hunyuan, llama.cpp's QWEN2 regex).
+    hunyuan, llama.cpp's QWEN2 regex);
+  - dots1: pre qwen2 (llama.cpp's converter and llama-vocab.cpp name no pre-tokenizer of dots.llm1's
+    own; a Qwen2-sized vocabulary), eos 255, bos 1, pad 0.
 
 expected.json: transformers' logits, greedy tokens and decode logits (make_fixtures.run_cases).
 Logits stay under 6.1 but for ernie4_5's (up to 62: the tied head over N(0, 1) embeddings, whose
@@ -486,6 +525,7 @@ which must stay within 1e-3. Measured (prompts of 7, 1 and 40 tokens):
   gguf_command_r      6.0e-06, 2.4e-06, 8.3e-06
   gguf_cohere2        1.6e-06, 1.1e-06, 2.6e-06
   gguf_hunyuan_moe    2.0e-06, 1.1e-06, 2.5e-06
+  gguf_dots1          2.2e-06, 1.2e-06, 2.7e-06
 
 Run: python3 scripts/make_gguf_llama_variants_fixtures.py [NAME...], then
 python3 scripts/make_gguf_llama_variants_fixtures.py --llamacpp [NAME...] (make_fixtures.py's
@@ -548,6 +588,10 @@ SOURCES = {
     # NTK-alpha RoPE (module docstring; config.json's Hub fields: HUNYUAN_MOE_HUB_FIELDS)
     "hunyuan_moe": ("hunyuan_v1_moe", {"hidden_size": 128, "num_attention_heads": 1, "num_key_value_heads": 1,
                                        "head_dim": 128, "max_position_embeddings": 32768}, 3519),
+    # no sliding window (neither llama.cpp's converter nor its dots1 graph has one) and as many KV
+    # heads as query heads (llama.cpp's dots1 sizes attn_k / attn_v by n_head: dots.llm1 is MHA)
+    # (module docstring)
+    "dots1": ("dots1", {"sliding_window": None, "num_key_value_heads": 4}, 3520),
 }
 # name: (source, --outtype, pre-tokenizer name)
 FIXTURES = {
@@ -566,6 +610,7 @@ FIXTURES = {
     "gguf_command_r": ("command_r", "f32", "command-r"),
     "gguf_cohere2": ("cohere2", "f32", "command-r"),
     "gguf_hunyuan_moe": ("hunyuan_moe", "f32", "gpt-2"),
+    "gguf_dots1": ("dots1", "f32", "qwen2"),
 }
 
 # Hunyuan-A13B's config.json fields that HunYuanMoEModel.set_gguf_parameters reads (per-layer lists,

@@ -192,7 +192,8 @@ TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
 // experts weighted on their inputs, MiniMax-M2's whole-width q/k norms before a partial RoPE and
 // its biased sigmoid routing (every expert taken); Cohere's LayerNorms (layer_norm's kernel),
 // parallel blocks, per-head q/k LayerNorms (Command R+) and Command R7B's windows and NoPE layers;
-// Granite 3 MoE's fused experts and shared MLP (every expert taken).
+// Granite 3 MoE's fused experts and shared MLP (every expert taken); dots.llm1's q/k norms,
+// window and DeepSeek-V3 routing beside shared experts (every expert and group taken).
 TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir every_expert("gpu_every_expert_variants");
@@ -200,7 +201,7 @@ TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
                            "cohere2"})
     expect_fixture_matches_cpu(name, testing::fixture_dir(name));
   for (const char* name : {"olmoe", "llama4", "llama4_text", "minimax_m2", "granitemoe", "granitemoeshared",
-                           "hunyuan_v1_moe"})
+                           "hunyuan_v1_moe", "dots1"})
     expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 

@@ -19,6 +19,7 @@
 #include "cpu/cpu_backend.h"
 #include "models/checkpoint.h"
 #include "models/classifier.h"
+#include "models/deepseek.h"
 #include "models/llama.h"
 #include "models/mapped_file.h"
 #include "models/tokenizer.h"
@@ -287,7 +288,8 @@ float max_diff_with_config(const std::string& fixture, Edit edit) {
 
 // Max |Δlogit| on `fixture`'s longest prompt with the checkpoint at `path` (default: the fixture's
 // directory) loaded with its config changed by `edit` after parsing (a rule that no config field
-// turns off: Gemma's +1 of the norms, the embedding scale), weights as stored or `weights`.
+// turns off: Gemma's +1 of the norms, the embedding scale), weights as stored or `weights`; by
+// load_llama, or load_deepseek for deepseek_v2 / deepseek_v3.
 inline float max_diff_with_rules(const std::string& fixture, const std::function<void(ModelConfig&)>& edit,
                                  const std::string& path = "", std::optional<DType> weights = std::nullopt) {
   auto ck = Checkpoint::open(path.empty() ? fixture_dir(fixture) : path);
@@ -300,7 +302,8 @@ inline float max_diff_with_rules(const std::string& fixture, const std::function
   LoadOptions opts;
   opts.max_batch_tokens = 64;
   opts.weight_dtype = weights;
-  auto model = load_llama(*edited, *backend, opts);
+  const bool mla = c.arch == "deepseek_v2" || c.arch == "deepseek_v3";
+  auto model = mla ? load_deepseek(*edited, *backend, opts) : load_llama(*edited, *backend, opts);
   EXPECT_TRUE(model.has_value()) << model.status().to_string();
   if (!model) return 0;
   return run_fixture_case(**model, *backend, read_fixture_cases(fixture).back()).max_abs_diff;

@@ -54,7 +54,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "granite", "olmo2", "olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5",
                                            "hunyuan_v1_dense", "olmoe", "apertus", "mistral3", "ernie4_5_moe",
                                            "llama4", "llama4_text", "minimax_m2", "cohere", "cohere2", "granitemoe",
-                                           "granitemoeshared", "granite4_rope", "hunyuan_v1_moe"));
+                                           "granitemoeshared", "granite4_rope", "hunyuan_v1_moe", "dots1"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -424,6 +424,12 @@ TEST(HfFixtureConfig, InspectShowsLlama4AndMiniMaxPieces) {
   const std::string mm = format_model_info(*minimax);
   for (const char* piece : {"q/k norm over all heads", "rotary dims 16 of 32", "routing:       sigmoid + e_score_correction_bias"})
     EXPECT_NE(mm.find(piece), std::string::npos) << piece << "\n" << mm;
+  auto dots1 = inspect_model(fixture_dir("dots1"));
+  ASSERT_TRUE(dots1.has_value()) << dots1.status().to_string();
+  const std::string d1 = format_model_info(*dots1);
+  for (const char* piece : {"sliding window 8 on 1 of 3 layers", "groups 1 of 2 by top-2 sum", "shared experts 2",
+                            "sparse layers: 2 of 3 (dense: 0)"})
+    EXPECT_NE(d1.find(piece), std::string::npos) << piece << "\n" << d1;
   for (const char* name : {"granitemoeshared", "hunyuan_v1_moe"}) {
     auto shared = inspect_model(fixture_dir(name));
     ASSERT_TRUE(shared.has_value()) << shared.status().to_string();
@@ -463,6 +469,11 @@ TEST(HfFixtureConfig, MoeRoutingChangesTheResult) {
   EXPECT_GT(max_diff_with_config("hunyuan_v1_moe", [](nlohmann::json& j) { j["moe_topk"] = {1, 1}; }), 100 * kLogitTol);
   EXPECT_GT(max_diff_with_rules("hunyuan_v1_moe", [](ModelConfig& c) { c.shared_expert_intermediate_size = 0; }),
             100 * kLogitTol);
+  // dots.llm1: no expert groups, the selection bias ignored, no shared experts, no window on layer 2.
+  EXPECT_GT(max_diff_with_config("dots1", [](nlohmann::json& j) { j["n_group"] = 1; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_rules("dots1", [](ModelConfig& c) { c.moe_score_bias = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_rules("dots1", [](ModelConfig& c) { c.n_shared_experts = 0; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("dots1", [](nlohmann::json& j) { j["sliding_window"] = nullptr; }), 100 * kLogitTol);
   // ERNIE 4.5 MoE: one expert fewer, or layer 1 dense, or the selection bias ignored.
   EXPECT_GT(max_diff_with_config("ernie4_5_moe", [](nlohmann::json& j) { j["moe_k"] = 1; }), 100 * kLogitTol);
   EXPECT_GT(max_diff_with_rules("ernie4_5_moe", [](ModelConfig& c) { c.moe_score_bias = false; }), 100 * kLogitTol);

@@ -686,5 +686,92 @@ TEST(ModelConfig, ReadsCohere) {
   }
 }
 
+// rednote-hilab dots.llm1 (dots.llm1.inst's config.json at 4 layers): Qwen3's attention,
+// DeepSeek-V3's routing (sigmoid, selection bias, groups by their two best, renormalised,
+// scaled) beside n_shared_experts shared experts from first_k_dense_replace on; Dots1Config's
+// windows (layer_types, else the layers from max_window_layers on); refusals by name.
+TEST(ModelConfig, ReadsDots1) {
+  const nlohmann::json base = {
+      {"architectures", {"Dots1ForCausalLM"}}, {"model_type", "dots1"}, {"hidden_size", 64},
+      {"num_hidden_layers", 4}, {"num_attention_heads", 4}, {"num_key_value_heads", 4}, {"intermediate_size", 96},
+      {"vocab_size", 256}, {"first_k_dense_replace", 1}, {"moe_intermediate_size", 16}, {"moe_layer_freq", 1},
+      {"n_routed_experts", 8}, {"n_shared_experts", 2}, {"num_experts_per_tok", 6}, {"norm_topk_prob", true},
+      {"routed_scaling_factor", 2.5}, {"scoring_func", "sigmoid"}, {"topk_method", "noaux_tc"},
+      {"sliding_window", nullptr}, {"use_sliding_window", false}, {"max_window_layers", 4},
+      {"rms_norm_eps", 1e-5}, {"rope_theta", 10000000.0}};
+  auto parse = [&](const nlohmann::json& more) {
+    nlohmann::json j = base;
+    if (more.is_object()) j.update(more);
+    return parse_hf_config(j.dump());
+  };
+  auto inst = parse(nullptr);
+  ASSERT_TRUE(inst.has_value()) << inst.status().to_string();
+  EXPECT_EQ(inst->arch, "dots1");
+  EXPECT_TRUE(inst->qk_norm);
+  EXPECT_FALSE(inst->qk_norm_whole || inst->qk_norm_after_rope || inst->qkv_bias || inst->o_bias);
+  EXPECT_EQ(inst->n_experts, 8);
+  EXPECT_EQ(inst->n_experts_per_tok, 6);
+  EXPECT_EQ(inst->moe_intermediate_size, 16);
+  EXPECT_EQ(inst->n_shared_experts, 2);
+  EXPECT_EQ(inst->shared_width(), 32);
+  EXPECT_FALSE(inst->shared_gate);
+  EXPECT_EQ(inst->first_k_dense_replace, 1);
+  EXPECT_EQ(inst->n_moe_layers(), 3);
+  EXPECT_EQ(inst->moe_scoring, MoeScoring::sigmoid);
+  EXPECT_TRUE(inst->moe_score_bias);
+  EXPECT_TRUE(inst->norm_topk_prob);
+  EXPECT_FLOAT_EQ(inst->routed_scaling_factor, 2.5f);
+  EXPECT_EQ(inst->moe_group_score, MoeGroupScore::none);
+  EXPECT_EQ(inst->sliding_window, 0);
+  EXPECT_FLOAT_EQ(inst->rope_theta, 1e7f);
+  // Dots1Config's defaults: not renormalised, scale 1, every layer sparse.
+  auto defaults = parse({{"norm_topk_prob", nullptr}, {"routed_scaling_factor", nullptr},
+                         {"first_k_dense_replace", nullptr}, {"num_experts_per_tok", 2}});
+  ASSERT_TRUE(defaults.has_value()) << defaults.status().to_string();
+  EXPECT_FALSE(defaults->norm_topk_prob);
+  EXPECT_FLOAT_EQ(defaults->routed_scaling_factor, 1.0f);
+  EXPECT_EQ(defaults->n_moe_layers(), 4);
+  auto grouped = parse({{"n_group", 2}, {"topk_group", 1}, {"num_experts_per_tok", 2}});
+  ASSERT_TRUE(grouped.has_value()) << grouped.status().to_string();
+  EXPECT_EQ(grouped->moe_group_score, MoeGroupScore::top2_sum);
+  EXPECT_EQ(grouped->n_group, 2);
+  EXPECT_EQ(grouped->topk_group, 1);
+  // Windows: the layers from max_window_layers on (sliding_window's default 4096 when absent),
+  // or as layer_types says.
+  auto windowed = parse({{"sliding_window", 8}, {"max_window_layers", 2}});
+  ASSERT_TRUE(windowed.has_value()) << windowed.status().to_string();
+  std::vector<int> windows;
+  for (int l = 0; l < 4; ++l) windows.push_back(windowed->layer_window(l));
+  EXPECT_EQ(windows, (std::vector<int>{0, 0, 8, 8}));
+  nlohmann::json no_window = base;
+  no_window.erase("sliding_window");
+  no_window["max_window_layers"] = 3;
+  auto absent = parse_hf_config(no_window.dump());
+  ASSERT_TRUE(absent.has_value()) << absent.status().to_string();
+  EXPECT_EQ(absent->layer_window(2), 0);
+  EXPECT_EQ(absent->layer_window(3), 4096);
+  auto typed = parse({{"sliding_window", 16},
+                      {"layer_types", {"sliding_attention", "full_attention", "sliding_attention", "full_attention"}}});
+  ASSERT_TRUE(typed.has_value()) << typed.status().to_string();
+  EXPECT_EQ(typed->layer_window(0), 16);
+  EXPECT_EQ(typed->layer_window(1), 0);
+  for (const auto& [more, code, word] :
+       {std::tuple{nlohmann::json{{"scoring_func", "softmax"}}, StatusCode::unsupported, "scoring_func"},
+        std::tuple{nlohmann::json{{"topk_method", "greedy"}}, StatusCode::unsupported, "topk_method"},
+        std::tuple{nlohmann::json{{"moe_layer_freq", 2}}, StatusCode::unsupported, "moe_layer_freq"},
+        std::tuple{nlohmann::json{{"hidden_act", "gelu"}}, StatusCode::unsupported, "hidden_act"},
+        std::tuple{nlohmann::json{{"n_shared_experts", nullptr}}, StatusCode::invalid_argument, "n_shared_experts"},
+        std::tuple{nlohmann::json{{"n_routed_experts", nullptr}}, StatusCode::invalid_argument, "n_routed_experts"},
+        std::tuple{nlohmann::json{{"num_experts_per_tok", 9}}, StatusCode::invalid_argument, "num_experts_per_tok"},
+        std::tuple{nlohmann::json{{"n_group", 3}}, StatusCode::invalid_argument, "n_group"},
+        std::tuple{nlohmann::json{{"layer_types", {"full_attention", "chunked_attention", "full_attention",
+                                                   "full_attention"}}},
+                   StatusCode::unsupported, "layer_types"}}) {
+    const Status s = parse(more).status();
+    EXPECT_EQ(s.code(), code) << more.dump() << ": " << s.to_string();
+    EXPECT_NE(s.message().find(word), std::string::npos) << s.message();
+  }
+}
+
 }  // namespace
 }  // namespace brigade

@@ -294,7 +294,7 @@ TEST(TensorParallel, GemmaMatchesUnshardedAndTransformers) {
 TEST(TensorParallel, LlamaVariantsMatchUnshardedAndTransformers) {
   for (const char* name : {"exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus", "ernie4_5_moe",
                            "llama4", "llama4_text", "olmo2", "olmo3", "olmoe", "minimax_m2", "cohere", "cohere2", "granitemoe",
-                           "granitemoeshared", "hunyuan_v1_moe"})
+                           "granitemoeshared", "hunyuan_v1_moe", "dots1"})
     expect_tp2_matches_transformers(name);
 }
 
@@ -354,6 +354,13 @@ TEST(ExpertParallel, Glm4MoeMatchesTransformersWithExpertsSplitByColumnsOrByExpe
   }
 }
 
+// dots.llm1: each rank its heads' q/k norms, its part of the grouped sigmoid-routed experts (by
+// columns or whole experts: groups and selection bias replicated) and its columns of the two shared
+// experts, beside a dense layer and a sliding one.
+TEST(ExpertParallel, Dots1MatchesTransformersWithExpertsSplitByColumnsOrByExpert) {
+  for (const bool ep : {false, true}) expect_split_matches_transformers("dots1", 2, ep);
+}
+
 // GGUF's experts (gate and up apart, in their block types) at tp 2, by columns or by expert.
 // Dequantized (weights f32) the ranks equal transformers; as stored (auto) each rank keeps its
 // experts' blocks where its slice is whole blocks (by expert: all of them; by columns, each
@@ -406,10 +413,11 @@ TEST(ExpertParallel, GgufMoeExpertsSplitAtTp2) {
 
 // qwen2moe's F32 experts and gated shared expert (cut by columns either way) at tp 2, and
 // glm4moe's (a dense layer 0, sigmoid routing with the selection bias, a shared expert, an MTP
-// layer left unread): the ranks equal transformers.
+// layer left unread): the ranks equal transformers. And deepseek2's (each rank its heads' rows of
+// attn_k_b / attn_v_b, and its experts), whose expected.json is llama.cpp's run of the file.
 TEST(ExpertParallel, GgufQwen2MoeAndGlm4MoeMatchTransformersAtTp2) {
   for (const bool ep : {false, true})
-  for (const std::string fixture : {"gguf_qwen2moe", "gguf_glm4moe"}) {
+  for (const std::string fixture : {"gguf_qwen2moe", "gguf_glm4moe", "gguf_deepseek_v2", "gguf_deepseek_v3"}) {
     SCOPED_TRACE(fixture + (ep ? " by expert" : " by columns"));
     auto ranks = load_ranks(testing::fixture_dir(fixture) + "/model.gguf", 2, ep);
     ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
