@@ -359,12 +359,13 @@ class Backend {
     (void)qkv, (void)l, (void)sums, (void)q_total, (void)k_total, (void)q_weight, (void)k_weight, (void)eps;
     BRIGADE_CHECK(false, "qk_norm_by_sums on a backend without it (the CPU and CUDA backends have it)");
   }
-  // Llama 4's attention temperature tuning (its NoPE layers): each q head of row t, at position
-  // positions[t], times log1p(floor((positions[t] + 1) / floor_scale)) * scale + 1, in place
-  // (rounded to the activation dtype, as transformers rounds the scaled query); k and v untouched.
+  // The query temperature of Llama 4 (its NoPE layers; offset 1) and Ministral 3 (every layer,
+  // after RoPE; offset 0): each q head of row t, at position positions[t], times
+  // log1p(floor((positions[t] + offset) / floor_scale)) * scale + 1, in place (rounded to the
+  // activation dtype, as transformers rounds the scaled query); k and v untouched.
   virtual void attention_temperature(const Tensor& qkv, const QkvLayout& l, const Tensor& positions, float floor_scale,
-                                     float scale) {
-    (void)qkv, (void)l, (void)positions, (void)floor_scale, (void)scale;
+                                     float scale, float offset) {
+    (void)qkv, (void)l, (void)positions, (void)floor_scale, (void)scale, (void)offset;
     BRIGADE_CHECK(false, "attention_temperature on a backend without it (the CPU and CUDA backends have it)");
   }
   // Copies the k and v heads of qkv [n, ...] into the pages: row i goes to slot slots[i]

@@ -123,8 +123,8 @@ class CpuBackend final : public Backend {
     cpu::qk_norm_by_sums(ctx_, qkv, l, sums, q_total, k_total, q_weight, k_weight, eps);
   }
   void attention_temperature(const Tensor& qkv, const QkvLayout& l, const Tensor& positions, float floor_scale,
-                             float scale) override {
-    cpu::attention_temperature(ctx_, qkv, l, positions, floor_scale, scale);
+                             float scale, float offset) override {
+    cpu::attention_temperature(ctx_, qkv, l, positions, floor_scale, scale, offset);
   }
   void rope(const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
             const RopeConfig& rope) override {

@@ -154,7 +154,7 @@ void qk_norm_by_sums(const CpuContext& c, const Tensor& qkv, const QkvLayout& l,
 }
 
 void attention_temperature(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
-                           float floor_scale, float scale) {
+                           float floor_scale, float scale, float offset) {
   const int64_t n = qkv.dim(0), q_width = l.q_width();
   BRIGADE_CHECK(qkv.dtype == DType::f32 && qkv.row_numel() == l.row_width() && positions.numel() == n &&
                     positions.dtype == DType::i32 && floor_scale > 0.0f,
@@ -163,8 +163,8 @@ void attention_temperature(const CpuContext& c, const Tensor& qkv, const QkvLayo
   float* base = qkv.as<float>();
   c.pool->parallel_for(n, row_grain(l.row_width()), [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i) {
-      // transformers: log1p(floor((pos + 1.0) / floor_scale)) * attn_scale + 1.0, in f32.
-      const float t = std::log1p(std::floor((static_cast<float>(pos[i]) + 1.0f) / floor_scale)) * scale + 1.0f;
+      // transformers: log1p(floor((pos + offset) / floor_scale)) * attn_scale + 1.0, in f32.
+      const float t = std::log1p(std::floor((static_cast<float>(pos[i]) + offset) / floor_scale)) * scale + 1.0f;
       float* q = base + i * l.row_width();
       for (int64_t j = 0; j < q_width; ++j) q[j] *= t;
     }

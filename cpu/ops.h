@@ -74,7 +74,7 @@ void qk_head_layer_norm(const CpuContext& c, const Tensor& qkv, const QkvLayout&
 void rope(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
           const RopeConfig& rope);
 void attention_temperature(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& positions,
-                           float floor_scale, float scale);
+                           float floor_scale, float scale, float offset);
 void qk_sum_squares(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& sums);
 void qk_norm_by_sums(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const Tensor& sums, int64_t q_total,
                      int64_t k_total, const Tensor& q_weight, const Tensor& k_weight, float eps);

@@ -395,16 +395,17 @@ class CudaBackendImpl final : public CudaBackend {
                     });
   }
   void attention_temperature(const Tensor& qkv, const QkvLayout& l, const Tensor& positions, float floor_scale,
-                             float scale) override {
+                             float scale, float offset) override {
     BRIGADE_CHECK(qkv.dtype == DType::bf16 && qkv.row_numel() == l.row_width() && positions.numel() == qkv.dim(0) &&
                       floor_scale > 0.0f,
                   "attention_temperature: qkv [n, row_width] bf16, positions [n], floor_scale > 0");
     bind();
     graphs_->record(Sig() << kAttnTemperature << qkv << l.n_heads << l.n_kv_heads << l.head_dim << positions
-                          << floor_scale << scale,
+                          << floor_scale << scale << offset,
                     [=, this] {
                       gpu::launch_attention_temperature(qkv.data, qkv.dim(0), head_shape(l),
-                                                        positions.as<const int32_t>(), floor_scale, scale, stream_);
+                                                        positions.as<const int32_t>(), floor_scale, scale, offset,
+                                                        stream_);
                     });
   }
   void write_kv(const KvLayer& cache, const Tensor& qkv, const QkvLayout& l, const Tensor& slots) override {

@@ -64,10 +64,10 @@ void launch_qk_norm_by_sums(void* qkv, int64_t n, HeadShape h, const float* sums
 // RoPE of the q and k heads in place. inv_freq [rotary_dim / 2] f32 in device memory.
 void launch_rope(void* qkv, int64_t n, HeadShape h, const int32_t* positions, const float* inv_freq,
                  int rotary_dim, bool neox, float attention_factor, cudaStream_t stream);
-// Each q head of row i times log1p(floor((positions[i] + 1) / floor_scale)) * scale + 1 in place
-// (Backend::attention_temperature).
+// Each q head of row i times log1p(floor((positions[i] + offset) / floor_scale)) * scale + 1 in
+// place (Backend::attention_temperature).
 void launch_attention_temperature(void* qkv, int64_t n, HeadShape h, const int32_t* positions, float floor_scale,
-                                  float scale, cudaStream_t stream);
+                                  float scale, float offset, cudaStream_t stream);
 // K and V heads of qkv row i -> pages at slots[i] (negative: skipped; >= n_slots: skipped).
 void launch_write_kv(void* k, void* v, DType kv_t, const void* qkv, int64_t n, HeadShape h,
                      const int32_t* slots, int64_t n_slots, cudaStream_t stream);

@@ -254,14 +254,14 @@ __global__ void rope_kernel(bf16* qkv, int64_t n, HeadShape h, const int32_t* po
   v[b] = __float2bfloat16_rn(v0 * s + v1 * c);
 }
 
-// One thread per q element: times log1p(floor((pos + 1) / floor_scale)) * scale + 1 (f32), rounded.
+// One thread per q element: times log1p(floor((pos + offset) / floor_scale)) * scale + 1 (f32), rounded.
 __global__ void attention_temperature_kernel(bf16* qkv, int64_t n, HeadShape h, const int32_t* positions,
-                                             float floor_scale, float scale) {
+                                             float floor_scale, float scale, float offset) {
   const int64_t q_width = int64_t{h.n_heads} * h.head_dim;
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= n * q_width) return;
   const int64_t row = i / q_width;
-  const float t = log1pf(floorf((static_cast<float>(positions[row]) + 1.0f) / floor_scale)) * scale + 1.0f;
+  const float t = log1pf(floorf((static_cast<float>(positions[row]) + offset) / floor_scale)) * scale + 1.0f;
   bf16* v = qkv + row * h.row_width() + i % q_width;
   *v = __float2bfloat16_rn(__bfloat162float(*v) * t);
 }
@@ -437,11 +437,12 @@ void launch_rope(void* qkv, int64_t n, HeadShape h, const int32_t* positions, co
 }
 
 void launch_attention_temperature(void* qkv, int64_t n, HeadShape h, const int32_t* positions, float floor_scale,
-                                  float scale, cudaStream_t stream) {
+                                  float scale, float offset, cudaStream_t stream) {
   const int64_t total = n * h.n_heads * h.head_dim;
   if (total == 0) return;
   attention_temperature_kernel<<<ceil_div(total, kThreads), kThreads, 0, stream>>>(static_cast<bf16*>(qkv), n, h,
-                                                                                    positions, floor_scale, scale);
+                                                                                    positions, floor_scale, scale,
+                                                                                    offset);
   BRIGADE_CUDA_CHECK_LAUNCH();
 }
 

@@ -74,7 +74,7 @@ std::string format_model_info(const ModelInfo& m) {
                       : c.vision.kind == VisionKind::qwen2_5_vl ? "Qwen2_5_VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen2_vl ? "Qwen2VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen3_vl ? "Qwen3VLForConditionalGeneration"
-                      : c.arch == "llama"                     ? "Mistral3ForConditionalGeneration"
+                      : c.arch == "llama" || c.arch == "ministral3" ? "Mistral3ForConditionalGeneration"
                       : c.arch == "llama4_text"               ? "Llama4ForConditionalGeneration"
                                                               : "Gemma3ForConditionalGeneration";
   s += "architecture:  " + c.arch + (c.multimodal_text ? std::string(" (the language model of ") + whole + ")" : "") + "\n";
@@ -234,8 +234,9 @@ std::string format_model_info(const ModelInfo& m) {
             std::to_string(c.n_layers) + " layers";
   }
   if (c.attn_temperature_floor > 0.0f)
-    attn += ", query temperature on the NoPE layers (floor_scale " + num(c.attn_temperature_floor) + ", attn_scale " +
-            num(c.attn_temperature_scale) + ")";
+    attn += std::string(", query temperature on ") + (c.attn_temperature_all_layers ? "every layer" : "the NoPE layers") +
+            " (floor_scale " + num(c.attn_temperature_floor) + ", attn_scale " + num(c.attn_temperature_scale) +
+            (c.attn_temperature_offset != 1.0f ? ", positions + " + num(c.attn_temperature_offset) : "") + ")";
   if (c.attn_sinks) attn += ", a sink logit per head";
   if (c.fused_weights) attn += ", q|k|v and gate|up stored fused";
   if (c.sliding_window > 0) {

@@ -482,8 +482,9 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
   if (qk_norm && !after) BRIGADE_RETURN_IF_ERROR(norm_qk(qkv, q_norm, k_norm));
   if (!layer.nope) backend_.rope(qkv, l, positions, images_.rope(rope));
   if (qk_norm && after) BRIGADE_RETURN_IF_ERROR(norm_qk(qkv, q_norm, k_norm));
-  if (layer.nope && config_.attn_temperature_floor > 0.0f)  // Llama 4's NoPE layers
-    backend_.attention_temperature(qkv, l, positions, config_.attn_temperature_floor, config_.attn_temperature_scale);
+  if ((layer.nope || config_.attn_temperature_all_layers) && config_.attn_temperature_floor > 0.0f)
+    backend_.attention_temperature(qkv, l, positions, config_.attn_temperature_floor, config_.attn_temperature_scale,
+                                   config_.attn_temperature_offset);  // Llama 4's NoPE layers, Ministral 3's all
   backend_.write_kv(cache, qkv, l, slots);
   const float scale =
       config_.attn_scale > 0.0f ? config_.attn_scale : 1.0f / std::sqrt(static_cast<float>(config_.head_dim));

@@ -71,7 +71,7 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"ApertusForCausalLM", "apertus"},          {"Ernie4_5_MoeForCausalLM", "ernie4_5_moe"},
       {"Llama4ForCausalLM", "llama4_text"},       {"MiniMaxM2ForCausalLM", "minimax_m2"},
       {"CohereForCausalLM", "cohere"},            {"Cohere2ForCausalLM", "cohere2"},
-      {"Dots1ForCausalLM", "dots1"}};
+      {"Dots1ForCausalLM", "dots1"},              {"Ministral3ForCausalLM", "ministral3"}};
   for (const auto& [cls, type] : kNames)
     if (class_name == cls || (class_name.empty() && model_type == type)) return type;
   return {};
@@ -129,6 +129,21 @@ Expected<json> wrapped_text_config(const json& j, const char* wrapper, json defa
 }  // namespace
 
 Expected<json> mistral3_text_config(const json& j) {
+  auto t = j.find("text_config");
+  const std::string type = t != j.end() && t->is_object() && t->contains("model_type") ? (*t)["model_type"].dump() : "";
+  if (!type.empty() && type != "\"mistral\"" && type != "\"ministral3\"")
+    return unsupported("config.json: text_config.model_type " + type +
+                       " of Mistral3ForConditionalGeneration is not supported; supported: mistral, ministral3");
+  if (type == "\"ministral3\"") {
+    // Ministral 3's (and Devstral Small 2's) language model: Ministral3Config's defaults (the 8B's
+    // shape; its rope_parameters, which carry the query temperature, are not defaulted: read_ministral3).
+    json defaults = {{"head_dim", 128},          {"hidden_size", 4096},         {"intermediate_size", 14336},
+                     {"max_position_embeddings", 262144}, {"num_attention_heads", 32}, {"num_hidden_layers", 34},
+                     {"num_key_value_heads", 8}, {"rms_norm_eps", 1e-5},        {"sliding_window", nullptr},
+                     {"vocab_size", 131072}};
+    return wrapped_text_config(j, "Mistral3ForConditionalGeneration", std::move(defaults), "ministral3",
+                               "Ministral3ForCausalLM", /*tie=*/true);
+  }
   // Mistral3Config's text_config defaults (Mistral Small 3.1's shape), which configs may leave out.
   json defaults = {{"head_dim", 128},        {"hidden_size", 5120},        {"intermediate_size", 32768},
                    {"max_position_embeddings", 131072}, {"num_attention_heads", 32}, {"num_hidden_layers", 40},
@@ -405,9 +420,37 @@ Status read_dots1_attention(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// Ministral 3 (Ministral3ForCausalLM, and Mistral3ForConditionalGeneration's language model when
+// its text_config is one): Mistral's layer with YaRN, and after RoPE on every layer the query
+// temperature 1 + beta * log(1 + floor(position / original_max_position_embeddings)), beta the
+// rope parameters' llama_4_scaling_beta (absent or 0: none).
+Status read_ministral3(const json& j, ModelConfig& c) {
+  const json* rope = nullptr;
+  for (const char* key : {"rope_parameters", "rope_scaling"})
+    if (auto it = j.find(key); it != j.end() && it->is_object()) rope = &*it;
+  if (rope == nullptr)
+    return unsupported("config.json: ministral3 without rope_parameters is not supported (Ministral3Config's default "
+                       "YaRN and query temperature are not applied); the released checkpoints write them");
+  float beta = 0.0f;
+  BRIGADE_RETURN_IF_ERROR(read_float(*rope, "llama_4_scaling_beta", beta));
+  if (!std::isfinite(beta)) return invalid_argument("config.json: llama_4_scaling_beta must be a number");
+  if (beta == 0.0f) return Status::ok();
+  float floor_scale = 0.0f;
+  BRIGADE_RETURN_IF_ERROR(read_float(*rope, "original_max_position_embeddings", floor_scale));
+  if (!(floor_scale > 0.0f) || !std::isfinite(floor_scale))
+    return invalid_argument("config.json: llama_4_scaling_beta needs the rope parameters' "
+                            "original_max_position_embeddings > 0 (its positions' unit)");
+  c.attn_temperature_floor = floor_scale;
+  c.attn_temperature_scale = beta;
+  c.attn_temperature_offset = 0.0f;
+  c.attn_temperature_all_layers = true;
+  return Status::ok();
+}
+
 }  // namespace
 
 Status read_llama_variant(const json& j, ModelConfig& c) {
+  if (c.arch == "ministral3") return read_ministral3(j, c);
   if (c.arch == "dots1") return read_dots1_attention(j, c);
   if (c.arch == "cohere" || c.arch == "cohere2") return read_cohere(j, c);
   if (c.arch == "llama4_text") return read_llama4(j, c);

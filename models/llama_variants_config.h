@@ -33,7 +33,10 @@
 //     e_score_correction_bias and renormalised, Mixtral's names (read_minimax_m2);
 //   dots1 (Dots1ForCausalLM, rednote-hilab dots.llm1): Qwen3's attention with Dots1Config's
 //     sliding layers (read_dots1_attention); DeepSeek-V3's experts and routing beside shared
-//     experts from first_k_dense_replace on (read_dots1, models/deepseek_config.h).
+//     experts from first_k_dense_replace on (read_dots1, models/deepseek_config.h);
+//   ministral3 (Ministral3ForCausalLM, and Mistral3ForConditionalGeneration's language model when
+//     its text_config is one: Ministral 3, Devstral Small 2): Mistral's layer with YaRN and a query
+//     temperature on every layer after RoPE (read_ministral3).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -48,11 +51,13 @@ namespace brigade {
 void nope_on_full_layers(ModelConfig& c);
 
 // Whether config.json is a Mistral3ForConditionalGeneration (model_type mistral3: Mistral Small
-// 3.1 / 3.2, Magistral Small, Devstral Small), whose language model brigade serves text-only.
+// 3.1 / 3.2, Magistral Small, Devstral Small; Ministral 3, Devstral Small 2), whose language model
+// brigade serves text-only.
 bool is_mistral3(const nlohmann::json& j);
-// Its language model's config as a MistralForCausalLM config.json: text_config (model_type
-// mistral; another is refused by name) with Mistral3Config's defaults for the fields it leaves
-// out, the top level's dtype and bos/eos ids where text_config has none, and the top level's
+// Its language model's config as a MistralForCausalLM config.json (text_config's model_type
+// mistral, with Mistral3Config's defaults for the fields it leaves out) or a Ministral3ForCausalLM
+// one (model_type ministral3, Ministral3Config's defaults; another type is refused by name), the
+// top level's dtype and bos/eos ids where text_config has none, and the top level's
 // tie_word_embeddings (Mistral3Config's default true: transformers ties lm_head to the
 // embeddings by it, whatever text_config says). corrupt without a text_config object.
 Expected<nlohmann::json> mistral3_text_config(const nlohmann::json& j);

@@ -35,7 +35,8 @@ constexpr const char* kSupported =
     "(exaone4), Glm4ForCausalLM (glm4), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
-    "Mistral3ForConditionalGeneration (mistral3: its language model, text only), Llama4ForCausalLM (llama4_text), "
+    "Mistral3ForConditionalGeneration (mistral3: its language model, text only), Ministral3ForCausalLM (ministral3), "
+    "Llama4ForCausalLM (llama4_text), "
     "Llama4ForConditionalGeneration (llama4: its language model, text only), MiniMaxM2ForCausalLM (minimax_m2), "
     "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1)";
 
@@ -663,7 +664,8 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
                        " supports default, linear, dynamic, llama3" + (is_deepseek(c.arch) ? ", yarn" : ""));
   // Absent ids take transformers' LlamaConfig defaults (bos 1, eos 2; Qwen configs have none);
   // null means none.
-  const bool llama_defaults = c.arch == "llama" || c.arch == "mixtral";  // MixtralConfig's are Llama's
+  // MixtralConfig's and Ministral3Config's are Llama's.
+  const bool llama_defaults = c.arch == "llama" || c.arch == "mixtral" || c.arch == "ministral3";
   c.bos_id = !j.contains("bos_token_id") && llama_defaults ? 1 : -1;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "bos_token_id", c.bos_id, false));
   if (!j.contains("eos_token_id") && llama_defaults) c.eos_ids = {2};

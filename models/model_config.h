@@ -99,10 +99,13 @@ struct ModelConfig {
   int attention_chunk = 0;      // Llama 4's attention_chunk_size: the chunked_layers attend within chunks of it
                                 // (AttentionMeta::chunk); 0 = none
   std::vector<bool> chunked_layers;  // layer_types' "chunked_attention" layers; empty = none
-  // Llama 4's attn_temperature_tuning on its NoPE layers (Backend::attention_temperature): floor_scale and
-  // attn_scale; floor 0 = none.
+  // The query temperature (Backend::attention_temperature): Llama 4's attn_temperature_tuning on its NoPE
+  // layers (floor_scale, attn_scale, offset 1), Ministral 3's llama_4_scaling_beta on every layer
+  // (original_max_position_embeddings, the beta, offset 0: attn_temperature_all_layers); floor 0 = none.
   float attn_temperature_floor = 0.0f;
   float attn_temperature_scale = 0.0f;
+  float attn_temperature_offset = 1.0f;
+  bool attn_temperature_all_layers = false;
   int bos_id = -1;              // -1 = none
   std::vector<int> eos_ids;
   DType dtype = DType::f32;     // element type of the weights as stored (torch_dtype; fp8 checkpoints: of the

@@ -414,6 +414,27 @@ def fixtures():
             vision_config=dict(model_type="pixtral", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                                num_attention_heads=2, head_dim=16, image_size=56, patch_size=14),
             image_token_index=10, tie_word_embeddings=False)),
+        # Ministral 3 (Mistral3ForConditionalGeneration whose text_config is a Ministral3Config:
+        # Ministral-3-3B/8B/14B, Devstral Small 2): Mistral's layer with YaRN and, after RoPE on every
+        # layer, the query temperature 1 + beta * log(1 + floor(pos / original_max)); original_max 8
+        # and beta 0.5 here so that it steps within the prompts. Tied, as the 3B.
+        "ministral3": ("Mistral3Config", "Mistral3ForConditionalGeneration", dict(
+            text_config=dict(model_type="ministral3", vocab_size=256, hidden_size=64, intermediate_size=128,
+                             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+                             max_position_embeddings=256, rms_norm_eps=1e-5, sliding_window=None,
+                             bos_token_id=1, eos_token_id=2, pad_token_id=0,
+                             rope_parameters=dict(rope_type="yarn", rope_theta=1e6, factor=16.0,
+                                                  original_max_position_embeddings=8, beta_fast=32.0, beta_slow=1.0,
+                                                  mscale=1.0, mscale_all_dim=1.0, llama_4_scaling_beta=0.5)),
+            vision_config=dict(model_type="pixtral", hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                               num_attention_heads=2, head_dim=8, image_size=28, patch_size=14),
+            image_token_index=10, tie_word_embeddings=True)),
+        # Ministral3ForCausalLM alone, with a sliding window of 16 (Ministral3Attention passes it).
+        "ministral3_text": ("Ministral3Config", "Ministral3ForCausalLM", base_config(
+            head_dim=16, sliding_window=16, pad_token_id=0,
+            rope_parameters=dict(rope_type="yarn", rope_theta=1e6, factor=4.0, original_max_position_embeddings=16,
+                                 beta_fast=32.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0,
+                                 llama_4_scaling_beta=0.3))),
         # ERNIE 4.5 MoE (Ernie4_5_MoeForCausalLM, baidu/ERNIE-4.5-21B-A3B-PT): layer 0 dense, then
         # 8 experts of 32, top 2 chosen on softmax + e_score_correction_bias and renormalised,
         # beside one shared expert; pair-wise RoPE, tied.
@@ -714,7 +735,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

@@ -288,28 +288,35 @@ TEST(CpuOps, XieluFollowsItsFormula) {
   }
 }
 
-// Llama 4's attention temperature: each q head of a row times log1p(floor((pos + 1) / floor)) *
-// scale + 1 (positions below floor - 1 keep 1, then steps at every multiple), k and v untouched.
+// The query temperature: each q head of a row times log1p(floor((pos + offset) / floor)) * scale +
+// 1, k and v untouched. Llama 4's offset 1: positions below floor - 1 keep 1, then a step at every
+// multiple minus one; Ministral 3's offset 0: the steps at the multiples themselves.
 TEST(CpuOps, AttentionTemperatureScalesQueriesByPosition) {
   std::mt19937 rng(56);
   auto b = backend_at(test::simd_levels().back());
   const QkvLayout l{4, 2, 8};
   const std::vector<int32_t> pos = {0, 2, 3, 4, 7, 8, 11, 8191, 8192, 100000};
   const int64_t n = static_cast<int64_t>(pos.size());
-  auto qkv = make(*b, DType::f32, {n, l.row_width()});
-  auto positions = make(*b, DType::i32, {n});
-  std::copy(pos.begin(), pos.end(), positions.tensor.as<int32_t>());
-  test::fill_uniform(qkv.tensor, rng);
-  const std::vector<float> before = test::to_vector(qkv.tensor);
-  b->attention_temperature(qkv.tensor, l, positions.tensor, 4.0f, 0.1f);
-  for (int64_t i = 0; i < n; ++i) {
-    const double t = std::log1p(std::floor((pos[static_cast<size_t>(i)] + 1.0) / 4.0)) * 0.1 + 1.0;
-    if (pos[static_cast<size_t>(i)] < 3) {
-      EXPECT_EQ(t, 1.0);
-    }
-    for (int64_t e = 0; e < l.row_width(); ++e) {
-      const double x = before[static_cast<size_t>(i * l.row_width() + e)];
-      EXPECT_NEAR(get(qkv.tensor, i * l.row_width() + e), e < l.q_width() ? x * t : x, 1e-6) << pos[static_cast<size_t>(i)];
+  for (const float offset : {1.0f, 0.0f}) {
+    auto qkv = make(*b, DType::f32, {n, l.row_width()});
+    auto positions = make(*b, DType::i32, {n});
+    std::copy(pos.begin(), pos.end(), positions.tensor.as<int32_t>());
+    test::fill_uniform(qkv.tensor, rng);
+    const std::vector<float> before = test::to_vector(qkv.tensor);
+    b->attention_temperature(qkv.tensor, l, positions.tensor, 4.0f, 0.1f, offset);
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t p = pos[static_cast<size_t>(i)];
+      const double t = std::log1p(std::floor((p + offset) / 4.0)) * 0.1 + 1.0;
+      if (p == 3) {
+        EXPECT_EQ(t == 1.0, offset == 0.0f) << "position 3 steps with offset 1 only";
+      }
+      if (p == 4) {
+        EXPECT_GT(t, 1.0) << offset;
+      }
+      for (int64_t e = 0; e < l.row_width(); ++e) {
+        const double x = before[static_cast<size_t>(i * l.row_width() + e)];
+        EXPECT_NEAR(get(qkv.tensor, i * l.row_width() + e), e < l.q_width() ? x * t : x, 1e-6) << p << " " << offset;
+      }
     }
   }
 }

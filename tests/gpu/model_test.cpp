@@ -201,7 +201,7 @@ TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
                            "cohere2"})
     expect_fixture_matches_cpu(name, testing::fixture_dir(name));
   for (const char* name : {"olmoe", "llama4", "llama4_text", "minimax_m2", "granitemoe", "granitemoeshared",
-                           "hunyuan_v1_moe", "dots1"})
+                           "hunyuan_v1_moe", "dots1", "ministral3", "ministral3_text"})
     expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 

@@ -183,19 +183,22 @@ TEST(GpuOps, Xielu) {
   EXPECT_LT(rel_error(get(*gpu(), xg.tensor), get(cpu(), xc.tensor)), kBf16Tol);
 }
 
-// Llama 4's attention temperature on the q heads, positions on both sides of its steps.
+// The query temperature on the q heads (Llama 4's offset 1, Ministral 3's 0), positions on both
+// sides of its steps.
 TEST(GpuOps, AttentionTemperature) {
   BRIGADE_REQUIRE_GPU();
   std::mt19937 rng(57);
   const QkvLayout l{8, 2, 64};
-  const std::vector<int32_t> pos = {0, 2, 3, 7, 8, 100, 8191, 8192, 50000};
+  const std::vector<int32_t> pos = {0, 2, 3, 4, 7, 8, 100, 8191, 8192, 50000};
   const int64_t n = static_cast<int64_t>(pos.size());
-  const auto qkv = random_values(rng, n * l.row_width(), -2, 2);
-  const auto qc = put(cpu(), DType::f32, {n, l.row_width()}, qkv), qg = put(*gpu(), DType::bf16, {n, l.row_width()}, qkv);
-  const auto pc = put_i32(cpu(), {n}, pos), pg = put_i32(*gpu(), {n}, pos);
-  cpu().attention_temperature(qc.tensor, l, pc.tensor, 4.0f, 0.1f);
-  gpu()->attention_temperature(qg.tensor, l, pg.tensor, 4.0f, 0.1f);
-  EXPECT_LT(rel_error(get(*gpu(), qg.tensor), get(cpu(), qc.tensor)), kBf16Tol);
+  for (const float offset : {1.0f, 0.0f}) {
+    const auto qkv = random_values(rng, n * l.row_width(), -2, 2);
+    const auto qc = put(cpu(), DType::f32, {n, l.row_width()}, qkv), qg = put(*gpu(), DType::bf16, {n, l.row_width()}, qkv);
+    const auto pc = put_i32(cpu(), {n}, pos), pg = put_i32(*gpu(), {n}, pos);
+    cpu().attention_temperature(qc.tensor, l, pc.tensor, 4.0f, 0.1f, offset);
+    gpu()->attention_temperature(qg.tensor, l, pg.tensor, 4.0f, 0.1f, offset);
+    EXPECT_LT(rel_error(get(*gpu(), qg.tensor), get(cpu(), qc.tensor)), kBf16Tol) << offset;
+  }
 }
 
 // OLMo 2's q/k norms: weights over the whole q and k widths, each part normalised as one vector.

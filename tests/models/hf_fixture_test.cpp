@@ -54,7 +54,8 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "granite", "olmo2", "olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5",
                                            "hunyuan_v1_dense", "olmoe", "apertus", "mistral3", "ernie4_5_moe",
                                            "llama4", "llama4_text", "minimax_m2", "cohere", "cohere2", "granitemoe",
-                                           "granitemoeshared", "granite4_rope", "hunyuan_v1_moe", "dots1"));
+                                           "granitemoeshared", "granite4_rope", "hunyuan_v1_moe", "dots1", "ministral3",
+                                           "ministral3_text"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -408,6 +409,25 @@ TEST(HfFixtureConfig, CoherePiecesMoveTheLogits) {
   EXPECT_GT(max_diff_with_rules("cohere2", [](ModelConfig& c) { c.nope_layers.assign(c.nope_layers.size(), false); }),
             100 * kLogitTol);
   EXPECT_GT(max_diff_with_config("cohere", [](nlohmann::json& j) { j["logit_scale"] = 0.5; }), 100 * kLogitTol);
+}
+
+// Ministral 3's query temperature (every layer, positions + 0) and its window are what make the
+// fixtures match: without the temperature, or with Llama 4's offset of 1, the logits move.
+TEST(HfFixtureConfig, Ministral3TemperatureMovesTheLogits) {
+  for (const char* name : {"ministral3", "ministral3_text"}) {
+    EXPECT_GT(max_diff_with_rules(name, [](ModelConfig& c) { c.attn_temperature_floor = 0.0f; }), 100 * kLogitTol)
+        << name;
+    EXPECT_GT(max_diff_with_rules(name, [](ModelConfig& c) { c.attn_temperature_offset = 1.0f; }), 10 * kLogitTol)
+        << name;
+  }
+  EXPECT_GT(max_diff_with_config("ministral3_text", [](nlohmann::json& j) { j["sliding_window"] = nullptr; }),
+            100 * kLogitTol);
+  auto info = inspect_model(fixture_dir("ministral3"));
+  ASSERT_TRUE(info.has_value()) << info.status().to_string();
+  const std::string text = format_model_info(*info);
+  for (const char* piece : {"ministral3 (the language model of Mistral3ForConditionalGeneration)",
+                            "query temperature on every layer (floor_scale 8, attn_scale 0.5, positions + 0)"})
+    EXPECT_NE(text.find(piece), std::string::npos) << piece << "\n" << text;
 }
 
 // `inspect` names Llama 4's, MiniMax-M2's and Command R+'s pieces.

@@ -773,5 +773,66 @@ TEST(ModelConfig, ReadsDots1) {
   }
 }
 
+// Ministral 3: Ministral3ForCausalLM alone or as Mistral3ForConditionalGeneration's text_config;
+// the query temperature from the rope parameters' llama_4_scaling_beta over their
+// original_max_position_embeddings, on every layer with no offset.
+TEST(ModelConfig, ReadsMinistral3) {
+  const nlohmann::json rope = {{"rope_type", "yarn"}, {"rope_theta", 1e6}, {"factor", 16.0},
+                               {"original_max_position_embeddings", 16384}, {"beta_fast", 32.0}, {"beta_slow", 1.0},
+                               {"mscale", 1.0}, {"mscale_all_dim", 1.0}, {"llama_4_scaling_beta", 0.1}};
+  const nlohmann::json text = {{"model_type", "ministral3"}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+                               {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 32},
+                               {"intermediate_size", 128}, {"vocab_size", 256}, {"max_position_embeddings", 262144},
+                               {"rope_parameters", rope}};
+  nlohmann::json alone = text;
+  alone["architectures"] = {"Ministral3ForCausalLM"};
+  const nlohmann::json wrapped = {{"architectures", {"Mistral3ForConditionalGeneration"}}, {"model_type", "mistral3"},
+                                  {"text_config", text}, {"tie_word_embeddings", false}};
+  for (const nlohmann::json& j : {alone, wrapped}) {
+    auto r = parse_hf_config(j.dump());
+    ASSERT_TRUE(r.has_value()) << r.status().to_string();
+    EXPECT_EQ(r->arch, "ministral3");
+    EXPECT_EQ(r->multimodal_text, j.contains("text_config"));
+    EXPECT_EQ(r->head_dim, 32);
+    EXPECT_EQ(r->rope_scaling.type, RopeScalingType::yarn);
+    EXPECT_FLOAT_EQ(r->rope_scaling.factor, 16.0f);
+    EXPECT_FLOAT_EQ(r->attn_temperature_floor, 16384.0f);
+    EXPECT_FLOAT_EQ(r->attn_temperature_scale, 0.1f);
+    EXPECT_FLOAT_EQ(r->attn_temperature_offset, 0.0f);
+    EXPECT_TRUE(r->attn_temperature_all_layers);
+    EXPECT_EQ(r->bos_id, 1);
+    EXPECT_EQ(r->eos_ids, std::vector<int>{2});
+    EXPECT_FALSE(r->tie_embeddings);
+  }
+  // Mistral3ForConditionalGeneration's text_config of Ministral3Config's defaults (the 8B's shape).
+  nlohmann::json sparse = wrapped;
+  sparse["text_config"] = {{"model_type", "ministral3"}, {"rope_parameters", rope}};
+  auto d = parse_hf_config(sparse.dump());
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_EQ(d->hidden_size, 4096);
+  EXPECT_EQ(d->n_layers, 34);
+  EXPECT_EQ(d->vocab_size, 131072);
+  // Without llama_4_scaling_beta (or 0): no temperature.
+  nlohmann::json plain = alone;
+  plain["rope_parameters"].erase("llama_4_scaling_beta");
+  auto p = parse_hf_config(plain.dump());
+  ASSERT_TRUE(p.has_value()) << p.status().to_string();
+  EXPECT_EQ(p->attn_temperature_floor, 0.0f);
+  auto refused = [](nlohmann::json j, StatusCode code, const char* word) {
+    const Status s = parse_hf_config(j.dump()).status();
+    EXPECT_EQ(s.code(), code) << j.dump() << ": " << s.to_string();
+    EXPECT_NE(s.message().find(word), std::string::npos) << s.message();
+  };
+  nlohmann::json no_rope = alone;
+  no_rope.erase("rope_parameters");
+  refused(no_rope, StatusCode::unsupported, "rope_parameters");
+  nlohmann::json no_unit = alone;
+  no_unit["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1e6}, {"llama_4_scaling_beta", 0.1}};
+  refused(no_unit, StatusCode::invalid_argument, "original_max_position_embeddings");
+  nlohmann::json other = wrapped;
+  other["text_config"]["model_type"] = "mistral4";
+  refused(other, StatusCode::unsupported, "mistral4");
+}
+
 }  // namespace
 }  // namespace brigade
