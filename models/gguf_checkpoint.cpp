@@ -23,7 +23,7 @@ constexpr const char* kSupportedArchs =
     "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, olmoe, ernie4_5-moe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
     "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1, mamba, mamba2, nemotron_h, nemotron_h_moe, granitehybrid, jamba, "
     "smollm3, granite, granitemoe, olmo2 (OLMo 2 and 3), exaone4, glm4, seed_oss, ernie4_5, hunyuan-dense, hunyuan-moe, apertus, "
-    "llama4, minimax-m2, command-r, cohere2, deepseek2, dots1";
+    "llama4, minimax-m2, command-r, cohere2, deepseek2, dots1, mistral3";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -91,6 +91,7 @@ Status read_gguf_granite(const GgufFile& g, const std::string& a, ModelConfig& c
 
 Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && arch != "smollm3" && arch != "granite" &&
+      arch != "mistral3" &&
       !is_gguf_gemma(arch) &&
       !is_gguf_moe(arch) && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) && !is_gguf_qwen35(arch) &&
       !is_gguf_lfm2(arch) && !is_gguf_falcon_h1(arch) && !is_gguf_mamba(arch) && !is_gguf_llama_variant(arch) &&
@@ -147,11 +148,12 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   c.rope_theta = static_cast<float>(theta);
   // llama.cpp's converter permutes llama's q/k rows (and SmolLM3's and Granite's, dense and MoE,
   // LlamaModel's subclasses) for its interleaved RoPE.
-  const bool permuted = arch == "llama" || arch == "smollm3" || arch == "granite" || arch == "granitemoe";
+  const bool permuted =
+      arch == "llama" || arch == "smollm3" || arch == "granite" || arch == "granitemoe" || arch == "mistral3";
   c.rope_style = permuted ? RopeStyle::interleaved : RopeStyle::neox;
-  // gpt-oss's and OLMo 3's YaRN is read with the rest of their keys.
-  if (const GgufValue* s = g.find(a + "rope.scaling.type");
-      s && s->str != "none" && !is_gguf_gpt_oss(arch) && arch != "olmo2" && !is_gguf_deepseek2(arch)) {
+  // gpt-oss's, OLMo 3's, DeepSeek's and Mistral 3's YaRN is read with the rest of their keys.
+  if (const GgufValue* s = g.find(a + "rope.scaling.type"); s && s->str != "none" && !is_gguf_gpt_oss(arch) &&
+                                                            arch != "olmo2" && !is_gguf_deepseek2(arch) && arch != "mistral3") {
     if (s->str != "linear")
       return unsupported(g.path() + ": rope.scaling.type '" + s->str + "' is not supported in GGUF; supported: none, linear");
     BRIGADE_ASSIGN_OR_RETURN(double f, g.get_number(a + "rope.scaling.factor"));
@@ -178,6 +180,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (is_gguf_lfm2(arch)) return read_gguf_lfm2(g, arch, c);
   if (is_gguf_falcon_h1(arch)) return read_gguf_falcon_h1(g, c);
   if (is_gguf_llama_variant(arch)) return read_gguf_llama_variant(g, arch, c);
+  if (arch == "mistral3") return read_gguf_mistral3(g, a, c);
   if (is_gguf_deepseek2(arch)) return read_gguf_deepseek2(g, c);
   if (mamba) return read_gguf_mamba(g, arch, c);
   if (is_gguf_moe(arch) || experts) BRIGADE_RETURN_IF_ERROR(read_gguf_moe(g, arch, c));

@@ -25,7 +25,7 @@ Status read_gguf_yarn(const GgufFile& g, const std::string& a, ModelConfig& c) {
   const GgufValue* type = g.find(a + "rope.scaling.type");
   if (!type || type->str == "none") return Status::ok();
   if (type->str != "yarn")
-    return unsupported(g.path() + ": " + a + "rope.scaling.type '" + type->str + "' is not supported for gpt-oss; "
+    return unsupported(g.path() + ": " + a + "rope.scaling.type '" + type->str + "' is not supported for this architecture; "
                        "supported: none, yarn");
   RopeScaling& s = c.rope_scaling;
   s.type = RopeScalingType::yarn;

@@ -243,6 +243,39 @@ Status read_command_r(const GgufFile& g, const std::string& gguf_arch, const std
 
 }  // namespace
 
+Status read_gguf_mistral3(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  BRIGADE_ASSIGN_OR_RETURN(double attn, g.get_number_or(a + "rope.scaling.attn_factor", 1.0));
+  BRIGADE_ASSIGN_OR_RETURN(double log_mul, g.get_number_or(a + "rope.scaling.yarn_log_multiplier", 0.0));
+  if (!std::isfinite(attn) || attn <= 0.0)
+    return corrupt(g.path() + ": metadata '" + a + "rope.scaling.attn_factor' must be a positive number");
+  if (!std::isfinite(log_mul) || log_mul < 0.0)
+    return corrupt(g.path() + ": metadata '" + a + "rope.scaling.yarn_log_multiplier' must be a number >= 0");
+  BRIGADE_RETURN_IF_ERROR(read_gguf_yarn(g, a, c));
+  RopeScaling& s = c.rope_scaling;
+  if (log_mul != 0.0) {
+    if (s.type != RopeScalingType::yarn)
+      return unsupported(g.path() + ": metadata '" + a + "rope.scaling.yarn_log_multiplier' without YaRN is not "
+                         "supported for mistral3");
+    s.mscale = 1.0f;
+    s.mscale_all_dim = static_cast<float>(log_mul);
+    s.attention_factor = yarn_mscale(s.factor, 1.0f) / yarn_mscale(s.factor, s.mscale_all_dim) * static_cast<float>(attn);
+  }
+  c.arch = "llama";
+  const GgufValue* temperature = g.find(a + "attention.temperature_scale");
+  if (temperature == nullptr) return Status::ok();
+  BRIGADE_ASSIGN_OR_RETURN(double beta, g.get_number(a + "attention.temperature_scale"));
+  if (!std::isfinite(beta))
+    return corrupt(g.path() + ": metadata '" + a + "attention.temperature_scale' must be a number");
+  if (beta == 0.0) return Status::ok();  // llama.cpp's "none"
+  c.arch = "ministral3";
+  c.attn_temperature_floor = static_cast<float>(
+      s.type == RopeScalingType::yarn && s.original_max_position > 0 ? s.original_max_position : c.max_position);
+  c.attn_temperature_scale = static_cast<float>(beta);
+  c.attn_temperature_offset = 0.0f;
+  c.attn_temperature_all_layers = true;
+  return Status::ok();
+}
+
 bool is_gguf_llama_variant(const std::string& gguf_arch) {
   return gguf_arch == "olmo2" || gguf_arch == "exaone4" || gguf_arch == "glm4" || gguf_arch == "seed_oss" ||
          gguf_arch == "ernie4_5" || gguf_arch == "hunyuan-dense" || gguf_arch == "apertus" || gguf_arch == "ernie4_5-moe" ||

@@ -124,6 +124,17 @@ bool is_gguf_llama_variant(const std::string& gguf_arch);
 // missing.
 Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c);
 
+// llama.cpp's mistral3 (Ministral 3, Devstral Small 2, and Mistral Small 3.x's language model as
+// current converters write it): llama's layer and names (q/k rows permuted, RoPE of adjacent
+// pairs), rope.scaling.type none or yarn (read_gguf_yarn) whose yarn_log_multiplier is
+// Ministral3Config's mscale_all_dim (llama.cpp takes mscale 1: the cos/sin factor is
+// mscale(factor, 1) / mscale(factor, multiplier), times rope.scaling.attn_factor), and, with
+// attention.temperature_scale, the query temperature on every layer after RoPE over YaRN's
+// original_context_length (context_length without YaRN), offset 0, as llama.cpp's mistral3 graph
+// (arch ministral3; without the key, llama). unsupported naming the key for another scaling type
+// or a multiplier without YaRN; corrupt for values out of range.
+Status read_gguf_mistral3(const GgufFile& g, const std::string& a, ModelConfig& c);
+
 // Apertus's xIELU parameters (metadata xielu.*) as the tensors model.layers.N.mlp.act_fn.alpha_p,
 // alpha_n, beta, eps [1] f32 a safetensors checkpoint holds, over the metadata's bytes in the
 // mapping. corrupt naming the key when one is missing, not f32 or not one per layer (or one).

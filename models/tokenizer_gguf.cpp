@@ -16,6 +16,13 @@ using json = nlohmann::json;
 // (kQwen2Pattern, pretokenizer.h).
 constexpr const char* kLlama3Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Mistral's tekken (Mistral Nemo, Mistral Small 3.x, Ministral, Devstral, Magistral; llama.cpp's
+// TEKKEN) as its tokenizer.json writes it: words split at case changes, single digits,
+// punctuation runs taking line ends and slashes along. llama.cpp adapts it to classes of a-z / A-Z,
+// which splits accented, non-Latin-cased and combining-mark text otherwise; brigade follows
+// tokenizer.json (tests/fixtures/tokenizers/tekken records where llama.cpp's split differs).
+constexpr const char* kTekkenPattern =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 // Qwen3.5's (llama.cpp's QWEN35): qwen2's, its letters taking their combining marks along.
 constexpr const char* kQwen35Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
@@ -98,11 +105,11 @@ Expected<std::unique_ptr<Tokenizer>> load_bpe(const GgufFile& g, const std::vect
   for (const auto& p : patterns)
     steps.push_back({{"type", "Split"}, {"pattern", {{"Regex", p}}}, {"behavior", "Isolated"}, {"invert", false}});
   steps.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}});
-  // llama.cpp treats a word that is a whole token as that token for Llama 3 (its tokenizer.json
-  // sets model.ignore_merges), whatever the merges would make of it.
+  // llama.cpp treats a word that is a whole token as that token for Llama 3 and tekken (their
+  // tokenizer.json set model.ignore_merges), whatever the merges would make of it.
   const bool ignore_merges =
       pre_name == "llama-bpe" || pre_name == "llama3" || pre_name == "lfm2" || pre_name == "falcon-h1" ||
-      pre_name == "glm4" || pre_name == "glm5";
+      pre_name == "glm4" || pre_name == "glm5" || pre_name == "tekken";
   json j = {{"model", {{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", merges->strs}, {"ignore_merges", ignore_merges}}},
             {"added_tokens", std::move(added)},
             {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", std::move(steps)}}},
@@ -188,6 +195,7 @@ Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string&
   if (name == "deepseek-llm") return kDeepseekLlmPatterns;
   if (name == "deepseek-v3" || name == "hunyuan-dense") return kDeepseekV3Patterns;
   if (name == "seed-coder") return std::vector<std::string>{kSeedCoderPattern};
+  if (name == "tekken") return std::vector<std::string>{kTekkenPattern};
   // Kimi K2's (tokenization_kimi.py's pattern; llama.cpp hand-codes it as KIMI_K2).
   if (name == "kimi-k2") return std::vector<std::string>{kKimiK2Pattern};
   if (name == "gpt-4o" || name == "llama4") return std::vector<std::string>{kGpt4oPattern};  // as llama.cpp maps them
@@ -195,7 +203,7 @@ Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string&
   // spelled as classes; glm4 and glm5 also take whole-word tokens before merges).
   if (name == "chatglm-bpe" || name == "glm4" || name == "glm5") return std::vector<std::string>{kLlama3Pattern};
   return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, olmo, exaone4, llama-bpe, lfm2, "
-                     "falcon-h1, smaug-bpe, dbrx, refact, command-r, qwen2, hunyuan, qwen35, deepseek-llm, deepseek-v3, hunyuan-dense, seed-coder, kimi-k2, gpt-4o, "
+                     "falcon-h1, smaug-bpe, dbrx, refact, command-r, qwen2, hunyuan, qwen35, deepseek-llm, deepseek-v3, hunyuan-dense, seed-coder, kimi-k2, tekken, gpt-4o, "
                      "llama4, chatglm-bpe, glm4, glm5");
 }
 

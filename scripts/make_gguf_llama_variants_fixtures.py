@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""Writes the GGUF fixtures of fifteen llama.cpp architectures that are Llama-style decoders with
+"""Writes the GGUF fixtures of seventeen llama.cpp architectures that are Llama-style decoders with
 their own norms, biases, activations or RoPE, made by llama.cpp's own converter
 (convert_hf_to_gguf.py: conversion/olmo.py's Olmo2Model, OlmoeModel and SeedOssModel, exaone.py's
 Exaone4Model, glm.py's Glm4Model, ernie.py's Ernie4_5Model, hunyuan.py's HunYuanModel and
 HunYuanMoEModel, minimax.py's MiniMaxM2Model, command_r.py's CommandR2Model and Cohere2Model,
 dots1.py's Dots1Model (a Qwen2MoeModel), all
-TextModel subclasses, none of them LlamaModel's; and llama.py's ApertusModel and Llama4Model,
-LlamaModels with undo_permute False) from tiny transformers checkpoints. The checkpoints (SOURCES)
+TextModel subclasses, none of them LlamaModel's; llama.py's ApertusModel and Llama4Model,
+LlamaModels with undo_permute False; and mistral3.py's Ministral3Model, a LlamaModel that permutes
+q/k) from tiny transformers checkpoints. The checkpoints (SOURCES)
 are make_fixtures.py's olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense, olmoe,
-ernie4_5_moe, apertus, llama4_text, minimax_m2, cohere, cohere2, hunyuan_v1_moe and dots1 fixtures,
-made here with seeds of their own (make_fixtures.new_model, 3505..3520), changed where llama.cpp cannot
+ernie4_5_moe, apertus, llama4_text, minimax_m2, cohere, cohere2, hunyuan_v1_moe, dots1 and
+ministral3_text fixtures, made here with seeds of their own (make_fixtures.new_model, 3505..3521),
+changed where llama.cpp cannot
 run them (below):
 
   gguf_olmo2          Olmo2ForCausalLM (2 layers, hidden 64, GQA 4 heads over 2 of 16, theta 1e4,
@@ -85,6 +87,10 @@ run them (below):
                       best, top 2 on sigmoid + e_score_correction_bias, renormalised, times 2.5,
                       beside 2 shared experts; untied) with 4 KV heads (the fixture's 2) and no
                       sliding window (the fixture's 8 on layer 2); --outtype f32
+  gguf_ministral3     Ministral3ForCausalLM (2 layers, GQA 4 over 2 heads of 16, YaRN factor 4 over
+                      16 positions on theta 1e6 with mscale / mscale_all_dim 1, the query
+                      temperature 1 + 0.3 log(1 + floor(pos / 16)) on every layer after RoPE;
+                      untied) without the fixture's sliding window of 16; --outtype f32
 
 What llama.cpp runs, and why these sources (llama.cpp 0c1e57098: the converter classes above,
 src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp, ernie4-5.cpp, hunyuan-vl.cpp (which
@@ -348,6 +354,16 @@ tensors"), so a bias llama.cpp has no slot for cannot be in the file.
     groups for every architecture), the top 2 in it, their sigmoids renormalised, times 2.5, SiLU
     experts, plus the shared SwiGLU; residual. The groups, selection bias, renormalisation and
     shared experts are each exercised (GgufDots1.GroupsSelectionBiasAndSharedExpertsChangeTheResult).
+  - ministral3: sliding_window None (make_fixtures.py's ministral3_text: 16): llama_model_mistral3
+    reads no window. conversion/mistral3.py's Ministral3Model (a LlamaModel: q/k rows permuted)
+    writes rope.scaling.type yarn, factor 4, original_context_length 16, yarn_beta_fast 32 /
+    beta_slow 1, rope.scaling.yarn_log_multiplier 1 (the config's mscale_all_dim) and
+    attention.temperature_scale 0.3 (llama_4_scaling_beta). llama-context.cpp then takes mscale 1
+    and the cos/sin factor mscale(4, 1) / mscale(4, 1) = 1, as transformers does from the config's
+    mscale and mscale_all_dim; the mistral3 graph multiplies each query after RoPE by
+    log(floor(pos / 16) + 1) * 0.3 + 1 (n_attn_temp_floor_scale = n_ctx_orig_yarn, offset 0).
+    The temperature, its offset and the factor are each exercised
+    (GgufMistral3.TemperatureAndYarnFactorChangeTheResult).
 vocab_size 256: no converter pads. ernie4_5, command_r and cohere2 are tied (no output.weight;
 ernie4_5's loader falls back to token_embd.weight, command-r's and cohere2's always take it);
 olmo2 and apertus require output.weight, the others take it when present.
@@ -500,7 +516,9 @@ from config.json; except:
     (CONVERT_HUNYUAN_MOE): eos 255, bos 1, sep 4, pad 0 (A13B's files carry the pre-tokenizer
     hunyuan, llama.cpp's QWEN2 regex);
   - dots1: pre qwen2 (llama.cpp's converter and llama-vocab.cpp name no pre-tokenizer of dots.llm1's
-    own; a Qwen2-sized vocabulary), eos 255, bos 1, pad 0.
+    own; a Qwen2-sized vocabulary), eos 255, bos 1, pad 0;
+  - ministral3: pre tekken (Mistral's real vocabularies' name; llama.cpp then adds BOS and takes
+    whole-word tokens before merges), eos 255, bos 1, pad 0.
 
 expected.json: transformers' logits, greedy tokens and decode logits (make_fixtures.run_cases).
 Logits stay under 6.1 but for ernie4_5's (up to 62: the tied head over N(0, 1) embeddings, whose
@@ -526,6 +544,7 @@ which must stay within 1e-3. Measured (prompts of 7, 1 and 40 tokens):
   gguf_cohere2        1.6e-06, 1.1e-06, 2.6e-06
   gguf_hunyuan_moe    2.0e-06, 1.1e-06, 2.5e-06
   gguf_dots1          2.2e-06, 1.2e-06, 2.7e-06
+  gguf_ministral3     1.4e-06, 8.0e-07, 1.9e-06
 
 Run: python3 scripts/make_gguf_llama_variants_fixtures.py [NAME...], then
 python3 scripts/make_gguf_llama_variants_fixtures.py --llamacpp [NAME...] (make_fixtures.py's
@@ -592,6 +611,8 @@ SOURCES = {
     # heads as query heads (llama.cpp's dots1 sizes attn_k / attn_v by n_head: dots.llm1 is MHA)
     # (module docstring)
     "dots1": ("dots1", {"sliding_window": None, "num_key_value_heads": 4}, 3520),
+    # no sliding window (llama.cpp's mistral3 has none) (module docstring)
+    "ministral3": ("ministral3_text", {"sliding_window": None}, 3521),
 }
 # name: (source, --outtype, pre-tokenizer name)
 FIXTURES = {
@@ -611,6 +632,7 @@ FIXTURES = {
     "gguf_cohere2": ("cohere2", "f32", "command-r"),
     "gguf_hunyuan_moe": ("hunyuan_moe", "f32", "gpt-2"),
     "gguf_dots1": ("dots1", "f32", "qwen2"),
+    "gguf_ministral3": ("ministral3", "f32", "tekken"),
 }
 
 # Hunyuan-A13B's config.json fields that HunYuanMoEModel.set_gguf_parameters reads (per-layer lists,

@@ -98,10 +98,20 @@ PATTERNS = {
         "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
         "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
     ],
+    # Mistral's tekken tokenizer.json (Mistral Nemo, Mistral Small 3.x, Ministral, Devstral,
+    # Magistral; llama.cpp's TEKKEN, its "original regex from tokenizer.json" comment): words split
+    # at case changes (an upper-case run takes the lower-case run after it), single digits,
+    # punctuation runs with their line ends and slashes.
+    "tekken": r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
 }
 # llama.cpp's own regexes where they differ from the tokenizer.json ones above (what brigade would
 # take from its llama-vocab.cpp): Seed-Coder's contractions as case classes, \r\n as escapes.
 LLAMA_CPP_PATTERNS = {
+    # llama.cpp's TEKKEN adaptation: its engine has no \p{Lu}/\p{Ll}, so "upper" is any letter but
+    # a-z and "lower" any letter but A-Z (accented lower-case letters then count as both).
+    "tekken": [
+        r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    ],
     "seed_coder": [
         r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+",
     ],
@@ -125,6 +135,7 @@ SPECIALS = {
                    "<[fim-middle]>", "<[fim-suffix]>", "<seed:bos>", "<seed:eos>", "<seed:pad>",
                    "<seed:think>", "</seed:think>"],
     # Hunyuan dense's (full-width bars and U+2581, as DeepSeek's).
+    "tekken": ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[TOOL_CALLS]", "[THINK]", "[/THINK]"],
     "hunyuan_dense": ["<｜hy_begin▁of▁sentence｜>", "<｜hy_end▁of▁sentence｜>", "<｜hy_User｜>",
                       "<｜hy_Assistant｜>", "<｜hy_place▁holder▁no▁2｜>", "<｜hy_place▁holder▁no▁3｜>"],
 }
@@ -132,7 +143,7 @@ SPECIALS = {
 # that token, whatever the merges would make of it); Qwen2's does not. llama.cpp does the same
 # for the llama-bpe pre-tokenizer; for seed-coder and hunyuan-dense (deepseek-v3) it does not.
 IGNORE_MERGES = {"llama3": True, "qwen2": False, "qwen35": False, "refact": False, "seed_coder": False,
-                 "hunyuan_dense": False}
+                 "hunyuan_dense": False, "tekken": True}
 VOCAB_SIZE = 700
 
 # The training corpus: sentences in several scripts with numbers, contractions, code and emoji,
@@ -231,6 +242,16 @@ HUNYUAN = [
 ]
 
 
+# Case changes inside words, accented and non-Latin cases, titlecase letters, paths and slashes
+# (tekken's punctuation runs take a trailing / along), [INST] markers in text.
+TEKKEN = [
+    "HelloWorld iPhone McDonald's XMLHttpRequest ÉCOLE école Straße STRASSE ǅungla ǲ",
+    "/usr/local/bin/\npath/to//file.txt https://example.com/a/b?c=1", "[INST]What is 2+2?[/INST]The answer is 4.</s>",
+    "ΑθήναΑΘΗΝΑ МоскваМОСКВА camelCaseWord snake_case_word kebab-case-word ABCdefGHI",
+    "ﬁﬂ ŉ ǈǋ ᾈᾉ Ǆ ǅ ǆ", "x/y//z\n/\r\n//", "日本語のテキスト mixed漢字Text",
+]
+
+
 def llama_cpp_inputs():
     """The inputs of llama.cpp's tokenizer tests (ggml-vocab-*.gguf.inp), when testdata is here."""
     texts = []
@@ -275,7 +296,7 @@ def write(family):
     llama_cpp = split_only(LLAMA_CPP_PATTERNS[family]) if family in LLAMA_CPP_PATTERNS else None
     cases = []
     texts = TRICKY + {"qwen35": MARKS, "refact": DIGITS, "seed_coder": DIGITS + SEED_CODER,
-                      "hunyuan_dense": DIGITS + MARKS + HUNYUAN}.get(family, [])
+                      "hunyuan_dense": DIGITS + MARKS + HUNYUAN, "tekken": DIGITS + MARKS + TEKKEN}.get(family, [])
     texts = list(dict.fromkeys(texts))
     for text in texts + [t for t in llama_cpp_inputs() if t not in texts]:
         ids = tok.encode(text, add_special_tokens=False).ids

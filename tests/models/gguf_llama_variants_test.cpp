@@ -12,7 +12,8 @@
 // (windows of 8 with RoPE on layers 0-2, layer 3 full without RoPE), gguf_hunyuan_moe (Hunyuan
 // dense's attention, every layer 8 experts, top 2 renormalised, beside an ungated shared MLP),
 // gguf_dots1 (qwen3's attention, a dense layer, then grouped sigmoid routing with the selection
-// bias beside two shared experts; its config: gguf_dots1_test.cpp),
+// bias beside two shared experts; its config: gguf_dots1_test.cpp), gguf_ministral3 (YaRN and the
+// query temperature on every layer; its config: gguf_mistral3_test.cpp),
 // F32; llama.cpp itself runs each within 2e-5 of transformers (llamacpp.json).
 // The configs as llama.cpp reads them (Cohere's and Hunyuan MoE's: gguf_cohere_hunyuan_test.cpp), and
 // transformers' logits, decode steps and greedy tokens.
@@ -294,7 +295,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaVariantsF32,
                          ::testing::Values("gguf_olmo2", "gguf_olmo3", "gguf_exaone4", "gguf_glm4", "gguf_seed_oss",
                                            "gguf_ernie4_5", "gguf_hunyuan_dense", "gguf_olmoe", "gguf_apertus",
                                            "gguf_ernie4_5_moe", "gguf_llama4", "gguf_minimax_m2", "gguf_command_r",
-                                           "gguf_cohere2", "gguf_hunyuan_moe", "gguf_dots1"),
+                                           "gguf_cohere2", "gguf_hunyuan_moe", "gguf_dots1", "gguf_ministral3"),
                          [](const auto& p) { return p.param; });
 
 }  // namespace

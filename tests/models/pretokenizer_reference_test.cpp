@@ -12,6 +12,7 @@
 #include "models/pretokenizer.h"
 #include "models/tokenizer.h"
 #include "models/tokenizer_gguf.h"
+#include "gguf_vocab.h"
 #include "model_test_util.h"
 
 namespace brigade {
@@ -85,7 +86,8 @@ TEST_P(HfPreTokenizer, EncodesAndDecodesEveryTextExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, HfPreTokenizer,
-                         ::testing::Values("llama3", "qwen2", "qwen35", "refact", "seed_coder", "hunyuan_dense"));
+                         ::testing::Values("llama3", "qwen2", "qwen35", "refact", "seed_coder", "hunyuan_dense",
+                                           "tekken"));
 
 // A GGUF vocabulary's pre-tokenizer name (llama.cpp's qwen2, hunyuan (Hunyuan MoE's, qwen2's regex),
 // qwen35, refact, command-r (Cohere's, refact's regexes), seed-coder, hunyuan-dense, deepseek-v3)
@@ -97,7 +99,8 @@ TEST(HfPreTokenizerGguf, NamesAreTheirFamilysPatterns) {
   // Hunyuan's, which is DeepSeek-V3's.
   for (const auto& [name, family] : std::vector<std::pair<std::string, std::string>>{
            {"qwen2", "qwen2"}, {"hunyuan", "qwen2"}, {"qwen35", "qwen35"}, {"refact", "refact"}, {"command-r", "refact"},
-           {"seed-coder", "seed_coder"}, {"hunyuan-dense", "hunyuan_dense"}, {"deepseek-v3", "hunyuan_dense"}}) {
+           {"seed-coder", "seed_coder"}, {"hunyuan-dense", "hunyuan_dense"}, {"deepseek-v3", "hunyuan_dense"},
+           {"tekken", "tekken"}}) {
     const json vectors = read_json(kDir + family + "/vectors.json");
     auto patterns = gguf_pretokenizer_patterns(name);
     ASSERT_TRUE(patterns.has_value()) << patterns.status().to_string();
@@ -111,6 +114,31 @@ TEST(HfPreTokenizerGguf, NamesAreTheirFamilysPatterns) {
     EXPECT_EQ(*gguf_pretokenizer_patterns(name), std::vector<std::string>{llama3["pattern"].get<std::string>()}) << name;
   for (const char* name : {"olmo", "exaone4"})  // llama.cpp splits both as GPT-2
     EXPECT_EQ(*gguf_pretokenizer_patterns(name), *gguf_pretokenizer_patterns("gpt-2")) << name;
+}
+
+// A GGUF vocabulary of tekken's fixture tokenizer (as llama.cpp's converter writes one, with
+// tokenizer.ggml.pre "tekken") encodes every text as Hugging Face's tokenizer.json does, BOS
+// first where llama.cpp's TEKKEN adds it (no add_bos_token key: its default, true).
+TEST(HfPreTokenizerGguf, TekkenVocabularyEncodesAsTokenizerJson) {
+  const json vectors = read_json(kDir + "tekken/vectors.json");
+  const std::string text = *read_text_file(kDir + "tekken/tokenizer.json");
+  std::vector<testing::GgufKv> kvs = testing::gguf_vocab_from_tokenizer_json(text, "tekken", "<s>", "</s>", true);
+  ASSERT_FALSE(kvs.empty());
+  std::erase_if(kvs, [](const testing::GgufKv& kv) { return kv.key == "tokenizer.ggml.add_bos_token"; });
+  const testing::TempDir dir("tekken_gguf");
+  const int vocab = static_cast<int>(json::parse(text)["model"]["vocab"].size() + 8);
+  ASSERT_TRUE(testing::write_tiny_llama_gguf(dir.file("hf"), dir.file("tekken.gguf"), vocab, kvs).is_ok());
+  auto tok = Tokenizer::load(dir.file("tekken.gguf"));
+  ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+  const int32_t bos = json::parse(text)["added_tokens"][1]["id"];  // <s>
+  for (const json& c : vectors["cases"]) {
+    const std::string t = c["text"];
+    auto ids = (*tok)->encode(t, /*add_bos=*/true);
+    ASSERT_TRUE(ids.has_value()) << ids.status().to_string();
+    std::vector<int32_t> want = {bos};
+    for (int32_t id : c["ids"].get<std::vector<int32_t>>()) want.push_back(id);
+    EXPECT_EQ(*ids, want) << "input " << escaped(t);
+  }
 }
 
 // add_bos adds what Hugging Face's add_special_tokens=True adds under the tokenizer.json

@@ -180,6 +180,16 @@ TEST(TokenizerFiles, GgufLlamaBpeIgnoresMergesForWholeWords) {
   EXPECT_EQ(*gpt2->encode("abc", false), std::vector<int32_t>({256, 'c'}));
 }
 
+// Mistral's tekken vocabularies (Mistral Nemo, Small 3.x, Ministral, Devstral, Magistral GGUFs)
+// take whole-word tokens before merges too, and add BOS by default, as llama.cpp's TEKKEN sets
+// both (the file's add_bos_token, when present, still decides).
+TEST(TokenizerFiles, GgufTekkenIgnoresMergesForWholeWords) {
+  const testing::TempDir dir("tekken_vocab");
+  auto tekken = abc_vocabulary(dir, "tekken");
+  ASSERT_NE(tekken, nullptr);
+  EXPECT_EQ(*tekken->encode("abc", false), std::vector<int32_t>({257}));
+}
+
 // Decoding keeps every space as the tokens spell it: no " ." -> "." or " 's" -> "'s" cleanup,
 // which is llama.cpp's clean_spaces false (command-r's and qwen2's vocabularies, among others).
 TEST(TokenizerFiles, GgufCommandRDecodesWithoutCleaningSpaces) {
