@@ -10,6 +10,7 @@
 #include "models/tokenizer_gguf.h"
 #include "models/tokenizer_sentencepiece.h"
 #include "models/tokenizer_spm.h"
+#include "models/tokenizer_tekken.h"
 #include "models/tokenizer_tiktoken.h"
 #include "models/tokenizer_unigram.h"
 #include "models/tokenizer_wordpiece.h"
@@ -42,6 +43,7 @@ Expected<TokenizerJson> parse_tokenizer_json(const std::string& text, const std:
 Expected<std::unique_ptr<Tokenizer>> load_tokenizer_json(const std::string& text, const std::string& config_text,
                                                          const std::string& origin) {
   BRIGADE_ASSIGN_OR_RETURN(TokenizerJson j, parse_tokenizer_json(text, config_text, origin));
+  if (looks_like_tekken(origin, j.tokenizer)) return load_tekken_tokenizer(j.tokenizer, origin);
   const nlohmann::json& model = j.tokenizer.is_object() ? j.tokenizer.value("model", nlohmann::json()) : nlohmann::json();
   if (!model.is_object()) return corrupt(origin + ": not a tokenizer.json (no \"model\" object)");
   const std::string type = model.value("type", "");
@@ -75,11 +77,14 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& path) {
   if (fs::is_directory(path, ec)) {
     json_path = fs::path(path) / "tokenizer.json";
     const fs::path sp_path = fs::path(path) / "tokenizer.model";
+    // tokenizer.json wins over tekken.json (transformers' and vLLM's default Hugging Face mode).
+    if (!fs::exists(json_path, ec) && has_tekken_vocabulary(path))
+      return load_tekken_tokenizer((fs::path(path) / kTekkenFile).string());
     if (!fs::exists(json_path, ec) && has_tiktoken_vocabulary(path)) return load_tiktoken_tokenizer(path);
     if (!fs::exists(json_path, ec) && fs::exists(sp_path, ec)) return load_sentencepiece_model(sp_path.string());
     if (!fs::exists(json_path, ec))
-      return not_found(path + ": no tokenizer.json, tokenizer.model or tiktoken vocabulary (tiktoken.model, "
-                       "hy.tiktoken, qwen.tiktoken) in the model directory");
+      return not_found(path + ": no tokenizer.json, tekken.json, tokenizer.model or tiktoken vocabulary "
+                       "(tiktoken.model, hy.tiktoken, qwen.tiktoken) in the model directory");
     const fs::path config_path = fs::path(path) / "tokenizer_config.json";
     if (fs::exists(config_path, ec)) {
       BRIGADE_ASSIGN_OR_RETURN(config_text, read_text_file(config_path.string()));
@@ -94,7 +99,7 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& path) {
     return load_llama2c_tokenizer(path);
   } else if (json_path.extension() != ".json") {
     return unsupported(path + ": unknown tokenizer file; supported: a model directory (a tiktoken vocabulary loads from "
-                       "its directory), tokenizer.json, tokenizer.model (SentencePiece), *.gguf, llama2.c tokenizer.bin");
+                       "its directory), tokenizer.json, Mistral's tekken.json, tokenizer.model (SentencePiece), *.gguf, llama2.c tokenizer.bin");
   }
   BRIGADE_ASSIGN_OR_RETURN(std::string text, read_text_file(json_path.string()));
   return load_tokenizer_json(text, config_text, json_path.string());

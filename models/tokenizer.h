@@ -21,9 +21,9 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
 
   // Loads a tokenizer from a model directory (tokenizer.json, with bos/eos names from
-  // tokenizer_config.json when present, else a tiktoken vocabulary of a known family
-  // (tokenizer_tiktoken.h), else tokenizer.model), or from a file: tokenizer.json,
-  // a SentencePiece *.model, a GGUF file's vocabulary (*.gguf) or a llama2.c tokenizer *.bin.
+  // tokenizer_config.json when present, else Mistral's tekken.json (tokenizer_tekken.h), else a
+  // tiktoken vocabulary of a known family (tokenizer_tiktoken.h), else tokenizer.model), or from a
+  // file: tokenizer.json, a tekken.json, a SentencePiece *.model, a GGUF file's vocabulary (*.gguf) or a llama2.c tokenizer *.bin.
   // not_found when there is no tokenizer; unsupported for tokenizer types not implemented.
   static Expected<std::unique_ptr<Tokenizer>> load(const std::string& path);
 

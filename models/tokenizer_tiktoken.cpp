@@ -180,36 +180,6 @@ Status trim_to_model_vocab(const std::string& dir, int32_t n_ranks, std::vector<
   return Status::ok();
 }
 
-// The tokenizer.json of the ranks (index = rank) and the special tokens after them.
-json bpe_tokenizer_json(const std::vector<std::string>& tokens, const std::vector<std::string>& specials,
-                        const TiktokenFamily& family) {
-  json vocab = json::object(), merges = json::array(), added = json::array();
-  for (size_t r = 0; r < tokens.size(); ++r) vocab[bytes_to_unicode_string(tokens[r])] = r;
-  const std::vector<size_t> splits = tiktoken_merge_splits(tokens);
-  for (size_t r = 0; r < tokens.size(); ++r)
-    if (splits[r] > 0)
-      merges.push_back({bytes_to_unicode_string(std::string_view(tokens[r]).substr(0, splits[r])),
-                        bytes_to_unicode_string(std::string_view(tokens[r]).substr(splits[r]))});
-  for (size_t i = 0; i < specials.size(); ++i)
-    added.push_back({{"id", tokens.size() + i}, {"content", specials[i]}, {"special", true},
-                     {"normalized", family.nfc}});  // NFC first, specials matched in its output
-  json steps = json::array();
-  steps.push_back({{"type", "Split"}, {"pattern", {{"Regex", family.pattern}}}, {"behavior", "Isolated"}, {"invert", false}});
-  steps.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}});
-  const json sequence_a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
-  return {{"model", {{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", std::move(merges)}, {"ignore_merges", true}}},
-          {"added_tokens", std::move(added)},
-          {"normalizer", family.nfc ? json{{"type", "NFC"}} : json()},
-          {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", std::move(steps)}}},
-          {"decoder", {{"type", "ByteLevel"}}},
-          // The Python classes add no special tokens (PreTrainedTokenizer's default).
-          {"post_processor",
-           {{"type", "TemplateProcessing"},
-            {"single", json::array({sequence_a})},
-            {"pair", json::array({sequence_a, {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}})},
-            {"special_tokens", json::object()}}}};
-}
-
 // bos_token / eos_token for load_bpe_tokenizer: tokenizer_config.json's, else the family's; each
 // must be a special token (the Python classes look them up there).
 Expected<json> bos_eos_config(const json& config, const TiktokenFamily& family, const std::vector<std::string>& specials,
@@ -303,6 +273,28 @@ std::vector<size_t> tiktoken_merge_splits(const std::vector<std::string>& tokens
   return splits;
 }
 
+json tiktoken_tokenizer_json(const std::vector<std::string>& tokens, int32_t first_rank_id,
+                            const std::vector<TiktokenSpecial>& specials, const std::string& pattern, bool nfc) {
+  json vocab = json::object(), merges = json::array(), added = json::array();
+  for (size_t r = 0; r < tokens.size(); ++r) vocab[bytes_to_unicode_string(tokens[r])] = first_rank_id + static_cast<int64_t>(r);
+  const std::vector<size_t> splits = tiktoken_merge_splits(tokens);
+  for (size_t r = 0; r < tokens.size(); ++r)
+    if (splits[r] > 0)
+      merges.push_back({bytes_to_unicode_string(std::string_view(tokens[r]).substr(0, splits[r])),
+                        bytes_to_unicode_string(std::string_view(tokens[r]).substr(splits[r]))});
+  for (const TiktokenSpecial& s : specials)
+    added.push_back({{"id", s.id}, {"content", s.content}, {"special", true},
+                     {"normalized", nfc}});  // NFC first, specials matched in its output
+  json steps = json::array();
+  steps.push_back({{"type", "Split"}, {"pattern", {{"Regex", pattern}}}, {"behavior", "Isolated"}, {"invert", false}});
+  steps.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}});
+  return {{"model", {{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", std::move(merges)}, {"ignore_merges", true}}},
+          {"added_tokens", std::move(added)},
+          {"normalizer", nfc ? json{{"type", "NFC"}} : json()},
+          {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", std::move(steps)}}},
+          {"decoder", {{"type", "ByteLevel"}}}};
+}
+
 bool looks_like_tiktoken_ranks(std::string_view head) {
   const size_t nl = head.find('\n');
   return nl != std::string_view::npos && parse_rank_line(head.substr(0, nl), "").has_value();
@@ -333,7 +325,15 @@ Expected<TiktokenConversion> convert_tiktoken_directory(const std::string& dir) 
   BRIGADE_RETURN_IF_ERROR(trim_to_model_vocab(dir, n_ranks, specials));
   TiktokenConversion out;
   BRIGADE_ASSIGN_OR_RETURN(out.config, bos_eos_config(config, *family, specials, config_path));
-  out.tokenizer = bpe_tokenizer_json(tokens, specials, *family);
+  std::vector<TiktokenSpecial> added;
+  for (size_t i = 0; i < specials.size(); ++i) added.push_back({n_ranks + static_cast<int32_t>(i), specials[i]});
+  out.tokenizer = tiktoken_tokenizer_json(tokens, 0, added, family->pattern, family->nfc);
+  // The Python classes add no special tokens (PreTrainedTokenizer's default).
+  const json sequence_a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
+  out.tokenizer["post_processor"] = {{"type", "TemplateProcessing"},
+                                     {"single", json::array({sequence_a})},
+                                     {"pair", json::array({sequence_a, {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}})},
+                                     {"special_tokens", json::object()}};
   return out;
 }
 

@@ -78,6 +78,22 @@ Expected<std::vector<std::string>> parse_tiktoken_ranks(std::string_view text, b
 // pair tiktoken joins inside a word is the pair its token's own replay joins last.
 std::vector<size_t> tiktoken_merge_splits(const std::vector<std::string>& tokens);
 
+// One special token of a converted vocabulary.
+struct TiktokenSpecial {
+  int32_t id = 0;
+  std::string content;
+};
+
+// The tokenizer.json (tokenizer_bpe.h) of ranked tokens (index = rank): tokens[r] at id
+// first_rank_id + r in GPT-2's byte-to-unicode form, one merge per multi-byte token ordered by
+// rank (tiktoken_merge_splits), whole pieces taken as one token first (model.ignore_merges),
+// `specials` as special added tokens matched anywhere in the text (in its NFC form when nfc), the
+// split `pattern` then ByteLevel, and the ByteLevel decoder. No post_processor: the caller adds
+// the one its format needs (or none: encode(add_bos) puts bos_token first).
+nlohmann::json tiktoken_tokenizer_json(const std::vector<std::string>& tokens, int32_t first_rank_id,
+                                       const std::vector<TiktokenSpecial>& specials, const std::string& pattern,
+                                       bool nfc);
+
 // Whether `head` (a file's first bytes) reads as a tiktoken ranks file: base64, one space,
 // digits. Meta's original Llama 3 tokenizer.model is one, where a SentencePiece model is protobuf.
 bool looks_like_tiktoken_ranks(std::string_view head);
