@@ -122,8 +122,9 @@ struct AttentionMeta {
 };
 
 // How moe_route picks a token's experts (Qwen3-MoE: softmax top-k; DeepSeek-V2: softmax with
-// optional group-limited greedy; DeepSeek-V3: sigmoid, score-correction bias, top-2-sum groups).
-enum class MoeScoring : uint8_t { softmax, sigmoid };
+// optional group-limited greedy; DeepSeek-V3: sigmoid, score-correction bias, top-2-sum groups;
+// Phi-3.5-MoE: sparsemixer, top-2 only, its own rule in moe_route).
+enum class MoeScoring : uint8_t { softmax, sigmoid, sparsemixer };
 enum class MoeGroupScore : uint8_t {
   none,      // no groups: top-k over all experts
   max,       // a group's score is its largest expert score (DeepSeek-V2 group_limited_greedy)
@@ -138,6 +139,7 @@ struct MoeRouting {
   MoeGroupScore group_score = MoeGroupScore::none;
   float scale = 1.0f;             // multiplies the weights (routed_scaling_factor)
   Tensor bias;                    // [E] f32 added to the scores for selection only; empty = none
+  float jitter_eps = 0.0f;         // sparsemixer's mask threshold (router_jitter_noise)
   // Expert parallelism: the ids moe_route writes are relative to this rank's first expert
   // (id - first_expert), so the ids of the experts a rank holds fall in [0, its expert count) and
   // the others outside it, which moe_experts skips. 0 without expert parallelism.
@@ -311,6 +313,12 @@ class Backend {
                             float eps, const Tensor& out) = 0;
   // a [n, d] += b [n, d].
   virtual void add(const Tensor& a, const Tensor& b) = 0;
+  // x [n, d] += bias [d] f32 on every row (llama.cpp's RMSNorms with a bias: ModelConfig::norm_bias
+  // in a GGUF phimoe file; the CPU and CUDA backends have it).
+  virtual void add_row_bias(const Tensor& x, const Tensor& bias) {
+    (void)x, (void)bias;
+    BRIGADE_CHECK(false, "add_row_bias on a backend without it (the CPU and CUDA backends have it)");
+  }
   // out [n, I] = silu(gate_up[:, :I]) * gate_up[:, I:]; gate_up [n, 2I].
   virtual void silu_mul(const Tensor& gate_up, const Tensor& out) = 0;
   // out [n, I] = gelu_tanh(gate_up[:, :I]) * gate_up[:, I:] (Gemma's gelu_pytorch_tanh:
@@ -439,6 +447,11 @@ class Backend {
   //   among equal c (torch.topk's order); weights[t, j] = s[ids[t, j]] (the bias only selects),
   //   divided by the sum of the k when normalize, times scale;
   //   then ids[t, j] -= first_expert (expert parallelism; the choice is over all E experts).
+  // sparsemixer (transformers' PhimoeTopKRouter in eval; k = 2, no bias, groups, normalize or
+  // scale), l = router_logits[t]: ids[t, 0] = m1 = argmax l; weights[t, 0] = the softmax at m1 of
+  // l with every i where (l[m1] - l[i]) / max(|l[i]|, l[m1]) > 2 jitter_eps masked to -inf;
+  // ids[t, 1] = m2 = argmax of l without m1; weights[t, 1] = the softmax at m2 of l without m1
+  // and with every i where (l[m2] - l[i]) / max(|l[i]|, l[m2]) > 2 jitter_eps masked.
   // router_logits [n, E] f32, ids [n, k] i32, weights [n, k] f32; r.k <= the allowed experts.
   virtual void moe_route(const Tensor& router_logits, const MoeRouting& r, const Tensor& ids,
                          const Tensor& weights) {

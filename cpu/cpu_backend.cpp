@@ -100,6 +100,7 @@ class CpuBackend final : public Backend {
     cpu::add_rms_norm(ctx_, residual, x, weight, eps, out);
   }
   void add(const Tensor& a, const Tensor& b) override { cpu::add(ctx_, a, b); }
+  void add_row_bias(const Tensor& x, const Tensor& bias) override { cpu::add_row_bias(ctx_, x, bias); }
   void silu_mul(const Tensor& gate_up, const Tensor& out) override {
     cpu::silu_mul(ctx_, gate_up, out);
   }

@@ -315,6 +315,25 @@ void run_experts(const CpuContext& c, const Tensor& x, const ExpertWeights& ew, 
   });
 }
 
+// Backend::moe_route's sparsemixer rule for one token's logits l [E]: ids and weights [2].
+void route_sparsemixer(const float* l, int64_t n_experts, float jitter_eps, int first_expert, int32_t* ids,
+                       float* weights) {
+  int64_t chosen = -1;  // the first expert, out of the second one's choice and softmax
+  for (int j = 0; j < 2; ++j) {
+    int64_t m = -1;
+    for (int64_t i = 0; i < n_experts; ++i)
+      if (i != chosen && (m < 0 || l[i] > l[m])) m = i;
+    const float top = l[m];
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n_experts; ++i)
+      if (i != chosen && !((top - l[i]) / std::max(std::fabs(l[i]), top) > 2.0f * jitter_eps))
+        sum += std::exp(l[i] - top);
+    ids[j] = static_cast<int32_t>(m) - first_expert;
+    weights[j] = 1.0f / sum;  // exp(l[m] - top) / sum
+    chosen = m;
+  }
+}
+
 }  // namespace
 
 size_t moe_workspace_bytes(int64_t n, int k, int64_t d, int64_t inter) {
@@ -335,6 +354,15 @@ void moe_route(const CpuContext& c, const Tensor& router_logits, const MoeRoutin
                              k <= r.topk_group * (n_experts / r.n_group)),
                 "moe_route: E a multiple of n_group, topk_group in [1, n_group], k <= the allowed experts");
   const float* bias = r.bias.empty() ? nullptr : r.bias.as<const float>();
+  if (r.scoring == MoeScoring::sparsemixer) {
+    BRIGADE_CHECK(k == 2 && bias == nullptr && !grouped, "moe_route: sparsemixer routes top-2, without bias or groups");
+    c.pool->parallel_for(n, std::max<int64_t>(1, 4096 / n_experts), [&](int64_t b, int64_t e, int) {
+      for (int64_t t = b; t < e; ++t)
+        route_sparsemixer(router_logits.as<const float>() + t * n_experts, n_experts, r.jitter_eps, r.first_expert,
+                          ids.as<int32_t>() + t * 2, weights.as<float>() + t * 2);
+    });
+    return;
+  }
   // torch.topk's order: larger first, the lower index first among equal values.
   auto by_value = [](const std::vector<float>& v) {
     return [&v](int32_t a, int32_t z) {

@@ -40,6 +40,18 @@ void add(const CpuContext& c, const Tensor& a, const Tensor& b) {
   });
 }
 
+void add_row_bias(const CpuContext& c, const Tensor& x, const Tensor& bias) {
+  const int64_t d = x.row_numel();
+  BRIGADE_CHECK(x.dtype == DType::f32 && bias.dtype == DType::f32 && bias.numel() == d,
+                "add_row_bias: x [n, d] f32, bias [d] f32");
+  float* xp = x.as<float>();
+  const float* bp = bias.as<const float>();
+  c.pool->parallel_for(x.dim(0), std::max<int64_t>(1, 16384 / std::max<int64_t>(d, 1)), [&](int64_t s, int64_t e, int) {
+    for (int64_t i = s; i < e; ++i)
+      for (int64_t j = 0; j < d; ++j) xp[i * d + j] += bp[j];
+  });
+}
+
 namespace {
 
 // out [n, I] = act(gate_up[:, :I]) * gate_up[:, I:], rows split over the pool; row(gate, up, out,

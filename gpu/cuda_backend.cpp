@@ -41,7 +41,7 @@ using gpu::Sig;
 enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, kSiluMul, kGeluTanhMul, kScale, kSoftcap, kQkNorm, kRope, kWriteKv,
                 kAttention, kGather, kArgmax, kSample, kGatherTokens, kScatterTokens, kMoeRoute, kMoeExperts,
                 kHeadMatmul, kWriteMlaKv, kMlaAttention, kXielu, kAttnTemperature, kQkSumSquares, kQkNormBySums,
-                kLayerNorm, kQkLayerNorm };
+                kLayerNorm, kQkLayerNorm, kAddRowBias };
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
@@ -289,6 +289,15 @@ class CudaBackendImpl final : public CudaBackend {
     bind();
     graphs_->record(Sig() << kAdd << a << b, [=, this] { gpu::launch_add(a.data, b.data, a.numel(), stream_); });
   }
+  void add_row_bias(const Tensor& x, const Tensor& bias) override {
+    const int64_t n = x.dim(0), d = x.row_numel();
+    BRIGADE_CHECK(x.dtype == DType::bf16 && bias.dtype == DType::f32 && bias.numel() == d,
+                  "add_row_bias: x [n, d] bf16, bias [d] f32");
+    bind();
+    graphs_->record(Sig() << kAddRowBias << x << bias, [=, this] {
+      gpu::launch_add_bias(x.data, x.dtype, bias.data, bias.dtype, n, d, stream_);
+    });
+  }
   void silu_mul(const Tensor& gate_up, const Tensor& out) override {
     const int64_t n = gate_up.dim(0), inter = gate_up.row_numel() / 2;
     BRIGADE_CHECK(gate_up.row_numel() == 2 * inter && out.numel() == n * inter && out.dtype == DType::bf16 &&
@@ -463,6 +472,10 @@ class CudaBackendImpl final : public CudaBackend {
     a.n_experts = static_cast<int>(n_experts);
     a.k = k;
     a.sigmoid = r.scoring == MoeScoring::sigmoid;
+    a.sparsemixer = r.scoring == MoeScoring::sparsemixer;
+    a.jitter_eps = r.jitter_eps;
+    BRIGADE_CHECK(!a.sparsemixer || (k == 2 && r.bias.empty() && !grouped),
+                  "moe_route: sparsemixer routes top-2, without bias or groups");
     a.normalize = r.normalize;
     a.n_group = r.n_group;
     a.topk_group = r.topk_group;
@@ -472,7 +485,7 @@ class CudaBackendImpl final : public CudaBackend {
     a.ids = ids.as<int32_t>();
     a.weights = weights.as<float>();
     bind();
-    graphs_->record(Sig() << kMoeRoute << router_logits << k << a.sigmoid << r.normalize << r.n_group << r.topk_group
+    graphs_->record(Sig() << kMoeRoute << router_logits << k << a.sigmoid << a.sparsemixer << r.jitter_eps << r.normalize << r.n_group << r.topk_group
                           << a.group_score << r.scale << r.bias << ids << weights,
                     [=, this] { gpu::launch_moe_route(a, n, stream_); });
   }

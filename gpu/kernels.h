@@ -149,6 +149,8 @@ struct RouteArgs {
   int n_group = 1;
   int topk_group = 1;
   int group_score = 0;  // 0 none, 1 max, 2 top-2 sum
+  bool sparsemixer = false;  // Phi-3.5-MoE's rule (k 2; the fields above but n_experts unused)
+  float jitter_eps = 0.0f;   // its mask threshold
   float scale = 1.0f;
   int first_expert = 0;     // ids are written relative to it (MoeRouting::first_expert)
   int32_t* ids = nullptr;   // [n, k]

@@ -114,6 +114,28 @@ __global__ void route_kernel(RouteArgs a) {
     for (int j = 0; j < k; ++j) a.weights[t * k + j] = (a.normalize ? a.weights[t * k + j] / top : a.weights[t * k + j]) * a.scale;
 }
 
+// Backend::moe_route's sparsemixer rule, one thread per token (top-2 over E logits: a few passes
+// over a row that is a few dozen floats wide).
+__global__ void sparsemixer_route_kernel(RouteArgs a, int64_t n) {
+  const int64_t t = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  const float* l = a.logits + t * a.n_experts;
+  int chosen = -1;  // the first expert, out of the second one's choice and softmax
+  for (int j = 0; j < 2; ++j) {
+    int m = -1;
+    for (int i = 0; i < a.n_experts; ++i)
+      if (i != chosen && (m < 0 || l[i] > l[m])) m = i;
+    const float top = l[m];
+    float sum = 0.0f;
+    for (int i = 0; i < a.n_experts; ++i)
+      if (i != chosen && !(__fdiv_rn(top - l[i], fmaxf(fabsf(l[i]), top)) > 2.0f * a.jitter_eps))
+        sum += expf(l[i] - top);
+    a.ids[t * 2 + j] = m - a.first_expert;
+    a.weights[t * 2 + j] = 1.0f / sum;
+    chosen = m;
+  }
+}
+
 // Collects into `sel` the next routed pairs of expert e from ids [pairs], starting at *from;
 // returns how many (<= kPairChunk) and advances *from. Called by the whole block.
 __device__ int collect_pairs(const int32_t* ids, int64_t pairs, int e, int64_t* from, int32_t* sel, int* count) {
@@ -213,6 +235,11 @@ size_t moe_workspace_bytes(int64_t n, int k, int64_t d, int64_t inter) {
 
 void launch_moe_route(const RouteArgs& a, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
+  if (a.sparsemixer) {
+    sparsemixer_route_kernel<<<static_cast<unsigned>(ceil_div(n, 128)), 128, 0, stream>>>(a, n);
+    BRIGADE_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const int threads = a.n_experts >= 256 ? 256 : (a.n_experts + 31) / 32 * 32;
   const size_t smem = static_cast<size_t>(a.n_experts) * (sizeof(float) + 1);
   route_kernel<<<static_cast<unsigned>(n), threads, smem, stream>>>(a);

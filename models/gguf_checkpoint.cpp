@@ -14,6 +14,7 @@
 #include "models/gguf_llama_variants.h"
 #include "models/gguf_mamba.h"
 #include "models/gguf_moe.h"
+#include "models/gguf_phimoe.h"
 #include "models/gguf_qwen35.h"
 
 namespace brigade {
@@ -23,7 +24,7 @@ constexpr const char* kSupportedArchs =
     "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, olmoe, ernie4_5-moe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
     "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1, mamba, mamba2, nemotron_h, nemotron_h_moe, granitehybrid, jamba, "
     "smollm3, granite, granitemoe, olmo2 (OLMo 2 and 3), exaone4, glm4, seed_oss, ernie4_5, hunyuan-dense, hunyuan-moe, apertus, "
-    "llama4, minimax-m2, command-r, cohere2, deepseek2, dots1, mistral3";
+    "llama4, minimax-m2, command-r, cohere2, deepseek2, dots1, mistral3, phimoe";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -95,7 +96,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
       !is_gguf_gemma(arch) &&
       !is_gguf_moe(arch) && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) && !is_gguf_qwen35(arch) &&
       !is_gguf_lfm2(arch) && !is_gguf_falcon_h1(arch) && !is_gguf_mamba(arch) && !is_gguf_llama_variant(arch) &&
-      !is_gguf_deepseek2(arch))
+      !is_gguf_deepseek2(arch) && !is_gguf_phimoe(arch))
     return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " + kSupportedArchs);
   c.arch = arch;
   const std::string a = arch + ".";
@@ -105,7 +106,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (experts && !is_gguf_moe(arch) && arch != "llama" && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) &&
       arch != "qwen35moe" && arch != "qwen3next" && arch != "lfm2moe" && arch != "granitehybrid" && arch != "nemotron_h" &&
       arch != "nemotron_h_moe" && arch != "jamba" && arch != "llama4" && arch != "minimax-m2" && arch != "hunyuan-moe" &&
-      !is_gguf_deepseek2(arch) && arch != "dots1")
+      !is_gguf_deepseek2(arch) && arch != "dots1" && !is_gguf_phimoe(arch))
     return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for qwen3moe, "
                        "qwen2moe, olmoe, ernie4_5-moe, granitemoe, qwen35moe, qwen3next, gpt-oss, glm4moe, lfm2moe, granitehybrid, nemotron_h_moe, jamba, "
                        "llama4, minimax-m2, hunyuan-moe, deepseek2, dots1 and llama (Mixtral) only");
@@ -182,6 +183,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (is_gguf_llama_variant(arch)) return read_gguf_llama_variant(g, arch, c);
   if (arch == "mistral3") return read_gguf_mistral3(g, a, c);
   if (is_gguf_deepseek2(arch)) return read_gguf_deepseek2(g, c);
+  if (is_gguf_phimoe(arch)) return read_gguf_phimoe(g, c);  // models/gguf_phimoe.h
   if (mamba) return read_gguf_mamba(g, arch, c);
   if (is_gguf_moe(arch) || experts) BRIGADE_RETURN_IF_ERROR(read_gguf_moe(g, arch, c));
   return Status::ok();
@@ -196,6 +198,7 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
   if (const std::string lfm2 = is_gguf_lfm2(arch) ? gguf_lfm2_top_name(n) : ""; !lfm2.empty()) return lfm2;
   if (const std::string f = is_gguf_falcon_h1(arch) ? gguf_falcon_h1_top_name(n) : ""; !f.empty()) return f;
   if (const std::string m = is_gguf_mamba(arch) ? gguf_mamba_name(arch, n) : ""; !m.empty()) return m;
+  if (const std::string p = is_gguf_phimoe(arch) ? gguf_phimoe_name(n) : ""; !p.empty()) return p;
   if (auto it = kTop.find(n); it != kTop.end()) return it->second;
   static const std::map<std::string, std::string> kLayer = {
       {"attn_norm.weight", "input_layernorm.weight"},   {"ffn_norm.weight", "post_attention_layernorm.weight"},
@@ -228,7 +231,9 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
   if (const std::string d = is_gguf_deepseek2(arch) ? gguf_deepseek2_layer_name(suffix) : ""; !d.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + d;
   // (granitemoe's shared MLP is ungated.)
-  if (const std::string moe = is_gguf_moe(arch) || arch == "llama" ? gguf_moe_layer_name(suffix, arch != "granitemoe") : "";
+  if (const std::string moe = is_gguf_moe(arch) || arch == "llama" || is_gguf_phimoe(arch)
+                                  ? gguf_moe_layer_name(suffix, arch != "granitemoe")
+                                  : "";
       !moe.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + moe;
   // llama.cpp's converter writes phi3's gate_up_proj unsplit as ffn_up (ggml_swiglu splits it).
@@ -242,10 +247,11 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
   BRIGADE_ASSIGN_OR_RETURN(std::string arch, g.get_string("general.architecture"));
   BRIGADE_RETURN_IF_ERROR(read_config(g, arch, c));
   for (const auto& t : g.tensors()) {
-    if (t.name == "rope_factors_long.weight" || t.name == "rope_factors_short.weight")
+    const bool longrope = is_gguf_longrope_factors(t.name);  // phimoe's (models/gguf_phimoe.h)
+    if (longrope && !is_gguf_phimoe(arch))
       return unsupported(g.path() + ": LongRoPE factors (" + t.name + ") are not supported in GGUF; load the Hugging "
                          "Face checkpoint (config.json with rope_scaling longrope), which brigade runs");
-    const bool rope_freqs = t.name == "rope_freqs.weight";
+    const bool rope_freqs = t.name == "rope_freqs.weight" || longrope;
     const std::string name = rope_freqs ? t.name : gguf_to_hf_name(t.name, arch);
     if (name.empty()) continue;  // a tensor no supported layout uses
     // An MTP block (read_gguf_qwen35, read_gguf_deepseek2): not loaded.
@@ -262,7 +268,7 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
     r.dtype = t.type->dtype.value_or(DType::u8);
     if (t.type->block_elems > 1) r.ggml = t.type;
     if (rope_freqs) {
-      BRIGADE_RETURN_IF_ERROR(read_rope_freqs(g, r, c));
+      BRIGADE_RETURN_IF_ERROR(longrope ? read_gguf_longrope_factors(g, t.name, r, c) : read_rope_freqs(g, r, c));
       continue;
     }
     // qwen2moe's shared-expert gate is a vector in the file (ffn_gate_inp_shexp [hidden]); the
@@ -289,6 +295,7 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
   else if (is_gguf_falcon_h1(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_falcon_h1(g, tensors, c));
   else if (is_gguf_mamba(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_mamba(g, tensors, c));
   else if (is_gguf_deepseek2(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_deepseek2(g, tensors, c));
+  else if (is_gguf_phimoe(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_phimoe(g, c));
   else if (c.n_experts > 0) BRIGADE_RETURN_IF_ERROR(check_gguf_moe_tensors(g, c));
   else if (arch == "apertus") BRIGADE_RETURN_IF_ERROR(add_gguf_xielu_tensors(g, c.n_layers, tensors));
   if (c.arch == "mamba2" || c.arch == "mamba" || c.arch == "falcon_mamba")

@@ -58,6 +58,8 @@ struct DecoderLayer {
   AttentionBlock attn;
   OwnedTensor post_attn_norm;  // [hidden] f32 on the attention output (ModelConfig::sandwich_norms, post_norms), or empty
   OwnedTensor mlp_norm;        // [hidden] f32, or empty (post_norms)
+  OwnedTensor attn_norm_bias;  // [hidden] f32 each (ModelConfig::norm_bias: Phi-3.5-MoE's), or empty
+  OwnedTensor mlp_norm_bias;
   OwnedTensor post_mlp_norm;   // [hidden] f32 on the MLP output (sandwich_norms, post_norms), or empty
   MlpBlock mlp;           // empty in a sparse layer
   MoeBlock moe;           // qwen3_moe's sparse layers (ModelConfig::is_moe_layer); empty otherwise
@@ -172,9 +174,10 @@ class LlamaModel final : public Model {
   Status reduce(const Tensor& delta) { return comm_ != nullptr ? comm_->all_reduce_sum(delta) : Status::ok(); }
   // residual += delta, then normed = its norm; where the next block has no norm before it
   // (ModelConfig::post_norms) the block reads the residual itself (block_input).
-  void join(const Tensor& residual, const Tensor& delta, const OwnedTensor& norm, const Tensor& normed) {
+  void join(const Tensor& residual, const Tensor& delta, const OwnedTensor& norm, const OwnedTensor& bias,
+            const Tensor& normed) {
     if (norm.tensor.empty()) return backend_.add(residual, delta);
-    add_norm(backend_, config_, residual, delta, norm.tensor, normed);
+    add_norm(backend_, config_, residual, delta, norm.tensor, normed, bias.tensor);
   }
   // A block's input: the normed rows, or the residual where the block has no norm before it;
   // with parallel blocks (Cohere) the MLP's is the attention's, the layer's one normed input.
@@ -323,6 +326,10 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   } else {
     BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("input_layernorm.weight", hidden));
     BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm("post_attention_layernorm.weight", hidden));
+  }
+  if (c.norm_bias) {  // Phi-3.5-MoE: Llama's two norms, each with a bias
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm_bias, w.vector_f32({layer_name(l, "input_layernorm.bias")}, {hidden}));
+    BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm_bias, w.vector_f32({layer_name(l, "post_attention_layernorm.bias")}, {hidden}));
   }
   BRIGADE_ASSIGN_OR_RETURN(layer.attn.qkv, load_qkv(w, l));
   BRIGADE_ASSIGN_OR_RETURN(layer.attn.o, w.matrix(layer_name(l, "self_attn.o_proj.weight"), hidden, q, {}, s.q_rows()));
@@ -537,7 +544,7 @@ Status LlamaModel::run_layer(const DecoderLayer& layer, const KvLayer& cache, co
   // Parallel blocks (Cohere): residual + attention now, + MLP at the next norm; the MLP reads
   // the normed input the attention read.
   if (config_.parallel_blocks) backend_.add(residual, delta);
-  else join(residual, delta, layer.mlp_norm, normed);
+  else join(residual, delta, layer.mlp_norm, layer.mlp_norm_bias, normed);
   BRIGADE_RETURN_IF_ERROR(run_mlp(layer, n));
   if (!layer.post_mlp_norm.tensor.empty()) backend_.rms_norm(delta, layer.post_mlp_norm.tensor, eps, delta);
   if (scale_residual) backend_.scale(delta, residual_scale);
@@ -581,8 +588,9 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
     const DecoderLayer& layer = layers_[static_cast<size_t>(l)];
     const bool local = config_.layer_window(l) > 0;
     // The previous block's output joins the residual in the same pass as the next norm.
-    if (l == 0 && !layer.attn_norm.tensor.empty()) apply_norm(backend_, config_, residual, layer.attn_norm.tensor, normed);
-    else if (l > 0) join(residual, delta, layer.attn_norm, normed);
+    if (l == 0 && !layer.attn_norm.tensor.empty())
+      apply_norm(backend_, config_, residual, layer.attn_norm.tensor, normed, layer.attn_norm_bias.tensor);
+    else if (l > 0) join(residual, delta, layer.attn_norm, layer.attn_norm_bias, normed);
     const AttentionMeta& meta = config_.layer_chunk(l) > 0 ? chunked : local ? sliding : full;
     BRIGADE_RETURN_IF_ERROR(run_layer(layer, kv.layer(l), meta, local ? rope_local_ : rope_, n));
     // Qwen3-VL: the layer's output (residual + delta) plus the tap's features on the image rows.
@@ -610,7 +618,7 @@ Status LlamaModel::forward_mtp(const StepBatch& batch, const KvCache& kv, const 
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor delta = scratch_.delta.tensor.rows(0, n);
   mtp_.input(backend_, config_, ends_.embed.tensor, ints_.tokens(batch), batch.prev_hidden, residual, normed, delta);
-  join(residual, delta, mtp_layer_.attn_norm, normed);
+  join(residual, delta, mtp_layer_.attn_norm, mtp_layer_.attn_norm_bias, normed);
   BRIGADE_RETURN_IF_ERROR(run_layer(mtp_layer_, kv.layer(config_.n_layers), meta, rope_, n));
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size()), h = static_cast<int64_t>(batch.hidden_rows.size());
   if (r == 0 && h == 0) return Status::ok();

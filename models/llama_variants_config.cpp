@@ -5,6 +5,7 @@
 
 #include "models/config_json.h"
 #include "models/gemma_config.h"
+#include "models/phimoe_config.h"
 
 namespace brigade {
 namespace {
@@ -71,7 +72,8 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"ApertusForCausalLM", "apertus"},          {"Ernie4_5_MoeForCausalLM", "ernie4_5_moe"},
       {"Llama4ForCausalLM", "llama4_text"},       {"MiniMaxM2ForCausalLM", "minimax_m2"},
       {"CohereForCausalLM", "cohere"},            {"Cohere2ForCausalLM", "cohere2"},
-      {"Dots1ForCausalLM", "dots1"},              {"Ministral3ForCausalLM", "ministral3"}};
+      {"Dots1ForCausalLM", "dots1"},              {"Ministral3ForCausalLM", "ministral3"},
+      {"PhimoeForCausalLM", "phimoe"},            {"PhiMoEForCausalLM", "phimoe"}};  // transformers', the Hub's
   for (const auto& [cls, type] : kNames)
     if (class_name == cls || (class_name.empty() && model_type == type)) return type;
   return {};
@@ -450,6 +452,7 @@ Status read_ministral3(const json& j, ModelConfig& c) {
 }  // namespace
 
 Status read_llama_variant(const json& j, ModelConfig& c) {
+  if (c.arch == "phimoe") return read_phimoe(j, c);  // models/phimoe_config.h
   if (c.arch == "ministral3") return read_ministral3(j, c);
   if (c.arch == "dots1") return read_dots1_attention(j, c);
   if (c.arch == "cohere" || c.arch == "cohere2") return read_cohere(j, c);

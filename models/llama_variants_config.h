@@ -36,7 +36,10 @@
 //     experts from first_k_dense_replace on (read_dots1, models/deepseek_config.h);
 //   ministral3 (Ministral3ForCausalLM, and Mistral3ForConditionalGeneration's language model when
 //     its text_config is one: Ministral 3, Devstral Small 2): Mistral's layer with YaRN and a query
-//     temperature on every layer after RoPE (read_ministral3).
+//     temperature on every layer after RoPE (read_ministral3);
+//   phimoe (PhimoeForCausalLM, Microsoft Phi-3.5-MoE): Mixtral's layer under biased LayerNorms, a
+//     biased lm_head, longrope scaled by short_/long_mscale, sparsemixer routing (read_phimoe,
+//     models/phimoe_config.h).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -10,6 +10,7 @@
 #include "models/deepseek_config.h"
 #include "models/gemma_config.h"
 #include "models/llama_variants_config.h"
+#include "models/phimoe_config.h"
 #include "models/qwen_vl_config.h"
 
 namespace brigade {
@@ -38,7 +39,7 @@ constexpr const char* kSupported =
     "Mistral3ForConditionalGeneration (mistral3: its language model, text only), Ministral3ForCausalLM (ministral3), "
     "Llama4ForCausalLM (llama4_text), "
     "Llama4ForConditionalGeneration (llama4: its language model, text only), MiniMaxM2ForCausalLM (minimax_m2), "
-    "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1)";
+    "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1), PhimoeForCausalLM (phimoe)";
 
 bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
 
@@ -51,7 +52,8 @@ bool has_grouped_moe(const std::string& arch) { return is_glm4_moe(arch) || arch
 bool is_sparse_moe(const std::string& arch) {
   return arch == "qwen3_moe" || arch == "qwen2_moe" || arch == "mixtral" || arch == "gpt_oss" || arch == "qwen3_next" ||
          arch == "qwen3_5_moe_text" || arch == "olmoe" || arch == "ernie4_5_moe" || arch == "llama4_text" ||
-         arch == "minimax_m2" || arch == "granitemoe" || arch == "granitemoeshared" || arch == "hunyuan_v1_moe";
+         arch == "minimax_m2" || arch == "granitemoe" || arch == "granitemoeshared" || arch == "hunyuan_v1_moe" ||
+         arch == "phimoe";
 }
 
 // Which family a config describes: architectures[0] wins, model_type otherwise. A
@@ -142,7 +144,8 @@ Status read_rope(const json& j, ModelConfig& c) {
     BRIGADE_ASSIGN_OR_RETURN(c.rope_scaling, parse_rope_scaling(it->dump(), where));
   }
   if (ntk_alpha > 0.0) BRIGADE_RETURN_IF_ERROR(stretch_rope_base(ntk_alpha, c));
-  if (c.arch != "phi3" && c.arch != "minimax_m2" && !glm && !is_gated_delta(c.arch)) return Status::ok();
+  if (c.arch != "phi3" && c.arch != "phimoe" && c.arch != "minimax_m2" && !glm && !is_gated_delta(c.arch))
+    return Status::ok();
   if (!(partial > 0.0f && partial <= 1.0f))
     return invalid_argument("config.json: partial_rotary_factor must be in (0, 1] (got " + std::to_string(partial) + ")");
   c.rotary_dim = static_cast<int>(static_cast<float>(c.head_dim) * partial);  // int(head_dim * factor)
@@ -425,6 +428,10 @@ Status read_ernie_moe(const json& j, ModelConfig& c) {
 
 Status read_moe(const json& j, ModelConfig& c) {
   if (c.arch == "mixtral") return read_mixtral_moe(j, c);
+  if (c.arch == "phimoe") {  // PhimoeConfig's defaults: 16 experts, 2 per token (models/phimoe_config.h)
+    BRIGADE_RETURN_IF_ERROR(read_intermediate_width_experts(j, c, "num_local_experts", 16, 2));
+    return read_phimoe_routing(j, c);
+  }
   if (c.arch == "ernie4_5_moe") return read_ernie_moe(j, c);
   if (c.arch == "olmoe") return read_olmoe_moe(j, c);
   if (c.arch == "minimax_m2") return read_intermediate_width_experts(j, c, "num_local_experts", 256, 8);
@@ -468,7 +475,7 @@ Status read_moe(const json& j, ModelConfig& c) {
 Status validate_moe(const ModelConfig& c) {
   if (!is_sparse_moe(c.arch)) return Status::ok();
   const std::string e = std::to_string(c.n_experts), k = std::to_string(c.n_experts_per_tok);
-  const std::string experts = c.arch == "mixtral" || c.arch == "gpt_oss" || c.arch == "llama4_text" || c.arch == "minimax_m2" ||
+  const std::string experts = c.arch == "mixtral" || c.arch == "phimoe" || c.arch == "gpt_oss" || c.arch == "llama4_text" || c.arch == "minimax_m2" ||
                                           c.arch == "granitemoe" || c.arch == "granitemoeshared"
                                   ? "num_local_experts"
                                   : "num_experts";  // olmoe's too
@@ -513,6 +520,7 @@ MoeRouting ModelConfig::moe_routing() const {
   r.topk_group = topk_group;
   r.group_score = moe_group_score;
   r.scale = routed_scaling_factor;
+  r.jitter_eps = router_jitter;
   return r;
 }
 
@@ -629,7 +637,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   // Qwen3.5-MoE has no dense MLP, so no intermediate_size.
   BRIGADE_RETURN_IF_ERROR(read_int(j, "intermediate_size", c.intermediate_size, c.arch != "qwen3_5_moe_text"));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, true));
-  c.max_position = 2048;
+  c.max_position = c.arch == "phimoe" ? 131072 : 2048;  // PhimoeConfig's default 4096 * 32
   BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
   c.rms_eps = 1e-6f;
   BRIGADE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", c.rms_eps));
@@ -659,13 +667,13 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
                        "qwen3_next, qwen3_5, smollm3, olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, "
                        "hunyuan_v1_dense, deepseek_v2/v3 and gpt_oss; " + c.arch +
                        " supports default, linear, dynamic, llama3" + (c.arch == "phi3" ? ", longrope" : ""));
-  if (c.rope_scaling.type == RopeScalingType::longrope && c.arch != "phi3")
-    return unsupported("config.json: rope_type 'longrope' is supported for phi3 only; " + c.arch +
+  if (c.rope_scaling.type == RopeScalingType::longrope && c.arch != "phi3" && c.arch != "phimoe")
+    return unsupported("config.json: rope_type 'longrope' is supported for phi3 and phimoe only; " + c.arch +
                        " supports default, linear, dynamic, llama3" + (is_deepseek(c.arch) ? ", yarn" : ""));
   // Absent ids take transformers' LlamaConfig defaults (bos 1, eos 2; Qwen configs have none);
   // null means none.
-  // MixtralConfig's and Ministral3Config's are Llama's.
-  const bool llama_defaults = c.arch == "llama" || c.arch == "mixtral" || c.arch == "ministral3";
+  // MixtralConfig's, Ministral3Config's and PhimoeConfig's are Llama's.
+  const bool llama_defaults = c.arch == "llama" || c.arch == "mixtral" || c.arch == "ministral3" || c.arch == "phimoe";
   c.bos_id = !j.contains("bos_token_id") && llama_defaults ? 1 : -1;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "bos_token_id", c.bos_id, false));
   if (!j.contains("eos_token_id") && llama_defaults) c.eos_ids = {2};

@@ -53,7 +53,7 @@ struct ModelConfig {
   std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "mixtral", "phi3", "gemma2", "gemma3_text",
                                 // "gpt_oss", "glm4_moe", "smollm3", "granite", "granitemoe", "granitemoeshared", "olmo2", "olmo3", "exaone4", "glm4",
                                 // "seed_oss", "ernie4_5", "hunyuan_v1_dense", "hunyuan_v1_moe", "olmoe", "apertus", "ernie4_5_moe",
-                                // "llama4_text", "minimax_m2", "cohere", "cohere2", "dots1"
+                                // "llama4_text", "minimax_m2", "cohere", "cohere2", "dots1", "phimoe"
                                 // (the decoder they share: llama.h),
                                 // "deepseek_v2" or "deepseek_v3" (models/deepseek.h),
                                 // "bert" or "roberta" (encoders: models/bert.h)
@@ -93,6 +93,11 @@ struct ModelConfig {
   bool layer_norms = false;
   bool parallel_blocks = false;
   float logit_scale = 0.0f;
+  // Phi-3.5-MoE (phimoe; models/phimoe_config.h): every decoder norm (input_layernorm,
+  // post_attention_layernorm, model.norm) also adds a bias (.bias [hidden], after the LayerNorm or,
+  // in llama.cpp's GGUF graph, the RMSNorm); the logits a bias (lm_head.bias [vocab]; lm_head_bias).
+  bool norm_bias = false;
+  bool lm_head_bias = false;
   bool fused_weights = false;   // q|k|v and gate|up stored as one tensor each (phi3: self_attn.qkv_proj,
                                 // mlp.gate_up_proj) rather than q/k/v_proj and gate/up_proj
   int sliding_window = 0;       // 0 = none
@@ -147,6 +152,7 @@ struct ModelConfig {
   int n_group = 1;                   // expert groups of the group-limited routing
   int topk_group = 1;                // groups a token may choose from
   MoeScoring moe_scoring = MoeScoring::softmax;
+  float router_jitter = 0.0f;        // sparsemixer's router_jitter_noise (MoeRouting::jitter_eps; phimoe)
   MoeGroupScore moe_group_score = MoeGroupScore::none;
   bool moe_score_bias = false;       // e_score_correction_bias (V3) shifts the selection
   bool relu2_experts = false;        // Nemotron 3: experts and shared expert up_proj, relu2, down_proj (no gate)

@@ -507,6 +507,19 @@ def fixtures():
             norm_topk_prob=True, routed_scaling_factor=2.5, sliding_window=8, max_window_layers=2,
             use_sliding_window=False, scoring_func="sigmoid", topk_method="noaux_tc", moe_layer_freq=1,
             pad_token_id=0)),
+        # Microsoft Phi-3.5-MoE (PhimoeForCausalLM, microsoft/Phi-3.5-MoE-instruct): Mixtral's layer
+        # (a window of 8 the long prompt crosses) with q/k/v/o biases, LayerNorms with biases, a
+        # biased lm_head, longrope whose cos/sin are scaled by short_mscale (1.15; the context is the
+        # original one, so the short factors and mscale apply), every layer 8 experts of 32 routed by
+        # sparsemixer: router_jitter_noise 0.3 (0.01 in the model) so that with these logits each
+        # token's two masks drop some experts and keep others.
+        "phimoe": ("PhimoeConfig", "PhimoeForCausalLM", base_config(
+            intermediate_size=32, num_local_experts=8, num_experts_per_tok=2, sliding_window=8,
+            attention_bias=True, lm_head_bias=True, router_jitter_noise=0.3, pad_token_id=0,
+            rope_parameters=dict(rope_type="longrope", rope_theta=10000.0, original_max_position_embeddings=256,
+                                 short_factor=[1.0, 1.2, 1.5, 1.9, 2.4, 3.0, 3.7, 4.5],
+                                 long_factor=[1.0, 1.5, 2.5, 4.0, 6.0, 8.5, 11.5, 15.0],
+                                 short_mscale=1.15, long_mscale=1.3))),
     }
 
 
@@ -735,7 +748,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

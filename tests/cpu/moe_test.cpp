@@ -1,5 +1,5 @@
 // The MoE ops against plain references: moe_route against softmax + a sort in double (ties, the
-// normalisation on and off, k = E), moe_experts against a loop over each token's k experts in
+// normalisation on and off, k = E) and against transformers' sparsemixer, moe_experts against a loop over each token's k experts in
 // double, at every SIMD level, with f32 and bf16 weights, below and above the BLAS row count;
 // moe_experts_split over block-quantized experts against moe_experts over them dequantized.
 #include <algorithm>
@@ -180,6 +180,90 @@ TEST(CpuMoe, RouteTiesTakeTheLowestIndex) {
   const Routed all_equal = route(*b, std::vector<float>(8, 0.25f), 1, 8, 3, false);
   EXPECT_EQ(all_equal.ids, (std::vector<int32_t>{0, 1, 2}));
   EXPECT_NEAR(all_equal.weights[2], 0.125f, 1e-7f);
+}
+
+Routed route_sparsemixer(Backend& b, const std::vector<float>& logits, int64_t n, int64_t n_experts, float jitter) {
+  auto l = make(b, DType::f32, {n, n_experts});
+  std::copy(logits.begin(), logits.end(), l.tensor.as<float>());
+  auto ids = make(b, DType::i32, {n, 2});
+  auto w = make(b, DType::f32, {n, 2});
+  MoeRouting r;
+  r.k = 2;
+  r.scoring = MoeScoring::sparsemixer;
+  r.jitter_eps = jitter;
+  b.moe_route(l.tensor, r, ids.tensor, w.tensor);
+  return {{ids.tensor.as<int32_t>(), ids.tensor.as<int32_t>() + n * 2}, {w.tensor.as<float>(), w.tensor.as<float>() + n * 2}};
+}
+
+// transformers' sparsemixer in eval, transcribed: each mask in f32 as torch computes it (the
+// second one's factor from the unmasked scores against the second maximum), the softmaxes in
+// double. Returns the two experts and weights, and counts the experts each mask drops / keeps
+// (the first expert, out of the second softmax, not counted).
+struct SparsemixerRef {
+  int32_t id[2];
+  double w[2];
+};
+SparsemixerRef sparsemixer_ref(const float* l, int64_t n_experts, float jitter, int& masked, int& kept) {
+  SparsemixerRef r{};
+  int64_t first = -1;
+  for (int j = 0; j < 2; ++j) {
+    int64_t m = -1;  // torch.max's argmax: the first of equal maxima
+    for (int64_t i = 0; i < n_experts; ++i)
+      if (i != first && (m < 0 || l[i] > l[m])) m = i;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n_experts; ++i) {
+      if (i == first) continue;
+      const float factor = std::max(std::fabs(l[i]), l[m]);
+      const bool drop = (l[m] - l[i]) / factor > 2 * jitter;
+      (drop ? masked : kept) += 1;
+      if (!drop) sum += std::exp(static_cast<double>(l[i]) - l[m]);
+    }
+    r.id[j] = static_cast<int32_t>(m);
+    r.w[j] = 1.0 / sum;
+    first = m;
+  }
+  return r;
+}
+
+// Phi-3.5-MoE's sparsemixer (eval): the argmax with the softmax over the logits its jitter mask
+// keeps, then the argmax of the rest with its own mask's softmax; random logits where the masks
+// drop some experts and keep others, and two rows worked by hand (a negative maximum, where the
+// factor is |s|).
+TEST(CpuMoe, SparsemixerMatchesTransformersEvalRouter) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  const int64_t n = 29, n_experts = 16;
+  const float jitter = 0.2f;
+  std::vector<float> logits(static_cast<size_t>(n * n_experts));
+  for (float& v : logits) v = u(rng);
+  auto b = make_cpu_backend({2});
+  const Routed r = route_sparsemixer(*b, logits, n, n_experts, jitter);
+  int masked = 0, kept = 0, second_differs = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    const float* l = logits.data() + t * n_experts;
+    const SparsemixerRef want = sparsemixer_ref(l, n_experts, jitter, masked, kept);
+    for (int j = 0; j < 2; ++j) {
+      EXPECT_EQ(r.ids[static_cast<size_t>(t * 2 + j)], want.id[j]) << "token " << t << " slot " << j;
+      EXPECT_NEAR(r.weights[static_cast<size_t>(t * 2 + j)], want.w[j], 1e-6) << "token " << t << " slot " << j;
+    }
+    // Not the plain softmax's value at the second expert: its own masked softmax.
+    double all = 0.0;
+    for (int64_t i = 0; i < n_experts; ++i) all += std::exp(static_cast<double>(l[i]) - l[want.id[0]]);
+    const double plain = std::exp(static_cast<double>(l[want.id[1]]) - l[want.id[0]]) / all;
+    second_differs += std::fabs(want.w[1] - plain) > 1e-3 ? 1 : 0;
+  }
+  EXPECT_GT(masked, n) << "the masks drop experts";
+  EXPECT_GT(kept, 2 * n) << "and keep some beside the chosen ones";
+  EXPECT_EQ(second_differs, n);
+  // Hand-worked, jitter 0.05 (threshold 0.1): row 0's first mask keeps 1.9 ((2 - 1.9) / 2 = 0.05),
+  // drops 1 and -3; its second mask (max 1.9) drops both. Row 1 (max -1, factor |s|) keeps -1.05
+  // ((-1 + 1.05) / 1.05), drops -2 and -5; the second drops both.
+  const Routed h = route_sparsemixer(*b, {2.0f, 1.9f, 1.0f, -3.0f, -1.0f, -1.05f, -2.0f, -5.0f}, 2, 4, 0.05f);
+  EXPECT_EQ(h.ids, (std::vector<int32_t>{0, 1, 0, 1}));
+  EXPECT_NEAR(h.weights[0], 1.0 / (1.0 + std::exp(-0.1)), 1e-6);
+  EXPECT_NEAR(h.weights[1], 1.0, 1e-7);
+  EXPECT_NEAR(h.weights[2], 1.0 / (1.0 + std::exp(-0.05)), 1e-6);
+  EXPECT_NEAR(h.weights[3], 1.0, 1e-7);
 }
 
 struct ExpertCase {

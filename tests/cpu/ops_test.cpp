@@ -120,6 +120,13 @@ TEST(CpuOps, AddAndSiluMul) {
   b->add(a.tensor, c.tensor);
   for (int64_t i = 0; i < n * inter; ++i)
     EXPECT_FLOAT_EQ(a.tensor.as<float>()[i], a0[static_cast<size_t>(i)] + c.tensor.as<float>()[i]);
+  // add_row_bias: the one row of biases added to every row.
+  auto bias = make(*b, DType::f32, {inter});
+  test::fill_uniform(bias.tensor, rng);
+  const std::vector<float> a1 = test::to_vector(a.tensor);
+  b->add_row_bias(a.tensor, bias.tensor);
+  for (int64_t i = 0; i < n * inter; ++i)
+    EXPECT_FLOAT_EQ(a.tensor.as<float>()[i], a1[static_cast<size_t>(i)] + bias.tensor.as<float>()[i % inter]) << i;
   auto gu = make(*b, DType::f32, {n, 2 * inter});
   auto out = make(*b, DType::f32, {n, inter});
   test::fill_uniform(gu.tensor, rng, -6, 6);

@@ -197,8 +197,10 @@ TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
 TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir every_expert("gpu_every_expert_variants");
+  // Phi-3.5-MoE as stored: sparsemixer routes exactly 2 experts (no every-expert copy); its
+  // LayerNorms' and lm_head's biases.
   for (const char* name : {"olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus", "cohere",
-                           "cohere2"})
+                           "cohere2", "phimoe"})
     expect_fixture_matches_cpu(name, testing::fixture_dir(name));
   for (const char* name : {"olmoe", "llama4", "llama4_text", "minimax_m2", "granitemoe", "granitemoeshared",
                            "hunyuan_v1_moe", "dots1", "ministral3", "ministral3_text"})

@@ -1,5 +1,6 @@
 // The MoE ops on the GPU against the CPU backend (gpu_test_util.h for the method): routing gives
-// the same experts in the same order (ties lowest index first) and the same weights; the experts
+// the same experts in the same order (ties lowest index first) and the same weights (sparsemixer's
+// too); the experts
 // op gives the CPU's output within bf16 tolerance for decode-sized and prefill-sized batches
 // (more pairs than one collection chunk), rows with and without 16-byte loads, and replays in a
 // step graph with the eager result.
@@ -42,6 +43,37 @@ TEST(GpuMoe, RouteMatchesCpu) {
   }
   const std::vector<float> ties = {0.5f, 2.0f, 1.0f, 2.0f, 1.0f, 2.0f, -3.0f, 1.0f};
   EXPECT_EQ(route(*gpu(), ties, 1, 8, 4, true).ids, (std::vector<float>{1, 3, 5, 2}));
+}
+
+// Phi-3.5-MoE's sparsemixer: the CPU's two experts and their masked softmaxes (tests/cpu/moe_test.cpp
+// checks those against transformers), for a few token counts and thresholds, relative ids included.
+TEST(GpuMoe, SparsemixerRouteMatchesCpu) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(23);
+  for (const float jitter : {0.0f, 0.01f, 0.3f}) {
+    for (const int64_t n : {1, 200}) {
+      SCOPED_TRACE(testing::Message() << "jitter=" << jitter << " n=" << n);
+      const int64_t n_experts = 16;
+      std::vector<float> logits(static_cast<size_t>(n * n_experts));
+      std::uniform_real_distribution<float> u(-4, 4);
+      for (float& v : logits) v = u(rng);
+      Routing side[2];
+      Backend* backends[2] = {&cpu(), gpu()};
+      for (int s = 0; s < 2; ++s) {
+        const auto l = put(*backends[s], DType::f32, {n, n_experts}, logits);
+        const auto ids = empty(*backends[s], DType::i32, {n, 2}), w = empty(*backends[s], DType::f32, {n, 2});
+        MoeRouting r;
+        r.k = 2;
+        r.scoring = MoeScoring::sparsemixer;
+        r.jitter_eps = jitter;
+        r.first_expert = 4;
+        backends[s]->moe_route(l.tensor, r, ids.tensor, w.tensor);
+        side[s] = {get(*backends[s], ids.tensor), get(*backends[s], w.tensor)};
+      }
+      EXPECT_EQ(side[1].ids, side[0].ids);
+      for (size_t i = 0; i < side[0].weights.size(); ++i) EXPECT_NEAR(side[1].weights[i], side[0].weights[i], 1e-6) << i;
+    }
+  }
 }
 
 struct ExpertCase {

@@ -107,6 +107,12 @@ TEST(GpuOps, AddAndSiluMul) {
   cpu().add(ac.tensor, bc.tensor);
   gpu()->add(ag.tensor, bg.tensor);
   EXPECT_LT(rel_error(get(*gpu(), ag.tensor), get(cpu(), ac.tensor)), kBf16Tol);
+  // add_row_bias (phimoe GGUF's RMSNorm biases): one f32 row added to every bf16 row.
+  const auto bias = random_values(rng, inter, -1, 1);
+  const auto biasc = put(cpu(), DType::f32, {inter}, bias), biasg = put(*gpu(), DType::f32, {inter}, bias);
+  cpu().add_row_bias(ac.tensor, biasc.tensor);
+  gpu()->add_row_bias(ag.tensor, biasg.tensor);
+  EXPECT_LT(rel_error(get(*gpu(), ag.tensor), get(cpu(), ac.tensor)), kBf16Tol);
 
   const auto gu = random_values(rng, n * 2 * inter, -6, 6);
   const auto gc = put(cpu(), DType::f32, {n, 2 * inter}, gu), gg = put(*gpu(), DType::bf16, {n, 2 * inter}, gu);

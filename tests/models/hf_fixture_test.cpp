@@ -55,7 +55,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "hunyuan_v1_dense", "olmoe", "apertus", "mistral3", "ernie4_5_moe",
                                            "llama4", "llama4_text", "minimax_m2", "cohere", "cohere2", "granitemoe",
                                            "granitemoeshared", "granite4_rope", "hunyuan_v1_moe", "dots1", "ministral3",
-                                           "ministral3_text"));
+                                           "ministral3_text", "phimoe"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -409,6 +409,28 @@ TEST(HfFixtureConfig, CoherePiecesMoveTheLogits) {
   EXPECT_GT(max_diff_with_rules("cohere2", [](ModelConfig& c) { c.nope_layers.assign(c.nope_layers.size(), false); }),
             100 * kLogitTol);
   EXPECT_GT(max_diff_with_config("cohere", [](nlohmann::json& j) { j["logit_scale"] = 0.5; }), 100 * kLogitTol);
+}
+
+// Each of Phi-3.5-MoE's pieces moves the logits, so the fixture checks each: the norms' biases,
+// the lm_head's bias, longrope's short_mscale (1 instead), the window (none), sparsemixer's jitter
+// masks (a threshold that masks nothing), the second expert's own masked softmax (plain softmax
+// top-2 renormalised instead, llama.cpp's rule; or not renormalised, Mixtral's without its norm).
+TEST(HfFixtureConfig, PhimoePiecesMoveTheLogits) {
+  EXPECT_GT(max_diff_with_rules("phimoe", [](ModelConfig& c) { c.norm_bias = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_rules("phimoe", [](ModelConfig& c) { c.lm_head_bias = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_rules("phimoe", [](ModelConfig& c) { c.rope_scaling.attention_factor = 1.0f; }),
+            100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("phimoe", [](nlohmann::json& j) { j["sliding_window"] = nullptr; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("phimoe", [](nlohmann::json& j) { j["router_jitter_noise"] = 1000.0; }),
+            100 * kLogitTol);
+  for (const bool normalize : {true, false})
+    EXPECT_GT(max_diff_with_rules("phimoe",
+                                  [&](ModelConfig& c) {
+                                    c.moe_scoring = MoeScoring::softmax;
+                                    c.norm_topk_prob = normalize;
+                                  }),
+              100 * kLogitTol)
+        << "softmax top-2, normalize " << normalize;
 }
 
 // Ministral 3's query temperature (every layer, positions + 0) and its window are what make the

@@ -208,7 +208,7 @@ TEST(ModelConfig, RejectsBadPhi3Rope) {
   llama.insert(1, R"("rope_scaling": {"rope_type": "longrope", "short_factor": [1], "long_factor": [1]},)");
   auto l = parse_hf_config(llama);
   EXPECT_EQ(l.status().code(), StatusCode::unsupported);
-  EXPECT_NE(l.status().message().find("phi3 only"), std::string::npos);
+  EXPECT_NE(l.status().message().find("phi3 and phimoe only"), std::string::npos);
 }
 
 }  // namespace
@@ -832,6 +832,84 @@ TEST(ModelConfig, ReadsMinistral3) {
   nlohmann::json other = wrapped;
   other["text_config"]["model_type"] = "mistral4";
   refused(other, StatusCode::unsupported, "mistral4");
+}
+
+// Phi-3.5-MoE-instruct's config.json as the Hub ships it (remote code's PhiMoEForCausalLM; its
+// longrope lists cut to head_dim / 2 = 4 here): biased LayerNorms and lm_head, q/k/v/o biases,
+// the window on every layer, the long factors (131072 > 4096) with long_mscale in place of
+// longrope's attention factor, 16 experts of intermediate_size routed by sparsemixer with
+// router_jitter_noise. Refused by name: top-k other than 2, another activation or rope type,
+// longrope without its mscales.
+TEST(ModelConfig, ReadsPhimoe) {
+  const nlohmann::json rope = {{"type", "longrope"},        {"short_factor", {1.0, 1.1, 1.2, 1.3}},
+                               {"long_factor", {1.0, 2.0, 4.0, 8.0}}, {"original_max_position_embeddings", 4096},
+                               {"short_mscale", 1.1},       {"long_mscale", 1.243163121016122}};
+  const nlohmann::json base = {
+      {"architectures", {"PhiMoEForCausalLM"}}, {"model_type", "phimoe"}, {"attention_bias", true},
+      {"bos_token_id", 1}, {"eos_token_id", 32000}, {"hidden_act", "silu"}, {"hidden_size", 256},
+      {"input_jitter_noise", 0.01}, {"intermediate_size", 6400}, {"lm_head_bias", true},
+      {"max_position_embeddings", 131072}, {"num_attention_heads", 32}, {"num_experts_per_tok", 2},
+      {"num_hidden_layers", 4}, {"num_key_value_heads", 8}, {"num_local_experts", 16},
+      {"original_max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5}, {"rope_scaling", rope},
+      {"rope_theta", 10000.0}, {"router_jitter_noise", 0.01}, {"sliding_window", 131072},
+      {"tie_word_embeddings", false}, {"torch_dtype", "bfloat16"}, {"vocab_size", 32064}};
+  auto parse = [&](const nlohmann::json& more) {
+    nlohmann::json j = base;
+    if (more.is_object()) j.update(more);
+    return parse_hf_config(j.dump());
+  };
+  auto c = parse(nullptr);
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "phimoe");
+  EXPECT_TRUE(c->layer_norms && c->norm_bias && c->lm_head_bias && c->qkv_bias && c->o_bias);
+  EXPECT_FALSE(c->parallel_blocks || c->fused_weights || c->qk_norm);
+  EXPECT_FLOAT_EQ(c->rms_eps, 1e-5f);
+  EXPECT_EQ(c->sliding_window, 131072);
+  EXPECT_TRUE(c->sliding_layers.empty());
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::longrope);
+  EXPECT_TRUE(c->rope_scaling.longrope_long);
+  EXPECT_FLOAT_EQ(c->rope_scaling.attention_factor, 1.243163121016122f);  // not sqrt(1 + ln 32 / ln 4096)
+  EXPECT_EQ(c->n_experts, 16);
+  EXPECT_EQ(c->n_experts_per_tok, 2);
+  EXPECT_EQ(c->moe_intermediate_size, 6400);
+  EXPECT_EQ(c->n_moe_layers(), 4);
+  EXPECT_EQ(c->moe_scoring, MoeScoring::sparsemixer);
+  EXPECT_FLOAT_EQ(c->moe_routing().jitter_eps, 0.01f);
+  EXPECT_FALSE(c->norm_topk_prob);
+  EXPECT_EQ(c->eos_ids, std::vector<int>{32000});
+  // transformers' class name; a context within the original one: the short factors and mscale.
+  auto short_ctx = parse({{"architectures", {"PhimoeForCausalLM"}}, {"max_position_embeddings", 4096}});
+  ASSERT_TRUE(short_ctx.has_value()) << short_ctx.status().to_string();
+  EXPECT_FALSE(short_ctx->rope_scaling.longrope_long);
+  EXPECT_FLOAT_EQ(short_ctx->rope_scaling.attention_factor, 1.1f);
+  // PhimoeConfig's defaults: no window, no biases, jitter 0.01, theta 1e6, eps 1e-5, 16 experts.
+  nlohmann::json sparse = {{"model_type", "phimoe"}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+                           {"num_attention_heads", 4}, {"intermediate_size", 32}, {"vocab_size", 128}};
+  auto d = parse_hf_config(sparse.dump());
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_EQ(d->arch, "phimoe");
+  EXPECT_EQ(d->sliding_window, 0);
+  EXPECT_FALSE(d->qkv_bias || d->lm_head_bias);
+  EXPECT_TRUE(d->norm_bias);
+  EXPECT_FLOAT_EQ(d->router_jitter, 0.01f);
+  EXPECT_FLOAT_EQ(d->rope_theta, 1000000.0f);
+  EXPECT_FLOAT_EQ(d->rms_eps, 1e-5f);
+  EXPECT_EQ(d->n_experts, 16);
+  EXPECT_EQ(d->max_position, 131072);
+  EXPECT_EQ(d->rope_scaling.type, RopeScalingType::none);
+  auto refused = [&](const nlohmann::json& more, StatusCode code, const char* word) {
+    const Status s = parse(more).status();
+    EXPECT_EQ(s.code(), code) << more.dump() << ": " << s.to_string();
+    EXPECT_NE(s.message().find(word), std::string::npos) << s.message();
+  };
+  refused({{"num_experts_per_tok", 1}}, StatusCode::unsupported, "num_experts_per_tok");
+  refused({{"num_experts_per_tok", 4}}, StatusCode::unsupported, "sparsemixer");
+  refused({{"hidden_act", "gelu"}}, StatusCode::unsupported, "hidden_act");
+  refused({{"rope_scaling", {{"type", "linear"}, {"factor", 2.0}}}}, StatusCode::unsupported, "linear");
+  nlohmann::json no_mscale = rope;
+  no_mscale.erase("long_mscale");
+  refused({{"rope_scaling", no_mscale}}, StatusCode::invalid_argument, "long_mscale");
+  refused({{"router_jitter_noise", -0.5}}, StatusCode::invalid_argument, "router_jitter_noise");
 }
 
 }  // namespace
