@@ -94,7 +94,10 @@ constexpr ChatToolSyntax kToolSyntaxes[] = {ChatToolSyntax::hermes,       ChatTo
                                             ChatToolSyntax::kimi_k2,      ChatToolSyntax::pythonic,
                                             ChatToolSyntax::openai,       ChatToolSyntax::qwen3_coder,
                                             ChatToolSyntax::seed_oss,     ChatToolSyntax::minimax_m2,
-                                            ChatToolSyntax::cohere_command3};
+                                            ChatToolSyntax::cohere_command3, ChatToolSyntax::granite,
+                                            ChatToolSyntax::lfm2,         ChatToolSyntax::jamba,
+                                            ChatToolSyntax::hunyuan_a13b, ChatToolSyntax::olmo3,
+                                            ChatToolSyntax::phi4_mini_json};
 }  // namespace
 
 const char* tool_syntax_name(ChatToolSyntax syntax) {
@@ -113,6 +116,12 @@ const char* tool_syntax_name(ChatToolSyntax syntax) {
     case ChatToolSyntax::seed_oss: return "seed_oss";
     case ChatToolSyntax::minimax_m2: return "minimax_m2";
     case ChatToolSyntax::cohere_command3: return "cohere_command3";
+    case ChatToolSyntax::granite: return "granite";
+    case ChatToolSyntax::lfm2: return "lfm2";
+    case ChatToolSyntax::jamba: return "jamba";
+    case ChatToolSyntax::hunyuan_a13b: return "hunyuan_a13b";
+    case ChatToolSyntax::olmo3: return "olmo3";
+    case ChatToolSyntax::phi4_mini_json: return "phi4_mini_json";
   }
   return "none";
 }
@@ -122,12 +131,13 @@ Expected<ChatToolSyntax> parse_tool_syntax(const std::string& name) {
   if (name == "llama4_pythonic") return ChatToolSyntax::pythonic;
   if (name == "qwen3_xml") return ChatToolSyntax::qwen3_coder;
   if (name == "cohere_command4") return ChatToolSyntax::cohere_command3;
+  if (name == "granite4") return ChatToolSyntax::hermes;
   std::string names;
   for (ChatToolSyntax s : kToolSyntaxes) {
     if (name == tool_syntax_name(s)) return s;
     names += std::string(names.empty() ? "" : ", ") + tool_syntax_name(s);
   }
-  return unsupported("no tool-call parser '" + name + "' (brigade has: " + names + ", glm47, llama4_pythonic, qwen3_xml, cohere_command4)");
+  return unsupported("no tool-call parser '" + name + "' (brigade has: " + names + ", glm47, llama4_pythonic, qwen3_xml, cohere_command4, granite4)");
 }
 
 Expected<std::string> apply_chat_template(ChatFamily family, std::span<const ChatMessage> messages,

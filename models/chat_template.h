@@ -60,17 +60,25 @@ enum class ChatFamily { llama2, llama3, chatml, deepseek, harmony };
 //                 </minimax:tool_call> (MiniMax-M2 / M2.1 / M2.5)
 //   cohere_command3  <|START_ACTION|>[{"tool_call_id": "0", "tool_name": NAME, "parameters": {..}}, ..]
 //                 <|END_ACTION|> (Command R7B, Command A; also Command A Reasoning's, vLLM's cohere_command4)
+//   granite       (IBM Granite 3.x) the whole output <|tool_call|>[{"name", "arguments"}, ..] (the marker optional)
+//   lfm2          (LiquidAI LFM2 / LFM2.5) <|tool_call_start|>[name(key=value, ..), ..]<|tool_call_end|>
+//   jamba         (AI21 Jamba) <tool_calls>[{"name", "arguments"}, ..]</tool_calls>; only by name
+//   hunyuan_a13b  (Hunyuan-A13B) the same blocks as jamba; only by name
+//   phi4_mini_json  (Phi-4-mini) the whole output functools[{"name", "arguments"}, ..]; only by name
+//   olmo3         (OLMo 3) name(key=value, ..) calls one a line, optionally in <function_calls>
+//                 .. </function_calls>; only by name
 // none: the template has no call syntax brigade parses (tools are refused).
 enum class ChatToolSyntax {
   none, hermes, llama3_json, mistral, deepseek_v3, deepseek_v31, glm45, kimi_k2, pythonic, openai, qwen3_coder,
-  seed_oss, minimax_m2, cohere_command3
+  seed_oss, minimax_m2, cohere_command3, granite, lfm2, jamba, hunyuan_a13b, olmo3, phi4_mini_json
 };
 
 // vLLM's parser name of a syntax ("none" for none), and back: each name above, "glm47" (GLM-4.7
 // writes the GLM-4.5 syntax without the newline, which glm45 reads too), "llama4_pythonic" (as
 // pythonic, which reads Llama 4's <|python_start|> wrapper), "qwen3_xml" (vLLM's other parser of
 // the qwen3_coder syntax), "cohere_command4" (Command A Reasoning: the same action blocks, its
-// answer in <|START_TEXT|> rather than <|START_RESPONSE|>, which cohere_command3 reads too);
+// answer in <|START_TEXT|> rather than <|START_RESPONSE|>, which cohere_command3 reads too),
+// "granite4" (Granite 4.0's <tool_call>{..}</tool_call> blocks: hermes);
 // unsupported listing the names for any other.
 const char* tool_syntax_name(ChatToolSyntax syntax);
 Expected<ChatToolSyntax> parse_tool_syntax(const std::string& name);

@@ -78,6 +78,12 @@ ChatToolSyntax detect_tool_syntax(std::string_view source) {
   if (has("<seed:tool_call>")) return ChatToolSyntax::seed_oss;  // Seed-OSS: qwen3_coder's calls in its own tags
   if (has("<minimax:tool_call>")) return ChatToolSyntax::minimax_m2;
   if (has("<function=") && has("<parameter=")) return ChatToolSyntax::qwen3_coder;
+  // Granite 3.x: <|tool_call|> then a JSON list (Phi-4-mini's llama.cpp template writes
+  // <|tool_call|> too, without Granite's role markers).
+  if (has("<|tool_call|>") && has("<|start_of_role|>")) return ChatToolSyntax::granite;
+  // LFM2 writes its tool list in <|tool_list_start|> (LFM2.5 in a bare "List of tools: [", as
+  // llama.cpp tells them apart), its calls in <|tool_call_start|>.
+  if (has("<|tool_call_start|>") || has("<|tool_list_start|>") || has("List of tools: [")) return ChatToolSyntax::lfm2;
   if (has("<tool_call>")) return ChatToolSyntax::hermes;
   if (has("<|python_tag|>") || has("ipython")) return ChatToolSyntax::llama3_json;
   return ChatToolSyntax::none;

@@ -27,7 +27,9 @@ namespace brigade {
 // without them; kimi_k2 for <|tool_calls_section_begin|> or Kimi's tool_declare system turn;
 // openai for <|channel|> with to= and functions. (gpt-oss's harmony); glm45 for <arg_key>; seed_oss
 // for <seed:tool_call>; minimax_m2 for <minimax:tool_call>; qwen3_coder for <function= with
-// <parameter=; cohere_command3 for <|START_ACTION|> (Command R7B / A); hermes for <tool_call>;
+// <parameter=; cohere_command3 for <|START_ACTION|> (Command R7B / A); granite for <|tool_call|>
+// with Granite's <|start_of_role|>; lfm2 for <|tool_call_start|>, <|tool_list_start|> or LFM2.5's
+// "List of tools: ["; hermes for <tool_call> (Granite 4.0 / 4.1 included);
 // llama3_json for <|python_tag|> or an ipython role; else none (tools are refused).
 ChatToolSyntax detect_tool_syntax(std::string_view source);
 

@@ -141,6 +141,12 @@ ToolParserKind tool_parser_kind(ToolFormat format) {
     case ToolFormat::cohere_command3: return ToolParserKind::cohere_command3;
     case ToolFormat::kimi_k2: return ToolParserKind::kimi_k2;
     case ToolFormat::pythonic: return ToolParserKind::pythonic;
+    case ToolFormat::granite: return ToolParserKind::granite;
+    case ToolFormat::lfm2: return ToolParserKind::lfm2;
+    case ToolFormat::jamba:
+    case ToolFormat::hunyuan_a13b: return ToolParserKind::jamba;
+    case ToolFormat::olmo3: return ToolParserKind::olmo3;
+    case ToolFormat::phi4_mini_json: return ToolParserKind::phi4_mini_json;
     case ToolFormat::openai: return ToolParserKind::openai;
     case ToolFormat::hermes:
     case ToolFormat::none: break;

@@ -132,7 +132,8 @@ Status setup_tools(ServerContext& ctx, CompletionRequest& r) {
     return unsupported("this model's chat template (" + tmpl->describe() +
                        ") has no tool-call format brigade parses, so tools, tool calls and tool results are refused; "
                        "they work with templates that write Hermes, Llama 3.1 JSON, Mistral, DeepSeek, GLM-4.5, "
-                       "Kimi-K2 or gpt-oss (harmony) calls, or name the syntax with `brigade serve --tool-call-parser`");
+                       "Kimi-K2, Granite, LFM2 or gpt-oss (harmony) calls, or name the syntax with "
+                       "`brigade serve --tool-call-parser`");
   if (r.tools.tools.empty()) return Status::ok();
   r.tool_format = syntax;
   if (syntax == ChatToolSyntax::openai && r.tools.choice != ToolChoice::automatic && r.tools.choice != ToolChoice::none)

@@ -3,9 +3,6 @@
 // "parameters"} then <|END_ACTION|>. Text outside the blocks is content, without Cohere's other
 // markers (server/cohere_markers.h): the answer's <|START_RESPONSE|> / <|START_TEXT|> and their
 // ends, and a <|START_THINKING|> plan's two markers when no reasoning parser took the plan out.
-#include <nlohmann/json.hpp>
-
-#include "models/py_json.h"
 #include "server/cohere_markers.h"
 #include "server/tool_call_parser_base.h"
 
@@ -13,7 +10,6 @@ namespace brigade::server::tool_parse {
 
 namespace {
 
-using ojson = nlohmann::ordered_json;
 constexpr size_t npos = std::string_view::npos;
 using cohere::kEndAction;
 using cohere::kStartAction;
@@ -22,19 +18,7 @@ using cohere::kStartAction;
 // tool_call_id is not kept: the server gives OpenAI ids, as SGLang does); nullopt when it is not
 // one, or holds no call.
 std::optional<std::vector<ToolCallDelta>> action_calls(std::string_view body) {
-  const ojson j = ojson::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_array() || j.empty()) return std::nullopt;
-  std::vector<ToolCallDelta> calls;
-  for (const ojson& item : j) {
-    if (!item.is_object()) return std::nullopt;
-    auto name = item.find("tool_name");
-    auto params = item.find("parameters");
-    if (name == item.end() || !name->is_string() || !valid_function_name(name->get_ref<const std::string&>()))
-      return std::nullopt;
-    if (params == item.end() || !params->is_object()) return std::nullopt;
-    calls.push_back(ToolCallDelta{0, name->get<std::string>(), py_json_dumps(*params), ""});
-  }
-  return calls;
+  return json_array_calls(body, "tool_name", {"parameters"});
 }
 
 class CohereParser final : public Stepper {

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <functional>
 #include <optional>
 
 #include "models/py_json.h"
@@ -30,6 +32,25 @@ std::optional<ToolCallDelta> call_of(std::string_view text, std::initializer_lis
     if (args != j.end() && args->is_object()) return ToolCallDelta{0, name->get<std::string>(), py_json_dumps(*args)};
   }
   return std::nullopt;
+}
+
+std::optional<std::vector<ToolCallDelta>> json_array_calls(std::string_view text, const char* name_key,
+                                                           std::initializer_list<const char*> arguments_keys) {
+  const ojson j = ojson::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array() || j.empty()) return std::nullopt;
+  std::vector<ToolCallDelta> calls;
+  for (const ojson& item : j) {
+    if (!item.is_object()) return std::nullopt;
+    auto name = item.find(name_key);
+    auto args = item.end();
+    for (const char* key : arguments_keys)
+      if (args == item.end()) args = item.find(key);
+    if (name == item.end() || !name->is_string() || !valid_function_name(name->get_ref<const std::string&>()))
+      return std::nullopt;
+    if (args == item.end() || !args->is_object()) return std::nullopt;
+    calls.push_back(ToolCallDelta{0, name->get<std::string>(), py_json_dumps(*args), ""});
+  }
+  return calls;
 }
 
 std::optional<std::string> object_arguments(std::string_view text) {
@@ -113,11 +134,28 @@ namespace {
 using tool_parse::Base;
 using tool_parse::call_of;
 
-// All calls or all content, decided at the end (llama3_json, pythonic).
+// How an output may start, from its first non-blank character: as calls (held to the end),
+// as text, or not known yet.
+enum class Start { calls, text, undecided };
+using StartRule = std::function<Start(std::string_view rest)>;
+
+// Calls when the output starts with one of `tags` (undecided while it may still become one).
+StartRule starts_with(std::vector<std::string_view> tags) {
+  return [tags = std::move(tags)](std::string_view rest) {
+    bool partial = false;
+    for (std::string_view tag : tags) {
+      if (rest.starts_with(tag)) return Start::calls;
+      partial = partial || tag.starts_with(rest);
+    }
+    return partial ? Start::undecided : Start::text;
+  };
+}
+
+// All calls or all content, decided at the end (llama3_json, pythonic, granite, phi4_mini_json, olmo3).
 class WholeOutputParser final : public Base {
  public:
-  WholeOutputParser(int max_calls, char first, std::string_view tag, tool_parse::WholeResolver resolve)
-      : Base(max_calls), first_(first), tag_(tag), resolve_(std::move(resolve)) {}
+  WholeOutputParser(int max_calls, StartRule start, tool_parse::WholeResolver resolve)
+      : Base(max_calls), start_(std::move(start)), resolve_(std::move(resolve)) {}
   ToolParse feed(std::string_view text) override {
     ToolParse out;
     if (mode_ == Mode::text) {
@@ -128,12 +166,9 @@ class WholeOutputParser final : public Base {
     if (mode_ == Mode::undecided) {
       const size_t b = buf_.find_first_not_of(tool_parse::kSpace);
       if (b == std::string::npos) return out;
-      const std::string_view rest = std::string_view(buf_).substr(b);
-      const size_t n = std::min(rest.size(), tag_.size());
-      if (rest[0] == first_ || rest.substr(0, n) == tag_.substr(0, n)) {
-        mode_ = rest[0] == first_ || n == tag_.size() ? Mode::calls : Mode::undecided;
-        return out;  // held: calls, or the tag still arriving
-      }
+      const Start start = start_(std::string_view(buf_).substr(b));
+      if (start == Start::calls) mode_ = Mode::calls;
+      if (start != Start::text) return out;  // held: calls, or the start still arriving
       mode_ = Mode::text;
       content(buf_, out);
       buf_.clear();
@@ -156,8 +191,7 @@ class WholeOutputParser final : public Base {
 
  private:
   enum class Mode { undecided, calls, text };
-  char first_;
-  std::string_view tag_;
+  StartRule start_;
   tool_parse::WholeResolver resolve_;
   std::string buf_;
   Mode mode_ = Mode::undecided;
@@ -184,6 +218,40 @@ std::optional<std::vector<ToolCallDelta>> llama3_calls(std::string_view s) {
   }
   if (calls.empty()) return std::nullopt;
   return calls;
+}
+
+// Granite 3.x: <|tool_call|> (or Granite 3.1's <tool_call>), then a JSON array of
+// {"name", "arguments"} objects, as vLLM's granite parser strips them.
+constexpr std::string_view kGraniteTag = "<|tool_call|>", kGranite31Tag = "<tool_call>";
+std::optional<std::vector<ToolCallDelta>> granite_calls(std::string_view s) {
+  s = tool_parse::trim(s);
+  for (std::string_view tag : {kGraniteTag, kGranite31Tag}) {
+    if (s.starts_with(tag)) s = tool_parse::trim(s.substr(tag.size()));
+  }
+  return tool_parse::json_array_calls(s);
+}
+
+// Phi-4-mini: functools[{"name", "arguments" (or "parameters")}, ..], as vLLM's phi4_mini_json reads
+// it (a JSON array, not its regex's text up to the first ']').
+constexpr std::string_view kFunctools = "functools";
+std::optional<std::vector<ToolCallDelta>> phi4_mini_calls(std::string_view s) {
+  s = tool_parse::trim(s);
+  if (!s.starts_with(kFunctools)) return std::nullopt;
+  return tool_parse::json_array_calls(s.substr(kFunctools.size()), "name", {"arguments", "parameters"});
+}
+
+// OLMo 3: calls when the output opens <function_calls>, or its first word is followed by '('.
+Start olmo3_start(std::string_view rest) {
+  static constexpr std::string_view kOpen = "<function_calls>";
+  if (rest[0] == '<') {
+    if (rest.starts_with(kOpen)) return Start::calls;
+    return kOpen.starts_with(rest) ? Start::undecided : Start::text;
+  }
+  size_t n = 0;
+  while (n < rest.size() && (std::isalnum(static_cast<unsigned char>(rest[n])) || rest[n] == '_')) ++n;
+  if (n == 0 || std::isdigit(static_cast<unsigned char>(rest[0]))) return Start::text;
+  if (n == rest.size()) return Start::undecided;
+  return rest[n] == '(' ? Start::calls : Start::text;
 }
 
 class ForcedNamedParser final : public Base {
@@ -290,13 +358,24 @@ std::unique_ptr<ToolCallParser> make_tool_call_parser(ToolParserKind kind, int m
     case ToolParserKind::qwen3_coder:
     case ToolParserKind::seed_oss:
     case ToolParserKind::minimax_m2:
+    case ToolParserKind::lfm2:
+    case ToolParserKind::jamba:
       return tool_parse::make_tagged_parser(max_calls, tool_parse::tagged_syntax(kind, std::move(functions)));
     case ToolParserKind::mistral: return tool_parse::make_mistral_parser(max_calls);
     case ToolParserKind::cohere_command3: return tool_parse::make_cohere_parser(max_calls);
     case ToolParserKind::openai: return tool_parse::make_harmony_parser(max_calls);
-    case ToolParserKind::llama3_json: return std::make_unique<WholeOutputParser>(max_calls, '{', kPythonTag, llama3_calls);
+    case ToolParserKind::llama3_json:
+      return std::make_unique<WholeOutputParser>(max_calls, starts_with({"{", kPythonTag}), llama3_calls);
     case ToolParserKind::pythonic:
-      return std::make_unique<WholeOutputParser>(max_calls, '[', "<|python_start|>", tool_parse::pythonic_calls);
+      return std::make_unique<WholeOutputParser>(max_calls, starts_with({"[", "<|python_start|>"}),
+                                                 tool_parse::pythonic_calls);
+    case ToolParserKind::granite:
+      return std::make_unique<WholeOutputParser>(max_calls, starts_with({"[", kGraniteTag, kGranite31Tag}),
+                                                 granite_calls);
+    case ToolParserKind::phi4_mini_json:
+      return std::make_unique<WholeOutputParser>(max_calls, starts_with({kFunctools}), phi4_mini_calls);
+    case ToolParserKind::olmo3:
+      return std::make_unique<WholeOutputParser>(max_calls, olmo3_start, tool_parse::olmo3_calls);
     case ToolParserKind::forced_named: return std::make_unique<ForcedNamedParser>(max_calls, std::move(named));
     case ToolParserKind::forced_array: return std::make_unique<ForcedArrayParser>(max_calls, std::move(key));
   }

@@ -59,6 +59,22 @@
 //                keyword arguments, [f(a=1, b="x"), g()], optionally in <|python_start|> ..
 //                <|python_end|>; values are Python literals (as vLLM's ast.literal_eval reads
 //                them; no expressions). Held like llama3_json from a first '['; all calls or all content.
+//   granite      (IBM Granite 3.x): the whole output is <|tool_call|> (or Granite 3.1's <tool_call>, or
+//                neither) then a JSON array of {"name", "arguments"} objects; anything else (or any
+//                malformed item) and the whole output is content. Held like llama3_json from a
+//                first '[' or marker.
+//   lfm2         (LiquidAI LFM2 / LFM2.5): <|tool_call_start|>[f(a=1), g()]<|tool_call_end|> blocks
+//                anywhere in the text, each a pythonic list (values Python literals, or JSON's
+//                true / false / null as llama.cpp reads them); a malformed block stays content.
+//   jamba        (AI21 Jamba; also vLLM's hunyuan_a13b): <tool_calls>[{"name", "arguments"}, ..]
+//                </tool_calls> blocks anywhere in the text; a malformed block stays content.
+//   phi4_mini_json  (Phi-4-mini): the whole output is functools then a JSON array of {"name",
+//                "arguments" (or "parameters")} objects; else all content (vLLM's finds it anywhere
+//                and drops the text around it). Held from a first 'f' of the marker.
+//   olmo3        (OLMo 3): the whole output is pythonic calls, one a line (or comma-separated),
+//                optionally inside <function_calls> .. </function_calls>; values Python literals
+//                or JSON's true / false / null. Held from a first '<' of the marker or a first
+//                word followed by '('; all calls or all content.
 //   openai       (gpt-oss's harmony): commentary messages addressed to=functions.NAME, the body
 //                the arguments as written (streamed as it comes); final-channel text is content,
 //                the analysis channel is dropped (server/harmony_parser.h has the rules; with the
@@ -68,7 +84,7 @@
 //   forced_array (tool_choice "required"): the output is a JSON array of {"name", <key>} calls;
 //                each call goes out when its object is complete.
 // The tagged syntaxes (hermes, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2,
-// cohere_command3) release a call when its end marker arrives (or at the end of the output, when the
+// cohere_command3, lfm2, jamba) release a call when its end marker arrives (or at the end of the output, when the
 // text up to there is a whole call), text outside calls as it comes (a possible partial marker held
 // back). Arguments of a parsed call
 // are rewritten as Python's json.dumps writes them (vLLM's form); forced_named passes the
@@ -98,7 +114,7 @@ struct ToolParse {
 
 enum class ToolParserKind {
   hermes, llama3_json, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2, cohere_command3,
-  pythonic, openai, forced_named, forced_array
+  pythonic, granite, lfm2, jamba, phi4_mini_json, olmo3, openai, forced_named, forced_array
 };
 
 // A tool the request offers: its name and its parameters JSON schema's text ("" when absent).

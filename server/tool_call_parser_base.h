@@ -23,6 +23,11 @@ std::string_view trim(std::string_view s);
 
 // {"name": string, <key>: object} → the call (arguments in Python's json.dumps form).
 std::optional<ToolCallDelta> call_of(std::string_view text, std::initializer_list<const char*> keys);
+// A JSON array of {<name_key>: a valid function name, <an arguments key>: object} → its calls (in
+// order; the first of arguments_keys an item has is its arguments); nullopt when the text is not
+// such an array, or is empty.
+std::optional<std::vector<ToolCallDelta>> json_array_calls(std::string_view text, const char* name_key = "name",
+                                                           std::initializer_list<const char*> arguments_keys = {"arguments"});
 // A JSON object's text → its json.dumps form; nullopt when the text is not one object.
 std::optional<std::string> object_arguments(std::string_view text);
 // OpenAI's rule for function names (the only names a request's tools can have): 1 to 64 of
@@ -73,16 +78,18 @@ class Stepper : public Base {
 // Without section markers the blocks stand anywhere in the text (hermes, glm45). `body` turns a
 // block's BODY into a call; nullopt: malformed (the block stays content, its markers and all).
 // Text in a section that is not a block is content; a block cut off by the end of the output
-// is a call when its BODY so far is one.
+// is a call when its BODY so far is one. A syntax whose block holds a list of calls (lfm2, jamba)
+// sets `calls` instead of `body`: nullopt, or no call, and the block stays content.
 struct TaggedSyntax {
   std::vector<std::string_view> section_open, section_close;  // each: any of these
   std::string_view call_open, call_close;
   std::function<std::optional<ToolCallDelta>(std::string_view body)> body;
+  std::function<std::optional<std::vector<ToolCallDelta>>(std::string_view body)> calls = {};
 };
 std::unique_ptr<ToolCallParser> make_tagged_parser(int max_calls, TaggedSyntax syntax);
 
-// The syntaxes' TaggedSyntax (hermes, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2); functions: the
-// request's tools.
+// The syntaxes' TaggedSyntax (hermes, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2, lfm2,
+// jamba); functions: the request's tools.
 TaggedSyntax tagged_syntax(ToolParserKind kind, std::vector<ToolFunction> functions);
 
 std::unique_ptr<ToolCallParser> make_mistral_parser(int max_calls);
@@ -96,6 +103,12 @@ std::unique_ptr<ToolCallParser> make_harmony_parser(int max_calls);
 using WholeResolver = std::function<std::optional<std::vector<ToolCallDelta>>(std::string_view text)>;
 // Pythonic calls: [f(a=1, b="x"), g()] (optionally inside <|python_start|> .. <|python_end|>).
 std::optional<std::vector<ToolCallDelta>> pythonic_calls(std::string_view text);
+// A pythonic list of calls and nothing else (whitespace aside); json_names: values may also be
+// JSON's true, false and null (LFM2 writes them).
+std::optional<std::vector<ToolCallDelta>> python_call_list(std::string_view text, bool json_names);
+// OLMo 3's calls: f(a=1)\ng(b=null) (one a line, or comma-separated; JSON's true / false / null
+// read too), optionally inside <function_calls> .. </function_calls>.
+std::optional<std::vector<ToolCallDelta>> olmo3_calls(std::string_view text);
 // One Python literal (what ast.literal_eval reads: strings, numbers, True/False/None, lists,
 // tuples, dicts with string keys) as JSON, or nullopt.
 std::optional<nlohmann::ordered_json> python_literal(std::string_view text);

@@ -3,6 +3,8 @@
 // [get_weather(city="Oslo", days=2), get_time()], optionally inside <|python_start|> ..
 // <|python_end|>. Values are Python literals (strings in either quote, numbers, True/False/None,
 // lists, tuples, dicts with string keys), turned into JSON as vLLM's ast.literal_eval + json.dumps.
+// The same reader serves LFM2's call lists and OLMo 3's call lines, which may also write JSON's
+// true, false and null.
 #include <nlohmann/json.hpp>
 
 #include <cctype>
@@ -20,9 +22,27 @@ using ojson = nlohmann::ordered_json;
 constexpr std::string_view kStart = "<|python_start|>", kEnd = "<|python_end|>";
 
 // A recursive-descent reader of the call list; any deviation makes the whole output content.
+// json_names: JSON's true, false and null are values too (LFM2, OLMo 3).
 class PythonReader {
  public:
-  explicit PythonReader(std::string_view s) : s_(s) {}
+  explicit PythonReader(std::string_view s, bool json_names = false) : s_(s), json_names_(json_names) {}
+
+  // Calls one a line or comma-separated, no brackets (OLMo 3's).
+  std::optional<std::vector<ToolCallDelta>> call_lines() {
+    std::vector<ToolCallDelta> out;
+    while (true) {
+      auto c = call();
+      if (!c) return std::nullopt;
+      out.push_back(std::move(*c));
+      const size_t from = i_;
+      space();
+      const bool newline = s_.substr(from, i_ - from).find('\n') != std::string_view::npos;
+      if (i_ == s_.size()) return out;
+      if (!eat(',') && !newline) return std::nullopt;
+      space();
+      if (i_ == s_.size()) return std::nullopt;
+    }
+  }
 
   std::optional<std::vector<ToolCallDelta>> calls() {
     std::vector<ToolCallDelta> out;
@@ -92,6 +112,9 @@ class PythonReader {
     if (word == "True") return ojson(true);
     if (word == "False") return ojson(false);
     if (word == "None") return ojson(nullptr);
+    if (json_names_ && word == "true") return ojson(true);
+    if (json_names_ && word == "false") return ojson(false);
+    if (json_names_ && word == "null") return ojson(nullptr);
     return number(word);
   }
   std::string identifier_or_number() {
@@ -187,6 +210,7 @@ class PythonReader {
   }
 
   std::string_view s_;
+  bool json_names_ = false;
   size_t i_ = 0;
 };
 
@@ -199,6 +223,22 @@ std::optional<std::vector<ToolCallDelta>> pythonic_calls(std::string_view text) 
     if (body.ends_with(kEnd)) body.remove_suffix(kEnd.size());
   }
   return PythonReader(body).calls();
+}
+
+std::optional<std::vector<ToolCallDelta>> python_call_list(std::string_view text, bool json_names) {
+  return PythonReader(trim(text), json_names).calls();
+}
+
+std::optional<std::vector<ToolCallDelta>> olmo3_calls(std::string_view text) {
+  static constexpr std::string_view kOpen = "<function_calls>", kClose = "</function_calls>";
+  std::string_view body = trim(text);
+  if (body.starts_with(kOpen)) {
+    body.remove_prefix(kOpen.size());
+    if (body.ends_with(kClose)) body.remove_suffix(kClose.size());
+    body = trim(body);
+  }
+  if (body.empty()) return std::nullopt;
+  return PythonReader(body, /*json_names=*/true).call_lines();
 }
 
 std::optional<ojson> python_literal(std::string_view text) { return PythonReader(text).literal(); }

@@ -1,5 +1,6 @@
-// The tagged tool-call syntaxes (hermes, deepseek_v3/v31, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2): one state
-// machine over section and call markers (TaggedSyntax), and each syntax's reading of a call's body.
+// The tagged tool-call syntaxes (hermes, deepseek_v3/v31, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2, lfm2,
+// jamba): one state machine over section and call markers (TaggedSyntax), and each syntax's reading
+// of a call's body.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -103,7 +104,14 @@ class TaggedParser final : public Stepper {
   }
 
   void block(std::string_view body, bool closed, ToolParse& out) {
-    if (auto c = s_.body(body)) return call(std::move(*c), out);
+    if (s_.calls) {
+      if (auto calls = s_.calls(body); calls && !calls->empty()) {
+        for (auto& c : *calls) call(std::move(c), out);
+        return;
+      }
+    } else if (auto c = s_.body(body)) {
+      return call(std::move(*c), out);
+    }
     std::string raw = std::string(s_.call_open) + std::string(body) + (closed ? std::string(s_.call_close) : "");
     content(raw, out);
   }
@@ -419,6 +427,12 @@ TaggedSyntax tagged_syntax(ToolParserKind kind, std::vector<ToolFunction> functi
     case ToolParserKind::minimax_m2:
       return {{"<minimax:tool_call>"}, {"</minimax:tool_call>"}, "<invoke name=", "</invoke>",
               [functions = std::move(functions)](std::string_view body) { return minimax_call(body, functions); }};
+    case ToolParserKind::lfm2:
+      return {{}, {}, "<|tool_call_start|>", "<|tool_call_end|>", nullptr,
+              [](std::string_view body) { return python_call_list(body, /*json_names=*/true); }};
+    case ToolParserKind::jamba:
+      return {{}, {}, "<tool_calls>", "</tool_calls>", nullptr,
+              [](std::string_view body) { return json_array_calls(trim(body)); }};
     default:
       return {{}, {}, "<tool_call>", "</tool_call>",
               [](std::string_view body) { return call_of(body, {"arguments", "parameters"}); }};

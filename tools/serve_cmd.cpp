@@ -172,7 +172,8 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
                   "How tool calls in chat answers are read (vLLM's names): hermes, llama3_json, mistral, deepseek_v3, "
                   "deepseek_v31, glm45 (glm47), qwen3_coder (qwen3_xml), seed_oss, minimax_m2, cohere_command3 "
                   "(cohere_command4), kimi_k2, pythonic "
-                  "(llama4_pythonic), openai (gpt-oss's harmony); default: the syntax the model's chat template writes");
+                  "(llama4_pythonic), granite (Granite 3.x; granite4 is hermes), lfm2 (LFM2 / LFM2.5), jamba, hunyuan_a13b, phi4_mini_json, olmo3, openai "
+                  "(gpt-oss's harmony); default: the syntax the model's chat template writes");
   cmd->add_flag("--enable-auto-tool-choice", a->enable_auto_tool_choice,
                 "Accepted for vLLM compatibility: tool_choice auto is always served when the chat template (or "
                 "--tool-call-parser) has a call syntax");

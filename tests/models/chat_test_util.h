@@ -41,6 +41,15 @@ inline const nlohmann::ordered_json& chat_template_fixtures() {
   return data;
 }
 
+// tests/fixtures/chat_templates/templates/<name>.jinja, a real template copied as is (those
+// models.json does not render too); empty when absent.
+inline std::string chat_template_file(const std::string& name) {
+  std::ifstream in(std::string(BRIGADE_FIXTURES) + "/chat_templates/templates/" + name + ".jinja");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 // A real template's source by name ("qwen2.5", "llama-3.1", ...); empty when absent.
 inline std::string real_chat_template(const std::string& name) {
   const auto& t = chat_template_fixtures()["templates"];

@@ -260,13 +260,16 @@ TEST(ModelChatTemplate, ToolSyntaxNames) {
   for (ChatToolSyntax s : {ChatToolSyntax::hermes, ChatToolSyntax::llama3_json, ChatToolSyntax::mistral,
                            ChatToolSyntax::deepseek_v3, ChatToolSyntax::deepseek_v31, ChatToolSyntax::glm45,
                            ChatToolSyntax::kimi_k2, ChatToolSyntax::pythonic, ChatToolSyntax::qwen3_coder,
-                           ChatToolSyntax::seed_oss, ChatToolSyntax::minimax_m2, ChatToolSyntax::cohere_command3})
+                           ChatToolSyntax::seed_oss, ChatToolSyntax::minimax_m2, ChatToolSyntax::cohere_command3,
+                           ChatToolSyntax::granite, ChatToolSyntax::lfm2, ChatToolSyntax::jamba,
+                           ChatToolSyntax::hunyuan_a13b, ChatToolSyntax::olmo3, ChatToolSyntax::phi4_mini_json})
     EXPECT_EQ(*parse_tool_syntax(tool_syntax_name(s)), s);
   EXPECT_EQ(*parse_tool_syntax("qwen3_xml"), ChatToolSyntax::qwen3_coder);
   EXPECT_EQ(*parse_tool_syntax("glm47"), ChatToolSyntax::glm45);
   EXPECT_EQ(*parse_tool_syntax("llama4_pythonic"), ChatToolSyntax::pythonic);
   EXPECT_EQ(*parse_tool_syntax("cohere_command4"), ChatToolSyntax::cohere_command3);
-  auto unknown = parse_tool_syntax("hunyuan_a13b");
+  EXPECT_EQ(*parse_tool_syntax("granite4"), ChatToolSyntax::hermes);
+  auto unknown = parse_tool_syntax("xlam");
   EXPECT_EQ(unknown.status().code(), StatusCode::unsupported);
   EXPECT_NE(unknown.status().message().find("kimi_k2"), std::string::npos) << "lists the parsers brigade has";
   EXPECT_FALSE(parse_tool_syntax("none").has_value());

@@ -1,6 +1,7 @@
 // Tool calls in the syntaxes beyond Hermes and Llama 3 JSON, through the HTTP server in-process:
 // a tiny synthetic model served with a real template (Mistral v0.3's, DeepSeek V3.1's, GLM-4.6's,
-// Kimi-K2's, from tests/fixtures/chat_templates/models.json) has its output forced to a call in
+// Kimi-K2's, from tests/fixtures/chat_templates/models.json; Granite 3.3's and LFM2's, llama.cpp's
+// copies in tests/fixtures/chat_templates/templates/) has its output forced to a call in
 // that template's syntax (guided_choice of the one text, tool_choice auto); the answer carries
 // it as message.tool_calls, and streamed as delta.tool_calls, with the ids each syntax wants.
 // --tool-call-parser overrides the template's syntax, and an unknown parser fails the start.
@@ -81,6 +82,12 @@ std::vector<std::string> expect_calls(const ChatTestServer& s, const std::string
   return ids;
 }
 
+// A real template: models.json's, else tests/fixtures/chat_templates/templates/<name>.jinja.
+std::string template_source(const std::string& name) {
+  const std::string source = brigade::testing::real_chat_template(name);
+  return source.empty() ? brigade::testing::chat_template_file(name) : source;
+}
+
 bool alnum(const std::string& s) { return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); }); }
 
 TEST(ServerToolSyntaxes, EachTemplatesCallsComeBackAsToolCalls) {
@@ -120,6 +127,30 @@ TEST(ServerToolSyntaxes, EachTemplatesCallsComeBackAsToolCalls) {
   }
 }
 
+// Granite 3.3's and LFM2's templates (llama.cpp's copies) pick their syntaxes, whose calls come
+// back as tool_calls; text around LFM2's block is content.
+TEST(ServerToolSyntaxes, GraniteAndLfm2CallsFromTheirTemplates) {
+  const Expected both{"", {{"get_weather", R"({"city": "Oslo", "days": 2})"}, {"get_time", "{}"}}};
+  const std::pair<const char*, std::string> cases[] = {
+      {"granite-3.3",
+       R"(<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}, {"name": "get_time", "arguments": {}}])"},
+      {"lfm2", "<|tool_call_start|>[get_weather(city=\"Oslo\", days=2), get_time()]<|tool_call_end|>"},
+      {"lfm2.5", "<|tool_call_start|>[get_weather(city='Oslo', days=2), get_time()]<|tool_call_end|>"},
+  };
+  for (const auto& [tmpl, output] : cases) {
+    SCOPED_TRACE(tmpl);
+    const std::string source = template_source(tmpl);
+    ASSERT_FALSE(source.empty()) << "tests/fixtures/chat_templates/templates/" << tmpl << ".jinja";
+    ChatTestServer s(model_with_template(std::string("syntax_") + tmpl, source, 4096));
+    ASSERT_TRUE(s.ok());
+    const auto ids = expect_calls(s, output, both);
+    for (const auto& id : ids) EXPECT_TRUE(id.starts_with("call_") && id.size() == 29) << id;
+  }
+  ChatTestServer lfm2(model_with_template("syntax_lfm2_text", template_source("lfm2"), 4096));
+  ASSERT_TRUE(lfm2.ok());
+  expect_calls(lfm2, "Let me check.<|tool_call_start|>[get_time()]<|tool_call_end|>", {"Let me check.", {{"get_time", "{}"}}});
+}
+
 TEST(ServerToolSyntaxes, TextBeforeTheCallIsContent) {
   ChatTestServer s(model_with_template("syntax_text", brigade::testing::real_chat_template("mistral-v0.3")));
   ASSERT_TRUE(s.ok());
@@ -135,9 +166,9 @@ TEST(ServerToolSyntaxes, TextBeforeTheCallIsContent) {
 
 // A forced call is JSON whatever the syntax (guided decoding), read by the forced parsers.
 TEST(ServerToolSyntaxes, ForcedCallsAreJsonInEverySyntax) {
-  for (const char* tmpl : {"mistral-v0.3", "glm-4.6"}) {
+  for (const char* tmpl : {"mistral-v0.3", "glm-4.6", "granite-3.3", "lfm2"}) {
     SCOPED_TRACE(tmpl);
-    ChatTestServer s(model_with_template(std::string("syntax_forced_") + tmpl, brigade::testing::real_chat_template(tmpl)));
+    ChatTestServer s(model_with_template(std::string("syntax_forced_") + tmpl, template_source(tmpl), 4096));
     ASSERT_TRUE(s.ok());
     json bias = {{"2", 100}};  // EOS as soon as the constraint allows; no whitespace
     for (char c : std::string(" \t\r\n")) bias[std::to_string(3 + c)] = -100;
@@ -166,29 +197,34 @@ TEST(ServerToolSyntaxes, ForcedCallsAreJsonInEverySyntax) {
   }
 }
 
-// Mistral's [TOOL_CALLS] is a special token of its tokenizers, which the output drops by default
-// (skip_special_tokens): with tools the mistral parser gets it, as vLLM's does.
-TEST(ServerToolSyntaxes, MistralKeepsItsSpecialMarker) {
-  const std::string model = model_with_template("syntax_special", brigade::testing::real_chat_template("mistral-v0.3"));
-  const int32_t marker = testing::add_tokens(model, {"[TOOL_CALLS]"}, /*special=*/true)[0];
-  ChatTestServer s(model);
-  ASSERT_TRUE(s.ok());
-  json body = forced("unused");
-  body.erase("guided_choice");
-  body["logit_bias"] = {{std::to_string(marker), 100}};
-  body["max_tokens"] = 1;
-  auto r = s.chat(body);
-  ASSERT_EQ(r.status, 200) << r.body;
-  // The marker alone is no call: content, which shows it reached the parser.
-  EXPECT_EQ(json::parse(r.body)["choices"][0]["message"]["content"], "[TOOL_CALLS]") << r.body;
-  body.erase("tools");
-  body.erase("tool_choice");
-  r = s.chat(body);
-  ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(json::parse(r.body)["choices"][0]["message"]["content"], "") << "without tools it is skipped";
-  body["skip_special_tokens"] = false;
-  r = s.chat(body);
-  EXPECT_EQ(json::parse(r.body)["choices"][0]["message"]["content"], "[TOOL_CALLS]") << "as asked";
+// Mistral's [TOOL_CALLS] is a special token of its tokenizers, and LFM2's <|tool_call_start|> of
+// its, which the output drops by default (skip_special_tokens): with tools the parser gets them,
+// as vLLM's mistral and lfm2 parsers do.
+TEST(ServerToolSyntaxes, SpecialMarkersReachTheParser) {
+  for (const auto& [tmpl, tag] : {std::pair<const char*, const char*>{"mistral-v0.3", "[TOOL_CALLS]"},
+                                  std::pair<const char*, const char*>{"lfm2", "<|tool_call_start|>"}}) {
+    SCOPED_TRACE(tmpl);
+    const std::string model = model_with_template(std::string("syntax_special_") + tmpl, template_source(tmpl), 4096);
+    const int32_t marker = testing::add_tokens(model, {tag}, /*special=*/true)[0];
+    ChatTestServer s(model);
+    ASSERT_TRUE(s.ok());
+    json body = forced("unused");
+    body.erase("guided_choice");
+    body["logit_bias"] = {{std::to_string(marker), 100}};
+    body["max_tokens"] = 1;
+    auto r = s.chat(body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    // The marker alone is no call: content, which shows it reached the parser.
+    EXPECT_EQ(json::parse(r.body)["choices"][0]["message"]["content"], tag) << r.body;
+    body.erase("tools");
+    body.erase("tool_choice");
+    r = s.chat(body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(json::parse(r.body)["choices"][0]["message"]["content"], "") << "without tools it is skipped";
+    body["skip_special_tokens"] = false;
+    r = s.chat(body);
+    EXPECT_EQ(json::parse(r.body)["choices"][0]["message"]["content"], tag) << "as asked";
+  }
 }
 
 TEST(ServerToolSyntaxes, ToolCallParserOverridesTheTemplate) {
@@ -215,6 +251,26 @@ TEST(ServerToolSyntaxes, ToolCallParserOverridesTheTemplate) {
                "Checking.\n<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Oslo</parameter>\n"
                "<parameter name=\"days\">3</parameter>\n</invoke>\n</minimax:tool_call>",
                {"Checking.", {{"get_weather", R"({"city": "Oslo", "days": 3})"}}});
+  // --tool-call-parser hunyuan_a13b / jamba (no template of theirs here): <tool_calls> blocks.
+  for (const char* parser : {"hunyuan_a13b", "jamba"}) {
+    ChatTestServer list(model_with_template(std::string("syntax_") + parser, brigade::testing::real_chat_template("qwen2.5")),
+                        "", "none", parser);
+    ASSERT_TRUE(list.ok());
+    expect_calls(list, "Checking.\n<tool_calls>[{\"name\": \"get_weather\", \"arguments\": {\"days\": 3}}]</tool_calls>",
+                 {"Checking.", {{"get_weather", R"({"days": 3})"}}});
+  }
+  // Phi-4-mini's llama.cpp template teaches no syntax vLLM parses; --tool-call-parser
+  // phi4_mini_json reads its functools[..] lists.
+  ChatTestServer phi4(model_with_template("syntax_phi4", brigade::testing::real_chat_template("phi-4-mini")), "", "none",
+                      "phi4_mini_json");
+  ASSERT_TRUE(phi4.ok());
+  expect_calls(phi4, "functools[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}]",
+               {"", {{"get_weather", R"({"city": "Oslo"})"}}});
+  // --tool-call-parser olmo3: OLMo 3's call lines.
+  ChatTestServer olmo(model_with_template("syntax_olmo3", brigade::testing::real_chat_template("qwen2.5")), "", "none", "olmo3");
+  ASSERT_TRUE(olmo.ok());
+  expect_calls(olmo, "get_weather(city=\"Oslo\", days=3)\nget_time()",
+               {"", {{"get_weather", R"({"city": "Oslo", "days": 3})"}, {"get_time", "{}"}}});
   // A Llama 2 template has no call syntax; a named parser makes tools usable.
   ChatTestServer llama2(model_with_template("syntax_llama2", brigade::testing::real_chat_template("llama-2")), "", "none", "kimi_k2");
   ASSERT_TRUE(llama2.ok());
@@ -229,7 +285,7 @@ TEST(ServerToolSyntaxes, AnUnknownParserFailsTheStart) {
   ASSERT_TRUE(engine);
   ServerOptions options;
   options.port = 0;
-  options.tool_call_parser = "hunyuan_a13b";
+  options.tool_call_parser = "xlam";
   auto srv = HttpServer::start(*engine, options);
   ASSERT_FALSE(srv.has_value());
   EXPECT_EQ(srv.status().code(), StatusCode::invalid_argument);
