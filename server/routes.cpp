@@ -139,11 +139,10 @@ Status setup_tools(ServerContext& ctx, CompletionRequest& r) {
   if (syntax == ChatToolSyntax::openai && r.tools.choice != ToolChoice::automatic && r.tools.choice != ToolChoice::none)
     return unsupported("tool_choice \"required\" or a named function is not supported with gpt-oss's harmony calls "
                        "(the constraint would have to wait for the commentary header); use tool_choice \"auto\"");
-  // [TOOL_CALLS] is a special token of Mistral's tokenizers, and Cohere's markers of its: the
-  // parser must see them (vLLM's mistral and cohere parsers do the same).
-  if ((syntax == ChatToolSyntax::mistral || syntax == ChatToolSyntax::cohere_command3) &&
-      r.tools.choice == ToolChoice::automatic)
-    r.gen.skip_special_tokens = false;
+  // Tool-call markers are special tokens of many tokenizers (Mistral's [TOOL_CALLS], Cohere's
+  // actions, Kimi-K2's sections, LFM2's and Jamba's, ...): the parser must see them, so with tools
+  // offered the output keeps special tokens' text, as vLLM's chat serving does whatever the parser.
+  if (r.tools.choice == ToolChoice::automatic) r.gen.skip_special_tokens = false;
   force_tool_choice(r.tools, r.tool_format, r.gen);
   return Status::ok();
 }
