@@ -43,6 +43,14 @@ def ensure_venv(script=__file__):
     os.execv(str(python), [str(python), script, *sys.argv[1:]])
 
 
+def ensure_llamacpp_venv(script, args):
+    """Re-executes `script` with `args` inside the llama-cpp-python venv (LLAMACPP_VENV, default
+    .brigade/llamacpp-venv, built by make_grammar_fixtures.py) unless this is already it."""
+    venv = Path(os.environ.get("LLAMACPP_VENV", ROOT / ".brigade" / "llamacpp-venv"))
+    if Path(sys.prefix).resolve() != venv.resolve():
+        os.execv(str(venv / "bin" / "python"), [str(venv / "bin" / "python"), script, *args])
+
+
 # Prompts of token ids (all < 256). The long one reaches positions where RoPE scaling and a
 # sliding window change the result.
 PROMPTS = [

@@ -74,7 +74,6 @@ environment), then python3 scripts/make_gguf_deepseek_fixtures.py --llamacpp [NA
 llama.cpp environment). CI never runs it: the fixtures are committed.
 """
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -244,9 +243,7 @@ def llamacpp_pass(names):
 
 def main():
     if sys.argv[1:2] == ["--llamacpp"]:
-        venv = Path(os.environ.get("LLAMACPP_VENV", mf.ROOT / ".brigade" / "llamacpp-venv"))
-        if Path(sys.prefix).resolve() != venv.resolve():
-            os.execv(str(venv / "bin" / "python"), [str(venv / "bin" / "python"), __file__, *sys.argv[1:]])
+        mf.ensure_llamacpp_venv(__file__, sys.argv[1:])
         return llamacpp_pass(sys.argv[2:])
     mf.ensure_venv(__file__)
     q35.ensure_llamacpp()

@@ -1120,10 +1120,7 @@ def eog_pass():
     """--eog: tests/fixtures/gguf_vocab_eog/{a,b,c}.gguf (EOG_VOCABS: vocabulary-only llama files,
     model gpt2) and llamacpp.json: per file, the ids llama.cpp's vocabulary ends generation at
     (run in the llama-cpp-python venv, as --llamacpp)."""
-    import os
-    venv = Path(os.environ.get("LLAMACPP_VENV", mf.ROOT / ".brigade" / "llamacpp-venv"))
-    if Path(sys.prefix).resolve() != venv.resolve():
-        os.execv(str(venv / "bin" / "python"), [str(venv / "bin" / "python"), __file__, "--eog"])
+    mf.ensure_llamacpp_venv(__file__, ["--eog"])
     import gguf
     import llama_cpp
     out_dir = mf.OUT / "gguf_vocab_eog"
@@ -1251,11 +1248,8 @@ def llamacpp_pass(names):
     (unrounded, as the Hub's config says) is recorded beside it, and so are llama.cpp's logits.
     gguf_glm4moe's also holds llama.cpp's MTP drafts over mtp.json's cases (llamacpp_mtp), whose
     logits must be within 1e-4 of mtp.json's."""
-    import os
     import subprocess
-    venv = Path(os.environ.get("LLAMACPP_VENV", mf.ROOT / ".brigade" / "llamacpp-venv"))
-    if Path(sys.prefix).resolve() != venv.resolve():
-        os.execv(str(venv / "bin" / "python"), [str(venv / "bin" / "python"), __file__, "--llamacpp", *names])
+    mf.ensure_llamacpp_venv(__file__, ["--llamacpp", *names])
     import llama_cpp
     import numpy as np
     for name in names or list(GEMMA) + ["gguf_gpt_oss", "gguf_qwen2moe", "gguf_glm4moe"]:

@@ -137,9 +137,7 @@ def run(sources, fixtures, script, build=build_source, conv=convert):
     named in argv (all by default) made by make(.., build, conv), or --llamacpp [NAME...] in the
     llama.cpp environment."""
     if sys.argv[1:2] == ["--llamacpp"]:
-        venv = Path(os.environ.get("LLAMACPP_VENV", mf.ROOT / ".brigade" / "llamacpp-venv"))
-        if Path(sys.prefix).resolve() != venv.resolve():
-            os.execv(str(venv / "bin" / "python"), [str(venv / "bin" / "python"), script, *sys.argv[1:]])
+        mf.ensure_llamacpp_venv(script, sys.argv[1:])
         return q35.llamacpp_pass(sys.argv[2:] or list(fixtures))
     mf.ensure_venv(script)
     import importlib.util

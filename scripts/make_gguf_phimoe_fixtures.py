@@ -26,7 +26,6 @@ python3 scripts/make_gguf_phimoe_fixtures.py --llamacpp (the llama.cpp environme
 it: the fixture is committed.
 """
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -84,9 +83,7 @@ def llamacpp_pass():
 
 def main():
     if sys.argv[1:2] == ["--llamacpp"]:
-        venv = Path(os.environ.get("LLAMACPP_VENV", mf.ROOT / ".brigade" / "llamacpp-venv"))
-        if Path(sys.prefix).resolve() != venv.resolve():
-            os.execv(str(venv / "bin" / "python"), [str(venv / "bin" / "python"), __file__, *sys.argv[1:]])
+        mf.ensure_llamacpp_venv(__file__, sys.argv[1:])
         return llamacpp_pass()
     mf.ensure_venv(__file__)
     q35.ensure_llamacpp()

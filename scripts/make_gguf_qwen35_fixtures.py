@@ -48,7 +48,6 @@ are committed.
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -240,9 +239,7 @@ def make(name):
 
 def llamacpp_pass(names):
     """llamacpp.json per fixture (module docstring), in the llama-cpp-python venv."""
-    venv = Path(os.environ.get("LLAMACPP_VENV", mf.ROOT / ".brigade" / "llamacpp-venv"))
-    if Path(sys.prefix).resolve() != venv.resolve():
-        os.execv(str(venv / "bin" / "python"), [str(venv / "bin" / "python"), __file__, "--llamacpp", *names])
+    mf.ensure_llamacpp_venv(__file__, ["--llamacpp", *names])
     import llama_cpp
     import numpy as np
     for name in names or list(FIXTURES):
