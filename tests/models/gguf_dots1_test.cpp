@@ -35,14 +35,8 @@ TEST(GgufDots1, ReadsAsItsHuggingFaceConfig) {
   auto file = Checkpoint::open(gguf_path("gguf_dots1"));
   ASSERT_TRUE(file.has_value()) << file.status().to_string();
   const ModelConfig& g = (*file)->config();
-  EXPECT_EQ(g.arch, h.arch);
-  EXPECT_EQ(g.rope_style, h.rope_style);
-  EXPECT_EQ(g.rope_theta, h.rope_theta);
-  EXPECT_EQ(g.rms_eps, h.rms_eps);
-  EXPECT_EQ(g.head_dim, h.head_dim);
+  testing::expect_same_attention(g, h);
   EXPECT_EQ(g.n_kv_heads, g.n_heads);
-  EXPECT_EQ(g.qk_norm, h.qk_norm);
-  EXPECT_EQ(g.qk_norm_whole, h.qk_norm_whole);
   EXPECT_EQ(g.qkv_bias, h.qkv_bias);
   EXPECT_EQ(g.o_bias, h.o_bias);
   EXPECT_EQ(g.sliding_window, 0);

@@ -240,13 +240,7 @@ TEST(GgufLlamaVariants, MiniMaxM2AsItsHuggingFaceConfigAndItsRefusals) {
   ASSERT_TRUE(hf.has_value()) << hf.status().to_string();
   const ModelConfig& h = (*hf)->config();
   const ModelConfig g = open_config("gguf_minimax_m2");
-  EXPECT_EQ(g.arch, h.arch);
-  EXPECT_EQ(g.rope_style, h.rope_style);
-  EXPECT_EQ(g.rope_dims(), h.rope_dims());
-  EXPECT_EQ(g.rope_theta, h.rope_theta);
-  EXPECT_EQ(g.head_dim, h.head_dim);
-  EXPECT_EQ(g.qk_norm, h.qk_norm);
-  EXPECT_EQ(g.qk_norm_whole, h.qk_norm_whole);
+  testing::expect_same_attention(g, h);
   EXPECT_EQ(g.sliding_window, h.sliding_window);
   testing::expect_same_experts(g, h);
 

@@ -33,11 +33,7 @@ TEST(GgufMistral3, ReadsAsItsHuggingFaceConfig) {
   ASSERT_TRUE(hf.has_value()) << hf.status().to_string();
   const ModelConfig& h = (*hf)->config();
   const ModelConfig g = testing::open_config("gguf_ministral3");
-  EXPECT_EQ(g.arch, h.arch);
-  EXPECT_EQ(g.rope_style, RopeStyle::interleaved) << "llama.cpp permutes q/k as for llama";
-  EXPECT_EQ(h.rope_style, RopeStyle::neox);
-  EXPECT_EQ(g.rope_theta, h.rope_theta);
-  EXPECT_EQ(g.head_dim, h.head_dim);
+  testing::expect_same_attention(g, h, testing::RopeRows::permuted);
   EXPECT_EQ(g.rope_scaling.type, RopeScalingType::yarn);
   EXPECT_EQ(g.rope_scaling.factor, h.rope_scaling.factor);
   EXPECT_EQ(g.rope_scaling.original_max_position, h.rope_scaling.original_max_position);

@@ -39,10 +39,7 @@ TEST(GgufPhimoe, ReadsWithLlamaCppsRules) {
   ASSERT_TRUE(file.has_value()) << file.status().to_string();
   const ModelConfig& g = (*file)->config();
   EXPECT_EQ(g.arch, "phimoe");
-  EXPECT_EQ(g.rope_style, h.rope_style);
-  EXPECT_EQ(g.rope_theta, h.rope_theta);
-  EXPECT_EQ(g.rms_eps, h.rms_eps);
-  EXPECT_EQ(g.head_dim, h.head_dim);
+  testing::expect_same_attention(g, h);
   EXPECT_EQ(g.n_kv_heads, h.n_kv_heads);
   EXPECT_TRUE(g.qkv_bias && g.o_bias && g.lm_head_bias && g.norm_bias);
   EXPECT_EQ(g.n_experts, h.n_experts);

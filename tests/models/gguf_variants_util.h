@@ -33,6 +33,29 @@ inline ModelConfig open_config(const std::string& fixture) {
   return ck ? (*ck)->config() : ModelConfig{};
 }
 
+// How a GGUF file's q/k rows relate to its Hugging Face checkpoint's: as they are, or permuted by
+// llama.cpp's converter for RoPE of adjacent pairs (llama's rule: the file's style is interleaved
+// where the checkpoint's is neox).
+enum class RopeRows { same, permuted };
+
+// The attention of a GGUF file's config `g` as the Hugging Face fixture's `h`: the arch, RoPE's
+// theta, width and style, the heads' width, the norms' epsilon and the q/k norms.
+inline void expect_same_attention(const ModelConfig& g, const ModelConfig& h, RopeRows rows = RopeRows::same) {
+  EXPECT_EQ(g.arch, h.arch);
+  if (rows == RopeRows::permuted) {
+    EXPECT_EQ(g.rope_style, RopeStyle::interleaved) << "the converter permutes q/k as llama's";
+    EXPECT_EQ(h.rope_style, RopeStyle::neox);
+  } else {
+    EXPECT_EQ(g.rope_style, h.rope_style);
+  }
+  EXPECT_EQ(g.rope_theta, h.rope_theta);
+  EXPECT_EQ(g.rope_dims(), h.rope_dims());
+  EXPECT_EQ(g.head_dim, h.head_dim);
+  EXPECT_FLOAT_EQ(g.rms_eps, h.rms_eps);
+  EXPECT_EQ(g.qk_norm, h.qk_norm);
+  EXPECT_EQ(g.qk_norm_whole, h.qk_norm_whole);
+}
+
 // Granite's multipliers of a GGUF file's config `g` as the Hugging Face fixture's `h`.
 inline void expect_same_granite_scales(const ModelConfig& g, const ModelConfig& h) {
   EXPECT_EQ(g.embedding_multiplier, h.embedding_multiplier);
