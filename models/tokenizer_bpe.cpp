@@ -65,8 +65,8 @@ class BpeTokenizer final : public Tokenizer {
   // Added tokens with normalized false, matched in the raw text; those with normalized true, by
   // their normalized content in the normalized text between the first (Hugging Face's
   // AddedVocabulary::extract_and_normalize). Each longest content first.
-  std::vector<AddedToken> added_;
-  std::vector<AddedToken> normalized_added_;
+  AddedTokens added_;
+  AddedTokens normalized_added_;
   TextNormalizer normalizer_;                       // none: the text as it is
   std::vector<std::unique_ptr<PreTokenizer>> pre_;  // applied in order; empty: one word
   bool add_prefix_space_ = false;
@@ -126,28 +126,31 @@ Status BpeTokenizer::parse_model(const json& m, const std::string& origin) {
 }
 
 Status BpeTokenizer::parse_added(const json& j, const std::string& origin) {
-  BRIGADE_ASSIGN_OR_RETURN(added_, parse_added_tokens(j, origin));
-  for (const auto& a : added_) {
+  BRIGADE_ASSIGN_OR_RETURN(std::vector<AddedToken> added, parse_added_tokens(j, origin));
+  for (const auto& a : added) {
     if (a.id >= static_cast<int32_t>(pieces_.size())) pieces_.resize(static_cast<size_t>(a.id) + 1);
     pieces_[static_cast<size_t>(a.id)] = a.content;
     if (strings_.size() < pieces_.size()) strings_.resize(pieces_.size());
     strings_[static_cast<size_t>(a.id)] = a.content;
   }
   special_.assign(pieces_.size(), 0);
-  for (const auto& a : added_) special_[static_cast<size_t>(a.id)] = a.special ? 1 : 0;
+  for (const auto& a : added) special_[static_cast<size_t>(a.id)] = a.special ? 1 : 0;
   // Tokens with normalized true move to normalized_added_, matched by their normalized content,
   // which is also their string and their text (as Hugging Face's id_to_token gives it).
-  auto normalized = std::stable_partition(added_.begin(), added_.end(), [](const AddedToken& a) { return !a.normalized; });
-  for (auto it = normalized; it != added_.end(); ++it) {
+  auto normalized = std::stable_partition(added.begin(), added.end(), [](const AddedToken& a) { return !a.normalized; });
+  std::vector<AddedToken> normalized_added;
+  for (auto it = normalized; it != added.end(); ++it) {
     AddedToken a = *it;
     a.content = normalizer_.normalize(a.content);
     if (a.content.empty()) continue;  // would match everywhere
     pieces_[static_cast<size_t>(a.id)] = strings_[static_cast<size_t>(a.id)] = a.content;
-    normalized_added_.push_back(std::move(a));
+    normalized_added.push_back(std::move(a));
   }
-  added_.erase(normalized, added_.end());
-  std::stable_sort(normalized_added_.begin(), normalized_added_.end(),
+  added.erase(normalized, added.end());
+  std::stable_sort(normalized_added.begin(), normalized_added.end(),
                    [](const AddedToken& x, const AddedToken& y) { return x.content.size() > y.content.size(); });
+  added_ = AddedTokens(std::move(added));
+  normalized_added_ = AddedTokens(std::move(normalized_added));
   return Status::ok();
 }
 
@@ -156,7 +159,7 @@ Status BpeTokenizer::parse_added(const json& j, const std::string& origin) {
 void BpeTokenizer::resolve_bos_eos(const json& config) {
   auto id_of = [&](const std::string& s) -> int32_t {
     for (const auto* list : {&added_, &normalized_added_})
-      for (const auto& a : *list)
+      for (const auto& a : list->tokens())
         if (strings_[static_cast<size_t>(a.id)] == s) return a.id;
     auto it = vocab_.find(s);
     return it == vocab_.end() ? -1 : it->second;
@@ -327,17 +330,17 @@ Expected<std::vector<int32_t>> BpeTokenizer::encode(std::string_view text, bool 
     return invalid_argument("text is not valid UTF-8 (first bad byte at offset " + std::to_string(bad) + ")");
   std::vector<int32_t> out;
   if (add_bos && !post_.templated() && bos_ >= 0) out.push_back(bos_);
-  for (const TextPiece& piece : split_added_tokens(text, added_)) {
+  for (const TextPiece& piece : added_.split(text)) {
     if (piece.id >= 0) {
       out.push_back(piece.id);
       continue;
     }
-    if (normalizer_.empty() && normalized_added_.empty()) {  // the usual tokenizer.json: no copy, no second split
+    if (normalizer_.empty() && normalized_added_.tokens().empty()) {  // the usual tokenizer.json: no copy, no second split
       BRIGADE_RETURN_IF_ERROR(encode_text(piece.text, out));
       continue;
     }
     const std::string normalized = normalizer_.normalize(piece.text);
-    for (const TextPiece& p : split_added_tokens(normalized, normalized_added_)) {
+    for (const TextPiece& p : normalized_added_.split(normalized)) {
       if (p.id >= 0) out.push_back(p.id);
       else BRIGADE_RETURN_IF_ERROR(encode_text(p.text, out));
     }

@@ -7,14 +7,15 @@ namespace brigade {
 using json = nlohmann::json;
 
 Status JsonModelTokenizer::parse_added_tokens_and_post(const json& j, const std::string& origin) {
-  BRIGADE_ASSIGN_OR_RETURN(added_, parse_added_tokens(j, origin));
-  for (const auto& a : added_)
+  BRIGADE_ASSIGN_OR_RETURN(std::vector<AddedToken> added, parse_added_tokens(j, origin));
+  for (const auto& a : added)
     if (a.id >= vocab_size()) strings_.resize(static_cast<size_t>(a.id) + 1);
   special_.assign(strings_.size(), 0);
-  for (const auto& a : added_) {
+  for (const auto& a : added) {
     strings_[static_cast<size_t>(a.id)] = a.content;
     special_[static_cast<size_t>(a.id)] = a.special ? 1 : 0;
   }
+  added_ = AddedTokens(std::move(added));
   BRIGADE_ASSIGN_OR_RETURN(post_, PostProcessor::parse(j.value("post_processor", json()), vocab_size(), origin));
   return Status::ok();
 }
@@ -24,7 +25,7 @@ Expected<std::vector<int32_t>> JsonModelTokenizer::encode(std::string_view text,
   if (bad != text.size())
     return invalid_argument("text is not valid UTF-8 (first bad byte at offset " + std::to_string(bad) + ")");
   std::vector<int32_t> out;
-  for (const TextPiece& piece : split_added_tokens(text, added_)) {
+  for (const TextPiece& piece : added_.split(text)) {
     if (piece.id >= 0) out.push_back(piece.id);
     else BRIGADE_RETURN_IF_ERROR(encode_text(piece.text, piece.text.data() == text.data(), out));
   }

@@ -43,7 +43,7 @@ class JsonModelTokenizer : public Tokenizer {
 
  private:
   std::vector<uint8_t> special_;      // id -> is a special added token
-  std::vector<AddedToken> added_;     // longest content first
+  AddedTokens added_;                 // longest content first
   PostProcessor post_;
   std::vector<int32_t> eos_;          // none: an encoder does not generate
 };

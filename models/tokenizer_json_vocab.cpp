@@ -43,21 +43,21 @@ Expected<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& j, co
   return added;
 }
 
-std::vector<TextPiece> split_added_tokens(std::string_view text, const std::vector<AddedToken>& added) {
+AddedTokens::AddedTokens(std::vector<AddedToken> tokens) : tokens_(std::move(tokens)) {
+  std::vector<std::string_view> contents;
+  contents.reserve(tokens_.size());
+  for (const AddedToken& a : tokens_) contents.emplace_back(a.content);
+  matcher_ = AddedTokenMatcher(contents);
+}
+
+std::vector<TextPiece> AddedTokens::split(std::string_view text) const {
   std::vector<TextPiece> out;
   size_t segment = 0, i = 0;
   while (i < text.size()) {
-    const AddedToken* hit = nullptr;
-    for (const auto& a : added)
-      if (text.compare(i, a.content.size(), a.content) == 0) {
-        hit = &a;
-        break;
-      }
-    if (!hit) {
-      ++i;
-      continue;
-    }
-    size_t begin = i, end = i + hit->content.size();
+    const AddedTokenMatcher::Match m = matcher_.find(text, i);
+    if (m.index < 0) break;
+    const AddedToken* hit = &tokens_[static_cast<size_t>(m.index)];
+    size_t begin = m.begin, end = m.begin + m.length;
     while (hit->lstrip && begin > segment) {  // the whitespace character before begin, if any
       size_t prev = begin - 1;
       while (prev > segment && (static_cast<uint8_t>(text[prev]) & 0xC0) == 0x80) --prev;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "models/added_token_matcher.h"
 
 namespace brigade {
 
@@ -47,8 +48,20 @@ struct TextPiece {
   int32_t id = -1;
 };
 
-// `text` cut at each occurrence of an added token: the pieces cover it in order, no text piece is
-// empty. `added` is parse_added_tokens' list (longest first, so the longest match wins).
-std::vector<TextPiece> split_added_tokens(std::string_view text, const std::vector<AddedToken>& added);
+// A list of added tokens and the matcher (added_token_matcher.h) that finds them in a text.
+class AddedTokens {
+ public:
+  AddedTokens() = default;
+  explicit AddedTokens(std::vector<AddedToken> tokens);
+  const std::vector<AddedToken>& tokens() const { return tokens_; }
+  // `text` cut at each occurrence of an added token (the leftmost, the longest there; of tokens
+  // with the same content, the first in the list): the pieces cover it in order, no text piece is
+  // empty.
+  std::vector<TextPiece> split(std::string_view text) const;
+
+ private:
+  std::vector<AddedToken> tokens_;
+  AddedTokenMatcher matcher_;  // index = position in tokens_
+};
 
 }  // namespace brigade

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "models/added_token_matcher.h"
 #include "models/utf8.h"
 
 namespace brigade {
@@ -44,7 +45,8 @@ class SentencePieceTokenizer final : public Tokenizer {
   }
   sentencepiece::SentencePieceProcessor sp_;
   std::vector<std::string> text_;  // id -> bytes ("▁" -> ' ', byte pieces -> the byte)
-  std::vector<int32_t> specials_;  // control pieces, longest first
+  std::vector<int32_t> specials_;  // control pieces matched in text
+  AddedTokenMatcher special_matcher_;  // over their text_, index = position in specials_
   std::vector<int32_t> eos_;
 };
 
@@ -66,8 +68,9 @@ Status SentencePieceTokenizer::init(const std::string& path) {
     }
     text_[static_cast<size_t>(i)] = std::move(t);
   }
-  std::stable_sort(specials_.begin(), specials_.end(),
-                   [&](int32_t a, int32_t b) { return text_[static_cast<size_t>(a)].size() > text_[static_cast<size_t>(b)].size(); });
+  std::vector<std::string_view> special_texts;
+  for (int32_t id : specials_) special_texts.emplace_back(text_[static_cast<size_t>(id)]);
+  special_matcher_ = AddedTokenMatcher(special_texts);  // the longest match; a repeated text: its first id
   if (sp_.eos_id() >= 0) eos_ = {sp_.eos_id()};
   return Status::ok();
 }
@@ -78,18 +81,11 @@ Expected<std::vector<int32_t>> SentencePieceTokenizer::encode(std::string_view t
     return invalid_argument("text is not valid UTF-8 (first bad byte at offset " + std::to_string(bad) + ")");
   std::vector<int32_t> out;
   if (add_bos && bos_id() >= 0) out.push_back(bos_id());
-  size_t segment = 0, i = 0;
-  while (i < text.size()) {
-    int32_t hit = -1;
-    for (int32_t id : specials_) {
-      const std::string& p = text_[static_cast<size_t>(id)];
-      if (text.compare(i, p.size(), p) == 0) { hit = id; break; }
-    }
-    if (hit < 0) { ++i; continue; }
-    encode_raw(text.substr(segment, i - segment), out);
-    out.push_back(hit);
-    i += text_[static_cast<size_t>(hit)].size();
-    segment = i;
+  size_t segment = 0;
+  for (AddedTokenMatcher::Match m; (m = special_matcher_.find(text, segment)).index >= 0;) {
+    encode_raw(text.substr(segment, m.begin - segment), out);
+    out.push_back(specials_[static_cast<size_t>(m.index)]);
+    segment = m.begin + m.length;
   }
   encode_raw(text.substr(segment), out);
   return out;

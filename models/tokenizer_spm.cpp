@@ -5,6 +5,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "models/added_token_matcher.h"
 #include "models/mapped_file.h"
 #include "models/utf8.h"
 
@@ -67,7 +68,8 @@ class SpmTokenizer final : public Tokenizer {
   SpmVocab v_;
   std::vector<std::string> text_;  // id -> bytes as decoded ("▁" -> ' ', <0xXX> -> the byte)
   std::unordered_map<std::string, int32_t> ids_;
-  std::vector<int32_t> specials_;  // control/user_defined ids matched in text, longest first
+  std::vector<int32_t> specials_;  // control/user_defined ids matched in text
+  AddedTokenMatcher special_matcher_;  // over specials_' pieces, index = position in specials_
   std::array<int32_t, 256> byte_ids_{};
   std::vector<int32_t> eos_;
 };
@@ -99,9 +101,9 @@ Status SpmTokenizer::init(SpmVocab vocab, const std::string& origin) {
     if ((v_.types[i] == SpmTokenType::control || v_.types[i] == SpmTokenType::user_defined) && !p.empty())
       specials_.push_back(static_cast<int32_t>(i));
   }
-  std::stable_sort(specials_.begin(), specials_.end(), [&](int32_t a, int32_t b) {
-    return v_.pieces[static_cast<size_t>(a)].size() > v_.pieces[static_cast<size_t>(b)].size();
-  });
+  std::vector<std::string_view> special_pieces;
+  for (int32_t id : specials_) special_pieces.emplace_back(v_.pieces[static_cast<size_t>(id)]);
+  special_matcher_ = AddedTokenMatcher(special_pieces);  // the longest match; a repeated piece: its first id
   if (v_.eos_id >= 0) eos_ = {v_.eos_id};
   return Status::ok();
 }
@@ -172,19 +174,12 @@ Expected<std::vector<int32_t>> SpmTokenizer::encode(std::string_view text, bool 
     encode_text(escape_spaces(seg, v_.add_space_prefix && after_special), out);
     after_special = false;
   };
-  size_t segment = 0, i = 0;
-  while (i < text.size()) {
-    int32_t hit = -1;
-    for (int32_t id : specials_) {
-      const std::string& p = v_.pieces[static_cast<size_t>(id)];
-      if (text.compare(i, p.size(), p) == 0) { hit = id; break; }
-    }
-    if (hit < 0) { ++i; continue; }
-    raw(text.substr(segment, i - segment));
-    out.push_back(hit);
+  size_t segment = 0;
+  for (AddedTokenMatcher::Match m; (m = special_matcher_.find(text, segment)).index >= 0;) {
+    raw(text.substr(segment, m.begin - segment));
+    out.push_back(specials_[static_cast<size_t>(m.index)]);
     after_special = true;
-    i += v_.pieces[static_cast<size_t>(hit)].size();
-    segment = i;
+    segment = m.begin + m.length;
   }
   raw(text.substr(segment));
   if (add_bos && v_.add_eos && v_.eos_id >= 0) out.push_back(v_.eos_id);

@@ -7,10 +7,12 @@
 #include <unordered_map>
 
 #include "models/byte_unicode.h"
+#include "models/jinja_value.h"
 #include "models/mapped_file.h"
 #include "models/pretokenizer.h"
 #include "models/tokenizer_bpe.h"
 #include "models/tokenizer_precompiled.h"
+#include "models/utf8.h"
 
 namespace brigade {
 namespace {
@@ -29,6 +31,7 @@ struct TiktokenFamily {
   const char* pattern;
   bool nfc;      // tokenize() normalizes the text to NFC first
   bool by_line;  // unique tokens ranked in file order (parse_tiktoken_ranks)
+  size_t chunk_chars, max_run_chars;  // encode()'s tiktoken_run_pieces cut; 0: none
   const char* bos;  // the defaults when tokenizer_config.json names none ("": none)
   const char* eos;
   // The special tokens' contents, for ids n_ranks, n_ranks + 1, ...
@@ -72,11 +75,11 @@ Expected<std::vector<std::string>> kimi_specials(const json& config, int32_t n_r
 
 const std::vector<TiktokenFamily>& families() {
   static const std::vector<TiktokenFamily> f = {
-      {"Kimi K2", "tiktoken.model", "tokenization_kimi", "TikTokenTokenizer", kKimiK2Pattern, false, false, "[BOS]",
+      {"Kimi K2", "tiktoken.model", "tokenization_kimi", "TikTokenTokenizer", kKimiK2Pattern, false, false, 400000, 25000, "[BOS]",
        "[EOS]", kimi_specials},
-      {"Hunyuan", "hy.tiktoken", "tokenization_hy", "HYTokenizer", kQwen2Pattern, true, true, "<|bos|>", "<|eos|>",
+      {"Hunyuan", "hy.tiktoken", "tokenization_hy", "HYTokenizer", kQwen2Pattern, true, true, 0, 0, "<|bos|>", "<|eos|>",
        hunyuan_specials},
-      {"Qwen (v1)", "qwen.tiktoken", "tokenization_qwen", "QWenTokenizer", kQwen2Pattern, true, false, "",
+      {"Qwen (v1)", "qwen.tiktoken", "tokenization_qwen", "QWenTokenizer", kQwen2Pattern, true, false, 0, 0, "",
        "<|endoftext|>", qwen_specials},
   };
   return f;
@@ -195,7 +198,67 @@ Expected<json> bos_eos_config(const json& config, const TiktokenFamily& family, 
   return out;
 }
 
+// A tokenizer that encodes each of tiktoken_run_pieces' pieces alone with `inner` (what Kimi's
+// TikTokenTokenizer.encode does with tiktoken); everything else is inner's.
+class RunCutTokenizer final : public Tokenizer {
+ public:
+  RunCutTokenizer(std::unique_ptr<Tokenizer> inner, size_t chunk_chars, size_t max_run)
+      : inner_(std::move(inner)), chunk_chars_(chunk_chars), max_run_(max_run) {}
+
+  // add_bos adds nothing: the conversion's post-processor holds no special tokens (the Python
+  // classes add none), so encode(piece, false) per piece is the whole encoding.
+  Expected<std::vector<int32_t>> encode(std::string_view text, bool /*add_bos*/) const override {
+    if (text.size() <= std::min(max_run_, chunk_chars_)) return inner_->encode(text, false);  // too short to cut
+    const size_t bad = utf8_first_invalid(text);
+    if (bad != text.size())
+      return invalid_argument("text is not valid UTF-8 (first bad byte at offset " + std::to_string(bad) + ")");
+    std::vector<int32_t> out;
+    for (std::string_view piece : tiktoken_run_pieces(text, chunk_chars_, max_run_)) {
+      BRIGADE_ASSIGN_OR_RETURN(std::vector<int32_t> ids, inner_->encode(piece, false));
+      out.insert(out.end(), ids.begin(), ids.end());
+    }
+    return out;
+  }
+  std::string token_to_piece(int32_t id) const override { return inner_->token_to_piece(id); }
+  std::string token_string(int32_t id) const override { return inner_->token_string(id); }
+  Expected<std::string> decode(std::span<const int32_t> ids, bool skip_special) const override {
+    return inner_->decode(ids, skip_special);
+  }
+  bool is_special(int32_t id) const override { return inner_->is_special(id); }
+  int vocab_size() const override { return inner_->vocab_size(); }
+  int32_t bos_id() const override { return inner_->bos_id(); }
+  const std::vector<int32_t>& eos_ids() const override { return inner_->eos_ids(); }
+
+ private:
+  std::unique_ptr<Tokenizer> inner_;
+  size_t chunk_chars_, max_run_;
+};
+
 }  // namespace
+
+std::vector<std::string_view> tiktoken_run_pieces(std::string_view text, size_t chunk_chars, size_t max_run) {
+  std::vector<std::string_view> pieces;
+  for (size_t pos = 0; pos < text.size();) {  // one chunk; its run count starts afresh
+    size_t start = pos, run = 0;
+    bool space = false;
+    for (size_t chars = 0; chars < chunk_chars && pos < text.size(); ++chars) {
+      const size_t n = std::max<size_t>(utf8_sequence_length(text, pos), 1);
+      const bool now = jinja::is_py_space(decode_utf8(text, pos, n));
+      if (chars == 0) space = now;
+      if (now != space) {
+        run = 1;
+        space = now;
+      } else if (++run > max_run) {
+        pieces.push_back(text.substr(start, pos - start));
+        start = pos;
+        run = 1;
+      }
+      pos += n;
+    }
+    pieces.push_back(text.substr(start, pos - start));
+  }
+  return pieces;
+}
 
 Expected<std::vector<std::string>> parse_tiktoken_ranks(std::string_view text, bool by_line, const std::string& origin) {
   std::vector<std::string> tokens;
@@ -328,6 +391,8 @@ Expected<TiktokenConversion> convert_tiktoken_directory(const std::string& dir) 
   std::vector<TiktokenSpecial> added;
   for (size_t i = 0; i < specials.size(); ++i) added.push_back({n_ranks + static_cast<int32_t>(i), specials[i]});
   out.tokenizer = tiktoken_tokenizer_json(tokens, 0, added, family->pattern, family->nfc);
+  out.chunk_chars = family->chunk_chars;
+  out.max_run_chars = family->max_run_chars;
   // The Python classes add no special tokens (PreTrainedTokenizer's default).
   const json sequence_a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
   out.tokenizer["post_processor"] = {{"type", "TemplateProcessing"},
@@ -339,7 +404,9 @@ Expected<TiktokenConversion> convert_tiktoken_directory(const std::string& dir) 
 
 Expected<std::unique_ptr<Tokenizer>> load_tiktoken_tokenizer(const std::string& dir) {
   BRIGADE_ASSIGN_OR_RETURN(TiktokenConversion c, convert_tiktoken_directory(dir));
-  return load_bpe_tokenizer(c.tokenizer, c.config, dir);
+  BRIGADE_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, load_bpe_tokenizer(c.tokenizer, c.config, dir));
+  if (c.max_run_chars == 0) return tok;
+  return std::unique_ptr<Tokenizer>(std::make_unique<RunCutTokenizer>(std::move(tok), c.chunk_chars, c.max_run_chars));
 }
 
 }  // namespace brigade

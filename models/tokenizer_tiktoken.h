@@ -19,8 +19,13 @@
 // special tokens as added tokens (every one special, matched anywhere in the text, as the model's
 // encode(allowed_special="all") does), and no BOS added (the Python classes add none). Reserved
 // fillers past config.json's vocab_size are dropped (Kimi K2 names 258 special ids, its embedding
-// holds 256 of them), as llama.cpp's converter drops them. Not reproduced: TikTokenTokenizer's
-// cutting of runs longer than 25,000 whitespace or non-whitespace characters before encoding.
+// holds 256 of them), as llama.cpp's converter drops them. Kimi's TikTokenTokenizer.encode cuts the
+// text before tiktoken sees it (tiktoken_run_pieces: 400,000-character chunks, runs of whitespace
+// or non-whitespace longer than 25,000 characters) and encodes each piece alone, special tokens
+// matched inside each piece: so does brigade for that family (a GGUF of it follows llama.cpp's
+// kimi-k2 pre-tokenizer, which does not cut). transformers' PreTrainedTokenizer.tokenize splits at
+// the added tokens first and cuts each stretch between them; the two differ only when a cut falls
+// within 25,000 characters of a special token with no whitespace between.
 #pragma once
 
 #include <memory>
@@ -60,6 +65,8 @@ Expected<std::unique_ptr<Tokenizer>> load_tiktoken_tokenizer(const std::string& 
 struct TiktokenConversion {
   nlohmann::json tokenizer;
   nlohmann::json config;
+  // The family's tiktoken_run_pieces cut before encoding (Kimi: 400,000 and 25,000); 0: none.
+  size_t chunk_chars = 0, max_run_chars = 0;
 };
 Expected<TiktokenConversion> convert_tiktoken_directory(const std::string& dir);
 
@@ -93,6 +100,13 @@ struct TiktokenSpecial {
 nlohmann::json tiktoken_tokenizer_json(const std::vector<std::string>& tokens, int32_t first_rank_id,
                                        const std::vector<TiktokenSpecial>& specials, const std::string& pattern,
                                        bool nfc);
+
+// The pieces TikTokenTokenizer.encode (Kimi K2's tokenization_kimi.py) gives tiktoken one at a
+// time: `text` (valid UTF-8) in chunks of `chunk_chars` characters (code points, as Python's str
+// counts them), each cut before every character that would make a run of whitespace (Python's
+// str.isspace, which also holds for U+001C..U+001F) or of non-whitespace characters longer than
+// `max_run` characters. The pieces cover the text in order; none for an empty text.
+std::vector<std::string_view> tiktoken_run_pieces(std::string_view text, size_t chunk_chars, size_t max_run);
 
 // Whether `head` (a file's first bytes) reads as a tiktoken ranks file: base64, one space,
 // digits. Meta's original Llama 3 tokenizer.model is one, where a SentencePiece model is protobuf.

@@ -193,9 +193,91 @@ def write_ranks(path, lines):
     path.write_text("".join(f"{base64.b64encode(t).decode()} {r}\n" for t, r in lines))
 
 
+# TikTokenTokenizer.encode (tokenization_kimi.py) cuts the text before tiktoken sees it: chunks of
+# TIKTOKEN_MAX_ENCODE_CHARS characters, each cut where a run of whitespace (str.isspace) or of
+# non-whitespace characters would grow past MAX_NO_WHITESPACES_CHARS; each piece is encoded alone
+# (special tokens matched inside it). `long` writes kimi_long.json: a text of about 470,000
+# characters given as segments (pattern, characters: the pattern repeated and cut to that many),
+# which the C++ test rebuilds the same way, the pieces' lengths in characters, and tiktoken's ids
+# over those pieces, run-length coded ([[ids of a block], repeats], ...).
+CHUNK_CHARS = 400_000
+RUN_CHARS = 25_000
+LONG_SEGMENTS = [
+    ("Kimi K2 reads a long prompt. ", 29), ("a", 25_000), (" ", 1), ("the", 25_001), ("\n", 1),
+    ("the", 50_003), (" ", 30_000), ("x", 7), ("\t\u3000\u00a0 \x1c", 25_002), ("y", 2),
+    ("x", 24_995), ("<|im_end|>", 10), ("y", 10), (" <|im_end|> ", 12), ("[EOS]", 5),
+    ("中文the", 25_004), ("\u200b", 3), ("1", 60_001), (" \n", 2),
+    ("Hello, world! ", 2_000), ("the", 230_000), ("。", 3),
+]
+
+
+def long_text():
+    return "".join((p * (n // len(p) + 1))[:n] for p, n in LONG_SEGMENTS)
+
+
+def split_runs(s, max_run):
+    """The pieces of s, cut before a character that would make a run of whitespace or of
+    non-whitespace characters longer than max_run (TikTokenTokenizer's _split_whitespaces_or_nonwhitespaces)."""
+    pieces, start, run, space = [], 0, 0, (s[0].isspace() if s else False)
+    for i, ch in enumerate(s):
+        now = ch.isspace()
+        if now != space:
+            run, space = 1, now
+            continue
+        run += 1
+        if run > max_run:
+            pieces.append(s[start:i])
+            start, run = i, 1
+    pieces.append(s[start:])
+    return pieces
+
+
+def kimi_pieces(text, chunk=CHUNK_CHARS):
+    return [p for i in range(0, len(text), chunk) for p in split_runs(text[i:i + chunk], RUN_CHARS)]
+
+
+def write_long(enc):
+    text = long_text()
+    pieces = kimi_pieces(text)
+    ids = [i for p in pieces for i in enc.encode(p, allowed_special="all")]
+    # The cut must matter, and the chunking too: without either the ids differ.
+    assert ids != enc.encode(text, allowed_special="all")
+    assert ids != [i for p in kimi_pieces(text, len(text)) for i in enc.encode(p, allowed_special="all")]
+    rle, i = [], 0
+    while i < len(ids):  # the period (1..8 ids) whose repeats from i cover the most
+        best = (1, 1)
+        for period in range(1, 9):
+            block, reps = ids[i:i + period], 1
+            while ids[i + reps * period:i + (reps + 1) * period] == block:
+                reps += 1
+            if reps > 1 and reps * period > best[0] * best[1]:
+                best = (period, reps)
+        rle.append([ids[i:i + best[0]], best[1]])
+        i += best[0] * best[1]
+    out = {"chunk_chars": CHUNK_CHARS, "run_chars": RUN_CHARS, "segments": [list(s) for s in LONG_SEGMENTS],
+           "characters": len(text), "pieces": [len(p) for p in pieces], "n_ids": len(ids), "ids_rle": rle}
+    path = OUT / "kimi_long.json"
+    path.write_text(json.dumps(out, ensure_ascii=False, separators=(",", ":")) + "\n")
+    print(f"wrote {path} ({len(text)} characters, {len(pieces)} pieces, {len(ids)} ids, {len(rle)} runs, "
+          f"{path.stat().st_size} bytes)")
+
+
+def kimi_encoding(tiktoken, ranks):
+    n = len(ranks)
+    special = {KIMI_NAMED.get(k, f"<|reserved_token_{n + k}|>"): n + k for k in range(KIMI_N_SPECIAL)}
+    return tiktoken.Encoding("kimi", pat_str=KIMI_PATTERN, mergeable_ranks=ranks, special_tokens=special)
+
+
 def main():
     ensure_venv(__file__)
     import tiktoken
+    if sys.argv[1:] == ["long"]:  # over the committed ranks file, which it does not rewrite
+        ranks = {}
+        for line in (OUT / "kimi" / "tiktoken.model").read_text().splitlines():
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+        write_long(kimi_encoding(tiktoken, ranks))
+        return
     ranks = learn_ranks()
     inverted = invert(ranks)
     n = len(ranks)

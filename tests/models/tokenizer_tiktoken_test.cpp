@@ -21,6 +21,7 @@
 #include "models/tokenizer_gguf.h"
 #include "models/tokenizer_precompiled.h"
 #include "models/tokenizer_tiktoken.h"
+#include "models/utf8.h"
 
 namespace brigade {
 namespace {
@@ -220,6 +221,41 @@ TEST(TiktokenKimi, KeepsTokensRankedBelowTheirParts) {
     n_reached += reached;
   }
   EXPECT_GE(n_reached, 3);
+}
+
+// TikTokenTokenizer.encode's cut (400,000-character chunks, runs longer than 25,000 characters)
+// against the same algorithm run in Python over tiktoken (kimi_long.json, `python3
+// scripts/make_tiktoken_fixtures.py long`): a 497,091-character text rebuilt here from the
+// fixture's segments (runs of exactly 25,000, of 25,001 and more, of Python-only whitespace
+// U+001C, a special token the cut falls inside, a chunk boundary inside a run). The script checks
+// that the ids differ without the cut and without the chunks.
+TEST(TiktokenKimi, CutsLongRunsAsTikTokenTokenizer) {
+  const json ref = read_json(kDir + "kimi_long.json");
+  std::u32string chars;
+  for (const json& seg : ref["segments"]) {
+    const std::u32string pattern = utf8_to_u32(seg[0].get<std::string>());
+    const auto n = seg[1].get<size_t>();
+    for (size_t i = 0; i < n; ++i) chars += pattern[i % pattern.size()];
+  }
+  ASSERT_EQ(chars.size(), ref["characters"].get<size_t>());
+  const std::string text = u32_to_utf8(chars);
+  std::vector<size_t> lengths;
+  for (std::string_view p : tiktoken_run_pieces(text, ref["chunk_chars"].get<size_t>(), ref["run_chars"].get<size_t>()))
+    lengths.push_back(utf8_to_u32(p).size());
+  EXPECT_EQ(lengths, ref["pieces"].get<std::vector<size_t>>());
+  std::vector<int32_t> want;
+  for (const json& run : ref["ids_rle"])
+    for (int r = 0; r < run[1].get<int>(); ++r)
+      for (const json& id : run[0]) want.push_back(id.get<int32_t>());
+  ASSERT_EQ(want.size(), ref["n_ids"].get<size_t>());
+  auto tok = load(kDir + "kimi");
+  ASSERT_TRUE(tok);
+  auto ids = tok->encode(text, false);
+  ASSERT_TRUE(ids.has_value()) << ids.status().message();
+  ASSERT_EQ(ids->size(), want.size());
+  const auto diff = std::mismatch(ids->begin(), ids->end(), want.begin());
+  EXPECT_EQ(diff.first, ids->end()) << "first difference at id " << (diff.first - ids->begin());
+  EXPECT_TRUE(tiktoken_run_pieces("", 400000, 25000).empty());
 }
 
 TEST(TiktokenKimi, ChatTemplateFromTokenizerConfig) {
