@@ -97,7 +97,9 @@ constexpr ChatToolSyntax kToolSyntaxes[] = {ChatToolSyntax::hermes,       ChatTo
                                             ChatToolSyntax::cohere_command3, ChatToolSyntax::granite,
                                             ChatToolSyntax::lfm2,         ChatToolSyntax::jamba,
                                             ChatToolSyntax::hunyuan_a13b, ChatToolSyntax::olmo3,
-                                            ChatToolSyntax::phi4_mini_json};
+                                            ChatToolSyntax::phi4_mini_json, ChatToolSyntax::nemotron_nano_v2,
+                                            ChatToolSyntax::apertus,      ChatToolSyntax::ernie45,
+                                            ChatToolSyntax::minimax};
 }  // namespace
 
 const char* tool_syntax_name(ChatToolSyntax syntax) {
@@ -122,6 +124,10 @@ const char* tool_syntax_name(ChatToolSyntax syntax) {
     case ChatToolSyntax::hunyuan_a13b: return "hunyuan_a13b";
     case ChatToolSyntax::olmo3: return "olmo3";
     case ChatToolSyntax::phi4_mini_json: return "phi4_mini_json";
+    case ChatToolSyntax::nemotron_nano_v2: return "nemotron_nano_v2";
+    case ChatToolSyntax::apertus: return "apertus";
+    case ChatToolSyntax::ernie45: return "ernie45";
+    case ChatToolSyntax::minimax: return "minimax";
   }
   return "none";
 }
@@ -132,6 +138,7 @@ Expected<ChatToolSyntax> parse_tool_syntax(const std::string& name) {
   if (name == "qwen3_xml") return ChatToolSyntax::qwen3_coder;
   if (name == "cohere_command4") return ChatToolSyntax::cohere_command3;
   if (name == "granite4") return ChatToolSyntax::hermes;
+  if (name == "nemotron_json") return ChatToolSyntax::nemotron_nano_v2;  // vLLM's other name of the <TOOLCALL> parser
   std::string names;
   for (ChatToolSyntax s : kToolSyntaxes) {
     if (name == tool_syntax_name(s)) return s;

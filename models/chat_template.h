@@ -64,13 +64,21 @@ enum class ChatFamily { llama2, llama3, chatml, deepseek, harmony };
 //   lfm2          (LiquidAI LFM2 / LFM2.5) <|tool_call_start|>[name(key=value, ..), ..]<|tool_call_end|>
 //   jamba         (AI21 Jamba) <tool_calls>[{"name", "arguments"}, ..]</tool_calls>; only by name
 //   hunyuan_a13b  (Hunyuan-A13B) the same blocks as jamba; only by name
-//   phi4_mini_json  (Phi-4-mini) the whole output functools[{"name", "arguments"}, ..]; only by name
+//   phi4_mini_json  (Phi-4-mini, FireFunction v2) the whole output functools[{"name", "arguments"}, ..],
+//                 or <|tool_call|>{"name", "arguments"}<|/tool_call|> blocks (llama.cpp's Phi-4-mini template)
 //   olmo3         (OLMo 3) name(key=value, ..) calls one a line, optionally in <function_calls>
 //                 .. </function_calls>; only by name
+//   nemotron_nano_v2  (NVIDIA Nemotron-Nano-v2) <TOOLCALL>[{"name", "arguments"}, ..]</TOOLCALL>
+//   apertus       (Swiss AI Apertus) <|tools_prefix|>[{NAME: {..}}, ..]<|tools_suffix|>
+//   minimax       (MiniMax-M1 / Text-01) <tool_calls>\n{"name", "arguments"}\n..</tool_calls>, one
+//                 call a line (read by jamba's parser, which takes either form)
+//   ernie45       (Baidu ERNIE 4.5) hermes's <tool_call> blocks; <response> .. </response> around the
+//                 answer dropped; only by name
 // none: the template has no call syntax brigade parses (tools are refused).
 enum class ChatToolSyntax {
   none, hermes, llama3_json, mistral, deepseek_v3, deepseek_v31, glm45, kimi_k2, pythonic, openai, qwen3_coder,
-  seed_oss, minimax_m2, cohere_command3, granite, lfm2, jamba, hunyuan_a13b, olmo3, phi4_mini_json
+  seed_oss, minimax_m2, cohere_command3, granite, lfm2, jamba, hunyuan_a13b, olmo3, phi4_mini_json, nemotron_nano_v2,
+  apertus, ernie45, minimax
 };
 
 // vLLM's parser name of a syntax ("none" for none), and back: each name above, "glm47" (GLM-4.7
@@ -78,7 +86,8 @@ enum class ChatToolSyntax {
 // pythonic, which reads Llama 4's <|python_start|> wrapper), "qwen3_xml" (vLLM's other parser of
 // the qwen3_coder syntax), "cohere_command4" (Command A Reasoning: the same action blocks, its
 // answer in <|START_TEXT|> rather than <|START_RESPONSE|>, which cohere_command3 reads too),
-// "granite4" (Granite 4.0's <tool_call>{..}</tool_call> blocks: hermes);
+// "granite4" (Granite 4.0's <tool_call>{..}</tool_call> blocks: hermes), "nemotron_json" (vLLM's
+// NemotronJSONToolParser, the same <TOOLCALL> parser as nemotron_nano_v2);
 // unsupported listing the names for any other.
 const char* tool_syntax_name(ChatToolSyntax syntax);
 Expected<ChatToolSyntax> parse_tool_syntax(const std::string& name);

@@ -78,13 +78,19 @@ ChatToolSyntax detect_tool_syntax(std::string_view source) {
   if (has("<seed:tool_call>")) return ChatToolSyntax::seed_oss;  // Seed-OSS: qwen3_coder's calls in its own tags
   if (has("<minimax:tool_call>")) return ChatToolSyntax::minimax_m2;
   if (has("<function=") && has("<parameter=")) return ChatToolSyntax::qwen3_coder;
-  // Granite 3.x: <|tool_call|> then a JSON list (Phi-4-mini's llama.cpp template writes
-  // <|tool_call|> too, without Granite's role markers).
+  // Granite 3.x: <|tool_call|> then a JSON list; Phi-4-mini's llama.cpp template writes
+  // <|tool_call|>{..}<|/tool_call|>, without Granite's role markers.
   if (has("<|tool_call|>") && has("<|start_of_role|>")) return ChatToolSyntax::granite;
+  if (has("<|tool_call|>") && has("<|/tool_call|>")) return ChatToolSyntax::phi4_mini_json;
+  if (has("<TOOLCALL>")) return ChatToolSyntax::nemotron_nano_v2;     // Nemotron-Nano-v2: <TOOLCALL>[..]</TOOLCALL>
+  if (has("<|tools_prefix|>")) return ChatToolSyntax::apertus;        // Apertus: <|tools_prefix|>[{NAME: {..}}]
   // LFM2 writes its tool list in <|tool_list_start|> (LFM2.5 in a bare "List of tools: [", as
   // llama.cpp tells them apart), its calls in <|tool_call_start|>.
   if (has("<|tool_call_start|>") || has("<|tool_list_start|>") || has("List of tools: [")) return ChatToolSyntax::lfm2;
   if (has("<tool_call>")) return ChatToolSyntax::hermes;
+  // MiniMax-M1: <tool_calls> with one {"name", "arguments"} a line (it also names an ipython role).
+  if (has("<tool_calls>") && has("<beginning_of_sentence>")) return ChatToolSyntax::minimax;
+  if (has("functools[")) return ChatToolSyntax::phi4_mini_json;  // FireFunction v2: " functools[{..}, ..]"
   if (has("<|python_tag|>") || has("ipython")) return ChatToolSyntax::llama3_json;
   return ChatToolSyntax::none;
 }

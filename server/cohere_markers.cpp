@@ -16,6 +16,12 @@ std::string MarkerFilter::feed(std::string_view text) {
   held_.append(text);
   std::string out;
   for (;;) {
+    if (newlines_) {
+      const size_t n = held_.find_first_not_of('\n');
+      held_.erase(0, n);  // all of it when npos
+      if (n == std::string::npos) return out;
+      newlines_ = false;
+    }
     size_t at = std::string::npos, len = 0;
     for (std::string_view m : markers_) {
       const size_t p = held_.find(m);
@@ -26,6 +32,8 @@ std::string MarkerFilter::feed(std::string_view text) {
     }
     if (at == std::string::npos) break;
     out.append(held_, 0, at);
+    const std::string_view marker = std::string_view(held_).substr(at, len);
+    newlines_ = std::find(newlines_after_.begin(), newlines_after_.end(), marker) != newlines_after_.end();
     held_.erase(0, at + len);
   }
   size_t keep = 0;  // the longest end of held_ that is a proper beginning of a marker

@@ -23,17 +23,22 @@ inline constexpr std::string_view kStartThinking = "<|START_THINKING|>", kEndThi
 const std::vector<std::string_view>& dropped_markers();
 
 // Removes markers from text that comes in pieces, giving the same text however it is split. The
-// markers must not be a beginning of one another.
+// markers must not be a beginning of one another. newlines_after: markers after which the newlines
+// that follow are removed too (ERNIE 4.5's </response>); newlines_first: so are the text's leading
+// newlines.
 class MarkerFilter {
  public:
-  explicit MarkerFilter(std::vector<std::string_view> markers) : markers_(std::move(markers)) {}
+  explicit MarkerFilter(std::vector<std::string_view> markers, std::vector<std::string_view> newlines_after = {},
+                        bool newlines_first = false)
+      : markers_(std::move(markers)), newlines_after_(std::move(newlines_after)), newlines_(newlines_first) {}
   // The next piece; returns the text that may be released (an end that may begin a marker is held).
   std::string feed(std::string_view text);
   // Releases what is held: the text ended, or what follows it is no marker of this filter's.
   std::string flush();
 
  private:
-  std::vector<std::string_view> markers_;
+  std::vector<std::string_view> markers_, newlines_after_;
+  bool newlines_;  // newlines at the start of held_ are removed
   std::string held_;
 };
 

@@ -448,6 +448,11 @@ class HttpServerImpl final : public HttpServer {
       ctx_->think_open_id = one_token(reasoning_open_tag(*kind).data());  // (literals: null-terminated)
       ctx_->think_close_id = one_token(reasoning_close_tag(*kind).data());
     }
+    if (*kind == ReasoningKind::granite || *kind == ReasoningKind::hunyuan_a13b) {
+      // Tags that are no single token (plain text, or `</think>` with text around it): a constraint
+      // applies from the first token, and its output stays whole (routes.cpp).
+      ctx_->think_open_id = ctx_->think_close_id = -1;
+    }
     return Status::ok();
   }
 

@@ -144,9 +144,13 @@ ToolParserKind tool_parser_kind(ToolFormat format) {
     case ToolFormat::granite: return ToolParserKind::granite;
     case ToolFormat::lfm2: return ToolParserKind::lfm2;
     case ToolFormat::jamba:
-    case ToolFormat::hunyuan_a13b: return ToolParserKind::jamba;
+    case ToolFormat::hunyuan_a13b:
+    case ToolFormat::minimax: return ToolParserKind::jamba;
     case ToolFormat::olmo3: return ToolParserKind::olmo3;
     case ToolFormat::phi4_mini_json: return ToolParserKind::phi4_mini_json;
+    case ToolFormat::nemotron_nano_v2: return ToolParserKind::nemotron_nano_v2;
+    case ToolFormat::apertus: return ToolParserKind::apertus;
+    case ToolFormat::ernie45: return ToolParserKind::ernie45;
     case ToolFormat::openai: return ToolParserKind::openai;
     case ToolFormat::hermes:
     case ToolFormat::none: break;

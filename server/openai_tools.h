@@ -45,8 +45,8 @@ using ToolFormat = ChatToolSyntax;
 // The arguments member of a forced "required" call array: Llama 3.1's "parameters" for
 // llama3_json, else "arguments".
 const char* forced_arguments_key(ToolFormat format);
-// The parser of a syntax's calls (both deepseek syntaxes share one, and so do jamba and
-// hunyuan_a13b); hermes for none.
+// The parser of a syntax's calls (both deepseek syntaxes share one, and so do jamba,
+// hunyuan_a13b and minimax); hermes for none.
 ToolParserKind tool_parser_kind(ToolFormat format);
 
 // Reads the three fields. invalid_argument naming the field for: a malformed tool (not

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "server/cohere_markers.h"
@@ -40,9 +41,24 @@ namespace brigade::server {
 // blocks, by qwen3's rule; both are special tokens of Mistral's tokenizers, so the server keeps
 // special tokens' text for this kind too. Unlike vLLM's parser, text before a `[THINK]` makes the
 // rest content (tags and all), and a `[/THINK]` without its `[THINK]` stays in the content.
-enum class ReasoningKind { none, deepseek_r1, qwen3, openai_gptoss, seed_oss, minimax_append_think, cohere_command, mistral };
+// granite (vLLM's granite; IBM Granite 3.2's thinking): the output opens "Here is my thought
+// process:" (or "Here's ..."), then the reasoning, then "Here is my response:" (or "Here's ...") and
+// the answer; plain text, not special tokens, so only the output is read (the prompt's text is not:
+// a system prompt may quote the phrases), by qwen3's rule. hunyuan_a13b (vLLM's hunyuan_a13b):
+// Hunyuan-A13B's "<think>\n" .. "\n</think>\n<answer>\n" .. "\n</answer>", by qwen3's rule; the
+// answer's closing "\n</answer>" is dropped from the content (text after it stays content, as
+// vLLM's streaming gives it). ernie45 (vLLM's ernie45): ERNIE 4.5 thinking models' `<think>` ..
+// `</think>` by deepseek_r1's rule, then the answer, optionally in `<response>` .. `</response>`:
+// both markers are dropped, and so are the newlines right after `</think>` and after
+// `</response>` (vLLM's streaming rules; its whole-output parse keeps the newline after
+// `</think>` when there is no `<response>`).
+enum class ReasoningKind {
+  none, deepseek_r1, qwen3, openai_gptoss, seed_oss, minimax_append_think, cohere_command, mistral, granite,
+  hunyuan_a13b, ernie45
+};
 
-// The tags that open and close a kind's block: `<think>` and `</think>`, or Seed-OSS's, or Cohere's.
+// The tags that open and close a kind's block: `<think>` and `</think>`, or Seed-OSS's, or Cohere's
+// (granite: "Here is my thought process:" and "Here is my response:"; "Here's" is read too).
 std::string_view reasoning_open_tag(ReasoningKind kind);
 std::string_view reasoning_close_tag(ReasoningKind kind);
 
@@ -54,7 +70,9 @@ std::string_view reasoning_close_tag(ReasoningKind kind);
 // rule when it has `</think>` as one token (`vocab_has_close_tag`), else seed_oss when it has
 // `</seed:think>` (`vocab_has_seed_close`), else cohere_command when it has Cohere's
 // `<|END_THINKING|>` (`vocab_has_cohere_close`: Command R7B, Command A), else mistral when it has
-// `[/THINK]` (`vocab_has_mistral_close`: Magistral, Ministral 3), else none. invalid_argument
+// `[/THINK]` (`vocab_has_mistral_close`: Magistral, Ministral 3), else none. Also granite,
+// hunyuan_a13b, ernie45 (by name only: their tags are plain text, or `<think>` as qwen3's), and
+// vLLM's aliases of brigade's rules glm47 (qwen3's, as glm45) and mimo (qwen3's). invalid_argument
 // lists the valid names.
 Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag = false,
                                              bool vocab_has_channel = false, bool vocab_has_seed_close = false,
@@ -97,15 +115,16 @@ class ReasoningSplitter {
     reasoning,  // inside the block: up to `</think>`
     content,    // after the block, or no block: everything
   };
-  // Text released to `field` (out.reasoning or out.content): Cohere's without its markers; flush:
+  // Text released to out.reasoning (reasoning) or out.content: Cohere's without its markers; flush:
   // the end of the field's text (what the marker filter holds goes too).
-  void release(std::string& field, std::string_view text, bool flush = false);
+  void release(ReasoningParse& out, bool reasoning, std::string_view text, bool flush = false);
 
   State state_;
-  std::string_view open_, close_;  // the kind's tags
+  std::vector<std::string_view> opens_, closes_;  // the kind's tags (any of these)
   bool released_ = false;  // some text has been released (a leading `<think>` is no longer looked for)
   std::string held_;       // text not yet released: blanks, or a possible tag's start
   std::optional<cohere::MarkerFilter> markers_;  // cohere_command: removes its markers from both fields
+  std::optional<cohere::MarkerFilter> answer_markers_;  // hunyuan_a13b, ernie45: from the content only
 };
 
 }  // namespace brigade::server

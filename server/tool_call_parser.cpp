@@ -232,12 +232,25 @@ std::optional<std::vector<ToolCallDelta>> granite_calls(std::string_view s) {
 }
 
 // Phi-4-mini: functools[{"name", "arguments" (or "parameters")}, ..], as vLLM's phi4_mini_json reads
-// it (a JSON array, not its regex's text up to the first ']').
-constexpr std::string_view kFunctools = "functools";
+// it (a JSON array, not its regex's text up to the first ']'); or llama.cpp's Phi-4-mini template's
+// <|tool_call|>{"name", "arguments"}<|/tool_call|> blocks, whitespace between.
+constexpr std::string_view kFunctools = "functools", kPhiCall = "<|tool_call|>", kPhiCallEnd = "<|/tool_call|>";
 std::optional<std::vector<ToolCallDelta>> phi4_mini_calls(std::string_view s) {
   s = tool_parse::trim(s);
-  if (!s.starts_with(kFunctools)) return std::nullopt;
-  return tool_parse::json_array_calls(s.substr(kFunctools.size()), "name", {"arguments", "parameters"});
+  if (s.starts_with(kFunctools))
+    return tool_parse::json_array_calls(s.substr(kFunctools.size()), "name", {"arguments", "parameters"});
+  std::vector<ToolCallDelta> calls;
+  while (!s.empty()) {
+    if (!s.starts_with(kPhiCall)) return std::nullopt;
+    const size_t end = s.find(kPhiCallEnd);
+    if (end == std::string_view::npos) return std::nullopt;
+    auto c = call_of(s.substr(kPhiCall.size(), end - kPhiCall.size()), {"arguments", "parameters"});
+    if (!c || !tool_parse::valid_function_name(c->name)) return std::nullopt;
+    calls.push_back(std::move(*c));
+    s = tool_parse::trim(s.substr(end + kPhiCallEnd.size()));
+  }
+  if (calls.empty()) return std::nullopt;
+  return calls;
 }
 
 // OLMo 3: calls when the output opens <function_calls>, or its first word is followed by '('.
@@ -360,6 +373,9 @@ std::unique_ptr<ToolCallParser> make_tool_call_parser(ToolParserKind kind, int m
     case ToolParserKind::minimax_m2:
     case ToolParserKind::lfm2:
     case ToolParserKind::jamba:
+    case ToolParserKind::nemotron_nano_v2:
+    case ToolParserKind::apertus:
+    case ToolParserKind::ernie45:
       return tool_parse::make_tagged_parser(max_calls, tool_parse::tagged_syntax(kind, std::move(functions)));
     case ToolParserKind::mistral: return tool_parse::make_mistral_parser(max_calls);
     case ToolParserKind::cohere_command3: return tool_parse::make_cohere_parser(max_calls);
@@ -373,7 +389,7 @@ std::unique_ptr<ToolCallParser> make_tool_call_parser(ToolParserKind kind, int m
       return std::make_unique<WholeOutputParser>(max_calls, starts_with({"[", kGraniteTag, kGranite31Tag}),
                                                  granite_calls);
     case ToolParserKind::phi4_mini_json:
-      return std::make_unique<WholeOutputParser>(max_calls, starts_with({kFunctools}), phi4_mini_calls);
+      return std::make_unique<WholeOutputParser>(max_calls, starts_with({kFunctools, kPhiCall}), phi4_mini_calls);
     case ToolParserKind::olmo3:
       return std::make_unique<WholeOutputParser>(max_calls, olmo3_start, tool_parse::olmo3_calls);
     case ToolParserKind::forced_named: return std::make_unique<ForcedNamedParser>(max_calls, std::move(named));

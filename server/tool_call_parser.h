@@ -68,9 +68,19 @@
 //                true / false / null as llama.cpp reads them); a malformed block stays content.
 //   jamba        (AI21 Jamba; also vLLM's hunyuan_a13b): <tool_calls>[{"name", "arguments"}, ..]
 //                </tool_calls> blocks anywhere in the text; a malformed block stays content.
-//   phi4_mini_json  (Phi-4-mini): the whole output is functools then a JSON array of {"name",
-//                "arguments" (or "parameters")} objects; else all content (vLLM's finds it anywhere
-//                and drops the text around it). Held from a first 'f' of the marker.
+//   phi4_mini_json  (Phi-4-mini, FireFunction v2): the whole output is functools then a JSON array
+//                of {"name", "arguments" (or "parameters")} objects, or (llama.cpp's Phi-4-mini template)
+//                <|tool_call|>{"name", "arguments"}<|/tool_call|> blocks, whitespace between; else all
+//                content (vLLM's finds functools anywhere and drops the text around it; it has no
+//                <|tool_call|> form). Held from a first 'f' or '<' of a marker.
+//   nemotron_nano_v2  (NVIDIA Nemotron-Nano-v2): <TOOLCALL>[{"name", "arguments"}, ..]</TOOLCALL>
+//                blocks anywhere in the text, as jamba's (a single object without the brackets too,
+//                as vLLM's nemotron_nano_v2 reads it).
+//   apertus      (Apertus): <|tools_prefix|>[{NAME: {..}}, ..]<|tools_suffix|> blocks anywhere in the
+//                text, each item an object of one key, the function's name, whose value is the
+//                arguments object.
+//   ernie45      (ERNIE 4.5): hermes's <tool_call>{..}</tool_call> blocks; outside them the answer's
+//                <response> and </response> markers are dropped (and the newlines after </response>).
 //   olmo3        (OLMo 3): the whole output is pythonic calls, one a line (or comma-separated),
 //                optionally inside <function_calls> .. </function_calls>; values Python literals
 //                or JSON's true / false / null. Held from a first '<' of the marker or a first
@@ -84,9 +94,9 @@
 //   forced_array (tool_choice "required"): the output is a JSON array of {"name", <key>} calls;
 //                each call goes out when its object is complete.
 // The tagged syntaxes (hermes, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2,
-// cohere_command3, lfm2, jamba) release a call when its end marker arrives (or at the end of the output, when the
-// text up to there is a whole call), text outside calls as it comes (a possible partial marker held
-// back). Arguments of a parsed call
+// cohere_command3, lfm2, jamba, nemotron_nano_v2, apertus, ernie45) release a call when its end
+// marker arrives (or at the end of the output, when the text up to there is a whole call), text
+// outside calls as it comes (a possible partial marker held back). Arguments of a parsed call
 // are rewritten as Python's json.dumps writes them (vLLM's form); forced_named passes the
 // model's text through.
 #pragma once
@@ -114,7 +124,8 @@ struct ToolParse {
 
 enum class ToolParserKind {
   hermes, llama3_json, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2, cohere_command3,
-  pythonic, granite, lfm2, jamba, phi4_mini_json, olmo3, openai, forced_named, forced_array
+  pythonic, granite, lfm2, jamba, phi4_mini_json, olmo3, nemotron_nano_v2, apertus, ernie45, openai, forced_named,
+  forced_array
 };
 
 // A tool the request offers: its name and its parameters JSON schema's text ("" when absent).

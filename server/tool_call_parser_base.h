@@ -79,17 +79,19 @@ class Stepper : public Base {
 // block's BODY into a call; nullopt: malformed (the block stays content, its markers and all).
 // Text in a section that is not a block is content; a block cut off by the end of the output
 // is a call when its BODY so far is one. A syntax whose block holds a list of calls (lfm2, jamba)
-// sets `calls` instead of `body`: nullopt, or no call, and the block stays content.
+// sets `calls` instead of `body`: nullopt, or no call, and the block stays content. `dropped`:
+// markers removed from the text outside blocks (ERNIE 4.5's <response> and </response>).
 struct TaggedSyntax {
   std::vector<std::string_view> section_open, section_close;  // each: any of these
   std::string_view call_open, call_close;
   std::function<std::optional<ToolCallDelta>(std::string_view body)> body;
   std::function<std::optional<std::vector<ToolCallDelta>>(std::string_view body)> calls = {};
+  std::vector<std::string_view> dropped = {};
 };
 std::unique_ptr<ToolCallParser> make_tagged_parser(int max_calls, TaggedSyntax syntax);
 
 // The syntaxes' TaggedSyntax (hermes, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2, lfm2,
-// jamba); functions: the request's tools.
+// jamba, nemotron_nano_v2, apertus, ernie45); functions: the request's tools.
 TaggedSyntax tagged_syntax(ToolParserKind kind, std::vector<ToolFunction> functions);
 
 std::unique_ptr<ToolCallParser> make_mistral_parser(int max_calls);

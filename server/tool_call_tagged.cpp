@@ -1,6 +1,6 @@
 // The tagged tool-call syntaxes (hermes, deepseek_v3/v31, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2, lfm2,
-// jamba): one state machine over section and call markers (TaggedSyntax), and each syntax's reading
-// of a call's body.
+// jamba, nemotron_nano_v2, apertus, ernie45): one state machine over section and call markers
+// (TaggedSyntax), and each syntax's reading of a call's body.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -26,6 +26,7 @@ class TaggedParser final : public Stepper {
   TaggedParser(int max_calls, TaggedSyntax syntax) : Stepper(max_calls), s_(std::move(syntax)) {
     sectioned_ = !s_.section_open.empty();
     openers_ = sectioned_ ? s_.section_open : std::vector<std::string_view>{s_.call_open};
+    openers_.insert(openers_.end(), s_.dropped.begin(), s_.dropped.end());
     inside_ = s_.section_close;
     inside_.push_back(s_.call_open);
   }
@@ -45,8 +46,9 @@ class TaggedParser final : public Stepper {
           return false;
         }
         content(buf.substr(0, at), out);
+        const bool dropped = std::find(s_.dropped.begin(), s_.dropped.end(), buf.substr(at, len)) != s_.dropped.end();
         buf_.erase(0, at + len);
-        mode_ = sectioned_ ? Mode::section : Mode::call;
+        if (!dropped) mode_ = sectioned_ ? Mode::section : Mode::call;
         return true;
       }
       case Mode::section: {
@@ -400,6 +402,71 @@ std::optional<ToolCallDelta> minimax_call(std::string_view body, const std::vect
   return ToolCallDelta{0, std::string(name), py_json_dumps(args), ""};
 }
 
+// Nemotron-Nano-v2: a JSON array of {"name", "arguments"} objects, or objects without the brackets
+// (vLLM's nemotron_nano_v2 puts them around what lacks them); arguments an object, or a string
+// holding one (vLLM passes a string through).
+std::optional<std::vector<ToolCallDelta>> nemotron_calls(std::string_view body) {
+  body = trim(body);
+  std::string list(body);
+  if (body.starts_with('{')) list.insert(list.begin(), '['), list.push_back(']');
+  const ojson j = ojson::parse(list, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array() || j.empty()) return std::nullopt;
+  std::vector<ToolCallDelta> calls;
+  for (const ojson& item : j) {
+    if (!item.is_object() || !item.contains("name") || !item.contains("arguments")) return std::nullopt;
+    const ojson& name = item["name"];
+    if (!name.is_string() || !valid_function_name(name.get_ref<const std::string&>())) return std::nullopt;
+    const ojson& args = item["arguments"];
+    std::optional<std::string> a = args.is_object() ? py_json_dumps(args) : std::optional<std::string>();
+    if (args.is_string()) a = object_arguments(args.get_ref<const std::string&>());
+    if (!a) return std::nullopt;
+    calls.push_back(ToolCallDelta{0, name.get<std::string>(), std::move(*a), ""});
+  }
+  return calls;
+}
+
+// ERNIE 4.5: {"name", "arguments"}; arguments absent are {} (vLLM's ernie45).
+std::optional<ToolCallDelta> ernie_call(std::string_view body) {
+  body = trim(body);
+  const ojson j = ojson::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
+  const std::string& name = j["name"].get_ref<const std::string&>();
+  if (!valid_function_name(name)) return std::nullopt;
+  if (!j.contains("arguments")) return ToolCallDelta{0, name, "{}", ""};
+  if (!j["arguments"].is_object()) return std::nullopt;
+  return ToolCallDelta{0, name, py_json_dumps(j["arguments"]), ""};
+}
+
+// Jamba's and Hunyuan-A13B's JSON array of {"name", "arguments"} objects, or MiniMax-M1's objects
+// one a line (every non-blank line one call, as vLLM's minimax reads the lines).
+std::optional<std::vector<ToolCallDelta>> tool_calls_block(std::string_view body) {
+  body = trim(body);
+  if (!body.starts_with('{')) return json_array_calls(body);
+  std::vector<ToolCallDelta> calls;
+  while (!body.empty()) {
+    const size_t eol = body.find('\n');
+    auto c = call_of(trim(body.substr(0, eol)), {"arguments"});
+    if (!c || !valid_function_name(c->name)) return std::nullopt;
+    calls.push_back(std::move(*c));
+    body = eol == npos ? std::string_view() : trim(body.substr(eol));
+  }
+  return calls;
+}
+
+// Apertus: a JSON array of {NAME: {..arguments}} objects, one key each.
+std::optional<std::vector<ToolCallDelta>> apertus_calls(std::string_view body) {
+  const ojson j = ojson::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array() || j.empty()) return std::nullopt;
+  std::vector<ToolCallDelta> calls;
+  for (const ojson& item : j) {
+    if (!item.is_object() || item.size() != 1) return std::nullopt;
+    const auto& [name, args] = *item.items().begin();
+    if (!valid_function_name(name) || !args.is_object()) return std::nullopt;
+    calls.push_back(ToolCallDelta{0, name, py_json_dumps(args), ""});
+  }
+  return calls;
+}
+
 }  // namespace
 
 std::unique_ptr<ToolCallParser> make_tagged_parser(int max_calls, TaggedSyntax syntax) {
@@ -431,8 +498,14 @@ TaggedSyntax tagged_syntax(ToolParserKind kind, std::vector<ToolFunction> functi
       return {{}, {}, "<|tool_call_start|>", "<|tool_call_end|>", nullptr,
               [](std::string_view body) { return python_call_list(body, /*json_names=*/true); }};
     case ToolParserKind::jamba:
-      return {{}, {}, "<tool_calls>", "</tool_calls>", nullptr,
-              [](std::string_view body) { return json_array_calls(trim(body)); }};
+      return {{}, {}, "<tool_calls>", "</tool_calls>", nullptr, tool_calls_block};
+    case ToolParserKind::nemotron_nano_v2:
+      return {{}, {}, "<TOOLCALL>", "</TOOLCALL>", nullptr, nemotron_calls};
+    case ToolParserKind::apertus:
+      return {{}, {}, "<|tools_prefix|>", "<|tools_suffix|>", nullptr, apertus_calls};
+    case ToolParserKind::ernie45:
+      return {{}, {}, "<tool_call>", "</tool_call>",
+              ernie_call, nullptr, {"<response>", "</response>"}};
     default:
       return {{}, {}, "<tool_call>", "</tool_call>",
               [](std::string_view body) { return call_of(body, {"arguments", "parameters"}); }};

@@ -107,6 +107,11 @@ TEST(JinjaChatTemplate, ToolSyntaxFollowsTheTemplate) {
   EXPECT_EQ(syntax("{{ '<｜tool▁calls▁begin｜>' + name + '\\n```json\\n' }}"), ChatToolSyntax::deepseek_v3);
   EXPECT_EQ(syntax("{{ '<｜tool▁calls▁begin｜>' + name + '<｜tool▁sep｜>' }}"), ChatToolSyntax::deepseek_v31);
   EXPECT_EQ(syntax("{{ '<|tool_calls_section_begin|>' }}"), ChatToolSyntax::kimi_k2);
+  EXPECT_EQ(syntax("{{ '<TOOLCALL>[' }}"), ChatToolSyntax::nemotron_nano_v2);
+  EXPECT_EQ(syntax("{{ '<|tools_prefix|>[' }}"), ChatToolSyntax::apertus);
+  EXPECT_EQ(syntax("{{ '<|tool_call|>' + call + '<|/tool_call|>' }}"), ChatToolSyntax::phi4_mini_json);
+  EXPECT_EQ(syntax("{{ ' functools[' + calls + ']' }}"), ChatToolSyntax::phi4_mini_json);
+  EXPECT_EQ(syntax("<beginning_of_sentence>{{ '<tool_calls>' }}{% if r == 'ipython' %}{% endif %}"), ChatToolSyntax::minimax);
   EXPECT_EQ(syntax("<|START_ACTION|>[{\"tool_name\": \"{{ name }}\"}]<|END_ACTION|>"), ChatToolSyntax::cohere_command3)
       << "Cohere Command R7B's and A's action blocks";
   EXPECT_EQ(syntax("{{ 'plain' }}"), ChatToolSyntax::none);
@@ -262,13 +267,16 @@ TEST(ModelChatTemplate, ToolSyntaxNames) {
                            ChatToolSyntax::kimi_k2, ChatToolSyntax::pythonic, ChatToolSyntax::qwen3_coder,
                            ChatToolSyntax::seed_oss, ChatToolSyntax::minimax_m2, ChatToolSyntax::cohere_command3,
                            ChatToolSyntax::granite, ChatToolSyntax::lfm2, ChatToolSyntax::jamba,
-                           ChatToolSyntax::hunyuan_a13b, ChatToolSyntax::olmo3, ChatToolSyntax::phi4_mini_json})
+                           ChatToolSyntax::hunyuan_a13b, ChatToolSyntax::olmo3, ChatToolSyntax::phi4_mini_json,
+                           ChatToolSyntax::nemotron_nano_v2, ChatToolSyntax::apertus, ChatToolSyntax::ernie45,
+                           ChatToolSyntax::minimax})
     EXPECT_EQ(*parse_tool_syntax(tool_syntax_name(s)), s);
   EXPECT_EQ(*parse_tool_syntax("qwen3_xml"), ChatToolSyntax::qwen3_coder);
   EXPECT_EQ(*parse_tool_syntax("glm47"), ChatToolSyntax::glm45);
   EXPECT_EQ(*parse_tool_syntax("llama4_pythonic"), ChatToolSyntax::pythonic);
   EXPECT_EQ(*parse_tool_syntax("cohere_command4"), ChatToolSyntax::cohere_command3);
   EXPECT_EQ(*parse_tool_syntax("granite4"), ChatToolSyntax::hermes);
+  EXPECT_EQ(*parse_tool_syntax("nemotron_json"), ChatToolSyntax::nemotron_nano_v2);
   auto unknown = parse_tool_syntax("xlam");
   EXPECT_EQ(unknown.status().code(), StatusCode::unsupported);
   EXPECT_NE(unknown.status().message().find("kimi_k2"), std::string::npos) << "lists the parsers brigade has";

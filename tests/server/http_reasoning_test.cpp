@@ -221,6 +221,31 @@ TEST(ServerReasoning, AnUnknownParserStopsTheServer) {
   EXPECT_FALSE(m.contains("reasoning_content"));
 }
 
+// vLLM's granite, hunyuan_a13b and ernie45 parsers, and its glm47 and mimo names (qwen3's rule),
+// start the server; an output that writes none of their tags is content, except for ernie45, which
+// (as deepseek_r1) reads it as reasoning the model may begin without `<think>`.
+TEST(ServerReasoning, TheirOwnParsersSplitByTheirRules) {
+  constexpr const char* kPlain = "{%- for m in messages %}{{ m.role + ': ' + m.content + '\\n' }}{% endfor %}assistant: ";
+  const std::string model = model_with_template("reason_more", kPlain);
+  for (const char* name : {"granite", "hunyuan_a13b", "ernie45", "glm47", "mimo"}) {
+    SCOPED_TRACE(name);
+    testing::ChatTestServer s(model, "", name);
+    ASSERT_TRUE(s.ok());
+    const json raw = message_of(s.chat(request({{"separate_reasoning", false}})));
+    ASSERT_TRUE(raw["content"].is_string());
+    const std::string text = raw["content"];
+    ASSERT_FALSE(text.empty());
+    const json split = message_of(s.chat(request()));
+    if (std::string(name) == "ernie45") {
+      EXPECT_EQ(split["reasoning_content"], text);
+      EXPECT_TRUE(split["content"].is_null()) << split;
+    } else {
+      EXPECT_EQ(split["content"], text);
+      EXPECT_TRUE(split["reasoning_content"].is_null()) << split;
+    }
+  }
+}
+
 // Magistral's and Ministral 3 Reasoning's [THINK] and [/THINK] are special tokens of Mistral's
 // tokenizers: `auto` picks the mistral parser where the vocabulary has [/THINK] (and no
 // `</think>`), and the server keeps their text for the splitter, which keeps it out of both fields.

@@ -1,7 +1,8 @@
 // Tool calls in the syntaxes beyond Hermes and Llama 3 JSON, through the HTTP server in-process:
 // a tiny synthetic model served with a real template (Mistral v0.3's, DeepSeek V3.1's, GLM-4.6's,
-// Kimi-K2's, from tests/fixtures/chat_templates/models.json; Granite 3.3's and LFM2's, llama.cpp's
-// copies in tests/fixtures/chat_templates/templates/) has its output forced to a call in
+// Kimi-K2's, Phi-4-mini's, from tests/fixtures/chat_templates/models.json; Granite 3.3's, LFM2's,
+// Nemotron-Nano-v2's, Apertus-8B-Instruct's, MiniMax-M1's and FireFunction v2's, llama.cpp's copies in
+// tests/fixtures/chat_templates/templates/) has its output forced to a call in
 // that template's syntax (guided_choice of the one text, tool_choice auto); the answer carries
 // it as message.tool_calls, and streamed as delta.tool_calls, with the ids each syntax wants.
 // --tool-call-parser overrides the template's syntax, and an unknown parser fails the start.
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <tuple>
 
 #include "tests/models/chat_test_util.h"
 #include "tests/server/chat_server_util.h"
@@ -21,15 +23,18 @@ using nlohmann::json;
 using testing::ChatTestServer;
 using testing::model_with_template;
 
-// The model writes exactly `output` (greedy, one guided choice), with the tools offered.
-json forced(const std::string& output) {
-  return {{"model", "tiny"},
-          {"messages", {{{"role", "user"}, {"content", "Weather in Oslo?"}}}},
-          {"tools", testing::weather_and_time_tools()},
-          {"tool_choice", "auto"},
-          {"guided_choice", {output}},
-          {"max_tokens", 400},
-          {"temperature", 0}};
+// The model writes exactly `output` (greedy, one guided choice), with the tools offered; `extra`:
+// more members of the body.
+json forced(const std::string& output, const json& extra = json::object()) {
+  json body = {{"model", "tiny"},
+               {"messages", {{{"role", "user"}, {"content", "Weather in Oslo?"}}}},
+               {"tools", testing::weather_and_time_tools()},
+               {"tool_choice", "auto"},
+               {"guided_choice", {output}},
+               {"max_tokens", 400},
+               {"temperature", 0}};
+  body.update(extra);
+  return body;
 }
 
 struct Expected {
@@ -38,9 +43,10 @@ struct Expected {
 };
 
 // The answer, whole and streamed, has the calls; returns the ids (whole answer's).
-std::vector<std::string> expect_calls(const ChatTestServer& s, const std::string& output, const Expected& want) {
+std::vector<std::string> expect_calls(const ChatTestServer& s, const std::string& output, const Expected& want,
+                                      const json& extra = json::object()) {
   std::vector<std::string> ids;
-  auto r = s.chat(forced(output));
+  auto r = s.chat(forced(output, extra));
   EXPECT_EQ(r.status, 200) << r.body;
   if (r.status != 200) return ids;
   const json choice = json::parse(r.body)["choices"][0];
@@ -59,7 +65,7 @@ std::vector<std::string> expect_calls(const ChatTestServer& s, const std::string
   std::string content, finish;
   std::vector<std::pair<std::string, std::string>> calls;
   std::vector<std::string> stream_ids;
-  for (const json& chunk : s.chat_stream(forced(output))) {
+  for (const json& chunk : s.chat_stream(forced(output, extra))) {
     const json& ch = chunk["choices"][0];
     if (ch["finish_reason"].is_string()) finish = ch["finish_reason"].get<std::string>();
     const json& d = ch["delta"];
@@ -127,28 +133,51 @@ TEST(ServerToolSyntaxes, EachTemplatesCallsComeBackAsToolCalls) {
   }
 }
 
-// Granite 3.3's and LFM2's templates (llama.cpp's copies) pick their syntaxes, whose calls come
-// back as tool_calls; text around LFM2's block is content.
-TEST(ServerToolSyntaxes, GraniteAndLfm2CallsFromTheirTemplates) {
+// Granite 3.3's, LFM2's, Nemotron-Nano-v2's, Apertus', Phi-4-mini's, MiniMax-M1's and FireFunction
+// v2's templates (llama.cpp's copies) pick their syntaxes (granite, lfm2, nemotron_nano_v2, apertus,
+// phi4_mini_json, minimax, phi4_mini_json), whose calls come back as tool_calls; text around the
+// tagged blocks is content.
+TEST(ServerToolSyntaxes, ListSyntaxesCallsFromTheirTemplates) {
   const Expected both{"", {{"get_weather", R"({"city": "Oslo", "days": 2})"}, {"get_time", "{}"}}};
   const std::pair<const char*, std::string> cases[] = {
       {"granite-3.3",
        R"(<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}, {"name": "get_time", "arguments": {}}])"},
       {"lfm2", "<|tool_call_start|>[get_weather(city=\"Oslo\", days=2), get_time()]<|tool_call_end|>"},
       {"lfm2.5", "<|tool_call_start|>[get_weather(city='Oslo', days=2), get_time()]<|tool_call_end|>"},
+      {"nemotron-nano-v2",
+       R"(<TOOLCALL>[{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}, {"name": "get_time", "arguments": {}}]</TOOLCALL>)"},
+      {"apertus", R"(<|tools_prefix|>[{"get_weather": {"city": "Oslo", "days": 2}}, {"get_time": {}}]<|tools_suffix|>)"},
+      {"phi-4-mini",
+       R"(<|tool_call|>{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}<|/tool_call|><|tool_call|>{"name": "get_time", "arguments": {}}<|/tool_call|>)"},
+      {"minimax-m1",
+       "<tool_calls>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\", \"days\": 2}}\n"
+       "{\"name\": \"get_time\", \"arguments\": {}}\n</tool_calls>"},
+      {"firefunction-v2",
+       R"(functools[{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}, {"name": "get_time", "arguments": {}}])"},
   };
+  // FireFunction's template prints the tools from its own variables (llama.cpp sets them).
+  const json kwargs = {{"chat_template_kwargs",
+                        {{"functions", testing::weather_and_time_tools().dump()}, {"datetime", "Jul 26 2024"}}}};
   for (const auto& [tmpl, output] : cases) {
     SCOPED_TRACE(tmpl);
     const std::string source = template_source(tmpl);
     ASSERT_FALSE(source.empty()) << "tests/fixtures/chat_templates/templates/" << tmpl << ".jinja";
     ChatTestServer s(model_with_template(std::string("syntax_") + tmpl, source, 4096));
     ASSERT_TRUE(s.ok());
-    const auto ids = expect_calls(s, output, both);
+    const auto ids = expect_calls(s, output, both, std::string(tmpl) == "firefunction-v2" ? kwargs : json::object());
     for (const auto& id : ids) EXPECT_TRUE(id.starts_with("call_") && id.size() == 29) << id;
   }
-  ChatTestServer lfm2(model_with_template("syntax_lfm2_text", template_source("lfm2"), 4096));
-  ASSERT_TRUE(lfm2.ok());
-  expect_calls(lfm2, "Let me check.<|tool_call_start|>[get_time()]<|tool_call_end|>", {"Let me check.", {{"get_time", "{}"}}});
+  const std::tuple<const char*, std::string, std::string> with_text[] = {
+      {"lfm2", "Let me check.<|tool_call_start|>[get_time()]<|tool_call_end|>", "Let me check."},
+      {"nemotron-nano-v2", "Let me check.\n<TOOLCALL>[{\"name\": \"get_time\", \"arguments\": {}}]</TOOLCALL>", "Let me check."},
+      {"apertus", "Checking. <|tools_prefix|>[{\"get_time\": {}}]<|tools_suffix|>", "Checking."},
+  };
+  for (const auto& [tmpl, output, content] : with_text) {
+    SCOPED_TRACE(tmpl);
+    ChatTestServer s(model_with_template(std::string("syntax_text_") + tmpl, template_source(tmpl), 4096));
+    ASSERT_TRUE(s.ok());
+    expect_calls(s, output, {content, {{"get_time", "{}"}}});
+  }
 }
 
 TEST(ServerToolSyntaxes, TextBeforeTheCallIsContent) {

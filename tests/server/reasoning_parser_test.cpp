@@ -1,4 +1,5 @@
-// The reasoning splitter: vLLM's parsers' results (deepseek_r1, qwen3, seed_oss, Cohere's, Mistral's) for
+// The reasoning splitter: vLLM's parsers' results (deepseek_r1, qwen3, seed_oss, Cohere's, Mistral's,
+// granite, hunyuan_a13b, ernie45) for
 // whole outputs, and the same result however the output is cut into streamed pieces.
 #include "server/reasoning_parser.h"
 
@@ -98,6 +99,37 @@ const std::vector<Case>& cases() {
       {"mistral_earlier_turn_closed", ReasoningKind::mistral, "[THINK]a[/THINK]b</s>[INST]q[/INST]", "new", "",
        "new"},
       {"mistral_think_tags_are_text", ReasoningKind::mistral, "[/INST]", "<think>x</think>[", "", "<think>x</think>["},
+      // IBM Granite 3.2 (vLLM's granite): its two plain-text phrases, "Here is" or "Here's".
+      {"granite_thought_and_response", ReasoningKind::granite, "<|start_of_role|>assistant<|end_of_role|>",
+       "Here is my thought process:\nAdd.\nHere is my response:\nIt is 4.", "\nAdd.\n", "\nIt is 4."},
+      {"granite_heres", ReasoningKind::granite, "", "Here's my thought process: a Here's my response: b", " a ", " b"},
+      {"granite_no_thought", ReasoningKind::granite, "", "It is 4. Here is my response: 4", "", "It is 4. Here is my response: 4"},
+      // vLLM's whole-output regex finds the phrases anywhere; its streaming only at the start (as here).
+      {"granite_thought_later_is_content", ReasoningKind::granite, "", "Sure. Here is my thought process: x", "",
+       "Sure. Here is my thought process: x"},
+      {"granite_cut_while_thinking", ReasoningKind::granite, "", "Here is my thought process: hmm Here is", " hmm Here is", ""},
+      {"granite_prompt_quoting_the_phrase", ReasoningKind::granite, "Write 'Here is my thought process:' first.", "4", "",
+       "4"},
+      {"granite_partial_phrase", ReasoningKind::granite, "", "Here is my", "", "Here is my"},
+      // Hunyuan-A13B (vLLM's hunyuan_a13b): <think>\n..\n</think>\n<answer>\n..\n</answer>.
+      {"hunyuan_think_and_answer", ReasoningKind::hunyuan_a13b, "<|extra_0|>",
+       "<think>\nAdd.\n</think>\n<answer>\nIt is 4.\n</answer>", "Add.", "It is 4."},
+      {"hunyuan_fast_think", ReasoningKind::hunyuan_a13b, "<|extra_0|>", "<think>\n\n</think>\n<answer>\nHi\n</answer>", "",
+       "Hi"},
+      {"hunyuan_answer_only", ReasoningKind::hunyuan_a13b, "<|extra_0|>", "Hi\n</answer>", "", "Hi"},
+      {"hunyuan_no_answer_end", ReasoningKind::hunyuan_a13b, "<|extra_0|>", "<think>\nA\n</think>\n<answer>\nB", "A", "B"},
+      {"hunyuan_prompt_closed_the_block", ReasoningKind::hunyuan_a13b, "<|extra_0|><think>\n\n</think>\n<answer>\n",
+       "Hi\n</answer>", "", "Hi"},
+      {"hunyuan_cut_while_thinking", ReasoningKind::hunyuan_a13b, "<|extra_0|>", "<think>\nhmm\n</thi", "hmm\n</thi", ""},
+      // ERNIE 4.5 thinking (vLLM's ernie45): deepseek_r1's rule, <response> markers and the newlines
+      // after </think> and </response> dropped.
+      {"ernie45_response_block", ReasoningKind::ernie45, "<|im_start|>assistant\n",
+       "abc\n</think>\n\n<response>\ndef\n</response>\n", "abc\n", "\ndef\n"},
+      {"ernie45_plain_answer", ReasoningKind::ernie45, "<|im_start|>assistant\n", "abc\n</think>\ndef", "abc\n", "def"},
+      {"ernie45_writes_the_open_tag", ReasoningKind::ernie45, "", "<think>abc</think>def", "abc", "def"},
+      {"ernie45_cut_while_thinking", ReasoningKind::ernie45, "", "abc</thi", "abc</thi", ""},
+      {"ernie45_prompt_closed_the_block", ReasoningKind::ernie45, "<think>\n\n</think>\n\n", "\n<response>hi</response>", "",
+       "hi"},
   };
   return all;
 }
@@ -186,6 +218,11 @@ TEST(ReasoningSplitter, ParserNames) {
   EXPECT_EQ(*parse_reasoning_kind("cohere-command4"), ReasoningKind::cohere_command);
   // Mistral's: by name, or by auto where the vocabulary has `[/THINK]` and none of the tags above.
   EXPECT_EQ(*parse_reasoning_kind("mistral"), ReasoningKind::mistral);
+  EXPECT_EQ(*parse_reasoning_kind("granite"), ReasoningKind::granite);
+  EXPECT_EQ(*parse_reasoning_kind("hunyuan_a13b"), ReasoningKind::hunyuan_a13b);
+  EXPECT_EQ(*parse_reasoning_kind("ernie45"), ReasoningKind::ernie45);
+  EXPECT_EQ(*parse_reasoning_kind("glm47"), ReasoningKind::qwen3);
+  EXPECT_EQ(*parse_reasoning_kind("mimo"), ReasoningKind::qwen3);
   EXPECT_EQ(*parse_reasoning_kind("auto", false, false, false, false, /*vocab_has_mistral_close=*/true),
             ReasoningKind::mistral);
   EXPECT_EQ(*parse_reasoning_kind("auto", true, false, false, false, true), ReasoningKind::qwen3);
