@@ -4,6 +4,7 @@
 #include "gpu/cuda_backend.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <unordered_map>
 #include <vector>
@@ -41,7 +42,8 @@ using gpu::Sig;
 enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, kSiluMul, kGeluTanhMul, kScale, kSoftcap, kQkNorm, kRope, kWriteKv,
                 kAttention, kGather, kArgmax, kSample, kGatherTokens, kScatterTokens, kMoeRoute, kMoeExperts,
                 kHeadMatmul, kWriteMlaKv, kMlaAttention, kXielu, kAttnTemperature, kQkSumSquares, kQkNormBySums,
-                kLayerNorm, kQkLayerNorm, kAddRowBias };
+                kLayerNorm, kQkLayerNorm, kAddRowBias, kCopy, kSsmConv, kSsmScan, kSsmScanDiag, kGatedDelta,
+                kSigmoidMul, kReluSquared };
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
@@ -134,11 +136,14 @@ class CudaBackendImpl final : public CudaBackend {
       BRIGADE_CUDA_CHECK(cudaMemcpyAsync(dst.data, src, n, cudaMemcpyHostToDevice, stream_));
     });
   }
+  // A device-to-device copy is a stream operation that a graph captures, so inside a step it is
+  // recorded like an op (a recurrent model restores a state snapshot at the start of its step).
   void copy(const Tensor& dst, const Tensor& src) override {
-    BRIGADE_CHECK(!graphs_->active(), "copy() inside a step");
     BRIGADE_CHECK(dst.nbytes() == src.nbytes(), "copy() between tensors of one size");
     bind();
-    BRIGADE_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, src.nbytes(), cudaMemcpyDeviceToDevice, stream_));
+    graphs_->record(Sig() << kCopy << dst << src, [=, this] {
+      BRIGADE_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, src.nbytes(), cudaMemcpyDeviceToDevice, stream_));
+    });
   }
   void download(void* host_dst, const Tensor& src) override {
     BRIGADE_CHECK(!graphs_->active(), "download() inside a step");
@@ -591,6 +596,44 @@ class CudaBackendImpl final : public CudaBackend {
   void mla_attention(const Tensor& q_lat, const Tensor& q_pe, const MlaLayout& l, const KvLayer& cache,
                      const AttentionMeta& meta, float scale, const Tensor& out) override;
 
+  // ---- state-space layers (gpu/ssm.cu) ----
+  bool supports_ssm() const override { return true; }
+  void ssm_conv(const Tensor& in, int64_t col, const Tensor& weight, const Tensor& bias, const SsmSeqs& seqs,
+                const Tensor& conv_state, const Tensor& out) override {
+    const int64_t n = in.dim(0), width = in.row_numel(), ch = out.row_numel();
+    BRIGADE_CHECK(in.dtype == DType::bf16 && out.dtype == DType::bf16 && out.numel() == n * ch && col >= 0 &&
+                      col + ch <= width,
+                  "ssm_conv: in [n, >= col + C] and out [n, C] bf16");
+    run_conv(in, width, col, ch, weight, bias, false, seqs, conv_state, out);
+  }
+  void short_conv(const Tensor& in, const Tensor& weight, const Tensor& bias, const SsmSeqs& seqs,
+                  const Tensor& conv_state, const Tensor& out) override {
+    const int64_t n = in.dim(0), ch = out.row_numel();
+    BRIGADE_CHECK(in.dtype == DType::bf16 && out.dtype == DType::bf16 && out.numel() == n * ch &&
+                      in.numel() == n * 3 * ch,
+                  "short_conv: in [n, 3 C] (B | C | x) and out [n, C] bf16");
+    run_conv(in, 3 * ch, 0, ch, weight, bias, true, seqs, conv_state, out);
+  }
+  void ssm_scan(const Tensor& proj, const Tensor& xbc, const SsmLayout& l, const SsmParams& p, const SsmSeqs& seqs,
+                const Tensor& state, const Tensor& out) override;
+  void ssm_scan_diag(const Tensor& x, const Tensor& dt_in, const Tensor& b, const Tensor& c, const Tensor& z,
+                     int64_t z_col, const Tensor& a, const Tensor& skip, const SsmSeqs& seqs, const Tensor& state,
+                     const Tensor& out) override;
+  void gated_delta(const Tensor& qkv, const Tensor& proj, int64_t z_col, const SsmLayout& l, const SsmParams& p,
+                   const SsmSeqs& seqs, const Tensor& state, const Tensor& out) override;
+  void sigmoid_mul(const Tensor& x, const Tensor& gate) override {
+    BRIGADE_CHECK(x.dtype == DType::bf16 && gate.dtype == DType::bf16 && x.numel() == gate.numel(),
+                  "sigmoid_mul: x and gate of one shape, bf16");
+    bind();
+    graphs_->record(Sig() << kSigmoidMul << x << gate,
+                    [=, this] { gpu::launch_sigmoid_mul(x.data, gate.data, x.numel(), stream_); });
+  }
+  void relu_squared(const Tensor& x) override {
+    BRIGADE_CHECK(x.dtype == DType::bf16, "relu_squared: x bf16");
+    bind();
+    graphs_->record(Sig() << kReluSquared << x, [=, this] { gpu::launch_relu_squared(x.data, x.numel(), stream_); });
+  }
+
   void argmax(const Tensor& logits, const Tensor& tokens) override {
     BRIGADE_CHECK(logits.dtype == DType::f32 && logits.ndim == 2 && tokens.numel() == logits.dim(0),
                   "argmax: logits [n, vocab] f32, tokens [n]");
@@ -621,6 +664,14 @@ class CudaBackendImpl final : public CudaBackend {
   // or two), so rope() queues no host copy per step.
   const float* rope_table(const std::vector<float>& inv_freq);
   void ensure_partial(int64_t floats);
+  // The device sequence table of a state-space op (checked for shape; its values are read on
+  // the device) for rows of the step and a state tensor of n_slots slots.
+  static gpu::SsmSeqArgs ssm_seqs(const SsmSeqs& seqs, int64_t n_rows, int64_t n_slots);
+  static Sig& sign(Sig& sig, const SsmSeqs& seqs) {
+    return sig << seqs.q_start << seqs.slots << seqs.fresh << seqs.n_seqs << seqs.save_rows << seqs.save_slots;
+  }
+  void run_conv(const Tensor& in, int64_t width, int64_t col, int64_t ch, const Tensor& weight, const Tensor& bias,
+                bool short_conv, const SsmSeqs& seqs, const Tensor& conv_state, const Tensor& out);
   Expected<OwnedTensor> prepare_fp8_weight(const Tensor& host);
   void matmul_fp8(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out);
 
@@ -721,6 +772,168 @@ void CudaBackendImpl::matmul_fp8(const Tensor& x, const Tensor& w, const Tensor&
                               static_cast<uint8_t*>(x8.data), stream_);
     gemm_->run_fp8(x8, x_scale, w, w_scale, bias, out, stream_);
   });
+}
+
+gpu::SsmSeqArgs CudaBackendImpl::ssm_seqs(const SsmSeqs& seqs, int64_t n_rows, int64_t n_slots) {
+  const auto i32 = [](const Tensor& t, int64_t n) { return t.dtype == DType::i32 && t.numel() == n; };
+  BRIGADE_CHECK(seqs.n_seqs >= 0 && i32(seqs.q_start, seqs.n_seqs + 1) && i32(seqs.slots, seqs.n_seqs) &&
+                    i32(seqs.fresh, seqs.n_seqs),
+                "ssm: q_start [n_seqs + 1], slots and fresh [n_seqs] i32");
+  BRIGADE_CHECK(seqs.save_rows.empty() == seqs.save_slots.empty() &&
+                    (seqs.save_rows.empty() || (i32(seqs.save_rows, seqs.n_seqs) && i32(seqs.save_slots, seqs.n_seqs))),
+                "ssm: save_rows and save_slots [n_seqs] i32, or neither");
+  gpu::SsmSeqArgs a;
+  a.q_start = seqs.q_start.as<const int32_t>();
+  a.slots = seqs.slots.as<const int32_t>();
+  a.fresh = seqs.fresh.as<const int32_t>();
+  a.save_rows = seqs.save_rows.empty() ? nullptr : seqs.save_rows.as<const int32_t>();
+  a.save_slots = seqs.save_slots.empty() ? nullptr : seqs.save_slots.as<const int32_t>();
+  a.n_seqs = seqs.n_seqs;
+  a.n_rows = n_rows;
+  a.n_slots = n_slots;
+  return a;
+}
+
+// A per-head state [slots, H, P, N] f32 whose head (with the kernel's other shared arrays, `smem`
+// bytes) fits one block's shared memory.
+void check_head_state(const char* op, const Tensor& state, const SsmLayout& l, size_t smem) {
+  BRIGADE_CHECK(state.dtype == DType::f32 && state.ndim >= 1 && state.row_numel() == l.d_inner() * l.state_size,
+                (std::string(op) + ": state [slots, H, P, N] f32").c_str());
+  BRIGADE_CHECK(smem <= gpu::kSsmMaxSmemBytes,
+                (std::string(op) + ": a head's state (" + std::to_string(l.head_dim) + " x " +
+                 std::to_string(l.state_size) + " f32) must fit the kernel's shared memory (" +
+                 std::to_string(gpu::kSsmMaxSmemBytes) + " bytes)").c_str());
+}
+
+void fill_heads(gpu::SsmHeadArgs& a, const SsmLayout& l, const SsmParams& p, const Tensor& state, const Tensor& out) {
+  a.heads = l.n_heads;
+  a.head_dim = l.head_dim;
+  a.groups = l.n_groups;
+  a.state_size = l.state_size;
+  a.a = p.a.as<const float>();
+  a.dt_bias = p.dt_bias.as<const float>();
+  a.norm_weight = p.norm_weight.empty() ? nullptr : p.norm_weight.as<const float>();
+  a.norm_eps = p.norm_eps;
+  a.state = state.as<float>();
+  a.out = out.data;
+}
+
+void CudaBackendImpl::run_conv(const Tensor& in, int64_t width, int64_t col, int64_t ch, const Tensor& weight,
+                               const Tensor& bias, bool short_conv, const SsmSeqs& seqs, const Tensor& conv_state,
+                               const Tensor& out) {
+  const int64_t k = ch > 0 ? weight.numel() / ch : 0, keep = k - 1;
+  BRIGADE_CHECK(weight.dtype == DType::f32 && k >= 1 && weight.numel() == ch * k,
+                "ssm_conv / short_conv: weight [C, kernel] f32");
+  BRIGADE_CHECK(k <= gpu::kMaxConvKernel, ("ssm_conv / short_conv: the CUDA kernel takes at most " +
+                                               std::to_string(gpu::kMaxConvKernel) + " taps, not " + std::to_string(k)).c_str());
+  BRIGADE_CHECK(bias.empty() || (bias.dtype == DType::f32 && bias.numel() == ch), "ssm_conv / short_conv: bias [C] f32");
+  BRIGADE_CHECK(conv_state.dtype == DType::f32 && conv_state.ndim >= 1 && conv_state.row_numel() == keep * ch,
+                "ssm_conv / short_conv: conv_state [slots, kernel - 1, C] f32");
+  const gpu::SsmSeqArgs sa = ssm_seqs(seqs, in.dim(0), conv_state.dim(0));
+  bind();
+  Sig sig;
+  sign(sig << kSsmConv << in << col << ch << weight << bias << short_conv << conv_state << out, seqs);
+  graphs_->record(sig, [=, this] {
+    gpu::launch_ssm_conv(in.data, width, col, ch, static_cast<int>(k), weight.as<const float>(),
+                         bias.empty() ? nullptr : bias.as<const float>(), short_conv, sa, conv_state.as<float>(),
+                         out.data, stream_);
+  });
+}
+
+void CudaBackendImpl::ssm_scan(const Tensor& proj, const Tensor& xbc, const SsmLayout& l, const SsmParams& p,
+                               const SsmSeqs& seqs, const Tensor& state, const Tensor& out) {
+  const int64_t n = proj.dim(0), d_inner = l.d_inner(), heads = l.n_heads;
+  BRIGADE_CHECK(proj.dtype == DType::bf16 && xbc.dtype == DType::bf16 && out.dtype == DType::bf16 &&
+                    proj.numel() == n * l.proj_width() && xbc.numel() == n * l.conv_dim() && out.numel() == n * d_inner,
+                "ssm_scan: proj [n, proj_width], xbc [n, conv_dim] and out [n, d_inner] bf16");
+  BRIGADE_CHECK(l.n_groups >= 1 && heads % l.n_groups == 0, "ssm_scan: heads a multiple of groups");
+  BRIGADE_CHECK(p.a.numel() == heads && p.d.numel() == heads && p.dt_bias.numel() == heads && p.a.dtype == DType::f32 &&
+                    p.d.dtype == DType::f32 && p.dt_bias.dtype == DType::f32,
+                "ssm_scan: A, D and dt_bias [heads] f32");
+  BRIGADE_CHECK(p.norm_weight.empty() || (p.norm_weight.dtype == DType::f32 && p.norm_weight.numel() == d_inner),
+                "ssm_scan: norm weight [d_inner] f32");
+  check_head_state("ssm_scan", state, l, gpu::ssm_scan_smem_bytes(l.head_dim, l.state_size));
+  gpu::SsmScanArgs a;
+  fill_heads(a, l, p, state, out);
+  a.proj = proj.data;
+  a.proj_width = l.proj_width();
+  a.xbc = xbc.data;
+  a.conv_dim = l.conv_dim();
+  a.d = p.d.as<const float>();
+  a.dt_min = p.dt_min;
+  a.dt_max = p.dt_max > 0.0f ? p.dt_max : INFINITY;
+  const gpu::SsmSeqArgs sa = ssm_seqs(seqs, n, state.dim(0));
+  bind();
+  Sig sig;
+  sign(sig << kSsmScan << proj << xbc << l.n_heads << l.head_dim << l.n_groups << l.state_size << p.a << p.d
+           << p.dt_bias << p.dt_min << a.dt_max << p.norm_weight << p.norm_eps << state << out,
+       seqs);
+  graphs_->record(sig, [=, this] { gpu::launch_ssm_scan(a, sa, stream_); });
+}
+
+void CudaBackendImpl::ssm_scan_diag(const Tensor& x, const Tensor& dt_in, const Tensor& b, const Tensor& c,
+                                    const Tensor& z, int64_t z_col, const Tensor& a, const Tensor& skip,
+                                    const SsmSeqs& seqs, const Tensor& state, const Tensor& out) {
+  const int64_t n = x.dim(0), dim = x.row_numel(), ns = b.row_numel(), zw = z.row_numel();
+  for (const Tensor* t : {&x, &dt_in, &b, &c, &z, &out})
+    BRIGADE_CHECK(t->dtype == DType::bf16, "ssm_scan_diag: activations bf16");
+  BRIGADE_CHECK(dt_in.numel() == n * dim && out.numel() == n * dim && b.numel() == n * ns && c.numel() == n * ns &&
+                    z.dim(0) == n && z_col >= 0 && z_col + dim <= zw,
+                "ssm_scan_diag: x, dt_in, out [n, D], b and c [n, N], z [n, >= z_col + D]");
+  BRIGADE_CHECK(a.dtype == DType::f32 && a.numel() == dim * ns && skip.dtype == DType::f32 && skip.numel() == dim,
+                "ssm_scan_diag: a [D, N] and skip [D] f32");
+  BRIGADE_CHECK(state.dtype == DType::f32 && state.ndim >= 1 && state.row_numel() == dim * ns,
+                "ssm_scan_diag: state [slots, D, N] f32");
+  BRIGADE_CHECK(gpu::ssm_scan_diag_smem_bytes(static_cast<int>(ns)) <= gpu::kSsmMaxSmemBytes,
+                ("ssm_scan_diag: state_size " + std::to_string(ns) + " is too large for the kernel's shared memory").c_str());
+  gpu::SsmScanDiagArgs p;
+  p.x = x.data;
+  p.dt = dt_in.data;
+  p.b = b.data;
+  p.c = c.data;
+  p.z = z.data;
+  p.z_width = zw;
+  p.z_col = z_col;
+  p.dim = dim;
+  p.state_size = static_cast<int>(ns);
+  p.a = a.as<const float>();
+  p.skip = skip.as<const float>();
+  p.state = state.as<float>();
+  p.out = out.data;
+  const gpu::SsmSeqArgs sa = ssm_seqs(seqs, n, state.dim(0));
+  bind();
+  Sig sig;
+  sign(sig << kSsmScanDiag << x << dt_in << b << c << z << z_col << a << skip << state << out, seqs);
+  graphs_->record(sig, [=, this] { gpu::launch_ssm_scan_diag(p, sa, stream_); });
+}
+
+void CudaBackendImpl::gated_delta(const Tensor& qkv, const Tensor& proj, int64_t z_col, const SsmLayout& l,
+                                  const SsmParams& p, const SsmSeqs& seqs, const Tensor& state, const Tensor& out) {
+  const int64_t n = qkv.dim(0), ch = l.conv_dim(), heads = l.n_heads, vd = l.d_inner(), width = proj.row_numel();
+  BRIGADE_CHECK(qkv.dtype == DType::bf16 && proj.dtype == DType::bf16 && out.dtype == DType::bf16 &&
+                    qkv.numel() == n * ch && proj.dim(0) == n && z_col >= 0 && z_col + vd + 2 * heads <= width &&
+                    out.numel() == n * vd,
+                "gated_delta: qkv [n, conv_dim], proj [n, >= z_col + H P + 2 H] and out [n, H P] bf16");
+  BRIGADE_CHECK(l.n_groups >= 1 && heads % l.n_groups == 0, "gated_delta: value heads a multiple of key heads");
+  BRIGADE_CHECK(p.a.dtype == DType::f32 && p.a.numel() == heads && p.dt_bias.dtype == DType::f32 &&
+                    p.dt_bias.numel() == heads && p.norm_weight.dtype == DType::f32 && p.norm_weight.numel() == l.head_dim,
+                "gated_delta: a and dt_bias [H], norm weight [P] f32");
+  check_head_state("gated_delta", state, l, gpu::gated_delta_smem_bytes(l.head_dim, l.state_size));
+  gpu::GatedDeltaArgs a;
+  fill_heads(a, l, p, state, out);
+  a.qkv = qkv.data;
+  a.conv_dim = ch;
+  a.proj = proj.data;
+  a.proj_width = width;
+  a.z_col = z_col;
+  a.tiled_heads = l.tiled_heads;
+  const gpu::SsmSeqArgs sa = ssm_seqs(seqs, n, state.dim(0));
+  bind();
+  Sig sig;
+  sign(sig << kGatedDelta << qkv << proj << z_col << l.n_heads << l.head_dim << l.n_groups << l.state_size
+           << l.tiled_heads << p.a << p.dt_bias << p.norm_weight << p.norm_eps << state << out,
+       seqs);
+  graphs_->record(sig, [=, this] { gpu::launch_gated_delta(a, sa, stream_); });
 }
 
 void CudaBackendImpl::mla_attention(const Tensor& q_lat, const Tensor& q_pe, const MlaLayout& l, const KvLayer& cache,

@@ -197,6 +197,72 @@ struct MlaAttentionArgs {
 };
 void launch_mla_attention(const MlaAttentionArgs& a, cudaStream_t stream);
 
+// State-space ops (ssm.cu; contracts of core/backend.h "state-space layers"). bf16 activations,
+// f32 states and parameters. The sequence table (SsmSeqs) stays in device memory: sequences whose
+// rows or slots fall outside the step or the state tensor are skipped.
+struct SsmSeqArgs {
+  const int32_t* q_start = nullptr;     // [n_seqs + 1]
+  const int32_t* slots = nullptr;       // [n_seqs]
+  const int32_t* fresh = nullptr;       // [n_seqs]
+  const int32_t* save_rows = nullptr;   // [n_seqs], or null: no snapshots
+  const int32_t* save_slots = nullptr;  // [n_seqs] with save_rows
+  int n_seqs = 0;
+  int64_t n_rows = 0;   // rows of the step's activations
+  int64_t n_slots = 0;  // slots of the state tensor
+};
+// Taps of the causal convolution the kernel keeps in registers.
+constexpr int kMaxConvKernel = 8;
+// Dynamic shared memory the scans may use (a block's whole state lives there); H100/H200 allow
+// 227 KiB per block.
+constexpr size_t kSsmMaxSmemBytes = 200u << 10;
+size_t ssm_scan_smem_bytes(int head_dim, int state_size);
+size_t ssm_scan_diag_smem_bytes(int state_size);
+size_t gated_delta_smem_bytes(int head_dim, int state_size);
+// Backend::ssm_conv (short_conv false: out = silu(conv of in's columns [col, col + ch))) and
+// Backend::short_conv (true: in [n, 3 ch] = B | C | x, out = C * conv(B * x)); in [n, width].
+void launch_ssm_conv(const void* in, int64_t width, int64_t col, int64_t ch, int kernel, const float* weight,
+                     const float* bias, bool short_conv, const SsmSeqArgs& seqs, float* state, void* out,
+                     cudaStream_t stream);
+// What ssm_scan and gated_delta share: the heads (SsmLayout), the per-head parameters (SsmParams),
+// the state and the output.
+struct SsmHeadArgs {
+  int heads = 0, head_dim = 0, groups = 1, state_size = 0;
+  const float *a = nullptr, *dt_bias = nullptr;
+  const float* norm_weight = nullptr;  // ssm_scan: [d_inner] or null (gate only); gated_delta: [P]
+  float norm_eps = 1e-5f;
+  float* state = nullptr;  // [slots, H, P, N]
+  void* out = nullptr;     // [n, H P]
+};
+struct SsmScanArgs : SsmHeadArgs {  // Backend::ssm_scan
+  const void* proj = nullptr;  // [n, proj_width]
+  int64_t proj_width = 0;
+  const void* xbc = nullptr;   // [n, conv_dim]
+  int64_t conv_dim = 0;
+  const float* d = nullptr;
+  float dt_min = 0.0f, dt_max = 0.0f;  // dt_max: INFINITY for no upper bound
+};
+void launch_ssm_scan(const SsmScanArgs& p, const SsmSeqArgs& seqs, cudaStream_t stream);
+struct SsmScanDiagArgs {  // Backend::ssm_scan_diag
+  const void *x = nullptr, *dt = nullptr, *b = nullptr, *c = nullptr, *z = nullptr;
+  int64_t z_width = 0, z_col = 0, dim = 0;
+  int state_size = 0;
+  const float *a = nullptr, *skip = nullptr;
+  float* state = nullptr;  // [slots, D, N]
+  void* out = nullptr;     // [n, D]
+};
+void launch_ssm_scan_diag(const SsmScanDiagArgs& p, const SsmSeqArgs& seqs, cudaStream_t stream);
+struct GatedDeltaArgs : SsmHeadArgs {  // Backend::gated_delta
+  const void* qkv = nullptr;  // [n, conv_dim]
+  int64_t conv_dim = 0;
+  const void* proj = nullptr;  // [n, proj_width]
+  int64_t proj_width = 0, z_col = 0;
+  bool tiled_heads = false;
+};
+void launch_gated_delta(const GatedDeltaArgs& p, const SsmSeqArgs& seqs, cudaStream_t stream);
+// x [count] bf16 *= sigmoid(gate [count] bf16); x [count] bf16 = relu(x)^2.
+void launch_sigmoid_mul(void* x, const void* gate, int64_t count, cudaStream_t stream);
+void launch_relu_squared(void* x, int64_t count, cudaStream_t stream);
+
 // dst [count] bf16 = src [count] f32/f16/bf16 on the device.
 void launch_to_bf16(const void* src, DType src_t, void* dst, int64_t count, cudaStream_t stream);
 

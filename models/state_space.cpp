@@ -942,7 +942,7 @@ Expected<std::unique_ptr<Model>> load_state_space(const Checkpoint& checkpoint, 
   if (options.max_batch_tokens < 1)
     return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
   if (!backend.supports_ssm())
-    return unsupported(c.arch + " runs on a backend with the state-space ops (the CPU); backend '" + backend.name() +
+    return unsupported(c.arch + " runs on a backend with the state-space ops (the CPU and CUDA backends); backend '" + backend.name() +
                        "' has none");
   if (options.communicator != nullptr && options.communicator->size() > 1)
     return unsupported(c.arch + " runs at tp 1 (tensor parallelism does not split its mixers)");

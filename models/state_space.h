@@ -36,7 +36,7 @@
 // last step left it, or whose first KV page is not the one of the sequence the slot's state
 // belongs to, so a state is never read for a past it does not hold (the scheduler runs such a
 // model without a prefix cache, so no two live sequences share a page). The KV layout has the attention layers only (none: pages
-// only count positions). Runs where the backend has supports_ssm (the CPU), at tp 1, without LoRA.
+// only count positions). Runs where the backend has supports_ssm (the CPU and CUDA backends), at tp 1, without LoRA.
 #pragma once
 
 #include <memory>

@@ -208,6 +208,77 @@ TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
     expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 
+// The state-space and hybrid models (models/state_space.h) from their transformers fixtures on
+// the CUDA state-space ops (gpu/ssm.cu): the long prompt and its first half prefilled in one step
+// (two sequences, two state slots, two lengths), then decode steps of both, the first fed
+// transformers' greedy tokens and the second the CPU's. Every step's logits within bf16
+// tolerance of the CPU's, and the GPU's greedy token the CPU's wherever the CPU's margin is
+// larger than twice the largest logit difference (decisive); most choices are.
+void expect_recurrent_fixture_matches_cpu(const std::string& name, const std::string& dir) {
+  SCOPED_TRACE(name);
+  LoadOptions o;
+  o.max_batch_tokens = 256;
+  o.progress = false;
+  o.state_slots = 2;
+  Side sides[2];
+  for (int i = 0; i < 2; ++i) {
+    Backend& b = i == 0 ? static_cast<Backend&>(cpu()) : static_cast<Backend&>(*gpu());
+    auto m = Model::load(dir, b, o);
+    ASSERT_TRUE(m.has_value()) << m.status().to_string();
+    sides[i].model = std::move(*m);
+    auto kv = KvCache::allocate(b, sides[i].model->kv_layout(64, 16, DType::bf16));
+    ASSERT_TRUE(kv.has_value()) << kv.status().to_string();
+    sides[i].kv = std::make_unique<KvCache>(std::move(*kv));
+  }
+  Side &c = sides[0], &g = sides[1];
+  const int vocab = c.model->config().vocab_size;
+  const testing::FixtureCase fc = testing::read_fixture_cases(name).back();
+  const std::vector<int32_t> half(fc.prompt.begin(), fc.prompt.begin() + static_cast<long>(fc.prompt.size() / 2 + 1));
+  int n0 = static_cast<int>(fc.prompt.size()), n1 = static_cast<int>(half.size()), decisive = 0, choices = 0;
+  StepBatch b = testing::make_step({{0, fc.prompt, 0, false}, {1, half, 0, false}}, 16, 16);
+  int32_t t1 = 0;
+  for (size_t step = 0; step < fc.greedy.size(); ++step) {
+    SCOPED_TRACE(::testing::Message() << "step " << step);
+    const auto lc = testing::run_step(*c.model, cpu(), *c.kv, b), lg = testing::run_step(*g.model, *gpu(), *g.kv, b);
+    EXPECT_LT(rel_error(lg, lc), kLogitsTol);
+    for (int r = 0; r < 2; ++r) {
+      const float* rc = lc.data() + r * vocab;
+      const float* rg = lg.data() + r * vocab;
+      const int best = testing::argmax(rc, vocab);
+      float second = -1e30f, max_diff = 0.0f;
+      for (int i = 0; i < vocab; ++i) {
+        if (i != best) second = std::max(second, rc[i]);
+        max_diff = std::max(max_diff, std::abs(rc[i] - rg[i]));
+      }
+      ++choices;
+      if (rc[best] - second > 2 * max_diff) {
+        ++decisive;
+        EXPECT_EQ(testing::argmax(rg, vocab), best) << "row " << r;
+      }
+      if (r == 1) t1 = best;
+    }
+    b = testing::make_step({{0, {fc.greedy[step]}, n0++, false}, {1, {t1}, n1++, false}}, 16, 16);
+  }
+  EXPECT_GE(2 * decisive, choices);
+}
+
+// Every state-space family's fixtures: Mamba1 and FalconMamba (ssm_conv, ssm_scan_diag), Mamba2
+// (ssm_scan with its grouped norm; with biases), Nemotron-H (Mamba2 mixers, attention without
+// positions, relu2 MLPs), Granite 4.0-H (Mamba2 mixers beside attention; dense and with experts),
+// Falcon-H1 (a mixer and RoPE attention side by side), Jamba (Mamba1 mixers, experts), LFM2 and
+// LFM2-MoE (short_conv), Qwen3.5 and Qwen3-Next / Qwen3.5-MoE (gated_delta, the gated
+// attention's sigmoid_mul). The MoE fixtures run with every expert taken (see every_expert).
+// Nemotron 3's relu2 experts run on the CPU only (supports_relu2_experts), so nemotron_h_moe is not here.
+TEST(GpuModel, StateSpaceFixturesMatchCpu) {
+  BRIGADE_REQUIRE_GPU();
+  testing::TempDir every_expert("gpu_every_expert_ssm");
+  for (const char* name : {"mamba1", "falcon_mamba", "mamba2", "mamba2_bias", "nemotron_h", "nemotron_h_bias",
+                           "granite_hybrid_dense", "falcon_h1", "falcon_h1_norm", "lfm2", "qwen3_5"})
+    expect_recurrent_fixture_matches_cpu(name, testing::fixture_dir(name));
+  for (const char* name : {"granite_hybrid", "jamba", "lfm2_moe", "qwen3_next", "qwen3_5_moe"})
+    expect_recurrent_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
+}
+
 // The MTP module of `spec` given one MTP layer, GPU against CPU (MtpModuleMatchesCpu).
 void run_mtp_module_check(SyntheticModelSpec spec) {
   testing::TempDir dir("gpu_mtp");
