@@ -118,7 +118,8 @@ std::map<std::string, RawTensor> gemma3_tensors(std::map<std::string, RawTensor>
     // The patch embedding, a convolution [hidden, 3, p, p], is a matrix over c-major patches; the
     // projection [vision hidden, text hidden] multiplies as x · W, so it loads transposed
     // (WeightLoader::stacked_transposed, one matrix).
-    if (to == "vision_tower.embeddings.patch_embedding.weight" && t.shape.size() == 4)
+    if ((to == "vision_tower.embeddings.patch_embedding.weight" || to == "vision_tower.patch_conv.weight") &&
+        t.shape.size() == 4)  // Gemma 3's SigLIP, Mistral 3's Pixtral
       t.shape = {t.shape[0], t.shape[1] * t.shape[2] * t.shape[3]};
     if (to == "multi_modal_projector.mm_input_projection_weight" && t.shape.size() == 2)
       t.shape.insert(t.shape.begin(), 1);

@@ -49,7 +49,9 @@ Expected<nlohmann::json> gemma3_text_config(const nlohmann::json& j);
 // language_model.lm_head.weight lm_head.weight); the SigLIP tower's as vision_tower.* (from
 // vision_tower.vision_model.*, the Hub's, or vision_tower.*), the projector's as
 // multi_modal_projector.*, the patch embedding as a matrix [hidden, 3 p p] and the projection
-// as one stacked matrix [1, vision hidden, text hidden] (models/gemma3_vision.cpp).
+// as one stacked matrix [1, vision hidden, text hidden] (models/gemma3_vision.cpp). Mistral 3
+// (Mistral3ForConditionalGeneration) names its tensors the same way; its Pixtral patch
+// convolution (vision_tower.patch_conv.weight) becomes a matrix [hidden, 3 p p] too.
 std::map<std::string, RawTensor> gemma3_tensors(std::map<std::string, RawTensor> tensors);
 
 }  // namespace brigade

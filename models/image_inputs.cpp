@@ -37,6 +37,9 @@ Status ImageInputs::load(WeightLoader& w) {
   params_ = w.n_params() - params, bytes_ = w.n_bytes() - bytes;
   BRIGADE_ASSIGN_OR_RETURN(feats_, alloc_tensor(backend_, backend_.activation_dtype(), t, config_.hidden_size));
   BRIGADE_ASSIGN_OR_RETURN(rows_, alloc_tensor(backend_, DType::i32, 1, t));
+  if (config_.vision.kind == VisionKind::pixtral) {
+    BRIGADE_ASSIGN_OR_RETURN(gather_ids_, alloc_tensor(backend_, DType::i32, 1, t));
+  }
   // Room for two of the largest images or of the largest steps' worth of split images' features
   // (an image in progress per prefilling sequence); beyond that a dropped image is encoded again.
   if (qwen_ != nullptr) {
@@ -83,12 +86,14 @@ Status ImageInputs::put(const StepBatch& batch, const Tensor& residual) {
   feature_cache_.begin_step();
   const int n_ds = n_deepstack();
   std::vector<StepImage> whole;
-  std::vector<int32_t> rows;
+  std::vector<int32_t> rows;  // the rows the whole images' features replace, in feature order
+  const VisionConfig& v = config_.vision;
   for (const StepImage& im : batch.images) {
-    const int t = config_.vision.image_tokens(im.grid_h, im.grid_w);
+    const int t = v.image_tokens(im.grid_h, im.grid_w);
     if (im.first != 0 || step_image_rows(batch, im, t) != t) continue;
     whole.push_back(im);
-    for (int j = 0; j < t; ++j) rows.push_back(im.row + j);
+    for (int j = 0; j < t; ++j)
+      if (v.feature_of(j, im.grid_w) >= 0) rows.push_back(im.row + j);  // Pixtral's breaks keep their embedding
   }
   const int64_t n = static_cast<int64_t>(rows.size());
   if (n > 0) {
@@ -105,7 +110,7 @@ Status ImageInputs::put(const StepBatch& batch, const Tensor& residual) {
   // than tokens).
   int64_t id_offset = n;
   for (const StepImage& im : batch.images) {
-    const int t = config_.vision.image_tokens(im.grid_h, im.grid_w);
+    const int t = v.image_tokens(im.grid_h, im.grid_w);
     const int k = step_image_rows(batch, im, t);
     if (im.first == 0 && k == t) continue;
     BRIGADE_RETURN_IF_ERROR(put_split(batch, im, residual, id_offset));
@@ -115,8 +120,9 @@ Status ImageInputs::put(const StepBatch& batch, const Tensor& residual) {
 }
 
 Status ImageInputs::put_split(const StepBatch& batch, const StepImage& im, const Tensor& residual, int64_t id_offset) {
-  const int t = config_.vision.image_tokens(im.grid_h, im.grid_w);
-  const int k = step_image_rows(batch, im, t);
+  const VisionConfig& v = config_.vision;
+  const int k = step_image_rows(batch, im, v.image_tokens(im.grid_h, im.grid_w));
+  const int t = v.image_features(im.grid_h, im.grid_w);
   const int n_ds = n_deepstack();
   const ImageKey key = image_key(im);
   // The entry: the image's features, rows [0, t), then each DeepStack tap's, rows [(1 + j) t, +t).
@@ -133,17 +139,34 @@ Status ImageInputs::put_split(const StepBatch& batch, const StepImage& im, const
     for (int j = 0; j < n_ds; ++j) ds.push_back(all.rows(int64_t{t} * (1 + j), t));
     BRIGADE_RETURN_IF_ERROR(encode(std::span<const StepImage>(&image, 1), all.rows(0, t), ds));
   }
-  std::vector<int32_t> rows(static_cast<size_t>(k));
-  for (int j = 0; j < k; ++j) rows[static_cast<size_t>(j)] = im.row + j;
-  const Tensor row_ids(rows_.tensor.as<int32_t>() + id_offset, DType::i32, {int64_t{k}});
+  std::vector<int32_t> rows, features;  // the step's rows of the image that take features, and which
+  for (int j = 0; j < k; ++j) {
+    const int f = v.feature_of(im.first + j, im.grid_w);
+    if (f < 0) continue;  // Pixtral's breaks keep their embedding
+    rows.push_back(im.row + j);
+    features.push_back(f);
+  }
+  const auto n = static_cast<int64_t>(rows.size());
+  if (n == 0) {
+    if (im.first + k == v.image_tokens(im.grid_h, im.grid_w)) finished_.push_back(key);
+    return Status::ok();
+  }
+  const Tensor row_ids(rows_.tensor.as<int32_t>() + id_offset, DType::i32, {n});
   backend_.upload(row_ids, rows.data());
-  backend_.scatter_rows(residual, row_ids, all.rows(im.first, k));
+  Tensor src = all.rows(features.front(), n);
+  if (features.back() - features.front() + 1 != n) {  // not consecutive (Pixtral): gathered into feats_
+    const Tensor feature_ids(gather_ids_.tensor.data, DType::i32, {n});
+    backend_.upload(feature_ids, features.data());
+    src = feats_.tensor.rows(id_offset, n);
+    backend_.gather_rows(all.rows(0, t), feature_ids, src);
+  }
+  backend_.scatter_rows(residual, row_ids, src);
   if (n_ds > 0) {
     DeepstackRows d{row_ids, {}};
     for (int j = 0; j < n_ds; ++j) d.features.push_back(all.rows(int64_t{t} * (1 + j) + im.first, k));
     deepstack_.push_back(std::move(d));
   }
-  if (im.first + k == t) finished_.push_back(key);  // dropped after the step (DeepStack reads it)
+  if (im.first + k == v.image_tokens(im.grid_h, im.grid_w)) finished_.push_back(key);  // dropped after the step (DeepStack reads it)
   return Status::ok();
 }
 

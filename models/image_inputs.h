@@ -77,6 +77,7 @@ class ImageInputs {
   bool mrope_step_ = false;              // this step rotates by mrope_pos_ with rope_m_
   OwnedTensor feats_;                    // [max_batch_tokens, hidden] a step's image features
   OwnedTensor rows_;                     // [max_batch_tokens] i32 the rows they replace
+  OwnedTensor gather_ids_;               // Pixtral: [max_batch_tokens] i32 a split image's feature rows
   ImageFeatureCache feature_cache_;      // the features of images split over steps
   OwnedTensor deepstack_feats_;          // [n_deepstack * max_batch_tokens, hidden]: whole images' taps
   struct DeepstackRows {

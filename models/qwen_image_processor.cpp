@@ -169,9 +169,11 @@ float* copy_patch(const float* chw, int height, int width, int y0, int x0, const
   return dst;
 }
 
-// chw [3, height, width] to [grid_h * grid_w, patch_values()], merge blocks row-major, patches
-// row-major within each block.
-PatchedImage patchify(const std::vector<float>& chw, int height, int width, const QwenImageProcessorConfig& c) {
+}  // namespace
+
+PatchedImage patchify_qwen(const std::vector<float>& chw, int height, int width, const QwenImageProcessorConfig& c) {
+  BRIGADE_CHECK(chw.size() == size_t{3} * height * width && height % c.factor() == 0 && width % c.factor() == 0,
+                "patchify_qwen: chw [3, height, width], sides multiples of patch_size * merge_size");
   const int p = c.patch_size, m = c.merge_size;
   PatchedImage out;
   out.grid_h = height / p;
@@ -190,8 +192,6 @@ PatchedImage patchify(const std::vector<float>& chw, int height, int width, cons
   BRIGADE_CHECK(dst == out.pixels.data() + out.pixels.size(), "every row of pixel_values is written once");
   return out;
 }
-
-}  // namespace
 
 bool is_qwen_image_processor_type(const std::string& type) {
   for (const char* t : kValidTypes) {
@@ -275,7 +275,7 @@ Expected<PatchedImage> preprocess_qwen(const Image& image, const QwenImageProces
   const std::vector<float> chw =
       config.do_resize ? preprocess(resize_rgb(src, width, height, config.resample), pixel_steps(config))
                        : preprocess(src, pixel_steps(config));
-  return patchify(chw, height, width, config);
+  return patchify_qwen(chw, height, width, config);
 }
 
 Expected<QwenImageProcessorConfig> model_qwen_image_processor(const std::string& model_path) {

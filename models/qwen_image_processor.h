@@ -96,6 +96,11 @@ struct PatchedImage {
   int grid_h = 0, grid_w = 0;  // in patches; multiples of merge_size
 };
 
+// chw [3, height, width] (sides multiples of config.factor(), checked) as the encoder's rows:
+// the patchify step above (preprocess_qwen's last), which Pixtral's processor shares with
+// temporal_patch_size 1.
+PatchedImage patchify_qwen(const std::vector<float>& chw, int height, int width, const QwenImageProcessorConfig& config);
+
 // `image` must hold decoded pixels (decode_image's contract). invalid_argument when
 // smart_resize refuses the image's size, when the resized size is above kMaxImageSide on a side
 // or makes more than kMaxQwenPixelValues floats, and, without do_resize, when the image's sides

@@ -128,14 +128,19 @@ QwenVisionPass plan_pass(const VisionConfig& v, std::span<const float> table, st
 // VisionRotaryEmbedding: inv_freq[i] = 1 / theta^(2i / (d/2)) for i < d/4 (in f32, as torch),
 // the first d/4 pairs rotated by the row, the next d/4 by the column. Qwen3-VL's
 // Qwen3VLVisionRotaryEmbedding lays out its cos and sin the same way ([h, w, h, w] quarters).
+// Pixtral's PixtralVisionRotaryEmbedding takes the d/2 frequencies 1 / theta^(2j/d), the even
+// ones (j = 2i, the same as Qwen's) for the row, the odd ones (j = 2i + 1) for the column.
 RopeConfig vision_rope(const VisionConfig& v) {
   const int d = v.head_dim(), quarter = d / 4;
   RopeConfig rope;
   rope.rotary_dim = d;
   rope.sections = {quarter, quarter};
+  const bool pixtral = v.kind == VisionKind::pixtral;
   for (int axis = 0; axis < 2; ++axis)
-    for (int i = 0; i < quarter; ++i)
-      rope.inv_freq.push_back(1.0f / std::pow(v.rope_theta, static_cast<float>(2 * i) / static_cast<float>(d / 2)));
+    for (int i = 0; i < quarter; ++i) {
+      const int j = 2 * i + (pixtral ? axis : 0);
+      rope.inv_freq.push_back(1.0f / std::pow(v.rope_theta, static_cast<float>(2 * j) / static_cast<float>(d)));
+    }
   return rope;
 }
 
@@ -231,11 +236,11 @@ Status QwenVision::load_position_table(WeightLoader& w, const std::string& prefi
 }
 
 Status QwenVision::load(WeightLoader& w, Backend& backend, const VisionConfig& v, int text_hidden) {
-  if (!v.dynamic()) return invalid_argument("QwenVision loads a Qwen2-VL, Qwen2.5-VL or Qwen3-VL tower");
+  if (!v.dynamic()) return invalid_argument("QwenVision loads a Qwen2-VL, Qwen2.5-VL, Qwen3-VL or Pixtral tower");
   if (backend.activation_dtype() != DType::f32 || !backend.supports_vision())
-    return unsupported("the Qwen2-VL vision towers run on a backend with vision ops and f32 activations; " +
+    return unsupported("the Qwen2-VL and Pixtral vision towers run on a backend with vision ops and f32 activations; " +
                        backend.name() + " does not");
-  const char* act = v.kind == VisionKind::qwen2_5_vl ? "silu"
+  const char* act = v.kind == VisionKind::qwen2_5_vl || v.kind == VisionKind::pixtral ? "silu"
                     : v.kind == VisionKind::qwen3_vl ? "gelu_pytorch_tanh"
                                                      : "quick_gelu";
   if (v.hidden_act != act)
@@ -249,6 +254,10 @@ Status QwenVision::load(WeightLoader& w, Backend& backend, const VisionConfig& v
   text_hidden_ = text_hidden;
   qwen2_5_ = v.kind == VisionKind::qwen2_5_vl;
   qwen3_ = v.kind == VisionKind::qwen3_vl;
+  pixtral_ = v.kind == VisionKind::pixtral;
+  gated_ = qwen2_5_ || pixtral_;
+  rope_ = vision_rope(v);
+  if (pixtral_) return load_pixtral(w);
   const int64_t h = v.hidden_size;
   const std::string prefix = w.has("visual.patch_embed.proj.weight") || !w.has("model.visual.patch_embed.proj.weight")
                                  ? "visual." : "model.visual.";
@@ -274,7 +283,6 @@ Status QwenVision::load(WeightLoader& w, Backend& backend, const VisionConfig& v
   }
   w.quantize_linear(true);
   weight_bytes_ = static_cast<double>(w.n_bytes() - bytes_before);
-  rope_ = vision_rope(v);
   return Status::ok();
 }
 
@@ -291,7 +299,9 @@ double QwenVision::flops(int grid_h, int grid_w) const {
   }
   double total = 2.0 * p * h * static_cast<double>(v_.patch_width());
   for (const Layer& L : layers_)
-    total += 2.0 * p * (4.0 * h * h + (qwen2_5_ ? 3.0 : 2.0) * h * inter) + 4.0 * h * (L.full ? p * p : window_pairs);
+    total += 2.0 * p * (4.0 * h * h + (gated_ ? 3.0 : 2.0) * h * inter) + 4.0 * h * (L.full ? p * p : window_pairs);
+  if (pixtral_)  // merging_layer, linear_1, linear_2
+    return total + 2.0 * tokens * (wide * h + h * text_hidden_ + double{1} * text_hidden_ * text_hidden_);
   const double n_mergers = 1.0 + static_cast<double>(deepstack_.size());
   return total + n_mergers * 2.0 * tokens * (wide * wide + wide * text_hidden_);
 }
@@ -332,11 +342,14 @@ Status QwenVision::allocate_scratch(int64_t rows) {
   const DType f32 = DType::f32;
   sc_ = Scratch{};
   for (auto [dst, cols] : {std::pair{&sc_.patches, v_.patch_width()}, {&sc_.x, h}, {&sc_.normed, h}, {&sc_.qkv, 3 * h},
-                           {&sc_.attn, h}, {&sc_.mlp, qwen2_5_ ? 2 * inter : inter}, {&sc_.k, h}, {&sc_.v, h}}) {
+                           {&sc_.attn, h}, {&sc_.mlp, gated_ ? 2 * inter : inter}, {&sc_.k, h}, {&sc_.v, h}}) {
     BRIGADE_ASSIGN_OR_RETURN(*dst, alloc_tensor(b, f32, rows, cols));
   }
-  if (qwen2_5_) {
+  if (gated_) {
     BRIGADE_ASSIGN_OR_RETURN(sc_.mlp_act, alloc_tensor(b, f32, rows, inter));
+  }
+  if (pixtral_) {
+    BRIGADE_ASSIGN_OR_RETURN(sc_.proj, alloc_tensor(b, f32, rows / unit, text_hidden_));
   }
   if (qwen3_) {
     BRIGADE_ASSIGN_OR_RETURN(sc_.pos_embed, alloc_tensor(b, f32, rows, h));
@@ -385,7 +398,7 @@ Status QwenVision::encode(std::span<const StepImage> images, const Tensor& out, 
   BRIGADE_RETURN_IF_ERROR(check_images(images));
   int64_t n_tokens = 0, total_rows = 0, largest = 0;
   for (const StepImage& im : images) {
-    n_tokens += v_.image_tokens(im.grid_h, im.grid_w);
+    n_tokens += v_.image_features(im.grid_h, im.grid_w);
     total_rows += patches_of(im);
     largest = std::max(largest, patches_of(im));
   }
@@ -419,7 +432,13 @@ Status QwenVision::encode_pass(const QwenVisionPass& p, const Tensor& out, std::
   BRIGADE_RETURN_IF_ERROR(upload_layout(p.image_lens, sc_.full));
   if (qwen2_5_) BRIGADE_RETURN_IF_ERROR(upload_layout(p.window_lens, sc_.window));
   const Tensor x = sc_.x.tensor.rows(0, n);
-  b.matmul(sc_.patches.tensor.rows(0, n), patch_w_.tensor, patch_b_.tensor, x);
+  if (pixtral_) {  // ln_pre over the patch embedding
+    const Tensor embedded = sc_.normed.tensor.rows(0, n);
+    b.matmul(sc_.patches.tensor.rows(0, n), patch_w_.tensor, Tensor(), embedded);
+    b.rms_norm(embedded, ln_pre_.tensor, v_.eps, x);
+  } else {
+    b.matmul(sc_.patches.tensor.rows(0, n), patch_w_.tensor, patch_b_.tensor, x);
+  }
   if (qwen3_) {
     const Tensor pos = sc_.pos_embed.tensor.rows(0, n);
     b.upload(pos, p.pos_embed.data());
@@ -443,7 +462,7 @@ void QwenVision::run_block(const Layer& L, int64_t n) {
   const Tensor x = sc_.x.tensor.rows(0, n), normed = sc_.normed.tensor.rows(0, n), qkv = sc_.qkv.tensor.rows(0, n);
   const Tensor attn = sc_.attn.tensor.rows(0, n), mlp = sc_.mlp.tensor.rows(0, n);
   auto norm = [&](const OwnedTensor& w, const OwnedTensor& bias) {
-    if (qwen2_5_) b.rms_norm(x, w.tensor, eps, normed);
+    if (gated_) b.rms_norm(x, w.tensor, eps, normed);
     else b.layer_norm(x, w.tensor, bias.tensor, eps, normed);
   };
   const SeqLayout& seqs = L.full ? sc_.full : sc_.window;
@@ -460,7 +479,7 @@ void QwenVision::run_block(const Layer& L, int64_t n) {
   b.add(x, normed);
   norm(L.norm2_w, L.norm2_b);
   b.matmul(normed, L.mlp_in.tensor, L.mlp_in_b.tensor, mlp);
-  if (qwen2_5_) {
+  if (gated_) {
     const Tensor act = sc_.mlp_act.tensor.rows(0, n);
     b.silu_mul(mlp, act);
     b.matmul(act, L.mlp_out.tensor, L.mlp_out_b.tensor, normed);
@@ -478,6 +497,18 @@ void QwenVision::run_merger(const Merger& m, int64_t n, const Tensor& out) {
   Backend& b = *backend_;
   const int64_t unit = int64_t{v_.merge} * v_.merge, tokens = n / unit, wide = unit * v_.hidden_size;
   const Tensor grouped(sc_.normed.tensor.data, DType::f32, {tokens, wide});
+  const Tensor merged = sc_.merged.tensor.rows(0, tokens);
+  if (pixtral_) {  // RMSNorm, merging_layer, linear_1, GELU, linear_2
+    b.rms_norm(sc_.x.tensor.rows(0, n), m.norm_w.tensor, v_.projector_eps, sc_.normed.tensor.rows(0, n));
+    const Tensor patches(sc_.attn.tensor.data, DType::f32, {tokens, v_.hidden_size});
+    b.matmul(grouped, m.merge.tensor, Tensor(), patches);
+    const Tensor hidden = sc_.proj.tensor.rows(0, tokens);
+    b.matmul(patches, m.in.tensor, m.in_b.tensor, hidden);
+    b.gelu(hidden);
+    b.matmul(hidden, m.out.tensor, m.out_b.tensor, merged);
+    b.gather_rows(merged, Tensor(sc_.unpermute.tensor.data, DType::i32, {tokens}), out);
+    return;
+  }
   if (m.postshuffle) {
     b.layer_norm(Tensor(sc_.x.tensor.data, DType::f32, {tokens, wide}), m.norm_w.tensor, m.norm_b.tensor, v_.eps,
                  grouped);
@@ -489,7 +520,6 @@ void QwenVision::run_merger(const Merger& m, int64_t n, const Tensor& out) {
   const Tensor hidden(sc_.attn.tensor.data, DType::f32, {tokens, wide});
   b.matmul(grouped, m.in.tensor, m.in_b.tensor, hidden);
   b.gelu(hidden);
-  const Tensor merged = sc_.merged.tensor.rows(0, tokens);
   b.matmul(hidden, m.out.tensor, m.out_b.tensor, merged);
   b.gather_rows(merged, Tensor(sc_.unpermute.tensor.data, DType::i32, {tokens}), out);
 }

@@ -22,6 +22,13 @@
 //     resampled (align_corners) to each image's grid on the host and added after the patch
 //     embedding. After each block of deepstack_visual_indexes a DeepStack merger of its own
 //     (LayerNorm over the concatenated merge^2 patches, then Linear, GELU, Linear) taps features.
+//   - Pixtral (Mistral 3's tower, PixtralVisionModel with Mistral3MultiModalProjector): the patch
+//     embedding (a Conv2d, no bias) then ln_pre (RMSNorm), RMSNorm blocks with q/k/v/o and a gated
+//     SiLU MLP, none with biases; the 2D rotary's column quarter takes the odd frequencies
+//     1 / theta^((4f+2)/d) where the row's takes the even ones. The projector: RMSNorm per patch
+//     (the text model's eps), the merge^2 patches of a block as one row through merging_layer
+//     (its columns read patch-major: torch's unfold is channel-major), linear_1, exact GELU,
+//     linear_2. Its processor's rows come in the same merge-block order as Qwen2-VL's.
 // Attention runs on the paged CPU kernel: each image (or window) is one sequence whose rows see
 // all of it (AttentionMeta::attend_until), its K/V rows in pages of the largest size that
 // divides every sequence of the pass.
@@ -45,7 +52,8 @@ struct QwenVisionPass;  // a pass's host-side plan (qwen_vision.cpp)
 class QwenVision {
  public:
   // Loads the tower (the Hub's `visual.*` names and transformers 5's `model.visual.*`, whichever
-  // the checkpoint has), shape-checked against v; the patch embedding as the matrix [hidden,
+  // the checkpoint has; Pixtral's `vision_tower.*` and `multi_modal_projector.*`, with the patch
+  // convolution as the matrix [hidden, 3 p p]), shape-checked against v; the patch embedding as the matrix [hidden,
   // patch_width()] (flatten_qwen_patch_embed). Matrices as stored (never block-quantized: the
   // 7B tower's MLP width 3420 is not whole blocks of 32), vectors f32, Qwen3-VL's position table
   // kept on the host in f32. Refuses a backend whose activations are not f32 or without vision
@@ -53,7 +61,7 @@ class QwenVision {
   // out_hidden_size other than text_hidden.
   Status load(WeightLoader& w, Backend& backend, const VisionConfig& v, int text_hidden);
   // out [sum of images' tokens, text_hidden] (activation dtype) = each image's merged features,
-  // in images' order (image_tokens(grid_h, grid_w) rows each). Checks each image's grid
+  // in images' order (image_features(grid_h, grid_w) rows each). Checks each image's grid
   // (positive multiples of merge, at most kMaxPatches patches) and pixel count (grid_h * grid_w *
   // patch_width() floats) before running anything. Images are encoded a few at a time, in
   // scratch sized by the largest pass so far (allocated at the first call, regrown for a larger
@@ -89,11 +97,13 @@ class QwenVision {
   struct Merger {
     bool postshuffle = false;
     OwnedTensor norm_w, norm_b, in, in_b, out, out_b;
+    OwnedTensor merge;  // Pixtral: merging_layer [hidden, merge^2 hidden] before `in` [text, hidden]
   };
   struct Scratch {
     int64_t rows = 0;  // patch rows per pass
     OwnedTensor patches, x, normed, qkv, attn, mlp, mlp_act, k, v, merged, positions, slots, unpermute;
     OwnedTensor pos_embed;  // Qwen3-VL: [rows, hidden] the resampled position embeddings
+    OwnedTensor proj;       // Pixtral: [rows / merge^2, text_hidden] the projector's hidden rows
     SeqLayout full, window;
   };
   Status check_images(std::span<const StepImage> images) const;
@@ -108,12 +118,16 @@ class QwenVision {
   Status load_block(WeightLoader& w, const std::string& prefix, int l, Layer& L);
   Status load_merger(WeightLoader& w, const std::string& prefix, bool postshuffle, Merger& m);
   Status load_position_table(WeightLoader& w, const std::string& prefix);
+  Status load_pixtral(WeightLoader& w);
 
   Backend* backend_ = nullptr;
   VisionConfig v_;
   int text_hidden_ = 0;
   bool qwen2_5_ = false;  // Qwen2.5-VL (RMSNorm, gated MLP, windows)
   bool qwen3_ = false;    // Qwen3-VL (patch bias, position table, gelu_tanh MLP, DeepStack)
+  bool pixtral_ = false;  // Pixtral (ln_pre, no biases, Mistral 3's projector)
+  bool gated_ = false;    // RMSNorm and a gated SiLU MLP (Qwen2.5-VL, Pixtral)
+  OwnedTensor ln_pre_;    // Pixtral: the RMSNorm after the patch embedding
   OwnedTensor patch_w_, patch_b_;
   std::vector<float> pos_table_;  // Qwen3-VL: pos_embed [num_position_embeddings, hidden], host f32
   Merger merger_;

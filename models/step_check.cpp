@@ -149,9 +149,11 @@ Expected<std::vector<int32_t>> check_step_images(const StepBatch& b, const Visio
                               str(im.first) + ") but its sequence's rows begin at " + str(seq_begin));
     const int rows = step_image_rows(b, im, t);
     for (int r = im.row; r < im.row + rows; ++r) {
-      if (b.tokens[static_cast<size_t>(r)] != v.image_token)
+      const int32_t want = v.token_at(im.first + r - im.row, im.grid_h, im.grid_w);  // Pixtral's breaks too
+      if (b.tokens[static_cast<size_t>(r)] != want)
         return invalid_argument("row " + str(r) + " of the image at row " + str(im.row) + " holds token " +
-                                str(b.tokens[static_cast<size_t>(r)]) + ", not the image token " + str(v.image_token));
+                                str(b.tokens[static_cast<size_t>(r)]) + ", not the image token " + str(want) +
+                                (want != v.image_token ? " (the break or end of its layout)" : ""));
       if (taken[static_cast<size_t>(r)]) return invalid_argument("two images claim row " + str(r));
       taken[static_cast<size_t>(r)] = true;
       until[static_cast<size_t>(r)] = b.positions[static_cast<size_t>(im.row + rows - 1)];

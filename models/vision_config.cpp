@@ -129,6 +129,24 @@ Status read_qwen2_5_vl_tower(const json& c, VisionConfig& v) {
   return Status::ok();
 }
 
+// The 2D rotary's theta: rope_parameters.rope_theta, else rope_theta, else v's; its rope_type
+// must be axial (or default, which transformers makes axial).
+Status read_axial_rope(const json& c, VisionConfig& v) {
+  BRIGADE_RETURN_IF_ERROR(read_float(c, "rope_theta", v.rope_theta));
+  const auto rope = c.find("rope_parameters");
+  if (rope != c.end() && !rope->is_null()) {
+    if (!rope->is_object()) return corrupt("config.json: vision_config.rope_parameters is not an object");
+    BRIGADE_RETURN_IF_ERROR(read_float(*rope, "rope_theta", v.rope_theta));
+    std::string type = "axial";
+    BRIGADE_RETURN_IF_ERROR(read_string(*rope, "rope_type", type));
+    if (type != "axial" && type != "default")
+      return unsupported("config.json: vision_config.rope_parameters.rope_type '" + type + "'; supported: axial");
+  }
+  if (!(v.rope_theta > 0.0f))
+    return invalid_argument("config.json: vision_config.rope_parameters.rope_theta must be positive");
+  return Status::ok();
+}
+
 // Qwen3VLVisionConfig. The 2D rotary's theta is rope_parameters.rope_theta, else rope_theta,
 // else 10000 (its rope_type must be axial, or default, which transformers makes axial).
 Status read_qwen3_vl_tower(const json& c, VisionConfig& v) {
@@ -143,16 +161,7 @@ Status read_qwen3_vl_tower(const json& c, VisionConfig& v) {
   BRIGADE_RETURN_IF_ERROR(read_int(c, "num_position_embeddings", v.num_position_embeddings, false));
   BRIGADE_RETURN_IF_ERROR(read_string(c, "hidden_act", v.hidden_act));
   BRIGADE_RETURN_IF_ERROR(read_blocks(c, "deepstack_visual_indexes", v.deepstack_layers));
-  BRIGADE_RETURN_IF_ERROR(read_float(c, "rope_theta", v.rope_theta));
-  const auto rope = c.find("rope_parameters");
-  if (rope != c.end() && !rope->is_null()) {
-    if (!rope->is_object()) return corrupt("config.json: vision_config.rope_parameters is not an object");
-    BRIGADE_RETURN_IF_ERROR(read_float(*rope, "rope_theta", v.rope_theta));
-    std::string type = "axial";
-    BRIGADE_RETURN_IF_ERROR(read_string(*rope, "rope_type", type));
-    if (type != "axial" && type != "default")
-      return unsupported("config.json: vision_config.rope_parameters.rope_type '" + type + "'; supported: axial");
-  }
+  BRIGADE_RETURN_IF_ERROR(read_axial_rope(c, v));
   if (v.hidden_act != "gelu_pytorch_tanh")
     return unsupported("config.json: vision_config.hidden_act '" + v.hidden_act + "'; supported: gelu_pytorch_tanh");
   return Status::ok();
@@ -199,8 +208,6 @@ Status check_qwen3_vl_tower(const VisionConfig& v) {
                               " at " + std::to_string(k) + "; they must be increasing blocks of [0, depth = " +
                               std::to_string(v.n_layers) + "), none repeated");
   }
-  if (!(v.rope_theta > 0.0f))
-    return invalid_argument("config.json: vision_config.rope_parameters.rope_theta must be positive");
   return Status::ok();
 }
 
@@ -246,6 +253,76 @@ Expected<VisionConfig> read_qwen_vl_vision(const json& j, int text_vocab, Vision
   BRIGADE_RETURN_IF_ERROR(read_qwen_tokens(j, v));
   if (v.image_token < 0 || v.image_token >= text_vocab)
     return unsupported("config.json: image_token_id " + std::to_string(v.image_token) +
+                       " lies outside the text vocabulary of " + std::to_string(text_vocab));
+  return v;
+}
+
+namespace {
+
+// Mistral3Config's projector fields: the feature layer (the last block's output only), the
+// projector's activation and biases.
+Status read_mistral3_projector(const json& j, VisionConfig& v) {
+  const auto layer = j.find("vision_feature_layer");
+  if (layer != j.end() && !layer->is_null() &&
+      !(layer->is_number_integer() && (layer->get<int64_t>() == -1 || layer->get<int64_t>() == v.n_layers)))
+    return unsupported("config.json: vision_feature_layer " + layer->dump() + "; supported: -1 (the last block's "
+                       "output, hidden_states[" + std::to_string(v.n_layers) + "])");
+  std::string act = "gelu";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "projector_hidden_act", act));
+  if (act != "gelu") return unsupported("config.json: projector_hidden_act '" + act + "'; supported: gelu");
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "multimodal_projector_bias", v.projector_bias));
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<VisionConfig> read_pixtral_vision(const json& j, int text_vocab, int text_hidden, float text_eps) {
+  VisionConfig v;  // PixtralVisionConfig's defaults as Mistral3Config overrides them
+  v.kind = VisionKind::pixtral;
+  v.eps = 1e-5f;  // PixtralRMSNorm(eps=1e-5) in ln_pre and every block
+  v.n_layers = 24, v.hidden_size = 1024, v.intermediate_size = 4096, v.n_heads = 16, v.patch_size = 14;
+  v.hidden_act = "gelu", v.merge = 2, v.out_hidden_size = text_hidden, v.projector_eps = text_eps;
+  const auto it = j.find("vision_config");
+  const json c = it == j.end() || it->is_null() ? json::object() : *it;
+  if (!c.is_object()) return corrupt("config.json: vision_config is not an object");
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "num_hidden_layers", v.n_layers, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "hidden_size", v.hidden_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "intermediate_size", v.intermediate_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "num_attention_heads", v.n_heads, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "patch_size", v.patch_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_string(c, "hidden_act", v.hidden_act));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "spatial_merge_size", v.merge, false));
+  BRIGADE_RETURN_IF_ERROR(read_axial_rope(c, v));
+  int channels = 3, head_dim = 0;
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "num_channels", channels, false));
+  if (channels != 3)
+    return unsupported("config.json: vision_config.num_channels " + std::to_string(channels) + "; supported: 3");
+  // PixtralMLP gates with ACT2FN[hidden_act]; the real checkpoints say silu (the class default,
+  // gelu, is what a config without the field gets, and is refused here).
+  if (v.hidden_act != "silu")
+    return unsupported("config.json: vision_config.hidden_act '" + v.hidden_act + "'; supported: silu");
+  const std::pair<const char*, int> sizes[] = {{"num_hidden_layers", v.n_layers}, {"hidden_size", v.hidden_size},
+                                               {"intermediate_size", v.intermediate_size},
+                                               {"num_attention_heads", v.n_heads}, {"patch_size", v.patch_size}};
+  for (const auto& [name, value] : sizes)
+    if (value <= 0)
+      return invalid_argument(std::string("config.json: vision_config.") + name + " must be positive; got " +
+                              std::to_string(value));
+  if (v.merge <= 0) return invalid_argument("config.json: spatial_merge_size must be positive");
+  if (v.hidden_size % v.n_heads != 0 || v.head_dim() % 4 != 0)
+    return invalid_argument("config.json: vision_config.hidden_size " + std::to_string(v.hidden_size) +
+                            " / num_attention_heads " + std::to_string(v.n_heads) +
+                            " must be a whole head_dim that is a multiple of 4 (the 2D rotary takes a quarter per axis)");
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "head_dim", head_dim, false));
+  if (head_dim != 0 && head_dim != v.head_dim())  // PixtralVisionConfig sets it to hidden / heads
+    return invalid_argument("config.json: vision_config.head_dim " + std::to_string(head_dim) +
+                            " differs from hidden_size / num_attention_heads = " + std::to_string(v.head_dim()));
+  BRIGADE_RETURN_IF_ERROR(read_mistral3_projector(j, v));
+  v.image_token = 10;  // Mistral3Config.image_token_index ([IMG] in tekken)
+  v.image_break_token = 12, v.eoi_token = 13;  // tekken's [IMG_BREAK], [IMG_END]
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "image_token_index", v.image_token, false));
+  if (v.image_token < 0 || v.image_token >= text_vocab)
+    return unsupported("config.json: image_token_index " + std::to_string(v.image_token) +
                        " lies outside the text vocabulary of " + std::to_string(text_vocab));
   return v;
 }

@@ -1,7 +1,8 @@
 // VisionConfig: the image side of a multimodal checkpoint: Gemma3ForConditionalGeneration's
 // (Gemma 3 4B, 12B, 27B) SigLIP tower and the projector that turns each image into
 // mm_tokens_per_image embeddings of the language model (models/gemma3_vision.h), or the Qwen2-VL
-// family's dynamic-resolution ViT and merger (models/qwen_vision.h); config.json's vision_config.
+// family's dynamic-resolution ViT and merger (models/qwen_vision.h), or Mistral 3's Pixtral tower
+// and projector (the same class); config.json's vision_config.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,8 @@ enum class VisionKind : uint8_t {
   qwen2_5_vl,     // Qwen2_5_VLForConditionalGeneration: RMSNorm, gated SiLU MLP, window attention
   qwen3_vl,       // Qwen3VLForConditionalGeneration: LayerNorm, fc1/gelu_tanh/fc2 with biases, full
                   // attention, learned position embeddings interpolated to the grid, DeepStack
+  pixtral,        // Mistral3ForConditionalGeneration: Pixtral (ln_pre, RMSNorm, gated SiLU MLP, no
+                  // biases, full attention) and Mistral3's projector (RMSNorm, patch merger, MLP)
 };
 
 struct VisionConfig {
@@ -37,7 +40,8 @@ struct VisionConfig {
   int tokens_per_image = 0;  // mm_tokens_per_image: a square grid of average-pooled patches
   int32_t image_token = -1;  // image_token_index: the placeholder each image embedding replaces
   int32_t boi_token = -1;    // boi_token_index (<start_of_image>) and eoi_token_index around them
-  int32_t eoi_token = -1;
+  int32_t eoi_token = -1;    // (Pixtral: [IMG_END], the image's last token)
+  int32_t image_break_token = -1;  // Pixtral: [IMG_BREAK], after each row of image tokens
   // The Qwen2-VL family (kind != gemma3_siglip; image_size and tokens_per_image are then 0, and
   // boi/eoi_token are vision_start_token_id / vision_end_token_id):
   int merge = 0;                     // spatial_merge_size: merge x merge patches become one token
@@ -53,12 +57,34 @@ struct VisionConfig {
   int num_position_embeddings = 0;
   std::vector<int> deepstack_layers;
   float rope_theta = 10000.0f;  // the 2D rotary's base (Qwen3-VL: vision_config.rope_parameters)
+  // Pixtral: Mistral3MultiModalProjector's RMSNorm eps (the text model's rms_norm_eps) and
+  // whether its linear_1 / linear_2 have biases (multimodal_projector_bias).
+  float projector_eps = 1e-5f;
+  bool projector_bias = false;
 
   bool present() const { return n_layers > 0; }
   bool dynamic() const { return kind != VisionKind::gemma3_siglip; }
-  // The tokens of an image of grid_h x grid_w patches (dynamic), else tokens_per_image.
+  // The prompt tokens of an image of grid_h x grid_w patches (dynamic), else tokens_per_image:
+  // its features' rows, and for Pixtral an [IMG_BREAK] after each row of them, the last one
+  // [IMG_END] (pixtral_image_tokens).
   int image_tokens(int grid_h, int grid_w) const {
+    return dynamic() ? (grid_h / merge) * (grid_w / merge + (kind == VisionKind::pixtral ? 1 : 0)) : tokens_per_image;
+  }
+  // The tower's output rows for such an image (its features): image_tokens less Pixtral's breaks.
+  int image_features(int grid_h, int grid_w) const {
     return dynamic() ? (grid_h / merge) * (grid_w / merge) : tokens_per_image;
+  }
+  // The feature row that the image's prompt token j (in [0, image_tokens)) takes, or -1 where
+  // the token keeps its embedding (Pixtral's breaks and end); j itself for the other kinds.
+  int feature_of(int j, int grid_w) const {
+    if (kind != VisionKind::pixtral) return j;
+    const int row = grid_w / merge + 1;
+    return (j + 1) % row == 0 ? -1 : (j / row) * (row - 1) + j % row;
+  }
+  // The id the image's prompt token j holds: image_token, or Pixtral's break / end.
+  int32_t token_at(int j, int grid_h, int grid_w) const {
+    if (feature_of(j, grid_w) >= 0) return image_token;
+    return j + 1 == image_tokens(grid_h, grid_w) ? eoi_token : image_break_token;
   }
   int patches_per_side() const { return image_size / patch_size; }
   int n_patches() const { return patches_per_side() * patches_per_side(); }
@@ -96,5 +122,18 @@ Expected<VisionConfig> read_gemma3_vision(const nlohmann::json& config, int text
 // square, deepstack indexes outside the blocks or not increasing (transformers orders the
 // features by block, the mergers by index).
 Expected<VisionConfig> read_qwen_vl_vision(const nlohmann::json& config, int text_vocab, VisionKind kind);
+
+// config.json's vision_config (PixtralVisionConfig: num_hidden_layers, hidden_size,
+// intermediate_size, num_attention_heads, patch_size, hidden_act, rope_parameters) and the
+// top-level Mistral3Config fields of a Mistral3ForConditionalGeneration (kind pixtral), with
+// Mistral3Config's defaults: spatial_merge_size 2, image_token_index 10, projector_hidden_act
+// gelu, multimodal_projector_bias false, vision_feature_layer -1. The projector maps to
+// text_hidden and norms with text_eps. [IMG_BREAK] and [IMG_END] (image_break_token,
+// eoi_token) are not in config.json: tekken's ids 12 and 13, which a tokenizer may override. Refuses, naming the field: a hidden_act other than silu,
+// num_channels other than 3, a head_dim not hidden_size / num_attention_heads or not a multiple
+// of 4, a vision_feature_layer other than the last block's, another projector activation, an
+// image_token_index outside the text vocabulary.
+Expected<VisionConfig> read_pixtral_vision(const nlohmann::json& config, int text_vocab, int text_hidden,
+                                           float text_eps);
 
 }  // namespace brigade

@@ -370,6 +370,19 @@ Expected<OwnedTensor> WeightLoader::upload_f32(const std::vector<float>& host) {
 
 Expected<OwnedTensor> WeightLoader::gathered_f32(const std::vector<std::string>& names, int64_t rows, int64_t cols,
                                                  Slice row_slice, const std::vector<int64_t>& kept) {
+  BRIGADE_ASSIGN_OR_RETURN(std::vector<float> host, gather_host(names, rows, cols, row_slice, kept));
+  return upload_f32(host);
+}
+
+Expected<OwnedTensor> WeightLoader::matrix_columns(const std::string& name, int64_t rows, int64_t cols,
+                                                   const std::vector<int64_t>& kept) {
+  BRIGADE_ASSIGN_OR_RETURN(std::vector<float> host, gather_host({name}, rows, cols, Slice{}, kept));
+  return prepare(Tensor(host.data(), DType::f32, {rows, static_cast<int64_t>(kept.size())}), linear_want());
+}
+
+Expected<std::vector<float>> WeightLoader::gather_host(const std::vector<std::string>& names, int64_t rows,
+                                                       int64_t cols, Slice row_slice,
+                                                       const std::vector<int64_t>& kept) {
   BRIGADE_CHECK(!names.empty(), "gathered_f32: at least one matrix");
   std::vector<RawTensor> parts;
   for (const std::string& name : names) {
@@ -386,7 +399,7 @@ Expected<OwnedTensor> WeightLoader::gathered_f32(const std::vector<std::string>&
   for (int64_t r = row_slice.begin; r < row_slice.begin + row_slice.length(rows); ++r)
     for (const RawTensor& t : parts)
       for (int64_t c : kept) host.push_back(static_cast<float>(t.at(r * cols + c)));
-  return upload_f32(host);
+  return host;
 }
 
 Expected<float> WeightLoader::scalar_f32(const std::string& name) {

@@ -150,6 +150,12 @@ class WeightLoader {
   // per-head q/k norm weights [heads, head_dim], a rank's heads.
   Expected<OwnedTensor> gathered_f32(const std::vector<std::string>& names, int64_t rows, int64_t cols,
                                      Slice row_slice, const std::vector<int64_t>& kept);
+  // Matrix `name` [rows, cols] (checked; floats) with its columns in the order `kept` (indices
+  // in [0, cols)), staged as f32 and prepared for matmul as matrix() prepares it:
+  // [rows, kept.size()]. Mistral 3's patch merger, whose input unfolds channel-major, read
+  // patch-major.
+  Expected<OwnedTensor> matrix_columns(const std::string& name, int64_t rows, int64_t cols,
+                                       const std::vector<int64_t>& kept);
 
   // Elements of the checkpoint tensors loaded, counted whole even when only a slice is kept (so
   // every tensor-parallel rank reports the model's size) and once however many parts of a
@@ -161,6 +167,9 @@ class WeightLoader {
   Expected<OwnedTensor> prepare(const Tensor& host, std::optional<DType> want);
   // host uploaded as an f32 vector [host.size()] (norm weights, biases), its bytes counted.
   Expected<OwnedTensor> upload_f32(const std::vector<float>& host);
+  // gathered_f32's elements on the host: [row_slice rows * names * kept] f32.
+  Expected<std::vector<float>> gather_host(const std::vector<std::string>& names, int64_t rows, int64_t cols,
+                                           Slice row_slice, const std::vector<int64_t>& kept);
   // The parts names[i] [rows[i], cols] opened (checked) into parts, their row_slices checked;
   // the rows they keep in all.
   Expected<int64_t> open_parts(const std::vector<std::string>& names, const std::vector<int64_t>& rows, int64_t cols,

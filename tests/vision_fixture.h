@@ -64,6 +64,31 @@ inline QwenVlFixture read_qwen_vl_fixture(const std::string& dir) {
   return f;
 }
 
+// A vision tower's features against transformers': max |got - want| / max |want|; infinite for a
+// size mismatch or a NaN.
+inline float relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return INFINITY;
+  float diff = 0.0f, scale = 0.0f;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const float d = std::fabs(got[i] - want[i]);
+    diff = std::max(diff, std::isnan(d) ? INFINITY : d);
+    scale = std::max(scale, std::fabs(want[i]));
+  }
+  return diff / scale;
+}
+
+// The largest |got - want| over want's rows, got's rows from row0 on (each as wide as want's);
+// infinite for a NaN.
+inline float max_diff(const std::vector<float>& got, size_t row0, const std::vector<std::vector<float>>& want) {
+  float worst = 0.0f;
+  for (size_t r = 0; r < want.size(); ++r)
+    for (size_t v = 0; v < want[r].size(); ++v) {
+      const float d = std::fabs(got[(row0 + r) * want[r].size() + v] - want[r][v]);
+      worst = std::max(worst, std::isnan(d) ? INFINITY : d);
+    }
+  return worst;
+}
+
 // log p(token) under a logits row, in double.
 inline double logprob(const std::vector<float>& row, int32_t token) {
   double mx = -INFINITY, sum = 0.0;

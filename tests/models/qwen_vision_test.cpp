@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "hf_fixture.h"
+#include "tests/vision_fixture.h"
 #include "models/qwen_vision.h"
 #include "models/safetensors.h"
 #include "models/weight_loader.h"
@@ -25,6 +26,7 @@ namespace brigade {
 namespace {
 
 using testing::fixture_dir;
+using testing::relative_error;
 
 constexpr int kTextHidden = 64;
 constexpr int kTextVocab = 320;
@@ -150,18 +152,6 @@ std::vector<Features> encode(Tower& t, const std::vector<StepImage>& images) {
     at += n;
   }
   return each;
-}
-
-// max |got - want| / max |want|; infinite for a size mismatch or a NaN.
-float relative_error(const std::vector<float>& got, const std::vector<float>& want) {
-  if (got.size() != want.size()) return INFINITY;
-  float diff = 0.0f, scale = 0.0f;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const float d = std::fabs(got[i] - want[i]);
-    diff = std::max(diff, std::isnan(d) ? INFINITY : d);
-    scale = std::max(scale, std::fabs(want[i]));
-  }
-  return diff / scale;
 }
 
 // A fixture's images and tower, for each of the three families.

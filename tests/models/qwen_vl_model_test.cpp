@@ -30,6 +30,7 @@ namespace {
 using testing::fixture_dir;
 using testing::make_step;
 using testing::SeqChunk;
+using testing::max_diff;
 
 using testing::QwenVlCase;
 using testing::QwenVlFixture;
@@ -95,16 +96,6 @@ std::vector<float> run(Model& model, Backend& backend, const KvCache& kv, StepBa
   if (model.state_slots() > 0)
     for (int s = 0; s < step.n_seqs(); ++s) step.state_slots.push_back(s);
   return testing::run_step(model, backend, kv, step);
-}
-
-float max_diff(const std::vector<float>& got, size_t row0, const std::vector<std::vector<float>>& want) {
-  float worst = 0.0f;
-  for (size_t r = 0; r < want.size(); ++r)
-    for (size_t v = 0; v < want[r].size(); ++v) {
-      const float d = std::fabs(got[(row0 + r) * want[r].size() + v] - want[r][v]);
-      worst = std::max(worst, std::isnan(d) ? INFINITY : d);
-    }
-  return worst;
 }
 
 class QwenVl : public ::testing::TestWithParam<const char*> {};
