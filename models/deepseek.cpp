@@ -19,10 +19,6 @@
 namespace brigade {
 namespace {
 
-// transformers' DeepseekV3RMSNorm default: q_a_layernorm and kv_a_layernorm are built without the
-// config's rms_norm_eps.
-constexpr float kLatentNormEps = 1e-6f;
-
 // One layer's MLA weights (models/deepseek.h for the shapes' meaning).
 struct MlaBlock {
   OwnedTensor q_a;          // [q_lora, hidden], empty without q_lora_rank
@@ -256,7 +252,7 @@ Status DeepseekModel::run_attention(const MlaBlock& a, const KvLayer& cache, con
   if (!a.q_a.tensor.empty()) {
     backend_.matmul(normed, a.q_a.tensor, Tensor(), s.q_a.tensor.rows(0, n));
     q_in = s.q_a_normed.tensor.rows(0, n);
-    backend_.rms_norm(s.q_a.tensor.rows(0, n), a.q_a_norm.tensor, kLatentNormEps, q_in);
+    backend_.rms_norm(s.q_a.tensor.rows(0, n), a.q_a_norm.tensor, config_.mla_norm_eps, q_in);
   }
   const Tensor q_nope = s.q_nope.tensor.rows(0, n), q_pe = s.q_pe.tensor.rows(0, n);
   const Tensor latent = s.latent.tensor.rows(0, n), latent_normed = s.latent_normed.tensor.rows(0, n);
@@ -265,13 +261,20 @@ Status DeepseekModel::run_attention(const MlaBlock& a, const KvLayer& cache, con
   backend_.matmul(q_in, a.q_pe.tensor, Tensor(), q_pe);
   backend_.matmul(normed, a.kv_a_latent.tensor, Tensor(), latent);
   backend_.matmul(normed, a.kv_a_pe.tensor, Tensor(), k_pe);
-  backend_.rms_norm(latent, a.kv_a_norm.tensor, kLatentNormEps, latent_normed);
+  backend_.rms_norm(latent, a.kv_a_norm.tensor, config_.mla_norm_eps, latent_normed);
   const Tensor positions = ints_.positions(n);
   backend_.rope(q_pe, QkvLayout{mla_.n_heads, 0, mla_.rope_dim}, positions, rope_);
   backend_.rope(k_pe, QkvLayout{1, 0, mla_.rope_dim}, positions, rope_);
   backend_.write_mla_kv(cache, latent_normed, k_pe, ints_.slots(n));
   const Tensor q_lat = s.q_lat.tensor.rows(0, n), o_lat = s.o_lat.tensor.rows(0, n), attn = s.attn.tensor.rows(0, n);
   backend_.head_matmul(q_nope, a.w_uk.tensor, mla_.n_heads, q_lat);
+  if (config_.attn_temperature_floor > 0.0f) {  // Mistral 4's / Mistral Large 3's query temperature, all of q
+    const ModelConfig& c = config_;
+    backend_.attention_temperature(q_lat, QkvLayout{mla_.n_heads, 0, mla_.kv_lora_rank}, positions,
+                                   c.attn_temperature_floor, c.attn_temperature_scale, c.attn_temperature_offset);
+    backend_.attention_temperature(q_pe, QkvLayout{mla_.n_heads, 0, mla_.rope_dim}, positions, c.attn_temperature_floor,
+                                   c.attn_temperature_scale, c.attn_temperature_offset);
+  }
   backend_.mla_attention(q_lat, q_pe, mla_, cache, meta, config_.attn_scale, o_lat);
   backend_.head_matmul(o_lat, a.w_uv.tensor, mla_.n_heads, attn);
   backend_.matmul(attn, a.o.tensor, Tensor(), s.delta.tensor.rows(0, n));

@@ -10,6 +10,10 @@
 //   W_UK [dn, R] fold into the query (q_lat = q_nope · W_UK), scores are q_lat · c + q_pe · k_pe,
 //   the output latent o = softmax · c is mapped out by the V rows W_UV [dv, R], then o_proj.
 //   This is transformers' decompressed attention reassociated, never materialising per-head K/V.
+//   Mistral Small 4 (mistral4) and Mistral Large 3's GGUF files scale every query by a temperature
+//   growing with its position (ModelConfig::attn_temperature_*): q_lat and q_pe alike, which is
+//   transformers' scaling of the whole query cat(q_nope, q_pe) through the linear W_UK.
+//   GLM-4.7-Flash (glm4_moe_lite) is this layer with GLM-4.5's routing.
 #pragma once
 
 #include <memory>
@@ -20,7 +24,8 @@
 
 namespace brigade {
 
-// Builds a DeepSeek model from an opened checkpoint (config arch deepseek_v2 / deepseek_v3).
+// Builds a DeepSeek model from an opened checkpoint (config arch deepseek_v2 / deepseek_v3 /
+// mistral4 / glm4_moe_lite).
 // Refuses fp8 weights, tensor parallelism and backends without the MoE and MLA ops, with the
 // reason. The MTP module (num_nextn_predict_layers; weights model.layers.{num_hidden_layers}.*) is
 // loaded with LoadOptions::mtp and runs in forward_mtp (models/model.h).

@@ -1,9 +1,12 @@
 #include "models/deepseek_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "models/config_json.h"
+#include "models/llama_variants_config.h"
 
 namespace brigade {
 namespace {
@@ -16,20 +19,32 @@ Status read_int_or(const json& j, const char* key, int fallback, int& out) {
   return read_int(j, key, out, false);
 }
 
-// The MLA shapes, the RoPE layout and the softmax scale.
-Status read_mla(const json& j, ModelConfig& c, bool v3) {
-  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "q_lora_rank", 0, c.q_lora_rank));  // null: q_proj
-  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "kv_lora_rank", 512, c.kv_lora_rank));
-  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "qk_nope_head_dim", 128, c.qk_nope_head_dim));
-  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "qk_rope_head_dim", 64, c.qk_rope_head_dim));
-  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "v_head_dim", 128, c.v_head_dim));
+// config.json's defaults for the MLA shapes (transformers' configs; q_lora_rank's where the field
+// is absent: null means q_proj).
+struct MlaDefaults {
+  int q_lora, kv_lora, nope, rope, v;
+};
+constexpr MlaDefaults kDeepseekMla{0, 512, 128, 64, 128};
+constexpr MlaDefaults kMistral4Mla{1024, 256, 64, 64, 128};
+constexpr MlaDefaults kGlm4MoeLiteMla{768, 512, 192, 64, 256};
+
+// The MLA shapes, the RoPE layout and the softmax scale. `interleave_key`: whether config.json's
+// rope_interleave is read (V3 and its descendants; V2 always rotates adjacent pairs).
+Status read_mla(const json& j, ModelConfig& c, const MlaDefaults& d, bool interleave_key) {
+  c.q_lora_rank = d.q_lora;
+  if (auto it = j.find("q_lora_rank"); it != j.end() && it->is_null()) c.q_lora_rank = 0;  // null: q_proj
+  else BRIGADE_RETURN_IF_ERROR(read_int(j, "q_lora_rank", c.q_lora_rank, false));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "kv_lora_rank", d.kv_lora, c.kv_lora_rank));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "qk_nope_head_dim", d.nope, c.qk_nope_head_dim));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "qk_rope_head_dim", d.rope, c.qk_rope_head_dim));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "v_head_dim", d.v, c.v_head_dim));
   // transformers sets head_dim = qk_rope_head_dim: the RoPE frequencies are over the rotary part.
   c.head_dim = c.qk_rope_head_dim;
   c.n_kv_heads = c.n_heads;  // num_key_value_heads is not used by MLA (one latent per token)
   // V2 rotates adjacent pairs (complex multiply); V3 does when rope_interleave (its default), and
   // writes the rotated pairs de-interleaved, a permutation q and k share, so scores are the same.
   bool interleave = true;
-  if (v3) BRIGADE_RETURN_IF_ERROR(read_bool(j, "rope_interleave", interleave));
+  if (interleave_key) BRIGADE_RETURN_IF_ERROR(read_bool(j, "rope_interleave", interleave));
   c.rope_style = interleave ? RopeStyle::interleaved : RopeStyle::neox;
   // Softmax scale: 1 / sqrt(qk_nope + qk_rope), times yarn's mscale(factor, mscale_all_dim)^2.
   c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.qk_nope_head_dim + c.qk_rope_head_dim));
@@ -64,6 +79,9 @@ struct RoutingDefaults {
 constexpr RoutingDefaults kV2Defaults{64, 0, 1407, 2, 0, 1, 1, false, 1.0f};
 constexpr RoutingDefaults kV3Defaults{256, 8, 2048, 1, 3, 8, 4, true, 2.5f};
 constexpr RoutingDefaults kGlm4MoeDefaults{128, 8, 1408, 1, 1, 1, 1, true, 1.0f};
+constexpr RoutingDefaults kMistral4Defaults{128, 4, 2048, 1, 0, 1, 1, true, 1.0f};
+// Glm4MoeLiteConfig's (its dense layers come from mlp_layer_types: read_mlp_layer_types).
+constexpr RoutingDefaults kGlm4MoeLiteDefaults{64, 4, 1536, 1, 0, 1, 1, true, 1.8f};
 // Dots1Config's: no default for the experts' and shared experts' counts or k (0 here, which
 // validate_grouped_moe refuses by name; n_shared_experts must be given: read_dots1).
 constexpr RoutingDefaults kDots1Defaults{0, 0, 1408, 0, 0, 1, 1, false, 1.0f};
@@ -145,12 +163,76 @@ Status read_routing(const json& j, ModelConfig& c, bool v3) {
   return Status::ok();
 }
 
+// Mistral4TopkRouter's rule: softmax scores (no selection bias), groups by their two best, the
+// top-k of the kept groups' scores, renormalised with norm_topk_prob, times routed_scaling_factor.
+// The config has no scoring_func / topk_method, and transformers reads none.
+Status read_mistral4_routing(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(read_experts(j, c, kMistral4Defaults));
+  c.moe_scoring = MoeScoring::softmax;
+  c.moe_score_bias = false;
+  c.moe_group_score = c.n_group > 1 ? MoeGroupScore::top2_sum : MoeGroupScore::none;
+  return Status::ok();
+}
+
+// Glm4MoeLiteConfig's mlp_layer_types ("dense" / "sparse" per layer; absent: layer 0 dense, the
+// others sparse): a dense prefix as first_k_dense_replace, other dense layers as mlp_only_layers.
+Status read_mlp_layer_types(const json& j, ModelConfig& c) {
+  std::vector<bool> dense(static_cast<size_t>(std::max(c.n_layers, 0)), false);
+  if (!dense.empty()) dense[0] = true;
+  if (auto it = j.find("mlp_layer_types"); it != j.end() && !it->is_null()) {
+    if (!it->is_array() || it->size() != dense.size())
+      return corrupt("config.json: mlp_layer_types must list one of \"dense\" / \"sparse\" per layer (" +
+                     std::to_string(c.n_layers) + ")");
+    for (size_t l = 0; l < dense.size(); ++l) {
+      const json& t = (*it)[l];
+      if (!t.is_string() || (t != "dense" && t != "sparse"))
+        return corrupt("config.json: mlp_layer_types[" + std::to_string(l) + "] must be \"dense\" or \"sparse\" (got " +
+                       t.dump() + ")");
+      dense[l] = t == "dense";
+    }
+  }
+  c.first_k_dense_replace = 0;
+  while (c.first_k_dense_replace < c.n_layers && dense[static_cast<size_t>(c.first_k_dense_replace)])
+    ++c.first_k_dense_replace;
+  c.mlp_only_layers.clear();
+  for (int l = c.first_k_dense_replace; l < c.n_layers; ++l)
+    if (dense[static_cast<size_t>(l)]) c.mlp_only_layers.push_back(l);
+  return Status::ok();
+}
+
+// GLM-4.7-Flash's RoPE: transformers aliases head_dim to qk_rope_head_dim and rotates
+// partial_rotary_factor of it, which must be 1 for the rotary part to be the whole q_pe / k_pe.
+Status check_glm4_moe_lite_rope(const json& j) {
+  for (const json* o : {&j, j.contains("rope_parameters") ? &j["rope_parameters"] : nullptr}) {
+    if (o == nullptr || !o->is_object()) continue;
+    float partial = 1.0f;
+    BRIGADE_RETURN_IF_ERROR(read_float(*o, "partial_rotary_factor", partial));
+    if (partial != 1.0f)
+      return unsupported("config.json: partial_rotary_factor " + std::to_string(partial) +
+                         " is not supported for glm4_moe_lite (the rotary part is all of qk_rope_head_dim); use 1");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status read_deepseek(const json& j, ModelConfig& c) {
-  const bool v3 = c.arch == "deepseek_v3";
   BRIGADE_RETURN_IF_ERROR(read_silu(j));
-  BRIGADE_RETURN_IF_ERROR(read_mla(j, c, v3));
+  if (c.arch == "mistral4") {
+    BRIGADE_RETURN_IF_ERROR(read_mla(j, c, kMistral4Mla, /*interleave_key=*/true));
+    BRIGADE_RETURN_IF_ERROR(read_llama4_scaling_beta(j, c));  // models/llama_variants_config.h
+    return read_mistral4_routing(j, c);
+  }
+  if (c.arch == "glm4_moe_lite") {
+    BRIGADE_RETURN_IF_ERROR(check_glm4_moe_lite_rope(j));
+    if (!j.contains("rms_norm_eps")) c.rms_eps = 1e-5f;  // Glm4MoeLiteConfig's
+    BRIGADE_RETURN_IF_ERROR(read_mla(j, c, kGlm4MoeLiteMla, /*interleave_key=*/true));
+    BRIGADE_RETURN_IF_ERROR(read_experts(j, c, kGlm4MoeLiteDefaults));
+    BRIGADE_RETURN_IF_ERROR(read_mlp_layer_types(j, c));
+    return read_sigmoid_routing(j, c);
+  }
+  const bool v3 = c.arch == "deepseek_v3";
+  BRIGADE_RETURN_IF_ERROR(read_mla(j, c, kDeepseekMla, /*interleave_key=*/v3));
   return read_routing(j, c, v3);
 }
 

@@ -15,6 +15,11 @@ namespace brigade {
 // moe_layer_freq != 1, a scoring function or
 // top-k method other than the architecture's, and deepseek_v2 with norm_topk_prob (transformers'
 // DeepseekV2 ignores it; the original remote code would renormalise).
+// Also DeepSeek-V3's descendants with their config classes' defaults: mistral4 (Mistral Small 4,
+// Mistral4ForCausalLM: Mistral4TopkRouter's softmax scores grouped by their two best, no selection
+// bias, and the query temperature of the rope parameters' llama_4_scaling_beta on all of q:
+// read_llama4_scaling_beta) and glm4_moe_lite (GLM-4.7-Flash, Glm4MoeLiteForCausalLM: GLM-4.5's
+// sigmoid routing, dense layers from mlp_layer_types, partial_rotary_factor other than 1 refused).
 Status read_deepseek(const nlohmann::json& j, ModelConfig& c);
 
 // The MLA and routing numbers fit together; names the field that does not.

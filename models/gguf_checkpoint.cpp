@@ -24,7 +24,7 @@ constexpr const char* kSupportedArchs =
     "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, olmoe, ernie4_5-moe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
     "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1, mamba, mamba2, nemotron_h, nemotron_h_moe, granitehybrid, jamba, "
     "smollm3, granite, granitemoe, olmo2 (OLMo 2 and 3), exaone4, glm4, seed_oss, ernie4_5, hunyuan-dense, hunyuan-moe, apertus, "
-    "llama4, minimax-m2, command-r, cohere2, deepseek2, dots1, mistral3, phimoe";
+    "llama4, minimax-m2, command-r, cohere2, deepseek2, mistral4, dots1, mistral3, phimoe";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a

@@ -88,10 +88,11 @@ int64_t vocab_size(const GgufFile& g, const std::string& a) {
 
 // The experts, shared experts, dense layers (read_gguf_shared_experts) and the routing rule.
 Status read_routing(const GgufFile& g, const std::string& a, ModelConfig& c) {
-  BRIGADE_ASSIGN_OR_RETURN(const bool experts, gguf_has_experts(g, "deepseek2"));
+  const std::string gguf_arch = a.substr(0, a.size() - 1);
+  BRIGADE_ASSIGN_OR_RETURN(const bool experts, gguf_has_experts(g, gguf_arch));
   if (!experts)
-    return unsupported(g.path() + ": deepseek2 files without experts (" + a + "expert_count 0 or absent: Youtu-LLM's) "
-                       "are not supported");
+    return unsupported(g.path() + ": " + gguf_arch + " files without experts (" + a + "expert_count 0 or absent: "
+                       "Youtu-LLM's) are not supported");
   BRIGADE_RETURN_IF_ERROR(read_gguf_shared_experts(g, a, c));
   BRIGADE_ASSIGN_OR_RETURN(int64_t gating, g.get_int_or(a + "expert_gating_func", kGatingNone));
   if (gating == kGatingNone)  // llama.cpp's default: softmax, but for GLM-4.7-Flash's files
@@ -100,7 +101,8 @@ Status read_routing(const GgufFile& g, const std::string& a, ModelConfig& c) {
     return unsupported(g.path() + ": metadata '" + a + "expert_gating_func' " + std::to_string(gating) +
                        " is not supported for deepseek2; supported: 1 (softmax), 2 (sigmoid)");
   c.moe_scoring = gating == kGatingSigmoid ? MoeScoring::sigmoid : MoeScoring::softmax;
-  c.arch = gating == kGatingSigmoid ? "deepseek_v3" : "deepseek_v2";
+  if (gguf_arch == "mistral4") c.arch = "mistral4";  // llama.cpp's deepseek2 under another name
+  else c.arch = gating == kGatingSigmoid ? "deepseek_v3" : "deepseek_v2";
   return read_gguf_deepseek_routing(g, a, c);
 }
 
@@ -128,23 +130,60 @@ Expected<bool> check_shape(const GgufFile& g, const std::map<std::string, RawTen
   return true;
 }
 
+// The routed experts: gate and up stacked apart (ffn_gate_exps, ffn_up_exps: check_gguf_moe_tensors),
+// or fused as ffn_gate_up_exps [E, 2 I, hidden], gate rows first (conversion/mistral3.py's
+// Mistral4Model keeps transformers 5's gate_up_proj; llama.cpp's build_moe_ffn splits its output
+// in those halves), beside ffn_down_exps and the router.
+Status check_fused_or_split_experts(const GgufFile& g, const std::map<std::string, RawTensor>& tensors,
+                                    const ModelConfig& c) {
+  int first = 0;
+  while (first < c.n_layers && !c.is_moe_layer(first)) ++first;
+  if (first == c.n_layers ||
+      !tensors.contains("model.layers." + std::to_string(first) + "." + gguf_deepseek2_layer_name("ffn_gate_up_exps.weight")))
+    return check_gguf_moe_tensors(g, c);
+  const int64_t e = c.n_experts, hidden = c.hidden_size, inter = c.moe_intermediate_size;
+  const std::string keys = "expert_count, embedding_length and expert_feed_forward_length";
+  for (int l = first; l < c.n_layers; ++l) {
+    if (!c.is_moe_layer(l)) continue;
+    BRIGADE_RETURN_IF_ERROR(check_shape(g, tensors, l, "ffn_gate_inp.weight", {e, hidden}, keys).status());
+    BRIGADE_RETURN_IF_ERROR(check_shape(g, tensors, l, "ffn_gate_up_exps.weight", {e, 2 * inter, hidden}, keys).status());
+    BRIGADE_RETURN_IF_ERROR(check_shape(g, tensors, l, "ffn_down_exps.weight", {e, hidden, inter}, keys).status());
+  }
+  return Status::ok();
+}
+
+// The query temperature (Mistral Large 3's; llama.cpp's llm_graph_input_attn_temp): temperature_scale
+// s and temperature_length L give every query row at position p the factor
+// log(floor(p / L) + 1) * s + 1 (offset 0), on all of the absorbed query and its rope part.
+// s absent or 0: none; s without L: corrupt (llama.cpp asserts L != 0 there).
+Status read_temperature(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  BRIGADE_ASSIGN_OR_RETURN(double scale, g.get_number_or(a + "attention.temperature_scale", 0.0));
+  if (!std::isfinite(scale)) return corrupt(g.path() + ": metadata '" + a + "attention.temperature_scale' must be a number");
+  if (scale == 0.0) return Status::ok();
+  BRIGADE_ASSIGN_OR_RETURN(int64_t length, g.get_int_or(a + "attention.temperature_length", 0));
+  if (length <= 0 || length > INT32_MAX)
+    return corrupt(g.path() + ": metadata '" + a + "attention.temperature_scale' needs '" + a +
+                   "attention.temperature_length' > 0 (its positions' unit; got " + std::to_string(length) + ")");
+  c.attn_temperature_floor = static_cast<float>(length);
+  c.attn_temperature_scale = static_cast<float>(scale);
+  c.attn_temperature_offset = 0.0f;
+  c.attn_temperature_all_layers = true;
+  return Status::ok();
+}
+
 }  // namespace
 
-bool is_gguf_deepseek2(const std::string& gguf_arch) { return gguf_arch == "deepseek2"; }
+bool is_gguf_deepseek2(const std::string& gguf_arch) { return gguf_arch == "deepseek2" || gguf_arch == "mistral4"; }
 
 Status read_gguf_deepseek2(const GgufFile& g, ModelConfig& c) {
-  const std::string a = "deepseek2.";
+  const std::string a = c.arch + ".";  // deepseek2. or mistral4. (the same keys)
   BRIGADE_ASSIGN_OR_RETURN(int64_t nextn, g.get_int_or(a + "nextn_predict_layers", 0));
   if (nextn < 0 || nextn >= c.n_layers)
     return corrupt(g.path() + ": metadata '" + a + "nextn_predict_layers' (" + std::to_string(nextn) +
                    ") must be in [0, block_count = " + std::to_string(c.n_layers) + ")");
   c.n_layers -= static_cast<int>(nextn);  // the MTP blocks follow, not loaded
-  for (const char* key : {"attention.temperature_scale", "attention.temperature_length"}) {
-    BRIGADE_ASSIGN_OR_RETURN(double t, g.get_number_or(a + key, 0.0));
-    if (t != 0.0)
-      return unsupported(g.path() + ": metadata '" + a + key + "': the attention temperature (Mistral Large 3's) is "
-                         "not supported");
-  }
+  c.mla_norm_eps = c.rms_eps;  // llama.cpp's latent norms take layer_norm_rms_epsilon
+  BRIGADE_RETURN_IF_ERROR(read_temperature(g, a, c));
   BRIGADE_RETURN_IF_ERROR(read_mla_widths(g, a, c));
   BRIGADE_RETURN_IF_ERROR(read_rope_and_scale(g, a, c));
   return read_routing(g, a, c);
@@ -162,7 +201,8 @@ std::string gguf_deepseek2_layer_name(const std::string& suffix) {
       {"attn_v_b.weight", "self_attn.v_b_proj.weight"},
       {"attn_q.weight", "self_attn.q_proj.weight"},
       {"attn_output.weight", "self_attn.o_proj.weight"},
-      {"exp_probs_b.bias", "mlp.gate.e_score_correction_bias"}};
+      {"exp_probs_b.bias", "mlp.gate.e_score_correction_bias"},
+      {"ffn_gate_up_exps.weight", "mlp.experts.gate_up_proj"}};  // mistral4's (transformers 5's layout)
   if (auto it = kNames.find(suffix); it != kNames.end()) return it->second;
   return gguf_moe_layer_name(suffix, /*gated_shared_expert=*/false);  // router, experts, shared_experts.*
 }
@@ -194,7 +234,7 @@ Status finish_gguf_deepseek2(const GgufFile& g, std::map<std::string, RawTensor>
       if (it != tensors.end()) it->second.shape = {it->second.shape[0] * it->second.shape[1], it->second.shape[2]};
     }
   }
-  return check_gguf_moe_tensors(g, c);
+  return check_fused_or_split_experts(g, tensors, c);
 }
 
 }  // namespace brigade

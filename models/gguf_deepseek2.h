@@ -31,13 +31,23 @@
 //     taken equal to mscale_all_dim), mscale(factor, 1) where not, times rope.scaling.attn_factor;
 //     the softmax scale is that factor squared times mscale(factor, mscale_all_dim)^2 over
 //     sqrt(qk_nope + qk_rope);
-//   - the latent norms (q_a, kv_a) take attention.layer_norm_rms_epsilon in llama.cpp and
-//     transformers' 1e-6 in brigade (every published DeepSeek config's rms_norm_eps).
-// The arch becomes deepseek_v3 for sigmoid gating, deepseek_v2 for softmax. q_lora_rank, and
+//   - the latent norms (q_a, kv_a) take attention.layer_norm_rms_epsilon (transformers builds
+//     them at 1e-6: the same in every published DeepSeek config, not GLM-4.7-Flash's 1e-5);
+//   - attention.temperature_scale s (Mistral Large 3's files, from conversion/mistral.py) with
+//     attention.temperature_length L: every query (absorbed nope part and rope part) at position
+//     p times log(floor(p / L) + 1) * s + 1, Mistral 4's / Llama 4's temperature; s without L is
+//     refused (llama.cpp asserts).
+// llama.cpp's `mistral4` architecture (conversion/mistral3.py's Mistral4Model, a DeepseekV2Model:
+// Mistral Small 4 from its Hugging Face checkpoint) is deepseek2 under its own key prefix: the same
+// loader and graph. Its converter writes no temperature keys (DeepseekV2Model's parameters only,
+// no scoring function: softmax), so llama.cpp runs such a file without the temperature that
+// transformers' Mistral4 applies; brigade reads the file as llama.cpp does.
+// The arch becomes deepseek_v3 for sigmoid gating, deepseek_v2 for softmax, mistral4 for
+// mistral4 files. q_lora_rank, and
 // which of kv_b or k_b / v_b the model loads, follow the tensors the file holds (llama.cpp picks
 // q_proj by V2-Lite's layer counts). Layers past block_count - nextn_predict_layers (MTP blocks,
 // written by other converters) are not loaded. Refused: files without experts, gating other than
-// softmax or sigmoid, the attention temperature (Mistral Large 3) and other YaRN variants.
+// softmax or sigmoid, and other YaRN variants.
 #pragma once
 
 #include <map>
@@ -52,8 +62,9 @@ namespace brigade {
 
 bool is_gguf_deepseek2(const std::string& gguf_arch);
 
-// Fills the MLA and routing fields of c (arch deepseek_v2 or deepseek_v3; n_layers less the MTP
-// blocks), the common keys (sizes, heads, rms eps, rope.freq_base, bos / eos) read already.
+// Fills the MLA and routing fields of c (c.arch the GGUF arch on entry, deepseek2 or mistral4, and
+// deepseek_v2, deepseek_v3 or mistral4 on return; n_layers less the MTP blocks), the common keys
+// (sizes, heads, rms eps, rope.freq_base, bos / eos) read already.
 // corrupt naming the key for values missing, out of range or inconsistent; unsupported naming it
 // for what brigade does not run (above).
 Status read_gguf_deepseek2(const GgufFile& g, ModelConfig& c);

@@ -74,7 +74,7 @@ std::string format_model_info(const ModelInfo& m) {
                       : c.vision.kind == VisionKind::qwen2_5_vl ? "Qwen2_5_VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen2_vl ? "Qwen2VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen3_vl ? "Qwen3VLForConditionalGeneration"
-                      : c.arch == "llama" || c.arch == "ministral3" ? "Mistral3ForConditionalGeneration"
+                      : c.arch == "llama" || c.arch == "ministral3" || c.arch == "mistral4" ? "Mistral3ForConditionalGeneration"
                       : c.arch == "llama4_text"               ? "Llama4ForConditionalGeneration"
                                                               : "Gemma3ForConditionalGeneration";
   s += "architecture:  " + c.arch + (c.multimodal_text ? std::string(" (the language model of ") + whole + ")" : "") + "\n";

@@ -133,12 +133,21 @@ Expected<json> wrapped_text_config(const json& j, const char* wrapper, json defa
 Expected<json> mistral3_text_config(const json& j) {
   auto t = j.find("text_config");
   const std::string type = t != j.end() && t->is_object() && t->contains("model_type") ? (*t)["model_type"].dump() : "";
-  if (!type.empty() && type != "\"mistral\"" && type != "\"ministral3\"")
+  if (!type.empty() && type != "\"mistral\"" && type != "\"ministral3\"" && type != "\"mistral4\"")
     return unsupported("config.json: text_config.model_type " + type +
-                       " of Mistral3ForConditionalGeneration is not supported; supported: mistral, ministral3");
+                       " of Mistral3ForConditionalGeneration is not supported; supported: mistral, ministral3, mistral4");
+  if (type == "\"mistral4\"") {
+    // Mistral Small 4's language model (MLA and experts: models/deepseek_config.h): Mistral4Config's
+    // defaults for the common fields (read_deepseek has its MLA and routing ones).
+    json defaults = {{"hidden_size", 4096},  {"intermediate_size", 12288},         {"max_position_embeddings", 1048576},
+                     {"num_attention_heads", 32}, {"num_hidden_layers", 36}, {"num_key_value_heads", 32},
+                     {"rms_norm_eps", 1e-6},  {"vocab_size", 131072}};
+    return wrapped_text_config(j, "Mistral3ForConditionalGeneration", std::move(defaults), "mistral4",
+                               "Mistral4ForCausalLM", /*tie=*/true);
+  }
   if (type == "\"ministral3\"") {
     // Ministral 3's (and Devstral Small 2's) language model: Ministral3Config's defaults (the 8B's
-    // shape; its rope_parameters, which carry the query temperature, are not defaulted: read_ministral3).
+    // shape; its rope_parameters, which carry the query temperature, are not defaulted: read_llama4_scaling_beta).
     json defaults = {{"head_dim", 128},          {"hidden_size", 4096},         {"intermediate_size", 14336},
                      {"max_position_embeddings", 262144}, {"num_attention_heads", 32}, {"num_hidden_layers", 34},
                      {"num_key_value_heads", 8}, {"rms_norm_eps", 1e-5},        {"sliding_window", nullptr},
@@ -422,17 +431,15 @@ Status read_dots1_attention(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
-// Ministral 3 (Ministral3ForCausalLM, and Mistral3ForConditionalGeneration's language model when
-// its text_config is one): Mistral's layer with YaRN, and after RoPE on every layer the query
-// temperature 1 + beta * log(1 + floor(position / original_max_position_embeddings)), beta the
-// rope parameters' llama_4_scaling_beta (absent or 0: none).
-Status read_ministral3(const json& j, ModelConfig& c) {
+}  // namespace
+
+Status read_llama4_scaling_beta(const json& j, ModelConfig& c) {
   const json* rope = nullptr;
   for (const char* key : {"rope_parameters", "rope_scaling"})
     if (auto it = j.find(key); it != j.end() && it->is_object()) rope = &*it;
   if (rope == nullptr)
-    return unsupported("config.json: ministral3 without rope_parameters is not supported (Ministral3Config's default "
-                       "YaRN and query temperature are not applied); the released checkpoints write them");
+    return unsupported("config.json: " + c.arch + " without rope_parameters is not supported (its config class's "
+                       "default YaRN and query temperature are not applied); the released checkpoints write them");
   float beta = 0.0f;
   BRIGADE_RETURN_IF_ERROR(read_float(*rope, "llama_4_scaling_beta", beta));
   if (!std::isfinite(beta)) return invalid_argument("config.json: llama_4_scaling_beta must be a number");
@@ -449,11 +456,9 @@ Status read_ministral3(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
-}  // namespace
-
 Status read_llama_variant(const json& j, ModelConfig& c) {
   if (c.arch == "phimoe") return read_phimoe(j, c);  // models/phimoe_config.h
-  if (c.arch == "ministral3") return read_ministral3(j, c);
+  if (c.arch == "ministral3") return read_llama4_scaling_beta(j, c);
   if (c.arch == "dots1") return read_dots1_attention(j, c);
   if (c.arch == "cohere" || c.arch == "cohere2") return read_cohere(j, c);
   if (c.arch == "llama4_text") return read_llama4(j, c);

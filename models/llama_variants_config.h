@@ -36,7 +36,7 @@
 //     experts from first_k_dense_replace on (read_dots1, models/deepseek_config.h);
 //   ministral3 (Ministral3ForCausalLM, and Mistral3ForConditionalGeneration's language model when
 //     its text_config is one: Ministral 3, Devstral Small 2): Mistral's layer with YaRN and a query
-//     temperature on every layer after RoPE (read_ministral3);
+//     temperature on every layer after RoPE (read_llama4_scaling_beta);
 //   phimoe (PhimoeForCausalLM, Microsoft Phi-3.5-MoE): Mixtral's layer under biased LayerNorms, a
 //     biased lm_head, longrope scaled by short_/long_mscale, sparsemixer routing (read_phimoe,
 //     models/phimoe_config.h).
@@ -58,8 +58,9 @@ void nope_on_full_layers(ModelConfig& c);
 // brigade serves text-only.
 bool is_mistral3(const nlohmann::json& j);
 // Its language model's config as a MistralForCausalLM config.json (text_config's model_type
-// mistral, with Mistral3Config's defaults for the fields it leaves out) or a Ministral3ForCausalLM
-// one (model_type ministral3, Ministral3Config's defaults; another type is refused by name), the
+// mistral, with Mistral3Config's defaults for the fields it leaves out), a Ministral3ForCausalLM
+// one (model_type ministral3, Ministral3Config's defaults) or a Mistral4ForCausalLM one (model_type
+// mistral4: Mistral Small 4, Mistral4Config's defaults; another type is refused by name), the
 // top level's dtype and bos/eos ids where text_config has none, and the top level's
 // tie_word_embeddings (Mistral3Config's default true: transformers ties lm_head to the
 // embeddings by it, whatever text_config says). corrupt without a text_config object.
@@ -84,6 +85,14 @@ bool is_llama_variant(const std::string& arch);
 // rope_theta * alpha^(d / (d - 2)), d = head_dim (rope_theta and head_dim read already).
 Expected<double> read_ntk_alpha(const nlohmann::json& scaling);
 Status stretch_rope_base(double alpha, ModelConfig& c);
+
+// Ministral 3's (Ministral3ForCausalLM, and Mistral3ForConditionalGeneration's language model when
+// its text_config is one) and Mistral 4's (models/deepseek_config.h) query temperature, after RoPE
+// on every layer: 1 + beta * log(1 + floor(position / original_max_position_embeddings)), beta
+// the rope parameters' llama_4_scaling_beta (absent or 0: none; transformers' get_llama_4_attn_scale).
+// Refused by name: no rope_parameters at all (the config classes' defaults are not applied), a
+// beta without original_max_position_embeddings.
+Status read_llama4_scaling_beta(const nlohmann::json& j, ModelConfig& c);
 
 // Reads what the architecture adds to the Llama decoder (c.arch set, the common fields and the
 // RoPE read already): norms, biases, q/k norms, sliding and NoPE layers, RoPE style, per-layer-type

@@ -22,7 +22,8 @@ constexpr const char* kSupported =
     "LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral), Qwen2ForCausalLM (qwen2), "
     "Qwen3ForCausalLM (qwen3), Qwen2MoeForCausalLM (qwen2_moe), Qwen3MoeForCausalLM (qwen3_moe), "
     "MixtralForCausalLM (mixtral), "
-    "DeepseekV2ForCausalLM (deepseek_v2), DeepseekV3ForCausalLM (deepseek_v3), Phi3ForCausalLM (phi3), "
+    "DeepseekV2ForCausalLM (deepseek_v2), DeepseekV3ForCausalLM (deepseek_v3), Mistral4ForCausalLM (mistral4), "
+    "Glm4MoeLiteForCausalLM (glm4_moe_lite), Phi3ForCausalLM (phi3), "
     "Gemma2ForCausalLM (gemma2), Gemma3ForCausalLM (gemma3_text), Gemma3ForConditionalGeneration (gemma3: its "
     "language model), GptOssForCausalLM (gpt_oss), Glm4MoeForCausalLM (glm4_moe), Qwen2VLForConditionalGeneration "
     "(qwen2_vl), Qwen2_5_VLForConditionalGeneration (qwen2_5_vl); encoders: BertModel (bert), RobertaModel "
@@ -41,7 +42,10 @@ constexpr const char* kSupported =
     "Llama4ForConditionalGeneration (llama4: its language model, text only), MiniMaxM2ForCausalLM (minimax_m2), "
     "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1), PhimoeForCausalLM (phimoe)";
 
-bool is_deepseek(const std::string& arch) { return arch == "deepseek_v2" || arch == "deepseek_v3"; }
+// DeepSeek's MLA family (models/deepseek.h): V2, V3 and its descendants Mistral Small 4 and GLM-4.7-Flash.
+bool is_deepseek(const std::string& arch) {
+  return arch == "deepseek_v2" || arch == "deepseek_v3" || arch == "mistral4" || arch == "glm4_moe_lite";
+}
 
 // GLM-4.5 / 4.6 (Glm4MoeForCausalLM): GQA attention beside DeepSeek-V3's MoE (models/deepseek_config.h).
 bool is_glm4_moe(const std::string& arch) { return arch == "glm4_moe"; }
@@ -66,7 +70,8 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
     named = (*it)[0].get<std::string>();
   const std::string arch_name = causal_architecture(named);
   seq_cls = arch_name != named;
-  if (seq_cls && arch_name.starts_with("Deepseek"))
+  if (seq_cls && (arch_name.starts_with("Deepseek") || arch_name == "Mistral4ForCausalLM" ||
+                  arch_name == "Glm4MoeLiteForCausalLM"))
     return unsupported("config.json: architecture '" + named +
                        "' is not supported: sequence classification runs on the Llama-family decoders (llama, "
                        "mistral, qwen2, qwen3, qwen2_moe, qwen3_moe, mixtral, phi3, gemma2, gemma3_text, gpt_oss, "
@@ -81,6 +86,8 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
   if (arch_name == "MixtralForCausalLM") return std::string("mixtral");
   if (arch_name == "DeepseekV2ForCausalLM") return std::string("deepseek_v2");
   if (arch_name == "DeepseekV3ForCausalLM") return std::string("deepseek_v3");
+  if (arch_name == "Mistral4ForCausalLM") return std::string("mistral4");
+  if (arch_name == "Glm4MoeLiteForCausalLM") return std::string("glm4_moe_lite");
   if (arch_name == "Phi3ForCausalLM") return std::string("phi3");
   if (arch_name == "Gemma2ForCausalLM") return std::string("gemma2");
   if (arch_name == "Gemma3ForCausalLM") return std::string("gemma3_text");
@@ -102,7 +109,7 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
         model_type == "gemma3_text" || model_type == "gpt_oss" || model_type == "glm4_moe" ||
         model_type == "qwen3_next" || model_type == "qwen3_5_text" || model_type == "qwen3_5_moe_text" ||
         model_type == "smollm3" || model_type == "granite" || model_type == "granitemoe" ||
-        model_type == "granitemoeshared")
+        model_type == "granitemoeshared" || model_type == "mistral4" || model_type == "glm4_moe_lite")
       return model_type;
   }
   const std::string what = !named.empty() ? "architecture '" + named + "'"

@@ -55,7 +55,7 @@ struct ModelConfig {
                                 // "seed_oss", "ernie4_5", "hunyuan_v1_dense", "hunyuan_v1_moe", "olmoe", "apertus", "ernie4_5_moe",
                                 // "llama4_text", "minimax_m2", "cohere", "cohere2", "dots1", "phimoe"
                                 // (the decoder they share: llama.h),
-                                // "deepseek_v2" or "deepseek_v3" (models/deepseek.h),
+                                // "deepseek_v2", "deepseek_v3", "mistral4" or "glm4_moe_lite" (MLA: models/deepseek.h),
                                 // "bert" or "roberta" (encoders: models/bert.h)
   int hidden_size = 0;
   int n_layers = 0;
@@ -143,6 +143,8 @@ struct ModelConfig {
   // qk_rope_head_dim there (the rotary part), as transformers sets it.
   int q_lora_rank = 0;               // 0 (null): q_proj; else q_a_proj -> q_a_layernorm -> q_b_proj
   int kv_lora_rank = 0;              // R, the latent the KV cache holds; 0 = not MLA
+  float mla_norm_eps = 1e-6f;        // q_a_layernorm's and kv_a_layernorm's (transformers builds them at 1e-6;
+                                     // llama.cpp's deepseek2 takes layer_norm_rms_epsilon)
   int qk_nope_head_dim = 0;
   int qk_rope_head_dim = 0;
   int v_head_dim = 0;

@@ -116,7 +116,10 @@ Expected<std::unique_ptr<Tokenizer>> load_bpe(const GgufFile& g, const std::vect
             {"decoder", {{"type", "ByteLevel"}}}};
   // Prompts start with BOS only where llama.cpp would add it (Qwen2 files name <|endoftext|> as
   // BOS but say add_bos_token false).
-  BRIGADE_ASSIGN_OR_RETURN(bool add_bos, add_bos_token(g, /*fallback=*/ignore_merges));
+  // Without add_bos_token, llama.cpp adds BOS for the Llama 3 group and tekken, not for GLM's
+  // (glm4 / glm5 ignore merges too; GLM-4.7-Flash's files have a bos_token_id and no add_bos_token).
+  const bool bos_by_default = ignore_merges && pre_name != "glm4" && pre_name != "glm5";
+  BRIGADE_ASSIGN_OR_RETURN(bool add_bos, add_bos_token(g, /*fallback=*/bos_by_default));
   BRIGADE_ASSIGN_OR_RETURN(bool add_eos, add_eos_token(g));
   json config = json::object();
   int64_t bos_id = -1, eos_id = -1;  // the special tokens a prompt gets before and after its text

@@ -528,6 +528,40 @@ def fixtures():
                                  short_factor=[1.0, 1.2, 1.5, 1.9, 2.4, 3.0, 3.7, 4.5],
                                  long_factor=[1.0, 1.5, 2.5, 4.0, 6.0, 8.5, 11.5, 15.0],
                                  short_mscale=1.15, long_mscale=1.3))),
+        # Mistral Small 4 as the Hub ships it (Mistral3ForConditionalGeneration whose text_config is
+        # a Mistral4Config; llama.cpp's converter registers no Mistral4ForCausalLM): DeepSeek-V3's
+        # MLA (q_lora_rank, rope_interleave) with YaRN, and on all of each query (nope and rope
+        # parts, after RoPE) the temperature 1 + beta * log(1 + floor(pos / original_max)): original_max
+        # 8 and beta 0.5 so that it steps within the prompts; layer 0 dense, layer 1 8 experts of 16
+        # in 2 groups, softmax scores (Mistral4TopkRouter: no selection bias) with the top group by its
+        # two best, top 2 renormalised, times 1.5, one shared expert. Untied, as Mistral Small 4.
+        "mistral4": ("Mistral3Config", "Mistral3ForConditionalGeneration", dict(
+            text_config=dict(model_type="mistral4", vocab_size=128, hidden_size=64, intermediate_size=64,
+                             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, q_lora_rank=24,
+                             kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16,
+                             n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, n_shared_experts=1,
+                             first_k_dense_replace=1, n_group=2, topk_group=1, norm_topk_prob=True,
+                             routed_scaling_factor=1.5, max_position_embeddings=256, rms_norm_eps=1e-6,
+                             bos_token_id=1, eos_token_id=2, pad_token_id=0,
+                             rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=4.0,
+                                                  original_max_position_embeddings=8, max_position_embeddings=256,
+                                                  beta_fast=32.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0,
+                                                  llama_4_scaling_beta=0.5)),
+            vision_config=dict(model_type="pixtral", hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                               num_attention_heads=2, head_dim=8, image_size=28, patch_size=14),
+            image_token_index=10, tie_word_embeddings=False)),
+        # GLM-4.7-Flash (Glm4MoeLiteForCausalLM): DeepSeek-V3's MLA (q_lora_rank, a v_head_dim other
+        # than qk_nope_head_dim as its 256 / 192) beside GLM-4.5's MoE: mlp_layer_types layer 0 dense,
+        # then 8 experts of 16, top 2 by sigmoid + e_score_correction_bias, renormalised, times 1.8,
+        # one shared expert; rms_norm_eps 1e-5 (the latent norms stay at transformers' 1e-6).
+        # first_k_dense_replace, which transformers ignores, is what llama.cpp's converter reads.
+        "glm4_moe_lite": ("Glm4MoeLiteConfig", "Glm4MoeLiteForCausalLM", base_config(
+            vocab_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, intermediate_size=64,
+            q_lora_rank=24, kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=24,
+            n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, n_shared_experts=1,
+            mlp_layer_types=["dense", "sparse"], first_k_dense_replace=1, routed_scaling_factor=1.8,
+            norm_topk_prob=True, rms_norm_eps=1e-5, bos_token_id=0, eos_token_id=1, pad_token_id=2,
+            rope_parameters=dict(rope_type="default", rope_theta=1000000.0))),
     }
 
 
@@ -756,7 +790,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe", "mistral4")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

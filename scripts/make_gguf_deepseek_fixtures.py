@@ -138,6 +138,17 @@ def write_toy_tokenizer(model_dir, vocab_size):
     PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>").save_pretrained(str(model_dir))
 
 
+def copy_checkpoint(source, d, fields):
+    """make_fixtures.py's checkpoint `source` (config.json and model.safetensors) copied into the new
+    directory d, config.json with `fields` added; returns that config."""
+    d.mkdir()
+    for f in ("config.json", "model.safetensors"):
+        shutil.copy(mf.OUT / source / f, d / f)
+    cfg = {**json.loads((d / "config.json").read_text()), **fields}
+    (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    return cfg
+
+
 def make(name):
     """FIXTURES[name]: the converter's file of the source checkpoint."""
     source, outtype, pre = FIXTURES[name]
@@ -150,12 +161,10 @@ def make(name):
             config_cls, model_cls, kw = mf.fixtures()[base]
             mf.new_model(config_cls, model_cls, {**kw, **overrides}, seed).save_pretrained(d, safe_serialization=True)
             (d / "generation_config.json").unlink(missing_ok=True)
+            cfg = {**json.loads((d / "config.json").read_text()), **HUB_FIELDS.get(source, {})}
+            (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
         else:
-            d.mkdir()
-            for f in ("config.json", "model.safetensors"):
-                shutil.copy(mf.OUT / source / f, d / f)
-        cfg = {**json.loads((d / "config.json").read_text()), **HUB_FIELDS.get(source, {})}
-        (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+            cfg = copy_checkpoint(source, d, HUB_FIELDS.get(source, {}))
         write_toy_tokenizer(d, cfg["vocab_size"])
         lfm2.convert(d, out_dir / "model.gguf", outtype, pre, snippet=CONVERT_NO_Q_LORA)
     print(f"{name}: model.gguf {(out_dir / 'model.gguf').stat().st_size / 1024:.0f} KiB")
@@ -207,12 +216,13 @@ def llamacpp_cases(m, prompts):
     return cases
 
 
-def llamacpp_pass(names):
-    """expected.json and llamacpp.json per fixture (module docstring), in the llama-cpp-python venv."""
+def llamacpp_pass(names, fixtures=FIXTURES):
+    """expected.json and llamacpp.json per fixture of `fixtures` (module docstring), in the
+    llama-cpp-python venv."""
     import llama_cpp
     import numpy as np
-    for name in names or list(FIXTURES):
-        source, outtype, _ = FIXTURES[name]
+    for name in names or list(fixtures):
+        source, outtype = fixtures[name][:2]
         out_dir = mf.OUT / name
         load = lambda f: llama_cpp.Llama(str(out_dir / f), n_ctx=64, logits_all=True, verbose=False,  # noqa: E731
                                          n_threads=2, type_k=0, type_v=0)
@@ -241,14 +251,16 @@ def llamacpp_pass(names):
                   f"transformers' ({source})")
 
 
-def main():
+def main(script=__file__, fixtures=FIXTURES, make_one=make):
+    """`script` [NAME...] makes the files of `fixtures` (make_one), `script` --llamacpp [NAME...]
+    their llama.cpp references."""
     if sys.argv[1:2] == ["--llamacpp"]:
-        mf.ensure_llamacpp_venv(__file__, sys.argv[1:])
-        return llamacpp_pass(sys.argv[2:])
-    mf.ensure_venv(__file__)
+        mf.ensure_llamacpp_venv(script, sys.argv[1:])
+        return llamacpp_pass(sys.argv[2:], fixtures)
+    mf.ensure_venv(script)
     q35.ensure_llamacpp()
-    for name in sys.argv[1:] or list(FIXTURES):
-        make(name)
+    for name in sys.argv[1:] or list(fixtures):
+        make_one(name)
 
 
 if __name__ == "__main__":

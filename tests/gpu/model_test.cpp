@@ -147,7 +147,7 @@ std::string every_expert_copy(const testing::TempDir& into, const std::string& n
   nlohmann::json& text = config.contains("text_config") ? config["text_config"] : config;  // Llama 4's wrapper
   for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts"})
     if (text.contains(key)) text["num_experts_per_tok"] = text[key];
-  if (config.contains("n_group")) config["topk_group"] = config["n_group"];  // glm4_moe: every group too
+  if (text.contains("n_group")) text["topk_group"] = text["n_group"];  // glm4_moe, mistral4: every group too
   testing::write_text(into.file(name) + "/config.json", config.dump());
   return into.file(name);
 }
@@ -174,14 +174,17 @@ void expect_fixture_matches_cpu(const std::string& name, const std::string& dir)
 // the transformers fixtures: the GPU's prefill of the long prompt (past the window) and its
 // decode steps equal the CPU's within bf16 tolerance. Qwen2-MoE (its sigmoid-gated shared
 // expert) and GLM-4.5 (half-rotated heads with q/k norms and biases, sigmoid routing with the
-// selection bias and scaling, a shared expert) too. The MoE fixtures run with every expert taken, as the synthetic models above: the
+// selection bias and scaling, a shared expert) too, and DeepSeek-V3's descendants: Mistral Small 4
+// (MLA with its query temperature on the latent and rope parts of q, softmax groups) and
+// GLM-4.7-Flash (MLA, v wider than nope, sigmoid routing). The MoE fixtures run with every expert taken, as the synthetic models above: the
 // gpt_oss router logits hold near-ties (0.005 apart) that bf16 activations would flip, moving the
 // logits by about 1 (not an error of either backend).
 TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir every_expert("gpu_every_expert");
   for (const char* name : {"gemma2", "gemma3"}) expect_fixture_matches_cpu(name, testing::fixture_dir(name));
-  for (const char* name : {"gpt_oss", "qwen2_moe", "glm4_moe"}) expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
+  for (const char* name : {"gpt_oss", "qwen2_moe", "glm4_moe", "mistral4", "glm4_moe_lite"})
+    expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 
 // The Llama decoder's newer relatives (models/llama_variants_config.h) from their transformers

@@ -99,7 +99,8 @@ TEST_P(Deepseek, MixedStepKeepsSequencesApart) {
   EXPECT_LE(max_abs_diff(logits.data() + vocab, b.logits.back()), kLogitTol);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Deepseek, ::testing::Values("deepseek_v3", "deepseek_v2", "deepseek_v3_step"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, Deepseek, ::testing::Values("deepseek_v3", "deepseek_v2", "deepseek_v3_step", "mistral4",
+                                                                "glm4_moe_lite"));
 
 // One latent row of kv_lora_rank + qk_rope_head_dim per token and layer, no V: the pool's bytes
 // and the page fingerprint say so.

@@ -306,8 +306,9 @@ TEST(GgufDeepseek, RefusalsNamingTheKeyOrTensor) {
       {{a + "expert_group_count"}, {gguf_u32(a + "expert_group_count", 3)}, {}, StatusCode::corrupt,
        a + "expert_group_count"},
       {{}, {gguf_u32(a + "nextn_predict_layers", 2)}, {}, StatusCode::corrupt, a + "nextn_predict_layers"},
-      {{}, {GgufKv{a + "attention.temperature_scale", 6, 0, 0.5f}}, {}, StatusCode::unsupported,
-       a + "attention.temperature_scale"},
+      // The temperature without its unit (llama.cpp asserts; gguf_mla_temperature_test.cpp runs it).
+      {{}, {GgufKv{a + "attention.temperature_scale", 6, 0, 0.5f}}, {}, StatusCode::corrupt,
+       a + "attention.temperature_length"},
       {{}, {testing::gguf_str(a + "rope.scaling.type", "linear")}, {}, StatusCode::unsupported, a + "rope.scaling.type"},
       // Shapes that do not follow from the keys, and kv_b in neither layout.
       {{}, {}, {{"blk.0.attn_kv_a_mqa.weight", {64, 48}}}, StatusCode::corrupt, "blk.0.attn_kv_a_mqa.weight"},

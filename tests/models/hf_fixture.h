@@ -302,7 +302,7 @@ inline float max_diff_with_rules(const std::string& fixture, const std::function
   LoadOptions opts;
   opts.max_batch_tokens = 64;
   opts.weight_dtype = weights;
-  const bool mla = c.arch == "deepseek_v2" || c.arch == "deepseek_v3";
+  const bool mla = c.is_mla();  // deepseek_v2 / v3, mistral4, glm4_moe_lite
   auto model = mla ? load_deepseek(*edited, *backend, opts) : load_llama(*edited, *backend, opts);
   EXPECT_TRUE(model.has_value()) << model.status().to_string();
   if (!model) return 0;

@@ -830,8 +830,8 @@ TEST(ModelConfig, ReadsMinistral3) {
   no_unit["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1e6}, {"llama_4_scaling_beta", 0.1}};
   refused(no_unit, StatusCode::invalid_argument, "original_max_position_embeddings");
   nlohmann::json other = wrapped;
-  other["text_config"]["model_type"] = "mistral4";
-  refused(other, StatusCode::unsupported, "mistral4");
+  other["text_config"]["model_type"] = "qwen3";  // (mistral4 is Mistral Small 4's: mla_family_test.cpp)
+  refused(other, StatusCode::unsupported, "qwen3");
 }
 
 // Phi-3.5-MoE-instruct's config.json as the Hub ships it (remote code's PhiMoEForCausalLM; its
