@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "models/gguf_arcee.h"
 #include "models/gguf_deepseek2.h"
 #include "models/gguf_eog.h"
 #include "models/gguf_falcon_h1.h"
@@ -24,7 +25,7 @@ constexpr const char* kSupportedArchs =
     "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, olmoe, ernie4_5-moe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
     "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1, mamba, mamba2, nemotron_h, nemotron_h_moe, granitehybrid, jamba, "
     "smollm3, granite, granitemoe, olmo2 (OLMo 2 and 3), exaone4, glm4, seed_oss, ernie4_5, hunyuan-dense, hunyuan-moe, apertus, "
-    "llama4, minimax-m2, command-r, cohere2, deepseek2, mistral4, dots1, mistral3, phimoe";
+    "llama4, minimax-m2, command-r, cohere2, deepseek2, mistral4, dots1, mistral3, phimoe, afmoe, arcee";
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -96,7 +97,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
       !is_gguf_gemma(arch) &&
       !is_gguf_moe(arch) && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) && !is_gguf_qwen35(arch) &&
       !is_gguf_lfm2(arch) && !is_gguf_falcon_h1(arch) && !is_gguf_mamba(arch) && !is_gguf_llama_variant(arch) &&
-      !is_gguf_deepseek2(arch) && !is_gguf_phimoe(arch))
+      !is_gguf_deepseek2(arch) && !is_gguf_phimoe(arch) && !is_gguf_arcee(arch))
     return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " + kSupportedArchs);
   c.arch = arch;
   const std::string a = arch + ".";
@@ -106,7 +107,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (experts && !is_gguf_moe(arch) && arch != "llama" && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) &&
       arch != "qwen35moe" && arch != "qwen3next" && arch != "lfm2moe" && arch != "granitehybrid" && arch != "nemotron_h" &&
       arch != "nemotron_h_moe" && arch != "jamba" && arch != "llama4" && arch != "minimax-m2" && arch != "hunyuan-moe" &&
-      !is_gguf_deepseek2(arch) && arch != "dots1" && !is_gguf_phimoe(arch))
+      !is_gguf_deepseek2(arch) && arch != "dots1" && !is_gguf_phimoe(arch) && arch != "afmoe")
     return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for qwen3moe, "
                        "qwen2moe, olmoe, ernie4_5-moe, granitemoe, qwen35moe, qwen3next, gpt-oss, glm4moe, lfm2moe, granitehybrid, nemotron_h_moe, jamba, "
                        "llama4, minimax-m2, hunyuan-moe, deepseek2, dots1 and llama (Mixtral) only");
@@ -150,11 +151,13 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   // llama.cpp's converter permutes llama's q/k rows (and SmolLM3's and Granite's, dense and MoE,
   // LlamaModel's subclasses) for its interleaved RoPE.
   const bool permuted =
-      arch == "llama" || arch == "smollm3" || arch == "granite" || arch == "granitemoe" || arch == "mistral3";
+      arch == "llama" || arch == "smollm3" || arch == "granite" || arch == "granitemoe" || arch == "mistral3" ||
+      arch == "arcee";
   c.rope_style = permuted ? RopeStyle::interleaved : RopeStyle::neox;
   // gpt-oss's, OLMo 3's, DeepSeek's and Mistral 3's YaRN is read with the rest of their keys.
   if (const GgufValue* s = g.find(a + "rope.scaling.type"); s && s->str != "none" && !is_gguf_gpt_oss(arch) &&
-                                                            arch != "olmo2" && !is_gguf_deepseek2(arch) && arch != "mistral3") {
+                                                            arch != "olmo2" && !is_gguf_deepseek2(arch) && arch != "mistral3" &&
+                                                            arch != "arcee") {
     if (s->str != "linear")
       return unsupported(g.path() + ": rope.scaling.type '" + s->str + "' is not supported in GGUF; supported: none, linear");
     BRIGADE_ASSIGN_OR_RETURN(double f, g.get_number(a + "rope.scaling.factor"));
@@ -184,6 +187,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (arch == "mistral3") return read_gguf_mistral3(g, a, c);
   if (is_gguf_deepseek2(arch)) return read_gguf_deepseek2(g, c);
   if (is_gguf_phimoe(arch)) return read_gguf_phimoe(g, c);  // models/gguf_phimoe.h
+  if (is_gguf_arcee(arch)) return read_gguf_arcee(g, arch, c);  // models/gguf_arcee.h
   if (mamba) return read_gguf_mamba(g, arch, c);
   if (is_gguf_moe(arch) || experts) BRIGADE_RETURN_IF_ERROR(read_gguf_moe(g, arch, c));
   return Status::ok();
@@ -230,6 +234,8 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
     return "model.layers." + n.substr(4, dot - 4) + "." + v;
   if (const std::string d = is_gguf_deepseek2(arch) ? gguf_deepseek2_layer_name(suffix) : ""; !d.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + d;
+  if (const std::string af = arch == "afmoe" ? gguf_afmoe_layer_name(suffix) : ""; !af.empty())
+    return "model.layers." + n.substr(4, dot - 4) + "." + af;
   // (granitemoe's shared MLP is ungated.)
   if (const std::string moe = is_gguf_moe(arch) || arch == "llama" || is_gguf_phimoe(arch)
                                   ? gguf_moe_layer_name(suffix, arch != "granitemoe")

@@ -238,6 +238,7 @@ std::string format_model_info(const ModelInfo& m) {
             " (floor_scale " + num(c.attn_temperature_floor) + ", attn_scale " + num(c.attn_temperature_scale) +
             (c.attn_temperature_offset != 1.0f ? ", positions + " + num(c.attn_temperature_offset) : "") + ")";
   if (c.attn_sinks) attn += ", a sink logit per head";
+  if (c.attn_gate) attn += ", output gate sigmoid(gate_proj x)";
   if (c.fused_weights) attn += ", q|k|v and gate|up stored fused";
   if (c.sliding_window > 0) {
     attn += ", sliding window " + std::to_string(c.sliding_window);
@@ -281,9 +282,10 @@ std::string format_model_info(const ModelInfo& m) {
     if (c.arch == "minimax_m2")
       s += std::string("routing:       sigmoid") + (c.moe_score_bias ? " + e_score_correction_bias (selection only)" : "") +
            "\n";
-    if (c.arch == "lfm2_moe")
+    if (c.arch == "lfm2_moe" || c.arch == "afmoe")
       s += std::string("routing:       sigmoid") + (c.moe_score_bias ? " + expert_bias (selection only)" : "") +
-           ", routed_scaling_factor " + num(c.routed_scaling_factor) + "\n";
+           (c.arch == "afmoe" ? ", renormalised" : "") + ", routed_scaling_factor " + num(c.routed_scaling_factor) +
+           (c.n_shared_experts > 0 ? ", shared experts " + std::to_string(c.n_shared_experts) : "") + "\n";
     s += "sparse layers: " + std::to_string(c.n_moe_layers()) + " of " + std::to_string(c.n_layers) + dense + "\n";
     if (c.n_mtp_layers > 0)
       s += "mtp modules:   " + std::to_string(c.n_mtp_layers) +
@@ -313,6 +315,8 @@ std::string format_model_info(const ModelInfo& m) {
     if (c.embed_scale > 0.0f) g += ", embeddings x " + num(c.embed_scale);
     if (c.mlp_activation == MlpActivation::gelu_tanh) g += ", gelu_tanh MLP";
     if (c.mlp_activation == MlpActivation::xielu) g += ", ungated xIELU MLP (learned per layer)";
+    if (c.mlp_activation == MlpActivation::relu2) g += ", ungated relu2 MLP";
+    if (c.arch == "afmoe" && c.embedding_multiplier > 0.0f) g += ", embeddings x " + num(c.embedding_multiplier) + " (muP)";
     if (c.final_softcap > 0.0f) g += ", logit softcap " + num(c.final_softcap);
     s += "decoder:       " + g.substr(2) + "\n";
   }

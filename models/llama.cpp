@@ -1,6 +1,7 @@
 #include "models/llama.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "models/load_progress.h"
@@ -30,6 +31,7 @@ struct AttentionBlock {
   OwnedTensor o;         // [hidden, H * hd]
   OwnedTensor o_bias;    // [hidden] f32, or empty (and empty on ranks other than 0: added once)
   OwnedTensor sinks;     // [H] f32 attention sink logits (gpt-oss), or empty
+  OwnedTensor gate;      // [H * hd, hidden] the output gate's projection (ModelConfig::attn_gate), or empty
 };
 
 struct MlpBlock {
@@ -74,6 +76,7 @@ struct Scratch {
   OwnedTensor delta;     // [T, hidden] block output to add to the residual
   OwnedTensor qkv;       // [T, (H + 2 KV) * hd]
   OwnedTensor attn;      // [T, H * hd]
+  OwnedTensor attn_gate; // [T, H * hd] with ModelConfig::attn_gate, or empty
   OwnedTensor gate_up;   // [T, 2 I] (not allocated when every layer is sparse)
   OwnedTensor act;       // [T, I]
   OwnedTensor selected;  // [T, hidden] rows whose logits are wanted
@@ -270,7 +273,7 @@ Expected<LinearWeight> LlamaModel::load_qkv(WeightLoader& w, int l) {
 Expected<LinearWeight> LlamaModel::load_gate_up(WeightLoader& w, int l) {
   const int64_t hidden = config_.hidden_size, inter = config_.intermediate_size;
   const Slice ir = shard_.inter_rows();
-  if (config_.mlp_activation == MlpActivation::xielu)  // Apertus: no gate
+  if (config_.mlp_activation == MlpActivation::xielu || config_.mlp_activation == MlpActivation::relu2)  // no gate
     return w.fused_linear({layer_name(l, "mlp.up_proj.weight")}, {inter}, hidden, {ir});
   if (!config_.fused_weights && config_.arch != "glm4")  // GLM-4's gate|up is one tensor, its q, k, v apart
     return w.fused_linear({mlp_name(config_, l, "gate_proj.weight"), mlp_name(config_, l, "up_proj.weight")}, {inter, inter},
@@ -313,16 +316,19 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   } else if (c.arch == "apertus") {  // ApertusDecoderLayer's names for Llama's two
     BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("attention_layernorm.weight", hidden));
     BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm("feedforward_layernorm.weight", hidden));
-  } else if (c.sandwich_norms && c.arch == "glm4") {  // Glm4DecoderLayer's names for Gemma's four
-    BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("input_layernorm.weight", hidden));
-    BRIGADE_ASSIGN_OR_RETURN(layer.post_attn_norm, norm("post_self_attn_layernorm.weight", hidden));
-    BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm("post_attention_layernorm.weight", hidden));
-    BRIGADE_ASSIGN_OR_RETURN(layer.post_mlp_norm, norm("post_mlp_layernorm.weight", hidden));
-  } else if (c.sandwich_norms) {  // Gemma: post_attention_layernorm is on the attention output
-    BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("input_layernorm.weight", hidden));
-    BRIGADE_ASSIGN_OR_RETURN(layer.post_attn_norm, norm("post_attention_layernorm.weight", hidden));
-    BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm("pre_feedforward_layernorm.weight", hidden));
-    BRIGADE_ASSIGN_OR_RETURN(layer.post_mlp_norm, norm("post_feedforward_layernorm.weight", hidden));
+  } else if (c.sandwich_norms) {  // attn, post-attn, MLP, post-MLP: Gemma's names, Glm4DecoderLayer's, AfmoeDecoderLayer's
+    using Names = std::array<const char*, 4>;
+    static constexpr Names kGemma = {"input_layernorm.weight", "post_attention_layernorm.weight",
+                                     "pre_feedforward_layernorm.weight", "post_feedforward_layernorm.weight"};
+    static constexpr Names kGlm4 = {"input_layernorm.weight", "post_self_attn_layernorm.weight",
+                                    "post_attention_layernorm.weight", "post_mlp_layernorm.weight"};
+    static constexpr Names kAfmoe = {"input_layernorm.weight", "post_attention_layernorm.weight",
+                                     "pre_mlp_layernorm.weight", "post_mlp_layernorm.weight"};
+    const Names& n = c.arch == "glm4" ? kGlm4 : c.arch == "afmoe" ? kAfmoe : kGemma;
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm(n[0], hidden));
+    BRIGADE_ASSIGN_OR_RETURN(layer.post_attn_norm, norm(n[1], hidden));
+    BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm(n[2], hidden));
+    BRIGADE_ASSIGN_OR_RETURN(layer.post_mlp_norm, norm(n[3], hidden));
   } else {
     BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("input_layernorm.weight", hidden));
     BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm("post_attention_layernorm.weight", hidden));
@@ -344,6 +350,9 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.o_bias, w.vector_f32({layer_name(l, "self_attn.o_proj.bias")}, {hidden}));
   } else if (c.o_bias) {  // rank 0 adds it; the others check and count it
     BRIGADE_RETURN_IF_ERROR(w.skip(layer_name(l, "self_attn.o_proj.bias"), {hidden}));
+  }
+  if (c.attn_gate) {  // one row per q column: this rank's heads' rows
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.gate, w.matrix(layer_name(l, "self_attn.gate_proj.weight"), q, hidden, s.q_rows()));
   }
   if (c.attn_sinks) {  // one per query head: this rank's heads
     const int64_t heads = s.qkv.n_heads;
@@ -458,6 +467,9 @@ Status LlamaModel::allocate_scratch() {
   BRIGADE_ASSIGN_OR_RETURN(s.delta, alloc_tensor(backend_, a, t, hidden));
   BRIGADE_ASSIGN_OR_RETURN(s.qkv, alloc_tensor(backend_, a, t, shard_.qkv.row_width()));
   BRIGADE_ASSIGN_OR_RETURN(s.attn, alloc_tensor(backend_, a, t, shard_.qkv.q_width()));
+  if (c.attn_gate) {
+    BRIGADE_ASSIGN_OR_RETURN(s.attn_gate, alloc_tensor(backend_, a, t, shard_.qkv.q_width()));
+  }
   const bool mtp_sparse = with_mtp_ && c.is_moe_layer(c.n_layers);
   if (c.n_moe_layers() < c.n_layers || (with_mtp_ && !mtp_sparse)) {  // some layer has a dense MLP
     BRIGADE_ASSIGN_OR_RETURN(s.gate_up, alloc_tensor(backend_, a, t, 2 * shard_.inter));
@@ -502,6 +514,11 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
     with_sinks.sinks = layer.attn.sinks.tensor;
     backend_.attention(qkv, l, cache, with_sinks, scale, attn);
   }
+  if (!layer.attn.gate.tensor.empty()) {  // AFMoE's output gate, per q column
+    const Tensor gate = scratch_.attn_gate.tensor.rows(0, n);
+    backend_.matmul(normed, layer.attn.gate.tensor, Tensor(), gate);
+    backend_.sigmoid_mul(attn, gate);
+  }
   backend_.matmul(attn, layer.attn.o.tensor, layer.attn.o_bias.tensor, scratch_.delta.tensor.rows(0, n));
   if (lora_) lora_->apply(layer_index(layer), LoraProj::o, attn, scratch_.delta.tensor.rows(0, n));
   return reduce(scratch_.delta.tensor.rows(0, n));
@@ -515,9 +532,10 @@ Status LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
   }
   const Tensor gate_up = scratch_.gate_up.tensor.rows(0, n);
   const Tensor act = scratch_.act.tensor.rows(0, n);
-  if (config_.mlp_activation == MlpActivation::xielu) {  // Apertus: up straight into act, no gate
-    layer.mlp.gate_up.matmul(backend_, normed, Tensor(), act);
-    backend_.xielu(act, layer.mlp.xielu);
+  if (config_.mlp_activation == MlpActivation::xielu || config_.mlp_activation == MlpActivation::relu2) {
+    layer.mlp.gate_up.matmul(backend_, normed, Tensor(), act);  // Apertus, Arcee AFM: up straight into act, no gate
+    if (config_.mlp_activation == MlpActivation::xielu) backend_.xielu(act, layer.mlp.xielu);
+    else backend_.relu_squared(act);
   } else {
     layer.mlp.gate_up.matmul(backend_, normed, layer.mlp.gate_up_bias.tensor, gate_up);
     if (lora_) lora_->apply(layer_index(layer), LoraProj::gate_up, normed, gate_up);
@@ -670,6 +688,15 @@ Status check_moe_support(const Checkpoint& ck, std::optional<DType> want, const 
   return Status::ok();
 }
 
+// AFMoE's output gate (Backend::sigmoid_mul) and Arcee AFM's relu2 MLP (Backend::relu_squared)
+// are the state-space ops' (supports_ssm: the CPU and CUDA backends).
+Status check_gate_ops(const ModelConfig& c, const Backend& backend) {
+  if ((c.attn_gate || c.mlp_activation == MlpActivation::relu2) && !backend.supports_ssm())
+    return unsupported("backend '" + backend.name() + "' has no sigmoid_mul / relu_squared ops; " + c.arch +
+                       " runs on the CPU and CUDA backends");
+  return Status::ok();
+}
+
 }  // namespace
 
 std::vector<float> rope_inv_freq(float theta, int rotary_dim) {
@@ -684,6 +711,7 @@ Expected<std::unique_ptr<Model>> load_llama(const Checkpoint& checkpoint, Backen
   if (options.max_batch_tokens < 1)
     return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
   BRIGADE_RETURN_IF_ERROR(check_moe_support(checkpoint, options.weight_dtype, backend));
+  BRIGADE_RETURN_IF_ERROR(check_gate_ops(checkpoint.config(), backend));
   BRIGADE_RETURN_IF_ERROR(check_weight_dtype(options.weight_dtype, backend));
   BRIGADE_RETURN_IF_ERROR(check_tensor_parallel(checkpoint.config(), options, /*split_kv_heads=*/true));
   BRIGADE_RETURN_IF_ERROR(check_lora_support(checkpoint.config(), options));

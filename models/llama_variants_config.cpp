@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/arcee_config.h"
 #include "models/config_json.h"
 #include "models/gemma_config.h"
 #include "models/phimoe_config.h"
@@ -73,7 +74,8 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"Llama4ForCausalLM", "llama4_text"},       {"MiniMaxM2ForCausalLM", "minimax_m2"},
       {"CohereForCausalLM", "cohere"},            {"Cohere2ForCausalLM", "cohere2"},
       {"Dots1ForCausalLM", "dots1"},              {"Ministral3ForCausalLM", "ministral3"},
-      {"PhimoeForCausalLM", "phimoe"},            {"PhiMoEForCausalLM", "phimoe"}};  // transformers', the Hub's
+      {"PhimoeForCausalLM", "phimoe"},            {"PhiMoEForCausalLM", "phimoe"},  // transformers', the Hub's
+      {"AfmoeForCausalLM", "afmoe"},              {"ArceeForCausalLM", "arcee"}};
   for (const auto& [cls, type] : kNames)
     if (class_name == cls || (class_name.empty() && model_type == type)) return type;
   return {};
@@ -458,6 +460,7 @@ Status read_llama4_scaling_beta(const json& j, ModelConfig& c) {
 
 Status read_llama_variant(const json& j, ModelConfig& c) {
   if (c.arch == "phimoe") return read_phimoe(j, c);  // models/phimoe_config.h
+  if (c.arch == "afmoe" || c.arch == "arcee") return read_arcee_family(j, c);  // models/arcee_config.h
   if (c.arch == "ministral3") return read_llama4_scaling_beta(j, c);
   if (c.arch == "dots1") return read_dots1_attention(j, c);
   if (c.arch == "cohere" || c.arch == "cohere2") return read_cohere(j, c);

@@ -39,7 +39,9 @@
 //     temperature on every layer after RoPE (read_llama4_scaling_beta);
 //   phimoe (PhimoeForCausalLM, Microsoft Phi-3.5-MoE): Mixtral's layer under biased LayerNorms, a
 //     biased lm_head, longrope scaled by short_/long_mscale, sparsemixer routing (read_phimoe,
-//     models/phimoe_config.h).
+//     models/phimoe_config.h);
+//   afmoe (AfmoeForCausalLM, Arcee Trinity) and arcee (ArceeForCausalLM, Arcee AFM-4.5B):
+//     models/arcee_config.h.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -9,6 +9,7 @@
 #include "models/config_json.h"
 #include "models/deepseek_config.h"
 #include "models/gemma_config.h"
+#include "models/arcee_config.h"
 #include "models/llama_variants_config.h"
 #include "models/phimoe_config.h"
 #include "models/qwen_vl_config.h"
@@ -40,7 +41,8 @@ constexpr const char* kSupported =
     "Mistral3ForConditionalGeneration (mistral3: its language model, text only), Ministral3ForCausalLM (ministral3), "
     "Llama4ForCausalLM (llama4_text), "
     "Llama4ForConditionalGeneration (llama4: its language model, text only), MiniMaxM2ForCausalLM (minimax_m2), "
-    "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1), PhimoeForCausalLM (phimoe)";
+    "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1), PhimoeForCausalLM (phimoe), "
+    "AfmoeForCausalLM (afmoe), ArceeForCausalLM (arcee)";
 
 // DeepSeek's MLA family (models/deepseek.h): V2, V3 and its descendants Mistral Small 4 and GLM-4.7-Flash.
 bool is_deepseek(const std::string& arch) {
@@ -57,7 +59,7 @@ bool is_sparse_moe(const std::string& arch) {
   return arch == "qwen3_moe" || arch == "qwen2_moe" || arch == "mixtral" || arch == "gpt_oss" || arch == "qwen3_next" ||
          arch == "qwen3_5_moe_text" || arch == "olmoe" || arch == "ernie4_5_moe" || arch == "llama4_text" ||
          arch == "minimax_m2" || arch == "granitemoe" || arch == "granitemoeshared" || arch == "hunyuan_v1_moe" ||
-         arch == "phimoe";
+         arch == "phimoe" || arch == "afmoe";
 }
 
 // Which family a config describes: architectures[0] wins, model_type otherwise. A
@@ -440,6 +442,7 @@ Status read_moe(const json& j, ModelConfig& c) {
     return read_phimoe_routing(j, c);
   }
   if (c.arch == "ernie4_5_moe") return read_ernie_moe(j, c);
+  if (c.arch == "afmoe") return read_afmoe_moe(j, c);  // models/arcee_config.h
   if (c.arch == "olmoe") return read_olmoe_moe(j, c);
   if (c.arch == "minimax_m2") return read_intermediate_width_experts(j, c, "num_local_experts", 256, 8);
   if (c.arch == "granitemoe" || c.arch == "granitemoeshared") return read_granite_moe(j, c);

@@ -20,8 +20,8 @@ namespace brigade {
 // The MLP's activation: SwiGLU's silu gate, Gemma's gelu_tanh gate (gelu_pytorch_tanh), an
 // encoder's ungated GELU, exact (erf: BERT's "gelu") or tanh-approximated ("gelu_new"), or
 // Apertus's ungated xIELU (up_proj, xIELU with the layer's learned parameters, down_proj;
-// Backend::xielu).
-enum class MlpActivation : uint8_t { silu, gelu_tanh, gelu, xielu };
+// Backend::xielu), or Arcee AFM's ungated relu2 (up_proj, relu(x)^2, down_proj; Backend::relu_squared).
+enum class MlpActivation : uint8_t { silu, gelu_tanh, gelu, xielu, relu2 };
 
 // A Mamba2 mixer's shape and options (config.json of Mamba2ForCausalLM: num_heads, head_dim,
 // n_groups, state_size, conv_kernel, expand, use_conv_bias, use_bias, time_step_limit), or a
@@ -53,7 +53,7 @@ struct ModelConfig {
   std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "mixtral", "phi3", "gemma2", "gemma3_text",
                                 // "gpt_oss", "glm4_moe", "smollm3", "granite", "granitemoe", "granitemoeshared", "olmo2", "olmo3", "exaone4", "glm4",
                                 // "seed_oss", "ernie4_5", "hunyuan_v1_dense", "hunyuan_v1_moe", "olmoe", "apertus", "ernie4_5_moe",
-                                // "llama4_text", "minimax_m2", "cohere", "cohere2", "dots1", "phimoe"
+                                // "llama4_text", "minimax_m2", "cohere", "cohere2", "dots1", "phimoe", "afmoe", "arcee"
                                 // (the decoder they share: llama.h),
                                 // "deepseek_v2", "deepseek_v3", "mistral4" or "glm4_moe_lite" (MLA: models/deepseek.h),
                                 // "bert" or "roberta" (encoders: models/bert.h)
@@ -83,6 +83,8 @@ struct ModelConfig {
   bool qk_norm_after_rope = false;  // with qk_norm: the norms after RoPE (Hunyuan's query_/key_layernorm)
   bool qk_norm_weightless = false;  // with qk_norm: per-head RMSNorms without weights (none stored), on the layers
                                     // with RoPE only (Llama 4's use_qk_norm; with qk_norm_after_rope)
+  bool attn_gate = false;       // AFMoE: the attention output times sigmoid(self_attn.gate_proj · x) [H * hd]
+                                // before o_proj (Backend::sigmoid_mul), x the attention's normed input
   // Cohere's Command R family (cohere, cohere2; read_cohere in models/llama_variants_config.cpp):
   // every norm of the decoder a LayerNorm (mean-centred, a weight, no bias; its eps in rms_eps)
   // rather than an RMSNorm (layer_norms), the q/k norms (qk_norm, Command R+'s use_qk_norm) then

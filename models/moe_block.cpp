@@ -76,6 +76,8 @@ MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
     return {layer + "feed_forward.", "router", "gate_proj", "up_proj", "down_proj", "gate.e_score_correction_bias",
             "shared_expert."};
   if (c.arch == "lfm2_moe") return {layer + "feed_forward.", "gate", "w1", "w3", "w2", "expert_bias"};
+  if (c.arch == "afmoe" && !w.has(layer + "mlp.gate.weight"))  // AfmoeTokenChoiceRouter's (GGUF's: mlp.gate)
+    return {layer + "mlp.", "router.gate", "gate_proj", "up_proj", "down_proj", "expert_bias"};
   if (c.arch == "hunyuan_v1_moe" && w.has(layer + "mlp.gate.wg.weight"))  // Hunyuan's router and shared MLP
     return {layer + "mlp.", "gate.wg", "gate_proj", "up_proj", "down_proj", "gate.e_score_correction_bias", "shared_mlp."};
   // The Hub's names (GGUF's are renamed to everyone else's); the prefix is the layer's: shared_mlp

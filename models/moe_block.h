@@ -95,7 +95,7 @@ Expected<MoeScratch> allocate_moe_scratch(Backend& backend, const ModelConfig& c
 // the backend multiplies the type (else q8_0, or the float type asked for). Mixtral's Hub names
 // are block_sparse_moe.gate.weight and block_sparse_moe.experts.{e}.w1 (gate), w3 (up) and w2
 // (down); LFM2-MoE's feed_forward.gate.weight, feed_forward.expert_bias [E] (the selection bias)
-// and feed_forward.experts.{e}.w1 / w3 / w2. gpt-oss's are mlp.router.{weight,bias} and mlp.experts.gate_up_proj [E, hidden, 2I]
+// and feed_forward.experts.{e}.w1 / w3 / w2; AFMoE's mlp.router.gate.weight and mlp.expert_bias [E]. gpt-oss's are mlp.router.{weight,bias} and mlp.experts.gate_up_proj [E, hidden, 2I]
 // (transposed, each expert's gate and up columns interleaved: gate j at 2j, up j at 2j + 1),
 // gate_up_proj_bias [E, 2I] (interleaved alike), down_proj [E, I, hidden] (transposed) and
 // down_proj_bias [E, hidden]. DeepSeek adds mlp.gate.e_score_correction_bias [E] (V3) and

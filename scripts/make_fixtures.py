@@ -528,6 +528,23 @@ def fixtures():
                                  short_factor=[1.0, 1.2, 1.5, 1.9, 2.4, 3.0, 3.7, 4.5],
                                  long_factor=[1.0, 1.5, 2.5, 4.0, 6.0, 8.5, 11.5, 15.0],
                                  short_mscale=1.15, long_mscale=1.3))),
+        # Arcee Trinity (AfmoeForCausalLM, arcee-ai/Trinity-Mini): per-head q/k norms, an output gate
+        # (sigmoid(gate_proj x) times the attention output), windows of 8 (the long prompt crosses
+        # them) with RoPE on layers 0-2, layer 3 full attention without RoPE; Gemma's four norms;
+        # embeddings times sqrt(hidden) (mup_enabled, as the Hub's configs); hidden 32, heads of 8; layer
+        # 0 a dense SwiGLU of 64, then 8 experts of 16, top 2 by sigmoid + expert_bias, renormalised, times route_scale
+        # 2.5, beside 2 shared experts; the Hub config's route_norm / score_func / n_group fields.
+        "afmoe": ("AfmoeConfig", "AfmoeForCausalLM", base_config(
+            num_hidden_layers=4, hidden_size=32, head_dim=8, intermediate_size=64, num_experts=8, num_experts_per_tok=2,
+            moe_intermediate_size=16, num_shared_experts=2, num_dense_layers=1, route_scale=2.5,
+            route_norm=True, score_func="sigmoid", n_group=1, topk_group=1, sliding_window=8,
+            global_attn_every_n_layers=4, mup_enabled=True, pad_token_id=0)),
+        # Arcee AFM-4.5B (ArceeForCausalLM, arcee-ai/AFM-4.5B): Llama's layer with an ungated relu2 MLP
+        # (up_proj, relu(x)^2, down_proj) and YaRN as the Hub's config has it (factor 4 here); hidden 32.
+        "arcee": ("ArceeConfig", "ArceeForCausalLM", base_config(
+            hidden_size=32, intermediate_size=64, head_dim=8, hidden_act="relu2", pad_token_id=0,
+            rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=4.0,
+                                 original_max_position_embeddings=64, beta_fast=32.0, beta_slow=1.0))),
         # Mistral Small 4 as the Hub ships it (Mistral3ForConditionalGeneration whose text_config is
         # a Mistral4Config; llama.cpp's converter registers no Mistral4ForCausalLM): DeepSeek-V3's
         # MLA (q_lora_rank, rope_interleave) with YaRN, and on all of each query (nope and rope
@@ -790,7 +807,7 @@ def make(name, config_cls, model_cls, kw, seed):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe", "mistral4")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe", "afmoe", "arcee", "mistral4")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

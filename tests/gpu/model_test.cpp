@@ -197,17 +197,19 @@ TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
 // parallel blocks, per-head q/k LayerNorms (Command R+) and Command R7B's windows and NoPE layers;
 // Granite 3 MoE's fused experts and shared MLP (every expert taken); dots.llm1's q/k norms,
 // window and DeepSeek-V3 routing beside shared experts (every expert and group taken); Ministral
-// 3's query temperature on every layer (offset 0) and window.
+// 3's query temperature on every layer (offset 0) and window; Arcee AFM's relu2 MLP and YaRN;
+// AFMoE's output gate (sigmoid_mul), NoPE full layer, windows and biased sigmoid routing beside
+// shared experts (every expert taken).
 TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir every_expert("gpu_every_expert_variants");
   // Phi-3.5-MoE as stored: sparsemixer routes exactly 2 experts (no every-expert copy); its
   // LayerNorms' and lm_head's biases.
   for (const char* name : {"olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus", "cohere",
-                           "cohere2", "phimoe", "ministral3", "ministral3_text"})
+                           "cohere2", "phimoe", "ministral3", "ministral3_text", "arcee"})
     expect_fixture_matches_cpu(name, testing::fixture_dir(name));
   for (const char* name : {"olmoe", "llama4", "llama4_text", "minimax_m2", "granitemoe", "granitemoeshared",
-                           "hunyuan_v1_moe", "dots1"})
+                           "hunyuan_v1_moe", "dots1", "afmoe"})
     expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 

@@ -295,7 +295,7 @@ TEST(TensorParallel, GemmaMatchesUnshardedAndTransformers) {
 TEST(TensorParallel, LlamaVariantsMatchUnshardedAndTransformers) {
   for (const char* name : {"exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus", "ernie4_5_moe",
                            "llama4", "llama4_text", "olmo2", "olmo3", "olmoe", "minimax_m2", "cohere", "cohere2", "granitemoe",
-                           "granitemoeshared", "hunyuan_v1_moe", "dots1", "ministral3", "ministral3_text", "phimoe"})
+                           "granitemoeshared", "hunyuan_v1_moe", "dots1", "ministral3", "ministral3_text", "phimoe", "afmoe", "arcee"})
     expect_tp2_matches_transformers(name);
 }
 
