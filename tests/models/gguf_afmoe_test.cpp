@@ -113,18 +113,8 @@ TEST(GgufAfmoe, EachPieceChangesTheResult) {
 TEST(GgufAfmoe, KeysAndTheirRefusals) {
   const testing::TempDir dir("gguf_afmoe");
   using testing::gguf_u32;
-  const std::vector<testing::GgufKv> common = {
-      testing::gguf_str("general.architecture", "afmoe"), gguf_u32("afmoe.block_count", 4),
-      gguf_u32("afmoe.context_length", 64),              gguf_u32("afmoe.embedding_length", 64),
-      gguf_u32("afmoe.feed_forward_length", 96),         gguf_u32("afmoe.attention.head_count", 4),
-      gguf_u32("afmoe.expert_count", 8),                 gguf_u32("afmoe.expert_used_count", 2),
-      gguf_u32("afmoe.leading_dense_block_count", 3),    gguf_u32("afmoe.expert_shared_count", 1),
-      gguf_u32("afmoe.expert_feed_forward_length", 16)};
-  const std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors = {
-      {"token_embd.weight", {64, 256}},            {"blk.3.ffn_gate_inp.weight", {64, 8}},
-      {"blk.3.ffn_gate_exps.weight", {64, 16, 8}}, {"blk.3.ffn_up_exps.weight", {64, 16, 8}},
-      {"blk.3.ffn_down_exps.weight", {16, 64, 8}}, {"blk.3.ffn_gate_shexp.weight", {64, 16}},
-      {"blk.3.ffn_up_shexp.weight", {64, 16}},     {"blk.3.ffn_down_shexp.weight", {16, 64}}};
+  const std::vector<testing::GgufKv> common = testing::moe_file_keys("afmoe", 4, 3, 1);
+  const testing::GgufTensorShapes tensors = testing::moe_file_tensors(4, 1);
   testing::write_gguf_zeros(dir.file("plain.gguf"), common, tensors);
   auto ck = Checkpoint::open(dir.file("plain.gguf"));
   ASSERT_TRUE(ck.has_value()) << ck.status().to_string();

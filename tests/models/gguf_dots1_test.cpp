@@ -82,18 +82,8 @@ TEST(GgufDots1, GroupsSelectionBiasAndSharedExpertsChangeTheResult) {
 TEST(GgufDots1, KeysAndTheirRefusals) {
   const testing::TempDir dir("gguf_dots1");
   using testing::gguf_u32;
-  const std::vector<testing::GgufKv> common = {
-      testing::gguf_str("general.architecture", "dots1"), gguf_u32("dots1.block_count", 2),
-      gguf_u32("dots1.context_length", 64),              gguf_u32("dots1.embedding_length", 64),
-      gguf_u32("dots1.feed_forward_length", 96),         gguf_u32("dots1.attention.head_count", 4),
-      gguf_u32("dots1.expert_count", 8),                 gguf_u32("dots1.expert_used_count", 2),
-      gguf_u32("dots1.leading_dense_block_count", 1),    gguf_u32("dots1.expert_shared_count", 2),
-      gguf_u32("dots1.expert_feed_forward_length", 16)};
-  const std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors = {
-      {"token_embd.weight", {64, 256}},            {"blk.1.ffn_gate_inp.weight", {64, 8}},
-      {"blk.1.ffn_gate_exps.weight", {64, 16, 8}}, {"blk.1.ffn_up_exps.weight", {64, 16, 8}},
-      {"blk.1.ffn_down_exps.weight", {16, 64, 8}}, {"blk.1.ffn_gate_shexp.weight", {64, 32}},
-      {"blk.1.ffn_up_shexp.weight", {64, 32}},     {"blk.1.ffn_down_shexp.weight", {32, 64}}};
+  const std::vector<testing::GgufKv> common = testing::moe_file_keys("dots1", 2, 1, 2);
+  const testing::GgufTensorShapes tensors = testing::moe_file_tensors(2, 2);
   testing::write_gguf_zeros(dir.file("plain.gguf"), common, tensors);
   auto ck = Checkpoint::open(dir.file("plain.gguf"));
   ASSERT_TRUE(ck.has_value()) << ck.status().to_string();

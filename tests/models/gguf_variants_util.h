@@ -56,6 +56,29 @@ inline void expect_same_attention(const ModelConfig& g, const ModelConfig& h, Ro
   EXPECT_EQ(g.qk_norm_whole, h.qk_norm_whole);
 }
 
+using GgufTensorShapes = std::vector<std::pair<std::string, std::vector<uint64_t>>>;
+
+// A small MoE file of llama.cpp's `arch` to read keys from (gguf_dots1_test, gguf_afmoe_test): hidden
+// 64, 4 heads, a dense width of 96, `blocks` layers of which the first `dense` are dense, 8 experts
+// of 16 (top 2) beside `shared` shared experts of 16 each; its tensors (zeros) are the embedding
+// and the last layer's router, experts and shared experts.
+inline std::vector<GgufKv> moe_file_keys(const std::string& arch, uint32_t blocks, uint32_t dense, uint32_t shared) {
+  return {gguf_str("general.architecture", arch),          gguf_u32(arch + ".block_count", blocks),
+          gguf_u32(arch + ".context_length", 64),          gguf_u32(arch + ".embedding_length", 64),
+          gguf_u32(arch + ".feed_forward_length", 96),     gguf_u32(arch + ".attention.head_count", 4),
+          gguf_u32(arch + ".expert_count", 8),             gguf_u32(arch + ".expert_used_count", 2),
+          gguf_u32(arch + ".leading_dense_block_count", dense), gguf_u32(arch + ".expert_shared_count", shared),
+          gguf_u32(arch + ".expert_feed_forward_length", 16)};
+}
+inline GgufTensorShapes moe_file_tensors(uint32_t blocks, uint32_t shared) {
+  const std::string b = "blk." + std::to_string(blocks - 1) + ".";
+  const uint64_t s = 16u * shared;
+  return {{"token_embd.weight", {64, 256}},         {b + "ffn_gate_inp.weight", {64, 8}},
+          {b + "ffn_gate_exps.weight", {64, 16, 8}}, {b + "ffn_up_exps.weight", {64, 16, 8}},
+          {b + "ffn_down_exps.weight", {16, 64, 8}}, {b + "ffn_gate_shexp.weight", {64, s}},
+          {b + "ffn_up_shexp.weight", {64, s}},      {b + "ffn_down_shexp.weight", {s, 64}}};
+}
+
 // Granite's multipliers of a GGUF file's config `g` as the Hugging Face fixture's `h`.
 inline void expect_same_granite_scales(const ModelConfig& g, const ModelConfig& h) {
   EXPECT_EQ(g.embedding_multiplier, h.embedding_multiplier);
