@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "models/gguf_gpt_oss.h"
+#include "models/gguf_keys.h"
 #include "models/gguf_moe.h"
 #include "models/rope_scaling.h"
 

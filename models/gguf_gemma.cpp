@@ -1,5 +1,7 @@
 #include "models/gguf_gemma.h"
 
+#include "models/gguf_keys.h"
+
 #include <cmath>
 
 namespace brigade {
@@ -16,23 +18,6 @@ Status read_nonnegative(const GgufFile& g, const std::string& key, float fallbac
 }  // namespace
 
 bool is_gguf_gemma(const std::string& gguf_arch) { return gguf_arch == "gemma2" || gguf_arch == "gemma3"; }
-
-Status read_gguf_sliding_layers(const GgufFile& g, const std::string& a, int default_pattern, ModelConfig& c) {
-  const std::string key = a + "attention.sliding_window_pattern";
-  c.sliding_layers.assign(static_cast<size_t>(c.n_layers), false);
-  const GgufValue* v = g.find(key);
-  if (v && v->type == GgufType::array) {
-    if (v->numbers.size() != static_cast<size_t>(c.n_layers))
-      return corrupt(g.path() + ": metadata '" + key + "' must hold one value per layer (" + std::to_string(c.n_layers) +
-                     "), not " + std::to_string(v->numbers.size()));
-    for (size_t l = 0; l < v->numbers.size(); ++l) c.sliding_layers[l] = v->numbers[l] != 0.0;
-    return Status::ok();
-  }
-  BRIGADE_ASSIGN_OR_RETURN(int64_t n, g.get_int_or(key, default_pattern));
-  if (n < 0 || n > INT32_MAX) return corrupt(g.path() + ": metadata '" + key + "' is out of range");
-  for (int l = 0; l < c.n_layers; ++l) c.sliding_layers[static_cast<size_t>(l)] = n == 0 || l % n < n - 1;
-  return Status::ok();
-}
 
 std::string gguf_gemma_layer_name(const std::string& suffix) {
   if (suffix == "post_attention_norm.weight") return "post_attention_layernorm.weight";

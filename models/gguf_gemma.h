@@ -36,12 +36,6 @@ bool is_gguf_gemma(const std::string& gguf_arch);
 // (attention.value_length other than key_length).
 Status read_gguf_gemma(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c);
 
-// c.sliding_layers from {a}attention.sliding_window_pattern when present (n: layer l slides when
-// l % n < n - 1, 0 meaning all, as llama.cpp's set_swa_pattern; or one bool per layer), else
-// from default_pattern, llama.cpp's fixed rule for the architecture (gemma2 and gpt-oss 2,
-// gemma3 6). `a` is the architecture's key prefix ("gemma2.").
-Status read_gguf_sliding_layers(const GgufFile& g, const std::string& a, int default_pattern, ModelConfig& c);
-
 // The Hugging Face name of a Gemma block tensor's suffix (post_attention_norm.weight, ffn_norm.weight,
 // post_ffw_norm.weight), or "" for the suffixes every architecture shares.
 std::string gguf_gemma_layer_name(const std::string& suffix);

@@ -34,13 +34,6 @@
 namespace brigade {
 
 bool is_gguf_gpt_oss(const std::string& gguf_arch);
-// {a}rope.scaling: none, or YaRN as llama.cpp's converter writes a Hub rope_scaling (factor,
-// original_context_length, yarn_beta_fast / slow, attn_factor) with llama.cpp's defaults for the
-// keys it leaves out (the original context is context_length, beta 32 / 1), into c.rope_scaling
-// (truncate left as transformers' default; gpt-oss's Hub config turns it off). Another type is
-// refused, naming it.
-Status read_gguf_yarn(const GgufFile& g, const std::string& a, ModelConfig& c);
-
 // Fills the gpt_oss fields of c (arch becomes gpt_oss), the common keys (sizes, heads, key_length,
 // rms eps, rope.freq_base, bos / eos) read already. corrupt naming the key for values out of
 // range or missing; unsupported naming it for what the decoder cannot run.

@@ -3,8 +3,7 @@
 #include <cmath>
 #include <map>
 
-#include "models/gguf_gemma.h"
-#include "models/gguf_gpt_oss.h"
+#include "models/gguf_keys.h"
 #include "models/gguf_moe.h"
 #include "models/llama_variants_config.h"
 
