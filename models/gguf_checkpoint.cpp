@@ -21,11 +21,58 @@
 namespace brigade {
 namespace {
 
-constexpr const char* kSupportedArchs =
-    "llama (Mixtral included), qwen2, qwen3, qwen2moe, qwen3moe, olmoe, ernie4_5-moe, qwen3next, qwen35, qwen35moe, phi3, gemma2, gemma3, "
-    "gpt-oss, glm4moe, lfm2, lfm2moe, falcon-h1, mamba, mamba2, nemotron_h, nemotron_h_moe, granitehybrid, jamba, "
-    "smollm3, granite, granitemoe, olmo2 (OLMo 2 and 3), exaone4, glm4, seed_oss, ernie4_5, hunyuan-dense, hunyuan-moe, apertus, "
-    "llama4, minimax-m2, command-r, cohere2, deepseek2, mistral4, dots1, mistral3, phimoe, afmoe, arcee";
+// Every architecture read_config accepts (its own reader is dispatched at the end of
+// read_config), with what the shared keys need to know of it: whether its files may hold experts
+// (llama's: Mixtral), whether llama.cpp's converter permuted q/k rows for interleaved RoPE (llama
+// and LlamaModel's subclasses), whether rope.dimension_count may be less than the head
+// (partial rotary: phi3 may rotate part of each head as Phi-4-mini, glm4moe, glm4 and minimax-m2
+// half, Qwen3-Next / Qwen3.5 a quarter), and whether its reader reads rope.scaling itself (YaRN:
+// gguf_keys.h) instead of the none / linear read here.
+struct ArchRules {
+  const char* name;
+  const char* note = "";  // shown after the name in the supported list
+  bool experts = false, permuted = false, partial_rotary = false, own_rope_scaling = false;
+};
+constexpr ArchRules kArchs[] = {
+    {.name = "llama", .note = " (Mixtral included)", .experts = true, .permuted = true},
+    {"qwen2"}, {"qwen3"},
+    {.name = "qwen2moe", .experts = true}, {.name = "qwen3moe", .experts = true}, {.name = "olmoe", .experts = true},
+    {.name = "ernie4_5-moe", .experts = true},
+    {.name = "qwen3next", .experts = true, .partial_rotary = true}, {.name = "qwen35", .partial_rotary = true},
+    {.name = "qwen35moe", .experts = true, .partial_rotary = true},
+    {.name = "phi3", .partial_rotary = true}, {"gemma2"}, {"gemma3"},
+    {.name = "gpt-oss", .experts = true, .own_rope_scaling = true},
+    {.name = "glm4moe", .experts = true, .partial_rotary = true},
+    {"lfm2"}, {.name = "lfm2moe", .experts = true}, {"falcon-h1"}, {"mamba"}, {"mamba2"},
+    {.name = "nemotron_h", .experts = true}, {.name = "nemotron_h_moe", .experts = true},
+    {.name = "granitehybrid", .experts = true}, {.name = "jamba", .experts = true},
+    {.name = "smollm3", .permuted = true}, {.name = "granite", .permuted = true},
+    {.name = "granitemoe", .experts = true, .permuted = true},
+    {.name = "olmo2", .note = " (OLMo 2 and 3)", .own_rope_scaling = true},
+    {"exaone4"}, {.name = "glm4", .partial_rotary = true}, {"seed_oss"}, {"ernie4_5"}, {"hunyuan-dense"},
+    {.name = "hunyuan-moe", .experts = true}, {"apertus"}, {.name = "llama4", .experts = true},
+    {.name = "minimax-m2", .experts = true, .partial_rotary = true}, {"command-r"}, {"cohere2"},
+    {.name = "deepseek2", .experts = true, .own_rope_scaling = true},
+    {.name = "mistral4", .experts = true, .own_rope_scaling = true}, {.name = "dots1", .experts = true},
+    {.name = "mistral3", .permuted = true, .own_rope_scaling = true}, {.name = "phimoe", .experts = true},
+    {.name = "afmoe", .experts = true}, {.name = "arcee", .permuted = true, .own_rope_scaling = true}};
+
+const ArchRules* find_arch(const std::string& arch) {
+  for (const ArchRules& r : kArchs)
+    if (arch == r.name) return &r;
+  return nullptr;
+}
+
+// The names of kArchs (with their notes) that `pick` selects, comma-separated.
+std::string arch_names(bool (*pick)(const ArchRules&), bool notes) {
+  std::string out;
+  for (const ArchRules& r : kArchs) {
+    if (!pick(r)) continue;
+    if (!out.empty()) out += ", ";
+    out += std::string(r.name) + (notes ? r.note : "");
+  }
+  return out;
+}
 
 // {arch}.attention.sliding_window: honoured for llama (Mistral) and phi3, as transformers does;
 // 0 means none. llama.cpp's llama architecture never reads the key (full causal attention), so a
@@ -92,25 +139,18 @@ Status read_gguf_granite(const GgufFile& g, const std::string& a, ModelConfig& c
 }
 
 Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && arch != "smollm3" && arch != "granite" &&
-      arch != "mistral3" &&
-      !is_gguf_gemma(arch) &&
-      !is_gguf_moe(arch) && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) && !is_gguf_qwen35(arch) &&
-      !is_gguf_lfm2(arch) && !is_gguf_falcon_h1(arch) && !is_gguf_mamba(arch) && !is_gguf_llama_variant(arch) &&
-      !is_gguf_deepseek2(arch) && !is_gguf_phimoe(arch) && !is_gguf_arcee(arch))
-    return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " + kSupportedArchs);
+  const ArchRules* rules = find_arch(arch);
+  if (!rules)
+    return unsupported(g.path() + ": general.architecture '" + arch + "' is not supported; supported: " +
+                       arch_names([](const ArchRules&) { return true; }, /*notes=*/true));
   c.arch = arch;
   const std::string a = arch + ".";
   // llama.cpp writes Mixtral as llama with experts (ffn_gate_exps ...); the other dense
   // architectures have no MoE form here.
   BRIGADE_ASSIGN_OR_RETURN(const bool experts, gguf_has_experts(g, arch));
-  if (experts && !is_gguf_moe(arch) && arch != "llama" && !is_gguf_gpt_oss(arch) && !is_gguf_glm4moe(arch) &&
-      arch != "qwen35moe" && arch != "qwen3next" && arch != "lfm2moe" && arch != "granitehybrid" && arch != "nemotron_h" &&
-      arch != "nemotron_h_moe" && arch != "jamba" && arch != "llama4" && arch != "minimax-m2" && arch != "hunyuan-moe" &&
-      !is_gguf_deepseek2(arch) && arch != "dots1" && !is_gguf_phimoe(arch) && arch != "afmoe")
-    return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for qwen3moe, "
-                       "qwen2moe, olmoe, ernie4_5-moe, granitemoe, qwen35moe, qwen3next, gpt-oss, glm4moe, lfm2moe, granitehybrid, nemotron_h_moe, jamba, "
-                       "llama4, minimax-m2, hunyuan-moe, deepseek2, dots1 and llama (Mixtral) only");
+  if (experts && !rules->experts)
+    return unsupported(g.path() + ": " + a + "expert_count: mixture-of-experts GGUF files are supported for " +
+                       arch_names([](const ArchRules& r) { return r.experts; }, /*notes=*/true) + " only");
   auto get = [&](const std::string& key, int& out) -> Status {
     BRIGADE_ASSIGN_OR_RETURN(int64_t v, g.get_int(a + key));
     if (v <= 0 || v > INT32_MAX) return corrupt(g.path() + ": metadata '" + a + key + "' is out of range");
@@ -131,33 +171,22 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (!is_gguf_lfm2(arch) && !mamba) BRIGADE_RETURN_IF_ERROR(read_kv_head_count(g, a, c));
   c.head_dim = c.n_heads > 0 ? c.hidden_size / c.n_heads : 0;
   if (g.find(a + "attention.key_length")) BRIGADE_RETURN_IF_ERROR(get("attention.key_length", c.head_dim));
-  // llama.cpp's converter records the rotary width; phi3 may rotate part of each head
-  // (Phi-4-mini), glm4moe, glm4 and minimax-m2 rotate half of each and Qwen3-Next / Qwen3.5 a
-  // quarter, the others rotate whole heads.
+  // llama.cpp's converter records the rotary width (kArchs' partial_rotary); the others rotate
+  // whole heads.
   BRIGADE_ASSIGN_OR_RETURN(int64_t n_rot, g.get_int_or(a + "rope.dimension_count", c.head_dim));
-  const bool partial =
-      arch == "phi3" || is_gguf_glm4moe(arch) || arch == "glm4" || is_gguf_qwen35(arch) || arch == "minimax-m2";
-  if (partial && n_rot > 0 && n_rot <= c.head_dim) c.rotary_dim = static_cast<int>(n_rot);
+  if (rules->partial_rotary && n_rot > 0 && n_rot <= c.head_dim) c.rotary_dim = static_cast<int>(n_rot);
   // (The Mamba family's attention has no positions; deepseek2's key_length is MLA's latent width,
   // its rotary part read by read_gguf_deepseek2.)
   else if (n_rot != c.head_dim && !mamba && !is_gguf_deepseek2(arch))
     return unsupported(g.path() + ": " + a + "rope.dimension_count " + std::to_string(n_rot) + " differs from head_dim " +
-                       std::to_string(c.head_dim) + "; partial rotary embeddings are supported for phi3, glm4moe, glm4, "
-                       "qwen3next, qwen35, qwen35moe and minimax-m2 only");
+                       std::to_string(c.head_dim) + "; partial rotary embeddings are supported for " +
+                       arch_names([](const ArchRules& r) { return r.partial_rotary; }, /*notes=*/false) + " only");
   BRIGADE_ASSIGN_OR_RETURN(double eps, g.get_number_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
   BRIGADE_ASSIGN_OR_RETURN(double theta, g.get_number_or(a + "rope.freq_base", 10000.0));
   c.rms_eps = static_cast<float>(eps);
   c.rope_theta = static_cast<float>(theta);
-  // llama.cpp's converter permutes llama's q/k rows (and SmolLM3's and Granite's, dense and MoE,
-  // LlamaModel's subclasses) for its interleaved RoPE.
-  const bool permuted =
-      arch == "llama" || arch == "smollm3" || arch == "granite" || arch == "granitemoe" || arch == "mistral3" ||
-      arch == "arcee";
-  c.rope_style = permuted ? RopeStyle::interleaved : RopeStyle::neox;
-  // gpt-oss's, OLMo 3's, DeepSeek's and Mistral 3's YaRN is read with the rest of their keys.
-  if (const GgufValue* s = g.find(a + "rope.scaling.type"); s && s->str != "none" && !is_gguf_gpt_oss(arch) &&
-                                                            arch != "olmo2" && !is_gguf_deepseek2(arch) && arch != "mistral3" &&
-                                                            arch != "arcee") {
+  c.rope_style = rules->permuted ? RopeStyle::interleaved : RopeStyle::neox;
+  if (const GgufValue* s = g.find(a + "rope.scaling.type"); s && s->str != "none" && !rules->own_rope_scaling) {
     if (s->str != "linear")
       return unsupported(g.path() + ": rope.scaling.type '" + s->str + "' is not supported in GGUF; supported: none, linear");
     BRIGADE_ASSIGN_OR_RETURN(double f, g.get_number(a + "rope.scaling.factor"));

@@ -229,8 +229,12 @@ TEST_F(GgufMoeRefusals, CorruptCountsAndShapesNameTheKeyOrTensor) {
 TEST_F(GgufMoeRefusals, OtherMixturesOfExpertsAreRefusedByName) {
   // general.architecture's value (the keys keep their qwen3moe. prefix: the refusal comes first).
   const std::string arch_value = std::string("\x08\x00\x00\x00\x00\x00\x00\x00", 8) + "qwen3moe";
-  expect_refused(with_text(arch_value, std::string("\x08\x00\x00\x00\x00\x00\x00\x00", 8) + "grovemoe"),
-                 StatusCode::unsupported, "general.architecture 'grovemoe' is not supported; supported: ");
+  const std::vector<uint8_t> grovemoe = with_text(arch_value, std::string("\x08\x00\x00\x00\x00\x00\x00\x00", 8) + "grovemoe");
+  expect_refused(grovemoe, StatusCode::unsupported, "general.architecture 'grovemoe' is not supported; supported: ");
+  // The list is gguf_checkpoint.cpp's table of architectures, with its notes, in its order.
+  expect_refused(grovemoe, StatusCode::unsupported, "supported: llama (Mixtral included), qwen2, qwen3, ");
+  expect_refused(grovemoe, StatusCode::unsupported, "olmo2 (OLMo 2 and 3), ");
+  expect_refused(grovemoe, StatusCode::unsupported, ", phimoe, afmoe, arcee");
   // Mixtral as llama.cpp's converter wrote it before it stacked the experts: one tensor each
   // (blk.N.ffn_gate.E.weight), from a make-model mixtral.
   SyntheticModelSpec s;
