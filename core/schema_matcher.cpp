@@ -99,9 +99,11 @@ class SchemaStepper {
   void step(Thread& t, uint8_t b) {
     if (t.depth == 0) return;  // complete: nothing follows
     Frame& f = top(t);
-    if (f.kind == kValue || f.kind == kObject || f.kind == kArray) {
+    // JSON's blanks may come before a value or between members; a raw value (guided_choice text)
+    // has none, so its blanks are the literal's own bytes (a choice may begin with " " or "\n").
+    const bool json_blank = f.kind == kObject || f.kind == kArray || (f.kind == kValue && !s_.node(f.node).raw);
+    if (json_blank) {
       if (is_blank(b)) {
-        if (f.kind == kValue && s_.node(f.node).raw) return;
         if (++t.blank <= SchemaMatcher::kMaxBlank) emit(t);
         return;
       }

@@ -43,4 +43,25 @@ TokenTrie::TokenTrie(const std::vector<std::string>& pieces) : vocab_size_(stati
   }
 }
 
+// reach[i]: tokens spell text's first i bytes; from each reached i, one walk down the trie along
+// text[i..] marks every end a token reaches (edges of a node are sorted by byte).
+bool TokenTrie::spells(std::string_view text) const {
+  std::vector<uint8_t> reach(text.size() + 1, 0);
+  reach[0] = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!reach[i]) continue;
+    int32_t node = 0;
+    for (size_t j = i; j < text.size(); ++j) {
+      const Node& n = nodes_[static_cast<size_t>(node)];
+      const auto first = edge_bytes_.begin() + n.first_child, last = edge_bytes_.begin() + n.end_child;
+      const auto e = std::lower_bound(first, last, static_cast<uint8_t>(text[j]));
+      if (e == last || *e != static_cast<uint8_t>(text[j])) break;
+      node = edge_nodes_[static_cast<size_t>(e - edge_bytes_.begin())];
+      const Node& next = nodes_[static_cast<size_t>(node)];
+      if (next.first_token < next.end_token) reach[j + 1] = 1;
+    }
+  }
+  return reach[text.size()] != 0;
+}
+
 }  // namespace brigade

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -27,6 +28,9 @@ class TokenTrie {
     return id >= 0 && id < vocab_size_ ? pieces_[static_cast<size_t>(id)] : none;
   }
   int n_nodes() const { return static_cast<int>(nodes_.size()); }
+  // Whether some sequence of tokens spells exactly `text` (its bytes are the tokens' bytes joined);
+  // true for empty text. A guided choice that no sequence spells cannot be produced.
+  bool spells(std::string_view text) const;
 
   // allowed[id] = 1 for every token whose bytes `matcher` accepts from its current state, else 0
   // (resized to vocab_size()). Matcher needs bool feed(uint8_t) and value semantics.

@@ -137,18 +137,9 @@ Status BpeTokenizer::parse_added(const json& j, const std::string& origin) {
   for (const auto& a : added) special_[static_cast<size_t>(a.id)] = a.special ? 1 : 0;
   // Tokens with normalized true move to normalized_added_, matched by their normalized content,
   // which is also their string and their text (as Hugging Face's id_to_token gives it).
-  auto normalized = std::stable_partition(added.begin(), added.end(), [](const AddedToken& a) { return !a.normalized; });
-  std::vector<AddedToken> normalized_added;
-  for (auto it = normalized; it != added.end(); ++it) {
-    AddedToken a = *it;
-    a.content = normalizer_.normalize(a.content);
-    if (a.content.empty()) continue;  // would match everywhere
-    pieces_[static_cast<size_t>(a.id)] = strings_[static_cast<size_t>(a.id)] = a.content;
-    normalized_added.push_back(std::move(a));
-  }
-  added.erase(normalized, added.end());
-  std::stable_sort(normalized_added.begin(), normalized_added.end(),
-                   [](const AddedToken& x, const AddedToken& y) { return x.content.size() > y.content.size(); });
+  std::vector<AddedToken> normalized_added =
+      take_normalized(added, [&](const std::string& content) { return normalizer_.normalize(content); });
+  for (const AddedToken& a : normalized_added) pieces_[static_cast<size_t>(a.id)] = strings_[static_cast<size_t>(a.id)] = a.content;
   added_ = AddedTokens(std::move(added));
   normalized_added_ = AddedTokens(std::move(normalized_added));
   return Status::ok();

@@ -15,7 +15,10 @@ Status JsonModelTokenizer::parse_added_tokens_and_post(const json& j, const std:
     strings_[static_cast<size_t>(a.id)] = a.content;
     special_[static_cast<size_t>(a.id)] = a.special ? 1 : 0;
   }
+  std::vector<AddedToken> normalized = take_normalized(added, [&](const std::string& content) { return normalize(content); });
+  for (const AddedToken& a : normalized) strings_[static_cast<size_t>(a.id)] = a.content;
   added_ = AddedTokens(std::move(added));
+  normalized_added_ = AddedTokens(std::move(normalized));
   BRIGADE_ASSIGN_OR_RETURN(post_, PostProcessor::parse(j.value("post_processor", json()), vocab_size(), origin));
   return Status::ok();
 }
@@ -26,8 +29,20 @@ Expected<std::vector<int32_t>> JsonModelTokenizer::encode(std::string_view text,
     return invalid_argument("text is not valid UTF-8 (first bad byte at offset " + std::to_string(bad) + ")");
   std::vector<int32_t> out;
   for (const TextPiece& piece : added_.split(text)) {
-    if (piece.id >= 0) out.push_back(piece.id);
-    else BRIGADE_RETURN_IF_ERROR(encode_text(piece.text, piece.text.data() == text.data(), out));
+    if (piece.id >= 0) {
+      out.push_back(piece.id);
+      continue;
+    }
+    const bool at_start = piece.text.data() == text.data();
+    const std::string normalized = normalize(piece.text);
+    if (normalized_added_.tokens().empty()) {
+      BRIGADE_RETURN_IF_ERROR(encode_text(normalized, at_start, out));
+      continue;
+    }
+    for (const TextPiece& p : normalized_added_.split(normalized)) {
+      if (p.id >= 0) out.push_back(p.id);
+      else BRIGADE_RETURN_IF_ERROR(encode_text(p.text, at_start && p.text.data() == normalized.data(), out));
+    }
   }
   return add_bos ? post_.single(out) : out;
 }

@@ -1,7 +1,8 @@
 // What the tokenizer.json tokenizers with a post-processor (WordPiece, Unigram) share around their
 // model: the id -> string table with the added tokens (special ones marked), splitting those out of
-// the text, the post-processor's special tokens and token type ids, and the Tokenizer overrides on
-// top of these. A subclass encodes the text between added tokens and decodes.
+// the text (normalized ones out of the normalized text between the others, tokenizer_json_vocab.h),
+// the post-processor's special tokens and token type ids, and the Tokenizer overrides on top of
+// these. A subclass normalizes, encodes the normalized text between added tokens, and decodes.
 #pragma once
 
 #include <memory>
@@ -32,9 +33,13 @@ class JsonModelTokenizer : public Tokenizer {
   const std::vector<int32_t>& eos_ids() const final { return eos_; }
 
  protected:
-  // Reads added_tokens (placed into strings_, which the model's vocab filled) and the post_processor.
+  // Reads added_tokens (placed into strings_, which the model's vocab filled; a normalized one's
+  // string is its normalized content, as Hugging Face's id_to_token) and the post_processor. The
+  // normalizer must be ready: normalized tokens are matched by normalize(content).
   Status parse_added_tokens_and_post(const nlohmann::json& tokenizer_json, const std::string& origin);
-  // Appends the ids of `text`, valid UTF-8 between added tokens; `at_start`: it begins the input.
+  // The normalizer's output for valid UTF-8 `text` (the text itself without a normalizer).
+  virtual std::string normalize(std::string_view text) const = 0;
+  // Appends the ids of normalized `text` between added tokens; `at_start`: it begins the input.
   virtual Status encode_text(std::string_view text, bool at_start, std::vector<int32_t>& out) const = 0;
   // invalid_argument naming the first id outside [0, vocab_size()).
   Status check_ids(std::span<const int32_t> ids) const;
@@ -43,7 +48,8 @@ class JsonModelTokenizer : public Tokenizer {
 
  private:
   std::vector<uint8_t> special_;      // id -> is a special added token
-  AddedTokens added_;                 // longest content first
+  AddedTokens added_;                 // normalized false: matched in the raw text; longest content first
+  AddedTokens normalized_added_;      // normalized true: by normalized content, in the normalized text
   PostProcessor post_;
   std::vector<int32_t> eos_;          // none: an encoder does not generate
 };

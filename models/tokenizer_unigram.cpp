@@ -25,6 +25,7 @@ class UnigramTokenizer final : public JsonModelTokenizer {
 
  private:
   Status parse_model(const json& m, const std::string& origin);
+  std::string normalize(std::string_view text) const override { return normalizer_.normalize(text); }
   Status encode_text(std::string_view text, bool at_start, std::vector<int32_t>& out) const override;
   Status encode_word(std::string_view word, std::vector<int32_t>& out) const;
   // The pieces of the best segmentation of `word`, consecutive unknown characters joined.
@@ -154,7 +155,7 @@ Status UnigramTokenizer::encode_word(std::string_view word, std::vector<int32_t>
 
 Status UnigramTokenizer::encode_text(std::string_view text, bool at_start, std::vector<int32_t>& out) const {
   std::vector<std::string> words;
-  pre_.split(normalizer_.normalize(text), at_start, words);
+  pre_.split(text, at_start, words);
   for (const std::string& word : words) BRIGADE_RETURN_IF_ERROR(encode_word(word, out));
   return Status::ok();
 }

@@ -34,6 +34,9 @@ class WordPieceTokenizer final : public JsonModelTokenizer {
  private:
   Status parse_model(const json& m, const std::string& origin);
   Status parse_decoder(const json& d, const std::string& origin);
+  std::string normalize(std::string_view text) const override {
+    return normalizer_ ? u32_to_utf8(bert_normalize(utf8_to_u32(text), *normalizer_)) : std::string(text);
+  }
   Status encode_text(std::string_view text, bool at_start, std::vector<int32_t>& out) const override;
   void encode_word(std::u32string_view word, std::vector<int32_t>& out) const;
 
@@ -128,8 +131,7 @@ void WordPieceTokenizer::encode_word(std::u32string_view word, std::vector<int32
 }
 
 Status WordPieceTokenizer::encode_text(std::string_view text, bool /*at_start*/, std::vector<int32_t>& out) const {
-  std::u32string chars = utf8_to_u32(text);
-  if (normalizer_) chars = bert_normalize(chars, *normalizer_);
+  const std::u32string chars = utf8_to_u32(text);
   for (std::u32string_view word : bert_pre_tokenize(chars, pre_)) encode_word(word, out);
   return Status::ok();
 }

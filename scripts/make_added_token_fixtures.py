@@ -16,10 +16,16 @@ that fails late (abcde beside abc), special and not, with lstrip and rstrip:
   tests/fixtures/tokenizers/added_tokens/wordpiece.json  the uncased BERT WordPiece of
       tests/fixtures/tokenizers/wordpiece with the first tokenizer's added tokens (its BertNormalizer
       lower-cases the text between them, not them)
+  tests/fixtures/tokenizers/added_tokens/single_word.json  the first tokenizer's tokens and tokens
+      with single_word true (matched only with no Rust regex \\w character beside them: letters of
+      any script, marks, Nd digits, _ and the joiners, but not No digits like ²), some also lstrip /
+      rstrip (with every kind of Unicode White_Space) or normalized
+  tests/fixtures/tokenizers/added_tokens/wordpiece_normalized.json, unigram_normalized.added_tokens.json
+      the WordPiece and XLM-R's Unigram (tests/fixtures/tokenizers/unigram/xlmr: its Precompiled
+      nmt_nfkc normalizer) with normalized tokens, matched in their normalized text (for the Unigram
+      only its added_tokens are written; the test puts them into XLM-R's tokenizer.json)
   tests/fixtures/tokenizers/added_tokens/vectors.json    per tokenizer, each text's ids
       (encode(text, add_special_tokens=False)) and decode(ids, skip_special_tokens=False)
-
-single_word is left false everywhere: brigade does not apply it (tokenizer_json_vocab.h).
 
 Run from anywhere: python3 scripts/make_added_token_fixtures.py (it re-runs itself in
 .brigade/fixtures-venv). The output is committed; CI never runs this.
@@ -33,6 +39,7 @@ from make_fixtures import ROOT, ensure_venv  # noqa: E402
 
 BASE = ROOT / "tests" / "fixtures" / "tokenizers" / "qwen2" / "tokenizer.json"
 WORDPIECE = ROOT / "tests" / "fixtures" / "tokenizers" / "wordpiece" / "uncased.json"
+UNIGRAM = ROOT / "tests" / "fixtures" / "tokenizers" / "unigram" / "xlmr" / "tokenizer.json"
 OUT = ROOT / "tests" / "fixtures" / "tokenizers" / "added_tokens"
 
 # (content, special, lstrip, rstrip, normalized); normalized true only in the "lowercase" tokenizer.
@@ -54,6 +61,32 @@ LOWERCASE = [
     ("<A>", True, False, False, True),
 ]
 
+# (content, special, lstrip, rstrip, normalized, single_word)
+SINGLE_WORD = [
+    ("cat", False, False, False, False, True), ("<w>", True, False, False, False, True),
+    ("dog", False, True, True, False, True), ("ab", False, False, False, False, True),
+    ("ol", False, False, False, False, True), ("Wort", False, False, False, True, True),
+    ("<m>", True, True, True, False, False), ("x_", False, False, False, False, True),
+]
+SINGLE_WORD_TEXTS = [
+    "cat", "a cat.", "cats", "concat", "cat_", "_cat", "cat1", "1cat", "cat\u00fc", "\u00fccat", "cat\u0301",
+    "cat\u00e9", "cat-dog", "hotdog dog", "dog  dog\t", "  dog  ", "<w>x", "x<w>", "a <w> b", "<w><w>", "ab abc abx ab",
+    "dogcat cat", "ol ol", "olol ol", "\u00f6ol ol\u00e9 ol", "\u65e5\u672ccat", "cat\u65e5\u672c", "\u0663cat", "\u216bcat",
+    "\u00b2cat", "cat\u00b2", "\u24d0cat", "cat\u200d", "cat\u200b", "\u203fcat", "Wort wort WORT Worte",
+    "x_ x_y ax_ x_.", "cat<m>cat", "a\u00a0<m>\u00a0b", "a\u000b<m>\u000cb", "a\u0085<m>\u2028b",
+    "a\u3000<m>\u2029b", "a\u200b<m>\u200bb", "\u180e<m>\u180e", "a\u1680\u2000<m>\u205f\u202fb",
+]
+NORMALIZED = [
+    ("Hello World", False, False, False, True), ("<Tool>", True, False, False, True), ("TOOLBOX", False, False, False, True),
+    ("o W", True, False, False, False), ("\uff26\uff55\uff4c\uff4c", False, False, False, True),
+    ("Caf\u00e9", False, False, False, True), ("[Wk]", False, False, False, False, True),
+]
+NORMALIZED_TEXTS = [
+    "Hello World", "hello world", "HELLO WORLD!", "<Tool> <tool> <TOOL>", "TOOLBOX toolbox ToolBox tool",
+    "Hello Wo World", "\uff26\uff55\uff4c\uff4c full FULL", "Caf\u00e9 cafe\u0301 CAF\u00c9 cafe",
+    "x[Wk] [Wk] [wk]", "a\u00a0Hello\u3000World", "",
+]
+
 TEXTS = [
     "", "<a>", "<a><b>", "<a><b", "<a><a><b><b>", "x<a><b>y<a>z",
     "<|fim", "<|fim_prefix|>", "<|fim_prefix|", "<|fim_middle|> <|fim_prefix|><|fim",
@@ -72,8 +105,9 @@ TEXTS = [
 
 def add_tokens(tok, specs):
     from tokenizers import AddedToken
-    for content, special, lstrip, rstrip, normalized in specs:
-        t = AddedToken(content, single_word=False, lstrip=lstrip, rstrip=rstrip, normalized=normalized, special=special)
+    for content, special, lstrip, rstrip, normalized, *single_word in specs:
+        t = AddedToken(content, single_word=bool(single_word and single_word[0]), lstrip=lstrip, rstrip=rstrip,
+                       normalized=normalized, special=special)
         if special:
             tok.add_special_tokens([t])
         else:
@@ -85,16 +119,24 @@ def main():
     from tokenizers import Tokenizer, normalizers
     OUT.mkdir(parents=True, exist_ok=True)
     vectors = {}
-    for name, base, specs, normalizer in [("plain", BASE, PLAIN, None),
-                                          ("lowercase", BASE, PLAIN + LOWERCASE, normalizers.Lowercase()),
-                                          ("wordpiece", WORDPIECE, PLAIN, None)]:
+    for name, base, specs, normalizer, texts in [
+            ("plain", BASE, PLAIN, None, TEXTS),
+            ("lowercase", BASE, PLAIN + LOWERCASE, normalizers.Lowercase(), TEXTS),
+            ("wordpiece", WORDPIECE, PLAIN, None, TEXTS),
+            ("single_word", BASE, PLAIN + SINGLE_WORD, None, TEXTS + SINGLE_WORD_TEXTS),
+            ("wordpiece_normalized", WORDPIECE, NORMALIZED, None, NORMALIZED_TEXTS + SINGLE_WORD_TEXTS[:12]),
+            ("unigram_normalized", UNIGRAM, NORMALIZED + SINGLE_WORD, None, NORMALIZED_TEXTS + SINGLE_WORD_TEXTS)]:
         tok = Tokenizer.from_file(str(base))
         if normalizer is not None:
             tok.normalizer = normalizer
         add_tokens(tok, specs)
-        (OUT / f"{name}.json").write_text(tok.to_str() + "\n")
+        if base == UNIGRAM:  # XLM-R's file is 330 KB: only the added tokens, the test puts them into it
+            added = json.loads(tok.to_str())["added_tokens"]
+            (OUT / f"{name}.added_tokens.json").write_text(json.dumps(added, ensure_ascii=False, indent=1) + "\n")
+        else:
+            (OUT / f"{name}.json").write_text(tok.to_str() + "\n")
         cases = []
-        for text in TEXTS:
+        for text in texts:
             ids = tok.encode(text, add_special_tokens=False).ids
             cases.append({"text": text, "ids": ids, "decoded": tok.decode(ids, skip_special_tokens=False)})
         vectors[name] = cases

@@ -557,12 +557,16 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   if (endpoint == Endpoint::chat) {  // vLLM's and SGLang's switches for a server's reasoning parser
     BRIGADE_RETURN_IF_ERROR(read_bool(body, "include_reasoning", r.include_reasoning));
     BRIGADE_RETURN_IF_ERROR(read_bool(body, "separate_reasoning", r.separate_reasoning));
+    // vLLM's values; the template says which its model takes (gpt-oss's harmony low, medium and
+    // high; Mistral Small 4's none and high), and refuses the others.
+    static constexpr std::string_view kEfforts[] = {"none", "minimal", "low", "medium", "high", "xhigh", "max"};
     auto effort = body.find("reasoning_effort");
     if (effort != body.end() && !effort->is_null()) {
-      if (!effort->is_string()) return wrong_type("reasoning_effort", "one of \"low\", \"medium\", \"high\"", *effort);
+      if (!effort->is_string()) return wrong_type("reasoning_effort", "one of none, minimal, low, medium, high, xhigh, max", *effort);
       r.reasoning_effort = effort->get<std::string>();
-      if (r.reasoning_effort != "low" && r.reasoning_effort != "medium" && r.reasoning_effort != "high")
-        return invalid_argument("'reasoning_effort' must be one of low, medium, high (got '" + r.reasoning_effort + "')");
+      if (std::find(std::begin(kEfforts), std::end(kEfforts), r.reasoning_effort) == std::end(kEfforts))
+        return invalid_argument("'reasoning_effort' must be one of none, minimal, low, medium, high, xhigh, max (got '" +
+                                r.reasoning_effort + "')");
     }
     // vLLM's switches for how the prompt ends: the assistant's turn opened (the default), or the
     // final message continued (an assistant reply the client began); vLLM refuses both at once.

@@ -41,6 +41,7 @@
 #include "models/truncation.h"
 #include "actors/tokenizer/tokenizer_actor.h"
 #include "core/json_schema.h"
+#include "core/token_trie.h"
 #include "core/logging.h"
 #include "core/grammar.h"
 #include "core/regex_dfa.h"
@@ -103,6 +104,21 @@ Status validate_output_format(const GenerateOptions& r, bool has_tokenizer) {
     return CompiledRegex::compile(r.regex).status();
   }
   if (r.response_format == ResponseFormat::grammar) return CompiledGrammar::compile(r.grammar).status();
+  return Status::ok();
+}
+
+// Every guided choice must be spelled by the vocabulary's tokens (special ones excluded): the mask
+// would let the model start one it cannot finish, or allow nothing at all, and the output would
+// end there, cut short or empty with `stop`. vLLM does not check this; here the request is
+// refused instead, naming the choice.
+Status validate_choices_spelled(const GenerateOptions& r, const TokenTrie* vocab) {
+  if (r.response_format != ResponseFormat::choice || !vocab) return Status::ok();
+  for (size_t i = 0; i < r.guided_choice.size(); ++i) {
+    const std::string& c = r.guided_choice[i];
+    if (!vocab->spells(c))
+      return invalid_argument("guided_choice[" + std::to_string(i) + "] (\"" + c +
+                              "\") cannot be produced: no sequence of this model's tokens spells it");
+  }
   return Status::ok();
 }
 
@@ -422,6 +438,7 @@ class EngineImpl final : public Engine {
 
   Expected<uint64_t> submit(const GenerateOptions& request, EventCallback on_event) override {
     BRIGADE_RETURN_IF_ERROR(validate_request(request, summary_));
+    BRIGADE_RETURN_IF_ERROR(validate_choices_spelled(request, vocab_.get()));
     return submit_as(request, Pooling::none, std::move(on_event));
   }
   Expected<uint64_t> submit_embed(const EmbedOptions& request, EmbedCallback on_done) override {
@@ -668,6 +685,7 @@ class EngineImpl final : public Engine {
   // The tokenizer actor's tokenizer too (immutable and thread-safe, so sharing it is safe):
   // tokenize/detokenize calls need no round trip through the actor's queue.
   std::shared_ptr<const Tokenizer> tokenizer_model_;
+  std::shared_ptr<const TokenTrie> vocab_;  // tokenizer_model_'s token bytes (null without one)
   // The model's image processor (load_image); the reason when no instance takes images.
   Expected<ImageProcessorConfig> image_processor_ = unsupported("this model takes text only: no vision tower runs here");
   std::optional<QwenImageProcessorConfig> qwen_image_processor_;  // the Qwen2-VL family's, when it loaded
@@ -898,9 +916,9 @@ Status EngineImpl::start(const EngineOptions& options) {
   summary_.max_loras = options.lora_enabled() ? options.max_loras : 0;
   lora_slots_.init(options.lora_enabled() ? options.max_loras : 0, options.lora_modules);
   if (tokenizer_model_) {  // the bytes of every token, for constrained output
-    auto trie = std::make_shared<const TokenTrie>(token_pieces(*tokenizer_model_));
+    vocab_ = std::make_shared<const TokenTrie>(token_pieces(*tokenizer_model_));
     for (auto& l : loaded)
-      if (l) l->ranks.front()->runner.vocab = trie;
+      if (l) l->ranks.front()->runner.vocab = vocab_;
   }
   std::vector<WatchedInstance> watched;
   for (size_t i = 0; i < configs.size(); ++i) {

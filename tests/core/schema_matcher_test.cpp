@@ -237,6 +237,15 @@ TEST(SchemaMatcher, GuidedChoice) {
   EXPECT_FALSE(CompiledSchema::choice({}).has_value());
 }
 
+// A choice is raw text: a leading blank is its own byte, not JSON whitespace (vLLM's
+// choice_as_grammar makes each choice a literal string of an EBNF alternation, blanks included).
+TEST(SchemaMatcher, GuidedChoiceMayBeginWithABlank) {
+  auto c = CompiledSchema::choice({" functools[]", "\n\nx", "\tab", "\xc3\xbc", " \xe6\x97\xa5"});
+  ASSERT_TRUE(c.has_value());
+  for (const char* ok : {" functools[]", "\n\nx", "\tab", "\xc3\xbc", " \xe6\x97\xa5"}) EXPECT_TRUE(accepts(**c, ok)) << ok;
+  for (const char* bad : {"functools[]", "  functools[]", "\nx", "ab", " \xc3\xbc", ""}) EXPECT_FALSE(accepts(**c, bad)) << bad;
+}
+
 // Cycles of anyOf/$ref that read no byte contribute nothing; deep nesting is refused, not a
 // stack overflow.
 TEST(CompiledSchema, CyclesAndDeepNestingAreSafe) {

@@ -77,5 +77,35 @@ TEST(JsonMaskCache, GivesTheTriesMasksAndHitsInsideStrings) {
   EXPECT_EQ(cache.misses() - misses, 40u);
 }
 
+// spells() against trying every piece at every position (recursion over the text).
+bool spelled_by(const std::vector<std::string>& pieces, std::string_view text) {
+  if (text.empty()) return true;
+  for (const std::string& p : pieces)
+    if (!p.empty() && text.starts_with(p) && spelled_by(pieces, text.substr(p.size()))) return true;
+  return false;
+}
+
+TEST(TokenTrie, SpellsExactlyTheTextsPiecesJoinInto) {
+  std::mt19937_64 rng(5);
+  const std::string alphabet = "ab \n\xc3\xbc";
+  int n_spelled = 0, n_not = 0;
+  for (int round = 0; round < 30; ++round) {
+    std::vector<std::string> pieces(4 + rng() % 8);
+    for (std::string& p : pieces)
+      for (int n = 1 + static_cast<int>(rng() % 3); n > 0; --n) p += alphabet[rng() % alphabet.size()];
+    pieces.push_back("");  // a special token spells nothing
+    const TokenTrie trie(pieces);
+    for (int t = 0; t < 40; ++t) {
+      std::string text;
+      for (int n = static_cast<int>(rng() % 9); n > 0; --n) text += alphabet[rng() % alphabet.size()];
+      const bool want = spelled_by(pieces, text);
+      EXPECT_EQ(trie.spells(text), want) << "'" << text << "'";
+      (want ? n_spelled : n_not)++;
+    }
+  }
+  EXPECT_GT(n_spelled, 100);
+  EXPECT_GT(n_not, 100);
+}
+
 }  // namespace
 }  // namespace brigade

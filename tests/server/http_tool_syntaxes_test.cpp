@@ -152,8 +152,8 @@ TEST(ServerToolSyntaxes, ListSyntaxesCallsFromTheirTemplates) {
       {"minimax-m1",
        "<tool_calls>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\", \"days\": 2}}\n"
        "{\"name\": \"get_time\", \"arguments\": {}}\n</tool_calls>"},
-      {"firefunction-v2",
-       R"(functools[{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}, {"name": "get_time", "arguments": {}}])"},
+      {"firefunction-v2",  // its calls begin with a space, as the template shows them
+       R"( functools[{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}, {"name": "get_time", "arguments": {}}])"},
   };
   // FireFunction's template prints the tools from its own variables (llama.cpp sets them).
   const json kwargs = {{"chat_template_kwargs",

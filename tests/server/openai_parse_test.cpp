@@ -390,13 +390,13 @@ TEST(OpenaiParse, ReasoningEffort) {
     body.replace(body.find("%s"), 2, v);
     return parse_completion_body(body, Endpoint::chat);
   };
-  for (const char* effort : {"low", "medium", "high"}) {
+  for (const char* effort : {"none", "minimal", "low", "medium", "high", "xhigh", "max"}) {  // vLLM's values
     auto r = with(std::string("\"") + effort + "\"");
     ASSERT_TRUE(r.has_value()) << r.status().to_string();
     EXPECT_EQ(r->reasoning_effort, effort);
   }
   EXPECT_EQ(with("null")->reasoning_effort, "");
-  for (const char* bad : {"\"max\"", "\"\"", "2", "[\"low\"]"}) {
+  for (const char* bad : {"\"extreme\"", "\"\"", "\"None\"", "2", "[\"low\"]"}) {
     auto r = with(bad);
     ASSERT_FALSE(r.has_value()) << bad;
     EXPECT_EQ(r.status().code(), StatusCode::invalid_argument);

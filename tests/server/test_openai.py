@@ -441,6 +441,18 @@ def test_guided_choice(client):
         assert r.choices[0].finish_reason == "stop"
 
 
+def test_guided_choice_beginning_with_a_blank(client):
+    # A choice is raw text: its leading space or newline is its own (vLLM's choice_as_grammar).
+    for choice in [" functools[]", "\n\nx = 1", " \u65e5\u672c"]:
+        r = client.completions.create(model="tiny", prompt="Pick:", max_tokens=16, temperature=0,
+                                      extra_body={"guided_choice": [choice]})
+        assert r.choices[0].text == choice, (choice, r.choices[0].text)
+        assert r.choices[0].finish_reason == "stop"
+        chat = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "Pick."}],
+                                              max_tokens=16, temperature=0, extra_body={"guided_choice": [choice]})
+        assert chat.choices[0].message.content == choice, (choice, chat.choices[0].message.content)
+
+
 def test_guided_regex(client):
     # vLLM's guided_regex on completions and chat, SGLang's top-level regex: the output fullmatches
     # (Python's re is the reference), greedy and sampled, and a pattern in a schema too.
