@@ -81,10 +81,12 @@ Status Checkpoint::open_directory() {
     for (auto& [name, t] : tensors_)
       if (name.ends_with(".mlp.moe_statics.e_score_correction_bias") && t.shape.size() == 2 && t.shape[0] == 1)
         t.shape = {t.shape[1]};
-  // Qwen3.5's language model sits where Qwen-VL's does (model.language_model.).
+  // Qwen3.5's language model sits where Qwen-VL's does (model.language_model.); Mistral 3's where
+  // Gemma 3's does, its Pixtral tower included (vision_tower.*, multi_modal_projector.*).
+  const bool qwen_layout = (config_.vision.dynamic() && config_.vision.kind != VisionKind::pixtral) ||
+                           is_gated_delta(config_.arch);
   if (config_.multimodal_text)
-    tensors_ = config_.vision.dynamic() || is_gated_delta(config_.arch) ? qwen_vl_tensors(std::move(tensors_))
-                                                                         : gemma3_tensors(std::move(tensors_));
+    tensors_ = qwen_layout ? qwen_vl_tensors(std::move(tensors_)) : gemma3_tensors(std::move(tensors_));
   return Status::ok();
 }
 

@@ -78,7 +78,16 @@ std::string format_model_info(const ModelInfo& m) {
                       : c.arch == "llama4_text"               ? "Llama4ForConditionalGeneration"
                                                               : "Gemma3ForConditionalGeneration";
   s += "architecture:  " + c.arch + (c.multimodal_text ? std::string(" (the language model of ") + whole + ")" : "") + "\n";
-  if (c.vision.present() && c.vision.dynamic()) {
+  if (c.vision.present() && c.vision.kind == VisionKind::pixtral) {
+    const VisionConfig& v = c.vision;
+    s += "vision:        Pixtral " + std::to_string(v.n_layers) + " layers, hidden " + std::to_string(v.hidden_size) +
+         ", images of any size in " + std::to_string(v.patch_size) + "-pixel patches, a token per " +
+         std::to_string(v.merge) + "x" + std::to_string(v.merge) + " patches, each row of tokens then [IMG_BREAK] (" +
+         std::to_string(v.image_break_token) + "), the last [IMG_END] (" + std::to_string(v.eoi_token) +
+         ") (image token " + std::to_string(v.image_token) + "; 1D positions; the CPU backend runs it at tp 1)\n";
+  } else if (!c.vision_off.empty()) {
+    s += "vision:        off (text only): " + c.vision_off + "\n";
+  } else if (c.vision.present() && c.vision.dynamic()) {
     const VisionConfig& v = c.vision;
     s += "vision:        " + std::string(whole).substr(0, std::string(whole).find("For")) + " ViT " +
          std::to_string(v.n_layers) + " layers, hidden " + std::to_string(v.hidden_size) + ", images of any size in " +

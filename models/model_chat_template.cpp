@@ -63,7 +63,16 @@ Expected<ChatTemplate> load_from_directory(const fs::path& dir, const nlohmann::
   }
   if (auto text = read_text_file((dir / "chat_template.jinja").string()))
     return make_chat_template(*text, "chat_template.jinja", tokens);
-  return not_found(path + ": no chat_template (and no chat_template.jinja); pass one with --chat-template FILE");
+  // A processor's template: transformers' legacy chat_template.json ({"chat_template": "..."}),
+  // which its processors wrote before chat_template.jinja and still read.
+  if (auto text = read_text_file((dir / "chat_template.json").string())) {
+    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("chat_template") || !j["chat_template"].is_string())
+      return corrupt((dir / "chat_template.json").string() + ": not an object with a chat_template string");
+    return make_chat_template(j["chat_template"].get<std::string>(), "chat_template.json", tokens);
+  }
+  return not_found(path + ": no chat_template (and no chat_template.jinja or chat_template.json); pass one with "
+                   "--chat-template FILE");
 }
 
 // The template variables a built-in family takes: `reasoning_effort` (harmony reads it, the

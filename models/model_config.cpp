@@ -38,7 +38,7 @@ constexpr const char* kSupported =
     "(exaone4), Glm4ForCausalLM (glm4), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
-    "Mistral3ForConditionalGeneration (mistral3: its language model, text only), Ministral3ForCausalLM (ministral3), "
+    "Mistral3ForConditionalGeneration (mistral3: its language model and Pixtral tower), Ministral3ForCausalLM (ministral3), "
     "Llama4ForCausalLM (llama4_text), "
     "Llama4ForConditionalGeneration (llama4: its language model, text only), MiniMaxM2ForCausalLM (minimax_m2), "
     "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1), PhimoeForCausalLM (phimoe), "
@@ -607,10 +607,18 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
     c.multimodal_text = true;
     return c;
   }
-  if (is_mistral3(j)) {  // its language model, text only (models/llama_variants_config.h)
+  if (is_mistral3(j)) {  // its language model and its Pixtral tower (models/llama_variants_config.h)
     BRIGADE_ASSIGN_OR_RETURN(json text, mistral3_text_config(j));
     BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
     c.multimodal_text = true;
+    // A tower brigade does not run leaves the language model served as text (vision_off says why).
+    if (c.arch == "mistral4") {
+      c.vision_off = "Mistral Small 4's language model (MLA) takes no image embeddings here";
+      return c;
+    }
+    auto tower = read_pixtral_vision(j, c.vocab_size, c.hidden_size, c.rms_eps);
+    if (tower) c.vision = *tower;
+    else c.vision_off = tower.status().message();
     return c;
   }
   if (is_qwen_vl(j)) {  // its language model, with M-RoPE, and its tower (models/qwen_vl_config.h)

@@ -189,6 +189,8 @@ struct ModelConfig {
   bool mrope_interleaved = false;    // Qwen3-VL: the sections interleave over the pairs (RopeConfig::interleaved)
   VisionConfig vision;               // the vision tower and projector (models/gemma3_vision.h); absent
                                      // (!present()) for text-only checkpoints
+  std::string vision_off;            // why a checkpoint's tower is not run (Mistral 3's Pixtral refused by
+                                     // field, or a language model that takes no images); empty otherwise
 
   // Encoders (BERT, RoBERTa, XLM-RoBERTa; models/bert_config.h): every token of a prompt attends
   // to every other, so a prompt runs whole in one step and nothing of it is cached; post-norm

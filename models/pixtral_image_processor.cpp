@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "models/image_processor.h"
+#include "models/mapped_file.h"
 
 namespace brigade {
 namespace {
@@ -127,6 +128,29 @@ Expected<PatchedImage> preprocess_pixtral(const Image& image, const PixtralImage
   rows.merge_size = c.merge_size;
   rows.temporal_patch_size = 1;
   return patchify_qwen(chw, height, width, rows);
+}
+
+Expected<PixtralImageProcessorConfig> model_pixtral_image_processor(const std::string& model_path, int patch_size,
+                                                                    int merge_size) {
+  const std::string file = processor_config_file(model_path);
+  if (file.empty())
+    return not_found(model_path + ": no preprocessor_config.json or processor_config.json (PixtralImageProcessor's "
+                     "settings): images cannot be loaded from files");
+  BRIGADE_ASSIGN_OR_RETURN(const std::string text, read_text_file(file));
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return corrupt(file + ": not valid JSON");
+  auto config = parse_pixtral_image_processor_config(j, merge_size);
+  if (!config) return Status(config.status().code(), file + ": " + config.status().message());
+  if (config->patch_size != patch_size)
+    return invalid_argument(file + ": patch_size " + std::to_string(config->patch_size) +
+                            " differs from the vision tower's " + std::to_string(patch_size) +
+                            " (vision_config.patch_size)");
+  return config;
+}
+
+Expected<PatchedImage> pixtral_image_pixels(std::span<const uint8_t> bytes, const PixtralImageProcessorConfig& config) {
+  BRIGADE_ASSIGN_OR_RETURN(Image image, decode_image(bytes));
+  return preprocess_pixtral(image, config);
 }
 
 std::vector<int32_t> pixtral_image_tokens(int grid_h, int grid_w, int merge, int32_t image, int32_t image_break,

@@ -71,6 +71,17 @@ std::pair<int, int> pixtral_resize(int height, int width, int longest_edge, int 
 // patches).
 Expected<PatchedImage> preprocess_pixtral(const Image& image, const PixtralImageProcessorConfig& config);
 
+// The processor of the model at `model_path` (a directory, or a file in it): its
+// preprocessor_config.json, else its processor_config.json (processor_config_file), for a tower
+// of patch_size-pixel patches merged merge_size x merge_size. not_found without either file;
+// parse_pixtral_image_processor_config's errors prefixed with the file's path; invalid_argument
+// when the file's patch_size is not the tower's.
+Expected<PixtralImageProcessorConfig> model_pixtral_image_processor(const std::string& model_path, int patch_size,
+                                                                    int merge_size);
+
+// decode_image then preprocess_pixtral: a PNG or JPEG file's bytes to the tower's input. Their errors.
+Expected<PatchedImage> pixtral_image_pixels(std::span<const uint8_t> bytes, const PixtralImageProcessorConfig& config);
+
 // PixtralProcessor.replace_image_token's ids for an image of grid_h x grid_w patches: per row of
 // merged tokens, grid_w / merge image tokens and a break, the last break replaced by the end.
 std::vector<int32_t> pixtral_image_tokens(int grid_h, int grid_w, int merge, int32_t image, int32_t image_break,

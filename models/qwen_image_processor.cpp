@@ -128,18 +128,6 @@ ImageProcessorConfig pixel_steps(const QwenImageProcessorConfig& c) {
           .do_convert_rgb = false};
 }
 
-// The path of the model's preprocessor_config.json, else of its processor_config.json, in the
-// directory `model_path` is (or is in); empty when it has neither.
-std::string processor_config_file(const std::string& model_path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path dir = fs::is_directory(model_path, ec) ? fs::path(model_path) : fs::path(model_path).parent_path();
-  for (const fs::path& file : {dir / "preprocessor_config.json", dir / "processor_config.json"}) {
-    if (fs::exists(file, ec)) return file.string();
-  }
-  return {};
-}
-
 // invalid_argument unless a height x width image can be patchified within the bounds.
 Status check_patchable(int height, int width, const QwenImageProcessorConfig& c) {
   const std::string size = std::to_string(width) + "x" + std::to_string(height);
@@ -276,6 +264,16 @@ Expected<PatchedImage> preprocess_qwen(const Image& image, const QwenImageProces
       config.do_resize ? preprocess(resize_rgb(src, width, height, config.resample), pixel_steps(config))
                        : preprocess(src, pixel_steps(config));
   return patchify_qwen(chw, height, width, config);
+}
+
+std::string processor_config_file(const std::string& model_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::is_directory(model_path, ec) ? fs::path(model_path) : fs::path(model_path).parent_path();
+  for (const fs::path& file : {dir / "preprocessor_config.json", dir / "processor_config.json"}) {
+    if (fs::exists(file, ec)) return file.string();
+  }
+  return {};
 }
 
 Expected<QwenImageProcessorConfig> model_qwen_image_processor(const std::string& model_path) {

@@ -107,6 +107,10 @@ PatchedImage patchify_qwen(const std::vector<float>& chw, int height, int width,
 // are not multiples of factor() (transformers fails to reshape it).
 Expected<PatchedImage> preprocess_qwen(const Image& image, const QwenImageProcessorConfig& config);
 
+// The path of the model's preprocessor_config.json, else of its processor_config.json, in the
+// directory `model_path` is (or is in); empty when it has neither.
+std::string processor_config_file(const std::string& model_path);
+
 // The processor of the model at `model_path` (a directory, or a file in it): its
 // preprocessor_config.json, else its processor_config.json, else the defaults above.
 // parse_qwen_image_processor_config's errors, prefixed with the file's path.

@@ -36,6 +36,7 @@
 #include "actors/station/station_actor.h"
 #include "actors/step_codec.h"
 #include "models/image_processor.h"
+#include "models/pixtral_image_processor.h"
 #include "models/qwen_image_processor.h"
 #include "models/qwen_vision.h"
 #include "models/truncation.h"
@@ -535,8 +536,10 @@ class EngineImpl final : public Engine {
     return out;
   }
   Expected<ImagePixels> load_image(std::span<const uint8_t> bytes) const override {
-    if (qwen_image_processor_) {
-      BRIGADE_ASSIGN_OR_RETURN(PatchedImage image, qwen_image_pixels(bytes, *qwen_image_processor_));
+    if (qwen_image_processor_ || pixtral_image_processor_) {
+      BRIGADE_ASSIGN_OR_RETURN(PatchedImage image, qwen_image_processor_
+                                                       ? qwen_image_pixels(bytes, *qwen_image_processor_)
+                                                       : pixtral_image_pixels(bytes, *pixtral_image_processor_));
       return ImagePixels{std::make_shared<const std::vector<float>>(std::move(image.pixels)), image.grid_h, image.grid_w};
     }
     if (!image_processor_) return image_processor_.status();
@@ -689,6 +692,7 @@ class EngineImpl final : public Engine {
   // The model's image processor (load_image); the reason when no instance takes images.
   Expected<ImageProcessorConfig> image_processor_ = unsupported("this model takes text only: no vision tower runs here");
   std::optional<QwenImageProcessorConfig> qwen_image_processor_;  // the Qwen2-VL family's, when it loaded
+  std::optional<PixtralImageProcessorConfig> pixtral_image_processor_;  // Mistral 3's, when it loaded
   ModelSummary summary_;
   LoraSlots lora_slots_;  // adapter ids of requests (slots), their adapters and running requests
   Expected<ChatTemplate> chat_template_ = not_found("this model has no chat template");
@@ -876,14 +880,34 @@ Status EngineImpl::start(const EngineOptions& options) {
   } else if (tokenizer_model_) {
     summary_.eos_ids = tokenizer_model_->eos_ids();
   }
+  const VisionConfig* tower = nullptr;  // the last local instance's that runs one
+  for (const auto& l : loaded)
+    if (l && !l->ranks.front()->model->config().vision_off.empty())  // a tower refused by field: say why
+      image_processor_ = unsupported("this model takes text only: its vision tower is off (" +
+                                     l->ranks.front()->model->config().vision_off + ")");
   for (const auto& l : loaded)
     if (l && l->ranks.front()->model->has_vision()) {
-      const VisionConfig& v = l->ranks.front()->model->config().vision;
-      summary_.image_size = v.image_size;
-      summary_.tokens_per_image = v.tokens_per_image;
-      summary_.image_merge = v.dynamic() ? v.merge : 0;
+      tower = &l->ranks.front()->model->config().vision;
+      summary_.image_size = tower->image_size;
+      summary_.tokens_per_image = tower->tokens_per_image;
+      summary_.image_merge = tower->dynamic() ? tower->merge : 0;
     }
-  if (summary_.image_merge > 0) {
+  if (tower && tower->kind == VisionKind::pixtral) {
+    // Mistral 3: PixtralImageProcessor fits an image within longest_edge; the tower bounds it too.
+    if (options.image_min_pixels > 0 || options.image_max_pixels > 0)
+      return invalid_argument("--mm-processor-kwargs min_pixels / max_pixels bound Qwen2-VL's images; Mistral 3's "
+                              "processor fits them within its preprocessor_config.json size.longest_edge");
+    auto pixtral = model_pixtral_image_processor(path, tower->patch_size, tower->merge);
+    if (pixtral) {
+      pixtral_image_processor_ = *pixtral;
+      spdlog::info("engine: images are resized to fit {} pixels a side, in tokens of {}x{} pixels{}",
+                   pixtral->longest_edge, pixtral->factor(), pixtral->factor(),
+                   pixtral->steps.do_resize ? "" : " (do_resize false: sent as they are)");
+    } else {
+      image_processor_ = pixtral.status();
+      spdlog::warn("engine: images cannot be loaded from files: {}", pixtral.status().message());
+    }
+  } else if (summary_.image_merge > 0) {
     // Every image load_image makes must go through the tower (chunked prefill splits its tokens
     // over steps as it needs: they attend causally).
     const int64_t max_tokens = QwenVision::kMaxPatches / (int64_t{summary_.image_merge} * summary_.image_merge);

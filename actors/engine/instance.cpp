@@ -374,6 +374,10 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
       setup.limits.image_merge = v.merge;
       setup.limits.image_patch_width = v.patch_width();
       setup.limits.max_image_patches = QwenVision::kMaxPatches;
+      if (v.kind == VisionKind::pixtral) {  // rows of [IMG] with [IMG_BREAK]s, then [IMG_END]; no M-RoPE
+        setup.limits.image_break_token = v.image_break_token;
+        setup.limits.image_end_token = v.eoi_token;
+      }
       spdlog::info("engine: instance '{}': images of any size in {}-pixel patches, a token per {}x{} patches, at most "
                    "{} patches (vision tower on {})", inst.name, v.patch_size, v.merge, v.merge, QwenVision::kMaxPatches,
                    res->backend->name());
@@ -386,6 +390,9 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   } else if (mc.vision.present()) {
     spdlog::warn("engine: instance '{}': the checkpoint's vision tower runs on the CPU backend at tp 1; this instance "
                  "serves text only", inst.name);
+  } else if (!mc.vision_off.empty()) {
+    spdlog::warn("engine: instance '{}': images are off, the language model serves text only: {}", inst.name,
+                 mc.vision_off);
   }
   BRIGADE_ASSIGN_OR_RETURN(setup.limits.role, parse_pd_role(inst.role));
   setup.instance_name = inst.name;

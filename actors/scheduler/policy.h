@@ -154,14 +154,21 @@ struct SchedulerLimits {
   // (Gemma 3); (grid_h / image_merge) * (grid_w / image_merge) for dynamic-resolution images of
   // [grid_h * grid_w, image_patch_width] f32 patch rows (the Qwen2-VL family, whose M-RoPE
   // positions SeqWorkItem::rope_delta carries). Neither set = the model takes text only.
+  // Mistral 3's Pixtral (image_break_token set): dynamic images laid out in rows, each row's
+  // (grid_w / image_merge) image tokens then image_break_token, the last break image_end_token,
+  // so (grid_h / image_merge) * (grid_w / image_merge + 1) tokens; plain 1D positions (no M-RoPE).
   int32_t image_token = -1;
   int tokens_per_image = 0;
   int image_size = 0;
   int image_merge = 0;
   int64_t image_patch_width = 0;
   int max_image_patches = 0;  // dynamic: the tower's bound on grid_h * grid_w (0 = none)
+  int32_t image_break_token = -1;
+  int32_t image_end_token = -1;
   bool takes_images() const { return tokens_per_image > 0 || image_merge > 0; }
-  // Dynamic images attend causally (the Qwen2-VL family), so chunked prefill may cut one over
+  bool image_rows() const { return image_break_token >= 0; }
+  bool image_mrope() const { return image_merge > 0 && !image_rows(); }
+  // Dynamic images attend causally (the Qwen2-VL family, Pixtral), so chunked prefill may cut one over
   // several steps (the model keeps its features between them); Gemma 3's attend to one another
   // within the image, so each runs whole in one step (at most max_step_tokens tokens).
   bool images_split() const { return image_merge > 0; }

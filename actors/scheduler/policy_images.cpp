@@ -14,10 +14,30 @@ namespace brigade {
 
 int SchedulerPolicy::image_token_count(const SeqImage& im) const {
   if (limits_.image_merge <= 0) return limits_.tokens_per_image;
-  return (im.grid_h / limits_.image_merge) * (im.grid_w / limits_.image_merge);
+  return (im.grid_h / limits_.image_merge) * (im.grid_w / limits_.image_merge + (limits_.image_rows() ? 1 : 0));
 }
 
 namespace {
+
+// The id token j of a Pixtral image of `tokens` tokens in rows of `cols` image tokens holds
+// (PixtralProcessor.replace_image_token): image_token, image_break_token after each row, the last
+// break image_end_token.
+int32_t row_layout_token(int j, int cols, int tokens, const SchedulerLimits& l) {
+  if ((j + 1) % (cols + 1) != 0) return l.image_token;
+  return j + 1 == tokens ? l.image_end_token : l.image_break_token;
+}
+
+// The end of the image tokens from i (an image_token): the run of image tokens, and for Pixtral
+// its breaks and its end token.
+size_t image_run_end(const std::vector<int32_t>& prompt, size_t i, const SchedulerLimits& l) {
+  size_t j = i;
+  if (!l.image_rows()) {
+    while (j < prompt.size() && prompt[j] == l.image_token) ++j;
+    return j;
+  }
+  while (j < prompt.size() && (prompt[j] == l.image_token || prompt[j] == l.image_break_token)) ++j;
+  return j < prompt.size() && prompt[j] == l.image_end_token ? j + 1 : j;
+}
 
 // The request's image k as the scheduler checks it: pixels of the right size (fixed) or a grid
 // of whole merge blocks whose patch rows the pixels fill (dynamic).
@@ -63,8 +83,7 @@ Status SchedulerPolicy::find_images(Seq& s) const {
       ++i;
       continue;
     }
-    size_t j = i;
-    while (j < prompt.size() && prompt[j] == limits_.image_token) ++j;
+    const size_t j = image_run_end(prompt, i, limits_);
     const size_t k = n_runs++;
     if (k < s.req.images.size()) {
       SeqImage im = s.req.images[k];
@@ -74,6 +93,14 @@ Status SchedulerPolicy::find_images(Seq& s) const {
         return invalid_argument("the prompt has a run of " + std::to_string(j - i) + " image tokens at position " +
                                 std::to_string(i) + "; image " + std::to_string(k) + " is exactly " + std::to_string(t) +
                                 " image tokens");
+      for (int n = 0, cols = im.grid_w / std::max(1, limits_.image_merge); limits_.image_rows() && n < t; ++n)
+        if (const int32_t want = row_layout_token(n, cols, t, limits_); prompt[i + static_cast<size_t>(n)] != want)
+          return invalid_argument("image " + std::to_string(k) + " at position " + std::to_string(i) + ": token " +
+                                  std::to_string(n) + " is " + std::to_string(prompt[i + static_cast<size_t>(n)]) +
+                                  " where its layout (rows of " + std::to_string(cols) + " image tokens " +
+                                  std::to_string(limits_.image_token) + ", each then " +
+                                  std::to_string(limits_.image_break_token) + ", the last " +
+                                  std::to_string(limits_.image_end_token) + ") puts " + std::to_string(want));
       s.images.push_back(std::move(im));
       s.image_tokens.push_back(t);
     }
@@ -118,7 +145,7 @@ void SchedulerPolicy::plan_images(const Seq& s, SeqWorkItem& w) const {
     const SeqImage& im = s.images[k];
     const int t = s.image_tokens[k];
     if (im.position + t <= w.start_pos) {  // wholly before the chunk: M-RoPE shifts what follows
-      if (limits_.image_merge > 0)
+      if (limits_.image_mrope())
         w.rope_delta += mrope_image_shift(im.grid_h / limits_.image_merge, im.grid_w / limits_.image_merge);
     } else if (!w.use_last_sampled && im.position < end &&
                (limits_.images_split() || (im.position >= w.start_pos && im.position + t <= end))) {

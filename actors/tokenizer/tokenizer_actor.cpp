@@ -76,14 +76,18 @@ Expected<std::string> expand_image_markers(std::string_view text, capnp::List<sc
   size_t at = 0;
   for (size_t hit; (hit = text.find(m.marker, at)) != std::string_view::npos; at = hit + m.marker.size()) {
     out.append(text.substr(at, hit - at));
-    int tokens = m.tokens_per_image;
+    int rows = 1, cols = m.tokens_per_image;
     if (m.merge > 0 && n_markers < n_images) {
       const auto im = images[n_markers];
       BRIGADE_RETURN_IF_ERROR(check_merge_grid(im.getGridH(), im.getGridW(), m.merge, "image " + std::to_string(n_markers)));
-      tokens = (im.getGridH() / m.merge) * (im.getGridW() / m.merge);
+      rows = im.getGridH() / m.merge, cols = im.getGridW() / m.merge;
+      if (m.break_piece.empty()) cols *= rows, rows = 1;
     }
     out += m.before;
-    for (int i = 0; i < tokens; ++i) out += m.image_piece;
+    for (int r = 0; r < rows; ++r) {
+      for (int i = 0; i < cols; ++i) out += m.image_piece;
+      if (!m.break_piece.empty()) out += r + 1 < rows ? m.break_piece : m.end_piece;
+    }
     out += m.after;
     ++n_markers;
   }
@@ -269,10 +273,18 @@ tokenizer_actor spawn_tokenizer(caf::actor_system& system, std::shared_ptr<const
 ImageMarkers image_markers(const Tokenizer* tokenizer, const VisionConfig& v) {
   if (tokenizer == nullptr || !v.present()) return {};
   const int n = tokenizer->vocab_size();
-  for (int32_t id : {v.boi_token, v.eoi_token, v.image_token})
+  const bool rows = v.kind == VisionKind::pixtral;  // [IMG_BREAK] and [IMG_END] in place of begin / end
+  for (int32_t id : {rows ? v.image_break_token : v.boi_token, v.eoi_token, v.image_token})
     if (id < 0 || id >= n) return {};
   ImageMarkers m;
   m.image_piece = tokenizer->token_to_piece(v.image_token);
+  if (rows) {
+    m.marker = m.image_piece;
+    m.merge = v.merge;
+    m.break_piece = tokenizer->token_to_piece(v.image_break_token);
+    m.end_piece = tokenizer->token_to_piece(v.eoi_token);
+    return m;
+  }
   if (v.dynamic()) {  // Qwen2VLProcessor: each <|image_pad|> becomes the image's tokens
     m.marker = m.image_piece;
     m.merge = v.merge;

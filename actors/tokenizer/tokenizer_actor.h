@@ -30,7 +30,9 @@ using tokenizer_actor = caf::typed_actor<caf::reacts_to<generate_request_msg>, c
 // `<start_of_image>`, before "\n\n<start_of_image>", a fixed tokens_per_image, after
 // "<end_of_image>\n\n". Qwen2VLProcessor: marker `<|image_pad|>` (between the template's
 // `<|vision_start|>` and `<|vision_end|>`), nothing around it, and (grid_h / merge) *
-// (grid_w / merge) tokens per image. An empty marker: the model takes no images (a request with
+// (grid_w / merge) tokens per image. PixtralProcessor (Mistral 3): marker `[IMG]`, the image's
+// rows of grid_w / merge `[IMG]` each followed by break_piece `[IMG_BREAK]`, the last one end_piece
+// `[IMG_END]` (replace_image_token). An empty marker: the model takes no images (a request with
 // some is refused).
 struct ImageMarkers {
   std::string marker;
@@ -39,6 +41,8 @@ struct ImageMarkers {
   std::string after;
   int tokens_per_image = 0;  // fixed count; 0 = each image's grid decides (merge)
   int merge = 0;
+  std::string break_piece;  // Pixtral: non-empty, the image's tokens are laid out in rows
+  std::string end_piece;
 };
 // The markers of a model with a vision tower (`v` present), from the tokenizer's pieces of its
 // special tokens; empty otherwise.

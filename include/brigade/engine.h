@@ -345,7 +345,8 @@ struct ModelSummary {
   // A local instance takes images (a vision tower it runs, GenerateOptions::images): fixed-size
   // ones (Gemma 3) of image_size x image_size pixels, tokens_per_image tokens each; or
   // dynamic-resolution ones (the Qwen2-VL family, image_merge > 0): (grid_h / image_merge) *
-  // (grid_w / image_merge) tokens each. All 0 when no instance does.
+  // (grid_w / image_merge) tokens each (Mistral 3's Pixtral: a break after each row of them too).
+  // All 0 when no instance does.
   int image_size = 0;
   int tokens_per_image = 0;
   int image_merge = 0;

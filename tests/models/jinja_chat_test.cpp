@@ -301,6 +301,13 @@ TEST(ModelChatTemplate, ListFormAndTemplateFile) {
   testing::write_text(dir.file("tokenizer_config.json"), "{}");
   testing::write_text(dir.file("chat_template.jinja"), "{{ messages[0].content }}!");
   EXPECT_EQ(*load_chat_template(dir.str(), "", {})->apply(chat, {}, true), "x!");
+  // A processor's legacy chat_template.json (transformers still reads it), when neither of the above has one.
+  testing::TempDir processor("chat_template_processor");
+  testing::write_text(processor.file("tokenizer_config.json"), "{}");
+  testing::write_text(processor.file("chat_template.json"), R"({"chat_template": "[INST]{{ messages[0].content }}"})");
+  EXPECT_EQ(*load_chat_template(processor.str(), "", {})->apply(chat, {}, true), "[INST]x");
+  testing::write_text(processor.file("chat_template.json"), R"({"template": "x"})");
+  EXPECT_EQ(load_chat_template(processor.str(), "", {}).status().code(), StatusCode::corrupt);
   testing::TempDir empty("chat_template_none");
   EXPECT_EQ(load_chat_template(empty.str(), "", {}).status().code(), StatusCode::not_found);
 }

@@ -219,7 +219,12 @@ expect_fixture_lines olmo3 "rope:          theta 10000, neox, scaling yarn x4; s
   "decoder:       norms after the attention and the MLP only"
 expect_fixture_lines exaone4 "rope:          theta 10000, neox, scaling llama3 x8; no RoPE in layers 3"
 expect_fixture_lines apertus "decoder:       ungated xIELU MLP (learned per layer)"
-expect_fixture_lines mistral3 "architecture:  llama (the language model of Mistral3ForConditionalGeneration)"
+expect_fixture_lines mistral3 "architecture:  llama (the language model of Mistral3ForConditionalGeneration)" \
+  "vision:        off (text only): config.json: vision_config.hidden_act 'gelu'; supported: silu"
+# Mistral 3 with its Pixtral tower (tests/fixtures/mistral3_vision): inspect reports the tower.
+pixtral=$(cd "$(dirname "$0")/../fixtures/mistral3_vision" && pwd)
+"$bin" inspect "$pixtral" >"$dir/pixtral.txt"
+grep -qx "vision:        Pixtral 2 layers, hidden 32, images of any size in 4-pixel patches, a token per 2x2 patches, each row of tokens then \[IMG_BREAK\] (12), the last \[IMG_END\] (13) (image token 10; 1D positions; the CPU backend runs it at tp 1)" "$dir/pixtral.txt"
 # Their GGUF files as llama.cpp's converter writes them (tests/fixtures/gguf_olmo3, gguf_glm4,
 # scripts/make_gguf_llama_variants_fixtures.py), served with their own vocabularies.
 gguf_olmo3=$(cd "$(dirname "$0")/../fixtures/gguf_olmo3" && pwd)
