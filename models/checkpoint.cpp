@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "models/classic_decoders_config.h"
 #include "models/gemma_config.h"
 #include "models/qwen_vl_config.h"
 #include "models/gguf_checkpoint.h"
@@ -81,6 +82,8 @@ Status Checkpoint::open_directory() {
     for (auto& [name, t] : tensors_)
       if (name.ends_with(".mlp.moe_statics.e_score_correction_bias") && t.shape.size() == 2 && t.shape[0] == 1)
         t.shape = {t.shape[1]};
+  // StarCoder2's and Phi's MLP / output names as the Llama decoder reads them.
+  tensors_ = classic_decoder_tensors(config_.arch, std::move(tensors_));
   // Qwen3.5's language model sits where Qwen-VL's does (model.language_model.); Mistral 3's where
   // Gemma 3's does, its Pixtral tower included (vision_tower.*, multi_modal_projector.*).
   const bool qwen_layout = (config_.vision.dynamic() && config_.vision.kind != VisionKind::pixtral) ||

@@ -174,11 +174,12 @@ Status read_mistral4_routing(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
-// Glm4MoeLiteConfig's mlp_layer_types ("dense" / "sparse" per layer; absent: layer 0 dense, the
-// others sparse): a dense prefix as first_k_dense_replace, other dense layers as mlp_only_layers.
-Status read_mlp_layer_types(const json& j, ModelConfig& c) {
+// Glm4MoeLiteConfig's mlp_layer_types ("dense" / "sparse" per layer; absent: the first
+// `n_dense` layers dense, the others sparse): a dense prefix as first_k_dense_replace, other dense
+// layers as mlp_only_layers.
+Status read_mlp_layer_types(const json& j, ModelConfig& c, int n_dense = 1) {
   std::vector<bool> dense(static_cast<size_t>(std::max(c.n_layers, 0)), false);
-  if (!dense.empty()) dense[0] = true;
+  for (int l = 0; l < std::min(n_dense, c.n_layers); ++l) dense[static_cast<size_t>(l)] = true;
   if (auto it = j.find("mlp_layer_types"); it != j.end() && !it->is_null()) {
     if (!it->is_array() || it->size() != dense.size())
       return corrupt("config.json: mlp_layer_types must list one of \"dense\" / \"sparse\" per layer (" +
@@ -202,14 +203,14 @@ Status read_mlp_layer_types(const json& j, ModelConfig& c) {
 
 // GLM-4.7-Flash's RoPE: transformers aliases head_dim to qk_rope_head_dim and rotates
 // partial_rotary_factor of it, which must be 1 for the rotary part to be the whole q_pe / k_pe.
-Status check_glm4_moe_lite_rope(const json& j) {
+Status check_glm4_moe_lite_rope(const json& j, const std::string& arch) {
   for (const json* o : {&j, j.contains("rope_parameters") ? &j["rope_parameters"] : nullptr}) {
     if (o == nullptr || !o->is_object()) continue;
     float partial = 1.0f;
     BRIGADE_RETURN_IF_ERROR(read_float(*o, "partial_rotary_factor", partial));
     if (partial != 1.0f)
       return unsupported("config.json: partial_rotary_factor " + std::to_string(partial) +
-                         " is not supported for glm4_moe_lite (the rotary part is all of qk_rope_head_dim); use 1");
+                         " is not supported for " + arch + " (the rotary part is all of qk_rope_head_dim); use 1");
   }
   return Status::ok();
 }
@@ -224,7 +225,7 @@ Status read_deepseek(const json& j, ModelConfig& c) {
     return read_mistral4_routing(j, c);
   }
   if (c.arch == "glm4_moe_lite") {
-    BRIGADE_RETURN_IF_ERROR(check_glm4_moe_lite_rope(j));
+    BRIGADE_RETURN_IF_ERROR(check_glm4_moe_lite_rope(j, c.arch));
     if (!j.contains("rms_norm_eps")) c.rms_eps = 1e-5f;  // Glm4MoeLiteConfig's
     BRIGADE_RETURN_IF_ERROR(read_mla(j, c, kGlm4MoeLiteMla, /*interleave_key=*/true));
     BRIGADE_RETURN_IF_ERROR(read_experts(j, c, kGlm4MoeLiteDefaults));
@@ -251,6 +252,8 @@ Status read_dots1(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(check_moe_layer_freq(j));
   return read_sigmoid_routing(j, c);
 }
+
+Status read_dense_mlp_layers(const json& j, ModelConfig& c, int n_dense) { return read_mlp_layer_types(j, c, n_dense); }
 
 Status validate_grouped_moe(const ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(positive("n_routed_experts", c.n_experts));

@@ -40,6 +40,11 @@ Status read_glm4_moe(const nlohmann::json& j, ModelConfig& c);
 // topk_method other than noaux_tc, moe_layer_freq other than 1.
 Status read_dots1(const nlohmann::json& j, ModelConfig& c);
 
+// mlp_layer_types ("dense" / "sparse" per layer; absent: the first n_dense layers dense) as
+// first_k_dense_replace (the dense prefix) and mlp_only_layers (the other dense layers): GLM-4.7-Flash's,
+// MiMo-V2-Flash's and K-EXAONE's (models/mimo_exaone_config.h).
+Status read_dense_mlp_layers(const nlohmann::json& j, ModelConfig& c, int n_dense);
+
 // The routed experts, groups and shared experts of DeepSeek's, GLM-4.5's and dots.llm1's sparse layers fit
 // together; names the field that does not.
 Status validate_grouped_moe(const ModelConfig& c);

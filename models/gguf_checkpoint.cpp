@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "models/gguf_arcee.h"
+#include "models/gguf_classic_decoders.h"
 #include "models/gguf_deepseek2.h"
 #include "models/gguf_eog.h"
 #include "models/gguf_falcon_h1.h"
@@ -14,6 +15,7 @@
 #include "models/gguf_lfm2.h"
 #include "models/gguf_llama_variants.h"
 #include "models/gguf_mamba.h"
+#include "models/gguf_mimo_exaone.h"
 #include "models/gguf_moe.h"
 #include "models/gguf_phimoe.h"
 #include "models/gguf_qwen35.h"
@@ -55,7 +57,9 @@ constexpr ArchRules kArchs[] = {
     {.name = "deepseek2", .experts = true, .own_rope_scaling = true},
     {.name = "mistral4", .experts = true, .own_rope_scaling = true}, {.name = "dots1", .experts = true},
     {.name = "mistral3", .permuted = true, .own_rope_scaling = true}, {.name = "phimoe", .experts = true},
-    {.name = "afmoe", .experts = true}, {.name = "arcee", .permuted = true, .own_rope_scaling = true}};
+    {.name = "afmoe", .experts = true}, {.name = "arcee", .permuted = true, .own_rope_scaling = true},
+    {"gemma"}, {"starcoder2"}, {.name = "phi2", .partial_rotary = true}, {.name = "stablelm", .partial_rotary = true},
+    {.name = "mimo2", .experts = true, .partial_rotary = true}, {.name = "exaone-moe", .experts = true}};
 
 const ArchRules* find_arch(const std::string& arch) {
   for (const ArchRules& r : kArchs)
@@ -168,7 +172,9 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(get("context_length", c.max_position));
   c.n_kv_heads = c.n_heads;
   // (LFM2's and the Mamba family's may differ per block: read_gguf_lfm2, read_gguf_mamba.)
-  if (!is_gguf_lfm2(arch) && !mamba) BRIGADE_RETURN_IF_ERROR(read_kv_head_count(g, a, c));
+  // (mimo2's: the sliding blocks' count and the full blocks' other: read_gguf_mimo_exaone.)
+  if (!is_gguf_lfm2(arch) && !mamba && arch != "mimo2")
+    BRIGADE_RETURN_IF_ERROR(read_kv_head_count(g, a, c));
   c.head_dim = c.n_heads > 0 ? c.hidden_size / c.n_heads : 0;
   if (g.find(a + "attention.key_length")) BRIGADE_RETURN_IF_ERROR(get("attention.key_length", c.head_dim));
   // llama.cpp's converter records the rotary width (kArchs' partial_rotary); the others rotate
@@ -217,6 +223,8 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (is_gguf_deepseek2(arch)) return read_gguf_deepseek2(g, c);
   if (is_gguf_phimoe(arch)) return read_gguf_phimoe(g, c);  // models/gguf_phimoe.h
   if (is_gguf_arcee(arch)) return read_gguf_arcee(g, arch, c);  // models/gguf_arcee.h
+  if (is_gguf_classic_decoder(arch)) return read_gguf_classic_decoder(g, arch, c);  // models/gguf_classic_decoders.h
+  if (is_gguf_mimo_exaone(arch)) return read_gguf_mimo_exaone(g, arch, c);  // models/gguf_mimo_exaone.h
   if (mamba) return read_gguf_mamba(g, arch, c);
   if (is_gguf_moe(arch) || experts) BRIGADE_RETURN_IF_ERROR(read_gguf_moe(g, arch, c));
   return Status::ok();
@@ -232,6 +240,7 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
   if (const std::string f = is_gguf_falcon_h1(arch) ? gguf_falcon_h1_top_name(n) : ""; !f.empty()) return f;
   if (const std::string m = is_gguf_mamba(arch) ? gguf_mamba_name(arch, n) : ""; !m.empty()) return m;
   if (const std::string p = is_gguf_phimoe(arch) ? gguf_phimoe_name(n) : ""; !p.empty()) return p;
+  if (const std::string d = is_gguf_classic_decoder(arch) ? gguf_classic_decoder_name(n) : ""; !d.empty()) return d;
   if (auto it = kTop.find(n); it != kTop.end()) return it->second;
   static const std::map<std::string, std::string> kLayer = {
       {"attn_norm.weight", "input_layernorm.weight"},   {"ffn_norm.weight", "post_attention_layernorm.weight"},
@@ -265,6 +274,8 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
     return "model.layers." + n.substr(4, dot - 4) + "." + d;
   if (const std::string af = arch == "afmoe" ? gguf_afmoe_layer_name(suffix) : ""; !af.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + af;
+  if (const std::string me = is_gguf_mimo_exaone(arch) ? gguf_mimo_exaone_layer_name(suffix) : ""; !me.empty())
+    return "model.layers." + n.substr(4, dot - 4) + "." + me;
   // (granitemoe's shared MLP is ungated.)
   if (const std::string moe = is_gguf_moe(arch) || arch == "llama" || is_gguf_phimoe(arch)
                                   ? gguf_moe_layer_name(suffix, arch != "granitemoe")
@@ -290,7 +301,7 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
     const std::string name = rope_freqs ? t.name : gguf_to_hf_name(t.name, arch);
     if (name.empty()) continue;  // a tensor no supported layout uses
     // An MTP block (read_gguf_qwen35, read_gguf_deepseek2): not loaded.
-    if ((is_gguf_qwen35(arch) || is_gguf_deepseek2(arch)) && t.name.starts_with("blk.")) {
+    if ((is_gguf_qwen35(arch) || is_gguf_deepseek2(arch) || is_gguf_mimo_exaone(arch)) && t.name.starts_with("blk.")) {
       int64_t block = 0;
       const auto [end, ec] = std::from_chars(t.name.data() + 4, t.name.data() + t.name.size(), block);
       if (ec != std::errc() || block >= c.n_layers) continue;

@@ -246,7 +246,11 @@ std::string format_model_info(const ModelInfo& m) {
     attn += std::string(", query temperature on ") + (c.attn_temperature_all_layers ? "every layer" : "the NoPE layers") +
             " (floor_scale " + num(c.attn_temperature_floor) + ", attn_scale " + num(c.attn_temperature_scale) +
             (c.attn_temperature_offset != 1.0f ? ", positions + " + num(c.attn_temperature_offset) : "") + ")";
-  if (c.attn_sinks) attn += ", a sink logit per head";
+  if (c.attn_sinks) attn += c.sinks_sliding_only ? ", a sink logit per head (sliding layers)" : ", a sink logit per head";
+  if (c.n_kv_heads_full > 0)  // MiMo-V2-Flash (models/widened_attention.h)
+    attn += ", full layers' " + std::to_string(c.n_kv_heads_full) + " KV heads repeated to " + std::to_string(c.n_kv_heads);
+  if (c.v_head_width > 0) attn += ", v heads of " + std::to_string(c.v_head_width) + " zero-padded";
+  if (c.attn_value_scale != 1.0f) attn += ", values x " + num(c.attn_value_scale);
   if (c.attn_gate) attn += ", output gate sigmoid(gate_proj x)";
   if (c.fused_weights) attn += ", q|k|v and gate|up stored fused";
   if (c.sliding_window > 0) {
@@ -287,7 +291,8 @@ std::string format_model_info(const ModelInfo& m) {
     else if (!c.shared_gate && c.shared_expert_intermediate_size > 0)  // Granite's and Hunyuan's shared MLP
       s += ", an ungated shared SwiGLU of " + std::to_string(c.shared_width());
     s += "\n";
-    if (c.is_mla() || c.arch == "glm4_moe" || c.arch == "dots1") s += "routing:       " + deepseek_routing(c) + "\n";
+    if (c.is_mla() || c.arch == "glm4_moe" || c.arch == "dots1" || c.arch == "mimo_v2_flash" || c.arch == "exaone_moe")
+      s += "routing:       " + deepseek_routing(c) + "\n";
     if (c.arch == "minimax_m2")
       s += std::string("routing:       sigmoid") + (c.moe_score_bias ? " + e_score_correction_bias (selection only)" : "") +
            "\n";
@@ -314,7 +319,8 @@ std::string format_model_info(const ModelInfo& m) {
        c.mlp_activation != MlpActivation::silu || c.embed_scale > 0.0f || c.final_softcap > 0.0f || c.layer_norms ||
        c.parallel_blocks || c.logit_scale > 0.0f)) {
     std::string g;
-    if (c.layer_norms) g += ", LayerNorms without bias (eps " + num(c.rms_eps) + ")";
+    if (c.layer_norms)
+      g += std::string(c.norm_bias ? ", LayerNorms with biases" : ", LayerNorms without bias") + " (eps " + num(c.rms_eps) + ")";
     if (c.parallel_blocks) g += ", attention and MLP side by side on one norm";
     if (c.logit_scale > 0.0f) g += ", logits x " + num(c.logit_scale);
     if (c.norm_offset != 0.0f) g += ", norms scale by " + num(c.norm_offset) + " + w";
@@ -322,11 +328,12 @@ std::string format_model_info(const ModelInfo& m) {
     if (c.post_norms) g += ", norms after the attention and the MLP only";
     if (c.mlp_bias && c.mlp_layers.empty()) g += ", MLP biases";
     if (c.embed_scale > 0.0f) g += ", embeddings x " + num(c.embed_scale);
-    if (c.mlp_activation == MlpActivation::gelu_tanh) g += ", gelu_tanh MLP";
+    if (c.mlp_activation == MlpActivation::gelu_tanh) g += c.mlp_ungated ? ", ungated gelu_tanh MLP" : ", gelu_tanh MLP";
     if (c.mlp_activation == MlpActivation::xielu) g += ", ungated xIELU MLP (learned per layer)";
     if (c.mlp_activation == MlpActivation::relu2) g += ", ungated relu2 MLP";
     if (c.arch == "afmoe" && c.embedding_multiplier > 0.0f) g += ", embeddings x " + num(c.embedding_multiplier) + " (muP)";
     if (c.final_softcap > 0.0f) g += ", logit softcap " + num(c.final_softcap);
+    if (c.lm_head_bias) g += ", lm_head bias";
     s += "decoder:       " + g.substr(2) + "\n";
   }
   if (!c.encoder) s += std::string("tied embed:    ") + (c.tie_embeddings ? "yes" : "no") + "\n";

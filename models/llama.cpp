@@ -15,6 +15,7 @@
 #include "models/step_check.h"
 #include "models/step_inputs.h"
 #include "models/weight_loader.h"
+#include "models/widened_attention.h"
 
 namespace brigade {
 namespace {
@@ -260,6 +261,7 @@ Expected<LinearWeight> LlamaModel::load_qkv(WeightLoader& w, int l) {
   const auto& c = config_;
   const int64_t hidden = c.hidden_size, q = int64_t{c.n_heads} * c.head_dim, kv = int64_t{c.n_kv_heads} * c.head_dim;
   const Slice qr = shard_.q_rows(), kvr = shard_.kv_rows();
+  if (widened_attention(c)) return load_widened_qkv(w, c, l, shard_.qkv, shard_.rank);  // MiMo-V2-Flash's
   if (!c.fused_weights)
     return w.fused_linear({layer_name(l, "self_attn.q_proj.weight"), layer_name(l, "self_attn.k_proj.weight"),
                     layer_name(l, "self_attn.v_proj.weight")},
@@ -273,7 +275,7 @@ Expected<LinearWeight> LlamaModel::load_qkv(WeightLoader& w, int l) {
 Expected<LinearWeight> LlamaModel::load_gate_up(WeightLoader& w, int l) {
   const int64_t hidden = config_.hidden_size, inter = config_.intermediate_size;
   const Slice ir = shard_.inter_rows();
-  if (config_.mlp_activation == MlpActivation::xielu || config_.mlp_activation == MlpActivation::relu2)  // no gate
+  if (!config_.mlp_gated())  // up_proj alone (StarCoder2's c_fc, Phi's fc1: classic_decoder_tensors)
     return w.fused_linear({layer_name(l, "mlp.up_proj.weight")}, {inter}, hidden, {ir});
   if (!config_.fused_weights && config_.arch != "glm4")  // GLM-4's gate|up is one tensor, its q, k, v apart
     return w.fused_linear({mlp_name(config_, l, "gate_proj.weight"), mlp_name(config_, l, "up_proj.weight")}, {inter, inter},
@@ -333,12 +335,18 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
     BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("input_layernorm.weight", hidden));
     BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm("post_attention_layernorm.weight", hidden));
   }
-  if (c.norm_bias) {  // Phi-3.5-MoE: Llama's two norms, each with a bias
+  if (c.norm_bias) {  // Phi-3.5-MoE, StarCoder2, StableLM: Llama's two norms, each with a bias (Phi's one)
     BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm_bias, w.vector_f32({layer_name(l, "input_layernorm.bias")}, {hidden}));
-    BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm_bias, w.vector_f32({layer_name(l, "post_attention_layernorm.bias")}, {hidden}));
+    if (!c.parallel_blocks) {
+      BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm_bias, w.vector_f32({layer_name(l, "post_attention_layernorm.bias")}, {hidden}));
+    }
   }
   BRIGADE_ASSIGN_OR_RETURN(layer.attn.qkv, load_qkv(w, l));
-  BRIGADE_ASSIGN_OR_RETURN(layer.attn.o, w.matrix(layer_name(l, "self_attn.o_proj.weight"), hidden, q, {}, s.q_rows()));
+  if (widened_attention(c)) {  // MiMo-V2-Flash's narrower v heads
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.o, load_widened_o(w, c, l, s.qkv, s.rank));
+  } else {
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.o, w.matrix(layer_name(l, "self_attn.o_proj.weight"), hidden, q, {}, s.q_rows()));
+  }
   if (c.qkv_bias) {
     BRIGADE_ASSIGN_OR_RETURN(
         layer.attn.qkv_bias,
@@ -354,14 +362,28 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   if (c.attn_gate) {  // one row per q column: this rank's heads' rows
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.gate, w.matrix(layer_name(l, "self_attn.gate_proj.weight"), q, hidden, s.q_rows()));
   }
-  if (c.attn_sinks) {  // one per query head: this rank's heads
+  if (c.attn_sinks && (!c.sinks_sliding_only || c.layer_window(l) > 0)) {  // one per query head: this rank's heads
     const int64_t heads = s.qkv.n_heads;
-    BRIGADE_ASSIGN_OR_RETURN(layer.attn.sinks, w.vector_f32({layer_name(l, "self_attn.sinks")}, {c.n_heads},
+    const char* sinks = c.arch == "mimo_v2_flash" ? "self_attn.attention_sink_bias" : "self_attn.sinks";  // the Hub's
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.sinks, w.vector_f32({layer_name(l, sinks)}, {c.n_heads},
                                                             {{s.rank * heads, heads}}));
   }
   if (c.qk_norm && c.qk_norm_weightless) {  // Llama 4: unit weights (LlamaModel::unit_norm_), RoPE layers only
     layer.unit_qk_norm = !layer.nope;
-  } else if (c.qk_norm && c.layer_norms) {  // Command R+: per-head LayerNorms, each head's own weights; this rank's heads
+  } else if (c.qk_norm && c.layer_norms && !w.has(layer_name(l, "self_attn.q_norm.weight"))) {
+    // StableLM 2: per-head LayerNorms stored one tensor per head; this rank's heads
+    auto heads = [&](const char* which, int first, int n) {
+      std::vector<std::string> names;
+      for (int h = first; h < first + n; ++h) {
+        const std::string name = std::string("self_attn.") + which + ".norms." + std::to_string(h) + ".weight";
+        names.push_back(layer_name(l, name.c_str()));
+      }
+      return w.vector_f32(names, std::vector<int64_t>(names.size(), c.head_dim));
+    };
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.q_norm, heads("q_layernorm", s.rank * s.qkv.n_heads, s.qkv.n_heads));
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.k_norm, heads("k_layernorm", s.rank * s.qkv.n_kv_heads, s.qkv.n_kv_heads));
+  } else if (c.qk_norm && c.layer_norms) {
+    // Command R+ (and StableLM's GGUF): per-head LayerNorms, each head's own weights; this rank's heads
     std::vector<int64_t> cols(static_cast<size_t>(c.head_dim));
     for (int64_t i = 0; i < c.head_dim; ++i) cols[static_cast<size_t>(i)] = i;
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.q_norm, w.gathered_f32({layer_name(l, "self_attn.q_norm.weight")}, c.n_heads,
@@ -398,9 +420,14 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
     BRIGADE_ASSIGN_OR_RETURN(layer.mlp.xielu, load_xielu(w, l));
   }
   if (!c.mlp_bias) return Status::ok();
-  BRIGADE_ASSIGN_OR_RETURN(layer.mlp.gate_up_bias,
+  if (!c.mlp_gated()) {
+    BRIGADE_ASSIGN_OR_RETURN(layer.mlp.gate_up_bias,
+                             w.vector_f32({layer_name(l, "mlp.up_proj.bias")}, {inter}, {s.inter_rows()}));
+  } else {
+    BRIGADE_ASSIGN_OR_RETURN(layer.mlp.gate_up_bias,
                            w.vector_f32({layer_name(l, "mlp.gate_proj.bias"), layer_name(l, "mlp.up_proj.bias")},
                                         {inter, inter}, {s.inter_rows(), s.inter_rows()}));
+  }
   if (s.rank != 0) return w.skip(layer_name(l, "mlp.down_proj.bias"), {hidden});  // rank 0 adds it
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp.down_bias, w.vector_f32({layer_name(l, "mlp.down_proj.bias")}, {hidden}));
   return Status::ok();
@@ -532,10 +559,11 @@ Status LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
   }
   const Tensor gate_up = scratch_.gate_up.tensor.rows(0, n);
   const Tensor act = scratch_.act.tensor.rows(0, n);
-  if (config_.mlp_activation == MlpActivation::xielu || config_.mlp_activation == MlpActivation::relu2) {
-    layer.mlp.gate_up.matmul(backend_, normed, Tensor(), act);  // Apertus, Arcee AFM: up straight into act, no gate
+  if (!config_.mlp_gated()) {  // Apertus, Arcee AFM, StarCoder2, Phi: up (and its bias) straight into act, no gate
+    layer.mlp.gate_up.matmul(backend_, normed, layer.mlp.gate_up_bias.tensor, act);
     if (config_.mlp_activation == MlpActivation::xielu) backend_.xielu(act, layer.mlp.xielu);
-    else backend_.relu_squared(act);
+    else if (config_.mlp_activation == MlpActivation::relu2) backend_.relu_squared(act);
+    else backend_.gelu_tanh(act);
   } else {
     layer.mlp.gate_up.matmul(backend_, normed, layer.mlp.gate_up_bias.tensor, gate_up);
     if (lora_) lora_->apply(layer_index(layer), LoraProj::gate_up, normed, gate_up);
@@ -693,6 +721,10 @@ Status check_moe_support(const Checkpoint& ck, std::optional<DType> want, const 
 Status check_gate_ops(const ModelConfig& c, const Backend& backend) {
   if ((c.attn_gate || c.mlp_activation == MlpActivation::relu2) && !backend.supports_ssm())
     return unsupported("backend '" + backend.name() + "' has no sigmoid_mul / relu_squared ops; " + c.arch +
+                       " runs on the CPU and CUDA backends");
+  // StarCoder2's and Phi's ungated gelu_tanh MLP (Backend::gelu_tanh, a vision op).
+  if (c.mlp_ungated && c.mlp_activation == MlpActivation::gelu_tanh && !backend.supports_vision())
+    return unsupported("backend '" + backend.name() + "' has no gelu_tanh op; " + c.arch +
                        " runs on the CPU and CUDA backends");
   return Status::ok();
 }

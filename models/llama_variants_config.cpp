@@ -4,8 +4,10 @@
 #include <cmath>
 
 #include "models/arcee_config.h"
+#include "models/classic_decoders_config.h"
 #include "models/config_json.h"
 #include "models/gemma_config.h"
+#include "models/mimo_exaone_config.h"
 #include "models/phimoe_config.h"
 
 namespace brigade {
@@ -75,7 +77,11 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"CohereForCausalLM", "cohere"},            {"Cohere2ForCausalLM", "cohere2"},
       {"Dots1ForCausalLM", "dots1"},              {"Ministral3ForCausalLM", "ministral3"},
       {"PhimoeForCausalLM", "phimoe"},            {"PhiMoEForCausalLM", "phimoe"},  // transformers', the Hub's
-      {"AfmoeForCausalLM", "afmoe"},              {"ArceeForCausalLM", "arcee"}};
+      {"AfmoeForCausalLM", "afmoe"},              {"ArceeForCausalLM", "arcee"},
+      {"GemmaForCausalLM", "gemma"},              {"Starcoder2ForCausalLM", "starcoder2"},  // classic_decoders_config.h
+      {"PhiForCausalLM", "phi"},                  {"StableLmForCausalLM", "stablelm"},
+      {"MiMoV2FlashForCausalLM", "mimo_v2_flash"}, {"ExaoneMoeForCausalLM", "exaone_moe"},
+      {"ExaoneMoEForCausalLM", "exaone_moe"}};  // (mimo_exaone_config.h; K-EXAONE's first configs' spelling)
   for (const auto& [cls, type] : kNames)
     if (class_name == cls || (class_name.empty() && model_type == type)) return type;
   return {};
@@ -94,6 +100,8 @@ bool names_class(const json& j, const char* cls, const char* type) {
 }
 
 }  // namespace
+
+Status read_exaone_sliding_layers(const json& j, ModelConfig& c) { return read_sliding_layers(j, c, 4); }
 
 void nope_on_full_layers(ModelConfig& c) {
   c.nope_layers.assign(static_cast<size_t>(c.n_layers), false);
@@ -461,6 +469,8 @@ Status read_llama4_scaling_beta(const json& j, ModelConfig& c) {
 Status read_llama_variant(const json& j, ModelConfig& c) {
   if (c.arch == "phimoe") return read_phimoe(j, c);  // models/phimoe_config.h
   if (c.arch == "afmoe" || c.arch == "arcee") return read_arcee_family(j, c);  // models/arcee_config.h
+  if (c.arch == "mimo_v2_flash" || c.arch == "exaone_moe") return read_mimo_exaone(j, c);  // models/mimo_exaone_config.h
+  if (is_classic_decoder(c.arch)) return read_classic_decoder(j, c);  // models/classic_decoders_config.h
   if (c.arch == "ministral3") return read_llama4_scaling_beta(j, c);
   if (c.arch == "dots1") return read_dots1_attention(j, c);
   if (c.arch == "cohere" || c.arch == "cohere2") return read_cohere(j, c);

@@ -41,7 +41,10 @@
 //     biased lm_head, longrope scaled by short_/long_mscale, sparsemixer routing (read_phimoe,
 //     models/phimoe_config.h);
 //   afmoe (AfmoeForCausalLM, Arcee Trinity) and arcee (ArceeForCausalLM, Arcee AFM-4.5B):
-//     models/arcee_config.h.
+//     models/arcee_config.h;
+//   gemma (Gemma 1), starcoder2 (StarCoder2), phi (Phi-1 / 1.5 / 2) and stablelm (StableLM):
+//     models/classic_decoders_config.h;
+//   mimo_v2_flash (MiMo-V2-Flash) and exaone_moe (K-EXAONE): models/mimo_exaone_config.h.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -54,6 +57,11 @@ namespace brigade {
 // EXAONE 4's and Cohere2's full-attention layers have no positions ("global NoPE"): nope_layers
 // set on every layer without a window (layer_window 0). Their safetensors and GGUF readers share it.
 void nope_on_full_layers(ModelConfig& c);
+
+// EXAONE 4's sliding layers (K-EXAONE's too): layer_types, or sliding_window_pattern as a string
+// of L (local) and G (global) repeating over the layers, or an integer n (every n-th layer
+// global; 4 when absent).
+Status read_exaone_sliding_layers(const nlohmann::json& j, ModelConfig& c);
 
 // Whether config.json is a Mistral3ForConditionalGeneration (model_type mistral3: Mistral Small
 // 3.1 / 3.2, Magistral Small, Devstral Small; Ministral 3, Devstral Small 2), whose language model

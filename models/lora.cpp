@@ -31,7 +31,7 @@ Status check_lora_support(const ModelConfig& c, const LoadOptions& options) {
   if (c.n_moe_layers() > 0)
     return unsupported("LoRA adapters are not supported for mixture-of-experts models (" + c.arch +
                        "): brigade applies them to dense q/k/v/o/gate/up/down projections only");
-  if (c.mlp_activation == MlpActivation::xielu || c.mlp_activation == MlpActivation::relu2)
+  if (!c.mlp_gated())
     return unsupported("LoRA adapters are not supported for " + c.arch +
                        " (its MLP has no gate: brigade applies them to SwiGLU's gate|up, q/k/v, o and down)");
   return Status::ok();

@@ -42,7 +42,9 @@ constexpr const char* kSupported =
     "Llama4ForCausalLM (llama4_text), "
     "Llama4ForConditionalGeneration (llama4: its language model, text only), MiniMaxM2ForCausalLM (minimax_m2), "
     "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1), PhimoeForCausalLM (phimoe), "
-    "AfmoeForCausalLM (afmoe), ArceeForCausalLM (arcee)";
+    "AfmoeForCausalLM (afmoe), ArceeForCausalLM (arcee), GemmaForCausalLM (gemma), Starcoder2ForCausalLM (starcoder2), "
+    "PhiForCausalLM (phi), StableLmForCausalLM (stablelm), MiMoV2FlashForCausalLM (mimo_v2_flash), "
+    "ExaoneMoeForCausalLM (exaone_moe)";
 
 // DeepSeek's MLA family (models/deepseek.h): V2, V3 and its descendants Mistral Small 4 and GLM-4.7-Flash.
 bool is_deepseek(const std::string& arch) {
@@ -52,7 +54,9 @@ bool is_deepseek(const std::string& arch) {
 // GLM-4.5 / 4.6 (Glm4MoeForCausalLM): GQA attention beside DeepSeek-V3's MoE (models/deepseek_config.h).
 bool is_glm4_moe(const std::string& arch) { return arch == "glm4_moe"; }
 // GLM-4.5's and dots.llm1's (Dots1ForCausalLM) experts: DeepSeek-V3's routing (validate_grouped_moe).
-bool has_grouped_moe(const std::string& arch) { return is_glm4_moe(arch) || arch == "dots1"; }
+bool has_grouped_moe(const std::string& arch) {
+  return is_glm4_moe(arch) || arch == "dots1" || arch == "mimo_v2_flash" || arch == "exaone_moe";
+}
 
 // The architectures whose MoE fields read_moe parses (DeepSeek's: models/deepseek_config.h).
 bool is_sparse_moe(const std::string& arch) {
@@ -131,7 +135,8 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
 Status read_rope(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_float(j, "rope_theta", c.rope_theta));
   const bool glm = is_glm4_moe(c.arch) || c.arch == "glm4";  // Glm4Config's default 0.5 too
-  float partial = glm ? 0.5f : is_gated_delta(c.arch) ? 0.25f : 1.0f;
+  // PhiConfig's and StableLmConfig's defaults too.
+  float partial = glm || c.arch == "phi" ? 0.5f : is_gated_delta(c.arch) || c.arch == "stablelm" ? 0.25f : 1.0f;
   BRIGADE_RETURN_IF_ERROR(read_float(j, "partial_rotary_factor", partial));
   std::string where = "config.json: rope_scaling";
   double ntk_alpha = 0.0;
@@ -153,7 +158,8 @@ Status read_rope(const json& j, ModelConfig& c) {
     BRIGADE_ASSIGN_OR_RETURN(c.rope_scaling, parse_rope_scaling(it->dump(), where));
   }
   if (ntk_alpha > 0.0) BRIGADE_RETURN_IF_ERROR(stretch_rope_base(ntk_alpha, c));
-  if (c.arch != "phi3" && c.arch != "phimoe" && c.arch != "minimax_m2" && !glm && !is_gated_delta(c.arch))
+  if (c.arch != "phi3" && c.arch != "phimoe" && c.arch != "minimax_m2" && !glm && !is_gated_delta(c.arch) &&
+      c.arch != "phi" && c.arch != "stablelm")
     return Status::ok();
   if (!(partial > 0.0f && partial <= 1.0f))
     return invalid_argument("config.json: partial_rotary_factor must be in (0, 1] (got " + std::to_string(partial) + ")");
@@ -700,7 +706,8 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   // family of the Llama decoder has MLP biases.
   bool mlp_bias = c.mlp_bias;
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "mlp_bias", mlp_bias));
-  if (mlp_bias && c.arch != "llama" && c.arch != "seed_oss" && c.arch != "ernie4_5")
+  if (mlp_bias && c.arch != "llama" && c.arch != "seed_oss" && c.arch != "ernie4_5" && c.arch != "starcoder2" &&
+      c.arch != "phi")  // (those two: their own use_bias / always)
     return unsupported("config.json: mlp_bias = true is not supported for " + c.arch + "; set it to false");
   if (c.arch == "llama") c.mlp_bias = mlp_bias;
   BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));

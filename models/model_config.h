@@ -135,6 +135,16 @@ struct ModelConfig {
   float swiglu_limit = 0.0f;
   float swiglu_alpha = 1.0f;
   bool attn_sinks = false;           // a learned sink logit per query head (self_attn.sinks; AttentionMeta::sinks)
+  // MiMo-V2-Flash (models/mimo_exaone_config.h): the decoder runs one KV head count and one head
+  // width for every layer, so a full-attention layer's n_kv_heads_full stored KV heads (0: every
+  // layer stores n_kv_heads) load each repeated n_kv_heads / n_kv_heads_full times, and v heads of
+  // v_head_width (0: head_dim) load zero-padded to head_dim, o_proj's columns alike
+  // (models/widened_attention.h); v_proj's rows times attn_value_scale; the sinks (attn_sinks) on
+  // the sliding layers only with sinks_sliding_only.
+  int n_kv_heads_full = 0;
+  int v_head_width = 0;
+  float attn_value_scale = 1.0f;
+  bool sinks_sliding_only = false;
   // qwen2_moe: one shared expert of shared_expert_intermediate_size every token runs, its output
   // scaled by sigmoid(x · mlp.shared_expert_gate) (shared_gate); 0 = none, or DeepSeek's
   // n_shared_experts * moe_intermediate_size (shared_width()).
@@ -214,6 +224,10 @@ struct ModelConfig {
   // Granite 4.0-H, Nemotron-H).
   std::vector<bool> mlp_layers;
   bool mlp_bias = false;  // also the Llama decoder's: gate/up and down biases (config.json's mlp_bias; Ernie 4.5's use_bias)
+  // The Llama decoder's MLP without a gate: up_proj, mlp_activation, down_proj (StarCoder2's c_fc /
+  // c_proj and Phi's fc1 / fc2 with gelu_tanh; their biases with mlp_bias, up_proj's alone). Apertus's
+  // xielu and Arcee's relu2 MLPs are ungated whatever this says (mlp_gated()).
+  bool mlp_ungated = false;
   bool nope = false;
   // IBM Granite's scalings (0 = none; Granite 4.0-H's, and Granite 3's in the Llama decoder): the
   // embeddings times embedding_multiplier, each sublayer's output times residual_multiplier before
@@ -262,6 +276,10 @@ struct ModelConfig {
   bool is_moe_layer(int l) const;
   int n_moe_layers() const;
 
+  // Whether the Llama decoder's dense MLP has a gate (gate|up, act(gate) * up, down).
+  bool mlp_gated() const {
+    return !mlp_ungated && mlp_activation != MlpActivation::xielu && mlp_activation != MlpActivation::relu2;
+  }
   QkvLayout qkv_layout() const { return {n_heads, n_kv_heads, head_dim}; }
   int rope_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
   // What the logits are multiplied by: Cohere's logit_scale, or 1 / Granite's logits_scaling (1: neither).

@@ -94,6 +94,8 @@ MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
             "block_sparse_moe.output_linear.weight",
             "input_linear.weight",
             "output_linear.weight"};
+  if (c.arch == "exaone_moe" && w.has(layer + "mlp.e_score_correction_bias"))  // the Hub's (GGUF's: under gate)
+    return {layer + "mlp.", "gate", "gate_proj", "up_proj", "down_proj", "e_score_correction_bias"};
   if (c.arch == "ernie4_5_moe")  // its selection bias [1, E] (read as [E]: Checkpoint::open)
     return {layer + "mlp.", "gate", "gate_proj", "up_proj", "down_proj", "moe_statics.e_score_correction_bias"};
   return {layer + "mlp.", "gate", "gate_proj", "up_proj", "down_proj"};

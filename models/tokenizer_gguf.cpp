@@ -177,7 +177,8 @@ Expected<std::unique_ptr<Tokenizer>> load_spm(const GgufFile& g, const std::vect
 
 Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string& name) {
   // OLMo 1's olmo and EXAONE 4's exaone4 are GPT-2's (llama.cpp's OLMO type and its GPT2).
-  if (name == "gpt-2" || name == "olmo" || name == "exaone4") return std::vector<std::string>{kGpt2Pattern};
+  // Phi-2's phi-2 is GPT-2's too.
+  if (name == "gpt-2" || name == "olmo" || name == "exaone4" || name == "phi-2") return std::vector<std::string>{kGpt2Pattern};
   // LFM2's and Falcon-H1's are Llama 3's (llama.cpp's LLAMA3 pre-tokenizer type, whole words
   // before merges); SmolLM3's smaug-bpe and the cl100k vocabularies' dbrx (OLMo 2 / 3's) are its
   // pattern with merges as usual (llama.cpp's SMAUG and DBRX).
@@ -189,11 +190,13 @@ Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string&
   // \s+ alternative; the pieces between matches stay pieces). llama.cpp also sets clean_spaces
   // false for command-r (its llama_detokenize then keeps " ." and " 's" as decoded); brigade's
   // byte-level decoder never cleans spaces, for any pre-tokenizer, so that needs nothing here.
-  if (name == "refact" || name == "command-r")
+  // StarCoder2's starcoder is the same (llama.cpp's STARCODER).
+  if (name == "refact" || name == "command-r" || name == "starcoder")
     return std::vector<std::string>{R"(\p{N})",
                                     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))"};
-  // Hunyuan MoE's hunyuan is Qwen2's (llama.cpp's HUNYUAN shares QWEN2's regex).
-  if (name == "qwen2" || name == "hunyuan") return std::vector<std::string>{kQwen2Pattern};
+  // Hunyuan MoE's hunyuan and StableLM 2's stablelm2 are Qwen2's (llama.cpp's HUNYUAN and STABLELM2
+  // share QWEN2's regex).
+  if (name == "qwen2" || name == "hunyuan" || name == "stablelm2") return std::vector<std::string>{kQwen2Pattern};
   if (name == "qwen35") return std::vector<std::string>{kQwen35Pattern};
   if (name == "deepseek-llm") return kDeepseekLlmPatterns;
   if (name == "deepseek-v3" || name == "hunyuan-dense") return kDeepseekV3Patterns;
@@ -205,8 +208,8 @@ Expected<std::vector<std::string>> gguf_pretokenizer_patterns(const std::string&
   // GLM-4 / 4.5 / 5 (llama.cpp's CHATGLM4: Llama 3's pattern, its case-insensitive contractions
   // spelled as classes; glm4 and glm5 also take whole-word tokens before merges).
   if (name == "chatglm-bpe" || name == "glm4" || name == "glm5") return std::vector<std::string>{kLlama3Pattern};
-  return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, olmo, exaone4, llama-bpe, lfm2, "
-                     "falcon-h1, smaug-bpe, dbrx, refact, command-r, qwen2, hunyuan, qwen35, deepseek-llm, deepseek-v3, hunyuan-dense, seed-coder, kimi-k2, tekken, gpt-4o, "
+  return unsupported("pre-tokenizer '" + name + "' is not supported; supported: gpt-2, olmo, exaone4, phi-2, llama-bpe, lfm2, "
+                     "falcon-h1, smaug-bpe, dbrx, refact, command-r, starcoder, qwen2, hunyuan, stablelm2, qwen35, deepseek-llm, deepseek-v3, hunyuan-dense, seed-coder, kimi-k2, tekken, gpt-4o, "
                      "llama4, chatglm-bpe, glm4, glm5");
 }
 

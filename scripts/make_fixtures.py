@@ -579,6 +579,63 @@ def fixtures():
             mlp_layer_types=["dense", "sparse"], first_k_dense_replace=1, routed_scaling_factor=1.8,
             norm_topk_prob=True, rms_norm_eps=1e-5, bos_token_id=0, eos_token_id=1, pad_token_id=2,
             rope_parameters=dict(rope_type="default", rope_theta=1000000.0))),
+        # Xiaomi MiMo-V2-Flash (MiMoV2FlashForCausalLM): layers 0 and 3 full attention over 1 KV head,
+        # layers 1-2 windows of 8 (the long prompt crosses them) over 2 KV heads (SWA layers double
+        # them) with a sink logit per head; q/k heads of 24, v heads of 16, values times 0.707;
+        # RoPE (halves) over the first int(24 * 0.334) = 8 dims, theta 5e4 on full and 1e4 on
+        # sliding layers; layer 0 a dense SwiGLU of 96, then 8 experts of 16 in 2 groups (the top
+        # group by its two best), top 2 by sigmoid + e_score_correction_bias, renormalised, times
+        # 2.5, no shared experts; hidden 32.
+        "mimo_v2_flash": ("MiMoV2FlashConfig", "MiMoV2FlashForCausalLM", base_config(
+            num_hidden_layers=4, hidden_size=32, num_attention_heads=4, num_key_value_heads=1, head_dim=24,
+            v_head_dim=16, intermediate_size=96, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=16,
+            n_group=2, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, sliding_window=8,
+            attention_value_scale=0.707, pad_token_id=0,
+            layer_types=["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+            mlp_layer_types=["dense", "sparse", "sparse", "sparse"],
+            rope_parameters={"full_attention": dict(rope_type="default", rope_theta=50000.0, partial_rotary_factor=0.334),
+                             "sliding_attention": dict(rope_type="default", rope_theta=10000.0,
+                                                       partial_rotary_factor=0.334)})),
+        # LG K-EXAONE (ExaoneMoeForCausalLM): EXAONE 4's attention (per-head q/k norms, windows of 8
+        # with RoPE on layers 0-2, layer 3 full attention without RoPE) in a pre-norm layer (OLMoE's:
+        # input_layernorm, post_attention_layernorm before the MLP); layer 0 a dense SwiGLU of 64,
+        # then 8 experts of 16 in 2 groups (the top group by its two best), top 2 by sigmoid +
+        # e_score_correction_bias, renormalised, times 2.5, beside one shared expert; hidden 32.
+        "exaone_moe": ("ExaoneMoeConfig", "ExaoneMoeForCausalLM", base_config(
+            num_hidden_layers=4, hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+            intermediate_size=64, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, num_shared_experts=1,
+            first_k_dense_replace=1, n_group=2, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5,
+            sliding_window=8, sliding_window_pattern=4, pad_token_id=0)),
+        # Gemma 1 (GemmaForCausalLM, google/gemma-2b): Gemma 2's layer without softcaps, post-norms or
+        # windows: RMSNorms scaling by 1 + w, embeddings times sqrt(hidden), a gelu_pytorch_tanh gate
+        # (the released configs' legacy hidden_act "gelu"), heads of 16 over hidden 32 (head_dim from
+        # config.json), MQA as gemma-2b (4 heads over 1), tied.
+        "gemma": ("GemmaConfig", "GemmaForCausalLM", base_config(
+            hidden_size=32, intermediate_size=64, head_dim=16, num_key_value_heads=1, hidden_act="gelu", rms_norm_eps=1e-6, tie_word_embeddings=True,
+            pad_token_id=0)),
+        # StarCoder2 (Starcoder2ForCausalLM, bigcode/starcoder2-3b): LayerNorms with biases, biases on
+        # q/k/v/o and the ungated MLP c_fc -> gelu_pytorch_tanh -> c_proj, GQA 4 over 2 (heads of 8), a
+        # window of 8 on every layer (the long prompt crosses it), tied; hidden 32.
+        "starcoder2": ("Starcoder2Config", "Starcoder2ForCausalLM", base_config(
+            hidden_size=32, intermediate_size=64, sliding_window=8, use_bias=True, norm_epsilon=1e-5, hidden_act="gelu_pytorch_tanh",
+            tie_word_embeddings=True, pad_token_id=0)),
+        # Phi-2 (PhiForCausalLM, microsoft/phi-2): one biased LayerNorm before the attention and the MLP
+        # side by side, q/k/v/dense biases, RoPE over the first int(20 * 0.4) = 8 dims of each head,
+        # fc1 -> gelu_new -> fc2 with biases (4 x hidden, as llama.cpp's converter assumes), a final
+        # biased LayerNorm and a biased lm_head; hidden 40 in 2 heads of 20, untied.
+        "phi": ("PhiConfig", "PhiForCausalLM", base_config(
+            hidden_size=40, intermediate_size=160, num_attention_heads=2, num_key_value_heads=2, partial_rotary_factor=0.4,
+            hidden_act="gelu_new", layer_norm_eps=1e-5, pad_token_id=0)),
+        # StableLM 2 1.6B (StableLmForCausalLM, stabilityai/stablelm-2-1_6b): biased LayerNorms, q/k/v
+        # biases, RoPE over a quarter of each head (4 of 16), a SiLU-gated MLP; hidden 32, 2 heads over 1.
+        "stablelm": ("StableLmConfig", "StableLmForCausalLM", base_config(
+            hidden_size=32, intermediate_size=64, num_attention_heads=2, num_key_value_heads=1, partial_rotary_factor=0.25, use_qkv_bias=True, layer_norm_eps=1e-5, pad_token_id=0)),
+        # StableLM 2 12B's layer: per-head q/k LayerNorms (each head its own weights) and the parallel
+        # residual (attention and MLP both off input_layernorm), no q/k/v biases; RoPE over half of
+        # each head of 8; hidden 32, GQA 4 over 2.
+        "stablelm_parallel": ("StableLmConfig", "StableLmForCausalLM", base_config(
+            hidden_size=32, intermediate_size=64, partial_rotary_factor=0.5, qk_layernorm=True, use_parallel_residual=True, layer_norm_eps=1e-5,
+            pad_token_id=0)),
     }
 
 
@@ -797,17 +854,17 @@ def new_model(config_cls, model_cls, kw, seed):
     return model
 
 
-def make(name, config_cls, model_cls, kw, seed):
+def make(name, config_cls, model_cls, kw, seed, model=None):
     import torch
     import transformers
-    model = new_model(config_cls, model_cls, kw, seed)
+    model = model if model is not None else new_model(config_cls, model_cls, kw, seed)
     out_dir = OUT / name
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir, safe_serialization=True)
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe", "afmoe", "arcee", "mistral4")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

@@ -199,17 +199,22 @@ TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
 // window and DeepSeek-V3 routing beside shared experts (every expert and group taken); Ministral
 // 3's query temperature on every layer (offset 0) and window; Arcee AFM's relu2 MLP and YaRN;
 // AFMoE's output gate (sigmoid_mul), NoPE full layer, windows and biased sigmoid routing beside
-// shared experts (every expert taken).
+// shared experts (every expert taken); MiMo-V2-Flash's widened KV heads, zero-padded v heads, value
+// scale and sinks on its sliding layers, K-EXAONE's NoPE full layer and shared expert (every expert taken);
+// Gemma 1's gelu gate, StarCoder2's and Phi-2's ungated gelu_tanh MLP with biases and biased
+// LayerNorms (Phi's parallel blocks and lm_head bias), StableLM's partial RoPE and StableLM 2 12B's
+// per-head q/k LayerNorms stored one tensor per head.
 TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir every_expert("gpu_every_expert_variants");
   // Phi-3.5-MoE as stored: sparsemixer routes exactly 2 experts (no every-expert copy); its
   // LayerNorms' and lm_head's biases.
   for (const char* name : {"olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus", "cohere",
-                           "cohere2", "phimoe", "ministral3", "ministral3_text", "arcee"})
+                           "cohere2", "phimoe", "ministral3", "ministral3_text", "arcee", "gemma", "starcoder2", "phi",
+                           "stablelm", "stablelm_parallel"})
     expect_fixture_matches_cpu(name, testing::fixture_dir(name));
   for (const char* name : {"olmoe", "llama4", "llama4_text", "minimax_m2", "granitemoe", "granitemoeshared",
-                           "hunyuan_v1_moe", "dots1", "afmoe"})
+                           "hunyuan_v1_moe", "dots1", "afmoe", "mimo_v2_flash", "exaone_moe"})
     expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 

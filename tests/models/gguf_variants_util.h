@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "chat_test_util.h"
+#include "cpu/cpu_backend.h"
 #include "gguf_writer.h"
 #include "hf_fixture.h"
 #include "models/checkpoint.h"
@@ -100,6 +102,23 @@ inline void expect_same_experts(const ModelConfig& g, const ModelConfig& h) {
   EXPECT_EQ(g.routed_scaling_factor, h.routed_scaling_factor);
   EXPECT_EQ(g.shared_width(), h.shared_width());
   EXPECT_EQ(g.shared_gate, h.shared_gate);
+}
+
+// The fixture's model.gguf runs to transformers' logits, decode steps and greedy tokens within
+// `tol` (each prompt's max |diff| recorded as a test property), and its llamacpp.json (the fixture
+// script's --llamacpp pass) says llama.cpp ran the file within `llamacpp_bound` of them too.
+inline void expect_gguf_fixture_matches(const std::string& fixture, float tol, double llamacpp_bound) {
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto model = load_or_fail(gguf_path(fixture), *backend);
+  ASSERT_NE(model, nullptr);
+  expect_fixture_cases_match(*model, *backend, fixture, tol);
+  for (const auto& fc : read_fixture_cases(fixture))
+    ::testing::Test::RecordProperty("max_abs_diff_" + std::to_string(fc.prompt.size()),
+                                    std::to_string(run_fixture_case(*model, *backend, fc).max_abs_diff));
+  const auto ref = load_fixture_json(fixture + "/llamacpp.json");
+  ASSERT_FALSE(ref.is_discarded());
+  ASSERT_EQ(ref["logits_max_diff"].size(), 3u);
+  for (const auto& d : ref["logits_max_diff"]) EXPECT_LE(d.get<double>(), llamacpp_bound);
 }
 
 }  // namespace brigade::testing

@@ -100,7 +100,8 @@ TEST(HfPreTokenizerGguf, NamesAreTheirFamilysPatterns) {
   for (const auto& [name, family] : std::vector<std::pair<std::string, std::string>>{
            {"qwen2", "qwen2"}, {"hunyuan", "qwen2"}, {"qwen35", "qwen35"}, {"refact", "refact"}, {"command-r", "refact"},
            {"seed-coder", "seed_coder"}, {"hunyuan-dense", "hunyuan_dense"}, {"deepseek-v3", "hunyuan_dense"},
-           {"tekken", "tekken"}}) {
+           {"tekken", "tekken"}, {"starcoder", "refact"}, {"stablelm2", "qwen2"}}) {  // (llama.cpp's STARCODER and
+                                                                                  // STABLELM2 regexes)
     const json vectors = read_json(kDir + family + "/vectors.json");
     auto patterns = gguf_pretokenizer_patterns(name);
     ASSERT_TRUE(patterns.has_value()) << patterns.status().to_string();
@@ -112,7 +113,7 @@ TEST(HfPreTokenizerGguf, NamesAreTheirFamilysPatterns) {
   const json llama3 = read_json(kDir + "llama3/vectors.json");
   for (const char* name : {"smaug-bpe", "dbrx"})  // SmolLM3's; OLMo 2 / 3's cl100k vocabulary
     EXPECT_EQ(*gguf_pretokenizer_patterns(name), std::vector<std::string>{llama3["pattern"].get<std::string>()}) << name;
-  for (const char* name : {"olmo", "exaone4"})  // llama.cpp splits both as GPT-2
+  for (const char* name : {"olmo", "exaone4", "phi-2"})  // llama.cpp splits these as GPT-2
     EXPECT_EQ(*gguf_pretokenizer_patterns(name), *gguf_pretokenizer_patterns("gpt-2")) << name;
 }
 

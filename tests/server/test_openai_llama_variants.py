@@ -1,6 +1,7 @@
 """The Llama decoder's newer relatives (OLMo 3, OLMoE, EXAONE 4, GLM-4-0414, Seed-OSS, ERNIE 4.5 and
 its MoE, Hunyuan dense, Apertus, Mistral 3's and Llama 4's language models, MiniMax-M2, Command R+
-and Command R7B, Granite 3 MoE with and without its shared MLP, Hunyuan MoE, dots.llm1, Phi-3.5-MoE, Arcee Trinity and AFM) served through the real `openai`
+and Command R7B, Granite 3 MoE with and without its shared MLP, Hunyuan MoE, dots.llm1, Phi-3.5-MoE, Arcee Trinity and AFM,
+Gemma 1, StarCoder2, Phi-2, StableLM) served through the real `openai`
 client against `brigade serve` on the transformers fixtures of scripts/make_fixtures.py
 (tests/fixtures/<name>/expected.json: prompts of token ids, transformers' greedy continuation and
 the logits it chose each token from).
@@ -19,7 +20,8 @@ from fixture_server import assert_transformers_completion, complete, fixtures, s
 
 MODELS = ["olmo3", "olmoe", "exaone4", "glm4", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense", "apertus",
           "mistral3", "llama4", "minimax_m2", "cohere", "cohere2", "granitemoe", "granitemoeshared",
-          "hunyuan_v1_moe", "dots1", "ministral3", "ministral3_text", "phimoe", "afmoe", "arcee"]
+          "hunyuan_v1_moe", "dots1", "ministral3", "ministral3_text", "phimoe", "afmoe", "arcee",
+          "gemma", "starcoder2", "phi", "stablelm", "stablelm_parallel"]
 
 
 @pytest.mark.parametrize("name", MODELS)

@@ -1,0 +1,143 @@
+#include "models/classic_decoders_config.h"
+
+#include <cmath>
+#include <initializer_list>
+#include <utility>
+#include <vector>
+
+#include "models/config_json.h"
+
+namespace brigade {
+namespace {
+
+using json = nlohmann::json;
+
+// hidden_act (`fallback` when absent) must be one of `accepted`; refused by name otherwise.
+Status require_act(const json& j, const ModelConfig& c, const char* fallback, std::initializer_list<const char*> accepted) {
+  std::string act = fallback;
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
+  std::string list;
+  for (const char* a : accepted) {
+    if (act == a) return Status::ok();
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  return unsupported("config.json: hidden_act '" + act + "' is not supported for " + c.arch + "; supported: " + list);
+}
+
+// LayerNorms with biases everywhere (nn.LayerNorm's default), their epsilon under `eps_key`.
+Status layer_norms_with_bias(const json& j, const char* eps_key, ModelConfig& c) {
+  c.layer_norms = c.norm_bias = true;
+  c.rms_eps = 1e-5f;
+  return read_float(j, eps_key, c.rms_eps);
+}
+
+// GemmaModel: Gemma 2's layer without what Gemma 2 added (classic_decoders_config.h).
+Status read_gemma1(const json& j, ModelConfig& c) {
+  // GemmaConfig.__post_init__ turns the legacy "gelu" of the released configs into the tanh form;
+  // transformers 5 reads no hidden_activation.
+  BRIGADE_RETURN_IF_ERROR(require_act(j, c, "gelu_pytorch_tanh", {"gelu_pytorch_tanh", "gelu"}));
+  bool bidirectional = false;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_bidirectional_attention", bidirectional));
+  if (bidirectional)
+    return unsupported("config.json: use_bidirectional_attention = true (an embedding model) is not supported; "
+                       "brigade runs causal decoders");
+  if (!j.contains("head_dim") || j["head_dim"].is_null()) c.head_dim = 256;  // GemmaConfig's default
+  if (!j.contains("max_position_embeddings")) c.max_position = 8192;
+  if (!j.contains("tie_word_embeddings")) c.tie_embeddings = true;
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  c.mlp_activation = MlpActivation::gelu_tanh;
+  c.norm_offset = 1.0f;
+  c.embed_scale = std::sqrt(static_cast<float>(c.hidden_size));
+  c.sliding_window = 0;
+  return Status::ok();
+}
+
+// Starcoder2Model: LayerNorms with biases, use_bias on every projection, the ungated MLP, one window.
+Status read_starcoder2(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(require_act(j, c, "gelu_pytorch_tanh", {"gelu_pytorch_tanh", "gelu_new"}));
+  BRIGADE_RETURN_IF_ERROR(layer_norms_with_bias(j, "norm_epsilon", c));
+  bool bias = true;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_bias", bias));
+  c.qkv_bias = c.o_bias = c.mlp_bias = bias;
+  c.mlp_ungated = true;
+  c.mlp_activation = MlpActivation::gelu_tanh;
+  c.sliding_window = 0;  // null: none (create_causal_mask)
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
+  if (c.sliding_window < 0) return invalid_argument("config.json: sliding_window must be > 0 or null");
+  if (!j.contains("max_position_embeddings")) c.max_position = 4096;
+  if (!j.contains("tie_word_embeddings")) c.tie_embeddings = true;
+  return Status::ok();
+}
+
+// PhiModel: the parallel layer off one biased LayerNorm, biases everywhere, lm_head's too.
+Status read_phi(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(require_act(j, c, "gelu_new", {"gelu_new", "gelu_pytorch_tanh"}));
+  BRIGADE_RETURN_IF_ERROR(layer_norms_with_bias(j, "layer_norm_eps", c));
+  bool qk_layernorm = false;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "qk_layernorm", qk_layernorm));
+  if (qk_layernorm)
+    return unsupported("config.json: qk_layernorm = true is not supported for phi (one biased LayerNorm shared by "
+                       "all heads); Phi-1, Phi-1.5 and Phi-2 have it false");
+  c.parallel_blocks = true;
+  c.qkv_bias = c.o_bias = c.mlp_bias = c.lm_head_bias = true;
+  c.mlp_ungated = true;
+  c.mlp_activation = MlpActivation::gelu_tanh;
+  c.sliding_window = 0;
+  return Status::ok();
+}
+
+// StableLmModel: biased LayerNorms, optional q/k/v biases, per-head q/k LayerNorms and the parallel
+// residual; head_dim is always hidden_size / num_attention_heads.
+Status read_stablelm(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(require_act(j, c, "silu", {"silu"}));
+  BRIGADE_RETURN_IF_ERROR(layer_norms_with_bias(j, "layer_norm_eps", c));
+  if (c.n_heads <= 0 || c.hidden_size % c.n_heads != 0)
+    return invalid_argument("config.json: hidden_size (" + std::to_string(c.hidden_size) +
+                            ") must be divisible by num_attention_heads for stablelm");
+  if (c.head_dim != c.hidden_size / c.n_heads)
+    return unsupported("config.json: head_dim " + std::to_string(c.head_dim) + " is not supported for stablelm, "
+                       "whose heads are hidden_size / num_attention_heads = " +
+                       std::to_string(c.hidden_size / c.n_heads) + " wide");
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_qkv_bias", c.qkv_bias));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "qk_layernorm", c.qk_norm));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_parallel_residual", c.parallel_blocks));
+  c.o_bias = false;
+  c.sliding_window = 0;
+  if (!j.contains("max_position_embeddings")) c.max_position = 4096;
+  return Status::ok();
+}
+
+}  // namespace
+
+bool is_classic_decoder(const std::string& arch) {
+  return arch == "gemma" || arch == "starcoder2" || arch == "phi" || arch == "stablelm";
+}
+
+Status read_classic_decoder(const json& j, ModelConfig& c) {
+  if (c.arch == "gemma") return read_gemma1(j, c);
+  if (c.arch == "starcoder2") return read_starcoder2(j, c);
+  if (c.arch == "phi") return read_phi(j, c);
+  return read_stablelm(j, c);
+}
+
+std::map<std::string, RawTensor> classic_decoder_tensors(const std::string& arch, std::map<std::string, RawTensor> tensors) {
+  using Renames = std::vector<std::pair<std::string, std::string>>;
+  static const Renames kStarcoder2 = {{".mlp.c_fc.", ".mlp.up_proj."}, {".mlp.c_proj.", ".mlp.down_proj."}};
+  static const Renames kPhi = {{".mlp.fc1.", ".mlp.up_proj."},
+                                   {".mlp.fc2.", ".mlp.down_proj."},
+                                   {".self_attn.dense.", ".self_attn.o_proj."},
+                                   {"model.final_layernorm.", "model.norm."}};
+  if (arch != "starcoder2" && arch != "phi") return tensors;
+  const Renames& renames = arch == "phi" ? kPhi : kStarcoder2;
+  std::map<std::string, RawTensor> out;
+  for (auto& [name, t] : tensors) {
+    std::string to = name;
+    for (const auto& [from, with] : renames)
+      if (const size_t at = to.find(from); at != std::string::npos) to.replace(at, from.size(), with);
+    t.name = to;
+    out.emplace(to, std::move(t));
+  }
+  return out;
+}
+
+}  // namespace brigade
