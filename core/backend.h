@@ -177,6 +177,17 @@ struct MlaLayout {
   int row_width() const { return kv_lora_rank + rope_dim; }
 };
 
+// DeepSeek Sparse Attention's lightning indexer (deepseek_v32, glm_moe_dsa; models/dsa_indexer.h):
+// H index heads of head_dim D score each visible key; a query keeps its topk best. The keys are
+// columns [col, col + D) of latent-cache rows (KvLayout::latent).
+struct DsaLayout {
+  int n_heads = 0;     // H (index_n_heads)
+  int head_dim = 0;    // D (index_head_dim)
+  int col = 0;         // the keys' first column in the cache row
+  int topk = 0;        // index_topk
+  float scale = 1.0f;  // multiplies every score (D^-1/2 H^-1/2: transformers' softmax_scale and weights scale)
+};
+
 // Mamba2's mixer (state-space layers; models/state_space.h) over its in_proj output, one row per
 // token: [z (d_inner) | x (d_inner) B (G N) C (G N) | dt (H)], d_inner = H * P. x, B and C (xBC,
 // conv_dim() wide) go through a causal depthwise convolution of conv_kernel taps and SiLU; then
@@ -528,6 +539,36 @@ class Backend {
     BRIGADE_CHECK(false, "mla_attention on a backend without MLA ops (supports_mla() is false)");
   }
 
+  // ---- DeepSeek Sparse Attention (DsaLayout above; models/dsa_indexer.h) ----
+  // Whether write_kv_columns, dsa_topk and mla_sparse_attention are implemented (with the MLA ops);
+  // deepseek_v32 and glm_moe_dsa refuse to load otherwise.
+  virtual bool supports_dsa() const { return false; }
+  // Row i of x [n, d] (activations) goes to columns [col, col + d) of latent-cache row slots[i]
+  // (page = slot / page_size, offset = slot % page_size); negative = skip; the other columns stay.
+  virtual void write_kv_columns(const KvLayer& cache, const Tensor& x, int col, const Tensor& slots) {
+    (void)cache, (void)x, (void)col, (void)slots;
+    BRIGADE_CHECK(false, "write_kv_columns on a backend without DSA ops (supports_dsa() is false)");
+  }
+  // The indexer's choice: for each query row t at position pos (AttentionMeta's causal context)
+  // the min(topk, pos + 1) positions p <= pos with the largest
+  //   score(p) = l.scale * sum_h weights[t, h] * relu(q[t, h] · key_p),
+  // key_p the columns [l.col, l.col + D) of the row's cache row p; ties go to the lower position.
+  // out [n, topk] i32 lists them ascending, then -1. q [n, H D] (rotated), weights [n, H]
+  // activations. workspace: f32 scratch of at least meta.max_ctx_len values (a backend scores as
+  // many rows at a time as it holds; the CPU needs none and takes an empty one).
+  virtual void dsa_topk(const Tensor& q, const Tensor& weights, const KvLayer& cache, const DsaLayout& l,
+                        const AttentionMeta& meta, const Tensor& workspace, const Tensor& out) {
+    (void)q, (void)weights, (void)cache, (void)l, (void)meta, (void)workspace, (void)out;
+    BRIGADE_CHECK(false, "dsa_topk on a backend without DSA ops (supports_dsa() is false)");
+  }
+  // mla_attention with each row's softmax over the positions indices[t, :] lists (dsa_topk's
+  // out: ascending, -1 = none) instead of its whole causal context.
+  virtual void mla_sparse_attention(const Tensor& q_lat, const Tensor& q_pe, const MlaLayout& l, const KvLayer& cache,
+                                    const AttentionMeta& meta, const Tensor& indices, float scale, const Tensor& out) {
+    (void)q_lat, (void)q_pe, (void)l, (void)cache, (void)meta, (void)indices, (void)scale, (void)out;
+    BRIGADE_CHECK(false, "mla_sparse_attention on a backend without DSA ops (supports_dsa() is false)");
+  }
+
   // ---- state-space layers (Mamba2 mixers, SsmLayout above; models/state_space.h) ----
   // Whether ssm_conv and ssm_scan are implemented; a state-space model refuses to load otherwise.
   virtual bool supports_ssm() const { return false; }
@@ -592,6 +633,23 @@ class Backend {
                            const SsmParams& p, const SsmSeqs& seqs, const Tensor& state, const Tensor& out) {
     (void)qkv, (void)proj, (void)z_col, (void)l, (void)p, (void)seqs, (void)state, (void)out;
     BRIGADE_CHECK(false, "gated_delta on a backend without state-space ops (supports_ssm() is false)");
+  }
+  // Kimi Delta Attention (KDA, Kimi Linear's linear attention; models/kimi_linear.h): the gated
+  // delta rule with a decay per key channel. SsmLayout read as H heads of P value channels and N
+  // key channels (n_groups = H: one key head per value head). qkv [n, 3 H N] is ssm_conv's
+  // output, per row the H query heads, the H key heads, then the H value heads (of P); f [n, H N]
+  // is the forget gate's f_b_proj output and beta [n, H] b_proj's. Per row and head h, with q and
+  // k L2-normalised (x / sqrt(|x|^2 + 1e-6)) and q scaled by N^-1/2:
+  //   decay_i = exp(p.a[h] softplus(f[h N + i] + p.dt_bias[h N + i])),  b = sigmoid(beta[h]),
+  //   S = S diag(decay),  S += (b (v_h - S k)) k^T,  o_h = S q,
+  // S [P, N] in the sequence's slot of state [slots, H, P, N] f32 (zeros when fresh); out [n, H P]
+  // = o (the gated norm is the caller's). p.a is -exp(A_log) [H], p.dt_bias [H N], f32; the
+  // rest of p unused. Activations but the f32 state and parameters. Snapshots as ssm_scan's.
+  // Implemented where supports_ssm is.
+  virtual void kda(const Tensor& qkv, const Tensor& f, const Tensor& beta, const SsmLayout& l, const SsmParams& p,
+                   const SsmSeqs& seqs, const Tensor& state, const Tensor& out) {
+    (void)qkv, (void)f, (void)beta, (void)l, (void)p, (void)seqs, (void)state, (void)out;
+    BRIGADE_CHECK(false, "kda on a backend without state-space ops (supports_ssm() is false)");
   }
   // x [n, d] *= sigmoid(gate [n, d]) elementwise, in place (Qwen3-Next's gated attention output);
   // implemented where supports_ssm is.

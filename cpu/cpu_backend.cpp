@@ -197,6 +197,10 @@ class CpuBackend final : public Backend {
                    const SsmSeqs& seqs, const Tensor& state, const Tensor& out) override {
     cpu::gated_delta(ctx_, qkv, proj, z_col, l, p, seqs, state, out);
   }
+  void kda(const Tensor& qkv, const Tensor& f, const Tensor& beta, const SsmLayout& l, const SsmParams& p,
+           const SsmSeqs& seqs, const Tensor& state, const Tensor& out) override {
+    cpu::kda(ctx_, qkv, f, beta, l, p, seqs, state, out);
+  }
   void sigmoid_mul(const Tensor& x, const Tensor& gate) override { cpu::sigmoid_mul(ctx_, x, gate); }
   bool supports_mla() const override { return true; }
   void head_matmul(const Tensor& x, const Tensor& w, int n_heads, const Tensor& out) override {
@@ -208,6 +212,19 @@ class CpuBackend final : public Backend {
   void mla_attention(const Tensor& q_lat, const Tensor& q_pe, const MlaLayout& l, const KvLayer& cache,
                      const AttentionMeta& meta, float scale, const Tensor& out) override {
     cpu::mla_attention(ctx_, q_lat, q_pe, l, cache, meta, scale, out);
+  }
+  bool supports_dsa() const override { return true; }
+  void write_kv_columns(const KvLayer& cache, const Tensor& x, int col, const Tensor& slots) override {
+    cpu::write_kv_columns(ctx_, cache, x, col, slots);
+  }
+  void dsa_topk(const Tensor& q, const Tensor& weights, const KvLayer& cache, const DsaLayout& l, const AttentionMeta& meta,
+                const Tensor& workspace, const Tensor& out) override {
+    (void)workspace;  // each row's scores live in its task's own vector
+    cpu::dsa_topk(ctx_, q, weights, cache, l, meta, out);
+  }
+  void mla_sparse_attention(const Tensor& q_lat, const Tensor& q_pe, const MlaLayout& l, const KvLayer& cache,
+                            const AttentionMeta& meta, const Tensor& indices, float scale, const Tensor& out) override {
+    cpu::mla_sparse_attention(ctx_, q_lat, q_pe, l, cache, meta, indices, scale, out);
   }
 
   // The device path's token ops as plain loops (the executor forces that path on CPUs in tests).

@@ -55,6 +55,14 @@ struct PagedAttentionArgs {
 };
 void paged_attention(const CpuContext& c, const PagedAttentionArgs& a, const KvLayer& cache, const AttentionMeta& meta);
 
+// dsa.cpp (Backend's DeepSeek Sparse Attention ops)
+void write_kv_columns(const CpuContext& c, const KvLayer& cache, const Tensor& x, int col, const Tensor& slots);
+void dsa_topk(const CpuContext& c, const Tensor& q, const Tensor& weights, const KvLayer& cache, const DsaLayout& l,
+              const AttentionMeta& meta, const Tensor& out);
+void mla_sparse_attention(const CpuContext& c, const Tensor& q_lat, const Tensor& q_pe, const MlaLayout& l,
+                          const KvLayer& cache, const AttentionMeta& meta, const Tensor& indices, float scale,
+                          const Tensor& out);
+
 // mla.cpp (Backend's MLA ops)
 void head_matmul(const CpuContext& c, const Tensor& x, const Tensor& w, int n_heads, const Tensor& out);
 void write_mla_kv(const CpuContext& c, const KvLayer& cache, const Tensor& latent, const Tensor& k_pe,
@@ -116,6 +124,8 @@ void ssm_scan(const CpuContext& c, const Tensor& proj, const Tensor& xbc, const 
               const SsmSeqs& seqs, const Tensor& state, const Tensor& out);
 void gated_delta(const CpuContext& c, const Tensor& qkv, const Tensor& proj, int64_t z_col, const SsmLayout& l,
                  const SsmParams& p, const SsmSeqs& seqs, const Tensor& state, const Tensor& out);
+void kda(const CpuContext& c, const Tensor& qkv, const Tensor& f, const Tensor& beta, const SsmLayout& l,
+         const SsmParams& p, const SsmSeqs& seqs, const Tensor& state, const Tensor& out);
 void sigmoid_mul(const CpuContext& c, const Tensor& x, const Tensor& gate);
 void relu_squared(const CpuContext& c, const Tensor& x);
 

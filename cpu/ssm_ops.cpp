@@ -1,6 +1,6 @@
 // The CPU side of the state-space ops (Backend::supports_ssm; core/backend.h SsmLayout): the
 // causal depthwise convolution (Mamba's, and LFM2's gated short_conv), Mamba2's selective scan
-// with the gated RMSNorm and Mamba1's (ssm_scan_diag), Gated DeltaNet's (gated_delta), in f32,
+// with the gated RMSNorm and Mamba1's (ssm_scan_diag), Gated DeltaNet's (gated_delta), Kimi's KDA (kda), in f32,
 // one token after another as transformers' decode paths run them (each state row's update and
 // its dots through the SIMD kernels), relu_squared (Nemotron-H's MLP) and sigmoid_mul
 // (Qwen3-Next's attention gate). The scans parallelise over (sequence, head or block of
@@ -246,6 +246,15 @@ void ssm_scan_diag(const CpuContext& c, const Tensor& x, const Tensor& dt_in, co
   });
 }
 
+// out [n] = x [n] * scale / sqrt(|x|^2 + 1e-6): FLA's l2norm of the delta rules' q and k (in f32,
+// as transformers' torch fallbacks after their casts), times q's N^-1/2.
+void l2_normalized(const float* x, int64_t n, float scale, float* out) {
+  float sq = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sq += x[i] * x[i];
+  const float s = scale / std::sqrt(sq + 1e-6f);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * s;
+}
+
 // Gated DeltaNet (Backend::gated_delta), as transformers' torch_recurrent_gated_delta_rule runs
 // it token by token, with the state kept transposed, S [P, N] per value head: row j of S is
 // value channel j's, so each row updates alone, S_j = decay S_j + delta_j k with delta_j =
@@ -282,19 +291,8 @@ void gated_delta(const CpuContext& c, const Tensor& qkv, const Tensor& proj, int
       if (r.fresh) std::fill(st, st + pv * nk, 0.0f);
       for (int64_t row = r.begin; row < r.end; ++row) {
         const float* xr = x_all + row * ch;
-        // q and k L2-normalised (FLA's l2norm: x / sqrt(|x|^2 + 1e-6)), q also by N^-1/2.
-        float qq = 0.0f, kk = 0.0f;
-        for (int64_t i = 0; i < nk; ++i) {
-          q[static_cast<size_t>(i)] = xr[g * nk + i];
-          k[static_cast<size_t>(i)] = xr[kd + g * nk + i];
-          qq += q[static_cast<size_t>(i)] * q[static_cast<size_t>(i)];
-          kk += k[static_cast<size_t>(i)] * k[static_cast<size_t>(i)];
-        }
-        const float qs = q_scale / std::sqrt(qq + 1e-6f), ks = 1.0f / std::sqrt(kk + 1e-6f);
-        for (int64_t i = 0; i < nk; ++i) {
-          q[static_cast<size_t>(i)] *= qs;
-          k[static_cast<size_t>(i)] *= ks;
-        }
+        l2_normalized(xr + g * nk, nk, q_scale, q.data());
+        l2_normalized(xr + kd + g * nk, nk, 1.0f, k.data());
         const float* v = xr + 2 * kd + h * pv;
         const float* zba = pr + row * width + z_col;
         const float beta = 1.0f / (1.0f + std::exp(-zba[vd + h]));
@@ -322,6 +320,61 @@ void gated_delta(const CpuContext& c, const Tensor& qkv, const Tensor& proj, int
         for (int64_t j = 0; j < pv; ++j) sq += o[j] * o[j];
         const float inv = 1.0f / std::sqrt(sq / static_cast<float>(pv) + p.norm_eps);
         for (int64_t j = 0; j < pv; ++j) o[j] = nw[j] * (o[j] * inv) * silu(z[h * pv + j]);
+      }
+    }
+  });
+}
+
+// Kimi Delta Attention (Backend::kda), as transformers' recurrent_kimi_delta_attention runs it
+// token by token, with the state kept transposed as gated_delta's, S [P, N] per head: row j of S
+// is value channel j's, so each row updates alone, S_j = decay * S_j (per key channel), delta_j =
+// beta (v_j - S_j . k), S_j += delta_j k, o_j = S_j . q. Tasks: (sequence, head).
+void kda(const CpuContext& c, const Tensor& qkv, const Tensor& f, const Tensor& beta, const SsmLayout& l,
+         const SsmParams& p, const SsmSeqs& seqs, const Tensor& state, const Tensor& out) {
+  const int64_t n = qkv.dim(0), heads = l.n_heads, pv = l.head_dim, nk = l.state_size, kd = heads * nk;
+  const int64_t ch = 2 * kd + heads * pv, vd = l.d_inner();
+  BRIGADE_CHECK(l.n_groups == l.n_heads, "kda: one key head per value head (n_groups = n_heads)");
+  BRIGADE_CHECK(qkv.dtype == DType::f32 && f.dtype == DType::f32 && beta.dtype == DType::f32 && out.dtype == DType::f32 &&
+                    qkv.numel() == n * ch && f.numel() == n * kd && beta.numel() == n * heads && out.numel() == n * vd,
+                "kda: qkv [n, 2 H N + H P], f [n, H N], beta [n, H] and out [n, H P] f32");
+  BRIGADE_CHECK(p.a.dtype == DType::f32 && p.a.numel() == heads && p.dt_bias.dtype == DType::f32 && p.dt_bias.numel() == kd,
+                "kda: a [H] and dt_bias [H N] f32");
+  BRIGADE_CHECK(state.dtype == DType::f32 && state.row_numel() == heads * pv * nk, "kda: state [slots, H, P, N] f32");
+  const std::vector<SeqRange> ranges = seq_ranges(seqs, n, state.dim(0));
+  const float* x_all = qkv.as<const float>();
+  const float* f_all = f.as<const float>();
+  const float* b_all = beta.as<const float>();
+  const float* a = p.a.as<const float>();
+  const float* dt_bias = p.dt_bias.as<const float>();
+  float* y = out.as<float>();
+  float* st_all = state.as<float>();
+  const float q_scale = 1.0f / std::sqrt(static_cast<float>(nk));
+  c.pool->parallel_for(static_cast<int64_t>(ranges.size()) * heads, 1, [&](int64_t lo, int64_t hi, int) {
+    std::vector<float> q(static_cast<size_t>(nk)), k(static_cast<size_t>(nk)), decay(static_cast<size_t>(nk));
+    for (int64_t task = lo; task < hi; ++task) {
+      const SeqRange& r = ranges[static_cast<size_t>(task / heads)];
+      const int64_t h = task % heads;
+      float* st = st_all + (static_cast<int64_t>(r.slot) * heads + h) * pv * nk;
+      if (r.fresh) std::fill(st, st + pv * nk, 0.0f);
+      for (int64_t row = r.begin; row < r.end; ++row) {
+        const float* xr = x_all + row * ch;
+        l2_normalized(xr + h * nk, nk, q_scale, q.data());
+        l2_normalized(xr + kd + h * nk, nk, 1.0f, k.data());
+        const float* fr = f_all + row * kd + h * nk;
+        for (int64_t i = 0; i < nk; ++i)
+          decay[static_cast<size_t>(i)] = std::exp(a[h] * softplus(fr[i] + dt_bias[h * nk + i]));
+        const float* v = xr + 2 * kd + h * pv;
+        const float b = 1.0f / (1.0f + std::exp(-b_all[row * heads + h]));
+        float* yr = y + row * vd + h * pv;
+        for (int64_t j = 0; j < pv; ++j) {
+          float* s = st + j * nk;
+          for (int64_t i = 0; i < nk; ++i) s[i] *= decay[static_cast<size_t>(i)];
+          const float delta = b * (v[j] - c.kernels->dot(s, k.data(), nk));
+          c.kernels->scale_axpy(s, 1.0f, delta, k.data(), nk);
+          yr[j] = c.kernels->dot(s, q.data(), nk);
+        }
+        if (row == r.save_row)
+          std::copy(st, st + pv * nk, st_all + (static_cast<int64_t>(r.save_slot) * heads + h) * pv * nk);
       }
     }
   });

@@ -43,7 +43,7 @@ enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, k
                 kAttention, kGather, kArgmax, kSample, kGatherTokens, kScatterTokens, kMoeRoute, kMoeExperts,
                 kHeadMatmul, kWriteMlaKv, kMlaAttention, kXielu, kAttnTemperature, kQkSumSquares, kQkNormBySums,
                 kLayerNorm, kQkLayerNorm, kAddRowBias, kCopy, kSsmConv, kSsmScan, kSsmScanDiag, kGatedDelta,
-                kSigmoidMul, kReluSquared };
+                kSigmoidMul, kReluSquared, kKda, kWriteKvColumns, kDsaTopk };
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
@@ -594,7 +594,36 @@ class CudaBackendImpl final : public CudaBackend {
     });
   }
   void mla_attention(const Tensor& q_lat, const Tensor& q_pe, const MlaLayout& l, const KvLayer& cache,
-                     const AttentionMeta& meta, float scale, const Tensor& out) override;
+                     const AttentionMeta& meta, float scale, const Tensor& out) override {
+    mla_attention_over(q_lat, q_pe, l, cache, meta, scale, out, Tensor());
+  }
+  // mla_attention over each row's whole context (indices empty) or over the positions it lists.
+  void mla_attention_over(const Tensor& q_lat, const Tensor& q_pe, const MlaLayout& l, const KvLayer& cache,
+                          const AttentionMeta& meta, float scale, const Tensor& out, const Tensor& indices);
+
+  // ---- DeepSeek Sparse Attention (gpu/dsa.cu) ----
+  bool supports_dsa() const override { return true; }
+  void write_kv_columns(const KvLayer& cache, const Tensor& x, int col, const Tensor& slots) override {
+    const int64_t n = x.dim(0), d = x.row_numel();
+    BRIGADE_CHECK(cache.v.empty() && cache.k.ndim == 4 && cache.k.dim(2) == 1 && col >= 0 && cache.k.dim(3) >= col + d &&
+                      (cache.k.dtype == DType::bf16 || cache.k.dtype == DType::f32),
+                  "write_kv_columns: a bf16 or f32 latent cache [n_pages, page_size, 1, >= col + d]");
+    BRIGADE_CHECK(x.dtype == DType::bf16 && slots.numel() == n, "write_kv_columns: x [n, d] bf16, slots [n]");
+    const int64_t n_slots = cache.k.dim(0) * cache.k.dim(1), width = cache.k.dim(3);
+    bind();
+    graphs_->record(Sig() << kWriteKvColumns << cache.k << x << col << slots, [=, this] {
+      gpu::launch_write_kv_columns(cache.k.data, cache.k.dtype, width, x.data, n, static_cast<int>(d), col,
+                                   slots.as<const int32_t>(), n_slots, stream_);
+    });
+  }
+  void dsa_topk(const Tensor& q, const Tensor& weights, const KvLayer& cache, const DsaLayout& l, const AttentionMeta& meta,
+                const Tensor& workspace, const Tensor& out) override;
+  void mla_sparse_attention(const Tensor& q_lat, const Tensor& q_pe, const MlaLayout& l, const KvLayer& cache,
+                            const AttentionMeta& meta, const Tensor& indices, float scale, const Tensor& out) override {
+    BRIGADE_CHECK(indices.dtype == DType::i32 && indices.dim(0) == q_lat.dim(0) && indices.row_numel() > 0,
+                  "mla_sparse_attention: indices [n, k] i32");
+    mla_attention_over(q_lat, q_pe, l, cache, meta, scale, out, indices);
+  }
 
   // ---- state-space layers (gpu/ssm.cu) ----
   bool supports_ssm() const override { return true; }
@@ -621,6 +650,8 @@ class CudaBackendImpl final : public CudaBackend {
                      const Tensor& out) override;
   void gated_delta(const Tensor& qkv, const Tensor& proj, int64_t z_col, const SsmLayout& l, const SsmParams& p,
                    const SsmSeqs& seqs, const Tensor& state, const Tensor& out) override;
+  void kda(const Tensor& qkv, const Tensor& f, const Tensor& beta, const SsmLayout& l, const SsmParams& p,
+           const SsmSeqs& seqs, const Tensor& state, const Tensor& out) override;
   void sigmoid_mul(const Tensor& x, const Tensor& gate) override {
     BRIGADE_CHECK(x.dtype == DType::bf16 && gate.dtype == DType::bf16 && x.numel() == gate.numel(),
                   "sigmoid_mul: x and gate of one shape, bf16");
@@ -936,8 +967,32 @@ void CudaBackendImpl::gated_delta(const Tensor& qkv, const Tensor& proj, int64_t
   graphs_->record(sig, [=, this] { gpu::launch_gated_delta(a, sa, stream_); });
 }
 
-void CudaBackendImpl::mla_attention(const Tensor& q_lat, const Tensor& q_pe, const MlaLayout& l, const KvLayer& cache,
-                                    const AttentionMeta& meta, float scale, const Tensor& out) {
+void CudaBackendImpl::kda(const Tensor& qkv, const Tensor& f, const Tensor& beta, const SsmLayout& l, const SsmParams& p,
+                          const SsmSeqs& seqs, const Tensor& state, const Tensor& out) {
+  const int64_t n = qkv.dim(0), heads = l.n_heads, kd = heads * l.state_size, vd = l.d_inner();
+  BRIGADE_CHECK(l.n_groups == l.n_heads, "kda: one key head per value head (n_groups = n_heads)");
+  BRIGADE_CHECK(qkv.dtype == DType::bf16 && f.dtype == DType::bf16 && beta.dtype == DType::bf16 &&
+                    out.dtype == DType::bf16 && qkv.numel() == n * (2 * kd + vd) && f.numel() == n * kd &&
+                    beta.numel() == n * heads && out.numel() == n * vd,
+                "kda: qkv [n, 2 H N + H P], f [n, H N], beta [n, H] and out [n, H P] bf16");
+  BRIGADE_CHECK(p.a.dtype == DType::f32 && p.a.numel() == heads && p.dt_bias.dtype == DType::f32 && p.dt_bias.numel() == kd,
+                "kda: a [H] and dt_bias [H N] f32");
+  check_head_state("kda", state, l, gpu::kda_smem_bytes(l.head_dim, l.state_size));
+  gpu::KdaArgs a;
+  fill_heads(a, l, p, state, out);
+  a.qkv = qkv.data;
+  a.f = f.data;
+  a.beta = beta.data;
+  const gpu::SsmSeqArgs sa = ssm_seqs(seqs, n, state.dim(0));
+  bind();
+  Sig sig;
+  sign(sig << kKda << qkv << f << beta << l.n_heads << l.head_dim << l.state_size << p.a << p.dt_bias << state << out,
+       seqs);
+  graphs_->record(sig, [=, this] { gpu::launch_kda(a, sa, stream_); });
+}
+
+void CudaBackendImpl::mla_attention_over(const Tensor& q_lat, const Tensor& q_pe, const MlaLayout& l, const KvLayer& cache,
+                                         const AttentionMeta& meta, float scale, const Tensor& out, const Tensor& indices) {
   const int64_t n = q_lat.dim(0), h = l.n_heads, r = l.kv_lora_rank, dr = l.rope_dim;
   BRIGADE_CHECK(q_lat.dtype == DType::bf16 && q_pe.dtype == DType::bf16 && out.dtype == DType::bf16,
                 "mla_attention activations are bf16");
@@ -966,10 +1021,50 @@ void CudaBackendImpl::mla_attention(const Tensor& q_lat, const Tensor& q_pe, con
   a.n_rows = static_cast<int>(n);
   a.scale = scale;
   a.out = out.data;
+  a.indices = indices.empty() ? nullptr : indices.as<const int32_t>();
+  a.topk = indices.empty() ? 0 : static_cast<int>(indices.row_numel());
   bind();
   graphs_->record(Sig() << kMlaAttention << q_lat << q_pe << cache.k << l.n_heads << l.kv_lora_rank << l.rope_dim
-                        << meta.q_start << meta.ctx_len << meta.block_table << meta.n_seqs << scale << out,
+                        << meta.q_start << meta.ctx_len << meta.block_table << meta.n_seqs << scale << out << indices,
                   [=, this] { gpu::launch_mla_attention(a, stream_); });
+}
+
+void CudaBackendImpl::dsa_topk(const Tensor& q, const Tensor& weights, const KvLayer& cache, const DsaLayout& l,
+                               const AttentionMeta& meta, const Tensor& workspace, const Tensor& out) {
+  const int64_t n = q.dim(0);
+  BRIGADE_CHECK(q.dtype == DType::bf16 && weights.dtype == DType::bf16 && out.dtype == DType::i32 &&
+                    workspace.dtype == DType::f32, "dsa_topk: q, weights bf16, workspace f32, out i32");
+  BRIGADE_CHECK(q.row_numel() == int64_t{l.n_heads} * l.head_dim && weights.row_numel() == l.n_heads &&
+                    weights.dim(0) == n && out.row_numel() == l.topk && out.dim(0) == n && l.topk > 0,
+                "dsa_topk: q [n, H D], weights [n, H], out [n, topk]");
+  BRIGADE_CHECK(cache.v.empty() && cache.k.ndim == 4 && cache.k.dim(2) == 1 && cache.k.dim(3) >= l.col + l.head_dim &&
+                    (cache.k.dtype == DType::bf16 || cache.k.dtype == DType::f32),
+                "dsa_topk: a bf16 or f32 latent cache [n_pages, page_size, 1, >= col + D]");
+  BRIGADE_CHECK(workspace.numel() >= meta.max_ctx_len, "dsa_topk: a workspace of at least meta.max_ctx_len scores");
+  gpu::DsaTopkArgs a;
+  a.q = q.data;
+  a.weights = weights.data;
+  a.cache = cache.k.data;
+  a.kv_t = cache.k.dtype;
+  a.width = cache.k.dim(3);
+  a.col = l.col;
+  a.n_heads = l.n_heads;
+  a.head_dim = l.head_dim;
+  a.topk = l.topk;
+  a.scale = l.scale;
+  a.rows = {static_cast<int>(cache.k.dim(1)), meta.q_start.as<const int32_t>(), meta.ctx_len.as<const int32_t>(),
+            meta.block_table.as<const int32_t>(),
+            static_cast<int>(meta.block_table.ndim >= 2 ? meta.block_table.dim(1) : meta.block_table.numel()), meta.n_seqs,
+            static_cast<int>(n)};
+  a.workspace = workspace.as<float>();
+  a.ws_numel = workspace.numel();
+  a.ws_stride = std::max(meta.max_ctx_len, 1);
+  a.out = out.as<int32_t>();
+  const int max_ctx = meta.max_ctx_len;
+  bind();
+  graphs_->record(Sig() << kDsaTopk << q << weights << cache.k << l.col << l.n_heads << l.head_dim << l.topk << l.scale
+                        << meta.q_start << meta.ctx_len << meta.block_table << meta.n_seqs << max_ctx << workspace << out,
+                  [=, this] { gpu::launch_dsa_topk(a, max_ctx, stream_); });
 }
 
 void CudaBackendImpl::attention(const Tensor& qkv, const QkvLayout& l, const KvLayer& cache,

@@ -194,8 +194,43 @@ struct MlaAttentionArgs {
   int n_rows = 0;
   float scale = 1.0f;
   void* out = nullptr;  // [n_rows, H R] bf16
+  // mla_sparse_attention: [n_rows, topk] positions per row (-1 = none) instead of its whole context
+  const int32_t* indices = nullptr;
+  int topk = 0;
 };
 void launch_mla_attention(const MlaAttentionArgs& a, cudaStream_t stream);
+
+// DeepSeek Sparse Attention (dsa.cu; contracts of core/backend.h "DeepSeek Sparse Attention").
+void launch_write_kv_columns(void* cache, DType kv_t, int64_t width, const void* x, int64_t n, int d, int col,
+                             const int32_t* slots, int64_t n_slots, cudaStream_t stream);
+// A step's rows and paged context as dsa.cu reads them (AttentionMeta's tensors on the device).
+struct PagedRows {
+  int page_size = 0;
+  const int32_t* q_start = nullptr;
+  const int32_t* ctx_len = nullptr;
+  const int32_t* block_table = nullptr;
+  int max_blocks = 0;
+  int n_seqs = 0;
+  int n_rows = 0;
+};
+struct DsaTopkArgs {
+  const void* q = nullptr;        // [n_rows, H D] bf16
+  const void* weights = nullptr;  // [n_rows, H] bf16
+  const void* cache = nullptr;    // [n_pages, page_size, 1, width] bf16 or f32
+  DType kv_t = DType::bf16;
+  int64_t width = 0;
+  int col = 0;
+  int n_heads = 0;
+  int head_dim = 0;
+  int topk = 0;
+  float scale = 1.0f;
+  PagedRows rows;
+  float* workspace = nullptr;  // rows of ws_stride scores
+  int64_t ws_numel = 0;
+  int64_t ws_stride = 0;       // >= the longest context
+  int32_t* out = nullptr;      // [n_rows, topk]
+};
+void launch_dsa_topk(const DsaTopkArgs& a, int max_ctx_len, cudaStream_t stream);
 
 // State-space ops (ssm.cu; contracts of core/backend.h "state-space layers"). bf16 activations,
 // f32 states and parameters. The sequence table (SsmSeqs) stays in device memory: sequences whose
@@ -218,6 +253,7 @@ constexpr size_t kSsmMaxSmemBytes = 200u << 10;
 size_t ssm_scan_smem_bytes(int head_dim, int state_size);
 size_t ssm_scan_diag_smem_bytes(int state_size);
 size_t gated_delta_smem_bytes(int head_dim, int state_size);
+size_t kda_smem_bytes(int head_dim, int state_size);
 // Backend::ssm_conv (short_conv false: out = silu(conv of in's columns [col, col + ch))) and
 // Backend::short_conv (true: in [n, 3 ch] = B | C | x, out = C * conv(B * x)); in [n, width].
 void launch_ssm_conv(const void* in, int64_t width, int64_t col, int64_t ch, int kernel, const float* weight,
@@ -259,6 +295,12 @@ struct GatedDeltaArgs : SsmHeadArgs {  // Backend::gated_delta
   bool tiled_heads = false;
 };
 void launch_gated_delta(const GatedDeltaArgs& p, const SsmSeqArgs& seqs, cudaStream_t stream);
+struct KdaArgs : SsmHeadArgs {  // Backend::kda (norm_weight unused; groups = heads)
+  const void* qkv = nullptr;   // [n, 2 H N + H P]
+  const void* f = nullptr;     // [n, H N]
+  const void* beta = nullptr;  // [n, H]
+};
+void launch_kda(const KdaArgs& p, const SsmSeqArgs& seqs, cudaStream_t stream);
 // x [count] bf16 *= sigmoid(gate [count] bf16); x [count] bf16 = relu(x)^2.
 void launch_sigmoid_mul(void* x, const void* gate, int64_t count, cudaStream_t stream);
 void launch_relu_squared(void* x, int64_t count, cudaStream_t stream);

@@ -73,7 +73,12 @@ __global__ void mla_attention_kernel(MlaAttentionArgs a) {
 #pragma unroll
   for (int i = 0; i < kMaxLatent / 32; ++i) acc[i] = 0.0f;
   float m = -INFINITY, l = 0.0f;
-  for (int p = warp; p <= pos; p += kWarps) {
+  // mla_sparse_attention: the row's listed positions (ascending, -1 = none) instead of [0, pos].
+  const int32_t* listed = a.indices != nullptr ? a.indices + int64_t{t} * a.topk : nullptr;
+  const int n_visit = listed != nullptr ? a.topk : pos + 1;
+  for (int j = warp; j < n_visit; j += kWarps) {
+    const int p = listed != nullptr ? listed[j] : j;
+    if (p < 0 || p > pos) continue;  // whole warps skip together
     const T* row = cache + (int64_t{table[p / a.page_size]} * a.page_size + p % a.page_size) * w;
     float dot = 0.0f;
     for (int j = lane; j < w; j += 32) dot = fmaf(q[j], to_float(row[j]), dot);

@@ -1,6 +1,6 @@
 // State-space kernels (core/backend.h "state-space layers"): the causal depthwise convolution
 // (ssm_conv, LFM2's short_conv), Mamba2's scan (ssm_scan and its grouped RMSNorm), Mamba1's
-// (ssm_scan_diag), Gated DeltaNet (gated_delta with its per-head gated RMSNorm), sigmoid_mul and
+// (ssm_scan_diag), Gated DeltaNet (gated_delta with its per-head gated RMSNorm), Kimi's KDA (kda), sigmoid_mul and
 // relu_squared. bf16 activations, f32 states and parameters, f32 arithmetic.
 //
 // The scans run one block per (head or block of channels, sequence): the block loads its state
@@ -233,6 +233,27 @@ __global__ void ssm_scan_diag_kernel(const bf16* x, const bf16* dt_in, const bf1
   store_state(st, s_all, size);
 }
 
+// The delta rules' q and k of one row (N each, from q_in and k_in) into shared qs and ks,
+// L2-normalised (FLA's x / sqrt(|x|^2 + 1e-6)) and q also by N^-1/2. The block's threads all
+// call it; the caller synchronises before reading qs and ks.
+__device__ void load_unit_qk(const bf16* q_in, const bf16* k_in, int nk, float* qs, float* ks, float* scratch) {
+  float qq = 0.0f, kk = 0.0f;
+  for (int i = threadIdx.x; i < nk; i += blockDim.x) {
+    const float qv = __bfloat162float(q_in[i]), kv = __bfloat162float(k_in[i]);
+    qs[i] = qv;
+    ks[i] = kv;
+    qq += qv * qv;
+    kk += kv * kv;
+  }
+  qq = block_sum(qq, scratch);
+  kk = block_sum(kk, scratch);
+  const float qn = (1.0f / sqrtf(static_cast<float>(nk))) / sqrtf(qq + 1e-6f), kn = 1.0f / sqrtf(kk + 1e-6f);
+  for (int i = threadIdx.x; i < nk; i += blockDim.x) {
+    qs[i] *= qn;
+    ks[i] *= kn;
+  }
+}
+
 // Gated DeltaNet: block (value head h, sequence); shared memory S [P, N], q and k [N], v and o
 // [P]. Each row: q, k L2-normalised (q also by N^-1/2), then per value channel j (a warp)
 // delta_j = beta (v_j - decay S_j . k), S_j = decay S_j + delta_j k, o_j = S_j . q; then out's
@@ -255,26 +276,11 @@ __global__ void gated_delta_kernel(const bf16* qkv, int64_t ch, const bf16* proj
   float* st = state + (int64_t{r.slot} * heads + h) * size;
   load_state(s_all, st, size, r.fresh);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
-  const float q_scale = 1.0f / sqrtf(static_cast<float>(nk));
   for (int64_t row = r.begin; row < r.end; ++row) {
     const bf16* xr = qkv + row * ch;
-    float qq = 0.0f, kk = 0.0f;
     __syncthreads();  // the previous row's q, k, v and o read
-    for (int i = threadIdx.x; i < nk; i += blockDim.x) {
-      const float qv = __bfloat162float(xr[int64_t{g} * nk + i]), kv = __bfloat162float(xr[kd + int64_t{g} * nk + i]);
-      qs[i] = qv;
-      ks[i] = kv;
-      qq += qv * qv;
-      kk += kv * kv;
-    }
     for (int j = threadIdx.x; j < pv; j += blockDim.x) vs[j] = __bfloat162float(xr[2 * kd + int64_t{h} * pv + j]);
-    qq = block_sum(qq, scratch);
-    kk = block_sum(kk, scratch);
-    const float qn = q_scale / sqrtf(qq + 1e-6f), kn = 1.0f / sqrtf(kk + 1e-6f);
-    for (int i = threadIdx.x; i < nk; i += blockDim.x) {
-      qs[i] *= qn;
-      ks[i] *= kn;
-    }
+    load_unit_qk(xr + int64_t{g} * nk, xr + kd + int64_t{g} * nk, nk, qs, ks, scratch);
     __syncthreads();
     const bf16* zba = proj + row * width + z_col;
     const float beta = 1.0f / (1.0f + expf(-__bfloat162float(zba[vd + h])));
@@ -303,6 +309,60 @@ __global__ void gated_delta_kernel(const bf16* qkv, int64_t ch, const bf16* proj
       const float zv = __bfloat162float(zba[int64_t{h} * pv + j]);
       out[row * vd + int64_t{h} * pv + j] = __float2bfloat16_rn(norm_w[j] * (os[j] * inv) * silu(zv));
     }
+  }
+  __syncthreads();
+  store_state(st, s_all, size);
+}
+
+// Kimi Delta Attention: block (head h, sequence); shared memory S [P, N], q, k and the decays
+// [N], v [P]. Each row: q, k L2-normalised (q also by N^-1/2), decay_i = exp(a softplus(f_i +
+// dt_bias_i)), then per value channel j (a warp) S_j *= decay, delta_j = beta (v_j - S_j . k),
+// S_j += delta_j k, o_j = S_j . q, written to out as it is (the gated norm is the model's).
+__global__ void kda_kernel(const bf16* qkv, const bf16* f, const bf16* beta_in, int heads, int pv, int nk,
+                           const float* a, const float* dt_bias, SsmSeqArgs seqs, float* state, bf16* out) {
+  extern __shared__ float smem[];
+  __shared__ float scratch[32];
+  const int64_t size = int64_t{pv} * nk, kd = int64_t{heads} * nk, vd = int64_t{heads} * pv, ch = 2 * kd + vd;
+  float* s_all = smem;
+  float* qs = s_all + size;
+  float* ks = qs + nk;
+  float* ds = ks + nk;
+  float* vs = ds + nk;
+  const int h = blockIdx.x;
+  const SeqRows r = seq_rows(seqs, blockIdx.y);
+  if (!r.ok) return;
+  float* st = state + (int64_t{r.slot} * heads + h) * size;
+  load_state(s_all, st, size, r.fresh);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+  for (int64_t row = r.begin; row < r.end; ++row) {
+    const bf16* xr = qkv + row * ch;
+    const bf16* fr = f + row * kd + int64_t{h} * nk;
+    __syncthreads();  // the previous row's q, k, decays and v read
+    for (int i = threadIdx.x; i < nk; i += blockDim.x)
+      ds[i] = expf(a[h] * softplus(__bfloat162float(fr[i]) + dt_bias[int64_t{h} * nk + i]));
+    for (int j = threadIdx.x; j < pv; j += blockDim.x) vs[j] = __bfloat162float(xr[2 * kd + int64_t{h} * pv + j]);
+    load_unit_qk(xr + int64_t{h} * nk, xr + kd + int64_t{h} * nk, nk, qs, ks, scratch);
+    __syncthreads();
+    const float beta = 1.0f / (1.0f + expf(-__bfloat162float(beta_in[row * heads + h])));
+    for (int j = warp; j < pv; j += n_warps) {
+      float* s = s_all + int64_t{j} * nk;
+      float sk = 0.0f;
+      for (int n = lane; n < nk; n += 32) {
+        s[n] *= ds[n];
+        sk += s[n] * ks[n];
+      }
+      const float delta = beta * (vs[j] - warp_sum(sk));
+      float o = 0.0f;
+      for (int n = lane; n < nk; n += 32) {
+        const float v = s[n] + delta * ks[n];
+        s[n] = v;
+        o += v * qs[n];
+      }
+      o = warp_sum(o);
+      if (lane == 0) out[row * vd + int64_t{h} * pv + j] = __float2bfloat16_rn(o);
+    }
+    __syncthreads();  // the state complete, for a snapshot
+    if (row == r.save_row) store_state(state + (int64_t{r.save_slot} * heads + h) * size, s_all, size);
   }
   __syncthreads();
   store_state(st, s_all, size);
@@ -337,6 +397,9 @@ size_t ssm_scan_smem_bytes(int head_dim, int state_size) {
 }
 size_t ssm_scan_diag_smem_bytes(int state_size) {
   return (2 * size_t{kDiagChannels} * state_size + 2 * size_t(state_size) + 2 * size_t{kDiagChannels}) * sizeof(float);
+}
+size_t kda_smem_bytes(int head_dim, int state_size) {
+  return (size_t{static_cast<size_t>(head_dim)} * state_size + 3 * size_t(state_size) + size_t(head_dim)) * sizeof(float);
 }
 size_t gated_delta_smem_bytes(int head_dim, int state_size) {
   return (size_t{static_cast<size_t>(head_dim)} * state_size + 2 * size_t(state_size) + 2 * size_t(head_dim)) * sizeof(float);
@@ -393,6 +456,17 @@ void launch_gated_delta(const GatedDeltaArgs& p, const SsmSeqArgs& seqs, cudaStr
                        stream>>>(static_cast<const bf16*>(p.qkv), p.conv_dim, static_cast<const bf16*>(p.proj),
                                  p.proj_width, p.z_col, p.heads, p.head_dim, p.groups, p.state_size, p.tiled_heads, p.a,
                                  p.dt_bias, p.norm_weight, p.norm_eps, seqs, p.state, static_cast<bf16*>(p.out));
+  BRIGADE_CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_kda(const KdaArgs& p, const SsmSeqArgs& seqs, cudaStream_t stream) {
+  static const bool allowed = (allow_smem(kda_kernel), true);
+  (void)allowed;
+  if (seqs.n_seqs == 0) return;
+  const size_t smem = kda_smem_bytes(p.head_dim, p.state_size);
+  kda_kernel<<<dim3(static_cast<unsigned>(p.heads), static_cast<unsigned>(seqs.n_seqs)), kScanThreads, smem, stream>>>(
+      static_cast<const bf16*>(p.qkv), static_cast<const bf16*>(p.f), static_cast<const bf16*>(p.beta), p.heads,
+      p.head_dim, p.state_size, p.a, p.dt_bias, seqs, p.state, static_cast<bf16*>(p.out));
   BRIGADE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -7,6 +7,7 @@
 
 #include "core/communicator.h"
 #include "models/decoder_ends.h"
+#include "models/dsa_indexer.h"
 #include "models/load_progress.h"
 #include "models/mtp_module.h"
 #include "models/moe_block.h"
@@ -31,6 +32,7 @@ struct MlaBlock {
   OwnedTensor w_uk;         // [H R, dn]: per head W_UK transposed (kv_b_proj's k rows)
   OwnedTensor w_uv;         // [H dv, R]: per head W_UV (kv_b_proj's v rows)
   OwnedTensor o;            // [hidden, H dv]
+  DsaIndexer indexer;       // deepseek_v32 / glm_moe_dsa full layers (models/dsa_indexer.h); else empty
 };
 
 struct DeepseekLayer {
@@ -83,7 +85,8 @@ class DeepseekModel final : public Model {
 
   const ModelConfig& config() const override { return config_; }
   KvLayout kv_layout(int n_pages, int page_size, DType dtype) const override {
-    KvLayout l{n_kv_layers(), n_pages, page_size, 1, mla_.row_width(), dtype};
+    // DSA's index keys take dsa_keys_.n_extra_layers() more latent-wide layers after the model's.
+    KvLayout l{n_kv_layers() + dsa_keys_.n_extra_layers(), n_pages, page_size, 1, mla_.row_width(), dtype};
     l.latent = true;
     return l;
   }
@@ -102,7 +105,10 @@ class DeepseekModel final : public Model {
   // Checks shared by forward and forward_mtp; uploads the step's ints.
   Expected<AttentionMeta> begin_step(const StepBatch& batch, const KvCache& kv, const Tensor& logits);
   Status allocate_scratch();
-  Status run_attention(const MlaBlock& a, const KvLayer& cache, const AttentionMeta& meta, int n);
+  // With `dsa_kv` (deepseek_v32 / glm_moe_dsa), layer l's indexer chooses the rows each query
+  // attends to (a shared layer keeps the previous full layer's choice): models/dsa_indexer.h.
+  Status run_attention(const MlaBlock& a, const KvLayer& cache, const AttentionMeta& meta, int n,
+                       const KvCache* dsa_kv = nullptr, int l = -1);
   Status run_mlp(const DeepseekLayer& layer, int n);
   // Sums a block's partial output over the tensor-parallel ranks (nothing to do without TP).
   Status reduce(const Tensor& delta) { return comm_ != nullptr ? comm_->all_reduce_sum(delta) : Status::ok(); }
@@ -122,6 +128,9 @@ class DeepseekModel final : public Model {
   MtpModule mtp_;
   int64_t mtp_params_ = 0, mtp_bytes_ = 0;  // the module's part of n_params_ / weight_bytes_
   Scratch scratch_;
+  DsaKeyPlan dsa_keys_;  // deepseek_v32 / glm_moe_dsa: where each layer's index keys are cached
+  RopeConfig dsa_rope_;  // the indexer's RoPE (its own style) over the first qk_rope_head_dim dims
+  DsaScratch dsa_scratch_;
   StepInputs ints_;
   int64_t n_params_ = 0;
   int64_t weight_bytes_ = 0;
@@ -168,6 +177,8 @@ Status DeepseekModel::load_layer(WeightLoader& w, int l, DeepseekLayer& layer) {
   BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, w.vector_f32({layer_name(l, "input_layernorm.weight")}, {hidden}));
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, w.vector_f32({layer_name(l, "post_attention_layernorm.weight")}, {hidden}));
   BRIGADE_RETURN_IF_ERROR(load_attention(w, l, layer.attn));
+  if (c.dsa.enabled() && !c.dsa.shared[static_cast<size_t>(l)])
+    BRIGADE_RETURN_IF_ERROR(load_dsa_indexer(w, c, l, layer.attn.indexer));
   if (c.is_moe_layer(l)) {
     BRIGADE_ASSIGN_OR_RETURN(layer.moe, load_moe_block(w, c, l, moe_));
     expert_params_ += int64_t{3} * c.n_experts * c.moe_intermediate_size * hidden;
@@ -196,6 +207,12 @@ Status DeepseekModel::load(const Checkpoint& ck) {
   rope_.rotary_dim = c.qk_rope_head_dim;
   rope_.inv_freq = rope_inv_freq_scaled(c.rope_theta, c.qk_rope_head_dim, c.rope_scaling);
   rope_.attention_factor = rope_attention_factor(c.rope_scaling);
+  if (c.dsa.enabled()) {
+    dsa_keys_ = DsaKeyPlan(c);
+    dsa_rope_ = rope_;
+    dsa_rope_.style = c.dsa.rope_style;
+    BRIGADE_RETURN_IF_ERROR(allocate_dsa_scratch(backend_, c, options_.max_batch_tokens, dsa_scratch_));
+  }
   BRIGADE_RETURN_IF_ERROR(allocate_scratch());
   backend_.synchronize();  // uploads from staging memory have finished before it is freed
   return Status::ok();
@@ -245,7 +262,8 @@ Status DeepseekModel::allocate_scratch() {
   return ints_.allocate(backend_, t);
 }
 
-Status DeepseekModel::run_attention(const MlaBlock& a, const KvLayer& cache, const AttentionMeta& meta, int n) {
+Status DeepseekModel::run_attention(const MlaBlock& a, const KvLayer& cache, const AttentionMeta& meta, int n,
+                                    const KvCache* dsa_kv, int l) {
   const Scratch& s = scratch_;
   const Tensor normed = s.normed.tensor.rows(0, n);
   Tensor q_in = normed;
@@ -275,7 +293,15 @@ Status DeepseekModel::run_attention(const MlaBlock& a, const KvLayer& cache, con
     backend_.attention_temperature(q_pe, QkvLayout{mla_.n_heads, 0, mla_.rope_dim}, positions, c.attn_temperature_floor,
                                    c.attn_temperature_scale, c.attn_temperature_offset);
   }
-  backend_.mla_attention(q_lat, q_pe, mla_, cache, meta, config_.attn_scale, o_lat);
+  if (dsa_kv != nullptr) {
+    if (!a.indexer.empty())
+      run_dsa_indexer(backend_, config_, a.indexer, dsa_rope_, DsaStep{normed, q_in, positions, ints_.slots(n), &meta},
+                      dsa_kv->layer(dsa_keys_.pool_layer(l)), dsa_keys_.column(l), dsa_scratch_);
+    backend_.mla_sparse_attention(q_lat, q_pe, mla_, cache, meta, dsa_scratch_.indices.tensor.rows(0, n),
+                                  config_.attn_scale, o_lat);
+  } else {
+    backend_.mla_attention(q_lat, q_pe, mla_, cache, meta, config_.attn_scale, o_lat);
+  }
   backend_.head_matmul(o_lat, a.w_uv.tensor, mla_.n_heads, attn);
   backend_.matmul(attn, a.o.tensor, Tensor(), s.delta.tensor.rows(0, n));
   return reduce(s.delta.tensor.rows(0, n));
@@ -296,7 +322,7 @@ Status DeepseekModel::run_mlp(const DeepseekLayer& layer, int n) {
 
 Expected<AttentionMeta> DeepseekModel::begin_step(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
   const StepLimits limits{config_.vocab_size, config_.max_position, options_.max_batch_tokens,
-                          n_kv_layers(), 1, mla_.row_width()};
+                          n_kv_layers() + dsa_keys_.n_extra_layers(), 1, mla_.row_width()};
   if (!kv.layout().latent)
     return invalid_argument("a DeepSeek (MLA) model needs its latent KV layout (Model::kv_layout)");
   // Checked before the first collective, as check_step is, so a refused step never leaves a peer
@@ -322,7 +348,7 @@ Status DeepseekModel::forward(const StepBatch& batch, const KvCache& kv, const T
     const DeepseekLayer& layer = layers_[static_cast<size_t>(l)];
     if (l == 0) backend_.rms_norm(residual, layer.attn_norm.tensor, config_.rms_eps, normed);
     else backend_.add_rms_norm(residual, delta, layer.attn_norm.tensor, config_.rms_eps, normed);
-    BRIGADE_RETURN_IF_ERROR(run_attention(layer.attn, kv.layer(l), meta, n));
+    BRIGADE_RETURN_IF_ERROR(run_attention(layer.attn, kv.layer(l), meta, n, config_.dsa.enabled() ? &kv : nullptr, l));
     backend_.add_rms_norm(residual, delta, layer.mlp_norm.tensor, config_.rms_eps, normed);
     BRIGADE_RETURN_IF_ERROR(run_mlp(layer, n));
   }
@@ -386,6 +412,9 @@ Status check_deepseek_support(const ModelConfig& c, const Backend& backend, cons
   if (!backend.supports_mla() || !backend.supports_moe())
     return unsupported("backend '" + backend.name() + "' has no MLA / mixture-of-experts ops; " + c.arch +
                        " runs on the CPU and CUDA backends");
+  if (c.dsa.enabled() && !backend.supports_dsa())
+    return unsupported("backend '" + backend.name() + "' has no DeepSeek Sparse Attention ops (dsa_topk, "
+                       "mla_sparse_attention); " + c.arch + " runs on the CPU and CUDA backends");
   if (options.weight_dtype == DType::f8e4m3)
     return unsupported("fp8 weights made at load (weights: fp8) are not supported for " + c.arch +
                        "; load with weights: bf16 or auto (fp8 checkpoints load dequantized either way)");

@@ -27,6 +27,8 @@ struct MlaDefaults {
 constexpr MlaDefaults kDeepseekMla{0, 512, 128, 64, 128};
 constexpr MlaDefaults kMistral4Mla{1024, 256, 64, 64, 128};
 constexpr MlaDefaults kGlm4MoeLiteMla{768, 512, 192, 64, 256};
+constexpr MlaDefaults kDeepseekV32Mla{1536, 512, 128, 64, 128};
+constexpr MlaDefaults kGlmMoeDsaMla{2048, 512, 192, 64, 256};
 
 // The MLA shapes, the RoPE layout and the softmax scale. `interleave_key`: whether config.json's
 // rope_interleave is read (V3 and its descendants; V2 always rotates adjacent pairs).
@@ -82,6 +84,9 @@ constexpr RoutingDefaults kGlm4MoeDefaults{128, 8, 1408, 1, 1, 1, 1, true, 1.0f}
 constexpr RoutingDefaults kMistral4Defaults{128, 4, 2048, 1, 0, 1, 1, true, 1.0f};
 // Glm4MoeLiteConfig's (its dense layers come from mlp_layer_types: read_mlp_layer_types).
 constexpr RoutingDefaults kGlm4MoeLiteDefaults{64, 4, 1536, 1, 0, 1, 1, true, 1.8f};
+// DeepseekV32Config's and GlmMoeDsaConfig's (dense layers: mlp_layer_types, else first_k_dense_replace's 3).
+constexpr RoutingDefaults kDeepseekV32Defaults{256, 8, 2048, 1, 3, 8, 4, true, 2.5f};
+constexpr RoutingDefaults kGlmMoeDsaDefaults{256, 8, 2048, 1, 3, 1, 1, true, 2.5f};
 // Dots1Config's: no default for the experts' and shared experts' counts or k (0 here, which
 // validate_grouped_moe refuses by name; n_shared_experts must be given: read_dots1).
 constexpr RoutingDefaults kDots1Defaults{0, 0, 1408, 0, 0, 1, 1, false, 1.0f};
@@ -215,10 +220,81 @@ Status check_glm4_moe_lite_rope(const json& j, const std::string& arch) {
   return Status::ok();
 }
 
+// GLM-5's indexer_types ("full" / "shared" per layer), else GlmMoeDsaConfig's rule from
+// index_topk_pattern ("F" / "S" per layer) or index_topk_freq (1) and index_skip_topk_offset (2):
+// layer l is full when max(l - offset + 1, 0) % freq == 0.
+Status read_indexer_types(const json& j, ModelConfig& c) {
+  const size_t n = static_cast<size_t>(std::max(c.n_layers, 0));
+  auto& shared = c.dsa.shared;
+  shared.assign(n, false);
+  const json* list = nullptr;
+  if (auto it = j.find("indexer_types"); it != j.end() && !it->is_null()) list = &*it;
+  else if (auto p = j.find("index_topk_pattern"); p != j.end() && !p->is_null()) list = &*p;
+  if (list != nullptr && list->is_string()) {
+    const std::string pattern = list->get<std::string>();
+    if (pattern.size() != n || pattern.find_first_not_of("FS") != std::string::npos)
+      return corrupt("config.json: index_topk_pattern must hold one F (full) or S (shared) per layer (" +
+                     std::to_string(n) + "), got '" + pattern + "'");
+    for (size_t l = 0; l < n; ++l) shared[l] = pattern[l] == 'S';
+  } else if (list != nullptr) {
+    if (!list->is_array() || list->size() != n)
+      return corrupt("config.json: indexer_types must list \"full\" or \"shared\" per layer (" + std::to_string(n) + ")");
+    for (size_t l = 0; l < n; ++l) {
+      const json& t = (*list)[l];
+      if (!t.is_string() || (t != "full" && t != "shared"))
+        return corrupt("config.json: indexer_types[" + std::to_string(l) + "] must be \"full\" or \"shared\" (got " +
+                       t.dump() + ")");
+      shared[l] = t == "shared";
+    }
+  } else {
+    int freq = 1, offset = 2;
+    BRIGADE_RETURN_IF_ERROR(read_int_or(j, "index_topk_freq", 1, freq));
+    BRIGADE_RETURN_IF_ERROR(read_int_or(j, "index_skip_topk_offset", 2, offset));
+    freq = std::max(freq, 1);
+    for (size_t l = 0; l < n; ++l) shared[l] = std::max(static_cast<int>(l) - offset + 1, 0) % freq != 0;
+  }
+  if (!shared.empty() && shared[0])
+    return invalid_argument("config.json: indexer_types[0] is \"shared\", but a shared layer reuses an earlier full "
+                            "layer's choice; layer 0 must be \"full\"");
+  return Status::ok();
+}
+
+// DeepSeek-V3.2's and GLM-5's layer: DeepSeek-V3's MLA (always q_lora_rank, always interleaved
+// RoPE: transformers' DeepseekV32Attention reads no rope_interleave), the DSA indexer's shapes
+// (index_n_heads, index_head_dim, index_topk) and DeepseekV3TopkRouter's routing.
+Status read_dsa_model(const json& j, ModelConfig& c) {
+  const bool glm = c.arch == "glm_moe_dsa";
+  if (glm) {
+    BRIGADE_RETURN_IF_ERROR(check_glm4_moe_lite_rope(j, c.arch));
+    if (!j.contains("rms_norm_eps")) c.rms_eps = 1e-5f;  // GlmMoeDsaConfig's
+  }
+  BRIGADE_RETURN_IF_ERROR(read_mla(j, c, glm ? kGlmMoeDsaMla : kDeepseekV32Mla, /*interleave_key=*/false));
+  if (c.q_lora_rank <= 0)
+    return unsupported("config.json: q_lora_rank null is not supported for " + c.arch +
+                       " (the DSA indexer's query is made from q_a_layernorm's output); give q_lora_rank");
+  BRIGADE_RETURN_IF_ERROR(read_experts(j, c, glm ? kGlmMoeDsaDefaults : kDeepseekV32Defaults));
+  BRIGADE_RETURN_IF_ERROR(read_mlp_layer_types(j, c, c.first_k_dense_replace));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "index_n_heads", glm ? 32 : 64, c.dsa.n_heads));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "index_head_dim", 128, c.dsa.head_dim));
+  BRIGADE_RETURN_IF_ERROR(read_int_or(j, "index_topk", 2048, c.dsa.topk));
+  BRIGADE_RETURN_IF_ERROR(positive("index_n_heads", c.dsa.n_heads));
+  BRIGADE_RETURN_IF_ERROR(positive("index_topk", c.dsa.topk));
+  if (c.dsa.head_dim < c.qk_rope_head_dim || c.dsa.head_dim > c.kv_lora_rank + c.qk_rope_head_dim)
+    return invalid_argument("config.json: index_head_dim (" + std::to_string(c.dsa.head_dim) + ") must be in [qk_rope_head_dim, "
+                            "kv_lora_rank + qk_rope_head_dim] = [" + std::to_string(c.qk_rope_head_dim) + ", " +
+                            std::to_string(c.kv_lora_rank + c.qk_rope_head_dim) +
+                            "] (the rotated part leads it; its cache rows share the latent's width)");
+  c.dsa.rope_style = glm ? RopeStyle::interleaved : RopeStyle::neox;
+  if (glm) BRIGADE_RETURN_IF_ERROR(read_indexer_types(j, c));
+  else c.dsa.shared.assign(static_cast<size_t>(std::max(c.n_layers, 0)), false);
+  return read_sigmoid_routing(j, c);
+}
+
 }  // namespace
 
 Status read_deepseek(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_silu(j));
+  if (c.arch == "deepseek_v32" || c.arch == "glm_moe_dsa") return read_dsa_model(j, c);
   if (c.arch == "mistral4") {
     BRIGADE_RETURN_IF_ERROR(read_mla(j, c, kMistral4Mla, /*interleave_key=*/true));
     BRIGADE_RETURN_IF_ERROR(read_llama4_scaling_beta(j, c));  // models/llama_variants_config.h

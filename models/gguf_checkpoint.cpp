@@ -7,6 +7,7 @@
 #include "models/gguf_arcee.h"
 #include "models/gguf_classic_decoders.h"
 #include "models/gguf_deepseek2.h"
+#include "models/gguf_kimi_linear.h"
 #include "models/gguf_eog.h"
 #include "models/gguf_falcon_h1.h"
 #include "models/gguf_gemma.h"
@@ -55,7 +56,9 @@ constexpr ArchRules kArchs[] = {
     {.name = "hunyuan-moe", .experts = true}, {"apertus"}, {.name = "llama4", .experts = true},
     {.name = "minimax-m2", .experts = true, .partial_rotary = true}, {"command-r"}, {"cohere2"},
     {.name = "deepseek2", .experts = true, .own_rope_scaling = true},
+    {.name = "kimi-linear", .experts = true, .own_rope_scaling = true},
     {.name = "mistral4", .experts = true, .own_rope_scaling = true}, {.name = "dots1", .experts = true},
+    {.name = "deepseek32", .experts = true, .own_rope_scaling = true}, {.name = "glm-dsa", .experts = true, .own_rope_scaling = true},
     {.name = "mistral3", .permuted = true, .own_rope_scaling = true}, {.name = "phimoe", .experts = true},
     {.name = "afmoe", .experts = true}, {.name = "arcee", .permuted = true, .own_rope_scaling = true},
     {"gemma"}, {"starcoder2"}, {.name = "phi2", .partial_rotary = true}, {.name = "stablelm", .partial_rotary = true},
@@ -173,7 +176,8 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   c.n_kv_heads = c.n_heads;
   // (LFM2's and the Mamba family's may differ per block: read_gguf_lfm2, read_gguf_mamba.)
   // (mimo2's: the sliding blocks' count and the full blocks' other: read_gguf_mimo_exaone.)
-  if (!is_gguf_lfm2(arch) && !mamba && arch != "mimo2")
+  // (kimi-linear's: 0 for its KDA blocks, read_gguf_kimi_linear.)
+  if (!is_gguf_lfm2(arch) && !mamba && arch != "mimo2" && !is_gguf_kimi_linear(arch))
     BRIGADE_RETURN_IF_ERROR(read_kv_head_count(g, a, c));
   c.head_dim = c.n_heads > 0 ? c.hidden_size / c.n_heads : 0;
   if (g.find(a + "attention.key_length")) BRIGADE_RETURN_IF_ERROR(get("attention.key_length", c.head_dim));
@@ -183,7 +187,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (rules->partial_rotary && n_rot > 0 && n_rot <= c.head_dim) c.rotary_dim = static_cast<int>(n_rot);
   // (The Mamba family's attention has no positions; deepseek2's key_length is MLA's latent width,
   // its rotary part read by read_gguf_deepseek2.)
-  else if (n_rot != c.head_dim && !mamba && !is_gguf_deepseek2(arch))
+  else if (n_rot != c.head_dim && !mamba && !is_gguf_deepseek2(arch) && !is_gguf_kimi_linear(arch))
     return unsupported(g.path() + ": " + a + "rope.dimension_count " + std::to_string(n_rot) + " differs from head_dim " +
                        std::to_string(c.head_dim) + "; partial rotary embeddings are supported for " +
                        arch_names([](const ArchRules& r) { return r.partial_rotary; }, /*notes=*/false) + " only");
@@ -221,6 +225,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (is_gguf_llama_variant(arch)) return read_gguf_llama_variant(g, arch, c);
   if (arch == "mistral3") return read_gguf_mistral3(g, a, c);
   if (is_gguf_deepseek2(arch)) return read_gguf_deepseek2(g, c);
+  if (is_gguf_kimi_linear(arch)) return read_gguf_kimi_linear(g, c);  // models/gguf_kimi_linear.h
   if (is_gguf_phimoe(arch)) return read_gguf_phimoe(g, c);  // models/gguf_phimoe.h
   if (is_gguf_arcee(arch)) return read_gguf_arcee(g, arch, c);  // models/gguf_arcee.h
   if (is_gguf_classic_decoder(arch)) return read_gguf_classic_decoder(g, arch, c);  // models/gguf_classic_decoders.h
@@ -272,6 +277,8 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
     return "model.layers." + n.substr(4, dot - 4) + "." + v;
   if (const std::string d = is_gguf_deepseek2(arch) ? gguf_deepseek2_layer_name(suffix) : ""; !d.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + d;
+  if (const std::string k = is_gguf_kimi_linear(arch) ? gguf_kimi_linear_layer_name(suffix) : ""; !k.empty())
+    return "model.layers." + n.substr(4, dot - 4) + "." + k;
   if (const std::string af = arch == "afmoe" ? gguf_afmoe_layer_name(suffix) : ""; !af.empty())
     return "model.layers." + n.substr(4, dot - 4) + "." + af;
   if (const std::string me = is_gguf_mimo_exaone(arch) ? gguf_mimo_exaone_layer_name(suffix) : ""; !me.empty())
@@ -341,6 +348,7 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
   else if (is_gguf_falcon_h1(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_falcon_h1(g, tensors, c));
   else if (is_gguf_mamba(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_mamba(g, tensors, c));
   else if (is_gguf_deepseek2(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_deepseek2(g, tensors, c));
+  else if (is_gguf_kimi_linear(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_kimi_linear(g, tensors, c));
   else if (is_gguf_phimoe(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_phimoe(g, c));
   else if (c.n_experts > 0) BRIGADE_RETURN_IF_ERROR(check_gguf_moe_tensors(g, c));
   else if (arch == "apertus") BRIGADE_RETURN_IF_ERROR(add_gguf_xielu_tensors(g, c.n_layers, tensors));

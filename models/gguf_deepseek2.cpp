@@ -65,8 +65,16 @@ Status read_rope_and_scale(const GgufFile& g, const std::string& a, ModelConfig&
   RopeScaling& s = c.rope_scaling;
   float rope_factor = static_cast<float>(attn), softmax_mscale = 1.0f;
   if (s.type == RopeScalingType::yarn) {
-    // The converter stores 0.1 x mscale_all_dim; llama.cpp takes mscale equal to it.
+    // The converter stores 0.1 x mscale_all_dim; llama.cpp's context takes mscale equal to it for
+    // deepseek2 (and mistral4, read alike here), but 1 for its DSA archs (deepseek32, glm-dsa:
+    // llama_context's special case names LLM_ARCH_DEEPSEEK2 only), whose cos/sin factor is then
+    // mscale(factor, 1) / mscale(factor, mscale_all_dim), transformers' with mscale 1.
+    const bool dsa = a == "deepseek32." || a == "glm-dsa.";
     s.mscale = s.mscale_all_dim = static_cast<float>(log_mul / 0.1);
+    if (dsa && log_mul != 0.0) {
+      s.mscale = 1.0f;
+      rope_factor *= yarn_mscale(s.factor, 1.0f) / yarn_mscale(s.factor, s.mscale_all_dim);
+    }
     if (log_mul == 0.0) rope_factor *= yarn_mscale(s.factor, 1.0f);
     s.attention_factor = rope_factor;
     softmax_mscale = yarn_mscale(s.factor, s.mscale_all_dim);
@@ -171,9 +179,42 @@ Status read_temperature(const GgufFile& g, const std::string& a, ModelConfig& c)
   return Status::ok();
 }
 
+// llama.cpp's DSA archs (deepseek32: DeepSeek-V3.2, glm-dsa: GLM-5): the indexer's shapes from
+// attention.indexer.head_count / key_length / top_k, glm-dsa's attention.indexer.types (true =
+// full, false = shared; absent: every layer full, as llama.cpp), the indexer's RoPE as llama.cpp's
+// graphs rotate it (deepseek32 NEOX: halves; glm-dsa NORM: adjacent pairs). Sigmoid gating only
+// (llama.cpp's loaders require expert_gating_func; both models route so).
+Status read_dsa(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  const std::string gguf_arch = a.substr(0, a.size() - 1);
+  if (c.moe_scoring != MoeScoring::sigmoid)
+    return unsupported(g.path() + ": metadata '" + a + "expert_gating_func' must be 2 (sigmoid) for " + gguf_arch);
+  const bool glm = gguf_arch == "glm-dsa";
+  c.arch = glm ? "glm_moe_dsa" : "deepseek_v32";
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "attention.indexer.head_count", 0, c.dsa.n_heads));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "attention.indexer.key_length", 0, c.dsa.head_dim));
+  BRIGADE_RETURN_IF_ERROR(read_gguf_count(g, a + "attention.indexer.top_k", 0, c.dsa.topk));
+  if (c.dsa.head_dim < c.qk_rope_head_dim || c.dsa.head_dim > c.kv_lora_rank + c.qk_rope_head_dim)
+    return corrupt(g.path() + ": metadata '" + a + "attention.indexer.key_length' (" + std::to_string(c.dsa.head_dim) +
+                   ") must be in [rope.dimension_count, kv_lora_rank + rope.dimension_count]");
+  if (c.q_lora_rank <= 0) return corrupt(g.path() + ": " + gguf_arch + " needs attention.q_lora_rank (the indexer's query)");
+  c.dsa.rope_style = glm ? RopeStyle::interleaved : RopeStyle::neox;
+  c.dsa.shared.assign(static_cast<size_t>(c.n_layers), false);
+  const std::string key = a + "attention.indexer.types";
+  if (const GgufValue* v = g.find(key); glm && v != nullptr) {
+    if (v->type != GgufType::array || v->numbers.size() < static_cast<size_t>(c.n_layers))
+      return corrupt(g.path() + ": metadata '" + key + "' must hold one value per layer (" + std::to_string(c.n_layers) + ")");
+    for (int l = 0; l < c.n_layers; ++l) c.dsa.shared[static_cast<size_t>(l)] = v->numbers[static_cast<size_t>(l)] == 0.0;
+    if (c.dsa.shared[0])
+      return corrupt(g.path() + ": metadata '" + key + "' makes layer 0 shared; a shared layer reuses an earlier full one's choice");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
-bool is_gguf_deepseek2(const std::string& gguf_arch) { return gguf_arch == "deepseek2" || gguf_arch == "mistral4"; }
+bool is_gguf_deepseek2(const std::string& gguf_arch) {
+  return gguf_arch == "deepseek2" || gguf_arch == "mistral4" || gguf_arch == "deepseek32" || gguf_arch == "glm-dsa";
+}
 
 Status read_gguf_deepseek2(const GgufFile& g, ModelConfig& c) {
   const std::string a = c.arch + ".";  // deepseek2. or mistral4. (the same keys)
@@ -186,7 +227,9 @@ Status read_gguf_deepseek2(const GgufFile& g, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_temperature(g, a, c));
   BRIGADE_RETURN_IF_ERROR(read_mla_widths(g, a, c));
   BRIGADE_RETURN_IF_ERROR(read_rope_and_scale(g, a, c));
-  return read_routing(g, a, c);
+  BRIGADE_RETURN_IF_ERROR(read_routing(g, a, c));
+  if (a == "deepseek32." || a == "glm-dsa.") return read_dsa(g, a, c);
+  return Status::ok();
 }
 
 std::string gguf_deepseek2_layer_name(const std::string& suffix) {
@@ -202,7 +245,12 @@ std::string gguf_deepseek2_layer_name(const std::string& suffix) {
       {"attn_q.weight", "self_attn.q_proj.weight"},
       {"attn_output.weight", "self_attn.o_proj.weight"},
       {"exp_probs_b.bias", "mlp.gate.e_score_correction_bias"},
-      {"ffn_gate_up_exps.weight", "mlp.experts.gate_up_proj"}};  // mistral4's (transformers 5's layout)
+      {"ffn_gate_up_exps.weight", "mlp.experts.gate_up_proj"},  // mistral4's (transformers 5's layout)
+      {"indexer.attn_q_b.weight", "self_attn.indexer.wq_b.weight"},  // deepseek32 / glm-dsa (DSA's indexer)
+      {"indexer.attn_k.weight", "self_attn.indexer.wk.weight"},
+      {"indexer.k_norm.weight", "self_attn.indexer.k_norm.weight"},
+      {"indexer.k_norm.bias", "self_attn.indexer.k_norm.bias"},
+      {"indexer.proj.weight", "self_attn.indexer.weights_proj.weight"}};
   if (auto it = kNames.find(suffix); it != kNames.end()) return it->second;
   return gguf_moe_layer_name(suffix, /*gated_shared_expert=*/false);  // router, experts, shared_experts.*
 }

@@ -157,6 +157,13 @@ std::string format_model_info(const ModelInfo& m) {
          ", conv of " + std::to_string(l.conv_kernel) + " taps; a " +
          human(static_cast<double>(recurrent_state_bytes(c)), "B") +
          " state per sequence (the prefix cache keeps snapshots); gated attention in the others\n";
+  } else if (c.recurrent() && c.ssm.kda) {  // Kimi Linear: a [P, N] state per head, decays per key channel
+    const SsmLayout& l = c.ssm.layout;
+    s += "ssm:           KDA in " + std::to_string(std::count(c.ssm_layers.begin(), c.ssm_layers.end(), true)) + " of " +
+         std::to_string(c.n_layers) + " layers: " + std::to_string(l.n_heads) + " heads of " +
+         std::to_string(l.head_dim) + ", a decay per key channel, conv of " + std::to_string(l.conv_kernel) + " taps; a " +
+         human(static_cast<double>(recurrent_state_bytes(c)), "B") +
+         " state per sequence (the prefix cache keeps snapshots); MLA without RoPE in the others\n";
   } else if (c.recurrent()) {  // models/state_space.h: a state per sequence instead of K/V pages
     const SsmLayout& l = c.ssm.layout;
     const int n_ssm = static_cast<int>(std::count(c.ssm_layers.begin(), c.ssm_layers.end(), true));

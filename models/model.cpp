@@ -54,7 +54,9 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
     return load_llama(*checkpoint, backend, options);  // GLM-4, Seed-OSS, ERNIE 4.5, Hunyuan (llama_variants_config.h)
   // MLA attention and the MoE with shared experts (models/deepseek.h).
   // Mistral Small 4 (mistral4) and GLM-4.7-Flash (glm4_moe_lite) are DeepSeek-V3's layer.
-  const bool mla = arch == "deepseek_v2" || arch == "deepseek_v3" || arch == "mistral4" || arch == "glm4_moe_lite";
+  // DeepSeek-V3.2 (deepseek_v32) and GLM-5 (glm_moe_dsa) add DSA's indexer (models/dsa_indexer.h).
+  const bool mla = arch == "deepseek_v2" || arch == "deepseek_v3" || arch == "mistral4" || arch == "glm4_moe_lite" ||
+                   arch == "deepseek_v32" || arch == "glm_moe_dsa";
   if (mla && options.lora_enabled())
     return unsupported(path + ": LoRA adapters are not supported for " + arch + " (MLA attention); they run on the "
                        "dense Llama-family decoders (llama, qwen2, qwen3, phi3)");
@@ -63,16 +65,16 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   if (arch == "mamba" || arch == "falcon_mamba" || arch == "mamba2" || arch == "granitemoehybrid" ||
       arch == "nemotron_h" || arch == "jamba" || arch == "qwen3_next" || arch == "qwen3_5_text" ||
       arch == "qwen3_5_moe_text" || arch == "lfm2" || arch == "lfm2_moe" ||
-      arch == "falcon_h1")
+      arch == "falcon_h1" || arch == "kimi_linear")  // (Kimi Linear: KDA and MLA layers, models/kimi_linear.h)
     return load_state_space(*checkpoint, backend, options);
   // Encoders: BERT, RoBERTa, XLM-RoBERTa (models/bert.h).
   if (checkpoint->config().encoder) return load_bert(*checkpoint, backend, options);
   return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3, "
                      "qwen3_moe, qwen2_moe, mixtral, phi3, gemma2, gemma3_text, gpt_oss, glm4_moe, smollm3, granite, "
                      "olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, ernie4_5_moe, hunyuan_v1_dense, olmoe, apertus, "
-                     "deepseek_v2, deepseek_v3, mistral4, glm4_moe_lite, "
+                     "deepseek_v2, deepseek_v3, mistral4, glm4_moe_lite, deepseek_v32, glm_moe_dsa, "
                      "the encoders bert, roberta, and mamba, falcon_mamba, mamba2, granitemoehybrid, nemotron_h, jamba, "
-                     "qwen3_next, qwen3_5_text, qwen3_5_moe_text, lfm2, lfm2_moe, falcon_h1");
+                     "qwen3_next, qwen3_5_text, qwen3_5_moe_text, lfm2, lfm2_moe, falcon_h1, kimi_linear");
 }
 
 }  // namespace brigade

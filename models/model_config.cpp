@@ -8,6 +8,7 @@
 #include "models/state_space_config.h"
 #include "models/config_json.h"
 #include "models/deepseek_config.h"
+#include "models/kimi_linear_config.h"
 #include "models/gemma_config.h"
 #include "models/arcee_config.h"
 #include "models/llama_variants_config.h"
@@ -24,7 +25,8 @@ constexpr const char* kSupported =
     "Qwen3ForCausalLM (qwen3), Qwen2MoeForCausalLM (qwen2_moe), Qwen3MoeForCausalLM (qwen3_moe), "
     "MixtralForCausalLM (mixtral), "
     "DeepseekV2ForCausalLM (deepseek_v2), DeepseekV3ForCausalLM (deepseek_v3), Mistral4ForCausalLM (mistral4), "
-    "Glm4MoeLiteForCausalLM (glm4_moe_lite), Phi3ForCausalLM (phi3), "
+    "Glm4MoeLiteForCausalLM (glm4_moe_lite), DeepseekV32ForCausalLM (deepseek_v32), GlmMoeDsaForCausalLM (glm_moe_dsa), "
+    "Phi3ForCausalLM (phi3), "
     "Gemma2ForCausalLM (gemma2), Gemma3ForCausalLM (gemma3_text), Gemma3ForConditionalGeneration (gemma3: its "
     "language model), GptOssForCausalLM (gpt_oss), Glm4MoeForCausalLM (glm4_moe), Qwen2VLForConditionalGeneration "
     "(qwen2_vl), Qwen2_5_VLForConditionalGeneration (qwen2_5_vl); encoders: BertModel (bert), RobertaModel "
@@ -32,7 +34,7 @@ constexpr const char* kSupported =
     "Mamba2ForCausalLM (mamba2), MambaForCausalLM (mamba), FalconMambaForCausalLM (falcon_mamba); hybrids: "
     "GraniteMoeHybridForCausalLM (granitemoehybrid), NemotronHForCausalLM (nemotron_h), JambaForCausalLM (jamba), "
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
-    "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), SmolLM3ForCausalLM "
+    "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), KimiLinearForCausalLM (kimi_linear), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
     "(granitemoeshared), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
@@ -48,7 +50,8 @@ constexpr const char* kSupported =
 
 // DeepSeek's MLA family (models/deepseek.h): V2, V3 and its descendants Mistral Small 4 and GLM-4.7-Flash.
 bool is_deepseek(const std::string& arch) {
-  return arch == "deepseek_v2" || arch == "deepseek_v3" || arch == "mistral4" || arch == "glm4_moe_lite";
+  return arch == "deepseek_v2" || arch == "deepseek_v3" || arch == "mistral4" || arch == "glm4_moe_lite" ||
+         arch == "deepseek_v32" || arch == "glm_moe_dsa";  // the last two with DSA's indexer
 }
 
 // GLM-4.5 / 4.6 (Glm4MoeForCausalLM): GQA attention beside DeepSeek-V3's MoE (models/deepseek_config.h).
@@ -94,6 +97,8 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
   if (arch_name == "DeepseekV3ForCausalLM") return std::string("deepseek_v3");
   if (arch_name == "Mistral4ForCausalLM") return std::string("mistral4");
   if (arch_name == "Glm4MoeLiteForCausalLM") return std::string("glm4_moe_lite");
+  if (arch_name == "DeepseekV32ForCausalLM") return std::string("deepseek_v32");
+  if (arch_name == "GlmMoeDsaForCausalLM") return std::string("glm_moe_dsa");
   if (arch_name == "Phi3ForCausalLM") return std::string("phi3");
   if (arch_name == "Gemma2ForCausalLM") return std::string("gemma2");
   if (arch_name == "Gemma3ForCausalLM") return std::string("gemma3_text");
@@ -115,7 +120,8 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
         model_type == "gemma3_text" || model_type == "gpt_oss" || model_type == "glm4_moe" ||
         model_type == "qwen3_next" || model_type == "qwen3_5_text" || model_type == "qwen3_5_moe_text" ||
         model_type == "smollm3" || model_type == "granite" || model_type == "granitemoe" ||
-        model_type == "granitemoeshared" || model_type == "mistral4" || model_type == "glm4_moe_lite")
+        model_type == "granitemoeshared" || model_type == "mistral4" || model_type == "glm4_moe_lite" ||
+        model_type == "deepseek_v32" || model_type == "glm_moe_dsa")
       return model_type;
   }
   const std::string what = !named.empty() ? "architecture '" + named + "'"
@@ -599,6 +605,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   if (is_jamba(j)) return read_jamba_config(j);
   if (is_lfm2(j)) return read_lfm2_config(j);
   if (is_falcon_h1(j)) return read_falcon_h1_config(j);
+  if (is_kimi_linear(j)) return read_kimi_linear_config(j);  // KDA and MLA layers (models/kimi_linear_config.h)
   if (is_qwen3_5_multimodal(j)) return read_qwen3_5_multimodal(j);  // with M-RoPE and its tower (the same)
   if (is_gemma3_multimodal(j)) {  // its language model, text only (models/gemma_config.h)
     BRIGADE_ASSIGN_OR_RETURN(json text, gemma3_text_config(j));

@@ -45,6 +45,9 @@ struct SsmConfig {
   // hidden), no state beyond the conv's K - 1 rows (state_size 0); conv_bias and proj_bias both
   // the config's conv_bias.
   bool short_conv = false;
+  // Kimi Linear's KDA layers (Backend::kda; models/kimi_linear.h): the layout's H heads of P
+  // value and N = P key channels (n_groups = H), a conv over q|k|v without bias.
+  bool kda = false;
   bool mamba1() const { return dt_rank > 0; }
   bool present() const { return layout.n_heads > 0; }
 };
@@ -53,7 +56,8 @@ struct ModelConfig {
   std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "mixtral", "phi3", "gemma2", "gemma3_text",
                                 // "gpt_oss", "glm4_moe", "smollm3", "granite", "granitemoe", "granitemoeshared", "olmo2", "olmo3", "exaone4", "glm4",
                                 // "seed_oss", "ernie4_5", "hunyuan_v1_dense", "hunyuan_v1_moe", "olmoe", "apertus", "ernie4_5_moe",
-                                // "llama4_text", "minimax_m2", "cohere", "cohere2", "dots1", "phimoe", "afmoe", "arcee"
+                                // "llama4_text", "minimax_m2", "cohere", "cohere2", "dots1", "phimoe", "afmoe", "arcee",
+                                // "gemma", "starcoder2", "phi", "stablelm", "mimo_v2_flash", "exaone_moe"
                                 // (the decoder they share: llama.h),
                                 // "deepseek_v2", "deepseek_v3", "mistral4" or "glm4_moe_lite" (MLA: models/deepseek.h),
                                 // "bert" or "roberta" (encoders: models/bert.h)
@@ -160,6 +164,16 @@ struct ModelConfig {
   int qk_nope_head_dim = 0;
   int qk_rope_head_dim = 0;
   int v_head_dim = 0;
+  // DeepSeek Sparse Attention (deepseek_v32, glm_moe_dsa; models/dsa_indexer.h): each MLA layer's
+  // lightning indexer (n_heads index heads of head_dim) keeps every query's `topk` best keys.
+  struct DsaConfig {
+    int n_heads = 0;   // index_n_heads; 0 = no indexer (dense MLA)
+    int head_dim = 0;  // index_head_dim: [rope part (qk_rope_head_dim) | the rest]
+    int topk = 0;      // index_topk
+    RopeStyle rope_style = RopeStyle::neox;  // V3.2: halves; GLM-5: adjacent pairs
+    std::vector<bool> shared;  // per layer: reuses the previous full layer's choice (GLM-5's indexer_types "shared")
+    bool enabled() const { return n_heads > 0; }
+  } dsa;
   int n_shared_experts = 0;          // a dense SwiGLU of n_shared_experts * moe_intermediate_size (shared_width)
   int first_k_dense_replace = 0;     // layers [0, k) keep the dense MLP
   int n_mtp_layers = 0;              // num_nextn_predict_layers: MTP modules stored after the layers

@@ -64,8 +64,8 @@ struct MoeNames {
 
 MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
   const std::string layer = "model.layers." + std::to_string(l) + ".";
-  if ((c.arch == "mixtral" || c.arch == "phimoe") && w.has(layer + "block_sparse_moe.gate.weight"))
-    return {layer + "block_sparse_moe.", "gate", "w1", "w3", "w2"};
+  if ((c.arch == "mixtral" || c.arch == "phimoe" || c.arch == "kimi_linear") && w.has(layer + "block_sparse_moe.gate.weight"))
+    return {layer + "block_sparse_moe.", "gate", "w1", "w3", "w2"};  // (Kimi Linear's: its selection bias, shared_experts.)
   if (c.arch == "phimoe" && w.has(layer + "mlp.router.weight"))  // transformers 5's (GGUF's: mlp.gate)
     return {layer + "mlp.", "router", "gate_proj", "up_proj", "down_proj"};
   if (c.arch == "minimax_m2" && w.has(layer + "block_sparse_moe.gate.weight"))  // Mixtral's names, its selection bias

@@ -7,6 +7,7 @@
 
 #include "models/decoder_ends.h"
 #include "models/image_inputs.h"
+#include "models/kimi_linear.h"
 #include "models/moe_block.h"
 #include "models/rope_scaling.h"
 #include "models/step_check.h"
@@ -39,6 +40,8 @@ constexpr Names kQwenNextNames{"model.", "embed_tokens.weight", "norm.weight", "
                                "self_attn.", "post_attention_layernorm.weight"};
 constexpr Names kFalconH1Names{"model.", "embed_tokens.weight", "final_layernorm.weight", "input_layernorm.weight",
                                "mamba.", "self_attn.", "pre_ff_layernorm.weight"};
+constexpr Names kKimiNames{"model.", "embed_tokens.weight", "norm.weight", "input_layernorm.weight", "self_attn.",
+                           "self_attn.", "post_attention_layernorm.weight"};
 constexpr Names kLfm2Names{"model.", "embed_tokens.weight", "embedding_norm.weight", "operator_norm.weight", "conv.",
                            "self_attn.", "ffn_norm.weight"};
 
@@ -49,6 +52,7 @@ class StateSpaceModel final : public Model {
         names_(config.arch == "granitemoehybrid" ? kGraniteNames
                : config.arch == "jamba"          ? kJambaNames
                : config.ssm.gated_delta          ? kQwenNextNames
+               : config.ssm.kda                  ? kKimiNames
                : config.ssm.short_conv           ? kLfm2Names
                : config.parallel_attention       ? kFalconH1Names
                                                  : kBackboneNames),
@@ -71,6 +75,11 @@ class StateSpaceModel final : public Model {
   const ModelConfig& config() const override { return config_; }
   // K/V of the attention layers only; none at all for Mamba1/2 (pages then only count positions).
   KvLayout kv_layout(int n_pages, int page_size, DType dtype) const override {
+    if (config_.is_mla()) {  // Kimi Linear's MLA layers: the latent [c | k_pe] per token
+      KvLayout l{n_attn_, n_pages, page_size, 1, config_.kv_lora_rank + config_.qk_rope_head_dim, dtype};
+      l.latent = true;
+      return l;
+    }
     return KvLayout{n_attn_, n_pages, page_size, n_attn_ > 0 ? config_.n_kv_heads : 0, n_attn_ > 0 ? config_.head_dim : 0,
                     dtype};
   }
@@ -110,6 +119,10 @@ class StateSpaceModel final : public Model {
     // Nemotron-H's MLP block (Kind::mlp): up_proj, relu2, down_proj (biases with mlp_bias); Nemotron
     // 3's MoE block (Kind::moe) is `moe` alone.
     OwnedTensor up, up_bias, down, down_bias;
+    // Kimi Linear's (models/kimi_linear.h): a KDA block (Kind::ssm; its states conv_state and
+    // ssm_state above) or an MLA block (Kind::attention).
+    KdaBlock kda;
+    NopeMlaBlock mla;
   };
   // A vector of `shape` (numel n) read as f32 through f (element, index), uploaded.
   template <typename F>
@@ -137,6 +150,8 @@ class StateSpaceModel final : public Model {
   bool gated() const { return config_.ssm.gated_delta; }
   // LFM2's short-conv blocks.
   bool short_conv() const { return config_.ssm.short_conv; }
+  // Kimi Linear's KDA and MLA blocks.
+  bool kimi() const { return config_.ssm.kda; }
   // Falcon-H1's layers: attention beside the mixer, their outputs summed; muP multipliers folded
   // into the weights at load (ModelConfig::mup).
   bool parallel() const { return config_.parallel_attention; }
@@ -181,6 +196,7 @@ class StateSpaceModel final : public Model {
   StepInputs ints_;
   OwnedTensor slots_, fresh_, save_rows_, save_slots_;
   OwnedTensor parallel_out_;  // Falcon-H1: the attention's output beside the mixer's
+  KimiScratch kimi_;          // Kimi Linear's blocks' activations
   OwnedTensor residual_, normed_, delta_, proj_, xbc_, y_, selected_, qkv_, attn_, gate_, mlp_, act_, up_;
   OwnedTensor dtr_, bm_, cm_, dt_, ones_;  // Mamba1: x_proj's parts, dt, FalconMamba's unit norm weights
   std::vector<int32_t> slots_host_, fresh_host_;  // the step's slot of each sequence, and which start afresh
@@ -430,7 +446,10 @@ Status StateSpaceModel::load_mlp(WeightLoader& w, const std::string& p, int l, L
       dense_linear_ += static_cast<double>(config_.n_experts * h);  // the router
       return Status::ok();
     }
-    const std::string f = p + (gated() ? "mlp." : "feed_forward.");
+    // Kimi Linear's dense layers: block_sparse_moe. as transformers 5 saves them, else the Hub's
+    // (and llama.cpp's, renamed) mlp.
+    const bool kimi_saved = kimi() && w.has(p + "block_sparse_moe.gate_proj.weight");
+    const std::string f = p + (kimi_saved ? "block_sparse_moe." : gated() || kimi() ? "mlp." : "feed_forward.");
     if (parallel()) {  // Falcon-H1: the gate's and down's multipliers
       BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, w.scaled({f + "gate_proj.weight", f + "up_proj.weight"}, {width, width}, h, {},
                                                        {config_.mup.mlp_gate, 1.0f}));
@@ -560,7 +579,17 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
              : !config_.mlp_layers.empty() && config_.mlp_layers[i] ? Kind::mlp
                                                                     : Kind::attention;
     BRIGADE_ASSIGN_OR_RETURN(L.norm, w.vector_f32({p + names_.mixer_norm}, {h}, {}, norm_offset()));
-    if (L.kind == Kind::ssm && config_.ssm.mamba1()) {
+    if (kimi() && L.kind == Kind::ssm) {
+      const int64_t k = layout_.conv_kernel;
+      BRIGADE_RETURN_IF_ERROR(load_kda_block(ck, w, backend_, config_, p, gguf_, L.kda, host_params_));
+      BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * layout_.conv_dim()));
+      BRIGADE_ASSIGN_OR_RETURN(L.ssm_state, alloc_tensor(backend_, DType::f32, n_slots_, layout_.d_inner() * layout_.state_size));
+      dense_linear_ += static_cast<double>(kda_linear_params(config_));
+    } else if (kimi()) {
+      BRIGADE_RETURN_IF_ERROR(load_nope_mla(w, config_, p, L.mla));
+      L.kv_index = kv_index++;
+      dense_linear_ += static_cast<double>(nope_mla_linear_params(config_));
+    } else if (L.kind == Kind::ssm && config_.ssm.mamba1()) {
       BRIGADE_RETURN_IF_ERROR(load_mixer1(ck, w, p, L));
     } else if (L.kind == Kind::ssm && gated()) {
       BRIGADE_RETURN_IF_ERROR(load_delta(ck, w, p, L));
@@ -611,6 +640,8 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
     const std::vector<float> ones(static_cast<size_t>(std::max<int64_t>(config_.ssm.dt_rank, ns)), 1.0f);
     BRIGADE_ASSIGN_OR_RETURN(ones_, alloc_tensor(backend_, DType::f32, 1, static_cast<int64_t>(ones.size())));
     backend_.upload(ones_.tensor, ones.data());
+  } else if (kimi()) {
+    BRIGADE_RETURN_IF_ERROR(allocate_kimi_scratch(backend_, config_, n, kimi_));
   } else if (config_.recurrent()) {  // (the short conv's output goes from proj_ to y_ directly)
     BRIGADE_ASSIGN_OR_RETURN(proj_, alloc_tensor(backend_, act, n, proj_width()));
     if (!short_conv()) {
@@ -621,7 +652,7 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
   if (parallel()) {
     BRIGADE_ASSIGN_OR_RETURN(parallel_out_, alloc_tensor(backend_, act, n, h));
   }
-  if (n_attn_ > 0) {
+  if (n_attn_ > 0 && !kimi()) {
     const QkvLayout q = config_.qkv_layout();
     BRIGADE_ASSIGN_OR_RETURN(qkv_, alloc_tensor(backend_, act, n, int64_t{q.n_heads + 2 * q.n_kv_heads} * q.head_dim));
     BRIGADE_ASSIGN_OR_RETURN(attn_, alloc_tensor(backend_, act, n, int64_t{q.n_heads} * q.head_dim));
@@ -789,8 +820,12 @@ void StateSpaceModel::run_attention(const Layer& L, int64_t n, const KvCache& kv
 }
 
 Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
+  const KvLayout want = kv_layout(1, 1, DType::f32);  // the KV row shape the step's cache must have
   const StepLimits limits{config_.vocab_size,  config_.max_position, options_.max_batch_tokens, n_attn_,
-                          n_attn_ > 0 ? config_.n_kv_heads : 0, n_attn_ > 0 ? config_.head_dim : 0};
+                          want.n_kv_heads, want.head_dim};
+  if (n_attn_ > 0 && kv.layout().latent != want.latent)
+    return invalid_argument(config_.arch + (want.latent ? " needs its latent KV layout (Model::kv_layout)"
+                                                        : " needs a K/V layout, not a latent one (Model::kv_layout)"));
   BRIGADE_ASSIGN_OR_RETURN(const StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
   BRIGADE_RETURN_IF_ERROR(check_hidden_rows(batch, options_.max_batch_tokens, config_.hidden_size,
                                             backend_.activation_dtype()));
@@ -832,7 +867,11 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
     // The previous sublayer's output joins the residual in the same pass as this norm.
     if (l == 0) b.rms_norm(residual, L.norm.tensor, eps, normed);
     else b.add_rms_norm(residual, delta, L.norm.tensor, eps, normed);
-    if (L.kind == Kind::moe) {  // Nemotron 3's: relu2 experts beside a relu2 shared expert
+    if (kimi() && L.kind == Kind::ssm) {  // KDA: the conv over q|k|v, the per-channel delta rule, the gated norm
+      run_kda_block(b, config_, L.kda, kimi_, seqs, L.conv_state.tensor, L.ssm_state.tensor, normed, delta);
+    } else if (kimi()) {  // MLA without RoPE
+      run_nope_mla(b, config_, L.mla, kimi_, kv.layer(L.kv_index), meta, ints_.slots(n), normed, delta);
+    } else if (L.kind == Kind::moe) {  // Nemotron 3's: relu2 experts beside a relu2 shared expert
       run_moe_block(b, config_, moe_shard_, L.moe, moe_scratch_, normed, delta);
     } else if (L.kind == Kind::mlp) {  // Nemotron-H's: up_proj, relu2, down_proj
       const Tensor up = up_.tensor.rows(0, n);

@@ -27,6 +27,9 @@
 //     normed input, their outputs summed, then a SwiGLU, per layer; its muP multipliers folded into
 //     the weights at load (ModelConfig::mup). llama.cpp's GGUF files of LFM2 and Falcon-H1 load
 //     too (models/gguf_lfm2.h, gguf_falcon_h1.h: the latter's multipliers folded in already).
+//   Kimi Linear (KimiLinearForCausalLM): a KDA block (Backend::kda, the gated delta rule with a
+//     decay per key channel) or MLA without RoPE, then a SwiGLU or DeepSeek-V3's MoE, per layer
+//     (models/kimi_linear.h; llama.cpp's kimi-linear files: models/gguf_kimi_linear.h).
 //
 // The past of a sequence in a mixer is not in KV pages but in a recurrent state per layer (the
 // conv's last conv_kernel - 1 inputs and the scan's state), f32, kept in one of

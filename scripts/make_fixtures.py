@@ -606,6 +606,40 @@ def fixtures():
             intermediate_size=64, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, num_shared_experts=1,
             first_k_dense_replace=1, n_group=2, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5,
             sliding_window=8, sliding_window_pattern=4, pad_token_id=0)),
+        # DeepSeek-V3.2 (DeepseekV32ForCausalLM): V3's MLA and routing plus the DSA lightning
+        # indexer (8 index heads of 64, half-split RoPE over the first 8 dims, LayerNorm'd key; 64,
+        # llama.cpp's smallest Hadamard rotation of the keys, so its converter's file runs there too)
+        # keeping the top 5 keys per query, fewer than the prompts, so the sparsity moves the logits.
+        # make_dsa checks the choices are clear and adds transformers' dense logits (topk past the prompt).
+        "deepseek_v32": ("DeepseekV32Config", "DeepseekV32ForCausalLM", deepseek_v3_config(
+            num_hidden_layers=2, bos_token_id=0, eos_token_id=1, pad_token_id=2, kv_lora_rank=64,
+            index_topk=5, index_head_dim=64, index_n_heads=8)),
+        # GLM-5 (GlmMoeDsaForCausalLM): the indexer with interleaved RoPE, layer 1 "shared" (it reuses
+        # layer 0's selection), layer 2 its own; GLM's defaults otherwise (no groups, theta 1e6).
+        "glm_moe_dsa": ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", deepseek_config(
+            hidden_size=48, intermediate_size=64, q_lora_rank=24, v_head_dim=24, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5,
+            rms_norm_eps=1e-5, bos_token_id=0, eos_token_id=1, pad_token_id=2, first_k_dense_replace=1,
+            kv_lora_rank=64, index_topk=6, index_head_dim=64, index_n_heads=8, indexer_types=["full", "shared", "full"],
+            rope_parameters=dict(rope_type="default", rope_theta=1000000.0))),
+        # Kimi Linear (KimiLinearForCausalLM, Kimi-Linear-48B-A3B's layers, its config names):
+        # KDA at layers 1 and 3 (1-based, linear_attn_config as the Hub's: 2 heads of 16, 4-tap
+        # short convs on q, k and v, the low-rank forget gate's per-channel decay, the sigmoid-gated
+        # output norm) and MLA without RoPE at layer 2 (2 heads, as many as KDA's, as llama.cpp's
+        # kimi-linear needs; no q_lora_rank); layer 0 a dense SwiGLU (first_k_dense_replace), then 8
+        # experts in one group (the Hub's), top 2 by sigmoid + the selection bias, renormalised,
+        # times 2.5, beside one shared expert; the Hub config's mla_use_nope and
+        # moe_router_activation_func (which transformers keeps as attributes). kda_op.json:
+        # Backend::kda's reference, transformers' recurrent_kimi_delta_attention on random inputs
+        # (make_kimi_linear).
+        "kimi_linear": ("KimiLinearConfig", "KimiLinearForCausalLM", dict(
+            vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=2,
+            num_key_value_heads=2, q_lora_rank=None, kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8,
+            v_head_dim=16, linear_attn_config=dict(head_dim=16, num_heads=2, short_conv_kernel_size=4,
+                                                   full_attn_layers=[2], kda_layers=[1, 3]),
+            num_experts=8, num_experts_per_token=2, moe_intermediate_size=16, num_shared_experts=1,
+            first_k_dense_replace=1, num_expert_group=1, topk_group=1, moe_renormalize=True,
+            routed_scaling_factor=2.5, rms_norm_eps=1e-5, model_max_length=256, bos_token_id=1, eos_token_id=2,
+            pad_token_id=0, tie_word_embeddings=False, mla_use_nope=True, moe_router_activation_func="sigmoid")),
         # Gemma 1 (GemmaForCausalLM, google/gemma-2b): Gemma 2's layer without softcaps, post-norms or
         # windows: RMSNorms scaling by 1 + w, embeddings times sqrt(hidden), a gelu_pytorch_tanh gate
         # (the released configs' legacy hidden_act "gelu"), heads of 16 over hidden 32 (head_dim from
@@ -867,6 +901,96 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
+
+
+def dsa_margins(model):
+    """Records, while the model runs, the gap between the k-th and (k+1)-th best index score of
+    every query that sees more than index_topk keys (the DSA indexer's top-k), so a fixture whose
+    choice an fp32 rounding could flip is refused. Returns the list the gaps go into."""
+    import torch
+    gaps = []
+    inside = []
+    real_topk = torch.Tensor.topk
+
+    def topk(self, k, *args, **kwargs):
+        if inside and self.dim() == 3:
+            s = self.float()
+            for row in s.reshape(-1, s.shape[-1]):
+                valid = row[row > -1e30].sort(descending=True).values
+                if valid.numel() > k:
+                    gaps.append(float(valid[k - 1] - valid[k]))
+        return real_topk(self, k, *args, **kwargs)
+
+    torch.Tensor.topk = topk
+    for m in model.modules():
+        if type(m).__name__.endswith("Indexer"):
+            m.register_forward_pre_hook(lambda *a: inside.append(1))
+            m.register_forward_hook(lambda *a: inside.clear())
+    return gaps
+
+
+def make_dsa(name, config_cls, model_cls, kw, seed):
+    """make() for a DSA model (deepseek_v32, glm_moe_dsa), from the first seed whose indexer
+    choices all clear the next key by 1e-3 (fp32 noise cannot flip them), plus `dense_logits`:
+    transformers' logits of the longest prompt with every indexer keeping all keys (dense MLA),
+    which the tests use to show the sparsity matters."""
+    import torch
+    for s in range(seed, seed + 50):
+        model = new_model(config_cls, model_cls, kw, s)
+        gaps = dsa_margins(model)
+        make(name, config_cls, model_cls, kw, s, model=model)
+        if gaps and min(gaps) >= 1e-3:
+            break
+        print(f"{name}: seed {s} has an index score gap of {min(gaps) if gaps else None}; next seed")
+    else:
+        sys.exit(f"{name}: no seed with clear indexer choices")
+    print(f"{name}: seed {s}, {len(gaps)} sparse choices, smallest gap {min(gaps):.3g}")
+    for m in model.modules():
+        if type(m).__name__.endswith("Indexer"):
+            m.index_topk = 1 << 30
+    out = OUT / name / "expected.json"
+    expected = json.loads(out.read_text())
+    prompt = expected["cases"][-1]["prompt"]
+    with torch.no_grad():
+        dense = model(torch.tensor([prompt])).logits[0].to(torch.float32)
+    sparse = torch.tensor(expected["cases"][-1]["logits"])
+    print(f"{name}: dense vs sparse max |dlogit| {float((dense - sparse).abs().max()):.3g}")
+    expected["dense_logits"] = [[float(f"{v:.7g}") for v in row.tolist()] for row in dense]
+    out.write_text(json.dumps(expected, separators=(",", ":")) + "\n")
+
+
+def make_kimi_linear(name, config_cls, model_cls, kw, seed):
+    """make(), then kda_op.json: Backend::kda's reference on random inputs, transformers'
+    recurrent_kimi_delta_attention (its torch fallback, the rule token by token) with the decay of
+    KimiLinearForgetGate (its f_a / f_b projections made identities, so f is the gate's input):
+    H heads of N key and P value channels over T rows from a zero state; raw q, k, v (before the
+    L2 norm), f (before dt_bias), A_log [H], dt_bias [H N] and beta's logits, the outputs o
+    [T, H, P] and the final state [H, N, P]."""
+    import torch
+    import transformers
+    from transformers.models.kimi_linear import modeling_kimi_linear as mk
+    make(name, config_cls, model_cls, kw, seed)
+    h, nk, pv, t = 2, 8, 6, 7
+    g = torch.Generator().manual_seed(seed)
+    q, k = torch.randn(1, t, h, nk, generator=g), torch.randn(1, t, h, nk, generator=g)
+    v = torch.randn(1, t, h, pv, generator=g)
+    f = torch.randn(1, t, h * nk, generator=g)
+    beta_logits = torch.randn(1, t, h, generator=g)
+    config = transformers.KimiLinearConfig(hidden_size=nk, linear_attn_config=dict(head_dim=nk, num_heads=h))
+    gate = mk.KimiLinearForgetGate(config)
+    gate.f_a_proj, gate.f_b_proj = torch.nn.Identity(), torch.nn.Identity()
+    with torch.no_grad():
+        gate.A_log.copy_(torch.rand(1, 1, h, 1, generator=g) * 2.0 - 1.0)
+        gate.dt_bias.copy_(torch.randn(h * nk, generator=g))
+        decay = gate(f)
+        o, state = mk.recurrent_kimi_delta_attention(q, k, v, decay, torch.sigmoid(beta_logits), initial_state=None,
+                                                     output_final_state=True, use_qk_l2norm_in_kernel=True)
+    flat = lambda x: [float(f"{y:.8g}") for y in x.reshape(-1).tolist()]
+    out = {"generator": f"transformers {transformers.__version__} recurrent_kimi_delta_attention, KimiLinearForgetGate",
+           "heads": h, "key_dim": nk, "value_dim": pv, "rows": t, "q": flat(q), "k": flat(k), "v": flat(v), "f": flat(f),
+           "beta": flat(beta_logits), "a_log": flat(gate.A_log.detach()), "dt_bias": flat(gate.dt_bias.detach()),
+           "out": flat(o), "state": flat(state)}
+    (OUT / name / "kda_op.json").write_text(json.dumps(out, separators=(",", ":")) + "\n")
 
 
 def make_glm4_moe_step(name, config_cls, model_cls, kw, seed):
@@ -1215,7 +1339,9 @@ def main():
         sys.exit(f"unknown fixtures {sorted(unknown)}; known: {', '.join(fixtures())}, gpt_oss_mxfp4")
     for seed, (name, (config_cls, model_cls, kw)) in enumerate(fixtures().items()):
         if not names or name in names:
-            maker = {"deepseek_v3_mtp": make_mtp, "glm4_moe_mtp": make_mtp, "glm4_moe_step": make_glm4_moe_step}.get(name, make)
+            maker = {"deepseek_v3_mtp": make_mtp, "glm4_moe_mtp": make_mtp, "glm4_moe_step": make_glm4_moe_step,
+                     "kimi_linear": make_kimi_linear,
+                     "deepseek_v32": make_dsa, "glm_moe_dsa": make_dsa}.get(name, make)
             maker(name, config_cls, model_cls, kw, 1000 + seed)
     if not names or "gpt_oss_mxfp4" in names:  # from the gpt_oss fixture written above
         make_gpt_oss_mxfp4()

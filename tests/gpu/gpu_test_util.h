@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -167,5 +168,39 @@ inline double cosine(const float* a, const float* b, int n) {
 // bf16 keeps 8 significant bits (relative rounding <= 2^-9 = 0.2%); an op that rounds its output
 // once stays near that, a few roundings of intermediates within 1%.
 constexpr double kBf16Tol = 1e-2;
+
+// A step's sequences (query rows, context length) over shuffled pages of `page` tokens: the host
+// values of AttentionMeta's tensors (as put() takes them) and the cache slot of every context
+// position, sequence by sequence.
+struct PagedSeqs {
+  int n_rows = 0, n_ctx = 0, n_pages = 0, max_blocks = 0, max_q = 0, max_ctx = 0;
+  std::vector<float> table, q_start, ctx_len, slots;
+};
+inline PagedSeqs paged_seqs(const std::vector<std::pair<int, int>>& seqs, int page, std::mt19937& rng) {
+  PagedSeqs p;
+  for (auto [n_q, ctx] : seqs) {
+    p.n_rows += n_q, p.n_ctx += ctx, p.n_pages += (ctx + page - 1) / page;
+    p.max_blocks = std::max(p.max_blocks, (ctx + page - 1) / page), p.max_q = std::max(p.max_q, n_q);
+    p.max_ctx = std::max(p.max_ctx, ctx);
+  }
+  std::vector<int32_t> pages(static_cast<size_t>(p.n_pages));
+  for (size_t i = 0; i < pages.size(); ++i) pages[i] = static_cast<int32_t>(i);
+  std::shuffle(pages.begin(), pages.end(), rng);
+  p.table.assign(seqs.size() * static_cast<size_t>(p.max_blocks), 0.0f);
+  int used = 0, row = 0;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const auto [n_q, ctx] = seqs[s];
+    p.q_start.push_back(static_cast<float>(row));
+    p.ctx_len.push_back(static_cast<float>(ctx));
+    for (int b = 0; b < (ctx + page - 1) / page; ++b)
+      p.table[s * static_cast<size_t>(p.max_blocks) + static_cast<size_t>(b)] = static_cast<float>(pages[static_cast<size_t>(used + b)]);
+    for (int pos = 0; pos < ctx; ++pos)
+      p.slots.push_back(static_cast<float>(pages[static_cast<size_t>(used + pos / page)] * page + pos % page));
+    used += (ctx + page - 1) / page;
+    row += n_q;
+  }
+  p.q_start.push_back(static_cast<float>(row));
+  return p;
+}
 
 }  // namespace brigade::gpu_test

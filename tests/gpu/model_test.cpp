@@ -148,6 +148,10 @@ std::string every_expert_copy(const testing::TempDir& into, const std::string& n
   for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts"})
     if (text.contains(key)) text["num_experts_per_tok"] = text[key];
   if (text.contains("n_group")) text["topk_group"] = text["n_group"];  // glm4_moe, mistral4: every group too
+  if (text.contains("num_expert_group")) text["topk_group"] = text["num_expert_group"];  // kimi_linear's name of it
+  // DSA (deepseek_v32, glm_moe_dsa): every key kept, so bf16 near-ties of the index scores cannot
+  // flip a choice; the indexer, its key cache and the listed attention still run (GpuDsa.* checks the choice).
+  if (text.contains("index_topk")) text["index_topk"] = text["max_position_embeddings"];
   testing::write_text(into.file(name) + "/config.json", config.dump());
   return into.file(name);
 }
@@ -183,7 +187,7 @@ TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir every_expert("gpu_every_expert");
   for (const char* name : {"gemma2", "gemma3"}) expect_fixture_matches_cpu(name, testing::fixture_dir(name));
-  for (const char* name : {"gpt_oss", "qwen2_moe", "glm4_moe", "mistral4", "glm4_moe_lite"})
+  for (const char* name : {"gpt_oss", "qwen2_moe", "glm4_moe", "mistral4", "glm4_moe_lite", "deepseek_v32", "glm_moe_dsa"})
     expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 
@@ -277,7 +281,7 @@ void expect_recurrent_fixture_matches_cpu(const std::string& name, const std::st
 // positions, relu2 MLPs), Granite 4.0-H (Mamba2 mixers beside attention; dense and with experts),
 // Falcon-H1 (a mixer and RoPE attention side by side), Jamba (Mamba1 mixers, experts), LFM2 and
 // LFM2-MoE (short_conv), Qwen3.5 and Qwen3-Next / Qwen3.5-MoE (gated_delta, the gated
-// attention's sigmoid_mul). The MoE fixtures run with every expert taken (see every_expert).
+// attention's sigmoid_mul), Kimi Linear (kda, MLA without RoPE, DeepSeek-V3's routing). The MoE fixtures run with every expert taken (see every_expert).
 // Nemotron 3's relu2 experts run on the CPU only (supports_relu2_experts), so nemotron_h_moe is not here.
 TEST(GpuModel, StateSpaceFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
@@ -285,7 +289,7 @@ TEST(GpuModel, StateSpaceFixturesMatchCpu) {
   for (const char* name : {"mamba1", "falcon_mamba", "mamba2", "mamba2_bias", "nemotron_h", "nemotron_h_bias",
                            "granite_hybrid_dense", "falcon_h1", "falcon_h1_norm", "lfm2", "qwen3_5"})
     expect_recurrent_fixture_matches_cpu(name, testing::fixture_dir(name));
-  for (const char* name : {"granite_hybrid", "jamba", "lfm2_moe", "qwen3_next", "qwen3_5_moe"})
+  for (const char* name : {"granite_hybrid", "jamba", "lfm2_moe", "qwen3_next", "qwen3_5_moe", "kimi_linear"})
     expect_recurrent_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 

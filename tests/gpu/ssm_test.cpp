@@ -232,6 +232,32 @@ TEST(GpuSsm, GatedDeltaMatchesCpu) {
   }
 }
 
+// Kimi's KDA (Backend::kda): a decay per key channel from f and dt_bias [H N]; a small odd shape
+// (N not a multiple of 32, P != N) and Kimi-Linear-48B's (heads of 128).
+TEST(GpuSsm, KdaMatchesCpu) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(47);
+  for (const SsmLayout l : {SsmLayout{3, 24, 3, 40, 4}, SsmLayout{4, 128, 4, 128, 4}}) {
+    SCOPED_TRACE(testing::Message() << "H " << l.n_heads << " P " << l.head_dim << " N " << l.state_size);
+    const int64_t h = l.n_heads, vd = l.d_inner(), kd = h * l.state_size, ch = 2 * kd + vd;
+    const auto a = negative_rates(rng, h), dt_bias = random_values(rng, kd);
+    OwnedTensor ac = f32(cpu(), h, a), ag = f32(*gpu(), h, a), tc = f32(cpu(), kd, dt_bias), tg = f32(*gpu(), kd, dt_bias);
+    const SsmParams pc{ac.tensor, Tensor(), tc.tensor, 0.0f, 0.0f, Tensor(), 1e-5f};
+    const SsmParams pg{ag.tensor, Tensor(), tg.tensor, 0.0f, 0.0f, Tensor(), 1e-5f};
+    const auto st = states(rng, vd * l.state_size);
+    std::vector<float> qkv, f, beta;
+    over_two_steps(vd, st, kStateTol, [&](Backend& b, const SsmSeqs& seqs, int64_t n, const Tensor& out) {
+      if (&b == &cpu()) {
+        qkv = random_values(rng, n * ch);
+        f = random_values(rng, n * kd, -3, 2);
+        beta = random_values(rng, n * h, -2, 2);
+      }
+      b.kda(act(b, n, ch, qkv).tensor, act(b, n, kd, f).tensor, act(b, n, h, beta).tensor, l, side(b, pc, pg), seqs,
+            side(b, st), out);
+    });
+  }
+}
+
 TEST(GpuSsm, SigmoidMulAndReluSquared) {
   BRIGADE_REQUIRE_GPU();
   std::mt19937 rng(46);

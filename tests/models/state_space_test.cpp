@@ -247,6 +247,9 @@ INSTANTIATE_TEST_SUITE_P(ShortConv, StateSpace, ::testing::Values("lfm2", "lfm2_
 // Falcon-H1: a Mamba2 mixer and RoPE attention in every layer, summed, every muP multiplier set
 // apart from 1 (folded into the weights); falcon_h1_norm with the gated RMSNorm, biases, tied.
 INSTANTIATE_TEST_SUITE_P(Parallel, StateSpace, ::testing::Values("falcon_h1", "falcon_h1_norm"));
+// Kimi Linear: KDA blocks (the per-channel delta rule's state) beside MLA without RoPE (its latent in
+// the pages), DeepSeek-V3's MoE (models/kimi_linear.h).
+INSTANTIATE_TEST_SUITE_P(Kda, StateSpace, ::testing::Values("kimi_linear"));
 
 // A step that would read a state for a past it does not hold is refused before anything runs,
 // and the states stay as they were: the sequence then continues and still matches transformers.

@@ -1,0 +1,190 @@
+#include "models/kimi_linear.h"
+
+#include <cmath>
+#include <vector>
+
+#include "models/step_inputs.h"
+
+namespace brigade {
+namespace {
+
+// Tensor `name` of `numel` elements whose shape is `want` but for dimensions of size 1 (A_log's
+// [1, 1, H, 1], a conv's [C, 1, K] or llama.cpp's [1, C, 1, K]) appended to host as f32 through f.
+template <typename F>
+Status append_host(const Checkpoint& ck, const std::string& name, const std::vector<int64_t>& want, F f,
+                   std::vector<float>& host) {
+  BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck.tensor(name));
+  std::vector<int64_t> squeezed, want_squeezed;
+  for (int64_t d : t.shape)
+    if (d != 1) squeezed.push_back(d);
+  for (int64_t d : want)
+    if (d != 1) want_squeezed.push_back(d);
+  if (squeezed != want_squeezed) {
+    RawTensor w;
+    w.shape = want;
+    return corrupt(t.file + ": tensor '" + name + "' has shape " + t.shape_string() + " but the config needs " +
+                   w.shape_string());
+  }
+  if (t.block_quantized() || (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16))
+    return corrupt(t.file + ": tensor '" + name + "' is stored " + t.type_name() + "; it must be F32, BF16 or F16");
+  for (int64_t i = 0; i < t.numel(); ++i) host.push_back(f(static_cast<float>(t.at(i))));
+  return Status::ok();
+}
+
+Expected<OwnedTensor> upload_f32(Backend& backend, const std::vector<float>& host) {
+  BRIGADE_ASSIGN_OR_RETURN(OwnedTensor out, alloc_tensor(backend, DType::f32, 1, static_cast<int64_t>(host.size())));
+  backend.upload(out.tensor, host.data());
+  return out;
+}
+
+}  // namespace
+
+Status load_kda_block(const Checkpoint& ck, WeightLoader& w, Backend& backend, const ModelConfig& c, const std::string& p,
+                      bool gguf, KdaBlock& out, int64_t& host_params) {
+  const SsmLayout& l = c.ssm.layout;
+  const int64_t h = c.hidden_size, heads = l.n_heads, d = l.head_dim, hd = heads * d, k = l.conv_kernel;
+  const std::string m = p + "self_attn.";
+  BRIGADE_ASSIGN_OR_RETURN(out.qkv,
+                           w.fused({m + "q_proj.weight", m + "k_proj.weight", m + "v_proj.weight"}, {hd, hd, hd}, h));
+  const auto same = [](float v) { return v; };
+  std::vector<float> conv;
+  for (const char* part : {"q_conv1d.weight", "k_conv1d.weight", "v_conv1d.weight"})
+    BRIGADE_RETURN_IF_ERROR(append_host(ck, m + part, {hd, 1, k}, same, conv));
+  BRIGADE_ASSIGN_OR_RETURN(out.conv_w, upload_f32(backend, conv));
+  std::vector<float> a, dt_bias;
+  BRIGADE_RETURN_IF_ERROR(append_host(ck, m + "A_log", {heads}, [gguf](float v) { return gguf ? v : -std::exp(v); }, a));
+  BRIGADE_RETURN_IF_ERROR(append_host(ck, m + "dt_bias", {hd}, same, dt_bias));
+  BRIGADE_ASSIGN_OR_RETURN(out.a, upload_f32(backend, a));
+  BRIGADE_ASSIGN_OR_RETURN(out.dt_bias, upload_f32(backend, dt_bias));
+  host_params += static_cast<int64_t>(conv.size() + a.size() + dt_bias.size());
+  BRIGADE_ASSIGN_OR_RETURN(out.f_a, w.matrix(m + "f_a_proj.weight", d, h));
+  BRIGADE_ASSIGN_OR_RETURN(out.f_b, w.matrix(m + "f_b_proj.weight", hd, d));
+  BRIGADE_ASSIGN_OR_RETURN(out.b, w.matrix(m + "b_proj.weight", heads, h));
+  BRIGADE_ASSIGN_OR_RETURN(out.g_a, w.matrix(m + "g_a_proj.weight", d, h));
+  BRIGADE_ASSIGN_OR_RETURN(out.g_b, w.matrix(m + "g_b_proj.weight", hd, d));
+  BRIGADE_ASSIGN_OR_RETURN(out.o_norm, w.vector_f32({m + "o_norm.weight"}, {d}));
+  BRIGADE_ASSIGN_OR_RETURN(out.o, w.matrix(m + "o_proj.weight", h, hd));
+  return Status::ok();
+}
+
+Status load_nope_mla(WeightLoader& w, const ModelConfig& c, const std::string& p, NopeMlaBlock& out) {
+  const int64_t hidden = c.hidden_size, h = c.n_heads, r = c.kv_lora_rank;
+  const int64_t dn = c.qk_nope_head_dim, dr = c.qk_rope_head_dim, dv = c.v_head_dim, dq = dn + dr;
+  const std::string m = p + "self_attn.";
+  std::string q_name = m + "q_proj.weight";
+  int64_t q_in = hidden;
+  if (c.q_lora_rank > 0) {
+    q_in = c.q_lora_rank;
+    q_name = m + "q_b_proj.weight";
+    BRIGADE_ASSIGN_OR_RETURN(out.q_a, w.matrix(m + "q_a_proj.weight", q_in, hidden));
+    BRIGADE_ASSIGN_OR_RETURN(out.q_a_norm, w.vector_f32({m + "q_a_layernorm.weight"}, {q_in}));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(out.q_nope, w.row_blocks(q_name, h * dq, q_in, dq, {0, dn}));
+  BRIGADE_ASSIGN_OR_RETURN(out.q_pe, w.row_blocks(q_name, h * dq, q_in, dq, {dn, dr}));
+  const std::string kv_a = m + "kv_a_proj_with_mqa.weight";
+  BRIGADE_ASSIGN_OR_RETURN(out.kv_a_latent, w.matrix(kv_a, r + dr, hidden, {0, r}));
+  BRIGADE_ASSIGN_OR_RETURN(out.kv_a_pe, w.matrix(kv_a, r + dr, hidden, {r, dr}));
+  BRIGADE_ASSIGN_OR_RETURN(out.kv_a_norm, w.vector_f32({m + "kv_a_layernorm.weight"}, {r}));
+  if (w.has(m + "k_b_proj.weight")) {  // llama.cpp's kv_b_proj split per head: W_UK^T [H R, dn], W_UV [H dv, R]
+    BRIGADE_ASSIGN_OR_RETURN(out.w_uk, w.row_blocks(m + "k_b_proj.weight", h * r, dn, r, {0, r}));
+    BRIGADE_ASSIGN_OR_RETURN(out.w_uv, w.row_blocks(m + "v_b_proj.weight", h * dv, r, dv, {0, dv}));
+  } else {
+    const std::string kv_b = m + "kv_b_proj.weight";
+    BRIGADE_ASSIGN_OR_RETURN(out.w_uk, w.row_blocks(kv_b, h * (dn + dv), r, dn + dv, {0, dn}, /*transpose_blocks=*/true));
+    BRIGADE_ASSIGN_OR_RETURN(out.w_uv, w.row_blocks(kv_b, h * (dn + dv), r, dn + dv, {dn, dv}));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(out.o, w.matrix(m + "o_proj.weight", hidden, h * dv));
+  return Status::ok();
+}
+
+Status allocate_kimi_scratch(Backend& backend, const ModelConfig& c, int64_t rows, KimiScratch& s) {
+  const DType act = backend.activation_dtype();
+  const auto make = [&](OwnedTensor& dst, int64_t cols) -> Status {
+    BRIGADE_ASSIGN_OR_RETURN(dst, alloc_tensor(backend, act, rows, cols));
+    return Status::ok();
+  };
+  const SsmLayout& l = c.ssm.layout;
+  const int64_t hd = l.d_inner(), h = c.n_heads, r = c.kv_lora_rank;
+  if (c.recurrent()) {
+    for (OwnedTensor* t : {&s.qkv_in, &s.qkv}) BRIGADE_RETURN_IF_ERROR(make(*t, l.conv_dim()));
+    BRIGADE_RETURN_IF_ERROR(make(s.low, l.head_dim));
+    for (OwnedTensor* t : {&s.f, &s.gate, &s.y}) BRIGADE_RETURN_IF_ERROR(make(*t, hd));
+    BRIGADE_RETURN_IF_ERROR(make(s.beta, l.n_heads));
+  }
+  if (c.n_attention_layers() == 0) return Status::ok();
+  if (c.q_lora_rank > 0) {
+    BRIGADE_RETURN_IF_ERROR(make(s.q_a, c.q_lora_rank));
+    BRIGADE_RETURN_IF_ERROR(make(s.q_in, c.q_lora_rank));
+  }
+  BRIGADE_RETURN_IF_ERROR(make(s.q_nope, h * c.qk_nope_head_dim));
+  BRIGADE_RETURN_IF_ERROR(make(s.q_pe, h * c.qk_rope_head_dim));
+  BRIGADE_RETURN_IF_ERROR(make(s.latent, r));
+  BRIGADE_RETURN_IF_ERROR(make(s.latent_normed, r));
+  BRIGADE_RETURN_IF_ERROR(make(s.k_pe, c.qk_rope_head_dim));
+  BRIGADE_RETURN_IF_ERROR(make(s.q_lat, h * r));
+  BRIGADE_RETURN_IF_ERROR(make(s.o_lat, h * r));
+  return make(s.attn, h * c.v_head_dim);
+}
+
+int64_t kda_linear_params(const ModelConfig& c) {
+  const SsmLayout& l = c.ssm.layout;
+  const int64_t h = c.hidden_size, hd = l.d_inner(), d = l.head_dim;
+  return h * (l.conv_dim() + 2 * d + l.n_heads + hd) + 2 * hd * d;  // q|k|v, f_a, g_a, b, o; f_b, g_b
+}
+
+int64_t nope_mla_linear_params(const ModelConfig& c) {
+  const int64_t h = c.hidden_size, heads = c.n_heads, r = c.kv_lora_rank, q_in = c.q_lora_rank > 0 ? c.q_lora_rank : h;
+  const int64_t dq = c.qk_nope_head_dim + c.qk_rope_head_dim;
+  return (c.q_lora_rank > 0 ? h * q_in : 0) + q_in * heads * dq + h * (r + c.qk_rope_head_dim) +
+         r * heads * (c.qk_nope_head_dim + c.v_head_dim) + heads * c.v_head_dim * h;
+}
+
+void run_kda_block(Backend& b, const ModelConfig& c, const KdaBlock& k, const KimiScratch& s, const SsmSeqs& seqs,
+                   const Tensor& conv_state, const Tensor& state, const Tensor& normed, const Tensor& delta) {
+  const SsmLayout& l = c.ssm.layout;
+  const int64_t n = normed.dim(0);
+  const Tensor qkv_in = s.qkv_in.tensor.rows(0, n), qkv = s.qkv.tensor.rows(0, n), low = s.low.tensor.rows(0, n);
+  const Tensor f = s.f.tensor.rows(0, n), beta = s.beta.tensor.rows(0, n), gate = s.gate.tensor.rows(0, n);
+  const Tensor y = s.y.tensor.rows(0, n);
+  b.matmul(normed, k.qkv.tensor, Tensor(), qkv_in);
+  b.ssm_conv(qkv_in, 0, k.conv_w.tensor, Tensor(), seqs, conv_state, qkv);
+  b.matmul(normed, k.f_a.tensor, Tensor(), low);
+  b.matmul(low, k.f_b.tensor, Tensor(), f);
+  b.matmul(normed, k.b.tensor, Tensor(), beta);
+  const SsmParams params{k.a.tensor, Tensor(), k.dt_bias.tensor, 0.0f, 0.0f, Tensor(), c.rms_eps};
+  b.kda(qkv, f, beta, l, params, seqs, state, y);
+  // KimiLinearRMSNormGated per head: RMSNorm(o) * weight * sigmoid(gate).
+  const Tensor per_head(y.data, y.dtype, {n * l.n_heads, l.head_dim});
+  b.rms_norm(per_head, k.o_norm.tensor, c.rms_eps, per_head);
+  b.matmul(normed, k.g_a.tensor, Tensor(), low);
+  b.matmul(low, k.g_b.tensor, Tensor(), gate);
+  b.sigmoid_mul(y, gate);
+  b.matmul(y, k.o.tensor, Tensor(), delta);
+}
+
+void run_nope_mla(Backend& b, const ModelConfig& c, const NopeMlaBlock& a, const KimiScratch& s, const KvLayer& cache,
+                  const AttentionMeta& meta, const Tensor& slots, const Tensor& normed, const Tensor& delta) {
+  const int64_t n = normed.dim(0);
+  const MlaLayout mla{c.n_heads, c.kv_lora_rank, c.qk_rope_head_dim};
+  Tensor q_in = normed;
+  if (!a.q_a.tensor.empty()) {
+    b.matmul(normed, a.q_a.tensor, Tensor(), s.q_a.tensor.rows(0, n));
+    q_in = s.q_in.tensor.rows(0, n);
+    b.rms_norm(s.q_a.tensor.rows(0, n), a.q_a_norm.tensor, c.mla_norm_eps, q_in);
+  }
+  const Tensor q_nope = s.q_nope.tensor.rows(0, n), q_pe = s.q_pe.tensor.rows(0, n), k_pe = s.k_pe.tensor.rows(0, n);
+  const Tensor latent = s.latent.tensor.rows(0, n), latent_normed = s.latent_normed.tensor.rows(0, n);
+  const Tensor q_lat = s.q_lat.tensor.rows(0, n), o_lat = s.o_lat.tensor.rows(0, n), attn = s.attn.tensor.rows(0, n);
+  b.matmul(q_in, a.q_nope.tensor, Tensor(), q_nope);
+  b.matmul(q_in, a.q_pe.tensor, Tensor(), q_pe);
+  b.matmul(normed, a.kv_a_latent.tensor, Tensor(), latent);
+  b.matmul(normed, a.kv_a_pe.tensor, Tensor(), k_pe);
+  b.rms_norm(latent, a.kv_a_norm.tensor, c.mla_norm_eps, latent_normed);
+  b.write_mla_kv(cache, latent_normed, k_pe, slots);  // q_pe and k_pe as they are: no RoPE
+  b.head_matmul(q_nope, a.w_uk.tensor, mla.n_heads, q_lat);
+  b.mla_attention(q_lat, q_pe, mla, cache, meta, c.attn_scale, o_lat);
+  b.head_matmul(o_lat, a.w_uv.tensor, mla.n_heads, attn);
+  b.matmul(attn, a.o.tensor, Tensor(), delta);
+}
+
+}  // namespace brigade
