@@ -66,12 +66,12 @@ Status read_rope_and_scale(const GgufFile& g, const std::string& a, ModelConfig&
   float rope_factor = static_cast<float>(attn), softmax_mscale = 1.0f;
   if (s.type == RopeScalingType::yarn) {
     // The converter stores 0.1 x mscale_all_dim; llama.cpp's context takes mscale equal to it for
-    // deepseek2 (and mistral4, read alike here), but 1 for its DSA archs (deepseek32, glm-dsa:
-    // llama_context's special case names LLM_ARCH_DEEPSEEK2 only), whose cos/sin factor is then
+    // deepseek2 only (llama_context's special case names LLM_ARCH_DEEPSEEK2), 1 for mistral4 and
+    // the DSA archs (deepseek32, glm-dsa), whose cos/sin factor is then
     // mscale(factor, 1) / mscale(factor, mscale_all_dim), transformers' with mscale 1.
-    const bool dsa = a == "deepseek32." || a == "glm-dsa.";
+    const bool mscale_one = a != "deepseek2.";
     s.mscale = s.mscale_all_dim = static_cast<float>(log_mul / 0.1);
-    if (dsa && log_mul != 0.0) {
+    if (mscale_one && log_mul != 0.0) {
       s.mscale = 1.0f;
       rope_factor *= yarn_mscale(s.factor, 1.0f) / yarn_mscale(s.factor, s.mscale_all_dim);
     }

@@ -41,14 +41,15 @@
 // Mistral Small 4 from its Hugging Face checkpoint) is deepseek2 under its own key prefix: the same
 // loader and graph. Its converter writes no temperature keys (DeepseekV2Model's parameters only,
 // no scoring function: softmax), so llama.cpp runs such a file without the temperature that
-// transformers' Mistral4 applies; brigade reads the file as llama.cpp does.
+// transformers' Mistral4 applies; brigade reads the file as llama.cpp does. Its YaRN is the DSA
+// archs' below (mscale 1: llama.cpp's special case names LLM_ARCH_DEEPSEEK2, not MISTRAL4).
 // llama.cpp's DSA archs `deepseek32` (DeepSeek-V3.2, conversion/deepseek.py DeepseekV32Model) and
 // `glm-dsa` (GLM-5, conversion/glm.py GlmMoeDsaModel) are this family plus the lightning indexer
 // (models/dsa_indexer.h): blk.N.indexer.{attn_q_b, attn_k, k_norm (weight, bias), proj} as the HF
 // indexer's wq_b, wk, k_norm, weights_proj (not permuted), attention.indexer.head_count /
 // key_length / top_k, and glm-dsa's attention.indexer.types (true = full, false = shared); they
-// become deepseek_v32 / glm_moe_dsa (sigmoid gating required). Their YaRN differs from deepseek2's
-// in llama.cpp's context: mscale is taken as 1, not mscale_all_dim (its special case names
+// become deepseek_v32 / glm_moe_dsa (sigmoid gating required). Their YaRN (and mistral4's) differs
+// from deepseek2's in llama.cpp's context: mscale is taken as 1, not mscale_all_dim (its special case names
 // LLM_ARCH_DEEPSEEK2 only), so the cos/sin factor is mscale(factor, 1) / mscale(factor,
 // mscale_all_dim) and the softmax scale mscale(factor, 1)^2 / sqrt(qk_nope + qk_rope).
 // The arch becomes deepseek_v3 for sigmoid gating, deepseek_v2 for softmax, mistral4 for

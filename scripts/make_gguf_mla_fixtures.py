@@ -10,7 +10,10 @@ GLM's with the four special tokens its vocabulary code looks up):
                               arch `mistral4` (llama.cpp's deepseek2 loader and graph), the stacked
                               experts as ffn_gate_up_exps / ffn_down_exps, and no temperature keys
                               (DeepseekV2Model's parameters only) and no expert_gating_func (softmax);
-                              pre-tokenizer tekken
+                              pre-tokenizer tekken; config.json's mscale_all_dim set to 0.707
+                              (ROPE_FIELDS), so that yarn_log_multiplier is not 0.1 and llama.cpp's
+                              YaRN rule for mistral4 (mscale 1, not deepseek2's mscale =
+                              mscale_all_dim) shows in the logits
   gguf_deepseek2_temperature  the same checkpoint as Mistral Large 3's files carry the query
                               temperature (conversion/mistral.py MistralMoeModel: arch deepseek2,
                               attention.temperature_scale = llama_4_scaling_beta and
@@ -30,7 +33,10 @@ The reference (expected.json) is llama.cpp itself on each file (llama-cpp-python
 the logits of each cached decode step (make_gguf_deepseek_fixtures.llamacpp_pass). llamacpp.json
 records llama.cpp's tokenization of a few strings and how far its logits are from transformers' on
 the checkpoint (transformers_max_diff): gguf_mistral4 runs without the temperature, so it departs
-from transformers once positions reach original_max_position_embeddings (8); with the temperature
+from transformers once positions reach original_max_position_embeddings (8), and from the first
+position by its mscale_all_dim (0.707, the checkpoint's 1; llama.cpp's softmax scale for mistral4
+is mscale(factor, 1)^2 / sqrt(qk_head_dim), its cos/sin factor mscale(factor, 1) /
+mscale(factor, mscale_all_dim)); with the temperature
 keys llama.cpp agrees with transformers to float noise (mscale = mscale_all_dim = 1, where
 llama.cpp's YaRN rule and transformers' coincide); GLM's latent norms take rms_norm_eps (1e-5) in
 llama.cpp against transformers' 1e-6.
@@ -39,6 +45,7 @@ Run: python3 scripts/make_gguf_mla_fixtures.py [NAME...] (make_fixtures.py's vir
 then python3 scripts/make_gguf_mla_fixtures.py --llamacpp [NAME...] (the llama.cpp environment). CI
 never runs it: the fixtures are committed.
 """
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -86,6 +93,8 @@ FIXTURES = {
     "gguf_glm4_moe_lite": ("glm4_moe_lite", "f32", "glm4", None),
 }
 HUB_FIELDS = {"glm4_moe_lite": {"scoring_func": "sigmoid"}}
+# name: text_config.rope_parameters entries replaced in config.json (module docstring).
+ROPE_FIELDS = {"gguf_mistral4": {"mscale_all_dim": 0.707}}
 # The added tokens conversion/base.py's _set_vocab_glm looks up (GLM-4.7-Flash's vocabulary has them).
 GLM_SPECIAL = ["[gMASK]", "<|user|>", "<|observation|>"]
 
@@ -117,6 +126,9 @@ def make(name):
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp) / source
         cfg = ds.copy_checkpoint(source, d, HUB_FIELDS.get(source, {}))
+        if name in ROPE_FIELDS:
+            cfg["text_config"]["rope_parameters"].update(ROPE_FIELDS[name])
+            (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
         vocab = cfg["text_config"]["vocab_size"] if "text_config" in cfg else cfg["vocab_size"]
         (write_glm_tokenizer if pre == "glm4" else ds.write_toy_tokenizer)(d, vocab)
         lfm2.convert(d, out_dir / "model.gguf", outtype, pre, snippet=snippet)

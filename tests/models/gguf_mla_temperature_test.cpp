@@ -3,7 +3,8 @@
 // as the reference (expected.json):
 //   gguf_mistral4               llama.cpp's `mistral4` arch (conversion/mistral3.py Mistral4Model):
 //                               deepseek2 under its own prefix, fused gate_up experts, no temperature
-//                               keys (so llama.cpp runs Mistral Small 4 without its temperature);
+//                               keys (so llama.cpp runs Mistral Small 4 without its temperature),
+//                               mscale_all_dim 0.707 (llama.cpp's mscale 1 for this arch);
 //   gguf_deepseek2_temperature  deepseek2 with attention.temperature_scale / temperature_length as
 //                               Mistral Large 3's files carry them (conversion/mistral.py): the
 //                               query temperature applied to the absorbed query and its rope part;
@@ -19,6 +20,7 @@
 #include "gguf_vocab.h"
 #include "hf_fixture.h"
 #include "models/checkpoint.h"
+#include "models/rope_scaling.h"
 
 namespace brigade {
 namespace {
@@ -119,6 +121,31 @@ TEST(GgufMla, TemperatureMovesTheLogits) {
                                 },
                                 gguf_path(plain)),
             100 * kTol);
+}
+
+// gguf_mistral4 carries mscale_all_dim 0.707 (yarn_log_multiplier 0.0707): llama.cpp's context
+// takes mscale = mscale_all_dim for LLM_ARCH_DEEPSEEK2 only, 1 for mistral4, so the cos/sin factor
+// is mscale(4, 1) / mscale(4, 0.707) and the softmax scale mscale(4, 1)^2 / sqrt(24). Read with
+// deepseek2's rule instead (cos/sin factor 1, softmax scale mscale(4, 0.707)^2 / sqrt(24)) the
+// logits leave llama.cpp's far past the tolerance.
+TEST(GgufMla, Mistral4YarnTakesMscaleOne) {
+  const std::string f = "gguf_mistral4";
+  const ModelConfig m4 = open_config(f);
+  EXPECT_NEAR(m4.rope_scaling.mscale_all_dim, 0.707f, 1e-6f);
+  EXPECT_FLOAT_EQ(m4.rope_scaling.mscale, 1.0f);
+  EXPECT_NEAR(m4.rope_scaling.attention_factor, yarn_mscale(4.0f, 1.0f) / yarn_mscale(4.0f, 0.707f), 1e-6f);
+  const float as_deepseek2 = max_diff_with_rules(
+      f,
+      [](ModelConfig& c) {
+        RopeScaling& s = c.rope_scaling;
+        s.mscale = s.mscale_all_dim;
+        s.attention_factor = 1.0f;
+        const float m = yarn_mscale(s.factor, s.mscale_all_dim);
+        c.attn_scale = m * m / std::sqrt(static_cast<float>(c.qk_nope_head_dim + c.qk_rope_head_dim));
+      },
+      gguf_path(f));
+  EXPECT_GT(as_deepseek2, 100 * kTol);
+  ::testing::Test::RecordProperty("deepseek2_rule", std::to_string(as_deepseek2));
 }
 
 // GLM-4.7-Flash's latent norms at llama.cpp's eps (layer_norm_rms_epsilon, 1e-5): at transformers'
