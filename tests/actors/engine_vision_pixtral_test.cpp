@@ -16,6 +16,7 @@
 
 #include "brigade/engine.h"
 #include "core/status.h"
+#include "tests/actors/vision_engine_util.h"
 #include "tests/engine_test_util.h"
 
 namespace brigade {
@@ -86,11 +87,7 @@ GenerateOptions request(const std::vector<ImagePixels>& images, const PixtralCas
 // Runs c expecting transformers' greedy tokens; cached_tokens of the run (-1 when it failed).
 int expect_greedy(Engine& engine, const std::vector<ImagePixels>& images, const PixtralCase& c,
                   const std::string& what = "") {
-  auto done = engine.generate(request(images, c));
-  EXPECT_TRUE(done.has_value()) << done.status().to_string();
-  if (!done) return -1;
-  EXPECT_EQ(done->token_ids, c.greedy) << what << "prompt of " << c.prompt.size();
-  return done->cached_tokens;
+  return testing::expect_greedy_run(engine, request(images, c), c.greedy, what);
 }
 
 // Whole prompts, steps of 32 and of 7 tokens (the images cut inside rows and at breaks): the
@@ -117,24 +114,12 @@ TEST(EngineVisionPixtral, PromptsWithImagesContinueAsTransformers) {
 // the same request again starts its chunk inside the image (its features computed again).
 TEST(EngineVisionPixtral, APrefixMatchEndingInsideAnImageContinuesIt) {
   const Expected e = read_expected();
-  EngineOptions o = testing::chunked_engine_options(kFixture);
-  auto& inst = o.topology.instances.front();
-  inst.kv.page_size = 4;
-  inst.kv.pages = 12;
-  inst.scheduler.max_step_tokens = 16;
-  auto engine = create_engine(o);
+  auto engine = create_engine(testing::small_cache_options(kFixture));
   ASSERT_NE(engine, nullptr);
   const std::vector<ImagePixels> images = load_images(*engine);
   const PixtralCase& c = e.cases[1];  // 2 text tokens, then image 0's 28 tokens at 2..29
   ASSERT_EQ(c.prompt.at(2), kImage);
-  expect_greedy(*engine, images, c);
-  GenerateOptions text;
-  text.prompt_ids = std::vector<int32_t>(30, 7);
-  text.max_tokens = 1;
-  ASSERT_TRUE(engine->generate(text).has_value());
-  const int cached = expect_greedy(*engine, images, c);
-  EXPECT_GT(cached, 2) << "the match should reach into the image";
-  EXPECT_LT(cached, 30) << "the match should end inside the image";
+  testing::expect_prefix_match_inside_image(*engine, request(images, c), c.greedy, 2, 30);
 }
 
 // Requests whose images do not fit their layout are refused naming the problem.
@@ -143,12 +128,7 @@ TEST(EngineVisionPixtral, BadImageRequestsAreRefusedNamingTheProblem) {
   auto engine = create_engine(testing::test_engine_options(kFixture, 1));
   ASSERT_NE(engine, nullptr);
   const std::vector<ImagePixels> images = load_images(*engine);
-  auto refused = [&](GenerateOptions r, const std::string& why) {
-    auto done = engine->generate(r);
-    const std::string msg = done.has_value() ? "" : done.status().message();
-    EXPECT_FALSE(done.has_value()) << why;
-    EXPECT_NE(msg.find(why), std::string::npos) << msg;
-  };
+  auto refused = [&](const GenerateOptions& r, const std::string& why) { testing::expect_refused(*engine, r, why); };
   const PixtralCase& c = e.cases[1];  // image 0 (4 rows of 6 tokens) at 2
   GenerateOptions moved_break = request(images, c);
   ASSERT_EQ(moved_break.prompt_ids.at(2 + 6), kImageBreak);

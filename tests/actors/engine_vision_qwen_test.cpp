@@ -18,6 +18,7 @@
 
 #include "brigade/engine.h"
 #include "core/status.h"
+#include "tests/actors/vision_engine_util.h"
 #include "tests/engine_test_util.h"
 #include "tests/vision_fixture.h"
 
@@ -55,11 +56,7 @@ GenerateOptions request(const Fixture& f, const QwenVlCase& c, int max_tokens = 
 
 // Runs c on engine expecting transformers' greedy tokens; cached_tokens of the run (-1 when it failed).
 int expect_greedy(Engine& engine, const Fixture& f, const QwenVlCase& c) {
-  auto done = engine.generate(request(f, c));
-  EXPECT_TRUE(done.has_value()) << done.status().to_string();
-  if (!done) return -1;
-  EXPECT_EQ(done->token_ids, c.greedy) << "prompt of " << c.prompt.size();
-  return done->cached_tokens;
+  return testing::expect_greedy_run(engine, request(f, c), c.greedy);
 }
 
 // Qwen3.5's language model keeps a recurrent state per sequence.
@@ -98,22 +95,10 @@ TEST_P(EngineVisionQwen, PromptsWithImagesScoreAndContinueAsTransformers) {
 // tokens as transformers'.
 TEST_P(EngineVisionQwen, APrefixMatchEndingInsideAnImageContinuesIt) {
   const Fixture f = read_fixture(GetParam());
-  EngineOptions o = testing::chunked_engine_options(fixture(GetParam()));
-  auto& inst = o.topology.instances.front();
-  inst.kv.page_size = 4;
-  inst.kv.pages = 12;
-  inst.scheduler.max_step_tokens = 16;
-  auto engine = create_engine(o);
-  ASSERT_NE(engine, nullptr);
   const QwenVlCase& c = f.cases[0];  // 4 text tokens, then its 24 image tokens at 4..27
-  expect_greedy(*engine, f, c);
-  GenerateOptions text;
-  text.prompt_ids = std::vector<int32_t>(28, 7);
-  text.max_tokens = 1;
-  ASSERT_TRUE(engine->generate(text).has_value());
-  const int cached = expect_greedy(*engine, f, c);
-  EXPECT_GT(cached, 4) << "the match should reach into the image";
-  EXPECT_LT(cached, 28) << "the match should end inside the image";
+  auto engine = create_engine(testing::small_cache_options(fixture(GetParam())));
+  ASSERT_NE(engine, nullptr);
+  testing::expect_prefix_match_inside_image(*engine, request(f, c), c.greedy, 4, 28);
 }
 
 // The prefix cache: the same prompt again is served from the cache with the same tokens; the same
@@ -167,12 +152,7 @@ TEST_P(EngineVisionQwen, BadImageRequestsAreRefusedNamingTheProblem) {
   const Fixture f = read_fixture(GetParam());
   auto engine = create_engine(testing::test_engine_options(fixture(GetParam()), 1));
   ASSERT_NE(engine, nullptr);
-  auto refused = [&](GenerateOptions r, const std::string& why) {
-    auto done = engine->generate(r);
-    const std::string msg = done.has_value() ? "" : done.status().message();
-    EXPECT_FALSE(done.has_value()) << why;
-    EXPECT_NE(msg.find(why), std::string::npos) << msg;
-  };
+  auto refused = [&](const GenerateOptions& r, const std::string& why) { testing::expect_refused(*engine, r, why); };
   const QwenVlCase& c = f.cases[0];
   GenerateOptions odd = request(f, c);
   odd.images[0].grid_h = 7;

@@ -42,19 +42,11 @@ DsaRun run_dsa(Backend& be, DType kv_t, const std::vector<std::pair<int, int>>& 
   const auto w = put(be, act, {n, idx_heads}, small_ints(rng, int64_t{n} * idx_heads, -3, 3));
   const auto q_lat = put(be, act, {n, heads * r}, random_values(rng, int64_t{n} * heads * r));
   const auto q_pe = put(be, act, {n, heads * dr}, random_values(rng, int64_t{n} * heads * dr));
-  const auto qs = put(be, DType::i32, {static_cast<int64_t>(ps.q_start.size())}, ps.q_start);
-  const auto cl = put(be, DType::i32, {static_cast<int64_t>(ps.ctx_len.size())}, ps.ctx_len);
-  const auto bt = put(be, DType::i32, {static_cast<int64_t>(seqs.size()), ps.max_blocks}, ps.table);
+  const PagedMeta pm = put_meta(be, ps);
+  const AttentionMeta& meta = pm.meta;
   const auto ws = empty(be, DType::f32, {ws_rows, max_ctx});
   const auto idx = empty(be, DType::i32, {n, topk});
   const auto out = empty(be, act, {n, heads * r});
-  AttentionMeta meta;
-  meta.q_start = qs.tensor;
-  meta.ctx_len = cl.tensor;
-  meta.block_table = bt.tensor;
-  meta.n_seqs = static_cast<int>(seqs.size());
-  meta.max_q_len = ps.max_q;
-  meta.max_ctx_len = max_ctx;
   for (int i = 0; i < (graph_key > 0 ? 3 : 1); ++i) {
     if (graph_key > 0) be.begin_step(graph_key);
     be.write_mla_kv(latent_layer, latent.tensor, k_pe.tensor, slot_t.tensor);

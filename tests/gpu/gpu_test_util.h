@@ -203,4 +203,24 @@ inline PagedSeqs paged_seqs(const std::vector<std::pair<int, int>>& seqs, int pa
   return p;
 }
 
+// PagedSeqs' AttentionMeta on `be` with the tensors it points into.
+struct PagedMeta {
+  OwnedTensor q_start, ctx_len, table;
+  AttentionMeta meta;
+};
+inline PagedMeta put_meta(Backend& be, const PagedSeqs& ps) {
+  PagedMeta m;
+  const auto n_seqs = static_cast<int64_t>(ps.ctx_len.size());
+  m.q_start = put(be, DType::i32, {n_seqs + 1}, ps.q_start);
+  m.ctx_len = put(be, DType::i32, {n_seqs}, ps.ctx_len);
+  m.table = put(be, DType::i32, {n_seqs, ps.max_blocks}, ps.table);
+  m.meta.q_start = m.q_start.tensor;
+  m.meta.ctx_len = m.ctx_len.tensor;
+  m.meta.block_table = m.table.tensor;
+  m.meta.n_seqs = static_cast<int>(n_seqs);
+  m.meta.max_q_len = ps.max_q;
+  m.meta.max_ctx_len = ps.max_ctx;
+  return m;
+}
+
 }  // namespace brigade::gpu_test

@@ -3,9 +3,6 @@
 // mla_attention over shuffled pages (decode rows, a chunk over a cached prefix; f32 and bf16
 // caches; eager and replayed as a step graph), and moe_route with sigmoid, bias and groups.
 // Skipped without a CUDA device.
-#include <algorithm>
-#include <numeric>
-
 #include "tests/gpu/gpu_test_util.h"
 
 namespace brigade {
@@ -40,41 +37,19 @@ std::vector<float> run_mla(Backend& be, DType kv_t, const std::vector<std::pair<
                            uint64_t seed) {
   const int heads = 8, r = 128, dr = 32, page = 16;
   std::mt19937 rng(static_cast<uint32_t>(seed));
-  int n = 0, ctx_total = 0, max_blocks = 0, n_pages = 0;
-  for (auto [n_q, ctx] : seqs) n += n_q, ctx_total += ctx, max_blocks = std::max(max_blocks, (ctx + page - 1) / page), n_pages += (ctx + page - 1) / page;
-  std::vector<int32_t> pages(static_cast<size_t>(n_pages));
-  std::iota(pages.begin(), pages.end(), 0);
-  std::shuffle(pages.begin(), pages.end(), rng);
-  std::vector<float> table(seqs.size() * static_cast<size_t>(max_blocks), 0.0f), q_start, ctx_len, slots;
-  int used = 0, row = 0;
-  for (size_t s = 0; s < seqs.size(); ++s) {
-    const auto [n_q, ctx] = seqs[s];
-    q_start.push_back(static_cast<float>(row));
-    ctx_len.push_back(static_cast<float>(ctx));
-    for (int b = 0; b < (ctx + page - 1) / page; ++b) table[s * static_cast<size_t>(max_blocks) + static_cast<size_t>(b)] = static_cast<float>(pages[static_cast<size_t>(used + b)]);
-    for (int p = 0; p < ctx; ++p) slots.push_back(static_cast<float>(pages[static_cast<size_t>(used + p / page)] * page + p % page));
-    used += (ctx + page - 1) / page;
-    row += n_q;
-  }
-  q_start.push_back(static_cast<float>(row));
+  const PagedSeqs ps = paged_seqs(seqs, page, rng);
+  const int n = ps.n_rows, ctx_total = ps.n_ctx;
   const DType act = be.activation_dtype();
-  const auto cache = empty(be, kv_t, {n_pages, page, 1, r + dr});
+  const auto cache = empty(be, kv_t, {ps.n_pages, page, 1, r + dr});
   const KvLayer layer{cache.tensor, Tensor(), Tensor(), Tensor()};
   const auto latent = put(be, act, {ctx_total, r}, random_values(rng, int64_t{ctx_total} * r));
   const auto k_pe = put(be, act, {ctx_total, dr}, random_values(rng, int64_t{ctx_total} * dr));
-  const auto slot_t = put(be, DType::i32, {ctx_total}, slots);
+  const auto slot_t = put(be, DType::i32, {ctx_total}, ps.slots);
   const auto q_lat = put(be, act, {n, heads * r}, random_values(rng, int64_t{n} * heads * r));
   const auto q_pe = put(be, act, {n, heads * dr}, random_values(rng, int64_t{n} * heads * dr));
-  const auto qs = put(be, DType::i32, {static_cast<int64_t>(q_start.size())}, q_start);
-  const auto cl = put(be, DType::i32, {static_cast<int64_t>(ctx_len.size())}, ctx_len);
-  const auto bt = put(be, DType::i32, {static_cast<int64_t>(seqs.size()), max_blocks}, table);
   const auto out = empty(be, act, {n, heads * r});
-  AttentionMeta meta;
-  meta.q_start = qs.tensor;
-  meta.ctx_len = cl.tensor;
-  meta.block_table = bt.tensor;
-  meta.n_seqs = static_cast<int>(seqs.size());
-  for (auto [n_q, ctx] : seqs) meta.max_q_len = std::max(meta.max_q_len, n_q), meta.max_ctx_len = std::max(meta.max_ctx_len, ctx);
+  const PagedMeta pm = put_meta(be, ps);
+  const AttentionMeta& meta = pm.meta;
   for (int i = 0; i < (graph_key > 0 ? 3 : 1); ++i) {
     if (graph_key > 0) be.begin_step(graph_key);
     be.write_mla_kv(layer, latent.tensor, k_pe.tensor, slot_t.tensor);
