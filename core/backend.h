@@ -508,6 +508,17 @@ class Backend {
     (void)x, (void)gate, (void)up, (void)down, (void)ids, (void)weights, (void)mlp, (void)workspace, (void)out;
     BRIGADE_CHECK(false, "moe_experts_split on a backend without it (supports_split_experts() is false)");
   }
+  // LongCat-Flash's zero-computation experts (models/longcat_flash.h): routed ids at or past
+  // n_experts (moe_route over the E real and Z identity experts' logits; moe_experts skips
+  // them) name experts that return their input:
+  //   out[t] += (sum over j with ids[t, j] >= n_experts of weights[t, j]) * x[t].
+  // x and out [n, d] activations, ids and weights [n, k] as moe_route leaves them. Implemented
+  // where supports_moe() is (CPU and CUDA).
+  virtual void moe_identity_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, int n_experts,
+                                    const Tensor& out) {
+    (void)x, (void)ids, (void)weights, (void)n_experts, (void)out;
+    BRIGADE_CHECK(false, "moe_identity_experts on a backend without MoE ops (supports_moe() is false)");
+  }
 
   // ---- multi-head latent attention (deepseek_v2/v3; docs/architecture.md "DeepSeek") ----
   // The cache is a KvLayout with `latent` set: per layer one tensor k [n_pages, page_size, 1,
@@ -650,6 +661,20 @@ class Backend {
                    const SsmSeqs& seqs, const Tensor& state, const Tensor& out) {
     (void)qkv, (void)f, (void)beta, (void)l, (void)p, (void)seqs, (void)state, (void)out;
     BRIGADE_CHECK(false, "kda on a backend without state-space ops (supports_ssm() is false)");
+  }
+  // Lightning attention (MiniMax-Text-01 / M1's linear attention; models/minimax.h): a fixed
+  // exponential decay per head. SsmLayout read as H heads of P = N = D channels (n_groups = H).
+  // qkv [n, 3 H D] is qkv_proj's output before its SiLU, per row and head q | k | v (D each).
+  // Per row and head h, with q, k, v = silu of the row's:
+  //   S = decay[h] S + v k^T,  o_h = S q,
+  // S [P, N] (value channel, key channel) in the sequence's slot of state [slots, H, P, N] f32
+  // (zeros when fresh); out [n, H D] = o (the norm and gate are the caller's). decay [H] f32 is
+  // exp(-slope_h). Activations but the f32 state and decay. Snapshots as ssm_scan's.
+  // Implemented where supports_ssm is.
+  virtual void lightning_attention(const Tensor& qkv, const Tensor& decay, const SsmLayout& l, const SsmSeqs& seqs,
+                                   const Tensor& state, const Tensor& out) {
+    (void)qkv, (void)decay, (void)l, (void)seqs, (void)state, (void)out;
+    BRIGADE_CHECK(false, "lightning_attention on a backend without state-space ops (supports_ssm() is false)");
   }
   // x [n, d] *= sigmoid(gate [n, d]) elementwise, in place (Qwen3-Next's gated attention output);
   // implemented where supports_ssm is.

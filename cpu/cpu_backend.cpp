@@ -174,6 +174,10 @@ class CpuBackend final : public Backend {
                          const Tensor& out) override {
     cpu::moe_experts_split(ctx_, x, gate, up, down, ids, weights, mlp, workspace, out);
   }
+  void moe_identity_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, int n_experts,
+                            const Tensor& out) override {
+    cpu::moe_identity_experts(ctx_, x, ids, weights, n_experts, out);
+  }
   bool supports_ssm() const override { return true; }
   void relu_squared(const Tensor& x) override { cpu::relu_squared(ctx_, x); }
   void ssm_conv(const Tensor& in, int64_t col, const Tensor& weight, const Tensor& bias, const SsmSeqs& seqs,
@@ -200,6 +204,10 @@ class CpuBackend final : public Backend {
   void kda(const Tensor& qkv, const Tensor& f, const Tensor& beta, const SsmLayout& l, const SsmParams& p,
            const SsmSeqs& seqs, const Tensor& state, const Tensor& out) override {
     cpu::kda(ctx_, qkv, f, beta, l, p, seqs, state, out);
+  }
+  void lightning_attention(const Tensor& qkv, const Tensor& decay, const SsmLayout& l, const SsmSeqs& seqs,
+                           const Tensor& state, const Tensor& out) override {
+    cpu::lightning_attention(ctx_, qkv, decay, l, seqs, state, out);
   }
   void sigmoid_mul(const Tensor& x, const Tensor& gate) override { cpu::sigmoid_mul(ctx_, x, gate); }
   bool supports_mla() const override { return true; }

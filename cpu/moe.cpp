@@ -431,4 +431,25 @@ void moe_experts_split(const CpuContext& c, const Tensor& x, const Tensor& gate,
   run_experts(c, x, {Tensor(), gate, up, down}, ids, weights, mlp, workspace, out);
 }
 
+void moe_identity_experts(const CpuContext& c, const Tensor& x, const Tensor& ids, const Tensor& weights,
+                          int n_experts, const Tensor& out) {
+  const int64_t n = x.dim(0), d = x.row_numel();
+  const int64_t k = n > 0 ? ids.numel() / n : 0;
+  BRIGADE_CHECK(x.dtype == DType::f32 && out.dtype == DType::f32 && out.numel() == n * d,
+                "moe_identity_experts: x and out [n, d] f32");
+  BRIGADE_CHECK(ids.dtype == DType::i32 && weights.dtype == DType::f32 && ids.numel() == n * k &&
+                    weights.numel() == n * k && n_experts >= 0,
+                "moe_identity_experts: ids and weights [n, k]");
+  const int32_t* id = ids.as<const int32_t>();
+  const float* wt = weights.as<const float>();
+  c.pool->parallel_for(n, std::max<int64_t>(1, 16384 / d), [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t) {
+      float w = 0.0f;
+      for (int64_t j = 0; j < k; ++j)
+        if (id[t * k + j] >= n_experts) w += wt[t * k + j];
+      if (w != 0.0f) c.kernels->scale_axpy(out.as<float>() + t * d, 1.0f, w, x.as<const float>() + t * d, d);
+    }
+  });
+}
+
 }  // namespace brigade::cpu

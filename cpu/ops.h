@@ -126,6 +126,8 @@ void gated_delta(const CpuContext& c, const Tensor& qkv, const Tensor& proj, int
                  const SsmParams& p, const SsmSeqs& seqs, const Tensor& state, const Tensor& out);
 void kda(const CpuContext& c, const Tensor& qkv, const Tensor& f, const Tensor& beta, const SsmLayout& l,
          const SsmParams& p, const SsmSeqs& seqs, const Tensor& state, const Tensor& out);
+void lightning_attention(const CpuContext& c, const Tensor& qkv, const Tensor& decay, const SsmLayout& l,
+                         const SsmSeqs& seqs, const Tensor& state, const Tensor& out);
 void sigmoid_mul(const CpuContext& c, const Tensor& x, const Tensor& gate);
 void relu_squared(const CpuContext& c, const Tensor& x);
 
@@ -141,6 +143,8 @@ void moe_experts(const CpuContext& c, const Tensor& x, const Tensor& gate_up, co
 void moe_experts_split(const CpuContext& c, const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& down,
                        const Tensor& ids, const Tensor& weights, const MoeExpertMlp& mlp, const Tensor& workspace,
                        const Tensor& out);
+void moe_identity_experts(const CpuContext& c, const Tensor& x, const Tensor& ids, const Tensor& weights,
+                          int n_experts, const Tensor& out);
 
 // A [n] f32 copy of a small vector parameter (norm weight, bias) of dtype f32, bf16 or f16,
 // into `dst`; returns a pointer to it (or to the tensor itself when it is already f32).

@@ -380,6 +380,50 @@ void kda(const CpuContext& c, const Tensor& qkv, const Tensor& f, const Tensor& 
   });
 }
 
+// Lightning attention (Backend::lightning_attention), as transformers' MiniMaxLightningAttention
+// decodes, S = exp(-slope) S + k^T v, o = q S, token by token, with the state kept transposed as
+// kda's, S [P, N] per head: row j of S is value channel j's, S_j = decay S_j + v_j k, o_j = S_j . q.
+// (transformers' prefill runs the same sum in blocks, the decays as powers of exp(-slope): equal up
+// to rounding.) Tasks: (sequence, head).
+void lightning_attention(const CpuContext& c, const Tensor& qkv, const Tensor& decay, const SsmLayout& l,
+                         const SsmSeqs& seqs, const Tensor& state, const Tensor& out) {
+  const int64_t n = qkv.dim(0), heads = l.n_heads, d = l.head_dim, vd = l.d_inner();
+  BRIGADE_CHECK(l.n_groups == l.n_heads && l.state_size == l.head_dim,
+                "lightning_attention: one key head per value head of as many channels (n_groups = n_heads, N = P)");
+  BRIGADE_CHECK(qkv.dtype == DType::f32 && out.dtype == DType::f32 && qkv.numel() == n * 3 * vd && out.numel() == n * vd,
+                "lightning_attention: qkv [n, 3 H D] and out [n, H D] f32");
+  BRIGADE_CHECK(decay.dtype == DType::f32 && decay.numel() == heads, "lightning_attention: decay [H] f32");
+  BRIGADE_CHECK(state.dtype == DType::f32 && state.row_numel() == heads * d * d,
+                "lightning_attention: state [slots, H, D, D] f32");
+  const std::vector<SeqRange> ranges = seq_ranges(seqs, n, state.dim(0));
+  const float* x_all = qkv.as<const float>();
+  const float* dec = decay.as<const float>();
+  float* y = out.as<float>();
+  float* st_all = state.as<float>();
+  c.pool->parallel_for(static_cast<int64_t>(ranges.size()) * heads, 1, [&](int64_t lo, int64_t hi, int) {
+    std::vector<float> qkv_h(static_cast<size_t>(3 * d));
+    for (int64_t task = lo; task < hi; ++task) {
+      const SeqRange& r = ranges[static_cast<size_t>(task / heads)];
+      const int64_t h = task % heads;
+      float* st = st_all + (static_cast<int64_t>(r.slot) * heads + h) * d * d;
+      if (r.fresh) std::fill(st, st + d * d, 0.0f);
+      for (int64_t row = r.begin; row < r.end; ++row) {
+        const float* xr = x_all + row * 3 * vd + h * 3 * d;
+        for (int64_t i = 0; i < 3 * d; ++i) qkv_h[static_cast<size_t>(i)] = silu(xr[i]);
+        const float *q = qkv_h.data(), *k = q + d, *v = k + d;
+        float* yr = y + row * vd + h * d;
+        for (int64_t j = 0; j < d; ++j) {
+          float* s = st + j * d;
+          c.kernels->scale_axpy(s, dec[h], v[j], k, d);
+          yr[j] = c.kernels->dot(s, q, d);
+        }
+        if (row == r.save_row)
+          std::copy(st, st + d * d, st_all + (static_cast<int64_t>(r.save_slot) * heads + h) * d * d);
+      }
+    }
+  });
+}
+
 // x *= sigmoid(gate), both [n, d] f32.
 void sigmoid_mul(const CpuContext& c, const Tensor& x, const Tensor& gate) {
   BRIGADE_CHECK(x.dtype == DType::f32 && gate.dtype == DType::f32 && x.numel() == gate.numel(),

@@ -43,7 +43,7 @@ enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, k
                 kAttention, kGather, kArgmax, kSample, kGatherTokens, kScatterTokens, kMoeRoute, kMoeExperts,
                 kHeadMatmul, kWriteMlaKv, kMlaAttention, kXielu, kAttnTemperature, kQkSumSquares, kQkNormBySums,
                 kLayerNorm, kQkLayerNorm, kAddRowBias, kCopy, kSsmConv, kSsmScan, kSsmScanDiag, kGatedDelta,
-                kSigmoidMul, kReluSquared, kKda, kWriteKvColumns, kDsaTopk };
+                kSigmoidMul, kReluSquared, kKda, kWriteKvColumns, kDsaTopk, kLightning };
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
@@ -531,6 +531,22 @@ class CudaBackendImpl final : public CudaBackend {
                                               static_cast<int>(n_experts), workspace.data, out.data, stream_);
                     });
   }
+  void moe_identity_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, int n_experts,
+                            const Tensor& out) override {
+    constexpr int kMoeIdentityExperts = 1105;  // outside enum Op: kept to this op's lines
+    const int64_t n = x.dim(0), d = x.row_numel();
+    const int64_t k = n > 0 ? ids.numel() / n : 0;
+    BRIGADE_CHECK(x.dtype == DType::bf16 && out.dtype == DType::bf16 && out.numel() == n * d,
+                  "moe_identity_experts: x and out [n, d] bf16");
+    BRIGADE_CHECK(ids.dtype == DType::i32 && weights.dtype == DType::f32 && ids.numel() == n * k &&
+                      weights.numel() == n * k && n_experts >= 0,
+                  "moe_identity_experts: ids and weights [n, k]");
+    bind();
+    graphs_->record(Sig() << kMoeIdentityExperts << x << ids << weights << n_experts << out, [=, this] {
+      gpu::launch_moe_identity_experts(x.data, ids.as<const int32_t>(), weights.as<const float>(), n_experts, n,
+                                       static_cast<int>(k), d, out.data, stream_);
+    });
+  }
 
   void begin_step(uint64_t key) override {
     bind();
@@ -652,6 +668,8 @@ class CudaBackendImpl final : public CudaBackend {
                    const SsmSeqs& seqs, const Tensor& state, const Tensor& out) override;
   void kda(const Tensor& qkv, const Tensor& f, const Tensor& beta, const SsmLayout& l, const SsmParams& p,
            const SsmSeqs& seqs, const Tensor& state, const Tensor& out) override;
+  void lightning_attention(const Tensor& qkv, const Tensor& decay, const SsmLayout& l, const SsmSeqs& seqs,
+                           const Tensor& state, const Tensor& out) override;
   void sigmoid_mul(const Tensor& x, const Tensor& gate) override {
     BRIGADE_CHECK(x.dtype == DType::bf16 && gate.dtype == DType::bf16 && x.numel() == gate.numel(),
                   "sigmoid_mul: x and gate of one shape, bf16");
@@ -989,6 +1007,25 @@ void CudaBackendImpl::kda(const Tensor& qkv, const Tensor& f, const Tensor& beta
   sign(sig << kKda << qkv << f << beta << l.n_heads << l.head_dim << l.state_size << p.a << p.dt_bias << state << out,
        seqs);
   graphs_->record(sig, [=, this] { gpu::launch_kda(a, sa, stream_); });
+}
+
+void CudaBackendImpl::lightning_attention(const Tensor& qkv, const Tensor& decay, const SsmLayout& l,
+                                          const SsmSeqs& seqs, const Tensor& state, const Tensor& out) {
+  const int64_t n = qkv.dim(0), vd = l.d_inner();
+  BRIGADE_CHECK(l.n_groups == l.n_heads && l.state_size == l.head_dim,
+                "lightning_attention: one key head per value head of as many channels (n_groups = n_heads, N = P)");
+  BRIGADE_CHECK(qkv.dtype == DType::bf16 && out.dtype == DType::bf16 && qkv.numel() == n * 3 * vd && out.numel() == n * vd,
+                "lightning_attention: qkv [n, 3 H D] and out [n, H D] bf16");
+  BRIGADE_CHECK(decay.dtype == DType::f32 && decay.numel() == l.n_heads, "lightning_attention: decay [H] f32");
+  check_head_state("lightning_attention", state, l, gpu::lightning_smem_bytes(l.head_dim));
+  gpu::LightningArgs a;
+  fill_heads(a, l, SsmParams{decay}, state, out);
+  a.qkv = qkv.data;
+  const gpu::SsmSeqArgs sa = ssm_seqs(seqs, n, state.dim(0));
+  bind();
+  Sig sig;
+  sign(sig << kLightning << qkv << decay << l.n_heads << l.head_dim << state << out, seqs);
+  graphs_->record(sig, [=, this] { gpu::launch_lightning_attention(a, sa, stream_); });
 }
 
 void CudaBackendImpl::mla_attention_over(const Tensor& q_lat, const Tensor& q_pe, const MlaLayout& l, const KvLayer& cache,

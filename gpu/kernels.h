@@ -169,6 +169,9 @@ struct ExpertMlpArgs {
 void launch_moe_experts(const void* x, const void* gate_up, const void* down, const int32_t* ids, const float* weights,
                         const ExpertMlpArgs& mlp, int64_t n, int k, int64_t d, int64_t inter, int n_experts,
                         void* workspace, void* out, cudaStream_t stream);
+// Backend::moe_identity_experts: x, out [n, d] bf16, ids and weights [n, k].
+void launch_moe_identity_experts(const void* x, const int32_t* ids, const float* weights, int n_experts, int64_t n, int k,
+                                 int64_t d, void* out, cudaStream_t stream);
 
 // MLA (mla.cu; contracts of Backend::head_matmul / write_mla_kv / mla_attention). bf16
 // activations and weights; the latent cache bf16 or f32 [n_pages, page_size, 1, R + rope_dim].
@@ -254,6 +257,7 @@ size_t ssm_scan_smem_bytes(int head_dim, int state_size);
 size_t ssm_scan_diag_smem_bytes(int state_size);
 size_t gated_delta_smem_bytes(int head_dim, int state_size);
 size_t kda_smem_bytes(int head_dim, int state_size);
+size_t lightning_smem_bytes(int head_dim);
 // Backend::ssm_conv (short_conv false: out = silu(conv of in's columns [col, col + ch))) and
 // Backend::short_conv (true: in [n, 3 ch] = B | C | x, out = C * conv(B * x)); in [n, width].
 void launch_ssm_conv(const void* in, int64_t width, int64_t col, int64_t ch, int kernel, const float* weight,
@@ -301,6 +305,10 @@ struct KdaArgs : SsmHeadArgs {  // Backend::kda (norm_weight unused; groups = he
   const void* beta = nullptr;  // [n, H]
 };
 void launch_kda(const KdaArgs& p, const SsmSeqArgs& seqs, cudaStream_t stream);
+struct LightningArgs : SsmHeadArgs {  // Backend::lightning_attention (a: decay [H]; groups = heads, N = P)
+  const void* qkv = nullptr;  // [n, 3 H D]: per head q | k | v, before the SiLU
+};
+void launch_lightning_attention(const LightningArgs& p, const SsmSeqArgs& seqs, cudaStream_t stream);
 // x [count] bf16 *= sigmoid(gate [count] bf16); x [count] bf16 = relu(x)^2.
 void launch_sigmoid_mul(void* x, const void* gate, int64_t count, cudaStream_t stream);
 void launch_relu_squared(void* x, int64_t count, cudaStream_t stream);

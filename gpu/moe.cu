@@ -266,4 +266,28 @@ void launch_moe_experts(const void* x, const void* gate_up, const void* down, co
   BRIGADE_CUDA_CHECK_LAUNCH();
 }
 
+namespace {
+
+// out[t] += (sum over j with ids[t, j] >= n_experts of weights[t, j]) * x[t]: one block per token.
+__global__ void identity_experts_kernel(const bf16* x, const int32_t* ids, const float* weights, int n_experts, int k,
+                                        int64_t d, bf16* out) {
+  const int64_t t = blockIdx.x;
+  float w = 0.0f;
+  for (int j = 0; j < k; ++j)
+    if (ids[t * k + j] >= n_experts) w += weights[t * k + j];
+  if (w == 0.0f) return;
+  for (int64_t h = threadIdx.x; h < d; h += blockDim.x)
+    out[t * d + h] = __float2bfloat16_rn(__bfloat162float(out[t * d + h]) + w * __bfloat162float(x[t * d + h]));
+}
+
+}  // namespace
+
+void launch_moe_identity_experts(const void* x, const int32_t* ids, const float* weights, int n_experts, int64_t n, int k,
+                                 int64_t d, void* out, cudaStream_t stream) {
+  if (n == 0) return;
+  identity_experts_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(
+      static_cast<const bf16*>(x), ids, weights, n_experts, k, d, static_cast<bf16*>(out));
+  BRIGADE_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace brigade::gpu

@@ -1,7 +1,7 @@
 // State-space kernels (core/backend.h "state-space layers"): the causal depthwise convolution
 // (ssm_conv, LFM2's short_conv), Mamba2's scan (ssm_scan and its grouped RMSNorm), Mamba1's
-// (ssm_scan_diag), Gated DeltaNet (gated_delta with its per-head gated RMSNorm), Kimi's KDA (kda), sigmoid_mul and
-// relu_squared. bf16 activations, f32 states and parameters, f32 arithmetic.
+// (ssm_scan_diag), Gated DeltaNet (gated_delta with its per-head gated RMSNorm), Kimi's KDA (kda), MiniMax's lightning
+// attention (lightning_attention), sigmoid_mul and relu_squared. bf16 activations, f32 states and parameters, f32 arithmetic.
 //
 // The scans run one block per (head or block of channels, sequence): the block loads its state
 // slot into shared memory (coalesced; zeros when fresh), walks the sequence's rows in order (one
@@ -368,6 +368,48 @@ __global__ void kda_kernel(const bf16* qkv, const bf16* f, const bf16* beta_in, 
   store_state(st, s_all, size);
 }
 
+// Lightning attention: block (head h, sequence); shared memory S [D, D] (value channel, key
+// channel), q, k and v [D] after their SiLU. Each row, per value channel j (a warp): S_j = decay
+// S_j + v_j k, o_j = S_j . q, written to out (the norm and gate are the model's).
+__global__ void lightning_kernel(const bf16* qkv, int heads, int d, const float* decay, SsmSeqArgs seqs, float* state,
+                                 bf16* out) {
+  extern __shared__ float smem[];
+  const int64_t size = int64_t{d} * d, vd = int64_t{heads} * d;
+  float* s_all = smem;
+  float* qs = s_all + size;
+  float* ks = qs + d;
+  float* vs = ks + d;
+  const int h = blockIdx.x;
+  const SeqRows r = seq_rows(seqs, blockIdx.y);
+  if (!r.ok) return;
+  float* st = state + (int64_t{r.slot} * heads + h) * size;
+  load_state(s_all, st, size, r.fresh);
+  const float g = decay[h];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+  for (int64_t row = r.begin; row < r.end; ++row) {
+    const bf16* xr = qkv + row * 3 * vd + int64_t{h} * 3 * d;
+    __syncthreads();  // the previous row's q, k and v read
+    for (int i = threadIdx.x; i < 3 * d; i += blockDim.x) qs[i] = silu(__bfloat162float(xr[i]));  // q | k | v
+    __syncthreads();
+    for (int j = warp; j < d; j += n_warps) {
+      float* s = s_all + int64_t{j} * d;
+      const float vj = vs[j];
+      float o = 0.0f;
+      for (int n = lane; n < d; n += 32) {
+        const float v = g * s[n] + vj * ks[n];
+        s[n] = v;
+        o += v * qs[n];
+      }
+      o = warp_sum(o);
+      if (lane == 0) out[row * vd + int64_t{h} * d + j] = __float2bfloat16_rn(o);
+    }
+    __syncthreads();  // the state complete, for a snapshot
+    if (row == r.save_row) store_state(state + (int64_t{r.save_slot} * heads + h) * size, s_all, size);
+  }
+  __syncthreads();
+  store_state(st, s_all, size);
+}
+
 __global__ void sigmoid_mul_kernel(bf16* x, const bf16* gate, int64_t count) {
   const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (i < count)
@@ -400,6 +442,9 @@ size_t ssm_scan_diag_smem_bytes(int state_size) {
 }
 size_t kda_smem_bytes(int head_dim, int state_size) {
   return (size_t{static_cast<size_t>(head_dim)} * state_size + 3 * size_t(state_size) + size_t(head_dim)) * sizeof(float);
+}
+size_t lightning_smem_bytes(int head_dim) {
+  return (size_t{static_cast<size_t>(head_dim)} * head_dim + 3 * size_t(head_dim)) * sizeof(float);
 }
 size_t gated_delta_smem_bytes(int head_dim, int state_size) {
   return (size_t{static_cast<size_t>(head_dim)} * state_size + 2 * size_t(state_size) + 2 * size_t(head_dim)) * sizeof(float);
@@ -467,6 +512,17 @@ void launch_kda(const KdaArgs& p, const SsmSeqArgs& seqs, cudaStream_t stream) {
   kda_kernel<<<dim3(static_cast<unsigned>(p.heads), static_cast<unsigned>(seqs.n_seqs)), kScanThreads, smem, stream>>>(
       static_cast<const bf16*>(p.qkv), static_cast<const bf16*>(p.f), static_cast<const bf16*>(p.beta), p.heads,
       p.head_dim, p.state_size, p.a, p.dt_bias, seqs, p.state, static_cast<bf16*>(p.out));
+  BRIGADE_CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_lightning_attention(const LightningArgs& p, const SsmSeqArgs& seqs, cudaStream_t stream) {
+  static const bool allowed = (allow_smem(lightning_kernel), true);
+  (void)allowed;
+  if (seqs.n_seqs == 0) return;
+  const size_t smem = lightning_smem_bytes(p.head_dim);
+  lightning_kernel<<<dim3(static_cast<unsigned>(p.heads), static_cast<unsigned>(seqs.n_seqs)), kScanThreads, smem,
+                     stream>>>(static_cast<const bf16*>(p.qkv), p.heads, p.head_dim, p.a, seqs, p.state,
+                               static_cast<bf16*>(p.out));
   BRIGADE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -107,13 +107,59 @@ Status read_stablelm(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// Jais2Model / NemotronModel: Llama's layer with biased LayerNorms (Nemotron's LayerNorm1P scaling
+// by 1 + w), an ungated relu2 MLP (NemotronMLP: up_proj, relu², down_proj, biases with mlp_bias)
+// and q/k/v/o biases with attention_bias (Jais 2's defaults true, Nemotron's false); Nemotron
+// rotates partial_rotary_factor of each head (0.5 by default: parse_rope).
+Status read_relu2_decoder(const json& j, ModelConfig& c) {
+  const bool jais2 = c.arch == "jais2";
+  BRIGADE_RETURN_IF_ERROR(require_act(j, c, "relu2", {"relu2"}));
+  BRIGADE_RETURN_IF_ERROR(layer_norms_with_bias(j, jais2 ? "layer_norm_eps" : "norm_eps", c));
+  c.attention_bias = c.mlp_bias = jais2;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", c.attention_bias));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mlp_bias", c.mlp_bias));
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  c.mlp_ungated = true;
+  c.mlp_activation = MlpActivation::relu2;
+  if (!jais2) c.norm_offset = 1.0f;  // NemotronLayerNorm1P: F.layer_norm(x, weight + 1, bias)
+  c.sliding_window = 0;
+  if (!j.contains("max_position_embeddings")) c.max_position = jais2 ? 8192 : 4096;
+  return Status::ok();
+}
+
+// EXAONE 3.0 / 3.5 (transformers: LlamaForCausalLM under ExaoneConfig): Llama's layer; q/k/v/o
+// biases with attention_bias, gate/up/down with mlp_bias; rope_theta 5e5 when none is given.
+Status read_exaone3(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(require_act(j, c, "silu", {"silu"}));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mlp_bias", c.mlp_bias));
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  const json* rope = nullptr;
+  for (const char* key : {"rope_parameters", "rope_scaling"})
+    if (auto it = j.find(key); it != j.end() && it->is_object() && it->contains("rope_theta")) rope = &*it;
+  if (!j.contains("rope_theta") && rope == nullptr) c.rope_theta = 500000.0f;  // ExaoneConfig.default_theta
+  c.sliding_window = 0;
+  return Status::ok();
+}
+
 }  // namespace
 
+void apply_exaone3_config_names(json& j) {
+  auto type = j.find("model_type");
+  if (type == j.end() || !type->is_string() || type->get<std::string>() != "exaone") return;
+  static constexpr std::pair<const char*, const char*> kNames[] = {
+      {"num_layers", "num_hidden_layers"}, {"layer_norm_epsilon", "rms_norm_eps"}, {"activation_function", "hidden_act"}};
+  for (const auto& [hub, ours] : kNames)
+    if (j.contains(hub) && !j.contains(ours)) j[ours] = j[hub];
+}
+
 bool is_classic_decoder(const std::string& arch) {
-  return arch == "gemma" || arch == "starcoder2" || arch == "phi" || arch == "stablelm";
+  return arch == "gemma" || arch == "starcoder2" || arch == "phi" || arch == "stablelm" || arch == "jais2" ||
+         arch == "nemotron" || arch == "exaone";
 }
 
 Status read_classic_decoder(const json& j, ModelConfig& c) {
+  if (c.arch == "exaone") return read_exaone3(j, c);
+  if (c.arch == "jais2" || c.arch == "nemotron") return read_relu2_decoder(j, c);
   if (c.arch == "gemma") return read_gemma1(j, c);
   if (c.arch == "starcoder2") return read_starcoder2(j, c);
   if (c.arch == "phi") return read_phi(j, c);
@@ -127,8 +173,19 @@ std::map<std::string, RawTensor> classic_decoder_tensors(const std::string& arch
                                    {".mlp.fc2.", ".mlp.down_proj."},
                                    {".self_attn.dense.", ".self_attn.o_proj."},
                                    {"model.final_layernorm.", "model.norm."}};
-  if (arch != "starcoder2" && arch != "phi") return tensors;
-  const Renames& renames = arch == "phi" ? kPhi : kStarcoder2;
+  // ExaoneConfig's conversion mapping (transformers' conversion_mapping.py), in its order.
+  static const Renames kExaone = {{"transformer.wte.", "model.embed_tokens."},
+                                  {"transformer.h.", "model.layers."},
+                                  {"transformer.ln_f.", "model.norm."},
+                                  {".attn.attention.", ".self_attn."},
+                                  {".self_attn.out_proj.", ".self_attn.o_proj."},
+                                  {".ln_1.", ".input_layernorm."},
+                                  {".ln_2.", ".post_attention_layernorm."},
+                                  {".mlp.c_fc_0.", ".mlp.gate_proj."},
+                                  {".mlp.c_fc_1.", ".mlp.up_proj."},
+                                  {".mlp.c_proj.", ".mlp.down_proj."}};
+  if (arch != "starcoder2" && arch != "phi" && arch != "exaone") return tensors;
+  const Renames& renames = arch == "phi" ? kPhi : arch == "exaone" ? kExaone : kStarcoder2;
   std::map<std::string, RawTensor> out;
   for (auto& [name, t] : tensors) {
     std::string to = name;

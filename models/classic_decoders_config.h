@@ -1,4 +1,4 @@
-// Internal to models/: the config.json fields of four older dense decoders, read into ModelConfig
+// Internal to models/: the config.json fields of older dense decoders, read into ModelConfig
 // by parse_hf_config (models/model_config.cpp) for the Llama decoder (models/llama.h):
 //   gemma (GemmaForCausalLM, Gemma 1 / CodeGemma; GemmaConfig): Gemma 2's layer without its
 //     softcaps, post-norms and windows: RMSNorms scaling by 1 + w (norm_offset), the embeddings
@@ -17,7 +17,15 @@
 //     (layer_norm_eps), RoPE over partial_rotary_factor (0.25 by default), q/k/v biases with
 //     use_qkv_bias, per-head q/k LayerNorms (each head its own weights, no bias) with
 //     qk_layernorm, the attention and the MLP side by side off input_layernorm with
-//     use_parallel_residual, a SiLU-gated MLP without biases.
+//     use_parallel_residual, a SiLU-gated MLP without biases;
+//   jais2 (Jais2ForCausalLM, Jais 2; Jais2Config) and nemotron (NemotronForCausalLM, Nemotron-4 /
+//     Minitron; NemotronConfig): Llama's layer with biased LayerNorms (Nemotron's LayerNorm1P
+//     scaling by 1 + w: norm_offset), q/k/v/o biases with attention_bias and an ungated relu2 MLP
+//     with mlp_bias (Jais 2's both true by default, Nemotron's false), Nemotron's RoPE over
+//     partial_rotary_factor (0.5 by default);
+//   exaone (ExaoneForCausalLM, EXAONE 3.0 / 3.5; transformers' LlamaForCausalLM under ExaoneConfig):
+//     Llama's layer under the Hub's config and tensor names (apply_exaone3_config_names,
+//     classic_decoder_tensors), rope_theta 5e5 when absent.
 // Their safetensors tensors under the names the Llama decoder reads: classic_decoder_tensors.
 #pragma once
 
@@ -32,7 +40,12 @@ namespace brigade {
 
 bool is_classic_decoder(const std::string& arch);
 
-// Reads what the architecture adds to the Llama decoder (c.arch one of the four, the common fields
+// EXAONE 3.x's config.json (model_type "exaone") names num_hidden_layers, rms_norm_eps and
+// hidden_act num_layers, layer_norm_epsilon and activation_function (ExaoneConfig.attribute_map):
+// copies each under the common name where that is absent. Any other config is left unchanged.
+void apply_exaone3_config_names(nlohmann::json& j);
+
+// Reads what the architecture adds to the Llama decoder (c.arch one of the above, the common fields
 // and the RoPE read already). Refuses by name what the decoder does not run: another hidden_act,
 // Phi's qk_layernorm, Gemma's bidirectional attention, a StableLM head_dim other than
 // hidden_size / num_attention_heads.
@@ -40,7 +53,9 @@ Status read_classic_decoder(const nlohmann::json& j, ModelConfig& c);
 
 // The tensors of a starcoder2 or phi checkpoint under the Llama decoder's names: mlp.c_fc / fc1
 // as mlp.up_proj, mlp.c_proj / fc2 as mlp.down_proj, Phi's self_attn.dense as self_attn.o_proj and
-// model.final_layernorm as model.norm; other architectures' tensors unchanged.
+// model.final_layernorm as model.norm; an exaone checkpoint's as transformers' conversion mapping
+// renames them (transformer.h.N.attn.attention.* as model.layers.N.self_attn.*, ...); other
+// architectures' tensors unchanged.
 std::map<std::string, RawTensor> classic_decoder_tensors(const std::string& arch, std::map<std::string, RawTensor> tensors);
 
 }  // namespace brigade

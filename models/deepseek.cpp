@@ -9,6 +9,7 @@
 #include "models/decoder_ends.h"
 #include "models/dsa_indexer.h"
 #include "models/load_progress.h"
+#include "models/mla_block.h"
 #include "models/mtp_module.h"
 #include "models/moe_block.h"
 #include "models/rope_scaling.h"
@@ -20,19 +21,9 @@
 namespace brigade {
 namespace {
 
-// One layer's MLA weights (models/deepseek.h for the shapes' meaning).
-struct MlaBlock {
-  OwnedTensor q_a;          // [q_lora, hidden], empty without q_lora_rank
-  OwnedTensor q_a_norm;     // [q_lora] f32
-  OwnedTensor q_nope;       // [H dn, q_in]: the nope rows of q_b_proj / q_proj
-  OwnedTensor q_pe;         // [H dr, q_in]: their rope rows
-  OwnedTensor kv_a_latent;  // [R, hidden]: kv_a_proj_with_mqa's latent rows
-  OwnedTensor kv_a_pe;      // [dr, hidden]: its k_pe rows
-  OwnedTensor kv_a_norm;    // [R] f32
-  OwnedTensor w_uk;         // [H R, dn]: per head W_UK transposed (kv_b_proj's k rows)
-  OwnedTensor w_uv;         // [H dv, R]: per head W_UV (kv_b_proj's v rows)
-  OwnedTensor o;            // [hidden, H dv]
-  DsaIndexer indexer;       // deepseek_v32 / glm_moe_dsa full layers (models/dsa_indexer.h); else empty
+// One layer's MLA weights (models/mla_block.h) with DSA's indexer.
+struct MlaBlock : MlaWeights {
+  DsaIndexer indexer;  // deepseek_v32 / glm_moe_dsa full layers (models/dsa_indexer.h); else empty
 };
 
 struct DeepseekLayer {
@@ -54,14 +45,7 @@ struct MtpModule {
 // Activations for up to T rows, in the backend's activation dtype.
 struct Scratch {
   OwnedTensor residual, normed, delta, selected;  // [T, hidden]
-  OwnedTensor q_a;                                // [T, q_lora]
-  OwnedTensor q_a_normed;                         // [T, q_lora]
-  OwnedTensor q_nope;                             // [T, H dn]
-  OwnedTensor q_pe;                               // [T, H dr]
-  OwnedTensor latent, latent_normed;              // [T, R]
-  OwnedTensor k_pe;                               // [T, dr]
-  OwnedTensor q_lat, o_lat;                       // [T, H R]
-  OwnedTensor attn;                               // [T, H dv]
+  MlaScratch mla;                                 // this rank's heads
   OwnedTensor gate_up, act;                       // [T, 2 I], [T, I] (dense layers)
   MoeScratch moe;
 };
@@ -139,36 +123,7 @@ class DeepseekModel final : public Model {
 };
 
 Status DeepseekModel::load_attention(WeightLoader& w, int l, MlaBlock& a) {
-  const auto& c = config_;
-  const int64_t hidden = c.hidden_size, h = c.n_heads, r = c.kv_lora_rank;
-  const int64_t dn = c.qk_nope_head_dim, dr = c.qk_rope_head_dim, dv = c.v_head_dim, dq = dn + dr;
-  const Slice heads{int64_t{rank_} * mla_.n_heads, mla_.n_heads};
-  std::string q_name = layer_name(l, "self_attn.q_proj.weight");
-  int64_t q_in = hidden;
-  if (c.q_lora_rank > 0) {
-    q_in = c.q_lora_rank;
-    q_name = layer_name(l, "self_attn.q_b_proj.weight");
-    BRIGADE_ASSIGN_OR_RETURN(a.q_a, w.matrix(layer_name(l, "self_attn.q_a_proj.weight"), q_in, hidden));
-    BRIGADE_ASSIGN_OR_RETURN(a.q_a_norm, w.vector_f32({layer_name(l, "self_attn.q_a_layernorm.weight")}, {q_in}));
-  }
-  BRIGADE_ASSIGN_OR_RETURN(a.q_nope, w.row_blocks(q_name, h * dq, q_in, dq, {0, dn}, false, heads));
-  BRIGADE_ASSIGN_OR_RETURN(a.q_pe, w.row_blocks(q_name, h * dq, q_in, dq, {dn, dr}, false, heads));
-  const std::string kv_a = layer_name(l, "self_attn.kv_a_proj_with_mqa.weight");
-  BRIGADE_ASSIGN_OR_RETURN(a.kv_a_latent, w.matrix(kv_a, r + dr, hidden, {0, r}));
-  BRIGADE_ASSIGN_OR_RETURN(a.kv_a_pe, w.matrix(kv_a, r + dr, hidden, {r, dr}));
-  BRIGADE_ASSIGN_OR_RETURN(a.kv_a_norm, w.vector_f32({layer_name(l, "self_attn.kv_a_layernorm.weight")}, {r}));
-  const std::string kv_b = layer_name(l, "self_attn.kv_b_proj.weight"), k_b = layer_name(l, "self_attn.k_b_proj.weight");
-  if (w.has(k_b)) {  // GGUF's kv_b_proj split per head: W_UK^T [H R, dn] and W_UV [H dv, R] as stored (gguf_deepseek2.h)
-    BRIGADE_ASSIGN_OR_RETURN(a.w_uk, w.row_blocks(k_b, h * r, dn, r, {0, r}, false, heads));
-    BRIGADE_ASSIGN_OR_RETURN(a.w_uv, w.row_blocks(layer_name(l, "self_attn.v_b_proj.weight"), h * dv, r, dv, {0, dv}, false,
-                                                  heads));
-  } else {
-    BRIGADE_ASSIGN_OR_RETURN(a.w_uk, w.row_blocks(kv_b, h * (dn + dv), r, dn + dv, {0, dn}, /*transpose_blocks=*/true, heads));
-    BRIGADE_ASSIGN_OR_RETURN(a.w_uv, w.row_blocks(kv_b, h * (dn + dv), r, dn + dv, {dn, dv}, false, heads));
-  }
-  BRIGADE_ASSIGN_OR_RETURN(a.o, w.matrix(layer_name(l, "self_attn.o_proj.weight"), hidden, h * dv, {},
-                                         {heads.begin * dv, heads.size * dv}));
-  return Status::ok();
+  return load_mla_weights(w, config_, layer_name(l, ""), Slice{int64_t{rank_} * mla_.n_heads, mla_.n_heads}, a);
 }
 
 Status DeepseekModel::load_layer(WeightLoader& w, int l, DeepseekLayer& layer) {
@@ -232,25 +187,14 @@ Status DeepseekModel::load_mtp(WeightLoader& w) {
 Status DeepseekModel::allocate_scratch() {
   const auto& c = config_;
   const DType a = backend_.activation_dtype();
-  const int64_t t = options_.max_batch_tokens, hidden = c.hidden_size, h = mla_.n_heads, r = c.kv_lora_rank;
+  const int64_t t = options_.max_batch_tokens, hidden = c.hidden_size;
   Scratch& s = scratch_;
   auto make = [&](OwnedTensor& dst, int64_t cols) -> Status {
     BRIGADE_ASSIGN_OR_RETURN(dst, alloc_tensor(backend_, a, t, cols));
     return Status::ok();
   };
   for (OwnedTensor* p : {&s.residual, &s.normed, &s.delta, &s.selected}) BRIGADE_RETURN_IF_ERROR(make(*p, hidden));
-  if (c.q_lora_rank > 0) {
-    BRIGADE_RETURN_IF_ERROR(make(s.q_a, c.q_lora_rank));
-    BRIGADE_RETURN_IF_ERROR(make(s.q_a_normed, c.q_lora_rank));
-  }
-  BRIGADE_RETURN_IF_ERROR(make(s.q_nope, h * c.qk_nope_head_dim));
-  BRIGADE_RETURN_IF_ERROR(make(s.q_pe, h * c.qk_rope_head_dim));
-  BRIGADE_RETURN_IF_ERROR(make(s.latent, r));
-  BRIGADE_RETURN_IF_ERROR(make(s.latent_normed, r));
-  BRIGADE_RETURN_IF_ERROR(make(s.k_pe, c.qk_rope_head_dim));
-  BRIGADE_RETURN_IF_ERROR(make(s.q_lat, h * r));
-  BRIGADE_RETURN_IF_ERROR(make(s.o_lat, h * r));
-  BRIGADE_RETURN_IF_ERROR(make(s.attn, h * c.v_head_dim));
+  BRIGADE_RETURN_IF_ERROR(allocate_mla_scratch(backend_, c, mla_.n_heads, t, s.mla));
   const bool mtp_sparse = with_mtp_ && c.is_moe_layer(c.n_layers);
   if (c.n_moe_layers() < c.n_layers || (with_mtp_ && !mtp_sparse)) {
     BRIGADE_RETURN_IF_ERROR(make(s.gate_up, 2 * inter_));
@@ -266,26 +210,12 @@ Status DeepseekModel::run_attention(const MlaBlock& a, const KvLayer& cache, con
                                     const KvCache* dsa_kv, int l) {
   const Scratch& s = scratch_;
   const Tensor normed = s.normed.tensor.rows(0, n);
-  Tensor q_in = normed;
-  if (!a.q_a.tensor.empty()) {
-    backend_.matmul(normed, a.q_a.tensor, Tensor(), s.q_a.tensor.rows(0, n));
-    q_in = s.q_a_normed.tensor.rows(0, n);
-    backend_.rms_norm(s.q_a.tensor.rows(0, n), a.q_a_norm.tensor, config_.mla_norm_eps, q_in);
-  }
-  const Tensor q_nope = s.q_nope.tensor.rows(0, n), q_pe = s.q_pe.tensor.rows(0, n);
-  const Tensor latent = s.latent.tensor.rows(0, n), latent_normed = s.latent_normed.tensor.rows(0, n);
-  const Tensor k_pe = s.k_pe.tensor.rows(0, n);
-  backend_.matmul(q_in, a.q_nope.tensor, Tensor(), q_nope);
-  backend_.matmul(q_in, a.q_pe.tensor, Tensor(), q_pe);
-  backend_.matmul(normed, a.kv_a_latent.tensor, Tensor(), latent);
-  backend_.matmul(normed, a.kv_a_pe.tensor, Tensor(), k_pe);
-  backend_.rms_norm(latent, a.kv_a_norm.tensor, config_.mla_norm_eps, latent_normed);
+  const MlaStep step = mla_project(backend_, config_, a, s.mla, normed);
+  const Tensor q_pe = step.q_pe, q_lat = step.q_lat, o_lat = step.o_lat;
   const Tensor positions = ints_.positions(n);
   backend_.rope(q_pe, QkvLayout{mla_.n_heads, 0, mla_.rope_dim}, positions, rope_);
-  backend_.rope(k_pe, QkvLayout{1, 0, mla_.rope_dim}, positions, rope_);
-  backend_.write_mla_kv(cache, latent_normed, k_pe, ints_.slots(n));
-  const Tensor q_lat = s.q_lat.tensor.rows(0, n), o_lat = s.o_lat.tensor.rows(0, n), attn = s.attn.tensor.rows(0, n);
-  backend_.head_matmul(q_nope, a.w_uk.tensor, mla_.n_heads, q_lat);
+  backend_.rope(step.k_pe, QkvLayout{1, 0, mla_.rope_dim}, positions, rope_);
+  mla_cache_and_absorb(backend_, a, step, mla_.n_heads, cache, ints_.slots(n));
   if (config_.attn_temperature_floor > 0.0f) {  // Mistral 4's / Mistral Large 3's query temperature, all of q
     const ModelConfig& c = config_;
     backend_.attention_temperature(q_lat, QkvLayout{mla_.n_heads, 0, mla_.kv_lora_rank}, positions,
@@ -295,15 +225,14 @@ Status DeepseekModel::run_attention(const MlaBlock& a, const KvLayer& cache, con
   }
   if (dsa_kv != nullptr) {
     if (!a.indexer.empty())
-      run_dsa_indexer(backend_, config_, a.indexer, dsa_rope_, DsaStep{normed, q_in, positions, ints_.slots(n), &meta},
+      run_dsa_indexer(backend_, config_, a.indexer, dsa_rope_, DsaStep{normed, step.q_in, positions, ints_.slots(n), &meta},
                       dsa_kv->layer(dsa_keys_.pool_layer(l)), dsa_keys_.column(l), dsa_scratch_);
     backend_.mla_sparse_attention(q_lat, q_pe, mla_, cache, meta, dsa_scratch_.indices.tensor.rows(0, n),
                                   config_.attn_scale, o_lat);
   } else {
     backend_.mla_attention(q_lat, q_pe, mla_, cache, meta, config_.attn_scale, o_lat);
   }
-  backend_.head_matmul(o_lat, a.w_uv.tensor, mla_.n_heads, attn);
-  backend_.matmul(attn, a.o.tensor, Tensor(), s.delta.tensor.rows(0, n));
+  mla_output(backend_, a, step, mla_.n_heads, s.delta.tensor.rows(0, n));
   return reduce(s.delta.tensor.rows(0, n));
 }
 

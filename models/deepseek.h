@@ -10,6 +10,8 @@
 //   W_UK [dn, R] fold into the query (q_lat = q_nope · W_UK), scores are q_lat · c + q_pe · k_pe,
 //   the output latent o = softmax · c is mapped out by the V rows W_UV [dv, R], then o_proj.
 //   This is transformers' decompressed attention reassociated, never materialising per-head K/V.
+//   The weights and the steps but RoPE and the attention itself are models/mla_block.h's (which
+//   Kimi Linear's RoPE-free MLA layers share).
 //   Mistral Small 4 (mistral4) and Mistral Large 3's GGUF files scale every query by a temperature
 //   growing with its position (ModelConfig::attn_temperature_*): q_lat and q_pe alike, which is
 //   transformers' scaling of the whole query cat(q_nope, q_pe) through the linear W_UK.

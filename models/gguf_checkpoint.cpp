@@ -62,7 +62,8 @@ constexpr ArchRules kArchs[] = {
     {.name = "mistral3", .permuted = true, .own_rope_scaling = true}, {.name = "phimoe", .experts = true},
     {.name = "afmoe", .experts = true}, {.name = "arcee", .permuted = true, .own_rope_scaling = true},
     {"gemma"}, {"starcoder2"}, {.name = "phi2", .partial_rotary = true}, {.name = "stablelm", .partial_rotary = true},
-    {.name = "mimo2", .experts = true, .partial_rotary = true}, {.name = "exaone-moe", .experts = true}};
+    {.name = "mimo2", .experts = true, .partial_rotary = true}, {.name = "exaone-moe", .experts = true},
+    {"jais2"}, {.name = "nemotron", .partial_rotary = true}, {"exaone"}};
 
 const ArchRules* find_arch(const std::string& arch) {
   for (const ArchRules& r : kArchs)

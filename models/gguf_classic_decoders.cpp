@@ -19,7 +19,8 @@ Status read_layer_norm_eps(const GgufFile& g, const std::string& a, ModelConfig&
 }  // namespace
 
 bool is_gguf_classic_decoder(const std::string& gguf_arch) {
-  return gguf_arch == "gemma" || gguf_arch == "starcoder2" || gguf_arch == "phi2" || gguf_arch == "stablelm";
+  return gguf_arch == "gemma" || gguf_arch == "starcoder2" || gguf_arch == "phi2" || gguf_arch == "stablelm" ||
+         gguf_arch == "jais2" || gguf_arch == "nemotron" || gguf_arch == "exaone";
 }
 
 Status read_gguf_classic_decoder(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c) {
@@ -30,6 +31,10 @@ Status read_gguf_classic_decoder(const GgufFile& g, const std::string& gguf_arch
   c.qkv_bias = g.has_tensor("blk.0.attn_q.bias");
   c.o_bias = g.has_tensor("blk.0.attn_output.bias");
   c.sliding_window = 0;
+  if (gguf_arch == "exaone") {  // llama's layer; llama3 scaling as rope_freqs (read_config)
+    c.arch = "exaone";
+    return Status::ok();
+  }
   if (gguf_arch == "gemma") {
     c.arch = "gemma";
     c.mlp_activation = MlpActivation::gelu_tanh;
@@ -43,9 +48,14 @@ Status read_gguf_classic_decoder(const GgufFile& g, const std::string& gguf_arch
     c.parallel_blocks = !g.has_tensor("blk.0.ffn_norm.weight");
     return Status::ok();
   }
-  c.arch = gguf_arch == "phi2" ? "phi" : "starcoder2";
   c.mlp_bias = g.has_tensor("blk.0.ffn_up.bias");
   c.mlp_ungated = true;
+  if (gguf_arch == "jais2" || gguf_arch == "nemotron") {  // Nemotron's norms stored as 1 + w: no offset
+    c.arch = gguf_arch;
+    c.mlp_activation = MlpActivation::relu2;
+    return Status::ok();
+  }
+  c.arch = gguf_arch == "phi2" ? "phi" : "starcoder2";
   c.mlp_activation = MlpActivation::gelu_tanh;
   c.parallel_blocks = gguf_arch == "phi2";
   c.lm_head_bias = g.has_tensor("output.bias");

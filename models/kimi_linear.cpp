@@ -67,36 +67,6 @@ Status load_kda_block(const Checkpoint& ck, WeightLoader& w, Backend& backend, c
   return Status::ok();
 }
 
-Status load_nope_mla(WeightLoader& w, const ModelConfig& c, const std::string& p, NopeMlaBlock& out) {
-  const int64_t hidden = c.hidden_size, h = c.n_heads, r = c.kv_lora_rank;
-  const int64_t dn = c.qk_nope_head_dim, dr = c.qk_rope_head_dim, dv = c.v_head_dim, dq = dn + dr;
-  const std::string m = p + "self_attn.";
-  std::string q_name = m + "q_proj.weight";
-  int64_t q_in = hidden;
-  if (c.q_lora_rank > 0) {
-    q_in = c.q_lora_rank;
-    q_name = m + "q_b_proj.weight";
-    BRIGADE_ASSIGN_OR_RETURN(out.q_a, w.matrix(m + "q_a_proj.weight", q_in, hidden));
-    BRIGADE_ASSIGN_OR_RETURN(out.q_a_norm, w.vector_f32({m + "q_a_layernorm.weight"}, {q_in}));
-  }
-  BRIGADE_ASSIGN_OR_RETURN(out.q_nope, w.row_blocks(q_name, h * dq, q_in, dq, {0, dn}));
-  BRIGADE_ASSIGN_OR_RETURN(out.q_pe, w.row_blocks(q_name, h * dq, q_in, dq, {dn, dr}));
-  const std::string kv_a = m + "kv_a_proj_with_mqa.weight";
-  BRIGADE_ASSIGN_OR_RETURN(out.kv_a_latent, w.matrix(kv_a, r + dr, hidden, {0, r}));
-  BRIGADE_ASSIGN_OR_RETURN(out.kv_a_pe, w.matrix(kv_a, r + dr, hidden, {r, dr}));
-  BRIGADE_ASSIGN_OR_RETURN(out.kv_a_norm, w.vector_f32({m + "kv_a_layernorm.weight"}, {r}));
-  if (w.has(m + "k_b_proj.weight")) {  // llama.cpp's kv_b_proj split per head: W_UK^T [H R, dn], W_UV [H dv, R]
-    BRIGADE_ASSIGN_OR_RETURN(out.w_uk, w.row_blocks(m + "k_b_proj.weight", h * r, dn, r, {0, r}));
-    BRIGADE_ASSIGN_OR_RETURN(out.w_uv, w.row_blocks(m + "v_b_proj.weight", h * dv, r, dv, {0, dv}));
-  } else {
-    const std::string kv_b = m + "kv_b_proj.weight";
-    BRIGADE_ASSIGN_OR_RETURN(out.w_uk, w.row_blocks(kv_b, h * (dn + dv), r, dn + dv, {0, dn}, /*transpose_blocks=*/true));
-    BRIGADE_ASSIGN_OR_RETURN(out.w_uv, w.row_blocks(kv_b, h * (dn + dv), r, dn + dv, {dn, dv}));
-  }
-  BRIGADE_ASSIGN_OR_RETURN(out.o, w.matrix(m + "o_proj.weight", hidden, h * dv));
-  return Status::ok();
-}
-
 Status allocate_kimi_scratch(Backend& backend, const ModelConfig& c, int64_t rows, KimiScratch& s) {
   const DType act = backend.activation_dtype();
   const auto make = [&](OwnedTensor& dst, int64_t cols) -> Status {
@@ -104,7 +74,7 @@ Status allocate_kimi_scratch(Backend& backend, const ModelConfig& c, int64_t row
     return Status::ok();
   };
   const SsmLayout& l = c.ssm.layout;
-  const int64_t hd = l.d_inner(), h = c.n_heads, r = c.kv_lora_rank;
+  const int64_t hd = l.d_inner();
   if (c.recurrent()) {
     for (OwnedTensor* t : {&s.qkv_in, &s.qkv}) BRIGADE_RETURN_IF_ERROR(make(*t, l.conv_dim()));
     BRIGADE_RETURN_IF_ERROR(make(s.low, l.head_dim));
@@ -112,31 +82,13 @@ Status allocate_kimi_scratch(Backend& backend, const ModelConfig& c, int64_t row
     BRIGADE_RETURN_IF_ERROR(make(s.beta, l.n_heads));
   }
   if (c.n_attention_layers() == 0) return Status::ok();
-  if (c.q_lora_rank > 0) {
-    BRIGADE_RETURN_IF_ERROR(make(s.q_a, c.q_lora_rank));
-    BRIGADE_RETURN_IF_ERROR(make(s.q_in, c.q_lora_rank));
-  }
-  BRIGADE_RETURN_IF_ERROR(make(s.q_nope, h * c.qk_nope_head_dim));
-  BRIGADE_RETURN_IF_ERROR(make(s.q_pe, h * c.qk_rope_head_dim));
-  BRIGADE_RETURN_IF_ERROR(make(s.latent, r));
-  BRIGADE_RETURN_IF_ERROR(make(s.latent_normed, r));
-  BRIGADE_RETURN_IF_ERROR(make(s.k_pe, c.qk_rope_head_dim));
-  BRIGADE_RETURN_IF_ERROR(make(s.q_lat, h * r));
-  BRIGADE_RETURN_IF_ERROR(make(s.o_lat, h * r));
-  return make(s.attn, h * c.v_head_dim);
+  return allocate_mla_scratch(backend, c, c.n_heads, rows, s.mla);
 }
 
 int64_t kda_linear_params(const ModelConfig& c) {
   const SsmLayout& l = c.ssm.layout;
   const int64_t h = c.hidden_size, hd = l.d_inner(), d = l.head_dim;
   return h * (l.conv_dim() + 2 * d + l.n_heads + hd) + 2 * hd * d;  // q|k|v, f_a, g_a, b, o; f_b, g_b
-}
-
-int64_t nope_mla_linear_params(const ModelConfig& c) {
-  const int64_t h = c.hidden_size, heads = c.n_heads, r = c.kv_lora_rank, q_in = c.q_lora_rank > 0 ? c.q_lora_rank : h;
-  const int64_t dq = c.qk_nope_head_dim + c.qk_rope_head_dim;
-  return (c.q_lora_rank > 0 ? h * q_in : 0) + q_in * heads * dq + h * (r + c.qk_rope_head_dim) +
-         r * heads * (c.qk_nope_head_dim + c.v_head_dim) + heads * c.v_head_dim * h;
 }
 
 void run_kda_block(Backend& b, const ModelConfig& c, const KdaBlock& k, const KimiScratch& s, const SsmSeqs& seqs,
@@ -162,29 +114,13 @@ void run_kda_block(Backend& b, const ModelConfig& c, const KdaBlock& k, const Ki
   b.matmul(y, k.o.tensor, Tensor(), delta);
 }
 
-void run_nope_mla(Backend& b, const ModelConfig& c, const NopeMlaBlock& a, const KimiScratch& s, const KvLayer& cache,
+void run_nope_mla(Backend& b, const ModelConfig& c, const MlaWeights& a, const KimiScratch& s, const KvLayer& cache,
                   const AttentionMeta& meta, const Tensor& slots, const Tensor& normed, const Tensor& delta) {
-  const int64_t n = normed.dim(0);
   const MlaLayout mla{c.n_heads, c.kv_lora_rank, c.qk_rope_head_dim};
-  Tensor q_in = normed;
-  if (!a.q_a.tensor.empty()) {
-    b.matmul(normed, a.q_a.tensor, Tensor(), s.q_a.tensor.rows(0, n));
-    q_in = s.q_in.tensor.rows(0, n);
-    b.rms_norm(s.q_a.tensor.rows(0, n), a.q_a_norm.tensor, c.mla_norm_eps, q_in);
-  }
-  const Tensor q_nope = s.q_nope.tensor.rows(0, n), q_pe = s.q_pe.tensor.rows(0, n), k_pe = s.k_pe.tensor.rows(0, n);
-  const Tensor latent = s.latent.tensor.rows(0, n), latent_normed = s.latent_normed.tensor.rows(0, n);
-  const Tensor q_lat = s.q_lat.tensor.rows(0, n), o_lat = s.o_lat.tensor.rows(0, n), attn = s.attn.tensor.rows(0, n);
-  b.matmul(q_in, a.q_nope.tensor, Tensor(), q_nope);
-  b.matmul(q_in, a.q_pe.tensor, Tensor(), q_pe);
-  b.matmul(normed, a.kv_a_latent.tensor, Tensor(), latent);
-  b.matmul(normed, a.kv_a_pe.tensor, Tensor(), k_pe);
-  b.rms_norm(latent, a.kv_a_norm.tensor, c.mla_norm_eps, latent_normed);
-  b.write_mla_kv(cache, latent_normed, k_pe, slots);  // q_pe and k_pe as they are: no RoPE
-  b.head_matmul(q_nope, a.w_uk.tensor, mla.n_heads, q_lat);
-  b.mla_attention(q_lat, q_pe, mla, cache, meta, c.attn_scale, o_lat);
-  b.head_matmul(o_lat, a.w_uv.tensor, mla.n_heads, attn);
-  b.matmul(attn, a.o.tensor, Tensor(), delta);
+  const MlaStep step = mla_project(b, c, a, s.mla, normed);
+  mla_cache_and_absorb(b, a, step, mla.n_heads, cache, slots);  // q_pe and k_pe as they are: no RoPE
+  b.mla_attention(step.q_lat, step.q_pe, mla, cache, meta, c.attn_scale, step.o_lat);
+  mla_output(b, a, step, mla.n_heads, delta);
 }
 
 }  // namespace brigade

@@ -9,16 +9,18 @@
 //   f = f_b_proj(f_a_proj(x)), beta = b_proj(x); Backend::kda: the gated delta rule with a decay
 //     per key channel, exp(-exp(A_log) softplus(f + dt_bias)), beta = sigmoid(beta);
 //   out = o_proj(RMSNorm(o) * o_norm.weight * sigmoid(g_b_proj(g_a_proj(x)))) per head.
-// MLA (KimiLinearAttention): DeepSeek-V3's absorbed attention (models/deepseek.h) with no RoPE at
-// all: q's rope part and kv_a_proj_with_mqa's k_pe enter the scores as they are (a key part
-// shared by the heads), softmax scale (qk_nope + qk_rope)^-1/2; the KV cache holds [c | k_pe]
-// per token (KvLayout::latent).
+// MLA (KimiLinearAttention): DeepSeek-V3's absorbed attention (models/mla_block.h, whose weights
+// and steps DeepseekModel shares; loaded by load_mla_weights) with no RoPE at all: q's rope part
+// and kv_a_proj_with_mqa's k_pe enter the scores as they are (a key part shared by the heads),
+// softmax scale (qk_nope + qk_rope)^-1/2; the KV cache holds [c | k_pe] per token
+// (KvLayout::latent).
 #pragma once
 
 #include <string>
 
 #include "core/backend.h"
 #include "models/checkpoint.h"
+#include "models/mla_block.h"
 #include "models/model_config.h"
 #include "models/weight_loader.h"
 
@@ -37,20 +39,10 @@ struct KdaBlock {
   OwnedTensor o;         // [h, H D]
 };
 
-// One MLA layer's weights (H heads, R = kv_lora_rank, dn / dr / dv).
-struct NopeMlaBlock {
-  OwnedTensor q_a, q_a_norm;          // [q_lora, h], [q_lora] f32; empty without q_lora_rank
-  OwnedTensor q_nope, q_pe;           // [H dn, q_in], [H dr, q_in]: q_proj's (or q_b_proj's) rows
-  OwnedTensor kv_a_latent, kv_a_pe;   // [R, h], [dr, h]: kv_a_proj_with_mqa's rows
-  OwnedTensor kv_a_norm;              // [R] f32
-  OwnedTensor w_uk, w_uv;             // [H R, dn] (W_UK^T per head), [H dv, R]
-  OwnedTensor o;                      // [h, H dv]
-};
-
 // Activations of both blocks for up to T rows, in the backend's activation dtype.
 struct KimiScratch {
   OwnedTensor qkv_in, qkv, low, f, beta, gate, y;          // KDA: [T, 3 H D] x2, [T, D], [T, H D], [T, H], [T, H D] x2
-  OwnedTensor q_a, q_in, q_nope, q_pe, latent, latent_normed, k_pe, q_lat, o_lat, attn;  // MLA
+  MlaScratch mla;                                          // MLA (models/mla_block.h)
 };
 
 // KdaBlock of layer prefix `p` (model.layers.{l}.): self_attn.{q,k,v}_proj, {q,k,v}_conv1d [H D, 1,
@@ -59,13 +51,10 @@ struct KimiScratch {
 // host_params counts the parameters read to the host (the conv, A, dt_bias).
 Status load_kda_block(const Checkpoint& ck, WeightLoader& w, Backend& backend, const ModelConfig& c, const std::string& p,
                       bool gguf, KdaBlock& out, int64_t& host_params);
-// NopeMlaBlock of layer prefix `p`: self_attn.q_proj (or q_a_proj, q_a_layernorm, q_b_proj),
-// kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj (or GGUF's k_b_proj / v_b_proj), o_proj.
-Status load_nope_mla(WeightLoader& w, const ModelConfig& c, const std::string& p, NopeMlaBlock& out);
 Status allocate_kimi_scratch(Backend& backend, const ModelConfig& c, int64_t rows, KimiScratch& s);
-// The elements of one KDA / MLA block's linear weights (Model::step_cost's dense work per token).
+// The elements of one KDA block's linear weights (Model::step_cost's dense work per token; an MLA
+// block's: mla_linear_params).
 int64_t kda_linear_params(const ModelConfig& c);
-int64_t nope_mla_linear_params(const ModelConfig& c);
 
 // A KDA block of normed [n, h] into delta [n, h], continuing each sequence's conv_state
 // [slots, (K - 1), 3 H D] and state [slots, H, D, D] (f32).
@@ -73,7 +62,7 @@ void run_kda_block(Backend& b, const ModelConfig& c, const KdaBlock& k, const Ki
                    const Tensor& conv_state, const Tensor& state, const Tensor& normed, const Tensor& delta);
 // An MLA block of normed [n, h] into delta [n, h]: the latent rows into `cache` at `slots` [n],
 // attention over each sequence's rows (meta).
-void run_nope_mla(Backend& b, const ModelConfig& c, const NopeMlaBlock& a, const KimiScratch& s, const KvLayer& cache,
+void run_nope_mla(Backend& b, const ModelConfig& c, const MlaWeights& a, const KimiScratch& s, const KvLayer& cache,
                   const AttentionMeta& meta, const Tensor& slots, const Tensor& normed, const Tensor& delta);
 
 }  // namespace brigade

@@ -34,7 +34,7 @@ Status read_olmo(const json& j, ModelConfig& c) {
   c.qkv_bias = c.o_bias = c.attention_bias;  // Olmo2Attention: attention_bias on q/k/v and o
   c.qk_norm = c.qk_norm_whole = true;
   c.post_norms = true;
-  if (c.arch == "olmo2") {
+  if (c.arch == "olmo2" || c.arch == "flex_olmo") {  // FlexOlmo: OLMo 2's layer, OLMoE's experts (read_moe)
     c.sliding_window = 0;
     return Status::ok();
   }
@@ -80,6 +80,8 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"AfmoeForCausalLM", "afmoe"},              {"ArceeForCausalLM", "arcee"},
       {"GemmaForCausalLM", "gemma"},              {"Starcoder2ForCausalLM", "starcoder2"},  // classic_decoders_config.h
       {"PhiForCausalLM", "phi"},                  {"StableLmForCausalLM", "stablelm"},
+      {"Jais2ForCausalLM", "jais2"},              {"NemotronForCausalLM", "nemotron"},
+      {"ExaoneForCausalLM", "exaone"},            {"FlexOlmoForCausalLM", "flex_olmo"},
       {"MiMoV2FlashForCausalLM", "mimo_v2_flash"}, {"ExaoneMoeForCausalLM", "exaone_moe"},
       {"ExaoneMoEForCausalLM", "exaone_moe"}};  // (mimo_exaone_config.h; K-EXAONE's first configs' spelling)
   for (const auto& [cls, type] : kNames)
@@ -477,7 +479,7 @@ Status read_llama_variant(const json& j, ModelConfig& c) {
   if (c.arch == "llama4_text") return read_llama4(j, c);
   if (c.arch == "minimax_m2") return read_minimax_m2(j, c);
   if (c.arch == "apertus") return read_apertus(j, c);
-  if (c.arch == "olmo2" || c.arch == "olmo3") return read_olmo(j, c);
+  if (c.arch == "olmo2" || c.arch == "olmo3" || c.arch == "flex_olmo") return read_olmo(j, c);
   if (c.arch == "olmoe") {  // OlmoeAttention: pre-norm layers, OLMo 2's whole-projection q/k norms
     if (auto clip = j.find("clip_qkv"); clip != j.end() && !clip->is_null())
       return unsupported("config.json: clip_qkv (clamping q, k and v) is not supported for olmoe; OLMoE's released "

@@ -6,6 +6,7 @@
 #include "models/deepseek.h"
 #include "models/llama.h"
 #include "models/llama_variants_config.h"
+#include "models/longcat_flash.h"
 #include "models/synthetic_source.h"
 
 namespace brigade {
@@ -61,20 +62,23 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
     return unsupported(path + ": LoRA adapters are not supported for " + arch + " (MLA attention); they run on the "
                        "dense Llama-family decoders (llama, qwen2, qwen3, phi3)");
   if (mla) return load_deepseek(*checkpoint, backend, options);
+  // Two MLA blocks, two dense MLPs and a shortcut MoE with zero experts per layer (models/longcat_flash.h).
+  if (arch == "longcat_flash") return load_longcat_flash(*checkpoint, backend, options);
   // State-space layers (models/state_space.h).
   if (arch == "mamba" || arch == "falcon_mamba" || arch == "mamba2" || arch == "granitemoehybrid" ||
       arch == "nemotron_h" || arch == "jamba" || arch == "qwen3_next" || arch == "qwen3_5_text" ||
       arch == "qwen3_5_moe_text" || arch == "lfm2" || arch == "lfm2_moe" ||
-      arch == "falcon_h1" || arch == "kimi_linear")  // (Kimi Linear: KDA and MLA layers, models/kimi_linear.h)
+      arch == "falcon_h1" || arch == "kimi_linear" ||  // (Kimi Linear: KDA and MLA layers, models/kimi_linear.h)
+      arch == "minimax")  // (MiniMax-Text-01 / M1: lightning and softmax attention, models/minimax.h)
     return load_state_space(*checkpoint, backend, options);
   // Encoders: BERT, RoBERTa, XLM-RoBERTa (models/bert.h).
   if (checkpoint->config().encoder) return load_bert(*checkpoint, backend, options);
   return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3, "
                      "qwen3_moe, qwen2_moe, mixtral, phi3, gemma2, gemma3_text, gpt_oss, glm4_moe, smollm3, granite, "
                      "olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, ernie4_5_moe, hunyuan_v1_dense, olmoe, apertus, "
-                     "deepseek_v2, deepseek_v3, mistral4, glm4_moe_lite, deepseek_v32, glm_moe_dsa, "
+                     "deepseek_v2, deepseek_v3, mistral4, glm4_moe_lite, deepseek_v32, glm_moe_dsa, longcat_flash, "
                      "the encoders bert, roberta, and mamba, falcon_mamba, mamba2, granitemoehybrid, nemotron_h, jamba, "
-                     "qwen3_next, qwen3_5_text, qwen3_5_moe_text, lfm2, lfm2_moe, falcon_h1, kimi_linear");
+                     "qwen3_next, qwen3_5_text, qwen3_5_moe_text, lfm2, lfm2_moe, falcon_h1, kimi_linear, minimax");
 }
 
 }  // namespace brigade

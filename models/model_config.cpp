@@ -5,10 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include "models/bert_config.h"
+#include "models/classic_decoders_config.h"
 #include "models/state_space_config.h"
 #include "models/config_json.h"
 #include "models/deepseek_config.h"
 #include "models/kimi_linear_config.h"
+#include "models/longcat_flash_config.h"
+#include "models/minimax_config.h"
 #include "models/gemma_config.h"
 #include "models/arcee_config.h"
 #include "models/llama_variants_config.h"
@@ -34,7 +37,7 @@ constexpr const char* kSupported =
     "Mamba2ForCausalLM (mamba2), MambaForCausalLM (mamba), FalconMambaForCausalLM (falcon_mamba); hybrids: "
     "GraniteMoeHybridForCausalLM (granitemoehybrid), NemotronHForCausalLM (nemotron_h), JambaForCausalLM (jamba), "
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
-    "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), KimiLinearForCausalLM (kimi_linear), SmolLM3ForCausalLM "
+    "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), KimiLinearForCausalLM (kimi_linear), LongcatFlashForCausalLM (longcat_flash), MiniMaxForCausalLM (minimax), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
     "(granitemoeshared), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
@@ -46,7 +49,8 @@ constexpr const char* kSupported =
     "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1), PhimoeForCausalLM (phimoe), "
     "AfmoeForCausalLM (afmoe), ArceeForCausalLM (arcee), GemmaForCausalLM (gemma), Starcoder2ForCausalLM (starcoder2), "
     "PhiForCausalLM (phi), StableLmForCausalLM (stablelm), MiMoV2FlashForCausalLM (mimo_v2_flash), "
-    "ExaoneMoeForCausalLM (exaone_moe)";
+    "ExaoneMoeForCausalLM (exaone_moe), Jais2ForCausalLM (jais2), NemotronForCausalLM (nemotron), "
+    "ExaoneForCausalLM (exaone), FlexOlmoForCausalLM (flex_olmo)";
 
 // DeepSeek's MLA family (models/deepseek.h): V2, V3 and its descendants Mistral Small 4 and GLM-4.7-Flash.
 bool is_deepseek(const std::string& arch) {
@@ -66,7 +70,7 @@ bool is_sparse_moe(const std::string& arch) {
   return arch == "qwen3_moe" || arch == "qwen2_moe" || arch == "mixtral" || arch == "gpt_oss" || arch == "qwen3_next" ||
          arch == "qwen3_5_moe_text" || arch == "olmoe" || arch == "ernie4_5_moe" || arch == "llama4_text" ||
          arch == "minimax_m2" || arch == "granitemoe" || arch == "granitemoeshared" || arch == "hunyuan_v1_moe" ||
-         arch == "phimoe" || arch == "afmoe";
+         arch == "phimoe" || arch == "afmoe" || arch == "flex_olmo";
 }
 
 // Which family a config describes: architectures[0] wins, model_type otherwise. A
@@ -141,8 +145,9 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
 Status read_rope(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_float(j, "rope_theta", c.rope_theta));
   const bool glm = is_glm4_moe(c.arch) || c.arch == "glm4";  // Glm4Config's default 0.5 too
-  // PhiConfig's and StableLmConfig's defaults too.
-  float partial = glm || c.arch == "phi" ? 0.5f : is_gated_delta(c.arch) || c.arch == "stablelm" ? 0.25f : 1.0f;
+  // PhiConfig's, StableLmConfig's and NemotronConfig's defaults too.
+  float partial = glm || c.arch == "phi" || c.arch == "nemotron" ? 0.5f
+                  : is_gated_delta(c.arch) || c.arch == "stablelm" ? 0.25f : 1.0f;
   BRIGADE_RETURN_IF_ERROR(read_float(j, "partial_rotary_factor", partial));
   std::string where = "config.json: rope_scaling";
   double ntk_alpha = 0.0;
@@ -165,7 +170,7 @@ Status read_rope(const json& j, ModelConfig& c) {
   }
   if (ntk_alpha > 0.0) BRIGADE_RETURN_IF_ERROR(stretch_rope_base(ntk_alpha, c));
   if (c.arch != "phi3" && c.arch != "phimoe" && c.arch != "minimax_m2" && !glm && !is_gated_delta(c.arch) &&
-      c.arch != "phi" && c.arch != "stablelm")
+      c.arch != "phi" && c.arch != "stablelm" && c.arch != "nemotron")
     return Status::ok();
   if (!(partial > 0.0f && partial <= 1.0f))
     return invalid_argument("config.json: partial_rotary_factor must be in (0, 1] (got " + std::to_string(partial) + ")");
@@ -409,9 +414,11 @@ Status read_sparse_layers(const json& j, ModelConfig& c) {
 
 // OlmoeConfig's expert fields: num_experts (default 64) experts of intermediate_size (it has no
 // moe_intermediate_size), num_experts_per_tok (default 8), every layer sparse, the softmax top k
-// renormalised only with norm_topk_prob (default false: OLMoE-1B-7B's).
+// renormalised only with norm_topk_prob (default false: OLMoE-1B-7B's). FlexOlmoConfig's the
+// same, its defaults 7 and 5.
 Status read_olmoe_moe(const json& j, ModelConfig& c) {
-  BRIGADE_RETURN_IF_ERROR(read_intermediate_width_experts(j, c, "num_experts", 64, 8));
+  const bool flex = c.arch == "flex_olmo";
+  BRIGADE_RETURN_IF_ERROR(read_intermediate_width_experts(j, c, "num_experts", flex ? 7 : 64, flex ? 5 : 8));
   c.norm_topk_prob = false;
   return read_bool(j, "norm_topk_prob", c.norm_topk_prob);
 }
@@ -455,7 +462,7 @@ Status read_moe(const json& j, ModelConfig& c) {
   }
   if (c.arch == "ernie4_5_moe") return read_ernie_moe(j, c);
   if (c.arch == "afmoe") return read_afmoe_moe(j, c);  // models/arcee_config.h
-  if (c.arch == "olmoe") return read_olmoe_moe(j, c);
+  if (c.arch == "olmoe" || c.arch == "flex_olmo") return read_olmoe_moe(j, c);
   if (c.arch == "minimax_m2") return read_intermediate_width_experts(j, c, "num_local_experts", 256, 8);
   if (c.arch == "granitemoe" || c.arch == "granitemoeshared") return read_granite_moe(j, c);
   if (c.arch == "hunyuan_v1_moe") return read_hunyuan_moe(j, c);
@@ -606,6 +613,8 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   if (is_lfm2(j)) return read_lfm2_config(j);
   if (is_falcon_h1(j)) return read_falcon_h1_config(j);
   if (is_kimi_linear(j)) return read_kimi_linear_config(j);  // KDA and MLA layers (models/kimi_linear_config.h)
+  if (is_longcat_flash(j)) return read_longcat_flash_config(j);  // two MLA blocks per layer (models/longcat_flash.h)
+  if (is_minimax(j)) return read_minimax_config(j);  // lightning and softmax attention (models/minimax_config.h)
   if (is_qwen3_5_multimodal(j)) return read_qwen3_5_multimodal(j);  // with M-RoPE and its tower (the same)
   if (is_gemma3_multimodal(j)) {  // its language model, text only (models/gemma_config.h)
     BRIGADE_ASSIGN_OR_RETURN(json text, gemma3_text_config(j));
@@ -652,6 +661,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
     return c;
   }
   if (is_bert_family(j)) return read_bert_config(j);  // encoders (models/bert_config.h)
+  apply_exaone3_config_names(j);  // models/classic_decoders_config.h
   bool seq_cls = false;
   BRIGADE_ASSIGN_OR_RETURN(std::string arch, detect_arch(j, seq_cls));
   ModelConfig c;
@@ -714,7 +724,8 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   bool mlp_bias = c.mlp_bias;
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "mlp_bias", mlp_bias));
   if (mlp_bias && c.arch != "llama" && c.arch != "seed_oss" && c.arch != "ernie4_5" && c.arch != "starcoder2" &&
-      c.arch != "phi")  // (those two: their own use_bias / always)
+      c.arch != "phi" && c.arch != "jais2" && c.arch != "nemotron" &&
+      c.arch != "exaone")  // (the last five: their own use_bias / always / mlp_bias)
     return unsupported("config.json: mlp_bias = true is not supported for " + c.arch + "; set it to false");
   if (c.arch == "llama") c.mlp_bias = mlp_bias;
   BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));

@@ -48,6 +48,9 @@ struct SsmConfig {
   // Kimi Linear's KDA layers (Backend::kda; models/kimi_linear.h): the layout's H heads of P
   // value and N = P key channels (n_groups = H), a conv over q|k|v without bias.
   bool kda = false;
+  // MiniMax's lightning attention layers (Backend::lightning_attention; models/minimax.h): the
+  // layout's H heads of D = P = N channels, no conv (conv_kernel 1, no conv state).
+  bool lightning = false;
   bool mamba1() const { return dt_rank > 0; }
   bool present() const { return layout.n_heads > 0; }
 };
@@ -175,6 +178,8 @@ struct ModelConfig {
     bool enabled() const { return n_heads > 0; }
   } dsa;
   int n_shared_experts = 0;          // a dense SwiGLU of n_shared_experts * moe_intermediate_size (shared_width)
+  int n_zero_experts = 0;            // LongCat-Flash's zero_expert_num: identity experts routed beside the n_experts
+                                     // (ids [n_experts, n_experts + this); Backend::moe_identity_experts)
   int first_k_dense_replace = 0;     // layers [0, k) keep the dense MLP
   int n_mtp_layers = 0;              // num_nextn_predict_layers: MTP modules stored after the layers
   int n_group = 1;                   // expert groups of the group-limited routing
@@ -259,6 +264,11 @@ struct ModelConfig {
     float ssm_in = 1.0f, ssm_out = 1.0f, attn_in = 1.0f, attn_out = 1.0f, key = 1.0f, mlp_gate = 1.0f, mlp_down = 1.0f;
     std::array<float, 5> ssm_rows = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
   } mup;
+
+  // MiniMax-Text-01 / M1 (models/minimax.h): after a lightning attention, a softmax attention
+  // and an MLP block (index 0, 1, 2) the residual is alpha * the block's normed input + beta * its
+  // output (MiniMaxDecoderLayer's *_alpha_factor / *_beta_factor).
+  std::array<float, 3> block_alpha = {1.0f, 1.0f, 1.0f}, block_beta = {1.0f, 1.0f, 1.0f};
 
   bool is_mla() const { return kv_lora_rank > 0; }
   // Whether some layer keeps a recurrent state per sequence (ssm_layers).

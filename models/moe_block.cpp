@@ -64,13 +64,16 @@ struct MoeNames {
 
 MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
   const std::string layer = "model.layers." + std::to_string(l) + ".";
-  if ((c.arch == "mixtral" || c.arch == "phimoe" || c.arch == "kimi_linear") && w.has(layer + "block_sparse_moe.gate.weight"))
+  if ((c.arch == "mixtral" || c.arch == "phimoe" || c.arch == "kimi_linear" || c.arch == "minimax") &&
+      w.has(layer + "block_sparse_moe.gate.weight"))
     return {layer + "block_sparse_moe.", "gate", "w1", "w3", "w2"};  // (Kimi Linear's: its selection bias, shared_experts.)
   if (c.arch == "phimoe" && w.has(layer + "mlp.router.weight"))  // transformers 5's (GGUF's: mlp.gate)
     return {layer + "mlp.", "router", "gate_proj", "up_proj", "down_proj"};
   if (c.arch == "minimax_m2" && w.has(layer + "block_sparse_moe.gate.weight"))  // Mixtral's names, its selection bias
     return {layer + "block_sparse_moe.", "gate", "w1", "w3", "w2", "e_score_correction_bias"};
   if (c.arch == "gpt_oss") return {layer + "mlp.", "router", "gate_proj", "up_proj", "down_proj"};
+  if (c.arch == "longcat_flash")  // LongcatFlashTopkRouter's classifier and selection bias, over E + Z experts
+    return {layer + "mlp.", "router.classifier", "gate_proj", "up_proj", "down_proj", "router.e_score_correction_bias"};
   if (c.arch == "jamba") return {layer + "feed_forward.", "router", "gate_proj", "up_proj", "down_proj"};
   if (c.arch == "llama4_text")  // its ungated shared expert under Qwen2-MoE's name
     return {layer + "feed_forward.", "router", "gate_proj", "up_proj", "down_proj", "gate.e_score_correction_bias",
@@ -159,12 +162,13 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
   const int64_t hidden = c.hidden_size, inter = c.moe_intermediate_size;
   MoeBlock b;
   w.quantize_linear(false);  // the router and shared experts stay float under weights: q8_0
-  BRIGADE_ASSIGN_OR_RETURN(b.router, w.matrix(pre + names.router + ".weight", c.n_experts, hidden));
+  const int64_t routed = int64_t{c.n_experts} + c.n_zero_experts;  // the router's choices (zero experts: LongCat)
+  BRIGADE_ASSIGN_OR_RETURN(b.router, w.matrix(pre + names.router + ".weight", routed, hidden));
   if (c.moe_biases) {
-    BRIGADE_ASSIGN_OR_RETURN(b.router_bias, w.vector_f32({pre + names.router + ".bias"}, {c.n_experts}));
+    BRIGADE_ASSIGN_OR_RETURN(b.router_bias, w.vector_f32({pre + names.router + ".bias"}, {routed}));
   }
   if (c.moe_score_bias) {
-    BRIGADE_ASSIGN_OR_RETURN(b.bias, w.vector_f32({pre + names.score_bias}, {c.n_experts}));
+    BRIGADE_ASSIGN_OR_RETURN(b.bias, w.vector_f32({pre + names.score_bias}, {routed}));
   }
   if (const int64_t shared = c.shared_width(); shared > 0) {
     const Slice cols{sh.shared_begin, sh.shared};
@@ -264,7 +268,7 @@ Expected<MoeScratch> allocate_moe_scratch(Backend& backend, const ModelConfig& c
   const int64_t hidden = c.hidden_size, shared = sh.shared;
   const DType a = backend.activation_dtype();
   MoeScratch s;
-  BRIGADE_ASSIGN_OR_RETURN(s.router_logits, alloc_tensor(backend, DType::f32, t, c.n_experts));
+  BRIGADE_ASSIGN_OR_RETURN(s.router_logits, alloc_tensor(backend, DType::f32, t, int64_t{c.n_experts} + c.n_zero_experts));
   BRIGADE_ASSIGN_OR_RETURN(s.ids, alloc_tensor(backend, DType::i32, t, k));
   BRIGADE_ASSIGN_OR_RETURN(s.weights, alloc_tensor(backend, DType::f32, t, k));
   const size_t ws = backend.moe_workspace_bytes(t, k, hidden, sh.inter);
@@ -307,6 +311,8 @@ void run_moe_block(Backend& backend, const ModelConfig& c, const MoeShard& shard
                               s.workspace.tensor, delta);
   else
     backend.moe_experts(normed, block.gate_up.tensor, block.down.tensor, ids, weights, mlp, s.workspace.tensor, delta);
+  // LongcatFlashMoE: the ids past the real experts (moe_experts skipped them) return their input.
+  if (c.n_zero_experts > 0) backend.moe_identity_experts(normed, ids, weights, c.n_experts, delta);
   if (block.shared_gate_up.tensor.empty()) return;
   const Tensor out = s.shared_out.tensor.rows(0, n);
   if (!block.shared_gate.tensor.empty()) {

@@ -45,7 +45,8 @@ std::string moe_split_fields(const ModelConfig& c, bool expert_parallel);
 
 // One sparse layer's weights (a rank's part: MoeShard); E experts, I = moe_intermediate_size.
 struct MoeBlock {
-  OwnedTensor router;   // [E, hidden] (mlp.gate.weight; gpt-oss: mlp.router.weight)
+  OwnedTensor router;   // [E, hidden] (mlp.gate.weight; gpt-oss: mlp.router.weight; LongCat: [E + Z, hidden], its
+                        // zero experts' rows after the real ones, ModelConfig::n_zero_experts, and so bias)
   OwnedTensor router_bias;  // [E] f32 added to the router logits (gpt-oss: mlp.router.bias), or empty
   OwnedTensor bias;     // [E] f32 (mlp.gate.e_score_correction_bias, DeepSeek-V3), or empty
   OwnedTensor gate_up;  // [E * 2I, hidden]: per expert its gate rows, then its up rows (relu2 experts: its
@@ -69,7 +70,7 @@ struct MoeBlock {
 
 // Per-step buffers for up to T tokens, allocated once with the model's scratch (for a rank's part).
 struct MoeScratch {
-  OwnedTensor router_logits;  // [T, E] f32
+  OwnedTensor router_logits;  // [T, E (+ Z zero experts)] f32
   OwnedTensor ids;            // [T, k] i32
   OwnedTensor weights;        // [T, k] f32
   OwnedTensor workspace;      // Backend::moe_workspace_bytes(T, k, hidden, I) bytes
@@ -95,7 +96,7 @@ Expected<MoeScratch> allocate_moe_scratch(Backend& backend, const ModelConfig& c
 // the backend multiplies the type (else q8_0, or the float type asked for). Mixtral's Hub names
 // are block_sparse_moe.gate.weight and block_sparse_moe.experts.{e}.w1 (gate), w3 (up) and w2
 // (down); LFM2-MoE's feed_forward.gate.weight, feed_forward.expert_bias [E] (the selection bias)
-// and feed_forward.experts.{e}.w1 / w3 / w2; AFMoE's mlp.router.gate.weight and mlp.expert_bias [E]. gpt-oss's are mlp.router.{weight,bias} and mlp.experts.gate_up_proj [E, hidden, 2I]
+// and feed_forward.experts.{e}.w1 / w3 / w2; AFMoE's mlp.router.gate.weight and mlp.expert_bias [E]; LongCat-Flash's mlp.router.classifier.weight and mlp.router.e_score_correction_bias, [E + Z] rows both (ModelConfig::n_zero_experts). gpt-oss's are mlp.router.{weight,bias} and mlp.experts.gate_up_proj [E, hidden, 2I]
 // (transposed, each expert's gate and up columns interleaved: gate j at 2j, up j at 2j + 1),
 // gate_up_proj_bias [E, 2I] (interleaved alike), down_proj [E, I, hidden] (transposed) and
 // down_proj_bias [E, hidden]. DeepSeek adds mlp.gate.e_score_correction_bias [E] (V3) and

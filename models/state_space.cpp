@@ -8,6 +8,8 @@
 #include "models/decoder_ends.h"
 #include "models/image_inputs.h"
 #include "models/kimi_linear.h"
+#include "models/minimax.h"
+#include "models/mla_block.h"
 #include "models/moe_block.h"
 #include "models/rope_scaling.h"
 #include "models/step_check.h"
@@ -52,7 +54,7 @@ class StateSpaceModel final : public Model {
         names_(config.arch == "granitemoehybrid" ? kGraniteNames
                : config.arch == "jamba"          ? kJambaNames
                : config.ssm.gated_delta          ? kQwenNextNames
-               : config.ssm.kda                  ? kKimiNames
+               : config.ssm.kda || config.ssm.lightning ? kKimiNames  // (MiniMax's names are Kimi's)
                : config.ssm.short_conv           ? kLfm2Names
                : config.parallel_attention       ? kFalconH1Names
                                                  : kBackboneNames),
@@ -122,7 +124,9 @@ class StateSpaceModel final : public Model {
     // Kimi Linear's (models/kimi_linear.h): a KDA block (Kind::ssm; its states conv_state and
     // ssm_state above) or an MLA block (Kind::attention).
     KdaBlock kda;
-    NopeMlaBlock mla;
+    MlaWeights mla;
+    // MiniMax's lightning attention (models/minimax.h; Kind::ssm, its state ssm_state above).
+    LightningBlock lightning;
   };
   // A vector of `shape` (numel n) read as f32 through f (element, index), uploaded.
   template <typename F>
@@ -152,6 +156,8 @@ class StateSpaceModel final : public Model {
   bool short_conv() const { return config_.ssm.short_conv; }
   // Kimi Linear's KDA and MLA blocks.
   bool kimi() const { return config_.ssm.kda; }
+  // MiniMax's lightning attention layers and residual scalings.
+  bool minimax() const { return config_.ssm.lightning; }
   // Falcon-H1's layers: attention beside the mixer, their outputs summed; muP multipliers folded
   // into the weights at load (ModelConfig::mup).
   bool parallel() const { return config_.parallel_attention; }
@@ -159,6 +165,15 @@ class StateSpaceModel final : public Model {
   // them, K/V into the layer's pages, Qwen3-Next's output gate, o.
   void run_attention(const Layer& L, int64_t n, const KvCache& kv, const AttentionMeta& meta, const Tensor& normed,
                      const Tensor& out);
+  // MiniMax's residual after block `kind` (ModelConfig::block_alpha / block_beta: 0 lightning, 1
+  // softmax attention, 2 MLP): residual = alpha * normed (the block's input) and delta *= beta, so
+  // the next add_rms_norm's residual + delta is transformers' residual * alpha + output * beta.
+  void rescale_residual(size_t kind, const Tensor& residual, const Tensor& normed, const Tensor& delta) {
+    const float alpha = config_.block_alpha[kind], beta = config_.block_beta[kind];
+    backend_.copy(residual, normed);
+    if (alpha != 1.0f) backend_.scale(residual, alpha);
+    if (beta != 1.0f) backend_.scale(delta, beta);
+  }
   // Qwen3-Next's zero-centred RMSNorms scale by 1 + w (a GGUF file holds 1 + w already).
   float norm_offset() const { return gated() && !gguf_ ? 1.0f : 0.0f; }
   // The in_proj width: Mamba2's z|xBC|dt, Gated DeltaNet's q|k|v|z|b|a, or the short conv's B|C|x.
@@ -197,6 +212,7 @@ class StateSpaceModel final : public Model {
   OwnedTensor slots_, fresh_, save_rows_, save_slots_;
   OwnedTensor parallel_out_;  // Falcon-H1: the attention's output beside the mixer's
   KimiScratch kimi_;          // Kimi Linear's blocks' activations
+  LightningScratch lightning_;  // MiniMax's lightning blocks' activations
   OwnedTensor residual_, normed_, delta_, proj_, xbc_, y_, selected_, qkv_, attn_, gate_, mlp_, act_, up_;
   OwnedTensor dtr_, bm_, cm_, dt_, ones_;  // Mamba1: x_proj's parts, dt, FalconMamba's unit norm weights
   std::vector<int32_t> slots_host_, fresh_host_;  // the step's slot of each sequence, and which start afresh
@@ -579,16 +595,20 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
              : !config_.mlp_layers.empty() && config_.mlp_layers[i] ? Kind::mlp
                                                                     : Kind::attention;
     BRIGADE_ASSIGN_OR_RETURN(L.norm, w.vector_f32({p + names_.mixer_norm}, {h}, {}, norm_offset()));
-    if (kimi() && L.kind == Kind::ssm) {
+    if (minimax() && L.kind == Kind::ssm) {  // no conv: its state is S alone
+      BRIGADE_RETURN_IF_ERROR(load_lightning_block(w, backend_, config_, l, p, L.lightning));
+      BRIGADE_ASSIGN_OR_RETURN(L.ssm_state, alloc_tensor(backend_, DType::f32, n_slots_, layout_.d_inner() * layout_.state_size));
+      dense_linear_ += static_cast<double>(lightning_linear_params(config_));
+    } else if (kimi() && L.kind == Kind::ssm) {
       const int64_t k = layout_.conv_kernel;
       BRIGADE_RETURN_IF_ERROR(load_kda_block(ck, w, backend_, config_, p, gguf_, L.kda, host_params_));
       BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * layout_.conv_dim()));
       BRIGADE_ASSIGN_OR_RETURN(L.ssm_state, alloc_tensor(backend_, DType::f32, n_slots_, layout_.d_inner() * layout_.state_size));
       dense_linear_ += static_cast<double>(kda_linear_params(config_));
     } else if (kimi()) {
-      BRIGADE_RETURN_IF_ERROR(load_nope_mla(w, config_, p, L.mla));
+      BRIGADE_RETURN_IF_ERROR(load_mla_weights(w, config_, p, Slice{}, L.mla));
       L.kv_index = kv_index++;
-      dense_linear_ += static_cast<double>(nope_mla_linear_params(config_));
+      dense_linear_ += static_cast<double>(mla_linear_params(config_));
     } else if (L.kind == Kind::ssm && config_.ssm.mamba1()) {
       BRIGADE_RETURN_IF_ERROR(load_mixer1(ck, w, p, L));
     } else if (L.kind == Kind::ssm && gated()) {
@@ -642,6 +662,8 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
     backend_.upload(ones_.tensor, ones.data());
   } else if (kimi()) {
     BRIGADE_RETURN_IF_ERROR(allocate_kimi_scratch(backend_, config_, n, kimi_));
+  } else if (minimax()) {
+    BRIGADE_RETURN_IF_ERROR(allocate_lightning_scratch(backend_, config_, n, lightning_));
   } else if (config_.recurrent()) {  // (the short conv's output goes from proj_ to y_ directly)
     BRIGADE_ASSIGN_OR_RETURN(proj_, alloc_tensor(backend_, act, n, proj_width()));
     if (!short_conv()) {
@@ -756,7 +778,8 @@ Status StateSpaceModel::plan_snapshots(const StepBatch& batch) {
   for (const auto& [from, to] : restores_) {
     for (Layer& L : layers_) {
       if (L.kind != Kind::ssm) continue;
-      backend_.copy(L.conv_state.tensor.rows(to, 1), L.conv_state.tensor.rows(from, 1));
+      if (!L.conv_state.tensor.empty())  // (MiniMax's lightning attention has no conv)
+        backend_.copy(L.conv_state.tensor.rows(to, 1), L.conv_state.tensor.rows(from, 1));
       if (!L.ssm_state.tensor.empty())  // (LFM2's short conv keeps its conv rows alone)
         backend_.copy(L.ssm_state.tensor.rows(to, 1), L.ssm_state.tensor.rows(from, 1));
     }
@@ -867,7 +890,9 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
     // The previous sublayer's output joins the residual in the same pass as this norm.
     if (l == 0) b.rms_norm(residual, L.norm.tensor, eps, normed);
     else b.add_rms_norm(residual, delta, L.norm.tensor, eps, normed);
-    if (kimi() && L.kind == Kind::ssm) {  // KDA: the conv over q|k|v, the per-channel delta rule, the gated norm
+    if (minimax() && L.kind == Kind::ssm) {  // lightning attention: silu(qkv), the decayed sum, norm, gate
+      run_lightning_block(b, config_, L.lightning, lightning_, seqs, L.ssm_state.tensor, normed, delta);
+    } else if (kimi() && L.kind == Kind::ssm) {  // KDA: the conv over q|k|v, the per-channel delta rule, the gated norm
       run_kda_block(b, config_, L.kda, kimi_, seqs, L.conv_state.tensor, L.ssm_state.tensor, normed, delta);
     } else if (kimi()) {  // MLA without RoPE
       run_nope_mla(b, config_, L.mla, kimi_, kv.layer(L.kv_index), meta, ints_.slots(n), normed, delta);
@@ -909,10 +934,12 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
       run_attention(L, n, kv, meta, normed, delta);
     }
     if (scale_residual) b.scale(delta, residual_scale);
+    if (minimax()) rescale_residual(L.kind == Kind::ssm ? 0 : 1, residual, normed, delta);
     if (!has_ffn()) continue;
     b.add_rms_norm(residual, delta, L.ffn_norm.tensor, eps, normed);
     run_mlp(L, n, normed, delta);
     if (scale_residual) b.scale(delta, residual_scale);
+    if (minimax()) rescale_residual(2, residual, normed, delta);
   }
   images_.end_step();
   for (int s = 0; s < n_seqs && config_.recurrent(); ++s) {

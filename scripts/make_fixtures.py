@@ -670,7 +670,93 @@ def fixtures():
         "stablelm_parallel": ("StableLmConfig", "StableLmForCausalLM", base_config(
             hidden_size=32, intermediate_size=64, partial_rotary_factor=0.5, qk_layernorm=True, use_parallel_residual=True, layer_norm_eps=1e-5,
             pad_token_id=0)),
+        # Jais 2 (Jais2ForCausalLM, inceptionai/Jais-2-8B-Chat): Llama's layer with biased LayerNorms,
+        # q/k/v/o biases, an ungated relu2 MLP with biases (Jais2Config's defaults); hidden 32, GQA 4 over 2.
+        "jais2": ("Jais2Config", "Jais2ForCausalLM", layer_norm_config(
+            hidden_size=32, intermediate_size=64, hidden_act="relu2", attention_bias=True, mlp_bias=True, pad_token_id=0)),
+        # Nemotron-4 / Minitron (NemotronForCausalLM, nvidia/Minitron-4B-Base): LayerNorm1P (biased,
+        # scaling by 1 + w: its weights near 0 as trained), RoPE over half of each head (4 of 8), an
+        # ungated relu2 MLP, no biases; hidden 32, GQA 4 over 2.
+        "nemotron": ("NemotronConfig", "NemotronForCausalLM", layer_norm_config(
+            hidden_size=32, intermediate_size=64, hidden_act="relu2", partial_rotary_factor=0.5,
+            pad_token_id=0, eps_key="norm_eps")),
+        # MiniMax-Text-01 / M1 (MiniMaxForCausalLM): lightning attention (silu(qkv_proj) per head
+        # q|k|v of 8, S = exp(-slope) S + k^T v, o = q S, the RMSNorm over all heads, times
+        # sigmoid(output_gate)) at layers 0 and 2, GQA softmax attention (4 heads over 2, RoPE over
+        # whole heads) at 1 and 3, each then 4 Mixtral experts (top 2); the residual scalings
+        # alpha (on the normed input) and beta (on the block's output) all different from 1.
+        # block_size 16: the 40-token prompt runs transformers' blocked prefill over 3 blocks.
+        "minimax": ("MiniMaxConfig", "MiniMaxForCausalLM", base_config(
+            vocab_size=128, hidden_size=32, intermediate_size=32, num_hidden_layers=4, num_attention_heads=4,
+            num_key_value_heads=2, head_dim=8, num_local_experts=4, num_experts_per_tok=2, block_size=16,
+            layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"],
+            full_attn_alpha_factor=1.1, full_attn_beta_factor=0.9, linear_attn_alpha_factor=0.8,
+            linear_attn_beta_factor=1.2, mlp_alpha_factor=0.7, mlp_beta_factor=1.3, pad_token_id=0)),
+        # LongCat-Flash (LongcatFlashForCausalLM): 2 layers, each two MLA blocks (4 heads, q_lora 24,
+        # latent 16, nope/rope/v 8/8/8: LoRA scalings sqrt(32/24) and sqrt(2)), two dense SwiGLUs of
+        # 48 and the shortcut MoE: 8 experts of 16 and 4 zero experts, top 3 by softmax +
+        # e_score_correction_bias, times 2 (make_longcat_flash checks tokens route to both kinds).
+        "longcat_flash": ("LongcatFlashConfig", "LongcatFlashForCausalLM", dict(
+            vocab_size=128, hidden_size=32, num_layers=2, num_attention_heads=4, num_key_value_heads=4,
+            ffn_hidden_size=48, q_lora_rank=24, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, head_dim=8,
+            v_head_dim=8, n_routed_experts=8, zero_expert_num=4, moe_topk=3, expert_ffn_hidden_size=16,
+            routed_scaling_factor=2.0, max_position_embeddings=256, rms_norm_eps=1e-5,
+            rope_parameters=dict(rope_type="default", rope_theta=10000.0), bos_token_id=1, eos_token_id=2,
+            pad_token_id=0, tie_word_embeddings=False)),
+        # EXAONE 3.5 (ExaoneForCausalLM, LGAI-EXAONE/EXAONE-3.5-2.4B-Instruct; transformers runs it as
+        # LlamaForCausalLM): the Hub's tensor names (transformer.h.N.attn.attention.q_proj, ln_1, c_fc_0
+        # ...) and config names (num_layers, layer_norm_epsilon, activation_function: exaone_hub_config),
+        # llama3 RoPE scaling over heads of 16 (all three bands, as llama_rope_llama3), 2 heads over 1, tied.
+        "exaone": ("ExaoneConfig", "LlamaForCausalLM", base_config(
+            hidden_size=32, intermediate_size=64, num_attention_heads=2, num_key_value_heads=1, tie_word_embeddings=True, pad_token_id=0, max_position_embeddings=2048,
+            rope_parameters=dict(rope_type="llama3", rope_theta=10000.0, factor=8.0, low_freq_factor=1.0,
+                                 high_freq_factor=4.0, original_max_position_embeddings=256))),
+        # FlexOlmo (FlexOlmoForCausalLM, allenai/FlexOlmo-7x7B-1T): OLMo 2's layer (no norm before the
+        # attention or the MLP; each block's output RMSNormed; whole-projection q/k RMSNorms) with
+        # OLMoE's experts: 4 of 16 wide, softmax top 2 not renormalised (FlexOlmoConfig's
+        # norm_topk_prob false); hidden 32, GQA 4 over 2.
+        "flex_olmo": ("FlexOlmoConfig", "FlexOlmoForCausalLM", base_config(
+            hidden_size=32, intermediate_size=16, num_experts=4, num_experts_per_tok=2, norm_topk_prob=False,
+            rms_norm_eps=1e-6, pad_token_id=0, eos_token_id=2)),
     }
+
+
+def exaone_hub_config(d, model):
+    """Rewrites the config.json transformers saved in `d` as the Hub's EXAONE 3.5 configs are
+    (ExaoneForCausalLM, num_layers, layer_norm_epsilon, activation_function, rope_theta and
+    rope_scaling at the top), then checks that transformers reads it back to `model`'s logits."""
+    import torch
+    import transformers
+    path = Path(d) / "config.json"
+    c = json.loads(path.read_text())
+    c["architectures"] = ["ExaoneForCausalLM"]
+    for ours, hub in (("num_hidden_layers", "num_layers"), ("rms_norm_eps", "layer_norm_epsilon"),
+                      ("hidden_act", "activation_function")):
+        c[hub] = c.pop(ours)
+    rope = c.pop("rope_parameters")
+    c["rope_theta"] = rope.pop("rope_theta")
+    c["rope_scaling"] = rope
+    path.write_text(json.dumps(c, indent=2) + "\n")
+    back = transformers.AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32, attn_implementation="eager").eval()
+    ids = torch.arange(40).reshape(1, 40) % c["vocab_size"]
+    with torch.no_grad():
+        diff = (back(ids).logits - model(ids).logits).abs().max().item()
+    assert diff == 0.0, f"the Hub-form config reads back {diff} away"
+
+
+def make_exaone(name, config_cls, model_cls, kw, seed):
+    """make(), with config.json in the Hub's form (exaone_hub_config)."""
+    model = new_model(config_cls, model_cls, kw, seed)
+    make(name, config_cls, model_cls, kw, seed, model=model)
+    exaone_hub_config(OUT / name, model)
+
+
+def layer_norm_config(eps_key="layer_norm_eps", **kw):
+    """base_config's kwargs for a config whose norm epsilon is `eps_key` (no rms_norm_eps)."""
+    c = base_config(**{eps_key: 1e-5})
+    del c["rms_norm_eps"]
+    c.update(kw)
+    return c
 
 
 def cohere_config(**kw):
@@ -812,7 +898,8 @@ def randomize(model, seed):
     Command R+'s per-head q/k norm weights [heads, head_dim] as norm weights."""
     import torch
     g = torch.Generator().manual_seed(seed)
-    zero_centred = model.config.model_type in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe")
+    zero_centred = model.config.model_type in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe",
+                                               "nemotron")
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() >= 2 and not (model.config.model_type == "cohere" and name.endswith("_norm.weight")):
@@ -898,7 +985,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 
@@ -959,6 +1046,32 @@ def make_dsa(name, config_cls, model_cls, kw, seed):
     out.write_text(json.dumps(expected, separators=(",", ":")) + "\n")
 
 
+def make_longcat_flash(name, config_cls, model_cls, kw, seed):
+    """make() after checking, over the prompts' forwards, that the routers pick both real and zero
+    (identity) experts in every layer, so the fixture exercises both."""
+    import torch
+    model = new_model(config_cls, model_cls, kw, seed)
+    picks = []
+
+    def count(module, args, out):
+        ids = out[2]
+        picks.append((module, int((ids >= kw["n_routed_experts"]).sum()), ids.numel()))
+
+    routers = [layer.mlp.router for layer in model.model.layers]
+    hooks = [r.register_forward_hook(count) for r in routers]
+    with torch.no_grad():
+        for prompt in prompts_for(kw["vocab_size"]):
+            model(torch.tensor([prompt]))
+    for h in hooks:
+        h.remove()
+    for i, r in enumerate(routers):
+        zero = sum(z for m, z, _ in picks if m is r)
+        total = sum(t for m, _, t in picks if m is r)
+        print(f"{name}: layer {i} routes {zero} of {total} picks to zero experts")
+        assert 0 < zero < total, "the fixture must route some picks to zero experts and some to real ones"
+    make(name, config_cls, model_cls, kw, seed, model=model)
+
+
 def make_kimi_linear(name, config_cls, model_cls, kw, seed):
     """make(), then kda_op.json: Backend::kda's reference on random inputs, transformers'
     recurrent_kimi_delta_attention (its torch fallback, the rule token by token) with the decay of
@@ -991,6 +1104,40 @@ def make_kimi_linear(name, config_cls, model_cls, kw, seed):
            "beta": flat(beta_logits), "a_log": flat(gate.A_log.detach()), "dt_bias": flat(gate.dt_bias.detach()),
            "out": flat(o), "state": flat(state)}
     (OUT / name / "kda_op.json").write_text(json.dumps(out, separators=(",", ":")) + "\n")
+
+
+def make_minimax(name, config_cls, model_cls, kw, seed):
+    """make(), then lightning_op.json: Backend::lightning_attention's reference on random inputs,
+    transformers' MiniMaxLightningAttention with qkv_proj made the identity (so qkv is silu of the
+    input): H heads of D over T rows from a zero state, in blocks of 4 (its blocked prefill), then
+    `decode` more rows one at a time from its cache (its recurrent branch). Raw qkv [T + decode, H,
+    3 D] (before the SiLU), the slope of layer `layer` of `layers`, the outputs o before its norm
+    (a hook on the norm's input) [T + decode, H D] and the final state [H, D (key), D (value)]."""
+    import torch
+    import transformers
+    from transformers.models.minimax import modeling_minimax as mm
+    make(name, config_cls, model_cls, kw, seed)
+    h, d, t, dec, layer, layers = 3, 8, 11, 3, 1, 4
+    config = transformers.MiniMaxConfig(hidden_size=3 * h * d, num_attention_heads=h, head_dim=d, block_size=4,
+                                        num_hidden_layers=layers, num_key_value_heads=h,
+                                        layer_types=["linear_attention"] * layers)
+    attn = mm.MiniMaxLightningAttention(config, layer).eval()
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(1, t + dec, 3 * h * d, generator=g)
+    seen = []
+    attn.norm.register_forward_hook(lambda mod, inp, out: seen.append(inp[0].detach().clone()))
+    cache = mm.MiniMaxCache()
+    with torch.no_grad():
+        attn.qkv_proj.weight.copy_(torch.eye(3 * h * d))
+        attn(x[:, :t], None, None, cache=cache)
+        for i in range(t, t + dec):
+            _, state = attn(x[:, i:i + 1], None, None, cache=cache)
+    o = torch.cat(seen, dim=1)
+    flat = lambda y: [float(f"{v:.8g}") for v in y.reshape(-1).tolist()]
+    out = {"generator": f"transformers {transformers.__version__} MiniMaxLightningAttention (block_size 4, then its cache)",
+           "heads": h, "head_dim": d, "rows": t, "decode_rows": dec, "layer": layer, "layers": layers,
+           "slope": flat(attn.slope_rate), "qkv": flat(x), "out": flat(o), "state": flat(state[0])}
+    (OUT / name / "lightning_op.json").write_text(json.dumps(out, separators=(",", ":")) + "\n")
 
 
 def make_glm4_moe_step(name, config_cls, model_cls, kw, seed):
@@ -1340,7 +1487,9 @@ def main():
     for seed, (name, (config_cls, model_cls, kw)) in enumerate(fixtures().items()):
         if not names or name in names:
             maker = {"deepseek_v3_mtp": make_mtp, "glm4_moe_mtp": make_mtp, "glm4_moe_step": make_glm4_moe_step,
-                     "kimi_linear": make_kimi_linear,
+                     "kimi_linear": make_kimi_linear, "exaone": make_exaone,
+                     "longcat_flash": make_longcat_flash,
+                     "minimax": make_minimax,
                      "deepseek_v32": make_dsa, "glm_moe_dsa": make_dsa}.get(name, make)
             maker(name, config_cls, model_cls, kw, 1000 + seed)
     if not names or "gpt_oss_mxfp4" in names:  # from the gpt_oss fixture written above

@@ -21,6 +21,16 @@ their own (make_fixtures.new_model), changed only where llama.cpp cannot run the
   gguf_stablelm_parallel  as make_fixtures.py's stablelm_parallel (per-head q/k LayerNorms, which
                           the converter stacks into attn_q_norm / attn_k_norm [heads, head_dim], and
                           the parallel residual: no ffn_norm), unchanged; --outtype f32
+  gguf_jais2              Jais2ForCausalLM as make_fixtures.py's jais2 (conversion/jais.py's
+                          Jais2Model: biased LayerNorms, q/k/v/o biases, the ungated relu2 MLP with
+                          biases), unchanged; --outtype f32
+  gguf_nemotron           NemotronForCausalLM as make_fixtures.py's nemotron (conversion/nemotron.py's
+                          NemotronModel: the LayerNorm1P weights stored as 1 + w, rope.dimension_count
+                          int(0.5 * hidden) / heads = 4); its vocabulary SentencePiece's (set_vocab
+                          reads tokenizer.model), unchanged; --outtype f32
+  gguf_exaone             ExaoneForCausalLM as make_fixtures.py's exaone (the Hub's tensor and config
+                          names; conversion/exaone.py's ExaoneModel: llama's layer, NEOX RoPE, the
+                          llama3 scaling stored as rope_freqs), unchanged; --outtype f32
 
 Vocabularies: make_gguf_qwen35_fixtures.write_toy_tokenizer's byte-level one (pre-tokenizer gpt-2),
 but gemma's (above). The prompts are token ids, so the vocabulary changes no logit.
@@ -60,6 +70,9 @@ SOURCES = {
     "phi": ("phi", {}, 3562),
     "stablelm": ("stablelm", {}, 3563),
     "stablelm_parallel": ("stablelm_parallel", {}, 3564),
+    "jais2": ("jais2", {}, 3565),
+    "nemotron": ("nemotron", {}, 3566),
+    "exaone": ("exaone", {}, 3567),
 }
 # name: (source, --outtype, pre-tokenizer name)
 FIXTURES = {
@@ -68,6 +81,9 @@ FIXTURES = {
     "gguf_phi2": ("phi", "f32", "gpt-2"),
     "gguf_stablelm": ("stablelm", "f32", "gpt-2"),
     "gguf_stablelm_parallel": ("stablelm_parallel", "f32", "gpt-2"),
+    "gguf_jais2": ("jais2", "f32", "gpt-2"),
+    "gguf_nemotron": ("nemotron", "f32", "default"),
+    "gguf_exaone": ("exaone", "f32", "gpt-2"),
 }
 
 
@@ -101,17 +117,46 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
+# make_gguf_qwen35_fixtures.CONVERT with conversion/exaone.py's ExaoneModel given the Hub's
+# activation_function back. llama.cpp 0c1e57098 cannot convert an EXAONE 3.x checkpoint as it
+# stands with transformers 5 installed (tried): ModelBase.load_hparams takes AutoConfig's to_dict(),
+# where ExaoneConfig's attribute_map has renamed activation_function to hidden_act, so
+# set_gguf_parameters' hparams["activation_function"] raises KeyError; read from config.json
+# instead (AutoConfig failing), TextModel writes layer_norm_epsilon as attention.layer_norm_epsilon,
+# which llama.cpp's exaone loader does not read (it needs layer_norm_rms_epsilon: the file does not
+# load). Here the AutoConfig path runs with activation_function copied from hidden_act; nothing
+# else changes.
+CONVERT_EXAONE = """
+import runpy, sys
+sys.path.insert(0, sys.argv[1])
+import conversion.base as base
+import conversion.exaone as exaone
+pre = sys.argv[2]
+base.TextModel.get_vocab_base_pre = lambda self, tokenizer: pre
+set_params = exaone.ExaoneModel.set_gguf_parameters
+def set_gguf_parameters(self):
+    self.hparams.setdefault("activation_function", self.hparams["hidden_act"])
+    set_params(self)
+exaone.ExaoneModel.set_gguf_parameters = set_gguf_parameters
+sys.argv = [sys.argv[1] + "/convert_hf_to_gguf.py"] + sys.argv[3:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
 def convert(model_dir, outfile, outtype, pre):
-    """make_gguf_lfm2_fixtures.convert, by CONVERT_STABLELM for stablelm_parallel's checkpoint."""
-    snippet = CONVERT_STABLELM if model_dir.name == "stablelm_parallel" else None
+    """make_gguf_lfm2_fixtures.convert, by CONVERT_STABLELM for stablelm_parallel's checkpoint and
+    CONVERT_EXAONE for exaone's."""
+    snippet = {"stablelm_parallel": CONVERT_STABLELM, "exaone": CONVERT_EXAONE}.get(model_dir.name)
     lfm2.convert(model_dir, outfile, outtype, pre, snippet=snippet)
 
 
 def build_source(sources, source, tmp):
-    """make_gguf_lfm2_fixtures.build_source, with gemma's vocabulary SentencePiece's."""
+    """make_gguf_lfm2_fixtures.build_source, with gemma's and nemotron's vocabularies SentencePiece's."""
     model, d = lfm2.build_source(sources, source, tmp)
-    if source == "gemma":
+    if source in ("gemma", "nemotron"):
         variants.write_spm_tokenizer(d)
+    if source == "exaone":  # conversion/exaone.py reads the Hub's config names
+        mf.exaone_hub_config(d, model)
     return model, d
 
 

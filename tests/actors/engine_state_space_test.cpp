@@ -37,7 +37,7 @@ TEST(EngineStateSpace, GreedyTokensMatchTransformers) {
         "qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_mm", "gguf_qwen35", "gguf_qwen35moe", "gguf_qwen3next", "lfm2",
         "lfm2_moe", "gguf_lfm2", "gguf_lfm2moe", "falcon_h1", "falcon_h1_norm",
         "gguf_falcon_h1", "gguf_mamba2", "gguf_nemotron_h", "gguf_granitehybrid", "gguf_nemotron_h_moe", "gguf_mamba1",
-        "gguf_falcon_mamba", "gguf_jamba", "kimi_linear", "gguf_kimi_linear"}) {
+        "gguf_falcon_mamba", "gguf_jamba", "kimi_linear", "gguf_kimi_linear", "minimax"}) {
     SCOPED_TRACE(fixture);
     auto engine = testing::create_engine(options(fixture));
     ASSERT_TRUE(engine);
@@ -70,7 +70,7 @@ TEST(EngineStateSpace, GreedyTokensMatchTransformers) {
 TEST(EngineStateSpace, CachedStatesGiveTheTokensOfAFullRecompute) {
   for (const char* fixture :
        {"mamba2", "granite_hybrid", "nemotron_h", "nemotron_h_moe", "mamba1", "jamba", "qwen3_next", "qwen3_5_moe",
-        "gguf_qwen35", "lfm2", "lfm2_moe", "falcon_h1", "kimi_linear"}) {
+        "gguf_qwen35", "lfm2", "lfm2_moe", "falcon_h1", "kimi_linear", "minimax"}) {
     SCOPED_TRACE(fixture);
     const auto cases = testing::read_fixture_cases(fixture);
     EngineOptions off = options(fixture);

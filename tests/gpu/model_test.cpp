@@ -149,6 +149,8 @@ std::string every_expert_copy(const testing::TempDir& into, const std::string& n
     if (text.contains(key)) text["num_experts_per_tok"] = text[key];
   if (text.contains("n_group")) text["topk_group"] = text["n_group"];  // glm4_moe, mistral4: every group too
   if (text.contains("num_expert_group")) text["topk_group"] = text["num_expert_group"];  // kimi_linear's name of it
+  if (text.contains("zero_expert_num"))  // longcat_flash: its moe_topk over the real and zero experts alike
+    text["moe_topk"] = text["n_routed_experts"].get<int>() + text["zero_expert_num"].get<int>();
   // DSA (deepseek_v32, glm_moe_dsa): every key kept, so bf16 near-ties of the index scores cannot
   // flip a choice; the indexer, its key cache and the listed attention still run (GpuDsa.* checks the choice).
   if (text.contains("index_topk")) text["index_topk"] = text["max_position_embeddings"];
@@ -180,14 +182,16 @@ void expect_fixture_matches_cpu(const std::string& name, const std::string& dir)
 // expert) and GLM-4.5 (half-rotated heads with q/k norms and biases, sigmoid routing with the
 // selection bias and scaling, a shared expert) too, and DeepSeek-V3's descendants: Mistral Small 4
 // (MLA with its query temperature on the latent and rope parts of q, softmax groups) and
-// GLM-4.7-Flash (MLA, v wider than nope, sigmoid routing). The MoE fixtures run with every expert taken, as the synthetic models above: the
+// GLM-4.7-Flash (MLA, v wider than nope, sigmoid routing); LongCat-Flash (two scaled MLA blocks per
+// layer, the shortcut MoE with zero experts: Backend::moe_identity_experts). The MoE fixtures run with every expert taken, as the synthetic models above: the
 // gpt_oss router logits hold near-ties (0.005 apart) that bf16 activations would flip, moving the
 // logits by about 1 (not an error of either backend).
 TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir every_expert("gpu_every_expert");
   for (const char* name : {"gemma2", "gemma3"}) expect_fixture_matches_cpu(name, testing::fixture_dir(name));
-  for (const char* name : {"gpt_oss", "qwen2_moe", "glm4_moe", "mistral4", "glm4_moe_lite", "deepseek_v32", "glm_moe_dsa"})
+  for (const char* name : {"gpt_oss", "qwen2_moe", "glm4_moe", "mistral4", "glm4_moe_lite", "deepseek_v32", "glm_moe_dsa",
+                           "longcat_flash"})
     expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 
@@ -207,7 +211,9 @@ TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
 // scale and sinks on its sliding layers, K-EXAONE's NoPE full layer and shared expert (every expert taken);
 // Gemma 1's gelu gate, StarCoder2's and Phi-2's ungated gelu_tanh MLP with biases and biased
 // LayerNorms (Phi's parallel blocks and lm_head bias), StableLM's partial RoPE and StableLM 2 12B's
-// per-head q/k LayerNorms stored one tensor per head.
+// per-head q/k LayerNorms stored one tensor per head; Jais 2's and Nemotron's ungated relu2 MLP and
+// biased LayerNorms (Nemotron's 1 + w, partial RoPE), EXAONE 3.5's llama3 RoPE, FlexOlmo's post-norms
+// with experts.
 TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir every_expert("gpu_every_expert_variants");
@@ -215,10 +221,10 @@ TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
   // LayerNorms' and lm_head's biases.
   for (const char* name : {"olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus", "cohere",
                            "cohere2", "phimoe", "ministral3", "ministral3_text", "arcee", "gemma", "starcoder2", "phi",
-                           "stablelm", "stablelm_parallel"})
+                           "stablelm", "stablelm_parallel", "jais2", "nemotron", "exaone"})
     expect_fixture_matches_cpu(name, testing::fixture_dir(name));
   for (const char* name : {"olmoe", "llama4", "llama4_text", "minimax_m2", "granitemoe", "granitemoeshared",
-                           "hunyuan_v1_moe", "dots1", "afmoe", "mimo_v2_flash", "exaone_moe"})
+                           "hunyuan_v1_moe", "dots1", "afmoe", "mimo_v2_flash", "exaone_moe", "flex_olmo"})
     expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 
@@ -281,7 +287,8 @@ void expect_recurrent_fixture_matches_cpu(const std::string& name, const std::st
 // positions, relu2 MLPs), Granite 4.0-H (Mamba2 mixers beside attention; dense and with experts),
 // Falcon-H1 (a mixer and RoPE attention side by side), Jamba (Mamba1 mixers, experts), LFM2 and
 // LFM2-MoE (short_conv), Qwen3.5 and Qwen3-Next / Qwen3.5-MoE (gated_delta, the gated
-// attention's sigmoid_mul), Kimi Linear (kda, MLA without RoPE, DeepSeek-V3's routing). The MoE fixtures run with every expert taken (see every_expert).
+// attention's sigmoid_mul), Kimi Linear (kda, MLA without RoPE, DeepSeek-V3's routing), MiniMax (lightning_attention,
+// the residual scalings, Mixtral's experts). The MoE fixtures run with every expert taken (see every_expert).
 // Nemotron 3's relu2 experts run on the CPU only (supports_relu2_experts), so nemotron_h_moe is not here.
 TEST(GpuModel, StateSpaceFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
@@ -289,7 +296,7 @@ TEST(GpuModel, StateSpaceFixturesMatchCpu) {
   for (const char* name : {"mamba1", "falcon_mamba", "mamba2", "mamba2_bias", "nemotron_h", "nemotron_h_bias",
                            "granite_hybrid_dense", "falcon_h1", "falcon_h1_norm", "lfm2", "qwen3_5"})
     expect_recurrent_fixture_matches_cpu(name, testing::fixture_dir(name));
-  for (const char* name : {"granite_hybrid", "jamba", "lfm2_moe", "qwen3_next", "qwen3_5_moe", "kimi_linear"})
+  for (const char* name : {"granite_hybrid", "jamba", "lfm2_moe", "qwen3_next", "qwen3_5_moe", "kimi_linear", "minimax"})
     expect_recurrent_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 

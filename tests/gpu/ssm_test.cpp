@@ -258,6 +258,26 @@ TEST(GpuSsm, KdaMatchesCpu) {
   }
 }
 
+// MiniMax's lightning attention (Backend::lightning_attention): silu of the raw q|k|v per head, a
+// fixed decay per head; a small odd shape (D not a multiple of 32) and MiniMax-Text-01's (64
+// heads of 128: 8 of them here).
+TEST(GpuSsm, LightningMatchesCpu) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(48);
+  for (const SsmLayout l : {SsmLayout{3, 24, 3, 24, 1}, SsmLayout{8, 128, 8, 128, 1}}) {
+    SCOPED_TRACE(testing::Message() << "H " << l.n_heads << " D " << l.head_dim);
+    const int64_t h = l.n_heads, vd = l.d_inner(), ch = 3 * vd;
+    const auto decay = random_values(rng, h, 0.5f, 0.999f);
+    OwnedTensor dc = f32(cpu(), h, decay), dg = f32(*gpu(), h, decay);
+    const auto st = states(rng, vd * l.state_size);
+    std::vector<float> qkv;
+    over_two_steps(vd, st, kStateTol, [&](Backend& b, const SsmSeqs& seqs, int64_t n, const Tensor& out) {
+      if (&b == &cpu()) qkv = random_values(rng, n * ch, -2, 2);
+      b.lightning_attention(act(b, n, ch, qkv).tensor, (&b == &cpu() ? dc : dg).tensor, l, seqs, side(b, st), out);
+    });
+  }
+}
+
 TEST(GpuSsm, SigmoidMulAndReluSquared) {
   BRIGADE_REQUIRE_GPU();
   std::mt19937 rng(46);

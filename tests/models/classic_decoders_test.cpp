@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "decoder_config_checks.h"
 #include "hf_fixture.h"
 #include "models/inspect.h"
 #include "models/model_config.h"
@@ -17,16 +18,14 @@
 namespace brigade {
 namespace {
 
+using testing::expect_inspect_names;
 using testing::fixture_dir;
 using testing::kLogitTol;
 using testing::max_diff_with_config;
 using testing::max_diff_with_rules;
+using testing::parse_fixture;
 
-Expected<ModelConfig> parse_fixture(const std::string& name, const std::function<void(nlohmann::json&)>& edit = {}) {
-  auto j = nlohmann::json::parse(read_text_file(fixture_dir(name) + "/config.json").value());
-  if (edit) edit(j);
-  return parse_hf_config(j.dump());
-}
+const auto refused = testing::expect_config_refused;  // (fixture, edit, what the refusal names)
 
 TEST(ClassicDecoders, GemmaConfig) {
   auto c = parse_fixture("gemma");
@@ -115,11 +114,6 @@ TEST(ClassicDecoders, PiecesMoveTheLogits) {
 }
 
 TEST(ClassicDecoders, UnsupportedConfigValuesAreRefusedByName) {
-  auto refused = [](const std::string& name, const std::function<void(nlohmann::json&)>& edit, const std::string& what) {
-    auto c = parse_fixture(name, edit);
-    ASSERT_FALSE(c.has_value()) << name << ": " << what;
-    EXPECT_NE(c.status().message().find(what), std::string::npos) << c.status().message();
-  };
   refused("gemma", [](nlohmann::json& j) { j["hidden_act"] = "silu"; },
           "hidden_act 'silu' is not supported for gemma; supported: gelu_pytorch_tanh, gelu");
   refused("gemma", [](nlohmann::json& j) { j["use_bidirectional_attention"] = true; }, "use_bidirectional_attention");
@@ -133,20 +127,14 @@ TEST(ClassicDecoders, UnsupportedConfigValuesAreRefusedByName) {
 
 // `inspect` names the pieces.
 TEST(ClassicDecoders, InspectNamesThem) {
-  const std::vector<std::pair<std::string, std::vector<std::string>>> want = {
+  expect_inspect_names({
       {"gemma", {"arch", "gemma", "norms scale by 1 + w", "embeddings x 5.65685", "gelu_tanh MLP"}},
       {"starcoder2", {"starcoder2", "LayerNorms with biases (eps 1e-05)", "ungated gelu_tanh MLP", "sliding window 8",
                       "qkv bias, o bias", "MLP biases"}},
       {"phi", {"phi", "attention and MLP side by side on one norm", "rotary dims 8 of 20", "lm_head bias",
                "ungated gelu_tanh MLP"}},
       {"stablelm_parallel", {"stablelm", "q/k LayerNorm per head (its own weights)", "rotary dims 4 of 8",
-                             "attention and MLP side by side on one norm"}}};
-  for (const auto& [name, pieces] : want) {
-    auto info = inspect_model(fixture_dir(name));
-    ASSERT_TRUE(info.has_value()) << info.status().to_string();
-    const std::string text = format_model_info(*info);
-    for (const std::string& piece : pieces) EXPECT_NE(text.find(piece), std::string::npos) << piece << "\n" << text;
-  }
+                             "attention and MLP side by side on one norm"}}});
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "hf_fixture.h"
+#include "op_fixture_util.h"
 #include "models/mapped_file.h"
 #include "models/model_config.h"
 #include "models/step_inputs.h"
@@ -20,19 +21,8 @@ namespace {
 
 using json = nlohmann::json;
 
-json read_json_or_fail(const std::string& path) {
-  auto text = read_text_file(path);
-  EXPECT_TRUE(text.has_value()) << text.status().to_string();
-  return text ? json::parse(*text) : json();
-}
-
-// A [rows, cols] tensor of type t in b's memory, holding `host` (when given).
-OwnedTensor upload(Backend& b, DType t, int64_t rows, int64_t cols, const void* host) {
-  auto o = alloc_tensor(b, t, rows, cols);
-  EXPECT_TRUE(o.has_value()) << o.status().to_string();
-  if (host != nullptr) b.upload(o->tensor, host);
-  return std::move(*o);
-}
+using testing::read_json_or_fail;
+using testing::upload;
 
 // transformers' rule from a zero state over kda_op.json's 7 rows (H 2, N 8, P 6), run as one
 // sequence of 4 rows (fresh, in slot 1, a snapshot into slot 0 after its 2nd row) and a second step

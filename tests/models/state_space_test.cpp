@@ -250,6 +250,9 @@ INSTANTIATE_TEST_SUITE_P(Parallel, StateSpace, ::testing::Values("falcon_h1", "f
 // Kimi Linear: KDA blocks (the per-channel delta rule's state) beside MLA without RoPE (its latent in
 // the pages), DeepSeek-V3's MoE (models/kimi_linear.h).
 INSTANTIATE_TEST_SUITE_P(Kda, StateSpace, ::testing::Values("kimi_linear"));
+// MiniMax-Text-01 / M1: lightning attention (a fixed decay per head, no conv) beside GQA softmax
+// attention, Mixtral's experts, the residual scalings (models/minimax.h).
+INSTANTIATE_TEST_SUITE_P(Lightning, StateSpace, ::testing::Values("minimax"));
 
 // A step that would read a state for a past it does not hold is refused before anything runs,
 // and the states stay as they were: the sequence then continues and still matches transformers.

@@ -1,0 +1,188 @@
+// Four more relatives of the Llama decoder against transformers: Jais 2 and Nemotron (Minitron)
+// and EXAONE 3.0 / 3.5 (models/classic_decoders_config.h), FlexOlmo (models/llama_variants_config.h).
+// Their fixtures (scripts/make_fixtures.py: jais2, nemotron, exaone with the Hub's tensor and config
+// names, flex_olmo) run in HfFixture (hf_fixture_test.cpp) and their GGUF files in GgufClassicF32
+// (gguf_classic_decoders_test.cpp); here, their configs as parsed, each piece moving the logits far
+// outside the tolerance when changed (so the fixtures check each), config values the decoder does
+// not run refused by name, and what `inspect` says of them.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gguf_variants_util.h"
+#include "decoder_config_checks.h"
+#include "hf_fixture.h"
+#include "models/checkpoint.h"
+#include "models/inspect.h"
+#include "models/model_config.h"
+
+namespace brigade {
+namespace {
+
+using testing::expect_inspect_names;
+using testing::fixture_dir;
+using testing::gguf_path;
+using testing::kLogitTol;
+using testing::max_diff_with_config;
+using testing::max_diff_with_rules;
+using testing::parse_fixture;
+
+const auto refused = testing::expect_config_refused;  // (fixture, edit, what the refusal names)
+
+TEST(Relu2Decoders, Jais2Config) {
+  auto c = parse_fixture("jais2");
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "jais2");
+  EXPECT_TRUE(c->layer_norms && c->norm_bias && c->qkv_bias && c->o_bias && c->mlp_bias && c->mlp_ungated);
+  EXPECT_FALSE(c->mlp_gated());
+  EXPECT_EQ(c->mlp_activation, MlpActivation::relu2);
+  EXPECT_EQ(c->norm_offset, 0.0f);
+  EXPECT_EQ(c->rope_dims(), c->head_dim) << "whole heads rotated";
+  EXPECT_FALSE(c->parallel_blocks || c->lm_head_bias || c->tie_embeddings);
+  auto defaults = parse_fixture("jais2", [](nlohmann::json& j) {
+    j.erase("attention_bias");
+    j.erase("mlp_bias");
+  });
+  ASSERT_TRUE(defaults.has_value()) << defaults.status().to_string();
+  EXPECT_TRUE(defaults->qkv_bias && defaults->o_bias && defaults->mlp_bias) << "Jais2Config's defaults: true";
+}
+
+TEST(Relu2Decoders, NemotronConfig) {
+  auto c = parse_fixture("nemotron");
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "nemotron");
+  EXPECT_TRUE(c->layer_norms && c->norm_bias && c->mlp_ungated);
+  EXPECT_FALSE(c->qkv_bias || c->o_bias || c->mlp_bias);
+  EXPECT_EQ(c->norm_offset, 1.0f) << "LayerNorm1P";
+  EXPECT_EQ(c->mlp_activation, MlpActivation::relu2);
+  EXPECT_EQ(c->rope_dims(), 4) << "half of 8";
+  EXPECT_FLOAT_EQ(c->rms_eps, 1e-5f);
+  auto default_half = parse_fixture("nemotron", [](nlohmann::json& j) { j["rope_parameters"].erase("partial_rotary_factor"); });
+  ASSERT_TRUE(default_half.has_value());
+  EXPECT_EQ(default_half->rope_dims(), 4) << "NemotronConfig's default 0.5";
+  auto biased = parse_fixture("nemotron", [](nlohmann::json& j) {
+    j["attention_bias"] = true;
+    j["mlp_bias"] = true;
+  });
+  ASSERT_TRUE(biased.has_value());
+  EXPECT_TRUE(biased->qkv_bias && biased->o_bias && biased->mlp_bias);
+}
+
+// Each piece the fixtures exercise moves their logits far outside the tolerance.
+TEST(Relu2Decoders, PiecesMoveTheLogits) {
+  const float far = 100 * kLogitTol;
+  EXPECT_GT(max_diff_with_rules("jais2", [](ModelConfig& c) { c.norm_bias = false; }), far) << "norms without bias";
+  EXPECT_GT(max_diff_with_rules("jais2", [](ModelConfig& c) { c.layer_norms = false; }), far) << "RMSNorms";
+  EXPECT_GT(max_diff_with_rules("jais2", [](ModelConfig& c) { c.mlp_bias = false; }), far) << "MLP without bias";
+  EXPECT_GT(max_diff_with_rules("jais2", [](ModelConfig& c) { c.o_bias = false; }), far) << "no o bias";
+  EXPECT_GT(max_diff_with_rules("jais2", [](ModelConfig& c) { c.mlp_activation = MlpActivation::gelu_tanh; }), far)
+      << "gelu, not relu2";
+  EXPECT_GT(max_diff_with_rules("nemotron", [](ModelConfig& c) { c.norm_offset = 0.0f; }), far) << "norms by w, not 1 + w";
+  EXPECT_GT(max_diff_with_rules("nemotron", [](ModelConfig& c) { c.norm_bias = false; }), far) << "norms without bias";
+  EXPECT_GT(max_diff_with_config("nemotron", [](nlohmann::json& j) { j["rope_parameters"]["partial_rotary_factor"] = 1.0; }),
+            far)
+      << "whole heads rotated";
+}
+
+TEST(Relu2Decoders, UnsupportedConfigValuesAreRefusedByName) {
+  refused("jais2", [](nlohmann::json& j) { j["hidden_act"] = "silu"; },
+          "hidden_act 'silu' is not supported for jais2; supported: relu2");
+  refused("nemotron", [](nlohmann::json& j) { j["hidden_act"] = "gelu"; },
+          "hidden_act 'gelu' is not supported for nemotron; supported: relu2");
+  refused("nemotron", [](nlohmann::json& j) { j["rope_parameters"]["partial_rotary_factor"] = 1.5; },
+          "partial_rotary_factor must be in (0, 1]");
+}
+
+TEST(Relu2Decoders, InspectNamesThem) {
+  expect_inspect_names({
+      {"jais2", {"jais2", "LayerNorms with biases (eps 1e-05)", "ungated relu2 MLP", "qkv bias, o bias", "MLP biases"}},
+      {"nemotron", {"nemotron", "norms scale by 1 + w", "ungated relu2 MLP", "rotary dims 4 of 8"}}});
+}
+
+TEST(Exaone3, ConfigThroughTheHubsNames) {
+  auto c = parse_fixture("exaone");
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "exaone");
+  EXPECT_EQ(c->n_layers, 2) << "num_layers";
+  EXPECT_FLOAT_EQ(c->rms_eps, 1e-5f) << "layer_norm_epsilon";
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::llama3);
+  EXPECT_EQ(c->rope_theta, 10000.0f);
+  EXPECT_TRUE(c->mlp_gated());
+  EXPECT_FALSE(c->layer_norms || c->qkv_bias || c->o_bias || c->mlp_bias);
+  EXPECT_TRUE(c->tie_embeddings);
+  auto eps = parse_fixture("exaone", [](nlohmann::json& j) { j["layer_norm_epsilon"] = 1e-3; });
+  ASSERT_TRUE(eps.has_value());
+  EXPECT_FLOAT_EQ(eps->rms_eps, 1e-3f);
+  auto no_theta = parse_fixture("exaone", [](nlohmann::json& j) { j.erase("rope_theta"); });
+  ASSERT_TRUE(no_theta.has_value()) << no_theta.status().to_string();
+  EXPECT_EQ(no_theta->rope_theta, 500000.0f) << "ExaoneConfig's default_theta";
+  auto biased = parse_fixture("exaone", [](nlohmann::json& j) { j["attention_bias"] = true; });
+  ASSERT_TRUE(biased.has_value());
+  EXPECT_TRUE(biased->qkv_bias && biased->o_bias);
+  auto refused = parse_fixture("exaone", [](nlohmann::json& j) { j["activation_function"] = "gelu"; });
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("hidden_act 'gelu' is not supported for exaone; supported: silu"),
+            std::string::npos)
+      << refused.status().message();
+}
+
+// The Hub's transformer.h.N.attn.attention.* / ln_1 / c_fc_0 names load as the Llama decoder's.
+TEST(Exaone3, TensorsRenamedAsTransformersDoes) {
+  auto ck = Checkpoint::open(fixture_dir("exaone"));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  const auto& t = (*ck)->tensors();
+  for (const char* name : {"model.embed_tokens.weight", "model.norm.weight", "model.layers.1.self_attn.q_proj.weight",
+                           "model.layers.1.self_attn.o_proj.weight", "model.layers.0.input_layernorm.weight",
+                           "model.layers.0.post_attention_layernorm.weight", "model.layers.0.mlp.gate_proj.weight",
+                           "model.layers.0.mlp.up_proj.weight", "model.layers.0.mlp.down_proj.weight"})
+    EXPECT_EQ(t.count(name), 1u) << name;
+  for (const auto& [name, tensor] : t) EXPECT_FALSE(name.starts_with("transformer.")) << name;
+}
+
+// The llama3 scaling the fixture exercises moves its logits far outside the tolerance.
+TEST(Exaone3, RopeScalingMovesTheLogits) {
+  EXPECT_GT(max_diff_with_config("exaone", [](nlohmann::json& j) { j.erase("rope_scaling"); }), 100 * kLogitTol);
+}
+
+// llama.cpp's file (gguf_exaone: GgufClassicF32, GgufClassic.*) carries the llama3 scaling as the
+// converter's rope_freqs divisors [head_dim / 2].
+TEST(Exaone3, GgufCarriesTheScalingAsRopeFreqs) {
+  auto file = Checkpoint::open(gguf_path("gguf_exaone"));
+  ASSERT_TRUE(file.has_value()) << file.status().to_string();
+  EXPECT_EQ((*file)->config().rope_scaling.freq_factors.size(), 8u);
+}
+
+TEST(FlexOlmo, Config) {
+  auto c = parse_fixture("flex_olmo");
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "flex_olmo");
+  EXPECT_TRUE(c->post_norms && c->qk_norm && c->qk_norm_whole);
+  EXPECT_EQ(c->n_experts, 4);
+  EXPECT_EQ(c->n_experts_per_tok, 2);
+  EXPECT_EQ(c->moe_intermediate_size, 16) << "intermediate_size: FlexOlmoConfig has no moe_intermediate_size";
+  EXPECT_EQ(c->n_moe_layers(), 2) << "every layer sparse";
+  EXPECT_FALSE(c->norm_topk_prob);
+  EXPECT_EQ(c->sliding_window, 0);
+  auto defaults = parse_fixture("flex_olmo", [](nlohmann::json& j) {
+    j.erase("num_experts");
+    j.erase("num_experts_per_tok");
+  });
+  ASSERT_TRUE(defaults.has_value()) << defaults.status().to_string();
+  EXPECT_EQ(defaults->n_experts, 7) << "FlexOlmoConfig's defaults";
+  EXPECT_EQ(defaults->n_experts_per_tok, 5);
+  auto too_many = parse_fixture("flex_olmo", [](nlohmann::json& j) { j["num_experts_per_tok"] = 5; });
+  ASSERT_FALSE(too_many.has_value());
+  EXPECT_NE(too_many.status().message().find("num_experts_per_tok"), std::string::npos) << too_many.status().message();
+}
+
+// (norm_topk_prob moves nothing here: a token's renormalised top k scales its MoE output by one
+// number, which post_feedforward_layernorm, an RMSNorm, divides out; 2e-5 measured.)
+TEST(FlexOlmo, PiecesMoveTheLogits) {
+  EXPECT_GT(max_diff_with_rules("flex_olmo", [](ModelConfig& c) { c.n_experts_per_tok = 1; }), 100 * kLogitTol)
+      << "top 1";
+}
+
+}  // namespace
+}  // namespace brigade
