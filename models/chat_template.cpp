@@ -167,6 +167,8 @@ Expected<std::string> apply_chat_template(ChatFamily family, std::span<const Cha
       return invalid_argument(at + "a " + m.role + " message must come first");
     if (!is_valid_utf8(m.content)) return invalid_argument(at + "content is not valid UTF-8");
     if (!m.tool_calls.empty() && m.role != "assistant") return invalid_argument(at + "only assistant messages carry tool calls");
+    if (m.reasoning && m.role != "assistant") return invalid_argument(at + "only assistant messages carry reasoning");
+    if (m.reasoning && !is_valid_utf8(*m.reasoning)) return invalid_argument(at + "reasoning is not valid UTF-8");
     for (const auto& call : m.tool_calls) {
       if (!is_valid_utf8(call.name) || !is_valid_utf8(call.arguments))
         return invalid_argument(at + "a tool call is not valid UTF-8");

@@ -30,6 +30,7 @@
 // llama-2 and deepseek have no tool format here and refuse them (unsupported).
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -114,6 +115,11 @@ struct ChatMessage {
   // joined), which a Jinja template sees as the list [{type: text, text}, {type: image}] that
   // transformers passes; the built-in families take no images.
   std::vector<ChatPart> parts = {};
+  // assistant: the turn's reasoning as the client sent it back (`reasoning_content`, or vLLM's
+  // newer `reasoning`); unset when the message has none. Jinja templates read it as
+  // message.reasoning_content, .reasoning and .thinking (the names real templates use); the
+  // harmony rendering writes it as gpt-oss's template writes `thinking` (an analysis message).
+  std::optional<std::string> reasoning = {};
 };
 
 // "llama-2", "llama-3", "chatml" (alias "qwen"), "deepseek", "harmony" (alias "gpt-oss");

@@ -239,8 +239,14 @@ Expected<std::string> render_harmony(std::span<const ChatMessage> m, std::span<c
       out += "<|start|>assistant<|channel|>final<|message|>" + msg.content + "<|end|>";
     } else {
       const bool answered = last_answer != m.size() && last_answer > i;
-      if (!msg.content.empty() && !answered)
-        out += "<|start|>assistant<|channel|>analysis<|message|>" + msg.content + "<|end|>";
+      // The turn's chain of thought: its text or its reasoning (gpt-oss's template refuses both).
+      const std::string& thought = msg.content.empty() && msg.reasoning ? *msg.reasoning : msg.content;
+      if (!msg.content.empty() && msg.reasoning && !msg.reasoning->empty())
+        return invalid_argument("chat message " + std::to_string(i) +
+                                ": an assistant turn with tool calls may carry its chain of thought as content or as "
+                                "reasoning, not both (gpt-oss's template refuses both)");
+      if (!thought.empty() && !answered)
+        out += "<|start|>assistant<|channel|>analysis<|message|>" + thought + "<|end|>";
       for (const ChatToolCall& c : msg.tool_calls) {
         BRIGADE_ASSIGN_OR_RETURN(std::string call, call_message(c));
         out += call;

@@ -23,7 +23,9 @@
 // unions, `// default: ..`); a tool without parameters (or with no properties) is `() => any`.
 // An assistant's text beside its calls is its chain of thought, as gpt-oss's own template
 // renders it, kept until a final answer follows (the guide drops chains of thought then);
-// earlier answers carry no analysis.
+// earlier answers carry no analysis. A call turn's reasoning (ChatMessage::reasoning) is that
+// chain of thought too, as the template renders `thinking` (refused beside text, as it does);
+// an answer's reasoning is dropped, as the template drops it at inference.
 // A result names its function by its tool_call_id (else by its place after the calls).
 #pragma once
 

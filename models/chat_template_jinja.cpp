@@ -58,6 +58,12 @@ Expected<Value> message_value(const ChatMessage& m, size_t index) {
     v.dict().set("tool_calls", Value(std::move(calls)));
   }
   if (m.role == "tool" || !m.tool_call_id.empty()) v.dict().set("tool_call_id", Value(m.tool_call_id));
+  if (m.reasoning) {
+    // vLLM sets reasoning_content and reasoning (chat_utils' _parse_chat_message_content);
+    // gpt-oss's template (and LFM2.5's) read the same text as `thinking`.
+    if (!is_valid_utf8(*m.reasoning)) return invalid_argument(at + "reasoning is not valid UTF-8");
+    for (const char* key : {"reasoning_content", "reasoning", "thinking"}) v.dict().set(key, Value(*m.reasoning));
+  }
   return v;
 }
 

@@ -4,7 +4,9 @@
 //                          {"id", "type": "function", "function": {"name", "arguments": <object>}}
 //                          (the OpenAI arguments string parsed, as vLLM does); an assistant turn
 //                          with calls and no text has no content key (clients send null, and
-//                          transformers drops the keys whose value is None)
+//                          transformers drops the keys whose value is None); an assistant turn
+//                          with reasoning carries it as reasoning_content and reasoning (the two
+//                          keys vLLM sets) and as thinking (what gpt-oss's template reads)
 //   tools                  the tool objects as the client sent them (keys in order), or none
 //   add_generation_prompt  bool
 //   bos_token, eos_token   the model's special-token text

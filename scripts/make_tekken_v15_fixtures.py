@@ -15,7 +15,11 @@ is not stored twice).
   tests/fixtures/tokenizers/tekken_v15/vectors.json
       patch; chats: messages, reasoning_effort (null: unset), and MistralTokenizer.
       encode_chat_completion's text and ids (vLLM's tokenizer_mode mistral encodes so), or
-      refused: true where mistral-common raises (an effort the model does not take).
+      refused: true where mistral-common raises (an effort the model does not take);
+      reasoning_chats: histories whose assistant turns carry their reasoning as a client sends it
+      back (reasoning_content, or vLLM's newer reasoning), and mistral-common's text and ids for
+      the same turns given as AssistantMessage(content=[ThinkChunk, TextChunk]) ([THINK]..[/THINK]
+      before the answer), which the template's reasoning handling must reproduce.
 
 Run from anywhere: python3 scripts/make_tekken_v15_fixtures.py (it re-runs itself in
 .brigade/fixtures-venv; make_tekken_fixtures.py installs mistral-common there). The output is
@@ -50,6 +54,17 @@ CHATS = [
     ([("user", "Hello!")], "low"),
 ]
 
+# (messages as a client sends them, reasoning_effort): an assistant turn's reasoning in
+# reasoning_content or reasoning.
+REASONING_CHATS = [
+    ([{"role": "user", "content": "What is 2+2?"},
+      {"role": "assistant", "content": "4", "reasoning_content": "Two plus two: four."},
+      {"role": "user", "content": "And 3+3?"}], "high"),
+    ([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Bonjour"},
+      {"role": "assistant", "content": "Salut !", "reasoning": "Réponds «poliment».\n"},
+      {"role": "user", "content": "Et 2+2 ?"}], None),
+]
+
 
 def patched(base):
     j = json.loads(base.read_text())
@@ -65,6 +80,7 @@ def main():
     ensure_venv(__file__)
     from mistral_common.exceptions import InvalidRequestException
     from mistral_common.integrations.chat_templates.chat_templates import convert_tokenizer_to_chat_template
+    from mistral_common.protocol.instruct.chunk import TextChunk, ThinkChunk
     from mistral_common.protocol.instruct.messages import AssistantMessage, SystemMessage, UserMessage
     from mistral_common.protocol.instruct.request import ChatCompletionRequest
     from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
@@ -85,8 +101,20 @@ def main():
             except InvalidRequestException as e:
                 case.update({"refused": True, "error": str(e)})
             chats.append(case)
+        reasoning_chats = []
+        for messages, effort in REASONING_CHATS:
+            turns = []
+            for m in messages:
+                reasoning = m.get("reasoning", m.get("reasoning_content"))
+                if m["role"] == "assistant" and reasoning is not None:
+                    turns.append(AssistantMessage(content=[ThinkChunk(thinking=reasoning), TextChunk(text=m["content"])]))
+                else:
+                    turns.append(kinds[m["role"]](content=m["content"]))
+            r = tok.encode_chat_completion(ChatCompletionRequest(messages=turns, reasoning_effort=effort))
+            reasoning_chats.append({"messages": messages, "reasoning_effort": effort, "text": r.text, "ids": r.tokens})
     vectors = {"generator": "mistral-common " + __import__("mistral_common").__version__ +
-               " MistralTokenizer, scripts/make_tekken_v15_fixtures.py", "patch": PATCH, "chats": chats}
+               " MistralTokenizer, scripts/make_tekken_v15_fixtures.py", "patch": PATCH, "chats": chats,
+               "reasoning_chats": reasoning_chats}
     (OUT / "vectors.json").write_text(json.dumps(vectors, ensure_ascii=False, indent=1) + "\n")
     total = sum(p.stat().st_size for p in OUT.iterdir())
     print(f"wrote {OUT} ({len(chats)} chats, {total} bytes)")

@@ -257,6 +257,21 @@ Status read_content(const json& m, ChatMessage& msg, std::vector<std::string>& i
   return Status::ok();
 }
 
+// An assistant message's reasoning sent back: `reasoning` (vLLM's name) or `reasoning_content`
+// (its older one, DeepSeek's API's); a string or null. `reasoning` wins when both are given, as vLLM
+// reads only it.
+Status read_reasoning(const json& m, const std::string& at, ChatMessage& msg) {
+  for (const char* key : {"reasoning_content", "reasoning"}) {
+    auto it = m.find(key);
+    if (it == m.end() || it->is_null()) continue;
+    const std::string field = at + "." + key;
+    if (!it->is_string()) return wrong_type(field, "a string (the turn's reasoning)", *it);
+    if (msg.role != "assistant") return invalid_argument("'" + field + "' is only valid on assistant messages");
+    msg.reasoning = it->get<std::string>();
+  }
+  return Status::ok();
+}
+
 Status read_messages(const json& body, std::vector<ChatMessage>& out, std::vector<std::string>& image_urls) {
   auto it = body.find("messages");
   if (it == body.end() || it->is_null()) return invalid_argument("'messages' is required: an array of {role, content}");
@@ -279,6 +294,7 @@ Status read_messages(const json& body, std::vector<ChatMessage>& out, std::vecto
       if (msg.role != "assistant") return invalid_argument("'" + at + ".tool_calls' is only valid on assistant messages");
       BRIGADE_RETURN_IF_ERROR(read_tool_calls(*calls, at, msg));
     }
+    BRIGADE_RETURN_IF_ERROR(read_reasoning(m, at, msg));
     if (msg.role == "tool") {
       auto id = m.find("tool_call_id");
       if (id == m.end() || !id->is_string())

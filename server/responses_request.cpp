@@ -1,7 +1,7 @@
 #include "server/responses_request.h"
 
 #include <algorithm>
-
+#include <optional>
 #include <string>
 
 namespace brigade::server {
@@ -91,13 +91,50 @@ Expected<std::string> string_field(const json& item, const char* key, const std:
   return it->get<std::string>();
 }
 
-// input (a string, or items) → chat messages, after the instructions' system message.
+// A reasoning item's text: its content's reasoning_text parts (what brigade's own output items
+// hold), else its summary's summary_text parts, joined; encrypted_content cannot be read.
+Expected<std::string> reasoning_item_text(const json& item, const std::string& where) {
+  if (auto e = item.find("encrypted_content"); e != item.end() && !e->is_null())
+    return unsupported("'" + where + ".encrypted_content': brigade encrypts no reasoning; send it as content");
+  for (const char* key : {"content", "summary"}) {
+    auto parts = item.find(key);
+    if (parts == item.end() || parts->is_null()) continue;
+    if (!parts->is_array()) return bad(where + "." + key, "must be an array of text parts");
+    std::string text;
+    for (size_t i = 0; i < parts->size(); ++i) {
+      const json& part = (*parts)[i];
+      const std::string at = where + "." + key + "[" + std::to_string(i) + "]";
+      auto t = part.is_object() ? part.find("text") : part.end();
+      if (t == part.end() || !t->is_string()) return bad(at + ".text", "must be a string");
+      if (!text.empty()) text += '\n';
+      text += t->get_ref<const std::string&>();
+    }
+    if (!parts->empty()) return text;
+  }
+  return std::string();
+}
+
+// input (a string, or items) → chat messages, after the instructions' system message. A reasoning
+// item becomes the `reasoning` of the assistant turn it precedes (its message or calls; alone, an
+// assistant turn of its own), which the chat template may render.
 Status add_input(const json& input, json& messages) {
   if (input.is_string()) {
     messages.push_back({{"role", "user"}, {"content", input}});
     return Status::ok();
   }
   if (!input.is_array() || input.empty()) return bad("input", "must be a string or a non-empty array of items");
+  std::optional<std::string> reasoning;  // a reasoning item's text, for the assistant turn after it
+  const auto flush = [&](json* turn) {
+    if (!reasoning) return;
+    if (turn == nullptr) {
+      messages.push_back({{"role", "assistant"}, {"content", ""}, {"reasoning", *reasoning}});
+    } else {
+      std::string joined = turn->contains("reasoning") ? (*turn)["reasoning"].get<std::string>() : "";
+      if (!joined.empty()) joined += '\n';
+      (*turn)["reasoning"] = joined.append(*reasoning);
+    }
+    reasoning.reset();
+  };
   for (size_t i = 0; i < input.size(); ++i) {
     const json& item = input[i];
     const std::string where = "input[" + std::to_string(i) + "]";
@@ -113,7 +150,9 @@ Status add_input(const json& input, json& messages) {
         return bad(where + ".role", "must be user, system, developer or assistant (got '" + role + "')");
       if (!item.contains("content")) return bad(where + ".content", "is missing");
       BRIGADE_ASSIGN_OR_RETURN(json content, message_content(item["content"], where + ".content"));
+      if (role != "assistant") flush(nullptr);
       messages.push_back({{"role", role == "developer" ? "system" : role}, {"content", std::move(content)}});
+      if (role == "assistant") flush(&messages.back());
     } else if (type == "function_call") {
       BRIGADE_ASSIGN_OR_RETURN(std::string call_id, string_field(item, "call_id", where));
       BRIGADE_ASSIGN_OR_RETURN(std::string name, string_field(item, "name", where));
@@ -124,15 +163,21 @@ Status add_input(const json& input, json& messages) {
         messages.push_back({{"role", "assistant"}, {"content", nullptr}});
       }
       json& turn = messages.back();
+      flush(&turn);
       if (!turn.contains("tool_calls")) turn["tool_calls"] = json::array();
       turn["tool_calls"].push_back(std::move(call));
     } else if (type == "function_call_output") {
       BRIGADE_ASSIGN_OR_RETURN(std::string call_id, string_field(item, "call_id", where));
       if (!item.contains("output")) return bad(where + ".output", "is missing");
       BRIGADE_ASSIGN_OR_RETURN(std::string output, content_text(item["output"], where + ".output"));
+      flush(nullptr);
       messages.push_back({{"role", "tool"}, {"tool_call_id", call_id}, {"content", output}});
     } else if (type == "reasoning") {
-      continue;  // an earlier turn's reasoning: chat templates drop it
+      BRIGADE_ASSIGN_OR_RETURN(std::string text, reasoning_item_text(item, where));
+      if (!text.empty()) {  // an empty one adds nothing
+        if (reasoning) reasoning->append("\n").append(text);
+        else reasoning = std::move(text);
+      }
     } else if (type == "item_reference") {
       return unsupported("'" + where + "': an item_reference needs stored responses, which brigade does not keep; "
                                        "send the item itself");
@@ -141,6 +186,7 @@ Status add_input(const json& input, json& messages) {
                          "' are not supported (message, function_call, function_call_output and reasoning are)");
     }
   }
+  flush(nullptr);
   return Status::ok();
 }
 

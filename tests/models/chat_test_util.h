@@ -21,7 +21,8 @@ inline nlohmann::ordered_json load_fixture_json(const std::string& relative) {
   return nlohmann::ordered_json::parse(ss.str(), nullptr, false);
 }
 
-// {"role", "content" (string or null), "tool_calls"?, "tool_call_id"?} → ChatMessage.
+// {"role", "content" (string or null), "tool_calls"?, "tool_call_id"?, "reasoning_content"?,
+// "reasoning"?} → ChatMessage.
 inline ChatMessage openai_message(const nlohmann::ordered_json& m) {
   ChatMessage msg{m["role"].get<std::string>(), m["content"].is_string() ? m["content"].get<std::string>() : ""};
   if (m.contains("tool_calls")) {
@@ -30,6 +31,9 @@ inline ChatMessage openai_message(const nlohmann::ordered_json& m) {
                                 c["function"]["arguments"].get<std::string>()});
   }
   if (m.contains("tool_call_id")) msg.tool_call_id = m["tool_call_id"].get<std::string>();
+  // An assistant turn's reasoning: `reasoning` wins over `reasoning_content`, as the server reads them.
+  for (const char* key : {"reasoning_content", "reasoning"})
+    if (m.contains(key) && m[key].is_string()) msg.reasoning = m[key].get<std::string>();
   return msg;
 }
 

@@ -80,5 +80,36 @@ TEST(TekkenV15, ModelSettingsAndReasoningEffortAsMistralCommon) {
   EXPECT_EQ(n_refused, 2u);
 }
 
+// Assistant turns sent back with their reasoning (reasoning_content, or reasoning): the template
+// writes it as [THINK]..[/THINK] before the answer, as mistral-common encodes a ThinkChunk.
+TEST(TekkenV15, ReasoningOfEarlierTurnsAsMistralCommonThinkChunks) {
+  const V15Dir d;
+  auto tok = Tokenizer::load(d.dir.str());
+  ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+  const ChatSpecialTokens names{(*tok)->token_to_piece((*tok)->bos_id()), (*tok)->token_to_piece((*tok)->eos_ids().at(0))};
+  auto t = load_chat_template(d.dir.str(), "", names);
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  size_t n = 0;
+  for (const json& c : V15Dir::vectors()["reasoning_chats"]) {
+    std::vector<ChatMessage> messages;
+    for (const json& m : c["messages"]) {
+      ChatMessage msg{m["role"].get<std::string>(), m["content"].get<std::string>()};
+      for (const char* key : {"reasoning_content", "reasoning"})
+        if (m.contains(key)) msg.reasoning = m[key].get<std::string>();
+      messages.push_back(msg);
+    }
+    const std::string vars = c["reasoning_effort"].is_null() ? "" : json{{"reasoning_effort", c["reasoning_effort"]}}.dump();
+    auto prompt = t->apply(messages, {}, /*add_generation_prompt=*/true, vars);
+    ASSERT_TRUE(prompt.has_value()) << prompt.status().to_string();
+    EXPECT_EQ(*prompt, c["text"].get<std::string>());
+    EXPECT_NE(prompt->find("[THINK]"), std::string::npos);
+    auto ids = (*tok)->encode(*prompt, /*add_bos=*/false);
+    ASSERT_TRUE(ids.has_value());
+    EXPECT_EQ(*ids, c["ids"].get<std::vector<int32_t>>()) << escaped(*prompt);
+    ++n;
+  }
+  EXPECT_EQ(n, 2u);
+}
+
 }  // namespace
 }  // namespace brigade

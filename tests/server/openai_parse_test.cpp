@@ -404,6 +404,40 @@ TEST(OpenaiParse, ReasoningEffort) {
   }
 }
 
+// An assistant turn's reasoning sent back: reasoning_content or reasoning (which wins, as vLLM
+// reads only it), strings or null, on assistant messages only.
+TEST(OpenaiParse, ReasoningOfAssistantTurns) {
+  auto chat = [](const std::string& assistant) {
+    return parse_completion_body(R"({"messages": [{"role": "user", "content": "hi"}, )" + assistant +
+                                     R"(, {"role": "user", "content": "again"}]})",
+                                 Endpoint::chat);
+  };
+  auto r = chat(R"({"role": "assistant", "content": "4", "reasoning_content": "2+2=4"})");
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->messages[1].reasoning, "2+2=4");
+  EXPECT_FALSE(r->messages[0].reasoning.has_value());
+  EXPECT_EQ(chat(R"({"role": "assistant", "content": "4", "reasoning": "new"})")->messages[1].reasoning, "new");
+  EXPECT_EQ(chat(R"({"role": "assistant", "content": "4", "reasoning": "new", "reasoning_content": "old"})")->messages[1].reasoning,
+            "new");
+  EXPECT_EQ(chat(R"({"role": "assistant", "content": "4", "reasoning": null, "reasoning_content": "old"})")->messages[1].reasoning,
+            "old");
+  EXPECT_EQ(chat(R"({"role": "assistant", "content": "4", "reasoning_content": ""})")->messages[1].reasoning, "")
+      << "given, if empty";
+  EXPECT_FALSE(chat(R"({"role": "assistant", "content": "4", "reasoning_content": null})")->messages[1].reasoning.has_value());
+  for (const char* bad : {R"({"role": "assistant", "content": "4", "reasoning_content": 5})",
+                          R"({"role": "assistant", "content": "4", "reasoning": ["a"]})",
+                          R"({"role": "assistant", "content": "4", "reasoning_content": {"text": "a"}})"}) {
+    auto e = chat(bad);
+    ASSERT_FALSE(e.has_value()) << bad;
+    EXPECT_EQ(e.status().code(), StatusCode::invalid_argument);
+    EXPECT_NE(e.status().message().find("messages[1].reasoning"), std::string::npos) << e.status().message();
+  }
+  auto user = parse_completion_body(R"({"messages": [{"role": "user", "content": "hi", "reasoning_content": "x"}]})",
+                                    Endpoint::chat);
+  ASSERT_FALSE(user.has_value());
+  EXPECT_NE(user.status().message().find("only valid on assistant messages"), std::string::npos) << user.status().message();
+}
+
 // vLLM's add_generation_prompt / continue_final_message: how the chat prompt ends.
 TEST(OpenaiParse, HowTheChatPromptEnds) {
   auto ending = [](const std::string& fields) {

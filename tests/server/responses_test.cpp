@@ -48,6 +48,42 @@ TEST(ResponsesRequest, InputItemsBecomeChatMessages) {
   EXPECT_EQ(chat_of(R"({"input": "Hi"})")->at("messages"), json::parse(R"([{"role": "user", "content": "Hi"}])"));
 }
 
+// A reasoning item is the reasoning of the assistant turn after it (its calls, or its message);
+// with no assistant item after it, an assistant turn of its own.
+TEST(ResponsesRequest, ReasoningItemsBecomeTheNextAssistantTurnsReasoning) {
+  auto chat = chat_of(R"({"input": [
+      {"role": "user", "content": "Weather in Oslo?"},
+      {"type": "reasoning", "id": "rs_1", "summary": [], "content": [{"type": "reasoning_text", "text": "Call it."}]},
+      {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{}"},
+      {"type": "function_call_output", "call_id": "call_1", "output": "rain"},
+      {"type": "reasoning", "id": "rs_2", "summary": [{"type": "summary_text", "text": "Say it."}]},
+      {"role": "assistant", "content": [{"type": "output_text", "text": "Rain."}]},
+      {"type": "reasoning", "id": "rs_3", "summary": [{"type": "summary_text", "text": "Alone."}]},
+      {"role": "user", "content": "Thanks"}]})");
+  ASSERT_TRUE(chat.has_value()) << chat.status().to_string();
+  const json want = json::parse(R"([
+    {"role": "user", "content": "Weather in Oslo?"},
+    {"role": "assistant", "content": null, "reasoning": "Call it.", "tool_calls": [
+      {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "rain"},
+    {"role": "assistant", "content": "Rain.", "reasoning": "Say it."},
+    {"role": "assistant", "content": "", "reasoning": "Alone."},
+    {"role": "user", "content": "Thanks"}])");
+  EXPECT_EQ((*chat)["messages"], want) << (*chat)["messages"].dump(1);
+  // The chat request it becomes carries the reasoning on those turns.
+  auto parsed = parse_completion_body(chat->dump(), Endpoint::chat);
+  ASSERT_TRUE(parsed.has_value()) << parsed.status().to_string();
+  EXPECT_EQ(parsed->messages[1].reasoning, "Call it.");
+  EXPECT_EQ(parsed->messages[3].reasoning, "Say it.");
+  EXPECT_FALSE(parsed->messages[2].reasoning.has_value());
+  auto encrypted = chat_of(R"({"input": [{"type": "reasoning", "summary": [], "encrypted_content": "gAAA"}]})");
+  ASSERT_FALSE(encrypted.has_value());
+  EXPECT_EQ(encrypted.status().code(), StatusCode::unsupported);
+  auto bad = chat_of(R"({"input": [{"type": "reasoning", "summary": [{"type": "summary_text", "text": 3}]}]})");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.status().message().find("input[0].summary[0].text"), std::string::npos) << bad.status().message();
+}
+
 TEST(ResponsesRequest, ToolsAndTextFormatBecomeTheirChatForms) {
   auto chat = chat_of(R"({"input": "x", "parallel_tool_calls": false,
     "tools": [{"type": "function", "name": "f", "description": "d", "parameters": {"type": "object"}, "strict": true}],
