@@ -22,6 +22,8 @@ namespace {
 using json = nlohmann::json;
 
 using testing::read_json_or_fail;
+using testing::expect_outputs_and_state;
+using testing::OneSequenceStep;
 using testing::upload;
 
 // transformers' rule from a zero state over kda_op.json's 7 rows (H 2, N 8, P 6), run as one
@@ -58,35 +60,16 @@ TEST(KimiKda, FollowsTransformersRecurrentRule) {
   auto t_out = upload(*b, DType::f32, T, H * P, nullptr);
   const SsmParams p{t_a.tensor, Tensor(), t_dt.tensor, 0.0f, 0.0f, Tensor(), 1e-5f};
   const auto step = [&](int64_t from, int64_t to, int32_t fresh, int32_t save_after) {
-    const std::vector<int32_t> q_start = {0, static_cast<int32_t>(to - from)}, slot = {1}, fr = {fresh};
-    const std::vector<int32_t> save_rows = {save_after}, save_slots = {0};
-    auto t_q = upload(*b, DType::i32, 1, 2, q_start.data());
-    auto t_s = upload(*b, DType::i32, 1, 1, slot.data());
-    auto t_fr = upload(*b, DType::i32, 1, 1, fr.data());
-    auto t_sr = upload(*b, DType::i32, 1, 1, save_rows.data());
-    auto t_ss = upload(*b, DType::i32, 1, 1, save_slots.data());
-    const SsmSeqs seqs{t_q.tensor, t_s.tensor, t_fr.tensor, 1, t_sr.tensor, t_ss.tensor};
+    const OneSequenceStep one(*b, to - from, fresh, save_after);
     b->kda(t_qkv.tensor.rows(from, to - from), t_f.tensor.rows(from, to - from), t_beta.tensor.rows(from, to - from), l, p,
-           seqs, t_state.tensor, t_out.tensor.rows(from, to - from));
+           one.seqs, t_state.tensor, t_out.tensor.rows(from, to - from));
   };
+
   step(0, 4, 1, 2);
   const std::vector<float> snapshot(t_state.tensor.as<float>(), t_state.tensor.as<float>() + H * P * N);
   step(4, T, 0, 0);
-  const float* out = t_out.tensor.as<float>();
-  float worst = 0.0f;
-  for (int64_t i = 0; i < T * H * P; ++i) worst = std::max(worst, std::fabs(out[i] - want_out[static_cast<size_t>(i)]));
-  const float* st = t_state.tensor.as<float>() + H * P * N;  // slot 1
-  float worst_state = 0.0f;
-  for (int64_t h = 0; h < H; ++h)
-    for (int64_t i = 0; i < N; ++i)
-      for (int64_t j = 0; j < P; ++j)
-        worst_state = std::max(worst_state,
-                               std::fabs(st[(h * P + j) * N + i] - want_state[static_cast<size_t>((h * N + i) * P + j)]));
-  EXPECT_LE(worst, 2e-6f);
-  EXPECT_LE(worst_state, 2e-6f);
-  char measured[64];
-  std::snprintf(measured, sizeof(measured), "out %.3g, state %.3g", worst, worst_state);
-  RecordProperty("max_abs_diff", measured);
+  expect_outputs_and_state(t_out.tensor.as<float>(), want_out, t_state.tensor.as<float>() + H * P * N, want_state, H, N,
+                           P, 2e-6f);
   // The snapshot after row 2 is what a 2-row run leaves: rerun rows [0, 2) fresh into slot 1.
   step(0, 2, 1, 0);
   for (int64_t i = 0; i < H * P * N; ++i)

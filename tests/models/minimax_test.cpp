@@ -24,6 +24,8 @@ namespace {
 using json = nlohmann::json;
 
 using testing::read_json_or_fail;
+using testing::expect_outputs_and_state;
+using testing::OneSequenceStep;
 using testing::upload;
 
 // transformers' lightning attention over lightning_op.json's rows (H 3, D 8): its blocked prefill
@@ -54,36 +56,17 @@ TEST(MiniMaxLightning, FollowsTransformersAttention) {
   auto t_state = upload(*b, DType::f32, slots, H * D * D, junk.data());
   auto t_out = upload(*b, DType::f32, T, H * D, nullptr);
   const auto step = [&](int64_t from, int64_t to, int32_t fresh, int32_t save_after) {
-    const std::vector<int32_t> q_start = {0, static_cast<int32_t>(to - from)}, slot = {1}, fr = {fresh};
-    const std::vector<int32_t> save_rows = {save_after}, save_slots = {0};
-    auto t_q = upload(*b, DType::i32, 1, 2, q_start.data());
-    auto t_s = upload(*b, DType::i32, 1, 1, slot.data());
-    auto t_fr = upload(*b, DType::i32, 1, 1, fr.data());
-    auto t_sr = upload(*b, DType::i32, 1, 1, save_rows.data());
-    auto t_ss = upload(*b, DType::i32, 1, 1, save_slots.data());
-    const SsmSeqs seqs{t_q.tensor, t_s.tensor, t_fr.tensor, 1, t_sr.tensor, t_ss.tensor};
-    b->lightning_attention(t_qkv.tensor.rows(from, to - from), t_decay.tensor, l, seqs, t_state.tensor,
+    const OneSequenceStep one(*b, to - from, fresh, save_after);
+    b->lightning_attention(t_qkv.tensor.rows(from, to - from), t_decay.tensor, l, one.seqs, t_state.tensor,
                            t_out.tensor.rows(from, to - from));
   };
+
   step(0, 6, 1, 3);
   const std::vector<float> snapshot(t_state.tensor.as<float>(), t_state.tensor.as<float>() + H * D * D);
   step(6, 11, 0, 0);
   for (int64_t r = 11; r < T; ++r) step(r, r + 1, 0, 0);
-  const float* out = t_out.tensor.as<float>();
-  float worst = 0.0f;
-  for (int64_t i = 0; i < T * H * D; ++i) worst = std::max(worst, std::fabs(out[i] - want_out[static_cast<size_t>(i)]));
-  const float* st = t_state.tensor.as<float>() + H * D * D;  // slot 1
-  float worst_state = 0.0f;
-  for (int64_t h = 0; h < H; ++h)
-    for (int64_t i = 0; i < D; ++i)
-      for (int64_t j = 0; j < D; ++j)
-        worst_state = std::max(worst_state,
-                               std::fabs(st[(h * D + j) * D + i] - want_state[static_cast<size_t>((h * D + i) * D + j)]));
-  EXPECT_LE(worst, 1e-5f);
-  EXPECT_LE(worst_state, 1e-5f);
-  char measured[64];
-  std::snprintf(measured, sizeof(measured), "out %.3g, state %.3g", worst, worst_state);
-  RecordProperty("max_abs_diff", measured);
+  expect_outputs_and_state(t_out.tensor.as<float>(), want_out, t_state.tensor.as<float>() + H * D * D, want_state, H, D,
+                           D, 1e-5f);
   // The snapshot after row 3 is what a 3-row run leaves: rerun rows [0, 3) fresh into slot 1.
   step(0, 3, 1, 0);
   for (int64_t i = 0; i < H * D * D; ++i)
