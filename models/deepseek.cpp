@@ -347,10 +347,7 @@ Status check_deepseek_support(const ModelConfig& c, const Backend& backend, cons
   if (options.weight_dtype == DType::f8e4m3)
     return unsupported("fp8 weights made at load (weights: fp8) are not supported for " + c.arch +
                        "; load with weights: bf16 or auto (fp8 checkpoints load dequantized either way)");
-  if (options.weight_dtype && *options.weight_dtype != DType::f32 && *options.weight_dtype != DType::bf16 &&
-      *options.weight_dtype != DType::f16)
-    return unsupported(std::string("weight dtype ") + dtype_name(*options.weight_dtype) + " is not supported for " +
-                       c.arch + " (its MLA projections and experts stay float); supported: f32, f16, bf16, auto");
+  BRIGADE_RETURN_IF_ERROR(check_mla_weight_dtype(c, options.weight_dtype));
   return check_tensor_parallel(c, options, /*split_kv_heads=*/false);
 }
 

@@ -231,11 +231,7 @@ Status check_longcat_support(const ModelConfig& c, const Backend& backend, const
   if (options.mtp)
     return unsupported(c.arch + " is loaded without its MTP module (model.mtp.*, which transformers skips too); "
                        "speculative method mtp runs DeepSeek-V3's and GLM-4.5's");
-  if (options.weight_dtype && *options.weight_dtype != DType::f32 && *options.weight_dtype != DType::bf16 &&
-      *options.weight_dtype != DType::f16)
-    return unsupported(std::string("weight dtype ") + dtype_name(*options.weight_dtype) + " is not supported for " +
-                       c.arch + " (its MLA projections and experts stay float); supported: f32, f16, bf16, auto");
-  return Status::ok();
+  return check_mla_weight_dtype(c, options.weight_dtype);
 }
 
 }  // namespace

@@ -96,4 +96,11 @@ void mla_output(Backend& b, const MlaWeights& a, const MlaStep& step, int n_head
   b.matmul(step.attn, a.o.tensor, Tensor(), delta);
 }
 
+Status check_mla_weight_dtype(const ModelConfig& c, std::optional<DType> weight_dtype) {
+  if (weight_dtype && *weight_dtype != DType::f32 && *weight_dtype != DType::bf16 && *weight_dtype != DType::f16)
+    return unsupported(std::string("weight dtype ") + dtype_name(*weight_dtype) + " is not supported for " + c.arch +
+                       " (its MLA projections and experts stay float); supported: f32, f16, bf16, auto");
+  return Status::ok();
+}
+
 }  // namespace brigade

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/backend.h"
@@ -59,6 +60,10 @@ Status load_mla_weights(WeightLoader& w, const ModelConfig& c, const std::string
 Status allocate_mla_scratch(Backend& backend, const ModelConfig& c, int64_t n_heads, int64_t rows, MlaScratch& s);
 // The elements of one MLA block's linear weights, all heads (Model::step_cost's dense work per token).
 int64_t mla_linear_params(const ModelConfig& c);
+
+// The weight dtypes an MLA model loads (its projections and experts stay float: f32, f16, bf16),
+// refused by name otherwise; unset (auto) passes.
+Status check_mla_weight_dtype(const ModelConfig& c, std::optional<DType> weight_dtype);
 
 // The projections of normed [n, hidden] (header comment); q_pe and k_pe unrotated.
 MlaStep mla_project(Backend& b, const ModelConfig& c, const MlaWeights& a, const MlaScratch& s, const Tensor& normed);
