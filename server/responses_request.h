@@ -22,7 +22,8 @@ namespace brigade::server {
 // that is wrong; unsupported names what brigade does not do (images, built-in tools, stored
 // state). Input items: messages (roles user, system, developer, assistant; content a string or
 // input_text/output_text parts), function_call (an assistant's call) and function_call_output
-// (its result); reasoning items are dropped (chat templates drop earlier turns' reasoning).
+// (its result); a reasoning item becomes the reasoning of the assistant turn after it (the
+// template renders or drops it, as for chat's reasoning_content).
 Expected<nlohmann::json> responses_to_chat(const nlohmann::json& body);
 
 // The request fields a Response object echoes (instructions, tools, tool_choice, text, ...),
