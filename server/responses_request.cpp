@@ -8,7 +8,8 @@ namespace brigade::server {
 
 namespace {
 
-using json = nlohmann::json;
+// ordered: the template prints tools, and the schema orders the output, as the client sent them.
+using json = nlohmann::ordered_json;
 
 // Sampling and chat fields a Responses body may carry as they are (the Responses API's own
 // temperature/top_p/parallel_tool_calls/user, and the extra sampling fields vLLM takes in both).

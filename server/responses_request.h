@@ -24,10 +24,12 @@ namespace brigade::server {
 // input_text/output_text parts), function_call (an assistant's call) and function_call_output
 // (its result); a reasoning item becomes the reasoning of the assistant turn after it (the
 // template renders or drops it, as for chat's reasoning_content).
-Expected<nlohmann::json> responses_to_chat(const nlohmann::json& body);
+// The body keeps its key order (ordered_json): tools and a json_schema reach the template and the
+// output in the client's order, as chat's do.
+Expected<nlohmann::ordered_json> responses_to_chat(const nlohmann::ordered_json& body);
 
 // The request fields a Response object echoes (instructions, tools, tool_choice, text, ...),
 // with OpenAI's defaults for those the body left out.
-nlohmann::json responses_echo(const nlohmann::json& body);
+nlohmann::ordered_json responses_echo(const nlohmann::ordered_json& body);
 
 }  // namespace brigade::server

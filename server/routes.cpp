@@ -337,11 +337,11 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
   Expected<CompletionRequest> parsed = invalid_argument("unreachable");
   if (responses) {
     // The Responses API is a view of chat (server/responses_request.h).
-    const nlohmann::json body = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    const auto body = nlohmann::ordered_json::parse(req.body, nullptr, /*allow_exceptions=*/false);
     if (body.is_discarded()) return fail(invalid_argument("the request body is not valid JSON"));
     auto as_chat = responses_to_chat(body);
     if (!as_chat) return fail(as_chat.status());
-    parsed = parse_completion_request(*as_chat, Endpoint::chat);
+    parsed = parse_completion_body(as_chat->dump(), Endpoint::chat);  // (its tools and schema in the body's order)
     if (parsed) {
       parsed->responses = true;
       parsed->responses_echo = responses_echo(body).dump();

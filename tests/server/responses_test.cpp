@@ -18,7 +18,12 @@ namespace {
 
 using nlohmann::json;
 
-Expected<json> chat_of(const std::string& body) { return responses_to_chat(json::parse(body)); }
+// The chat body for a Responses body, read back as json (key order aside: OrderedTools checks it).
+Expected<json> chat_of(const std::string& body) {
+  auto chat = responses_to_chat(nlohmann::ordered_json::parse(body));
+  if (!chat) return chat.status();
+  return json::parse(chat->dump());
+}
 
 TEST(ResponsesRequest, InputItemsBecomeChatMessages) {
   auto chat = chat_of(R"({"model": "m", "instructions": "Be brief.", "max_output_tokens": 7, "temperature": 0.5,
@@ -202,6 +207,21 @@ json random_responses_body(std::mt19937_64& rng) {
   return body;
 }
 
+// The client's key order survives: a tool's parameters and a json_schema's properties come out in
+// the order sent (the template prints tools as given; a schema's order is its output's), not sorted.
+TEST(ResponsesRequest, OrderedTools) {
+  const auto chat = responses_to_chat(nlohmann::ordered_json::parse(R"({"input": "x",
+      "tools": [{"type": "function", "name": "f", "parameters": {"type": "object",
+                 "properties": {"zeta": {"type": "string"}, "alpha": {"type": "number"}}}}],
+      "text": {"format": {"type": "json_schema", "name": "s", "schema": {"type": "object",
+               "properties": {"b": {"type": "string"}, "a": {"type": "string"}}}}}})"));
+  ASSERT_TRUE(chat.has_value()) << chat.status().to_string();
+  const auto& props = chat->at("tools")[0]["function"]["parameters"]["properties"];
+  EXPECT_EQ(props.begin().key(), "zeta");
+  EXPECT_EQ(chat->at("response_format")["json_schema"]["schema"]["properties"].begin().key(), "b");
+  EXPECT_LT(chat->dump().find("\"zeta\""), chat->dump().find("\"alpha\""));
+}
+
 // Any body gets an answer, never an exception: the chat request it means (which the chat parser
 // then checks, never throwing either) or an error naming what is wrong.
 TEST(ResponsesRequest, FuzzRandomBodies) {
@@ -209,16 +229,17 @@ TEST(ResponsesRequest, FuzzRandomBodies) {
   int n_ok = 0, n_err = 0;
   for (int i = 0; i < 3000; ++i) {
     const json body = random_responses_body(rng);
-    Expected<json> chat = invalid_argument("not run");
-    ASSERT_NO_THROW(chat = responses_to_chat(body)) << body.dump();
-    ASSERT_NO_THROW(responses_echo(body)) << body.dump();
+    const auto ordered = nlohmann::ordered_json::parse(body.dump());
+    Expected<nlohmann::ordered_json> chat = invalid_argument("not run");
+    ASSERT_NO_THROW(chat = responses_to_chat(ordered)) << body.dump();
+    ASSERT_NO_THROW(responses_echo(ordered)) << body.dump();
     if (!chat) {
       ++n_err;
       EXPECT_FALSE(chat.status().message().empty());
       continue;
     }
     Expected<CompletionRequest> parsed = invalid_argument("not run");
-    ASSERT_NO_THROW(parsed = parse_completion_request(*chat, Endpoint::chat)) << chat->dump();
+    ASSERT_NO_THROW(parsed = parse_completion_body(chat->dump(), Endpoint::chat)) << chat->dump();
     if (parsed) {
       ++n_ok;
       EXPECT_FALSE(parsed->messages.empty());
