@@ -336,14 +336,7 @@ StepCost DeepseekModel::step_cost(const StepBatch& b, double kv_bytes_per_token)
 
 // The ops DeepSeek needs, its weight type, and a tensor-parallel size that splits it evenly.
 Status check_deepseek_support(const ModelConfig& c, const Backend& backend, const LoadOptions& options) {
-  if (options.max_batch_tokens < 1)
-    return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
-  if (!backend.supports_mla() || !backend.supports_moe())
-    return unsupported("backend '" + backend.name() + "' has no MLA / mixture-of-experts ops; " + c.arch +
-                       " runs on the CPU and CUDA backends");
-  if (c.dsa.enabled() && !backend.supports_dsa())
-    return unsupported("backend '" + backend.name() + "' has no DeepSeek Sparse Attention ops (dsa_topk, "
-                       "mla_sparse_attention); " + c.arch + " runs on the CPU and CUDA backends");
+  BRIGADE_RETURN_IF_ERROR(check_mla_backend(c, backend, options));
   if (options.weight_dtype == DType::f8e4m3)
     return unsupported("fp8 weights made at load (weights: fp8) are not supported for " + c.arch +
                        "; load with weights: bf16 or auto (fp8 checkpoints load dequantized either way)");

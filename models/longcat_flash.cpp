@@ -217,11 +217,7 @@ StepCost LongcatFlashModel::step_cost(const StepBatch& b, double kv_bytes_per_to
 }
 
 Status check_longcat_support(const ModelConfig& c, const Backend& backend, const LoadOptions& options) {
-  if (options.max_batch_tokens < 1)
-    return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
-  if (!backend.supports_mla() || !backend.supports_moe())
-    return unsupported("backend '" + backend.name() + "' has no MLA / mixture-of-experts ops; " + c.arch +
-                       " runs on the CPU and CUDA backends");
+  BRIGADE_RETURN_IF_ERROR(check_mla_backend(c, backend, options));
   if (options.communicator != nullptr && options.communicator->size() > 1)
     return unsupported("tensor parallelism is not supported for " + c.arch + " (its zero-computation experts are "
                        "added once per token, not split); run it on one device");

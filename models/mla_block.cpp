@@ -96,6 +96,18 @@ void mla_output(Backend& b, const MlaWeights& a, const MlaStep& step, int n_head
   b.matmul(step.attn, a.o.tensor, Tensor(), delta);
 }
 
+Status check_mla_backend(const ModelConfig& c, const Backend& backend, const LoadOptions& options) {
+  if (options.max_batch_tokens < 1)
+    return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
+  if (!backend.supports_mla() || !backend.supports_moe())
+    return unsupported("backend '" + backend.name() + "' has no MLA / mixture-of-experts ops; " + c.arch +
+                       " runs on the CPU and CUDA backends");
+  if (c.dsa.enabled() && !backend.supports_dsa())
+    return unsupported("backend '" + backend.name() + "' has no DeepSeek Sparse Attention ops (dsa_topk, "
+                       "mla_sparse_attention); " + c.arch + " runs on the CPU and CUDA backends");
+  return Status::ok();
+}
+
 Status check_mla_weight_dtype(const ModelConfig& c, std::optional<DType> weight_dtype) {
   if (weight_dtype && *weight_dtype != DType::f32 && *weight_dtype != DType::bf16 && *weight_dtype != DType::f16)
     return unsupported(std::string("weight dtype ") + dtype_name(*weight_dtype) + " is not supported for " + c.arch +

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/backend.h"
+#include "models/model.h"
 #include "models/model_config.h"
 #include "models/weight_loader.h"
 
@@ -60,6 +61,11 @@ Status load_mla_weights(WeightLoader& w, const ModelConfig& c, const std::string
 Status allocate_mla_scratch(Backend& backend, const ModelConfig& c, int64_t n_heads, int64_t rows, MlaScratch& s);
 // The elements of one MLA block's linear weights, all heads (Model::step_cost's dense work per token).
 int64_t mla_linear_params(const ModelConfig& c);
+
+// What every MLA + MoE model needs at load (DeepSeek's family, LongCat-Flash): max_batch_tokens of
+// at least 1, a backend with the MLA and mixture-of-experts ops, and DSA's ops where the model has
+// its indexer; each refused by name.
+Status check_mla_backend(const ModelConfig& c, const Backend& backend, const LoadOptions& options);
 
 // The weight dtypes an MLA model loads (its projections and experts stay float: f32, f16, bf16),
 // refused by name otherwise; unset (auto) passes.
