@@ -34,6 +34,8 @@ SamplingConfig decode_sampling(schema::SamplingParams::Reader p) {
   c.reasoning_header = to_vector(p.getReasoningHeader());
   c.bad_words.reserve(p.getBadWords().size());
   for (auto w : p.getBadWords()) c.bad_words.push_back(to_vector(w));
+  c.thinking_budget = p.getThinkingBudget();
+  c.thinking_end = to_vector(p.getThinkingEnd());
   return c;
 }
 
@@ -67,6 +69,8 @@ void encode_sampling(const SamplingConfig& c, schema::SamplingParams::Builder b)
   auto bad = b.initBadWords(static_cast<unsigned>(c.bad_words.size()));
   for (unsigned i = 0; i < c.bad_words.size(); ++i)
     fill_list(bad.init(i, static_cast<unsigned>(c.bad_words[i].size())), c.bad_words[i]);
+  b.setThinkingBudget(c.thinking_budget);
+  fill_list(b.initThinkingEnd(static_cast<unsigned>(c.thinking_end.size())), c.thinking_end);
 }
 
 kj::ArrayPtr<const kj::byte> pixels_data(const std::vector<float>& pixels) {

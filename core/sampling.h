@@ -66,6 +66,13 @@ struct SamplingConfig {
   std::vector<int32_t> reasoning_header;
   static constexpr int kMaxReasoningHeaderGap = 20;  // tokens between the header and reasoning_end
   static constexpr size_t kMaxReasoningHeader = 16;  // header tokens at most
+  // vLLM's thinking_token_budget: >= 0 caps the reasoning block (reasoning_start / reasoning_end
+  // above, which then delimit it whatever the response_format) at this many generated tokens;
+  // the next tokens are forced to thinking_end (which ends with reasoning_end), one by one, and
+  // the output goes on as the answer. -1: no cap. The executor's ThinkingBudgets keeps the count.
+  int thinking_budget = -1;
+  std::vector<int32_t> thinking_end;  // with a budget: the forced close, reasoning_end last
+  static constexpr size_t kMaxThinkingEnd = 64;  // forced tokens at most
   // The ids that end the output: the model's EOS unless ignore_eos, and the request's stop ids.
   // The scheduler fills them for min_tokens and constrained output.
   std::vector<int32_t> end_ids;
@@ -79,9 +86,10 @@ struct SamplingConfig {
   bool constrained() const {
     return json_object || !json_schema.empty() || !guided_choice.empty() || !regex.empty() || !grammar.empty();
   }
+  bool budgeted() const { return thinking_budget >= 0; }  // a thinking budget may force tokens
   bool shapes_logits() const {
     return has_penalties() || !logit_bias.empty() || !allowed_token_ids.empty() || !bad_words.empty() ||
-           min_tokens > 0 || constrained();
+           min_tokens > 0 || constrained() || budgeted();
   }
   // Whether sampling reads the sequence's history (PenaltyHistory): penalties or bad words.
   bool needs_history() const { return has_penalties() || !bad_words.empty(); }

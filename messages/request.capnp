@@ -35,6 +35,10 @@ struct SamplingParams {
   badWords @23 :List(List(Int32));   # vLLM's bad_words as token ids (GenerateRequest.badWords,
                                      # tokenized): a word's last token is masked whenever the
                                      # output ends with its other tokens
+  thinkingBudget @24 :Int32 = -1;    # >= 0: the reasoning block (reasoningStart / reasoningEnd)
+                                     # holds at most this many generated tokens, then thinkingEnd
+                                     # is forced (vLLM's thinking_token_budget); -1: no cap
+  thinkingEnd @25 :List(Int32);      # the forced close, reasoningEnd last
 }
 
 struct LogitBias {

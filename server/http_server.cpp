@@ -14,6 +14,7 @@
 #include <deque>
 #include <thread>
 
+#include "core/sampling.h"
 #include "server/embeddings_route.h"
 #include "server/score_route.h"
 #include "server/openai_format.h"
@@ -452,6 +453,24 @@ class HttpServerImpl final : public HttpServer {
       // Tags that are no single token (plain text, or `</think>` with text around it): a constraint
       // applies from the first token, and its output stays whole (routes.cpp).
       ctx_->think_open_id = ctx_->think_close_id = -1;
+    }
+    if (const std::string& start = ctx_->options.reasoning_start_str;
+        !start.empty() && (*kind == ReasoningKind::none || start != reasoning_open_tag(*kind)))
+      return invalid_argument("--reasoning-config: reasoning_start_str '" + start +
+                              "' is not the opening tag of the reasoning parser (--reasoning-parser " +
+                              ctx_->options.reasoning_parser + (*kind == ReasoningKind::none ? ", none" : ": " + std::string(reasoning_open_tag(*kind))) + ")");
+    if (const std::string& end = ctx_->options.reasoning_end_str; !end.empty()) {
+      if (*kind == ReasoningKind::none || *kind == ReasoningKind::openai_gptoss || ctx_->think_close_id < 0)
+        return invalid_argument("--reasoning-config: reasoning_end_str needs a reasoning parser whose closing tag is "
+                                "one token (--reasoning-parser " + ctx_->options.reasoning_parser + " has none)");
+      auto ids = engine_.tokenize(end, /*add_bos=*/false);
+      if (!ids) return invalid_argument("--reasoning-config: reasoning_end_str: " + ids.status().message());
+      if (ids->empty() || ids->back() != ctx_->think_close_id || ids->size() > SamplingConfig::kMaxThinkingEnd)
+        return invalid_argument("--reasoning-config: reasoning_end_str must end with the parser's closing tag " +
+                                std::string(reasoning_close_tag(*kind)) + " and be at most " +
+                                std::to_string(SamplingConfig::kMaxThinkingEnd) + " tokens (got " +
+                                std::to_string(ids->size()) + " tokens)");
+      ctx_->thinking_end_ids = std::move(*ids);
     }
     return Status::ok();
   }

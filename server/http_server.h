@@ -30,6 +30,12 @@ struct ServerOptions {
   // deepseek_r1, qwen3, deepseek_v3, glm45, auto (qwen3's rule when the vocabulary has a
   // `</think>` token) or none (the output stays whole, as vLLM without --reasoning-parser).
   std::string reasoning_parser = "none";
+  // What a request's thinking_token_budget forces once spent (vLLM's --reasoning-config
+  // reasoning_end_str), e.g. "\n\nTime is up; the answer now.\n</think>": it must end with the
+  // reasoning parser's closing tag, one token. Empty: the closing tag alone.
+  std::string reasoning_end_str;
+  // vLLM's reasoning_start_str, accepted when it is the parser's opening tag (start() fails otherwise).
+  std::string reasoning_start_str;
   // How chat answers' tool calls are parsed (vLLM's --tool-call-parser names, models/chat_template.h
   // ChatToolSyntax): empty = the syntax the model's chat template teaches; a name overrides it.
   // An unknown name fails start() listing the names brigade has.

@@ -478,6 +478,7 @@ Status read_beam_search(const json& body, CompletionRequest& r) {
   if (!s.allowed_token_ids.empty()) return refuse("'allowed_token_ids'");
   if (!s.bad_words.empty()) return refuse("'bad_words'");
   if (g.min_tokens > 0) return refuse("'min_tokens'");
+  if (g.thinking_token_budget >= 0) return refuse("'thinking_token_budget'");
   if (s.repetition_penalty != 1.0f || s.presence_penalty != 0.0f || s.frequency_penalty != 0.0f)
     return refuse("a repetition, presence or frequency penalty");
   if (r.prompt_logprobs >= 0 || g.prompt_logprobs >= 0) return refuse("'prompt_logprobs' (and echo with logprobs)");
@@ -571,6 +572,9 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
   BRIGADE_RETURN_IF_ERROR(read_bool(body, "skip_special_tokens", r.gen.skip_special_tokens));
   BRIGADE_RETURN_IF_ERROR(read_prompt_scoring(body, endpoint, limits, r));
   if (endpoint == Endpoint::chat) {  // vLLM's and SGLang's switches for a server's reasoning parser
+    // vLLM's thinking_token_budget: the server's reasoning parser says where the block is
+    // (routes.cpp, limit_thinking).
+    BRIGADE_RETURN_IF_ERROR(read_int(body, "thinking_token_budget", 0, max_int, r.gen.thinking_token_budget));
     BRIGADE_RETURN_IF_ERROR(read_bool(body, "include_reasoning", r.include_reasoning));
     BRIGADE_RETURN_IF_ERROR(read_bool(body, "separate_reasoning", r.separate_reasoning));
     // vLLM's values; the template says which its model takes (gpt-oss's harmony low, medium and
@@ -628,6 +632,10 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
     if (who.size() > 256) return invalid_argument("user must be at most 256 bytes (got " + std::to_string(who.size()) + ")");
     r.gen.labels.emplace_back("user", std::move(who));
   }
+  if (auto budget = body.find("thinking_token_budget");
+      endpoint != Endpoint::chat && budget != body.end() && !budget->is_null())
+    return invalid_argument("'thinking_token_budget' is read on /v1/chat/completions and /v1/responses, where the "
+                            "server's reasoning parser finds the reasoning block in the chat's prompt");
   BRIGADE_RETURN_IF_ERROR(refuse_unsupported(body));
   BRIGADE_RETURN_IF_ERROR(read_beam_search(body, r));
   return r;

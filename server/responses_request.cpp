@@ -16,7 +16,7 @@ using json = nlohmann::ordered_json;
 constexpr const char* kPassThrough[] = {"model", "temperature", "top_p", "top_k", "min_p", "seed",
                                         "repetition_penalty", "presence_penalty", "frequency_penalty",
                                         "stop", "logit_bias", "min_tokens", "ignore_eos", "skip_special_tokens", "parallel_tool_calls",
-                                        "user", "chat_template_kwargs", "include_reasoning", "stream"};
+                                        "user", "chat_template_kwargs", "include_reasoning", "thinking_token_budget", "stream"};
 
 // Fields that need state brigade does not keep, or features it does not have.
 struct Refused {

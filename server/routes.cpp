@@ -200,6 +200,25 @@ void keep_reasoning_markers(CompletionRequest& r) {
     r.gen.skip_special_tokens = false;
 }
 
+// The reasoning block the output may hold, as the ids the executor tracks it by: inside from the
+// first token (the prompt left it open: reasoning_end_id alone), or opened only by a first
+// `<think>` (with reasoning_start_id). False when no block can follow this prompt (it closed
+// one, or the parser's markers are not single tokens).
+bool delimit_block(const ServerContext& ctx, std::string_view prompt, GenerateOptions& gen) {
+  if (ctx.think_close_id < 0) return false;
+  const ReasoningStart start = reasoning_start(ctx.reasoning, prompt);
+  if (start == ReasoningStart::reasoning) {
+    gen.reasoning_end_id = ctx.think_close_id;
+    return true;
+  }
+  if (start == ReasoningStart::maybe && ctx.think_open_id >= 0 && !prompt_closes_reasoning(prompt, ctx.reasoning)) {
+    gen.reasoning_end_id = ctx.think_close_id;
+    gen.reasoning_start_id = ctx.think_open_id;
+    return true;
+  }
+  return false;
+}
+
 // With a reasoning parser, a constrained answer (response_format, guided_*, a forced tool call)
 // comes after the reasoning, as vLLM and SGLang do: the constraint waits for `</think>` when the
 // output may think (the prompt left the block open, or the model may open it with its first
@@ -219,14 +238,32 @@ ReasoningKind delay_constraint(const ServerContext& ctx, std::string_view prompt
     return ctx.reasoning;
   }
   if (ctx.think_close_id < 0) return ReasoningKind::none;
-  const ReasoningStart start = reasoning_start(ctx.reasoning, prompt);
-  if (start == ReasoningStart::reasoning) {
-    gen.reasoning_end_id = ctx.think_close_id;
-  } else if (start == ReasoningStart::maybe && ctx.think_open_id >= 0 && !prompt_closes_reasoning(prompt, ctx.reasoning)) {
-    gen.reasoning_end_id = ctx.think_close_id;
-    gen.reasoning_start_id = ctx.think_open_id;
-  }
+  delimit_block(ctx, prompt, gen);
   return ctx.reasoning;
+}
+
+// vLLM's thinking_token_budget over the block the server's reasoning parser reads: refused
+// without a parser whose close marker is one token (there is no block to cap, and a budget
+// silently ignored is worse); nothing to cap when the prompt closed the block (Qwen3's
+// enable_thinking=false). The forced close is ServerOptions::reasoning_end_str's tokens, or the
+// close marker alone.
+Status limit_thinking(const ServerContext& ctx, std::string_view prompt, GenerateOptions& gen) {
+  if (gen.thinking_token_budget < 0) return Status::ok();
+  if (ctx.reasoning == ReasoningKind::none)
+    return invalid_argument("'thinking_token_budget' needs the server's reasoning parser (serve --reasoning-parser) "
+                            "to find the reasoning block");
+  if (ctx.reasoning == ReasoningKind::openai_gptoss)
+    return unsupported("'thinking_token_budget' is not supported with gpt-oss's harmony channels (reasoning_effort "
+                       "sets how long it thinks)");
+  if (ctx.think_close_id < 0)
+    return unsupported("'thinking_token_budget': the " + ctx.options.reasoning_parser +
+                       " reasoning parser's closing marker is not one token of this model's tokenizer");
+  if (!delimit_block(ctx, prompt, gen)) {
+    gen.thinking_token_budget = -1;
+    return Status::ok();
+  }
+  gen.thinking_end_ids = ctx.thinking_end_ids;
+  return Status::ok();
 }
 
 }  // namespace
@@ -379,6 +416,7 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
     if (!prompt) return error_response(400, prompt.status().message(), prompt.status().code());
     if (auto st = load_images(ctx, *parsed); !st.is_ok()) return error_response(400, st.message(), st.code());
     if (auto st = setup_tools(ctx, *parsed); !st.is_ok()) return error_response(400, st.message(), st.code());
+    if (auto st = limit_thinking(ctx, *prompt, parsed->gen); !st.is_ok()) return fail(st);
     const ReasoningKind kind = delay_constraint(ctx, *prompt, parsed->gen);
     parsed->reasoning = parsed->separate_reasoning ? kind : ReasoningKind::none;
     read_harmony(ctx, *parsed);

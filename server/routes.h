@@ -36,6 +36,9 @@ struct ServerContext {
   // waits for the close tag only when it is one token (OutputConstraints watches ids, not text).
   int32_t think_open_id = -1;
   int32_t think_close_id = -1;
+  // options.reasoning_end_str's tokens (think_close_id last), forced when a thinking_token_budget
+  // is spent; empty: think_close_id alone.
+  std::vector<int32_t> thinking_end_ids;
   // harmony's `<|return|>` and `<|call|>` where each is one token: a harmony chat stops at them
   // (gpt-oss's generation_config names them EOS; a tokenizer alone may not).
   std::vector<int32_t> harmony_stop_ids;

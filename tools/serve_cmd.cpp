@@ -32,6 +32,7 @@ struct ServeArgs {
   std::string served_model_name;
   std::string chat_template;
   std::string reasoning_parser = "none";
+  std::string reasoning_config;  // vLLM's --reasoning-config JSON (reasoning_end_str)
   std::string tool_call_parser;  // empty: the chat template's syntax
   bool enable_auto_tool_choice = false;  // vLLM's switch; brigade parses calls whenever tools are given
   std::string default_chat_template_kwargs;
@@ -61,6 +62,27 @@ bool env_flag(const char* name) {
   return s == "1" || s == "true";
 }
 
+// vLLM's --reasoning-config: brigade takes the block's tags from --reasoning-parser, so of its keys
+// reasoning_end_str (the text a spent thinking_token_budget forces) is what changes anything;
+// reasoning_start_str is accepted when it is the parser's opening tag (HttpServer checks both
+// once the parser is resolved).
+Status read_reasoning_config(const std::string& text, server::ServerOptions& so) {
+  if (text.empty()) return Status::ok();
+  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return invalid_argument("--reasoning-config must be a JSON object (e.g. '{\"reasoning_end_str\": \"</think>\"}')");
+  for (const auto& [key, value] : j.items()) {
+    if (key != "reasoning_end_str" && key != "reasoning_start_str")
+      return invalid_argument("--reasoning-config: unknown key '" + key +
+                              "' (brigade reads reasoning_start_str and reasoning_end_str; the block's tags come from "
+                              "--reasoning-parser)");
+    if (!value.is_string() || value.get<std::string>().empty())
+      return invalid_argument("--reasoning-config: " + key + " must be a non-empty string");
+    (key == "reasoning_end_str" ? so.reasoning_end_str : so.reasoning_start_str) = value.get<std::string>();
+  }
+  return Status::ok();
+}
+
 int run_serve(const ServeArgs& a) {
   const sigset_t stop_signals = block_stop_signals();
   // Before the model loads: a misspelt parser name should not cost a load.
@@ -70,6 +92,8 @@ int run_serve(const ServeArgs& a) {
     if (auto syntax = parse_tool_syntax(a.tool_call_parser); !syntax)
       return fail(invalid_argument("--tool-call-parser: " + syntax.status().message()));
   }
+  server::ServerOptions so;
+  if (Status st = read_reasoning_config(a.reasoning_config, so); !st.is_ok()) return fail(st);
   if (!a.default_chat_template_kwargs.empty()) {
     const auto kwargs = nlohmann::json::parse(a.default_chat_template_kwargs, nullptr, /*allow_exceptions=*/false);
     if (kwargs.is_discarded() || !kwargs.is_object())
@@ -170,6 +194,10 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
                   "(openai_gptoss when the vocabulary has a <|channel|> token, qwen3's rule when it has a </think> "
                   "token, seed_oss when </seed:think>, Cohere's when <|END_THINKING|>, mistral when [/THINK]) or none")
       ->capture_default_str();
+  cmd->add_option("--reasoning-config", a->reasoning_config,
+                  "vLLM's reasoning config as JSON: reasoning_end_str is what a request's thinking_token_budget "
+                  "forces once spent (it must end with the reasoning parser's closing tag, e.g. "
+                  "'{\"reasoning_end_str\": \"\\n\\nTime is up.\\n</think>\"}'); default: the closing tag alone");
   cmd->add_option("--tool-call-parser", a->tool_call_parser,
                   "How tool calls in chat answers are read (vLLM's names): hermes, llama3_json, mistral, deepseek_v3, "
                   "deepseek_v31, glm45 (glm47), qwen3_coder (qwen3_xml), seed_oss, minimax_m2, cohere_command3 "

@@ -124,10 +124,20 @@ Status validate_choices_spelled(const GenerateOptions& r, const TokenTrie* vocab
 }
 
 Status validate_reasoning_ids(const GenerateOptions& r, int vocab_size) {
-  if (r.reasoning_end_id < 0 && r.reasoning_start_id < 0 && r.reasoning_header_ids.empty()) return Status::ok();
-  if (r.response_format == ResponseFormat::text)
-    return invalid_argument("reasoning_end_id/reasoning_start_id/reasoning_header_ids delay a response_format; this "
-                            "request has none");
+  if (r.thinking_token_budget < -1)
+    return invalid_argument("thinking_token_budget must be >= 0 (or -1 for none); got " +
+                            std::to_string(r.thinking_token_budget));
+  if (r.thinking_token_budget < 0 && !r.thinking_end_ids.empty())
+    return invalid_argument("thinking_end_ids are forced only by a thinking_token_budget; this request has none");
+  if (r.reasoning_end_id < 0 && r.reasoning_start_id < 0 && r.reasoning_header_ids.empty()) {
+    if (r.thinking_token_budget >= 0)
+      return invalid_argument("thinking_token_budget needs the reasoning block's reasoning_end_id (the token that "
+                              "closes it)");
+    return Status::ok();
+  }
+  if (r.response_format == ResponseFormat::text && r.thinking_token_budget < 0)
+    return invalid_argument("reasoning_end_id/reasoning_start_id/reasoning_header_ids delay a response_format or "
+                            "delimit a thinking_token_budget; this request has neither");
   if (r.reasoning_end_id < 0)
     return invalid_argument(std::string(r.reasoning_start_id >= 0 ? "reasoning_start_id" : "reasoning_header_ids") +
                             " needs a reasoning_end_id (the token that ends it)");
@@ -144,6 +154,19 @@ Status validate_reasoning_ids(const GenerateOptions& r, int vocab_size) {
     if (t >= vocab_size || t < -1) return outside(t);
   if (r.reasoning_start_id == r.reasoning_end_id)
     return invalid_argument("reasoning_start_id and reasoning_end_id are the same token");
+  if (r.thinking_token_budget < 0) return Status::ok();
+  if (!r.reasoning_header_ids.empty())
+    return invalid_argument("thinking_token_budget cannot cap a block that reasoning_header_ids delimit (harmony's "
+                            "channels)");
+  if (r.thinking_end_ids.size() > SamplingConfig::kMaxThinkingEnd)
+    return invalid_argument("thinking_end_ids holds " + std::to_string(r.thinking_end_ids.size()) + " ids; at most " +
+                            std::to_string(SamplingConfig::kMaxThinkingEnd));
+  for (int32_t t : r.thinking_end_ids)
+    if (t < 0 || t >= vocab_size) return outside(t);
+  if (!r.thinking_end_ids.empty() && r.thinking_end_ids.back() != r.reasoning_end_id)
+    return invalid_argument("thinking_end_ids must end with reasoning_end_id (" + std::to_string(r.reasoning_end_id) +
+                            "), the token that closes the block; got " + std::to_string(r.thinking_end_ids.back()) +
+                            " last");
   return Status::ok();
 }
 
@@ -1033,6 +1056,10 @@ Expected<uint64_t> EngineImpl::submit_as(const GenerateOptions& request, Pooling
                        .reasoning_end = request.reasoning_end_id,
                        .reasoning_start = request.reasoning_start_id,
                        .reasoning_header = request.reasoning_header_ids,
+                       .thinking_budget = request.thinking_token_budget,
+                       .thinking_end = request.thinking_token_budget < 0    ? std::vector<int32_t>{}
+                                       : request.thinking_end_ids.empty() ? std::vector<int32_t>{request.reasoning_end_id}
+                                                                          : request.thinking_end_ids,
                        .end_ids = {}};
     auto s = b.initSampling();
     encode_sampling(cfg, s);

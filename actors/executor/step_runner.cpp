@@ -513,12 +513,13 @@ Status StepRunner::copy_partial_pages(const PlannedStep& step) {
 void StepRunner::note_output(const SeqWorkItem& w, int32_t token) {
   if (w.sampling.needs_history()) history_[w.seq_id].add_output(w.sampling, token);
   if (w.sampling.constrained()) constraints_.feed(w.seq_id, w.sampling, token);
+  if (w.sampling.budgeted()) budgets_.feed(w.seq_id, w.sampling, token);
 }
 
 void StepRunner::record_history(const PlannedStep& step) {
   for (size_t i = 0; i < step.seqs.size(); ++i) {
     const SeqWorkItem& w = step.seqs[i];
-    if (!w.sampling.needs_history() && !w.sampling.constrained()) continue;
+    if (!w.sampling.needs_history() && !w.sampling.constrained() && !w.sampling.budgeted()) continue;
     for (size_t j = 0; j < w.history.size(); ++j) {  // a cached prefix the executor did not compute
       const int32_t t = w.history[j];
       if (w.sampling.has_penalties()) history_[w.seq_id].seen.insert(t);
@@ -555,6 +556,7 @@ SampledResult StepRunner::sample_row(const SeqWorkItem& w, std::span<float> row,
       apply_bad_words(row, w.sampling.bad_words, tail);
     }
     if (h != history_.end() && w.sampling.has_penalties()) apply_penalties(row, w.sampling, h->second);
+    if (const std::optional<int32_t> t = budgets_.forced(w.seq_id, w.sampling)) force_token(row, *t);
     r.token = sample_token(row, w.sampling, n_generated, false).token;
     if (want_logprob) r.logprob = log_softmax_at(raw_row_, r.token);
   } else {
@@ -591,12 +593,20 @@ void StepRunner::mask_output(const SeqWorkItem& w, std::span<float> row) {
   }
 }
 
+// The thinking budget is spent: only `token` may come next (whatever the rules before allowed;
+// vLLM forces its end tokens after the penalties too).
+void StepRunner::force_token(std::span<float> row, int32_t token) {
+  std::fill(row.begin(), row.end(), -std::numeric_limits<float>::infinity());
+  if (token >= 0 && static_cast<size_t>(token) < row.size()) row[static_cast<size_t>(token)] = 0.0f;
+}
+
 void StepRunner::release(std::span<const uint64_t> seq_ids) {
   for (uint64_t id : seq_ids) {
     last_sampled_.erase(id);
     history_.erase(id);
     pooler_.release(std::span<const uint64_t>(&id, 1));
     constraints_.release(id);
+    budgets_.release(id);
     if (auto it = slot_of_.find(id); it != slot_of_.end()) {
       free_slots_.push_back(it->second);
       slot_of_.erase(it);

@@ -50,6 +50,7 @@
 #include "actors/step_types.h"
 #include "core/backend.h"
 #include "actors/executor/output_constraints.h"
+#include "actors/executor/thinking_budget.h"
 #include "actors/executor/pooler.h"
 #include "actors/executor/prompt_logprobs.h"
 #include "core/token_trie.h"
@@ -209,6 +210,7 @@ class StepRunner {
   // Masks the tokens that would break w's JSON object, schema instance or choice; end ids only
   // once it is complete.
   void mask_output(const SeqWorkItem& w, std::span<float> row);
+  static void force_token(std::span<float> row, int32_t token);
 
   Backend& backend_;
   Model& model_;
@@ -237,6 +239,7 @@ class StepRunner {
   std::unordered_map<uint64_t, PenaltyHistory> history_;  // sequences with penalties or bad words only
   std::vector<float> raw_row_;
   OutputConstraints constraints_;  // constrained sequences' matchers, over options_.vocab
+  ThinkingBudgets budgets_;         // budgeted sequences' reasoning counts
   std::vector<std::pair<int32_t, float>> ends_;
 
   // Device path state. feed_ [n_tokens]: the token-table slot a row's token comes from (-1: the

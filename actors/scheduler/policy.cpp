@@ -508,9 +508,9 @@ void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vec
   w.logprobs = s.req.logprobs;
   w.prompt_len = static_cast<int>(s.req.prompt.size());
   w.lora = s.req.lora;
-  // Starting after a cached prefix: penalties and the output matcher need the tokens the executor
-  // did not see.
-  if (s.send_history && (w.sampling.has_penalties() || w.sampling.constrained()))
+  // Starting after a cached prefix: penalties, the output matcher and the thinking budget need the
+  // tokens the executor did not see.
+  if (s.send_history && (w.sampling.has_penalties() || w.sampling.constrained() || w.sampling.budgeted()))
     w.history.assign(s.tokens.begin(), s.tokens.begin() + s.n_scheduled);
   s.send_history = false;
   StepEntry e{s.req.id, n_tokens, w.sample, n_draft, s.n_scheduled};

@@ -94,7 +94,8 @@ struct GenerateOptions {
   // output starts as the answer unless its first token is this id (`<think>`), which opens the
   // reasoning; -1: the output starts inside the reasoning (the prompt opened it). Both -1: the
   // constraint applies from the first token. Ids inside the vocabulary, distinct; a
-  // reasoning_start_id needs a reasoning_end_id, and either needs a response_format other than text.
+  // reasoning_start_id needs a reasoning_end_id, and either needs a response_format other than text
+  // or a thinking_token_budget.
   // reasoning_header_ids (gpt-oss's harmony: `<|channel|>` `final`, with reasoning_end_id
   // `<|message|>`): the reasoning ends at reasoning_end_id only when it comes at most 20 tokens
   // after these ids in a row, so the constraint applies to the final channel's message whatever
@@ -102,6 +103,14 @@ struct GenerateOptions {
   int32_t reasoning_end_id = -1;
   int32_t reasoning_start_id = -1;
   std::vector<int32_t> reasoning_header_ids;
+  // vLLM's thinking_token_budget: >= 0 caps the reasoning block that reasoning_end_id and
+  // reasoning_start_id delimit (as above, with or without a response_format; reasoning_end_id
+  // needed, no reasoning_header_ids) at this many generated tokens, not counting the opening
+  // reasoning_start_id. The next tokens are then forced to thinking_end_ids one by one (empty: just
+  // reasoning_end_id; otherwise at most 64 ids inside the vocabulary, reasoning_end_id last, e.g. a
+  // closing sentence before `</think>`), and the output goes on as the answer. -1: no cap.
+  int thinking_token_budget = -1;
+  std::vector<int32_t> thinking_end_ids;
   int min_tokens = 0;                // [0, max_tokens]: neither EOS, a stop id nor a stop string
                                      // ends the output before this many tokens
   std::vector<int32_t> stop_ids;     // extra stop tokens besides the model's EOS

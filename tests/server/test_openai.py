@@ -728,6 +728,26 @@ def test_reasoning_content(reasoning_client):
     assert getattr(dropped.choices[0].message, "reasoning_content", None) is None
 
 
+def test_thinking_token_budget(reasoning_client):
+    """vLLM's thinking_token_budget through the client's extra_body: `</think>` is forced after the budget (the model,
+    its `</think>` held at -100, would think through max_tokens), and the rest is the answer."""
+    kw = dict(model="tiny", messages=[{"role": "user", "content": "Why?"}], max_tokens=12, temperature=0,
+              logit_bias={str(reasoning_client.think_close_id): -100})
+    free = reasoning_client.chat.completions.create(**kw)
+    assert free.choices[0].message.content is None and free.choices[0].message.reasoning_content
+    r = reasoning_client.chat.completions.create(extra_body={"thinking_token_budget": 3, "return_token_ids": True}, **kw)
+    ids = r.choices[0].model_extra["token_ids"]
+    assert len(ids) == 12 and ids[3] == reasoning_client.think_close_id
+    assert r.choices[0].message.reasoning_content
+    assert r.choices[0].message.content, "the answer follows the forced close"
+    chunks = [c for c in reasoning_client.chat.completions.create(stream=True, extra_body={"thinking_token_budget": 3},
+                                                                  **kw) if c.choices]
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == r.choices[0].message.content
+    with pytest.raises(openai.BadRequestError, match="thinking_token_budget"):
+        reasoning_client.completions.create(model="tiny", prompt="<think>", max_tokens=4,
+                                            extra_body={"thinking_token_budget": 2})
+
+
 def test_several_prompts_in_one_request(client):
     prompts = ["Once upon a time", "The kitchen brigade"]
     r = greedy(client, prompts, 6)
