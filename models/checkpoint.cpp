@@ -6,6 +6,7 @@
 
 #include "models/classic_decoders_config.h"
 #include "models/gemma_config.h"
+#include "models/gpt_decoders_config.h"
 #include "models/qwen_vl_config.h"
 #include "models/gguf_checkpoint.h"
 #include "models/llama2c.h"
@@ -84,6 +85,9 @@ Status Checkpoint::open_directory() {
         t.shape = {t.shape[1]};
   // StarCoder2's and Phi's MLP / output names as the Llama decoder reads them.
   tensors_ = classic_decoder_tensors(config_.arch, std::move(tensors_));
+  if (is_gpt_decoder(config_.arch)) {  // GPT-2's Conv1D and the fused q|k|v as the Llama decoder reads them
+    BRIGADE_ASSIGN_OR_RETURN(tensors_, gpt_decoder_tensors(config_, std::move(tensors_), derived_));
+  }
   // Qwen3.5's language model sits where Qwen-VL's does (model.language_model.); Mistral 3's where
   // Gemma 3's does, its Pixtral tower included (vision_tower.*, multi_modal_projector.*).
   const bool qwen_layout = (config_.vision.dynamic() && config_.vision.kind != VisionKind::pixtral) ||

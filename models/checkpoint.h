@@ -46,6 +46,9 @@ class Checkpoint {
   std::string format_;
   ModelConfig config_;
   std::vector<std::shared_ptr<MappedFile>> files_;  // keep the mappings alive
+  // Bytes of tensors rewritten at open (GPT-2's transposed Conv1D weights, GPT-NeoX's q/k/v taken
+  // apart: models/gpt_decoders_config.h), which tensors_ views as it views the mappings.
+  std::vector<std::vector<uint8_t>> derived_;
   std::map<std::string, RawTensor> tensors_;
 };
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "models/config_json.h"
+#include "models/gpt_decoders_config.h"
 
 namespace brigade {
 namespace {
@@ -154,10 +155,11 @@ void apply_exaone3_config_names(json& j) {
 
 bool is_classic_decoder(const std::string& arch) {
   return arch == "gemma" || arch == "starcoder2" || arch == "phi" || arch == "stablelm" || arch == "jais2" ||
-         arch == "nemotron" || arch == "exaone";
+         arch == "nemotron" || arch == "exaone" || is_gpt_decoder(arch);
 }
 
 Status read_classic_decoder(const json& j, ModelConfig& c) {
+  if (is_gpt_decoder(c.arch)) return read_gpt_decoder(j, c);  // models/gpt_decoders_config.h
   if (c.arch == "exaone") return read_exaone3(j, c);
   if (c.arch == "jais2" || c.arch == "nemotron") return read_relu2_decoder(j, c);
   if (c.arch == "gemma") return read_gemma1(j, c);

@@ -25,7 +25,8 @@
 //     partial_rotary_factor (0.5 by default);
 //   exaone (ExaoneForCausalLM, EXAONE 3.0 / 3.5; transformers' LlamaForCausalLM under ExaoneConfig):
 //     Llama's layer under the Hub's config and tensor names (apply_exaone3_config_names,
-//     classic_decoder_tensors), rope_theta 5e5 when absent.
+//     classic_decoder_tensors), rope_theta 5e5 when absent;
+//   gpt_neox, gptj, gpt2, gpt_bigcode: models/gpt_decoders_config.h (read_gpt_decoder).
 // Their safetensors tensors under the names the Llama decoder reads: classic_decoder_tensors.
 #pragma once
 

@@ -38,7 +38,16 @@ void head_logits(const DecoderEnds& e, const Tensor& norm, const Tensor& norm_bi
 
 Status DecoderEnds::load_embedding(WeightLoader& w, const ModelConfig& c) {
   BRIGADE_ASSIGN_OR_RETURN(embed, w.table("model.embed_tokens.weight", c.vocab_size, c.hidden_size));
+  if (c.learned_positions) {
+    BRIGADE_ASSIGN_OR_RETURN(positions, w.table("model.embed_positions.weight", c.max_position, c.hidden_size));
+  }
   return Status::ok();
+}
+
+void DecoderEnds::add_positions(Backend& b, const Tensor& pos, const Tensor& x, const Tensor& scratch) const {
+  if (positions.tensor.empty()) return;
+  b.embedding(positions.tensor, pos, scratch);
+  b.add(x, scratch);
 }
 
 Status DecoderEnds::load_head(WeightLoader& w, const ModelConfig& c, bool with_head) {

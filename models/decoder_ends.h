@@ -25,9 +25,13 @@ struct DecoderEnds {
   OwnedTensor final_norm;  // [hidden] f32
   OwnedTensor final_norm_bias;  // [hidden] f32 (ModelConfig::norm_bias: model.norm.bias), or empty
   OwnedTensor head_bias;   // [vocab] f32 added to the logits (ModelConfig::lm_head_bias: lm_head.bias; rank 0's), or empty
+  OwnedTensor positions;   // [max_position, hidden] (ModelConfig::learned_positions: GPT-2's wpe), or empty
 
-  // model.embed_tokens.weight.
+  // model.embed_tokens.weight, and model.embed_positions.weight where ModelConfig::learned_positions.
   Status load_embedding(WeightLoader& w, const ModelConfig& c);
+  // x [n, hidden] += positions[pos[i]] (pos [n] i32, each < max_position: the step check's), through
+  // scratch [n, hidden]; nothing without learned positions.
+  void add_positions(Backend& b, const Tensor& pos, const Tensor& x, const Tensor& scratch) const;
   // model.norm.weight (and .bias where ModelConfig::norm_bias) and, unless tied or with_head is
   // false (a tensor-parallel rank that computes no logits), lm_head.weight; lm_head.bias where
   // ModelConfig::lm_head_bias and with_head (tied or not: the bias is the head's own).

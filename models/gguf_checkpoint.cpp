@@ -12,6 +12,7 @@
 #include "models/gguf_falcon_h1.h"
 #include "models/gguf_gemma.h"
 #include "models/gguf_glm4moe.h"
+#include "models/gguf_gpt_decoders.h"
 #include "models/gguf_gpt_oss.h"
 #include "models/gguf_lfm2.h"
 #include "models/gguf_llama_variants.h"
@@ -63,7 +64,8 @@ constexpr ArchRules kArchs[] = {
     {.name = "afmoe", .experts = true}, {.name = "arcee", .permuted = true, .own_rope_scaling = true},
     {"gemma"}, {"starcoder2"}, {.name = "phi2", .partial_rotary = true}, {.name = "stablelm", .partial_rotary = true},
     {.name = "mimo2", .experts = true, .partial_rotary = true}, {.name = "exaone-moe", .experts = true},
-    {"jais2"}, {.name = "nemotron", .partial_rotary = true}, {"exaone"}};
+    {"jais2"}, {.name = "nemotron", .partial_rotary = true}, {"exaone"},
+    {.name = "gptneox", .partial_rotary = true}, {"gpt2"}, {"starcoder"}};
 
 const ArchRules* find_arch(const std::string& arch) {
   for (const ArchRules& r : kArchs)
@@ -230,6 +232,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   if (is_gguf_phimoe(arch)) return read_gguf_phimoe(g, c);  // models/gguf_phimoe.h
   if (is_gguf_arcee(arch)) return read_gguf_arcee(g, arch, c);  // models/gguf_arcee.h
   if (is_gguf_classic_decoder(arch)) return read_gguf_classic_decoder(g, arch, c);  // models/gguf_classic_decoders.h
+  if (is_gguf_gpt_decoder(arch)) return read_gguf_gpt_decoder(g, arch, c);  // models/gguf_gpt_decoders.h
   if (is_gguf_mimo_exaone(arch)) return read_gguf_mimo_exaone(g, arch, c);  // models/gguf_mimo_exaone.h
   if (mamba) return read_gguf_mamba(g, arch, c);
   if (is_gguf_moe(arch) || experts) BRIGADE_RETURN_IF_ERROR(read_gguf_moe(g, arch, c));
@@ -247,6 +250,7 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
   if (const std::string m = is_gguf_mamba(arch) ? gguf_mamba_name(arch, n) : ""; !m.empty()) return m;
   if (const std::string p = is_gguf_phimoe(arch) ? gguf_phimoe_name(n) : ""; !p.empty()) return p;
   if (const std::string d = is_gguf_classic_decoder(arch) ? gguf_classic_decoder_name(n) : ""; !d.empty()) return d;
+  if (const std::string d = is_gguf_gpt_decoder(arch) ? gguf_gpt_decoder_name(n) : ""; !d.empty()) return d;
   if (auto it = kTop.find(n); it != kTop.end()) return it->second;
   static const std::map<std::string, std::string> kLayer = {
       {"attn_norm.weight", "input_layernorm.weight"},   {"ffn_norm.weight", "post_attention_layernorm.weight"},
@@ -353,6 +357,7 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
   else if (is_gguf_phimoe(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_phimoe(g, c));
   else if (c.n_experts > 0) BRIGADE_RETURN_IF_ERROR(check_gguf_moe_tensors(g, c));
   else if (arch == "apertus") BRIGADE_RETURN_IF_ERROR(add_gguf_xielu_tensors(g, c.n_layers, tensors));
+  else if (is_gguf_gpt_decoder(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_gpt_decoder(g, tensors, c));  // q|k|v apart
   if (c.arch == "mamba2" || c.arch == "mamba" || c.arch == "falcon_mamba")
     return Status::ok();  // no attention, no MLP (read_gguf_mamba checked its keys)
   const Status v = c.validate();

@@ -210,6 +210,8 @@ std::string format_model_info(const ModelInfo& m) {
     s += "granite:       embeddings x " + num(c.embedding_multiplier) + ", sublayer outputs x " +
          num(c.residual_multiplier) + ", logits / " + num(c.logits_scaling) + "; a shared SwiGLU of " +
          std::to_string(c.shared_width()) + " in every layer\n";
+  } else if (c.learned_positions) {  // GPT-2's, GPTBigCode's
+    s += "positions:     learned absolute (model.embed_positions), " + std::to_string(c.max_position) + ", no RoPE\n";
   } else if (!c.encoder && !c.nope && c.n_attention_layers() > 0) {
   if (c.arch == "granite" || c.arch == "granitemoe" || c.arch == "granitemoeshared")  // Granite 3's scalings in the Llama decoder
     s += "granite:       embeddings x " + num(c.embedding_multiplier) + ", sublayer outputs x " +
@@ -328,7 +330,8 @@ std::string format_model_info(const ModelInfo& m) {
     std::string g;
     if (c.layer_norms)
       g += std::string(c.norm_bias ? ", LayerNorms with biases" : ", LayerNorms without bias") + " (eps " + num(c.rms_eps) + ")";
-    if (c.parallel_blocks) g += ", attention and MLP side by side on one norm";
+    if (c.parallel_blocks) g += c.parallel_mlp_norm ? ", attention and MLP side by side, each on its own norm"
+                                                    : ", attention and MLP side by side on one norm";
     if (c.logit_scale > 0.0f) g += ", logits x " + num(c.logit_scale);
     if (c.norm_offset != 0.0f) g += ", norms scale by " + num(c.norm_offset) + " + w";
     if (c.sandwich_norms) g += ", post-attention and post-MLP norms";
@@ -338,6 +341,7 @@ std::string format_model_info(const ModelInfo& m) {
     if (c.mlp_activation == MlpActivation::gelu_tanh) g += c.mlp_ungated ? ", ungated gelu_tanh MLP" : ", gelu_tanh MLP";
     if (c.mlp_activation == MlpActivation::xielu) g += ", ungated xIELU MLP (learned per layer)";
     if (c.mlp_activation == MlpActivation::relu2) g += ", ungated relu2 MLP";
+    if (c.mlp_activation == MlpActivation::gelu) g += ", ungated gelu (erf) MLP";
     if (c.arch == "afmoe" && c.embedding_multiplier > 0.0f) g += ", embeddings x " + num(c.embedding_multiplier) + " (muP)";
     if (c.final_softcap > 0.0f) g += ", logit softcap " + num(c.final_softcap);
     if (c.lm_head_bias) g += ", lm_head bias";

@@ -303,7 +303,8 @@ Expected<XieluParams> LlamaModel::load_xielu(WeightLoader& w, int l) {
 }
 
 Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
-  layer.nope = l < static_cast<int>(config_.nope_layers.size()) && config_.nope_layers[static_cast<size_t>(l)];
+  layer.nope = (l < static_cast<int>(config_.nope_layers.size()) && config_.nope_layers[static_cast<size_t>(l)]) ||
+               config_.learned_positions;  // GPT-2's positions are in the embeddings (DecoderEnds::add_positions)
   const auto& c = config_;
   const int64_t hidden = c.hidden_size, q = int64_t{c.n_heads} * c.head_dim, kv = int64_t{c.n_kv_heads} * c.head_dim;
   const int64_t inter = c.intermediate_size;
@@ -312,6 +313,9 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   auto norm = [&](const char* name, int64_t size) { return w.vector_f32({layer_name(l, name)}, {size}, {}, c.norm_offset); };
   if (c.parallel_blocks) {  // Cohere: one norm, the attention's and the MLP's input both
     BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("input_layernorm.weight", hidden));
+    if (c.parallel_mlp_norm) {  // GPT-NeoX: the MLP's own norm of the layer's input
+      BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm("post_attention_layernorm.weight", hidden));
+    }
   } else if (c.post_norms) {  // OLMo 2, EXAONE 4: each block's output normed, nothing before it
     BRIGADE_ASSIGN_OR_RETURN(layer.post_attn_norm, norm("post_attention_layernorm.weight", hidden));
     BRIGADE_ASSIGN_OR_RETURN(layer.post_mlp_norm, norm("post_feedforward_layernorm.weight", hidden));
@@ -337,7 +341,7 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   }
   if (c.norm_bias) {  // Phi-3.5-MoE, StarCoder2, StableLM: Llama's two norms, each with a bias (Phi's one)
     BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm_bias, w.vector_f32({layer_name(l, "input_layernorm.bias")}, {hidden}));
-    if (!c.parallel_blocks) {
+    if (!c.parallel_blocks || c.parallel_mlp_norm) {
       BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm_bias, w.vector_f32({layer_name(l, "post_attention_layernorm.bias")}, {hidden}));
     }
   }
@@ -563,6 +567,7 @@ Status LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
     layer.mlp.gate_up.matmul(backend_, normed, layer.mlp.gate_up_bias.tensor, act);
     if (config_.mlp_activation == MlpActivation::xielu) backend_.xielu(act, layer.mlp.xielu);
     else if (config_.mlp_activation == MlpActivation::relu2) backend_.relu_squared(act);
+    else if (config_.mlp_activation == MlpActivation::gelu) backend_.gelu(act);  // Pythia's exact GELU
     else backend_.gelu_tanh(act);
   } else {
     layer.mlp.gate_up.matmul(backend_, normed, layer.mlp.gate_up_bias.tensor, gate_up);
@@ -588,9 +593,13 @@ Status LlamaModel::run_layer(const DecoderLayer& layer, const KvLayer& cache, co
   if (!layer.post_attn_norm.tensor.empty()) backend_.rms_norm(delta, layer.post_attn_norm.tensor, eps, delta);
   if (scale_residual) backend_.scale(delta, residual_scale);
   // Parallel blocks (Cohere): residual + attention now, + MLP at the next norm; the MLP reads
-  // the normed input the attention read.
-  if (config_.parallel_blocks) backend_.add(residual, delta);
-  else join(residual, delta, layer.mlp_norm, layer.mlp_norm_bias, normed);
+  // the normed input the attention read, or (GPT-NeoX) its own norm of the layer's input, taken
+  // before the attention joins the residual.
+  if (config_.parallel_blocks) {
+    if (!layer.mlp_norm.tensor.empty())
+      apply_norm(backend_, config_, residual, layer.mlp_norm.tensor, normed, layer.mlp_norm_bias.tensor);
+    backend_.add(residual, delta);
+  } else join(residual, delta, layer.mlp_norm, layer.mlp_norm_bias, normed);
   BRIGADE_RETURN_IF_ERROR(run_mlp(layer, n));
   if (!layer.post_mlp_norm.tensor.empty()) backend_.rms_norm(delta, layer.post_mlp_norm.tensor, eps, delta);
   if (scale_residual) backend_.scale(delta, residual_scale);
@@ -626,6 +635,7 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor delta = scratch_.delta.tensor.rows(0, n);
   backend_.embedding(ends_.embed.tensor, ints_.tokens(batch), residual);
+  ends_.add_positions(backend_, ints_.positions(n), residual, delta);  // GPT-2's learned positions, if any
   if (config_.embed_scale > 0.0f) backend_.scale(residual, embed_scale_);  // the images' features are not scaled
   if (config_.embedding_multiplier > 0.0f && config_.embedding_multiplier != 1.0f)  // Granite's
     backend_.scale(residual, config_.embedding_multiplier);

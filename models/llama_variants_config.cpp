@@ -82,6 +82,8 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"PhiForCausalLM", "phi"},                  {"StableLmForCausalLM", "stablelm"},
       {"Jais2ForCausalLM", "jais2"},              {"NemotronForCausalLM", "nemotron"},
       {"ExaoneForCausalLM", "exaone"},            {"FlexOlmoForCausalLM", "flex_olmo"},
+      {"GPTNeoXForCausalLM", "gpt_neox"},         {"GPTJForCausalLM", "gptj"},  // gpt_decoders_config.h
+      {"GPT2LMHeadModel", "gpt2"},                {"GPTBigCodeForCausalLM", "gpt_bigcode"},
       {"MiMoV2FlashForCausalLM", "mimo_v2_flash"}, {"ExaoneMoeForCausalLM", "exaone_moe"},
       {"ExaoneMoEForCausalLM", "exaone_moe"}};  // (mimo_exaone_config.h; K-EXAONE's first configs' spelling)
   for (const auto& [cls, type] : kNames)

@@ -50,7 +50,8 @@ constexpr const char* kSupported =
     "AfmoeForCausalLM (afmoe), ArceeForCausalLM (arcee), GemmaForCausalLM (gemma), Starcoder2ForCausalLM (starcoder2), "
     "PhiForCausalLM (phi), StableLmForCausalLM (stablelm), MiMoV2FlashForCausalLM (mimo_v2_flash), "
     "ExaoneMoeForCausalLM (exaone_moe), Jais2ForCausalLM (jais2), NemotronForCausalLM (nemotron), "
-    "ExaoneForCausalLM (exaone), FlexOlmoForCausalLM (flex_olmo)";
+    "ExaoneForCausalLM (exaone), FlexOlmoForCausalLM (flex_olmo), GPTNeoXForCausalLM (gpt_neox), "
+    "GPTJForCausalLM (gptj), GPT2LMHeadModel (gpt2), GPTBigCodeForCausalLM (gpt_bigcode)";
 
 // DeepSeek's MLA family (models/deepseek.h): V2, V3 and its descendants Mistral Small 4 and GLM-4.7-Flash.
 bool is_deepseek(const std::string& arch) {
@@ -662,6 +663,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   }
   if (is_bert_family(j)) return read_bert_config(j);  // encoders (models/bert_config.h)
   apply_exaone3_config_names(j);  // models/classic_decoders_config.h
+  apply_gpt_config_names(j);      // models/gpt_decoders_config.h
   bool seq_cls = false;
   BRIGADE_ASSIGN_OR_RETURN(std::string arch, detect_arch(j, seq_cls));
   ModelConfig c;
@@ -725,7 +727,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "mlp_bias", mlp_bias));
   if (mlp_bias && c.arch != "llama" && c.arch != "seed_oss" && c.arch != "ernie4_5" && c.arch != "starcoder2" &&
       c.arch != "phi" && c.arch != "jais2" && c.arch != "nemotron" &&
-      c.arch != "exaone")  // (the last five: their own use_bias / always / mlp_bias)
+      c.arch != "exaone" && !is_gpt_decoder(c.arch))  // (the last ones: their own use_bias / always / mlp_bias)
     return unsupported("config.json: mlp_bias = true is not supported for " + c.arch + "; set it to false");
   if (c.arch == "llama") c.mlp_bias = mlp_bias;
   BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));

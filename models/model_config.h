@@ -107,6 +107,14 @@ struct ModelConfig {
   // in llama.cpp's GGUF graph, the RMSNorm); the logits a bias (lm_head.bias [vocab]; lm_head_bias).
   bool norm_bias = false;
   bool lm_head_bias = false;
+  // The classic GPT decoders (models/gpt_decoders_config.h). learned_positions: GPT-2's and
+  // GPTBigCode's learned absolute positions, a table model.embed_positions.weight [max_position,
+  // hidden] whose row pos is added to each token's embedding (no RoPE; positions past max_position
+  // are refused by the step check). parallel_mlp_norm: with parallel_blocks, the MLP reads its own
+  // norm of the layer's input (post_attention_layernorm) rather than the attention's (GPT-NeoX's
+  // use_parallel_residual: x + attn(ln1(x)) + mlp(ln2(x))).
+  bool learned_positions = false;
+  bool parallel_mlp_norm = false;
   bool fused_weights = false;   // q|k|v and gate|up stored as one tensor each (phi3: self_attn.qkv_proj,
                                 // mlp.gate_up_proj) rather than q/k/v_proj and gate/up_proj
   int sliding_window = 0;       // 0 = none

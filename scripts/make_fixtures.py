@@ -990,6 +990,50 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 
 
+# The GPT fixtures' seeds (fixed, so fixtures added to fixtures() before them change nothing).
+GPT_SEEDS = {"gpt_neox": 3600, "gpt_neox_sequential": 3601, "gptj": 3602, "gpt2": 3603, "gpt_bigcode": 3604,
+             "gpt_bigcode_mha": 3605}
+
+
+def gpt_model(config_cls, model_cls, kw, seed):
+    """new_model() with GPT-2's, GPT-J's and GPTBigCode's LayerNorms (ln_*: named without "norm", so
+    randomize leaves them N(0, 0.1)) re-drawn as 1 + N(0, 0.1) and their token and position tables
+    (wte, wpe) N(0, 1), as randomize draws other models' (else the logits are too small to tell
+    rows apart)."""
+    import torch
+    model = new_model(config_cls, model_cls, kw, seed)
+    g = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if ".ln_" in pname and pname.endswith(".weight"):
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
+            elif pname.endswith(("wte.weight", "wpe.weight")):
+                p.copy_(torch.randn(p.shape, generator=g))
+    return model
+
+
+def make_gpt(name, config_cls, model_cls, kw, seed):
+    """make() of gpt_model() with GPT_SEEDS' seed; GPT-NeoX's config.json with the Hub's rotary_pct /
+    rotary_emb_base in place of transformers 5's rope_parameters (checked to give the same logits)."""
+    import torch
+    seed = GPT_SEEDS[name]
+    model = gpt_model(config_cls, model_cls, kw, seed)
+    make(name, config_cls, model_cls, kw, seed, model=model)
+    if config_cls != "GPTNeoXConfig":
+        return
+    import transformers
+    d = OUT / name
+    cfg = json.loads((d / "config.json").read_text())
+    rope = cfg.pop("rope_parameters")
+    cfg["rotary_pct"] = rope["partial_rotary_factor"]
+    cfg["rotary_emb_base"] = rope["rope_theta"]
+    (d / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    again = transformers.GPTNeoXForCausalLM.from_pretrained(d, attn_implementation="eager").eval()
+    ids = torch.tensor([prompts_for(kw["vocab_size"])[0]])
+    with torch.no_grad():
+        assert torch.equal(again(ids).logits, model(ids).logits), "the Hub's rotary names read back differently"
+
+
 def dsa_margins(model):
     """Records, while the model runs, the gap between the k-th and (k+1)-th best index score of
     every query that sees more than index_topk keys (the DSA indexer's top-k), so a fixture whose
@@ -1488,6 +1532,7 @@ def main():
         if not names or name in names:
             maker = {"deepseek_v3_mtp": make_mtp, "glm4_moe_mtp": make_mtp, "glm4_moe_step": make_glm4_moe_step,
                      "kimi_linear": make_kimi_linear, "exaone": make_exaone,
+                     **{n: make_gpt for n in GPT_SEEDS},
                      "longcat_flash": make_longcat_flash,
                      "minimax": make_minimax,
                      "deepseek_v32": make_dsa, "glm_moe_dsa": make_dsa}.get(name, make)

@@ -117,16 +117,11 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-# make_gguf_qwen35_fixtures.CONVERT with conversion/exaone.py's ExaoneModel given the Hub's
-# activation_function back. llama.cpp 0c1e57098 cannot convert an EXAONE 3.x checkpoint as it
-# stands with transformers 5 installed (tried): ModelBase.load_hparams takes AutoConfig's to_dict(),
-# where ExaoneConfig's attribute_map has renamed activation_function to hidden_act, so
-# set_gguf_parameters' hparams["activation_function"] raises KeyError; read from config.json
-# instead (AutoConfig failing), TextModel writes layer_norm_epsilon as attention.layer_norm_epsilon,
-# which llama.cpp's exaone loader does not read (it needs layer_norm_rms_epsilon: the file does not
-# load). Here the AutoConfig path runs with activation_function copied from hidden_act; nothing
-# else changes.
-CONVERT_EXAONE = """
+def convert_with_hparam(module, cls, key, value):
+    """make_gguf_qwen35_fixtures.CONVERT with conversion/`module`.py's `cls` given hparams[`key`]
+    (where absent) = `value` (a Python expression over self) before its set_gguf_parameters runs;
+    nothing else changes."""
+    return f"""
 import runpy, sys
 sys.path.insert(0, sys.argv[1])
 import conversion.base as base
@@ -141,6 +136,18 @@ exaone.ExaoneModel.set_gguf_parameters = set_gguf_parameters
 sys.argv = [sys.argv[1] + "/convert_hf_to_gguf.py"] + sys.argv[3:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
+
+
+# make_gguf_qwen35_fixtures.CONVERT with conversion/exaone.py's ExaoneModel given the Hub's
+# activation_function back. llama.cpp 0c1e57098 cannot convert an EXAONE 3.x checkpoint as it
+# stands with transformers 5 installed (tried): ModelBase.load_hparams takes AutoConfig's to_dict(),
+# where ExaoneConfig's attribute_map has renamed activation_function to hidden_act, so
+# set_gguf_parameters' hparams["activation_function"] raises KeyError; read from config.json
+# instead (AutoConfig failing), TextModel writes layer_norm_epsilon as attention.layer_norm_epsilon,
+# which llama.cpp's exaone loader does not read (it needs layer_norm_rms_epsilon: the file does not
+# load). Here the AutoConfig path runs with activation_function copied from hidden_act; nothing
+# else changes.
+CONVERT_EXAONE = convert_with_hparam("exaone", "ExaoneModel", "activation_function", 'self.hparams["hidden_act"]')
 
 
 def convert(model_dir, outfile, outtype, pre):

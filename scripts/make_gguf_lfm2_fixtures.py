@@ -97,13 +97,13 @@ def convert(model_dir, outfile, outtype, pre, snippet=None):
                            "--outfile", str(outfile), "--outtype", outtype], env=env)
 
 
-def build_source(sources, source, tmp):
-    """sources[source] (base fixture, overrides, seed) as a transformers model and its checkpoint
-    directory in tmp (with a toy tokenizer)."""
+def build_source(sources, source, tmp, new_model=None):
+    """sources[source] (base fixture, overrides, seed) as a transformers model (new_model's,
+    make_fixtures.new_model by default) and its checkpoint directory in tmp (with a toy tokenizer)."""
     base, overrides, seed = sources[source]
     config_cls, model_cls, kw = mf.fixtures()[base]
     kw = {**kw, **overrides}
-    model = mf.new_model(config_cls, model_cls, kw, seed)
+    model = (new_model or mf.new_model)(config_cls, model_cls, kw, seed)
     d = Path(tmp) / source
     model.save_pretrained(d, safe_serialization=True)
     (d / "generation_config.json").unlink(missing_ok=True)

@@ -55,14 +55,12 @@ TEST(GgufClassic, ReadsAsItsHuggingFaceConfig) {
                         Pair{"gguf_stablelm", "stablelm"}, Pair{"gguf_stablelm_parallel", "stablelm_parallel"},
                         Pair{"gguf_jais2", "jais2"}, Pair{"gguf_nemotron", "nemotron"}, Pair{"gguf_exaone", "exaone"}}) {
     SCOPED_TRACE(p.gguf);
-    auto hf = Checkpoint::open(fixture_dir(p.hf));
-    ASSERT_TRUE(hf.has_value()) << hf.status().to_string();
-    const ModelConfig& h = (*hf)->config();
-    auto file = Checkpoint::open(gguf_path(p.gguf));
-    ASSERT_TRUE(file.has_value()) << file.status().to_string();
-    const ModelConfig& g = (*file)->config();
+    const auto [hf, file] = testing::open_gguf_and_hf(p.gguf, p.hf);
+    ASSERT_TRUE(hf && file);
+    const ModelConfig& h = hf->config();
+    const ModelConfig& g = file->config();
     testing::expect_same_attention(g, h);
-    EXPECT_EQ(g.n_kv_heads, h.n_kv_heads);
+    testing::expect_same_dense_layer(g, h);
     EXPECT_EQ(g.qkv_bias, h.qkv_bias);
     EXPECT_EQ(g.o_bias, h.o_bias);
     EXPECT_EQ(g.layer_norms, h.layer_norms);

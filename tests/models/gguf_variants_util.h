@@ -81,6 +81,37 @@ inline GgufTensorShapes moe_file_tensors(uint32_t blocks, uint32_t shared) {
           {b + "ffn_up_shexp.weight", {64, s}},      {b + "ffn_down_shexp.weight", {s, 64}}};
 }
 
+// The Hugging Face fixture `hf`'s checkpoint and the GGUF fixture `gguf`'s file (test failures,
+// and null, where either does not open).
+struct CheckpointPair {
+  std::unique_ptr<Checkpoint> hf, gguf;
+};
+inline CheckpointPair open_gguf_and_hf(const std::string& gguf, const std::string& hf) {
+  CheckpointPair p;
+  auto h = Checkpoint::open(fixture_dir(hf));
+  EXPECT_TRUE(h.has_value()) << h.status().to_string();
+  auto g = Checkpoint::open(gguf_path(gguf));
+  EXPECT_TRUE(g.has_value()) << g.status().to_string();
+  if (h && g) p = {std::move(*h), std::move(*g)};
+  return p;
+}
+
+// The dense layer of a GGUF file's config `g` as the Hugging Face fixture's `h`, beside the
+// attention (expect_same_attention): the k/v heads, the norms (LayerNorms, their biases), parallel
+// blocks, the MLP (activation, gate, biases) and the tied head. q/k/v/o biases are the caller's
+// (a converter may need them where the source has none).
+inline void expect_same_dense_layer(const ModelConfig& g, const ModelConfig& h) {
+  EXPECT_EQ(g.n_kv_heads, h.n_kv_heads);
+  EXPECT_EQ(g.layer_norms, h.layer_norms);
+  EXPECT_EQ(g.norm_bias, h.norm_bias);
+  EXPECT_EQ(g.parallel_blocks, h.parallel_blocks);
+  EXPECT_EQ(g.parallel_mlp_norm, h.parallel_mlp_norm);
+  EXPECT_EQ(g.mlp_activation, h.mlp_activation);
+  EXPECT_EQ(g.mlp_gated(), h.mlp_gated());
+  EXPECT_EQ(g.mlp_bias, h.mlp_bias);
+  EXPECT_EQ(g.tie_embeddings, h.tie_embeddings);
+}
+
 // Granite's multipliers of a GGUF file's config `g` as the Hugging Face fixture's `h`.
 inline void expect_same_granite_scales(const ModelConfig& g, const ModelConfig& h) {
   EXPECT_EQ(g.embedding_multiplier, h.embedding_multiplier);

@@ -21,7 +21,8 @@ from fixture_server import assert_transformers_completion, complete, fixtures, s
 MODELS = ["olmo3", "olmoe", "exaone4", "glm4", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense", "apertus",
           "mistral3", "llama4", "minimax_m2", "cohere", "cohere2", "granitemoe", "granitemoeshared",
           "hunyuan_v1_moe", "dots1", "ministral3", "ministral3_text", "phimoe", "afmoe", "arcee",
-          "gemma", "starcoder2", "phi", "stablelm", "stablelm_parallel", "jais2", "nemotron", "exaone", "flex_olmo"]
+          "gemma", "starcoder2", "phi", "stablelm", "stablelm_parallel", "jais2", "nemotron", "exaone", "flex_olmo",
+          "gpt_neox", "gptj", "gpt2", "gpt_bigcode"]
 
 
 @pytest.mark.parametrize("name", MODELS)

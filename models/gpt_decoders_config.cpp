@@ -1,0 +1,302 @@
+#include "models/gpt_decoders_config.h"
+
+#include <cstring>
+#include <utility>
+
+#include "models/config_json.h"
+
+namespace brigade {
+namespace {
+
+using json = nlohmann::json;
+
+// The architecture a config describes by its model_type ("" for none of the four).
+std::string gpt_model_type(const json& j) {
+  auto t = j.find("model_type");
+  if (t == j.end() || !t->is_string()) return "";
+  const std::string type = t->get<std::string>();
+  return is_gpt_decoder(type) ? type : "";
+}
+
+// hidden_act (`fallback` when absent) into c.mlp_activation: exact-erf gelu (Pythia's), or the
+// tanh form under its three names; refused by name otherwise.
+Status read_activation(const json& j, const char* fallback, ModelConfig& c) {
+  std::string act = fallback;
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
+  if (act == "gelu" || act == "gelu_new" || act == "gelu_fast" || act == "gelu_pytorch_tanh") {
+    c.mlp_activation = act == "gelu" ? MlpActivation::gelu : MlpActivation::gelu_tanh;
+    return Status::ok();
+  }
+  return unsupported("config.json: activation '" + act + "' is not supported for " + c.arch +
+                     "; supported: gelu, gelu_new, gelu_fast, gelu_pytorch_tanh");
+}
+
+// `key` (a flag transformers reads) must not be `refused`; its meaning named in the refusal.
+Status refuse_flag(const json& j, const ModelConfig& c, const char* key, bool refused, const char* why) {
+  bool v = !refused;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, key, v));
+  if (v == refused)
+    return unsupported(std::string("config.json: ") + key + " = " + (refused ? "true" : "false") +
+                       " is not supported for " + c.arch + " (" + why + "); no released checkpoint sets it");
+  return Status::ok();
+}
+
+// GPT-NeoX's rotary width: rope_parameters' partial_rotary_factor (transformers 5), else the
+// Hub's rotary_pct, else GPTNeoXConfig's 0.25; int(head_dim * factor) as GPTNeoXAttention takes it.
+Status read_neox_rotary(const json& j, ModelConfig& c) {
+  float partial = 0.25f;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "rotary_pct", partial));
+  for (const char* key : {"rope_parameters", "rope_scaling"})
+    if (auto it = j.find(key); it != j.end() && it->is_object())
+      BRIGADE_RETURN_IF_ERROR(read_float(*it, "partial_rotary_factor", partial));
+  if (!(partial > 0.0f && partial <= 1.0f))
+    return invalid_argument("config.json: rotary_pct must be in (0, 1] (got " + std::to_string(partial) + ")");
+  c.rotary_dim = static_cast<int>(static_cast<float>(c.head_dim) * partial);
+  return Status::ok();
+}
+
+// GPT-J's rotary_dim: an even number of dims in (0, head_dim]; null (the whole hidden size in
+// GPTJAttention, which only fits one head) refused.
+Status read_gptj_rotary(const json& j, ModelConfig& c) {
+  auto it = j.find("rotary_dim");
+  if (it != j.end() && it->is_null())
+    return unsupported("config.json: rotary_dim null is not supported for gptj; GPT-J rotates rotary_dim (64) dims");
+  c.rotary_dim = 64;  // GPTJConfig's default
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "rotary_dim", c.rotary_dim, false));
+  if (c.rotary_dim <= 0 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0)
+    return invalid_argument("config.json: rotary_dim must be even and in (0, head_dim = " + std::to_string(c.head_dim) +
+                            "] (got " + std::to_string(c.rotary_dim) + ")");
+  c.rope_style = RopeStyle::interleaved;  // rotate_every_two: pairs (2i, 2i + 1)
+  c.rope_theta = 10000.0f;                // create_sinusoidal_positions' fixed base
+  return Status::ok();
+}
+
+// GPT-2's and GPTBigCode's attention flags beyond the plain causal one.
+Status read_gpt2_attention(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(refuse_flag(j, c, "scale_attn_by_inverse_layer_idx", true,
+                                      "each layer's scores divided by its index + 1"));
+  BRIGADE_RETURN_IF_ERROR(refuse_flag(j, c, "scale_attn_weights", false, "scores not divided by sqrt(head_dim)"));
+  BRIGADE_RETURN_IF_ERROR(refuse_flag(j, c, "add_cross_attention", true, "cross-attention to an encoder"));
+  // reorder_and_upcast_attn and GPTBigCode's attention_softmax_in_fp32 change only fp16 rounding;
+  // brigade's attention computes its scores in f32 anyway.
+  c.learned_positions = true;
+  c.qkv_bias = c.o_bias = true;
+  return Status::ok();
+}
+
+// Fused q|k|v rows of each part: GPT-NeoX's (and GPTBigCode MHA's) per head [heads, 3, head_dim],
+// else q, k, v one after the other.
+struct RowRange {
+  int64_t begin, size;
+};
+std::vector<std::vector<RowRange>> qkv_parts(const ModelConfig& c, bool per_head) {
+  const int64_t hd = c.head_dim, q = int64_t{c.n_heads} * hd, kv = int64_t{c.n_kv_heads} * hd;
+  if (!per_head) return {{{0, q}}, {{q, kv}}, {{q + kv, kv}}};
+  std::vector<std::vector<RowRange>> parts(3);
+  for (int64_t h = 0; h < c.n_heads; ++h)
+    for (int64_t p = 0; p < 3; ++p) parts[static_cast<size_t>(p)].push_back({(3 * h + p) * hd, hd});
+  return parts;
+}
+
+// Bytes of one row of t (a 1-D tensor: one element per row).
+size_t row_bytes(const RawTensor& t) {
+  return dtype_size(t.dtype) * static_cast<size_t>(t.shape.size() == 2 ? t.shape[1] : 1);
+}
+
+// t's rows `ranges` in order, named `name`: a view of t's bytes for one range, else a copy in arena.
+RawTensor take_rows(const RawTensor& t, const std::vector<RowRange>& ranges, std::string name,
+                    std::vector<std::vector<uint8_t>>& arena) {
+  RawTensor out = t;
+  out.name = std::move(name);
+  const size_t rb = row_bytes(t);
+  int64_t rows = 0;
+  for (const RowRange& r : ranges) rows += r.size;
+  out.shape[0] = rows;
+  if (ranges.size() == 1) {
+    out.bytes = t.bytes.subspan(static_cast<size_t>(ranges[0].begin) * rb, static_cast<size_t>(rows) * rb);
+    return out;
+  }
+  std::vector<uint8_t>& buf = arena.emplace_back(static_cast<size_t>(rows) * rb);
+  size_t at = 0;
+  for (const RowRange& r : ranges) {
+    std::memcpy(buf.data() + at, t.bytes.data() + static_cast<size_t>(r.begin) * rb, static_cast<size_t>(r.size) * rb);
+    at += static_cast<size_t>(r.size) * rb;
+  }
+  out.bytes = {buf.data(), buf.size()};
+  return out;
+}
+
+// A Conv1D weight [in, out] as the [out, in] a Linear stores, copied into arena.
+RawTensor transposed(const RawTensor& t, std::vector<std::vector<uint8_t>>& arena) {
+  const int64_t rows = t.shape[0], cols = t.shape[1];
+  const size_t e = dtype_size(t.dtype);
+  std::vector<uint8_t>& buf = arena.emplace_back(t.bytes.size());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t k = 0; k < cols; ++k)
+      std::memcpy(buf.data() + static_cast<size_t>(k * rows + i) * e, t.bytes.data() + static_cast<size_t>(i * cols + k) * e, e);
+  RawTensor out = t;
+  out.shape = {cols, rows};
+  out.bytes = {buf.data(), buf.size()};
+  return out;
+}
+
+using Renames = std::vector<std::pair<std::string, std::string>>;
+
+// Each architecture's names (after the prefix, transformer. or gpt_neox., is made explicit) as the
+// Llama decoder's; ".self_attn.qkv." marks a fused q|k|v, split by gpt_decoder_tensors.
+const Renames& renames(const std::string& arch) {
+  static const Renames kGpt2 = {{"transformer.wte.", "model.embed_tokens."}, {"transformer.wpe.", "model.embed_positions."},
+                                {"transformer.ln_f.", "model.norm."},       {"transformer.h.", "model.layers."},
+                                {".ln_1.", ".input_layernorm."},            {".ln_2.", ".post_attention_layernorm."},
+                                {".attn.c_attn.", ".self_attn.qkv."},       {".attn.c_proj.", ".self_attn.o_proj."},
+                                {".mlp.c_fc.", ".mlp.up_proj."},            {".mlp.c_proj.", ".mlp.down_proj."}};
+  static const Renames kGptj = {{"transformer.wte.", "model.embed_tokens."}, {"transformer.ln_f.", "model.norm."},
+                                {"transformer.h.", "model.layers."},       {".ln_1.", ".input_layernorm."},
+                                {".attn.q_proj.", ".self_attn.q_proj."},   {".attn.k_proj.", ".self_attn.k_proj."},
+                                {".attn.v_proj.", ".self_attn.v_proj."},   {".attn.out_proj.", ".self_attn.o_proj."},
+                                {".mlp.fc_in.", ".mlp.up_proj."},          {".mlp.fc_out.", ".mlp.down_proj."}};
+  static const Renames kNeox = {{"gpt_neox.embed_in.", "model.embed_tokens."},
+                                {"gpt_neox.final_layer_norm.", "model.norm."},
+                                {"gpt_neox.layers.", "model.layers."},
+                                {".attention.query_key_value.", ".self_attn.qkv."},
+                                {".attention.dense.", ".self_attn.o_proj."},
+                                {".mlp.dense_h_to_4h.", ".mlp.up_proj."},
+                                {".mlp.dense_4h_to_h.", ".mlp.down_proj."}};
+  return arch == "gpt_neox" ? kNeox : arch == "gptj" ? kGptj : kGpt2;
+}
+
+// The buffers transformers keeps beside the weights (older checkpoints store them): nothing to load.
+bool is_buffer(const std::string& name) {
+  for (const char* s : {".attn.bias", ".attn.masked_bias", ".attention.bias", ".attention.masked_bias", ".rotary_emb.inv_freq"})
+    if (name.ends_with(s)) return true;
+  return false;
+}
+
+// `name` with its architecture's prefix made explicit: the Hub's GPT-2 stores h.N.*, wte, wpe and
+// ln_f without transformer. (saved from GPT2Model); lm_head and NeoX's embed_out sit outside it.
+std::string with_prefix(const std::string& arch, const std::string& name) {
+  if (arch == "gpt_neox") return name == "embed_out.weight" ? "lm_head.weight" : name;
+  if (name.starts_with("transformer.") || name.starts_with("lm_head.")) return name;
+  return "transformer." + name;
+}
+
+// A fused q|k|v (weight [rows, hidden] or bias [rows]) split into q_proj, k_proj and v_proj.
+Status split_qkv(const ModelConfig& c, const std::string& name, const RawTensor& t,
+                 std::map<std::string, RawTensor>& out, std::vector<std::vector<uint8_t>>& arena) {
+  const int64_t rows = int64_t{c.n_heads + 2 * c.n_kv_heads} * c.head_dim;
+  const bool weight = name.ends_with(".weight");
+  const std::vector<int64_t> want = weight ? std::vector<int64_t>{rows, c.hidden_size} : std::vector<int64_t>{rows};
+  if (t.shape != want || t.block_quantized()) {
+    RawTensor w;
+    w.shape = want;
+    return corrupt(t.file + ": tensor '" + t.name + "' has shape " + t.shape_string() + " but the config needs " +
+                   w.shape_string() + " (" + c.arch + "'s fused q|k|v)");
+  }
+  // GPT-NeoX's, and GPTBigCode's without multi_query, interleave the three per head.
+  const bool per_head = c.arch == "gpt_neox" || (c.arch == "gpt_bigcode" && c.n_kv_heads == c.n_heads);
+  const auto parts = qkv_parts(c, per_head);
+  const size_t at = name.find(".qkv.");
+  static constexpr const char* kParts[] = {"q_proj", "k_proj", "v_proj"};
+  for (size_t p = 0; p < 3; ++p) {
+    const std::string part = name.substr(0, at + 1) + kParts[p] + name.substr(at + 4);
+    out.insert_or_assign(part, take_rows(t, parts[p], part, arena));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+bool is_gpt_decoder(const std::string& arch) {
+  return arch == "gpt_neox" || arch == "gptj" || arch == "gpt2" || arch == "gpt_bigcode";
+}
+
+void apply_gpt_config_names(json& j) {
+  const std::string type = gpt_model_type(j);
+  if (type.empty()) return;
+  if (type == "gpt_neox") {
+    if (j.contains("rotary_emb_base") && !j.contains("rope_theta")) j["rope_theta"] = j["rotary_emb_base"];
+    return;
+  }
+  static constexpr std::pair<const char*, const char*> kNames[] = {{"n_embd", "hidden_size"},
+                                                                   {"n_layer", "num_hidden_layers"},
+                                                                   {"n_head", "num_attention_heads"},
+                                                                   {"n_positions", "max_position_embeddings"},
+                                                                   {"activation_function", "hidden_act"}};
+  for (const auto& [hub, ours] : kNames)
+    if (j.contains(hub) && !j.contains(ours)) j[ours] = j[hub];
+  if (!j.contains("max_position_embeddings")) j["max_position_embeddings"] = type == "gptj" ? 2048 : 1024;
+  if (!j.contains("intermediate_size")) {
+    auto inner = j.find("n_inner");
+    if (inner != j.end() && !inner->is_null()) j["intermediate_size"] = *inner;
+    else if (auto h = j.find("hidden_size"); h != j.end() && h->is_number_integer())
+      j["intermediate_size"] = 4 * h->get<int64_t>();  // n_inner null: 4 * n_embd
+  }
+  if (type != "gptj" && !j.contains("tie_word_embeddings")) j["tie_word_embeddings"] = true;
+  if (type == "gpt_bigcode") {  // GPTBigCodeAttention reads multi_query alone
+    bool mq = true;
+    if (auto it = j.find("multi_query"); it != j.end() && it->is_boolean()) mq = it->get<bool>();
+    if (mq) j["num_key_value_heads"] = 1;
+    else if (j.contains("num_attention_heads")) j["num_key_value_heads"] = j["num_attention_heads"];
+  }
+}
+
+Status read_gpt_decoder(const json& j, ModelConfig& c) {
+  if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null())
+    return unsupported("config.json: quantization_config is not supported for " + c.arch +
+                       " (its fused and transposed weights are split at open); load the unquantized checkpoint");
+  const char* fallback = c.arch == "gpt_neox" ? "gelu" : c.arch == "gpt_bigcode" ? "gelu_pytorch_tanh" : "gelu_new";
+  BRIGADE_RETURN_IF_ERROR(read_activation(j, fallback, c));
+  c.mlp_ungated = c.mlp_bias = true;
+  c.layer_norms = c.norm_bias = true;
+  c.rms_eps = 1e-5f;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, c.arch == "gpt_neox" ? "layer_norm_eps" : "layer_norm_epsilon", c.rms_eps));
+  c.sliding_window = 0;
+  c.rotary_dim = 0;
+  if (c.n_heads <= 0 || c.hidden_size % c.n_heads != 0)
+    return invalid_argument("config.json: the hidden size (" + std::to_string(c.hidden_size) +
+                            ") must be divisible by the head count for " + c.arch);
+  c.head_dim = c.hidden_size / c.n_heads;  // none of the four reads a head_dim
+  if (c.arch == "gpt_neox") {
+    bool bias = true, parallel = true;
+    BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", bias));
+    BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_parallel_residual", parallel));
+    c.qkv_bias = c.o_bias = c.attention_bias = bias;
+    c.parallel_blocks = c.parallel_mlp_norm = parallel;
+    c.n_kv_heads = c.n_heads;
+    return read_neox_rotary(j, c);
+  }
+  if (c.arch == "gptj") {
+    c.parallel_blocks = true;
+    c.qkv_bias = c.o_bias = false;
+    c.lm_head_bias = true;
+    c.n_kv_heads = c.n_heads;
+    return read_gptj_rotary(j, c);
+  }
+  if (c.arch == "gpt2") c.n_kv_heads = c.n_heads;
+  return read_gpt2_attention(j, c);
+}
+
+Expected<std::map<std::string, RawTensor>> gpt_decoder_tensors(const ModelConfig& c,
+                                                               std::map<std::string, RawTensor> tensors,
+                                                               std::vector<std::vector<uint8_t>>& arena) {
+  std::map<std::string, RawTensor> out;
+  for (auto& [stored, t] : tensors) {
+    if (is_buffer(stored)) continue;
+    std::string name = with_prefix(c.arch, stored);
+    for (const auto& [from, with] : renames(c.arch))
+      if (const size_t at = name.find(from); at != std::string::npos) name.replace(at, from.size(), with);
+    // GPT-2's Conv1D weights: every 2-D weight of a layer ([in, out]).
+    RawTensor loaded = c.arch == "gpt2" && name.starts_with("model.layers.") && t.shape.size() == 2 && !t.block_quantized()
+                           ? transposed(t, arena)
+                           : t;
+    if (name.find(".self_attn.qkv.") != std::string::npos) {
+      BRIGADE_RETURN_IF_ERROR(split_qkv(c, name, loaded, out, arena));
+      continue;
+    }
+    loaded.name = name;
+    out.insert_or_assign(name, std::move(loaded));
+  }
+  return out;
+}
+
+}  // namespace brigade

@@ -1,0 +1,66 @@
+// Internal to models/: the classic GPT decoders, read into ModelConfig by parse_hf_config
+// (models/model_config.cpp, through read_classic_decoder) and run by the Llama decoder
+// (models/llama.h):
+//   gpt_neox (GPTNeoXForCausalLM: Pythia, GPT-NeoX-20B; GPTNeoXConfig): biased LayerNorms
+//     (layer_norm_eps), q/k/v and dense biases with attention_bias (true by default), RoPE in
+//     NeoX halves over rotary_pct of each head (rope_parameters' partial_rotary_factor in
+//     transformers 5; 0.25 by default) with base rotary_emb_base, an ungated biased MLP
+//     dense_h_to_4h -> hidden_act -> dense_4h_to_h, use_parallel_residual (true by default:
+//     x + attn(ln1(x)) + mlp(ln2(x)), parallel_blocks with parallel_mlp_norm), embed_out untied;
+//   gptj (GPTJForCausalLM: GPT-J 6B; GPTJConfig): one biased LayerNorm before the attention and the
+//     MLP side by side (parallel_blocks), q/k/v/out without biases, GPT-J's RoPE (adjacent pairs:
+//     rotate_every_two, RopeStyle::interleaved) over rotary_dim of each head at base 10000,
+//     fc_in -> activation_function -> fc_out with biases, lm_head with a bias;
+//   gpt2 (GPT2LMHeadModel; GPT2Config) and gpt_bigcode (GPTBigCodeForCausalLM: StarCoder 1,
+//     SantaCoder, WizardCoder; GPTBigCodeConfig): learned absolute positions (wpe:
+//     learned_positions, no RoPE), biased LayerNorms ln_1 / ln_2 / ln_f, c_attn's fused q|k|v
+//     and c_proj with biases, c_fc -> activation_function -> c_proj with biases, tied by default;
+//     GPT-2's Conv1D weights stored [in, out]; GPTBigCode's multi_query (true by default) one
+//     k/v head (MQA), else c_attn per head as GPT-NeoX's.
+// Their config.json names (n_embd, n_layer, n_head, n_positions, n_inner, activation_function)
+// are copied under the common ones first (apply_gpt_config_names); hidden_act / activation_function
+// one of gelu (exact erf), gelu_new, gelu_fast, gelu_pytorch_tanh (the tanh form).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "models/model_config.h"
+#include "models/raw_tensor.h"
+
+namespace brigade {
+
+bool is_gpt_decoder(const std::string& arch);
+
+// GPT-2's, GPT-J's and GPTBigCode's config names copied under the common ones where those are
+// absent (n_embd as hidden_size, n_layer, n_head, n_positions as max_position_embeddings, n_inner
+// as intermediate_size (null: 4 * n_embd), activation_function as hidden_act), their class
+// defaults where config.json has none (max positions, GPT-2's and GPTBigCode's tied head),
+// GPTBigCode's multi_query as num_key_value_heads (1, else n_head), GPT-NeoX's rotary_emb_base as
+// rope_theta. Any other config is left unchanged.
+void apply_gpt_config_names(nlohmann::json& j);
+
+// What the architecture adds to the Llama decoder (c.arch one of the above, the common fields read
+// already). Refuses by name what the decoder does not run: another activation, GPT-J's
+// rotary_dim null, GPT-2's scale_attn_by_inverse_layer_idx, scale_attn_weights false,
+// add_cross_attention, a quantization_config.
+Status read_gpt_decoder(const nlohmann::json& j, ModelConfig& c);
+
+// A gpt_neox / gptj / gpt2 / gpt_bigcode checkpoint's tensors under the Llama decoder's names
+// (model.embed_tokens, model.embed_positions, model.layers.N.input_layernorm,
+// self_attn.{q,k,v,o}_proj, post_attention_layernorm, mlp.up_proj / down_proj, model.norm,
+// lm_head), with or without the transformer. / gpt_neox. prefix (the Hub's GPT-2 has none); the
+// causal-mask buffers (attn.bias, masked_bias) and NeoX's rotary_emb.inv_freq dropped. A fused
+// q|k|v becomes q_proj, k_proj and v_proj: views of its rows where they are contiguous
+// (GPTBigCode's MQA), else copies into `arena` (GPT-NeoX's and GPTBigCode-MHA's heads interleaved
+// [heads, 3, head_dim]); GPT-2's Conv1D weights [in, out] are transposed into `arena`. The caller
+// keeps `arena` alive as long as the tensors (models/checkpoint.h). corrupt naming a fused tensor
+// whose shape does not fit the config.
+Expected<std::map<std::string, RawTensor>> gpt_decoder_tensors(const ModelConfig& c,
+                                                               std::map<std::string, RawTensor> tensors,
+                                                               std::vector<std::vector<uint8_t>>& arena);
+
+}  // namespace brigade

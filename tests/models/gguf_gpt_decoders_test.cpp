@@ -1,0 +1,88 @@
+// llama.cpp's GGUF files of the classic GPT decoders (models/gguf_gpt_decoders.h): gguf_gptneox,
+// gguf_gptneox_sequential, gguf_gpt2 and gguf_starcoder, written by llama.cpp's own converter
+// (scripts/make_gguf_gpt_fixtures.py) from tiny GPTNeoXForCausalLM, GPT2LMHeadModel and
+// GPTBigCodeForCausalLM checkpoints of the Hugging Face fixtures' shapes. Their logits, decode steps
+// and greedy tokens against transformers' (which llama.cpp's match within the script's
+// LLAMACPP_BOUND: its --llamacpp pass), their configs as the Hugging Face fixtures', and the
+// refusal of what the reader does not take.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "gguf_variants_util.h"
+#include "gguf_writer.h"
+#include "hf_fixture.h"
+#include "models/checkpoint.h"
+#include "models/model_config.h"
+
+namespace brigade {
+namespace {
+
+class GgufGptF32 : public ::testing::TestWithParam<std::string> {};
+
+// llama.cpp's CPU GELU looks the activation up in an fp16 table, and its gptneox runs the tanh
+// GELU where Pythia's is the exact one: its looser bound.
+TEST_P(GgufGptF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
+  testing::expect_gguf_fixture_matches(GetParam(), 5e-4f, 2e-2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufGptF32,
+                         ::testing::Values("gguf_gptneox", "gguf_gptneox_sequential", "gguf_gpt2", "gguf_starcoder"),
+                         [](const auto& p) { return p.param; });
+
+struct Pair {
+  const char* gguf;
+  const char* hf;
+};
+
+// Each file reads as its Hugging Face fixture: the attention, norms, MLP, residual, positions and
+// head; every tensor of the fixture under the same name (the fused q|k|v taken apart alike). The
+// sequential NeoX file keeps the biases its source has (llama.cpp requires them), the fixture has none.
+TEST(GgufGpt, ReadsAsItsHuggingFaceConfig) {
+  for (const Pair& p : {Pair{"gguf_gptneox", "gpt_neox"}, Pair{"gguf_gptneox_sequential", "gpt_neox_sequential"},
+                        Pair{"gguf_gpt2", "gpt2"}, Pair{"gguf_starcoder", "gpt_bigcode"}}) {
+    SCOPED_TRACE(p.gguf);
+    const auto [hf, file] = testing::open_gguf_and_hf(p.gguf, p.hf);
+    ASSERT_TRUE(hf && file);
+    const ModelConfig& h = hf->config();
+    const ModelConfig& g = file->config();
+    testing::expect_same_attention(g, h);
+    testing::expect_same_dense_layer(g, h);
+    EXPECT_EQ(g.learned_positions, h.learned_positions);
+    EXPECT_EQ(g.max_position, h.max_position);
+    const bool biases = std::string(p.hf) != "gpt_neox_sequential";
+    if (biases) {
+      EXPECT_EQ(g.qkv_bias, h.qkv_bias);
+      EXPECT_EQ(g.o_bias, h.o_bias);
+    }
+    const auto& gt = file->tensors();
+    for (const auto& [name, t] : hf->tensors()) {
+      EXPECT_EQ(gt.count(name), 1u) << name;
+      if (gt.count(name) == 1 && name.find("up_proj") == std::string::npos && name.find("down_proj") == std::string::npos) {
+        EXPECT_EQ(gt.at(name).shape, t.shape) << name;
+      }
+    }
+  }
+}
+
+// A gptneox file without use_parallel_residual is refused naming the key; an attn_qkv whose rows
+// do not fit the heads, naming the tensor.
+TEST(GgufGpt, RefusesMissingParallelResidualAndMisshapedQkv) {
+  const testing::TempDir dir("gguf_gpt");
+  using testing::gguf_str;
+  using testing::gguf_u32;
+  std::vector<testing::GgufKv> kv = {
+      gguf_str("general.architecture", "gptneox"), gguf_u32("gptneox.block_count", 1),
+      gguf_u32("gptneox.context_length", 64),      gguf_u32("gptneox.embedding_length", 32),
+      gguf_u32("gptneox.feed_forward_length", 128), gguf_u32("gptneox.attention.head_count", 4),
+      gguf_u32("gptneox.rope.dimension_count", 4), {"gptneox.attention.layer_norm_epsilon", 6, 0, 1e-5f}};
+  testing::expect_refused(dir.file("no_par.gguf"), kv, {{"token_embd.weight", {32, 64}}}, StatusCode::corrupt,
+                          "gptneox.use_parallel_residual");
+  kv.push_back(testing::gguf_bool("gptneox.use_parallel_residual", true));
+  testing::expect_refused(dir.file("qkv.gguf"), kv, {{"token_embd.weight", {32, 64}}, {"blk.0.attn_qkv.weight", {32, 80}}},
+                          StatusCode::corrupt, "blk.0.attn_qkv.weight");
+}
+
+}  // namespace
+}  // namespace brigade

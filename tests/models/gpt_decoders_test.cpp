@@ -1,0 +1,241 @@
+// The classic GPT decoders against transformers (models/gpt_decoders_config.h): the gpt_neox,
+// gpt_neox_sequential, gptj, gpt2, gpt_bigcode and gpt_bigcode_mha fixtures
+// (scripts/make_fixtures.py) run in HfFixture (hf_fixture_test.cpp); here, their configs as
+// parsed (the Hub's names and transformers 5's), their cached decode steps, each piece moving the
+// logits far outside the tolerance when changed, the Hub's GPT-2 tensor layout (no transformer.
+// prefix, the causal-mask buffers) giving transformers' logits, the learned positions' limit,
+// refusals by name, what `inspect` says and what a step costs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cpu/cpu_backend.h"
+#include "decoder_config_checks.h"
+#include "hf_fixture.h"
+#include "models/checkpoint.h"
+#include "models/mapped_file.h"
+#include "models/model_config.h"
+#include "models/safetensors.h"
+
+namespace brigade {
+namespace {
+
+using testing::expect_inspect_names;
+using testing::fixture_dir;
+using testing::kLogitTol;
+using testing::max_diff_with_rules;
+using testing::parse_fixture;
+using testing::StEntry;
+
+const auto refused = testing::expect_config_refused;  // (fixture, edit, what the refusal names)
+
+TEST(GptDecoders, NeoxConfigs) {
+  auto c = parse_fixture("gpt_neox");  // the Hub's names: rotary_pct, rotary_emb_base
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "gpt_neox");
+  EXPECT_TRUE(c->layer_norms && c->norm_bias && c->qkv_bias && c->o_bias && c->mlp_bias && c->mlp_ungated);
+  EXPECT_TRUE(c->parallel_blocks && c->parallel_mlp_norm) << "use_parallel_residual: two norms";
+  EXPECT_EQ(c->mlp_activation, MlpActivation::gelu) << "Pythia's exact GELU";
+  EXPECT_EQ(c->rope_style, RopeStyle::neox);
+  EXPECT_EQ(c->rope_dims(), 4) << "rotary_pct 0.5 of 8";
+  EXPECT_FALSE(c->tie_embeddings || c->learned_positions || c->lm_head_bias);
+  // transformers 5 writes rope_parameters (partial_rotary_factor, rope_theta) instead.
+  auto v5 = parse_fixture("gpt_neox", [](nlohmann::json& j) {
+    j.erase("rotary_pct");
+    j.erase("rotary_emb_base");
+    j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 500.0}, {"partial_rotary_factor", 0.25}};
+  });
+  ASSERT_TRUE(v5.has_value()) << v5.status().to_string();
+  EXPECT_EQ(v5->rope_dims(), 2);
+  EXPECT_EQ(v5->rope_theta, 500.0f);
+  auto defaults = parse_fixture("gpt_neox", [](nlohmann::json& j) {
+    for (const char* k : {"rotary_pct", "rotary_emb_base", "use_parallel_residual", "attention_bias", "hidden_act"}) j.erase(k);
+  });
+  ASSERT_TRUE(defaults.has_value()) << defaults.status().to_string();
+  EXPECT_EQ(defaults->rope_dims(), 2) << "GPTNeoXConfig's rotary_pct 0.25";
+  EXPECT_TRUE(defaults->parallel_mlp_norm && defaults->qkv_bias);
+  EXPECT_EQ(defaults->mlp_activation, MlpActivation::gelu);
+  auto s = parse_fixture("gpt_neox_sequential");
+  ASSERT_TRUE(s.has_value()) << s.status().to_string();
+  EXPECT_FALSE(s->parallel_blocks || s->parallel_mlp_norm || s->qkv_bias || s->o_bias);
+  EXPECT_TRUE(s->mlp_bias) << "the MLP keeps its biases";
+  EXPECT_EQ(s->rope_dims(), 2);
+}
+
+TEST(GptDecoders, GptjGpt2AndBigCodeConfigs) {
+  auto j = parse_fixture("gptj");
+  ASSERT_TRUE(j.has_value()) << j.status().to_string();
+  EXPECT_EQ(j->arch, "gptj");
+  EXPECT_EQ(j->hidden_size, 32);
+  EXPECT_EQ(j->intermediate_size, 128) << "n_inner null: 4 x n_embd";
+  EXPECT_EQ(j->max_position, 256);
+  EXPECT_TRUE(j->parallel_blocks && j->lm_head_bias && j->mlp_bias);
+  EXPECT_FALSE(j->parallel_mlp_norm || j->qkv_bias || j->o_bias || j->tie_embeddings);
+  EXPECT_EQ(j->rope_style, RopeStyle::interleaved) << "rotate_every_two";
+  EXPECT_EQ(j->rope_dims(), 4);
+  EXPECT_EQ(j->mlp_activation, MlpActivation::gelu_tanh);
+
+  auto g = parse_fixture("gpt2");
+  ASSERT_TRUE(g.has_value()) << g.status().to_string();
+  EXPECT_EQ(g->arch, "gpt2");
+  EXPECT_TRUE(g->learned_positions && g->tie_embeddings && g->qkv_bias && g->o_bias && g->norm_bias);
+  EXPECT_FALSE(g->parallel_blocks);
+  EXPECT_EQ(g->max_position, 64) << "n_positions";
+  EXPECT_EQ(g->n_kv_heads, 4);
+  auto hub = parse_fixture("gpt2", [](nlohmann::json& c) {  // the Hub's gpt2 config.json has no tie key
+    c.erase("tie_word_embeddings");
+    c.erase("n_positions");
+  });
+  ASSERT_TRUE(hub.has_value());
+  EXPECT_TRUE(hub->tie_embeddings) << "GPT2Config ties by default";
+  EXPECT_EQ(hub->max_position, 1024) << "GPT2Config's n_positions";
+
+  auto b = parse_fixture("gpt_bigcode", [](nlohmann::json& c) { c.erase("num_key_value_heads"); });  // as the Hub's
+  ASSERT_TRUE(b.has_value()) << b.status().to_string();
+  EXPECT_EQ(b->n_kv_heads, 1) << "multi_query";
+  EXPECT_EQ(b->intermediate_size, 64);
+  EXPECT_TRUE(b->learned_positions && b->tie_embeddings);
+  auto mha = parse_fixture("gpt_bigcode_mha");
+  ASSERT_TRUE(mha.has_value()) << mha.status().to_string();
+  EXPECT_EQ(mha->n_kv_heads, 4);
+}
+
+// Every prompt's logits, greedy tokens and cached decode steps (pages of 4, so steps cross pages:
+// GPT-2's position rows and GPT-J's rotation at each new position) are transformers'.
+TEST(GptDecoders, DecodeStepsMatchTransformers) {
+  auto backend = make_cpu_backend({.n_threads = 2});
+  for (const char* name : {"gpt_neox", "gpt_neox_sequential", "gptj", "gpt2", "gpt_bigcode", "gpt_bigcode_mha"}) {
+    SCOPED_TRACE(name);
+    auto model = testing::load_or_fail(fixture_dir(name), *backend);
+    ASSERT_NE(model, nullptr);
+    testing::expect_fixture_cases_match(*model, *backend, name, kLogitTol);
+  }
+}
+
+// Each piece the fixtures exercise moves their logits far outside the tolerance.
+TEST(GptDecoders, PiecesMoveTheLogits) {
+  const float far = 100 * kLogitTol;
+  EXPECT_GT(max_diff_with_rules("gpt_neox", [](ModelConfig& c) { c.parallel_mlp_norm = false; }), far)
+      << "the MLP on the attention's norm";
+  EXPECT_GT(max_diff_with_rules("gpt_neox", [](ModelConfig& c) { c.rotary_dim = 0; }), far) << "whole heads rotated";
+  EXPECT_GT(max_diff_with_rules("gpt_neox", [](ModelConfig& c) { c.mlp_activation = MlpActivation::gelu_tanh; }), kLogitTol)
+      << "the tanh GELU for the exact one";
+  EXPECT_GT(max_diff_with_rules("gpt_neox_sequential", [](ModelConfig& c) { c.parallel_blocks = c.parallel_mlp_norm = true; }),
+            far)
+      << "the parallel residual";
+  EXPECT_GT(max_diff_with_rules("gptj", [](ModelConfig& c) { c.rope_style = RopeStyle::neox; }), far) << "NeoX pairs";
+  EXPECT_GT(max_diff_with_rules("gptj", [](ModelConfig& c) { c.lm_head_bias = false; }), far) << "no lm_head bias";
+  EXPECT_GT(max_diff_with_rules("gpt2", [](ModelConfig& c) { c.learned_positions = false; }), far) << "RoPE, no wpe";
+  EXPECT_GT(max_diff_with_rules("gpt_bigcode", [](ModelConfig& c) { c.norm_bias = false; }), far) << "norms without bias";
+}
+
+// The fixture's stored tensors as the file has them (Checkpoint::tensors are already renamed).
+std::vector<StEntry> stored_entries(const std::string& fixture) {
+  std::vector<StEntry> out;
+  auto file = MappedFile::open(fixture_dir(fixture) + "/model.safetensors");
+  EXPECT_TRUE(file.has_value());
+  if (!file) return out;
+  std::map<std::string, RawTensor> tensors;
+  EXPECT_TRUE(read_safetensors(*file, tensors).is_ok());
+  for (const auto& [name, t] : tensors)
+    out.push_back({name, "F32", t.shape, std::vector<uint8_t>(t.bytes.begin(), t.bytes.end())});
+  return out;
+}
+
+// openai-community/gpt2's model.safetensors, saved from GPT2Model: h.N.*, wte, wpe, ln_f without
+// transformer., and each layer's causal-mask buffer attn.bias; it gives transformers' logits.
+TEST(GptDecoders, TheHubsGpt2LayoutLoads) {
+  const testing::TempDir dir("hub_gpt2");
+  std::vector<StEntry> entries = stored_entries("gpt2");
+  ASSERT_FALSE(entries.empty());
+  for (StEntry& e : entries) e.name = e.name.substr(std::string("transformer.").size());
+  for (const char* mask : {"h.0.attn.bias", "h.1.attn.bias"})
+    entries.push_back({mask, "F32", {1, 1, 4, 4}, std::vector<uint8_t>(16 * sizeof(float), 0)});
+  testing::write_safetensors_file(dir.file("model.safetensors"), entries);
+  std::filesystem::copy_file(fixture_dir("gpt2") + "/config.json", dir.file("config.json"));
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = testing::load_or_fail(dir.str(), *backend);
+  ASSERT_NE(model, nullptr);
+  const auto cases = testing::read_fixture_cases("gpt2");
+  EXPECT_LE(testing::run_fixture_case(*model, *backend, cases.back()).max_abs_diff, kLogitTol);
+}
+
+// GPT-2's positions are a table of n_positions rows: a step at position 64 is refused by name.
+TEST(GptDecoders, LearnedPositionsEndAtMaxPosition) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = testing::load_or_fail(fixture_dir("gpt2"), *backend);
+  ASSERT_NE(model, nullptr);
+  auto kv = KvCache::allocate(*backend, model->kv_layout(8, 16, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  auto buf = backend->allocate(256 * sizeof(float));
+  ASSERT_TRUE(buf.has_value());
+  const Tensor logits = buf->view(DType::f32, {1, 256});
+  EXPECT_TRUE(model->forward(testing::make_step({{0, {5}, 63, false}}, 16, 8), *kv, logits).is_ok());
+  const Status past = model->forward(testing::make_step({{0, {5}, 64, false}}, 16, 8), *kv, logits);
+  EXPECT_EQ(past.code(), StatusCode::invalid_argument);
+  EXPECT_NE(past.message().find("max_position 64"), std::string::npos) << past.message();
+}
+
+TEST(GptDecoders, UnsupportedConfigValuesAreRefusedByName) {
+  refused("gpt2", [](nlohmann::json& j) { j["scale_attn_by_inverse_layer_idx"] = true; },
+          "scale_attn_by_inverse_layer_idx = true is not supported for gpt2");
+  refused("gpt2", [](nlohmann::json& j) { j["scale_attn_weights"] = false; }, "scale_attn_weights = false");
+  refused("gpt_bigcode", [](nlohmann::json& j) { j["add_cross_attention"] = true; }, "add_cross_attention = true");
+  refused("gpt2", [](nlohmann::json& j) { j["activation_function"] = "relu"; },
+          "activation 'relu' is not supported for gpt2; supported: gelu, gelu_new, gelu_fast, gelu_pytorch_tanh");
+  refused("gpt_neox", [](nlohmann::json& j) { j["hidden_act"] = "silu"; }, "activation 'silu' is not supported for gpt_neox");
+  refused("gptj", [](nlohmann::json& j) { j["rotary_dim"] = nullptr; }, "rotary_dim null is not supported for gptj");
+  refused("gptj", [](nlohmann::json& j) { j["rotary_dim"] = 5; }, "rotary_dim must be even");
+  refused("gpt_neox", [](nlohmann::json& j) { j["rotary_pct"] = 1.5; }, "rotary_pct must be in (0, 1]");
+  refused("gpt_neox", [](nlohmann::json& j) { j["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}}; },
+          "quantization_config is not supported for gpt_neox");
+}
+
+// A fused q|k|v whose rows do not fit the heads is refused naming it: the MQA file under a config
+// that says multi_query false.
+TEST(GptDecoders, FusedQkvOfTheWrongShapeIsRefused) {
+  const testing::TempDir dir("bigcode_mha");
+  std::filesystem::copy_file(fixture_dir("gpt_bigcode") + "/model.safetensors", dir.file("model.safetensors"));
+  auto config = nlohmann::json::parse(read_text_file(fixture_dir("gpt_bigcode") + "/config.json").value());
+  config["multi_query"] = false;
+  config.erase("num_key_value_heads");
+  testing::write_text(dir.file("config.json"), config.dump());
+  auto ck = Checkpoint::open(dir.str());
+  ASSERT_FALSE(ck.has_value());
+  EXPECT_EQ(ck.status().code(), StatusCode::corrupt);
+  EXPECT_NE(ck.status().message().find("transformer.h.0.attn.c_attn"), std::string::npos) << ck.status().message();
+  EXPECT_NE(ck.status().message().find("fused q|k|v"), std::string::npos) << ck.status().message();
+}
+
+// A step reads the position rows it looks up, not the whole table, and multiplies no table but
+// the tied head.
+TEST(GptDecoders, StepCostCountsThePositionRows) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = testing::load_or_fail(fixture_dir("gpt2"), *backend);
+  ASSERT_NE(model, nullptr);
+  const double h = 32, vocab = 256, positions = 64, f32 = 4;
+  // One decode token at position 9 with its logits: 10 keys per head in each of the 2 layers.
+  const StepBatch b = testing::make_step({{0, {5}, 9, false}}, 16, 4);
+  const StepCost c = model->step_cost(b, 0.0);
+  const double linear = static_cast<double>(model->n_params()) - (vocab + positions) * h;
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * linear + 2.0 * vocab * h + 4.0 * 4 * 8 * 2 * 10);
+  // The weights less both tables, plus one row of each and the tied head.
+  EXPECT_DOUBLE_EQ(c.bytes, static_cast<double>(model->weight_bytes()) - (vocab + positions) * h * f32 + 2 * h * f32 +
+                                vocab * h * f32);
+}
+
+// `inspect` names the pieces.
+TEST(GptDecoders, InspectNamesThem) {
+  expect_inspect_names({
+      {"gpt_neox", {"gpt_neox", "attention and MLP side by side, each on its own norm", "rotary dims 4 of 8",
+                    "ungated gelu (erf) MLP", "LayerNorms with biases (eps 1e-05)", "qkv bias, o bias", "MLP biases"}},
+      {"gptj", {"gptj", "interleaved", "rotary dims 4 of 8", "lm_head bias", "side by side on one norm"}},
+      {"gpt2", {"gpt2", "positions:     learned absolute (model.embed_positions), 64, no RoPE", "tied embed:    yes",
+                "ungated gelu_tanh MLP"}},
+      {"gpt_bigcode", {"gpt_bigcode", "positions:     learned absolute"}}});
+}
+
+}  // namespace
+}  // namespace brigade
