@@ -689,6 +689,52 @@ class Backend {
     BRIGADE_CHECK(false, "relu_squared on a backend without state-space ops (supports_ssm() is false)");
   }
 
+  // ---- Gemma 3n (models/gemma3n.h): AltUp's streams, activation sparsity, the weightless v norm ----
+  // Whether the six ops below are implemented (the CPU and CUDA backends); Gemma 3n refuses to
+  // load otherwise. Activations are the backend's activation dtype; the small coefficient
+  // matrices f32. Each works in f32 and rounds once when it stores.
+  virtual bool supports_altup() const { return false; }
+  // AltUp's prediction (Gemma3nTextAltUp.predict). streams [N, n, d]: N streams of n rows; router
+  // [n, N] the modality router's logits; coefs [N * N, N] f32 (prediction_coefs.weight). Row t:
+  // m = tanh(router[t]), c = coefs · m; out[i][t] = streams[i][t] + sum_j c[i * N + j] streams[j][t].
+  // out [N, n, d] does not overlap streams.
+  virtual void altup_predict(const Tensor& streams, const Tensor& router, const Tensor& coefs, const Tensor& out) {
+    (void)streams, (void)router, (void)coefs, (void)out;
+    BRIGADE_CHECK(false, "altup_predict on a backend without the Gemma 3n ops (supports_altup)");
+  }
+  // AltUp's correction (Gemma3nTextAltUp.correct) in place on pred [N, n, d]: row t, m =
+  // tanh(router[t]) (router [n, N]), c = coefs · m + 1 (coefs [N, N] f32); every stream i gains
+  // c[i] * (activated[t] - pred[active][t]), the innovation taken before any stream changes.
+  virtual void altup_correct(const Tensor& pred, const Tensor& activated, const Tensor& router, const Tensor& coefs,
+                             int active) {
+    (void)pred, (void)activated, (void)router, (void)coefs, (void)active;
+    BRIGADE_CHECK(false, "altup_correct on a backend without the Gemma 3n ops (supports_altup)");
+  }
+  // x [n, d] row t times sqrt(mean(ref[t]^2)) / sqrt(max(mean(x[t]^2), eps)) (ref [n, d]): AltUp's
+  // streams brought to the first stream's magnitude, in place.
+  virtual void match_rms(const Tensor& x, const Tensor& ref, float eps) {
+    (void)x, (void)ref, (void)eps;
+    BRIGADE_CHECK(false, "match_rms on a backend without the Gemma 3n ops (supports_altup)");
+  }
+  // The first `cols` columns of each row of x [n, >= cols] become relu(x - (mean + std * k)),
+  // mean and population std over those columns (Gemma3nTextMLP._gaussian_topk, k the normal
+  // quantile of the sparsity), in place.
+  virtual void gaussian_topk(const Tensor& x, int64_t cols, float k) {
+    (void)x, (void)cols, (void)k;
+    BRIGADE_CHECK(false, "gaussian_topk on a backend without the Gemma 3n ops (supports_altup)");
+  }
+  // The v heads of qkv [n, row_width] RMS-normed without a weight (Gemma 3n's v_norm), in place.
+  virtual void v_head_norm(const Tensor& qkv, const QkvLayout& l, float eps) {
+    (void)qkv, (void)l, (void)eps;
+    BRIGADE_CHECK(false, "v_head_norm on a backend without the Gemma 3n ops (supports_altup)");
+  }
+  // x [n, d] = gelu_tanh(x) * y [n, d] elementwise, in place (the per-layer inputs' gate; the
+  // GPU rounds the gelu to bf16 before the product, as gelu_tanh_mul does).
+  virtual void gelu_tanh_gate(const Tensor& x, const Tensor& y) {
+    (void)x, (void)y;
+    BRIGADE_CHECK(false, "gelu_tanh_gate on a backend without the Gemma 3n ops (supports_altup)");
+  }
+
   // ---- tokens on the device (the executor's device path, actors/executor/step_runner.h) ----
   // tokens [n] i32 = argmax over each row of logits [n, vocab] f32 (lowest index on ties).
   virtual void argmax(const Tensor& logits, const Tensor& tokens) = 0;

@@ -210,6 +210,18 @@ class CpuBackend final : public Backend {
     cpu::lightning_attention(ctx_, qkv, decay, l, seqs, state, out);
   }
   void sigmoid_mul(const Tensor& x, const Tensor& gate) override { cpu::sigmoid_mul(ctx_, x, gate); }
+  bool supports_altup() const override { return true; }
+  void altup_predict(const Tensor& streams, const Tensor& router, const Tensor& coefs, const Tensor& out) override {
+    cpu::altup_predict(ctx_, streams, router, coefs, out);
+  }
+  void altup_correct(const Tensor& pred, const Tensor& activated, const Tensor& router, const Tensor& coefs,
+                     int active) override {
+    cpu::altup_correct(ctx_, pred, activated, router, coefs, active);
+  }
+  void match_rms(const Tensor& x, const Tensor& ref, float eps) override { cpu::match_rms(ctx_, x, ref, eps); }
+  void gaussian_topk(const Tensor& x, int64_t cols, float k) override { cpu::gaussian_topk(ctx_, x, cols, k); }
+  void v_head_norm(const Tensor& qkv, const QkvLayout& l, float eps) override { cpu::v_head_norm(ctx_, qkv, l, eps); }
+  void gelu_tanh_gate(const Tensor& x, const Tensor& y) override { cpu::gelu_tanh_gate(ctx_, x, y); }
   bool supports_mla() const override { return true; }
   void head_matmul(const Tensor& x, const Tensor& w, int n_heads, const Tensor& out) override {
     cpu::head_matmul(ctx_, x, w, n_heads, out);

@@ -130,6 +130,15 @@ void lightning_attention(const CpuContext& c, const Tensor& qkv, const Tensor& d
                          const SsmSeqs& seqs, const Tensor& state, const Tensor& out);
 void sigmoid_mul(const CpuContext& c, const Tensor& x, const Tensor& gate);
 void relu_squared(const CpuContext& c, const Tensor& x);
+// Gemma 3n (cpu/gemma3n_ops.cpp; Backend::supports_altup).
+void altup_predict(const CpuContext& c, const Tensor& streams, const Tensor& router, const Tensor& coefs,
+                   const Tensor& out);
+void altup_correct(const CpuContext& c, const Tensor& pred, const Tensor& activated, const Tensor& router,
+                   const Tensor& coefs, int active);
+void match_rms(const CpuContext& c, const Tensor& x, const Tensor& ref, float eps);
+void gaussian_topk(const CpuContext& c, const Tensor& x, int64_t cols, float k);
+void v_head_norm(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, float eps);
+void gelu_tanh_gate(const CpuContext& c, const Tensor& x, const Tensor& y);
 
 // lora_ops.cpp
 void scatter_add_rows(const CpuContext& c, const Tensor& y, const Tensor& rows, const Tensor& src);

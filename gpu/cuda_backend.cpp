@@ -43,7 +43,8 @@ enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, k
                 kAttention, kGather, kArgmax, kSample, kGatherTokens, kScatterTokens, kMoeRoute, kMoeExperts,
                 kHeadMatmul, kWriteMlaKv, kMlaAttention, kXielu, kAttnTemperature, kQkSumSquares, kQkNormBySums,
                 kLayerNorm, kQkLayerNorm, kAddRowBias, kCopy, kSsmConv, kSsmScan, kSsmScanDiag, kGatedDelta,
-                kSigmoidMul, kReluSquared, kKda, kWriteKvColumns, kDsaTopk, kLightning };
+                kSigmoidMul, kReluSquared, kKda, kWriteKvColumns, kDsaTopk, kLightning,
+                kAltupPredict, kAltupCorrect, kMatchRms, kGaussianTopk, kVHeadNorm, kGeluTanhGate };
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
@@ -681,6 +682,62 @@ class CudaBackendImpl final : public CudaBackend {
     BRIGADE_CHECK(x.dtype == DType::bf16, "relu_squared: x bf16");
     bind();
     graphs_->record(Sig() << kReluSquared << x, [=, this] { gpu::launch_relu_squared(x.data, x.numel(), stream_); });
+  }
+
+  // ---- Gemma 3n (gpu/gemma3n.cu) ----
+  bool supports_altup() const override { return true; }
+  void altup_predict(const Tensor& streams, const Tensor& router, const Tensor& coefs, const Tensor& out) override {
+    const int64_t ns = streams.dim(0), n = streams.dim(1), d = streams.dim(2);
+    BRIGADE_CHECK(streams.ndim == 3 && streams.dtype == DType::bf16 && out.dtype == DType::bf16 &&
+                      router.dtype == DType::bf16 && coefs.dtype == DType::f32 && out.numel() == streams.numel() &&
+                      ns <= 8 && router.numel() == n * ns && coefs.numel() == ns * ns * ns,
+                  "altup_predict: streams [N <= 8, n, d] and out bf16, router [n, N] bf16, coefs [N * N, N] f32");
+    bind();
+    graphs_->record(Sig() << kAltupPredict << streams << router << coefs << out, [=, this] {
+      gpu::launch_altup_predict(streams.data, router.data, coefs.as<const float>(), out.data, static_cast<int>(ns), n, d,
+                                stream_);
+    });
+  }
+  void altup_correct(const Tensor& pred, const Tensor& activated, const Tensor& router, const Tensor& coefs,
+                     int active) override {
+    const int64_t ns = pred.dim(0), n = pred.dim(1), d = pred.dim(2);
+    BRIGADE_CHECK(pred.ndim == 3 && pred.dtype == DType::bf16 && activated.dtype == DType::bf16 &&
+                      router.dtype == DType::bf16 && coefs.dtype == DType::f32 && activated.numel() == n * d &&
+                      ns <= 8 && router.numel() == n * ns && coefs.numel() == ns * ns && active >= 0 && active < ns,
+                  "altup_correct: pred [N <= 8, n, d], activated [n, d], router [n, N] bf16, coefs [N, N] f32");
+    bind();
+    graphs_->record(Sig() << kAltupCorrect << pred << activated << router << coefs << active, [=, this] {
+      gpu::launch_altup_correct(pred.data, activated.data, router.data, coefs.as<const float>(), active,
+                                static_cast<int>(ns), n, d, stream_);
+    });
+  }
+  void match_rms(const Tensor& x, const Tensor& ref, float eps) override {
+    BRIGADE_CHECK(x.ndim == 2 && x.dtype == DType::bf16 && ref.dtype == DType::bf16 && x.numel() == ref.numel(),
+                  "match_rms: x and ref [n, d] bf16");
+    bind();
+    graphs_->record(Sig() << kMatchRms << x << ref << eps,
+                    [=, this] { gpu::launch_match_rms(x.data, ref.data, x.dim(0), x.dim(1), eps, stream_); });
+  }
+  void gaussian_topk(const Tensor& x, int64_t cols, float k) override {
+    BRIGADE_CHECK(x.ndim == 2 && x.dtype == DType::bf16 && cols > 0 && cols <= x.dim(1),
+                  "gaussian_topk: x [n, >= cols] bf16");
+    bind();
+    graphs_->record(Sig() << kGaussianTopk << x << cols << k,
+                    [=, this] { gpu::launch_gaussian_topk(x.data, x.dim(0), x.dim(1), cols, k, stream_); });
+  }
+  void v_head_norm(const Tensor& qkv, const QkvLayout& l, float eps) override {
+    BRIGADE_CHECK(qkv.dtype == DType::bf16 && qkv.row_numel() == l.row_width(), "v_head_norm: qkv [n, row_width] bf16");
+    bind();
+    graphs_->record(Sig() << kVHeadNorm << qkv << l.n_heads << l.n_kv_heads << l.head_dim << eps, [=, this] {
+      gpu::launch_v_head_norm(qkv.data, qkv.dim(0), l.n_heads, l.n_kv_heads, l.head_dim, eps, stream_);
+    });
+  }
+  void gelu_tanh_gate(const Tensor& x, const Tensor& y) override {
+    BRIGADE_CHECK(x.dtype == DType::bf16 && y.dtype == DType::bf16 && x.numel() == y.numel(),
+                  "gelu_tanh_gate: x and y of one shape, bf16");
+    bind();
+    graphs_->record(Sig() << kGeluTanhGate << x << y,
+                    [=, this] { gpu::launch_gelu_tanh_gate(x.data, y.data, x.numel(), stream_); });
   }
 
   void argmax(const Tensor& logits, const Tensor& tokens) override {

@@ -313,6 +313,19 @@ void launch_lightning_attention(const LightningArgs& p, const SsmSeqArgs& seqs, 
 void launch_sigmoid_mul(void* x, const void* gate, int64_t count, cudaStream_t stream);
 void launch_relu_squared(void* x, int64_t count, cudaStream_t stream);
 
+// Gemma 3n (gpu/gemma3n.cu; Backend::supports_altup). streams/out [N, n, d], router [n, N],
+// pred [N, n, d], activated [n, d] bf16; coefs f32 ([N * N, N] / [N, N]); x, ref [n, d] bf16.
+void launch_altup_predict(const void* streams, const void* router, const float* coefs, void* out, int n_streams,
+                          int64_t n, int64_t d, cudaStream_t stream);
+void launch_altup_correct(void* pred, const void* activated, const void* router, const float* coefs, int active,
+                          int n_streams, int64_t n, int64_t d, cudaStream_t stream);
+void launch_match_rms(void* x, const void* ref, int64_t n, int64_t d, float eps, cudaStream_t stream);
+// x [n, width] bf16: its first cols columns per row.
+void launch_gaussian_topk(void* x, int64_t n, int64_t width, int64_t cols, float k, cudaStream_t stream);
+void launch_v_head_norm(void* qkv, int64_t n, int n_heads, int n_kv_heads, int head_dim, float eps, cudaStream_t stream);
+// x [count] bf16 = gelu_tanh(x) * y [count] bf16.
+void launch_gelu_tanh_gate(void* x, const void* y, int64_t count, cudaStream_t stream);
+
 // dst [count] bf16 = src [count] f32/f16/bf16 on the device.
 void launch_to_bf16(const void* src, DType src_t, void* dst, int64_t count, cudaStream_t stream);
 

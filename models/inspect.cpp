@@ -76,6 +76,7 @@ std::string format_model_info(const ModelInfo& m) {
                       : c.vision.kind == VisionKind::qwen3_vl ? "Qwen3VLForConditionalGeneration"
                       : c.arch == "llama" || c.arch == "ministral3" || c.arch == "mistral4" ? "Mistral3ForConditionalGeneration"
                       : c.arch == "llama4_text"               ? "Llama4ForConditionalGeneration"
+                      : c.arch == "gemma3n_text"              ? "Gemma3nForConditionalGeneration"
                                                               : "Gemma3ForConditionalGeneration";
   s += "architecture:  " + c.arch + (c.multimodal_text ? std::string(" (the language model of ") + whole + ")" : "") + "\n";
   if (c.vision.present() && c.vision.kind == VisionKind::pixtral) {
@@ -115,6 +116,15 @@ std::string format_model_info(const ModelInfo& m) {
          std::to_string(c.head_dim) + "\n";
   s += "vocab:         " + std::to_string(c.vocab_size) + "\n";
   s += "max position:  " + std::to_string(c.max_position) + "\n";
+  if (const auto& g = c.gemma3n; g.altup_inputs > 0) {  // models/gemma3n.h
+    const auto sparse = std::count_if(g.sparsity.begin(), g.sparsity.end(), [](float x) { return x > 0.0f; });
+    s += "gemma3n:       AltUp " + std::to_string(g.altup_inputs) + " streams (active " + std::to_string(g.altup_active) +
+         "), LAuReL rank " + std::to_string(g.laurel_rank) + ", per-layer inputs of " + std::to_string(g.per_layer_dim) +
+         " from a table of " + std::to_string(g.per_layer_vocab) + " rows (read from the file per token), K/V in " +
+         std::to_string(g.n_kv_layers()) + " of " + std::to_string(c.n_layers) + " layers (the last " +
+         std::to_string(c.n_layers - g.n_kv_layers()) + " reuse them), activation sparsity in " + std::to_string(sparse) +
+         " layers\n";
+  }
   auto num = [](float v) {
     char buf[32];
     std::snprintf(buf, sizeof(buf), "%g", static_cast<double>(v));

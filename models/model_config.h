@@ -217,6 +217,26 @@ struct ModelConfig {
   std::vector<bool> nope_layers;     // SmolLM3's no_rope_layers: the layers whose attention has no RoPE; empty = none
   float rope_local_theta = 0.0f;     // > 0: the sliding layers' RoPE base, unscaled (Gemma 3's
                                      // rope_local_base_freq); 0 = every layer uses rope_theta and rope_scaling
+  // Gemma 3n (gemma3n_text; models/gemma3n.h, read by models/gemma3n_config.cpp): its own decoder
+  // over the Gemma fields above (embed_scale, final_softcap, sliding_layers, rope_local_theta).
+  struct Gemma3nFields {
+    int altup_inputs = 0;              // altup_num_inputs: the parallel streams; 0 = not Gemma 3n
+    int altup_active = 0;              // altup_active_idx: the stream the layer computes on
+    bool altup_correct_scale = true;   // the corrected active stream times correct_output_scale
+    int laurel_rank = 0;               // LAuReL's low rank (linear_left / linear_right)
+    int per_layer_dim = 0;             // hidden_size_per_layer_input
+    int per_layer_vocab = 0;           // vocab_size_per_layer_input: ids at or past it read row 0
+    int text_vocab_end = 0;            // a Gemma3nForConditionalGeneration's first vision / audio id (their
+                                       // embeddings are the towers' embedders'); 0 = every id is text
+    std::vector<int> intermediate;     // per layer MLP width (intermediate_size holds the widest)
+    std::vector<float> sparsity;       // activation_sparsity_pattern, per layer (0 = dense)
+    std::vector<int> kv_layer;         // per layer: the K/V cache layer it writes or (num_kv_shared_layers'
+                                       // last layers) reads; cache layers number n_kv_layers()
+    int n_kv_layers() const {
+      return kv_layer.empty() ? 0 : *std::max_element(kv_layer.begin(), kv_layer.end()) + 1;
+    }
+    bool shares_kv(int l) const { return l > 0 && kv_layer[static_cast<size_t>(l)] < l; }
+  } gemma3n;
   bool multimodal_text = false;      // a Gemma3ForConditionalGeneration, Qwen2-VL-family or Qwen3.5 checkpoint:
                                      // its language model's tensors load as the text model's (Gemma3ForCausalLM,
                                      // Qwen2ForCausalLM, Qwen3_5ForCausalLM), and `vision` describes its tower

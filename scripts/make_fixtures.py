@@ -870,6 +870,58 @@ def gemma_config(**kw):
     return c
 
 
+def gemma3n_config(**kw):
+    """A tiny Gemma 3n text config (the gemma3n fixture's); kw overrides."""
+    c = base_config(vocab_size=128, hidden_size=32, num_attention_heads=2, num_key_value_heads=1,
+                    num_hidden_layers=6, head_dim=16, sliding_window=8, rms_norm_eps=1e-6, tie_word_embeddings=True,
+                    hidden_activation="gelu_pytorch_tanh", pad_token_id=0,
+                    intermediate_size=[64, 48, 64, 64, 32, 64],
+                    layer_types=["sliding_attention", "sliding_attention", "full_attention",
+                                 "sliding_attention", "sliding_attention", "full_attention"],
+                    num_kv_shared_layers=2, activation_sparsity_pattern=[0.95, 0.0, 0.0, 0.0, 0.95, 0.0],
+                    altup_num_inputs=4, laurel_rank=8, hidden_size_per_layer_input=8,
+                    vocab_size_per_layer_input=100, final_logit_softcapping=10.0,
+                    rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})
+    c.update(kw)
+    return c
+
+
+def make_gemma3n_mm(name, config_cls, model_cls, kw, seed):
+    """A Gemma3nForConditionalGeneration checkpoint as the Hub lays it out: the text model's tensors
+    as model.language_model.*, the vision and audio embedders (model.embed_vision / embed_audio, ids
+    [128, 136) and [136, 144)) beside them, config.json a Gemma3nConfig's. The towers need timm, so
+    the reference is the same weights run by Gemma3nForCausalLM (what Gemma3nModel runs for text
+    ids below the vision offset). The embedders' ids' rows of the tied table are zeroed, so greedy
+    decoding stays on text ids (brigade refuses the others: their embeddings are the embedders')."""
+    import torch
+    import transformers
+    from safetensors.torch import save_file
+    from transformers.models.gemma3n.modeling_gemma3n import Gemma3nMultimodalEmbedder
+    model = new_model(config_cls, model_cls, kw, seed)
+    with torch.no_grad():
+        model.model.embed_tokens.weight[128:] = 0.0
+    out_dir = OUT / name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    full = transformers.Gemma3nConfig(text_config=model.config.to_dict(),
+                                      vision_config=dict(hidden_size=16, vocab_size=8, vocab_offset=128),
+                                      audio_config=dict(hidden_size=16, vocab_size=8, vocab_offset=136))
+    full.architectures = ["Gemma3nForConditionalGeneration"]
+    tensors = {k.replace("model.", "model.language_model.", 1): v.contiguous()
+               for k, v in model.state_dict().items() if k.startswith("model.")}
+    torch.manual_seed(seed + 1)
+    for prefix, cfg in (("model.embed_vision.", full.vision_config), ("model.embed_audio.", full.audio_config)):
+        for k, v in Gemma3nMultimodalEmbedder(cfg, full.text_config).state_dict().items():
+            tensors[prefix + k] = v.contiguous()
+    save_file(tensors, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+    (out_dir / "config.json").write_text(full.to_json_string())
+    cases = run_cases(model, 128, decode_logits=True)  # prompts of text ids only
+    assert all(t < 128 for c in cases for t in c["greedy"]), "greedy decoding left the text ids"
+    write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
+                                  f"{model_cls} (saved as Gemma3nForConditionalGeneration), fp32, eager attention, "
+                                  f"seed {seed}", kw["vocab_size"], cases)
+
+
 def deepseek_config(**kw):
     """A tiny DeepSeek (V2 or V3) config: 4 heads, latent 32, nope/rope/v 16/8/16, 8 experts of 16."""
     c = base_config(vocab_size=128, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4,
@@ -1535,6 +1587,7 @@ def main():
                      **{n: make_gpt for n in GPT_SEEDS},
                      "longcat_flash": make_longcat_flash,
                      "minimax": make_minimax,
+                     "gemma3n_mm": make_gemma3n_mm,
                      "deepseek_v32": make_dsa, "glm_moe_dsa": make_dsa}.get(name, make)
             maker(name, config_cls, model_cls, kw, 1000 + seed)
     if not names or "gpt_oss_mxfp4" in names:  # from the gpt_oss fixture written above

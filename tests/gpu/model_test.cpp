@@ -176,7 +176,8 @@ void expect_fixture_matches_cpu(const std::string& name, const std::string& dir)
 }
 
 // Gemma 2 (soft-capped scores and logits, alternating windows), Gemma 3 (q/k norms, local and
-// global RoPE) and gpt-oss (attention sinks, YaRN, biased experts with the clamped SwiGLU) from
+// global RoPE), Gemma 3n (AltUp, LAuReL, per-layer inputs, K/V reused across layers, gaussian
+// top-k: the Backend::supports_altup ops) and gpt-oss (attention sinks, YaRN, biased experts with the clamped SwiGLU) from
 // the transformers fixtures: the GPU's prefill of the long prompt (past the window) and its
 // decode steps equal the CPU's within bf16 tolerance. Qwen2-MoE (its sigmoid-gated shared
 // expert) and GLM-4.5 (half-rotated heads with q/k norms and biases, sigmoid routing with the
@@ -189,7 +190,8 @@ void expect_fixture_matches_cpu(const std::string& name, const std::string& dir)
 TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
   BRIGADE_REQUIRE_GPU();
   testing::TempDir every_expert("gpu_every_expert");
-  for (const char* name : {"gemma2", "gemma3"}) expect_fixture_matches_cpu(name, testing::fixture_dir(name));
+  for (const char* name : {"gemma2", "gemma3", "gemma3n", "gemma3n_mm"})
+    expect_fixture_matches_cpu(name, testing::fixture_dir(name));
   for (const char* name : {"gpt_oss", "qwen2_moe", "glm4_moe", "mistral4", "glm4_moe_lite", "deepseek_v32", "glm_moe_dsa",
                            "longcat_flash"})
     expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));

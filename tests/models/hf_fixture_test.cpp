@@ -57,7 +57,10 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "granitemoeshared", "granite4_rope", "hunyuan_v1_moe", "dots1", "ministral3",
                                            "ministral3_text", "phimoe", "mistral4", "glm4_moe_lite", "afmoe", "arcee", "mimo_v2_flash", "exaone_moe", "kimi_linear", "longcat_flash",
                                            "deepseek_v32", "glm_moe_dsa", "minimax",
-                                           "gemma", "starcoder2", "phi", "stablelm", "stablelm_parallel", "jais2", "nemotron", "exaone", "flex_olmo"));
+                                           "gemma", "starcoder2", "phi", "stablelm", "stablelm_parallel", "jais2", "nemotron", "exaone", "flex_olmo", "gemma3n",
+                                           "gemma3n_mm",
+                                           "gpt_neox", "gpt_neox_sequential", "gptj", "gpt2", "gpt_bigcode",
+                                           "gpt_bigcode_mha"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
