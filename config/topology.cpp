@@ -154,7 +154,7 @@ Status parse_scheduler(const YAML::Node& s, const std::string& where, SchedulerC
 }
 
 Status validate_speculative(const SpeculativeConfig& sp, const std::string& w) {
-  const std::set<std::string> methods = {"none", "ngram", "draft_model", "mtp"};
+  const std::set<std::string> methods = {"none", "ngram", "draft_model", "mtp", "eagle3"};
   if (!methods.count(sp.method))
     return invalid_argument(w + ": scheduler.speculative.method '" + sp.method + "' is not one of: " + join(methods));
   if (sp.method == "none") return Status::ok();
@@ -169,8 +169,11 @@ Status validate_speculative(const SpeculativeConfig& sp, const std::string& w) {
   if (sp.method == "draft_model" && sp.model.empty())
     return invalid_argument(at + "model must name the draft checkpoint (HF directory, GGUF or llama2.c .bin) "
                                  "for method draft_model");
-  if (sp.method != "draft_model" && !sp.model.empty())
-    return invalid_argument(at + "model is the draft checkpoint of method draft_model (method is '" + sp.method + "')");
+  if (sp.method == "eagle3" && sp.model.empty())
+    return invalid_argument(at + "model must name the EAGLE-3 head's directory (LlamaForCausalLMEagle3) for method eagle3");
+  if (sp.method != "draft_model" && sp.method != "eagle3" && !sp.model.empty())
+    return invalid_argument(at + "model is the draft checkpoint of method draft_model, or eagle3's head (method is '" +
+                            sp.method + "')");
   if (sp.kv_tokens < 0) return invalid_argument(at + "kv_tokens must be >= 0 (0 = as many tokens as the target's pool)");
   return Status::ok();
 }
@@ -550,16 +553,17 @@ Status parse_speculative_json(const std::string& json_text, SpeculativeConfig& o
     const std::string m = j["method"].get<std::string>();
     const std::map<std::string, std::string> methods = {
         {"ngram", "ngram"},        {"draft_model", "draft_model"}, {"mtp", "mtp"},
-        {"deepseek_mtp", "mtp"},   {"glm4_moe_mtp", "mtp"},        {"none", "none"}};
+        {"deepseek_mtp", "mtp"},   {"glm4_moe_mtp", "mtp"},        {"none", "none"},
+        {"eagle3", "eagle3"}};
     auto it = methods.find(m);
     if (it == methods.end())
       return invalid_argument(at + "method '" + m +
-                              "' is not one of: deepseek_mtp, draft_model, glm4_moe_mtp, mtp, ngram, none");
+                              "' is not one of: deepseek_mtp, draft_model, eagle3, glm4_moe_mtp, mtp, ngram, none");
     out.method = it->second;
   } else if (j.contains("model")) {
     out.method = "draft_model";
   } else {
-    return invalid_argument(at + "needs a method (ngram, draft_model, mtp) or a draft model");
+    return invalid_argument(at + "needs a method (ngram, draft_model, mtp, eagle3) or a draft model");
   }
   if (j.contains("num_speculative_tokens")) out.num_tokens = j["num_speculative_tokens"].get<int>();
   if (j.contains("prompt_lookup_min")) out.ngram_min = j["prompt_lookup_min"].get<int>();

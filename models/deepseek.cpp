@@ -35,8 +35,10 @@ struct DeepseekLayer {
   MoeBlock moe;           // sparse layers
 };
 
-// DeepSeek-V3's MTP module (num_nextn_predict_layers; model.layers.{num_hidden_layers}.*), as
-// SGLang's DeepseekModelNextN runs it (models/mtp_module.h): its ends and one decoder layer.
+// The MTP module (num_nextn_predict_layers; model.layers.{num_hidden_layers}.*) of DeepSeek-V3,
+// GLM-4.7-Flash, DeepSeek-V3.2 and GLM-5, as SGLang's DeepseekModelNextN runs it
+// (models/mtp_module.h): its ends and one sparse decoder layer, with a DSA indexer of its own in
+// V3.2 / GLM-5 (whose keys DsaKeyPlan places after the module's latent layer).
 struct MtpModule {
   MtpEnds ends;
   DeepseekLayer layer;
@@ -132,7 +134,8 @@ Status DeepseekModel::load_layer(WeightLoader& w, int l, DeepseekLayer& layer) {
   BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, w.vector_f32({layer_name(l, "input_layernorm.weight")}, {hidden}));
   BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, w.vector_f32({layer_name(l, "post_attention_layernorm.weight")}, {hidden}));
   BRIGADE_RETURN_IF_ERROR(load_attention(w, l, layer.attn));
-  if (c.dsa.enabled() && !c.dsa.shared[static_cast<size_t>(l)])
+  // The MTP module's layer (l == n_layers) always has its own indexer.
+  if (c.dsa.enabled() && (l >= c.n_layers || !c.dsa.shared[static_cast<size_t>(l)]))
     BRIGADE_RETURN_IF_ERROR(load_dsa_indexer(w, c, l, layer.attn.indexer));
   if (c.is_moe_layer(l)) {
     BRIGADE_ASSIGN_OR_RETURN(layer.moe, load_moe_block(w, c, l, moe_));
@@ -163,7 +166,7 @@ Status DeepseekModel::load(const Checkpoint& ck) {
   rope_.inv_freq = rope_inv_freq_scaled(c.rope_theta, c.qk_rope_head_dim, c.rope_scaling);
   rope_.attention_factor = rope_attention_factor(c.rope_scaling);
   if (c.dsa.enabled()) {
-    dsa_keys_ = DsaKeyPlan(c);
+    dsa_keys_ = DsaKeyPlan(c, n_mtp_layers());
     dsa_rope_ = rope_;
     dsa_rope_.style = c.dsa.rope_style;
     BRIGADE_RETURN_IF_ERROR(allocate_dsa_scratch(backend_, c, options_.max_batch_tokens, dsa_scratch_));
@@ -174,6 +177,9 @@ Status DeepseekModel::load(const Checkpoint& ck) {
 }
 
 Status DeepseekModel::load_mtp(WeightLoader& w) {
+  if (config_.dsa.share_for_mtp)
+    return unsupported("config.json: index_share_for_mtp_iteration = true is not supported with speculative method "
+                       "mtp (the MTP module's indexer runs at every draft step here); set it to false");
   const int64_t expert_params = expert_params_, expert_bytes = expert_bytes_;  // the target's experts only
   BRIGADE_ASSIGN_OR_RETURN(const MtpSize size, load_mtp_module(w, config_, size_, mtp_.ends, [&](int l) {
                              return load_layer(w, l, mtp_.layer);
@@ -299,7 +305,8 @@ Status DeepseekModel::forward_mtp(const StepBatch& batch, const KvCache& kv, con
   const Tensor delta = scratch_.delta.tensor.rows(0, n);
   m.ends.input(backend_, config_, ends_.embed.tensor, ints_.tokens(batch), batch.prev_hidden, residual, normed, delta);
   backend_.add_rms_norm(residual, delta, m.layer.attn_norm.tensor, config_.rms_eps, normed);
-  BRIGADE_RETURN_IF_ERROR(run_attention(m.layer.attn, kv.layer(config_.n_layers), meta, n));
+  const int l = config_.n_layers;
+  BRIGADE_RETURN_IF_ERROR(run_attention(m.layer.attn, kv.layer(l), meta, n, config_.dsa.enabled() ? &kv : nullptr, l));
   backend_.add_rms_norm(residual, delta, m.layer.mlp_norm.tensor, config_.rms_eps, normed);
   BRIGADE_RETURN_IF_ERROR(run_mlp(m.layer, n));
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size()), h = static_cast<int64_t>(batch.hidden_rows.size());

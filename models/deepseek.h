@@ -30,7 +30,8 @@ namespace brigade {
 // mistral4 / glm4_moe_lite).
 // Refuses fp8 weights, tensor parallelism and backends without the MoE and MLA ops, with the
 // reason. The MTP module (num_nextn_predict_layers; weights model.layers.{num_hidden_layers}.*) is
-// loaded with LoadOptions::mtp and runs in forward_mtp (models/model.h).
+// loaded with LoadOptions::mtp and runs in forward_mtp (models/model.h): deepseek_v2 / v3,
+// glm4_moe_lite, deepseek_v32 and glm_moe_dsa (its layer with its own DSA indexer).
 Expected<std::unique_ptr<Model>> load_deepseek(const Checkpoint& checkpoint, Backend& backend,
                                                const LoadOptions& options);
 

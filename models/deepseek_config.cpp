@@ -107,7 +107,8 @@ Status read_experts(const json& j, ModelConfig& c, const RoutingDefaults& d) {
   return read_float(j, "routed_scaling_factor", c.routed_scaling_factor);
 }
 
-// num_nextn_predict_layers: the MTP modules stored after the layers (DeepSeek-V3, GLM-4.5).
+// num_nextn_predict_layers: the MTP modules stored after the layers (DeepSeek-V3 / V3.2, GLM-4.5,
+// GLM-4.7-Flash, GLM-5).
 Status read_mtp_layers(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_int_or(j, "num_nextn_predict_layers", 0, c.n_mtp_layers));
   if (c.n_mtp_layers < 0)
@@ -287,6 +288,8 @@ Status read_dsa_model(const json& j, ModelConfig& c) {
   c.dsa.rope_style = glm ? RopeStyle::interleaved : RopeStyle::neox;
   if (glm) BRIGADE_RETURN_IF_ERROR(read_indexer_types(j, c));
   else c.dsa.shared.assign(static_cast<size_t>(std::max(c.n_layers, 0)), false);
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "index_share_for_mtp_iteration", c.dsa.share_for_mtp));
+  BRIGADE_RETURN_IF_ERROR(read_mtp_layers(j, c));
   return read_sigmoid_routing(j, c);
 }
 
@@ -306,6 +309,7 @@ Status read_deepseek(const json& j, ModelConfig& c) {
     BRIGADE_RETURN_IF_ERROR(read_mla(j, c, kGlm4MoeLiteMla, /*interleave_key=*/true));
     BRIGADE_RETURN_IF_ERROR(read_experts(j, c, kGlm4MoeLiteDefaults));
     BRIGADE_RETURN_IF_ERROR(read_mlp_layer_types(j, c));
+    BRIGADE_RETURN_IF_ERROR(read_mtp_layers(j, c));
     return read_sigmoid_routing(j, c);
   }
   const bool v3 = c.arch == "deepseek_v3";

@@ -43,12 +43,15 @@ struct DsaScratch {
 
 // Where each full layer's index keys sit in the KV pool: the pool's rows are the latent's width
 // W = kv_lora_rank + qk_rope_head_dim, so floor(W / D) layers' keys share a row of one extra pool
-// layer after the model's n_layers (DeepSeek-V3.2: 576 / 128 = 4 layers per extra layer, 16 extra
-// for 61 layers; the latent layers themselves stay exactly as DeepSeek-V3's).
+// layer after the model's n_layers latent layers (DeepSeek-V3.2: 576 / 128 = 4 layers per extra
+// layer, 16 extra for 61 layers; the latent layers themselves stay exactly as DeepSeek-V3's).
+// With `n_mtp` MTP modules loaded (models/mtp_module.h), their latent layers n_layers.. come
+// before the extra ones and each module's layer is a full one with its own keys (the Hub's MTP
+// layers store an indexer, and vLLM / SGLang run it).
 class DsaKeyPlan {
  public:
   DsaKeyPlan() = default;
-  explicit DsaKeyPlan(const ModelConfig& c);
+  explicit DsaKeyPlan(const ModelConfig& c, int n_mtp = 0);
   int n_extra_layers() const { return n_extra_; }
   // Layer l's keys: pool layer and first column; l must be a full layer.
   int pool_layer(int l) const { return pool_layer_[static_cast<size_t>(l)]; }

@@ -6,6 +6,7 @@
 
 #include "models/load_progress.h"
 #include "models/decoder_ends.h"
+#include "models/eagle3_head.h"
 #include "models/image_inputs.h"
 #include "models/lora.h"
 #include "models/mtp_module.h"
@@ -120,7 +121,8 @@ class LlamaModel final : public Model {
     return KvLayout{n_kv_layers(), n_pages, page_size, shard_.qkv.n_kv_heads, config_.head_dim, dtype};
   }
   Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
-  int n_mtp_layers() const override { return with_mtp_ ? 1 : 0; }
+  int n_mtp_layers() const override { return with_mtp_ || eagle3_ ? 1 : 0; }
+  DraftHead draft_head() const override { return eagle3_ ? eagle3_->shape() : Model::draft_head(); }
   Status forward_mtp(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
   bool has_vision() const override { return images_.loaded(); }
   VisionStats vision_stats() const override { return images_.stats(); }
@@ -208,6 +210,9 @@ class LlamaModel final : public Model {
   bool with_mtp_ = false;
   MtpEnds mtp_;
   DecoderLayer mtp_layer_;
+  // An EAGLE-3 draft head (LoadOptions::eagle3; models/eagle3_head.h) in the MTP module's place:
+  // forward() captures its aux hidden states, forward_mtp() runs it; its K/V is layer n_layers.
+  std::unique_ptr<Eagle3Head> eagle3_;
   int64_t mtp_params_ = 0, mtp_bytes_ = 0;  // the module's part of n_params_ / weight_bytes_
   Scratch scratch_;
   StepInputs ints_;
@@ -228,7 +233,8 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
   const double n = b.n_tokens(), rows = static_cast<double>(b.logit_rows.size());
   const double table = static_cast<double>(config_.vocab_size) * config_.hidden_size;
   // n_params counts the whole checkpoint on every rank; a rank's linear layers are 1/size of it.
-  // The MTP module (forward_mtp) is not part of a forward step.
+  // The MTP module (forward_mtp) is not part of a forward step; GPT-2's position table is a lookup.
+  const double positions = config_.learned_positions ? static_cast<double>(config_.max_position) * config_.hidden_size : 0.0;
   const double linear_params = static_cast<double>(n_params_ - mtp_params_ - images_.params()) - table -
                                (config_.tie_embeddings ? 0.0 : table);
   // Sparse layers: a token runs k of the E experts (flops; a rank runs 1/size of that, by columns
@@ -448,6 +454,13 @@ Status LlamaModel::load(const Checkpoint& ck) {
       [&](int l) { return load_layer(w, l, layers_.emplace_back()); }, [&] { return w.n_bytes(); }));
   BRIGADE_RETURN_IF_ERROR(ends_.load_head(w, c, shard_.rank == 0));  // only rank 0 computes logits
   if (options_.mtp) BRIGADE_RETURN_IF_ERROR(load_mtp(w));
+  if (!options_.eagle3.empty()) {
+    if (shard_.size > 1)
+      return unsupported("the EAGLE-3 head runs on one rank: speculative method eagle3 needs tp 1 (got tp " +
+                         std::to_string(shard_.size) + ")");
+    BRIGADE_ASSIGN_OR_RETURN(eagle3_, Eagle3Head::load(options_.eagle3, c, backend_, ends_.embed.tensor,
+                                                       options_.weight_dtype, options_.max_batch_tokens));
+  }
   if (c.vision.present() && backend_.supports_vision() && shard_.size == 1) BRIGADE_RETURN_IF_ERROR(images_.load(w));
   n_params_ = w.n_params();
   weight_bytes_ = w.n_bytes();
@@ -624,6 +637,8 @@ Expected<StepBounds> LlamaModel::begin_step(const StepBatch& batch, const KvCach
 
 Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
   BRIGADE_ASSIGN_OR_RETURN(const StepBounds bounds, begin_step(batch, kv, logits));
+  if (eagle3_) BRIGADE_RETURN_IF_ERROR(eagle3_->begin_capture(batch));
+  else if (!batch.aux_rows.empty()) return invalid_argument("aux_rows are an EAGLE-3 head's (LoadOptions::eagle3)");
   const int n = batch.n_tokens();
   // Full-attention layers and sliding ones (every layer where ModelConfig::sliding_layers is empty).
   AttentionMeta full = ints_.meta(batch, bounds, 0), sliding = ints_.meta(batch, bounds, config_.sliding_window);
@@ -647,6 +662,7 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
     if (l == 0 && !layer.attn_norm.tensor.empty())
       apply_norm(backend_, config_, residual, layer.attn_norm.tensor, normed, layer.attn_norm_bias.tensor);
     else if (l > 0) join(residual, delta, layer.attn_norm, layer.attn_norm_bias, normed);
+    if (eagle3_) eagle3_->capture(l, residual);  // the residual entering layer l
     const AttentionMeta& meta = config_.layer_chunk(l) > 0 ? chunked : local ? sliding : full;
     BRIGADE_RETURN_IF_ERROR(run_layer(layer, kv.layer(l), meta, local ? rope_local_ : rope_, n));
     // Qwen3-VL: the layer's output (residual + delta) plus the tap's features on the image rows.
@@ -664,6 +680,7 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
 // GLM-4.5's MTP layer: its input (models/mtp_module.h), one decoder layer of the model's kind
 // over the module's K/V (full attention, the model's RoPE), shared_head.norm, the model's head.
 Status LlamaModel::forward_mtp(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
+  if (eagle3_) return eagle3_->forward(batch, kv, config_.n_layers, logits);
   if (!with_mtp_) return Model::forward_mtp(batch, kv, logits);
   BRIGADE_RETURN_IF_ERROR(check_prev_hidden(batch, config_.hidden_size, backend_.activation_dtype()));
   BRIGADE_ASSIGN_OR_RETURN(const StepBounds bounds, begin_step(batch, kv, logits));

@@ -226,7 +226,7 @@ Status check_longcat_support(const ModelConfig& c, const Backend& backend, const
                        "Llama-family decoders (llama, qwen2, qwen3, phi3)");
   if (options.mtp)
     return unsupported(c.arch + " is loaded without its MTP module (model.mtp.*, which transformers skips too); "
-                       "speculative method mtp runs DeepSeek-V3's and GLM-4.5's");
+                       "speculative method mtp does not run it yet (models/mtp_module.h lists the ones it runs)");
   return check_mla_weight_dtype(c, options.weight_dtype);
 }
 

@@ -25,6 +25,8 @@ void StepBatch::clear() {
   hidden = Tensor();
   device_tokens = Tensor();
   prev_hidden = Tensor();
+  aux_rows.clear();
+  aux_hidden = Tensor();
   lora.clear();
   images.clear();
   rope_delta.clear();
@@ -39,9 +41,21 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   if (is_synthetic_spec(path)) return load_synthetic(path, backend, options);
   BRIGADE_ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::open(path));
   const std::string& arch = checkpoint->config().arch;
-  if (options.mtp && arch != "deepseek_v3" && arch != "deepseek_v2" && arch != "glm4_moe")
+  if (options.mtp && (arch == "mimo_v2_flash" || arch == "longcat_flash"))
+    return unsupported(path + ": speculative method mtp does not run " + arch + "'s MTP layers yet (" +
+                       (arch == "mimo_v2_flash" ? "model.mtp.layers.*: a sliding-window attention layer with a dense MLP"
+                                                : "model.mtp.*: LongCat-Flash's own MTP block") +
+                       "); it runs deepseek_v2, deepseek_v3, glm4_moe, glm4_moe_lite, deepseek_v32 and glm_moe_dsa's");
+  if (options.mtp && arch != "deepseek_v3" && arch != "deepseek_v2" && arch != "glm4_moe" && arch != "glm4_moe_lite" &&
+      arch != "deepseek_v32" && arch != "glm_moe_dsa")
     return unsupported(path + ": '" + arch + "' has no MTP module to draft with (speculative method mtp runs "
-                       "DeepSeek-V3's and GLM-4.5's, num_nextn_predict_layers)");
+                       "the num_nextn_predict_layers module of deepseek_v2, deepseek_v3, glm4_moe, glm4_moe_lite, "
+                       "deepseek_v32 and glm_moe_dsa)");
+  // EAGLE-3 heads are checked against Llama targets (models/eagle3_head.h); the other decoders'
+  // aux hidden states are not captured.
+  if (!options.eagle3.empty() && (options.mtp || arch != "llama"))
+    return unsupported(path + ": an EAGLE-3 draft head runs on a llama target without an MTP module (this one is '" +
+                       arch + "'" + (options.mtp ? ", with mtp" : "") + ")");
   // qwen2 (q/k/v biases) and qwen3 (q/k head norms) are the Llama decoder with optional pieces.
   // qwen3_moe is qwen3 with sparse expert blocks in some layers (models/moe_block.h), qwen2_moe
   // qwen2 with them and a gated shared expert, mixtral llama with one in every layer; phi3 stores q|k|v and gate|up fused and may rotate part of

@@ -67,6 +67,14 @@ struct StepBatch {
   // activation dtype, device memory (the target's final-norm hidden state at positions[j], or
   // the MTP module's own output for a chained draft).
   Tensor prev_hidden;
+  // An EAGLE-3 head's target step (LoadOptions::eagle3): the rows whose auxiliary hidden states
+  // forward() writes into aux_hidden, [n_aux * aux_rows.size(), hidden_size] in the activation
+  // dtype, device memory: plane i (rows [i * r, (i + 1) * r)) holds, for each listed row, the
+  // residual stream entering target layer Model::draft_head().aux_layers[i] (vLLM's
+  // aux_hidden_states). Empty: none written. forward_mtp's first forward takes these planes, of
+  // its own rows in order, as prev_hidden.
+  std::vector<int32_t> aux_rows;
+  Tensor aux_hidden;
   // LoRA adapter of each sequence ([n_seqs]; 0 = the base model, i = LoadOptions::loras[i - 1]);
   // empty: every sequence runs the base (models/lora.h).
   std::vector<int32_t> lora;
@@ -146,6 +154,10 @@ struct LoadOptions {
   // num_nextn_predict_layers, the first one), run by forward_mtp() to draft tokens. Its K/V is one
   // more layer of kv_layout. Fails the load for a model without one, or under tensor parallelism.
   bool mtp = false;
+  // EAGLE-3 speculative decoding: a LlamaForCausalLMEagle3 draft head directory, loaded with the
+  // target (models/eagle3_head.h) and run by forward_mtp() as the MTP module is. Its K/V is one
+  // more layer of kv_layout. Llama-architecture targets only, tp 1; empty: none.
+  std::string eagle3;
   // Recurrent models (ModelConfig::recurrent): sequences whose state is kept at once (the
   // scheduler's max_running), each a slot of state memory allocated at load.
   int state_slots = 0;
@@ -186,6 +198,18 @@ class Model {
     (void)batch, (void)kv, (void)logits;
     return unsupported("this model has no MTP module loaded (LoadOptions::mtp)");
   }
+  // What the executor feeds forward_mtp and reads back (n_mtp_layers() > 0). An MTP module takes
+  // the final-norm hidden rows (StepBatch::hidden_rows) first; an EAGLE-3 head the planes of its
+  // aux_layers (StepBatch::aux_rows), aux_width wide, and maps its draft vocabulary to the
+  // target's.
+  struct DraftHead {
+    std::vector<int> aux_layers;       // empty: an MTP module
+    int64_t aux_width = 0;             // the target's hidden size
+    int64_t hidden = 0;                // forward_mtp's batch.hidden width: a chained prev_hidden
+    int64_t vocab = 0;                 // forward_mtp's logits width
+    const std::vector<int32_t>* to_target = nullptr;  // logit column -> target token id; null: identity
+  };
+  virtual DraftHead draft_head() const { return {{}, 0, config().hidden_size, config().vocab_size, nullptr}; }
   // Recurrent models: the state slots (StepBatch::state_slots) loaded, and the bytes of one; 0
   // for models whose past is all in the KV pages.
   virtual int state_slots() const { return 0; }

@@ -183,6 +183,7 @@ struct ModelConfig {
     int topk = 0;      // index_topk
     RopeStyle rope_style = RopeStyle::neox;  // V3.2: halves; GLM-5: adjacent pairs
     std::vector<bool> shared;  // per layer: reuses the previous full layer's choice (GLM-5's indexer_types "shared")
+    bool share_for_mtp = false;  // index_share_for_mtp_iteration (GLM-5.x): draft steps reuse a choice (not run)
     bool enabled() const { return n_heads > 0; }
   } dsa;
   int n_shared_experts = 0;          // a dense SwiGLU of n_shared_experts * moe_intermediate_size (shared_width)

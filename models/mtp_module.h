@@ -1,10 +1,12 @@
-// Internal to models/: the parts of a multi-token-prediction (MTP) module that DeepSeek-V3's
-// (models/deepseek.cpp) and GLM-4.5's (models/llama.cpp) share, as SGLang's DeepseekModelNextN
-// and Glm4MoeModelNextN run them: x = eh_proj([enorm(embed(token)); hnorm(prev)]), then the
-// architecture's own decoder layer, then shared_head.norm before the model's lm_head
-// (Model::forward_mtp). The module lives under model.layers.{num_hidden_layers}.; the
-// checkpoint's embed_tokens / shared_head.head copies, where stored, are not loaded: the model's
-// own embedding and head are used, as vLLM's MTP proposer shares them.
+// Internal to models/: the parts of a multi-token-prediction (MTP) module that the MLA family's
+// (models/deepseek.cpp: DeepSeek-V2 / V3, GLM-4.7-Flash, DeepSeek-V3.2, GLM-5) and GLM-4.5's
+// (models/llama.cpp) share, as SGLang's DeepseekModelNextN and Glm4MoeModelNextN run them:
+// x = eh_proj([enorm(embed(token)); hnorm(prev)]), then the architecture's own decoder layer,
+// then shared_head.norm before the model's lm_head (Model::forward_mtp). The module lives under
+// model.layers.{num_hidden_layers}.; the checkpoint's embed_tokens / shared_head.head copies,
+// where stored, are not loaded: the model's own embedding and head are used, as vLLM's MTP
+// proposer shares them. MiMo-V2-Flash's (model.mtp.layers.*) and LongCat-Flash's (model.mtp.*)
+// layouts are not these and are refused.
 #pragma once
 
 #include <functional>

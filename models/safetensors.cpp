@@ -16,11 +16,12 @@ Expected<DType> safetensors_dtype(const std::string& s, const std::string& where
   if (s == "I64") return DType::i64;  // compressed-tensors' weight_shape
   if (s == "I8") return DType::i8;
   if (s == "U8") return DType::u8;
+  if (s == "BOOL") return DType::u8;  // one byte each: EAGLE-3 heads' t2d mask (not loaded)
   if (s == "F8_E4M3") return DType::f8e4m3;  // fp8 weights: dequantized at load with their scales (weight_quant.h)
   if (s == "F8_E5M2")
     return unsupported(where + ": dtype F8_E5M2 (fp8 e5m2) is not supported; brigade loads fp8 checkpoints stored "
                        "as F8_E4M3 (quant_method fp8 or compressed-tensors)");
-  return unsupported(where + ": dtype '" + s + "' is not supported; supported: F32, F16, BF16, F8_E4M3, I32, I64, I8, U8");
+  return unsupported(where + ": dtype '" + s + "' is not supported; supported: F32, F16, BF16, F8_E4M3, I32, I64, I8, U8, BOOL");
 }
 
 Expected<RawTensor> parse_entry(const MappedFile& file, const std::string& name, const json& e,

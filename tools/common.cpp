@@ -28,7 +28,8 @@ void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags) {
       ->check(CLI::IsMember({"auto", "f32", "bf16", "fp8", "q8_0", "q4_0", "q4_1", "mxfp4"}));
   cmd->add_option("--speculative-config", flags.speculative_config,
                   "Speculative decoding, as vLLM's flag: JSON with method (ngram, draft_model, mtp or deepseek_mtp: "
-                  "DeepSeek-V3's own MTP module), num_speculative_tokens, model (a draft checkpoint), "
+                  "DeepSeek-V3's own MTP module, eagle3: an EAGLE-3 head), num_speculative_tokens, model (a draft checkpoint "
+                  "or the EAGLE-3 head's directory), "
                   "prompt_lookup_min/max, disable_by_batch_size, min_acceptance, kv_tokens (default: the topology's)");
   cmd->add_option("--max-num-batched-tokens", flags.max_num_batched_tokens,
                   "Token budget of one step (decodes and prompt chunks; vLLM's flag), every instance's "

@@ -36,6 +36,9 @@ int inspect_topology(const std::string& path) {
       std::printf("  speculative: method=%s model=%s num_tokens=%d kv_tokens=%d min_acceptance=%.2f disable_batch_size=%d\n",
                   sp.method.c_str(), sp.model.c_str(), sp.num_tokens, sp.kv_tokens, sp.min_acceptance,
                   sp.disable_batch_size);
+    } else if (sp.method == "eagle3") {
+      std::printf("  speculative: method=%s model=%s num_tokens=%d min_acceptance=%.2f disable_batch_size=%d\n",
+                  sp.method.c_str(), sp.model.c_str(), sp.num_tokens, sp.min_acceptance, sp.disable_batch_size);
     } else if (sp.method == "mtp") {
       std::printf("  speculative: method=%s num_tokens=%d min_acceptance=%.2f disable_batch_size=%d\n", sp.method.c_str(),
                   sp.num_tokens, sp.min_acceptance, sp.disable_batch_size);

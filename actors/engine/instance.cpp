@@ -167,7 +167,9 @@ Expected<std::shared_ptr<ExecutorResources>> load_rank(const ExecutorConfig& exe
   // The MTP pass runs on the host path (actors/executor/step_runner.h).
   // A recurrent model (models/state_space.h) runs on the host path: the device path pads decode
   // steps with rows that would need state slots of their own.
-  res->runner.device_steps = exe.tp == 1 && !lo.mtp && !res->model->config().recurrent() &&
+  // Gemma 3n gathers its per-layer embedding rows on the host (models/gemma3n.h): the host path.
+  res->runner.device_steps = exe.tp == 1 && !lo.mtp && lo.eagle3.empty() && !res->model->config().recurrent() &&
+                             res->model->config().gemma3n.altup_inputs == 0 &&
                              (exe.step_path == "device" || (exe.step_path == "auto" && res->backend->prefers_device_steps()));
   res->runner.max_step_tokens = lo.max_batch_tokens;
   return res;
@@ -263,6 +265,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   lo.max_lora_rank = options.max_lora_rank;
   lo.max_loras = options.lora_enabled() ? options.max_loras : 0;
   lo.mtp = inst.scheduler.speculative.method == "mtp";
+  if (inst.scheduler.speculative.method == "eagle3") lo.eagle3 = inst.scheduler.speculative.model;
   lo.state_slots = state_slots;
   // Every rank's backend first: a GPU rank's communicator is bound to its backend's stream.
   std::vector<std::unique_ptr<Backend>> backends;
@@ -401,15 +404,16 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
     setup.limits.spec = {sc.num_tokens, sc.ngram_min, sc.ngram_max, sc.min_acceptance, sc.disable_batch_size};
     spdlog::info("engine: speculative decoding: ngram {}..{}, {} drafts per step, min acceptance {}", sc.ngram_min,
                  sc.ngram_max, sc.num_tokens, sc.min_acceptance);
-  } else if (sc.method == "mtp") {
-    // The model loaded its MTP module (load_instance); its executor drafts with every step. A
+  } else if (sc.method == "mtp" || sc.method == "eagle3") {
+    // The model loaded its MTP module or EAGLE-3 head (load_instance); its executor drafts with every step. A
     // prefill instance still writes the module's K/V (the decode instance drafts from it) but
     // asks for no drafts.
     setup.limits.spec = {sc.num_tokens, 1, 1, sc.min_acceptance, sc.disable_batch_size};
     setup.limits.spec.mtp = true;
     if (setup.limits.role != PdRole::prefill) setup.drafter = std::make_unique<MtpDrafter>();
-    spdlog::info("engine: speculative decoding: the model's MTP module, {} drafts per step, min acceptance {}",
-                 sc.num_tokens, sc.min_acceptance);
+    spdlog::info("engine: speculative decoding: {}, {} drafts per step, min acceptance {}",
+                 sc.method == "mtp" ? "the model's MTP module" : "EAGLE-3 head '" + sc.model + "'", sc.num_tokens,
+                 sc.min_acceptance);
   } else if (sc.method == "draft_model" && setup.limits.role != PdRole::prefill) {
     // (A prefill instance never decodes: it loads no draft.)
     setup.limits.spec = {sc.num_tokens, 1, 1, sc.min_acceptance, sc.disable_batch_size};

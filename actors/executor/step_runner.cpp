@@ -11,7 +11,8 @@
 namespace brigade {
 
 StepRunner::StepRunner(Backend& backend, Model& model, KvCache kv, StepRunnerOptions options)
-    : backend_(backend), model_(model), kv_(std::move(kv)), options_(std::move(options)), constraints_(options_.vocab) {
+    : backend_(backend), model_(model), kv_(std::move(kv)), options_(std::move(options)), draft_head_(model_.draft_head()),
+      constraints_(options_.vocab) {
   BRIGADE_CHECK(!(options_.device_steps && mtp_on()), "an MTP model runs on the host step path");
   BRIGADE_CHECK(options_.state_snapshots >= 0 && options_.state_snapshots < std::max(model_.state_slots(), 1),
                 "state snapshots leave at least one state slot to running sequences");
@@ -154,11 +155,23 @@ Status StepRunner::plan_prompt_rows(const PlannedStep& step) {
 Status StepRunner::plan_hidden_rows(const PlannedStep& step) {
   BRIGADE_RETURN_IF_ERROR(pooler_.plan(step.seqs, batch_.q_start, batch_.hidden_rows));
   mtp_hidden_first_ = static_cast<int>(batch_.hidden_rows.size());
+  // An EAGLE-3 head reads its aux layers' planes (StepBatch::aux_rows), an MTP module hidden rows.
+  std::vector<int32_t>& mtp_rows = eagle3_on() ? batch_.aux_rows : batch_.hidden_rows;
   if (mtp_on()) {
     for (size_t i = 0; i < step.seqs.size(); ++i) {
       if (step.seqs[i].pooling != Pooling::none) continue;
-      for (int r = batch_.q_start[i]; r < batch_.q_start[i + 1]; ++r) batch_.hidden_rows.push_back(r);
+      for (int r = batch_.q_start[i]; r < batch_.q_start[i + 1]; ++r) mtp_rows.push_back(r);
     }
+  }
+  if (eagle3_on() && !batch_.aux_rows.empty()) {
+    const int64_t rows = static_cast<int64_t>(draft_head_.aux_layers.size() * batch_.aux_rows.size());
+    const size_t bytes = dtype_bytes(backend_.activation_dtype(), rows * draft_head_.aux_width);
+    if (aux_buf_.bytes() < bytes) {
+      auto buf = backend_.allocate(std::max(bytes, 2 * aux_buf_.bytes()));
+      if (!buf) return buf.status();
+      aux_buf_ = std::move(*buf);
+    }
+    batch_.aux_hidden = aux_buf_.view(backend_.activation_dtype(), {rows, draft_head_.aux_width});
   }
   const int64_t h = static_cast<int64_t>(batch_.hidden_rows.size());
   if (h == 0) return Status::ok();
@@ -320,7 +333,7 @@ std::vector<SeqDrafts> StepRunner::run_mtp(const PlannedStep& step, const std::v
 Status StepRunner::ensure_mtp_hidden(int n) {
   if (static_cast<size_t>(n) <= mtp_hidden_rows_) return Status::ok();
   const size_t rows = std::max(static_cast<size_t>(n), 2 * mtp_hidden_rows_);
-  const size_t bytes = dtype_bytes(backend_.activation_dtype(), static_cast<int64_t>(rows) * model_.config().hidden_size);
+  const size_t bytes = dtype_bytes(backend_.activation_dtype(), static_cast<int64_t>(rows) * draft_head_.hidden);
   for (Buffer& b : mtp_hidden_) {
     auto buf = backend_.allocate(bytes);
     if (!buf) return buf.status();
@@ -341,7 +354,8 @@ Status StepRunner::mtp_pass(const PlannedStep& step, const std::vector<SampledRe
                             std::vector<SeqDrafts>& drafts) {
   const int ps = kv_.layout().page_size;
   const int max_pos = model_.config().max_position;
-  const int64_t vocab = model_.config().vocab_size, width = model_.config().hidden_size;
+  // The head's logits and output widths (an EAGLE-3 head's draft vocabulary and hidden size).
+  const int64_t vocab = draft_head_.vocab, width = draft_head_.hidden;
   const DType act = backend_.activation_dtype();
   StepBatch& b = mtp_batch_;
   b.clear();
@@ -402,7 +416,7 @@ Status StepRunner::mtp_pass(const PlannedStep& step, const std::vector<SampledRe
   b.hidden_rows = b.logit_rows;
   BRIGADE_RETURN_IF_ERROR(ensure_logits(std::max(d, 1)));
   BRIGADE_RETURN_IF_ERROR(ensure_mtp_hidden(std::max(d, 1)));
-  b.prev_hidden = batch_.hidden.rows(mtp_hidden_first_, b.n_tokens());
+  b.prev_hidden = eagle3_on() ? batch_.aux_hidden : batch_.hidden.rows(mtp_hidden_first_, b.n_tokens());
   b.hidden = mtp_hidden_[0].view(act, {d, width});
   BRIGADE_RETURN_IF_ERROR(model_.forward_mtp(b, kv_, logits_buf_.view(DType::f32, {d, vocab})));
   drafts.resize(chains.size());
@@ -412,7 +426,8 @@ Status StepRunner::mtp_pass(const PlannedStep& step, const std::vector<SampledRe
     for (int r = 0; r < rows; ++r) {
       const std::span<const float> row(host_logits_.data() + static_cast<size_t>(r) * static_cast<size_t>(vocab),
                                        static_cast<size_t>(vocab));
-      drafts[static_cast<size_t>(r)].tokens.push_back(argmax(row));
+      const int32_t id = argmax(row);
+      drafts[static_cast<size_t>(r)].tokens.push_back(draft_head_.to_target ? (*draft_head_.to_target)[static_cast<size_t>(id)] : id);
     }
   };
   if (d == 0) return Status::ok();

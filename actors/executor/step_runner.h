@@ -28,6 +28,9 @@
 // that sampled gets up to k drafts: the module's argmax at its last valid position, then one
 // single-token forward per further draft on the module's own output (InFlightStep::take_drafts).
 // A failed MTP pass costs the step its drafts, never its tokens.
+// An EAGLE-3 head (Model::draft_head with aux layers) runs the same pass: its first forward
+// reads the target's aux-layer planes (StepBatch::aux_rows / aux_hidden) instead of hidden rows,
+// its drafts are argmaxes over the draft vocabulary mapped to target ids (DraftHead::to_target).
 // Speculative decoding: a work item with drafts (SeqWorkItem::n_draft = k) gets logits for its
 // k + 1 positions and returns the verified run (core/sampling.h verify_drafts); both paths use
 // the host sampler for it (the device path downloads its rows), and drafts enter a sequence's
@@ -153,6 +156,7 @@ class StepRunner {
   // after them (batch_.hidden_rows, batch_.hidden; mtp_hidden_first_).
   Status plan_hidden_rows(const PlannedStep& step);
   bool mtp_on() const { return model_.n_mtp_layers() > 0; }
+  bool eagle3_on() const { return !draft_head_.aux_layers.empty(); }
   // The MTP pass over the step just run on the host path (class comment); out is its results.
   std::vector<SeqDrafts> run_mtp(const PlannedStep& step, const std::vector<SampledResult>& out);
   Status mtp_pass(const PlannedStep& step, const std::vector<SampledResult>& out, std::vector<SeqDrafts>& drafts);
@@ -232,6 +236,8 @@ class StepRunner {
   StepBatch mtp_batch_;
   Buffer mtp_hidden_[2];      // [rows, hidden_size] activation dtype: chained drafts' prev_hidden / output
   size_t mtp_hidden_rows_ = 0;
+  Model::DraftHead draft_head_;  // what forward_mtp takes and gives (Model::draft_head)
+  Buffer aux_buf_;               // an EAGLE-3 head's aux planes (StepBatch::aux_hidden)
   Buffer logits_buf_;
   size_t logits_rows_cap_ = 0;
   std::vector<float> host_logits_;

@@ -95,13 +95,14 @@ struct CacheConfig {
 // Speculative decoding (DESIGN.md §7): `method: ngram` drafts by prompt lookup, `draft_model`
 // with a small model of the target's vocabulary (`model`); `none` is off.
 struct SpeculativeConfig {
-  std::string method = "none";  // none | ngram | draft_model | mtp
+  std::string method = "none";  // none | ngram | draft_model | mtp | eagle3
   int num_tokens = 4;           // drafts verified per sequence and step, [1, 16]
   int ngram_min = 1;            // suffix lengths the drafter looks up, longest first
   int ngram_max = 3;
   double min_acceptance = 0.2;  // a sequence below this acceptance stops drafting for a while
   int disable_batch_size = 0;   // no drafts while more sequences decode (0 = no limit)
-  std::string model;            // draft_model: the draft checkpoint (HF directory, GGUF, llama2.c .bin)
+  std::string model;            // draft_model: the draft checkpoint (HF directory, GGUF, llama2.c .bin);
+                                // eagle3: the EAGLE-3 head's directory
   int kv_tokens = 0;            // draft_model: tokens its own KV pool holds (0 = as many as the target's)
 };
 
@@ -220,7 +221,7 @@ Expected<Endpoint> parse_endpoint(const std::string& text, bool allow_any_port =
 TopologyConfig default_topology();
 // Parses topology YAML; unknown keys and bad values are errors that list the valid choices.
 Expected<TopologyConfig> parse_topology(const std::string& yaml_text);
-// vLLM's --speculative-config: a JSON object over `out`. Keys: method (ngram, draft_model, mtp;
+// vLLM's --speculative-config: a JSON object over `out`. Keys: method (ngram, draft_model, mtp, eagle3;
 // vLLM's deepseek_mtp is mtp; without method, a model means draft_model), num_speculative_tokens,
 // model, prompt_lookup_min / prompt_lookup_max (ngram), disable_by_batch_size, and brigade's
 // min_acceptance and kv_tokens. Unknown keys, methods and wrong types are refused by name; the

@@ -6,7 +6,7 @@
 // whole engine: no token changes with MTP on, greedy or seeded, with prefix-cache hits and
 // under preemption; a model whose MTP module predicts exactly what the target will say (a
 // "bigram" edit of the fixture) has every draft accepted in fewer steps; setups that cannot run
-// are refused at create.
+// are refused at create. Also on the glm4_moe_lite_mtp, deepseek_v32_mtp and glm_moe_dsa_mtp fixtures.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -21,6 +21,7 @@
 #include "cpu/cpu_backend.h"
 #include "models/mapped_file.h"
 #include "models/model.h"
+#include "tests/actors/draft_pass_runner.h"
 #include "tests/engine_test_util.h"
 #include "tests/models/mtp_cases.h"
 
@@ -45,56 +46,17 @@ using testing::read_mtp_cases;
 
 std::vector<MtpCase> read_cases(const std::string& fixture) { return read_mtp_cases(fixture + "/expected.json"); }
 
-constexpr int kPage = 4, kPages = 32;
-
-class MtpRunner {
+// The runner over a fixture loaded with its MTP module.
+class MtpRunner : public testing::DraftPassRunner {
  public:
-  explicit MtpRunner(const std::string& fixture) : backend_(make_cpu_backend({.n_threads = 2})) {
-    LoadOptions lo;
-    lo.max_batch_tokens = 64;
-    lo.progress = false;
-    lo.mtp = true;
-    auto m = Model::load(fixture, *backend_, lo);
-    EXPECT_TRUE(m.has_value()) << m.status().to_string();
-    model_ = std::move(*m);
-    auto kv = KvCache::allocate(*backend_, model_->kv_layout(kPages, kPage, DType::f32));
-    EXPECT_TRUE(kv.has_value());
-    runner_ = std::make_unique<StepRunner>(*backend_, *model_, std::move(*kv));
-  }
-  // One greedy sampling item of sequence 1 at start with the given drafts; returns its tokens and
-  // the MTP drafts that came back for it.
-  std::pair<std::vector<int32_t>, std::vector<int32_t>> step(std::vector<int32_t> tokens, int start, int n_draft, int k) {
-    SeqWorkItem w;
-    w.seq_id = 1;
-    w.tokens = std::move(tokens);
-    w.start_pos = start;
-    w.n_draft = n_draft;
-    for (int p = 0; p < kPages; ++p) w.block_table.push_back(p);
-    w.sample = true;
-    w.sampling.temperature = 0.0f;
-    w.prompt_len = start == 0 ? static_cast<int>(w.tokens.size()) : 0;
-    w.mtp_drafts = k;
-    PlannedStep s;
-    s.step_id = ++step_id_;
-    s.seqs.push_back(w);
-    auto started = runner_->start(s);
-    EXPECT_TRUE(started.has_value()) << started.status().to_string();
-    if (!started) return {};
-    std::vector<int32_t> got;
-    for (const SampledResult& r : runner_->finish(*started)) got.push_back(r.token);
-    std::vector<int32_t> drafts;
-    for (const SeqDrafts& d : started->take_drafts()) {
-      EXPECT_EQ(d.seq_id, 1u);
-      drafts = d.tokens;
-    }
-    return {got, drafts};
-  }
+  explicit MtpRunner(const std::string& fixture) : DraftPassRunner(fixture, options()) {}
 
  private:
-  std::unique_ptr<Backend> backend_;
-  std::unique_ptr<Model> model_;
-  std::unique_ptr<StepRunner> runner_;
-  uint64_t step_id_ = 0;
+  static LoadOptions options() {
+    LoadOptions lo;
+    lo.mtp = true;
+    return lo;
+  }
 };
 
 TEST_P(Mtp, APromptStepDraftsTheReferenceChain) {
@@ -138,12 +100,8 @@ TEST_P(Mtp, AfterARejectedDraftTheDraftsAreThoseOfTheAcceptedSequence) {
 // ---- the engine ----
 
 EngineOptions mtp_options(const std::string& model, bool on, int depth = 1) {
-  EngineOptions o = testing::test_engine_options(model, 2);
+  EngineOptions o = testing::draft_engine_options(model, depth);
   auto& inst = o.topology.instances.front();
-  inst.kv.memory_mb = 16;
-  inst.kv.page_size = 4;
-  inst.scheduler.max_step_tokens = 16;  // long prompts take several chunks
-  inst.scheduler.max_inflight_steps = depth;
   if (on) {
     auto& sp = inst.scheduler.speculative;
     sp.method = "mtp";
@@ -153,16 +111,7 @@ EngineOptions mtp_options(const std::string& model, bool on, int depth = 1) {
   return o;
 }
 
-std::vector<GenerateOptions> requests(bool sampled) {
-  std::vector<GenerateOptions> reqs;
-  for (int n : {2, 7, 19, 33}) {
-    std::vector<int32_t> prompt;
-    for (int i = 0; i < n; ++i) prompt.push_back((i * 37 + n) % 120 + 3);
-    for (const GenerateOptions& r : testing::greedy_and_seeded(prompt, 20 + n % 5, sampled ? 3 : 1, static_cast<uint64_t>(n)))
-      reqs.push_back(r);
-  }
-  return reqs;
-}
+std::vector<GenerateOptions> requests(bool sampled) { return testing::draft_engine_requests(sampled, 120); }
 
 TEST_P(Mtp, EngineChangesNoTokenGreedyOrSeeded) {
   auto off = create_engine(mtp_options(fixture(), false));
@@ -298,7 +247,7 @@ TEST_P(Mtp, PreemptionChangesNoToken) {
 
 TEST_P(Mtp, SetupsThatCannotRunAreRefused) {
   // A checkpoint of the architecture without MTP weights, and another architecture.
-  const std::string without = GetParam() == "deepseek_v3_mtp" ? "deepseek_v3" : "glm4_moe";
+  const std::string without = GetParam().substr(0, GetParam().size() - 4);  // the fixture less "_mtp"
   for (const std::string& m : {fixture_path(without), fixture_path("llama")}) {
     auto e = Engine::create(mtp_options(m, true));
     ASSERT_FALSE(e.has_value()) << m;
@@ -337,7 +286,9 @@ TEST(MtpGguf, Glm4MoeDraftsTheReferenceChainAndChangesNoToken) {
   EXPECT_GT(on->stats().spec_draft_tokens, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Mtp, ::testing::Values("deepseek_v3_mtp", "glm4_moe_mtp"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, Mtp,
+                         ::testing::Values("deepseek_v3_mtp", "glm4_moe_mtp", "glm4_moe_lite_mtp", "deepseek_v32_mtp",
+                                           "glm_moe_dsa_mtp"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 }  // namespace

@@ -227,6 +227,11 @@ TEST(Topology, SpeculativeKeys) {
   EXPECT_EQ(dm.kv_tokens, 4096);
 
   refused("method: mtp, model: /m", "model is the draft checkpoint of method draft_model");
+  refused("method: eagle3", "model must name the EAGLE-3 head's directory");
+  auto eagle3 = parse_topology("instances: [{scheduler: {speculative: {method: eagle3, model: /m/head, num_tokens: 3}}}]");
+  ASSERT_TRUE(eagle3.has_value()) << eagle3.status().to_string();
+  EXPECT_EQ(eagle3->instances[0].scheduler.speculative.method, "eagle3");
+  EXPECT_EQ(eagle3->instances[0].scheduler.speculative.model, "/m/head");
   refused("method: mtp, num_tokens: 0", "num_tokens must be in [1, 16]");
   auto mtp = parse_topology("instances: [{scheduler: {speculative: {method: mtp, num_tokens: 2}}}]");
   ASSERT_TRUE(mtp.has_value()) << mtp.status().to_string();
@@ -264,6 +269,10 @@ TEST(Topology, SpeculativeConfigJson) {
   refused("{", "not JSON");
   refused("[1]", "must be a JSON object");
   refused(R"({"method": "eagle"})", "method 'eagle' is not one of");
+  sp = {};
+  ASSERT_TRUE(parse_speculative_json(R"({"method": "eagle3", "model": "/m/head", "num_speculative_tokens": 3})", sp).is_ok());
+  EXPECT_EQ(sp.method, "eagle3") << "vLLM's EAGLE-3 head";
+  EXPECT_EQ(sp.model, "/m/head");
   refused(R"({"method": "mtp", "k": 2})", "unknown key 'k'");
   refused(R"({"method": "mtp", "num_speculative_tokens": "2"})", "'num_speculative_tokens' has the wrong type");
   refused(R"({"num_speculative_tokens": 2})", "needs a method");

@@ -181,7 +181,7 @@ TEST(Glm4MoeLite, TheHubConfig) {
   EXPECT_EQ(c->v_head_dim, 256);
   EXPECT_EQ(c->moe_scoring, MoeScoring::sigmoid);
   EXPECT_FLOAT_EQ(c->rope_theta, 1e6f);
-  EXPECT_EQ(c->n_mtp_layers, 0) << "its MTP layer is not loaded";
+  EXPECT_EQ(c->n_mtp_layers, 1) << "its MTP layer, which speculative method mtp drafts with";
 }
 
 // The selection bias, the scale and the renormalisation each move the logits (so the fixture

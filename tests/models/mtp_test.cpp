@@ -7,8 +7,11 @@
 // module's own normed output. GLM's module also from llama.cpp's GGUF (gguf_glm4moe: blk.3.nextn.*
 // and a sparse layer, reference mtp.json over transformers' layers the same way). Also: the
 // module's K/V is the last layer of the pool, chunks over its cached entries equal one pass, and
-// what is refused.
+// what is refused. The same for GLM-4.7-Flash's, DeepSeek-V3.2's and GLM-5's modules (the last two
+// with their own DSA indexer): glm4_moe_lite_mtp / deepseek_v32_mtp / glm_moe_dsa_mtp.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "cpu/cpu_backend.h"
 #include "hf_fixture.h"
@@ -180,8 +183,14 @@ TEST_P(MtpModule, KvLayoutHasTheModuleAsItsLastLayer) {
   auto without = testing::load_or_fail(GetParam().model, *backend);
   ASSERT_NE(with, nullptr);
   ASSERT_NE(without, nullptr);
-  EXPECT_EQ(with->kv_layout(4, 16, DType::bf16).n_layers, with->config().n_layers + 1);
-  EXPECT_EQ(without->kv_layout(4, 16, DType::bf16).n_layers, without->config().n_layers);
+  // DSA's index keys take pool layers after the latent ones (DsaKeyPlan); in the DSA fixtures one
+  // key row per pool layer (index_head_dim 32 of a 40-wide latent row), so the module's keys add
+  // one more.
+  const ModelConfig& config = with->config();
+  const auto& shared = config.dsa.shared;
+  const int n_keys = config.dsa.enabled() ? 1 + static_cast<int>(std::count(shared.begin(), shared.end(), false)) : 0;
+  EXPECT_EQ(with->kv_layout(4, 16, DType::bf16).n_layers, config.n_layers + 1 + n_keys);
+  EXPECT_EQ(without->kv_layout(4, 16, DType::bf16).n_layers, config.n_layers + std::max(n_keys - 1, 0));
   EXPECT_EQ(without->n_mtp_layers(), 0);
   EXPECT_GT(with->n_params(), without->n_params());
   // The target's own forward and its roofline cost are unchanged by the module (same logits with
@@ -238,6 +247,10 @@ TEST_P(MtpModule, RefusesWhatItCannotRun) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, MtpModule,
                          ::testing::Values(hf("deepseek_v3_mtp", "deepseek_v3"), hf("glm4_moe_mtp", "glm4_moe"),
+                                           // GLM-4.7-Flash's, DeepSeek-V3.2's and GLM-5's modules (MLA; the
+                                           // last two with their own DSA indexer).
+                                           hf("glm4_moe_lite_mtp", ""), hf("deepseek_v32_mtp", ""),
+                                           hf("glm_moe_dsa_mtp", ""),
                                            // llama.cpp's glm4moe file: blk.3.nextn.* beside a sparse
                                            // layer (scripts/make_gguf_fixtures.py gguf_glm4moe, mtp.json).
                                            MtpFixture{"gguf_glm4moe", fixture_dir("gguf_glm4moe") + "/model.gguf",
@@ -265,6 +278,32 @@ TEST(MtpModuleGlm, TheAirLayoutsModuleLoadsAndRuns) {
   const auto logits = run.mtp(b, keep);
   ASSERT_EQ(static_cast<int>(logits.size()), n * vocab);
   for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+}
+
+// DeepSeek-V3.2's / GLM-5's module runs its own indexer: without the module's indexer tensors it
+// does not load, and GLM-5.x's index_share_for_mtp_iteration (draft steps reusing a choice) is
+// refused by name under mtp while the target alone still loads.
+TEST(MtpModuleDsa, RefusesAModuleWithoutItsIndexerAndIndexSharing) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  LoadOptions o = testing::test_load_options();
+  o.mtp = true;
+  {
+    const testing::TempDir dir("mtp_no_indexer");
+    testing::write_edited_fixture("deepseek_v32_mtp", dir, [](std::vector<testing::StEntry>& es) {
+      std::erase_if(es, [](const testing::StEntry& e) { return e.name.starts_with("model.layers.2.self_attn.indexer."); });
+    });
+    auto m = Model::load(dir.str(), *backend, o);
+    ASSERT_FALSE(m.has_value());
+    EXPECT_NE(m.status().message().find("model.layers.2.self_attn.indexer."), std::string::npos) << m.status().message();
+  }
+  const testing::TempDir dir("mtp_index_share");
+  testing::write_edited_fixture("glm_moe_dsa_mtp", dir, [](std::vector<testing::StEntry>&) {},
+                                [](nlohmann::json& j) { j["index_share_for_mtp_iteration"] = true; });
+  auto m = Model::load(dir.str(), *backend, o);
+  ASSERT_FALSE(m.has_value());
+  EXPECT_EQ(m.status().code(), StatusCode::unsupported);
+  EXPECT_NE(m.status().message().find("index_share_for_mtp_iteration"), std::string::npos) << m.status().message();
+  EXPECT_NE(testing::load_or_fail(dir.str(), *backend), nullptr);
 }
 
 }  // namespace
