@@ -316,11 +316,28 @@ Status DeepseekModel::forward_mtp(const StepBatch& batch, const KvCache& kv, con
   return Status::ok();
 }
 
+// DSA's attention work: each query attends to at most topk of its visible keys, and a sequence's
+// queries read at most n_q topk distinct latent rows of its context.
+AttentionWork sparse_attention_work(const StepBatch& b, int topk) {
+  AttentionWork w;
+  for (int s = 0; s < b.n_seqs(); ++s) {
+    const int n_q = b.q_start[static_cast<size_t>(s) + 1] - b.q_start[static_cast<size_t>(s)];
+    const int ctx = b.ctx_len[static_cast<size_t>(s)];
+    for (int j = 0; j < n_q; ++j) w.pairs += std::min(ctx - n_q + j + 1, topk);
+    w.kv_read += std::min(static_cast<double>(ctx), static_cast<double>(n_q) * topk);
+  }
+  return w;
+}
+
 // The roofline rule of Model::step_cost with MLA's attention: per (query, visible key) pair and
 // head, 2 (R + dr) flops for the score and 2 R for the latent output; the absorbed W_UK / W_UV
 // products are kv_b_proj's weights once per token, counted with the linear layers. Bytes: the
 // latent cache rows (kv_bytes_per_token is the latent's, KvLayout::latent). Routed experts: k of
 // E per token for the flops, min(E, n k) of E per sparse layer for the bytes.
+// DSA (deepseek_v32, glm_moe_dsa): the attention's pairs and latent rows are the topk chosen
+// (sparse_attention_work); each full layer's indexer scores every visible key, 2 H (D + 1) flops
+// per pair (its q.k products, the weighted ReLU sum), and reads the D-wide index key of every
+// context row (D of a pool row's row_width elements).
 StepCost DeepseekModel::step_cost(const StepBatch& b, double kv_bytes_per_token) const {
   const double n = b.n_tokens(), rows = static_cast<double>(b.logit_rows.size());
   const double table = static_cast<double>(config_.vocab_size) * config_.hidden_size;
@@ -333,11 +350,23 @@ StepCost DeepseekModel::step_cost(const StepBatch& b, double kv_bytes_per_token)
   const double dense_params = (linear_params - static_cast<double>(expert_params_) * (1.0 - k / e)) / size_;
   const double touched = std::min(held, n * k) / held;
   const AttentionWork work = attention_work(b, 0);
+  const ModelConfig::DsaConfig& dsa = config_.dsa;
+  const AttentionWork attended = dsa.enabled() ? sparse_attention_work(b, dsa.topk) : work;
   const double per_pair = 2.0 * (mla_.row_width() + mla_.kv_lora_rank);
   StepCost c;
-  c.flops = 2.0 * dense_params * n + 2.0 * table * rows + per_pair * config_.n_layers * mla_.n_heads * work.pairs;
+  c.flops = 2.0 * dense_params * n + 2.0 * table * rows + per_pair * config_.n_layers * mla_.n_heads * attended.pairs;
   c.bytes = static_cast<double>(weight_bytes_ - mtp_bytes_) - static_cast<double>(expert_bytes_) * (1.0 - touched) -
-            ends_.loaded_bytes() + ends_.step_bytes(config_, n, rows > 0) + kv_bytes_per_token * (work.kv_read + n);
+            ends_.loaded_bytes() + ends_.step_bytes(config_, n, rows > 0);
+  if (!dsa.enabled()) {
+    c.bytes += kv_bytes_per_token * (work.kv_read + n);
+    return c;
+  }
+  double n_full = 0;
+  for (int l = 0; l < config_.n_layers; ++l) n_full += dsa.shared[static_cast<size_t>(l)] ? 0.0 : 1.0;
+  const double row = kv_bytes_per_token / (n_kv_layers() + dsa_keys_.n_extra_layers());  // one pool row
+  const double key = row / mla_.row_width() * dsa.head_dim;                                // one index key
+  c.flops += n_full * 2.0 * dsa.n_heads * (dsa.head_dim + 1.0) * work.pairs;
+  c.bytes += row * config_.n_layers * attended.kv_read + key * n_full * work.kv_read + kv_bytes_per_token * n;
   return c;
 }
 

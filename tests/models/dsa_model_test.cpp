@@ -10,6 +10,8 @@
 // generator, is what brigade gives with the indexer keeping every key), the config and refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "cpu/cpu_backend.h"
@@ -184,6 +186,28 @@ TEST_P(Dsa, IndexerRopeStyleMatters) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Dsa, ::testing::Values("deepseek_v32", "glm_moe_dsa"));
+
+// Model::step_cost with the indexer: once a query sees more than index_topk keys, a longer
+// context adds only the indexer's work (its 2 H (D + 1) flops per scored key, the D-wide key of
+// every context row in each full layer), not attention over the extra latent rows.
+TEST_P(Dsa, StepCostPastTopkGrowsByTheIndexerOnly) {
+  const ModelConfig& c = model_->config();
+  const KvLayout layout = model_->kv_layout(4, kPageSize, DType::f32);
+  const double per_token = static_cast<double>(layout.page_bytes()) / kPageSize;
+  const double key = per_token / layout.n_layers / layout.head_dim * c.dsa.head_dim;
+  const double n_full = static_cast<double>(std::count(c.dsa.shared.begin(), c.dsa.shared.end(), false));
+  ASSERT_GT(n_full, 0);
+  auto decode_at = [&](int past) { return model_->step_cost(make_step({{0, {5}, past, false}}, kPageSize, kPagesPerSeq), per_token); };
+  const int near = c.dsa.topk + 10, far = c.dsa.topk + 30;
+  const StepCost a = decode_at(near), b = decode_at(far);
+  EXPECT_DOUBLE_EQ(b.flops - a.flops, n_full * 2.0 * c.dsa.n_heads * (c.dsa.head_dim + 1) * (far - near));
+  EXPECT_DOUBLE_EQ(b.bytes - a.bytes, key * n_full * (far - near));
+  // Within the first topk keys, every key is attended: each one more costs the attention's pair
+  // and latent row in every layer on top of the indexer's.
+  const StepCost s0 = decode_at(0), s1 = decode_at(1);
+  EXPECT_GT(s1.flops - s0.flops, n_full * 2.0 * c.dsa.n_heads * (c.dsa.head_dim + 1));
+  EXPECT_DOUBLE_EQ(s1.bytes - s0.bytes, per_token / layout.n_layers * c.n_layers + key * n_full);
+}
 
 TEST(DsaConfig, ReadsTheIndexer) {
   auto v32 = parse_hf_config(fixture_json("deepseek_v32").dump());
