@@ -416,6 +416,9 @@ class Backend {
     (void)x, (void)weight, (void)bias, (void)eps, (void)out;
     BRIGADE_CHECK(false, "layer_norm on a backend without it (the CPU and CUDA backends have it)");
   }
+  // Whether gelu_tanh and gelu are implemented: every vision backend, and CUDA's (the ungated GELU
+  // MLPs of StarCoder2, Phi, GPT-2, GPT-NeoX / Pythia, GPT-J, GPTBigCode, without the towers).
+  virtual bool supports_gelu() const { return supports_vision(); }
   // x [n, d] = gelu_tanh(x) in place (gelu_tanh_mul's gelu, ungated).
   virtual void gelu_tanh(const Tensor& x) {
     (void)x;

@@ -44,7 +44,7 @@ enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, k
                 kHeadMatmul, kWriteMlaKv, kMlaAttention, kXielu, kAttnTemperature, kQkSumSquares, kQkNormBySums,
                 kLayerNorm, kQkLayerNorm, kAddRowBias, kCopy, kSsmConv, kSsmScan, kSsmScanDiag, kGatedDelta,
                 kSigmoidMul, kReluSquared, kKda, kWriteKvColumns, kDsaTopk, kLightning,
-                kAltupPredict, kAltupCorrect, kMatchRms, kGaussianTopk, kVHeadNorm, kGeluTanhGate };
+                kAltupPredict, kAltupCorrect, kMatchRms, kGaussianTopk, kVHeadNorm, kGeluTanhGate, kGelu };
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
@@ -326,6 +326,16 @@ class CudaBackendImpl final : public CudaBackend {
     graphs_->record(Sig() << kXielu << x << p.alpha_p << p.alpha_n << p.beta << p.eps, [=, this] {
       gpu::launch_xielu(x.data, x.numel(), p.alpha_p, p.alpha_n, p.beta, p.eps, stream_);
     });
+  }
+  // The ungated GELU MLPs (StarCoder2, Phi, GPT-2, GPT-NeoX, ...); the vision towers' other ops
+  // (quick_gelu, scatter_rows, sectioned RoPE) are not here, so supports_vision stays false.
+  bool supports_gelu() const override { return true; }
+  void gelu_tanh(const Tensor& x) override { gelu_op(x, /*exact=*/false); }
+  void gelu(const Tensor& x) override { gelu_op(x, /*exact=*/true); }
+  void gelu_op(const Tensor& x, bool exact) {
+    BRIGADE_CHECK(x.dtype == DType::bf16, "gelu: x [n, d] bf16");
+    bind();
+    graphs_->record(Sig() << kGelu << x << exact, [=, this] { gpu::launch_gelu(x.data, x.numel(), exact, stream_); });
   }
   void scale(const Tensor& x, float s) override {
     BRIGADE_CHECK(x.dtype == DType::bf16, "scale: x [n, d] bf16");

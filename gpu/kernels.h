@@ -30,6 +30,8 @@ void launch_add(void* a, const void* b, int64_t count, cudaStream_t stream);
 void launch_silu_mul(const void* gate_up, void* out, int64_t n, int64_t inter, cudaStream_t stream);
 // out [n, inter] = gelu_tanh(gate_up[:, :inter]) * gate_up[:, inter:] (Backend::gelu_tanh_mul).
 void launch_gelu_tanh_mul(const void* gate_up, void* out, int64_t n, int64_t inter, cudaStream_t stream);
+// x [count] bf16 = gelu(x) in place: the exact erf form, or the tanh one (Backend::gelu, gelu_tanh).
+void launch_gelu(void* x, int64_t count, bool exact, cudaStream_t stream);
 // x [count] bf16 = xielu(x) in place (Backend::xielu's XieluParams, field by field).
 void launch_xielu(void* x, int64_t count, float alpha_p, float alpha_n, float beta, float eps, cudaStream_t stream);
 // x [count] bf16 *= s.

@@ -99,6 +99,18 @@ __global__ void gelu_tanh_mul_kernel(const bf16* gate_up, bf16* out, int64_t n, 
   }
 }
 
+// x = gelu(x) in place, ungated (StarCoder2's and Phi's gelu_pytorch_tanh / gelu_new, Pythia's and
+// GPT-2 variants' exact gelu): in f32, rounded to bf16 once, as torch's bf16 op.
+__global__ void gelu_kernel(bf16* x, int64_t count, bool exact) {
+  const float kBeta = 0.7978845608028654f, kKappa = 0.044715f;  // sqrt(2 / pi)
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
+    const float g = __bfloat162float(x[i]);
+    const float y = exact ? 0.5f * g * (1.0f + erff(g * 0.7071067811865476f))
+                          : 0.5f * g * (1.0f + tanhf(kBeta * (g + kKappa * g * g * g)));
+    x[i] = __float2bfloat16_rn(y);
+  }
+}
+
 // transformers' XIELUActivation, in f32, rounded to bf16 once.
 __global__ void xielu_kernel(bf16* x, int64_t count, float alpha_p, float alpha_n, float beta, float eps) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
@@ -352,6 +364,12 @@ void launch_gelu_tanh_mul(const void* gate_up, void* out, int64_t n, int64_t int
   if (n * inter == 0) return;
   gelu_tanh_mul_kernel<<<stride_grid(n * inter), kThreads, 0, stream>>>(static_cast<const bf16*>(gate_up),
                                                                          static_cast<bf16*>(out), n, inter);
+  BRIGADE_CUDA_CHECK_LAUNCH();
+}
+
+void launch_gelu(void* x, int64_t count, bool exact, cudaStream_t stream) {
+  if (count == 0) return;
+  gelu_kernel<<<stride_grid(count), kThreads, 0, stream>>>(static_cast<bf16*>(x), count, exact);
   BRIGADE_CUDA_CHECK_LAUNCH();
 }
 

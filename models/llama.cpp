@@ -749,10 +749,11 @@ Status check_gate_ops(const ModelConfig& c, const Backend& backend) {
   if ((c.attn_gate || c.mlp_activation == MlpActivation::relu2) && !backend.supports_ssm())
     return unsupported("backend '" + backend.name() + "' has no sigmoid_mul / relu_squared ops; " + c.arch +
                        " runs on the CPU and CUDA backends");
-  // StarCoder2's and Phi's ungated gelu_tanh MLP (Backend::gelu_tanh, a vision op).
-  if (c.mlp_ungated && c.mlp_activation == MlpActivation::gelu_tanh && !backend.supports_vision())
-    return unsupported("backend '" + backend.name() + "' has no gelu_tanh op; " + c.arch +
-                       " runs on the CPU and CUDA backends");
+  // StarCoder2's and Phi's ungated gelu_tanh MLP, Pythia's gelu (Backend::gelu_tanh, gelu).
+  const bool gelu = c.mlp_activation == MlpActivation::gelu_tanh || c.mlp_activation == MlpActivation::gelu;
+  if (c.mlp_ungated && gelu && !backend.supports_gelu())
+    return unsupported("backend '" + backend.name() + "' has no ungated gelu_tanh / gelu op; " + c.arch +
+                       " (an ungated GELU MLP) runs on the CPU and CUDA backends");
   return Status::ok();
 }
 

@@ -230,6 +230,16 @@ TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
     expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 
+// The classic GPT decoders (models/gpt_decoders_config.h): GPT-NeoX's parallel residual with two
+// LayerNorms and partial RoPE (and the sequential one), GPT-J's interleaved partial RoPE and
+// lm_head bias, GPT-2's learned positions, GPTBigCode's MQA and MHA; their ungated GELU MLPs
+// (Backend::gelu / gelu_tanh: gpu/row_ops.cu's gelu_kernel).
+TEST(GpuModel, ClassicGptDecodersMatchCpu) {
+  BRIGADE_REQUIRE_GPU();
+  for (const char* name : {"gpt_neox", "gpt_neox_sequential", "gptj", "gpt2", "gpt_bigcode", "gpt_bigcode_mha"})
+    expect_fixture_matches_cpu(name, testing::fixture_dir(name));
+}
+
 // The state-space and hybrid models (models/state_space.h) from their transformers fixtures on
 // the CUDA state-space ops (gpu/ssm.cu): the long prompt and its first half prefilled in one step
 // (two sequences, two state slots, two lengths), then decode steps of both, the first fed

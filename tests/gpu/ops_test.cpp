@@ -176,6 +176,27 @@ TEST(GpuOps, QkHeadNormAndRope) {
   }
 }
 
+// The ungated GELUs (StarCoder2's and Phi's gelu_tanh, Pythia's exact gelu) in place.
+TEST(GpuOps, UngatedGeluMatchesCpu) {
+  BRIGADE_REQUIRE_GPU();
+  ASSERT_TRUE(gpu()->supports_gelu());
+  std::mt19937 rng(54);
+  const int64_t n = 9, d = 700;
+  const auto x = random_values(rng, n * d, -6, 6);
+  for (const bool exact : {false, true}) {
+    SCOPED_TRACE(exact ? "gelu" : "gelu_tanh");
+    const auto xc = put(cpu(), DType::f32, {n, d}, x), xg = put(*gpu(), DType::bf16, {n, d}, x);
+    if (exact) {
+      cpu().gelu(xc.tensor);
+      gpu()->gelu(xg.tensor);
+    } else {
+      cpu().gelu_tanh(xc.tensor);
+      gpu()->gelu_tanh(xg.tensor);
+    }
+    EXPECT_LT(rel_error(get(*gpu(), xg.tensor), get(cpu(), xc.tensor)), kBf16Tol);
+  }
+}
+
 // Apertus's xIELU: both branches (values around 0 and past eps) against the CPU's.
 TEST(GpuOps, Xielu) {
   BRIGADE_REQUIRE_GPU();
