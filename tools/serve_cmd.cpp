@@ -133,7 +133,6 @@ int run_serve(const ServeArgs& a) {
   auto engine = Engine::create(*options);
   if (!engine) return fail(engine.status());
 
-  server::ServerOptions so;
   so.host = a.host;
   so.port = a.port;
   so.api_key = a.api_key;
