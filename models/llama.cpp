@@ -236,7 +236,7 @@ StepCost LlamaModel::step_cost(const StepBatch& b, double kv_bytes_per_token) co
   // The MTP module (forward_mtp) is not part of a forward step; GPT-2's position table is a lookup.
   const double positions = config_.learned_positions ? static_cast<double>(config_.max_position) * config_.hidden_size : 0.0;
   const double linear_params = static_cast<double>(n_params_ - mtp_params_ - images_.params()) - table -
-                               (config_.tie_embeddings ? 0.0 : table);
+                               (config_.tie_embeddings ? 0.0 : table) - positions;
   // Sparse layers: a token runs k of the E experts (flops; a rank runs 1/size of that, by columns
   // or, with expert parallelism, on average by experts), and the step reads the experts its
   // tokens chose, at most min(E', n * k) of the E' experts a rank holds per layer: that upper
