@@ -9,6 +9,7 @@
 //     models/ggml_quant.h, see gguf_checkpoint.h).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>

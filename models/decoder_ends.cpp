@@ -82,14 +82,16 @@ void DecoderEnds::logits_with(const Tensor& norm, Backend& b, const ModelConfig&
 
 double DecoderEnds::loaded_bytes() const {
   // An empty Tensor's nbytes is not 0: lm_head is empty when tied or not loaded.
-  return static_cast<double>(embed.tensor.nbytes()) + (lm_head.tensor.empty() ? 0.0 : static_cast<double>(lm_head.tensor.nbytes()));
+  return static_cast<double>(embed.tensor.nbytes()) + (lm_head.tensor.empty() ? 0.0 : static_cast<double>(lm_head.tensor.nbytes())) +
+         (positions.tensor.empty() ? 0.0 : static_cast<double>(positions.tensor.nbytes()));
 }
 
 double DecoderEnds::step_bytes(const ModelConfig& c, double n, bool any_logits) const {
   const double embed_bytes = static_cast<double>(embed.tensor.nbytes());
   const double head_bytes = c.tie_embeddings ? embed_bytes
                             : lm_head.tensor.empty() ? 0.0 : static_cast<double>(lm_head.tensor.nbytes());
-  return n * embed_bytes / c.vocab_size + (any_logits ? head_bytes : 0.0);
+  const double position_bytes = positions.tensor.empty() ? 0.0 : static_cast<double>(positions.tensor.nbytes()) / c.max_position;
+  return n * (embed_bytes / c.vocab_size + position_bytes) + (any_logits ? head_bytes : 0.0);
 }
 
 }  // namespace brigade

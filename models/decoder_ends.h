@@ -52,8 +52,8 @@ struct DecoderEnds {
                    const Tensor& hidden_rows, const Tensor& hidden) const;
   // Bytes of these weights as loaded (part of the model's weight bytes) ...
   double loaded_bytes() const;
-  // ... and what a step of n tokens reads of them: the n embedding rows, the head when any row
-  // wants logits.
+  // ... and what a step of n tokens reads of them: the n embedding rows (and position rows), the
+  // head when any row wants logits.
   double step_bytes(const ModelConfig& c, double n, bool any_logits) const;
 };
 

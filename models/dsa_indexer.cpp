@@ -12,9 +12,9 @@ DsaKeyPlan::DsaKeyPlan(const ModelConfig& c, int n_mtp) {
   const int per_row = (c.kv_lora_rank + c.qk_rope_head_dim) / c.dsa.head_dim;  // >= 1: read_deepseek checks D <= W
   const int n_latent = c.n_layers + n_mtp;
   int n_full = 0;
-  for (int l = 0; l < c.n_layers; ++l) {
+  for (int l = 0; l < n_latent; ++l) {
     const bool shared = static_cast<size_t>(l) < c.dsa.shared.size() && c.dsa.shared[static_cast<size_t>(l)];
-    pool_layer_.push_back(shared ? -1 : c.n_layers + n_full / per_row);
+    pool_layer_.push_back(shared ? -1 : n_latent + n_full / per_row);
     column_.push_back(shared ? -1 : (n_full % per_row) * c.dsa.head_dim);
     if (!shared) ++n_full;
   }

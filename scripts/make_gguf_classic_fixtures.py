@@ -125,14 +125,14 @@ def convert_with_hparam(module, cls, key, value):
 import runpy, sys
 sys.path.insert(0, sys.argv[1])
 import conversion.base as base
-import conversion.exaone as exaone
+import conversion.{module} as conv
 pre = sys.argv[2]
 base.TextModel.get_vocab_base_pre = lambda self, tokenizer: pre
-set_params = exaone.ExaoneModel.set_gguf_parameters
+set_params = conv.{cls}.set_gguf_parameters
 def set_gguf_parameters(self):
-    self.hparams.setdefault("activation_function", self.hparams["hidden_act"])
+    self.hparams.setdefault("{key}", {value})
     set_params(self)
-exaone.ExaoneModel.set_gguf_parameters = set_gguf_parameters
+conv.{cls}.set_gguf_parameters = set_gguf_parameters
 sys.argv = [sys.argv[1] + "/convert_hf_to_gguf.py"] + sys.argv[3:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
