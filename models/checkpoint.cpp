@@ -89,8 +89,10 @@ Status Checkpoint::open_directory() {
     BRIGADE_ASSIGN_OR_RETURN(tensors_, gpt_decoder_tensors(config_, std::move(tensors_), derived_));
   }
   // Qwen3.5's language model sits where Qwen-VL's does (model.language_model.); Mistral 3's where
-  // Gemma 3's does, its Pixtral tower included (vision_tower.*, multi_modal_projector.*).
-  const bool qwen_layout = (config_.vision.dynamic() && config_.vision.kind != VisionKind::pixtral) ||
+  // Gemma 3's does, its Pixtral tower included (vision_tower.*, multi_modal_projector.*), and so
+  // does LLaVA's (its CLIP / SigLIP tower's vision_tower.vision_model.* too).
+  const bool qwen_layout = (config_.vision.dynamic() && config_.vision.kind != VisionKind::pixtral &&
+                           config_.vision.kind != VisionKind::llava) ||
                            is_gated_delta(config_.arch);
   if (config_.multimodal_text)
     tensors_ = qwen_layout ? qwen_vl_tensors(std::move(tensors_)) : gemma3_tensors(std::move(tensors_));

@@ -14,6 +14,7 @@
 #include "core/backend.h"
 #include "models/model.h"
 #include "models/vision_config.h"
+#include "models/vit_layer.h"
 #include "models/weight_loader.h"
 
 namespace brigade {
@@ -35,13 +36,10 @@ class Gemma3Vision {
   double weight_bytes() const { return weight_bytes_; }
 
  private:
-  struct Layer {
-    OwnedTensor ln1_w, ln1_b, qkv, qkv_b, o, o_b, ln2_w, ln2_b, fc1, fc1_b, fc2, fc2_b;
-  };
   struct Scratch {
     int max_images = 0;  // images per pass
-    OwnedTensor patches, x, normed, qkv, attn, mlp, pooled, pooled_normed, k, v;
-    OwnedTensor q_start, ctx_len, block_table, attend_until, slots, pool_rows;
+    OwnedTensor patches, x, normed, qkv, attn, mlp, pooled, pooled_normed, pool_rows;
+    VitAttention attention;
   };
   Status allocate_scratch();
   // One pass over images [first, first + n) into out rows [first * T, (first + n) * T).
@@ -52,7 +50,7 @@ class Gemma3Vision {
   VisionConfig v_;
   int text_hidden_ = 0;
   OwnedTensor patch_w_, patch_b_, pos_, post_w_, post_b_, proj_norm_, proj_;
-  std::vector<Layer> layers_;
+  std::vector<VitLayer> layers_;
   Scratch sc_;
   double weight_bytes_ = 0.0;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "models/clip_vision.h"
 #include "models/gemma3_vision.h"
 #include "models/mrope.h"
 #include "models/qwen_vision.h"
@@ -26,7 +27,10 @@ void ImageInputs::set_text_rope(const RopeConfig& rope) {
 Status ImageInputs::load(WeightLoader& w) {
   const int64_t params = w.n_params(), bytes = w.n_bytes();
   const int64_t t = max_batch_tokens_;
-  if (config_.vision.dynamic()) {
+  if (config_.vision.kind == VisionKind::llava) {
+    clip_ = std::make_unique<ClipVision>();
+    BRIGADE_RETURN_IF_ERROR(clip_->load(w, backend_, config_.vision, config_.hidden_size));
+  } else if (config_.vision.dynamic()) {
     qwen_ = std::make_unique<QwenVision>();
     BRIGADE_RETURN_IF_ERROR(qwen_->load(w, backend_, config_.vision, config_.hidden_size));
     BRIGADE_ASSIGN_OR_RETURN(mrope_pos_, alloc_tensor(backend_, DType::i32, 1, 3 * t));
@@ -42,6 +46,7 @@ Status ImageInputs::load(WeightLoader& w) {
   }
   // Room for two of the largest images or of the largest steps' worth of split images' features
   // (an image in progress per prefilling sequence); beyond that a dropped image is encoded again.
+  if (clip_ != nullptr) feature_cache_.set_capacity(2 * std::max<int64_t>(t, clip_->n_features()));
   if (qwen_ != nullptr) {
     const int n_ds = qwen_->n_deepstack();
     const int64_t most = QwenVision::kMaxPatches / (int64_t{config_.vision.merge} * config_.vision.merge);
@@ -75,6 +80,7 @@ Tensor ImageInputs::positions(const Tensor& plain, int64_t n) const {
 
 Status ImageInputs::encode(std::span<const StepImage> images, const Tensor& out, std::span<const Tensor> deepstack) {
   if (qwen_ != nullptr) BRIGADE_RETURN_IF_ERROR(qwen_->encode(images, out, deepstack));
+  else if (clip_ != nullptr) BRIGADE_RETURN_IF_ERROR(clip_->encode(images, out));
   else BRIGADE_RETURN_IF_ERROR(gemma_->encode(images, out));
   stats_.images_encoded += static_cast<int64_t>(images.size());
   return Status::ok();
@@ -183,6 +189,11 @@ void ImageInputs::end_step() {
 void ImageInputs::add_cost(const StepBatch& b, StepCost& c) const {
   if (gemma_ != nullptr && !b.images.empty()) {  // the tower reads its weights once per pass
     c.flops += static_cast<double>(b.images.size()) * gemma_->flops_per_image();
+    c.bytes += static_cast<double>(bytes_);
+  }
+  if (clip_ != nullptr && std::any_of(b.images.begin(), b.images.end(), [](const StepImage& im) { return im.first == 0; })) {
+    for (const StepImage& im : b.images)
+      if (im.first == 0) c.flops += clip_->flops_per_image();
     c.bytes += static_cast<double>(bytes_);
   }
   // An image split over steps is encoded at its first step; the later ones take its features

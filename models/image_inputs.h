@@ -22,6 +22,7 @@
 
 namespace brigade {
 
+class ClipVision;
 class Gemma3Vision;
 class QwenVision;
 class WeightLoader;
@@ -36,7 +37,7 @@ class ImageInputs {
   // Loads config.vision's tower (present()): Gemma 3's, or the Qwen2-VL family's (dynamic()),
   // and allocates the step's feature rows. Without it the model serves text.
   Status load(WeightLoader& w);
-  bool loaded() const { return gemma_ != nullptr || qwen_ != nullptr; }
+  bool loaded() const { return gemma_ != nullptr || qwen_ != nullptr || clip_ != nullptr; }
   // The tower's parameters and bytes as loaded (part of the model's totals).
   int64_t params() const { return params_; }
   int64_t bytes() const { return bytes_; }
@@ -72,6 +73,7 @@ class ImageInputs {
   int max_batch_tokens_;
   std::unique_ptr<Gemma3Vision> gemma_;  // Gemma 3's tower; null: none
   std::unique_ptr<QwenVision> qwen_;     // the Qwen2-VL family's instead; null: none
+  std::unique_ptr<ClipVision> clip_;     // LLaVA's instead; null: none
   RopeConfig rope_m_;                    // the text rope with ModelConfig::mrope_section as its sections
   OwnedTensor mrope_pos_;                // [3 * max_batch_tokens] i32: a step's planes (begin_step)
   bool mrope_step_ = false;              // this step rotates by mrope_pos_ with rope_m_

@@ -11,8 +11,8 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* kValidTypes[] = {"Gemma3ImageProcessor", "Gemma3ImageProcessorPil",
-                                       "Gemma3ImageProcessorFast"};
+constexpr const char* kValidTypes[] = {"Gemma3ImageProcessor", "Gemma3ImageProcessorPil", "Gemma3ImageProcessorFast",
+                                       "CLIPImageProcessor",   "CLIPImageProcessorPil",   "CLIPImageProcessorFast"};
 
 Status field_error(const char* key, const std::string& what) {
   return corrupt(std::string("preprocessor_config.json: field '") + key + "' " + what);
@@ -62,19 +62,30 @@ Status read_type(const json& j, std::string& out) {
   }
   return unsupported("preprocessor_config.json: image_processor_type '" + out +
                      "' is not supported; valid: Gemma3ImageProcessor, Gemma3ImageProcessorPil, "
-                     "Gemma3ImageProcessorFast (brigade computes the PIL backend's result)");
+                     "Gemma3ImageProcessorFast, CLIPImageProcessor, CLIPImageProcessorPil, CLIPImageProcessorFast "
+                     "(brigade computes the PIL backend's result)");
 }
 
-Status read_size(const json& j, int& height, int& width) {
-  const json* v = field(j, "size");
+Status read_size(const json& j, int& height, int& width, int* shortest_edge = nullptr, const char* key = "size") {
+  const json* v = field(j, key);
   if (!v) return Status::ok();
-  const char* want = "must be {\"height\": H, \"width\": W} with H and W integers in [1, 16384]";
-  if (!v->is_object() || !v->contains("height") || !v->contains("width")) return field_error("size", want);
+  if (shortest_edge != nullptr && v->is_object() && v->contains("shortest_edge") && !v->contains("height")) {
+    const json& s = (*v)["shortest_edge"];
+    if (!s.is_number_integer() || s.get<int64_t>() < 1 || s.get<int64_t>() > kMaxImageSide)
+      return field_error(key, "shortest_edge must be an integer in [1, 16384]");
+    *shortest_edge = int(s.get<int64_t>());
+    return Status::ok();
+  }
+  const char* want = shortest_edge != nullptr
+                         ? "must be {\"height\": H, \"width\": W} with H and W integers in [1, 16384], or {\"shortest_edge\": S}"
+                         : "must be {\"height\": H, \"width\": W} with H and W integers in [1, 16384]";
+  if (!v->is_object() || !v->contains("height") || !v->contains("width")) return field_error(key, want);
   const json& h = (*v)["height"];
   const json& w = (*v)["width"];
-  if (!h.is_number_integer() || !w.is_number_integer()) return field_error("size", want);
+  if (!h.is_number_integer() || !w.is_number_integer()) return field_error(key, want);
   const int64_t hv = h.get<int64_t>(), wv = w.get<int64_t>();
-  if (hv < 1 || wv < 1 || hv > kMaxImageSide || wv > kMaxImageSide) return field_error("size", want);
+  if (hv < 1 || wv < 1 || hv > kMaxImageSide || wv > kMaxImageSide) return field_error(key, want);
+  if (shortest_edge != nullptr) *shortest_edge = 0;
   height = int(hv);
   width = int(wv);
   return Status::ok();
@@ -120,8 +131,21 @@ Expected<ImageProcessorConfig> parse_image_processor_config(const json& root) {
   const json& j = nested != root.end() && nested->is_object() ? *nested : root;
   ImageProcessorConfig c;
   BRIGADE_RETURN_IF_ERROR(read_type(j, c.image_processor_type));
+  const bool clip = c.image_processor_type.starts_with("CLIP");
+  if (clip) {  // CLIPImageProcessor's defaults
+    c.shortest_edge = 224, c.do_center_crop = true, c.crop_height = c.crop_width = 224;
+    c.resample = Resample::bicubic;
+    c.image_mean = {0.48145466, 0.4578275, 0.40821073};
+    c.image_std = {0.26862954, 0.26130258, 0.27577711};
+  }
   BRIGADE_RETURN_IF_ERROR(check_pan_and_scan(j));
-  BRIGADE_RETURN_IF_ERROR(read_size(j, c.height, c.width));
+  BRIGADE_RETURN_IF_ERROR(read_size(j, c.height, c.width, clip ? &c.shortest_edge : nullptr));
+  if (clip) {
+    BRIGADE_RETURN_IF_ERROR(read_value(j, "do_center_crop", c.do_center_crop));
+    BRIGADE_RETURN_IF_ERROR(read_size(j, c.crop_height, c.crop_width, nullptr, "crop_size"));
+  } else if (const json* crop = field(j, "do_center_crop"); crop != nullptr && *crop == true) {
+    return unsupported("preprocessor_config.json: do_center_crop=true is not supported for " + c.image_processor_type);
+  }
   BRIGADE_RETURN_IF_ERROR(read_resample(j, c.resample));
   BRIGADE_RETURN_IF_ERROR(read_value(j, "do_resize", c.do_resize));
   BRIGADE_RETURN_IF_ERROR(read_value(j, "do_rescale", c.do_rescale));
@@ -154,13 +178,52 @@ Image composite_on_white(const Image& image) {
   return out;
 }
 
+std::array<int, 2> ImageProcessorConfig::resized_size(int w, int h) const {
+  if (!do_resize) return {h, w};
+  if (shortest_edge <= 0) return {height, width};
+  // get_resize_output_image_size(default_to_square=False): the long side int(S * long / short).
+  const bool wide = w > h;
+  const int resized_long = int(double(shortest_edge) * (wide ? w : h) / (wide ? h : w));
+  return wide ? std::array<int, 2>{shortest_edge, resized_long} : std::array<int, 2>{resized_long, shortest_edge};
+}
+
+std::array<int, 2> ImageProcessorConfig::output_size(int w, int h) const {
+  return do_center_crop ? std::array<int, 2>{crop_height, crop_width} : resized_size(w, h);
+}
+
+namespace {
+
+// numpy's center_crop of an [H, W, 3] image: rows from floor((H - ch) / 2), columns likewise,
+// zeros where they fall outside the image (its padding).
+Image center_crop(const Image& in, int ch, int cw) {
+  const auto floor_half = [](int d) { return d >= 0 ? d / 2 : -((1 - d) / 2); };
+  const int top = floor_half(in.height - ch), left = floor_half(in.width - cw);
+  Image out{cw, ch, std::vector<uint8_t>(size_t(cw) * ch * 3, 0), {}};
+  for (int y = 0; y < ch; ++y) {
+    const int sy = top + y;
+    if (sy < 0 || sy >= in.height) continue;
+    for (int x = 0; x < cw; ++x) {
+      const int sx = left + x;
+      if (sx < 0 || sx >= in.width) continue;
+      for (int c = 0; c < 3; ++c) out.rgb[(size_t(y) * cw + x) * 3 + c] = in.rgb[(size_t(sy) * in.width + sx) * 3 + c];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<float> preprocess(const Image& image, const ImageProcessorConfig& config) {
   BRIGADE_CHECK(image.rgb.size() == size_t(image.width) * image.height * 3 && !image.rgb.empty(),
                 "image is decoded: rgb holds [height, width, 3]");
   // Without do_convert_rgb transformers would keep 4 channels and fail on the 3 means; brigade
   // has no 4-channel form, so it uses the RGB bytes (alpha dropped) there.
   Image rgb = config.do_convert_rgb && image.has_alpha() ? composite_on_white(image) : image;
-  if (config.do_resize) rgb = resize_rgb(rgb, config.width, config.height, config.resample);
+  if (config.do_resize) {
+    const auto [h, w] = config.resized_size(rgb.width, rgb.height);
+    rgb = resize_rgb(rgb, w, h, config.resample);
+  }
+  if (config.do_center_crop) rgb = center_crop(rgb, config.crop_height, config.crop_width);
 
   std::array<float, 3> mean{}, std_dev{};
   for (size_t c = 0; c < 3; ++c) {
@@ -191,9 +254,18 @@ Expected<ImageProcessorConfig> model_image_processor(const std::string& model_pa
     if (!text) return text.status();
     auto config = parse_image_processor_config(*text);
     if (!config) return Status(config.status().code(), file.string() + ": " + config.status().message());
-    if (!config->do_resize || config->height != image_size || config->width != image_size)
-      return invalid_argument(file.string() + ": the processor makes " + std::to_string(config->width) + "x" +
-                              std::to_string(config->height) + " images" + (config->do_resize ? "" : " (do_resize false)") +
+    const bool square = config->shortest_edge > 0
+                            ? config->do_center_crop && config->crop_height == image_size && config->crop_width == image_size
+                            : config->height == image_size && config->width == image_size &&
+                                  (!config->do_center_crop || (config->crop_height == image_size && config->crop_width == image_size));
+    const int out_w = config->do_center_crop ? config->crop_width : config->width;
+    const int out_h = config->do_center_crop ? config->crop_height : config->height;
+    if (!config->do_resize || !square)
+      return invalid_argument(file.string() + ": the processor makes " +
+                              (config->shortest_edge > 0 && !config->do_center_crop
+                                   ? "images of shortest edge " + std::to_string(config->shortest_edge) + " (no center crop)"
+                                   : std::to_string(out_w) + "x" + std::to_string(out_h) + " images") +
+                              (config->do_resize ? "" : " (do_resize false)") +
                               " but the vision tower takes " + std::to_string(image_size) + "x" +
                               std::to_string(image_size));
     return config;

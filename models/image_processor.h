@@ -40,12 +40,24 @@ struct ImageProcessorConfig {
   std::array<double, 3> image_mean = {0.5, 0.5, 0.5};  // per channel R, G, B
   std::array<double, 3> image_std = {0.5, 0.5, 0.5};
   bool do_convert_rgb = true;
+  // CLIPImageProcessor (LLaVA): size {shortest_edge} resizes the shorter side to it, the longer to
+  // int(shortest_edge * long / short) (height / width unused); then do_center_crop cuts
+  // crop_height x crop_width from the middle (top = floor((H - crop_height) / 2), zeros where the
+  // crop reaches past the image), before rescaling.
+  int shortest_edge = 0;  // 0: resize to height x width
+  bool do_center_crop = false;
+  int crop_height = 0, crop_width = 0;
+  // The size after the resize, and of the pixel_values it makes, from an image of w x h:
+  // {height, width}.
+  std::array<int, 2> resized_size(int w, int h) const;
+  std::array<int, 2> output_size(int w, int h) const;
 };
 
 // Reads preprocessor_config.json (or a processor_config.json, whose "image_processor" object
 // holds the same fields). Errors (corrupt for wrong types, unsupported for features brigade does
 // not implement) name the field and the valid values: image_processor_type must be a Gemma 3
-// processor, resample 2 (BILINEAR) or 3 (BICUBIC), do_pan_and_scan false or null, size
+// or CLIP processor (CLIPImageProcessor's defaults: shortest_edge 224, center crop 224, bicubic,
+// OpenAI CLIP's mean and std), resample 2 (BILINEAR) or 3 (BICUBIC), do_pan_and_scan false or null, size
 // {height, width} in [1, kMaxImageSide], image_std nonzero.
 Expected<ImageProcessorConfig> parse_image_processor_config(const nlohmann::json& j);
 Expected<ImageProcessorConfig> parse_image_processor_config(const std::string& json_text);
@@ -56,8 +68,9 @@ std::vector<float> preprocess(const Image& image, const ImageProcessorConfig& co
 
 // The processor of the model at `model_path` whose vision tower takes image_size x image_size
 // images: its preprocessor_config.json (or processor_config.json) when the directory has one,
-// else Gemma3ImageProcessor's defaults at that size. invalid_argument when the file's size is
-// not the tower's (or it does not resize), and parse_image_processor_config's errors.
+// else Gemma3ImageProcessor's defaults at that size. invalid_argument when the file's output
+// (size, or the crop after a shortest-edge resize) is not the tower's (or it does not resize),
+// and parse_image_processor_config's errors.
 Expected<ImageProcessorConfig> model_image_processor(const std::string& model_path, int image_size);
 
 // decode_image then preprocess: the pixels GenerateOptions::images takes from a PNG or JPEG file's

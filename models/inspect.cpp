@@ -74,6 +74,9 @@ std::string format_model_info(const ModelInfo& m) {
                       : c.vision.kind == VisionKind::qwen2_5_vl ? "Qwen2_5_VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen2_vl ? "Qwen2VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen3_vl ? "Qwen3VLForConditionalGeneration"
+                      : c.vision.kind == VisionKind::llava ? "LlavaForConditionalGeneration"
+                      : c.vision.kind == VisionKind::glm4v && c.arch == "glm4_moe" ? "Glm4vMoeForConditionalGeneration"
+                      : c.vision.kind == VisionKind::glm4v ? "Glm4vForConditionalGeneration"
                       : c.arch == "llama" || c.arch == "ministral3" || c.arch == "mistral4" ? "Mistral3ForConditionalGeneration"
                       : c.arch == "llama4_text"               ? "Llama4ForConditionalGeneration"
                       : c.arch == "gemma3n_text"              ? "Gemma3nForConditionalGeneration"
@@ -86,6 +89,15 @@ std::string format_model_info(const ModelInfo& m) {
          std::to_string(v.merge) + "x" + std::to_string(v.merge) + " patches, each row of tokens then [IMG_BREAK] (" +
          std::to_string(v.image_break_token) + "), the last [IMG_END] (" + std::to_string(v.eoi_token) +
          ") (image token " + std::to_string(v.image_token) + "; 1D positions; the CPU backend runs it at tp 1)\n";
+  } else if (c.vision.present() && c.vision.kind == VisionKind::llava) {
+    const VisionConfig& v = c.vision;
+    std::string layers;
+    for (int l : v.feature_layers) layers += (layers.empty() ? "" : ",") + std::to_string(l);
+    s += std::string("vision:        ") + (v.class_token ? "CLIP " : "SigLIP ") + std::to_string(v.n_layers) +
+         " layers, hidden " + std::to_string(v.hidden_size) + ", " + std::to_string(v.image_size) + "-pixel images in " +
+         std::to_string(v.patch_size) + "-pixel patches, hidden_states[" + layers + "], " +
+         std::to_string(v.image_tokens(v.patches_per_side(), v.patches_per_side())) + " tokens per image (image token " +
+         std::to_string(v.image_token) + "; the CPU backend runs it at tp 1)\n";
   } else if (!c.vision_off.empty()) {
     s += "vision:        off (text only): " + c.vision_off + "\n";
   } else if (c.vision.present() && c.vision.dynamic()) {

@@ -114,8 +114,6 @@ void nope_on_full_layers(ModelConfig& c) {
 
 bool is_mistral3(const json& j) { return names_class(j, "Mistral3ForConditionalGeneration", "mistral3"); }
 
-namespace {
-
 // A wrapper's (`wrapper`: the class name, for messages) language model config: its text_config
 // over `defaults`, whose model_type must be `type` (another refused by name), the top level's
 // bos/eos ids and dtype where text_config has none, the top level's tie_word_embeddings (`tie`,
@@ -141,8 +139,6 @@ Expected<json> wrapped_text_config(const json& j, const char* wrapper, json defa
   t["architectures"] = json::array({text_class});
   return t;
 }
-
-}  // namespace
 
 Expected<json> mistral3_text_config(const json& j) {
   auto t = j.find("text_config");

@@ -63,6 +63,13 @@ void nope_on_full_layers(ModelConfig& c);
 // global; 4 when absent).
 Status read_exaone_sliding_layers(const nlohmann::json& j, ModelConfig& c);
 
+// A wrapper's (`wrapper`: the class name, for messages) language model config: its text_config
+// over `defaults`, whose model_type must be `type` (another refused by name), the top level's
+// bos/eos ids and dtype where text_config has none, the top level's tie_word_embeddings (`tie`
+// when absent), and architectures [text_class]. corrupt without a text_config object.
+Expected<nlohmann::json> wrapped_text_config(const nlohmann::json& j, const char* wrapper, nlohmann::json defaults,
+                                             const char* type, const char* text_class, bool tie);
+
 // Whether config.json is a Mistral3ForConditionalGeneration (model_type mistral3: Mistral Small
 // 3.1 / 3.2, Magistral Small, Devstral Small; Ministral 3, Devstral Small 2), whose language model
 // brigade serves text-only.

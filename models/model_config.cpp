@@ -17,7 +17,9 @@
 #include "models/gemma3n_config.h"
 #include "models/arcee_config.h"
 #include "models/llama_variants_config.h"
+#include "models/llava_config.h"
 #include "models/phimoe_config.h"
+#include "models/glm4v_config.h"
 #include "models/qwen_vl_config.h"
 
 namespace brigade {
@@ -46,7 +48,7 @@ constexpr const char* kSupported =
     "(exaone4), Glm4ForCausalLM (glm4), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
-    "Mistral3ForConditionalGeneration (mistral3: its language model and Pixtral tower), Ministral3ForCausalLM (ministral3), "
+    "Mistral3ForConditionalGeneration (mistral3: its language model and Pixtral tower), LlavaForConditionalGeneration (llava: a llama / mistral / qwen2 language model and a CLIP or SigLIP tower), Ministral3ForCausalLM (ministral3), "
     "Llama4ForCausalLM (llama4_text), "
     "Llama4ForConditionalGeneration (llama4: its language model, text only), MiniMaxM2ForCausalLM (minimax_m2), "
     "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1), PhimoeForCausalLM (phimoe), "
@@ -646,6 +648,23 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
     auto tower = read_pixtral_vision(j, c.vocab_size, c.hidden_size, c.rms_eps);
     if (tower) c.vision = *tower;
     else c.vision_off = tower.status().message();
+    return c;
+  }
+  if (is_glm4v(j)) {  // GLM-4.1V / 4.5V: GLM-4's or GLM-4.5's layers with M-RoPE, and the GLM tower (models/glm4v_config.h)
+    std::vector<int> mrope;
+    BRIGADE_ASSIGN_OR_RETURN(json text, glm4v_text_config(j, &mrope));
+    BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
+    c.multimodal_text = true;
+    BRIGADE_RETURN_IF_ERROR(check_mrope_section(mrope, c.rope_dims(), "rope_parameters"));
+    c.mrope_section = std::move(mrope);
+    BRIGADE_ASSIGN_OR_RETURN(c.vision, read_glm4v_vision(j, c.vocab_size, is_glm4v_moe(j)));
+    return c;
+  }
+  if (is_llava(j)) {  // its language model and its CLIP / SigLIP tower (models/llava_config.h)
+    BRIGADE_ASSIGN_OR_RETURN(json text, llava_text_config(j));
+    BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
+    c.multimodal_text = true;
+    BRIGADE_ASSIGN_OR_RETURN(c.vision, read_llava_vision(j, c.vocab_size));
     return c;
   }
   if (is_qwen_vl(j)) {  // its language model, with M-RoPE, and its tower (models/qwen_vl_config.h)

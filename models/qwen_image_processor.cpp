@@ -16,7 +16,8 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* kValidTypes[] = {"Qwen2VLImageProcessor", "Qwen2VLImageProcessorFast",
-                                       "Qwen2VLImageProcessorPil"};
+                                       "Qwen2VLImageProcessorPil",   "Glm4vImageProcessor",
+                                       "Glm4vImageProcessorFast",    "Glm4vImageProcessorPil"};
 constexpr int64_t kMaxSmartResizePixels = int64_t{1} << 40;
 
 Status bad_field(const std::string& key, const std::string& what) {
@@ -67,7 +68,8 @@ Status check_processor_type(const json& j, std::string& out) {
              ? Status::ok()
              : unsupported("preprocessor_config.json: image_processor_type '" + out +
                            "' is not a Qwen2-VL processor; valid: Qwen2VLImageProcessor, Qwen2VLImageProcessorFast, "
-                           "Qwen2VLImageProcessorPil (brigade computes the PIL backend's result)");
+                           "Qwen2VLImageProcessorPil, Glm4vImageProcessor, Glm4vImageProcessorFast, "
+                           "Glm4vImageProcessorPil (brigade computes the PIL backend's result)");
 }
 
 // The pixel budget, with transformers 5's precedence (Qwen2VLImageProcessorPil.__init__): a
@@ -193,6 +195,11 @@ Expected<QwenImageProcessorConfig> parse_qwen_image_processor_config(const json&
   const json& j = processor_fields(root);
   QwenImageProcessorConfig c;
   BRIGADE_RETURN_IF_ERROR(check_processor_type(j, c.image_processor_type));
+  if (c.image_processor_type.starts_with("Glm4v")) {  // Glm4vImageProcessor's class defaults
+    c.glm = true;
+    c.min_pixels = 112 * 112;
+    c.max_pixels = 28 * 28 * 15000;
+  }
   BRIGADE_RETURN_IF_ERROR(read_patching(j, c));
   BRIGADE_RETURN_IF_ERROR(read_pixel_budget(j, c));
   BRIGADE_ASSIGN_OR_RETURN(const ImageProcessorConfig shared, parse_image_processor_config(shared_fields(j)));
@@ -246,13 +253,41 @@ Expected<std::pair<int, int>> smart_resize(int height, int width, int factor, in
   return std::pair<int, int>(int(h_bar), int(w_bar));  // sides below 2^25: at most sqrt(min_pixels * 200) + factor
 }
 
+Expected<std::pair<int, int>> glm4v_smart_resize(int height, int width, int factor, int temporal_factor,
+                                                 int64_t min_pixels, int64_t max_pixels) {
+  if (height >= 1 && width >= 1 && factor >= 1 && (height < factor || width < factor)) {
+    const double scale = std::max(double(factor) / height, double(factor) / width);
+    height = int(height * scale);  // Python's int(): toward zero
+    width = int(width * scale);
+  }
+  if (temporal_factor < 1) return invalid_argument("glm4v_smart_resize: temporal_factor must be positive");
+  // smart_resize's checks and rounding without a budget, then the budget over temporal_factor frames.
+  BRIGADE_ASSIGN_OR_RETURN(auto rounded, smart_resize(height, width, factor, 1, int64_t{1} << 40));
+  const int64_t t = temporal_factor, f = factor;
+  int64_t h_bar = rounded.first, w_bar = rounded.second;
+  const double frames_area = double(t * height * width);
+  if (t * h_bar * w_bar > max_pixels) {
+    const double beta = std::sqrt(frames_area / double(max_pixels));
+    h_bar = std::max<int64_t>(f, int64_t(std::floor(height / beta / f)) * f);
+    w_bar = std::max<int64_t>(f, int64_t(std::floor(width / beta / f)) * f);
+  } else if (t * h_bar * w_bar < min_pixels) {
+    const double beta = std::sqrt(double(min_pixels) / frames_area);
+    h_bar = int64_t(std::ceil(height * beta / f)) * f;
+    w_bar = int64_t(std::ceil(width * beta / f)) * f;
+  }
+  return std::pair<int, int>(int(h_bar), int(w_bar));
+}
+
 Expected<PatchedImage> preprocess_qwen(const Image& image, const QwenImageProcessorConfig& config) {
   BRIGADE_CHECK(image.rgb.size() == size_t(image.width) * image.height * 3 && !image.rgb.empty(),
                 "image is decoded: rgb holds [height, width, 3]");
   int height = image.height, width = image.width;
   if (config.do_resize) {
-    BRIGADE_ASSIGN_OR_RETURN(auto size, smart_resize(height, width, config.factor(), config.min_pixels,
-                                                     config.max_pixels));
+    BRIGADE_ASSIGN_OR_RETURN(auto size, config.glm ? glm4v_smart_resize(height, width, config.factor(),
+                                                                        config.temporal_patch_size, config.min_pixels,
+                                                                        config.max_pixels)
+                                                   : smart_resize(height, width, config.factor(), config.min_pixels,
+                                                                  config.max_pixels));
     std::tie(height, width) = size;
   }
   BRIGADE_RETURN_IF_ERROR(check_patchable(height, width, config));

@@ -59,6 +59,9 @@ struct QwenImageProcessorConfig {
   std::array<double, 3> image_mean = {0.48145466, 0.4578275, 0.40821073};  // OPENAI_CLIP_MEAN
   std::array<double, 3> image_std = {0.26862954, 0.26130258, 0.27577711};  // OPENAI_CLIP_STD
   bool do_convert_rgb = true;
+  // GLM-4.1V's processor (Glm4vImageProcessor*): glm4v_smart_resize, and the class's pixel
+  // budget defaults size {shortest_edge: 112 * 112, longest_edge: 28 * 28 * 15000}.
+  bool glm = false;
 
   // Both sides of a resized image are multiples of this.
   int factor() const { return patch_size * merge_size; }
@@ -67,7 +70,8 @@ struct QwenImageProcessorConfig {
 };
 
 // True for Qwen2VLImageProcessor, Qwen2VLImageProcessorFast and Qwen2VLImageProcessorPil (the
-// names Qwen2-VL and Qwen2.5-VL checkpoints use).
+// names Qwen2-VL and Qwen2.5-VL checkpoints use), and GLM-4.1V's Glm4vImageProcessor(Pil, Fast),
+// the same steps with glm4v_smart_resize.
 bool is_qwen_image_processor_type(const std::string& type);
 
 // Reads preprocessor_config.json (or a processor_config.json, whose "image_processor" object
@@ -88,6 +92,14 @@ Expected<QwenImageProcessorConfig> parse_qwen_image_processor_config(const std::
 // in [1, 2^40].
 Expected<std::pair<int, int>> smart_resize(int height, int width, int factor, int64_t min_pixels,
                                            int64_t max_pixels);
+
+// GLM-4.1V's smart_resize (transformers' glm4v image_processing_glm4v.smart_resize, num_frames =
+// temporal_factor as its resize passes them): an image with a side below factor is first scaled
+// up so that its shorter relative side reaches factor (int() of the product); then as
+// smart_resize, but the budget compares temporal_factor * h_bar * w_bar with min_pixels /
+// max_pixels, and beta counts temporal_factor frames. Errors as smart_resize's.
+Expected<std::pair<int, int>> glm4v_smart_resize(int height, int width, int factor, int temporal_factor,
+                                                 int64_t min_pixels, int64_t max_pixels);
 
 // An image as Qwen2-VL's vision encoder takes it: pixels [grid_h * grid_w, patch_values()]
 // (row order in the comment at the top); image_grid_thw is [1, grid_h, grid_w].

@@ -107,11 +107,18 @@ void plan_image(const VisionConfig& v, std::span<const float> table, const StepI
     }
   }
   p.n_tokens += int64_t{hm} * wm;
-  if (!table.empty()) resample_positions(v, table, im, row0, wpos, p);
+  if (table.empty()) return;
+  if (v.kind != VisionKind::glm4v) return resample_positions(v, table, im, row0, wpos, p);
+  const int64_t h = v.hidden_size;
+  const int side = static_cast<int>(std::lround(std::sqrt(static_cast<double>(v.num_position_embeddings))));
+  p.pos_embed.resize(static_cast<size_t>(p.n_rows * h), 0.0f);
+  for (int64_t r = row0; r < p.n_rows; ++r)
+    glm4v_position_embedding(table, side, h, im.grid_h, im.grid_w, p.positions[static_cast<size_t>(r)],
+                             wpos[static_cast<size_t>(r)], p.pos_embed.data() + r * h);
 }
 
 // The plan of images, whose first token is encode()'s out row first_token; table: Qwen3-VL's
-// position embeddings, else empty.
+// position embeddings (GLM's), else empty.
 QwenVisionPass plan_pass(const VisionConfig& v, std::span<const float> table, std::span<const StepImage> images,
                          int64_t first_token) {
   QwenVisionPass p;
@@ -160,7 +167,8 @@ void qwen_window_order(int hm, int wm, int side, std::vector<int32_t>& order, st
 }
 
 void flatten_qwen_patch_embed(std::map<std::string, RawTensor>& tensors) {
-  for (const char* name : {"visual.patch_embed.proj.weight", "model.visual.patch_embed.proj.weight"}) {
+  for (const char* name : {"visual.patch_embed.proj.weight", "model.visual.patch_embed.proj.weight",
+                           "visual.downsample.weight", "model.visual.downsample.weight"}) {  // GLM's Conv2d too
     const auto it = tensors.find(name);
     if (it == tensors.end() || it->second.shape.size() < 2) continue;
     std::vector<int64_t>& shape = it->second.shape;
@@ -220,16 +228,16 @@ Status QwenVision::load_merger(WeightLoader& w, const std::string& prefix, bool 
   return Status::ok();
 }
 
-// Qwen3-VL's pos_embed [num_position_embeddings, hidden], staged through the backend as f32 (the
+// Qwen3-VL's pos_embed (GLM's embeddings.position_embedding) [num_position_embeddings, hidden], staged through the backend as f32 (the
 // loader's conversion of bf16 / f16) and kept on the host, where encode() resamples it.
-Status QwenVision::load_position_table(WeightLoader& w, const std::string& prefix) {
+Status QwenVision::load_position_table(WeightLoader& w, const std::string& name) {
   const int64_t n = v_.num_position_embeddings, h = v_.hidden_size;
   const auto side = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(n))));
   if (n <= 0 || side * side != n)
     return invalid_argument("vision_config.num_position_embeddings " + std::to_string(n) + " is not a square");
   std::vector<int64_t> columns(static_cast<size_t>(h));
   std::iota(columns.begin(), columns.end(), int64_t{0});
-  BRIGADE_ASSIGN_OR_RETURN(OwnedTensor table, w.gathered_f32({prefix + "pos_embed.weight"}, n, h, Slice{}, columns));
+  BRIGADE_ASSIGN_OR_RETURN(OwnedTensor table, w.gathered_f32({name}, n, h, Slice{}, columns));
   pos_table_.resize(static_cast<size_t>(n * h));
   backend_->download(pos_table_.data(), table.tensor);
   return Status::ok();
@@ -240,7 +248,7 @@ Status QwenVision::load(WeightLoader& w, Backend& backend, const VisionConfig& v
   if (backend.activation_dtype() != DType::f32 || !backend.supports_vision())
     return unsupported("the Qwen2-VL and Pixtral vision towers run on a backend with vision ops and f32 activations; " +
                        backend.name() + " does not");
-  const char* act = v.kind == VisionKind::qwen2_5_vl || v.kind == VisionKind::pixtral ? "silu"
+  const char* act = v.kind == VisionKind::qwen2_5_vl || v.kind == VisionKind::pixtral || v.kind == VisionKind::glm4v ? "silu"
                     : v.kind == VisionKind::qwen3_vl ? "gelu_pytorch_tanh"
                                                      : "quick_gelu";
   if (v.hidden_act != act)
@@ -255,12 +263,14 @@ Status QwenVision::load(WeightLoader& w, Backend& backend, const VisionConfig& v
   qwen2_5_ = v.kind == VisionKind::qwen2_5_vl;
   qwen3_ = v.kind == VisionKind::qwen3_vl;
   pixtral_ = v.kind == VisionKind::pixtral;
-  gated_ = qwen2_5_ || pixtral_;
+  glm4v_ = v.kind == VisionKind::glm4v;
+  gated_ = qwen2_5_ || pixtral_ || glm4v_;
   rope_ = vision_rope(v);
   if (pixtral_) return load_pixtral(w);
   const int64_t h = v.hidden_size;
   const std::string prefix = w.has("visual.patch_embed.proj.weight") || !w.has("model.visual.patch_embed.proj.weight")
                                  ? "visual." : "model.visual.";
+  if (glm4v_) return load_glm4v(w, prefix);
   w.quantize_linear(false);
   const int64_t bytes_before = w.n_bytes();
   BRIGADE_ASSIGN_OR_RETURN(patch_w_, w.matrix(prefix + "patch_embed.proj.weight", h, v.patch_width()));
@@ -268,7 +278,7 @@ Status QwenVision::load(WeightLoader& w, Backend& backend, const VisionConfig& v
   pos_table_.clear();
   if (qwen3_) {
     BRIGADE_ASSIGN_OR_RETURN(patch_b_, w.vector_f32({prefix + "patch_embed.proj.bias"}, {h}));
-    BRIGADE_RETURN_IF_ERROR(load_position_table(w, prefix));
+    BRIGADE_RETURN_IF_ERROR(load_position_table(w, prefix + "pos_embed.weight"));
   }
   layers_.clear();
   layers_.resize(static_cast<size_t>(v.n_layers));
@@ -302,6 +312,8 @@ double QwenVision::flops(int grid_h, int grid_w) const {
     total += 2.0 * p * (4.0 * h * h + (gated_ ? 3.0 : 2.0) * h * inter) + 4.0 * h * (L.full ? p * p : window_pairs);
   if (pixtral_)  // merging_layer, linear_1, linear_2
     return total + 2.0 * tokens * (wide * h + h * text_hidden_ + double{1} * text_hidden_ * text_hidden_);
+  if (glm4v_)  // downsample, proj, gate | up, down
+    return total + 2.0 * tokens * text_hidden_ * (wide + text_hidden_ + 3.0 * v_.merger_intermediate);
   const double n_mergers = 1.0 + static_cast<double>(deepstack_.size());
   return total + n_mergers * 2.0 * tokens * (wide * wide + wide * text_hidden_);
 }
@@ -348,10 +360,14 @@ Status QwenVision::allocate_scratch(int64_t rows) {
   if (gated_) {
     BRIGADE_ASSIGN_OR_RETURN(sc_.mlp_act, alloc_tensor(b, f32, rows, inter));
   }
-  if (pixtral_) {
+  if (pixtral_ || glm4v_) {
     BRIGADE_ASSIGN_OR_RETURN(sc_.proj, alloc_tensor(b, f32, rows / unit, text_hidden_));
   }
-  if (qwen3_) {
+  if (glm4v_) {
+    BRIGADE_ASSIGN_OR_RETURN(sc_.glm_mlp, alloc_tensor(b, f32, rows / unit, 2 * int64_t{v_.merger_intermediate}));
+    BRIGADE_ASSIGN_OR_RETURN(sc_.glm_act, alloc_tensor(b, f32, rows / unit, v_.merger_intermediate));
+  }
+  if (qwen3_ || glm4v_) {
     BRIGADE_ASSIGN_OR_RETURN(sc_.pos_embed, alloc_tensor(b, f32, rows, h));
   }
   BRIGADE_ASSIGN_OR_RETURN(sc_.merged, alloc_tensor(b, f32, rows / unit, text_hidden_));
@@ -432,14 +448,14 @@ Status QwenVision::encode_pass(const QwenVisionPass& p, const Tensor& out, std::
   BRIGADE_RETURN_IF_ERROR(upload_layout(p.image_lens, sc_.full));
   if (qwen2_5_) BRIGADE_RETURN_IF_ERROR(upload_layout(p.window_lens, sc_.window));
   const Tensor x = sc_.x.tensor.rows(0, n);
-  if (pixtral_) {  // ln_pre over the patch embedding
+  if (pixtral_ || glm4v_) {  // ln_pre (GLM: post_conv_layernorm) over the patch embedding
     const Tensor embedded = sc_.normed.tensor.rows(0, n);
-    b.matmul(sc_.patches.tensor.rows(0, n), patch_w_.tensor, Tensor(), embedded);
+    b.matmul(sc_.patches.tensor.rows(0, n), patch_w_.tensor, patch_b_.tensor, embedded);
     b.rms_norm(embedded, ln_pre_.tensor, v_.eps, x);
   } else {
     b.matmul(sc_.patches.tensor.rows(0, n), patch_w_.tensor, patch_b_.tensor, x);
   }
-  if (qwen3_) {
+  if (qwen3_ || glm4v_) {
     const Tensor pos = sc_.pos_embed.tensor.rows(0, n);
     b.upload(pos, p.pos_embed.data());
     b.add(x, pos);
@@ -494,6 +510,7 @@ void QwenVision::run_block(const Layer& L, int64_t n) {
 // The merged rows, in pass order, gathered into the images' token order. Grouping a merge block's
 // merge^2 consecutive rows into one is a view; sc_.attn (n x hidden floats) holds the wide rows.
 void QwenVision::run_merger(const Merger& m, int64_t n, const Tensor& out) {
+  if (glm4v_) return run_glm4v_merger(n, out);
   Backend& b = *backend_;
   const int64_t unit = int64_t{v_.merge} * v_.merge, tokens = n / unit, wide = unit * v_.hidden_size;
   const Tensor grouped(sc_.normed.tensor.data, DType::f32, {tokens, wide});

@@ -29,6 +29,13 @@
 //     (the text model's eps), the merge^2 patches of a block as one row through merging_layer
 //     (its columns read patch-major: torch's unfold is channel-major), linear_1, exact GELU,
 //     linear_2. Its processor's rows come in the same merge-block order as Qwen2-VL's.
+//   - GLM-4.1V / 4.5V (Glm4vVisionModel, models/glm4v_vision.cpp): the patch embedding (a Conv3d
+//     with a bias) then post_conv_layernorm (RMSNorm) and learned position embeddings (a side x
+//     side grid) bicubically resampled (grid_sample, align_corners false, border) to each patch's
+//     centre; RMSNorm blocks with attn.qkv (a bias under attention_bias), proj without one and a
+//     gated SiLU MLP out_hidden_size wide, no biases; then post_layernorm, the downsample Conv2d
+//     (kernel = stride = merge: one Linear over each merge block's patches, with a bias) and the
+//     merger: proj, LayerNorm, exact GELU, then a gated SiLU MLP (gate_proj, up_proj, down_proj).
 // Attention runs on the paged CPU kernel: each image (or window) is one sequence whose rows see
 // all of it (AttentionMeta::attend_until), its K/V rows in pages of the largest size that
 // divides every sequence of the pass.
@@ -98,12 +105,16 @@ class QwenVision {
     bool postshuffle = false;
     OwnedTensor norm_w, norm_b, in, in_b, out, out_b;
     OwnedTensor merge;  // Pixtral: merging_layer [hidden, merge^2 hidden] before `in` [text, hidden]
+    // GLM: norm_w is post_layernorm, merge / merge_b the downsample [text, merge^2 hidden], `in`
+    // the merger's proj [text, text], proj_norm_* its LayerNorm, gate_up [2 ctx, text], out [text, ctx].
+    OwnedTensor merge_b, proj_norm_w, proj_norm_b, gate_up;
   };
   struct Scratch {
     int64_t rows = 0;  // patch rows per pass
     OwnedTensor patches, x, normed, qkv, attn, mlp, mlp_act, k, v, merged, positions, slots, unpermute;
     OwnedTensor pos_embed;  // Qwen3-VL: [rows, hidden] the resampled position embeddings
     OwnedTensor proj;       // Pixtral: [rows / merge^2, text_hidden] the projector's hidden rows
+    OwnedTensor glm_mlp, glm_act;  // GLM: [rows / merge^2, 2 ctx] and [.., ctx], the merger's MLP
     SeqLayout full, window;
   };
   Status check_images(std::span<const StepImage> images) const;
@@ -117,8 +128,11 @@ class QwenVision {
   void run_merger(const Merger& m, int64_t n, const Tensor& out);
   Status load_block(WeightLoader& w, const std::string& prefix, int l, Layer& L);
   Status load_merger(WeightLoader& w, const std::string& prefix, bool postshuffle, Merger& m);
-  Status load_position_table(WeightLoader& w, const std::string& prefix);
+  Status load_position_table(WeightLoader& w, const std::string& name);
   Status load_pixtral(WeightLoader& w);
+  Status load_glm4v(WeightLoader& w, const std::string& prefix);
+  Status load_glm4v_merger(WeightLoader& w, const std::string& prefix);
+  void run_glm4v_merger(int64_t n, const Tensor& out);
 
   Backend* backend_ = nullptr;
   VisionConfig v_;
@@ -126,10 +140,11 @@ class QwenVision {
   bool qwen2_5_ = false;  // Qwen2.5-VL (RMSNorm, gated MLP, windows)
   bool qwen3_ = false;    // Qwen3-VL (patch bias, position table, gelu_tanh MLP, DeepStack)
   bool pixtral_ = false;  // Pixtral (ln_pre, no biases, Mistral 3's projector)
-  bool gated_ = false;    // RMSNorm and a gated SiLU MLP (Qwen2.5-VL, Pixtral)
-  OwnedTensor ln_pre_;    // Pixtral: the RMSNorm after the patch embedding
+  bool glm4v_ = false;    // GLM (post-conv norm, bicubic positions, downsample and gated merger)
+  bool gated_ = false;    // RMSNorm and a gated SiLU MLP (Qwen2.5-VL, Pixtral, GLM)
+  OwnedTensor ln_pre_;    // Pixtral: the RMSNorm after the patch embedding; GLM: post_conv_layernorm
   OwnedTensor patch_w_, patch_b_;
-  std::vector<float> pos_table_;  // Qwen3-VL: pos_embed [num_position_embeddings, hidden], host f32
+  std::vector<float> pos_table_;  // Qwen3-VL, GLM: [num_position_embeddings, hidden], host f32
   Merger merger_;
   std::vector<Merger> deepstack_;  // Qwen3-VL: deepstack_merger_list, one per tap
   std::vector<Layer> layers_;
@@ -143,6 +158,15 @@ class QwenVision {
 // 3 * temporal_patch * p * p] that QwenVision::load reads: its inputs in c, t, y, x order, as
 // the processor flattens a patch. Other tensors pass through unchanged.
 void flatten_qwen_patch_embed(std::map<std::string, RawTensor>& tensors);
+
+// GLM's position embedding of the patch at (row, col) of a grid_h x grid_w image into dst
+// [hidden]: table [side * side, hidden] (row-major grid) sampled bicubically at the patch's
+// centre ((col + 0.5) / grid_w, (row + 0.5) / grid_h of the table's side), as
+// F.grid_sample(mode="bicubic", align_corners=False, padding_mode="border") computes it in f32:
+// Keys' cubic (A = -0.75) over the 4 x 4 taps around it, clamped to the table's edge, along x
+// first, then y.
+void glm4v_position_embedding(std::span<const float> table, int side, int64_t hidden, int grid_h, int grid_w,
+                              int row, int col, float* dst);
 
 // Qwen2.5-VL's window order of one image of hm x wm merged tokens (get_window_index), windows of
 // side merged tokens: `order` gets the tokens (row-major indices) window by window, windows

@@ -1,5 +1,6 @@
 #include "models/vision_config.h"
 
+#include <array>
 #include <climits>
 #include <cmath>
 #include <initializer_list>
@@ -211,18 +212,21 @@ Status check_qwen3_vl_tower(const VisionConfig& v) {
   return Status::ok();
 }
 
-// image_token_id, vision_start_token_id and vision_end_token_id: the top level's, else
-// text_config's (where transformers 5 may keep them), else Qwen2VLConfig's defaults.
-Status read_qwen_tokens(const json& j, VisionConfig& v) {
-  int image = 151655, start = 151652, end = 151653;
+// The image token and the ids around an image (keys: image, start, end; the values in v are
+// the defaults): the top level's, else text_config's (where transformers 5 may keep them).
+Status read_image_tokens(const json& j, const std::array<const char*, 3>& keys, VisionConfig& v) {
   const auto text = j.find("text_config");
-  for (auto [key, out] :
-       {std::pair{"image_token_id", &image}, {"vision_start_token_id", &start}, {"vision_end_token_id", &end}}) {
+  for (auto [key, out] : {std::pair{keys[0], &v.image_token}, {keys[1], &v.boi_token}, {keys[2], &v.eoi_token}}) {
     if (text != j.end() && text->is_object()) BRIGADE_RETURN_IF_ERROR(read_int(*text, key, *out, false));
     BRIGADE_RETURN_IF_ERROR(read_int(j, key, *out, false));
   }
-  v.image_token = image, v.boi_token = start, v.eoi_token = end;
   return Status::ok();
+}
+
+// image_token_id, vision_start_token_id and vision_end_token_id, Qwen2VLConfig's defaults.
+Status read_qwen_tokens(const json& j, VisionConfig& v) {
+  v.image_token = 151655, v.boi_token = 151652, v.eoi_token = 151653;
+  return read_image_tokens(j, {"image_token_id", "vision_start_token_id", "vision_end_token_id"}, v);
 }
 
 }  // namespace
@@ -323,6 +327,51 @@ Expected<VisionConfig> read_pixtral_vision(const json& j, int text_vocab, int te
   BRIGADE_RETURN_IF_ERROR(read_int(j, "image_token_index", v.image_token, false));
   if (v.image_token < 0 || v.image_token >= text_vocab)
     return unsupported("config.json: image_token_index " + std::to_string(v.image_token) +
+                       " lies outside the text vocabulary of " + std::to_string(text_vocab));
+  return v;
+}
+
+Expected<VisionConfig> read_glm4v_vision(const json& j, int text_vocab, bool moe) {
+  VisionConfig v;  // Glm4vVisionConfig's defaults (GLM-4.1V-9B's tower)
+  v.kind = VisionKind::glm4v;
+  v.n_layers = 24, v.hidden_size = 1536, v.n_heads = 12, v.merger_intermediate = 13696, v.out_hidden_size = 4096;
+  v.patch_size = 14, v.merge = 2, v.temporal_patch = 2, v.eps = 1e-5f, v.hidden_act = "silu", v.qkv_bias = false;
+  v.projector_eps = 1e-5f;  // Glm4vVisionPatchMerger's LayerNorm(dim): torch's default eps
+  int image_size = 336, channels = 3;
+  const auto it = j.find("vision_config");
+  const json c = it == j.end() || it->is_null() ? json::object() : *it;
+  if (!c.is_object()) return corrupt("config.json: vision_config is not an object");
+  BRIGADE_RETURN_IF_ERROR(read_int_alias(c, {"depth", "num_hidden_layers"}, v.n_layers));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "hidden_size", v.hidden_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int_alias(c, {"num_heads", "num_attention_heads"}, v.n_heads));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "intermediate_size", v.merger_intermediate, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "out_hidden_size", v.out_hidden_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "image_size", image_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "patch_size", v.patch_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "spatial_merge_size", v.merge, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "temporal_patch_size", v.temporal_patch, false));
+  BRIGADE_RETURN_IF_ERROR(read_int_alias(c, {"in_channels", "in_chans"}, channels));
+  BRIGADE_RETURN_IF_ERROR(read_float(c, "rms_norm_eps", v.eps));
+  BRIGADE_RETURN_IF_ERROR(read_bool(c, "attention_bias", v.qkv_bias));
+  BRIGADE_RETURN_IF_ERROR(read_string(c, "hidden_act", v.hidden_act));
+  BRIGADE_RETURN_IF_ERROR(read_axial_rope(c, v));
+  if (v.hidden_act != "silu")
+    return unsupported("config.json: vision_config.hidden_act '" + v.hidden_act + "'; supported: silu");
+  if (channels != 3)
+    return unsupported("config.json: vision_config.in_channels " + std::to_string(channels) + "; supported: 3");
+  v.intermediate_size = v.out_hidden_size;  // Glm4VisionMlp is out_hidden_size wide
+  BRIGADE_RETURN_IF_ERROR(check_qwen_tower(v, false));
+  if (v.merger_intermediate <= 0 || !(v.eps > 0.0f))
+    return invalid_argument("config.json: vision_config.intermediate_size and rms_norm_eps must be positive");
+  if (image_size <= 0 || image_size % v.patch_size != 0)
+    return invalid_argument("config.json: vision_config.image_size " + std::to_string(image_size) +
+                            " must be a positive multiple of patch_size " + std::to_string(v.patch_size) +
+                            " (a square grid of learned position embeddings)");
+  v.num_position_embeddings = (image_size / v.patch_size) * (image_size / v.patch_size);
+  v.image_token = moe ? 151363 : 151343, v.boi_token = 151339, v.eoi_token = 151340;  // Glm4v(Moe)Config's
+  BRIGADE_RETURN_IF_ERROR(read_image_tokens(j, {"image_token_id", "image_start_token_id", "image_end_token_id"}, v));
+  if (v.image_token < 0 || v.image_token >= text_vocab)
+    return unsupported("config.json: image_token_id " + std::to_string(v.image_token) +
                        " lies outside the text vocabulary of " + std::to_string(text_vocab));
   return v;
 }

@@ -26,6 +26,12 @@ enum class VisionKind : uint8_t {
                   // attention, learned position embeddings interpolated to the grid, DeepStack
   pixtral,        // Mistral3ForConditionalGeneration: Pixtral (ln_pre, RMSNorm, gated SiLU MLP, no
                   // biases, full attention) and Mistral3's projector (RMSNorm, patch merger, MLP)
+  llava,          // LlavaForConditionalGeneration: a CLIP or SigLIP tower (models/clip_vision.h) read at
+                  // vision_feature_layer, LlavaMultiModalProjector (linear, act, linear); fixed-size
+                  // images of a grid of image_size / patch_size patches a side, merge 1
+  glm4v,          // Glm4vForConditionalGeneration / Glm4vMoeForConditionalGeneration (GLM-4.1V, 4.5V,
+                  // 4.6V): RMSNorm, gated SiLU MLP, full attention, bicubic position embeddings, a
+                  // downsample convolution and a gated merger (models/glm4v_vision.cpp)
 };
 
 struct VisionConfig {
@@ -61,6 +67,22 @@ struct VisionConfig {
   // whether its linear_1 / linear_2 have biases (multimodal_projector_bias).
   float projector_eps = 1e-5f;
   bool projector_bias = false;
+  // LLaVA: class_token: a CLIP tower (class embedding, pre_layrnorm, no patch bias), else SigLIP;
+  // feature_layers: the hidden states the projector reads, concatenated (indices into
+  // transformers' hidden_states, 0 = the embeddings, made non-negative); extra_tokens: the
+  // features' rows beyond the grid's (+1 for CLIP's class row under "full", 0 for CLIP under
+  // "default" and SigLIP under "full", -1 for SigLIP under "default", which drops its first patch);
+  // projector_act: projector_hidden_act.
+  bool class_token = false;
+  std::vector<int> feature_layers;
+  int extra_tokens = 0;
+  std::string projector_act;
+  // GLM-4.1V: the merger's gated MLP width (vision_config.intermediate_size; the blocks' MLP is
+  // out_hidden_size wide, held in intermediate_size), and whether attn.qkv has a bias
+  // (attention_bias). Its merger's LayerNorm eps is projector_eps; num_position_embeddings is
+  // (image_size / patch_size)^2.
+  int merger_intermediate = 0;
+  bool qkv_bias = true;
 
   bool present() const { return n_layers > 0; }
   bool dynamic() const { return kind != VisionKind::gemma3_siglip; }
@@ -68,11 +90,12 @@ struct VisionConfig {
   // its features' rows, and for Pixtral an [IMG_BREAK] after each row of them, the last one
   // [IMG_END] (pixtral_image_tokens).
   int image_tokens(int grid_h, int grid_w) const {
-    return dynamic() ? (grid_h / merge) * (grid_w / merge + (kind == VisionKind::pixtral ? 1 : 0)) : tokens_per_image;
+    return dynamic() ? (grid_h / merge) * (grid_w / merge + (kind == VisionKind::pixtral ? 1 : 0)) + extra_tokens
+                     : tokens_per_image;
   }
   // The tower's output rows for such an image (its features): image_tokens less Pixtral's breaks.
   int image_features(int grid_h, int grid_w) const {
-    return dynamic() ? (grid_h / merge) * (grid_w / merge) : tokens_per_image;
+    return dynamic() ? (grid_h / merge) * (grid_w / merge) + extra_tokens : tokens_per_image;
   }
   // The feature row that the image's prompt token j (in [0, image_tokens)) takes, or -1 where
   // the token keeps its embedding (Pixtral's breaks and end); j itself for the other kinds.
@@ -135,5 +158,16 @@ Expected<VisionConfig> read_qwen_vl_vision(const nlohmann::json& config, int tex
 // image_token_index outside the text vocabulary.
 Expected<VisionConfig> read_pixtral_vision(const nlohmann::json& config, int text_vocab, int text_hidden,
                                            float text_eps);
+
+// config.json's vision_config (Glm4vVisionConfig / Glm4vMoeVisionConfig: depth, hidden_size,
+// num_heads, intermediate_size, out_hidden_size, image_size, patch_size, spatial_merge_size,
+// temporal_patch_size, rms_norm_eps, attention_bias, hidden_act, rope_parameters) and the token
+// ids of a Glm4vForConditionalGeneration or Glm4vMoeForConditionalGeneration (kind glm4v), with
+// transformers' defaults: image_token_id / image_start_token_id / image_end_token_id from the top
+// level, else text_config, else Glm4vConfig's (151343, 151339, 151340; the MoE's image token
+// 151363, moe = true). Refuses, naming the field: a hidden_act other than silu, in_channels other
+// than 3, a head_dim not a multiple of 4, an image_size not a multiple of patch_size, an
+// image_token_id outside the text vocabulary.
+Expected<VisionConfig> read_glm4v_vision(const nlohmann::json& config, int text_vocab, bool moe);
 
 }  // namespace brigade

@@ -179,14 +179,14 @@ def bytes_to_unicode():
     return dict(zip(bs, (chr(c) for c in cs)))
 
 
-def write_tokenizer(out_dir):
-    """tokenizer.json (byte-level BPE over SPECIALS + 256 bytes, no merges) and tokenizer_config.json
-    with the real Mistral Small 3.2 chat template."""
-    vocab = {t: i for i, t in enumerate(SPECIALS)}
+def write_byte_tokenizer(out_dir, specials, template):
+    """tokenizer.json (byte-level BPE over `specials` + 256 bytes, no merges) and
+    tokenizer_config.json with the chat template `template` (<s>, </s>, <unk>, <pad> named)."""
+    vocab = {t: i for i, t in enumerate(specials)}
     for b, ch in sorted(bytes_to_unicode().items()):
-        vocab[ch] = len(SPECIALS) + b
+        vocab[ch] = len(specials) + b
     added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
-              "special": True} for i, t in enumerate(SPECIALS)]
+              "special": True} for i, t in enumerate(specials)]
     tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
            "post_processor": None,
@@ -197,8 +197,13 @@ def write_tokenizer(out_dir):
     (out_dir / "tokenizer.json").write_text(json.dumps(tok, ensure_ascii=False) + "\n")
     config = {"add_bos_token": False, "add_eos_token": False, "bos_token": "<s>", "eos_token": "</s>",
               "unk_token": "<unk>", "pad_token": "<pad>", "model_max_length": 512,
-              "tokenizer_class": "PreTrainedTokenizerFast", "chat_template": TEMPLATE.read_text()}
+              "tokenizer_class": "PreTrainedTokenizerFast", "chat_template": template}
     (out_dir / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
+
+
+def write_tokenizer(out_dir):
+    """The byte-level tokenizer with Mistral's specials and the real Mistral Small 3.2 chat template."""
+    write_byte_tokenizer(out_dir, SPECIALS, TEMPLATE.read_text())
 
 
 def run_chat(model, out_dir, pixels, tokens, system, parts):

@@ -237,6 +237,8 @@ Status read_content(const json& m, ChatMessage& msg, std::vector<std::string>& i
         msg.parts.push_back({"image"});
         continue;
       }
+      if (type != part.end() && (*type == "video_url" || *type == "video"))  // vLLM's video parts (GLM-4.1V, Qwen2-VL take them)
+        return invalid_argument("'messages[].content' video parts are not supported; send frames as image_url parts");
       auto text = part.is_object() ? part.find("text") : part.end();
       if (!part.is_object() || type == part.end() || *type != "text" || text == part.end() || !text->is_string()) {
         return invalid_argument("'messages[].content' parts must be {\"type\": \"text\", \"text\": string} or "

@@ -567,7 +567,7 @@ class EngineImpl final : public Engine {
     }
     if (!image_processor_) return image_processor_.status();
     BRIGADE_ASSIGN_OR_RETURN(std::vector<float> pixels, image_pixels(bytes, *image_processor_));
-    return ImagePixels{std::make_shared<const std::vector<float>>(std::move(pixels))};
+    return ImagePixels{std::make_shared<const std::vector<float>>(std::move(pixels)), image_grid_, image_grid_};
   }
   EngineStats stats() const override {
     EngineStats sum;
@@ -716,6 +716,7 @@ class EngineImpl final : public Engine {
   Expected<ImageProcessorConfig> image_processor_ = unsupported("this model takes text only: no vision tower runs here");
   std::optional<QwenImageProcessorConfig> qwen_image_processor_;  // the Qwen2-VL family's, when it loaded
   std::optional<PixtralImageProcessorConfig> pixtral_image_processor_;  // Mistral 3's, when it loaded
+  int image_grid_ = 0;  // LLaVA: image_processor_'s images are this many patches a side (0: Gemma 3's fixed size)
   ModelSummary summary_;
   LoraSlots lora_slots_;  // adapter ids of requests (slots), their adapters and running requests
   Expected<ChatTemplate> chat_template_ = not_found("this model has no chat template");
@@ -930,6 +931,14 @@ Status EngineImpl::start(const EngineOptions& options) {
       image_processor_ = pixtral.status();
       spdlog::warn("engine: images cannot be loaded from files: {}", pixtral.status().message());
     }
+  } else if (tower && tower->kind == VisionKind::llava) {
+    // LLaVA: CLIPImageProcessor's image_size x image_size pixel_values, the tower's grid of patches.
+    if (options.image_min_pixels > 0 || options.image_max_pixels > 0)
+      return invalid_argument("--mm-processor-kwargs min_pixels / max_pixels bound Qwen2-VL's images; LLaVA's "
+                              "processor makes every image its preprocessor_config.json crop_size");
+    image_processor_ = model_image_processor(path, tower->image_size);
+    image_grid_ = tower->patches_per_side();
+    if (!image_processor_) spdlog::warn("engine: images cannot be loaded from files: {}", image_processor_.status().message());
   } else if (summary_.image_merge > 0) {
     // Every image load_image makes must go through the tower (chunked prefill splits its tokens
     // over steps as it needs: they attend causally).

@@ -381,9 +381,18 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
         setup.limits.image_break_token = v.image_break_token;
         setup.limits.image_end_token = v.eoi_token;
       }
-      spdlog::info("engine: instance '{}': images of any size in {}-pixel patches, a token per {}x{} patches, at most "
-                   "{} patches (vision tower on {})", inst.name, v.patch_size, v.merge, v.merge, QwenVision::kMaxPatches,
-                   res->backend->name());
+      if (v.kind == VisionKind::llava) {  // fixed-size images, the grid's tokens (+ the class row); no M-RoPE
+        setup.limits.image_grid = v.patches_per_side();
+        setup.limits.image_extra_tokens = v.extra_tokens;
+      }
+      if (v.kind == VisionKind::llava)
+        spdlog::info("engine: instance '{}': images of {}x{} pixels, {} tokens each (vision tower on {})", inst.name,
+                     v.image_size, v.image_size, v.image_tokens(v.patches_per_side(), v.patches_per_side()),
+                     res->backend->name());
+      else
+        spdlog::info("engine: instance '{}': images of any size in {}-pixel patches, a token per {}x{} patches, at "
+                     "most {} patches (vision tower on {})", inst.name, v.patch_size, v.merge, v.merge,
+                     QwenVision::kMaxPatches, res->backend->name());
     } else {
       setup.limits.tokens_per_image = v.tokens_per_image;
       setup.limits.image_size = v.image_size;

@@ -165,9 +165,14 @@ struct SchedulerLimits {
   int max_image_patches = 0;  // dynamic: the tower's bound on grid_h * grid_w (0 = none)
   int32_t image_break_token = -1;
   int32_t image_end_token = -1;
+  // LLaVA: dynamic images of exactly image_grid x image_grid patches (merge 1), whose runs hold
+  // the grid's tokens plus image_extra_tokens (the class row kept, or a patch dropped), at plain
+  // 1D positions (no M-RoPE).
+  int image_grid = 0;
+  int image_extra_tokens = 0;
   bool takes_images() const { return tokens_per_image > 0 || image_merge > 0; }
   bool image_rows() const { return image_break_token >= 0; }
-  bool image_mrope() const { return image_merge > 0 && !image_rows(); }
+  bool image_mrope() const { return image_merge > 0 && !image_rows() && image_grid == 0; }
   // Dynamic images attend causally (the Qwen2-VL family, Pixtral), so chunked prefill may cut one over
   // several steps (the model keeps its features between them); Gemma 3's attend to one another
   // within the image, so each runs whole in one step (at most max_step_tokens tokens).

@@ -14,7 +14,8 @@ namespace brigade {
 
 int SchedulerPolicy::image_token_count(const SeqImage& im) const {
   if (limits_.image_merge <= 0) return limits_.tokens_per_image;
-  return (im.grid_h / limits_.image_merge) * (im.grid_w / limits_.image_merge + (limits_.image_rows() ? 1 : 0));
+  return (im.grid_h / limits_.image_merge) * (im.grid_w / limits_.image_merge + (limits_.image_rows() ? 1 : 0)) +
+         limits_.image_extra_tokens;
 }
 
 namespace {
@@ -52,6 +53,10 @@ Status check_image(const SeqImage& im, size_t k, const SchedulerLimits& l) {
     return Status::ok();
   }
   BRIGADE_RETURN_IF_ERROR(check_merge_grid(im.grid_h, im.grid_w, l.image_merge, which));
+  if (l.image_grid > 0 && (im.grid_h != l.image_grid || im.grid_w != l.image_grid))
+    return invalid_argument(which + " has a grid of " + std::to_string(im.grid_h) + " x " + std::to_string(im.grid_w) +
+                            " patches; this model's vision tower takes " + std::to_string(l.image_grid) + " x " +
+                            std::to_string(l.image_grid));
   const int64_t patches = int64_t{im.grid_h} * im.grid_w;
   if (l.max_image_patches > 0 && patches > l.max_image_patches)
     return invalid_argument(which + " has " + std::to_string(patches) + " patches; the vision tower takes at most " +

@@ -273,6 +273,13 @@ tokenizer_actor spawn_tokenizer(caf::actor_system& system, std::shared_ptr<const
 ImageMarkers image_markers(const Tokenizer* tokenizer, const VisionConfig& v) {
   if (tokenizer == nullptr || !v.present()) return {};
   const int n = tokenizer->vocab_size();
+  if (v.kind == VisionKind::llava) {  // LlavaProcessor: each <image> becomes the image's tokens, nothing around them
+    if (v.image_token < 0 || v.image_token >= n) return {};
+    ImageMarkers m;
+    m.image_piece = m.marker = tokenizer->token_to_piece(v.image_token);
+    m.tokens_per_image = v.image_tokens(v.patches_per_side(), v.patches_per_side());
+    return m;
+  }
   const bool rows = v.kind == VisionKind::pixtral;  // [IMG_BREAK] and [IMG_END] in place of begin / end
   for (int32_t id : {rows ? v.image_break_token : v.boi_token, v.eoi_token, v.image_token})
     if (id < 0 || id >= n) return {};

@@ -32,7 +32,8 @@ using tokenizer_actor = caf::typed_actor<caf::reacts_to<generate_request_msg>, c
 // `<|vision_start|>` and `<|vision_end|>`), nothing around it, and (grid_h / merge) *
 // (grid_w / merge) tokens per image. PixtralProcessor (Mistral 3): marker `[IMG]`, the image's
 // rows of grid_w / merge `[IMG]` each followed by break_piece `[IMG_BREAK]`, the last one end_piece
-// `[IMG_END]` (replace_image_token). An empty marker: the model takes no images (a request with
+// `[IMG_END]` (replace_image_token). LlavaProcessor: marker `<image>`, nothing around it, a fixed
+// count (the tower's grid, plus its class row under "full"). An empty marker: the model takes no images (a request with
 // some is refused).
 struct ImageMarkers {
   std::string marker;

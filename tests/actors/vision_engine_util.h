@@ -3,6 +3,8 @@
 // image, and a request refused naming its problem.
 #pragma once
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,33 @@
 #include "tests/engine_test_util.h"
 
 namespace brigade::testing {
+
+// The PNG images dir/image{k}.png, k < n, as engine.load_image makes them.
+inline std::vector<ImagePixels> load_fixture_images(Engine& engine, const std::string& dir, int n) {
+  std::vector<ImagePixels> out;
+  for (int k = 0; k < n; ++k) {
+    std::ifstream in(dir + "/image" + std::to_string(k) + ".png", std::ios::binary);
+    const std::vector<uint8_t> png{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    auto image = engine.load_image(png);
+    EXPECT_TRUE(image.has_value()) << image.status().to_string();
+    if (image) out.push_back(*image);
+  }
+  return out;
+}
+
+// A greedy request of prompt ids with images `which` (indices into images, in the prompt's
+// order) for as many tokens as `greedy` holds, without stopping at EOS (as transformers' generate
+// ran).
+inline GenerateOptions greedy_image_request(const std::vector<ImagePixels>& images, const std::vector<int32_t>& prompt,
+                                            const std::vector<int>& which, const std::vector<int32_t>& greedy) {
+  GenerateOptions r;
+  r.prompt_ids = prompt;
+  r.max_tokens = static_cast<int>(greedy.size());
+  r.ignore_eos = true;
+  r.sampling.temperature = 0.0f;
+  for (int k : which) r.images.push_back(images.at(static_cast<size_t>(k)));
+  return r;
+}
 
 // Runs r expecting `greedy`; the run's cached_tokens (-1 when it failed).
 inline int expect_greedy_run(Engine& engine, const GenerateOptions& r, const std::vector<int32_t>& greedy,

@@ -132,7 +132,9 @@ TEST(ImageProcessor, RefusesUnsupportedConfigsNamingTheField) {
   const std::pair<const char*, const char*> bad[] = {
       {R"({"do_pan_and_scan": true})", "do_pan_and_scan"},
       {R"({"resample": 1})", "valid: 2 (BILINEAR), 3 (BICUBIC)"},
-      {R"({"image_processor_type": "CLIPImageProcessor"})", "valid: Gemma3ImageProcessor"},
+      {R"({"image_processor_type": "SiglipImageProcessor"})", "valid: Gemma3ImageProcessor"},
+      {R"({"image_processor_type": "CLIPImageProcessor", "crop_size": {"height": 0, "width": 4}})", "'crop_size'"},
+      {R"({"do_center_crop": true})", "do_center_crop=true is not supported for Gemma3ImageProcessor"},
       {R"({"size": {"shortest_edge": 224}})", "'size'"},
       {R"({"size": {"height": 0, "width": 4}})", "'size'"},
       {R"({"image_mean": [0.5, 0.5]})", "'image_mean'"},

@@ -99,6 +99,21 @@ inline int argmax(const float* v, int n) {
   return best;
 }
 
+// Greedy decoding of sequence 0 after a prefill of n_past tokens whose last logits row is `last`
+// (vocab_size values): n tokens, each run as a one-token step into kv.
+inline std::vector<int32_t> greedy_decode(Model& model, Backend& backend, const KvCache& kv, const float* last,
+                                          int n_past, size_t n, int page_size, int pages) {
+  const int vocab = model.config().vocab_size;
+  int32_t next = argmax(last, vocab);
+  std::vector<int32_t> out;
+  while (out.size() < n) {
+    out.push_back(next);
+    const auto row = run_step(model, backend, kv, make_step({{0, {next}, n_past++, false}}, page_size, pages));
+    next = argmax(row.data(), vocab);
+  }
+  return out;
+}
+
 // One tensor for write_safetensors_file: dtype is the file's string ("F32", "I64", ...).
 struct StEntry {
   std::string name;

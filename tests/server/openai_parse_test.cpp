@@ -543,6 +543,17 @@ TEST(OpenaiParse, BeamSearchFields) {
   EXPECT_EQ(image.status().code(), StatusCode::unsupported);
 }
 
+// vLLM's video parts (GLM-4.1V and Qwen2-VL take video there) are refused by name: brigade runs images only.
+TEST(OpenaiParse, VideoPartsAreRefusedByName) {
+  for (const char* part : {R"({"type":"video_url","video_url":{"url":"data:video/mp4;base64,AA=="}})",
+                           R"({"type":"video","video":"clip.mp4"})"}) {
+    auto e = parse(std::string(R"({"messages":[{"role":"user","content":[)") + part + "]}]}", Endpoint::chat);
+    ASSERT_FALSE(e.has_value()) << part;
+    EXPECT_EQ(e.status().code(), StatusCode::invalid_argument);
+    EXPECT_NE(e.status().message().find("video parts are not supported"), std::string::npos) << e.status().to_string();
+  }
+}
+
 TEST(OpenaiParse, TokenizeAndDetokenizeBodies) {
   auto t = parse_tokenize_body(R"({"prompt": "hi", "add_special_tokens": false})");
   ASSERT_TRUE(t.has_value()) << t.status().to_string();

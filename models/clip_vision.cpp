@@ -1,0 +1,164 @@
+#include "models/clip_vision.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "models/step_inputs.h"
+
+namespace brigade {
+namespace {
+
+// Position rows per encoder pass: one 336-pixel CLIP-L/14 image is 577 of them.
+constexpr int kRowsPerPass = 4096;
+
+std::string tower(const std::string& suffix) { return "vision_tower." + suffix; }
+
+}  // namespace
+
+Status ClipVision::load(WeightLoader& w, Backend& backend, const VisionConfig& v, int text_hidden) {
+  if (backend.activation_dtype() != DType::f32)
+    return unsupported("the LLaVA vision tower runs on f32 activations; this backend's are " +
+                       std::string(dtype_name(backend.activation_dtype())));
+  BRIGADE_CHECK(v.kind == VisionKind::llava && !v.feature_layers.empty(), "ClipVision loads a LLaVA tower");
+  backend_ = &backend;
+  v_ = v;
+  text_hidden_ = text_hidden;
+  BRIGADE_ASSIGN_OR_RETURN(act_, vit_act(v.hidden_act));
+  BRIGADE_ASSIGN_OR_RETURN(projector_act_, vit_act(v.projector_act));
+  const int64_t h = v.hidden_size, t = text_hidden, n_pos = n_positions();
+  w.quantize_linear(false);
+  const int64_t bytes_before = w.n_bytes();
+  auto vec = [&](const std::string& name, int64_t n) { return w.vector_f32({name}, {n}); };
+  BRIGADE_ASSIGN_OR_RETURN(patch_w_, w.matrix(tower("embeddings.patch_embedding.weight"), h, v.patch_width()));
+  if (v.class_token) {
+    BRIGADE_ASSIGN_OR_RETURN(class_emb_, vec(tower("embeddings.class_embedding"), h));
+    BRIGADE_ASSIGN_OR_RETURN(pre_w_, vec(tower("pre_layrnorm.weight"), h));
+    BRIGADE_ASSIGN_OR_RETURN(pre_b_, vec(tower("pre_layrnorm.bias"), h));
+  } else {
+    BRIGADE_ASSIGN_OR_RETURN(patch_b_, vec(tower("embeddings.patch_embedding.bias"), h));
+  }
+  std::vector<int64_t> all_cols(static_cast<size_t>(h));
+  std::iota(all_cols.begin(), all_cols.end(), 0);
+  BRIGADE_ASSIGN_OR_RETURN(pos_, w.gathered_f32({tower("embeddings.position_embedding.weight")}, n_pos, h, {}, all_cols));
+  const int n_run = *std::max_element(v.feature_layers.begin(), v.feature_layers.end());
+  layers_.resize(static_cast<size_t>(n_run));
+  for (int l = 0; l < n_run; ++l)
+    BRIGADE_RETURN_IF_ERROR(load_vit_layer(w, tower("encoder.layers." + std::to_string(l) + "."), h,
+                                           v.intermediate_size, layers_[static_cast<size_t>(l)]));
+  const int64_t n_states = static_cast<int64_t>(v.feature_layers.size());
+  linear_1_.resize(v.feature_layers.size());
+  for (int64_t f = 0; f < n_states; ++f) {
+    BRIGADE_ASSIGN_OR_RETURN(linear_1_[static_cast<size_t>(f)],
+                             w.matrix("multi_modal_projector.linear_1.weight", t, h * n_states, {}, Slice{f * h, h}));
+  }
+  BRIGADE_ASSIGN_OR_RETURN(linear_2_, w.matrix("multi_modal_projector.linear_2.weight", t, t));
+  if (v.projector_bias) {
+    BRIGADE_ASSIGN_OR_RETURN(linear_1_b_, vec("multi_modal_projector.linear_1.bias", t));
+    BRIGADE_ASSIGN_OR_RETURN(linear_2_b_, vec("multi_modal_projector.linear_2.bias", t));
+  }
+  w.quantize_linear(true);
+  weight_bytes_ = static_cast<double>(w.n_bytes() - bytes_before);
+  return Status::ok();
+}
+
+double ClipVision::flops_per_image() const {
+  const double p = n_positions(), h = v_.hidden_size, inter = v_.intermediate_size, t = text_hidden_;
+  const double f = n_features(), states = static_cast<double>(v_.feature_layers.size());
+  const double per_layer = 2.0 * p * (4.0 * h * h + 2.0 * h * inter) + 4.0 * h * p * p;
+  return 2.0 * v_.n_patches() * h * static_cast<double>(v_.patch_width()) +
+         static_cast<double>(layers_.size()) * per_layer + 2.0 * f * (states * h * t + t * t);
+}
+
+Status ClipVision::allocate_scratch() {
+  Backend& b = *backend_;
+  const int64_t p = n_positions(), h = v_.hidden_size, f = n_features();
+  sc_.max_images = static_cast<int>(std::max<int64_t>(1, kRowsPerPass / p));
+  const int64_t g = sc_.max_images, rows = g * p;
+  const DType f32 = DType::f32;
+  BRIGADE_ASSIGN_OR_RETURN(sc_.patches, alloc_tensor(b, f32, rows, v_.patch_width()));
+  BRIGADE_ASSIGN_OR_RETURN(sc_.x, alloc_tensor(b, f32, rows, h));
+  BRIGADE_ASSIGN_OR_RETURN(sc_.normed, alloc_tensor(b, f32, rows, h));
+  BRIGADE_ASSIGN_OR_RETURN(sc_.qkv, alloc_tensor(b, f32, rows, 3 * h));
+  BRIGADE_ASSIGN_OR_RETURN(sc_.attn, alloc_tensor(b, f32, rows, h));
+  BRIGADE_ASSIGN_OR_RETURN(sc_.mlp, alloc_tensor(b, f32, rows, v_.intermediate_size));
+  BRIGADE_ASSIGN_OR_RETURN(sc_.selected, alloc_tensor(b, f32, g * f, h));
+  BRIGADE_ASSIGN_OR_RETURN(sc_.proj, alloc_tensor(b, f32, g * f, text_hidden_));
+  BRIGADE_ASSIGN_OR_RETURN(sc_.proj_part, alloc_tensor(b, f32, g * f, text_hidden_));
+  BRIGADE_ASSIGN_OR_RETURN(sc_.select_rows, alloc_tensor(b, DType::i32, 1, g * f));
+  return sc_.attention.allocate(b, sc_.max_images, p, v_.n_heads, v_.head_dim());
+}
+
+Status ClipVision::encode(std::span<const StepImage> images, const Tensor& out) {
+  const int64_t f = n_features();
+  BRIGADE_CHECK(out.ndim == 2 && out.dim(0) == static_cast<int64_t>(images.size()) * f && out.dim(1) == text_hidden_,
+                "LLaVA vision encode: out [images * features, text hidden]");
+  for (const StepImage& im : images) BRIGADE_RETURN_IF_ERROR(check_square_image(im, v_, /*check_grid=*/true));
+  if (sc_.max_images == 0) BRIGADE_RETURN_IF_ERROR(allocate_scratch());
+  for (size_t first = 0; first < images.size(); first += static_cast<size_t>(sc_.max_images)) {
+    const int n = static_cast<int>(std::min(images.size() - first, static_cast<size_t>(sc_.max_images)));
+    encode_pass(images, first, n, out);
+  }
+  return Status::ok();
+}
+
+void ClipVision::project_state(const Tensor& x, int n, size_t block) {
+  Backend& b = *backend_;
+  const int64_t f = n_features(), nf = n * f;
+  const Tensor idx(sc_.select_rows.tensor.data, DType::i32, {nf});
+  const Tensor selected = sc_.selected.tensor.rows(0, nf), proj = sc_.proj.tensor.rows(0, nf);
+  b.gather_rows(x, idx, selected);
+  if (block == 0) {
+    b.matmul(selected, linear_1_[0].tensor, linear_1_b_.tensor, proj);
+    return;
+  }
+  const Tensor part = sc_.proj_part.tensor.rows(0, nf);
+  b.matmul(selected, linear_1_[block].tensor, Tensor(), part);
+  b.add(proj, part);
+}
+
+void ClipVision::encode_pass(std::span<const StepImage> images, size_t first, int n, const Tensor& out) {
+  Backend& b = *backend_;
+  const int64_t p = n_positions(), h = v_.hidden_size, f = n_features(), rows = n * p;
+  const int64_t cls = v_.class_token ? 1 : 0, width = v_.patch_width();
+  // Patch rows at each image's positions [cls, p); CLIP's class row stays zero (no patch bias), so
+  // the matmul leaves it zero for the class embedding.
+  std::vector<float> host(static_cast<size_t>(rows * width), 0.0f);
+  for (int i = 0; i < n; ++i)
+    unfold_square_patches(images[first + static_cast<size_t>(i)].pixels->data(), v_, host.data() + (i * p + cls) * width);
+  const Tensor patches = sc_.patches.tensor.rows(0, rows);
+  b.upload(patches, host.data());
+  // The kept rows of each image's states: its last f positions ("default" drops the first).
+  std::vector<int32_t> keep(static_cast<size_t>(n * f));
+  for (int i = 0; i < n; ++i)
+    for (int64_t r = 0; r < f; ++r) keep[static_cast<size_t>(i * f + r)] = static_cast<int32_t>(i * p + p - f + r);
+  b.upload(Tensor(sc_.select_rows.tensor.data, DType::i32, {n * f}), keep.data());
+  sc_.attention.plan(n, p);
+
+  Tensor x = sc_.x.tensor.rows(0, rows), normed = sc_.normed.tensor.rows(0, rows);
+  b.matmul(patches, patch_w_.tensor, patch_b_.tensor, x);
+  const Tensor pos(pos_.tensor.data, DType::f32, {p, h});
+  for (int i = 0; i < n; ++i) {
+    if (cls > 0) b.add(x.rows(i * p, 1), Tensor(class_emb_.tensor.data, DType::f32, {1, h}));
+    b.add(x.rows(i * p, p), pos);
+  }
+  if (cls > 0) {  // pre_layrnorm: the normed rows become the state
+    b.layer_norm(x, pre_w_.tensor, pre_b_.tensor, v_.eps, normed);
+    std::swap(x, normed);
+  }
+  const VitBuffers buf{normed, sc_.qkv.tensor.rows(0, rows), sc_.attn.tensor.rows(0, rows), sc_.mlp.tensor.rows(0, rows)};
+  auto project_if_read = [&](int state) {
+    for (size_t k = 0; k < v_.feature_layers.size(); ++k)
+      if (v_.feature_layers[k] == state) project_state(x, n, k);
+  };
+  project_if_read(0);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    run_vit_layer(b, layers_[l], act_, v_.eps, x, buf, sc_.attention);
+    project_if_read(static_cast<int>(l) + 1);
+  }
+  const Tensor proj = sc_.proj.tensor.rows(0, n * f);
+  vit_activate(b, projector_act_, proj);
+  b.matmul(proj, linear_2_.tensor, linear_2_b_.tensor, out.rows(static_cast<int64_t>(first) * f, n * f));
+}
+
+}  // namespace brigade

@@ -1,0 +1,72 @@
+// Internal to models/: LLaVA's image encoder (VisionKind::llava), over the Backend ops
+// (Backend::supports_vision): transformers' LlavaModel.get_image_features, i.e. a CLIP or SigLIP
+// vision tower run up to the hidden states vision_feature_layer names, the rows that
+// vision_feature_select_strategy keeps, and LlavaMultiModalProjector.
+//
+// An image [3, S, S] becomes its n_patches patch rows (the stride-p convolution as one matmul over
+// c-major patches; SigLIP's with a bias), CLIP's class embedding in front (position 0), the
+// learned position table added, CLIP's pre_layrnorm, then the pre-norm encoder layers
+// (models/vit_layer.h; quick_gelu for CLIP, gelu_pytorch_tanh for SigLIP, as hidden_act says).
+// hidden_states[k] is the state after k layers (0: the embeddings after pre_layrnorm); no
+// post_layernorm. The projector's linear_1 reads the chosen states concatenated, so its columns
+// are read in blocks of the tower's width, one per state, and each state's rows (all of them under
+// "full", all but the first under "default") are multiplied as soon as the layers reach it:
+// linear_1 = sum over states of x_k W_k (+ bias), then the activation and linear_2. Only the
+// layers up to the deepest state read are loaded and run.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "core/backend.h"
+#include "models/model.h"
+#include "models/vision_config.h"
+#include "models/vit_layer.h"
+#include "models/weight_loader.h"
+
+namespace brigade {
+
+class ClipVision {
+ public:
+  // Loads vision_tower.* and multi_modal_projector.* (gemma3_tensors' names: the Hub's
+  // vision_tower.vision_model.* and transformers 5's model.vision_tower.vision_model.* alike),
+  // shape-checked against v; matrices as stored (never block-quantized), vectors f32. Refuses a
+  // backend whose activations are not f32.
+  Status load(WeightLoader& w, Backend& backend, const VisionConfig& v, int text_hidden);
+  // out [images.size() * n_features(), text_hidden] (activation dtype) = each image's features in
+  // order. Checks each image's grid (the tower's side x side) and pixel count (3 S S floats) before
+  // running anything; images are encoded a few at a time in scratch allocated at the first call.
+  Status encode(std::span<const StepImage> images, const Tensor& out);
+  // The rows an image becomes: n_patches + extra_tokens.
+  int n_features() const { return v_.image_features(v_.patches_per_side(), v_.patches_per_side()); }
+  // The work of encoding one image by the roofline rule (Model::step_cost).
+  double flops_per_image() const;
+  double weight_bytes() const { return weight_bytes_; }
+
+ private:
+  struct Scratch {
+    int max_images = 0;  // images per pass
+    OwnedTensor patches, x, normed, qkv, attn, mlp, selected, select_rows, proj, proj_part;
+    VitAttention attention;
+  };
+  int n_positions() const { return v_.n_patches() + (v_.class_token ? 1 : 0); }
+  Status allocate_scratch();
+  // One pass over images [first, first + n) into out rows [first * F, (first + n) * F).
+  void encode_pass(std::span<const StepImage> images, size_t first, int n, const Tensor& out);
+  // Adds hidden state `x`'s kept rows times linear_1's column block `block` into proj (the first
+  // block writes it, with the bias).
+  void project_state(const Tensor& x, int n, size_t block);
+
+  Backend* backend_ = nullptr;
+  VisionConfig v_;
+  int text_hidden_ = 0;
+  VitAct act_ = VitAct::quick_gelu, projector_act_ = VitAct::gelu;
+  OwnedTensor patch_w_, patch_b_, class_emb_, pos_, pre_w_, pre_b_;
+  std::vector<VitLayer> layers_;       // the layers up to the deepest feature layer
+  std::vector<OwnedTensor> linear_1_;  // per feature layer: linear_1's columns [text_hidden, hidden]
+  OwnedTensor linear_1_b_, linear_2_, linear_2_b_;
+  Scratch sc_;
+  double weight_bytes_ = 0.0;
+};
+
+}  // namespace brigade

@@ -1,0 +1,184 @@
+#include "models/llava_config.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "models/config_json.h"
+#include "models/llama_variants_config.h"
+
+namespace brigade {
+
+using json = nlohmann::json;
+
+namespace {
+
+std::string type_of(const json& j, const char* fallback) {
+  const auto t = j.find("model_type");
+  return t != j.end() && t->is_string() ? t->get<std::string>() : fallback;
+}
+
+// The language model classes' defaults for the fields a LLaVA text_config may leave out
+// (llava-1.5's gives only model_type, vocab, context and eps).
+Expected<std::pair<json, const char*>> text_defaults(const std::string& type) {
+  if (type == "llama")  // LlamaConfig
+    return std::pair{json{{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 11008},
+                           {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"max_position_embeddings", 2048},
+                           {"rms_norm_eps", 1e-6}, {"rope_theta", 10000.0}, {"hidden_act", "silu"},
+                           {"bos_token_id", 1}, {"eos_token_id", 2}},
+                     "LlamaForCausalLM"};
+  if (type == "mistral")  // MistralConfig
+    return std::pair{json{{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 14336},
+                           {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
+                           {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000.0},
+                           {"sliding_window", 4096}, {"hidden_act", "silu"}, {"bos_token_id", 1}, {"eos_token_id", 2}},
+                     "MistralForCausalLM"};
+  if (type == "qwen2")  // Qwen2Config
+    return std::pair{json{{"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 22016},
+                           {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 32},
+                           {"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000.0},
+                           {"hidden_act", "silu"}},
+                     "Qwen2ForCausalLM"};
+  return unsupported("config.json: text_config.model_type '" + type +
+                     "' of LlavaForConditionalGeneration is not supported; supported: llama, mistral, qwen2");
+}
+
+Status check_act(const std::string& field, const std::string& act) {
+  if (act == "gelu" || act == "gelu_pytorch_tanh" || act == "quick_gelu") return Status::ok();
+  return unsupported("config.json: " + field + " '" + act + "'; supported: gelu, gelu_pytorch_tanh, quick_gelu");
+}
+
+// vision_config's tower (CLIPVisionConfig or SiglipVisionConfig).
+Status read_tower(const json& j, VisionConfig& v) {
+  const auto it = j.find("vision_config");
+  const bool absent = it == j.end() || it->is_null();
+  if (!absent && !it->is_object()) return corrupt("config.json: vision_config is not an object");
+  const json c = absent ? json::object() : *it;
+  const std::string type = type_of(c, "clip_vision_model");
+  if (type != "clip_vision_model" && type != "siglip_vision_model")
+    return unsupported("config.json: vision_config.model_type '" + type +
+                       "' of LlavaForConditionalGeneration is not supported; supported: clip_vision_model, "
+                       "siglip_vision_model");
+  v.class_token = type == "clip_vision_model";
+  if (absent)  // LlavaConfig's vision_config: CLIP ViT-L/14 at 336 pixels
+    v.hidden_size = 1024, v.intermediate_size = 4096, v.n_layers = 24, v.n_heads = 16, v.image_size = 336,
+    v.patch_size = 14;
+  else if (v.class_token)  // CLIPVisionConfig
+    v.hidden_size = 768, v.intermediate_size = 3072, v.n_layers = 12, v.n_heads = 12, v.image_size = 224,
+    v.patch_size = 32;
+  else  // SiglipVisionConfig
+    v.hidden_size = 768, v.intermediate_size = 3072, v.n_layers = 12, v.n_heads = 12, v.image_size = 224,
+    v.patch_size = 16;
+  v.eps = v.class_token ? 1e-5f : 1e-6f;
+  v.hidden_act = v.class_token ? "quick_gelu" : "gelu_pytorch_tanh";
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "hidden_size", v.hidden_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "intermediate_size", v.intermediate_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "num_hidden_layers", v.n_layers, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "num_attention_heads", v.n_heads, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "image_size", v.image_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "patch_size", v.patch_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_float(c, "layer_norm_eps", v.eps));
+  BRIGADE_RETURN_IF_ERROR(read_string(c, "hidden_act", v.hidden_act));
+  BRIGADE_RETURN_IF_ERROR(check_act("vision_config.hidden_act", v.hidden_act));
+  int channels = 3;
+  BRIGADE_RETURN_IF_ERROR(read_int(c, "num_channels", channels, false));
+  if (channels != 3)
+    return unsupported("config.json: vision_config.num_channels " + std::to_string(channels) + "; supported: 3");
+  const std::pair<const char*, int> sizes[] = {{"hidden_size", v.hidden_size}, {"intermediate_size", v.intermediate_size},
+                                               {"num_hidden_layers", v.n_layers}, {"num_attention_heads", v.n_heads},
+                                               {"image_size", v.image_size}, {"patch_size", v.patch_size}};
+  for (const auto& [name, value] : sizes)
+    if (value <= 0)
+      return invalid_argument(std::string("config.json: vision_config.") + name + " must be positive; got " +
+                              std::to_string(value));
+  if (v.hidden_size % v.n_heads != 0)
+    return invalid_argument("config.json: vision_config.hidden_size " + std::to_string(v.hidden_size) +
+                            " is not a whole number of num_attention_heads " + std::to_string(v.n_heads));
+  if (v.image_size % v.patch_size != 0)
+    return invalid_argument("config.json: vision_config.image_size " + std::to_string(v.image_size) +
+                            " is not whole patches of " + std::to_string(v.patch_size));
+  if (!(v.eps > 0.0f)) return invalid_argument("config.json: vision_config.layer_norm_eps must be positive");
+  return Status::ok();
+}
+
+// vision_feature_layer (an int or a list) as hidden_states indices in [0, n_layers].
+Status read_feature_layers(const json& j, VisionConfig& v) {
+  std::vector<int64_t> raw = {-2};
+  const auto it = j.find("vision_feature_layer");
+  if (it != j.end() && !it->is_null()) {
+    raw.clear();
+    if (it->is_number_integer()) raw.push_back(it->get<int64_t>());
+    else if (it->is_array() && !it->empty())
+      for (const json& e : *it) {
+        if (!e.is_number_integer()) return corrupt("config.json: vision_feature_layer holds " + e.dump() + ", not an int");
+        raw.push_back(e.get<int64_t>());
+      }
+    else return corrupt("config.json: vision_feature_layer must be an int or a non-empty list of ints");
+  }
+  const int64_t n = v.n_layers;
+  for (int64_t l : raw) {
+    if (l < -(n + 1) || l > n)
+      return invalid_argument("config.json: vision_feature_layer " + std::to_string(l) + " is outside the tower's " +
+                              std::to_string(n + 1) + " hidden states [" + std::to_string(-(n + 1)) + ", " +
+                              std::to_string(n) + "]");
+    v.feature_layers.push_back(static_cast<int>(l < 0 ? n + 1 + l : l));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+bool is_llava(const json& j) {
+  const auto a = j.find("architectures");
+  if (a != j.end() && a->is_array())
+    for (const json& name : *a)
+      if (name.is_string() && name.get<std::string>() == "LlavaForConditionalGeneration") return true;
+  return type_of(j, "") == "llava";
+}
+
+Expected<json> llava_text_config(const json& j) {
+  const auto it = j.find("text_config");
+  if (it != j.end() && !it->is_null() && !it->is_object()) return corrupt("config.json: text_config is not an object");
+  const json text = it == j.end() || it->is_null() ? json::object() : *it;
+  const std::string type = type_of(text, "llama");
+  BRIGADE_ASSIGN_OR_RETURN(auto defaults, text_defaults(type));
+  json wrapper = j;
+  wrapper["text_config"] = text;
+  BRIGADE_ASSIGN_OR_RETURN(json t, wrapped_text_config(wrapper, "LlavaForConditionalGeneration",
+                                                       std::move(defaults.first), type.c_str(), defaults.second, false));
+  // LlavaConfig: tied when the top level says so, or when text_config does.
+  bool tie = false, text_tie = false;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", tie));
+  BRIGADE_RETURN_IF_ERROR(read_bool(text, "tie_word_embeddings", text_tie));
+  t["tie_word_embeddings"] = tie || text_tie;
+  return t;
+}
+
+Expected<VisionConfig> read_llava_vision(const json& j, int text_vocab) {
+  VisionConfig v;
+  v.kind = VisionKind::llava;
+  v.merge = 1, v.temporal_patch = 1;
+  BRIGADE_RETURN_IF_ERROR(read_tower(j, v));
+  BRIGADE_RETURN_IF_ERROR(read_feature_layers(j, v));
+  std::string strategy = "default";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "vision_feature_select_strategy", strategy));
+  if (strategy != "default" && strategy != "full")
+    return unsupported("config.json: vision_feature_select_strategy '" + strategy + "'; supported: default, full");
+  // "default" drops the first row (CLIP's class token; SigLIP's first patch, as transformers does).
+  v.extra_tokens = (v.class_token ? 1 : 0) - (strategy == "default" ? 1 : 0);
+  v.projector_act = "gelu";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "projector_hidden_act", v.projector_act));
+  BRIGADE_RETURN_IF_ERROR(check_act("projector_hidden_act", v.projector_act));
+  v.projector_bias = true;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "multimodal_projector_bias", v.projector_bias));
+  v.image_token = 32000;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "image_token_index", v.image_token, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "image_token_id", v.image_token, false));
+  if (v.image_token < 0 || v.image_token >= text_vocab)
+    return unsupported("config.json: image_token_index " + std::to_string(v.image_token) +
+                       " lies outside the text vocabulary of " + std::to_string(text_vocab));
+  v.out_hidden_size = 0;
+  return v;
+}
+
+}  // namespace brigade

@@ -1,0 +1,34 @@
+// LlavaForConditionalGeneration (model_type llava: llava-hf/llava-1.5-7b-hf and the like): its
+// language model's config (any decoder brigade runs: llama, mistral, qwen2) and its vision side
+// (VisionKind::llava: a CLIP or SigLIP tower and LlavaMultiModalProjector, models/clip_vision.h).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "models/vision_config.h"
+
+namespace brigade {
+
+// Whether config.json is a LlavaForConditionalGeneration (architectures or model_type llava).
+bool is_llava(const nlohmann::json& j);
+
+// Its language model's config.json: text_config over the defaults of its model_type's class
+// (LlamaConfig's when absent, as LlavaConfig; MistralConfig's, Qwen2Config's; another type is
+// refused naming the supported ones), with the top level's dtype and bos/eos ids where
+// text_config has none, and tie_word_embeddings as LlavaConfig decides it (the top level's, or
+// text_config's when that is true).
+Expected<nlohmann::json> llava_text_config(const nlohmann::json& j);
+
+// The vision side: vision_config (CLIPVisionConfig's defaults, or SiglipVisionConfig's for
+// model_type siglip_vision_model; LlavaConfig's 336-pixel CLIP-L/14 when vision_config is
+// absent) and LlavaConfig's image_token_index (32000), vision_feature_layer (-2, or a list),
+// vision_feature_select_strategy (default), projector_hidden_act (gelu),
+// multimodal_projector_bias (true). Refuses, naming the field: another vision model_type, a
+// hidden_act or projector_hidden_act other than gelu / gelu_pytorch_tanh / quick_gelu,
+// num_channels other than 3, an image_size that is not whole patches, a feature layer outside
+// [-(layers + 1), layers], a strategy other than default / full, an image_token_index outside the
+// text vocabulary.
+Expected<VisionConfig> read_llava_vision(const nlohmann::json& j, int text_vocab);
+
+}  // namespace brigade

@@ -1,0 +1,141 @@
+// LLaVA's images through the engine (tests/fixtures/llava, llava_full, llava_siglip, written by
+// scripts/make_llava_fixtures.py: tiny LlavaForConditionalGeneration checkpoints and
+// transformers' greedy tokens): Engine::load_image runs CLIPImageProcessor on the PNGs (one
+// fixed-size grid), the scheduler finds each run of image tokens (the grid's, the class row's
+// under "full", one patch fewer for SigLIP under "default"; no M-RoPE shift), cuts images over
+// chunks anywhere, and a prefix-cache match may end inside one.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "brigade/engine.h"
+#include "core/status.h"
+#include "tests/actors/vision_engine_util.h"
+#include "tests/engine_test_util.h"
+
+namespace brigade {
+namespace {
+
+using testing::create_engine;
+
+const std::string kFixtures = std::string(BRIGADE_FIXTURES) + "/";
+constexpr int32_t kImage = 3;
+
+struct LlavaCase {
+  std::vector<int32_t> prompt;
+  std::vector<int> images;  // fixture images, in the prompt's order
+  std::vector<int32_t> greedy;
+};
+
+// expected.json's `cases` and `chats` (the chat template's prompts).
+std::vector<LlavaCase> read_cases(const std::string& fixture) {
+  std::ifstream in(kFixtures + fixture + "/expected.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  std::vector<LlavaCase> out;
+  for (const auto& c : j.at("cases"))
+    out.push_back({c.at("prompt").get<std::vector<int32_t>>(), c.at("images").get<std::vector<int>>(),
+                   c.at("greedy").get<std::vector<int32_t>>()});
+  for (const auto& c : j.at("chats")) {
+    LlavaCase lc{c.at("prompt").get<std::vector<int32_t>>(), {}, c.at("greedy").get<std::vector<int32_t>>()};
+    for (const auto& part : c.at("parts"))
+      if (part.is_number()) lc.images.push_back(part.get<int>());
+    out.push_back(std::move(lc));
+  }
+  return out;
+}
+
+std::vector<ImagePixels> load_images(Engine& engine) { return testing::load_fixture_images(engine, kFixtures + "llava", 3); }
+
+GenerateOptions request(const std::vector<ImagePixels>& images, const LlavaCase& c) {
+  return testing::greedy_image_request(images, c.prompt, c.images, c.greedy);
+}
+
+class EngineVisionLlava : public ::testing::TestWithParam<std::string> {};
+
+// Whole prompts, steps of 32 and of 7 tokens (the images cut anywhere): the PNGs load as the
+// tower's 7 x 7 grid, and every prompt continues as transformers' does.
+TEST_P(EngineVisionLlava, PromptsWithImagesContinueAsTransformers) {
+  const std::string dir = kFixtures + GetParam();
+  const auto cases = read_cases(GetParam());
+  for (int step_tokens : {0, 32, 7}) {
+    EngineOptions o = step_tokens > 0 ? testing::chunked_engine_options(dir) : testing::test_engine_options(dir, 2);
+    if (step_tokens > 0) o.topology.instances.front().scheduler.max_step_tokens = step_tokens;
+    auto engine = create_engine(o);
+    ASSERT_NE(engine, nullptr);
+    ASSERT_TRUE(engine->model().takes_images());
+    const std::vector<ImagePixels> images = load_images(*engine);
+    ASSERT_EQ(images.size(), 3u);
+    for (const ImagePixels& im : images) {
+      EXPECT_EQ(im.grid_h, 7);
+      EXPECT_EQ(im.grid_w, 7);
+    }
+    for (const LlavaCase& c : cases)
+      testing::expect_greedy_run(*engine, request(images, c), c.greedy, "steps of " + std::to_string(step_tokens) + ", ");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, EngineVisionLlava, ::testing::Values("llava", "llava_full", "llava_siglip"));
+
+// A prefix-cache match ending inside an image: a text request evicts the image's tail pages, and
+// the same request again starts its chunk inside the image (its features computed again).
+TEST(EngineVisionLlavaCache, APrefixMatchEndingInsideAnImageContinuesIt) {
+  const auto cases = read_cases("llava");
+  EngineOptions o = testing::small_cache_options(kFixtures + "llava");
+  o.topology.instances.front().kv.pages = 20;  // 80 tokens: the 59 of the request, then the text evicts its tail
+  auto engine = create_engine(o);
+  ASSERT_NE(engine, nullptr);
+  const std::vector<ImagePixels> images = load_images(*engine);
+  const LlavaCase& c = cases[1];  // 2 text tokens, then image 0's 49 tokens at 2..50
+  ASSERT_EQ(c.prompt.at(2), kImage);
+  ASSERT_EQ(c.prompt.at(50), kImage);
+  testing::expect_prefix_match_inside_image(*engine, request(images, c), c.greedy, 2, 51);
+}
+
+// The same prompt with another image shares only the pages before the image: its tokens change.
+TEST(EngineVisionLlavaCache, ThePrefixCacheTellsImagesApart) {
+  const auto cases = read_cases("llava");
+  auto engine = create_engine(testing::test_engine_options(kFixtures + "llava", 1));
+  ASSERT_NE(engine, nullptr);
+  const std::vector<ImagePixels> images = load_images(*engine);
+  const LlavaCase& c = cases[2];  // the first chat: "USER: " (6 tokens), then image 0
+  ASSERT_EQ(c.prompt.at(6), kImage);
+  testing::expect_greedy_run(*engine, request(images, c), c.greedy);
+  GenerateOptions other = request(images, c);
+  other.images[0] = images[2];  // transformers' greedy tokens differ for it
+  auto done = engine->generate(other);
+  ASSERT_TRUE(done.has_value()) << done.status().to_string();
+  EXPECT_LE(done->cached_tokens, 6);
+  EXPECT_NE(done->token_ids, c.greedy);
+  testing::expect_greedy_run(*engine, request(images, c), c.greedy);
+}
+
+// Requests whose images do not fit are refused naming the problem.
+TEST(EngineVisionLlavaCache, BadImageRequestsAreRefusedNamingTheProblem) {
+  const auto cases = read_cases("llava");
+  auto engine = create_engine(testing::test_engine_options(kFixtures + "llava", 1));
+  ASSERT_NE(engine, nullptr);
+  const std::vector<ImagePixels> images = load_images(*engine);
+  const LlavaCase& c = cases[1];
+  GenerateOptions short_run = request(images, c);
+  short_run.prompt_ids.erase(short_run.prompt_ids.begin() + 2);
+  testing::expect_refused(*engine, short_run, "image 0 is exactly 49 image tokens");
+  GenerateOptions grid = request(images, c);
+  grid.images[0] = ImagePixels{std::make_shared<const std::vector<float>>(size_t{3} * 24 * 24, 0.0f), 6, 6};
+  testing::expect_refused(*engine, grid, "this model's vision tower takes 7 x 7");
+  GenerateOptions none = request(images, c);
+  none.images.clear();
+  testing::expect_refused(*engine, none, "but the request 0");
+  EngineOptions o = testing::test_engine_options(kFixtures + "llava", 1);
+  o.image_max_pixels = 4096;
+  auto refused = Engine::create(o);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("crop_size"), std::string::npos) << refused.status().message();
+}
+
+}  // namespace
+}  // namespace brigade
