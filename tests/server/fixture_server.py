@@ -1,6 +1,7 @@
 """`brigade serve` on a committed fixture model, reached through the real `openai` client: the
-helpers the pooling-model client tests share (test_openai_classify.py, test_openai_encoders.py).
+helpers the client tests share (test_openai_classify.py, test_openai_encoders.py, the vision ones).
 BRIGADE_BIN names the brigade binary (build/tools/brigade by default)."""
+import base64
 import json
 import math
 import os
@@ -40,6 +41,23 @@ def serve(model_dir, *args):
 def stop(proc):
     proc.terminate()
     assert proc.wait(timeout=60) == 0
+
+
+def whole_and_in_steps_client(model_dir):
+    """A module-scoped `client` fixture for the vision client tests: `brigade serve` on model_dir
+    twice, whole and with --max-num-batched-tokens 8 (steps that cut the images)."""
+    @pytest.fixture(scope="module", params=[[], ["--max-num-batched-tokens", "8"]], ids=["whole", "steps_of_8"])
+    def client(request):
+        proc, c = serve(model_dir, *request.param)
+        yield c
+        stop(proc)
+    return client
+
+
+def image_data_url(model_dir, k):
+    """The fixture's image<k>.png as a data: URL, as the openai client sends an image."""
+    with open(os.path.join(model_dir, f"image{k}.png"), "rb") as f:
+        return "data:image/png;base64," + base64.b64encode(f.read()).decode()
 
 
 def at_root(client):

@@ -16,23 +16,18 @@ import os
 import openai
 import pytest
 
-from fixture_server import expected, fixtures, serve, stop
+from fixture_server import expected, fixtures, image_data_url, whole_and_in_steps_client
 
 FIXTURE = fixtures("mistral3_vision")
 MODEL = os.path.basename(FIXTURE)
 EXPECTED = expected(FIXTURE)
 
 
-@pytest.fixture(scope="module", params=[[], ["--max-num-batched-tokens", "8"]], ids=["whole", "steps_of_8"])
-def client(request):
-    proc, client = serve(FIXTURE, *request.param)
-    yield client
-    stop(proc)
+client = whole_and_in_steps_client(FIXTURE)
 
 
 def data_url(k):
-    with open(os.path.join(FIXTURE, f"image{k}.png"), "rb") as f:
-        return "data:image/png;base64," + base64.b64encode(f.read()).decode()
+    return image_data_url(FIXTURE, k)
 
 
 def messages(chat):
