@@ -115,6 +115,7 @@ class DeepseekModel final : public Model {
   int64_t mtp_params_ = 0, mtp_bytes_ = 0;  // the module's part of n_params_ / weight_bytes_
   Scratch scratch_;
   DsaKeyPlan dsa_keys_;  // deepseek_v32 / glm_moe_dsa: where each layer's index keys are cached
+  int dsa_target_layers_ = 0;  // the pool layers the target's latents and keys take (no MTP module)
   RopeConfig dsa_rope_;  // the indexer's RoPE (its own style) over the first qk_rope_head_dim dims
   DsaScratch dsa_scratch_;
   StepInputs ints_;
@@ -167,6 +168,7 @@ Status DeepseekModel::load(const Checkpoint& ck) {
   rope_.attention_factor = rope_attention_factor(c.rope_scaling);
   if (c.dsa.enabled()) {
     dsa_keys_ = DsaKeyPlan(c, n_mtp_layers());
+    dsa_target_layers_ = c.n_layers + DsaKeyPlan(c).n_extra_layers();
     dsa_rope_ = rope_;
     dsa_rope_.style = c.dsa.rope_style;
     BRIGADE_RETURN_IF_ERROR(allocate_dsa_scratch(backend_, c, options_.max_batch_tokens, dsa_scratch_));
@@ -363,7 +365,9 @@ StepCost DeepseekModel::step_cost(const StepBatch& b, double kv_bytes_per_token)
   }
   double n_full = 0;
   for (int l = 0; l < config_.n_layers; ++l) n_full += dsa.shared[static_cast<size_t>(l)] ? 0.0 : 1.0;
-  const double row = kv_bytes_per_token / (n_kv_layers() + dsa_keys_.n_extra_layers());  // one pool row
+  // One pool row, kv_bytes_per_token being the target's (as the dense rule reads it too: an MTP
+  // module's layer is not the target step's work).
+  const double row = kv_bytes_per_token / dsa_target_layers_;
   const double key = row / mla_.row_width() * dsa.head_dim;                                // one index key
   c.flops += n_full * 2.0 * dsa.n_heads * (dsa.head_dim + 1.0) * work.pairs;
   c.bytes += row * config_.n_layers * attended.kv_read + key * n_full * work.kv_read + kv_bytes_per_token * n;
