@@ -158,7 +158,7 @@ TEST_F(RegexOutput, ReasoningIdsAreChecked) {
   };
   GenerateOptions r = testing::greedy_ids({5, 6}, 4);
   r.reasoning_end_id = byte_id('#');
-  refused(r, "has none");  // no response_format to delay
+  refused(r, "has neither");  // no response_format to delay, no thinking budget
   r.response_format = ResponseFormat::regex;
   r.regex = "a+";
   r.reasoning_end_id = 512;
@@ -182,7 +182,7 @@ TEST_F(RegexOutput, ReasoningIdsAreChecked) {
   EXPECT_TRUE(engine->generate(r).has_value());
   r.response_format = ResponseFormat::text;
   r.reasoning_end_id = -1;
-  refused(r, "has none");
+  refused(r, "has neither");
 }
 
 // A real vocabulary: Llama 2's 32000 SentencePiece pieces (words with their leading space,
