@@ -554,11 +554,12 @@ Status parse_speculative_json(const std::string& json_text, SpeculativeConfig& o
     const std::map<std::string, std::string> methods = {
         {"ngram", "ngram"},        {"draft_model", "draft_model"}, {"mtp", "mtp"},
         {"deepseek_mtp", "mtp"},   {"glm4_moe_mtp", "mtp"},        {"none", "none"},
-        {"eagle3", "eagle3"}};
+        {"eagle3", "eagle3"},      {"glm4_moe_lite_mtp", "mtp"}};  // vLLM's MTP model-type names
     auto it = methods.find(m);
     if (it == methods.end())
       return invalid_argument(at + "method '" + m +
-                              "' is not one of: deepseek_mtp, draft_model, eagle3, glm4_moe_mtp, mtp, ngram, none");
+                              "' is not one of: deepseek_mtp, draft_model, eagle3, glm4_moe_lite_mtp, glm4_moe_mtp, mtp, ngram, "
+                              "none");
     out.method = it->second;
   } else if (j.contains("model")) {
     out.method = "draft_model";

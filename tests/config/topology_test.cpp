@@ -249,6 +249,9 @@ TEST(Topology, SpeculativeConfigJson) {
   ASSERT_TRUE(parse_speculative_json(R"({"method": "glm4_moe_mtp", "num_speculative_tokens": 1})", sp).is_ok());
   EXPECT_EQ(sp.method, "mtp") << "vLLM's name for GLM-4.5's module";
   sp = {};
+  ASSERT_TRUE(parse_speculative_json(R"({"method": "glm4_moe_lite_mtp", "num_speculative_tokens": 1})", sp).is_ok());
+  EXPECT_EQ(sp.method, "mtp") << "vLLM's name for GLM-4.7-Flash's module";
+  sp = {};
   ASSERT_TRUE(parse_speculative_json(R"({"model": "/m/draft", "num_speculative_tokens": 5, "kv_tokens": 64})", sp).is_ok());
   EXPECT_EQ(sp.method, "draft_model") << "a model without a method is a draft model, as in vLLM";
   EXPECT_EQ(sp.model, "/m/draft");
