@@ -1,18 +1,39 @@
-// Shared by the constrained-output engine tests (engine_regex_test, engine_grammar_test): one
-// constraint sampled over every executor path.
+// Shared by the constrained-output engine tests (engine_regex_test, engine_grammar_test,
+// engine_thinking_budget_test): the synthetic byte-level model they run, and one constraint
+// sampled over every executor path.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "brigade/engine.h"
+#include "models/make_model.h"
 #include "tests/engine_test_util.h"
 
 namespace brigade::testing {
+
+constexpr int32_t byte_id(char c) { return 3 + static_cast<uint8_t>(c); }  // synthetic byte tokens
+
+// A suite over one synthetic byte-level model (512 tokens: 3 specials, then one per byte),
+// written once for the suite's process.
+class SyntheticByteModelTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = std::filesystem::temp_directory_path() / ("brigade_byte_model_" + std::to_string(::getpid()));
+    Status st = write_synthetic_model(tiny_llama(512, 256, 17), dir_.string());
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+  }
+  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
+  static EngineOptions options() { return test_engine_options(dir_.string(), 1); }
+  static inline std::filesystem::path dir_;
+};
 
 struct SampledConstraint {
   std::function<void(GenerateOptions&)> constrain;  // sets response_format and the constraint's text

@@ -5,7 +5,6 @@
 // nothing can extend it; bad grammars are refused at submit with their line and column.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -27,7 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int32_t byte_id(char c) { return 3 + static_cast<uint8_t>(c); }  // synthetic byte tokens
+using testing::byte_id;
 
 // Nested arrays of integers, JSON's syntax: nlohmann::json is the reference.
 const char* kArrays = R"(root ::= array
@@ -35,18 +34,7 @@ array ::= "[" ( item ("," " "? item)* )? "]"
 item ::= array | "-"? [1-9] [0-9]{0,2} | "0"
 )";
 
-class GrammarOutput : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("brigade_grammar_" + std::to_string(::getpid()));
-    Status st = write_synthetic_model(testing::tiny_llama(512, 256, 17), dir_.string());
-    ASSERT_TRUE(st.is_ok()) << st.to_string();
-  }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
-  static EngineOptions options() { return testing::test_engine_options(dir_.string(), 1); }
-  static fs::path dir_;
-};
-fs::path GrammarOutput::dir_;
+class GrammarOutput : public testing::SyntheticByteModelTest {};
 
 bool is_prefix(const std::string& grammar, const std::string& text) {
   auto g = CompiledGrammar::compile(grammar);

@@ -4,7 +4,6 @@
 // stops where no byte can extend the match.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 
 #include <filesystem>
 #include <regex>
@@ -25,20 +24,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int32_t byte_id(char c) { return 3 + static_cast<uint8_t>(c); }  // synthetic byte tokens
+using testing::byte_id;
 
-class RegexOutput : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("brigade_regex_" + std::to_string(::getpid()));
-    Status st = write_synthetic_model(testing::tiny_llama(512, 256, 17), dir_.string());
-    ASSERT_TRUE(st.is_ok()) << st.to_string();
-  }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
-  static EngineOptions options() { return testing::test_engine_options(dir_.string(), 1); }
-  static fs::path dir_;
-};
-fs::path RegexOutput::dir_;
+class RegexOutput : public testing::SyntheticByteModelTest {};
 
 bool is_prefix(const std::string& pattern, const std::string& text) {
   auto re = CompiledRegex::compile(pattern);

@@ -6,37 +6,24 @@
 // reject, and the prefill/decode hand-off, which rebuilds the count from the sequence's history).
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 
-#include <filesystem>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "brigade/engine.h"
 #include "models/synthetic_tokenizer.h"
+#include "tests/actors/constrained_output_util.h"
 #include "tests/engine_test_util.h"
 #include "tests/models/model_test_util.h"
 
 namespace brigade {
 namespace {
 
-namespace fs = std::filesystem;
 
-constexpr int32_t byte_id(char c) { return 3 + static_cast<uint8_t>(c); }  // synthetic byte tokens
+using testing::byte_id;
 
-class ThinkingBudget : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("brigade_thinking_budget_" + std::to_string(::getpid()));
-    Status st = write_synthetic_model(testing::tiny_llama(512, 256, 17), dir_.string());
-    ASSERT_TRUE(st.is_ok()) << st.to_string();
-  }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
-  static EngineOptions options() { return testing::test_engine_options(dir_.string(), 1); }
-  static fs::path dir_;
-};
-fs::path ThinkingBudget::dir_;
+class ThinkingBudget : public testing::SyntheticByteModelTest {};
 
 const std::vector<int32_t> kPrompt = {5, 6, 7};
 
