@@ -15,7 +15,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cpu/cpu_backend.h"
+#include "models/checkpoint.h"
 #include "models/mapped_file.h"
+#include "models/model.h"
+#include "models/vision_config.h"
 
 namespace brigade::testing {
 
@@ -110,6 +114,44 @@ double prompt_logprob_error(const PromptLogprobs& got, const std::vector<int32_t
     worst = std::max(worst, std::fabs(*lp - logprob(logits[q - 1], prompt[q])));
   }
   return worst;
+}
+
+// A vision tower (QwenVision, ClipVision) loaded from a fixture on its own CPU backend: the
+// tower tests' holder; `bytes` keeps tensors a test rewrote alive.
+template <typename Encoder>
+struct LoadedTower {
+  std::unique_ptr<Backend> backend = make_cpu_backend({.n_threads = 2});
+  std::shared_ptr<MappedFile> file;
+  std::unique_ptr<Checkpoint> ck;
+  std::vector<std::vector<uint8_t>> bytes;
+  VisionConfig v;
+  Encoder tower;
+};
+
+// Encodes `images` with t's tower in one call and returns each image's features, rows(image)
+// rows of `width` values each.
+template <typename Encoder, typename Rows>
+std::vector<std::vector<float>> encode_each(LoadedTower<Encoder>& t, const std::vector<StepImage>& images,
+                                            int64_t width, Rows rows) {
+  int64_t total = 0;
+  for (const StepImage& im : images) total += rows(im);
+  auto buf = t.backend->allocate(static_cast<size_t>(total * width) * sizeof(float));
+  EXPECT_TRUE(buf.has_value());
+  if (!buf) return {};
+  const Tensor out = buf->view(DType::f32, {total, width});
+  const Status st = t.tower.encode(images, out);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  if (!st.is_ok()) return {};
+  std::vector<float> all(static_cast<size_t>(total * width));
+  t.backend->download(all.data(), out);
+  std::vector<std::vector<float>> each;
+  auto at = all.begin();
+  for (const StepImage& im : images) {
+    const auto n = static_cast<std::ptrdiff_t>(rows(im) * width);
+    each.emplace_back(at, at + n);
+    at += n;
+  }
+  return each;
 }
 
 }  // namespace brigade::testing

@@ -205,14 +205,7 @@ TEST(Glm4vProcessor, PixelValuesAreTransformers) {
   EXPECT_EQ(glm4v_smart_resize(90, 30, 8, 2, 128, 3072).value(), std::make_pair(64, 16));
 }
 
-struct Tower {
-  std::unique_ptr<Backend> backend = make_cpu_backend({.n_threads = 2});
-  std::shared_ptr<MappedFile> file;
-  std::unique_ptr<Checkpoint> ck;
-  std::vector<std::vector<uint8_t>> bytes;  // tensors load_tower rewrote
-  VisionConfig v;
-  QwenVision tower;
-};
+using Tower = testing::LoadedTower<QwenVision>;
 
 enum class Mutation { none, zero_positions, channel_major_downsample };
 
@@ -251,24 +244,8 @@ std::unique_ptr<Tower> load_tower(const std::string& name, Mutation mutation = M
 }
 
 std::vector<std::vector<float>> encode(Tower& t, const std::vector<StepImage>& images) {
-  int64_t tokens = 0;
-  for (const StepImage& im : images) tokens += t.v.image_features(im.grid_h, im.grid_w);
-  auto buf = t.backend->allocate(static_cast<size_t>(tokens * kTextHidden) * sizeof(float));
-  EXPECT_TRUE(buf.has_value());
-  if (!buf) return {};
-  const Tensor out = buf->view(DType::f32, {tokens, kTextHidden});
-  const Status st = t.tower.encode(images, out);
-  EXPECT_TRUE(st.is_ok()) << st.to_string();
-  std::vector<float> all(static_cast<size_t>(tokens * kTextHidden));
-  t.backend->download(all.data(), out);
-  std::vector<std::vector<float>> each;
-  auto at = all.begin();
-  for (const StepImage& im : images) {
-    const auto n = static_cast<std::ptrdiff_t>(t.v.image_features(im.grid_h, im.grid_w)) * kTextHidden;
-    each.emplace_back(at, at + n);
-    at += n;
-  }
-  return each;
+  return testing::encode_each(t, images, kTextHidden,
+                              [&t](const StepImage& im) { return t.v.image_features(im.grid_h, im.grid_w); });
 }
 
 std::vector<StepImage> step_images(const GlmFixture& f) {

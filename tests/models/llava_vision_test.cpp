@@ -70,13 +70,7 @@ std::vector<std::vector<float>> read_features(const std::string& fixture) {
   return out;
 }
 
-struct Tower {
-  std::unique_ptr<Backend> backend = make_cpu_backend({.n_threads = 2});
-  std::shared_ptr<MappedFile> file;
-  std::unique_ptr<Checkpoint> ck;
-  VisionConfig v;
-  ClipVision tower;
-};
+using Tower = testing::LoadedTower<ClipVision>;
 
 // The fixture's tower under the names the checkpoint gives it (gemma3_tensors); `mutate` edits
 // the config read first.
@@ -103,21 +97,7 @@ std::unique_ptr<Tower> load_tower(const std::string& fixture, const std::functio
 
 // Encodes images in one call; each image's features, in order.
 std::vector<std::vector<float>> encode(Tower& t, const std::vector<StepImage>& images) {
-  const int64_t f = t.tower.n_features(), rows = f * static_cast<int64_t>(images.size());
-  auto buf = t.backend->allocate(static_cast<size_t>(rows * kTextHidden) * sizeof(float));
-  EXPECT_TRUE(buf.has_value());
-  if (!buf) return {};
-  const Tensor out = buf->view(DType::f32, {rows, kTextHidden});
-  const Status st = t.tower.encode(images, out);
-  EXPECT_TRUE(st.is_ok()) << st.to_string();
-  if (!st.is_ok()) return {};
-  std::vector<float> all(static_cast<size_t>(rows * kTextHidden));
-  t.backend->download(all.data(), out);
-  std::vector<std::vector<float>> each;
-  for (size_t i = 0; i < images.size(); ++i)
-    each.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(i * f * kTextHidden),
-                      all.begin() + static_cast<std::ptrdiff_t>((i + 1) * f * kTextHidden));
-  return each;
+  return testing::encode_each(t, images, kTextHidden, [&t](const StepImage&) { return t.tower.n_features(); });
 }
 
 class LlavaVision : public ::testing::TestWithParam<std::string> {};
