@@ -238,7 +238,7 @@ ReasoningKind delay_constraint(const ServerContext& ctx, std::string_view prompt
     return ctx.reasoning;
   }
   if (ctx.think_close_id < 0) return ReasoningKind::none;
-  delimit_block(ctx, prompt, gen);
+  if (gen.reasoning_end_id < 0) delimit_block(ctx, prompt, gen);  // (limit_thinking may have read the prompt)
   return ctx.reasoning;
 }
 
