@@ -99,7 +99,7 @@ constexpr ChatToolSyntax kToolSyntaxes[] = {ChatToolSyntax::hermes,       ChatTo
                                             ChatToolSyntax::hunyuan_a13b, ChatToolSyntax::olmo3,
                                             ChatToolSyntax::phi4_mini_json, ChatToolSyntax::nemotron_nano_v2,
                                             ChatToolSyntax::apertus,      ChatToolSyntax::ernie45,
-                                            ChatToolSyntax::minimax};
+                                            ChatToolSyntax::minimax,      ChatToolSyntax::gemma4};
 }  // namespace
 
 const char* tool_syntax_name(ChatToolSyntax syntax) {
@@ -128,6 +128,7 @@ const char* tool_syntax_name(ChatToolSyntax syntax) {
     case ChatToolSyntax::apertus: return "apertus";
     case ChatToolSyntax::ernie45: return "ernie45";
     case ChatToolSyntax::minimax: return "minimax";
+    case ChatToolSyntax::gemma4: return "gemma4";
   }
   return "none";
 }

@@ -75,11 +75,13 @@ enum class ChatFamily { llama2, llama3, chatml, deepseek, harmony };
 //                 call a line (read by jamba's parser, which takes either form)
 //   ernie45       (Baidu ERNIE 4.5) hermes's <tool_call> blocks; <response> .. </response> around the
 //                 answer dropped; only by name
+//   gemma4        (Google Gemma 4) <|tool_call>call:NAME{key:<|"|>text<|"|>,n:1,..}<tool_call|> blocks:
+//                 bare keys, strings between <|"|> delimiters, numbers, true/false, null, nested {..} and [..]
 // none: the template has no call syntax brigade parses (tools are refused).
 enum class ChatToolSyntax {
   none, hermes, llama3_json, mistral, deepseek_v3, deepseek_v31, glm45, kimi_k2, pythonic, openai, qwen3_coder,
   seed_oss, minimax_m2, cohere_command3, granite, lfm2, jamba, hunyuan_a13b, olmo3, phi4_mini_json, nemotron_nano_v2,
-  apertus, ernie45, minimax
+  apertus, ernie45, minimax, gemma4
 };
 
 // vLLM's parser name of a syntax ("none" for none), and back: each name above, "glm47" (GLM-4.7

@@ -73,6 +73,7 @@ ChatToolSyntax detect_tool_syntax(std::string_view source) {
   auto has = [&](std::string_view marker) { return source.find(marker) != std::string_view::npos; };
   if (has("[TOOL_CALLS]")) return ChatToolSyntax::mistral;
   if (has("<|START_ACTION|>")) return ChatToolSyntax::cohere_command3;  // Command R7B / A: JSON arrays of actions
+  if (has("<|tool_call>call:")) return ChatToolSyntax::gemma4;  // Gemma 4: call:NAME{key:<|"|>..<|"|>}
   // gpt-oss's harmony: calls are commentary messages to=functions.NAME (gpt-oss's own template
   // writes "to=" and "functions." + name apart).
   if (has("<|channel|>") && has("to=") && has("functions.")) return ChatToolSyntax::openai;

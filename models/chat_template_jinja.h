@@ -31,7 +31,7 @@ namespace brigade {
 // for <seed:tool_call>; minimax_m2 for <minimax:tool_call>; qwen3_coder for <function= with
 // <parameter=; cohere_command3 for <|START_ACTION|> (Command R7B / A); granite for <|tool_call|>
 // with Granite's <|start_of_role|>; lfm2 for <|tool_call_start|>, <|tool_list_start|> or LFM2.5's
-// "List of tools: ["; hermes for <tool_call> (Granite 4.0 / 4.1 included);
+// "List of tools: ["; gemma4 for <|tool_call>call: (Gemma 4); hermes for <tool_call> (Granite 4.0 / 4.1 included);
 // llama3_json for <|python_tag|> or an ipython role; else none (tools are refused).
 ChatToolSyntax detect_tool_syntax(std::string_view source);
 

@@ -444,7 +444,8 @@ class HttpServerImpl final : public HttpServer {
                                      one_token("[/THINK]") >= 0);
     if (!kind) return invalid_argument("--reasoning-parser: " + kind.status().message());
     ctx_->reasoning = *kind;
-    if (*kind == ReasoningKind::seed_oss || *kind == ReasoningKind::cohere_command || *kind == ReasoningKind::mistral) {
+    if (*kind == ReasoningKind::seed_oss || *kind == ReasoningKind::cohere_command || *kind == ReasoningKind::mistral ||
+        *kind == ReasoningKind::gemma4) {
       // Their own tags' ids (the constraint's delay, routes.cpp).
       ctx_->think_open_id = one_token(reasoning_open_tag(*kind).data());  // (literals: null-terminated)
       ctx_->think_close_id = one_token(reasoning_close_tag(*kind).data());

@@ -151,6 +151,7 @@ ToolParserKind tool_parser_kind(ToolFormat format) {
     case ToolFormat::nemotron_nano_v2: return ToolParserKind::nemotron_nano_v2;
     case ToolFormat::apertus: return ToolParserKind::apertus;
     case ToolFormat::ernie45: return ToolParserKind::ernie45;
+    case ToolFormat::gemma4: return ToolParserKind::gemma4;
     case ToolFormat::openai: return ToolParserKind::openai;
     case ToolFormat::hermes:
     case ToolFormat::none: break;

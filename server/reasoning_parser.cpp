@@ -21,8 +21,14 @@ size_t leading_blanks(std::string_view s) {
 constexpr std::string_view kGraniteThink = "Here is my thought process:", kGraniteThink2 = "Here's my thought process:",
                            kGraniteResponse = "Here is my response:", kGraniteResponse2 = "Here's my response:";
 
+// Gemma 4: the channel's label and its newline go with the tag (longest last: the splitter takes
+// the last tag that matches).
+constexpr std::string_view kGemmaChannel = "<|channel>", kGemmaThought = "<|channel>thought",
+                           kGemmaThoughtLine = "<|channel>thought\n";
+
 std::vector<std::string_view> open_tags(ReasoningKind kind) {
   if (kind == ReasoningKind::granite) return {kGraniteThink, kGraniteThink2};
+  if (kind == ReasoningKind::gemma4) return {kGemmaChannel, kGemmaThought, kGemmaThoughtLine};
   return {reasoning_open_tag(kind)};
 }
 std::vector<std::string_view> close_tags(ReasoningKind kind) {
@@ -39,6 +45,7 @@ std::string_view reasoning_open_tag(ReasoningKind kind) {
     case ReasoningKind::seed_oss: return "<seed:think>";
     case ReasoningKind::granite: return kGraniteThink;
     case ReasoningKind::hunyuan_a13b: return "<think>\n";
+    case ReasoningKind::gemma4: return kGemmaChannel;
     default: return "<think>";
   }
 }
@@ -49,6 +56,7 @@ std::string_view reasoning_close_tag(ReasoningKind kind) {
     case ReasoningKind::seed_oss: return "</seed:think>";
     case ReasoningKind::granite: return kGraniteResponse;
     case ReasoningKind::hunyuan_a13b: return "\n</think>\n<answer>\n";
+    case ReasoningKind::gemma4: return "<channel|>";
     default: return "</think>";
   }
 }
@@ -69,6 +77,7 @@ Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_h
   if (n == "seed_oss") return ReasoningKind::seed_oss;
   if (n == "cohere_command3" || n == "cohere_command4") return ReasoningKind::cohere_command;
   if (n == "mistral") return ReasoningKind::mistral;
+  if (n == "gemma4") return ReasoningKind::gemma4;
   if (n == "auto") {
     if (vocab_has_channel) return ReasoningKind::openai_gptoss;
     if (vocab_has_close_tag) return ReasoningKind::qwen3;
@@ -79,7 +88,7 @@ Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_h
   return invalid_argument("unknown reasoning parser '" + std::string(name) +
                           "' (valid: deepseek_r1, qwen3, deepseek_v3, glm45, glm47, mimo, seed_oss, minimax_m2, "
                           "minimax_m2_append_think, cohere_command3, cohere_command4, mistral, granite, hunyuan_a13b, "
-                          "ernie45, openai_gptoss, auto, none)");
+                          "ernie45, gemma4, openai_gptoss, auto, none)");
 }
 
 bool prompt_closes_reasoning(std::string_view prompt, ReasoningKind kind) {
@@ -135,7 +144,7 @@ ReasoningParse ReasoningSplitter::feed(std::string_view text) {
         if (rest.starts_with(tag)) open = tag;
         partial = partial || (rest.size() < tag.size() && tag.starts_with(rest));
       }
-      if (partial) return out;  // blanks or "<thi": wait
+      if (partial && !ended_) return out;  // blanks or "<thi": wait
       if (!open.empty()) {
         held_.erase(0, blanks + open.size());
         state_ = State::reasoning;
@@ -166,7 +175,8 @@ ReasoningParse ReasoningSplitter::feed(std::string_view text) {
 }
 
 ReasoningParse ReasoningSplitter::finish() {
-  ReasoningParse out;
+  ended_ = true;  // a tag held as the beginning of a longer one (Gemma 4's) is read as it stands
+  ReasoningParse out = feed("");
   release(out, state_ == State::reasoning, held_, /*flush=*/true);
   held_.clear();
   if (answer_markers_) out.content += answer_markers_->flush();

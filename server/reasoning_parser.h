@@ -51,10 +51,15 @@ namespace brigade::server {
 // `</think>` by deepseek_r1's rule, then the answer, optionally in `<response>` .. `</response>`:
 // both markers are dropped, and so are the newlines right after `</think>` and after
 // `</response>` (vLLM's streaming rules; its whole-output parse keeps the newline after
-// `</think>` when there is no `<response>`).
+// `</think>` when there is no `<response>`). gemma4 (vLLM's gemma4): Gemma 4's thought channel,
+// `<|channel>` then the label "thought" and a newline (dropped with the tag, as vLLM strips
+// "thought\n"; the label alone too, where vLLM would keep it as reasoning), the reasoning up to
+// `<channel|>`, by qwen3's rule (its template opens no block: with enable_thinking false it ends
+// the prompt with an empty, closed one); both tags are special tokens of Gemma 4's tokenizer, so
+// the server keeps special tokens' text for this kind.
 enum class ReasoningKind {
   none, deepseek_r1, qwen3, openai_gptoss, seed_oss, minimax_append_think, cohere_command, mistral, granite,
-  hunyuan_a13b, ernie45
+  hunyuan_a13b, ernie45, gemma4
 };
 
 // The tags that open and close a kind's block: `<think>` and `</think>`, or Seed-OSS's, or Cohere's
@@ -71,7 +76,8 @@ std::string_view reasoning_close_tag(ReasoningKind kind);
 // `</seed:think>` (`vocab_has_seed_close`), else cohere_command when it has Cohere's
 // `<|END_THINKING|>` (`vocab_has_cohere_close`: Command R7B, Command A), else mistral when it has
 // `[/THINK]` (`vocab_has_mistral_close`: Magistral, Ministral 3), else none. Also granite,
-// hunyuan_a13b, ernie45 (by name only: their tags are plain text, or `<think>` as qwen3's), and
+// hunyuan_a13b, ernie45 (by name only: their tags are plain text, or `<think>` as qwen3's), gemma4
+// (by name only), and
 // vLLM's aliases of brigade's rules glm47 (qwen3's, as glm45) and mimo (qwen3's). invalid_argument
 // lists the valid names.
 Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag = false,
@@ -122,6 +128,7 @@ class ReasoningSplitter {
   State state_;
   std::vector<std::string_view> opens_, closes_;  // the kind's tags (any of these)
   bool released_ = false;  // some text has been released (a leading `<think>` is no longer looked for)
+  bool ended_ = false;     // finish() was called: no more text comes
   std::string held_;       // text not yet released: blanks, or a possible tag's start
   std::optional<cohere::MarkerFilter> markers_;  // cohere_command: removes its markers from both fields
   std::optional<cohere::MarkerFilter> answer_markers_;  // hunyuan_a13b, ernie45: from the content only

@@ -190,13 +190,13 @@ void read_harmony(const ServerContext& ctx, CompletionRequest& r) {
 
 // Cohere's thinking and answer markers are special tokens of its tokenizer: the splitter reads
 // them, and drops them with Cohere's other markers (vLLM's cohere reasoning parsers keep special
-// tokens too); so are Mistral's [THINK] and [/THINK], and ERNIE 4.5's `</think>`, `<response>` and
-// `</response>` where its tokenizer makes them special tokens (vLLM's ernie45 parser reads them by
-// id; the splitter here reads their text). Only while the output is split: separate_reasoning
-// false leaves it as without a parser.
+// tokens too); so are Mistral's [THINK] and [/THINK], Gemma 4's `<|channel>` and `<channel|>`,
+// and ERNIE 4.5's `</think>`, `<response>` and `</response>` where its tokenizer makes them
+// special tokens (vLLM's ernie45 parser reads them by id; the splitter here reads their text).
+// Only while the output is split: separate_reasoning false leaves it as without a parser.
 void keep_reasoning_markers(CompletionRequest& r) {
   if (r.reasoning == ReasoningKind::cohere_command || r.reasoning == ReasoningKind::mistral ||
-      r.reasoning == ReasoningKind::ernie45)
+      r.reasoning == ReasoningKind::ernie45 || r.reasoning == ReasoningKind::gemma4)
     r.gen.skip_special_tokens = false;
 }
 

@@ -376,6 +376,7 @@ std::unique_ptr<ToolCallParser> make_tool_call_parser(ToolParserKind kind, int m
     case ToolParserKind::nemotron_nano_v2:
     case ToolParserKind::apertus:
     case ToolParserKind::ernie45:
+    case ToolParserKind::gemma4:
       return tool_parse::make_tagged_parser(max_calls, tool_parse::tagged_syntax(kind, std::move(functions)));
     case ToolParserKind::mistral: return tool_parse::make_mistral_parser(max_calls);
     case ToolParserKind::cohere_command3: return tool_parse::make_cohere_parser(max_calls);

@@ -85,6 +85,14 @@
 //                optionally inside <function_calls> .. </function_calls>; values Python literals
 //                or JSON's true / false / null. Held from a first '<' of the marker or a first
 //                word followed by '('; all calls or all content.
+//   gemma4       (Gemma 4): <|tool_call>call:NAME{ARGS}<tool_call|> blocks anywhere in the text (NAME of
+//                letters, digits, '_', '-', '.'). ARGS as Gemma 4's template writes them: key:value pairs,
+//                bare keys (or <|"|>key<|"|>), strings between <|"|> delimiters taken as written, nested
+//                {..} and [..], true / false, null / none / nil (any case), integers, numbers with a '.'
+//                (Python's float()), anything else the bare text (vLLM's gemma4 reading; arguments in
+//                json.dumps form, keys in the model's order). A block without its <tool_call|> (the
+//                output cut off) stays content, as vLLM's whole-output parse leaves it; a stray
+//                <|tool_response> (the model's stop after calls) is dropped.
 //   openai       (gpt-oss's harmony): commentary messages addressed to=functions.NAME, the body
 //                the arguments as written (streamed as it comes); final-channel text is content,
 //                the analysis channel is dropped (server/harmony_parser.h has the rules; with the
@@ -94,7 +102,7 @@
 //   forced_array (tool_choice "required"): the output is a JSON array of {"name", <key>} calls;
 //                each call goes out when its object is complete.
 // The tagged syntaxes (hermes, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2,
-// cohere_command3, lfm2, jamba, nemotron_nano_v2, apertus, ernie45) release a call when its end
+// cohere_command3, lfm2, jamba, nemotron_nano_v2, apertus, ernie45, gemma4) release a call when its end
 // marker arrives (or at the end of the output, when the text up to there is a whole call), text
 // outside calls as it comes (a possible partial marker held back). Arguments of a parsed call
 // are rewritten as Python's json.dumps writes them (vLLM's form); forced_named passes the
@@ -124,8 +132,8 @@ struct ToolParse {
 
 enum class ToolParserKind {
   hermes, llama3_json, mistral, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2, cohere_command3,
-  pythonic, granite, lfm2, jamba, phi4_mini_json, olmo3, nemotron_nano_v2, apertus, ernie45, openai, forced_named,
-  forced_array
+  pythonic, granite, lfm2, jamba, phi4_mini_json, olmo3, nemotron_nano_v2, apertus, ernie45, gemma4, openai,
+  forced_named, forced_array
 };
 
 // A tool the request offers: its name and its parameters JSON schema's text ("" when absent).

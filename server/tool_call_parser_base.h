@@ -81,18 +81,24 @@ class Stepper : public Base {
 // is a call when its BODY so far is one. A syntax whose block holds a list of calls (lfm2, jamba)
 // sets `calls` instead of `body`: nullopt, or no call, and the block stays content. `dropped`:
 // markers removed from the text outside blocks (ERNIE 4.5's <response> and </response>).
+// closed_only: a block cut off by the end of the output stays content, whatever its BODY (gemma4,
+// whose vLLM parser reads only blocks with their end marker).
 struct TaggedSyntax {
   std::vector<std::string_view> section_open, section_close;  // each: any of these
   std::string_view call_open, call_close;
   std::function<std::optional<ToolCallDelta>(std::string_view body)> body;
   std::function<std::optional<std::vector<ToolCallDelta>>(std::string_view body)> calls = {};
   std::vector<std::string_view> dropped = {};
+  bool closed_only = false;
 };
 std::unique_ptr<ToolCallParser> make_tagged_parser(int max_calls, TaggedSyntax syntax);
 
 // The syntaxes' TaggedSyntax (hermes, deepseek_v3, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2, lfm2,
-// jamba, nemotron_nano_v2, apertus, ernie45); functions: the request's tools.
+// jamba, nemotron_nano_v2, apertus, ernie45, gemma4); functions: the request's tools.
 TaggedSyntax tagged_syntax(ToolParserKind kind, std::vector<ToolFunction> functions);
+
+// Gemma 4's call body, call:NAME{ARGS} (server/tool_call_gemma4.cpp); nullopt when it is not one.
+std::optional<ToolCallDelta> gemma4_call(std::string_view body);
 
 std::unique_ptr<ToolCallParser> make_mistral_parser(int max_calls);
 // Cohere Command's <|START_ACTION|> blocks (server/tool_call_cohere.cpp).

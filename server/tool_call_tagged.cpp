@@ -1,5 +1,5 @@
 // The tagged tool-call syntaxes (hermes, deepseek_v3/v31, kimi_k2, glm45, qwen3_coder, seed_oss, minimax_m2, lfm2,
-// jamba, nemotron_nano_v2, apertus, ernie45): one state machine over section and call markers
+// jamba, nemotron_nano_v2, apertus, ernie45, gemma4): one state machine over section and call markers
 // (TaggedSyntax), and each syntax's reading of a call's body.
 #include <nlohmann/json.hpp>
 
@@ -106,13 +106,14 @@ class TaggedParser final : public Stepper {
   }
 
   void block(std::string_view body, bool closed, ToolParse& out) {
-    if (s_.calls) {
+    const bool readable = closed || !s_.closed_only;
+    if (readable && s_.calls) {
       if (auto calls = s_.calls(body); calls && !calls->empty()) {
         for (auto& c : *calls) call(std::move(c), out);
         return;
       }
-    } else if (auto c = s_.body(body)) {
-      return call(std::move(*c), out);
+    } else if (readable) {
+      if (auto c = s_.body(body)) return call(std::move(*c), out);
     }
     std::string raw = std::string(s_.call_open) + std::string(body) + (closed ? std::string(s_.call_close) : "");
     content(raw, out);
@@ -506,6 +507,10 @@ TaggedSyntax tagged_syntax(ToolParserKind kind, std::vector<ToolFunction> functi
     case ToolParserKind::ernie45:
       return {{}, {}, "<tool_call>", "</tool_call>",
               ernie_call, nullptr, {"<response>", "</response>"}};
+    case ToolParserKind::gemma4:
+      // <|tool_response> is the model's stop after its calls (vLLM's gemma4 reasoning parser
+      // calls it that); should its text reach the output, it is no content.
+      return {{}, {}, "<|tool_call>", "<tool_call|>", gemma4_call, nullptr, {"<|tool_response>"}, /*closed_only=*/true};
     default:
       return {{}, {}, "<tool_call>", "</tool_call>",
               [](std::string_view body) { return call_of(body, {"arguments", "parameters"}); }};

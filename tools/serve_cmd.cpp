@@ -189,6 +189,7 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
                   "and cohere_command4 (Cohere Command R7B / A's <|START_THINKING|> plans), mistral (Magistral's "
                   "and Ministral 3's [THINK] blocks), granite (Granite 3.2's \"Here is my thought process:\"), "
                   "hunyuan_a13b (<think>..</think><answer>..</answer>), ernie45 (ERNIE 4.5's <think> and <response>), "
+                  "gemma4 (Gemma 4's <|channel>thought .. <channel|>), "
                   "glm47 and mimo (qwen3's rule), openai_gptoss (gpt-oss's harmony analysis channel), auto "
                   "(openai_gptoss when the vocabulary has a <|channel|> token, qwen3's rule when it has a </think> "
                   "token, seed_oss when </seed:think>, Cohere's when <|END_THINKING|>, mistral when [/THINK]) or none")
@@ -202,7 +203,7 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
                   "deepseek_v31, glm45 (glm47), qwen3_coder (qwen3_xml), seed_oss, minimax_m2, cohere_command3 "
                   "(cohere_command4), kimi_k2, pythonic "
                   "(llama4_pythonic), granite (Granite 3.x; granite4 is hermes), lfm2 (LFM2 / LFM2.5), jamba, hunyuan_a13b, phi4_mini_json, olmo3, "
-                  "nemotron_nano_v2 (nemotron_json), apertus, ernie45, minimax (MiniMax-M1), openai "
+                  "nemotron_nano_v2 (nemotron_json), apertus, ernie45, minimax (MiniMax-M1), gemma4 (Gemma 4), openai "
                   "(gpt-oss's harmony); default: the syntax the model's chat template writes");
   cmd->add_flag("--enable-auto-tool-choice", a->enable_auto_tool_choice,
                 "Accepted for vLLM compatibility: tool_choice auto is always served when the chat template (or "

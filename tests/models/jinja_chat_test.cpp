@@ -269,7 +269,7 @@ TEST(ModelChatTemplate, ToolSyntaxNames) {
                            ChatToolSyntax::granite, ChatToolSyntax::lfm2, ChatToolSyntax::jamba,
                            ChatToolSyntax::hunyuan_a13b, ChatToolSyntax::olmo3, ChatToolSyntax::phi4_mini_json,
                            ChatToolSyntax::nemotron_nano_v2, ChatToolSyntax::apertus, ChatToolSyntax::ernie45,
-                           ChatToolSyntax::minimax})
+                           ChatToolSyntax::minimax, ChatToolSyntax::gemma4})
     EXPECT_EQ(*parse_tool_syntax(tool_syntax_name(s)), s);
   EXPECT_EQ(*parse_tool_syntax("qwen3_xml"), ChatToolSyntax::qwen3_coder);
   EXPECT_EQ(*parse_tool_syntax("glm47"), ChatToolSyntax::glm45);

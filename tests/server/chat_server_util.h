@@ -203,6 +203,20 @@ inline const nlohmann::json& weather_and_time_tools() {
   return tools;
 }
 
+// A chat whose output is exactly `output` (greedy, one guided choice), weather_and_time_tools
+// offered with tool_choice auto; `extra`: more members of the body.
+inline nlohmann::json forced_output_chat(const std::string& output, const nlohmann::json& extra = nlohmann::json::object()) {
+  nlohmann::json body = {{"model", "tiny"},
+                         {"messages", {{{"role", "user"}, {"content", "Weather in Oslo?"}}}},
+                         {"tools", weather_and_time_tools()},
+                         {"tool_choice", "auto"},
+                         {"guided_choice", {output}},
+                         {"max_tokens", 400},
+                         {"temperature", 0}};
+  body.update(extra);
+  return body;
+}
+
 // A chat answer, read whole or from its stream: reasoning and content null where absent.
 struct ChatAnswer {
   nlohmann::json reasoning = nullptr, content = nullptr;

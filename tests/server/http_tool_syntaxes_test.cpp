@@ -26,15 +26,7 @@ using testing::model_with_template;
 // The model writes exactly `output` (greedy, one guided choice), with the tools offered; `extra`:
 // more members of the body.
 json forced(const std::string& output, const json& extra = json::object()) {
-  json body = {{"model", "tiny"},
-               {"messages", {{{"role", "user"}, {"content", "Weather in Oslo?"}}}},
-               {"tools", testing::weather_and_time_tools()},
-               {"tool_choice", "auto"},
-               {"guided_choice", {output}},
-               {"max_tokens", 400},
-               {"temperature", 0}};
-  body.update(extra);
-  return body;
+  return testing::forced_output_chat(output, extra);
 }
 
 struct Expected {

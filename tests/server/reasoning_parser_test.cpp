@@ -1,5 +1,5 @@
 // The reasoning splitter: vLLM's parsers' results (deepseek_r1, qwen3, seed_oss, Cohere's, Mistral's,
-// granite, hunyuan_a13b, ernie45) for
+// granite, hunyuan_a13b, ernie45, gemma4) for
 // whole outputs, and the same result however the output is cut into streamed pieces.
 #include "server/reasoning_parser.h"
 
@@ -130,6 +130,22 @@ const std::vector<Case>& cases() {
       {"ernie45_cut_while_thinking", ReasoningKind::ernie45, "", "abc</thi", "abc</thi", ""},
       {"ernie45_prompt_closed_the_block", ReasoningKind::ernie45, "<think>\n\n</think>\n\n", "\n<response>hi</response>", "",
        "hi"},
+      // Gemma 4 (vLLM's gemma4): <|channel>thought\n .. <channel|>, the "thought\n" label dropped; the
+      // thinking prompt ends "<|turn>model\n", the non-thinking one with an empty closed channel.
+      {"gemma4_thinks", ReasoningKind::gemma4, "<|turn>model\n",
+       "<|channel>thought\nI'm\nthinking<channel|>Hello, world!\nWhat's up?", "I'm\nthinking",
+       "Hello, world!\nWhat's up?"},
+      {"gemma4_thinking_off", ReasoningKind::gemma4, "<|turn>model\n<|channel>thought\n<channel|>", "Plain answer.", "",
+       "Plain answer."},
+      {"gemma4_no_channel", ReasoningKind::gemma4, "<|turn>model\n", "Just text <channel|> stays", "",
+       "Just text <channel|> stays"},
+      {"gemma4_cut_while_thinking", ReasoningKind::gemma4, "<|turn>model\n", "<|channel>thought\nstill", "still", ""},
+      // A forced close right after the label (thinking_token_budget 0): no reasoning (vLLM's would
+      // be "thought", the label it strips only with its newline).
+      {"gemma4_label_then_close", ReasoningKind::gemma4, "<|turn>model\n", "<|channel>thought<channel|>ok", "", "ok"},
+      {"gemma4_cut_after_the_label", ReasoningKind::gemma4, "<|turn>model\n", "<|channel>thought", "", ""},
+      {"gemma4_before_a_call", ReasoningKind::gemma4, "<|turn>model\n",
+       "<|channel>thought\nCall it.<channel|><|tool_call>call:f{}<tool_call|>", "Call it.", "<|tool_call>call:f{}<tool_call|>"},
   };
   return all;
 }
@@ -218,6 +234,10 @@ TEST(ReasoningSplitter, ParserNames) {
   EXPECT_EQ(*parse_reasoning_kind("cohere-command4"), ReasoningKind::cohere_command);
   // Mistral's: by name, or by auto where the vocabulary has `[/THINK]` and none of the tags above.
   EXPECT_EQ(*parse_reasoning_kind("mistral"), ReasoningKind::mistral);
+  // Gemma 4's: by name; its tags are the splitter's and the thinking budget's markers.
+  EXPECT_EQ(*parse_reasoning_kind("gemma4"), ReasoningKind::gemma4);
+  EXPECT_EQ(reasoning_open_tag(ReasoningKind::gemma4), "<|channel>");
+  EXPECT_EQ(reasoning_close_tag(ReasoningKind::gemma4), "<channel|>");
   EXPECT_EQ(*parse_reasoning_kind("granite"), ReasoningKind::granite);
   EXPECT_EQ(*parse_reasoning_kind("hunyuan_a13b"), ReasoningKind::hunyuan_a13b);
   EXPECT_EQ(*parse_reasoning_kind("ernie45"), ReasoningKind::ernie45);

@@ -651,26 +651,31 @@ def test_tool_choice_none_and_bad_tools(tool_client):
         assert says in str(e.value), (kw, str(e.value))
 
 
-def add_think_tokens(model):
-    """The model's two last vocabulary entries become `<think>` and `</think>`, added tokens as in
-    Qwen3's and R1's tokenizers (not special: they stay in the text). Returns their ids."""
+def add_tokens(model, tags, special):
+    """The model's last vocabulary entries become `tags`, added tokens (`special` as the real
+    tokenizer marks them). Returns their ids."""
     path = os.path.join(model, "tokenizer.json")
     with open(path) as f:
         tok = json.load(f)
     vocab, merges = tok["model"]["vocab"], tok["model"]["merges"]
     piece_of = {i: p for p, i in vocab.items()}
-    ids = (len(vocab) - 2, len(vocab) - 1)
-    for tag, i in zip(("<think>", "</think>"), ids):
+    ids = tuple(range(len(vocab) - len(tags), len(vocab)))
+    for tag, i in zip(tags, ids):
         piece = piece_of[i]
         del vocab[piece]
         # The merge that made the piece goes too (the last pieces are nobody's parts).
         merges[:] = [m for m in merges if (m if isinstance(m, str) else " ".join(m)).replace(" ", "", 1) != piece]
         vocab[tag] = i
         tok["added_tokens"].append({"id": i, "content": tag, "single_word": False, "lstrip": False,
-                                    "rstrip": False, "normalized": False, "special": False})
+                                    "rstrip": False, "normalized": False, "special": special})
     with open(path, "w") as f:
         json.dump(tok, f)
     return ids
+
+
+def add_think_tokens(model):
+    """`<think>` and `</think>` as in Qwen3's and R1's tokenizers (not special: they stay in the text)."""
+    return add_tokens(model, ["<think>", "</think>"], special=False)
 
 
 @pytest.fixture(scope="module")
