@@ -170,7 +170,8 @@ Status validate_speculative(const SpeculativeConfig& sp, const std::string& w) {
     return invalid_argument(at + "model must name the draft checkpoint (HF directory, GGUF or llama2.c .bin) "
                                  "for method draft_model");
   if (sp.method == "eagle3" && sp.model.empty())
-    return invalid_argument(at + "model must name the EAGLE-3 head's directory (LlamaForCausalLMEagle3) for method eagle3");
+    return invalid_argument(at + "model must name the EAGLE-3 head's directory (LlamaForCausalLMEagle3 or the speculators layout) for "
+                            "method eagle3");
   if (sp.method != "draft_model" && sp.method != "eagle3" && !sp.model.empty())
     return invalid_argument(at + "model is the draft checkpoint of method draft_model, or eagle3's head (method is '" +
                             sp.method + "')");
@@ -562,7 +563,14 @@ Status parse_speculative_json(const std::string& json_text, SpeculativeConfig& o
                               "none");
     out.method = it->second;
   } else if (j.contains("model")) {
-    out.method = "draft_model";
+    // vLLM infers the method from the model's name: "eagle-" is EAGLE-1/2, "eagle3" EAGLE-3
+    // (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B, AngelSlim/Qwen3-8B_eagle3, RedHatAI/...speculator.eagle3).
+    std::string name = out.model;
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    if (name.find("eagle-") != std::string::npos)
+      return invalid_argument(at + "model '" + out.model + "' names an EAGLE-1/2 head (vLLM infers method eagle from "
+                              "\"eagle-\" in the name), which is not supported; EAGLE-3 heads are (method eagle3)");
+    out.method = name.find("eagle3") != std::string::npos ? "eagle3" : "draft_model";
   } else {
     return invalid_argument(at + "needs a method (ngram, draft_model, mtp, eagle3) or a draft model");
   }

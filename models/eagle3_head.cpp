@@ -24,9 +24,13 @@ std::string str(int64_t v) { return std::to_string(v); }
 // entering layer j (0: the embeddings); SGLang reads a configured id as layer j's output (j + 1).
 Expected<std::vector<int>> aux_layer_ids(const json& j, int target_layers) {
   const json* ids = nullptr;
-  if (auto it = j.find("eagle_aux_hidden_state_layer_ids"); it != j.end() && !it->is_null()) ids = &*it;
+  // Absent, null or empty (vLLM's `if config_dict.get(...)`): the default.
+  const auto given = [](const json& o, json::const_iterator it) {
+    return it != o.end() && !it->is_null() && !(it->is_array() && it->empty());
+  };
+  if (auto it = j.find("eagle_aux_hidden_state_layer_ids"); given(j, it)) ids = &*it;
   if (auto ec = j.find("eagle_config"); ids == nullptr && ec != j.end() && ec->is_object())
-    if (auto it = ec->find("eagle_aux_hidden_state_layer_ids"); it != ec->end() && !it->is_null()) ids = &*it;
+    if (auto it = ec->find("eagle_aux_hidden_state_layer_ids"); given(*ec, it)) ids = &*it;
   std::vector<int> out;
   if (ids == nullptr) {
     out = {2, target_layers / 2, target_layers - 3};
@@ -56,40 +60,65 @@ Expected<Eagle3Config> parse_eagle3_config(const std::string& json_text, const M
   std::string arch;
   if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_string())
     arch = (*it)[0].get<std::string>();
-  if (arch == "Eagle3Speculator")
-    return unsupported("config.json: the speculators layout (Eagle3Speculator, transformer_layer_config) is not "
-                       "supported; an EAGLE-3 head loads as LlamaForCausalLMEagle3 (yuhuili's, SpecForge's)");
-  if (arch != "LlamaForCausalLMEagle3")
-    return unsupported("config.json: architecture '" + arch + "' is not an EAGLE-3 head; supported: LlamaForCausalLMEagle3");
-  const auto flag = [&](const char* key) { return j.contains(key) && j[key].is_boolean() && j[key].get<bool>(); };
-  for (const char* key : {"norm_before_residual", "attention_bias", "mlp_bias"})
-    if (flag(key)) return unsupported(std::string("config.json: ") + key + " = true is not supported for an EAGLE-3 head");
-  if (auto ec = j.find("eagle_config"); ec != j.end() && ec->is_object() && ec->contains("use_aux_hidden_state") &&
-                                        (*ec)["use_aux_hidden_state"] == false)
+  Eagle3Config c;
+  // The speculators layout (vLLM's SpeculatorsConfig): the decoder layer under
+  // transformer_layer_config, the EAGLE-3 fields at the top level.
+  c.speculators = j.contains("speculators_model_type");
+  if (c.speculators) {
+    const json& type = j["speculators_model_type"];
+    if (!type.is_string() || type.get<std::string>() != "eagle3")
+      return unsupported("config.json: speculators_model_type " + type.dump() + " is not supported (eagle3 is)");
+    if (!j.contains("transformer_layer_config") || !j["transformer_layer_config"].is_object())
+      return invalid_argument("config.json: the speculators layout needs transformer_layer_config (an object)");
+  } else if (arch != "LlamaForCausalLMEagle3" && arch != "Eagle3LlamaForCausalLM") {
+    return unsupported("config.json: architecture '" + arch + "' is not an EAGLE-3 head; supported: "
+                       "LlamaForCausalLMEagle3 (Eagle3LlamaForCausalLM), or the speculators layout "
+                       "(speculators_model_type eagle3)");
+  }
+  const json& layer_json = c.speculators ? j["transformer_layer_config"] : j;
+  if (c.speculators && layer_json.contains("model_type") && layer_json["model_type"] != "llama")
+    return unsupported("config.json: transformer_layer_config.model_type " + layer_json["model_type"].dump() +
+                       " is not supported (vLLM runs the head as a llama layer)");
+  const auto flag = [](const json& o, const char* key) {
+    return o.contains(key) && o[key].is_boolean() && o[key].get<bool>();
+  };
+  for (const char* key : {"attention_bias", "mlp_bias"})
+    if (flag(layer_json, key)) return unsupported(std::string("config.json: ") + key + " = true is not supported for an EAGLE-3 head");
+  // norm_before_fc (gpt-oss heads: an RMSNorm over the concatenated aux states; NVIDIA's keep it
+  // under eagle_config), fc_norm and norm_output are not run.
+  const json* ec = j.contains("eagle_config") && j["eagle_config"].is_object() ? &j["eagle_config"] : nullptr;
+  for (const char* key : {"norm_before_fc", "fc_norm", "norm_output"})
+    if (flag(j, key) || (ec != nullptr && flag(*ec, key)))
+      return unsupported(std::string("config.json: ") + key + " = true is not supported for an EAGLE-3 head");
+  if (ec != nullptr && ec->contains("use_aux_hidden_state") && (*ec)["use_aux_hidden_state"] == false)
     return unsupported("config.json: eagle_config.use_aux_hidden_state = false (EAGLE-1 style) is not supported");
-  // An integer field, `fallback` when absent or null; a value of another type is refused.
-  const auto integer = [&](const char* key, int64_t fallback) -> Expected<int64_t> {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return fallback;
+  // vLLM's update_eagle3 defaults norm_before_residual to true in the speculators layout.
+  if (j.contains("norm_before_residual") && !j["norm_before_residual"].is_boolean())
+    return invalid_argument("config.json: norm_before_residual must be a boolean");
+  c.norm_before_residual = j.value("norm_before_residual", c.speculators);
+  // An integer field of `o`, `fallback` when absent or null; a value of another type is refused.
+  const auto integer = [](const json& o, const char* key, int64_t fallback) -> Expected<int64_t> {
+    auto it = o.find(key);
+    if (it == o.end() || it->is_null()) return fallback;
     if (!it->is_number_integer()) return invalid_argument(std::string("config.json: ") + key + " must be an integer");
     return it->get<int64_t>();
   };
-  BRIGADE_ASSIGN_OR_RETURN(const int64_t layers, integer("num_hidden_layers", 1));
+  BRIGADE_ASSIGN_OR_RETURN(const int64_t layers, integer(layer_json, "num_hidden_layers", 1));
   if (layers != 1)
     return unsupported("config.json: an EAGLE-3 head with num_hidden_layers " + str(layers) + " is not supported (1)");
-  Eagle3Config c;
-  json layer = j;  // the decoder layer's shape, read as a llama config
+  json layer = layer_json;  // the decoder layer's shape, read as a llama config
   layer["architectures"] = json::array({"LlamaForCausalLM"});
+  layer["model_type"] = "llama";
   BRIGADE_ASSIGN_OR_RETURN(c.layer, parse_hf_config(layer.dump()));
   const ModelConfig& l = c.layer;
   if (l.vocab_size != target.vocab_size)
     return invalid_argument("config.json: the head's vocab_size " + str(l.vocab_size) + " is not the target's " +
                             str(target.vocab_size));
-  BRIGADE_ASSIGN_OR_RETURN(const int64_t target_hidden, integer("target_hidden_size", l.hidden_size));
+  BRIGADE_ASSIGN_OR_RETURN(const int64_t target_hidden, integer(j, "target_hidden_size", l.hidden_size));
   if (target_hidden != target.hidden_size)
     return invalid_argument("config.json: target_hidden_size " + str(target_hidden) + " is not the target's hidden size " +
                             str(target.hidden_size));
-  BRIGADE_ASSIGN_OR_RETURN(c.draft_vocab, integer("draft_vocab_size", l.vocab_size));
+  BRIGADE_ASSIGN_OR_RETURN(c.draft_vocab, integer(j, "draft_vocab_size", l.vocab_size));
   if (c.draft_vocab < 1 || c.draft_vocab > l.vocab_size)
     return invalid_argument("config.json: draft_vocab_size " + str(c.draft_vocab) + " must be in [1, vocab_size " +
                             str(l.vocab_size) + "]");
@@ -138,21 +167,25 @@ Status Eagle3Head::load_weights(const Checkpoint& ck, const Tensor& target_embed
   } else {
     embed_ = target_embed;
   }
+  // The layer is `midlayer.` (LlamaForCausalLMEagle3) or `layers.0.` (the speculators layout;
+  // vLLM renames the first to the second).
+  const std::string p = w.has("midlayer.input_layernorm.weight") ? "midlayer." : "layers.0.";
+  for (const std::string& bad : {std::string("fc.bias"), p + "self_attn.q_norm.weight", p + "self_attn.k_norm.weight"})
+    if (w.has(bad)) return unsupported(bad + " is not supported in an EAGLE-3 head (vLLM's llama_eagle3.py has none)");
   for (int i = 0; i < 3; ++i) {
     BRIGADE_ASSIGN_OR_RETURN(fc_[i], w.matrix("fc.weight", h, 3 * th, {}, {i * th, th}));
   }
-  BRIGADE_ASSIGN_OR_RETURN(input_norm_, norm("midlayer.input_layernorm.weight"));
-  BRIGADE_ASSIGN_OR_RETURN(hidden_norm_, norm("midlayer.hidden_norm.weight"));
-  BRIGADE_ASSIGN_OR_RETURN(post_attn_norm_, norm("midlayer.post_attention_layernorm.weight"));
+  BRIGADE_ASSIGN_OR_RETURN(input_norm_, norm(p + "input_layernorm.weight"));
+  BRIGADE_ASSIGN_OR_RETURN(hidden_norm_, norm(p + "hidden_norm.weight"));
+  BRIGADE_ASSIGN_OR_RETURN(post_attn_norm_, norm(p + "post_attention_layernorm.weight"));
   BRIGADE_ASSIGN_OR_RETURN(final_norm_, norm("norm.weight"));
-  const std::vector<std::string> qkv = {"midlayer.self_attn.q_proj.weight", "midlayer.self_attn.k_proj.weight",
-                                        "midlayer.self_attn.v_proj.weight"};
+  const std::vector<std::string> qkv = {p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight",
+                                        p + "self_attn.v_proj.weight"};
   BRIGADE_ASSIGN_OR_RETURN(qkv_embed_, w.fused(qkv, {q, kv, kv}, 2 * h, {}, {0, h}));
   BRIGADE_ASSIGN_OR_RETURN(qkv_hidden_, w.fused(qkv, {q, kv, kv}, 2 * h, {}, {h, h}));
-  BRIGADE_ASSIGN_OR_RETURN(o_, w.matrix("midlayer.self_attn.o_proj.weight", h, q));
-  BRIGADE_ASSIGN_OR_RETURN(gate_up_, w.fused({"midlayer.mlp.gate_proj.weight", "midlayer.mlp.up_proj.weight"},
-                                             {inter, inter}, h));
-  BRIGADE_ASSIGN_OR_RETURN(down_, w.matrix("midlayer.mlp.down_proj.weight", h, inter));
+  BRIGADE_ASSIGN_OR_RETURN(o_, w.matrix(p + "self_attn.o_proj.weight", h, q));
+  BRIGADE_ASSIGN_OR_RETURN(gate_up_, w.fused({p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}, {inter, inter}, h));
+  BRIGADE_ASSIGN_OR_RETURN(down_, w.matrix(p + "mlp.down_proj.weight", h, inter));
   BRIGADE_ASSIGN_OR_RETURN(lm_head_, w.table("lm_head.weight", dv, h));
   to_target_.resize(static_cast<size_t>(dv));
   if (!w.has("d2t")) {
@@ -280,7 +313,8 @@ Status Eagle3Head::forward(const StepBatch& batch, const KvCache& kv, int kv_lay
   const float scale = c.attn_scale > 0.0f ? c.attn_scale : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   backend_.attention(qkv, l, cache, ints_.meta(batch, bounds, 0), scale, attn);
   backend_.matmul(attn, o_.tensor, Tensor(), delta);
-  backend_.add(delta, x);  // h = x + attention: the residual is x itself
+  // h = r + attention: the residual r is x itself, or (norm_before_residual) hidden_norm(x), still in normed.
+  backend_.add(delta, config_.norm_before_residual ? normed : x);
   backend_.rms_norm(delta, post_attn_norm_.tensor, eps, normed);
   backend_.matmul(normed, gate_up_.tensor, Tensor(), s_.gate_up.tensor.rows(0, n));
   backend_.silu_mul(s_.gate_up.tensor.rows(0, n), s_.act.tensor.rows(0, n));

@@ -1,9 +1,11 @@
 // Internal to models/: an EAGLE-3 draft head (LlamaForCausalLMEagle3: yuhuili/EAGLE3-*, SpecForge's
-// checkpoints), loaded beside a Llama target (LoadOptions::eagle3) and run by its forward_mtp, as
-// vLLM's llama_eagle3.py runs it:
+// checkpoints; or the speculators layout, Eagle3Speculator: RedHatAI's), loaded beside a llama,
+// qwen2, qwen3 or qwen3_moe target (LoadOptions::eagle3) and run by its forward_mtp, as vLLM's
+// llama_eagle3.py runs it:
 //   x = fc([a_0; a_1; a_2])  (first draft: the target's residual stream entering its aux layers)
 //     or the head's own pre-norm output at the previous position (chained drafts);
-//   h = x + o(attn([input_layernorm(embed(token)); hidden_norm(x)]))   (q|k|v over 2 hidden columns)
+//   h = r + o(attn([input_layernorm(embed(token)); hidden_norm(x)]))   (q|k|v over 2 hidden columns;
+//     r = x, or hidden_norm(x) with norm_before_residual)
 //   pre = h + mlp(post_attention_layernorm(h));  logits = lm_head(norm(pre))  over the draft vocabulary,
 // whose column i is target token i + d2t[i]. The head's K/V is one more layer of the target's
 // pool (index target n_layers), so its kv heads and head_dim must be the target's.
@@ -26,13 +28,18 @@ struct Eagle3Config {
   ModelConfig layer;              // the head's decoder layer as a llama config (heads, head_dim, rope, eps)
   int64_t draft_vocab = 0;        // draft_vocab_size (vocab_size when absent)
   std::vector<int> aux_layers;    // eagle_aux_hidden_state_layer_ids, else vLLM's (2, L / 2, L - 3)
+  bool norm_before_residual = false;  // the residual is hidden_norm(x) (speculators' default: true)
+  bool speculators = false;       // the speculators layout (speculators_model_type eagle3)
   bool own_embedding = false;     // set at load: the checkpoint stores embed_tokens
 };
 
-// config.json of a head for `target`: refuses, by name, other architectures (speculators'
-// Eagle3Speculator layout included), more than one layer, norm_before_residual, biases, no aux
-// hidden states, another vocabulary or hidden size than the target's, aux layer ids outside the
-// target, and kv heads / head_dim other than the target's.
+// config.json of a head for `target`, in either layout (the speculators one read as vLLM's
+// SpeculatorsConfig does: transformer_layer_config is the layer, draft_vocab_size,
+// target_hidden_size, norm_before_residual (default true) and the aux ids at the top level).
+// Refuses, by name, other architectures and speculators_model_types, a transformer_layer_config
+// of another model_type than llama, more than one layer, norm_before_fc, fc_norm, norm_output,
+// biases, no aux hidden states, another vocabulary or hidden size than the target's, aux layer
+// ids outside the target, and kv heads / head_dim other than the target's.
 Expected<Eagle3Config> parse_eagle3_config(const std::string& json_text, const ModelConfig& target);
 
 class Eagle3Head {

@@ -51,11 +51,13 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
     return unsupported(path + ": '" + arch + "' has no MTP module to draft with (speculative method mtp runs "
                        "the num_nextn_predict_layers module of deepseek_v2, deepseek_v3, glm4_moe, glm4_moe_lite, "
                        "deepseek_v32 and glm_moe_dsa)");
-  // EAGLE-3 heads are checked against Llama targets (models/eagle3_head.h); the other decoders'
-  // aux hidden states are not captured.
-  if (!options.eagle3.empty() && (options.mtp || arch != "llama"))
-    return unsupported(path + ": an EAGLE-3 draft head runs on a llama target without an MTP module (this one is '" +
-                       arch + "'" + (options.mtp ? ", with mtp" : "") + ")");
+  // EAGLE-3 heads (models/eagle3_head.h) beside the decoders checked against a reference whose
+  // aux hidden states vLLM captures the same way (the residual entering a layer); gpt_oss's
+  // heads need norm_before_fc, Llama 4's and the others' are not checked.
+  const bool eagle3_target = arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "qwen3_moe";
+  if (!options.eagle3.empty() && (options.mtp || !eagle3_target))
+    return unsupported(path + ": an EAGLE-3 draft head runs on a llama, qwen2, qwen3 or qwen3_moe target without an "
+                       "MTP module (this one is '" + arch + "'" + (options.mtp ? ", with mtp" : "") + ")");
   // qwen2 (q/k/v biases) and qwen3 (q/k head norms) are the Llama decoder with optional pieces.
   // qwen3_moe is qwen3 with sparse expert blocks in some layers (models/moe_block.h), qwen2_moe
   // qwen2 with them and a gated shared expert, mixtral llama with one in every layer; phi3 stores q|k|v and gate|up fused and may rotate part of

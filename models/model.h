@@ -154,9 +154,9 @@ struct LoadOptions {
   // num_nextn_predict_layers, the first one), run by forward_mtp() to draft tokens. Its K/V is one
   // more layer of kv_layout. Fails the load for a model without one, or under tensor parallelism.
   bool mtp = false;
-  // EAGLE-3 speculative decoding: a LlamaForCausalLMEagle3 draft head directory, loaded with the
-  // target (models/eagle3_head.h) and run by forward_mtp() as the MTP module is. Its K/V is one
-  // more layer of kv_layout. Llama-architecture targets only, tp 1; empty: none.
+  // EAGLE-3 speculative decoding: a draft head directory (LlamaForCausalLMEagle3 or speculators'), loaded
+  // with the target (models/eagle3_head.h) and run by forward_mtp() as the MTP module is. Its K/V is one
+  // more layer of kv_layout. llama, qwen2, qwen3 and qwen3_moe targets only, tp 1; empty: none.
   std::string eagle3;
   // Recurrent models (ModelConfig::recurrent): sequences whose state is kept at once (the
   // scheduler's max_running), each a slot of state memory allocated at load.

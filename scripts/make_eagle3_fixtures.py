@@ -23,6 +23,23 @@ lm_head.weight, d2t (int64), t2d (bool), and embed_tokens.weight where the head 
   embed_tokens) and vLLM's default aux layers (2, L / 2, L - 3). expected.json: the target's
   greedy continuations (transformers generate).
 
+Beside other targets (VARIANTS; vLLM captures their aux hidden states as Llama's, the residual
+entering a layer), each with a random head and expected.json's "variants" entry holding its
+cases as above:
+- qwen2_target/ + qwen2_head/: a random 3-layer Qwen2 target (q/k/v biases, tied embeddings), a
+  Hub-layout head with its own embedding, aux ids [0, 1, 2] under eagle_config;
+- qwen3_target/ + qwen3_head/: a random 4-layer Qwen3 target (q/k norms), a head as the Hub's
+  LlamaForCausalLMEagle3 of the target's hidden size on the target's embedding,
+  eagle_aux_hidden_state_layer_ids [1, 2, 3] at the top level;
+- qwen3_moe_target/ + qwen3_moe_head/: a random 3-layer Qwen3-MoE target (4 experts, top-2, layer 1
+  dense), a head in the speculators layout (Eagle3Speculator: config.json with
+  speculators_model_type eagle3, transformer_layer_config, speculators_config; tensors under
+  layers.0.*, its own embed_tokens) of hidden 24, norm_before_residual true (the residual is
+  hidden_norm(x)), vLLM's default aux layers;
+and qwen3_bigram_target/ + qwen3_bigram_head/: the edited pair above on a Qwen3 target, the head in
+the speculators layout with norm_before_residual true and its own copy of the target's embedding
+(expected.json's "qwen3_bigram_cases").
+
 The reference head composes transformers' own LlamaAttention (its q/k/v widened to 2 x hidden
 input columns), LlamaMLP, LlamaRMSNorm and LlamaRotaryEmbedding exactly as vLLM's
 llama_eagle3.py does (eagle3_forward). Run: python3 scripts/make_eagle3_fixtures.py (reuses
@@ -51,13 +68,61 @@ HEAD = dict(hidden_size=24, intermediate_size=48, num_attention_heads=4, num_key
             aux=[0, 2, 4], own_embedding=True)
 BIGRAM_TARGET = mf.base_config(hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4,
                                num_key_value_heads=4, head_dim=8)
+QWEN3_TARGET = mf.base_config(hidden_size=32, intermediate_size=48, num_hidden_layers=4, num_attention_heads=4,
+                              num_key_value_heads=2, head_dim=8, rms_norm_eps=1e-6)
+QWEN3_HEAD = dict(hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                  vocab_size=256, draft_vocab_size=96, target_hidden_size=32, max_position_embeddings=256,
+                  rms_norm_eps=1e-6, rope_theta=1000000.0, aux=[1, 2, 3], aux_top_level=True, own_embedding=False)
+QWEN3_MOE_TARGET = mf.base_config(hidden_size=32, intermediate_size=48, num_hidden_layers=3, num_attention_heads=4,
+                                  num_key_value_heads=2, head_dim=8, rms_norm_eps=1e-6, num_experts=4,
+                                  num_experts_per_tok=2, moe_intermediate_size=16, norm_topk_prob=True,
+                                  mlp_only_layers=[1])
+QWEN3_MOE_HEAD = dict(hidden_size=24, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                      vocab_size=256, draft_vocab_size=64, target_hidden_size=32, max_position_embeddings=256,
+                      rms_norm_eps=1e-6, rope_theta=1000000.0, aux=None, own_embedding=True, speculators=True,
+                      norm_before_residual=True)
+QWEN2_TARGET = mf.base_config(hidden_size=32, intermediate_size=48, num_hidden_layers=3, num_attention_heads=4,
+                              num_key_value_heads=2, head_dim=8, rms_norm_eps=1e-6, tie_word_embeddings=True)
+QWEN2_HEAD = dict(hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                  vocab_size=256, draft_vocab_size=128, target_hidden_size=32, max_position_embeddings=256,
+                  rms_norm_eps=1e-6, rope_theta=1000000.0, aux=[0, 1, 2], own_embedding=True)
+# name -> (target config class, target model class, target config, head, seed)
+VARIANTS = {
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", QWEN2_TARGET, QWEN2_HEAD, SEED + 50),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", QWEN3_TARGET, QWEN3_HEAD, SEED + 20),
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_TARGET, QWEN3_MOE_HEAD, SEED + 30),
+}
+QWEN3_BIGRAM_TARGET = mf.base_config(hidden_size=32, intermediate_size=48, num_hidden_layers=3, num_attention_heads=4,
+                                     num_key_value_heads=4, head_dim=8, rms_norm_eps=1e-6)
 BIGRAM_HEAD = dict(hidden_size=32, intermediate_size=32, num_attention_heads=4, num_key_value_heads=4, head_dim=8,
                    vocab_size=256, target_hidden_size=32, max_position_embeddings=256, rms_norm_eps=1e-5,
                    rope_theta=10000.0, aux=None, own_embedding=False)
 
 
-def head_config_json(h, draft_vocab):
-    """config.json as LlamaForCausalLMEagle3 checkpoints write it."""
+def head_config_json(h, draft_vocab, verifier=None):
+    """config.json as LlamaForCausalLMEagle3 checkpoints write it, or (h["speculators"]) as the
+    speculators library writes an Eagle3Speculator's: the layer's llama config under
+    transformer_layer_config, the EAGLE-3 fields at the top level."""
+    layer = {"model_type": "llama", "num_hidden_layers": 1, "hidden_act": "silu", "tie_word_embeddings": False,
+             "bos_token_id": 1, "eos_token_id": 2}
+    for k in ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "head_dim",
+              "vocab_size", "max_position_embeddings", "rms_norm_eps", "rope_theta"):
+        layer[k] = h[k]
+    if "rope_scaling" in h:
+        layer["rope_scaling"] = h["rope_scaling"]
+    if h.get("speculators"):
+        layer.update(attention_bias=False, mlp_bias=False)
+        c = {"architectures": ["Eagle3Speculator"], "speculators_model_type": "eagle3", "speculators_version": "0.2.0",
+             "transformer_layer_config": layer, "draft_vocab_size": draft_vocab,
+             "target_hidden_size": h["target_hidden_size"], "norm_before_residual": h["norm_before_residual"],
+             "norm_before_fc": False, "fc_norm": False, "norm_output": False,
+             "speculators_config": {"algorithm": "eagle3", "default_proposal_method": "greedy",
+                                    "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": N_DRAFT,
+                                                          "accept_tolerance": 0.0, "verifier_accept_k": 1}],
+                                    "verifier": {"name_or_path": "../" + verifier[0], "architectures": [verifier[1]]}}}
+        if h["aux"] is not None:
+            c["eagle_aux_hidden_state_layer_ids"] = h["aux"]
+        return c
     c = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "num_hidden_layers": 1,
          "hidden_act": "silu", "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2,
          "draft_vocab_size": draft_vocab}
@@ -66,7 +131,9 @@ def head_config_json(h, draft_vocab):
         c[k] = h[k]
     if "rope_scaling" in h:
         c["rope_scaling"] = h["rope_scaling"]
-    if h["aux"] is not None:
+    if h["aux"] is not None and h.get("aux_top_level"):
+        c["eagle_aux_hidden_state_layer_ids"] = h["aux"]
+    elif h["aux"] is not None:
         c["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": h["aux"], "use_aux_hidden_state": True}
     return c
 
@@ -101,20 +168,22 @@ def new_head(h, target):
     if h["own_embedding"]:
         head.embed_tokens = torch.nn.Embedding(h["vocab_size"], H)
     head.config = cfg  # randomize reads config.model_type
+    head.norm_before_residual = h.get("norm_before_residual", False)
     head.rotary = LlamaRotaryEmbedding(cfg)
     return head.to(torch.float32).eval()
 
 
-def head_tensors(head, d2t, vocab):
-    """The checkpoint's tensors under the Hub's names."""
+def head_tensors(head, d2t, vocab, layer="midlayer"):
+    """The checkpoint's tensors under the Hub's names (the layer under `midlayer.`, or the
+    speculators layout's `layers.0.`)."""
     import torch
     t = {"fc.weight": head.fc.weight, "norm.weight": head.norm.weight, "lm_head.weight": head.lm_head.weight}
     for name in ("input_layernorm", "hidden_norm", "post_attention_layernorm"):
-        t[f"midlayer.{name}.weight"] = getattr(head, name).weight
+        t[f"{layer}.{name}.weight"] = getattr(head, name).weight
     for p in ("q_proj", "k_proj", "v_proj", "o_proj"):
-        t[f"midlayer.self_attn.{p}.weight"] = getattr(head.self_attn, p).weight
+        t[f"{layer}.self_attn.{p}.weight"] = getattr(head.self_attn, p).weight
     for p in ("gate_proj", "up_proj", "down_proj"):
-        t[f"midlayer.mlp.{p}.weight"] = getattr(head.mlp, p).weight
+        t[f"{layer}.mlp.{p}.weight"] = getattr(head.mlp, p).weight
     if hasattr(head, "embed_tokens"):
         t["embed_tokens.weight"] = head.embed_tokens.weight
     t = {k: v.detach().clone().contiguous() for k, v in t.items()}
@@ -125,11 +194,13 @@ def head_tensors(head, d2t, vocab):
     return t
 
 
-def save_head(head, h, d2t, out_dir):
+def save_head(head, h, d2t, out_dir, verifier=None):
     from safetensors.torch import save_file
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "config.json").write_text(json.dumps(head_config_json(h, len(d2t)), indent=2) + "\n")
-    save_file(head_tensors(head, d2t, h["vocab_size"]), str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+    (out_dir / "config.json").write_text(json.dumps(head_config_json(h, len(d2t), verifier), indent=2) + "\n")
+    layer = "layers.0" if h.get("speculators") else "midlayer"
+    save_file(head_tensors(head, d2t, h["vocab_size"], layer), str(out_dir / "model.safetensors"),
+              metadata={"format": "pt"})
 
 
 def aux_layers(h, target):
@@ -138,11 +209,22 @@ def aux_layers(h, target):
 
 
 def aux_states(target, tokens, layers):
-    """vLLM's aux_hidden_states: the residual stream entering each layer (hidden_states[j] of
-    output_hidden_states: 0 is the embeddings), concatenated: [n, 3 target hidden]."""
+    """vLLM's aux_hidden_states: the residual stream entering each layer (the hidden states a
+    forward pre-hook of decoder layer j sees: layer 0's are the embeddings), concatenated:
+    [n, 3 target hidden]."""
     import torch
-    hs = target(torch.tensor([tokens]), output_hidden_states=True).hidden_states
-    return torch.cat([hs[j][0] for j in layers], dim=-1)
+    seen = {}
+    hooks = []
+    for j, layer in enumerate(target.model.layers):
+        def hook(module, args, kwargs, j=j):
+            seen[j] = (args[0] if args else kwargs["hidden_states"])[0].detach().clone()
+        hooks.append(layer.register_forward_pre_hook(hook, with_kwargs=True))
+    try:
+        target(torch.tensor([tokens]))
+    finally:
+        for h in hooks:
+            h.remove()
+    return torch.cat([seen[j] for j in layers], dim=-1)
 
 
 def eagle3_forward(head, target, tokens, x):
@@ -158,7 +240,8 @@ def eagle3_forward(head, target, tokens, x):
     pos = torch.arange(m)[None]
     mask = torch.full((m, m), float("-inf")).triu(1)[None, None]
     a, _ = head.self_attn(cat, position_embeddings=head.rotary(cat, pos), attention_mask=mask)
-    hid = a + x[None]  # the residual is the hidden input itself (norm_before_residual false)
+    # The residual is the hidden input itself, or its hidden_norm with norm_before_residual.
+    hid = a + (head.hidden_norm(x[None]) if head.norm_before_residual else x[None])
     pre = head.mlp(head.post_attention_layernorm(hid)) + hid
     return pre[0], head.lm_head(head.norm(pre))[0]
 
@@ -197,17 +280,18 @@ def save_target(target, out_dir):
     (out_dir / "generation_config.json").unlink(missing_ok=True)
 
 
-def make_random():
+def make_random(cfg_cls="LlamaConfig", model_cls="LlamaForCausalLM", target_kw=TARGET, h=HEAD, seed=SEED, prefix=""):
+    """A random target and head, saved under <prefix>target/ and <prefix>head/; their cases."""
     import torch
-    target = mf.new_model("LlamaConfig", "LlamaForCausalLM", TARGET, SEED)
-    head = new_head(HEAD, target)
-    mf.randomize(head, SEED + 1)
-    g = torch.Generator().manual_seed(SEED + 2)
-    subset = sorted(torch.randperm(HEAD["vocab_size"], generator=g)[:HEAD["draft_vocab_size"]].tolist())
+    target = mf.new_model(cfg_cls, model_cls, target_kw, seed)
+    head = new_head(h, target)
+    mf.randomize(head, seed + 1)
+    g = torch.Generator().manual_seed(seed + 2)
+    subset = sorted(torch.randperm(h["vocab_size"], generator=g)[:h["draft_vocab_size"]].tolist())
     d2t = [t - i for i, t in enumerate(subset)]
-    save_target(target, OUT / "target")
-    save_head(head, HEAD, d2t, OUT / "head")
-    layers = aux_layers(HEAD, target)
+    save_target(target, OUT / f"{prefix}target")
+    save_head(head, h, d2t, OUT / f"{prefix}head", (f"{prefix}target", model_cls))
+    layers = aux_layers(h, target)
     with torch.no_grad():
         cases = [case(head, target, subset, layers, p) for p in PROMPTS]
     top = {row.index(max(row)) for c in cases for row in c["draft_logits"]}
@@ -215,23 +299,26 @@ def make_random():
     return cases, layers
 
 
-def make_bigram():
-    """The edited pair (module docstring); asserts the head's first draft is the target's next
-    token at every row of every case."""
+def make_bigram(cfg_cls="LlamaConfig", model_cls="LlamaForCausalLM", target_kw=BIGRAM_TARGET, base_head=BIGRAM_HEAD,
+                seed=SEED + 10, prefix="bigram_"):
+    """The edited pair (module docstring), saved under <prefix>target/ and <prefix>head/; asserts
+    the head's first draft is the target's next token at every row of every case."""
     import torch
-    target = mf.new_model("LlamaConfig", "LlamaForCausalLM", BIGRAM_TARGET, SEED + 10)
-    hd = BIGRAM_TARGET["head_dim"]
+    target = mf.new_model(cfg_cls, model_cls, target_kw, seed)
+    hd = target_kw["head_dim"]
     with torch.no_grad():
         for layer in target.model.layers:
             layer.self_attn.o_proj.weight.zero_()
-            layer.mlp.down_proj.weight.zero_()
+            for name, p in layer.mlp.named_parameters():
+                if "down_proj" in name:
+                    p.zero_()
         emb = target.model.embed_tokens.weight
         chunks = emb.view(emb.shape[0], -1, hd)
         chunks.mul_(hd ** 0.5 / chunks.norm(dim=-1, keepdim=True))
         normed = target.model.norm(target.model.embed_tokens.weight)
         emits = sorted(set(target.lm_head(normed).argmax(dim=-1).tolist()))
     subset = sorted(set(emits) | set(range(3, 3 + max(0, 48 - len(emits)))))
-    h = dict(BIGRAM_HEAD, draft_vocab_size=len(subset))
+    h = dict(base_head, draft_vocab_size=len(subset))
     head = new_head(h, target)
     H = h["hidden_size"]
     with torch.no_grad():
@@ -248,9 +335,11 @@ def make_bigram():
             getattr(head, name).weight.fill_(1.0)
         head.norm.weight.copy_(target.model.norm.weight)
         head.lm_head.weight.copy_(target.lm_head.weight[subset])
-    save_target(target, OUT / "bigram_target")
+        if hasattr(head, "embed_tokens"):  # the speculators layout stores its copy of the target's
+            head.embed_tokens.weight.copy_(target.model.embed_tokens.weight)
+    save_target(target, OUT / f"{prefix}target")
     d2t = [t - i for i, t in enumerate(subset)]
-    save_head(head, h, d2t, OUT / "bigram_head")
+    save_head(head, h, d2t, OUT / f"{prefix}head", (f"{prefix}target", model_cls))
     layers = aux_layers(h, target)
     cases = []
     with torch.no_grad():
@@ -271,11 +360,21 @@ def main():
     import transformers
     cases, layers = make_random()
     bigram, bigram_layers = make_bigram()
-    expected = {"generator": f"transformers {transformers.__version__}, torch {torch.__version__}, LlamaForCausalLM "
-                             f"targets (fp32, eager attention, seed {SEED}) and EAGLE-3 heads composed as vLLM's "
-                             "llama_eagle3.py from transformers' Llama modules",
+    variants = {}
+    for name, (cfg_cls, model_cls, target_kw, h, seed) in VARIANTS.items():
+        v_cases, v_layers = make_random(cfg_cls, model_cls, target_kw, h, seed, f"{name}_")
+        variants[name] = {"aux_layers": v_layers, "speculators": bool(h.get("speculators")),
+                          "norm_before_residual": bool(h.get("norm_before_residual")), "cases": v_cases}
+    qwen3_bigram, qwen3_bigram_layers = make_bigram(
+        "Qwen3Config", "Qwen3ForCausalLM", QWEN3_BIGRAM_TARGET,
+        dict(BIGRAM_HEAD, rms_norm_eps=1e-6, own_embedding=True, speculators=True, norm_before_residual=True),
+        SEED + 40, "qwen3_bigram_")
+    expected = {"generator": f"transformers {transformers.__version__}, torch {torch.__version__}, LlamaForCausalLM, "
+                             f"Qwen2ForCausalLM, Qwen3ForCausalLM and Qwen3MoeForCausalLM targets (fp32, eager attention, seed {SEED}) "
+                             "and EAGLE-3 heads composed as vLLM's llama_eagle3.py from transformers' Llama modules",
                 "aux_layers": layers, "n_draft": N_DRAFT, "cases": cases,
-                "bigram_aux_layers": bigram_layers, "bigram_cases": bigram}
+                "bigram_aux_layers": bigram_layers, "bigram_cases": bigram, "variants": variants,
+                "qwen3_bigram_aux_layers": qwen3_bigram_layers, "qwen3_bigram_cases": qwen3_bigram}
     (OUT / "expected.json").write_text(json.dumps(expected, separators=(",", ":")) + "\n")
     size = sum(f.stat().st_size for f in OUT.rglob("*") if f.is_file())
     print(f"eagle3: {size / 1024:.0f} KiB")

@@ -222,7 +222,8 @@ TopologyConfig default_topology();
 // Parses topology YAML; unknown keys and bad values are errors that list the valid choices.
 Expected<TopologyConfig> parse_topology(const std::string& yaml_text);
 // vLLM's --speculative-config: a JSON object over `out`. Keys: method (ngram, draft_model, mtp, eagle3;
-// vLLM's deepseek_mtp is mtp; without method, a model means draft_model), num_speculative_tokens,
+// vLLM's deepseek_mtp is mtp; without method, a model means eagle3 where its name holds "eagle3" and
+// draft_model otherwise, as vLLM infers it; "eagle-" (EAGLE-1/2) is refused), num_speculative_tokens,
 // model, prompt_lookup_min / prompt_lookup_max (ngram), disable_by_batch_size, and brigade's
 // min_acceptance and kv_tokens. Unknown keys, methods and wrong types are refused by name; the
 // values are checked with the rest of the topology (TopologyConfig::validate).

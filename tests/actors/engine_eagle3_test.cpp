@@ -4,7 +4,8 @@
 // after a verify step with a rejected draft its drafts are those of a fresh runner over the
 // accepted sequence. Through the engine: no token changes, greedy or seeded, at depths 1 and 2
 // and over prefix-cache hits; with the edited pair the greedy text is transformers' and the
-// drafts are accepted in fewer steps; setups that cannot run are refused at create.
+// drafts are accepted in fewer steps; the same over Qwen3 / Qwen3-MoE targets and a head in the
+// speculators layout; setups that cannot run are refused at create.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -125,13 +126,14 @@ std::vector<Completion> run_one_by_one(Engine& engine, const std::vector<Generat
 // The edited pair: the greedy text is transformers' (expected.json), and the head's first draft
 // is always the target's next token: with one draft per step every draft is accepted; with three,
 // the first of each run is.
-TEST(Eagle3, AHeadThatKnowsTheNextTokenHasItsDraftsAccepted) {
-  const std::string target = path("bigram_target"), head = path("bigram_head");
+void expect_drafts_accepted(const std::string& prefix) {
+  SCOPED_TRACE(prefix);
+  const std::string target = path(prefix + "_target"), head = path(prefix + "_head");
   std::vector<GenerateOptions> reqs;
   std::vector<std::vector<int32_t>> want;
   const auto e = expected();  // alive across the loop
-  ASSERT_EQ(e.at("bigram_cases").size(), 2u);
-  for (const auto& c : e.at("bigram_cases")) {
+  ASSERT_EQ(e.at(prefix + "_cases").size(), 2u);
+  for (const auto& c : e.at(prefix + "_cases")) {
     reqs.push_back(testing::greedy_ids(c.at("prompt").get<std::vector<int32_t>>(), 8));
     want.push_back(c.at("greedy").get<std::vector<int32_t>>());
   }
@@ -147,6 +149,8 @@ TEST(Eagle3, AHeadThatKnowsTheNextTokenHasItsDraftsAccepted) {
     for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(out[i].token_ids, want[i]) << "transformers' greedy, k " << k;
     const EngineStats st = on->stats();
     EXPECT_GT(st.spec_draft_tokens, 0u);
+    ::testing::Test::RecordProperty(prefix + "_k" + std::to_string(k) + "_accepted_of_drafted",
+                                    std::to_string(st.spec_accepted_tokens) + "/" + std::to_string(st.spec_draft_tokens));
     if (k == 1) {
       EXPECT_EQ(st.spec_accepted_tokens, st.spec_draft_tokens);
     }
@@ -159,13 +163,46 @@ TEST(Eagle3, AHeadThatKnowsTheNextTokenHasItsDraftsAccepted) {
   expect_same_tokens(run_concurrently(*on, requests(false)), run_concurrently(*off, requests(false)), "bigram, depth 2");
 }
 
+TEST(Eagle3, AHeadThatKnowsTheNextTokenHasItsDraftsAccepted) { expect_drafts_accepted("bigram"); }
+
+// The same over a Qwen3 target with the head in the speculators layout (Eagle3Speculator,
+// norm_before_residual), named by a path holding "eagle3" and no method: vLLM's inference.
+TEST(Eagle3, ASpeculatorsHeadOnAQwen3TargetHasItsDraftsAccepted) {
+  SpeculativeConfig sp;
+  ASSERT_TRUE(parse_speculative_json(R"({"num_speculative_tokens": 2, "model": ")" + path("qwen3_bigram_head") + R"("})",
+                                     sp).is_ok());
+  EXPECT_EQ(sp.method, "eagle3") << "the path names eagle3";
+  expect_drafts_accepted("qwen3_bigram");
+}
+
+// Random heads beside a Qwen3 target (LlamaForCausalLMEagle3 layout) and a Qwen3-MoE target (the
+// speculators layout): no token changes, greedy or seeded, at depths 1 and 2.
+TEST(Eagle3, QwenTargetsChangeNoTokenGreedyOrSeeded) {
+  for (const std::string name : {"qwen3", "qwen3_moe"}) {
+    const std::string target = path(name + "_target");
+    auto off = create_engine(eagle3_options(target, "", false));
+    ASSERT_TRUE(off);
+    const auto want = run_concurrently(*off, requests(true));
+    for (int depth : {1, 2}) {
+      auto on = create_engine(eagle3_options(target, path(name + "_head"), true, depth));
+      ASSERT_TRUE(on) << name;
+      expect_same_tokens(run_concurrently(*on, requests(true)), want, name + ", depth " + std::to_string(depth));
+      const EngineStats st = on->stats();
+      EXPECT_GT(st.spec_draft_tokens, 0u) << name;
+      RecordProperty(name + "_depth" + std::to_string(depth) + "_accepted_of_drafted",
+                     std::to_string(st.spec_accepted_tokens) + "/" + std::to_string(st.spec_draft_tokens));
+    }
+  }
+}
+
 TEST(Eagle3, SetupsThatCannotRunAreRefused) {
   const auto refused = [](const EngineOptions& o, const std::string& says) {
     auto e = Engine::create(o);
     ASSERT_FALSE(e.has_value()) << says;
     EXPECT_NE(e.status().message().find(says), std::string::npos) << e.status().message();
   };
-  refused(eagle3_options(std::string(BRIGADE_FIXTURES) + "/qwen3", path("head"), true), "runs on a llama target");
+  refused(eagle3_options(std::string(BRIGADE_FIXTURES) + "/gpt_oss", path("head"), true),
+          "runs on a llama, qwen2, qwen3 or qwen3_moe target");
   refused(eagle3_options(path("bigram_target"), path("head"), true), "needs the target's kv heads");
   EngineOptions no_model = eagle3_options(path("target"), path("head"), true);
   no_model.topology.instances.front().scheduler.speculative.model.clear();

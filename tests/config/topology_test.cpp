@@ -276,6 +276,14 @@ TEST(Topology, SpeculativeConfigJson) {
   ASSERT_TRUE(parse_speculative_json(R"({"method": "eagle3", "model": "/m/head", "num_speculative_tokens": 3})", sp).is_ok());
   EXPECT_EQ(sp.method, "eagle3") << "vLLM's EAGLE-3 head";
   EXPECT_EQ(sp.model, "/m/head");
+  // Without a method vLLM reads the model's name: "eagle3" in it is EAGLE-3, "eagle-" EAGLE-1/2.
+  for (const char* name : {"/m/RedHatAI/Qwen3-8B-speculator.eagle3", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+                           "AngelSlim/Qwen3-8B_eagle3"}) {
+    sp = {};
+    ASSERT_TRUE(parse_speculative_json(std::string(R"({"num_speculative_tokens": 3, "model": ")") + name + "\"}", sp).is_ok());
+    EXPECT_EQ(sp.method, "eagle3") << name;
+  }
+  refused(R"({"model": "yuhuili/EAGLE-LLaMA3-Instruct-8B", "num_speculative_tokens": 3})", "EAGLE-1/2 head");
   refused(R"({"method": "mtp", "k": 2})", "unknown key 'k'");
   refused(R"({"method": "mtp", "num_speculative_tokens": "2"})", "'num_speculative_tokens' has the wrong type");
   refused(R"({"num_speculative_tokens": 2})", "needs a method");

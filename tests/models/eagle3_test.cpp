@@ -1,5 +1,6 @@
-// The EAGLE-3 head (LoadOptions::eagle3, models/eagle3_head.h) on a Llama target against the
-// reference scripts/make_eagle3_fixtures.py computes with transformers' own Llama modules
+// The EAGLE-3 head (LoadOptions::eagle3, models/eagle3_head.h) on Llama, Qwen2, Qwen3 and
+// Qwen3-MoE targets, in the Hub layout and the speculators one, against the reference
+// scripts/make_eagle3_fixtures.py computes with transformers' own Llama modules
 // composed as vLLM's llama_eagle3.py: the target's aux hidden states (the residual entering the
 // configured layers, StepBatch::aux_rows), the head's teacher-forced draft logits over its draft
 // vocabulary at every position, and a chain of three greedy drafts, each fed the head's own
@@ -11,6 +12,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "hf_fixture.h"
+#include "models/eagle3_head.h"
 #include "models/mapped_file.h"
 #include "models/model.h"
 #include "models/safetensors.h"
@@ -83,17 +85,18 @@ TEST(Eagle3Head, DeclaresItsShapeAndTakesAKvLayerOfThePool) {
 
 // The target over positions 0..n-2 (aux planes of every row), the head over the same rows fed
 // the next tokens, then the chain from the last row.
-TEST(Eagle3Head, TeacherForcedDraftLogitsAndChainMatchTheReference) {
+void expect_reference_drafts(const std::string& target, const std::string& head_dir, const nlohmann::json& cases,
+                             const std::string& label) {
+  SCOPED_TRACE(label);
   auto backend = make_cpu_backend({.n_threads = 2});
-  auto loaded = load_with_head(*backend, dir("target"), dir("head"));
+  auto loaded = load_with_head(*backend, target, head_dir);
   ASSERT_TRUE(loaded.has_value()) << loaded.status().to_string();
   Model& model = **loaded;
   const Model::DraftHead head = model.draft_head();
   const int dv = static_cast<int>(head.vocab);
   const DType act = backend->activation_dtype();
-  const auto e = expected();
-  ASSERT_FALSE(e.at("cases").empty());
-  for (const auto& c : e.at("cases")) {
+  ASSERT_FALSE(cases.empty());
+  for (const auto& c : cases) {
     const auto tokens = c.at("tokens").get<std::vector<int32_t>>();
     const auto want = c.at("draft_logits").get<std::vector<std::vector<float>>>();
     const int n = static_cast<int>(tokens.size());
@@ -120,7 +123,7 @@ TEST(Eagle3Head, TeacherForcedDraftLogitsAndChainMatchTheReference) {
     float worst = 0.0f;
     for (int i = 0; i < n - 1; ++i) worst = std::max(worst, row_diff(got.data() + static_cast<size_t>(i) * dv, want[static_cast<size_t>(i)]));
     EXPECT_LE(worst, kTol) << n << " tokens";
-    RecordProperty("eagle3_max_abs_diff_" + std::to_string(n), std::to_string(worst));
+    ::testing::Test::RecordProperty(label + "_max_abs_diff_" + std::to_string(n), std::to_string(worst));
     const auto to_target = [&](const float* row) { return (*head.to_target)[static_cast<size_t>(testing::argmax(row, dv))]; };
     const auto want_chain = c.at("chain_logits").get<std::vector<std::vector<float>>>();
     std::vector<int32_t> drafts = {to_target(got.data() + static_cast<size_t>(n - 2) * dv)};
@@ -140,22 +143,43 @@ TEST(Eagle3Head, TeacherForcedDraftLogitsAndChainMatchTheReference) {
     }
     EXPECT_LE(chain_worst, kTol);
     EXPECT_EQ(drafts, c.at("chain_drafts").get<std::vector<int32_t>>());
-    RecordProperty("eagle3_chain_max_abs_diff_" + std::to_string(n), std::to_string(chain_worst));
+    ::testing::Test::RecordProperty(label + "_chain_max_abs_diff_" + std::to_string(n), std::to_string(chain_worst));
+  }
+}
+
+TEST(Eagle3Head, TeacherForcedDraftLogitsAndChainMatchTheReference) {
+  expect_reference_drafts(dir("target"), dir("head"), expected().at("cases"), "eagle3");
+}
+
+// Qwen2 (q/k/v biases, tied embeddings), Qwen3 (q/k norms) and Qwen3-MoE targets: their aux
+// hidden states are the residual entering the layers as Llama's; the Qwen3-MoE head is in the
+// speculators layout (layers.0.* tensors, transformer_layer_config) with norm_before_residual.
+TEST(Eagle3Head, QwenTargetsAndTheSpeculatorsLayoutMatchTheReference) {
+  const auto e = expected();
+  ASSERT_EQ(e.at("variants").size(), 3u);
+  for (const auto& [name, v] : e.at("variants").items()) {
+    auto backend = make_cpu_backend({.n_threads = 1});
+    auto model = load_with_head(*backend, dir(name + "_target"), dir(name + "_head"));
+    ASSERT_TRUE(model.has_value()) << name << ": " << model.status().to_string();
+    EXPECT_EQ((*model)->draft_head().aux_layers, v.at("aux_layers").get<std::vector<int>>()) << name;
+    expect_reference_drafts(dir(name + "_target"), dir(name + "_head"), v.at("cases"), "eagle3_" + name);
   }
 }
 
 // The edited pair: the head's argmax at every row is the target's next token there, the target's
 // own greedy tokens (transformers) being what brigade's target decodes.
-TEST(Eagle3Head, EditedHeadDraftsTheTargetsNextTokens) {
+void expect_next_token_drafts(const std::string& prefix) {
+  SCOPED_TRACE(prefix);
   auto backend = make_cpu_backend({.n_threads = 2});
-  auto loaded = load_with_head(*backend, dir("bigram_target"), dir("bigram_head"));
+  auto loaded = load_with_head(*backend, dir(prefix + "_target"), dir(prefix + "_head"));
   ASSERT_TRUE(loaded.has_value()) << loaded.status().to_string();
   Model& model = **loaded;
   const Model::DraftHead head = model.draft_head();
   const int dv = static_cast<int>(head.vocab);
   const auto e = expected();  // alive across the loop
-  ASSERT_EQ(e.at("bigram_cases").size(), 2u);
-  for (const auto& c : e.at("bigram_cases")) {
+  ASSERT_EQ(e.at(prefix + "_cases").size(), 2u);
+  EXPECT_EQ(head.aux_layers, e.at(prefix + "_aux_layers").get<std::vector<int>>());
+  for (const auto& c : e.at(prefix + "_cases")) {
     std::vector<int32_t> tokens = c.at("prompt").get<std::vector<int32_t>>();
     const auto greedy = c.at("greedy").get<std::vector<int32_t>>();
     tokens.insert(tokens.end(), greedy.begin(), greedy.end());
@@ -196,18 +220,26 @@ TEST(Eagle3Head, EditedHeadDraftsTheTargetsNextTokens) {
   }
 }
 
-// A head directory: the fixture head's files with config.json edited by `edit` and the tensors
-// for which `keep` says true.
+// The Llama pair, and a Qwen3 pair whose head is in the speculators layout with
+// norm_before_residual and its own copy of the target's embedding.
+TEST(Eagle3Head, EditedHeadDraftsTheTargetsNextTokens) {
+  expect_next_token_drafts("bigram");
+  expect_next_token_drafts("qwen3_bigram");
+}
+
+// A head directory: the files of the fixture head `src` with config.json edited by `edit`, the
+// tensors for which `keep` says true, and `extra` ones.
 struct EditedHead {
   testing::TempDir tmp{"eagle3"};
   EditedHead(const std::function<void(nlohmann::json&)>& edit,
-             const std::function<bool(const std::string&)>& keep = [](const std::string&) { return true; }) {
-    auto text = read_text_file(dir("head") + "/config.json");
+             const std::function<bool(const std::string&)>& keep = [](const std::string&) { return true; },
+             const std::string& src = "head", std::vector<testing::StEntry> extra = {}) {
+    auto text = read_text_file(dir(src) + "/config.json");
     EXPECT_TRUE(text.has_value());
     auto j = nlohmann::json::parse(*text);
     edit(j);
     testing::write_text(tmp.file("config.json"), j.dump());
-    auto file = MappedFile::open(dir("head") + "/model.safetensors");
+    auto file = MappedFile::open(dir(src) + "/model.safetensors");
     EXPECT_TRUE(file.has_value());
     std::map<std::string, RawTensor> tensors;
     EXPECT_TRUE(read_safetensors(*file, tensors).is_ok());
@@ -217,6 +249,7 @@ struct EditedHead {
       const std::string dtype = t.dtype == DType::i64 ? "I64" : t.dtype == DType::u8 ? "BOOL" : "F32";
       entries.push_back({name, dtype, t.shape, std::vector<uint8_t>(t.bytes.begin(), t.bytes.end())});
     }
+    entries.insert(entries.end(), extra.begin(), extra.end());
     testing::write_safetensors_file(tmp.file("model.safetensors"), entries);
   }
   std::string path() const { return tmp.str(); }
@@ -232,9 +265,13 @@ void expect_refused(const std::string& target, const std::string& head, const st
 TEST(Eagle3Head, RefusesWhatItDoesNotRun) {
   const std::string target = dir("target");
   const auto set = [](const char* key, nlohmann::json v) { return [=](nlohmann::json& j) { j[key] = v; }; };
-  expect_refused(target, EditedHead(set("architectures", {"Eagle3Speculator"})).path(), "speculators layout");
+  // Eagle3Speculator without speculators_model_type / transformer_layer_config is neither layout.
+  expect_refused(target, EditedHead(set("architectures", {"Eagle3Speculator"})).path(), "not an EAGLE-3 head");
   expect_refused(target, EditedHead(set("architectures", {"LlamaForCausalLM"})).path(), "not an EAGLE-3 head");
-  expect_refused(target, EditedHead(set("norm_before_residual", true)).path(), "norm_before_residual");
+  expect_refused(target, EditedHead(set("norm_before_fc", true)).path(), "norm_before_fc = true is not supported");
+  expect_refused(target, EditedHead([](nlohmann::json& j) { j["eagle_config"]["norm_before_fc"] = true; }).path(),
+                 "norm_before_fc = true");  // where NVIDIA's gpt-oss heads keep it
+  expect_refused(target, EditedHead(set("attention_bias", true)).path(), "attention_bias = true");
   expect_refused(target, EditedHead(set("num_hidden_layers", 2)).path(), "num_hidden_layers 2");
   expect_refused(target, EditedHead(set("vocab_size", 300)).path(), "vocab_size 300 is not the target's 256");
   expect_refused(target, EditedHead(set("target_hidden_size", 64)).path(), "target_hidden_size 64");
@@ -254,7 +291,74 @@ TEST(Eagle3Head, RefusesWhatItDoesNotRun) {
                    return n != "embed_tokens.weight";
                  }).path(), "no embed_tokens.weight");
   expect_refused(target, dir("no_such_head"), "config.json");
-  expect_refused(fixture_dir("qwen3"), dir("head"), "runs on a llama target");
+  // gpt-oss's heads read norm_before_fc; it and the other decoders are not EAGLE-3 targets here.
+  expect_refused(fixture_dir("gpt_oss"), dir("head"), "runs on a llama, qwen2, qwen3 or qwen3_moe target");
+}
+
+// The speculators layout (Eagle3Speculator): what vLLM's SpeculatorsConfig would not map, or
+// vLLM's llama layer does not run, is refused by name.
+TEST(Eagle3Head, SpeculatorsLayoutRefusesWhatItDoesNotRun) {
+  const std::string target = dir("qwen3_moe_target"), src = "qwen3_moe_head";
+  const auto keep_all = [](const std::string&) { return true; };
+  const auto spec = [&](const std::function<void(nlohmann::json&)>& edit) { return EditedHead(edit, keep_all, src); };
+  const auto set = [](const char* key, nlohmann::json v) { return [=](nlohmann::json& j) { j[key] = v; }; };
+  expect_refused(target, spec(set("speculators_model_type", "peagle")).path(),
+                 "speculators_model_type \"peagle\" is not supported");
+  expect_refused(target, spec(set("speculators_model_type", "dflash")).path(), "\"dflash\" is not supported");
+  for (const char* key : {"norm_before_fc", "fc_norm", "norm_output"})
+    expect_refused(target, spec(set(key, true)).path(), std::string(key) + " = true is not supported");
+  expect_refused(target, spec([](nlohmann::json& j) { j.erase("transformer_layer_config"); }).path(),
+                 "needs transformer_layer_config");
+  expect_refused(target, spec([](nlohmann::json& j) { j["transformer_layer_config"]["model_type"] = "qwen3"; }).path(),
+                 "transformer_layer_config.model_type \"qwen3\" is not supported");
+  expect_refused(target, spec([](nlohmann::json& j) { j["transformer_layer_config"]["num_hidden_layers"] = 2; }).path(),
+                 "num_hidden_layers 2");
+  expect_refused(target, spec([](nlohmann::json& j) { j["transformer_layer_config"]["mlp_bias"] = true; }).path(),
+                 "mlp_bias = true");
+  expect_refused(target, spec(set("target_hidden_size", 48)).path(), "target_hidden_size 48");
+  expect_refused(target, spec(set("eagle_aux_hidden_state_layer_ids", {0, 1, 3})).path(),
+                 "aux hidden state layer 3 is outside the target's 3 layers");
+  // fc with a bias (speculators' early Eagle3Speculator had one; vLLM's fc has none).
+  std::vector<uint8_t> zeros(24 * 4, 0);
+  expect_refused(target, EditedHead([](nlohmann::json&) {}, keep_all, src, {{"fc.bias", "F32", {24}, zeros}}).path(),
+                 "fc.bias is not supported");
+  expect_refused(target, EditedHead([](nlohmann::json&) {}, [](const std::string& n) {
+                   return n != "layers.0.hidden_norm.weight";
+                 }, src).path(), "layers.0.hidden_norm.weight");
+}
+
+// norm_before_residual defaults to true in the speculators layout (vLLM's update_eagle3) and to
+// false in LlamaForCausalLMEagle3's; either is read where given. The teacher-forced test above
+// checks the true case's logits against the reference.
+TEST(Eagle3Head, ReadsNormBeforeResidualAsVllmDoes) {
+  const auto cfg = [](const std::string& src, const std::function<void(nlohmann::json&)>& edit) {
+    auto text = read_text_file(dir(src) + "/config.json");
+    EXPECT_TRUE(text.has_value());
+    auto j = nlohmann::json::parse(*text);
+    edit(j);
+    return j.dump();
+  };
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto target = Model::load(dir("qwen3_moe_target"), *backend, testing::test_load_options());
+  ASSERT_TRUE(target.has_value());
+  const ModelConfig& tc = (*target)->config();
+  auto spec_default = parse_eagle3_config(cfg("qwen3_moe_head", [](nlohmann::json& j) { j.erase("norm_before_residual"); }), tc);
+  ASSERT_TRUE(spec_default.has_value()) << spec_default.status().to_string();
+  EXPECT_TRUE(spec_default->norm_before_residual);
+  EXPECT_TRUE(spec_default->speculators);
+  auto spec_false = parse_eagle3_config(cfg("qwen3_moe_head", [](nlohmann::json& j) { j["norm_before_residual"] = false; }), tc);
+  ASSERT_TRUE(spec_false.has_value());
+  EXPECT_FALSE(spec_false->norm_before_residual);
+  auto llama_target = Model::load(dir("target"), *backend, testing::test_load_options());
+  ASSERT_TRUE(llama_target.has_value());
+  auto native = parse_eagle3_config(cfg("head", [](nlohmann::json&) {}), (*llama_target)->config());
+  ASSERT_TRUE(native.has_value());
+  EXPECT_FALSE(native->norm_before_residual);
+  EXPECT_FALSE(native->speculators);
+  auto native_true = parse_eagle3_config(cfg("head", [](nlohmann::json& j) { j["norm_before_residual"] = true; }),
+                                         (*llama_target)->config());
+  ASSERT_TRUE(native_true.has_value());
+  EXPECT_TRUE(native_true->norm_before_residual);
 }
 
 // A step with aux rows on a model without a head, and a head step with a prev_hidden of neither
