@@ -140,6 +140,9 @@ struct MoeRouting {
   float scale = 1.0f;             // multiplies the weights (routed_scaling_factor)
   Tensor bias;                    // [E] f32 added to the scores for selection only; empty = none
   float jitter_eps = 0.0f;         // sparsemixer's mask threshold (router_jitter_noise)
+  // [E] f32: weights[t, j] is multiplied by expert_scale[chosen expert] after the normalisation and
+  // `scale` (Gemma 4's per_expert_scale); empty = none.
+  Tensor expert_scale;
   // Expert parallelism: the ids moe_route writes are relative to this rank's first expert
   // (id - first_expert), so the ids of the experts a rank holds fall in [0, its expert count) and
   // the others outside it, which moe_experts skips. 0 without expert parallelism.
@@ -153,18 +156,20 @@ struct MoeRouting {
 //   g' = min(g, limit),  u' = clamp(u, -limit, limit),  act = (u' + 1) * g' * sigmoid(alpha * g')
 // else act = silu(g) * u. relu2: Nemotron 3's experts have no gate: gate_up holds only each
 // expert's I up rows ([E * I, d]) and act = max(u, 0)^2 (no biases; implemented where
-// supports_relu2_experts is).
+// supports_relu2_experts is). gelu_tanh: act = gelu_tanh(g) * u (Gemma 4's gelu_pytorch_tanh
+// experts; no biases or clamp; implemented where supports_gelu_experts is).
 struct MoeExpertMlp {
   Tensor gate_up_bias;  // [E * 2I] f32, expert e's I gate biases then its I up biases (as gate_up's rows), or empty
   Tensor down_bias;     // [E * d] f32, or empty (added to each expert's output before its routing weight)
   float swiglu_limit = 0.0f;
   float swiglu_alpha = 1.0f;
   bool relu2 = false;
+  bool gelu_tanh = false;
   // Llama 4: each pair's routing weight multiplies the expert's input instead of its output:
   //   out[t] = sum_j down_e · (silu(gate_e · (w x[t])) * (up_e · (w x[t]))),  w = weights[t, j].
   bool weight_on_input = false;
   bool plain() const {
-    return gate_up_bias.empty() && down_bias.empty() && swiglu_limit <= 0.0f && !relu2 && !weight_on_input;
+    return gate_up_bias.empty() && down_bias.empty() && swiglu_limit <= 0.0f && !relu2 && !gelu_tanh && !weight_on_input;
   }
 };
 
@@ -505,6 +510,9 @@ class Backend {
   virtual bool supports_split_experts() const { return false; }
   // Whether moe_experts runs MoeExpertMlp::relu2 experts (Nemotron 3's).
   virtual bool supports_relu2_experts() const { return false; }
+  // Whether moe_experts runs MoeExpertMlp::gelu_tanh experts and moe_route MoeRouting::expert_scale
+  // (Gemma 4's; CPU and CUDA).
+  virtual bool supports_gelu_experts() const { return false; }
   virtual void moe_experts_split(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& down,
                                  const Tensor& ids, const Tensor& weights, const MoeExpertMlp& mlp,
                                  const Tensor& workspace, const Tensor& out) {
@@ -697,6 +705,9 @@ class Backend {
   // load otherwise. Activations are the backend's activation dtype; the small coefficient
   // matrices f32. Each works in f32 and rounds once when it stores.
   virtual bool supports_altup() const { return false; }
+  // The widest head attention() takes (head_dim), 0 for no limit: a model with wider heads
+  // refuses to load (Gemma 4's 512-dim full layers on CUDA, whose kernel takes 256).
+  virtual int max_attention_head_dim() const { return 0; }
   // AltUp's prediction (Gemma3nTextAltUp.predict). streams [N, n, d]: N streams of n rows; router
   // [n, N] the modality router's logits; coefs [N * N, N] f32 (prediction_coefs.weight). Row t:
   // m = tanh(router[t]), c = coefs · m; out[i][t] = streams[i][t] + sum_j c[i * N + j] streams[j][t].

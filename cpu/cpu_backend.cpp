@@ -169,6 +169,7 @@ class CpuBackend final : public Backend {
   }
   bool supports_split_experts() const override { return true; }
   bool supports_relu2_experts() const override { return true; }
+  bool supports_gelu_experts() const override { return true; }
   void moe_experts_split(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& down, const Tensor& ids,
                          const Tensor& weights, const MoeExpertMlp& mlp, const Tensor& workspace,
                          const Tensor& out) override {

@@ -186,6 +186,10 @@ void activate(const CpuContext& c, const MoeExpertMlp& mlp, const float* gate, c
     for (int64_t i = 0; i < inter; ++i) act[i] = up[i] > 0.0f ? up[i] * up[i] : 0.0f;
     return;
   }
+  if (mlp.gelu_tanh) {  // Gemma 4
+    for (int64_t i = 0; i < inter; ++i) act[i] = cpu::gelu_tanh(gate[i]) * up[i];
+    return;
+  }
   if (mlp.swiglu_limit <= 0.0f && gb == nullptr) {
     c.kernels->silu_mul(gate, up, act, inter);
     return;
@@ -213,6 +217,8 @@ void run_experts(const CpuContext& c, const Tensor& x, const ExpertWeights& ew, 
                 "moe_experts: x and out [n, d] f32");
   BRIGADE_CHECK(!mlp.relu2 || (fused && mlp.gate_up_bias.empty() && mlp.down_bias.empty() && mlp.swiglu_limit <= 0.0f),
                 "moe_experts: relu2 experts hold their up rows in gate_up, without biases or a clamp");
+  BRIGADE_CHECK(!mlp.gelu_tanh || (!mlp.relu2 && mlp.gate_up_bias.empty() && mlp.swiglu_limit <= 0.0f),
+                "moe_experts: gelu_tanh experts have no gate_up biases, clamp or relu2");
   const int64_t per_expert = fused && !mlp.relu2 ? 2 * inter : inter;
   BRIGADE_CHECK(inter > 0 && first.row_numel() == d && first.dim(0) % per_expert == 0,
                 "moe_experts: gate_up [E * 2I, d] (relu2: [E * I, d]; or gate and up [E * I, d]), down [E * d, I]");
@@ -349,6 +355,10 @@ void moe_route(const CpuContext& c, const Tensor& router_logits, const MoeRoutin
   BRIGADE_CHECK(k >= 1 && k <= n_experts && ids.numel() == n * k && weights.numel() == n * k,
                 "moe_route: 1 <= k <= E, ids and weights [n, k]");
   BRIGADE_CHECK(r.bias.empty() || (r.bias.dtype == DType::f32 && r.bias.numel() == n_experts), "moe_route: bias [E] f32");
+  BRIGADE_CHECK(r.expert_scale.empty() || (r.expert_scale.dtype == DType::f32 && r.expert_scale.numel() == n_experts &&
+                                           r.scoring != MoeScoring::sparsemixer),
+                "moe_route: expert_scale [E] f32 (not with sparsemixer)");
+  const float* expert_scale = r.expert_scale.empty() ? nullptr : r.expert_scale.as<const float>();
   const bool grouped = r.group_score != MoeGroupScore::none && r.n_group > 1;
   BRIGADE_CHECK(!grouped || (n_experts % r.n_group == 0 && r.topk_group >= 1 && r.topk_group <= r.n_group &&
                              k <= r.topk_group * (n_experts / r.n_group)),
@@ -413,7 +423,7 @@ void moe_route(const CpuContext& c, const Tensor& router_logits, const MoeRoutin
         const int32_t ex = order[static_cast<size_t>(j)];
         const float w = r.normalize ? p[static_cast<size_t>(ex)] / top : p[static_cast<size_t>(ex)];
         ids.as<int32_t>()[t * k + j] = ex - r.first_expert;
-        weights.as<float>()[t * k + j] = w * r.scale;
+        weights.as<float>()[t * k + j] = w * r.scale * (expert_scale != nullptr ? expert_scale[ex] : 1.0f);
       }
     }
   });

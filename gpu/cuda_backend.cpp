@@ -470,6 +470,8 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   bool supports_moe() const override { return true; }
+  bool supports_gelu_experts() const override { return true; }
+  int max_attention_head_dim() const override { return 256; }  // attention.cu's tiles (kMaxIter)
   void moe_route(const Tensor& router_logits, const MoeRouting& r, const Tensor& ids, const Tensor& weights) override {
     const int64_t n = router_logits.dim(0), n_experts = router_logits.row_numel();
     const int k = r.k;
@@ -478,6 +480,9 @@ class CudaBackendImpl final : public CudaBackend {
     BRIGADE_CHECK(k >= 1 && k <= n_experts && n_experts <= 8192 && ids.numel() == n * k && weights.numel() == n * k,
                   "moe_route: 1 <= k <= E <= 8192, ids and weights [n, k]");
     BRIGADE_CHECK(r.bias.empty() || (r.bias.dtype == DType::f32 && r.bias.numel() == n_experts), "moe_route: bias [E] f32");
+    BRIGADE_CHECK(r.expert_scale.empty() || (r.expert_scale.dtype == DType::f32 && r.expert_scale.numel() == n_experts &&
+                                             r.scoring != MoeScoring::sparsemixer),
+                  "moe_route: expert_scale [E] f32 (not with sparsemixer)");
     const bool grouped = r.group_score != MoeGroupScore::none && r.n_group > 1;
     BRIGADE_CHECK(!grouped || (r.n_group <= 64 && n_experts % r.n_group == 0 && r.topk_group >= 1 &&
                                r.topk_group <= r.n_group && k <= r.topk_group * (n_experts / r.n_group)),
@@ -485,6 +490,7 @@ class CudaBackendImpl final : public CudaBackend {
     gpu::RouteArgs a;
     a.logits = router_logits.as<const float>();
     a.bias = r.bias.empty() ? nullptr : r.bias.as<const float>();
+    a.expert_scale = r.expert_scale.empty() ? nullptr : r.expert_scale.as<const float>();
     a.n_experts = static_cast<int>(n_experts);
     a.k = k;
     a.sigmoid = r.scoring == MoeScoring::sigmoid;
@@ -502,7 +508,7 @@ class CudaBackendImpl final : public CudaBackend {
     a.weights = weights.as<float>();
     bind();
     graphs_->record(Sig() << kMoeRoute << router_logits << k << a.sigmoid << a.sparsemixer << r.jitter_eps << r.normalize << r.n_group << r.topk_group
-                          << a.group_score << r.scale << r.bias << ids << weights,
+                          << a.group_score << r.scale << r.bias << r.expert_scale << ids << weights,
                     [=, this] { gpu::launch_moe_route(a, n, stream_); });
   }
   size_t moe_workspace_bytes(int64_t n, int k, int64_t d, int64_t inter) const override {
@@ -526,16 +532,19 @@ class CudaBackendImpl final : public CudaBackend {
                        (mlp.down_bias.dtype == DType::f32 && mlp.down_bias.numel() == n_experts * d)),
                   "moe_experts: gate_up_bias [E * 2I] and down_bias [E * d] f32");
     BRIGADE_CHECK(!mlp.relu2, "moe_experts: relu2 experts run on the CPU backend (supports_relu2_experts)");
+    BRIGADE_CHECK(!mlp.gelu_tanh || (mlp.gate_up_bias.empty() && mlp.swiglu_limit <= 0.0f),
+                  "moe_experts: gelu_tanh experts have no gate_up biases or clamp");
     gpu::ExpertMlpArgs m;
     m.gate_up_bias = mlp.gate_up_bias.empty() ? nullptr : mlp.gate_up_bias.as<const float>();
     m.down_bias = mlp.down_bias.empty() ? nullptr : mlp.down_bias.as<const float>();
     m.swiglu_limit = mlp.swiglu_limit;
     m.swiglu_alpha = mlp.swiglu_alpha;
     m.weight_on_input = mlp.weight_on_input;
+    m.gelu_tanh = mlp.gelu_tanh;
     m.weights = weights.as<const float>();
     bind();
     graphs_->record(Sig() << kMoeExperts << x << gate_up << down << ids << weights << mlp.gate_up_bias << mlp.down_bias
-                          << m.swiglu_limit << m.swiglu_alpha << m.weight_on_input << workspace << out,
+                          << m.swiglu_limit << m.swiglu_alpha << m.weight_on_input << m.gelu_tanh << workspace << out,
                     [=, this] {
                       gpu::launch_moe_experts(x.data, gate_up.data, down.data, ids.as<const int32_t>(),
                                               weights.as<const float>(), m, n, static_cast<int>(k), d, inter,

@@ -144,6 +144,7 @@ size_t moe_workspace_bytes(int64_t n, int k, int64_t d, int64_t inter);
 struct RouteArgs {
   const float* logits = nullptr;  // [n, E]
   const float* bias = nullptr;    // [E] or null
+  const float* expert_scale = nullptr;  // [E] or null: each chosen weight times its expert's (MoeRouting::expert_scale)
   int n_experts = 0;
   int k = 1;
   bool sigmoid = false;
@@ -166,6 +167,7 @@ struct ExpertMlpArgs {
   float swiglu_limit = 0.0f;
   float swiglu_alpha = 1.0f;
   bool weight_on_input = false;  // MoeExpertMlp::weight_on_input: gate and up values times the pair's weight
+  bool gelu_tanh = false;        // MoeExpertMlp::gelu_tanh: act = gelu_tanh(g) * u (Gemma 4)
   const float* weights = nullptr;  // [pairs] with weight_on_input
 };
 void launch_moe_experts(const void* x, const void* gate_up, const void* down, const int32_t* ids, const float* weights,

@@ -111,7 +111,9 @@ __global__ void route_kernel(RouteArgs a) {
     __syncthreads();
   }
   if (threadIdx.x == 0)
-    for (int j = 0; j < k; ++j) a.weights[t * k + j] = (a.normalize ? a.weights[t * k + j] / top : a.weights[t * k + j]) * a.scale;
+    for (int j = 0; j < k; ++j)
+      a.weights[t * k + j] = (a.normalize ? a.weights[t * k + j] / top : a.weights[t * k + j]) * a.scale *
+                             (a.expert_scale != nullptr ? a.expert_scale[a.ids[t * k + j] + a.first_expert] : 1.0f);
 }
 
 // Backend::moe_route's sparsemixer rule, one thread per token (top-2 over E logits: a few passes
@@ -184,7 +186,10 @@ __global__ void experts_gate_up_kernel(const bf16* x, const bf16* gate_up, const
     float u = __bfloat162float(
         __float2bfloat16_rn(in_w * warp_dot(w + (inter + c) * d, xr, d) + (bias != nullptr ? bias[inter + c] : 0.0f)));
     float a;
-    if (mlp.swiglu_limit > 0.0f) {
+    if (mlp.gelu_tanh) {  // Gemma 4: torch's gelu(approximate='tanh'), rounded to bf16 as its op leaves it
+      const float kBeta = 0.7978845608028654f, kKappa = 0.044715f;  // sqrt(2 / pi)
+      a = __bfloat162float(__float2bfloat16_rn(0.5f * g * (1.0f + tanhf(kBeta * (g + kKappa * g * g * g))))) * u;
+    } else if (mlp.swiglu_limit > 0.0f) {
       g = fminf(g, mlp.swiglu_limit);
       u = fminf(fmaxf(u, -mlp.swiglu_limit), mlp.swiglu_limit);
       a = (u + 1.0f) * (g / (1.0f + expf(-mlp.swiglu_alpha * g)));

@@ -17,6 +17,15 @@ Status KvLayout::validate() const {
     return invalid_argument("page_size must be in [1, 1024] (got " + std::to_string(page_size) + ")");
   if (dtype != DType::f32 && dtype != DType::bf16 && dtype != DType::f16 && dtype != DType::i8)
     return invalid_argument(std::string("KV dtype must be f32, bf16, f16 or i8 (got ") + dtype_name(dtype) + ")");
+  if (!layer_shapes.empty()) {
+    if (layer_shapes.size() != static_cast<size_t>(n_layers))
+      return invalid_argument("KV layout: layer_shapes must hold one shape per layer (" + std::to_string(n_layers) +
+                              "), or none");
+    if (latent) return invalid_argument("KV layout: an MLA (latent) pool has no per-layer shapes");
+    for (const KvLayerShape& s : layer_shapes)
+      if (s.n_kv_heads <= 0 || s.head_dim <= 0)
+        return invalid_argument("KV layout: every layer's n_kv_heads and head_dim must be > 0");
+  }
   if (latent && (dtype == DType::i8 || n_kv_heads != 1))
     return invalid_argument("an MLA (latent) KV layout has one row per token (n_kv_heads 1) and a float dtype "
                             "(f32, bf16 or f16; int8 KV is not built for MLA)");
@@ -49,14 +58,15 @@ Expected<KvCache> KvCache::allocate(Backend& backend, const KvLayout& layout) {
   };
   for (int l = 0; l < layout.n_layers; ++l) {
     KvLayer kv;
+    const KvLayerShape shape = layout.layer_shape(l);
     for (Tensor* t : {&kv.k, &kv.v}) {
       if (t == &kv.v && layout.latent) continue;  // MLA: the latent alone
-      BRIGADE_ASSIGN_OR_RETURN(*t, make(layout.dtype, {layout.n_pages, layout.page_size, layout.n_kv_heads,
-                                                      layout.head_dim}, false));
+      BRIGADE_ASSIGN_OR_RETURN(*t, make(layout.dtype, {layout.n_pages, layout.page_size, shape.n_kv_heads,
+                                                      shape.head_dim}, false));
     }
     if (layout.has_scales()) {
       for (Tensor* t : {&kv.k_scale, &kv.v_scale}) {
-        BRIGADE_ASSIGN_OR_RETURN(*t, make(DType::f32, {layout.n_pages, layout.page_size, layout.n_kv_heads}, true));
+        BRIGADE_ASSIGN_OR_RETURN(*t, make(DType::f32, {layout.n_pages, layout.page_size, shape.n_kv_heads}, true));
       }
     }
     cache.layers_.push_back(kv);
@@ -132,9 +142,12 @@ Status KvCache::copy_rows(Backend& backend, int32_t src, int32_t dst, int n_rows
 }
 
 std::string kv_fingerprint(std::string_view model_identity, const KvLayout& layout) {
+  std::string shapes;  // the layers' own shapes, where they differ (KvLayout::layer_shapes)
+  for (const KvLayerShape& s : layout.layer_shapes)
+    shapes += (shapes.empty() ? ",shapes=" : "/") + std::to_string(s.n_kv_heads) + "x" + std::to_string(s.head_dim);
   return std::string(model_identity) + "|kv:layers=" + std::to_string(layout.n_layers) +
          ",page=" + std::to_string(layout.page_size) + ",heads=" + std::to_string(layout.n_kv_heads) +
-         ",dim=" + std::to_string(layout.head_dim) + ",dtype=" + dtype_name(layout.dtype) +
+         ",dim=" + std::to_string(layout.head_dim) + shapes + ",dtype=" + dtype_name(layout.dtype) +
          (layout.has_scales() ? "/row-scales" : "") + (layout.latent ? ",latent" : "");  // int8 pages from the per-page-scale scheme differ
 }
 

@@ -15,6 +15,13 @@
 
 namespace brigade {
 
+// One layer's K/V row shape in a pool whose layers differ (KvLayout::layer_shapes).
+struct KvLayerShape {
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  bool operator==(const KvLayerShape&) const = default;
+};
+
 struct KvLayout {
   int n_layers = 0;  // 0: no attention layer (a state-space model; its pages hold no bytes)
   int n_pages = 0;
@@ -26,23 +33,34 @@ struct KvLayout {
   // head_dim that width) held in K alone; there is no V tensor (attention reads the value from the
   // latent). Halves the pool's bytes against storing the latent twice; float dtypes only.
   bool latent = false;
+  // Per-layer K/V shapes where the layers differ (Gemma 4: its full-attention layers' fewer,
+  // wider heads beside the sliding layers'): n_layers entries, layer l's pool [n_pages,
+  // page_size, layer_shapes[l].n_kv_heads, layer_shapes[l].head_dim]. Empty: every layer is
+  // (n_kv_heads, head_dim).
+  std::vector<KvLayerShape> layer_shapes;
 
   bool has_scales() const { return dtype == DType::i8; }
   int n_tensors() const { return latent ? 1 : 2; }  // K and V, or the latent alone
-  // Bytes of K (or V) for one page of one layer: page_size * n_kv_heads * head_dim * elem.
-  size_t page_bytes_per_layer() const {
-    return static_cast<size_t>(page_size) * static_cast<size_t>(n_kv_heads) *
-           static_cast<size_t>(head_dim) * dtype_size(dtype);
+  KvLayerShape layer_shape(int l) const {
+    return layer_shapes.empty() ? KvLayerShape{n_kv_heads, head_dim} : layer_shapes[static_cast<size_t>(l)];
   }
-  // Bytes of the K (or V) scales of one page of one layer: page_size * n_kv_heads f32 for int8
+  // Bytes of K (or V) for one page of layer l: page_size * n_kv_heads * head_dim * elem.
+  size_t page_bytes_per_layer(int l = 0) const {
+    const KvLayerShape s = layer_shape(l);
+    return static_cast<size_t>(page_size) * static_cast<size_t>(s.n_kv_heads) * static_cast<size_t>(s.head_dim) *
+           dtype_size(dtype);
+  }
+  // Bytes of the K (or V) scales of one page of layer l: page_size * n_kv_heads f32 for int8
   // (one per token and kv head, cpu/kv_int8.h), else 0.
-  size_t scale_bytes_per_layer() const {
-    return has_scales() ? static_cast<size_t>(page_size) * static_cast<size_t>(n_kv_heads) * sizeof(float) : 0;
+  size_t scale_bytes_per_layer(int l = 0) const {
+    return has_scales() ? static_cast<size_t>(page_size) * static_cast<size_t>(layer_shape(l).n_kv_heads) * sizeof(float)
+                        : 0;
   }
   // Bytes one page costs across all layers, K and V (the latent alone for MLA), scales included.
   size_t page_bytes() const {
-    return static_cast<size_t>(n_tensors()) * static_cast<size_t>(n_layers) *
-           (page_bytes_per_layer() + scale_bytes_per_layer());
+    size_t bytes = 0;
+    for (int l = 0; l < n_layers; ++l) bytes += page_bytes_per_layer(l) + scale_bytes_per_layer(l);
+    return static_cast<size_t>(n_tensors()) * bytes;
   }
   size_t total_bytes() const { return page_bytes() * static_cast<size_t>(n_pages); }
   Status validate() const;
@@ -62,11 +80,12 @@ inline std::vector<const Tensor*> page_tensors(const KvLayer& layer) {
 // The fingerprint that roots the page-key chain (kvstore/page_key.h) and guards the disk tier:
 // it names the model (`model_identity`: whatever identifies the weights, e.g. architecture,
 // parameter count and checkpoint path) and the KV layout (layers, heads, head size, page size,
-// dtype, latent or K/V), since page bytes are only interchangeable when both agree. n_pages is left out: the
+// dtype, latent or K/V; each layer's heads and head size where they differ), since page bytes are only interchangeable when both agree. n_pages is left out: the
 // same pages fit pools of any size.
 std::string kv_fingerprint(std::string_view model_identity, const KvLayout& layout);
 
 // The device memory of a KV pool: per layer, k and v [n_pages, page_size, n_kv_heads, head_dim]
+// (layer l's own KvLayout::layer_shape)
 // and, for int8, k_scale and v_scale [n_pages, page_size, n_kv_heads] f32 (zero: every row empty).
 // A page's bytes (read_page/write_page) are its rows of page_tensors() in every layer.
 class KvCache {

@@ -48,6 +48,28 @@ Status read_string(const json& j, const char* key, std::string& out) {
   return Status::ok();
 }
 
+std::string config_architecture(const json& j) {
+  if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_string())
+    return (*it)[0].get<std::string>();
+  return {};
+}
+
+std::string config_model_type(const json& j) {
+  auto it = j.find("model_type");
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+Expected<json> text_config_with_ids(const json& j, const std::string& arch, const std::string& text_only) {
+  auto it = j.find("text_config");
+  if (it == j.end() || !it->is_object())
+    return unsupported("config.json: " + arch + " without a text_config object; brigade runs its language model "
+                       "(text_config) or " + text_only);
+  json text = *it;
+  for (const char* key : {"bos_token_id", "eos_token_id", "torch_dtype", "dtype"})
+    if (j.contains(key) && !text.contains(key)) text[key] = j[key];
+  return text;
+}
+
 Status read_dtype(const json& j, DType& out) {
   auto it = j.find("torch_dtype");
   if (it == j.end() || it->is_null()) it = j.find("dtype");  // the name in transformers >= 4.56

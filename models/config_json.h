@@ -24,4 +24,13 @@ Status read_eos(const nlohmann::json& j, std::vector<int>& eos);
 // another type.
 Status read_dtype(const nlohmann::json& j, DType& out);
 
+// architectures[0] and model_type, or "" when absent (or not strings).
+std::string config_architecture(const nlohmann::json& j);
+std::string config_model_type(const nlohmann::json& j);
+// A *ForConditionalGeneration's text_config with the top level's bos / eos ids and dtype where it
+// lacks them (Gemma 3n's, Gemma 4's); unsupported without a text_config object, the message
+// naming `arch` and its text-only form `text_only` ("Gemma4ForCausalLM (model_type gemma4_text)").
+Expected<nlohmann::json> text_config_with_ids(const nlohmann::json& j, const std::string& arch,
+                                              const std::string& text_only);
+
 }  // namespace brigade

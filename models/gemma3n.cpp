@@ -9,6 +9,7 @@
 #include "models/llama.h"
 #include "models/load_progress.h"
 #include "models/lora.h"
+#include "models/per_layer_inputs.h"
 #include "models/rope_scaling.h"
 #include "models/step_check.h"
 #include "models/step_inputs.h"
@@ -48,19 +49,11 @@ struct Scratch {
   OwnedTensor q;               // [T, H_q hd]: a K/V-reusing layer's q before it joins qkv
   OwnedTensor attn;            // [T, H_q hd]
   OwnedTensor gate_up, act;    // [T, 2 max I], [T, max I]
-  OwnedTensor per_layer;       // [L T, D]: a step's per-layer inputs, layer-major ([L, n, D])
-  OwnedTensor per_layer_embed; // [L T, D]: the gathered table rows, layer-major
   OwnedTensor pl_gate;         // [T, D]
   OwnedTensor q_rows;          // [T (H_q + 2 KV)] i32: head j of qkv row t reads q head (t, min(j, H_q - 1))
 };
 
 std::string layer_name(int l, const char* suffix) { return "model.layers." + std::to_string(l) + "." + suffix; }
-
-float round_to(float v, DType t) {
-  if (t == DType::bf16) return bf16_to_f32(f32_to_bf16(v));
-  if (t == DType::f16) return f16_to_f32(f32_to_f16(v));
-  return v;
-}
 
 class Gemma3nModel final : public Model {
  public:
@@ -84,9 +77,6 @@ class Gemma3nModel final : public Model {
   Status load_layer(WeightLoader& w, int l, Layer& layer);
   Expected<OwnedTensor> load_pl_gate(WeightLoader& w, int l);
   Status allocate_scratch();
-  // Scratch per_layer [L, n, D] = (projection of stream 0 + the table's rows) * 1/sqrt(2).
-  void per_layer_inputs(const std::vector<int32_t>& ids, int n);
-  void gather_table_rows(const std::vector<int32_t>& ids, int n);
   void run_layer(int l, const KvCache& kv, const AttentionMeta& meta, int n);
   void run_attention(const Layer& layer, const KvLayer& cache, const AttentionMeta& meta, const RopeConfig& rope,
                      int n);
@@ -105,16 +95,12 @@ class Gemma3nModel final : public Model {
   QkvLayout qkv_;
   DecoderEnds ends_;
   std::vector<Layer> layers_;
-  std::vector<OwnedTensor> pl_model_proj_;  // per layer [D, H]: its rows of per_layer_model_projection
-  OwnedTensor pl_proj_norm_;                // [D] f32
+  PerLayerInputs ple_;                      // its table stays in ck_'s mapping
   std::vector<OwnedTensor> altup_proj_, altup_unembed_;  // N - 1 each, [H, H]
-  RawTensor pl_table_;                      // embed_tokens_per_layer [V_pl, L D], in the mapping
   RopeConfig rope_, rope_local_;
   Scratch scratch_;
   StepInputs ints_;
-  std::vector<float> pl_host_;              // [L, n, D] staging of the gathered rows
-  std::vector<uint16_t> pl_host16_;         // the same as bf16 / f16 for such activations
-  float embed_scale_ = 0.0f, pl_embed_scale_ = 0.0f;
+  float embed_scale_ = 0.0f;
   int64_t n_params_ = 0, weight_bytes_ = 0;
 };
 
@@ -215,14 +201,8 @@ Status Gemma3nModel::load() {
   const int64_t h = c.hidden_size, d = g.per_layer_dim, nl = c.n_layers;
   WeightLoader w(*ck_, backend_, options_.weight_dtype);
   BRIGADE_RETURN_IF_ERROR(ends_.load_embedding(w, c));
-  BRIGADE_ASSIGN_OR_RETURN(pl_table_, ck_->tensor("model.embed_tokens_per_layer.weight", {g.per_layer_vocab, nl * d}));
-  if (pl_table_.block_quantized() && (nl * d) % pl_table_.block_elems() != 0)
-    return corrupt("model.embed_tokens_per_layer.weight: rows are not whole " + pl_table_.type_name() + " blocks");
-  for (int l = 0; l < nl; ++l) {
-    BRIGADE_ASSIGN_OR_RETURN(OwnedTensor p, w.matrix("model.per_layer_model_projection.weight", nl * d, h, {l * d, d}));
-    pl_model_proj_.push_back(std::move(p));
-  }
-  BRIGADE_ASSIGN_OR_RETURN(pl_proj_norm_, w.vector_f32({"model.per_layer_projection_norm.weight"}, {d}));
+  BRIGADE_RETURN_IF_ERROR(ple_.load(*ck_, w, backend_, static_cast<int>(nl), h, static_cast<int>(d), g.per_layer_vocab,
+                                     c.rms_eps, options_.max_batch_tokens));
   for (int i = 1; i < n_streams(); ++i) {
     const std::string k = std::to_string(i - 1);
     BRIGADE_ASSIGN_OR_RETURN(OwnedTensor p, w.matrix("model.altup_projections." + k + ".weight", h, h));
@@ -234,7 +214,7 @@ Status Gemma3nModel::load() {
       load_progress_name(*ck_), c.n_layers, options_.progress,
       [&](int l) { return load_layer(w, l, layers_.emplace_back()); }, [&] { return w.n_bytes() + weight_bytes_; }));
   BRIGADE_RETURN_IF_ERROR(ends_.load_head(w, c, true));
-  n_params_ = w.n_params() + pl_table_.numel();
+  n_params_ = w.n_params() + ple_.table_numel();
   weight_bytes_ += w.n_bytes();  // the per-layer table stays in the mapping, host memory
   rope_.style = c.rope_style;
   rope_.rotary_dim = c.rope_dims();
@@ -245,7 +225,6 @@ Status Gemma3nModel::load() {
   rope_local_.attention_factor = 1.0f;
   const DType a = backend_.activation_dtype();
   embed_scale_ = round_to(c.embed_scale, a);
-  pl_embed_scale_ = round_to(static_cast<float>(std::sqrt(static_cast<double>(d))), a);
   BRIGADE_RETURN_IF_ERROR(allocate_scratch());
   backend_.synchronize();
   return Status::ok();
@@ -254,7 +233,7 @@ Status Gemma3nModel::load() {
 Status Gemma3nModel::allocate_scratch() {
   const ModelConfig& c = config_;
   const DType a = backend_.activation_dtype();
-  const int64_t t = options_.max_batch_tokens, h = c.hidden_size, n = n_streams(), d = c.gemma3n.per_layer_dim;
+  const int64_t t = options_.max_batch_tokens, h = c.hidden_size, n = n_streams();
   Scratch& s = scratch_;
   BRIGADE_ASSIGN_OR_RETURN(s.streams_a, alloc_tensor(backend_, a, n * t, h));
   BRIGADE_ASSIGN_OR_RETURN(s.streams_b, alloc_tensor(backend_, a, n * t, h));
@@ -268,9 +247,7 @@ Status Gemma3nModel::allocate_scratch() {
   BRIGADE_ASSIGN_OR_RETURN(s.attn, alloc_tensor(backend_, a, t, qkv_.q_width()));
   BRIGADE_ASSIGN_OR_RETURN(s.gate_up, alloc_tensor(backend_, a, t, 2 * int64_t{c.intermediate_size}));
   BRIGADE_ASSIGN_OR_RETURN(s.act, alloc_tensor(backend_, a, t, c.intermediate_size));
-  BRIGADE_ASSIGN_OR_RETURN(s.per_layer, alloc_tensor(backend_, a, c.n_layers * t, d));
-  BRIGADE_ASSIGN_OR_RETURN(s.per_layer_embed, alloc_tensor(backend_, a, c.n_layers * t, d));
-  BRIGADE_ASSIGN_OR_RETURN(s.pl_gate, alloc_tensor(backend_, a, t, d));
+  BRIGADE_ASSIGN_OR_RETURN(s.pl_gate, alloc_tensor(backend_, a, t, c.gemma3n.per_layer_dim));
   const int64_t heads = qkv_.n_heads, row_heads = qkv_.n_heads + 2 * int64_t{qkv_.n_kv_heads};
   BRIGADE_ASSIGN_OR_RETURN(s.q_rows, alloc_tensor(backend_, DType::i32, t * row_heads, 1));
   std::vector<int32_t> idx(static_cast<size_t>(t * row_heads));
@@ -278,44 +255,6 @@ Status Gemma3nModel::allocate_scratch() {
     idx[static_cast<size_t>(i)] = static_cast<int32_t>(i / row_heads * heads + std::min(i % row_heads, heads - 1));
   backend_.upload(s.q_rows.tensor, idx.data());
   return ints_.allocate(backend_, t);
-}
-
-// The table's rows of the step's tokens, times sqrt(D) in the activations' type, as layer-major
-// [L, n, D] into scratch per_layer_embed.
-void Gemma3nModel::gather_table_rows(const std::vector<int32_t>& ids, int n) {
-  const int64_t nl = config_.n_layers, d = config_.gemma3n.per_layer_dim, width = nl * d;
-  std::vector<float> row(static_cast<size_t>(width));
-  pl_host_.resize(static_cast<size_t>(nl * n * d));
-  const DType a = backend_.activation_dtype();
-  for (int t = 0; t < n; ++t) {
-    const int32_t id = ids[static_cast<size_t>(t)];
-    const int64_t r = id >= 0 && id < config_.gemma3n.per_layer_vocab ? id : 0;  // transformers' rule
-    pl_table_.dequantize(r * width, width, row.data());
-    for (int64_t l = 0; l < nl; ++l)
-      for (int64_t k = 0; k < d; ++k)
-        pl_host_[static_cast<size_t>((l * n + t) * d + k)] = round_to(row[static_cast<size_t>(l * d + k)], a) * pl_embed_scale_;
-  }
-  const Tensor dst = scratch_.per_layer_embed.tensor.rows(0, nl * n);
-  if (a == DType::f32) return backend_.upload(dst, pl_host_.data());
-  pl_host16_.resize(pl_host_.size());
-  for (size_t i = 0; i < pl_host_.size(); ++i)
-    pl_host16_[i] = a == DType::bf16 ? f32_to_bf16(pl_host_[i]) : f32_to_f16(pl_host_[i]);
-  backend_.upload(dst, pl_host16_.data());
-}
-
-void Gemma3nModel::per_layer_inputs(const std::vector<int32_t>& ids, int n) {
-  const int64_t nl = config_.n_layers, d = config_.gemma3n.per_layer_dim;
-  gather_table_rows(ids, n);
-  const Tensor s0 = stream(scratch_.streams_a, 0, n);
-  const Tensor all = scratch_.per_layer.tensor.rows(0, nl * n);
-  for (int64_t l = 0; l < nl; ++l)
-    backend_.matmul(s0, pl_model_proj_[static_cast<size_t>(l)].tensor, Tensor(), all.rows(l * n, n));
-  backend_.scale(all, round_to(static_cast<float>(std::pow(static_cast<double>(config_.hidden_size), -0.5)),
-                               backend_.activation_dtype()));
-  backend_.rms_norm(all, pl_proj_norm_.tensor, config_.rms_eps, all);
-  backend_.add(all, scratch_.per_layer_embed.tensor.rows(0, nl * n));
-  backend_.scale(all, round_to(1.0f / std::sqrt(2.0f), backend_.activation_dtype()));
-  (void)d;
 }
 
 void Gemma3nModel::run_attention(const Layer& layer, const KvLayer& cache, const AttentionMeta& meta,
@@ -386,7 +325,7 @@ void Gemma3nModel::run_layer(int l, const KvCache& kv, const AttentionMeta& meta
   // added to streams 1.. (transformers' corrected_predictions[1:]).
   const Tensor gate = rows(scratch_.pl_gate, n);
   backend_.matmul(stream(scratch_.streams_b, active, n), layer.pl_gate.tensor, Tensor(), gate);
-  backend_.gelu_tanh_gate(gate, scratch_.per_layer.tensor.rows(int64_t{l} * n, n));
+  backend_.gelu_tanh_gate(gate, ple_.layer(l, n));
   backend_.matmul(gate, layer.pl_proj.tensor, Tensor(), laurel);
   backend_.rms_norm(laurel, layer.post_pl_norm.tensor, eps, laurel);
   for (int i = 1; i < n_streams(); ++i) backend_.add(stream(scratch_.streams_b, i, n), laurel);
@@ -418,7 +357,7 @@ Status Gemma3nModel::forward(const StepBatch& batch, const KvCache& kv, const Te
   const Tensor s0 = stream(scratch_.streams_a, 0, n);
   backend_.embedding(ends_.embed.tensor, ints_.tokens(batch), s0);
   backend_.scale(s0, embed_scale_);
-  per_layer_inputs(ids, n);
+  ple_.compute(backend_, ids, s0, n);
   for (int i = 1; i < n_streams(); ++i) {  // the other streams: projections at stream 0's magnitude
     const Tensor si = stream(scratch_.streams_a, i, n);
     backend_.matmul(s0, altup_proj_[static_cast<size_t>(i - 1)].tensor, Tensor(), si);
@@ -455,8 +394,8 @@ StepCost Gemma3nModel::step_cost(const StepBatch& b, double kv_bytes_per_token) 
   const ModelConfig& c = config_;
   const double n = b.n_tokens(), rows_out = static_cast<double>(b.logit_rows.size());
   const double table = static_cast<double>(c.vocab_size) * c.hidden_size;
-  const double pl_row_bytes = static_cast<double>(pl_table_.bytes.size()) / static_cast<double>(c.gemma3n.per_layer_vocab);
-  const double linear_params = static_cast<double>(n_params_ - pl_table_.numel()) - table;
+  const double pl_row_bytes = ple_.row_bytes();
+  const double linear_params = static_cast<double>(n_params_ - ple_.table_numel()) - table;
   double pairs = 0.0, kv_read = 0.0;
   for (int l = 0; l < c.n_layers; ++l) {
     const AttentionWork work = attention_work(b, c.layer_window(l));

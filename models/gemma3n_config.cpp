@@ -12,20 +12,9 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string first_architecture(const json& j) {
-  if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_string())
-    return (*it)[0].get<std::string>();
-  return {};
-}
-
-std::string model_type(const json& j) {
-  auto it = j.find("model_type");
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 bool is_multimodal(const json& j) {
-  const std::string a = first_architecture(j);
-  return a == "Gemma3nForConditionalGeneration" || (a.empty() && model_type(j) == "gemma3n");
+  const std::string a = config_architecture(j);
+  return a == "Gemma3nForConditionalGeneration" || (a.empty() && config_model_type(j) == "gemma3n");
 }
 
 // Gemma3nTextConfig's defaults (transformers) under the fields config.json gives.
@@ -62,29 +51,6 @@ Expected<std::vector<T>> per_layer(const json& t, const char* key, int n_layers)
     out.push_back(e.get<T>());
   }
   return out;
-}
-
-// Gemma3nTextConfig.kv_sharing_modes: layers [n - shared, n) reuse the K/V of the last layer of
-// their own type before that range; the others write their own.
-Expected<std::vector<int>> kv_layers(const ModelConfig& c, int n_shared) {
-  const int n = c.n_layers, first = n - n_shared;
-  if (n_shared < 0 || first < 1)
-    return invalid_argument("config.json: num_kv_shared_layers must be in [0, num_hidden_layers) (got " +
-                            std::to_string(n_shared) + " of " + std::to_string(n) + ")");
-  std::vector<int> kv(static_cast<size_t>(n));
-  for (int l = 0; l < n; ++l) {
-    kv[static_cast<size_t>(l)] = l;
-    if (l < first) continue;
-    const bool sliding = c.layer_window(l) > 0;
-    int src = first - 1;
-    while (src >= 0 && (c.layer_window(src) > 0) != sliding) --src;
-    if (src < 0)
-      return invalid_argument(std::string("config.json: layer ") + std::to_string(l) + " shares the K/V of an earlier " +
-                              (sliding ? "sliding_attention" : "full_attention") +
-                              " layer (num_kv_shared_layers), but no layer before the shared ones has that type");
-    kv[static_cast<size_t>(l)] = src;
-  }
-  return kv;
 }
 
 Status check_positive(const char* key, int v) {
@@ -124,7 +90,7 @@ Status read_gemma3n_fields(const json& t, ModelConfig& c) {
                               std::to_string(s) + ")");
   int n_shared = 0;
   BRIGADE_RETURN_IF_ERROR(read_int(t, "num_kv_shared_layers", n_shared, true));
-  BRIGADE_ASSIGN_OR_RETURN(g.kv_layer, kv_layers(c, n_shared));
+  BRIGADE_ASSIGN_OR_RETURN(g.kv_layer, shared_kv_layers(c, n_shared));
   return Status::ok();
 }
 
@@ -137,10 +103,31 @@ json default_layer_types(int n_layers) {
 
 }  // namespace
 
+Expected<std::vector<int>> shared_kv_layers(const ModelConfig& c, int n_shared) {
+  const int n = c.n_layers, first = n - n_shared;
+  if (n_shared < 0 || first < 1)
+    return invalid_argument("config.json: num_kv_shared_layers must be in [0, num_hidden_layers) (got " +
+                            std::to_string(n_shared) + " of " + std::to_string(n) + ")");
+  std::vector<int> kv(static_cast<size_t>(n));
+  for (int l = 0; l < n; ++l) {
+    kv[static_cast<size_t>(l)] = l;
+    if (l < first) continue;
+    const bool sliding = c.layer_window(l) > 0;
+    int src = first - 1;
+    while (src >= 0 && (c.layer_window(src) > 0) != sliding) --src;
+    if (src < 0)
+      return invalid_argument(std::string("config.json: layer ") + std::to_string(l) + " shares the K/V of an earlier " +
+                              (sliding ? "sliding_attention" : "full_attention") +
+                              " layer (num_kv_shared_layers), but no layer before the shared ones has that type");
+    kv[static_cast<size_t>(l)] = src;
+  }
+  return kv;
+}
+
 bool is_gemma3n(const json& j) {
-  const std::string a = first_architecture(j);
+  const std::string a = config_architecture(j);
   if (a == "Gemma3nForCausalLM" || a == "Gemma3nForConditionalGeneration") return true;
-  const std::string m = model_type(j);
+  const std::string m = config_model_type(j);
   return a.empty() && (m == "gemma3n_text" || m == "gemma3n");
 }
 
@@ -148,13 +135,8 @@ Expected<ModelConfig> read_gemma3n_config(const json& j) {
   const bool multimodal = is_multimodal(j);
   json text = j;
   if (multimodal) {
-    auto it = j.find("text_config");
-    if (it == j.end() || !it->is_object())
-      return unsupported("config.json: Gemma3nForConditionalGeneration without a text_config object; brigade runs "
-                         "its language model (text_config) or Gemma3nForCausalLM (model_type gemma3n_text)");
-    text = *it;
-    for (const char* key : {"bos_token_id", "eos_token_id", "torch_dtype", "dtype"})
-      if (j.contains(key) && !text.contains(key)) text[key] = j[key];
+    BRIGADE_ASSIGN_OR_RETURN(text, text_config_with_ids(j, "Gemma3nForConditionalGeneration",
+                                                        "Gemma3nForCausalLM (model_type gemma3n_text)"));
   }
   const json t = with_text_defaults(text);
   std::string act;

@@ -3,6 +3,8 @@
 // ModelConfig, its Gemma 3n fields in ModelConfig::gemma3n. The decoder is models/gemma3n.h.
 #pragma once
 
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "models/model_config.h"
@@ -24,5 +26,11 @@ bool is_gemma3n(const nlohmann::json& j);
 // hidden_activation, attention_bias, a rope scaling of the sliding layers, layer types other than
 // sliding/full, a shared layer type no earlier layer produces, per-layer lists of the wrong length.
 Expected<ModelConfig> read_gemma3n_config(const nlohmann::json& j);
+
+// The cache layer each layer writes or reads (Gemma3nFields::kv_layer, Gemma4Fields::kv_layer):
+// layers [n - n_shared, n) reuse the K/V of the last layer of their own attention type (c's
+// sliding_layers) before that range (transformers' kv_sharing_modes), the others write their own.
+// invalid_argument for n_shared outside [0, n) or a shared type no earlier layer produces.
+Expected<std::vector<int>> shared_kv_layers(const ModelConfig& c, int n_shared);
 
 }  // namespace brigade

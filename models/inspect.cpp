@@ -80,6 +80,7 @@ std::string format_model_info(const ModelInfo& m) {
                       : c.arch == "llama" || c.arch == "ministral3" || c.arch == "mistral4" ? "Mistral3ForConditionalGeneration"
                       : c.arch == "llama4_text"               ? "Llama4ForConditionalGeneration"
                       : c.arch == "gemma3n_text"              ? "Gemma3nForConditionalGeneration"
+                      : c.arch == "gemma4_text"               ? "Gemma4ForConditionalGeneration"
                                                               : "Gemma3ForConditionalGeneration";
   s += "architecture:  " + c.arch + (c.multimodal_text ? std::string(" (the language model of ") + whole + ")" : "") + "\n";
   if (c.vision.present() && c.vision.kind == VisionKind::pixtral) {
@@ -136,6 +137,17 @@ std::string format_model_info(const ModelInfo& m) {
          std::to_string(g.n_kv_layers()) + " of " + std::to_string(c.n_layers) + " layers (the last " +
          std::to_string(c.n_layers - g.n_kv_layers()) + " reuse them), activation sparsity in " + std::to_string(sparse) +
          " layers\n";
+  }
+  if (const auto& g = c.gemma4; g.full_head_dim > 0) {  // models/gemma4.h
+    s += "gemma4:        full layers " + std::to_string(c.n_heads) + " q, " + std::to_string(g.full_kv_heads) +
+         " kv, head_dim " + std::to_string(g.full_head_dim) + (g.k_eq_v ? " (K = V)" : "") + ", RoPE on " +
+         std::to_string(static_cast<int>(g.full_rope_partial * 100.0f + 0.5f)) + "% of their pairs; K/V in " +
+         std::to_string(g.n_kv_layers()) + " of " + std::to_string(c.n_layers) + " layers" +
+         (g.per_layer_dim > 0 ? ", per-layer inputs of " + std::to_string(g.per_layer_dim) : std::string()) +
+         (g.moe ? ", " + std::to_string(c.n_experts) + " experts (top " + std::to_string(c.n_experts_per_tok) +
+                      ") beside the MLP"
+                : std::string()) +
+         "\n";
   }
   auto num = [](float v) {
     char buf[32];

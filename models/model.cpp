@@ -5,6 +5,7 @@
 #include "models/checkpoint.h"
 #include "models/deepseek.h"
 #include "models/gemma3n.h"
+#include "models/gemma4.h"
 #include "models/llama.h"
 #include "models/llama_variants_config.h"
 #include "models/longcat_flash.h"
@@ -72,6 +73,8 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
     return load_llama(*checkpoint, backend, options);  // GLM-4, Seed-OSS, ERNIE 4.5, Hunyuan (llama_variants_config.h)
   // AltUp, LAuReL, per-layer inputs and K/V shared across layers (models/gemma3n.h).
   if (arch == "gemma3n_text") return load_gemma3n(std::move(checkpoint), backend, options);
+  // Two attention geometries, K/V sharing, per-layer inputs, MoE beside the MLP (models/gemma4.h).
+  if (arch == "gemma4_text") return load_gemma4(std::move(checkpoint), backend, options);
   // MLA attention and the MoE with shared experts (models/deepseek.h).
   // Mistral Small 4 (mistral4) and GLM-4.7-Flash (glm4_moe_lite) are DeepSeek-V3's layer.
   // DeepSeek-V3.2 (deepseek_v32) and GLM-5 (glm_moe_dsa) add DSA's indexer (models/dsa_indexer.h).
@@ -93,7 +96,7 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   // Encoders: BERT, RoBERTa, XLM-RoBERTa (models/bert.h).
   if (checkpoint->config().encoder) return load_bert(*checkpoint, backend, options);
   return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3, "
-                     "qwen3_moe, qwen2_moe, mixtral, phi3, gemma2, gemma3_text, gemma3n_text, gpt_oss, glm4_moe, smollm3, granite, "
+                     "qwen3_moe, qwen2_moe, mixtral, phi3, gemma2, gemma3_text, gemma3n_text, gemma4_text, gpt_oss, glm4_moe, smollm3, granite, "
                      "olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, ernie4_5_moe, hunyuan_v1_dense, olmoe, apertus, "
                      "deepseek_v2, deepseek_v3, mistral4, glm4_moe_lite, deepseek_v32, glm_moe_dsa, longcat_flash, "
                      "the encoders bert, roberta, and mamba, falcon_mamba, mamba2, granitemoehybrid, nemotron_h, jamba, "

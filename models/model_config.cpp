@@ -15,6 +15,7 @@
 #include "models/gemma_config.h"
 #include "models/gpt_decoders_config.h"
 #include "models/gemma3n_config.h"
+#include "models/gemma4_config.h"
 #include "models/arcee_config.h"
 #include "models/llama_variants_config.h"
 #include "models/llava_config.h"
@@ -36,7 +37,7 @@ constexpr const char* kSupported =
     "Phi3ForCausalLM (phi3), "
     "Gemma2ForCausalLM (gemma2), Gemma3ForCausalLM (gemma3_text), Gemma3ForConditionalGeneration (gemma3: its "
     "language model), Gemma3nForCausalLM (gemma3n_text), Gemma3nForConditionalGeneration (gemma3n: its language "
-    "model), GptOssForCausalLM (gpt_oss), Glm4MoeForCausalLM (glm4_moe), Qwen2VLForConditionalGeneration "
+    "model), Gemma4ForCausalLM (gemma4_text), Gemma4ForConditionalGeneration (gemma4: its language model), GptOssForCausalLM (gpt_oss), Glm4MoeForCausalLM (glm4_moe), Qwen2VLForConditionalGeneration "
     "(qwen2_vl), Qwen2_5_VLForConditionalGeneration (qwen2_5_vl); encoders: BertModel (bert), RobertaModel "
     "(roberta), XLMRobertaModel (xlm-roberta) and their ForMaskedLM / ForSequenceClassification; state-space: "
     "Mamba2ForCausalLM (mamba2), MambaForCausalLM (mamba), FalconMambaForCausalLM (falcon_mamba); hybrids: "
@@ -623,6 +624,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   if (is_minimax(j)) return read_minimax_config(j);  // lightning and softmax attention (models/minimax_config.h)
   if (is_qwen3_5_multimodal(j)) return read_qwen3_5_multimodal(j);  // with M-RoPE and its tower (the same)
   if (is_gemma3n(j)) return read_gemma3n_config(j);  // AltUp, LAuReL, per-layer inputs (models/gemma3n_config.h)
+  if (is_gemma4(j)) return read_gemma4_config(j);  // two attention geometries, MoE beside the MLP (models/gemma4_config.h)
   if (is_gemma3_multimodal(j)) {  // its language model, text only (models/gemma_config.h)
     BRIGADE_ASSIGN_OR_RETURN(json text, gemma3_text_config(j));
     BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));

@@ -238,6 +238,28 @@ struct ModelConfig {
     }
     bool shares_kv(int l) const { return l > 0 && kv_layer[static_cast<size_t>(l)] < l; }
   } gemma3n;
+  // Gemma 4 (gemma4_text; models/gemma4.h, read by models/gemma4_config.cpp): its own decoder over
+  // the Gemma fields above (embed_scale, final_softcap, sliding_layers; the sliding layers'
+  // geometry in n_kv_heads / head_dim and RoPE base in rope_local_theta, the full layers' in
+  // these fields and rope_theta).
+  struct Gemma4Fields {
+    int full_head_dim = 0;             // the full_attention layers' head_dim (global_head_dim); 0 = not Gemma 4
+    int full_kv_heads = 0;             // and their KV heads (num_global_key_value_heads under attention_k_eq_v)
+    bool k_eq_v = false;               // attention_k_eq_v: a full layer's V is its k_proj output (no v_proj)
+    float full_rope_partial = 1.0f;    // the full layers' proportional RoPE: pairs rotated (of head_dim / 2)
+    float full_rope_factor = 1.0f;     // and its factor (inv_freq / factor); "default": 1 and 1
+    int per_layer_dim = 0;             // hidden_size_per_layer_input; 0 = no per-layer inputs (31B, 26B-A4B)
+    int per_layer_vocab = 0;           // vocab_size_per_layer_input: ids at or past it read row 0
+    std::vector<int> tower_tokens;     // a Gemma4ForConditionalGeneration's image, video and audio placeholder
+                                       // ids (refused: the towers that fill them are not run); empty = none
+    std::vector<int> kv_layer;         // as Gemma3nFields::kv_layer (num_kv_shared_layers)
+    std::vector<int> intermediate;     // per layer MLP width (use_double_wide_mlp doubles the K/V-reusing layers')
+    bool moe = false;                  // enable_moe_block: the experts beside the dense MLP in every layer
+    int n_kv_layers() const {
+      return kv_layer.empty() ? 0 : *std::max_element(kv_layer.begin(), kv_layer.end()) + 1;
+    }
+    bool shares_kv(int l) const { return kv_layer[static_cast<size_t>(l)] < l; }
+  } gemma4;
   bool multimodal_text = false;      // a Gemma3ForConditionalGeneration, Qwen2-VL-family or Qwen3.5 checkpoint:
                                      // its language model's tensors load as the text model's (Gemma3ForCausalLM,
                                      // Qwen2ForCausalLM, Qwen3_5ForCausalLM), and `vision` describes its tower

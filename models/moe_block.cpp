@@ -74,6 +74,7 @@ MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
   if (c.arch == "gpt_oss") return {layer + "mlp.", "router", "gate_proj", "up_proj", "down_proj"};
   if (c.arch == "longcat_flash")  // LongcatFlashTopkRouter's classifier and selection bias, over E + Z experts
     return {layer + "mlp.", "router.classifier", "gate_proj", "up_proj", "down_proj", "router.e_score_correction_bias"};
+  if (c.arch == "gemma4_text") return {layer, "router.proj", "gate_proj", "up_proj", "down_proj"};  // beside mlp.
   if (c.arch == "jamba") return {layer + "feed_forward.", "router", "gate_proj", "up_proj", "down_proj"};
   if (c.arch == "llama4_text")  // its ungated shared expert under Qwen2-MoE's name
     return {layer + "feed_forward.", "router", "gate_proj", "up_proj", "down_proj", "gate.e_score_correction_bias",

@@ -78,7 +78,8 @@ Expected<StepBounds> check_sequences(const StepBatch& b, const KvLayout& kv) {
 }  // namespace
 
 Expected<StepBounds> check_step(const StepBatch& b, const StepLimits& lim, const KvLayout& kv, const Tensor& logits) {
-  if (kv.n_layers != lim.n_layers || kv.n_kv_heads != lim.n_kv_heads || kv.head_dim != lim.head_dim)
+  if (kv.n_layers != lim.n_layers || kv.n_kv_heads != lim.n_kv_heads || kv.head_dim != lim.head_dim ||
+      kv.layer_shapes != lim.layer_shapes)
     return invalid_argument("KV cache layout does not match the model (use Model::kv_layout)");
   BRIGADE_RETURN_IF_ERROR(check_sizes(b, lim));
   BRIGADE_RETURN_IF_ERROR(check_tokens(b, lim));

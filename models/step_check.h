@@ -2,6 +2,8 @@
 // (or a user's out-of-vocabulary id) fails cleanly and never writes outside the KV pool.
 #pragma once
 
+#include <vector>
+
 #include "core/status.h"
 #include "kvstore/kv_layout.h"
 #include "models/model.h"
@@ -15,6 +17,7 @@ struct StepLimits {
   int n_layers = 0;
   int n_kv_heads = 0;
   int head_dim = 0;
+  std::vector<KvLayerShape> layer_shapes;  // the KV layout's per-layer shapes (KvLayout::layer_shapes); empty = uniform
 };
 
 // Bounds a forward pass needs for its launches (AttentionMeta's host fields).

@@ -58,6 +58,15 @@ inline EngineOptions chunked_engine_options(const std::string& model, int tp = 1
   return o;
 }
 
+// Waits (bounded, about 10 s) until `pred` holds for the engine's stats; false if it never does.
+inline bool eventually(const Engine& e, const std::function<bool(const EngineStats&)>& pred) {
+  for (int i = 0; i < 5000; ++i) {
+    if (pred(e.stats())) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
+}
+
 // Engine::create that fails the test, and returns null, when the engine does not start.
 inline std::unique_ptr<Engine> create_engine(const EngineOptions& o) {
   auto engine = Engine::create(o);

@@ -167,9 +167,11 @@ Expected<std::shared_ptr<ExecutorResources>> load_rank(const ExecutorConfig& exe
   // The MTP pass runs on the host path (actors/executor/step_runner.h).
   // A recurrent model (models/state_space.h) runs on the host path: the device path pads decode
   // steps with rows that would need state slots of their own.
-  // Gemma 3n gathers its per-layer embedding rows on the host (models/gemma3n.h): the host path.
+  // Gemma 3n and Gemma 4 E2B / E4B gather their per-layer embedding rows on the host
+  // (models/per_layer_inputs.h): the host path.
   res->runner.device_steps = exe.tp == 1 && !lo.mtp && lo.eagle3.empty() && !res->model->config().recurrent() &&
                              res->model->config().gemma3n.altup_inputs == 0 &&
+                             res->model->config().gemma4.per_layer_dim == 0 &&
                              (exe.step_path == "device" || (exe.step_path == "auto" && res->backend->prefers_device_steps()));
   res->runner.max_step_tokens = lo.max_batch_tokens;
   return res;

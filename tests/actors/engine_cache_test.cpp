@@ -396,14 +396,7 @@ TEST_F(EngineCache, CacheSaltKeepsRequestsApartOnEveryTier) {
   EXPECT_NE(refused.status().message().find("cache_salt"), std::string::npos) << refused.status().message();
 }
 
-// Waits (bounded) until `pred` holds for the engine's stats; false if it never does.
-bool eventually(const Engine& e, const std::function<bool(const EngineStats&)>& pred) {
-  for (int i = 0; i < 5000; ++i) {
-    if (pred(e.stats())) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return false;
-}
+using testing::eventually;
 
 // Engine::reset_prefix_cache (vLLM's /reset_prefix_cache): the device cache gives its pages back
 // and the host tier empties; the disk tier keeps its pages (the next run of the prompt loads

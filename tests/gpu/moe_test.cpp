@@ -87,6 +87,7 @@ struct HostMlp {
   std::vector<float> gate_up_bias, down_bias;
   float limit = 0.0f, alpha = 1.0f;
   bool weight_on_input = false;  // Llama 4's
+  bool gelu_tanh = false;        // Gemma 4's
 };
 
 std::vector<float> run_experts(Backend& b, const ExpertCase& c, const std::vector<float>& x, const std::vector<float>& gu,
@@ -110,6 +111,7 @@ std::vector<float> run_experts(Backend& b, const ExpertCase& c, const std::vecto
   mlp.swiglu_limit = m.limit;
   mlp.swiglu_alpha = m.alpha;
   mlp.weight_on_input = m.weight_on_input;
+  mlp.gelu_tanh = m.gelu_tanh;
   for (int i = 0; i < (graph_key > 0 ? 3 : 1); ++i) {
     if (graph_key > 0) b.begin_step(graph_key);
     b.moe_experts(xt.tensor, gut.tensor, dt.tensor, ids.tensor, w.tensor, mlp, ws.tensor, out.tensor);
@@ -182,6 +184,45 @@ TEST(GpuMoe, WeightOnTheInputMatchesCpu) {
         << "weighting the input is not weighting the output";
     EXPECT_EQ(run_experts(*gpu(), c, in.x, in.gu, in.down, in.routing, 0x4c34, m),
               run_experts(*gpu(), c, in.x, in.gu, in.down, in.routing, 0, m));
+  }
+}
+
+// Gemma 4's experts (gelu_pytorch_tanh gate) and its per-expert scale in the routing,
+// decode- and prefill-sized, and replayed in a step graph.
+TEST(GpuMoe, GeluTanhExpertsAndExpertScaleMatchCpu) {
+  BRIGADE_REQUIRE_GPU();
+  ASSERT_TRUE(gpu()->supports_gelu_experts());
+  std::mt19937 rng(29);
+  for (const ExpertCase c : {ExpertCase{1, 256, 96, 16, 2}, ExpertCase{200, 128, 64, 8, 4}}) {
+    SCOPED_TRACE(testing::Message() << "n=" << c.n << " k=" << c.k);
+    const ExpertInputs in = random_inputs(rng, c, true);
+    HostMlp m;
+    m.gelu_tanh = true;
+    const auto want = run_experts(cpu(), c, in.x, in.gu, in.down, in.routing, 0, m);
+    EXPECT_LT(rel_error(run_experts(*gpu(), c, in.x, in.gu, in.down, in.routing, 0, m), want), kBf16Tol);
+    EXPECT_GT(rel_error(run_experts(cpu(), c, in.x, in.gu, in.down, in.routing), want), 10 * kBf16Tol)
+        << "gelu_tanh is not silu";
+    EXPECT_EQ(run_experts(*gpu(), c, in.x, in.gu, in.down, in.routing, 0x67346d, m),
+              run_experts(*gpu(), c, in.x, in.gu, in.down, in.routing, 0, m));
+    std::vector<float> logits(static_cast<size_t>(c.n * c.n_experts)), scale(static_cast<size_t>(c.n_experts));
+    std::uniform_real_distribution<float> u(-3, 3), s(0.5f, 1.5f);
+    for (float& v : logits) v = u(rng);
+    for (float& v : scale) v = s(rng);
+    Routing side[2];
+    Backend* backends[2] = {&cpu(), gpu()};
+    for (int b = 0; b < 2; ++b) {
+      const auto l = put(*backends[b], DType::f32, {c.n, c.n_experts}, logits);
+      const auto st = put(*backends[b], DType::f32, {c.n_experts}, scale);
+      const auto ids = empty(*backends[b], DType::i32, {c.n, c.k}), w = empty(*backends[b], DType::f32, {c.n, c.k});
+      MoeRouting r;
+      r.k = c.k;
+      r.normalize = true;
+      r.expert_scale = st.tensor;
+      backends[b]->moe_route(l.tensor, r, ids.tensor, w.tensor);
+      side[b] = {get(*backends[b], ids.tensor), get(*backends[b], w.tensor)};
+    }
+    EXPECT_EQ(side[1].ids, side[0].ids);
+    for (size_t i = 0; i < side[0].weights.size(); ++i) EXPECT_NEAR(side[1].weights[i], side[0].weights[i], 1e-5) << i;
   }
 }
 

@@ -247,6 +247,78 @@ TEST(KvCache, BackendWithoutInt8KvRefusesItWithAClearError) {
   EXPECT_TRUE(KvCache::allocate(backend, shape_8b(DType::bf16)).has_value());
 }
 
+// Gemma 4's pool: layers of different K/V shapes (KvLayout::layer_shapes). Each layer's tensors
+// take its own shape, a page's bytes are the sum of its layers' slices in layer order, and the
+// bytes round-trip page to page (int8 scales included) and copy_rows copies every layer's rows.
+KvLayout mixed_layout(DType t) {
+  KvLayout l = small_layout();
+  l.dtype = t;
+  l.layer_shapes = {{2, 8}, {1, 16}, {2, 8}};
+  return l;
+}
+
+TEST(KvCachePages, MixedLayerShapesRoundTripTheirPageBytes) {
+  auto backend = make_cpu_backend({1});
+  for (DType t : {DType::f32, DType::bf16, DType::i8}) {
+    const KvLayout layout = mixed_layout(t);
+    ASSERT_TRUE(layout.validate().is_ok());
+    auto kv = KvCache::allocate(*backend, layout);
+    ASSERT_TRUE(kv.has_value()) << kv.status().to_string();
+    EXPECT_EQ(kv->layer(1).k.dim(2), 1);
+    EXPECT_EQ(kv->layer(1).k.dim(3), 16);
+    EXPECT_EQ(kv->layer(2).v.dim(3), 8);
+    const size_t elem = dtype_size(t), scales = t == DType::i8 ? sizeof(float) : 0;
+    // Per page: 4 rows; layers 0 and 2 hold 2 x 8 per row, layer 1 1 x 16 (the same 16 elements,
+    // but one scale per row where the others hold two).
+    const size_t want = 2 * (3 * 4 * 16 * elem + 4 * (2 + 1 + 2) * scales);
+    EXPECT_EQ(layout.page_bytes(), want) << dtype_name(t);
+    EXPECT_EQ(layout.page_bytes_per_layer(1), 4 * 16 * elem);
+    EXPECT_EQ(layout.scale_bytes_per_layer(1), 4 * scales);
+    for (int l = 0; l < layout.n_layers; ++l) {
+      int k = 0;
+      for (const Tensor* x : page_tensors(kv->layer(l))) {
+        std::vector<uint8_t> bytes(x->nbytes());
+        for (size_t i = 0; i < bytes.size(); ++i)  // not periodic in 256 bytes: each page's slice differs
+          bytes[i] = static_cast<uint8_t>(i * 5 + i / 256 * 3 + static_cast<size_t>(k * 11 + l));
+        backend->upload(*x, bytes.data());
+        ++k;
+      }
+    }
+    std::vector<std::byte> p1(layout.page_bytes()), p3(layout.page_bytes()), back(layout.page_bytes());
+    ASSERT_TRUE(kv->read_page(*backend, 1, p1).is_ok());
+    ASSERT_TRUE(kv->read_page(*backend, 3, p3).is_ok());
+    EXPECT_NE(p1, p3);
+    ASSERT_TRUE(kv->write_page(*backend, 3, p1).is_ok());
+    ASSERT_TRUE(kv->read_page(*backend, 3, back).is_ok());
+    EXPECT_EQ(back, p1) << dtype_name(t);
+    // Layer 1's K slice of page 1 sits after layer 0's K, V (and their scales) in the page bytes.
+    std::vector<uint8_t> k1(kv->layer(1).k.nbytes());
+    backend->download(k1.data(), kv->layer(1).k);
+    const size_t off = 2 * (layout.page_bytes_per_layer(0) + layout.scale_bytes_per_layer(0));
+    const size_t slice = layout.page_bytes_per_layer(1);
+    EXPECT_EQ(std::memcmp(p1.data() + off, k1.data() + slice, slice), 0) << dtype_name(t);
+    ASSERT_TRUE(kv->copy_rows(*backend, 0, 2, 2).is_ok());
+    std::vector<std::byte> p0(layout.page_bytes()), p2(layout.page_bytes());
+    ASSERT_TRUE(kv->read_page(*backend, 0, p0).is_ok());
+    ASSERT_TRUE(kv->read_page(*backend, 2, p2).is_ok());
+    EXPECT_EQ(std::memcmp(p2.data() + off, p0.data() + off, slice / 2), 0) << "layer 1's first 2 rows copied";
+  }
+}
+
+TEST(KvLayout, MixedShapesChangeTheFingerprintAndAreValidated) {
+  const KvLayout uniform = small_layout(), mixed = mixed_layout(DType::f32);
+  EXPECT_NE(kv_fingerprint("m", uniform), kv_fingerprint("m", mixed));
+  KvLayout other = mixed;
+  other.layer_shapes[1] = {1, 32};
+  EXPECT_NE(kv_fingerprint("m", mixed), kv_fingerprint("m", other));
+  KvLayout wrong = mixed;
+  wrong.layer_shapes.pop_back();
+  EXPECT_EQ(wrong.validate().code(), StatusCode::invalid_argument);
+  wrong = mixed;
+  wrong.layer_shapes[0].head_dim = 0;
+  EXPECT_EQ(wrong.validate().code(), StatusCode::invalid_argument);
+}
+
 TEST(KvLayout, RejectsOtherDtypes) {
   EXPECT_FALSE(shape_8b(DType::i32).validate().is_ok());
   EXPECT_TRUE(shape_8b(DType::i8).validate().is_ok());

@@ -19,22 +19,11 @@
 namespace brigade {
 namespace {
 
-using testing::argmax;
 using testing::fixture_dir;
 using testing::kLogitTol;
 using testing::load_or_fail;
 using testing::make_step;
 using testing::read_fixture_cases;
-using testing::run_step;
-
-// Max |Δ| between logits rows [r, vocab] and the fixture's rows first, first + 1, ...
-float rows_diff(const std::vector<float>& logits, const testing::FixtureCase& fc, size_t first, int vocab) {
-  float worst = 0.0f;
-  const size_t w = static_cast<size_t>(vocab);
-  for (size_t r = 0; r * w < logits.size(); ++r)
-    for (size_t v = 0; v < w; ++v) worst = std::max(worst, std::fabs(logits[r * w + v] - fc.logits[first + r][v]));
-  return worst;
-}
 
 TEST(Gemma3n, ConfigRules) {
   auto ck = Checkpoint::open(fixture_dir("gemma3n"));
@@ -77,16 +66,7 @@ TEST(Gemma3n, ConfigRules) {
 }
 
 TEST(Gemma3n, DecodeStepsMatchTransformers) {
-  auto backend = make_cpu_backend({.n_threads = 2});
-  for (const char* fixture : {"gemma3n", "gemma3n_mm"}) {
-    auto model = load_or_fail(fixture_dir(fixture), *backend);
-    ASSERT_NE(model, nullptr);
-    for (const auto& fc : read_fixture_cases(fixture)) {
-      const float d = testing::decode_max_diff(*model, *backend, fc);
-      EXPECT_LE(d, kLogitTol) << fixture << ", prompt of " << fc.prompt.size();
-      RecordProperty(std::string(fixture) + "_decode_max_abs_diff_" + std::to_string(fc.prompt.size()), std::to_string(d));
-    }
-  }
+  for (const char* fixture : {"gemma3n", "gemma3n_mm"}) testing::expect_decode_steps_match(fixture);
 }
 
 // The long prompt (40 tokens, the window 8) in chunks of 7 and 5 (pages of 4, so chunks cross
@@ -99,31 +79,13 @@ TEST(Gemma3n, ChunkedPrefillAndMixedStepsMatchTransformers) {
   const auto cases = read_fixture_cases("gemma3n");
   const auto& fc = cases.back();
   ASSERT_EQ(fc.prompt.size(), 40u);
-  const int vocab = model->config().vocab_size;
-  constexpr int kPageSize = 4, kPages = 16;
   for (int chunk : {7, 5}) {
-    auto kv = KvCache::allocate(*backend, model->kv_layout(2 * kPages, kPageSize, DType::f32));
-    ASSERT_TRUE(kv.has_value());
-    float worst = 0.0f;
-    for (int begin = 0; begin < 40; begin += chunk) {
-      const int end = std::min(40, begin + chunk);
-      const std::vector<int32_t> part(fc.prompt.begin() + begin, fc.prompt.begin() + end);
-      const auto logits = run_step(*model, *backend, *kv, make_step({{0, part, begin, true}}, kPageSize, kPages));
-      worst = std::max(worst, rows_diff(logits, fc, static_cast<size_t>(begin), vocab));
-    }
+    const float worst = testing::chunked_max_diff(*model, *backend, fc, chunk);
     EXPECT_LE(worst, kLogitTol) << "chunks of " << chunk;
     RecordProperty("chunked_max_abs_diff_" + std::to_string(chunk), std::to_string(worst));
   }
   // Sequence 0: rows 0..19 in one step, then rows 20..39 beside sequence 1's whole first prompt.
-  const auto& first = cases.front();
-  auto kv = KvCache::allocate(*backend, model->kv_layout(2 * kPages, kPageSize, DType::f32));
-  ASSERT_TRUE(kv.has_value());
-  const std::vector<int32_t> a(fc.prompt.begin(), fc.prompt.begin() + 20), b(fc.prompt.begin() + 20, fc.prompt.end());
-  run_step(*model, *backend, *kv, make_step({{0, a, 0, false}}, kPageSize, kPages));
-  const auto logits = run_step(*model, *backend, *kv, make_step({{0, b, 20, true}, {1, first.prompt, 0, true}}, kPageSize, kPages));
-  const size_t split = 20 * static_cast<size_t>(vocab);
-  EXPECT_LE(rows_diff({logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(split)}, fc, 20, vocab), kLogitTol);
-  EXPECT_LE(rows_diff({logits.begin() + static_cast<std::ptrdiff_t>(split), logits.end()}, first, 0, vocab), kLogitTol);
+  EXPECT_LE(testing::mixed_step_max_diff(*model, *backend, fc, cases.front(), 20), kLogitTol);
 }
 
 // A prompt whose first 16 positions (4 pages) another sequence computed: the second sequence's
@@ -133,21 +95,7 @@ TEST(Gemma3n, CachedPrefixMatchesTransformers) {
   auto backend = make_cpu_backend({.n_threads = 2});
   auto model = load_or_fail(fixture_dir("gemma3n"), *backend);
   ASSERT_NE(model, nullptr);
-  const auto cases = read_fixture_cases("gemma3n");
-  const auto& fc = cases.back();
-  const int vocab = model->config().vocab_size;
-  constexpr int kPageSize = 4, kPages = 16, kCached = 16;
-  auto kv = KvCache::allocate(*backend, model->kv_layout(2 * kPages, kPageSize, DType::f32));
-  ASSERT_TRUE(kv.has_value());
-  run_step(*model, *backend, *kv,
-           make_step({{0, std::vector<int32_t>(fc.prompt.begin(), fc.prompt.begin() + kCached), 0, false}}, kPageSize,
-                     kPages));
-  StepBatch step = make_step({{1, std::vector<int32_t>(fc.prompt.begin() + kCached, fc.prompt.end()), kCached, true}},
-                             kPageSize, kPages);
-  for (int p = 0; p < kCached / kPageSize; ++p) step.block_table[static_cast<size_t>(p)] = p;  // sequence 0's pages
-  const auto logits = run_step(*model, *backend, *kv, step);
-  EXPECT_LE(rows_diff(logits, fc, kCached, vocab), kLogitTol);
-  EXPECT_EQ(argmax(logits.data() + logits.size() - static_cast<size_t>(vocab), vocab), fc.greedy.front());
+  EXPECT_LE(testing::cached_prefix_max_diff(*model, *backend, read_fixture_cases("gemma3n").back(), 16), kLogitTol);
 }
 
 // gemma3n_mm: a Gemma3nForConditionalGeneration checkpoint serves its language model; its towers
@@ -181,17 +129,7 @@ TEST(Gemma3n, MultimodalCheckpointServesItsLanguageModel) {
 // windows, the active stream.
 TEST(Gemma3n, RulesChangeTheResult) {
   auto diff_with = [](const std::function<void(ModelConfig&)>& edit) {
-    auto ck = Checkpoint::open(fixture_dir("gemma3n"));
-    EXPECT_TRUE(ck.has_value());
-    if (!ck) return 0.0f;
-    ModelConfig c = (*ck)->config();
-    edit(c);
-    auto backend = make_cpu_backend({.n_threads = 1});
-    auto model = load_gemma3n(Checkpoint::from_memory((*ck)->path(), c, (*ck)->tensors()), *backend,
-                              testing::test_load_options());
-    EXPECT_TRUE(model.has_value()) << model.status().to_string();
-    if (!model) return 0.0f;
-    return testing::run_fixture_case(**model, *backend, read_fixture_cases("gemma3n").back()).max_abs_diff;
+    return testing::max_diff_with_loader("gemma3n", edit, load_gemma3n);
   };
   EXPECT_LE(diff_with([](ModelConfig&) {}), kLogitTol);
   const float floor = 100 * kLogitTol;

@@ -143,6 +143,72 @@ inline float decode_max_diff(Model& model, Backend& backend, const FixtureCase& 
   return worst;
 }
 
+// Max |Δ| between logits rows [r, vocab] and the fixture's rows first, first + 1, ...
+inline float rows_diff(const std::vector<float>& logits, const FixtureCase& fc, size_t first, int vocab) {
+  float worst = 0.0f;
+  const size_t w = static_cast<size_t>(vocab);
+  for (size_t r = 0; r * w < logits.size(); ++r)
+    for (size_t v = 0; v < w; ++v) worst = std::max(worst, std::fabs(logits[r * w + v] - fc.logits[first + r][v]));
+  return worst;
+}
+
+// fc's prompt prefilled in steps of `chunk` tokens (pages of 4, so chunks cross pages); the worst
+// difference of any row's logits from the fixture's prefill logits.
+inline float chunked_max_diff(Model& model, Backend& backend, const FixtureCase& fc, int chunk) {
+  constexpr int kPageSize = 4, kPages = 16;
+  auto kv = KvCache::allocate(backend, model.kv_layout(kPages, kPageSize, DType::f32));
+  EXPECT_TRUE(kv.has_value());
+  if (!kv) return INFINITY;
+  const int n = static_cast<int>(fc.prompt.size());
+  float worst = 0.0f;
+  for (int begin = 0; begin < n; begin += chunk) {
+    const int end = std::min(n, begin + chunk);
+    const std::vector<int32_t> part(fc.prompt.begin() + begin, fc.prompt.begin() + end);
+    const auto logits = run_step(model, backend, *kv, make_step({{0, part, begin, true}}, kPageSize, kPages));
+    worst = std::max(worst, rows_diff(logits, fc, static_cast<size_t>(begin), model.config().vocab_size));
+  }
+  return worst;
+}
+
+// Two sequences in one step: fc's prompt's first `split` tokens in a step of their own, then its
+// rest beside `other`'s whole prompt; the worst difference of either's rows from its fixture logits.
+inline float mixed_step_max_diff(Model& model, Backend& backend, const FixtureCase& fc, const FixtureCase& other,
+                                 int split) {
+  constexpr int kPageSize = 4, kPages = 16;
+  auto kv = KvCache::allocate(backend, model.kv_layout(2 * kPages, kPageSize, DType::f32));
+  EXPECT_TRUE(kv.has_value());
+  if (!kv) return INFINITY;
+  const int vocab = model.config().vocab_size;
+  const std::vector<int32_t> a(fc.prompt.begin(), fc.prompt.begin() + split), b(fc.prompt.begin() + split, fc.prompt.end());
+  run_step(model, backend, *kv, make_step({{0, a, 0, false}}, kPageSize, kPages));
+  const auto logits =
+      run_step(model, backend, *kv, make_step({{0, b, split, true}, {1, other.prompt, 0, true}}, kPageSize, kPages));
+  const auto mid = logits.begin() + static_cast<std::ptrdiff_t>(b.size() * static_cast<size_t>(vocab));
+  return std::max(rows_diff({logits.begin(), mid}, fc, static_cast<size_t>(split), vocab),
+                  rows_diff({mid, logits.end()}, other, 0, vocab));
+}
+
+// fc's prompt whose first `cached` positions (whole pages of 4) another sequence computed: the
+// second sequence's block table starts with those pages and it runs only the rest, as the prefix
+// cache serves it. The worst difference of its rows from the fixture's; its last row's argmax
+// must be the first greedy token.
+inline float cached_prefix_max_diff(Model& model, Backend& backend, const FixtureCase& fc, int cached) {
+  constexpr int kPageSize = 4, kPages = 16;
+  auto kv = KvCache::allocate(backend, model.kv_layout(2 * kPages, kPageSize, DType::f32));
+  EXPECT_TRUE(kv.has_value());
+  if (!kv) return INFINITY;
+  const int vocab = model.config().vocab_size;
+  run_step(model, backend, *kv,
+           make_step({{0, std::vector<int32_t>(fc.prompt.begin(), fc.prompt.begin() + cached), 0, false}}, kPageSize,
+                     kPages));
+  StepBatch step = make_step({{1, std::vector<int32_t>(fc.prompt.begin() + cached, fc.prompt.end()), cached, true}},
+                             kPageSize, kPages);
+  for (int p = 0; p < cached / kPageSize; ++p) step.block_table[static_cast<size_t>(p)] = p;  // sequence 0's pages
+  const auto logits = run_step(model, backend, *kv, step);
+  EXPECT_EQ(argmax(logits.data() + logits.size() - static_cast<size_t>(vocab), vocab), fc.greedy.front());
+  return rows_diff(logits, fc, static_cast<size_t>(cached), vocab);
+}
+
 // Every case of `fixture` on `model`: each prompt position's logits within `tol` of the fixture's,
 // transformers' greedy tokens, and (where the fixture has them) the decode steps fed its tokens
 // within `tol` of its cached decode logits.
@@ -304,6 +370,40 @@ inline float max_diff_with_rules(const std::string& fixture, const std::function
   opts.weight_dtype = weights;
   const bool mla = c.is_mla();  // deepseek_v2 / v3, mistral4, glm4_moe_lite
   auto model = mla ? load_deepseek(*edited, *backend, opts) : load_llama(*edited, *backend, opts);
+  EXPECT_TRUE(model.has_value()) << model.status().to_string();
+  if (!model) return 0;
+  return run_fixture_case(**model, *backend, read_fixture_cases(fixture).back()).max_abs_diff;
+}
+
+// decode_max_diff of every case of `fixture` on a CPU model of it: each within kLogitTol, each
+// recorded as a test property.
+inline void expect_decode_steps_match(const std::string& fixture) {
+  auto backend = make_cpu_backend({.n_threads = 2});
+  auto m = Model::load(fixture_dir(fixture), *backend, test_load_options());
+  ASSERT_TRUE(m.has_value()) << m.status().to_string();
+  for (const auto& fc : read_fixture_cases(fixture)) {
+    const float d = decode_max_diff(**m, *backend, fc);
+    EXPECT_LE(d, kLogitTol) << fixture << ", prompt of " << fc.prompt.size();
+    ::testing::Test::RecordProperty(fixture + "_decode_max_abs_diff_" + std::to_string(fc.prompt.size()),
+                                    std::to_string(d));
+  }
+}
+
+// A model's own loader that takes the checkpoint (load_gemma3n, load_gemma4).
+using CheckpointLoader =
+    std::function<Expected<std::unique_ptr<Model>>(std::unique_ptr<Checkpoint>, Backend&, const LoadOptions&)>;
+
+// Max |Δlogit| on `fixture`'s longest prompt with its config changed by `edit` after parsing,
+// loaded by `load`.
+inline float max_diff_with_loader(const std::string& fixture, const std::function<void(ModelConfig&)>& edit,
+                                  const CheckpointLoader& load) {
+  auto ck = Checkpoint::open(fixture_dir(fixture));
+  EXPECT_TRUE(ck.has_value()) << ck.status().to_string();
+  if (!ck) return 0;
+  ModelConfig c = (*ck)->config();
+  edit(c);
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = load(Checkpoint::from_memory((*ck)->path(), c, (*ck)->tensors()), *backend, test_load_options());
   EXPECT_TRUE(model.has_value()) << model.status().to_string();
   if (!model) return 0;
   return run_fixture_case(**model, *backend, read_fixture_cases(fixture).back()).max_abs_diff;

@@ -58,7 +58,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "ministral3_text", "phimoe", "mistral4", "glm4_moe_lite", "afmoe", "arcee", "mimo_v2_flash", "exaone_moe", "kimi_linear", "longcat_flash",
                                            "deepseek_v32", "glm_moe_dsa", "minimax",
                                            "gemma", "starcoder2", "phi", "stablelm", "stablelm_parallel", "jais2", "nemotron", "exaone", "flex_olmo", "gemma3n",
-                                           "gemma3n_mm",
+                                           "gemma3n_mm", "gemma4_dense", "gemma4_e2b", "gemma4_moe", "gemma4_mm",
                                            "gpt_neox", "gpt_neox_sequential", "gptj", "gpt2", "gpt_bigcode",
                                            "gpt_bigcode_mha"));
 
