@@ -11,6 +11,7 @@
 #include "models/gguf_eog.h"
 #include "models/gguf_falcon_h1.h"
 #include "models/gguf_gemma.h"
+#include "models/gguf_gemma4.h"
 #include "models/gguf_glm4moe.h"
 #include "models/gguf_gpt_decoders.h"
 #include "models/gguf_gpt_oss.h"
@@ -44,7 +45,7 @@ constexpr ArchRules kArchs[] = {
     {.name = "ernie4_5-moe", .experts = true},
     {.name = "qwen3next", .experts = true, .partial_rotary = true}, {.name = "qwen35", .partial_rotary = true},
     {.name = "qwen35moe", .experts = true, .partial_rotary = true},
-    {.name = "phi3", .partial_rotary = true}, {"gemma2"}, {"gemma3"},
+    {.name = "phi3", .partial_rotary = true}, {"gemma2"}, {"gemma3"}, {.name = "gemma4", .experts = true},
     {.name = "gpt-oss", .experts = true, .own_rope_scaling = true},
     {.name = "glm4moe", .experts = true, .partial_rotary = true},
     {"lfm2"}, {.name = "lfm2moe", .experts = true}, {"falcon-h1"}, {"mamba"}, {"mamba2"},
@@ -173,14 +174,15 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   const bool mamba = is_gguf_mamba(arch);
   if (!mamba) BRIGADE_RETURN_IF_ERROR(get("attention.head_count", c.n_heads));
   // Qwen3.5-MoE has no dense MLP width (its converter writes one only where config.json has it).
-  if (!mamba && (arch != "qwen35moe" || g.find(a + "feed_forward_length")))
+  // (gemma4's may be one per block: read_gguf_gemma4.)
+  if (!mamba && !is_gguf_gemma4(arch) && (arch != "qwen35moe" || g.find(a + "feed_forward_length")))
     BRIGADE_RETURN_IF_ERROR(get("feed_forward_length", c.intermediate_size));
   BRIGADE_RETURN_IF_ERROR(get("context_length", c.max_position));
   c.n_kv_heads = c.n_heads;
   // (LFM2's and the Mamba family's may differ per block: read_gguf_lfm2, read_gguf_mamba.)
   // (mimo2's: the sliding blocks' count and the full blocks' other: read_gguf_mimo_exaone.)
-  // (kimi-linear's: 0 for its KDA blocks, read_gguf_kimi_linear.)
-  if (!is_gguf_lfm2(arch) && !mamba && arch != "mimo2" && !is_gguf_kimi_linear(arch))
+  // (kimi-linear's: 0 for its KDA blocks, read_gguf_kimi_linear; gemma4's one per layer type, read_gguf_gemma4.)
+  if (!is_gguf_lfm2(arch) && !mamba && arch != "mimo2" && !is_gguf_kimi_linear(arch) && !is_gguf_gemma4(arch))
     BRIGADE_RETURN_IF_ERROR(read_kv_head_count(g, a, c));
   c.head_dim = c.n_heads > 0 ? c.hidden_size / c.n_heads : 0;
   if (g.find(a + "attention.key_length")) BRIGADE_RETURN_IF_ERROR(get("attention.key_length", c.head_dim));
@@ -220,6 +222,7 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
     for (int l = 0; l < c.n_layers; ++l) c.nope_layers[static_cast<size_t>(l)] = (l + 1) % 4 == 0;
   }
   if (arch == "granite" || arch == "granitemoe") BRIGADE_RETURN_IF_ERROR(read_gguf_granite(g, a, c));
+  if (is_gguf_gemma4(arch)) return read_gguf_gemma4(g, c);  // models/gguf_gemma4.h
   if (is_gguf_gpt_oss(arch)) return read_gguf_gpt_oss(g, c);
   if (is_gguf_glm4moe(arch)) return read_gguf_glm4moe(g, c);
   if (is_gguf_qwen35(arch)) return read_gguf_qwen35(g, arch, c);
@@ -251,6 +254,7 @@ std::string gguf_to_hf_name(const std::string& n, const std::string& arch) {
   if (const std::string p = is_gguf_phimoe(arch) ? gguf_phimoe_name(n) : ""; !p.empty()) return p;
   if (const std::string d = is_gguf_classic_decoder(arch) ? gguf_classic_decoder_name(n) : ""; !d.empty()) return d;
   if (const std::string d = is_gguf_gpt_decoder(arch) ? gguf_gpt_decoder_name(n) : ""; !d.empty()) return d;
+  if (const std::string g4 = is_gguf_gemma4(arch) ? gguf_gemma4_name(n) : ""; !g4.empty()) return g4;
   if (auto it = kTop.find(n); it != kTop.end()) return it->second;
   static const std::map<std::string, std::string> kLayer = {
       {"attn_norm.weight", "input_layernorm.weight"},   {"ffn_norm.weight", "post_attention_layernorm.weight"},
@@ -326,7 +330,9 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
     r.dtype = t.type->dtype.value_or(DType::u8);
     if (t.type->block_elems > 1) r.ggml = t.type;
     if (rope_freqs) {
-      BRIGADE_RETURN_IF_ERROR(longrope ? read_gguf_longrope_factors(g, t.name, r, c) : read_rope_freqs(g, r, c));
+      BRIGADE_RETURN_IF_ERROR(longrope                ? read_gguf_longrope_factors(g, t.name, r, c)
+                              : is_gguf_gemma4(arch) ? read_gguf_gemma4_rope_freqs(g, r, c)  // the full layers'
+                                                     : read_rope_freqs(g, r, c));
       continue;
     }
     // qwen2moe's shared-expert gate is a vector in the file (ffn_gate_inp_shexp [hidden]); the
@@ -355,6 +361,7 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
   else if (is_gguf_deepseek2(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_deepseek2(g, tensors, c));
   else if (is_gguf_kimi_linear(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_kimi_linear(g, tensors, c));
   else if (is_gguf_phimoe(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_phimoe(g, c));
+  else if (is_gguf_gemma4(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_gemma4(g, tensors, c));
   else if (c.n_experts > 0) BRIGADE_RETURN_IF_ERROR(check_gguf_moe_tensors(g, c));
   else if (arch == "apertus") BRIGADE_RETURN_IF_ERROR(add_gguf_xielu_tensors(g, c.n_layers, tensors));
   else if (is_gguf_gpt_decoder(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_gpt_decoder(g, tensors, c));  // q|k|v apart
