@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/gguf_eog.h"
 #include "models/pretokenizer.h"
 #include "models/tokenizer_bpe.h"
 #include "models/tokenizer_spm.h"
@@ -145,11 +146,15 @@ Expected<std::unique_ptr<Tokenizer>> load_bpe(const GgufFile& g, const std::vect
   return load_bpe_tokenizer(j.dump(), config.dump(), g.path());
 }
 
+// model "llama"; `gemma4`: model "gemma4", llama.cpp's SentencePiece-style BPE by merge rank
+// (SpmVocab::merges), with BOS always added (llama.cpp overrides add_bos_token false for it) and
+// eos_ids every end-of-generation id (gguf_eog.h), scores read but unused.
 Expected<std::unique_ptr<Tokenizer>> load_spm(const GgufFile& g, const std::vector<std::string>& tokens,
-                                              const std::vector<double>& types) {
+                                              const std::vector<double>& types, bool gemma4) {
   const GgufValue* scores = g.find("tokenizer.ggml.scores");
   if (!scores || scores->type != GgufType::array || scores->numbers.size() != tokens.size())
-    return corrupt(g.path() + ": tokenizer.ggml.scores must hold one number per token for a llama vocabulary");
+    return corrupt(g.path() + ": tokenizer.ggml.scores must hold one number per token for a " +
+                   (gemma4 ? "gemma4" : "llama") + " vocabulary");
   if (types.size() != tokens.size())
     return corrupt(g.path() + ": tokenizer.ggml.token_type must hold one type per token");
   SpmVocab v;
@@ -165,6 +170,16 @@ Expected<std::unique_ptr<Tokenizer>> load_spm(const GgufFile& g, const std::vect
   BRIGADE_ASSIGN_OR_RETURN(int64_t unk, g.get_int_or("tokenizer.ggml.unknown_token_id", -1));
   BRIGADE_ASSIGN_OR_RETURN(int64_t prefix, g.get_int_or("tokenizer.ggml.add_space_prefix", 1));
   BRIGADE_ASSIGN_OR_RETURN(bool add_bos, add_bos_token(g, /*fallback=*/true));
+  if (gemma4) {
+    const GgufValue* merges = g.find("tokenizer.ggml.merges");
+    if (!merges || merges->type != GgufType::array || merges->elem_type != GgufType::string || merges->strs.empty())
+      return corrupt(g.path() + ": tokenizer.ggml.merges is missing, empty or not an array of strings (a gemma4 vocabulary needs it)");
+    v.merges = merges->strs;
+    BRIGADE_ASSIGN_OR_RETURN(std::vector<int> eog, gguf_end_of_generation_ids(g));
+    v.eos_ids.assign(eog.begin(), eog.end());
+    add_bos = true;
+    prefix = 0;  // llama.cpp's BPE vocabularies never prepend a space
+  }
   v.bos_id = add_bos ? static_cast<int32_t>(bos) : -1;
   v.eos_id = static_cast<int32_t>(eos);
   BRIGADE_ASSIGN_OR_RETURN(v.add_eos, add_eos_token(g));
@@ -226,8 +241,8 @@ Expected<std::unique_ptr<Tokenizer>> load_gguf_tokenizer(const GgufFile& g) {
   const std::vector<double> no_types;
   const std::vector<double>& t = types ? types->numbers : no_types;
   if (*model == "gpt2") return load_bpe(g, tokens->strs, t);
-  if (*model == "llama") return load_spm(g, tokens->strs, t);
-  return unsupported(g.path() + ": tokenizer.ggml.model '" + *model + "' is not supported; supported: gpt2, llama");
+  if (*model == "llama" || *model == "gemma4") return load_spm(g, tokens->strs, t, *model == "gemma4");
+  return unsupported(g.path() + ": tokenizer.ggml.model '" + *model + "' is not supported; supported: gpt2, llama, gemma4");
 }
 
 }  // namespace brigade

@@ -1,6 +1,7 @@
 // Tokenizers from the vocabulary a GGUF file carries (tokenizer.ggml.*): model "gpt2" is
 // byte-level BPE (tokens, merges, and the pre-tokenizer named by tokenizer.ggml.pre), model
-// "llama" is SentencePiece BPE (tokens, scores, token types).
+// "llama" is SentencePiece BPE (tokens, scores, token types), "gemma4" (Gemma 4) the same vocabulary
+// with merges, run as llama.cpp runs it (tokenizer_spm.h's SpmVocab::merges).
 #pragma once
 
 #include <memory>

@@ -63,11 +63,13 @@ class SpmTokenizer final : public Tokenizer {
 
  private:
   void encode_text(const std::string& escaped, std::vector<int32_t>& out) const;
+  void encode_merges(std::string_view escaped, std::vector<int32_t>& out) const;
   void emit(std::string_view symbol, std::vector<int32_t>& out) const;
 
   SpmVocab v_;
   std::vector<std::string> text_;  // id -> bytes as decoded ("▁" -> ' ', <0xXX> -> the byte)
   std::unordered_map<std::string, int32_t> ids_;
+  std::unordered_map<std::string, int32_t> merge_ranks_;  // "a b" -> rank (merges mode)
   std::vector<int32_t> specials_;  // control/user_defined ids matched in text
   AddedTokenMatcher special_matcher_;  // over specials_' pieces, index = position in specials_
   std::array<int32_t, 256> byte_ids_{};
@@ -98,13 +100,22 @@ Status SpmTokenizer::init(SpmVocab vocab, const std::string& origin) {
       }
       text_[i] = std::move(t);
     }
-    if ((v_.types[i] == SpmTokenType::control || v_.types[i] == SpmTokenType::user_defined) && !p.empty())
+    const bool unknown_matched = !v_.merges.empty() && v_.types[i] == SpmTokenType::unknown;
+    if ((v_.types[i] == SpmTokenType::control || v_.types[i] == SpmTokenType::user_defined || unknown_matched) && !p.empty())
       specials_.push_back(static_cast<int32_t>(i));
   }
   std::vector<std::string_view> special_pieces;
   for (int32_t id : specials_) special_pieces.emplace_back(v_.pieces[static_cast<size_t>(id)]);
   special_matcher_ = AddedTokenMatcher(special_pieces);  // the longest match; a repeated piece: its first id
   if (v_.eos_id >= 0) eos_ = {v_.eos_id};
+  for (int32_t id : v_.eos_ids)
+    if (id < 0 || id >= static_cast<int32_t>(n)) return corrupt(origin + ": end-of-generation id " + std::to_string(id) + " is outside the vocabulary");
+  if (!v_.eos_ids.empty()) eos_ = v_.eos_ids;
+  for (size_t r = 0; r < v_.merges.size(); ++r) {
+    const std::string& m = v_.merges[r];
+    if (m.find(' ', 1) == std::string::npos) return corrupt(origin + ": merge #" + std::to_string(r) + " '" + m + "' is not two pieces separated by a space");
+    merge_ranks_.emplace(m, static_cast<int32_t>(r));  // the first of a repeated merge keeps its rank
+  }
   return Status::ok();
 }
 
@@ -139,6 +150,12 @@ void SpmTokenizer::encode_text(const std::string& s, std::vector<int32_t>& out) 
     if (l < 0 || r < 0) return;
     const Sym& a = syms[static_cast<size_t>(l)];
     const size_t len = a.len + syms[static_cast<size_t>(r)].len;
+    if (!merge_ranks_.empty()) {  // merges mode: the pair's rank, lowest first
+      const Sym& b = syms[static_cast<size_t>(r)];
+      auto m = merge_ranks_.find(s.substr(a.begin, a.len) + ' ' + s.substr(b.begin, b.len));
+      if (m != merge_ranks_.end()) queue.push({-static_cast<float>(m->second), l, len});
+      return;
+    }
     auto it = ids_.find(s.substr(a.begin, len));
     if (it == ids_.end()) return;
     queue.push({v_.scores[static_cast<size_t>(it->second)], l, len});
@@ -162,6 +179,20 @@ void SpmTokenizer::encode_text(const std::string& s, std::vector<int32_t>& out) 
     emit(std::string_view(s).substr(syms[static_cast<size_t>(i)].begin, syms[static_cast<size_t>(i)].len), out);
 }
 
+// Merges mode: newline runs apart from the rest (llama.cpp's "[^\n]+|[\n]+" split for gemma4),
+// a run that is a piece taken whole (llama.cpp's fix for Gemma 4's newline tokens), the rest BPE.
+void SpmTokenizer::encode_merges(std::string_view s, std::vector<int32_t>& out) const {
+  for (size_t i = 0; i < s.size();) {
+    const bool newlines = s[i] == '\n';
+    size_t j = i;
+    while (j < s.size() && (s[j] == '\n') == newlines) ++j;
+    const std::string word(s.substr(i, j - i));
+    if (auto it = newlines ? ids_.find(word) : ids_.end(); it != ids_.end()) out.push_back(it->second);
+    else encode_text(word, out);
+    i = j;
+  }
+}
+
 Expected<std::vector<int32_t>> SpmTokenizer::encode(std::string_view text, bool add_bos) const {
   const size_t bad = utf8_first_invalid(text);
   if (bad != text.size())
@@ -171,7 +202,9 @@ Expected<std::vector<int32_t>> SpmTokenizer::encode(std::string_view text, bool 
   bool after_special = true;  // the text start counts as one: the space prefix goes there
   auto raw = [&](std::string_view seg) {
     if (seg.empty()) return;
-    encode_text(escape_spaces(seg, v_.add_space_prefix && after_special), out);
+    const std::string escaped = escape_spaces(seg, v_.add_space_prefix && after_special);
+    if (v_.merges.empty()) encode_text(escaped, out);
+    else encode_merges(escaped, out);
     after_special = false;
   };
   size_t segment = 0;

@@ -7,7 +7,8 @@
 // after every special token, each UTF-8 character starts as a symbol, and the adjacent pair whose
 // concatenation is the highest-scoring vocabulary piece merges first (ties: leftmost) until no
 // pair is in the vocabulary. Characters without a piece fall back to <0xXX> byte tokens (or
-// <unk> when the vocabulary has none).
+// <unk> when the vocabulary has none). A GGUF gemma4 vocabulary (Gemma 4) runs the same way with
+// merge ranks instead of scores (SpmVocab::merges), as llama.cpp's BPE runs it.
 #pragma once
 
 #include <memory>
@@ -30,6 +31,13 @@ struct SpmVocab {
   int32_t eos_id = -1;
   int32_t unk_id = -1;
   bool add_eos = false;  // encode(add_bos) also appends eos_id (a GGUF's tokenizer.ggml.add_eos_token)
+  // Non-empty: llama.cpp's SentencePiece-style BPE of a gemma4 vocabulary instead (tokenizer.ggml.merges,
+  // "a b" each, rank = position): the adjacent pair of lowest merge rank merges first (ties:
+  // leftmost), scores unused; the escaped text is cut into newline runs and the rest first, and a
+  // newline run that is a vocabulary piece is that piece; unknown-type pieces are matched in the
+  // text too (llama.cpp's special-token partition).
+  std::vector<std::string> merges;
+  std::vector<int32_t> eos_ids;  // non-empty: what eos_ids() returns (every end-of-generation id) instead of {eos_id}
 };
 
 // Checks the vocabulary (sizes agree, ids in range) and builds the tokenizer; `origin` names the
