@@ -461,7 +461,11 @@ std::optional<std::vector<ToolCallDelta>> apertus_calls(std::string_view body) {
   std::vector<ToolCallDelta> calls;
   for (const ojson& item : j) {
     if (!item.is_object() || item.size() != 1) return std::nullopt;
-    const auto& [name, args] = *item.items().begin();
+    // (item.begin()'s key and value live in j; items().begin() would be a temporary proxy whose
+    // key() dangles past this statement.)
+    const auto first = item.begin();
+    const std::string& name = first.key();
+    const ojson& args = first.value();
     if (!valid_function_name(name) || !args.is_object()) return std::nullopt;
     calls.push_back(ToolCallDelta{0, name, py_json_dumps(args), ""});
   }
