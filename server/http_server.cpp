@@ -439,9 +439,13 @@ class HttpServerImpl final : public HttpServer {
         ctx_->harmony_message_id = message;
       }
     }
-    auto kind = parse_reasoning_kind(ctx_->options.reasoning_parser, ctx_->think_close_id >= 0, channel >= 0,
-                                     one_token("</seed:think>") >= 0, one_token("<|END_THINKING|>") >= 0,
-                                     one_token("[/THINK]") >= 0);
+    const ReasoningVocab vocab{.think_close = ctx_->think_close_id >= 0,
+                               .harmony_channel = channel >= 0,
+                               .seed_close = one_token("</seed:think>") >= 0,
+                               .cohere_close = one_token("<|END_THINKING|>") >= 0,
+                               .mistral_close = one_token("[/THINK]") >= 0,
+                               .gemma_channel = one_token("<|channel>") >= 0 && one_token("<channel|>") >= 0};
+    auto kind = parse_reasoning_kind(ctx_->options.reasoning_parser, vocab);
     if (!kind) return invalid_argument("--reasoning-parser: " + kind.status().message());
     ctx_->reasoning = *kind;
     if (*kind == ReasoningKind::seed_oss || *kind == ReasoningKind::cohere_command || *kind == ReasoningKind::mistral ||

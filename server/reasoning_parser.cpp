@@ -61,9 +61,7 @@ std::string_view reasoning_close_tag(ReasoningKind kind) {
   }
 }
 
-Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag, bool vocab_has_channel,
-                                             bool vocab_has_seed_close, bool vocab_has_cohere_close,
-                                             bool vocab_has_mistral_close) {
+Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, const ReasoningVocab& vocab) {
   std::string n(name);
   std::replace(n.begin(), n.end(), '-', '_');
   if (n == "none" || n.empty()) return ReasoningKind::none;
@@ -79,11 +77,12 @@ Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_h
   if (n == "mistral") return ReasoningKind::mistral;
   if (n == "gemma4") return ReasoningKind::gemma4;
   if (n == "auto") {
-    if (vocab_has_channel) return ReasoningKind::openai_gptoss;
-    if (vocab_has_close_tag) return ReasoningKind::qwen3;
-    if (vocab_has_seed_close) return ReasoningKind::seed_oss;
-    if (vocab_has_cohere_close) return ReasoningKind::cohere_command;
-    return vocab_has_mistral_close ? ReasoningKind::mistral : ReasoningKind::none;
+    if (vocab.harmony_channel) return ReasoningKind::openai_gptoss;
+    if (vocab.gemma_channel) return ReasoningKind::gemma4;
+    if (vocab.think_close) return ReasoningKind::qwen3;
+    if (vocab.seed_close) return ReasoningKind::seed_oss;
+    if (vocab.cohere_close) return ReasoningKind::cohere_command;
+    return vocab.mistral_close ? ReasoningKind::mistral : ReasoningKind::none;
   }
   return invalid_argument("unknown reasoning parser '" + std::string(name) +
                           "' (valid: deepseek_r1, qwen3, deepseek_v3, glm45, glm47, mimo, seed_oss, minimax_m2, "

@@ -67,22 +67,27 @@ enum class ReasoningKind {
 std::string_view reasoning_open_tag(ReasoningKind kind);
 std::string_view reasoning_close_tag(ReasoningKind kind);
 
+// Which reasoning tags a model's vocabulary holds as single tokens (what `auto` reads).
+struct ReasoningVocab {
+  bool think_close = false;       // `</think>`
+  bool harmony_channel = false;   // gpt-oss's `<|channel|>`
+  bool seed_close = false;        // `</seed:think>`
+  bool cohere_close = false;      // `<|END_THINKING|>` (Command R7B, Command A)
+  bool mistral_close = false;     // `[/THINK]` (Magistral, Ministral 3)
+  bool gemma_channel = false;     // Gemma 4's `<|channel>` and `<channel|>`
+};
+
 // A `--reasoning-parser` name: deepseek_r1 (also QwQ, and minimax_m2: MiniMax-M2 writes only
 // `</think>`), qwen3, deepseek_v3 and glm45 (qwen3's rule: they think only when the template opens
 // the block or the model writes `<think>`), seed_oss, minimax_m2_append_think, cohere_command3 and
-// cohere_command4 (both cohere_command), mistral, openai_gptoss, none. `auto`: openai_gptoss when the
-// model's vocabulary has harmony's `<|channel|>` as one token (`vocab_has_channel`), else qwen3's
-// rule when it has `</think>` as one token (`vocab_has_close_tag`), else seed_oss when it has
-// `</seed:think>` (`vocab_has_seed_close`), else cohere_command when it has Cohere's
-// `<|END_THINKING|>` (`vocab_has_cohere_close`: Command R7B, Command A), else mistral when it has
-// `[/THINK]` (`vocab_has_mistral_close`: Magistral, Ministral 3), else none. Also granite,
-// hunyuan_a13b, ernie45 (by name only: their tags are plain text, or `<think>` as qwen3's), gemma4
-// (by name only), and
-// vLLM's aliases of brigade's rules glm47 (qwen3's, as glm45) and mimo (qwen3's). invalid_argument
-// lists the valid names.
-Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, bool vocab_has_close_tag = false,
-                                             bool vocab_has_channel = false, bool vocab_has_seed_close = false,
-                                             bool vocab_has_cohere_close = false, bool vocab_has_mistral_close = false);
+// cohere_command4 (both cohere_command), mistral, gemma4, openai_gptoss, none. `auto`, from the
+// vocabulary: openai_gptoss when it has harmony's `<|channel|>`, else gemma4 when it has Gemma 4's
+// `<|channel>` and `<channel|>`, else qwen3's rule when it has `</think>`, else seed_oss when it
+// has `</seed:think>`, else cohere_command when it has `<|END_THINKING|>`, else mistral when it has
+// `[/THINK]`, else none. Also granite, hunyuan_a13b, ernie45 (by name only: their tags are plain
+// text, or `<think>` as qwen3's), and vLLM's aliases of brigade's rules glm47 (qwen3's, as glm45)
+// and mimo (qwen3's). invalid_argument lists the valid names.
+Expected<ReasoningKind> parse_reasoning_kind(std::string_view name, const ReasoningVocab& vocab = {});
 
 // Where a model's output starts, read from the prompt as above (kind: a `<think>` kind, or
 // seed_oss with its own tags).

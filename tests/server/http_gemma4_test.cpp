@@ -5,8 +5,8 @@
 // tests/fixtures/chat_gemma4/cases.json); an output forced to Gemma 4's call syntax comes back as
 // tool_calls, whole and streamed (the template's syntax, or --tool-call-parser gemma4), a cut-off
 // call as content; tool_choice "required" is constrained as for every syntax; with
-// --reasoning-parser gemma4 the thought channel is reasoning_content, and thinking_token_budget
-// forces `<channel|>`.
+// --reasoning-parser gemma4 (or auto) the thought channel is reasoning_content, and
+// thinking_token_budget forces `<channel|>`.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -134,9 +134,10 @@ std::string model_with_channel_tokens(const std::string& tag, const std::string&
   return model;
 }
 
-TEST(ServerGemma4, TheThoughtChannelIsReasoning) {
+// The thought channel comes back as reasoning_content under --reasoning-parser `parser`.
+void check_thought_channel(const std::string& parser) {
   int32_t open = -1, close = -1;
-  ChatTestServer s(model_with_channel_tokens("gemma4_reason", gemma4_template(), open, close), "", "gemma4");
+  ChatTestServer s(model_with_channel_tokens("gemma4_reason_" + parser, gemma4_template(), open, close), "", parser);
   ASSERT_TRUE(s.ok());
   // enable_thinking false ends the prompt with an empty closed channel: the output is read from
   // its first token; forced to think anyway, and to call after it.
@@ -151,6 +152,14 @@ TEST(ServerGemma4, TheThoughtChannelIsReasoning) {
   // Without the channel: all content.
   body["guided_choice"] = {"Just an answer."};
   expect_answer(s, body, "Just an answer.", {}, "stop");
+}
+
+// By name, and by `auto` from the vocabulary's `<|channel>` and `<channel|>` tokens.
+TEST(ServerGemma4, TheThoughtChannelIsReasoning) {
+  for (const char* parser : {"gemma4", "auto"}) {
+    SCOPED_TRACE(parser);
+    check_thought_channel(parser);
+  }
 }
 
 // thinking_token_budget: the block the model opens with `<|channel>` (the thinking prompt leaves

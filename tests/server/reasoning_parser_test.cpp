@@ -212,21 +212,21 @@ TEST(ReasoningSplitter, ParserNames) {
   EXPECT_EQ(*parse_reasoning_kind("deepseek_v3"), ReasoningKind::qwen3);
   EXPECT_EQ(*parse_reasoning_kind("glm45"), ReasoningKind::qwen3);
   EXPECT_EQ(*parse_reasoning_kind("none"), ReasoningKind::none);
-  EXPECT_EQ(*parse_reasoning_kind("auto", /*vocab_has_close_tag=*/true), ReasoningKind::qwen3);
-  EXPECT_EQ(*parse_reasoning_kind("auto", /*vocab_has_close_tag=*/false), ReasoningKind::none);
+  EXPECT_EQ(*parse_reasoning_kind("auto", {.think_close = true}), ReasoningKind::qwen3);
+  EXPECT_EQ(*parse_reasoning_kind("auto", {}), ReasoningKind::none);
   // gpt-oss: harmony's channels (server/harmony_parser.h), picked by auto before `</think>`.
   EXPECT_EQ(*parse_reasoning_kind("openai_gptoss"), ReasoningKind::openai_gptoss);
-  EXPECT_EQ(*parse_reasoning_kind("auto", false, /*vocab_has_channel=*/true), ReasoningKind::openai_gptoss);
-  EXPECT_EQ(*parse_reasoning_kind("auto", true, true), ReasoningKind::openai_gptoss);
+  EXPECT_EQ(*parse_reasoning_kind("auto", {.harmony_channel = true}), ReasoningKind::openai_gptoss);
+  EXPECT_EQ(*parse_reasoning_kind("auto", {.think_close = true, .harmony_channel = true}), ReasoningKind::openai_gptoss);
   // Seed-OSS: by name, or by auto where the vocabulary has `</seed:think>` and no `</think>`.
   EXPECT_EQ(*parse_reasoning_kind("seed_oss"), ReasoningKind::seed_oss);
-  EXPECT_EQ(*parse_reasoning_kind("auto", false, false, /*vocab_has_seed_close=*/true), ReasoningKind::seed_oss);
-  EXPECT_EQ(*parse_reasoning_kind("auto", true, false, true), ReasoningKind::qwen3);
+  EXPECT_EQ(*parse_reasoning_kind("auto", {.seed_close = true}), ReasoningKind::seed_oss);
+  EXPECT_EQ(*parse_reasoning_kind("auto", {.think_close = true, .seed_close = true}), ReasoningKind::qwen3);
   // Cohere's: by auto where the vocabulary has `<|END_THINKING|>` and none of the tags above.
-  EXPECT_EQ(*parse_reasoning_kind("auto", false, false, false, /*vocab_has_cohere_close=*/true),
+  EXPECT_EQ(*parse_reasoning_kind("auto", {.cohere_close = true}),
             ReasoningKind::cohere_command);
-  EXPECT_EQ(*parse_reasoning_kind("auto", true, false, false, true), ReasoningKind::qwen3);
-  EXPECT_EQ(*parse_reasoning_kind("auto", false, false, true, true), ReasoningKind::seed_oss);
+  EXPECT_EQ(*parse_reasoning_kind("auto", {.think_close = true, .cohere_close = true}), ReasoningKind::qwen3);
+  EXPECT_EQ(*parse_reasoning_kind("auto", {.seed_close = true, .cohere_close = true}), ReasoningKind::seed_oss);
   // MiniMax-M2: minimax_m2 is R1's rule (the model writes only `</think>`); append_think its own.
   EXPECT_EQ(*parse_reasoning_kind("minimax_m2"), ReasoningKind::deepseek_r1);
   EXPECT_EQ(*parse_reasoning_kind("minimax_m2_append_think"), ReasoningKind::minimax_append_think);
@@ -234,8 +234,14 @@ TEST(ReasoningSplitter, ParserNames) {
   EXPECT_EQ(*parse_reasoning_kind("cohere-command4"), ReasoningKind::cohere_command);
   // Mistral's: by name, or by auto where the vocabulary has `[/THINK]` and none of the tags above.
   EXPECT_EQ(*parse_reasoning_kind("mistral"), ReasoningKind::mistral);
-  // Gemma 4's: by name; its tags are the splitter's and the thinking budget's markers.
+  // Gemma 4's: by name, or by auto where the vocabulary has `<|channel>` and `<channel|>` (after
+  // harmony's `<|channel|>`, before `</think>`); its tags are the splitter's and the thinking
+  // budget's markers.
   EXPECT_EQ(*parse_reasoning_kind("gemma4"), ReasoningKind::gemma4);
+  EXPECT_EQ(*parse_reasoning_kind("auto", {.gemma_channel = true}), ReasoningKind::gemma4);
+  EXPECT_EQ(*parse_reasoning_kind("auto", {.think_close = true, .gemma_channel = true}), ReasoningKind::gemma4);
+  EXPECT_EQ(*parse_reasoning_kind("auto", {.harmony_channel = true, .gemma_channel = true}),
+            ReasoningKind::openai_gptoss);
   EXPECT_EQ(reasoning_open_tag(ReasoningKind::gemma4), "<|channel>");
   EXPECT_EQ(reasoning_close_tag(ReasoningKind::gemma4), "<channel|>");
   EXPECT_EQ(*parse_reasoning_kind("granite"), ReasoningKind::granite);
@@ -243,9 +249,9 @@ TEST(ReasoningSplitter, ParserNames) {
   EXPECT_EQ(*parse_reasoning_kind("ernie45"), ReasoningKind::ernie45);
   EXPECT_EQ(*parse_reasoning_kind("glm47"), ReasoningKind::qwen3);
   EXPECT_EQ(*parse_reasoning_kind("mimo"), ReasoningKind::qwen3);
-  EXPECT_EQ(*parse_reasoning_kind("auto", false, false, false, false, /*vocab_has_mistral_close=*/true),
+  EXPECT_EQ(*parse_reasoning_kind("auto", {.mistral_close = true}),
             ReasoningKind::mistral);
-  EXPECT_EQ(*parse_reasoning_kind("auto", true, false, false, false, true), ReasoningKind::qwen3);
+  EXPECT_EQ(*parse_reasoning_kind("auto", {.think_close = true, .mistral_close = true}), ReasoningKind::qwen3);
   auto bad = parse_reasoning_kind("r1");
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.status().code(), StatusCode::invalid_argument);
