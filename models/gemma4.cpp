@@ -407,13 +407,16 @@ StepCost Gemma4Model::step_cost(const StepBatch& b, double kv_bytes_per_token) c
   const double active = c.n_experts > 0 ? static_cast<double>(c.n_experts_per_tok) / c.n_experts : 0.0;
   const double touched = c.n_experts > 0 ? std::min<double>(c.n_experts, n * c.n_experts_per_tok) / c.n_experts : 0.0;
   const double linear_params = static_cast<double>(n_params_ - (ple() ? ple_.table_numel() : 0)) - table - experts;
-  double attn_flops = 0.0, kv_read = 0.0;
-  const double cache_layers = c.gemma4.n_kv_layers();
+  // kv_bytes_per_token is K and V of every cache layer; a layer's share is its row width over
+  // the cache layers' sum (full layers' rows are wider than sliding ones': KvLayout::layer_shapes).
+  double cache_width = 0.0;
+  for (int l = 0; l < c.gemma4.n_kv_layers(); ++l) cache_width += geometry_[c.layer_window(l) > 0 ? 0 : 1].kv_width();
+  double attn_flops = 0.0, kv_read_bytes = 0.0;
   for (int l = 0; l < c.n_layers; ++l) {
     const AttentionWork work = attention_work(b, c.layer_window(l));
-    const QkvLayout& g = geometry_[c.layer_window(l) > 0 ? 0 : 1];
+    const QkvLayout& g = geometry_[c.layer_window(l) > 0 ? 0 : 1];  // a sharing layer's source has its type
     attn_flops += 4.0 * g.n_heads * g.head_dim * work.pairs;
-    kv_read += work.kv_read;
+    kv_read_bytes += kv_bytes_per_token * g.kv_width() / cache_width * work.kv_read;
   }
   const double expert_bytes = experts > 0.0 ? static_cast<double>(weight_bytes_) * experts / static_cast<double>(n_params_)
                                             : 0.0;  // the experts' share of the weight bytes
@@ -421,7 +424,7 @@ StepCost Gemma4Model::step_cost(const StepBatch& b, double kv_bytes_per_token) c
   cost.flops = 2.0 * (linear_params + experts * active) * n + 2.0 * table * rows_out + attn_flops;
   cost.bytes = static_cast<double>(weight_bytes_) - expert_bytes * (1.0 - touched) - ends_.loaded_bytes() +
                ends_.step_bytes(c, n, rows_out > 0) + (ple() ? n * ple_.row_bytes() : 0.0) +
-               kv_bytes_per_token / cache_layers * kv_read + kv_bytes_per_token * n;
+               kv_read_bytes + kv_bytes_per_token * n;
   return cost;
 }
 

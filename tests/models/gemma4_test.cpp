@@ -89,10 +89,28 @@ TEST(Gemma4, StepCostCountsThePerLayerRowsAndTheSharedReads) {
   const StepBatch one = make_step({{0, {5}, 0, false}}, 4, 4), two = make_step({{0, {5, 6}, 0, false}}, 4, 4);
   const StepCost a = model->step_cost(one, 0.0), b = model->step_cost(two, 0.0);
   EXPECT_DOUBLE_EQ(b.bytes - a.bytes, row_bytes);
-  // kv bytes per token 1: the step reads its 1 visible position in each of the 6 layers and
-  // writes 1 token of the 4 cache layers: 6 / 4 + 1.
-  EXPECT_DOUBLE_EQ(model->step_cost(one, 1.0).bytes - a.bytes, 6.0 / 4.0 + 1.0);
+  // kv bytes per token 1 spread over the 4 cache layers by row width (sliding 0, 1, 3; full 2, its
+  // rows twice as wide): the step reads its 1 visible position in each of the 6 layers (4 and 5
+  // read 3's and 2's again) and writes 1 token: (4 s + 2 f) / (3 s + f) + 1.
+  const double s = c.n_kv_heads * c.head_dim, f = c.gemma4.full_kv_heads * c.gemma4.full_head_dim;
+  ASSERT_EQ(f, 2 * s);
+  EXPECT_NEAR(model->step_cost(one, 1.0).bytes - a.bytes, (4 * s + 2 * f) / (3 * s + f) + 1.0, 1e-9);
   EXPECT_LT(model->weight_bytes(), model->n_params() * 4) << "the per-layer table stays in the mapping";
+}
+
+// The full layers' K/V rows are wider than the sliding layers' (KvLayout::layer_shapes): a layer's
+// reads count at its own row width, not the pool's average. A decode token at position 20 sees 8
+// positions in the 4 sliding layers (window 8) and 21 in the 2 full layers.
+TEST(Gemma4, StepCostWeighsEachLayersReadsByItsRowWidth) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = load_or_fail(fixture_dir("gemma4_e2b"), *backend);
+  ASSERT_NE(model, nullptr);
+  const ModelConfig& c = model->config();
+  ASSERT_EQ(c.sliding_window, 8);
+  const double s = c.n_kv_heads * c.head_dim, f = c.gemma4.full_kv_heads * c.gemma4.full_head_dim;
+  const StepBatch step = make_step({{0, {5}, 20, false}}, 4, 8);
+  const double read = model->step_cost(step, 1.0).bytes - model->step_cost(step, 0.0).bytes - 1.0;  // less the write
+  EXPECT_NEAR(read, (4 * s * 8 + 2 * f * 21) / (3 * s + f), 1e-9);
 }
 
 // The Hub's config.json names the full layers' geometry by global_head_dim and
