@@ -283,7 +283,7 @@ Expected<LinearWeight> LlamaModel::load_gate_up(WeightLoader& w, int l) {
   const Slice ir = shard_.inter_rows();
   if (!config_.mlp_gated())  // up_proj alone (StarCoder2's c_fc, Phi's fc1: classic_decoder_tensors)
     return w.fused_linear({layer_name(l, "mlp.up_proj.weight")}, {inter}, hidden, {ir});
-  if (!config_.fused_weights && config_.arch != "glm4")  // GLM-4's gate|up is one tensor, its q, k, v apart
+  if (!config_.fused_weights && config_.arch != "glm4" && config_.arch != "glm")  // GLM's gate|up is one tensor, its q, k, v apart
     return w.fused_linear({mlp_name(config_, l, "gate_proj.weight"), mlp_name(config_, l, "up_proj.weight")}, {inter, inter},
                           hidden, {ir, ir});
   const std::string name = layer_name(l, "mlp.gate_up_proj.weight");  // [2 I, hidden]: gate rows, then up rows

@@ -69,6 +69,7 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
   static const std::pair<const char*, const char*> kNames[] = {
       {"Olmo2ForCausalLM", "olmo2"},       {"Olmo3ForCausalLM", "olmo3"},
       {"Exaone4ForCausalLM", "exaone4"},   {"Glm4ForCausalLM", "glm4"},
+      {"GlmForCausalLM", "glm"},           {"HeliumForCausalLM", "helium"},
       {"SeedOssForCausalLM", "seed_oss"},  {"Ernie4_5ForCausalLM", "ernie4_5"},
       {"HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"}, {"HunYuanMoEV1ForCausalLM", "hunyuan_v1_moe"},
       {"OlmoeForCausalLM", "olmoe"},
@@ -489,11 +490,17 @@ Status read_llama_variant(const json& j, ModelConfig& c) {
   }
   if (c.arch == "exaone4") return read_exaone4(j, c);
   c.sliding_window = 0;  // none of the others slides
-  if (c.arch == "glm4") {  // Glm4Attention: q/k/v biases (attention_bias, true by default), o without
-    c.attention_bias = true;
+  if (c.arch == "glm4" || c.arch == "glm") {  // Glm4Attention / GlmAttention: q/k/v biases (attention_bias,
+    c.attention_bias = true;                     // true by default), o without; RoPE of adjacent pairs
     BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", c.attention_bias));
     c.qkv_bias = c.attention_bias;
-    c.sandwich_norms = true;
+    c.sandwich_norms = c.arch == "glm4";  // GLM-4-0414's four norms; GlmDecoderLayer (GLM-4-9B, GLM-Edge) has Llama's two
+    c.rope_style = RopeStyle::interleaved;
+    return Status::ok();
+  }
+  if (c.arch == "helium") {  // HeliumAttention (Granite's): q/k/v biases (attention_bias), o without; the MLP's
+    c.qkv_bias = c.attention_bias;  // (mlp_bias); RoPE of adjacent pairs
+    BRIGADE_RETURN_IF_ERROR(read_bool(j, "mlp_bias", c.mlp_bias));
     c.rope_style = RopeStyle::interleaved;
     return Status::ok();
   }

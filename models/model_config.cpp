@@ -46,7 +46,7 @@ constexpr const char* kSupported =
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), KimiLinearForCausalLM (kimi_linear), LongcatFlashForCausalLM (longcat_flash), MiniMaxForCausalLM (minimax), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
     "(granitemoeshared), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
-    "(exaone4), Glm4ForCausalLM (glm4), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
+    "(exaone4), Glm4ForCausalLM (glm4), GlmForCausalLM (glm), HeliumForCausalLM (helium), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
     "Mistral3ForConditionalGeneration (mistral3: its language model and Pixtral tower), LlavaForConditionalGeneration (llava: a llama / mistral / qwen2 language model and a CLIP or SigLIP tower), Ministral3ForCausalLM (ministral3), "
@@ -146,12 +146,12 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
 // partial_rotary_factor (top level, or in either object as transformers 5 writes it) and
 // longrope's original_max_position_embeddings (top level unless in the object; Phi3Config's
 // default 4096); glm4_moe reads partial_rotary_factor too, 0.5 when absent (Glm4MoeConfig's
-// default: GLM-4.5 rotates the first half of each head), as does glm4 (GLM-4-0414). Hunyuan's
+// default: GLM-4.5 rotates the first half of each head), as do glm4 (GLM-4-0414) and glm. Hunyuan's
 // "dynamic" scaling with an alpha stretches the base instead (read_ntk_alpha). Needs head_dim and
 // max_position read.
 Status read_rope(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_float(j, "rope_theta", c.rope_theta));
-  const bool glm = is_glm4_moe(c.arch) || c.arch == "glm4";  // Glm4Config's default 0.5 too
+  const bool glm = is_glm4_moe(c.arch) || c.arch == "glm4" || c.arch == "glm";  // Glm4Config's, GlmConfig's default 0.5 too
   // PhiConfig's, StableLmConfig's and NemotronConfig's defaults too.
   float partial = glm || c.arch == "phi" || c.arch == "nemotron" ? 0.5f
                   : is_gated_delta(c.arch) || c.arch == "stablelm" ? 0.25f : 1.0f;
@@ -746,11 +746,11 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_int(j, "bos_token_id", c.bos_id, false));
   if (!j.contains("eos_token_id") && llama_defaults) c.eos_ids = {2};
   BRIGADE_RETURN_IF_ERROR(read_eos(j, c.eos_ids));
-  // LlamaMLP's mlp_bias (Seed-OSS's read with its attention; Ernie 4.5's is use_bias); no other
+  // LlamaMLP's mlp_bias (Seed-OSS's and Helium's read with their attention; Ernie 4.5's is use_bias); no other
   // family of the Llama decoder has MLP biases.
   bool mlp_bias = c.mlp_bias;
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "mlp_bias", mlp_bias));
-  if (mlp_bias && c.arch != "llama" && c.arch != "seed_oss" && c.arch != "ernie4_5" && c.arch != "starcoder2" &&
+  if (mlp_bias && c.arch != "llama" && c.arch != "seed_oss" && c.arch != "helium" && c.arch != "ernie4_5" && c.arch != "starcoder2" &&
       c.arch != "phi" && c.arch != "jais2" && c.arch != "nemotron" &&
       c.arch != "exaone" && !is_gpt_decoder(c.arch))  // (the last ones: their own use_bias / always / mlp_bias)
     return unsupported("config.json: mlp_bias = true is not supported for " + c.arch + "; set it to false");

@@ -389,6 +389,13 @@ def fixtures():
         # GLM-4-0414 dense (Glm4ForCausalLM, THUDM/GLM-4-9B-0414): four norms per layer, q/k/v
         # biases, gate|up fused, RoPE of adjacent pairs over half of each head.
         "glm4": ("Glm4Config", "Glm4ForCausalLM", base_config(head_dim=16, pad_token_id=0)),
+        # GLM-4-9B-chat-hf / GLM-Edge (GlmForCausalLM): GLM-4-0414's attention and fused gate|up
+        # on Llama's two norms per layer.
+        "glm": ("GlmConfig", "GlmForCausalLM", base_config(head_dim=16, pad_token_id=0)),
+        # Helium (HeliumForCausalLM, kyutai/helium-1-2b): Llama with RoPE of adjacent pairs, q/k/v
+        # biases without o's (attention_bias) and MLP biases (mlp_bias).
+        "helium": ("HeliumConfig", "HeliumForCausalLM", base_config(
+            head_dim=16, attention_bias=True, mlp_bias=True, pad_token_id=0)),
         # Seed-OSS (SeedOssForCausalLM, ByteDance-Seed/Seed-OSS-36B): q/k/v, o and MLP biases.
         "seed_oss": ("SeedOssConfig", "SeedOssForCausalLM", base_config(
             head_dim=32, attention_bias=True, attention_out_bias=True, mlp_bias=True, pad_token_id=0)),
@@ -1114,7 +1121,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

@@ -51,7 +51,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "qwen3_moe_step", "deepseek_v3", "deepseek_v2", "deepseek_v3_step",
                                            "phi3", "gemma2", "gemma3", "gemma3_mm", "mixtral", "gpt_oss",
                                            "qwen2_moe", "glm4_moe", "glm4_moe_step", "qwen3_yarn", "smollm3",
-                                           "granite", "olmo2", "olmo3", "exaone4", "glm4", "seed_oss", "ernie4_5",
+                                           "granite", "olmo2", "olmo3", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5",
                                            "hunyuan_v1_dense", "olmoe", "apertus", "mistral3", "ernie4_5_moe",
                                            "llama4", "llama4_text", "minimax_m2", "cohere", "cohere2", "granitemoe",
                                            "granitemoeshared", "granite4_rope", "hunyuan_v1_moe", "dots1", "ministral3",
@@ -374,7 +374,12 @@ TEST(HfFixtureConfig, LlamaVariantsPiecesMoveTheLogits) {
               j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
             }),
             100 * kLogitTol);
-  for (const char* name : {"glm4", "ernie4_5"})  // rotated as halves (Llama's rotate_half) instead
+  EXPECT_LT(max_diff_with_config("glm", [](nlohmann::json& j) { j["rope_parameters"].erase("partial_rotary_factor"); }),
+            kLogitTol) << "GlmConfig's default partial_rotary_factor is 0.5, the fixture's own";
+  EXPECT_GT(max_diff_with_config("glm", [](nlohmann::json& j) { j["rope_parameters"]["partial_rotary_factor"] = 1.0; }),
+            100 * kLogitTol);
+  EXPECT_GT(max_diff_with_rules("helium", [](ModelConfig& c) { c.mlp_bias = false; }), 100 * kLogitTol);
+  for (const char* name : {"glm4", "glm", "helium", "ernie4_5"})  // rotated as halves (Llama's rotate_half) instead
     EXPECT_GT(max_diff_with_rules(name, [](ModelConfig& c) { c.rope_style = RopeStyle::neox; }), 100 * kLogitTol) << name;
   EXPECT_GT(max_diff_with_rules("hunyuan_v1_dense", [](ModelConfig& c) { c.qk_norm_after_rope = false; }),
             100 * kLogitTol);
