@@ -706,7 +706,7 @@ class Backend {
   // matrices f32. Each works in f32 and rounds once when it stores.
   virtual bool supports_altup() const { return false; }
   // The widest head attention() takes (head_dim), 0 for no limit: a model with wider heads
-  // refuses to load (Gemma 4's 512-dim full layers on CUDA, whose kernel takes 256).
+  // refuses to load (CUDA's kernel takes 512, Gemma 4's full layers' width).
   virtual int max_attention_head_dim() const { return 0; }
   // AltUp's prediction (Gemma3nTextAltUp.predict). streams [N, n, d]: N streams of n rows; router
   // [n, N] the modality router's logits; coefs [N * N, N] f32 (prediction_coefs.weight). Row t:

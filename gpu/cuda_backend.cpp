@@ -72,14 +72,14 @@ class CudaBackendImpl final : public CudaBackend {
     if (stream_) cudaStreamDestroy(stream_);
   }
 
-  Status init(size_t max_smem) {
+  Status init() {
     BRIGADE_CUDA_CHECK(cudaSetDevice(options_.device));
     BRIGADE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     auto ws = allocate(options_.gemm_workspace_bytes);
     if (!ws) return ws.status();
     workspace_ = std::move(*ws);
     gemm_ = std::make_unique<gpu::Gemm>(workspace_.data(), workspace_.bytes());
-    gpu::attention_init(max_smem);
+    gpu::attention_init();
     graphs_ = std::make_unique<gpu::StepGraphs>(stream_, options_.use_graphs, options_.step_arena_bytes);
     return Status::ok();
   }
@@ -471,7 +471,7 @@ class CudaBackendImpl final : public CudaBackend {
 
   bool supports_moe() const override { return true; }
   bool supports_gelu_experts() const override { return true; }
-  int max_attention_head_dim() const override { return 256; }  // attention.cu's tiles (kMaxIter)
+  int max_attention_head_dim() const override { return gpu::kAttentionMaxHeadDim; }  // attention.cu's buckets
   void moe_route(const Tensor& router_logits, const MoeRouting& r, const Tensor& ids, const Tensor& weights) override {
     const int64_t n = router_logits.dim(0), n_experts = router_logits.row_numel();
     const int k = r.k;
@@ -1185,7 +1185,8 @@ void CudaBackendImpl::attention(const Tensor& qkv, const QkvLayout& l, const KvL
   BRIGADE_CHECK(qkv.dtype == DType::bf16 && out.dtype == DType::bf16, "attention activations are bf16");
   BRIGADE_CHECK(l.n_kv_heads > 0 && l.n_heads % l.n_kv_heads == 0 && l.n_heads / l.n_kv_heads <= 32,
                 "n_heads is a multiple of n_kv_heads, at most 32 query heads per kv head");
-  BRIGADE_CHECK(l.head_dim <= 256 && l.head_dim % 8 == 0, "head_dim <= 256, a multiple of 8");
+  BRIGADE_CHECK(l.head_dim > 0 && l.head_dim <= gpu::kAttentionMaxHeadDim && l.head_dim % 8 == 0,
+                "attention: head_dim <= 512, a multiple of 8");
   BRIGADE_CHECK(cache.k.ndim == 4 && cache.k.dim(2) == l.n_kv_heads && cache.k.dim(3) == l.head_dim,
                 "KV layer is [n_pages, page_size, n_kv_heads, head_dim]");
   BRIGADE_CHECK(cache.k.dtype == cache.v.dtype && (cache.k.dtype == DType::bf16 || cache.k.dtype == DType::f32),
@@ -1214,11 +1215,10 @@ void CudaBackendImpl::attention(const Tensor& qkv, const QkvLayout& l, const KvL
                 "attention: sinks [n_heads] f32");
   a.sinks = meta.sinks.empty() ? nullptr : meta.sinks.as<const float>();
   a.out = out.data;
-  // Flash decoding: split the KV range when the (sequence, kv head, row block) blocks alone
+  // Flash decoding: split the KV range when the (sequence, kv head slice, row block) blocks alone
   // would leave SMs idle, keeping at least 4 tiles (128 positions) per split.
-  const int group = l.n_heads / l.n_kv_heads;
-  const int rows = gpu::attention_rows_per_block(group, meta.max_q_len);
-  const int64_t base = int64_t{meta.n_seqs} * l.n_kv_heads * ((meta.max_q_len + rows - 1) / rows);
+  const gpu::AttentionGrid grid = gpu::attention_grid(a.h, meta.max_q_len);
+  const int64_t base = int64_t{meta.n_seqs} * l.n_kv_heads * grid.head_slices * grid.n_row_blocks;
   const int64_t want = (2 * int64_t{sm_count_} + base - 1) / std::max<int64_t>(base, 1);
   const int64_t by_len = std::max(1, meta.max_ctx_len / 128);
   // Inside a step the length cap is skipped so the split count (launch geometry) stays the same
@@ -1263,7 +1263,7 @@ Expected<std::unique_ptr<CudaBackend>> make_cuda_backend(const CudaBackendOption
   if (static_cast<size_t>(prop.sharedMemPerBlockOptin) < max_smem)
     return unsupported("the attention kernel needs " + std::to_string(max_smem) + " bytes of shared memory per block");
   auto backend = std::make_unique<CudaBackendImpl>(options, prop);
-  BRIGADE_RETURN_IF_ERROR(backend->init(max_smem));
+  BRIGADE_RETURN_IF_ERROR(backend->init());
   return std::unique_ptr<CudaBackend>(std::move(backend));
 }
 

@@ -110,13 +110,24 @@ struct AttentionArgs {
 };
 // Floats of the partial workspace for these args.
 int64_t attention_partial_floats(const AttentionArgs& a);
-// Query rows per block for a GQA group size and the step's longest query run (rows x group <= 32).
-int attention_rows_per_block(int group, int max_q_len);
-// Dynamic shared memory of one block; the most any launch needs (head_dim 256, 32 queries),
-// which attention_init allows once per process. head_dim must be a multiple of 8.
+// The widest head launch_attention takes (a multiple of 8 up to it): Backend::max_attention_head_dim.
+constexpr int kAttentionMaxHeadDim = 512;
+// Launch geometry for a head shape and the step's longest query run. A block holds rows x query
+// heads <= 32 queries for head_dim <= 256, <= 16 up to 512 (shared memory): the kv head's whole
+// GQA group where it fits, else the largest divisor of it that does (head_slices blocks per kv head).
+struct AttentionGrid {
+  int heads_per_block = 1;
+  int head_slices = 1;  // group / heads_per_block
+  int rows_per_block = 1;
+  int n_row_blocks = 1;  // ceil(max_q_len / rows_per_block)
+};
+AttentionGrid attention_grid(const HeadShape& h, int max_q_len);
+// Dynamic shared memory of one block. head_dim must be a multiple of 8.
 size_t attention_smem_bytes(int head_dim, int queries_per_block);
+// The most any launch needs (head_dim 512 at 16 queries: 194 KiB), which the device must allow a
+// block; attention_init allows each kernel instance its own bucket's most, once per process.
 size_t attention_max_smem_bytes();
-void attention_init(size_t max_smem_bytes);
+void attention_init();
 void launch_attention(const AttentionArgs& a, cudaStream_t stream);
 
 // Sampling (SampleParams in core/sample_params.h): logits [n, vocab] f32 -> tokens [n] i32.

@@ -28,7 +28,7 @@
 //
 // Tensor parallelism, LoRA, MTP, quantized and fp8 weights are refused at load, and so is a
 // backend whose attention cannot take the full layers' head_dim (Backend::max_attention_head_dim:
-// CUDA's kernel takes 256, the 31B's and 26B-A4B's full layers have 512).
+// every released Gemma 4's full layers have 512, which CUDA's kernel takes).
 #pragma once
 
 #include <memory>

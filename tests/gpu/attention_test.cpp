@@ -1,10 +1,11 @@
 // Paged attention on the GPU against the CPU backend: decode batches (flash-decoding splits),
 // prefill chunks over cached prefixes, GQA groups, sliding windows, score soft-capping, bf16 and
-// f32 caches. Pages
+// f32 caches, heads up to 256 and up to 512 wide. Pages
 // are shuffled so a wrong page or slot computation shows up as a large error.
 #include <algorithm>
 #include <numeric>
 
+#include "gpu/kernels.h"  // attention_grid (namespace gpu: so gpu_test::gpu() is named in full here)
 #include "tests/gpu/gpu_test_util.h"
 
 namespace brigade {
@@ -95,11 +96,11 @@ void check(const Problem& p, std::mt19937& rng) {
   const auto k = random_values(rng, cache), v = random_values(rng, cache);
   const auto sinks = p.sinks ? random_values(rng, p.l.n_heads, -1, 4) : std::vector<float>{};
   Side c = build(cpu(), p, qkv, k, v, table, n_pages, max_blocks, sinks);
-  Side g = build(*gpu(), p, qkv, k, v, table, n_pages, max_blocks, sinks);
+  Side g = build(*gpu_test::gpu(), p, qkv, k, v, table, n_pages, max_blocks, sinks);
   const float scale = 1.0f / std::sqrt(static_cast<float>(p.l.head_dim));
   cpu().attention(c.qkv.tensor, p.l, {c.k.tensor, c.v.tensor}, c.meta, scale, c.out.tensor);
-  gpu()->attention(g.qkv.tensor, p.l, {g.k.tensor, g.v.tensor}, g.meta, scale, g.out.tensor);
-  EXPECT_LT(rel_error(get(*gpu(), g.out.tensor), get(cpu(), c.out.tensor)), kBf16Tol);
+  gpu_test::gpu()->attention(g.qkv.tensor, p.l, {g.k.tensor, g.v.tensor}, g.meta, scale, g.out.tensor);
+  EXPECT_LT(rel_error(get(*gpu_test::gpu(), g.out.tensor), get(cpu(), c.out.tensor)), kBf16Tol);
 }
 
 TEST(GpuAttention, MatchesCpu) {
@@ -128,6 +129,64 @@ TEST(GpuAttention, MatchesCpu) {
       {"chunked with a window", {8, 2, 64}, 16, DType::bf16, 50, {{70, 330}, {1, 97}}, 0.0f, false, 64},
   };
   for (const Problem& p : problems) check(p, rng);
+}
+
+// Heads wider than 256 take the kernel's 512 bucket (16 queries per block, the tile loaded in two
+// passes): Gemma 4's full layers (global_head_dim 512; the 31B's 32 heads over 4 kv heads: GQA 8,
+// the E4B's GQA 4), over GQA 1, 2 and 8, decode with KV splits, prefill chunks over cached
+// prefixes, windows, soft-capping, sinks and f32 caches. GQA 24 and 32 do not fit one block (16
+// queries): their query heads go to 2 slices of 12 and 16 (AttentionGrid::head_slices). 320 and 264
+// dims leave part of the second pass empty.
+TEST(GpuAttention, HeadDim512MatchesCpu) {
+  BRIGADE_REQUIRE_GPU();
+  ASSERT_EQ(gpu_test::gpu()->max_attention_head_dim(), 512);
+  std::mt19937 rng(512);
+  const std::vector<Problem> problems = {
+      {"decode, GQA 8, long contexts (splits)", {32, 4, 512}, 16, DType::bf16, 0, {{1, 1}, {1, 700}, {1, 33}, {1, 2049}}},
+      {"decode batch 1, one long context (many splits)", {16, 2, 512}, 16, DType::bf16, 0, {{1, 4000}}},
+      {"decode, MHA (GQA 1), f32 cache", {4, 4, 512}, 8, DType::f32, 0, {{1, 100}, {1, 257}}},
+      {"prefill from empty, GQA 1", {4, 4, 512}, 16, DType::bf16, 0, {{77, 77}}},
+      {"prefill chunks over cached prefixes, GQA 2", {8, 4, 512}, 16, DType::bf16, 0,
+       {{40, 300}, {1, 50}, {65, 65}, {3, 1000}}},
+      {"prefill chunks, GQA 8, f32 cache", {16, 2, 512}, 16, DType::f32, 0, {{37, 200}, {1, 600}}},
+      {"sliding window, GQA 2, mixed", {8, 4, 512}, 16, DType::bf16, 64, {{50, 400}, {1, 300}, {1, 10}}},
+      {"softcap with a window and splits, GQA 8", {16, 2, 512}, 16, DType::bf16, 100, {{30, 230}, {1, 2000}, {1, 7}},
+       0.5f},
+      {"sinks, GQA 8, splits", {16, 2, 512}, 16, DType::bf16, 0, {{20, 90}, {1, 1500}}, 0.0f, true},
+      {"GQA 32: two slices of 16 heads", {32, 1, 512}, 16, DType::bf16, 0, {{20, 120}, {1, 900}}},
+      {"GQA 24: two slices of 12 heads, f32 cache, window", {24, 1, 512}, 16, DType::f32, 40, {{9, 150}, {1, 700}}},
+      {"head_dim 320 (part of the second pass)", {8, 2, 320}, 16, DType::bf16, 0, {{33, 100}, {1, 600}}},
+      {"head_dim 264, f32 cache", {4, 2, 264}, 8, DType::f32, 0, {{17, 60}, {1, 300}}},
+  };
+  for (const Problem& p : problems) check(p, rng);
+}
+
+// The launch geometry (host code: runs without a GPU too): every query head of every kv head in
+// exactly one block slice, at most 32 queries a block up to head_dim 256 and 16 past it, every
+// query row covered, and the shared memory of any launch within what attention_init allows and
+// what sm_90 lets a block opt in to (227 KiB).
+TEST(GpuAttention, GridFitsTheBlockAndSharedMemory) {
+  constexpr size_t kSm90OptIn = 227 * 1024;
+  EXPECT_LE(gpu::attention_max_smem_bytes(), kSm90OptIn);
+  EXPECT_GT(gpu::attention_smem_bytes(512, 32), kSm90OptIn);  // why the 512 bucket takes 16 queries
+  for (const int d : {8, 64, 128, 256, 264, 320, 512})
+    for (int group = 1; group <= 32; ++group)
+      for (const int max_q : {1, 2, 7, 100, 16384}) {
+        SCOPED_TRACE(::testing::Message() << "head_dim " << d << ", group " << group << ", max_q_len " << max_q);
+        const gpu::AttentionGrid g = gpu::attention_grid({2 * group, 2, d}, max_q);
+        const int most = d <= 256 ? 32 : 16;
+        EXPECT_EQ(g.heads_per_block * g.head_slices, group);
+        EXPECT_LE(g.heads_per_block * g.rows_per_block, most);
+        EXPECT_GE(g.rows_per_block * g.n_row_blocks, max_q);
+        EXPECT_LT(g.rows_per_block * (g.n_row_blocks - 1), max_q);
+        if (d <= 256 || group <= 16) {
+          EXPECT_EQ(g.head_slices, 1);
+        }
+        if (max_q >= most) {
+          EXPECT_GT(2 * g.heads_per_block * g.rows_per_block, most);  // no block left half empty
+        }
+        EXPECT_LE(gpu::attention_smem_bytes(d, g.heads_per_block * g.rows_per_block), gpu::attention_max_smem_bytes());
+      }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // mixed prefill step and greedy decode steps give the same logits within bf16 tolerance and the
 // same greedy tokens wherever the CPU's choice is decisive.
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 #include "models/make_model.h"
@@ -148,6 +149,7 @@ std::string every_expert_copy(const testing::TempDir& into, const std::string& n
   for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts"})
     if (text.contains(key)) text["num_experts_per_tok"] = text[key];
   if (text.contains("n_group")) text["topk_group"] = text["n_group"];  // glm4_moe, mistral4: every group too
+  if (text.value("enable_moe_block", false)) text["top_k_experts"] = text["num_experts"];  // Gemma 4's name of it
   if (text.contains("num_expert_group")) text["topk_group"] = text["num_expert_group"];  // kimi_linear's name of it
   if (text.contains("zero_expert_num"))  // longcat_flash: its moe_topk over the real and zero experts alike
     text["moe_topk"] = text["n_routed_experts"].get<int>() + text["zero_expert_num"].get<int>();
@@ -195,6 +197,97 @@ TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
   for (const char* name : {"gpt_oss", "qwen2_moe", "glm4_moe", "mistral4", "glm4_moe_lite", "deepseek_v32", "glm_moe_dsa",
                            "longcat_flash"})
     expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
+}
+
+// Gemma 4's fixture `name` at the released head sizes, written into `into`: sliding heads 256
+// wide (the fixture's 16 x 16), full heads 512 (per_layer_config's 32 x 16, Hub's
+// global_head_dim), every attention tensor (q/k/v/o projections, q/k norms) drawn anew at its
+// widened shape, the rest as stored; the MoE block with every expert taken (see every_expert).
+// q/k norm weights in [0.15, 0.35] keep the scores (softmax scale 1 over unit-RMS heads) within a
+// few units, as trained ones are.
+void write_wide_gemma4(const testing::TempDir& into, const std::string& name) {
+  constexpr int kWiden = 16;
+  std::mt19937 rng(41);
+  auto widen = [&](std::vector<testing::StEntry>& entries) {
+    for (testing::StEntry& e : entries) {
+      if (e.name.find(".self_attn.") == std::string::npos) continue;
+      const bool norm = e.name.find("_norm.") != std::string::npos;
+      e.shape[e.name.find(".o_proj.") != std::string::npos ? 1 : 0] *= kWiden;
+      const int64_t n = e.shape[0] * (norm ? 1 : e.shape[1]);
+      const float bound = norm ? 0.0f : std::sqrt(3.0f / static_cast<float>(e.shape[1]));  // unit-variance outputs
+      const std::vector<float> v = norm ? random_values(rng, n, 0.15f, 0.35f) : random_values(rng, n, -bound, bound);
+      e.dtype = "F32";
+      e.bytes.resize(v.size() * sizeof(float));
+      std::memcpy(e.bytes.data(), v.data(), e.bytes.size());
+    }
+  };
+  testing::write_edited_fixture(name, into, widen, [](nlohmann::json& c) {
+    c["head_dim"] = c["head_dim"].get<int>() * kWiden;
+    for (nlohmann::json& shape : c["per_layer_config"])  // layer index -> its head_dim (full layers)
+      if (shape.contains("head_dim")) shape["head_dim"] = shape["head_dim"].get<int>() * kWiden;
+    if (c.value("enable_moe_block", false)) c["top_k_experts"] = c["num_experts"];
+  });
+}
+
+// Gemma 4 (models/gemma4.h) on CUDA: its transformers fixtures as stored (31B-like with K = V,
+// E2B-like with per-layer inputs and shared K/V, 26B-A4B-like with the MoE block's gelu experts
+// and per-expert scale, every expert taken), then at the released head sizes (write_wide_gemma4:
+// 256-wide sliding and 512-wide full layers, attention.cu's two buckets in one model, the KV
+// pool of two shapes): the long prompt's prefill and the decode steps within bf16 tolerance of
+// the CPU's, which the fixtures check against transformers.
+TEST(GpuModel, Gemma4FixturesMatchCpu) {
+  BRIGADE_REQUIRE_GPU();
+  testing::TempDir every_expert("gpu_every_expert_gemma4");
+  expect_fixture_matches_cpu("gemma4_dense", testing::fixture_dir("gemma4_dense"));
+  expect_fixture_matches_cpu("gemma4_e2b", testing::fixture_dir("gemma4_e2b"));
+  expect_fixture_matches_cpu("gemma4_moe", every_expert_copy(every_expert, "gemma4_moe"));
+  for (const char* name : {"gemma4_dense", "gemma4_e2b", "gemma4_moe"}) {
+    SCOPED_TRACE("wide");
+    testing::TempDir wide(std::string("gpu_wide_") + name);
+    write_wide_gemma4(wide, name);
+    expect_fixture_matches_cpu(name, wide.str());
+  }
+}
+
+// The wide Gemma 4s (write_wide_gemma4) as the executor's device path runs them: decode steps of
+// two sequences inside Backend::begin_step / end_step, so the step with 256- and 512-wide layers
+// (their own shapes, RoPE tables and KV pools; the split count fixed, so the 512-wide splits
+// run) is captured once and replayed. Every step's logits within bf16 tolerance of the CPU's eager
+// step; the first step runs eagerly, the second captures, the rest replay.
+TEST(GpuModel, WideGemma4DecodeStepsReplayAsGraphs) {
+  BRIGADE_REQUIRE_GPU();
+  for (const char* name : {"gemma4_dense", "gemma4_moe"}) {
+    SCOPED_TRACE(name);
+    testing::TempDir wide(std::string("gpu_wide_graph_") + name);
+    write_wide_gemma4(wide, name);
+    Side c = load(cpu(), wide.str()), g = load(*gpu(), wide.str());
+    const int vocab = c.model->config().vocab_size, steps = 8;
+    std::mt19937 rng(9);
+    std::vector<int32_t> p0(21), p1(40);
+    for (auto& t : p0) t = static_cast<int32_t>(rng() % vocab);
+    for (auto& t : p1) t = static_cast<int32_t>(rng() % vocab);
+    StepBatch prefill = testing::make_step({{0, p0, 0, false}, {1, p1, 0, false}}, 16, 16);
+    const auto lc = testing::run_step(*c.model, cpu(), *c.kv, prefill);
+    EXPECT_LT(rel_error(testing::run_step(*g.model, *gpu(), *g.kv, prefill), lc), kLogitsTol);
+    int32_t t0 = testing::argmax(lc.data(), vocab), t1 = testing::argmax(lc.data() + vocab, vocab);
+    int n0 = 21, n1 = 40;
+    const OwnedTensor logits = empty(*gpu(), DType::f32, {2, vocab});  // one address: one graph
+    const CudaGraphStats before = gpu()->graph_stats();
+    for (int step = 0; step < steps; ++step) {
+      const StepBatch b = testing::make_step({{0, {t0}, n0++, false}, {1, {t1}, n1++, false}}, 16, 16);
+      const auto dc = testing::run_step(*c.model, cpu(), *c.kv, b);
+      gpu()->begin_step(4242);
+      const Status st = g.model->forward(b, *g.kv, logits.tensor);
+      gpu()->end_step();
+      ASSERT_TRUE(st.is_ok()) << st.to_string();
+      EXPECT_LT(rel_error(get(*gpu(), logits.tensor), dc), kLogitsTol) << "step " << step;
+      t0 = testing::argmax(dc.data(), vocab);
+      t1 = testing::argmax(dc.data() + vocab, vocab);
+    }
+    const CudaGraphStats after = gpu()->graph_stats();
+    EXPECT_EQ(after.captures - before.captures, 1);
+    EXPECT_EQ(after.replays - before.replays, steps - 1);
+  }
 }
 
 // The Llama decoder's newer relatives (models/llama_variants_config.h) from their transformers

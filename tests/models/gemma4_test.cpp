@@ -261,16 +261,27 @@ TEST(Gemma4, BadConfigsAreRefusedByName) {
 TEST(Gemma4, NarrowAttentionBackendRefusesAtLoad) {
   class Narrow : public testing::MemoryOnlyBackend {
    public:
+    explicit Narrow(int most) : most_(most) {}
     std::string name() const override { return "narrow"; }
     bool supports_altup() const override { return true; }
-    int max_attention_head_dim() const override { return 16; }
-  } backend;
-  auto ck = Checkpoint::open(fixture_dir("gemma4_dense"));
-  ASSERT_TRUE(ck.has_value());
-  auto model = load_gemma4(std::move(*ck), backend, testing::test_load_options());
-  ASSERT_FALSE(model.has_value());
-  EXPECT_EQ(model.status().code(), StatusCode::unsupported);
-  EXPECT_NE(model.status().message().find("global_head_dim 32"), std::string::npos) << model.status().message();
+    int max_attention_head_dim() const override { return most_; }
+
+   private:
+    int most_;
+  };
+  for (const int most : {16, 31, 32}) {
+    SCOPED_TRACE(most);
+    Narrow backend(most);
+    auto ck = Checkpoint::open(fixture_dir("gemma4_dense"));
+    ASSERT_TRUE(ck.has_value());
+    auto model = load_gemma4(std::move(*ck), backend, testing::test_load_options());
+    ASSERT_FALSE(model.has_value());
+    const bool refused = model.status().message().find("global_head_dim 32") != std::string::npos;
+    EXPECT_EQ(refused, most < 32) << model.status().message();
+    if (refused) {
+      EXPECT_EQ(model.status().code(), StatusCode::unsupported);
+    }
+  }
 }
 
 // Tensor parallelism-free refusals: LoRA and MTP at load.
