@@ -7,6 +7,7 @@
 #include "models/classic_decoders_config.h"
 #include "models/gemma_config.h"
 #include "models/gpt_decoders_config.h"
+#include "models/internvl_config.h"
 #include "models/qwen_vl_config.h"
 #include "models/gguf_checkpoint.h"
 #include "models/llama2c.h"
@@ -92,9 +93,11 @@ Status Checkpoint::open_directory() {
   // Gemma 3's does, its Pixtral tower included (vision_tower.*, multi_modal_projector.*), and so
   // does LLaVA's (its CLIP / SigLIP tower's vision_tower.vision_model.* too).
   const bool qwen_layout = (config_.vision.dynamic() && config_.vision.kind != VisionKind::pixtral &&
-                           config_.vision.kind != VisionKind::llava) ||
+                           config_.vision.kind != VisionKind::llava && config_.vision.kind != VisionKind::gemma4) ||
                            is_gated_delta(config_.arch);
-  if (config_.multimodal_text)
+  if (config_.vision.kind == VisionKind::internvl)  // either InternVL layout (models/internvl_config.h)
+    tensors_ = internvl_tensors(std::move(tensors_));
+  else if (config_.multimodal_text)
     tensors_ = qwen_layout ? qwen_vl_tensors(std::move(tensors_)) : gemma3_tensors(std::move(tensors_));
   return Status::ok();
 }

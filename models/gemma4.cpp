@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/decoder_ends.h"
+#include "models/image_inputs.h"
 #include "models/llama.h"
 #include "models/load_progress.h"
 #include "models/lora.h"
@@ -64,7 +65,8 @@ class Gemma4Model final : public Model {
   Gemma4Model(std::unique_ptr<Checkpoint> ck, Backend& backend, const LoadOptions& options)
       : ck_(std::move(ck)), config_(ck_->config()), backend_(backend), options_(options),
         geometry_{QkvLayout{config_.n_heads, config_.n_kv_heads, config_.head_dim},
-                  QkvLayout{config_.n_heads, config_.gemma4.full_kv_heads, config_.gemma4.full_head_dim}} {}
+                  QkvLayout{config_.n_heads, config_.gemma4.full_kv_heads, config_.gemma4.full_head_dim}},
+        images_(backend, config_, options.max_batch_tokens) {}
 
   Status load();
 
@@ -79,6 +81,8 @@ class Gemma4Model final : public Model {
   int64_t n_params() const override { return n_params_; }
   int64_t weight_bytes() const override { return weight_bytes_; }
   StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const override;
+  bool has_vision() const override { return images_.loaded(); }
+  VisionStats vision_stats() const override { return images_.stats(); }
 
  private:
   bool ple() const { return config_.gemma4.per_layer_dim > 0; }
@@ -111,6 +115,7 @@ class Gemma4Model final : public Model {
   RopeConfig rope_full_, rope_sliding_;
   Scratch scratch_;
   StepInputs ints_;
+  ImageInputs images_;  // the vision tower (VisionKind::gemma4) and its features over the image rows
   float embed_scale_ = 0.0f;
   int64_t n_params_ = 0, weight_bytes_ = 0, expert_params_ = 0;
 };
@@ -217,6 +222,9 @@ Status Gemma4Model::load() {
       load_progress_name(*ck_), c.n_layers, options_.progress,
       [&](int l) { return load_layer(w, l, layers_.emplace_back()); }, [&] { return w.n_bytes() + weight_bytes_; }));
   BRIGADE_RETURN_IF_ERROR(ends_.load_head(w, c, true));
+  // The vision tower runs where the vision ops are (the CPU backend); elsewhere the model serves
+  // text (the engine says so).
+  if (c.vision.present() && backend_.supports_vision()) BRIGADE_RETURN_IF_ERROR(images_.load(w));
   n_params_ += w.n_params() + (ple() ? ple_.table_numel() : 0);
   weight_bytes_ += w.n_bytes();  // the per-layer table stays in the mapping, host memory
   rope_sliding_.rotary_dim = c.head_dim;
@@ -366,26 +374,53 @@ Status Gemma4Model::forward(const StepBatch& batch, const KvCache& kv, const Ten
   BRIGADE_ASSIGN_OR_RETURN(const StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
   BRIGADE_RETURN_IF_ERROR(check_hidden_rows(batch, options_.max_batch_tokens, c.hidden_size, backend_.activation_dtype()));
   BRIGADE_RETURN_IF_ERROR(check_no_lora(batch));
-  if (!batch.images.empty())
-    return unsupported("gemma4: images are not supported (" +
-                       (c.vision_off.empty() ? std::string("a text-only checkpoint") : c.vision_off) + ")");
+  BRIGADE_ASSIGN_OR_RETURN(std::vector<int32_t> attend_until, images_.begin_step(batch));
   if (ple() && !batch.device_tokens.empty())  // (actors/engine/instance.cpp runs these on the host step path)
     return unsupported("gemma4 with per-layer inputs gathers its per-layer embedding rows from the mapped checkpoint "
                        "on the host, so it needs the step's token ids there: pass StepBatch::tokens without "
                        "device_tokens");
   const int n = batch.n_tokens();
+  // Placeholders: the image token only in the rows of the step's images (check_step_images saw
+  // them hold it; any other is refused), video and audio never (their towers are not built).
+  int64_t image_rows = 0, claimed = 0;
+  for (const StepImage& im : batch.images) claimed += step_image_rows(batch, im, c.vision.image_tokens(im.grid_h, im.grid_w));
   for (int32_t id : batch.tokens)
-    for (int32_t tower : c.gemma4.tower_tokens)
-      if (id == tower)
+    for (size_t k = 0; k < c.gemma4.tower_tokens.size(); ++k)
+      if (id == c.gemma4.tower_tokens[k]) {
+        if (k == 0 && images_.loaded()) {
+          ++image_rows;
+          continue;
+        }
         return invalid_argument("token id " + std::to_string(id) + " is a Gemma 4 image, video or audio placeholder "
                                 "(its towers, which fill it, are not loaded); send text token ids only");
-  BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch));
-  const AttentionMeta full = ints_.meta(batch, bounds, 0), sliding = ints_.meta(batch, bounds, c.sliding_window);
+      }
+  if (image_rows != claimed)
+    return invalid_argument("the step holds " + std::to_string(image_rows) + " Gemma 4 image tokens (id " +
+                            std::to_string(c.gemma4.tower_tokens[0]) + ") but its images claim " + std::to_string(claimed) +
+                            "; an image token stands only inside an image's run");
+  // transformers embeds the pad token at the placeholders, whose per-layer inputs read the pad
+  // token's row (llm_input_ids) and project the features (the merged inputs_embeds).
+  StepBatch padded;
+  const StepBatch* in = &batch;
+  if (ple() && image_rows > 0) {
+    padded = batch;
+    for (int32_t& id : padded.tokens)
+      if (id == c.gemma4.tower_tokens[0]) id = c.gemma4.pad_token;
+    in = &padded;
+  }
+  BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, *in, attend_until));
+  // Gemma4Model's masks: the sliding layers' image rows see their whole image (attend_until,
+  // under use_bidirectional_attention "vision"); the full layers stay causal.
+  AttentionMeta full = ints_.meta(batch, bounds, 0);
+  full.attend_until = Tensor();
+  const AttentionMeta sliding = ints_.meta(batch, bounds, c.sliding_window);
   const Tensor x = rows(scratch_.x, n);
-  backend_.embedding(ends_.embed.tensor, ints_.tokens(batch), x);
+  backend_.embedding(ends_.embed.tensor, ints_.tokens(*in), x);
   backend_.scale(x, embed_scale_);
-  if (ple()) ple_.compute(backend_, batch.tokens, x, n);
+  BRIGADE_RETURN_IF_ERROR(images_.put(batch, x));
+  if (ple()) ple_.compute(backend_, in->tokens, x, n);
   for (int l = 0; l < c.n_layers; ++l) run_layer(l, kv, c.layer_window(l) > 0 ? sliding : full, n);
+  images_.end_step();
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size()), hr = static_cast<int64_t>(batch.hidden_rows.size());
   if (r == 0 && hr == 0) return Status::ok();
   ends_.logits(backend_, c, x, rows(scratch_.zero, n), rows(scratch_.normed, n), scratch_.selected.tensor.rows(0, r),
@@ -406,7 +441,8 @@ StepCost Gemma4Model::step_cost(const StepBatch& b, double kv_bytes_per_token) c
   const double experts = static_cast<double>(expert_params_);
   const double active = c.n_experts > 0 ? static_cast<double>(c.n_experts_per_tok) / c.n_experts : 0.0;
   const double touched = c.n_experts > 0 ? std::min<double>(c.n_experts, n * c.n_experts_per_tok) / c.n_experts : 0.0;
-  const double linear_params = static_cast<double>(n_params_ - (ple() ? ple_.table_numel() : 0)) - table - experts;
+  const double linear_params =
+      static_cast<double>(n_params_ - images_.params() - (ple() ? ple_.table_numel() : 0)) - table - experts;
   // kv_bytes_per_token is K and V of every cache layer; a layer's share is its row width over
   // the cache layers' sum (full layers' rows are wider than sliding ones': KvLayout::layer_shapes).
   double cache_width = 0.0;
@@ -422,9 +458,10 @@ StepCost Gemma4Model::step_cost(const StepBatch& b, double kv_bytes_per_token) c
                                             : 0.0;  // the experts' share of the weight bytes
   StepCost cost;
   cost.flops = 2.0 * (linear_params + experts * active) * n + 2.0 * table * rows_out + attn_flops;
-  cost.bytes = static_cast<double>(weight_bytes_) - expert_bytes * (1.0 - touched) - ends_.loaded_bytes() +
+  cost.bytes = static_cast<double>(weight_bytes_ - images_.bytes()) - expert_bytes * (1.0 - touched) - ends_.loaded_bytes() +
                ends_.step_bytes(c, n, rows_out > 0) + (ple() ? n * ple_.row_bytes() : 0.0) +
                kv_read_bytes + kv_bytes_per_token * n;
+  images_.add_cost(b, cost);  // the tower's work for the images it encodes this step
   return cost;
 }
 

@@ -7,6 +7,7 @@
 
 #include "models/config_json.h"
 #include "models/gemma3n_config.h"
+#include "models/gemma4_vision.h"
 
 namespace brigade {
 
@@ -160,9 +161,11 @@ Status refuse_unbuilt(const json& t) {
   bool bias = false;
   BRIGADE_RETURN_IF_ERROR(read_bool(t, "attention_bias", bias));
   if (bias) return unsupported("config.json: attention_bias = true is not supported for gemma4; set it to false");
-  if (auto b = t.find("use_bidirectional_attention"); b != t.end() && !b->is_null())
+  // "vision" changes only the mask of a prompt with images (Gemma4Model: the sliding layers' image
+  // rows see their whole image), which the vision tower's path builds (VisionConfig::bidirectional).
+  if (auto b = t.find("use_bidirectional_attention"); b != t.end() && !b->is_null() && *b != "vision")
     return unsupported("config.json: use_bidirectional_attention = " + b->dump() + " is not supported for gemma4 "
-                       "(brigade's attention is causal); set it to null");
+                       "(brigade's attention is causal but within images); supported: null, \"vision\"");
   return Status::ok();
 }
 
@@ -244,7 +247,8 @@ Expected<ModelConfig> read_gemma4_config(const json& j) {
   for (bool s : sliding) types.push_back(s ? "sliding_attention" : "full_attention");
   g3["layer_types"] = types;
   for (const char* key : {"query_pre_attn_scalar", "rope_parameters", "rope_scaling", "per_layer_config", "num_experts",
-                          "top_k_experts", "moe_intermediate_size", "enable_moe_block", "attn_logit_softcapping"})
+                          "top_k_experts", "moe_intermediate_size", "enable_moe_block", "attn_logit_softcapping",
+                          "use_bidirectional_attention"})
     g3.erase(key);
   BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(g3.dump()));
   c.arch = "gemma4_text";
@@ -254,14 +258,23 @@ Expected<ModelConfig> read_gemma4_config(const json& j) {
   BRIGADE_RETURN_IF_ERROR(read_gemma4_fields(t, c));
   if (multimodal) {
     c.multimodal_text = true;
-    c.vision_off = "Gemma 4's vision and audio towers and their embedders are not run; its language model serves "
-                   "text";
+    BRIGADE_ASSIGN_OR_RETURN(c.vision, read_gemma4_vision(j, c.vocab_size));
+    if (c.vision.present()) {
+      c.vision.out_hidden_size = c.hidden_size;
+      c.vision.bidirectional = t.value("use_bidirectional_attention", json()) == "vision";
+    } else {
+      c.vision_off = "the checkpoint has no vision_config (Gemma 4's language model alone); it serves text";
+    }
     // Gemma4Config's placeholder ids (its defaults), which the towers' features replace.
     int image = 258880, video = 258884, audio = 258881;
     BRIGADE_RETURN_IF_ERROR(read_int(j, "image_token_id", image, false));
     BRIGADE_RETURN_IF_ERROR(read_int(j, "video_token_id", video, false));
     BRIGADE_RETURN_IF_ERROR(read_int(j, "audio_token_id", audio, false));
     c.gemma4.tower_tokens = {image, video, audio};
+    BRIGADE_RETURN_IF_ERROR(read_int(t, "pad_token_id", c.gemma4.pad_token, false));
+    if (c.gemma4.pad_token < 0 || c.gemma4.pad_token >= c.vocab_size)
+      return invalid_argument("config.json: text_config.pad_token_id " + std::to_string(c.gemma4.pad_token) +
+                              " is outside the vocabulary (Gemma 4 embeds it at image placeholders)");
   }
   return c;
 }

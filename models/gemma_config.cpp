@@ -113,6 +113,7 @@ std::map<std::string, RawTensor> gemma3_tensors(std::map<std::string, RawTensor>
     strip({"vision_tower.vision_model.", "model.vision_tower.vision_model.", "model.vision_tower.", "vision_tower."},
           "vision_tower.");
     strip({"model.multi_modal_projector.", "multi_modal_projector."}, "multi_modal_projector.");
+    strip({"model.embed_vision."}, "embed_vision.");  // Gemma 4's multimodal embedder
     if (name == "language_model.lm_head.weight" || name == "lm_head.weight") to = "lm_head.weight";
     if (to.empty()) continue;
     // The patch embedding, a convolution [hidden, 3, p, p], is a matrix over c-major patches; the
@@ -121,6 +122,8 @@ std::map<std::string, RawTensor> gemma3_tensors(std::map<std::string, RawTensor>
     if ((to == "vision_tower.embeddings.patch_embedding.weight" || to == "vision_tower.patch_conv.weight") &&
         t.shape.size() == 4)  // Gemma 3's SigLIP, Mistral 3's Pixtral
       t.shape = {t.shape[0], t.shape[1] * t.shape[2] * t.shape[3]};
+    if (to == "vision_tower.patch_embedder.position_embedding_table" && t.shape.size() == 3)  // Gemma 4's x and y tables
+      t.shape = {t.shape[0] * t.shape[1], t.shape[2]};
     if (to == "multi_modal_projector.mm_input_projection_weight" && t.shape.size() == 2)
       t.shape.insert(t.shape.begin(), 1);
     t.name = to;

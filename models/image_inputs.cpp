@@ -5,6 +5,8 @@
 
 #include "models/clip_vision.h"
 #include "models/gemma3_vision.h"
+#include "models/gemma4_vision.h"
+#include "models/internvl_vision.h"
 #include "models/mrope.h"
 #include "models/qwen_vision.h"
 #include "models/step_check.h"
@@ -27,9 +29,15 @@ void ImageInputs::set_text_rope(const RopeConfig& rope) {
 Status ImageInputs::load(WeightLoader& w) {
   const int64_t params = w.n_params(), bytes = w.n_bytes();
   const int64_t t = max_batch_tokens_;
-  if (config_.vision.kind == VisionKind::llava) {
+  if (config_.vision.kind == VisionKind::gemma4) {
+    gemma4_ = std::make_unique<Gemma4Vision>();
+    BRIGADE_RETURN_IF_ERROR(gemma4_->load(w, backend_, config_.vision, config_.hidden_size));
+  } else if (config_.vision.kind == VisionKind::llava) {
     clip_ = std::make_unique<ClipVision>();
     BRIGADE_RETURN_IF_ERROR(clip_->load(w, backend_, config_.vision, config_.hidden_size));
+  } else if (config_.vision.kind == VisionKind::internvl) {
+    internvl_ = std::make_unique<InternVision>();
+    BRIGADE_RETURN_IF_ERROR(internvl_->load(w, backend_, config_.vision, config_.hidden_size));
   } else if (config_.vision.dynamic()) {
     qwen_ = std::make_unique<QwenVision>();
     BRIGADE_RETURN_IF_ERROR(qwen_->load(w, backend_, config_.vision, config_.hidden_size));
@@ -47,6 +55,9 @@ Status ImageInputs::load(WeightLoader& w) {
   // Room for two of the largest images or of the largest steps' worth of split images' features
   // (an image in progress per prefilling sequence); beyond that a dropped image is encoded again.
   if (clip_ != nullptr) feature_cache_.set_capacity(2 * std::max<int64_t>(t, clip_->n_features()));
+  if (gemma4_ != nullptr) feature_cache_.set_capacity(2 * std::max<int64_t>(t, Gemma4Vision::kMaxTokens));
+  if (internvl_ != nullptr) feature_cache_.set_capacity(2 * std::max<int64_t>(t, QwenVision::kMaxPatches /
+                                                                                  (int64_t{config_.vision.merge} * config_.vision.merge)));
   if (qwen_ != nullptr) {
     const int n_ds = qwen_->n_deepstack();
     const int64_t most = QwenVision::kMaxPatches / (int64_t{config_.vision.merge} * config_.vision.merge);
@@ -79,8 +90,10 @@ Tensor ImageInputs::positions(const Tensor& plain, int64_t n) const {
 }
 
 Status ImageInputs::encode(std::span<const StepImage> images, const Tensor& out, std::span<const Tensor> deepstack) {
-  if (qwen_ != nullptr) BRIGADE_RETURN_IF_ERROR(qwen_->encode(images, out, deepstack));
+  if (gemma4_ != nullptr) BRIGADE_RETURN_IF_ERROR(gemma4_->encode(images, out));
+  else if (qwen_ != nullptr) BRIGADE_RETURN_IF_ERROR(qwen_->encode(images, out, deepstack));
   else if (clip_ != nullptr) BRIGADE_RETURN_IF_ERROR(clip_->encode(images, out));
+  else if (internvl_ != nullptr) BRIGADE_RETURN_IF_ERROR(internvl_->encode(images, out));
   else BRIGADE_RETURN_IF_ERROR(gemma_->encode(images, out));
   stats_.images_encoded += static_cast<int64_t>(images.size());
   return Status::ok();
@@ -194,6 +207,16 @@ void ImageInputs::add_cost(const StepBatch& b, StepCost& c) const {
   if (clip_ != nullptr && std::any_of(b.images.begin(), b.images.end(), [](const StepImage& im) { return im.first == 0; })) {
     for (const StepImage& im : b.images)
       if (im.first == 0) c.flops += clip_->flops_per_image();
+    c.bytes += static_cast<double>(bytes_);
+  }
+  if (internvl_ != nullptr && std::any_of(b.images.begin(), b.images.end(), [](const StepImage& im) { return im.first == 0; })) {
+    for (const StepImage& im : b.images)
+      if (im.first == 0 && im.grid_w > 0) c.flops += static_cast<double>(im.grid_h / im.grid_w) * internvl_->flops_per_tile();
+    c.bytes += static_cast<double>(bytes_);
+  }
+  if (gemma4_ != nullptr && std::any_of(b.images.begin(), b.images.end(), [](const StepImage& im) { return im.first == 0; })) {
+    for (const StepImage& im : b.images)
+      if (im.first == 0) c.flops += gemma4_->flops(im.grid_h, im.grid_w);
     c.bytes += static_cast<double>(bytes_);
   }
   // An image split over steps is encoded at its first step; the later ones take its features

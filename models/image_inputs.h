@@ -1,5 +1,5 @@
 // Internal to models/: the image path of a decoder that takes images (LlamaModel's Gemma 3 and
-// Qwen2-VL family, StateSpaceModel's Qwen3.5): the vision tower, the step's images encoded into
+// Qwen2-VL family, StateSpaceModel's Qwen3.5, Gemma4Model's Gemma 4): the vision tower, the step's images encoded into
 // the rows of their tokens, the features of images split over steps (ImageFeatureCache),
 // Qwen3-VL's DeepStack taps, and the M-RoPE planes of a step whose positions images shifted.
 //
@@ -24,6 +24,8 @@ namespace brigade {
 
 class ClipVision;
 class Gemma3Vision;
+class Gemma4Vision;
+class InternVision;
 class QwenVision;
 class WeightLoader;
 
@@ -37,7 +39,8 @@ class ImageInputs {
   // Loads config.vision's tower (present()): Gemma 3's, or the Qwen2-VL family's (dynamic()),
   // and allocates the step's feature rows. Without it the model serves text.
   Status load(WeightLoader& w);
-  bool loaded() const { return gemma_ != nullptr || qwen_ != nullptr || clip_ != nullptr; }
+  bool loaded() const { return gemma_ != nullptr || qwen_ != nullptr || clip_ != nullptr || internvl_ != nullptr ||
+                                gemma4_ != nullptr; }
   // The tower's parameters and bytes as loaded (part of the model's totals).
   int64_t params() const { return params_; }
   int64_t bytes() const { return bytes_; }
@@ -74,6 +77,8 @@ class ImageInputs {
   std::unique_ptr<Gemma3Vision> gemma_;  // Gemma 3's tower; null: none
   std::unique_ptr<QwenVision> qwen_;     // the Qwen2-VL family's instead; null: none
   std::unique_ptr<ClipVision> clip_;     // LLaVA's instead; null: none
+  std::unique_ptr<Gemma4Vision> gemma4_;  // Gemma 4's instead; null: none
+  std::unique_ptr<InternVision> internvl_;  // InternVL's instead; null: none
   RopeConfig rope_m_;                    // the text rope with ModelConfig::mrope_section as its sections
   OwnedTensor mrope_pos_;                // [3 * max_batch_tokens] i32: a step's planes (begin_step)
   bool mrope_step_ = false;              // this step rotates by mrope_pos_ with rope_m_

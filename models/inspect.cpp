@@ -75,6 +75,7 @@ std::string format_model_info(const ModelInfo& m) {
                       : c.vision.kind == VisionKind::qwen2_vl ? "Qwen2VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen3_vl ? "Qwen3VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::llava ? "LlavaForConditionalGeneration"
+                      : c.vision.kind == VisionKind::internvl ? "InternVLForConditionalGeneration"
                       : c.vision.kind == VisionKind::glm4v && c.arch == "glm4_moe" ? "Glm4vMoeForConditionalGeneration"
                       : c.vision.kind == VisionKind::glm4v ? "Glm4vForConditionalGeneration"
                       : c.arch == "llama" || c.arch == "ministral3" || c.arch == "mistral4" ? "Mistral3ForConditionalGeneration"
@@ -90,6 +91,24 @@ std::string format_model_info(const ModelInfo& m) {
          std::to_string(v.merge) + "x" + std::to_string(v.merge) + " patches, each row of tokens then [IMG_BREAK] (" +
          std::to_string(v.image_break_token) + "), the last [IMG_END] (" + std::to_string(v.eoi_token) +
          ") (image token " + std::to_string(v.image_token) + "; 1D positions; the CPU backend runs it at tp 1)\n";
+  } else if (c.vision.present() && c.vision.kind == VisionKind::internvl) {
+    const VisionConfig& v = c.vision;
+    s += "vision:        InternViT " + std::to_string(v.n_layers) + " layers (" +
+         std::to_string(v.feature_layers.front()) + " run), hidden " + std::to_string(v.hidden_size) +
+         (v.rms_norm ? ", RMSNorm" : ", LayerNorm") + (v.qk_norm ? ", qk norm" : "") + ", tiles of " +
+         std::to_string(v.image_size) + " pixels in " + std::to_string(v.patch_size) + "-pixel patches, " +
+         std::to_string(v.image_tokens(v.patches_per_side(), v.patches_per_side())) +
+         " tokens a tile (pixel shuffle " + std::to_string(v.merge) + "x" + std::to_string(v.merge) + ") between <img> and </img> (image token " +
+         std::to_string(v.image_token) + "; 1D positions; the CPU backend runs it at tp 1)\n";
+  } else if (c.vision.present() && c.vision.kind == VisionKind::gemma4) {
+    const VisionConfig& v = c.vision;
+    s += "vision:        Gemma 4 " + std::to_string(v.n_layers) + " layers, hidden " + std::to_string(v.hidden_size) +
+         ", images of any size in " + std::to_string(v.patch_size) + "-pixel patches, a token per " +
+         std::to_string(v.merge) + "x" + std::to_string(v.merge) + " patches between <|image> (" +
+         std::to_string(v.boi_token) + ") and <image|> (" + std::to_string(v.eoi_token) + ") (image token " +
+         std::to_string(v.image_token) + "; 1D positions; " +
+         (v.bidirectional ? "the sliding layers see the whole image" : "causal") +
+         "; the CPU backend runs it at tp 1)\n";
   } else if (c.vision.present() && c.vision.kind == VisionKind::llava) {
     const VisionConfig& v = c.vision;
     std::string layers;

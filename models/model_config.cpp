@@ -18,6 +18,7 @@
 #include "models/gemma4_config.h"
 #include "models/arcee_config.h"
 #include "models/llama_variants_config.h"
+#include "models/internvl_config.h"
 #include "models/llava_config.h"
 #include "models/phimoe_config.h"
 #include "models/glm4v_config.h"
@@ -49,7 +50,7 @@ constexpr const char* kSupported =
     "(exaone4), Glm4ForCausalLM (glm4), GlmForCausalLM (glm), HeliumForCausalLM (helium), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
-    "Mistral3ForConditionalGeneration (mistral3: its language model and Pixtral tower), LlavaForConditionalGeneration (llava: a llama / mistral / qwen2 language model and a CLIP or SigLIP tower), Ministral3ForCausalLM (ministral3), "
+    "Mistral3ForConditionalGeneration (mistral3: its language model and Pixtral tower), LlavaForConditionalGeneration (llava: a llama / mistral / qwen2 language model and a CLIP or SigLIP tower), InternVLForConditionalGeneration (internvl: a qwen2 / qwen3 / qwen3_moe / llama language model and InternViT; also the remote-code InternVLChatModel layout), Ministral3ForCausalLM (ministral3), "
     "Llama4ForCausalLM (llama4_text), "
     "Llama4ForConditionalGeneration (llama4: its language model, text only), MiniMaxM2ForCausalLM (minimax_m2), "
     "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1), PhimoeForCausalLM (phimoe), "
@@ -660,6 +661,13 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
     BRIGADE_RETURN_IF_ERROR(check_mrope_section(mrope, c.rope_dims(), "rope_parameters"));
     c.mrope_section = std::move(mrope);
     BRIGADE_ASSIGN_OR_RETURN(c.vision, read_glm4v_vision(j, c.vocab_size, is_glm4v_moe(j)));
+    return c;
+  }
+  if (is_internvl(j) || is_internvl_chat(j)) {  // its language model and InternViT (models/internvl_config.h)
+    BRIGADE_ASSIGN_OR_RETURN(json text, internvl_text_config(j));
+    BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
+    c.multimodal_text = true;
+    BRIGADE_ASSIGN_OR_RETURN(c.vision, read_internvl_vision(j, c.vocab_size));
     return c;
   }
   if (is_llava(j)) {  // its language model and its CLIP / SigLIP tower (models/llava_config.h)

@@ -251,7 +251,8 @@ struct ModelConfig {
     int per_layer_dim = 0;             // hidden_size_per_layer_input; 0 = no per-layer inputs (31B, 26B-A4B)
     int per_layer_vocab = 0;           // vocab_size_per_layer_input: ids at or past it read row 0
     std::vector<int> tower_tokens;     // a Gemma4ForConditionalGeneration's image, video and audio placeholder
-                                       // ids (refused: the towers that fill them are not run); empty = none
+                                       // ids (refused but where a loaded vision tower fills the image's); empty = none
+    int pad_token = 0;                 // text pad_token_id: what transformers embeds at those placeholders
     std::vector<int> kv_layer;         // as Gemma3nFields::kv_layer (num_kv_shared_layers)
     std::vector<int> intermediate;     // per layer MLP width (use_double_wide_mlp doubles the K/V-reusing layers')
     bool moe = false;                  // enable_moe_block: the experts beside the dense MLP in every layer

@@ -131,18 +131,18 @@ Expected<std::vector<int32_t>> check_step_images(const StepBatch& b, const Visio
     if (im.first < 0 || im.first >= t)
       return invalid_argument("the image at row " + str(im.row) + " starts at its token " + str(im.first) +
                               " but has tokens 0.." + str(t - 1));
-    if (!v.dynamic() && im.first != 0)
+    if (v.whole_images() && im.first != 0)
       return invalid_argument("the image at row " + str(im.row) + " starts at its token " + str(im.first) +
                               ": this model's image tokens attend to one another, so an image's " + str(t) +
                               " tokens go into one step");
-    if (im.row < 0 || im.row >= n || (!v.dynamic() && im.row + t > n))
+    if (im.row < 0 || im.row >= n || (v.whole_images() && im.row + t > n))
       return invalid_argument("an image at row " + str(im.row) + " needs rows up to " + str(int64_t{im.row} + t) +
                               " of a step of " + str(n));
     const auto seq = std::upper_bound(b.q_start.begin(), b.q_start.end(), im.row) - b.q_start.begin() - 1;
     const int32_t seq_begin = b.q_start[static_cast<size_t>(seq)], seq_end = b.q_start[static_cast<size_t>(seq) + 1];
     // Gemma's image lies whole in its sequence's rows; a Qwen image may run past them into later
     // steps, and one begun in an earlier step continues at its sequence's first row.
-    if (!v.dynamic() && im.row + t > seq_end)
+    if (v.whole_images() && im.row + t > seq_end)
       return invalid_argument("the image at row " + str(im.row) + " runs past its sequence's rows: an image's " +
                               str(t) + " tokens go into one step");
     if (im.first > 0 && im.row != seq_begin)
@@ -160,7 +160,7 @@ Expected<std::vector<int32_t>> check_step_images(const StepBatch& b, const Visio
       until[static_cast<size_t>(r)] = b.positions[static_cast<size_t>(im.row + rows - 1)];
     }
   }
-  if (v.dynamic()) return std::vector<int32_t>();  // the Qwen2-VL family's images attend causally
+  if (!v.whole_images()) return std::vector<int32_t>();  // the Qwen2-VL family's images attend causally
   return until;
 }
 

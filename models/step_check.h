@@ -41,7 +41,8 @@ Status check_hidden_rows(const StepBatch& batch, int max_batch_tokens, int64_t h
 // images unless the model's vision tower is loaded (else unsupported); each image (a dynamic
 // image's grid in whole merge blocks) starts at one of its tokens (StepImage::first) at a row of
 // the step, and its rows (step_image_rows) are image_token each and overlap no other image's.
-// Gemma 3's images lie whole in one sequence's rows (first = 0); a Qwen2-VL family image may
+// Gemma 3's images (VisionConfig::whole_images: Gemma 4's under "vision" too) lie whole in one
+// sequence's rows (first = 0); a Qwen2-VL family image may
 // run on past its sequence's last row into a later step, and one that continues an earlier
 // step's begins at its sequence's first row. Returns AttentionMeta::attend_until for the step:
 // Gemma 3's [n_tokens], each row's own position but an image's rows', which see to the image's

@@ -32,6 +32,13 @@ enum class VisionKind : uint8_t {
   glm4v,          // Glm4vForConditionalGeneration / Glm4vMoeForConditionalGeneration (GLM-4.1V, 4.5V,
                   // 4.6V): RMSNorm, gated SiLU MLP, full attention, bicubic position embeddings, a
                   // downsample convolution and a gated merger (models/glm4v_vision.cpp)
+  gemma4,         // Gemma4ForConditionalGeneration (models/gemma4_vision.h): images of any size in
+                  // whole merge x merge blocks of patches (merge = pooling_kernel_size), a token per
+                  // block (average-pooled), 1D positions in the language model, no breaks
+  internvl,       // InternVLForConditionalGeneration / InternVLChatModel: InternViT (class token, LayerNorm or
+                  // RMSNorm, optional qk norm, layer scales) over tiles of image_size pixels, the pixel
+                  // shuffle (merge = 1 / downsample_ratio) and an MLP projector (models/internvl_vision.h);
+                  // an image of T tiles has the grid (T * side) x side
 };
 
 struct VisionConfig {
@@ -83,9 +90,30 @@ struct VisionConfig {
   // (image_size / patch_size)^2.
   int merger_intermediate = 0;
   bool qkv_bias = true;
+  // InternVL: the blocks' norms are RMSNorm (norm_type rms_norm) instead of LayerNorm; q and k
+  // are RMS-normed over the whole projection (use_qk_norm); the final LayerNorm runs before the
+  // features are read (use_mean_pooling false with feature layer -1). feature_layers holds the
+  // one state read; class_token is set (dropped before the shuffle); projector_eps is the
+  // projector LayerNorm's.
+  bool rms_norm = false;
+  bool qk_norm = false;
+  float qk_eps = 1e-6f;  // the qk norm's eps: InternVLVisionRMSNorm's default (the remote layout: layer_norm_eps)
+  bool final_norm = false;
+  // Gemma 4: use_bidirectional_attention "vision" (the text config's): an image's rows see the
+  // whole image on the sliding layers, so an image runs whole in one step (whole_images()); the
+  // tower's position table per axis (position_embedding_size: a patch's x and y must be below
+  // it), use_clipped_linears (the input_min / max and output_min / max buffers each linear
+  // clamps by) and standardize (std_bias / std_scale on the pooled features).
+  bool bidirectional = false;
+  int position_table = 0;
+  bool clipped_linears = false;
+  bool standardize = false;
 
   bool present() const { return n_layers > 0; }
   bool dynamic() const { return kind != VisionKind::gemma3_siglip; }
+  // Whether an image's tokens attend to one another (Gemma 3, Gemma 4 under "vision"): then the
+  // image runs whole in one step; else causally and chunked prefill may split it.
+  bool whole_images() const { return !dynamic() || bidirectional; }
   // The prompt tokens of an image of grid_h x grid_w patches (dynamic), else tokens_per_image:
   // its features' rows, and for Pixtral an [IMG_BREAK] after each row of them, the last one
   // [IMG_END] (pixtral_image_tokens).
@@ -169,5 +197,10 @@ Expected<VisionConfig> read_pixtral_vision(const nlohmann::json& config, int tex
 // than 3, a head_dim not a multiple of 4, an image_size not a multiple of patch_size, an
 // image_token_id outside the text vocabulary.
 Expected<VisionConfig> read_glm4v_vision(const nlohmann::json& config, int text_vocab, bool moe);
+
+// A fixed-size ViT's sizes as read from vision_config (LLaVA's CLIP / SigLIP, InternViT):
+// invalid_argument naming the field for a non-positive size, a hidden_size not whole heads, an
+// image_size not whole patches, a non-positive layer_norm_eps.
+Status check_vit_sizes(const VisionConfig& v);
 
 }  // namespace brigade

@@ -117,13 +117,18 @@ void unfold_square_patches(const float* image, const VisionConfig& v, float* row
 void run_vit_layer(Backend& b, const VitLayer& L, VitAct act, float eps, const Tensor& x, const VitBuffers& buf,
                    const VitAttention& attn) {
   const QkvLayout layout = attn.layout();
-  b.layer_norm(x, L.ln1_w.tensor, L.ln1_b.tensor, eps, buf.normed);
+  auto norm = [&](const OwnedTensor& w, const OwnedTensor& bias) {
+    if (L.rms_norm) b.rms_norm(x, w.tensor, eps, buf.normed);
+    else b.layer_norm(x, w.tensor, bias.tensor, eps, buf.normed);
+  };
+  norm(L.ln1_w, L.ln1_b);
   b.matmul(buf.normed, L.qkv.tensor, L.qkv_b.tensor, buf.qkv);
+  if (!L.q_norm.tensor.empty()) b.qk_head_norm(buf.qkv, layout, L.q_norm.tensor, L.k_norm.tensor, L.qk_eps);
   b.write_kv(attn.kv(), buf.qkv, layout, attn.slots());
   b.attention(buf.qkv, layout, attn.kv(), attn.meta(), 1.0f / std::sqrt(static_cast<float>(layout.head_dim)), buf.attn);
   b.matmul(buf.attn, L.o.tensor, L.o_b.tensor, buf.normed);
   b.add(x, buf.normed);
-  b.layer_norm(x, L.ln2_w.tensor, L.ln2_b.tensor, eps, buf.normed);
+  norm(L.ln2_w, L.ln2_b);
   b.matmul(buf.normed, L.fc1.tensor, L.fc1_b.tensor, buf.mlp);
   vit_activate(b, act, buf.mlp);
   b.matmul(buf.mlp, L.fc2.tensor, L.fc2_b.tensor, buf.normed);

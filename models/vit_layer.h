@@ -27,6 +27,12 @@ void vit_activate(Backend& b, VitAct act, const Tensor& x);
 
 struct VitLayer {
   OwnedTensor ln1_w, ln1_b, qkv, qkv_b, o, o_b, ln2_w, ln2_b, fc1, fc1_b, fc2, fc2_b;
+  // InternViT (models/internvl_vision.h): RMSNorm in place of both LayerNorms (ln*_b unused), and
+  // q and k RMS-normed each over its whole projection by q_norm / k_norm [hidden] with qk_eps
+  // (empty: no qk norm). Biases may be empty (none).
+  bool rms_norm = false;
+  OwnedTensor q_norm, k_norm;
+  float qk_eps = 1e-6f;
 };
 
 // The layer under `prefix` ("vision_tower.encoder.layers.3."): layer_norm{1,2}.{weight,bias},

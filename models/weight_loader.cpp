@@ -402,6 +402,27 @@ Expected<std::vector<float>> WeightLoader::gather_host(const std::vector<std::st
   return host;
 }
 
+Expected<OwnedTensor> WeightLoader::rows_scaled(const std::string& name, int64_t rows, int64_t cols,
+                                                const std::string& scale) {
+  auto read = [&](const std::string& n, const std::vector<int64_t>& shape) -> Expected<std::vector<float>> {
+    BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(n, shape));
+    if (t.block_quantized() || (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16))
+      return corrupt(t.file + ": tensor '" + n + "' is stored " + t.type_name() + "; a layer-scaled weight must be F32, BF16 or F16");
+    count(n, t.numel());
+    std::vector<float> host(static_cast<size_t>(t.numel()));
+    for (int64_t i = 0; i < t.numel(); ++i) host[static_cast<size_t>(i)] = static_cast<float>(t.at(i));
+    return host;
+  };
+  BRIGADE_ASSIGN_OR_RETURN(std::vector<float> s, read(scale, {rows}));
+  BRIGADE_ASSIGN_OR_RETURN(std::vector<float> host, read(name, cols > 0 ? std::vector<int64_t>{rows, cols}
+                                                                         : std::vector<int64_t>{rows}));
+  const int64_t width = std::max<int64_t>(cols, 1);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < width; ++c) host[static_cast<size_t>(r * width + c)] *= s[static_cast<size_t>(r)];
+  if (cols == 0) return upload_f32(host);
+  return prepare(Tensor(host.data(), DType::f32, {rows, cols}), linear_want());
+}
+
 Expected<float> WeightLoader::scalar_f32(const std::string& name) {
   BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck_.tensor(name));
   if (t.numel() != 1 || t.shape.size() > 1 || t.block_quantized() ||

@@ -157,6 +157,12 @@ class WeightLoader {
   Expected<OwnedTensor> matrix_columns(const std::string& name, int64_t rows, int64_t cols,
                                        const std::vector<int64_t>& kept);
 
+  // Matrix `name` [rows, cols] (a vector [rows] when cols is 0; floats) with row r times
+  // `scale`[r] (a float vector [rows]), staged as f32: a matrix prepared as matrix() prepares it,
+  // a vector uploaded f32. A layer scale folded into the linear layer before it (InternViT's
+  // lambda_1 / lambda_2: lambda * (W x + b) = (lambda W) x + lambda b).
+  Expected<OwnedTensor> rows_scaled(const std::string& name, int64_t rows, int64_t cols, const std::string& scale);
+
   // Elements of the checkpoint tensors loaded, counted whole even when only a slice is kept (so
   // every tensor-parallel rank reports the model's size) and once however many parts of a
   // tensor are loaded.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,7 +20,9 @@
 #include "models/checkpoint.h"
 #include "models/mapped_file.h"
 #include "models/model.h"
+#include "models/safetensors.h"
 #include "models/vision_config.h"
+#include "models/weight_loader.h"
 
 namespace brigade::testing {
 
@@ -152,6 +155,25 @@ std::vector<std::vector<float>> encode_each(LoadedTower<Encoder>& t, const std::
     at += n;
   }
   return each;
+}
+
+// Reads dir/model.safetensors into t (its tensor names through `rename`, e.g. gemma3_tensors) and
+// loads t.tower from it with t.v for a language model text_hidden wide; false (the failure
+// recorded) when a step fails.
+template <typename Encoder, typename Rename>
+bool load_tower_from(LoadedTower<Encoder>& t, const std::string& dir, int text_hidden, Rename rename) {
+  auto file = MappedFile::open(dir + "/model.safetensors");
+  EXPECT_TRUE(file.has_value()) << file.status().to_string();
+  if (!file) return false;
+  t.file = *file;
+  std::map<std::string, RawTensor> tensors;
+  const Status read = read_safetensors(t.file, tensors);
+  EXPECT_TRUE(read.is_ok()) << read.to_string();
+  t.ck = Checkpoint::from_memory(dir, ModelConfig{}, rename(std::move(tensors)));
+  WeightLoader w(*t.ck, *t.backend, std::nullopt);
+  const Status loaded = t.tower.load(w, *t.backend, t.v, text_hidden);
+  EXPECT_TRUE(loaded.is_ok()) << loaded.to_string();
+  return loaded.is_ok();
 }
 
 }  // namespace brigade::testing

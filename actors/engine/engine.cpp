@@ -35,7 +35,9 @@
 #include "actors/router/router_actor.h"
 #include "actors/station/station_actor.h"
 #include "actors/step_codec.h"
+#include "models/gemma4_image_processor.h"
 #include "models/image_processor.h"
+#include "models/internvl_image_processor.h"
 #include "models/pixtral_image_processor.h"
 #include "models/qwen_image_processor.h"
 #include "models/qwen_vision.h"
@@ -559,9 +561,15 @@ class EngineImpl final : public Engine {
     return out;
   }
   Expected<ImagePixels> load_image(std::span<const uint8_t> bytes) const override {
-    if (qwen_image_processor_ || pixtral_image_processor_) {
+    if (internvl_image_processor_) {  // InternVL: the image's tiles, a column of them
+      BRIGADE_ASSIGN_OR_RETURN(PatchedImage image, internvl_image_pixels(bytes, *internvl_image_processor_, internvl_patch_));
+      return ImagePixels{std::make_shared<const std::vector<float>>(std::move(image.pixels)), image.grid_h, image.grid_w};
+    }
+    if (qwen_image_processor_ || pixtral_image_processor_ || gemma4_image_processor_) {
       BRIGADE_ASSIGN_OR_RETURN(PatchedImage image, qwen_image_processor_
                                                        ? qwen_image_pixels(bytes, *qwen_image_processor_)
+                                                   : gemma4_image_processor_
+                                                       ? gemma4_image_pixels(bytes, *gemma4_image_processor_)
                                                        : pixtral_image_pixels(bytes, *pixtral_image_processor_));
       return ImagePixels{std::make_shared<const std::vector<float>>(std::move(image.pixels)), image.grid_h, image.grid_w};
     }
@@ -716,6 +724,9 @@ class EngineImpl final : public Engine {
   Expected<ImageProcessorConfig> image_processor_ = unsupported("this model takes text only: no vision tower runs here");
   std::optional<QwenImageProcessorConfig> qwen_image_processor_;  // the Qwen2-VL family's, when it loaded
   std::optional<PixtralImageProcessorConfig> pixtral_image_processor_;  // Mistral 3's, when it loaded
+  std::optional<Gemma4ImageProcessorConfig> gemma4_image_processor_;    // Gemma 4's, when it loaded
+  std::optional<InternVLImageProcessorConfig> internvl_image_processor_;  // InternVL's, when it loaded
+  int internvl_patch_ = 0;                                                // its tower's patch size
   int image_grid_ = 0;  // LLaVA: image_processor_'s images are this many patches a side (0: Gemma 3's fixed size)
   ModelSummary summary_;
   LoraSlots lora_slots_;  // adapter ids of requests (slots), their adapters and running requests
@@ -930,6 +941,36 @@ Status EngineImpl::start(const EngineOptions& options) {
     } else {
       image_processor_ = pixtral.status();
       spdlog::warn("engine: images cannot be loaded from files: {}", pixtral.status().message());
+    }
+  } else if (tower && tower->kind == VisionKind::gemma4) {
+    // Gemma 4: Gemma4ImageProcessor fits an image within max_soft_tokens tokens, keeping its aspect.
+    if (options.image_min_pixels > 0 || options.image_max_pixels > 0)
+      return invalid_argument("--mm-processor-kwargs min_pixels / max_pixels bound Qwen2-VL's images; Gemma 4's "
+                              "processor fits them within its processor config's max_soft_tokens");
+    auto gemma4 = model_gemma4_image_processor(path, tower->patch_size, tower->merge);
+    if (gemma4) {
+      gemma4_image_processor_ = *gemma4;
+      spdlog::info("engine: images are resized to at most {} tokens of {}x{} pixels, keeping their aspect",
+                   gemma4->max_soft_tokens, gemma4->side_multiple(), gemma4->side_multiple());
+    } else {
+      image_processor_ = gemma4.status();
+      spdlog::warn("engine: images cannot be loaded from files: {}", gemma4.status().message());
+    }
+  } else if (tower && tower->kind == VisionKind::internvl) {
+    // InternVL: GotOcr2ImageProcessor's tiles (crop_to_patches, as InternVLProcessor passes it).
+    if (options.image_min_pixels > 0 || options.image_max_pixels > 0)
+      return invalid_argument("--mm-processor-kwargs min_pixels / max_pixels bound Qwen2-VL's images; InternVL's "
+                              "processor tiles them as its preprocessor_config.json min_patches / max_patches say");
+    auto internvl = model_internvl_image_processor(path, tower->image_size);
+    if (internvl) {
+      internvl_image_processor_ = *internvl;
+      internvl_patch_ = tower->patch_size;
+      spdlog::info("engine: images are cut into {}..{} tiles of {}x{} pixels{}, {} tokens a tile", internvl->min_tiles,
+                   internvl->max_tiles, internvl->tile, internvl->tile, internvl->use_thumbnail ? " (+ a thumbnail)" : "",
+                   tower->image_tokens(tower->patches_per_side(), tower->patches_per_side()));
+    } else {
+      image_processor_ = internvl.status();
+      spdlog::warn("engine: images cannot be loaded from files: {}", internvl.status().message());
     }
   } else if (tower && tower->kind == VisionKind::llava) {
     // LLaVA: CLIPImageProcessor's image_size x image_size pixel_values, the tower's grid of patches.

@@ -15,6 +15,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/membw.h"
 #include "models/checkpoint.h"
+#include "models/gemma4_vision.h"
 #include "models/mapped_file.h"
 #include "models/model_config.h"
 #include "models/qwen_vision.h"
@@ -383,6 +384,15 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
         setup.limits.image_break_token = v.image_break_token;
         setup.limits.image_end_token = v.eoi_token;
       }
+      if (v.kind == VisionKind::gemma4) {  // no M-RoPE; under "vision" each image runs whole in one step
+        setup.limits.image_1d = true;
+        setup.limits.image_whole = v.whole_images();
+        setup.limits.max_image_patches = static_cast<int>(Gemma4Vision::kMaxTokens * v.merge * v.merge);
+      }
+      if (v.kind == VisionKind::internvl) {  // columns of tiles; no M-RoPE
+        setup.limits.image_1d = true;
+        setup.limits.image_tile = v.patches_per_side();
+      }
       if (v.kind == VisionKind::llava) {  // fixed-size images, the grid's tokens (+ the class row); no M-RoPE
         setup.limits.image_grid = v.patches_per_side();
         setup.limits.image_extra_tokens = v.extra_tokens;
@@ -393,8 +403,9 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
                      res->backend->name());
       else
         spdlog::info("engine: instance '{}': images of any size in {}-pixel patches, a token per {}x{} patches, at "
-                     "most {} patches (vision tower on {})", inst.name, v.patch_size, v.merge, v.merge,
-                     QwenVision::kMaxPatches, res->backend->name());
+                     "most {} patches{} (vision tower on {})", inst.name, v.patch_size, v.merge, v.merge,
+                     setup.limits.max_image_patches, setup.limits.image_whole ? ", each image whole in one step" : "",
+                     res->backend->name());
     } else {
       setup.limits.tokens_per_image = v.tokens_per_image;
       setup.limits.image_size = v.image_size;

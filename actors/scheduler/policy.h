@@ -170,13 +170,20 @@ struct SchedulerLimits {
   // 1D positions (no M-RoPE).
   int image_grid = 0;
   int image_extra_tokens = 0;
+  // Gemma 4: dynamic images at plain 1D positions (image_1d), whose tokens attend to one another
+  // under use_bidirectional_attention "vision" (image_whole: each runs whole in one step).
+  bool image_1d = false;
+  bool image_whole = false;
+  // InternVL: dynamic images (with image_1d) that are columns of tiles of image_tile x image_tile
+  // patches: grid_w = image_tile, grid_h a whole number of tiles.
+  int image_tile = 0;
   bool takes_images() const { return tokens_per_image > 0 || image_merge > 0; }
   bool image_rows() const { return image_break_token >= 0; }
-  bool image_mrope() const { return image_merge > 0 && !image_rows() && image_grid == 0; }
+  bool image_mrope() const { return image_merge > 0 && !image_rows() && image_grid == 0 && !image_1d; }
   // Dynamic images attend causally (the Qwen2-VL family, Pixtral), so chunked prefill may cut one over
   // several steps (the model keeps its features between them); Gemma 3's attend to one another
   // within the image, so each runs whole in one step (at most max_step_tokens tokens).
-  bool images_split() const { return image_merge > 0; }
+  bool images_split() const { return image_merge > 0 && !image_whole; }
   Status validate() const;
 };
 

@@ -57,6 +57,11 @@ Status check_image(const SeqImage& im, size_t k, const SchedulerLimits& l) {
     return invalid_argument(which + " has a grid of " + std::to_string(im.grid_h) + " x " + std::to_string(im.grid_w) +
                             " patches; this model's vision tower takes " + std::to_string(l.image_grid) + " x " +
                             std::to_string(l.image_grid));
+  if (l.image_tile > 0 && (im.grid_w != l.image_tile || im.grid_h % l.image_tile != 0))
+    return invalid_argument(which + " has a grid of " + std::to_string(im.grid_h) + " x " + std::to_string(im.grid_w) +
+                            " patches; this model's images are columns of tiles of " + std::to_string(l.image_tile) +
+                            " x " + std::to_string(l.image_tile) + " patches ((tiles * " + std::to_string(l.image_tile) +
+                            ") x " + std::to_string(l.image_tile) + ")");
   const int64_t patches = int64_t{im.grid_h} * im.grid_w;
   if (l.max_image_patches > 0 && patches > l.max_image_patches)
     return invalid_argument(which + " has " + std::to_string(patches) + " patches; the vision tower takes at most " +

@@ -280,6 +280,15 @@ ImageMarkers image_markers(const Tokenizer* tokenizer, const VisionConfig& v) {
     m.tokens_per_image = v.image_tokens(v.patches_per_side(), v.patches_per_side());
     return m;
   }
+  if (v.kind == VisionKind::internvl) {  // InternVLProcessor: each <IMG_CONTEXT> becomes <img> + its tiles' tokens + </img>
+    if (v.image_token < 0 || v.image_token >= n) return {};
+    ImageMarkers m;
+    m.image_piece = m.marker = tokenizer->token_to_piece(v.image_token);
+    m.before = "<img>";  // the tokenizer's start_image_token / end_image_token (not in config.json)
+    m.after = "</img>";
+    m.merge = v.merge;
+    return m;
+  }
   const bool rows = v.kind == VisionKind::pixtral;  // [IMG_BREAK] and [IMG_END] in place of begin / end
   for (int32_t id : {rows ? v.image_break_token : v.boi_token, v.eoi_token, v.image_token})
     if (id < 0 || id >= n) return {};
@@ -290,6 +299,13 @@ ImageMarkers image_markers(const Tokenizer* tokenizer, const VisionConfig& v) {
     m.merge = v.merge;
     m.break_piece = tokenizer->token_to_piece(v.image_break_token);
     m.end_piece = tokenizer->token_to_piece(v.eoi_token);
+    return m;
+  }
+  if (v.kind == VisionKind::gemma4) {  // Gemma4Processor: each <|image|> becomes <|image> + its tokens + <image|>
+    m.marker = m.image_piece;
+    m.before = tokenizer->token_to_piece(v.boi_token);
+    m.after = tokenizer->token_to_piece(v.eoi_token);
+    m.merge = v.merge;
     return m;
   }
   if (v.dynamic()) {  // Qwen2VLProcessor: each <|image_pad|> becomes the image's tokens

@@ -81,18 +81,10 @@ std::unique_ptr<Tower> load_tower(const std::string& fixture, const std::functio
   if (!v) return nullptr;
   t->v = *v;
   if (mutate) mutate(t->v);
-  auto file = MappedFile::open(fixture_dir(fixture) + "/model.safetensors");
-  EXPECT_TRUE(file.has_value()) << file.status().to_string();
-  if (!file) return nullptr;
-  t->file = *file;
-  std::map<std::string, RawTensor> tensors;
-  const Status read = read_safetensors(t->file, tensors);
-  EXPECT_TRUE(read.is_ok()) << read.to_string();
-  t->ck = Checkpoint::from_memory(fixture_dir(fixture), ModelConfig{}, gemma3_tensors(std::move(tensors)));
-  WeightLoader w(*t->ck, *t->backend, std::nullopt);
-  const Status loaded = t->tower.load(w, *t->backend, t->v, kTextHidden);
-  EXPECT_TRUE(loaded.is_ok()) << loaded.to_string();
-  return loaded.is_ok() ? std::move(t) : nullptr;
+  return testing::load_tower_from(*t, fixture_dir(fixture), kTextHidden,
+                                  [](std::map<std::string, RawTensor> m) { return gemma3_tensors(std::move(m)); })
+             ? std::move(t)
+             : nullptr;
 }
 
 // Encodes images in one call; each image's features, in order.

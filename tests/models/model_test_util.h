@@ -114,6 +114,37 @@ inline std::vector<int32_t> greedy_decode(Model& model, Backend& backend, const 
   return out;
 }
 
+// The logits of sequence 0's `prompt` at every row, prefilled into kv in chunks of `size` rows
+// (0: whole); the chunk of rows [from, to) carries the StepImages images_of(from, to) gives.
+template <typename ImagesOf>
+std::vector<float> prefill_chunks(Model& model, Backend& backend, const KvCache& kv, const std::vector<int32_t>& prompt,
+                                  size_t size, int page_size, int pages, ImagesOf images_of) {
+  std::vector<float> all;
+  const size_t n = prompt.size();
+  for (size_t from = 0; from < n; from += size == 0 ? n : size) {
+    const size_t to = size == 0 ? n : std::min(n, from + size);
+    StepBatch step = make_step({{0, std::vector<int32_t>(prompt.begin() + static_cast<long>(from),
+                                                         prompt.begin() + static_cast<long>(to)),
+                                 static_cast<int>(from), true}},
+                               page_size, pages);
+    step.images = images_of(from, to);
+    const std::vector<float> rows = run_step(model, backend, kv, step);
+    all.insert(all.end(), rows.begin(), rows.end());
+  }
+  return all;
+}
+
+// The largest |got - want| over want's rows and columns, got's rows `vocab` wide; infinite for a NaN.
+inline float logit_diff(const std::vector<float>& got, size_t vocab, const std::vector<std::vector<float>>& want) {
+  float worst = 0.0f;
+  for (size_t r = 0; r < want.size(); ++r)
+    for (size_t v = 0; v < want[r].size(); ++v) {
+      const float d = std::fabs(got[r * vocab + v] - want[r][v]);
+      worst = std::max(worst, std::isnan(d) ? INFINITY : d);
+    }
+  return worst;
+}
+
 // One tensor for write_safetensors_file: dtype is the file's string ("F32", "I64", ...).
 struct StEntry {
   std::string name;
