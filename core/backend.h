@@ -350,6 +350,13 @@ class Backend {
   virtual void scale(const Tensor& x, float s) = 0;
   // x = tanh(x / cap) * cap elementwise in place; x [n, m] f32 (Gemma 2's final_logit_softcapping).
   virtual void softcap(const Tensor& x, float cap) = 0;
+  // x = min(max(x, lo), hi) elementwise in place (torch.clamp; NaN stays NaN); x [n, m] in the
+  // activation dtype, lo <= hi, either infinite for no bound (OLMo's and DBRX's clip_qkv on q|k|v,
+  // Gemma 4's clipped linears).
+  virtual void clamp(const Tensor& x, float lo, float hi) {
+    (void)x, (void)lo, (void)hi;
+    BRIGADE_CHECK(false, "clamp on a backend without it (the CPU and CUDA backends have it)");
+  }
   // RMSNorm of the q and k parts of qkv, in place. Weights [head_dim]: each head on its own
   // (Qwen3); weights [n_heads * head_dim] and [n_kv_heads * head_dim]: all of q's heads as one
   // vector and all of k's as another (OLMo 2's q_norm / k_norm over the whole projection).

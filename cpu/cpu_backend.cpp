@@ -108,6 +108,7 @@ class CpuBackend final : public Backend {
   void xielu(const Tensor& x, const XieluParams& p) override { cpu::xielu(ctx_, x, p); }
   void scale(const Tensor& x, float s) override { cpu::scale(ctx_, x, s); }
   void softcap(const Tensor& x, float cap) override { cpu::softcap(ctx_, x, cap); }
+  void clamp(const Tensor& x, float lo, float hi) override { cpu::clamp(ctx_, x, lo, hi); }
   void qk_head_norm(const Tensor& qkv, const QkvLayout& l, const Tensor& q_weight,
                     const Tensor& k_weight, float eps) override {
     cpu::qk_head_norm(ctx_, qkv, l, q_weight, k_weight, eps);

@@ -97,6 +97,7 @@ void gelu_tanh_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out
 void xielu(const CpuContext& c, const Tensor& x, const XieluParams& p);
 void scale(const CpuContext& c, const Tensor& x, float s);
 void softcap(const CpuContext& c, const Tensor& x, float cap);
+void clamp(const CpuContext& c, const Tensor& x, float lo, float hi);
 void write_kv(const CpuContext& c, const KvLayer& cache, const Tensor& qkv, const QkvLayout& l,
               const Tensor& slots);
 void gather_rows(const CpuContext& c, const Tensor& x, const Tensor& rows, const Tensor& out);

@@ -1,4 +1,4 @@
-// Row-wise ops: embedding, add, silu_mul, gelu_tanh_mul, xielu, scale, softcap, write_kv, gather_rows.
+// Row-wise ops: embedding, add, silu_mul, gelu_tanh_mul, xielu, scale, softcap, clamp, write_kv, gather_rows.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -115,6 +115,14 @@ void softcap(const CpuContext& c, const Tensor& x, float cap) {
   float* p = x.as<float>();
   c.pool->parallel_for(x.numel(), 16384, [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i) p[i] = std::tanh(p[i] / cap) * cap;
+  });
+}
+
+void clamp(const CpuContext& c, const Tensor& x, float lo, float hi) {
+  BRIGADE_CHECK(x.dtype == DType::f32 && !(lo > hi), "clamp: x f32, lo <= hi");
+  float* p = x.as<float>();
+  c.pool->parallel_for(x.numel(), 16384, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) p[i] = p[i] < lo ? lo : (p[i] > hi ? hi : p[i]);  // NaN stays NaN
   });
 }
 

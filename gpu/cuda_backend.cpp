@@ -44,7 +44,7 @@ enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, k
                 kHeadMatmul, kWriteMlaKv, kMlaAttention, kXielu, kAttnTemperature, kQkSumSquares, kQkNormBySums,
                 kLayerNorm, kQkLayerNorm, kAddRowBias, kCopy, kSsmConv, kSsmScan, kSsmScanDiag, kGatedDelta,
                 kSigmoidMul, kReluSquared, kKda, kWriteKvColumns, kDsaTopk, kLightning,
-                kAltupPredict, kAltupCorrect, kMatchRms, kGaussianTopk, kVHeadNorm, kGeluTanhGate, kGelu };
+                kAltupPredict, kAltupCorrect, kMatchRms, kGaussianTopk, kVHeadNorm, kGeluTanhGate, kGelu, kClamp };
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
@@ -347,6 +347,12 @@ class CudaBackendImpl final : public CudaBackend {
     bind();
     graphs_->record(Sig() << kSoftcap << x << cap,
                     [=, this] { gpu::launch_softcap(x.as<float>(), cap, x.numel(), stream_); });
+  }
+  void clamp(const Tensor& x, float lo, float hi) override {
+    BRIGADE_CHECK(x.dtype == DType::bf16 && !(lo > hi), "clamp: x [n, m] bf16, lo <= hi");
+    bind();
+    graphs_->record(Sig() << kClamp << x << lo << hi,
+                    [=, this] { gpu::launch_clamp(x.data, lo, hi, x.numel(), stream_); });
   }
   void qk_head_norm(const Tensor& qkv, const QkvLayout& l, const Tensor& q_weight, const Tensor& k_weight,
                     float eps) override {

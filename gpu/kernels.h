@@ -38,6 +38,8 @@ void launch_xielu(void* x, int64_t count, float alpha_p, float alpha_n, float be
 void launch_scale(void* x, float s, int64_t count, cudaStream_t stream);
 // x [count] f32 = tanh(x / cap) * cap.
 void launch_softcap(float* x, float cap, int64_t count, cudaStream_t stream);
+// x [count] bf16 = clamp(x, lo, hi) (NaN stays NaN).
+void launch_clamp(void* x, float lo, float hi, int64_t count, cudaStream_t stream);
 // out [n, m] (+)= bias [m]; out bf16 or f32, bias f32 or bf16.
 void launch_add_bias(void* out, DType out_t, const void* bias, DType bias_t, int64_t n, int64_t m,
                      cudaStream_t stream);

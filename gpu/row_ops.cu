@@ -1,4 +1,4 @@
-// Row-wise kernels: embedding, rms_norm / add_rms_norm, layer_norm, add, silu_mul, gelu_tanh_mul, scale, softcap, bias, qk_head_norm, rope,
+// Row-wise kernels: embedding, rms_norm / add_rms_norm, layer_norm, add, silu_mul, gelu_tanh_mul, scale, softcap, clamp, bias, qk_head_norm, rope,
 // write_kv, gather_rows, conversion to bf16. All are memory bound: one pass over their rows,
 // f32 arithmetic, bf16 storage.
 #include <cuda_bf16.h>
@@ -127,6 +127,15 @@ __global__ void scale_kernel(bf16* x, float s, int64_t count) {
 __global__ void softcap_kernel(float* x, float cap, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x)
     x[i] = tanhf(x[i] / cap) * cap;
+}
+
+// torch.clamp of bf16 values: compared in f32, so a NaN fails both tests and stays.
+__global__ void clamp_kernel(bf16* x, float lo, float hi, int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
+    const float v = __bfloat162float(x[i]);
+    if (v < lo) x[i] = __float2bfloat16_rn(lo);
+    else if (v > hi) x[i] = __float2bfloat16_rn(hi);
+  }
 }
 
 template <class T>
@@ -388,6 +397,12 @@ void launch_scale(void* x, float s, int64_t count, cudaStream_t stream) {
 void launch_softcap(float* x, float cap, int64_t count, cudaStream_t stream) {
   if (count == 0) return;
   softcap_kernel<<<stride_grid(count), kThreads, 0, stream>>>(x, cap, count);
+  BRIGADE_CUDA_CHECK_LAUNCH();
+}
+
+void launch_clamp(void* x, float lo, float hi, int64_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  clamp_kernel<<<stride_grid(count), kThreads, 0, stream>>>(static_cast<bf16*>(x), lo, hi, count);
   BRIGADE_CUDA_CHECK_LAUNCH();
 }
 

@@ -51,7 +51,11 @@ void DecoderEnds::add_positions(Backend& b, const Tensor& pos, const Tensor& x, 
 }
 
 Status DecoderEnds::load_head(WeightLoader& w, const ModelConfig& c, bool with_head) {
-  BRIGADE_ASSIGN_OR_RETURN(final_norm, w.vector_f32({"model.norm.weight"}, {c.hidden_size}, {}, c.norm_offset));
+  if (c.norms_weightless) {  // OLMo 1's OlmoLayerNorm
+    BRIGADE_ASSIGN_OR_RETURN(final_norm, w.constant_f32(c.hidden_size, 1.0f));
+  } else {
+    BRIGADE_ASSIGN_OR_RETURN(final_norm, w.vector_f32({"model.norm.weight"}, {c.hidden_size}, {}, c.norm_offset));
+  }
   if (c.norm_bias) {
     BRIGADE_ASSIGN_OR_RETURN(final_norm_bias, w.vector_f32({"model.norm.bias"}, {c.hidden_size}));
   }

@@ -119,6 +119,9 @@ Expected<Gemma4Vision::Linear> Gemma4Vision::load_linear(WeightLoader& w, const 
     BRIGADE_ASSIGN_OR_RETURN(b[i], w.scalar_f32(prefix + keys[i]));
   }
   L.in_lo = b[0], L.in_hi = b[1], L.out_lo = b[2], L.out_hi = b[3];
+  if (L.in_lo > L.in_hi || L.out_lo > L.out_hi)
+    return invalid_argument(prefix + ": a clip range whose min is above its max (input [" + str(L.in_lo) + ", " +
+                            str(L.in_hi) + "], output [" + str(L.out_lo) + ", " + str(L.out_hi) + "])");
   // scalar_f32 refuses non-finite values: an infinite bound (the buffers' initial value) is
   // stored as such only by checkpoints that never clip, which leave use_clipped_linears false.
   L.clamp_in = true, L.clamp_out = true;
@@ -225,25 +228,16 @@ Status Gemma4Vision::ensure_scratch(int64_t patches) {
   return Status::ok();
 }
 
-void Gemma4Vision::clamp(const Tensor& x, float lo, float hi) {
-  host_.resize(static_cast<size_t>(x.numel()));
-  backend_->download(host_.data(), x);
-  for (float& f : host_) f = std::min(std::max(f, lo), hi);  // torch.clamp
-  backend_->upload(x, host_.data());
-}
-
 // Gemma4ClippableLinear: clamp the input, x W^T, clamp the output.
 void Gemma4Vision::linear(const Linear& L, const Tensor& x, const Tensor& out) {
   Tensor in = x;
   if (L.clamp_in) {
-    in = Tensor(lin_in_.tensor.data, DType::f32, {x.dim(0), x.dim(1)});
-    host_.resize(static_cast<size_t>(x.numel()));
-    backend_->download(host_.data(), x);
-    for (float& f : host_) f = std::min(std::max(f, L.in_lo), L.in_hi);
-    backend_->upload(in, host_.data());
+    in = Tensor(lin_in_.tensor.data, DType::f32, {x.dim(0), x.dim(1)});  // x is read again after
+    backend_->copy(in, x);
+    backend_->clamp(in, L.in_lo, L.in_hi);
   }
   backend_->matmul(in, L.w.tensor, Tensor(), out);
-  if (L.clamp_out) clamp(out, L.out_lo, L.out_hi);
+  if (L.clamp_out) backend_->clamp(out, L.out_lo, L.out_hi);
 }
 
 Status Gemma4Vision::encode(std::span<const StepImage> images, const Tensor& out) {

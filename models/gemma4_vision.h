@@ -13,7 +13,7 @@
 //   down(gelu_tanh(gate(x)) * up(x)), post-FFW RMSNorm, residual. Every linear is a
 //   Gemma4ClippableLinear: with use_clipped_linears its input and output are clamped to the
 //   checkpoint's input_min / input_max / output_min / output_max (clamps whose range is infinite
-//   are skipped; the others run on the host: download, clamp, upload);
+//   are skipped; the others run as Backend::clamp, the input's on a copy);
 // - the pooler: the mean of each k x k block of patches (k = pooling_kernel_size) in row-major
 //   block order, times sqrt(hidden), then (standardize) (x - std_bias) * std_scale (host, f32);
 // - the embedder: RMSNorm without weight, embedding_projection into the text width.
@@ -79,7 +79,6 @@ class Gemma4Vision {
                                const std::vector<Slice>& row_order);
   Status ensure_scratch(int64_t patches);
   void linear(const Linear& L, const Tensor& x, const Tensor& out);
-  void clamp(const Tensor& x, float lo, float hi);
   Status encode_one(const StepImage& im, const Tensor& out);
 
   Backend* backend_ = nullptr;

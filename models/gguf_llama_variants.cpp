@@ -215,16 +215,35 @@ Status read_dots1(const GgufFile& g, const std::string& a, ModelConfig& c) {
 // attention.sliding_window (required) on the layers attention.sliding_window_pattern marks
 // (absent: every 4th layer full, llama.cpp's default), and RoPE on the sliding layers only
 // (llama.cpp's graph reads no rope.freq_base_swa: every rotated layer uses rope.freq_base).
-Status read_command_r(const GgufFile& g, const std::string& gguf_arch, const std::string& a, ModelConfig& c) {
-  const bool cohere2 = gguf_arch == "cohere2";
-  c.arch = cohere2 ? "cohere2" : "cohere";
-  c.layer_norms = c.parallel_blocks = true;
+// The LayerNorms' epsilon (attention.layer_norm_epsilon, required) into rms_eps.
+Status read_layer_norm_eps(const GgufFile& g, const std::string& a, ModelConfig& c) {
   const std::string eps_key = a + "attention.layer_norm_epsilon";
   if (!g.find(eps_key)) return corrupt(g.path() + ": metadata '" + eps_key + "' (the LayerNorms' epsilon) is missing");
   BRIGADE_ASSIGN_OR_RETURN(double eps, g.get_number(eps_key));
   if (!std::isfinite(eps) || eps <= 0.0)
     return corrupt(g.path() + ": metadata '" + eps_key + "' must be a positive number");
   c.rms_eps = static_cast<float>(eps);
+  return Status::ok();
+}
+
+// OLMo 1 (llama.cpp's olmo): LayerNorms without weights (none stored), q, k and v clamped to
+// attention.clamp_kqv (absent: none; llama.cpp's f_clamp_kqv).
+Status read_olmo(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  c.layer_norms = c.norms_weightless = true;
+  c.sliding_window = 0;
+  BRIGADE_RETURN_IF_ERROR(read_layer_norm_eps(g, a, c));
+  BRIGADE_ASSIGN_OR_RETURN(double clamp, g.get_number_or(a + "attention.clamp_kqv", 0.0));
+  if (!std::isfinite(clamp) || clamp < 0.0)
+    return corrupt(g.path() + ": metadata '" + a + "attention.clamp_kqv' must be a number >= 0");
+  c.clip_qkv = static_cast<float>(clamp);
+  return Status::ok();
+}
+
+Status read_command_r(const GgufFile& g, const std::string& gguf_arch, const std::string& a, ModelConfig& c) {
+  const bool cohere2 = gguf_arch == "cohere2";
+  c.arch = cohere2 ? "cohere2" : "cohere";
+  c.layer_norms = c.parallel_blocks = true;
+  BRIGADE_RETURN_IF_ERROR(read_layer_norm_eps(g, a, c));
   if (cohere2 && !g.find(a + "logit_scale"))
     return corrupt(g.path() + ": metadata '" + a + "logit_scale' is missing (llama.cpp's cohere2 requires it)");
   BRIGADE_ASSIGN_OR_RETURN(double scale, g.get_number_or(a + "logit_scale", 0.0));
@@ -276,7 +295,7 @@ Status read_gguf_mistral3(const GgufFile& g, const std::string& a, ModelConfig& 
 }
 
 bool is_gguf_llama_variant(const std::string& gguf_arch) {
-  return gguf_arch == "olmo2" || gguf_arch == "exaone4" || gguf_arch == "glm4" || gguf_arch == "seed_oss" ||
+  return gguf_arch == "olmo" || gguf_arch == "olmo2" || gguf_arch == "exaone4" || gguf_arch == "glm4" || gguf_arch == "seed_oss" ||
          gguf_arch == "ernie4_5" || gguf_arch == "hunyuan-dense" || gguf_arch == "apertus" || gguf_arch == "ernie4_5-moe" ||
          gguf_arch == "llama4" || gguf_arch == "minimax-m2" || gguf_arch == "command-r" ||
          gguf_arch == "cohere2" || gguf_arch == "hunyuan-moe" || gguf_arch == "dots1";
@@ -309,11 +328,13 @@ Status add_gguf_xielu_tensors(const GgufFile& g, int n_layers, std::map<std::str
 Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, ModelConfig& c) {
   const std::string a = gguf_arch + ".";
   const bool pairs = gguf_arch == "glm4" || gguf_arch == "ernie4_5" || gguf_arch == "ernie4_5-moe" ||
-                     gguf_arch == "llama4" || gguf_arch == "command-r" || gguf_arch == "cohere2";
+                     gguf_arch == "llama4" || gguf_arch == "command-r" || gguf_arch == "cohere2" ||
+                     gguf_arch == "olmo";  // OLMo 1: q/k rows permuted by the converter, as llama's
   c.rope_style = pairs ? RopeStyle::interleaved : RopeStyle::neox;
   c.qkv_bias = c.attention_bias = g.has_tensor("blk.0.attn_q.bias");
   c.o_bias = g.has_tensor("blk.0.attn_output.bias");
   c.mlp_bias = false;
+  if (gguf_arch == "olmo") return read_olmo(g, a, c);
   if (gguf_arch == "olmo2") return read_olmo2(g, a, c);
   if (gguf_arch == "exaone4") return read_exaone4(g, a, c);
   if (gguf_arch == "hunyuan-dense" || gguf_arch == "hunyuan-moe") return read_hunyuan(g, gguf_arch, a, c);

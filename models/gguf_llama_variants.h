@@ -1,8 +1,11 @@
 // Internal to models/: llama.cpp's GGUF files of the Llama decoder's newer relatives, read into
 // the ModelConfig the safetensors path builds for them (models/llama_variants_config.h), as
-// llama.cpp's loader and graphs (src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp,
+// llama.cpp's loader and graphs (src/models/olmo.cpp, olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp,
 // ernie4-5.cpp, hunyuan-dense.cpp, hunyuan-moe.cpp, llama4.cpp, minimax-m2.cpp, dots1.cpp, command-r.cpp,
 // cohere2.cpp) run them:
+//   olmo           OLMo 1: llama's tensors (q/k rows permuted) without attn_norm / ffn_norm /
+//                  output_norm (its LayerNorms have no weights; attention.layer_norm_epsilon),
+//                  attention.clamp_kqv (absent: none) clamping q, k and v after their projections;
 //   olmo2          OLMo 2 and OLMo 3 (one converter class): no attn_norm / ffn_norm,
 //                  post_attention_norm and post_ffw_norm on the blocks' outputs, attn_q_norm /
 //                  attn_k_norm over the whole projections ([H hd], [KV hd]); OLMo 3's
@@ -118,7 +121,7 @@ namespace brigade {
 bool is_gguf_llama_variant(const std::string& gguf_arch);
 
 // Fills what the architecture adds to the common keys read_config reads (arch becomes the
-// safetensors name: olmo2 or olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense,
+// safetensors name: olmo, olmo2 or olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense,
 // hunyuan_v1_moe, llama4_text, minimax_m2, cohere, cohere2, dots1). unsupported naming the key for what
 // brigade does not run (above). corrupt naming the key for values out of range and required keys
 // missing.

@@ -173,7 +173,14 @@ std::string format_model_info(const ModelInfo& m) {
     std::snprintf(buf, sizeof(buf), "%g", static_cast<double>(v));
     return std::string(buf);
   };
-  if (c.encoder) {  // models/bert.h: no RoPE, no decoder, no lm_head
+  if (c.arch == "modernbert") {  // models/modernbert.h
+    const int n_local = static_cast<int>(std::count(c.sliding_layers.begin(), c.sliding_layers.end(), true));
+    s += "encoder:       every token sees the prompt (run whole, uncached); pre-norm LayerNorm (eps " + num(c.rms_eps) +
+         (c.norm_bias ? ", biases" : ", no biases") + "), gated gelu MLP, RoPE; " +
+         std::to_string(c.n_layers - n_local) + " global layers (theta " + num(c.rope_theta) + "), " +
+         std::to_string(n_local) + " local (+-" + std::to_string(c.sliding_window) + " tokens, theta " +
+         num(c.rope_local_theta) + "), no token types\n";
+  } else if (c.encoder) {  // models/bert.h: no RoPE, no decoder, no lm_head
     s += "encoder:       every token sees the whole prompt (run whole, uncached); post-norm LayerNorm (eps " +
          num(c.rms_eps) + "), " + (c.mlp_activation == MlpActivation::gelu ? "gelu" : "gelu_tanh") +
          " MLP, learned positions" +
@@ -298,6 +305,7 @@ std::string format_model_info(const ModelInfo& m) {
   if (c.qk_norm)
     attn += std::string(c.qk_norm_whole ? ", q/k norm over all heads" : c.layer_norms ? ", q/k LayerNorm per head (its own weights)" : ", q/k norm") +
             (c.qk_norm_weightless ? " without weights on the RoPE layers" : "") + (c.qk_norm_after_rope ? " after RoPE" : "");
+  if (c.clip_qkv > 0.0f) attn += ", q/k/v clamped to +-" + num(c.clip_qkv);
   if (c.attention_chunk > 0) {
     int n_chunked = 0;
     for (int l = 0; l < c.n_layers; ++l) n_chunked += c.layer_chunk(l) > 0 ? 1 : 0;
@@ -382,7 +390,10 @@ std::string format_model_info(const ModelInfo& m) {
        c.parallel_blocks || c.logit_scale > 0.0f)) {
     std::string g;
     if (c.layer_norms)
-      g += std::string(c.norm_bias ? ", LayerNorms with biases" : ", LayerNorms without bias") + " (eps " + num(c.rms_eps) + ")";
+      g += std::string(c.norms_weightless ? ", LayerNorms without weight or bias"
+                       : c.norm_bias        ? ", LayerNorms with biases"
+                                            : ", LayerNorms without bias") +
+           " (eps " + num(c.rms_eps) + ")";
     if (c.parallel_blocks) g += c.parallel_mlp_norm ? ", attention and MLP side by side, each on its own norm"
                                                     : ", attention and MLP side by side on one norm";
     if (c.logit_scale > 0.0f) g += ", logits x " + num(c.logit_scale);

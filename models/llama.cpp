@@ -316,7 +316,10 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   const int64_t inter = c.intermediate_size;
   const Shard& s = shard_;
   const std::vector<Slice> qkv_rows = {s.q_rows(), s.kv_rows(), s.kv_rows()};
-  auto norm = [&](const char* name, int64_t size) { return w.vector_f32({layer_name(l, name)}, {size}, {}, c.norm_offset); };
+  auto norm = [&](const char* name, int64_t size) {
+    return c.norms_weightless ? w.constant_f32(size, 1.0f)  // OLMo 1's OlmoLayerNorm
+                              : w.vector_f32({layer_name(l, name)}, {size}, {}, c.norm_offset);
+  };
   if (c.parallel_blocks) {  // Cohere: one norm, the attention's and the MLP's input both
     BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("input_layernorm.weight", hidden));
     if (c.parallel_mlp_norm) {  // GPT-NeoX: the MLP's own norm of the layer's input
@@ -543,6 +546,7 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
   const Tensor& k_norm = layer.unit_qk_norm ? unit_norm_.tensor : layer.attn.k_norm.tensor;
   const bool qk_norm = !q_norm.empty(), after = config_.qk_norm_after_rope;
   if (qk_norm && !after) BRIGADE_RETURN_IF_ERROR(norm_qk(qkv, q_norm, k_norm));
+  if (config_.clip_qkv > 0.0f) backend_.clamp(qkv, -config_.clip_qkv, config_.clip_qkv);  // OLMo, OLMoE
   if (!layer.nope) backend_.rope(qkv, l, positions, images_.rope(rope));
   if (qk_norm && after) BRIGADE_RETURN_IF_ERROR(norm_qk(qkv, q_norm, k_norm));
   if ((layer.nope || config_.attn_temperature_all_layers) && config_.attn_temperature_floor > 0.0f)

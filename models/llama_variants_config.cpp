@@ -67,7 +67,7 @@ Status read_exaone4(const json& j, ModelConfig& c) {
 
 std::string llama_variant_arch(const std::string& class_name, const std::string& model_type) {
   static const std::pair<const char*, const char*> kNames[] = {
-      {"Olmo2ForCausalLM", "olmo2"},       {"Olmo3ForCausalLM", "olmo3"},
+      {"OlmoForCausalLM", "olmo"},         {"Olmo2ForCausalLM", "olmo2"},       {"Olmo3ForCausalLM", "olmo3"},
       {"Exaone4ForCausalLM", "exaone4"},   {"Glm4ForCausalLM", "glm4"},
       {"GlmForCausalLM", "glm"},           {"HeliumForCausalLM", "helium"},
       {"SeedOssForCausalLM", "seed_oss"},  {"Ernie4_5ForCausalLM", "ernie4_5"},
@@ -102,6 +102,16 @@ bool names_class(const json& j, const char* cls, const char* type) {
     return (*a)[0].get<std::string>() == cls;
   auto t = j.find("model_type");
   return t != j.end() && t->is_string() && t->get<std::string>() == type;
+}
+
+// clip_qkv (OlmoConfig's, OlmoeConfig's): null, or the bound q, k and v are clamped to.
+Status read_clip_qkv(const json& j, ModelConfig& c) {
+  auto clip = j.find("clip_qkv");
+  if (clip == j.end() || clip->is_null()) return Status::ok();
+  if (!clip->is_number() || !(clip->get<double>() > 0.0) || !std::isfinite(clip->get<double>()))
+    return invalid_argument("config.json: clip_qkv must be a positive number or null, not " + clip->dump());
+  c.clip_qkv = clip->get<float>();
+  return Status::ok();
 }
 
 }  // namespace
@@ -479,10 +489,15 @@ Status read_llama_variant(const json& j, ModelConfig& c) {
   if (c.arch == "minimax_m2") return read_minimax_m2(j, c);
   if (c.arch == "apertus") return read_apertus(j, c);
   if (c.arch == "olmo2" || c.arch == "olmo3" || c.arch == "flex_olmo") return read_olmo(j, c);
+  if (c.arch == "olmo") {  // OlmoForCausalLM (OLMo 1): Llama's layers, LayerNorms without weights
+    c.qkv_bias = c.o_bias = c.attention_bias;
+    c.layer_norms = c.norms_weightless = true;
+    c.rms_eps = 1e-5f;  // OlmoLayerNorm's, fixed (OlmoConfig has no eps)
+    c.sliding_window = 0;
+    return read_clip_qkv(j, c);
+  }
   if (c.arch == "olmoe") {  // OlmoeAttention: pre-norm layers, OLMo 2's whole-projection q/k norms
-    if (auto clip = j.find("clip_qkv"); clip != j.end() && !clip->is_null())
-      return unsupported("config.json: clip_qkv (clamping q, k and v) is not supported for olmoe; OLMoE's released "
-                         "checkpoints have it null");
+    BRIGADE_RETURN_IF_ERROR(read_clip_qkv(j, c));
     c.qkv_bias = c.o_bias = c.attention_bias;
     c.qk_norm = c.qk_norm_whole = true;
     c.sliding_window = 0;

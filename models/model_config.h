@@ -57,7 +57,7 @@ struct SsmConfig {
 
 struct ModelConfig {
   std::string arch;             // "llama", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "mixtral", "phi3", "gemma2", "gemma3_text",
-                                // "gpt_oss", "glm4_moe", "smollm3", "granite", "granitemoe", "granitemoeshared", "olmo2", "olmo3", "exaone4", "glm4",
+                                // "gpt_oss", "glm4_moe", "smollm3", "granite", "granitemoe", "granitemoeshared", "olmo", "olmo2", "olmo3", "exaone4", "glm4",
                                 // "seed_oss", "ernie4_5", "hunyuan_v1_dense", "hunyuan_v1_moe", "olmoe", "apertus", "ernie4_5_moe",
                                 // "llama4_text", "minimax_m2", "cohere", "cohere2", "dots1", "phimoe", "afmoe", "arcee",
                                 // "gemma", "starcoder2", "phi", "stablelm", "mimo_v2_flash", "exaone_moe"
@@ -88,6 +88,8 @@ struct ModelConfig {
   bool qk_norm_whole = false;   // with qk_norm: one RMSNorm over q_proj's whole output and one over k_proj's
                                 // (OLMo 2 / 3: q_norm [n_heads * head_dim], k_norm [n_kv_heads * head_dim])
   bool qk_norm_after_rope = false;  // with qk_norm: the norms after RoPE (Hunyuan's query_/key_layernorm)
+  float clip_qkv = 0.0f;        // > 0: q, k and v clamped to [-clip_qkv, clip_qkv] after their projections (and
+                                // OLMoE's q/k norms), before RoPE (OLMo's and OLMoE's clip_qkv); 0 = none
   bool qk_norm_weightless = false;  // with qk_norm: per-head RMSNorms without weights (none stored), on the layers
                                     // with RoPE only (Llama 4's use_qk_norm; with qk_norm_after_rope)
   bool attn_gate = false;       // AFMoE: the attention output times sigmoid(self_attn.gate_proj · x) [H * hd]
@@ -100,6 +102,8 @@ struct ModelConfig {
   // both outputs added to the residual (parallel_blocks; input_layernorm only); the logits times
   // logit_scale (0 = none).
   bool layer_norms = false;
+  bool norms_weightless = false;  // OLMo 1 (OlmoLayerNorm): the decoder's LayerNorms have neither weight nor
+                                  // bias (none stored; unit weights made at load)
   bool parallel_blocks = false;
   float logit_scale = 0.0f;
   // Phi-3.5-MoE (phimoe; models/phimoe_config.h): every decoder norm (input_layernorm,

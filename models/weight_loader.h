@@ -139,6 +139,11 @@ class WeightLoader {
   // (added in f32: Gemma's norms scale by 1 + w).
   Expected<OwnedTensor> vector_f32(const std::vector<std::string>& names, const std::vector<int64_t>& sizes,
                                    const std::vector<Slice>& slices = {}, float offset = 0.0f);
+  // A vector [size] of `value`, uploaded as f32: a weight the checkpoint does not store (OLMo 1's
+  // LayerNorms without weights take unit ones).
+  Expected<OwnedTensor> constant_f32(int64_t size, float value) {
+    return upload_f32(std::vector<float>(static_cast<size_t>(size), value));
+  }
   // A scalar parameter (shape [] or [1], a float type) read to the host: Apertus's xIELU
   // parameters. corrupt naming it when absent, of another shape or not finite.
   Expected<float> scalar_f32(const std::string& name);

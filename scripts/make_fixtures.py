@@ -412,6 +412,17 @@ def fixtures():
         # whole-projection q/k norms; every MLP 8 experts of 32, top 2, not renormalised.
         "olmoe": ("OlmoeConfig", "OlmoeForCausalLM", base_config(
             intermediate_size=32, num_experts=8, num_experts_per_tok=2, norm_topk_prob=False, pad_token_id=0)),
+        # OLMoE with clip_qkv (OlmoeConfig's; the released checkpoints leave it null): q and k
+        # clamped after their norms, v after v_proj; at 1.0 about a third of the values clip. One
+        # layer (the olmoe fixture has two) to stay small.
+        "olmoe_clip": ("OlmoeConfig", "OlmoeForCausalLM", base_config(
+            num_hidden_layers=1, intermediate_size=32, num_experts=8, num_experts_per_tok=2, norm_topk_prob=False,
+            pad_token_id=0, clip_qkv=1.0)),
+        # OLMo 1 (OlmoForCausalLM, allenai/OLMo-1B-hf, OLMo-7B-0424-hf): Llama's layers under
+        # LayerNorms without weight or bias (eps 1e-5), tied like the 1B; clip_qkv as the 0424 / 0724
+        # checkpoints set it (8.0 there; 1.0 here, so that about a third of q, k and v clip).
+        "olmo": ("OlmoConfig", "OlmoForCausalLM", base_config(
+            clip_qkv=1.0, tie_word_embeddings=True, pad_token_id=1)),
         # Apertus (ApertusForCausalLM, swiss-ai/Apertus-8B): per-head q/k norms, q/k/v/o biases, an
         # ungated MLP with xIELU (its alpha_p / alpha_n learned per layer), llama3 scaling.
         "apertus": ("ApertusConfig", "ApertusForCausalLM", base_config(

@@ -180,6 +180,24 @@ TEST(CpuOps, GeluTanhMulScaleAndSoftcap) {
   }
 }
 
+// clamp as torch.clamp: values past a bound become the bound, an infinite bound clamps nothing,
+// NaN stays NaN.
+TEST(CpuOps, Clamp) {
+  auto b = backend_at(test::simd_levels().back());
+  const std::vector<float> x0 = {-9.0f, -8.0f, -7.5f, 0.0f, 7.99f, 8.0f, 8.5f, INFINITY, -INFINITY, NAN};
+  auto x = make(*b, DType::f32, {2, 5});
+  std::copy(x0.begin(), x0.end(), x.tensor.as<float>());
+  b->clamp(x.tensor, -8.0f, 8.0f);
+  const std::vector<float> want = {-8.0f, -8.0f, -7.5f, 0.0f, 7.99f, 8.0f, 8.0f, 8.0f, -8.0f};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(x.tensor.as<float>()[i], want[i]) << i;
+  EXPECT_TRUE(std::isnan(x.tensor.as<float>()[9]));
+  std::copy(x0.begin(), x0.end(), x.tensor.as<float>());
+  b->clamp(x.tensor, -INFINITY, 0.5f);
+  EXPECT_EQ(x.tensor.as<float>()[0], -9.0f);
+  EXPECT_EQ(x.tensor.as<float>()[8], -INFINITY);
+  EXPECT_EQ(x.tensor.as<float>()[4], 0.5f);
+}
+
 TEST(CpuOps, EmbeddingAllDtypes) {
   std::mt19937 rng(4);
   auto b = backend_at(test::simd_levels().back());

@@ -147,6 +147,27 @@ TEST(GpuOps, GeluTanhMulScaleAndSoftcap) {
   EXPECT_LT(rel_error(get(*gpu(), lg.tensor), get(cpu(), lc.tensor)), 1e-5);
 }
 
+// clamp (OLMo's clip_qkv, Gemma 4's clipped linears): bf16 in place, one bound infinite or both
+// finite, a NaN kept.
+TEST(GpuOps, ClampMatchesCpu) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(13);
+  const int64_t n = 9, m = 1000;
+  auto x = random_values(rng, n * m, -20, 20);
+  x[17] = NAN;
+  for (const auto& [lo, hi] : {std::pair{-8.0f, 8.0f}, std::pair{-INFINITY, 3.5f}, std::pair{-2.0f, INFINITY}}) {
+    const auto xc = put(cpu(), DType::f32, {n, m}, x), xg = put(*gpu(), DType::bf16, {n, m}, x);
+    cpu().clamp(xc.tensor, lo, hi);
+    gpu()->clamp(xg.tensor, lo, hi);
+    auto got = get(*gpu(), xg.tensor), want = get(cpu(), xc.tensor);
+    EXPECT_TRUE(std::isnan(got[17]));
+    got[17] = want[17] = 0.0f;
+    EXPECT_LT(rel_error(got, want), kBf16Tol);
+    EXPECT_LE(*std::max_element(got.begin(), got.end()), hi);
+    EXPECT_GE(*std::min_element(got.begin(), got.end()), lo);
+  }
+}
+
 TEST(GpuOps, QkHeadNormAndRope) {
   BRIGADE_REQUIRE_GPU();
   std::mt19937 rng(5);

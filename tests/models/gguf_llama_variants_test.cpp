@@ -1,5 +1,6 @@
 // llama.cpp's GGUF files of the Llama decoder's newer relatives (models/gguf_llama_variants.h),
-// written by llama.cpp's own converter (scripts/make_gguf_llama_variants_fixtures.py): gguf_olmo2,
+// written by llama.cpp's own converter (scripts/make_gguf_llama_variants_fixtures.py): gguf_olmo
+// (LayerNorms without weights, clamp_kqv), gguf_olmo2,
 // gguf_olmo3 (window 8 on three layers of four, YaRN on the full one), gguf_exaone4 (llama3
 // scaling as rope_freqs), gguf_glm4 (gate|up fused, half-rotated heads), gguf_seed_oss,
 // gguf_ernie4_5 (tied), gguf_hunyuan_dense (the NTK alpha folded into the base), gguf_olmoe
@@ -14,7 +15,8 @@
 // gguf_dots1 (qwen3's attention, a dense layer, then grouped sigmoid routing with the selection
 // bias beside two shared experts; its config: gguf_dots1_test.cpp), gguf_ministral3 (YaRN and the
 // query temperature on every layer; its config: gguf_mistral3_test.cpp),
-// F32; llama.cpp itself runs each within 2e-5 of transformers (llamacpp.json).
+// F32; llama.cpp itself runs each within 2e-5 of transformers (llamacpp.json; gguf_olmo's run in
+// llama.cpp is not yet recorded).
 // The configs as llama.cpp reads them (Cohere's and Hunyuan MoE's: gguf_cohere_hunyuan_test.cpp), and
 // transformers' logits, decode steps and greedy tokens.
 #include <gtest/gtest.h>
@@ -41,6 +43,14 @@ using testing::gguf_path;
 using testing::open_config;
 
 TEST(GgufLlamaVariants, ReadsTheConfigsAsLlamaCppDoes) {
+  const ModelConfig olmo = open_config("gguf_olmo");
+  EXPECT_EQ(olmo.arch, "olmo");
+  EXPECT_TRUE(olmo.layer_norms && olmo.norms_weightless && !olmo.norm_bias);
+  EXPECT_FLOAT_EQ(olmo.rms_eps, 1e-5f);
+  EXPECT_FLOAT_EQ(olmo.clip_qkv, 1.0f) << "attention.clamp_kqv";
+  EXPECT_EQ(olmo.rope_style, RopeStyle::interleaved) << "q/k rows permuted, as llama's";
+  EXPECT_TRUE(olmo.tie_embeddings);
+
   const ModelConfig olmo2 = open_config("gguf_olmo2");
   EXPECT_EQ(olmo2.arch, "olmo2");
   EXPECT_TRUE(olmo2.post_norms && olmo2.qk_norm && olmo2.qk_norm_whole);
@@ -145,7 +155,7 @@ TEST(GgufLlamaVariants, ReadsTheConfigsAsLlamaCppDoes) {
 
 // A hunyuan-dense file with rope.scaling.alpha (which llama.cpp's converter does not write) has
 // its base stretched at load, as llama.cpp's loader does; an EXAONE window pattern of the wrong
-// length is corrupt, naming the key.
+// length is corrupt, naming the key; so are OLMo's missing LayerNorm epsilon and a negative clamp.
 TEST(GgufLlamaVariants, HunyuansAlphaKeyAndABadWindowPattern) {
   const testing::TempDir dir("gguf_variants");
   using testing::gguf_u32;
@@ -170,6 +180,15 @@ TEST(GgufLlamaVariants, HunyuansAlphaKeyAndABadWindowPattern) {
   kv.push_back(pattern);
   expect_refused(dir.file("exaone.gguf"), kv, {{"token_embd.weight", {64, 256}}}, StatusCode::corrupt,
                  "sliding_window_pattern");
+
+  // OLMo 1: its LayerNorms' epsilon is required; a negative clamp_kqv is corrupt.
+  kv = common("olmo");
+  expect_refused(dir.file("olmo_eps.gguf"), kv, {{"token_embd.weight", {64, 256}}}, StatusCode::corrupt,
+                 "layer_norm_epsilon");
+  kv.push_back({"olmo.attention.layer_norm_epsilon", 6, 0, 1e-5f});
+  kv.push_back({"olmo.attention.clamp_kqv", 6, 0, -8.0f});
+  expect_refused(dir.file("olmo_clamp.gguf"), kv, {{"token_embd.weight", {64, 256}}}, StatusCode::corrupt,
+                 "clamp_kqv");
 }
 
 // Apertus's xIELU parameters are metadata (xielu.*, one f32 per layer, or one for all), read as
@@ -286,7 +305,7 @@ TEST_P(GgufLlamaVariantsF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaVariantsF32,
-                         ::testing::Values("gguf_olmo2", "gguf_olmo3", "gguf_exaone4", "gguf_glm4", "gguf_seed_oss",
+                         ::testing::Values("gguf_olmo", "gguf_olmo2", "gguf_olmo3", "gguf_exaone4", "gguf_glm4", "gguf_seed_oss",
                                            "gguf_ernie4_5", "gguf_hunyuan_dense", "gguf_olmoe", "gguf_apertus",
                                            "gguf_ernie4_5_moe", "gguf_llama4", "gguf_minimax_m2", "gguf_command_r",
                                            "gguf_cohere2", "gguf_hunyuan_moe", "gguf_dots1", "gguf_ministral3"),

@@ -324,7 +324,8 @@ TEST(ModelConfig, ReadsTheLlamaVariants) {
   EXPECT_TRUE(hunyuan->qk_norm && hunyuan->qk_norm_after_rope);
 
   // OLMoE: OLMo 2's q/k norms in pre-norm layers, every MLP sparse with experts of
-  // intermediate_size (OlmoeConfig's defaults 64, top 8, not renormalised); clip_qkv refused.
+  // intermediate_size (OlmoeConfig's defaults 64, top 8, not renormalised); clip_qkv read (null:
+  // none), a non-positive one refused.
   auto olmoe = parse("OlmoeForCausalLM", {});
   ASSERT_TRUE(olmoe.has_value()) << olmoe.status().to_string();
   EXPECT_TRUE(olmoe->qk_norm && olmoe->qk_norm_whole && !olmoe->post_norms);
@@ -333,9 +334,26 @@ TEST(ModelConfig, ReadsTheLlamaVariants) {
   EXPECT_EQ(olmoe->moe_intermediate_size, 128);
   EXPECT_FALSE(olmoe->norm_topk_prob);
   EXPECT_EQ(olmoe->n_moe_layers(), 4);
-  const Status clip = parse("OlmoeForCausalLM", {{"clip_qkv", 8.0}}).status();
-  EXPECT_EQ(clip.code(), StatusCode::unsupported);
-  EXPECT_NE(clip.message().find("clip_qkv"), std::string::npos) << clip.message();
+  EXPECT_EQ(olmoe->clip_qkv, 0.0f);
+  auto olmoe_clip = parse("OlmoeForCausalLM", {{"clip_qkv", 8.0}});
+  ASSERT_TRUE(olmoe_clip.has_value()) << olmoe_clip.status().to_string();
+  EXPECT_EQ(olmoe_clip->clip_qkv, 8.0f);
+  EXPECT_EQ(parse("OlmoeForCausalLM", {{"clip_qkv", nullptr}})->clip_qkv, 0.0f);
+  for (const nlohmann::json& bad : {nlohmann::json(0.0), nlohmann::json(-1.0), nlohmann::json("8")}) {
+    const Status clip = parse("OlmoeForCausalLM", {{"clip_qkv", bad}}).status();
+    EXPECT_EQ(clip.code(), StatusCode::invalid_argument) << bad;
+    EXPECT_NE(clip.message().find("clip_qkv"), std::string::npos) << clip.message();
+  }
+
+  // OLMo 1 (OlmoForCausalLM): Llama's layers under LayerNorms without weights (eps 1e-5, fixed),
+  // attention_bias on q/k/v and o, clip_qkv.
+  auto olmo = parse("OlmoForCausalLM", {{"clip_qkv", 8.0}, {"attention_bias", true}});
+  ASSERT_TRUE(olmo.has_value()) << olmo.status().to_string();
+  EXPECT_EQ(olmo->arch, "olmo");
+  EXPECT_TRUE(olmo->layer_norms && olmo->norms_weightless && !olmo->norm_bias && !olmo->qk_norm);
+  EXPECT_TRUE(olmo->qkv_bias && olmo->o_bias);
+  EXPECT_FLOAT_EQ(olmo->rms_eps, 1e-5f);
+  EXPECT_EQ(olmo->clip_qkv, 8.0f);
   EXPECT_EQ(parse("OlmoeForCausalLM", {{"num_experts_per_tok", 65}}).status().code(), StatusCode::invalid_argument);
 
   // Apertus: the xIELU MLP (another hidden_act refused by name), per-head q/k norms, and without
