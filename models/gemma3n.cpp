@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "models/decoder_ends.h"
+#include "models/float_weights_checks.h"
 #include "models/llama.h"
 #include "models/load_progress.h"
 #include "models/lora.h"
@@ -411,28 +412,18 @@ StepCost Gemma3nModel::step_cost(const StepBatch& b, double kv_bytes_per_token) 
 }
 
 Status check_gemma3n_load(const ModelConfig& c, Backend& backend, const LoadOptions& options) {
-  if (options.max_batch_tokens < 1)
-    return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
+  BRIGADE_RETURN_IF_ERROR(check_float_weights_load(c, backend, options));
   if (!backend.supports_altup())
     return unsupported("backend '" + backend.name() + "' has no Gemma 3n ops (AltUp, gaussian top-k, v norm); " +
                        c.arch + " runs on the CPU and CUDA backends");
   if (options.communicator != nullptr && options.communicator->size() > 1)
     return unsupported("gemma3n does not run under tensor parallelism (AltUp's streams are not split); use tp 1");
-  if (options.lora_enabled()) return unsupported("LoRA adapters are not supported for gemma3n");
   if (c.gemma3n.altup_inputs < 2)
     return unsupported("config.json: altup_num_inputs " + std::to_string(c.gemma3n.altup_inputs) +
                        " is not supported for gemma3n; supported: 2 or more (the released models use 4)");
   if (c.gemma3n.altup_inputs > 8)
     return unsupported("config.json: altup_num_inputs " + std::to_string(c.gemma3n.altup_inputs) +
                        " is not supported for gemma3n; at most 8");
-  if (const auto t = options.weight_dtype; t && t != DType::f32 && t != DType::f16 && t != DType::bf16)
-    return unsupported(std::string("weight dtype ") + dtype_name(*t) + " is not supported for gemma3n; supported: "
-                       "f32, f16, bf16 (or auto)");
-  if (options.weight_dtype && !backend.supports_weight_dtype(*options.weight_dtype))
-    return unsupported(std::string("backend '") + backend.name() + "' does not keep " + dtype_name(*options.weight_dtype) +
-                       " weights (load with weights: auto or bf16)");
-  if (c.quant.quantized())
-    return unsupported("config.json: quantization_config " + c.quant.describe() + " is not supported for gemma3n");
   return Status::ok();
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/decoder_ends.h"
+#include "models/float_weights_checks.h"
 #include "models/image_inputs.h"
 #include "models/llama.h"
 #include "models/load_progress.h"
@@ -111,6 +112,7 @@ class Gemma4Model final : public Model {
   DecoderEnds ends_;
   std::vector<Layer> layers_;
   PerLayerInputs ple_;
+  std::vector<int32_t> ple_tokens_;  // a step's tokens with its image tokens as the pad token (per-layer inputs)
   MoeShard shard_;
   RopeConfig rope_full_, rope_sliding_;
   Scratch scratch_;
@@ -398,27 +400,27 @@ Status Gemma4Model::forward(const StepBatch& batch, const KvCache& kv, const Ten
     return invalid_argument("the step holds " + std::to_string(image_rows) + " Gemma 4 image tokens (id " +
                             std::to_string(c.gemma4.tower_tokens[0]) + ") but its images claim " + std::to_string(claimed) +
                             "; an image token stands only inside an image's run");
-  // transformers embeds the pad token at the placeholders, whose per-layer inputs read the pad
-  // token's row (llm_input_ids) and project the features (the merged inputs_embeds).
-  StepBatch padded;
-  const StepBatch* in = &batch;
+  // transformers embeds the pad token at the placeholders (their rows then take the features:
+  // images_.put), and their per-layer inputs read the pad token's row (llm_input_ids) and
+  // project the features (the merged inputs_embeds).
+  const std::vector<int32_t>* ple_tokens = &batch.tokens;
   if (ple() && image_rows > 0) {
-    padded = batch;
-    for (int32_t& id : padded.tokens)
+    ple_tokens_ = batch.tokens;
+    for (int32_t& id : ple_tokens_)
       if (id == c.gemma4.tower_tokens[0]) id = c.gemma4.pad_token;
-    in = &padded;
+    ple_tokens = &ple_tokens_;
   }
-  BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, *in, attend_until));
+  BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch, attend_until));
   // Gemma4Model's masks: the sliding layers' image rows see their whole image (attend_until,
   // under use_bidirectional_attention "vision"); the full layers stay causal.
   AttentionMeta full = ints_.meta(batch, bounds, 0);
   full.attend_until = Tensor();
   const AttentionMeta sliding = ints_.meta(batch, bounds, c.sliding_window);
   const Tensor x = rows(scratch_.x, n);
-  backend_.embedding(ends_.embed.tensor, ints_.tokens(*in), x);
+  backend_.embedding(ends_.embed.tensor, ints_.tokens(batch), x);
   backend_.scale(x, embed_scale_);
   BRIGADE_RETURN_IF_ERROR(images_.put(batch, x));
-  if (ple()) ple_.compute(backend_, in->tokens, x, n);
+  if (ple()) ple_.compute(backend_, *ple_tokens, x, n);
   for (int l = 0; l < c.n_layers; ++l) run_layer(l, kv, c.layer_window(l) > 0 ? sliding : full, n);
   images_.end_step();
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size()), hr = static_cast<int64_t>(batch.hidden_rows.size());
@@ -466,8 +468,7 @@ StepCost Gemma4Model::step_cost(const StepBatch& b, double kv_bytes_per_token) c
 }
 
 Status check_gemma4_load(const ModelConfig& c, Backend& backend, const LoadOptions& options) {
-  if (options.max_batch_tokens < 1)
-    return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
+  BRIGADE_RETURN_IF_ERROR(check_float_weights_load(c, backend, options));
   if (!backend.supports_altup())
     return unsupported("backend '" + backend.name() + "' has no Gemma 4 ops (v norm, the per-layer gate); " + c.arch +
                        " runs on the CPU and CUDA backends");
@@ -481,18 +482,9 @@ Status check_gemma4_load(const ModelConfig& c, Backend& backend, const LoadOptio
                        "); run it on the CPU backend");
   if (options.communicator != nullptr && options.communicator->size() > 1)
     return unsupported("gemma4 does not run under tensor parallelism yet; use tp 1");
-  if (options.lora_enabled()) return unsupported("LoRA adapters are not supported for gemma4");
   if (options.mtp || !options.eagle3.empty())
     return unsupported("gemma4 has no MTP module or EAGLE-3 head here; drop the speculative config (n-gram drafting "
                        "works)");
-  if (const auto t = options.weight_dtype; t && t != DType::f32 && t != DType::f16 && t != DType::bf16)
-    return unsupported(std::string("weight dtype ") + dtype_name(*t) + " is not supported for gemma4; supported: "
-                       "f32, f16, bf16 (or auto)");
-  if (options.weight_dtype && !backend.supports_weight_dtype(*options.weight_dtype))
-    return unsupported(std::string("backend '") + backend.name() + "' does not keep " + dtype_name(*options.weight_dtype) +
-                       " weights (load with weights: auto or bf16)");
-  if (c.quant.quantized())
-    return unsupported("config.json: quantization_config " + c.quant.describe() + " is not supported for gemma4");
   return Status::ok();
 }
 
